@@ -1,0 +1,5 @@
+import sys
+
+from graphsys.cli import main
+
+sys.exit(main())

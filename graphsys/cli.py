@@ -1,0 +1,47 @@
+"""The ``graphsys`` command line: one sub-command per module of :mod:`graphsys.commands`.
+
+Every command module exposes ``register(subparsers)``, which adds its parser and sets
+``func`` to a callable ``(args) -> int`` (the exit code). User-facing failures raise
+:class:`graphsys.errors.GraphsysError`; they are printed here as one line, with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from graphsys.errors import GraphsysError
+
+COMMANDS = ("demo", "ingest", "info", "verify", "export", "generate", "datasets")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="graphsys",
+        description="Partitioned Arrow graph storage, BSP analytics, embeddings and GNNs.",
+    )
+    from graphsys import __version__
+
+    parser.add_argument("--version", action="version", version=f"graphsys {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"graphsys.commands.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except GraphsysError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

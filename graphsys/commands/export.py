@@ -1,0 +1,29 @@
+"""``graphsys export``: write an edge set back with original ids (Parquet or TSV)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphsys.commands._common import emit_json
+from graphsys.storage.export import export_edges
+from graphsys.storage.graph import open_graph
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("export", help="export an edge set as Parquet or TSV",
+                              description=__doc__)
+    p.add_argument("graph", type=Path, metavar="DIR")
+    p.add_argument("--edges", metavar="SET", help="edge set (default: the only/default one)")
+    p.add_argument("--out", required=True, type=Path, help="FILE.parquet, FILE.tsv or FILE.tsv.gz")
+    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    rows = export_edges(open_graph(args.graph), args.out, args.edges, overwrite=args.overwrite)
+    if args.json:
+        emit_json({"out": str(args.out), "rows": rows})
+    else:
+        print(f"wrote {rows:,} edges to {args.out}")
+    return 0

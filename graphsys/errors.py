@@ -1,0 +1,34 @@
+"""Errors that graphsys reports to users as one line and a non-zero exit code."""
+
+from __future__ import annotations
+
+
+class GraphsysError(Exception):
+    """A user-facing failure: bad input, a bad option, a corrupt graph directory.
+
+    The CLI prints ``error: <message>`` on one line and exits with :attr:`exit_code`;
+    no traceback. Messages name the file, line or field at fault.
+    """
+
+    exit_code = 2
+
+
+class InputError(GraphsysError):
+    """Malformed or unusable input data (edge lists, node tables, configs)."""
+
+    def __init__(self, message: str, *, path: object | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}"
+            if line is not None:
+                where += f":{line}"
+            where += ": "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class FormatError(GraphsysError):
+    """A graph directory that is missing, corrupt, truncated or of an unknown version."""
+
+    exit_code = 3

@@ -1,0 +1,122 @@
+"""Crash-safe writing: temp name, fsync, rename; staging directories for whole graphs."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from graphsys.errors import GraphsysError
+
+_STAGING_MARK = ".staging-"
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory, fsync, rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temp path beside ``path``; on success fsync it and rename it to ``path``.
+
+    On any exception the temp file is removed, so ``path`` is never half written.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise GraphsysError(f"{path}: already exists (remove it or choose another name)")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        yield tmp
+        fsync_file(tmp)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def staging_directory(out: Path) -> Iterator[Path]:
+    """Yield an empty staging directory beside ``out``; rename it to ``out`` on success.
+
+    ``out`` must not exist, or be an empty directory. The staging name starts with a dot and
+    holds the pid; staging directories of dead processes (a killed ingest) are removed first.
+    On failure the staging directory is removed, so no partial graph is ever at ``out``.
+    """
+    out = Path(out).absolute()
+    if out.exists():
+        if (out / "manifest.json").exists():
+            raise GraphsysError(f"{out}: already holds a graph (remove it or choose another --out)")
+        if not out.is_dir() or any(out.iterdir()):
+            raise GraphsysError(f"{out}: exists and is not an empty directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{out.name}{_STAGING_MARK}"
+    for stale in out.parent.glob(prefix + "*"):
+        pid = stale.name[len(prefix):].split("-")[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    staging = out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+    staging.mkdir()
+    try:
+        yield staging
+        fsync_dir(staging)
+        if out.exists():
+            out.rmdir()
+        os.rename(staging, out)
+        fsync_dir(out.parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -1,0 +1,253 @@
+"""The on-disk graph format, version 1: paths, manifest schema, reading and validation.
+
+A graph is a directory (see ``docs/format.md``)::
+
+    manifest.json                                   written last, atomically
+    nodes/{entity_type}/part-{p:05d}.arrow          original ``id`` + optional node columns
+    edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets [, ``rel``, ``weight``]
+
+Every file is an Arrow IPC file (Feather v2, uncompressed) so it memory-maps with no copy.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphsys.errors import FormatError
+
+FORMAT_NAME = "graphsys-graph"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+DEFAULT_EDGE_SET = "default"
+DEFAULT_ENTITY_TYPE = "node"
+DEFAULT_RELATION = "default"
+#: Rows per Arrow record batch in a bucket file (2**24 = 16,777,216 edges).
+DEFAULT_MAX_BATCH_ROWS = 1 << 24
+
+
+def node_file(entity_type: str, partition: int) -> str:
+    """Relative path of one node partition file."""
+    return f"nodes/{entity_type}/part-{partition:05d}.arrow"
+
+
+def bucket_file(edge_set: str, i: int, j: int) -> str:
+    """Relative path of the bucket holding edges from partition ``i`` to partition ``j``."""
+    return f"edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow"
+
+
+@dataclass(frozen=True)
+class RelationType:
+    """A relation type: edges of it go from ``lhs`` entities to ``rhs`` entities."""
+
+    name: str
+    lhs: str
+    rhs: str
+
+
+@dataclass(frozen=True)
+class NodeColumn:
+    """A node column stored beside ``id`` in every node partition file.
+
+    ``kind`` is ``features`` (fixed-size list of float32, ``dim`` wide), ``label`` (int64,
+    -1 = unknown) or ``mask`` (bool).
+    """
+
+    name: str
+    kind: str
+    dim: int = 1
+
+
+@dataclass
+class EntityType:
+    """Nodes of one type: their original id type and their count per partition."""
+
+    name: str
+    id_type: str  # "int64" or "string"
+    partition_sizes: list[int]
+    columns: list[NodeColumn] = field(default_factory=list)
+
+    @property
+    def num_nodes(self) -> int:
+        return int(sum(self.partition_sizes))
+
+
+@dataclass
+class EdgeSet:
+    """A named set of edges over the graph's node mapping (e.g. ``train``/``valid``/``test``).
+
+    ``buckets`` maps ``(i, j)`` to the number of edges in that bucket (non-empty ones only).
+    """
+
+    name: str
+    num_edges: int
+    buckets: dict[tuple[int, int], int]
+    has_rel: bool
+    has_weight: bool
+    undirected: bool = False
+    dedupe: bool = False
+    drop_self_loops: bool = False
+    skipped_lines: int = 0
+
+
+@dataclass
+class Manifest:
+    """The parsed ``manifest.json`` of a graph directory."""
+
+    num_partitions: int
+    offset_dtype: str
+    max_batch_rows: int
+    partitioner: dict[str, Any]
+    entity_types: dict[str, EntityType]
+    relation_types: list[RelationType]
+    edge_sets: dict[str, EdgeSet]
+    files: dict[str, dict[str, Any]]
+    created_by: str = ""
+
+    # -- serialisation -------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "created_by": self.created_by,
+            "num_partitions": self.num_partitions,
+            "offset_dtype": self.offset_dtype,
+            "max_batch_rows": self.max_batch_rows,
+            "partitioner": self.partitioner,
+            "entity_types": {
+                name: {
+                    "id_type": et.id_type,
+                    "num_nodes": et.num_nodes,
+                    "partition_sizes": et.partition_sizes,
+                    "columns": [
+                        {"name": c.name, "kind": c.kind, "dim": c.dim} for c in et.columns
+                    ],
+                }
+                for name, et in self.entity_types.items()
+            },
+            "relation_types": [
+                {"name": r.name, "lhs": r.lhs, "rhs": r.rhs} for r in self.relation_types
+            ],
+            "edge_sets": {
+                name: {
+                    "num_edges": es.num_edges,
+                    "has_rel": es.has_rel,
+                    "has_weight": es.has_weight,
+                    "undirected": es.undirected,
+                    "dedupe": es.dedupe,
+                    "drop_self_loops": es.drop_self_loops,
+                    "skipped_lines": es.skipped_lines,
+                    "buckets": {f"{i}-{j}": n for (i, j), n in sorted(es.buckets.items())},
+                }
+                for name, es in self.edge_sets.items()
+            },
+            "files": dict(sorted(self.files.items())),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, *, source: str = MANIFEST) -> Manifest:
+        """Validate and parse a manifest; every problem is a :class:`FormatError` naming the field."""
+        reader = _FieldReader(source)
+        if not isinstance(data, dict):
+            raise FormatError(f"{source}: not a JSON object")
+        if data.get("format") != FORMAT_NAME:
+            raise FormatError(f"{source}: field 'format' is {data.get('format')!r}, "
+                              f"expected {FORMAT_NAME!r}")
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise FormatError(f"{source}: unsupported format_version {version!r} "
+                              f"(this graphsys reads version {FORMAT_VERSION})")
+        p = reader.get(data, "num_partitions", int)
+        if p < 1:
+            raise FormatError(f"{source}: field 'num_partitions' must be >= 1, got {p}")
+        offset_dtype = reader.get(data, "offset_dtype", str)
+        if offset_dtype not in ("int32", "int64"):
+            raise FormatError(f"{source}: field 'offset_dtype' must be int32 or int64")
+        entity_types = {}
+        for name, et in reader.get(data, "entity_types", dict).items():
+            sizes = reader.get(et, "partition_sizes", list, f"entity_types.{name}")
+            if len(sizes) != p or not all(isinstance(s, int) and s >= 0 for s in sizes):
+                raise FormatError(f"{source}: field 'entity_types.{name}.partition_sizes' must "
+                                  f"hold {p} non-negative integers")
+            id_type = reader.get(et, "id_type", str, f"entity_types.{name}")
+            if id_type not in ("int64", "string"):
+                raise FormatError(f"{source}: field 'entity_types.{name}.id_type' must be "
+                                  f"int64 or string")
+            cols = [NodeColumn(c["name"], c["kind"], int(c.get("dim", 1)))
+                    for c in reader.get(et, "columns", list, f"entity_types.{name}")]
+            entity_types[name] = EntityType(name, id_type, sizes, cols)
+        relation_types = []
+        for k, r in enumerate(reader.get(data, "relation_types", list)):
+            for key in ("name", "lhs", "rhs"):
+                reader.get(r, key, str, f"relation_types[{k}]")
+            if r["lhs"] not in entity_types or r["rhs"] not in entity_types:
+                raise FormatError(f"{source}: relation_types[{k}] names an unknown entity type")
+            relation_types.append(RelationType(r["name"], r["lhs"], r["rhs"]))
+        edge_sets = {}
+        for name, es in reader.get(data, "edge_sets", dict).items():
+            ctx = f"edge_sets.{name}"
+            buckets = {}
+            for key, n in reader.get(es, "buckets", dict, ctx).items():
+                try:
+                    i, j = (int(x) for x in key.split("-"))
+                except ValueError:
+                    raise FormatError(f"{source}: bad bucket key {key!r} in '{ctx}.buckets'") from None
+                if not (0 <= i < p and 0 <= j < p) or not isinstance(n, int) or n < 0:
+                    raise FormatError(f"{source}: bad bucket entry {key!r} in '{ctx}.buckets'")
+                buckets[(i, j)] = n
+            num_edges = reader.get(es, "num_edges", int, ctx)
+            if sum(buckets.values()) != num_edges:
+                raise FormatError(f"{source}: '{ctx}.num_edges' ({num_edges}) differs from the "
+                                  f"sum of its bucket counts ({sum(buckets.values())})")
+            edge_sets[name] = EdgeSet(
+                name, num_edges, buckets,
+                has_rel=reader.get(es, "has_rel", bool, ctx),
+                has_weight=reader.get(es, "has_weight", bool, ctx),
+                undirected=bool(es.get("undirected", False)),
+                dedupe=bool(es.get("dedupe", False)),
+                drop_self_loops=bool(es.get("drop_self_loops", False)),
+                skipped_lines=int(es.get("skipped_lines", 0)),
+            )
+        return cls(
+            num_partitions=p,
+            offset_dtype=offset_dtype,
+            max_batch_rows=reader.get(data, "max_batch_rows", int),
+            partitioner=reader.get(data, "partitioner", dict),
+            entity_types=entity_types,
+            relation_types=relation_types,
+            edge_sets=edge_sets,
+            files=reader.get(data, "files", dict),
+            created_by=str(data.get("created_by", "")),
+        )
+
+
+class _FieldReader:
+    def __init__(self, source: str):
+        self.source = source
+
+    def get(self, obj: Any, key: str, typ: type, ctx: str = "") -> Any:
+        name = f"{ctx}.{key}" if ctx else key
+        if not isinstance(obj, dict) or key not in obj:
+            raise FormatError(f"{self.source}: missing field '{name}'")
+        value = obj[key]
+        if typ is int and isinstance(value, bool) or not isinstance(value, typ):
+            raise FormatError(f"{self.source}: field '{name}' must be {typ.__name__}, "
+                              f"got {type(value).__name__}")
+        return value
+
+
+def read_manifest(directory: str | Path) -> Manifest:
+    """Read and validate ``DIR/manifest.json``; raise :class:`FormatError` if absent or bad."""
+    path = Path(directory) / MANIFEST
+    if not Path(directory).is_dir():
+        raise FormatError(f"{directory}: not a directory")
+    if not path.is_file():
+        raise FormatError(f"{path}: no manifest (not a graphsys graph, or an ingest that did "
+                          f"not finish)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(f"{path}: manifest is not valid JSON ({exc})") from None
+    return Manifest.from_json(data, source=str(path))

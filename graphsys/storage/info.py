@@ -1,0 +1,86 @@
+"""Summary statistics of a stored graph, to compare partitioners on the same graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphsys.storage.graph import Graph
+
+
+def _balance(values: np.ndarray) -> float:
+    """max / mean of ``values`` (1.0 = perfectly balanced; 1.0 for all-zero input)."""
+    mean = float(np.mean(values)) if len(values) else 0.0
+    return float(np.max(values)) / mean if mean > 0 else 1.0
+
+
+def graph_info(graph: Graph) -> dict[str, Any]:
+    """Nodes, edges, per-partition and per-bucket counts, balance (max/mean) and edge-cut.
+
+    ``edge_cut`` is the fraction of edges whose endpoints lie in different partitions
+    (edges outside the diagonal buckets). ``edges_per_partition`` counts the edges whose
+    source lies in the partition (bucket row sums).
+    """
+    m = graph.manifest
+    out: dict[str, Any] = {
+        "path": str(graph.path),
+        "format_version": 1,
+        "num_partitions": m.num_partitions,
+        "partitioner": m.partitioner,
+        "nodes": graph.num_nodes(),
+        "entity_types": {},
+        "relation_types": [{"name": r.name, "lhs": r.lhs, "rhs": r.rhs}
+                           for r in m.relation_types],
+        "edge_sets": {},
+    }
+    for name, et in m.entity_types.items():
+        sizes = np.asarray(et.partition_sizes)
+        out["entity_types"][name] = {
+            "nodes": et.num_nodes, "id_type": et.id_type,
+            "nodes_per_partition": sizes.tolist(), "node_balance": round(_balance(sizes), 4),
+            "columns": [{"name": c.name, "kind": c.kind, "dim": c.dim} for c in et.columns],
+        }
+    for name, es in m.edge_sets.items():
+        counts = graph.bucket_counts(name)
+        total = int(counts.sum())
+        rows = counts.sum(axis=1)
+        nonempty = counts[counts > 0]
+        out["edge_sets"][name] = {
+            "edges": total,
+            "undirected": es.undirected,
+            "has_weight": es.has_weight,
+            "has_rel": es.has_rel,
+            "skipped_lines": es.skipped_lines,
+            "edges_per_partition": rows.tolist(),
+            "edge_balance": round(_balance(rows), 4),
+            "buckets": counts.tolist(),
+            "nonempty_buckets": int(len(nonempty)),
+            "bucket_balance": round(_balance(counts.ravel()), 4),
+            "edge_cut": round(float(total - np.trace(counts)) / total, 6) if total else 0.0,
+        }
+    out["edges"] = sum(v["edges"] for v in out["edge_sets"].values())
+    return out
+
+
+def format_info(info: dict[str, Any]) -> str:
+    """Human-readable rendering of :func:`graph_info`."""
+    lines = [f"graph {info['path']}",
+             f"  partitions: {info['num_partitions']}  partitioner: {info['partitioner']['name']} "
+             f"{info['partitioner'].get('params', {})}",
+             f"  nodes: {info['nodes']:,}  edges: {info['edges']:,}"]
+    for name, et in info["entity_types"].items():
+        cols = ", ".join(f"{c['name']}({c['kind']})" for c in et["columns"]) or "none"
+        lines.append(f"  entity type {name}: {et['nodes']:,} nodes ({et['id_type']} ids), "
+                     f"per partition {et['nodes_per_partition']}, balance {et['node_balance']}, "
+                     f"columns: {cols}")
+    for r in info["relation_types"]:
+        lines.append(f"  relation {r['name']}: {r['lhs']} -> {r['rhs']}")
+    for name, es in info["edge_sets"].items():
+        lines.append(f"  edge set {name}: {es['edges']:,} edges, edge-cut {es['edge_cut']:.4f}, "
+                     f"edges/partition {es['edges_per_partition']} (balance "
+                     f"{es['edge_balance']}), {es['nonempty_buckets']} non-empty buckets "
+                     f"(bucket balance {es['bucket_balance']})"
+                     + (", undirected" if es["undirected"] else "")
+                     + (", weighted" if es["has_weight"] else ""))
+    return "\n".join(lines)

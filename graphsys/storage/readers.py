@@ -1,0 +1,462 @@
+"""Streaming readers of edge-list files: TSV/CSV (optionally gzip), Parquet and Arrow IPC.
+
+Every reader yields :class:`RawEdgeBatch` objects in bounded memory (one Arrow block at a
+time) with the selected columns as Arrow arrays of strings (text) or their stored types
+(Parquet/Arrow), plus the physical line number of every row so errors can name it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.ipc as paipc
+import pyarrow.parquet as pq
+
+from graphsys.errors import InputError
+
+FORMATS = ("auto", "tsv", "csv", "parquet", "arrow")
+#: Bytes read from the input per text block.
+TEXT_BLOCK_BYTES = 16 << 20
+#: Rows per batch read from Parquet/Arrow inputs.
+TABLE_BATCH_ROWS = 1 << 20
+
+
+@dataclass
+class RawEdgeBatch:
+    """One block of input rows with the selected columns.
+
+    ``columns`` maps a role (``src``, ``dst``, ``rel``, ``weight``) to an Arrow array;
+    ``first_line`` and ``line_of`` turn a row index into the physical line (text) or
+    1-based row number (Parquet/Arrow) for error messages. ``bytes_read`` is the input
+    progress in bytes after this batch (compressed bytes for gzip).
+    """
+
+    columns: dict[str, pa.Array]
+    line_of: Callable[[int], int] | None  # None: line numbers unknown (fast text path)
+    bytes_read: int
+
+    @property
+    def num_rows(self) -> int:
+        return len(next(iter(self.columns.values())))
+
+
+def detect_format(path: Path, fmt: str) -> str:
+    """Resolve ``auto`` from the file name (``.parquet``, ``.arrow``/``.feather``/``.ipc``,
+    ``.csv``); anything else is read as delimited text (``tsv``, delimiter sniffed)."""
+    if fmt != "auto":
+        return fmt
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.endswith(".parquet") or name.endswith(".pq"):
+        return "parquet"
+    if name.endswith((".arrow", ".feather", ".ipc")):
+        return "arrow"
+    if name.endswith(".csv"):
+        return "csv"
+    return "tsv"
+
+
+class _FilteredText(io.RawIOBase):
+    """A byte stream with comment lines and blank lines removed (and whitespace runs squeezed
+    when the delimiter is a space), recording where lines were removed so that a row index
+    of the filtered stream maps back to a physical line number of the input."""
+
+    def __init__(self, stream, comment: str, squeeze_spaces: bool, progress: Callable[[int], None]):
+        self._stream = stream
+        self._comment = comment.encode()
+        self._squeeze = squeeze_spaces
+        self._progress = progress
+        self._pending = memoryview(b"")
+        self._pos = 0
+        self._carry = b""
+        self._eof = False
+        self.lines_out = 0
+        self.lines_in = 0
+        # filtered line index at which removals happened, and cumulative removed lines there
+        self.removed_at: list[int] = []
+        self.removed_cum: list[int] = []
+        self._removed = 0
+        comments = b"".join(re.escape(bytes([c])) for c in self._comment)
+        self._drop = re.compile(rb"^(?:[" + comments + rb"].*|\s*)$" if comments else rb"^\s*$")
+        self._spaces = re.compile(rb"[ \t]+")
+
+    def readable(self) -> bool:
+        return True
+
+    def _next_chunk(self) -> bytes:
+        while True:
+            raw = self._stream.read(TEXT_BLOCK_BYTES)
+            self._progress(self._stream.position())
+            if not raw:
+                self._eof = True
+                data, self._carry = self._carry, b""
+                if data and not data.endswith(b"\n"):
+                    data += b"\n"
+                return self._filter(data) if data else b""
+            data = self._carry + raw
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                self._carry = data
+                continue
+            self._carry = data[cut:]
+            return self._filter(data[:cut])
+
+    def _filter(self, data: bytes) -> bytes:
+        n_lines = data.count(b"\n")
+        needs = (
+            data.startswith(b"\n") or data.startswith(b"\r\n") or b"\n\n" in data
+            or b"\n\r\n" in data or (self._squeeze and (b"  " in data or data[:1] == b" "
+                                                         or b"\t" in data or b" \n" in data))
+            or any(data.startswith(bytes([c])) or b"\n" + bytes([c]) in data
+                   for c in self._comment)
+        )
+        if not needs:
+            self.lines_in += n_lines
+            self.lines_out += n_lines
+            return data
+        kept = []
+        for line in data.split(b"\n")[:-1]:
+            self.lines_in += 1
+            if self._drop.match(line):
+                self._removed += 1
+                if self.removed_at and self.removed_at[-1] == self.lines_out:
+                    self.removed_cum[-1] = self._removed
+                else:
+                    self.removed_at.append(self.lines_out)
+                    self.removed_cum.append(self._removed)
+                continue
+            if self._squeeze:
+                line = self._spaces.sub(b" ", line.rstrip(b"\r").strip(b" \t"))
+            kept.append(line)
+            self.lines_out += 1
+        return b"\n".join(kept) + b"\n" if kept else b""
+
+    def readinto(self, buffer) -> int:
+        while self._pos >= len(self._pending) and not self._eof:
+            self._pending = memoryview(self._next_chunk())
+            self._pos = 0
+        n = min(len(buffer), len(self._pending) - self._pos)
+        buffer[:n] = self._pending[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def physical_line(self, filtered_index: int) -> int:
+        """1-based physical line of the row at 0-based index ``filtered_index`` of the output."""
+        k = int(np.searchsorted(np.asarray(self.removed_at, dtype=np.int64), filtered_index,
+                                side="right"))
+        return filtered_index + 1 + (self.removed_cum[k - 1] if k else 0)
+
+
+class _Input:
+    """A file opened for streaming, gunzipped when its name ends in ``.gz``; ``position()``
+    is the offset reached in the file on disk (compressed bytes for gzip)."""
+
+    def __init__(self, path: Path):
+        try:
+            self.raw = pa.OSFile(str(path), "rb")
+        except (OSError, pa.ArrowException) as exc:
+            raise InputError(f"cannot open ({exc})", path=path) from None
+        self.stream = (pa.CompressedInputStream(self.raw, "gzip")
+                       if path.name.lower().endswith(".gz") else self.raw)
+
+    def read(self, n: int) -> bytes:
+        return self.stream.read(n)
+
+    def position(self) -> int:
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.stream.close()
+        self.raw.close()
+
+    def __enter__(self) -> _Input:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _open_bytes(path: Path) -> _Input:
+    return _Input(path)
+
+
+class NeedCarefulRead(Exception):
+    """Raised by the fast text path when a block needs the careful path: a value that does not
+    convert, a bad row in ``error`` mode, or a problem whose line number must be named."""
+
+
+def _sniff(path: Path, comment: str) -> tuple[list[bytes], int]:
+    """First two data lines of a text file, and how many comment/blank lines precede the
+    first one."""
+    lines: list[bytes] = []
+    leading = 0
+    try:
+        with _open_bytes(path) as stream:
+            buf = stream.read(1 << 16)
+    except (OSError, pa.ArrowException, EOFError) as exc:
+        raise InputError(f"cannot read ({exc})", path=path) from None
+    for line in buf.split(b"\n")[:-1] if b"\n" in buf else [buf]:
+        s = line.rstrip(b"\r")
+        if not s.strip() or (comment and s[:1].decode("latin-1") in comment):
+            if not lines:
+                leading += 1
+            continue
+        lines.append(s)
+        if len(lines) == 2:
+            break
+    return lines, leading
+
+
+def _is_int(token: bytes) -> bool:
+    return re.fullmatch(rb"[+-]?\d+", token.strip()) is not None
+
+
+@dataclass
+class _TextLayout:
+    names: list[str]
+    selected: dict[str, str]
+    delimiter: str
+    header: bool
+    leading: int  # comment/blank lines before the first data (or header) line
+    squeeze: bool  # space-delimited with runs of blanks: only the careful path reads it
+
+
+def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delimiter: str | None,
+                 header: bool | None, comment: str) -> _TextLayout:
+    first, leading = _sniff(path, comment)
+    if not first:
+        raise InputError("no data lines (empty input)", path=path)
+    if delimiter is None:
+        if fmt == "csv":
+            delimiter = ","
+        elif b"\t" in first[0]:
+            delimiter = "\t"
+        elif b"," in first[0]:
+            delimiter = ","
+        else:
+            delimiter = " "
+    squeeze = delimiter == " " and any(b"  " in x or x[:1] in (b" ", b"\t") or b"\t" in x
+                                       for x in first)
+    delim = delimiter.encode()
+
+    def split(line: bytes) -> list[bytes]:
+        return re.split(rb"[ \t]+", line.strip()) if delimiter == " " else line.split(delim)
+
+    tokens = split(first[0])
+    if header is None:
+        # a header when named columns are asked for, or when the first line holds a
+        # non-integer where the second line holds an integer (in the src/dst columns)
+        second = split(first[1]) if len(first) == 2 else []
+        cols = [v for v in roles.values() if isinstance(v, int)][:2]
+        header = any(isinstance(v, str) for v in roles.values()) or any(
+            c < len(tokens) and c < len(second) and not _is_int(tokens[c]) and _is_int(second[c])
+            for c in cols)
+    if header:
+        names = [t.decode("utf-8", "replace").strip() for t in tokens]
+    else:
+        names = [f"c{k}" for k in range(len(tokens))]
+    selected: dict[str, str] = {}
+    for role, col in roles.items():
+        if col is None:
+            continue
+        if isinstance(col, int):
+            if not 0 <= col < len(names):
+                raise InputError(f"column index {col} for {role} is out of range: the file has "
+                                 f"{len(names)} columns", path=path)
+            selected[role] = names[col]
+        else:
+            if not header:
+                raise InputError(f"column {col!r} for {role} named, but the file has no header "
+                                 f"line (use a 0-based column index)", path=path)
+            if col not in names:
+                raise InputError(f"unknown column {col!r} for {role} (columns: "
+                                 f"{', '.join(names)})", path=path)
+            selected[role] = col
+    return _TextLayout(names, selected, delimiter, bool(header), leading, squeeze)
+
+
+def read_text(path: Path, fmt: str, roles: dict[str, str | int | None], *, delimiter: str | None,
+              header: bool | None, comment: str, on_bad_line: str,
+              progress: Callable[[int], None], bad_lines: list[int],
+              careful: bool) -> Iterator[RawEdgeBatch]:
+    """Stream a delimited text file. ``roles`` maps src/dst/rel/weight to a column name or
+    0-based index (None = role absent).
+
+    The fast path (``careful=False``) lets Arrow's multi-threaded reader parse the file
+    directly, ids as int64 and weights as float64, and raises :class:`NeedCarefulRead` at the
+    first thing it cannot handle exactly. The careful path reads every column as text through
+    a filter that drops comment and blank lines anywhere, and knows every row's line number.
+    """
+    layout = _text_layout(path, fmt, roles, delimiter, header, comment)
+    if careful or layout.squeeze:
+        yield from _read_careful(path, layout, comment, on_bad_line, progress, bad_lines)
+    else:
+        yield from _read_fast(path, layout, comment, on_bad_line, progress, bad_lines)
+
+
+def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
+               progress: Callable[[int], None], bad_lines: list[int]) -> Iterator[RawEdgeBatch]:
+    comment_b = tuple(comment)
+
+    def handler(row) -> str:
+        text = row.text.strip()
+        if not text or text.startswith(comment_b):
+            return "skip"
+        if on_bad_line == "skip":
+            bad_lines.append(-1)
+            return "skip"
+        return "error"
+
+    types = {}
+    for role, col in layout.selected.items():
+        types[col] = (pa.int64() if role in ("src", "dst") else pa.float64()
+                      if role == "weight" else pa.string())
+    source = _open_bytes(path)
+    try:
+        reader = pacsv.open_csv(
+            source.stream,
+            read_options=pacsv.ReadOptions(block_size=TEXT_BLOCK_BYTES, use_threads=True,
+                                           skip_rows=layout.leading + (1 if layout.header else 0),
+                                           column_names=layout.names),
+            parse_options=pacsv.ParseOptions(delimiter=layout.delimiter,
+                                             quote_char='"' if layout.delimiter == "," else False,
+                                             invalid_row_handler=handler),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=list(dict.fromkeys(layout.selected.values())),
+                column_types=types, null_values=[""], strings_can_be_null=False,
+                quoted_strings_can_be_null=False))
+        for batch in reader:
+            progress(source.position())
+            yield RawEdgeBatch({role: batch.column(col) for role, col in layout.selected.items()},
+                               None, source.position())
+    except pa.ArrowInvalid as exc:
+        if "gzip" in str(exc).lower() or "truncated" in str(exc).lower():
+            raise InputError(f"truncated or corrupt gzip stream ({_short(exc)})", path=path) from None
+        raise NeedCarefulRead(_short(exc)) from None
+    except (OSError, EOFError, pa.ArrowException) as exc:
+        msg = _short(exc)
+        if path.name.lower().endswith(".gz"):
+            msg = f"truncated or corrupt gzip stream ({msg})"
+        raise InputError(msg, path=path) from None
+    finally:
+        source.close()
+
+
+def _read_careful(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
+                  progress: Callable[[int], None], bad_lines: list[int]) -> Iterator[RawEdgeBatch]:
+    stream = _open_bytes(path)
+    filtered = _FilteredText(stream, comment, layout.squeeze, progress)
+    row_base = 1 if layout.header else 0
+    state = {"bad": None}
+
+    def handler(row) -> str:
+        if on_bad_line == "skip":
+            bad_lines.append(-1)
+            return "skip"
+        state["bad"] = row
+        return "error"
+
+    read_opts = pacsv.ReadOptions(
+        block_size=TEXT_BLOCK_BYTES, use_threads=on_bad_line == "skip",
+        skip_rows=1 if layout.header else 0, column_names=layout.names,
+    )
+    parse_opts = pacsv.ParseOptions(delimiter=layout.delimiter,
+                                    quote_char='"' if layout.delimiter == "," else False,
+                                    invalid_row_handler=handler, ignore_empty_lines=False)
+    convert_opts = pacsv.ConvertOptions(
+        include_columns=list(dict.fromkeys(layout.selected.values())),
+        column_types={c: pa.string() for c in layout.selected.values()},
+        strings_can_be_null=False, quoted_strings_can_be_null=False,
+    )
+    rows_done = 0
+    try:
+        reader = pacsv.open_csv(filtered, read_options=read_opts, parse_options=parse_opts,
+                                convert_options=convert_opts)
+        for batch in reader:
+            base = rows_done + row_base
+            # exact when no row was skipped: rows skipped by the handler shift later rows
+            line_of = None if bad_lines else (
+                lambda i, base=base: filtered.physical_line(base + i))
+            yield RawEdgeBatch({role: batch.column(col) for role, col in layout.selected.items()},
+                               line_of, stream.position())
+            rows_done += batch.num_rows
+    except pa.ArrowInvalid as exc:
+        bad = state["bad"]
+        if bad is not None:
+            line = filtered.physical_line(bad.number - 1) if bad.number else None
+            raise InputError(f"expected {bad.expected_columns} columns, found "
+                             f"{bad.actual_columns}: {bad.text[:80]!r}", path=path,
+                             line=line) from None
+        raise InputError(_short(exc), path=path) from None
+    except (OSError, EOFError, pa.ArrowException) as exc:
+        msg = _short(exc)
+        if path.name.lower().endswith(".gz"):
+            msg = f"truncated or corrupt gzip stream ({msg})"
+        raise InputError(msg, path=path) from None
+    finally:
+        stream.close()
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
+
+
+def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
+               progress: Callable[[int], None]) -> Iterator[RawEdgeBatch]:
+    """Stream a Parquet or Arrow IPC file by record batches; roles name columns or indices
+    (defaults: ``src``/``dst`` columns if present, else the first two columns)."""
+    try:
+        if fmt == "parquet":
+            pf = pq.ParquetFile(str(path))
+            schema = pf.schema_arrow
+        else:
+            source = pa.memory_map(str(path))
+            try:
+                ipc = paipc.open_file(source)
+            except pa.ArrowInvalid:
+                source.seek(0)
+                ipc = paipc.open_stream(source)
+            schema = ipc.schema
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"cannot read as {fmt} ({_short(exc)})", path=path) from None
+    names = schema.names
+    selected: dict[str, str] = {}
+    for role, col in roles.items():
+        if col is None:
+            continue
+        if isinstance(col, int):
+            if not 0 <= col < len(names):
+                raise InputError(f"column index {col} for {role} is out of range ({len(names)} "
+                                 f"columns)", path=path)
+            col = names[col]
+        elif col not in names:
+            raise InputError(f"unknown column {col!r} for {role} (columns: {', '.join(names)})",
+                             path=path)
+        selected[role] = col
+    total = path.stat().st_size
+    done = 0
+    if fmt == "parquet":
+        batches = pf.iter_batches(batch_size=TABLE_BATCH_ROWS,
+                                  columns=list(dict.fromkeys(selected.values())))
+        nrows = max(pf.metadata.num_rows, 1)
+    else:
+        batches = (ipc.get_batch(k) for k in range(ipc.num_record_batches)) if hasattr(
+            ipc, "get_batch") else iter(ipc)
+        nrows = None
+    try:
+        for batch in batches:
+            base = done
+            done += batch.num_rows
+            progress(int(total * done / nrows) if nrows else total)
+            yield RawEdgeBatch({r: batch.column(c) for r, c in selected.items()},
+                               lambda i, base=base: base + i + 1, total)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"cannot read as {fmt} ({_short(exc)})", path=path) from None

@@ -1,0 +1,72 @@
+"""The storage commands end to end: ingest, info, verify, export; errors are one line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from graphsys.cli import main
+
+
+def _edges(tmp_path, n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    f = tmp_path / "e.tsv"
+    pairs = rng.integers(0, 400, (n, 2))
+    f.write_text("src\tdst\n" + "".join(f"{a}\t{b}\n" for a, b in pairs))
+    return f, pairs
+
+
+def test_ingest_info_verify_export(tmp_path, capsys):
+    f, pairs = _edges(tmp_path)
+    assert main(["ingest", str(f), "--out", str(tmp_path / "g"), "--partitions", "4",
+                 "--partitioner", "fennel", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["edges"] == {"default": 3000}
+    assert main(["info", str(tmp_path / "g"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    es = info["edge_sets"]["default"]
+    assert es["edges"] == 3000 and len(es["buckets"]) == 4
+    assert 0 <= es["edge_cut"] <= 1 and es["edge_balance"] >= 1
+    assert main(["verify", str(tmp_path / "g")]) == 0
+    assert "ok:" in capsys.readouterr().out
+    assert main(["export", str(tmp_path / "g"), "--out", str(tmp_path / "o.parquet")]) == 0
+    back = pq.read_table(tmp_path / "o.parquet")
+    assert sorted(zip(back["src"].to_pylist(), back["dst"].to_pylist())) == sorted(
+        map(tuple, pairs.tolist()))
+
+
+def test_partitioners_compared_by_info(tmp_path, capsys):
+    """fennel cuts fewer edges than hash on a graph with planted communities."""
+    rng = np.random.default_rng(1)
+    block = rng.integers(0, 4, 2000)
+    src = rng.integers(0, 2000, 40000)
+    # 95% of edges stay within the source's block
+    same = rng.random(40000) < 0.95
+    dst_same = np.array([rng.choice(np.flatnonzero(block == block[s])) for s in src[:2000]])
+    dst = np.where(same[:2000], dst_same, rng.integers(0, 2000, 2000))
+    f = tmp_path / "sbm.tsv"
+    f.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src[:2000], dst)))
+    cuts = {}
+    for name in ("hash", "fennel"):
+        out = tmp_path / name
+        assert main(["ingest", str(f), "--out", str(out), "--partitions", "4",
+                     "--partitioner", name, "--undirected"]) == 0
+        capsys.readouterr()
+        main(["info", str(out), "--json"])
+        cuts[name] = json.loads(capsys.readouterr().out)["edge_sets"]["default"]["edge_cut"]
+    assert cuts["fennel"] < 0.6 * cuts["hash"]
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    f = tmp_path / "bad.tsv"
+    f.write_text("1\t2\n3\n")
+    assert main(["ingest", str(f), "--out", str(tmp_path / "g")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "bad.tsv:2" in err and "\n" not in err
+    assert not (tmp_path / "g").exists()
+    assert main(["info", str(tmp_path / "nothing")]) != 0
+    assert "not a directory" in capsys.readouterr().err
+    assert main(["ingest", str(f), "--out", str(tmp_path / "g"), "--memory-limit", "lots"]) != 0
+    assert "--memory-limit" in capsys.readouterr().err

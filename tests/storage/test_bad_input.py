@@ -1,0 +1,93 @@
+"""Bad input: one clear error naming file and line, and nothing left at --out."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from graphsys.errors import GraphsysError, InputError
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+def _fails(tmp_path, text: str, match: str, name: str = "e.tsv", **source):
+    f = tmp_path / name
+    f.write_text(text)
+    out = tmp_path / "g"
+    with pytest.raises(GraphsysError, match=match) as err:
+        ingest([EdgeSource([f], **source)], out)
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".g")]  # no staging left
+    assert "\n" not in str(err.value)
+    return err.value
+
+
+def test_wrong_column_count_names_line(tmp_path):
+    err = _fails(tmp_path, "# header comment\n1\t2\n3\t4\t5\n", r"e\.tsv:3: expected 2 columns")
+    assert isinstance(err, InputError) and err.line == 3
+
+
+def test_wrong_column_count_after_comments_and_blank_lines(tmp_path):
+    _fails(tmp_path, "1\t2\n\n# c\n% c\n5\t6\n7\n", r"e\.tsv:6: expected 2 columns")
+
+
+def test_non_numeric_weight(tmp_path):
+    _fails(tmp_path, "1\t2\t0.5\n2\t3\tabc\n", r"e\.tsv:2: non-numeric weight 'abc'", weight_col=2)
+
+
+def test_empty_id(tmp_path):
+    _fails(tmp_path, "1,2\n,3\n", r"e\.csv:2: empty src id", name="e.csv")
+
+
+def test_unknown_column(tmp_path):
+    _fails(tmp_path, "a\tb\n1\t2\n", r"unknown column 'weight'", weight_col="weight")
+
+
+def test_named_column_without_header(tmp_path):
+    _fails(tmp_path, "1\t2\n3\t4\n", r"unknown column 'w'", weight_col="w")
+
+
+def test_empty_input(tmp_path):
+    _fails(tmp_path, "# only a comment\n", r"no data lines")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        ingest([EdgeSource([tmp_path / "nope.tsv"])], tmp_path / "g")
+
+
+def test_truncated_gzip(tmp_path):
+    data = gzip.compress(b"".join(b"%d\t%d\n" % (i, i + 1) for i in range(20000)))
+    f = tmp_path / "e.tsv.gz"
+    f.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match=r"e\.tsv\.gz: truncated or corrupt gzip"):
+        ingest([EdgeSource([f])], tmp_path / "g")
+    assert not (tmp_path / "g").exists()
+
+
+def test_output_already_holds_graph(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("1\t2\n")
+    ingest([EdgeSource([f])], tmp_path / "g")
+    with pytest.raises(GraphsysError, match="already holds a graph"):
+        ingest([EdgeSource([f])], tmp_path / "g")
+
+
+def test_skip_bad_lines_counts_them(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("1\t2\t1.0\n2\t3\n3\t4\tx\n4\t5\t2.0\n\t6\t1\n")
+    rep = ingest([EdgeSource([f], weight_col=2)], tmp_path / "g",
+                 IngestOptions(on_bad_line="skip"))
+    assert rep.skipped_lines == 3
+    assert rep.edges == {"default": 2}
+
+
+def test_bad_options(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("1\t2\n")
+    with pytest.raises(GraphsysError, match="unknown partitioner 'nope'"):
+        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=2,
+                                                                 partitioner="nope"))
+    with pytest.raises(GraphsysError, match="--partitions"):
+        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=0))
+    assert not (tmp_path / "g").exists()

@@ -1,0 +1,97 @@
+"""The Graph API against scipy.sparse built from the same input edges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from graphsys import open_graph
+from graphsys.errors import GraphsysError
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+@pytest.fixture(scope="module")
+def weighted(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("g")
+    rng = np.random.default_rng(7)
+    n_edges = 5000
+    s = rng.integers(0, 600, n_edges) * 3 + 1  # sparse original ids, some never used
+    d = rng.integers(0, 600, n_edges) * 3 + 1
+    w = rng.integers(1, 100, n_edges) / 4
+    f = tmp / "e.tsv"
+    f.write_text("".join(f"{a}\t{b}\t{x}\n" for a, b, x in zip(s, d, w)))
+    ingest([EdgeSource([f], weight_col=2)], tmp / "g", IngestOptions(num_partitions=4))
+    return open_graph(tmp / "g"), s, d, w
+
+
+def reference(graph, s, d, w):
+    n = graph.num_nodes()
+    si, di = graph.to_internal(s), graph.to_internal(d)
+    return sp.coo_matrix((w, (si, di)), shape=(n, n)).tocsr(), si, di
+
+
+def test_csr_matches_scipy(weighted):
+    g, s, d, w = weighted
+    ref, _, _ = reference(g, s, d, w)
+    csr = g.csr()
+    got = sp.csr_matrix((csr.weight.astype(np.float64), csr.indices, csr.indptr),
+                        shape=ref.shape)
+    assert abs(got - ref).max() == 0
+    for v in range(0, g.num_nodes(), 97):  # rows sorted by neighbour id
+        row = csr.indices[csr.indptr[v]:csr.indptr[v + 1]]
+        assert (np.diff(row) >= 0).all()
+
+
+def test_csc_and_degrees(weighted):
+    g, s, d, w = weighted
+    ref, si, di = reference(g, s, d, w)
+    csc = g.csc()
+    got = sp.csr_matrix((csc.weight.astype(np.float64), csc.indices, csc.indptr),
+                        shape=ref.shape)
+    assert abs(got - ref.T).max() == 0
+    n = g.num_nodes()
+    np.testing.assert_array_equal(g.degrees(direction="out"), np.bincount(si, minlength=n))
+    np.testing.assert_array_equal(g.degrees(direction="in"), np.bincount(di, minlength=n))
+    np.testing.assert_array_equal(g.degrees(direction="both"),
+                                  np.bincount(si, minlength=n) + np.bincount(di, minlength=n))
+
+
+def test_edge_ids_map_csr_back_to_stream(weighted):
+    g, *_ = weighted
+    csr = g.csr(edge_ids=True)
+    stream_dst = np.concatenate([d for _, d, _, _ in g.iter_edges()])
+    np.testing.assert_array_equal(stream_dst[csr.edge_ids], csr.indices)
+
+
+def test_partition_numbering(weighted):
+    g, *_ = weighted
+    off = g.partition_offsets()
+    assert off[-1] == g.num_nodes() and len(off) == g.num_partitions + 1
+    for b in g.buckets():
+        np.testing.assert_array_equal(
+            g.node_ids(partition=b.i)[b.src], g.to_original(off[b.i] + b.src))
+    ids = g.node_ids()
+    for p in range(g.num_partitions):
+        part = ids[off[p]:off[p + 1]]
+        assert (np.diff(part) > 0).all()  # sorted original ids within a partition
+
+
+def test_bucket_orders(weighted):
+    g, *_ = weighted
+    rows = [(b.i, b.j) for b in g.buckets("row-major", skip_empty=False)]
+    cols = [(b.i, b.j) for b in g.buckets("col-major", skip_empty=False)]
+    assert rows == sorted(rows) and cols == sorted(cols, key=lambda x: (x[1], x[0]))
+    assert [(b.i, b.j) for b in g.buckets([(3, 1), (0, 2)])] == [(3, 1), (0, 2)]
+    with pytest.raises(GraphsysError, match="unknown bucket order"):
+        list(g.buckets("spiral"))
+
+
+def test_unknown_ids_and_names(weighted):
+    g, *_ = weighted
+    with pytest.raises(GraphsysError, match="node id 2 is not in the graph"):
+        g.to_internal([1, 2])
+    with pytest.raises(GraphsysError, match="unknown edge set 'test'"):
+        g.num_edges("test")
+    with pytest.raises(GraphsysError, match="has no node column 'label'"):
+        g.node_column("label")

@@ -1,0 +1,181 @@
+"""Ingest: round trips against the input multiset, options, partitioning, bounded merge."""
+
+from __future__ import annotations
+
+import collections
+import gzip
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphsys import open_graph
+from graphsys.storage.format import RelationType
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+
+
+def edges_of(graph, edge_set=None):
+    """Multiset of (src, dst[, rel][, weight]) with original ids, read through the Graph API."""
+    ids = {t: graph.node_ids(t) for t in graph.entity_types}
+    rels = graph.relation_types
+    toff = graph.type_offsets
+    out = collections.Counter()
+    for s, d, r, w in graph.iter_edges(edge_set):
+        for k in range(len(s)):
+            rel = rels[r[k]] if r is not None else rels[0]
+            src = ids[rel.lhs][s[k] - toff[rel.lhs]]
+            dst = ids[rel.rhs][d[k] - toff[rel.rhs]]
+            src = src.as_py() if hasattr(src, "as_py") else int(src)
+            dst = dst.as_py() if hasattr(dst, "as_py") else int(dst)
+            row = (src, dst) + ((rel.name,) if r is not None else ()) + (
+                (float(w[k]),) if w is not None else ())
+            out[row] += 1
+    return out
+
+
+def random_edges(rng, n_nodes, n_edges):
+    return rng.integers(0, n_nodes, n_edges), rng.integers(0, n_nodes, n_edges)
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("partitioner", ["hash", "range", "degree", "fennel"])
+def test_round_trip_multiset(tmp_path, partitions, partitioner):
+    rng = np.random.default_rng(1)
+    s, d = random_edges(rng, 200, 3000)
+    f = tmp_path / "e.tsv"
+    f.write_text("".join(f"{a}\t{b}\n" for a, b in zip(s * 7 + 3, d * 7 + 3)))
+    ingest([EdgeSource([f])], tmp_path / "g",
+           IngestOptions(num_partitions=partitions, partitioner=partitioner))
+    g = open_graph(tmp_path / "g")
+    assert edges_of(g) == collections.Counter(zip((s * 7 + 3).tolist(), (d * 7 + 3).tolist()))
+    assert g.num_nodes() == len(np.unique(np.concatenate([s, d])))
+    assert g.manifest.partitioner["name"] == partitioner or partitions == 1
+
+
+def test_buckets_sorted_and_partition_consistent(tmp_path):
+    rng = np.random.default_rng(2)
+    s, d = random_edges(rng, 500, 5000)
+    f = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": s, "dst": d}), f)
+    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    g = open_graph(tmp_path / "g")
+    sizes = g.partition_sizes()
+    assert sizes.sum() == g.num_nodes()
+    for b in g.buckets():
+        assert b.src.dtype == np.int32 and b.dst.dtype == np.int32
+        key = b.src.astype(np.int64) * 2**32 + b.dst
+        assert (np.diff(key) >= 0).all()
+        assert b.src.max() < sizes[b.i] and b.dst.max() < sizes[b.j]
+    assert g.bucket_counts().sum() == 5000
+
+
+def test_string_ids_weights_and_gzip(tmp_path):
+    f = tmp_path / "e.tsv.gz"
+    rows = [("alice", "bob", 1.5), ("bob", "carol", 2.0), ("carol", "alice", 0.25),
+            ("dave", "alice", 3.0), ("bob", "carol", 2.0)]
+    with gzip.open(f, "wt") as fh:
+        fh.write("# a comment\n")
+        fh.writelines(f"{a}\t{b}\t{w}\n" for a, b, w in rows)
+    ingest([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(num_partitions=2))
+    g = open_graph(tmp_path / "g")
+    assert g.manifest.entity_types["node"].id_type == "string"
+    assert edges_of(g) == collections.Counter(rows)
+    assert g.to_internal(["carol"]).shape == (1,)
+    assert g.to_original(g.to_internal(["dave", "bob"])).to_pylist() == ["dave", "bob"]
+
+
+def test_undirected_dedupe_self_loops(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("1\t2\n2\t1\n1\t2\n3\t3\n2\t3\n")
+    ingest([EdgeSource([f])], tmp_path / "g",
+           IngestOptions(num_partitions=2, undirected=True, dedupe=True, drop_self_loops=True))
+    g = open_graph(tmp_path / "g")
+    assert edges_of(g) == collections.Counter({(1, 2): 1, (2, 1): 1, (2, 3): 1, (3, 2): 1})
+    ingest([EdgeSource([f])], tmp_path / "h", IngestOptions(undirected=True))
+    h = open_graph(tmp_path / "h")
+    # self-loop stored once; each other edge in both directions
+    assert edges_of(h) == collections.Counter({(1, 2): 3, (2, 1): 3, (3, 3): 1, (2, 3): 1,
+                                               (3, 2): 1})
+
+
+def test_knowledge_graph_edge_sets_share_node_mapping(tmp_path):
+    train = tmp_path / "train.txt"
+    test = tmp_path / "test.txt"
+    train.write_text("/m/a\tlikes\t/m/b\n/m/b\tknows\t/m/c\n/m/c\tlikes\t/m/a\n")
+    test.write_text("/m/a\tknows\t/m/c\n")
+    ingest([EdgeSource([train], edge_set="train", src_col=0, rel_col=1, dst_col=2),
+            EdgeSource([test], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
+           tmp_path / "g", IngestOptions(num_partitions=2))
+    g = open_graph(tmp_path / "g")
+    assert sorted(g.edge_sets) == ["test", "train"]
+    assert [r.name for r in g.relation_types] == ["likes", "knows"]
+    assert edges_of(g, "test") == collections.Counter({("/m/a", "/m/c", "knows"): 1})
+    assert g.num_edges("train") == 3 and g.num_nodes() == 3
+
+
+def test_typed_bipartite_graph_with_node_table(tmp_path):
+    f = tmp_path / "ratings.tsv"
+    f.write_text("1\t10\t5\n2\t10\t3\n1\t11\t4\n")
+    users = pa.table({"id": pa.array([1, 2, 3]), "age": pa.array([30, 40, 50])})
+    ingest([EdgeSource([f], relation="rated", weight_col=2)], tmp_path / "g",
+           IngestOptions(num_partitions=2, relation_types=[RelationType("rated", "user", "item")]),
+           nodes=[NodeSource(users, "user")])
+    g = open_graph(tmp_path / "g")
+    assert g.num_nodes("user") == 3 and g.num_nodes("item") == 2
+    # user 1 and item 10 are different nodes although... ids overlap across types is fine
+    age = g.node_column("age", "user")
+    assert sorted(zip(g.node_ids("user").tolist(), age.tolist())) == [(1, 30), (2, 40), (3, 50)]
+    assert edges_of(g) == collections.Counter({(1, 10, 5.0): 1, (2, 10, 3.0): 1, (1, 11, 4.0): 1})
+
+
+def test_node_features_labels_masks(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("0\t1\n1\t2\n")
+    feats = np.arange(12, dtype=np.float32).reshape(4, 3)
+    table = pa.table({
+        "id": pa.array([3, 2, 1, 0]),
+        "feat": pa.FixedSizeListArray.from_arrays(pa.array(feats[::-1].ravel()), 3),
+        "label": pa.array([3, 2, 1, 0]),
+        "train_mask": pa.array([True, False, True, False]),
+    })
+    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3),
+           nodes=[NodeSource(table)])
+    g = open_graph(tmp_path / "g")
+    ids = g.node_ids()
+    assert g.num_nodes() == 4  # node 3 has no edges but is in the table
+    np.testing.assert_array_equal(g.node_column("feat"), feats[ids])
+    np.testing.assert_array_equal(g.node_column("label"), ids)
+    np.testing.assert_array_equal(g.node_column("train_mask"), ids % 2 == 1)
+
+
+def test_many_runs_merge_with_tiny_memory_limit(tmp_path):
+    """A memory limit far below the edge count forces many sorted runs per bucket."""
+    rng = np.random.default_rng(3)
+    s, d = random_edges(rng, 3000, 300_000)
+    w = rng.random(300_000).astype(np.float32)
+    f = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": s, "dst": d, "w": w}), f)
+    opts = IngestOptions(num_partitions=2, memory_limit=2_000_000, dedupe=True)
+    ingest([EdgeSource([f], weight_col="w")], tmp_path / "g", opts)
+    g = open_graph(tmp_path / "g")
+    # reference dedupe keeps the first occurrence of each (src, dst) in input order
+    seen = {}
+    for a, b, x in zip(s.tolist(), d.tolist(), w.tolist()):
+        seen.setdefault((a, b), x)
+    assert edges_of(g) == collections.Counter(
+        {(a, b, float(np.float32(x))): 1 for (a, b), x in seen.items()})
+    for b in g.buckets():
+        assert sum(len(x) for x in b.batches()) == b.num_edges
+    assert g.manifest.max_batch_rows < 300_000  # batches capped by the memory limit
+
+
+def test_zero_copy_bucket_access(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("1\t2\n2\t3\n")
+    ingest([EdgeSource([f])], tmp_path / "g")
+    b = open_graph(tmp_path / "g").bucket(0, 0)
+    src = b.src
+    assert not src.flags.owndata and not src.flags.writeable
+    t = b.to_torch()["src"]
+    assert t.data_ptr() == src.ctypes.data

@@ -1,0 +1,55 @@
+"""An ingest killed with SIGKILL leaves nothing that open_graph accepts; a rerun succeeds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphsys import open_graph
+from graphsys.errors import FormatError
+
+SCRIPT = """
+import sys
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+ingest([EdgeSource([sys.argv[1]])], sys.argv[2],
+       IngestOptions(num_partitions=4, memory_limit=1_000_000, dedupe=True))
+"""
+
+
+def test_kill_9_mid_ingest(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 2_000_000
+    src = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": rng.integers(0, 10**6, n), "dst": rng.integers(0, 10**6, n)}),
+                   src, row_group_size=100_000)
+    out = tmp_path / "g"
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(src), str(out)])
+    # wait until it is busy writing (a staging directory exists), then kill it
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        staging = [p for p in tmp_path.iterdir() if p.name.startswith(".g.staging-")]
+        if staging and any((staging[0] / ".spill").glob("*")):
+            break
+        if proc.poll() is not None:
+            pytest.fail("ingest finished before it could be interrupted")
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()
+    with pytest.raises(FormatError):
+        open_graph(out)
+    for leftover in tmp_path.glob(".g.staging-*"):
+        with pytest.raises(FormatError):
+            open_graph(leftover)
+    # a new ingest to the same place removes the dead staging directory and succeeds
+    subprocess.run([sys.executable, "-c", SCRIPT, str(src), str(out)], check=True)
+    assert open_graph(out).num_edges() > 0
+    assert not list(tmp_path.glob(".g.staging-*"))
