@@ -1,0 +1,58 @@
+"""Partitioning strategies: which of the P partitions each node of an entity type goes to.
+
+Strategies register by :attr:`Partitioner.name` in :data:`PARTITIONERS`; a graph's
+manifest records the chosen name and its :meth:`Partitioner.params`.
+
+==========  ====================================================================
+``hash``    hash(original id, seed) mod P; the default, as in PyTorch-BigGraph
+``range``   contiguous runs of the sorted ids, equal node counts
+``degree``  greedy LPT balance of the sum of degrees (edge endpoints) per partition
+``fennel``  FENNEL streaming edge-cut minimization under a node capacity
+==========  ====================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partitioners.base import PartitionContext, Partitioner
+from partitioners.degree import DegreePartitioner
+from partitioners.fennel import FennelPartitioner
+from partitioners.hash import HashPartitioner
+from partitioners.range import RangePartitioner
+
+#: Registered strategies by name.
+PARTITIONERS: dict[str, type[Partitioner]] = {
+    cls.name: cls
+    for cls in (HashPartitioner, RangePartitioner, DegreePartitioner, FennelPartitioner)
+}
+
+#: The strategy used when none is named.
+DEFAULT_PARTITIONER = HashPartitioner.name
+
+
+def get_partitioner(name: str, num_partitions: int, *, seed: int = 0,
+                    **params: Any) -> Partitioner:
+    """Instantiate the strategy registered as ``name``.
+
+    Raises:
+        ValueError: one line naming the unknown strategy (and the valid names), or the
+            parameter that is unknown or out of range.
+    """
+    if name not in PARTITIONERS:
+        raise ValueError(f"unknown partitioner {name!r}; valid: "
+                         f"{', '.join(sorted(PARTITIONERS))}")
+    return PARTITIONERS[name](num_partitions, seed=seed, **params)
+
+
+__all__ = [
+    "DEFAULT_PARTITIONER",
+    "PARTITIONERS",
+    "DegreePartitioner",
+    "FennelPartitioner",
+    "HashPartitioner",
+    "PartitionContext",
+    "Partitioner",
+    "RangePartitioner",
+    "get_partitioner",
+]

@@ -1,0 +1,49 @@
+"""Tests of the partitioner registry and the shared parameter checks."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import partitioners
+from partitioners import PARTITIONERS, get_partitioner
+
+
+def test_registry_names():
+    assert sorted(PARTITIONERS) == ["degree", "fennel", "hash", "range"]
+    assert partitioners.DEFAULT_PARTITIONER == "hash"
+    for name, cls in PARTITIONERS.items():
+        assert cls.name == name
+        assert isinstance(get_partitioner(name, 3), cls)
+
+
+def test_unknown_name():
+    with pytest.raises(ValueError, match=r"unknown partitioner 'metis'; "
+                                         r"valid: degree, fennel, hash, range$"):
+        get_partitioner("metis", 4)
+
+
+@pytest.mark.parametrize("name", sorted(PARTITIONERS))
+def test_bad_common_params(name):
+    for bad in (-1, 0, 2.0, True):
+        with pytest.raises(ValueError, match="num_partitions"):
+            get_partitioner(name, bad)
+    with pytest.raises(ValueError, match="seed"):
+        get_partitioner(name, 2, seed=1.5)
+    with pytest.raises(ValueError, match="nonsense"):
+        get_partitioner(name, 2, nonsense=1)
+
+
+@pytest.mark.parametrize("name", sorted(PARTITIONERS))
+def test_params_round_trip_through_json(name, make_ctx, check):
+    part = get_partitioner(name, 3, seed=np.int64(11))
+    params = json.loads(json.dumps(part.params()))
+    assert params["seed"] == 11
+    again = get_partitioner(name, 3, **params)
+    assert again.params() == params
+    ctx = make_ctx(50, src=np.arange(49), dst=np.arange(1, 50))
+    parts = again.assign(ctx)
+    check(parts, 50, 3)
+    assert np.array_equal(parts, part.assign(ctx))
