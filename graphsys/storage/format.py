@@ -105,6 +105,8 @@ class Manifest:
     edge_sets: dict[str, EdgeSet]
     files: dict[str, dict[str, Any]]
     created_by: str = ""
+    #: Free-form JSON provenance (e.g. a registry dataset's name, licence, label names).
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     # -- serialisation -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -144,6 +146,7 @@ class Manifest:
                 for name, es in self.edge_sets.items()
             },
             "files": dict(sorted(self.files.items())),
+            "metadata": self.metadata,
         }
 
     @classmethod
@@ -220,6 +223,8 @@ class Manifest:
             edge_sets=edge_sets,
             files=reader.get(data, "files", dict),
             created_by=str(data.get("created_by", "")),
+            metadata=data.get("metadata", {}) if isinstance(data.get("metadata", {}), dict)
+            else {},
         )
 
 

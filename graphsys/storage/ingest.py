@@ -101,6 +101,8 @@ class IngestOptions:
     progress: bool = False
     relation_types: list[RelationType] | None = None
     max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS
+    #: JSON-able provenance stored as the manifest's ``metadata`` field.
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -558,21 +560,30 @@ class _IngestJob:
                    else None)
             src_ids = _ids_array(table.column("src").combine_chunks())
             dst_ids = _ids_array(table.column("dst").combine_chunks())
-            groups = ([(sp.rel_fixed, None)] if rel is None else
-                      [(int(k), rel == k) for k in np.unique(rel)])
-            pairs: dict[tuple[str, str], np.ndarray | None] = {}
-            for k, mask in groups:
-                lr = (self.relations[k].lhs, self.relations[k].rhs)
-                if mask is None or lr not in pairs:
-                    pairs[lr] = mask
-                else:
-                    pairs[lr] = pairs[lr] | mask
-            for (lhs, rhs), mask in pairs.items():
-                if mask is not None and mask.all():
-                    mask = None
+            for (lhs, rhs), mask in self._type_groups(sp, rel):
                 s = src_ids if mask is None else _take(src_ids, mask)
                 d = dst_ids if mask is None else _take(dst_ids, mask)
                 yield self.index[lhs].lookup(s), self.index[rhs].lookup(d), lhs, rhs
+
+    def _type_groups(self, sp: _Spill, rel: np.ndarray | None):
+        """Split a spilled batch by the (lhs, rhs) entity types of its rows' relations:
+        yields ((lhs, rhs), row mask or None for all rows)."""
+        if rel is None:
+            r = self.relations[sp.rel_fixed]
+            yield (r.lhs, r.rhs), None
+            return
+        pairs = [(r.lhs, r.rhs) for r in self.relations]
+        if len(set(pairs)) == 1:
+            yield pairs[0], None
+            return
+        codes = {pair: k for k, pair in enumerate(dict.fromkeys(pairs))}
+        row_pair = np.array([codes[pair] for pair in pairs], np.int32)[rel]
+        for pair, k in codes.items():
+            mask = row_pair == k
+            if mask.all():
+                yield pair, None
+            elif mask.any():
+                yield pair, mask
 
     def partition(self) -> dict[str, Any]:
         p = self.opts.num_partitions
@@ -649,15 +660,13 @@ class _IngestJob:
                 np.ones(table.num_rows, np.float32) if has_weight else None)
             src_ids = _ids_array(table.column("src").combine_chunks())
             dst_ids = _ids_array(table.column("dst").combine_chunks())
-            groups = ([(sp.rel_fixed, None)] if rel_all is None else
-                      [(int(k), rel_all == k) for k in np.unique(rel_all)])
-            for k, mask in groups:
-                if mask is not None and mask.all():
-                    mask = None
-                lhs, rhs = self.relations[k].lhs, self.relations[k].rhs
+            for (lhs, rhs), mask in self._type_groups(sp, rel_all):
                 s = self.index[lhs].lookup(src_ids if mask is None else _take(src_ids, mask))
                 d = self.index[rhs].lookup(dst_ids if mask is None else _take(dst_ids, mask))
-                r = np.full(len(s), k, np.int32) if has_rel else None
+                r = None
+                if has_rel:
+                    r = (np.full(len(s), sp.rel_fixed, np.int32) if rel_all is None else
+                         rel_all if mask is None else rel_all[mask])
                 w = None if w_all is None else (w_all if mask is None else w_all[mask])
                 if self.opts.drop_self_loops and lhs == rhs:
                     keep = s != d
@@ -1083,7 +1092,8 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
             num_partitions=p, offset_dtype="int32",
             max_batch_rows=max((job.batch_rows(n) for n in names), default=opts.max_batch_rows),
             partitioner=partitioner, entity_types=entity_types, relation_types=job.relations,
-            edge_sets=edge_sets, files=files, created_by=f"graphsys {__version__}")
+            edge_sets=edge_sets, files=files, created_by=f"graphsys {__version__}",
+            metadata=opts.metadata)
         write_bytes_atomic(staging / MANIFEST,
                            json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     seconds["total"] = time.perf_counter() - t0

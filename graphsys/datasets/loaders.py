@@ -1,0 +1,357 @@
+"""Turn a fetched dataset into inputs of :func:`graphsys.storage.ingest.ingest`.
+
+One function per dataset family, selected by the registry's ``loader`` key; every parsing
+option (columns, delimiter, comment characters, id type, direction) comes from the
+registry entry, not from code:
+
+``edge_list``   SNAP edge lists and the DIMACS10 road network: one edge set ``default``;
+                undirected graphs are stored with both directions of every edge
+                (``undirected``), deduplicated when the file already lists both; optional
+                node labels; ``index_base`` creates every node ``base .. base+nodes-1``.
+``linqs``       Cora / CiteSeer: node table (``feat``, ``label``, ``train_mask``,
+                ``val_mask``, ``test_mask``) from ``*.content``, edges citing -> cited.
+``kg_triples``  FB15k-237: one edge set per split, head -> tail with the relation column.
+``movielens``   MovieLens 100K: entity types ``user`` and ``item``, relation ``rated``
+                user -> item weighted by the rating, item genre features.
+
+Text inputs are read with the encoding of their ``[files.format]``; gzip files (mirror
+form) and plain files (download form) are both accepted, recognised by their magic bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from graphsys.datasets.fetch import FetchResult
+from graphsys.datasets.registry import DataFile
+from graphsys.errors import InputError
+from graphsys.storage.format import RelationType
+from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource, ingest
+
+#: File written beside ``manifest.json`` by :func:`ingest_dataset`: provenance, licence,
+#: label names and split of the dataset (not part of the manifest's file list).
+@dataclass
+class IngestPlan:
+    """Everything :func:`graphsys.storage.ingest.ingest` needs for one dataset.
+
+    ``undirected``, ``dedupe`` and ``relation_types`` override the corresponding
+    :class:`IngestOptions`; ``metadata`` is JSON-able (label names, split, features).
+    """
+
+    edges: list[EdgeSource]
+    nodes: list[NodeSource] = field(default_factory=list)
+    undirected: bool = False
+    dedupe: bool = False
+    relation_types: list[RelationType] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+# -- text helpers ------------------------------------------------------------------------------
+
+def read_text_table(path: Path, f: DataFile, types: dict[str, pa.DataType] | None = None,
+                    *, column_names: list[str] | None = None) -> pa.Table:
+    """Read a small delimited text file (gzip or plain) into an Arrow table.
+
+    Columns are named by ``f.format.columns`` (or ``column_names`` when one format column
+    spans several fields); ``types`` fixes the Arrow type of some columns. Comment lines
+    (``format.comment``), blank lines and a header line (``format.header``) are skipped;
+    quoting is off.
+    """
+    fmt = f.format
+    names = column_names or list(fmt.columns)
+    raw = _read_bytes(path)
+    try:
+        text = raw.decode(fmt.encoding)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not {fmt.encoding} text ({exc.reason} at byte {exc.start})",
+                         path=path) from None
+    if fmt.comment:
+        text = "\n".join(line for line in text.split("\n")
+                         if not line.startswith(tuple(fmt.comment)))
+    try:
+        return pacsv.read_csv(
+            io.BytesIO(text.encode("utf-8")),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=64 << 20,
+                                           skip_rows=1 if fmt.header else 0),
+            parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter, quote_char=False),
+            convert_options=pacsv.ConvertOptions(column_types=types or {}),
+        )
+    except pa.ArrowInvalid as exc:
+        raise InputError(f"cannot parse as {len(names)} {fmt.delimiter!r}-separated columns "
+                         f"({' '.join(str(exc).split())[:200]})", path=path) from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"corrupt gzip data ({exc})", path=path) from None
+    return raw
+
+
+def edge_source(fetched: FetchResult, file_name: str, *, src: str, dst: str,
+                edge_set: str = "default", rel: str | None = None, weight: str | None = None,
+                relation: str | None = None) -> EdgeSource:
+    """An :class:`EdgeSource` over one registry file; columns are given by their registry
+    names and passed to the ingest as 0-based indices."""
+    f = fetched.dataset.file(file_name)
+    cols = f.format.columns
+
+    def index(name: str | None) -> int | None:
+        return None if name is None else cols.index(name)
+
+    return EdgeSource(paths=[fetched.path(file_name)], edge_set=edge_set, format="tsv",
+                      src_col=index(src), dst_col=index(dst), rel_col=index(rel),
+                      weight_col=index(weight), relation=relation,
+                      delimiter=f.format.delimiter, header=f.format.header,
+                      comment=f.format.comment)
+
+
+def features_array(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    """An (N, D) matrix as Arrow ``fixed_size_list<float32>[D]`` of length N."""
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
+
+
+# -- edge lists (SNAP, DIMACS10) ---------------------------------------------------------------
+
+def load_edge_list(fetched: FetchResult) -> IngestPlan:
+    """SNAP-style edge list: one edge set ``default`` over entity type ``node``.
+
+    Undirected graphs set ``undirected`` (both directions stored); when the file already
+    lists both directions, ``dedupe`` collapses the doubled pairs, so every undirected
+    edge is stored exactly twice and a self-loop once. Optional labels become the int64
+    node column ``label``.
+    """
+    ds = fetched.dataset
+    g = ds.graph
+    plan = IngestPlan(
+        edges=[edge_source(fetched, g["edges"], src=g["src"], dst=g["dst"])],
+        undirected=not g["directed"],
+        dedupe=not g["directed"] and g["both_directions"],
+    )
+    plan.metadata["directed"] = g["directed"]
+    if "index_base" in g:
+        base = g["index_base"]
+        ids = np.arange(base, base + ds.stats["nodes"], dtype=np.int64)
+        plan.nodes.append(NodeSource(pa.table({"id": ids})))
+        plan.metadata["index_base"] = base
+    if "labels" in g:
+        f = ds.file(g["labels"])
+        table = read_text_table(fetched.path(g["labels"]), f,
+                                {g["label_id"]: pa.int64(), g["label"]: pa.int64()})
+        plan.nodes.append(NodeSource(pa.table({"id": table.column(g["label_id"]),
+                                               "label": table.column(g["label"])})))
+        plan.metadata["labels"] = {"label": f"{g['labels']} column {g['label']!r}"}
+    return plan
+
+
+# -- LINQS citation graphs ---------------------------------------------------------------------
+
+@dataclass
+class LinqsContent:
+    """A parsed LINQS ``*.content`` file, rows in file order.
+
+    ``ids``: int64 or string Arrow array (N,); ``features``: float32 (N, D) of 0/1 word
+    indicators; ``labels``: int64 (N,) in 0..k-1; ``classes``: the k class names, sorted
+    (label k is ``classes[k]``).
+    """
+
+    ids: pa.Array
+    features: np.ndarray
+    labels: np.ndarray
+    classes: list[str]
+
+
+def read_linqs_content(path: Path, f: DataFile, *, feature_dim: int, id_type: str
+                       ) -> LinqsContent:
+    """Parse ``<id> <feature_dim word indicators> <class>`` lines (tab-separated)."""
+    id_col, _, label_col = f.format.columns
+    words = [f"w{k}" for k in range(feature_dim)]
+    table = read_text_table(
+        path, f, {id_col: pa.int64() if id_type == "int64" else pa.string(),
+                  label_col: pa.string(), **{w: pa.uint8() for w in words}},
+        column_names=[id_col, *words, label_col])
+    features = np.empty((table.num_rows, feature_dim), np.float32)
+    for k, w in enumerate(words):
+        features[:, k] = table.column(w).to_numpy()
+    names = table.column(label_col).to_numpy(zero_copy_only=False).astype(str)
+    classes, labels = np.unique(names, return_inverse=True)
+    return LinqsContent(table.column(id_col).combine_chunks(), features,
+                        labels.astype(np.int64), [str(c) for c in classes])
+
+
+def per_class_split(labels: np.ndarray, num_classes: int, *, seed: int, train_per_class: int,
+                    val: int, test: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Planetoid-style random split of labelled nodes; returns three bool masks (N,).
+
+    ``perm = numpy.random.default_rng(seed).permutation(N)`` over the rows; training takes
+    the first ``train_per_class`` nodes of each class in ``perm`` order; of the remaining
+    labelled nodes (``labels >= 0``) in ``perm`` order, the next ``val`` are validation and
+    the following ``test`` are test nodes. The masks are disjoint.
+    """
+    n = len(labels)
+    perm = np.random.default_rng(seed).permutation(n)
+    train = np.zeros(n, bool)
+    for c in range(num_classes):
+        members = perm[labels[perm] == c]
+        if len(members) < train_per_class:
+            raise InputError(f"class {c} has {len(members)} nodes, fewer than "
+                             f"train_per_class = {train_per_class}")
+        train[members[:train_per_class]] = True
+    rest = perm[~train[perm] & (labels[perm] >= 0)]
+    if len(rest) < val + test:
+        raise InputError(f"only {len(rest)} labelled nodes remain for val = {val} and "
+                         f"test = {test}")
+    val_mask = np.zeros(n, bool)
+    test_mask = np.zeros(n, bool)
+    val_mask[rest[:val]] = True
+    test_mask[rest[val:val + test]] = True
+    return train, val_mask, test_mask
+
+
+def load_linqs(fetched: FetchResult) -> IngestPlan:
+    """Cora / CiteSeer: node table with ``feat`` fixed_size_list<float32>[D], ``label``
+    int64, ``train_mask``/``val_mask``/``test_mask`` bool; edges citing -> cited.
+
+    Ids that occur only in the citations (CiteSeer) become nodes with zero features,
+    label -1 and all masks False.
+    """
+    ds = fetched.dataset
+    g = ds.graph
+    content_path = fetched.path(g["content"])
+    content = read_linqs_content(content_path, ds.file(g["content"]),
+                                 feature_dim=g["feature_dim"], id_type=g["id_type"])
+    if content.classes != g["classes"]:
+        raise InputError(f"class names {content.classes} differ from graph.classes "
+                         f"{g['classes']} of {ds.source}", path=content_path)
+    sp = ds.split
+    train, val, test = per_class_split(
+        content.labels, len(content.classes), seed=sp["seed"],
+        train_per_class=sp["train_per_class"], val=sp["val"], test=sp["test"])
+    table = pa.table({"id": content.ids, "feat": features_array(content.features),
+                      "label": pa.array(content.labels), "train_mask": pa.array(train),
+                      "val_mask": pa.array(val), "test_mask": pa.array(test)})
+    return IngestPlan(
+        edges=[edge_source(fetched, g["cites"], src=g["src"], dst=g["dst"])],
+        nodes=[NodeSource(table)],
+        undirected=not g["directed"],
+        metadata={"directed": g["directed"], "labels": {"label": content.classes},
+                  "features": {"feat": f"{g['feature_dim']} binary word indicators"},
+                  "split": dict(sp)},
+    )
+
+
+# -- knowledge graph triples -------------------------------------------------------------------
+
+def load_kg_triples(fetched: FetchResult) -> IngestPlan:
+    """Triples ``head relation tail``: one edge set per ``graph.edge_sets`` entry, edges
+    head -> tail with the relation column; relations are created as they are met, all
+    over entity type ``node``."""
+    g = fetched.dataset.graph
+    edges = [edge_source(fetched, fname, src=g["head"], dst=g["tail"], rel=g["relation"],
+                         edge_set=es) for es, fname in g["edge_sets"].items()]
+    return IngestPlan(edges=edges, metadata={"edge_sets": list(g["edge_sets"])})
+
+
+# -- MovieLens ---------------------------------------------------------------------------------
+
+def read_movielens_items(path: Path, f: DataFile, num_genres: int) -> pa.Table:
+    """``u.item`` to a table ``id`` int64, ``feat`` fixed_size_list<float32>[num_genres]
+    (the 0/1 genre flags, in ``u.genre`` order)."""
+    id_col, *info_cols, _ = f.format.columns
+    genre_cols = [f"genre{k}" for k in range(num_genres)]
+    table = read_text_table(
+        path, f, {id_col: pa.int64(), **{c: pa.uint8() for c in genre_cols},
+                  **{c: pa.string() for c in info_cols}},
+        column_names=[id_col, *info_cols, *genre_cols])
+    flags = np.stack([table.column(c).to_numpy() for c in genre_cols], axis=1)
+    return pa.table({"id": table.column(id_col), "feat": features_array(flags)})
+
+
+def load_movielens(fetched: FetchResult) -> IngestPlan:
+    """Users and items as entity types, every rating an edge user -> item of relation
+    ``rated`` with the rating as float32 weight; items get the genre features."""
+    ds = fetched.dataset
+    g = ds.graph
+    users = read_text_table(fetched.path(g["users"]), ds.file(g["users"]))
+    user_ids = users.column(ds.file(g["users"]).format.columns[0]).cast(pa.int64())
+    items = read_movielens_items(fetched.path(g["items"]), ds.file(g["items"]), g["num_genres"])
+    genres_file = ds.file(g["genres"])
+    genres = read_text_table(fetched.path(g["genres"]), genres_file,
+                             {genres_file.format.columns[1]: pa.int64()})
+    genre_names = genres.column(genres_file.format.columns[0]).to_pylist()
+    if len(genre_names) != g["num_genres"]:
+        raise InputError(f"{len(genre_names)} genres, graph.num_genres is {g['num_genres']}",
+                         path=fetched.path(g["genres"]))
+    relation = RelationType(g["relation"], g["user_type"], g["item_type"])
+    return IngestPlan(
+        edges=[edge_source(fetched, g["ratings"], src=g["user"], dst=g["item"],
+                           weight=g["rating"], relation=g["relation"])],
+        nodes=[NodeSource(pa.table({"id": user_ids}), g["user_type"]),
+               NodeSource(items, g["item_type"])],
+        relation_types=[relation],
+        metadata={"features": {f"{g['item_type']}.feat": genre_names},
+                  "weight": f"{g['rating']} (1..5)"},
+    )
+
+
+LOADERS: dict[str, Callable[[FetchResult], IngestPlan]] = {
+    "edge_list": load_edge_list,
+    "linqs": load_linqs,
+    "kg_triples": load_kg_triples,
+    "movielens": load_movielens,
+}
+
+
+def plan_ingest(fetched: FetchResult) -> IngestPlan:
+    """The :class:`IngestPlan` of a fetched dataset, by its registry ``loader``."""
+    return LOADERS[fetched.dataset.loader](fetched)
+
+
+def ingest_dataset(fetched: FetchResult, out: str | Path,
+                   options: IngestOptions | None = None) -> tuple[IngestReport, dict[str, Any]]:
+    """Ingest a fetched dataset into the graph directory ``out``.
+
+    ``options`` gives partitions, partitioner, memory limit and progress; the dataset
+    decides ``undirected``, ``dedupe`` and ``relation_types``. The provenance (see
+    :func:`dataset_metadata`) is stored as the manifest's ``metadata`` field; returns the
+    ingest report and that metadata.
+    """
+    plan = plan_ingest(fetched)
+    metadata = dataset_metadata(fetched, plan)
+    opts = dataclasses.replace(options or IngestOptions(), undirected=plan.undirected,
+                               dedupe=plan.dedupe, relation_types=plan.relation_types,
+                               metadata=metadata)
+    report = ingest(plan.edges, out, opts, plan.nodes)
+    return report, metadata
+
+
+def dataset_metadata(fetched: FetchResult, plan: IngestPlan) -> dict[str, Any]:
+    """Provenance of an ingested dataset: name, licence, citation, the sha256 of every
+    input file, and the plan's metadata (label names, split, features)."""
+    ds = fetched.dataset
+    return {
+        "dataset": ds.name,
+        "title": ds.title,
+        "kind": ds.kind,
+        "licence": {"name": ds.licence.name, "terms": ds.licence.terms,
+                    "redistribute": ds.licence.redistribute},
+        "citation": list(ds.citation),
+        "inputs": {n: {"sha256": f.sha256, "bytes": f.bytes}
+                   for n, f in fetched.files.items()},
+        **plan.metadata,
+    }
