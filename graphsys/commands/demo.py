@@ -1,26 +1,35 @@
 """``graphsys demo``: the main job on an embedded default, with no download.
 
-Generates a seeded R-MAT graph, ingests it into P partitions, verifies the directory and
-prints what was built. Each later subsystem adds its step here.
+Generates a seeded R-MAT graph, ingests it into P partitions, verifies the directory, runs
+PageRank over the stored buckets and writes a profiling report of it. Each step prints one
+line; ``--json`` prints every step's figures as one JSON object instead.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from graphsys.commands._common import emit_json, show_progress
 from graphsys.errors import GraphsysError
-from graphsys.generators import rmat_edges, write_edges
-from graphsys.storage.graph import open_graph
-from graphsys.storage.info import format_info, graph_info
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
-from graphsys.storage.verify import verify_graph
+
+
+@dataclass
+class _Demo:
+    args: Any
+    work: Path
+    edge_file: Path
+    graph_dir: Path
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("demo", help="generate, ingest and inspect a synthetic graph",
+    p = subparsers.add_parser("demo", help="generate, ingest, analyse and profile a graph",
                               description=__doc__)
     p.add_argument("--out", type=Path,
                    help="working directory to create (default: a new temporary directory)")
@@ -32,6 +41,64 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _generate(d: _Demo) -> tuple[str, dict]:
+    from graphsys.generators import rmat_edges, write_edges
+
+    write_edges(rmat_edges(d.args.nodes, d.args.edges, seed=d.args.seed), d.edge_file)
+    return (f"generated R-MAT graph: {d.args.edges:,} edges over {d.args.nodes:,} node ids "
+            f"(seed {d.args.seed}) -> {d.edge_file}",
+            {"file": str(d.edge_file), "nodes": d.args.nodes, "edges": d.args.edges,
+             "seed": d.args.seed})
+
+
+def _ingest(d: _Demo) -> tuple[str, dict]:
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+    report = ingest([EdgeSource([d.edge_file])], d.graph_dir,
+                    IngestOptions(num_partitions=d.args.partitions, seed=d.args.seed,
+                                  progress=show_progress(d.args)))
+    return (f"ingested {report.nodes['node']:,} nodes, {report.edges['default']:,} edges into "
+            f"{d.args.partitions} partitions (hash) -> {d.graph_dir}", report.to_json())
+
+
+def _verify(d: _Demo) -> tuple[str, dict]:
+    from graphsys.storage.graph import open_graph
+    from graphsys.storage.info import format_info, graph_info
+    from graphsys.storage.verify import verify_graph
+
+    checked = verify_graph(d.graph_dir)
+    info = graph_info(open_graph(d.graph_dir))
+    return (f"verified {checked['files']} files ({checked['bytes']:,} bytes)\n"
+            + format_info(info), {"verify": checked, "info": info})
+
+
+def _pagerank(d: _Demo) -> tuple[str, dict]:
+    from graphsys import bsp
+    from graphsys.storage.graph import open_graph
+
+    graph = open_graph(d.graph_dir)
+    result = bsp.pagerank(graph, mode="out-of-core")
+    top = np.argsort(-result.values, kind="stable")[:5]
+    ids = graph.to_original(top)
+    totals = result.stats.totals()
+    top5 = [{"node": int(i), "rank": round(float(v), 6)} for i, v in zip(ids, result.values[top])]
+    return (f"PageRank out of core: {result.stats.num_supersteps} supersteps, "
+            f"{totals.get('edges_scanned', 0):,} edges scanned; top nodes "
+            + ", ".join(f"{t['node']} ({t['rank']:.4f})" for t in top5),
+            {"supersteps": result.stats.num_supersteps, "totals": totals, "top5": top5})
+
+
+def _profile(d: _Demo) -> tuple[str, dict]:
+    from graphsys.analysis import demo_step
+
+    out = demo_step(d.graph_dir, d.work / "profile")
+    return f"profiling report of PageRank -> {out['report']}", out
+
+
+STEPS: list[Callable[[_Demo], tuple[str, dict]]] = [_generate, _ingest, _verify, _pagerank,
+                                                    _profile]
+
+
 def run(args) -> int:
     if args.out is not None:
         if args.out.exists():
@@ -40,31 +107,15 @@ def run(args) -> int:
         work = args.out
     else:
         work = Path(tempfile.mkdtemp(prefix="graphsys-demo-"))
-    say = (lambda *a: None) if args.json else print
-    results: dict[str, object] = {"workdir": str(work)}
-
-    t0 = time.perf_counter()
-    edge_file = work / "rmat.parquet"
-    write_edges(rmat_edges(args.nodes, args.edges, seed=args.seed), edge_file)
-    results["generate"] = {"file": str(edge_file), "nodes": args.nodes, "edges": args.edges,
-                           "seed": args.seed, "seconds": round(time.perf_counter() - t0, 3)}
-    say(f"[1/3] generated R-MAT graph: {args.edges:,} edges over {args.nodes:,} node ids "
-        f"(seed {args.seed}) -> {edge_file}")
-
-    graph_dir = work / "graph"
-    report = ingest([EdgeSource([edge_file])], graph_dir,
-                    IngestOptions(num_partitions=args.partitions, seed=args.seed,
-                                  progress=show_progress(args)))
-    results["ingest"] = report.to_json()
-    say(f"[2/3] ingested into {args.partitions} partitions in {report.seconds['total']:.2f} s "
-        f"-> {graph_dir}")
-
-    checked = verify_graph(graph_dir)
-    info = graph_info(open_graph(graph_dir))
-    results["verify"] = checked
-    results["info"] = info
-    say(f"[3/3] verified {checked['files']} files ({checked['bytes']:,} bytes)")
-    say(format_info(info))
+    demo = _Demo(args, work, work / "rmat.parquet", work / "graph")
+    results: dict[str, Any] = {"workdir": str(work)}
+    for k, step in enumerate(STEPS, 1):
+        t0 = time.perf_counter()
+        line, figures = step(demo)
+        name = step.__name__.lstrip("_")
+        results[name] = {**figures, "seconds": round(time.perf_counter() - t0, 3)}
+        if not args.json:
+            print(f"[{k}/{len(STEPS)}] {line} ({time.perf_counter() - t0:.2f} s)")
     if args.json:
         emit_json(results)
     return 0

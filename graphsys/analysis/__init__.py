@@ -1,0 +1,32 @@
+"""Where graph workloads lose GPU efficiency (after Xu, Jeon & Annavaram, IISWC 2014).
+
+* :mod:`~graphsys.analysis.kernels`: kernel/operator invocations, host<->device transfers and
+  synchronisations through ``torch.profiler``, and a dense MLP reference workload;
+* :mod:`~graphsys.analysis.simt`: an exact, vectorized SIMT lane-utilization and
+  SM/CTA/warp load-balance model of vertex-to-thread mappings;
+* :mod:`~graphsys.analysis.balance`: partition, bucket and per-rank balance from storage;
+* :mod:`~graphsys.analysis.workloads`: BSP, embedding and GNN workloads to profile;
+* :mod:`~graphsys.analysis.report`: HTML reports (embedded plots) and advice.
+
+Entry points: :func:`profile_graph`, :func:`write_report`, :func:`simt_model`,
+:func:`demo_step`; on the command line ``graphsys profile``.
+"""
+
+from graphsys.analysis.profile import (
+    demo_step,
+    key_figures,
+    profile_graph,
+    write_report,
+)
+from graphsys.analysis.simt import (
+    BANDS,
+    GPUS,
+    MAPPINGS,
+    WARP,
+    SimtAccumulator,
+    resolve_gpu,
+    simt_model,
+)
+
+__all__ = ["BANDS", "GPUS", "MAPPINGS", "WARP", "SimtAccumulator", "demo_step", "key_figures",
+           "profile_graph", "resolve_gpu", "simt_model", "write_report"]

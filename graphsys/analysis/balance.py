@@ -1,0 +1,81 @@
+"""Storage-level balance: partitions, buckets and the ranks of a distributed run.
+
+Partition and bucket balance (max/mean) and the edge-cut come from
+:func:`graphsys.storage.info.graph_info`; this module adds the coefficient of variation of
+the same counts and the per-rank split the BSP engine uses under ``torch.distributed``
+(rank ``r`` of ``W`` owns partitions ``[r P // W, (r+1) P // W)``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from graphsys.errors import GraphsysError
+
+
+def cv(values) -> float:
+    """Coefficient of variation (population std / mean) of ``values``; 0 when the mean is 0."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0 or v.mean() <= 0:
+        return 0.0
+    return float(v.std() / v.mean())
+
+
+def max_over_mean(values) -> float:
+    """max / mean of ``values``; 1.0 when the mean is 0 (nothing to balance)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0 or v.mean() <= 0:
+        return 1.0
+    return float(v.max() / v.mean())
+
+
+def rank_split(num_partitions: int, world_size: int) -> list[tuple[int, int]]:
+    """Partition range ``[a, b)`` of every rank, as the BSP engine assigns them."""
+    if not isinstance(world_size, int) or world_size < 1:
+        raise GraphsysError(f"--ranks must be a positive integer, got {world_size!r}")
+    p = num_partitions
+    return [(r * p // world_size, (r + 1) * p // world_size) for r in range(world_size)]
+
+
+def storage_balance(graph, edge_set: str | None = None, ranks: int = 1) -> dict[str, Any]:
+    """Partition/bucket balance of ``graph`` (an opened Graph) for ``edge_set``.
+
+    Returns ``partitions`` (nodes and edges per partition: lists, max/mean, CV), ``buckets``
+    (max/mean and CV over all P x P buckets, non-empty count), ``edge_cut`` (fraction, 0..1)
+    and, with ``ranks`` > 1, ``ranks`` (nodes and edges per rank, max/mean, CV).
+    """
+    from graphsys.storage.info import graph_info
+
+    info = graph_info(graph)
+    es = graph.edge_set(edge_set)
+    e = info["edge_sets"][es.name]
+    etypes = info["entity_types"]
+    nodes = np.sum([np.asarray(t["nodes_per_partition"], np.int64) for t in etypes.values()],
+                   axis=0)
+    edges = np.asarray(e["edges_per_partition"], np.int64)
+    buckets = np.asarray(e["buckets"], np.int64)
+    out: dict[str, Any] = {
+        "num_partitions": info["num_partitions"],
+        "partitioner": info["partitioner"].get("name"),
+        "partitions": {
+            "nodes": nodes.tolist(), "edges": edges.tolist(),
+            "node_max_over_mean": min(t["node_balance"] for t in etypes.values())
+            if len(etypes) == 1 else max_over_mean(nodes),
+            "edge_max_over_mean": e["edge_balance"],
+            "node_cv": cv(nodes), "edge_cv": cv(edges),
+        },
+        "buckets": {"max_over_mean": e["bucket_balance"], "cv": cv(buckets.ravel()),
+                    "nonempty": e["nonempty_buckets"], "count": int(buckets.size)},
+        "edge_cut": e["edge_cut"],
+    }
+    if ranks > 1:
+        split = rank_split(graph.num_partitions, ranks)
+        rn = [int(nodes[a:b].sum()) for a, b in split]
+        re = [int(edges[a:b].sum()) for a, b in split]
+        out["ranks"] = {"world_size": ranks, "partitions": [list(s) for s in split],
+                        "nodes": rn, "edges": re, "edge_max_over_mean": max_over_mean(re),
+                        "edge_cv": cv(re), "node_max_over_mean": max_over_mean(rn),
+                        "node_cv": cv(rn)}
+    return out

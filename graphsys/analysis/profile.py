@@ -1,0 +1,162 @@
+"""``profile_graph``: run a workload, the SIMT model and the balance figures, and assemble the
+report dictionary (the JSON of ``graphsys profile``); :func:`write_report` writes the HTML
+page and JSON atomically; :func:`demo_step` is the ``graphsys demo`` step.
+
+JSON layout (every figure a plain number, list or string):
+
+* ``kernels``: ``invocations`` (int), ``per_step`` (list of int), ``mean_per_step``,
+  ``per_second``, ``mean_us_per_invocation``, ``flops_per_invocation``, ``syncs``, ``top``;
+* ``transfers``: ``count``, ``bytes``, ``seconds``, ``h2d``/``d2h``/``d2d``, ``histogram``;
+* ``dense_reference``: the same two sections for the MLP reference, plus ``model``;
+* ``simt``: ``mean_utilization`` (0..1), ``histogram`` (``bands``, ``warps``,
+  ``warp_iterations``), ``per_step`` ... - keyed by mapping when several mappings are asked;
+* ``load_balance``: ``sm`` (``max_over_mean``, ``cv``, ``work``), ``cta`` (``cv``), ``warp``
+  (``cv``: mean within-CTA CV) - keyed by mapping likewise - and ``storage`` (partition and
+  bucket balance, edge-cut, per-rank split);
+* ``advice``: list of strings; ``mappings``; ``graph``; ``workload``; ``seconds``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from graphsys.analysis.simt import (
+    DEFAULT_BLOCK,
+    DEFAULT_ITEMS_PER_THREAD,
+    MAPPINGS,
+    check_block_size,
+    resolve_gpu,
+    resolve_mapping,
+)
+from graphsys.errors import GraphsysError
+
+WORKLOADS = ("bsp", "embed", "gnn")
+
+
+def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
+                  mappings: list[str] | None = None, device: str = "cpu",
+                  backend: str = "torch", mode: str = "memory", gpu: str | None = None,
+                  block_size: int = DEFAULT_BLOCK,
+                  items_per_thread: int = DEFAULT_ITEMS_PER_THREAD,
+                  max_iters: int | None = None, source=None, edge_set: str | None = None,
+                  ranks: int = 1, dense: bool = True, steps: int = 5, batch_size: int | None = None,
+                  dimension: int = 32) -> dict[str, Any]:
+    """Profile one workload on ``graph`` (an opened Graph or a directory); see the module
+    docstring for the result. ``device``: cpu/cuda/auto; ``gpu``: the GPU the SIMT and SM
+    model assumes (default: the one present, else H100)."""
+    from graphsys.analysis.balance import storage_balance
+    from graphsys.analysis.kernels import dense_reference
+    from graphsys.analysis.report import advice
+    from graphsys.analysis.workloads import (
+        SimtRecorder,
+        profile_bsp,
+        profile_embed,
+        profile_gnn,
+    )
+    from graphsys.bsp.engine import resolve_device
+    from graphsys.storage.graph import Graph, open_graph
+
+    t0 = time.perf_counter()
+    if workload not in WORKLOADS:
+        raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, or a BSP "
+                            f"algorithm)")
+    g = graph if isinstance(graph, Graph) else open_graph(graph)
+    maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
+    check_block_size(block_size)
+    dev = str(resolve_device(device))
+    gpu_spec = resolve_gpu(gpu)
+    rec = SimtRecorder(maps, block_size, items_per_thread, gpu_spec)
+    if workload == "bsp":
+        if algorithm is None:
+            raise GraphsysError("name a BSP algorithm (e.g. pagerank) or --workload embed|gnn")
+        w = profile_bsp(g, algorithm, recorder=rec, source=source, device=dev,
+                        backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set)
+    elif workload == "embed":
+        w = profile_embed(g, recorder=rec, device=dev, dimension=dimension,
+                          batch_size=batch_size or 1000, edge_set=edge_set)
+    else:
+        w = profile_gnn(g, recorder=rec, device=dev, steps=steps,
+                        batch_size=batch_size or 256)
+    d = w["stats"].to_dict()
+    if d["kernels"].get("steps", 0) == 0:
+        d["kernels"]["steps"] = w["steps"]
+    es = g.edge_set(edge_set)
+    out: dict[str, Any] = {
+        "graph": {"path": str(g.path), "nodes": g.num_nodes(), "edges": es.num_edges,
+                  "edge_set": es.name, "num_partitions": g.num_partitions},
+        "workload": w["workload"], "mappings": maps,
+        "kernels": d["kernels"], "transfers": d["transfers"],
+    }
+    if dense:
+        fps = w["flops"] / max(w["steps"], 1)
+        out["dense_reference"] = dense_reference(fps, min(max(w["steps"], 1), 50), device=dev)
+    simt = rec.result()
+    sims, lbs = {}, {}
+    for m, r in simt.items():
+        lbs[m] = r.pop("load_balance")
+        sims[m] = r
+    if len(maps) == 1:
+        out["simt"] = sims[maps[0]]
+        out["load_balance"] = dict(lbs[maps[0]])
+    else:
+        out["simt"] = sims
+        out["load_balance"] = dict(lbs)
+    out["storage"] = storage_balance(g, es.name, ranks)
+    out["load_balance"]["storage"] = out["storage"]
+    out["advice"] = advice(out)
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def write_report(profile: dict[str, Any], html_path: str | Path, *, overwrite: bool = False,
+                 json_path: str | Path | None = None) -> tuple[Path, Path]:
+    """Write the HTML page and its JSON (default: ``html_path`` with suffix ``.json``),
+    each atomically. Returns both paths."""
+    from graphsys.analysis.report import render_html
+    from graphsys.storage.atomic import write_bytes_atomic
+
+    html_path = Path(html_path)
+    jpath = Path(json_path) if json_path else html_path.with_suffix(".json")
+    for p in (html_path, jpath):
+        if p.exists() and not overwrite:
+            raise GraphsysError(f"{p}: already exists (use --overwrite or another --report)")
+        if not p.parent.is_dir():
+            raise GraphsysError(f"{p}: directory {p.parent} does not exist")
+    page = render_html(profile)
+    write_bytes_atomic(jpath, json.dumps(profile, default=str, indent=1).encode())
+    write_bytes_atomic(html_path, page.encode())
+    return html_path, jpath
+
+
+def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
+    """A one-line summary: invocations, transfers, and per mapping utilization and balance."""
+    maps = profile["mappings"]
+    simt = profile["simt"] if len(maps) > 1 else {maps[0]: profile["simt"]}
+    lb = profile["load_balance"] if len(maps) > 1 else {maps[0]: profile["load_balance"]}
+    ref = profile.get("dense_reference")
+    return {
+        "invocations": profile["kernels"]["invocations"],
+        "mean_per_step": profile["kernels"].get("mean_per_step"),
+        "dense_mean_per_step": ref["kernels"].get("mean_per_step") if ref else None,
+        "transfers": profile["transfers"]["count"],
+        "transfer_bytes": profile["transfers"]["bytes"],
+        "simt": {m: {"mean_utilization": simt[m]["mean_utilization"],
+                     "warps_by_band": simt[m]["histogram"]["warps"],
+                     "sm_max_over_mean": lb[m]["sm"]["max_over_mean"],
+                     "sm_cv": lb[m]["sm"]["cv"], "warp_cv": lb[m]["warp"]["cv"]}
+                 for m in maps},
+    }
+
+
+def demo_step(graph_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
+    """Profile PageRank (5 supersteps, every mapping) on ``graph_dir`` and write
+    ``out_dir/profile.html`` and ``profile.json``; returns the paths and key figures."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    prof = profile_graph(graph_dir, algorithm="pagerank", max_iters=5)
+    html_path, json_path = write_report(prof, out_dir / "profile.html", overwrite=True)
+    return {"report": str(html_path), "json": str(json_path), "seconds": prof["seconds"],
+            **key_figures(prof), "advice": prof["advice"]}

@@ -1,0 +1,289 @@
+"""Self-contained HTML reports (matplotlib plots embedded as base64 PNG) and the
+"what to change" advice derived from a profile's figures."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from typing import Any
+
+#: Below this mean utilization a mapping is flagged (the issue's rule of thumb).
+LOW_UTILIZATION = 0.5
+#: SM / partition imbalance (max/mean) above which a change is suggested.
+IMBALANCE = 1.2
+
+
+def _per_mapping(section: dict[str, Any], mappings: list[str]) -> dict[str, dict]:
+    return {m: section[m] for m in mappings} if len(mappings) > 1 else {mappings[0]: section}
+
+
+def advice(profile: dict[str, Any]) -> list[str]:
+    """Plain-text recommendations, each quoting the numbers it comes from."""
+    out: list[str] = []
+    maps = profile["mappings"]
+    simt = _per_mapping(profile["simt"], maps)
+    lb = _per_mapping(profile["load_balance"], maps)
+    util = {m: simt[m]["mean_utilization"] for m in maps
+            if simt[m]["mean_utilization"] is not None}
+    if util:
+        best = max(util, key=lambda m: (util[m], -lb[m]["sm"]["max_over_mean"]))
+        for m in maps:
+            u = util.get(m)
+            if u is not None and u < LOW_UTILIZATION and m != best:
+                out.append(f"Switch {m} to {best}: SIMT utilization {u:.0%} < "
+                           f"{LOW_UTILIZATION:.0%} (the {best} mapping reaches "
+                           f"{util[best]:.0%}); low-degree vertices leave most lanes idle.")
+        small = [m for m in maps if simt[m]["kernels"] and
+                 simt[m]["ctas"] / simt[m]["kernels"] < lb[m]["num_sms"]]
+        if small:
+            out.append(f"The grid is smaller than the GPU ({', '.join(small)}: fewer CTAs per "
+                       f"kernel than the {lb[small[0]]['num_sms']} SMs), so SM balance "
+                       f"mostly reflects idle SMs: the graph or frontier is too small to fill "
+                       f"the GPU; batch several queries or supersteps per launch.")
+        for m in maps:
+            s = lb[m]["sm"]
+            if s["max_over_mean"] > IMBALANCE and m not in small:
+                out.append(f"{m}: SMs are unbalanced (max/mean work {s['max_over_mean']:.2f}, "
+                           f"CV {s['cv']:.2f})"
+                           + ("; the last wave leaves SMs idle: more items per thread or "
+                              "smaller CTAs." if m == "edge-balanced" else
+                              "; high-degree vertices concentrate work in a few CTAs - use "
+                              "an edge-balanced (merge-path) mapping, smaller CTAs, or split "
+                              "hub vertices."))
+            w = lb[m]["warp"]["cv"]
+            if w > 0.5 and m != "edge-balanced":
+                out.append(f"{m}: warps within a CTA differ strongly (mean CV {w:.2f}); "
+                           f"group vertices of similar degree (degree-bucketed frontiers) or "
+                           f"use warp-per-vertex for hubs.")
+    k = profile["kernels"]
+    ref = profile.get("dense_reference")
+    if ref and k.get("mean_per_step") and ref["kernels"].get("mean_per_step"):
+        ratio = k["mean_per_step"] / ref["kernels"]["mean_per_step"]
+        gw, dw = k.get("flops_per_invocation"), ref["kernels"].get("flops_per_invocation")
+        if ratio > 2 or (gw and dw and gw < dw / 10):
+            out.append(f"The graph workload launches {k['mean_per_step']:.0f} "
+                       f"{k['unit']} per step vs {ref['kernels']['mean_per_step']:.0f} for a "
+                       f"dense MLP step of similar FLOPs"
+                       + (f", with {gw:.3g} vs {dw:.3g} FLOPs per invocation" if gw and dw
+                          else "")
+                       + ": fuse per-superstep operators, process several supersteps or "
+                         "batches per launch, or raise the batch size.")
+    t = profile["transfers"]
+    if t["count"] and t["mean_bytes"] < 64 * 1024:
+        out.append(f"{t['count']} host<->device copies averaging {t['mean_bytes']:.0f} bytes: "
+                   f"keep the graph and vertex state resident on the device and batch small "
+                   f"copies (pinned memory, one copy per superstep).")
+    steps = k.get("steps") or 0
+    if steps and k.get("syncs", 0) > 2 * steps:
+        out.append(f"{k['syncs']} synchronising scalar reads ({k['syncs'] / steps:.1f} per "
+                   f"step): each stalls the GPU pipeline; accumulate convergence checks on "
+                   f"the device and read them every few steps.")
+    st = profile.get("storage")
+    if st:
+        part = st["partitions"]
+        if st["num_partitions"] > 1 and part["edge_max_over_mean"] > IMBALANCE:
+            out.append(f"Partitions are unbalanced in edges (max/mean "
+                       f"{part['edge_max_over_mean']:.2f}, CV {part['edge_cv']:.2f}): "
+                       f"re-ingest with a degree-aware partitioner.")
+        if st["num_partitions"] > 1 and st["edge_cut"] > 0.5:
+            out.append(f"Edge-cut {st['edge_cut']:.0%}: most edges cross partitions; a "
+                       f"locality-aware partitioner cuts out-of-core and distributed traffic.")
+        r = st.get("ranks")
+        if r and r["edge_max_over_mean"] > IMBALANCE:
+            out.append(f"With {r['world_size']} ranks the slowest rank holds "
+                       f"{r['edge_max_over_mean']:.2f}x the mean edges: use a partition count "
+                       f"that is a multiple of the rank count, or rebalance partitions.")
+    if not out:
+        out.append("No change indicated: utilization, balance and launch counts are within "
+                   "the thresholds used here (utilization >= 50 %, max/mean <= 1.2).")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# plots
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
+    """(title, base64 PNG) pairs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    maps = profile["mappings"]
+    simt = _per_mapping(profile["simt"], maps)
+    lb = _per_mapping(profile["load_balance"], maps)
+    out = []
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    width = 0.8 / len(maps)
+    for i, m in enumerate(maps):
+        h = np.asarray(simt[m]["histogram"]["warps"], float)
+        ax.bar(np.arange(4) + i * width, h / max(h.sum(), 1), width, label=m)
+    ax.set_xticks(np.arange(4) + 0.4 - width / 2, [f"{b} %" for b in simt[maps[0]][
+        "histogram"]["bands"]])
+    ax.set_ylabel("share of warps")
+    ax.set_title("Warps by SIMT lane utilization")
+    ax.legend(fontsize=7)
+    out.append(("Warp utilization histogram", _png(fig)))
+
+    steps = simt[maps[0]].get("per_step") or []
+    if len(steps) > 1:
+        fig, ax = plt.subplots(figsize=(6.5, 3.2))
+        for m in maps:
+            ps = simt[m]["per_step"]
+            ax.plot([p["step"] for p in ps], [p["mean_utilization"] if p["mean_utilization"]
+                                               is not None else np.nan for p in ps],
+                    marker="o", ms=3, label=m)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("superstep / step")
+        ax.set_ylabel("mean utilization")
+        ax2 = ax.twinx()
+        ax2.plot([p["step"] for p in steps], [p["active"] for p in steps], "k:", label="active")
+        ax2.set_ylabel("active vertices (dotted)")
+        ax.legend(fontsize=7)
+        ax.set_title("Utilization per step")
+        out.append(("Utilization per step", _png(fig)))
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    for m in maps:
+        w = np.asarray(lb[m]["sm"].get("work", []), float)
+        if w.size and w.mean() > 0:
+            ax.plot(np.arange(w.size), w / w.mean(), lw=1, label=m)
+    ax.axhline(1.0, color="grey", lw=0.5)
+    ax.set_xlabel("SM")
+    ax.set_ylabel("work / mean")
+    ax.set_title(f"Work per SM ({lb[maps[0]]['gpu']}, {lb[maps[0]]['num_sms']} SMs)")
+    ax.legend(fontsize=7)
+    out.append(("Work per SM", _png(fig)))
+
+    k, ref = profile["kernels"], profile.get("dense_reference")
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    if k.get("per_step"):
+        ax.plot(k["per_step"], marker="o", ms=3, label="graph workload")
+    elif k.get("mean_per_step"):
+        ax.axhline(k["mean_per_step"], label="graph workload (mean per step)")
+    if ref and ref["kernels"].get("per_step"):
+        ax.plot(ref["kernels"]["per_step"], marker="s", ms=3, label="dense MLP reference")
+    ax.set_xlabel("step")
+    ax.set_ylabel(k["unit"])
+    ax.set_title("Invocations per step")
+    ax.legend(fontsize=7)
+    out.append(("Invocations per step", _png(fig)))
+
+    t = profile["transfers"]
+    fig, ax = plt.subplots(figsize=(6.5, 2.8))
+    labels = list(t["histogram"])
+    ax.bar(labels, [t["histogram"][x] for x in labels])
+    ax.set_ylabel("copies")
+    ax.set_title(f"Host<->device copies by size ({t['count']} copies, {t['bytes']:,} bytes)")
+    out.append(("Transfer sizes", _png(fig)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+_CSS = """body{font-family:sans-serif;max-width:980px;margin:1em auto;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;
+text-align:right}th{background:#eee}td:first-child{text-align:left}
+img{max-width:100%;display:block;margin:.5em 0}li{margin:.3em 0}.note{color:#555;font-size:90%}"""
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return html.escape(str(v))
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    h = "".join(f"<th>{html.escape(x)}</th>" for x in header)
+    body = "".join("<tr>" + "".join(f"<td>{_fmt(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{h}</tr>{body}</table>"
+
+
+def render_html(profile: dict[str, Any]) -> str:
+    """The whole report as one HTML string (no external assets)."""
+    maps = profile["mappings"]
+    simt = _per_mapping(profile["simt"], maps)
+    lb = _per_mapping(profile["load_balance"], maps)
+    k, t = profile["kernels"], profile["transfers"]
+    ref = profile.get("dense_reference")
+    w = profile["workload"]
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>graphsys profile: "
+             f"{html.escape(str(w.get('algorithm', w['kind'])))}</title><style>{_CSS}</style>"
+             f"</head><body>",
+             f"<h1>graphsys profile: {html.escape(str(w.get('algorithm', w['kind'])))}</h1>",
+             f"<p>Graph <code>{html.escape(profile['graph']['path'])}</code>: "
+             f"{profile['graph']['nodes']:,} nodes, {profile['graph']['edges']:,} edges, "
+             f"{profile['graph']['num_partitions']} partitions. Workload: "
+             f"{html.escape(json.dumps({k_: v for k_, v in w.items()}, default=str))}</p>",
+             "<h2>What to change</h2><ul>"
+             + "".join(f"<li>{html.escape(a)}</li>" for a in profile["advice"]) + "</ul>",
+             "<h2>Kernels and transfers</h2>"]
+    rows = [["invocations", k["invocations"], ref["kernels"]["invocations"] if ref else None],
+            ["unit", k["unit"], ref["kernels"]["unit"] if ref else None],
+            ["steps", k.get("steps"), ref["kernels"]["steps"] if ref else None],
+            ["mean per step", k.get("mean_per_step"),
+             ref["kernels"]["mean_per_step"] if ref else None],
+            ["per second", k.get("per_second"), ref["kernels"]["per_second"] if ref else None],
+            ["mean µs per invocation", k.get("mean_us_per_invocation"),
+             ref["kernels"]["mean_us_per_invocation"] if ref else None],
+            ["FLOPs per invocation", k.get("flops_per_invocation"),
+             ref["kernels"]["flops_per_invocation"] if ref else None],
+            ["synchronisations", k.get("syncs"), ref["kernels"]["syncs"] if ref else None],
+            ["transfers", t["count"], ref["transfers"]["count"] if ref else None],
+            ["transfer bytes", t["bytes"], ref["transfers"]["bytes"] if ref else None]]
+    parts.append(_table(["figure", "graph workload", "dense reference (MLP)"], rows))
+    parts.append(_table(["top operator", "count", "seconds"],
+                        [[x["name"], x["count"], x["seconds"]] for x in k.get("top", [])]))
+    parts.append("<h2>SIMT lane utilization and load balance</h2>")
+    parts.append(_table(
+        ["mapping", "mean utilization", "warps 0-25 %", "25-50 %", "50-75 %", "75-100 %",
+         "idle warps", "SM max/mean", "SM CV", "CTA CV", "warp CV (in CTA)"],
+        [[m, simt[m]["mean_utilization"], *simt[m]["histogram"]["warps"],
+          simt[m]["idle_warps"], lb[m]["sm"]["max_over_mean"], lb[m]["sm"]["cv"],
+          lb[m]["cta"]["cv"], lb[m]["warp"]["cv"]] for m in maps]))
+    first = lb[maps[0]]
+    parts.append(f"<p class='note'>Warp size 32, CTA {simt[maps[0]]['block_size']} threads, "
+                 f"{html.escape(str(first['gpu']))} with {first['num_sms']} SMs, "
+                 f"{first['resident_ctas_per_sm']} resident CTAs per SM; utilization = "
+                 f"active lane-iterations / (32 x warp-iterations), weighted per warp "
+                 f"instruction as Nsight Compute's threads per warp instruction.</p>")
+    st = profile.get("storage")
+    if st:
+        parts.append("<h2>Partitions and buckets</h2>")
+        rows = [["partition nodes max/mean", st["partitions"]["node_max_over_mean"]],
+                ["partition nodes CV", st["partitions"]["node_cv"]],
+                ["partition edges max/mean", st["partitions"]["edge_max_over_mean"]],
+                ["partition edges CV", st["partitions"]["edge_cv"]],
+                ["bucket max/mean", st["buckets"]["max_over_mean"]],
+                ["bucket CV", st["buckets"]["cv"]], ["edge-cut", st["edge_cut"]]]
+        if "ranks" in st:
+            rows += [[f"rank edges max/mean ({st['ranks']['world_size']} ranks)",
+                      st["ranks"]["edge_max_over_mean"]],
+                     ["rank edges CV", st["ranks"]["edge_cv"]]]
+        parts.append(_table(["figure", "value"], rows))
+    parts.append("<h2>Plots</h2>")
+    for title, b64 in plots(profile):
+        parts.append(f"<h3>{html.escape(title)}</h3><img alt='{html.escape(title)}' "
+                     f"src='data:image/png;base64,{b64}'>")
+    parts.append("<h2>JSON</h2><p class='note'>The same figures are in the JSON file written "
+                 "beside this page.</p></body></html>")
+    return "\n".join(parts)

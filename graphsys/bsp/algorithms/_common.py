@@ -1,0 +1,49 @@
+"""Shared plumbing of the algorithm front-ends: open the graph, map source ids, run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from graphsys.bsp.engine import Result, run
+from graphsys.bsp.program import VertexProgram
+from graphsys.errors import GraphsysError
+
+
+def open_if_path(graph):
+    """Accept an opened Graph or a graph directory path."""
+    if isinstance(graph, (str, Path)):
+        from graphsys import open_graph
+
+        return open_graph(graph)
+    return graph
+
+
+def source_index(graph, source) -> int:
+    """Global id of the original node id ``source``; GraphsysError when absent."""
+    if source is None:
+        raise GraphsysError("this algorithm needs a source node (--source ID)")
+    return int(graph.to_internal([source])[0])
+
+
+def symmetric(graph, edge_set: str | None) -> bool:
+    """True when the edge set was ingested undirected (both directions stored)."""
+    return bool(graph.edge_set(edge_set).undirected)
+
+
+def execute(graph, program: VertexProgram, max_iters: int, **kwargs) -> Result:
+    return run(graph, program, max_iters=max_iters, **kwargs)
+
+
+def check_weights_non_negative(graph, edge_set: str | None) -> None:
+    """Raise GraphsysError if any edge weight is negative or NaN (streamed, one batch)."""
+    if not graph.edge_set(edge_set).has_weight:
+        return
+    for _, _, _, w in graph.iter_edges(edge_set):
+        if w is None or len(w) == 0:
+            continue
+        bad = np.flatnonzero(~(w >= 0))
+        if bad.size:
+            raise GraphsysError(f"sssp needs non-negative edge weights; found weight "
+                                f"{float(w[bad[0]])!r}")

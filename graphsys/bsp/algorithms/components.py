@@ -1,0 +1,83 @@
+"""Weakly connected components (min-label propagation) and label propagation communities."""
+
+from __future__ import annotations
+
+import torch
+
+from graphsys.bsp.algorithms._common import execute, open_if_path, symmetric
+from graphsys.bsp.program import ModeCombiner, VertexProgram
+
+
+class WCC(VertexProgram):
+    """Every vertex ends with the smallest global id of its weakly connected component.
+    Messages go both ways along edges (one way when the edge set is stored undirected);
+    only vertices whose label dropped send."""
+
+    name = "wcc"
+    message, combiner = "copy", "min"
+
+    def __init__(self, both_ways: bool = True):
+        self.direction = "both" if both_ways else "out"
+
+    def init(self, ctx):
+        label = ctx.node_range().to(torch.float64)
+        return {"label": label}, torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
+
+    def send(self, ctx, state):
+        return state["label"]
+
+    def update(self, ctx, state, combined, received):
+        new = received & (combined < state["label"])
+        state["label"] = torch.where(new, combined, state["label"])
+        return new, {}
+
+    def result(self, ctx, state):
+        return state["label"]
+
+
+class LabelPropagation(VertexProgram):
+    """Synchronous label propagation: each vertex takes the most frequent label among its
+    neighbours and itself (ties: smallest label); labels start as global ids. All vertices
+    send every superstep; halts when no label changes."""
+
+    name = "lpa"
+    message = "copy"
+    combiner = ModeCombiner()
+    include_self = True
+
+    def __init__(self, both_ways: bool = True):
+        self.direction = "both" if both_ways else "out"
+
+    def init(self, ctx):
+        label = ctx.node_range().to(torch.float64)
+        return {"label": label}, torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
+
+    def send(self, ctx, state):
+        return state["label"]
+
+    def update(self, ctx, state, combined, received):
+        new = torch.where(received, combined, state["label"])
+        changed = int((new != state["label"]).sum())
+        state["label"] = new
+        return torch.ones_like(received), {"changed": (changed, "sum")}
+
+    def halt(self, ctx, votes):
+        return votes["changed"] == 0
+
+    def result(self, ctx, state):
+        return state["label"]
+
+
+def wcc(graph, *, max_iters: int | None = None, **run_kwargs):
+    """Component label (smallest global id in the component, float64 (N,)) of every node."""
+    graph = open_if_path(graph)
+    prog = WCC(both_ways=not symmetric(graph, run_kwargs.get("edge_set")))
+    return execute(graph, prog, max_iters or graph.num_nodes() + 1, **run_kwargs)
+
+
+def label_propagation(graph, *, max_iters: int = 20, **run_kwargs):
+    """Community label (a global id, float64 (N,)) of every node; at most ``max_iters``
+    supersteps (synchronous LPA can oscillate)."""
+    graph = open_if_path(graph)
+    prog = LabelPropagation(both_ways=not symmetric(graph, run_kwargs.get("edge_set")))
+    return execute(graph, prog, max_iters, **run_kwargs)

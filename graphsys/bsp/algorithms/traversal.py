@@ -1,0 +1,95 @@
+"""Frontier traversals: BFS levels and single-source shortest paths (Bellman-Ford)."""
+
+from __future__ import annotations
+
+import torch
+
+from graphsys.bsp.algorithms._common import (
+    check_weights_non_negative,
+    execute,
+    open_if_path,
+    source_index,
+)
+from graphsys.bsp.program import VertexProgram
+
+INF = float("inf")
+
+
+class BFS(VertexProgram):
+    """Hop levels from ``source`` (global id) along edge direction; ``inf`` = unreachable.
+
+    Frontier = vertices reached in the previous superstep; a pull only visits unreached
+    targets (``accepts``) and stops at their first frontier in-neighbour.
+    """
+
+    name = "bfs"
+    message, combiner, direction = "copy", "min", "out"
+    first_message_wins = True
+
+    def __init__(self, source: int):
+        self.source = source
+
+    def init(self, ctx):
+        level = ctx.full(INF)
+        if ctx.lo <= self.source < ctx.hi:
+            level[self.source - ctx.lo] = 0.0
+        return {"level": level}, level == 0
+
+    def send(self, ctx, state):
+        return state["level"] + 1.0
+
+    def accepts(self, ctx, state):
+        return torch.isinf(state["level"])
+
+    def update(self, ctx, state, combined, received):
+        new = received & (combined < state["level"])
+        state["level"] = torch.where(new, combined, state["level"])
+        return new, {}
+
+    def result(self, ctx, state):
+        return state["level"]
+
+
+class SSSP(VertexProgram):
+    """Shortest-path distances (sum of float32 weights, 1 where unweighted) from ``source``;
+    a vertex whose distance dropped sends ``dist + w`` along its out-edges."""
+
+    name = "sssp"
+    message, combiner, direction = "add_weight", "min", "out"
+    uses_weights = True
+
+    def __init__(self, source: int):
+        self.source = source
+
+    def init(self, ctx):
+        dist = ctx.full(INF)
+        if ctx.lo <= self.source < ctx.hi:
+            dist[self.source - ctx.lo] = 0.0
+        return {"dist": dist}, dist == 0
+
+    def send(self, ctx, state):
+        return state["dist"]
+
+    def update(self, ctx, state, combined, received):
+        better = received & (combined < state["dist"])
+        state["dist"] = torch.where(better, combined, state["dist"])
+        return better, {}
+
+    def result(self, ctx, state):
+        return state["dist"]
+
+
+def bfs(graph, source, *, max_iters: int | None = None, **run_kwargs):
+    """BFS levels (float64 (N,), ``inf`` unreachable) from the original node id ``source``."""
+    graph = open_if_path(graph)
+    prog = BFS(source_index(graph, source))
+    return execute(graph, prog, max_iters or graph.num_nodes() + 1, **run_kwargs)
+
+
+def sssp(graph, source, *, max_iters: int | None = None, **run_kwargs):
+    """Shortest-path distances (float64 (N,), ``inf`` unreachable) from ``source``; raises
+    GraphsysError on a negative (or NaN) weight before running."""
+    graph = open_if_path(graph)
+    check_weights_non_negative(graph, run_kwargs.get("edge_set"))
+    prog = SSSP(source_index(graph, source))
+    return execute(graph, prog, max_iters or graph.num_nodes() + 1, **run_kwargs)

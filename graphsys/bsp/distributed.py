@@ -1,0 +1,128 @@
+"""Communication between BSP processes: a no-op one for a single process, and one over
+``torch.distributed`` (gloo on CPU, NCCL on GPU) for runs launched by ``torchrun``.
+
+Rank ``r`` of ``W`` owns the contiguous partitions ``[r*P//W, (r+1)*P//W)`` and hence a
+contiguous global id range ``[lo, hi)``. Per superstep it streams the buckets whose source
+(forward messages) or destination (reverse messages) partition it owns, combines messages
+locally into a global-size buffer, and exchanges, with one ``all_to_all_single``, the
+``(target, value)`` pairs of targets owned by other ranks (raw messages for a custom
+combiner). Aggregators and the frontier size are ``all_reduce``d at the barrier.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import torch
+
+from graphsys.errors import GraphsysError
+
+_REDUCE = {"sum": "SUM", "min": "MIN", "max": "MAX"}
+
+
+class LocalComm:
+    """One process: owns everything, reductions and exchanges are identities."""
+
+    rank, world_size = 0, 1
+
+    def owned_partitions(self, num_partitions: int) -> range:
+        return range(num_partitions)
+
+    def allreduce(self, values: list[float], ops: list[str]) -> list[float]:
+        return [float(v) for v in values]
+
+    def exchange(self, index: torch.Tensor, values: torch.Tensor,
+                 bounds: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, int]:
+        lo, hi = int(bounds[0]), int(bounds[1])
+        keep = (index >= lo) & (index < hi)
+        return index[keep] - lo, values[keep], 0
+
+    def allgather(self, local: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+        return local
+
+
+class TorchComm:
+    """Ranks of the default ``torch.distributed`` process group (initialised by the caller,
+    or from the ``torchrun`` environment by :func:`init_from_env`)."""
+
+    def __init__(self, device: torch.device):
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            raise GraphsysError("distributed run: torch.distributed is not initialised "
+                                "(launch with torchrun, or call init_process_group first)")
+        self.dist = dist
+        self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+        # gloo exchanges CPU tensors; NCCL needs them on the GPU
+        self.device = device if dist.get_backend() == "nccl" else torch.device("cpu")
+
+    def owned_partitions(self, num_partitions: int) -> range:
+        w, r = self.world_size, self.rank
+        if num_partitions < w:
+            raise GraphsysError(f"distributed run: {w} processes need at least {w} partitions, "
+                                f"the graph has {num_partitions} (re-ingest with more "
+                                f"--partitions)")
+        return range(r * num_partitions // w, (r + 1) * num_partitions // w)
+
+    def allreduce(self, values: list[float], ops: list[str]) -> list[float]:
+        """Reduce each value with its op over all ranks: one all_reduce per distinct op."""
+        out = [0.0] * len(values)
+        for op in sorted(set(ops)):
+            pos = [k for k, o in enumerate(ops) if o == op]
+            t = torch.tensor([float(values[k]) for k in pos], dtype=torch.float64,
+                             device=self.device)
+            self.dist.all_reduce(t, op=getattr(self.dist.ReduceOp, _REDUCE[op]))
+            for k, v in zip(pos, t.tolist()):
+                out[k] = v
+        return out
+
+    def exchange(self, index: torch.Tensor, values: torch.Tensor,
+                 bounds: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Send every ``(index, value)`` (global target ids) to the rank owning the target;
+        ``bounds`` int64 (W+1,) are the ranks' id ranges. Returns the pairs this rank
+        received (local ids), and how many pairs it sent to other ranks."""
+        w = self.world_size
+        dev_in = index.device
+        index, values = index.to(self.device), values.to(self.device)
+        owner = torch.bucketize(index, torch.as_tensor(bounds[1:-1], device=self.device),
+                                right=True)
+        order = torch.argsort(owner, stable=True)
+        index, values, owner = index[order], values[order], owner[order]
+        counts = torch.bincount(owner, minlength=w).to(torch.int64)
+        payload = torch.stack([index.to(torch.float64), values]).T.reshape(-1)  # pairs
+        send_counts = counts * 2
+        recv_counts = torch.empty_like(send_counts)
+        self.dist.all_to_all_single(recv_counts, send_counts)
+        out = torch.empty(int(recv_counts.sum()), dtype=torch.float64, device=self.device)
+        self.dist.all_to_all_single(out, payload, recv_counts.tolist(), send_counts.tolist())
+        pairs = out.reshape(-1, 2)
+        lo = int(bounds[self.rank])
+        sent_remote = int(counts.sum() - counts[self.rank])
+        return ((pairs[:, 0].to(torch.int64) - lo).to(dev_in), pairs[:, 1].to(dev_in),
+                sent_remote)
+
+    def allgather(self, local: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+        """Concatenate every rank's ``local`` float64 vector (rank order); ``sizes`` are
+        their lengths."""
+        m = max(sizes)
+        buf = torch.zeros(m, dtype=torch.float64, device=self.device)
+        buf[:len(local)] = local.to(self.device)
+        parts = [torch.empty_like(buf) for _ in range(self.world_size)]
+        self.dist.all_gather(parts, buf)
+        return torch.cat([p[:s] for p, s in zip(parts, sizes)])
+
+
+def init_from_env(device: torch.device) -> bool:
+    """Initialise the default process group from the ``torchrun`` environment
+    (``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR``/``MASTER_PORT``) when ``WORLD_SIZE`` > 1 and
+    it is not initialised yet; NCCL for CUDA devices, gloo otherwise. Returns whether the run
+    is distributed."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size() > 1
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return False
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return True

@@ -1,0 +1,260 @@
+"""The BSP executor: runs a :class:`~graphsys.bsp.program.VertexProgram` superstep by
+superstep in memory, out of core, or across ``torch.distributed`` ranks, on CPU or CUDA,
+recording :class:`~graphsys.bsp.stats.RunStats`.
+
+Node numbering is the Graph API's global id (partition-major, ``0..N-1``); graphs must have
+one entity type (relations are ignored: every edge of the edge set carries messages).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from graphsys.bsp.distributed import LocalComm, TorchComm
+from graphsys.bsp.edges import DENSE_DIVISOR, EdgeResult, MemoryEdges, StreamEdges
+from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
+from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
+from graphsys.errors import GraphsysError
+
+MODES = ("memory", "out-of-core")
+DEVICES = ("cpu", "cuda", "auto")
+BACKENDS = ("auto", "numba", "torch")
+DEFAULT_MAX_ITERS = 100
+
+
+@dataclass
+class Result:
+    """A finished run: ``values`` float64 (N,) indexed by global node id (on every rank of a
+    distributed run), and its :class:`RunStats`."""
+
+    values: np.ndarray
+    stats: RunStats
+    graph: object
+
+    def to_table(self) -> pa.Table:
+        """Columns ``node`` (original id: int64 or string) and ``value`` (float64), one row
+        per node in global id order."""
+        return pa.table({"node": pa.array(self.graph.node_ids()),
+                         "value": pa.array(self.values, pa.float64())})
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``cpu``, ``cuda[:k]`` or ``auto`` (CUDA when available) -> torch.device; a CUDA
+    request without a usable GPU is a :class:`GraphsysError`."""
+    name = str(device)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise GraphsysError(f"--device {name}: no CUDA device is available "
+                                f"(torch.cuda.is_available() is False); use --device cpu or "
+                                f"auto")
+        dev = torch.device(name)
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise GraphsysError(f"--device {name}: only {torch.cuda.device_count()} CUDA "
+                                f"device(s)")
+        return dev
+    raise GraphsysError(f"unknown device {name!r} (choose from {', '.join(DEVICES)})")
+
+
+def resolve_backend(backend: str, device: torch.device) -> str:
+    """``auto`` = numba kernels on CPU, torch on CUDA; ``torch`` on CPU runs the GPU code
+    path on CPU tensors."""
+    if backend not in BACKENDS:
+        raise GraphsysError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
+    if backend == "auto":
+        return "numba" if device.type == "cpu" else "torch"
+    if backend == "numba" and device.type != "cpu":
+        raise GraphsysError("the numba backend runs on CPU only; use backend torch or auto")
+    return backend
+
+
+def _reduce_dict(comm, parts: dict[str, tuple]) -> dict[str, float]:
+    names = sorted(parts)
+    for n in names:
+        if parts[n][1] not in REDUCTIONS:
+            raise GraphsysError(f"aggregator {n!r}: reduction must be one of {REDUCTIONS}")
+    vals = comm.allreduce([float(parts[n][0]) for n in names], [parts[n][1] for n in names])
+    return dict(zip(names, vals))
+
+
+def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "cpu",
+        backend: str = "auto", max_iters: int = DEFAULT_MAX_ITERS, edge_set: str | None = None,
+        distributed: bool = False, threads: int | None = None, readahead: int = 4,
+        dense_divisor: float = DENSE_DIVISOR,
+        progress: Callable[[SuperstepStats], None] | None = None) -> Result:
+    """Run ``program`` on ``graph`` (an opened :class:`~graphsys.storage.graph.Graph`).
+
+    Args:
+        mode: ``memory`` (CSR/CSC built once, push/pull per superstep) or ``out-of-core``
+            (buckets streamed from the mapped files every superstep).
+        device: ``cpu``, ``cuda`` or ``auto``.
+        backend: ``auto`` (numba on CPU, torch on CUDA), ``numba`` or ``torch``.
+        max_iters: most supersteps (positive).
+        edge_set: which edge set carries messages (default: the graph's default).
+        distributed: run as one rank of the initialised ``torch.distributed`` group (each rank
+            owns a contiguous range of partitions; edges are streamed as out of core).
+        threads: workers for the out-of-core pass (default: numba's thread count).
+        readahead: record batches the read-ahead thread keeps ready (out of core).
+        dense_divisor: Ligra's threshold: pull when |F| + outdeg(F) > m / dense_divisor.
+        progress: called with each finished superstep's statistics.
+
+    Returns:
+        :class:`Result` with float64 (N,) values and the run's statistics.
+    """
+    t_start = time.perf_counter()
+    if mode not in MODES:
+        raise GraphsysError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    if not isinstance(max_iters, int) or max_iters < 1:
+        raise GraphsysError(f"--max-iters must be a positive integer, got {max_iters!r}")
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
+                            f"{graph.entity_types}")
+    program.check()
+    dev = resolve_device(device)
+    backend = resolve_backend(backend, dev)
+    es = graph.edge_set(edge_set)
+    comm = TorchComm(dev) if distributed else LocalComm()
+    parts = comm.owned_partitions(graph.num_partitions)
+    offsets = graph.partition_offsets()
+    lo, hi = int(offsets[parts.start]), int(offsets[parts.stop])
+    n = graph.num_nodes()
+    if threads is None:
+        import numba
+
+        threads = numba.get_num_threads()
+    if distributed or mode == "out-of-core":
+        edges = StreamEdges(graph, es.name, program, dev, backend, parts, threads, readahead)
+        run_mode = "distributed" if distributed else "out-of-core"
+    else:
+        edges = MemoryEdges(graph, es.name, program, dev, backend, dense_divisor)
+        run_mode = "memory"
+    degree_cache: dict[str, np.ndarray] = {}
+
+    def degree_fn(direction: str) -> np.ndarray:
+        if direction not in degree_cache:
+            degree_cache[direction] = graph.degrees(es.name, direction)
+        return degree_cache[direction]
+
+    ctx = Context(graph=graph, num_nodes=n, lo=lo, hi=hi, device=dev, edge_set=es.name,
+                  _degree_fn=degree_fn)
+    stats = RunStats(algorithm=program.name, mode=run_mode, device=str(dev), backend=backend,
+                     world_size=comm.world_size, num_nodes=n, num_edges=es.num_edges)
+    state, active = program.init(ctx)
+    active = active.to(dev)
+    if comm.world_size > 1:
+        bounds = np.array(_rank_bounds(comm, graph), np.int64)
+    else:
+        bounds = np.array([lo, hi], np.int64)
+    stats.setup_seconds = time.perf_counter() - t_start
+    identity = program.identity
+    for step in range(max_iters):
+        ctx.superstep = step
+        ss = SuperstepStats(superstep=step, active=0, direction="")
+        disk0 = disk_read_bytes()
+        t0 = time.perf_counter()
+        num_active = int(comm.allreduce([int(active.sum())], ["sum"])[0])
+        local_active = int(active.sum()) if comm.world_size > 1 else num_active
+        ss.active = ctx.num_active = num_active
+        if num_active == 0 and program.halt_when_inactive:
+            stats.converged = True
+            break
+        ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
+        t1 = time.perf_counter()
+        ss.seconds["aggregate"] = t1 - t0
+        build0 = getattr(edges, "build_seconds", 0.0)
+        x = program.send(ctx, state).to(torch.float64)
+        accept = program.accepts(ctx, state)
+        if num_active == 0:  # nothing is sent: skip the edge pass
+            res = EdgeResult(torch.full((n,), identity, dtype=torch.float64, device=dev),
+                             torch.zeros(n, dtype=torch.bool, device=dev),
+                             None if not program.raw_messages else (
+                                 torch.zeros(0, dtype=torch.int64, device=dev),
+                                 torch.zeros(0, dtype=torch.float64, device=dev)), "none")
+        elif run_mode == "memory":
+            res = edges.run(x, active, num_active, accept)
+        else:
+            # a rank with no active vertex skips all its buckets; local ids on the stream
+            res = edges.run(x, active, min(len(x), local_active),
+                            None)
+        t2 = time.perf_counter()
+        built = getattr(edges, "build_seconds", 0.0) - build0
+        ss.seconds["edges"] = t2 - t1 - built
+        stats.setup_seconds += built
+        # communicate: deliver the messages of targets owned here (local ids)
+        if res.raw is not None:
+            idx, val = res.raw
+            if program.include_self:
+                own = torch.nonzero(active).squeeze(1)
+                idx, val = torch.cat([idx, own + lo]), torch.cat([val, x[own]])
+            idx, val, ss.messages_exchanged = comm.exchange(idx, val, bounds)
+            if accept is not None:
+                keep = accept[idx]
+                idx, val = idx[keep], val[keep]
+            received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
+            received[idx] = True
+            combined = program.combiner.combine(idx, val, hi - lo)
+        else:
+            acc, received = res.acc.to(dev), res.received.to(dev)
+            if comm.world_size > 1:
+                sel = torch.nonzero(received).squeeze(1)
+                idx, val, ss.messages_exchanged = comm.exchange(sel, acc[sel], bounds)
+                combined = torch.full((hi - lo,), identity, dtype=torch.float64, device=dev)
+                combined.scatter_reduce_(0, idx, val, COMBINERS[program.combiner][2],
+                                         include_self=True)
+                received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
+                received[idx] = True
+            else:
+                combined = acc
+            if accept is not None:
+                received &= accept
+                combined = torch.where(received, combined,
+                                       torch.full_like(combined, identity))
+        t3 = time.perf_counter()
+        ss.seconds["communicate"] = t3 - t2
+        counts = comm.allreduce([res.edges_scanned, res.messages_sent, int(received.sum()),
+                                 res.bytes_read, res.bytes_h2d, ss.messages_exchanged],
+                                ["sum"] * 6)
+        (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
+         ss.bytes_h2d, ss.messages_exchanged) = (int(c) for c in counts)
+        ss.direction = res.direction
+        active, votes = program.update(ctx, state, combined, received)
+        active = active.to(dev)
+        votes = _reduce_dict(comm, votes)
+        ss.seconds["update"] = time.perf_counter() - t3
+        ss.disk_read_bytes = int(comm.allreduce([disk_read_bytes() - disk0], ["sum"])[0])
+        stats.supersteps.append(ss)
+        if progress is not None:
+            progress(ss)
+        if program.halt(ctx, votes):
+            stats.converged = True
+            break
+    else:
+        # ran max_iters supersteps: converged only if nothing is left to do
+        stats.converged = int(comm.allreduce([int(active.sum())], ["sum"])[0]) == 0
+    local = program.result(ctx, state).to(torch.float64)
+    if comm.world_size > 1:
+        sizes = [int(b - a) for a, b in itertools.pairwise(bounds)]
+        values = comm.allgather(local, sizes).cpu().numpy()
+    else:
+        values = local.cpu().numpy()
+    stats.seconds = time.perf_counter() - t_start
+    return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph)
+
+
+def _rank_bounds(comm, graph) -> list[int]:
+    """Global id range boundaries of every rank, int (W+1,)."""
+    offsets = graph.partition_offsets()
+    p = graph.num_partitions
+    w = comm.world_size
+    return [int(offsets[r * p // w]) for r in range(w)] + [int(offsets[p])]
+

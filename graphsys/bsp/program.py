@@ -1,0 +1,224 @@
+r"""The vertex-centric programming model: :class:`VertexProgram`, combiners, the context.
+
+A superstep :math:`s` of a program over the vertex set owned by this process:
+
+1. **aggregate**: :meth:`VertexProgram.aggregate` returns local partial values (e.g. the
+   dangling rank mass); the engine reduces them over all processes (sum/min/max) and exposes
+   them as ``ctx.aggregates``;
+2. **compute / communicate**: every *active* vertex ``u`` sends :math:`x_u` =
+   :meth:`VertexProgram.send` along its edges; each edge ``(u, v)`` carries
+   :math:`m_{uv} = \phi(x_u, w_{uv})` (``message``: ``copy``, ``add_weight``,
+   ``mul_weight``, or a callable); the messages reaching ``v`` are combined with
+   :math:`\bigoplus` (``combiner``: ``sum``, ``min``, ``max`` or a :class:`Combiner`);
+3. **barrier / update**: :meth:`VertexProgram.update` folds the combined messages into the
+   state and returns the next frontier plus partial halting values (reduced like aggregates);
+   the run stops when :meth:`VertexProgram.halt` says so, the frontier is empty everywhere,
+   or ``max_iters`` supersteps ran.
+
+State and messages are torch tensors on the run's device; vertex values sent along edges are
+float64 (N_local,). ``ctx.lo``/``ctx.hi`` is the global id range this process owns
+(``0..N`` in a single process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from graphsys.bsp import kernels
+from graphsys.errors import GraphsysError
+
+#: Builtin per-edge message functions: name -> kernel code.
+MESSAGES = {"copy": kernels.MSG_COPY, "add_weight": kernels.MSG_ADD_WEIGHT,
+            "mul_weight": kernels.MSG_MUL_WEIGHT}
+#: Builtin combiners: name -> (kernel code, identity, torch scatter_reduce name).
+COMBINERS = {"sum": (kernels.COMB_SUM, 0.0, "sum"),
+             "min": (kernels.COMB_MIN, float("inf"), "amin"),
+             "max": (kernels.COMB_MAX, float("-inf"), "amax")}
+#: Reductions allowed for aggregators.
+REDUCTIONS = ("sum", "min", "max")
+DIRECTIONS = ("out", "in", "both")
+
+
+class Combiner:
+    """A custom message combiner, run on the generic (torch) path.
+
+    Subclasses implement :meth:`combine`, which sees every raw message of a superstep (a
+    custom combiner need not be associative, e.g. the mode), so in a distributed run raw
+    messages are exchanged rather than locally combined ones.
+    """
+
+    name = "custom"
+    #: Value of ``combined`` where a vertex received nothing.
+    identity = 0.0
+
+    def combine(self, index: torch.Tensor, values: torch.Tensor,
+                num_targets: int) -> torch.Tensor:
+        """Combine messages ``values`` float64 (M,) addressed to targets ``index`` int64 (M,)
+        in ``[0, num_targets)``; return float64 (num_targets,) (``identity`` where none)."""
+        raise NotImplementedError
+
+
+class ModeCombiner(Combiner):
+    """The most frequent message value per target; ties go to the smallest value (label
+    propagation)."""
+
+    name = "mode"
+
+    def combine(self, index, values, num_targets):
+        out = torch.full((num_targets,), self.identity, dtype=torch.float64,
+                         device=values.device)
+        if index.numel() == 0:
+            return out
+        # sort by (target, value), count runs, keep the longest run of each target
+        order = torch.argsort(values, stable=True)
+        order = order[torch.argsort(index[order], stable=True)]
+        idx, val = index[order], values[order]
+        new_run = torch.ones_like(idx, dtype=torch.bool)
+        new_run[1:] = (idx[1:] != idx[:-1]) | (val[1:] != val[:-1])
+        starts = torch.nonzero(new_run).squeeze(1)
+        counts = torch.diff(starts, append=torch.tensor([idx.numel()], device=idx.device))
+        run_idx, run_val = idx[starts], val[starts]
+        # per target: max count, then smallest value among runs with that count
+        best = torch.zeros(num_targets, dtype=counts.dtype, device=idx.device)
+        best.scatter_reduce_(0, run_idx, counts, "amax")
+        keep = counts == best[run_idx]
+        out.scatter_reduce_(0, run_idx[keep], run_val[keep], "amin", include_self=False)
+        return out
+
+
+@dataclass
+class Context:
+    """What a program sees of the run.
+
+    ``num_nodes``: global N; ``lo``/``hi``: owned global id range; ``device``: torch device;
+    ``superstep``: current superstep (0-based); ``aggregates``: reduced aggregator values of
+    this superstep; ``params``: free-form parameters; ``graph``: the opened Graph.
+    """
+
+    graph: Any
+    num_nodes: int
+    lo: int
+    hi: int
+    device: torch.device
+    edge_set: str | None = None
+    superstep: int = 0
+    #: vertices in this superstep's sending frontier, over all processes
+    num_active: int = 0
+    aggregates: dict[str, float] = field(default_factory=dict)
+    _degrees: dict[str, torch.Tensor] = field(default_factory=dict)
+    _degree_fn: Callable[[str], Any] | None = None
+
+    @property
+    def num_local(self) -> int:
+        return self.hi - self.lo
+
+    def node_range(self) -> torch.Tensor:
+        """Global ids of the owned vertices, int64 (N_local,)."""
+        return torch.arange(self.lo, self.hi, dtype=torch.int64, device=self.device)
+
+    def degree(self, direction: str = "out") -> torch.Tensor:
+        """Out-/in-/both-degree of the owned vertices (multi-edges counted), float64
+        (N_local,)."""
+        if direction not in self._degrees:
+            deg = self._degree_fn(direction)
+            self._degrees[direction] = torch.as_tensor(
+                deg[self.lo:self.hi], dtype=torch.float64).to(self.device)
+        return self._degrees[direction]
+
+    def full(self, value: float, dtype=torch.float64) -> torch.Tensor:
+        return torch.full((self.num_local,), value, dtype=dtype, device=self.device)
+
+
+class VertexProgram:
+    """Base class of vertex programs (Pregel / Ligra style); see the module docstring.
+
+    Class attributes configure the edge phase:
+
+    * ``message``: ``"copy"`` | ``"add_weight"`` | ``"mul_weight"`` | callable
+      ``(x_src: float64 (E,), weight: float32 (E,) | None) -> float64 (E,)``;
+    * ``combiner``: ``"sum"`` | ``"min"`` | ``"max"`` | a :class:`Combiner`;
+    * ``direction``: messages along edges (``out``), against them (``in``), or ``both``;
+    * ``uses_weights``: whether edge weights are needed (``add_weight``/``mul_weight``);
+    * ``first_message_wins``: all messages of a superstep are equal, so a pulling target
+      can stop at its first one (Ligra's BFS trick);
+    * ``include_self``: each active vertex also receives its own value (custom combiners).
+    """
+
+    name = "program"
+    message: str | Callable = "copy"
+    combiner: str | Combiner = "sum"
+    direction = "out"
+    uses_weights = False
+    first_message_wins = False
+    include_self = False
+    #: stop when no vertex is active; programs that act on an empty frontier (k-core
+    #: raising k) set False and halt through :meth:`halt`
+    halt_when_inactive = True
+
+    # -- the program ------------------------------------------------------------------------
+    def init(self, ctx: Context) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Initial state (dict of (N_local,) tensors) and active frontier, bool (N_local,)."""
+        raise NotImplementedError
+
+    def aggregate(self, ctx: Context, state: dict[str, torch.Tensor]) -> dict[str, tuple]:
+        """Local partials ``{name: (0-d tensor or float, reduction)}`` of global aggregators
+        read at this superstep (reduction: sum/min/max)."""
+        return {}
+
+    def send(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The value each owned vertex sends, float64 (N_local,)."""
+        raise NotImplementedError
+
+    def accepts(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor | None:
+        """Targets that may still take messages, bool (N_local,) or None = all (Ligra's
+        ``cond``)."""
+        return None
+
+    def update(self, ctx: Context, state: dict[str, torch.Tensor], combined: torch.Tensor,
+               received: torch.Tensor) -> tuple[torch.Tensor, dict[str, tuple]]:
+        """Fold ``combined`` float64 (N_local,) (combiner identity where ``received``, bool
+        (N_local,), is False) into ``state`` in place; return the next frontier, bool
+        (N_local,), and local partial halting values ``{name: (value, reduction)}``."""
+        raise NotImplementedError
+
+    def halt(self, ctx: Context, votes: dict[str, float]) -> bool:
+        """Global decision from the reduced halting values; default: never (the run still
+        stops on an empty frontier or ``max_iters``)."""
+        return False
+
+    def result(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The per-vertex answer, float64 (N_local,)."""
+        raise NotImplementedError
+
+    # -- engine helpers ---------------------------------------------------------------------
+    def check(self) -> None:
+        """Validate the configuration; raises :class:`GraphsysError`."""
+        if not callable(self.message) and self.message not in MESSAGES:
+            raise GraphsysError(f"{self.name}: unknown message {self.message!r} (builtin: "
+                                f"{', '.join(MESSAGES)}, or a callable)")
+        if not isinstance(self.combiner, Combiner) and self.combiner not in COMBINERS:
+            raise GraphsysError(f"{self.name}: unknown combiner {self.combiner!r} (builtin: "
+                                f"{', '.join(COMBINERS)}, or a Combiner)")
+        if self.direction not in DIRECTIONS:
+            raise GraphsysError(f"{self.name}: direction must be one of {DIRECTIONS}, got "
+                                f"{self.direction!r}")
+
+    @property
+    def builtin(self) -> bool:
+        """True when message and combiner have fused numba kernels."""
+        return isinstance(self.message, str) and isinstance(self.combiner, str)
+
+    @property
+    def identity(self) -> float:
+        if isinstance(self.combiner, Combiner):
+            return self.combiner.identity
+        return COMBINERS[self.combiner][1]
+
+    @property
+    def raw_messages(self) -> bool:
+        """True when messages reach the combiner uncombined (custom :class:`Combiner`)."""
+        return isinstance(self.combiner, Combiner)

@@ -1,0 +1,114 @@
+"""``graphsys profile``: kernel invocations, transfers, SIMT lane utilization and load balance
+of a BSP algorithm (``graphsys profile ALGO DIR``) or a training workload (``graphsys profile
+--workload embed|gnn DIR``), as a self-contained HTML report plus JSON.
+
+The report's "what to change" section is derived from the figures (mapping, partitioning,
+batching).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from graphsys.commands._common import emit_json
+from graphsys.errors import GraphsysError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("profile", help="profile a workload: kernels, SIMT, balance",
+                              description=__doc__)
+    p.add_argument("targets", nargs="+", metavar="[ALGO] DIR",
+                   help="a BSP algorithm (pagerank, bfs, ...) and a graph directory; only DIR "
+                        "with --workload embed|gnn")
+    p.add_argument("--workload", choices=("bsp", "embed", "gnn"), default="bsp",
+                   help="what to profile (default: the BSP algorithm ALGO)")
+    p.add_argument("--mapping", action="append", metavar="NAME",
+                   help="vertex-to-thread mapping(s), repeatable or comma-separated: "
+                        "thread-per-vertex, warp-per-vertex, cta-per-vertex, edge-balanced "
+                        "(merge-path); default: all four")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
+    p.add_argument("--backend", default="torch",
+                   help="BSP backend of the profiled run: torch (the GPU code path, default), "
+                        "numba or auto")
+    p.add_argument("--mode", default="memory", help="BSP mode: memory or out-of-core")
+    p.add_argument("--gpu", help="GPU the SM model assumes: H100 (132 SMs), H200, A100, V100, "
+                                 "L4, T4, RTX4090, B200 or auto (default: present GPU, else H100)")
+    p.add_argument("--block-size", type=int, default=256, help="threads per CTA (default 256)")
+    p.add_argument("--items-per-thread", type=int, default=4,
+                   help="merge-path items per thread (default 4)")
+    p.add_argument("--max-iters", type=int, metavar="N", help="most supersteps")
+    p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
+    p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
+    p.add_argument("--ranks", type=int, default=1,
+                   help="also report the per-rank split for this many distributed ranks")
+    p.add_argument("--steps", type=int, default=5, help="GNN steps to profile (default 5)")
+    p.add_argument("--batch-size", type=int, help="embed positives / GNN seeds per batch")
+    p.add_argument("--no-dense", action="store_true", help="skip the dense MLP reference")
+    p.add_argument("--report", type=Path, metavar="OUT.html",
+                   help="write the HTML report here and its JSON beside it (OUT.json)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing report")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from graphsys.analysis.profile import key_figures, profile_graph, write_report
+
+    t = args.targets
+    if args.workload == "bsp":
+        if len(t) != 2:
+            raise GraphsysError("usage: graphsys profile ALGO DIR (or --workload embed|gnn DIR)")
+        algo, graph = t[0], Path(t[1])
+    else:
+        if len(t) != 1:
+            raise GraphsysError(f"--workload {args.workload} takes only DIR")
+        algo, graph = None, Path(t[0])
+    if args.report is not None and args.report.suffix.lower() not in (".html", ".htm"):
+        raise GraphsysError(f"--report {args.report}: expected an .html file name")
+    if args.report is not None and args.report.exists() and not args.overwrite:
+        raise GraphsysError(f"{args.report}: already exists (use --overwrite)")
+    if args.max_iters is not None and args.max_iters < 1:
+        raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
+    mappings = None
+    if args.mapping:
+        mappings = [m.strip() for x in args.mapping for m in x.split(",") if m.strip()]
+    source = None
+    if args.source is not None:
+        from graphsys.commands.run import _parse_source
+        from graphsys.storage.graph import open_graph
+
+        g = open_graph(graph)
+        source = _parse_source(g, args.source)
+        graph = g
+    prof = profile_graph(graph, algorithm=algo, workload=args.workload, mappings=mappings,
+                         device=args.device, backend=args.backend, mode=args.mode,
+                         gpu=args.gpu, block_size=args.block_size,
+                         items_per_thread=args.items_per_thread, max_iters=args.max_iters,
+                         source=source, edge_set=args.edges, ranks=args.ranks,
+                         dense=not args.no_dense, steps=args.steps,
+                         batch_size=args.batch_size)
+    paths = None
+    if args.report is not None:
+        paths = write_report(prof, args.report, overwrite=args.overwrite)
+    if args.json:
+        emit_json(prof)
+        return 0
+    figs = key_figures(prof)
+    print(f"{prof['workload'].get('algorithm', prof['workload']['kind'])}: "
+          f"{figs['invocations']:,} {prof['kernels']['unit']} "
+          f"({_f(figs['mean_per_step'])} per step; dense reference {_f(figs['dense_mean_per_step'])}), "
+          f"{figs['transfers']} transfers ({figs['transfer_bytes']:,} bytes)")
+    for m, s in figs["simt"].items():
+        print(f"  {m:>18}: utilization {_f(s['mean_utilization'])}, warps by band "
+              f"{s['warps_by_band']}, SM max/mean {s['sm_max_over_mean']:.3f}, SM CV "
+              f"{s['sm_cv']:.3f}, warp CV {s['warp_cv']:.3f}")
+    for a in prof["advice"]:
+        print(f"  - {a}")
+    if paths:
+        print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
+    return 0
+
+
+def _f(v) -> str:
+    return "-" if v is None else f"{v:.3g}"

@@ -1,0 +1,148 @@
+"""``graphsys run``: a BSP algorithm over a stored graph, one output row per node.
+
+Writes ``--out`` (Parquet: ``node`` = original id, ``value`` = float64; ``inf`` where
+BFS/SSSP cannot reach; a global node id as label for wcc/lpa) atomically, and prints one line
+per superstep (active vertices, messages, edges scanned, bytes, seconds). Under ``torchrun``
+(``WORLD_SIZE`` > 1) every rank runs its partitions and rank 0 writes the output.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from graphsys.commands._common import emit_json
+from graphsys.errors import GraphsysError
+
+
+def register(subparsers) -> None:
+    from graphsys.bsp.algorithms import ALGORITHMS
+
+    p = subparsers.add_parser("run", help="run a BSP algorithm (pagerank, bfs, ...)",
+                              description=__doc__)
+    p.add_argument("algorithm", metavar="ALGO", help=f"one of: {', '.join(ALGORITHMS)}")
+    p.add_argument("graph", type=Path, metavar="DIR")
+    p.add_argument("--out", type=Path, metavar="FILE.parquet", help="per-node output")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
+    p.add_argument("--mode", default="memory", help="memory or out-of-core (default: memory)")
+    p.add_argument("--backend", default="auto", help="auto, numba or torch (default: auto)")
+    p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
+    p.add_argument("--max-iters", type=int, metavar="N", help="most supersteps")
+    p.add_argument("--tol", type=float, metavar="X", help="PageRank L1 tolerance (1e-6)")
+    p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
+    p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
+    p.add_argument("--threads", type=int, help="out-of-core worker threads")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip the integrity check (hashes, offsets) before running")
+    p.add_argument("--json", action="store_true", help="print the run statistics as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import numba
+
+    from graphsys import open_graph
+    from graphsys.bsp.algorithms import ALGORITHMS
+    from graphsys.bsp.distributed import init_from_env
+    from graphsys.bsp.engine import BACKENDS, MODES, resolve_device
+    from graphsys.storage.atomic import atomic_path
+    from graphsys.storage.verify import verify_graph
+
+    if args.algorithm not in ALGORITHMS:
+        raise GraphsysError(f"unknown algorithm {args.algorithm!r} (choose from "
+                            f"{', '.join(ALGORITHMS)})")
+    if args.mode not in MODES:
+        raise GraphsysError(f"--mode: unknown mode {args.mode!r} (choose from "
+                            f"{', '.join(MODES)})")
+    if args.backend not in BACKENDS:
+        raise GraphsysError(f"--backend: unknown backend {args.backend!r} (choose from "
+                            f"{', '.join(BACKENDS)})")
+    func, needs_source = ALGORITHMS[args.algorithm]
+    if needs_source and args.source is None:
+        raise GraphsysError(f"{args.algorithm} needs --source ID")
+    if not needs_source and args.source is not None:
+        raise GraphsysError(f"{args.algorithm} takes no --source (did you mean ppr?)")
+    if args.tol is not None and args.algorithm not in ("pagerank", "ppr"):
+        raise GraphsysError(f"--tol applies to pagerank and ppr, not {args.algorithm}")
+    if args.max_iters is not None and args.max_iters < 1:
+        raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
+    if args.threads is not None and args.threads < 1:
+        raise GraphsysError(f"--threads must be positive, got {args.threads}")
+    out = args.out
+    if out is not None:
+        if out.suffix != ".parquet":
+            raise GraphsysError(f"--out {out}: expected a .parquet file name")
+        if out.exists() and not args.overwrite:
+            raise GraphsysError(f"{out}: already exists (use --overwrite or another --out)")
+        if not out.parent.is_dir():
+            raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
+    device = resolve_device(args.device)
+    distributed = init_from_env(device)
+    if not args.no_verify:
+        verify_graph(args.graph)
+    graph = open_graph(args.graph)
+    kwargs = {"mode": args.mode, "device": str(device), "backend": args.backend,
+              "edge_set": args.edges, "distributed": distributed,
+              "threads": args.threads or numba.get_num_threads()}
+    if args.max_iters is not None:
+        kwargs["max_iters"] = args.max_iters
+    if args.algorithm in ("pagerank", "ppr"):
+        kwargs["damping"] = args.damping
+        if args.tol is not None:
+            kwargs["tol"] = args.tol
+    elif args.damping != 0.85:
+        raise GraphsysError(f"--damping applies to pagerank and ppr, not {args.algorithm}")
+    source = _parse_source(graph, args.source) if needs_source else None
+    rank0 = not distributed or _rank() == 0
+    show = rank0 and not args.json
+    if show:
+        print(f"{'step':>5} {'dir':>6} {'active':>12} {'messages':>13} {'combined':>12} "
+              f"{'edges':>13} {'read MB':>9} {'seconds':>9}")
+
+    def progress(ss) -> None:
+        if show:
+            print(f"{ss.superstep:>5} {ss.direction:>6} {ss.active:>12,} {ss.messages_sent:>13,}"
+                  f" {ss.messages_combined:>12,} {ss.edges_scanned:>13,} "
+                  f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
+
+    result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
+        graph, progress=progress, **kwargs)
+    stats = result.stats
+    if rank0:
+        if out is not None:
+            import pyarrow.parquet as pq
+
+            with atomic_path(out, overwrite=args.overwrite) as tmp:
+                pq.write_table(result.to_table(), tmp)
+        if args.json:
+            emit_json({"ok": True, "out": str(out) if out else None, **stats.to_dict()})
+        else:
+            t = stats.totals()
+            print(f"{args.algorithm}: {stats.num_supersteps} supersteps, "
+                  f"{'converged' if stats.converged else 'NOT converged'}, "
+                  f"{t['edges_scanned']:,} edges scanned, {stats.seconds:.3f} s "
+                  f"(setup {stats.setup_seconds:.3f} s), mode {stats.mode}, device "
+                  f"{stats.device}, backend {stats.backend}"
+                  + (f", wrote {out}" if out else ""))
+        if not stats.converged:
+            print(f"warning: {args.algorithm} stopped at --max-iters "
+                  f"({stats.num_supersteps} supersteps) before converging", file=sys.stderr)
+    return 0
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_initialized() else 0
+
+
+def _parse_source(graph, text: str):
+    """The --source text as the graph's id type (int64 ids: an integer)."""
+    if graph.manifest.entity_types[graph.entity_types[0]].id_type == "int64":
+        try:
+            return int(text)
+        except ValueError:
+            raise GraphsysError(f"--source {text!r}: node ids of this graph are integers"
+                                ) from None
+    return text

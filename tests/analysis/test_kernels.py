@@ -1,0 +1,82 @@
+"""Operator counts against workloads with a known number of launches; transfers; balance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys.analysis.balance import cv, max_over_mean, rank_split, storage_balance
+from graphsys.analysis.kernels import dense_reference, profile_call
+from graphsys.errors import GraphsysError
+from graphsys.storage.graph import open_graph
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+def test_known_number_of_operator_launches():
+    a, b = torch.ones(100), torch.ones(100)
+
+    def work(marker):
+        for k in range(4):
+            marker.step()
+            for _ in range(k + 1):  # k+1 multiplications ...
+                c = a * b
+            c.add_(1.0)  # ... and one in-place add per step
+            c.to(torch.float64)  # aten::to: one top-level op (its copy_ is nested)
+        marker.finish()
+        return float(c.sum())  # sum + item: 2 ops, 1 sync
+
+    _, st = profile_call(work)
+    d = st.to_dict()
+    assert d["kernels"]["per_step"] == [3, 4, 5, 6]
+    assert d["kernels"]["invocations"] == 3 + 4 + 5 + 6 + 2
+    assert d["kernels"]["finish"] == 2
+    assert d["kernels"]["syncs"] == 1
+    assert d["transfers"]["count"] == 0
+
+
+def test_cross_device_copies_are_counted_with_bytes():
+    x = torch.ones(1000, dtype=torch.float32)  # 4000 bytes
+
+    def work(marker):
+        marker.step()
+        x.to("meta")
+        torch.empty(10, device="meta").copy_(torch.ones(10, dtype=torch.float64))
+        x.to(torch.float64)  # same device: not a transfer
+
+    _, st = profile_call(work)
+    t = st.to_dict()["transfers"]
+    assert t["count"] == 2 and t["bytes"] == 4000 + 80 and t["d2d"] == 0
+    assert t["histogram"]["1KiB-64KiB"] == 1 and t["histogram"]["<1KiB"] == 1
+
+
+def test_dense_reference_runs_requested_steps():
+    ref = dense_reference(1e6, 3)
+    assert ref["model"]["steps"] == 3 and len(ref["kernels"]["per_step"]) == 3
+    assert ref["kernels"]["per_step"][0] > 0
+    assert ref["kernels"]["flops_per_invocation"] > 0
+
+
+def test_balance_helpers_hand_computed():
+    assert max_over_mean([1, 1, 4]) == pytest.approx(2.0)
+    assert cv([2, 4]) == pytest.approx(1 / 3)
+    assert cv([0, 0]) == 0.0 and max_over_mean([]) == 1.0
+    assert rank_split(5, 2) == [(0, 2), (2, 5)]
+    with pytest.raises(GraphsysError):
+        rank_split(4, 0)
+
+
+def test_storage_balance_matches_graph(tmp_path):
+    f = tmp_path / "e.tsv"
+    rng = np.random.default_rng(1)
+    f.write_text("".join(f"{s}\t{d}\n" for s, d in rng.integers(0, 60, (400, 2))))
+    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    g = open_graph(tmp_path / "g")
+    st = storage_balance(g, ranks=2)
+    counts = g.bucket_counts()
+    rows = counts.sum(1)
+    assert st["partitions"]["edges"] == rows.tolist()
+    assert st["partitions"]["edge_cv"] == pytest.approx(rows.std() / rows.mean())
+    assert st["buckets"]["cv"] == pytest.approx(counts.std() / counts.mean())
+    assert st["ranks"]["edges"] == [int(rows[:2].sum()), int(rows[2:].sum())]
+    assert st["partitions"]["nodes"] == g.partition_sizes().tolist()

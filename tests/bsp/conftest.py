@@ -1,0 +1,103 @@
+"""Small test graphs for the BSP engine, built once per session, with their references.
+
+Every graph has isolated vertices (ids only in a node table) and dangling vertices (no
+out-edges); ``directed`` graphs keep edge direction, ``undirected`` ones are ingested with
+both directions stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import scipy.sparse as sp
+
+from graphsys import open_graph
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "dist4: 4-process gloo run (set GRAPHSYS_TEST_DIST4=1)")
+
+
+@dataclass
+class TestGraph:
+    """A stored graph plus its adjacency in global ids: ``adj`` scipy CSR float64 (N, N) of
+    edge weights (1.0 unweighted; multi-edges summed in ``count``)."""
+
+    path: Path
+    graph: object
+    adj: sp.csr_matrix
+    count: sp.csr_matrix
+    undirected: bool
+    weighted: bool
+
+    @property
+    def n(self) -> int:
+        return self.graph.num_nodes()
+
+
+def build(tmp: Path, name: str, src, dst, *, num_nodes: int, partitions: int,
+          undirected: bool = False, weights=None, dedupe: bool = True) -> TestGraph:
+    """Ingest ``src -> dst`` (original ids, int) into ``tmp/name`` with every id in
+    ``range(num_nodes)`` present (isolated ones through a node table)."""
+    f = tmp / f"{name}.tsv"
+    cols = [np.asarray(src), np.asarray(dst)] + ([np.asarray(weights)] if weights is not None
+                                                 else [])
+    f.write_text("".join("\t".join(str(c) for c in row) + "\n" for row in zip(*cols)))
+    out = tmp / name
+    ingest([EdgeSource([f], weight_col=2 if weights is not None else None)], out,
+           IngestOptions(num_partitions=partitions, undirected=undirected, dedupe=dedupe,
+                         drop_self_loops=True),
+           nodes=[NodeSource(pa.table({"id": pa.array(np.arange(num_nodes), pa.int64())}))])
+    g = open_graph(out)
+    n = g.num_nodes()
+    rows, cols_, ws = [], [], []
+    for s, d, _, w in g.iter_edges():
+        rows.append(s)
+        cols_.append(d)
+        ws.append(w.astype(np.float64) if w is not None else np.ones(len(s)))
+    r, c, w = (np.concatenate(x) if x else np.zeros(0) for x in (rows, cols_, ws))
+    adj = sp.csr_matrix((w, (r, c)), shape=(n, n))
+    count = sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(n, n))
+    return TestGraph(out, g, adj, count, undirected, weights is not None)
+
+
+def random_edges(seed: int, n: int, m: int):
+    """Edges among ids [0, n-12): ids n-12..n-1 stay isolated; sources avoid the top 25
+    ids so those are dangling (no out-edges)."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n - 25, m)
+    dst = rng.integers(0, n - 12, m)
+    w = np.round(rng.uniform(0.1, 5.0, m), 3)
+    return src, dst, w
+
+
+@pytest.fixture(scope="session")
+def graphs(tmp_path_factory) -> dict[str, TestGraph]:
+    """``{kind}-p{P}`` for kind in directed/undirected and P in 1/3 (weighted, 240 nodes,
+    ~900 edges), plus ``chain`` (a long path, many BFS levels)."""
+    tmp = tmp_path_factory.mktemp("bsp-graphs")
+    out = {}
+    src, dst, w = random_edges(7, 240, 900)
+    for p in (1, 3):
+        out[f"directed-p{p}"] = build(tmp, f"directed-p{p}", src, dst, num_nodes=240,
+                                      partitions=p, weights=w)
+        out[f"undirected-p{p}"] = build(tmp, f"undirected-p{p}", src, dst, num_nodes=240,
+                                        partitions=p, undirected=True, weights=w)
+    chain = np.arange(60)
+    out["chain"] = build(tmp, "chain", chain[:-1], chain[1:], num_nodes=64, partitions=4)
+    return out
+
+
+GRAPH_KEYS = ["directed-p1", "directed-p3", "undirected-p1", "undirected-p3"]
+#: (mode, backend) combinations every algorithm is checked in
+MODES = [("memory", "numba"), ("out-of-core", "numba"), ("memory", "torch"),
+         ("out-of-core", "torch")]
+
+
+def to_global(tg: TestGraph, original_id: int) -> int:
+    return int(tg.graph.to_internal([original_id])[0])

@@ -1,0 +1,61 @@
+"""Distributed runs (gloo, local processes) give the single-process answers."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from graphsys import bsp
+from graphsys.bsp.distributed import TorchComm
+from graphsys.bsp.launch import spawn
+from graphsys.errors import GraphsysError
+
+JOBS = [("pagerank", (), {"tol": 1e-12}), ("bfs", (0,), {}), ("sssp", (2,), {}),
+        ("wcc", (), {}), ("label_propagation", (), {}), ("kcore", (), {})]
+
+
+def check_same(tg, results):
+    for (name, args, kwargs), (values, stats) in zip(JOBS, results):
+        ref = getattr(bsp, name)(tg.graph, *args, **kwargs)
+        if name == "pagerank":
+            assert np.abs(values - ref.values).sum() < 1e-9
+        else:
+            np.testing.assert_array_equal(values, ref.values, err_msg=name)
+        assert stats["mode"] == "distributed" and stats["converged"]
+        assert stats["totals"]["messages_exchanged"] > 0
+
+
+def test_two_processes(graphs):
+    tg = graphs["directed-p3"]
+    results = spawn(tg.path, JOBS, world_size=2)
+    assert results[0][1]["world_size"] == 2
+    check_same(tg, results)
+
+
+@pytest.mark.dist4
+@pytest.mark.skipif(os.environ.get("GRAPHSYS_TEST_DIST4") != "1",
+                    reason="4-process run: set GRAPHSYS_TEST_DIST4=1")
+def test_four_processes(graphs, tmp_path):
+    from .conftest import build, random_edges
+
+    src, dst, w = random_edges(7, 240, 900)
+    tg = build(tmp_path, "p4", src, dst, num_nodes=240, partitions=4, weights=w)
+    check_same(tg, spawn(tg.path, JOBS, world_size=4))
+
+
+def test_partition_ownership():
+    comm = TorchComm.__new__(TorchComm)  # ownership arithmetic only, no process group
+    comm.world_size = 3
+    owned = []
+    for comm.rank in range(3):
+        owned += list(comm.owned_partitions(7))
+    assert owned == list(range(7))
+    with pytest.raises(GraphsysError, match="3 processes need at least 3 partitions"):
+        comm.owned_partitions(2)
+
+
+def test_distributed_needs_a_process_group(graphs):
+    with pytest.raises(GraphsysError, match="not initialised"):
+        bsp.pagerank(graphs["directed-p1"].graph, distributed=True)

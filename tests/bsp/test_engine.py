@@ -1,0 +1,154 @@
+"""The engine itself: user-defined programs, custom messages and combiners, device and
+backend selection, statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.sparse import csgraph
+
+from graphsys import bsp
+from graphsys.bsp.engine import resolve_backend, resolve_device
+from graphsys.errors import GraphsysError
+
+from .conftest import MODES
+
+
+class InDegreeSum(bsp.VertexProgram):
+    """One superstep: every vertex sums ``2 * id`` of its in-neighbours through a custom
+    message function (torch path)."""
+
+    name = "in-sum"
+    message = staticmethod(lambda xs, w: 2.0 * xs)
+    combiner = "sum"
+
+    def init(self, ctx):
+        return {"v": ctx.full(0.0)}, torch.ones(ctx.num_local, dtype=torch.bool)
+
+    def send(self, ctx, state):
+        return ctx.node_range().to(torch.float64)
+
+    def update(self, ctx, state, combined, received):
+        state["v"] = combined
+        return torch.zeros_like(received), {}
+
+    def result(self, ctx, state):
+        return state["v"]
+
+
+class MaxLabel(bsp.VertexProgram):
+    """Max-label propagation with a custom combiner (components by largest id)."""
+
+    name = "max-label"
+    message = "copy"
+    direction = "both"
+
+    class _Max(bsp.Combiner):
+        identity = float("-inf")
+
+        def combine(self, index, values, num_targets):
+            out = torch.full((num_targets,), self.identity, dtype=torch.float64)
+            return out.scatter_reduce_(0, index, values, "amax")
+
+    combiner = _Max()
+
+    def init(self, ctx):
+        return {"l": ctx.node_range().to(torch.float64)}, torch.ones(ctx.num_local,
+                                                                     dtype=torch.bool)
+
+    def send(self, ctx, state):
+        return state["l"]
+
+    def update(self, ctx, state, combined, received):
+        new = received & (combined > state["l"])
+        state["l"] = torch.where(new, combined, state["l"])
+        return new, {}
+
+    def result(self, ctx, state):
+        return state["l"]
+
+
+@pytest.mark.parametrize("mode,backend", MODES)
+def test_custom_message_function(graphs, mode, backend):
+    tg = graphs["directed-p3"]
+    res = bsp.run(tg.graph, InDegreeSum(), mode=mode, backend=backend)
+    ids = np.arange(tg.n, dtype=np.float64)
+    np.testing.assert_allclose(res.values, tg.count.T @ (2 * ids))
+    assert res.stats.num_supersteps == 1 and res.stats.converged
+
+
+@pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+def test_custom_combiner(graphs, mode):
+    tg = graphs["directed-p3"]
+    res = bsp.run(tg.graph, MaxLabel(), mode=mode, max_iters=1000)
+    _, comp = csgraph.connected_components(tg.count, connection="weak")
+    for c in np.unique(comp):
+        members = np.flatnonzero(comp == c)
+        assert (res.values[members] == members.max()).all()
+
+
+def test_superstep_statistics(graphs):
+    tg = graphs["undirected-p3"]
+    res = bsp.wcc(tg.graph, mode="out-of-core")
+    st = res.stats
+    assert st.mode == "out-of-core" and st.backend == "numba" and st.world_size == 1
+    s0 = st.supersteps[0]
+    assert s0.active == tg.n and s0.direction == "stream"
+    assert s0.edges_scanned == tg.graph.num_edges()
+    assert s0.messages_sent == tg.graph.num_edges()
+    assert 0 < s0.messages_combined <= tg.n
+    assert s0.bytes_read == tg.graph.num_edges() * 8  # int32 src + dst, weights not read
+    assert st.supersteps[-1].active > 0 and st.converged
+    table = st.to_table()
+    assert table.num_rows == st.num_supersteps
+    assert {"active", "messages_sent", "edges_scanned", "bytes_read", "bytes_h2d",
+            "seconds_edges", "seconds_communicate"} <= set(table.column_names)
+    d = st.to_dict()
+    assert d["totals"]["edges_scanned"] == sum(s.edges_scanned for s in st.supersteps)
+    mem = bsp.wcc(tg.graph).stats
+    assert mem.supersteps[0].bytes_read == 0 and mem.setup_seconds > 0
+
+
+def test_device_selection():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_backend("auto", torch.device("cpu")) == "numba"
+    assert resolve_backend("auto", torch.device("cuda")) == "torch"
+    with pytest.raises(GraphsysError, match="CPU only"):
+        resolve_backend("numba", torch.device("cuda"))
+    with pytest.raises(GraphsysError, match="unknown device"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(GraphsysError, match="no CUDA device"):
+            resolve_device("cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+def test_cuda_matches_cpu(graphs, mode):
+    tg = graphs["directed-p3"]
+    cpu = bsp.pagerank(tg.graph, tol=1e-12)
+    gpu = bsp.pagerank(tg.graph, tol=1e-12, device="cuda", mode=mode)
+    assert np.abs(cpu.values - gpu.values).sum() < 1e-9
+    assert gpu.stats.device.startswith("cuda") and gpu.stats.totals()["bytes_h2d"] > 0
+    np.testing.assert_array_equal(bsp.bfs(tg.graph, 0, device="cuda", mode=mode).values,
+                                  bsp.bfs(tg.graph, 0).values)
+
+
+def test_bad_options(graphs):
+    g = graphs["directed-p1"].graph
+    with pytest.raises(GraphsysError, match="unknown mode"):
+        bsp.pagerank(g, mode="disk")
+    with pytest.raises(GraphsysError, match="max-iters"):
+        bsp.pagerank(g, max_iters=0)
+    with pytest.raises(GraphsysError, match="unknown backend"):
+        bsp.pagerank(g, backend="cupy")
+    with pytest.raises(GraphsysError, match="unknown edge set"):
+        bsp.pagerank(g, edge_set="nope")
+
+    class Bad(InDegreeSum):
+        combiner = "median"
+
+    with pytest.raises(GraphsysError, match="unknown combiner 'median'"):
+        bsp.run(g, Bad())

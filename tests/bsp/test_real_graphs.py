@@ -1,0 +1,62 @@
+"""Real graphs from the dataset mirror (skipped when it is absent): ca-GrQc (undirected
+collaboration network) and wiki-Vote (directed)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from graphsys import bsp, open_graph
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory, request):
+    from tests.conftest import mirror_dir
+
+    mirror = mirror_dir()
+    if mirror is None or not (mirror / "snap" / "ca-GrQc.txt.gz").exists():
+        pytest.skip("dataset mirror not found (set GRAPHSYS_MIRROR)")
+    tmp = tmp_path_factory.mktemp("real")
+    out = {}
+    for name, undirected, p in (("ca-GrQc", True, 4), ("wiki-Vote", False, 3)):
+        ingest([EdgeSource([mirror / "snap" / f"{name}.txt.gz"])], tmp / name,
+               IngestOptions(num_partitions=p, undirected=undirected, dedupe=True,
+                             drop_self_loops=True))
+        g = open_graph(tmp / name)
+        s, d = zip(*[(s, d) for s, d, _, _ in g.iter_edges()])
+        s, d = np.concatenate(s), np.concatenate(d)
+        n = g.num_nodes()
+        adj = sp.csr_matrix((np.ones(len(s)), (s, d)), shape=(n, n))
+        G = nx.DiGraph()
+        G.add_nodes_from(range(n))
+        G.add_edges_from(zip(s.tolist(), d.tolist()))
+        out[name] = (g, adj, G if not undirected else G.to_undirected())
+    return out
+
+
+@pytest.mark.parametrize("name", ["ca-GrQc", "wiki-Vote"])
+def test_pagerank_matches_networkx(real, name):
+    g, _, G = real[name]
+    res = bsp.pagerank(g, tol=1e-12)
+    ref = nx.pagerank(G, tol=1e-15, max_iter=10_000)
+    assert np.abs(res.values - np.array([ref[v] for v in range(g.num_nodes())])).sum() < 1e-6
+
+
+@pytest.mark.parametrize("name", ["ca-GrQc", "wiki-Vote"])
+def test_traversals_components_cores(real, name):
+    g, adj, G = real[name]
+    source = int(g.node_ids()[int(np.argmax(np.diff(adj.indptr)))])  # the biggest hub
+    s = int(g.to_internal([source])[0])
+    ref = csgraph.shortest_path(adj, unweighted=True, indices=s)
+    np.testing.assert_array_equal(bsp.bfs(g, source).values, ref)
+    np.testing.assert_array_equal(bsp.bfs(g, source, mode="out-of-core").values, ref)
+    ncomp, comp = csgraph.connected_components(adj, connection="weak")
+    labels = bsp.wcc(g, mode="out-of-core").values
+    assert len(np.unique(labels)) == ncomp
+    assert len(set(zip(labels.tolist(), comp.tolist()))) == ncomp
+    cores = nx.core_number(G)
+    np.testing.assert_array_equal(bsp.kcore(g).values, [cores[v] for v in range(g.num_nodes())])
