@@ -116,7 +116,13 @@ def _png(fig) -> str:
 
 def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     """(title, base64 PNG) pairs."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        from graphsys.errors import GraphsysError
+
+        raise GraphsysError("the HTML report's plots need matplotlib: "
+                            "pip install 'graphsys[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -1,0 +1,189 @@
+"""Road-like graphs: a thinned 2-D grid with positive edge lengths and a large diameter.
+
+The ``N`` nodes are laid out row-major on a near-square grid: ``cols = ceil(sqrt(N))``,
+``rows = ceil(N / cols)`` (the last row may be partial); node ``v`` sits at
+``(v // cols, v % cols)``, so ids are spatially ordered like the nodes of a road extract.
+Candidate edges, each undirected and written **once** with ``src < dst``:
+
+* *lattice* edges to the right and down neighbour (4-neighbourhood), ``E0`` of them
+  (:func:`lattice_edge_count`, about ``2N``);
+* *diagonal shortcuts* to the down-right and down-left neighbour, ``D0`` of them.
+
+How ``num_edges = M`` is honoured (the count is always exact):
+
+* ``M`` omitted: ``M = E0 - round(drop * E0)``; a random ``drop`` fraction (default 0.2) of
+  the lattice is removed, so the mean degree is about ``4 * (1 - drop)`` = 3.2 and the graph
+  is not perfectly regular. A few nodes may end up isolated (``drop**4`` of them).
+* ``M <= E0``: ``M`` lattice edges are kept, chosen uniformly (stratified over id ranges).
+  Every degree is at most 4.
+* ``E0 < M <= E0 + D0``: the whole lattice plus ``M - E0`` random diagonal shortcuts;
+  degrees are then at most 8.
+* ``M > E0 + D0``: an error (:func:`max_grid_edges` is the limit).
+
+Weights are lengths: float32, uniform in ``[low, high)`` (default ``[1, 10)``) for lattice
+edges and that times ``sqrt(2)`` for diagonals. The diameter grows like ``rows + cols``.
+The output does not depend on ``chunk_edges`` (RNG blocks of :data:`RNG_BLOCK_NODES` nodes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from graphsys.errors import GraphsysError
+from graphsys.generators._random import Chunk, block_rng, rechunk, stratified_quota
+from graphsys.generators._validate import check_float, check_int, check_seed
+
+DEFAULT_DROP = 0.2
+DEFAULT_WEIGHT_RANGE = (1.0, 10.0)
+DEFAULT_CHUNK_EDGES = 1 << 22
+#: Nodes per RNG block (fixed: changing it changes every generated graph).
+RNG_BLOCK_NODES = 1 << 18
+_TAG_GRID = 11
+_LATTICE, _DIAGONAL = (True, True, False, False), (False, False, True, True)
+
+
+def grid_shape(num_nodes: int) -> tuple[int, int]:
+    """``(rows, cols)`` of the grid holding ``num_nodes`` nodes row-major."""
+    cols = math.isqrt(num_nodes - 1) + 1 if num_nodes > 1 else 1
+    return -(-num_nodes // cols), cols
+
+
+def lattice_edge_count(num_nodes: int) -> int:
+    """``E0``: right/down neighbour pairs of the (possibly partial) grid."""
+    return _Prefix(num_nodes).lattice(num_nodes)
+
+
+def max_grid_edges(num_nodes: int) -> int:
+    """``E0 + D0``: the most edges :func:`grid_edges` can produce for ``num_nodes``."""
+    prefix = _Prefix(num_nodes)
+    return prefix.lattice(num_nodes) + prefix.diagonal(num_nodes)
+
+
+def default_grid_edges(num_nodes: int, drop: float = DEFAULT_DROP) -> int:
+    """The edge count used when ``num_edges`` is omitted: ``E0 - round(drop * E0)``."""
+    e0 = lattice_edge_count(num_nodes)
+    return max(1, e0 - round(drop * e0)) if e0 else 0
+
+
+def grid_edges(num_nodes: int, num_edges: int | None = None, *, seed: int = 0,
+               weight_range: tuple[float, float] = DEFAULT_WEIGHT_RANGE,
+               drop: float = DEFAULT_DROP,
+               chunk_edges: int = DEFAULT_CHUNK_EDGES) -> Iterator[Chunk]:
+    """Undirected road-like edges, each pair once with ``src < dst``, yielded in chunks.
+
+    Args:
+        num_nodes: ``N >= 2``; ids in ``[0, N)``, row-major on the grid.
+        num_edges: exact edge count ``M`` (see the module notes), or None for
+            ``E0 - round(drop * E0)``.
+        seed: any integer in ``[0, 2**63)``.
+        weight_range: ``(low, high)``, ``0 < low <= high``; lattice lengths are uniform in
+            ``[low, high)``, diagonal lengths ``sqrt(2)`` times that.
+        drop: fraction of lattice edges removed when ``num_edges`` is None, in ``[0, 1)``.
+        chunk_edges: rows per yielded chunk; does not change the edges.
+
+    Returns:
+        An iterator of chunks ``{"src": int64[n], "dst": int64[n], "weight": float32[n]}``,
+        in ``(src, dst)`` order, ``M`` rows in all. Arguments are validated on the call.
+    """
+    num_nodes = check_int(num_nodes, "num_nodes", minimum=2)
+    seed = check_seed(seed)
+    chunk_edges = check_int(chunk_edges, "chunk_edges")
+    drop = check_float(drop, "drop", minimum=0.0, maximum=1.0)
+    if drop >= 1.0:
+        raise GraphsysError(f"drop must be < 1, got {drop:g}")
+    low, high = _check_weight_range(weight_range)
+    limit = max_grid_edges(num_nodes)
+    if num_edges is None:
+        num_edges = default_grid_edges(num_nodes, drop)
+    num_edges = check_int(num_edges, "num_edges")
+    if num_edges > limit:
+        raise GraphsysError(f"num_edges must be <= {limit} for a grid of {num_nodes} nodes "
+                            f"(lattice plus all diagonals), got {num_edges}")
+    generator = _Grid(num_nodes, num_edges, seed, low, high)
+    return rechunk(generator.blocks(), chunk_edges)
+
+
+def _check_weight_range(weight_range: tuple[float, float]) -> tuple[float, float]:
+    try:
+        low, high = weight_range
+    except (TypeError, ValueError):
+        raise GraphsysError(
+            f"weight_range must be a (low, high) pair, got {weight_range!r}") from None
+    low = check_float(low, "weight_range low", minimum=0.0, strict_minimum=True)
+    high = check_float(high, "weight_range high", minimum=low)
+    return low, high
+
+
+class _Prefix:
+    """Closed-form counts of candidate edges whose ``src`` is below a node id."""
+
+    def __init__(self, num_nodes: int):
+        self.n = num_nodes
+        self.cols = grid_shape(num_nodes)[1]
+
+    def lattice(self, v: int) -> int:
+        n, cols = self.n, self.cols
+        m = max(0, min(v, n - 1))  # right: u + 1 < n and u not in the last column
+        down = max(0, min(v, n - cols))  # down: u + cols < n
+        return m - m // cols + down
+
+    def diagonal(self, v: int) -> int:
+        n, cols = self.n, self.cols
+        m1 = max(0, min(v, n - cols - 1))  # down-right: not in the last column
+        m2 = max(0, min(v, n - cols + 1))  # down-left: not in the first column
+        return (m1 - m1 // cols) + (m2 - (m2 + cols - 1) // cols)
+
+
+class _Grid:
+    def __init__(self, num_nodes: int, num_edges: int, seed: int, low: float, high: float):
+        self.n, self.seed = num_nodes, seed
+        self.cols = grid_shape(num_nodes)[1]
+        self.prefix = _Prefix(num_nodes)
+        self.e0 = self.prefix.lattice(num_nodes)
+        self.d0 = self.prefix.diagonal(num_nodes)
+        self.keep_lattice = min(num_edges, self.e0)
+        self.keep_diagonal = num_edges - self.keep_lattice
+        self.low, self.high = low, high
+
+    def blocks(self) -> Iterator[Chunk]:
+        for k in range(-(-self.n // RNG_BLOCK_NODES)):
+            yield self.block(k)
+
+    def block(self, k: int) -> Chunk:
+        v0 = k * RNG_BLOCK_NODES
+        v1 = min(self.n, v0 + RNG_BLOCK_NODES)
+        rng = block_rng(self.seed, _TAG_GRID, k)
+        v = np.arange(v0, v1, dtype=np.int64)
+        col = v % self.cols
+        offsets = np.array([1, self.cols, self.cols + 1, self.cols - 1], dtype=np.int64)
+        dst = v[:, None] + offsets
+        valid = dst < self.n
+        valid[:, 0] &= col != self.cols - 1
+        valid[:, 2] &= col != self.cols - 1
+        valid[:, 3] &= col != 0
+        chosen = np.zeros(valid.shape, dtype=bool)
+        p = self.prefix
+        quotas = (
+            (_LATTICE, stratified_quota(self.keep_lattice, self.e0, p.lattice(v0), p.lattice(v1))
+             if self.keep_lattice else 0),
+            (_DIAGONAL, stratified_quota(self.keep_diagonal, self.d0, p.diagonal(v0),
+                                         p.diagonal(v1)) if self.keep_diagonal else 0),
+        )
+        for kinds, quota in quotas:
+            if quota:
+                slots = np.flatnonzero(valid & np.array(kinds))
+                pick = rng.choice(slots.size, quota, replace=False, shuffle=False)
+                chosen.reshape(-1)[slots[pick]] = True
+        src = np.broadcast_to(v[:, None], chosen.shape)[chosen]
+        kind = np.broadcast_to(np.arange(4), chosen.shape)[chosen]
+        weight = self.low + (self.high - self.low) * rng.random(src.size)
+        weight[kind >= 2] *= math.sqrt(2.0)
+        weight = weight.astype(np.float32)
+        # float64 -> float32 rounding may reach the open upper bound; keep it open.
+        top = np.where(kind >= 2, np.float32(self.high * math.sqrt(2.0)), np.float32(self.high))
+        if self.high > self.low:
+            np.minimum(weight, np.nextafter(top, np.float32(0)), out=weight)
+        return {"src": src, "dst": dst[chosen], "weight": weight}

@@ -1,0 +1,212 @@
+r"""Labelled stochastic block model (SBM) for node classification.
+
+``N`` nodes fall into ``k`` blocks of near-equal size (sizes differ by at most one); a node's
+label is its block. Nodes are scattered over blocks by a seeded bijection of ``[0, N)``
+(:class:`~graphsys.generators._random.IdPermutation`), so ids do not reveal labels.
+
+Edges are undirected, written once each, with no self-loops. A pair of distinct nodes in the
+same block is linked with probability :math:`p_{in}`, in different blocks with
+:math:`p_{out}`, ``ratio = p_in / p_out``. Instead of flipping ``N**2`` coins, the exact total
+``M`` is split over block pairs ``(i <= j)`` by one multinomial draw with weights
+``ratio * n_i (n_i - 1) / 2`` (``i == j``) and ``n_i n_j`` (``i < j``), then each edge gets
+endpoints uniform within its blocks (orientation random). The expected intra-block fraction is
+:attr:`SBM.intra_fraction`; ``p_out = M / sum(weights)``. Pairs are drawn independently, so a
+pair can repeat (expected ``~p`` of the edges; ingest with dedupe removes them).
+
+Node features: float32 ``[N, d]``, ``feat = mu[label] + feature_noise * z`` with class means
+``mu ~ N(0, I_d)`` (seeded) and ``z ~ N(0, I_d)``. With the defaults (``d = 16``, noise 2) a
+linear classifier on features alone is right 70-85% of the time on 4 classes, so the
+graph structure has something to add.
+
+Split masks (Planetoid style): ``train_per_class`` nodes of every class (default 20, fewer if
+the class is smaller), then ``num_val`` (500) validation and ``num_test`` (1000) test nodes
+among the rest, stratified by class. If the rest holds fewer than ``num_val + num_test`` nodes,
+both are scaled down in proportion to fit. The three masks are disjoint.
+
+Edges come from RNG blocks of :data:`RNG_BLOCK_EDGES` edges, nodes from blocks of
+:data:`RNG_BLOCK_NODES`; output does not depend on chunk sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from graphsys.errors import GraphsysError
+from graphsys.generators._random import (Chunk, IdPermutation, block_rng, largest_remainder,
+                                         rechunk)
+from graphsys.generators._validate import check_float, check_int, check_seed
+
+DEFAULT_BLOCKS = 4
+DEFAULT_RATIO = 10.0
+DEFAULT_FEATURES = 16
+DEFAULT_FEATURE_NOISE = 2.0
+DEFAULT_CHUNK_EDGES = 1 << 22
+DEFAULT_CHUNK_NODES = 1 << 18
+#: Edges / nodes per RNG block (fixed: changing them changes every generated graph).
+RNG_BLOCK_EDGES = 1 << 20
+RNG_BLOCK_NODES = 1 << 16
+_TAG_PAIRS, _TAG_EDGES, _TAG_PERMUTATION, _TAG_MEANS, _TAG_FEATURES = 21, 22, 23, 24, 25
+
+
+def sbm(num_nodes: int, num_edges: int, *, blocks: int = DEFAULT_BLOCKS,
+        ratio: float = DEFAULT_RATIO, features: int = DEFAULT_FEATURES,
+        feature_noise: float = DEFAULT_FEATURE_NOISE, train_per_class: int = 20,
+        num_val: int = 500, num_test: int = 1000, seed: int = 0) -> SBM:
+    """Build a stochastic block model; iterate :meth:`SBM.edges` and :meth:`SBM.nodes`.
+
+    Args:
+        num_nodes: ``N >= blocks``.
+        num_edges: exact number of undirected edges ``M``.
+        blocks: number of blocks / classes ``k`` (default 4).
+        ratio: ``p_in / p_out`` (default 10: 77% of edges intra-block for 4 equal blocks).
+        features: feature width ``d`` (default 16); 0 for no ``feat`` column.
+        feature_noise: standard deviation of the noise around the class mean (default 2).
+        train_per_class, num_val, num_test: split sizes (see the module notes).
+        seed: any integer in ``[0, 2**63)``.
+
+    Raises:
+        GraphsysError: a bad value, or ``M`` so large that ``p_in`` or ``p_out`` exceeds 1.
+    """
+    return SBM(
+        num_nodes=check_int(num_nodes, "num_nodes"),
+        num_edges=check_int(num_edges, "num_edges"),
+        blocks=check_int(blocks, "blocks"),
+        ratio=check_float(ratio, "ratio", minimum=0.0),
+        features=check_int(features, "features", minimum=0, maximum=1 << 16),
+        feature_noise=check_float(feature_noise, "feature_noise", minimum=0.0),
+        train_per_class=check_int(train_per_class, "train_per_class", minimum=0),
+        num_val=check_int(num_val, "num_val", minimum=0),
+        num_test=check_int(num_test, "num_test", minimum=0),
+        seed=check_seed(seed),
+    )
+
+
+class SBM:
+    """A sampled block model. Use :func:`sbm` to build one (it validates the arguments).
+
+    Attributes:
+        block_sizes: int64 ``[k]``, nodes per block.
+        pair_blocks: int64 ``[P, 2]``, the block pairs ``(i, j)``, ``i <= j``, row-major.
+        pair_counts: int64 ``[P]``, edges drawn for each pair; sums to ``num_edges``.
+        p_in, p_out: the link probabilities the expected counts correspond to.
+        intra_fraction: expected fraction of intra-block edges.
+        split_sizes: int64 ``[k, 3]``, train / val / test nodes per class.
+    """
+
+    def __init__(self, *, num_nodes: int, num_edges: int, blocks: int, ratio: float,
+                 features: int, feature_noise: float, train_per_class: int, num_val: int,
+                 num_test: int, seed: int):
+        if blocks > num_nodes:
+            raise GraphsysError(f"blocks ({blocks}) must be <= the number of nodes "
+                                f"({num_nodes})")
+        self.num_nodes, self.num_edges, self.blocks = num_nodes, num_edges, blocks
+        self.ratio, self.features, self.feature_noise = ratio, features, feature_noise
+        self.seed = seed
+        k = blocks
+        self.block_sizes = np.full(k, num_nodes // k, dtype=np.int64)
+        self.block_sizes[: num_nodes % k] += 1
+        self.block_starts = np.concatenate([[0], np.cumsum(self.block_sizes)[:-1]])
+        i, j = np.triu_indices(k)
+        self.pair_blocks = np.stack([i, j], axis=1).astype(np.int64)
+        sizes = self.block_sizes.astype(np.float64)
+        slots = np.where(i == j, sizes[i] * (sizes[i] - 1) / 2, sizes[i] * sizes[j])
+        weights = np.where(i == j, ratio, 1.0) * slots
+        total = float(weights.sum())
+        if total <= 0:
+            raise GraphsysError("no node pair can be linked: use more nodes per block, or "
+                                "ratio > 0 when blocks = 1")
+        self.p_out = num_edges / total
+        self.p_in = ratio * self.p_out
+        if max(self.p_in, self.p_out if k > 1 else 0.0) > 1.0:
+            raise GraphsysError(
+                f"num_edges ({num_edges}) too large for {num_nodes} nodes in {k} blocks at "
+                f"ratio {ratio:g}: p_in = {self.p_in:.3g}, p_out = {self.p_out:.3g}; link "
+                f"probabilities must be <= 1")
+        self.intra_fraction = float(weights[i == j].sum() / total)
+        rng = block_rng(seed, _TAG_PAIRS, 0)
+        self.pair_counts = rng.multinomial(num_edges, weights / total).astype(np.int64)
+        self._pair_ends = np.cumsum(self.pair_counts)
+        self._permutation = IdPermutation(num_nodes, seed, _TAG_PERMUTATION)
+        self._means = block_rng(seed, _TAG_MEANS, 0).standard_normal(
+            (k, features), dtype=np.float32)
+        self.split_sizes = _split_sizes(self.block_sizes, train_per_class, num_val, num_test)
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def labels(self, ids: np.ndarray) -> np.ndarray:
+        """Block (= label) of each node id; int64, same shape as ``ids``."""
+        return self._locate(np.asarray(ids, dtype=np.int64))[0]
+
+    def nodes(self, chunk_nodes: int = DEFAULT_CHUNK_NODES) -> Iterator[Chunk]:
+        """The node table in id order, in chunks of ``chunk_nodes`` rows:
+        ``{"id": int64[n], "label": int64[n], "feat": float32[n, d]`` (omitted when
+        ``features == 0``) ``, "train_mask", "val_mask", "test_mask": bool[n]}``."""
+        chunk_nodes = check_int(chunk_nodes, "chunk_nodes")
+        blocks = (self._node_block(b) for b in range(-(-self.num_nodes // RNG_BLOCK_NODES)))
+        return rechunk(blocks, chunk_nodes)
+
+    def _locate(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        position = self._permutation.forward(ids)
+        label = np.searchsorted(self.block_starts, position, side="right") - 1
+        return label, position - self.block_starts[label]
+
+    def _node_block(self, b: int) -> Chunk:
+        ids = np.arange(b * RNG_BLOCK_NODES, min(self.num_nodes, (b + 1) * RNG_BLOCK_NODES),
+                        dtype=np.int64)
+        label, offset = self._locate(ids)
+        # Offsets within a block are a pseudo-random order of its members, so the first
+        # train_j of them are a random training set, the next val_j a random validation set...
+        bounds = np.cumsum(self.split_sizes, axis=1)[label]
+        chunk: Chunk = {"id": ids, "label": label}
+        if self.features:
+            rng = block_rng(self.seed, _TAG_FEATURES, b)
+            feat = rng.standard_normal((ids.size, self.features), dtype=np.float32)
+            feat *= np.float32(self.feature_noise)
+            feat += self._means[label]
+            chunk["feat"] = feat
+        chunk["train_mask"] = offset < bounds[:, 0]
+        chunk["val_mask"] = (offset >= bounds[:, 0]) & (offset < bounds[:, 1])
+        chunk["test_mask"] = (offset >= bounds[:, 1]) & (offset < bounds[:, 2])
+        return chunk
+
+    # -- edges ---------------------------------------------------------------------------------
+    def edges(self, chunk_edges: int = DEFAULT_CHUNK_EDGES) -> Iterator[Chunk]:
+        """The ``num_edges`` edges as chunks ``{"src": int64[n], "dst": int64[n]}``, grouped by
+        block pair. Each undirected edge appears once, never as a self-loop."""
+        chunk_edges = check_int(chunk_edges, "chunk_edges")
+        blocks = (self._edge_block(b) for b in range(-(-self.num_edges // RNG_BLOCK_EDGES)))
+        return rechunk(blocks, chunk_edges)
+
+    def _edge_block(self, b: int) -> Chunk:
+        first = b * RNG_BLOCK_EDGES
+        index = np.arange(first, min(self.num_edges, first + RNG_BLOCK_EDGES), dtype=np.int64)
+        pair = np.searchsorted(self._pair_ends, index, side="right")
+        bi, bj = self.pair_blocks[pair, 0], self.pair_blocks[pair, 1]
+        rng = block_rng(self.seed, _TAG_EDGES, b)
+        u = rng.random((3, index.size))
+        size_i, size_j = self.block_sizes[bi], self.block_sizes[bj]
+        intra = bi == bj
+        off_s = np.minimum((u[0] * size_i).astype(np.int64), size_i - 1)
+        # Intra-block: draw among the other size_i - 1 members, skipping the source.
+        span = np.where(intra, size_i - 1, size_j)
+        off_d = np.minimum((u[1] * span).astype(np.int64), span - 1)
+        off_d += intra & (off_d >= off_s)
+        src = self.block_starts[bi] + off_s
+        dst = self.block_starts[bj] + off_d
+        flip = u[2] < 0.5
+        src, dst = np.where(flip, dst, src), np.where(flip, src, dst)
+        return {"src": self._permutation.inverse(src), "dst": self._permutation.inverse(dst)}
+
+
+def _split_sizes(block_sizes: np.ndarray, train_per_class: int, num_val: int,
+                 num_test: int) -> np.ndarray:
+    train = np.minimum(block_sizes, train_per_class)
+    rest = block_sizes - train
+    total_rest = int(rest.sum())
+    if num_val + num_test > total_rest:
+        num_val = total_rest * num_val // (num_val + num_test)
+        num_test = total_rest - num_val
+    val = largest_remainder(rest, num_val)
+    test = largest_remainder(rest - val, num_test)
+    return np.stack([train, val, test], axis=1).astype(np.int64)
