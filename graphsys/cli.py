@@ -13,7 +13,8 @@ import sys
 
 from graphsys.errors import GraphsysError
 
-COMMANDS = ("demo", "ingest", "info", "verify", "export", "generate", "datasets")
+COMMANDS = ("demo", "ingest", "info", "verify", "export", "generate", "datasets", "run", "embed",
+            "profile", "gnn")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,6 +22,7 @@ float64 (N_local,). ``ctx.lo``/``ctx.hi`` is the global id range this process ow
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,7 @@ REDUCTIONS = ("sum", "min", "max")
 DIRECTIONS = ("out", "in", "both")
 
 
-class Combiner:
+class Combiner(ABC):
     """A custom message combiner, run on the generic (torch) path.
 
     Subclasses implement :meth:`combine`, which sees every raw message of a superstep (a
@@ -55,11 +56,11 @@ class Combiner:
     #: Value of ``combined`` where a vertex received nothing.
     identity = 0.0
 
+    @abstractmethod
     def combine(self, index: torch.Tensor, values: torch.Tensor,
                 num_targets: int) -> torch.Tensor:
         """Combine messages ``values`` float64 (M,) addressed to targets ``index`` int64 (M,)
         in ``[0, num_targets)``; return float64 (num_targets,) (``identity`` where none)."""
-        raise NotImplementedError
 
 
 class ModeCombiner(Combiner):
@@ -133,7 +134,7 @@ class Context:
         return torch.full((self.num_local,), value, dtype=dtype, device=self.device)
 
 
-class VertexProgram:
+class VertexProgram(ABC):
     """Base class of vertex programs (Pregel / Ligra style); see the module docstring.
 
     Class attributes configure the edge phase:
@@ -160,39 +161,39 @@ class VertexProgram:
     halt_when_inactive = True
 
     # -- the program ------------------------------------------------------------------------
+    @abstractmethod
     def init(self, ctx: Context) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """Initial state (dict of (N_local,) tensors) and active frontier, bool (N_local,)."""
-        raise NotImplementedError
 
     def aggregate(self, ctx: Context, state: dict[str, torch.Tensor]) -> dict[str, tuple]:
         """Local partials ``{name: (0-d tensor or float, reduction)}`` of global aggregators
         read at this superstep (reduction: sum/min/max)."""
         return {}
 
+    @abstractmethod
     def send(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
         """The value each owned vertex sends, float64 (N_local,)."""
-        raise NotImplementedError
 
     def accepts(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor | None:
         """Targets that may still take messages, bool (N_local,) or None = all (Ligra's
         ``cond``)."""
         return None
 
+    @abstractmethod
     def update(self, ctx: Context, state: dict[str, torch.Tensor], combined: torch.Tensor,
                received: torch.Tensor) -> tuple[torch.Tensor, dict[str, tuple]]:
         """Fold ``combined`` float64 (N_local,) (combiner identity where ``received``, bool
         (N_local,), is False) into ``state`` in place; return the next frontier, bool
         (N_local,), and local partial halting values ``{name: (value, reduction)}``."""
-        raise NotImplementedError
 
     def halt(self, ctx: Context, votes: dict[str, float]) -> bool:
         """Global decision from the reduced halting values; default: never (the run still
         stops on an empty frontier or ``max_iters``)."""
         return False
 
+    @abstractmethod
     def result(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
         """The per-vertex answer, float64 (N_local,)."""
-        raise NotImplementedError
 
     # -- engine helpers ---------------------------------------------------------------------
     def check(self) -> None:
