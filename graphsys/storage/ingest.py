@@ -36,7 +36,9 @@ from tqdm import tqdm
 import partitioners
 from graphsys.errors import GraphsysError, InputError
 from graphsys.storage import kernels
-from graphsys.storage.atomic import fsync_file, sha256_file, staging_directory, write_bytes_atomic
+from graphsys.storage.atomic import (
+    sha256_file, staging_directory, sync_filesystem, write_bytes_atomic,
+)
 from graphsys.storage.format import (
     DEFAULT_EDGE_SET, DEFAULT_ENTITY_TYPE, DEFAULT_MAX_BATCH_ROWS, DEFAULT_RELATION, MANIFEST,
     EdgeSet, EntityType, Manifest, NodeColumn, RelationType, bucket_file, node_file,
@@ -1013,7 +1015,6 @@ def _write_node_files(job: _IngestJob, staging: Path, files: dict[str, dict[str,
 
 
 def _file_entry(path: Path) -> dict[str, Any]:
-    fsync_file(path)
     return {"sha256": sha256_file(path), "bytes": path.stat().st_size}
 
 
@@ -1094,6 +1095,7 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
             partitioner=partitioner, entity_types=entity_types, relation_types=job.relations,
             edge_sets=edge_sets, files=files, created_by=f"graphsys {__version__}",
             metadata=opts.metadata)
+        sync_filesystem(staging)  # every data file is on disk before the manifest names it
         write_bytes_atomic(staging / MANIFEST,
                            json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     seconds["total"] = time.perf_counter() - t0
