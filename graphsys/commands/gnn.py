@@ -1,0 +1,149 @@
+"""``graphsys gnn``: train GNNs with PinSage-style sampling, and embed every node.
+
+``graphsys gnn train --dataset cora --task node --model sage --json`` trains and prints
+test metrics; with ``--json`` the last line is one JSON object holding ``test_accuracy``
+(node task) or ``hits@10`` and ``mrr`` (link task), plus ``epochs`` and ``seconds``.
+``--out DIR`` keeps the best checkpoint (``DIR/checkpoint``) and ``DIR/metrics.jsonl``.
+``graphsys gnn embed --checkpoint DIR/checkpoint --out EMB`` runs streaming inference,
+partition by partition, writing Arrow embedding files.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+from graphsys.commands._common import emit_json
+from graphsys.errors import GraphsysError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN) and embed nodes",
+                              description=__doc__)
+    sub = p.add_subparsers(dest="gnn_command", metavar="SUBCOMMAND", required=True)
+
+    t = sub.add_parser("train", help="train a GNN and print test metrics")
+    _source_args(t)
+    t.add_argument("--task", choices=("node", "link"), default="node",
+                   help="node classification or link prediction (default node)")
+    t.add_argument("--model", choices=("pinsage", "sage", "gcn"), default="sage",
+                   help="model (default sage)")
+    t.add_argument("--fanouts", default=None,
+                   help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
+                        "(default: all for node, 10,10 for link)")
+    t.add_argument("--epochs", type=int, default=None,
+                   help="maximum epochs (default 200 node, 20 link)")
+    t.add_argument("--hidden", type=int, default=64, help="hidden width (default 64)")
+    t.add_argument("--lr", type=float, default=None, help="Adam learning rate")
+    t.add_argument("--batch-size", type=int, default=None, help="seeds / queries per step")
+    t.add_argument("--batches-per-epoch", type=int, default=None,
+                   help="cap on steps per epoch (link task)")
+    t.add_argument("--patience", type=int, default=None,
+                   help="early stopping: evaluations without improvement (default 50 / 5)")
+    t.add_argument("--workers", type=int, default=1, help="sampling threads (default 1)")
+    t.add_argument("--prefetch", type=int, default=2, help="batches sampled ahead (default 2)")
+    t.add_argument("--out", type=Path, default=None,
+                   help="directory for the best checkpoint and metrics.jsonl")
+    _device_args(t)
+    t.set_defaults(func=run)
+
+    e = sub.add_parser("embed", help="streaming inference: Arrow embeddings of every node")
+    e.add_argument("--checkpoint", type=Path, required=True,
+                   help="checkpoint directory written by gnn train --out")
+    _source_args(e, required=False)
+    e.add_argument("--out", type=Path, required=True, help="embedding directory to create")
+    _device_args(e)
+    e.set_defaults(func=run)
+
+
+def _source_args(p, required: bool = True) -> None:
+    p.add_argument("--dataset", help="registry dataset (fetched and ingested into the cache)")
+    p.add_argument("--graph", type=Path, help="graph directory")
+    p.add_argument("--mirror", help="local dataset mirror (else GRAPHSYS_MIRROR)")
+    p.add_argument("--cache", help="dataset cache (else GRAPHSYS_DATA)")
+
+
+def _device_args(p) -> None:
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    p.add_argument("--json", action="store_true", help="last line: one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def run(args) -> int:
+    return _train(args) if args.gnn_command == "train" else _embed(args)
+
+
+def _train(args) -> int:
+    from graphsys.gnn.data import open_source, resolve_device
+    from graphsys.gnn.train import TrainConfig, train
+    from graphsys.sampling.neighbor import parse_fanouts
+
+    fanouts = parse_fanouts(args.fanouts) if args.fanouts is not None else None
+    for name in ("epochs", "batch_size", "patience", "batches_per_epoch", "hidden"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            raise GraphsysError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+    if args.workers < 0 or args.prefetch < 1:
+        raise GraphsysError("--workers must be >= 0 and --prefetch >= 1")
+    device = resolve_device(args.device)
+    node = args.task == "node"
+    cfg = TrainConfig(
+        task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
+        epochs=args.epochs or (200 if node else 20),
+        lr=args.lr or (0.01 if node else 0.003),
+        weight_decay=5e-4 if node else 0.0, dropout=0.5 if node else 0.0,
+        batch_size=args.batch_size or (256 if node else 512),
+        batches_per_epoch=args.batches_per_epoch,
+        patience=args.patience or (50 if node else 5), seed=args.seed,
+        num_workers=args.workers, prefetch=args.prefetch)
+    say = _say(args)
+    graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
+                        log=say)
+    say(f"training {cfg.model} ({cfg.task} task) on {graph.path} [{device}]")
+    t0 = time.perf_counter()
+    key = "val_accuracy" if node else "val_mrr"
+    res = train(graph, cfg, device=device, out=args.out,
+                log=lambda r: say(f"epoch {r['epoch']:4d}  loss {r['loss']:.4f}  "
+                                  f"{key} {r[key]:.4f}{'  *' if r['best'] else ''}"))
+    seconds = time.perf_counter() - t0
+    metrics = {k: round(v, 4) for k, v in res.metrics.items() if math.isfinite(v)}
+    summary = {"task": cfg.task, "model": cfg.model, "graph": str(graph.path), **metrics,
+               "epochs": res.epochs, "seconds": round(seconds, 3), "device": str(device)}
+    if args.out is not None:
+        summary["checkpoint"] = str(args.out / "checkpoint")
+    if args.json:
+        emit_json(summary)
+    else:
+        print("  ".join(f"{k} {v}" for k, v in summary.items()))
+    return 0
+
+
+def _embed(args) -> int:
+    from graphsys.gnn.data import open_source, resolve_device
+    from graphsys.gnn.embed import embed_checkpoint
+
+    device = resolve_device(args.device)
+    say = _say(args)
+    graph = None
+    if args.dataset is not None or args.graph is not None:
+        graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
+                            log=say)
+    t0 = time.perf_counter()
+    info = embed_checkpoint(args.checkpoint, args.out, graph=graph, device=device,
+                            log=say)
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    if args.json:
+        emit_json(info)
+    else:
+        print(f"wrote {info['num_nodes']:,} {info['entity_type']} embeddings of dimension "
+              f"{info['dimension']} to {info['out']} in {info['seconds']} s")
+    return 0
+
+
+def _say(args):
+    if args.json or args.quiet:
+        return lambda *a: None
+    return lambda line: print(line, file=sys.stderr, flush=True)

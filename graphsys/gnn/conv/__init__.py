@@ -1,0 +1,7 @@
+"""Graph convolution layers over :class:`~graphsys.sampling.Block` s (pure torch)."""
+
+from graphsys.gnn.conv.gcn import GCNConv
+from graphsys.gnn.conv.pinsage import PinSageConv
+from graphsys.gnn.conv.sage import SAGEConv
+
+__all__ = ["GCNConv", "PinSageConv", "SAGEConv"]

@@ -1,0 +1,47 @@
+"""Graph sources of ``graphsys gnn``: a registry dataset (fetched and ingested into the
+cache once) or a graph directory, plus device selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from graphsys.errors import GraphsysError
+from graphsys.storage.graph import Graph, open_graph
+
+
+def resolve_device(name: str) -> torch.device:
+    """``cpu``, ``cuda`` (error without a GPU), or ``auto`` (cuda when available)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise GraphsysError(f"--device {name}: no CUDA GPU is available (torch "
+                                f"{torch.__version__}); use --device cpu or auto")
+        return torch.device(name)
+    raise GraphsysError(f"unknown device {name!r} (cpu, cuda, auto)")
+
+
+def open_source(dataset: str | None = None, graph: str | Path | None = None, *,
+                mirror: str | Path | None = None, cache: str | Path | None = None,
+                partitions: int = 2, log=None) -> Graph:
+    """Open ``graph``, or fetch + ingest the registry ``dataset`` into
+    ``<cache>/graphs/<name>-p<partitions>`` (reused when present) and open that."""
+    if (dataset is None) == (graph is None):
+        raise GraphsysError("give exactly one of --dataset NAME or --graph DIR")
+    if graph is not None:
+        return open_graph(graph)
+    from graphsys.datasets.fetch import cache_dir, fetch
+    from graphsys.datasets.loaders import ingest_dataset
+    from graphsys.datasets.registry import get_dataset
+    from graphsys.storage.ingest import IngestOptions
+
+    ds = get_dataset(dataset)
+    out = cache_dir(cache) / "graphs" / f"{ds.name}-p{partitions}"
+    if not (out / "manifest.json").is_file():
+        fetched = fetch(ds, cache=cache, mirror=mirror, log=log)
+        ingest_dataset(fetched, out, IngestOptions(num_partitions=partitions))
+    return open_graph(out)

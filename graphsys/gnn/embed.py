@@ -1,0 +1,101 @@
+"""``gnn embed``: rebuild a trained model from its checkpoint and stream every node's
+embedding to Arrow files (see :mod:`graphsys.gnn.inference` for the layout).
+
+Node task: the embedding is the model's output (class scores, float32 (N, classes)).
+Link task: the item embedding (float32 (N, hidden)), computed over the same training graph
+(the checkpoint's seed re-derives the held-out split) with fixed-seed PinSage
+neighbourhoods, as at evaluation time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from graphsys.errors import GraphsysError
+from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.inference import (
+    EmbeddingWriter,
+    layerwise_inference,
+    partition_ranges,
+)
+from graphsys.gnn.model import GNN
+from graphsys.gnn.train import (
+    TrainConfig,
+    _BlockSampler,
+    _ItemInput,
+    _NodeInput,
+    holdout_split,
+    node_task_data,
+)
+from graphsys.sampling._util import derive_seed
+from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency, typed_edges
+from graphsys.sampling.neighbor import make_block
+from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_counts
+from graphsys.storage.graph import Graph, open_graph
+
+
+def _split_state(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+
+
+def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
+                     device: str | torch.device = "cpu", log=None) -> dict[str, Any]:
+    """Write the embeddings of every node of the checkpoint's entity type to ``out``;
+    returns a summary (entity_type, num_nodes, dimension, out, files)."""
+    state, config, meta = load_checkpoint(checkpoint)
+    if graph is None:
+        graph = open_graph(meta["graph"])
+    cfg_d = dict(meta["train_config"])
+    cfg_d["hard_band"] = tuple(cfg_d["hard_band"])
+    cfg = TrainConfig(**cfg_d)
+    device = torch.device(device)
+    et = meta["entity_type"]
+    if et not in graph.entity_types:
+        raise GraphsysError(f"checkpoint is for entity type {et!r}, which {graph.path} lacks")
+    model = GNN(**config).to(device)
+    model.load_state_dict(_split_state(state, "model."))
+    n = graph.num_nodes(et)
+    if meta["task"] == "node":
+        data = node_task_data(graph, et, cfg.seed)
+        inp = _NodeInput(data["x"], n, cfg.hidden)
+        adj = homogeneous_adjacency(graph, et, symmetric=True)
+        block_fn = _BlockSampler(cfg, adj).eval_block
+    else:
+        other = meta["other_type"]
+        feat = torch.from_numpy(graph.node_column("feat", et)) if meta["has_features"] else None
+        inp = _ItemInput(n, feat, cfg.hidden)
+        rel = next(r for r in graph.relation_types if {r.lhs, r.rhs} == {et, other})
+        s, d, _ = typed_edges(graph, None, rel.lhs, rel.rhs)
+        users, items = (s, d) if rel.lhs == other else (d, s)
+        train_m, _, _ = holdout_split(users, items, cfg.seed)
+        fw = from_coo(items[train_m], users[train_m], n, graph.num_nodes(other))
+        bw = fw.transpose()
+        walkers = [RandomWalkNeighborSampler(fw, bw, cfg.num_traversals, cfg.termination_prob,
+                                             cfg.num_random_walks, f if f > 0 else 10)
+                   for f in (cfg.fanouts or [10, 10])]
+
+        def block_fn(dst: np.ndarray, layer: int):
+            nbr, cnt, num = walkers[layer].sample(dst, derive_seed(cfg.seed, 7919, layer),
+                                                  parallel=False)
+            return make_block(dst, nbr, num, normalise_counts(cnt, num), n)
+    missing, _ = inp.load_state_dict(_split_state(state, "input."), strict=False)
+    if missing:
+        raise GraphsysError(f"{checkpoint}: checkpoint lacks input parameters {missing}")
+    inp = inp.to(device).eval()
+    writer = EmbeddingWriter(out, graph, et)
+    ranges = partition_ranges(graph, et)
+
+    def on_partition(k: int, h: torch.Tensor) -> None:
+        writer(k, h)
+        if log:
+            log(f"partition {k}: {h.shape[0]:,} embeddings written")
+
+    layerwise_inference(model, inp, n, block_fn, ranges, device=device,
+                        on_partition=on_partition)
+    writer.finish({"checkpoint": str(checkpoint), "task": meta["task"]})
+    return {"entity_type": et, "num_nodes": n, "dimension": writer.dim, "out": str(out),
+            "files": writer.files}

@@ -1,0 +1,83 @@
+"""Stacks of convolution layers: the models ``graphsys gnn`` trains.
+
+``sage`` and ``gcn``: ``num_layers`` convolutions ``in -> hidden -> ... -> out`` with ReLU
+and dropout between them (the last layer gives the logits / embeddings). ``pinsage``:
+``num_layers`` :class:`PinSageConv` of width ``hidden`` (each ends with ReLU and L2
+normalisation) followed by a linear head ``hidden -> out`` (Ying et al. apply a dense
+layer after the convolutions).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from graphsys.errors import GraphsysError
+from graphsys.gnn.conv import GCNConv, PinSageConv, SAGEConv
+from graphsys.sampling.block import Block
+
+MODELS = ("pinsage", "sage", "gcn")
+
+
+class GNN(nn.Module):
+    """A ``num_layers``-layer GNN over a list of blocks (input layer first).
+
+    Args:
+        model: ``pinsage``, ``sage`` or ``gcn``.
+        in_dim, hidden_dim, out_dim: feature sizes.
+        num_layers: convolutions (= blocks per batch).
+        dropout: dropout probability on every layer's input, raw features included
+            (default 0.5; as Kipf & Welling, which matters on Cora).
+
+    Shapes:
+        ``forward(blocks, x)``: ``x`` float (blocks[0].num_src_nodes, in_dim) ->
+        float (blocks[-1].num_dst_nodes, out_dim).
+    """
+
+    def __init__(self, model: str, in_dim: int, hidden_dim: int, out_dim: int,
+                 num_layers: int = 2, dropout: float = 0.5):
+        super().__init__()
+        if model not in MODELS:
+            raise GraphsysError(f"unknown model {model!r} (models: {', '.join(MODELS)})")
+        if num_layers < 1:
+            raise GraphsysError(f"num_layers must be >= 1, got {num_layers}")
+        self.model, self.num_layers, self.dropout = model, num_layers, dropout
+        self.in_dim, self.hidden_dim, self.out_dim = in_dim, hidden_dim, out_dim
+        self.convs = nn.ModuleList()
+        if model == "pinsage":
+            dims = [in_dim] + [hidden_dim] * num_layers
+            for a, b in zip(dims[:-1], dims[1:]):
+                self.convs.append(PinSageConv(a, b, b))
+            self.head = nn.Linear(hidden_dim, out_dim)
+        else:
+            dims = [in_dim] + [hidden_dim] * (num_layers - 1) + [out_dim]
+            conv = SAGEConv if model == "sage" else GCNConv
+            for a, b in zip(dims[:-1], dims[1:]):
+                self.convs.append(conv(a, b))
+            self.head = None
+
+    def config(self) -> dict:
+        """Constructor arguments (JSON-able), as stored in checkpoints."""
+        return {"model": self.model, "in_dim": self.in_dim, "hidden_dim": self.hidden_dim,
+                "out_dim": self.out_dim, "num_layers": self.num_layers,
+                "dropout": self.dropout}
+
+    def layer(self, i: int, x: torch.Tensor, block: Block) -> torch.Tensor:
+        """Layer ``i`` alone (dropout, convolution, activation; the head after the last
+        layer): what layer-wise streaming inference calls."""
+        x = F.dropout(x, self.dropout, self.training)
+        h = self.convs[i](x, block)
+        last = i == self.num_layers - 1
+        if self.model != "pinsage" and not last:
+            h = F.relu(h)
+        if last and self.head is not None:
+            h = self.head(h)
+        return h
+
+    def forward(self, blocks: list[Block], x: torch.Tensor) -> torch.Tensor:
+        if len(blocks) != self.num_layers:
+            raise GraphsysError(f"{self.num_layers}-layer model given {len(blocks)} blocks")
+        for i, block in enumerate(blocks):
+            x = self.layer(i, x, block)
+        return x

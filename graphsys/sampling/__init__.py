@@ -1,0 +1,41 @@
+"""Graph samplers for GNN training, numba-parallel on CPU.
+
+* :class:`PinSAGESampler` / :class:`RandomWalkNeighborSampler`: PinSage random-walk
+  importance neighbourhoods (DGL's signature; returns ``(src, dst, weight)``).
+* :class:`NeighborSampler`: uniform per-layer fanouts (GraphSAGE), with or without
+  replacement, producing :class:`Block` lists.
+* :class:`UniformNegativeSampler`, :class:`PPRHardNegativeSampler`: link-prediction
+  negatives.
+
+Every sampler takes an explicit ``rng_seed`` per call (or derives one from its base seed and a
+call counter); outputs depend only on the inputs and that seed, not on how many threads or
+workers run the kernels. Samplers hold only read-only arrays, so worker threads share them.
+Node ids are type-local (``0..num_nodes(type)-1``, the storage layer's type-global order).
+"""
+
+from graphsys.sampling.adjacency import (
+                                         Adjacency,
+                                         bipartite_adjacency,
+                                         from_coo,
+                                         homogeneous_adjacency,
+                                         typed_edges,
+)
+from graphsys.sampling.block import Block, MiniBatch
+from graphsys.sampling.negative import (
+                                         PPRHardNegativeSampler,
+                                         UniformNegativeSampler,
+                                         personalized_pagerank,
+)
+from graphsys.sampling.neighbor import NeighborSampler, parse_fanouts, sample_neighbors
+from graphsys.sampling.pinsage import (
+                                         PinSAGESampler,
+                                         RandomWalkNeighborSampler,
+                                         SampledNeighbors,
+)
+
+__all__ = [
+    "Adjacency", "Block", "MiniBatch", "NeighborSampler", "PPRHardNegativeSampler",
+    "PinSAGESampler", "RandomWalkNeighborSampler", "SampledNeighbors",
+    "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
+    "parse_fanouts", "personalized_pagerank", "sample_neighbors", "typed_edges",
+]

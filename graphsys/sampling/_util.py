@@ -1,0 +1,68 @@
+"""Seed validation, derived RNG seeds and per-thread scratch arrays for the samplers."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import torch
+
+from graphsys.errors import GraphsysError
+
+_MASK63 = (1 << 63) - 1
+_local = threading.local()
+
+
+def as_seed_array(seed_nodes, num_nodes: int, what: str = "seed") -> np.ndarray:
+    """``seed_nodes`` (tensor, array or sequence of ints) as int64 NumPy (S,), checked to lie
+    in ``[0, num_nodes)``; raises :class:`GraphsysError` naming the first bad id."""
+    if isinstance(seed_nodes, torch.Tensor):
+        if seed_nodes.is_floating_point() or seed_nodes.dtype == torch.bool:
+            raise GraphsysError(f"{what} ids must be integers, got dtype {seed_nodes.dtype}")
+        arr = seed_nodes.detach().cpu().numpy()
+    else:
+        arr = np.asarray(seed_nodes)
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise GraphsysError(f"{what} ids must be integers, got {arr.dtype}")
+    arr = np.ascontiguousarray(arr.reshape(-1), dtype=np.int64)
+    bad = (arr < 0) | (arr >= num_nodes)
+    if bad.any():
+        raise GraphsysError(f"{what} id {int(arr[np.flatnonzero(bad)[0]])} is outside the "
+                            f"graph (valid: 0..{num_nodes - 1})")
+    return arr
+
+
+def derive_seed(*parts: int) -> int:
+    """A 63-bit seed from integers (e.g. base seed, epoch, batch, layer); stable across runs
+    and platforms."""
+    h = 0x243F6A8885A308D3
+    for p in parts:
+        h = (h ^ (int(p) & ((1 << 64) - 1))) * 0x100000001B3 & ((1 << 64) - 1)
+        h ^= h >> 29
+        h = h * 0xBF58476D1CE4E5B9 & ((1 << 64) - 1)
+        h ^= h >> 32
+    return h & _MASK63
+
+
+def scratch(num_nodes: int) -> np.ndarray:
+    """This thread's int32 array of ``num_nodes`` entries, all -1 (kernels restore it);
+    int32 halves the cache footprint of the random accesses of relabeling."""
+    cache = getattr(_local, "arrays", None)
+    if cache is None:
+        cache = _local.arrays = {}
+    arr = cache.get(num_nodes)
+    if arr is None:
+        arr = cache[num_nodes] = np.full(num_nodes, -1, np.int32)
+    return arr
+
+
+def visit_counters(chunks: int, num_nodes: int) -> np.ndarray:
+    """This thread's int32 zero array (chunks, num_nodes) of walk visit counters (the
+    kernels leave it zeroed)."""
+    cache = getattr(_local, "counters", None)
+    if cache is None:
+        cache = _local.counters = {}
+    arr = cache.get((chunks, num_nodes))
+    if arr is None:
+        arr = cache[(chunks, num_nodes)] = np.zeros((chunks, num_nodes), np.int32)
+    return arr

@@ -1,0 +1,105 @@
+"""Message-flow graphs ("blocks"): the bipartite graph one GNN layer computes over.
+
+A block maps ``num_src_nodes`` input nodes to ``num_dst_nodes`` output nodes. As in DGL,
+the destination nodes come first among the source nodes (``src_nodes[:num_dst_nodes] ==
+dst_nodes``), so a layer reads its own previous state ``h_src[:num_dst_nodes]``. Edges
+point from a source to a destination (messages flow ``src -> dst``) in block-local ids.
+Node ids in ``src_nodes`` are type-local ids of the sampled entity type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from graphsys.errors import GraphsysError
+
+
+@dataclass(frozen=True)
+class Block:
+    """One layer's message-flow graph.
+
+    ``src_nodes``: int64 (num_src,) node ids, destinations first; ``edge_src`` int64 (E,)
+    positions in ``src_nodes``; ``edge_dst`` int64 (E,) positions in ``dst_nodes``;
+    ``edge_weight``: float32 (E,) importance weights (PinSage) or None (plain mean).
+    """
+
+    src_nodes: torch.Tensor
+    num_dst_nodes: int
+    edge_src: torch.Tensor
+    edge_dst: torch.Tensor
+    edge_weight: torch.Tensor | None = None
+
+    @property
+    def num_src_nodes(self) -> int:
+        return int(self.src_nodes.shape[0])
+
+    @property
+    def dst_nodes(self) -> torch.Tensor:
+        """int64 (num_dst,): the first ``num_dst_nodes`` source nodes."""
+        return self.src_nodes[: self.num_dst_nodes]
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edge_src.shape[0])
+
+    @property
+    def device(self) -> torch.device:
+        return self.src_nodes.device
+
+    def to(self, device: str | torch.device, non_blocking: bool = False) -> Block:
+        """A copy with every tensor on ``device``."""
+        mv = (lambda t: None if t is None else t.to(device, non_blocking=non_blocking))
+        return replace(self, src_nodes=mv(self.src_nodes), edge_src=mv(self.edge_src),
+                       edge_dst=mv(self.edge_dst), edge_weight=mv(self.edge_weight))
+
+    def pin_memory(self) -> Block:
+        pin = (lambda t: None if t is None else t.pin_memory())
+        return replace(self, src_nodes=pin(self.src_nodes), edge_src=pin(self.edge_src),
+                       edge_dst=pin(self.edge_dst), edge_weight=pin(self.edge_weight))
+
+    def in_degrees(self) -> torch.Tensor:
+        """Edges into each destination, float32 (num_dst,)."""
+        deg = torch.zeros(self.num_dst_nodes, dtype=torch.float32, device=self.device)
+        return deg.index_add_(0, self.edge_dst, torch.ones_like(self.edge_dst, dtype=torch.float32))
+
+    def to_dgl(self):
+        """This block as a ``dgl.create_block`` graph (``edata['weight']`` when weighted);
+        requires DGL (an optional dependency)."""
+        try:
+            import dgl  # optional extra: never imported by graphsys itself
+        except ImportError:
+            raise GraphsysError("Block.to_dgl() needs DGL installed (pip install dgl)") from None
+        b = dgl.create_block((self.edge_src, self.edge_dst), num_src_nodes=self.num_src_nodes,
+                             num_dst_nodes=self.num_dst_nodes, device=self.device)
+        b.srcdata[dgl.NID] = self.src_nodes
+        b.dstdata[dgl.NID] = self.dst_nodes
+        if self.edge_weight is not None:
+            b.edata["weight"] = self.edge_weight
+        return b
+
+
+@dataclass
+class MiniBatch:
+    """Everything one training step needs.
+
+    ``blocks``: input layer first; ``blocks[0].src_nodes`` are the ``input_nodes`` whose
+    features are read, ``blocks[-1].dst_nodes`` are the ``seeds``. ``extra``: task tensors
+    (labels, positive/negative pair positions), moved by :meth:`to` as well.
+    """
+
+    seeds: torch.Tensor
+    blocks: list[Block]
+    extra: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def input_nodes(self) -> torch.Tensor:
+        return self.blocks[0].src_nodes
+
+    def to(self, device: str | torch.device, non_blocking: bool = False) -> MiniBatch:
+        """A copy with every tensor (blocks included) on ``device``, in one call."""
+        return MiniBatch(self.seeds.to(device, non_blocking=non_blocking),
+                         [b.to(device, non_blocking) for b in self.blocks],
+                         {k: v.to(device, non_blocking=non_blocking)
+                          for k, v in self.extra.items()})

@@ -1,0 +1,299 @@
+#!/usr/bin/env python
+"""Benchmark graphsys samplers and GraphSAGE training beside DGL 2.1.0.
+
+Prints one JSON line with, for graphsys and for DGL 2.1.0 (torch 2.2.1, in its own virtual
+environment that this script creates with pip from PyPI):
+
+* PinSage sampler seeds/s (num_traversals 3, termination_prob 0.5, num_random_walks 200,
+  num_neighbors 10) on MovieLens-100k (item <- user bipartite) and on an R-MAT graph of
+  20M edges viewed as bipartite (sources -> targets), same seeds for both libraries;
+* 2-layer uniform neighbour sampling (fanouts 10,25, batches of 1024 seeds, in-edges)
+  seeds/s and sampled edges/s on MovieLens-100k (user/item ids as one node type, both
+  directions) and on the R-MAT graph;
+* Cora: full-neighbour 2-layer GraphSAGE-mean (hidden 128, dropout 0.5, Adam lr 0.01,
+  weight decay 5e-4, 60 epochs, evaluated every epoch, best-validation model) epoch time
+  and test accuracy, on the same graph, features and split.
+
+If DGL cannot be installed or run, the DGL fields hold the reason and the figures published
+in issue 5, labelled ``"measured": false``. Usage::
+
+    python scripts/bench_sampling.py --mirror /work/shared/datasets [--work DIR]
+        [--edges 20000000] [--seconds 3] [--skip-dgl]
+
+Both libraries run with every core (numba / OpenMP threads, torch intra-op threads). The
+input graphs are built once (R-MAT with numpy, datasets via the registry) and handed to
+DGL as .npy files; graphsys samplers use the same arrays (in-memory CSR), so the figures
+measure sampling, not storage reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+DGL_PINS = ["torch==2.2.1", "dgl==2.1.0", "numpy<2", "torchdata==0.7.1", "pandas<2.3",
+            "pydantic", "pyyaml"]
+PUBLISHED_DGL = {"measured": False, "source": "issue 5 (published figures, 2-core machine)",
+                 "pinsage_movielens_seeds_per_s": 26000,
+                 "neighbor_rmat_seeds_per_s": 225000,
+                 "neighbor_rmat_edges_per_s": 18_000_000,
+                 "cora_sage_epoch_ms": 18, "cora_sage_test_accuracy": 0.82}
+PINSAGE = dict(num_traversals=3, termination_prob=0.5, num_random_walks=200, num_neighbors=10)
+
+
+# -- inputs -------------------------------------------------------------------------------------
+
+def rmat(num_nodes_log2: int, num_edges: int, seed: int = 0, a=0.57, b=0.19, c=0.19):
+    """R-MAT edges (Graph500 parameters) with numpy: int64 src, dst in [0, 2**scale)."""
+    rng = np.random.default_rng(seed)
+    src = np.zeros(num_edges, np.int64)
+    dst = np.zeros(num_edges, np.int64)
+    for bit in range(num_nodes_log2):
+        r = rng.random(num_edges, dtype=np.float32)
+        down = r >= a + b                       # quadrant c or d: source bit set
+        right = ((r >= a) & (r < a + b)) | (r >= a + b + c)
+        src |= down.astype(np.int64) << bit
+        dst |= right.astype(np.int64) << bit
+    return src, dst
+
+
+def csr(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int):
+    """graphsys Adjacency keeping parallel edges (as DGL does)."""
+    from graphsys.sampling import Adjacency
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+    return Adjacency(indptr, np.ascontiguousarray(cols[order]), n_cols)
+
+
+# -- graphsys measurements ----------------------------------------------------------------------
+
+def time_loop(fn, batches, seconds):
+    """Run fn over batches (cycling) for at least `seconds`; returns (seeds/s, extra/s)."""
+    fn(batches[0])                              # warm-up / JIT
+    done = extra = 0
+    t0 = time.perf_counter()
+    k = 0
+    while True:
+        extra += fn(batches[k % len(batches)])
+        done += len(batches[k % len(batches)])
+        k += 1
+        el = time.perf_counter() - t0
+        if el >= seconds and k >= 3:
+            return done / el, extra / el
+
+
+def gs_pinsage(fw, bw, batches, seconds):
+    from graphsys.sampling import RandomWalkNeighborSampler
+    s = RandomWalkNeighborSampler(fw, bw, **PINSAGE)
+    return time_loop(lambda b: len(s(b).src), batches, seconds)
+
+
+def gs_neighbor(adj, batches, seconds):
+    from graphsys.sampling import NeighborSampler
+    s = NeighborSampler(adj, [10, 25])
+    return time_loop(lambda b: sum(x.num_edges for x in s.sample_blocks(b, 1)), batches,
+                     seconds)
+
+
+def gs_cora(graph_dir):
+    import graphsys
+    from graphsys.gnn import TrainConfig, train
+    g = graphsys.open_graph(graph_dir)
+    cfg = TrainConfig(model="sage", hidden=128, epochs=60, patience=1000, seed=0)
+    train(g, TrainConfig(model="sage", hidden=128, epochs=2, seed=0))   # warm-up
+    r = train(g, cfg)
+    return {"epoch_ms": round(1000 * r.seconds / r.epochs, 1),
+            "test_accuracy": round(r.metrics["test_accuracy"], 4), "epochs": r.epochs,
+            "note": "epoch time includes full-graph evaluation every epoch"}
+
+
+# -- DGL ---------------------------------------------------------------------------------------
+
+DGL_SCRIPT = r'''
+import json, sys, time
+import numpy as np, torch, dgl
+import torch.nn.functional as F
+work = sys.argv[1]; seconds = float(sys.argv[2]); out = {"dgl": dgl.__version__, "torch": torch.__version__, "measured": True}
+def load(n): return np.load(f"{work}/{n}.npy")
+def loop(fn, batches):
+    fn(batches[0]); done = extra = 0; t0 = time.perf_counter(); k = 0
+    while True:
+        b = batches[k % len(batches)]; extra += fn(b); done += len(b); k += 1
+        el = time.perf_counter() - t0
+        if el >= seconds and k >= 3: return done / el, extra / el
+for name in ("movielens", "rmat"):
+    s, d = torch.from_numpy(load(f"{name}_bsrc")), torch.from_numpy(load(f"{name}_bdst"))
+    G = dgl.heterograph({("B", "BA", "A"): (s, d), ("A", "AB", "B"): (d, s)},
+                        num_nodes_dict={"B": int(load(f"{name}_nb")), "A": int(load(f"{name}_na"))})
+    sampler = dgl.sampling.PinSAGESampler(G, "A", "B", 3, 0.5, 200, 10)
+    batches = [torch.from_numpy(x) for x in load(f"{name}_pinsage_batches")]
+    sps, eps = loop(lambda b: sampler(b).num_edges(), batches)
+    out[f"pinsage_{name}_seeds_per_s"] = round(sps)
+    hs, hd = torch.from_numpy(load(f"{name}_hsrc")), torch.from_numpy(load(f"{name}_hdst"))
+    g = dgl.graph((hs, hd), num_nodes=int(load(f"{name}_hn")))
+    ns = dgl.dataloading.NeighborSampler([10, 25])
+    batches = [torch.from_numpy(x) for x in load(f"{name}_nbr_batches")]
+    sps, eps = loop(lambda b: sum(x.num_edges() for x in ns.sample_blocks(g, b)[2]), batches)
+    out[f"neighbor_{name}_seeds_per_s"] = round(sps); out[f"neighbor_{name}_edges_per_s"] = round(eps)
+# Cora GraphSAGE, full graph, same split and hyperparameters
+from dgl.nn import SAGEConv
+g = dgl.graph((torch.from_numpy(load("cora_src")), torch.from_numpy(load("cora_dst"))), num_nodes=int(load("cora_n")))
+x = torch.from_numpy(load("cora_x")); y = torch.from_numpy(load("cora_y"))
+tr, va, te = (torch.from_numpy(load(f"cora_{k}")) for k in ("train", "val", "test"))
+class SAGE(torch.nn.Module):
+    def __init__(s, i, h, o):
+        super().__init__(); s.c1 = SAGEConv(i, h, "mean"); s.c2 = SAGEConv(h, o, "mean"); s.dp = torch.nn.Dropout(0.5)
+    def forward(s, g, x):
+        h = F.relu(s.c1(g, s.dp(x))); return s.c2(g, s.dp(h))
+torch.manual_seed(0)
+m = SAGE(x.shape[1], 128, int(y.max()) + 1); opt = torch.optim.Adam(m.parameters(), lr=0.01, weight_decay=5e-4)
+best = (-1, 0); t0 = time.perf_counter()
+for ep in range(60):
+    m.train(); loss = F.cross_entropy(m(g, x)[tr], y[tr]); opt.zero_grad(); loss.backward(); opt.step()
+    m.eval()
+    with torch.no_grad(): p = m(g, x).argmax(1)
+    v = (p[va] == y[va]).float().mean().item(); t = (p[te] == y[te]).float().mean().item()
+    if v > best[0]: best = (v, t)
+out["cora_sage_epoch_ms"] = round(1000 * (time.perf_counter() - t0) / 60, 1); out["cora_sage_test_accuracy"] = round(best[1], 4)
+print(json.dumps(out))
+'''
+
+
+def dgl_venv(work: Path) -> tuple[Path | None, str | None]:
+    """Create (or reuse) the DGL venv; returns (python, None) or (None, reason)."""
+    venv = work / "dgl-venv"
+    py = venv / "bin" / "python"
+    check = [str(py), "-c", "import dgl, torch; print(dgl.__version__, torch.__version__)"]
+    if py.exists() and subprocess.run(check, capture_output=True, check=False).returncode == 0:
+        return py, None
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True,
+                       capture_output=True)
+        r = subprocess.run([str(py), "-m", "pip", "install", "--quiet", *DGL_PINS],
+                           capture_output=True, text=True, timeout=3600, check=False)
+        if r.returncode != 0:
+            tail = [x for x in r.stderr.splitlines() if not x.startswith("WARNING: Location")]
+            return None, "pip install failed: " + " | ".join(tail[-3:])
+        r = subprocess.run(check, capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            return None, "import failed: " + r.stderr.strip().splitlines()[-1]
+        return py, None
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"could not create the DGL venv: {exc}"
+
+
+# -- main --------------------------------------------------------------------------------------
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mirror", default=os.environ.get("GRAPHSYS_MIRROR"))
+    ap.add_argument("--work", type=Path, default=None, help="work dir (kept; reuses the venv)")
+    ap.add_argument("--edges", type=int, default=20_000_000)
+    ap.add_argument("--scale", type=int, default=21, help="R-MAT nodes = 2**scale")
+    ap.add_argument("--seconds", type=float, default=3.0, help="per measurement")
+    ap.add_argument("--skip-dgl", action="store_true")
+    args = ap.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="graphsys-bench-gnn-"))
+    work.mkdir(parents=True, exist_ok=True)
+    import numba
+    import torch
+
+    from graphsys.gnn.data import open_source
+    from graphsys.gnn.train import node_task_data
+    from graphsys.sampling import bipartite_adjacency, typed_edges
+
+    res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+           "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+           "load_before": os.getloadavg(), "numba_threads": numba.get_num_threads(),
+           "torch_threads": torch.get_num_threads(), "graphsys": {}, "dgl": None}
+    gs = res["graphsys"]
+    rng = np.random.default_rng(0)
+    arrays = {}
+
+    # MovieLens-100k
+    ml = open_source("movielens-100k", mirror=args.mirror, cache=work / "cache")
+    u, i, _ = typed_edges(ml, None, "user", "item")
+    nu, ni = ml.num_nodes("user"), ml.num_nodes("item")
+    fw, bw = bipartite_adjacency(ml, "item", "user")
+    pin_batches = [rng.permutation(ni)[:1024] for _ in range(4)]
+    hs = np.concatenate([u, i + nu]); hd = np.concatenate([i + nu, u])
+    nbr_batches = [rng.choice(nu + ni, 1024, replace=False) for _ in range(4)]
+    arrays.update(movielens_bsrc=u, movielens_bdst=i, movielens_nb=np.array(nu),
+                  movielens_na=np.array(ni), movielens_pinsage_batches=np.stack(pin_batches),
+                  movielens_hsrc=hs, movielens_hdst=hd, movielens_hn=np.array(nu + ni),
+                  movielens_nbr_batches=np.stack(nbr_batches))
+    sps, _ = gs_pinsage(fw, bw, pin_batches, args.seconds)
+    gs["pinsage_movielens_seeds_per_s"] = round(sps)
+    sps, eps = gs_neighbor(csr(hd, hs, nu + ni, nu + ni), nbr_batches, args.seconds)
+    gs["neighbor_movielens_seeds_per_s"], gs["neighbor_movielens_edges_per_s"] = round(sps), round(eps)
+
+    # R-MAT (as bipartite sources B -> targets A for PinSage; as one graph for neighbours)
+    t0 = time.perf_counter()
+    src, dst = rmat(args.scale, args.edges, seed=0)
+    n = 1 << args.scale
+    res["rmat"] = {"nodes": n, "edges": args.edges, "generate_s": round(time.perf_counter() - t0, 1)}
+    fw_r = csr(dst, src, n, n)              # A (targets) -> B (sources)
+    bw_r = csr(src, dst, n, n)
+    has = np.flatnonzero(np.diff(fw_r.indptr) > 0)
+    pin_r = [rng.choice(has, 1024, replace=False) for _ in range(4)]
+    nbr_r = [rng.choice(n, 1024, replace=False) for _ in range(4)]
+    arrays.update(rmat_bsrc=src, rmat_bdst=dst, rmat_nb=np.array(n), rmat_na=np.array(n),
+                  rmat_pinsage_batches=np.stack(pin_r), rmat_hsrc=src, rmat_hdst=dst,
+                  rmat_hn=np.array(n), rmat_nbr_batches=np.stack(nbr_r))
+    sps, _ = gs_pinsage(fw_r, bw_r, pin_r, args.seconds)
+    gs["pinsage_rmat_seeds_per_s"] = round(sps)
+    sps, eps = gs_neighbor(fw_r, nbr_r, args.seconds)
+    gs["neighbor_rmat_seeds_per_s"], gs["neighbor_rmat_edges_per_s"] = round(sps), round(eps)
+    del fw_r, bw_r
+
+    # Cora
+    cora = open_source("cora", mirror=args.mirror, cache=work / "cache")
+    data = node_task_data(cora)
+    cs, cd, _ = typed_edges(cora, None, "node", "node")
+    adj = np.unique(np.stack([np.r_[cs, cd], np.r_[cd, cs]]), axis=1)
+    arrays.update(cora_src=adj[0], cora_dst=adj[1], cora_n=np.array(data["num_nodes"]),
+                  cora_x=data["x"].numpy(), cora_y=data["labels"].numpy(),
+                  cora_train=data["split"]["train"].numpy(), cora_val=data["split"]["val"].numpy(),
+                  cora_test=data["split"]["test"].numpy())
+    gs["cora_sage"] = gs_cora(cora.path)
+
+    if args.skip_dgl:
+        res["dgl"] = {**PUBLISHED_DGL, "reason": "--skip-dgl"}
+    else:
+        py, why = dgl_venv(work)
+        if py is None:
+            res["dgl"] = {**PUBLISHED_DGL, "reason": why}
+        else:
+            for k, v in arrays.items():
+                np.save(work / f"{k}.npy", v, allow_pickle=False)
+            (work / "dgl_bench.py").write_text(DGL_SCRIPT)
+            r = subprocess.run([str(py), str(work / "dgl_bench.py"), str(work), str(args.seconds)],
+                               capture_output=True, text=True, check=False)
+            if r.returncode != 0:
+                res["dgl"] = {**PUBLISHED_DGL, "reason": "DGL run failed: "
+                              + (r.stderr.strip().splitlines() or ["?"])[-1]}
+            else:
+                res["dgl"] = json.loads(r.stdout.strip().splitlines()[-1])
+    d = res["dgl"]
+    res["speedup_vs_dgl"] = {k: round(gs[k] / d[k], 2) for k in
+                             ("pinsage_movielens_seeds_per_s", "pinsage_rmat_seeds_per_s",
+                              "neighbor_movielens_seeds_per_s", "neighbor_rmat_seeds_per_s")
+                             if d.get("measured") and k in d}
+    res["load_after"] = os.getloadavg()
+    print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""``graphsys gnn``: JSON output, checkpoint + embed, and one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from graphsys.commands import gnn
+from graphsys.errors import GraphsysError
+
+_spec = importlib.util.spec_from_file_location(
+    "graphsys_tests_gnn_sbm", Path(__file__).resolve().parents[1] / "gnn" / "conftest.py")
+_sbm = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_sbm)
+write_sbm = _sbm.write_sbm
+
+
+def run_cli(argv: list[str]) -> int:
+    """What graphsys.cli.main does, for the gnn command alone (same error handling)."""
+    parser = argparse.ArgumentParser(prog="graphsys")
+    gnn.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except GraphsysError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def test_cli_registered():
+    from graphsys import cli
+    assert "gnn" in cli.COMMANDS
+
+
+@pytest.fixture
+def sbm_dir(tmp_path):
+    return write_sbm(tmp_path / "sbm")
+
+
+def test_train_json_then_embed(sbm_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--task", "node", "--model", "gcn",
+                  "--fanouts", "5,5", "--epochs", "5", "--hidden", "8", "--out", str(out),
+                  "--seed", "2", "--json"])
+    assert rc == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"test_accuracy", "epochs", "seconds"} <= set(last)
+    assert last["epochs"] == 5 and 0.0 <= last["test_accuracy"] <= 1.0
+    rc = run_cli(["gnn", "embed", "--checkpoint", str(out / "checkpoint"), "--out",
+                  str(tmp_path / "emb"), "--json"])
+    assert rc == 0
+    info = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert info["num_nodes"] == 200 and (tmp_path / "emb" / "embeddings.json").is_file()
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--fanouts", "10,x"], "fanouts"),
+    (["--fanouts", "0"], "fanouts"),
+    (["--epochs", "0"], "--epochs"),
+])
+def test_bad_options(sbm_dir, capsys, extra, message):
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--json"] + extra)
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and err.startswith("error:") and message in err and "\n" not in err
+
+
+def test_node_task_without_labels(tmp_path, capsys):
+    d = write_sbm(tmp_path / "nolabel", labels=False)
+    rc = run_cli(["gnn", "train", "--graph", str(d), "--task", "node", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and "label" in err and "\n" not in err
+
+
+def test_link_task_needs_bipartite(sbm_dir, capsys):
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--task", "link"])
+    assert rc != 0 and "bipartite" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_cuda_without_gpu(sbm_dir, capsys):
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--device", "cuda"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and "CUDA" in err and "\n" not in err
+
+
+def test_missing_source_and_checkpoint(tmp_path, capsys):
+    assert run_cli(["gnn", "train"]) != 0
+    assert "exactly one" in capsys.readouterr().err
+    rc = run_cli(["gnn", "embed", "--checkpoint", str(tmp_path), "--out", str(tmp_path / "e")])
+    assert rc != 0 and "checkpoint" in capsys.readouterr().err

@@ -1,0 +1,49 @@
+"""Tiny labelled SBM graphs (numpy) stored through ingest, for trainer and CLI tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from graphsys.storage.graph import open_graph
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+
+
+def write_sbm(out: Path, *, blocks=4, size=50, p_in=0.15, p_out=0.005, dim=8, noise=2.0,
+              seed=0, labels=True, partitions=2) -> Path:
+    """A stochastic block model: label = block, feat = class mean + noise; masks 10 train
+    per class, 40 validation, the rest test. Returns the graph directory."""
+    rng = np.random.default_rng(seed)
+    n = blocks * size
+    y = np.repeat(np.arange(blocks), size)
+    prob = np.where(y[:, None] == y[None, :], p_in, p_out)
+    upper = np.triu(rng.random((n, n)) < prob, 1)
+    s, d = np.nonzero(upper)
+    mu = rng.normal(size=(blocks, dim))
+    x = (mu[y] + noise * rng.normal(size=(n, dim))).astype(np.float32)
+    perm = rng.permutation(n)
+    train = np.zeros(n, bool)
+    for c in range(blocks):
+        train[perm[y[perm] == c][:10]] = True
+    rest = perm[~train[perm]]
+    val = np.zeros(n, bool)
+    val[rest[:40]] = True
+    test = ~(train | val)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    edges = out.parent / f"{out.name}.tsv"
+    edges.write_text("".join(f"{a}\t{b}\n" for a, b in zip(s.tolist(), d.tolist())))
+    cols = {"id": pa.array(np.arange(n, dtype=np.int64)),
+            "feat": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), dim)}
+    if labels:
+        cols.update({"label": pa.array(y.astype(np.int64)), "train_mask": pa.array(train),
+                     "val_mask": pa.array(val), "test_mask": pa.array(test)})
+    ingest([EdgeSource([edges], header=False)], out,
+           IngestOptions(num_partitions=partitions, undirected=True),
+           nodes=[NodeSource(pa.table(cols))])
+    return out
+
+
+def sbm_graph(tmp_path, **kw):
+    return open_graph(write_sbm(tmp_path / "sbm", **kw))

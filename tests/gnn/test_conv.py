@@ -1,0 +1,116 @@
+"""Convolution layers against dense-matrix references, on full-graph and sampled blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.nn import functional as F
+
+from graphsys.errors import GraphsysError
+from graphsys.gnn.conv import GCNConv, PinSageConv, SAGEConv
+from graphsys.sampling import Block
+
+
+def _symmetric_graph(n=12, p=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    a = np.triu(rng.random((n, n)) < p, 1)
+    a = (a | a.T).astype(np.float64)
+    return a
+
+
+def _full_block(a, weight=None):
+    dst, src = np.nonzero(a)                       # a[dst, src] = edge src -> dst
+    n = a.shape[0]
+    w = None if weight is None else torch.tensor(weight[dst, src], dtype=torch.float32)
+    return Block(torch.arange(n), n, torch.from_numpy(src), torch.from_numpy(dst), w)
+
+
+def _sampled_block():
+    """5 destinations, 9 sources (destinations first), a hand-made edge list."""
+    src = torch.tensor([5, 6, 0, 7, 8, 1, 5, 2, 3, 6, 8])
+    dst = torch.tensor([0, 0, 1, 1, 1, 2, 3, 3, 4, 4, 4])
+    w = torch.rand(len(src), generator=torch.Generator().manual_seed(0)) + 0.1
+    return Block(torch.arange(100, 109), 5, src, dst, w)
+
+
+def _dense(block, weighted=False):
+    m = torch.zeros(block.num_dst_nodes, block.num_src_nodes, dtype=torch.float64)
+    vals = block.edge_weight.double() if weighted else torch.ones(block.num_edges,
+                                                                    dtype=torch.float64)
+    m.index_put_((block.edge_dst, block.edge_src), vals, accumulate=True)
+    return m
+
+
+@pytest.mark.parametrize("which", ["full", "sampled"])
+def test_sage_matches_dense(which):
+    torch.manual_seed(0)
+    block = _full_block(_symmetric_graph()) if which == "full" else _sampled_block()
+    for in_dim, out_dim in [(6, 4), (3, 5)]:      # both projection orders
+        conv = SAGEConv(in_dim, out_dim).double()
+        x = torch.randn(block.num_src_nodes, in_dim, dtype=torch.float64)
+        a = _dense(block)
+        mean = (a / a.sum(1, keepdim=True).clamp(min=1)) @ x
+        ref = conv.lin_self(x[:block.num_dst_nodes]) + mean @ conv.lin_neigh.weight.T
+        torch.testing.assert_close(conv(x, block), ref)
+
+
+def test_gcn_matches_dense_kipf_formula():
+    torch.manual_seed(0)
+    a = _symmetric_graph()
+    block = _full_block(a)
+    conv = GCNConv(5, 3).double()
+    with torch.no_grad():
+        conv.bias.normal_()
+    x = torch.randn(a.shape[0], 5, dtype=torch.float64)
+    ah = torch.from_numpy(a) + torch.eye(a.shape[0], dtype=torch.float64)
+    dinv = ah.sum(1).rsqrt()
+    ref = (dinv[:, None] * ah * dinv[None, :]) @ x @ conv.lin.weight.T + conv.bias
+    torch.testing.assert_close(conv(x, block), ref)
+
+
+@pytest.mark.parametrize("which", ["full", "sampled"])
+def test_pinsage_matches_dense(which):
+    torch.manual_seed(0)
+    if which == "full":
+        a = _symmetric_graph()
+        w = np.random.default_rng(1).random(a.shape) + 0.1
+        block = _full_block(a, w)
+    else:
+        block = _sampled_block()
+    conv = PinSageConv(4, 6, 3).double()
+    with torch.no_grad():
+        conv.Q.bias.normal_()
+        conv.W.bias.normal_()
+    x = torch.randn(block.num_src_nodes, 4, dtype=torch.float64)
+    wm = _dense(block, weighted=True)
+    hq = torch.relu(x @ conv.Q.weight.T + conv.Q.bias)
+    n = (wm @ hq) / wm.sum(1, keepdim=True).clamp(min=1e-300)
+    n = torch.where(wm.sum(1, keepdim=True) > 0, n, torch.zeros_like(n))
+    z = torch.relu(torch.cat([x[:block.num_dst_nodes], n], 1) @ conv.W.weight.T + conv.W.bias)
+    ref = z / z.norm(dim=1, keepdim=True).clamp(min=1e-6)
+    torch.testing.assert_close(conv(x, block), ref)
+    out = conv(x, block)
+    nonzero = out.norm(dim=1) > 0
+    torch.testing.assert_close(out[nonzero].norm(dim=1),
+                               torch.ones(int(nonzero.sum()), dtype=torch.float64))
+
+
+def test_permutation_invariance_of_edges():
+    block = _sampled_block()
+    perm = torch.randperm(block.num_edges, generator=torch.Generator().manual_seed(3))
+    shuffled = Block(block.src_nodes, block.num_dst_nodes, block.edge_src[perm],
+                     block.edge_dst[perm], block.edge_weight[perm])
+    x = torch.randn(block.num_src_nodes, 4, dtype=torch.float64)
+    for conv in (SAGEConv(4, 3), GCNConv(4, 3), PinSageConv(4, 5, 3)):
+        conv = conv.double()
+        torch.testing.assert_close(conv(x, block), conv(x, shuffled))
+
+
+def test_shape_errors():
+    block = _sampled_block()
+    with pytest.raises(GraphsysError, match="expected"):
+        SAGEConv(4, 3)(torch.randn(3, 4), block)
+    with pytest.raises(GraphsysError, match="expected"):
+        GCNConv(4, 3)(torch.randn(block.num_src_nodes, 5), block)
+    assert F.relu(torch.zeros(1)).item() == 0

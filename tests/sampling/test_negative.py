@@ -1,0 +1,67 @@
+"""Negative samplers: uniform range/determinism, hard negatives inside the PPR band."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys.errors import GraphsysError
+from graphsys.sampling import (
+    PPRHardNegativeSampler,
+    UniformNegativeSampler,
+    from_coo,
+    personalized_pagerank,
+)
+
+
+def _chain_bipartite(n_items=12):
+    # item k and k+1 share user k: a path of items through users
+    items = np.concatenate([np.arange(n_items - 1), np.arange(1, n_items)])
+    users = np.concatenate([np.arange(n_items - 1), np.arange(n_items - 1)])
+    fw = from_coo(items, users, n_items, n_items - 1)
+    return fw, fw.transpose()
+
+
+def test_uniform():
+    s = UniformNegativeSampler(10, 3)
+    a = s(torch.arange(4), rng_seed=1)
+    assert a.shape == (4, 3) and a.dtype == torch.int64
+    assert int(a.min()) >= 0 and int(a.max()) < 10
+    assert torch.equal(a, s(torch.arange(4), rng_seed=1))
+
+
+def test_ppr_matches_dense_power_iteration():
+    fw, bw = _chain_bipartite()
+    a, b = fw.to_scipy().toarray(), bw.to_scipy().toarray()
+    p = (a / a.sum(1, keepdims=True)) @ (b / b.sum(1, keepdims=True))
+    x = np.eye(12)[[0, 5]]
+    e = x.copy()
+    for _ in range(30):
+        x = 0.15 * e + 0.85 * x @ p
+    got = personalized_pagerank(fw, bw, np.array([0, 5]), num_iters=30)
+    np.testing.assert_allclose(got, x, rtol=1e-10, atol=1e-12)
+
+
+def test_hard_negatives_come_from_the_band():
+    fw, bw = _chain_bipartite()
+    s = PPRHardNegativeSampler(fw, bw, 3, 6, num_negatives=50)
+    q = np.array([0, 6])
+    scores = personalized_pagerank(fw, bw, q)
+    neg = s(torch.from_numpy(q), rng_seed=2).numpy()
+    for r, node in enumerate(q):
+        sc = scores[r].copy()
+        sc[node] = -np.inf
+        order = np.argsort(-sc, kind="stable")
+        assert set(neg[r].tolist()) <= set(order[3:6].tolist())
+        assert node not in neg[r]
+    # on a path graph the band of item 0 is items 4..6 (ranks by distance)
+    assert set(neg[0].tolist()) <= {4, 5, 6}
+
+
+def test_bad_band():
+    fw, bw = _chain_bipartite()
+    with pytest.raises(GraphsysError, match="band"):
+        PPRHardNegativeSampler(fw, bw, 5, 5)
+    with pytest.raises(GraphsysError, match="only"):
+        PPRHardNegativeSampler(fw, bw, 50, 60)

@@ -1,0 +1,129 @@
+"""Uniform neighbour sampler and blocks: fanouts, real neighbours, uniformity, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from graphsys.errors import GraphsysError
+from graphsys.sampling import (
+    NeighborSampler,
+    from_coo,
+    homogeneous_adjacency,
+    parse_fanouts,
+    sample_neighbors,
+)
+
+from .conftest import random_graph_edges, write_homogeneous
+
+
+@pytest.fixture
+def graph(tmp_path):
+    return write_homogeneous(tmp_path, random_graph_edges(), 60)
+
+
+def _neighbour_sets(graph):
+    nbrs = {v: set() for v in range(60)}
+    for s, d, _, _ in graph.iter_edges():
+        for a, b in zip(s.tolist(), d.tolist()):
+            nbrs[a].add(b)
+            nbrs[b].add(a)
+    return nbrs
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_fanouts_respected_and_only_real_neighbours(graph, replace):
+    nbrs = _neighbour_sets(graph)
+    sampler = NeighborSampler(graph, [3, 2], replace=replace)
+    seeds = torch.tensor([0, 5, 7, 11, 59])
+    blocks = sampler.sample_blocks(seeds, rng_seed=1)
+    assert len(blocks) == 2
+    assert torch.equal(blocks[-1].dst_nodes, seeds)
+    assert torch.equal(blocks[0].dst_nodes, blocks[1].src_nodes)
+    for block, fanout in zip(blocks, [3, 2]):
+        src = block.src_nodes[block.edge_src]
+        dst = block.dst_nodes[block.edge_dst]
+        deg = torch.bincount(block.edge_dst, minlength=block.num_dst_nodes)
+        for k, v in enumerate(block.dst_nodes.tolist()):
+            real = len(nbrs[v])
+            want = (fanout if real else 0) if replace else min(real, fanout)
+            assert deg[k] == want
+        for a, b in zip(src.tolist(), dst.tolist()):
+            assert a in nbrs[b]
+        if not replace:   # no neighbour twice for the same destination
+            pairs = set(zip(src.tolist(), dst.tolist()))
+            assert len(pairs) == block.num_edges
+        assert len(set(block.src_nodes.tolist())) == block.num_src_nodes
+
+
+def test_full_neighbourhood(graph):
+    nbrs = _neighbour_sets(graph)
+    blocks = NeighborSampler(graph, [-1]).sample_blocks(torch.arange(60))
+    b = blocks[0]
+    got = {v: set() for v in range(60)}
+    for a, d in zip(b.src_nodes[b.edge_src].tolist(), b.dst_nodes[b.edge_dst].tolist()):
+        got[d].add(a)
+    assert got == nbrs
+
+
+def test_without_replacement_is_uniform_over_subsets():
+    # one node with 5 neighbours, fanout 2: all 10 subsets equally likely
+    adj = from_coo(np.zeros(5, np.int64), np.arange(1, 6), 6, 6)
+    seeds = np.zeros(5000, np.int64)          # every position draws its own stream
+    nbr, per_seed, _ = sample_neighbors(adj, seeds, 2, rng_seed=4)
+    assert (per_seed == 2).all()
+    counts = {}
+    for pair in nbr.reshape(-1, 2).tolist():
+        key = tuple(sorted(pair))
+        assert len(set(key)) == 2
+        counts[key] = counts.get(key, 0) + 1
+    assert len(counts) == 10
+    assert stats.chisquare(list(counts.values())).pvalue > 1e-4
+
+
+def test_deterministic_under_seed(graph):
+    s = NeighborSampler(graph, [4, 4])
+    seeds = torch.tensor([3, 1, 4, 15, 9])
+    a = s.sample_blocks(seeds, 7)
+    b = s.sample_blocks(seeds, 7, parallel=False)
+    for x, y in zip(a, b):
+        assert torch.equal(x.src_nodes, y.src_nodes)
+        assert torch.equal(x.edge_src, y.edge_src)
+        assert torch.equal(x.edge_dst, y.edge_dst)
+
+
+def test_block_to_device_and_dgl(graph):
+    b = NeighborSampler(graph, [2]).sample_blocks(torch.tensor([0, 1]))[0]
+    moved = b.to("cpu")
+    assert torch.equal(moved.edge_src, b.edge_src) and moved.device.type == "cpu"
+    try:
+        import dgl  # noqa: F401
+    except ImportError:
+        with pytest.raises(GraphsysError, match="DGL"):
+            b.to_dgl()
+    else:
+        assert b.to_dgl().num_edges() == b.num_edges
+
+
+def test_directed_view(tmp_path):
+    g = write_homogeneous(tmp_path, [(0, 1), (2, 1), (1, 3)], 4, name="d")
+    adj = homogeneous_adjacency(g, symmetric=False, direction="in")
+    assert adj.indices[adj.indptr[1]:adj.indptr[2]].tolist() == [0, 2]
+    assert adj.indices[adj.indptr[3]:adj.indptr[4]].tolist() == [1]
+
+
+@pytest.mark.parametrize("text", ["", "10,x", "10,,25", "0", "-2", "1.5"])
+def test_malformed_fanouts(text):
+    with pytest.raises(GraphsysError, match="fanouts"):
+        parse_fanouts(text)
+
+
+def test_bad_seeds(graph):
+    s = NeighborSampler(graph, [2])
+    with pytest.raises(GraphsysError, match="outside the graph"):
+        s.sample_blocks(torch.tensor([60]))
+    with pytest.raises(GraphsysError, match="unique"):
+        s.sample_blocks(torch.tensor([1, 1]))
+    assert parse_fanouts("10, 25") == [10, 25]

@@ -1,0 +1,131 @@
+"""PinSage sampler: distribution vs exact enumeration, top-k, signature, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from graphsys.errors import GraphsysError
+from graphsys.sampling import PinSAGESampler, RandomWalkNeighborSampler, from_coo
+
+from .conftest import BIPARTITE
+
+
+def _hop_matrix(fw, bw):
+    """Exact one-hop (ntype -> other -> ntype) transition matrix, uniform choices."""
+    a = fw.to_scipy().toarray().astype(np.float64)
+    b = bw.to_scipy().toarray().astype(np.float64)
+    pa = a / np.maximum(a.sum(1, keepdims=True), 1)
+    pb = b / np.maximum(b.sum(1, keepdims=True), 1)
+    return pa @ pb
+
+
+def _tiny():
+    u = np.array([e[0] for e in BIPARTITE])
+    i = np.array([e[1] for e in BIPARTITE])
+    fw = from_coo(i, u, 5, 4)            # item -> user
+    return fw, fw.transpose()
+
+
+def test_one_traversal_matches_exact_distribution_chi_square():
+    fw, bw = _tiny()
+    p = _hop_matrix(fw, bw)
+    walks = 20_000
+    s = RandomWalkNeighborSampler(fw, bw, 1, 0.5, walks, 5)
+    for seed_node in range(5):
+        src, _dst, _w = s(torch.tensor([seed_node]), rng_seed=11 + seed_node)
+        counts = np.zeros(5)
+        counts[src.numpy()] = s(torch.tensor([seed_node]), rng_seed=11 + seed_node).count.numpy()
+        support = p[seed_node] > 0
+        assert counts[~support].sum() == 0          # only reachable nodes are visited
+        assert counts.sum() == walks                # one visit per walk, no dead ends here
+        probs = p[seed_node][support] / p[seed_node][support].sum()
+        chi = stats.chisquare(counts[support], walks * probs)
+        assert chi.pvalue > 1e-4, (seed_node, counts, walks * p[seed_node])
+
+
+def test_multi_traversal_expected_visits_match_enumeration():
+    """E[visits to v] = R * sum_t (1-p)^(t-1) P^t[s, v]; compare with a z-test over
+    independent repetitions of the same seed."""
+    fw, bw = _tiny()
+    p_hop = _hop_matrix(fw, bw)
+    T, term, R, reps = 3, 0.5, 400, 300
+    expected = np.zeros((5, 5))
+    power = np.eye(5)
+    for t in range(1, T + 1):
+        power = power @ p_hop
+        expected += (1 - term) ** (t - 1) * power
+    expected *= R
+    s = RandomWalkNeighborSampler(fw, bw, T, term, R, 5)
+    seed_node = 1
+    seeds = torch.full((reps,), seed_node)
+    # duplicates are fine for the sampler itself (only blocks need unique seeds)
+    nbr, cnt, num = s.sample(seeds, rng_seed=5)
+    per = np.zeros((reps, 5))
+    rows = np.repeat(np.arange(reps), num)
+    np.add.at(per, (rows, nbr), cnt)
+    mean, se = per.mean(0), per.std(0, ddof=1) / np.sqrt(reps)
+    z = np.abs(mean - expected[seed_node]) / np.maximum(se, 1e-9)
+    assert (z < 5).all(), (mean, expected[seed_node], z)
+
+
+def test_topk_weights_and_ordering(bipartite_graph):
+    g = bipartite_graph
+    s = PinSAGESampler(g, "item", "user", 3, 0.5, 200, 2, seed=3)
+    seeds = torch.arange(g.num_nodes("item"))
+    out = s(seeds)
+    src, dst, weight = out                           # unpacks like DGL's (src, dst, weight)
+    assert src.dtype == torch.int64 and weight.dtype == torch.float32
+    for k in seeds.tolist():
+        m = dst == k
+        assert 1 <= int(m.sum()) <= 2
+        assert torch.isclose(weight[m].sum(), torch.tensor(1.0))
+        c = out.count[m]
+        assert (c[:-1] >= c[1:]).all()                # most visited first
+    # compare with an unbounded sampler: the kept ones are the top counts
+    full = RandomWalkNeighborSampler(s.fw, s.bw, 3, 0.5, 200, 10)
+    a = s(seeds, rng_seed=9)
+    b = full(seeds, rng_seed=9)
+    for k in seeds.tolist():
+        ca = sorted(a.count[a.dst == k].tolist(), reverse=True)
+        cb = sorted(b.count[b.dst == k].tolist(), reverse=True)
+        assert ca == cb[:len(ca)]
+
+
+def test_walks_stay_on_the_metapath(bipartite_graph):
+    g = bipartite_graph
+    s = PinSAGESampler(g, "item", "user", 2, 0.3, 100, 5)
+    p = _hop_matrix(s.fw, s.bw)
+    reach = (p + p @ p) > 0
+    src, dst, _ = s(torch.arange(g.num_nodes("item")), rng_seed=1)
+    assert reach[dst.numpy(), src.numpy()].all()
+
+
+def test_deterministic_and_independent_of_parallelism(bipartite_graph):
+    s = PinSAGESampler(bipartite_graph, "item", "user", 3, 0.5, 50, 3)
+    seeds = torch.tensor([4, 0, 2, 1])
+    a = s(seeds, rng_seed=42)
+    b = s(seeds, rng_seed=42, parallel=False)
+    c = s(seeds, rng_seed=43)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert torch.equal(a.count, b.count)
+    assert not all(torch.equal(x, y) for x, y in zip(a, c)) or len(a.src) == 0
+
+
+def test_bad_input(bipartite_graph):
+    g = bipartite_graph
+    s = PinSAGESampler(g, "item", "user", 3, 0.5, 10, 3)
+    with pytest.raises(GraphsysError, match="outside the graph"):
+        s(torch.tensor([0, g.num_nodes("item")]))
+    with pytest.raises(GraphsysError, match="outside the graph"):
+        s(torch.tensor([-1]))
+    with pytest.raises(GraphsysError, match="integers"):
+        s(torch.tensor([0.5]))
+    with pytest.raises(GraphsysError, match="termination_prob"):
+        PinSAGESampler(g, "item", "user", 3, 1.5, 10, 3)
+    with pytest.raises(GraphsysError, match="num_neighbors"):
+        PinSAGESampler(g, "item", "user", 3, 0.5, 10, 0)
+    with pytest.raises(GraphsysError, match="unknown entity type"):
+        PinSAGESampler(g, "pin", "user", 3, 0.5, 10, 3)
