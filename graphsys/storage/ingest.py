@@ -1,7 +1,8 @@
 """Out-of-core ingest of edge lists into a partitioned graph directory.
 
 Three streaming passes, each bounded by ``IngestOptions.memory_limit`` apart from O(N)
-node arrays (ids, partition and local offset of every node):
+node arrays (ids, partition and local offset of every node). Each pass's edge buffer holds at
+most ``memory_limit / 8`` bytes, since sorting and grouping make transient copies of it:
 
 1. **read**: parse every input block, validate it (column count, empty ids, numeric weights,
    known relations), collect the node ids of each entity type, and spill the parsed columns
@@ -47,6 +48,9 @@ from graphsys.storage.readers import (
     FORMATS, NeedCarefulRead, detect_format, read_table, read_text,
 )
 
+#: Transient copies an edge buffer goes through (concatenate, group by bucket, sort,
+#: convert): each phase's buffer is sized at ``memory_limit / _COPIES`` bytes.
+_COPIES = 8
 _NO_I32 = np.zeros(0, np.int32)
 _NO_F32 = np.zeros(0, np.float32)
 #: Largest partition: local offsets are stored as int32.
@@ -623,8 +627,8 @@ class _IngestJob:
         """
         p = self.opts.num_partitions
         has_rel, has_weight = self.has_rel[edge_set], self.has_weight[edge_set]
-        row_bytes = 8 + 8 + (4 if has_rel else 0) + (4 if has_weight else 0)
-        flush_rows = max(self.opts.memory_limit // (4 * row_bytes), 1 << 16)
+        row_bytes = 4 + 8 + (4 if has_rel else 0) + (4 if has_weight else 0)
+        flush_rows = max(self.opts.memory_limit // (_COPIES * row_bytes), 1 << 16)
         routed = _Routed(self.spill / f"runs-{edge_set}", has_rel, has_weight)
         routed.rundir.mkdir()
         pending: list[tuple[np.ndarray, ...]] = []
@@ -704,7 +708,7 @@ class _IngestJob:
         lengths = routed.runs[b]
         fields = routed.fields
         row_bytes = sum(np.dtype(dt).itemsize for _, dt in fields)
-        block = max(self.opts.memory_limit // (4 * row_bytes * len(lengths)), 1 << 12)
+        block = max(self.opts.memory_limit // (_COPIES * row_bytes * len(lengths)), 1 << 12)
         runs = [_RunReader(routed.rundir, b, fields, start, n)
                 for start, n in zip(np.cumsum([0] + lengths[:-1]), lengths)]
         last: tuple[int, int] | None = None
@@ -741,11 +745,12 @@ class _IngestJob:
                 writer.write(cols)
 
     def batch_rows(self, edge_set: str) -> int:
-        """Rows per record batch of this edge set's bucket files."""
+        """Rows per record batch of this edge set's bucket files: ``max_batch_rows``, or less
+        so that writing one batch (key, columns and their conversions) stays in budget."""
         row_bytes = 8 + (4 if self.has_rel[edge_set] else 0) + (
             4 if self.has_weight[edge_set] else 0)
         return int(min(self.opts.max_batch_rows,
-                       max(self.opts.memory_limit // (4 * row_bytes), 1 << 12)))
+                       max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
 
 
 class _Routed:

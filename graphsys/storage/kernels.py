@@ -125,15 +125,15 @@ def gather(table, index):
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def bucket_keys(src, dst, part_l, part_r, local_l, local_r, num_partitions):
-    """Bucket id ``part_l[src]*P + part_r[dst]`` (int64) and sort key
+    """Bucket id ``part_l[src]*P + part_r[dst]`` (int32) and sort key
     ``local_l[src] << 32 | local_r[dst]`` (uint64) of every edge, given dense node indices."""
     n = src.shape[0]
-    bucket = np.empty(n, np.int64)
+    bucket = np.empty(n, np.int32)
     key = np.empty(n, np.uint64)
     for k in numba.prange(n):
         a = src[k]
         b = dst[k]
-        bucket[k] = np.int64(part_l[a]) * num_partitions + part_r[b]
+        bucket[k] = part_l[a] * num_partitions + part_r[b]
         key[k] = (np.uint64(local_l[a]) << np.uint64(32)) | np.uint64(local_r[b])
     return bucket, key
 
