@@ -1,0 +1,21 @@
+"""`graphsys demo` runs every step on its embedded default and reports their figures."""
+
+from __future__ import annotations
+
+import json
+
+from graphsys.cli import main
+
+
+def test_demo_json(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--edges", "20000", "--nodes", "2048", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc["ingest"]["edges"] == {"default": 20000}
+    assert doc["verify"]["verify"]["edges"] == 20000
+    ranks = doc["pagerank"]["top5"]
+    assert len(ranks) == 5 and ranks[0]["rank"] >= ranks[-1]["rank"] > 0
+    assert doc["gnn"]["metrics"]["test_accuracy"] > 0.8  # 4 well-separated blocks
+    assert (out / "profile" / "profile.html").is_file()
+    assert main(["demo", "--out", str(out)]) != 0  # refuses an existing directory
+    assert "already exists" in capsys.readouterr().err
