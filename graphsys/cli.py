@@ -17,7 +17,9 @@ COMMANDS = ("demo", "ingest", "info", "verify", "export", "generate", "datasets"
             "profile", "gnn")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``argv`` naming a command, only that command's module is
+    imported (commands import heavy libraries such as torch only when they need them)."""
     parser = argparse.ArgumentParser(
         prog="graphsys",
         description="Partitioned Arrow graph storage, BSP analytics, embeddings and GNNs.",
@@ -26,13 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"graphsys {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    first = next((a for a in (argv or []) if not a.startswith("-")), None)
+    for name in (first,) if first in COMMANDS else COMMANDS:
         importlib.import_module(f"graphsys.commands.{name}").register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

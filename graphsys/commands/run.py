@@ -15,12 +15,15 @@ from graphsys.commands._common import emit_json
 from graphsys.errors import GraphsysError
 
 
-def register(subparsers) -> None:
-    from graphsys.bsp.algorithms import ALGORITHMS
+#: Names of :data:`graphsys.bsp.algorithms.ALGORITHMS`, listed here so that building the
+#: parser does not import torch (a test keeps the two equal).
+ALGORITHM_NAMES = ("pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore")
 
+
+def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a BSP algorithm (pagerank, bfs, ...)",
                               description=__doc__)
-    p.add_argument("algorithm", metavar="ALGO", help=f"one of: {', '.join(ALGORITHMS)}")
+    p.add_argument("algorithm", metavar="ALGO", help=f"one of: {', '.join(ALGORITHM_NAMES)}")
     p.add_argument("graph", type=Path, metavar="DIR")
     p.add_argument("--out", type=Path, metavar="FILE.parquet", help="per-node output")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")

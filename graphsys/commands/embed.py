@@ -1,0 +1,177 @@
+"""``graphsys embed``: train, evaluate, export and query graph embeddings.
+
+    graphsys embed train --graph DIR [--edges train] --config FILE.toml [--set key=value] --out CKPT
+    graphsys embed eval CKPT --graph DIR --edges test [--filtered] [--relation-wise] [--json]
+    graphsys embed export CKPT --format tsv|parquet|numpy --out PATH [--relations-out PATH]
+    graphsys embed nearest CKPT ID [-k 10] [--by cos|dot]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from graphsys.commands._common import emit_json, show_progress
+from graphsys.errors import GraphsysError
+
+
+def register(subparsers) -> None:
+    from graphsys.embed.config import config_help
+
+    p = subparsers.add_parser("embed", help="train / evaluate / export graph embeddings",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="embed_command", metavar="SUBCOMMAND", required=True)
+
+    t = sub.add_parser("train", help="train embeddings (resumes an existing --out)",
+                       epilog="config keys:\n" + config_help(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("--graph", type=Path, help="graph directory (else the config's graph)")
+    t.add_argument("--edges", help="training edge set (default: train, or the only one)")
+    t.add_argument("--config", type=Path, help="TOML or JSON config file")
+    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key (repeatable), e.g. --set lr=0.1")
+    t.add_argument("--out", type=Path, help="checkpoint directory (else checkpoint_path)")
+    t.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config device")
+    t.add_argument("--json", action="store_true", help="print one JSON line of statistics")
+    t.set_defaults(func=run_train)
+
+    e = sub.add_parser("eval", help="link-prediction metrics on an edge set")
+    e.add_argument("checkpoint", type=Path, metavar="CKPT")
+    e.add_argument("--graph", type=Path, help="graph directory (default: the training graph)")
+    e.add_argument("--edges", default="test", help="edge set to rank (default test)")
+    e.add_argument("--filtered", action="store_true",
+                   help="filter out other true triples of every edge set (standard protocol)")
+    e.add_argument("--candidates", default="auto",
+                   help="all, auto, or a number of sampled candidates (default auto)")
+    e.add_argument("--relation-wise", action="store_true", help="also report per relation")
+    e.add_argument("--seed", type=int, default=0, help="seed of sampled candidates")
+    e.add_argument("--json", action="store_true", help="print one JSON line")
+    e.set_defaults(func=run_eval)
+
+    x = sub.add_parser("export", help="write embeddings as TSV (PBG), Parquet or NumPy")
+    x.add_argument("checkpoint", type=Path, metavar="CKPT")
+    x.add_argument("--format", choices=("tsv", "parquet", "numpy"), default="tsv")
+    x.add_argument("--out", type=Path, required=True,
+                   help="entities TSV / Parquet file / NumPy directory")
+    x.add_argument("--relations-out", type=Path, help="TSV of relation parameters (tsv)")
+    x.add_argument("--entity-type", help="entity type (parquet/numpy; default the only one)")
+    x.add_argument("--graph", type=Path, help="graph directory (default: the training graph)")
+    x.set_defaults(func=run_export)
+
+    n = sub.add_parser("nearest", help="most similar entities of an id (blocked matmul)")
+    n.add_argument("checkpoint", type=Path, metavar="CKPT")
+    n.add_argument("id", help="original node id")
+    n.add_argument("-k", type=int, default=10, help="neighbours (default 10)")
+    n.add_argument("--by", choices=("cos", "dot"), default="cos")
+    n.add_argument("--entity-type", help="entity type (default the only one)")
+    n.add_argument("--graph", type=Path, help="graph directory (default: the training graph)")
+    n.add_argument("--json", action="store_true", help="print one JSON line")
+    n.set_defaults(func=run_nearest)
+
+
+def run_train(args) -> int:
+    from graphsys.embed.config import load_config
+    from graphsys.embed.train import Trainer
+    from graphsys.storage.graph import open_graph
+
+    values = {"device": args.device}
+    cfg = load_config(args.config, args.overrides, **values)
+    graph_path = args.graph or cfg.graph
+    if graph_path is None:
+        raise GraphsysError("--graph: no graph given (or set graph in the config)")
+    out = args.out or cfg.checkpoint_path
+    if out is None:
+        raise GraphsysError("--out: no checkpoint directory given (or set checkpoint_path)")
+    if args.edges:
+        cfg.edges = args.edges
+    graph = open_graph(graph_path)
+    log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
+    trainer = Trainer(cfg, graph, Path(out), progress=show_progress(args), log=log)
+    stats = trainer.run()
+    total_edges = sum(s.edges for s in stats)
+    total_s = sum(s.seconds for s in stats)
+    summary = {"checkpoint": str(out), "epochs": len(stats),
+               "edges_per_s": round(total_edges / total_s, 1) if total_s else 0.0,
+               "seconds": round(total_s, 3),
+               "swaps": sum(s.swaps for s in stats),
+               "bytes_read": sum(s.bytes_read for s in stats),
+               "bytes_written": sum(s.bytes_written for s in stats),
+               "final_loss": stats[-1].loss if stats else None,
+               "epoch_stats": [s.to_json() for s in stats]}
+    if args.json:
+        emit_json(summary)
+    else:
+        print(f"trained {summary['epochs']} epochs into {out}: "
+              f"{summary['edges_per_s']:,.0f} edges/s, {summary['swaps']} swaps")
+    return 0
+
+
+def _load(args):
+    from graphsys.embed.embeddings import Embeddings
+
+    return Embeddings.load(args.checkpoint, graph=args.graph)
+
+
+def run_eval(args) -> int:
+    from tqdm import tqdm
+
+    from graphsys.embed.evaluate import evaluate
+
+    emb = _load(args)
+    cand = args.candidates
+    if cand not in ("all", "auto"):
+        if not cand.isdigit() or int(cand) < 1:
+            raise GraphsysError(f"--candidates: all, auto or a positive number, got {cand!r}")
+        cand = int(cand)
+    graph = emb.graph
+    bar = tqdm(total=graph.num_edges(args.edges), unit="edge", desc="eval",
+               disable=not show_progress(args))
+    res = evaluate(emb, graph, args.edges, filtered=args.filtered, candidates=cand,
+                   relation_wise=args.relation_wise, seed=args.seed, progress=bar.update)
+    bar.close()
+    if args.json:
+        emit_json(res)
+    else:
+        kind = "filtered" if res["filtered"] else "raw"
+        print(f"{kind} on {args.edges} ({res['count']} triples, both sides, candidates "
+              f"{res['candidates']}): MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
+              f"Hits@3 {res['hits@3']:.4f}  Hits@10 {res['hits@10']:.4f}  "
+              f"mean rank {res['mean_rank']:.1f}")
+        for name, d in res.get("relations", {}).items():
+            print(f"  {name}\tcount {d['count']}\tMRR {d['mrr']:.4f}\tHits@10 "
+                  f"{d['hits@10']:.4f}")
+    return 0
+
+
+def run_export(args) -> int:
+    emb = _load(args)
+    if args.format == "tsv":
+        emb.export_tsv(args.out, args.relations_out)
+    elif args.format == "parquet":
+        emb.export_parquet(args.out, args.entity_type)
+    else:
+        emb.export_numpy(args.out, args.entity_type)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def run_nearest(args) -> int:
+    emb = _load(args)
+    if args.k < 1:
+        raise GraphsysError(f"-k: must be positive, got {args.k}")
+    et = args.entity_type
+    node = args.id
+    graph = emb.graph
+    t = graph._etype(et)
+    node = int(node) if t.id_type == "int64" and node.lstrip("-").isdigit() else node
+    ids, scores = emb.nearest(node, args.k, by=args.by, entity_type=et)
+    ids = [x.item() if hasattr(x, "item") else x for x in ids]
+    if args.json:
+        emit_json({"id": node, "by": args.by, "neighbours": [
+            {"id": i, "score": float(s)} for i, s in zip(ids, scores)]})
+    else:
+        for i, s in zip(ids, scores):
+            print(f"{i}\t{s:.6f}")
+    return 0

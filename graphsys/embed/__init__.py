@@ -1,0 +1,37 @@
+"""Graph embeddings at PyTorch-BigGraph scale: bucketed training over the stored buckets.
+
+- :func:`train` (config -> :class:`Embeddings`), :class:`EmbedConfig` / :func:`load_config`
+- :class:`Embeddings`: ``load``, ``vector``, ``vectors``, ``nearest``, ``score``,
+  ``predict_tails``, ``to_numpy``, ``export_tsv`` / ``export_parquet`` / ``export_numpy``
+- :func:`evaluate`: raw / filtered MRR, Hits@k, mean rank
+- registries :data:`OPERATORS`, :data:`COMPARATORS`, :data:`LOSSES`
+"""
+
+from graphsys.embed.config import (
+           ConfigError,
+           EmbedConfig,
+           config_from_dict,
+           load_config,
+)
+from graphsys.embed.embeddings import Embeddings
+from graphsys.embed.evaluate import evaluate
+from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
+from graphsys.embed.schedule import bucket_order, min_swaps, plan_buffer
+from graphsys.embed.train import Trainer, train
+
+__all__ = [
+           "COMPARATORS",
+           "LOSSES",
+           "OPERATORS",
+           "ConfigError",
+           "EmbedConfig",
+           "Embeddings",
+           "Trainer",
+           "bucket_order",
+           "config_from_dict",
+           "evaluate",
+           "load_config",
+           "min_swaps",
+           "plan_buffer",
+           "train",
+]

@@ -1,0 +1,134 @@
+"""Checkpoint directory: versioned, memory-mappable NumPy files; never pickle.
+
+Layout (``N`` = checkpoint version = epochs completed; version 0 is the initialisation)::
+
+    CKPT/
+      checkpoint.json                              committed last, atomically (see below)
+      config.json                                  the EmbedConfig used
+      embeddings/{type}/part-{p:05d}.v{N:06d}.npy  float32 (n_p, d) embeddings of partition p
+      optim/{type}/part-{p:05d}.v{N:06d}.npy       float32 (n_p,) row-wise Adagrad sums
+      model/{side}.{param}.v{N:06d}.npy            relation operator params, side = lhs/rhs
+                                                   (and .adagrad for their Adagrad sums)
+
+Every ``.npy`` is written with ``allow_pickle=False`` and opened with ``mmap_mode="r"``.
+``checkpoint.json`` names the committed version; it is replaced atomically (temp + fsync +
+rename) only after every file of the new version is on disk, and older versions are deleted
+afterwards. Files of a version above the committed one are leftovers of an interrupted epoch
+(or, during training, partitions swapped out in the current epoch) and are removed on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.atomic import fsync_dir, write_bytes_atomic
+
+FORMAT = "graphsys-embeddings"
+FORMAT_VERSION = 1
+META = "checkpoint.json"
+_VERSIONED = re.compile(r"\.v(\d{6})\.npy$")
+
+
+def save_npy(path: Path, array: np.ndarray) -> int:
+    """Write ``array`` to ``path`` atomically (temp, fsync, rename); returns bytes written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path.stat().st_size
+
+
+def load_npy(path: Path, *, mmap: bool = False) -> np.ndarray:
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise FormatError(f"{path}: cannot read ({exc})") from None
+
+
+class CheckpointStorage:
+    """File names and raw reads/writes of one checkpoint directory (no policy)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def emb_path(self, etype: str, part: int, version: int) -> Path:
+        return self.root / "embeddings" / etype / f"part-{part:05d}.v{version:06d}.npy"
+
+    def optim_path(self, etype: str, part: int, version: int) -> Path:
+        return self.root / "optim" / etype / f"part-{part:05d}.v{version:06d}.npy"
+
+    def model_path(self, key: str, version: int) -> Path:
+        return self.root / "model" / f"{key}.v{version:06d}.npy"
+
+    def has_meta(self) -> bool:
+        return (self.root / META).is_file()
+
+    def read_meta(self) -> dict[str, Any]:
+        path = self.root / META
+        try:
+            meta = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise GraphsysError(f"{self.root}: not an embedding checkpoint (no {META})") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FormatError(f"{path}: unreadable ({exc})") from None
+        if meta.get("format") != FORMAT:
+            raise FormatError(f"{path}: not a graphsys embedding checkpoint")
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise FormatError(f"{path}: format_version {meta.get('format_version')} is not "
+                              f"{FORMAT_VERSION}")
+        return meta
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, **meta}
+        write_bytes_atomic(self.root / META, json.dumps(meta, indent=1).encode() + b"\n")
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(self.root / "config.json",
+                           json.dumps(config, indent=1).encode() + b"\n")
+
+    def read_config(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.root / "config.json").read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FormatError(f"{self.root / 'config.json'}: unreadable ({exc})") from None
+
+    def versioned_files(self) -> list[tuple[Path, int]]:
+        out = []
+        for sub in ("embeddings", "optim", "model"):
+            for path in (self.root / sub).rglob("*.npy"):
+                m = _VERSIONED.search(path.name)
+                if m:
+                    out.append((path, int(m.group(1))))
+        return out
+
+    def drop_versions(self, keep: int, *, above: bool = True, below: bool = True) -> None:
+        """Delete version files other than ``keep`` (those above and/or below it) and temps."""
+        for path, v in self.versioned_files():
+            if (above and v > keep) or (below and v < keep):
+                path.unlink(missing_ok=True)
+        for sub in ("embeddings", "optim", "model"):
+            for tmp in (self.root / sub).rglob(".*.tmp-*"):
+                tmp.unlink(missing_ok=True)
+
+    def sync_dirs(self) -> None:
+        for sub in ("embeddings", "optim", "model"):
+            base = self.root / sub
+            if base.is_dir():
+                for d in [base, *[p for p in base.rglob("*") if p.is_dir()]]:
+                    fsync_dir(d)

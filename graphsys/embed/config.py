@@ -1,0 +1,357 @@
+"""The typed, validated embedding config (TOML or JSON; never executed).
+
+Key names follow PyTorch-BigGraph's where PBG has one, so a PBG user's settings carry over.
+Every field has a ``help`` text (``graphsys embed train --help`` prints them) and a validator;
+an unknown key or a bad value raises :class:`ConfigError` naming the key, e.g.
+``relations[0].operator: unknown operator 'foo' (known: affine, complex_diagonal, ...)``.
+
+Example (FB15k-237, PBG's fb15k settings)::
+
+    dimension = 400
+    operator = "complex_diagonal"
+    comparator = "dot"
+    loss_fn = "softmax"
+    lr = 0.1
+    num_epochs = 10
+    num_uniform_negs = 1000
+    batch_size = 1000
+
+Relations default to every relation type of the graph with the top-level ``operator``;
+``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
+from graphsys.errors import GraphsysError
+from graphsys.units import parse_size
+
+
+class ConfigError(GraphsysError):
+    """A config file, key or value that cannot be used; the message starts with the key."""
+
+
+BUCKET_ORDERS = ("inside_out", "outside_in", "random", "affinity", "buffer")
+DEVICES = ("cpu", "cuda", "auto")
+
+
+def _h(text: str, **kw: Any) -> Any:
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass
+class RelationConfig:
+    """Per-relation settings; ``name`` must be a relation type of the graph."""
+
+    name: str = _h("relation type name (as in the graph's relation_types)")
+    operator: str | None = _h("operator of this relation (default: the top-level operator)",
+                              default=None)
+    weight: float = _h("multiplier of this relation's loss", default=1.0)
+
+
+@dataclass
+class EntityConfig:
+    """Per-entity-type settings; checked against the stored graph."""
+
+    num_partitions: int = _h("partitions of this entity type (must equal the graph's)")
+
+
+@dataclass
+class EmbedConfig:
+    """All training, negative sampling, scheduling and evaluation settings."""
+
+    # -- data (PBG: entity_path / edge_paths / checkpoint_path) --------------------------------
+    graph: str | None = _h("graph directory (CLI: --graph)", default=None)
+    edges: str | None = _h("training edge set (CLI: --edges; default: train or the only one)",
+                           default=None)
+    checkpoint_path: str | None = _h("checkpoint directory (CLI: --out)", default=None)
+    entities: dict[str, EntityConfig] = _h("per entity type: num_partitions (checked)",
+                                           default_factory=dict)
+    relations: list[RelationConfig] = _h("per-relation overrides: name, operator, weight",
+                                         default_factory=list)
+    num_partitions: int | None = _h("partitions P (checked against the graph if given)",
+                                    default=None)
+    # -- model ------------------------------------------------------------------------------
+    dimension: int = _h("embedding dimension d", default=100)
+    operator: str = _h("default relation operator: " + ", ".join(OPERATORS.names()),
+                       default="none")
+    comparator: str = _h("comparator: " + ", ".join(COMPARATORS.names()), default="cos")
+    loss_fn: str = _h("loss: " + ", ".join(LOSSES.names()), default="ranking")
+    margin: float = _h("margin of the ranking loss", default=0.1)
+    init_scale: float = _h("std of the N(0, init_scale) embedding init", default=1e-3)
+    max_norm: float | None = _h("clip updated embedding rows to this L2 norm", default=None)
+    regularization_coef: float = _h("N3 regularisation weight (0 = off)", default=0.0)
+    # -- optimisation -----------------------------------------------------------------------
+    lr: float = _h("learning rate of the row-wise Adagrad on embeddings", default=0.01)
+    relation_lr: float | None = _h("Adagrad learning rate of relation params (default: lr)",
+                                   default=None)
+    num_epochs: int = _h("passes over the training edges", default=1)
+    batch_size: int = _h("positive edges per batch", default=1000)
+    num_batch_negs: int = _h("negatives taken from the other edges of a chunk of this size",
+                             default=50)
+    num_uniform_negs: int = _h("negatives sampled from the candidate partition, shared by the "
+                               "batch", default=50)
+    degree_neg_fraction: float = _h("fraction of the sampled negatives drawn proportionally "
+                                    "to training degree (0 = uniform, as PBG)", default=0.0)
+    # -- scheduling -------------------------------------------------------------------------
+    bucket_order: str = _h("bucket order: " + ", ".join(BUCKET_ORDERS), default="inside_out")
+    buffer_partitions: int | None = _h("partitions held in memory (default: all, or what "
+                                       "memory_budget allows); others are swapped to disk",
+                                       default=None)
+    memory_budget: str | int | None = _h("bytes for resident embeddings + Adagrad state, "
+                                         "e.g. '2GB'", default=None)
+    prefetch: bool = _h("load the next bucket's partitions in the background", default=True)
+    workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
+    device: str = _h("cpu, cuda or auto", default="cpu")
+    seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
+    # -- evaluation -------------------------------------------------------------------------
+    eval_num_uniform_negs: int = _h("sampled candidates per test edge when the full ranking "
+                                    "is too large", default=1000)
+    eval_full_max_candidates: int = _h("rank against all entities up to this many per type",
+                                       default=2_000_000)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def relation_learning_rate(self) -> float:
+        return self.lr if self.relation_lr is None else self.relation_lr
+
+    def budget_bytes(self) -> int | None:
+        if self.memory_budget is None:
+            return None
+        return parse_size(self.memory_budget, field="memory_budget")
+
+    # -- validation -------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        def positive(key: str, value: Any, *, allow_zero: bool = False) -> None:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
+                    value >= 0 if allow_zero else value > 0):
+                need = "a non-negative" if allow_zero else "a positive"
+                raise ConfigError(f"{key}: must be {need} number, got {value!r}")
+
+        def integer(key: str, value: Any, *, allow_zero: bool = False) -> None:
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"{key}: must be an integer, got {value!r}")
+            positive(key, value, allow_zero=allow_zero)
+
+        for key in ("dimension", "num_epochs", "batch_size", "workers",
+                    "eval_num_uniform_negs", "eval_full_max_candidates"):
+            integer(key, getattr(self, key))
+        for key in ("num_batch_negs", "num_uniform_negs", "seed"):
+            integer(key, getattr(self, key), allow_zero=True)
+        for key in ("num_partitions", "buffer_partitions"):
+            if getattr(self, key) is not None:
+                integer(key, getattr(self, key))
+        for key in ("lr", "init_scale"):
+            positive(key, getattr(self, key))
+        for key in ("margin", "regularization_coef"):
+            positive(key, getattr(self, key), allow_zero=True)
+        for key in ("relation_lr", "max_norm"):
+            if getattr(self, key) is not None:
+                positive(key, getattr(self, key))
+        positive("degree_neg_fraction", self.degree_neg_fraction, allow_zero=True)
+        if self.degree_neg_fraction > 1:
+            raise ConfigError(f"degree_neg_fraction: must be in [0, 1], got "
+                              f"{self.degree_neg_fraction!r}")
+        for key, reg in (("operator", OPERATORS), ("comparator", COMPARATORS),
+                         ("loss_fn", LOSSES)):
+            value = getattr(self, key)
+            if value not in reg:
+                raise ConfigError(f"{key}: unknown {reg.kind} {value!r} (known: "
+                                  f"{', '.join(reg.names())})")
+        for key, choices in (("bucket_order", BUCKET_ORDERS), ("device", DEVICES)):
+            if getattr(self, key) not in choices:
+                raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
+                                  f"{getattr(self, key)!r}")
+        if not isinstance(self.prefetch, bool):
+            raise ConfigError(f"prefetch: must be true or false, got {self.prefetch!r}")
+        for key in ("graph", "edges", "checkpoint_path"):
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
+                raise ConfigError(f"{key}: must be a string, got {getattr(self, key)!r}")
+        if self.memory_budget is not None:
+            try:
+                self.budget_bytes()
+            except GraphsysError as exc:
+                raise ConfigError(str(exc)) from None
+        seen = set()
+        for k, rel in enumerate(self.relations):
+            where = f"relations[{k}]"
+            if not isinstance(rel.name, str) or not rel.name:
+                raise ConfigError(f"{where}.name: must be a non-empty string, got {rel.name!r}")
+            if rel.name in seen:
+                raise ConfigError(f"{where}.name: relation {rel.name!r} listed twice")
+            seen.add(rel.name)
+            if rel.operator is not None and rel.operator not in OPERATORS:
+                raise ConfigError(f"{where}.operator: unknown operator {rel.operator!r} "
+                                  f"(known: {', '.join(OPERATORS.names())})")
+            positive(f"{where}.weight", rel.weight, allow_zero=True)
+        for name, ent in self.entities.items():
+            integer(f"entities.{name}.num_partitions", ent.num_partitions)
+        ops = {self.operator} | {r.operator for r in self.relations if r.operator}
+        if "complex_diagonal" in ops and self.dimension % 2:
+            raise ConfigError(f"dimension: complex_diagonal needs an even dimension, got "
+                              f"{self.dimension}")
+        if self.num_batch_negs == 0 and self.num_uniform_negs == 0:
+            raise ConfigError("num_uniform_negs: num_batch_negs and num_uniform_negs are both "
+                              "0, so there are no negatives")
+
+
+# =============================================================================================
+# Parsing
+
+
+def _field_types() -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(EmbedConfig)}
+
+
+def _check_type(key: str, value: Any, annotation: str) -> Any:
+    """Coerce/check a scalar by its annotation text (the module uses string annotations)."""
+    base = annotation.replace(" | None", "")
+    if value is None:
+        if "None" in annotation:
+            return None
+        raise ConfigError(f"{key}: must not be null")
+    if base == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(f"{key}: must be an integer, got {value!r}")
+    elif base == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: must be a number, got {value!r}")
+        return float(value)
+    elif base == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: must be a string, got {value!r}")
+    elif base == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: must be true or false, got {value!r}")
+    elif base == "str | int":
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise ConfigError(f"{key}: must be a size like '2GB' or a byte count, got {value!r}")
+    return value
+
+
+def _sub(cls, key: str, raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: must be a table/object, got {raw!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for k, v in raw.items():
+        if k not in fields:
+            raise ConfigError(f"{key}.{k}: unknown key (known: {', '.join(fields)})")
+        kwargs[k] = _check_type(f"{key}.{k}", v, str(fields[k].type))
+    missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING and n not in kwargs]
+    if missing:
+        raise ConfigError(f"{key}.{missing[0]}: required")
+    return cls(**kwargs)
+
+
+def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
+    """Build and validate a config from plain data; unknown keys raise :class:`ConfigError`."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config: must be a table/object, got {type(raw).__name__}")
+    fields = _field_types()
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in fields:
+            close = [n for n in fields if n.replace("_", "") == key.replace("_", "").lower()]
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{key}: unknown key{hint}; see `graphsys embed train --help`")
+        if key == "relations":
+            if not isinstance(value, list):
+                raise ConfigError(f"relations: must be a list of tables, got {value!r}")
+            kwargs[key] = [_sub(RelationConfig, f"relations[{k}]", v) for k, v in enumerate(value)]
+        elif key == "entities":
+            if not isinstance(value, dict):
+                raise ConfigError(f"entities: must be a table, got {value!r}")
+            kwargs[key] = {n: _sub(EntityConfig, f"entities.{n}", v) for n, v in value.items()}
+        else:
+            kwargs[key] = _check_type(key, value, str(fields[key].type))
+    return EmbedConfig(**kwargs)
+
+
+def _parse_value(text: str) -> Any:
+    """A ``--set`` value: a TOML literal if it parses (``0.1``, ``true``, ``"x"``), else text."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``key=value`` overrides; dotted keys reach into ``entities.T.num_partitions`` and
+    ``relations.K.field`` (K = list index or relation name)."""
+    out = json.loads(json.dumps(raw))
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected key=value")
+        key, text = item.split("=", 1)
+        key = key.strip()
+        value = _parse_value(text.strip())
+        parts = key.split(".")
+        if len(parts) == 1:
+            out[key] = value
+        elif parts[0] == "entities" and len(parts) == 3:
+            out.setdefault("entities", {}).setdefault(parts[1], {})[parts[2]] = value
+        elif parts[0] == "relations" and len(parts) == 3:
+            rels = out.setdefault("relations", [])
+            if parts[1].isdigit():
+                k = int(parts[1])
+                if k >= len(rels):
+                    raise ConfigError(f"{key}: there are only {len(rels)} relations entries")
+                rels[k][parts[2]] = value
+            else:
+                entry = next((r for r in rels if r.get("name") == parts[1]), None)
+                if entry is None:
+                    entry = {"name": parts[1]}
+                    rels.append(entry)
+                entry[parts[2]] = value
+        else:
+            raise ConfigError(f"{key}: unknown key")
+    return out
+
+
+def load_raw(path: str | Path) -> dict[str, Any]:
+    """Read a ``.toml`` or ``.json`` config file into plain data."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}") from None
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
+                **values: Any) -> EmbedConfig:
+    """Config from a file (or nothing), then ``values``, then ``key=value`` overrides."""
+    raw = load_raw(path) if path is not None else {}
+    raw.update({k: v for k, v in values.items() if v is not None})
+    return config_from_dict(apply_overrides(raw, overrides or []))
+
+
+def config_help() -> str:
+    """One line per key: name, default and help (for ``--help``)."""
+    lines = []
+    for f in dataclasses.fields(EmbedConfig):
+        default = (f.default if f.default is not dataclasses.MISSING else
+                   f.default_factory() if f.default_factory is not dataclasses.MISSING else "")
+        lines.append(f"  {f.name} (default {default!r}): {f.metadata.get('help', '')}")
+    return "\n".join(lines)

@@ -1,0 +1,200 @@
+"""Link-prediction evaluation: raw / filtered MRR, Hits@1/3/10 and mean rank.
+
+Every test triple ``(h, r, t)`` is ranked twice: its tail among candidate tails
+(``comparator(op_r^rhs(h), c)``) and its head among candidate heads
+(``comparator(op_r^lhs(t), c)``). Ranks count ties half: ``rank = 1 + #{c: s_c > s} +
+#{c != true: s_c = s} / 2`` (so a degenerate model that scores everything equal gets the
+middle rank, not rank 1). *Filtered*: every other candidate that forms a true triple in any
+edge set of the graph is removed before ranking (the standard protocol).
+
+Candidates are all entities of the type (full ranking) when the type has at most
+``eval_full_max_candidates`` entities, else ``eval_num_uniform_negs`` entities sampled
+uniformly and shared by a batch of test triples (as PBG).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from graphsys.embed.embeddings import Embeddings
+from graphsys.storage.graph import Graph
+
+EVAL_BATCH = 500
+
+
+@dataclass
+class _Triples:
+    """Type-global ids: ``h``, ``t``, ``r`` int64 ``(E,)``."""
+
+    h: np.ndarray
+    r: np.ndarray
+    t: np.ndarray
+
+
+def triples(graph: Graph, edge_set: str) -> _Triples:
+    """All triples of an edge set in type-global ids (memory: 3 x 8 bytes per edge)."""
+    rels = graph.relation_types
+    hs, rs, ts = [], [], []
+    offs = {t: graph.partition_offsets(t) for t in graph.entity_types}
+    lhs_off = np.stack([offs[r.lhs][:-1] for r in rels])
+    rhs_off = np.stack([offs[r.rhs][:-1] for r in rels])
+    for b in graph.buckets("row-major", edge_set):
+        for eb in b.batches():
+            rel = np.zeros(len(eb), np.int64) if eb.rel is None else eb.rel.astype(np.int64)
+            hs.append(lhs_off[rel, b.i] + eb.src)
+            ts.append(rhs_off[rel, b.j] + eb.dst)
+            rs.append(rel)
+    cat = (lambda x: np.concatenate(x) if x else np.zeros(0, np.int64))
+    return _Triples(cat(hs), cat(rs), cat(ts))
+
+
+class _Filter:
+    """True answers of queries ``(key = r * M + anchor)``: sorted compound ``g * M + answer``
+    where ``g`` is the index of the key among the sorted distinct keys."""
+
+    def __init__(self, key: np.ndarray, answer: np.ndarray, m: int):
+        order = np.lexsort((answer, key))
+        key, answer = key[order], answer[order]
+        self.keys, first = np.unique(key, return_index=True)
+        group = np.repeat(np.arange(len(self.keys)), np.diff(np.append(first, len(key))))
+        self.compound = group * m + answer
+        self.answer, self.first, self.m = answer, first, m
+        self.count = np.diff(np.append(first, len(key)))
+
+    def answers(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, answer) pairs of every true answer of each query key."""
+        g = np.searchsorted(self.keys, key)
+        g = np.minimum(g, len(self.keys) - 1)
+        ok = self.keys[g] == key
+        lengths = np.where(ok, self.count[g], 0)
+        starts = self.first[g]
+        rows = np.repeat(np.arange(len(key)), lengths)
+        within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return rows, self.answer[np.repeat(starts, lengths) + within]
+
+    def contains(self, key: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """bool ``(Q, C)``: is ``cand[c]`` a true answer of query ``key[q]``."""
+        g = np.searchsorted(self.keys, key)
+        g = np.minimum(g, len(self.keys) - 1)
+        ok = self.keys[g] == key
+        comp = g[:, None] * self.m + cand[None, :]
+        pos = np.searchsorted(self.compound, comp).clip(max=len(self.compound) - 1)
+        return ok[:, None] & (self.compound[pos] == comp)
+
+
+def _ranks(scores: torch.Tensor, pos: torch.Tensor) -> np.ndarray:
+    gt = (scores > pos[:, None]).sum(1)
+    eq = (scores == pos[:, None]).sum(1)
+    return (1.0 + gt + 0.5 * (eq - 1).clamp_min(0)).numpy().astype(np.float64)
+
+
+def metrics(ranks: np.ndarray) -> dict[str, float]:
+    """MRR, Hits@1/3/10 and mean rank of float ranks ``(n,)``."""
+    if len(ranks) == 0:
+        return {"mrr": 0.0, "hits@1": 0.0, "hits@3": 0.0, "hits@10": 0.0, "mean_rank": 0.0}
+    return {"mrr": float(np.mean(1.0 / ranks)),
+            "hits@1": float(np.mean(ranks <= 1)), "hits@3": float(np.mean(ranks <= 3)),
+            "hits@10": float(np.mean(ranks <= 10)), "mean_rank": float(np.mean(ranks))}
+
+
+def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = True,
+             candidates: str | int = "auto", relation_wise: bool = False, seed: int = 0,
+             progress=None) -> dict:
+    """Rank the triples of ``edge_set`` (head and tail corruption).
+
+    ``candidates``: ``"all"`` (full ranking), an int (that many sampled candidates), or
+    ``"auto"`` (full up to ``eval_full_max_candidates`` entities per type, else
+    ``eval_num_uniform_negs``). Returns ``{"mrr", "hits@1", "hits@3", "hits@10",
+    "mean_rank", "count"}`` (``count`` = test triples; every triple is ranked twice) plus
+    ``"filtered"``, ``"candidates"`` and, with ``relation_wise``, ``"relations"``.
+    """
+    es = graph.edge_set(edge_set).name
+    test = triples(graph, es)
+    m = max(graph.num_nodes(t) for t in graph.entity_types) + 1
+    filt_tail = filt_head = None
+    if filtered:
+        every = [triples(graph, name) for name in graph.edge_sets]
+        h = np.concatenate([x.h for x in every])
+        r = np.concatenate([x.r for x in every])
+        t = np.concatenate([x.t for x in every])
+        filt_tail = _Filter(r * m + h, t, m)
+        filt_head = _Filter(r * m + t, h, m)
+    rels = emb.relations
+    lhs_of = np.array([emb.entity_types.index(x["lhs"]) for x in rels])
+    rhs_of = np.array([emb.entity_types.index(x["rhs"]) for x in rels])
+    cache: dict[str, torch.Tensor] = {}
+    gen = np.random.default_rng(seed)
+    cfg = emb.config
+
+    def cand_matrix(etype: str) -> torch.Tensor:
+        if etype not in cache:
+            cache[etype] = emb.comparator.prepare(torch.from_numpy(emb.to_numpy(etype)))
+        return cache[etype]
+
+    def mode(etype: str) -> int | None:
+        if candidates == "all":
+            return None
+        if candidates == "auto":
+            n = emb.num_entities(etype)
+            return None if n <= cfg.eval_full_max_candidates else cfg.eval_num_uniform_negs
+        return int(candidates)
+
+    ranks_tail = np.zeros(len(test.h))
+    ranks_head = np.zeros(len(test.h))
+    used = set()
+    for lt in np.unique(lhs_of[test.r]) if len(test.h) else []:
+        for rt in np.unique(rhs_of[test.r]):
+            sel = np.flatnonzero((lhs_of[test.r] == lt) & (rhs_of[test.r] == rt))
+            ltn, rtn = emb.entity_types[lt], emb.entity_types[rt]
+            for start in range(0, len(sel), EVAL_BATCH):
+                rows = sel[start:start + EVAL_BATCH]
+                h, r, t = test.h[rows], test.r[rows], test.t[rows]
+                for side, anchor, answer, anchor_t, cand_t, filt, out in (
+                        ("rhs", h, t, ltn, rtn, filt_tail, ranks_tail),
+                        ("lhs", t, h, rtn, ltn, filt_head, ranks_head)):
+                    q = emb._query(side, emb.rows(anchor, anchor_t), r)
+                    k = mode(cand_t)
+                    used.add("all" if k is None else k)
+                    if k is None:
+                        cands = cand_matrix(cand_t)
+                        scores = emb.comparator.neg(q, cands)
+                        ar = torch.arange(len(rows))
+                        pos = scores[ar, torch.from_numpy(answer)].clone()
+                        if filt is not None:
+                            qr, ans = filt.answers(r * m + anchor)
+                            keep = ans != answer[qr]
+                            scores[torch.from_numpy(qr[keep]), torch.from_numpy(ans[keep])] = \
+                                float("-inf")
+                    else:
+                        n = emb.num_entities(cand_t)
+                        cidx = gen.integers(0, n, size=k)
+                        cands = emb.comparator.prepare(torch.from_numpy(emb.rows(cidx, cand_t)))
+                        scores = emb.comparator.neg(q, cands)
+                        own = emb.comparator.prepare(torch.from_numpy(emb.rows(answer, cand_t)))
+                        pos = emb.comparator.neg(q.unsqueeze(1), own.unsqueeze(1)).reshape(-1)
+                        drop = cidx[None, :] == answer[:, None]
+                        if filt is not None:
+                            drop |= filt.contains(r * m + anchor, cidx)
+                        scores[torch.from_numpy(drop)] = float("-inf")
+                        scores = torch.cat([scores, pos[:, None]], dim=1)
+                    out[rows] = _ranks(scores, pos)
+                if progress is not None:
+                    progress(len(rows))
+    result = metrics(np.concatenate([ranks_tail, ranks_head]))
+    result["count"] = len(test.h)
+    result["filtered"] = bool(filtered)
+    result["candidates"] = min(used, key=str) if len(used) == 1 else sorted(used, key=str)
+    if not used:
+        result["candidates"] = "all" if candidates == "auto" else candidates
+    if relation_wise:
+        per = {}
+        for ri in np.unique(test.r):
+            sel = test.r == ri
+            d = metrics(np.concatenate([ranks_tail[sel], ranks_head[sel]]))
+            d["count"] = int(sel.sum())
+            per[rels[ri]["name"]] = d
+        result["relations"] = per
+    return result

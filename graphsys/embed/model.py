@@ -1,0 +1,315 @@
+"""Scoring model pieces: relation operators, comparators and losses (small registered classes).
+
+Score of a triple for *tail* prediction (corrupting the rhs)::
+
+    score(h, r, t) = comparator(op_r^rhs(h), t)
+
+and for *head* prediction (corrupting the lhs) a second, independent set of operator
+parameters is used (PBG's "dynamic relations", i.e. reciprocal relations)::
+
+    score^rev(h, r, t) = comparator(op_r^lhs(t), h)
+
+The operator always transforms the *query* side, so the candidate side is raw embeddings and
+scoring ``B`` queries against a shared pool of ``N`` candidates is one ``(B, d) @ (d, N)``
+matmul.
+
+Shape conventions (``B`` edges, ``d`` dimension, ``R`` relations of an operator, ``K`` the
+relations present in a batch): embeddings float32/float64 ``(B, d)``; operator parameters are
+``(R, ...)`` tensors; an operator is called with the *gathered* parameter slices ``(K, ...)``
+and ``idx`` int64 ``(B,)`` indexing into them, so gradients are only ever formed for the
+relations of the batch.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+import torch.nn.functional as F
+
+from graphsys.embed.registry import Registry
+
+Tensor = torch.Tensor
+
+# =============================================================================================
+# Operators
+
+
+class Operator(ABC):
+    """A per-relation transform of query embeddings.
+
+    ``init_params(R, d)`` returns the parameter tensors, each ``(R, ...)`` float32, in a dict
+    whose keys are the PBG parameter names; ``forward(x, params, idx)`` maps ``x`` ``(B, d)``
+    to ``(B, d)`` using ``params[k][idx[b]]`` for row ``b``.
+    """
+
+    name: str = ""
+
+    def __init__(self, dimension: int):
+        self.dimension = dimension
+
+    def init_params(self, num_relations: int) -> dict[str, Tensor]:
+        return {}
+
+    @abstractmethod
+    def forward(self, x: Tensor, params: dict[str, Tensor], idx: Tensor) -> Tensor:
+        """See the class docstring."""
+
+
+OPERATORS: Registry[Operator] = Registry("operator")
+
+
+@OPERATORS.register_as("none")
+class IdentityOperator(Operator):
+    """``x`` unchanged; no parameters."""
+
+    def forward(self, x, params, idx):
+        return x
+
+
+@OPERATORS.register_as("translation")
+class TranslationOperator(Operator):
+    """``x + t_r``; ``translation`` ``(R, d)`` initialised to zero (TransE)."""
+
+    def init_params(self, num_relations):
+        return {"translation": torch.zeros(num_relations, self.dimension)}
+
+    def forward(self, x, params, idx):
+        return x + params["translation"][idx]
+
+
+@OPERATORS.register_as("diagonal")
+class DiagonalOperator(Operator):
+    """``x * w_r``; ``diagonal`` ``(R, d)`` initialised to one (DistMult)."""
+
+    def init_params(self, num_relations):
+        return {"diagonal": torch.ones(num_relations, self.dimension)}
+
+    def forward(self, x, params, idx):
+        return x * params["diagonal"][idx]
+
+
+@OPERATORS.register_as("complex_diagonal")
+class ComplexDiagonalOperator(Operator):
+    """Complex product ``x * w_r`` with ``x = [re | im]`` halves (ComplEx); ``d`` must be even.
+
+    ``real`` and ``imag`` are ``(R, d/2)``, initialised to 1 and 0. With the ``dot`` comparator
+    the score is ComplEx's ``Re(<h, w_r, conj(t)>)``.
+    """
+
+    def __init__(self, dimension):
+        if dimension % 2:
+            raise ValueError("complex_diagonal needs an even dimension")
+        super().__init__(dimension)
+
+    def init_params(self, num_relations):
+        half = self.dimension // 2
+        return {"real": torch.ones(num_relations, half), "imag": torch.zeros(num_relations, half)}
+
+    def forward(self, x, params, idx):
+        half = self.dimension // 2
+        re, im = x[..., :half], x[..., half:]
+        wr, wi = params["real"][idx], params["imag"][idx]
+        return torch.cat([re * wr - im * wi, re * wi + im * wr], dim=-1)
+
+
+def _per_relation_matmul(x: Tensor, mats: Tensor, idx: Tensor) -> Tensor:
+    """``out[b] = mats[idx[b]] @ x[b]``: one bmm when small, else one matmul per relation."""
+    b, d = x.shape
+    if b * d * d <= (1 << 22):
+        return torch.bmm(mats[idx], x.unsqueeze(-1)).squeeze(-1)
+    out = torch.empty_like(x)
+    order = torch.argsort(idx, stable=True)
+    sorted_idx = idx[order]
+    uniq, counts = torch.unique_consecutive(sorted_idx, return_counts=True)
+    parts, start = [], 0
+    for r, c in zip(uniq.tolist(), counts.tolist()):
+        rows = order[start:start + c]
+        parts.append((rows, x[rows] @ mats[r].T))
+        start += c
+    rows = torch.cat([p[0] for p in parts])
+    vals = torch.cat([p[1] for p in parts])
+    return out.index_copy(0, rows, vals)
+
+
+@OPERATORS.register_as("linear")
+class LinearOperator(Operator):
+    """``A_r x``; ``linear_transformation`` ``(R, d, d)`` initialised to the identity."""
+
+    def init_params(self, num_relations):
+        eye = torch.eye(self.dimension)
+        return {"linear_transformation": eye.repeat(num_relations, 1, 1)}
+
+    def forward(self, x, params, idx):
+        return _per_relation_matmul(x, params["linear_transformation"], idx)
+
+
+@OPERATORS.register_as("affine")
+class AffineOperator(Operator):
+    """``A_r x + b_r``; ``linear_transformation`` ``(R, d, d)`` = I, ``translation`` ``(R, d)`` = 0."""
+
+    def init_params(self, num_relations):
+        eye = torch.eye(self.dimension)
+        return {"linear_transformation": eye.repeat(num_relations, 1, 1),
+                "translation": torch.zeros(num_relations, self.dimension)}
+
+    def forward(self, x, params, idx):
+        return (_per_relation_matmul(x, params["linear_transformation"], idx)
+                + params["translation"][idx])
+
+
+# =============================================================================================
+# Comparators
+
+
+class Comparator(ABC):
+    """Similarity of queries and candidates; higher = more plausible.
+
+    ``prepare(x)`` is applied once to every query and candidate ``(..., d)`` (``cos``
+    normalises); ``pos(a, b)``: ``(B, d), (B, d) -> (B,)`` row-wise; ``neg(a, b)``:
+    ``(..., n, d), (..., m, d) -> (..., n, m)`` all pairs, one (batched) matmul.
+    """
+
+    name: str = ""
+
+    def prepare(self, x: Tensor) -> Tensor:
+        return x
+
+    @abstractmethod
+    def pos(self, a: Tensor, b: Tensor) -> Tensor:
+        """See the class docstring."""
+
+    @abstractmethod
+    def neg(self, a: Tensor, b: Tensor) -> Tensor:
+        """See the class docstring."""
+
+
+COMPARATORS: Registry[Comparator] = Registry("comparator")
+
+
+@COMPARATORS.register_as("dot")
+class DotComparator(Comparator):
+    """``<a, b>``."""
+
+    def pos(self, a, b):
+        return (a * b).sum(-1)
+
+    def neg(self, a, b):
+        return a @ b.transpose(-1, -2)
+
+
+@COMPARATORS.register_as("cos")
+class CosComparator(DotComparator):
+    """``<a/|a|, b/|b|>`` (PBG's default)."""
+
+    def prepare(self, x):
+        return F.normalize(x, dim=-1, eps=1e-12)
+
+
+def _sq_dist(a: Tensor, b: Tensor) -> Tensor:
+    """All-pairs squared distances ``(..., n, m)`` via ``|a|^2 + |b|^2 - 2ab``, clamped >= 0."""
+    an = (a * a).sum(-1, keepdim=True)
+    bn = (b * b).sum(-1).unsqueeze(-2)
+    return (an + bn - 2 * (a @ b.transpose(-1, -2))).clamp_min(0)
+
+
+@COMPARATORS.register_as("squared_l2")
+class SquaredL2Comparator(Comparator):
+    """``-|a - b|^2``."""
+
+    def pos(self, a, b):
+        return -((a - b) ** 2).sum(-1)
+
+    def neg(self, a, b):
+        return -_sq_dist(a, b)
+
+
+@COMPARATORS.register_as("l2")
+class L2Comparator(Comparator):
+    """``-|a - b|`` (the distance is clamped at 1e-30 before the square root, as PBG)."""
+
+    def pos(self, a, b):
+        return -((a - b) ** 2).sum(-1).clamp_min(1e-30).sqrt()
+
+    def neg(self, a, b):
+        return -_sq_dist(a, b).clamp_min(1e-30).sqrt()
+
+
+# =============================================================================================
+# Losses
+
+
+class Loss(ABC):
+    """``forward(pos (B,), neg (B, N), weight (B,) or None) -> scalar``: summed over edges.
+
+    Masked negatives carry ``-inf`` and contribute neither loss nor gradient.
+    """
+
+    name: str = ""
+
+    def __init__(self, margin: float = 0.1):
+        self.margin = margin
+
+    def forward(self, pos: Tensor, neg: Tensor, weight: Tensor | None) -> Tensor:
+        per_edge = self.per_edge(pos, neg)
+        if weight is not None:
+            per_edge = per_edge * weight
+        return per_edge.sum()
+
+    @abstractmethod
+    def per_edge(self, pos: Tensor, neg: Tensor) -> Tensor:
+        """See the class docstring."""
+
+
+LOSSES: Registry[Loss] = Registry("loss_fn")
+
+
+@LOSSES.register_as("ranking")
+class RankingLoss(Loss):
+    """``sum_n max(0, margin - pos + neg_n)`` (margin ranking)."""
+
+    def per_edge(self, pos, neg):
+        return F.relu(self.margin - pos.unsqueeze(-1) + neg).sum(-1)
+
+
+@LOSSES.register_as("logistic")
+class LogisticLoss(Loss):
+    """``softplus(-pos) + mean_n softplus(neg_n)`` (binary cross-entropy with logits)."""
+
+    def per_edge(self, pos, neg):
+        n = max(neg.shape[-1], 1)
+        return F.softplus(-pos) + F.softplus(neg).sum(-1) / n
+
+
+@LOSSES.register_as("softmax")
+class SoftmaxLoss(Loss):
+    """``-log softmax([pos, neg])[0]`` (cross-entropy with the positive as the target)."""
+
+    def per_edge(self, pos, neg):
+        logits = torch.cat([pos.unsqueeze(-1), neg], dim=-1)
+        return torch.logsumexp(logits, dim=-1) - pos
+
+
+def init_embeddings(num_rows: int, dimension: int, scale: float,
+                    generator: torch.Generator) -> Tensor:
+    """``N(0, scale)`` float32 ``(num_rows, dimension)`` from ``generator`` (deterministic)."""
+    out = torch.empty(num_rows, dimension)
+    out.normal_(0.0, scale, generator=generator)
+    return out
+
+
+def n3(x: Tensor) -> Tensor:
+    """The N3 regulariser ``sum |x|^3 / 3`` (Lacroix et al. 2018; PBG's default)."""
+    return x.abs().pow(3).sum() / 3.0
+
+
+__all__ = [
+    "COMPARATORS",
+    "LOSSES",
+    "OPERATORS",
+    "Comparator",
+    "Loss",
+    "Operator",
+    "init_embeddings",
+    "n3",
+]

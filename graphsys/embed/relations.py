@@ -1,0 +1,143 @@
+"""Relation parameters of both sides (lhs = head prediction, rhs = tail prediction).
+
+Relations are grouped by operator; group ``g`` holds ``(R_g, ...)`` parameter tensors and
+their Adagrad sums. :meth:`RelationModel.apply` gathers only the slices of the relations in
+the batch as autograd leaves, and :meth:`RelationModel.step` applies Adagrad to those rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from graphsys.embed.checkpoint import CheckpointStorage, load_npy, save_npy
+from graphsys.embed.model import OPERATORS, Operator
+
+SIDES = ("lhs", "rhs")
+ADAGRAD_EPS = 1e-10
+
+
+@dataclass
+class _Leaf:
+    param: torch.Tensor   # (R_g, ...) the stored parameter
+    state: torch.Tensor   # (R_g, ...) Adagrad sums
+    rows: torch.Tensor    # int64 (K,) rows gathered
+    leaf: torch.Tensor    # (K, ...) the gathered slice (requires grad)
+
+
+class RelationModel:
+    """Operator params per side and operator group.
+
+    ``operators``: operator name of each relation (global relation index order).
+    Tensors live on ``device``; all float32.
+    """
+
+    def __init__(self, operators: list[str], dimension: int, device: torch.device | str = "cpu"):
+        self.dimension = dimension
+        self.device = torch.device(device)
+        self.operators = list(operators)
+        names = sorted(set(operators))
+        self.groups: list[tuple[str, Operator, np.ndarray]] = []
+        self.group_of = np.zeros(len(operators), np.int64)
+        self.local_of = np.zeros(len(operators), np.int64)
+        for g, name in enumerate(names):
+            members = np.array([r for r, o in enumerate(operators) if o == name], np.int64)
+            self.group_of[members] = g
+            self.local_of[members] = np.arange(len(members))
+            self.groups.append((name, OPERATORS.get_class(name)(dimension), members))
+        self._group_t = torch.from_numpy(self.group_of).to(self.device)
+        self._local_t = torch.from_numpy(self.local_of).to(self.device)
+        self.params: dict[str, list[dict[str, torch.Tensor]]] = {}
+        self.state: dict[str, list[dict[str, torch.Tensor]]] = {}
+        for side in SIDES:
+            self.params[side] = [{k: v.to(self.device) for k, v in
+                                  op.init_params(len(members)).items()}
+                                 for _, op, members in self.groups]
+            self.state[side] = [{k: torch.zeros_like(v) for k, v in ps.items()}
+                                for ps in self.params[side]]
+
+    # -- forward ----------------------------------------------------------------------------
+    def apply(self, side: str, x: torch.Tensor, rel: torch.Tensor,
+              leaves: list[_Leaf] | None = None) -> torch.Tensor:
+        """Transform ``x`` ``(B, d)`` by relation ``rel`` (int64 ``(B,)``) on ``side``.
+
+        With ``leaves`` (training), the gathered parameter slices require grad and are
+        appended there for :meth:`step`; without, parameters are used as they are.
+        """
+        if len(self.groups) == 1:
+            return self._apply_group(side, 0, x, self._local_t[rel], leaves)
+        out = torch.empty_like(x) if leaves is None else None
+        group = self._group_t[rel]
+        parts = []
+        for g in range(len(self.groups)):
+            rows = torch.nonzero(group == g).squeeze(1)
+            if len(rows) == 0:
+                continue
+            y = self._apply_group(side, g, x[rows], self._local_t[rel[rows]], leaves)
+            parts.append((rows, y))
+        rows = torch.cat([p[0] for p in parts])
+        vals = torch.cat([p[1] for p in parts])
+        if out is not None:
+            out[rows] = vals.to(out.dtype)
+            return out
+        return torch.zeros_like(x).index_copy(0, rows, vals)
+
+    def _apply_group(self, side, g, x, local, leaves):
+        _, op, _ = self.groups[g]
+        params = self.params[side][g]
+        if not params:
+            return op.forward(x, {}, local)
+        if leaves is None:
+            return op.forward(x, {k: v.to(x.dtype) for k, v in params.items()}, local)
+        uniq, inv = torch.unique(local, return_inverse=True)
+        gathered = {}
+        for k, v in params.items():
+            leaf = v[uniq].detach().requires_grad_(True)
+            leaves.append(_Leaf(v, self.state[side][g][k], uniq, leaf))
+            gathered[k] = leaf
+        return op.forward(x, gathered, inv)
+
+    # -- update -----------------------------------------------------------------------------
+    @staticmethod
+    def step(leaves: list[_Leaf], lr: float) -> None:
+        """Adagrad on the gathered rows: ``s += g^2; p -= lr * g / (sqrt(s) + eps)``."""
+        with torch.no_grad():
+            for lf in leaves:
+                g = lf.leaf.grad
+                if g is None:
+                    continue
+                s = lf.state[lf.rows] + g * g
+                lf.state[lf.rows] = s
+                lf.param[lf.rows] = lf.param[lf.rows] - lr * g / (s.sqrt() + ADAGRAD_EPS)
+
+    # -- persistence ------------------------------------------------------------------------
+    def keys(self):
+        for side in SIDES:
+            for g, ps in enumerate(self.params[side]):
+                for k in ps:
+                    yield side, g, k
+
+    def save(self, storage: CheckpointStorage, version: int) -> int:
+        written = 0
+        for side, g, k in self.keys():
+            written += save_npy(storage.model_path(f"{side}.g{g}.{k}", version),
+                                self.params[side][g][k].cpu().numpy())
+            written += save_npy(storage.model_path(f"{side}.g{g}.{k}.adagrad", version),
+                                self.state[side][g][k].cpu().numpy())
+        return written
+
+    def load(self, storage: CheckpointStorage, version: int, *, with_state: bool = True) -> None:
+        for side, g, k in self.keys():
+            arr = load_npy(storage.model_path(f"{side}.g{g}.{k}", version))
+            self.params[side][g][k] = torch.from_numpy(np.array(arr)).to(self.device)
+            if with_state:
+                st = load_npy(storage.model_path(f"{side}.g{g}.{k}.adagrad", version))
+                self.state[side][g][k] = torch.from_numpy(np.array(st)).to(self.device)
+
+    def relation_params(self, rel: int) -> dict[str, dict[str, np.ndarray]]:
+        """``{side: {param: array}}`` of one relation (for export)."""
+        g, local = int(self.group_of[rel]), int(self.local_of[rel])
+        return {side: {k: v[local].cpu().numpy() for k, v in self.params[side][g].items()}
+                for side in SIDES}

@@ -1,0 +1,189 @@
+"""Bucket orders and the partition-buffer plan (which partitions to load / evict, and when).
+
+A *bucket* ``(i, j)`` holds the edges from lhs partition ``i`` to rhs partition ``j``;
+training it needs partitions ``i`` and ``j`` resident (one *slot* holds partition ``p`` of
+every entity type). Orders:
+
+- ``random``: a random permutation of the buckets.
+- ``affinity``: greedy; each bucket shares both partitions with the previous one if it can,
+  else one, ties broken at random (PBG).
+- ``outside_in``: L-shaped layers ``min(i, j) = 0, 1, ...``, random inside a layer with each
+  bucket next to its transpose (PBG).
+- ``inside_out``: the same layers in reverse order (PBG's default).
+- ``buffer``: for a buffer of ``c`` partitions (Marius's BETA ordering): keep ``c - 1``
+  partitions fixed, stream every other partition through the last slot (each load opens
+  ``c - 1`` new buckets' worth of pairs), then retire the fixed set and repeat.
+
+:func:`plan_buffer` simulates a buffer of ``c`` slots over an order with Belady's eviction
+(evict the resident partition whose next use is furthest) and returns the per-step loads and
+evictions; the trainer executes exactly that plan, and its counts are the reported swaps.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+Bucket = tuple[int, int]
+
+
+def _layer(p: int, k: int, rng: random.Random) -> list[Bucket]:
+    pairs = [[(k, k)]]
+    for q in range(k + 1, p):
+        pair = [(q, k), (k, q)]
+        rng.shuffle(pair)
+        pairs.append(pair)
+    rng.shuffle(pairs)
+    return [b for pair in pairs for b in pair]
+
+
+def _affinity(p: int, rng: random.Random) -> list[Bucket]:
+    remaining = [(i, j) for i in range(p) for j in range(p)]
+    rng.shuffle(remaining)
+    order = [remaining.pop()]
+    while remaining:
+        i, j = order[-1]
+        best, best_score = None, -1
+        for k, (a, b) in enumerate(remaining):
+            score = (a in (i, j)) + (b in (i, j))
+            if score > best_score:
+                best, best_score = k, score
+                if score == 2:
+                    break
+        order.append(remaining.pop(best))
+    return order
+
+
+def _buffer_order(p: int, c: int, rng: random.Random) -> list[Bucket]:
+    parts = list(range(p))
+    rng.shuffle(parts)
+    if c >= p:
+        return [(i, j) for i in parts for j in parts]
+    done: set[Bucket] = set()
+    order: list[Bucket] = []
+
+    def emit(group: list[int]) -> None:
+        for a in group:
+            for b in group:
+                if (a, b) not in done:
+                    done.add((a, b))
+                    order.append((a, b))
+
+    unretired = parts
+    last: int | None = None
+    while unretired:
+        if len(unretired) <= c:
+            emit(unretired)
+            break
+        if last is not None and last in unretired:
+            fixed = [last] + [q for q in unretired if q != last][: c - 2]
+        else:
+            fixed = unretired[: c - 1]
+        stream = [q for q in unretired if q not in fixed]
+        if last is not None:  # stream the partitions still resident from the last round first
+            stream.sort(key=lambda q: q != last)
+        for s in stream:
+            emit(fixed + [s])
+        last = stream[-1]
+        unretired = [q for q in unretired if q not in fixed]
+        # reverse so that the next round starts with the partition left in the buffer
+        unretired = [last] + [q for q in reversed(unretired) if q != last]
+    return order
+
+
+def bucket_order(name: str, num_partitions: int, *, seed: int, buffer: int | None = None
+                 ) -> list[Bucket]:
+    """Every bucket ``(i, j)`` of a ``P x P`` grid exactly once, in the order ``name``.
+
+    ``buffer`` is the number of resident partitions ``c`` (used by ``buffer``; default P).
+    Deterministic in ``seed``.
+    """
+    p = num_partitions
+    rng = random.Random(seed)
+    if name == "random":
+        order = [(i, j) for i in range(p) for j in range(p)]
+        rng.shuffle(order)
+        return order
+    if name == "affinity":
+        return _affinity(p, rng)
+    if name in ("inside_out", "outside_in"):
+        layers = [_layer(p, k, rng) for k in range(p)]
+        if name == "inside_out":
+            layers.reverse()
+        return [b for layer in layers for b in layer]
+    if name == "buffer":
+        return _buffer_order(p, max(2, min(buffer or p, p)), rng)
+    raise ValueError(f"unknown bucket order {name!r}")
+
+
+def min_swaps(p: int, c: int) -> int:
+    """Marius's lower bound on partition loads after the buffer is first filled:
+    ``ceil((p(p-1)/2 - c(c-1)/2) / (c-1))`` for a buffer of ``c < p`` partitions."""
+    if c >= p:
+        return 0
+    pairs = p * (p - 1) // 2 - c * (c - 1) // 2
+    return -(-pairs // (c - 1))
+
+
+@dataclass
+class Step:
+    """What to do before training ``bucket``: write back and drop ``evict``, then ``load``."""
+
+    bucket: Bucket
+    evict: list[int] = field(default_factory=list)
+    load: list[int] = field(default_factory=list)
+
+
+@dataclass
+class BufferPlan:
+    steps: list[Step]
+    resident_after: list[int]
+    loads: int
+    evictions: int
+
+    @property
+    def swaps(self) -> int:
+        """Loads that needed an eviction first (the buffer was full)."""
+        return self.evictions
+
+
+def plan_buffer(order: list[Bucket], capacity: int, resident: list[int] | None = None
+                ) -> BufferPlan:
+    """Belady plan for ``order`` with ``capacity`` slots (>= 2 unless every bucket is
+    ``(p, p)``) starting from ``resident``."""
+    if capacity < 2 and any(i != j for i, j in order):
+        raise ValueError("a buffer needs at least 2 partitions")
+    resident_set = list(resident or [])
+    uses: dict[int, list[int]] = {}
+    for k, (i, j) in enumerate(order):
+        for q in {i, j}:
+            uses.setdefault(q, []).append(k)
+    cursor = {q: 0 for q in uses}
+
+    def next_use(q: int, k: int) -> float:
+        lst = uses.get(q, [])
+        pos = cursor.get(q, 0)
+        while pos < len(lst) and lst[pos] < k:
+            pos += 1
+        if q in cursor:
+            cursor[q] = pos
+        return lst[pos] if pos < len(lst) else float("inf")
+
+    steps, loads, evictions = [], 0, 0
+    for k, (i, j) in enumerate(order):
+        need = [i] if i == j else [i, j]
+        step = Step((i, j))
+        for q in need:
+            if q in resident_set:
+                continue
+            if len(resident_set) >= capacity:
+                victims = [r for r in resident_set if r not in need]
+                victim = max(victims, key=lambda r: (next_use(r, k), r))
+                resident_set.remove(victim)
+                step.evict.append(victim)
+                evictions += 1
+            resident_set.append(q)
+            step.load.append(q)
+            loads += 1
+        steps.append(step)
+    return BufferPlan(steps, resident_set, loads, evictions)

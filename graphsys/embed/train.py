@@ -1,0 +1,577 @@
+"""Bucketed training over a stored graph (PBG's algorithm, with Marius's buffer and prefetch).
+
+For each epoch: pick a bucket order, plan the partition buffer (:mod:`.schedule`), and for
+each non-empty bucket ``(i, j)``: make partitions ``i`` and ``j`` resident (the loads and
+evictions of the plan; the next step's are done in a background thread while the current
+bucket trains, when they do not touch it), shuffle the bucket's edges, and train them in
+batches of ``batch_size`` by ``workers`` HOGWILD threads sharing the embedding tensors.
+
+A batch of ``B`` edges is scored in both directions against ``B x (num_uniform_negs +
+num_batch_negs)`` negatives: one ``(B, d) @ (d, U)`` matmul against a pool of ``U`` sampled
+candidates of the partition shared by the batch, plus one batched matmul over chunks of
+``num_batch_negs`` edges whose other true tails (heads) serve as negatives. Embeddings use
+row-wise Adagrad (one accumulator per row: the mean of the squared gradient), relation
+parameters element-wise Adagrad.
+
+After each epoch a checkpoint version is committed (:mod:`.checkpoint`); ``train`` on an
+existing checkpoint directory resumes after its last committed epoch. With ``workers = 1`` the
+resumed run is bit-for-bit the uninterrupted one: every random draw comes from generators
+seeded by ``(seed, epoch, bucket, worker)``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+import time
+import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from graphsys.embed.checkpoint import CheckpointStorage, load_npy, save_npy
+from graphsys.embed.config import ConfigError, EmbedConfig, load_config
+from graphsys.embed.model import COMPARATORS, LOSSES, init_embeddings, n3
+from graphsys.embed.relations import RelationModel
+from graphsys.embed.schedule import bucket_order, plan_buffer
+from graphsys.errors import GraphsysError
+from graphsys.storage.graph import Graph, open_graph
+
+ROW_ADAGRAD_EPS = 1e-10
+#: Keys that may differ between a checkpoint and a resumed run.
+RESUMABLE_KEYS = {"num_epochs", "checkpoint_path", "workers", "prefetch", "device",
+                  "buffer_partitions", "memory_budget", "eval_num_uniform_negs",
+                  "eval_full_max_candidates", "graph"}
+
+
+def resolve_device(name: str) -> torch.device:
+    """``cpu``, ``cuda`` (error if unavailable) or ``auto`` (cuda when available)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise GraphsysError(f"device cuda: CUDA is not available (torch {torch.__version__}, "
+                            f"{'no GPU visible' if torch.version.cuda else 'built without CUDA'}"
+                            f"); use --device cpu or auto")
+    return torch.device(name)
+
+
+def _seed(*parts: int) -> int:
+    return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
+
+
+def peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+@dataclass
+class EpochStats:
+    """One epoch: edges trained, seconds, mean loss per edge, buffer traffic (bytes)."""
+
+    epoch: int
+    edges: int = 0
+    seconds: float = 0.0
+    loss: float = 0.0
+    loads: int = 0
+    swaps: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    checkpoint_bytes: int = 0
+    checkpoint_seconds: float = 0.0
+
+    @property
+    def edges_per_s(self) -> float:
+        return self.edges / self.seconds if self.seconds else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["edges_per_s"] = round(self.edges_per_s, 1)
+        out["seconds"] = round(self.seconds, 3)
+        out["checkpoint_seconds"] = round(self.checkpoint_seconds, 3)
+        return out
+
+
+# =============================================================================================
+# Partition buffer
+
+
+class PartitionBuffer:
+    """Resident embedding partitions (all entity types of partition ``p`` form one slot).
+
+    Loads read version ``working`` if an eviction of this epoch wrote it, else ``committed``;
+    evictions write ``working``. Tensors: embeddings float32 ``(n_p, d)`` and row-Adagrad
+    sums float32 ``(n_p,)`` on ``device``.
+    """
+
+    def __init__(self, storage: CheckpointStorage, sizes: dict[str, list[int]], device,
+                 committed: int):
+        self.storage, self.sizes, self.device = storage, sizes, device
+        self.committed = committed
+        self.resident: dict[int, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
+        self.bytes_read = self.bytes_written = 0
+        self._lock = threading.Lock()
+
+    @property
+    def working(self) -> int:
+        return self.committed + 1
+
+    def _source(self, etype: str, p: int) -> int:
+        return self.working if self.storage.emb_path(etype, p, self.working).exists() \
+            else self.committed
+
+    def load(self, p: int) -> None:
+        slot = {}
+        nbytes = 0
+        for etype in self.sizes:
+            v = self._source(etype, p)
+            emb = load_npy(self.storage.emb_path(etype, p, v))
+            st = load_npy(self.storage.optim_path(etype, p, v))
+            nbytes += emb.nbytes + st.nbytes
+            slot[etype] = (torch.from_numpy(emb).to(self.device),
+                           torch.from_numpy(st).to(self.device))
+        with self._lock:
+            self.resident[p] = slot
+            self.bytes_read += nbytes
+
+    def _write(self, p: int, version: int) -> int:
+        n = 0
+        for etype, (emb, st) in self.resident[p].items():
+            n += save_npy(self.storage.emb_path(etype, p, version), emb.cpu().numpy())
+            n += save_npy(self.storage.optim_path(etype, p, version), st.cpu().numpy())
+        return n
+
+    def evict(self, p: int) -> None:
+        n = self._write(p, self.working)
+        with self._lock:
+            del self.resident[p]
+            self.bytes_written += n
+
+    def execute(self, evict: list[int], load: list[int]) -> None:
+        for p in evict:
+            self.evict(p)
+        for p in load:
+            self.load(p)
+
+    def commit_files(self, num_partitions: int) -> int:
+        """Write every partition of version ``working``: resident ones from memory, others
+        by hard link (or copy) of their latest file. Returns bytes written."""
+        written = 0
+        for p in range(num_partitions):
+            if p in self.resident:
+                written += self._write(p, self.working)
+                continue
+            for etype in self.sizes:
+                for path_of in (self.storage.emb_path, self.storage.optim_path):
+                    dst = path_of(etype, p, self.working)
+                    if dst.exists():
+                        continue
+                    src = path_of(etype, p, self.committed)
+                    try:
+                        os.link(src, dst)
+                    except OSError:
+                        written += save_npy(dst, load_npy(src))
+        return written
+
+
+# =============================================================================================
+# Trainer
+
+
+class Trainer:
+    """Trains ``config`` on ``graph``'s edge set into the checkpoint directory ``out``."""
+
+    def __init__(self, config: EmbedConfig, graph: Graph, out: Path, *, progress: bool = False,
+                 log=None):
+        self.cfg, self.graph, self.out = config, graph, Path(out)
+        self.progress, self.log = progress, log or (lambda msg: None)
+        self.device = resolve_device(config.device)
+        self.edge_set = graph.edge_set(config.edges).name
+        self.P = graph.num_partitions
+        self._check_schema()
+        self.storage = CheckpointStorage(self.out)
+        self.comparator = COMPARATORS.get_class(config.comparator)()
+        self.loss_fn = LOSSES.get_class(config.loss_fn)(margin=config.margin)
+        rels = graph.relation_types
+        overrides = {r.name: r for r in config.relations}
+        self.rel_names = [r.name for r in rels]
+        self.rel_ops = [(overrides[r.name].operator if r.name in overrides and
+                         overrides[r.name].operator else config.operator) for r in rels]
+        self.rel_weight = torch.tensor([overrides[r.name].weight if r.name in overrides else 1.0
+                                        for r in rels], dtype=torch.float32)
+        self.uniform_rel_weight = bool((self.rel_weight == 1).all())
+        pairs = sorted({(r.lhs, r.rhs) for r in rels})
+        self.pairs = pairs
+        self.pair_of_rel = np.array([pairs.index((r.lhs, r.rhs)) for r in rels], np.int64)
+        self.sizes = {t: [int(x) for x in graph.partition_sizes(t)] for t in graph.entity_types}
+        self.relmodel = RelationModel(self.rel_ops, config.dimension, self.device)
+        self.capacity = self._capacity()
+        self.stats: list[EpochStats] = []
+        self._degrees: dict[tuple[str, int], torch.Tensor] | None = None
+
+    # -- setup ------------------------------------------------------------------------------
+    def _check_schema(self) -> None:
+        cfg, g = self.cfg, self.graph
+        if cfg.num_partitions is not None and cfg.num_partitions != self.P:
+            raise ConfigError(f"num_partitions: config says {cfg.num_partitions}, the graph "
+                              f"{g.path} has {self.P} (re-ingest with --partitions "
+                              f"{cfg.num_partitions} or drop the key)")
+        for name, ent in cfg.entities.items():
+            if name not in g.entity_types:
+                raise ConfigError(f"entities.{name}: not an entity type of the graph "
+                                  f"({', '.join(g.entity_types)})")
+            if ent.num_partitions != self.P:
+                raise ConfigError(f"entities.{name}.num_partitions: config says "
+                                  f"{ent.num_partitions}, the graph has {self.P}")
+        names = {r.name for r in g.relation_types}
+        for k, rel in enumerate(cfg.relations):
+            if rel.name not in names:
+                raise ConfigError(f"relations[{k}].name: {rel.name!r} is not a relation type of "
+                                  f"the graph ({len(names)} relation types)")
+        if g.num_edges(self.edge_set) == 0:
+            raise GraphsysError(f"edge set {self.edge_set!r} of {g.path} has no edges")
+
+    def _capacity(self) -> int:
+        cfg = self.cfg
+        if cfg.buffer_partitions is not None:
+            cap = cfg.buffer_partitions
+        elif cfg.memory_budget is not None:
+            per = max(sum(s[p] for s in self.sizes.values()) for p in range(self.P)) * \
+                (cfg.dimension + 1) * 4
+            cap = cfg.budget_bytes() // max(per, 1)
+            if cap < min(2, self.P):
+                raise ConfigError(f"memory_budget: {cfg.memory_budget} holds {cap} partitions "
+                                  f"of {per} bytes; 2 are needed (raise it or use more "
+                                  f"partitions)")
+        else:
+            cap = self.P
+        return max(min(cap, self.P), min(2, self.P))
+
+    def _config_json(self) -> dict[str, Any]:
+        out = self.cfg.to_json()
+        out["graph"] = str(self.graph.path.absolute())
+        out["edges"] = self.edge_set
+        out["checkpoint_path"] = str(self.out.absolute())
+        return out
+
+    def _meta(self, version: int, epochs_done: int) -> dict[str, Any]:
+        return {
+            "version": version, "epochs_done": epochs_done,
+            "graph": str(self.graph.path.absolute()), "edges": self.edge_set,
+            "dimension": self.cfg.dimension, "num_partitions": self.P,
+            "entity_types": {t: {"partition_sizes": s} for t, s in self.sizes.items()},
+            "relations": [{"name": r.name, "lhs": r.lhs, "rhs": r.rhs, "operator": op}
+                          for r, op in zip(self.graph.relation_types, self.rel_ops)],
+            "comparator": self.cfg.comparator,
+            "stats": [s.to_json() for s in self.stats],
+        }
+
+    def _init_or_resume(self) -> int:
+        """Returns the number of epochs already done (0 for a fresh checkpoint)."""
+        st = self.storage
+        if st.has_meta():
+            meta = st.read_meta()
+            old = st.read_config()
+            new = self._config_json()
+            for key in sorted(set(old) | set(new)):
+                if key not in RESUMABLE_KEYS and old.get(key) != new.get(key):
+                    raise GraphsysError(
+                        f"{self.out}: checkpoint was trained with {key}={old.get(key)!r}, this "
+                        f"run has {key}={new.get(key)!r}; use another --out to start afresh")
+            version = int(meta["version"])
+            st.drop_versions(version, below=False)
+            self.relmodel.load(st, version)
+            self.stats = [EpochStats(**{k: v for k, v in s.items() if k != "edges_per_s"})
+                          for s in meta.get("stats", [])]
+            self.log(f"resuming {self.out} after epoch {meta['epochs_done']}")
+            return int(meta["epochs_done"])
+        if self.out.exists() and any(p.name not in ("embeddings", "optim", "model", "config.json")
+                                     for p in self.out.iterdir()):
+            raise GraphsysError(f"{self.out}: exists and is not an embedding checkpoint "
+                                f"(choose another --out)")
+        self.out.mkdir(parents=True, exist_ok=True)
+        for path, _ in st.versioned_files():  # leftovers of an init killed before commit
+            path.unlink(missing_ok=True)
+        st.write_config(self._config_json())
+        d = self.cfg.dimension
+        for ti, (etype, sizes) in enumerate(self.sizes.items()):
+            for p, n in enumerate(sizes):
+                gen = torch.Generator().manual_seed(_seed(self.cfg.seed, 1, ti, p))
+                emb = init_embeddings(n, d, self.cfg.init_scale, gen)
+                save_npy(st.emb_path(etype, p, 0), emb.numpy())
+                save_npy(st.optim_path(etype, p, 0), np.zeros(n, np.float32))
+        self.relmodel.save(st, 0)
+        st.sync_dirs()
+        st.write_meta(self._meta(0, 0))
+        return 0
+
+    # -- degrees for degree-proportional negatives -------------------------------------------
+    def _degree_tables(self) -> dict[tuple[str, int], torch.Tensor]:
+        if self._degrees is None:
+            deg = {(t, p): np.zeros(n, np.float64) for t, s in self.sizes.items()
+                   for p, n in enumerate(s)}
+            rels = self.graph.relation_types
+            for b in self.graph.buckets("row-major", self.edge_set):
+                for eb in b.batches():
+                    if eb.rel is None:
+                        lhs_t, rhs_t = rels[0].lhs, rels[0].rhs
+                        np.add.at(deg[(lhs_t, b.i)], eb.src, 1)
+                        np.add.at(deg[(rhs_t, b.j)], eb.dst, 1)
+                    else:
+                        for pi, (lt, rt) in enumerate(self.pairs):
+                            m = self.pair_of_rel[eb.rel] == pi
+                            np.add.at(deg[(lt, b.i)], eb.src[m], 1)
+                            np.add.at(deg[(rt, b.j)], eb.dst[m], 1)
+            self._degrees = {k: torch.from_numpy(np.cumsum(v + 1.0)) for k, v in deg.items()}
+        return self._degrees
+
+    def _sample(self, etype: str, p: int, n: int, k: int, gen: torch.Generator) -> torch.Tensor:
+        """``k`` candidate offsets in partition ``p`` of ``etype`` (int64)."""
+        kd = round(k * self.cfg.degree_neg_fraction)
+        uni = torch.randint(n, (k - kd,), generator=gen)
+        if kd == 0:
+            return uni
+        cdf = self._degree_tables()[(etype, p)]
+        u = torch.rand(kd, generator=gen, dtype=torch.float64) * cdf[-1]
+        deg = torch.searchsorted(cdf, u, right=True).clamp_max(n - 1)
+        return torch.cat([uni, deg])
+
+    # -- one batch --------------------------------------------------------------------------
+    def _side_loss(self, q, pos_c, pool, w):
+        cmp, nb = self.comparator, self.cfg.num_batch_negs
+        pos = cmp.pos(q, pos_c)
+        negs = []
+        if pool is not None:
+            negs.append(cmp.neg(q, pool))
+        b, d = q.shape
+        if nb > 0 and b > 1:
+            chunk = min(nb, b)
+            nfull = b // chunk * chunk
+            mask = torch.eye(chunk, dtype=torch.bool, device=q.device)
+            s = cmp.neg(q[:nfull].view(-1, chunk, d), pos_c[:nfull].view(-1, chunk, d))
+            parts = [s.masked_fill(mask, float("-inf")).reshape(nfull, chunk)]
+            rem = b - nfull
+            if rem:
+                r = cmp.neg(q[nfull:], pos_c[nfull:]).masked_fill(mask[:rem, :rem],
+                                                                   float("-inf"))
+                pad = torch.full((rem, chunk - rem), float("-inf"), dtype=r.dtype,
+                                 device=r.device)
+                parts.append(torch.cat([r, pad], dim=1))
+            negs.append(torch.cat(parts, dim=0))
+        return self.loss_fn.forward(pos, torch.cat(negs, dim=1), w)
+
+    def _row_adagrad(self, emb, state, idx, grad, lr):
+        uniq, inv = torch.unique(idx, return_inverse=True)
+        g = torch.zeros(len(uniq), grad.shape[1], dtype=grad.dtype, device=grad.device)
+        g.index_add_(0, inv, grad)
+        s = state[uniq] + g.pow(2).mean(1)
+        state[uniq] = s
+        emb.index_add_(0, uniq, g * (-lr / (s.sqrt() + ROW_ADAGRAD_EPS)).unsqueeze(1))
+        if self.cfg.max_norm is not None:
+            rows = emb[uniq]
+            emb[uniq] = rows.renorm(2, 0, self.cfg.max_norm)
+
+    def _batch(self, lt, rt, i, j, h, t, rel, w, gen) -> float:
+        cfg, cmp = self.cfg, self.comparator
+        L_emb, L_st = self.buffer.resident[i][lt]
+        R_emb, R_st = self.buffer.resident[j][rt]
+        b, u = len(h), cfg.num_uniform_negs
+        dev = self.device
+        idx_l, idx_r = h, t
+        if u:
+            idx_l = torch.cat([h, self._sample(lt, i, len(L_emb), u, gen)])
+            idx_r = torch.cat([t, self._sample(rt, j, len(R_emb), u, gen)])
+        idx_l, idx_r = idx_l.to(dev), idx_r.to(dev)
+        rel = rel.to(dev)
+        xl = L_emb[idx_l].requires_grad_(True)
+        xr = R_emb[idx_r].requires_grad_(True)
+        leaves: list = []
+        q_tail = cmp.prepare(self.relmodel.apply("rhs", xl[:b], rel, leaves))
+        q_head = cmp.prepare(self.relmodel.apply("lhs", xr[:b], rel, leaves))
+        pl, pr = cmp.prepare(xl), cmp.prepare(xr)
+        w = None if w is None else w.to(dev)
+        loss = (self._side_loss(q_tail, pr[:b], pr[b:] if u else None, w)
+                + self._side_loss(q_head, pl[:b], pl[b:] if u else None, w))
+        if cfg.regularization_coef > 0:
+            loss = loss + cfg.regularization_coef * (
+                n3(xl[:b]) + n3(xr[:b]) + sum(n3(lf.leaf) for lf in leaves))
+        loss.backward()
+        with torch.no_grad():
+            if L_emb is R_emb:
+                self._row_adagrad(L_emb, L_st, torch.cat([idx_l, idx_r]),
+                                  torch.cat([xl.grad, xr.grad]), cfg.lr)
+            else:
+                self._row_adagrad(L_emb, L_st, idx_l, xl.grad, cfg.lr)
+                self._row_adagrad(R_emb, R_st, idx_r, xr.grad, cfg.lr)
+            self.relmodel.step(leaves, cfg.relation_learning_rate)
+        return float(loss.detach())
+
+    # -- one bucket -------------------------------------------------------------------------
+    def _bucket_columns(self, i, j):
+        bucket = self.graph.bucket(i, j, self.edge_set)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            src = torch.from_numpy(bucket.src)
+            dst = torch.from_numpy(bucket.dst)
+            rel = bucket.rel
+            rel = None if rel is None else torch.from_numpy(rel)
+            wt = bucket.weight
+            wt = None if wt is None else torch.from_numpy(wt)
+        return src, dst, rel, wt
+
+    def _worker(self, i, j, cols, perm, gen, bar) -> float:
+        src, dst, rel, wt = cols
+        B = self.cfg.batch_size
+        total = 0.0
+        for start in range(0, len(perm), B):
+            idx = perm[start:start + B]
+            h, t = src[idx].long(), dst[idx].long()
+            r = rel[idx].long() if rel is not None else torch.zeros(len(idx), dtype=torch.long)
+            w = wt[idx].float() if wt is not None else None
+            if not self.uniform_rel_weight:
+                rw = self.rel_weight[r]
+                w = rw if w is None else w * rw
+            if len(self.pairs) == 1:
+                lt, rt = self.pairs[0]
+                total += self._batch(lt, rt, i, j, h, t, r, w, gen)
+            else:
+                pr = torch.from_numpy(self.pair_of_rel)[r]
+                for pi, (lt, rt) in enumerate(self.pairs):
+                    m = pr == pi
+                    if bool(m.any()):
+                        total += self._batch(lt, rt, i, j, h[m], t[m], r[m],
+                                             None if w is None else w[m], gen)
+            if bar is not None:
+                bar.update(len(idx))
+        return total
+
+    def _train_bucket(self, epoch: int, k: int, i: int, j: int, bar) -> float:
+        cols = self._bucket_columns(i, j)
+        n = len(cols[0])
+        gen = torch.Generator().manual_seed(_seed(self.cfg.seed, 2, epoch, k))
+        perm = torch.randperm(n, generator=gen)
+        nw = min(self.cfg.workers, max(1, n // self.cfg.batch_size))
+        if nw == 1:
+            return self._worker(i, j, cols, perm, gen, bar)
+        bounds = np.linspace(0, n, nw + 1).astype(int)
+        gens = [torch.Generator().manual_seed(_seed(self.cfg.seed, 3, epoch, k, w))
+                for w in range(nw)]
+        futs = [self.pool.submit(self._worker, i, j, cols, perm[bounds[w]:bounds[w + 1]],
+                                 gens[w], bar) for w in range(nw)]
+        return sum(f.result() for f in futs)
+
+    # -- epochs -----------------------------------------------------------------------------
+    def run(self) -> list[EpochStats]:
+        cfg = self.cfg
+        done = self._init_or_resume()
+        counts = self.graph.bucket_counts(self.edge_set)
+        self.buffer = PartitionBuffer(self.storage, self.sizes, self.device, done)
+        threads = torch.get_num_threads()
+        if cfg.workers > 1:
+            torch.set_num_threads(max(1, threads // cfg.workers))
+        self.pool = ThreadPoolExecutor(cfg.workers) if cfg.workers > 1 else None
+        io = ThreadPoolExecutor(1, thread_name_prefix="graphsys-prefetch")
+        try:
+            for epoch in range(done, cfg.num_epochs):
+                self.stats.append(self._epoch(epoch, counts, io))
+        finally:
+            io.shutdown(wait=True)
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)
+            torch.set_num_threads(threads)
+        return self.stats
+
+    def _epoch(self, epoch: int, counts: np.ndarray, io: ThreadPoolExecutor) -> EpochStats:
+        cfg, buf = self.cfg, self.buffer
+        order = bucket_order(cfg.bucket_order, self.P, seed=_seed(cfg.seed, 4, epoch),
+                             buffer=self.capacity)
+        order = [b for b in order if counts[b] > 0]
+        plan = plan_buffer(order, max(self.capacity, 1 if self.P == 1 else 2),
+                           sorted(buf.resident))
+        st = EpochStats(epoch + 1, loads=plan.loads, swaps=plan.swaps)
+        r0, w0 = buf.bytes_read, buf.bytes_written
+        bar = tqdm(total=int(counts.sum()), unit="edge", unit_scale=True,
+                   desc=f"epoch {epoch + 1}/{cfg.num_epochs}", disable=not self.progress)
+        t0 = time.perf_counter()
+        pending: Future | None = None
+        loss = 0.0
+        for k, step in enumerate(plan.steps):
+            if pending is not None:
+                pending.result()
+                pending = None
+            else:
+                buf.execute(step.evict, step.load)
+            i, j = step.bucket
+            if cfg.prefetch and k + 1 < len(plan.steps):
+                nxt = plan.steps[k + 1]
+                if not set(nxt.evict) & {i, j} and (nxt.evict or nxt.load):
+                    pending = io.submit(buf.execute, nxt.evict, nxt.load)
+            loss += self._train_bucket(epoch, k, i, j, bar)
+            if pending is None and k + 1 < len(plan.steps):
+                nxt = plan.steps[k + 1]
+                buf.execute(nxt.evict, nxt.load)
+                plan.steps[k + 1] = type(nxt)(nxt.bucket)  # done: nothing left for step k+1
+        if pending is not None:
+            pending.result()
+        bar.close()
+        st.seconds = time.perf_counter() - t0
+        st.edges = int(counts.sum())
+        st.loss = loss / max(st.edges, 1)
+        st.bytes_read, st.bytes_written = buf.bytes_read - r0, buf.bytes_written - w0
+        t1 = time.perf_counter()
+        st.checkpoint_bytes = self._checkpoint(epoch + 1, st)
+        st.checkpoint_seconds = time.perf_counter() - t1
+        self.storage.write_meta(self._meta(epoch + 1, epoch + 1) | {"stats": [
+            s.to_json() for s in self.stats] + [st.to_json()]})
+        self.log(f"epoch {epoch + 1}: {st.edges} edges in {st.seconds:.1f} s "
+                 f"({st.edges_per_s:,.0f} edges/s), loss {st.loss:.4f}, swaps {st.swaps}")
+        return st
+
+    def _checkpoint(self, version: int, st: EpochStats) -> int:
+        buf = self.buffer
+        written = buf.commit_files(self.P)
+        written += self.relmodel.save(self.storage, version)
+        self.storage.sync_dirs()
+        self.storage.write_meta(self._meta(version, version) | {"stats": [
+            s.to_json() for s in self.stats] + [st.to_json()]})
+        buf.committed = version
+        self.storage.drop_versions(version, above=False, below=True)
+        return written
+
+
+def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph | None = None,
+          edges: str | None = None, out: str | Path | None = None, progress: bool = False,
+          log=None):
+    """Train embeddings and return them as :class:`~graphsys.embed.Embeddings`.
+
+    ``config``: an :class:`EmbedConfig`, a plain dict, or a TOML/JSON path. ``graph``,
+    ``edges`` and ``out`` override the config's ``graph``, ``edges`` and ``checkpoint_path``.
+    An existing checkpoint at ``out`` with the same settings is resumed.
+    """
+    from graphsys.embed.config import config_from_dict
+    from graphsys.embed.embeddings import Embeddings
+
+    if isinstance(config, (str, Path)):
+        cfg = load_config(config)
+    elif isinstance(config, dict):
+        cfg = config_from_dict(config)
+    else:
+        cfg = config
+    g = graph if isinstance(graph, Graph) else None
+    gpath = graph if graph is not None and g is None else cfg.graph
+    if g is None:
+        if gpath is None:
+            raise ConfigError("graph: no graph given (config key graph or --graph)")
+        g = open_graph(gpath)
+    out = out if out is not None else cfg.checkpoint_path
+    if out is None:
+        raise ConfigError("checkpoint_path: no output given (config key checkpoint_path or "
+                          "--out)")
+    if edges is not None:
+        cfg.edges = edges
+    Trainer(cfg, g, Path(out), progress=progress, log=log).run()
+    return Embeddings.load(out, graph=g)

@@ -1,0 +1,105 @@
+"""``graphsys embed train|eval|export|nearest`` end to end on a tiny planted KG."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from graphsys import cli
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+@pytest.fixture(autouse=True)
+def _only_embed(monkeypatch):
+    """Sibling commands are developed elsewhere: build the parser with ``embed`` alone."""
+    import torch
+
+    monkeypatch.setattr(cli, "COMMANDS", ("embed",))
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kg")
+    rng = np.random.default_rng(0)
+    rows = set()
+    while len(rows) < 600:
+        h, r = int(rng.integers(60)), int(rng.integers(3))
+        rows.add((h, r, ((h // 4 + (1, 3, 5)[r]) % 15) * 4 + int(rng.integers(4))))
+    rows = sorted(rows)
+    (root / "train.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in rows[80:]))
+    (root / "test.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in rows[:80]))
+    out = root / "g"
+    ingest([EdgeSource([root / "train.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2),
+            EdgeSource([root / "test.tsv"], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
+           out, IngestOptions(num_partitions=2))
+    return out
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cfg") / "c.toml"
+    path.write_text('dimension = 16\noperator = "complex_diagonal"\ncomparator = "dot"\n'
+                    'loss_fn = "softmax"\nlr = 0.1\nnum_epochs = 30\nbatch_size = 50\n'
+                    'num_batch_negs = 10\nnum_uniform_negs = 20\n')
+    return path
+
+
+def test_train_eval_export_nearest(graph, config, tmp_path, capsys):
+    ck = tmp_path / "ck"
+    assert cli.main(["embed", "train", "--graph", str(graph), "--edges", "train", "--config",
+                     str(config), "--set", "seed=3", "--out", str(ck), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["epochs"] == 30 and summary["edges_per_s"] > 0
+    assert cli.main(["embed", "eval", str(ck), "--graph", str(graph), "--edges", "test",
+                     "--filtered", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert set(res) >= {"mrr", "hits@1", "hits@3", "hits@10", "mean_rank", "count"}
+    assert res["count"] == 80 and res["mrr"] > 0.5
+    assert cli.main(["embed", "eval", str(ck), "--edges", "test", "--relation-wise",
+                     "--json"]) == 0
+    raw = json.loads(capsys.readouterr().out)
+    assert raw["mrr"] <= res["mrr"] and set(raw["relations"]) == {"r0", "r1", "r2"}
+    tsv, rel = tmp_path / "e.tsv", tmp_path / "r.tsv"
+    assert cli.main(["embed", "export", str(ck), "--format", "tsv", "--out", str(tsv),
+                     "--relations-out", str(rel)]) == 0
+    lines = tsv.read_text().splitlines()
+    assert len(lines) == 60 and all(len(x.split("\t")) == 17 for x in lines)
+    assert len(rel.read_text().splitlines()) == 3 * 2 * 2  # relations x sides x (real, imag)
+    pq = tmp_path / "e.parquet"
+    assert cli.main(["embed", "export", str(ck), "--format", "parquet", "--out", str(pq)]) == 0
+    import pyarrow.parquet as papq
+
+    t = papq.read_table(pq)
+    assert t.num_rows == 60 and t.schema.field("embedding").type.list_size == 16
+    capsys.readouterr()
+    assert cli.main(["embed", "nearest", str(ck), "5", "-k", "3", "--json"]) == 0
+    near = json.loads(capsys.readouterr().out)
+    assert len(near["neighbours"]) == 3 and 5 not in [n["id"] for n in near["neighbours"]]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "dimention=3"], "error: dimention: unknown key"),
+    (["--set", "lr=-2"], "error: lr: must be a positive number"),
+    (["--set", "operator=spin"], "error: operator: unknown operator 'spin'"),
+    (["--device", "cuda"], "CUDA is not available"),
+])
+def test_train_errors_are_one_line(graph, config, tmp_path, capsys, args, message):
+    import torch
+
+    if "cuda" in args and torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    rc = cli.main(["embed", "train", "--graph", str(graph), "--config", str(config),
+                   "--out", str(tmp_path / "x"), *args])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and message in err and len(err.splitlines()) == 1
+
+
+def test_eval_of_a_non_checkpoint_is_an_error(tmp_path, capsys):
+    assert cli.main(["embed", "eval", str(tmp_path), "--edges", "test"]) == 2
+    assert "not an embedding checkpoint" in capsys.readouterr().err

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graphsys.embed.config import ConfigError, config_from_dict, load_config
+
+
+def test_toml_file_and_overrides(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('dimension = 40\noperator = "translation"\n[[relations]]\nname = "r1"\n'
+                 'weight = 2.0\n[entities.node]\nnum_partitions = 4\n')
+    cfg = load_config(f, ["lr=0.5", "relations.r1.operator=diagonal", "bucket_order=affinity"])
+    assert cfg.dimension == 40 and cfg.lr == 0.5 and cfg.bucket_order == "affinity"
+    assert cfg.relations[0].operator == "diagonal" and cfg.relations[0].weight == 2.0
+    assert cfg.entities["node"].num_partitions == 4
+
+
+def test_json_file(tmp_path):
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps({"dimension": 8, "loss_fn": "logistic"}))
+    assert load_config(f).loss_fn == "logistic"
+
+
+@pytest.mark.parametrize("raw, key", [
+    ({"dimention": 10}, "dimention"),
+    ({"lr": -1}, "lr"),
+    ({"lr": "fast"}, "lr"),
+    ({"operator": "rotate"}, "operator"),
+    ({"comparator": "manhattan"}, "comparator"),
+    ({"loss_fn": "hinge"}, "loss_fn"),
+    ({"bucket_order": "zigzag"}, "bucket_order"),
+    ({"batch_size": 0}, "batch_size"),
+    ({"batch_size": 1.5}, "batch_size"),
+    ({"workers": True}, "workers"),
+    ({"dimension": 5, "operator": "complex_diagonal"}, "dimension"),
+    ({"relations": [{"name": "r", "operator": "nope"}]}, r"relations\[0\].operator"),
+    ({"relations": [{"name": "r", "colour": 1}]}, r"relations\[0\].colour"),
+    ({"entities": {"node": {"num_partitions": -2}}}, "entities.node.num_partitions"),
+    ({"memory_budget": "lots"}, "memory_budget"),
+    ({"degree_neg_fraction": 2.0}, "degree_neg_fraction"),
+    ({"num_uniform_negs": 0, "num_batch_negs": 0}, "num_uniform_negs"),
+])
+def test_errors_name_the_key(raw, key):
+    with pytest.raises(ConfigError, match=f"^{key}"):
+        config_from_dict(raw)
+
+
+def test_bad_override_and_file(tmp_path):
+    with pytest.raises(ConfigError, match="expected key=value"):
+        load_config(None, ["lr"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("dimension = = 3")
+    with pytest.raises(ConfigError, match="bad.toml: invalid toml"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_graph_mismatch_names_the_key(kg4, tmp_path):
+    from graphsys.embed import train
+
+    with pytest.raises(ConfigError, match="^num_partitions"):
+        train({"num_partitions": 2}, graph=kg4, out=tmp_path / "c")
+    with pytest.raises(ConfigError, match=r"^relations\[0\].name"):
+        train({"relations": [{"name": "nope"}]}, graph=kg4, out=tmp_path / "c")

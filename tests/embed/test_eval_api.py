@@ -1,0 +1,108 @@
+"""Evaluation against a brute-force ranking; nearest() / predict_tails() against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys import open_graph
+from graphsys.embed import Embeddings, evaluate, load_config, train
+from graphsys.embed.evaluate import triples
+
+
+@pytest.fixture(scope="module")
+def trained(kg4, tmp_path_factory):
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("ck") / "ck"
+    cfg = load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
+                             "comparator=\"dot\"", "loss_fn=\"softmax\"", "lr=0.1",
+                             "num_epochs=3", "batch_size=100"])
+    return train(cfg, graph=kg4, out=out)
+
+
+def _brute(emb: Embeddings, graph, filtered: bool):
+    test = triples(graph, "test")
+    known = set()
+    for name in graph.edge_sets:
+        t = triples(graph, name)
+        known |= set(zip(t.h.tolist(), t.r.tolist(), t.t.tolist()))
+    E = torch.from_numpy(emb.to_numpy())
+    ranks = []
+    for h, r, t in zip(test.h.tolist(), test.r.tolist(), test.t.tolist()):
+        for side, anchor, answer in (("rhs", h, t), ("lhs", t, h)):
+            q = emb.relmodel.apply(side, E[[anchor]], torch.tensor([r]))[0]
+            s = (E @ q).numpy()          # comparator "dot"
+            true = s[answer]
+            higher = ties = 0
+            for c in range(len(E)):
+                if c == answer:
+                    continue
+                trip = (anchor, r, c) if side == "rhs" else (c, r, anchor)
+                if filtered and trip in known:
+                    continue
+                higher += s[c] > true
+                ties += s[c] == true
+            ranks.append(1 + higher + ties / 2)
+    ranks = np.array(ranks)
+    return {"mrr": np.mean(1 / ranks), "hits@1": np.mean(ranks <= 1),
+            "hits@3": np.mean(ranks <= 3), "hits@10": np.mean(ranks <= 10),
+            "mean_rank": np.mean(ranks), "count": len(test.h)}
+
+
+@pytest.mark.parametrize("filtered", [True, False])
+def test_metrics_match_brute_force(trained, kg4, filtered):
+    graph = open_graph(kg4)
+    got = evaluate(trained, graph, "test", filtered=filtered, candidates="all")
+    want = _brute(trained, graph, filtered)
+    assert got["count"] == want["count"]
+    for k in ("mrr", "hits@1", "hits@3", "hits@10", "mean_rank"):
+        assert got[k] == pytest.approx(want[k], rel=1e-4, abs=1e-4), k
+
+
+def test_sampled_candidates_and_relation_wise(trained, kg4):
+    graph = open_graph(kg4)
+    full = evaluate(trained, graph, "test", filtered=True, candidates="all")
+    sampled = evaluate(trained, graph, "test", filtered=True, candidates=20,
+                       relation_wise=True)
+    assert sampled["candidates"] == 20
+    assert sampled["mean_rank"] <= 21 and sampled["mrr"] >= full["mrr"] - 1e-9
+    per = sampled["relations"]
+    assert sum(d["count"] for d in per.values()) == sampled["count"]
+
+
+@pytest.mark.parametrize("by", ["cos", "dot"])
+def test_nearest_matches_brute_force(trained, by, monkeypatch):
+    import graphsys.embed.embeddings as mod
+
+    monkeypatch.setattr(mod, "BLOCK_ROWS", 7)   # many blocks and partitions
+    X = trained.to_numpy().astype(np.float64)
+    q = trained.vector("e0").astype(np.float64)
+    if by == "cos":
+        X = X / np.linalg.norm(X, axis=1, keepdims=True)
+        q = q / np.linalg.norm(q)
+    s = X @ q
+    self_idx = int(trained.internal(["e0"])[0])
+    s[self_idx] = -np.inf
+    want = np.argsort(-s, kind="stable")[:5]
+    ids, scores = trained.nearest("e0", 5, by=by)
+    assert list(ids) == list(trained.original(want))
+    assert np.allclose(scores, s[want], atol=1e-4)
+
+
+def test_score_and_predict_tails_agree(trained):
+    ids, scores = trained.predict_tails("e0", "r0", k=3)
+    again = trained.score(["e0"] * 3, "r0", ids)
+    assert np.allclose(again, scores, atol=1e-4)
+    assert trained.score("e0", "r0", ids[0]) == pytest.approx(float(scores[0]), abs=1e-4)
+    assert trained.vectors(["e0", "e1"]).shape == (2, 16)
+    assert trained.to_numpy().shape == (200, 16)
+
+
+def test_export_numpy_round_trip(trained, tmp_path):
+    emb_path, ids_path = trained.export_numpy(tmp_path / "np")
+    arr = np.load(emb_path, allow_pickle=False)
+    ids = np.load(ids_path, allow_pickle=False)
+    assert arr.shape == (200, 16)
+    k = list(ids).index("e5")
+    assert np.array_equal(arr[k], trained.vector("e5"))
