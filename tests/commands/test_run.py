@@ -149,3 +149,10 @@ def test_launch_module_runs_the_command(graph_dir, tmp_path, capsys):
     assert read_out(out) == {10: 2.0, 11: 2.0, 12: 2.0, 13: 1.0, 14: 1.0, 15: 1.0}
     assert launch_main(["nope", str(graph_dir / "g")]) == 2
     assert "unknown algorithm" in capsys.readouterr().err
+
+
+def test_cli_algorithm_names_match_the_engine():
+    from graphsys.bsp.algorithms import ALGORITHMS
+    from graphsys.commands.run import ALGORITHM_NAMES
+
+    assert ALGORITHM_NAMES == tuple(ALGORITHMS)
