@@ -56,7 +56,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         profile_embed,
         profile_gnn,
     )
-    from graphsys.bsp.engine import resolve_device
+    from graphsys.device import resolve_device
     from graphsys.storage.graph import Graph, open_graph
 
     t0 = time.perf_counter()

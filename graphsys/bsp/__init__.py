@@ -32,9 +32,10 @@ from graphsys.bsp.algorithms import (
     sssp,
     wcc,
 )
-from graphsys.bsp.engine import Result, resolve_device, run
+from graphsys.bsp.engine import Result, run
 from graphsys.bsp.program import Combiner, Context, ModeCombiner, VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats
+from graphsys.device import resolve_device
 
 __all__ = [
     "ALGORITHMS",

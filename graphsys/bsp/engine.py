@@ -21,10 +21,10 @@ from graphsys.bsp.distributed import LocalComm, TorchComm
 from graphsys.bsp.edges import DENSE_DIVISOR, EdgeResult, MemoryEdges, StreamEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError
 
 MODES = ("memory", "out-of-core")
-DEVICES = ("cpu", "cuda", "auto")
 BACKENDS = ("auto", "numba", "torch")
 DEFAULT_MAX_ITERS = 100
 
@@ -43,27 +43,6 @@ class Result:
         per node in global id order."""
         return pa.table({"node": pa.array(self.graph.node_ids()),
                          "value": pa.array(self.values, pa.float64())})
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """``cpu``, ``cuda[:k]`` or ``auto`` (CUDA when available) -> torch.device; a CUDA
-    request without a usable GPU is a :class:`GraphsysError`."""
-    name = str(device)
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu":
-        return torch.device("cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise GraphsysError(f"--device {name}: no CUDA device is available "
-                                f"(torch.cuda.is_available() is False); use --device cpu or "
-                                f"auto")
-        dev = torch.device(name)
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise GraphsysError(f"--device {name}: only {torch.cuda.device_count()} CUDA "
-                                f"device(s)")
-        return dev
-    raise GraphsysError(f"unknown device {name!r} (choose from {', '.join(DEVICES)})")
 
 
 def resolve_backend(backend: str, device: torch.device) -> str:

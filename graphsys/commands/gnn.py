@@ -77,7 +77,8 @@ def run(args) -> int:
 
 
 def _train(args) -> int:
-    from graphsys.gnn.data import open_source, resolve_device
+    from graphsys.device import resolve_device
+    from graphsys.gnn.data import open_source
     from graphsys.gnn.train import TrainConfig, train
     from graphsys.sampling.neighbor import parse_fanouts
 
@@ -122,7 +123,8 @@ def _train(args) -> int:
 
 
 def _embed(args) -> int:
-    from graphsys.gnn.data import open_source, resolve_device
+    from graphsys.device import resolve_device
+    from graphsys.gnn.data import open_source
     from graphsys.gnn.embed import embed_checkpoint
 
     device = resolve_device(args.device)

@@ -14,7 +14,6 @@ from pathlib import Path
 from graphsys.commands._common import emit_json
 from graphsys.errors import GraphsysError
 
-
 #: Names of :data:`graphsys.bsp.algorithms.ALGORITHMS`, listed here so that building the
 #: parser does not import torch (a test keeps the two equal).
 ALGORITHM_NAMES = ("pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore")
@@ -48,7 +47,8 @@ def run(args) -> int:
     from graphsys import open_graph
     from graphsys.bsp.algorithms import ALGORITHMS
     from graphsys.bsp.distributed import init_from_env
-    from graphsys.bsp.engine import BACKENDS, MODES, resolve_device
+    from graphsys.bsp.engine import BACKENDS, MODES
+    from graphsys.device import resolve_device
     from graphsys.storage.atomic import atomic_path
     from graphsys.storage.verify import verify_graph
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from graphsys.errors import FormatError, GraphsysError
-from graphsys.storage.atomic import fsync_dir, write_bytes_atomic
+from graphsys.storage.atomic import fsync_path, write_bytes_atomic
 
 FORMAT = "graphsys-embeddings"
 FORMAT_VERSION = 1
@@ -131,4 +131,4 @@ class CheckpointStorage:
             base = self.root / sub
             if base.is_dir():
                 for d in [base, *[p for p in base.rglob("*") if p.is_dir()]]:
-                    fsync_dir(d)
+                    fsync_path(d)

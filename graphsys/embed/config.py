@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graphsys.device import DEVICES
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
 from graphsys.errors import GraphsysError
 from graphsys.units import parse_size
@@ -39,7 +40,6 @@ class ConfigError(GraphsysError):
 
 
 BUCKET_ORDERS = ("inside_out", "outside_in", "random", "affinity", "buffer")
-DEVICES = ("cpu", "cuda", "auto")
 
 
 def _h(text: str, **kw: Any) -> Any:

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from graphsys.device import resolve_device
 from graphsys.embed.checkpoint import CheckpointStorage, load_npy, save_npy
 from graphsys.embed.config import ConfigError, EmbedConfig, load_config
 from graphsys.embed.model import COMPARATORS, LOSSES, init_embeddings, n3
@@ -48,17 +49,6 @@ ROW_ADAGRAD_EPS = 1e-10
 RESUMABLE_KEYS = {"num_epochs", "checkpoint_path", "workers", "prefetch", "device",
                   "buffer_partitions", "memory_budget", "eval_num_uniform_negs",
                   "eval_full_max_candidates", "graph"}
-
-
-def resolve_device(name: str) -> torch.device:
-    """``cpu``, ``cuda`` (error if unavailable) or ``auto`` (cuda when available)."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise GraphsysError(f"device cuda: CUDA is not available (torch {torch.__version__}, "
-                            f"{'no GPU visible' if torch.version.cuda else 'built without CUDA'}"
-                            f"); use --device cpu or auto")
-    return torch.device(name)
 
 
 def _seed(*parts: int) -> int:

@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 
 from graphsys.errors import GraphsysError
 from graphsys.generators._random import Chunk
-from graphsys.storage.atomic import fsync_dir, fsync_file
+from graphsys.storage.atomic import fsync_path
 
 #: Extension -> format name ("tsv", "csv", "parquet", "arrow") and gzip flag; longest first.
 EXTENSIONS: dict[str, tuple[str, bool]] = {
@@ -225,12 +225,12 @@ class TableWriter:
                 self._gz = None
             self._raw.close()
             self._raw = None
-            fsync_file(self._tmp)
+            fsync_path(self._tmp)
             os.replace(self._tmp, self.path)
         except BaseException:
             self.abort()
             raise
-        fsync_dir(self.path.parent)
+        fsync_path(self.path.parent)
         return self.path
 
     def abort(self) -> None:

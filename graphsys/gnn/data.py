@@ -5,24 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph, open_graph
-
-
-def resolve_device(name: str) -> torch.device:
-    """``cpu``, ``cuda`` (error without a GPU), or ``auto`` (cuda when available)."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu":
-        return torch.device("cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise GraphsysError(f"--device {name}: no CUDA GPU is available (torch "
-                                f"{torch.__version__}); use --device cpu or auto")
-        return torch.device(name)
-    raise GraphsysError(f"unknown device {name!r} (cpu, cuda, auto)")
 
 
 def open_source(dataset: str | None = None, graph: str | Path | None = None, *,

@@ -16,15 +16,8 @@ from graphsys.errors import GraphsysError
 _STAGING_MARK = ".staging-"
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(str(path), os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a directory (its entries) by path."""
     fd = os.open(str(path), os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -62,7 +55,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    fsync_path(path.parent)
 
 
 def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
@@ -85,9 +78,9 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         yield tmp
-        fsync_file(tmp)
+        fsync_path(tmp)
         os.replace(tmp, path)
-        fsync_dir(path.parent)
+        fsync_path(path.parent)
     except BaseException:
         if tmp.is_dir():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -130,11 +123,11 @@ def staging_directory(out: Path) -> Iterator[Path]:
     staging.mkdir()
     try:
         yield staging
-        fsync_dir(staging)
+        fsync_path(staging)
         if out.exists():
             out.rmdir()
         os.rename(staging, out)
-        fsync_dir(out.parent)
+        fsync_path(out.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -215,6 +215,28 @@ def _sniff(path: Path, comment: str) -> tuple[list[bytes], int]:
     return lines, leading
 
 
+def _select_columns(path: Path, roles: dict[str, str | int | None], names: list[str], *,
+                    has_names: bool) -> dict[str, str]:
+    """Map each present role to a column name; roles give names or 0-based indices."""
+    selected: dict[str, str] = {}
+    for role, col in roles.items():
+        if col is None:
+            continue
+        if isinstance(col, int):
+            if not 0 <= col < len(names):
+                raise InputError(f"column index {col} for {role} is out of range: the file has "
+                                 f"{len(names)} columns", path=path)
+            col = names[col]
+        elif not has_names:
+            raise InputError(f"column {col!r} for {role} named, but the file has no header "
+                             f"line (use a 0-based column index)", path=path)
+        elif col not in names:
+            raise InputError(f"unknown column {col!r} for {role} (columns: {', '.join(names)})",
+                             path=path)
+        selected[role] = col
+    return selected
+
+
 def _is_int(token: bytes) -> bool:
     return re.fullmatch(rb"[+-]?\d+", token.strip()) is not None
 
@@ -263,23 +285,7 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
         names = [t.decode("utf-8", "replace").strip() for t in tokens]
     else:
         names = [f"c{k}" for k in range(len(tokens))]
-    selected: dict[str, str] = {}
-    for role, col in roles.items():
-        if col is None:
-            continue
-        if isinstance(col, int):
-            if not 0 <= col < len(names):
-                raise InputError(f"column index {col} for {role} is out of range: the file has "
-                                 f"{len(names)} columns", path=path)
-            selected[role] = names[col]
-        else:
-            if not header:
-                raise InputError(f"column {col!r} for {role} named, but the file has no header "
-                                 f"line (use a 0-based column index)", path=path)
-            if col not in names:
-                raise InputError(f"unknown column {col!r} for {role} (columns: "
-                                 f"{', '.join(names)})", path=path)
-            selected[role] = col
+    selected = _select_columns(path, roles, names, has_names=bool(header))
     return _TextLayout(names, selected, delimiter, bool(header), leading, squeeze)
 
 
@@ -427,20 +433,7 @@ def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
             schema = ipc.schema
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"cannot read as {fmt} ({_short(exc)})", path=path) from None
-    names = schema.names
-    selected: dict[str, str] = {}
-    for role, col in roles.items():
-        if col is None:
-            continue
-        if isinstance(col, int):
-            if not 0 <= col < len(names):
-                raise InputError(f"column index {col} for {role} is out of range ({len(names)} "
-                                 f"columns)", path=path)
-            col = names[col]
-        elif col not in names:
-            raise InputError(f"unknown column {col!r} for {role} (columns: {', '.join(names)})",
-                             path=path)
-        selected[role] = col
+    selected = _select_columns(path, roles, schema.names, has_names=True)
     total = path.stat().st_size
     done = 0
     if fmt == "parquet":

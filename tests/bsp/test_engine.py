@@ -9,7 +9,8 @@ import torch
 from scipy.sparse import csgraph
 
 from graphsys import bsp
-from graphsys.bsp.engine import resolve_backend, resolve_device
+from graphsys.bsp.engine import resolve_backend
+from graphsys.device import resolve_device
 from graphsys.errors import GraphsysError
 
 from .conftest import MODES

@@ -87,7 +87,7 @@ def test_train_eval_export_nearest(graph, config, tmp_path, capsys):
     (["--set", "dimention=3"], "error: dimention: unknown key"),
     (["--set", "lr=-2"], "error: lr: must be a positive number"),
     (["--set", "operator=spin"], "error: operator: unknown operator 'spin'"),
-    (["--device", "cuda"], "CUDA is not available"),
+    (["--device", "cuda"], "no CUDA device is available"),
 ])
 def test_train_errors_are_one_line(graph, config, tmp_path, capsys, args, message):
     import torch

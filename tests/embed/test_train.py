@@ -65,7 +65,7 @@ def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    with pytest.raises(GraphsysError, match="CUDA is not available"):
+    with pytest.raises(GraphsysError, match="no CUDA device is available"):
         train(load_config(None, small + ["device=\"cuda\""]), graph=kg1, out=tmp_path / "g")
 
 

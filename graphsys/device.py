@@ -1,0 +1,30 @@
+"""Device selection shared by every engine: ``--device cpu|cuda[:k]|auto``."""
+
+from __future__ import annotations
+
+import torch
+
+from graphsys.errors import GraphsysError
+
+DEVICES = ("cpu", "cuda", "auto")
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``cpu``, ``cuda[:k]`` or ``auto`` (CUDA when available) -> torch.device; a CUDA
+    request without a usable GPU is a one-line :class:`GraphsysError`."""
+    name = str(device)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            why = "no GPU visible" if torch.version.cuda else "torch built without CUDA"
+            raise GraphsysError(f"--device {name}: no CUDA device is available ({why}, torch "
+                                f"{torch.__version__}); use --device cpu or auto")
+        dev = torch.device(name)
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise GraphsysError(f"--device {name}: only {torch.cuda.device_count()} CUDA "
+                                f"device(s)")
+        return dev
+    raise GraphsysError(f"unknown device {name!r} (choose from {', '.join(DEVICES)})")
