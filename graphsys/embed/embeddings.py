@@ -7,6 +7,11 @@
 
 Node ids are the graph's *original* ids; the graph directory recorded in the checkpoint maps
 them (pass ``graph=`` if it moved). Embedding partitions are memory-mapped, read-only.
+
+``load`` also opens the output of ``graphsys gnn embed`` (:data:`ARROW_FORMAT`: an
+``embeddings.json`` index and one Arrow IPC file per partition); it has one entity type and
+no relations, so the lookups, ``nearest`` and the exports work and ``score`` /
+``predict_tails`` do not.
 """
 
 from __future__ import annotations
@@ -14,19 +19,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import json
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc as paipc
 import torch
 
 from graphsys.embed.checkpoint import CheckpointStorage, load_npy
 from graphsys.embed.config import config_from_dict
 from graphsys.embed.model import COMPARATORS
 from graphsys.embed.relations import RelationModel
-from graphsys.errors import GraphsysError
+from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.graph import Graph, open_graph
 
 #: Rows per block of the blocked matmuls in nearest() / predict_tails().
 BLOCK_ROWS = 1 << 16
+#: Index file and format tag of Arrow embedding directories (``graphsys gnn embed``)::
+#:
+#:     <dir>/embeddings.json   {"format": ARROW_FORMAT, "entity_type", "dimension",
+#:                              "num_nodes", "partitions": [file, ...], "graph", "meta"}
+#:     <dir>/<file>            Arrow IPC file of one storage partition, rows in the
+#:                             partition's node order: id, embedding
+#:                             fixed_size_list<float32>[dimension]
+ARROW_INDEX = "embeddings.json"
+ARROW_FORMAT = "graphsys-gnn-embeddings"
 
 
 class Embeddings:
@@ -50,12 +67,15 @@ class Embeddings:
 
     @classmethod
     def load(cls, path: str | Path, graph: str | Path | Graph | None = None) -> Embeddings:
-        """Open the checkpoint directory ``path`` (its last committed version)."""
+        """Open the checkpoint directory ``path`` (its last committed version), or an
+        Arrow embedding directory written by ``graphsys gnn embed``."""
         path = Path(path)
+        g = graph if isinstance(graph, Graph) or graph is None else open_graph(graph)
+        if (path / ARROW_INDEX).is_file():
+            return ArrowEmbeddings(path, g)
         storage = CheckpointStorage(path)
         meta = storage.read_meta()
         config = config_from_dict({k: v for k, v in storage.read_config().items()})
-        g = graph if isinstance(graph, Graph) or graph is None else open_graph(graph)
         return cls(path, meta, config, g)
 
     @property
@@ -256,3 +276,43 @@ class Embeddings:
         save_npy(paths[0], self.to_numpy(t))
         save_npy(paths[1], ids)
         return paths
+
+
+class ArrowEmbeddings(Embeddings):
+    """Node embeddings of one entity type in Arrow files (the :data:`ARROW_FORMAT` layout
+    ``graphsys gnn embed`` writes); the embedding columns are memory-mapped, read-only.
+    No relation operators: ``score`` / ``predict_tails`` raise."""
+
+    def __init__(self, path: Path, graph: Graph | None):
+        index = path / ARROW_INDEX
+        try:
+            header = json.loads(index.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FormatError(f"{index}: unreadable ({exc})") from None
+        if header.get("format") != ARROW_FORMAT:
+            raise FormatError(f"{index}: unknown embeddings format {header.get('format')!r}")
+        et = header["entity_type"]
+        self.dimension = int(header["dimension"])
+        parts = [self._read_part(path / rel) for rel in header["partitions"]]
+        sizes = [len(x) for x in parts]
+        if sum(sizes) != int(header["num_nodes"]):
+            raise FormatError(f"{path}: partitions hold {sum(sizes)} rows, the index says "
+                              f"{header['num_nodes']}")
+        self.path, self.config, self._graph = path, None, graph
+        self.meta = {**header, "entity_types": {et: {"partition_sizes": sizes}}}
+        self.version = 0
+        self.storage = self.comparator = self.relmodel = None
+        self.entity_types = [et]
+        self.relations, self.relation_names = [], []
+        self._parts = {et: parts}
+        self._offsets = {et: np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)}
+
+    def _read_part(self, file: Path) -> np.ndarray:
+        try:
+            col = paipc.open_file(pa.memory_map(str(file))).read_all().column("embedding")
+        except (OSError, KeyError, pa.ArrowException) as exc:
+            raise FormatError(f"{file}: cannot read embeddings ({exc})") from None
+        rows = [c.flatten().to_numpy().reshape(-1, self.dimension) for c in col.chunks]
+        if len(rows) == 1:
+            return rows[0]
+        return np.concatenate(rows) if rows else np.zeros((0, self.dimension), np.float32)

@@ -6,13 +6,14 @@
   prediction) with background sampling workers, bounded prefetch, early stopping,
   pickle-free checkpoints and metric logging.
 * :func:`layerwise_inference` / :func:`embed_checkpoint`: each layer over all nodes once,
-  partition by partition, writing Arrow embeddings.
+  partition by partition, writing Arrow embeddings that
+  :meth:`graphsys.embed.Embeddings.load` opens (``nearest``, ``vectors``, ``to_numpy``).
 """
 
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 from graphsys.gnn.conv import GCNConv, PinSageConv, SAGEConv
 from graphsys.gnn.embed import embed_checkpoint
-from graphsys.gnn.inference import layerwise_inference, load_embeddings, nearest
+from graphsys.gnn.inference import layerwise_inference
 from graphsys.gnn.loader import PrefetchLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.train import (
@@ -34,8 +35,6 @@ __all__ = [
                                 "embed_checkpoint",
                                 "layerwise_inference",
                                 "load_checkpoint",
-                                "load_embeddings",
-                                "nearest",
                                 "save_checkpoint",
                                 "train",
                                 "train_link_prediction",

@@ -3,34 +3,38 @@ time and partition by partition (PinSage's MapReduce-style inference, which comp
 node's layer-``l`` state once instead of once per neighbourhood it appears in), and the
 Arrow embedding files it writes.
 
-Output layout (``write``/``infer_to_arrow``)::
+Output layout (:class:`EmbeddingWriter`; :data:`graphsys.embed.embeddings.ARROW_FORMAT`)::
 
     <out>/embeddings.json            {"format": "graphsys-gnn-embeddings", "entity_type",
-                                      "dimension", "num_nodes", "partitions": [file, ...]}
+                                      "dimension", "num_nodes", "partitions": [file, ...],
+                                      "graph", "meta"}
     <out>/<entity_type>/part-<p>.arrow   Arrow IPC file: id (original ids), embedding
                                       fixed_size_list<float32>[dimension]
 
-:func:`load_embeddings` and :func:`nearest` read it back (cosine top-k).
+:meth:`graphsys.embed.Embeddings.load` reads it back (``vector``, ``vectors``, ``to_numpy``,
+``nearest`` by cosine or dot, the exports).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as paipc
 import torch
+from tqdm import tqdm
 
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.embed.embeddings import ARROW_FORMAT, ARROW_INDEX
+from graphsys.errors import GraphsysError
 from graphsys.gnn.model import GNN
 from graphsys.sampling.block import Block
 from graphsys.storage.atomic import atomic_path, write_bytes_atomic
 from graphsys.storage.graph import Graph
 
-EMB_FORMAT = "graphsys-gnn-embeddings"
 #: Destination nodes per inference step inside a partition.
 CHUNK_ROWS = 1 << 14
 
@@ -46,7 +50,7 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
                         num_nodes: int, block_fn: Callable[[np.ndarray, int], Block],
                         ranges: list[tuple[int, int]], *, device: str | torch.device = "cpu",
                         on_partition: Callable[[int, torch.Tensor], None] | None = None,
-                        chunk_rows: int = CHUNK_ROWS) -> torch.Tensor:
+                        chunk_rows: int = CHUNK_ROWS, progress: bool = False) -> torch.Tensor:
     """Final outputs of ``model`` for nodes ``0..num_nodes-1``, float32 (num_nodes, out_dim)
     on the CPU.
 
@@ -57,30 +61,38 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
         ranges: ``(lo, hi)`` node ranges covering all nodes, one per storage partition.
         on_partition: called as ``(k, outputs of range k)`` when a range's final outputs
             are ready (to stream them to disk).
+        progress: show a tqdm bar (on stderr) over layers x nodes.
     Layer ``l`` is computed for every node before layer ``l+1`` starts; the states of one
     layer (num_nodes x width floats) are held in CPU memory.
     """
     model.eval()
     device = torch.device(device)
     prev: torch.Tensor | None = None
-    for layer in range(model.num_layers):
-        last = layer == model.num_layers - 1
-        out: torch.Tensor | None = None
-        for k, (lo, hi) in enumerate(ranges):
-            parts = []
-            for a, b in _chunks([(lo, hi)], chunk_rows):
-                block = block_fn(np.arange(a, b, dtype=np.int64), layer).to(device)
-                src = block.src_nodes
-                x = inputs(src) if prev is None else prev.index_select(
-                    0, src.cpu()).to(device)
-                parts.append(model.layer(layer, x, block).float().cpu())
-            h = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
-            if out is None:
-                out = torch.empty(num_nodes, h.shape[1])
-            out[lo:hi] = h
-            if last and on_partition is not None:
-                on_partition(k, h)
-        prev = out
+    bar = (tqdm(total=model.num_layers * num_nodes, unit="node", unit_scale=True,
+                dynamic_ncols=True, desc="embed") if progress else nullcontext())
+    with bar:
+        for layer in range(model.num_layers):
+            if progress:
+                bar.set_description(f"embed layer {layer + 1}/{model.num_layers}")
+            last = layer == model.num_layers - 1
+            out: torch.Tensor | None = None
+            for k, (lo, hi) in enumerate(ranges):
+                parts = []
+                for a, b in _chunks([(lo, hi)], chunk_rows):
+                    block = block_fn(np.arange(a, b, dtype=np.int64), layer).to(device)
+                    src = block.src_nodes
+                    x = inputs(src) if prev is None else prev.index_select(
+                        0, src.cpu()).to(device)
+                    parts.append(model.layer(layer, x, block).float().cpu())
+                    if progress:
+                        bar.update(b - a)
+                h = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
+                if out is None:
+                    out = torch.empty(num_nodes, h.shape[1])
+                out[lo:hi] = h
+                if last and on_partition is not None:
+                    on_partition(k, h)
+            prev = out
     return prev
 
 
@@ -95,7 +107,7 @@ class EmbeddingWriter:
 
     def __init__(self, out: str | Path, graph: Graph, entity_type: str):
         self.out = Path(out)
-        if (self.out / "embeddings.json").exists():
+        if (self.out / ARROW_INDEX).exists():
             raise GraphsysError(f"{self.out}: already holds embeddings (choose a new --out)")
         (self.out / entity_type).mkdir(parents=True, exist_ok=True)
         self.graph, self.etype = graph, entity_type
@@ -116,39 +128,9 @@ class EmbeddingWriter:
         self.files.append(rel)
 
     def finish(self, meta: dict | None = None) -> Path:
-        header = {"format": EMB_FORMAT, "entity_type": self.etype, "dimension": self.dim,
+        header = {"format": ARROW_FORMAT, "entity_type": self.etype, "dimension": self.dim,
                   "num_nodes": self.graph.num_nodes(self.etype), "partitions": self.files,
                   "graph": str(self.graph.path), "meta": meta or {}}
-        write_bytes_atomic(self.out / "embeddings.json", json.dumps(header, indent=1).encode())
+        write_bytes_atomic(self.out / ARROW_INDEX, json.dumps(header, indent=1).encode())
         return self.out
 
-
-def load_embeddings(path: str | Path) -> tuple[np.ndarray, np.ndarray, dict]:
-    """``(ids, matrix float32 (N, d), header)`` of an embedding directory."""
-    path = Path(path)
-    try:
-        header = json.loads((path / "embeddings.json").read_text())
-    except FileNotFoundError:
-        raise GraphsysError(f"{path}: no embeddings.json (not a gnn embed output)") from None
-    if header.get("format") != EMB_FORMAT:
-        raise FormatError(f"{path}: unknown embeddings format {header.get('format')!r}")
-    ids, rows = [], []
-    for rel in header["partitions"]:
-        t = paipc.open_file(pa.memory_map(str(path / rel))).read_all()
-        ids.append(t.column("id").to_numpy())
-        rows.append(t.column("embedding").combine_chunks().flatten().to_numpy()
-                    .reshape(-1, header["dimension"]))
-    return np.concatenate(ids), np.concatenate(rows), header
-
-
-def nearest(path: str | Path, node_id, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nodes (original ids) most cosine-similar to ``node_id``, and the scores."""
-    ids, emb, _ = load_embeddings(path)
-    hit = np.flatnonzero(ids == node_id)
-    if len(hit) == 0:
-        raise GraphsysError(f"node id {node_id!r} has no embedding in {path}")
-    unit = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
-    scores = unit @ unit[hit[0]]
-    scores[hit[0]] = -np.inf
-    top = np.argsort(-scores, kind="stable")[:k]
-    return ids[top], scores[top]

@@ -440,6 +440,7 @@ class _IngestJob:
 
     def _spill_batches(self, batches, path: Path, src: EdgeSource, fixed: int | None,
                        n_src: int) -> int:
+        """Validate and spill every batch; return the number of rows dropped."""
         skipped = 0
         for k, batch in enumerate(batches):
             cols, dropped = self._validate(batch, path, fixed)
@@ -735,7 +736,7 @@ class _IngestJob:
             for r, n in zip(live, take):
                 r.consume(n)
             cols = _sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
-                                   self.opts.dedupe, presorted=len(live) == 1)
+                                   self.opts.dedupe, presorted=len(live) == 1, sorted_runs=True)
             if self.opts.dedupe and last is not None and len(cols["key"]):
                 first = (int(cols["key"][0]), int(cols["rel"][0]) if "rel" in cols else 0)
                 if first == last:
@@ -865,12 +866,16 @@ class _BucketWriter:
 
 
 def _sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray | None,
-                    dedupe: bool, presorted: bool = False) -> dict[str, np.ndarray]:
+                    dedupe: bool, presorted: bool = False,
+                    sorted_runs: bool = False) -> dict[str, np.ndarray]:
     """Sort edges by (key, rel), stably (input order among equal edges is kept), and drop
-    repeated (key, rel) after the first if ``dedupe``."""
+    repeated (key, rel) after the first if ``dedupe``. ``sorted_runs``: the input is a
+    concatenation of sorted runs (a merge), which a stable sort (timsort) merges in
+    O(n log runs)."""
     if not presorted:
         if rel is None and weight is None:
-            key = np.sort(key)  # no payload: plain sort (ties are indistinguishable)
+            # no payload: ties are indistinguishable, any sort will do
+            key = np.sort(key, kind="stable" if sorted_runs else "quicksort")
         else:
             order = np.argsort(key, kind="stable") if rel is None else np.lexsort((rel, key))
             key = key[order]
