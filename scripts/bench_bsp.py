@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# first: graphsys.bsp sets OMP_WAIT_POLICY before any OpenMP pool (numba's) starts
+# first: importing graphsys sets OMP_WAIT_POLICY before any OpenMP pool (numba's) starts
 from graphsys import bsp
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,15 +6,10 @@ halt, aggregators) runs in memory (CSR/CSC with Ligra's push/pull switch), out o
 across ``torch.distributed`` ranks. Run a program with :func:`run`; the algorithms are
 thin front-ends returning a :class:`Result` (float64 values by global id + statistics).
 
-Importing this package sets ``OMP_WAIT_POLICY=PASSIVE`` unless already set: numba's and
-torch's OpenMP pools both busy-wait by default, and on a small (or shared) machine two
-spinning pools starve each other (a 1,500-edge pull superstep measured 48 ms instead of
-1 ms on 2 cores). It affects OpenMP runtimes loaded after the import.
+``import graphsys`` sets ``OMP_WAIT_POLICY=PASSIVE`` unless already set: numba's and torch's
+OpenMP pools both busy-wait by default, and two spinning pools starve each other on a small
+machine (a 1,500-edge pull superstep measured 48 ms instead of 1 ms on 2 cores).
 """
-
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from graphsys.bsp.algorithms import (
     ALGORITHMS,

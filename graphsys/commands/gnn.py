@@ -5,7 +5,9 @@ test metrics; with ``--json`` the last line is one JSON object holding ``test_ac
 (node task) or ``hits@10`` and ``mrr`` (link task), plus ``epochs`` and ``seconds``.
 ``--out DIR`` keeps the best checkpoint (``DIR/checkpoint``) and ``DIR/metrics.jsonl``.
 ``graphsys gnn embed --checkpoint DIR/checkpoint --out EMB`` runs streaming inference,
-partition by partition, writing Arrow embedding files.
+partition by partition, writing Arrow embedding files that ``graphsys.embed.Embeddings.load``
+(and ``graphsys embed nearest EMB ID``) serve. Both show tqdm progress bars on a terminal
+(not with ``--json`` or ``--quiet``, nor when stderr is not a terminal).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from graphsys.commands._common import emit_json
+from graphsys.commands._common import emit_json, show_progress
 from graphsys.errors import GraphsysError
 
 
@@ -106,7 +108,7 @@ def _train(args) -> int:
     say(f"training {cfg.model} ({cfg.task} task) on {graph.path} [{device}]")
     t0 = time.perf_counter()
     key = "val_accuracy" if node else "val_mrr"
-    res = train(graph, cfg, device=device, out=args.out,
+    res = train(graph, cfg, device=device, out=args.out, progress=show_progress(args),
                 log=lambda r: say(f"epoch {r['epoch']:4d}  loss {r['loss']:.4f}  "
                                   f"{key} {r[key]:.4f}{'  *' if r['best'] else ''}"))
     seconds = time.perf_counter() - t0
@@ -135,7 +137,7 @@ def _embed(args) -> int:
                             log=say)
     t0 = time.perf_counter()
     info = embed_checkpoint(args.checkpoint, args.out, graph=graph, device=device,
-                            log=say)
+                            log=say, progress=show_progress(args))
     info["seconds"] = round(time.perf_counter() - t0, 3)
     if args.json:
         emit_json(info)
@@ -146,6 +148,9 @@ def _embed(args) -> int:
 
 
 def _say(args):
+    """Progress lines on stderr, printed above any progress bar."""
+    from tqdm import tqdm
+
     if args.json or args.quiet:
         return lambda *a: None
-    return lambda line: print(line, file=sys.stderr, flush=True)
+    return lambda line: tqdm.write(line, file=sys.stderr)

@@ -1,5 +1,6 @@
 """``gnn embed``: rebuild a trained model from its checkpoint and stream every node's
-embedding to Arrow files (see :mod:`graphsys.gnn.inference` for the layout).
+embedding to Arrow files (see :mod:`graphsys.gnn.inference` for the layout), which
+:meth:`graphsys.embed.Embeddings.load` serves (``nearest``, ``vectors``, ``to_numpy``).
 
 Node task: the embedding is the model's output (class scores, float32 (N, classes)).
 Link task: the item embedding (float32 (N, hidden)), computed over the same training graph
@@ -43,9 +44,11 @@ def _split_state(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch
 
 
 def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
-                     device: str | torch.device = "cpu", log=None) -> dict[str, Any]:
-    """Write the embeddings of every node of the checkpoint's entity type to ``out``;
-    returns a summary (entity_type, num_nodes, dimension, out, files)."""
+                     device: str | torch.device = "cpu", log=None,
+                     progress: bool = False) -> dict[str, Any]:
+    """Write the embeddings of every node of the checkpoint's entity type to ``out``
+    (readable with :meth:`graphsys.embed.Embeddings.load`); returns a summary (entity_type,
+    num_nodes, dimension, out, files). ``progress``: a tqdm bar over layers x nodes."""
     state, config, meta = load_checkpoint(checkpoint)
     if graph is None:
         graph = open_graph(meta["graph"])
@@ -95,7 +98,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
             log(f"partition {k}: {h.shape[0]:,} embeddings written")
 
     layerwise_inference(model, inp, n, block_fn, ranges, device=device,
-                        on_partition=on_partition)
+                        on_partition=on_partition, progress=progress)
     writer.finish({"checkpoint": str(checkpoint), "task": meta["task"]})
     return {"entity_type": et, "num_nodes": n, "dimension": writer.dim, "out": str(out),
             "files": writer.files}

@@ -6,6 +6,8 @@ optimiser step per batch, validation runs after every ``eval_every`` epochs with
 streaming inference, the best model by the validation metric is kept (early stopping after
 ``patience`` evaluations without improvement) and checkpointed when ``out`` is set, and one
 JSON line per evaluation is appended to ``<out>/metrics.jsonl`` and passed to ``log``.
+``progress=True`` shows a tqdm bar (stderr) over the epochs' batches, with the epoch, the
+loss and the validation metric.
 
 Node task (:func:`train_node_classification`). The entity type with a ``label`` column;
 features ``feat`` (row-normalised to sum 1, as the GCN/GraphSAGE papers do for Cora); splits
@@ -44,6 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+from tqdm import tqdm
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn.checkpoint import save_checkpoint
@@ -156,6 +159,12 @@ class _Monitor:
         return self.bad >= self.cfg.patience
 
 
+def _progress_bar(cfg: TrainConfig, batches_per_epoch: int, progress: bool) -> tqdm:
+    """A bar over every batch of every epoch (early stopping ends it short)."""
+    return tqdm(total=cfg.epochs * batches_per_epoch, unit="batch", dynamic_ncols=True,
+                desc=f"train {cfg.model}", disable=not progress)
+
+
 def _seed_all(seed: int) -> None:
     torch.manual_seed(seed)
     np.random.seed(seed % (2 ** 32))
@@ -258,7 +267,8 @@ class _BlockSampler:
 
 def train_node_classification(graph: Graph, cfg: TrainConfig, *, device="cpu",
                               out: str | Path | None = None,
-                              log: Callable[[dict], None] | None = None) -> TrainResult:
+                              log: Callable[[dict], None] | None = None,
+                              progress: bool = False) -> TrainResult:
     """Train ``cfg.model`` to classify the labelled nodes of ``graph``; returns test
     accuracy (``test_accuracy``) of the best-validation model, plus ``val_accuracy``."""
     t0 = time.perf_counter()
@@ -293,37 +303,42 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, device="cpu",
 
     monitor = _Monitor(cfg, out, log, save)
     epoch = 0
-    for epoch in range(1, cfg.epochs + 1):
-        model.train()
-        inp.train()
-        gen = torch.Generator().manual_seed(derive_seed(cfg.seed, epoch))
-        order = train_ids[torch.randperm(len(train_ids), generator=gen)]
-        nb = (len(order) + cfg.batch_size - 1) // cfg.batch_size
+    nb_epoch = (len(train_ids) + cfg.batch_size - 1) // cfg.batch_size
+    with _progress_bar(cfg, nb_epoch, progress) as bar:
+        for epoch in range(1, cfg.epochs + 1):
+            model.train()
+            inp.train()
+            gen = torch.Generator().manual_seed(derive_seed(cfg.seed, epoch))
+            order = train_ids[torch.randperm(len(train_ids), generator=gen)]
+            bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
 
-        def make_batch(i: int, order=order, epoch=epoch) -> MiniBatch:
-            seeds = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
-            blocks = sampler.blocks(seeds.numpy(), derive_seed(cfg.seed, epoch, i), False)
-            return MiniBatch(seeds, blocks, {"y": labels.index_select(0, seeds)})
+            def make_batch(i: int, order=order, epoch=epoch) -> MiniBatch:
+                seeds = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+                blocks = sampler.blocks(seeds.numpy(), derive_seed(cfg.seed, epoch, i), False)
+                return MiniBatch(seeds, blocks, {"y": labels.index_select(0, seeds)})
 
-        loss_sum = 0.0
-        loader = PrefetchLoader(nb, make_batch, num_workers=cfg.num_workers,
-                                prefetch=cfg.prefetch, device=device)
-        for batch in loader:
-            logits = model(batch.blocks, inp(batch.input_nodes))
-            loss = F.cross_entropy(logits, batch.extra["y"])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            loss_sum += float(loss.detach()) * len(batch.seeds)
-        if epoch % cfg.eval_every and epoch != cfg.epochs:
-            continue
-        pred = evaluate().argmax(1)
-        acc = {k: float((pred[v] == labels[v]).float().mean()) for k, v in data["split"].items()}
-        record = {"epoch": epoch, "loss": loss_sum / len(train_ids),
-                  "train_accuracy": acc["train"], "val_accuracy": acc["val"],
-                  "seconds": round(time.perf_counter() - t0, 3)}
-        if monitor.step(model, record, acc["val"]):
-            break
+            loss_sum = 0.0
+            loader = PrefetchLoader(nb_epoch, make_batch, num_workers=cfg.num_workers,
+                                    prefetch=cfg.prefetch, device=device)
+            for batch in loader:
+                logits = model(batch.blocks, inp(batch.input_nodes))
+                loss = F.cross_entropy(logits, batch.extra["y"])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss_sum += float(loss.detach()) * len(batch.seeds)
+                bar.update(1)
+            if epoch % cfg.eval_every and epoch != cfg.epochs:
+                continue
+            pred = evaluate().argmax(1)
+            acc = {k: float((pred[v] == labels[v]).float().mean())
+                   for k, v in data["split"].items()}
+            record = {"epoch": epoch, "loss": loss_sum / len(train_ids),
+                      "train_accuracy": acc["train"], "val_accuracy": acc["val"],
+                      "seconds": round(time.perf_counter() - t0, 3)}
+            bar.set_postfix(loss=f"{record['loss']:.4f}", val_accuracy=f"{acc['val']:.4f}")
+            if monitor.step(model, record, acc["val"]):
+                break
     if monitor.best_state is not None:
         model.load_state_dict(monitor.best_state)
     pred = evaluate().argmax(1)
@@ -427,7 +442,8 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
 
 def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                           out: str | Path | None = None,
-                          log: Callable[[dict], None] | None = None) -> TrainResult:
+                          log: Callable[[dict], None] | None = None,
+                          progress: bool = False) -> TrainResult:
     """Train item embeddings on a bipartite graph with a max-margin loss and hard
     negatives; returns ``hits@10`` and ``mrr`` of the held-out test interactions."""
     t0 = time.perf_counter()
@@ -524,33 +540,39 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
 
     monitor = _Monitor(cfg, out, log, save)
     epoch = 0
-    for epoch in range(1, cfg.epochs + 1):
-        model.train()
-        inp.train()
-        loader = PrefetchLoader(per_epoch, lambda i, e=epoch: make_batch(i, e),
-                                num_workers=cfg.num_workers, prefetch=cfg.prefetch,
-                                device=device)
-        loss_sum = 0.0
-        for batch in loader:
-            z = F.normalize(model(batch.blocks, inp(batch.input_nodes)), dim=1)
-            h, p, n = z[batch.extra["head"]], z[batch.extra["pos"]], z[batch.extra["neg"]]
-            b = inp.bias
-            sp_ = (h * p).sum(1, keepdim=True) + b[batch.seeds[batch.extra["pos"]]
-                                                   ].unsqueeze(1)
-            sn = (h.unsqueeze(1) * n).sum(2) + b[batch.seeds[batch.extra["neg"]]]
-            loss = F.relu(sn - sp_ + cfg.margin).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            loss_sum += float(loss.detach())
-        if epoch % cfg.eval_every and epoch != cfg.epochs:
-            continue
-        with torch.no_grad():
-            m = rank_metrics(embed_all(), user_items, val_excl, val_t, bias=inp.bias)
-        record = {"epoch": epoch, "loss": loss_sum / per_epoch, "val_hits@10": m["hits@10"],
-                  "val_mrr": m["mrr"], "seconds": round(time.perf_counter() - t0, 3)}
-        if monitor.step(model, record, m["mrr"]):
-            break
+    with _progress_bar(cfg, per_epoch, progress) as bar:
+        for epoch in range(1, cfg.epochs + 1):
+            model.train()
+            inp.train()
+            bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
+            loader = PrefetchLoader(per_epoch, lambda i, e=epoch: make_batch(i, e),
+                                    num_workers=cfg.num_workers, prefetch=cfg.prefetch,
+                                    device=device)
+            loss_sum = 0.0
+            for batch in loader:
+                z = F.normalize(model(batch.blocks, inp(batch.input_nodes)), dim=1)
+                ex = batch.extra
+                h, p, n = z[ex["head"]], z[ex["pos"]], z[ex["neg"]]
+                b = inp.bias
+                sp_ = (h * p).sum(1, keepdim=True) + b[batch.seeds[batch.extra["pos"]]
+                                                       ].unsqueeze(1)
+                sn = (h.unsqueeze(1) * n).sum(2) + b[batch.seeds[batch.extra["neg"]]]
+                loss = F.relu(sn - sp_ + cfg.margin).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss_sum += float(loss.detach())
+                bar.update(1)
+            if epoch % cfg.eval_every and epoch != cfg.epochs:
+                continue
+            with torch.no_grad():
+                m = rank_metrics(embed_all(), user_items, val_excl, val_t, bias=inp.bias)
+            record = {"epoch": epoch, "loss": loss_sum / per_epoch,
+                      "val_hits@10": m["hits@10"], "val_mrr": m["mrr"],
+                      "seconds": round(time.perf_counter() - t0, 3)}
+            bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
+            if monitor.step(model, record, m["mrr"]):
+                break
     if monitor.best_state is not None:
         model.load_state_dict(monitor.best_state)
     with torch.no_grad():

@@ -57,6 +57,54 @@ def test_train_json_then_embed(sbm_dir, tmp_path, capsys):
     assert rc == 0
     info = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert info["num_nodes"] == 200 and (tmp_path / "emb" / "embeddings.json").is_file()
+    # the embedding API and its CLI serve the output
+    from graphsys import cli
+    from graphsys.embed import Embeddings
+
+    emb = Embeddings.load(tmp_path / "emb")
+    ids, scores = emb.nearest(7, 3)
+    assert emb.to_numpy().shape == (200, info["dimension"])
+    assert cli.main(["embed", "nearest", str(tmp_path / "emb"), "7", "-k", "3", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [n["id"] for n in doc["neighbours"]] == [int(i) for i in ids]
+    assert [n["score"] for n in doc["neighbours"]] == pytest.approx(scores.tolist())
+
+
+def _tty_stderr(monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+
+
+def test_progress_bars_on_a_terminal(sbm_dir, tmp_path, capsys, monkeypatch):
+    _tty_stderr(monkeypatch)
+    out = tmp_path / "run"
+    assert run_cli(["gnn", "train", "--graph", str(sbm_dir), "--model", "sage", "--epochs", "3",
+                    "--hidden", "8", "--batch-size", "16", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "train sage epoch 3/3" in err and "9/9" in err and "batch" in err   # 40 seeds / 16
+    assert "epoch    3  loss" in err                  # the epoch lines still print
+    assert run_cli(["gnn", "embed", "--checkpoint", str(out / "checkpoint"), "--out",
+                    str(tmp_path / "emb")]) == 0
+    err = capsys.readouterr().err
+    assert "embed layer 2/2" in err and "400/400" in err      # 2 layers x 200 nodes
+
+
+@pytest.mark.parametrize("flag", ["--json", "--quiet"])
+def test_no_progress_bars_with_json_or_quiet(sbm_dir, tmp_path, capsys, monkeypatch, flag):
+    _tty_stderr(monkeypatch)
+    out = tmp_path / "run"
+    assert run_cli(["gnn", "train", "--graph", str(sbm_dir), "--epochs", "2", "--hidden", "8",
+                    "--out", str(out), flag]) == 0
+    assert run_cli(["gnn", "embed", "--checkpoint", str(out / "checkpoint"), "--out",
+                    str(tmp_path / "emb"), flag]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_no_progress_bars_when_stderr_is_not_a_terminal(sbm_dir, tmp_path, capsys):
+    assert not sys.stderr.isatty()
+    assert run_cli(["gnn", "train", "--graph", str(sbm_dir), "--epochs", "2", "--hidden",
+                    "8"]) == 0
+    err = capsys.readouterr().err
+    assert "epoch    2  loss" in err and "batch" not in err and "it/s" not in err
 
 
 @pytest.mark.parametrize("extra,message", [

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from graphsys.embed import Embeddings
 from graphsys.errors import GraphsysError
-from graphsys.gnn import TrainConfig, embed_checkpoint, load_embeddings, nearest, train
+from graphsys.gnn import TrainConfig, embed_checkpoint, train
 from graphsys.gnn.checkpoint import load_checkpoint
 
 from .conftest import sbm_graph
@@ -50,19 +51,73 @@ def test_early_stopping_checkpoint_and_embed(tmp_path):
     _state, config, meta = load_checkpoint(out / "checkpoint")
     assert config["model"] == "sage" and meta["task"] == "node"
     info = embed_checkpoint(out / "checkpoint", tmp_path / "emb", graph=g)
-    ids, emb, header = load_embeddings(tmp_path / "emb")
-    assert info["num_nodes"] == 200 == len(ids) and emb.shape == (200, 4)
-    assert len(header["partitions"]) == g.num_partitions
+    emb = Embeddings.load(tmp_path / "emb")
+    E = emb.to_numpy()
+    assert info["num_nodes"] == 200 == emb.num_entities() and E.shape == (200, 4)
+    assert emb.entity_types == [g.entity_types[0]] and emb.dimension == 4
+    assert len(emb.partitions()) == g.num_partitions
     # the embeddings are the best model's outputs: their argmax reaches its test accuracy
     labels = g.node_column("label")
     test = g.node_column("test_mask")
-    order = g.to_internal(ids)
-    acc = (emb.argmax(1) == labels[order])[test[order]].mean()
+    acc = (E.argmax(1) == labels)[test].mean()
     assert abs(acc - res.metrics["test_accuracy"]) < 1e-6
-    top, scores = nearest(tmp_path / "emb", int(ids[0]), k=5)
-    assert len(top) == 5 and ids[0] not in top and np.all(np.diff(scores) <= 1e-7)
     with pytest.raises(GraphsysError, match="already holds"):
         embed_checkpoint(out / "checkpoint", tmp_path / "emb", graph=g)
+
+
+@pytest.fixture(scope="module")
+def gnn_embeddings(tmp_path_factory):
+    """A tiny GraphSAGE node classifier (hidden 8, 3 epochs) embedded by streaming
+    inference: (graph, embedding directory)."""
+    tmp = tmp_path_factory.mktemp("gnn_emb")
+    g = sbm_graph(tmp)
+    train(g, TrainConfig(model="sage", fanouts=[5, 5], hidden=8, epochs=3, seed=0),
+          out=tmp / "run")
+    embed_checkpoint(tmp / "run" / "checkpoint", tmp / "emb", graph=g)
+    return g, tmp / "emb"
+
+
+def test_embed_output_rows_match_its_arrow_files(gnn_embeddings):
+    import pyarrow as pa
+    import pyarrow.ipc as paipc
+
+    g, path = gnn_embeddings
+    emb = Embeddings.load(path)
+    files = sorted(path.glob("*/part-*.arrow"))
+    assert len(files) == g.num_partitions
+    stored = {}
+    for f in files:
+        t = paipc.open_file(pa.memory_map(str(f))).read_all()
+        for i, v in zip(t.column("id").to_pylist(), t.column("embedding").to_pylist()):
+            stored[i] = np.asarray(v, np.float32)
+    ids = sorted(stored)
+    assert ids == sorted(g.node_ids().tolist())
+    assert np.array_equal(emb.vectors(ids), np.stack([stored[i] for i in ids]))
+    assert np.array_equal(emb.vector(ids[3]), stored[ids[3]])
+    with pytest.raises(GraphsysError, match="relation"):
+        emb.predict_tails(ids[0], "r0")
+
+
+@pytest.mark.parametrize("by", ["cos", "dot"])
+def test_embeddings_nearest_on_gnn_output_matches_brute_force(gnn_embeddings, by,
+                                                               monkeypatch):
+    import graphsys.embed.embeddings as mod
+
+    monkeypatch.setattr(mod, "BLOCK_ROWS", 7)   # many blocks in each partition
+    g, path = gnn_embeddings
+    emb = Embeddings.load(path)
+    X = emb.to_numpy().astype(np.float64)
+    if by == "cos":
+        X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    node_ids = g.node_ids()
+    for query in (int(node_ids[0]), int(node_ids[117]), int(node_ids[-1])):
+        row = int(g.to_internal([query])[0])
+        s = X @ X[row]
+        s[row] = -np.inf
+        want = np.argsort(-s, kind="stable")[:6]
+        ids, scores = emb.nearest(query, 6, by=by)
+        assert [int(i) for i in ids] == node_ids[want].tolist()
+        assert np.allclose(scores, s[want], atol=1e-5)
 
 
 def test_node_task_without_labels(tmp_path):
