@@ -16,10 +16,9 @@ no relations, so the lookups, ``nearest`` and the exports work and ``score`` /
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
-
-import json
 
 import numpy as np
 import pyarrow as pa
