@@ -303,15 +303,49 @@ class SimtAccumulator:
             self._consume_warps(iters.reshape(-1, self.wpc), d.reshape(-1, self.wpc),
                                 iter_hist)
         else:  # cta-per-vertex: one CTA per item, wpc warps each
-            b = self.block_size
-            r = d[:, None] - WARP * np.arange(self.wpc, dtype=np.int64)[None, :]
-            iters = np.maximum(r + b - 1, 0) // b
-            busy = iters > 0
-            last = np.where(busy, np.minimum(r - (iters - 1) * b, WARP), 0)
-            active = np.where(busy, WARP * (iters - 1) + last, 0)
-            iter_hist = np.bincount(band_of_lanes(last[busy]), minlength=4).astype(np.int64)
-            iter_hist[3] += int((iters[busy] - 1).sum())
-            self._consume_warps(iters, active, iter_hist)
+            self._cta_per_vertex(d)
+
+    def _cta_per_vertex(self, d: np.ndarray) -> None:
+        """CTA per item. Items of degree <= 32 (most, on skewed graphs) keep warp 0 busy for
+        one iteration with ``d`` lanes and leave the other warps idle: their figures are
+        accounted in closed form; only the rest go through the (items, B/32) arrays."""
+        b, wpc = self.block_size, self.wpc
+        heavy = d > WARP
+        dh = d[heavy]
+        r = dh[:, None] - WARP * np.arange(wpc, dtype=np.int64)[None, :]
+        iters = np.maximum(r + b - 1, 0) // b
+        busy = iters > 0
+        last = np.where(busy, np.minimum(r - (iters - 1) * b, WARP), 0)
+        del r
+        active = np.where(busy, WARP * (iters - 1) + last, 0)
+        iter_hist = np.bincount(band_of_lanes(last[busy]), minlength=4).astype(np.int64)
+        iter_hist[3] += int((iters[busy] - 1).sum())
+        del last, busy
+        dl = d[~heavy]
+        lit = dl[dl > 0]  # light items with an edge: warp 0, one iteration, d lanes
+        iter_hist += np.bincount(band_of_lanes(lit), minlength=4)
+        self.iter_hist += iter_hist
+        self._warp_stats(iters.ravel(), active.ravel())
+        del active
+        n_light, n_lit = int(dl.size), int(lit.size)
+        self.warps += n_light * wpc
+        self.idle_warps += n_light * wpc - n_lit
+        self.warp_iterations += n_lit
+        self.active_lane_iterations += int(lit.sum())
+        self.util_sum += float(lit.sum()) / WARP
+        self.warp_hist += np.bincount(band_of_warp(lit, np.ones_like(lit)), minlength=4)
+        if n_light:  # per-warp iterations: n_lit ones, the other warps zero
+            n = n_light * wpc
+            mean = n_lit / n
+            self.warp_moments.merge_stats(n, mean, n_lit * (1 - mean) ** 2
+                                          + (n - n_lit) * mean ** 2)
+        work = np.zeros(d.size, np.int64)
+        work[heavy] = iters.sum(axis=1)
+        work[~heavy] = dl > 0
+        # within-CTA CV: heavy items all have a busy warp 0; a lit light item's warps
+        # [1, 0, ..., 0] have CV sqrt(wpc - 1)
+        cv_sum = float((iters.std(axis=1) / iters.mean(axis=1)).sum()) if dh.size else 0.0
+        self._cta_stats(work, cv_sum + n_lit * math.sqrt(wpc - 1), int(dh.size) + n_lit)
 
     def _edge_balanced(self, total_items: int) -> None:
         """Merge-path kernel over ``total_items`` = n + E items, K per thread."""
@@ -345,29 +379,38 @@ class SimtAccumulator:
         """Account CTAs ``iters``/``active`` int64 (C, B/32): per-warp loop iterations and
         active lane-iterations; ``iter_hist`` int64 (4,): warp-iterations per band."""
         self.iter_hist += iter_hist
-        c = iters.shape[0]
-        flat_i, flat_a = iters.ravel(), active.ravel()
+        self._warp_stats(iters.ravel(), active.ravel())
+        mu = iters.mean(axis=1)
+        ok = mu > 0
+        cv_sum = float((iters[ok].std(axis=1) / mu[ok]).sum()) if ok.any() else 0.0
+        self._cta_stats(iters.sum(axis=1), cv_sum, int(ok.sum()))
+
+    def _warp_stats(self, flat_i: np.ndarray, flat_a: np.ndarray) -> None:
+        """Per-warp figures of warps with ``flat_i`` iterations and ``flat_a`` active
+        lane-iterations (int64, any order)."""
         busy = flat_i > 0
         self.warps += int(flat_i.size)
         self.idle_warps += int(flat_i.size - busy.sum())
-        self.ctas += c
         self.warp_iterations += int(flat_i.sum())
         self.active_lane_iterations += int(flat_a.sum())
         bi, ba = flat_i[busy], flat_a[busy]
         self.util_sum += float((ba / (WARP * bi)).sum())
         self.warp_hist += np.bincount(band_of_warp(ba, bi), minlength=4)
-        work = iters.sum(axis=1)
+        self.warp_moments.add(flat_i)
+
+    def _cta_stats(self, work: np.ndarray, warp_cv_sum: float, warp_cv_ctas: int) -> None:
+        """Per-CTA figures of the next ``len(work)`` CTAs (in launch order) with ``work``
+        int64 loop iterations each, and the sum / count of their within-CTA warp CVs (CTAs
+        with work only)."""
+        c = work.size
+        self.ctas += c
         sm = (self._cta_base + np.arange(c, dtype=np.int64)) % self.gpu.num_sms
         self.sm_work += np.bincount(sm, weights=work, minlength=self.gpu.num_sms).astype(
             np.int64)
         self._cta_base += c
         self.cta_moments.add(work)
-        self.warp_moments.add(flat_i)
-        mu = iters.mean(axis=1)
-        ok = mu > 0
-        if ok.any():
-            self.warp_cv_sum += float((iters[ok].std(axis=1) / mu[ok]).sum())
-            self.warp_cv_ctas += int(ok.sum())
+        self.warp_cv_sum += warp_cv_sum
+        self.warp_cv_ctas += warp_cv_ctas
 
     # -- results ---------------------------------------------------------------------------
     def merge(self, other: SimtAccumulator) -> SimtAccumulator:

@@ -4,15 +4,19 @@ Each returns the kernel/transfer figures (:mod:`graphsys.analysis.kernels`), the
 steps, an estimate of the floating-point work (FLOPs), and the degree streams the SIMT model
 runs over (:mod:`graphsys.analysis.simt`):
 
-* **BSP** (:func:`profile_bsp`): two runs of the same program. The *profiled* run (requested
-  device/backend; default ``torch``, the engine's GPU code path) is measured with
-  ``torch.profiler``, one step per superstep. The *model* run (numba on CPU, same mode;
-  the frontier, push/pull choices and supersteps are the same, the algorithms being
-  deterministic) records each superstep's frontier and feeds the SIMT model only the active
-  vertices, in the engine's order (ascending global id): push/stream supersteps use the
-  frontier's out-degrees (in-degrees for ``direction = in``; both passes for ``both``), pull
-  supersteps every target the program accepts with its in-degree. The model assumes each
-  neighbour loop runs to the end of the list (an upper bound for BFS's early-exit pull).
+* **BSP** (:func:`profile_bsp`): one *profiled* run (requested device/backend; default
+  ``torch``, the engine's GPU code path) measured with ``torch.profiler``, one step per
+  superstep. On the CPU, hooks on the vertex program record each superstep's frontier
+  during that same run (bit-packed in a temporary file; a CPU tensor is read through a
+  DLPack view, which dispatches no operator, so the counts are unchanged); on another device
+  a second *model* run (numba on CPU, same mode: the frontier, push/pull choices and
+  supersteps are the same, the algorithms being deterministic) records them, so that no
+  device-to-host copy enters the measured run. After the run (its buckets unmapped, the
+  heap trimmed) the SIMT model is fed only the active vertices, in the engine's order
+  (ascending global id): push/stream supersteps use the frontier's out-degrees (in-degrees
+  for ``direction = in``; both passes for ``both``), pull supersteps every target the
+  program accepts with its in-degree. The model assumes each neighbour loop runs to the end
+  of the list (an upper bound for BFS's early-exit pull).
 * **Embedding** (:func:`profile_embed`): one epoch of :class:`graphsys.embed.Trainer` into a
   temporary checkpoint; a step is one positive batch. SIMT over the training edge set's
   out-degrees (a vertex-centric pass over the same edges).
@@ -25,6 +29,7 @@ runs over (:mod:`graphsys.analysis.simt`):
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,7 +42,8 @@ from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.simt import GPU, SimtAccumulator
 from graphsys.errors import GraphsysError
 
-#: Global ids per vectorized slice when compacting a frontier.
+#: Global ids per vectorized slice when compacting a frontier (a multiple of 8: masks are
+#: bit-packed).
 FRONTIER_CHUNK = 1 << 22
 
 
@@ -89,14 +95,135 @@ class SimtRecorder:
         return out
 
 
-def _chunks_of(deg: np.ndarray, mask: np.ndarray | None):
-    """Degrees ``deg`` (int64 (N,)) of the ids where ``mask`` (bool (N,) or None = all),
-    ascending, in bounded chunks."""
+def _chunks_of(deg: np.ndarray, mask: Callable[[int, int], np.ndarray] | None):
+    """Degrees ``deg`` (int64 (N,)) of the ids selected by ``mask`` (``mask(lo, count)``:
+    bool (count,) for ids ``[lo, lo + count)``; None = all), ascending, in bounded chunks."""
     def gen():
         for lo in range(0, len(deg), FRONTIER_CHUNK):
             d = deg[lo:lo + FRONTIER_CHUNK]
-            yield d if mask is None else d[mask[lo:lo + FRONTIER_CHUNK]]
+            yield d if mask is None else d[mask(lo, len(d))]
     return gen
+
+
+#: A recorded mask that selects every vertex (nothing stored).
+ALL = "all"
+
+
+def _host_bool(t) -> np.ndarray:
+    """A bool frontier tensor as a NumPy bool array. A CPU tensor is viewed through DLPack,
+    which dispatches no torch operator (``Tensor.numpy()`` dispatches four: ``detach``,
+    ``to``, ``resolve_conj``, ``resolve_neg``), so recording inside a profiled run adds no
+    invocation, transfer or synchronisation."""
+    if isinstance(t, np.ndarray):
+        a = t
+    elif t.device.type == "cpu":
+        try:
+            a = np.from_dlpack(t)
+        except (TypeError, BufferError, RuntimeError):  # e.g. a tensor that requires grad
+            a = t.detach().numpy()
+    else:
+        a = t.detach().cpu().numpy()
+    return a if a.dtype == np.bool_ else a != 0
+
+
+class FrontierLog:
+    """Frontier and accept masks of every superstep of a BSP run, recorded by hooks on the
+    vertex program (:meth:`install`) and the engine's ``progress`` callback
+    (:meth:`superstep`), so the SIMT model can run over them after the run.
+
+    A mask selecting every vertex is stored as :data:`ALL`; others bit-packed
+    (``N / 8`` bytes) in an anonymous temporary file, so memory does not grow with the
+    number of supersteps. ``steps`` holds ``(info, mask ref, pull)`` per superstep that ran
+    an edge kernel; ``record_seconds`` the time the hooks took (inside the run)."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[dict[str, Any], Any, bool]] = []
+        self.record_seconds = 0.0
+        self._file = None
+        self._size = 0
+        self._frontier = self._next = self._accept = None
+
+    # -- recording (inside the run) ------------------------------------------------------
+    def _store(self, t):
+        """``None`` (no tensor), :data:`ALL`, or ``(byte offset, length)`` in the file."""
+        if t is None:
+            return None
+        t0 = time.perf_counter()
+        a = _host_bool(t)
+        if a.all():
+            ref = ALL
+        else:
+            if self._file is None:  # kept open until close()
+                self._file = tempfile.TemporaryFile(  # noqa: SIM115
+                    prefix="graphsys-frontier-")
+            packed = np.packbits(a)
+            os.pwrite(self._file.fileno(), packed.data, self._size)
+            ref = (self._size, int(a.size))
+            self._size += packed.nbytes
+        self.record_seconds += time.perf_counter() - t0
+        return ref
+
+    def install(self, prog) -> None:
+        """Wrap ``prog``'s ``init``/``update``/``accepts`` (on the instance) to record the
+        frontier they return."""
+        inner_init, inner_update, inner_accepts = prog.init, prog.update, prog.accepts
+
+        def init(ctx):
+            st, active = inner_init(ctx)
+            self._frontier = self._store(active)
+            return st, active
+
+        def update(ctx, st, combined, received):
+            active, votes = inner_update(ctx, st, combined, received)
+            self._next = self._store(active)
+            return active, votes
+
+        def accepts(ctx, st):
+            acc = inner_accepts(ctx, st)
+            self._accept = self._store(acc)
+            return acc
+
+        prog.init, prog.update, prog.accepts = init, update, accepts
+
+    def superstep(self, ss) -> None:
+        """The engine's ``progress`` callback: note the finished superstep's work items
+        (push/stream: the frontier; pull: the accepted targets, None = all)."""
+        frontier, accept = self._frontier, self._accept
+        if ss.direction in ("push", "pull", "stream") and frontier is not None:
+            pull = ss.direction == "pull"
+            self.steps.append(({"step": ss.superstep, "direction": ss.direction,
+                                "active": ss.active}, accept if pull else frontier, pull))
+        self._frontier, self._next, self._accept = self._next, None, None
+
+    # -- reading (after the run) ---------------------------------------------------------
+    def mask(self, ref) -> Callable[[int, int], np.ndarray] | None:
+        """``ref``'s selector for :func:`_chunks_of` (None: every vertex)."""
+        if ref is None or ref is ALL:
+            return None
+        off, _ = ref
+        fd = self._file.fileno()
+
+        def select(lo: int, count: int) -> np.ndarray:  # lo: a multiple of FRONTIER_CHUNK
+            buf = os.pread(fd, (count + 7) // 8, off + lo // 8)
+            return np.unpackbits(np.frombuffer(buf, np.uint8), count=count).view(np.bool_)
+        return select
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def trim_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc ``malloc_trim``), so memory
+    freed by one phase (e.g. the profiled run's per-batch temporaries) does not stay in
+    the peak of the next. A no-op where glibc is absent."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,6 +297,13 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
     prog, limit = program()
     iters = max_iters if max_iters is not None else limit
     common = {"mode": mode, "max_iters": iters, "edge_set": edge_set}
+    log = FrontierLog()
+    # On the CPU the frontier is recorded during the profiled run itself (DLPack views: no
+    # torch operator). On another device reading it back would add transfers and
+    # synchronisations to what is measured, so a second run (numba, CPU) records it.
+    single = str(device) == "cpu"
+    if single:
+        log.install(prog)
 
     # profiled run -----------------------------------------------------------------------
     def work(marker: StepMarker):
@@ -180,70 +314,57 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
             marker.step()
             return out
 
+        def progress(ss) -> None:
+            if single:
+                log.superstep(ss)
+            marker.step()
+
         prog.init = init
-        res = bsp_run(graph, prog, device=device, backend=backend,
-                      progress=lambda ss: marker.step(), **common)
+        res = bsp_run(graph, prog, device=device, backend=backend, progress=progress,
+                      **common)
         marker.finish()
-        return res
+        return res.stats
 
-    result, stats = profile_call(work, device=device)
-    run = result.stats
-    n_steps = run.num_supersteps
-    stats.finish_invocations += sum(stats.per_step[n_steps:])
-    stats.per_step = stats.per_step[:n_steps]
-    scanned = run.totals()["edges_scanned"]
-    stats.flops = 2.0 * scanned
-
-    # model run: frontiers in engine order ---------------------------------------------------
-    mprog, _ = program()
-    es = graph.edge_set(edge_set).name
     degs: dict[str, np.ndarray] = {}
+    try:
+        # a CPU run has no device to copy to: no transfer counter (see profile_call)
+        run, stats = profile_call(work, device=device, count_transfers=str(device) != "cpu")
+        n_steps = run.num_supersteps
+        stats.finish_invocations += sum(stats.per_step[n_steps:])
+        stats.per_step = stats.per_step[:n_steps]
+        scanned = run.totals()["edges_scanned"]
+        stats.flops = 2.0 * scanned
+        trim_heap()  # the run's freed batch temporaries: not part of the next phases' peak
 
-    def deg(direction: str) -> np.ndarray:
-        if direction not in degs:
-            degs[direction] = graph.degrees(es, direction)
-        return degs[direction]
+        model_seconds = 0.0
+        if not single:  # model run: frontiers in engine order
+            mprog, _ = program()
+            log.install(mprog)
+            t0 = time.perf_counter()
+            bsp_run(graph, mprog, device="cpu", backend="numba", progress=log.superstep,
+                    **common)
+            model_seconds = time.perf_counter() - t0
+            trim_heap()
 
-    state = {"frontier": None, "next": None, "accept": None}
-    inner_init, inner_update, inner_accepts = mprog.init, mprog.update, mprog.accepts
+        # SIMT model over each superstep's work items, after the run (buckets unmapped)
+        t0 = time.perf_counter()
+        es = graph.edge_set(edge_set).name
 
-    def snap(t):
-        return None if t is None else t.detach().cpu().numpy().astype(bool, copy=True)
+        def deg(direction: str) -> np.ndarray:
+            if direction not in degs:
+                degs[direction] = graph.degrees(es, direction)
+            return degs[direction]
 
-    def m_init(ctx):
-        st, active = inner_init(ctx)
-        state["frontier"] = snap(active)
-        return st, active
-
-    def m_update(ctx, st, combined, received):
-        active, votes = inner_update(ctx, st, combined, received)
-        state["next"] = snap(active)
-        return active, votes
-
-    def m_accepts(ctx, st):
-        acc = inner_accepts(ctx, st)
-        state["accept"] = snap(acc)
-        return acc
-
-    mprog.init, mprog.update, mprog.accepts = m_init, m_update, m_accepts
-
-    def on_superstep(ss) -> None:
-        frontier, accept = state["frontier"], state["accept"]
-        direction = ss.direction
-        if direction in ("push", "pull", "stream") and frontier is not None:
-            pull = direction == "pull"
-            mask = accept if pull else frontier
-            all_items = mask is None or bool(mask.all())
-            kernels = [_chunks_of(deg(d), None if all_items else mask)
-                       for d in _passes(mprog.direction, pull)]
-            info = {"step": ss.superstep, "direction": direction, "active": ss.active}
-            recorder.step(info, kernels, cache_key=(direction, "all") if all_items else None)
-        state["frontier"], state["next"], state["accept"] = state["next"], None, None
-
-    t0 = time.perf_counter()
-    bsp_run(graph, mprog, device="cpu", backend="numba", progress=on_superstep, **common)
-    model_seconds = time.perf_counter() - t0
-    degs.clear()
+        for info, ref, pull in log.steps:
+            everyone = ref is None or ref is ALL
+            kernels = [_chunks_of(deg(d), log.mask(ref)) for d in _passes(prog.direction, pull)]
+            recorder.step(info, kernels,
+                          cache_key=(info["direction"], "all") if everyone else None)
+        simt_seconds = time.perf_counter() - t0
+        record_seconds = log.record_seconds
+    finally:
+        log.close()
+        degs.clear()
     return {"stats": stats, "run": run.to_dict(), "steps": n_steps, "flops": stats.flops,
             "model_seconds": model_seconds,
             "workload": {"kind": "bsp", "algorithm": algorithm, "mode": mode,
@@ -251,7 +372,13 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                          "supersteps": n_steps, "converged": run.converged,
                          "edges_scanned": scanned,
                          "seconds": run.seconds, "setup_seconds": run.setup_seconds,
-                         "simt_source": "frontier of every superstep (model run, numba)"}}
+                         "frontier_record_seconds": record_seconds if single else 0.0,
+                         "model_run_seconds": model_seconds,
+                         "simt_seconds": simt_seconds,
+                         "simt_source": (
+                             "frontier of every superstep, recorded during the profiled run"
+                             if single else "frontier of every superstep (model run, numba "
+                             "on CPU: reading it from the device would add transfers)")}}
 
 
 # ---------------------------------------------------------------------------------------------

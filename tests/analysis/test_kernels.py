@@ -80,3 +80,27 @@ def test_storage_balance_matches_graph(tmp_path):
     assert st["buckets"]["cv"] == pytest.approx(counts.std() / counts.mean())
     assert st["ranks"]["edges"] == [int(rows[:2].sum()), int(rows[2:].sum())]
     assert st["partitions"]["nodes"] == g.partition_sizes().tolist()
+
+
+def test_scalar_reads_without_transfer_counter_match_the_counter():
+    """A CPU-only run may leave the dispatch-mode counter out: syncs then come from the
+    profiler's events and must be the same count (bool()/int()/.item(), not the scalar
+    reads nested inside other operators such as nonzero or repeat_interleave)."""
+    x = torch.arange(10)
+
+    def work(marker):
+        marker.step()
+        n = int(x.sum()) + x.max().item()
+        if bool((x > 3).any()):
+            n += 1
+        torch.repeat_interleave(x[:3], x[:3])  # sizes its output with a nested scalar read
+        x[x > 5].nonzero()
+        marker.finish()
+        return n
+
+    _, with_counter = profile_call(work)
+    _, without = profile_call(work, count_transfers=False)
+    assert with_counter.syncs == without.syncs == 3
+    assert with_counter.per_step == without.per_step
+    assert not without.transfers
+    assert without.to_dict()["transfers"]["counted"].startswith("not instrumented")

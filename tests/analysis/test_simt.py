@@ -80,7 +80,7 @@ def brute(deg, mapping, B, K, num_sms):
             cvs.append(ww.std() / ww.mean())
     return {"util": active.sum() / (W * iters.sum()) if iters.sum() else None,
             "warp_hist": warp_hist, "iter_hist": iter_hist, "warps": len(warps),
-            "iters": int(iters.sum()), "active": int(active.sum()), "sm": sm,
+            "iters": int(iters.sum()), "active": int(active.sum()), "sm": sm, "ctas": int(ctas),
             "cta_cv": cta_work.std() / cta_work.mean() if cta_work.mean() > 0 else 0.0,
             "warp_cv": float(np.mean(cvs)) if cvs else 0.0}
 
@@ -105,7 +105,7 @@ def test_model_matches_brute_force(mapping, seed):
         acc.add(part)
     r = acc.result()
     b = brute(deg, mapping, B, K, sms)
-    assert r["warps"] == b["warps"]
+    assert r["warps"] == b["warps"] and r["ctas"] == b["ctas"]
     assert r["warp_iterations"] == b["iters"]
     assert r["active_lane_iterations"] == b["active"]
     assert r["mean_utilization"] == pytest.approx(b["util"], rel=1e-12)
