@@ -20,16 +20,14 @@ afterwards. Files of a version above the committed one are leftovers of an inter
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from graphsys.errors import FormatError, GraphsysError
-from graphsys.storage.atomic import fsync_path, write_bytes_atomic
+from graphsys.storage.atomic import atomic_path, fsync_path, write_bytes_atomic
 
 FORMAT = "graphsys-embeddings"
 FORMAT_VERSION = 1
@@ -40,16 +38,8 @@ _VERSIONED = re.compile(r"\.v(\d{6})\.npy$")
 def save_npy(path: Path, array: np.ndarray) -> int:
     """Write ``array`` to ``path`` atomically (temp, fsync, rename); returns bytes written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        with open(tmp, "wb") as f:
-            np.save(f, np.ascontiguousarray(array), allow_pickle=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(path, overwrite=True) as tmp, open(tmp, "wb") as f:
+        np.save(f, np.ascontiguousarray(array), allow_pickle=False)
     return path.stat().st_size
 
 

@@ -8,13 +8,9 @@ from graphsys.bsp.algorithms._common import execute, open_if_path, symmetric
 from graphsys.bsp.program import ModeCombiner, VertexProgram
 
 
-class WCC(VertexProgram):
-    """Every vertex ends with the smallest global id of its weakly connected component.
-    Messages go both ways along edges (one way when the edge set is stored undirected);
-    only vertices whose label dropped send."""
-
-    name = "wcc"
-    message, combiner = "copy", "min"
+class _LabelProgram(VertexProgram):
+    """Shared part of WCC and LPA: labels start as global ids, every vertex sends its
+    label, along out-edges or both ways, and the answer is the final label."""
 
     def __init__(self, both_ways: bool = True):
         self.direction = "both" if both_ways else "out"
@@ -26,16 +22,26 @@ class WCC(VertexProgram):
     def send(self, ctx, state):
         return state["label"]
 
+    def result(self, ctx, state):
+        return state["label"]
+
+
+class WCC(_LabelProgram):
+    """Every vertex ends with the smallest global id of its weakly connected component.
+    Messages go both ways along edges (one way when the edge set is stored undirected);
+    only vertices whose label dropped send."""
+
+    name = "wcc"
+    message, combiner = "copy", "min"
+
     def update(self, ctx, state, combined, received):
         new = received & (combined < state["label"])
         state["label"] = torch.where(new, combined, state["label"])
         return new, {}
 
-    def result(self, ctx, state):
-        return state["label"]
 
 
-class LabelPropagation(VertexProgram):
+class LabelPropagation(_LabelProgram):
     """Synchronous label propagation: each vertex takes the most frequent label among its
     neighbours and itself (ties: smallest label); labels start as global ids. All vertices
     send every superstep; halts when no label changes."""
@@ -44,16 +50,6 @@ class LabelPropagation(VertexProgram):
     message = "copy"
     combiner = ModeCombiner()
     include_self = True
-
-    def __init__(self, both_ways: bool = True):
-        self.direction = "both" if both_ways else "out"
-
-    def init(self, ctx):
-        label = ctx.node_range().to(torch.float64)
-        return {"label": label}, torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
-
-    def send(self, ctx, state):
-        return state["label"]
 
     def update(self, ctx, state, combined, received):
         new = torch.where(received, combined, state["label"])
@@ -64,8 +60,6 @@ class LabelPropagation(VertexProgram):
     def halt(self, ctx, votes):
         return votes["changed"] == 0
 
-    def result(self, ctx, state):
-        return state["label"]
 
 
 def wcc(graph, *, max_iters: int | None = None, **run_kwargs):
