@@ -78,6 +78,8 @@ def _read_node_table(path: Path):
     import pyarrow as pa
     import pyarrow.ipc as paipc
 
+    if not path.is_file():
+        raise InputError("no such node table file", path=path)
     try:
         if path.suffix == ".parquet":
             return pq.read_table(str(path))
