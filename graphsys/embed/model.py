@@ -240,9 +240,11 @@ class L2Comparator(Comparator):
 
 
 class Loss(ABC):
-    """``forward(pos (B,), neg (B, N), weight (B,) or None) -> scalar``: summed over edges.
+    """``forward(pos (B,), neg, weight (B,) or None) -> scalar``: summed over edges.
 
-    Masked negatives carry ``-inf`` and contribute neither loss nor gradient.
+    ``neg`` is a ``(B, N)`` tensor or a list of ``(B, N_k)`` blocks (the pool and the in-batch
+    negatives), treated as their concatenation along the last axis without making it. Masked
+    negatives carry ``-inf`` and contribute neither loss nor gradient.
     """
 
     name: str = ""
@@ -250,15 +252,17 @@ class Loss(ABC):
     def __init__(self, margin: float = 0.1):
         self.margin = margin
 
-    def forward(self, pos: Tensor, neg: Tensor, weight: Tensor | None) -> Tensor:
-        per_edge = self.per_edge(pos, neg)
+    def forward(self, pos: Tensor, neg: Tensor | list[Tensor],
+                weight: Tensor | None) -> Tensor:
+        blocks = [neg] if isinstance(neg, Tensor) else list(neg)
+        per_edge = self.per_edge(pos, blocks)
         if weight is not None:
             per_edge = per_edge * weight
         return per_edge.sum()
 
     @abstractmethod
-    def per_edge(self, pos: Tensor, neg: Tensor) -> Tensor:
-        """See the class docstring."""
+    def per_edge(self, pos: Tensor, blocks: list[Tensor]) -> Tensor:
+        """``(B,)`` loss of each edge; see the class docstring."""
 
 
 LOSSES: Registry[Loss] = Registry("loss_fn")
@@ -268,26 +272,31 @@ LOSSES: Registry[Loss] = Registry("loss_fn")
 class RankingLoss(Loss):
     """``sum_n max(0, margin - pos + neg_n)`` (margin ranking)."""
 
-    def per_edge(self, pos, neg):
-        return F.relu(self.margin - pos.unsqueeze(-1) + neg).sum(-1)
+    def per_edge(self, pos, blocks):
+        shifted = self.margin - pos.unsqueeze(-1)
+        return sum(F.relu(shifted + b).sum(-1) for b in blocks)
 
 
 @LOSSES.register_as("logistic")
 class LogisticLoss(Loss):
     """``softplus(-pos) + mean_n softplus(neg_n)`` (binary cross-entropy with logits)."""
 
-    def per_edge(self, pos, neg):
-        n = max(neg.shape[-1], 1)
-        return F.softplus(-pos) + F.softplus(neg).sum(-1) / n
+    def per_edge(self, pos, blocks):
+        n = max(sum(b.shape[-1] for b in blocks), 1)
+        return F.softplus(-pos) + sum(F.softplus(b).sum(-1) for b in blocks) / n
 
 
 @LOSSES.register_as("softmax")
 class SoftmaxLoss(Loss):
-    """``-log softmax([pos, neg])[0]`` (cross-entropy with the positive as the target)."""
+    """``-log softmax([pos, neg])[0]`` (cross-entropy with the positive as the target).
 
-    def per_edge(self, pos, neg):
-        logits = torch.cat([pos.unsqueeze(-1), neg], dim=-1)
-        return torch.logsumexp(logits, dim=-1) - pos
+    Computed as ``logsumexp([pos, lse(block_1), ...]) - pos``: one ``logsumexp`` per block,
+    so the ``(B, 1 + N)`` logits matrix is never materialised.
+    """
+
+    def per_edge(self, pos, blocks):
+        parts = [pos.unsqueeze(-1)] + [torch.logsumexp(b, dim=-1, keepdim=True) for b in blocks]
+        return torch.logsumexp(torch.cat(parts, dim=-1), dim=-1) - pos
 
 
 def init_embeddings(num_rows: int, dimension: int, scale: float,

@@ -345,14 +345,13 @@ class Trainer:
             s = cmp.neg(q[:nfull].view(-1, chunk, d), pos_c[:nfull].view(-1, chunk, d))
             parts = [s.masked_fill(mask, float("-inf")).reshape(nfull, chunk)]
             rem = b - nfull
-            if rem:
-                r = cmp.neg(q[nfull:], pos_c[nfull:]).masked_fill(mask[:rem, :rem],
-                                                                   float("-inf"))
-                pad = torch.full((rem, chunk - rem), float("-inf"), dtype=r.dtype,
-                                 device=r.device)
-                parts.append(torch.cat([r, pad], dim=1))
+            if rem:  # the last rows use the last `chunk` true candidates, theirs masked
+                r = cmp.neg(q[nfull:], pos_c[b - chunk:])
+                rows = torch.arange(rem, device=q.device)
+                parts.append(r.index_put((rows, rows + chunk - rem),
+                                         torch.tensor(float("-inf"), device=q.device)))
             negs.append(torch.cat(parts, dim=0))
-        return self.loss_fn.forward(pos, torch.cat(negs, dim=1), w)
+        return self.loss_fn.forward(pos, negs, w)
 
     def _row_adagrad(self, emb, state, idx, grad, lr):
         uniq, inv = torch.unique(idx, return_inverse=True)

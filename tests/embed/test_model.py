@@ -82,6 +82,12 @@ def test_loss_gradients(name):
     out.backward()
     assert torch.isfinite(out)
     assert torch.all(n2.grad[:, -1] == 0)
+    # a list of blocks is the same loss (and gradient) as their concatenation
+    blocks = [neg[:, :3], neg[:, 3:]]
+    assert torch.allclose(loss.forward(pos, blocks, w), loss.forward(pos, neg, w))
+    assert gradcheck(lambda p, a, b: loss.forward(p, [a, b], w),
+                     (pos, neg[:, :3].detach().clone().requires_grad_(True),
+                      neg[:, 3:].detach().clone().requires_grad_(True)))
 
 
 def test_losses_reward_separation():
