@@ -342,7 +342,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
             log.install(mprog)
             t0 = time.perf_counter()
             bsp_run(graph, mprog, device="cpu", backend="numba", progress=log.superstep,
-                    **common)
+                    fuse=False, **common)  # the log hooks see every superstep
             model_seconds = time.perf_counter() - t0
             trim_heap()
 

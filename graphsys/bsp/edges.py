@@ -129,6 +129,9 @@ class MemoryEdges:
         self.bytes_h2d = 0
         #: seconds spent building CSR/CSC (setup, not superstep time)
         self.build_seconds = 0.0
+        #: stamp arrays of :meth:`relax` (int64 (N,) each) and the last stamp used
+        self._stamps: tuple[np.ndarray, np.ndarray] | None = None
+        self._stamp = 0
 
     def adjacency(self, kind: str) -> tuple:
         """``kind`` = ``csr`` (out-neighbours) or ``csc`` (in-neighbours)."""
@@ -185,6 +188,39 @@ class MemoryEdges:
             else:
                 outdeg += int((indptr[frontier + 1] - indptr[frontier]).sum())
         return num_active + outdeg > threshold, frontier
+
+    def relax(self, value: torch.Tensor, frontier: np.ndarray, max_steps: int) -> tuple:
+        """Supersteps of a min-relaxation program in numba calls (:func:`kernels.relax_run`):
+        ``value`` float64 (N,) CPU tensor, lowered in place; ``frontier`` int64 ids. Builds
+        the pull adjacency the first time a frontier is dense. Returns (supersteps run, and
+        per superstep int64 arrays: active, edges scanned, distinct receivers, 1 = pull;
+        then the next frontier, int64 ids)."""
+        prog = self.program
+        passes = self._passes()
+        two = len(passes) == 2
+        if self._stamps is None:
+            self._stamps = (np.zeros(self.num_nodes, np.int64),
+                            np.zeros(self.num_nodes, np.int64))
+        steps = max(0, min(max_steps, self.num_nodes + 1))
+        out = [np.zeros(steps, np.int64) for _ in range(4)]
+        threshold = self.num_edges * len(passes) / self.dense_divisor
+        push = [self.adjacency(k) for _, k in passes]
+        done = 0
+        while True:
+            have_pull = all(k in self._adj for k, _ in passes)
+            pull = [self._adj[k] for k, _ in passes] if have_pull else push
+            n, frontier = kernels.relax_run(
+                push[0], push[-1], pull[0], pull[-1], two, have_pull,
+                prog.message == "add_weight", prog.first_message_wins, value.numpy(),
+                frontier, float(prog.relax_offset), steps - done, threshold, *self._stamps,
+                self._stamp + 1, *(a[done:] for a in out))
+            self._stamp += 2 * int(n)
+            done += int(n)
+            if have_pull or done == steps or len(frontier) == 0:
+                break
+            for k, _ in passes:  # dense: build the pull adjacency and go on
+                self.adjacency(k)
+        return (done, *(a[:done] for a in out), frontier)
 
     def run(self, x: torch.Tensor, active: torch.Tensor, num_active: int,
             accept: torch.Tensor | None) -> EdgeResult:

@@ -69,7 +69,7 @@ def _reduce_dict(comm, parts: dict[str, tuple]) -> dict[str, float]:
 def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "cpu",
         backend: str = "auto", max_iters: int = DEFAULT_MAX_ITERS, edge_set: str | None = None,
         distributed: bool = False, threads: int | None = None, readahead: int = 4,
-        dense_divisor: float = DENSE_DIVISOR,
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True,
         progress: Callable[[SuperstepStats], None] | None = None) -> Result:
     """Run ``program`` on ``graph`` (an opened :class:`~graphsys.storage.graph.Graph`).
 
@@ -85,6 +85,9 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         threads: workers for the out-of-core pass (default: numba's thread count).
         readahead: record batches the read-ahead thread keeps ready (out of core).
         dense_divisor: Ligra's threshold: pull when |F| + outdeg(F) > m / dense_divisor.
+        fuse: run the supersteps of min-relaxation programs (BFS, SSSP, WCC;
+            :attr:`VertexProgram.relax_state`) inside numba calls (in memory, CPU). Same
+            supersteps and results; per-superstep seconds are then split by work.
         progress: called with each finished superstep's statistics.
 
     Returns:
@@ -136,7 +139,9 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         bounds = np.array([lo, hi], np.int64)
     stats.setup_seconds = time.perf_counter() - t_start
     identity = program.identity
-    for step in range(max_iters):
+    fused = fuse and run_mode == "memory" and edges.use_numba and program.fusable
+    step = 0
+    while step < max_iters:
         ctx.superstep = step
         ss = SuperstepStats(superstep=step, active=0, direction="")
         disk0 = disk_read_bytes()
@@ -147,6 +152,12 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         if num_active == 0 and program.halt_when_inactive:
             stats.converged = True
             break
+        if fused:
+            done, active = _fused_supersteps(edges, program, state, active, step,
+                                             max_iters - step, stats, progress)
+            if done:
+                step += done
+                continue
         ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
         t1 = time.perf_counter()
         ss.seconds["aggregate"] = t1 - t0
@@ -217,6 +228,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         if program.halt(ctx, votes):
             stats.converged = True
             break
+        step += 1
     else:
         # ran max_iters supersteps: converged only if nothing is left to do
         stats.converged = int(comm.allreduce([int(active.sum())], ["sum"])[0]) == 0
@@ -228,6 +240,37 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         values = local.cpu().numpy()
     stats.seconds = time.perf_counter() - t_start
     return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph)
+
+
+def _fused_supersteps(edges: MemoryEdges, program: VertexProgram, state: dict,
+                      active: torch.Tensor, step: int, budget: int, stats: RunStats,
+                      progress) -> tuple[int, torch.Tensor]:
+    """Run up to ``budget`` supersteps of a min-relaxation program in numba calls; record
+    their statistics. Returns (supersteps run, the next frontier as bool (N,))."""
+    t0 = time.perf_counter()
+    build0 = edges.build_seconds
+    value = state[program.relax_state]
+    frontier = torch.nonzero(active).squeeze(1).numpy()
+    done, act, scanned, combined, pulled, nxt = edges.relax(value, frontier, budget)
+    built = edges.build_seconds - build0
+    stats.setup_seconds += built
+    if done == 0:
+        return 0, active
+    seconds = time.perf_counter() - t0 - built
+    work = act + scanned
+    share = work / work.sum() if work.sum() else np.full(done, 1.0 / done)
+    for s in range(done):
+        ss = SuperstepStats(superstep=step + s, active=int(act[s]),
+                            direction="pull" if pulled[s] else "push",
+                            edges_scanned=int(scanned[s]), messages_sent=int(scanned[s]),
+                            messages_combined=int(combined[s]), fused=True)
+        ss.seconds["edges"] = float(seconds * share[s])
+        stats.supersteps.append(ss)
+        if progress is not None:
+            progress(ss)
+    new_active = torch.zeros(len(active), dtype=torch.bool)
+    new_active[torch.from_numpy(nxt)] = True
+    return done, new_active
 
 
 def _rank_bounds(comm, graph) -> list[int]:

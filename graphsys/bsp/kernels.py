@@ -156,3 +156,155 @@ def frontier_degree(indptr, frontier):
         u = frontier[k]
         total += indptr[u + 1] - indptr[u]
     return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _relax_pass(indptr, indices, weight, use_weight, frontier, sent_value, value, stamp,
+                recv, improved, nxt, count):
+    """Push ``sent_value[k]`` (+ ``weight[e]``) from ``frontier[k]`` along one adjacency,
+    lowering ``value``; appends first-time-improved targets to ``nxt`` from ``count``.
+    Returns (new count, edges scanned, distinct new receivers)."""
+    scanned = 0
+    combined = 0
+    for k in range(frontier.shape[0]):
+        u = frontier[k]
+        xv = sent_value[k]
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            m = xv + weight[e] if use_weight else xv
+            scanned += 1
+            if recv[v] != stamp:
+                recv[v] = stamp
+                combined += 1
+            if m < value[v]:
+                value[v] = m
+                if improved[v] != stamp:
+                    improved[v] = stamp
+                    nxt[count] = v
+                    count += 1
+    return count, scanned, combined
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _relax_pull(indptr_a, indices_a, weight_a, indptr_b, indices_b, weight_b, two_ways,
+                use_weight, old, value, in_frontier, fstamp, offset, floor, first_wins,
+                improved, stamp):
+    """One dense superstep (parallel over targets ``v``): the minimum message of ``v``'s
+    frontier in-neighbours (``in_frontier[u] == fstamp``), ``old[u] + offset`` (+ weight),
+    lowers ``value[v]``; targets already at or below ``floor`` (the smallest message of the
+    superstep) are skipped, and ``first_wins`` stops at the first message (all equal).
+    Returns (edges scanned, distinct receivers, improved count)."""
+    n = value.shape[0]
+    scanned = 0
+    combined = 0
+    count = 0
+    for v in numba.prange(n):
+        best = value[v]
+        if best <= floor:
+            continue
+        k = 0
+        got = 0
+        for side in range(2 if two_ways else 1):
+            indptr = indptr_a if side == 0 else indptr_b
+            indices = indices_a if side == 0 else indices_b
+            weight = weight_a if side == 0 else weight_b
+            for e in range(indptr[v], indptr[v + 1]):
+                k += 1
+                u = indices[e]
+                if in_frontier[u] != fstamp:
+                    continue
+                m = old[u] + offset
+                if use_weight:
+                    m += weight[e]
+                got = 1
+                if m < best:
+                    best = m
+                if first_wins:
+                    break
+            if first_wins and got:
+                break
+        scanned += k
+        combined += got
+        if best < value[v]:
+            value[v] = best
+            improved[v] = stamp
+            count += 1
+    return scanned, combined, count
+
+
+@numba.njit(cache=True, nogil=True)
+def relax_run(push_a, push_b, pull_a, pull_b, two_ways, have_pull, use_weight, first_wins,
+              value, frontier, offset, max_steps, threshold, recv, improved, stamp0,
+              active_out, scanned_out, combined_out, pulled_out):
+    """Consecutive supersteps of a min-relaxation program in one call (see
+    :attr:`graphsys.bsp.program.VertexProgram.relax_state`), push or pull by Ligra's rule.
+
+    Superstep ``s``: every vertex ``u`` of the frontier sends ``value[u] + offset`` (plus the
+    edge weight when ``use_weight``) as it was at the start of the superstep; each target
+    keeps the minimum; the next frontier is the targets whose value dropped: the engine's
+    synchronous superstep, so results and superstep counts match it. A sparse frontier
+    (not every vertex, and ``|F| + outdeg(F) <= threshold``) pushes along ``push_a`` (and ``push_b`` when
+    ``two_ways``); a dense one pulls along ``pull_a`` (``pull_b``) in parallel. Adjacencies:
+    ``(indptr int64 (N+1,), indices int32/int64, weight float32)``. ``value`` float64 (N,)
+    is lowered in place; ``recv``/``improved`` int64 (N,) stamp arrays, fresh stamps from
+    ``stamp0`` (two per superstep).
+
+    Stops before a superstep whose frontier is empty, or dense while ``have_pull`` is False
+    (the caller builds the pull adjacency and calls again), or after ``max_steps``. Per run
+    superstep ``s``: ``active_out``, ``scanned_out``, ``combined_out`` (distinct receivers),
+    ``pulled_out`` (1 = pull). Returns (supersteps run, next frontier int64 ids)."""
+    n = value.shape[0]
+    cur = np.empty(n, np.int64)  # frontier ids in cur[:k_front]
+    nxt = np.empty(n, np.int64)
+    sent_value = np.empty(n, np.float64)
+    k_front = frontier.shape[0]
+    cur[:k_front] = frontier
+    steps = 0
+    while steps < max_steps and k_front > 0:
+        front = cur[:k_front]
+        outdeg = 0
+        for k in range(k_front):
+            u = front[k]
+            outdeg += push_a[0][u + 1] - push_a[0][u]
+            if two_ways:
+                outdeg += push_b[0][u + 1] - push_b[0][u]
+        dense = k_front == n or k_front + outdeg > threshold
+        if dense and not have_pull:
+            break
+        fstamp = stamp0 + 2 * steps
+        stamp = fstamp + 1
+        floor = np.inf
+        for k in range(k_front):
+            sent_value[k] = value[front[k]] + offset
+            floor = min(floor, sent_value[k])
+        if dense:
+            for k in range(k_front):
+                recv[front[k]] = fstamp  # recv doubles as the frontier mark here
+            old = value.copy()
+            scanned, combined, count = _relax_pull(
+                pull_a[0], pull_a[1], pull_a[2], pull_b[0], pull_b[1], pull_b[2], two_ways,
+                use_weight, old, value, recv, fstamp, offset,
+                floor if not use_weight else -np.inf, first_wins, improved, stamp)
+            count = 0
+            for v in range(n):
+                if improved[v] == stamp:
+                    nxt[count] = v
+                    count += 1
+        else:
+            count, scanned, combined = _relax_pass(push_a[0], push_a[1], push_a[2],
+                                                   use_weight, front, sent_value, value,
+                                                   stamp, recv, improved, nxt, 0)
+            if two_ways:
+                count, s2, c2 = _relax_pass(push_b[0], push_b[1], push_b[2], use_weight,
+                                            front, sent_value, value, stamp, recv,
+                                            improved, nxt, count)
+                scanned += s2
+                combined += c2
+        active_out[steps] = k_front
+        scanned_out[steps] = scanned
+        combined_out[steps] = combined
+        pulled_out[steps] = dense
+        cur, nxt = nxt, cur
+        k_front = count
+        steps += 1
+    return steps, cur[:k_front].copy()

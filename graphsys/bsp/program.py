@@ -159,6 +159,15 @@ class VertexProgram(ABC):
     #: stop when no vertex is active; programs that act on an empty frontier (k-core
     #: raising k) set False and halt through :meth:`halt`
     halt_when_inactive = True
+    #: Declares a *min-relaxation* (label-correcting) program, e.g. BFS, SSSP, WCC: the
+    #: float64 state tensor of this name is what a vertex sends (plus ``relax_offset``, plus
+    #: the edge weight for ``add_weight``), the combiner is ``min``, :meth:`update` lowers
+    #: the state to the combined minimum where that is smaller and the next frontier is the
+    #: vertices it lowered; no aggregators, no :meth:`halt`. The in-memory numba engine
+    #: then runs its supersteps (push or pull) inside numba calls, with the same supersteps
+    #: and results (:func:`graphsys.bsp.kernels.relax_run`).
+    relax_state: str | None = None
+    relax_offset = 0.0
 
     # -- the program ------------------------------------------------------------------------
     @abstractmethod
@@ -207,6 +216,15 @@ class VertexProgram(ABC):
         if self.direction not in DIRECTIONS:
             raise GraphsysError(f"{self.name}: direction must be one of {DIRECTIONS}, got "
                                 f"{self.direction!r}")
+
+    @property
+    def fusable(self) -> bool:
+        """True when :attr:`relax_state` is declared and the rest of the program fits it."""
+        cls = type(self)
+        return (self.relax_state is not None and self.combiner == "min"
+                and self.message in ("copy", "add_weight") and not self.include_self
+                and cls.aggregate is VertexProgram.aggregate
+                and cls.halt is VertexProgram.halt)
 
     @property
     def builtin(self) -> bool:

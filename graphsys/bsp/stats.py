@@ -28,7 +28,10 @@ class SuperstepStats:
     ``messages_exchanged``: (index, value) pairs sent to other processes; ``bytes_read``:
     bucket bytes streamed from the mapped files; ``disk_read_bytes``: bytes the kernel read
     from storage for this process (``/proc/self/io``, 0 where unavailable);
-    ``bytes_h2d``: bytes copied host -> device; ``seconds``: per phase (see :data:`PHASES`).
+    ``bytes_h2d``: bytes copied host -> device; ``fused``: run inside one multi-superstep
+kernel call (its ``seconds`` are that call's time split by work: frontier + edges, and
+``messages_combined`` counts every receiver, accepting or not); ``seconds``: per phase (see
+:data:`PHASES`).
     """
 
     superstep: int
@@ -41,6 +44,7 @@ class SuperstepStats:
     bytes_read: int = 0
     disk_read_bytes: int = 0
     bytes_h2d: int = 0
+    fused: bool = False
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
 
     @property

@@ -72,3 +72,35 @@ def test_sssp_rejects_negative_weights(tmp_path):
 def test_unknown_source(graphs):
     with pytest.raises(GraphsysError, match="node id 9999 is not in the graph"):
         bsp.bfs(graphs["directed-p1"].graph, 9999)
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+@pytest.mark.parametrize("algo", ["bfs", "sssp", "wcc"])
+def test_fused_supersteps_match_the_engine_loop(graphs, key, algo):
+    """Relaxation programs run inside numba calls: same values, supersteps, frontiers and
+    push/pull choices as the superstep-by-superstep engine."""
+    tg = graphs[key]
+    call = {"bfs": lambda **kw: bsp.bfs(tg.graph, 0, **kw),
+            "sssp": lambda **kw: bsp.sssp(tg.graph, 2, **kw),
+            "wcc": lambda **kw: bsp.wcc(tg.graph, **kw)}[algo]
+    for divisor in (20, 1e-9, 1e9):  # Ligra's rule, always push, always pull
+        fused = call(dense_divisor=divisor)
+        loop = call(dense_divisor=divisor, fuse=False)
+        np.testing.assert_array_equal(fused.values, loop.values)
+        assert all(s.fused for s in fused.stats.supersteps)
+        assert not any(s.fused for s in loop.stats.supersteps)
+        assert fused.stats.converged == loop.stats.converged
+        key_of = lambda s: (s.superstep, s.active, s.direction)  # noqa: E731
+        assert [key_of(s) for s in fused.stats.supersteps] == \
+            [key_of(s) for s in loop.stats.supersteps]
+        pushes = [(s.edges_scanned, s.messages_sent) for s in fused.stats.supersteps
+                  if s.direction == "push"]
+        assert pushes == [(s.edges_scanned, s.edges_scanned) for s in loop.stats.supersteps
+                          if s.direction == "push"]
+
+
+def test_fused_run_stops_at_max_iters(graphs):
+    tg = graphs["chain"]
+    res = bsp.bfs(tg.graph, 0, max_iters=7)
+    assert res.stats.num_supersteps == 7 and not res.stats.converged
+    assert np.isfinite(res.values).sum() == 8  # levels 0..7 reached

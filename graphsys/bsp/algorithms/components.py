@@ -33,6 +33,7 @@ class WCC(_LabelProgram):
 
     name = "wcc"
     message, combiner = "copy", "min"
+    relax_state = "label"
 
     def update(self, ctx, state, combined, received):
         new = received & (combined < state["label"])

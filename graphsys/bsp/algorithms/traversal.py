@@ -25,6 +25,7 @@ class BFS(VertexProgram):
     name = "bfs"
     message, combiner, direction = "copy", "min", "out"
     first_message_wins = True
+    relax_state, relax_offset = "level", 1.0
 
     def __init__(self, source: int):
         self.source = source
@@ -57,6 +58,7 @@ class SSSP(VertexProgram):
     name = "sssp"
     message, combiner, direction = "add_weight", "min", "out"
     uses_weights = True
+    relax_state = "dist"
 
     def __init__(self, source: int):
         self.source = source
