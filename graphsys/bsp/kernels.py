@@ -93,6 +93,15 @@ def pull_copy_sum(indptr, indices, x, acc, received):
     return indptr[n] - indptr[0]
 
 
+@numba.njit(parallel=True, cache=True, nogil=True)
+def gather(values, index, out):
+    """``out[k] = values[index[k]]`` in parallel (``out`` may be ``index`` itself when the
+    dtypes agree). Returns ``out``."""
+    for k in numba.prange(index.shape[0]):
+        out[k] = values[index[k]]
+    return out
+
+
 @numba.njit(cache=True, nogil=True)
 def push(indptr, indices, weight, x, frontier, accept, use_accept, msg, comb, acc, received):
     """Sparse push: for every source ``u`` in ``frontier`` (int64 ids), combine its message

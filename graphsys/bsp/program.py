@@ -193,7 +193,9 @@ class VertexProgram(ABC):
                received: torch.Tensor) -> tuple[torch.Tensor, dict[str, tuple]]:
         """Fold ``combined`` float64 (N_local,) (combiner identity where ``received``, bool
         (N_local,), is False) into ``state`` in place; return the next frontier, bool
-        (N_local,), and local partial halting values ``{name: (value, reduction)}``."""
+        (N_local,), and local partial halting values ``{name: (value, reduction)}``.
+        ``combined`` is a fresh tensor of this superstep: the program may keep or modify
+        it."""
 
     def halt(self, ctx: Context, votes: dict[str, float]) -> bool:
         """Global decision from the reduced halting values; default: never (the run still

@@ -43,24 +43,32 @@ class PageRank(VertexProgram):
     def init(self, ctx):
         n = ctx.num_nodes
         if self.personalization is None:
-            p = ctx.full(1.0 / n)
+            p = None  # uniform: the teleport term is a scalar
         else:
             pv = np.asarray(self.personalization, np.float64)
             p = torch.as_tensor(pv[ctx.lo:ctx.hi] / pv.sum()).to(ctx.device)
         deg = ctx.degree("out")
-        state = {"rank": ctx.full(1.0 / n), "p": p, "deg": deg, "dangling": deg == 0}
+        dangling = (deg == 0).to(torch.float64)
+        # 1/deg, 0 for dangling vertices: send() is then one multiply
+        inv_deg = torch.where(deg > 0, 1.0 / deg.clamp(min=1), 0.0)
+        state = {"rank": ctx.full(1.0 / n), "p": p, "inv_deg": inv_deg,
+                 "dangling": dangling}
         return state, torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
 
     def aggregate(self, ctx, state):
-        return {"dangling": (state["rank"][state["dangling"]].sum(), "sum")}
+        return {"dangling": (torch.dot(state["rank"], state["dangling"]), "sum")}
 
     def send(self, ctx, state):
-        return torch.where(state["dangling"], 0.0, state["rank"] / state["deg"].clamp(min=1))
+        return state["rank"] * state["inv_deg"]
 
     def update(self, ctx, state, combined, received):
         a, p = self.damping, state["p"]
-        new = a * (combined + ctx.aggregates["dangling"] * p) + (1.0 - a) * p
-        delta = (new - state["rank"]).abs().sum()
+        scale = a * ctx.aggregates["dangling"] + (1.0 - a)  # teleport + dangling mass
+        if p is None:
+            new = combined.mul_(a).add_(scale / ctx.num_nodes)
+        else:
+            new = combined.mul_(a).add_(p, alpha=scale)
+        delta = torch.dist(new, state["rank"], p=1)
         state["rank"] = new
         return torch.ones_like(received), {"delta": (delta, "sum")}
 
