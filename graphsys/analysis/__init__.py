@@ -6,6 +6,8 @@
   SM/CTA/warp load-balance model of vertex-to-thread mappings;
 * :mod:`~graphsys.analysis.balance`: partition, bucket and per-rank balance from storage;
 * :mod:`~graphsys.analysis.workloads`: BSP, embedding and GNN workloads to profile;
+* :mod:`~graphsys.analysis.ncu`: the model checked against Nsight Compute's measured threads
+  per warp instruction of the engine's CUDA kernels (``graphsys profile --ncu``);
 * :mod:`~graphsys.analysis.report`: HTML reports (embedded plots) and advice.
 
 Entry points: :func:`profile_graph`, :func:`write_report`, :func:`simt_model`,

@@ -13,6 +13,10 @@ JSON layout (every figure a plain number, list or string):
 * ``load_balance``: ``sm`` (``max_over_mean``, ``cv``, ``work``), ``cta`` (``cv``), ``warp``
   (``cv``: mean within-CTA CV) - keyed by mapping likewise - and ``storage`` (partition and
   bucket balance, edge-cut, per-rank split);
+* ``ncu`` (with ``ncu=True``, see :mod:`graphsys.analysis.ncu`): ``model_utilization``
+  (the ``edge-balanced`` mapping's), ``measured_utilization`` (Nsight Compute, edge
+  kernels), ``abs_difference``, ``kernels`` (every profiled kernel grouped by function
+  name), launch counts, the ``command`` that ran;
 * ``advice``: list of strings; ``mappings``; ``graph``; ``workload``; ``seconds``.
 """
 
@@ -43,12 +47,26 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   items_per_thread: int = DEFAULT_ITEMS_PER_THREAD,
                   max_iters: int | None = None, source=None, edge_set: str | None = None,
                   ranks: int = 1, dense: bool = True, steps: int = 5, batch_size: int | None = None,
-                  dimension: int = 32) -> dict[str, Any]:
+                  dimension: int = 32, ncu: bool = False, ncu_path: str | None = None,
+                  ncu_launch_count: int | None = None) -> dict[str, Any]:
     """Profile one workload on ``graph`` (an opened Graph or a directory); see the module
     docstring for the result. ``device``: cpu/cuda/auto; ``gpu``: the GPU the SIMT and SM
-    model assumes (default: the one present, else H100)."""
+    model assumes (default: the one present, else H100).
+
+    ``ncu``: also run the BSP algorithm on CUDA under Nsight Compute (``ncu_path``, default
+    ``ncu`` on PATH; every kernel launch, or the first ``ncu_launch_count``) and compare
+    the measured threads per warp instruction with the ``edge-balanced`` model, which is
+    added to ``mappings`` (:mod:`graphsys.analysis.ncu`). The GPU and ncu are checked before
+    anything runs."""
     from graphsys.analysis.balance import storage_balance
     from graphsys.analysis.kernels import dense_reference
+    from graphsys.analysis.ncu import (
+        ENGINE_MAPPING,
+        bsp_command,
+        measure,
+        preflight,
+        validation,
+    )
     from graphsys.analysis.report import advice
     from graphsys.analysis.workloads import (
         SimtRecorder,
@@ -63,10 +81,19 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     if workload not in WORKLOADS:
         raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, or a BSP "
                             f"algorithm)")
+    if ncu and workload != "bsp":
+        raise GraphsysError("--ncu validates the BSP engine's kernels: name a BSP algorithm, "
+                            "not --workload embed|gnn")
+    if ncu_launch_count is not None and ncu_launch_count < 1:
+        raise GraphsysError(f"--ncu-launch-count must be a positive integer, got "
+                            f"{ncu_launch_count}")
     g = graph if isinstance(graph, Graph) else open_graph(graph)
     maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
+    if ncu and ENGINE_MAPPING not in maps:
+        maps.append(ENGINE_MAPPING)
     check_block_size(block_size)
     dev = str(resolve_device(device))
+    ncu_exe, ncu_dev = preflight(device, ncu_path) if ncu else (None, None)
     gpu_spec = resolve_gpu(gpu)
     rec = SimtRecorder(maps, block_size, items_per_thread, gpu_spec)
     if workload == "bsp":
@@ -106,6 +133,12 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         out["load_balance"] = dict(lbs)
     out["storage"] = storage_balance(g, es.name, ranks)
     out["load_balance"]["storage"] = out["storage"]
+    if ncu:
+        app = bsp_command(g.path.resolve(), algorithm, device=ncu_dev, mode=mode,
+                          max_iters=max_iters, source=source, edge_set=edge_set)
+        cmd, launches, secs = measure(ncu_exe, app, launch_count=ncu_launch_count)
+        out["ncu"] = validation(cmd, launches, secs, sims[ENGINE_MAPPING]["mean_utilization"],
+                                ncu_dev)
     out["advice"] = advice(out)
     out["seconds"] = time.perf_counter() - t0
     return out

@@ -224,6 +224,35 @@ def _table(header: list[str], rows: list[list]) -> str:
     return f"<table><tr>{h}</tr>{body}</table>"
 
 
+def _ncu_section(n: dict[str, Any]) -> str:
+    """The model-vs-Nsight-Compute comparison (the ``ncu`` section of a profile)."""
+    model, measured, diff = (n["model_utilization"], n["measured_utilization"],
+                             n["abs_difference"])
+
+    def times32(v):
+        return None if v is None else 32 * v
+
+    out = ["<h2>Model vs Nsight Compute</h2>", _table(
+        ["figure", f"model ({n['mapping']})", "measured (ncu, edge kernels)", "|difference|"],
+        [["SIMT lane utilization", model, measured, diff],
+         ["threads per warp instruction", times32(model),
+          n["measured_threads_per_warp_instruction"], times32(diff)]])]
+    out.append(f"<p class='note'>Measured: {html.escape(n['metric'])} weighted by "
+               f"{html.escape(n['weight'])} over {n['edge_launches']:,} edge-kernel launches "
+               f"of {n['launches']:,} profiled on {html.escape(str(n['device']))} "
+               f"({n['unmeasured_launches']:,} without both metrics); edge kernels: "
+               f"{html.escape(n['edge_kernel_rule'])}. Model: the {html.escape(n['mapping'])} "
+               f"mapping, the engine's edge-parallel gather/scatter. Command: "
+               f"<code>{html.escape(' '.join(n['command']))}</code></p>")
+    out.append(_table(
+        ["kernel", "edge kernel", "launches", "warp instructions",
+         "threads / warp instruction", "utilization", "CTAs", "block sizes"],
+        [[k["name"], "yes" if k["edge"] else "no", k["launches"], k["warp_instructions"],
+          k["threads_per_warp_instruction"], k["utilization"], k["ctas"],
+          ", ".join(str(b) for b in k["block_sizes"])] for k in n["kernels"]]))
+    return "\n".join(out)
+
+
 def render_html(profile: dict[str, Any]) -> str:
     """The whole report as one HTML string (no external assets)."""
     maps = profile["mappings"]
@@ -272,6 +301,8 @@ def render_html(profile: dict[str, Any]) -> str:
                  f"{first['resident_ctas_per_sm']} resident CTAs per SM; utilization = "
                  f"active lane-iterations / (32 x warp-iterations), weighted per warp "
                  f"instruction as Nsight Compute's threads per warp instruction.</p>")
+    if profile.get("ncu"):
+        parts.append(_ncu_section(profile["ncu"]))
     st = profile.get("storage")
     if st:
         parts.append("<h2>Partitions and buckets</h2>")

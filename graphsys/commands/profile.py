@@ -3,7 +3,9 @@ of a BSP algorithm (``graphsys profile ALGO DIR``) or a training workload (``gra
 --workload embed|gnn DIR``), as a self-contained HTML report plus JSON.
 
 The report's "what to change" section is derived from the figures (mapping, partitioning,
-batching).
+batching). On a machine with a CUDA GPU and Nsight Compute, ``--ncu`` also runs the algorithm
+on CUDA under ``ncu`` and compares the measured threads per warp instruction of the engine's
+edge kernels with the edge-balanced model (the report's "Model vs Nsight Compute" section).
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ def register(subparsers) -> None:
     p.add_argument("--steps", type=int, default=5, help="GNN steps to profile (default 5)")
     p.add_argument("--batch-size", type=int, help="embed positives / GNN seeds per batch")
     p.add_argument("--no-dense", action="store_true", help="skip the dense MLP reference")
+    p.add_argument("--ncu", action="store_true",
+                   help="validate the SIMT model: run the algorithm on CUDA under Nsight "
+                        "Compute and compare the measured threads per warp instruction of "
+                        "the engine's edge kernels with the edge-balanced mapping (added to "
+                        "--mapping); needs a CUDA GPU and ncu")
+    p.add_argument("--ncu-path", metavar="PATH",
+                   help="the ncu executable (default: ncu on PATH)")
+    p.add_argument("--ncu-launch-count", type=int, metavar="N",
+                   help="profile only the first N kernel launches under ncu (default: all)")
     p.add_argument("--report", type=Path, metavar="OUT.html",
                    help="write the HTML report here and its JSON beside it (OUT.json)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing report")
@@ -70,6 +81,8 @@ def run(args) -> int:
         raise GraphsysError(f"{args.report}: already exists (use --overwrite)")
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
+    if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):
+        raise GraphsysError("--ncu-path and --ncu-launch-count apply with --ncu only")
     mappings = None
     if args.mapping:
         mappings = [m.strip() for x in args.mapping for m in x.split(",") if m.strip()]
@@ -87,7 +100,8 @@ def run(args) -> int:
                          items_per_thread=args.items_per_thread, max_iters=args.max_iters,
                          source=source, edge_set=args.edges, ranks=args.ranks,
                          dense=not args.no_dense, steps=args.steps,
-                         batch_size=args.batch_size)
+                         batch_size=args.batch_size, ncu=args.ncu, ncu_path=args.ncu_path,
+                         ncu_launch_count=args.ncu_launch_count)
     paths = None
     if args.report is not None:
         paths = write_report(prof, args.report, overwrite=args.overwrite)
@@ -103,6 +117,12 @@ def run(args) -> int:
         print(f"  {m:>18}: utilization {_f(s['mean_utilization'])}, warps by band "
               f"{s['warps_by_band']}, SM max/mean {s['sm_max_over_mean']:.3f}, SM CV "
               f"{s['sm_cv']:.3f}, warp CV {s['warp_cv']:.3f}")
+    n = prof.get("ncu")
+    if n:
+        print(f"  ncu: measured utilization {_f(n['measured_utilization'])} over "
+              f"{n['edge_launches']:,} edge-kernel launches (of {n['launches']:,}), model "
+              f"({n['mapping']}) {_f(n['model_utilization'])}, |difference| "
+              f"{_f(n['abs_difference'])}")
     for a in prof["advice"]:
         print(f"  - {a}")
     if paths:

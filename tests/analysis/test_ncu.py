@@ -1,0 +1,365 @@
+"""``graphsys profile --ncu``: the SIMT model against Nsight Compute's measured threads per
+warp instruction. A fake ``ncu`` (a script that records its command line and writes a
+details-page CSV report, ``==PROF==`` lines and thousands separators included) stands in
+for Nsight Compute; the last test runs the real one where a GPU and ncu are present."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys import cli, device
+from graphsys.analysis import ncu as N
+from graphsys.errors import GraphsysError
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+IDX = ("void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<"
+       "at::native::index_kernel_impl<at::native::OpaqueType<8> >(at::TensorIteratorBase&, "
+       "c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1}>("
+       "at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>, "
+       "at::native::index_kernel_impl<at::native::OpaqueType<8> >(at::TensorIteratorBase&, "
+       "c10::ArrayRef<long>, c10::ArrayRef<long>)::{lambda(char*, char const*, long)#1} "
+       "const&, bool)::{lambda(int)#1}>(long, at::native::gpu_index_kernel<...>::"
+       "{lambda(int)#1})")
+SCATTER = ("void at::native::_scatter_gather_elementwise_kernel<128, 4, "
+           "at::native::_cuda_scatter_gather_internal_kernel<true, double>::operator()<"
+           "at::native::ReduceAdd>(at::TensorIterator&, long, long, long, "
+           "at::native::ReduceAdd const&)::{lambda(int)#1}>(int, "
+           "at::native::_cuda_scatter_gather_internal_kernel<true, double>::operator()<"
+           "at::native::ReduceAdd>(at::TensorIterator&, long, long, long, "
+           "at::native::ReduceAdd const&)::{lambda(int)#1})")
+FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<double>, "
+        "std::array<char*, 1ul> >(int, at::native::FillFunctor<double>, "
+        "std::array<char*, 1ul>)")
+SELECT = ("void at::native::(anonymous namespace)::indexSelectLargeIndex<double, long, "
+          "unsigned int, 1, 1, -2, true>(at::cuda::detail::TensorInfo<double, unsigned int>, "
+          "at::cuda::detail::TensorInfo<double const, unsigned int>, "
+          "at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, "
+          "unsigned int, long)")
+REDUCE = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<bool, "
+          "at::native::func_wrapper_t<bool, at::native::or_kernel_cuda(at::TensorIterator&)::"
+          "{lambda(bool, bool)#1}>, unsigned int, bool, 4, 4> >(at::native::ReduceOp<bool, "
+          "at::native::func_wrapper_t<bool, at::native::or_kernel_cuda(at::TensorIterator&)::"
+          "{lambda(bool, bool)#1}>, unsigned int, bool, 4, 4>)")
+
+#: (ID, kernel, threads per warp instruction or None (n/a), warp instructions, CTAs, block)
+LAUNCHES = [
+    (0, IDX, 31.5, 1_200_000, 2_344, 128),
+    (1, FILL, 32.0, 50_000, 1_563, 128),
+    (2, SCATTER, 28.0, 400_000, 2_344, 128),
+    (3, SELECT, 16.0, 1_000, 40, 128),
+    (4, IDX, 30.0, 800_000, 1_563, 128),
+    (5, REDUCE, None, 9_000, 1, 512),
+]
+# by hand: edge kernels are launches 0, 2, 3, 4
+EDGE_THREAD_INST = 31.5 * 1_200_000 + 28.0 * 400_000 + 16.0 * 1_000 + 30.0 * 800_000
+EDGE_WARP_INST = 1_200_000 + 400_000 + 1_000 + 800_000
+MEASURED = EDGE_THREAD_INST / (32 * EDGE_WARP_INST)  # 73,016,000 / 76,832,000
+
+HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+          "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name",
+          "Metric Unit", "Metric Value"]
+RULES = ["Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
+         "Estimated Speedup"]
+
+
+def report(launches=LAUNCHES, *, rules: bool = False, metrics: bool = True) -> str:
+    """ncu's log: ``==PROF==`` lines, then the details page as CSV (every cell quoted,
+    en-US thousands separators), one row per launch and metric."""
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    w.writerow(HEADER + (RULES if rules else []))
+    for lid, name, ratio, inst, grid, block in launches:
+        values = [(N.RATIO, "", "n/a" if ratio is None else f"{ratio:.2f}"),
+                  (N.INSTRUCTIONS, "inst", f"{inst:,}")]
+        if metrics:
+            values += [(N.GRID, "", f"{grid:,}"), (N.BLOCK, "", f"{block:,}")]
+        for metric, unit, value in values:
+            w.writerow([str(lid), "4242", "python3.11", "127.0.0.1", name, "1", "7",
+                        f"({block}, 1, 1)", f"({grid}, 1, 1)", "0", "9.0",
+                        "Command line profiler metrics", metric, unit, value]
+                       + ([""] * len(RULES) if rules else []))
+    prof = "".join(f'==PROF== Profiling "{N.short_name(name).rsplit("::", 1)[-1]}" - {lid}: '
+                   f"0%....50%....100% - 1 pass\n" for lid, name, *_ in launches)
+    return ("==PROF== Connected to process 4242 (/usr/bin/python3.11)\n" + prof
+            + "==PROF== Disconnected from process 4242\n" + buf.getvalue())
+
+
+def fake_ncu(directory, *, log: str, rc: int = 0, stderr: str = ""):
+    """An executable ``directory/ncu`` that records its arguments in
+    ``directory/argv.json``, writes ``log`` to its ``--log-file``, prints the application's
+    JSON line and ``stderr``, and exits with ``rc``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    exe = directory / "ncu"
+    exe.write_text("\n".join([
+        f"#!{sys.executable}",
+        "import json, sys",
+        "args = sys.argv[1:]",
+        f"json.dump(args, open({str(directory / 'argv.json')!r}, 'w'))",
+        "open(args[args.index('--log-file') + 1], 'w').write(" + repr(log) + ")",
+        "print('{\"ok\": true}')",
+        f"sys.stderr.write({stderr!r})",
+        f"sys.exit({rc})", ""]))
+    exe.chmod(0o755)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def graph_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ncu")
+    rng = np.random.default_rng(0)
+    src = np.concatenate([rng.integers(0, 5, 600), rng.integers(0, 400, 900)])
+    dst = rng.integers(0, 400, len(src))
+    f = tmp / "e.tsv"
+    f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
+    ingest([EdgeSource([f])], tmp / "g", IngestOptions(num_partitions=4))
+    return tmp / "g"
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """graphsys.device's resolver reports a CUDA device for ``cuda`` (the profile itself
+    still runs on the CPU)."""
+    real = device.resolve_device
+
+    def resolve(name):
+        return torch.device("cuda") if str(name).startswith("cuda") else real(name)
+
+    monkeypatch.setattr(device, "resolve_device", resolve)
+
+
+# ---------------------------------------------------------------------------------------------
+# names, parsing, aggregation
+
+
+def test_short_names_and_edge_rule():
+    assert N.short_name(IDX) == "at::native::index_elementwise_kernel"
+    assert N.short_name(SELECT) == "at::native::indexSelectLargeIndex"
+    assert N.short_name(FILL) == "at::native::vectorized_elementwise_kernel"
+    assert N.short_name("ampere_sgemm_128x64_nn") == "ampere_sgemm_128x64_nn"
+    gather = ("void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, "
+              "long, long, long, long, bool)")
+    cub = "void cub::CUB_200200_900_NS::DeviceSelectSweepKernel<int>(int)"
+    edge = [IDX, SCATTER, SELECT, gather,
+            "void at::native::(anonymous namespace)::indexFuncLargeIndex<double, long>(int)",
+            "void at::native::segment_reduce_forward_kernel<double, long>(long, double*)"]
+    assert all(N.is_edge_kernel(k) for k in edge)
+    assert not any(N.is_edge_kernel(k) for k in (FILL, REDUCE, cub))
+
+
+@pytest.mark.parametrize("rules", [False, True])
+def test_parse_details_csv(rules):
+    launches = N.parse_csv(report(rules=rules))
+    assert [k.id for k in launches] == [0, 1, 2, 3, 4, 5]
+    first = launches[0]
+    assert (first.name, first.threads_per_instruction, first.instructions, first.ctas,
+            first.block) == (IDX, 31.5, 1_200_000, 2_344, 128)
+    assert launches[5].threads_per_instruction is None and launches[5].instructions == 9_000
+    assert launches[5].block == 512
+
+
+def test_grid_and_block_fall_back_on_columns():
+    launches = N.parse_csv(report(metrics=False))
+    assert (launches[0].ctas, launches[0].block) == (2_344, 128)
+
+
+def test_parse_errors_are_one_line():
+    assert N.parse_csv("==PROF== Connected to process 1\n==WARNING== No kernels were "
+                       "profiled.\n") == []
+    with pytest.raises(GraphsysError, match="'Metric Name'"):
+        N.parse_csv('"ID","Kernel Name","Metric Value"\n"0","k","1"\n')
+    bad = report([(0, IDX, 31.5, 1_000, 1, 128)]).replace('"31.50"', '"lots"')
+    with pytest.raises(GraphsysError, match="not a number"):
+        N.parse_csv(bad)
+    with pytest.raises(GraphsysError, match="outside 0..32"):
+        N.parse_csv(report([(0, IDX, 40.0, 1_000, 1, 128)]))
+
+
+def test_aggregation_by_hand():
+    s = N.summarize(N.parse_csv(report()))
+    assert s["measured_utilization"] == pytest.approx(MEASURED, rel=1e-12)
+    assert s["measured_utilization"] == pytest.approx(73_016_000 / 76_832_000)
+    assert s["measured_threads_per_warp_instruction"] == pytest.approx(
+        EDGE_THREAD_INST / EDGE_WARP_INST)
+    assert (s["launches"], s["edge_launches"], s["unmeasured_launches"]) == (6, 4, 1)
+    assert s["edge_warp_instructions"] == EDGE_WARP_INST
+    names = [k["name"] for k in s["kernels"]]
+    assert names == ["at::native::index_elementwise_kernel",
+                     "at::native::_scatter_gather_elementwise_kernel",
+                     "at::native::vectorized_elementwise_kernel",
+                     "at::native::indexSelectLargeIndex", "at::native::reduce_kernel"]
+    idx, fill, red = s["kernels"][0], s["kernels"][2], s["kernels"][4]
+    assert (idx["launches"], idx["warp_instructions"], idx["ctas"]) == (2, 2_000_000, 3_907)
+    assert idx["threads_per_warp_instruction"] == pytest.approx(30.9)
+    assert idx["utilization"] == pytest.approx(30.9 / 32) and idx["edge"]
+    assert not fill["edge"] and fill["utilization"] == 1.0
+    assert red["measured_launches"] == 0 and red["utilization"] is None
+    assert red["block_sizes"] == [512]
+    none = N.summarize(N.parse_csv(report([(0, FILL, 32.0, 10, 1, 128)])))
+    assert none["measured_utilization"] is None and none["edge_launches"] == 0
+
+
+def test_command_line(graph_dir, tmp_path):
+    app = N.bsp_command(graph_dir, "bfs", device="cuda:0", mode="out-of-core", max_iters=3,
+                        source=7, edge_set="train")
+    cmd = N.ncu_command("/opt/ncu", app, log_file=tmp_path / "log.csv", launch_count=50)
+    assert cmd[0] == "/opt/ncu"
+    metrics = cmd[cmd.index("--metrics") + 1].split(",")
+    assert metrics == ["smsp__thread_inst_executed_per_inst_executed.ratio",
+                       "smsp__inst_executed.sum", "launch__grid_size", "launch__block_size"]
+    pairs = {cmd[i]: cmd[i + 1] for i in range(1, cmd.index(app[0]) - 1)
+             if cmd[i].startswith("--") and not cmd[i + 1].startswith("--")}
+    assert pairs["--page"] == "details" and pairs["--print-units"] == "base"
+    assert pairs["--kernel-name-base"] == "demangled"
+    assert pairs["--print-kernel-base"] == "demangled"
+    assert pairs["--target-processes"] == "all" and pairs["--launch-count"] == "50"
+    assert pairs["--log-file"] == str(tmp_path / "log.csv") and "--csv" in cmd
+    # the application: this Python, graphsys run on CUDA through the torch backend
+    assert cmd[-len(app):] == app
+    assert app[:4] == [sys.executable, "-m", "graphsys", "run"]
+    args = cli.build_parser(app[3:]).parse_args(app[3:])
+    assert (args.algorithm, args.graph, args.device, args.backend, args.mode) == (
+        "bfs", graph_dir, "cuda:0", "torch", "out-of-core")
+    assert (args.max_iters, args.source, args.edges, args.no_verify) == (3, "7", "train", True)
+    assert "--launch-count" not in N.ncu_command("ncu", app, log_file="x")
+
+
+# ---------------------------------------------------------------------------------------------
+# graphsys profile --ncu
+
+
+def test_profile_with_fake_ncu(graph_dir, tmp_path, gpu, capsys):
+    exe = fake_ncu(tmp_path / "bin", log=report())
+    html = tmp_path / "r.html"
+    rc = cli.main(["profile", "pagerank", str(graph_dir), "--mapping", "thread-per-vertex",
+                   "--max-iters", "2", "--no-dense", "--ncu", "--ncu-path", str(exe),
+                   "--report", str(html), "--json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc["mappings"] == ["thread-per-vertex", "edge-balanced"]
+    n = doc["ncu"]
+    model = doc["simt"]["edge-balanced"]["mean_utilization"]
+    assert 0.9 < model <= 1.0
+    assert n["model_utilization"] == model
+    assert n["measured_utilization"] == pytest.approx(MEASURED)
+    assert n["abs_difference"] == pytest.approx(abs(MEASURED - model))
+    assert n["mapping"] == "edge-balanced" and n["device"] == "cuda"
+    assert n["kernels"][0]["name"] == "at::native::index_elementwise_kernel"
+    assert n["command"][0] == str(exe)
+    argv = json.loads((tmp_path / "bin" / "argv.json").read_text())
+    assert argv == n["command"][1:]
+    app = argv[argv.index(sys.executable):]
+    assert app[3:8] == ["run", "pagerank", str(graph_dir.resolve()), "--device", "cuda"]
+    assert app[app.index("--max-iters") + 1] == "2"
+    on_disk = json.loads(html.with_suffix(".json").read_text())
+    assert on_disk["ncu"]["measured_utilization"] == n["measured_utilization"]
+    page = html.read_text()
+    assert "<h2>Model vs Nsight Compute</h2>" in page
+    assert f"<td>{MEASURED:.4g}</td>" in page and f"<td>{model:.4g}</td>" in page
+    assert "index_elementwise_kernel" in page and "model (edge-balanced)" in page
+
+
+def test_ncu_found_on_path(graph_dir, tmp_path, gpu, monkeypatch, capsys):
+    exe = fake_ncu(tmp_path / "bin", log=report())
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    rc = cli.main(["profile", "pagerank", str(graph_dir), "--mapping", "edge-balanced",
+                   "--max-iters", "1", "--no-dense", "--ncu", "--ncu-launch-count", "6"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert f"ncu: measured utilization {MEASURED:.3g} over 4 edge-kernel launches (of 6)" in out
+    argv = json.loads((tmp_path / "bin" / "argv.json").read_text())
+    assert argv[argv.index("--launch-count") + 1] == "6"
+
+
+def _fails(argv, capsys, message, *paths):
+    rc = cli.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert rc != 0
+    assert err.startswith("error:") and message in err and "\n" not in err
+    for p in paths:  # no partial report
+        assert not p.exists()
+
+
+def test_no_gpu(graph_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    exe = fake_ncu(tmp_path / "bin", log=report())
+    html = tmp_path / "r.html"
+    _fails(["profile", "pagerank", str(graph_dir), "--ncu", "--ncu-path", str(exe),
+            "--report", str(html)], capsys, "--ncu needs a CUDA GPU: --device cuda: no CUDA "
+           "device is available", html, html.with_suffix(".json"))
+    assert not (tmp_path / "bin" / "argv.json").exists()
+
+
+def test_no_ncu(graph_dir, tmp_path, gpu, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    html = tmp_path / "r.html"
+    _fails(["profile", "pagerank", str(graph_dir), "--ncu", "--report", str(html)], capsys,
+           "ncu is not on PATH", html, html.with_suffix(".json"))
+    _fails(["profile", "pagerank", str(graph_dir), "--ncu", "--ncu-path",
+            str(tmp_path / "nope"), "--report", str(html)], capsys, "not an executable",
+           html)
+
+
+CONNECTED = "==PROF== Connected to process 4242 (/usr/bin/python3.11)\n"
+NO_PERMISSION = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
+                 "NVIDIA GPU Performance Counters on the target device 0.\n")
+NO_KERNELS = ("==PROF== Disconnected from process 4242\n"
+              "==WARNING== No kernels were profiled.\n")
+
+
+@pytest.mark.parametrize("log, rc, stderr, message", [
+    (CONNECTED + NO_PERMISSION, 1, "", "status 1: ==ERROR== ERR_NVGPUCTRPERM"),
+    (CONNECTED, 2, "error: graph directory is corrupt\n",
+     "status 2: error: graph directory is corrupt"),
+    (CONNECTED + NO_KERNELS, 0, "", "no kernel metrics: ==WARNING== No kernels were profiled."),
+])
+def test_failed_ncu_run(graph_dir, tmp_path, gpu, capsys, log, rc, stderr, message):
+    exe = fake_ncu(tmp_path / "bin", log=log, rc=rc, stderr=stderr)
+    html = tmp_path / "r.html"
+    _fails(["profile", "pagerank", str(graph_dir), "--max-iters", "1", "--no-dense",
+            "--mapping", "edge-balanced", "--ncu", "--ncu-path", str(exe), "--report",
+            str(html)], capsys, message, html, html.with_suffix(".json"))
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--ncu-path", "ncu"], "apply with --ncu only"),
+    (["--ncu-launch-count", "3"], "apply with --ncu only"),
+    (["--ncu", "--ncu-launch-count", "0"], "positive integer"),
+])
+def test_option_errors(graph_dir, capsys, gpu, extra, message):
+    _fails(["profile", "pagerank", str(graph_dir), *extra], capsys, message)
+
+
+def test_training_workloads_are_refused(graph_dir, capsys, gpu):
+    _fails(["profile", "--workload", "gnn", str(graph_dir), "--ncu"], capsys,
+           "validates the BSP engine")
+
+
+# ---------------------------------------------------------------------------------------------
+# the real thing
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or shutil.which("ncu") is None,
+                    reason="needs a CUDA GPU and Nsight Compute's ncu on PATH")
+def test_real_ncu_end_to_end(graph_dir, tmp_path):
+    """PageRank's CUDA kernels under the real ncu: edge kernels found, figures in range."""
+    from graphsys.analysis import profile_graph, write_report
+
+    prof = profile_graph(graph_dir, algorithm="pagerank", max_iters=2, device="cuda",
+                         mappings=["edge-balanced"], dense=False, ncu=True)
+    n = prof["ncu"]
+    assert n["launches"] > 0 and n["edge_launches"] > 0
+    assert any(k["edge"] and k["warp_instructions"] > 0 for k in n["kernels"])
+    assert 0 < n["measured_utilization"] <= 1 and 0 < n["model_utilization"] <= 1
+    assert n["abs_difference"] == pytest.approx(
+        abs(n["measured_utilization"] - n["model_utilization"]))
+    page, _ = write_report(prof, tmp_path / "r.html")
+    assert "Model vs Nsight Compute" in page.read_text()
