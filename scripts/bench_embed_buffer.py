@@ -1,0 +1,605 @@
+#!/usr/bin/env python3
+"""Partition-buffer benchmark: graphsys's buffer-aware bucket order vs PBG's ``inside_out``.
+
+Issue 4: "an R-MAT graph of >= 50M edges with P = 8 and a buffer of 2-4 partitions: edges/s
+and swaps for graphsys's buffer-aware order vs PBG's inside_out".
+
+1. Generate a seeded R-MAT edge list (``graphsys.generators.rmat_edges``, Graph500 a, b, c;
+   self-loops and duplicates kept; ``--nodes`` ids, default the power of two nearest
+   edges/8) and ingest it into P partitions (hash partitioner). The graph is cached in
+   WORKDIR (``graph-rmat-E-N-sS-pP``) and reused when present.
+2. For each buffer size c (``--buffer 2,3,4``) and each order (``--orders buffer,inside_out``:
+   graphsys's ``bucket_order = "buffer"``, Marius's BETA ordering, and PBG's ``inside_out``;
+   the same graphsys trainer for both), train ``--epochs`` epochs from a fresh checkpoint with
+   ``buffer_partitions = c`` (the same as a ``memory_budget`` of c partitions: at most c
+   embedding partitions resident, the others in the checkpoint directory, Belady eviction,
+   the next step's partitions prefetched in a background thread when the step does not evict
+   one of the current bucket's). Each training runs in a fresh child process (peak RSS per
+   run). Model (defaults; all in the JSON): one relation, operator none, dot comparator,
+   softmax loss, d = 100, batch 1000, 100 uniform + 50 batch negatives, lr 0.1, 2 HOGWILD
+   workers, CPU.
+
+   Per run: ``edges_per_s`` (trained edges / seconds of the epoch loop, swaps included),
+   ``wall_seconds`` (trainer set-up + initial embeddings + epochs + checkpoint), ``train_seconds``,
+   ``loads`` and ``swaps`` (loads that needed an eviction; the initial fill is not a swap) as
+   the trainer reports them, ``load_calls`` / ``evict_calls`` counted on the buffer itself (a
+   check of those), ``max_resident`` (most partitions resident at once), ``bytes_read`` /
+   ``bytes_written`` by swaps, ``checkpoint_bytes``, ``io_seconds_blocking`` /
+   ``io_seconds_prefetch`` (partition reads + writes on the training thread / on the prefetch
+   thread), ``peak_rss_bytes`` (``ru_maxrss``; includes the mapped edge files) and
+   ``peak_rss_anon_bytes`` (RssAnon sampled every 50 ms: embeddings, optimiser state,
+   temporaries), ``cpu_seconds``, the final ``loss``. Per c: ``min_swaps_bound`` (Marius's
+   lower bound) and ``buffer_vs_inside_out`` ratios. ``--repeats N`` interleaves N runs per
+   (c, order) and reports the median-edges/s run with the spread.
+3. Optionally (``--with-pbg``) PyTorch-BigGraph 1.0.0 (its own venv, ``--pbg-python``) on the
+   same partitioned edges (the graphsys buckets written as PBG's HDF5 edge files, cached) with
+   P partitions, its ``inside_out`` order, the same model and ``--pbg-workers`` HOGWILD
+   processes (``hogwild_delay`` 0 by default). PBG has no buffer: it holds the two partitions
+   of the current bucket and keeps those the next bucket shares; its loads and writes are
+   counted from its ``Swapping partitioned embeddings`` log lines, its edges/s over the
+   buckets it trained (its compute + io seconds per bucket) and, when it finished, over its
+   whole ``train()`` call. ``--pbg-max-seconds`` stops it (and its worker pool) early.
+
+Prints one JSON line on stdout; progress on stderr.
+
+    python scripts/bench_embed_buffer.py --edges 50M --partitions 8 --buffer 2,3,4 \\
+        --dim 100 --epochs 1 --workdir /tmp/bench-embed-buffer --seed 0 [--with-pbg]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+# =============================================================================================
+# Child process: one graphsys training run
+
+GS_CHILD = textwrap.dedent(r"""
+    import json, os, resource, sys, threading, time
+    a = json.loads(sys.argv[1])
+    import torch
+    if a["threads"]:
+        torch.set_num_threads(a["threads"])
+    from pathlib import Path
+    import importlib
+    train_mod = importlib.import_module("graphsys.embed.train")  # the module, not the function
+    from graphsys.embed.config import config_from_dict
+    from graphsys.storage.graph import open_graph
+
+    def rss_anon():
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    peak_anon = [0]
+    stop = threading.Event()
+
+    def sampler():
+        while not stop.is_set():
+            peak_anon[0] = max(peak_anon[0], rss_anon())
+            stop.wait(0.05)
+
+    threading.Thread(target=sampler, daemon=True).start()
+
+    # Count what the partition buffer really does (a check of the plan's counts).
+    PB = train_mod.PartitionBuffer
+    io = {"load_calls": 0, "evict_calls": 0, "max_resident": 0,
+          "io_seconds_blocking": 0.0, "io_seconds_prefetch": 0.0}
+    lock = threading.Lock()
+    orig_load, orig_evict = PB.load, PB.evict
+
+    def timed(fn, kind):
+        def wrapper(self, *args, **kw):
+            t = time.perf_counter()
+            res = fn(self, *args, **kw)
+            dt = time.perf_counter() - t
+            bg = threading.current_thread().name.startswith("graphsys-prefetch")
+            with lock:
+                io[kind] += 1
+                io["io_seconds_prefetch" if bg else "io_seconds_blocking"] += dt
+                io["max_resident"] = max(io["max_resident"],
+                                         len(getattr(self, "resident", ())))
+            return res
+        return wrapper
+
+    PB.load = timed(orig_load, "load_calls")
+    PB.evict = timed(orig_evict, "evict_calls")
+
+    cfg = config_from_dict(a["config"])
+    g = open_graph(a["graph"])
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    trainer = train_mod.Trainer(cfg, g, Path(a["out"]),
+                                log=lambda m: print(m, file=sys.stderr, flush=True))
+    stats = trainer.run()
+    wall = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    stop.set()
+    peak_anon[0] = max(peak_anon[0], rss_anon())
+    def total(key):
+        return sum(getattr(s, key, 0) or 0 for s in stats)
+
+    edges, train_s = total("edges"), total("seconds")
+    out = {
+        "capacity": getattr(trainer, "capacity", None),
+        "edges": edges, "epochs": len(stats),
+        "edges_per_s": edges / train_s if train_s else 0.0,
+        "wall_seconds": wall, "train_seconds": train_s,
+        "checkpoint_seconds": total("checkpoint_seconds"),
+        "loads": total("loads"), "swaps": total("swaps"),
+        "bytes_read": total("bytes_read"), "bytes_written": total("bytes_written"),
+        "checkpoint_bytes": total("checkpoint_bytes"),
+        "loss": stats[-1].loss,
+        **io,
+        "peak_rss_bytes": ru1.ru_maxrss * 1024, "peak_rss_anon_bytes": peak_anon[0],
+        "cpu_seconds": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),
+        "per_epoch": [{k: getattr(s, k, None) for k in ("epoch", "edges", "seconds", "loss",
+                       "loads", "swaps", "bytes_read", "bytes_written")} for s in stats],
+    }
+    print(json.dumps(out))
+""")
+
+# =============================================================================================
+# Child process: PBG 1.0.0 (its own venv)
+
+PBG_CHILD = textwrap.dedent(r"""
+    import json, logging, resource, sys, time, typing
+    from pathlib import Path
+    import numpy as np
+    import torch
+    import attr
+    import torchbiggraph.schema as pbg_schema
+
+    def unpack_optional(type_):  # PBG's identity test fails on Python >= 3.11; equality works
+        args = getattr(type_, "__args__", None)
+        if not args or type_ != typing.Optional[args[0]]:
+            raise TypeError("Not an optional type")
+        return args[0]
+
+    pbg_schema.unpack_optional = unpack_optional
+    import h5py
+    from torchbiggraph.config import parse_config
+    from torchbiggraph.graph_storages import FileEntityStorage
+    from torchbiggraph.train import train
+    from torchbiggraph.util import SubprocessInitializer, setup_logging
+
+    a = json.loads(sys.argv[1])
+    P = a["partitions"]
+    data = Path(a["data"])
+    if not (data / "done").exists():  # graphsys buckets (.npy) -> PBG's HDF5 edge files
+        t = time.perf_counter()
+        ents = FileEntityStorage(str(data / "entities"))
+        ents.prepare()
+        for p, n in enumerate(a["partition_sizes"]):
+            ents.save_count("all", p, int(n))
+        (data / "edges").mkdir(parents=True, exist_ok=True)
+        npy = Path(a["npy"])
+        for i in range(P):
+            for j in range(P):
+                src = np.load(npy / f"src_{i}_{j}.npy").astype(np.int64)
+                dst = np.load(npy / f"dst_{i}_{j}.npy").astype(np.int64)
+                tmp = data / "edges" / f"edges_{i}_{j}.tmp.h5"
+                with h5py.File(tmp, "w") as hf:  # the layout of PBG's FileEdgeAppender
+                    hf.attrs["format_version"] = 1
+                    hf.create_dataset("lhs", data=src)
+                    hf.create_dataset("rhs", data=dst)
+                    hf.create_dataset("rel", data=np.zeros(len(src), np.int64))
+                tmp.rename(data / "edges" / f"edges_{i}_{j}.h5")
+        (data / "done").write_text(json.dumps({"convert_seconds": time.perf_counter() - t}))
+        print(f"converted to PBG format in {time.perf_counter() - t:.1f} s", file=sys.stderr,
+              flush=True)
+    setup_logging()
+    raw = dict(
+        entity_path=str(data / "entities"), edge_paths=[str(data / "edges")],
+        checkpoint_path=a["ckpt"],
+        entities={"all": {"num_partitions": P}},
+        relations=[{"name": "all_edges", "lhs": "all", "rhs": "all", "operator": "none"}],
+        dynamic_relations=False, dimension=a["dim"], global_emb=False,
+        comparator=a["comparator"], loss_fn=a["loss_fn"], lr=a["lr"],
+        num_epochs=a["epochs"], num_uniform_negs=a["uniform_negs"],
+        num_batch_negs=a["batch_negs"], batch_size=a["batch_size"], eval_fraction=0.0,
+        bucket_order="inside_out", workers=a["workers"], hogwild_delay=a["hogwild_delay"])
+    config = parse_config(raw)
+    t0 = time.perf_counter()
+    train(config, subprocess_init=SubprocessInitializer())
+    train_s = time.perf_counter() - t0
+    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024
+    print("BENCH " + json.dumps({"train_seconds": train_s, "peak_rss_bytes": rss}), flush=True)
+""")
+
+# =============================================================================================
+# Helpers
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def parse_count(text: str) -> int:
+    """``50M``, ``2.5M``, ``2^23``, ``1e6`` or a plain integer."""
+    text = text.strip().upper()
+    if "^" in text:
+        base, exp = text.split("^")
+        return int(base) ** int(exp)
+    mult = {"K": 10**3, "M": 10**6, "G": 10**9}
+    if text and text[-1] in mult:
+        return int(float(text[:-1]) * mult[text[-1]])
+    return int(float(text))
+
+
+def source_info() -> dict:
+    """Where graphsys was imported from, its git commit and the uncommitted embed files."""
+    import graphsys
+
+    root = Path(graphsys.__file__).resolve().parents[1]
+    info = {"path": str(root)}
+    try:
+        info["commit"] = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True,
+                                        check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--",
+                                "graphsys/embed"], capture_output=True, text=True,
+                               check=True).stdout.split("\n")
+        info["uncommitted_embed_files"] = sorted(ln[3:] for ln in dirty if ln.strip())
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return info
+
+
+def load_avg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def build_graph(work: Path, edges: int, nodes: int, seed: int, partitions: int,
+                memory_limit: int) -> tuple[Path, dict]:
+    """Generate + ingest the R-MAT graph once; reuse it when its manifest is there."""
+    from graphsys.generators import rmat_edges, write_edges
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+    graph = work / f"graph-rmat-{edges}-{nodes}-s{seed}-p{partitions}"
+    info_file = graph.with_name(graph.name + ".build.json")
+    if (graph / "manifest.json").exists():
+        info = json.loads(info_file.read_text()) if info_file.exists() else {}
+        return graph, info | {"reused": True}
+    log(f"generating R-MAT: {edges:,} edges over {nodes:,} ids, seed {seed}")
+    pq = work / f"rmat-{edges}-{nodes}-s{seed}.parquet"
+    t0 = time.perf_counter()
+    write_edges(rmat_edges(nodes, edges, seed=seed), pq, overwrite=True)
+    t1 = time.perf_counter()
+    log(f"generated in {t1 - t0:.1f} s; ingesting into {partitions} partitions")
+    ingest([EdgeSource([pq])], graph,
+           IngestOptions(num_partitions=partitions, seed=seed, memory_limit=memory_limit))
+    t2 = time.perf_counter()
+    pq.unlink()
+    info = {"generate_seconds": round(t1 - t0, 1), "ingest_seconds": round(t2 - t1, 1)}
+    info_file.write_text(json.dumps(info))
+    log(f"ingested in {t2 - t1:.1f} s")
+    return graph, info | {"reused": False}
+
+
+def run_child(code: str, python: str, arg: dict, *, stream: bool = True) -> tuple[str, str]:
+    proc = subprocess.Popen([python, "-c", code, json.dumps(arg)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    err_lines: list[str] = []
+
+    def pump():
+        for line in proc.stderr:
+            err_lines.append(line)
+            if stream:
+                sys.stderr.write("    " + line)
+                sys.stderr.flush()
+
+    import threading
+    th = threading.Thread(target=pump, daemon=True)
+    th.start()
+    out = proc.stdout.read()
+    proc.wait()
+    th.join()
+    err = "".join(err_lines)
+    if proc.returncode:
+        raise SystemExit(f"child failed (exit {proc.returncode}):\n{err[-4000:]}\n{out[-2000:]}")
+    return out, err
+
+
+def rounded(d: dict) -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, float):
+            out[k] = round(v, 1) if k.startswith("edges_per_s") else round(v, 3)
+        else:
+            out[k] = v
+    return out
+
+
+def run_graphsys(graph: Path, work: Path, order: str, c: int, model: dict, args) -> dict:
+    out = work / f"ckpt-{order}-c{c}"
+    shutil.rmtree(out, ignore_errors=True)
+    cfg = dict(model, bucket_order=order, buffer_partitions=c, num_epochs=args.epochs,
+               num_partitions=args.partitions, seed=args.seed, workers=args.workers,
+               prefetch=not args.no_prefetch)
+    arg = {"graph": str(graph), "out": str(out), "config": cfg, "threads": args.threads}
+    la = load_avg()
+    out_text, _ = run_child(GS_CHILD, sys.executable, arg)
+    res = json.loads(out_text.strip().splitlines()[-1])
+    if not args.keep_checkpoints:
+        shutil.rmtree(out, ignore_errors=True)
+    res["load_avg_before"], res["load_avg_after"] = la, load_avg()
+    per_epoch = res.pop("per_epoch")
+    res = rounded(res)
+    res["per_epoch"] = per_epoch if args.epochs > 1 else None
+    if res["per_epoch"] is None:
+        del res["per_epoch"]
+    return res
+
+
+def pbg_npy(graph_path: Path, work: Path) -> Path:
+    """Bucket columns as .npy for the PBG child (its venv has no pyarrow); cached."""
+    from graphsys.storage.graph import open_graph
+
+    npy = work / (graph_path.name + ".npy")
+    if (npy / "done").exists():
+        return npy
+    npy.mkdir(parents=True, exist_ok=True)
+    import numpy as np
+
+    g = open_graph(graph_path)
+    P = g.num_partitions
+    for i in range(P):
+        for j in range(P):
+            b = g.bucket(i, j)
+            np.save(npy / f"src_{i}_{j}.npy", np.asarray(b.src))
+            np.save(npy / f"dst_{i}_{j}.npy", np.asarray(b.dst))
+    (npy / "done").write_text("ok\n")
+    return npy
+
+
+def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
+            sizes: list[int]) -> dict:
+    py = args.pbg_python
+    if not Path(py).exists():
+        raise SystemExit(f"--with-pbg: {py} not found (make PBG's venv as "
+                         f"scripts/bench_embed.py does, or pass --pbg-python)")
+    data = work / (graph_path.name + ".pbg")
+    npy = None
+    if not (data / "done").exists():
+        log("writing bucket columns for the conversion to PBG's HDF5 edge files")
+        npy = pbg_npy(graph_path, work)
+    ckpt = work / "pbg-ckpt"
+    shutil.rmtree(ckpt, ignore_errors=True)
+    arg = {"partitions": args.partitions, "data": str(data), "npy": str(npy or ""),
+           "partition_sizes": sizes, "ckpt": str(ckpt), "dim": model["dimension"],
+           "comparator": model["comparator"], "loss_fn": model["loss_fn"], "lr": model["lr"],
+           "epochs": args.epochs, "uniform_negs": model["num_uniform_negs"],
+           "batch_negs": model["num_batch_negs"], "batch_size": model["batch_size"],
+           "workers": args.pbg_workers, "hogwild_delay": args.pbg_hogwild_delay}
+    la = load_avg()
+    t0 = time.perf_counter()
+    # own session, so that the time cap can end PBG and its HOGWILD pool (this group only)
+    proc = subprocess.Popen([py, "-c", PBG_CHILD, json.dumps(arg)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    timeout = args.pbg_max_seconds or None
+    try:
+        text, _ = proc.communicate(timeout=timeout)
+        complete = proc.returncode == 0
+        if proc.returncode:
+            raise SystemExit(f"PBG failed (exit {proc.returncode}):\n{text[-4000:]}")
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        text, _ = proc.communicate()
+        complete = False
+        log(f"PBG stopped after --pbg-max-seconds {args.pbg_max_seconds}; edges/s from the "
+            f"buckets it finished")
+    wall = time.perf_counter() - t0
+    if npy is not None and (data / "done").exists():
+        shutil.rmtree(npy, ignore_errors=True)
+    if not args.keep_checkpoints:
+        shutil.rmtree(ckpt, ignore_errors=True)
+    (work / "pbg-last.log").write_text(text)
+    # "Swapping partitioned embeddings OLD NEW", buckets printed as "( i , j )" or None
+    bucket = r"(None|\( \d+ , \d+ \))"
+    loads = writes = 0
+    for old, new in re.findall(r"Swapping partitioned embeddings " + bucket + " " + bucket,
+                               text):
+        o, n = (set() if x == "None" else {int(v) for v in re.findall(r"\d+", x)}
+                for x in (old, new))
+        loads += len(n - o)
+        writes += len(o - n)
+    done = [(int(n), float(c), float(io)) for n, c, io in re.findall(
+        r"Processed (\d+) edges in ([0-9.]+) s .*?io: ([0-9.]+) s", text)]
+    b_edges = sum(d[0] for d in done)
+    b_compute = sum(d[1] for d in done)
+    b_io = sum(d[2] for d in done)
+    res = {"complete": complete, "buckets_trained": len(done), "edges_trained": b_edges,
+           "edges_per_s_buckets": b_edges / (b_compute + b_io) if done else None,
+           "bucket_compute_seconds": b_compute, "bucket_io_seconds": b_io,
+           "partition_loads": loads, "partition_writes": writes,
+           "swaps": max(0, loads - min(2, args.partitions)),
+           "wall_seconds": wall, "workers": args.pbg_workers,
+           "hogwild_delay": args.pbg_hogwild_delay,
+           "load_avg_before": la, "load_avg_after": load_avg()}
+    bench = re.findall(r"BENCH (\{.*\})", text)
+    if complete and bench:
+        info = json.loads(bench[-1])
+        res["train_seconds"] = info["train_seconds"]
+        res["edges_per_s"] = num_edges * args.epochs / info["train_seconds"]
+        res["peak_rss_bytes"] = info["peak_rss_bytes"]
+    conv = data / "done"
+    if conv.exists():
+        res["convert_seconds"] = round(json.loads(conv.read_text())["convert_seconds"], 1)
+    return rounded(res)
+
+
+def median_run(runs: list[dict]) -> dict:
+    """The run with the median edges/s (all its fields), plus the spread when repeated."""
+    if len(runs) == 1:
+        return runs[0]
+    ranked = sorted(runs, key=lambda r: r["edges_per_s"])
+    out = dict(ranked[(len(ranked) - 1) // 2])
+    out["edges_per_s_all"] = [r["edges_per_s"] for r in runs]
+    return out
+
+
+# =============================================================================================
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--edges", default="50M", help="R-MAT edges (e.g. 50M; default 50M)")
+    ap.add_argument("--nodes", default=None,
+                    help="R-MAT id space (e.g. 2^23, 8M; default: the power of two nearest "
+                         "edges/8)")
+    ap.add_argument("--partitions", type=int, default=8, help="P (default 8)")
+    ap.add_argument("--buffer", default="2,3,4", help="buffer sizes c (default 2,3,4)")
+    ap.add_argument("--orders", default="buffer,inside_out",
+                    help="bucket orders to compare (default buffer,inside_out)")
+    ap.add_argument("--dim", type=int, default=100, help="embedding dimension (default 100)")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=1000)
+    ap.add_argument("--uniform-negs", type=int, default=100)
+    ap.add_argument("--batch-negs", type=int, default=50)
+    ap.add_argument("--comparator", default="dot")
+    ap.add_argument("--operator", default="none")
+    ap.add_argument("--loss", default="softmax")
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--workers", type=int, default=2,
+                    help="graphsys HOGWILD worker threads (default 2, as PBG's workers)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="graphsys torch intra-op threads, shared by the workers (0 = torch "
+                         "default)")
+    ap.add_argument("--no-prefetch", action="store_true", help="graphsys: prefetch = false")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs per (c, order), interleaved; the median edges/s run is reported")
+    ap.add_argument("--seed", type=int, default=0, help="graph and training seed")
+    ap.add_argument("--memory-limit", default="2GB", help="ingest memory limit")
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/bench-embed-buffer"))
+    ap.add_argument("--keep-checkpoints", action="store_true")
+    ap.add_argument("--with-pbg", action="store_true",
+                    help="also run PyTorch-BigGraph 1.0.0 (inside_out, P partitions)")
+    ap.add_argument("--pbg-python", default="/tmp/bench-embed/pbg-venv/bin/python")
+    ap.add_argument("--pbg-workers", type=int, default=2)
+    ap.add_argument("--pbg-hogwild-delay", type=float, default=0.0,
+                    help="PBG's hogwild_delay (its default 2 s idles all workers but one for "
+                         "2 s per bucket in the first epoch; default here 0)")
+    ap.add_argument("--pbg-max-seconds", type=float, default=900,
+                    help="stop PBG after this many seconds and report edges/s over the "
+                         "buckets it finished (0 = no limit; default 900)")
+    args = ap.parse_args()
+
+    from graphsys.embed.schedule import min_swaps
+    from graphsys.storage.graph import open_graph
+    from graphsys.units import parse_size
+
+    edges = parse_count(args.edges)
+    nodes = parse_count(args.nodes) if args.nodes else 1 << max(1, round(math.log2(edges / 8)))
+    buffers = [int(x) for x in args.buffer.split(",") if x.strip()]  # "" = PBG only
+    orders = [x.strip() for x in args.orders.split(",")]
+    work = args.workdir.absolute()
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    la_start = load_avg()
+
+    graph, build = build_graph(work, edges, nodes, args.seed, args.partitions,
+                               parse_size(args.memory_limit))
+    g = open_graph(graph)
+    sizes = [int(x) for x in g.partition_sizes()]
+    counts = g.bucket_counts()
+    num_edges = int(g.num_edges())
+    per_part = [n * (args.dim + 1) * 4 for n in sizes]  # embeddings + row-Adagrad, float32
+    graph_info = {
+        "generator": "R-MAT (graphsys.generators.rmat_edges, a,b,c = 0.57,0.19,0.19, "
+                     "self-loops and duplicates kept)",
+        "edges": num_edges, "id_space": nodes, "nodes": int(g.num_nodes()), "seed": args.seed,
+        "partitions": args.partitions, "partitioner": "hash",
+        "partition_sizes": sizes, "nonempty_buckets": int((counts > 0).sum()),
+        "bucket_edges_min_max": [int(counts.min()), int(counts.max())],
+        "partition_bytes_max": max(per_part), "embedding_bytes_total": sum(per_part),
+        **build}
+    log(f"graph {graph.name}: {num_edges:,} edges, {graph_info['nodes']:,} nodes, "
+        f"partitions {sizes}, {max(per_part) / 2**20:.0f} MiB per partition at d={args.dim}")
+
+    model = {"dimension": args.dim, "operator": args.operator, "comparator": args.comparator,
+             "loss_fn": args.loss, "lr": args.lr, "batch_size": args.batch_size,
+             "num_uniform_negs": args.uniform_negs, "num_batch_negs": args.batch_negs}
+
+    results = []
+    for c in buffers:
+        runs: dict[str, list[dict]] = {o: [] for o in orders}
+        for rep in range(args.repeats):
+            for order in orders:
+                log(f"c={c} order={order} run {rep + 1}/{args.repeats}")
+                r = run_graphsys(graph, work, order, c, model, args)
+                log(f"  {r['edges_per_s']:,.0f} edges/s, train {r['train_seconds']} s, "
+                    f"loads {r['loads']}, swaps {r['swaps']}, peak RSS "
+                    f"{r['peak_rss_bytes'] / 2**20:.0f} MiB")
+                runs[order].append(r)
+        entry = {"buffer_partitions": c,
+                 "resident_bytes_budget": c * max(per_part),
+                 "min_swaps_bound": min_swaps(args.partitions, c)}
+        for order in orders:
+            entry[order] = median_run(runs[order])
+        if "buffer" in orders and "inside_out" in orders:
+            b, io = entry["buffer"], entry["inside_out"]
+
+            def ratio(key, b=b, io=io):
+                return round(b[key] / io[key], 3) if io[key] else None
+
+            entry["buffer_vs_inside_out"] = {
+                "edges_per_s": ratio("edges_per_s"), "train_seconds": ratio("train_seconds"),
+                "wall_seconds": ratio("wall_seconds"), "swaps": ratio("swaps"),
+                "loads": ratio("loads"), "bytes_read": ratio("bytes_read"),
+                "bytes_written": ratio("bytes_written"),
+                "peak_rss_bytes": ratio("peak_rss_bytes")}
+        results.append(entry)
+
+    pbg = None
+    if args.with_pbg:
+        log("PBG 1.0.0, inside_out")
+        pbg = run_pbg(graph, work, model, args, num_edges, sizes)
+        log(f"  PBG {pbg['edges_per_s_buckets'] or 0:,.0f} edges/s over "
+            f"{pbg['buckets_trained']} buckets, loads {pbg['partition_loads']}")
+
+    if pbg and pbg.get("edges_per_s_buckets"):
+        # PBG holds 2 partitions: compare with graphsys at the smallest buffer measured
+        pbg["graphsys_vs_pbg_edges_per_s"] = {
+            f"{order}_c{results[0]['buffer_partitions']}":
+                round(results[0][order]["edges_per_s"] / pbg["edges_per_s_buckets"], 3)
+            for order in orders} if results else None
+
+    import torch
+
+    out = {
+        "bench": "embed_buffer", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpus", "python":
+            platform.python_version(), "torch": torch.__version__,
+        "graphsys_source": source_info(), "load_avg_start": la_start, "load_avg_end": load_avg(),
+        "graph": graph_info,
+        "model": dict(model, epochs=args.epochs, workers=args.workers,
+                      threads=args.threads or torch.get_num_threads(),
+                      threads_per_worker=max(1, (args.threads or torch.get_num_threads())
+                                             // args.workers),
+                      prefetch=not args.no_prefetch, init_scale=1e-3, device="cpu",
+                      relations="one (operator none)"),
+        "orders": orders, "repeats": args.repeats,
+        "results": results, "pbg": pbg,
+        "total_seconds": round(time.perf_counter() - t_start, 1),
+    }
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
