@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="embed_command", metavar="SUBCOMMAND", required=True)
 
     t = sub.add_parser("train", help="train embeddings (resumes an existing --out)",
-                       epilog="config keys:\n" + config_help(),
+                       description=TRAIN_DESCRIPTION, epilog="config keys:\n" + config_help(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--graph", type=Path, help="graph directory (else the config's graph)")
     t.add_argument("--edges", help="training edge set (default: train, or the only one)")
@@ -70,9 +70,50 @@ def register(subparsers) -> None:
     n.add_argument("--json", action="store_true", help="print one JSON line")
     n.set_defaults(func=run_nearest)
 
+    i = sub.add_parser(
+        "import-pbg", help="convert a PyTorch-BigGraph checkpoint into a graphsys one",
+        description="Read a PyTorch-BigGraph (1.0.0) checkpoint directory (HDF5 embeddings, "
+        "model and config.json; never its pickled optimizer state) and the entity names of "
+        "its --entity-path, match entities and relations to the graph's by name, and write a "
+        "graphsys checkpoint at --out that `graphsys embed eval` reads and `graphsys embed "
+        "train --config OUT/config.json --out OUT --set num_epochs=K` continues. Needs h5py "
+        "(pip install 'graphsys[pbg]').")
+    i.add_argument("pbg_checkpoint", type=Path, metavar="PBG_CKPT",
+                   help="PBG checkpoint directory (checkpoint_version.txt, *.h5)")
+    i.add_argument("--entity-path", type=Path,
+                   help="PBG entity_path (entity_names_*.json); default: the config's")
+    i.add_argument("--graph", type=Path, required=True, help="graphsys graph directory")
+    i.add_argument("--out", type=Path, required=True, help="new graphsys checkpoint directory")
+    i.add_argument("--config", type=Path, help="PBG config (.py or .json); default: "
+                   "PBG_CKPT/config.json")
+    i.add_argument("--edges", help="edge set recorded for continued training (default: "
+                   "train, or the only one)")
+    i.add_argument("--json", action="store_true", help="print the import report as one JSON "
+                   "line")
+    i.set_defaults(func=run_import_pbg)
+
+
+TRAIN_DESCRIPTION = """\
+Train embeddings into --out; an existing checkpoint with the same settings is resumed after
+its last commit (each epoch, or each bucket with --set checkpoint_buckets=true).
+
+Distributed (torch.distributed: gloo on CPU, NCCL with --device cuda, one GPU per rank):
+
+    torchrun --nproc-per-node 2 -m graphsys embed train --graph G --config C.toml --out CKPT
+
+runs one rank per process (python -m torch.distributed.run works as well; several hosts:
+--nnodes N --node-rank K --master-addr HOST --master-port PORT). The ranks train buckets
+with disjoint partitions at once, share the relation parameters, and hand partitions over
+through --out, which must be on a filesystem that every rank sees; rank 0 commits and
+prints the result.
+"""
+
 
 def run_train(args) -> int:
+    from graphsys.bsp.distributed import init_from_env
+    from graphsys.device import resolve_device
     from graphsys.embed.config import load_config
+    from graphsys.embed.distributed import DistributedTrainer
     from graphsys.embed.train import Trainer
     from graphsys.storage.graph import open_graph
 
@@ -88,8 +129,18 @@ def run_train(args) -> int:
         cfg.edges = args.edges
     graph = open_graph(graph_path)
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
-    trainer = Trainer(cfg, graph, Path(out), progress=show_progress(args), log=log)
-    stats = trainer.run()
+    distributed = init_from_env(resolve_device(cfg.device))
+    try:
+        trainer = (DistributedTrainer if distributed else Trainer)(
+            cfg, graph, Path(out), progress=show_progress(args), log=log)
+        stats = trainer.run()
+    finally:
+        if distributed:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+    if trainer.rank != 0:
+        return 0
     total_edges = sum(s.edges for s in stats)
     total_s = sum(s.seconds for s in stats)
     summary = {"checkpoint": str(out), "epochs": len(stats),
@@ -174,4 +225,30 @@ def run_nearest(args) -> int:
     else:
         for i, s in zip(ids, scores):
             print(f"{i}\t{s:.6f}")
+    return 0
+
+
+def run_import_pbg(args) -> int:
+    from graphsys.embed.pbg import import_pbg_checkpoint
+
+    log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
+    rep = import_pbg_checkpoint(args.pbg_checkpoint, args.entity_path, args.graph, args.out,
+                                config=args.config, edges=args.edges, log=log)
+    if args.json:
+        emit_json(rep.to_json())
+        return 0
+    for etype, st in rep.entities.items():
+        print(f"{etype}: {st['imported']} of {st['graph_nodes']} nodes from PBG's "
+              f"{st['pbg_type']!r}, {st['fresh_init']} freshly initialised, "
+              f"{st['pbg_not_in_graph']} PBG entities not in the graph")
+    rels = rep.relations
+    print(f"relations: {rels['imported']} imported, {len(rels['fresh_init'])} freshly "
+          f"initialised, {len(rels['pbg_not_in_graph'])} PBG relations not in the graph")
+    if rep.ignored_keys:
+        print("ignored PBG keys (no graphsys equivalent): " + ", ".join(rep.ignored_keys),
+              file=sys.stderr)
+    for w in rep.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"optimizer state {rep.optimizer_state}", file=sys.stderr)
+    print(f"wrote {rep.out} at epoch {rep.epochs_done} (PBG version {rep.pbg_version})")
     return 0

@@ -1,6 +1,7 @@
 """Checkpoint directory: versioned, memory-mappable NumPy files; never pickle.
 
-Layout (``N`` = checkpoint version = epochs completed; version 0 is the initialisation)::
+Layout (``N`` = checkpoint version = commits so far: one per epoch, plus one per bucket with
+``checkpoint_buckets``; version 0 is the initialisation)::
 
     CKPT/
       checkpoint.json                              committed last, atomically (see below)
@@ -14,32 +15,58 @@ Every ``.npy`` is written with ``allow_pickle=False`` and opened with ``mmap_mod
 ``checkpoint.json`` names the committed version; it is replaced atomically (temp + fsync +
 rename) only after every file of the new version is on disk, and older versions are deleted
 afterwards. Files of a version above the committed one are leftovers of an interrupted epoch
-(or, during training, partitions swapped out in the current epoch) and are removed on resume.
+(or, during training, partitions written since the last commit) and are removed on resume.
+
+``checkpoint.json`` holds ``version``, ``epochs_done``, the per-epoch ``stats`` and, for a
+commit made inside an epoch (``checkpoint_buckets``), ``progress``: ``buckets_done`` (the
+``[i, j]`` buckets of epoch ``epochs_done + 1`` already trained) and ``stats`` (that epoch's
+figures so far); a resumed run trains only the other buckets of that epoch.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import secrets
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from graphsys.errors import FormatError, GraphsysError
-from graphsys.storage.atomic import atomic_path, fsync_path, write_bytes_atomic
+from graphsys.storage.atomic import (
+           atomic_path,
+           fsync_path,
+           sync_filesystem,
+           write_bytes_atomic,
+)
 
 FORMAT = "graphsys-embeddings"
 FORMAT_VERSION = 1
 META = "checkpoint.json"
-_VERSIONED = re.compile(r"\.v(\d{6})\.npy$")
+_VERSIONED = re.compile(r"\.v(\d{6,})\.npy$")
 
 
-def save_npy(path: Path, array: np.ndarray) -> int:
-    """Write ``array`` to ``path`` atomically (temp, fsync, rename); returns bytes written."""
+def save_npy(path: Path, array: np.ndarray, *, durable: bool = True) -> int:
+    """Write ``array`` to ``path`` atomically (temp, fsync, rename); returns bytes written.
+
+    ``durable=False`` skips the fsyncs (still temp + rename): for files of an uncommitted
+    version, which :meth:`CheckpointStorage.sync` makes durable before the commit.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path, overwrite=True) as tmp, open(tmp, "wb") as f:
-        np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+    if durable:
+        with atomic_path(path, overwrite=True) as tmp, open(tmp, "wb") as f:
+            np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+    else:
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            with open(tmp, "wb") as f:
+                np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
     return path.stat().st_size
 
 
@@ -115,6 +142,11 @@ class CheckpointStorage:
         for sub in ("embeddings", "optim", "model"):
             for tmp in (self.root / sub).rglob(".*.tmp-*"):
                 tmp.unlink(missing_ok=True)
+
+    def sync(self) -> None:
+        """Make every file written so far durable (one syncfs of the checkpoint's
+        filesystem, as seen from this host)."""
+        sync_filesystem(self.root)
 
     def sync_dirs(self) -> None:
         for sub in ("embeddings", "optim", "model"):

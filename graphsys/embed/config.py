@@ -108,6 +108,11 @@ class EmbedConfig:
     memory_budget: str | int | None = _h("bytes for resident embeddings + Adagrad state, "
                                          "e.g. '2GB'", default=None)
     prefetch: bool = _h("load the next bucket's partitions in the background", default=True)
+    checkpoint_buckets: bool = _h(
+        "also commit a checkpoint after every bucket (distributed: every round), so a killed "
+        "run resumes from the last finished bucket instead of the epoch start; each commit "
+        "writes the changed partitions (n_p x (d + 1) x 4 bytes each) and the relation "
+        "parameters, and hard-links the other files", default=False)
     workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
     device: str = _h("cpu, cuda or auto", default="cpu")
     seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
@@ -174,8 +179,9 @@ class EmbedConfig:
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")
-        if not isinstance(self.prefetch, bool):
-            raise ConfigError(f"prefetch: must be true or false, got {self.prefetch!r}")
+        for key in ("prefetch", "checkpoint_buckets"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
         for key in ("graph", "edges", "checkpoint_path"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
                 raise ConfigError(f"{key}: must be a string, got {getattr(self, key)!r}")

@@ -17,6 +17,9 @@ every entity type). Orders:
 :func:`plan_buffer` simulates a buffer of ``c`` slots over an order with Belady's eviction
 (evict the resident partition whose next use is furthest) and returns the per-step loads and
 evictions; the trainer executes exactly that plan, and its counts are the reported swaps.
+
+:func:`plan_rounds` splits an order into *rounds* of buckets with pairwise disjoint
+partitions, one bucket per rank (distributed training: the ranks of a round train at once).
 """
 
 from __future__ import annotations
@@ -187,3 +190,39 @@ def plan_buffer(order: list[Bucket], capacity: int, resident: list[int] | None =
             loads += 1
         steps.append(step)
     return BufferPlan(steps, resident_set, loads, evictions)
+
+
+def plan_rounds(order: list[Bucket], ranks: int) -> list[list[Bucket | None]]:
+    """Rounds of a distributed epoch: ``rounds[n][r]`` is the bucket rank ``r`` trains in
+    round ``n``, or ``None`` (the rank idles that round).
+
+    Greedy matching in ``order``: a round takes, in order, every remaining bucket whose
+    partitions are disjoint from those already taken, up to ``ranks`` buckets, so no
+    partition is in two buckets of one round and every bucket is in exactly one round. A
+    taken bucket goes to the free rank whose bucket of the previous round shares the most
+    partitions with it (it keeps them resident), ties to the lowest rank. Deterministic.
+    """
+    if ranks < 1:
+        raise ValueError("plan_rounds needs at least one rank")
+    remaining = list(order)
+    last: list[set[int]] = [set() for _ in range(ranks)]
+    rounds: list[list[Bucket | None]] = []
+    while remaining:
+        picked: list[int] = []  # positions in remaining
+        used: set[int] = set()
+        for k, b in enumerate(remaining):
+            if not used & set(b):
+                picked.append(k)
+                used |= set(b)
+                if len(picked) == ranks:
+                    break
+        taken = [remaining[k] for k in picked]
+        for k in reversed(picked):
+            del remaining[k]
+        assign: list[Bucket | None] = [None] * ranks
+        for b in taken:
+            free = [r for r in range(ranks) if assign[r] is None]
+            assign[max(free, key=lambda r: (len(last[r] & set(b)), -r))] = b
+        last = [set(b) if b is not None else set() for b in assign]
+        rounds.append(assign)
+    return rounds

@@ -13,10 +13,15 @@ candidates of the partition shared by the batch, plus one batched matmul over ch
 row-wise Adagrad (one accumulator per row: the mean of the squared gradient), relation
 parameters element-wise Adagrad.
 
-After each epoch a checkpoint version is committed (:mod:`.checkpoint`); ``train`` on an
-existing checkpoint directory resumes after its last committed epoch. With ``workers = 1`` the
-resumed run is bit-for-bit the uninterrupted one: every random draw comes from generators
-seeded by ``(seed, epoch, bucket, worker)``.
+After each epoch a checkpoint version is committed (:mod:`.checkpoint`), and with
+``checkpoint_buckets`` after every bucket too; ``train`` on an existing checkpoint directory
+resumes after its last commit (the buckets of a half-done epoch that were not trained yet).
+With ``workers = 1`` the resumed run is bit-for-bit the uninterrupted one: every random draw
+comes from generators seeded by ``(seed, epoch, bucket position in the epoch's order,
+worker)``, and nothing else carries over between buckets but the saved tensors.
+
+:class:`Trainer` is one process; :class:`graphsys.embed.distributed.DistributedTrainer` runs
+the same buckets on the ranks of a ``torch.distributed`` group.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import threading
 import time
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +53,7 @@ ROW_ADAGRAD_EPS = 1e-10
 #: Keys that may differ between a checkpoint and a resumed run.
 RESUMABLE_KEYS = {"num_epochs", "checkpoint_path", "workers", "prefetch", "device",
                   "buffer_partitions", "memory_budget", "eval_num_uniform_negs",
-                  "eval_full_max_candidates", "graph"}
+                  "eval_full_max_candidates", "graph", "checkpoint_buckets"}
 
 
 def _seed(*parts: int) -> int:
@@ -60,8 +65,57 @@ def peak_rss_bytes() -> int:
 
 
 @dataclass
+class RankStats:
+    """One rank's share of an epoch (the only one in a single-process run).
+
+    ``edges`` and ``buckets`` trained; ``idle_rounds``: distributed rounds with no bucket for
+    this rank; ``loss_sum``: sum of its batch losses; ``train_seconds``: seconds training
+    buckets; ``wait_seconds``: seconds in each round's collectives (partition lock and
+    relation sync: waiting for the slowest rank); ``loads`` / ``evictions``: partitions read into / written out of its buffer
+    and their ``bytes_read`` / ``bytes_written``; ``checkpoint_bytes``: bytes its commits
+    wrote.
+    """
+
+    rank: int
+    edges: int = 0
+    buckets: int = 0
+    idle_rounds: int = 0
+    loss_sum: float = 0.0
+    train_seconds: float = 0.0
+    wait_seconds: float = 0.0
+    loads: int = 0
+    evictions: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    checkpoint_bytes: int = 0
+
+    #: Field order of :meth:`figures` / :meth:`set_figures` (everything but ``rank``).
+    FIGURES = ("edges", "buckets", "idle_rounds", "loss_sum", "train_seconds", "wait_seconds",
+               "loads", "evictions", "bytes_read", "bytes_written", "checkpoint_bytes")
+    _FLOATS = ("loss_sum", "train_seconds", "wait_seconds")
+
+    def figures(self) -> list[float]:
+        """The :attr:`FIGURES` as floats (exact for counts below 2**53)."""
+        return [float(getattr(self, k)) for k in self.FIGURES]
+
+    def set_figures(self, values: list[float]) -> None:
+        """Set the :attr:`FIGURES` from :meth:`figures` of the same rank."""
+        for k, v in zip(self.FIGURES, values):
+            setattr(self, k, v if k in self._FLOATS else int(v))
+
+    def to_json(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        for k in ("train_seconds", "wait_seconds"):
+            out[k] = round(out[k], 3)
+        return out
+
+
+@dataclass
 class EpochStats:
-    """One epoch: edges trained, seconds, mean loss per edge, buffer traffic (bytes)."""
+    """One epoch (all ranks): edges trained, wall seconds without the commits, mean loss
+    per edge, partition loads and swaps (evictions), buffer traffic and commit writes
+    (bytes), commit seconds; ``ranks``: the per-rank figures (:class:`RankStats`, by rank);
+    ``held`` (distributed): per round, the partitions each rank held, ``held[n][r]``."""
 
     epoch: int
     edges: int = 0
@@ -73,17 +127,37 @@ class EpochStats:
     bytes_written: int = 0
     checkpoint_bytes: int = 0
     checkpoint_seconds: float = 0.0
+    world_size: int = 1
+    ranks: list[RankStats] = field(default_factory=list)
+    held: list[list[list[int]]] = field(default_factory=list)
 
     @property
     def edges_per_s(self) -> float:
         return self.edges / self.seconds if self.seconds else 0.0
+
+    def total(self) -> None:
+        """Set the epoch totals from :attr:`ranks`."""
+        rs = self.ranks
+        self.edges = sum(r.edges for r in rs)
+        self.loss = sum(r.loss_sum for r in rs) / max(self.edges, 1)
+        self.loads = sum(r.loads for r in rs)
+        self.swaps = sum(r.evictions for r in rs)
+        self.bytes_read = sum(r.bytes_read for r in rs)
+        self.bytes_written = sum(r.bytes_written for r in rs)
+        self.checkpoint_bytes = sum(r.checkpoint_bytes for r in rs)
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["edges_per_s"] = round(self.edges_per_s, 1)
         out["seconds"] = round(self.seconds, 3)
         out["checkpoint_seconds"] = round(self.checkpoint_seconds, 3)
+        out["ranks"] = [r.to_json() for r in self.ranks]
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EpochStats:
+        kw = {k: v for k, v in data.items() if k not in ("edges_per_s", "ranks")}
+        return cls(**kw, ranks=[RankStats(**r) for r in data.get("ranks", [])])
 
 
 # =============================================================================================
@@ -93,9 +167,11 @@ class EpochStats:
 class PartitionBuffer:
     """Resident embedding partitions (all entity types of partition ``p`` form one slot).
 
-    Loads read version ``working`` if an eviction of this epoch wrote it, else ``committed``;
-    evictions write ``working``. Tensors: embeddings float32 ``(n_p, d)`` and row-Adagrad
-    sums float32 ``(n_p,)`` on ``device``.
+    Loads read version ``working`` if a write since the last commit made it, else
+    ``committed``; evictions and :meth:`flush` write ``working``, and only partitions in
+    ``dirty`` (changed since read or written). Those writes skip the fsyncs; :meth:`flush`
+    makes them durable. Tensors: embeddings float32 ``(n_p, d)`` and row-Adagrad sums
+    float32 ``(n_p,)`` on ``device``. Loads and evictions are counted in ``tally``.
     """
 
     def __init__(self, storage: CheckpointStorage, sizes: dict[str, list[int]], device,
@@ -103,7 +179,9 @@ class PartitionBuffer:
         self.storage, self.sizes, self.device = storage, sizes, device
         self.committed = committed
         self.resident: dict[int, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
-        self.bytes_read = self.bytes_written = 0
+        self.dirty: set[int] = set()
+        self.unsynced = False  # a write since the last flush
+        self.tally = RankStats(0)
         self._lock = threading.Lock()
 
     @property
@@ -126,20 +204,24 @@ class PartitionBuffer:
                            torch.from_numpy(st).to(self.device))
         with self._lock:
             self.resident[p] = slot
-            self.bytes_read += nbytes
+            self.tally.loads += 1
+            self.tally.bytes_read += nbytes
 
-    def _write(self, p: int, version: int) -> int:
-        n = 0
+    def _write(self, p: int) -> int:
+        n, v = 0, self.working
         for etype, (emb, st) in self.resident[p].items():
-            n += save_npy(self.storage.emb_path(etype, p, version), emb.cpu().numpy())
-            n += save_npy(self.storage.optim_path(etype, p, version), st.cpu().numpy())
+            n += save_npy(self.storage.emb_path(etype, p, v), emb.cpu().numpy(), durable=False)
+            n += save_npy(self.storage.optim_path(etype, p, v), st.cpu().numpy(), durable=False)
+        self.unsynced = True
         return n
 
     def evict(self, p: int) -> None:
-        n = self._write(p, self.working)
+        n = self._write(p) if p in self.dirty else 0
         with self._lock:
             del self.resident[p]
-            self.bytes_written += n
+            self.dirty.discard(p)
+            self.tally.evictions += 1
+            self.tally.bytes_written += n
 
     def execute(self, evict: list[int], load: list[int]) -> None:
         for p in evict:
@@ -147,14 +229,22 @@ class PartitionBuffer:
         for p in load:
             self.load(p)
 
+    def flush(self) -> int:
+        """Write the changed resident partitions to ``working`` (they stay resident) and
+        make every partition write since the last flush durable; returns bytes written."""
+        written = sum(self._write(p) for p in sorted(self.dirty))
+        self.dirty.clear()
+        if self.unsynced:
+            self.storage.sync()
+            self.unsynced = False
+        return written
+
     def commit_files(self, num_partitions: int) -> int:
-        """Write every partition of version ``working``: resident ones from memory, others
-        by hard link (or copy) of their latest file. Returns bytes written."""
+        """Complete version ``working`` after every rank's :meth:`flush`: partitions not
+        written since the last commit get a hard link (or copy) of their ``committed``
+        file. Returns bytes copied."""
         written = 0
         for p in range(num_partitions):
-            if p in self.resident:
-                written += self._write(p, self.working)
-                continue
             for etype in self.sizes:
                 for path_of in (self.storage.emb_path, self.storage.optim_path):
                     dst = path_of(etype, p, self.working)
@@ -173,7 +263,14 @@ class PartitionBuffer:
 
 
 class Trainer:
-    """Trains ``config`` on ``graph``'s edge set into the checkpoint directory ``out``."""
+    """Trains ``config`` on ``graph``'s edge set into the checkpoint directory ``out``.
+
+    One process; a subclass that runs as rank ``rank`` of ``world_size`` overrides
+    :meth:`_prepare`, :meth:`_epoch`, :meth:`_share_figures` and :meth:`_barrier` (only rank
+    0 writes checkpoint metadata).
+    """
+
+    rank, world_size = 0, 1
 
     def __init__(self, config: EmbedConfig, graph: Graph, out: Path, *, progress: bool = False,
                  log=None):
@@ -248,7 +345,7 @@ class Trainer:
         out["checkpoint_path"] = str(self.out.absolute())
         return out
 
-    def _meta(self, version: int, epochs_done: int) -> dict[str, Any]:
+    def _meta(self, version: int, epochs_done: int, stats: list[EpochStats]) -> dict[str, Any]:
         return {
             "version": version, "epochs_done": epochs_done,
             "graph": str(self.graph.path.absolute()), "edges": self.edge_set,
@@ -257,11 +354,18 @@ class Trainer:
             "relations": [{"name": r.name, "lhs": r.lhs, "rhs": r.rhs, "operator": op}
                           for r, op in zip(self.graph.relation_types, self.rel_ops)],
             "comparator": self.cfg.comparator,
-            "stats": [s.to_json() for s in self.stats],
+            "stats": [s.to_json() for s in stats],
         }
 
-    def _init_or_resume(self) -> int:
-        """Returns the number of epochs already done (0 for a fresh checkpoint)."""
+    def _prepare(self) -> tuple[int, dict[str, Any] | None]:
+        """Create or check the checkpoint directory and load its state; returns the epochs
+        done and the progress of the next epoch (``None`` when it starts afresh)."""
+        self._prepare_files()
+        return self._load_state()
+
+    def _prepare_files(self) -> None:
+        """Initialise a new checkpoint (version 0), or check that an existing one has this
+        config and remove the files of an interrupted commit."""
         st = self.storage
         if st.has_meta():
             meta = st.read_meta()
@@ -272,13 +376,8 @@ class Trainer:
                     raise GraphsysError(
                         f"{self.out}: checkpoint was trained with {key}={old.get(key)!r}, this "
                         f"run has {key}={new.get(key)!r}; use another --out to start afresh")
-            version = int(meta["version"])
-            st.drop_versions(version, below=False)
-            self.relmodel.load(st, version)
-            self.stats = [EpochStats(**{k: v for k, v in s.items() if k != "edges_per_s"})
-                          for s in meta.get("stats", [])]
-            self.log(f"resuming {self.out} after epoch {meta['epochs_done']}")
-            return int(meta["epochs_done"])
+            st.drop_versions(int(meta["version"]), below=False)
+            return
         if self.out.exists() and any(p.name not in ("embeddings", "optim", "model", "config.json")
                                      for p in self.out.iterdir()):
             raise GraphsysError(f"{self.out}: exists and is not an embedding checkpoint "
@@ -296,8 +395,21 @@ class Trainer:
                 save_npy(st.optim_path(etype, p, 0), np.zeros(n, np.float32))
         self.relmodel.save(st, 0)
         st.sync_dirs()
-        st.write_meta(self._meta(0, 0))
-        return 0
+        st.write_meta(self._meta(0, 0, []))
+
+    def _load_state(self) -> tuple[int, dict[str, Any] | None]:
+        """Relation parameters and finished epochs' stats of the committed version."""
+        meta = self.storage.read_meta()
+        self.version = int(meta["version"])
+        self.relmodel.load(self.storage, self.version)
+        self.stats = [EpochStats.from_json(s) for s in meta.get("stats", [])]
+        done, progress = int(meta["epochs_done"]), meta.get("progress")
+        if progress is not None:
+            self.log(f"resuming {self.out} in epoch {done + 1} after "
+                     f"{len(progress['buckets_done'])} buckets")
+        elif done:
+            self.log(f"resuming {self.out} after epoch {done}")
+        return done, progress
 
     # -- degrees for degree-proportional negatives -------------------------------------------
     def _degree_tables(self) -> dict[tuple[str, int], torch.Tensor]:
@@ -456,9 +568,9 @@ class Trainer:
     # -- epochs -----------------------------------------------------------------------------
     def run(self) -> list[EpochStats]:
         cfg = self.cfg
-        done = self._init_or_resume()
+        done, progress = self._prepare()
         counts = self.graph.bucket_counts(self.edge_set)
-        self.buffer = PartitionBuffer(self.storage, self.sizes, self.device, done)
+        self.buffer = PartitionBuffer(self.storage, self.sizes, self.device, self.version)
         threads = torch.get_num_threads()
         if cfg.workers > 1:
             torch.set_num_threads(max(1, threads // cfg.workers))
@@ -466,7 +578,8 @@ class Trainer:
         io = ThreadPoolExecutor(1, thread_name_prefix="graphsys-prefetch")
         try:
             for epoch in range(done, cfg.num_epochs):
-                self.stats.append(self._epoch(epoch, counts, io))
+                self.stats.append(self._epoch(epoch, counts, io,
+                                              progress if epoch == done else None))
         finally:
             io.shutdown(wait=True)
             if self.pool is not None:
@@ -474,72 +587,126 @@ class Trainer:
             torch.set_num_threads(threads)
         return self.stats
 
-    def _epoch(self, epoch: int, counts: np.ndarray, io: ThreadPoolExecutor) -> EpochStats:
-        cfg, buf = self.cfg, self.buffer
-        order = bucket_order(cfg.bucket_order, self.P, seed=_seed(cfg.seed, 4, epoch),
+    def _epoch_order(self, epoch: int, counts: np.ndarray) -> list[tuple[int, int]]:
+        """The non-empty buckets of ``epoch`` in training order (the same on every rank)."""
+        order = bucket_order(self.cfg.bucket_order, self.P, seed=_seed(self.cfg.seed, 4, epoch),
                              buffer=self.capacity)
-        order = [b for b in order if counts[b] > 0]
-        plan = plan_buffer(order, max(self.capacity, 1 if self.P == 1 else 2),
-                           sorted(buf.resident))
-        st = EpochStats(epoch + 1, loads=plan.loads, swaps=plan.swaps)
-        r0, w0 = buf.bytes_read, buf.bytes_written
-        bar = tqdm(total=int(counts.sum()), unit="edge", unit_scale=True,
+        return [b for b in order if counts[b] > 0]
+
+    def _start_epoch(self, epoch: int, progress: dict[str, Any] | None
+                     ) -> tuple[EpochStats, set[tuple[int, int]]]:
+        """The epoch's stats and its buckets already trained (from ``progress``); the
+        buffer counts into this rank's :class:`RankStats`."""
+        if progress is None:
+            st, done = EpochStats(epoch + 1), set()
+        else:
+            st = EpochStats.from_json(progress["stats"])
+            done = {(int(i), int(j)) for i, j in progress["buckets_done"]}
+        st.world_size = self.world_size
+        while len(st.ranks) < self.world_size:
+            st.ranks.append(RankStats(len(st.ranks)))
+        self.buffer.tally = st.ranks[self.rank]
+        return st, done
+
+    def _epoch(self, epoch: int, counts: np.ndarray, io: ThreadPoolExecutor,
+               progress: dict[str, Any] | None) -> EpochStats:
+        cfg, buf = self.cfg, self.buffer
+        order = self._epoch_order(epoch, counts)
+        st, done = self._start_epoch(epoch, progress)
+        mine = st.ranks[0]
+        todo = [(k, b) for k, b in enumerate(order) if b not in done]
+        steps = plan_buffer([b for _, b in todo], max(self.capacity, 1 if self.P == 1 else 2),
+                            sorted(buf.resident)).steps
+        bar = tqdm(total=int(sum(counts[b] for _, b in todo)), unit="edge", unit_scale=True,
                    desc=f"epoch {epoch + 1}/{cfg.num_epochs}", disable=not self.progress)
         t0 = time.perf_counter()
         pending: Future | None = None
-        loss = 0.0
-        for k, step in enumerate(plan.steps):
+        ready = 0  # steps[:ready] have had their evictions and loads done (or submitted)
+        for n, (k, (i, j)) in enumerate(todo):
             if pending is not None:
                 pending.result()
                 pending = None
-            else:
-                buf.execute(step.evict, step.load)
-            i, j = step.bucket
-            if cfg.prefetch and k + 1 < len(plan.steps):
-                nxt = plan.steps[k + 1]
+            if ready == n:
+                buf.execute(steps[n].evict, steps[n].load)
+                ready += 1
+            buf.dirty |= {i, j}
+            if cfg.prefetch and n + 1 < len(steps):
+                nxt = steps[n + 1]
                 if not set(nxt.evict) & {i, j} and (nxt.evict or nxt.load):
                     pending = io.submit(buf.execute, nxt.evict, nxt.load)
-            loss += self._train_bucket(epoch, k, i, j, bar)
-            if pending is None and k + 1 < len(plan.steps):
-                nxt = plan.steps[k + 1]
-                buf.execute(nxt.evict, nxt.load)
-                plan.steps[k + 1] = type(nxt)(nxt.bucket)  # done: nothing left for step k+1
+                    ready += 1
+            tb = time.perf_counter()
+            mine.loss_sum += self._train_bucket(epoch, k, i, j, bar)
+            mine.train_seconds += time.perf_counter() - tb
+            mine.edges += int(counts[i, j])
+            mine.buckets += 1
+            done.add((i, j))
+            if cfg.checkpoint_buckets and n + 1 < len(todo):
+                if pending is not None:
+                    pending.result()
+                    pending = None
+                st.seconds += time.perf_counter() - t0
+                self._commit(st, epoch, done)
+                t0 = time.perf_counter()
         if pending is not None:
             pending.result()
         bar.close()
-        st.seconds = time.perf_counter() - t0
-        st.edges = int(counts.sum())
-        st.loss = loss / max(st.edges, 1)
-        st.bytes_read, st.bytes_written = buf.bytes_read - r0, buf.bytes_written - w0
-        t1 = time.perf_counter()
-        st.checkpoint_bytes = self._checkpoint(epoch + 1, st)
-        st.checkpoint_seconds = time.perf_counter() - t1
-        self.storage.write_meta(self._meta(epoch + 1, epoch + 1) | {"stats": [
-            s.to_json() for s in self.stats] + [st.to_json()]})
-        self.log(f"epoch {epoch + 1}: {st.edges} edges in {st.seconds:.1f} s "
-                 f"({st.edges_per_s:,.0f} edges/s), loss {st.loss:.4f}, swaps {st.swaps}")
+        st.seconds += time.perf_counter() - t0
+        self._commit(st, epoch + 1)
+        self._log_epoch(st)
         return st
 
-    def _checkpoint(self, version: int, st: EpochStats) -> int:
+    def _log_epoch(self, st: EpochStats) -> None:
+        self.log(f"epoch {st.epoch}: {st.edges} edges in {st.seconds:.1f} s "
+                 f"({st.edges_per_s:,.0f} edges/s), loss {st.loss:.4f}, swaps {st.swaps}")
+
+    # -- commits ----------------------------------------------------------------------------
+    def _commit(self, st: EpochStats, epochs_done: int,
+                done: set[tuple[int, int]] | None = None) -> None:
+        """Commit version ``committed + 1``: every rank writes its changed partitions, rank 0
+        completes the version, writes ``checkpoint.json`` (with ``progress`` when ``done``,
+        the buckets of epoch ``epochs_done + 1`` trained so far, is given) and deletes the
+        older version."""
+        t0 = time.perf_counter()
         buf = self.buffer
-        written = buf.commit_files(self.P)
-        written += self.relmodel.save(self.storage, version)
-        self.storage.sync_dirs()
-        self.storage.write_meta(self._meta(version, version) | {"stats": [
-            s.to_json() for s in self.stats] + [st.to_json()]})
+        st.ranks[self.rank].checkpoint_bytes += buf.flush()
+        self._share_figures(st)
+        version = buf.committed + 1
+        if self.rank == 0:
+            st.ranks[0].checkpoint_bytes += (buf.commit_files(self.P)
+                                             + self.relmodel.save(self.storage, version))
+            self.storage.sync_dirs()
+        st.total()
+        if self.rank == 0:
+            st.checkpoint_seconds += time.perf_counter() - t0
+            meta = self._meta(version, epochs_done,
+                              self.stats + ([st] if done is None else []))
+            if done is not None:
+                meta["progress"] = {"buckets_done": [list(b) for b in sorted(done)],
+                                    "stats": st.to_json()}
+            self.storage.write_meta(meta)
+            self.storage.drop_versions(version, above=False, below=True)
+        self._barrier()
         buf.committed = version
-        self.storage.drop_versions(version, above=False, below=True)
-        return written
+
+    def _share_figures(self, st: EpochStats) -> None:
+        """Make every rank's :class:`RankStats` of ``st`` current on this rank (one process:
+        they are)."""
+
+    def _barrier(self) -> None:
+        """Wait for every rank (one process: nothing to wait for)."""
 
 
 def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph | None = None,
           edges: str | None = None, out: str | Path | None = None, progress: bool = False,
-          log=None):
+          log=None, distributed: bool = False):
     """Train embeddings and return them as :class:`~graphsys.embed.Embeddings`.
 
     ``config``: an :class:`EmbedConfig`, a plain dict, or a TOML/JSON path. ``graph``,
     ``edges`` and ``out`` override the config's ``graph``, ``edges`` and ``checkpoint_path``.
-    An existing checkpoint at ``out`` with the same settings is resumed.
+    An existing checkpoint at ``out`` with the same settings is resumed. ``distributed``:
+    run as one rank of the initialised ``torch.distributed`` group
+    (:mod:`graphsys.embed.distributed`; ``out`` on a filesystem every rank shares).
     """
     from graphsys.embed.config import config_from_dict
     from graphsys.embed.embeddings import Embeddings
@@ -562,5 +729,11 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
                           "--out)")
     if edges is not None:
         cfg.edges = edges
-    Trainer(cfg, g, Path(out), progress=progress, log=log).run()
+    if distributed:
+        from graphsys.embed.distributed import DistributedTrainer
+
+        trainer: Trainer = DistributedTrainer(cfg, g, Path(out), progress=progress, log=log)
+    else:
+        trainer = Trainer(cfg, g, Path(out), progress=progress, log=log)
+    trainer.run()
     return Embeddings.load(out, graph=g)

@@ -1,4 +1,5 @@
-"""Training quality, bucketed = unbucketed, swapping, and bit-for-bit resume after kill -9."""
+"""Training quality, bucketed = unbucketed, swapping, and bit-for-bit resume after kill -9
+(after an epoch, and with checkpoint_buckets in the middle of one)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, evaluate, load_config, train
+from graphsys.embed.config import ConfigError
 from graphsys.errors import GraphsysError
 
 EPOCHS = 40
@@ -86,14 +88,23 @@ train(cfg, graph=sys.argv[1], edges="train", out=sys.argv[2])
 
 
 def _arrays(path):
-    out = {}
+    """Every tensor of a checkpoint keyed by its name without the version (one version is
+    left on disk)."""
+    out, versions = {}, set()
     for sub in ("embeddings", "optim", "model"):
         for p in sorted((path / sub).rglob("*.npy")):
-            out[str(p.relative_to(path))] = np.load(p, allow_pickle=False)
+            name, version = str(p.relative_to(path)).split(".v")
+            out[name] = np.load(p, allow_pickle=False)
+            versions.add(version)
+    assert len(versions) == 1, versions
     return out
 
 
-def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path):
+@pytest.mark.parametrize("per_bucket", [False, True], ids=["epoch", "bucket"])
+def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
+    """Killed after an epoch (or, with checkpoint_buckets, inside one), the resumed run
+    (without per-bucket commits, a resumable key) ends with the tensors of an uninterrupted
+    run."""
     epochs = 8
     args = small + [f"num_epochs={epochs}", "buffer_partitions=2", "bucket_order=\"buffer\"",
                     "seed=7"]
@@ -101,27 +112,36 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path):
     assert isinstance(ref, Embeddings)
     out = tmp_path / "killed"
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(kg4), str(out), *args], env=env)
+    child = args + ["checkpoint_buckets=true"] if per_bucket else args
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(kg4), str(out), *child], env=env)
     meta = out / "checkpoint.json"
     deadline = time.time() + 60
-    done = 0
     while time.time() < deadline and proc.poll() is None:
-        if meta.exists():
-            try:
-                done = json.loads(meta.read_text())["epochs_done"]
-            except (ValueError, KeyError):
-                done = 0
-            if done >= 1:
-                break
+        try:
+            m = json.loads(meta.read_text())
+        except (OSError, ValueError):
+            m = {}
+        if m.get("epochs_done", 0) >= 1 and bool(m.get("progress")) == per_bucket:
+            break
         time.sleep(0.005)
     assert proc.poll() is None, "the child finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = json.loads(meta.read_text())["epochs_done"]
-    assert 1 <= done < epochs
+    m = json.loads(meta.read_text())
+    assert 1 <= m["epochs_done"] < epochs
+    if per_bucket:
+        assert m["progress"]["buckets_done"], "killed at an epoch boundary"
+        assert m["version"] > m["epochs_done"]  # one commit per bucket
     resumed = train(load_config(None, args), graph=kg4, out=out)
-    assert resumed.meta["epochs_done"] == epochs
+    assert resumed.meta["epochs_done"] == epochs and "progress" not in resumed.meta
+    stats = resumed.meta["stats"]
+    assert [s["edges"] for s in stats] == [s["edges"] for s in ref.meta["stats"]]
     a, b = _arrays(tmp_path / "ref"), _arrays(out)
     assert a.keys() == b.keys() and a
     for k in a:
         assert np.array_equal(a[k], b[k]), k
+
+
+def test_checkpoint_buckets_must_be_a_boolean(small):
+    with pytest.raises(ConfigError, match="^checkpoint_buckets: must be true or false"):
+        load_config(None, small + ["checkpoint_buckets=1"])
