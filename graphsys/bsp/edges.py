@@ -163,6 +163,18 @@ class MemoryEdges:
             self.build_seconds += time.perf_counter() - t0
         return self._adj[kind]
 
+    def relax_async(self, value: torch.Tensor, frontier: np.ndarray) -> tuple[int, int, int]:
+        """A min-relaxation program to its fixed point (:func:`kernels.relax_async`) from
+        ``frontier`` (int64 ids); ``value`` float64 (N,) CPU tensor lowered in place.
+        Returns (vertices popped, edges scanned, values lowered)."""
+        prog = self.program
+        push = [self.adjacency(k) for _, k in self._passes()]
+        queued = np.zeros(self.num_nodes, np.uint8)
+        popped, scanned, lowered = kernels.relax_async(
+            push[0], push[-1], len(push) == 2, prog.message == "add_weight", value.numpy(),
+            frontier, float(prog.relax_offset), queued)
+        return int(popped), int(scanned), int(lowered)
+
     def hot_adjacency(self, kind: str) -> tuple:
         """``kind``'s adjacency with its *sources* renumbered by descending frequency (the
         vertices most edges read come first), for the all-active copy/sum pull: the values

@@ -26,6 +26,7 @@ from graphsys.errors import GraphsysError
 
 MODES = ("memory", "out-of-core")
 BACKENDS = ("auto", "numba", "torch")
+SCHEDULES = ("sync", "async")
 DEFAULT_MAX_ITERS = 100
 
 
@@ -69,7 +70,7 @@ def _reduce_dict(comm, parts: dict[str, tuple]) -> dict[str, float]:
 def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "cpu",
         backend: str = "auto", max_iters: int = DEFAULT_MAX_ITERS, edge_set: str | None = None,
         distributed: bool = False, threads: int | None = None, readahead: int = 4,
-        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True,
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, schedule: str = "sync",
         progress: Callable[[SuperstepStats], None] | None = None) -> Result:
     """Run ``program`` on ``graph`` (an opened :class:`~graphsys.storage.graph.Graph`).
 
@@ -88,6 +89,10 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         fuse: run the supersteps of min-relaxation programs (BFS, SSSP, WCC;
             :attr:`VertexProgram.relax_state`) inside numba calls (in memory, CPU). Same
             supersteps and results; per-superstep seconds are then split by work.
+        schedule: ``sync`` (BSP supersteps) or ``async``: a min-relaxation program run to
+            its fixed point with a FIFO work list (:func:`kernels.relax_async`; in memory,
+            CPU, one process): the same values, recorded as one superstep of direction
+            ``async``, ``max_iters`` not applied. Far less work on high-diameter graphs.
         progress: called with each finished superstep's statistics.
 
     Returns:
@@ -96,6 +101,9 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
     t_start = time.perf_counter()
     if mode not in MODES:
         raise GraphsysError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    if schedule not in SCHEDULES:
+        raise GraphsysError(f"unknown schedule {schedule!r} (choose from "
+                            f"{', '.join(SCHEDULES)})")
     if not isinstance(max_iters, int) or max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {max_iters!r}")
     if len(graph.entity_types) != 1:
@@ -141,6 +149,13 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
     identity = program.identity
     fused = fuse and run_mode == "memory" and edges.use_numba and program.fusable
     step = 0
+    if schedule == "async":
+        if not (run_mode == "memory" and edges.use_numba and program.fusable):
+            raise GraphsysError(f"{program.name}: the async schedule runs min-relaxation "
+                                f"programs (bfs, sssp, wcc) in memory on the CPU (numba "
+                                f"backend, one process)")
+        active = _async_fixed_point(edges, program, state, active, stats, progress)
+        step = max_iters  # no supersteps left: the loop's else sees an empty frontier
     while step < max_iters:
         ctx.superstep = step
         ss = SuperstepStats(superstep=step, active=0, direction="")
@@ -271,6 +286,26 @@ def _fused_supersteps(edges: MemoryEdges, program: VertexProgram, state: dict,
     new_active = torch.zeros(len(active), dtype=torch.bool)
     new_active[torch.from_numpy(nxt)] = True
     return done, new_active
+
+
+def _async_fixed_point(edges: MemoryEdges, program: VertexProgram, state: dict,
+                       active: torch.Tensor, stats: RunStats, progress) -> torch.Tensor:
+    """Run a min-relaxation program to its fixed point from the frontier ``active`` with a
+    work list; record it as one ``async`` superstep. Returns the (empty) frontier."""
+    t0 = time.perf_counter()
+    build0 = edges.build_seconds
+    frontier = torch.nonzero(active).squeeze(1).numpy()
+    popped, scanned, lowered = edges.relax_async(state[program.relax_state], frontier)
+    built = edges.build_seconds - build0
+    stats.setup_seconds += built
+    ss = SuperstepStats(superstep=0, active=len(frontier), direction="async",
+                        edges_scanned=scanned, messages_sent=scanned,
+                        messages_combined=lowered, fused=True)
+    ss.seconds["edges"] = time.perf_counter() - t0 - built
+    stats.supersteps.append(ss)
+    if progress is not None:
+        progress(ss)
+    return torch.zeros_like(active)
 
 
 def _rank_bounds(comm, graph) -> list[int]:

@@ -317,3 +317,49 @@ def relax_run(push_a, push_b, pull_a, pull_b, two_ways, have_pull, use_weight, f
         k_front = count
         steps += 1
     return steps, cur[:k_front].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def relax_async(push_a, push_b, two_ways, use_weight, value, frontier, offset, queued):
+    """A min-relaxation program run asynchronously to its fixed point (label correcting
+    with a FIFO work list, as SPFA / GraphLab's asynchronous engine). The start vertices
+    ``frontier`` (int64 ids) are taken in ascending order of their value, and the work
+    list is drained before the next one is taken, so the smallest value floods first (WCC
+    then lowers every vertex once, to its final label). A popped vertex ``u`` sends its
+    *current* ``value[u] + offset`` (+ weight) along ``push_a`` (and ``push_b``); every
+    lowered target not already queued is appended. Same final values as the synchronous
+    supersteps for BFS, SSSP (non-negative weights) and WCC. ``queued`` uint8 (N,) all
+    zero (scratch). Returns (vertices popped, edges scanned, values lowered) as int64."""
+    n = value.shape[0]
+    ring = np.empty(n, np.int64)  # at most n vertices are queued at once
+    seeds = frontier[np.argsort(value[frontier], kind="mergesort")]
+    popped = 0
+    scanned = 0
+    lowered = 0
+    for k in range(seeds.shape[0]):
+        head = 0
+        size = 1
+        ring[0] = seeds[k]
+        queued[seeds[k]] = 1
+        while size > 0:
+            u = ring[head]
+            head = (head + 1) % n
+            size -= 1
+            queued[u] = 0
+            popped += 1
+            xv = value[u] + offset
+            for side in range(2 if two_ways else 1):
+                adj = push_a if side == 0 else push_b
+                indptr, indices, weight = adj[0], adj[1], adj[2]
+                for e in range(indptr[u], indptr[u + 1]):
+                    v = indices[e]
+                    m = xv + weight[e] if use_weight else xv
+                    scanned += 1
+                    if m < value[v]:
+                        value[v] = m
+                        lowered += 1
+                        if queued[v] == 0:
+                            queued[v] = 1
+                            ring[(head + size) % n] = v
+                            size += 1
+    return popped, scanned, lowered

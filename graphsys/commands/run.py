@@ -35,6 +35,9 @@ def register(subparsers) -> None:
     p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
+    p.add_argument("--schedule", default="sync",
+                   help="sync (BSP supersteps, default) or async (bfs, sssp, wcc in memory "
+                        "on CPU: a work list to the same fixed point; fast on road graphs)")
     p.add_argument("--no-verify", action="store_true",
                    help="skip the integrity check (hashes, offsets) before running")
     p.add_argument("--json", action="store_true", help="print the run statistics as JSON")
@@ -47,7 +50,7 @@ def run(args) -> int:
     from graphsys import open_graph
     from graphsys.bsp.algorithms import ALGORITHMS
     from graphsys.bsp.distributed import init_from_env
-    from graphsys.bsp.engine import BACKENDS, MODES
+    from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
     from graphsys.device import resolve_device
     from graphsys.storage.atomic import atomic_path
     from graphsys.storage.verify import verify_graph
@@ -70,6 +73,9 @@ def run(args) -> int:
         raise GraphsysError(f"--tol applies to pagerank and ppr, not {args.algorithm}")
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
+    if args.schedule not in SCHEDULES:
+        raise GraphsysError(f"--schedule: unknown schedule {args.schedule!r} (choose from "
+                            f"{', '.join(SCHEDULES)})")
     if args.threads is not None and args.threads < 1:
         raise GraphsysError(f"--threads must be positive, got {args.threads}")
     out = args.out
@@ -87,7 +93,7 @@ def run(args) -> int:
     graph = open_graph(args.graph)
     kwargs = {"mode": args.mode, "device": str(device), "backend": args.backend,
               "edge_set": args.edges, "distributed": distributed,
-              "threads": args.threads or numba.get_num_threads()}
+              "threads": args.threads or numba.get_num_threads(), "schedule": args.schedule}
     if args.max_iters is not None:
         kwargs["max_iters"] = args.max_iters
     if args.algorithm in ("pagerank", "ppr"):

@@ -104,3 +104,26 @@ def test_fused_run_stops_at_max_iters(graphs):
     res = bsp.bfs(tg.graph, 0, max_iters=7)
     assert res.stats.num_supersteps == 7 and not res.stats.converged
     assert np.isfinite(res.values).sum() == 8  # levels 0..7 reached
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+def test_async_schedule_reaches_the_same_fixed_point(graphs, key):
+    tg = graphs[key]
+    for call in (lambda **kw: bsp.bfs(tg.graph, 0, **kw),
+                 lambda **kw: bsp.sssp(tg.graph, 2, **kw),
+                 lambda **kw: bsp.wcc(tg.graph, **kw)):
+        sync, asyn = call(), call(schedule="async")
+        np.testing.assert_array_equal(asyn.values, sync.values)
+        (ss,) = asyn.stats.supersteps
+        assert ss.direction == "async" and asyn.stats.converged
+        assert ss.edges_scanned >= ss.messages_combined > 0
+
+
+def test_async_schedule_refuses_other_programs_and_modes(graphs):
+    g = graphs["directed-p1"].graph
+    with pytest.raises(GraphsysError, match="async schedule runs min-relaxation"):
+        bsp.pagerank(g, schedule="async")
+    with pytest.raises(GraphsysError, match="async schedule runs min-relaxation"):
+        bsp.bfs(g, 0, schedule="async", mode="out-of-core")
+    with pytest.raises(GraphsysError, match="unknown schedule"):
+        bsp.bfs(g, 0, schedule="eventually")

@@ -85,6 +85,10 @@ def test_wcc_and_bfs_labels(main, graph_dir, tmp_path):
     assert main(["run", "bfs", str(graph_dir / "g"), "--source", "14", "--out", str(out2),
                  "--mode", "out-of-core"]) == 0
     assert read_out(out2) == {10: np.inf, 11: np.inf, 12: np.inf, 13: np.inf, 14: 0.0, 15: 1.0}
+    out3 = tmp_path / "a.parquet"
+    assert main(["run", "wcc", str(graph_dir / "g"), "--out", str(out3),
+                 "--schedule", "async"]) == 0
+    assert read_out(out3) == labels
 
 
 def test_existing_output_needs_overwrite(main, graph_dir, tmp_path, capsys):
@@ -112,7 +116,7 @@ def corrupt_copy(graph_dir, tmp_path):
 
 @pytest.mark.parametrize("case", ["unknown-algo", "unknown-source", "negative-weights",
                                   "corrupt-graph", "cuda", "missing-source", "bad-mode",
-                                  "not-a-graph"])
+                                  "not-a-graph", "bad-schedule", "async-pagerank"])
 def test_bad_input_is_one_line_error(main, graph_dir, tmp_path, capsys, case):
     g = str(graph_dir / "g")
     out = tmp_path / "o.parquet"
@@ -125,6 +129,8 @@ def test_bad_input_is_one_line_error(main, graph_dir, tmp_path, capsys, case):
         "missing-source": ["run", "sssp", g],
         "bad-mode": ["run", "wcc", g, "--mode", "disk"],
         "not-a-graph": ["run", "wcc", str(tmp_path)],
+        "bad-schedule": ["run", "wcc", g, "--schedule", "later"],
+        "async-pagerank": ["run", "pagerank", g, "--schedule", "async"],
     }[case]
     if case == "cuda" and torch.cuda.is_available():
         pytest.skip("a CUDA device is present")
@@ -136,7 +142,8 @@ def test_bad_input_is_one_line_error(main, graph_dir, tmp_path, capsys, case):
                 "unknown-source": "node id 999 is not in the graph",
                 "negative-weights": "non-negative", "corrupt-graph": "sha256 mismatch",
                 "cuda": "no CUDA device", "missing-source": "needs --source",
-                "bad-mode": "unknown mode", "not-a-graph": "manifest"}[case]
+                "bad-mode": "unknown mode", "not-a-graph": "manifest",
+                "bad-schedule": "unknown schedule", "async-pagerank": "min-relaxation"}[case]
     assert expected in err
     assert not out.exists() and not list(tmp_path.glob(".o.parquet*"))
 
