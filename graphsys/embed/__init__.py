@@ -4,6 +4,8 @@
 - :class:`Embeddings`: ``load``, ``vector``, ``vectors``, ``nearest``, ``score``,
   ``predict_tails``, ``to_numpy``, ``export_tsv`` / ``export_parquet`` / ``export_numpy``
 - :func:`evaluate`: raw / filtered MRR, Hits@k, mean rank
+- :func:`import_pbg_config` / :func:`import_pbg_checkpoint`: PyTorch-BigGraph configs and
+  checkpoints (needs h5py: ``pip install graphsys[pbg]``)
 - registries :data:`OPERATORS`, :data:`COMPARATORS`, :data:`LOSSES`
 """
 
@@ -16,6 +18,7 @@ from graphsys.embed.config import (
 from graphsys.embed.embeddings import Embeddings
 from graphsys.embed.evaluate import evaluate
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
+from graphsys.embed.pbg import import_pbg_checkpoint, import_pbg_config
 from graphsys.embed.schedule import bucket_order, min_swaps, plan_buffer
 from graphsys.embed.train import Trainer, train
 
@@ -30,6 +33,8 @@ __all__ = [
            "bucket_order",
            "config_from_dict",
            "evaluate",
+           "import_pbg_checkpoint",
+           "import_pbg_config",
            "load_config",
            "min_swaps",
            "plan_buffer",
