@@ -73,7 +73,8 @@ def register(subparsers) -> None:
     i = sub.add_parser(
         "import-pbg", help="convert a PyTorch-BigGraph checkpoint into a graphsys one",
         description="Read a PyTorch-BigGraph (1.0.0) checkpoint directory (HDF5 embeddings, "
-        "model and config.json; never its pickled optimizer state) and the entity names of "
+        "model and config.json; the row-wise Adagrad sums are read as raw float32 storage from "
+        "PBG's optimizer archive, never unpickled) and the entity names of "
         "its --entity-path, match entities and relations to the graph's by name, and write a "
         "graphsys checkpoint at --out that `graphsys embed eval` reads and `graphsys embed "
         "train --config OUT/config.json --out OUT --set num_epochs=K` continues. Needs h5py "

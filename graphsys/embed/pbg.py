@@ -24,12 +24,12 @@ unknown key or a bad value raises :class:`ConfigError` naming the file and key.
     PBG_CKPT/embeddings_{entity}_{part}.v{N}.h5
         attrs format_version = 1, "config/json", "iteration/..." (epoch_idx, ...)
         embeddings             float32 (n, d); row k = the entity at offset k of the part
-        optimizer/state_dict   opaque bytes (dtype |V1): a *pickled* torch optimizer state.
-                               Never read: Adagrad state restarts at zero.
+        optimizer/state_dict   bytes (dtype |V1): torch.save of the partition's RowAdagrad
+                               state dict; see "Optimizer state" below
     PBG_CKPT/model.v{N}.h5
         model/relations/{idx}/operator/{side}/{param}   float32, see below
         model/entities/{entity}/global_embedding        float32 (d,) (global_emb = true)
-        optimizer/state_dict                            opaque, never read
+        optimizer/state_dict                            torch.save of a torch Adagrad; never read
     ENTITY_PATH/entity_count_{entity}_{part}.txt      "n\\n"
     ENTITY_PATH/entity_names_{entity}_{part}.json     JSON list of the n names, row order
     ENTITY_PATH/dynamic_rel_count.txt, dynamic_rel_names.json   (dynamic_relations only:
@@ -55,6 +55,27 @@ its adjoint the ``rhs`` one: exact for ``none``, for ``diagonal`` / ``complex_di
 scores differ by a per-query constant); other combinations are approximations and are
 reported. Global embeddings are added into the imported rows (exact).
 
+Optimizer state: PBG trains embeddings with its ``RowAdagrad``
+(``torchbiggraph/row_adagrad.py``): one float32 accumulator per row, starting at 0,
+``sum += (g * g).mean(1)`` (the *mean* of the squared gradient over the dimension) and
+``row -= lr * g / (sqrt(sum) + 1e-10)``; ``lr_decay`` and ``weight_decay`` are 0. That is
+exactly graphsys's row-wise Adagrad (``state += g.pow(2).mean(1)``, the same eps and initial
+value), so the sums are copied unchanged, row by row as the embeddings are (graph nodes PBG
+lacks start at 0). The blob is ``torch.save({"state": {0: {"step": int, "sum": (n,)}},
+"param_groups": [...]})``: a zip archive ``<archive>/data.pkl`` (the pickled structure),
+``<archive>/byteorder`` and one raw storage file ``<archive>/data/0`` holding ``sum`` (the
+``step`` count is a plain int inside the pickle). The importer never unpickles: it opens the
+bytes with :mod:`zipfile` and reads only that storage, and only when the layout is
+unambiguous: a zip with a ``data.pkl`` and exactly one ``data/<k>`` storage of ``4 * n``
+bytes (``n`` = the partition's rows), byte order ``little`` (an archive without a
+``byteorder`` file is read in this machine's order, as ``torch.load`` does), and finite,
+non-negative values. Anything else (no dataset, not a zip, several storages, a wrong size)
+restarts that partition's sums at 0; :attr:`ImportReport.entities` counts recovered and
+restarted PBG partitions per entity type and a warning names each restarted file and why.
+The relation operators' (elementwise torch ``Adagrad``) state in ``model.vN.h5`` has one
+storage per parameter whose mapping is only in the pickle: it is never read, and their
+Adagrad sums start at 0.
+
 Entities are matched by name to the graph's original ids (``Graph.to_internal``'s ids): PBG
 rows of names the graph lacks are reported, graph nodes PBG lacks are initialised as
 ``graphsys embed train`` would (and counted). The result is a normal graphsys checkpoint
@@ -72,8 +93,11 @@ import ast
 import copy
 import dataclasses
 import difflib
+import io
 import json
 import re
+import sys
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -464,8 +488,11 @@ class ImportReport:
     ``entities``: per graph entity type: ``pbg_type``, ``graph_nodes``, ``imported`` (rows
     copied from PBG), ``fresh_init`` (graph nodes PBG lacks), ``pbg_rows``,
     ``pbg_not_in_graph`` (PBG names the graph lacks) and ``examples_not_in_graph`` (up to 5).
+    ``adagrad_recovered`` / ``adagrad_restarted``: how many of PBG's partitions of the type
+    had their row-wise Adagrad sums recovered / restarted at 0 (a warning says why).
     ``relations``: ``imported``, ``fresh_init`` / ``pbg_not_in_graph`` (names), and
     ``tail_scores``: relation name -> exact / ranks / approx for static PBG relations.
+    ``optimizer_state``: one line summing up what happened to the Adagrad state.
     """
 
     out: str
@@ -480,8 +507,7 @@ class ImportReport:
     relations: dict[str, Any]
     ignored_keys: list[str]
     warnings: list[str]
-    optimizer_state: str = ("not imported (PBG pickles it; never unpickled): Adagrad sums "
-                            "start at 0, so the first updates after import take larger steps")
+    optimizer_state: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -562,6 +588,72 @@ def _read_model(h5py, path: Path):
                 else:
                     raise FormatError(f"{path}: unknown PBG model dataset model/{name}")
     return params, globals_, attrs
+
+
+_OPTIM_DATASET = "optimizer/state_dict"
+_STORAGE = re.compile(r"[^/]+/data/[0-9]+")
+
+
+def _read_optim_blob(h5py, hf) -> bytes | None:
+    """The raw bytes of a PBG file's ``optimizer/state_dict`` dataset (None when absent)."""
+    obj = hf.get(_OPTIM_DATASET)
+    if not isinstance(obj, h5py.Dataset) or obj.ndim != 1:
+        return None
+    return obj[...].tobytes()
+
+
+def pbg_row_adagrad(blob: bytes | None, n: int) -> tuple[np.ndarray | None, str]:
+    """PBG's RowAdagrad sums of an ``n``-row partition from its ``torch.save`` blob.
+
+    Reads the zip archive with :mod:`zipfile` and only its one raw storage file (float32,
+    little endian); never ``data.pkl``. Returns ``(float32 (n,), "")``, or ``(None, why)``
+    when the blob is absent or its layout is not unambiguously one ``n``-float storage (see
+    the module docstring).
+    """
+    if blob is None:
+        return None, "no optimizer/state_dict dataset"
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(blob))
+    except (zipfile.BadZipFile, ValueError, OSError):
+        return None, "optimizer state is not a torch.save zip archive"
+    with zf:
+        infos = zf.infolist()
+        roots = {i.filename.split("/", 1)[0] for i in infos}
+        if len(roots) != 1:
+            return None, "optimizer state archive has no single top-level folder"
+        root = roots.pop()
+        names = {i.filename for i in infos}
+        if f"{root}/data.pkl" not in names:
+            return None, "optimizer state archive has no data.pkl (not torch.save's layout)"
+        storages = [i for i in infos if _STORAGE.fullmatch(i.filename)]
+        if len(storages) != 1:
+            return None, (f"optimizer state archive has {len(storages)} tensor storages, "
+                          f"expected 1 (RowAdagrad's per-row sums)")
+        info = storages[0]
+        if info.file_size != 4 * n:
+            return None, (f"optimizer state storage {info.filename} has {info.file_size} "
+                          f"bytes, expected {4 * n} (float32 x {n} rows)")
+        order = sys.byteorder
+        if f"{root}/byteorder" in names:
+            if zf.getinfo(f"{root}/byteorder").file_size > 16:
+                return None, "optimizer state archive has an oversized byteorder record"
+            try:
+                order = zf.read(f"{root}/byteorder").decode("ascii").strip()
+            except (zipfile.BadZipFile, UnicodeDecodeError, OSError, ValueError):
+                return None, "optimizer state archive has an unreadable byteorder"
+        if order != "little":
+            return None, f"optimizer state byte order {order[:20]!r}, expected 'little'"
+        try:
+            raw = zf.read(info)
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
+            return None, f"optimizer state storage {info.filename} unreadable ({exc})"
+    if len(raw) != 4 * n:
+        return None, f"optimizer state storage {info.filename} is truncated"
+    sums = np.frombuffer(raw, "<f4").astype(np.float32)
+    if not np.all(np.isfinite(sums)) or (sums < 0).any():
+        return None, ("optimizer state storage holds negative or non-finite values (not "
+                      "sums of squares)")
+    return sums, ""
 
 
 def _epochs_done(attrs: dict[str, Any], version: int, warnings: list[str]) -> int:
@@ -770,7 +862,7 @@ def import_pbg_checkpoint(pbg_ckpt_dir: str | Path, entity_path: str | Path | No
                 if glob is not None and glob.shape != (dim,):
                     raise FormatError(f"{model_path}: model/entities/{ptype}/global_embedding "
                                       f"has shape {glob.shape}, expected ({dim},)")
-            arrays = []
+            arrays, states = [], []
             for p, n in enumerate(sizes):
                 gen = torch.Generator().manual_seed(_seed(cfg.seed, 1, ti, p))
                 emb = init_embeddings(n, dim, cfg.init_scale, gen).numpy()
@@ -788,20 +880,34 @@ def import_pbg_checkpoint(pbg_ckpt_dir: str | Path, entity_path: str | Path | No
                     arrays.append(emb)
                 opt = st.optim_path(etype, p, epochs)
                 opt.parent.mkdir(parents=True, exist_ok=True)
-                np.save(opt, np.zeros(n, np.float32), allow_pickle=False)
+                if n:  # zeros unless PBG's sums are recovered (_fill_entities)
+                    states.append(np.lib.format.open_memmap(opt, mode="w+", dtype=np.float32,
+                                                            shape=(n,)))
+                else:
+                    np.save(opt, np.zeros(0, np.float32), allow_pickle=False)
+                    states.append(np.zeros(0, np.float32))
             stats = {"pbg_type": ptype, "graph_nodes": int(sum(sizes)), "imported": 0,
                      "fresh_init": int(sum(sizes)), "pbg_rows": 0, "pbg_not_in_graph": 0,
-                     "examples_not_in_graph": []}
+                     "examples_not_in_graph": [], "adagrad_recovered": 0,
+                     "adagrad_restarted": 0}
             if ptype is not None:
                 say(f"importing entity type {etype!r} from PBG's {ptype!r}")
                 _fill_entities(h5py, src, ent_dir, version, ptype,
                                pcfg.entities[ptype]["num_partitions"], g, etype, sizes,
-                               arrays, dim, glob, stats, warnings)
-            for mm in arrays:
+                               arrays, states, dim, glob, stats, warnings)
+            for mm in (*arrays, *states):
                 if isinstance(mm, np.memmap):
                     mm.flush()
-            del arrays
+            del arrays, states
             report.entities[etype] = stats
+        recovered = sum(e["adagrad_recovered"] for e in report.entities.values())
+        restarted = sum(e["adagrad_restarted"] for e in report.entities.values())
+        report.optimizer_state = (
+            f"of entities recovered for {recovered} of {recovered + restarted} PBG partitions "
+            f"(row-wise Adagrad sums read as raw float32 storage from PBG's torch.save "
+            f"archive; nothing unpickled)"
+            + (f", {restarted} restarted at 0 (see warnings)" if restarted else "")
+            + "; relation operators' Adagrad sums start at 0")
         # -- relation operators -------------------------------------------------------------
         rm = trainer.relmodel
         quality: dict[str, str] = {}
@@ -869,9 +975,10 @@ def _load_pbg_config(config, src: Path, attrs: dict[str, Any]) -> PBGConfig:
 
 def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, pparts: int,
                    g: Graph, etype: str, sizes: list[int], arrays: list[np.ndarray],
-                   dim: int, glob: np.ndarray | None, stats: dict[str, Any],
-                   warnings: list[str]) -> None:
-    """Copy PBG rows of ``ptype`` into the graph partitions ``arrays`` of ``etype`` by name."""
+                   states: list[np.ndarray], dim: int, glob: np.ndarray | None,
+                   stats: dict[str, Any], warnings: list[str]) -> None:
+    """Copy PBG rows of ``ptype`` into the graph partitions ``arrays`` of ``etype`` by name,
+    and their RowAdagrad sums into ``states`` (zeros) where PBG's are recovered."""
     names: list[str] = []
     part_start = [0]
     for q in range(pparts):
@@ -909,6 +1016,12 @@ def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, ppa
                 raise FormatError(f"{path}: embeddings have shape {ds.shape}, expected "
                                   f"({n_q}, {dim}) (names x dimension)")
             data = np.asarray(ds[...], np.float32)
+            sums, why = pbg_row_adagrad(_read_optim_blob(h5py, hf), n_q)
+        if sums is None:
+            stats["adagrad_restarted"] += 1
+            warnings.append(f"{path.name}: {why}; its Adagrad sums restart at 0")
+        else:
+            stats["adagrad_recovered"] += 1
         if glob is not None:
             data += glob
         for p, mm in enumerate(arrays):
@@ -916,6 +1029,8 @@ def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, ppa
             rows = np.flatnonzero((src_row[lo:hi] >= 0) & (part_of[lo:hi] == q))
             if len(rows):
                 mm[rows] = data[src_row[lo + rows] - part_start[q]]
+                if sums is not None:
+                    states[p][rows] = sums[src_row[lo + rows] - part_start[q]]
     imported = int((src_row >= 0).sum())
     missing = np.flatnonzero(~hit)
     stats.update(imported=imported, fresh_init=len(src_row) - imported,
@@ -930,5 +1045,6 @@ __all__ = [
     "import_pbg_checkpoint",
     "import_pbg_config",
     "pbg_config_from_dict",
+    "pbg_row_adagrad",
     "read_pbg_version",
 ]

@@ -1,15 +1,20 @@
 """PyTorch-BigGraph import: configs (JSON and literal-only .py) and checkpoints (HDF5).
 
 The fixture writer below reproduces PBG 1.0.0's ``FileCheckpointStorage`` layout as checked
-against real checkpoints trained by PBG 1.0.0 (attrs, dataset paths and shapes, the pickled
-optimizer blob as a ``|V1`` dataset, entity name/count files with PBG's JSON indent).
+against real checkpoints trained by PBG 1.0.0 (attrs, dataset paths and shapes, the
+optimizer blob as a ``|V1`` dataset, entity name/count files with PBG's JSON indent). The
+embeddings files' optimizer blob is made by ``torch.save`` of a RowAdagrad state dict, as PBG
+writes it (a zip: ``archive/data.pkl``, ``archive/byteorder``, one storage
+``archive/data/0`` of n float32); the model file's is bytes that are not a pickle at all.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -63,17 +68,46 @@ def _attrs(hf, config: dict, epoch_idx: int) -> None:
     hf.attrs["iteration/num_epochs"] = config["num_epochs"]
 
 
-def _opaque(hf) -> None:
-    """PBG's pickled optimizer state; here bytes that are not a pickle at all."""
-    blob = b"\x80\x04PBG optimizer state: graphsys must never unpickle this"
+GARBAGE = b"\x80\x04PBG optimizer state: graphsys must never unpickle this"
+
+
+def _opaque(hf, blob: bytes = GARBAGE) -> None:
+    """An ``optimizer/state_dict`` dataset as PBG writes it (``np.frombuffer(.., "V1")``);
+    by default bytes that are not a pickle at all."""
     hf.create_dataset("optimizer/state_dict", data=np.frombuffer(blob, dtype=np.dtype("V1")))
+
+
+def torch_save(obj) -> bytes:
+    """``torchbiggraph.checkpoint_manager.serialize_optim_state``."""
+    import torch
+
+    bf = io.BytesIO()
+    torch.save(obj, bf)
+    return bf.getvalue()
+
+
+def row_adagrad_blob(sums: np.ndarray) -> bytes:
+    """The blob PBG 1.0.0 saves for one partition: ``RowAdagrad(...).state_dict()``."""
+    import torch
+
+    return torch_save({"state": {0: {"step": 0, "sum": torch.from_numpy(
+                           np.asarray(sums, np.float32).copy())}},
+                       "param_groups": [{"lr": 0.1, "lr_decay": 0, "weight_decay": 0,
+                                         "params": [0]}]})
+
+
+def default_sums(emb: np.ndarray) -> np.ndarray:
+    """Adagrad sums of a fixture partition (distinct, positive, deterministic)."""
+    return (emb.astype(np.float64) ** 2).mean(1).astype(np.float32) + 0.5
 
 
 def write_pbg(root: Path, config: dict, names: dict[str, list[list[str]]],
               embeddings: dict[str, list[np.ndarray]], params: dict[str, np.ndarray],
-              *, version: int = 2, dynamic_names: list[str] | None = None) -> tuple[Path, Path]:
+              *, version: int = 2, dynamic_names: list[str] | None = None,
+              sums: dict[str, list[np.ndarray]] | None = None) -> tuple[Path, Path]:
     """PBG checkpoint ``root/ckpt`` and entity path ``root/data``. ``params``: public model
-    names (``relations/0/operator/lhs/real``, ``entities/all/global_embedding``) -> arrays."""
+    names (``relations/0/operator/lhs/real``, ``entities/all/global_embedding``) -> arrays.
+    ``sums``: each partition's RowAdagrad sums (default :func:`default_sums`)."""
     ckpt, data = root / "ckpt", root / "data"
     ckpt.mkdir(parents=True)
     data.mkdir(parents=True)
@@ -86,7 +120,9 @@ def write_pbg(root: Path, config: dict, names: dict[str, list[list[str]]],
             with h5py.File(ckpt / f"embeddings_{ent}_{p}.v{version}.h5", "w") as hf:
                 _attrs(hf, config, version - 1)
                 hf.create_dataset("embeddings", data=embeddings[ent][p].astype(np.float32))
-                _opaque(hf)
+                part_sums = (sums[ent][p] if sums is not None
+                             else default_sums(embeddings[ent][p]))
+                _opaque(hf, row_adagrad_blob(part_sums))
     if dynamic_names is not None:
         (data / "dynamic_rel_count.txt").write_text(str(len(dynamic_names)))
         (data / "dynamic_rel_names.json").write_text(json.dumps(dynamic_names, indent=4))
@@ -278,9 +314,10 @@ def dyn_pbg(tmp_path):
                                                             (R, h))
               for side in ("lhs", "rhs") for k in ("imag", "real")}
     cfg = pbg_config(entities={"all": {"num_partitions": 2, "featurized": False}})
+    sums = [rng.uniform(0.1, 50, len(p)).astype(np.float32) for p in names]
     ckpt, data = write_pbg(tmp_path / "pbg", cfg, {"all": names}, {"all": embs}, params,
-                           dynamic_names=DYN_NAMES)
-    return ckpt, data, names, embs, params
+                           dynamic_names=DYN_NAMES, sums={"all": sums})
+    return ckpt, data, names, embs, params, sums
 
 
 def _row(names, embs, name):
@@ -290,8 +327,9 @@ def _row(names, embs, name):
     raise KeyError(name)
 
 
-def test_import_dynamic_checkpoint_vectors_and_scores(kg4, dyn_pbg, tmp_path, monkeypatch):
-    ckpt, data, names, embs, params = dyn_pbg
+def _no_unpickling(monkeypatch) -> None:
+    """Make every way to unpickle (pickle's and torch.load) fail the test."""
+    import torch
 
     def no_unpickling(*a, **k):
         raise AssertionError("the importer unpickled something")
@@ -299,12 +337,31 @@ def test_import_dynamic_checkpoint_vectors_and_scores(kg4, dyn_pbg, tmp_path, mo
     monkeypatch.setattr(pickle, "loads", no_unpickling)
     monkeypatch.setattr(pickle, "load", no_unpickling)
     monkeypatch.setattr(pickle, "Unpickler", no_unpickling)
+    monkeypatch.setattr(torch, "load", no_unpickling)
+    monkeypatch.setattr(torch.serialization, "load", no_unpickling)
+
+
+def _adagrad_by_id(out: Path, graph, version: int = 2) -> dict:
+    """Node id -> the graphsys checkpoint's row-wise Adagrad sum (partitions in order)."""
+    g = open_graph(graph)
+    ids = g.node_ids("node")
+    ids = ids.to_pylist() if hasattr(ids, "to_pylist") else list(ids)
+    parts = sorted((out / "optim" / "node").glob(f"part-*.v{version:06d}.npy"))
+    vals = np.concatenate([np.load(f, allow_pickle=False) for f in parts])
+    assert len(vals) == len(ids)
+    return dict(zip(ids, vals.tolist()))
+
+
+def test_import_dynamic_checkpoint_vectors_and_scores(kg4, dyn_pbg, tmp_path, monkeypatch):
+    ckpt, data, names, embs, params, _ = dyn_pbg
+    _no_unpickling(monkeypatch)
     out = tmp_path / "gs"
     rep = import_pbg_checkpoint(ckpt, data, kg4, out)
     st = rep.entities["node"]
     assert (st["pbg_type"], st["graph_nodes"], st["imported"], st["fresh_init"]) == \
         ("all", 200, 198, 2)
     assert (st["pbg_rows"], st["pbg_not_in_graph"]) == (200, 2)
+    assert (st["adagrad_recovered"], st["adagrad_restarted"]) == (2, 0)
     assert sorted(st["examples_not_in_graph"]) == GHOSTS
     assert rep.relations["fresh_init"] == ["r1"]
     assert rep.relations["pbg_not_in_graph"] == ["ghostrel"]
@@ -340,6 +397,93 @@ def test_import_dynamic_checkpoint_vectors_and_scores(kg4, dyn_pbg, tmp_path, mo
     # r1 was not in PBG: identity ComplEx params
     p = emb.relmodel.relation_params(emb.relation_names.index("r1"))
     assert np.all(p["rhs"]["real"] == 1) and np.all(p["rhs"]["imag"] == 0)
+
+
+def test_adagrad_sums_recovered_row_by_row_without_unpickling(kg4, dyn_pbg, tmp_path,
+                                                              monkeypatch):
+    """PBG's RowAdagrad sums (mean of squared grads, as graphsys's) land on the same rows as
+    the embeddings, across the differing partitionings; nodes PBG lacks start at 0."""
+    ckpt, data, names, _, _, sums = dyn_pbg
+    _no_unpickling(monkeypatch)
+    out = tmp_path / "gs"
+    rep = import_pbg_checkpoint(ckpt, data, kg4, out)
+    got = _adagrad_by_id(out, kg4)
+    want = {n: float(v) for part, s in zip(names, sums) for n, v in zip(part, s)}
+    for node, value in got.items():
+        assert value == (want[node] if node not in GONE else 0.0), node
+    assert rep.optimizer_state.startswith("of entities recovered for 2 of 2 PBG partitions")
+    assert "restarted" not in rep.optimizer_state
+    assert not any("Adagrad" in w for w in rep.warnings)
+
+
+def _rewrite_blob(path: Path, blob: bytes | None) -> None:
+    with h5py.File(path, "r+") as hf:
+        del hf["optimizer/state_dict"]
+        if blob is not None:
+            _opaque(hf, blob)
+
+
+def _big_endian(blob: bytes) -> bytes:
+    """The same torch.save archive with its byteorder record saying ``big``."""
+    src, dst = zipfile.ZipFile(io.BytesIO(blob)), io.BytesIO()
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zf:
+        for info in src.infolist():
+            data = src.read(info)
+            zf.writestr(info, b"big" if info.filename.endswith("/byteorder") else data)
+    return dst.getvalue()
+
+
+def _blob_case(case: str, sums: np.ndarray) -> bytes | None:
+    import torch
+
+    t = torch.from_numpy(sums.copy())
+    group = [{"lr": 0.1, "lr_decay": 0, "weight_decay": 0, "params": [0]}]
+    if case == "two storages":      # e.g. torch's elementwise Adagrad: step + sum tensors
+        return torch_save({"state": {0: {"step": torch.tensor(3.0), "sum": t}},
+                           "param_groups": group})
+    if case == "wrong size":        # one storage, but not n float32
+        return row_adagrad_blob(np.concatenate([sums, sums[:1]]))
+    if case == "float64":
+        return torch_save({"state": {0: {"step": 0, "sum": t.double()}},
+                           "param_groups": group})
+    if case == "big endian":
+        return _big_endian(row_adagrad_blob(sums))
+    if case == "garbage":
+        return GARBAGE
+    if case == "truncated zip":
+        return row_adagrad_blob(sums)[:-40]
+    assert case == "absent"
+    return None
+
+
+@pytest.mark.parametrize("case, why", [
+    ("two storages", "has 2 tensor storages, expected 1"),
+    ("wrong size", "has 444 bytes, expected 440 (float32 x 110 rows)"),
+    ("float64", "has 880 bytes, expected 440"),
+    ("big endian", "byte order 'big', expected 'little'"),
+    ("garbage", "not a torch.save zip archive"),
+    ("truncated zip", "not a torch.save zip archive"),
+    ("absent", "no optimizer/state_dict dataset"),
+])
+def test_ambiguous_adagrad_state_restarts_at_zero_and_is_reported(kg4, dyn_pbg, tmp_path,
+                                                                  monkeypatch, case, why):
+    ckpt, data, names, _, _, sums = dyn_pbg
+    _rewrite_blob(ckpt / "embeddings_all_1.v2.h5", _blob_case(case, sums[1]))
+    _no_unpickling(monkeypatch)
+    out = tmp_path / "gs"
+    rep = import_pbg_checkpoint(ckpt, data, kg4, out)
+    st = rep.entities["node"]
+    assert (st["adagrad_recovered"], st["adagrad_restarted"]) == (1, 1)
+    assert st["imported"] == 198                       # the embeddings are still imported
+    msgs = [w for w in rep.warnings if w.startswith("embeddings_all_1.v2.h5: ")]
+    assert len(msgs) == 1 and why in msgs[0] and msgs[0].endswith("restart at 0"), msgs
+    assert "recovered for 1 of 2 PBG partitions" in rep.optimizer_state
+    assert "1 restarted at 0" in rep.optimizer_state
+    got = _adagrad_by_id(out, kg4)
+    for n, v in zip(names[0], sums[0]):
+        if n not in GHOSTS:
+            assert got[n] == float(v)
+    assert all(got[n] == 0.0 for n in names[1] if n not in GHOSTS)
 
 
 def test_import_static_relations_with_global_embedding(kg1, tmp_path):
@@ -413,12 +557,18 @@ def test_cli_import_then_eval_and_continue_training(kg4, dyn_pbg, tmp_path, caps
     res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert 0 < res["mrr"] <= 1 and res["count"] == 300
     before = Embeddings.load(out).to_numpy()
+    sums_before = _adagrad_by_id(out, kg4, 2)
     # continue: the imported config with one more epoch resumes after PBG's 2 epochs
     emb = train(load_config(out / "config.json", ["num_epochs=3"]), graph=kg4, out=out)
     assert emb.meta["epochs_done"] == 3 and len(emb.meta["stats"]) == 1
     assert emb.meta["stats"][0]["edges"] == open_graph(kg4).num_edges("train")
     after = emb.to_numpy()
     assert after.shape == before.shape and not np.allclose(after, before)
+    # training continued from PBG's Adagrad sums: they only grow
+    sums_after = _adagrad_by_id(out, kg4, 3)
+    assert min(v for k, v in sums_before.items() if k not in GONE) > 0
+    assert all(sums_after[k] >= v for k, v in sums_before.items())
+    assert any(sums_after[k] > v for k, v in sums_before.items())
     # a second import onto a used --out is refused
     assert main(["embed", "import-pbg", str(ckpt), "--entity-path", str(data), "--graph",
                  str(kg4), "--out", str(out)]) == 2
