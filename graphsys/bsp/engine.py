@@ -58,6 +58,14 @@ def resolve_backend(backend: str, device: torch.device) -> str:
     return backend
 
 
+def _count(mask: torch.Tensor) -> int:
+    """True entries of a bool tensor; NumPy on the CPU (a torch reduction over a small
+    tensor costs more in thread wake-ups than in work)."""
+    if mask.device.type == "cpu":
+        return int(np.count_nonzero(mask.numpy()))
+    return int(mask.sum())
+
+
 def _reduce_dict(comm, parts: dict[str, tuple]) -> dict[str, float]:
     names = sorted(parts)
     for n in names:
@@ -161,8 +169,8 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         ss = SuperstepStats(superstep=step, active=0, direction="")
         disk0 = disk_read_bytes()
         t0 = time.perf_counter()
-        num_active = int(comm.allreduce([int(active.sum())], ["sum"])[0])
-        local_active = int(active.sum()) if comm.world_size > 1 else num_active
+        local_active = _count(active)
+        num_active = int(comm.allreduce([local_active], ["sum"])[0])
         ss.active = ctx.num_active = num_active
         if num_active == 0 and program.halt_when_inactive:
             stats.converged = True
@@ -226,7 +234,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                                        torch.full_like(combined, identity))
         t3 = time.perf_counter()
         ss.seconds["communicate"] = t3 - t2
-        counts = comm.allreduce([res.edges_scanned, res.messages_sent, int(received.sum()),
+        counts = comm.allreduce([res.edges_scanned, res.messages_sent, _count(received),
                                  res.bytes_read, res.bytes_h2d, ss.messages_exchanged],
                                 ["sum"] * 6)
         (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
@@ -246,7 +254,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         step += 1
     else:
         # ran max_iters supersteps: converged only if nothing is left to do
-        stats.converged = int(comm.allreduce([int(active.sum())], ["sum"])[0]) == 0
+        stats.converged = int(comm.allreduce([_count(active)], ["sum"])[0]) == 0
     local = program.result(ctx, state).to(torch.float64)
     if comm.world_size > 1:
         sizes = [int(b - a) for a, b in itertools.pairwise(bounds)]

@@ -68,7 +68,7 @@ class PageRank(VertexProgram):
             new = combined.mul_(a).add_(scale / ctx.num_nodes)
         else:
             new = combined.mul_(a).add_(p, alpha=scale)
-        delta = torch.dist(new, state["rank"], p=1)
+        delta = (new - state["rank"]).abs_().sum()
         state["rank"] = new
         return torch.ones_like(received), {"delta": (delta, "sum")}
 
