@@ -28,6 +28,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "datasets" / "fb15k-237"
 
+#: Run first in every PBG child: PBG 1.0.0's ``unpack_optional`` tests ``type_ is
+#: Optional[arg]``, which is false on Python >= 3.11; an equality test works.
+PBG_PY311_PATCH = textwrap.dedent("""
+    import typing
+    import torchbiggraph.schema as pbg_schema
+
+    def unpack_optional(type_):
+        args = getattr(type_, "__args__", None)
+        if not args or type_ != typing.Optional[args[0]]:
+            raise TypeError("Not an optional type")
+        return args[0]
+
+    pbg_schema.unpack_optional = unpack_optional
+""")
+
 GS_CHILD = textwrap.dedent("""
     import json, resource, sys, time
     import torch
@@ -50,7 +65,7 @@ GS_CHILD = textwrap.dedent("""
                       "hits@10": res["hits@10"], "count": res["count"]}))
 """)
 
-PBG_CHILD = textwrap.dedent("""
+PBG_CHILD = PBG_PY311_PATCH + textwrap.dedent("""
     import json, logging, resource, sys, time
     import attr
     from torchbiggraph.config import parse_config
@@ -59,16 +74,6 @@ PBG_CHILD = textwrap.dedent("""
     from torchbiggraph.filtered_eval import FilteredRankingEvaluator
     from torchbiggraph.train import train
     from torchbiggraph.util import SubprocessInitializer, setup_logging
-    import typing
-    import torchbiggraph.schema as pbg_schema
-
-    def unpack_optional(type_):  # PBG's identity test fails on Python >= 3.11; equality works
-        args = getattr(type_, "__args__", None)
-        if not args or type_ != typing.Optional[args[0]]:
-            raise TypeError("Not an optional type")
-        return args[0]
-
-    pbg_schema.unpack_optional = unpack_optional
     a = json.loads(sys.argv[1])
     setup_logging()
     w = a["work"]

@@ -61,6 +61,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from bench_embed import PBG_PY311_PATCH  # scripts/ is on sys.path when run as a script
+
 # =============================================================================================
 # Child process: one graphsys training run
 
@@ -154,21 +156,12 @@ GS_CHILD = textwrap.dedent(r"""
 # =============================================================================================
 # Child process: PBG 1.0.0 (its own venv)
 
-PBG_CHILD = textwrap.dedent(r"""
+PBG_CHILD = PBG_PY311_PATCH + textwrap.dedent(r"""
     import json, logging, resource, sys, time, typing
     from pathlib import Path
     import numpy as np
     import torch
     import attr
-    import torchbiggraph.schema as pbg_schema
-
-    def unpack_optional(type_):  # PBG's identity test fails on Python >= 3.11; equality works
-        args = getattr(type_, "__args__", None)
-        if not args or type_ != typing.Optional[args[0]]:
-            raise TypeError("Not an optional type")
-        return args[0]
-
-    pbg_schema.unpack_optional = unpack_optional
     import h5py
     from torchbiggraph.config import parse_config
     from torchbiggraph.graph_storages import FileEntityStorage
