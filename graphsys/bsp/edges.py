@@ -10,10 +10,11 @@ and combiner) and torch gather + ``scatter_reduce_`` (any device, any program).
 
 from __future__ import annotations
 
-import queue
+import itertools
 import threading
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,10 +22,16 @@ import torch
 
 from graphsys.bsp import kernels
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
+from graphsys.storage import pages
 
 #: Ligra's default: go dense (pull) when |F| + outdeg(F) > num_edges / DENSE_DIVISOR.
 DENSE_DIVISOR = 20
-_PAGE = 4096
+#: In memory, the all-active copy/sum pull renumbers its sources by frequency (hub sorting,
+#: :meth:`MemoryEdges.hot_adjacency`) when the gathered float64 vector is larger than this.
+HUB_SORT_BYTES = 4 << 20
+#: Out of core, edge sets of at most this many bytes (src + dst (+ weight) columns) stay
+#: mapped between supersteps without paging advice.
+RESIDENT_EDGE_BYTES = 256 << 20
 
 
 @dataclass
@@ -43,6 +50,13 @@ class EdgeResult:
 
 def _np(t: torch.Tensor) -> np.ndarray:
     return t.numpy() if t.dtype != torch.bool else t.view(torch.uint8).numpy()
+
+
+def _host_accumulators(n: int, identity: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``acc`` float64 (n,) filled with the combiner's identity and ``received`` bool (n,)
+    all False, CPU tensors allocated by NumPy (a torch fill of a CPU tensor wakes torch's
+    thread pool, which costs more than the fill itself on small graphs)."""
+    return torch.from_numpy(np.full(n, identity)), torch.from_numpy(np.zeros(n, np.bool_))
 
 
 def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tensor:
@@ -163,6 +177,9 @@ class MemoryEdges:
             self.build_seconds += time.perf_counter() - t0
         return self._adj[kind]
 
+    def close(self) -> None:
+        """Nothing to release (the adjacency is freed with the object)."""
+
     def relax_async(self, value: torch.Tensor, frontier: np.ndarray) -> tuple[int, int, int]:
         """A min-relaxation program to its fixed point (:func:`kernels.relax_async`) from
         ``frontier`` (int64 ids); ``value`` float64 (N,) CPU tensor lowered in place.
@@ -265,8 +282,7 @@ class MemoryEdges:
         all_active = num_active == self.num_nodes
         direction = "pull" if pull else "push"
         if self.use_numba:
-            acc = torch.full((self.num_nodes,), prog.identity, dtype=torch.float64)
-            received = torch.zeros(self.num_nodes, dtype=torch.bool)
+            acc, received = _host_accumulators(self.num_nodes, prog.identity)
             a, r, xn, act = _np(acc), _np(received), _np(x), _np(active)
             acc_mask = _np(accept) if accept is not None else np.zeros(0, np.uint8)
             msg, comb = MESSAGES[prog.message], COMBINERS[prog.combiner][0]
@@ -274,9 +290,13 @@ class MemoryEdges:
             for pull_kind, push_kind in self._passes():
                 if pull and all_active and accept is None and msg == kernels.MSG_COPY and (
                         comb == kernels.COMB_SUM):
-                    indptr, idx, order = self.hot_adjacency(pull_kind)
-                    xh = kernels.gather(xn, order, self._hot_x)
-                    s = m = kernels.pull_copy_sum(indptr, idx, xh, a, r)
+                    if self.num_nodes * 8 > HUB_SORT_BYTES:
+                        indptr, idx, order = self.hot_adjacency(pull_kind)
+                        xs = kernels.gather(xn, order, self._hot_x)
+                    else:  # x stays in cache: nothing to gain from hub sorting
+                        indptr, idx, _ = self.adjacency(pull_kind)
+                        xs = xn
+                    s = m = kernels.pull_copy_sum(indptr, idx, xs, a, r)
                 elif pull:
                     indptr, idx, w = self.adjacency(pull_kind)
                     s, m = kernels.pull(indptr, idx, w, xn, act, not all_active, acc_mask,
@@ -330,12 +350,21 @@ class MemoryEdges:
 
 class StreamEdges:
     """Buckets streamed from the mapped Arrow files every superstep (vertex state stays in
-    memory). Forward messages read buckets ``(i, j)`` with ``i`` in ``src_parts`` row-major
-    (consecutive buckets have different target partitions ``j``); reverse messages read
-    buckets with ``j`` in ``src_parts`` column-major. A read-ahead thread opens the next
-    buckets and faults their pages in (``readahead`` batches ahead) while ``threads``
-    workers run the kernel, one target partition at a time each (a lock per target
-    partition), so no two workers write the same accumulator entries.
+    memory). The pass is split by *target* partition: the task of partition ``t`` reads, in
+    ascending source order, the buckets ``(i, t)`` with ``i`` in ``src_parts`` (forward
+    messages) and the buckets ``(t, j)`` with ``j`` in ``src_parts`` (reverse messages),
+    so the task alone writes ``t``'s accumulator entries (no locks) and each target sums
+    its messages in a fixed order, whatever the thread timing. ``threads`` workers (this
+    thread and a pool kept for the run) take tasks from a shared counter and call GIL-free
+    numba kernels.
+
+    Paging, for edge sets larger than :data:`RESIDENT_EDGE_BYTES` (smaller ones are read
+    once and stay mapped; advice would cost more than it saves): before a bucket is read,
+    the kernel is asked to read the next ``readahead`` buckets of the task in the background
+    (``madvise(MADV_WILLNEED)``), so disk reads overlap compute, and each batch's pages leave
+    the resident set once consumed (``MADV_DONTNEED``; they stay in the page cache), which
+    bounds the resident edge memory by the batches in flight instead of the graph
+    (:mod:`graphsys.storage.pages`).
 
     ``x``/``active`` are indexed by owned-local ids (global id - ``lo``); ``acc``/``received``
     by global ids (N,): in a distributed run targets owned by other ranks are exchanged.
@@ -353,51 +382,43 @@ class StreamEdges:
         self.offsets = graph.partition_offsets()
         self.lo = int(self.offsets[self.src_parts.start])
         self.threads = max(1, threads)
-        self.readahead = max(1, readahead)
-        sched = []
-        if program.direction in ("out", "both"):
-            sched += [(i, j, False) for i in self.src_parts for j in range(p)]
-        if program.direction in ("in", "both"):
-            sched += [(i, j, True) for j in range(p) for i in range(p)
-                      if j in self.src_parts]
-        self.schedule = [(i, j, rev) for i, j, rev in sched if self.es.buckets.get((i, j))]
-        self._buckets: dict[tuple[int, int], object] = {}
-        self.num_edges_local = sum(self.es.buckets[(i, j)] for i, j, _ in self.schedule)
+        self.readahead = max(0, readahead)
+        #: per target partition: its (i, j, reverse) buckets in ascending source order
+        self.tasks: list[list[tuple[int, int, bool]]] = []
+        for t in range(p):
+            task = []
+            if program.direction in ("out", "both"):
+                task += [(i, t, False) for i in self.src_parts]
+            if program.direction in ("in", "both"):
+                task += [(t, j, True) for j in self.src_parts]
+            task = [(i, j, rev) for i, j, rev in task if self.es.buckets.get((i, j))]
+            if task:
+                self.tasks.append(task)
+        self.num_edges_local = sum(self.es.buckets[(i, j)] for task in self.tasks
+                                   for i, j, _ in task)
+        edge_bytes = self.num_edges_local * (12 if program.uses_weights else 8)
+        #: page advice on (read-ahead and release), for edge sets too big to keep mapped
+        self.paging = edge_bytes > RESIDENT_EDGE_BYTES
+        #: opened buckets: (mapped region, record batches as EdgeBatch views), kept open
+        #: between supersteps (opening costs more than a superstep of a small bucket)
+        self._open: dict[tuple[int, int], tuple[tuple[int, int], list]] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
-    def _producer(self, q: queue.Queue, abort: threading.Event, skip: set[int],
-                  consumers: int) -> None:
-        """Read-ahead: open buckets in schedule order, fault in their pages, queue batches;
-        finally one ``None`` per consumer (or an exception to re-raise)."""
+    def close(self) -> None:
+        """Stop the worker pool and unmap the buckets."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        self._open.clear()
 
-        def put(item) -> bool:
-            while not abort.is_set():
-                try:
-                    q.put(item, timeout=0.1)
-                    return True
-                except queue.Full:
-                    continue
-            return False
+    def _bucket(self, i: int, j: int) -> tuple[tuple[int, int], list]:
+        if (i, j) not in self._open:
+            b = self.graph.bucket(i, j, self.es.name)
+            self._open[(i, j)] = (b.mapped_region, list(b.batches()))
+        return self._open[(i, j)]
 
-        try:
-            for i, j, rev in self.schedule:
-                if (j if rev else i) in skip:
-                    continue
-                if (i, j) not in self._buckets:  # keep the mapping open between supersteps
-                    self._buckets[(i, j)] = self.graph.bucket(i, j, self.es.name)
-                for eb in self._buckets[(i, j)].batches():
-                    nbytes = 0
-                    for arr in (eb.src, eb.dst, eb.weight if self.program.uses_weights else None):
-                        if arr is not None:
-                            kernels.touch_pages(arr.view(np.uint8), _PAGE)
-                            nbytes += arr.nbytes
-                    if not put(((i, j, rev), eb, nbytes)):
-                        return
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer side
-            put(exc)
-        finally:
-            for _ in range(consumers):
-                if not put(None):
-                    break
+    def _columns(self, eb) -> tuple:
+        return eb.src, eb.dst, eb.weight if self.program.uses_weights else None
 
     def run(self, x: torch.Tensor, active: torch.Tensor, num_active: int,
             accept: torch.Tensor | None) -> EdgeResult:
@@ -410,64 +431,66 @@ class StreamEdges:
                 a, b = int(self.offsets[p]) - self.lo, int(self.offsets[p + 1]) - self.lo
                 if not bool(act[a:b].any()):
                     skip.add(p)
-        q: queue.Queue = queue.Queue(maxsize=self.readahead)
-        abort = threading.Event()
+        tasks = [[(i, j, rev) for i, j, rev in task if (j if rev else i) not in skip]
+                 for task in self.tasks]
+        tasks = [task for task in tasks if task]
+        for task in tasks:  # open in this thread: workers only read the cached views
+            for i, j, _ in task:
+                self._bucket(i, j)
         numba_path = self.backend == "numba" and prog.builtin
         if numba_path:
-            acc = torch.full((self.num_nodes,), prog.identity, dtype=torch.float64)
-            received = torch.zeros(self.num_nodes, dtype=torch.bool)
+            acc, received = _host_accumulators(self.num_nodes, prog.identity)
             state = (_np(x), _np(active), _np(acc), _np(received),
                      MESSAGES[prog.message], COMBINERS[prog.combiner][0])
-            workers = self.threads
+            workers = min(self.threads, len(tasks))
             sink = None
         else:
             sink = _Sink(prog, self.num_nodes, self.device)
             workers = 1  # torch ops are themselves multi-threaded
-        locks = [threading.Lock() for _ in range(self.graph.num_partitions)]
-        counters = [[0, 0, 0, 0] for _ in range(workers)]  # scanned, sent, bytes, h2d
-        errors: list[BaseException] = []
+        counters = [[0, 0, 0, 0] for _ in range(max(1, workers))]  # scanned, sent, bytes, h2d
+        next_task = itertools.count()
+        failed = threading.Event()
 
-        def consume(k: int) -> None:
+        def work(k: int) -> None:
             c = counters[k]
             try:
-                while True:
-                    try:
-                        item = q.get(timeout=0.1)
-                    except queue.Empty:
-                        if abort.is_set():
-                            return
-                        continue
-                    if item is None:
+                while not failed.is_set():
+                    t = next(next_task)  # atomic under the GIL
+                    if t >= len(tasks):
                         return
-                    if isinstance(item, BaseException):
-                        errors.append(item)
-                        return
-                    (i, j, rev), eb, nbytes = item
-                    c[0] += len(eb)
-                    c[2] += nbytes
-                    if numba_path:
-                        self._numba_batch(eb, i, j, rev, use_active, state, locks, c)
-                    else:
-                        self._torch_batch(eb, i, j, rev, x, active, use_active, sink, c)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-                errors.append(exc)
-                abort.set()
+                    task = tasks[t]
+                    for n, (i, j, rev) in enumerate(task):
+                        if self.paging:
+                            for ahead in (task[:self.readahead + 1] if n == 0 else
+                                          task[n + self.readahead:n + self.readahead + 1]):
+                                self._will_need(ahead)
+                        region, batches = self._open[(i, j)]
+                        for eb in batches:
+                            c[0] += len(eb)
+                            c[2] += sum(a.nbytes for a in self._columns(eb) if a is not None)
+                            if numba_path:
+                                self._numba_batch(eb, i, j, rev, use_active, state, c)
+                            else:
+                                self._torch_batch(eb, i, j, rev, x, active, use_active, sink, c)
+                            if self.paging:
+                                pages.release(region, *self._columns(eb))
+            except BaseException:
+                failed.set()
+                raise
 
-        producer = threading.Thread(target=self._producer, args=(q, abort, skip, workers),
-                                    daemon=True)
-        producer.start()
-        threads = [threading.Thread(target=consume, args=(k,), daemon=True)
-                   for k in range(1, workers)]
-        for t in threads:
-            t.start()
-        consume(0)
-        for t in threads:
-            t.join()
-        if errors:  # consumers stopped early: let a blocked producer see the abort
-            abort.set()
-        producer.join()
-        if errors:
-            raise errors[0]
+        futures = []
+        if workers > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads - 1,
+                                                thread_name_prefix="graphsys-stream")
+            futures = [self._pool.submit(work, k) for k in range(1, workers)]
+        try:
+            work(0)
+        finally:
+            errors = [f.exception() for f in futures]  # waits for every worker
+        for e in errors:
+            if e is not None:
+                raise e
         scanned, sent, nbytes, h2d = (sum(c[k] for c in counters) for k in range(4))
         if numba_path:
             res = EdgeResult(acc, received, None, "stream")
@@ -477,21 +500,28 @@ class StreamEdges:
             scanned, sent, nbytes, h2d)
         return res
 
+    def _will_need(self, bucket: tuple[int, int, bool]) -> None:
+        region, batches = self._open[bucket[:2]]
+        for eb in batches:
+            pages.will_need(region, *self._columns(eb))
+
     def _weights(self, eb) -> np.ndarray:
         if not self.program.uses_weights:
             return np.zeros(0, np.float32)
         return eb.weight if eb.weight is not None else np.ones(len(eb), np.float32)
 
-    def _numba_batch(self, eb, i, j, rev, use_active, state, locks, c) -> None:
+    def _numba_batch(self, eb, i, j, rev, use_active, state, c) -> None:
         xn, act, a, r, msg, comb = state
         bi, bj = int(self.offsets[i]), int(self.offsets[j])
         if rev:  # messages dst -> src: sources are partition j (owned), targets partition i
-            src, dst, sb, db, target = eb.dst, eb.src, bj - self.lo, bi, i
+            src, dst, sb, db = eb.dst, eb.src, bj - self.lo, bi
         else:
-            src, dst, sb, db, target = eb.src, eb.dst, bi - self.lo, bj, j
-        with locks[target]:
-            c[1] += int(kernels.stream(src, dst, sb, db, self._weights(eb), xn, act, use_active,
-                                       np.zeros(0, np.uint8), False, msg, comb, a, r))
+            src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
+        if not use_active and msg == kernels.MSG_COPY and comb == kernels.COMB_SUM:
+            c[1] += int(kernels.stream_copy_sum(src, dst, xn[sb:], a[db:], r[db:]))
+        else:
+            c[1] += int(kernels.stream(src, dst, self._weights(eb), xn[sb:], act[sb:],
+                                       use_active, msg, comb, a[db:], r[db:]))
 
     def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:
         dev = self.device

@@ -92,7 +92,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         distributed: run as one rank of the initialised ``torch.distributed`` group (each rank
             owns a contiguous range of partitions; edges are streamed as out of core).
         threads: workers for the out-of-core pass (default: numba's thread count).
-        readahead: record batches the read-ahead thread keeps ready (out of core).
+        readahead: buckets a worker asks the kernel to read ahead (out of core).
         dense_divisor: Ligra's threshold: pull when |F| + outdeg(F) > m / dense_divisor.
         fuse: run the supersteps of min-relaxation programs (BFS, SSSP, WCC;
             :attr:`VertexProgram.relax_state`) inside numba calls (in memory, CPU). Same
@@ -136,132 +136,138 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
     else:
         edges = MemoryEdges(graph, es.name, program, dev, backend, dense_divisor)
         run_mode = "memory"
-    degree_cache: dict[str, np.ndarray] = {}
+    try:
+        degree_cache: dict[str, np.ndarray] = {}
 
-    def degree_fn(direction: str) -> np.ndarray:
-        if direction not in degree_cache:
-            degree_cache[direction] = graph.degrees(es.name, direction)
-        return degree_cache[direction]
+        def degree_fn(direction: str) -> np.ndarray:
+            if direction not in degree_cache:
+                degree_cache[direction] = graph.degrees(es.name, direction)
+            return degree_cache[direction]
 
-    ctx = Context(graph=graph, num_nodes=n, lo=lo, hi=hi, device=dev, edge_set=es.name,
-                  _degree_fn=degree_fn)
-    stats = RunStats(algorithm=program.name, mode=run_mode, device=str(dev), backend=backend,
-                     world_size=comm.world_size, num_nodes=n, num_edges=es.num_edges)
-    state, active = program.init(ctx)
-    active = active.to(dev)
-    if comm.world_size > 1:
-        bounds = np.array(_rank_bounds(comm, graph), np.int64)
-    else:
-        bounds = np.array([lo, hi], np.int64)
-    stats.setup_seconds = time.perf_counter() - t_start
-    identity = program.identity
-    fused = fuse and run_mode == "memory" and edges.use_numba and program.fusable
-    step = 0
-    if schedule == "async":
-        if not (run_mode == "memory" and edges.use_numba and program.fusable):
-            raise GraphsysError(f"{program.name}: the async schedule runs min-relaxation "
-                                f"programs (bfs, sssp, wcc) in memory on the CPU (numba "
-                                f"backend, one process)")
-        active = _async_fixed_point(edges, program, state, active, stats, progress)
-        step = max_iters  # no supersteps left: the loop's else sees an empty frontier
-    while step < max_iters:
-        ctx.superstep = step
-        ss = SuperstepStats(superstep=step, active=0, direction="")
-        disk0 = disk_read_bytes()
-        t0 = time.perf_counter()
-        local_active = _count(active)
-        num_active = int(comm.allreduce([local_active], ["sum"])[0])
-        ss.active = ctx.num_active = num_active
-        if num_active == 0 and program.halt_when_inactive:
-            stats.converged = True
-            break
-        if fused:
-            done, active = _fused_supersteps(edges, program, state, active, step,
-                                             max_iters - step, stats, progress)
-            if done:
-                step += done
-                continue
-        ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
-        t1 = time.perf_counter()
-        ss.seconds["aggregate"] = t1 - t0
-        build0 = getattr(edges, "build_seconds", 0.0)
-        x = program.send(ctx, state).to(torch.float64)
-        accept = program.accepts(ctx, state)
-        if num_active == 0:  # nothing is sent: skip the edge pass
-            res = EdgeResult(torch.full((n,), identity, dtype=torch.float64, device=dev),
-                             torch.zeros(n, dtype=torch.bool, device=dev),
-                             None if not program.raw_messages else (
-                                 torch.zeros(0, dtype=torch.int64, device=dev),
-                                 torch.zeros(0, dtype=torch.float64, device=dev)), "none")
-        elif run_mode == "memory":
-            res = edges.run(x, active, num_active, accept)
+        ctx = Context(graph=graph, num_nodes=n, lo=lo, hi=hi, device=dev, backend=backend,
+                      edge_set=es.name, _degree_fn=degree_fn)
+        stats = RunStats(algorithm=program.name, mode=run_mode, device=str(dev), backend=backend,
+                         world_size=comm.world_size, num_nodes=n, num_edges=es.num_edges)
+        state, active = program.init(ctx)
+        active = active.to(dev)
+        if comm.world_size > 1:
+            bounds = np.array(_rank_bounds(comm, graph), np.int64)
         else:
-            # a rank with no active vertex skips all its buckets; local ids on the stream
-            res = edges.run(x, active, min(len(x), local_active),
-                            None)
-        t2 = time.perf_counter()
-        built = getattr(edges, "build_seconds", 0.0) - build0
-        ss.seconds["edges"] = t2 - t1 - built
-        stats.setup_seconds += built
-        # communicate: deliver the messages of targets owned here (local ids)
-        if res.raw is not None:
-            idx, val = res.raw
-            if program.include_self:
-                own = torch.nonzero(active).squeeze(1)
-                idx, val = torch.cat([idx, own + lo]), torch.cat([val, x[own]])
-            idx, val, ss.messages_exchanged = comm.exchange(idx, val, bounds)
-            if accept is not None:
-                keep = accept[idx]
-                idx, val = idx[keep], val[keep]
-            received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
-            received[idx] = True
-            combined = program.combiner.combine(idx, val, hi - lo)
-        else:
-            acc, received = res.acc.to(dev), res.received.to(dev)
-            if comm.world_size > 1:
-                sel = torch.nonzero(received).squeeze(1)
-                idx, val, ss.messages_exchanged = comm.exchange(sel, acc[sel], bounds)
-                combined = torch.full((hi - lo,), identity, dtype=torch.float64, device=dev)
-                combined.scatter_reduce_(0, idx, val, COMBINERS[program.combiner][2],
-                                         include_self=True)
+            bounds = np.array([lo, hi], np.int64)
+        stats.setup_seconds = time.perf_counter() - t_start
+        identity = program.identity
+        fused = fuse and run_mode == "memory" and edges.use_numba and program.fusable
+        step = 0
+        if schedule == "async":
+            if not (run_mode == "memory" and edges.use_numba and program.fusable):
+                raise GraphsysError(f"{program.name}: the async schedule runs min-relaxation "
+                                    f"programs (bfs, sssp, wcc) in memory on the CPU (numba "
+                                    f"backend, one process)")
+            active = _async_fixed_point(edges, program, state, active, stats, progress)
+            step = max_iters  # no supersteps left: the loop's else sees an empty frontier
+        while step < max_iters:
+            ctx.superstep = step
+            ss = SuperstepStats(superstep=step, active=0, direction="")
+            # bucket reads happen in the supersteps out of core (in memory: in the setup)
+            disk0 = disk_read_bytes() if run_mode != "memory" else 0
+            t0 = time.perf_counter()
+            local_active = _count(active)
+            num_active = int(comm.allreduce([local_active], ["sum"])[0])
+            ss.active = ctx.num_active = num_active
+            if num_active == 0 and program.halt_when_inactive:
+                stats.converged = True
+                break
+            if fused:
+                done, active = _fused_supersteps(edges, program, state, active, step,
+                                                 max_iters - step, stats, progress)
+                if done:
+                    step += done
+                    continue
+            ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
+            t1 = time.perf_counter()
+            ss.seconds["aggregate"] = t1 - t0
+            build0 = getattr(edges, "build_seconds", 0.0)
+            x = program.send(ctx, state).to(torch.float64)
+            accept = program.accepts(ctx, state)
+            if num_active == 0:  # nothing is sent: skip the edge pass
+                res = EdgeResult(torch.full((n,), identity, dtype=torch.float64, device=dev),
+                                 torch.zeros(n, dtype=torch.bool, device=dev),
+                                 None if not program.raw_messages else (
+                                     torch.zeros(0, dtype=torch.int64, device=dev),
+                                     torch.zeros(0, dtype=torch.float64, device=dev)), "none")
+            elif run_mode == "memory":
+                res = edges.run(x, active, num_active, accept)
+            else:
+                # a rank with no active vertex skips all its buckets; local ids on the stream
+                res = edges.run(x, active, min(len(x), local_active),
+                                None)
+            t2 = time.perf_counter()
+            built = getattr(edges, "build_seconds", 0.0) - build0
+            ss.seconds["edges"] = t2 - t1 - built
+            stats.setup_seconds += built
+            # communicate: deliver the messages of targets owned here (local ids)
+            if res.raw is not None:
+                idx, val = res.raw
+                if program.include_self:
+                    own = torch.nonzero(active).squeeze(1)
+                    idx, val = torch.cat([idx, own + lo]), torch.cat([val, x[own]])
+                idx, val, ss.messages_exchanged = comm.exchange(idx, val, bounds)
+                if accept is not None:
+                    keep = accept[idx]
+                    idx, val = idx[keep], val[keep]
                 received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
                 received[idx] = True
+                combined = program.combiner.combine(idx, val, hi - lo)
             else:
-                combined = acc
-            if accept is not None:
-                received &= accept
-                combined = torch.where(received, combined,
-                                       torch.full_like(combined, identity))
-        t3 = time.perf_counter()
-        ss.seconds["communicate"] = t3 - t2
-        counts = comm.allreduce([res.edges_scanned, res.messages_sent, _count(received),
-                                 res.bytes_read, res.bytes_h2d, ss.messages_exchanged],
-                                ["sum"] * 6)
-        (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
-         ss.bytes_h2d, ss.messages_exchanged) = (int(c) for c in counts)
-        ss.direction = res.direction
-        active, votes = program.update(ctx, state, combined, received)
-        active = active.to(dev)
-        votes = _reduce_dict(comm, votes)
-        ss.seconds["update"] = time.perf_counter() - t3
-        ss.disk_read_bytes = int(comm.allreduce([disk_read_bytes() - disk0], ["sum"])[0])
-        stats.supersteps.append(ss)
-        if progress is not None:
-            progress(ss)
-        if program.halt(ctx, votes):
-            stats.converged = True
-            break
-        step += 1
-    else:
-        # ran max_iters supersteps: converged only if nothing is left to do
-        stats.converged = int(comm.allreduce([_count(active)], ["sum"])[0]) == 0
-    local = program.result(ctx, state).to(torch.float64)
-    if comm.world_size > 1:
-        sizes = [int(b - a) for a, b in itertools.pairwise(bounds)]
-        values = comm.allgather(local, sizes).cpu().numpy()
-    else:
-        values = local.cpu().numpy()
-    stats.seconds = time.perf_counter() - t_start
+                acc, received = res.acc.to(dev), res.received.to(dev)
+                if comm.world_size > 1:
+                    sel = torch.nonzero(received).squeeze(1)
+                    idx, val, ss.messages_exchanged = comm.exchange(sel, acc[sel], bounds)
+                    combined = torch.full((hi - lo,), identity, dtype=torch.float64, device=dev)
+                    combined.scatter_reduce_(0, idx, val, COMBINERS[program.combiner][2],
+                                             include_self=True)
+                    received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
+                    received[idx] = True
+                else:
+                    combined = acc
+                if accept is not None:
+                    received &= accept
+                    combined = torch.where(received, combined,
+                                           torch.full_like(combined, identity))
+            t3 = time.perf_counter()
+            ss.seconds["communicate"] = t3 - t2
+            counts = comm.allreduce([res.edges_scanned, res.messages_sent, _count(received),
+                                     res.bytes_read, res.bytes_h2d, ss.messages_exchanged],
+                                    ["sum"] * 6)
+            (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
+             ss.bytes_h2d, ss.messages_exchanged) = (int(c) for c in counts)
+            ss.direction = res.direction
+            active, votes = program.update(ctx, state, combined, received)
+            active = active.to(dev)
+            votes = _reduce_dict(comm, votes)
+            ss.seconds["update"] = time.perf_counter() - t3
+            if run_mode != "memory":
+                ss.disk_read_bytes = int(comm.allreduce([disk_read_bytes() - disk0],
+                                                        ["sum"])[0])
+            stats.supersteps.append(ss)
+            if progress is not None:
+                progress(ss)
+            if program.halt(ctx, votes):
+                stats.converged = True
+                break
+            step += 1
+        else:
+            # ran max_iters supersteps: converged only if nothing is left to do
+            stats.converged = int(comm.allreduce([_count(active)], ["sum"])[0]) == 0
+        local = program.result(ctx, state).to(torch.float64)
+        if comm.world_size > 1:
+            sizes = [int(b - a) for a, b in itertools.pairwise(bounds)]
+            values = comm.allgather(local, sizes).cpu().numpy()
+        else:
+            values = local.cpu().numpy()
+        stats.seconds = time.perf_counter() - t_start
+    finally:
+        edges.close()
     return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph)
 
 
@@ -273,7 +279,7 @@ def _fused_supersteps(edges: MemoryEdges, program: VertexProgram, state: dict,
     t0 = time.perf_counter()
     build0 = edges.build_seconds
     value = state[program.relax_state]
-    frontier = torch.nonzero(active).squeeze(1).numpy()
+    frontier = np.flatnonzero(active.numpy())  # CPU only: NumPy spares torch's pool
     done, act, scanned, combined, pulled, nxt = edges.relax(value, frontier, budget)
     built = edges.build_seconds - build0
     stats.setup_seconds += built
@@ -282,18 +288,18 @@ def _fused_supersteps(edges: MemoryEdges, program: VertexProgram, state: dict,
     seconds = time.perf_counter() - t0 - built
     work = act + scanned
     share = work / work.sum() if work.sum() else np.full(done, 1.0 / done)
-    for s in range(done):
-        ss = SuperstepStats(superstep=step + s, active=int(act[s]),
-                            direction="pull" if pulled[s] else "push",
-                            edges_scanned=int(scanned[s]), messages_sent=int(scanned[s]),
-                            messages_combined=int(combined[s]), fused=True)
-        ss.seconds["edges"] = float(seconds * share[s])
+    for s, (a, e, c, p, t) in enumerate(zip(act.tolist(), scanned.tolist(),
+                                             combined.tolist(), pulled.tolist(),
+                                             (seconds * share).tolist())):
+        ss = SuperstepStats(superstep=step + s, active=a, direction="pull" if p else "push",
+                            edges_scanned=e, messages_sent=e, messages_combined=c, fused=True)
+        ss.seconds["edges"] = t
         stats.supersteps.append(ss)
         if progress is not None:
             progress(ss)
-    new_active = torch.zeros(len(active), dtype=torch.bool)
-    new_active[torch.from_numpy(nxt)] = True
-    return done, new_active
+    new_active = np.zeros(len(active), np.bool_)
+    new_active[nxt] = True
+    return done, torch.from_numpy(new_active)
 
 
 def _async_fixed_point(edges: MemoryEdges, program: VertexProgram, state: dict,
@@ -302,7 +308,7 @@ def _async_fixed_point(edges: MemoryEdges, program: VertexProgram, state: dict,
     work list; record it as one ``async`` superstep. Returns the (empty) frontier."""
     t0 = time.perf_counter()
     build0 = edges.build_seconds
-    frontier = torch.nonzero(active).squeeze(1).numpy()
+    frontier = np.flatnonzero(active.numpy())  # CPU only: NumPy spares torch's pool
     popped, scanned, lowered = edges.relax_async(state[program.relax_state], frontier)
     built = edges.build_seconds - build0
     stats.setup_seconds += built

@@ -86,7 +86,7 @@ def pull_copy_sum(indptr, indices, x, acc, received):
         lo = indptr[v]
         hi = indptr[v + 1]
         for e in range(lo, hi):
-            s += x[indices[e]]
+            s += x[np.uint64(indices[e])]  # unsigned: no negative-index test
         acc[v] += s
         if hi > lo:
             received[v] = 1
@@ -125,22 +125,21 @@ def push(indptr, indices, weight, x, frontier, accept, use_accept, msg, comb, ac
 
 
 @numba.njit(cache=True, nogil=True)
-def stream(src, dst, src_base, dst_base, weight, x, active, use_active, accept, use_accept,
-           msg, comb, acc, received):
-    """One edge list (a bucket's record batch): ``src``/``dst`` int32 local offsets, global
-    ids ``src_base + src`` / ``dst_base + dst``; messages flow ``src -> dst`` (swap the
-    arguments for reverse messages). Sequential and GIL-free, so threads can run buckets of
-    different target partitions side by side.
+def stream(src, dst, weight, x, active, use_active, msg, comb, acc, received):
+    """One edge list (a bucket's record batch): messages flow ``src -> dst`` (swap the
+    arguments for reverse messages), both int32 local offsets; ``x``/``active`` start at
+    the source partition's first vertex, ``acc``/``received`` at the target partition's
+    (the caller slices them). Sequential and GIL-free, so threads can run buckets of
+    different target partitions side by side. Offsets index as unsigned (they are never
+    negative), which spares numba's negative-index test on every access.
 
     Returns the number of messages (int64)."""
     sent = 0
     for e in range(src.shape[0]):
-        u = src_base + src[e]
+        u = np.uint32(src[e])
         if use_active and active[u] == 0:
             continue
-        v = dst_base + dst[e]
-        if use_accept and accept[v] == 0:
-            continue
+        v = np.uint32(dst[e])
         acc[v] = _comb(comb, acc[v], _msg(msg, x[u], weight, e))
         received[v] = 1
         sent += 1
@@ -148,13 +147,14 @@ def stream(src, dst, src_base, dst_base, weight, x, active, use_active, accept, 
 
 
 @numba.njit(cache=True, nogil=True)
-def touch_pages(buf, stride):
-    """Read one byte per ``stride`` bytes of ``buf`` (uint8) so a mapped file is faulted in
-    (the read-ahead thread calls this outside the GIL). Returns the byte sum (unused)."""
-    s = 0
-    for k in range(0, buf.shape[0], stride):
-        s += buf[k]
-    return s
+def stream_copy_sum(src, dst, x, acc, received):
+    """:func:`stream` for the all-active ``copy``/``sum`` pass (PageRank) without the
+    frontier and operation tests. Returns the number of messages (int64)."""
+    for e in range(src.shape[0]):
+        v = np.uint32(dst[e])
+        acc[v] += x[np.uint32(src[e])]
+        received[v] = 1
+    return src.shape[0]
 
 
 @numba.njit(parallel=True, cache=True)
@@ -327,39 +327,66 @@ def relax_async(push_a, push_b, two_ways, use_weight, value, frontier, offset, q
     list is drained before the next one is taken, so the smallest value floods first (WCC
     then lowers every vertex once, to its final label). A popped vertex ``u`` sends its
     *current* ``value[u] + offset`` (+ weight) along ``push_a`` (and ``push_b``); every
-    lowered target not already queued is appended. Same final values as the synchronous
-    supersteps for BFS, SSSP (non-negative weights) and WCC. ``queued`` uint8 (N,) all
-    zero (scratch). Returns (vertices popped, edges scanned, values lowered) as int64."""
+    lowered target not already queued is appended. A start vertex that an earlier flood
+    already popped is skipped: its value has not changed since it last sent. Same final
+    values as the synchronous supersteps for BFS, SSSP (non-negative weights) and WCC.
+
+    Unweighted programs with ``offset == 0`` (labels) or a single start vertex (BFS) *settle*
+    a vertex when it is first lowered: a FIFO flood from one start reaches every vertex
+    first by a shortest hop path, and a later flood starts at a value no smaller and,
+    with offset 0, cannot lower anything again. Settled vertices are kept in a bitmap
+    (N / 8 bytes, cache resident) that an edge tests before it reads ``value``.
+
+    ``queued`` uint8 (N,) all zero (scratch: 1 = queued, 2 = popped). Returns (vertices
+    popped, edges scanned, values lowered) as int64."""
     n = value.shape[0]
     ring = np.empty(n, np.int64)  # at most n vertices are queued at once
-    seeds = frontier[np.argsort(value[frontier], kind="mergesort")]
+    seeds = frontier
+    for k in range(1, frontier.shape[0]):
+        if value[frontier[k]] < value[frontier[k - 1]]:  # not yet ascending: sort
+            seeds = frontier[np.argsort(value[frontier], kind="mergesort")]
+            break
+    settle = not use_weight and (offset == 0.0 or seeds.shape[0] == 1)
+    settled = np.zeros((n + 63) // 64 if settle else 0, np.uint64)
+    one = np.uint64(1)
     popped = 0
     scanned = 0
     lowered = 0
     for k in range(seeds.shape[0]):
+        if queued[seeds[k]] == 2:
+            continue
         head = 0
         size = 1
         ring[0] = seeds[k]
         queued[seeds[k]] = 1
+        if settle:
+            settled[seeds[k] >> 6] |= one << np.uint64(seeds[k] & 63)
         while size > 0:
             u = ring[head]
-            head = (head + 1) % n
+            head = head + 1 if head + 1 < n else 0
             size -= 1
-            queued[u] = 0
+            queued[u] = 2
             popped += 1
             xv = value[u] + offset
             for side in range(2 if two_ways else 1):
                 adj = push_a if side == 0 else push_b
                 indptr, indices, weight = adj[0], adj[1], adj[2]
+                scanned += indptr[u + 1] - indptr[u]
                 for e in range(indptr[u], indptr[u + 1]):
-                    v = indices[e]
+                    v = np.uint64(indices[e])
+                    if settle:
+                        word, bit = v >> np.uint64(6), one << (v & np.uint64(63))
+                        if settled[word] & bit:
+                            continue
                     m = xv + weight[e] if use_weight else xv
-                    scanned += 1
                     if m < value[v]:
                         value[v] = m
                         lowered += 1
-                        if queued[v] == 0:
+                        if settle:
+                            settled[word] |= bit
+                        if queued[v] != 1:
                             queued[v] = 1
-                            ring[(head + size) % n] = v
+                            tail = head + size
+                            ring[tail if tail < n else tail - n] = v
                             size += 1
     return popped, scanned, lowered

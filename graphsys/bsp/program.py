@@ -96,8 +96,10 @@ class Context:
     """What a program sees of the run.
 
     ``num_nodes``: global N; ``lo``/``hi``: owned global id range; ``device``: torch device;
-    ``superstep``: current superstep (0-based); ``aggregates``: reduced aggregator values of
-    this superstep; ``params``: free-form parameters; ``graph``: the opened Graph.
+    ``backend``: ``numba`` (CPU kernels: a program may run its own vertex passes in numba
+    too) or ``torch`` (the GPU code path, on any device); ``superstep``: current superstep
+    (0-based); ``aggregates``: reduced aggregator values of this superstep; ``graph``: the
+    opened Graph.
     """
 
     graph: Any
@@ -105,6 +107,7 @@ class Context:
     lo: int
     hi: int
     device: torch.device
+    backend: str = "torch"
     edge_set: str | None = None
     superstep: int = 0
     #: vertices in this superstep's sending frontier, over all processes

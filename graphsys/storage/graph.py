@@ -76,13 +76,29 @@ class Bucket:
         return f"Bucket({self.edge_set!r}, {self.i}, {self.j}, edges={self.num_edges})"
 
     @cached_property
-    def _reader(self) -> paipc.RecordBatchFileReader:
+    def _mapping(self) -> pa.MemoryMappedFile:
         if self.num_edges == 0:
             raise GraphsysError("empty bucket has no file")
         try:
-            return paipc.open_file(pa.memory_map(str(self.path)))
+            return pa.memory_map(str(self.path))
         except (OSError, pa.ArrowException) as exc:
             raise FormatError(f"{self.path}: cannot open bucket ({exc})") from None
+
+    @cached_property
+    def _reader(self) -> paipc.RecordBatchFileReader:
+        try:
+            return paipc.open_file(self._mapping)
+        except (OSError, pa.ArrowException) as exc:
+            raise FormatError(f"{self.path}: cannot open bucket ({exc})") from None
+
+    @property
+    def mapped_region(self) -> tuple[int, int]:
+        """(start, end) addresses of the bucket file's mapping in this process: the columns
+        of :meth:`batches` lie inside it (for paging advice, :mod:`graphsys.storage.pages`)."""
+        m = self._mapping
+        m.seek(0)  # the reader reads at explicit offsets: the position is free to move
+        buf = m.read_buffer(m.size())  # zero copy: a view of the mapping
+        return buf.address, buf.address + buf.size
 
     def batches(self) -> Iterator[EdgeBatch]:
         """Yield the bucket's record batches as zero-copy :class:`EdgeBatch` views."""

@@ -12,6 +12,7 @@ PageRank); dangling mass is spread like the teleport (networkx's default
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 
@@ -22,6 +23,11 @@ from graphsys.errors import GraphsysError
 
 class PageRank(VertexProgram):
     """Pull-sum of ``rank / out_degree``; all vertices active; halts on the L1 change.
+
+    Each update also prepares the next superstep: the values to send (``rank / deg``) and
+    the local dangling mass (the ``dangling`` aggregator), so a superstep reads every vertex
+    array once. With the numba backend that update is one parallel pass
+    (:func:`_update_pass`); on the torch backend (any device) it is a few tensor ops.
 
     Args:
         damping: :math:`\alpha` in (0, 1) (default 0.85).
@@ -48,35 +54,64 @@ class PageRank(VertexProgram):
             pv = np.asarray(self.personalization, np.float64)
             p = torch.as_tensor(pv[ctx.lo:ctx.hi] / pv.sum()).to(ctx.device)
         deg = ctx.degree("out")
-        dangling = (deg == 0).to(torch.float64)
         # 1/deg, 0 for dangling vertices: send() is then one multiply
         inv_deg = torch.where(deg > 0, 1.0 / deg.clamp(min=1), 0.0)
-        state = {"rank": ctx.full(1.0 / n), "p": p, "inv_deg": inv_deg,
-                 "dangling": dangling}
-        return state, torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
+        rank = ctx.full(1.0 / n)
+        everyone = torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
+        state = {"rank": rank, "p": p, "inv_deg": inv_deg, "send": rank * inv_deg,
+                 # local dangling mass of ``rank``: the aggregator of the next superstep
+                 "dangling": rank[deg == 0].sum(), "everyone": everyone}
+        return state, everyone
 
     def aggregate(self, ctx, state):
-        return {"dangling": (torch.dot(state["rank"], state["dangling"]), "sum")}
+        return {"dangling": (state["dangling"], "sum")}
 
     def send(self, ctx, state):
-        return state["rank"] * state["inv_deg"]
+        return state["send"]
 
     def update(self, ctx, state, combined, received):
         a, p = self.damping, state["p"]
         scale = a * ctx.aggregates["dangling"] + (1.0 - a)  # teleport + dangling mass
-        if p is None:
-            new = combined.mul_(a).add_(scale / ctx.num_nodes)
+        if ctx.backend == "numba":
+            delta, dangling = _update_pass(
+                combined.numpy(), state["rank"].numpy(), state["inv_deg"].numpy(),
+                p.numpy() if p is not None else np.zeros(0), a, scale / ctx.num_nodes, scale,
+                state["send"].numpy())
         else:
-            new = combined.mul_(a).add_(p, alpha=scale)
-        delta = (new - state["rank"]).abs_().sum()
-        state["rank"] = new
-        return torch.ones_like(received), {"delta": (delta, "sum")}
+            new = combined.mul_(a)
+            new.add_(scale / ctx.num_nodes) if p is None else new.add_(p, alpha=scale)
+            delta = (new - state["rank"]).abs_().sum()
+            inv = state["inv_deg"]
+            dangling = new[inv == 0].sum()
+            torch.mul(new, inv, out=state["send"])
+            state["rank"] = new
+        state["dangling"] = dangling
+        return state["everyone"], {"delta": (delta, "sum")}
 
     def halt(self, ctx, votes):
         return votes["delta"] < self.tol
 
     def result(self, ctx, state):
         return state["rank"]
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _update_pass(combined, rank, inv_deg, p, damping, base, scale, send):
+    """One parallel pass over the vertices (all float64 (N_local,)): ``rank`` becomes
+    ``damping * combined + base`` (uniform teleport; ``p`` empty) or ``damping * combined
+    + scale * p``; ``send`` becomes ``rank * inv_deg``. Returns (L1 change of ``rank``,
+    rank mass on dangling vertices, ``inv_deg == 0``)."""
+    personal = p.shape[0] > 0
+    delta = 0.0
+    dangling = 0.0
+    for v in numba.prange(rank.shape[0]):
+        new = damping * combined[v] + (scale * p[v] if personal else base)
+        delta += abs(new - rank[v])
+        rank[v] = new
+        send[v] = new * inv_deg[v]
+        if inv_deg[v] == 0.0:
+            dangling += new
+    return delta, dangling
 
 
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int = 100,

@@ -1,0 +1,67 @@
+"""Paging advice for arrays that view memory-mapped graph files (Linux ``madvise``).
+
+Out-of-core passes stream bucket columns that are zero-copy views of the mapped Arrow files.
+:func:`will_need` asks the kernel to start reading a column's pages now (asynchronous
+read-ahead, no thread of ours); :func:`release` drops a consumed column's pages from this
+process's resident set (they stay in the page cache, and a later read faults them back in),
+so the resident memory of a pass is bounded by the columns in flight, not by the graph.
+Both are hints: on systems without ``madvise`` they do nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+
+import numpy as np
+
+PAGE = mmap.PAGESIZE
+_WILLNEED = getattr(mmap, "MADV_WILLNEED", 3)
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
+
+
+def _load_madvise():
+    if not os.uname().sysname == "Linux":
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_madvise = _load_madvise()
+
+
+def _advise(arr: np.ndarray, region: tuple[int, int], advice: int,
+            whole_pages_only: bool) -> None:
+    if _madvise is None or arr.nbytes == 0:
+        return
+    start = max(arr.__array_interface__["data"][0], region[0])
+    end = min(start + arr.nbytes, region[1])
+    if whole_pages_only:  # never touch a page that also holds bytes outside ``arr``
+        lo, hi = -(-start // PAGE) * PAGE, end // PAGE * PAGE
+    else:
+        lo, hi = start // PAGE * PAGE, -(-end // PAGE) * PAGE
+    if hi > lo:
+        _madvise(lo, hi - lo, advice)
+
+
+def will_need(region: tuple[int, int], *arrays: np.ndarray | None) -> None:
+    """Start reading the pages of ``arrays`` in the background; only their bytes inside
+    ``region`` (start, end addresses of a file mapping) are advised."""
+    for a in arrays:
+        if a is not None:
+            _advise(a, region, _WILLNEED, whole_pages_only=False)
+
+
+def release(region: tuple[int, int], *arrays: np.ndarray | None) -> None:
+    """Drop the pages that lie wholly inside ``arrays`` and inside ``region`` (start, end
+    addresses of a read-only file mapping) from the resident set. The region bound keeps
+    the advice off heap memory, whose contents it would discard."""
+    for a in arrays:
+        if a is not None:
+            _advise(a, region, _DONTNEED, whole_pages_only=True)

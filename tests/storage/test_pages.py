@@ -1,0 +1,65 @@
+"""Paging advice on mapped bucket columns: release drops resident pages, never data."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.feather as feather
+import pytest
+
+from graphsys import open_graph
+from graphsys.storage import pages
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+linux_only = pytest.mark.skipif(pages._madvise is None, reason="needs Linux madvise")
+
+
+def rss_file_kib() -> int:
+    with open(f"/proc/{os.getpid()}/status") as f:
+        return int(re.search(r"RssFile:\s+(\d+)", f.read()).group(1))
+
+
+@pytest.fixture(scope="module")
+def big_bucket(tmp_path_factory):
+    """One bucket of 4M edges (32 MiB of src + dst), opened."""
+    tmp = tmp_path_factory.mktemp("pages")
+    rng = np.random.default_rng(3)
+    n = 4_000_000
+    f = tmp / "e.arrow"
+    feather.write_feather(pa.table({"src": rng.integers(0, 50_000, n),
+                                    "dst": rng.integers(0, 50_000, n)}), f,
+                          compression="uncompressed")
+    ingest([EdgeSource([f])], tmp / "g", IngestOptions(num_partitions=1))
+    return open_graph(tmp / "g").bucket(0, 0)
+
+
+@linux_only
+def test_release_drops_resident_pages_and_keeps_the_data(big_bucket):
+    region = big_bucket.mapped_region
+    eb = next(big_bucket.batches())
+    checksum = int(eb.src.sum()) + int(eb.dst.sum())  # faults every page in
+    before = rss_file_kib()
+    pages.release(region, eb.src, eb.dst)
+    after = rss_file_kib()
+    assert before - after > 24 * 1024  # most of the 32 MiB left the resident set
+    pages.will_need(region, eb.src, eb.dst)
+    assert int(eb.src.sum()) + int(eb.dst.sum()) == checksum  # read back from the file
+
+
+@linux_only
+def test_advice_outside_the_mapping_does_nothing(big_bucket):
+    heap = np.arange(1 << 20, dtype=np.int64)  # 8 MiB of anonymous memory
+    start, end = big_bucket.mapped_region
+    pages.release((start, end), heap)  # heap lies outside the bucket's mapping
+    assert np.array_equal(heap, np.arange(1 << 20, dtype=np.int64))
+
+
+def test_mapped_region_holds_the_columns(big_bucket):
+    start, end = big_bucket.mapped_region
+    eb = next(big_bucket.batches())
+    for col in (eb.src, eb.dst):
+        addr = col.__array_interface__["data"][0]
+        assert start <= addr and addr + col.nbytes <= end
