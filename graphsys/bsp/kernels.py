@@ -201,7 +201,8 @@ def _relax_pull(indptr_a, indices_a, weight_a, indptr_b, indices_b, weight_b, tw
     """One dense superstep (parallel over targets ``v``): the minimum message of ``v``'s
     frontier in-neighbours (``in_frontier[u] == fstamp``), ``old[u] + offset`` (+ weight),
     lowers ``value[v]``; targets already at or below ``floor`` (the smallest message of the
-    superstep) are skipped, and ``first_wins`` stops at the first message (all equal).
+    superstep; ``-inf`` when weights vary the messages) are skipped, a target stops reading
+    once it reaches ``floor``, and ``first_wins`` stops at the first message (all equal).
     Returns (edges scanned, distinct receivers, improved count)."""
     n = value.shape[0]
     scanned = 0
@@ -228,9 +229,9 @@ def _relax_pull(indptr_a, indices_a, weight_a, indptr_b, indices_b, weight_b, tw
                 got = 1
                 if m < best:
                     best = m
-                if first_wins:
+                if first_wins or best <= floor:  # nothing can lower it further
                     break
-            if first_wins and got:
+            if got and (first_wins or best <= floor):
                 break
         scanned += k
         combined += got
