@@ -16,7 +16,7 @@ JSON layout (every figure a plain number, list or string):
 * ``ncu`` (with ``ncu=True``, see :mod:`graphsys.analysis.ncu`): ``model_utilization``
   (the ``edge-balanced`` mapping's), ``measured_utilization`` (Nsight Compute, edge
   kernels), ``abs_difference``, ``kernels`` (every profiled kernel grouped by function
-  name), launch counts, the ``command`` that ran;
+  name), launch counts, the ``command`` that ran and the ncu ``version``;
 * ``advice``: list of strings; ``mappings``; ``graph``; ``workload``; ``seconds``.
 """
 
@@ -93,7 +93,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         maps.append(ENGINE_MAPPING)
     check_block_size(block_size)
     dev = str(resolve_device(device))
-    ncu_exe, ncu_dev = preflight(device, ncu_path) if ncu else (None, None)
+    setup = preflight(device, ncu_path) if ncu else None
     gpu_spec = resolve_gpu(gpu)
     rec = SimtRecorder(maps, block_size, items_per_thread, gpu_spec)
     if workload == "bsp":
@@ -134,11 +134,11 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     out["storage"] = storage_balance(g, es.name, ranks)
     out["load_balance"]["storage"] = out["storage"]
     if ncu:
-        app = bsp_command(g.path.resolve(), algorithm, device=ncu_dev, mode=mode,
+        app = bsp_command(g.path.resolve(), algorithm, device=setup.device, mode=mode,
                           max_iters=max_iters, source=source, edge_set=edge_set)
-        cmd, launches, secs = measure(ncu_exe, app, launch_count=ncu_launch_count)
+        cmd, launches, secs = measure(setup, app, launch_count=ncu_launch_count)
         out["ncu"] = validation(cmd, launches, secs, sims[ENGINE_MAPPING]["mean_utilization"],
-                                ncu_dev)
+                                setup)
     out["advice"] = advice(out)
     out["seconds"] = time.perf_counter() - t0
     return out

@@ -239,7 +239,8 @@ def _ncu_section(n: dict[str, Any]) -> str:
           n["measured_threads_per_warp_instruction"], times32(diff)]])]
     out.append(f"<p class='note'>Measured: {html.escape(n['metric'])} weighted by "
                f"{html.escape(n['weight'])} over {n['edge_launches']:,} edge-kernel launches "
-               f"of {n['launches']:,} profiled on {html.escape(str(n['device']))} "
+               f"of {n['launches']:,} profiled on {html.escape(str(n['device']))} with "
+               f"Nsight Compute {html.escape(str(n.get('version') or '(version unknown)'))} "
                f"({n['unmeasured_launches']:,} without both metrics); edge kernels: "
                f"{html.escape(n['edge_kernel_rule'])}. Model: the {html.escape(n['mapping'])} "
                f"mapping, the engine's edge-parallel gather/scatter. Command: "
