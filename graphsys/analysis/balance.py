@@ -32,9 +32,14 @@ def max_over_mean(values) -> float:
 
 
 def rank_split(num_partitions: int, world_size: int) -> list[tuple[int, int]]:
-    """Partition range ``[a, b)`` of every rank, as the BSP engine assigns them."""
+    """Partition range ``[a, b)`` of every rank, as the BSP engine assigns them (which also
+    refuses more ranks than partitions)."""
     if not isinstance(world_size, int) or world_size < 1:
         raise GraphsysError(f"--ranks must be a positive integer, got {world_size!r}")
+    if world_size > num_partitions:
+        raise GraphsysError(f"--ranks {world_size}: a distributed run needs at least one "
+                            f"partition per rank, the graph has {num_partitions} (re-ingest "
+                            f"with more --partitions)")
     p = num_partitions
     return [(r * p // world_size, (r + 1) * p // world_size) for r in range(world_size)]
 

@@ -58,7 +58,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     the measured threads per warp instruction with the ``edge-balanced`` model, which is
     added to ``mappings`` (:mod:`graphsys.analysis.ncu`). The GPU and ncu are checked before
     anything runs."""
-    from graphsys.analysis.balance import storage_balance
+    from graphsys.analysis.balance import rank_split, storage_balance
     from graphsys.analysis.kernels import dense_reference
     from graphsys.analysis.ncu import (
         ENGINE_MAPPING,
@@ -88,6 +88,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         raise GraphsysError(f"--ncu-launch-count must be a positive integer, got "
                             f"{ncu_launch_count}")
     g = graph if isinstance(graph, Graph) else open_graph(graph)
+    rank_split(g.num_partitions, ranks)  # a bad --ranks fails before anything runs
     maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
     if ncu and ENGINE_MAPPING not in maps:
         maps.append(ENGINE_MAPPING)

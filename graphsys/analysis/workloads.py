@@ -435,6 +435,13 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
 # GNN
 
 
+def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
+    """In-degree (int64 (num_dst,)) of every destination of a sampled block whose edges end
+    at ``edge_dst`` (an int tensor of local destination ids). Reads the tensor with
+    ``Tensor.numpy()``, which dispatches torch operators: call it outside profiled code."""
+    return np.bincount(edge_dst.numpy(), minlength=num_dst)
+
+
 def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int = 5,
                 batch_size: int = 256, fanouts: str = "10,5", hidden: int = 64,
                 seed: int = 0) -> dict[str, Any]:
@@ -467,15 +474,16 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     model.to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     batches = [rng.choice(n, size=min(batch_size, n), replace=False) for _ in range(steps)]
-    block_degrees: list[list[np.ndarray]] = []
+    # each step's blocks' (destination ids, destinations), read after the profiled run:
+    # Tensor.numpy() inside it would add operators to the counts
+    block_dst: list[list[tuple[Any, int]]] = []
     flops = {"v": 0.0}
 
     def work(marker: StepMarker):
         for k, seeds in enumerate(batches):
             marker.step()
             blocks = sampler.sample_blocks(np.sort(seeds), rng_seed=seed + k)
-            block_degrees.append([np.bincount(b.edge_dst.numpy(), minlength=b.num_dst_nodes)
-                                  for b in blocks])
+            block_dst.append([(b.edge_dst, b.num_dst_nodes) for b in blocks])
             x = feats[blocks[0].src_nodes].to(dev)
             y = labels[blocks[-1].dst_nodes].to(dev)
             blocks = [b.to(dev) for b in blocks]
@@ -490,7 +498,8 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
 
     _, stats = profile_call(work, device=device)
     stats.flops = flops["v"]
-    for k, degs in enumerate(block_degrees):
+    for k, blocks in enumerate(block_dst):
+        degs = [block_in_degrees(dst, n_dst) for dst, n_dst in blocks]
         recorder.step({"step": k, "direction": "pull", "active": len(batches[k])},
                       [(lambda d=d: iter([d])) for d in degs])
     return {"stats": stats, "steps": steps, "flops": stats.flops,

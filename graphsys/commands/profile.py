@@ -79,6 +79,9 @@ def run(args) -> int:
         raise GraphsysError(f"--report {args.report}: expected an .html file name")
     if args.report is not None and args.report.exists() and not args.overwrite:
         raise GraphsysError(f"{args.report}: already exists (use --overwrite)")
+    if args.report is not None and not args.report.parent.is_dir():
+        raise GraphsysError(f"--report {args.report}: directory {args.report.parent} does "
+                            f"not exist")
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
     if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):

@@ -95,3 +95,30 @@ def test_single_run_counts_match_unhooked_run(graph, mode):
     deg = graph.degrees(direction="out")
     assert first["edges"] == int(deg[source_index(graph, 150)])
     assert len(out_rec.steps["edge-balanced"]) == n
+
+
+def test_gnn_reads_block_degrees_after_the_profiled_run(graph, monkeypatch):
+    """``Tensor.numpy()`` dispatches operators (detach, resolve_conj, ...): the block
+    degrees the SIMT model needs are read after the profiled steps, not inside them."""
+    inside = {"now": False, "reads": [], "blocks": 0}
+    real_call, real_degrees = W.profile_call, W.block_in_degrees
+
+    def profiled(fn, **kw):
+        def wrapped(marker):
+            inside["now"] = True
+            try:
+                return fn(marker)
+            finally:
+                inside["now"] = False
+        return real_call(wrapped, **kw)
+
+    def degrees(edge_dst, num_dst):
+        inside["reads"].append(inside["now"])
+        return real_degrees(edge_dst, num_dst)
+
+    monkeypatch.setattr(W, "profile_call", profiled)
+    monkeypatch.setattr(W, "block_in_degrees", degrees)
+    rec = _recorder()
+    W.profile_gnn(graph, recorder=rec, steps=2, batch_size=16)
+    assert inside["reads"] == [False] * 4  # 2 steps x 2 blocks, all after the run
+    assert rec.totals["thread-per-vertex"].kernels == 4

@@ -115,16 +115,25 @@ def test_gnn_workload(main, graph_dir, capsys):
     (["profile", "pagerank", "{g}", "--device", "cuda"], "CUDA"),
     (["profile", "pagerank", "{g}", "--report", "x.txt"], ".html"),
     (["profile", "{g}"], "usage"),
+    (["profile", "pagerank", "{g}/nope"], "not a directory"),
+    (["profile", "pagerank", "{g}", "--ranks", "5"], "at least one partition per rank"),
+    (["profile", "pagerank", "{g}", "--report", "{g}/nope/r.html"], "does not exist"),
 ])
-def test_errors_are_one_line(main, graph_dir, capsys, argv, message):
+def test_errors_are_one_line(main, graph_dir, tmp_path, capsys, argv, message):
+    """One line on stderr, a non-zero status, and no report (HTML or JSON) left behind."""
     import torch
 
     if torch.cuda.is_available() and message in ("CUDA",):
         pytest.skip("a GPU is present")
-    rc = main([a.format(g=graph_dir) for a in argv])
+    report = tmp_path / "r.html"
+    argv = [a.format(g=graph_dir) for a in argv]
+    if "--report" not in argv:
+        argv += ["--report", str(report)]
+    rc = main(argv)
     err = capsys.readouterr().err.strip()
     assert rc != 0
     assert err.startswith("error:") and message in err and "\n" not in err
+    assert not report.exists() and not report.with_suffix(".json").exists()
 
 
 def test_report_renders_in_headless_chromium(graph_dir, tmp_path):
