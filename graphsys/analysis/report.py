@@ -106,6 +106,14 @@ def advice(profile: dict[str, Any]) -> list[str]:
             out.append(f"With {r['world_size']} ranks the slowest rank holds "
                        f"{r['edge_max_over_mean']:.2f}x the mean edges: use a partition count "
                        f"that is a multiple of the rank count, or rebalance partitions.")
+        ss = (r or {}).get("supersteps")
+        if ss and ss["superstep_max_over_mean"] > IMBALANCE:
+            out.append(f"With {r['world_size']} ranks each superstep waits for its busiest "
+                       f"rank: {ss['superstep_max_over_mean']:.2f}x the work of perfectly "
+                       f"balanced ranks (active edges per rank and superstep; totals max/mean "
+                       f"{ss['max_over_mean']:.2f}): the frontier concentrates in a few "
+                       f"partitions - use more partitions than ranks, or a partitioner that "
+                       f"spreads high-degree vertices.")
     if not out:
         out.append("No change indicated: utilization, balance and launch counts are within "
                    "the thresholds used here (utilization >= 50 %, max/mean <= 1.2).")
@@ -369,6 +377,12 @@ def render_html(profile: dict[str, Any]) -> str:
             rows += [[f"rank edges max/mean ({st['ranks']['world_size']} ranks)",
                       st["ranks"]["edge_max_over_mean"]],
                      ["rank edges CV", st["ranks"]["edge_cv"]]]
+            ss = st["ranks"].get("supersteps")
+            if ss:
+                rows += [["rank active edges, run total, max/mean", ss["max_over_mean"]],
+                         ["rank active edges, run total, CV", ss["cv"]],
+                         ["superstep busiest rank / mean rank (sum over supersteps)",
+                          ss["superstep_max_over_mean"]]]
         parts.append(_table(["figure", "value"], rows))
     parts.append("<h2>Plots</h2>")
     for title, b64 in plots(profile):

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from graphsys.analysis.balance import RankWork, work_by_range
 from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.simt import GPU, SimtAccumulator
 from graphsys.errors import GraphsysError
@@ -95,13 +96,19 @@ class SimtRecorder:
         return out
 
 
-def _chunks_of(deg: np.ndarray, mask: Callable[[int, int], np.ndarray] | None):
+def _chunks_of(deg: np.ndarray, mask: Callable[[int, int], np.ndarray] | None, *,
+               with_ids: bool = False):
     """Degrees ``deg`` (int64 (N,)) of the ids selected by ``mask`` (``mask(lo, count)``:
-    bool (count,) for ids ``[lo, lo + count)``; None = all), ascending, in bounded chunks."""
+    bool (count,) for ids ``[lo, lo + count)``; None = all), ascending, in bounded chunks.
+    ``with_ids``: yield ``(lo, d)`` with every id of the chunk, unselected ones at degree 0
+    (for :func:`graphsys.analysis.balance.work_by_range`)."""
     def gen():
         for lo in range(0, len(deg), FRONTIER_CHUNK):
             d = deg[lo:lo + FRONTIER_CHUNK]
-            yield d if mask is None else d[mask(lo, len(d))]
+            if with_ids:
+                yield lo, d if mask is None else np.where(mask(lo, len(d)), d, 0)
+            else:
+                yield d if mask is None else d[mask(lo, len(d))]
     return gen
 
 
@@ -285,9 +292,12 @@ def _passes(direction: str, pull: bool) -> list[str]:
 def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                 device: str = "cpu", backend: str = "torch", mode: str = "memory",
                 max_iters: int | None = None, edge_set: str | None = None,
-                damping: float = 0.85, tol: float | None = None) -> dict[str, Any]:
-    """Profile ``algorithm`` on ``graph``; fills ``recorder`` per superstep. Returns
-    ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops", "workload"}``."""
+                damping: float = 0.85, tol: float | None = None,
+                rank_work: RankWork | None = None) -> dict[str, Any]:
+    """Profile ``algorithm`` on ``graph``; fills ``recorder`` per superstep, and
+    ``rank_work`` (when given) with every superstep's work items charged to the ranks that
+    own them. Returns ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops",
+    "workload"}``."""
     from graphsys.bsp import run as bsp_run
 
     def program():
@@ -355,11 +365,20 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                 degs[direction] = graph.degrees(es, direction)
             return degs[direction]
 
+        all_ranks: dict[str, np.ndarray] = {}  # per-rank work of all-active supersteps
         for info, ref, pull in log.steps:
             everyone = ref is None or ref is ALL
-            kernels = [_chunks_of(deg(d), log.mask(ref)) for d in _passes(prog.direction, pull)]
+            passes = _passes(prog.direction, pull)
+            kernels = [_chunks_of(deg(d), log.mask(ref)) for d in passes]
             recorder.step(info, kernels,
                           cache_key=(info["direction"], "all") if everyone else None)
+            if rank_work is not None:
+                if not everyone or info["direction"] not in all_ranks:
+                    w = sum(work_by_range(_chunks_of(deg(d), log.mask(ref), with_ids=True),
+                                          rank_work.bounds) for d in passes)
+                    if everyone:
+                        all_ranks[info["direction"]] = w
+                rank_work.add(all_ranks[info["direction"]] if everyone else w)
         simt_seconds = time.perf_counter() - t0
         record_seconds = log.record_seconds
     finally:

@@ -43,7 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
     p.add_argument("--ranks", type=int, default=1,
-                   help="also report the per-rank split for this many distributed ranks")
+                   help="also report the balance of this many distributed ranks: their "
+                        "partitions' nodes and edges, and (BSP) every superstep's active "
+                        "edges per rank")
     p.add_argument("--steps", type=int, default=5, help="GNN steps to profile (default 5)")
     p.add_argument("--batch-size", type=int, help="embed positives / GNN seeds per batch")
     p.add_argument("--no-dense", action="store_true", help="skip the dense MLP reference")
