@@ -221,13 +221,18 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
 
     k, ref = profile["kernels"], profile.get("dense_reference")
     fig, ax = plt.subplots(figsize=FIGSIZE)
+    top = [0.0]
     if k.get("per_step"):
-        ax.plot(k["per_step"], marker="o", ms=3, label="graph workload")
-    elif k.get("mean_per_step"):
-        ax.axhline(k["mean_per_step"], label="graph workload (mean per step)")
+        ax.plot(k["per_step"], "C0", marker="o", ms=3, label="graph workload")
+        top += k["per_step"]
+    elif k.get("mean_per_step"):  # one profiler range over the epoch: its mean per step
+        ax.axhline(k["mean_per_step"], color="C0", label="graph workload (mean per step)")
+        top.append(k["mean_per_step"])
     if ref and ref["kernels"].get("per_step"):
-        ax.plot(ref["kernels"]["per_step"], marker="s", ms=3, label="dense MLP reference")
-    ax.set_ylim(bottom=0)
+        ax.plot(ref["kernels"]["per_step"], "C1", marker="s", ms=3,
+                label="dense MLP reference")
+        top += ref["kernels"]["per_step"]
+    ax.set_ylim(0, 1.1 * max(top) or 1)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel("invocations")
