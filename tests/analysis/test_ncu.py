@@ -38,6 +38,11 @@ Where the fake's output format comes from (the real tool could not be run here: 
   Performance Counters on the target device 0.``: a real run's message.
 * The ratio metric is Nsight Compute's "Avg. Active Threads Per Warp": printed with two
   decimals, or as an integer (``32``) when whole; the unit column is empty.
+* ``ncu --version``: ``NVIDIA (R) Nsight Compute Command Line Profiler`` / ``Copyright (c)
+  2018-2025 NVIDIA Corporation`` / ``Version 2025.1.1.0 (build 35528883)
+  (public-release)``, and that release's ``--help`` lists ``--rename-kernels`` (a real
+  session pasted in public notes); scripts for several releases pass ``--rename-kernels
+  off`` / ``0``.
 """
 
 from __future__ import annotations
