@@ -449,6 +449,9 @@ NO_PERMISSION = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission
                  "NVIDIA GPU Performance Counters on the target device 0.\n")
 NO_KERNELS = ("==PROF== Disconnected from process 4242\n"
               "==WARNING== No kernels were profiled.\n")
+# a metric this ncu/GPU does not know (the message of a real run, quoted publicly)
+NO_METRIC = ("==ERROR== Failed to find metric "
+             "regex:^flop_count_sp\\.(sum|min|max|avg|pct|ratio|max_rate)$\n")
 
 
 @pytest.mark.parametrize("log, rc, stderr, message", [
@@ -456,6 +459,7 @@ NO_KERNELS = ("==PROF== Disconnected from process 4242\n"
     (CONNECTED, 2, "error: graph directory is corrupt\n",
      "status 2: error: graph directory is corrupt"),
     (CONNECTED + NO_KERNELS, 0, "", "no kernel metrics: ==WARNING== No kernels were profiled."),
+    (CONNECTED + NO_METRIC, 1, "", "status 1: ==ERROR== Failed to find metric regex:^flop"),
 ])
 def test_failed_ncu_run(graph_dir, tmp_path, gpu, capsys, log, rc, stderr, message):
     exe = fake_ncu(tmp_path / "bin", log=log, rc=rc, stderr=stderr)
