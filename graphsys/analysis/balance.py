@@ -3,11 +3,20 @@
 Partition and bucket balance (max/mean) and the edge-cut come from
 :func:`graphsys.storage.info.graph_info`; this module adds the coefficient of variation of
 the same counts and the per-rank split the BSP engine uses under ``torch.distributed``
-(rank ``r`` of ``W`` owns partitions ``[r P // W, (r+1) P // W)``).
+(rank ``r`` of ``W`` owns partitions ``[r P // W, (r+1) P // W)``, i.e. the global ids
+``[offsets[r P // W], offsets[(r+1) P // W])``).
+
+The static split (nodes and edges per rank) is what an all-active superstep costs each
+rank. A frontier program's supersteps touch only the active vertices, so
+:class:`RankWork` also charges every superstep's work items (the active vertices' edges, as
+the SIMT model sees them) to the rank that owns them: a BSP superstep ends when its slowest
+rank does, so the run's rank imbalance is ``sum over supersteps of the max rank's work /
+sum of the mean rank's work``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,9 +41,14 @@ def max_over_mean(values) -> float:
 
 
 def rank_split(num_partitions: int, world_size: int) -> list[tuple[int, int]]:
-    """Partition range ``[a, b)`` of every rank, as the BSP engine assigns them."""
+    """Partition range ``[a, b)`` of every rank, as the BSP engine assigns them (which also
+    refuses more ranks than partitions)."""
     if not isinstance(world_size, int) or world_size < 1:
         raise GraphsysError(f"--ranks must be a positive integer, got {world_size!r}")
+    if world_size > num_partitions:
+        raise GraphsysError(f"--ranks {world_size}: a distributed run needs at least one "
+                            f"partition per rank, the graph has {num_partitions} (re-ingest "
+                            f"with more --partitions)")
     p = num_partitions
     return [(r * p // world_size, (r + 1) * p // world_size) for r in range(world_size)]
 
@@ -79,3 +93,48 @@ def storage_balance(graph, edge_set: str | None = None, ranks: int = 1) -> dict[
                         "edge_cv": cv(re), "node_max_over_mean": max_over_mean(rn),
                         "node_cv": cv(rn)}
     return out
+
+
+def rank_bounds(graph, world_size: int) -> np.ndarray:
+    """Global id boundaries of the ranks of a distributed BSP run, int64 (W+1,): rank ``r``
+    owns ids ``[b[r], b[r+1])`` (its partitions' nodes, as the engine assigns them)."""
+    offsets = np.asarray(graph.partition_offsets(), np.int64)
+    return np.asarray([offsets[a] for a, _ in rank_split(graph.num_partitions, world_size)]
+                      + [offsets[-1]], np.int64)
+
+
+def work_by_range(chunks: Callable[[], Any], bounds: np.ndarray) -> np.ndarray:
+    """Sum of the selected degrees in every id range ``[bounds[r], bounds[r+1])``, int64
+    (W,). ``chunks()`` yields ``(lo, d)``: int64 degrees ``d`` of ids ``lo ..
+    lo + len(d) - 1`` with the unselected ones zeroed, ascending and contiguous."""
+    out = np.zeros(len(bounds) - 1, np.int64)
+    for lo, d in chunks():
+        csum = np.concatenate([[0], np.cumsum(d, dtype=np.int64)])
+        b = np.clip(bounds - lo, 0, len(d))
+        out += csum[b[1:]] - csum[b[:-1]]
+    return out
+
+
+class RankWork:
+    """Per-rank work of every superstep: ``add(work)`` with int64 (W,) edges scanned by the
+    active vertices each rank owns; :meth:`result` the totals and imbalance figures."""
+
+    def __init__(self, bounds: np.ndarray) -> None:
+        self.bounds = np.asarray(bounds, np.int64)
+        self.per_step: list[list[int]] = []
+
+    def add(self, work: np.ndarray) -> None:
+        self.per_step.append([int(x) for x in work])
+
+    def result(self) -> dict[str, Any]:
+        """``work`` (per rank, summed over supersteps), its ``max_over_mean`` and ``cv``,
+        ``superstep_max_over_mean`` (sum over supersteps of the busiest rank's work / of the
+        mean rank's work: the BSP slowdown against perfect balance, 1 = balanced), and
+        ``per_step`` (per superstep, per rank)."""
+        w = np.asarray(self.per_step, np.int64).reshape(-1, len(self.bounds) - 1)
+        mean = float(w.mean(axis=1).sum()) if w.size else 0.0
+        return {"work": w.sum(axis=0).tolist(), "max_over_mean": max_over_mean(w.sum(axis=0)),
+                "cv": cv(w.sum(axis=0)),
+                "superstep_max_over_mean": float(w.max(axis=1).sum()) / mean if mean > 0
+                else 1.0,
+                "per_step": self.per_step}

@@ -6,29 +6,46 @@ scatter operators over the edge list: ``x[src]`` and ``active[src]`` gather one 
 edge, ``scatter_reduce_`` into the accumulator and ``received[index] = True`` scatter one
 element per edge. These kernels are edge-parallel: thread ``t`` of a CTA of ``nt`` threads
 handles elements ``t, t + nt, ...`` of the CTA's chunk of ``nt x vt`` (for example
-``index_elementwise_kernel<128, 4, ...>`` and ``_scatter_gather_elementwise_kernel<128, 4,
-...>``), whatever the degrees, so every lane of a warp is busy except in the last, partial
-warp. That is the model's ``edge-balanced`` mapping (:mod:`graphsys.analysis.simt`), not a
-vertex-per-thread one; its ``mean_utilization`` is the model figure compared here
-(:data:`ENGINE_MAPPING`).
+``index_elementwise_kernel<(int)128, (int)4, ...>`` and
+``_scatter_gather_elementwise_kernel<(int)128, (int)4, ...>``), whatever the degrees, so
+every lane of a warp is busy except in the last, partial warp. That is the model's
+``edge-balanced`` mapping (:mod:`graphsys.analysis.simt`), not a vertex-per-thread one; its
+``mean_utilization`` is the model figure compared here (:data:`ENGINE_MAPPING`).
 
 **Measurement.** ``ncu`` (Nsight Compute's CLI) runs ``python -m graphsys run ALGO DIR
 --device cuda --backend torch`` (:func:`bsp_command`, :func:`ncu_command`) and records, per
 kernel launch, :data:`METRICS`:
 
 * ``smsp__thread_inst_executed_per_inst_executed.ratio``: threads per executed warp
-  instruction, 0..32 (the active threads of each instruction; the ``_pred_on`` variant
-  would leave out predicated-off ones);
+  instruction, 0..32 (Nsight Compute's "Avg. Active Threads Per Warp"; the ``_pred_on``
+  variant would leave out predicated-off threads);
 * ``smsp__inst_executed.sum``: executed warp instructions (the weight);
 * ``launch__grid_size`` / ``launch__block_size``: CTAs and threads per CTA.
 
-Its report goes to a log file as CSV (``--csv --page details --print-units base``): after
-``==PROF==`` lines, the header ``"ID","Process ID","Process Name","Host Name","Kernel
-Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric
-Name","Metric Unit","Metric Value"`` (newer releases append rule columns) and one row per
-launch and metric; numbers carry en-US thousands separators (``"1,234,567"``), a metric
-that could not be collected reads ``n/a``. :func:`parse_csv` turns it into
-:class:`KernelLaunch` records.
+**The real tool's output** (sources in ``tests/analysis/test_ncu.py``, whose fake ``ncu``
+writes this format). ``--log-file`` receives *all tool output* (Nsight Compute CLI docs,
+"File" options): ``==PROF==`` progress lines (``==PROF== Connected to process ...``,
+``==PROF== Profiling "NAME" - ID: 0%....50%....100% - N passes``, ``==PROF== Disconnected
+...``), ``==WARNING==`` / ``==ERROR==`` lines, then the report; the application's own
+stdout and stderr stay on the console. With ``--csv --page details`` the report is one
+header line, ``"ID","Process ID","Process Name","Host Name","Kernel Name","Context",
+"Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric
+Unit","Metric Value"`` (releases with rule output append ``"Rule Name"`` ...
+``"Estimated Speedup"``; older ones had a ``"Kernel Time"`` column and no ``Block Size`` /
+``Grid Size``), then one row per launch and metric, every cell quoted; metrics named with
+``--metrics`` sit in the section ``"Command line profiler metrics"``. ``--csv`` implies
+``--print-units base`` (docs), so counts are plain numbers, but they are grouped as the host
+locale groups them (``"1,234,567"`` in English, ``"2.508.800"`` in German) - hence
+:data:`NCU_ENV` (``LC_ALL=C``: the decimal mark is ``.``) and a strict :func:`_number`. A
+metric that could not be collected reads ``n/a``. ``Kernel Name`` is printed as
+``--print-kernel-base`` says (default ``demangled``) by NVIDIA's demangler:
+``void at::native::<unnamed>::indexSelectLargeIndex<float, long, unsigned int, (int)2,
+(int)2, (int)-2, (bool)1>(at::cuda::detail::TensorInfo<T1, T3>, ...)`` - anonymous
+namespaces as ``<unnamed>``, integral template arguments as ``(int)2``, lambdas as
+``[lambda(int) (instance 1)]``. Releases that simplify demangled names by default
+(``--rename-kernels on``) get ``--rename-kernels off`` (:func:`probe`). No
+``--kernel-name`` filter is given, so ``--kernel-name-base`` (the basis of that filter only)
+is not passed either. :func:`parse_csv` turns the report into :class:`KernelLaunch` records.
 
 **Aggregation** (:func:`summarize`). Kernels are grouped by function name
 (:func:`short_name`: the demangled name without return type, template arguments and
@@ -45,6 +62,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +93,14 @@ EDGE_KERNELS = ("index_elementwise_kernel", "vectorized_gather_kernel",
                 "indexing_backward_kernel", "segment_reduce")
 #: Columns of the details-page CSV this module reads.
 COLUMNS = ("ID", "Kernel Name", "Metric Name", "Metric Value")
+#: Environment overrides of the ncu run: ncu formats numbers through the host locale, and in
+#: the C locale the decimal mark is ``.`` (a thousands separator, if any, ``,``).
+NCU_ENV = {"LC_ALL": "C"}
+#: Anonymous-namespace spellings: NVIDIA's demangler (ncu, nsys) and GNU c++filt.
+_ANONYMOUS = ("<unnamed>::", "(anonymous namespace)::")
+#: A metric value in the C locale: digits, optionally grouped by thousands with ``,``, an
+#: optional fraction and exponent.
+_NUMBER = re.compile(r"[-+]?(\d{1,3}(,\d{3})+|\d+)(\.\d*)?([eE][-+]?\d+)?")
 
 
 @dataclass
@@ -93,10 +119,14 @@ class KernelLaunch:
 
 
 def short_name(name: str) -> str:
-    """The function of a demangled kernel name: ``void at::native::foo<128, 4, ...>(int,
-    ...)`` -> ``at::native::foo`` (return type, ``(anonymous namespace)::``, template
-    arguments and parameters dropped)."""
-    s = name.replace("(anonymous namespace)::", "").strip().removeprefix("void ")
+    """The function of a demangled kernel name: ``void at::native::<unnamed>::foo<(int)128,
+    ...>(int, T2)`` -> ``at::native::foo`` (return type, anonymous namespaces - NVIDIA's
+    ``<unnamed>::`` or c++filt's ``(anonymous namespace)::`` - template arguments and
+    parameters dropped)."""
+    s = name.strip()
+    for anon in _ANONYMOUS:
+        s = s.replace(anon, "")
+    s = s.removeprefix("void ").strip()
     for i, c in enumerate(s):
         if c in "<(":
             return s[:i].strip() or name
@@ -129,10 +159,50 @@ def find_ncu(path: str | Path | None = None) -> str:
     return found
 
 
-def preflight(device: str, ncu_path: str | Path | None = None) -> tuple[str, str]:
-    """``(ncu executable, CUDA device)`` of a measured run, checked before anything runs:
-    the device is ``device`` when it names a CUDA device (``cuda[:k]``), else ``cuda``,
-    resolved by :func:`graphsys.device.resolve_device` (no usable GPU: a one-line error)."""
+@dataclass
+class NcuSetup:
+    """How ``ncu`` is run: ``exe`` the executable, ``device`` the CUDA device of the
+    measured run, ``version`` the ``Version ...`` line of ``ncu --version`` (None when it
+    printed none), ``rename_off``: whether to pass ``--rename-kernels off`` (the release
+    lists the option in ``ncu --help``; it simplifies demangled names by default)."""
+
+    exe: str
+    device: str
+    version: str | None = None
+    rename_off: bool = False
+
+
+def _run_ncu(cmd: list[str], what: str) -> subprocess.CompletedProcess:
+    """Run a short ncu query (``--version``, ``--help``) in :data:`NCU_ENV`; a one-line
+    :class:`GraphsysError` when it cannot run or fails."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60,
+                              env={**os.environ, **NCU_ENV})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GraphsysError(f"--ncu: cannot run {cmd[0]} {what}: "
+                            f"{getattr(exc, 'strerror', None) or exc}") from None
+    if proc.returncode != 0:
+        why = _last_line(proc.stderr) or _last_line(proc.stdout) or "no output"
+        raise GraphsysError(f"--ncu: {cmd[0]} {what} exited with status {proc.returncode}: "
+                            f"{why}")
+    return proc
+
+
+def probe(exe: str) -> tuple[str | None, bool]:
+    """``(version line, supports --rename-kernels)`` of the ncu at ``exe``, from ``ncu
+    --version`` and ``ncu --help``."""
+    out = _run_ncu([exe, "--version"], "--version").stdout
+    version = next((x.strip() for x in out.splitlines() if x.strip().startswith("Version")),
+                   None)
+    helptext = _run_ncu([exe, "--help"], "--help").stdout
+    return version, "--rename-kernels" in helptext
+
+
+def preflight(device: str, ncu_path: str | Path | None = None) -> NcuSetup:
+    """How a measured run will go, checked before anything runs: the ncu executable
+    (:func:`find_ncu`, then :func:`probe`) and the CUDA device - ``device`` when it names
+    one (``cuda[:k]``), else ``cuda`` - resolved by :func:`graphsys.device.resolve_device`
+    (no usable GPU: a one-line error)."""
     from graphsys.device import resolve_device
 
     name = str(device)
@@ -142,7 +212,9 @@ def preflight(device: str, ncu_path: str | Path | None = None) -> tuple[str, str
         why = str(exc).split("; use --device")[0]
         raise GraphsysError(f"--ncu needs a CUDA GPU: {why}; run it on a GPU machine or "
                             f"drop --ncu") from None
-    return find_ncu(ncu_path), str(dev)
+    exe = find_ncu(ncu_path)
+    version, rename = probe(exe)
+    return NcuSetup(exe, str(dev), version, rename)
 
 
 def bsp_command(graph_dir: str | Path, algorithm: str, *, device: str = "cuda",
@@ -163,13 +235,16 @@ def bsp_command(graph_dir: str | Path, algorithm: str, *, device: str = "cuda",
 
 
 def ncu_command(ncu: str, app: list[str], *, log_file: str | Path,
-                launch_count: int | None = None) -> list[str]:
+                launch_count: int | None = None, rename_off: bool = False) -> list[str]:
     """The ncu command line profiling ``app`` (every kernel launch of every process, or the
     first ``launch_count``): :data:`METRICS` as details-page CSV in base units, demangled
-    kernel names, written to ``log_file`` (the application's own output stays apart)."""
+    kernel names (``rename_off``: not simplified, ``--rename-kernels off``), all tool output
+    to ``log_file`` (the application's own output stays apart)."""
     cmd = [ncu, "--csv", "--page", "details", "--print-units", "base",
-           "--metrics", ",".join(METRICS), "--kernel-name-base", "demangled",
-           "--print-kernel-base", "demangled", "--target-processes", "all"]
+           "--metrics", ",".join(METRICS), "--print-kernel-base", "demangled",
+           "--target-processes", "all"]
+    if rename_off:
+        cmd += ["--rename-kernels", "off"]
     if launch_count is not None:
         cmd += ["--launch-count", str(launch_count)]
     return [*cmd, "--log-file", str(log_file), *app]
@@ -180,20 +255,24 @@ def _last_line(text: str | None) -> str:
     return lines[-1] if lines else ""
 
 
-def measure(ncu: str, app: list[str], *, launch_count: int | None = None
+def measure(setup: NcuSetup, app: list[str], *, launch_count: int | None = None
             ) -> tuple[list[str], list[KernelLaunch], float]:
-    """Run ``app`` under ``ncu`` (:func:`ncu_command`, log in a temporary directory).
-    Returns ``(command, launches, seconds)``; a failed run or a report without kernel
-    metrics is a one-line :class:`GraphsysError` quoting ncu's last ``==ERROR==`` (or
-    ``==WARNING==``) line, else the last line the run printed."""
+    """Run ``app`` under ncu as ``setup`` says (:func:`ncu_command`, log in a temporary
+    directory, environment :data:`NCU_ENV`). Returns ``(command, launches, seconds)``; a
+    failed run or a report without kernel metrics is a one-line :class:`GraphsysError`
+    quoting ncu's last ``==ERROR==`` (or ``==WARNING==``) line, else the last line the run
+    printed."""
     with tempfile.TemporaryDirectory(prefix="graphsys-ncu-") as tmp:
         log = Path(tmp) / "ncu.csv"
-        cmd = ncu_command(ncu, app, log_file=log, launch_count=launch_count)
+        cmd = ncu_command(setup.exe, app, log_file=log, launch_count=launch_count,
+                          rename_off=setup.rename_off)
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                                  env={**os.environ, **NCU_ENV})
         except OSError as exc:
-            raise GraphsysError(f"--ncu: cannot run {ncu}: {exc.strerror or exc}") from None
+            raise GraphsysError(f"--ncu: cannot run {setup.exe}: {exc.strerror or exc}"
+                                ) from None
         seconds = time.perf_counter() - t0
         text = log.read_text(errors="replace") if log.is_file() else ""
     errors = [x.strip() for x in text.splitlines() if x.startswith("==ERROR==")]
@@ -214,15 +293,17 @@ def measure(ncu: str, app: list[str], *, launch_count: int | None = None
 
 
 def _number(text: str | None) -> float | None:
-    """A metric value as ncu prints it (en-US grouping, ``1,234,567.5``); None for ``n/a``
-    or an empty cell."""
-    t = (text or "").strip().replace(",", "")
+    """A metric value as ncu prints it in the C locale (:data:`NCU_ENV`): ``1234567``,
+    ``1,234,567`` or ``31.50``; None for ``n/a`` or an empty cell. Anything else - a
+    decimal comma (``65,77``), dot grouping (``2.508.800``) - is a one-line error rather
+    than a misread number."""
+    t = (text or "").strip()
     if not t or t.lower() == "n/a":
         return None
-    try:
-        return float(t)
-    except ValueError:
-        raise GraphsysError(f"ncu CSV: metric value {text!r} is not a number") from None
+    if _NUMBER.fullmatch(t) is None:
+        raise GraphsysError(f"ncu CSV: metric value {text!r} is not a number in the C locale "
+                            f"(digits, ',' thousands groups, '.' decimal mark)")
+    return float(t.replace(",", ""))
 
 
 def _dims(text: str | None) -> int | None:
@@ -238,9 +319,11 @@ def _dims(text: str | None) -> int | None:
 
 def parse_csv(text: str) -> list[KernelLaunch]:
     """Kernel launches of ncu's details-page CSV ``text`` (see the module docstring), in
-    report order; lines before the header and ``==`` tool lines are skipped. Launches are
-    keyed by (process ID, ID); ``launch__grid_size`` / ``launch__block_size`` fall back on
-    the Grid Size / Block Size columns."""
+    report order; lines before the header and ``==`` tool lines are skipped, columns are
+    found by name (their order and any others do not matter), and only rows of
+    :data:`METRICS` are read (rule rows and other metrics are ignored). Launches are keyed
+    by (process ID, ID); ``launch__grid_size`` / ``launch__block_size`` fall back on the
+    Grid Size / Block Size columns."""
     lines = text.splitlines()
     start = next((i for i, x in enumerate(lines) if x.startswith('"ID"')), None)
     if start is None:
@@ -256,7 +339,9 @@ def parse_csv(text: str) -> list[KernelLaunch]:
         rec = launches.setdefault(key, {"name": row["Kernel Name"] or "", "metrics": {},
                                         "grid": row.get("Grid Size"),
                                         "block": row.get("Block Size")})
-        rec["metrics"][row["Metric Name"]] = _number(row["Metric Value"])
+        metric = (row["Metric Name"] or "").strip()
+        if metric in METRICS:
+            rec["metrics"][metric] = _number(row["Metric Value"])
     out = []
     for (_, lid), rec in launches.items():
         m = rec["metrics"]
@@ -321,10 +406,10 @@ def summarize(launches: list[KernelLaunch]) -> dict[str, Any]:
 
 
 def validation(command: list[str], launches: list[KernelLaunch], seconds: float,
-               model_utilization: float | None, device: str) -> dict[str, Any]:
+               model_utilization: float | None, setup: NcuSetup) -> dict[str, Any]:
     """The report's ``ncu`` section: :func:`summarize` of ``launches`` beside the model's
     :data:`ENGINE_MAPPING` utilization, their absolute difference, and how they were
-    obtained (``command``, ``device``, ``seconds`` the ncu run took)."""
+    obtained (``command``, the ncu ``version``, ``device``, ``seconds`` the run took)."""
     s = summarize(launches)
     measured = s["measured_utilization"]
     diff = (abs(measured - model_utilization)
@@ -332,4 +417,5 @@ def validation(command: list[str], launches: list[KernelLaunch], seconds: float,
     return {"mapping": ENGINE_MAPPING, "metric": RATIO, "weight": INSTRUCTIONS,
             "model_utilization": model_utilization, **s, "abs_difference": diff,
             "edge_kernel_rule": "function name contains one of: " + ", ".join(EDGE_KERNELS),
-            "device": device, "command": command, "seconds": seconds}
+            "device": setup.device, "version": setup.version, "command": command,
+            "seconds": seconds}

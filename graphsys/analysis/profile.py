@@ -12,11 +12,14 @@ JSON layout (every figure a plain number, list or string):
   ``warp_iterations``), ``per_step`` ... - keyed by mapping when several mappings are asked;
 * ``load_balance``: ``sm`` (``max_over_mean``, ``cv``, ``work``), ``cta`` (``cv``), ``warp``
   (``cv``: mean within-CTA CV) - keyed by mapping likewise - and ``storage`` (partition and
-  bucket balance, edge-cut, per-rank split);
+  bucket balance, edge-cut, per-rank split; for a BSP run with ``ranks`` > 1 also
+  ``storage.ranks.supersteps``: every superstep's active edges per rank, their totals'
+  max/mean and CV, and ``superstep_max_over_mean``, see
+  :class:`graphsys.analysis.balance.RankWork`);
 * ``ncu`` (with ``ncu=True``, see :mod:`graphsys.analysis.ncu`): ``model_utilization``
   (the ``edge-balanced`` mapping's), ``measured_utilization`` (Nsight Compute, edge
   kernels), ``abs_difference``, ``kernels`` (every profiled kernel grouped by function
-  name), launch counts, the ``command`` that ran;
+  name), launch counts, the ``command`` that ran and the ncu ``version``;
 * ``advice``: list of strings; ``mappings``; ``graph``; ``workload``; ``seconds``.
 """
 
@@ -58,7 +61,12 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     the measured threads per warp instruction with the ``edge-balanced`` model, which is
     added to ``mappings`` (:mod:`graphsys.analysis.ncu`). The GPU and ncu are checked before
     anything runs."""
-    from graphsys.analysis.balance import storage_balance
+    from graphsys.analysis.balance import (
+        RankWork,
+        rank_bounds,
+        rank_split,
+        storage_balance,
+    )
     from graphsys.analysis.kernels import dense_reference
     from graphsys.analysis.ncu import (
         ENGINE_MAPPING,
@@ -88,19 +96,23 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         raise GraphsysError(f"--ncu-launch-count must be a positive integer, got "
                             f"{ncu_launch_count}")
     g = graph if isinstance(graph, Graph) else open_graph(graph)
+    rank_split(g.num_partitions, ranks)  # a bad --ranks fails before anything runs
     maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
     if ncu and ENGINE_MAPPING not in maps:
         maps.append(ENGINE_MAPPING)
     check_block_size(block_size)
     dev = str(resolve_device(device))
-    ncu_exe, ncu_dev = preflight(device, ncu_path) if ncu else (None, None)
+    setup = preflight(device, ncu_path) if ncu else None
     gpu_spec = resolve_gpu(gpu)
     rec = SimtRecorder(maps, block_size, items_per_thread, gpu_spec)
+    ranked = None
     if workload == "bsp":
         if algorithm is None:
             raise GraphsysError("name a BSP algorithm (e.g. pagerank) or --workload embed|gnn")
+        ranked = RankWork(rank_bounds(g, ranks)) if ranks > 1 else None
         w = profile_bsp(g, algorithm, recorder=rec, source=source, device=dev,
-                        backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set)
+                        backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set,
+                        rank_work=ranked)
     elif workload == "embed":
         w = profile_embed(g, recorder=rec, device=dev, dimension=dimension,
                           batch_size=batch_size or 1000, edge_set=edge_set)
@@ -132,13 +144,15 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         out["simt"] = sims
         out["load_balance"] = dict(lbs)
     out["storage"] = storage_balance(g, es.name, ranks)
+    if ranked is not None:
+        out["storage"]["ranks"]["supersteps"] = ranked.result()
     out["load_balance"]["storage"] = out["storage"]
     if ncu:
-        app = bsp_command(g.path.resolve(), algorithm, device=ncu_dev, mode=mode,
+        app = bsp_command(g.path.resolve(), algorithm, device=setup.device, mode=mode,
                           max_iters=max_iters, source=source, edge_set=edge_set)
-        cmd, launches, secs = measure(ncu_exe, app, launch_count=ncu_launch_count)
+        cmd, launches, secs = measure(setup, app, launch_count=ncu_launch_count)
         out["ncu"] = validation(cmd, launches, secs, sims[ENGINE_MAPPING]["mean_utilization"],
-                                ncu_dev)
+                                setup)
     out["advice"] = advice(out)
     out["seconds"] = time.perf_counter() - t0
     return out

@@ -6,13 +6,25 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from typing import Any
 
 #: Below this mean utilization a mapping is flagged (the issue's rule of thumb).
 LOW_UTILIZATION = 0.5
 #: SM / partition imbalance (max/mean) above which a change is suggested.
 IMBALANCE = 1.2
+#: What to do when the warps of a CTA do unequal work, per mapping (edge-balanced warps
+#: are equal by construction).
+WARP_CV_REMEDY = {
+    "thread-per-vertex": "a warp runs as long as its highest-degree lane: group vertices of "
+                         "similar degree (degree-bucketed frontiers), or give hubs a warp "
+                         "each (warp-per-vertex for hubs).",
+    "warp-per-vertex": "each warp's work is its vertex's degree / 32: group vertices of "
+                       "similar degree in a CTA (degree-bucketed frontiers), or give hubs a "
+                       "CTA each (cta-per-vertex for hubs).",
+    "cta-per-vertex": "vertices with fewer edges than the CTA has threads leave its later "
+                      "warps idle: run low-degree vertices with warp- or thread-per-vertex "
+                      "(degree-bucketed frontiers) and keep cta-per-vertex for hubs.",
+}
 
 
 def _per_mapping(section: dict[str, Any], mappings: list[str]) -> dict[str, dict]:
@@ -53,10 +65,9 @@ def advice(profile: dict[str, Any]) -> list[str]:
                               "an edge-balanced (merge-path) mapping, smaller CTAs, or split "
                               "hub vertices."))
             w = lb[m]["warp"]["cv"]
-            if w > 0.5 and m != "edge-balanced":
+            if w > 0.5 and m in WARP_CV_REMEDY:
                 out.append(f"{m}: warps within a CTA differ strongly (mean CV {w:.2f}); "
-                           f"group vertices of similar degree (degree-bucketed frontiers) or "
-                           f"use warp-per-vertex for hubs.")
+                           f"{WARP_CV_REMEDY[m]}")
     k = profile["kernels"]
     ref = profile.get("dense_reference")
     if ref and k.get("mean_per_step") and ref["kernels"].get("mean_per_step"):
@@ -95,6 +106,14 @@ def advice(profile: dict[str, Any]) -> list[str]:
             out.append(f"With {r['world_size']} ranks the slowest rank holds "
                        f"{r['edge_max_over_mean']:.2f}x the mean edges: use a partition count "
                        f"that is a multiple of the rank count, or rebalance partitions.")
+        ss = (r or {}).get("supersteps")
+        if ss and ss["superstep_max_over_mean"] > IMBALANCE:
+            out.append(f"With {r['world_size']} ranks each superstep waits for its busiest "
+                       f"rank: {ss['superstep_max_over_mean']:.2f}x the work of perfectly "
+                       f"balanced ranks (active edges per rank and superstep; totals max/mean "
+                       f"{ss['max_over_mean']:.2f}): the frontier concentrates in a few "
+                       f"partitions - use more partitions than ranks, or a partitioner that "
+                       f"spreads high-degree vertices.")
     if not out:
         out.append("No change indicated: utilization, balance and launch counts are within "
                    "the thresholds used here (utilization >= 50 %, max/mean <= 1.2).")
@@ -104,18 +123,32 @@ def advice(profile: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # plots
 
+#: Figure size (inches) and resolution of every plot: 720 x 340 px at 100 dpi.
+FIGSIZE = (7.2, 3.4)
+DPI = 100
+
 
 def _png(fig) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     import matplotlib.pyplot as plt
 
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _legend_below(ax, handles=None, labels=None) -> None:
+    """A legend under the axes (below the x label), one row, so it never covers data."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                  ncol=min(len(handles), 5), fontsize=9, frameon=False)
+
+
 def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
-    """(title, base64 PNG) pairs."""
+    """(title, base64 PNG) pairs: warps by utilization band, utilization per step (when
+    there are several steps), work per SM, invocations per step, transfers by size."""
     try:
         import matplotlib
     except ImportError:
@@ -127,27 +160,30 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import MaxNLocator
 
     maps = profile["mappings"]
     simt = _per_mapping(profile["simt"], maps)
     lb = _per_mapping(profile["load_balance"], maps)
     out = []
 
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    fig, ax = plt.subplots(figsize=FIGSIZE)
     width = 0.8 / len(maps)
     for i, m in enumerate(maps):
         h = np.asarray(simt[m]["histogram"]["warps"], float)
         ax.bar(np.arange(4) + i * width, h / max(h.sum(), 1), width, label=m)
     ax.set_xticks(np.arange(4) + 0.4 - width / 2, [f"{b} %" for b in simt[maps[0]][
         "histogram"]["bands"]])
-    ax.set_ylabel("share of warps")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("warp's SIMT lane utilization (active lane-iterations / 32 x iterations)")
+    ax.set_ylabel("share of non-idle warps")
     ax.set_title("Warps by SIMT lane utilization")
-    ax.legend(fontsize=7)
+    _legend_below(ax)
     out.append(("Warp utilization histogram", _png(fig)))
 
     steps = simt[maps[0]].get("per_step") or []
     if len(steps) > 1:
-        fig, ax = plt.subplots(figsize=(6.5, 3.2))
+        fig, ax = plt.subplots(figsize=FIGSIZE)
         for m in maps:
             ps = simt[m]["per_step"]
             ax.plot([p["step"] for p in ps], [p["mean_utilization"] if p["mean_utilization"]
@@ -155,46 +191,70 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
                     marker="o", ms=3, label=m)
         ax.set_ylim(0, 1.05)
         ax.set_xlabel("superstep / step")
-        ax.set_ylabel("mean utilization")
+        ax.set_ylabel("mean utilization (0-1)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax2 = ax.twinx()
-        ax2.plot([p["step"] for p in steps], [p["active"] for p in steps], "k:", label="active")
-        ax2.set_ylabel("active vertices (dotted)")
-        ax.legend(fontsize=7)
+        ax2.plot([p["step"] for p in steps], [p["active"] for p in steps], "k:",
+                 label="active vertices (right axis)")
+        # headroom: an all-active run's line would sit on the utilization-1 line
+        ax2.set_ylim(0, 1.25 * max([p["active"] for p in steps] + [1]))
+        ax2.set_ylabel("active vertices")
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        _legend_below(ax, h1 + h2, l1 + l2)
         ax.set_title("Utilization per step")
         out.append(("Utilization per step", _png(fig)))
 
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    fig, ax = plt.subplots(figsize=FIGSIZE)
     for m in maps:
         w = np.asarray(lb[m]["sm"].get("work", []), float)
         if w.size and w.mean() > 0:
             ax.plot(np.arange(w.size), w / w.mean(), lw=1, label=m)
     ax.axhline(1.0, color="grey", lw=0.5)
-    ax.set_xlabel("SM")
-    ax.set_ylabel("work / mean")
-    ax.set_title(f"Work per SM ({lb[maps[0]]['gpu']}, {lb[maps[0]]['num_sms']} SMs)")
-    ax.legend(fontsize=7)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("SM index (CTAs assigned round-robin)")
+    ax.set_ylabel("work / mean work")
+    ax.set_title(f"Work per SM: loop iterations, over the mean "
+                 f"({lb[maps[0]]['gpu']}, {lb[maps[0]]['num_sms']} SMs)")
+    _legend_below(ax)
     out.append(("Work per SM", _png(fig)))
 
     k, ref = profile["kernels"], profile.get("dense_reference")
-    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    fig, ax = plt.subplots(figsize=FIGSIZE)
+    top = [0.0]
     if k.get("per_step"):
-        ax.plot(k["per_step"], marker="o", ms=3, label="graph workload")
-    elif k.get("mean_per_step"):
-        ax.axhline(k["mean_per_step"], label="graph workload (mean per step)")
+        ax.plot(k["per_step"], "C0", marker="o", ms=3, label="graph workload")
+        top += k["per_step"]
+    elif k.get("mean_per_step"):  # one profiler range over the epoch: its mean per step
+        ax.axhline(k["mean_per_step"], color="C0", label="graph workload (mean per step)")
+        top.append(k["mean_per_step"])
     if ref and ref["kernels"].get("per_step"):
-        ax.plot(ref["kernels"]["per_step"], marker="s", ms=3, label="dense MLP reference")
+        ax.plot(ref["kernels"]["per_step"], "C1", marker="s", ms=3,
+                label="dense MLP reference")
+        top += ref["kernels"]["per_step"]
+    ax.set_ylim(0, 1.1 * max(top) or 1)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
-    ax.set_ylabel(k["unit"])
-    ax.set_title("Invocations per step")
-    ax.legend(fontsize=7)
+    ax.set_ylabel("invocations")
+    ax.set_title(f"Invocations per step ({k['unit']})")
+    _legend_below(ax)
     out.append(("Invocations per step", _png(fig)))
 
     t = profile["transfers"]
-    fig, ax = plt.subplots(figsize=(6.5, 2.8))
+    fig, ax = plt.subplots(figsize=(FIGSIZE[0], 3.0))
     labels = list(t["histogram"])
     ax.bar(labels, [t["histogram"][x] for x in labels])
+    ax.set_xlabel("copy size")
     ax.set_ylabel("copies")
-    ax.set_title(f"Host<->device copies by size ({t['count']} copies, {t['bytes']:,} bytes)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
+    if not t["count"]:
+        ax.set_ylim(0, 1)
+        ax.text(0.5, 0.5, "no host<->device copies in this run"
+                + ("" if t.get("counted", "").startswith("every") else
+                   " (CPU only: nothing to copy)"),
+                transform=ax.transAxes, ha="center", va="center", color="#555")
+    ax.set_title(f"Host<->device copies by size ({t['count']:,} copies, {t['bytes']:,} bytes)")
     out.append(("Transfer sizes", _png(fig)))
     return out
 
@@ -204,13 +264,15 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
 
 _CSS = """body{font-family:sans-serif;max-width:980px;margin:1em auto;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 8px;
-text-align:right}th{background:#eee}td:first-child{text-align:left}
+text-align:right}th{background:#eee}td:first-child{text-align:left;white-space:nowrap}
 img{max-width:100%;display:block;margin:.5em 0}li{margin:.3em 0}.note{color:#555;font-size:90%}"""
 
 
 def _fmt(v) -> str:
     if v is None:
         return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.4g}"
     if isinstance(v, int):
@@ -239,7 +301,8 @@ def _ncu_section(n: dict[str, Any]) -> str:
           n["measured_threads_per_warp_instruction"], times32(diff)]])]
     out.append(f"<p class='note'>Measured: {html.escape(n['metric'])} weighted by "
                f"{html.escape(n['weight'])} over {n['edge_launches']:,} edge-kernel launches "
-               f"of {n['launches']:,} profiled on {html.escape(str(n['device']))} "
+               f"of {n['launches']:,} profiled on {html.escape(str(n['device']))} with "
+               f"Nsight Compute {html.escape(str(n.get('version') or '(version unknown)'))} "
                f"({n['unmeasured_launches']:,} without both metrics); edge kernels: "
                f"{html.escape(n['edge_kernel_rule'])}. Model: the {html.escape(n['mapping'])} "
                f"mapping, the engine's edge-parallel gather/scatter. Command: "
@@ -267,8 +330,8 @@ def render_html(profile: dict[str, Any]) -> str:
              f"<h1>graphsys profile: {html.escape(str(w.get('algorithm', w['kind'])))}</h1>",
              f"<p>Graph <code>{html.escape(profile['graph']['path'])}</code>: "
              f"{profile['graph']['nodes']:,} nodes, {profile['graph']['edges']:,} edges, "
-             f"{profile['graph']['num_partitions']} partitions. Workload: "
-             f"{html.escape(json.dumps({k_: v for k_, v in w.items()}, default=str))}</p>",
+             f"{profile['graph']['num_partitions']} partitions.</p>",
+             _table(["workload", ""], [[k_.replace("_", " "), v] for k_, v in w.items()]),
              "<h2>What to change</h2><ul>"
              + "".join(f"<li>{html.escape(a)}</li>" for a in profile["advice"]) + "</ul>",
              "<h2>Kernels and transfers</h2>"]
@@ -277,16 +340,19 @@ def render_html(profile: dict[str, Any]) -> str:
             ["steps", k.get("steps"), ref["kernels"]["steps"] if ref else None],
             ["mean per step", k.get("mean_per_step"),
              ref["kernels"]["mean_per_step"] if ref else None],
-            ["per second", k.get("per_second"), ref["kernels"]["per_second"] if ref else None],
+            ["invocations per second", k.get("per_second"),
+             ref["kernels"]["per_second"] if ref else None],
             ["mean µs per invocation", k.get("mean_us_per_invocation"),
              ref["kernels"]["mean_us_per_invocation"] if ref else None],
             ["FLOPs per invocation", k.get("flops_per_invocation"),
              ref["kernels"]["flops_per_invocation"] if ref else None],
             ["synchronisations", k.get("syncs"), ref["kernels"]["syncs"] if ref else None],
             ["transfers", t["count"], ref["transfers"]["count"] if ref else None],
-            ["transfer bytes", t["bytes"], ref["transfers"]["bytes"] if ref else None]]
+            ["transfer bytes", t["bytes"], ref["transfers"]["bytes"] if ref else None],
+            ["transfer seconds", t["seconds"], ref["transfers"]["seconds"] if ref else None]]
     parts.append(_table(["figure", "graph workload", "dense reference (MLP)"], rows))
-    parts.append(_table(["top operator", "count", "seconds"],
+    parts.append(_table([f"top {'kernel' if k['unit'] == 'CUDA kernels' else 'operator'}",
+                         "count", "seconds"],
                         [[x["name"], x["count"], x["seconds"]] for x in k.get("top", [])]))
     parts.append("<h2>SIMT lane utilization and load balance</h2>")
     parts.append(_table(
@@ -316,6 +382,12 @@ def render_html(profile: dict[str, Any]) -> str:
             rows += [[f"rank edges max/mean ({st['ranks']['world_size']} ranks)",
                       st["ranks"]["edge_max_over_mean"]],
                      ["rank edges CV", st["ranks"]["edge_cv"]]]
+            ss = st["ranks"].get("supersteps")
+            if ss:
+                rows += [["rank active edges, run total, max/mean", ss["max_over_mean"]],
+                         ["rank active edges, run total, CV", ss["cv"]],
+                         ["superstep busiest rank / mean rank (sum over supersteps)",
+                          ss["superstep_max_over_mean"]]]
         parts.append(_table(["figure", "value"], rows))
     parts.append("<h2>Plots</h2>")
     for title, b64 in plots(profile):

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from graphsys.analysis.balance import RankWork, work_by_range
 from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.simt import GPU, SimtAccumulator
 from graphsys.errors import GraphsysError
@@ -95,13 +96,19 @@ class SimtRecorder:
         return out
 
 
-def _chunks_of(deg: np.ndarray, mask: Callable[[int, int], np.ndarray] | None):
+def _chunks_of(deg: np.ndarray, mask: Callable[[int, int], np.ndarray] | None, *,
+               with_ids: bool = False):
     """Degrees ``deg`` (int64 (N,)) of the ids selected by ``mask`` (``mask(lo, count)``:
-    bool (count,) for ids ``[lo, lo + count)``; None = all), ascending, in bounded chunks."""
+    bool (count,) for ids ``[lo, lo + count)``; None = all), ascending, in bounded chunks.
+    ``with_ids``: yield ``(lo, d)`` with every id of the chunk, unselected ones at degree 0
+    (for :func:`graphsys.analysis.balance.work_by_range`)."""
     def gen():
         for lo in range(0, len(deg), FRONTIER_CHUNK):
             d = deg[lo:lo + FRONTIER_CHUNK]
-            yield d if mask is None else d[mask(lo, len(d))]
+            if with_ids:
+                yield lo, d if mask is None else np.where(mask(lo, len(d)), d, 0)
+            else:
+                yield d if mask is None else d[mask(lo, len(d))]
     return gen
 
 
@@ -285,9 +292,12 @@ def _passes(direction: str, pull: bool) -> list[str]:
 def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                 device: str = "cpu", backend: str = "torch", mode: str = "memory",
                 max_iters: int | None = None, edge_set: str | None = None,
-                damping: float = 0.85, tol: float | None = None) -> dict[str, Any]:
-    """Profile ``algorithm`` on ``graph``; fills ``recorder`` per superstep. Returns
-    ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops", "workload"}``."""
+                damping: float = 0.85, tol: float | None = None,
+                rank_work: RankWork | None = None) -> dict[str, Any]:
+    """Profile ``algorithm`` on ``graph``; fills ``recorder`` per superstep, and
+    ``rank_work`` (when given) with every superstep's work items charged to the ranks that
+    own them. Returns ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops",
+    "workload"}``."""
     from graphsys.bsp import run as bsp_run
 
     def program():
@@ -355,11 +365,20 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                 degs[direction] = graph.degrees(es, direction)
             return degs[direction]
 
+        all_ranks: dict[str, np.ndarray] = {}  # per-rank work of all-active supersteps
         for info, ref, pull in log.steps:
             everyone = ref is None or ref is ALL
-            kernels = [_chunks_of(deg(d), log.mask(ref)) for d in _passes(prog.direction, pull)]
+            passes = _passes(prog.direction, pull)
+            kernels = [_chunks_of(deg(d), log.mask(ref)) for d in passes]
             recorder.step(info, kernels,
                           cache_key=(info["direction"], "all") if everyone else None)
+            if rank_work is not None:
+                if not everyone or info["direction"] not in all_ranks:
+                    w = sum(work_by_range(_chunks_of(deg(d), log.mask(ref), with_ids=True),
+                                          rank_work.bounds) for d in passes)
+                    if everyone:
+                        all_ranks[info["direction"]] = w
+                rank_work.add(all_ranks[info["direction"]] if everyone else w)
         simt_seconds = time.perf_counter() - t0
         record_seconds = log.record_seconds
     finally:
@@ -435,6 +454,13 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
 # GNN
 
 
+def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
+    """In-degree (int64 (num_dst,)) of every destination of a sampled block whose edges end
+    at ``edge_dst`` (an int tensor of local destination ids). Reads the tensor with
+    ``Tensor.numpy()``, which dispatches torch operators: call it outside profiled code."""
+    return np.bincount(edge_dst.numpy(), minlength=num_dst)
+
+
 def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int = 5,
                 batch_size: int = 256, fanouts: str = "10,5", hidden: int = 64,
                 seed: int = 0) -> dict[str, Any]:
@@ -467,15 +493,16 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     model.to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     batches = [rng.choice(n, size=min(batch_size, n), replace=False) for _ in range(steps)]
-    block_degrees: list[list[np.ndarray]] = []
+    # each step's blocks' (destination ids, destinations), read after the profiled run:
+    # Tensor.numpy() inside it would add operators to the counts
+    block_dst: list[list[tuple[Any, int]]] = []
     flops = {"v": 0.0}
 
     def work(marker: StepMarker):
         for k, seeds in enumerate(batches):
             marker.step()
             blocks = sampler.sample_blocks(np.sort(seeds), rng_seed=seed + k)
-            block_degrees.append([np.bincount(b.edge_dst.numpy(), minlength=b.num_dst_nodes)
-                                  for b in blocks])
+            block_dst.append([(b.edge_dst, b.num_dst_nodes) for b in blocks])
             x = feats[blocks[0].src_nodes].to(dev)
             y = labels[blocks[-1].dst_nodes].to(dev)
             blocks = [b.to(dev) for b in blocks]
@@ -490,7 +517,8 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
 
     _, stats = profile_call(work, device=device)
     stats.flops = flops["v"]
-    for k, degs in enumerate(block_degrees):
+    for k, blocks in enumerate(block_dst):
+        degs = [block_in_degrees(dst, n_dst) for dst, n_dst in blocks]
         recorder.step({"step": k, "direction": "pull", "active": len(batches[k])},
                       [(lambda d=d: iter([d])) for d in degs])
     return {"stats": stats, "steps": steps, "flops": stats.flops,

@@ -43,7 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
     p.add_argument("--ranks", type=int, default=1,
-                   help="also report the per-rank split for this many distributed ranks")
+                   help="also report the balance of this many distributed ranks: their "
+                        "partitions' nodes and edges, and (BSP) every superstep's active "
+                        "edges per rank")
     p.add_argument("--steps", type=int, default=5, help="GNN steps to profile (default 5)")
     p.add_argument("--batch-size", type=int, help="embed positives / GNN seeds per batch")
     p.add_argument("--no-dense", action="store_true", help="skip the dense MLP reference")
@@ -79,6 +81,9 @@ def run(args) -> int:
         raise GraphsysError(f"--report {args.report}: expected an .html file name")
     if args.report is not None and args.report.exists() and not args.overwrite:
         raise GraphsysError(f"{args.report}: already exists (use --overwrite)")
+    if args.report is not None and not args.report.parent.is_dir():
+        raise GraphsysError(f"--report {args.report}: directory {args.report.parent} does "
+                            f"not exist")
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
     if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from graphsys.analysis.balance import cv, max_over_mean, rank_split, storage_balance
+from graphsys.analysis.balance import (
+    RankWork,
+    cv,
+    max_over_mean,
+    rank_split,
+    storage_balance,
+    work_by_range,
+)
 from graphsys.analysis.kernels import dense_reference, profile_call
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import open_graph
@@ -64,6 +71,30 @@ def test_balance_helpers_hand_computed():
     assert rank_split(5, 2) == [(0, 2), (2, 5)]
     with pytest.raises(GraphsysError):
         rank_split(4, 0)
+    with pytest.raises(GraphsysError, match="at least one partition per rank"):
+        rank_split(2, 3)
+
+
+def test_rank_work_hand_computed():
+    # ids 0..9, ranks own [0, 3), [3, 3) (no node), [3, 10); degrees 1..10, chunked 4 + 6
+    bounds = np.array([0, 3, 3, 10])
+    deg = np.arange(1, 11)
+    sel = np.array([1, 0, 1, 1, 0, 0, 0, 1, 1, 0], bool)  # ids 0, 2, 3, 7, 8
+
+    def chunks():
+        yield 0, np.where(sel[:4], deg[:4], 0)
+        yield 4, np.where(sel[4:], deg[4:], 0)
+
+    w = work_by_range(chunks, bounds)
+    assert w.tolist() == [1 + 3, 0, 4 + 8 + 9]
+    rw = RankWork(bounds)
+    rw.add(w)
+    rw.add(np.array([6, 0, 0]))
+    r = rw.result()
+    assert r["work"] == [10, 0, 21] and r["per_step"] == [[4, 0, 21], [6, 0, 0]]
+    assert r["max_over_mean"] == pytest.approx(21 / (31 / 3))
+    # supersteps wait for their busiest rank: (21 + 6) / (25/3 + 6/3)
+    assert r["superstep_max_over_mean"] == pytest.approx(27 / (31 / 3))
 
 
 def test_storage_balance_matches_graph(tmp_path):

@@ -95,3 +95,51 @@ def test_single_run_counts_match_unhooked_run(graph, mode):
     deg = graph.degrees(direction="out")
     assert first["edges"] == int(deg[source_index(graph, 150)])
     assert len(out_rec.steps["edge-balanced"]) == n
+
+
+def test_gnn_reads_block_degrees_after_the_profiled_run(graph, monkeypatch):
+    """``Tensor.numpy()`` dispatches operators (detach, resolve_conj, ...): the block
+    degrees the SIMT model needs are read after the profiled steps, not inside them."""
+    inside = {"now": False, "reads": [], "blocks": 0}
+    real_call, real_degrees = W.profile_call, W.block_in_degrees
+
+    def profiled(fn, **kw):
+        def wrapped(marker):
+            inside["now"] = True
+            try:
+                return fn(marker)
+            finally:
+                inside["now"] = False
+        return real_call(wrapped, **kw)
+
+    def degrees(edge_dst, num_dst):
+        inside["reads"].append(inside["now"])
+        return real_degrees(edge_dst, num_dst)
+
+    monkeypatch.setattr(W, "profile_call", profiled)
+    monkeypatch.setattr(W, "block_in_degrees", degrees)
+    rec = _recorder()
+    W.profile_gnn(graph, recorder=rec, steps=2, batch_size=16)
+    assert inside["reads"] == [False] * 4  # 2 steps x 2 blocks, all after the run
+    assert rec.totals["thread-per-vertex"].kernels == 4
+
+
+def test_rank_work_follows_the_frontier(graph):
+    """Every superstep's work items are charged to the ranks owning them: per superstep the
+    ranks' work adds up to the SIMT model's edges, and ids map to ranks as the engine
+    splits partitions."""
+    from graphsys.analysis.balance import RankWork, rank_bounds
+
+    bounds = rank_bounds(graph, 2)
+    off = graph.partition_offsets()
+    assert bounds.tolist() == [0, int(off[1]), int(off[3])]  # 3 partitions: [0, 1), [1, 3)
+    rec, ranked = _recorder(), RankWork(bounds)
+    W.profile_bsp(graph, "bfs", recorder=rec, source=150, rank_work=ranked)
+    steps = rec.steps["thread-per-vertex"]
+    assert len(ranked.per_step) == len(steps) > 2
+    assert [sum(w) for w in ranked.per_step] == [s["edges"] for s in steps]
+    # the first superstep pushes from the source alone, on the rank that owns it
+    src = source_index(graph, 150)
+    owner = int(np.searchsorted(bounds, src, side="right")) - 1
+    first = ranked.per_step[0]
+    assert first[owner] == steps[0]["edges"] and first[1 - owner] == 0

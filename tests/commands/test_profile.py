@@ -63,7 +63,7 @@ def _check_keys(doc, mappings):
 def test_bsp_report_and_json(main, graph_dir, tmp_path, capsys):
     report = tmp_path / "bfs.html"
     rc = main(["profile", "bfs", str(graph_dir), "--source", "0", "--report", str(report),
-               "--json"])
+               "--ranks", "2", "--json"])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     maps = doc["mappings"]
@@ -77,8 +77,14 @@ def test_bsp_report_and_json(main, graph_dir, tmp_path, capsys):
     assert steps[0]["active"] == 1
     assert doc["advice"] and "dense_reference" in doc
     assert "storage" in doc["load_balance"]
+    # per-rank balance of the distributed run: static split and per-superstep active edges
+    ranks = doc["storage"]["ranks"]
+    assert ranks["world_size"] == 2 and len(ranks["supersteps"]["per_step"]) == len(steps)
+    assert sum(ranks["supersteps"]["work"]) == doc["simt"]["warp-per-vertex"]["edges"]
+    assert ranks["supersteps"]["superstep_max_over_mean"] >= 1
     page = report.read_text()
     assert "What to change" in page and page.count("data:image/png;base64,") >= 4
+    assert "superstep busiest rank / mean rank" in page
     assert "src='http" not in page and 'src="http' not in page
 
 
@@ -115,16 +121,25 @@ def test_gnn_workload(main, graph_dir, capsys):
     (["profile", "pagerank", "{g}", "--device", "cuda"], "CUDA"),
     (["profile", "pagerank", "{g}", "--report", "x.txt"], ".html"),
     (["profile", "{g}"], "usage"),
+    (["profile", "pagerank", "{g}/nope"], "not a directory"),
+    (["profile", "pagerank", "{g}", "--ranks", "5"], "at least one partition per rank"),
+    (["profile", "pagerank", "{g}", "--report", "{g}/nope/r.html"], "does not exist"),
 ])
-def test_errors_are_one_line(main, graph_dir, capsys, argv, message):
+def test_errors_are_one_line(main, graph_dir, tmp_path, capsys, argv, message):
+    """One line on stderr, a non-zero status, and no report (HTML or JSON) left behind."""
     import torch
 
     if torch.cuda.is_available() and message in ("CUDA",):
         pytest.skip("a GPU is present")
-    rc = main([a.format(g=graph_dir) for a in argv])
+    report = tmp_path / "r.html"
+    argv = [a.format(g=graph_dir) for a in argv]
+    if "--report" not in argv:
+        argv += ["--report", str(report)]
+    rc = main(argv)
     err = capsys.readouterr().err.strip()
     assert rc != 0
     assert err.startswith("error:") and message in err and "\n" not in err
+    assert not report.exists() and not report.with_suffix(".json").exists()
 
 
 def test_report_renders_in_headless_chromium(graph_dir, tmp_path):
