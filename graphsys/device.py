@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError
@@ -28,3 +29,11 @@ def resolve_device(device: str | torch.device) -> torch.device:
                                 f"device(s)")
         return dev
     raise GraphsysError(f"unknown device {name!r} (choose from {', '.join(DEVICES)})")
+
+
+def host_array(t: torch.Tensor) -> np.ndarray:
+    """A NumPy view (no copy) of a CPU tensor's memory, bool as uint8, taken through DLPack:
+    no torch operator is dispatched (``Tensor.numpy()`` dispatches four, which a profiled
+    run would count as the workload's own)."""
+    a = np.from_dlpack(t)
+    return a.view(np.uint8) if a.dtype == np.bool_ else a

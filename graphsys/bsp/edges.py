@@ -22,6 +22,7 @@ import torch
 
 from graphsys.bsp import kernels
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
+from graphsys.device import host_array
 from graphsys.storage import pages
 
 #: Ligra's default: go dense (pull) when |F| + outdeg(F) > num_edges / DENSE_DIVISOR.
@@ -46,10 +47,6 @@ class EdgeResult:
     messages_sent: int = 0
     bytes_read: int = 0
     bytes_h2d: int = 0
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    return t.numpy() if t.dtype != torch.bool else t.view(torch.uint8).numpy()
 
 
 def _host_accumulators(n: int, identity: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -188,7 +185,7 @@ class MemoryEdges:
         push = [self.adjacency(k) for _, k in self._passes()]
         queued = np.zeros(self.num_nodes, np.uint8)
         popped, scanned, lowered = kernels.relax_async(
-            push[0], push[-1], len(push) == 2, prog.message == "add_weight", value.numpy(),
+            push[0], push[-1], len(push) == 2, prog.message == "add_weight", host_array(value),
             frontier, float(prog.relax_offset), queued)
         return int(popped), int(scanned), int(lowered)
 
@@ -236,7 +233,7 @@ class MemoryEdges:
         for _, push_kind in self._passes():
             indptr = self.adjacency(push_kind)[0]
             if self.use_numba:
-                outdeg += int(kernels.frontier_degree(indptr, frontier.cpu().numpy()))
+                outdeg += int(kernels.frontier_degree(indptr, host_array(frontier.cpu())))
             else:
                 outdeg += int((indptr[frontier + 1] - indptr[frontier]).sum())
         return num_active + outdeg > threshold, frontier
@@ -263,7 +260,7 @@ class MemoryEdges:
             pull = [self._adj[k] for k, _ in passes] if have_pull else push
             n, frontier = kernels.relax_run(
                 push[0], push[-1], pull[0], pull[-1], two, have_pull,
-                prog.message == "add_weight", prog.first_message_wins, value.numpy(),
+                prog.message == "add_weight", prog.first_message_wins, host_array(value),
                 frontier, float(prog.relax_offset), steps - done, threshold, *self._stamps,
                 self._stamp + 1, *(a[done:] for a in out))
             self._stamp += 2 * int(n)
@@ -283,8 +280,8 @@ class MemoryEdges:
         direction = "pull" if pull else "push"
         if self.use_numba:
             acc, received = _host_accumulators(self.num_nodes, prog.identity)
-            a, r, xn, act = _np(acc), _np(received), _np(x), _np(active)
-            acc_mask = _np(accept) if accept is not None else np.zeros(0, np.uint8)
+            a, r, xn, act = host_array(acc), host_array(received), host_array(x), host_array(active)
+            acc_mask = host_array(accept) if accept is not None else np.zeros(0, np.uint8)
             msg, comb = MESSAGES[prog.message], COMBINERS[prog.combiner][0]
             scanned = sent = 0
             for pull_kind, push_kind in self._passes():
@@ -304,7 +301,7 @@ class MemoryEdges:
                                         prog.first_message_wins, a, r)
                 else:
                     indptr, idx, w = self.adjacency(push_kind)
-                    s, m = kernels.push(indptr, idx, w, xn, frontier.numpy(), acc_mask,
+                    s, m = kernels.push(indptr, idx, w, xn, host_array(frontier), acc_mask,
                                         accept is not None, msg, comb, a, r)
                 scanned += int(s)
                 sent += int(m)
@@ -426,10 +423,10 @@ class StreamEdges:
         use_active = num_active < len(x)
         skip: set[int] = set()
         if use_active:  # skip buckets whose source partition has no active vertex
-            act = active.cpu()
+            act = host_array(active.cpu())
             for p in self.src_parts:
                 a, b = int(self.offsets[p]) - self.lo, int(self.offsets[p + 1]) - self.lo
-                if not bool(act[a:b].any()):
+                if not act[a:b].any():
                     skip.add(p)
         tasks = [[(i, j, rev) for i, j, rev in task if (j if rev else i) not in skip]
                  for task in self.tasks]
@@ -440,7 +437,7 @@ class StreamEdges:
         numba_path = self.backend == "numba" and prog.builtin
         if numba_path:
             acc, received = _host_accumulators(self.num_nodes, prog.identity)
-            state = (_np(x), _np(active), _np(acc), _np(received),
+            state = (host_array(x), host_array(active), host_array(acc), host_array(received),
                      MESSAGES[prog.message], COMBINERS[prog.combiner][0])
             workers = min(self.threads, len(tasks))
             sink = None

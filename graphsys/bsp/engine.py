@@ -21,7 +21,7 @@ from graphsys.bsp.distributed import LocalComm, TorchComm
 from graphsys.bsp.edges import DENSE_DIVISOR, EdgeResult, MemoryEdges, StreamEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
-from graphsys.device import resolve_device
+from graphsys.device import host_array, resolve_device
 from graphsys.errors import GraphsysError
 
 MODES = ("memory", "out-of-core")
@@ -62,7 +62,7 @@ def _count(mask: torch.Tensor) -> int:
     """True entries of a bool tensor; NumPy on the CPU (a torch reduction over a small
     tensor costs more in thread wake-ups than in work)."""
     if mask.device.type == "cpu":
-        return int(np.count_nonzero(mask.numpy()))
+        return int(np.count_nonzero(host_array(mask)))
     return int(mask.sum())
 
 
@@ -279,7 +279,7 @@ def _fused_supersteps(edges: MemoryEdges, program: VertexProgram, state: dict,
     t0 = time.perf_counter()
     build0 = edges.build_seconds
     value = state[program.relax_state]
-    frontier = np.flatnonzero(active.numpy())  # CPU only: NumPy spares torch's pool
+    frontier = np.flatnonzero(host_array(active))  # CPU only: NumPy spares torch's pool
     done, act, scanned, combined, pulled, nxt = edges.relax(value, frontier, budget)
     built = edges.build_seconds - build0
     stats.setup_seconds += built
@@ -308,7 +308,7 @@ def _async_fixed_point(edges: MemoryEdges, program: VertexProgram, state: dict,
     work list; record it as one ``async`` superstep. Returns the (empty) frontier."""
     t0 = time.perf_counter()
     build0 = edges.build_seconds
-    frontier = np.flatnonzero(active.numpy())  # CPU only: NumPy spares torch's pool
+    frontier = np.flatnonzero(host_array(active))  # CPU only: NumPy spares torch's pool
     popped, scanned, lowered = edges.relax_async(state[program.relax_state], frontier)
     built = edges.build_seconds - build0
     stats.setup_seconds += built

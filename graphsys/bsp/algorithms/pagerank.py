@@ -18,6 +18,7 @@ import torch
 
 from graphsys.bsp.algorithms._common import execute, open_if_path
 from graphsys.bsp.program import VertexProgram
+from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 
 
@@ -74,9 +75,9 @@ class PageRank(VertexProgram):
         scale = a * ctx.aggregates["dangling"] + (1.0 - a)  # teleport + dangling mass
         if ctx.backend == "numba":
             delta, dangling = _update_pass(
-                combined.numpy(), state["rank"].numpy(), state["inv_deg"].numpy(),
-                p.numpy() if p is not None else np.zeros(0), a, scale / ctx.num_nodes, scale,
-                state["send"].numpy())
+                host_array(combined), host_array(state["rank"]), host_array(state["inv_deg"]),
+                host_array(p) if p is not None else np.zeros(0), a, scale / ctx.num_nodes,
+                scale, host_array(state["send"]))
         else:
             new = combined.mul_(a)
             new.add_(scale / ctx.num_nodes) if p is None else new.add_(p, alpha=scale)
