@@ -16,6 +16,7 @@ import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -27,9 +28,29 @@ from graphsys.storage import pages
 
 #: Ligra's default: go dense (pull) when |F| + outdeg(F) > num_edges / DENSE_DIVISOR.
 DENSE_DIVISOR = 20
+
+
+def last_level_cache_bytes(default: int = 32 << 20) -> int:
+    """Size of the CPU's largest cache (Linux sysfs), or ``default`` where unknown."""
+    best = 0
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            size = (d / "size").read_text().strip()
+        except OSError:
+            continue
+        unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+        digits = size.rstrip("KMG")
+        if digits.isdigit():
+            best = max(best, int(digits) * unit)
+    return best or default
+
+
 #: In memory, the all-active copy/sum pull renumbers its sources by frequency (hub sorting,
-#: :meth:`MemoryEdges.hot_adjacency`) when the gathered float64 vector is larger than this.
-HUB_SORT_BYTES = 4 << 20
+#: :meth:`MemoryEdges.hot_adjacency`) when the gathered float64 vector is larger than this:
+#: half the last-level cache (the edges stream through the other half). Measured on a 32 MiB
+#: L3: R-MAT 100M edges (34 MB vector) pulls in 0.24 s hub-sorted vs 0.76 s plain; 10M
+#: edges (4.6 MB) 8.6 ms plain vs 13.6 ms hub-sorted.
+HUB_SORT_BYTES = last_level_cache_bytes() // 2
 #: Out of core, edge sets of at most this many bytes (src + dst (+ weight) columns) stay
 #: mapped between supersteps without paging advice.
 RESIDENT_EDGE_BYTES = 256 << 20

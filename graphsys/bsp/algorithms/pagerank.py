@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from graphsys.bsp.algorithms._common import execute, open_if_path
+from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.program import VertexProgram
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
@@ -96,22 +97,34 @@ class PageRank(VertexProgram):
         return state["rank"]
 
 
+@numba.njit(inline="always")
+def _update_vertex(v, combined, rank, inv_deg, p, damping, base, scale, send):
+    new = damping * combined[v] + (scale * p[v] if p.shape[0] > 0 else base)
+    change = abs(new - rank[v])
+    rank[v] = new
+    send[v] = new * inv_deg[v]
+    return change, new if inv_deg[v] == 0.0 else 0.0
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _update_pass(combined, rank, inv_deg, p, damping, base, scale, send):
-    """One parallel pass over the vertices (all float64 (N_local,)): ``rank`` becomes
-    ``damping * combined + base`` (uniform teleport; ``p`` empty) or ``damping * combined
-    + scale * p``; ``send`` becomes ``rank * inv_deg``. Returns (L1 change of ``rank``,
-    rank mass on dangling vertices, ``inv_deg == 0``)."""
-    personal = p.shape[0] > 0
+    """One pass over the vertices (all float64 (N_local,); parallel from
+    :data:`~graphsys.bsp.kernels.PARALLEL_MIN_ITEMS` of them): ``rank`` becomes ``damping *
+    combined + base`` (uniform teleport; ``p`` empty) or ``damping * combined + scale * p``;
+    ``send`` becomes ``rank * inv_deg``. Returns (L1 change of ``rank``, rank mass on
+    dangling vertices, ``inv_deg == 0``)."""
     delta = 0.0
     dangling = 0.0
-    for v in numba.prange(rank.shape[0]):
-        new = damping * combined[v] + (scale * p[v] if personal else base)
-        delta += abs(new - rank[v])
-        rank[v] = new
-        send[v] = new * inv_deg[v]
-        if inv_deg[v] == 0.0:
-            dangling += new
+    if rank.shape[0] < PARALLEL_MIN_ITEMS:
+        for v in range(rank.shape[0]):
+            c, d = _update_vertex(v, combined, rank, inv_deg, p, damping, base, scale, send)
+            delta += c
+            dangling += d
+    else:
+        for v in numba.prange(rank.shape[0]):
+            c, d = _update_vertex(v, combined, rank, inv_deg, p, damping, base, scale, send)
+            delta += c
+            dangling += d
     return delta, dangling
 
 
