@@ -182,21 +182,23 @@ def frontier_degree(indptr, frontier):
 
 
 @numba.njit(cache=True, nogil=True)
-def _relax_pass(indptr, indices, weight, use_weight, frontier, sent_value, value, stamp,
-                recv, improved, nxt, count):
+def _relax_pass(indptr, indices, weight, use_weight, first_wins, frontier, sent_value,
+                value, stamp, recv, improved, nxt, count):
     """Push ``sent_value[k]`` (+ ``weight[e]``) from ``frontier[k]`` along one adjacency,
     lowering ``value``; appends first-time-improved targets to ``nxt`` from ``count``.
-    Returns (new count, edges scanned, distinct new receivers)."""
+    Returns (new count, edges scanned, receivers): distinct receivers, or for
+    ``first_wins`` programs (BFS) the receivers that accept the message, i.e. that it
+    improves, as the engine loop counts them (so no receiver stamp is written per edge)."""
     scanned = 0
     combined = 0
     for k in range(frontier.shape[0]):
         u = frontier[k]
         xv = sent_value[k]
+        scanned += indptr[u + 1] - indptr[u]
         for e in range(indptr[u], indptr[u + 1]):
-            v = indices[e]
+            v = np.uint64(indices[e])  # unsigned: no negative-index test
             m = xv + weight[e] if use_weight else xv
-            scanned += 1
-            if recv[v] != stamp:
+            if not first_wins and recv[v] != stamp:
                 recv[v] = stamp
                 combined += 1
             if m < value[v]:
@@ -205,6 +207,8 @@ def _relax_pass(indptr, indices, weight, use_weight, frontier, sent_value, value
                     improved[v] = stamp
                     nxt[count] = v
                     count += 1
+                    if first_wins:
+                        combined += 1
     return count, scanned, combined
 
 
@@ -316,12 +320,13 @@ def relax_run(push_a, push_b, pull_a, pull_b, two_ways, have_pull, use_weight, f
                     count += 1
         else:
             count, scanned, combined = _relax_pass(push_a[0], push_a[1], push_a[2],
-                                                   use_weight, front, sent_value, value,
-                                                   stamp, recv, improved, nxt, 0)
+                                                   use_weight, first_wins, front,
+                                                   sent_value, value, stamp, recv,
+                                                   improved, nxt, 0)
             if two_ways:
                 count, s2, c2 = _relax_pass(push_b[0], push_b[1], push_b[2], use_weight,
-                                            front, sent_value, value, stamp, recv,
-                                            improved, nxt, count)
+                                            first_wins, front, sent_value, value, stamp,
+                                            recv, improved, nxt, count)
                 scanned += s2
                 combined += c2
         active_out[steps] = k_front

@@ -29,9 +29,9 @@ class SuperstepStats:
     bucket bytes streamed from the mapped files; ``disk_read_bytes``: bytes the kernel read
     from storage for this process (``/proc/self/io``, 0 where unavailable);
     ``bytes_h2d``: bytes copied host -> device; ``fused``: run inside one multi-superstep
-kernel call (its ``seconds`` are that call's time split by work: frontier + edges, and
-``messages_combined`` counts every receiver, accepting or not); ``seconds``: per phase (see
-:data:`PHASES`).
+kernel call (its ``seconds`` are that call's time split by work: frontier + edges; a
+fused pull does not read, nor count as receivers, targets already at or below the
+superstep's smallest message); ``seconds``: per phase (see :data:`PHASES`).
     """
 
     superstep: int

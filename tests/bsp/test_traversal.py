@@ -93,10 +93,10 @@ def test_fused_supersteps_match_the_engine_loop(graphs, key, algo):
         key_of = lambda s: (s.superstep, s.active, s.direction)  # noqa: E731
         assert [key_of(s) for s in fused.stats.supersteps] == \
             [key_of(s) for s in loop.stats.supersteps]
-        pushes = [(s.edges_scanned, s.messages_sent) for s in fused.stats.supersteps
-                  if s.direction == "push"]
-        assert pushes == [(s.edges_scanned, s.edges_scanned) for s in loop.stats.supersteps
-                          if s.direction == "push"]
+        pushes = [(s.edges_scanned, s.messages_sent, s.messages_combined)
+                  for s in fused.stats.supersteps if s.direction == "push"]
+        assert pushes == [(s.edges_scanned, s.edges_scanned, s.messages_combined)
+                          for s in loop.stats.supersteps if s.direction == "push"]
 
 
 def test_fused_run_stops_at_max_iters(graphs):
