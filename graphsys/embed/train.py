@@ -41,7 +41,7 @@ import torch
 from tqdm import tqdm
 
 from graphsys.device import resolve_device
-from graphsys.embed.checkpoint import CheckpointStorage, load_npy, save_npy
+from graphsys.embed.checkpoint import CheckpointStorage, check_graph, load_npy, save_npy
 from graphsys.embed.config import ConfigError, EmbedConfig, load_config
 from graphsys.embed.model import COMPARATORS, LOSSES, init_embeddings, n3
 from graphsys.embed.relations import RelationModel
@@ -376,6 +376,7 @@ class Trainer:
                     raise GraphsysError(
                         f"{self.out}: checkpoint was trained with {key}={old.get(key)!r}, this "
                         f"run has {key}={new.get(key)!r}; use another --out to start afresh")
+            check_graph(meta, self.graph, self.out)
             st.drop_versions(int(meta["version"]), below=False)
             return
         if self.out.exists() and any(p.name not in ("embeddings", "optim", "model", "config.json")
