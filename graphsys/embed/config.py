@@ -17,7 +17,9 @@ Example (FB15k-237, PBG's fb15k settings)::
     batch_size = 1000
 
 Relations default to every relation type of the graph with the top-level ``operator``;
-``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations.
+``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations. Their
+``lhs`` / ``rhs`` entity types come from the graph; an entry may state them (as a PBG config
+does), and they are then checked against the graph.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ class RelationConfig:
     """Per-relation settings; ``name`` must be a relation type of the graph."""
 
     name: str = _h("relation type name (as in the graph's relation_types)")
+    lhs: str | None = _h("entity type of its heads (PBG's lhs; optional, must match the "
+                         "graph's)", default=None)
+    rhs: str | None = _h("entity type of its tails (PBG's rhs; optional, must match the "
+                         "graph's)", default=None)
     operator: str | None = _h("operator of this relation (default: the top-level operator)",
                               default=None)
     weight: float = _h("multiplier of this relation's loss", default=1.0)
@@ -198,6 +204,11 @@ class EmbedConfig:
             if rel.name in seen:
                 raise ConfigError(f"{where}.name: relation {rel.name!r} listed twice")
             seen.add(rel.name)
+            for side in ("lhs", "rhs"):
+                value = getattr(rel, side)
+                if value is not None and (not isinstance(value, str) or not value):
+                    raise ConfigError(f"{where}.{side}: must be a non-empty string, got "
+                                      f"{value!r}")
             if rel.operator is not None and rel.operator not in OPERATORS:
                 raise ConfigError(f"{where}.operator: unknown operator {rel.operator!r} "
                                   f"(known: {', '.join(OPERATORS.names())})")

@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from graphsys.device import resolve_device
 from graphsys.embed.checkpoint import CheckpointStorage, check_graph, load_npy, save_npy
-from graphsys.embed.config import ConfigError, EmbedConfig, load_config
+from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict, load_config
 from graphsys.embed.model import COMPARATORS, LOSSES, init_embeddings, n3
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
@@ -314,11 +314,16 @@ class Trainer:
             if ent.num_partitions != self.P:
                 raise ConfigError(f"entities.{name}.num_partitions: config says "
                                   f"{ent.num_partitions}, the graph has {self.P}")
-        names = {r.name for r in g.relation_types}
+        types = {r.name: r for r in g.relation_types}
         for k, rel in enumerate(cfg.relations):
-            if rel.name not in names:
+            if rel.name not in types:
                 raise ConfigError(f"relations[{k}].name: {rel.name!r} is not a relation type of "
-                                  f"the graph ({len(names)} relation types)")
+                                  f"the graph ({len(types)} relation types)")
+            for side in ("lhs", "rhs"):
+                want, have = getattr(rel, side), getattr(types[rel.name], side)
+                if want is not None and want != have:
+                    raise ConfigError(f"relations[{k}].{side}: config says {want!r}, the "
+                                      f"graph's relation {rel.name!r} has {side} {have!r}")
         if g.num_edges(self.edge_set) == 0:
             raise GraphsysError(f"edge set {self.edge_set!r} of {g.path} has no edges")
 
@@ -369,7 +374,7 @@ class Trainer:
         st = self.storage
         if st.has_meta():
             meta = st.read_meta()
-            old = st.read_config()
+            old = config_from_dict(st.read_config()).to_json()  # defaults of newer keys
             new = self._config_json()
             for key in sorted(set(old) | set(new)):
                 if key not in RESUMABLE_KEYS and old.get(key) != new.get(key):
@@ -709,7 +714,6 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
     run as one rank of the initialised ``torch.distributed`` group
     (:mod:`graphsys.embed.distributed`; ``out`` on a filesystem every rank shares).
     """
-    from graphsys.embed.config import config_from_dict
     from graphsys.embed.embeddings import Embeddings
 
     if isinstance(config, (str, Path)):

@@ -65,3 +65,18 @@ def test_graph_mismatch_names_the_key(kg4, tmp_path):
         train({"num_partitions": 2}, graph=kg4, out=tmp_path / "c")
     with pytest.raises(ConfigError, match=r"^relations\[0\].name"):
         train({"relations": [{"name": "nope"}]}, graph=kg4, out=tmp_path / "c")
+
+
+def test_relation_lhs_rhs_are_checked_against_the_graph(kg4, tmp_path):
+    """PBG configs name each relation's lhs / rhs entity types: accepted when they match the
+    graph, an error naming the key when they do not."""
+    from graphsys.embed import train
+
+    cfg = config_from_dict({"relations": [{"name": "r1", "lhs": "node", "rhs": "node"}]})
+    assert (cfg.relations[0].lhs, cfg.relations[0].rhs) == ("node", "node")
+    with pytest.raises(ConfigError, match=r"^relations\[0\].rhs: config says 'user'"):
+        train({"relations": [{"name": "r1", "lhs": "node", "rhs": "user"}]}, graph=kg4,
+              out=tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+    with pytest.raises(ConfigError, match=r"^relations\[0\].lhs: must be a non-empty string"):
+        config_from_dict({"relations": [{"name": "r1", "lhs": ""}]})
