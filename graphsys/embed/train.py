@@ -384,11 +384,16 @@ class Trainer:
             check_graph(meta, self.graph, self.out)
             st.drop_versions(int(meta["version"]), below=False)
             return
-        if self.out.exists() and any(p.name not in ("embeddings", "optim", "model", "config.json")
-                                     for p in self.out.iterdir()):
+        if self.out.exists() and (not self.out.is_dir() or any(
+                p.name not in ("embeddings", "optim", "model", "config.json")
+                for p in self.out.iterdir())):
             raise GraphsysError(f"{self.out}: exists and is not an embedding checkpoint "
                                 f"(choose another --out)")
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GraphsysError(f"{self.out}: cannot create the checkpoint directory "
+                                f"({exc.strerror or exc})") from None
         for path, _ in st.versioned_files():  # leftovers of an init killed before commit
             path.unlink(missing_ok=True)
         st.write_config(self._config_json())

@@ -153,3 +153,14 @@ def test_export_creates_missing_directories(graph, config, tmp_path, capsys):
         assert out.stat().st_size > 0
     assert len((tmp_path / "d" / "r.tsv").read_text().splitlines()) == 12
     capsys.readouterr()
+
+
+def test_out_that_is_a_file_is_a_one_line_error(graph, config, tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for out in (afile, afile / "sub"):
+        rc = cli.main(["embed", "train", "--graph", str(graph), "--config", str(config),
+                       "--out", str(out)])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and err.startswith(f"error: {out}: ") and len(err.splitlines()) == 1
+    assert afile.read_text() == "keep me"
