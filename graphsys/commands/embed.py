@@ -2,7 +2,7 @@
 
     graphsys embed train --graph DIR [--edges train] --config FILE.toml [--set key=value] --out CKPT
     graphsys embed eval CKPT --graph DIR --edges test [--filtered] [--relation-wise] [--json]
-    graphsys embed export CKPT --format tsv|parquet|numpy --out PATH [--relations-out PATH]
+    graphsys embed export CKPT --format tsv|parquet|numpy --out PATH [--relations-out PATH] [--json]
     graphsys embed nearest CKPT ID [-k 10] [--by cos|dot]
 """
 
@@ -58,6 +58,7 @@ def register(subparsers) -> None:
     x.add_argument("--relations-out", type=Path, help="TSV of relation parameters (tsv)")
     x.add_argument("--entity-type", help="entity type (parquet/numpy; default the only one)")
     x.add_argument("--graph", type=Path, help="graph directory (default: the training graph)")
+    x.add_argument("--json", action="store_true", help="print one JSON line (what was written)")
     x.set_defaults(func=run_export)
 
     n = sub.add_parser("nearest", help="most similar entities of an id (blocked matmul)")
@@ -198,14 +199,29 @@ def run_eval(args) -> int:
 
 
 def run_export(args) -> int:
+    from tqdm import tqdm
+
     emb = _load(args)
     if args.format == "tsv":
-        emb.export_tsv(args.out, args.relations_out)
-    elif args.format == "parquet":
-        emb.export_parquet(args.out, args.entity_type)
+        types = emb.entity_types
+        rows = sum(emb.num_entities(t) for t in types)
+        with tqdm(total=rows, unit="row", unit_scale=True, desc="export",
+                  disable=not show_progress(args)) as bar:
+            emb.export_tsv(args.out, args.relations_out, progress=bar.update)
     else:
-        emb.export_numpy(args.out, args.entity_type)
-    print(f"wrote {args.out}", file=sys.stderr)
+        types = [emb._etype(args.entity_type)]
+        rows = emb.num_entities(types[0])
+        if args.format == "parquet":
+            emb.export_parquet(args.out, types[0])
+        else:
+            emb.export_numpy(args.out, types[0])
+    if args.json:
+        emit_json({"format": args.format, "out": str(args.out),
+                   "relations_out": str(args.relations_out) if args.relations_out else None,
+                   "entity_types": types, "rows": rows, "dimension": emb.dimension})
+    else:
+        print(f"wrote {rows:,} rows of dimension {emb.dimension} to {args.out}",
+              file=sys.stderr)
     return 0
 
 

@@ -17,7 +17,7 @@ no relations, so the lookups, ``nearest`` and the exports work and ``score`` /
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ from graphsys.storage.graph import Graph, open_graph
 
 #: Rows per block of the blocked matmuls in nearest() / predict_tails().
 BLOCK_ROWS = 1 << 16
+#: Entity rows formatted per step of export_tsv() (one progress update each).
+TSV_ROWS = 1 << 14
 #: Index file and format tag of Arrow embedding directories (``graphsys gnn embed``)::
 #:
 #:     <dir>/embeddings.json   {"format": ARROW_FORMAT, "entity_type", "dimension",
@@ -236,19 +238,24 @@ class Embeddings:
         return list(self.original(ids[0], rt)), scores[0]
 
     # -- export -----------------------------------------------------------------------------
-    def export_tsv(self, entities_out: str | Path, relations_out: str | Path | None = None
-                   ) -> None:
+    def export_tsv(self, entities_out: str | Path, relations_out: str | Path | None = None,
+                   *, progress: Callable[[int], object] | None = None) -> None:
         """PBG's ``export_to_tsv`` format: ``id<TAB>v1<TAB>...`` per entity (all types), and
         ``relation<TAB>side<TAB>operator<TAB>param<TAB>shape<TAB>values...`` per parameter
         (values ``%.9f``). Missing parent directories are created; each file appears whole
-        or not at all."""
+        or not at all. ``progress(n)`` is called after every ``n`` entity rows written."""
         with _export_file(entities_out) as tmp, open(tmp, "w") as f:
             for t in self.entity_types:
                 offs = self._offsets[t]
                 for p, part in enumerate(self.partitions(t)):
-                    names = self.original(np.arange(offs[p], offs[p + 1]), t)
-                    f.writelines(f"{name}\t" + "\t".join(f"{x:.9f}" for x in row) + "\n"
-                                 for name, row in zip(names, np.asarray(part)))
+                    for start in range(offs[p], offs[p + 1], TSV_ROWS):
+                        stop = min(start + TSV_ROWS, int(offs[p + 1]))
+                        names = self.original(np.arange(start, stop), t)
+                        rows = np.asarray(part[start - offs[p]:stop - offs[p]])
+                        f.writelines(f"{name}\t" + "\t".join(f"{x:.9f}" for x in row) + "\n"
+                                     for name, row in zip(names, rows))
+                        if progress is not None:
+                            progress(stop - start)
         if relations_out is None:
             return
         with _export_file(relations_out) as tmp, open(tmp, "w") as f:

@@ -145,14 +145,16 @@ def test_export_creates_missing_directories(graph, config, tmp_path, capsys):
     ck = tmp_path / "ck"
     assert cli.main(["embed", "train", "--graph", str(graph), "--config", str(config),
                      "--set", "num_epochs=1", "--out", str(ck), "--json"]) == 0
+    capsys.readouterr()
     for fmt, out in (("tsv", tmp_path / "a" / "b" / "e.tsv"),
                      ("parquet", tmp_path / "c" / "e.parquet")):
         extra = ["--relations-out", str(tmp_path / "d" / "r.tsv")] if fmt == "tsv" else []
         assert cli.main(["embed", "export", str(ck), "--format", fmt, "--out", str(out),
-                         *extra]) == 0
+                         "--json", *extra]) == 0
         assert out.stat().st_size > 0
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["rows"] == 60 and rep["dimension"] == 16 and rep["out"] == str(out)
     assert len((tmp_path / "d" / "r.tsv").read_text().splitlines()) == 12
-    capsys.readouterr()
 
 
 def test_out_that_is_a_file_is_a_one_line_error(graph, config, tmp_path, capsys):

@@ -106,3 +106,18 @@ def test_export_numpy_round_trip(trained, tmp_path):
     assert arr.shape == (200, 16)
     k = list(ids).index("e5")
     assert np.array_equal(arr[k], trained.vector("e5"))
+
+
+def test_export_tsv_in_blocks_is_one_file(trained, tmp_path, monkeypatch):
+    """Rows are formatted in blocks (with a progress call each): the same file, every row."""
+    import graphsys.embed.embeddings as embeddings
+
+    whole = tmp_path / "whole.tsv"
+    trained.export_tsv(whole)
+    monkeypatch.setattr(embeddings, "TSV_ROWS", 7)
+    calls: list[int] = []
+    blocks = tmp_path / "blocks.tsv"
+    trained.export_tsv(blocks, progress=calls.append)
+    assert blocks.read_bytes() == whole.read_bytes()
+    assert sum(calls) == trained.num_entities() == len(whole.read_text().splitlines())
+    assert max(calls) == 7
