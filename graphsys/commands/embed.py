@@ -157,7 +157,9 @@ def run_train(args) -> int:
         emit_json(summary)
     else:
         print(f"trained {summary['epochs']} epochs into {out}: "
-              f"{summary['edges_per_s']:,.0f} edges/s, {summary['swaps']} swaps")
+              f"{summary['edges_per_s']:,.0f} edges/s, {summary['swaps']} swaps "
+              f"({summary['bytes_read'] / 1e6:,.1f} MB read, "
+              f"{summary['bytes_written'] / 1e6:,.1f} MB written)")
     return 0
 
 

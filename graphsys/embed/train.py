@@ -669,7 +669,9 @@ class Trainer:
 
     def _log_epoch(self, st: EpochStats) -> None:
         self.log(f"epoch {st.epoch}: {st.edges} edges in {st.seconds:.1f} s "
-                 f"({st.edges_per_s:,.0f} edges/s), loss {st.loss:.4f}, swaps {st.swaps}")
+                 f"({st.edges_per_s:,.0f} edges/s), loss {st.loss:.4f}, swaps {st.swaps} "
+                 f"({st.bytes_read / 1e6:,.1f} MB read, {st.bytes_written / 1e6:,.1f} MB "
+                 f"written)")
 
     # -- commits ----------------------------------------------------------------------------
     def _commit(self, st: EpochStats, epochs_done: int,
