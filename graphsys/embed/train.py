@@ -18,7 +18,9 @@ After each epoch a checkpoint version is committed (:mod:`.checkpoint`), and wit
 resumes after its last commit (the buckets of a half-done epoch that were not trained yet).
 With ``workers = 1`` the resumed run is bit-for-bit the uninterrupted one: every random draw
 comes from generators seeded by ``(seed, epoch, bucket position in the epoch's order,
-worker)``, and nothing else carries over between buckets but the saved tensors.
+worker)``, and nothing else carries over between buckets but the saved tensors. On the CPU
+two runs with the same seed are bit-for-bit equal whatever the intra-op thread count: no
+gradient is accumulated with atomics (see :func:`graphsys.embed.model.gather`).
 
 :class:`Trainer` is one process; :class:`graphsys.embed.distributed.DistributedTrainer` runs
 the same buckets on the ranks of a ``torch.distributed`` group.
