@@ -29,7 +29,8 @@ def register(subparsers) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--graph", type=Path, help="graph directory (else the config's graph)")
     t.add_argument("--edges", help="training edge set (default: train, or the only one)")
-    t.add_argument("--config", type=Path, help="TOML or JSON config file")
+    t.add_argument("--config", type=Path, help="TOML or JSON config file, or a PyTorch-BigGraph "
+                   "config (.py: parsed, never run; matched to --graph)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (repeatable), e.g. --set lr=0.1")
     t.add_argument("--out", type=Path, help="checkpoint directory (else checkpoint_path)")
@@ -120,7 +121,9 @@ def run_train(args) -> int:
     from graphsys.storage.graph import open_graph
 
     values = {"device": args.device}
-    cfg = load_config(args.config, args.overrides, **values)
+    log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
+    graph = open_graph(args.graph) if args.graph is not None else None
+    cfg = load_config(args.config, args.overrides, graph=graph, log=log, **values)
     graph_path = args.graph or cfg.graph
     if graph_path is None:
         raise GraphsysError("--graph: no graph given (or set graph in the config)")
@@ -129,8 +132,7 @@ def run_train(args) -> int:
         raise GraphsysError("--out: no checkpoint directory given (or set checkpoint_path)")
     if args.edges:
         cfg.edges = args.edges
-    graph = open_graph(graph_path)
-    log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
+    graph = graph or open_graph(graph_path)
     distributed = init_from_env(resolve_device(cfg.device))
     try:
         trainer = (DistributedTrainer if distributed else Trainer)(

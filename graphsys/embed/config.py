@@ -1,4 +1,4 @@
-"""The typed, validated embedding config (TOML or JSON; never executed).
+"""The typed, validated embedding config (TOML or JSON; never executed; or a PBG ``.py``).
 
 Key names follow PyTorch-BigGraph's where PBG has one, so a PBG user's settings carry over.
 Every field has a ``help`` text (``graphsys embed train --help`` prints them) and a validator;
@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -356,10 +357,25 @@ def load_raw(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}") from None
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, *,
+                graph: Any = None, log: Callable[[str], None] | None = None,
                 **values: Any) -> EmbedConfig:
-    """Config from a file (or nothing), then ``values``, then ``key=value`` overrides."""
-    raw = load_raw(path) if path is not None else {}
+    """Config from a file (or nothing), then ``values``, then ``key=value`` overrides.
+
+    A ``.py`` file is a PyTorch-BigGraph config, parsed and never run, whose entity types
+    and relations are matched to ``graph`` (a graph directory or
+    :class:`~graphsys.storage.graph.Graph`; required for it), see
+    :func:`graphsys.embed.pbg.pbg_training_config`; ``log`` gets its notes.
+    """
+    if path is not None and Path(path).suffix.lower() == ".py":
+        if graph is None:
+            raise ConfigError(f"{path}: a PyTorch-BigGraph config needs the graph (--graph) "
+                              f"to match its entity types and relations")
+        from graphsys.embed.pbg import pbg_training_config
+
+        raw = pbg_training_config(path, graph, log)
+    else:
+        raw = load_raw(path) if path is not None else {}
     raw.update({k: v for k, v in values.items() if v is not None})
     return config_from_dict(apply_overrides(raw, overrides or []))
 

@@ -717,7 +717,8 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
           log=None, distributed: bool = False):
     """Train embeddings and return them as :class:`~graphsys.embed.Embeddings`.
 
-    ``config``: an :class:`EmbedConfig`, a plain dict, or a TOML/JSON path. ``graph``,
+    ``config``: an :class:`EmbedConfig`, a plain dict, or a TOML/JSON path (or a
+    PyTorch-BigGraph ``.py`` config: :func:`~graphsys.embed.config.load_config`). ``graph``,
     ``edges`` and ``out`` override the config's ``graph``, ``edges`` and ``checkpoint_path``.
     An existing checkpoint at ``out`` with the same settings is resumed. ``distributed``:
     run as one rank of the initialised ``torch.distributed`` group
@@ -726,7 +727,7 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
     from graphsys.embed.embeddings import Embeddings
 
     if isinstance(config, (str, Path)):
-        cfg = load_config(config)
+        cfg = load_config(config, graph=graph, log=log)
     elif isinstance(config, dict):
         cfg = config_from_dict(config)
     else:
