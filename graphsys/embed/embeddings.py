@@ -193,15 +193,16 @@ class Embeddings:
 
     def nearest(self, node_id, k: int = 10, *, by: str = "cos",
                 entity_type: str | None = None) -> tuple[list, np.ndarray]:
-        """The ``k`` entities most similar to ``node_id`` (itself excluded), by ``cos`` or
-        ``dot``, via blocked matmul (no ``N x N`` matrix). Returns (original ids, float32
-        scores), best first."""
+        """The ``k`` entities most similar to ``node_id`` (itself excluded; fewer when the
+        type has no ``k`` others), by ``cos`` or ``dot``, via blocked matmul (no ``N x N``
+        matrix). Returns (original ids, float32 scores), best first."""
         if by not in ("cos", "dot"):
             raise GraphsysError(f"by must be cos or dot, got {by!r}")
         t = self._etype(entity_type)
         idx = self.internal([node_id], t)
         cmp = COMPARATORS.get_class(by)()
         q = cmp.prepare(torch.from_numpy(self.rows(idx, t)))
+        k = min(k, self.num_entities(t) - 1)  # never the query itself
         ids, scores = self._topk_blocks(q, t, k, cmp, exclude=idx)
         return list(self.original(ids[0], t)), scores[0]
 

@@ -121,3 +121,18 @@ def test_export_tsv_in_blocks_is_one_file(trained, tmp_path, monkeypatch):
     assert blocks.read_bytes() == whole.read_bytes()
     assert sum(calls) == trained.num_entities() == len(whole.read_text().splitlines())
     assert max(calls) == 7
+
+
+def test_nearest_never_returns_the_query(trained):
+    ids, scores = trained.nearest("e0", 1000)
+    assert len(ids) == trained.num_entities() - 1 and "e0" not in ids
+    assert np.isfinite(scores).all()
+
+
+def test_auto_candidates_sample_above_the_full_ranking_limit(trained, kg4, monkeypatch):
+    graph = open_graph(kg4)
+    assert evaluate(trained, graph, "test")["candidates"] == "all"
+    monkeypatch.setattr(trained.config, "eval_full_max_candidates", 199)
+    monkeypatch.setattr(trained.config, "eval_num_uniform_negs", 30)
+    res = evaluate(trained, graph, "test")
+    assert res["candidates"] == 30 and res["mean_rank"] <= 31
