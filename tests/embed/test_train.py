@@ -167,3 +167,34 @@ def test_same_seed_in_fresh_processes_is_bit_for_bit(kg1, tmp_path):
 def test_checkpoint_buckets_must_be_a_boolean(small):
     with pytest.raises(ConfigError, match="^checkpoint_buckets: must be true or false"):
         load_config(None, small + ["checkpoint_buckets=1"])
+
+
+def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_path,
+                                                               monkeypatch):
+    """With 3 of 4 partitions resident, the next bucket's loads run on the prefetch thread
+    while the current bucket trains; the tensors are those of a run without prefetch."""
+    import threading
+
+    from graphsys.embed.train import PartitionBuffer
+
+    threads: list[str] = []
+    execute = PartitionBuffer.execute
+
+    def spy(self, evict, load):
+        threads.append(threading.current_thread().name)
+        return execute(self, evict, load)
+
+    monkeypatch.setattr(PartitionBuffer, "execute", spy)
+    args = small + ["num_epochs=3", "buffer_partitions=3", "bucket_order=\"inside_out\"",
+                    "seed=2"]
+    on = train(load_config(None, args), graph=kg4, out=tmp_path / "on")
+    assert any(t.startswith("graphsys-prefetch") for t in threads), threads
+    assert sum(s["swaps"] for s in on.meta["stats"]) > 0
+    threads.clear()
+    off = train(load_config(None, args + ["prefetch=false"]), graph=kg4, out=tmp_path / "off")
+    assert threads and not any(t.startswith("graphsys-prefetch") for t in threads)
+    assert [s["loads"] for s in on.meta["stats"]] == [s["loads"] for s in off.meta["stats"]]
+    a, b = _arrays(tmp_path / "on"), _arrays(tmp_path / "off")
+    assert a.keys() == b.keys() and a
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
