@@ -2,7 +2,8 @@
 
     graphsys embed train --graph DIR [--edges train] --config FILE.toml [--set key=value] --out CKPT
     graphsys embed eval CKPT --graph DIR --edges test [--filtered] [--relation-wise] [--json]
-    graphsys embed export CKPT --format tsv|parquet|numpy --out PATH [--relations-out PATH] [--json]
+    graphsys embed export CKPT --format tsv|parquet|numpy --out PATH [--relations-out PATH]
+        [--json]
     graphsys embed nearest CKPT ID [-k 10] [--by cos|dot]
 """
 
