@@ -242,9 +242,14 @@ class Embeddings:
     def export_tsv(self, entities_out: str | Path, relations_out: str | Path | None = None,
                    *, progress: Callable[[int], object] | None = None) -> None:
         """PBG's ``export_to_tsv`` format: ``id<TAB>v1<TAB>...`` per entity (all types), and
-        ``relation<TAB>side<TAB>operator<TAB>param<TAB>shape<TAB>values...`` per parameter
-        (values ``%.9f``). Missing parent directories are created; each file appears whole
-        or not at all. ``progress(n)`` is called after every ``n`` entity rows written."""
+        ``relation<TAB>side<TAB>operator<TAB>param<TAB>shape<TAB>values...`` per relation
+        parameter (values ``%.9f``), written as PBG writes a dynamic-relations model: side
+        ``lhs`` holds the operator PBG applies to heads to rank tails (graphsys's ``rhs``
+        one), ``rhs`` the one applied to tails, parameters carry PBG's dynamic names
+        (``real``, ``imag``, ``diagonals``, ``translations``, ``linear_transformations``),
+        rows side by side, then parameter by parameter, then relation by relation. Missing
+        parent directories are created; each file appears whole or not at all.
+        ``progress(n)`` is called after every ``n`` entity rows written."""
         with _export_file(entities_out) as tmp, open(tmp, "w") as f:
             for t in self.entity_types:
                 offs = self._offsets[t]
@@ -259,12 +264,20 @@ class Embeddings:
                             progress(stop - start)
         if relations_out is None:
             return
+        from graphsys.embed.pbg import PBG_DYNAMIC_NAME, pbg_side
+
         with _export_file(relations_out) as tmp, open(tmp, "w") as f:
-            for r, rel in enumerate(self.relations):
-                for side, params in self.relmodel.relation_params(r).items():
-                    for name, arr in params.items():
-                        shape = "x".join(str(s) for s in arr.shape)
-                        f.write(f"{rel['name']}\t{side}\t{rel['operator']}\t{name}\t{shape}\t"
+            for side in ("rhs", "lhs"):  # PBG's lhs side first
+                params = [self.relmodel.relation_params(r)[side]
+                          for r in range(len(self.relations))]
+                for name in dict.fromkeys(k for ps in params for k in ps):
+                    for rel, ps in zip(self.relations, params):
+                        if name not in ps:
+                            continue
+                        arr = ps[name]
+                        shape = "x".join(str(n) for n in arr.shape)
+                        f.write(f"{rel['name']}\t{pbg_side(side)}\t{rel['operator']}\t"
+                                f"{PBG_DYNAMIC_NAME[name]}\t{shape}\t"
                                 + "\t".join(f"{x:.9f}" for x in arr.ravel()) + "\n")
 
     def export_parquet(self, out: str | Path, entity_type: str | None = None) -> None:

@@ -159,6 +159,15 @@ _DYNAMIC_PARAM = {"diagonals": "diagonal", "translations": "translation",
                   "imag": "imag", "rotations": "rotation"}
 #: PBG side -> graphsys side (PBG names the transformed entity, graphsys the predicted one).
 _SWAP = {"lhs": "rhs", "rhs": "lhs"}
+#: graphsys parameter name -> PBG's dynamic operators' name of it (``rotations`` is old PBG).
+PBG_DYNAMIC_NAME = {g: d for d, g in _DYNAMIC_PARAM.items() if d != "rotations"}
+
+
+def pbg_side(side: str) -> str:
+    """PBG's name of graphsys's operator side ``side``: graphsys names the side an operator
+    predicts (``rhs``: tails, applied to heads), PBG the side whose entities it transforms
+    (``lhs``: applied to heads, used to rank tails)."""
+    return _SWAP[side]
 _MODEL_PARAM = re.compile(r"relations/(\d+)/operator/(lhs|rhs)/([^/]+)")
 _GLOBAL_EMB = re.compile(r"entities/([^/]+)/global_embedding")
 _INT = re.compile(r"-?[0-9]+")
