@@ -158,7 +158,16 @@ class Embeddings:
         """Embeddings of original ids: float32 ``(k, d)``."""
         return self.rows(self.internal(ids, entity_type), entity_type)
 
+    def require_relations(self, what: str) -> None:
+        """Raise a one-line :class:`GraphsysError` saying that ``what`` needs relation
+        operators, if these embeddings have none (``graphsys gnn embed`` output)."""
+        if self.relmodel is None:
+            raise GraphsysError(f"{self.path}: {what} needs relation operators; these are "
+                                f"GNN node embeddings without any (they serve nearest and "
+                                f"export)")
+
     def _relation(self, rel) -> int:
+        self.require_relations("scoring triples")
         if isinstance(rel, (int, np.integer)) and not isinstance(rel, bool):
             if not 0 <= rel < len(self.relations):
                 raise GraphsysError(f"relation index {rel} out of range")

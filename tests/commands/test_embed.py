@@ -166,3 +166,37 @@ def test_out_that_is_a_file_is_a_one_line_error(graph, config, tmp_path, capsys)
         err = capsys.readouterr().err.strip()
         assert rc == 2 and err.startswith(f"error: {out}: ") and len(err.splitlines()) == 1
     assert afile.read_text() == "keep me"
+
+
+def test_eval_of_gnn_node_embeddings_is_a_one_line_error(graph, tmp_path, capsys):
+    """``graphsys gnn embed`` output (Arrow, no relation operators) serves nearest; link
+    prediction on it is refused in one line."""
+    import pyarrow as pa
+    import pyarrow.ipc as paipc
+
+    from graphsys import open_graph
+    from graphsys.embed.embeddings import ARROW_FORMAT, ARROW_INDEX
+
+    g = open_graph(graph)
+    ids = np.asarray(g.node_ids())
+    bounds = np.concatenate([[0], np.cumsum(g.partition_sizes())])
+    emb = np.random.default_rng(0).normal(size=(len(ids), 4)).astype(np.float32)
+    out = tmp_path / "gnn-emb"
+    out.mkdir()
+    files = []
+    for p in range(g.num_partitions):
+        rows = slice(bounds[p], bounds[p + 1])
+        t = pa.table({"id": ids[rows], "embedding": pa.FixedSizeListArray.from_arrays(
+            pa.array(emb[rows].ravel()), 4)})
+        files.append(f"part-{p}.arrow")
+        with paipc.new_file(out / files[-1], t.schema) as w:
+            w.write_table(t)
+    (out / ARROW_INDEX).write_text(json.dumps({
+        "format": ARROW_FORMAT, "entity_type": g.entity_types[0], "dimension": 4,
+        "num_nodes": len(ids), "partitions": files, "graph": str(graph), "meta": {}}))
+    assert cli.main(["embed", "nearest", str(out), "5", "-k", "2", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["neighbours"]) == 2
+    assert cli.main(["embed", "eval", str(out), "--edges", "test", "--json"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and len(cap.err.strip().splitlines()) == 1
+    assert "needs relation operators" in cap.err
