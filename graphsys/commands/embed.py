@@ -3,6 +3,7 @@
     graphsys embed train --graph DIR [--edges train] --config FILE.toml [--set key=value] --out CKPT
     graphsys embed eval CKPT --graph DIR --edges test [--filtered] [--relation-wise] [--json]
     graphsys embed export CKPT --format tsv|parquet|numpy --out PATH [--relations-out PATH]
+        [--json]
     graphsys embed nearest CKPT ID [-k 10] [--by cos|dot]
 """
 
@@ -29,7 +30,8 @@ def register(subparsers) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--graph", type=Path, help="graph directory (else the config's graph)")
     t.add_argument("--edges", help="training edge set (default: train, or the only one)")
-    t.add_argument("--config", type=Path, help="TOML or JSON config file")
+    t.add_argument("--config", type=Path, help="TOML or JSON config file, or a PyTorch-BigGraph "
+                   "config (.py: parsed, never run; matched to --graph)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (repeatable), e.g. --set lr=0.1")
     t.add_argument("--out", type=Path, help="checkpoint directory (else checkpoint_path)")
@@ -58,6 +60,7 @@ def register(subparsers) -> None:
     x.add_argument("--relations-out", type=Path, help="TSV of relation parameters (tsv)")
     x.add_argument("--entity-type", help="entity type (parquet/numpy; default the only one)")
     x.add_argument("--graph", type=Path, help="graph directory (default: the training graph)")
+    x.add_argument("--json", action="store_true", help="print one JSON line (what was written)")
     x.set_defaults(func=run_export)
 
     n = sub.add_parser("nearest", help="most similar entities of an id (blocked matmul)")
@@ -119,7 +122,9 @@ def run_train(args) -> int:
     from graphsys.storage.graph import open_graph
 
     values = {"device": args.device}
-    cfg = load_config(args.config, args.overrides, **values)
+    log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
+    graph = open_graph(args.graph) if args.graph is not None else None
+    cfg = load_config(args.config, args.overrides, graph=graph, log=log, **values)
     graph_path = args.graph or cfg.graph
     if graph_path is None:
         raise GraphsysError("--graph: no graph given (or set graph in the config)")
@@ -128,8 +133,7 @@ def run_train(args) -> int:
         raise GraphsysError("--out: no checkpoint directory given (or set checkpoint_path)")
     if args.edges:
         cfg.edges = args.edges
-    graph = open_graph(graph_path)
-    log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
+    graph = graph or open_graph(graph_path)
     distributed = init_from_env(resolve_device(cfg.device))
     try:
         trainer = (DistributedTrainer if distributed else Trainer)(
@@ -156,7 +160,9 @@ def run_train(args) -> int:
         emit_json(summary)
     else:
         print(f"trained {summary['epochs']} epochs into {out}: "
-              f"{summary['edges_per_s']:,.0f} edges/s, {summary['swaps']} swaps")
+              f"{summary['edges_per_s']:,.0f} edges/s, {summary['swaps']} swaps "
+              f"({summary['bytes_read'] / 1e6:,.1f} MB read, "
+              f"{summary['bytes_written'] / 1e6:,.1f} MB written)")
     return 0
 
 
@@ -198,14 +204,29 @@ def run_eval(args) -> int:
 
 
 def run_export(args) -> int:
+    from tqdm import tqdm
+
     emb = _load(args)
     if args.format == "tsv":
-        emb.export_tsv(args.out, args.relations_out)
-    elif args.format == "parquet":
-        emb.export_parquet(args.out, args.entity_type)
+        types = emb.entity_types
+        rows = sum(emb.num_entities(t) for t in types)
+        with tqdm(total=rows, unit="row", unit_scale=True, desc="export",
+                  disable=not show_progress(args)) as bar:
+            emb.export_tsv(args.out, args.relations_out, progress=bar.update)
     else:
-        emb.export_numpy(args.out, args.entity_type)
-    print(f"wrote {args.out}", file=sys.stderr)
+        types = [emb._etype(args.entity_type)]
+        rows = emb.num_entities(types[0])
+        if args.format == "parquet":
+            emb.export_parquet(args.out, types[0])
+        else:
+            emb.export_numpy(args.out, types[0])
+    if args.json:
+        emit_json({"format": args.format, "out": str(args.out),
+                   "relations_out": str(args.relations_out) if args.relations_out else None,
+                   "entity_types": types, "rows": rows, "dimension": emb.dimension})
+    else:
+        print(f"wrote {rows:,} rows of dimension {emb.dimension} to {args.out}",
+              file=sys.stderr)
     return 0
 
 

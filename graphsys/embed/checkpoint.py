@@ -30,7 +30,7 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,10 +42,45 @@ from graphsys.storage.atomic import (
            write_bytes_atomic,
 )
 
+if TYPE_CHECKING:
+    from graphsys.storage.graph import Graph
+
 FORMAT = "graphsys-embeddings"
 FORMAT_VERSION = 1
 META = "checkpoint.json"
 _VERSIONED = re.compile(r"\.v(\d{6,})\.npy$")
+
+
+def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
+    """Raise :class:`GraphsysError` unless ``graph`` is shaped like the one the embeddings
+    ``where`` were trained on: ``meta`` (a ``checkpoint.json``) records, per entity type, the
+    nodes of each partition (``entity_types[t]["partition_sizes"]``) and, in index order, the
+    relation types with their lhs/rhs types (``relations``; empty for GNN embeddings). Node
+    ids are local to a partition, so another graph (or another partitioning of the same one)
+    would silently index the wrong rows, or past the end."""
+    hint = "(wrong --graph, or re-ingested with other partitions?)"
+    for etype, info in meta["entity_types"].items():
+        if etype not in graph.entity_types:
+            raise GraphsysError(f"{where}: trained on entity type {etype!r}, which the graph "
+                                f"{graph.path} does not have ({', '.join(graph.entity_types)}) "
+                                f"{hint}")
+        want = [int(x) for x in info["partition_sizes"]]
+        have = [int(x) for x in graph.partition_sizes(etype)]
+        if want != have:
+            raise GraphsysError(f"{where}: entity type {etype!r} had {sum(want):,} nodes in "
+                                f"{len(want)} partitions {want[:8]}, the graph {graph.path} "
+                                f"has {sum(have):,} in {len(have)} {have[:8]} {hint}")
+    rels = meta.get("relations") or []
+    want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in rels]
+    have_rels = [(r.name, r.lhs, r.rhs) for r in graph.relation_types]
+    if want_rels and want_rels != have_rels:
+        k = next((k for k, (a, b) in enumerate(zip(want_rels, have_rels)) if a != b),
+                 min(len(want_rels), len(have_rels)))
+        got = have_rels[k] if k < len(have_rels) else "nothing"
+        was = want_rels[k] if k < len(want_rels) else "nothing"
+        raise GraphsysError(f"{where}: relation {k} was {was} (name, lhs, rhs), the graph "
+                            f"{graph.path} has {got} ({len(want_rels)} vs {len(have_rels)} "
+                            f"relation types) {hint}")
 
 
 def save_npy(path: Path, array: np.ndarray, *, durable: bool = True) -> int:

@@ -1,4 +1,4 @@
-"""The typed, validated embedding config (TOML or JSON; never executed).
+"""The typed, validated embedding config (TOML or JSON; never executed; or a PBG ``.py``).
 
 Key names follow PyTorch-BigGraph's where PBG has one, so a PBG user's settings carry over.
 Every field has a ``help`` text (``graphsys embed train --help`` prints them) and a validator;
@@ -17,7 +17,9 @@ Example (FB15k-237, PBG's fb15k settings)::
     batch_size = 1000
 
 Relations default to every relation type of the graph with the top-level ``operator``;
-``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations.
+``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations. Their
+``lhs`` / ``rhs`` entity types come from the graph; an entry may state them (as a PBG config
+does), and they are then checked against the graph.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +54,10 @@ class RelationConfig:
     """Per-relation settings; ``name`` must be a relation type of the graph."""
 
     name: str = _h("relation type name (as in the graph's relation_types)")
+    lhs: str | None = _h("entity type of its heads (PBG's lhs; optional, must match the "
+                         "graph's)", default=None)
+    rhs: str | None = _h("entity type of its tails (PBG's rhs; optional, must match the "
+                         "graph's)", default=None)
     operator: str | None = _h("operator of this relation (default: the top-level operator)",
                               default=None)
     weight: float = _h("multiplier of this relation's loss", default=1.0)
@@ -198,6 +205,11 @@ class EmbedConfig:
             if rel.name in seen:
                 raise ConfigError(f"{where}.name: relation {rel.name!r} listed twice")
             seen.add(rel.name)
+            for side in ("lhs", "rhs"):
+                value = getattr(rel, side)
+                if value is not None and (not isinstance(value, str) or not value):
+                    raise ConfigError(f"{where}.{side}: must be a non-empty string, got "
+                                      f"{value!r}")
             if rel.operator is not None and rel.operator not in OPERATORS:
                 raise ConfigError(f"{where}.operator: unknown operator {rel.operator!r} "
                                   f"(known: {', '.join(OPERATORS.names())})")
@@ -345,10 +357,25 @@ def load_raw(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}") from None
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, *,
+                graph: Any = None, log: Callable[[str], None] | None = None,
                 **values: Any) -> EmbedConfig:
-    """Config from a file (or nothing), then ``values``, then ``key=value`` overrides."""
-    raw = load_raw(path) if path is not None else {}
+    """Config from a file (or nothing), then ``values``, then ``key=value`` overrides.
+
+    A ``.py`` file is a PyTorch-BigGraph config, parsed and never run, whose entity types
+    and relations are matched to ``graph`` (a graph directory or
+    :class:`~graphsys.storage.graph.Graph`; required for it), see
+    :func:`graphsys.embed.pbg.pbg_training_config`; ``log`` gets its notes.
+    """
+    if path is not None and Path(path).suffix.lower() == ".py":
+        if graph is None:
+            raise ConfigError(f"{path}: a PyTorch-BigGraph config needs the graph (--graph) "
+                              f"to match its entity types and relations")
+        from graphsys.embed.pbg import pbg_training_config
+
+        raw = pbg_training_config(path, graph, log)
+    else:
+        raw = load_raw(path) if path is not None else {}
     raw.update({k: v for k, v in values.items() if v is not None})
     return config_from_dict(apply_overrides(raw, overrides or []))
 

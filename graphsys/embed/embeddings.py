@@ -17,6 +17,8 @@ no relations, so the lookups, ``nearest`` and the exports work and ``score`` /
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +27,18 @@ import pyarrow as pa
 import pyarrow.ipc as paipc
 import torch
 
-from graphsys.embed.checkpoint import CheckpointStorage, load_npy
+from graphsys.embed.checkpoint import CheckpointStorage, check_graph, load_npy
 from graphsys.embed.config import config_from_dict
 from graphsys.embed.model import COMPARATORS
 from graphsys.embed.relations import RelationModel
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.atomic import atomic_path
 from graphsys.storage.graph import Graph, open_graph
 
 #: Rows per block of the blocked matmuls in nearest() / predict_tails().
 BLOCK_ROWS = 1 << 16
+#: Entity rows formatted per step of export_tsv() (one progress update each).
+TSV_ROWS = 1 << 14
 #: Index file and format tag of Arrow embedding directories (``graphsys gnn embed``)::
 #:
 #:     <dir>/embeddings.json   {"format": ARROW_FORMAT, "entity_type", "dimension",
@@ -50,7 +55,9 @@ class Embeddings:
 
     def __init__(self, path: Path, meta: dict[str, Any], config, graph: Graph | None):
         self.path, self.meta, self.config = path, meta, config
-        self._graph = graph
+        self._graph = None
+        if graph is not None:
+            self._set_graph(graph)
         self.version = int(meta["version"])
         self.dimension = int(meta["dimension"])
         self.storage = CheckpointStorage(path)
@@ -84,8 +91,14 @@ class Embeddings:
             if not Path(where).exists():
                 raise GraphsysError(f"{self.path}: its graph {where} is gone; pass graph=DIR "
                                     f"(--graph) to map node ids")
-            self._graph = open_graph(where)
+            self._set_graph(open_graph(where))
         return self._graph
+
+    def _set_graph(self, graph: Graph) -> None:
+        """Use ``graph`` to map node ids, once it is checked to be the training graph's
+        shape (:func:`~graphsys.embed.checkpoint.check_graph`)."""
+        check_graph(self.meta, graph, self.path)
+        self._graph = graph
 
     # -- raw access -------------------------------------------------------------------------
     def _etype(self, entity_type: str | None) -> str:
@@ -145,7 +158,16 @@ class Embeddings:
         """Embeddings of original ids: float32 ``(k, d)``."""
         return self.rows(self.internal(ids, entity_type), entity_type)
 
+    def require_relations(self, what: str) -> None:
+        """Raise a one-line :class:`GraphsysError` saying that ``what`` needs relation
+        operators, if these embeddings have none (``graphsys gnn embed`` output)."""
+        if self.relmodel is None:
+            raise GraphsysError(f"{self.path}: {what} needs relation operators; these are "
+                                f"GNN node embeddings without any (they serve nearest and "
+                                f"export)")
+
     def _relation(self, rel) -> int:
+        self.require_relations("scoring triples")
         if isinstance(rel, (int, np.integer)) and not isinstance(rel, bool):
             if not 0 <= rel < len(self.relations):
                 raise GraphsysError(f"relation index {rel} out of range")
@@ -180,15 +202,16 @@ class Embeddings:
 
     def nearest(self, node_id, k: int = 10, *, by: str = "cos",
                 entity_type: str | None = None) -> tuple[list, np.ndarray]:
-        """The ``k`` entities most similar to ``node_id`` (itself excluded), by ``cos`` or
-        ``dot``, via blocked matmul (no ``N x N`` matrix). Returns (original ids, float32
-        scores), best first."""
+        """The ``k`` entities most similar to ``node_id`` (itself excluded; fewer when the
+        type has no ``k`` others), by ``cos`` or ``dot``, via blocked matmul (no ``N x N``
+        matrix). Returns (original ids, float32 scores), best first."""
         if by not in ("cos", "dot"):
             raise GraphsysError(f"by must be cos or dot, got {by!r}")
         t = self._etype(entity_type)
         idx = self.internal([node_id], t)
         cmp = COMPARATORS.get_class(by)()
         q = cmp.prepare(torch.from_numpy(self.rows(idx, t)))
+        k = min(k, self.num_entities(t) - 1)  # never the query itself
         ids, scores = self._topk_blocks(q, t, k, cmp, exclude=idx)
         return list(self.original(ids[0], t)), scores[0]
 
@@ -225,56 +248,86 @@ class Embeddings:
         return list(self.original(ids[0], rt)), scores[0]
 
     # -- export -----------------------------------------------------------------------------
-    def export_tsv(self, entities_out: str | Path, relations_out: str | Path | None = None
-                   ) -> None:
+    def export_tsv(self, entities_out: str | Path, relations_out: str | Path | None = None,
+                   *, progress: Callable[[int], object] | None = None) -> None:
         """PBG's ``export_to_tsv`` format: ``id<TAB>v1<TAB>...`` per entity (all types), and
-        ``relation<TAB>side<TAB>operator<TAB>param<TAB>shape<TAB>values...`` per parameter."""
-        from graphsys.storage.atomic import atomic_path
-
-        with atomic_path(Path(entities_out), overwrite=True) as tmp, open(tmp, "w") as f:
+        ``relation<TAB>side<TAB>operator<TAB>param<TAB>shape<TAB>values...`` per relation
+        parameter (values ``%.9f``), written as PBG writes a dynamic-relations model: side
+        ``lhs`` holds the operator PBG applies to heads to rank tails (graphsys's ``rhs``
+        one), ``rhs`` the one applied to tails, parameters carry PBG's dynamic names
+        (``real``, ``imag``, ``diagonals``, ``translations``, ``linear_transformations``),
+        rows side by side, then parameter by parameter, then relation by relation. Missing
+        parent directories are created; each file appears whole or not at all.
+        ``progress(n)`` is called after every ``n`` entity rows written."""
+        with _export_file(entities_out) as tmp, open(tmp, "w") as f:
             for t in self.entity_types:
                 offs = self._offsets[t]
                 for p, part in enumerate(self.partitions(t)):
-                    names = self.original(np.arange(offs[p], offs[p + 1]), t)
-                    f.writelines(f"{name}\t" + "\t".join(f"{x:.9f}" for x in row) + "\n" for name, row in zip(names, np.asarray(part)))
+                    for start in range(offs[p], offs[p + 1], TSV_ROWS):
+                        stop = min(start + TSV_ROWS, int(offs[p + 1]))
+                        names = self.original(np.arange(start, stop), t)
+                        rows = np.asarray(part[start - offs[p]:stop - offs[p]])
+                        f.writelines(f"{name}\t" + "\t".join(f"{x:.9f}" for x in row) + "\n"
+                                     for name, row in zip(names, rows))
+                        if progress is not None:
+                            progress(stop - start)
         if relations_out is None:
             return
-        with atomic_path(Path(relations_out), overwrite=True) as tmp, open(tmp, "w") as f:
-            for r, rel in enumerate(self.relations):
-                for side, params in self.relmodel.relation_params(r).items():
-                    for name, arr in params.items():
-                        shape = "x".join(str(s) for s in arr.shape)
-                        f.write(f"{rel['name']}\t{side}\t{rel['operator']}\t{name}\t{shape}\t"
+        from graphsys.embed.pbg import PBG_DYNAMIC_NAME, pbg_side
+
+        with _export_file(relations_out) as tmp, open(tmp, "w") as f:
+            for side in ("rhs", "lhs"):  # PBG's lhs side first
+                params = [self.relmodel.relation_params(r)[side]
+                          for r in range(len(self.relations))]
+                for name in dict.fromkeys(k for ps in params for k in ps):
+                    for rel, ps in zip(self.relations, params):
+                        if name not in ps:
+                            continue
+                        arr = ps[name]
+                        shape = "x".join(str(n) for n in arr.shape)
+                        f.write(f"{rel['name']}\t{pbg_side(side)}\t{rel['operator']}\t"
+                                f"{PBG_DYNAMIC_NAME[name]}\t{shape}\t"
                                 + "\t".join(f"{x:.9f}" for x in arr.ravel()) + "\n")
 
     def export_parquet(self, out: str | Path, entity_type: str | None = None) -> None:
-        """Parquet with columns ``id`` and ``embedding`` (fixed-size list<float32>[d])."""
+        """Parquet with columns ``id`` and ``embedding`` (fixed-size list<float32>[d]);
+        missing parent directories are created."""
         import pyarrow.parquet as pq
-
-        from graphsys.storage.atomic import atomic_path
 
         t = self._etype(entity_type)
         ids = self.graph.node_ids(t)
         flat = pa.array(self.to_numpy(t).ravel(), pa.float32())
         table = pa.table({"id": ids, "embedding": pa.FixedSizeListArray.from_arrays(
             flat, self.dimension)})
-        with atomic_path(Path(out), overwrite=True) as tmp:
+        with _export_file(out) as tmp:
             pq.write_table(table, tmp)
 
     def export_numpy(self, out_dir: str | Path, entity_type: str | None = None) -> list[Path]:
         """``{type}.npy`` float32 ``(N, d)`` and ``{type}.ids.npy`` (int64, or fixed-width
-        unicode for string ids), rows in the same order; no pickle."""
-        from graphsys.embed.checkpoint import save_npy
-
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        unicode for string ids), rows in the same order, in ``out_dir`` (created if missing);
+        no pickle."""
         t = self._etype(entity_type)
         ids = self.graph.node_ids(t)
         ids = ids if isinstance(ids, np.ndarray) else np.array(ids.to_pylist(), dtype=str)
-        paths = [out_dir / f"{t}.npy", out_dir / f"{t}.ids.npy"]
-        save_npy(paths[0], self.to_numpy(t))
-        save_npy(paths[1], ids)
+        paths = [Path(out_dir) / f"{t}.npy", Path(out_dir) / f"{t}.ids.npy"]
+        for path, arr in zip(paths, (self.to_numpy(t), ids)):
+            with _export_file(path) as tmp, open(tmp, "wb") as f:
+                np.save(f, np.ascontiguousarray(arr), allow_pickle=False)
         return paths
+
+
+@contextmanager
+def _export_file(path: str | Path) -> Iterator[Path]:
+    """A temp path that becomes ``path`` on success (:func:`atomic_path`), after creating
+    its parent directories; an ``OSError`` (no space, no permission) becomes a one-line
+    :class:`GraphsysError` naming ``path``."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path, overwrite=True) as tmp:
+            yield tmp
+    except OSError as exc:
+        raise GraphsysError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 class ArrowEmbeddings(Embeddings):
@@ -297,8 +350,10 @@ class ArrowEmbeddings(Embeddings):
         if sum(sizes) != int(header["num_nodes"]):
             raise FormatError(f"{path}: partitions hold {sum(sizes)} rows, the index says "
                               f"{header['num_nodes']}")
-        self.path, self.config, self._graph = path, None, graph
+        self.path, self.config, self._graph = path, None, None
         self.meta = {**header, "entity_types": {et: {"partition_sizes": sizes}}}
+        if graph is not None:
+            self._set_graph(graph)
         self.version = 0
         self.storage = self.comparator = self.relmodel = None
         self.entity_types = [et]

@@ -111,6 +111,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     "mean_rank", "count"}`` (``count`` = test triples; every triple is ranked twice) plus
     ``"filtered"``, ``"candidates"`` and, with ``relation_wise``, ``"relations"``.
     """
+    emb.require_relations("link-prediction evaluation")
     es = graph.edge_set(edge_set).name
     test = triples(graph, es)
     m = max(graph.num_nodes(t) for t in graph.entity_types) + 1

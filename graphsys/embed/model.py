@@ -17,7 +17,8 @@ Shape conventions (``B`` edges, ``d`` dimension, ``R`` relations of an operator,
 relations present in a batch): embeddings float32/float64 ``(B, d)``; operator parameters are
 ``(R, ...)`` tensors; an operator is called with the *gathered* parameter slices ``(K, ...)``
 and ``idx`` int64 ``(B,)`` indexing into them, so gradients are only ever formed for the
-relations of the batch.
+relations of the batch. Operators read those slices with :func:`gather`, never ``param[idx]``
+(see there: the backward of tensor indexing is not deterministic on a multi-threaded CPU).
 """
 
 from __future__ import annotations
@@ -33,6 +34,21 @@ Tensor = torch.Tensor
 
 # =============================================================================================
 # Operators
+
+
+def gather(param: Tensor, idx: Tensor) -> Tensor:
+    """Rows ``param[idx]``: ``(K, ...)`` float, int64 ``(B,)`` -> ``(B, ...)``, with a
+    deterministic backward.
+
+    The gradient of ``param[idx]`` (advanced indexing) is an ``index_put_(accumulate=True)``,
+    whose CPU kernel adds with atomic float adds from every intra-op thread once the gradient
+    has ``>= 32768`` elements (``at::internal::GRAIN_SIZE``) and more than one thread runs: the
+    order of the additions into a row that ``idx`` repeats, and so the rounding, then depends
+    on thread scheduling (runs with the same seed differed in the last bits, ~1e-9 relative,
+    from the first batch on). ``index_select``'s gradient is ``index_add_``, which the CPU
+    kernel accumulates in ``idx`` order: bit-identical for any thread count, and faster.
+    """
+    return torch.index_select(param, 0, idx)
 
 
 class Operator(ABC):
@@ -75,7 +91,7 @@ class TranslationOperator(Operator):
         return {"translation": torch.zeros(num_relations, self.dimension)}
 
     def forward(self, x, params, idx):
-        return x + params["translation"][idx]
+        return x + gather(params["translation"], idx)
 
 
 @OPERATORS.register_as("diagonal")
@@ -86,7 +102,7 @@ class DiagonalOperator(Operator):
         return {"diagonal": torch.ones(num_relations, self.dimension)}
 
     def forward(self, x, params, idx):
-        return x * params["diagonal"][idx]
+        return x * gather(params["diagonal"], idx)
 
 
 @OPERATORS.register_as("complex_diagonal")
@@ -109,7 +125,7 @@ class ComplexDiagonalOperator(Operator):
     def forward(self, x, params, idx):
         half = self.dimension // 2
         re, im = x[..., :half], x[..., half:]
-        wr, wi = params["real"][idx], params["imag"][idx]
+        wr, wi = gather(params["real"], idx), gather(params["imag"], idx)
         return torch.cat([re * wr - im * wi, re * wi + im * wr], dim=-1)
 
 
@@ -117,7 +133,7 @@ def _per_relation_matmul(x: Tensor, mats: Tensor, idx: Tensor) -> Tensor:
     """``out[b] = mats[idx[b]] @ x[b]``: one bmm when small, else one matmul per relation."""
     b, d = x.shape
     if b * d * d <= (1 << 22):
-        return torch.bmm(mats[idx], x.unsqueeze(-1)).squeeze(-1)
+        return torch.bmm(gather(mats, idx), x.unsqueeze(-1)).squeeze(-1)
     out = torch.empty_like(x)
     order = torch.argsort(idx, stable=True)
     sorted_idx = idx[order]
@@ -155,7 +171,7 @@ class AffineOperator(Operator):
 
     def forward(self, x, params, idx):
         return (_per_relation_matmul(x, params["linear_transformation"], idx)
-                + params["translation"][idx])
+                + gather(params["translation"], idx))
 
 
 # =============================================================================================
@@ -319,6 +335,7 @@ __all__ = [
     "Comparator",
     "Loss",
     "Operator",
+    "gather",
     "init_embeddings",
     "n3",
 ]

@@ -159,6 +159,15 @@ _DYNAMIC_PARAM = {"diagonals": "diagonal", "translations": "translation",
                   "imag": "imag", "rotations": "rotation"}
 #: PBG side -> graphsys side (PBG names the transformed entity, graphsys the predicted one).
 _SWAP = {"lhs": "rhs", "rhs": "lhs"}
+#: graphsys parameter name -> PBG's dynamic operators' name of it (``rotations`` is old PBG).
+PBG_DYNAMIC_NAME = {g: d for d, g in _DYNAMIC_PARAM.items() if d != "rotations"}
+
+
+def pbg_side(side: str) -> str:
+    """PBG's name of graphsys's operator side ``side``: graphsys names the side an operator
+    predicts (``rhs``: tails, applied to heads), PBG the side whose entities it transforms
+    (``lhs``: applied to heads, used to rank tails)."""
+    return _SWAP[side]
 _MODEL_PARAM = re.compile(r"relations/(\d+)/operator/(lhs|rhs)/([^/]+)")
 _GLOBAL_EMB = re.compile(r"entities/([^/]+)/global_embedding")
 _INT = re.compile(r"-?[0-9]+")
@@ -684,6 +693,98 @@ def _match_one(names_a: list[str], names_b: list[str], what: str,
     return match
 
 
+@dataclass
+class _GraphMapping:
+    """A PBG config laid onto a graph: ``entities`` / ``relations`` map the graph's entity
+    type / relation names to PBG's (:func:`_match_one`); ``operators`` / ``weights``: PBG's
+    operator and (static relations) weight of each mapped graph relation."""
+
+    pcfg: PBGConfig
+    graph: Graph
+    entities: dict[str, str]
+    relations: dict[str, str]
+    operators: dict[str, str]
+    weights: dict[str, float]
+
+    def config_json(self, **fields: Any) -> dict[str, Any]:
+        """The graphsys config as plain data: PBG's translated settings, a ``relations``
+        entry for each graph relation whose operator or weight differs from the top-level
+        ones, then ``fields`` (e.g. ``entities``, ``graph``)."""
+        cfg0 = self.pcfg.config
+        out = cfg0.to_json()
+        out.update(num_partitions=None)
+        out["relations"] = [
+            {"name": r.name, "operator": self.operators.get(r.name),
+             "weight": self.weights.get(r.name, 1.0)}
+            for r in self.graph.relation_types
+            if self.operators.get(r.name, cfg0.operator) != cfg0.operator
+            or self.weights.get(r.name, 1.0) != 1.0]
+        out.update(fields)
+        return out
+
+
+def _map_to_graph(pcfg: PBGConfig, g: Graph, pbg_rel_names: list[str],
+                  warnings: list[str]) -> _GraphMapping:
+    """Match ``pcfg``'s entity types and relations (named ``pbg_rel_names``: the config's
+    entries, or the dynamic relations' names) to ``g``'s; a graph relation whose lhs / rhs
+    types map to other PBG types than its PBG relation's is a warning."""
+    ent_map = _match_one(g.entity_types, list(pcfg.entities), "entity type", warnings)
+    rel_map = _match_one([r.name for r in g.relation_types], pbg_rel_names, "relation",
+                         warnings)
+    pbg_rel_index = {n: i for i, n in enumerate(pbg_rel_names)}
+    ops: dict[str, str] = {}
+    weights: dict[str, float] = {}
+    for r in g.relation_types:
+        if r.name not in rel_map:
+            continue
+        pr = pcfg.relations[0 if pcfg.dynamic_relations else pbg_rel_index[rel_map[r.name]]]
+        ops[r.name] = pr["operator"]
+        if not pcfg.dynamic_relations:
+            weights[r.name] = float(pr["weight"])
+        want = (ent_map.get(r.lhs), ent_map.get(r.rhs))
+        if want != (pr["lhs"], pr["rhs"]):
+            warnings.append(f"relation {r.name!r}: graph types ({r.lhs}, {r.rhs}) map to "
+                            f"{want}, PBG's relation has ({pr['lhs']}, {pr['rhs']})")
+    return _GraphMapping(pcfg, g, ent_map, rel_map, ops, weights)
+
+
+def pbg_training_config(path: str | Path, graph: str | Path | Graph,
+                        log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """A PyTorch-BigGraph config file (:func:`import_pbg_config`: parsed, never run) as the
+    graphsys config (plain data, before ``--set`` overrides) that trains ``graph`` afresh
+    with PBG's settings.
+
+    PBG's entity types and relations are matched to the graph's by name, or the only one
+    to the only one; a matched type keeps PBG's ``num_partitions`` (checked against the
+    graph when training), a static relation its operator and weight, and a graph relation
+    PBG lacks trains with the most common operator. Ignored PBG keys and settings graphsys
+    trains differently are passed to ``log``, one line each.
+    """
+    say = log or (lambda msg: None)
+    pcfg = import_pbg_config(path)
+    g = graph if isinstance(graph, Graph) else open_graph(graph)
+    warnings = list(pcfg.warnings)
+    names = ([r.name for r in g.relation_types] if pcfg.dynamic_relations
+             else [r["name"] for r in pcfg.relations])
+    m = _map_to_graph(pcfg, g, names, warnings)
+    if not pcfg.dynamic_relations:
+        lacking = [r.name for r in g.relation_types if r.name not in m.relations]
+        if lacking:
+            warnings.append(f"{len(lacking)} graph relation(s) not in the PBG config (e.g. "
+                            f"{lacking[0]!r}) train with operator {pcfg.config.operator!r}")
+        extra = sorted(set(names) - set(m.relations.values()))
+        if extra:
+            warnings.append(f"PBG relations not in the graph: {', '.join(extra[:5])}")
+    if pcfg.ignored:
+        say(f"{pcfg.source}: ignored PBG keys (no graphsys equivalent): "
+            + ", ".join(pcfg.ignored))
+    for w in warnings:
+        say(f"{pcfg.source}: warning: {w}")
+    parts = {t: {"num_partitions": pcfg.entities[p]["num_partitions"]}
+             for t, p in m.entities.items()}
+    return m.config_json(entities=parts)
+
+
 def _adjoint(op: str, comparator: str, p: dict[str, np.ndarray]
              ) -> tuple[dict[str, np.ndarray], str]:
     """Query-side params ``g`` with ``c(g(u), v) ~ c(u, f(v))`` for a static PBG operator
@@ -801,8 +902,6 @@ def import_pbg_checkpoint(pbg_ckpt_dir: str | Path, entity_path: str | Path | No
     dim, cmp = cfg0.dimension, cfg0.comparator
 
     # -- entity types and relations ---------------------------------------------------------
-    ent_map = _match_one(g.entity_types, list(pcfg.entities), "entity type", warnings)
-    pbg_unused_types = sorted(set(pcfg.entities) - set(ent_map.values()))
     if pcfg.dynamic_relations:
         count = _read_count(ent_dir / "dynamic_rel_count.txt")
         pbg_rel_names = _read_names(ent_dir / "dynamic_rel_names.json")
@@ -812,30 +911,14 @@ def import_pbg_checkpoint(pbg_ckpt_dir: str | Path, entity_path: str | Path | No
     else:
         pbg_rel_names = [r["name"] for r in pcfg.relations]
     graph_rels = g.relation_types
-    rel_map = _match_one([r.name for r in graph_rels], pbg_rel_names, "relation", warnings)
+    m = _map_to_graph(pcfg, g, pbg_rel_names, warnings)
+    ent_map, rel_map, ops = m.entities, m.relations, m.operators
+    pbg_unused_types = sorted(set(pcfg.entities) - set(ent_map.values()))
     pbg_rel_index = {n: i for i, n in enumerate(pbg_rel_names)}
-    ops: dict[str, str] = {}
-    weights: dict[str, float] = {}
-    for r in graph_rels:
-        if r.name not in rel_map:
-            continue
-        pr = pcfg.relations[0 if pcfg.dynamic_relations else pbg_rel_index[rel_map[r.name]]]
-        ops[r.name] = pr["operator"]
-        if not pcfg.dynamic_relations:
-            weights[r.name] = float(pr["weight"])
-        want = (ent_map.get(r.lhs), ent_map.get(r.rhs))
-        if want != (pr["lhs"], pr["rhs"]):
-            warnings.append(f"relation {r.name!r}: graph types ({r.lhs}, {r.rhs}) map to "
-                            f"{want}, PBG's relation has ({pr['lhs']}, {pr['rhs']})")
 
     # -- the graphsys config ----------------------------------------------------------------
-    cfg_json = cfg0.to_json()
-    cfg_json.update(entities={}, num_partitions=None, graph=str(g.path.absolute()),
-                    edges=g.edge_set(edges).name, checkpoint_path=str(out))
-    cfg_json["relations"] = [
-        {"name": r.name, "operator": ops.get(r.name), "weight": weights.get(r.name, 1.0)}
-        for r in graph_rels
-        if ops.get(r.name, cfg0.operator) != cfg0.operator or weights.get(r.name, 1.0) != 1.0]
+    cfg_json = m.config_json(entities={}, graph=str(g.path.absolute()),
+                             edges=g.edge_set(edges).name, checkpoint_path=str(out))
     try:
         cfg = config_from_dict(cfg_json)
     except ConfigError as exc:

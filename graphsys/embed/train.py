@@ -18,7 +18,9 @@ After each epoch a checkpoint version is committed (:mod:`.checkpoint`), and wit
 resumes after its last commit (the buckets of a half-done epoch that were not trained yet).
 With ``workers = 1`` the resumed run is bit-for-bit the uninterrupted one: every random draw
 comes from generators seeded by ``(seed, epoch, bucket position in the epoch's order,
-worker)``, and nothing else carries over between buckets but the saved tensors.
+worker)``, and nothing else carries over between buckets but the saved tensors. On the CPU
+two runs with the same seed are bit-for-bit equal whatever the intra-op thread count: no
+gradient is accumulated with atomics (see :func:`graphsys.embed.model.gather`).
 
 :class:`Trainer` is one process; :class:`graphsys.embed.distributed.DistributedTrainer` runs
 the same buckets on the ranks of a ``torch.distributed`` group.
@@ -41,8 +43,8 @@ import torch
 from tqdm import tqdm
 
 from graphsys.device import resolve_device
-from graphsys.embed.checkpoint import CheckpointStorage, load_npy, save_npy
-from graphsys.embed.config import ConfigError, EmbedConfig, load_config
+from graphsys.embed.checkpoint import CheckpointStorage, check_graph, load_npy, save_npy
+from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict, load_config
 from graphsys.embed.model import COMPARATORS, LOSSES, init_embeddings, n3
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
@@ -314,11 +316,16 @@ class Trainer:
             if ent.num_partitions != self.P:
                 raise ConfigError(f"entities.{name}.num_partitions: config says "
                                   f"{ent.num_partitions}, the graph has {self.P}")
-        names = {r.name for r in g.relation_types}
+        types = {r.name: r for r in g.relation_types}
         for k, rel in enumerate(cfg.relations):
-            if rel.name not in names:
+            if rel.name not in types:
                 raise ConfigError(f"relations[{k}].name: {rel.name!r} is not a relation type of "
-                                  f"the graph ({len(names)} relation types)")
+                                  f"the graph ({len(types)} relation types)")
+            for side in ("lhs", "rhs"):
+                want, have = getattr(rel, side), getattr(types[rel.name], side)
+                if want is not None and want != have:
+                    raise ConfigError(f"relations[{k}].{side}: config says {want!r}, the "
+                                      f"graph's relation {rel.name!r} has {side} {have!r}")
         if g.num_edges(self.edge_set) == 0:
             raise GraphsysError(f"edge set {self.edge_set!r} of {g.path} has no edges")
 
@@ -369,20 +376,26 @@ class Trainer:
         st = self.storage
         if st.has_meta():
             meta = st.read_meta()
-            old = st.read_config()
+            old = config_from_dict(st.read_config()).to_json()  # defaults of newer keys
             new = self._config_json()
             for key in sorted(set(old) | set(new)):
                 if key not in RESUMABLE_KEYS and old.get(key) != new.get(key):
                     raise GraphsysError(
                         f"{self.out}: checkpoint was trained with {key}={old.get(key)!r}, this "
                         f"run has {key}={new.get(key)!r}; use another --out to start afresh")
+            check_graph(meta, self.graph, self.out)
             st.drop_versions(int(meta["version"]), below=False)
             return
-        if self.out.exists() and any(p.name not in ("embeddings", "optim", "model", "config.json")
-                                     for p in self.out.iterdir()):
+        if self.out.exists() and (not self.out.is_dir() or any(
+                p.name not in ("embeddings", "optim", "model", "config.json")
+                for p in self.out.iterdir())):
             raise GraphsysError(f"{self.out}: exists and is not an embedding checkpoint "
                                 f"(choose another --out)")
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GraphsysError(f"{self.out}: cannot create the checkpoint directory "
+                                f"({exc.strerror or exc})") from None
         for path, _ in st.versioned_files():  # leftovers of an init killed before commit
             path.unlink(missing_ok=True)
         st.write_config(self._config_json())
@@ -658,7 +671,9 @@ class Trainer:
 
     def _log_epoch(self, st: EpochStats) -> None:
         self.log(f"epoch {st.epoch}: {st.edges} edges in {st.seconds:.1f} s "
-                 f"({st.edges_per_s:,.0f} edges/s), loss {st.loss:.4f}, swaps {st.swaps}")
+                 f"({st.edges_per_s:,.0f} edges/s), loss {st.loss:.4f}, swaps {st.swaps} "
+                 f"({st.bytes_read / 1e6:,.1f} MB read, {st.bytes_written / 1e6:,.1f} MB "
+                 f"written)")
 
     # -- commits ----------------------------------------------------------------------------
     def _commit(self, st: EpochStats, epochs_done: int,
@@ -702,17 +717,17 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
           log=None, distributed: bool = False):
     """Train embeddings and return them as :class:`~graphsys.embed.Embeddings`.
 
-    ``config``: an :class:`EmbedConfig`, a plain dict, or a TOML/JSON path. ``graph``,
+    ``config``: an :class:`EmbedConfig`, a plain dict, or a TOML/JSON path (or a
+    PyTorch-BigGraph ``.py`` config: :func:`~graphsys.embed.config.load_config`). ``graph``,
     ``edges`` and ``out`` override the config's ``graph``, ``edges`` and ``checkpoint_path``.
     An existing checkpoint at ``out`` with the same settings is resumed. ``distributed``:
     run as one rank of the initialised ``torch.distributed`` group
     (:mod:`graphsys.embed.distributed`; ``out`` on a filesystem every rank shares).
     """
-    from graphsys.embed.config import config_from_dict
     from graphsys.embed.embeddings import Embeddings
 
     if isinstance(config, (str, Path)):
-        cfg = load_config(config)
+        cfg = load_config(config, graph=graph, log=log)
     elif isinstance(config, dict):
         cfg = config_from_dict(config)
     else:

@@ -103,3 +103,100 @@ def test_train_errors_are_one_line(graph, config, tmp_path, capsys, args, messag
 def test_eval_of_a_non_checkpoint_is_an_error(tmp_path, capsys):
     assert cli.main(["embed", "eval", str(tmp_path), "--edges", "test"]) == 2
     assert "not an embedding checkpoint" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def other_graph(tmp_path_factory):
+    """Another small KG with the same relation names but 30 entities in 1 partition."""
+    root = tmp_path_factory.mktemp("other")
+    (root / "e.tsv").write_text("".join(f"{h}\tr{h % 3}\t{(h * 7) % 30}\n" for h in range(30)))
+    out = root / "g"
+    ingest([EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2),
+            EdgeSource([root / "e.tsv"], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
+           out, IngestOptions(num_partitions=1))
+    return out
+
+
+def test_another_graph_is_a_one_line_error(graph, other_graph, config, tmp_path, capsys):
+    """A checkpoint used with a graph of another shape (eval, nearest, export, resumed
+    training) fails with one line naming both, and the checkpoint is left as it was."""
+    ck = tmp_path / "ck"
+    assert cli.main(["embed", "train", "--graph", str(graph), "--config", str(config),
+                     "--set", "num_epochs=1", "--out", str(ck), "--json"]) == 0
+    capsys.readouterr()
+    before = sorted((p.relative_to(ck), p.stat().st_mtime_ns) for p in ck.rglob("*"))
+    for argv in (["eval", str(ck), "--graph", str(other_graph), "--edges", "test", "--json"],
+                 ["nearest", str(ck), "5", "--graph", str(other_graph)],
+                 ["export", str(ck), "--format", "numpy", "--graph", str(other_graph),
+                  "--out", str(tmp_path / "np")],
+                 ["train", "--graph", str(other_graph), "--config", str(config), "--set",
+                  "num_epochs=2", "--out", str(ck)]):
+        assert cli.main(["embed", *argv]) == 2, argv
+        cap = capsys.readouterr()
+        err = cap.err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith("error: "), argv
+        assert "60 nodes" in err and "30" in err and str(other_graph) in err, err
+        assert cap.out == ""
+    assert sorted((p.relative_to(ck), p.stat().st_mtime_ns) for p in ck.rglob("*")) == before
+    assert not (tmp_path / "np").exists()
+
+
+def test_export_creates_missing_directories(graph, config, tmp_path, capsys):
+    ck = tmp_path / "ck"
+    assert cli.main(["embed", "train", "--graph", str(graph), "--config", str(config),
+                     "--set", "num_epochs=1", "--out", str(ck), "--json"]) == 0
+    capsys.readouterr()
+    for fmt, out in (("tsv", tmp_path / "a" / "b" / "e.tsv"),
+                     ("parquet", tmp_path / "c" / "e.parquet")):
+        extra = ["--relations-out", str(tmp_path / "d" / "r.tsv")] if fmt == "tsv" else []
+        assert cli.main(["embed", "export", str(ck), "--format", fmt, "--out", str(out),
+                         "--json", *extra]) == 0
+        assert out.stat().st_size > 0
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["rows"] == 60 and rep["dimension"] == 16 and rep["out"] == str(out)
+    assert len((tmp_path / "d" / "r.tsv").read_text().splitlines()) == 12
+
+
+def test_out_that_is_a_file_is_a_one_line_error(graph, config, tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for out in (afile, afile / "sub"):
+        rc = cli.main(["embed", "train", "--graph", str(graph), "--config", str(config),
+                       "--out", str(out)])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and err.startswith(f"error: {out}: ") and len(err.splitlines()) == 1
+    assert afile.read_text() == "keep me"
+
+
+def test_eval_of_gnn_node_embeddings_is_a_one_line_error(graph, tmp_path, capsys):
+    """``graphsys gnn embed`` output (Arrow, no relation operators) serves nearest; link
+    prediction on it is refused in one line."""
+    import pyarrow as pa
+    import pyarrow.ipc as paipc
+
+    from graphsys import open_graph
+    from graphsys.embed.embeddings import ARROW_FORMAT, ARROW_INDEX
+
+    g = open_graph(graph)
+    ids = np.asarray(g.node_ids())
+    bounds = np.concatenate([[0], np.cumsum(g.partition_sizes())])
+    emb = np.random.default_rng(0).normal(size=(len(ids), 4)).astype(np.float32)
+    out = tmp_path / "gnn-emb"
+    out.mkdir()
+    files = []
+    for p in range(g.num_partitions):
+        rows = slice(bounds[p], bounds[p + 1])
+        t = pa.table({"id": ids[rows], "embedding": pa.FixedSizeListArray.from_arrays(
+            pa.array(emb[rows].ravel()), 4)})
+        files.append(f"part-{p}.arrow")
+        with paipc.new_file(out / files[-1], t.schema) as w:
+            w.write_table(t)
+    (out / ARROW_INDEX).write_text(json.dumps({
+        "format": ARROW_FORMAT, "entity_type": g.entity_types[0], "dimension": 4,
+        "num_nodes": len(ids), "partitions": files, "graph": str(graph), "meta": {}}))
+    assert cli.main(["embed", "nearest", str(out), "5", "-k", "2", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["neighbours"]) == 2
+    assert cli.main(["embed", "eval", str(out), "--edges", "test", "--json"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and len(cap.err.strip().splitlines()) == 1
+    assert "needs relation operators" in cap.err

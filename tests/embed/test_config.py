@@ -65,3 +65,90 @@ def test_graph_mismatch_names_the_key(kg4, tmp_path):
         train({"num_partitions": 2}, graph=kg4, out=tmp_path / "c")
     with pytest.raises(ConfigError, match=r"^relations\[0\].name"):
         train({"relations": [{"name": "nope"}]}, graph=kg4, out=tmp_path / "c")
+
+
+def test_relation_lhs_rhs_are_checked_against_the_graph(kg4, tmp_path):
+    """PBG configs name each relation's lhs / rhs entity types: accepted when they match the
+    graph, an error naming the key when they do not."""
+    from graphsys.embed import train
+
+    cfg = config_from_dict({"relations": [{"name": "r1", "lhs": "node", "rhs": "node"}]})
+    assert (cfg.relations[0].lhs, cfg.relations[0].rhs) == ("node", "node")
+    with pytest.raises(ConfigError, match=r"^relations\[0\].rhs: config says 'user'"):
+        train({"relations": [{"name": "r1", "lhs": "node", "rhs": "user"}]}, graph=kg4,
+              out=tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+    with pytest.raises(ConfigError, match=r"^relations\[0\].lhs: must be a non-empty string"):
+        config_from_dict({"relations": [{"name": "r1", "lhs": ""}]})
+
+
+PBG_PY = '''def get_torchbiggraph_config():
+    config = dict(
+        entity_path="data/FB15k",
+        edge_paths=["data/FB15k/train_partitioned"],
+        checkpoint_path="model/fb15k",
+        entities={"all": {"num_partitions": %(parts)d}},
+        relations=%(relations)s,
+        dynamic_relations=%(dynamic)s,
+        dimension=16,
+        global_emb=False,
+        comparator="dot",
+        num_epochs=1,
+        batch_size=100,
+        num_uniform_negs=20,
+        loss_fn="softmax",
+        lr=0.1,
+    )
+    return config
+'''
+DYNAMIC = '[{"name": "all_edges", "lhs": "all", "rhs": "all", "operator": "complex_diagonal"}]'
+
+
+def _pbg_py(tmp_path, parts=1, relations=DYNAMIC, dynamic=True):
+    py = tmp_path / "pbg_config.py"
+    py.write_text(PBG_PY % {"parts": parts, "relations": relations, "dynamic": dynamic})
+    return py
+
+
+def test_pbg_py_config_trains_on_the_graph(kg1, tmp_path, capsys):
+    """A PyTorch-BigGraph .py config (parsed, never run) trains with PBG's settings; its only
+    entity type is matched to the graph's only one, and what is ignored is said."""
+    from graphsys import cli
+    from graphsys.embed import train
+
+    py = _pbg_py(tmp_path)
+    notes: list[str] = []
+    cfg = load_config(py, ["lr=0.05"], graph=kg1, log=notes.append)
+    assert (cfg.dimension, cfg.operator, cfg.comparator, cfg.loss_fn, cfg.lr) == \
+        (16, "complex_diagonal", "dot", "softmax", 0.05)
+    assert cfg.entities["node"].num_partitions == 1 and cfg.relations == []
+    text = "\n".join(notes)
+    assert "ignored PBG keys" in text and "entity_path" in text
+    assert "the graph's only 'node' taken as PBG's only 'all'" in text
+    emb = train(py, graph=kg1, out=tmp_path / "api")
+    assert emb.config.operator == "complex_diagonal" and emb.meta["epochs_done"] == 1
+    assert cli.main(["embed", "train", "--graph", str(kg1), "--config", str(py), "--out",
+                     str(tmp_path / "cli"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["epochs"] == 1
+    with pytest.raises(ConfigError, match="pbg_config.py: a PyTorch-BigGraph config needs "
+                                          "the graph"):
+        load_config(py)
+
+
+def test_pbg_py_config_partitions_and_static_relations(kg1, kg4, tmp_path):
+    from graphsys.embed import train
+
+    with pytest.raises(ConfigError, match="^entities.node.num_partitions: config says 1, "
+                                          "the graph has 4"):
+        train(_pbg_py(tmp_path), graph=kg4, out=tmp_path / "x")
+    rels = ('[{"name": "r%d", "lhs": "all", "rhs": "all", "operator": "translation"}' % 0
+            + "".join(', {"name": "r%d", "lhs": "all", "rhs": "all", "operator": '
+                      '"translation"}' % r for r in (1, 2))
+            + ', {"name": "r3", "lhs": "all", "rhs": "all", "operator": "diagonal", '
+              '"weight": 0.5}, {"name": "r9", "lhs": "all", "rhs": "all"}]')
+    notes: list[str] = []
+    cfg = load_config(_pbg_py(tmp_path, relations=rels, dynamic=False), graph=kg1,
+                      log=notes.append)
+    assert cfg.operator == "translation"
+    assert [(r.name, r.operator, r.weight) for r in cfg.relations] == [("r3", "diagonal", 0.5)]
+    assert any("PBG relations not in the graph: r9" in n for n in notes)

@@ -106,3 +106,54 @@ def test_export_numpy_round_trip(trained, tmp_path):
     assert arr.shape == (200, 16)
     k = list(ids).index("e5")
     assert np.array_equal(arr[k], trained.vector("e5"))
+
+
+def test_export_tsv_in_blocks_is_one_file(trained, tmp_path, monkeypatch):
+    """Rows are formatted in blocks (with a progress call each): the same file, every row."""
+    import graphsys.embed.embeddings as embeddings
+
+    whole = tmp_path / "whole.tsv"
+    trained.export_tsv(whole)
+    monkeypatch.setattr(embeddings, "TSV_ROWS", 7)
+    calls: list[int] = []
+    blocks = tmp_path / "blocks.tsv"
+    trained.export_tsv(blocks, progress=calls.append)
+    assert blocks.read_bytes() == whole.read_bytes()
+    assert sum(calls) == trained.num_entities() == len(whole.read_text().splitlines())
+    assert max(calls) == 7
+
+
+def test_nearest_never_returns_the_query(trained):
+    ids, scores = trained.nearest("e0", 1000)
+    assert len(ids) == trained.num_entities() - 1 and "e0" not in ids
+    assert np.isfinite(scores).all()
+
+
+def test_auto_candidates_sample_above_the_full_ranking_limit(trained, kg4, monkeypatch):
+    graph = open_graph(kg4)
+    assert evaluate(trained, graph, "test")["candidates"] == "all"
+    monkeypatch.setattr(trained.config, "eval_full_max_candidates", 199)
+    monkeypatch.setattr(trained.config, "eval_num_uniform_negs", 30)
+    res = evaluate(trained, graph, "test")
+    assert res["candidates"] == 30 and res["mean_rank"] <= 31
+
+
+def test_relation_tsv_has_pbg_sides_and_names(trained, tmp_path):
+    """PBG's export: side ``lhs`` is the operator applied to heads to rank tails, so
+    applying that row's ComplEx parameters to the head and taking the dot product with the
+    tail gives graphsys's tail-prediction score."""
+    ents, rels = tmp_path / "e.tsv", tmp_path / "r.tsv"
+    trained.export_tsv(ents, rels)
+    rows = [line.split("\t") for line in rels.read_text().splitlines()]
+    assert [r[1] for r in rows] == ["lhs"] * 8 + ["rhs"] * 8
+    assert [r[3] for r in rows[:8]] == ["real"] * 4 + ["imag"] * 4
+    assert {r[2] for r in rows} == {"complex_diagonal"} and {r[4] for r in rows} == {"8"}
+    p = {(r[0], r[1], r[3]): np.array(r[5:], np.float64) for r in rows}
+    vec = {line.split("\t")[0]: np.array(line.split("\t")[1:], np.float64)
+           for line in ents.read_text().splitlines()}
+    ids, _ = trained.predict_tails("e0", "r1", k=3)
+    h = vec["e0"]
+    wr, wi = p[("r1", "lhs", "real")], p[("r1", "lhs", "imag")]
+    q = np.concatenate([h[:8] * wr - h[8:] * wi, h[:8] * wi + h[8:] * wr])
+    for t in ids:
+        assert q @ vec[t] == pytest.approx(float(trained.score("e0", "r1", t)), abs=1e-5)

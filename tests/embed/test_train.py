@@ -79,8 +79,8 @@ def test_changed_config_refuses_to_resume(kg1, small, tmp_path):
 
 
 _CHILD = """
-import sys, torch
-torch.set_num_threads(1)
+import os, sys, torch
+torch.set_num_threads(int(os.environ.get("GRAPHSYS_TEST_THREADS", "1")))
 from graphsys.embed import load_config, train
 cfg = load_config(None, sys.argv[3:])
 train(cfg, graph=sys.argv[1], edges="train", out=sys.argv[2])
@@ -142,6 +142,59 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
         assert np.array_equal(a[k], b[k]), k
 
 
+def test_same_seed_in_fresh_processes_is_bit_for_bit(kg1, tmp_path):
+    """Two processes with the same seed, 2 intra-op threads each, write identical tensors.
+
+    The relation gradients here have 500 x 128 >= 32768 elements (one partition: whole
+    batches), the size from which the
+    backward of ``param[idx]`` (a CPU ``index_put_(accumulate=True)``) adds with atomic float
+    adds from several threads, in an order that differs between runs; the operators'
+    :func:`~graphsys.embed.model.gather` (``index_select``) accumulates in index order."""
+    args = ["dimension=128", "operator=\"diagonal\"", "comparator=\"dot\"",
+            "loss_fn=\"softmax\"", "lr=0.1", "batch_size=500", "num_uniform_negs=50",
+            "num_batch_negs=10", "num_epochs=2", "seed=5"]
+    env = dict(os.environ, GRAPHSYS_TEST_THREADS="2", OMP_NUM_THREADS="2")
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        subprocess.run([sys.executable, "-c", _CHILD, str(kg1), str(out), *args], env=env,
+                       check=True, timeout=300)
+    a, b = _arrays(outs[0]), _arrays(outs[1])
+    assert a.keys() == b.keys() and any(k.startswith("model/") for k in a)
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+
+
 def test_checkpoint_buckets_must_be_a_boolean(small):
     with pytest.raises(ConfigError, match="^checkpoint_buckets: must be true or false"):
         load_config(None, small + ["checkpoint_buckets=1"])
+
+
+def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_path,
+                                                               monkeypatch):
+    """With 3 of 4 partitions resident, the next bucket's loads run on the prefetch thread
+    while the current bucket trains; the tensors are those of a run without prefetch."""
+    import threading
+
+    from graphsys.embed.train import PartitionBuffer
+
+    threads: list[str] = []
+    execute = PartitionBuffer.execute
+
+    def spy(self, evict, load):
+        threads.append(threading.current_thread().name)
+        return execute(self, evict, load)
+
+    monkeypatch.setattr(PartitionBuffer, "execute", spy)
+    args = small + ["num_epochs=3", "buffer_partitions=3", "bucket_order=\"inside_out\"",
+                    "seed=2"]
+    on = train(load_config(None, args), graph=kg4, out=tmp_path / "on")
+    assert any(t.startswith("graphsys-prefetch") for t in threads), threads
+    assert sum(s["swaps"] for s in on.meta["stats"]) > 0
+    threads.clear()
+    off = train(load_config(None, args + ["prefetch=false"]), graph=kg4, out=tmp_path / "off")
+    assert threads and not any(t.startswith("graphsys-prefetch") for t in threads)
+    assert [s["loads"] for s in on.meta["stats"]] == [s["loads"] for s in off.meta["stats"]]
+    a, b = _arrays(tmp_path / "on"), _arrays(tmp_path / "off")
+    assert a.keys() == b.keys() and a
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
