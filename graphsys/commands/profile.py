@@ -116,7 +116,8 @@ def run(args) -> int:
     figs = key_figures(prof)
     print(f"{prof['workload'].get('algorithm', prof['workload']['kind'])}: "
           f"{figs['invocations']:,} {prof['kernels']['unit']} "
-          f"({_f(figs['mean_per_step'])} per step; dense reference {_f(figs['dense_mean_per_step'])}), "
+          f"({_f(figs['mean_per_step'])} per step; "
+          f"dense reference {_f(figs['dense_mean_per_step'])}), "
           f"{figs['transfers']} transfers ({figs['transfer_bytes']:,} bytes)")
     for m, s in figs["simt"].items():
         print(f"  {m:>18}: utilization {_f(s['mean_utilization'])}, warps by band "

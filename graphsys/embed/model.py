@@ -162,7 +162,8 @@ class LinearOperator(Operator):
 
 @OPERATORS.register_as("affine")
 class AffineOperator(Operator):
-    """``A_r x + b_r``; ``linear_transformation`` ``(R, d, d)`` = I, ``translation`` ``(R, d)`` = 0."""
+    """``A_r x + b_r``; ``linear_transformation`` ``(R, d, d)`` = I, ``translation``
+    ``(R, d)`` = 0."""
 
     def init_params(self, num_relations):
         eye = torch.eye(self.dimension)

@@ -73,9 +73,9 @@ class RankStats:
     ``edges`` and ``buckets`` trained; ``idle_rounds``: distributed rounds with no bucket for
     this rank; ``loss_sum``: sum of its batch losses; ``train_seconds``: seconds training
     buckets; ``wait_seconds``: seconds in each round's collectives (partition lock and
-    relation sync: waiting for the slowest rank); ``loads`` / ``evictions``: partitions read into / written out of its buffer
-    and their ``bytes_read`` / ``bytes_written``; ``checkpoint_bytes``: bytes its commits
-    wrote.
+    relation sync: waiting for the slowest rank); ``loads`` / ``evictions``: partitions read
+    into / written out of its buffer and their ``bytes_read`` / ``bytes_written``;
+    ``checkpoint_bytes``: bytes its commits wrote.
     """
 
     rank: int
