@@ -22,7 +22,7 @@ _DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
 
 
 def _load_madvise():
-    if not os.uname().sysname == "Linux":
+    if os.uname().sysname != "Linux":
         return None
     try:
         fn = ctypes.CDLL(None, use_errno=True).madvise

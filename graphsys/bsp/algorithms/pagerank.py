@@ -81,7 +81,10 @@ class PageRank(VertexProgram):
                 scale, host_array(state["send"]))
         else:
             new = combined.mul_(a)
-            new.add_(scale / ctx.num_nodes) if p is None else new.add_(p, alpha=scale)
+            if p is None:
+                new.add_(scale / ctx.num_nodes)
+            else:
+                new.add_(p, alpha=scale)
             delta = (new - state["rank"]).abs_().sum()
             inv = state["inv_deg"]
             dangling = new[inv == 0].sum()
