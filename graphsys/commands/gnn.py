@@ -65,6 +65,9 @@ def _source_args(p, required: bool = True) -> None:
     p.add_argument("--graph", type=Path, help="graph directory")
     p.add_argument("--mirror", help="local dataset mirror (else GRAPHSYS_MIRROR)")
     p.add_argument("--cache", help="dataset cache (else GRAPHSYS_DATA)")
+    p.add_argument("--split", choices=("public", "random"), default=None,
+                   help="with --dataset: the standard public split (Planetoid for Cora and "
+                        "CiteSeer; the default where it exists) or the seeded random split")
 
 
 def _device_args(p) -> None:
@@ -104,7 +107,7 @@ def _train(args) -> int:
         num_workers=args.workers, prefetch=args.prefetch)
     say = _say(args)
     graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
-                        log=say)
+                        split=args.split, log=say)
     say(f"training {cfg.model} ({cfg.task} task) on {graph.path} [{device}]")
     t0 = time.perf_counter()
     key = "val_accuracy" if node else "val_mrr"
@@ -134,7 +137,7 @@ def _embed(args) -> int:
     graph = None
     if args.dataset is not None or args.graph is not None:
         graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
-                            log=say)
+                            split=args.split, log=say)
     t0 = time.perf_counter()
     info = embed_checkpoint(args.checkpoint, args.out, graph=graph, device=device,
                             log=say, progress=show_progress(args))
