@@ -329,7 +329,9 @@ def load_planetoid(fetched: FetchResult) -> IngestPlan:
     edges = pa.table({"src": pa.array(data.src), "dst": pa.array(data.dst)})
     return IngestPlan(
         edges=[EdgeSource(table=edges)], nodes=[NodeSource(table)], undirected=True,
-        metadata={"directed": False, "labels": {"label": ds.graph.get("classes")},
+        metadata={"directed": False,
+                  "labels": {"label": "Planetoid one-hot column index (the files name no "
+                                      "classes; it is not the LINQS class order)"},
                   "features": {"feat": "Planetoid feature rows (allx, tx)"},
                   "split": {"method": "public", "reader": ds.split["public"],
                             "train": int(data.train_mask.sum()),

@@ -35,6 +35,8 @@ PARTS = ("x", "y", "tx", "ty", "allx", "ally", "graph", "test-index")
 #: pickles were written by Python 2 with NumPy 1.x and SciPy < 1.8.
 _ALLOWED = {
     ("numpy.core.multiarray", "_reconstruct"): ("numpy._core.multiarray", "numpy.core.multiarray"),
+    ("numpy._core.multiarray", "_reconstruct"): ("numpy._core.multiarray",
+                                                 "numpy.core.multiarray"),
     ("numpy", "ndarray"): ("numpy",),
     ("numpy", "dtype"): ("numpy",),
     ("scipy.sparse.csr", "csr_matrix"): ("scipy.sparse",),

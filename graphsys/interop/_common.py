@@ -168,7 +168,12 @@ def export_arrays(graph: Graph, *, edge_set: str | None = None,
     if columns:
         for name in graph.node_columns():
             v = graph.node_column(name)
-            cols[name] = v if order is None else v[order]
-    if not isinstance(ids, np.ndarray):
-        ids = ids.to_pylist()
+            cols[name] = _owned(v if order is None else v[order])
+    ids = _owned(ids) if isinstance(ids, np.ndarray) else ids.to_pylist()
     return Exported(n, src, dst, weight, ids, cols, es.undirected)
+
+
+def _owned(a: np.ndarray) -> np.ndarray:
+    """``a``, copied if it is a read-only view (of a mapped file): exported tensors are the
+    caller's to modify."""
+    return a if a.flags.writeable else a.copy()

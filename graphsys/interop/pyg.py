@@ -51,7 +51,7 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     columns, dropped, weight = {}, [], None
     for key in data.keys():
         value = data[key]
-        if key == "edge_index":
+        if key in ("edge_index", "num_nodes"):
             continue
         if key in ("edge_weight", "edge_attr") and torch.is_tensor(value) and weight is None \
                 and value.dim() == 1 and value.shape[0] == ei.shape[1]:
