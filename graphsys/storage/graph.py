@@ -424,16 +424,17 @@ class Graph:
             return ids[idx]
         return ids.take(pa.array(np.atleast_1d(idx)))
 
-    def node_column(self, name: str, entity_type: str | None = None) -> np.ndarray:
-        """A node column in type-global order: features float32 (N, dim), label int64 (N,)
-        with -1 = unknown, mask bool (N,)."""
+    def node_column(self, name: str, entity_type: str | None = None,
+                    partition: int | None = None) -> np.ndarray:
+        """A node column in type-global order (or of one ``partition``'s nodes): features
+        float32 (N, dim), label int64 (N,) with -1 = unknown, mask bool (N,)."""
         et = self._etype(entity_type)
         col = next((c for c in et.columns if c.name == name), None)
         if col is None:
             raise GraphsysError(f"entity type {et.name!r} has no node column {name!r} "
                                 f"(columns: {', '.join(c.name for c in et.columns) or 'none'})")
         parts = []
-        for p in range(self.num_partitions):
+        for p in range(self.num_partitions) if partition is None else [partition]:
             arr = self._node_table(et.name, p).column(name).combine_chunks()
             if col.kind == "features":
                 parts.append(arr.flatten().to_numpy().reshape(-1, col.dim))
