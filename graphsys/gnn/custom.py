@@ -16,7 +16,6 @@ num_layers=, dropout=)`` returning such a module; :func:`load_factory` imports i
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -28,6 +27,7 @@ from graphsys.errors import GraphsysError
 from graphsys.sampling.adjacency import Adjacency
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import NeighborSampler
+from graphsys.user_code import load_object
 
 #: Conventions a user model is called in.
 INPUTS = ("blocks", "adjs")
@@ -46,22 +46,9 @@ class Adj(NamedTuple):
 
 
 def load_factory(spec: str) -> Callable[..., nn.Module]:
-    """The callable named ``module:attr`` (``attr`` may be dotted); one-line error if the
-    module does not import or has no such attribute."""
-    module, sep, attr = spec.partition(":")
-    if not sep or not module or not attr:
-        raise GraphsysError(f"model {spec!r}: expected a builtin name or module:Factory")
-    try:
-        obj = importlib.import_module(module)
-    except ImportError as exc:
-        raise GraphsysError(f"model {spec!r}: cannot import {module!r} ({exc})") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise GraphsysError(f"model {spec!r}: module {module!r} has no {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise GraphsysError(f"model {spec!r}: {attr!r} is not callable")
-    return obj
+    """The model factory named ``module:Factory``; one-line errors (see
+    :func:`graphsys.user_code.load_object`)."""
+    return load_object(spec, "model")
 
 
 def caller(model: nn.Module, inputs: str) -> Callable[[list[Block], torch.Tensor], torch.Tensor]:
