@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -72,6 +73,8 @@ def main() -> None:
             res = train(graph, cfg)
             seconds.append(time.perf_counter() - t0)
             accs.append(res.metrics["test_accuracy"])
+            print(f"{dataset}:{model} seed {seed}: {accs[-1]:.4f} ({res.epochs} epochs, "
+                  f"{seconds[-1]:.1f} s)", file=sys.stderr, flush=True)
         mean, std = statistics.fmean(accs), statistics.pstdev(accs)
         pub = PUBLISHED.get((dataset, model))
         results[f"{dataset}:{model}"] = {
