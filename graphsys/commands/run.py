@@ -8,6 +8,7 @@ per superstep (active vertices, messages, edges scanned, bytes, seconds). Under 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -19,12 +20,22 @@ from graphsys.errors import GraphsysError
 ALGORITHM_NAMES = ("pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore")
 
 
+class _AlgorithmAndGraph(argparse.Action):
+    """``ALGO DIR`` or, with ``--program``, ``DIR`` alone: sets ``algorithm`` (None when
+    left out) and ``graph``; more than two is refused by :func:`run`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.algorithm = values[0] if len(values) > 1 else None
+        namespace.graph = Path(values[-1])
+        namespace.extra_positionals = values[2:]
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a BSP algorithm (pagerank, bfs, ...)",
                               description=__doc__,
                               usage="graphsys run [options] (ALGO | --program MODULE:CLASS) "
                                     "DIR")
-    p.add_argument("positional", nargs="+", metavar="ALGO DIR",
+    p.add_argument("positional", nargs="+", metavar="ALGO DIR", action=_AlgorithmAndGraph,
                    help=f"ALGO: one of {', '.join(ALGORITHM_NAMES)} (left out with "
                         f"--program); DIR: the graph directory")
     p.add_argument("--out", type=Path, metavar="FILE.parquet", help="per-node output")
@@ -61,10 +72,8 @@ def run(args) -> int:
     from graphsys.storage.atomic import atomic_path
     from graphsys.storage.verify import verify_graph
 
-    if len(args.positional) != (1 if args.program else 2):
+    if args.extra_positionals or (args.algorithm is None) == (args.program is None):
         raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
-    args.algorithm = None if args.program else args.positional[0]
-    args.graph = Path(args.positional[-1])
     if args.program is not None:
         func, needs_source = _user_program(args), False
         args.algorithm = args.program
