@@ -18,7 +18,7 @@ hyperparameters of the papers:
 Usage::
 
     python scripts/bench_planetoid.py --mirror /work/shared/datasets [--seeds 10]
-        [--work DIR] [--only cora:gcn,citeseer:gat]
+        [--work DIR] [--only cora:gcn,citeseer:gat] [--hidden H]
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--work", default=None, help="cache directory (default: a temp dir)")
     ap.add_argument("--only", default=None, help="comma list of dataset:model")
+    ap.add_argument("--hidden", type=int, default=None,
+                    help="hidden width of every model instead of the papers'")
     args = ap.parse_args()
 
     from graphsys.gnn.data import open_source
@@ -67,8 +69,8 @@ def main() -> None:
         graph = open_source(dataset, mirror=args.mirror, cache=work / "cache", split="public")
         accs, seconds = [], []
         for seed in range(args.seeds):
-            cfg = TrainConfig(task="node", model=model, seed=seed, batch_size=512,
-                              **HYPER[model])
+            hyper = {**HYPER[model], **({"hidden": args.hidden} if args.hidden else {})}
+            cfg = TrainConfig(task="node", model=model, seed=seed, batch_size=512, **hyper)
             t0 = time.perf_counter()
             res = train(graph, cfg)
             seconds.append(time.perf_counter() - t0)
@@ -82,7 +84,7 @@ def main() -> None:
             "std": round(std, 4), "published": pub,
             "within_one_std": None if pub is None else abs(mean - pub) <= std,
             "seconds_per_run_median": round(statistics.median(seconds), 2),
-            "hyper": HYPER[model]}
+            "hyper": hyper}
     print(json.dumps({"bench": "planetoid-public-split", "seeds": args.seeds,
                       "results": results, "machine": platform.machine(),
                       "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
