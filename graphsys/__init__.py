@@ -12,7 +12,11 @@ import os
 # set before either runtime starts, hence here, first. An explicit setting is respected.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from graphsys.interop import (  # noqa: E402
+    from_arrow, from_dgl, from_networkx, from_numpy, from_pyg, from_scipy,
+)
 from graphsys.storage.graph import Graph, open_graph  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Graph", "open_graph", "__version__"]
+__all__ = ["Graph", "from_arrow", "from_dgl", "from_networkx", "from_numpy", "from_pyg",
+           "from_scipy", "open_graph", "__version__"]

@@ -41,6 +41,9 @@ def register(subparsers) -> None:
     ing.add_argument("--partitioner", default="hash",
                      help="hash (default), range, degree or fennel")
     _source_args(ing)
+    ing.add_argument("--split", choices=("public", "random"), default=None,
+                     help="the standard public split (default where the dataset has one, "
+                          "e.g. Planetoid for Cora/CiteSeer) or the seeded random split")
     ing.add_argument("--memory-limit", default="2GB",
                      help="memory budget of the ingest, e.g. 1GB, 512MiB (default 2GB)")
     ing.add_argument("--json", action="store_true", help="print one JSON line")
@@ -69,7 +72,7 @@ def run(args) -> int:
     opts = IngestOptions(num_partitions=args.partitions, partitioner=args.partitioner,
                          memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
                          progress=show_progress(args))
-    report, metadata = ingest_dataset(fetched, args.out, opts)
+    report, metadata = ingest_dataset(fetched, args.out, opts, args.split)
     if args.json:
         emit_json({"dataset": dataset.name, "fetch": fetched.to_json(),
                    "ingest": report.to_json(), "metadata": metadata})

@@ -22,7 +22,8 @@ from graphsys.errors import GraphsysError
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN) and embed nodes",
+    p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN, GAT, GIN, or "
+                                          "your own module) and embed nodes",
                               description=__doc__)
     sub = p.add_subparsers(dest="gnn_command", metavar="SUBCOMMAND", required=True)
 
@@ -30,8 +31,17 @@ def register(subparsers) -> None:
     _source_args(t)
     t.add_argument("--task", choices=("node", "link"), default="node",
                    help="node classification or link prediction (default node)")
-    t.add_argument("--model", choices=("pinsage", "sage", "gcn"), default="sage",
-                   help="model (default sage)")
+    t.add_argument("--model", default="sage", metavar="MODEL",
+                   help="pinsage, sage, gcn, gat, gin (default sage), or module:Factory: "
+                        "a callable Factory(in_dim=, hidden_dim=, out_dim=, num_layers=, "
+                        "dropout=) returning a torch.nn.Module called as model(blocks, x) "
+                        "(node task)")
+    t.add_argument("--heads", type=int, default=8,
+                   help="attention heads of gat's hidden layers (default 8)")
+    t.add_argument("--dropout", type=float, default=None,
+                   help="dropout (default 0.6 for gat, 0.5 for the other node models, 0 link)")
+    t.add_argument("--weight-decay", type=float, default=None,
+                   help="Adam weight decay (default 5e-4 node, 0 link)")
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
                         "(default: all for node, 10,10 for link)")
@@ -65,6 +75,9 @@ def _source_args(p, required: bool = True) -> None:
     p.add_argument("--graph", type=Path, help="graph directory")
     p.add_argument("--mirror", help="local dataset mirror (else GRAPHSYS_MIRROR)")
     p.add_argument("--cache", help="dataset cache (else GRAPHSYS_DATA)")
+    p.add_argument("--split", choices=("public", "random"), default=None,
+                   help="with --dataset: the standard public split (Planetoid for Cora and "
+                        "CiteSeer; the default where it exists) or the seeded random split")
 
 
 def _device_args(p) -> None:
@@ -91,20 +104,28 @@ def _train(args) -> int:
             raise GraphsysError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
     if args.workers < 0 or args.prefetch < 1:
         raise GraphsysError("--workers must be >= 0 and --prefetch >= 1")
+    if args.heads < 1:
+        raise GraphsysError(f"--heads must be >= 1, got {args.heads}")
+    if args.dropout is not None and not 0 <= args.dropout < 1:
+        raise GraphsysError(f"--dropout must be in [0, 1), got {args.dropout}")
     device = resolve_device(args.device)
     node = args.task == "node"
+    gat = args.model == "gat"
     cfg = TrainConfig(
         task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
         epochs=args.epochs or (200 if node else 20),
-        lr=args.lr or (0.01 if node else 0.003),
-        weight_decay=5e-4 if node else 0.0, dropout=0.5 if node else 0.0,
+        lr=args.lr or ((0.005 if gat else 0.01) if node else 0.003),
+        weight_decay=(args.weight_decay if args.weight_decay is not None
+                      else 5e-4 if node else 0.0),
+        dropout=(args.dropout if args.dropout is not None
+                 else (0.6 if gat else 0.5) if node else 0.0), heads=args.heads,
         batch_size=args.batch_size or (256 if node else 512),
         batches_per_epoch=args.batches_per_epoch,
         patience=args.patience or (50 if node else 5), seed=args.seed,
         num_workers=args.workers, prefetch=args.prefetch)
     say = _say(args)
     graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
-                        log=say)
+                        split=args.split, log=say)
     say(f"training {cfg.model} ({cfg.task} task) on {graph.path} [{device}]")
     t0 = time.perf_counter()
     key = "val_accuracy" if node else "val_mrr"
@@ -134,7 +155,7 @@ def _embed(args) -> int:
     graph = None
     if args.dataset is not None or args.graph is not None:
         graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
-                            log=say)
+                            split=args.split, log=say)
     t0 = time.perf_counter()
     info = embed_checkpoint(args.checkpoint, args.out, graph=graph, device=device,
                             log=say, progress=show_progress(args))

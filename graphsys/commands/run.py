@@ -8,6 +8,7 @@ per superstep (active vertices, messages, edges scanned, bytes, seconds). Under 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -19,11 +20,24 @@ from graphsys.errors import GraphsysError
 ALGORITHM_NAMES = ("pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore")
 
 
+class _AlgorithmAndGraph(argparse.Action):
+    """``ALGO DIR`` or, with ``--program``, ``DIR`` alone: sets ``algorithm`` (None when
+    left out) and ``graph``; more than two is refused by :func:`run`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.algorithm = values[0] if len(values) > 1 else None
+        namespace.graph = Path(values[-1])
+        namespace.extra_positionals = values[2:]
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a BSP algorithm (pagerank, bfs, ...)",
-                              description=__doc__)
-    p.add_argument("algorithm", metavar="ALGO", help=f"one of: {', '.join(ALGORITHM_NAMES)}")
-    p.add_argument("graph", type=Path, metavar="DIR")
+                              description=__doc__,
+                              usage="graphsys run [options] (ALGO | --program MODULE:CLASS) "
+                                    "DIR")
+    p.add_argument("positional", nargs="+", metavar="ALGO DIR", action=_AlgorithmAndGraph,
+                   help=f"ALGO: one of {', '.join(ALGORITHM_NAMES)} (left out with "
+                        f"--program); DIR: the graph directory")
     p.add_argument("--out", type=Path, metavar="FILE.parquet", help="per-node output")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
@@ -40,6 +54,9 @@ def register(subparsers) -> None:
                         "on CPU: a work list to the same fixed point; fast on road graphs)")
     p.add_argument("--no-verify", action="store_true",
                    help="skip the integrity check (hashes, offsets) before running")
+    p.add_argument("--program", metavar="MODULE:CLASS",
+                   help="run your own VertexProgram subclass instead of ALGO: "
+                        "MODULE:CLASS is imported and called with no arguments")
     p.add_argument("--json", action="store_true", help="print the run statistics as JSON")
     p.set_defaults(func=run)
 
@@ -55,16 +72,22 @@ def run(args) -> int:
     from graphsys.storage.atomic import atomic_path
     from graphsys.storage.verify import verify_graph
 
-    if args.algorithm not in ALGORITHMS:
+    if args.extra_positionals or (args.algorithm is None) == (args.program is None):
+        raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
+    if args.program is not None:
+        func, needs_source = _user_program(args), False
+        args.algorithm = args.program
+    elif args.algorithm not in ALGORITHMS:
         raise GraphsysError(f"unknown algorithm {args.algorithm!r} (choose from "
                             f"{', '.join(ALGORITHMS)})")
+    else:
+        func, needs_source = ALGORITHMS[args.algorithm]
     if args.mode not in MODES:
         raise GraphsysError(f"--mode: unknown mode {args.mode!r} (choose from "
                             f"{', '.join(MODES)})")
     if args.backend not in BACKENDS:
         raise GraphsysError(f"--backend: unknown backend {args.backend!r} (choose from "
                             f"{', '.join(BACKENDS)})")
-    func, needs_source = ALGORITHMS[args.algorithm]
     if needs_source and args.source is None:
         raise GraphsysError(f"{args.algorithm} needs --source ID")
     if not needs_source and args.source is not None:
@@ -144,6 +167,24 @@ def _rank() -> int:
     import torch.distributed as dist
 
     return dist.get_rank() if dist.is_initialized() else 0
+
+
+def _user_program(args):
+    """``run(graph, **kwargs)`` for the VertexProgram class named by ``--program``."""
+    from graphsys.bsp.engine import DEFAULT_MAX_ITERS, run as run_program
+    from graphsys.bsp.program import VertexProgram
+    from graphsys.user_code import load_object
+
+    program = load_object(args.program, "--program")()
+    if not isinstance(program, VertexProgram):
+        raise GraphsysError(f"--program {args.program}: built a {type(program).__name__}, "
+                            f"not a graphsys.bsp.program.VertexProgram")
+
+    def func(graph, **kwargs):
+        kwargs.setdefault("max_iters", DEFAULT_MAX_ITERS)
+        return run_program(graph, program, **kwargs)
+
+    return func
 
 
 def _parse_source(graph, text: str):

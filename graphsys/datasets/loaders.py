@@ -10,6 +10,8 @@ registry entry, not from code:
                 node labels; ``index_base`` creates every node ``base .. base+nodes-1``.
 ``linqs``       Cora / CiteSeer: node table (``feat``, ``label``, ``train_mask``,
                 ``val_mask``, ``test_mask``) from ``*.content``, edges citing -> cited.
+                With ``split="public"`` the Planetoid files are read instead
+                (:func:`load_planetoid`): the standard split over their own node set.
 ``kg_triples``  FB15k-237: one edge set per split, head -> tail with the relation column.
 ``movielens``   MovieLens 100K: entity types ``user`` and ``item``, relation ``rated``
                 user -> item weighted by the rating, item genre features.
@@ -34,7 +36,7 @@ import pyarrow.csv as pacsv
 
 from graphsys.datasets.fetch import FetchResult
 from graphsys.datasets.registry import DataFile
-from graphsys.errors import InputError
+from graphsys.errors import GraphsysError, InputError
 from graphsys.storage.format import RelationType
 from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource, ingest
 
@@ -309,6 +311,35 @@ def load_movielens(fetched: FetchResult) -> IngestPlan:
     )
 
 
+# -- Planetoid public split ---------------------------------------------------------------------
+
+def load_planetoid(fetched: FetchResult) -> IngestPlan:
+    """The public split from the ``planetoid-*`` files: nodes ``0..N-1`` in Planetoid order
+    with ``feat``, ``label`` and the three masks, every undirected edge stored both ways
+    (see :mod:`graphsys.datasets.planetoid`)."""
+    from graphsys.datasets.planetoid import PARTS, read_planetoid
+
+    ds = fetched.dataset
+    data = read_planetoid({p: fetched.path(f"planetoid-{p}") for p in PARTS})
+    table = pa.table({"id": pa.array(np.arange(data.num_nodes, dtype=np.int64)),
+                      "feat": features_array(data.features), "label": pa.array(data.labels),
+                      "train_mask": pa.array(data.train_mask),
+                      "val_mask": pa.array(data.val_mask),
+                      "test_mask": pa.array(data.test_mask)})
+    edges = pa.table({"src": pa.array(data.src), "dst": pa.array(data.dst)})
+    return IngestPlan(
+        edges=[EdgeSource(table=edges)], nodes=[NodeSource(table)], undirected=True,
+        metadata={"directed": False,
+                  "labels": {"label": "Planetoid one-hot column index (the files name no "
+                                      "classes; it is not the LINQS class order)"},
+                  "features": {"feat": "Planetoid feature rows (allx, tx)"},
+                  "split": {"method": "public", "reader": ds.split["public"],
+                            "train": int(data.train_mask.sum()),
+                            "val": int(data.val_mask.sum()),
+                            "test": int(data.test_mask.sum())}},
+    )
+
+
 LOADERS: dict[str, Callable[[FetchResult], IngestPlan]] = {
     "edge_list": load_edge_list,
     "linqs": load_linqs,
@@ -316,22 +347,42 @@ LOADERS: dict[str, Callable[[FetchResult], IngestPlan]] = {
     "movielens": load_movielens,
 }
 
+#: ``--split`` choices: ``public`` (the standard split, where the registry has one) and
+#: ``random`` (the loader's own seeded split).
+SPLITS = ("public", "random")
 
-def plan_ingest(fetched: FetchResult) -> IngestPlan:
-    """The :class:`IngestPlan` of a fetched dataset, by its registry ``loader``."""
-    return LOADERS[fetched.dataset.loader](fetched)
+
+def default_split(dataset) -> str:
+    """``public`` where the registry entry has a public split, else ``random``."""
+    return "public" if "public" in dataset.split else "random"
+
+
+def plan_ingest(fetched: FetchResult, split: str | None = None) -> IngestPlan:
+    """The :class:`IngestPlan` of a fetched dataset: by its registry ``loader``, or the
+    public split reader; ``split`` None = :func:`default_split`."""
+    ds = fetched.dataset
+    split = split or default_split(ds)
+    if split not in SPLITS:
+        raise GraphsysError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if split == "public":
+        if "public" not in ds.split:
+            raise GraphsysError(f"dataset {ds.name!r} has no public split (use the random "
+                                f"split)")
+        return load_planetoid(fetched)
+    return LOADERS[ds.loader](fetched)
 
 
 def ingest_dataset(fetched: FetchResult, out: str | Path,
-                   options: IngestOptions | None = None) -> tuple[IngestReport, dict[str, Any]]:
+                   options: IngestOptions | None = None, split: str | None = None
+                   ) -> tuple[IngestReport, dict[str, Any]]:
     """Ingest a fetched dataset into the graph directory ``out``.
 
     ``options`` gives partitions, partitioner, memory limit and progress; the dataset
     decides ``undirected``, ``dedupe`` and ``relation_types``. The provenance (see
     :func:`dataset_metadata`) is stored as the manifest's ``metadata`` field; returns the
-    ingest report and that metadata.
+    ingest report and that metadata. ``split``: see :func:`plan_ingest`.
     """
-    plan = plan_ingest(fetched)
+    plan = plan_ingest(fetched, split)
     metadata = dataset_metadata(fetched, plan)
     opts = dataclasses.replace(options or IngestOptions(), undirected=plan.undirected,
                                dedupe=plan.dedupe, relation_types=plan.relation_types,

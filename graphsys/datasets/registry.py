@@ -22,7 +22,8 @@ graph (``[graph]``, keyed by ``loader``) and the split (``[split]``)::
                         (absent for documentation files)
     [graph]    keys of GRAPH_KEYS[loader]
     [split]    method (none|edge-sets|per-class-random) [seed, train_per_class, val, test]
-               [note]
+               [note] [public = "planetoid": the standard split, read from the files named
+               planetoid-<part> for every part of graphsys.datasets.planetoid.PARTS]
 
 The registry directory is, in order: the environment variable ``GRAPHSYS_REGISTRY``;
 ``<repository>/datasets`` beside the package (source checkout or editable install);
@@ -49,6 +50,8 @@ SCHEMA_VERSION = 1
 ENV_REGISTRY = "GRAPHSYS_REGISTRY"
 
 LOADERS = ("edge_list", "linqs", "kg_triples", "movielens")
+#: Readers of a dataset's standard ("public") split, besides its loader's own split.
+PUBLIC_SPLITS = ("planetoid",)
 KINDS = ("homogeneous", "knowledge_graph", "bipartite")
 UNPACK = ("none", "gzip", "tar", "zip")
 STRIP = ("none", "snap-header", "matrixmarket-header")
@@ -383,7 +386,7 @@ class _Validator:
             stats=dict(stats),
             files=files,
             graph=graph,
-            split=self.split(self.get(data, "split", dict), loader),
+            split=self.split(self.get(data, "split", dict), loader, files),
             source=self.path,
         )
 
@@ -512,11 +515,20 @@ class _Validator:
         if by_name[fname].format is None:
             self.fail(ctx, f"file {fname!r} has no [files.format] table")
 
-    def split(self, table: dict, loader: str) -> dict[str, Any]:
+    def split(self, table: dict, loader: str, files: tuple[DataFile, ...]) -> dict[str, Any]:
+        from graphsys.datasets.planetoid import PARTS
+
         method = self.choice(table, "method", SPLIT_METHODS, "split")
+        public = None
+        if "public" in table:
+            public = self.choice(table, "public", PUBLIC_SPLITS, "split")
+            names = {f.name for f in files}
+            missing = [f"planetoid-{p}" for p in PARTS if f"planetoid-{p}" not in names]
+            if missing:
+                self.fail("split.public", f"needs files {', '.join(missing)}")
         if method == "per-class-random":
-            self.no_extra(table, {"method", "seed", "train_per_class", "val", "test", "note"},
-                          "split")
+            self.no_extra(table, {"method", "seed", "train_per_class", "val", "test", "note",
+                                  "public"}, "split")
             out = {"method": method, "seed": self.get(table, "seed", int, "split")}
             for key in ("train_per_class", "val", "test"):
                 out[key] = self.positive(table, key, "split")
@@ -532,6 +544,8 @@ class _Validator:
             out = {"method": method}
         if "note" in table:
             out["note"] = self.get(table, "note", str, "split")
+        if public is not None:
+            out["public"] = public
         return out
 
 

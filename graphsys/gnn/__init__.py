@@ -1,7 +1,9 @@
 """GNN models, minibatch training and streaming inference over stored graphs.
 
-* :mod:`graphsys.gnn.conv`: :class:`PinSageConv`, :class:`SAGEConv`, :class:`GCNConv`
-  (pure torch, each with its formula in the docstring).
+* :mod:`graphsys.gnn.conv`: :class:`PinSageConv`, :class:`SAGEConv`, :class:`GCNConv`,
+  :class:`GATConv`, :class:`GINConv` (pure torch, each with its formula in the docstring).
+* :func:`train` also takes the caller's own ``nn.Module``, loss and features
+  (:mod:`graphsys.gnn.custom`); :func:`propagate` writes SGC/SIGN features out of core.
 * :class:`GNN`: a stack of one of them; :func:`train` (node classification or link
   prediction) with background sampling workers, bounded prefetch, early stopping,
   pickle-free checkpoints and metric logging.
@@ -11,11 +13,12 @@
 """
 
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
-from graphsys.gnn.conv import GCNConv, PinSageConv, SAGEConv
+from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, SAGEConv
 from graphsys.gnn.embed import embed_checkpoint
 from graphsys.gnn.inference import layerwise_inference
 from graphsys.gnn.loader import PrefetchLoader
 from graphsys.gnn.model import GNN
+from graphsys.gnn.propagate import propagate, read_hop, sign_features
 from graphsys.gnn.train import (
                                 TrainConfig,
                                 TrainResult,
@@ -26,7 +29,9 @@ from graphsys.gnn.train import (
 
 __all__ = [
                                 "GNN",
+                                "GATConv",
                                 "GCNConv",
+                                "GINConv",
                                 "PinSageConv",
                                 "PrefetchLoader",
                                 "SAGEConv",
@@ -35,7 +40,10 @@ __all__ = [
                                 "embed_checkpoint",
                                 "layerwise_inference",
                                 "load_checkpoint",
+                                "propagate",
+                                "read_hop",
                                 "save_checkpoint",
+                                "sign_features",
                                 "train",
                                 "train_link_prediction",
                                 "train_node_classification",

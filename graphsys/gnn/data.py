@@ -11,21 +11,28 @@ from graphsys.storage.graph import Graph, open_graph
 
 def open_source(dataset: str | None = None, graph: str | Path | None = None, *,
                 mirror: str | Path | None = None, cache: str | Path | None = None,
-                partitions: int = 2, log=None) -> Graph:
-    """Open ``graph``, or fetch + ingest the registry ``dataset`` into
-    ``<cache>/graphs/<name>-p<partitions>`` (reused when present) and open that."""
+                partitions: int = 2, split: str | None = None, log=None) -> Graph:
+    """Open ``graph``, or fetch + ingest the registry ``dataset`` with ``split`` (``public``
+    or ``random``; None = public where the dataset has it) into
+    ``<cache>/graphs/<name>-<split>-p<partitions>`` (reused when present) and open that."""
     if (dataset is None) == (graph is None):
         raise GraphsysError("give exactly one of --dataset NAME or --graph DIR")
     if graph is not None:
+        if split is not None:
+            raise GraphsysError("a split is chosen with a registry dataset, not a graph "
+                                "directory (whose masks are stored)")
         return open_graph(graph)
     from graphsys.datasets.fetch import cache_dir, fetch
-    from graphsys.datasets.loaders import ingest_dataset
+    from graphsys.datasets.loaders import SPLITS, default_split, ingest_dataset
     from graphsys.datasets.registry import get_dataset
     from graphsys.storage.ingest import IngestOptions
 
     ds = get_dataset(dataset)
-    out = cache_dir(cache) / "graphs" / f"{ds.name}-p{partitions}"
+    split = split or default_split(ds)
+    if split not in SPLITS:
+        raise GraphsysError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    out = cache_dir(cache) / "graphs" / f"{ds.name}-{split}-p{partitions}"
     if not (out / "manifest.json").is_file():
         fetched = fetch(ds, cache=cache, mirror=mirror, log=log)
-        ingest_dataset(fetched, out, IngestOptions(num_partitions=partitions))
+        ingest_dataset(fetched, out, IngestOptions(num_partitions=partitions), split)
     return open_graph(out)

@@ -23,7 +23,7 @@ from graphsys.gnn.inference import (
     layerwise_inference,
     partition_ranges,
 )
-from graphsys.gnn.model import GNN
+from graphsys.gnn.model import GNN, MODELS
 from graphsys.gnn.train import (
     TrainConfig,
     _BlockSampler,
@@ -59,6 +59,9 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     et = meta["entity_type"]
     if et not in graph.entity_types:
         raise GraphsysError(f"checkpoint is for entity type {et!r}, which {graph.path} lacks")
+    if config.get("model") not in MODELS:
+        raise GraphsysError(f"{checkpoint}: a user model ({config.get('model')}); streaming "
+                            f"inference embeds the builtin models ({', '.join(MODELS)}) only")
     model = GNN(**config).to(device)
     model.load_state_dict(_split_state(state, "model."))
     n = graph.num_nodes(et)

@@ -1,7 +1,10 @@
 """Stacks of convolution layers: the models ``graphsys gnn`` trains.
 
-``sage`` and ``gcn``: ``num_layers`` convolutions ``in -> hidden -> ... -> out`` with ReLU
-and dropout between them (the last layer gives the logits / embeddings). ``pinsage``:
+``sage``, ``gcn`` and ``gin``: ``num_layers`` convolutions ``in -> hidden -> ... -> out`` with
+ReLU and dropout between them (the last layer gives the logits / embeddings). ``gat``: as
+Veličković et al., hidden layers of ``heads`` heads of width ``hidden // heads``
+concatenated, ELU between layers, an output layer of one head, attention dropout =
+``dropout``. ``pinsage``:
 ``num_layers`` :class:`PinSageConv` of width ``hidden`` (each ends with ReLU and L2
 normalisation) followed by a linear head ``hidden -> out`` (Ying et al. apply a dense
 layer after the convolutions).
@@ -14,21 +17,24 @@ from torch import nn
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.gnn.conv import GCNConv, PinSageConv, SAGEConv
+from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, SAGEConv
 from graphsys.sampling.block import Block
 
-MODELS = ("pinsage", "sage", "gcn")
+MODELS = ("pinsage", "sage", "gcn", "gat", "gin")
 
 
 class GNN(nn.Module):
     """A ``num_layers``-layer GNN over a list of blocks (input layer first).
 
     Args:
-        model: ``pinsage``, ``sage`` or ``gcn``.
+        model: one of :data:`MODELS`.
         in_dim, hidden_dim, out_dim: feature sizes.
         num_layers: convolutions (= blocks per batch).
         dropout: dropout probability on every layer's input, raw features included
-            (default 0.5; as Kipf & Welling, which matters on Cora).
+            (default 0.5; as Kipf & Welling, which matters on Cora); for ``gat`` also
+            the attention dropout.
+        heads: attention heads of ``gat``'s hidden layers (``hidden_dim`` must be a
+            multiple); ignored by the other models.
 
     Shapes:
         ``forward(blocks, x)``: ``x`` float (blocks[0].num_src_nodes, in_dim) ->
@@ -36,13 +42,13 @@ class GNN(nn.Module):
     """
 
     def __init__(self, model: str, in_dim: int, hidden_dim: int, out_dim: int,
-                 num_layers: int = 2, dropout: float = 0.5):
+                 num_layers: int = 2, dropout: float = 0.5, heads: int = 8):
         super().__init__()
         if model not in MODELS:
             raise GraphsysError(f"unknown model {model!r} (models: {', '.join(MODELS)})")
         if num_layers < 1:
             raise GraphsysError(f"num_layers must be >= 1, got {num_layers}")
-        self.model, self.num_layers, self.dropout = model, num_layers, dropout
+        self.model, self.num_layers, self.dropout, self.heads = model, num_layers, dropout, heads
         self.in_dim, self.hidden_dim, self.out_dim = in_dim, hidden_dim, out_dim
         self.convs = nn.ModuleList()
         if model == "pinsage":
@@ -50,9 +56,19 @@ class GNN(nn.Module):
             for a, b in zip(dims[:-1], dims[1:]):
                 self.convs.append(PinSageConv(a, b, b))
             self.head = nn.Linear(hidden_dim, out_dim)
+        elif model == "gat":
+            if hidden_dim % heads:
+                raise GraphsysError(f"gat: hidden_dim {hidden_dim} is not a multiple of "
+                                    f"heads {heads}")
+            dims = [in_dim] + [hidden_dim] * (num_layers - 1)
+            for a in dims[:-1]:
+                self.convs.append(GATConv(a, hidden_dim // heads, heads, True,
+                                          attn_dropout=dropout))
+            self.convs.append(GATConv(dims[-1], out_dim, 1, False, attn_dropout=dropout))
+            self.head = None
         else:
             dims = [in_dim] + [hidden_dim] * (num_layers - 1) + [out_dim]
-            conv = SAGEConv if model == "sage" else GCNConv
+            conv = {"sage": SAGEConv, "gcn": GCNConv, "gin": GINConv}[model]
             for a, b in zip(dims[:-1], dims[1:]):
                 self.convs.append(conv(a, b))
             self.head = None
@@ -61,7 +77,7 @@ class GNN(nn.Module):
         """Constructor arguments (JSON-able), as stored in checkpoints."""
         return {"model": self.model, "in_dim": self.in_dim, "hidden_dim": self.hidden_dim,
                 "out_dim": self.out_dim, "num_layers": self.num_layers,
-                "dropout": self.dropout}
+                "dropout": self.dropout, "heads": self.heads}
 
     def layer(self, i: int, x: torch.Tensor, block: Block) -> torch.Tensor:
         """Layer ``i`` alone (dropout, convolution, activation; the head after the last
@@ -70,7 +86,7 @@ class GNN(nn.Module):
         h = self.convs[i](x, block)
         last = i == self.num_layers - 1
         if self.model != "pinsage" and not last:
-            h = F.relu(h)
+            h = F.elu(h) if self.model == "gat" else F.relu(h)
         if last and self.head is not None:
             h = self.head(h)
         return h

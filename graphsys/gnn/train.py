@@ -10,12 +10,17 @@ JSON line per evaluation is appended to ``<out>/metrics.jsonl`` and passed to ``
 loss and the validation metric.
 
 Node task (:func:`train_node_classification`). The entity type with a ``label`` column;
-features ``feat`` (row-normalised to sum 1, as the GCN/GraphSAGE papers do for Cora); splits
+features ``feat`` (row-normalised to sum 1, as the GCN/GraphSAGE papers do for Cora) or the
+caller's ``features`` (a node column name or an (N, F) array, used as given); splits
 ``train_mask``/``val_mask``/``test_mask`` when stored (the Cora registry loader draws 20
 nodes per class for training, then 500 validation and 1000 test nodes, with
 ``numpy.random.default_rng(0)``: Planetoid *sizes* on a seeded random node set, not the
 Planetoid pickle's node set), else a seeded 60/20/20 split of the labelled nodes. The graph
 is used undirected. Metric: accuracy of the best-validation model on the test mask.
+The model is a builtin (:data:`~graphsys.gnn.model.MODELS`), a ``module:Factory`` spec, or
+any ``nn.Module`` passed as ``model=`` (see :mod:`graphsys.gnn.custom`; trained on uniform
+neighbour samples with ``fanouts``, evaluated on full neighbourhoods); ``loss(logits, y)``
+defaults to cross-entropy.
 
 Link task (:func:`train_link_prediction`). A bipartite graph (e.g. MovieLens-100k, ``user``
 -> ``item``): for every user with at least 3 interactions one interaction is held out for
@@ -50,6 +55,7 @@ from tqdm import tqdm
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.loader import PrefetchLoader
 from graphsys.gnn.model import GNN, MODELS
@@ -101,12 +107,14 @@ class TrainConfig:
     hard_negatives: int = 1
     hard_band: tuple[int, int] = (50, 300)
     entity_type: str | None = None
+    heads: int = 8
 
     def __post_init__(self):
         if self.task not in ("node", "link"):
             raise GraphsysError(f"task must be node or link, got {self.task!r}")
-        if self.model not in MODELS:
-            raise GraphsysError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
+        if self.model not in MODELS and ":" not in self.model:
+            raise GraphsysError(f"model must be one of {', '.join(MODELS)} or "
+                                f"module:Factory, got {self.model!r}")
         for name in ("hidden", "epochs", "batch_size", "patience", "eval_every", "prefetch"):
             if int(getattr(self, name)) < 1:
                 raise GraphsysError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -172,10 +180,12 @@ def _seed_all(seed: int) -> None:
 
 # -- node classification ------------------------------------------------------------------------
 
-def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0
-                   ) -> dict[str, Any]:
-    """Features (float32 (N, F), row-normalised), labels int64 (N,), split index tensors
-    and the entity type of the node task; raises if the graph has no labels."""
+def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
+                   features=None) -> dict[str, Any]:
+    """Features (float32 (N, F): ``features`` as given (a node column name or an array /
+    tensor (N, F)), else the ``feat`` column row-normalised, else None), labels int64 (N,),
+    split index tensors and the entity type of the node task; raises if the graph has no
+    labels."""
     etypes = [entity_type] if entity_type else graph.entity_types
     labelled = [t for t in etypes if "label" in graph.node_columns(t)]
     if not labelled:
@@ -187,7 +197,17 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0
         raise GraphsysError(f"entity type {et!r} has a label column but no labelled node")
     n = len(labels)
     cols = graph.node_columns(et)
-    if "feat" in cols:
+    if isinstance(features, str):
+        x = graph.node_column(features, et).astype(np.float32)
+        if x.ndim != 2:
+            raise GraphsysError(f"features: node column {features!r} is not a feature column")
+    elif features is not None:
+        x = (features.detach().cpu() if torch.is_tensor(features) else
+             torch.from_numpy(np.asarray(features))).float().numpy()
+        if x.shape[:1] != (n,) or x.ndim != 2:
+            raise GraphsysError(f"features has shape {tuple(x.shape)}, expected ({n}, F) "
+                                f"(one row per {et!r} node)")
+    elif "feat" in cols:
         x = graph.node_column("feat", et).astype(np.float32)
         rs = np.abs(x).sum(1, keepdims=True)
         x = x / np.where(rs > 0, rs, 1.0)
@@ -265,22 +285,36 @@ class _BlockSampler:
         return make_block(dst, nbr, counts, None, self.adj.num_rows)
 
 
-def train_node_classification(graph: Graph, cfg: TrainConfig, *, device="cpu",
+def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = None,
+                              loss: Callable | None = None, features=None,
+                              inputs: str = "blocks", device="cpu",
                               out: str | Path | None = None,
                               log: Callable[[dict], None] | None = None,
                               progress: bool = False) -> TrainResult:
-    """Train ``cfg.model`` to classify the labelled nodes of ``graph``; returns test
-    accuracy (``test_accuracy``) of the best-validation model, plus ``val_accuracy``."""
+    """Train ``model`` (default: built from ``cfg.model``) to classify the labelled nodes of
+    ``graph``; returns test accuracy (``test_accuracy``) of the best-validation model, plus
+    ``val_accuracy``. ``loss(logits, labels)`` (default cross-entropy), ``features`` and
+    ``inputs`` (``blocks`` or ``adjs``) as in the module docstring."""
     t0 = time.perf_counter()
     _seed_all(cfg.seed)
     device = torch.device(device)
-    data = node_task_data(graph, cfg.entity_type, cfg.seed)
+    data = node_task_data(graph, cfg.entity_type, cfg.seed, features)
     et = data["entity_type"]
     adj = homogeneous_adjacency(graph, et, symmetric=True)
     sampler = _BlockSampler(cfg, adj)
     inp = _NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
-    model = GNN(cfg.model, inp.dim, cfg.hidden, data["num_classes"], sampler.num_layers,
-                cfg.dropout).to(device)
+    dims = {"in_dim": inp.dim, "hidden_dim": cfg.hidden, "out_dim": data["num_classes"],
+            "num_layers": sampler.num_layers, "dropout": cfg.dropout}
+    if model is None and cfg.model in MODELS:
+        model = GNN(cfg.model, heads=cfg.heads, **dims)
+    elif model is None:
+        model = load_factory(cfg.model)(**dims)
+        if not isinstance(model, nn.Module):
+            raise GraphsysError(f"model {cfg.model!r} returned {type(model).__name__}, not "
+                                f"a torch.nn.Module")
+    model = model.to(device)
+    call = caller(model, inputs)
+    loss = loss or F.cross_entropy
     params = list(model.parameters()) + list(inp.parameters())
     opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     labels = data["labels"]
@@ -293,13 +327,19 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, device="cpu",
     def save(path: Path):
         state = {f"model.{k}": v for k, v in model.state_dict().items()}
         state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
-        save_checkpoint(path, state, model.config(), meta)
+        config = (model.config() if isinstance(model, GNN) else
+                  {"model": f"{type(model).__module__}:{type(model).__qualname__}", **dims})
+        save_checkpoint(path, state, config, meta)
 
     def evaluate() -> torch.Tensor:
         inp.eval()
-        with torch.no_grad():
-            return layerwise_inference(model, inp, data["num_nodes"], sampler.eval_block,
-                                       ranges, device=device)
+        if isinstance(model, GNN):
+            with torch.no_grad():
+                return layerwise_inference(model, inp, data["num_nodes"], sampler.eval_block,
+                                           ranges, device=device)
+        model.eval()
+        return full_neighbourhood_outputs(call, inp, adj, sampler.num_layers,
+                                          data["num_nodes"], device=device)
 
     monitor = _Monitor(cfg, out, log, save)
     epoch = 0
@@ -321,12 +361,12 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, device="cpu",
             loader = PrefetchLoader(nb_epoch, make_batch, num_workers=cfg.num_workers,
                                     prefetch=cfg.prefetch, device=device)
             for batch in loader:
-                logits = model(batch.blocks, inp(batch.input_nodes))
-                loss = F.cross_entropy(logits, batch.extra["y"])
+                logits = call(batch.blocks, inp(batch.input_nodes))
+                value = loss(logits, batch.extra["y"])
                 opt.zero_grad()
-                loss.backward()
+                value.backward()
                 opt.step()
-                loss_sum += float(loss.detach()) * len(batch.seeds)
+                loss_sum += float(value.detach()) * len(batch.seeds)
                 bar.update(1)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
@@ -582,7 +622,18 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                        {"input": inp, "embeddings": emb, "entity_type": item_t})
 
 
-def train(graph: Graph, cfg: TrainConfig, **kwargs) -> TrainResult:
-    """Dispatch on ``cfg.task``."""
-    fn = train_node_classification if cfg.task == "node" else train_link_prediction
-    return fn(graph, cfg, **kwargs)
+def train(graph: Graph, cfg: TrainConfig | None = None, *, model: nn.Module | None = None,
+          loss: Callable | None = None, features=None, inputs: str = "blocks",
+          **kwargs) -> TrainResult:
+    """Train on ``graph``: dispatch on ``cfg.task`` (default ``TrainConfig()``, the node
+    task). ``model`` (any ``nn.Module``), ``loss`` and ``features`` replace the builtin
+    model, cross-entropy and stored features (node task; see the module docstring);
+    ``kwargs``: ``device``, ``out``, ``log``, ``progress``."""
+    cfg = cfg or TrainConfig()
+    if cfg.task == "node":
+        return train_node_classification(graph, cfg, model=model, loss=loss,
+                                         features=features, inputs=inputs, **kwargs)
+    if model is not None or loss is not None or features is not None:
+        raise GraphsysError("model, loss and features are taken by the node task; the link "
+                            "task trains its builtin models")
+    return train_link_prediction(graph, cfg, **kwargs)

@@ -48,6 +48,33 @@ class Block:
     def device(self) -> torch.device:
         return self.src_nodes.device
 
+    @property
+    def edge_index(self) -> torch.Tensor:
+        """int64 (2, E): row 0 positions in ``src_nodes``, row 1 positions in ``dst_nodes``:
+        PyG's bipartite ``edge_index``, so a PyG conv runs on this block as
+        ``conv((x, x[:block.num_dst_nodes]), block.edge_index)``."""
+        return torch.stack([self.edge_src, self.edge_dst])
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """``(num_src_nodes, num_dst_nodes)``: PyG's ``size`` of a bipartite message pass."""
+        return self.num_src_nodes, self.num_dst_nodes
+
+    def to_pyg(self):
+        """This block as a ``torch_geometric.data.Data``: ``edge_index`` (2, E) as
+        :attr:`edge_index`, ``n_id`` = ``src_nodes``, ``num_nodes`` = num_src_nodes,
+        ``num_dst_nodes``, and ``edge_weight`` when weighted; requires PyG."""
+        try:
+            from torch_geometric.data import Data  # optional extra
+        except ImportError:
+            raise GraphsysError("Block.to_pyg() needs PyG installed (pip install "
+                                "torch_geometric)") from None
+        data = Data(edge_index=self.edge_index, n_id=self.src_nodes,
+                    num_nodes=self.num_src_nodes, num_dst_nodes=self.num_dst_nodes)
+        if self.edge_weight is not None:
+            data.edge_weight = self.edge_weight
+        return data
+
     def to(self, device: str | torch.device, non_blocking: bool = False) -> Block:
         """A copy with every tensor on ``device``."""
         mv = (lambda t: None if t is None else t.to(device, non_blocking=non_blocking))

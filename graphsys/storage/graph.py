@@ -424,16 +424,17 @@ class Graph:
             return ids[idx]
         return ids.take(pa.array(np.atleast_1d(idx)))
 
-    def node_column(self, name: str, entity_type: str | None = None) -> np.ndarray:
-        """A node column in type-global order: features float32 (N, dim), label int64 (N,)
-        with -1 = unknown, mask bool (N,)."""
+    def node_column(self, name: str, entity_type: str | None = None,
+                    partition: int | None = None) -> np.ndarray:
+        """A node column in type-global order (or of one ``partition``'s nodes): features
+        float32 (N, dim), label int64 (N,) with -1 = unknown, mask bool (N,)."""
         et = self._etype(entity_type)
         col = next((c for c in et.columns if c.name == name), None)
         if col is None:
             raise GraphsysError(f"entity type {et.name!r} has no node column {name!r} "
                                 f"(columns: {', '.join(c.name for c in et.columns) or 'none'})")
         parts = []
-        for p in range(self.num_partitions):
+        for p in range(self.num_partitions) if partition is None else [partition]:
             arr = self._node_table(et.name, p).column(name).combine_chunks()
             if col.kind == "features":
                 parts.append(arr.flatten().to_numpy().reshape(-1, col.dim))
@@ -445,6 +446,31 @@ class Graph:
 
     def node_columns(self, entity_type: str | None = None) -> list[str]:
         return [c.name for c in self._etype(entity_type).columns]
+
+    # -- interop (graphsys.interop; nodes in ascending original-id order) --------------------
+    def to_pyg(self, **kwargs):
+        """A ``torch_geometric.data.Data``; see :func:`graphsys.interop.to_pyg`."""
+        from graphsys.interop import to_pyg
+
+        return to_pyg(self, **kwargs)
+
+    def to_dgl(self, **kwargs):
+        """A ``dgl.DGLGraph``; see :func:`graphsys.interop.to_dgl`."""
+        from graphsys.interop import to_dgl
+
+        return to_dgl(self, **kwargs)
+
+    def to_scipy(self, **kwargs):
+        """A ``scipy.sparse.csr_matrix`` adjacency; see :func:`graphsys.interop.to_scipy`."""
+        from graphsys.interop import to_scipy
+
+        return to_scipy(self, **kwargs)
+
+    def to_networkx(self, **kwargs):
+        """A NetworkX graph; see :func:`graphsys.interop.to_networkx`."""
+        from graphsys.interop import to_networkx
+
+        return to_networkx(self, **kwargs)
 
 
 def open_graph(path: str | Path) -> Graph:

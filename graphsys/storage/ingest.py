@@ -45,7 +45,8 @@ from graphsys.storage.format import (
     EdgeSet, EntityType, Manifest, NodeColumn, RelationType, bucket_file, node_file,
 )
 from graphsys.storage.readers import (
-    FORMATS, NeedCarefulRead, detect_format, read_table, read_text,
+    FORMATS, MEMORY, NeedCarefulRead, default_table_roles, detect_format, read_memory,
+    read_table, read_text,
 )
 
 #: Transient copies an edge buffer goes through (concatenate, group by bucket, sort,
@@ -63,10 +64,12 @@ class EdgeSource:
 
     Columns are named (header / Parquet name) or 0-based indices; defaults: src = first
     column (or ``src``), dst = second (or ``dst``). ``relation`` gives every edge of this
-    source one relation when there is no ``rel_col``.
+    source one relation when there is no ``rel_col``. Instead of ``paths``, ``table`` may
+    hold the edges in memory (a :class:`pyarrow.Table` or record batches; ids as integer or
+    string columns), read by the same passes; errors then name row numbers of ``table``.
     """
 
-    paths: Sequence[str | Path]
+    paths: Sequence[str | Path] = ()
     edge_set: str = DEFAULT_EDGE_SET
     format: str = "auto"
     src_col: str | int | None = None
@@ -77,6 +80,7 @@ class EdgeSource:
     delimiter: str | None = None
     header: bool | None = None
     comment: str = "#%"
+    table: Any = None
 
 
 @dataclass
@@ -390,6 +394,13 @@ class _IngestJob:
             self._read_source(src, path, fmt, n_src, progress)
             done_before += size
         bar.close()
+        for n_src, src in enumerate((s for s in self.sources if s.table is not None),
+                                    start=len(paths)):
+            if src.paths:
+                raise GraphsysError(f"edge set {src.edge_set!r}: give paths or an in-memory "
+                                    f"table, not both")
+            self._read_source(src, Path(f"<in-memory edges {src.edge_set}>"), MEMORY, n_src,
+                              lambda pos: None)
         if not self.spills and not self.node_sources:
             raise InputError("no input edges")
         if not self.entity_types:
@@ -424,7 +435,8 @@ class _IngestJob:
             else:
                 roles = {"src": src.src_col, "dst": src.dst_col, "rel": src.rel_col,
                          "weight": src.weight_col}
-                batches = self._table_batches(path, fmt, roles, progress)
+                batches = (read_memory(src.table, str(path), roles) if fmt == MEMORY
+                           else self._table_batches(path, fmt, roles, progress))
             first_spill = len(self.spills)
             try:
                 skipped = self._spill_batches(batches, path, src, fixed, n_src)
@@ -457,7 +469,6 @@ class _IngestJob:
         return skipped
 
     def _table_batches(self, path, fmt, roles, progress):
-        # Parquet/Arrow default columns: src/dst if present, else the first two
         import pyarrow.parquet as pq
 
         try:
@@ -466,11 +477,7 @@ class _IngestJob:
         except (OSError, pa.ArrowException) as exc:
             raise InputError(f"cannot read as {fmt} ({' '.join(str(exc).split())[:200]})",
                              path=path) from None
-        if roles["src"] is None:
-            roles["src"] = "src" if "src" in names else 0
-        if roles["dst"] is None:
-            roles["dst"] = "dst" if "dst" in names else 1
-        return read_table(path, fmt, roles, progress)
+        return read_table(path, fmt, default_table_roles(roles, names), progress)
 
     def _validate(self, batch, path: Path, fixed: int | None) -> tuple[dict[str, Any], int]:
         """Check one batch; return its columns (ids as int64 ndarray or string array, rel

@@ -1,4 +1,5 @@
-"""Streaming readers of edge-list files: TSV/CSV (optionally gzip), Parquet and Arrow IPC.
+"""Streaming readers of edge-list files: TSV/CSV (optionally gzip), Parquet and Arrow IPC,
+and of in-memory Arrow tables (:func:`read_memory`, what ``graphsys.interop`` ingests).
 
 Every reader yields :class:`RawEdgeBatch` objects in bounded memory (one Arrow block at a
 time) with the selected columns as Arrow arrays of strings (text) or their stored types
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,8 @@ import pyarrow.parquet as pq
 from graphsys.errors import InputError
 
 FORMATS = ("auto", "tsv", "csv", "parquet", "arrow")
+#: Format name of an in-memory :class:`pyarrow.Table` / record-batch source.
+MEMORY = "memory"
 #: Bytes read from the input per text block.
 TEXT_BLOCK_BYTES = 16 << 20
 #: Rows per batch read from Parquet/Arrow inputs.
@@ -235,6 +238,17 @@ def _select_columns(path: Path, roles: dict[str, str | int | None], names: list[
                              path=path)
         selected[role] = col
     return selected
+
+
+def default_table_roles(roles: dict[str, str | int | None], names: list[str]
+                        ) -> dict[str, str | int | None]:
+    """Parquet/Arrow default columns: ``src``/``dst`` if present, else the first two."""
+    roles = dict(roles)
+    if roles["src"] is None:
+        roles["src"] = "src" if "src" in names else 0
+    if roles["dst"] is None:
+        roles["dst"] = "dst" if "dst" in names else 1
+    return roles
 
 
 def _is_int(token: bytes) -> bool:
@@ -453,3 +467,26 @@ def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
                                lambda i, base=base: base + i + 1, total)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"cannot read as {fmt} ({_short(exc)})", path=path) from None
+
+
+def read_memory(table: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], where: str,
+                roles: dict[str, str | int | None]) -> Iterator[RawEdgeBatch]:
+    """Stream an in-memory Arrow table (or record batches) in slices of at most
+    ``TABLE_BATCH_ROWS`` rows, zero-copy; ``where`` names the source in error messages.
+    Roles as :func:`read_table`; rows are numbered from 1."""
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if not isinstance(table, pa.Table):
+        batches = list(table)
+        if not batches or not all(isinstance(b, pa.RecordBatch) for b in batches):
+            raise InputError("expected a pyarrow Table or a non-empty sequence of "
+                             "RecordBatches", path=where)
+        table = pa.Table.from_batches(batches)
+    roles = default_table_roles(roles, table.column_names)
+    selected = _select_columns(Path(where), roles, table.column_names, has_names=True)
+    done = 0
+    for batch in table.to_batches(max_chunksize=TABLE_BATCH_ROWS):
+        base = done
+        done += batch.num_rows
+        yield RawEdgeBatch({r: batch.column(c) for r, c in selected.items()},
+                           lambda i, base=base: base + i + 1, done)

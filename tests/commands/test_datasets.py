@@ -108,7 +108,7 @@ def test_fetch_sha_mismatch_is_one_line(capsys, tmp_path, mirror):
 def test_ingest_cora_json(capsys, tmp_path, mirror):
     out_dir = tmp_path / "cora-graph"
     code, out, _ = run(capsys, "ingest", "cora", "--out", str(out_dir), "--partitions", "2",
-                       "--partitioner", "range", "--mirror", str(mirror),
+                       "--partitioner", "range", "--mirror", str(mirror), "--split", "random",
                        "--cache", str(tmp_path / "cache"), "--memory-limit", "256MiB", "--json")
     result = json.loads(out)
     assert code == 0
@@ -118,6 +118,12 @@ def test_ingest_cora_json(capsys, tmp_path, mirror):
     g = open_graph(out_dir)
     assert g.num_partitions == 2 and g.manifest.partitioner["name"] == "range"
     assert g.node_column("feat").shape == (2708, 1433)
+    # the default split is the public one: the Planetoid graph, both directions stored
+    code, out, _ = run(capsys, "ingest", "cora", "--out", str(tmp_path / "public"),
+                       "--mirror", str(mirror), "--cache", str(tmp_path / "cache"), "--json")
+    result = json.loads(out)
+    assert code == 0 and result["ingest"]["edges"] == {"default": 10556}
+    assert result["metadata"]["split"]["method"] == "public"
 
 
 def test_ingest_text_and_bad_options(capsys, tmp_path, mirror):

@@ -142,3 +142,34 @@ def test_missing_source_and_checkpoint(tmp_path, capsys):
     assert "exactly one" in capsys.readouterr().err
     rc = run_cli(["gnn", "embed", "--checkpoint", str(tmp_path), "--out", str(tmp_path / "e")])
     assert rc != 0 and "checkpoint" in capsys.readouterr().err
+
+
+def test_train_user_model_factory_and_gat(sbm_dir, tmp_path, capsys, monkeypatch):
+    (tmp_path / "cli_models.py").write_text(
+        "from torch import nn\n"
+        "from graphsys.gnn import GNN\n"
+        "class Sage(nn.Module):\n"
+        "    def __init__(self, **dims):\n"
+        "        super().__init__()\n"
+        "        self.gnn = GNN('sage', **dims)\n"
+        "    def forward(self, blocks, x):\n"
+        "        return self.gnn(blocks, x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "run"
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--model", "cli_models:Sage",
+                  "--fanouts", "5,5", "--epochs", "3", "--hidden", "8", "--out", str(out),
+                  "--json"])
+    assert rc == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert last["model"] == "cli_models:Sage" and last["epochs"] == 3
+    rc = run_cli(["gnn", "embed", "--checkpoint", str(out / "checkpoint"), "--out",
+                  str(tmp_path / "emb")])
+    assert rc == 2 and "user model" in capsys.readouterr().err
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--model", "gat", "--heads", "2",
+                  "--fanouts", "5,5", "--epochs", "2", "--hidden", "8", "--json"])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["model"] == "gat"
+    rc = run_cli(["gnn", "train", "--graph", str(sbm_dir), "--model", "nope:Nope", "--json"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "cannot import 'nope'" in err
+    sys.modules.pop("cli_models", None)

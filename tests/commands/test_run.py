@@ -163,3 +163,29 @@ def test_cli_algorithm_names_match_the_engine():
     from graphsys.commands.run import ALGORITHM_NAMES
 
     assert ALGORITHM_NAMES == tuple(ALGORITHMS)
+
+
+def test_user_program(main, graph_dir, tmp_path, monkeypatch, capsys):
+    """--program MODULE:CLASS runs the user's VertexProgram: a PageRank subclass defined
+    outside graphsys gives the builtin's ranks; bad names are one-line errors."""
+    (tmp_path / "user_progs.py").write_text(
+        "from graphsys.bsp.algorithms import PageRank\n"
+        "class MyRank(PageRank):\n    name = 'myrank'\n"
+        "class NotAProgram:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    g = str(graph_dir / "g")
+    assert main(["run", "pagerank", g, "--out", str(tmp_path / "a.parquet")]) == 0
+    assert main(["run", "--program", "user_progs:MyRank", g, "--out",
+                 str(tmp_path / "b.parquet")]) == 0
+    a, b = (pq.read_table(tmp_path / f"{x}.parquet").to_pydict() for x in "ab")
+    assert a["node"] == b["node"] and np.allclose(a["value"], b["value"])
+    capsys.readouterr()
+    for argv, msg in [(["--program", "user_progs:NotAProgram", g], "not a graphsys.bsp"),
+                      (["--program", "user_progs:Nope", g], "has no 'Nope'"),
+                      (["--program", "user_progs:MyRank", "pagerank", g], "not both"),
+                      ([g], "give ALGO DIR"),
+                      (["--program", "user_progs:MyRank", g, "--damping", "0.5"],
+                       "--damping applies")]:
+        assert main(["run", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1, err

@@ -297,23 +297,32 @@ def test_snap_header_strip(http_root, tmp_path):
 
 
 def test_real_cora_entry_downloads_from_publisher_layout(http_root, tmp_path, mirror):
-    """The registry's cora entry, with its URL pointed at a loopback copy of the LINQS
-    cora.tgz layout built from the mirror: members are verified and loadable."""
+    """The registry's cora entry, with its URLs pointed at a loopback copy of the LINQS
+    cora.tgz layout and of the Planetoid files, built from the mirror: members are
+    verified and loadable, for the random and the public split."""
     base, www = http_root
     content = gzip.decompress((mirror / "cora/cora.content.gz").read_bytes())
     (www / "cora.tgz").write_bytes(_tar([
         ("cora/README", (mirror / "cora/README").read_bytes()),
         ("cora/cora.cites", (mirror / "cora/cora.cites").read_bytes()),
         ("cora/cora.content", content)]))
+    for f in (mirror / "cora/planetoid").iterdir():
+        (www / f.name).write_bytes(f.read_bytes())
     ds = get_dataset("cora", REPO / "datasets")
     files = tuple(dataclasses.replace(f, download=dataclasses.replace(
-        f.download, url=f"{base}/cora.tgz")) for f in ds.files)
+        f.download, url=f"{base}/cora.tgz" if f.download.url.endswith("cora.tgz")
+        else f"{base}/{f.download.url.rsplit('/', 1)[1]}")) for f in ds.files)
     ds = dataclasses.replace(ds, files=files)
     cache = tmp_path / "cache"
     result = fetch(ds, cache=cache)
     assert {f.source for f in result.files.values()} == {"download"}
     assert result.path("content") == cache / "cora/cora.content"
     assert result.path("content").read_bytes() == content
-    assert leftovers(cache) == ["cora/README", "cora/cora.cites", "cora/cora.content"]
-    plan = plan_ingest(result)
+    planetoid = sorted(f"cora/planetoid/{f.name}" for f in (mirror / "cora/planetoid").iterdir())
+    assert leftovers(cache) == ["cora/README", "cora/cora.cites", "cora/cora.content",
+                                *planetoid]
+    plan = plan_ingest(result, "random")
     assert plan.nodes[0].table.num_rows == 2708
+    public = plan_ingest(result)
+    assert public.nodes[0].table.num_rows == 2708
+    assert public.metadata["split"]["train"] == 140

@@ -14,16 +14,16 @@ from graphsys.storage.verify import verify_graph
 
 @pytest.fixture
 def ingested(fetched, tmp_path):
-    def run(name: str, **options):
+    def run(name: str, split: str | None = None, **options):
         out = tmp_path / name
-        report, metadata = ingest_dataset(fetched(name), out, IngestOptions(**options))
+        report, metadata = ingest_dataset(fetched(name), out, IngestOptions(**options), split)
         return open_graph(out), report, metadata
 
     return run
 
 
 def test_cora(ingested):
-    g, report, metadata = ingested("cora", num_partitions=2)
+    g, report, metadata = ingested("cora", "random", num_partitions=2)
     assert g.num_nodes() == 2708 and g.num_edges() == 5429
     feat = g.node_column("feat")
     assert feat.shape == (2708, 1433) and feat.dtype == np.float32
@@ -44,8 +44,18 @@ def test_cora(ingested):
     assert verify_graph(g.path)["edges"] == 5429
 
 
+@pytest.mark.parametrize("name,nodes,edges", [("cora", 2708, 10556), ("citeseer", 3327, 9104)])
+def test_public_split_is_the_default(ingested, name, nodes, edges):
+    """The Planetoid graph: PyG's Planetoid counts (edges in both directions)."""
+    g, _, metadata = ingested(name, num_partitions=2)
+    assert g.num_nodes() == nodes and g.num_edges() == edges and g.edge_set().undirected
+    assert metadata["split"]["method"] == "public"
+    assert int(g.node_column("test_mask").sum()) == 1000
+    assert verify_graph(g.path)["edges"] == edges
+
+
 def test_citeseer_extra_ids(ingested):
-    g, _, _ = ingested("citeseer")
+    g, _, _ = ingested("citeseer", "random")
     assert g.num_nodes() == 3327 and g.num_edges() == 4732
     labels = g.node_column("label")
     assert int((labels == -1).sum()) == 15

@@ -37,7 +37,7 @@ def test_citeseer_ids_are_strings(fetched):
 
 
 def test_linqs_plan(fetched):
-    plan = plan_ingest(fetched("cora"))
+    plan = plan_ingest(fetched("cora"), "random")
     (source,) = plan.edges
     assert (source.src_col, source.dst_col) == (1, 0)  # citing -> cited
     assert (source.delimiter, source.header, source.comment) == ("\t", False, "")
@@ -89,7 +89,7 @@ def test_class_names_must_match_registry(fetched):
     graph = dict(result.dataset.graph, classes=["A", "B"])
     bad = dataclasses.replace(result, dataset=dataclasses.replace(result.dataset, graph=graph))
     with pytest.raises(InputError, match=r"class names \['Case_Based'.* differ from graph"):
-        plan_ingest(bad)
+        plan_ingest(bad, "random")
 
 
 def test_movielens_items_latin1(fetched):

@@ -58,7 +58,7 @@ def test_graph_kinds(registry):
     assert registry["cora"].graph["classes"] == sorted(registry["cora"].graph["classes"])
     assert registry["cora"].split == {
         "method": "per-class-random", "seed": 0, "train_per_class": 20, "val": 500,
-        "test": 1000, "note": registry["cora"].split["note"]}
+        "test": 1000, "note": registry["cora"].split["note"], "public": "planetoid"}
 
 
 def test_registry_dir_default_is_repo_datasets(monkeypatch):

@@ -18,7 +18,8 @@ from .conftest import sbm_graph
 
 
 @pytest.mark.parametrize("model,fanouts", [("sage", [5, 5]), ("gcn", None),
-                                           ("pinsage", [5, 5])])
+                                           ("pinsage", [5, 5]), ("gat", [5, 5]),
+                                           ("gin", [5, 5])])
 def test_sbm_node_classification(tmp_path, model, fanouts):
     g = sbm_graph(tmp_path)
     cfg = TrainConfig(model=model, fanouts=fanouts, hidden=16, epochs=30, batch_size=16,
@@ -133,7 +134,7 @@ def _ingest(mirror, tmp_path, name):
 
 def test_graphsage_on_cora_reaches_published_range(mirror, tmp_path):
     """Full-neighbour 2-layer GraphSAGE-mean, hidden 128, 60 epochs, best validation
-    model; split = the registry's seeded 20 per class / 500 / 1000."""
+    model; split = the public Planetoid split (PyG's example: 0.81)."""
     g = _ingest(mirror, tmp_path, "cora")
     res = train(g, TrainConfig(model="sage", hidden=128, epochs=60, patience=100, seed=0))
     assert res.metrics["test_accuracy"] >= 0.79, res.metrics

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from graphsys import open_graph
+from graphsys.errors import GraphsysError
 from graphsys.storage.format import RelationType
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
 
@@ -179,3 +180,24 @@ def test_zero_copy_bucket_access(tmp_path):
     assert not src.flags.owndata and not src.flags.writeable
     t = b.to_torch()["src"]
     assert t.data_ptr() == src.ctypes.data
+
+
+def test_in_memory_table_source_matches_the_file_source(tmp_path):
+    """An Arrow table in memory and the same rows in a file ingest to the same graph."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(5)
+    pairs = rng.integers(0, 30, (300, 2))
+    f = tmp_path / "e.tsv"
+    f.write_text("".join(f"{a}\t{b}\n" for a, b in pairs))
+    opts = IngestOptions(num_partitions=3, dedupe=True)
+    ingest([EdgeSource([f])], tmp_path / "a", opts)
+    table = pa.table({"src": pairs[:, 0], "dst": pairs[:, 1]})
+    ingest([EdgeSource(table=table)], tmp_path / "b", opts)
+    a, b = open_graph(tmp_path / "a"), open_graph(tmp_path / "b")
+    assert np.array_equal(a.bucket_counts(), b.bucket_counts())
+    assert np.array_equal(a.node_ids(), b.node_ids())
+    for (sa, da, _, _), (sb, db, _, _) in zip(a.iter_edges(), b.iter_edges(), strict=True):
+        assert np.array_equal(sa, sb) and np.array_equal(da, db)
+    with pytest.raises(GraphsysError, match="paths or an in-memory table, not both"):
+        ingest([EdgeSource([f], table=table)], tmp_path / "c", opts)

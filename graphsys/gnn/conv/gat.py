@@ -1,0 +1,86 @@
+"""Graph attention (GAT) of Veličković et al. over blocks."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from graphsys.gnn.conv._base import check_input
+from graphsys.sampling.block import Block
+
+
+class GATConv(nn.Module):
+    r"""The graph attentional operator from Veličković et al., "Graph Attention Networks",
+    https://arxiv.org/abs/1710.10903.
+
+    .. math::
+        \alpha^k_{uv} = \operatorname{softmax}_{u \in \mathcal{N}(v) \cup \{v\}}\Big(
+        \operatorname{LeakyReLU}\big(\mathbf{a}^{k\top}_{src} \mathbf{W}^k \mathbf{h}_u +
+        \mathbf{a}^{k\top}_{dst} \mathbf{W}^k \mathbf{h}_v\big)\Big), \qquad
+        \mathbf{h}'_v = \big\Vert_{k=1}^{K} \sum_{u \in \mathcal{N}(v) \cup \{v\}}
+        \alpha^k_{uv} \mathbf{W}^k \mathbf{h}_u + \mathbf{b}
+
+    with :math:`K` heads concatenated (``concat=True``, output width ``heads * out_dim``)
+    or averaged (``concat=False``, width ``out_dim``; the paper's output layer).
+    :math:`[\mathbf{a}_{src} \Vert \mathbf{a}_{dst}]` is the paper's attention vector
+    :math:`\mathbf{a}`; the softmax runs over the block's sources of ``v`` plus ``v`` itself
+    (a self-loop added per destination; repeated edges count again), LeakyReLU slope
+    ``negative_slope`` (0.2), and dropout ``attn_dropout`` is applied to
+    :math:`\alpha` in training (0.6 in the paper).
+
+    Args:
+        in_dim: input features :math:`F`.
+        out_dim: features per head :math:`F'`.
+        heads: attention heads :math:`K` (default 1).
+        concat: concatenate (True) or average (False) the heads.
+        negative_slope, attn_dropout: as above.
+        bias: learn :math:`\mathbf{b}` (default: ``True``).
+
+    Shapes:
+        input ``x`` float (num_src_nodes, F) and a :class:`Block`; output float
+        (num_dst_nodes, K F') with ``concat``, else (num_dst_nodes, F').
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, heads: int = 1, concat: bool = True,
+                 negative_slope: float = 0.2, attn_dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        self.in_dim, self.out_dim, self.heads, self.concat = in_dim, out_dim, heads, concat
+        self.negative_slope, self.attn_dropout = negative_slope, attn_dropout
+        self.lin = nn.Linear(in_dim, heads * out_dim, bias=False)
+        self.att_src = nn.Parameter(torch.empty(1, heads, out_dim))
+        self.att_dst = nn.Parameter(torch.empty(1, heads, out_dim))
+        width = heads * out_dim if concat else out_dim
+        self.bias = nn.Parameter(torch.zeros(width)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.xavier_uniform_(self.lin.weight)
+        nn.init.xavier_uniform_(self.att_src)
+        nn.init.xavier_uniform_(self.att_dst)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
+        check_input(x, block, self.in_dim, "GATConv")
+        n_dst = block.num_dst_nodes
+        h = self.lin(x).view(-1, self.heads, self.out_dim)            # (n_src, K, F')
+        score_src = (h * self.att_src).sum(-1)                          # (n_src, K)
+        score_dst = (h[:n_dst] * self.att_dst).sum(-1)                  # (n_dst, K)
+        loop = torch.arange(n_dst, device=x.device)
+        src = torch.cat([block.edge_src, loop])
+        dst = torch.cat([block.edge_dst, loop])
+        e = F.leaky_relu(score_src[src] + score_dst[dst], self.negative_slope)  # (E+n, K)
+        e_max = torch.full((n_dst, self.heads), -torch.inf, dtype=e.dtype, device=e.device)
+        e_max = e_max.scatter_reduce(0, dst.unsqueeze(1).expand_as(e), e.detach(), "amax")
+        w = torch.exp(e - e_max[dst])
+        denom = torch.zeros(n_dst, self.heads, dtype=w.dtype, device=w.device)
+        alpha = w / denom.index_add_(0, dst, w)[dst]
+        alpha = F.dropout(alpha, self.attn_dropout, self.training)
+        out = torch.zeros(n_dst, self.heads, self.out_dim, dtype=h.dtype, device=h.device)
+        out = out.index_add_(0, dst, h[src] * alpha.unsqueeze(-1))
+        out = out.reshape(n_dst, -1) if self.concat else out.mean(1)
+        return out if self.bias is None else out + self.bias
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.in_dim}, {self.out_dim}, heads={self.heads})"

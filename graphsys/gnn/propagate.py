@@ -1,0 +1,149 @@
+"""SGC / SIGN feature propagation, out of core: ``k`` hops of normalised ``A·X`` written
+as Arrow node files, so a linear model or an MLP trains on a graph of any size from them
+(Wu et al., "Simplifying Graph Convolutional Networks", 2019; Frasca et al., "SIGN:
+Scalable Inception Graph Neural Networks", 2020).
+
+.. math::
+    X^{(0)} = X, \\qquad X^{(k)} = S X^{(k-1)}, \\qquad
+    S_{vu} = \\frac{c_{uv} + [u = v]}{\\sqrt{(d^{out}_u + 1)(d^{in}_v + 1)}}
+
+with :math:`c_{uv}` the number of stored edges ``u -> v`` (messages flow along edges) and
+the self-loop terms dropped with ``self_loops=False``. On a graph stored undirected (both
+directions) :math:`S = \\hat D^{-1/2} (A + I) \\hat D^{-1/2}`, the SGC/GCN propagation
+matrix; SGC trains a linear model on :math:`X^{(k)}`, SIGN an MLP on
+:math:`[X^{(0)}, \\ldots, X^{(k)}]` (:func:`sign_features`).
+
+Memory: per hop, one target partition's output rows (float32) plus a chunk of gathered
+source rows (at most ``chunk_bytes``); source rows are read from the previous hop's Arrow
+files through memory maps, buckets stream by record batch. Layout of ``out``::
+
+    propagation.json       {"format": FORMAT, "graph", "entity_type", "column", "dim",
+                            "hops", "self_loops", "num_nodes", "files": {hop: [file, ...]}}
+    hop-<k>/part-<p>.arrow id (original ids), <column> fixed_size_list<float32>[dim]
+
+written into a staging directory and renamed into place when complete (hop 0 is the input
+column, stored too so that every hop reads the same way).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as paipc
+import torch
+from tqdm import tqdm
+
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.atomic import staging_directory, write_bytes_atomic
+from graphsys.storage.graph import Graph
+
+FORMAT = "graphsys-propagated-features"
+INDEX = "propagation.json"
+#: Bytes of gathered source rows per step (edges per step = chunk_bytes / (4 * dim)).
+CHUNK_BYTES = 64 << 20
+
+
+def _write(path: Path, ids, values: np.ndarray, column: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    col = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1), pa.float32()),
+                                            values.shape[1])
+    table = pa.table({"id": ids, column: col})
+    with paipc.new_file(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=max(len(values), 1))
+
+
+def _read(path: Path, column: str, dim: int) -> np.ndarray:
+    """The float32 (n, dim) rows of one hop file, a read-only view of its memory map."""
+    table = paipc.open_file(pa.memory_map(str(path))).read_all()
+    flat = table.column(column).combine_chunks().flatten()
+    return flat.to_numpy(zero_copy_only=False).reshape(-1, dim)
+
+
+def propagate(graph: Graph, out: str | Path, *, hops: int = 2, column: str = "feat",
+              edge_set: str | None = None, self_loops: bool = True,
+              chunk_bytes: int = CHUNK_BYTES, progress: bool = False) -> Path:
+    """Write ``X^(0..hops)`` of the node column ``column`` of a one-entity-type graph to
+    the new directory ``out`` (see the module docstring); returns ``out``."""
+    if hops < 1:
+        raise GraphsysError(f"hops must be >= 1, got {hops}")
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"propagate needs a graph with one entity type; {graph.path} has "
+                            f"{', '.join(graph.entity_types)}")
+    et = graph.entity_types[0]
+    col = next((c for c in graph.manifest.entity_types[et].columns if c.name == column), None)
+    if col is None or col.kind != "features":
+        raise GraphsysError(f"{graph.path}: no feature column {column!r} (columns: "
+                            f"{', '.join(graph.node_columns()) or 'none'})")
+    es = graph.edge_set(edge_set)
+    dim, p = col.dim, graph.num_partitions
+    off = graph.partition_offsets()
+    extra = 1.0 if self_loops else 0.0
+    norm_out = torch.from_numpy(graph.degrees(es.name, "out").astype(np.float32) + extra)
+    norm_in = torch.from_numpy(graph.degrees(es.name, "in").astype(np.float32) + extra)
+    norm_out = torch.where(norm_out > 0, norm_out.rsqrt(), 0.0)
+    norm_in = torch.where(norm_in > 0, norm_in.rsqrt(), 0.0)
+    step = max(1024, chunk_bytes // (4 * dim))
+    files: dict[str, list[str]] = {}
+    bar = tqdm(total=hops * p, unit="partition", desc="propagate", disable=not progress)
+    with staging_directory(Path(out)) as staging:
+        files["0"] = []
+        for q in range(p):
+            rel = f"hop-0/part-{q}.arrow"
+            _write(staging / rel, graph.node_ids(et, q),
+                   graph.node_column(column, et, q).astype(np.float32, copy=False), column)
+            files["0"].append(rel)
+        for k in range(1, hops + 1):
+            prev = [_read(staging / f, column, dim) for f in files[str(k - 1)]]
+            files[str(k)] = []
+            for j in range(p):
+                lo = int(off[j])
+                x_j = torch.from_numpy(np.array(prev[j]))
+                acc = x_j * (norm_in[lo:lo + len(x_j)] * norm_out[lo:lo + len(x_j)]
+                             ).unsqueeze(1) * extra
+                for i in range(p):
+                    b = graph.bucket(i, j, es.name)
+                    if not b.num_edges:
+                        continue
+                    for eb in b.batches():
+                        for a in range(0, len(eb.src), step):
+                            s = torch.from_numpy(eb.src[a:a + step].astype(np.int64))
+                            d = torch.from_numpy(eb.dst[a:a + step].astype(np.int64))
+                            coef = norm_out[s + int(off[i])] * norm_in[d + lo]
+                            rows = torch.from_numpy(prev[i][s.numpy()])
+                            acc.index_add_(0, d, rows * coef.unsqueeze(1))
+                rel = f"hop-{k}/part-{j}.arrow"
+                _write(staging / rel, graph.node_ids(et, j), acc.numpy(), column)
+                files[str(k)].append(rel)
+                bar.update()
+        header = {"format": FORMAT, "graph": str(graph.path), "entity_type": et,
+                  "column": column, "dim": dim, "hops": hops, "self_loops": self_loops,
+                  "edge_set": es.name, "num_nodes": graph.num_nodes(), "files": files}
+        write_bytes_atomic(staging / INDEX, json.dumps(header, indent=1).encode())
+    bar.close()
+    return Path(out)
+
+
+def read_hop(out: str | Path, hop: int) -> np.ndarray:
+    """``X^(hop)`` written by :func:`propagate`, float32 (N, dim) in the graph's
+    type-global node order."""
+    out = Path(out)
+    try:
+        header = json.loads((out / INDEX).read_text())
+    except (OSError, ValueError) as exc:
+        raise FormatError(f"{out / INDEX}: cannot read ({exc})") from None
+    if header.get("format") != FORMAT:
+        raise FormatError(f"{out / INDEX}: not a {FORMAT} index")
+    if str(hop) not in header["files"]:
+        raise GraphsysError(f"{out}: hop {hop} not written (hops 0..{header['hops']})")
+    parts = [np.array(_read(out / f, header["column"], header["dim"]))
+             for f in header["files"][str(hop)]]
+    return np.concatenate(parts)
+
+
+def sign_features(out: str | Path) -> np.ndarray:
+    """SIGN's input ``[X^(0), ..., X^(k)]``, float32 (N, (k+1) dim)."""
+    header = json.loads((Path(out) / INDEX).read_text())
+    return np.concatenate([read_hop(out, k) for k in range(header["hops"] + 1)], axis=1)

@@ -1,0 +1,179 @@
+"""What every interop module shares: in-memory arrays into the one ingest path, and a stored
+graph out as NumPy arrays in a fixed node order, behind a size guard.
+
+In: :func:`ingest_arrays` turns ``src``/``dst`` id arrays, optional edge weights and node
+columns into a :class:`pyarrow.Table` edge source and a node table and calls
+:func:`graphsys.storage.ingest.ingest` (partitioners, memory budget, validation and the
+atomic output all as for files). Node columns by dtype: float (N, F) = ``features``,
+integer (N,) = ``label`` (-1 = unknown), bool (N,) = ``mask``.
+
+Out: :func:`export_arrays` gives nodes in ascending original-id order (``0..N-1`` for every
+graph built by ``from_*``, whatever the partitioning), so ``to_x(from_x(obj))`` keeps node
+positions; it refuses, in one line, a graph with more edges than ``max_edges``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphsys.errors import GraphsysError, InputError
+from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+
+#: Default ``max_edges`` of the exports: 100 M edges = a 1.6 GB int64 edge_index.
+DEFAULT_MAX_EDGES = 100_000_000
+
+
+def node_table(num_nodes: int, columns: dict[str, Any], ids: np.ndarray | None = None
+               ) -> pa.Table:
+    """Node table ``id`` + columns; ``ids`` default ``0..num_nodes-1``. Raises on a column
+    whose length is not ``num_nodes`` or whose dtype is not float / integer / bool."""
+    arrays: dict[str, pa.Array] = {
+        "id": pa.array(np.arange(num_nodes, dtype=np.int64) if ids is None else ids)}
+    for name, value in columns.items():
+        v = np.asarray(value)
+        if v.shape[:1] != (num_nodes,):
+            raise InputError(f"node column {name!r} has shape {v.shape}; expected "
+                             f"{num_nodes} rows (one per node)")
+        if v.dtype.kind == "f":
+            v = v.reshape(num_nodes, -1).astype(np.float32, copy=False)
+            arrays[name] = pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)),
+                                                             v.shape[1])
+        elif v.dtype.kind in "iu" and v.ndim == 1:
+            arrays[name] = pa.array(v.astype(np.int64, copy=False))
+        elif v.dtype.kind == "b" and v.ndim == 1:
+            arrays[name] = pa.array(v)
+        else:
+            raise InputError(f"node column {name!r}: dtype {v.dtype} and shape {v.shape} "
+                             f"(expected float (N, F) features, integer (N,) labels or bool "
+                             f"(N,) masks)")
+    return pa.table(arrays)
+
+
+def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
+                  weight=None, node_columns: dict[str, Any] | None = None,
+                  node_ids: np.ndarray | None = None, metadata: dict[str, Any] | None = None,
+                  options: dict[str, Any] | None = None) -> Graph:
+    """Ingest an edge list held in memory into the graph directory ``out`` and open it.
+
+    ``src``/``dst``: integer node ids (E,) (NumPy, torch or Arrow; read zero-copy where
+    the dtype allows); ``weight``: float (E,) or None; ``num_nodes``: nodes ``0..N-1``
+    (isolated ones included) when the ids are positions; ``node_ids``: the original id of
+    each node column row instead (int64 or str); ``options``: :class:`IngestOptions`
+    fields (``num_partitions``, ``partitioner``, ``memory_limit``, ``undirected``, ...).
+    """
+    cols = {"src": _arrow(src, "src"), "dst": _arrow(dst, "dst")}
+    if len(cols["src"]) != len(cols["dst"]):
+        raise InputError(f"src has {len(cols['src'])} ids, dst {len(cols['dst'])}")
+    if weight is not None:
+        cols["weight"] = _arrow(weight, "weight")
+        if len(cols["weight"]) != len(cols["src"]):
+            raise InputError(f"weight has {len(cols['weight'])} values for "
+                             f"{len(cols['src'])} edges")
+    if num_nodes is not None and len(cols["src"]):
+        for role in ("src", "dst"):
+            lo, hi = pc.min_max(cols[role]).values()
+            if lo.as_py() < 0 or hi.as_py() >= num_nodes:
+                raise InputError(f"{role} ids span {lo.as_py()}..{hi.as_py()}, outside "
+                                 f"0..{num_nodes - 1} (num_nodes={num_nodes})")
+    opts = IngestOptions(**(options or {}))
+    opts.metadata = {**(metadata or {}), **opts.metadata}
+    nodes = []
+    if num_nodes is not None or node_ids is not None or node_columns:
+        n = len(node_ids) if node_ids is not None else num_nodes
+        if n is None:
+            raise GraphsysError("node_columns need num_nodes or node_ids")
+        nodes.append(NodeSource(node_table(n, node_columns or {}, node_ids)))
+    edges = [EdgeSource(table=pa.table(cols), weight_col="weight" if weight is not None
+                        else None)]
+    ingest(edges, out, opts, nodes=nodes)
+    return open_graph(out)
+
+
+def _arrow(values, name: str) -> pa.Array:
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    if hasattr(values, "detach"):  # torch tensor: a NumPy view of its CPU memory
+        values = values.detach().cpu().numpy()
+    v = np.asarray(values)
+    if v.ndim != 1:
+        raise InputError(f"{name} must be one-dimensional, got shape {v.shape}")
+    return pa.array(v)
+
+
+@dataclass
+class Exported:
+    """A homogeneous graph as arrays in ascending original-id order.
+
+    ``src``/``dst`` int64 (E,) node positions; ``weight`` float32 (E,) or None; ``ids``
+    original ids (int64 ndarray or list of str) (N,); ``columns`` node columns by name
+    (features float32 (N, F), labels int64 (N,), masks bool (N,)); ``undirected``: the
+    edge set stores both directions of every edge.
+    """
+
+    num_nodes: int
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray | None
+    ids: Any
+    columns: dict[str, np.ndarray]
+    undirected: bool
+
+
+def export_arrays(graph: Graph, *, edge_set: str | None = None,
+                  max_edges: int | None = DEFAULT_MAX_EDGES, what: str = "export",
+                  columns: bool = True) -> Exported:
+    """Read ``graph`` into memory for ``what`` (named in errors); refuses more than
+    ``max_edges`` edges (None = no limit) and graphs with several entity types."""
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"{what} needs a graph with one entity type; {graph.path} has "
+                            f"{', '.join(graph.entity_types)}")
+    es = graph.edge_set(edge_set)
+    if max_edges is not None and es.num_edges > max_edges:
+        gib = es.num_edges * 16 / 2**30
+        raise GraphsysError(f"{what}: {graph.path} has {es.num_edges:,} edges, more than "
+                            f"max_edges={max_edges:,} (the edge list alone needs {gib:.1f} "
+                            f"GiB); pass a larger max_edges to allow it")
+    n = graph.num_nodes()
+    ids = graph.node_ids()
+    if isinstance(ids, np.ndarray):
+        order = None if np.all(ids[1:] > ids[:-1]) else np.argsort(ids, kind="stable")
+    else:
+        order = pc.sort_indices(ids).to_numpy()
+        if np.array_equal(order, np.arange(n)):
+            order = None
+    rank = None
+    if order is not None:
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)
+        ids = ids[order] if isinstance(ids, np.ndarray) else ids.take(pa.array(order))
+    src = np.empty(es.num_edges, np.int64)
+    dst = np.empty(es.num_edges, np.int64)
+    weight = np.empty(es.num_edges, np.float32) if es.has_weight else None
+    pos = 0
+    for s, d, _, w in graph.iter_edges(es.name):
+        k = len(s)
+        src[pos:pos + k] = s if rank is None else rank[s]
+        dst[pos:pos + k] = d if rank is None else rank[d]
+        if weight is not None:
+            weight[pos:pos + k] = w
+        pos += k
+    cols = {}
+    if columns:
+        for name in graph.node_columns():
+            v = graph.node_column(name)
+            cols[name] = _owned(v if order is None else v[order])
+    ids = _owned(ids) if isinstance(ids, np.ndarray) else ids.to_pylist()
+    return Exported(n, src, dst, weight, ids, cols, es.undirected)
+
+
+def _owned(a: np.ndarray) -> np.ndarray:
+    """``a``, copied if it is a read-only view (of a mapped file): exported tensors are the
+    caller's to modify."""
+    return a if a.flags.writeable else a.copy()

@@ -1,0 +1,87 @@
+"""NetworkX in and out. Node keys are the original node ids (all int or all str)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphsys.errors import InputError
+from graphsys.interop._common import export_arrays, ingest_arrays
+from graphsys.storage.graph import Graph
+
+#: Default ``max_edges`` of :func:`to_networkx`: NetworkX holds ~0.5 KB of Python objects
+#: per edge, so 10 M edges is about 5 GB.
+NX_MAX_EDGES = 10_000_000
+
+
+def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = None,
+                  weight: str | None = "weight", **options) -> Graph:
+    """Ingest the NetworkX graph ``G`` into ``out``.
+
+    Node keys become the original ids (all ``int`` or all ``str``; isolated nodes kept).
+    An undirected ``G`` is stored with both directions of every edge (``undirected``).
+    ``node_attrs``: node attributes to carry (default: every attribute that all nodes
+    have), each a float vector / int label / bool mask per node. ``weight``: the edge
+    attribute read as edge weight when every edge has it (None = no weights).
+    ``options`` as :func:`graphsys.interop.from_numpy`.
+    """
+    import networkx as nx
+
+    nodes = list(G.nodes)
+    if not nodes:
+        raise InputError("from_networkx: the graph has no nodes")
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in nodes):
+        ids = np.asarray(nodes, dtype=np.int64)
+    elif all(isinstance(v, str) for v in nodes):
+        ids = np.asarray(nodes, dtype=object)
+    else:
+        kinds = sorted({type(v).__name__ for v in nodes})
+        raise InputError(f"from_networkx: node keys must be all int or all str, got "
+                         f"{', '.join(kinds)}")
+    pos = {v: i for i, v in enumerate(nodes)}
+    m = G.number_of_edges()
+    src = np.fromiter((pos[u] for u, _ in G.edges()), np.int64, m)
+    dst = np.fromiter((pos[v] for _, v in G.edges()), np.int64, m)
+    w = None
+    if weight is not None and m and all(weight in d for _, _, d in G.edges(data=True)):
+        w = np.fromiter((d[weight] for _, _, d in G.edges(data=True)), np.float32, m)
+    if node_attrs is None:
+        data = [G.nodes[v] for v in nodes]
+        node_attrs = tuple(k for k in data[0] if all(k in d for d in data))
+    columns = {a: np.asarray([G.nodes[v][a] for v in nodes]) for a in node_attrs}
+    opts = dict(options)
+    if not G.is_directed():
+        opts.setdefault("undirected", True)
+    g = ingest_arrays(ids[src], ids[dst], out, weight=w, node_columns=columns, node_ids=ids,
+                      metadata={"source": "networkx", "directed": nx.is_directed(G)},
+                      options=opts)
+    return g
+
+
+def to_networkx(graph: Graph, *, edge_set: str | None = None,
+                max_edges: int | None = NX_MAX_EDGES, node_columns: bool = True):
+    """``graph`` as a NetworkX graph keyed by original node ids: ``nx.Graph`` when the edge
+    set was stored undirected, else ``nx.DiGraph`` (parallel edges collapse). Edge
+    attribute ``weight`` when weighted; with ``node_columns`` each node carries its columns
+    (features as float32 arrays, labels as int, masks as bool). Refuses more than
+    ``max_edges`` edges."""
+    import networkx as nx
+
+    ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_networkx",
+                       columns=node_columns)
+    G = nx.Graph() if ex.undirected else nx.DiGraph()
+    ids = list(ex.ids.tolist() if isinstance(ex.ids, np.ndarray) else ex.ids)
+    attrs: list[dict[str, Any]] = [{} for _ in ids]
+    for name, col in ex.columns.items():
+        for i, value in enumerate(col if col.ndim == 2 else col.tolist()):
+            attrs[i][name] = value
+    G.add_nodes_from(zip(ids, attrs))
+    s = [ids[i] for i in ex.src.tolist()]
+    d = [ids[i] for i in ex.dst.tolist()]
+    if ex.weight is None:
+        G.add_edges_from(zip(s, d))
+    else:
+        G.add_weighted_edges_from(zip(s, d, ex.weight.tolist()))
+    return G

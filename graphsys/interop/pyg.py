@@ -1,0 +1,88 @@
+"""PyTorch Geometric in and out (``torch_geometric``, an optional dependency).
+
+Names map as PyG and graphsys spell them: ``x`` <-> node column ``feat``, ``y`` <->
+``label``, ``train_mask``/``val_mask``/``test_mask`` and other node-level tensors keep
+their names, ``edge_weight`` (or a 1-D ``edge_attr``) <-> the edge weight.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from graphsys.errors import GraphsysError, InputError
+from graphsys.interop._common import DEFAULT_MAX_EDGES, export_arrays, ingest_arrays
+from graphsys.storage.graph import Graph
+
+#: PyG attribute -> graphsys node column.
+_TO_GRAPHSYS = {"x": "feat", "y": "label"}
+_TO_PYG = {v: k for k, v in _TO_GRAPHSYS.items()}
+
+
+def _import_pyg():
+    try:
+        import torch_geometric.data
+    except ImportError:
+        raise GraphsysError("PyG interop needs torch_geometric (pip install torch_geometric)"
+                            ) from None
+    return torch_geometric
+
+
+def from_pyg(data, out: str | Path, **options) -> Graph:
+    """Ingest a ``torch_geometric.data.Data`` into ``out`` through the ingest passes.
+
+    Nodes ``0..num_nodes-1`` (isolated ones kept); edges ``edge_index[0] ->
+    edge_index[1]`` as given (PyG's undirected graphs already hold both directions);
+    node-level tensors (first dimension ``num_nodes``: float features, integer labels,
+    bool masks) become node columns, with ``x`` -> ``feat`` and ``y`` -> ``label``; a 1-D
+    ``edge_weight``/``edge_attr`` becomes the edge weight. Other attributes are listed in
+    the manifest metadata (``dropped``), not stored. ``options`` as
+    :func:`graphsys.interop.from_numpy` (``num_partitions``, ``partitioner``, ...).
+    """
+    import torch
+
+    if getattr(data, "edge_index", None) is None:
+        raise InputError("from_pyg: data has no edge_index")
+    ei = data.edge_index
+    if ei.dim() != 2 or ei.shape[0] != 2:
+        raise InputError(f"from_pyg: edge_index has shape {tuple(ei.shape)}, expected (2, E)")
+    n = int(data.num_nodes)
+    columns, dropped, weight = {}, [], None
+    for key in data.keys():
+        value = data[key]
+        if key in ("edge_index", "num_nodes"):
+            continue
+        if key in ("edge_weight", "edge_attr") and torch.is_tensor(value) and weight is None \
+                and value.dim() == 1 and value.shape[0] == ei.shape[1]:
+            weight = value
+            continue
+        if (torch.is_tensor(value) and data.is_node_attr(key) and value.shape[:1] == (n,)
+                and (value.is_floating_point() or value.dim() == 1)):
+            columns[_TO_GRAPHSYS.get(key, key)] = value.detach().cpu().numpy()
+        else:
+            dropped.append(key)
+    return ingest_arrays(ei[0], ei[1], out, num_nodes=n, weight=weight, node_columns=columns,
+                         metadata={"source": "torch_geometric", "dropped": dropped},
+                         options=options)
+
+
+def to_pyg(graph: Graph, *, edge_set: str | None = None,
+           max_edges: int | None = DEFAULT_MAX_EDGES):
+    """``graph`` as a ``torch_geometric.data.Data``: ``edge_index`` int64 (2, E), node
+    columns (``feat`` -> ``x``, ``label`` -> ``y``, masks by name), ``edge_weight`` when
+    weighted, ``n_id`` the original ids (integer ids). Nodes in ascending original-id order.
+    Refuses more than ``max_edges`` edges (None = no limit)."""
+    import torch
+
+    pyg = _import_pyg()
+    ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_pyg")
+    data = pyg.data.Data(edge_index=torch.from_numpy(np.stack([ex.src, ex.dst])),
+                         num_nodes=ex.num_nodes)
+    for name, col in ex.columns.items():
+        data[_TO_PYG.get(name, name)] = torch.from_numpy(col)
+    if ex.weight is not None:
+        data.edge_weight = torch.from_numpy(ex.weight)
+    if isinstance(ex.ids, np.ndarray):
+        data.n_id = torch.from_numpy(ex.ids)
+    return data

@@ -1,0 +1,68 @@
+"""from_numpy / from_arrow: in-memory edges through the ingest passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import graphsys
+from graphsys.errors import InputError
+from graphsys.storage.verify import verify_graph
+
+
+def _edges(g):
+    return sorted(zip(*(np.concatenate(c).tolist() for c in
+                        zip(*[(s, d) for s, d, _, _ in g.iter_edges()]))))
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_from_numpy_keeps_edges_isolated_nodes_and_columns(tmp_path, partitions):
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 40, 200), rng.integers(0, 40, 200)
+    x = rng.normal(size=(45, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 45)
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=45,
+                            node_columns={"feat": x, "label": y, "m": y > 0},
+                            num_partitions=partitions)
+    assert g.num_nodes() == 45 and g.num_edges() == 200       # nodes 40..44 are isolated
+    assert g.manifest.metadata["source"] == "numpy"
+    order = np.argsort(g.node_ids())                           # internal -> original rows
+    ids = g.node_ids()
+    assert np.array_equal(g.node_column("feat")[order], x)
+    assert np.array_equal(g.node_column("label")[order], y)
+    got = sorted((int(ids[s]), int(ids[d])) for s, d in _edges(g))
+    assert got == sorted(zip(src.tolist(), dst.tolist()))
+    verify_graph(g.path)                                       # hashes and bucket order
+
+
+def test_from_numpy_refuses_ids_outside_num_nodes(tmp_path):
+    with pytest.raises(InputError, match="outside 0..9"):
+        graphsys.from_numpy([0, 12], [1, 2], tmp_path / "g", num_nodes=10)
+    assert not (tmp_path / "g").exists()
+
+
+def test_from_numpy_refuses_bad_node_column(tmp_path):
+    with pytest.raises(InputError, match="node column 'feat'"):
+        graphsys.from_numpy([0], [1], tmp_path / "g", num_nodes=2,
+                            node_columns={"feat": np.zeros(3, np.float32)})
+
+
+def test_from_arrow_string_ids_weights_and_row_errors(tmp_path):
+    t = pa.table({"a": ["x", "y", "z"], "b": ["y", "z", "x"], "w": [1.5, 2.0, 0.5]})
+    g = graphsys.from_arrow(t, tmp_path / "g", src_col="a", dst_col="b", weight_col="w")
+    assert g.num_edges() == 3 and g.edge_set().has_weight
+    assert sorted(g.node_ids().to_pylist()) == ["x", "y", "z"]
+    bad = pa.table({"src": ["x", None], "dst": ["y", "z"]})
+    with pytest.raises(InputError, match=r"<in-memory edges default>:2: empty src id"):
+        graphsys.from_arrow(bad, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
+def test_from_arrow_record_batches_and_options(tmp_path):
+    batches = [pa.record_batch({"src": [0, 1], "dst": [1, 0]}),
+               pa.record_batch({"src": [1, 2], "dst": [0, 2]})]
+    g = graphsys.from_arrow(batches, tmp_path / "g", dedupe=True, drop_self_loops=True)
+    assert g.num_edges() == 2
+    with pytest.raises(TypeError):
+        graphsys.from_arrow(batches, tmp_path / "g2", no_such_option=1)
