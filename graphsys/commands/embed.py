@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from graphsys.commands._common import emit_json, show_progress
+from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
 
 
@@ -38,6 +38,7 @@ def register(subparsers) -> None:
     t.add_argument("--out", type=Path, help="checkpoint directory (else checkpoint_path)")
     t.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config device")
     t.add_argument("--json", action="store_true", help="print one JSON line of statistics")
+    add_trace_arg(t)
     t.set_defaults(func=run_train)
 
     e = sub.add_parser("eval", help="link-prediction metrics on an edge set")
@@ -142,7 +143,9 @@ def run_train(args) -> int:
     from graphsys.embed.distributed import DistributedTrainer
     from graphsys.embed.train import Trainer
     from graphsys.storage.graph import open_graph
+    from graphsys.trace import recording
 
+    trace = trace_path(args)
     values = {"device": args.device}
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     graph = open_graph(args.graph) if args.graph is not None else None
@@ -160,7 +163,8 @@ def run_train(args) -> int:
     try:
         trainer = (DistributedTrainer if distributed else Trainer)(
             cfg, graph, Path(out), progress=show_progress(args), log=log)
-        stats = trainer.run()
+        with recording(trace, trainer.device):
+            stats = trainer.run()
     finally:
         if distributed:
             import torch.distributed as dist

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from graphsys.commands._common import emit_json
+from graphsys.commands._common import add_trace_arg, emit_json, trace_path
 from graphsys.errors import GraphsysError
 
 #: Names of :data:`graphsys.bsp.algorithms.ALGORITHMS`, listed here so that building the
@@ -41,6 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-verify", action="store_true",
                    help="skip the integrity check (hashes, offsets) before running")
     p.add_argument("--json", action="store_true", help="print the run statistics as JSON")
+    add_trace_arg(p)
     p.set_defaults(func=run)
 
 
@@ -54,6 +55,7 @@ def run(args) -> int:
     from graphsys.device import resolve_device
     from graphsys.storage.atomic import atomic_path
     from graphsys.storage.verify import verify_graph
+    from graphsys.trace import recording
 
     if args.algorithm not in ALGORITHMS:
         raise GraphsysError(f"unknown algorithm {args.algorithm!r} (choose from "
@@ -86,6 +88,7 @@ def run(args) -> int:
             raise GraphsysError(f"{out}: already exists (use --overwrite or another --out)")
         if not out.parent.is_dir():
             raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
+    trace = trace_path(args)
     device = resolve_device(args.device)
     distributed = init_from_env(device)
     if not args.no_verify:
@@ -115,8 +118,9 @@ def run(args) -> int:
                   f" {ss.messages_combined:>12,} {ss.edges_scanned:>13,} "
                   f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
 
-    result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
-        graph, progress=progress, **kwargs)
+    with recording(trace, device):
+        result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
+            graph, progress=progress, **kwargs)
     stats = result.stats
     if rank0:
         if out is not None:

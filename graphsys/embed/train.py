@@ -50,6 +50,7 @@ from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.trace import traced
 
 ROW_ADAGRAD_EPS = 1e-10
 #: Keys that may differ between a checkpoint and a resumed run.
@@ -194,6 +195,7 @@ class PartitionBuffer:
         return self.working if self.storage.emb_path(etype, p, self.working).exists() \
             else self.committed
 
+    @traced("embed.load")
     def load(self, p: int) -> None:
         slot = {}
         nbytes = 0
@@ -217,6 +219,7 @@ class PartitionBuffer:
         self.unsynced = True
         return n
 
+    @traced("embed.write-back")
     def evict(self, p: int) -> None:
         n = self._write(p) if p in self.dirty else 0
         with self._lock:
@@ -489,6 +492,7 @@ class Trainer:
             rows = emb[uniq]
             emb[uniq] = rows.renorm(2, 0, self.cfg.max_norm)
 
+    @traced("embed.minibatch")
     def _batch(self, lt, rt, i, j, h, t, rel, w, gen) -> float:
         cfg, cmp = self.cfg, self.comparator
         L_emb, L_st = self.buffer.resident[i][lt]
@@ -525,6 +529,7 @@ class Trainer:
         return float(loss.detach())
 
     # -- one bucket -------------------------------------------------------------------------
+    @traced("embed.bucket-read")
     def _bucket_columns(self, i, j):
         bucket = self.graph.bucket(i, j, self.edge_set)
         with warnings.catch_warnings():
@@ -563,6 +568,7 @@ class Trainer:
                 bar.update(len(idx))
         return total
 
+    @traced("embed.bucket")
     def _train_bucket(self, epoch: int, k: int, i: int, j: int, bar) -> float:
         cols = self._bucket_columns(i, j)
         n = len(cols[0])
@@ -676,6 +682,7 @@ class Trainer:
                  f"written)")
 
     # -- commits ----------------------------------------------------------------------------
+    @traced("embed.checkpoint")
     def _commit(self, st: EpochStats, epochs_done: int,
                 done: set[tuple[int, int]] | None = None) -> None:
         """Commit version ``committed + 1``: every rank writes its changed partitions, rank 0
