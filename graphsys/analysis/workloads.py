@@ -297,7 +297,8 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                 rank_work: RankWork | None = None, trace=None) -> dict[str, Any]:
     """Profile ``algorithm`` on ``graph``; fills ``recorder`` per superstep, and
     ``rank_work`` (when given) with every superstep's work items charged to the ranks that
-    own them; ``trace``: Chrome trace path of the profiled run (:func:`profile_call`). Returns ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops",
+    own them; ``trace``: Chrome trace path of the profiled run (:func:`profile_call`).
+    Returns ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops",
     "workload"}``."""
     from graphsys.bsp import run as bsp_run
 
