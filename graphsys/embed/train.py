@@ -57,6 +57,11 @@ ROW_ADAGRAD_EPS = 1e-10
 RESUMABLE_KEYS = {"num_epochs", "checkpoint_path", "workers", "prefetch", "device",
                   "buffer_partitions", "memory_budget", "eval_num_uniform_negs",
                   "eval_full_max_candidates", "graph", "checkpoint_buckets"}
+#: Optimisation keys a resumed run may change (not the model's shape or the data); each
+#: change is recorded in ``checkpoint.json``'s ``history``.
+TUNABLE_KEYS = {"lr", "relation_lr", "batch_size", "num_batch_negs", "num_uniform_negs",
+                "degree_neg_fraction", "regularization_coef", "margin", "max_norm", "loss_fn",
+                "bucket_order"}
 
 
 def _seed(*parts: int) -> int:
@@ -303,6 +308,9 @@ class Trainer:
         self.relmodel = RelationModel(self.rel_ops, config.dimension, self.device)
         self.capacity = self._capacity()
         self.stats: list[EpochStats] = []
+        #: Resumes that changed :data:`TUNABLE_KEYS`: ``{"epochs_done", "version",
+        #: "changed": {key: [old, new]}}`` each, oldest first.
+        self.history: list[dict[str, Any]] = []
         self._degrees: dict[tuple[str, int], torch.Tensor] | None = None
 
     # -- setup ------------------------------------------------------------------------------
@@ -365,6 +373,7 @@ class Trainer:
                           for r, op in zip(self.graph.relation_types, self.rel_ops)],
             "comparator": self.cfg.comparator,
             "stats": [s.to_json() for s in stats],
+            "history": self.history,
         }
 
     def _prepare(self) -> tuple[int, dict[str, Any] | None]:
@@ -381,13 +390,27 @@ class Trainer:
             meta = st.read_meta()
             old = config_from_dict(st.read_config()).to_json()  # defaults of newer keys
             new = self._config_json()
+            changed = {}
             for key in sorted(set(old) | set(new)):
-                if key not in RESUMABLE_KEYS and old.get(key) != new.get(key):
+                if key in RESUMABLE_KEYS or old.get(key) == new.get(key):
+                    continue
+                if key not in TUNABLE_KEYS:
                     raise GraphsysError(
                         f"{self.out}: checkpoint was trained with {key}={old.get(key)!r}, this "
-                        f"run has {key}={new.get(key)!r}; use another --out to start afresh")
+                        f"run has {key}={new.get(key)!r} (a resumed run may change only "
+                        f"{', '.join(sorted(TUNABLE_KEYS))}); use another --out to start "
+                        f"afresh")
+                changed[key] = [old.get(key), new.get(key)]
             check_graph(meta, self.graph, self.out)
             st.drop_versions(int(meta["version"]), below=False)
+            self.history = list(meta.get("history", []))
+            if changed:  # recorded first: a crash before the config write repeats it
+                self.history.append({"epochs_done": int(meta["epochs_done"]),
+                                     "version": int(meta["version"]), "changed": changed})
+                st.write_meta({**meta, "history": self.history})
+                st.write_config(new)
+                self.log(f"resuming {self.out} with " + ", ".join(
+                    f"{k}={v[1]!r} (was {v[0]!r})" for k, v in changed.items()))
             return
         if self.out.exists() and (not self.out.is_dir() or any(
                 p.name not in ("embeddings", "optim", "model", "config.json")
