@@ -20,16 +20,6 @@ _sbm = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_sbm)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 @pytest.fixture(scope="module")
 def kg(tmp_path_factory):
     """A small two-partition KG (train edge set) for the BSP and embedding runs."""

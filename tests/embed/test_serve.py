@@ -4,6 +4,7 @@ the faiss indexes (built, stored, tied to the checkpoint version, used by neares
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -11,19 +12,16 @@ import torch
 
 from graphsys import open_graph
 from graphsys.cli import main
-from graphsys.embed import Embeddings, load_config, train
+from graphsys.embed import Embeddings
 from graphsys.embed.evaluate import triples
 from graphsys.errors import GraphsysError
 
 
 @pytest.fixture(scope="module")
-def ckpt(kg4, tmp_path_factory):
-    torch.set_num_threads(1)
+def ckpt(trained_ckpt, tmp_path_factory):
+    """A copy of the shared checkpoint: the tests store indexes in it."""
     out = tmp_path_factory.mktemp("serve") / "ck"
-    cfg = load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
-                             "comparator=\"dot\"", "loss_fn=\"softmax\"", "lr=0.1",
-                             "num_epochs=2", "batch_size=100"])
-    train(cfg, graph=kg4, out=out)
+    shutil.copytree(trained_ckpt, out)
     return out
 
 
