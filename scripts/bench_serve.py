@@ -18,7 +18,7 @@ Two tables:
 ``batched``: all queries in one call -> queries/s. Prints one JSON line.
 
     python scripts/bench_serve.py [--workdir /work/big-issue17/bench-serve]
-        [--synthetic-n 10000000 --synthetic-dim 64] [--synthetic-kinds ivf]
+        [--synthetic-n 10000000 --synthetic-dim 32] [--synthetic-kinds ivf]
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def main() -> int:
                     help="of which timed one per call (200)")
     ap.add_argument("--nprobe", type=int, default=32, help="IVF cells searched (32)")
     ap.add_argument("--synthetic-n", type=int, default=10_000_000)
-    ap.add_argument("--synthetic-dim", type=int, default=64)
+    ap.add_argument("--synthetic-dim", type=int, default=32)
     ap.add_argument("--clusters", type=int, default=10_000)
     ap.add_argument("--synthetic-kinds", default="ivf",
                     help="comma-separated index kinds on the synthetic table (ivf; hnsw "
