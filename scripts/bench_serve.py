@@ -143,7 +143,7 @@ def synthetic_table(path: Path, n: int, d: int, clusters: int, seed: int) -> np.
 
 
 def exact_topk(table: np.ndarray, q: np.ndarray, exclude: np.ndarray, k: int,
-               block: int = 1 << 18) -> np.ndarray:
+               block: int = 1 << 16) -> np.ndarray:
     """Exact cos top-``k`` of unit queries ``q`` over the mapped ``table``, by blocks."""
     qt = torch.from_numpy(q)
     best_s = torch.full((len(q), 0), float("-inf"))

@@ -464,7 +464,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
                 pass
             marker.finish()
 
-        _, stats = profile_call(work, device=device, trace=trace)
+        _, stats = profile_call(work, device=device, trace=trace,
+                                count_transfers=str(device) != "cpu")  # as profile_bsp
     steps = max(batches["n"], 1)
     inv = stats.per_step[0] if stats.per_step else 0
     # one profiler range spans the epoch (batches run inside the trainer): mean per batch
