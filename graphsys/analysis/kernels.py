@@ -23,12 +23,15 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from graphsys.trace import profiling, write_trace
 
 STEP_PREFIX = "graphsys.step#"
 RANGES = ("graphsys.setup", "graphsys.finish")
@@ -238,12 +241,13 @@ def _analyse(events, device: str) -> tuple[dict[str, int], list[tuple[str, int, 
         per_name[name] += 1
         secs[name] = secs.get(name, 0.0) + dur
         op_seconds += dur
-    top = [(n, c, secs[n]) for n, c in per_name.most_common(12)]
+    top = [(n, per_name[n], secs[n]) for n in sorted(secs, key=lambda n: (-secs[n], n))[:12]]
     return counts, top, op_seconds, memcpy_seconds, runtime_syncs, scalar_reads
 
 
 def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
-                 flops: float = 0.0, count_transfers: bool = True) -> tuple[Any, KernelStats]:
+                 flops: float = 0.0, count_transfers: bool = True,
+                 trace: str | Path | None = None) -> tuple[Any, KernelStats]:
     """Run ``fn(marker)`` under the profiler and the transfer counter; ``fn`` calls
     ``marker.step()`` at the start of every step (and may call ``marker.finish()``).
     Returns ``(fn's result, KernelStats)``; ``flops`` is the workload's estimated floating-point
@@ -254,14 +258,15 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
     costs that run time and memory (measured on a 100M-edge out-of-core PageRank: +40 %
     wall time, +120 MiB peak RSS). Scalar reads are then counted from the profiler's
     ``aten::_local_scalar_dense`` events called by the workload itself (the ones the
-    counter sees; those nested in other operators are not counted either way)."""
-    acts = [ProfilerActivity.CPU]
+    counter sees; those nested in other operators are not counted either way).
+
+    ``trace``: also write the profiler's Chrome trace there (:mod:`graphsys.trace`: the
+    engines' named ranges are on during the run; only the calling thread is recorded, as
+    counted)."""
     cuda = str(device).startswith("cuda")
-    if cuda:
-        acts.append(ProfilerActivity.CUDA)
     marker = StepMarker()
     counter = TransferCounter() if count_transfers else None
-    with profile(activities=acts, record_shapes=False, with_stack=False) as prof:
+    with profiling(device, all_threads=False) as prof:
         t0 = time.perf_counter()
         marker.start()
         try:
@@ -275,7 +280,11 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
         finally:
             marker.close()
         seconds = time.perf_counter() - t0
+    if trace is not None:
+        write_trace(prof, trace)
     events = prof.events()
+    self_time = _self_time_table(prof, cuda)
+    ranges = _range_spans(events)
     counts, top, op_s, mem_s, rt_syncs, reads = _analyse(events, str(device))
     per_step = [counts.get(f"{STEP_PREFIX}{k}", 0) for k in range(marker.steps)]
     total = sum(counts.values())
@@ -287,7 +296,43 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
                         transfer_seconds=mem_s,
                         syncs=(counter.syncs if counter else reads) + rt_syncs, flops=flops,
                         transfers_counted=counter is not None)
+    stats.extra.update({"self_time": self_time, "ranges": ranges})
     return out, stats
+
+
+#: Rows of the self-time operator table and most ranges kept for the timeline.
+SELF_TIME_ROWS = 15
+MAX_RANGES = 4000
+
+
+def _self_time_table(prof, cuda: bool) -> list[dict[str, Any]]:
+    """Operators (CUDA kernels on CUDA) by measured self time, most first: ``name``,
+    ``count``, ``self_seconds``, ``total_seconds`` (torch.profiler's key averages)."""
+    rows = []
+    for a in prof.key_averages():
+        if not _is_op(a.key) and not cuda:
+            continue
+        self_us = a.self_device_time_total if cuda else a.self_cpu_time_total
+        total_us = a.device_time_total if cuda else a.cpu_time_total
+        if self_us > 0:
+            rows.append({"name": a.key, "count": int(a.count),
+                         "self_seconds": self_us / 1e6, "total_seconds": total_us / 1e6})
+    rows.sort(key=lambda r: (-r["self_seconds"], r["name"]))
+    return rows[:SELF_TIME_ROWS]
+
+
+def _range_spans(events) -> list[list]:
+    """The named ranges (graphsys.* steps and the engines' :mod:`graphsys.trace` ranges)
+    as ``[name, start_seconds, seconds]`` from the first range's start, start order; at
+    most :data:`MAX_RANGES`."""
+    spans = [(e.name, e.time_range.start, e.time_range.elapsed_us()) for e in events
+             if "::" not in e.name and "." in e.name and not e.name.startswith(
+                 ("cuda", "Memcpy", "Memset"))]
+    if not spans:
+        return []
+    spans.sort(key=lambda s: s[1])
+    t0 = spans[0][1]
+    return [[n, (s - t0) / 1e6, d / 1e6] for n, s, d in spans[:MAX_RANGES]]
 
 
 def dense_reference(flops_per_step: float, steps: int, *, device: str = "cpu",

@@ -49,9 +49,11 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   block_size: int = DEFAULT_BLOCK,
                   items_per_thread: int = DEFAULT_ITEMS_PER_THREAD,
                   max_iters: int | None = None, source=None, edge_set: str | None = None,
-                  ranks: int = 1, dense: bool = True, steps: int = 5, batch_size: int | None = None,
+                  ranks: int = 1, dense: bool = True, steps: int | None = None,
+                  batch_size: int | None = None,
                   dimension: int = 32, ncu: bool = False, ncu_path: str | None = None,
-                  ncu_launch_count: int | None = None) -> dict[str, Any]:
+                  ncu_launch_count: int | None = None, trace=None,
+                  embed_config=None) -> dict[str, Any]:
     """Profile one workload on ``graph`` (an opened Graph or a directory); see the module
     docstring for the result. ``device``: cpu/cuda/auto; ``gpu``: the GPU the SIMT and SM
     model assumes (default: the one present, else H100).
@@ -60,7 +62,11 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     ``ncu`` on PATH; every kernel launch, or the first ``ncu_launch_count``) and compare
     the measured threads per warp instruction with the ``edge-balanced`` model, which is
     added to ``mappings`` (:mod:`graphsys.analysis.ncu`). The GPU and ncu are checked before
-    anything runs."""
+    anything runs. ``trace``: write the profiled run's Chrome trace (with the engines' named
+    ranges, :mod:`graphsys.trace`) there; the path is checked first. ``embed_config``: the
+    user's :class:`~graphsys.embed.config.EmbedConfig` for ``workload="embed"`` (else a
+    default model of ``dimension``); ``steps`` bounds its batches (default
+    :data:`~graphsys.analysis.workloads.EMBED_STEPS`) and the GNN steps (default 5)."""
     from graphsys.analysis.balance import (
         RankWork,
         rank_bounds,
@@ -89,12 +95,18 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     if workload not in WORKLOADS:
         raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, or a BSP "
                             f"algorithm)")
+    if embed_config is not None and workload != "embed":
+        raise GraphsysError("an embedding config (--config/--set) applies to --workload embed")
     if ncu and workload != "bsp":
         raise GraphsysError("--ncu validates the BSP engine's kernels: name a BSP algorithm, "
                             "not --workload embed|gnn")
     if ncu_launch_count is not None and ncu_launch_count < 1:
         raise GraphsysError(f"--ncu-launch-count must be a positive integer, got "
                             f"{ncu_launch_count}")
+    if trace is not None:
+        from graphsys.trace import check_trace_path
+
+        trace = check_trace_path(trace)
     g = graph if isinstance(graph, Graph) else open_graph(graph)
     rank_split(g.num_partitions, ranks)  # a bad --ranks fails before anything runs
     maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
@@ -112,13 +124,14 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         ranked = RankWork(rank_bounds(g, ranks)) if ranks > 1 else None
         w = profile_bsp(g, algorithm, recorder=rec, source=source, device=dev,
                         backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set,
-                        rank_work=ranked)
+                        rank_work=ranked, trace=trace)
     elif workload == "embed":
         w = profile_embed(g, recorder=rec, device=dev, dimension=dimension,
-                          batch_size=batch_size or 1000, edge_set=edge_set)
+                          batch_size=batch_size, edge_set=edge_set, trace=trace,
+                          config=embed_config, steps=steps)
     else:
-        w = profile_gnn(g, recorder=rec, device=dev, steps=steps,
-                        batch_size=batch_size or 256)
+        w = profile_gnn(g, recorder=rec, device=dev, steps=steps or 5,
+                        batch_size=batch_size or 256, trace=trace)
     d = w["stats"].to_dict()
     if d["kernels"].get("steps", 0) == 0:
         d["kernels"]["steps"] = w["steps"]

@@ -39,7 +39,9 @@ def advice(profile: dict[str, Any]) -> list[str]:
     lb = _per_mapping(profile["load_balance"], maps)
     util = {m: simt[m]["mean_utilization"] for m in maps
             if simt[m]["mean_utilization"] is not None}
-    if util:
+    # the vertex-to-thread mapping is a choice of the BSP engine's kernels only: embedding
+    # and GNN workloads run library operators whose thread mapping their users cannot pick
+    if util and profile["workload"].get("kind", "bsp") == "bsp":
         best = max(util, key=lambda m: (util[m], -lb[m]["sm"]["max_over_mean"]))
         for m in maps:
             u = util.get(m)
@@ -146,9 +148,29 @@ def _legend_below(ax, handles=None, labels=None) -> None:
                   ncol=min(len(handles), 5), fontsize=9, frameon=False)
 
 
+def _timeline(ranges: list[list], plt) -> str | None:
+    """A Gantt chart of the measured named ranges (one row per range name, ``#<k>``
+    suffixes merged), base64 PNG; ``None`` without ranges."""
+    if not ranges:
+        return None
+    rows: dict[str, list[tuple[float, float]]] = {}
+    for name, start, dur in ranges:
+        rows.setdefault(name.split("#")[0], []).append((start, max(dur, 1e-6)))
+    names = sorted(rows, key=lambda n: rows[n][0][0])
+    fig, ax = plt.subplots(figsize=(FIGSIZE[0], 0.5 + 0.35 * len(names)))
+    for y, n in enumerate(names):
+        ax.broken_barh(rows[n], (y - 0.4, 0.8), color=f"C{y % 10}")
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since the first range (measured, torch.profiler)")
+    ax.set_title("Timeline of the named ranges (open the --trace file in Perfetto for detail)")
+    return _png(fig)
+
+
 def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
-    """(title, base64 PNG) pairs: warps by utilization band, utilization per step (when
-    there are several steps), work per SM, invocations per step, transfers by size."""
+    """(title, base64 PNG) pairs: the measured timeline of the named ranges, then the
+    modelled warps by utilization band, utilization per step (when there are several
+    steps), work per SM, then measured invocations per step, transfers by size."""
     try:
         import matplotlib
     except ImportError:
@@ -166,6 +188,9 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     simt = _per_mapping(profile["simt"], maps)
     lb = _per_mapping(profile["load_balance"], maps)
     out = []
+    tl = _timeline(profile["kernels"].get("ranges") or [], plt)
+    if tl is not None:
+        out.append(("Measured: timeline of the named ranges", tl))
 
     fig, ax = plt.subplots(figsize=FIGSIZE)
     width = 0.8 / len(maps)
@@ -177,9 +202,9 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("warp's SIMT lane utilization (active lane-iterations / 32 x iterations)")
     ax.set_ylabel("share of non-idle warps")
-    ax.set_title("Warps by SIMT lane utilization")
+    ax.set_title("Modelled: warps by SIMT lane utilization")
     _legend_below(ax)
-    out.append(("Warp utilization histogram", _png(fig)))
+    out.append(("Modelled: warp utilization histogram", _png(fig)))
 
     steps = simt[maps[0]].get("per_step") or []
     if len(steps) > 1:
@@ -202,8 +227,8 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
         h1, l1 = ax.get_legend_handles_labels()
         h2, l2 = ax2.get_legend_handles_labels()
         _legend_below(ax, h1 + h2, l1 + l2)
-        ax.set_title("Utilization per step")
-        out.append(("Utilization per step", _png(fig)))
+        ax.set_title("Modelled: utilization per step")
+        out.append(("Modelled: utilization per step", _png(fig)))
 
     fig, ax = plt.subplots(figsize=FIGSIZE)
     for m in maps:
@@ -214,10 +239,10 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("SM index (CTAs assigned round-robin)")
     ax.set_ylabel("work / mean work")
-    ax.set_title(f"Work per SM: loop iterations, over the mean "
+    ax.set_title(f"Modelled: work per SM, loop iterations over the mean "
                  f"({lb[maps[0]]['gpu']}, {lb[maps[0]]['num_sms']} SMs)")
     _legend_below(ax)
-    out.append(("Work per SM", _png(fig)))
+    out.append(("Modelled: work per SM", _png(fig)))
 
     k, ref = profile["kernels"], profile.get("dense_reference")
     fig, ax = plt.subplots(figsize=FIGSIZE)
@@ -236,9 +261,9 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel("invocations")
-    ax.set_title(f"Invocations per step ({k['unit']})")
+    ax.set_title(f"Measured: invocations per step ({k['unit']})")
     _legend_below(ax)
-    out.append(("Invocations per step", _png(fig)))
+    out.append(("Measured: invocations per step", _png(fig)))
 
     t = profile["transfers"]
     fig, ax = plt.subplots(figsize=(FIGSIZE[0], 3.0))
@@ -254,8 +279,9 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
                 + ("" if t.get("counted", "").startswith("every") else
                    " (CPU only: nothing to copy)"),
                 transform=ax.transAxes, ha="center", va="center", color="#555")
-    ax.set_title(f"Host<->device copies by size ({t['count']:,} copies, {t['bytes']:,} bytes)")
-    out.append(("Transfer sizes", _png(fig)))
+    ax.set_title(f"Measured: host<->device copies by size ({t['count']:,} copies, "
+                 f"{t['bytes']:,} bytes)")
+    out.append(("Measured: transfer sizes", _png(fig)))
     return out
 
 
@@ -334,7 +360,9 @@ def render_html(profile: dict[str, Any]) -> str:
              _table(["workload", ""], [[k_.replace("_", " "), v] for k_, v in w.items()]),
              "<h2>What to change</h2><ul>"
              + "".join(f"<li>{html.escape(a)}</li>" for a in profile["advice"]) + "</ul>",
-             "<h2>Kernels and transfers</h2>"]
+             "<h2>Measured: kernels and transfers</h2>",
+             "<p class='note'>Measured in this run by torch.profiler (and a dispatch-mode "
+             "copy counter); the SIMT and SM figures further down are modelled.</p>"]
     rows = [["invocations", k["invocations"], ref["kernels"]["invocations"] if ref else None],
             ["unit", k["unit"], ref["kernels"]["unit"] if ref else None],
             ["steps", k.get("steps"), ref["kernels"]["steps"] if ref else None],
@@ -351,17 +379,29 @@ def render_html(profile: dict[str, Any]) -> str:
             ["transfer bytes", t["bytes"], ref["transfers"]["bytes"] if ref else None],
             ["transfer seconds", t["seconds"], ref["transfers"]["seconds"] if ref else None]]
     parts.append(_table(["figure", "graph workload", "dense reference (MLP)"], rows))
-    parts.append(_table([f"top {'kernel' if k['unit'] == 'CUDA kernels' else 'operator'}",
-                         "count", "seconds"],
+    what = "kernel" if k["unit"] == "CUDA kernels" else "operator"
+    if k.get("self_time"):
+        parts.append(f"<h3>{what.capitalize()}s by self time</h3>")
+        parts.append(_table([what, "count", "self seconds", "total seconds"],
+                            [[x["name"], x["count"], x["self_seconds"], x["total_seconds"]]
+                             for x in k["self_time"]]))
+    parts.append(f"<h3>Top-level {what}s by time</h3>")
+    parts.append(_table([f"top {what}", "count", "seconds"],
                         [[x["name"], x["count"], x["seconds"]] for x in k.get("top", [])]))
-    parts.append("<h2>SIMT lane utilization and load balance</h2>")
+    first = lb[maps[0]]
+    parts.append("<h2>Modelled: SIMT lane utilization and load balance</h2>")
+    parts.append(f"<p class='note'>Modelled for {html.escape(str(first['gpu']))} from the "
+                 f"{html.escape(str(w.get('simt_source', 'degrees')))}, not measured"
+                 + (" (a CUDA run's measured kernel times are in the table above)."
+                    if k["unit"] == "CUDA kernels" else
+                    "; this run was on the CPU, so no GPU kernel was measured.")
+                 + "</p>")
     parts.append(_table(
         ["mapping", "mean utilization", "warps 0-25 %", "25-50 %", "50-75 %", "75-100 %",
          "idle warps", "SM max/mean", "SM CV", "CTA CV", "warp CV (in CTA)"],
         [[m, simt[m]["mean_utilization"], *simt[m]["histogram"]["warps"],
           simt[m]["idle_warps"], lb[m]["sm"]["max_over_mean"], lb[m]["sm"]["cv"],
           lb[m]["cta"]["cv"], lb[m]["warp"]["cv"]] for m in maps]))
-    first = lb[maps[0]]
     parts.append(f"<p class='note'>Warp size 32, CTA {simt[maps[0]]['block_size']} threads, "
                  f"{html.escape(str(first['gpu']))} with {first['num_sms']} SMs, "
                  f"{first['resident_ctas_per_sm']} resident CTAs per SM; utilization = "

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -293,10 +294,11 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                 device: str = "cpu", backend: str = "torch", mode: str = "memory",
                 max_iters: int | None = None, edge_set: str | None = None,
                 damping: float = 0.85, tol: float | None = None,
-                rank_work: RankWork | None = None) -> dict[str, Any]:
+                rank_work: RankWork | None = None, trace=None) -> dict[str, Any]:
     """Profile ``algorithm`` on ``graph``; fills ``recorder`` per superstep, and
     ``rank_work`` (when given) with every superstep's work items charged to the ranks that
-    own them. Returns ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops",
+    own them; ``trace``: Chrome trace path of the profiled run (:func:`profile_call`).
+    Returns ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops",
     "workload"}``."""
     from graphsys.bsp import run as bsp_run
 
@@ -338,7 +340,8 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
     degs: dict[str, np.ndarray] = {}
     try:
         # a CPU run has no device to copy to: no transfer counter (see profile_call)
-        run, stats = profile_call(work, device=device, count_transfers=str(device) != "cpu")
+        run, stats = profile_call(work, device=device, count_transfers=str(device) != "cpu",
+                                  trace=trace)
         n_steps = run.num_supersteps
         stats.finish_invocations += sum(stats.per_step[n_steps:])
         stats.per_step = stats.per_step[:n_steps]
@@ -404,34 +407,65 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
 # embedding
 
 
+class _Enough(Exception):
+    """Raised inside the profiled trainer once the bounded number of batches ran."""
+
+
+#: Default bound on the batches of a profiled embedding epoch.
+EMBED_STEPS = 50
+
+
 def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
-                  dimension: int = 32, batch_size: int = 1000, edge_set: str | None = None
-                  ) -> dict[str, Any]:
-    """One epoch of embedding training (see the module docstring)."""
+                  dimension: int = 32, batch_size: int | None = None,
+                  edge_set: str | None = None, trace=None, config=None,
+                  steps: int | None = None) -> dict[str, Any]:
+    """The first ``steps`` batches (default :data:`EMBED_STEPS`; fewer when the epoch is
+    shorter) of one epoch of embedding training (see the module docstring); ``trace`` as
+    :func:`profile_bsp`. ``config``: the user's
+    :class:`~graphsys.embed.config.EmbedConfig` (its model, dimension, batch size,
+    negatives, workers; one epoch, on ``device``), else a default model of ``dimension``."""
+    from dataclasses import replace
+
     from graphsys.embed.config import config_from_dict
     from graphsys.embed.train import Trainer
 
-    es = graph.edge_set(edge_set)
-    cfg = config_from_dict({"dimension": dimension, "batch_size": batch_size,
-                            "num_epochs": 1, "device": device, "edges": es.name,
-                            "num_partitions": graph.num_partitions})
+    steps = EMBED_STEPS if steps is None else steps
+    if steps < 1:
+        raise GraphsysError(f"steps must be positive, got {steps}")
+    es = graph.edge_set(edge_set or (config.edges if config is not None else None))
+    if config is None:
+        cfg = config_from_dict({"dimension": dimension, "batch_size": batch_size or 1000,
+                                "num_epochs": 1, "device": device, "edges": es.name,
+                                "num_partitions": graph.num_partitions})
+    else:
+        cfg = replace(config, num_epochs=1, device=device, edges=es.name,
+                      checkpoint_buckets=False, batch_size=batch_size or config.batch_size)
+    dimension = cfg.dimension
     batches = {"n": 0}
     with tempfile.TemporaryDirectory(prefix="graphsys-profile-embed-") as tmp:
         trainer = Trainer(cfg, graph, Path(tmp) / "ckpt")
 
         def work(marker: StepMarker):
             inner = trainer._batch
+            lock = threading.Lock()
 
             def counted(*a, **k):
-                batches["n"] += 1
+                with lock:
+                    if batches["n"] >= steps:
+                        raise _Enough
+                    batches["n"] += 1
                 return inner(*a, **k)
 
             trainer._batch = counted
             marker.step()
-            trainer.run()
+            try:
+                trainer.run()
+            except _Enough:
+                pass
             marker.finish()
 
-        _, stats = profile_call(work, device=device)
+        _, stats = profile_call(work, device=device, trace=trace,
+                                count_transfers=str(device) != "cpu")  # as profile_bsp
     steps = max(batches["n"], 1)
     inv = stats.per_step[0] if stats.per_step else 0
     # one profiler range spans the epoch (batches run inside the trainer): mean per batch
@@ -439,13 +473,18 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
     stats.extra.update({"steps": steps, "mean_per_step": inv / steps,
                         "per_step_unit": "mean over the epoch's batches"})
     negs = cfg.num_batch_negs + cfg.num_uniform_negs
-    stats.flops = 6.0 * es.num_edges * dimension * (2 + negs)
+    trained = min(es.num_edges, batches["n"] * cfg.batch_size)
+    stats.flops = 6.0 * trained * dimension * (2 + negs)
     deg = graph.degrees(es.name, "out")
     recorder.step({"step": 0, "direction": "push", "active": len(deg)},
                   [_chunks_of(deg, None)])
     return {"stats": stats, "steps": steps, "flops": stats.flops,
             "workload": {"kind": "embed", "batches": batches["n"], "dimension": dimension,
-                         "batch_size": batch_size, "edges": es.num_edges,
+                         "batch_size": cfg.batch_size, "edges": es.num_edges,
+                         "edges_trained": trained, "operator": cfg.operator,
+                         "comparator": cfg.comparator, "loss": cfg.loss_fn,
+                         "config": "the user's (--config/--set), one bounded epoch"
+                         if config is not None else f"default model, dimension {dimension}",
                          "negatives_per_positive": negs, "device": device,
                          "simt_source": "out-degrees of the training edge set"}}
 
@@ -463,8 +502,9 @@ def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
 
 def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int = 5,
                 batch_size: int = 256, fanouts: str = "10,5", hidden: int = 64,
-                seed: int = 0) -> dict[str, Any]:
-    """``steps`` GraphSAGE minibatch steps (see the module docstring)."""
+                seed: int = 0, trace=None) -> dict[str, Any]:
+    """``steps`` GraphSAGE minibatch steps (see the module docstring); ``trace`` as
+    :func:`profile_bsp`."""
     import torch
 
     from graphsys.gnn.model import GNN
@@ -515,7 +555,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                 flops["v"] += 3 * (2.0 * b.num_edges * a + 4.0 * b.num_dst_nodes * a * c)
         marker.finish()
 
-    _, stats = profile_call(work, device=device)
+    _, stats = profile_call(work, device=device, trace=trace)
     stats.flops = flops["v"]
     for k, blocks in enumerate(block_dst):
         degs = [block_in_degrees(dst, n_dst) for dst, n_dst in blocks]

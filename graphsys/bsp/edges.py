@@ -25,6 +25,7 @@ from graphsys.bsp import kernels
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.device import host_array
 from graphsys.storage import pages
+from graphsys.trace import trace_range, traced
 
 #: Ligra's default: go dense (pull) when |F| + outdeg(F) > num_edges / DENSE_DIVISOR.
 DENSE_DIVISOR = 20
@@ -292,6 +293,7 @@ class MemoryEdges:
                 self.adjacency(k)
         return (done, *(a[:done] for a in out), frontier)
 
+    @traced("bsp.edges")
     def run(self, x: torch.Tensor, active: torch.Tensor, num_active: int,
             accept: torch.Tensor | None) -> EdgeResult:
         prog = self.program
@@ -438,6 +440,7 @@ class StreamEdges:
     def _columns(self, eb) -> tuple:
         return eb.src, eb.dst, eb.weight if self.program.uses_weights else None
 
+    @traced("bsp.edges")
     def run(self, x: torch.Tensor, active: torch.Tensor, num_active: int,
             accept: torch.Tensor | None) -> EdgeResult:
         prog = self.program
@@ -483,15 +486,18 @@ class StreamEdges:
                                           task[n + self.readahead:n + self.readahead + 1]):
                                 self._will_need(ahead)
                         region, batches = self._open[(i, j)]
-                        for eb in batches:
-                            c[0] += len(eb)
-                            c[2] += sum(a.nbytes for a in self._columns(eb) if a is not None)
-                            if numba_path:
-                                self._numba_batch(eb, i, j, rev, use_active, state, c)
-                            else:
-                                self._torch_batch(eb, i, j, rev, x, active, use_active, sink, c)
-                            if self.paging:
-                                pages.release(region, *self._columns(eb))
+                        with trace_range("bsp.bucket"):
+                            for eb in batches:
+                                c[0] += len(eb)
+                                c[2] += sum(a.nbytes for a in self._columns(eb)
+                                            if a is not None)
+                                if numba_path:
+                                    self._numba_batch(eb, i, j, rev, use_active, state, c)
+                                else:
+                                    self._torch_batch(eb, i, j, rev, x, active, use_active,
+                                                      sink, c)
+                                if self.paging:
+                                    pages.release(region, *self._columns(eb))
             except BaseException:
                 failed.set()
                 raise

@@ -23,6 +23,7 @@ from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.device import host_array, resolve_device
 from graphsys.errors import GraphsysError
+from graphsys.trace import trace_range
 
 MODES = ("memory", "out-of-core")
 BACKENDS = ("auto", "numba", "torch")
@@ -166,96 +167,97 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
             active = _async_fixed_point(edges, program, state, active, stats, progress)
             step = max_iters  # no supersteps left: the loop's else sees an empty frontier
         while step < max_iters:
-            ctx.superstep = step
-            ss = SuperstepStats(superstep=step, active=0, direction="")
-            # bucket reads happen in the supersteps out of core (in memory: in the setup)
-            disk0 = disk_read_bytes() if run_mode != "memory" else 0
-            t0 = time.perf_counter()
-            local_active = _count(active)
-            num_active = int(comm.allreduce([local_active], ["sum"])[0])
-            ss.active = ctx.num_active = num_active
-            if num_active == 0 and program.halt_when_inactive:
-                stats.converged = True
-                break
-            if fused:
-                done, active = _fused_supersteps(edges, program, state, active, step,
-                                                 max_iters - step, stats, progress)
-                if done:
-                    step += done
-                    continue
-            ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
-            t1 = time.perf_counter()
-            ss.seconds["aggregate"] = t1 - t0
-            build0 = getattr(edges, "build_seconds", 0.0)
-            x = program.send(ctx, state).to(torch.float64)
-            accept = program.accepts(ctx, state)
-            if num_active == 0:  # nothing is sent: skip the edge pass
-                res = EdgeResult(torch.full((n,), identity, dtype=torch.float64, device=dev),
-                                 torch.zeros(n, dtype=torch.bool, device=dev),
-                                 None if not program.raw_messages else (
-                                     torch.zeros(0, dtype=torch.int64, device=dev),
-                                     torch.zeros(0, dtype=torch.float64, device=dev)), "none")
-            elif run_mode == "memory":
-                res = edges.run(x, active, num_active, accept)
-            else:
-                # a rank with no active vertex skips all its buckets; local ids on the stream
-                res = edges.run(x, active, min(len(x), local_active),
-                                None)
-            t2 = time.perf_counter()
-            built = getattr(edges, "build_seconds", 0.0) - build0
-            ss.seconds["edges"] = t2 - t1 - built
-            stats.setup_seconds += built
-            # communicate: deliver the messages of targets owned here (local ids)
-            if res.raw is not None:
-                idx, val = res.raw
-                if program.include_self:
-                    own = torch.nonzero(active).squeeze(1)
-                    idx, val = torch.cat([idx, own + lo]), torch.cat([val, x[own]])
-                idx, val, ss.messages_exchanged = comm.exchange(idx, val, bounds)
-                if accept is not None:
-                    keep = accept[idx]
-                    idx, val = idx[keep], val[keep]
-                received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
-                received[idx] = True
-                combined = program.combiner.combine(idx, val, hi - lo)
-            else:
-                acc, received = res.acc.to(dev), res.received.to(dev)
-                if comm.world_size > 1:
-                    sel = torch.nonzero(received).squeeze(1)
-                    idx, val, ss.messages_exchanged = comm.exchange(sel, acc[sel], bounds)
-                    combined = torch.full((hi - lo,), identity, dtype=torch.float64, device=dev)
-                    combined.scatter_reduce_(0, idx, val, COMBINERS[program.combiner][2],
-                                             include_self=True)
+            with trace_range(f"bsp.superstep#{step}"):
+                ctx.superstep = step
+                ss = SuperstepStats(superstep=step, active=0, direction="")
+                # bucket reads happen in the supersteps out of core (in memory: in the setup)
+                disk0 = disk_read_bytes() if run_mode != "memory" else 0
+                t0 = time.perf_counter()
+                local_active = _count(active)
+                num_active = int(comm.allreduce([local_active], ["sum"])[0])
+                ss.active = ctx.num_active = num_active
+                if num_active == 0 and program.halt_when_inactive:
+                    stats.converged = True
+                    break
+                if fused:
+                    done, active = _fused_supersteps(edges, program, state, active, step,
+                                                     max_iters - step, stats, progress)
+                    if done:
+                        step += done
+                        continue
+                ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
+                t1 = time.perf_counter()
+                ss.seconds["aggregate"] = t1 - t0
+                build0 = getattr(edges, "build_seconds", 0.0)
+                x = program.send(ctx, state).to(torch.float64)
+                accept = program.accepts(ctx, state)
+                if num_active == 0:  # nothing is sent: skip the edge pass
+                    res = EdgeResult(torch.full((n,), identity, dtype=torch.float64, device=dev),
+                                     torch.zeros(n, dtype=torch.bool, device=dev),
+                                     None if not program.raw_messages else (
+                                         torch.zeros(0, dtype=torch.int64, device=dev),
+                                         torch.zeros(0, dtype=torch.float64, device=dev)), "none")
+                elif run_mode == "memory":
+                    res = edges.run(x, active, num_active, accept)
+                else:
+                    # a rank with no active vertex skips all its buckets; local ids on the stream
+                    res = edges.run(x, active, min(len(x), local_active),
+                                    None)
+                t2 = time.perf_counter()
+                built = getattr(edges, "build_seconds", 0.0) - build0
+                ss.seconds["edges"] = t2 - t1 - built
+                stats.setup_seconds += built
+                # communicate: deliver the messages of targets owned here (local ids)
+                if res.raw is not None:
+                    idx, val = res.raw
+                    if program.include_self:
+                        own = torch.nonzero(active).squeeze(1)
+                        idx, val = torch.cat([idx, own + lo]), torch.cat([val, x[own]])
+                    idx, val, ss.messages_exchanged = comm.exchange(idx, val, bounds)
+                    if accept is not None:
+                        keep = accept[idx]
+                        idx, val = idx[keep], val[keep]
                     received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
                     received[idx] = True
+                    combined = program.combiner.combine(idx, val, hi - lo)
                 else:
-                    combined = acc
-                if accept is not None:
-                    received &= accept
-                    combined = torch.where(received, combined,
-                                           torch.full_like(combined, identity))
-            t3 = time.perf_counter()
-            ss.seconds["communicate"] = t3 - t2
-            counts = comm.allreduce([res.edges_scanned, res.messages_sent, _count(received),
-                                     res.bytes_read, res.bytes_h2d, ss.messages_exchanged],
-                                    ["sum"] * 6)
-            (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
-             ss.bytes_h2d, ss.messages_exchanged) = (int(c) for c in counts)
-            ss.direction = res.direction
-            active, votes = program.update(ctx, state, combined, received)
-            active = active.to(dev)
-            votes = _reduce_dict(comm, votes)
-            ss.seconds["update"] = time.perf_counter() - t3
-            if run_mode != "memory":
-                ss.disk_read_bytes = int(comm.allreduce([disk_read_bytes() - disk0],
-                                                        ["sum"])[0])
-            stats.supersteps.append(ss)
-            if progress is not None:
-                progress(ss)
-            if program.halt(ctx, votes):
-                stats.converged = True
-                break
-            step += 1
+                    acc, received = res.acc.to(dev), res.received.to(dev)
+                    if comm.world_size > 1:
+                        sel = torch.nonzero(received).squeeze(1)
+                        idx, val, ss.messages_exchanged = comm.exchange(sel, acc[sel], bounds)
+                        combined = torch.full((hi - lo,), identity, dtype=torch.float64, device=dev)
+                        combined.scatter_reduce_(0, idx, val, COMBINERS[program.combiner][2],
+                                                 include_self=True)
+                        received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
+                        received[idx] = True
+                    else:
+                        combined = acc
+                    if accept is not None:
+                        received &= accept
+                        combined = torch.where(received, combined,
+                                               torch.full_like(combined, identity))
+                t3 = time.perf_counter()
+                ss.seconds["communicate"] = t3 - t2
+                counts = comm.allreduce([res.edges_scanned, res.messages_sent, _count(received),
+                                         res.bytes_read, res.bytes_h2d, ss.messages_exchanged],
+                                        ["sum"] * 6)
+                (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
+                 ss.bytes_h2d, ss.messages_exchanged) = (int(c) for c in counts)
+                ss.direction = res.direction
+                active, votes = program.update(ctx, state, combined, received)
+                active = active.to(dev)
+                votes = _reduce_dict(comm, votes)
+                ss.seconds["update"] = time.perf_counter() - t3
+                if run_mode != "memory":
+                    ss.disk_read_bytes = int(comm.allreduce([disk_read_bytes() - disk0],
+                                                            ["sum"])[0])
+                stats.supersteps.append(ss)
+                if progress is not None:
+                    progress(ss)
+                if program.halt(ctx, votes):
+                    stats.converged = True
+                    break
+                step += 1
         else:
             # ran max_iters supersteps: converged only if nothing is left to do
             stats.converged = int(comm.allreduce([_count(active)], ["sum"])[0]) == 0

@@ -19,6 +19,24 @@ def column_arg(value: str | None) -> str | int | None:
     return int(value) if value.isdigit() else value
 
 
+def add_trace_arg(parser) -> None:
+    """``--trace FILE.json``: a Chrome / Perfetto trace of the run (:mod:`graphsys.trace`)."""
+    from pathlib import Path
+
+    parser.add_argument("--trace", type=Path, metavar="FILE.json",
+                        help="write a Chrome trace (torch.profiler; opens in Perfetto) with "
+                             "named ranges per superstep, bucket, minibatch and pipeline "
+                             "stage; the path is checked before the run starts")
+
+
+def trace_path(args):
+    """The checked ``--trace`` path (a one-line error if it cannot be written), or None."""
+    from graphsys.trace import check_trace_path
+
+    trace = getattr(args, "trace", None)
+    return None if trace is None else check_trace_path(trace)
+
+
 def show_progress(args) -> bool:
     """Progress bars on a terminal, unless --json or --quiet."""
     return sys.stderr.isatty() and not getattr(args, "json", False) and not getattr(

@@ -4,7 +4,8 @@
     graphsys embed eval CKPT --graph DIR --edges test [--filtered] [--relation-wise] [--json]
     graphsys embed export CKPT --format tsv|parquet|numpy --out PATH [--relations-out PATH]
         [--json]
-    graphsys embed nearest CKPT ID [-k 10] [--by cos|dot]
+    graphsys embed nearest CKPT ID [-k 10] [--by cos|dot] [--exact]
+    graphsys embed index CKPT --kind flat|ivf|hnsw [--by cos|dot] [--json]
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from graphsys.commands._common import emit_json, show_progress
+from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
 
 
@@ -37,6 +38,7 @@ def register(subparsers) -> None:
     t.add_argument("--out", type=Path, help="checkpoint directory (else checkpoint_path)")
     t.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config device")
     t.add_argument("--json", action="store_true", help="print one JSON line of statistics")
+    add_trace_arg(t)
     t.set_defaults(func=run_train)
 
     e = sub.add_parser("eval", help="link-prediction metrics on an edge set")
@@ -70,8 +72,29 @@ def register(subparsers) -> None:
     n.add_argument("--by", choices=("cos", "dot"), default="cos")
     n.add_argument("--entity-type", help="entity type (default the only one)")
     n.add_argument("--graph", type=Path, help="graph directory (default: the training graph)")
+    n.add_argument("--exact", action="store_true",
+                   help="blocked matmul even when a faiss index is stored (graphsys embed index)")
     n.add_argument("--json", action="store_true", help="print one JSON line")
     n.set_defaults(func=run_nearest)
+
+    ix = sub.add_parser(
+        "index", help="build a faiss nearest-neighbour index stored in the checkpoint",
+        description="Build a faiss index (pip install 'graphsys[faiss]') of one entity type's "
+        "embeddings and store it in CKPT/index/ (faiss's own binary format, no pickle), tied "
+        "to the checkpoint's committed version; `graphsys embed nearest` and "
+        "Embeddings.nearest use it (approximate for ivf and hnsw). Rebuild after training on.")
+    ix.add_argument("checkpoint", type=Path, metavar="CKPT")
+    ix.add_argument("--kind", choices=("flat", "ivf", "hnsw"), default="hnsw",
+                    help="flat (exact), ivf or hnsw (approximate; default hnsw)")
+    ix.add_argument("--by", choices=("cos", "dot"), default="cos", help="similarity (cos)")
+    ix.add_argument("--entity-type", help="entity type (default the only one)")
+    ix.add_argument("--nlist", type=int, help="ivf cells (default sqrt(N))")
+    ix.add_argument("--nprobe", type=int, default=32, help="ivf cells searched (32)")
+    ix.add_argument("--hnsw-m", type=int, default=32, help="hnsw links per node (32)")
+    ix.add_argument("--ef-search", type=int, default=128, help="hnsw search list (128)")
+    ix.add_argument("--seed", type=int, default=0, help="seed of the ivf training sample")
+    ix.add_argument("--json", action="store_true", help="print the index record as JSON")
+    ix.set_defaults(func=run_index)
 
     i = sub.add_parser(
         "import-pbg", help="convert a PyTorch-BigGraph checkpoint into a graphsys one",
@@ -120,7 +143,9 @@ def run_train(args) -> int:
     from graphsys.embed.distributed import DistributedTrainer
     from graphsys.embed.train import Trainer
     from graphsys.storage.graph import open_graph
+    from graphsys.trace import recording
 
+    trace = trace_path(args)
     values = {"device": args.device}
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     graph = open_graph(args.graph) if args.graph is not None else None
@@ -138,7 +163,8 @@ def run_train(args) -> int:
     try:
         trainer = (DistributedTrainer if distributed else Trainer)(
             cfg, graph, Path(out), progress=show_progress(args), log=log)
-        stats = trainer.run()
+        with recording(trace, trainer.device):
+            stats = trainer.run()
     finally:
         if distributed:
             import torch.distributed as dist
@@ -239,7 +265,7 @@ def run_nearest(args) -> int:
     graph = emb.graph
     t = graph._etype(et)
     node = int(node) if t.id_type == "int64" and node.lstrip("-").isdigit() else node
-    ids, scores = emb.nearest(node, args.k, by=args.by, entity_type=et)
+    ids, scores = emb.nearest(node, args.k, by=args.by, entity_type=et, exact=args.exact)
     ids = [x.item() if hasattr(x, "item") else x for x in ids]
     if args.json:
         emit_json({"id": node, "by": args.by, "neighbours": [
@@ -247,6 +273,23 @@ def run_nearest(args) -> int:
     else:
         for i, s in zip(ids, scores):
             print(f"{i}\t{s:.6f}")
+    return 0
+
+
+def run_index(args) -> int:
+    from graphsys.embed.embeddings import Embeddings
+    from graphsys.embed.index import IndexParams, build_and_save
+
+    emb = Embeddings.load(args.checkpoint)
+    params = IndexParams(nlist=args.nlist, nprobe=args.nprobe, hnsw_m=args.hnsw_m,
+                         ef_search=args.ef_search, seed=args.seed)
+    rec = build_and_save(emb, args.kind, args.by, args.entity_type, params)
+    if args.json:
+        emit_json(rec)
+    else:
+        print(f"built a {rec['kind']} index ({rec['by']}) of {rec['num_entities']:,} "
+              f"{rec['entity_type']} rows x {rec['dimension']} for checkpoint version "
+              f"{rec['checkpoint_version']} in {rec['seconds']:.1f} s")
     return 0
 
 

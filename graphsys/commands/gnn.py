@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from graphsys.commands._common import emit_json, show_progress
+from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
 
 
@@ -58,6 +58,7 @@ def register(subparsers) -> None:
     t.add_argument("--prefetch", type=int, default=2, help="batches sampled ahead (default 2)")
     t.add_argument("--out", type=Path, default=None,
                    help="directory for the best checkpoint and metrics.jsonl")
+    add_trace_arg(t)
     _device_args(t)
     t.set_defaults(func=run)
 
@@ -96,6 +97,7 @@ def _train(args) -> int:
     from graphsys.gnn.data import open_source
     from graphsys.gnn.train import TrainConfig, train
     from graphsys.sampling.neighbor import parse_fanouts
+    from graphsys.trace import recording
 
     fanouts = parse_fanouts(args.fanouts) if args.fanouts is not None else None
     for name in ("epochs", "batch_size", "patience", "batches_per_epoch", "hidden"):
@@ -108,6 +110,7 @@ def _train(args) -> int:
         raise GraphsysError(f"--heads must be >= 1, got {args.heads}")
     if args.dropout is not None and not 0 <= args.dropout < 1:
         raise GraphsysError(f"--dropout must be in [0, 1), got {args.dropout}")
+    trace = trace_path(args)
     device = resolve_device(args.device)
     node = args.task == "node"
     gat = args.model == "gat"
@@ -129,9 +132,10 @@ def _train(args) -> int:
     say(f"training {cfg.model} ({cfg.task} task) on {graph.path} [{device}]")
     t0 = time.perf_counter()
     key = "val_accuracy" if node else "val_mrr"
-    res = train(graph, cfg, device=device, out=args.out, progress=show_progress(args),
-                log=lambda r: say(f"epoch {r['epoch']:4d}  loss {r['loss']:.4f}  "
-                                  f"{key} {r[key]:.4f}{'  *' if r['best'] else ''}"))
+    with recording(trace, device):
+        res = train(graph, cfg, device=device, out=args.out, progress=show_progress(args),
+                    log=lambda r: say(f"epoch {r['epoch']:4d}  loss {r['loss']:.4f}  "
+                                      f"{key} {r[key]:.4f}{'  *' if r['best'] else ''}"))
     seconds = time.perf_counter() - t0
     metrics = {k: round(v, 4) for k, v in res.metrics.items() if math.isfinite(v)}
     summary = {"task": cfg.task, "model": cfg.model, "graph": str(graph.path), **metrics,

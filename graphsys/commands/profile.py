@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from graphsys.commands._common import emit_json
+from graphsys.commands._common import add_trace_arg, emit_json, trace_path
 from graphsys.errors import GraphsysError
 
 
@@ -46,7 +46,13 @@ def register(subparsers) -> None:
                    help="also report the balance of this many distributed ranks: their "
                         "partitions' nodes and edges, and (BSP) every superstep's active "
                         "edges per rank")
-    p.add_argument("--steps", type=int, default=5, help="GNN steps to profile (default 5)")
+    p.add_argument("--steps", type=int,
+                   help="GNN steps (default 5) / embedding batches (default 50) to profile")
+    p.add_argument("--config", type=Path, metavar="FILE",
+                   help="--workload embed: the embedding config to profile (TOML/JSON, or a "
+                        "PyTorch-BigGraph .py), as graphsys embed train reads it")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="KEY=VALUE", help="--workload embed: override a config key")
     p.add_argument("--batch-size", type=int, help="embed positives / GNN seeds per batch")
     p.add_argument("--no-dense", action="store_true", help="skip the dense MLP reference")
     p.add_argument("--ncu", action="store_true",
@@ -62,6 +68,7 @@ def register(subparsers) -> None:
                    help="write the HTML report here and its JSON beside it (OUT.json)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing report")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    add_trace_arg(p)
     p.set_defaults(func=run)
 
 
@@ -84,6 +91,7 @@ def run(args) -> int:
     if args.report is not None and not args.report.parent.is_dir():
         raise GraphsysError(f"--report {args.report}: directory {args.report.parent} does "
                             f"not exist")
+    trace = trace_path(args)
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
     if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):
@@ -91,6 +99,15 @@ def run(args) -> int:
     mappings = None
     if args.mapping:
         mappings = [m.strip() for x in args.mapping for m in x.split(",") if m.strip()]
+    if args.steps is not None and args.steps < 1:
+        raise GraphsysError(f"--steps must be a positive integer, got {args.steps}")
+    embed_config = None
+    if args.config is not None or args.overrides:
+        if args.workload != "embed":
+            raise GraphsysError("--config and --set apply to --workload embed")
+        from graphsys.embed.config import load_config
+
+        embed_config = load_config(args.config, args.overrides, graph=graph)
     source = None
     if args.source is not None:
         from graphsys.commands.run import _parse_source
@@ -106,7 +123,8 @@ def run(args) -> int:
                          source=source, edge_set=args.edges, ranks=args.ranks,
                          dense=not args.no_dense, steps=args.steps,
                          batch_size=args.batch_size, ncu=args.ncu, ncu_path=args.ncu_path,
-                         ncu_launch_count=args.ncu_launch_count)
+                         ncu_launch_count=args.ncu_launch_count, trace=trace,
+                         embed_config=embed_config)
     paths = None
     if args.report is not None:
         paths = write_report(prof, args.report, overwrite=args.overwrite)

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from graphsys.commands._common import emit_json
+from graphsys.commands._common import add_trace_arg, emit_json, trace_path
 from graphsys.errors import GraphsysError
 
 #: Names of :data:`graphsys.bsp.algorithms.ALGORITHMS`, listed here so that building the
@@ -58,6 +58,7 @@ def register(subparsers) -> None:
                    help="run your own VertexProgram subclass instead of ALGO: "
                         "MODULE:CLASS is imported and called with no arguments")
     p.add_argument("--json", action="store_true", help="print the run statistics as JSON")
+    add_trace_arg(p)
     p.set_defaults(func=run)
 
 
@@ -71,6 +72,7 @@ def run(args) -> int:
     from graphsys.device import resolve_device
     from graphsys.storage.atomic import atomic_path
     from graphsys.storage.verify import verify_graph
+    from graphsys.trace import recording
 
     if args.extra_positionals or (args.algorithm is None) == (args.program is None):
         raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
@@ -109,6 +111,7 @@ def run(args) -> int:
             raise GraphsysError(f"{out}: already exists (use --overwrite or another --out)")
         if not out.parent.is_dir():
             raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
+    trace = trace_path(args)
     device = resolve_device(args.device)
     distributed = init_from_env(device)
     if not args.no_verify:
@@ -138,8 +141,9 @@ def run(args) -> int:
                   f" {ss.messages_combined:>12,} {ss.edges_scanned:>13,} "
                   f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
 
-    result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
-        graph, progress=progress, **kwargs)
+    with recording(trace, device):
+        result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
+            graph, progress=progress, **kwargs)
     stats = result.stats
     if rank0:
         if out is not None:

@@ -2,7 +2,10 @@
 
 - :func:`train` (config -> :class:`Embeddings`), :class:`EmbedConfig` / :func:`load_config`
 - :class:`Embeddings`: ``load``, ``vector``, ``vectors``, ``nearest``, ``score``,
-  ``predict_tails``, ``to_numpy``, ``export_tsv`` / ``export_parquet`` / ``export_numpy``
+  ``predict_tails``, ``predict_heads`` (batched, known triples filtered), ``to_numpy``,
+  ``export_tsv`` / ``export_parquet`` / ``export_numpy``
+- :mod:`graphsys.embed.index`: faiss flat / IVF / HNSW indexes that ``nearest`` uses (needs
+  faiss: ``pip install graphsys[faiss]``)
 - :func:`evaluate`: raw / filtered MRR, Hits@k, mean rank
 - :func:`import_pbg_config` / :func:`import_pbg_checkpoint`: PyTorch-BigGraph configs and
   checkpoints (needs h5py: ``pip install graphsys[pbg]``)

@@ -68,6 +68,8 @@ class Embeddings:
         self.relmodel = RelationModel([r["operator"] for r in self.relations], self.dimension)
         self.relmodel.load(self.storage, self.version, with_state=False)
         self._parts: dict[str, list[np.ndarray]] = {}
+        self._indexes: dict[tuple[str, str], Any] = {}
+        self._filters: dict[tuple[tuple[str, ...], str], Any] = {}
         self._offsets = {t: np.concatenate([[0], np.cumsum(v["partition_sizes"])]).astype(np.int64)
                          for t, v in meta["entity_types"].items()}
 
@@ -178,21 +180,29 @@ class Embeddings:
             raise GraphsysError(f"unknown relation {rel!r}") from None
 
     def _topk_blocks(self, query: torch.Tensor, etype: str, k: int, cmp,
-                     exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     exclude: tuple[np.ndarray, np.ndarray] | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` candidates of ``etype`` for ``query`` ``(q, d)`` by blocked matmul;
-        returns type-global ids int64 ``(q, k)`` and scores float32 ``(q, k)``."""
+        returns type-global ids int64 ``(q, k)`` and scores float32 ``(q, k)``.
+        ``exclude``: ``(rows, ids)`` int64 pairs, candidate ``ids[i]`` never returned for
+        query ``rows[i]`` (its score is -inf: such entries come last when fewer than ``k``
+        candidates remain)."""
         best_s = torch.full((len(query), 0), float("-inf"))
         best_i = torch.zeros((len(query), 0), dtype=torch.long)
         offs = self._offsets[etype]
+        if exclude is not None:
+            order = np.argsort(exclude[1], kind="stable")
+            ex_rows, ex_ids = exclude[0][order], exclude[1][order]
         for p, part in enumerate(self.partitions(etype)):
             for start in range(0, len(part), BLOCK_ROWS):
                 block = torch.from_numpy(np.array(part[start:start + BLOCK_ROWS]))
                 s = cmp.neg(query, cmp.prepare(block))
-                ids = torch.arange(start, start + len(block)) + int(offs[p])
+                lo = int(offs[p]) + start
+                ids = torch.arange(lo, lo + len(block))
                 if exclude is not None:
-                    for qi, ex in enumerate(exclude):
-                        if offs[p] + start <= ex < offs[p] + start + len(block):
-                            s[qi, ex - offs[p] - start] = float("-inf")
+                    a, b = np.searchsorted(ex_ids, [lo, lo + len(block)])
+                    s[torch.from_numpy(ex_rows[a:b]),
+                      torch.from_numpy(ex_ids[a:b] - lo)] = float("-inf")
                 s = torch.cat([best_s, s], dim=1)
                 ids = torch.cat([best_i, ids.expand(len(query), -1)], dim=1)
                 kk = min(k, s.shape[1])
@@ -200,20 +210,73 @@ class Embeddings:
                 best_i = torch.gather(ids, 1, pos)
         return best_i.numpy(), best_s.numpy()
 
+    def _answer(self, found: np.ndarray, scores: np.ndarray, etype: str, single: bool):
+        """Original ids and scores of type-global ``found`` ``(q, k)``: one query's
+        ``(list, (k,))`` when ``single``, else ``(ids (q, k), scores (q, k))`` with ids an
+        int64 array or, for string ids, a list of ``q`` lists."""
+        if single:
+            return list(self.original(found[0], etype)), scores[0]
+        names = self.original(found.ravel(), etype)
+        if isinstance(names, np.ndarray):
+            return names.reshape(found.shape), scores
+        k = found.shape[1]
+        return [names[i * k:(i + 1) * k] for i in range(len(found))], scores
+
+    def ann_index(self, entity_type: str | None = None, by: str = "cos"):
+        """The faiss index built for ``entity_type`` and ``by`` (``graphsys embed index``,
+        :func:`graphsys.embed.index.build_and_save`), or ``None`` when there is none;
+        raises in one line when it belongs to another checkpoint version."""
+        from graphsys.embed.index import open_index
+
+        t = self._etype(entity_type)
+        key = (t, by)
+        if key not in self._indexes:
+            self._indexes[key] = None if self.storage is None else open_index(
+                self.path, t, by, version=self.version, num_entities=self.num_entities(t),
+                dimension=self.dimension)
+        return self._indexes[key]
+
+    def forget_index(self, entity_type: str, by: str) -> None:
+        """Drop the cached index of ``(entity_type, by)`` (after it was rebuilt)."""
+        self._indexes.pop((entity_type, by), None)
+
     def nearest(self, node_id, k: int = 10, *, by: str = "cos",
-                entity_type: str | None = None) -> tuple[list, np.ndarray]:
+                entity_type: str | None = None, exact: bool = False):
         """The ``k`` entities most similar to ``node_id`` (itself excluded; fewer when the
-        type has no ``k`` others), by ``cos`` or ``dot``, via blocked matmul (no ``N x N``
-        matrix). Returns (original ids, float32 scores), best first."""
+        type has no ``k`` others), by ``cos`` or ``dot``. Uses the faiss index of the type
+        and measure when one is stored (``graphsys embed index``; approximate for ivf and
+        hnsw), else (or with ``exact``) a blocked matmul (no ``N x N`` matrix).
+
+        One id: returns (original ids list, float32 scores ``(k,)``), best first. A
+        sequence of ids (list, array): one batched search, returning (ids ``(q, k)``:
+        an int64 array, or a list of lists for string ids; float32 scores ``(q, k)``)."""
         if by not in ("cos", "dot"):
             raise GraphsysError(f"by must be cos or dot, got {by!r}")
+        if k < 1:
+            raise GraphsysError(f"k must be positive, got {k}")
         t = self._etype(entity_type)
-        idx = self.internal([node_id], t)
-        cmp = COMPARATORS.get_class(by)()
-        q = cmp.prepare(torch.from_numpy(self.rows(idx, t)))
+        single = _is_one(node_id)
+        idx = self.internal([node_id] if single else node_id, t)
         k = min(k, self.num_entities(t) - 1)  # never the query itself
-        ids, scores = self._topk_blocks(q, t, k, cmp, exclude=idx)
-        return list(self.original(ids[0], t)), scores[0]
+        if k < 1:
+            empty = np.zeros((len(idx), 0))
+            return self._answer(empty.astype(np.int64), empty.astype(np.float32), t, single)
+        vecs = self.rows(idx, t)
+        index = None if exact else self.ann_index(t, by)
+        if index is not None:
+            ids, scores = index.search(vecs, k, exclude=idx)
+            short = (ids < 0).any(axis=1)  # an IVF probe with too few rows: exact instead
+        else:
+            short = np.ones(len(idx), bool)
+            ids = np.zeros((len(idx), k), np.int64)
+            scores = np.zeros((len(idx), k), np.float32)
+        if short.any():
+            cmp = COMPARATORS.get_class(by)()
+            q = cmp.prepare(torch.from_numpy(vecs[short]))
+            rows = np.flatnonzero(short)
+            ids[rows], scores[rows] = self._topk_blocks(
+                q, t, k, cmp, exclude=(np.arange(len(rows)), idx[rows]))
+        return self._answer(ids, scores, t, single)
 
     def _query(self, side: str, x: np.ndarray, rel: np.ndarray) -> torch.Tensor:
         with torch.no_grad():
@@ -223,10 +286,13 @@ class Embeddings:
     def score(self, head, rel, tail) -> np.ndarray | float:
         """Tail-prediction score ``comparator(op_rel(head), tail)`` of triples of original ids
         (scalars or equal-length sequences); float32 ``(k,)`` or a float."""
-        scalar = np.isscalar(head) or isinstance(head, str)
+        scalar = _is_one(head)
         heads = [head] if scalar else list(head)
         tails = [tail] if scalar else list(tail)
-        rels = [rel] * len(heads) if np.isscalar(rel) or isinstance(rel, str) else list(rel)
+        rels = [rel] * len(heads) if _is_one(rel) else list(rel)
+        if not len(heads) == len(rels) == len(tails):
+            raise GraphsysError(f"score: {len(heads)} heads, {len(rels)} relations and "
+                                f"{len(tails)} tails; give equal lengths")
         r = np.array([self._relation(x) for x in rels], np.int64)
         lt = {self.relations[x]["lhs"] for x in r}
         rt = {self.relations[x]["rhs"] for x in r}
@@ -238,14 +304,69 @@ class Embeddings:
         out = self.comparator.pos(q, t).numpy()
         return float(out[0]) if scalar else out
 
-    def predict_tails(self, head, rel, k: int = 10) -> tuple[list, np.ndarray]:
-        """The ``k`` best tails of ``(head, rel, ?)`` over all entities of the rhs type:
-        (original ids, float32 scores), best first."""
-        r = self._relation(rel)
-        lt, rt = self.relations[r]["lhs"], self.relations[r]["rhs"]
-        q = self._query("rhs", self.vectors([head], lt), np.array([r], np.int64))
-        ids, scores = self._topk_blocks(q, rt, k, self.comparator)
-        return list(self.original(ids[0], rt)), scores[0]
+    def predict_tails(self, head, rel, k: int = 10, *, filter=None):
+        """The ``k`` best tails of ``(head, rel, ?)`` over all entities of the rhs type,
+        exact (blocked matmul). ``head`` one original id (then ``(ids list, float32 (k,))``)
+        or a sequence (then ``(ids (q, k), float32 (q, k))``, as :meth:`nearest`); ``rel``
+        a relation name or index, or one per head. ``filter``: ``None``, ``True`` (every
+        edge set of the graph), an edge set name or a list of them: tails forming a triple
+        with ``(head, rel)`` there are left out (known facts; scores -inf past the end
+        when fewer than ``k`` remain)."""
+        return self._predict("rhs", head, rel, k, filter)
+
+    def predict_heads(self, rel, tail, k: int = 10, *, filter=None):
+        """The ``k`` best heads of ``(?, rel, tail)`` over all entities of the lhs type,
+        ranked by ``comparator(op_rel^lhs(tail), head)`` (the head-side operator the
+        training used); arguments and results as :meth:`predict_tails`."""
+        return self._predict("lhs", tail, rel, k, filter)
+
+    def _predict(self, side: str, anchor, rel, k: int, filter) -> tuple:
+        if k < 1:
+            raise GraphsysError(f"k must be positive, got {k}")
+        single = _is_one(anchor)
+        anchors = [anchor] if single else list(anchor)
+        rels = [rel] * len(anchors) if _is_one(rel) else list(rel)
+        if len(rels) != len(anchors):
+            raise GraphsysError(f"{len(anchors)} ids and {len(rels)} relations; give one "
+                                f"relation or one per id")
+        r = np.array([self._relation(x) for x in rels], np.int64)
+        given, want = ("lhs", "rhs") if side == "rhs" else ("rhs", "lhs")
+        pairs = {(self.relations[x][given], self.relations[x][want]) for x in r}
+        if len(pairs) != 1:
+            raise GraphsysError(f"give relations whose {given} and {want} types agree in one "
+                                f"call (got {sorted(pairs)})")
+        at, ct = pairs.pop()
+        a = self.internal(anchors, at)
+        q = self._query(side, self.rows(a, at), r)
+        exclude = None
+        if filter is not None and filter is not False:
+            exclude = self._known(filter, side).answers(r * self._filter_base() + a)
+        ids, scores = self._topk_blocks(q, ct, min(k, self.num_entities(ct)),
+                                        self.comparator, exclude)
+        return self._answer(ids, scores, ct, single)
+
+    def _filter_base(self) -> int:
+        return max(self.num_entities(t) for t in self.entity_types) + 1
+
+    def _known(self, edge_sets, side: str):
+        """The known answers on ``side`` of the triples of ``edge_sets`` (``True``: all), as
+        :class:`graphsys.embed.evaluate._Filter` keyed by ``rel * M + anchor``; cached."""
+        from graphsys.embed.evaluate import _Filter, triples
+
+        g = self.graph
+        names = (tuple(g.edge_sets) if edge_sets is True else
+                 (edge_sets,) if isinstance(edge_sets, str) else tuple(edge_sets))
+        names = tuple(g.edge_set(n).name for n in names)
+        key = (names, side)
+        if key not in self._filters:
+            every = [triples(g, n) for n in names]
+            h = np.concatenate([x.h for x in every])
+            r = np.concatenate([x.r for x in every])
+            t = np.concatenate([x.t for x in every])
+            m = self._filter_base()
+            self._filters[key] = (_Filter(r * m + h, t, m) if side == "rhs"
+                                  else _Filter(r * m + t, h, m))
+        return self._filters[key]
 
     # -- export -----------------------------------------------------------------------------
     def export_tsv(self, entities_out: str | Path, relations_out: str | Path | None = None,
@@ -316,6 +437,11 @@ class Embeddings:
         return paths
 
 
+def _is_one(x) -> bool:
+    """Whether ``x`` is one id (a scalar or a string), not a sequence of them."""
+    return isinstance(x, (str, bytes)) or np.ndim(x) == 0
+
+
 @contextmanager
 def _export_file(path: str | Path) -> Iterator[Path]:
     """A temp path that becomes ``path`` on success (:func:`atomic_path`), after creating
@@ -359,6 +485,7 @@ class ArrowEmbeddings(Embeddings):
         self.entity_types = [et]
         self.relations, self.relation_names = [], []
         self._parts = {et: parts}
+        self._indexes, self._filters = {}, {}
         self._offsets = {et: np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)}
 
     def _read_part(self, file: Path) -> np.ndarray:

@@ -50,12 +50,18 @@ from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.trace import traced
 
 ROW_ADAGRAD_EPS = 1e-10
 #: Keys that may differ between a checkpoint and a resumed run.
 RESUMABLE_KEYS = {"num_epochs", "checkpoint_path", "workers", "prefetch", "device",
                   "buffer_partitions", "memory_budget", "eval_num_uniform_negs",
                   "eval_full_max_candidates", "graph", "checkpoint_buckets"}
+#: Optimisation keys a resumed run may change (not the model's shape or the data); each
+#: change is recorded in ``checkpoint.json``'s ``history``.
+TUNABLE_KEYS = {"lr", "relation_lr", "batch_size", "num_batch_negs", "num_uniform_negs",
+                "degree_neg_fraction", "regularization_coef", "margin", "max_norm", "loss_fn",
+                "bucket_order"}
 
 
 def _seed(*parts: int) -> int:
@@ -194,6 +200,7 @@ class PartitionBuffer:
         return self.working if self.storage.emb_path(etype, p, self.working).exists() \
             else self.committed
 
+    @traced("embed.load")
     def load(self, p: int) -> None:
         slot = {}
         nbytes = 0
@@ -217,6 +224,7 @@ class PartitionBuffer:
         self.unsynced = True
         return n
 
+    @traced("embed.write-back")
     def evict(self, p: int) -> None:
         n = self._write(p) if p in self.dirty else 0
         with self._lock:
@@ -300,6 +308,9 @@ class Trainer:
         self.relmodel = RelationModel(self.rel_ops, config.dimension, self.device)
         self.capacity = self._capacity()
         self.stats: list[EpochStats] = []
+        #: Resumes that changed :data:`TUNABLE_KEYS`: ``{"epochs_done", "version",
+        #: "changed": {key: [old, new]}}`` each, oldest first.
+        self.history: list[dict[str, Any]] = []
         self._degrees: dict[tuple[str, int], torch.Tensor] | None = None
 
     # -- setup ------------------------------------------------------------------------------
@@ -362,6 +373,7 @@ class Trainer:
                           for r, op in zip(self.graph.relation_types, self.rel_ops)],
             "comparator": self.cfg.comparator,
             "stats": [s.to_json() for s in stats],
+            "history": self.history,
         }
 
     def _prepare(self) -> tuple[int, dict[str, Any] | None]:
@@ -378,13 +390,27 @@ class Trainer:
             meta = st.read_meta()
             old = config_from_dict(st.read_config()).to_json()  # defaults of newer keys
             new = self._config_json()
+            changed = {}
             for key in sorted(set(old) | set(new)):
-                if key not in RESUMABLE_KEYS and old.get(key) != new.get(key):
+                if key in RESUMABLE_KEYS or old.get(key) == new.get(key):
+                    continue
+                if key not in TUNABLE_KEYS:
                     raise GraphsysError(
                         f"{self.out}: checkpoint was trained with {key}={old.get(key)!r}, this "
-                        f"run has {key}={new.get(key)!r}; use another --out to start afresh")
+                        f"run has {key}={new.get(key)!r} (a resumed run may change only "
+                        f"{', '.join(sorted(TUNABLE_KEYS))}); use another --out to start "
+                        f"afresh")
+                changed[key] = [old.get(key), new.get(key)]
             check_graph(meta, self.graph, self.out)
             st.drop_versions(int(meta["version"]), below=False)
+            self.history = list(meta.get("history", []))
+            if changed:  # recorded first: a crash before the config write repeats it
+                self.history.append({"epochs_done": int(meta["epochs_done"]),
+                                     "version": int(meta["version"]), "changed": changed})
+                st.write_meta({**meta, "history": self.history})
+                st.write_config(new)
+                self.log(f"resuming {self.out} with " + ", ".join(
+                    f"{k}={v[1]!r} (was {v[0]!r})" for k, v in changed.items()))
             return
         if self.out.exists() and (not self.out.is_dir() or any(
                 p.name not in ("embeddings", "optim", "model", "config.json")
@@ -489,6 +515,7 @@ class Trainer:
             rows = emb[uniq]
             emb[uniq] = rows.renorm(2, 0, self.cfg.max_norm)
 
+    @traced("embed.minibatch")
     def _batch(self, lt, rt, i, j, h, t, rel, w, gen) -> float:
         cfg, cmp = self.cfg, self.comparator
         L_emb, L_st = self.buffer.resident[i][lt]
@@ -525,6 +552,7 @@ class Trainer:
         return float(loss.detach())
 
     # -- one bucket -------------------------------------------------------------------------
+    @traced("embed.bucket-read")
     def _bucket_columns(self, i, j):
         bucket = self.graph.bucket(i, j, self.edge_set)
         with warnings.catch_warnings():
@@ -563,6 +591,7 @@ class Trainer:
                 bar.update(len(idx))
         return total
 
+    @traced("embed.bucket")
     def _train_bucket(self, epoch: int, k: int, i: int, j: int, bar) -> float:
         cols = self._bucket_columns(i, j)
         n = len(cols[0])
@@ -676,6 +705,7 @@ class Trainer:
                  f"written)")
 
     # -- commits ----------------------------------------------------------------------------
+    @traced("embed.checkpoint")
     def _commit(self, st: EpochStats, epochs_done: int,
                 done: set[tuple[int, int]] | None = None) -> None:
         """Commit version ``committed + 1``: every rank writes its changed partitions, rank 0

@@ -21,6 +21,7 @@ import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.sampling.block import MiniBatch
+from graphsys.trace import trace_range, traced
 
 
 class PrefetchLoader:
@@ -47,6 +48,7 @@ class PrefetchLoader:
     def __len__(self) -> int:
         return self.num_batches
 
+    @traced("gnn.sample")
     def _produce(self, i: int) -> MiniBatch:
         batch = self.make_batch(i)
         if self.device.type == "cuda":
@@ -55,10 +57,14 @@ class PrefetchLoader:
         return batch
 
     def __iter__(self) -> Iterator[MiniBatch]:
-        cuda = self.device.type == "cuda"
+        """Batches in order; while tracing, the consumer's work on each batch (between two
+        ``next`` calls) is the range ``gnn.step``, its wait for a sampled batch
+        ``gnn.wait`` and the copy to the device ``gnn.load``."""
         if self.num_workers == 0:
             for i in range(self.num_batches):
-                yield self._produce(i).to(self.device, non_blocking=cuda)
+                batch = self._to_device(self._produce(i))
+                with trace_range("gnn.step"):
+                    yield batch
             return
         with ThreadPoolExecutor(self.num_workers, thread_name_prefix="graphsys-sampler") as ex:
             pending: deque = deque()
@@ -68,11 +74,18 @@ class PrefetchLoader:
                     pending.append(ex.submit(self._produce, nxt))
                     nxt += 1
                 while pending:
-                    batch = pending.popleft().result()
+                    with trace_range("gnn.wait"):
+                        batch = pending.popleft().result()
                     if nxt < self.num_batches:
                         pending.append(ex.submit(self._produce, nxt))
                         nxt += 1
-                    yield batch.to(self.device, non_blocking=cuda)
+                    batch = self._to_device(batch)
+                    with trace_range("gnn.step"):
+                        yield batch
             finally:
                 for f in pending:
                     f.cancel()
+
+    @traced("gnn.load")
+    def _to_device(self, batch: MiniBatch) -> MiniBatch:
+        return batch.to(self.device, non_blocking=self.device.type == "cuda")

@@ -185,3 +185,44 @@ def test_embed_workload(main, graph_dir, capsys):
     _check_keys(doc, doc["mappings"])
     assert doc["workload"]["batches"] >= 3  # 1,500 edges in batches of 500
     assert doc["kernels"]["mean_per_step"] > 0
+
+
+def test_report_measures_first(main, graph_dir, tmp_path, capsys):
+    """Operators by measured self time (most first, with counts), a timeline of the named
+    ranges, the modelled sections labelled as such, and no profiler noise on stderr."""
+    report = tmp_path / "r.html"
+    rc = main(["profile", "pagerank", str(graph_dir), "--max-iters", "3", "--no-dense",
+               "--report", str(report), "--json"])
+    assert rc == 0
+    cap = capsys.readouterr()
+    assert "USDT" not in cap.err
+    doc = json.loads(cap.out.strip().splitlines()[-1])
+    rows = doc["kernels"]["self_time"]
+    assert rows and all(r["count"] >= 1 and r["self_seconds"] > 0 for r in rows)
+    selfs = [r["self_seconds"] for r in rows]
+    assert selfs == sorted(selfs, reverse=True)
+    top = [r["seconds"] for r in doc["kernels"]["top"]]
+    assert top == sorted(top, reverse=True)
+    names = {n.split("#")[0] for n, _, _ in doc["kernels"]["ranges"]}
+    assert {"graphsys.step", "bsp.superstep", "bsp.edges"} <= names
+    page = report.read_text()
+    assert "by self time" in page and "Measured: timeline of the named ranges" in page
+    assert "Modelled: SIMT lane utilization" in page and "not measured" in page
+
+
+def test_embed_workload_profiles_the_users_config(main, graph_dir, tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('dimension = 24\noperator = "diagonal"\ncomparator = "dot"\n'
+                   'num_partitions = 4\nbatch_size = 100\n')
+    rc = main(["profile", "--workload", "embed", str(graph_dir), "--config", str(cfg),
+               "--set", "loss_fn=\"softmax\"", "--steps", "4", "--no-dense", "--mapping",
+               "cpv", "--json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    w = doc["workload"]
+    assert w["dimension"] == 24 and w["operator"] == "diagonal" and w["loss"] == "softmax"
+    assert w["batches"] == 4 and w["edges_trained"] == 400
+    # the thread mapping is not an embedding user's choice: no advice about it
+    assert not any("Switch" in a or "mapping" in a for a in doc["advice"])
+    rc = main(["profile", "pagerank", str(graph_dir), "--set", "dimension=3"])
+    assert rc != 0 and "--workload embed" in capsys.readouterr().err

@@ -77,6 +77,22 @@ def kg4(kg_root):
     return build_kg(kg_root, 4)
 
 
+@pytest.fixture(scope="session")
+def trained_ckpt(kg4, tmp_path_factory):
+    """A checkpoint of a small ComplEx / dot / softmax model (d = 16, 3 epochs) on ``kg4``;
+    read it only (copy it to build indexes in it)."""
+    from graphsys.embed import load_config, train
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("ck") / "ck"
+    train(load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
+                             "comparator=\"dot\"", "loss_fn=\"softmax\"", "lr=0.1",
+                             "num_epochs=3", "batch_size=100"]), graph=kg4, out=out)
+    torch.set_num_threads(old)
+    return out
+
+
 @pytest.fixture
 def small():
     """``--set`` overrides of a small ComplEx / softmax model that fits the planted KG."""

@@ -7,18 +7,13 @@ import pytest
 import torch
 
 from graphsys import open_graph
-from graphsys.embed import Embeddings, evaluate, load_config, train
+from graphsys.embed import Embeddings, evaluate
 from graphsys.embed.evaluate import triples
 
 
 @pytest.fixture(scope="module")
-def trained(kg4, tmp_path_factory):
-    torch.set_num_threads(1)
-    out = tmp_path_factory.mktemp("ck") / "ck"
-    cfg = load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
-                             "comparator=\"dot\"", "loss_fn=\"softmax\"", "lr=0.1",
-                             "num_epochs=3", "batch_size=100"])
-    return train(cfg, graph=kg4, out=out)
+def trained(trained_ckpt):
+    return Embeddings.load(trained_ckpt)
 
 
 def _brute(emb: Embeddings, graph, filtered: bool):

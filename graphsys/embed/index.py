@@ -1,0 +1,309 @@
+"""Nearest-neighbour indexes of trained embeddings, built with faiss (an optional extra:
+``pip install 'graphsys[faiss]'``; never imported unless an index is built or opened).
+
+Kinds (:data:`KINDS`): ``flat`` (exact inner product, every row compared: faiss's blocked
+BLAS), ``ivf`` (inverted lists: k-means into ``nlist`` cells, ``nprobe`` cells searched:
+approximate) and ``hnsw`` (a navigable small-world graph of ``hnsw_m`` links per node,
+``ef_search`` candidates per query: approximate). Similarity ``by`` is ``cos`` (rows
+normalised to unit length, inner product) or ``dot`` (inner product of the raw rows), the two
+measures of :meth:`Embeddings.nearest <graphsys.embed.embeddings.Embeddings.nearest>`.
+Row ``i`` of the index is the entity with type-global id ``i``.
+
+Stored in the checkpoint directory, beside the versions it was built from (no pickle)::
+
+    CKPT/index/{entity_type}.{by}.faiss   faiss.write_index's own binary format
+    CKPT/index/{entity_type}.{by}.json    {"format": INDEX_FORMAT, "checkpoint_version",
+                                           "entity_type", "by", "kind", "num_entities",
+                                           "dimension", "params", "sha256", "seconds"}
+
+Both are written atomically, the JSON last; the JSON records the checkpoint version the rows
+came from and the faiss file's sha256, checked before faiss reads the file (a truncated or
+foreign file is refused, never handed to the reader). An index of another version than the
+checkpoint's committed one is refused in one line (rebuild it after training on).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.atomic import atomic_path, write_bytes_atomic
+
+KINDS = ("flat", "ivf", "hnsw")
+MEASURES = ("cos", "dot")
+INDEX_FORMAT = "graphsys-faiss-index"
+INDEX_DIR = "index"
+#: Rows normalised and added per step while building (bounded memory besides the index).
+ADD_ROWS = 1 << 16
+#: Searches of fewer queries run on one OpenMP thread: faiss parallelises over queries, so
+#: a few queries gain nothing from more threads, and on a busy machine the idle threads'
+#: barrier spinning made one flat query on FB15k-237 28x slower (127 ms vs 4.6 ms at load
+#: average 22 on 2 cores).
+FEW_QUERIES = 32
+
+
+@dataclass
+class IndexParams:
+    """Build and search settings. ``nlist``: IVF cells (default ``round(sqrt(N))``, at
+    least 1 and at most ``N // 39`` so that every cell gets training points); ``nprobe``:
+    IVF cells searched per query; ``train_rows``: rows sampled (seeded by ``seed``) to train
+    the IVF quantizer (default ``min(N, 64 * nlist)``); ``hnsw_m``: HNSW links per node;
+    ``ef_construction`` / ``ef_search``: HNSW candidate-list lengths when building /
+    searching."""
+
+    nlist: int | None = None
+    nprobe: int = 32
+    train_rows: int | None = None
+    hnsw_m: int = 32
+    ef_construction: int = 80
+    ef_search: int = 128
+    seed: int = 0
+
+    def check(self) -> None:
+        for name in ("nlist", "nprobe", "train_rows", "hnsw_m", "ef_construction",
+                     "ef_search"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise GraphsysError(f"index parameter {name} must be a positive integer, "
+                                    f"got {v!r}")
+
+
+def require_faiss():
+    """The faiss module, or a one-line :class:`GraphsysError` saying how to install it."""
+    try:
+        import faiss
+    except ImportError:
+        raise GraphsysError("faiss is not installed: pip install 'graphsys[faiss]' "
+                            "(faiss-cpu)") from None
+    return faiss
+
+
+def _check_choice(kind: str, by: str) -> None:
+    if kind not in KINDS:
+        raise GraphsysError(f"index kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if by not in MEASURES:
+        raise GraphsysError(f"by must be cos or dot, got {by!r}")
+
+
+def _prepared(rows: np.ndarray, by: str) -> np.ndarray:
+    """float32 C-contiguous copy of ``rows`` ``(n, d)``, unit length when ``by`` is cos
+    (zero rows stay zero)."""
+    x = np.array(rows, dtype=np.float32, order="C", copy=True)
+    if by == "cos":
+        norm = np.linalg.norm(x, axis=1, keepdims=True)
+        np.divide(x, np.maximum(norm, 1e-12), out=x)
+    return x
+
+
+class _Rows:
+    """Type-global row access over a list of ``(n_p, d)`` partition arrays."""
+
+    def __init__(self, parts: list[np.ndarray]):
+        self.parts = parts
+        self.offsets = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(
+            np.int64)
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    def take(self, ids: np.ndarray) -> np.ndarray:
+        """Rows of sorted ids."""
+        part = np.searchsorted(self.offsets, ids, side="right") - 1
+        return np.concatenate([self.parts[p][ids[part == p] - self.offsets[p]]
+                               for p in np.unique(part)])
+
+    def blocks(self):
+        for part in self.parts:
+            for start in range(0, len(part), ADD_ROWS):
+                yield part[start:start + ADD_ROWS]
+
+
+def build_index(parts: list[np.ndarray], kind: str, by: str = "cos",
+                params: IndexParams | None = None):
+    """A faiss index of the rows of ``parts`` (float32 ``(n_p, d)`` arrays, e.g. the
+    memory-mapped partitions of one entity type, concatenated in id order), of ``kind``
+    (:data:`KINDS`) for similarity ``by``. Memory: the index (``N * d * 4`` bytes for flat
+    and ivf, plus ``2 * hnsw_m * 4`` bytes per row for hnsw) plus one block of
+    :data:`ADD_ROWS` rows and, for ivf, ``train_rows`` rows."""
+    faiss = require_faiss()
+    _check_choice(kind, by)
+    params = params or IndexParams()
+    params.check()
+    rows = _Rows(parts)
+    n = len(rows)
+    if n == 0:
+        raise GraphsysError("cannot index an entity type with no entities")
+    d = int(parts[0].shape[1])
+    metric = faiss.METRIC_INNER_PRODUCT
+    if kind == "flat":
+        index = faiss.IndexFlatIP(d)
+    elif kind == "hnsw":
+        index = faiss.IndexHNSWFlat(d, params.hnsw_m, metric)
+        index.hnsw.efConstruction = params.ef_construction
+        index.hnsw.efSearch = params.ef_search
+    else:
+        nlist = params.nlist or int(round(np.sqrt(n)))
+        nlist = max(1, min(nlist, n // 39 or 1))
+        params.nlist = nlist
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, metric)
+        want = min(n, params.train_rows or 64 * nlist)
+        rng = np.random.default_rng(params.seed)
+        sample = np.sort(rng.choice(n, want, replace=False)) if want < n else np.arange(n)
+        index.cp.seed = params.seed
+        index.train(_prepared(rows.take(sample), by))
+        index.nprobe = params.nprobe
+    for block in rows.blocks():
+        index.add(_prepared(block, by))
+    return index
+
+
+class NearestIndex:
+    """A built or opened faiss index with its settings; :meth:`search` answers queries."""
+
+    def __init__(self, index, kind: str, by: str, params: IndexParams):
+        self.index, self.kind, self.by, self.params = index, kind, by, params
+
+    @property
+    def num_entities(self) -> int:
+        return int(self.index.ntotal)
+
+    def search(self, queries: np.ndarray, k: int, exclude: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best rows for raw query vectors float32 ``(q, d)`` (normalised here
+        when ``by`` is cos): type-global ids int64 ``(q, k)`` and scores float32 ``(q, k)``,
+        best first. ``exclude``: int64 ``(q,)``, a row never returned for its query (the
+        query entity itself). Rows the index could not fill (an IVF probe of too few cells)
+        hold id -1 and score -inf."""
+        extra = 0 if exclude is None else 1
+        kk = min(k + extra, self.num_entities)
+        scores, ids = self._search(_prepared(queries, self.by), kk)
+        ids = ids.astype(np.int64)
+        scores = np.where(ids < 0, -np.inf, scores).astype(np.float32)
+        if exclude is not None:
+            drop = ids == np.asarray(exclude, np.int64)[:, None]
+            drop[:, -1] |= ~drop.any(axis=1)  # nothing excluded: drop the (k+1)-th
+            keep = ~drop
+            ids = ids[keep].reshape(len(ids), kk - 1)
+            scores = scores[keep].reshape(len(ids), kk - 1)
+        return ids[:, :k], scores[:, :k]
+
+    def _search(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(x) >= FEW_QUERIES:
+            return self.index.search(x, k)
+        faiss = require_faiss()
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            return self.index.search(x, k)
+        finally:
+            faiss.omp_set_num_threads(threads)
+
+    def save(self, ckpt: str | Path, entity_type: str, version: int,
+             seconds: float = 0.0) -> tuple[Path, Path]:
+        """Write the index into ``ckpt``'s index directory for ``entity_type`` (see the
+        module docstring); returns the faiss file's and the JSON's paths."""
+        faiss = require_faiss()
+        data, meta_path = index_paths(ckpt, entity_type, self.by)
+        data.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with atomic_path(data, overwrite=True) as tmp:
+                faiss.write_index(self.index, str(tmp))
+                digest = _sha256(tmp)
+            meta = {"format": INDEX_FORMAT, "checkpoint_version": int(version),
+                    "entity_type": entity_type, "by": self.by, "kind": self.kind,
+                    "num_entities": self.num_entities, "dimension": int(self.index.d),
+                    "params": asdict(self.params), "sha256": digest,
+                    "seconds": round(seconds, 3)}
+            write_bytes_atomic(meta_path, json.dumps(meta, indent=1).encode() + b"\n")
+        except OSError as exc:
+            raise GraphsysError(f"{data}: cannot write ({exc.strerror or exc})") from None
+        return data, meta_path
+
+
+def index_paths(ckpt: str | Path, entity_type: str, by: str) -> tuple[Path, Path]:
+    """The faiss file and JSON of the ``by`` index of ``entity_type`` in checkpoint ``ckpt``."""
+    base = Path(ckpt) / INDEX_DIR
+    return base / f"{entity_type}.{by}.faiss", base / f"{entity_type}.{by}.json"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
+               num_entities: int, dimension: int) -> NearestIndex | None:
+    """The stored ``by`` index of ``entity_type`` in ``ckpt``, or ``None`` when there is
+    none. Raises a one-line error when it was built from another checkpoint version or
+    another table shape (``num_entities``, ``dimension``), when its file does not match the
+    recorded sha256, or when faiss is missing."""
+    data, meta_path = index_paths(ckpt, entity_type, by)
+    if not meta_path.is_file():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FormatError(f"{meta_path}: unreadable ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
+        raise FormatError(f"{meta_path}: not a graphsys faiss index")
+    if meta.get("checkpoint_version") != version:
+        raise GraphsysError(f"{meta_path}: index built for checkpoint version "
+                            f"{meta.get('checkpoint_version')}, the checkpoint is at version "
+                            f"{version}; rebuild it (graphsys embed index) or remove it")
+    if meta.get("num_entities") != num_entities or meta.get("dimension") != dimension:
+        raise FormatError(f"{meta_path}: index of {meta.get('num_entities')} x "
+                          f"{meta.get('dimension')} rows, the checkpoint has {num_entities} x "
+                          f"{dimension}")
+    if meta.get("kind") not in KINDS:
+        raise FormatError(f"{meta_path}: unknown index kind {meta.get('kind')!r}")
+    try:
+        digest = _sha256(data)
+    except OSError as exc:
+        raise FormatError(f"{data}: unreadable ({exc.strerror or exc})") from None
+    if digest != meta.get("sha256"):
+        raise FormatError(f"{data}: sha256 {digest[:12]}... does not match the "
+                          f"{meta_path.name} record (damaged or replaced; rebuild it)")
+    faiss = require_faiss()
+    try:
+        index = faiss.read_index(str(data))
+    except RuntimeError as exc:
+        raise FormatError(f"{data}: faiss cannot read it ({str(exc).splitlines()[0]})"
+                          ) from None
+    if int(index.ntotal) != num_entities or int(index.d) != dimension:
+        raise FormatError(f"{data}: holds {index.ntotal} x {index.d} rows, its record says "
+                          f"{num_entities} x {dimension}")
+    fields = IndexParams.__dataclass_fields__
+    params = IndexParams(**{k: v for k, v in (meta.get("params") or {}).items()
+                            if k in fields})
+    if meta["kind"] == "ivf":
+        index.nprobe = params.nprobe
+    elif meta["kind"] == "hnsw":
+        index.hnsw.efSearch = params.ef_search
+    return NearestIndex(index, meta["kind"], by, params)
+
+
+def build_and_save(emb, kind: str, by: str = "cos", entity_type: str | None = None,
+                   params: IndexParams | None = None) -> dict[str, Any]:
+    """Build the ``kind`` index of ``entity_type`` of the checkpoint embeddings ``emb``
+    (:class:`~graphsys.embed.embeddings.Embeddings`) and store it in its directory; returns
+    the recorded figures (the index JSON)."""
+    if emb.storage is None:
+        raise GraphsysError(f"{emb.path}: indexes are stored in embedding checkpoints; this "
+                            f"is a GNN embedding directory")
+    t = emb._etype(entity_type)
+    params = params or IndexParams()
+    t0 = time.perf_counter()
+    built = NearestIndex(build_index(emb.partitions(t), kind, by, params), kind, by, params)
+    _, meta_path = built.save(emb.path, t, emb.version, time.perf_counter() - t0)
+    emb.forget_index(t, by)
+    return json.loads(meta_path.read_text())

@@ -1,0 +1,36 @@
+"""Resuming a checkpoint may change optimisation keys (recorded in its history), never the
+model's shape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graphsys.embed import Embeddings, load_config, train
+from graphsys.errors import GraphsysError
+
+
+def test_resume_with_another_lr_is_recorded(kg4, tmp_path, small):
+    out = tmp_path / "ck"
+    train(load_config(None, small + ["num_epochs=1"]), graph=kg4, out=out)
+    emb = train(load_config(None, small + ["num_epochs=2", "lr=0.05", "batch_size=50"]),
+                graph=kg4, out=out)
+    meta = json.loads((out / "checkpoint.json").read_text())
+    assert meta["epochs_done"] == 2
+    assert meta["history"] == [{"epochs_done": 1, "version": 1,
+                                "changed": {"batch_size": [100, 50], "lr": [0.1, 0.05]}}]
+    assert json.loads((out / "config.json").read_text())["lr"] == 0.05
+    assert emb.config.lr == 0.05
+    # resuming again with the same settings adds nothing; the history survives commits
+    train(load_config(None, small + ["num_epochs=3", "lr=0.05", "batch_size=50"]),
+          graph=kg4, out=out)
+    assert len(json.loads((out / "checkpoint.json").read_text())["history"]) == 1
+    assert Embeddings.load(out).meta["epochs_done"] == 3
+
+
+def test_resume_with_another_shape_is_refused(kg4, tmp_path, small):
+    out = tmp_path / "ck"
+    train(load_config(None, small + ["num_epochs=1"]), graph=kg4, out=out)
+    with pytest.raises(GraphsysError, match="dimension=32.*dimension=16.*may change only"):
+        train(load_config(None, small + ["num_epochs=2", "dimension=16"]), graph=kg4, out=out)

@@ -1,0 +1,188 @@
+"""Serving: batched nearest / predict_tails / predict_heads / score against brute force, and
+the faiss indexes (built, stored, tied to the checkpoint version, used by nearest)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys import open_graph
+from graphsys.cli import main
+from graphsys.embed import Embeddings
+from graphsys.embed.evaluate import triples
+from graphsys.errors import GraphsysError
+
+
+@pytest.fixture(scope="module")
+def ckpt(trained_ckpt, tmp_path_factory):
+    """A copy of the shared checkpoint: the tests store indexes in it."""
+    out = tmp_path_factory.mktemp("serve") / "ck"
+    shutil.copytree(trained_ckpt, out)
+    return out
+
+
+@pytest.fixture
+def emb(ckpt):
+    return Embeddings.load(ckpt)
+
+
+def _brute_nearest(emb, ids, k, by):
+    X = emb.to_numpy().astype(np.float64)
+    if by == "cos":
+        X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    idx = emb.internal(ids)
+    s = X[idx] @ X.T
+    s[np.arange(len(idx)), idx] = -np.inf
+    return np.argsort(-s, axis=1, kind="stable")[:, :k], s
+
+
+@pytest.mark.parametrize("by", ["cos", "dot"])
+def test_batched_nearest_matches_brute_force(emb, by, monkeypatch):
+    import graphsys.embed.embeddings as mod
+
+    monkeypatch.setattr(mod, "BLOCK_ROWS", 9)   # many blocks across the 4 partitions
+    ids = ["e0", "e5", "e77", "e199", "e5"]
+    got, scores = emb.nearest(ids, 6, by=by, exact=True)
+    want, s = _brute_nearest(emb, ids, 6, by)
+    assert len(got) == 5 and scores.shape == (5, 6) and scores.dtype == np.float32
+    for row, q in enumerate(ids):
+        assert got[row] == emb.original(want[row])
+        assert np.allclose(scores[row], s[row, want[row]], atol=1e-4)
+        one, one_scores = emb.nearest(q, 6, by=by, exact=True)
+        assert one == got[row] and np.allclose(one_scores, scores[row])
+        assert q not in got[row]
+
+
+def _known(graph):
+    known = set()
+    for name in graph.edge_sets:
+        t = triples(graph, name)
+        known |= set(zip(t.h.tolist(), t.r.tolist(), t.t.tolist()))
+    return known
+
+
+@pytest.mark.parametrize("side", ["tails", "heads"])
+@pytest.mark.parametrize("filtered", [False, True])
+def test_predict_matches_brute_force(emb, kg4, side, filtered):
+    graph = open_graph(kg4)
+    known = _known(graph)
+    E = torch.from_numpy(emb.to_numpy())
+    anchors, rels = ["e1", "e40", "e123"], ["r0", "r2", "r3"]
+    if side == "tails":
+        got, scores = emb.predict_tails(anchors, rels, 8, filter=True if filtered else None)
+    else:
+        got, scores = emb.predict_heads(rels, anchors, 8, filter=True if filtered else None)
+    assert scores.shape == (3, 8)
+    for row, (a, rname) in enumerate(zip(anchors, rels)):
+        ai = int(emb.internal([a])[0])
+        r = emb.relation_names.index(rname)
+        op = "rhs" if side == "tails" else "lhs"
+        s = (E @ emb.relmodel.apply(op, E[[ai]], torch.tensor([r]))[0]).numpy()
+        for c in range(len(s)):
+            trip = (ai, r, c) if side == "tails" else (c, r, ai)
+            if filtered and trip in known:
+                s[c] = -np.inf
+        want = np.argsort(-s, kind="stable")[:8]
+        assert np.allclose(scores[row], s[want], atol=1e-4)
+        assert got[row] == emb.original(want) or np.allclose(
+            s[emb.internal(got[row])], scores[row], atol=1e-4)  # ties may swap
+        if filtered:
+            for c in emb.internal(got[row]):
+                assert ((ai, r, int(c)) if side == "tails" else (int(c), r, ai)) not in known
+    one, one_scores = (emb.predict_tails("e1", "r0", 8, filter=True if filtered else None)
+                       if side == "tails" else
+                       emb.predict_heads("r0", "e1", 8, filter=True if filtered else None))
+    assert one == got[0] and np.allclose(one_scores, scores[0])
+
+
+def test_filter_by_edge_set_name(emb, kg4):
+    graph = open_graph(kg4)
+    train_t = triples(graph, "train")
+    h, r = int(train_t.h[0]), int(train_t.r[0])
+    head, rel = emb.original([h])[0], emb.relation_names[r]
+    ids, _ = emb.predict_tails(head, rel, 200, filter="train")
+    known_tails = set(train_t.t[(train_t.h == h) & (train_t.r == r)].tolist())
+    assert known_tails and not known_tails & set(emb.internal(ids[:200 - len(known_tails)]))
+
+
+def test_score_arrays_agree_with_predict(emb):
+    ids, scores = emb.predict_tails(["e0", "e3"], "r1", 4)
+    heads = ["e0"] * 4 + ["e3"] * 4
+    tails = list(ids[0]) + list(ids[1])
+    again = emb.score(np.array(heads), "r1", np.array(tails))
+    assert np.allclose(again, scores.ravel(), atol=1e-4)
+    with pytest.raises(GraphsysError, match="equal lengths"):
+        emb.score(["e0", "e1"], "r1", ["e2"])
+    with pytest.raises(GraphsysError, match="k must be positive"):
+        emb.predict_heads("r1", "e2", 0)
+
+
+faiss = pytest.importorskip("faiss")
+
+
+def test_flat_index_is_exact_and_used_by_nearest(ckpt):
+    from graphsys.embed.index import build_and_save, index_paths
+
+    emb = Embeddings.load(ckpt)
+    meta = build_and_save(emb, "flat", "cos")
+    assert meta["checkpoint_version"] == emb.version and meta["num_entities"] == 200
+    data, _ = index_paths(ckpt, "default" if "default" in emb.entity_types
+                          else emb.entity_types[0], "cos")
+    assert data.is_file() and not data.read_bytes().startswith(b"\x80")  # not a pickle
+    ids = [f"e{i}" for i in range(0, 200, 7)]
+    fresh = Embeddings.load(ckpt)
+    assert fresh.ann_index(by="cos").kind == "flat"
+    got, scores = fresh.nearest(ids, 10)
+    want, want_scores = fresh.nearest(ids, 10, exact=True)
+    assert np.allclose(scores, want_scores, atol=1e-5)
+    for a, b in zip(got, want):
+        assert a == b or set(a[:9]) == set(b[:9])  # float ties at the cut
+    assert fresh.ann_index(by="dot") is None
+
+
+@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+def test_approximate_indexes_recall(ckpt, kind):
+    from graphsys.embed.index import IndexParams, build_and_save
+
+    emb = Embeddings.load(ckpt)
+    build_and_save(emb, kind, "dot", params=IndexParams(nlist=4, nprobe=2))
+    ids = [f"e{i}" for i in range(200)]
+    got, _ = Embeddings.load(ckpt).nearest(ids, 10, by="dot")
+    want, _ = emb.nearest(ids, 10, by="dot", exact=True)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, want)])
+    assert recall >= 0.8
+    assert all(q not in row for q, row in zip(ids, got))
+
+
+def test_index_of_another_version_or_damaged_is_refused(ckpt):
+    from graphsys.embed.index import build_and_save, index_paths
+
+    emb = Embeddings.load(ckpt)
+    build_and_save(emb, "flat", "cos")
+    data, meta_path = index_paths(ckpt, emb.entity_types[0], "cos")
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "checkpoint_version": emb.version - 1}))
+    with pytest.raises(GraphsysError, match="index built for checkpoint version .* rebuild"):
+        Embeddings.load(ckpt).nearest("e0", 3)
+    meta_path.write_text(json.dumps(meta))
+    data.write_bytes(data.read_bytes()[:-16])
+    with pytest.raises(GraphsysError, match="sha256"):
+        Embeddings.load(ckpt).nearest("e0", 3)
+    build_and_save(emb, "flat", "cos")
+    assert len(Embeddings.load(ckpt).nearest("e0", 3)[0]) == 3
+
+
+def test_embed_index_cli(ckpt, capsys):
+    assert main(["embed", "index", str(ckpt), "--kind", "hnsw", "--by", "dot", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["kind"] == "hnsw" and rec["by"] == "dot" and rec["num_entities"] == 200
+    assert main(["embed", "nearest", str(ckpt), "e3", "-k", "4", "--by", "dot",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["neighbours"]) == 4
+    with pytest.raises(SystemExit):
+        main(["embed", "index", str(ckpt), "--kind", "bogus"])

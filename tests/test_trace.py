@@ -1,0 +1,78 @@
+"""graphsys.trace: ranges only while recording, the trace file, fd-level quiet stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from graphsys import trace
+from graphsys.errors import GraphsysError
+
+
+@trace.traced("unit.work")
+def _work(x):
+    return x + 1
+
+
+def test_ranges_recorded_only_inside_recording(tmp_path):
+    assert not trace.active()
+    path = tmp_path / "t.json"
+    with trace.recording(path):
+        assert trace.active()
+        _work(torch.ones(2))
+        with trace.trace_range("unit.block"):
+            torch.ones(3).sum()
+    assert not trace.active()
+    names = [e["name"] for e in json.loads(path.read_text())["traceEvents"]
+             if e.get("cat") == "user_annotation"]
+    assert names.count("unit.work") == 1 and names.count("unit.block") == 1
+    assert _work(1) == 2  # no profiler: the plain function
+
+
+def test_worker_threads_are_recorded(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "t.json"
+    with ThreadPoolExecutor(1) as ex:
+        ex.submit(int).result()  # the thread exists before the profiler starts
+        with trace.recording(path):
+            ex.submit(_work, torch.ones(2)).result()
+    events = [e for e in json.loads(path.read_text())["traceEvents"]
+              if e.get("name") == "unit.work"]
+    assert len(events) == 1 and events[0]["tid"] != os.getpid()
+
+
+def test_trace_written_when_the_block_fails(tmp_path):
+    path = tmp_path / "t.json"
+    with pytest.raises(ValueError), trace.recording(path):
+        _work(torch.ones(1))
+        raise ValueError("boom")
+    assert "traceEvents" in json.loads(path.read_text())
+
+
+def test_check_trace_path(tmp_path):
+    assert trace.check_trace_path(tmp_path / "a.json") == tmp_path / "a.json"
+    for bad, msg in ((tmp_path / "no" / "a.json", "does not exist"),
+                     (tmp_path / "a.html", "FILE.json")):
+        with pytest.raises(GraphsysError, match=msg):
+            trace.check_trace_path(bad)
+    if os.geteuid() != 0:  # root writes anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        with pytest.raises(GraphsysError, match="not writable"):
+            trace.check_trace_path(ro / "a.json")
+
+
+def test_profiler_start_stop_lines_are_silenced(tmp_path):
+    """The profiler's C++ side prints USDT lines on fd 2; they stay off stderr."""
+    code = ("import torch\nfrom graphsys import trace\n"
+            f"with trace.recording({str(tmp_path / 't.json')!r}):\n    torch.ones(2) + 1\n"
+            "import sys\nprint('after', file=sys.stderr)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert "USDT" not in res.stderr and "after" in res.stderr
