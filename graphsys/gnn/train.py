@@ -35,6 +35,7 @@ held-out item ranks in the top 10, ``mrr`` = mean reciprocal rank.
 from __future__ import annotations
 
 import copy
+import math
 import json
 import time
 from collections.abc import Callable
@@ -157,6 +158,16 @@ class _Monitor:
             return False
         self.bad += 1
         return self.bad >= self.cfg.patience
+
+
+def _finite_loss(loss: float, epoch: int, batch: int, out: Path | None) -> float:
+    """``loss`` if finite, else the one-line error that stops a diverged run (the last
+    checkpoint written, if any, is the last good model: nothing non-finite is saved)."""
+    if math.isfinite(loss):
+        return loss
+    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None else ""
+    raise GraphsysError(f"training diverged: loss {loss} in epoch {epoch}, batch {batch}"
+                        f"{kept} (lower lr?)")
 
 
 def _progress_bar(cfg: TrainConfig, batches_per_epoch: int, progress: bool) -> tqdm:
@@ -320,13 +331,13 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, device="cpu",
             loss_sum = 0.0
             loader = PrefetchLoader(nb_epoch, make_batch, num_workers=cfg.num_workers,
                                     prefetch=cfg.prefetch, device=device)
-            for batch in loader:
+            for k, batch in enumerate(loader):
                 logits = model(batch.blocks, inp(batch.input_nodes))
                 loss = F.cross_entropy(logits, batch.extra["y"])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                loss_sum += float(loss.detach()) * len(batch.seeds)
+                loss_sum += _finite_loss(float(loss.detach()), epoch, k, out) * len(batch.seeds)
                 bar.update(1)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
@@ -549,7 +560,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                                     num_workers=cfg.num_workers, prefetch=cfg.prefetch,
                                     device=device)
             loss_sum = 0.0
-            for batch in loader:
+            for k, batch in enumerate(loader):
                 z = F.normalize(model(batch.blocks, inp(batch.input_nodes)), dim=1)
                 ex = batch.extra
                 h, p, n = z[ex["head"]], z[ex["pos"]], z[ex["neg"]]
@@ -561,7 +572,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                loss_sum += float(loss.detach())
+                loss_sum += _finite_loss(float(loss.detach()), epoch, k, out)
                 bar.update(1)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
