@@ -114,7 +114,7 @@ prints the result.
 
 
 def run_train(args) -> int:
-    from graphsys.bsp.distributed import init_from_env
+    from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.device import resolve_device
     from graphsys.embed.config import load_config
     from graphsys.embed.distributed import DistributedTrainer
@@ -136,9 +136,10 @@ def run_train(args) -> int:
     graph = graph or open_graph(graph_path)
     distributed = init_from_env(resolve_device(cfg.device))
     try:
-        trainer = (DistributedTrainer if distributed else Trainer)(
-            cfg, graph, Path(out), progress=show_progress(args), log=log)
-        stats = trainer.run()
+        with peer_failures(distributed):
+            trainer = (DistributedTrainer if distributed else Trainer)(
+                cfg, graph, Path(out), progress=show_progress(args), log=log)
+            stats = trainer.run()
     finally:
         if distributed:
             import torch.distributed as dist

@@ -89,7 +89,7 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
         raise
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -117,7 +117,7 @@ def staging_directory(out: Path) -> Iterator[Path]:
     prefix = f".{out.name}{_STAGING_MARK}"
     for stale in out.parent.glob(prefix + "*"):
         pid = stale.name[len(prefix):].split("-")[0]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     staging = out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
     staging.mkdir()

@@ -26,6 +26,8 @@ MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
 DEFAULT_RELATION = "default"
+#: Most partitions a graph may have (P x P buckets; ingest also caps P by the node count).
+MAX_PARTITIONS = 4096
 #: Rows per Arrow record batch in a bucket file (2**24 = 16,777,216 edges).
 DEFAULT_MAX_BATCH_ROWS = 1 << 24
 
@@ -165,8 +167,9 @@ class Manifest:
             raise FormatError(f"{source}: unsupported format_version {version!r} "
                               f"(this graphsys reads version {FORMAT_VERSION})")
         p = reader.get(data, "num_partitions", int)
-        if p < 1:
-            raise FormatError(f"{source}: field 'num_partitions' must be >= 1, got {p}")
+        if not 1 <= p <= MAX_PARTITIONS:
+            raise FormatError(f"{source}: field 'num_partitions' must be in 1..{MAX_PARTITIONS}"
+                              f", got {p}")
         offset_dtype = reader.get(data, "offset_dtype", str)
         if offset_dtype not in ("int32", "int64"):
             raise FormatError(f"{source}: field 'offset_dtype' must be int32 or int64")

@@ -42,7 +42,8 @@ from graphsys.storage.atomic import (
 )
 from graphsys.storage.format import (
     DEFAULT_EDGE_SET, DEFAULT_ENTITY_TYPE, DEFAULT_MAX_BATCH_ROWS, DEFAULT_RELATION, MANIFEST,
-    EdgeSet, EntityType, Manifest, NodeColumn, RelationType, bucket_file, node_file,
+    MAX_PARTITIONS, EdgeSet, EntityType, Manifest, NodeColumn, RelationType, bucket_file,
+    node_file,
 )
 from graphsys.storage.readers import (
     FORMATS, NeedCarefulRead, detect_format, read_table, read_text,
@@ -1031,6 +1032,15 @@ def _file_entry(path: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _check_partitions(num_partitions: int, index: dict[str, _IdIndex]) -> None:
+    """Refuse more partitions than the largest entity type has nodes (empty partitions
+    only cost buckets and memory)."""
+    most = max((len(ix) for ix in index.values()), default=0)
+    if num_partitions > max(most, 1):
+        raise GraphsysError(f"num_partitions {num_partitions} is more than the nodes of the "
+                            f"largest entity type ({most})")
+
+
 def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions | None = None,
            nodes: Sequence[NodeSource] = ()) -> IngestReport:
     """Build the graph directory ``out`` from edge files (and optional node tables).
@@ -1044,6 +1054,9 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
     opts = options or IngestOptions()
     if not isinstance(opts.num_partitions, int) or opts.num_partitions < 1:
         raise GraphsysError(f"--partitions must be a positive integer, got {opts.num_partitions!r}")
+    if opts.num_partitions > MAX_PARTITIONS:
+        raise GraphsysError(f"num_partitions {opts.num_partitions} is above the maximum, "
+                            f"{MAX_PARTITIONS} (P x P buckets)")
     if opts.on_bad_line not in ("error", "skip"):
         raise GraphsysError(f"--on-bad-line must be 'error' or 'skip', got {opts.on_bad_line!r}")
     if opts.max_batch_rows < 1:
@@ -1060,6 +1073,7 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
     with staging_directory(out) as staging:
         job = _IngestJob(edges, nodes, opts, staging)
         job.read_all()
+        _check_partitions(opts.num_partitions, job.index)
         if opts.undirected and any(r.lhs != r.rhs for r in job.relations):
             raise GraphsysError("--undirected needs relations whose lhs and rhs entity types are "
                                 "the same")
