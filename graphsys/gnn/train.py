@@ -160,14 +160,25 @@ class _Monitor:
         return self.bad >= self.cfg.patience
 
 
-def _finite_loss(loss: float, epoch: int, batch: int, out: Path | None) -> float:
+def _finite_loss(loss: float, epoch: int, batch: int, out: Path | None, *,
+                 what: str = "") -> float:
     """``loss`` if finite, else the one-line error that stops a diverged run (the last
     checkpoint written, if any, is the last good model: nothing non-finite is saved)."""
     if math.isfinite(loss):
         return loss
+    where = f"{what} after epoch {epoch}" if what else f"loss {loss} in epoch {epoch}, " \
+        f"batch {batch}"
     kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None else ""
-    raise GraphsysError(f"training diverged: loss {loss} in epoch {epoch}, batch {batch}"
-                        f"{kept} (lower lr?)")
+    raise GraphsysError(f"training diverged: {where}{kept} (lower lr?)")
+
+
+def _finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None) -> None:
+    """Raise the diverged-run error of :func:`_finite_loss` if a parameter of ``modules``
+    holds a NaN or an infinity after ``epoch`` (before it is evaluated or saved)."""
+    for module in modules:
+        for name, param in module.named_parameters():
+            if not bool(torch.isfinite(param).all()):
+                _finite_loss(float("nan"), epoch, -1, out, what=f"parameter {name} non-finite")
 
 
 def _progress_bar(cfg: TrainConfig, batches_per_epoch: int, progress: bool) -> tqdm:
@@ -339,6 +350,7 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, device="cpu",
                 opt.step()
                 loss_sum += _finite_loss(float(loss.detach()), epoch, k, out) * len(batch.seeds)
                 bar.update(1)
+            _finite_params((model, inp), epoch, out)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
             pred = evaluate().argmax(1)
@@ -574,6 +586,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                 opt.step()
                 loss_sum += _finite_loss(float(loss.detach()), epoch, k, out)
                 bar.update(1)
+            _finite_params((model, inp), epoch, out)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
             with torch.no_grad():
