@@ -26,7 +26,7 @@ from graphsys.storage.format import (
     EdgeSet, EntityType, Manifest, RelationType, bucket_file, node_file, read_manifest,
 )
 from graphsys.storage.structure import (
-    BucketBounds, check_bucket_file, check_listed, check_node_table,
+    BucketBounds, check_bucket_file, check_listed, check_node_rows, check_node_table,
 )
 
 
@@ -491,4 +491,6 @@ def open_graph(path: str | Path) -> Graph:
         if f.stat().st_size != entry.get("bytes"):
             raise FormatError(f"{f}: size {f.stat().st_size} bytes, manifest says "
                               f"{entry.get('bytes')} (truncated or modified)")
-    return Graph(path, manifest)
+    graph = Graph(path, manifest)
+    check_node_rows(graph)
+    return graph

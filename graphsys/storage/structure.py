@@ -42,6 +42,23 @@ def check_listed(m: Manifest, directory: Path) -> None:
         raise FormatError(f"{directory / missing[0]}: not listed in the manifest")
 
 
+def check_node_rows(graph: Graph) -> None:
+    """Rows of every node partition file (from the Arrow metadata: no data read) against
+    the manifest's ``partition_sizes``, which every global id is computed from."""
+    m = graph.manifest
+    for t, et in m.entity_types.items():
+        for p in range(m.num_partitions):
+            path = graph.path / node_file(t, p)
+            try:
+                reader = paipc.open_file(pa.memory_map(str(path)))
+                rows = sum(reader.get_batch(k).num_rows for k in range(reader.num_record_batches))
+            except (OSError, pa.ArrowException) as exc:
+                raise FormatError(f"{path}: cannot read node partition ({exc})") from None
+            if rows != et.partition_sizes[p]:
+                raise FormatError(f"{path}: {rows} nodes, manifest says {et.partition_sizes[p]}"
+                                  f" (entity_types.{t}.partition_sizes)")
+
+
 def _edge_schema(es: EdgeSet) -> dict[str, pa.DataType]:
     out = {"src": pa.int32(), "dst": pa.int32()}
     if es.has_rel:
