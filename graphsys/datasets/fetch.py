@@ -210,13 +210,14 @@ def _describe(f: DataFile) -> str:
 
 
 def _download(url: str, dest: Path, *, limit: int | None = None,
-              deadline: float = DOWNLOAD_DEADLINE) -> None:
+              deadline: float | None = None) -> None:
     """Stream ``url`` into ``dest``: at most ``limit`` bytes and ``deadline`` seconds in all
     (each read also times out after :data:`HTTP_TIMEOUT`). Too large, too slow, HTTP and
     network failures are one-line errors."""
     from graphsys import __version__
 
     request = urllib.request.Request(url, headers={"User-Agent": f"graphsys/{__version__}"})
+    deadline = DOWNLOAD_DEADLINE if deadline is None else deadline
     end = time.monotonic() + deadline
     try:
         with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as resp, \
