@@ -56,6 +56,7 @@ def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: di
         if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
             raise GraphsysError(f"{path}: tensor {name!r} holds NaN or infinity; not saved "
                                 f"(the checkpoint keeps its last good model)")
+    vdir = None
     try:
         path.mkdir(parents=True, exist_ok=True)
         old = _versions(path)
@@ -77,6 +78,8 @@ def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: di
                   "meta": meta or {}}
         write_bytes_atomic(path / "model.json", json.dumps(header, indent=1).encode())
     except OSError as exc:
+        if vdir is not None:
+            shutil.rmtree(vdir, ignore_errors=True)
         raise GraphsysError(f"{path}: cannot write the checkpoint ({exc.strerror or exc}); "
                             f"the previous one, if any, is intact") from None
     for _, d in old:

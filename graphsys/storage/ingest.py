@@ -482,11 +482,14 @@ class _IngestJob:
         problems: list[tuple[int, str]] = []
         cols: dict[str, Any] = {}
         for role in ("src", "dst"):
-            arr = batch.columns[role]
-            if isinstance(arr, pa.ChunkedArray):
-                arr = arr.combine_chunks()
+            arr = _id_column(batch.columns[role], role, path)
             if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
                 empty = pc.fill_null(pc.equal(pc.utf8_length(arr), 0), True)
+                nul = pc.fill_null(pc.match_substring(arr, "\x00"), False).to_numpy(
+                    zero_copy_only=False)
+                if nul.any():
+                    problems.append((int(np.flatnonzero(nul)[0]), f"NUL byte in {role} id"))
+                    bad |= nul
             else:
                 empty = pc.is_null(arr)
             empty = empty.to_numpy(zero_copy_only=False)
@@ -513,6 +516,14 @@ class _IngestJob:
                 i = int(np.flatnonzero(nulls)[0])
                 problems.append((i, f"non-numeric weight {_value(batch.columns['weight'], i)!r}"))
                 bad |= nulls
+            with np.errstate(over="ignore"):
+                weights = weights.astype(np.float32)
+            infinite = ~nulls & ~np.isfinite(weights)
+            if infinite.any():  # NaN, +-inf, or beyond float32
+                i = int(np.flatnonzero(infinite)[0])
+                problems.append((i, f"non-finite weight {_value(batch.columns['weight'], i)!r} "
+                                    f"(as float32)"))
+                bad |= infinite
             cols["weight"] = weights.astype(np.float32)
         if "rel" in batch.columns:
             r = batch.columns["rel"]
@@ -899,15 +910,50 @@ def _sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray 
     return cols
 
 
+def _id_column(arr: pa.Array | pa.ChunkedArray, role: str, path: Path) -> pa.Array:
+    """An id column as read: integers (int8..int64, uint8..uint64 within int64) or strings
+    (dictionary-encoded ones decoded); any other type is a one-line :class:`InputError`
+    (float, bool, binary, list ids are not guessed at: see docs/format.md)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_unsigned_integer(arr.type) and len(arr) and arr.type.bit_width == 64:
+        big = pc.fill_null(pc.greater(arr, pa.scalar(2**63 - 1, pa.uint64())), False)
+        if pc.any(big).as_py():
+            i = int(np.flatnonzero(big.to_numpy(zero_copy_only=False))[0])
+            raise InputError(f"{role} id {arr[i].as_py()} (row {i} of a batch) does not fit "
+                             f"int64", path=path)
+    if not (pa.types.is_integer(arr.type) or pa.types.is_string(arr.type)
+            or pa.types.is_large_string(arr.type)):
+        raise InputError(f"{role} column has type {arr.type}: ids must be integers or "
+                         f"strings", path=path)
+    return arr
+
+
+#: Integer text of at most 18 significant digits (always within int64).
+_INT_TEXT = r"^-?0*[0-9]{1,18}$"
+
+
 def _ids_array(arr: pa.Array) -> np.ndarray | pa.Array:
-    """int64 NumPy ids when every value is an integer, else the ids as a large_string array."""
+    """int64 NumPy ids when every value is an integer, else the ids as a large_string array
+    in which integer text is canonical (``"01"``, ``"+1"`` and ``1`` are the same node in
+    both cases: the result does not depend on the other ids of the input)."""
     if pa.types.is_integer(arr.type):
         return arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        if pc.any(pc.starts_with(arr, "+")).as_py():
+            arr = pc.replace_substring_regex(arr, r"^\+([0-9])", r"\1")  # "+1" is 1
         try:
             return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:
-            return arr.cast(pa.large_string())
+            arr = arr.cast(pa.large_string())
+            is_int = pc.fill_null(pc.match_substring_regex(arr, _INT_TEXT), False)
+            if not pc.any(is_int).as_py():
+                return arr
+            ints = pc.cast(pc.if_else(is_int, arr, pa.scalar("0", pa.large_string())),
+                           pa.int64())
+            return pc.if_else(is_int, pc.cast(ints, pa.large_string()), arr)
     return arr.cast(pa.large_string())
 
 

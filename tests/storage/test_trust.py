@@ -229,3 +229,89 @@ def test_partitions_are_bounded(tmp_path, p, message):
     with pytest.raises(GraphsysError, match=message):
         ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=p))
     assert not (tmp_path / "g").exists()
+
+
+# -- defect 8: one-line errors, nothing half-written ------------------------------------------
+
+@pytest.mark.parametrize("column, message", [
+    (pa.array([[1], [2]]), "type list<element: int64>: ids must be integers or strings"),
+    (pa.array([b"a", b"b"]), "type binary: ids must be"),
+    (pa.array([1.0, 2.0]), "type double: ids must be"),
+    (pa.array([True, False]), "type bool: ids must be"),
+    (pa.array([1, 2**63 + 5], pa.uint64()), "src id 9223372036854775813 .* does not fit"),
+])
+def test_parquet_id_columns_of_other_types_are_one_line(tmp_path, column, message):
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": column, "dst": pa.array([1, 2])}), f)
+    with pytest.raises(InputError, match=message):
+        ingest([EdgeSource([f])], tmp_path / "g")
+    assert not (tmp_path / "g").exists()
+
+
+def test_export_of_an_id_tsv_cannot_hold_is_one_line(tmp_path, capsys):
+    g = _ingest_text(tmp_path, 'a"b\tc\n')
+    rc = cli.main(["export", str(g.path), "--out", str(tmp_path / "x.tsv")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "cannot write as TSV" in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.glob("*x.tsv*"))
+
+
+def test_out_under_a_file_is_one_line(tmp_path, capsys):
+    f = tmp_path / "e.tsv"
+    f.write_text("1\t2\n")
+    (tmp_path / "FILE").write_text("")
+    assert cli.main(["ingest", str(f), "--out", str(tmp_path / "FILE" / "sub")]) == 2
+    assert "cannot create its directory" in capsys.readouterr().err
+
+
+def test_losing_a_race_for_out_and_a_full_disk_leave_nothing(tmp_path):
+    import errno
+
+    from graphsys.storage.atomic import staging_directory
+
+    out = tmp_path / "g"
+    with pytest.raises(GraphsysError, match="created by another process"):
+        with staging_directory(out) as staging:
+            (staging / "x").write_text("mine")
+            out.mkdir()
+            (out / "manifest.json").write_text("{}")  # the other ingest won
+    assert (out / "manifest.json").read_text() == "{}"
+    with pytest.raises(GraphsysError, match="No space left on device"):
+        with staging_directory(tmp_path / "h"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]
+
+
+def test_os_errors_reach_the_user_as_one_line(monkeypatch, capsys):
+    import errno
+
+    from graphsys.commands import verify
+
+    def full(args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/x/y")
+
+    monkeypatch.setattr(verify, "run", full)
+    assert cli.main(["verify", "somewhere"]) == 1
+    assert capsys.readouterr().err == "error: /x/y: No space left on device\n"
+
+
+# -- defect 9: decided coercions (docs/format.md) -----------------------------------------------
+
+def test_integer_text_is_one_node_whatever_else_the_input_holds(tmp_path):
+    only_ints = _ingest_text(tmp_path, "01\t3\n1\t2\n")
+    mixed = _ingest_text(tmp_path, "01\ta\n1\t2\n+1\tb\n")
+    assert only_ints.num_nodes() == 3 and only_ints.manifest.entity_types["node"].id_type \
+        == "int64"
+    assert mixed.num_nodes() == 4  # 1 (= 01 = +1), 2, a, b
+    assert sorted(mixed.node_ids().to_pylist()) == ["1", "2", "a", "b"]
+
+
+@pytest.mark.parametrize("text, message", [("a\x00b\t2\n", r"in\.tsv:1: NUL byte in src id"),
+                                           ("1\t2\tnan\n", r"in\.tsv:1: non-finite weight"),
+                                           ("1\t2\tinf\n", "non-finite weight 'inf'"),
+                                           ("1\t2\t1e39\n", "non-finite weight '1e39'")])
+def test_nul_ids_and_non_finite_weights_are_refused(tmp_path, text, message):
+    with pytest.raises(InputError, match=message):
+        _ingest_text(tmp_path, text, weight_col=2 if text.count("\t") == 2 else None)
