@@ -229,8 +229,9 @@ class VertexProgram(ABC):
     def fusable(self) -> bool:
         """True when :attr:`relax_state` is declared and the rest of the program fits it."""
         cls = type(self)
-        static = isinstance(inspect.getattr_static(cls, "direction", None), str) \
-            and "direction" not in vars(self)  # fused supersteps keep one direction
+        # fused supersteps run no program code, so they keep one direction: a computed one
+        # (a property, which may change between supersteps) takes the superstep loop
+        static = not hasattr(inspect.getattr_static(cls, "direction", None), "__get__")
         return (static and self.relax_state is not None and self.combiner == "min"
                 and self.message in ("copy", "add_weight") and not self.include_self
                 and cls.aggregate is VertexProgram.aggregate

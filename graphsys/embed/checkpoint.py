@@ -143,7 +143,7 @@ class CheckpointStorage:
             meta = json.loads(path.read_text())
         except FileNotFoundError:
             raise GraphsysError(f"{self.root}: not an embedding checkpoint (no {META})") from None
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
             raise FormatError(f"{path}: unreadable ({exc})") from None
         if meta.get("format") != FORMAT:
             raise FormatError(f"{path}: not a graphsys embedding checkpoint")
@@ -196,7 +196,7 @@ class CheckpointStorage:
     def read_config(self) -> dict[str, Any]:
         try:
             return json.loads((self.root / "config.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
             raise FormatError(f"{self.root / 'config.json'}: unreadable ({exc})") from None
 
     def versioned_files(self) -> list[tuple[Path, int]]:

@@ -343,7 +343,7 @@ class ArrowEmbeddings(Embeddings):
         index = path / ARROW_INDEX
         try:
             header = json.loads(index.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
             raise FormatError(f"{index}: unreadable ({exc})") from None
         if header.get("format") != ARROW_FORMAT:
             raise FormatError(f"{index}: unknown embeddings format {header.get('format')!r}")

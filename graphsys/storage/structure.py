@@ -73,7 +73,10 @@ def check_bucket_file(reader: paipc.RecordBatchFileReader, es: EdgeSet, expected
     """Schema (``src``/``dst`` int32, ``rel`` int32 and ``weight`` float32 as the edge set
     says) and total rows of an opened bucket file, from its metadata alone."""
     want = _edge_schema(es)
-    got = {f.name: f.type for f in reader.schema}
+    try:
+        got = {f.name: f.type for f in reader.schema}
+    except (UnicodeDecodeError, pa.ArrowException) as exc:
+        raise FormatError(f"{path}: unreadable schema ({exc})") from None
     if got != want:
         have = ", ".join(f"{k}: {v}" for k, v in got.items())
         need = ", ".join(f"{k}: {v}" for k, v in want.items())
@@ -127,6 +130,10 @@ def check_node_table(table: pa.Table, graph: Graph, entity_type: str, partition:
     """Rows and ``id`` type of a node partition file against the manifest."""
     et = graph.manifest.entity_types[entity_type]
     want = et.partition_sizes[partition]
+    try:
+        table.schema.names
+    except (UnicodeDecodeError, pa.ArrowException) as exc:
+        raise FormatError(f"{path}: unreadable schema ({exc})") from None
     if table.num_rows != want:
         raise FormatError(f"{path}: {table.num_rows} nodes, manifest says {want}")
     id_type = pa.int64() if et.id_type == "int64" else pa.large_string()
