@@ -8,7 +8,6 @@ traceback (any other exception fails the test) or a wrong answer reported as suc
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,7 +19,7 @@ from hypothesis import strategies as st
 
 from graphsys import bsp, open_graph
 from graphsys.embed import Embeddings, load_config, train as embed_train
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.errors import GraphsysError
 from graphsys.gnn import TrainConfig, train as gnn_train
 from graphsys.gnn.checkpoint import load_checkpoint
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest

@@ -25,15 +25,6 @@ from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 from graphsys.storage.verify import verify_graph
 
 
-@pytest.fixture
-def graph_dir(tmp_path):
-    rng = np.random.default_rng(0)
-    f = tmp_path / "e.tsv"
-    f.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 100, (2000, 2))))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=2))
-    return tmp_path / "g"
-
-
 def _edit_manifest(graph_dir, edit):
     path = graph_dir / MANIFEST
     data = json.loads(path.read_text())
