@@ -28,6 +28,7 @@ the same buckets on the ranks of a ``torch.distributed`` group.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import resource
@@ -617,6 +618,11 @@ class Trainer:
             for epoch in range(done, cfg.num_epochs):
                 self.stats.append(self._epoch(epoch, counts, io,
                                               progress if epoch == done else None))
+        except BaseException:
+            if self.rank == 0:  # a failed run (diverged, disk full) leaves only its commits
+                with contextlib.suppress(OSError):
+                    self.storage.drop_versions(self.buffer.committed, below=False)
+            raise
         finally:
             io.shutdown(wait=True)
             if self.pool is not None:

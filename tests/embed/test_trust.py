@@ -34,6 +34,8 @@ def test_divergence_stops_training_and_keeps_the_last_good_version(kg4, small, t
     assert f"keeps version {meta['version']}," in message
     emb = Embeddings.load(out)  # the last good version loads, checksums and all
     assert np.isfinite(emb.to_numpy()).all()
+    versions = {int(p.name.split(".v")[1][:6]) for p in out.rglob("*.npy")}
+    assert versions == {meta["version"]}  # no orphan files of the failed version
 
 
 def test_divergence_from_scratch_commits_nothing_non_finite(kg1, small, tmp_path):

@@ -113,3 +113,24 @@ def test_diverged_gnn_training_stops_with_one_line(tmp_path):
     with pytest.raises(GraphsysError, match=r"training diverged: .*epoch \d+.* keeps the"):
         train(g, TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=3, lr=1e30,
                              seed=0), out=tmp_path / "run")
+
+
+def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, monkeypatch):
+    import errno
+
+    from graphsys.gnn import checkpoint
+
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), {}, {"save": 1})
+    real = checkpoint.write_bytes_atomic
+
+    def full(path, data):
+        if path.name.endswith(".npy") and "v000002" in str(path) and path.name != "0000.npy":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, data)
+
+    monkeypatch.setattr(checkpoint, "write_bytes_atomic", full)
+    with pytest.raises(GraphsysError, match="No space left on device.*previous one"):
+        save_checkpoint(ck, _state(2.0), {}, {"save": 2})
+    assert sorted(p.name for p in ck.iterdir()) == ["model.json", "tensors.v000001"]
+    assert load_checkpoint(ck)[2] == {"save": 1}
