@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as paipc
@@ -151,14 +152,29 @@ def check_node_table(table: pa.Table, graph: Graph, entity_type: str, partition:
                               f"{c.kind} column")
 
 
-def check_sorted(src: np.ndarray, dst: np.ndarray, prev_key: int, path: Path) -> int:
-    """Raise unless edges are sorted by (src, dst) after ``prev_key``; returns the last key."""
+@numba.njit(cache=True, nogil=True)
+def _first_unsorted(src, dst, prev_src, prev_dst):
+    """Index of the first edge below its predecessor in (src, dst) order (the one before
+    ``src[0]`` is ``(prev_src, prev_dst)``), or -1: one pass, no temporaries."""
+    ps, pd = prev_src, prev_dst
+    for k in range(src.shape[0]):
+        s, d = src[k], dst[k]
+        if s < ps or (s == ps and d < pd):
+            return k
+        ps, pd = s, d
+    return -1
+
+
+def check_sorted(src: np.ndarray, dst: np.ndarray, prev: tuple[int, int], path: Path,
+                 start: int) -> tuple[int, int]:
+    """Raise unless edges are sorted by (src, dst) after ``prev`` (the bucket's previous
+    edge, ``(-1, -1)`` at its start; ``start``: row of ``src[0]``); returns the last edge."""
     if len(src) == 0:
-        return prev_key
-    key = (src.astype(np.int64) << 32) | dst.astype(np.int64)
-    if key[0] < prev_key or (len(key) > 1 and (np.diff(key) < 0).any()):
-        raise FormatError(f"{path}: edges not sorted by (src, dst)")
-    return int(key[-1])
+        return prev
+    k = _first_unsorted(src, dst, prev[0], prev[1])
+    if k >= 0:
+        raise FormatError(f"{path}: row {start + k}: edges not sorted by (src, dst)")
+    return int(src[-1]), int(dst[-1])
 
 
 def check_structure(graph: Graph) -> dict[str, int]:
@@ -175,9 +191,9 @@ def check_structure(graph: Graph) -> dict[str, int]:
     for name, es in m.edge_sets.items():
         for (i, j), n in sorted(es.buckets.items()):
             bucket = graph.bucket(i, j, name)
-            prev = -1
+            prev = (-1, -1)
             for eb in bucket.batches():  # schema, rows and ranges checked on first touch
-                prev = check_sorted(eb.src, eb.dst, prev, bucket.path)
+                prev = check_sorted(eb.src, eb.dst, prev, bucket.path, eb.start)
             edges += n
     return {"files": len(m.files), "bytes": sum(e["bytes"] for e in m.files.values()),
             "nodes": graph.num_nodes(), "edges": edges}
