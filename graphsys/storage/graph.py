@@ -117,9 +117,11 @@ class Bucket:
         checked = self.graph._checked_batches
         start = 0
         for k in range(reader.num_record_batches):
-            rb = reader.get_batch(k)
-            names = rb.schema.names
-            col = {n: rb.column(n).to_numpy(zero_copy_only=True) for n in names}
+            try:
+                rb = reader.get_batch(k)
+                col = {n: rb.column(n).to_numpy(zero_copy_only=True) for n in rb.schema.names}
+            except (pa.ArrowException, UnicodeDecodeError) as exc:  # e.g. nulls, bad buffers
+                raise FormatError(f"{self.path}: unreadable record batch {k} ({exc})") from None
             key = (self.edge_set, self.i, self.j, k)
             if key not in checked:  # bounds-checked first touch: never an index past a row
                 self.graph.bucket_bounds(self.i, self.j).check(
