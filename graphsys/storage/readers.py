@@ -298,6 +298,12 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
     tokens = split(first[0])
     if header is None:
         header = _auto_header(tokens, split(first[1]) if len(first) == 2 else None, roles)
+        named = {role: v for role, v in roles.items() if isinstance(v, str)}
+        fields = [t.decode("utf-8", "replace").strip() for t in tokens]
+        for role, col in named.items():
+            if col not in fields:
+                raise InputError(f"unknown column {col!r} for {role}: the first line "
+                                 f"({', '.join(fields)[:200]}) does not name it", path=path)
         if header:
             log.warning("%s: first line taken as a header (%s); set header to no "
                         "if it is data", path,
