@@ -43,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     except GraphsysError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # the system refused: a full disk, a permission, a vanished file
+        if exc.errno is None:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

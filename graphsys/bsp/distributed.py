@@ -11,13 +11,19 @@ combiner). Aggregators and the frontier size are ``all_reduce``d at the barrier.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from datetime import timedelta
 
 import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError
 
+#: Environment variable: seconds a collective waits for a peer (default DEFAULT_TIMEOUT_S).
+ENV_TIMEOUT = "GRAPHSYS_DIST_TIMEOUT"
+DEFAULT_TIMEOUT_S = 300.0
 _REDUCE = {"sum": "SUM", "min": "MIN", "max": "MAX"}
 
 
@@ -113,16 +119,50 @@ class TorchComm:
         return torch.cat([p[:s] for p, s in zip(parts, sizes)])
 
 
+def process_group_timeout() -> float:
+    """Seconds a collective may wait for a peer before every rank fails:
+    ``GRAPHSYS_DIST_TIMEOUT`` if set, else :data:`DEFAULT_TIMEOUT_S`."""
+    value = os.environ.get(ENV_TIMEOUT)
+    if value is None:
+        return DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise GraphsysError(f"{ENV_TIMEOUT}={value!r}: must be a positive number of seconds")
+    return seconds
+
+
 def init_from_env(device: torch.device) -> bool:
     """Initialise the default process group from the ``torchrun`` environment
     (``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR``/``MASTER_PORT``) when ``WORLD_SIZE`` > 1 and
-    it is not initialised yet; NCCL for CUDA devices, gloo otherwise. Returns whether the run
-    is distributed."""
+    it is not initialised yet; NCCL for CUDA devices, gloo otherwise, with the
+    :func:`process_group_timeout`. Returns whether the run is distributed."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         return dist.get_world_size() > 1
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return False
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                            timeout=timedelta(seconds=process_group_timeout()))
     return True
+
+
+@contextlib.contextmanager
+def peer_failures(distributed: bool) -> Iterator[None]:
+    """Turn the error a rank gets when a peer died, froze past the timeout or closed its
+    connection (a ``RuntimeError`` from the backend) into one line naming this rank."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if not distributed:
+            raise
+        import torch.distributed as dist
+
+        rank = dist.get_rank() if dist.is_initialized() else "?"
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise GraphsysError(f"rank {rank}: a peer rank died, froze for more than "
+                            f"{process_group_timeout():.0f} s ({ENV_TIMEOUT}) or failed: "
+                            f"{first}") from None

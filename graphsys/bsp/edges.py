@@ -403,19 +403,9 @@ class StreamEdges:
         self.lo = int(self.offsets[self.src_parts.start])
         self.threads = max(1, threads)
         self.readahead = max(0, readahead)
-        #: per target partition: its (i, j, reverse) buckets in ascending source order
-        self.tasks: list[list[tuple[int, int, bool]]] = []
-        for t in range(p):
-            task = []
-            if program.direction in ("out", "both"):
-                task += [(i, t, False) for i in self.src_parts]
-            if program.direction in ("in", "both"):
-                task += [(t, j, True) for j in self.src_parts]
-            task = [(i, j, rev) for i, j, rev in task if self.es.buckets.get((i, j))]
-            if task:
-                self.tasks.append(task)
-        self.num_edges_local = sum(self.es.buckets[(i, j)] for task in self.tasks
-                                   for i, j, _ in task)
+        self._tasks: dict[str, list[list[tuple[int, int, bool]]]] = {}
+        self.num_edges_local = sum(self.es.buckets[b] for b in {
+            (i, j) for task in self._tasks_of("both") for i, j, _ in task})
         edge_bytes = self.num_edges_local * (12 if program.uses_weights else 8)
         #: page advice on (read-ahead and release), for edge sets too big to keep mapped
         self.paging = edge_bytes > RESIDENT_EDGE_BYTES
@@ -423,6 +413,28 @@ class StreamEdges:
         #: between supersteps (opening costs more than a superstep of a small bucket)
         self._open: dict[tuple[int, int], tuple[tuple[int, int], list]] = {}
         self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def tasks(self) -> list[list[tuple[int, int, bool]]]:
+        """Per target partition, its ``(i, j, reverse)`` buckets in ascending source order,
+        for the program's *current* direction (a program may switch it between supersteps,
+        as it may in memory)."""
+        return self._tasks_of(self.program.direction)
+
+    def _tasks_of(self, direction: str) -> list[list[tuple[int, int, bool]]]:
+        if direction not in self._tasks:
+            tasks = []
+            for t in range(self.graph.num_partitions):
+                task = []
+                if direction in ("out", "both"):
+                    task += [(i, t, False) for i in self.src_parts]
+                if direction in ("in", "both"):
+                    task += [(t, j, True) for j in self.src_parts]
+                task = [(i, j, rev) for i, j, rev in task if self.es.buckets.get((i, j))]
+                if task:
+                    tasks.append(task)
+            self._tasks[direction] = tasks
+        return self._tasks[direction]
 
     def close(self) -> None:
         """Stop the worker pool and unmap the buckets."""

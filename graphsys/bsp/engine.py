@@ -185,6 +185,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                     if done:
                         step += done
                         continue
+                program.check()  # direction may change between supersteps: each one is valid
                 ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
                 t1 = time.perf_counter()
                 ss.seconds["aggregate"] = t1 - t0

@@ -22,6 +22,7 @@ float64 (N_local,). ``ctx.lo``/``ctx.hi`` is the global id range this process ow
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -146,6 +147,8 @@ class VertexProgram(ABC):
       ``(x_src: float64 (E,), weight: float32 (E,) | None) -> float64 (E,)``;
     * ``combiner``: ``"sum"`` | ``"min"`` | ``"max"`` | a :class:`Combiner`;
     * ``direction``: messages along edges (``out``), against them (``in``), or ``both``;
+      read at every superstep, so a program may switch it (a property, or an attribute set
+      in :meth:`update`; HITS alternates ``out`` and ``in``) in every mode;
     * ``uses_weights``: whether edge weights are needed (``add_weight``/``mul_weight``);
     * ``first_message_wins``: all messages of a superstep are equal, so a pulling target
       can stop at its first one (Ligra's BFS trick);
@@ -226,7 +229,10 @@ class VertexProgram(ABC):
     def fusable(self) -> bool:
         """True when :attr:`relax_state` is declared and the rest of the program fits it."""
         cls = type(self)
-        return (self.relax_state is not None and self.combiner == "min"
+        # fused supersteps run no program code, so they keep one direction: a computed one
+        # (a property, which may change between supersteps) takes the superstep loop
+        static = not hasattr(inspect.getattr_static(cls, "direction", None), "__get__")
+        return (static and self.relax_state is not None and self.combiner == "min"
                 and self.message in ("copy", "add_weight") and not self.include_self
                 and cls.aggregate is VertexProgram.aggregate
                 and cls.halt is VertexProgram.halt)

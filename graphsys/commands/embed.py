@@ -137,7 +137,7 @@ prints the result.
 
 
 def run_train(args) -> int:
-    from graphsys.bsp.distributed import init_from_env
+    from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.device import resolve_device
     from graphsys.embed.config import load_config
     from graphsys.embed.distributed import DistributedTrainer
@@ -161,10 +161,11 @@ def run_train(args) -> int:
     graph = graph or open_graph(graph_path)
     distributed = init_from_env(resolve_device(cfg.device))
     try:
-        trainer = (DistributedTrainer if distributed else Trainer)(
-            cfg, graph, Path(out), progress=show_progress(args), log=log)
-        with recording(trace, trainer.device):
-            stats = trainer.run()
+        with peer_failures(distributed):
+            trainer = (DistributedTrainer if distributed else Trainer)(
+                cfg, graph, Path(out), progress=show_progress(args), log=log)
+            with recording(trace, trainer.device):
+                stats = trainer.run()
     finally:
         if distributed:
             import torch.distributed as dist

@@ -30,7 +30,11 @@ def register(subparsers) -> None:
     p.add_argument("--weight-col", help="weight column (float)")
     p.add_argument("--relation", help="relation name for every edge when there is no rel column")
     p.add_argument("--delimiter", help="text delimiter (default: sniffed; tab, comma or spaces)")
-    p.add_argument("--no-header", action="store_true", help="text has no header line")
+    p.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
+                   help="text header line: auto (default: a header only when the first line "
+                        "holds the named columns, or is non-numeric in every field while the "
+                        "second line is numeric; said on stderr), yes or no")
+    p.add_argument("--no-header", action="store_true", help="same as --header no")
     p.add_argument("--edge-set", default=DEFAULT_EDGE_SET,
                    help=f"name of the edge set (default {DEFAULT_EDGE_SET!r})")
     p.add_argument("--nodes", type=Path,
@@ -52,7 +56,8 @@ def run(args) -> int:
         src_col=column_arg(args.src_col), dst_col=column_arg(args.dst_col),
         rel_col=column_arg(args.rel_col), weight_col=column_arg(args.weight_col),
         relation=args.relation, delimiter=args.delimiter,
-        header=False if args.no_header else None)
+        header=False if args.no_header else {"auto": None, "yes": True, "no": False}[
+            args.header])
     nodes = []
     if args.nodes is not None:
         nodes.append(NodeSource(_read_node_table(args.nodes)))

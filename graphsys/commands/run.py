@@ -67,7 +67,7 @@ def run(args) -> int:
 
     from graphsys import open_graph
     from graphsys.bsp.algorithms import ALGORITHMS
-    from graphsys.bsp.distributed import init_from_env
+    from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
     from graphsys.device import resolve_device
     from graphsys.storage.atomic import atomic_path
@@ -141,7 +141,7 @@ def run(args) -> int:
                   f" {ss.messages_combined:>12,} {ss.edges_scanned:>13,} "
                   f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
 
-    with recording(trace, device):
+    with peer_failures(distributed), recording(trace, device):
         result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
             graph, progress=progress, **kwargs)
     stats = result.stats

@@ -29,8 +29,8 @@ import gzip
 import hashlib
 import os
 import secrets
-import shutil
 import tarfile
+import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -42,7 +42,7 @@ from typing import IO, Any
 
 from graphsys.datasets.registry import DataFile, Dataset
 from graphsys.errors import GraphsysError, InputError
-from graphsys.storage.atomic import sha256_file
+from graphsys.storage.atomic import pid_alive, sha256_file
 
 ENV_CACHE = "GRAPHSYS_DATA"
 ENV_MIRROR = "GRAPHSYS_MIRROR"
@@ -51,6 +51,12 @@ DEFAULT_CACHE = Path("~/.cache/graphsys/datasets")
 CHUNK = 1 << 20
 #: Seconds to wait for the server before a download fails.
 HTTP_TIMEOUT = 60
+#: Seconds a whole download may take (however slowly the server trickles bytes).
+DOWNLOAD_DEADLINE = 1800
+#: A download may be at most this many times the expected size of the files it holds, plus
+#: :data:`DOWNLOAD_SLACK_BYTES` (archives hold other members, compression may not pay).
+DOWNLOAD_SLACK_FACTOR = 2
+DOWNLOAD_SLACK_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -174,10 +180,15 @@ def _from_url(root: Path, url: str, files: list[DataFile]) -> list[FetchedFile]:
     """Download ``url`` once into the cache's temporary area, derive every file from it."""
     tmp_dir = root / ".downloads"
     tmp_dir.mkdir(parents=True, exist_ok=True)
-    artifact = tmp_dir / f"{secrets.token_hex(8)}.part"
+    for stale in tmp_dir.glob("*.part"):  # of a download killed before its cleanup
+        pid = stale.name.split("-", 1)[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+    artifact = tmp_dir / f"{os.getpid()}-{secrets.token_hex(8)}.part"
+    limit = DOWNLOAD_SLACK_FACTOR * sum(f.download.bytes for f in files) + DOWNLOAD_SLACK_BYTES
     out = []
     try:
-        _download(url, artifact)
+        _download(url, artifact, limit=limit)
         for f in files:
             d = f.download
             with _Payload(artifact, f, url) as stream:
@@ -198,15 +209,33 @@ def _describe(f: DataFile) -> str:
     return d.url + (f" member {d.member}" if d.member else "")
 
 
-def _download(url: str, dest: Path) -> None:
-    """Stream ``url`` into ``dest``; HTTP and network failures are one-line errors."""
+def _download(url: str, dest: Path, *, limit: int | None = None,
+              deadline: float | None = None) -> None:
+    """Stream ``url`` into ``dest``: at most ``limit`` bytes and ``deadline`` seconds in all
+    (each read also times out after :data:`HTTP_TIMEOUT`). Too large, too slow, HTTP and
+    network failures are one-line errors."""
     from graphsys import __version__
 
     request = urllib.request.Request(url, headers={"User-Agent": f"graphsys/{__version__}"})
+    deadline = DOWNLOAD_DEADLINE if deadline is None else deadline
+    end = time.monotonic() + deadline
     try:
         with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as resp, \
                 open(dest, "wb") as out:
-            shutil.copyfileobj(resp, out, CHUNK)
+            size = resp.headers.get("Content-Length")
+            if limit is not None and size and size.isdigit() and int(size) > limit:
+                raise GraphsysError(f"download of {url} refused: {int(size):,} bytes announced"
+                                    f", at most {limit:,} expected")
+            got = 0
+            while block := resp.read1(CHUNK):  # returns what arrived: no stall on one chunk
+                got += len(block)
+                if limit is not None and got > limit:
+                    raise GraphsysError(f"download of {url} stopped: more than {limit:,} bytes"
+                                        f", the most expected")
+                if time.monotonic() > end:
+                    raise GraphsysError(f"download of {url} stopped: not done after "
+                                        f"{deadline:.0f} s ({got:,} bytes)")
+                out.write(block)
     except urllib.error.HTTPError as exc:
         raise GraphsysError(f"download of {url} failed: HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError) as exc:

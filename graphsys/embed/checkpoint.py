@@ -17,6 +17,10 @@ rename) only after every file of the new version is on disk, and older versions 
 afterwards. Files of a version above the committed one are leftovers of an interrupted epoch
 (or, during training, partitions written since the last commit) and are removed on resume.
 
+``checkpoint.json`` also lists, under ``files``, the sha256 of every file of the committed
+version (paths relative to ``CKPT``); loads and resumes check them (:meth:`CheckpointStorage.
+verify_files`), so a flipped byte or a swapped file is refused, never trained on or served.
+
 ``checkpoint.json`` holds ``version``, ``epochs_done``, the per-epoch ``stats`` and, for a
 commit made inside an epoch (``checkpoint_buckets``), ``progress``: ``buckets_done`` (the
 ``[i, j]`` buckets of epoch ``epochs_done + 1`` already trained) and ``stats`` (that epoch's
@@ -38,6 +42,7 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.atomic import (
            atomic_path,
            fsync_path,
+           sha256_file,
            sync_filesystem,
            write_bytes_atomic,
 )
@@ -130,23 +135,57 @@ class CheckpointStorage:
     def has_meta(self) -> bool:
         return (self.root / META).is_file()
 
-    def read_meta(self) -> dict[str, Any]:
+    def read_meta(self, *, check_files: bool = True) -> dict[str, Any]:
+        """The committed ``checkpoint.json``; with ``check_files`` (the default) every file of
+        its version is checked against its recorded sha256 first."""
         path = self.root / META
         try:
             meta = json.loads(path.read_text())
         except FileNotFoundError:
             raise GraphsysError(f"{self.root}: not an embedding checkpoint (no {META})") from None
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
             raise FormatError(f"{path}: unreadable ({exc})") from None
         if meta.get("format") != FORMAT:
             raise FormatError(f"{path}: not a graphsys embedding checkpoint")
         if meta.get("format_version") != FORMAT_VERSION:
             raise FormatError(f"{path}: format_version {meta.get('format_version')} is not "
                               f"{FORMAT_VERSION}")
+        if not isinstance(meta.get("version"), int) or meta["version"] < 0:
+            raise FormatError(f"{path}: field 'version' must be a non-negative integer")
+        if check_files:
+            self.verify_files(meta)
         return meta
 
+    def version_files(self, version: int) -> list[Path]:
+        """Every file of ``version`` (embeddings, optimizer state, relation parameters)."""
+        return sorted(p for p, v in self.versioned_files() if v == version)
+
+    def verify_files(self, meta: dict[str, Any]) -> None:
+        """Raise :class:`FormatError` naming the first file of the committed version whose
+        sha256 differs from ``meta["files"]``, or that is missing or not listed."""
+        files = meta.get("files")
+        where = self.root / META
+        if not isinstance(files, dict):
+            raise FormatError(f"{where}: no file checksums (field 'files'); written by an "
+                              f"older graphsys or edited")
+        on_disk = {p.relative_to(self.root).as_posix() for p in
+                   self.version_files(meta["version"])}
+        extra = sorted(on_disk - set(files))
+        if extra:
+            raise FormatError(f"{self.root / extra[0]}: not listed in {META}")
+        for rel, digest in sorted(files.items()):
+            f = self.root / rel
+            if rel not in on_disk:
+                raise FormatError(f"{f}: missing (listed in {META})")
+            if sha256_file(f) != digest:
+                raise FormatError(f"{f}: sha256 mismatch (corrupted or modified file)")
+
     def write_meta(self, meta: dict[str, Any]) -> None:
-        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, **meta}
+        """Commit ``meta`` (its ``version``'s files must all be on disk): records the sha256
+        of every file of the version, then replaces ``checkpoint.json`` atomically."""
+        files = {p.relative_to(self.root).as_posix(): sha256_file(p)
+                 for p in self.version_files(meta["version"])}
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, **meta, "files": files}
         write_bytes_atomic(self.root / META, json.dumps(meta, indent=1).encode() + b"\n")
 
     def write_config(self, config: dict[str, Any]) -> None:
@@ -157,7 +196,7 @@ class CheckpointStorage:
     def read_config(self) -> dict[str, Any]:
         try:
             return json.loads((self.root / "config.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
             raise FormatError(f"{self.root / 'config.json'}: unreadable ({exc})") from None
 
     def versioned_files(self) -> list[tuple[Path, int]]:

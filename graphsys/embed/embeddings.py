@@ -67,6 +67,10 @@ class Embeddings:
         self.comparator = COMPARATORS.get_class(meta["comparator"])()
         self.relmodel = RelationModel([r["operator"] for r in self.relations], self.dimension)
         self.relmodel.load(self.storage, self.version, with_state=False)
+        for side, g, k in self.relmodel.keys():
+            if not bool(torch.isfinite(self.relmodel.params[side][g][k]).all()):
+                raise FormatError(f"{self.storage.model_path(f'{side}.g{g}.{k}', self.version)}"
+                                  f": non-finite relation parameter (NaN or infinity)")
         self._parts: dict[str, list[np.ndarray]] = {}
         self._indexes: dict[tuple[str, str], Any] = {}
         self._filters: dict[tuple[tuple[str, ...], str], Any] = {}
@@ -118,8 +122,8 @@ class Embeddings:
         t = self._etype(entity_type)
         if t not in self._parts:
             n = len(self.meta["entity_types"][t]["partition_sizes"])
-            self._parts[t] = [load_npy(self.storage.emb_path(t, p, self.version), mmap=True)
-                              for p in range(n)]
+            paths = [self.storage.emb_path(t, p, self.version) for p in range(n)]
+            self._parts[t] = [require_finite(load_npy(f, mmap=True), f) for f in paths]
         return self._parts[t]
 
     def num_entities(self, entity_type: str | None = None) -> int:
@@ -465,7 +469,7 @@ class ArrowEmbeddings(Embeddings):
         index = path / ARROW_INDEX
         try:
             header = json.loads(index.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
             raise FormatError(f"{index}: unreadable ({exc})") from None
         if header.get("format") != ARROW_FORMAT:
             raise FormatError(f"{index}: unknown embeddings format {header.get('format')!r}")
@@ -495,5 +499,20 @@ class ArrowEmbeddings(Embeddings):
             raise FormatError(f"{file}: cannot read embeddings ({exc})") from None
         rows = [c.flatten().to_numpy().reshape(-1, self.dimension) for c in col.chunks]
         if len(rows) == 1:
-            return rows[0]
-        return np.concatenate(rows) if rows else np.zeros((0, self.dimension), np.float32)
+            return require_finite(rows[0], file)
+        out = np.concatenate(rows) if rows else np.zeros((0, self.dimension), np.float32)
+        return require_finite(out, file)
+
+
+def require_finite(arr: np.ndarray, file: Path, block_rows: int = BLOCK_ROWS) -> np.ndarray:
+    """``arr`` (float ``(n, d)``, possibly memory-mapped) if every value is finite, else a
+    one-line :class:`FormatError` naming ``file`` and the first bad row: NaN or infinite
+    embeddings are never served (every comparison with NaN is false, so they would rank
+    first). Scans ``block_rows`` rows at a time."""
+    for start in range(0, len(arr), block_rows):
+        block = np.asarray(arr[start:start + block_rows])
+        bad = ~np.isfinite(block)
+        if bad.any():
+            row = start + int(np.flatnonzero(bad.any(axis=tuple(range(1, bad.ndim))))[0])
+            raise FormatError(f"{file}: non-finite embedding (NaN or infinity) in row {row}")
+    return arr

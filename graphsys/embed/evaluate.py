@@ -86,9 +86,17 @@ class _Filter:
 
 
 def _ranks(scores: torch.Tensor, pos: torch.Tensor) -> np.ndarray:
+    """Float64 ranks ``(q,)`` of the positives ``pos`` ``(q,)`` among ``scores`` ``(q, c)``.
+    A NaN ranks worst, never best: a NaN candidate is below every number, and a NaN positive
+    gets rank ``c`` (every comparison with NaN is false, so counting alone would say 1)."""
+    nan_pos = pos.isnan()
+    scores = scores.masked_fill(scores.isnan(), float("-inf"))
+    pos = pos.masked_fill(nan_pos, float("-inf"))
     gt = (scores > pos[:, None]).sum(1)
     eq = (scores == pos[:, None]).sum(1)
-    return (1.0 + gt + 0.5 * (eq - 1).clamp_min(0)).numpy().astype(np.float64)
+    ranks = 1.0 + gt + 0.5 * (eq - 1).clamp_min(0)
+    ranks = torch.where(nan_pos, torch.full_like(ranks, float(max(scores.shape[1], 1))), ranks)
+    return ranks.numpy().astype(np.float64)
 
 
 def metrics(ranks: np.ndarray) -> dict[str, float]:

@@ -28,6 +28,8 @@ the same buckets on the ranks of a ``torch.distributed`` group.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import resource
 import threading
@@ -172,6 +174,13 @@ class EpochStats:
 # Partition buffer
 
 
+def diverged(out: Path, committed: int, what: str) -> GraphsysError:
+    """The one-line error that stops a diverged run: ``what`` went non-finite; the
+    checkpoint ``out`` keeps version ``committed``, its last good one."""
+    return GraphsysError(f"{out}: training diverged: {what}; the checkpoint keeps version "
+                         f"{committed}, the last good one (lower lr or init_scale?)")
+
+
 class PartitionBuffer:
     """Resident embedding partitions (all entity types of partition ``p`` form one slot).
 
@@ -216,7 +225,15 @@ class PartitionBuffer:
             self.tally.loads += 1
             self.tally.bytes_read += nbytes
 
+    def check_finite(self, p: int) -> None:
+        """Raise :func:`diverged` if resident partition ``p`` holds a NaN or an infinity."""
+        for etype, (emb, _) in self.resident[p].items():
+            if not bool(torch.isfinite(emb).all()):
+                raise diverged(self.storage.root, self.committed,
+                               f"non-finite embedding in entity type {etype!r}, partition {p}")
+
     def _write(self, p: int) -> int:
+        self.check_finite(p)
         n, v = 0, self.working
         for etype, (emb, st) in self.resident[p].items():
             n += save_npy(self.storage.emb_path(etype, p, v), emb.cpu().numpy(), durable=False)
@@ -387,7 +404,7 @@ class Trainer:
         config and remove the files of an interrupted commit."""
         st = self.storage
         if st.has_meta():
-            meta = st.read_meta()
+            meta = st.read_meta(check_files=False)  # _load_state checks the files
             old = config_from_dict(st.read_config()).to_json()  # defaults of newer keys
             new = self._config_json()
             changed = {}
@@ -430,6 +447,9 @@ class Trainer:
             for p, n in enumerate(sizes):
                 gen = torch.Generator().manual_seed(_seed(self.cfg.seed, 1, ti, p))
                 emb = init_embeddings(n, d, self.cfg.init_scale, gen)
+                if not bool(torch.isfinite(emb).all()):
+                    raise ConfigError(f"init_scale={self.cfg.init_scale} gives non-finite "
+                                      f"initial embeddings (float32)")
                 save_npy(st.emb_path(etype, p, 0), emb.numpy())
                 save_npy(st.optim_path(etype, p, 0), np.zeros(n, np.float32))
         self.relmodel.save(st, 0)
@@ -579,14 +599,19 @@ class Trainer:
                 w = rw if w is None else w * rw
             if len(self.pairs) == 1:
                 lt, rt = self.pairs[0]
-                total += self._batch(lt, rt, i, j, h, t, r, w, gen)
+                loss = self._batch(lt, rt, i, j, h, t, r, w, gen)
             else:
                 pr = torch.from_numpy(self.pair_of_rel)[r]
+                loss = 0.0
                 for pi, (lt, rt) in enumerate(self.pairs):
                     m = pr == pi
                     if bool(m.any()):
-                        total += self._batch(lt, rt, i, j, h[m], t[m], r[m],
-                                             None if w is None else w[m], gen)
+                        loss += self._batch(lt, rt, i, j, h[m], t[m], r[m],
+                                            None if w is None else w[m], gen)
+            if not math.isfinite(loss):
+                raise self._diverged(f"loss {loss} in bucket ({i}, {j}), batch of edges "
+                                     f"{start}..{start + len(idx) - 1} of its shuffled order")
+            total += loss
             if bar is not None:
                 bar.update(len(idx))
         return total
@@ -622,6 +647,11 @@ class Trainer:
             for epoch in range(done, cfg.num_epochs):
                 self.stats.append(self._epoch(epoch, counts, io,
                                               progress if epoch == done else None))
+        except BaseException:
+            if self.rank == 0:  # a failed run (diverged, disk full) leaves only its commits
+                with contextlib.suppress(OSError):
+                    self.storage.drop_versions(self.buffer.committed, below=False)
+            raise
         finally:
             io.shutdown(wait=True)
             if self.pool is not None:
@@ -714,6 +744,7 @@ class Trainer:
         older version."""
         t0 = time.perf_counter()
         buf = self.buffer
+        self._check_finite()
         st.ranks[self.rank].checkpoint_bytes += buf.flush()
         self._share_figures(st)
         version = buf.committed + 1
@@ -733,6 +764,19 @@ class Trainer:
             self.storage.drop_versions(version, above=False, below=True)
         self._barrier()
         buf.committed = version
+
+    def _diverged(self, what: str) -> GraphsysError:
+        return diverged(self.out, self.buffer.committed, what)
+
+    def _check_finite(self) -> None:
+        """Raise :func:`diverged` if a resident embedding or a relation parameter holds a
+        NaN or an infinity (checked before every commit, as evictions check what they
+        write: a non-finite value is never committed)."""
+        for p in sorted(self.buffer.resident):
+            self.buffer.check_finite(p)
+        for side, g, k in self.relmodel.keys():
+            if not bool(torch.isfinite(self.relmodel.params[side][g][k]).all()):
+                raise self._diverged(f"non-finite relation parameter {side}.g{g}.{k}")
 
     def _share_figures(self, st: EpochStats) -> None:
         """Make every rank's :class:`RankStats` of ``st`` current on this rank (one process:

@@ -40,6 +40,7 @@ held-out item ranks in the top 10, ``mrr`` = mean reciprocal rank.
 from __future__ import annotations
 
 import copy
+import math
 import json
 import time
 from collections.abc import Callable
@@ -165,6 +166,27 @@ class _Monitor:
             return False
         self.bad += 1
         return self.bad >= self.cfg.patience
+
+
+def _finite_loss(loss: float, epoch: int, batch: int, out: Path | None, *,
+                 what: str = "") -> float:
+    """``loss`` if finite, else the one-line error that stops a diverged run (the last
+    checkpoint written, if any, is the last good model: nothing non-finite is saved)."""
+    if math.isfinite(loss):
+        return loss
+    where = f"{what} after epoch {epoch}" if what else f"loss {loss} in epoch {epoch}, " \
+        f"batch {batch}"
+    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None else ""
+    raise GraphsysError(f"training diverged: {where}{kept} (lower lr?)")
+
+
+def _finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None) -> None:
+    """Raise the diverged-run error of :func:`_finite_loss` if a parameter of ``modules``
+    holds a NaN or an infinity after ``epoch`` (before it is evaluated or saved)."""
+    for module in modules:
+        for name, param in module.named_parameters():
+            if not bool(torch.isfinite(param).all()):
+                _finite_loss(float("nan"), epoch, -1, out, what=f"parameter {name} non-finite")
 
 
 def _progress_bar(cfg: TrainConfig, batches_per_epoch: int, progress: bool) -> tqdm:
@@ -360,14 +382,15 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
             loss_sum = 0.0
             loader = PrefetchLoader(nb_epoch, make_batch, num_workers=cfg.num_workers,
                                     prefetch=cfg.prefetch, device=device)
-            for batch in loader:
+            for k, batch in enumerate(loader):
                 logits = call(batch.blocks, inp(batch.input_nodes))
                 value = loss(logits, batch.extra["y"])
                 opt.zero_grad()
                 value.backward()
                 opt.step()
-                loss_sum += float(value.detach()) * len(batch.seeds)
+                loss_sum += _finite_loss(float(value.detach()), epoch, k, out) * len(batch.seeds)
                 bar.update(1)
+            _finite_params((model, inp), epoch, out)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
             pred = evaluate().argmax(1)
@@ -589,7 +612,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                                     num_workers=cfg.num_workers, prefetch=cfg.prefetch,
                                     device=device)
             loss_sum = 0.0
-            for batch in loader:
+            for k, batch in enumerate(loader):
                 z = F.normalize(model(batch.blocks, inp(batch.input_nodes)), dim=1)
                 ex = batch.extra
                 h, p, n = z[ex["head"]], z[ex["pos"]], z[ex["neg"]]
@@ -601,8 +624,9 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                loss_sum += float(loss.detach())
+                loss_sum += _finite_loss(float(loss.detach()), epoch, k, out)
                 bar.update(1)
+            _finite_params((model, inp), epoch, out)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
             with torch.no_grad():

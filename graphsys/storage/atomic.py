@@ -89,7 +89,7 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
         raise
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -113,21 +113,38 @@ def staging_directory(out: Path) -> Iterator[Path]:
             raise GraphsysError(f"{out}: already holds a graph (remove it or choose another --out)")
         if not out.is_dir() or any(out.iterdir()):
             raise GraphsysError(f"{out}: exists and is not an empty directory")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GraphsysError(f"{out}: cannot create its directory {out.parent} "
+                            f"({exc.strerror or exc})") from None
     prefix = f".{out.name}{_STAGING_MARK}"
     for stale in out.parent.glob(prefix + "*"):
         pid = stale.name[len(prefix):].split("-")[0]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     staging = out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
-    staging.mkdir()
+    try:
+        staging.mkdir()
+    except OSError as exc:
+        raise GraphsysError(f"{out}: cannot write in {out.parent} ({exc.strerror or exc})"
+                            ) from None
     try:
         yield staging
         fsync_path(staging)
-        if out.exists():
-            out.rmdir()
-        os.rename(staging, out)
+        try:
+            if out.exists():
+                out.rmdir()
+            os.rename(staging, out)
+        except OSError as exc:  # another writer finished first (ENOTEMPTY, EEXIST)
+            raise GraphsysError(f"{out}: was created by another process while this one "
+                                f"wrote ({exc.strerror or exc}); nothing written") from None
         fsync_path(out.parent)
+    except OSError as exc:  # a full disk, a lost permission: one line, nothing left
+        shutil.rmtree(staging, ignore_errors=True)
+        raise GraphsysError(f"{out}: cannot write ({exc.strerror or exc}"
+                            f"{': ' + str(exc.filename) if exc.filename else ''}); nothing "
+                            f"written") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

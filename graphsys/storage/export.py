@@ -55,7 +55,12 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                     writer = (pq.ParquetWriter(sink, batch.schema) if kind == "parquet" else
                               pacsv.CSVWriter(sink, batch.schema, write_options=pacsv.WriteOptions(
                                   include_header=True, delimiter="\t", quoting_style="none")))
-                writer.write_batch(batch)
+                try:
+                    writer.write_batch(batch)
+                except pa.ArrowInvalid as exc:  # TSV cannot hold a tab, newline or quote
+                    raise GraphsysError(f"{out}: cannot write as TSV "
+                                        f"({str(exc).splitlines()[0][:200]}); export to "
+                                        f".parquet instead") from None
                 rows += batch.num_rows
             if writer is None:  # empty edge set: header only
                 schema = pa.schema([("src", pa.int64()), ("dst", pa.int64())])

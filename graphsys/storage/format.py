@@ -12,6 +12,8 @@ Every file is an Arrow IPC file (Feather v2, uncompressed) so it memory-maps wit
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
 DEFAULT_RELATION = "default"
+#: Most partitions a graph may have (P x P buckets; ingest also caps P by the node count).
+MAX_PARTITIONS = 4096
 #: Rows per Arrow record batch in a bucket file (2**24 = 16,777,216 edges).
 DEFAULT_MAX_BATCH_ROWS = 1 << 24
 
@@ -163,8 +167,9 @@ class Manifest:
             raise FormatError(f"{source}: unsupported format_version {version!r} "
                               f"(this graphsys reads version {FORMAT_VERSION})")
         p = reader.get(data, "num_partitions", int)
-        if p < 1:
-            raise FormatError(f"{source}: field 'num_partitions' must be >= 1, got {p}")
+        if not 1 <= p <= MAX_PARTITIONS:
+            raise FormatError(f"{source}: field 'num_partitions' must be in 1..{MAX_PARTITIONS}"
+                              f", got {p}")
         offset_dtype = reader.get(data, "offset_dtype", str)
         if offset_dtype not in ("int32", "int64"):
             raise FormatError(f"{source}: field 'offset_dtype' must be int32 or int64")
@@ -180,6 +185,10 @@ class Manifest:
                                   f"int64 or string")
             cols = [NodeColumn(c["name"], c["kind"], int(c.get("dim", 1)))
                     for c in reader.get(et, "columns", list, f"entity_types.{name}")]
+            if "num_nodes" in et and et["num_nodes"] != sum(sizes):
+                raise FormatError(f"{source}: field 'entity_types.{name}.num_nodes' "
+                                  f"({et['num_nodes']}) differs from the sum of its "
+                                  f"partition_sizes ({sum(sizes)})")
             entity_types[name] = EntityType(name, id_type, sizes, cols)
         relation_types = []
         for k, r in enumerate(reader.get(data, "relation_types", list)):
@@ -253,6 +262,73 @@ def read_manifest(directory: str | Path) -> Manifest:
                           f"not finish)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise FormatError(f"{path}: manifest is not valid JSON ({exc})") from None
-    return Manifest.from_json(data, source=str(path))
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        manifest = Manifest.from_json(data, source=str(path))
+    except (TypeError, KeyError, AttributeError, ValueError) as exc:
+        raise FormatError(f"{path}: malformed manifest ({type(exc).__name__}: {exc})") from None
+    validate_manifest(manifest, directory, source=str(path))
+    return manifest
+
+
+#: Entity type and edge set names (they become directory names): a letter, digit or ``_``,
+#: then letters, digits, ``_ . + = -``; at most 128 characters. No ``/``, no ``..``.
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+=-]{0,127}")
+#: A partition holds at most this many nodes (local offsets are int32).
+MAX_PARTITION_NODES = (1 << 31) - 1
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def safe_relative_path(directory: str | Path, rel: object, *, source: str, field: str) -> Path:
+    """``directory / rel`` if ``rel`` is a relative POSIX path of safe components that stays
+    inside ``directory`` once symlinks are resolved; else a :class:`FormatError` naming
+    ``source`` and ``field``. Files are untrusted input: nothing outside is ever read."""
+    if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
+        raise FormatError(f"{source}: {field}: {rel!r} is not a relative path")
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise FormatError(f"{source}: {field}: path {rel!r} is absolute or leaves the graph "
+                          f"directory")
+    base = Path(directory)
+    target = base / rel
+    root = os.path.realpath(base)
+    if os.path.commonpath([root, os.path.realpath(target)]) != root:
+        raise FormatError(f"{source}: {field}: {rel!r} resolves outside {base} (a symlink)")
+    return target
+
+
+def validate_manifest(m: Manifest, directory: str | Path, *, source: str = MANIFEST) -> None:
+    """Check a parsed manifest as untrusted input, beyond its schema: safe entity type and
+    edge set names, every listed file a safe path inside ``directory`` with a sha256 and a
+    size, partition sizes within int32, consistent node counts and relation types.
+    Raises :class:`FormatError` naming ``source`` and the field."""
+    for kind, names in (("entity_types", m.entity_types), ("edge_sets", m.edge_sets)):
+        for name in names:
+            if not SAFE_NAME.fullmatch(name):
+                raise FormatError(f"{source}: {kind} name {name!r} is not safe (letters, "
+                                  f"digits, _ . + = -; no / or leading .)")
+    for name, et in m.entity_types.items():
+        if any(s > MAX_PARTITION_NODES for s in et.partition_sizes):
+            raise FormatError(f"{source}: entity_types.{name}.partition_sizes: a partition "
+                              f"holds more than {MAX_PARTITION_NODES} nodes")
+        for c in et.columns:
+            if c.kind not in ("features", "label", "mask") or not 1 <= c.dim <= 1 << 20:
+                raise FormatError(f"{source}: entity_types.{name}.columns: bad column {c.name!r}"
+                                  f" (kind {c.kind!r}, dim {c.dim})")
+    for name, es in m.edge_sets.items():
+        if not es.has_rel and len(m.relation_types) != 1:
+            raise FormatError(f"{source}: edge_sets.{name} has no rel column but the graph has "
+                              f"{len(m.relation_types)} relation types")
+    if m.max_batch_rows < 1:
+        raise FormatError(f"{source}: field 'max_batch_rows' must be >= 1")
+    for rel, entry in m.files.items():
+        safe_relative_path(directory, rel, source=source, field="files")
+        if not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int) \
+                or isinstance(entry.get("bytes"), bool) or entry["bytes"] < 0 \
+                or not isinstance(entry.get("sha256"), str) \
+                or not _SHA256.fullmatch(entry["sha256"]):
+            raise FormatError(f"{source}: files.{rel}: needs 'bytes' (a non-negative integer) "
+                              f"and 'sha256' (64 hex digits)")

@@ -25,6 +25,9 @@ from graphsys.storage import kernels
 from graphsys.storage.format import (
     EdgeSet, EntityType, Manifest, RelationType, bucket_file, node_file, read_manifest,
 )
+from graphsys.storage.structure import (
+    BucketBounds, check_bucket_file, check_listed, check_node_rows, check_node_table,
+)
 
 
 def _to_torch(arr: np.ndarray):
@@ -87,9 +90,15 @@ class Bucket:
     @cached_property
     def _reader(self) -> paipc.RecordBatchFileReader:
         try:
-            return paipc.open_file(self._mapping)
+            reader = paipc.open_file(self._mapping)
         except (OSError, pa.ArrowException) as exc:
             raise FormatError(f"{self.path}: cannot open bucket ({exc})") from None
+        key = (self.edge_set, self.i, self.j)
+        if key not in self.graph._checked_files:
+            check_bucket_file(reader, self.graph.edge_set(self.edge_set), self.num_edges,
+                              self.path)
+            self.graph._checked_files.add(key)
+        return reader
 
     @property
     def mapped_region(self) -> tuple[int, int]:
@@ -105,11 +114,19 @@ class Bucket:
         if self.num_edges == 0:
             return
         reader = self._reader
+        checked = self.graph._checked_batches
         start = 0
         for k in range(reader.num_record_batches):
-            rb = reader.get_batch(k)
-            names = rb.schema.names
-            col = {n: rb.column(n).to_numpy(zero_copy_only=True) for n in names}
+            try:
+                rb = reader.get_batch(k)
+                col = {n: rb.column(n).to_numpy(zero_copy_only=True) for n in rb.schema.names}
+            except (pa.ArrowException, UnicodeDecodeError) as exc:  # e.g. nulls, bad buffers
+                raise FormatError(f"{self.path}: unreadable record batch {k} ({exc})") from None
+            key = (self.edge_set, self.i, self.j, k)
+            if key not in checked:  # bounds-checked first touch: never an index past a row
+                self.graph.bucket_bounds(self.i, self.j).check(
+                    col["src"], col["dst"], col.get("rel"), self.path, start)
+                checked.add(key)
             yield EdgeBatch(self.i, self.j, start, col["src"], col["dst"], col.get("rel"),
                             col.get("weight"))
             start += rb.num_rows
@@ -180,6 +197,11 @@ class Graph:
     def __init__(self, path: str | Path, manifest: Manifest):
         self.path = Path(path)
         self.manifest = manifest
+        #: Bucket files whose schema and rows, and record batches whose offsets, passed the
+        #: structural checks of :mod:`graphsys.storage.structure` (each runs once).
+        self._checked_files: set[tuple[str, int, int]] = set()
+        self._checked_batches: set[tuple[str, int, int, int]] = set()
+        self._bounds: dict[tuple[int, int], BucketBounds] = {}
 
     def __repr__(self) -> str:
         return (f"Graph({str(self.path)!r}, nodes={self.num_nodes()}, edges="
@@ -258,6 +280,12 @@ class Graph:
             out[name] = base
             base += et.num_nodes
         return out
+
+    def bucket_bounds(self, i: int, j: int) -> BucketBounds:
+        """Offset bounds of bucket ``(i, j)`` (the node counts of its partitions)."""
+        if (i, j) not in self._bounds:
+            self._bounds[(i, j)] = BucketBounds(self, i, j)
+        return self._bounds[(i, j)]
 
     def bucket_counts(self, edge_set: str | None = None) -> np.ndarray:
         """Edges per bucket, int64 (P, P): row = source partition."""
@@ -366,9 +394,11 @@ class Graph:
     def _node_table(self, entity_type: str, partition: int) -> pa.Table:
         path = self.path / node_file(entity_type, partition)
         try:
-            return paipc.open_file(pa.memory_map(str(path))).read_all()
+            table = paipc.open_file(pa.memory_map(str(path))).read_all()
         except (OSError, pa.ArrowException) as exc:
             raise FormatError(f"{path}: cannot read node partition ({exc})") from None
+        check_node_table(table, self, entity_type, partition, path)
+        return table
 
     def node_ids(self, entity_type: str | None = None, partition: int | None = None):
         """Original ids in type-global order (or of one partition): int64 NumPy array, or
@@ -474,10 +504,14 @@ class Graph:
 
 
 def open_graph(path: str | Path) -> Graph:
-    """Open the graph directory ``path``: reads and validates the manifest, and checks that
-    every listed file exists with its recorded size (``graphsys verify`` checks hashes)."""
+    """Open the graph directory ``path``: reads and validates the manifest (as untrusted
+    input: :func:`~graphsys.storage.format.validate_manifest`), and checks that every file
+    it needs is listed and exists with its recorded size. Bucket and node files get their
+    structural checks when first read (:mod:`graphsys.storage.structure`); ``graphsys
+    verify`` checks hashes."""
     path = Path(path)
     manifest = read_manifest(path)
+    check_listed(manifest, path)
     for rel, entry in manifest.files.items():
         f = path / rel
         if not f.is_file():
@@ -485,4 +519,6 @@ def open_graph(path: str | Path) -> Graph:
         if f.stat().st_size != entry.get("bytes"):
             raise FormatError(f"{f}: size {f.stat().st_size} bytes, manifest says "
                               f"{entry.get('bytes')} (truncated or modified)")
-    return Graph(path, manifest)
+    graph = Graph(path, manifest)
+    check_node_rows(graph)
+    return graph

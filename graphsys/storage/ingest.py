@@ -42,7 +42,8 @@ from graphsys.storage.atomic import (
 )
 from graphsys.storage.format import (
     DEFAULT_EDGE_SET, DEFAULT_ENTITY_TYPE, DEFAULT_MAX_BATCH_ROWS, DEFAULT_RELATION, MANIFEST,
-    EdgeSet, EntityType, Manifest, NodeColumn, RelationType, bucket_file, node_file,
+    MAX_PARTITIONS, EdgeSet, EntityType, Manifest, NodeColumn, RelationType, bucket_file,
+    node_file,
 )
 from graphsys.storage.readers import (
     FORMATS, MEMORY, NeedCarefulRead, default_table_roles, detect_format, read_memory,
@@ -488,11 +489,14 @@ class _IngestJob:
         problems: list[tuple[int, str]] = []
         cols: dict[str, Any] = {}
         for role in ("src", "dst"):
-            arr = batch.columns[role]
-            if isinstance(arr, pa.ChunkedArray):
-                arr = arr.combine_chunks()
+            arr = _id_column(batch.columns[role], role, path)
             if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
                 empty = pc.fill_null(pc.equal(pc.utf8_length(arr), 0), True)
+                nul = pc.fill_null(pc.match_substring(arr, "\x00"), False).to_numpy(
+                    zero_copy_only=False)
+                if nul.any():
+                    problems.append((int(np.flatnonzero(nul)[0]), f"NUL byte in {role} id"))
+                    bad |= nul
             else:
                 empty = pc.is_null(arr)
             empty = empty.to_numpy(zero_copy_only=False)
@@ -519,6 +523,14 @@ class _IngestJob:
                 i = int(np.flatnonzero(nulls)[0])
                 problems.append((i, f"non-numeric weight {_value(batch.columns['weight'], i)!r}"))
                 bad |= nulls
+            with np.errstate(over="ignore"):
+                weights = weights.astype(np.float32)
+            infinite = ~nulls & ~np.isfinite(weights)
+            if infinite.any():  # NaN, +-inf, or beyond float32
+                i = int(np.flatnonzero(infinite)[0])
+                problems.append((i, f"non-finite weight {_value(batch.columns['weight'], i)!r} "
+                                    f"(as float32)"))
+                bad |= infinite
             cols["weight"] = weights.astype(np.float32)
         if "rel" in batch.columns:
             r = batch.columns["rel"]
@@ -905,15 +917,50 @@ def _sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray 
     return cols
 
 
+def _id_column(arr: pa.Array | pa.ChunkedArray, role: str, path: Path) -> pa.Array:
+    """An id column as read: integers (int8..int64, uint8..uint64 within int64) or strings
+    (dictionary-encoded ones decoded); any other type is a one-line :class:`InputError`
+    (float, bool, binary, list ids are not guessed at: see docs/format.md)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_unsigned_integer(arr.type) and len(arr) and arr.type.bit_width == 64:
+        big = pc.fill_null(pc.greater(arr, pa.scalar(2**63 - 1, pa.uint64())), False)
+        if pc.any(big).as_py():
+            i = int(np.flatnonzero(big.to_numpy(zero_copy_only=False))[0])
+            raise InputError(f"{role} id {arr[i].as_py()} (row {i} of a batch) does not fit "
+                             f"int64", path=path)
+    if not (pa.types.is_integer(arr.type) or pa.types.is_string(arr.type)
+            or pa.types.is_large_string(arr.type)):
+        raise InputError(f"{role} column has type {arr.type}: ids must be integers or "
+                         f"strings", path=path)
+    return arr
+
+
+#: Integer text of at most 18 significant digits (always within int64).
+_INT_TEXT = r"^-?0*[0-9]{1,18}$"
+
+
 def _ids_array(arr: pa.Array) -> np.ndarray | pa.Array:
-    """int64 NumPy ids when every value is an integer, else the ids as a large_string array."""
+    """int64 NumPy ids when every value is an integer, else the ids as a large_string array
+    in which integer text is canonical (``"01"``, ``"+1"`` and ``1`` are the same node in
+    both cases: the result does not depend on the other ids of the input)."""
     if pa.types.is_integer(arr.type):
         return arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        if pc.any(pc.starts_with(arr, "+")).as_py():
+            arr = pc.replace_substring_regex(arr, r"^\+([0-9])", r"\1")  # "+1" is 1
         try:
             return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:
-            return arr.cast(pa.large_string())
+            arr = arr.cast(pa.large_string())
+            is_int = pc.fill_null(pc.match_substring_regex(arr, _INT_TEXT), False)
+            if not pc.any(is_int).as_py():
+                return arr
+            ints = pc.cast(pc.if_else(is_int, arr, pa.scalar("0", pa.large_string())),
+                           pa.int64())
+            return pc.if_else(is_int, pc.cast(ints, pa.large_string()), arr)
     return arr.cast(pa.large_string())
 
 
@@ -1038,6 +1085,15 @@ def _file_entry(path: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _check_partitions(num_partitions: int, index: dict[str, _IdIndex]) -> None:
+    """Refuse more partitions than the largest entity type has nodes (empty partitions
+    only cost buckets and memory)."""
+    most = max((len(ix) for ix in index.values()), default=0)
+    if num_partitions > max(most, 1):
+        raise GraphsysError(f"num_partitions {num_partitions} is more than the nodes of the "
+                            f"largest entity type ({most})")
+
+
 def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions | None = None,
            nodes: Sequence[NodeSource] = ()) -> IngestReport:
     """Build the graph directory ``out`` from edge files (and optional node tables).
@@ -1051,6 +1107,9 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
     opts = options or IngestOptions()
     if not isinstance(opts.num_partitions, int) or opts.num_partitions < 1:
         raise GraphsysError(f"--partitions must be a positive integer, got {opts.num_partitions!r}")
+    if opts.num_partitions > MAX_PARTITIONS:
+        raise GraphsysError(f"num_partitions {opts.num_partitions} is above the maximum, "
+                            f"{MAX_PARTITIONS} (P x P buckets)")
     if opts.on_bad_line not in ("error", "skip"):
         raise GraphsysError(f"--on-bad-line must be 'error' or 'skip', got {opts.on_bad_line!r}")
     if opts.max_batch_rows < 1:
@@ -1067,6 +1126,7 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
     with staging_directory(out) as staging:
         job = _IngestJob(edges, nodes, opts, staging)
         job.read_all()
+        _check_partitions(opts.num_partitions, job.index)
         if opts.undirected and any(r.lhs != r.rhs for r in job.relations):
             raise GraphsysError("--undirected needs relations whose lhs and rhs entity types are "
                                 "the same")

@@ -9,6 +9,7 @@ time) with the selected columns as Arrow arrays of strings (text) or their store
 from __future__ import annotations
 
 import io
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ import pyarrow.ipc as paipc
 import pyarrow.parquet as pq
 
 from graphsys.errors import InputError
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("auto", "tsv", "csv", "parquet", "arrow")
 #: Format name of an in-memory :class:`pyarrow.Table` / record-batch source.
@@ -206,7 +209,8 @@ def _sniff(path: Path, comment: str) -> tuple[list[bytes], int]:
             buf = stream.read(1 << 16)
     except (OSError, pa.ArrowException, EOFError) as exc:
         raise InputError(f"cannot read ({exc})", path=path) from None
-    for line in buf.split(b"\n")[:-1] if b"\n" in buf else [buf]:
+    whole = len(buf) < 1 << 16  # the whole file: its last line counts even unterminated
+    for line in buf.split(b"\n") if whole else buf.split(b"\n")[:-1] or [buf]:
         s = line.rstrip(b"\r")
         if not s.strip() or (comment and s[:1].decode("latin-1") in comment):
             if not lines:
@@ -251,8 +255,27 @@ def default_table_roles(roles: dict[str, str | int | None], names: list[str]
     return roles
 
 
-def _is_int(token: bytes) -> bool:
-    return re.fullmatch(rb"[+-]?\d+", token.strip()) is not None
+def _is_number(token: bytes) -> bool:
+    try:
+        float(token.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _auto_header(tokens: list[bytes], second: list[bytes] | None,
+                 roles: dict[str, str | int | None]) -> bool:
+    """The ``auto`` header rule: the first line is a header when it holds every column name
+    that ``roles`` asks for (with none named, the default names ``src`` and ``dst``), or
+    when every one of its fields is non-numeric while every field of the second line is
+    numeric. Anything else is data (a string-id file with another header needs
+    ``header=True``)."""
+    names = [v for v in roles.values() if isinstance(v, str)]
+    have = {t.decode("utf-8", "replace").strip() for t in tokens}
+    if names or {"src", "dst"} <= have:
+        return all(n in have for n in names or ("src", "dst"))
+    return (second is not None and len(second) == len(tokens)
+            and not any(_is_number(t) for t in tokens) and all(_is_number(t) for t in second))
 
 
 @dataclass
@@ -288,13 +311,19 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
 
     tokens = split(first[0])
     if header is None:
-        # a header when named columns are asked for, or when the first line holds a
-        # non-integer where the second line holds an integer (in the src/dst columns)
-        second = split(first[1]) if len(first) == 2 else []
-        cols = [v for v in roles.values() if isinstance(v, int)][:2]
-        header = any(isinstance(v, str) for v in roles.values()) or any(
-            c < len(tokens) and c < len(second) and not _is_int(tokens[c]) and _is_int(second[c])
-            for c in cols)
+        header = _auto_header(tokens, split(first[1]) if len(first) == 2 else None, roles)
+        named = {role: v for role, v in roles.items() if isinstance(v, str)}
+        fields = [t.decode("utf-8", "replace").strip() for t in tokens]
+        for role, col in named.items():
+            if col not in fields:
+                raise InputError(f"unknown column {col!r} for {role}: the first line "
+                                 f"({', '.join(fields)[:200]}) does not name it", path=path)
+        if header:
+            log.warning("%s: first line taken as a header (%s); set header to no "
+                        "if it is data", path,
+                        " ".join(t.decode("utf-8", "replace") for t in tokens)[:200])
+    if header and len(first) < 2:
+        raise InputError("a header line and no data lines (empty input)", path=path)
     if header:
         names = [t.decode("utf-8", "replace").strip() for t in tokens]
     else:

@@ -192,7 +192,8 @@ def test_download_archive_members_once_per_url(http_root, tmp_path, monkeypatch)
              member="Release/labels.txt", dpath="tiny/labels.txt", ddata=labels)]))
     calls = []
     real = fetch_mod._download
-    monkeypatch.setattr(fetch_mod, "_download", lambda u, d: (calls.append(u), real(u, d)))
+    monkeypatch.setattr(fetch_mod, "_download",
+                        lambda u, d, **kw: (calls.append(u), real(u, d, **kw)))
     result = fetch(ds, cache=tmp_path / "cache")
     assert calls == [url]
     assert result.path("labels").read_bytes() == labels

@@ -4,23 +4,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from graphsys import open_graph
 from graphsys.errors import FormatError
 from graphsys.storage.format import MANIFEST, bucket_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 from graphsys.storage.verify import verify_graph
-
-
-@pytest.fixture
-def graph_dir(tmp_path):
-    rng = np.random.default_rng(0)
-    f = tmp_path / "e.tsv"
-    f.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 100, (2000, 2))))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=2))
-    return tmp_path / "g"
 
 
 def test_verify_ok(graph_dir):

@@ -1,0 +1,199 @@
+"""Structural checks of a graph's files: cheap, no hashes; files are untrusted input.
+
+Every engine reads edges through :meth:`graphsys.storage.graph.Bucket.batches`, which runs
+:func:`check_bucket_file` when a bucket file is first opened (schema and row counts, from the
+Arrow metadata alone) and :func:`check_edge_batch` on each record batch the first time it is
+touched (offsets inside their partitions, relation indices inside the relation types:
+vectorised min/max, on pages the engine reads anyway). So a corrupted offset becomes one
+:class:`~graphsys.errors.FormatError` naming the file instead of a segfault or a wrong answer
+in a numba or torch kernel. ``graphsys verify --quick`` runs all of them over every file
+(:func:`check_structure`); ``graphsys verify`` adds the sha256 of every file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as paipc
+
+from graphsys.errors import FormatError
+from graphsys.storage.format import EdgeSet, Manifest, bucket_file, node_file
+
+if TYPE_CHECKING:
+    from graphsys.storage.graph import Graph
+
+
+def expected_files(m: Manifest) -> set[str]:
+    """Relative paths of every node partition and non-empty bucket file ``m`` describes."""
+    out = {node_file(t, p) for t in m.entity_types for p in range(m.num_partitions)}
+    for name, es in m.edge_sets.items():
+        out |= {bucket_file(name, i, j) for (i, j), n in es.buckets.items() if n}
+    return out
+
+
+def check_listed(m: Manifest, directory: Path) -> None:
+    """Raise :class:`FormatError` for the first node or bucket file the manifest needs but
+    does not list in ``files`` (so its size, path and hash are never checked)."""
+    missing = sorted(expected_files(m) - set(m.files))
+    if missing:
+        raise FormatError(f"{directory / missing[0]}: not listed in the manifest")
+
+
+def check_node_rows(graph: Graph) -> None:
+    """Rows of every node partition file (from the Arrow metadata: no data read) against
+    the manifest's ``partition_sizes``, which every global id is computed from."""
+    m = graph.manifest
+    for t, et in m.entity_types.items():
+        for p in range(m.num_partitions):
+            path = graph.path / node_file(t, p)
+            try:
+                reader = paipc.open_file(pa.memory_map(str(path)))
+                rows = sum(reader.get_batch(k).num_rows for k in range(reader.num_record_batches))
+            except (OSError, pa.ArrowException) as exc:
+                raise FormatError(f"{path}: cannot read node partition ({exc})") from None
+            if rows != et.partition_sizes[p]:
+                raise FormatError(f"{path}: {rows} nodes, manifest says {et.partition_sizes[p]}"
+                                  f" (entity_types.{t}.partition_sizes)")
+
+
+def _edge_schema(es: EdgeSet) -> dict[str, pa.DataType]:
+    out = {"src": pa.int32(), "dst": pa.int32()}
+    if es.has_rel:
+        out["rel"] = pa.int32()
+    if es.has_weight:
+        out["weight"] = pa.float32()
+    return out
+
+
+def check_bucket_file(reader: paipc.RecordBatchFileReader, es: EdgeSet, expected_rows: int,
+                      path: Path) -> None:
+    """Schema (``src``/``dst`` int32, ``rel`` int32 and ``weight`` float32 as the edge set
+    says) and total rows of an opened bucket file, from its metadata alone."""
+    want = _edge_schema(es)
+    try:
+        got = {f.name: f.type for f in reader.schema}
+    except (UnicodeDecodeError, pa.ArrowException) as exc:
+        raise FormatError(f"{path}: unreadable schema ({exc})") from None
+    if got != want:
+        have = ", ".join(f"{k}: {v}" for k, v in got.items())
+        need = ", ".join(f"{k}: {v}" for k, v in want.items())
+        raise FormatError(f"{path}: columns ({have}) differ from the edge set's ({need})")
+    rows = 0
+    try:
+        for k in range(reader.num_record_batches):
+            rows += reader.get_batch(k).num_rows
+    except (OSError, pa.ArrowException) as exc:
+        raise FormatError(f"{path}: unreadable record batch ({exc})") from None
+    if rows != expected_rows:
+        raise FormatError(f"{path}: {rows} edges, manifest says {expected_rows}")
+
+
+class BucketBounds:
+    """Offset bounds of one bucket ``(i, j)``: per relation type, the node count of
+    partition ``i`` of its lhs type and of partition ``j`` of its rhs type (int64 ``(R,)``)."""
+
+    def __init__(self, graph: Graph, i: int, j: int):
+        rels = graph.relation_types
+        self.lhs = np.array([graph.partition_sizes(r.lhs)[i] for r in rels], np.int64)
+        self.rhs = np.array([graph.partition_sizes(r.rhs)[j] for r in rels], np.int64)
+
+    def check(self, src: np.ndarray, dst: np.ndarray, rel: np.ndarray | None,
+              path: Path, start: int) -> None:
+        """Raise :class:`FormatError` naming ``path`` and the first bad row (``start`` =
+        row of ``src[0]`` in the bucket) unless every offset lies in its partition."""
+        if len(src) == 0:
+            return
+        if rel is not None:
+            if rel.min() < 0 or rel.max() >= len(self.lhs):
+                row = start + int(np.flatnonzero((rel < 0) | (rel >= len(self.lhs)))[0])
+                raise FormatError(f"{path}: row {row}: relation index {rel[row - start]} out "
+                                  f"of range (0..{len(self.lhs) - 1})")
+        for name, col, sizes in (("src", src, self.lhs), ("dst", dst, self.rhs)):
+            lo, hi = int(col.min()), int(col.max())
+            uniform = rel is None or bool((sizes == sizes[0]).all())
+            if lo >= 0 and (hi < sizes[0] if uniform else
+                            not (col >= sizes[rel]).any()):
+                continue
+            bound = sizes[0] if uniform else sizes[rel]
+            row = start + int(np.flatnonzero((col < 0) | (col >= bound))[0])
+            limit = int(sizes[0] if uniform else sizes[rel[row - start]])
+            raise FormatError(f"{path}: row {row}: {name} offset {int(col[row - start])} is "
+                              f"outside its partition (0..{limit - 1}); the graph is "
+                              f"corrupt (graphsys verify names every bad file)")
+
+
+def check_node_table(table: pa.Table, graph: Graph, entity_type: str, partition: int,
+                     path: Path) -> None:
+    """Rows and ``id`` type of a node partition file against the manifest."""
+    et = graph.manifest.entity_types[entity_type]
+    want = et.partition_sizes[partition]
+    try:
+        table.schema.names
+    except (UnicodeDecodeError, pa.ArrowException) as exc:
+        raise FormatError(f"{path}: unreadable schema ({exc})") from None
+    if table.num_rows != want:
+        raise FormatError(f"{path}: {table.num_rows} nodes, manifest says {want}")
+    id_type = pa.int64() if et.id_type == "int64" else pa.large_string()
+    if "id" not in table.column_names or table.schema.field("id").type != id_type:
+        raise FormatError(f"{path}: needs an 'id' column of type {id_type}")
+    for c in et.columns:
+        if c.name not in table.column_names:
+            raise FormatError(f"{path}: node column {c.name!r} is missing")
+        typ = table.schema.field(c.name).type
+        ok = (pa.types.is_fixed_size_list(typ) and typ.list_size == c.dim
+              and typ.value_type == pa.float32()) if c.kind == "features" else (
+            typ == (pa.int64() if c.kind == "label" else pa.bool_()))
+        if not ok:
+            raise FormatError(f"{path}: node column {c.name!r} has type {typ}, not a "
+                              f"{c.kind} column")
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_unsorted(src, dst, prev_src, prev_dst):
+    """Index of the first edge below its predecessor in (src, dst) order (the one before
+    ``src[0]`` is ``(prev_src, prev_dst)``), or -1: one pass, no temporaries."""
+    ps, pd = prev_src, prev_dst
+    for k in range(src.shape[0]):
+        s, d = src[k], dst[k]
+        if s < ps or (s == ps and d < pd):
+            return k
+        ps, pd = s, d
+    return -1
+
+
+def check_sorted(src: np.ndarray, dst: np.ndarray, prev: tuple[int, int], path: Path,
+                 start: int) -> tuple[int, int]:
+    """Raise unless edges are sorted by (src, dst) after ``prev`` (the bucket's previous
+    edge, ``(-1, -1)`` at its start; ``start``: row of ``src[0]``); returns the last edge."""
+    if len(src) == 0:
+        return prev
+    k = _first_unsorted(src, dst, prev[0], prev[1])
+    if k >= 0:
+        raise FormatError(f"{path}: row {start + k}: edges not sorted by (src, dst)")
+    return int(src[-1]), int(dst[-1])
+
+
+def check_structure(graph: Graph) -> dict[str, int]:
+    """``graphsys verify --quick``: every check but the hashes, over every file: listed,
+    sizes (at open), node partition rows and types, bucket schemas, row counts, offset
+    ranges and sort order. Raises :class:`FormatError` naming the first bad file; returns
+    counts ``files``, ``bytes``, ``nodes``, ``edges``."""
+    m = graph.manifest
+    check_listed(m, graph.path)
+    for t in m.entity_types:
+        for p in range(m.num_partitions):
+            graph._node_table(t, p)  # checked on read
+    edges = 0
+    for name, es in m.edge_sets.items():
+        for (i, j), n in sorted(es.buckets.items()):
+            bucket = graph.bucket(i, j, name)
+            prev = (-1, -1)
+            for eb in bucket.batches():  # schema, rows and ranges checked on first touch
+                prev = check_sorted(eb.src, eb.dst, prev, bucket.path, eb.start)
+            edges += n
+    return {"files": len(m.files), "bytes": sum(e["bytes"] for e in m.files.values()),
+            "nodes": graph.num_nodes(), "edges": edges}

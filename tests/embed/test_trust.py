@@ -1,0 +1,114 @@
+"""Issue 13, defect 1: a diverged or corrupted model never scores as a good one.
+
+Training stops with one line at the first non-finite loss or parameter and keeps the last
+good checkpoint; every file of a checkpoint carries a sha256 checked on load and resume;
+eval / nearest / score / export refuse non-finite embeddings; ranking puts NaN last."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys import open_graph
+from graphsys.embed import Embeddings, evaluate, load_config, train
+from graphsys.embed.checkpoint import CheckpointStorage
+from graphsys.embed.evaluate import _ranks
+from graphsys.errors import FormatError, GraphsysError
+
+
+def _train(kg, small, out, *extra, epochs=2):
+    return train(load_config(None, small + [f"num_epochs={epochs}", *extra]), graph=kg,
+                 edges="train", out=out)
+
+
+def test_divergence_stops_training_and_keeps_the_last_good_version(kg4, small, tmp_path):
+    out = tmp_path / "ck"
+    with pytest.raises(GraphsysError, match=r"training diverged: ") as exc:
+        _train(kg4, small, out, "lr=1e30", "checkpoint_buckets=true", epochs=3)
+    message = str(exc.value)
+    assert "\n" not in message and ("bucket (" in message or "partition" in message)
+    meta = json.loads((out / "checkpoint.json").read_text())
+    assert f"keeps version {meta['version']}," in message
+    emb = Embeddings.load(out)  # the last good version loads, checksums and all
+    assert np.isfinite(emb.to_numpy()).all()
+    versions = {int(p.name.split(".v")[1][:6]) for p in out.rglob("*.npy")}
+    assert versions == {meta["version"]}  # no orphan files of the failed version
+
+
+def test_divergence_from_scratch_commits_nothing_non_finite(kg1, small, tmp_path):
+    out = tmp_path / "ck"
+    with pytest.raises(GraphsysError, match="training diverged"):
+        _train(kg1, small, out, "lr=1e30", "init_scale=1e10", epochs=2)
+    assert json.loads((out / "checkpoint.json").read_text())["version"] == 0
+
+
+def _flip_to_nan(path):
+    """Overwrite the first float32 of an .npy file's data with NaN (4 bytes)."""
+    raw = bytearray(path.read_bytes())
+    header = raw.index(b"\n") + 1  # the .npy header ends with a newline
+    raw[header:header + 4] = np.float32(np.nan).tobytes()
+    path.write_bytes(bytes(raw))
+
+
+@pytest.fixture(scope="module")
+def trained(kg1, tmp_path_factory):
+    from .conftest import SMALL
+
+    out = tmp_path_factory.mktemp("trained") / "ck"
+    train(load_config(None, SMALL + ["num_epochs=2"]), graph=kg1, edges="train", out=out)
+    return out
+
+
+def _copy(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_flipped_embedding_byte_is_refused_on_load_and_resume(trained, kg1, small, tmp_path):
+    ck = _copy(trained, tmp_path / "ck")
+    st = CheckpointStorage(ck)
+    version = json.loads((ck / "checkpoint.json").read_text())["version"]
+    _flip_to_nan(st.emb_path("node", 0, version))
+    with pytest.raises(FormatError, match=r"part-00000.*sha256 mismatch"):
+        Embeddings.load(ck)
+    with pytest.raises(FormatError, match="sha256 mismatch"):
+        _train(kg1, small, ck, epochs=3)  # resume
+
+
+def test_non_finite_embeddings_are_refused_even_with_matching_hashes(trained, tmp_path):
+    ck = _copy(trained, tmp_path / "ck")
+    st = CheckpointStorage(ck)
+    meta = st.read_meta()
+    _flip_to_nan(st.emb_path("node", 0, meta["version"]))
+    st.write_meta({k: v for k, v in meta.items() if k not in ("format", "format_version")})
+    emb = Embeddings.load(ck)
+    for call in (lambda: evaluate(emb, open_graph(emb.meta["graph"]), "test"),
+                 lambda: emb.nearest("e1", k=3),
+                 lambda: emb.score("e1", "r0", "e2"),
+                 lambda: emb.export_tsv(tmp_path / "e.tsv"),
+                 lambda: emb.export_numpy(tmp_path / "np")):
+        with pytest.raises(FormatError, match="non-finite embedding"):
+            call()
+    assert not (tmp_path / "e.tsv").exists()
+
+
+def test_missing_checksums_are_refused(trained, tmp_path):
+    ck = _copy(trained, tmp_path / "ck")
+    meta = json.loads((ck / "checkpoint.json").read_text())
+    del meta["files"]
+    (ck / "checkpoint.json").write_text(json.dumps(meta))
+    with pytest.raises(FormatError, match="no file checksums"):
+        Embeddings.load(ck)
+
+
+def test_nan_ranks_worst_never_best():
+    scores = torch.tensor([[0.5, 0.2, float("nan")], [float("nan")] * 3])
+    pos = torch.tensor([0.3, float("nan")])
+    ranks = _ranks(scores, pos)
+    assert ranks[0] == 2.0  # only 0.5 is better; the NaN candidate is below everything
+    assert ranks[1] == 3.0  # a NaN positive is last among 3 candidates, not first

@@ -1,0 +1,136 @@
+"""Issue 13, defects 1 and 4: GNN checkpoints commit atomically, carry a sha256 per tensor
+checked on load, and never hold (or accept) non-finite values; a diverged run stops."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.gnn import TrainConfig, train
+from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
+
+from .conftest import sbm_graph
+
+
+def _state(value: float) -> dict[str, torch.Tensor]:
+    return {"w": torch.full((3, 4), value), "b": torch.arange(5, dtype=torch.float32)}
+
+
+def test_save_load_round_trip_and_old_versions_removed(tmp_path):
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), {"model": "x"}, {"k": 1})
+    save_checkpoint(ck, _state(2.0), {"model": "x"}, {"k": 2})
+    state, config, meta = load_checkpoint(ck)
+    assert float(state["w"][0, 0]) == 2.0 and meta == {"k": 2} and config == {"model": "x"}
+    assert sorted(p.name for p in ck.iterdir()) == ["model.json", "tensors.v000002"]
+
+
+def test_flipped_tensor_byte_is_refused(tmp_path):
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), {}, {})
+    f = next((ck / "tensors.v000001").glob("*.npy"))
+    raw = bytearray(f.read_bytes())
+    raw[-1] ^= 0x01
+    f.write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match=r"\.npy: sha256 mismatch"):
+        load_checkpoint(ck)
+
+
+def test_non_finite_tensors_are_never_saved_or_loaded(tmp_path):
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), {}, {})
+    with pytest.raises(GraphsysError, match="NaN or infinity; not saved"):
+        save_checkpoint(ck, _state(float("nan")), {}, {})
+    assert float(load_checkpoint(ck)[0]["w"][0, 0]) == 1.0  # the last good one
+    # a NaN written with a matching hash (not by graphsys) is refused on load too
+    header = json.loads((ck / "model.json").read_text())
+    import hashlib
+    import io
+
+    entry = header["tensors"]["w"]
+    buf = io.BytesIO()
+    np.save(buf, np.full((3, 4), np.nan, np.float32), allow_pickle=False)
+    (ck / entry["file"]).write_bytes(buf.getvalue())
+    entry["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    (ck / "model.json").write_text(json.dumps(header))
+    with pytest.raises(FormatError, match="NaN or infinity"):
+        load_checkpoint(ck)
+
+
+@pytest.mark.parametrize("file", ["/etc/passwd", "../x.npy", "tensors.v000001/../../x.npy"])
+def test_tensor_paths_stay_inside(tmp_path, file):
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), {}, {})
+    header = json.loads((ck / "model.json").read_text())
+    header["tensors"]["w"]["file"] = file
+    (ck / "model.json").write_text(json.dumps(header))
+    with pytest.raises(FormatError, match="inside the checkpoint"):
+        load_checkpoint(ck)
+
+
+_KILLED_SAVE = """
+import os, sys, torch
+from graphsys.gnn import checkpoint
+from graphsys.storage import atomic
+
+calls = {"n": 0}
+real = atomic.write_bytes_atomic
+def dying(path, data):
+    calls["n"] += 1
+    if calls["n"] == 2:          # after the first tensor of the second save
+        os._exit(9)              # as kill -9 would: no cleanup runs
+    real(path, data)
+checkpoint.write_bytes_atomic = dying
+checkpoint.save_checkpoint(sys.argv[1], {"a": torch.full((2,), 2.0),
+                                         "b": torch.full((2,), 2.0)}, {}, {"save": 2})
+"""
+
+
+def test_kill_during_save_leaves_the_previous_checkpoint_whole(tmp_path):
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, {"a": torch.full((2,), 1.0), "b": torch.full((2,), 1.0)}, {},
+                    {"save": 1})
+    proc = subprocess.run([sys.executable, "-c", _KILLED_SAVE, str(ck)],
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 9
+    state, _, meta = load_checkpoint(ck)  # never a mix of two saves
+    assert meta == {"save": 1}
+    assert float(state["a"][0]) == 1.0 and float(state["b"][0]) == 1.0
+    save_checkpoint(ck, _state(3.0), {}, {"save": 3})  # the torn version is cleared
+    assert load_checkpoint(ck)[2] == {"save": 3}
+    assert [p.name for p in ck.glob("tensors.v*")] == ["tensors.v000003"]
+
+
+def test_diverged_gnn_training_stops_with_one_line(tmp_path):
+    g = sbm_graph(tmp_path)
+    with pytest.raises(GraphsysError, match=r"training diverged: .*epoch \d+.* keeps the"):
+        train(g, TrainConfig(model="sage", fanouts=[3, 3], hidden=8, epochs=3, lr=1e30,
+                             seed=0), out=tmp_path / "run")
+
+
+def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, monkeypatch):
+    import errno
+
+    from graphsys.gnn import checkpoint
+
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), {}, {"save": 1})
+    real = checkpoint.write_bytes_atomic
+
+    def full(path, data):
+        if path.name.endswith(".npy") and "v000002" in str(path) and path.name != "0000.npy":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, data)
+
+    monkeypatch.setattr(checkpoint, "write_bytes_atomic", full)
+    with pytest.raises(GraphsysError, match="No space left on device.*previous one"):
+        save_checkpoint(ck, _state(2.0), {}, {"save": 2})
+    assert sorted(p.name for p in ck.iterdir()) == ["model.json", "tensors.v000001"]
+    assert load_checkpoint(ck)[2] == {"save": 1}

@@ -1,0 +1,308 @@
+"""Issue 13, defects 2, 3, 5 and 7 (storage side): hostile manifests, inconsistent files,
+header guessing and unbounded partition counts.
+
+A manifest is untrusted input: names and paths never leave the graph directory. A bucket
+whose offsets leave their partition is refused, with one line naming the file, by every
+reader (not only ``verify``), instead of a segfault or a wrong answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as paipc
+import pytest
+
+from graphsys import cli, open_graph
+from graphsys.errors import FormatError, GraphsysError, InputError
+from graphsys.storage.format import MANIFEST, bucket_file, node_file
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.verify import verify_graph
+
+
+def _edit_manifest(graph_dir, edit):
+    path = graph_dir / MANIFEST
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+def corrupt_offset(path, column: str = "dst", row: int = 0, value: int = 0x7FFFFFFF) -> None:
+    """Overwrite one int32 offset of a bucket file in place (4 bytes: same size, same
+    schema, a bad value), as a disk error or a hostile edit would."""
+    mapping = pa.memory_map(str(path))
+    base = mapping.read_buffer(mapping.size()).address
+    rb = paipc.open_file(mapping).get_batch(0)
+    at = rb.column(rb.schema.get_field_index(column)).buffers()[1].address - base + 4 * row
+    del rb, mapping
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(np.int32(value).tobytes())
+
+
+# -- defect 2: the manifest cannot point outside its directory --------------------------------
+
+def _rename_entity_type(data, new):
+    data["entity_types"][new] = data["entity_types"].pop("node")
+    for r in data["relation_types"]:
+        r["lhs"] = r["rhs"] = new
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: _rename_entity_type(d, "../other"), r"entity_types name '\.\./other' is not safe"),
+    (lambda d: d["edge_sets"].update({"../../x": d["edge_sets"].pop("default")}),
+     "edge_sets name '../../x' is not safe"),
+    (lambda d: d["files"].update({"/etc/passwd": {"sha256": "0" * 64, "bytes": 1}}),
+     "'/etc/passwd' is absolute or leaves"),
+    (lambda d: d["files"].update({"nodes/../../x": {"sha256": "0" * 64, "bytes": 1}}),
+     "leaves the graph directory"),
+    (lambda d: d["files"][next(iter(d["files"]))].update({"bytes": "12"}),
+     "needs 'bytes'"),
+    (lambda d: d["entity_types"]["node"].update({"num_nodes": 5}),
+     "num_nodes' .5. differs from the sum"),
+    (lambda d: d["entity_types"]["node"].update({"columns": [{"name": "x"}]}),
+     "malformed manifest"),
+    (lambda d: d.update({"num_partitions": 10 ** 9}), "num_partitions' must be in"),
+])
+def test_hostile_manifests_are_refused(graph_dir, edit, message):
+    _edit_manifest(graph_dir, edit)
+    with pytest.raises(FormatError, match=message):
+        open_graph(graph_dir)
+    with pytest.raises(FormatError, match=message):
+        verify_graph(graph_dir)
+
+
+def test_symlink_leaving_the_directory_is_refused(graph_dir, tmp_path):
+    outside = tmp_path / "secret.arrow"
+    target = graph_dir / bucket_file("default", 0, 1)
+    shutil.copy(target, outside)
+    target.unlink()
+    target.symlink_to(outside)
+    with pytest.raises(FormatError, match="resolves outside"):
+        open_graph(graph_dir)
+
+
+def test_unlisted_file_is_refused_at_open(graph_dir):
+    _edit_manifest(graph_dir, lambda d: d["files"].pop(bucket_file("default", 1, 0)))
+    with pytest.raises(FormatError, match=r"bucket-00001-00000\.arrow: not listed"):
+        open_graph(graph_dir)
+
+
+# -- defect 3: inconsistent graphs never segfault or run ---------------------------------------
+
+def test_corrupted_offset_is_refused_by_every_reader(graph_dir):
+    f = graph_dir / bucket_file("default", 0, 1)
+    corrupt_offset(f)
+    g = open_graph(graph_dir)  # sizes match: opening does not read the data
+    for call in (g.csr, g.csc, g.degrees, lambda: list(g.iter_edges())):
+        with pytest.raises(FormatError, match=r"bucket-00000-00001\.arrow: row 0: dst offset "
+                                              r"2147483647 is outside its partition"):
+            call()
+    with pytest.raises(FormatError, match="bucket-00000-00001.arrow: row 0: dst offset"):
+        verify_graph(graph_dir, quick=True)
+    with pytest.raises(FormatError, match="bucket-00000-00001.arrow: sha256 mismatch"):
+        verify_graph(graph_dir)
+
+
+def test_negative_offset_and_wrong_schema(graph_dir):
+    f = graph_dir / bucket_file("default", 1, 1)
+    corrupt_offset(f, "src", row=3, value=-1)
+    with pytest.raises(FormatError, match="row 3: src offset -1 is outside"):
+        open_graph(graph_dir).csr()
+
+
+@pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+def test_engines_refuse_a_corrupted_bucket_in_one_line(graph_dir, mode, capsys):
+    corrupt_offset(graph_dir / bucket_file("default", 1, 0))
+    monkey = cli.COMMANDS
+    rc = cli.main(["run", "pagerank", str(graph_dir), "--no-verify", "--mode", mode])
+    err = capsys.readouterr().err.strip()
+    assert rc == 3 and len(err.splitlines()) == 1, err
+    assert "bucket-00001-00000.arrow: row 0: dst offset 2147483647" in err
+    assert cli.COMMANDS == monkey
+
+
+def test_corrupted_offset_in_a_child_process_is_an_error_not_a_signal(graph_dir):
+    """The segfault of issue 13 killed the process: run the engines in a child and check
+    that it exits with the one-line error code, not a signal."""
+    corrupt_offset(graph_dir / bucket_file("default", 0, 1))
+    for args in (["run", "pagerank", "--no-verify"], ["profile", "pagerank"]):
+        proc = subprocess.run([sys.executable, "-m", "graphsys", args[0], args[1],
+                               str(graph_dir), *args[2:]], capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "PYTHONPATH":
+                                                os.pathsep.join(sys.path)})
+        assert proc.returncode == 3, (args, proc.returncode, proc.stderr[-2000:])
+        assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+        assert "Traceback" not in proc.stderr
+
+
+def test_wrong_partition_sizes_are_refused_at_open(graph_dir):
+    def shift(d):
+        sizes = d["entity_types"]["node"]["partition_sizes"]
+        sizes[0] += 1
+        sizes[1] -= 1
+    _edit_manifest(graph_dir, shift)
+    with pytest.raises(FormatError, match=r"part-00000\.arrow: \d+ nodes, manifest says"):
+        open_graph(graph_dir)
+
+
+def test_verify_quick_checks_structure_not_hashes(graph_dir, capsys):
+    f = graph_dir / node_file("node", 0)
+    assert cli.main(["verify", "--quick", str(graph_dir)]) == 0
+    assert "structure verified (no hashes)" in capsys.readouterr().out
+    # a flipped byte inside an id value: the structure still holds, only the hash differs
+    table = paipc.open_file(pa.memory_map(str(f))).read_all()
+    ids = table.column("id").to_numpy().copy()
+    ids[0] += 1_000_000
+    with paipc.new_file(str(f), table.schema) as w:
+        w.write_table(table.set_column(0, "id", pa.array(ids, pa.int64())))
+    assert cli.main(["verify", "--quick", str(graph_dir)]) == 0
+    assert cli.main(["verify", str(graph_dir)]) == 3
+    assert "part-00000.arrow: sha256 mismatch" in capsys.readouterr().err
+
+
+# -- defect 5: explicit headers -----------------------------------------------------------------
+
+def _ingest_text(tmp_path, text, **kw):
+    f = tmp_path / "in.tsv"
+    f.write_text(text)
+    out = tmp_path / f"g{len(list(tmp_path.iterdir()))}"
+    ingest([EdgeSource([f], **kw)], out)
+    return open_graph(out)
+
+
+def test_auto_header_keeps_a_numeric_looking_data_line(tmp_path, caplog):
+    g = _ingest_text(tmp_path, "A12\t7\n1\t2\n3\t4\n")
+    assert g.num_edges() == 3  # "A12 7" is data: 7 is numeric
+    assert "taken as a header" not in caplog.text
+
+
+def test_auto_header_takes_a_non_numeric_line_and_says_so(tmp_path, caplog):
+    g = _ingest_text(tmp_path, "from\tto\n1\t2\n3\t4\n")
+    assert g.num_edges() == 2
+    assert "first line taken as a header (from to)" in caplog.text
+
+
+@pytest.mark.parametrize("text, header", [("src\tdst\n", None), ("src\tdst\n", True),
+                                          ("# c\nsrc\tdst\n\n", None)])
+def test_header_only_file_is_empty_input(tmp_path, text, header):
+    with pytest.raises(InputError, match="empty input"):
+        _ingest_text(tmp_path, text, header=header)
+
+
+def test_header_yes_and_no(tmp_path):
+    assert _ingest_text(tmp_path, "a\tb\nc\td\n", header=True).num_edges() == 1
+    assert _ingest_text(tmp_path, "a\tb\nc\td\n", header=None).num_edges() == 2
+    assert _ingest_text(tmp_path, "1\t2\n3\t4\n", header=False).num_edges() == 2
+    assert _ingest_text(tmp_path, "x\ty\n3\t4", header=None).num_edges() == 1  # no final \n
+
+
+def test_header_cli_flag(tmp_path, capsys):
+    f = tmp_path / "e.tsv"
+    f.write_text("a\tb\nc\td\n")
+    assert cli.main(["ingest", str(f), "--out", str(tmp_path / "g"), "--header", "yes",
+                     "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["edges"] == {"default": 1}
+
+
+# -- defect 7: bounded partitions ---------------------------------------------------------------
+
+@pytest.mark.parametrize("p, message", [(100_000, "above the maximum, 4096"),
+                                        (7, "more than the nodes of the largest entity type")])
+def test_partitions_are_bounded(tmp_path, p, message):
+    f = tmp_path / "e.tsv"
+    f.write_text("1\t2\n2\t3\n3\t1\n")
+    with pytest.raises(GraphsysError, match=message):
+        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=p))
+    assert not (tmp_path / "g").exists()
+
+
+# -- defect 8: one-line errors, nothing half-written ------------------------------------------
+
+@pytest.mark.parametrize("column, message", [
+    (pa.array([[1], [2]]), "type list<element: int64>: ids must be integers or strings"),
+    (pa.array([b"a", b"b"]), "type binary: ids must be"),
+    (pa.array([1.0, 2.0]), "type double: ids must be"),
+    (pa.array([True, False]), "type bool: ids must be"),
+    (pa.array([1, 2**63 + 5], pa.uint64()), "src id 9223372036854775813 .* does not fit"),
+])
+def test_parquet_id_columns_of_other_types_are_one_line(tmp_path, column, message):
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": column, "dst": pa.array([1, 2])}), f)
+    with pytest.raises(InputError, match=message):
+        ingest([EdgeSource([f])], tmp_path / "g")
+    assert not (tmp_path / "g").exists()
+
+
+def test_export_of_an_id_tsv_cannot_hold_is_one_line(tmp_path, capsys):
+    g = _ingest_text(tmp_path, 'a"b\tc\n')
+    rc = cli.main(["export", str(g.path), "--out", str(tmp_path / "x.tsv")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "cannot write as TSV" in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.glob("*x.tsv*"))
+
+
+def test_out_under_a_file_is_one_line(tmp_path, capsys):
+    f = tmp_path / "e.tsv"
+    f.write_text("1\t2\n")
+    (tmp_path / "FILE").write_text("")
+    assert cli.main(["ingest", str(f), "--out", str(tmp_path / "FILE" / "sub")]) == 2
+    assert "cannot create its directory" in capsys.readouterr().err
+
+
+def test_losing_a_race_for_out_and_a_full_disk_leave_nothing(tmp_path):
+    import errno
+
+    from graphsys.storage.atomic import staging_directory
+
+    out = tmp_path / "g"
+    with pytest.raises(GraphsysError, match="created by another process"):
+        with staging_directory(out) as staging:
+            (staging / "x").write_text("mine")
+            out.mkdir()
+            (out / "manifest.json").write_text("{}")  # the other ingest won
+    assert (out / "manifest.json").read_text() == "{}"
+    with pytest.raises(GraphsysError, match="No space left on device"):
+        with staging_directory(tmp_path / "h"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]
+
+
+def test_os_errors_reach_the_user_as_one_line(monkeypatch, capsys):
+    import errno
+
+    from graphsys.commands import verify
+
+    def full(args):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "/x/y")
+
+    monkeypatch.setattr(verify, "run", full)
+    assert cli.main(["verify", "somewhere"]) == 1
+    assert capsys.readouterr().err == "error: /x/y: No space left on device\n"
+
+
+# -- defect 9: decided coercions (docs/format.md) -----------------------------------------------
+
+def test_integer_text_is_one_node_whatever_else_the_input_holds(tmp_path):
+    only_ints = _ingest_text(tmp_path, "01\t3\n1\t2\n")
+    mixed = _ingest_text(tmp_path, "01\ta\n1\t2\n+1\tb\n")
+    assert only_ints.num_nodes() == 3 and only_ints.manifest.entity_types["node"].id_type \
+        == "int64"
+    assert mixed.num_nodes() == 4  # 1 (= 01 = +1), 2, a, b
+    assert sorted(mixed.node_ids().to_pylist()) == ["1", "2", "a", "b"]
+
+
+@pytest.mark.parametrize("text, message", [("a\x00b\t2\n", r"in\.tsv:1: NUL byte in src id"),
+                                           ("1\t2\tnan\n", r"in\.tsv:1: non-finite weight"),
+                                           ("1\t2\tinf\n", "non-finite weight 'inf'"),
+                                           ("1\t2\t1e39\n", "non-finite weight '1e39'")])
+def test_nul_ids_and_non_finite_weights_are_refused(tmp_path, text, message):
+    with pytest.raises(InputError, match=message):
+        _ingest_text(tmp_path, text, weight_col=2 if text.count("\t") == 2 else None)
