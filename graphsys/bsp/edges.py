@@ -173,7 +173,8 @@ class MemoryEdges:
             t0 = time.perf_counter()
             c = self.graph.csr(self.edge_set, transpose=(kind == "csc"),
                                weights=self.program.uses_weights)
-            idx = c.indices.astype(np.int32) if self.num_nodes < 2**31 else c.indices
+            idx = (c.indices.astype(np.int32, copy=False) if self.num_nodes < 2**31
+                   else c.indices)
             if self.program.uses_weights:
                 w = c.weight if c.weight is not None else np.ones(len(idx), np.float32)
             else:
@@ -224,9 +225,11 @@ class MemoryEdges:
             order = np.argsort(-np.bincount(idx, minlength=self.num_nodes), kind="stable")
             rank = np.empty(self.num_nodes, idx.dtype)
             rank[order] = np.arange(self.num_nodes, dtype=idx.dtype)
-            kernels.gather(rank, idx, idx)  # in place: idx[e] = rank[idx[e]]
+            # in place (idx[e] = rank[idx[e]]), or into a private array for a mapped index
+            renumbered = idx if idx.flags.writeable else np.empty_like(idx)
+            kernels.gather(rank, idx, renumbered)
             del self._adj[kind]  # its indices now hold the new numbering
-            self._adj[key] = (indptr, idx, order)
+            self._adj[key] = (indptr, renumbered, order)
             self._hot_x = np.empty(self.num_nodes, np.float64)
             self.build_seconds += time.perf_counter() - t0
         return self._adj[key]

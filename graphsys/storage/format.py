@@ -1,10 +1,11 @@
-"""The on-disk graph format, version 1: paths, manifest schema, reading and validation.
+"""The on-disk graph format, version 2: paths, manifest schema, reading and validation.
 
 A graph is a directory (see ``docs/format.md``)::
 
     manifest.json                                   written last, atomically
     nodes/{entity_type}/part-{p:05d}.arrow          original ``id`` + optional node columns
     edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets [, ``rel``, ``weight``]
+    index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
 
 Every file is an Arrow IPC file (Feather v2, uncompressed) so it memory-maps with no copy.
 """
@@ -19,7 +20,9 @@ from typing import Any
 from graphsys.errors import FormatError
 
 FORMAT_NAME = "graphsys-graph"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions this graphsys reads: version 1 is version 2 without adjacency indexes.
+READABLE_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
@@ -107,6 +110,8 @@ class Manifest:
     created_by: str = ""
     #: Free-form JSON provenance (e.g. a registry dataset's name, licence, label names).
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Adjacency indexes: ``indexes[edge_set][kind]`` for kind ``csr``/``csc``.
+    indexes: dict[str, dict[str, IndexInfo]] = field(default_factory=dict)
 
     # -- serialisation -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -147,6 +152,8 @@ class Manifest:
             },
             "files": dict(sorted(self.files.items())),
             "metadata": self.metadata,
+            "indexes": {name: {kind: info.to_json() for kind, info in sorted(kinds.items())}
+                        for name, kinds in sorted(self.indexes.items())},
         }
 
     @classmethod
@@ -159,9 +166,10 @@ class Manifest:
             raise FormatError(f"{source}: field 'format' is {data.get('format')!r}, "
                               f"expected {FORMAT_NAME!r}")
         version = data.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in READABLE_VERSIONS or isinstance(version, bool):
             raise FormatError(f"{source}: unsupported format_version {version!r} "
-                              f"(this graphsys reads version {FORMAT_VERSION})")
+                              f"(this graphsys reads versions "
+                              f"{', '.join(map(str, READABLE_VERSIONS))})")
         p = reader.get(data, "num_partitions", int)
         if p < 1:
             raise FormatError(f"{source}: field 'num_partitions' must be >= 1, got {p}")
@@ -225,7 +233,73 @@ class Manifest:
             created_by=str(data.get("created_by", "")),
             metadata=data.get("metadata", {}) if isinstance(data.get("metadata", {}), dict)
             else {},
+            indexes=_parse_indexes(data.get("indexes", {}), edge_sets, reader),
         )
+
+
+INDEX_KINDS = ("csr", "csc")
+
+
+def index_file(edge_set: str, kind: str, column: str) -> str:
+    """Relative path of one column (``indptr``, ``indices``, ``weight``) of an adjacency
+    index of ``kind`` ``csr`` (out-neighbours) or ``csc`` (in-neighbours)."""
+    return f"index/{edge_set}/{kind}-{column}.arrow"
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """A stored adjacency index of one edge set over global node ids.
+
+    ``index_dtype``: ``int32`` (while every id fits) or ``int64`` indices; ``indptr`` is
+    always int64. ``edges_digest``: sha256 of the edge set's bucket hashes when it was built
+    (an index whose digest differs from the current buckets' is stale).
+    """
+
+    kind: str
+    index_dtype: str
+    num_nodes: int
+    num_edges: int
+    weighted: bool
+    edges_digest: str
+
+    def columns(self) -> list[str]:
+        return ["indptr", "indices"] + (["weight"] if self.weighted else [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index_dtype": self.index_dtype, "num_nodes": self.num_nodes,
+                "num_edges": self.num_edges, "weighted": self.weighted,
+                "edges_digest": self.edges_digest}
+
+
+def _parse_indexes(raw: Any, edge_sets: dict[str, EdgeSet], reader: _FieldReader
+                   ) -> dict[str, dict[str, IndexInfo]]:
+    if not isinstance(raw, dict):
+        raise FormatError(f"{reader.source}: field 'indexes' must be an object")
+    out: dict[str, dict[str, IndexInfo]] = {}
+    for name, kinds in raw.items():
+        ctx = f"indexes.{name}"
+        if name not in edge_sets:
+            raise FormatError(f"{reader.source}: field '{ctx}' names an unknown edge set")
+        if not isinstance(kinds, dict):
+            raise FormatError(f"{reader.source}: field '{ctx}' must be an object")
+        out[name] = {}
+        for kind, entry in kinds.items():
+            kctx = f"{ctx}.{kind}"
+            if kind not in INDEX_KINDS:
+                raise FormatError(f"{reader.source}: field '{kctx}': unknown index kind "
+                                  f"(csr or csc)")
+            dtype = reader.get(entry, "index_dtype", str, kctx)
+            if dtype not in ("int32", "int64"):
+                raise FormatError(f"{reader.source}: field '{kctx}.index_dtype' must be int32 "
+                                  f"or int64")
+            info = IndexInfo(kind, dtype, reader.get(entry, "num_nodes", int, kctx),
+                             reader.get(entry, "num_edges", int, kctx),
+                             reader.get(entry, "weighted", bool, kctx),
+                             reader.get(entry, "edges_digest", str, kctx))
+            if info.num_nodes < 0 or info.num_edges < 0:
+                raise FormatError(f"{reader.source}: field '{kctx}' has a negative count")
+            out[name][kind] = info
+    return out
 
 
 class _FieldReader:

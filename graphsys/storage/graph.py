@@ -152,7 +152,9 @@ class Bucket:
 class CSR:
     """Compressed sparse rows over global node ids.
 
-    ``indptr`` int64 (N+1,); ``indices`` int64 (E,) neighbours, ascending within a row;
+    ``indptr`` int64 (N+1,); ``indices`` int64 (E,) neighbours, ascending within a row
+    (int32 when mapped from a stored adjacency index of a graph with < 2**31 nodes; then
+    every array is a read-only view of page cache);
     ``weight`` float32 (E,) or None; ``edge_ids`` int64 (E,) position of each entry in the
     bucket stream (row-major bucket order), present only when asked for.
     """
@@ -338,8 +340,14 @@ class Graph:
             weights: bool = True, edge_ids: bool = False) -> CSR:
         """Build the CSR (or, with ``transpose``, the CSC as a CSR of the reversed graph) over
         global ids with two streaming passes (degrees, then a numba scatter); memory is the
-        output plus one record batch."""
+        output plus one record batch. When the graph directory holds the index (``graphsys
+        index``) and ``edge_ids`` is not asked for, the index is mapped instead: no build,
+        no anonymous memory."""
         es = self.edge_set(edge_set)
+        if not edge_ids:
+            mapped = self.adjacency_index(es.name, "csc" if transpose else "csr")
+            if mapped is not None:
+                return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
         n = self.num_nodes()
         deg = self.degrees(es.name, "in" if transpose else "out")
         indptr = np.zeros(n + 1, np.int64)
@@ -357,6 +365,21 @@ class Graph:
                              weight if weight is not None else no_w, perm, pos)
             pos += len(s)
         return CSR(indptr, indices, weight, perm if edge_ids else None)
+
+    def adjacency_index(self, edge_set: str | None = None, kind: str = "csr"):
+        """The stored ``kind`` (``csr``/``csc``) index of an edge set, mapped and checked once
+        per Graph (:func:`graphsys.storage.adjacency_index.map_index`), or None if the graph
+        has none."""
+        from graphsys.storage.adjacency_index import map_index
+
+        key = (self.edge_set(edge_set).name, kind)
+        if key not in self._mapped_indexes:
+            self._mapped_indexes[key] = map_index(self, key[0], kind)
+        return self._mapped_indexes[key]
+
+    @cached_property
+    def _mapped_indexes(self) -> dict:
+        return {}
 
     def csc(self, edge_set: str | None = None, **kwargs) -> CSR:
         """In-neighbour lists: ``csc().indices[indptr[v]:indptr[v+1]]`` are v's sources."""

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError
+from graphsys.storage.adjacency_index import verify_indexes
 from graphsys.storage.atomic import sha256_file
 from graphsys.storage.format import bucket_file, node_file
 from graphsys.storage.graph import Graph, open_graph
@@ -18,7 +19,8 @@ def verify_graph(path: str | Path) -> dict[str, int]:
     """Check every file of the graph at ``path``; raise :class:`FormatError` naming the first
     bad file (missing, truncated, wrong hash, wrong schema or count, offsets out of range).
 
-    Returns counts of what was checked: ``files``, ``bytes``, ``nodes``, ``edges``.
+    Returns counts of what was checked: ``files``, ``bytes``, ``nodes``, ``edges``,
+    ``indexes`` (adjacency indexes: counts, offsets and neighbour ids besides the hashes).
     """
     graph = open_graph(path)
     m = graph.manifest
@@ -46,8 +48,9 @@ def verify_graph(path: str | Path) -> dict[str, int]:
         for (i, j), n in sorted(es.buckets.items()):
             _check_bucket(graph, name, i, j, n)
             edges += n
+    indexes = verify_indexes(graph)
     return {"files": len(m.files), "bytes": checked_bytes, "nodes": graph.num_nodes(),
-            "edges": edges}
+            "edges": edges, "indexes": indexes}
 
 
 def _rows(path: Path) -> int:
