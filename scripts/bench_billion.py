@@ -41,7 +41,10 @@ import time
 from pathlib import Path
 
 STAGES = ("generate", "baseline", "ingest", "index", "pagerank_ooc", "pagerank_memory",
-          "sample", "gnn")
+          "sample", "features", "gnn")
+FEATURE_DIM = 64
+#: Spread of the planted features around their class mean (class means are N(0, 1)).
+FEATURE_NOISE = 4.0
 #: The interpreter, numpy, pyarrow, numba and torch imported: the fixed term of every bound.
 INTERPRETER_BYTES = 400 << 20
 
@@ -70,6 +73,7 @@ def bounds(args, num_nodes: int) -> dict[str, int]:
         + (256 << 20),
         "pagerank_memory": INTERPRETER_BYTES + 48 * num_nodes + (256 << 20),
         "sample": INTERPRETER_BYTES + 16 * num_nodes + (512 << 20),
+        "features": INTERPRETER_BYTES + (512 << 20),
         "gnn": 4_000_000_000,
     }
 
@@ -173,6 +177,118 @@ def stage_sample(args, work: Path) -> dict:
     return {"edges": edges, "setup_seconds": round(setup, 3),
             "minibatches": args.sample_batches, "minibatches_per_s":
             round(args.sample_batches / secs, 2), "seconds_sampling": secs}
+
+
+def _planted_labels(seed: int, start: int, stop: int, classes: int):
+    import numpy as np
+
+    return np.random.default_rng([seed, start]).integers(0, classes, stop - start)
+
+
+def stage_features(args, work: Path) -> dict:
+    """Planted node classes (uniform) and float16 features = class mean + noise, written as
+    memory-mapped node columns ``planted_feat`` / ``planted_label`` (replaced if present)."""
+    import json as _json
+
+    import numpy as np
+
+    from graphsys import open_graph
+    from graphsys.storage.node_columns import write_node_column
+
+    graph = open_graph(args.graph_dir)
+    manifest_path = args.graph_dir / "manifest.json"
+    data = _json.loads(manifest_path.read_text())
+    for et in data["entity_types"].values():  # a re-run replaces the planted columns
+        et["columns"] = [c for c in et["columns"] if not c["name"].startswith("planted_")]
+    data["files"] = {k: v for k, v in data["files"].items() if "column-planted_" not in k}
+    manifest_path.write_text(_json.dumps(data, indent=1))
+    means = np.random.default_rng(args.seed).normal(size=(args.classes, FEATURE_DIM))
+    chunk = 1 << 20
+
+    def labels(start, stop):
+        return _planted_labels(args.seed, start, stop, args.classes)
+
+    def feats(start, stop):
+        noise = np.random.default_rng([args.seed, 1, start]).normal(
+            size=(stop - start, FEATURE_DIM)).astype(np.float32)
+        return (means[labels(start, stop)] + FEATURE_NOISE * noise).astype(np.float16)
+
+    write_node_column(args.graph_dir, "planted_label", "label", labels, chunk_rows=chunk)
+    write_node_column(args.graph_dir, "planted_feat", "features", feats, dim=FEATURE_DIM,
+                      dtype="float16", chunk_rows=chunk)
+    n = graph.num_nodes()
+    return {"nodes": n, "feature_bytes": n * FEATURE_DIM * 2, "classes": args.classes}
+
+
+def stage_gnn(args, work: Path) -> dict:
+    """GraphSAGE, 2 layers, fanouts 10,25 over in-neighbours (the mapped CSC), on the
+    mapped float16 features; nodes with id % 10 < 8 train, the others test."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from graphsys import open_graph
+    from graphsys.gnn.loader import PrefetchLoader
+    from graphsys.gnn.model import GNN
+    from graphsys.sampling import MiniBatch, NeighborSampler
+
+    torch.manual_seed(args.seed)
+    graph = open_graph(args.graph_dir)
+    n = graph.num_nodes()
+    feat = graph.mapped_node_column("planted_feat")
+    label = graph.mapped_node_column("planted_label")
+    sampler = NeighborSampler(graph, [10, 25], symmetric=False, direction="in")
+    model = GNN("sage", FEATURE_DIM, 64, args.classes, 2, 0.0)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+
+    def seeds_for(i: int, test: bool) -> np.ndarray:
+        rng = np.random.default_rng([args.seed, int(test), i])
+        ids = np.unique(rng.integers(0, n, 2 * args.batch_size))
+        ids = ids[(ids % 10 >= 8) if test else (ids % 10 < 8)]
+        return ids[: args.batch_size]
+
+    def make_batch(i: int, test: bool = False) -> MiniBatch:
+        seeds = seeds_for(i, test)
+        blocks = sampler.sample_blocks(seeds, rng_seed=i, parallel=False)
+        x = torch.from_numpy(feat[blocks[0].src_nodes.numpy()].astype(np.float32))
+        y = torch.from_numpy(label[seeds])
+        return MiniBatch(torch.from_numpy(seeds), blocks, {"x": x, "y": y})
+
+    wait = step = 0.0
+    edges = 0
+    t0 = time.perf_counter()
+    it = iter(PrefetchLoader(args.gnn_batches, make_batch, num_workers=1, prefetch=4))
+    losses = []
+    while True:
+        tw = time.perf_counter()
+        batch = next(it, None)
+        ts = time.perf_counter()
+        wait += ts - tw
+        if batch is None:
+            break
+        logits = model(batch.blocks, batch.extra["x"])
+        loss = F.cross_entropy(logits, batch.extra["y"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        edges += sum(b.num_edges for b in batch.blocks)
+        step += time.perf_counter() - ts
+    train_seconds = time.perf_counter() - t0
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for i in range(10):
+            b = make_batch(10**6 + i, test=True)
+            pred = model(b.blocks, b.extra["x"]).argmax(1)
+            correct += int((pred == b.extra["y"]).sum())
+            total += len(pred)
+    return {"edges": edges, "graph_edges": graph.num_edges(), "minibatches": args.gnn_batches,
+            "minibatches_per_s": round(args.gnn_batches / train_seconds, 2),
+            "sampler_wait_share": round(wait / train_seconds, 4),
+            "train_seconds": round(train_seconds, 2), "first_loss": losses[0],
+            "last_loss": float(np.mean(losses[-10:])), "test_accuracy": correct / total,
+            "chance_accuracy": 1 / args.classes}
 
 
 STAGE_FUNCS = {name: globals()[f"stage_{name}"] for name in STAGES if f"stage_{name}" in

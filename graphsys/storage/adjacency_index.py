@@ -30,12 +30,11 @@ from pathlib import Path
 
 import numba
 import numpy as np
-import pyarrow as pa
-import pyarrow.ipc as paipc
 from tqdm import tqdm
 
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
+from graphsys.storage.column_file import allocate_column, map_column
 from graphsys.storage.format import (
     INDEX_KINDS, MANIFEST, IndexInfo, Manifest, bucket_file, index_file,
 )
@@ -132,43 +131,6 @@ def _out_of_range(indices, n):
 # building
 
 
-def _allocate_column(path: Path, name: str, dtype: np.dtype, length: int) -> np.ndarray:
-    """Write an Arrow IPC file at ``path`` holding one non-null column ``name`` of ``length``
-    zeros in one record batch, and return its data as a writable memory map (length > 0) or
-    an empty array."""
-    arrow_type = pa.from_numpy_dtype(dtype)
-    schema = pa.schema([pa.field(name, arrow_type, nullable=False)])
-    nbytes = length * dtype.itemsize
-    zeros = path.with_name(f".{path.name}.zeros-{os.getpid()}")
-    try:
-        with open(zeros, "wb") as f:
-            f.truncate(nbytes)  # sparse: reads as zeros, costs neither disk nor memory
-        source = pa.memory_map(str(zeros)) if nbytes else None
-        buf = source.read_buffer(nbytes) if source is not None else pa.py_buffer(b"")
-        arr = pa.Array.from_buffers(arrow_type, length, [None, buf])
-        with paipc.new_file(str(path), schema) as writer:
-            writer.write_batch(pa.RecordBatch.from_arrays([arr], schema=schema))
-        del arr, buf
-        if source is not None:
-            source.close()
-    finally:
-        zeros.unlink(missing_ok=True)
-    if length == 0:
-        return np.zeros(0, dtype)
-    return np.memmap(path, dtype=dtype, mode="r+", offset=_data_offset(path), shape=(length,))
-
-
-def _data_offset(path: Path) -> int:
-    """Byte offset in ``path`` (a one-batch, one-column Arrow IPC file) of the column's
-    values."""
-    with pa.memory_map(str(path)) as m:
-        column = paipc.open_file(m).get_batch(0).column(0)
-        m.seek(0)
-        whole = m.read_buffer(m.size())
-        return column.buffers()[1].address - whole.address + column.offset * (
-            column.type.bit_width // 8)
-
-
 def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool) -> IndexInfo:
     """Write the ``kind`` index files of ``edge_set`` into ``directory`` (flat names)."""
     es = graph.edge_set(edge_set)
@@ -178,10 +140,10 @@ def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool)
     row_base, col_base = (src_base, dst_base) if kind == "csr" else (dst_base, src_base)
     # rows of one partition are written together: their region of the files is contiguous
     order = ("row-major" if kind == "csr" else "col-major")
-    indptr = _allocate_column(directory / f"{kind}-indptr.arrow", "indptr", np.dtype(np.int64),
+    indptr = allocate_column(directory / f"{kind}-indptr.arrow", "indptr", np.dtype(np.int64),
                               n + 1)
-    indices = _allocate_column(directory / f"{kind}-indices.arrow", "indices", index_dtype, m)
-    weight = (_allocate_column(directory / f"{kind}-weight.arrow", "weight",
+    indices = allocate_column(directory / f"{kind}-indices.arrow", "indices", index_dtype, m)
+    weight = (allocate_column(directory / f"{kind}-weight.arrow", "weight",
                                np.dtype(np.float32), m) if es.has_weight else None)
     no_rel = np.zeros(0, np.int32)
     counts = indptr[1:]
@@ -277,23 +239,6 @@ def build_index(path: str | Path, kinds: tuple[str, ...] = INDEX_KINDS, *,
 # mapping and checking
 
 
-def _map_column(path: Path, dtype: np.dtype, length: int) -> np.ndarray:
-    try:
-        reader = paipc.open_file(pa.memory_map(str(path)))
-        if reader.num_record_batches != 1:
-            raise FormatError(f"{path}: index column must be one record batch, found "
-                              f"{reader.num_record_batches}")
-        column = reader.get_batch(0).column(0)
-    except (OSError, pa.ArrowException) as exc:
-        raise FormatError(f"{path}: cannot read index column ({exc})") from None
-    if column.type != pa.from_numpy_dtype(dtype) or column.null_count:
-        raise FormatError(f"{path}: index column has type {column.type}, expected {dtype}")
-    if len(column) != length:
-        raise FormatError(f"{path}: {len(column)} entries, the index needs {length} "
-                          f"(truncated or stale)")
-    return column.to_numpy(zero_copy_only=True)
-
-
 def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
               ) -> MappedIndex | None:
     """Map the ``kind`` index of ``edge_set`` if the manifest lists one (else None), after
@@ -310,13 +255,13 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
         raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
                           f"again)")
     n, m = info.num_nodes, info.num_edges
-    indptr = _map_column(first, np.dtype(np.int64), n + 1)
+    indptr = map_column(first, np.dtype(np.int64), n + 1, what="index column")
     ipath = graph.path / index_file(edge_set, kind, "indices")
-    indices = _map_column(ipath, np.dtype(info.index_dtype), m)
+    indices = map_column(ipath, np.dtype(info.index_dtype), m, what="index column")
     weight = None
     if info.weighted:
-        weight = _map_column(graph.path / index_file(edge_set, kind, "weight"),
-                             np.dtype(np.float32), m)
+        weight = map_column(graph.path / index_file(edge_set, kind, "weight"),
+                            np.dtype(np.float32), m, what="index column")
     if check_values:
         bad = _indptr_problem(indptr, m)
         if bad:

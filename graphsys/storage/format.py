@@ -6,6 +6,7 @@ A graph is a directory (see ``docs/format.md``)::
     nodes/{entity_type}/part-{p:05d}.arrow          original ``id`` + optional node columns
     edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets [, ``rel``, ``weight``]
     index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
+    nodes/{entity_type}/column-{name}.arrow         optional mapped node column (version 2)
 
 Every file is an Arrow IPC file (Feather v2, uncompressed) so it memory-maps with no copy.
 """
@@ -56,11 +57,46 @@ class NodeColumn:
 
     ``kind`` is ``features`` (fixed-size list of float32, ``dim`` wide), ``label`` (int64,
     -1 = unknown) or ``mask`` (bool).
+
+    ``dtype`` set (version 2): the column is not in the partition files but in one file of
+    its own, :func:`node_column_file`, in type-local id order, one record batch, so it maps
+    with no copy; ``dtype`` is its value type (``float16``/``float32`` features, ``int64``
+    labels).
     """
 
     name: str
     kind: str
     dim: int = 1
+    dtype: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dim": self.dim}
+        if self.dtype:
+            out["dtype"] = self.dtype
+        return out
+
+
+#: Value types of a node column stored in a file of its own, per kind.
+MAPPED_COLUMN_DTYPES = {"features": ("float16", "float32"), "label": ("int64",)}
+
+
+def node_column_file(entity_type: str, name: str) -> str:
+    """Relative path of a node column stored in its own file (see :class:`NodeColumn`)."""
+    return f"nodes/{entity_type}/column-{name}.arrow"
+
+
+def _node_column(raw: Any, ctx: str, source: str) -> NodeColumn:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(
+            raw.get("kind"), str):
+        raise FormatError(f"{source}: field '{ctx}' must be an object with name and kind")
+    col = NodeColumn(raw["name"], raw["kind"], int(raw.get("dim", 1)), str(raw.get("dtype", "")))
+    if col.dtype:
+        if col.dtype not in MAPPED_COLUMN_DTYPES.get(col.kind, ()):
+            raise FormatError(f"{source}: field '{ctx}.dtype' {col.dtype!r} does not suit kind "
+                              f"{col.kind!r}")
+        if not col.name.replace("_", "").replace("-", "").isalnum() or col.dim < 1:
+            raise FormatError(f"{source}: field '{ctx}': bad column name or dim")
+    return col
 
 
 @dataclass
@@ -128,9 +164,7 @@ class Manifest:
                     "id_type": et.id_type,
                     "num_nodes": et.num_nodes,
                     "partition_sizes": et.partition_sizes,
-                    "columns": [
-                        {"name": c.name, "kind": c.kind, "dim": c.dim} for c in et.columns
-                    ],
+                    "columns": [c.to_json() for c in et.columns],
                 }
                 for name, et in self.entity_types.items()
             },
@@ -186,8 +220,8 @@ class Manifest:
             if id_type not in ("int64", "string"):
                 raise FormatError(f"{source}: field 'entity_types.{name}.id_type' must be "
                                   f"int64 or string")
-            cols = [NodeColumn(c["name"], c["kind"], int(c.get("dim", 1)))
-                    for c in reader.get(et, "columns", list, f"entity_types.{name}")]
+            cols = [_node_column(c, f"entity_types.{name}.columns[{k}]", source) for k, c in
+                    enumerate(reader.get(et, "columns", list, f"entity_types.{name}"))]
             entity_types[name] = EntityType(name, id_type, sizes, cols)
         relation_types = []
         for k, r in enumerate(reader.get(data, "relation_types", list)):

@@ -455,6 +455,9 @@ class Graph:
         if col is None:
             raise GraphsysError(f"entity type {et.name!r} has no node column {name!r} "
                                 f"(columns: {', '.join(c.name for c in et.columns) or 'none'})")
+        if col.dtype:  # a column in a file of its own
+            return self.mapped_node_column(name, et.name).astype(
+                np.float32 if col.kind == "features" else np.int64)
         parts = []
         for p in range(self.num_partitions):
             arr = self._node_table(et.name, p).column(name).combine_chunks()
@@ -465,6 +468,22 @@ class Graph:
         out = np.concatenate(parts) if parts else np.zeros(0)
         return out.astype(np.float32 if col.kind == "features" else
                           np.int64 if col.kind == "label" else bool, copy=False)
+
+    def mapped_node_column(self, name: str, entity_type: str | None = None) -> np.ndarray:
+        """A node column stored in a file of its own (:mod:`graphsys.storage.node_columns`)
+        as a read-only view of the mapped file, in its stored dtype: features (N, dim)
+        float16/float32, labels (N,) int64. Other columns are read into RAM
+        (:meth:`node_column`)."""
+        from graphsys.storage.column_file import map_column
+        from graphsys.storage.format import node_column_file
+
+        et = self._etype(entity_type)
+        col = next((c for c in et.columns if c.name == name), None)
+        if col is None or not col.dtype:
+            return self.node_column(name, et.name)
+        return map_column(self.path / node_column_file(et.name, name), np.dtype(col.dtype),
+                          et.num_nodes, col.dim if col.kind == "features" else 0,
+                          what="node column")
 
     def node_columns(self, entity_type: str | None = None) -> list[str]:
         return [c.name for c in self._etype(entity_type).columns]

@@ -18,6 +18,7 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.memory import PeakMemory, current_memory
 from graphsys.storage import adjacency_index
 from graphsys.storage.adjacency_index import build_index, min_build_memory
+from graphsys.storage.column_file import data_offset
 from graphsys.storage.format import index_file, read_manifest
 from graphsys.storage.graph import Graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
@@ -100,7 +101,7 @@ def test_old_version_1_graph_still_opens(graph_dir):
 def _corrupt_indices(path, value):
     f = path / index_file("default", "csr", "indices")
     arr = np.memmap(f, dtype=np.int32, mode="r+",
-                    offset=adjacency_index._data_offset(f), shape=(1,))
+                    offset=data_offset(f), shape=(1,))
     arr[0] = value
     arr.flush()
     del arr
