@@ -225,3 +225,20 @@ def test_build_memory_is_page_cache_not_heap(tmp_path):
         csr = adjacency_index._build_one(g, "default", "csr", tmp_path, False)
     assert csr.num_edges == 2_000_000
     assert pm.peak_anon - before < 6_000_000  # < 8 MB of indices + 1 MB of cursor
+
+
+def test_symmetric_sampler_view_maps_undirected_deduped_graph(tmp_path):
+    from graphsys.sampling import homogeneous_adjacency, mapped_adjacency
+
+    f, *_ = _edges(tmp_path, weighted=False)
+    ingest([EdgeSource([f])], tmp_path / "g",
+           IngestOptions(num_partitions=2, undirected=True, dedupe=True))
+    g = open_graph(tmp_path / "g")
+    ram = homogeneous_adjacency(g, symmetric=True)
+    assert mapped_adjacency(g, symmetric=True) is None  # no index yet
+    build_index(tmp_path / "g", ("csr",))
+    g = open_graph(tmp_path / "g")
+    mapped = homogeneous_adjacency(g, symmetric=True)
+    assert mapped.indices.dtype == np.int32
+    np.testing.assert_array_equal(mapped.indptr, ram.indptr)
+    np.testing.assert_array_equal(mapped.indices, ram.indices)
