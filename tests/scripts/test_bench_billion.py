@@ -26,8 +26,6 @@ def test_every_stage_within_its_memory_bound(tmp_path):
         assert line["within_bound"], stage
         assert 0 < line["peak_rss_anon_bytes"] <= line["peak_rss_bytes"]
     assert stages["ingest"]["edges"] == 2_000_000
-    # in-memory PageRank maps the index: no CSR build
-    assert stages["pagerank_memory"]["setup_seconds"] < 5
     gnn = stages["gnn"]
     assert gnn["test_accuracy"] > 2 * gnn["chance_accuracy"]
     assert 0 <= gnn["sampler_wait_share"] <= 1
