@@ -211,6 +211,17 @@ class MemoryEdges:
             frontier, float(prog.relax_offset), queued)
         return int(popped), int(scanned), int(lowered)
 
+    def _hub_sorts(self, kind: str) -> bool:
+        """Whether the all-active pull over ``kind`` uses :meth:`hot_adjacency`: when x is
+        larger than :data:`HUB_SORT_BYTES` and the indices are private arrays. A mapped
+        adjacency index is pulled as it is: renumbering would copy it (4 bytes per edge of
+        heap, and a setup pass), which is what mapping it avoids."""
+        if self.num_nodes * 8 <= HUB_SORT_BYTES:
+            return False
+        if kind + "-hot" in self._adj:
+            return True
+        return bool(self.adjacency(kind)[1].flags.writeable)
+
     def hot_adjacency(self, kind: str) -> tuple:
         """``kind``'s adjacency with its *sources* renumbered by descending frequency (the
         vertices most edges read come first), for the all-active copy/sum pull: the values
@@ -225,11 +236,9 @@ class MemoryEdges:
             order = np.argsort(-np.bincount(idx, minlength=self.num_nodes), kind="stable")
             rank = np.empty(self.num_nodes, idx.dtype)
             rank[order] = np.arange(self.num_nodes, dtype=idx.dtype)
-            # in place (idx[e] = rank[idx[e]]), or into a private array for a mapped index
-            renumbered = idx if idx.flags.writeable else np.empty_like(idx)
-            kernels.gather(rank, idx, renumbered)
+            kernels.gather(rank, idx, idx)  # in place: idx[e] = rank[idx[e]]
             del self._adj[kind]  # its indices now hold the new numbering
-            self._adj[key] = (indptr, renumbered, order)
+            self._adj[key] = (indptr, idx, order)
             self._hot_x = np.empty(self.num_nodes, np.float64)
             self.build_seconds += time.perf_counter() - t0
         return self._adj[key]
@@ -311,10 +320,10 @@ class MemoryEdges:
             for pull_kind, push_kind in self._passes():
                 if pull and all_active and accept is None and msg == kernels.MSG_COPY and (
                         comb == kernels.COMB_SUM):
-                    if self.num_nodes * 8 > HUB_SORT_BYTES:
+                    if self._hub_sorts(pull_kind):
                         indptr, idx, order = self.hot_adjacency(pull_kind)
                         xs = kernels.gather(xn, order, self._hot_x)
-                    else:  # x stays in cache: nothing to gain from hub sorting
+                    else:  # x stays in cache (or the index is mapped): pull as stored
                         indptr, idx, _ = self.adjacency(pull_kind)
                         xs = xn
                     s = m = kernels.pull_copy_sum(indptr, idx, xs, a, r)
