@@ -131,14 +131,27 @@ def _out_of_range(indices, n):
 # building
 
 
-def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool) -> IndexInfo:
-    """Write the ``kind`` index files of ``edge_set`` into ``directory`` (flat names)."""
+def _row_region(graph, indptr: np.ndarray, part: int, memory_limit: int, entry_bytes: int
+                ) -> tuple[int, int] | None:
+    """``(lo, hi)``: the entries of the rows of partition ``part`` (contiguous global ids in a
+    one-type graph), when a RAM buffer of them fits the budget left by the cursor; else None."""
+    if len(graph.entity_types) != 1:
+        return None
+    offsets = graph.partition_offsets()
+    lo, hi = int(indptr[offsets[part]]), int(indptr[offsets[part + 1]])
+    spare = memory_limit - min_build_memory(graph.num_nodes())
+    return (lo, hi) if (hi - lo) * entry_bytes <= spare else None
+
+
+def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool,
+               memory_limit: int) -> IndexInfo:
+    """Write the ``kind`` index files of ``edge_set`` into ``directory`` (flat names); rows
+    are filled one partition at a time, in a RAM buffer when it fits ``memory_limit``."""
     es = graph.edge_set(edge_set)
     n, m = graph.num_nodes(), es.num_edges
     index_dtype = np.dtype(np.int32 if n <= _INT32_MAX else np.int64)
     src_base, dst_base = graph._rel_bases(es)
     row_base, col_base = (src_base, dst_base) if kind == "csr" else (dst_base, src_base)
-    # rows of one partition are written together: their region of the files is contiguous
     order = ("row-major" if kind == "csr" else "col-major")
     indptr = allocate_column(directory / f"{kind}-indptr.arrow", "indptr", np.dtype(np.int64),
                               n + 1)
@@ -157,18 +170,37 @@ def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool)
             bar.update(len(eb))
     np.cumsum(indptr, out=indptr)
     cursor = np.array(indptr[:-1])
-    w_out = weight if weight is not None else np.zeros(0, np.float32)
     no_w = np.zeros(0, np.float32)
-    for b in graph.buckets(order, edge_set):
-        rb, cb = (row_base[:, b.i], col_base[:, b.j]) if kind == "csr" else (
-            row_base[:, b.j], col_base[:, b.i])
-        rb, cb = np.ascontiguousarray(rb), np.ascontiguousarray(cb)
-        for eb in b.batches():
-            rows, cols = (eb.src, eb.dst) if kind == "csr" else (eb.dst, eb.src)
-            _scatter_rows(rows, cols, eb.rel if eb.rel is not None else no_rel,
-                          rb, cb, cursor, indices,
-                          eb.weight if eb.weight is not None else no_w, w_out)
-            bar.update(len(eb))
+    p = graph.num_partitions
+    for part in range(p):
+        # the buckets whose rows lie in partition ``part``: one region of the files
+        pairs = [(part, j) for j in range(p)] if kind == "csr" else [(i, part) for i in range(p)]
+        region = _row_region(graph, indptr, part, memory_limit,
+                             index_dtype.itemsize + (4 if weight is not None else 0))
+        if region is None:  # several entity types, or too large: scatter into the mapping
+            lo, out_idx, out_w = 0, indices, weight
+        else:  # scatter into RAM, then one sequential copy: random writes to a shared
+            lo, hi = region  # mapping make the kernel write dirty pages back over and over
+            out_idx = np.empty(hi - lo, index_dtype)
+            out_w = np.empty(hi - lo, np.float32) if weight is not None else None
+            cursor -= lo  # rows outside the region are not touched in this round
+        for b in graph.buckets(pairs, edge_set):
+            rb, cb = (row_base[:, b.i], col_base[:, b.j]) if kind == "csr" else (
+                row_base[:, b.j], col_base[:, b.i])
+            rb, cb = np.ascontiguousarray(rb), np.ascontiguousarray(cb)
+            for eb in b.batches():
+                rows, cols = (eb.src, eb.dst) if kind == "csr" else (eb.dst, eb.src)
+                _scatter_rows(rows, cols, eb.rel if eb.rel is not None else no_rel,
+                              rb, cb, cursor, out_idx,
+                              eb.weight if eb.weight is not None else no_w,
+                              out_w if out_w is not None else no_w)
+                bar.update(len(eb))
+        if region is not None:
+            cursor += lo
+            indices[lo:hi] = out_idx
+            if weight is not None:
+                weight[lo:hi] = out_w
+            del out_idx, out_w
     bar.close()
     for arr in (indptr, indices, weight):
         if isinstance(arr, np.memmap):
@@ -211,7 +243,7 @@ def build_index(path: str | Path, kinds: tuple[str, ...] = INDEX_KINDS, *,
             tmp = graph.path / "index" / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
             tmp.mkdir(parents=True)
             try:
-                info = _build_one(graph, name, kind, tmp, progress)
+                info = _build_one(graph, name, kind, tmp, progress, memory_limit)
                 final_dir = graph.path / "index" / name
                 final_dir.mkdir(parents=True, exist_ok=True)
                 entries = {}
