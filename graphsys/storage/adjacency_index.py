@@ -12,8 +12,11 @@ and DuckDB read it as it is::
 
 Building: each file is first written full of zeros (from a sparse file: no memory), then
 mapped read-write and filled in place: one pass over the buckets counts degrees into the
-mapped ``indptr``, a second scatters neighbours through a per-node cursor. Anonymous memory
-is the cursor (8 bytes per node) plus one record batch; everything else is page cache. The
+mapped ``indptr``, a second scatters neighbours through a per-node cursor, one row partition
+at a time, into a RAM buffer of that partition's rows that is then copied into the file in
+one sequential write (random writes to a shared mapping make the kernel write the same dirty
+pages back again and again) or, when the buffer does not fit the budget, straight into the
+mapping. Anonymous memory: the cursor (8 bytes per node), one record batch, and the buffer. The
 manifest is rewritten last (atomically), so an interrupted build (or a full disk) leaves no
 index in the manifest.
 """
