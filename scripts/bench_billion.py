@@ -203,8 +203,9 @@ def stage_features(args, work: Path) -> dict:
         et["columns"] = [c for c in et["columns"] if not c["name"].startswith("planted_")]
     data["files"] = {k: v for k, v in data["files"].items() if "column-planted_" not in k}
     manifest_path.write_text(_json.dumps(data, indent=1))
-    means = np.random.default_rng(args.seed).normal(size=(args.classes, FEATURE_DIM))
-    chunk = 1 << 20
+    means = np.random.default_rng(args.seed).normal(size=(args.classes, FEATURE_DIM)).astype(
+        np.float32)
+    chunk = 1 << 18  # rows per fill call: ~4 float32 copies of 64 MB
 
     def labels(start, stop):
         return _planted_labels(args.seed, start, stop, args.classes)
