@@ -13,8 +13,8 @@ import sys
 
 from graphsys.errors import GraphsysError
 
-COMMANDS = ("demo", "ingest", "info", "verify", "export", "generate", "datasets", "run", "embed",
-            "profile", "gnn")
+COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
+            "embed", "profile", "gnn")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Ingest throughput and peak RSS vs a raw pyarrow baseline, on R-MAT edge lists.
 
-For each size (edges) an R-MAT TSV file is generated (edge factor 16: nodes = the power of two
-nearest edges/16, seed 0), then, each in a fresh process:
+For each size (edges) an R-MAT TSV (or, with ``--input parquet``, Parquet) file is generated
+(edge factor 16: nodes = the power of two nearest edges/16, seed 0), then, each in a fresh
+process:
 
-- baseline: pyarrow reads the same TSV (multi-threaded CSV reader) and writes one uncompressed
-  Arrow IPC file: the raw read+write cost of the bytes;
+- baseline: pyarrow reads the same file (multi-threaded CSV reader; for Parquet, record batch
+  by record batch, as ingest does) and writes one uncompressed Arrow IPC (Feather) file: the
+  raw read+write cost of the bytes;
 - graphsys: ``ingest`` with P = 1, 4, 16 (hash partitioner) under ``--memory-limit``.
 
 Prints one JSON line: per size, seconds, edges/s and peak RSS (bytes, the child's ru_maxrss)
 of each, and ``ratio`` = graphsys edges/s / baseline edges/s.
 
     python scripts/bench_ingest.py --sizes 1M,10M,100M --partitions 1,4,16 --memory-limit 1GB
+    python scripts/bench_ingest.py --input parquet --sizes 20M --partitions 16
 """
 
 from __future__ import annotations
@@ -34,6 +37,20 @@ table = csv.read_csv(sys.argv[1], read_options=csv.ReadOptions(column_names=["sr
                      parse_options=csv.ParseOptions(delimiter="\t"))
 feather.write_feather(table, sys.argv[2], compression="uncompressed")
 print(json.dumps({"seconds": time.perf_counter() - t, "rows": table.num_rows,
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+BASELINE_PARQUET = r"""
+import json, resource, sys, time
+import pyarrow.ipc as ipc, pyarrow.parquet as pq
+t = time.perf_counter()
+pf = pq.ParquetFile(sys.argv[1], pre_buffer=False)
+rows = 0
+with ipc.new_file(sys.argv[2], pf.schema_arrow) as w:
+    for batch in pf.iter_batches(batch_size=1 << 20):
+        w.write_batch(batch)
+        rows += batch.num_rows
+print(json.dumps({"seconds": time.perf_counter() - t, "rows": rows,
                   "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
 
@@ -65,6 +82,8 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="1GB")
     ap.add_argument("--workdir", type=Path, help="scratch directory (default: a temp dir)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--input", choices=("tsv", "parquet"), default="tsv",
+                    help="edge file format (default tsv)")
     args = ap.parse_args()
 
     from graphsys.generators import rmat_edges, write_edges
@@ -76,12 +95,13 @@ def main() -> None:
     results = []
     for size in [parse_count(s) for s in args.sizes.split(",")]:
         nodes = 1 << max(1, round(size / 16).bit_length() - 1)
-        edge_file = work / f"rmat-{size}.tsv"
+        edge_file = work / f"rmat-{size}.{args.input}"
         t = time.perf_counter()
         write_edges(rmat_edges(nodes, size, seed=args.seed), edge_file)
         entry = {"edges": size, "nodes_ids": nodes, "input_bytes": edge_file.stat().st_size,
                  "generate_seconds": round(time.perf_counter() - t, 2)}
-        base = child(BASELINE, str(edge_file), str(work / "raw.arrow"))
+        base = child(BASELINE if args.input == "tsv" else BASELINE_PARQUET, str(edge_file),
+                     str(work / "raw.arrow"))
         (work / "raw.arrow").unlink()
         entry["baseline"] = {"seconds": round(base["seconds"], 3),
                              "edges_per_s": round(size / base["seconds"]),
@@ -98,7 +118,7 @@ def main() -> None:
                 "ratio": round(base["seconds"] / secs, 3)}
         edge_file.unlink()
         results.append(entry)
-    print(json.dumps({"bench": "ingest", "machine": f"{platform.machine()}, "
+    print(json.dumps({"bench": "ingest", "input": args.input, "machine": f"{platform.machine()}, "
                       f"{__import__('os').cpu_count()} cpus", "python": platform.python_version(),
                       "memory_limit_bytes": memory_limit, "date": time.strftime("%Y-%m-%d"),
                       "results": results}))

@@ -174,7 +174,8 @@ class MemoryEdges:
             t0 = time.perf_counter()
             c = self.graph.csr(self.edge_set, transpose=(kind == "csc"),
                                weights=self.program.uses_weights)
-            idx = c.indices.astype(np.int32) if self.num_nodes < 2**31 else c.indices
+            idx = (c.indices.astype(np.int32, copy=False) if self.num_nodes < 2**31
+                   else c.indices)
             if self.program.uses_weights:
                 w = c.weight if c.weight is not None else np.ones(len(idx), np.float32)
             else:
@@ -210,6 +211,17 @@ class MemoryEdges:
             push[0], push[-1], len(push) == 2, prog.message == "add_weight", host_array(value),
             frontier, float(prog.relax_offset), queued)
         return int(popped), int(scanned), int(lowered)
+
+    def _hub_sorts(self, kind: str) -> bool:
+        """Whether the all-active pull over ``kind`` uses :meth:`hot_adjacency`: when x is
+        larger than :data:`HUB_SORT_BYTES` and the indices are private arrays. A mapped
+        adjacency index is pulled as it is: renumbering would copy it (4 bytes per edge of
+        heap, and a setup pass), which is what mapping it avoids."""
+        if self.num_nodes * 8 <= HUB_SORT_BYTES:
+            return False
+        if kind + "-hot" in self._adj:
+            return True
+        return bool(self.adjacency(kind)[1].flags.writeable)
 
     def hot_adjacency(self, kind: str) -> tuple:
         """``kind``'s adjacency with its *sources* renumbered by descending frequency (the
@@ -310,10 +322,10 @@ class MemoryEdges:
             for pull_kind, push_kind in self._passes():
                 if pull and all_active and accept is None and msg == kernels.MSG_COPY and (
                         comb == kernels.COMB_SUM):
-                    if self.num_nodes * 8 > HUB_SORT_BYTES:
+                    if self._hub_sorts(pull_kind):
                         indptr, idx, order = self.hot_adjacency(pull_kind)
                         xs = kernels.gather(xn, order, self._hot_x)
-                    else:  # x stays in cache: nothing to gain from hub sorting
+                    else:  # x stays in cache (or the index is mapped): pull as stored
                         indptr, idx, _ = self.adjacency(pull_kind)
                         xs = xn
                     s = m = kernels.pull_copy_sum(indptr, idx, xs, a, r)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from graphsys.commands._common import column_arg, emit_json, show_progress
-from graphsys.errors import InputError
-from graphsys.storage.format import DEFAULT_EDGE_SET
+from graphsys.errors import GraphsysError, InputError
+from graphsys.memory import lifetime_peak_rss
+from graphsys.storage.adjacency_index import build_index
+from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
 from graphsys.storage.readers import FORMATS
 from graphsys.units import parse_size
@@ -46,6 +49,9 @@ def register(subparsers) -> None:
     p.add_argument("--memory-limit", default="2GB",
                    help="memory budget for edge buffers, e.g. 1GB, 512MiB (default 2GB)")
     p.add_argument("--on-bad-line", choices=("error", "skip"), default="error")
+    p.add_argument("--index", default="",
+                   help="adjacency indexes to build after ingest: csr, csc or csr,csc "
+                        "(same as graphsys index; default none)")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
     p.set_defaults(func=run)
 
@@ -66,7 +72,13 @@ def run(args) -> int:
         undirected=args.undirected, dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
         memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
         on_bad_line=args.on_bad_line, progress=show_progress(args))
+    kinds = _index_kinds(args.index)
     report = ingest([source], args.out, opts, nodes)
+    if kinds:
+        t0 = time.perf_counter()
+        build_index(args.out, kinds, memory_limit=opts.memory_limit, progress=opts.progress)
+        report.seconds["index"] = round(time.perf_counter() - t0, 3)
+        report.peak_rss_bytes = lifetime_peak_rss()
     if args.json:
         emit_json(report.to_json())
     else:
@@ -77,6 +89,14 @@ def run(args) -> int:
               f"{report.seconds['total']:.2f} s"
               + (f", {report.skipped_lines} bad line(s) skipped" if report.skipped_lines else ""))
     return 0
+
+
+def _index_kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    bad = [k for k in kinds if k not in INDEX_KINDS]
+    if bad:
+        raise GraphsysError(f"--index takes csr, csc or csr,csc; got {text!r}")
+    return kinds
 
 
 def _read_node_table(path: Path):

@@ -18,6 +18,7 @@ from graphsys.sampling.adjacency import (
                                          bipartite_adjacency,
                                          from_coo,
                                          homogeneous_adjacency,
+                                         mapped_adjacency,
                                          typed_edges,
 )
 from graphsys.sampling.block import Block, MiniBatch
@@ -37,5 +38,6 @@ __all__ = [
     "Adjacency", "Block", "MiniBatch", "NeighborSampler", "PPRHardNegativeSampler",
     "PinSAGESampler", "RandomWalkNeighborSampler", "SampledNeighbors",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
+    "mapped_adjacency",
     "parse_fanouts", "personalized_pagerank", "sample_neighbors", "typed_edges",
 ]

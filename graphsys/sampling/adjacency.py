@@ -22,7 +22,8 @@ from graphsys.storage.graph import Graph
 class Adjacency:
     """CSR from ``num_rows`` row nodes to ``num_cols`` column nodes (type-local ids).
 
-    ``indptr`` int64 (num_rows+1,); ``indices`` int64 (nnz,) ascending within each row;
+    ``indptr`` int64 (num_rows+1,); ``indices`` int64 (nnz,) ascending within each row
+    (int32 when mapped from a stored adjacency index, see :func:`mapped_adjacency`);
     ``weight`` float32 (nnz,) or None (sum of the weights of merged parallel edges).
     """
 
@@ -91,6 +92,32 @@ def typed_edges(graph: Graph, edge_set: str | None, lhs: str, rhs: str
             cat(ws, np.float32) if has_w and ws else None)
 
 
+def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
+                     edge_set: str | None = None, symmetric: bool = True,
+                     direction: str = "in") -> Adjacency | None:
+    """The view :func:`homogeneous_adjacency` builds, as zero-copy views of the graph's stored
+    adjacency index (``graphsys index``), or None when the index cannot serve it.
+
+    It can when the graph has one entity type (type-local ids are global ids) and either
+    ``symmetric`` is False (``in``: the CSC index, ``out``: the CSR index) or the edge set was
+    ingested ``undirected`` with ``dedupe`` (its CSR is then exactly the symmetric view with
+    parallel edges merged). Memory: page cache only; nothing is copied.
+    """
+    if len(graph.entity_types) != 1:
+        return None
+    es = graph.edge_set(edge_set)
+    if symmetric:
+        if not (es.undirected and es.dedupe):
+            return None
+        kind = "csr"
+    else:
+        kind = "csc" if direction == "in" else "csr"
+    mapped = graph.adjacency_index(es.name, kind)
+    if mapped is None:
+        return None
+    return Adjacency(mapped.indptr, mapped.indices, graph.num_nodes(), mapped.weight)
+
+
 def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
                           edge_set: str | None = None, symmetric: bool = True,
                           direction: str = "in") -> Adjacency:
@@ -99,7 +126,15 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     ``symmetric``: every stored edge in both directions, parallel edges merged (an
     undirected view, as GCN/GraphSAGE on citation graphs use). Otherwise ``direction``
     ``in`` lists each node's sources (messages flow along edges), ``out`` its targets.
+    Served from the stored adjacency index with no copy when it can
+    (:func:`mapped_adjacency`), else built in RAM (int64 COO, then CSR).
     """
+    if direction not in ("in", "out"):
+        raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
+    mapped = mapped_adjacency(graph, entity_type, edge_set=edge_set, symmetric=symmetric,
+                              direction=direction)
+    if mapped is not None:
+        return mapped
     et = graph._etype(entity_type).name
     n = graph.num_nodes(et)
     s, d, w = typed_edges(graph, edge_set, et, et)

@@ -84,8 +84,10 @@ class NeighborSampler:
 
     Args:
         graph: a stored :class:`Graph` (its ``entity_type`` nodes, undirected view when
-            ``symmetric``, else in-neighbours) or a ready :class:`Adjacency` whose rows list
-            the in-neighbours of each node.
+            ``symmetric``, else ``direction`` ``in``-neighbours (default) or
+            ``out``-neighbours; mapped from the graph's adjacency index when it has one, see
+            :func:`~graphsys.sampling.adjacency.mapped_adjacency`) or a ready
+            :class:`Adjacency` whose rows list the in-neighbours of each node.
         fanouts: per layer, input layer first; ``-1`` = all neighbours (full-neighbour
             blocks, e.g. for evaluation).
         replace: sample with replacement.
@@ -97,14 +99,15 @@ class NeighborSampler:
 
     def __init__(self, graph: Graph | Adjacency, fanouts: Sequence[int] | str, *,
                  replace: bool = False, entity_type: str | None = None,
-                 edge_set: str | None = None, symmetric: bool = True):
+                 edge_set: str | None = None, symmetric: bool = True,
+                 direction: str = "in"):
         self.fanouts = parse_fanouts(fanouts)
         self.replace = bool(replace)
         if isinstance(graph, Adjacency):
             self.adj = graph
         else:
             self.adj = homogeneous_adjacency(graph, entity_type, edge_set=edge_set,
-                                             symmetric=symmetric, direction="in")
+                                             symmetric=symmetric, direction=direction)
         if self.adj.num_rows != self.adj.num_cols:
             raise GraphsysError("neighbour sampling needs a square adjacency (one node type)")
 

@@ -1,10 +1,12 @@
-"""The on-disk graph format, version 1: paths, manifest schema, reading and validation.
+"""The on-disk graph format, version 2: paths, manifest schema, reading and validation.
 
 A graph is a directory (see ``docs/format.md``)::
 
     manifest.json                                   written last, atomically
     nodes/{entity_type}/part-{p:05d}.arrow          original ``id`` + optional node columns
     edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets [, ``rel``, ``weight``]
+    index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
+    nodes/{entity_type}/column-{name}.arrow         optional mapped node column (version 2)
 
 Every file is an Arrow IPC file (Feather v2, uncompressed) so it memory-maps with no copy.
 """
@@ -21,7 +23,9 @@ from typing import Any
 from graphsys.errors import FormatError
 
 FORMAT_NAME = "graphsys-graph"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions this graphsys reads: version 1 is version 2 without adjacency indexes.
+READABLE_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
@@ -57,11 +61,46 @@ class NodeColumn:
 
     ``kind`` is ``features`` (fixed-size list of float32, ``dim`` wide), ``label`` (int64,
     -1 = unknown) or ``mask`` (bool).
+
+    ``dtype`` set (version 2): the column is not in the partition files but in one file of
+    its own, :func:`node_column_file`, in type-local id order, one record batch, so it maps
+    with no copy; ``dtype`` is its value type (``float16``/``float32`` features, ``int64``
+    labels).
     """
 
     name: str
     kind: str
     dim: int = 1
+    dtype: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dim": self.dim}
+        if self.dtype:
+            out["dtype"] = self.dtype
+        return out
+
+
+#: Value types of a node column stored in a file of its own, per kind.
+MAPPED_COLUMN_DTYPES = {"features": ("float16", "float32"), "label": ("int64",)}
+
+
+def node_column_file(entity_type: str, name: str) -> str:
+    """Relative path of a node column stored in its own file (see :class:`NodeColumn`)."""
+    return f"nodes/{entity_type}/column-{name}.arrow"
+
+
+def _node_column(raw: Any, ctx: str, source: str) -> NodeColumn:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(
+            raw.get("kind"), str):
+        raise FormatError(f"{source}: field '{ctx}' must be an object with name and kind")
+    col = NodeColumn(raw["name"], raw["kind"], int(raw.get("dim", 1)), str(raw.get("dtype", "")))
+    if col.dtype:
+        if col.dtype not in MAPPED_COLUMN_DTYPES.get(col.kind, ()):
+            raise FormatError(f"{source}: field '{ctx}.dtype' {col.dtype!r} does not suit kind "
+                              f"{col.kind!r}")
+        if not col.name.replace("_", "").replace("-", "").isalnum() or col.dim < 1:
+            raise FormatError(f"{source}: field '{ctx}': bad column name or dim")
+    return col
 
 
 @dataclass
@@ -111,6 +150,8 @@ class Manifest:
     created_by: str = ""
     #: Free-form JSON provenance (e.g. a registry dataset's name, licence, label names).
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Adjacency indexes: ``indexes[edge_set][kind]`` for kind ``csr``/``csc``.
+    indexes: dict[str, dict[str, IndexInfo]] = field(default_factory=dict)
 
     # -- serialisation -------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -127,9 +168,7 @@ class Manifest:
                     "id_type": et.id_type,
                     "num_nodes": et.num_nodes,
                     "partition_sizes": et.partition_sizes,
-                    "columns": [
-                        {"name": c.name, "kind": c.kind, "dim": c.dim} for c in et.columns
-                    ],
+                    "columns": [c.to_json() for c in et.columns],
                 }
                 for name, et in self.entity_types.items()
             },
@@ -151,6 +190,8 @@ class Manifest:
             },
             "files": dict(sorted(self.files.items())),
             "metadata": self.metadata,
+            "indexes": {name: {kind: info.to_json() for kind, info in sorted(kinds.items())}
+                        for name, kinds in sorted(self.indexes.items())},
         }
 
     @classmethod
@@ -163,9 +204,10 @@ class Manifest:
             raise FormatError(f"{source}: field 'format' is {data.get('format')!r}, "
                               f"expected {FORMAT_NAME!r}")
         version = data.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in READABLE_VERSIONS or isinstance(version, bool):
             raise FormatError(f"{source}: unsupported format_version {version!r} "
-                              f"(this graphsys reads version {FORMAT_VERSION})")
+                              f"(this graphsys reads versions "
+                              f"{', '.join(map(str, READABLE_VERSIONS))})")
         p = reader.get(data, "num_partitions", int)
         if not 1 <= p <= MAX_PARTITIONS:
             raise FormatError(f"{source}: field 'num_partitions' must be in 1..{MAX_PARTITIONS}"
@@ -183,8 +225,8 @@ class Manifest:
             if id_type not in ("int64", "string"):
                 raise FormatError(f"{source}: field 'entity_types.{name}.id_type' must be "
                                   f"int64 or string")
-            cols = [NodeColumn(c["name"], c["kind"], int(c.get("dim", 1)))
-                    for c in reader.get(et, "columns", list, f"entity_types.{name}")]
+            cols = [_node_column(c, f"entity_types.{name}.columns[{k}]", source) for k, c in
+                    enumerate(reader.get(et, "columns", list, f"entity_types.{name}"))]
             if "num_nodes" in et and et["num_nodes"] != sum(sizes):
                 raise FormatError(f"{source}: field 'entity_types.{name}.num_nodes' "
                                   f"({et['num_nodes']}) differs from the sum of its "
@@ -234,7 +276,73 @@ class Manifest:
             created_by=str(data.get("created_by", "")),
             metadata=data.get("metadata", {}) if isinstance(data.get("metadata", {}), dict)
             else {},
+            indexes=_parse_indexes(data.get("indexes", {}), edge_sets, reader),
         )
+
+
+INDEX_KINDS = ("csr", "csc")
+
+
+def index_file(edge_set: str, kind: str, column: str) -> str:
+    """Relative path of one column (``indptr``, ``indices``, ``weight``) of an adjacency
+    index of ``kind`` ``csr`` (out-neighbours) or ``csc`` (in-neighbours)."""
+    return f"index/{edge_set}/{kind}-{column}.arrow"
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """A stored adjacency index of one edge set over global node ids.
+
+    ``index_dtype``: ``int32`` (while every id fits) or ``int64`` indices; ``indptr`` is
+    always int64. ``edges_digest``: sha256 of the edge set's bucket hashes when it was built
+    (an index whose digest differs from the current buckets' is stale).
+    """
+
+    kind: str
+    index_dtype: str
+    num_nodes: int
+    num_edges: int
+    weighted: bool
+    edges_digest: str
+
+    def columns(self) -> list[str]:
+        return ["indptr", "indices"] + (["weight"] if self.weighted else [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index_dtype": self.index_dtype, "num_nodes": self.num_nodes,
+                "num_edges": self.num_edges, "weighted": self.weighted,
+                "edges_digest": self.edges_digest}
+
+
+def _parse_indexes(raw: Any, edge_sets: dict[str, EdgeSet], reader: _FieldReader
+                   ) -> dict[str, dict[str, IndexInfo]]:
+    if not isinstance(raw, dict):
+        raise FormatError(f"{reader.source}: field 'indexes' must be an object")
+    out: dict[str, dict[str, IndexInfo]] = {}
+    for name, kinds in raw.items():
+        ctx = f"indexes.{name}"
+        if name not in edge_sets:
+            raise FormatError(f"{reader.source}: field '{ctx}' names an unknown edge set")
+        if not isinstance(kinds, dict):
+            raise FormatError(f"{reader.source}: field '{ctx}' must be an object")
+        out[name] = {}
+        for kind, entry in kinds.items():
+            kctx = f"{ctx}.{kind}"
+            if kind not in INDEX_KINDS:
+                raise FormatError(f"{reader.source}: field '{kctx}': unknown index kind "
+                                  f"(csr or csc)")
+            dtype = reader.get(entry, "index_dtype", str, kctx)
+            if dtype not in ("int32", "int64"):
+                raise FormatError(f"{reader.source}: field '{kctx}.index_dtype' must be int32 "
+                                  f"or int64")
+            info = IndexInfo(kind, dtype, reader.get(entry, "num_nodes", int, kctx),
+                             reader.get(entry, "num_edges", int, kctx),
+                             reader.get(entry, "weighted", bool, kctx),
+                             reader.get(entry, "edges_digest", str, kctx))
+            if info.num_nodes < 0 or info.num_edges < 0:
+                raise FormatError(f"{reader.source}: field '{kctx}' has a negative count")
+            out[name][kind] = info
+    return out
 
 
 class _FieldReader:

@@ -169,7 +169,9 @@ class Bucket:
 class CSR:
     """Compressed sparse rows over global node ids.
 
-    ``indptr`` int64 (N+1,); ``indices`` int64 (E,) neighbours, ascending within a row;
+    ``indptr`` int64 (N+1,); ``indices`` int64 (E,) neighbours, ascending within a row
+    (int32 when mapped from a stored adjacency index of a graph with < 2**31 nodes; then
+    every array is a read-only view of page cache);
     ``weight`` float32 (E,) or None; ``edge_ids`` int64 (E,) position of each entry in the
     bucket stream (row-major bucket order), present only when asked for.
     """
@@ -366,8 +368,14 @@ class Graph:
             weights: bool = True, edge_ids: bool = False) -> CSR:
         """Build the CSR (or, with ``transpose``, the CSC as a CSR of the reversed graph) over
         global ids with two streaming passes (degrees, then a numba scatter); memory is the
-        output plus one record batch."""
+        output plus one record batch. When the graph directory holds the index (``graphsys
+        index``) and ``edge_ids`` is not asked for, the index is mapped instead: no build,
+        no anonymous memory."""
         es = self.edge_set(edge_set)
+        if not edge_ids:
+            mapped = self.adjacency_index(es.name, "csc" if transpose else "csr")
+            if mapped is not None:
+                return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
         n = self.num_nodes()
         deg = self.degrees(es.name, "in" if transpose else "out")
         indptr = np.zeros(n + 1, np.int64)
@@ -385,6 +393,21 @@ class Graph:
                              weight if weight is not None else no_w, perm, pos)
             pos += len(s)
         return CSR(indptr, indices, weight, perm if edge_ids else None)
+
+    def adjacency_index(self, edge_set: str | None = None, kind: str = "csr"):
+        """The stored ``kind`` (``csr``/``csc``) index of an edge set, mapped and checked once
+        per Graph (:func:`graphsys.storage.adjacency_index.map_index`), or None if the graph
+        has none."""
+        from graphsys.storage.adjacency_index import map_index
+
+        key = (self.edge_set(edge_set).name, kind)
+        if key not in self._mapped_indexes:
+            self._mapped_indexes[key] = map_index(self, key[0], kind)
+        return self._mapped_indexes[key]
+
+    @cached_property
+    def _mapped_indexes(self) -> dict:
+        return {}
 
     def csc(self, edge_set: str | None = None, **kwargs) -> CSR:
         """In-neighbour lists: ``csc().indices[indptr[v]:indptr[v+1]]`` are v's sources."""
@@ -463,6 +486,9 @@ class Graph:
         if col is None:
             raise GraphsysError(f"entity type {et.name!r} has no node column {name!r} "
                                 f"(columns: {', '.join(c.name for c in et.columns) or 'none'})")
+        if col.dtype:  # a column in a file of its own
+            return self.mapped_node_column(name, et.name).astype(
+                np.float32 if col.kind == "features" else np.int64)
         parts = []
         for p in range(self.num_partitions) if partition is None else [partition]:
             arr = self._node_table(et.name, p).column(name).combine_chunks()
@@ -473,6 +499,22 @@ class Graph:
         out = np.concatenate(parts) if parts else np.zeros(0)
         return out.astype(np.float32 if col.kind == "features" else
                           np.int64 if col.kind == "label" else bool, copy=False)
+
+    def mapped_node_column(self, name: str, entity_type: str | None = None) -> np.ndarray:
+        """A node column stored in a file of its own (:mod:`graphsys.storage.node_columns`)
+        as a read-only view of the mapped file, in its stored dtype: features (N, dim)
+        float16/float32, labels (N,) int64. Other columns are read into RAM
+        (:meth:`node_column`)."""
+        from graphsys.storage.column_file import map_column
+        from graphsys.storage.format import node_column_file
+
+        et = self._etype(entity_type)
+        col = next((c for c in et.columns if c.name == name), None)
+        if col is None or not col.dtype:
+            return self.node_column(name, et.name)
+        return map_column(self.path / node_column_file(et.name, name), np.dtype(col.dtype),
+                          et.num_nodes, col.dim if col.kind == "features" else 0,
+                          what="node column")
 
     def node_columns(self, entity_type: str | None = None) -> list[str]:
         return [c.name for c in self._etype(entity_type).columns]

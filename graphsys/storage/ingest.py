@@ -9,8 +9,10 @@ most ``memory_limit / 8`` bytes, since sorting and grouping make transient copie
    to temporary Arrow files (so the text is parsed once).
 2. **route**: map ids to dense node indices, let the partitioner assign partitions, compute
    local offsets, add reverse edges (``undirected``), drop self-loops, and append each edge
-   to its bucket as sorted runs (one run per flush of the in-memory buffer).
-3. **merge**: per bucket, k-way merge its runs (dedupe on ``(src, dst, rel)`` if asked) and
+   to its bucket as a run (one run per flush of the in-memory buffer, in input order).
+3. **merge**: per bucket, read its runs whole and sort them when that fits half the budget
+   (the common case: a bucket holds ~M/P² edges), else sort each run in place and k-way
+   merge them (dedupe on ``(src, dst, rel)`` if asked, keeping the first in input order), and
    write the bucket's Arrow IPC file in record batches of at most ``max_batch_rows`` rows.
 
 Everything is written into a staging directory beside ``out``; the manifest is written last
@@ -670,11 +672,16 @@ class _IngestJob:
             in_memory = final and not routed.runs
             for b in np.flatnonzero(np.diff(starts)):
                 lo, hi = starts[b], starts[b + 1]
-                cols = _sorted_columns(key[lo:hi], rel[lo:hi] if has_rel else None,
-                                       weight[lo:hi] if has_weight else None, self.opts.dedupe)
                 if in_memory:
-                    routed.memory[int(b)] = cols
-                else:
+                    routed.memory[int(b)] = _sorted_columns(
+                        key[lo:hi], rel[lo:hi] if has_rel else None,
+                        weight[lo:hi] if has_weight else None, self.opts.dedupe)
+                else:  # unsorted, in input order: sorted once per bucket when it is written
+                    cols = {"key": key[lo:hi]}
+                    if has_rel:
+                        cols["rel"] = rel[lo:hi]
+                    if has_weight:
+                        cols["weight"] = weight[lo:hi]
                     routed.append_run(int(b), cols)
 
         for sp in self.spills:
@@ -714,15 +721,27 @@ class _IngestJob:
         return routed
 
     def write_bucket(self, routed: _Routed, b: int, edge_set: str, out: Path) -> int:
-        """Pass 3 for one bucket: write it from memory, or k-way merge its sorted runs, into
+        """Pass 3 for one bucket: write it from memory, or sort (or k-way merge) its runs, into
         the bucket's Arrow file. Returns the number of edges written."""
         writer = _BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set))
         with writer:
             if b in routed.memory:
                 writer.write(routed.memory.pop(b))
+            elif self._bucket_fits(routed, b):
+                cols = routed.read_all(b)
+                writer.write(_sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
+                                             self.opts.dedupe))
             else:
+                routed.sort_runs(b)
                 self._merge_runs(routed, b, writer)
         return writer.rows
+
+    def _bucket_fits(self, routed: _Routed, b: int) -> bool:
+        """Whether a bucket's runs, read whole and sorted (argsort and gathered copies:
+        about three times its bytes plus 8 per row), stay within half the budget."""
+        rows = sum(routed.runs[b])
+        row_bytes = sum(np.dtype(dt).itemsize for _, dt in routed.fields)
+        return rows * (3 * row_bytes + 8) <= self.opts.memory_limit // 2
 
     def _merge_runs(self, routed: _Routed, b: int, writer: _BucketWriter) -> None:
         lengths = routed.runs[b]
@@ -774,8 +793,9 @@ class _IngestJob:
 
 
 class _Routed:
-    """The buckets of one edge set after routing: sorted in memory, or sorted runs on disk
-    (``rundir/{b}.key``, ``.rel``, ``.weight``; ``runs[b]`` = the runs' lengths)."""
+    """The buckets of one edge set after routing: sorted in memory, or runs on disk in input
+    order (``rundir/{b}.key``, ``.rel``, ``.weight``; ``runs[b]`` = the runs' lengths), sorted
+    when the bucket is written."""
 
     def __init__(self, rundir: Path, has_rel: bool, has_weight: bool):
         self.rundir = rundir
@@ -794,6 +814,28 @@ class _Routed:
             with open(self.rundir / f"{b}.{f}", "ab") as fh:
                 cols[f].tofile(fh)
         self.runs.setdefault(b, []).append(len(cols["key"]))
+
+    def read_all(self, b: int) -> dict[str, np.ndarray]:
+        """Every row of bucket ``b``'s runs, in the order they were appended."""
+        return {f: np.fromfile(self.rundir / f"{b}.{f}", dtype=dt) for f, dt in self.fields}
+
+    def sort_runs(self, b: int) -> None:
+        """Sort each of bucket ``b``'s runs in place (stably: input order among equal
+        edges is kept, so a dedupe in the merge keeps the first), one run in memory at a
+        time, so that they can be k-way merged."""
+        start = 0
+        for n in self.runs[b]:
+            cols = {}
+            for f, dt in self.fields:
+                with open(self.rundir / f"{b}.{f}", "rb") as fh:
+                    fh.seek(start * np.dtype(dt).itemsize)
+                    cols[f] = np.fromfile(fh, dtype=dt, count=n)
+            cols = _sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"), False)
+            for f, dt in self.fields:
+                with open(self.rundir / f"{b}.{f}", "r+b") as fh:
+                    fh.seek(start * np.dtype(dt).itemsize)
+                    cols[f].tofile(fh)
+            start += n
 
     def drop(self, b: int) -> None:
         for f, _ in self.fields:

@@ -141,6 +141,8 @@ def check_node_table(table: pa.Table, graph: Graph, entity_type: str, partition:
     if "id" not in table.column_names or table.schema.field("id").type != id_type:
         raise FormatError(f"{path}: needs an 'id' column of type {id_type}")
     for c in et.columns:
+        if c.dtype:  # a mapped column lives in a file of its own (checked when mapped)
+            continue
         if c.name not in table.column_names:
             raise FormatError(f"{path}: node column {c.name!r} is missing")
         typ = table.schema.field(c.name).type

@@ -1,0 +1,321 @@
+"""Persistent CSR / CSC adjacency indexes in a graph directory, built out of core.
+
+An index of kind ``csr`` lists every node's out-neighbours, ``csc`` its in-neighbours, over
+global node ids (see :mod:`graphsys.storage.graph`), in exactly the order
+:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` builds in RAM. Each column is one
+Arrow IPC file holding one record batch, so it memory-maps with no copy and pyarrow, Polars
+and DuckDB read it as it is::
+
+    index/{edge_set}/{kind}-indptr.arrow    int64 (N+1,)
+    index/{edge_set}/{kind}-indices.arrow   int32 (M,) while N < 2**31, else int64
+    index/{edge_set}/{kind}-weight.arrow    float32 (M,), only for weighted edge sets
+
+Building: each file is first written full of zeros (from a sparse file: no memory), then
+mapped read-write and filled in place: one pass over the buckets counts degrees into the
+mapped ``indptr``, a second scatters neighbours through a per-node cursor, one row partition
+at a time, into a RAM buffer of that partition's rows that is then copied into the file in
+one sequential write (random writes to a shared mapping make the kernel write the same dirty
+pages back again and again) or, when the buffer does not fit the budget, straight into the
+mapping. Anonymous memory: the cursor (8 bytes per node), one record batch, and the buffer. The
+manifest is rewritten last (atomically), so an interrupted build (or a full disk) leaves no
+index in the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numba
+import numpy as np
+from tqdm import tqdm
+
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
+from graphsys.storage.column_file import allocate_column, map_column
+from graphsys.storage.format import (
+    INDEX_KINDS, MANIFEST, IndexInfo, Manifest, bucket_file, index_file,
+)
+
+#: Anonymous bytes per node an index build needs (the int64 scatter cursor).
+BUILD_BYTES_PER_NODE = 8
+#: Fixed part of a build's budget: one record batch of a bucket and its conversions.
+BUILD_FIXED_BYTES = 64 << 20
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class MappedIndex:
+    """One adjacency index mapped read-only: ``indptr`` int64 (N+1,), ``indices`` int32 or
+    int64 (M,), ``weight`` float32 (M,) or None; views of the mapped files (page cache)."""
+
+    info: IndexInfo
+    indptr: np.ndarray
+    indices: np.ndarray
+    weight: np.ndarray | None
+
+
+def edges_digest(manifest: Manifest, edge_set: str) -> str:
+    """sha256 over the (path, sha256) of every bucket file of ``edge_set``: what an index
+    was built from."""
+    es = manifest.edge_sets[edge_set]
+    h = hashlib.sha256()
+    for (i, j) in sorted(es.buckets):
+        rel = bucket_file(edge_set, i, j)
+        h.update(f"{rel}:{manifest.files.get(rel, {}).get('sha256', '')}\n".encode())
+    return h.hexdigest()
+
+
+def min_build_memory(num_nodes: int) -> int:
+    """The least ``memory_limit`` (bytes) an index build over ``num_nodes`` nodes runs in."""
+    return BUILD_BYTES_PER_NODE * num_nodes + BUILD_FIXED_BYTES
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_rows(local, rel, base, counts):
+    """``counts[base[rel[k]] + local[k]] += 1`` (``rel`` empty: relation 0)."""
+    has_rel = rel.shape[0] > 0
+    for k in range(local.shape[0]):
+        b = base[rel[k]] if has_rel else base[0]
+        counts[b + local[k]] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatter_rows(rows, cols, rel, row_base, col_base, cursor, indices, w_in, w_out):
+    """Row ``row_base[rel] + rows[k]`` gets neighbour ``col_base[rel] + cols[k]`` (and its
+    weight) at its cursor, which then advances."""
+    has_rel = rel.shape[0] > 0
+    has_w = w_out.shape[0] > 0
+    for k in range(rows.shape[0]):
+        r = rel[k] if has_rel else 0
+        row = row_base[r] + rows[k]
+        pos = cursor[row]
+        indices[pos] = col_base[r] + cols[k]
+        if has_w:
+            w_out[pos] = w_in[k]
+        cursor[row] = pos + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _indptr_problem(indptr, num_edges):
+    """0 if ``indptr`` starts at 0, never decreases and ends at ``num_edges``; else the
+    first bad position + 1."""
+    if indptr.shape[0] == 0 or indptr[0] != 0:
+        return 1
+    for k in range(1, indptr.shape[0]):
+        if indptr[k] < indptr[k - 1]:
+            return k + 1
+    if indptr[indptr.shape[0] - 1] != num_edges:
+        return indptr.shape[0]
+    return 0
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _out_of_range(indices, n):
+    """Number of entries outside ``[0, n)``."""
+    bad = 0
+    for k in numba.prange(indices.shape[0]):
+        v = indices[k]
+        if v < 0 or v >= n:
+            bad += 1
+    return bad
+
+
+# ---------------------------------------------------------------------------------------------
+# building
+
+
+def _row_region(graph, indptr: np.ndarray, part: int, memory_limit: int, entry_bytes: int
+                ) -> tuple[int, int] | None:
+    """``(lo, hi)``: the entries of the rows of partition ``part`` (contiguous global ids in a
+    one-type graph), when a RAM buffer of them fits the budget left by the cursor; else None."""
+    if len(graph.entity_types) != 1:
+        return None
+    offsets = graph.partition_offsets()
+    lo, hi = int(indptr[offsets[part]]), int(indptr[offsets[part + 1]])
+    spare = memory_limit - min_build_memory(graph.num_nodes())
+    return (lo, hi) if (hi - lo) * entry_bytes <= spare else None
+
+
+def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool,
+               memory_limit: int) -> IndexInfo:
+    """Write the ``kind`` index files of ``edge_set`` into ``directory`` (flat names); rows
+    are filled one partition at a time, in a RAM buffer when it fits ``memory_limit``."""
+    es = graph.edge_set(edge_set)
+    n, m = graph.num_nodes(), es.num_edges
+    index_dtype = np.dtype(np.int32 if n <= _INT32_MAX else np.int64)
+    src_base, dst_base = graph._rel_bases(es)
+    row_base, col_base = (src_base, dst_base) if kind == "csr" else (dst_base, src_base)
+    order = ("row-major" if kind == "csr" else "col-major")
+    indptr = allocate_column(directory / f"{kind}-indptr.arrow", "indptr", np.dtype(np.int64),
+                              n + 1)
+    indices = allocate_column(directory / f"{kind}-indices.arrow", "indices", index_dtype, m)
+    weight = (allocate_column(directory / f"{kind}-weight.arrow", "weight",
+                               np.dtype(np.float32), m) if es.has_weight else None)
+    no_rel = np.zeros(0, np.int32)
+    counts = indptr[1:]
+    bar = tqdm(total=2 * m, unit="edge", unit_scale=True, desc=f"index {kind}",
+               disable=not progress)
+    for b in graph.buckets(order, edge_set):
+        for eb in b.batches():
+            rows, part = (eb.src, b.i) if kind == "csr" else (eb.dst, b.j)
+            _count_rows(rows, eb.rel if eb.rel is not None else no_rel,
+                        np.ascontiguousarray(row_base[:, part]), counts)
+            bar.update(len(eb))
+    np.cumsum(indptr, out=indptr)
+    cursor = np.array(indptr[:-1])
+    no_w = np.zeros(0, np.float32)
+    p = graph.num_partitions
+    for part in range(p):
+        # the buckets whose rows lie in partition ``part``: one region of the files
+        pairs = [(part, j) for j in range(p)] if kind == "csr" else [(i, part) for i in range(p)]
+        region = _row_region(graph, indptr, part, memory_limit,
+                             index_dtype.itemsize + (4 if weight is not None else 0))
+        if region is None:  # several entity types, or too large: scatter into the mapping
+            lo, out_idx, out_w = 0, indices, weight
+        else:  # scatter into RAM, then one sequential copy: random writes to a shared
+            lo, hi = region  # mapping make the kernel write dirty pages back over and over
+            out_idx = np.empty(hi - lo, index_dtype)
+            out_w = np.empty(hi - lo, np.float32) if weight is not None else None
+            cursor -= lo  # rows outside the region are not touched in this round
+        for b in graph.buckets(pairs, edge_set):
+            rb, cb = (row_base[:, b.i], col_base[:, b.j]) if kind == "csr" else (
+                row_base[:, b.j], col_base[:, b.i])
+            rb, cb = np.ascontiguousarray(rb), np.ascontiguousarray(cb)
+            for eb in b.batches():
+                rows, cols = (eb.src, eb.dst) if kind == "csr" else (eb.dst, eb.src)
+                _scatter_rows(rows, cols, eb.rel if eb.rel is not None else no_rel,
+                              rb, cb, cursor, out_idx,
+                              eb.weight if eb.weight is not None else no_w,
+                              out_w if out_w is not None else no_w)
+                bar.update(len(eb))
+        if region is not None:
+            cursor += lo
+            indices[lo:hi] = out_idx
+            if weight is not None:
+                weight[lo:hi] = out_w
+            del out_idx, out_w
+    bar.close()
+    for arr in (indptr, indices, weight):
+        if isinstance(arr, np.memmap):
+            arr.flush()
+    return IndexInfo(kind, str(index_dtype), n, m, es.has_weight,
+                     edges_digest(graph.manifest, edge_set))
+
+
+def build_index(path: str | Path, kinds: tuple[str, ...] = INDEX_KINDS, *,
+                edge_sets: list[str] | None = None, memory_limit: int = 2_000_000_000,
+                force: bool = False, progress: bool = False) -> dict[str, dict[str, IndexInfo]]:
+    """Build the adjacency indexes ``kinds`` (``csr``, ``csc``) of ``edge_sets`` (default:
+    every edge set) of the graph at ``path`` and list them in its manifest.
+
+    An index already listed and current is kept unless ``force``. ``memory_limit`` (bytes)
+    bounds anonymous memory; below :func:`min_build_memory` it is refused up front. Returns
+    the indexes built, ``{edge_set: {kind: IndexInfo}}``.
+    """
+    from graphsys.storage.graph import open_graph
+
+    graph = open_graph(path)
+    bad = [k for k in kinds if k not in INDEX_KINDS]
+    if bad or not kinds:
+        raise GraphsysError(f"index kinds must be among {', '.join(INDEX_KINDS)}, got "
+                            f"{', '.join(kinds) or 'none'}")
+    need = min_build_memory(graph.num_nodes())
+    if memory_limit < need:
+        raise GraphsysError(f"memory_limit {memory_limit:,} bytes is too small to index "
+                            f"{graph.num_nodes():,} nodes: it needs at least {need:,} bytes "
+                            f"({BUILD_BYTES_PER_NODE} per node + {BUILD_FIXED_BYTES >> 20} MiB)")
+    names = graph.edge_sets if edge_sets is None else [graph.edge_set(e).name for e in edge_sets]
+    manifest = graph.manifest
+    built: dict[str, dict[str, IndexInfo]] = {}
+    for name in names:
+        for kind in kinds:
+            current = manifest.indexes.get(name, {}).get(kind)
+            if (current is not None and not force
+                    and current.edges_digest == edges_digest(manifest, name)):
+                continue
+            tmp = graph.path / "index" / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
+            tmp.mkdir(parents=True)
+            try:
+                info = _build_one(graph, name, kind, tmp, progress, memory_limit)
+                final_dir = graph.path / "index" / name
+                final_dir.mkdir(parents=True, exist_ok=True)
+                entries = {}
+                for column in info.columns():
+                    src = tmp / f"{kind}-{column}.arrow"
+                    fsync_path(src)
+                    rel = index_file(name, kind, column)
+                    entries[rel] = {"sha256": sha256_file(src), "bytes": src.stat().st_size}
+                    os.replace(src, graph.path / rel)
+                fsync_path(final_dir)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            for rel in [index_file(name, kind, c) for c in ("indptr", "indices", "weight")]:
+                manifest.files.pop(rel, None)
+            manifest.files.update(entries)
+            manifest.indexes.setdefault(name, {})[kind] = info
+            built.setdefault(name, {})[kind] = info
+            # manifest last: the files it names are complete and on disk
+            write_bytes_atomic(graph.path / MANIFEST,
+                               json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+    return built
+
+
+# ---------------------------------------------------------------------------------------------
+# mapping and checking
+
+
+def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
+              ) -> MappedIndex | None:
+    """Map the ``kind`` index of ``edge_set`` if the manifest lists one (else None), after
+    checking that it matches the current edges (digest, counts) and that its offsets and
+    neighbour ids are in range (``check_values``: O(N + M) reads of page cache); a stale,
+    truncated or corrupted index raises :class:`FormatError` naming its file."""
+    info = graph.manifest.indexes.get(edge_set, {}).get(kind)
+    if info is None:
+        return None
+    es = graph.edge_set(edge_set)
+    first = graph.path / index_file(edge_set, kind, "indptr")
+    if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
+            info.num_edges != es.num_edges or info.num_nodes != graph.num_nodes()):
+        raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
+                          f"again)")
+    n, m = info.num_nodes, info.num_edges
+    indptr = map_column(first, np.dtype(np.int64), n + 1, what="index column")
+    ipath = graph.path / index_file(edge_set, kind, "indices")
+    indices = map_column(ipath, np.dtype(info.index_dtype), m, what="index column")
+    weight = None
+    if info.weighted:
+        weight = map_column(graph.path / index_file(edge_set, kind, "weight"),
+                            np.dtype(np.float32), m, what="index column")
+    if check_values:
+        bad = _indptr_problem(indptr, m)
+        if bad:
+            raise FormatError(f"{first}: offsets corrupted at entry {bad - 1}")
+        if m and _out_of_range(indices, n):
+            raise FormatError(f"{ipath}: neighbour id out of range [0, {n}) (corrupted)")
+    return MappedIndex(info, indptr, indices, weight)
+
+
+def verify_indexes(graph) -> int:
+    """Map and check every index listed in ``graph``'s manifest (hashes are checked with the
+    other files by :func:`graphsys.storage.verify.verify_graph`); returns how many."""
+    count = 0
+    for name, kinds in graph.manifest.indexes.items():
+        for kind, info in kinds.items():
+            for column in info.columns():
+                rel = index_file(name, kind, column)
+                if rel not in graph.manifest.files:
+                    raise FormatError(f"{graph.path / rel}: not listed in the manifest")
+            map_index(graph, name, kind)
+            count += 1
+    return count

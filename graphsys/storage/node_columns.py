@@ -1,0 +1,84 @@
+"""Node columns stored in files of their own, memory-mapped: features too large for RAM.
+
+A column added with :func:`write_node_column` lives in ``nodes/{type}/column-{name}.arrow``
+(:func:`~graphsys.storage.format.node_column_file`): one Arrow IPC record batch in
+type-local id order, ``float16``/``float32`` features as a fixed-size list ``dim`` wide, or
+``int64`` labels (-1 = unknown). :meth:`Graph.mapped_node_column
+<graphsys.storage.graph.Graph.mapped_node_column>` returns it as a read-only NumPy view of
+the mapping: a 32 M x 64 float16 table is 4 GiB of page cache, not of heap, and a minibatch
+gathers only its rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from graphsys.errors import GraphsysError
+from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
+from graphsys.storage.column_file import allocate_column
+from graphsys.storage.format import MANIFEST, MAPPED_COLUMN_DTYPES, NodeColumn, node_column_file
+
+
+def write_node_column(path: str | Path, name: str, kind: str,
+                      fill: Callable[[int, int], np.ndarray], *, dim: int = 1,
+                      dtype: str | None = None, entity_type: str | None = None,
+                      chunk_rows: int = 1 << 20) -> NodeColumn:
+    """Add node column ``name`` to the graph at ``path``, streaming it in chunks.
+
+    Args:
+        kind: ``features`` (``dtype`` float16/float32, default float32, ``dim`` wide) or
+            ``label`` (int64).
+        fill: ``(start, stop) -> values`` for type-local ids ``start..stop-1``: shape
+            ``(stop - start, dim)`` for features, ``(stop - start,)`` for labels.
+        chunk_rows: rows per ``fill`` call (memory: one chunk).
+
+    The manifest is rewritten last; a column of that name must not exist yet.
+    """
+    from graphsys.storage.graph import open_graph
+
+    graph = open_graph(path)
+    et = graph._etype(entity_type)
+    dtype = dtype or {"features": "float32", "label": "int64"}.get(kind, "")
+    if dtype not in MAPPED_COLUMN_DTYPES.get(kind, ()):
+        raise GraphsysError(f"node column kind {kind!r} takes dtype "
+                            f"{' or '.join(MAPPED_COLUMN_DTYPES.get(kind, ('?',)))}, got "
+                            f"{dtype!r}")
+    if not name or not name.replace("_", "").replace("-", "").isalnum() or name == "id":
+        raise GraphsysError(f"node column name must be letters, digits, - or _: {name!r}")
+    if any(c.name == name for c in et.columns):
+        raise GraphsysError(f"entity type {et.name!r} already has a node column {name!r}")
+    if kind == "label":
+        dim = 1
+    n = et.num_nodes
+    rel = node_column_file(et.name, name)
+    final = graph.path / rel
+    tmp = final.with_name(f".{final.name}.tmp")
+    try:
+        values = allocate_column(tmp, name, np.dtype(dtype), n, dim if kind == "features" else 0)
+        for start in range(0, n, chunk_rows):
+            stop = min(n, start + chunk_rows)
+            chunk = np.asarray(fill(start, stop))
+            if chunk.shape != values[start:stop].shape:
+                raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) returned "
+                                    f"shape {chunk.shape}, expected {values[start:stop].shape}")
+            values[start:stop] = chunk
+        if isinstance(values, np.memmap):
+            values.flush()
+        del values
+        fsync_path(tmp)
+        entry = {"sha256": sha256_file(tmp), "bytes": tmp.stat().st_size}
+        tmp.replace(final)
+        fsync_path(final.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+    column = NodeColumn(name, kind, dim, dtype)
+    manifest = graph.manifest
+    manifest.entity_types[et.name].columns.append(column)
+    manifest.files[rel] = entry
+    write_bytes_atomic(graph.path / MANIFEST,
+                       json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+    return column

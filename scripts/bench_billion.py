@@ -1,0 +1,378 @@
+#!/usr/bin/env python
+"""Every engine end to end on one R-MAT graph (1B edges on the big run), memory measured.
+
+Stages, each in a fresh process (so each peak is its own), each printing one JSON line:
+``stage``, ``seconds``, ``edges_per_s``, ``peak_rss_bytes`` (total resident, sampled),
+``peak_rss_anon_bytes`` (anonymous: heap and arrays, what a budget bounds; mapped graph
+files are page cache and count only in the total), ``lifetime_peak_rss_bytes``
+(``ru_maxrss``) and stage-specific fields:
+
+* ``generate``: ``graphsys generate rmat`` to ``WORK/edges.parquet`` (kept across runs);
+* ``baseline``: pyarrow streams the same Parquet file into one uncompressed Feather (Arrow
+  IPC) file, record batch by record batch: the raw read + write cost of the bytes;
+* ``ingest``: ``ingest`` with ``--partitions``, ``--memory-limit``; ``ratio_vs_baseline`` =
+  baseline seconds / ingest seconds;
+* ``index``: ``graphsys index`` (CSR and CSC, mapped files);
+* ``pagerank_ooc``: out-of-core PageRank, ``--iters`` supersteps: seconds per iteration;
+* ``pagerank_memory``: in-memory PageRank on the mapped index: ``setup_seconds`` (no build
+  when the index is there) and seconds per iteration;
+* ``sample``: ``NeighborSampler([10, 25])`` batches of ``--batch-size`` seeds on the mapped
+  index: minibatches/s;
+* ``gnn``: GraphSAGE (2 layers, fanouts 10,25) on memory-mapped float16 features whose class
+  is planted (``--classes`` communities: features = class mean + noise), ``--gnn-batches``
+  steps through the prefetching loader: minibatches/s, sampler-wait share, accuracy.
+
+    python scripts/bench_billion.py --edges 1000M --nodes 32Mi --partitions 16 \\
+        --memory-limit 4GB --work /work/big/bench
+
+``--stages`` picks stages (comma-separated, default all); ``--check-bounds`` exits non-zero
+when a stage's peak anonymous RSS exceeds its bound (the CI test runs a small size so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STAGES = ("generate", "baseline", "ingest", "index", "pagerank_ooc", "pagerank_memory",
+          "sample", "features", "gnn")
+FEATURE_DIM = 64
+#: Spread of the planted features around their class mean (class means are N(0, 1)).
+FEATURE_NOISE = 4.0
+#: The interpreter, numpy, pyarrow, numba and torch imported: the fixed term of every bound.
+INTERPRETER_BYTES = 400 << 20
+
+
+def parse_count(text: str) -> int:
+    """``1000M``, ``1B``, ``32Mi``, ``5000`` to an int."""
+    text = text.strip()
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "K": 10**3, "M": 10**6, "B": 10**9,
+             "G": 10**9}
+    for suffix, mult in units.items():
+        if text.endswith(suffix):
+            return int(float(text[: -len(suffix)]) * mult)
+    return int(text)
+
+
+def bounds(args, num_nodes: int) -> dict[str, int]:
+    """Peak anonymous RSS bound of each stage, bytes (docs/benchmarks.md states them)."""
+    limit = args.memory_limit_bytes
+    return {
+        "generate": INTERPRETER_BYTES + (256 << 20),
+        "baseline": INTERPRETER_BYTES + (256 << 20),
+        # ingest: the budget + ids, partition and local offset of every node (README)
+        "ingest": limit + 40 * num_nodes + INTERPRETER_BYTES,
+        "index": limit + INTERPRETER_BYTES,
+        "pagerank_ooc": 2_500_000_000 if num_nodes > 10**7 else INTERPRETER_BYTES + 64 * num_nodes
+        + (256 << 20),
+        "pagerank_memory": INTERPRETER_BYTES + 48 * num_nodes + (256 << 20),
+        "sample": INTERPRETER_BYTES + 16 * num_nodes + (512 << 20),
+        "features": INTERPRETER_BYTES + (512 << 20),
+        "gnn": 4_000_000_000 if num_nodes > 10**7 else INTERPRETER_BYTES + (512 << 20),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# stages (each runs in its own process)
+
+
+def stage_generate(args, work: Path) -> dict:
+    edges = args.edges_file
+    if edges.exists():
+        return {"skipped": "exists", "edges": args.edges}
+    subprocess.run([sys.executable, "-m", "graphsys", "generate", "rmat", "--nodes",
+                    str(args.nodes), "--edges", str(args.edges), "--seed", str(args.seed),
+                    "--out", str(edges)], check=True, stdout=subprocess.DEVNULL)
+    return {"edges": args.edges, "bytes": edges.stat().st_size, "child_process": True}
+
+
+def stage_baseline(args, work: Path) -> dict:
+    import pyarrow.ipc as paipc
+    import pyarrow.parquet as pq
+
+    out = work / "baseline.arrow"
+    pf = pq.ParquetFile(str(args.edges_file), pre_buffer=False)
+    rows = 0
+    with paipc.new_file(str(out), pf.schema_arrow) as writer:
+        for batch in pf.iter_batches(batch_size=1 << 20):
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    out.unlink()
+    return {"edges": rows}
+
+
+def stage_ingest(args, work: Path) -> dict:
+    import shutil
+
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+    out = args.graph_dir
+    shutil.rmtree(out, ignore_errors=True)
+    rep = ingest([EdgeSource([args.edges_file])], out,
+                 IngestOptions(num_partitions=args.partitions,
+                               memory_limit=args.memory_limit_bytes, progress=args.progress))
+    return {"edges": sum(rep.edges.values()), "nodes": sum(rep.nodes.values()),
+            "phases": rep.seconds, "memory_limit_bytes": args.memory_limit_bytes}
+
+
+def stage_index(args, work: Path) -> dict:
+    from graphsys.storage.adjacency_index import build_index
+
+    g = args.graph_dir
+    build_index(g, ("csr", "csc"), memory_limit=args.memory_limit_bytes, force=True,
+                progress=args.progress)
+    size = sum(f.stat().st_size for f in (g / "index").rglob("*.arrow"))
+    from graphsys import open_graph
+
+    return {"edges": 2 * open_graph(g).num_edges(), "index_bytes": size}
+
+
+def _pagerank(args, work: Path, mode: str) -> dict:
+    from graphsys import bsp, open_graph
+
+    graph = open_graph(args.graph_dir)
+    t0 = time.perf_counter()
+    res = bsp.pagerank(graph, mode=mode, max_iters=args.iters, tol=1e-12)
+    total = time.perf_counter() - t0
+    steps = [s.total_seconds for s in res.stats.supersteps]
+    per_iter = sorted(steps)[len(steps) // 2] if steps else 0.0
+    m = graph.num_edges()
+    return {"edges": m * len(steps), "iterations": len(steps), "seconds_per_iter": per_iter,
+            "edges_per_s_per_iter": round(m / per_iter) if per_iter else None,
+            "setup_seconds": round(res.stats.setup_seconds, 3), "wall_seconds": total}
+
+
+def stage_pagerank_ooc(args, work: Path) -> dict:
+    return _pagerank(args, work, "out-of-core")
+
+
+def stage_pagerank_memory(args, work: Path) -> dict:
+    return _pagerank(args, work, "memory")
+
+
+def stage_sample(args, work: Path) -> dict:
+    import numpy as np
+
+    from graphsys import open_graph
+    from graphsys.sampling import NeighborSampler
+
+    graph = open_graph(args.graph_dir)
+    t0 = time.perf_counter()
+    sampler = NeighborSampler(graph, [10, 25], symmetric=False, direction="in")
+    setup = time.perf_counter() - t0
+    rng = np.random.default_rng(0)
+    n = graph.num_nodes()
+    edges = 0
+    t1 = time.perf_counter()
+    for k in range(args.sample_batches):
+        seeds = np.unique(rng.integers(0, n, args.batch_size))
+        blocks = sampler.sample_blocks(seeds, rng_seed=k)
+        edges += sum(b.num_edges for b in blocks)
+    secs = time.perf_counter() - t1
+    return {"edges": edges, "setup_seconds": round(setup, 3),
+            "minibatches": args.sample_batches, "minibatches_per_s":
+            round(args.sample_batches / secs, 2), "seconds_sampling": secs}
+
+
+def _planted_labels(seed: int, start: int, stop: int, classes: int):
+    import numpy as np
+
+    return np.random.default_rng([seed, start]).integers(0, classes, stop - start)
+
+
+def stage_features(args, work: Path) -> dict:
+    """Planted node classes (uniform) and float16 features = class mean + noise, written as
+    memory-mapped node columns ``planted_feat`` / ``planted_label`` (replaced if present)."""
+    import json as _json
+
+    import numpy as np
+
+    from graphsys import open_graph
+    from graphsys.storage.node_columns import write_node_column
+
+    graph = open_graph(args.graph_dir)
+    manifest_path = args.graph_dir / "manifest.json"
+    data = _json.loads(manifest_path.read_text())
+    for et in data["entity_types"].values():  # a re-run replaces the planted columns
+        et["columns"] = [c for c in et["columns"] if not c["name"].startswith("planted_")]
+    data["files"] = {k: v for k, v in data["files"].items() if "column-planted_" not in k}
+    manifest_path.write_text(_json.dumps(data, indent=1))
+    means = np.random.default_rng(args.seed).normal(size=(args.classes, FEATURE_DIM)).astype(
+        np.float32)
+    chunk = 1 << 18  # rows per fill call: ~4 float32 copies of 64 MB
+
+    def labels(start, stop):
+        return _planted_labels(args.seed, start, stop, args.classes)
+
+    def feats(start, stop):
+        noise = np.random.default_rng([args.seed, 1, start]).normal(
+            size=(stop - start, FEATURE_DIM)).astype(np.float32)
+        return (means[labels(start, stop)] + FEATURE_NOISE * noise).astype(np.float16)
+
+    write_node_column(args.graph_dir, "planted_label", "label", labels, chunk_rows=chunk)
+    write_node_column(args.graph_dir, "planted_feat", "features", feats, dim=FEATURE_DIM,
+                      dtype="float16", chunk_rows=chunk)
+    n = graph.num_nodes()
+    return {"nodes": n, "feature_bytes": n * FEATURE_DIM * 2, "classes": args.classes}
+
+
+def stage_gnn(args, work: Path) -> dict:
+    """GraphSAGE, 2 layers, fanouts 10,25 over in-neighbours (the mapped CSC), on the
+    mapped float16 features; nodes with id % 10 < 8 train, the others test."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from graphsys import open_graph
+    from graphsys.gnn.loader import PrefetchLoader
+    from graphsys.gnn.model import GNN
+    from graphsys.sampling import MiniBatch, NeighborSampler
+
+    torch.manual_seed(args.seed)
+    graph = open_graph(args.graph_dir)
+    n = graph.num_nodes()
+    feat = graph.mapped_node_column("planted_feat")
+    label = graph.mapped_node_column("planted_label")
+    sampler = NeighborSampler(graph, [10, 25], symmetric=False, direction="in")
+    model = GNN("sage", FEATURE_DIM, 64, args.classes, 2, 0.0)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+
+    def seeds_for(i: int, test: bool) -> np.ndarray:
+        rng = np.random.default_rng([args.seed, int(test), i])
+        ids = np.unique(rng.integers(0, n, 2 * args.batch_size))
+        ids = ids[(ids % 10 >= 8) if test else (ids % 10 < 8)]
+        return ids[: args.batch_size]
+
+    def make_batch(i: int, test: bool = False) -> MiniBatch:
+        seeds = seeds_for(i, test)
+        blocks = sampler.sample_blocks(seeds, rng_seed=i, parallel=False)
+        x = torch.from_numpy(feat[blocks[0].src_nodes.numpy()].astype(np.float32))
+        y = torch.from_numpy(label[seeds])
+        return MiniBatch(torch.from_numpy(seeds), blocks, {"x": x, "y": y})
+
+    wait = step = 0.0
+    edges = 0
+    t0 = time.perf_counter()
+    it = iter(PrefetchLoader(args.gnn_batches, make_batch, num_workers=1, prefetch=4))
+    losses = []
+    while True:
+        tw = time.perf_counter()
+        batch = next(it, None)
+        ts = time.perf_counter()
+        wait += ts - tw
+        if batch is None:
+            break
+        logits = model(batch.blocks, batch.extra["x"])
+        loss = F.cross_entropy(logits, batch.extra["y"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        edges += sum(b.num_edges for b in batch.blocks)
+        step += time.perf_counter() - ts
+    train_seconds = time.perf_counter() - t0
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for i in range(10):
+            b = make_batch(10**6 + i, test=True)
+            pred = model(b.blocks, b.extra["x"]).argmax(1)
+            correct += int((pred == b.extra["y"]).sum())
+            total += len(pred)
+    return {"edges": edges, "graph_edges": graph.num_edges(), "minibatches": args.gnn_batches,
+            "minibatches_per_s": round(args.gnn_batches / train_seconds, 2),
+            "sampler_wait_share": round(wait / train_seconds, 4),
+            "train_seconds": round(train_seconds, 2), "first_loss": losses[0],
+            "last_loss": float(np.mean(losses[-10:])), "test_accuracy": correct / total,
+            "chance_accuracy": 1 / args.classes}
+
+
+STAGE_FUNCS = {name: globals()[f"stage_{name}"] for name in STAGES if f"stage_{name}" in
+               globals()}
+
+
+def run_child(args) -> None:
+    from graphsys.memory import PeakMemory, lifetime_peak_rss
+
+    work = Path(args.work)
+    with PeakMemory() as peak:
+        t0 = time.perf_counter()
+        out = STAGE_FUNCS[args.child](args, work)
+        secs = time.perf_counter() - t0
+    line = {"stage": args.child, "seconds": round(secs, 3),
+            "edges_per_s": round(out.get("edges", 0) / secs) if secs else None,
+            **peak.to_json(), "lifetime_peak_rss_bytes": lifetime_peak_rss(), **out}
+    print(json.dumps(line))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--edges", default="4M", help="M, e.g. 4M, 1000M, 1B (default 4M)")
+    ap.add_argument("--nodes", default=None, help="N, e.g. 32Mi (default M/32, power of 2)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--partitions", type=int, default=16)
+    ap.add_argument("--memory-limit", default="1GB", help="ingest/index budget (default 1GB)")
+    ap.add_argument("--work", required=True, help="work directory (edges and graph kept)")
+    ap.add_argument("--edges-file", help="edge list (default WORK/edges.parquet)")
+    ap.add_argument("--graph-dir", help="graph directory (default WORK/graph)")
+    ap.add_argument("--stages", default=",".join(STAGES))
+    ap.add_argument("--iters", type=int, default=5, help="PageRank supersteps (default 5)")
+    ap.add_argument("--batch-size", type=int, default=1024, help="seeds per minibatch")
+    ap.add_argument("--sample-batches", type=int, default=50)
+    ap.add_argument("--gnn-batches", type=int, default=200)
+    ap.add_argument("--classes", type=int, default=8)
+    ap.add_argument("--check-bounds", action="store_true")
+    ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--child", choices=STAGES, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    from graphsys.units import parse_size
+
+    args.edges = parse_count(args.edges)
+    args.nodes = (parse_count(args.nodes) if args.nodes else
+                  1 << max(1, (args.edges // 32).bit_length() - 1))
+    args.memory_limit_bytes = parse_size(args.memory_limit)
+    args.edges_file = Path(args.edges_file or Path(args.work) / "edges.parquet")
+    args.graph_dir = Path(args.graph_dir or Path(args.work) / "graph")
+    if args.child:
+        run_child(args)
+        return 0
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    limits = bounds(args, args.nodes)
+    failed = []
+    base_seconds = None
+    header = {"bench": "billion", "edges": args.edges, "nodes": args.nodes,
+              "partitions": args.partitions, "memory_limit_bytes": args.memory_limit_bytes,
+              "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
+              "date": time.strftime("%Y-%m-%d %H:%M"), "load": os.getloadavg()[0]}
+    print(json.dumps(header), flush=True)
+    for stage in [s.strip() for s in args.stages.split(",") if s.strip()]:
+        if stage not in STAGE_FUNCS:
+            ap.error(f"unknown stage {stage!r} (stages: {', '.join(STAGE_FUNCS)})")
+        cmd = [sys.executable, __file__, *sys.argv[1:], "--child", stage]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            print(json.dumps({"stage": stage, "error": f"exit {proc.returncode}"}), flush=True)
+            failed.append(stage)
+            continue
+        line = json.loads(proc.stdout.strip().splitlines()[-1])
+        if stage == "baseline":
+            base_seconds = line["seconds"]
+        if stage == "ingest" and base_seconds:
+            line["ratio_vs_baseline"] = round(base_seconds / line["seconds"], 3)
+        line["bound_anon_bytes"] = limits[stage]
+        line["within_bound"] = line["peak_rss_anon_bytes"] <= limits[stage]
+        if args.check_bounds and not line["within_bound"]:
+            failed.append(stage)
+        print(json.dumps(line), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""scripts/bench_billion.py at a CI size: every stage runs and stays inside its memory bound
+(peak anonymous RSS; times are not asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_stage_within_its_memory_bound(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "bench_billion.py"), "--edges", "2M",
+         "--partitions", "4", "--memory-limit", "256MB", "--work", str(tmp_path),
+         "--iters", "3", "--sample-batches", "5", "--gnn-batches", "40", "--batch-size", "256",
+         "--check-bounds"], capture_output=True, text=True, timeout=900)
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    stages = {x["stage"]: x for x in lines[1:]}
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    assert set(stages) == {"generate", "baseline", "ingest", "index", "pagerank_ooc",
+                           "pagerank_memory", "sample", "features", "gnn"}
+    for stage, line in stages.items():
+        assert line["within_bound"], stage
+        assert 0 < line["peak_rss_anon_bytes"] <= line["peak_rss_bytes"]
+    assert stages["ingest"]["edges"] == 2_000_000
+    gnn = stages["gnn"]
+    assert gnn["test_accuracy"] > 2 * gnn["chance_accuracy"]
+    assert 0 <= gnn["sampler_wait_share"] <= 1

@@ -1,0 +1,256 @@
+"""Persistent CSR/CSC indexes: equal to the in-RAM build and to scipy, mapped with no copy,
+listed and checked, and refused (one line naming the file) when stale, truncated or corrupt."""
+
+from __future__ import annotations
+
+import errno
+import json
+import shutil
+
+import numpy as np
+import pyarrow.feather as feather
+import pytest
+import scipy.sparse as sp
+
+from graphsys import open_graph
+from graphsys.cli import main
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.memory import PeakMemory, current_memory
+from graphsys.storage import adjacency_index
+from graphsys.storage.adjacency_index import build_index, min_build_memory
+from graphsys.storage.column_file import data_offset
+from graphsys.storage.format import index_file, read_manifest
+from graphsys.storage.graph import Graph
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.verify import verify_graph
+
+
+def _edges(tmp_path, weighted: bool, n_edges: int = 6000, seed: int = 3):
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, 700, n_edges) * 5 + 2  # sparse original ids
+    d = rng.integers(0, 700, n_edges) * 5 + 2
+    w = rng.integers(1, 50, n_edges) / 8
+    f = tmp_path / ("w.tsv" if weighted else "e.tsv")
+    f.write_text("".join(f"{a}\t{b}\t{x}\n" if weighted else f"{a}\t{b}\n"
+                         for a, b, x in zip(s, d, w)))
+    return f, s, d, w
+
+
+@pytest.fixture
+def graph_dir(tmp_path):
+    f, s, d, w = _edges(tmp_path, weighted=True)
+    ingest([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(num_partitions=4))
+    return tmp_path / "g", s, d, w
+
+
+def _in_ram(path, transpose):
+    g = Graph(path, read_manifest(path))
+    g.manifest.indexes = {}
+    return g.csr(transpose=transpose)
+
+
+def test_index_equals_in_ram_build_and_scipy(graph_dir):
+    path, s, d, w = graph_dir
+    built = build_index(path, memory_limit=min_build_memory(10_000))
+    assert set(built["default"]) == {"csr", "csc"}
+    g = open_graph(path)
+    n = g.num_nodes()
+    si, di = g.to_internal(s), g.to_internal(d)
+    ref = sp.coo_matrix((w, (si, di)), shape=(n, n)).tocsr()
+    for transpose in (False, True):
+        mapped = g.csr(transpose=transpose)
+        ram = _in_ram(path, transpose)
+        assert mapped.indices.dtype == np.int32 and mapped.indptr.dtype == np.int64
+        assert not mapped.indices.flags.writeable  # a view of the mapped file
+        np.testing.assert_array_equal(mapped.indptr, ram.indptr)
+        np.testing.assert_array_equal(mapped.indices, ram.indices)
+        np.testing.assert_array_equal(mapped.weight, ram.weight)
+        got = sp.csr_matrix((mapped.weight.astype(np.float64), mapped.indices, mapped.indptr),
+                            shape=(n, n))
+        assert abs(got - (ref.T if transpose else ref)).max() == 0
+    # pyarrow reads the files as they are
+    t = feather.read_table(path / index_file("default", "csr", "indices"))
+    assert t.column_names == ["indices"] and t.num_rows == g.num_edges()
+
+
+def test_scatter_into_the_mapping_when_no_buffer_fits(graph_dir):
+    """At the minimum budget the rows are scattered straight into the mapped files."""
+    path, *_ = graph_dir
+    build_index(path, memory_limit=min_build_memory(open_graph(path).num_nodes()))
+    g = open_graph(path)
+    for transpose in (False, True):
+        ram = _in_ram(path, transpose)
+        np.testing.assert_array_equal(g.csr(transpose=transpose).indices, ram.indices)
+        np.testing.assert_array_equal(g.csr(transpose=transpose).weight, ram.weight)
+
+
+def test_manifest_lists_index_with_sizes_and_hashes_and_verify_checks_it(graph_dir):
+    path, *_ = graph_dir
+    build_index(path, ("csr",))
+    data = json.loads((path / "manifest.json").read_text())
+    assert data["format_version"] == 2
+    assert set(data["indexes"]["default"]) == {"csr"}
+    entry = data["files"][index_file("default", "csr", "indices")]
+    assert entry["bytes"] == (path / index_file("default", "csr", "indices")).stat().st_size
+    assert len(entry["sha256"]) == 64
+    assert verify_graph(path)["indexes"] == 1
+    assert build_index(path, ("csr",)) == {}  # current: nothing to do
+
+
+def test_old_version_1_graph_still_opens(graph_dir):
+    path, *_ = graph_dir
+    data = json.loads((path / "manifest.json").read_text())
+    data["format_version"] = 1
+    data.pop("indexes")
+    (path / "manifest.json").write_text(json.dumps(data))
+    g = open_graph(path)
+    assert g.adjacency_index(kind="csr") is None
+    assert g.csr().indices.dtype == np.int64  # built in RAM as before
+    verify_graph(path)
+
+
+def _corrupt_indices(path, value):
+    f = path / index_file("default", "csr", "indices")
+    arr = np.memmap(f, dtype=np.int32, mode="r+",
+                    offset=data_offset(f), shape=(1,))
+    arr[0] = value
+    arr.flush()
+    del arr
+    return f
+
+
+def test_corrupted_index_refused_naming_the_file(graph_dir):
+    path, *_ = graph_dir
+    build_index(path, ("csr",))
+    f = _corrupt_indices(path, 2**30)
+    with pytest.raises(FormatError, match=f"{f}.*out of range"):
+        open_graph(path).csr()
+    with pytest.raises(FormatError, match=str(f)):
+        verify_graph(path)  # the sha256 differs too
+
+
+def test_truncated_index_refused(graph_dir):
+    path, *_ = graph_dir
+    build_index(path, ("csc",))
+    f = path / index_file("default", "csc", "indptr")
+    with open(f, "r+b") as fh:
+        fh.truncate(f.stat().st_size - 64)
+    with pytest.raises(FormatError, match=f"{f}.*truncated"):
+        open_graph(path)
+
+
+def test_stale_index_refused(graph_dir, tmp_path):
+    path, *_ = graph_dir
+    build_index(path, ("csr",))
+    data = json.loads((path / "manifest.json").read_text())
+    data["indexes"]["default"]["csr"]["edges_digest"] = "0" * 64
+    (path / "manifest.json").write_text(json.dumps(data))
+    f = path / index_file("default", "csr", "indptr")
+    with pytest.raises(FormatError, match=f"{f}: stale index"):
+        open_graph(path).csr()
+    with pytest.raises(FormatError, match="stale"):
+        verify_graph(path)
+
+
+def test_memory_limit_too_small_refused_with_the_minimum(graph_dir):
+    path, *_ = graph_dir
+    n = open_graph(path).num_nodes()
+    with pytest.raises(GraphsysError, match=f"at least {min_build_memory(n):,} bytes"):
+        build_index(path, memory_limit=1000)
+
+
+def test_disk_full_leaves_no_index_in_the_manifest(graph_dir, monkeypatch):
+    path, *_ = graph_dir
+    before = (path / "manifest.json").read_bytes()
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(adjacency_index, "_scatter_rows", full)
+    with pytest.raises(OSError):
+        build_index(path, ("csr",))
+    assert (path / "manifest.json").read_bytes() == before
+    assert not list((path / "index").rglob("*.arrow"))
+    open_graph(path)
+
+
+def test_unweighted_multi_partition_int32_and_engines_map_it(tmp_path):
+    from graphsys import bsp
+    from graphsys.sampling import NeighborSampler
+
+    f, *_ = _edges(tmp_path, weighted=False)
+    assert main(["ingest", str(f), "--out", str(tmp_path / "g"), "--partitions", "3",
+                 "--index", "csr,csc"]) == 0
+    g = open_graph(tmp_path / "g")
+    ram_pr = bsp.pagerank(Graph(g.path, _no_index(g)), mode="memory", max_iters=30)
+    res = bsp.pagerank(g, mode="memory", max_iters=30)
+    np.testing.assert_allclose(res.values, ram_pr.values, rtol=1e-12, atol=1e-15)
+    sampler = NeighborSampler(g, [5, 3], symmetric=False)
+    csc = g.csc()
+    assert sampler.adj.indices is csc.indices or np.shares_memory(sampler.adj.indices,
+                                                                  csc.indices)
+    blocks = sampler.sample_blocks(np.arange(10), rng_seed=1)
+    # every sampled edge is a stored in-edge
+    dst = blocks[-1].dst_nodes.numpy()[blocks[-1].edge_dst.numpy()]
+    src = blocks[-1].src_nodes.numpy()[blocks[-1].edge_src.numpy()]
+    for a, b in zip(src, dst):
+        assert a in csc.indices[csc.indptr[b]:csc.indptr[b + 1]]
+
+
+def _no_index(g):
+    m = read_manifest(g.path)
+    m.indexes = {}
+    return m
+
+
+def test_index_cli_and_bad_kind(tmp_path, capsys):
+    f, *_ = _edges(tmp_path, weighted=False, n_edges=500)
+    assert main(["ingest", str(f), "--out", str(tmp_path / "g")]) == 0
+    assert main(["index", str(tmp_path / "g"), "--csc", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["built"] == ["default/csc"]
+    assert main(["ingest", str(f), "--out", str(tmp_path / "h"), "--index", "csx"]) == 2
+    assert "--index" in capsys.readouterr().err
+    assert not (tmp_path / "h").exists()
+    assert main(["index", str(tmp_path / "g"), "--memory-limit", "1KB"]) == 2
+    assert "at least" in capsys.readouterr().err
+
+
+def test_build_memory_is_page_cache_not_heap(tmp_path):
+    """A 2M-edge index build adds well under its 8 MB of indices to anonymous memory."""
+    rng = np.random.default_rng(0)
+    f = tmp_path / "e.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"src": rng.integers(0, 1 << 16, 2_000_000),
+                             "dst": rng.integers(0, 1 << 16, 2_000_000)}), f)
+    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    build_index(tmp_path / "g", ("csr",))  # compile the kernels
+    shutil.rmtree(tmp_path / "g" / "index")
+    m = read_manifest(tmp_path / "g")
+    before = current_memory().anon
+    with PeakMemory(interval=0.005) as pm:
+        g = Graph(tmp_path / "g", m)
+        m.indexes = {}
+        csr = adjacency_index._build_one(g, "default", "csr", tmp_path, False, 2_000_000_000)
+    assert csr.num_edges == 2_000_000
+    # the cursor (0.5 MB) and one partition's rows (~2 MB of int32), not the 8 MB of indices
+    assert pm.peak_anon - before < 6_000_000
+
+
+def test_symmetric_sampler_view_maps_undirected_deduped_graph(tmp_path):
+    from graphsys.sampling import homogeneous_adjacency, mapped_adjacency
+
+    f, *_ = _edges(tmp_path, weighted=False)
+    ingest([EdgeSource([f])], tmp_path / "g",
+           IngestOptions(num_partitions=2, undirected=True, dedupe=True))
+    g = open_graph(tmp_path / "g")
+    ram = homogeneous_adjacency(g, symmetric=True)
+    assert mapped_adjacency(g, symmetric=True) is None  # no index yet
+    build_index(tmp_path / "g", ("csr",))
+    g = open_graph(tmp_path / "g")
+    mapped = homogeneous_adjacency(g, symmetric=True)
+    assert mapped.indices.dtype == np.int32
+    np.testing.assert_array_equal(mapped.indptr, ram.indptr)
+    np.testing.assert_array_equal(mapped.indices, ram.indices)
