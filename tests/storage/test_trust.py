@@ -66,7 +66,7 @@ def _rename_entity_type(data, new):
     (lambda d: d["entity_types"]["node"].update({"num_nodes": 5}),
      "num_nodes' .5. differs from the sum"),
     (lambda d: d["entity_types"]["node"].update({"columns": [{"name": "x"}]}),
-     "malformed manifest"),
+     "must be an object with name and kind"),
     (lambda d: d.update({"num_partitions": 10 ** 9}), "num_partitions' must be in"),
 ])
 def test_hostile_manifests_are_refused(graph_dir, edit, message):
