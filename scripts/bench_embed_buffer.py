@@ -66,6 +66,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -310,7 +311,6 @@ def run_child(code: str, python: str, arg: dict, *, stream: bool = True) -> tupl
                 sys.stderr.write("    " + line)
                 sys.stderr.flush()
 
-    import threading
     th = threading.Thread(target=pump, daemon=True)
     th.start()
     out = proc.stdout.read()
@@ -400,6 +400,17 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
     proc = subprocess.Popen([py, "-c", PBG_CHILD, json.dumps(arg)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     timeout = args.pbg_max_seconds or None
+    cpu: dict[int, float] = {}  # PBG and its HOGWILD workers, sampled every 0.5 s
+
+    stop_cpu = threading.Event()
+
+    def sample_cpu():
+        while not stop_cpu.wait(0.5):
+            for pid, sec in group_cpu_seconds(proc.pid).items():
+                cpu[pid] = max(cpu.get(pid, 0.0), sec)
+
+    sampler = threading.Thread(target=sample_cpu, daemon=True)
+    sampler.start()
     try:
         text, _ = proc.communicate(timeout=timeout)
         complete = proc.returncode == 0
@@ -412,6 +423,8 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
         log(f"PBG stopped after --pbg-max-seconds {args.pbg_max_seconds}; edges/s from the "
             f"buckets it finished")
     wall = time.perf_counter() - t0
+    stop_cpu.set()
+    sampler.join()
     if npy is not None and (data / "done").exists():
         shutil.rmtree(npy, ignore_errors=True)
     if not args.keep_checkpoints:
@@ -436,7 +449,8 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
            "bucket_compute_seconds": b_compute, "bucket_io_seconds": b_io,
            "partition_loads": loads, "partition_writes": writes,
            "swaps": max(0, loads - min(2, args.partitions)),
-           "wall_seconds": wall, "workers": args.pbg_workers,
+           "wall_seconds": wall, "cpu_seconds_sampled": sum(cpu.values()),
+           "workers": args.pbg_workers,
            "hogwild_delay": args.pbg_hogwild_delay,
            "load_avg_before": la, "load_avg_after": load_avg()}
     bench = re.findall(r"BENCH (\{.*\})", text)
@@ -449,6 +463,23 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
     if conv.exists():
         res["convert_seconds"] = round(json.loads(conv.read_text())["convert_seconds"], 1)
     return rounded(res)
+
+
+def group_cpu_seconds(pgid: int) -> dict[int, float]:
+    """CPU seconds (user + system) so far of each live process in process group ``pgid``
+    (from ``/proc/PID/stat``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields[0] is the state (field 3 of stat)
+            out[int(d.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def median_run(runs: list[dict]) -> dict:

@@ -67,31 +67,43 @@ def side_scores(q: Tensor, c: Tensor, pool: Tensor | None, k: int
 
 def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None,
                  weight: Tensor | None) -> SideGrads:
-    """The softmax loss of one side's blocks and its gradients with respect to them."""
+    """The softmax loss of one side's blocks and its gradients with respect to them.
+
+    The positives are diagonals (of each chunk of ``s2``, and of ``sr`` at offset
+    ``k - rem``), so they are read and corrected through strided views, with no indexing.
+    """
     nchunk, k, _ = s2.shape
     nfull = nchunk * k
     inbatch = s2.reshape(nfull, k) if sr is None else torch.cat([s2.reshape(nfull, k), sr])
-    b = len(inbatch)
     u = 0 if s1 is None else s1.shape[1]
     logits = inbatch if s1 is None else torch.cat([s1, inbatch], dim=1)
-    rows = torch.arange(b, device=logits.device)
-    col = rows % k
-    if sr is not None:
-        col[nfull:] = rows[nfull:] - nfull + (k - len(sr))
-    col += u
-    pos = logits[rows, col]
+    pos = _positives(logits[:, u:], nchunk, k)
     top = logits.amax(dim=1, keepdim=True)
     p = (logits - top).exp_()
     total = p.sum(dim=1, keepdim=True)
-    per_edge = top.squeeze(1) + total.log().squeeze(1) - pos
+    pos_scores = torch.cat([diag.reshape(-1) for diag in pos])
+    per_edge = top.squeeze(1) + total.log().squeeze(1) - pos_scores
     p.div_(total)
-    p[rows, col] -= 1.0
+    for diag in _positives(p[:, u:], nchunk, k):
+        diag.sub_(1.0)
     if weight is not None:
         per_edge = per_edge * weight
         p.mul_(weight.unsqueeze(1))
     gb = p[:, u:]
     return SideGrads(per_edge.sum(), None if s1 is None else p[:, :u],
                      gb[:nfull].view(nchunk, k, k), None if sr is None else gb[nfull:])
+
+
+def _positives(inbatch: Tensor, nchunk: int, k: int) -> list[Tensor]:
+    """Views of the positive entries of the in-batch columns ``(B, k)``: the diagonals of
+    the full chunks ``(nchunk, k)`` and, for the ``rem`` last rows, the diagonal at offset
+    ``k - rem`` ``(rem,)``; row order."""
+    nfull = nchunk * k
+    rem = len(inbatch) - nfull
+    out = [torch.diagonal(inbatch[:nfull].view(nchunk, k, k), dim1=1, dim2=2)]
+    if rem:
+        out.append(torch.diagonal(inbatch[nfull:], offset=k - rem))
+    return out
 
 
 def side_backward(q: Tensor, c: Tensor, pool: Tensor | None, g: SideGrads, *,

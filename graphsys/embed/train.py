@@ -532,10 +532,11 @@ class Trainer:
         w = None if w is None else w.to(dev)
         leaves: list = []
         if self._closed_form(b):
-            loss, gl, gr = self._closed_form_grads(L_emb[idx_l], R_emb[idx_r], b, rel, w,
-                                                   leaves)
+            grads = self._closed_form_grads
         else:
-            loss, gl, gr = self._autograd_grads(L_emb[idx_l], R_emb[idx_r], b, rel, w, leaves)
+            grads = self._autograd_grads
+        loss, gl, gr = grads(L_emb.index_select(0, idx_l), R_emb.index_select(0, idx_r), b,
+                             rel, w, leaves)
         with torch.no_grad():
             if L_emb is R_emb:
                 self._row_adagrad(L_emb, L_st, torch.cat([idx_l, idx_r]),
@@ -726,9 +727,13 @@ class Trainer:
             if not split:
                 late = (steps[n].evict, steps[n].load)
             need = early
-            if late[0] or late[1]:
+            if not cfg.prefetch:
+                tw = time.perf_counter()
+                buf.execute(*late)
+                mine.io_wait_seconds += time.perf_counter() - tw
+            elif late[0] or late[1]:
                 queued.append(io.submit(buf.execute, *late))
-                if late[1] or not cfg.prefetch:
+                if late[1]:
                     need = queued[-1]  # FIFO: waiting for it waits for the early part too
             wait(need)
             early, split = None, False
