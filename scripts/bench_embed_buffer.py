@@ -26,7 +26,8 @@ and swaps for graphsys's buffer-aware order vs PBG's inside_out".
    check of those), ``max_resident`` (most partitions resident at once), ``bytes_read`` /
    ``bytes_written`` by swaps, ``checkpoint_bytes``, ``io_seconds_blocking`` /
    ``io_seconds_prefetch`` (partition reads + writes on the training thread / on the prefetch
-   thread), ``peak_rss_bytes`` (``ru_maxrss``; includes the mapped edge files) and
+   thread), ``io_wait_seconds`` (seconds the training thread waited for them),
+   ``peak_rss_bytes`` (``ru_maxrss``; includes the mapped edge files) and
    ``peak_rss_anon_bytes`` (RssAnon sampled every 50 ms: embeddings, optimiser state,
    temporaries), ``cpu_seconds``, the final ``loss``. Per c: ``min_swaps_bound`` (Marius's
    lower bound) and ``buffer_vs_inside_out`` ratios. ``--repeats N`` interleaves N runs per
@@ -38,7 +39,10 @@ and swaps for graphsys's buffer-aware order vs PBG's inside_out".
    of the current bucket and keeps those the next bucket shares; its loads and writes are
    counted from its ``Swapping partitioned embeddings`` log lines, its edges/s over the
    buckets it trained (its compute + io seconds per bucket) and, when it finished, over its
-   whole ``train()`` call. ``--pbg-max-seconds`` stops it (and its worker pool) early.
+   whole ``train()`` call; ``cpu_seconds_sampled``: CPU seconds of PBG and its workers
+   (``/proc``, sampled every 0.5 s; on a shared machine edges per CPU-second is the steadier
+   figure to compare with graphsys's ``cpu_seconds``). ``--pbg-max-seconds`` stops it (and
+   its worker pool) early.
 
 ``--graph DIR`` trains on an existing graph instead (read only: the checkpoints go to the
 work directory), e.g. the 1B-edge graph of ``scripts/bench_billion.py``; ``--max-buckets N``
