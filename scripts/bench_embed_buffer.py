@@ -26,7 +26,8 @@ and swaps for graphsys's buffer-aware order vs PBG's inside_out".
    check of those), ``max_resident`` (most partitions resident at once), ``bytes_read`` /
    ``bytes_written`` by swaps, ``checkpoint_bytes``, ``io_seconds_blocking`` /
    ``io_seconds_prefetch`` (partition reads + writes on the training thread / on the prefetch
-   thread), ``peak_rss_bytes`` (``ru_maxrss``; includes the mapped edge files) and
+   thread), ``io_wait_seconds`` (seconds the training thread waited for them),
+   ``peak_rss_bytes`` (``ru_maxrss``; includes the mapped edge files) and
    ``peak_rss_anon_bytes`` (RssAnon sampled every 50 ms: embeddings, optimiser state,
    temporaries), ``cpu_seconds``, the final ``loss``. Per c: ``min_swaps_bound`` (Marius's
    lower bound) and ``buffer_vs_inside_out`` ratios. ``--repeats N`` interleaves N runs per
@@ -38,12 +39,23 @@ and swaps for graphsys's buffer-aware order vs PBG's inside_out".
    of the current bucket and keeps those the next bucket shares; its loads and writes are
    counted from its ``Swapping partitioned embeddings`` log lines, its edges/s over the
    buckets it trained (its compute + io seconds per bucket) and, when it finished, over its
-   whole ``train()`` call. ``--pbg-max-seconds`` stops it (and its worker pool) early.
+   whole ``train()`` call; ``cpu_seconds_sampled``: CPU seconds of PBG and its workers
+   (``/proc``, sampled every 0.5 s; on a shared machine edges per CPU-second is the steadier
+   figure to compare with graphsys's ``cpu_seconds``). ``--pbg-max-seconds`` stops it (and
+   its worker pool) early.
+
+``--graph DIR`` trains on an existing graph instead (read only: the checkpoints go to the
+work directory), e.g. the 1B-edge graph of ``scripts/bench_billion.py``; ``--max-buckets N``
+stops each graphsys epoch after the first N non-empty buckets of its order (a full epoch at
+1B edges takes hours): edges/s and the swap counts are over those buckets, the peak RSS
+figures over the whole run (set-up, initial embeddings, training, final checkpoint).
 
 Prints one JSON line on stdout; progress on stderr.
 
     python scripts/bench_embed_buffer.py --edges 50M --partitions 8 --buffer 2,3,4 \\
         --dim 100 --epochs 1 --workdir /tmp/bench-embed-buffer --seed 0 [--with-pbg]
+    python scripts/bench_embed_buffer.py --graph /work/big/rmat1b-g --buffer 4 \
+        --orders buffer --max-buckets 8 --workdir /work/big-embed/b1 --seed 0
 """
 
 from __future__ import annotations
@@ -58,6 +70,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -119,6 +132,11 @@ GS_CHILD = textwrap.dedent(r"""
     PB.load = timed(orig_load, "load_calls")
     PB.evict = timed(orig_evict, "evict_calls")
 
+    if a["max_buckets"]:  # --max-buckets: the first N non-empty buckets of each epoch
+        orig_order = train_mod.Trainer._epoch_order
+        train_mod.Trainer._epoch_order = (
+            lambda self, epoch, counts: orig_order(self, epoch, counts)[:a["max_buckets"]])
+
     cfg = config_from_dict(a["config"])
     g = open_graph(a["graph"])
     ru0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -143,6 +161,8 @@ GS_CHILD = textwrap.dedent(r"""
         "loads": total("loads"), "swaps": total("swaps"),
         "bytes_read": total("bytes_read"), "bytes_written": total("bytes_written"),
         "checkpoint_bytes": total("checkpoint_bytes"),
+        "io_wait_seconds": sum(getattr(r, "io_wait_seconds", 0.0) for s in stats
+                               for r in s.ranks),  # (absent before the pipeline)
         "loss": stats[-1].loss,
         **io,
         "peak_rss_bytes": ru1.ru_maxrss * 1024, "peak_rss_anon_bytes": peak_anon[0],
@@ -295,7 +315,6 @@ def run_child(code: str, python: str, arg: dict, *, stream: bool = True) -> tupl
                 sys.stderr.write("    " + line)
                 sys.stderr.flush()
 
-    import threading
     th = threading.Thread(target=pump, daemon=True)
     th.start()
     out = proc.stdout.read()
@@ -323,7 +342,8 @@ def run_graphsys(graph: Path, work: Path, order: str, c: int, model: dict, args)
     cfg = dict(model, bucket_order=order, buffer_partitions=c, num_epochs=args.epochs,
                num_partitions=args.partitions, seed=args.seed, workers=args.workers,
                prefetch=not args.no_prefetch)
-    arg = {"graph": str(graph), "out": str(out), "config": cfg, "threads": args.threads}
+    arg = {"graph": str(graph), "out": str(out), "config": cfg, "threads": args.threads,
+           "max_buckets": args.max_buckets}
     la = load_avg()
     out_text, _ = run_child(GS_CHILD, sys.executable, arg)
     res = json.loads(out_text.strip().splitlines()[-1])
@@ -384,6 +404,17 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
     proc = subprocess.Popen([py, "-c", PBG_CHILD, json.dumps(arg)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     timeout = args.pbg_max_seconds or None
+    cpu: dict[int, float] = {}  # PBG and its HOGWILD workers, sampled every 0.5 s
+
+    stop_cpu = threading.Event()
+
+    def sample_cpu():
+        while not stop_cpu.wait(0.5):
+            for pid, sec in group_cpu_seconds(proc.pid).items():
+                cpu[pid] = max(cpu.get(pid, 0.0), sec)
+
+    sampler = threading.Thread(target=sample_cpu, daemon=True)
+    sampler.start()
     try:
         text, _ = proc.communicate(timeout=timeout)
         complete = proc.returncode == 0
@@ -396,6 +427,8 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
         log(f"PBG stopped after --pbg-max-seconds {args.pbg_max_seconds}; edges/s from the "
             f"buckets it finished")
     wall = time.perf_counter() - t0
+    stop_cpu.set()
+    sampler.join()
     if npy is not None and (data / "done").exists():
         shutil.rmtree(npy, ignore_errors=True)
     if not args.keep_checkpoints:
@@ -420,7 +453,8 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
            "bucket_compute_seconds": b_compute, "bucket_io_seconds": b_io,
            "partition_loads": loads, "partition_writes": writes,
            "swaps": max(0, loads - min(2, args.partitions)),
-           "wall_seconds": wall, "workers": args.pbg_workers,
+           "wall_seconds": wall, "cpu_seconds_sampled": sum(cpu.values()),
+           "workers": args.pbg_workers,
            "hogwild_delay": args.pbg_hogwild_delay,
            "load_avg_before": la, "load_avg_after": load_avg()}
     bench = re.findall(r"BENCH (\{.*\})", text)
@@ -433,6 +467,23 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
     if conv.exists():
         res["convert_seconds"] = round(json.loads(conv.read_text())["convert_seconds"], 1)
     return rounded(res)
+
+
+def group_cpu_seconds(pgid: int) -> dict[int, float]:
+    """CPU seconds (user + system) so far of each live process in process group ``pgid``
+    (from ``/proc/PID/stat``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields[0] is the state (field 3 of stat)
+            out[int(d.name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def median_run(runs: list[dict]) -> dict:
@@ -480,6 +531,13 @@ def main() -> int:
     ap.add_argument("--memory-limit", default="2GB", help="ingest memory limit")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/bench-embed-buffer"))
     ap.add_argument("--keep-checkpoints", action="store_true")
+    ap.add_argument("--graph", type=Path, default=None,
+                    help="train on this ingested graph (read only; its P) instead of "
+                         "generating one; --edges, --nodes, --partitions are then ignored")
+    ap.add_argument("--max-buckets", type=int, default=0,
+                    help="graphsys: train only the first N non-empty buckets of each epoch's "
+                         "order (a full epoch of a 1B-edge graph takes hours); edges/s is over "
+                         "those buckets, peak RSS over the whole run (default 0: all)")
     ap.add_argument("--with-pbg", action="store_true",
                     help="also run PyTorch-BigGraph 1.0.0 (inside_out, P partitions)")
     ap.add_argument("--pbg-python", default="/tmp/bench-embed/pbg-venv/bin/python")
@@ -505,15 +563,21 @@ def main() -> int:
     t_start = time.perf_counter()
     la_start = load_avg()
 
-    graph, build = build_graph(work, edges, nodes, args.seed, args.partitions,
-                               parse_size(args.memory_limit))
-    g = open_graph(graph)
+    if args.graph is not None:
+        graph, build = args.graph.absolute(), {"reused": True, "given": True}
+        g = open_graph(graph)
+        args.partitions, nodes = g.num_partitions, int(g.num_nodes())
+    else:
+        graph, build = build_graph(work, edges, nodes, args.seed, args.partitions,
+                                   parse_size(args.memory_limit))
+        g = open_graph(graph)
     sizes = [int(x) for x in g.partition_sizes()]
     counts = g.bucket_counts()
     num_edges = int(g.num_edges())
     per_part = [n * (args.dim + 1) * 4 for n in sizes]  # embeddings + row-Adagrad, float32
     graph_info = {
-        "generator": "R-MAT (graphsys.generators.rmat_edges, a,b,c = 0.57,0.19,0.19, "
+        "generator": f"given: {graph}" if args.graph else
+                     "R-MAT (graphsys.generators.rmat_edges, a,b,c = 0.57,0.19,0.19, "
                      "self-loops and duplicates kept)",
         "edges": num_edges, "id_space": nodes, "nodes": int(g.num_nodes()), "seed": args.seed,
         "partitions": args.partitions, "partitioner": "hash",
@@ -586,7 +650,7 @@ def main() -> int:
                                              // args.workers),
                       prefetch=not args.no_prefetch, init_scale=1e-3, device="cpu",
                       relations="one (operator none)"),
-        "orders": orders, "repeats": args.repeats,
+        "orders": orders, "repeats": args.repeats, "max_buckets": args.max_buckets or None,
         "results": results, "pbg": pbg,
         "total_seconds": round(time.perf_counter() - t_start, 1),
     }

@@ -114,7 +114,9 @@ class EmbedConfig:
                                        default=None)
     memory_budget: str | int | None = _h("bytes for resident embeddings + Adagrad state, "
                                          "e.g. '2GB'", default=None)
-    prefetch: bool = _h("load the next bucket's partitions in the background", default=True)
+    prefetch: bool = _h("load the next bucket's partitions and write back evicted ones in the "
+                        "background (with 3 <= buffer < partitions the bucket order and plan "
+                        "keep one buffer slot free for the prefetch)", default=True)
     checkpoint_buckets: bool = _h(
         "also commit a checkpoint after every bucket (distributed: every round), so a killed "
         "run resumes from the last finished bucket instead of the epoch start; each commit "

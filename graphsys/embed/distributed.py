@@ -178,6 +178,10 @@ class DistributedTrainer(Trainer):
             off += t.numel()
 
     # -- epochs -----------------------------------------------------------------------------
+    def _plan_capacity(self) -> int:
+        """The whole buffer: ranks load between rounds, with no prefetch slot."""
+        return self.capacity
+
     def _epoch(self, epoch: int, counts: np.ndarray, io: ThreadPoolExecutor,
                progress: dict[str, Any] | None) -> EpochStats:
         """The epoch's remaining buckets in rounds (no prefetch, ``io`` is unused: the next

@@ -58,6 +58,11 @@ class RelationModel:
             self.state[side] = [{k: torch.zeros_like(v) for k, v in ps.items()}
                                 for ps in self.params[side]]
 
+    @property
+    def is_identity(self) -> bool:
+        """Whether every relation's operator is ``none`` (no parameters, ``x`` unchanged)."""
+        return all(name == "none" for name, _, _ in self.groups)
+
     # -- forward ----------------------------------------------------------------------------
     def apply(self, side: str, x: torch.Tensor, rel: torch.Tensor,
               leaves: list[_Leaf] | None = None) -> torch.Tensor:

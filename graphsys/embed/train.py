@@ -47,12 +47,16 @@ from tqdm import tqdm
 from graphsys.device import resolve_device
 from graphsys.embed.checkpoint import CheckpointStorage, check_graph, load_npy, save_npy
 from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict, load_config
-from graphsys.embed.model import COMPARATORS, LOSSES, init_embeddings, n3
+from graphsys.embed import dot_softmax
+from graphsys.embed.kernels import row_adagrad
+from graphsys.embed.model import (COMPARATORS, LOSSES, DotComparator, SoftmaxLoss,
+                                  init_embeddings, n3)
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.trace import traced
+from graphsys.storage.pages import huge_pages
 
 ROW_ADAGRAD_EPS = 1e-10
 #: Keys that may differ between a checkpoint and a resumed run.
@@ -83,7 +87,8 @@ class RankStats:
     buckets; ``wait_seconds``: seconds in each round's collectives (partition lock and
     relation sync: waiting for the slowest rank); ``loads`` / ``evictions``: partitions read
     into / written out of its buffer and their ``bytes_read`` / ``bytes_written``;
-    ``checkpoint_bytes``: bytes its commits wrote.
+    ``checkpoint_bytes``: bytes its commits wrote; ``io_wait_seconds``: seconds the training
+    thread waited for partition loads and write-backs (I/O the pipeline did not hide).
     """
 
     rank: int
@@ -98,11 +103,13 @@ class RankStats:
     bytes_read: int = 0
     bytes_written: int = 0
     checkpoint_bytes: int = 0
+    io_wait_seconds: float = 0.0
 
     #: Field order of :meth:`figures` / :meth:`set_figures` (everything but ``rank``).
     FIGURES = ("edges", "buckets", "idle_rounds", "loss_sum", "train_seconds", "wait_seconds",
-               "loads", "evictions", "bytes_read", "bytes_written", "checkpoint_bytes")
-    _FLOATS = ("loss_sum", "train_seconds", "wait_seconds")
+               "loads", "evictions", "bytes_read", "bytes_written", "checkpoint_bytes",
+               "io_wait_seconds")
+    _FLOATS = ("loss_sum", "train_seconds", "wait_seconds", "io_wait_seconds")
 
     def figures(self) -> list[float]:
         """The :attr:`FIGURES` as floats (exact for counts below 2**53)."""
@@ -115,7 +122,7 @@ class RankStats:
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        for k in ("train_seconds", "wait_seconds"):
+        for k in ("train_seconds", "wait_seconds", "io_wait_seconds"):
             out[k] = round(out[k], 3)
         return out
 
@@ -215,7 +222,7 @@ class PartitionBuffer:
         nbytes = 0
         for etype in self.sizes:
             v = self._source(etype, p)
-            emb = load_npy(self.storage.emb_path(etype, p, v))
+            emb = self._read(self.storage.emb_path(etype, p, v))
             st = load_npy(self.storage.optim_path(etype, p, v))
             nbytes += emb.nbytes + st.nbytes
             slot[etype] = (torch.from_numpy(emb).to(self.device),
@@ -231,6 +238,16 @@ class PartitionBuffer:
             if not bool(torch.isfinite(emb).all()):
                 raise diverged(self.storage.root, self.committed,
                                f"non-finite embedding in entity type {etype!r}, partition {p}")
+
+    def _read(self, path: Path) -> np.ndarray:
+        """An embedding file's array; on the CPU in fresh memory advised to use huge pages
+        (rows are read and written at random), copied from the file's mapping."""
+        if self.device.type != "cpu":
+            return load_npy(path)
+        src = load_npy(path, mmap=True)
+        out = huge_pages(np.empty(src.shape, src.dtype))
+        out[...] = src
+        return out
 
     def _write(self, p: int) -> int:
         self.check_finite(p)
@@ -525,6 +542,10 @@ class Trainer:
         return self.loss_fn.forward(pos, negs, w)
 
     def _row_adagrad(self, emb, state, idx, grad, lr):
+        if emb.device.type == "cpu":
+            row_adagrad(emb.numpy(), state.numpy(), idx.numpy(), grad.contiguous().numpy(),
+                        lr, ROW_ADAGRAD_EPS, self.cfg.max_norm or 0.0)
+            return
         uniq, inv = torch.unique(idx, return_inverse=True)
         g = torch.zeros(len(uniq), grad.shape[1], dtype=grad.dtype, device=grad.device)
         g.index_add_(0, inv, grad)
@@ -535,9 +556,16 @@ class Trainer:
             rows = emb[uniq]
             emb[uniq] = rows.renorm(2, 0, self.cfg.max_norm)
 
+    def _closed_form(self, b: int) -> bool:
+        """Whether a batch of ``b`` edges takes :func:`dot_softmax.both_sides` (the dot
+        comparator, the softmax loss, in-batch negatives, no regulariser)."""
+        cfg = self.cfg
+        return (type(self.comparator) is DotComparator and type(self.loss_fn) is SoftmaxLoss
+                and cfg.num_batch_negs > 0 and b >= 2 and cfg.regularization_coef == 0)
+
     @traced("embed.minibatch")
     def _batch(self, lt, rt, i, j, h, t, rel, w, gen) -> float:
-        cfg, cmp = self.cfg, self.comparator
+        cfg = self.cfg
         L_emb, L_st = self.buffer.resident[i][lt]
         R_emb, R_st = self.buffer.resident[j][rt]
         b, u = len(h), cfg.num_uniform_negs
@@ -548,28 +576,64 @@ class Trainer:
             idx_r = torch.cat([t, self._sample(rt, j, len(R_emb), u, gen)])
         idx_l, idx_r = idx_l.to(dev), idx_r.to(dev)
         rel = rel.to(dev)
-        xl = L_emb[idx_l].requires_grad_(True)
-        xr = R_emb[idx_r].requires_grad_(True)
+        w = None if w is None else w.to(dev)
         leaves: list = []
+        if self._closed_form(b):
+            grads = self._closed_form_grads
+        else:
+            grads = self._autograd_grads
+        loss, gl, gr = grads(L_emb.index_select(0, idx_l), R_emb.index_select(0, idx_r), b,
+                             rel, w, leaves)
+        with torch.no_grad():
+            if L_emb is R_emb:
+                self._row_adagrad(L_emb, L_st, torch.cat([idx_l, idx_r]),
+                                  torch.cat([gl, gr]), cfg.lr)
+            else:
+                self._row_adagrad(L_emb, L_st, idx_l, gl, cfg.lr)
+                self._row_adagrad(R_emb, R_st, idx_r, gr, cfg.lr)
+            self.relmodel.step(leaves, cfg.relation_learning_rate)
+        return loss
+
+    def _autograd_grads(self, xl, xr, b, rel, w, leaves):
+        """Loss and the gradients of the gathered rows ``xl`` / ``xr`` ``(b + U, d)``, by
+        autograd (any comparator, loss and regulariser); ``leaves`` get the relations'."""
+        cfg, cmp, u = self.cfg, self.comparator, self.cfg.num_uniform_negs
+        xl.requires_grad_(True)
+        xr.requires_grad_(True)
         q_tail = cmp.prepare(self.relmodel.apply("rhs", xl[:b], rel, leaves))
         q_head = cmp.prepare(self.relmodel.apply("lhs", xr[:b], rel, leaves))
         pl, pr = cmp.prepare(xl), cmp.prepare(xr)
-        w = None if w is None else w.to(dev)
         loss = (self._side_loss(q_tail, pr[:b], pr[b:] if u else None, w)
                 + self._side_loss(q_head, pl[:b], pl[b:] if u else None, w))
         if cfg.regularization_coef > 0:
             loss = loss + cfg.regularization_coef * (
                 n3(xl[:b]) + n3(xr[:b]) + sum(n3(lf.leaf) for lf in leaves))
         loss.backward()
-        with torch.no_grad():
-            if L_emb is R_emb:
-                self._row_adagrad(L_emb, L_st, torch.cat([idx_l, idx_r]),
-                                  torch.cat([xl.grad, xr.grad]), cfg.lr)
-            else:
-                self._row_adagrad(L_emb, L_st, idx_l, xl.grad, cfg.lr)
-                self._row_adagrad(R_emb, R_st, idx_r, xr.grad, cfg.lr)
-            self.relmodel.step(leaves, cfg.relation_learning_rate)
-        return float(loss.detach())
+        return float(loss.detach()), xl.grad, xr.grad
+
+    def _closed_form_grads(self, xl, xr, b, rel, w, leaves):
+        """As :meth:`_autograd_grads`, for the batches of :meth:`_closed_form`: scores and
+        loss in closed form (:mod:`.dot_softmax`); autograd only through the operators when
+        they have parameters."""
+        u = self.cfg.num_uniform_negs
+        identity = self.relmodel.is_identity
+        if identity:
+            ql, qr = xl[:b], xr[:b]
+        else:
+            hl = xl[:b].detach().requires_grad_(True)
+            hr = xr[:b].detach().requires_grad_(True)
+            ql = self.relmodel.apply("rhs", hl, rel, leaves)
+            qr = self.relmodel.apply("lhs", hr, rel, leaves)
+        loss, dql, dqr, dxl, dxr, dpl, dpr = dot_softmax.both_sides(
+            ql.detach(), qr.detach(), xl[:b].detach(), xr[:b].detach(),
+            xl[b:] if u else None, xr[b:] if u else None, self.cfg.num_batch_negs, w,
+            identity)
+        if not identity:
+            torch.autograd.backward([ql, qr], [dql, dqr])
+            dql, dqr = hl.grad, hr.grad
+        gl = torch.cat([dql.add_(dxl), dpl]) if u else dql.add_(dxl)
+        gr = torch.cat([dqr.add_(dxr), dpr]) if u else dqr.add_(dxr)
+        return float(loss), gl, gr
 
     # -- one bucket -------------------------------------------------------------------------
     @traced("embed.bucket-read")
@@ -662,7 +726,7 @@ class Trainer:
     def _epoch_order(self, epoch: int, counts: np.ndarray) -> list[tuple[int, int]]:
         """The non-empty buckets of ``epoch`` in training order (the same on every rank)."""
         order = bucket_order(self.cfg.bucket_order, self.P, seed=_seed(self.cfg.seed, 4, epoch),
-                             buffer=self.capacity)
+                             buffer=self._plan_capacity())
         return [b for b in order if counts[b] > 0]
 
     def _start_epoch(self, epoch: int, progress: dict[str, Any] | None
@@ -682,31 +746,66 @@ class Trainer:
 
     def _epoch(self, epoch: int, counts: np.ndarray, io: ThreadPoolExecutor,
                progress: dict[str, Any] | None) -> EpochStats:
+        """Train the epoch's buckets; partition I/O runs in the ``io`` thread (FIFO).
+
+        Pipeline: while bucket ``n`` trains, the ``io`` thread does the part of step
+        ``n + 1`` of the plan that does not touch bucket ``n``: it evicts (writes back) the
+        partitions bucket ``n`` does not use and loads as many of the next partitions as the
+        buffer has room for. After bucket ``n``, the rest of the step (evicting bucket ``n``'s
+        own partitions, i.e. the write-back, and any load that had no room) is queued; bucket
+        ``n + 1`` waits only for the loads it needs, so the write-back overlaps its training.
+        With :meth:`_plan_capacity` one slot is left out of the plan, so every load finds
+        room while the previous bucket trains (Marius's free prefetch slot).
+        """
         cfg, buf = self.cfg, self.buffer
         order = self._epoch_order(epoch, counts)
         st, done = self._start_epoch(epoch, progress)
         mine = st.ranks[0]
         todo = [(k, b) for k, b in enumerate(order) if b not in done]
-        steps = plan_buffer([b for _, b in todo], max(self.capacity, 1 if self.P == 1 else 2),
+        steps = plan_buffer([b for _, b in todo], self._plan_capacity(),
                             sorted(buf.resident)).steps
+        held, resident = [], len(buf.resident)  # partitions resident after each step
+        for step in steps:
+            resident += len(step.load) - len(step.evict)
+            held.append(resident)
         bar = tqdm(total=int(sum(counts[b] for _, b in todo)), unit="edge", unit_scale=True,
                    desc=f"epoch {epoch + 1}/{cfg.num_epochs}", disable=not self.progress)
         t0 = time.perf_counter()
-        pending: Future | None = None
-        ready = 0  # steps[:ready] have had their evictions and loads done (or submitted)
+        queued: list[Future] = []  # io tasks in submission order
+        early: Future | None = None  # the part of this step done while the last bucket trained
+        late: tuple[list[int], list[int]] = ([], [])  # the rest: (evictions, loads)
+        split = False  # whether step n was split into early and late while bucket n-1 trained
+
+        def wait(fut: Future | None) -> None:
+            if fut is not None:
+                tw = time.perf_counter()
+                fut.result()
+                mine.io_wait_seconds += time.perf_counter() - tw
+
         for n, (k, (i, j)) in enumerate(todo):
-            if pending is not None:
-                pending.result()
-                pending = None
-            if ready == n:
-                buf.execute(steps[n].evict, steps[n].load)
-                ready += 1
+            if not split:
+                late = (steps[n].evict, steps[n].load)
+            need = early
+            if not cfg.prefetch:
+                tw = time.perf_counter()
+                buf.execute(*late)
+                mine.io_wait_seconds += time.perf_counter() - tw
+            elif late[0] or late[1]:
+                queued.append(io.submit(buf.execute, *late))
+                if late[1]:
+                    need = queued[-1]  # FIFO: waiting for it waits for the early part too
+            wait(need)
+            early, split = None, False
             buf.dirty |= {i, j}
             if cfg.prefetch and n + 1 < len(steps):
                 nxt = steps[n + 1]
-                if not set(nxt.evict) & {i, j} and (nxt.evict or nxt.load):
-                    pending = io.submit(buf.execute, nxt.evict, nxt.load)
-                    ready += 1
+                now = [p for p in nxt.evict if p not in (i, j)]
+                room = max(0, self.capacity - held[n] + len(now))
+                late = ([p for p in nxt.evict if p in (i, j)], nxt.load[room:])
+                split = True
+                if now or nxt.load[:room]:
+                    early = io.submit(buf.execute, now, nxt.load[:room])
+                    queued.append(early)
             tb = time.perf_counter()
             mine.loss_sum += self._train_bucket(epoch, k, i, j, bar)
             mine.train_seconds += time.perf_counter() - tb
@@ -714,19 +813,31 @@ class Trainer:
             mine.buckets += 1
             done.add((i, j))
             if cfg.checkpoint_buckets and n + 1 < len(todo):
-                if pending is not None:
-                    pending.result()
-                    pending = None
+                if late[0] or late[1]:  # complete step n + 1 before the commit
+                    queued.append(io.submit(buf.execute, *late))
+                    late = ([], [])
+                for fut in queued:
+                    wait(fut)
+                queued = []
                 st.seconds += time.perf_counter() - t0
                 self._commit(st, epoch, done)
                 t0 = time.perf_counter()
-        if pending is not None:
-            pending.result()
+        for fut in queued:
+            wait(fut)
         bar.close()
         st.seconds += time.perf_counter() - t0
         self._commit(st, epoch + 1)
         self._log_epoch(st)
         return st
+
+    def _plan_capacity(self) -> int:
+        """Partitions the bucket order and the buffer plan may use: ``capacity - 1`` when
+        prefetching with ``3 <= capacity < P`` (the last slot is the prefetch slot), else
+        ``capacity`` (at least 2 unless ``P == 1``)."""
+        c = self.capacity
+        if self.cfg.prefetch and 3 <= c < self.P:
+            return c - 1
+        return max(c, 1 if self.P == 1 else 2)
 
     def _log_epoch(self, st: EpochStats) -> None:
         self.log(f"epoch {st.epoch}: {st.edges} edges in {st.seconds:.1f} s "

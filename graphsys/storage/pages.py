@@ -6,6 +6,10 @@ read-ahead, no thread of ours); :func:`release` drops a consumed column's pages 
 process's resident set (they stay in the page cache, and a later read faults them back in),
 so the resident memory of a pass is bounded by the columns in flight, not by the graph.
 Both are hints: on systems without ``madvise`` they do nothing.
+
+:func:`huge_pages` is the one piece of advice for heap memory: large arrays that are read
+and written at random rows (embedding partitions) ask for transparent huge pages, so a row
+access costs no TLB miss (a 2 MiB page covers 5,000 rows of 100 float32 instead of 10).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import numpy as np
 PAGE = mmap.PAGESIZE
 _WILLNEED = getattr(mmap, "MADV_WILLNEED", 3)
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
+_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", 14)
+HUGE_PAGE = 2 << 20
 
 
 def _load_madvise():
@@ -65,3 +71,16 @@ def release(region: tuple[int, int], *arrays: np.ndarray | None) -> None:
     for a in arrays:
         if a is not None:
             _advise(a, region, _DONTNEED, whole_pages_only=True)
+
+
+def huge_pages(arr: np.ndarray) -> np.ndarray:
+    """Ask for transparent huge pages on the 2 MiB-aligned part of ``arr`` (heap memory,
+    best before it is first written: pages already touched wait for the kernel's background
+    collapse). Returns ``arr``; a no-op where the advice is unknown or not allowed."""
+    if _madvise is not None and arr.nbytes >= HUGE_PAGE:
+        start = arr.__array_interface__["data"][0]
+        lo = -(-start // HUGE_PAGE) * HUGE_PAGE
+        hi = (start + arr.nbytes) // HUGE_PAGE * HUGE_PAGE
+        if hi > lo:
+            _madvise(lo, hi - lo, _HUGEPAGE)
+    return arr

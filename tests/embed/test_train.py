@@ -172,17 +172,23 @@ def test_checkpoint_buckets_must_be_a_boolean(small):
 def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_path,
                                                                monkeypatch):
     """With 3 of 4 partitions resident, the next bucket's loads run on the prefetch thread
-    while the current bucket trains; the tensors are those of a run without prefetch."""
+    while the current bucket trains (the plan keeps one slot free for them: more loads than
+    without prefetch, never more than 3 resident); the tensors are those of a run without
+    prefetch."""
     import threading
 
     from graphsys.embed.train import PartitionBuffer
 
     threads: list[str] = []
-    execute = PartitionBuffer.execute
+    most = [0]
 
     def spy(self, evict, load):
         threads.append(threading.current_thread().name)
-        return execute(self, evict, load)
+        for p in evict:
+            self.evict(p)
+        for p in load:
+            self.load(p)
+            most[0] = max(most[0], len(self.resident))
 
     monkeypatch.setattr(PartitionBuffer, "execute", spy)
     args = small + ["num_epochs=3", "buffer_partitions=3", "bucket_order=\"inside_out\"",
@@ -193,7 +199,9 @@ def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_pa
     threads.clear()
     off = train(load_config(None, args + ["prefetch=false"]), graph=kg4, out=tmp_path / "off")
     assert threads and not any(t.startswith("graphsys-prefetch") for t in threads)
-    assert [s["loads"] for s in on.meta["stats"]] == [s["loads"] for s in off.meta["stats"]]
+    assert most[0] == 3
+    loads_on = [s["loads"] for s in on.meta["stats"]]
+    assert all(a >= b for a, b in zip(loads_on, [s["loads"] for s in off.meta["stats"]]))
     a, b = _arrays(tmp_path / "on"), _arrays(tmp_path / "off")
     assert a.keys() == b.keys() and a
     for k in a:

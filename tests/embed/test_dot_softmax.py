@@ -1,0 +1,90 @@
+"""The closed-form dot + softmax batch step against a brute-force reference, and the numba
+row-Adagrad kernel against the torch update."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys.embed import dot_softmax
+from graphsys.embed.kernels import row_adagrad
+
+
+def _reference(xl, xr, pool_l, pool_r, nb, weight, op):
+    """Row by row: the positive, the pool, and the other true candidates of the row's chunk
+    of k = min(nb, B) rows (the last rows' chunk: the last k rows), softmax cross-entropy."""
+    b = len(xl)
+    k = min(nb, b)
+    nfull = b // k * k
+    total = 0.0
+    for q_all, c_all, pool in ((op(xl, "rhs"), xr, pool_r), (op(xr, "lhs"), xl, pool_l)):
+        for r in range(b):
+            start = (r // k) * k if r < nfull else b - k
+            chunk = [m for m in range(start, start + k) if m != r]
+            q = q_all[r]
+            logits = [q @ c_all[r]] + [q @ c_all[m] for m in chunk]
+            if pool is not None:
+                logits += list(pool @ q)
+            z = torch.stack(logits)
+            loss = torch.logsumexp(z, 0) - z[0]
+            total = total + (loss if weight is None else loss * weight[r])
+    return total
+
+
+def _translation(t):
+    return lambda x, side: x + (t[0] if side == "rhs" else t[1])
+
+
+@pytest.mark.parametrize("b,nb,u,weighted,identity", [
+    (12, 4, 5, False, True), (13, 4, 5, True, True), (13, 4, 0, False, True),
+    (3, 5, 2, False, True), (13, 4, 5, True, False), (10, 10, 3, False, False)])
+def test_closed_form_matches_brute_force(b, nb, u, weighted, identity):
+    gen = torch.Generator().manual_seed(b * 100 + nb)
+    d = 6
+    xl = torch.randn(b + u, d, dtype=torch.float64, generator=gen)
+    xr = torch.randn(b + u, d, dtype=torch.float64, generator=gen)
+    w = torch.rand(b, dtype=torch.float64, generator=gen) + 0.5 if weighted else None
+    t = torch.randn(2, d, dtype=torch.float64, generator=gen)
+    op = (lambda x, side: x) if identity else _translation(t)
+
+    ref_l, ref_r = xl.clone().requires_grad_(True), xr.clone().requires_grad_(True)
+    ref = _reference(ref_l[:b], ref_r[:b], ref_l[b:] if u else None, ref_r[b:] if u else None,
+                     nb, w, op)
+    ref.backward()
+
+    ql, qr = op(xl[:b], "rhs"), op(xr[:b], "lhs")  # translation: dq = dx
+    loss, dql, dqr, dxl, dxr, dpl, dpr = dot_softmax.both_sides(
+        ql, qr, xl[:b], xr[:b], xl[b:] if u else None, xr[b:] if u else None, nb, w,
+        identity)
+    assert float(loss) == pytest.approx(float(ref.detach()), rel=1e-10)
+    torch.testing.assert_close(dql + dxl, ref_l.grad[:b])
+    torch.testing.assert_close(dqr + dxr, ref_r.grad[:b])
+    if u:
+        torch.testing.assert_close(dpl, ref_l.grad[b:])
+        torch.testing.assert_close(dpr, ref_r.grad[b:])
+    else:
+        assert dpl is None and dpr is None
+
+
+@pytest.mark.parametrize("max_norm", [0.0, 0.05])
+def test_row_adagrad_kernel_matches_torch(max_norm):
+    rng = np.random.default_rng(0)
+    n, d, m = 50, 8, 200
+    emb = rng.normal(size=(n, d)).astype(np.float32) * 0.1
+    state = rng.random(n).astype(np.float32)
+    idx = rng.integers(0, n // 2, m)  # many repeats
+    grad = rng.normal(size=(m, d)).astype(np.float32)
+    e, s = torch.from_numpy(emb.copy()), torch.from_numpy(state.copy())
+    uniq, inv = torch.unique(torch.from_numpy(idx), return_inverse=True)
+    g = torch.zeros(len(uniq), d).index_add_(0, inv, torch.from_numpy(grad))
+    acc = s[uniq] + g.pow(2).mean(1)
+    s[uniq] = acc
+    e.index_add_(0, uniq, g * (-0.1 / (acc.sqrt() + 1e-10)).unsqueeze(1))
+    if max_norm:
+        e[uniq] = e[uniq].renorm(2, 0, max_norm)
+    row_adagrad(emb, state, idx, grad, 0.1, 1e-10, max_norm)
+    np.testing.assert_allclose(state, s.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(emb, e.numpy(), rtol=1e-5, atol=1e-7)
+    untouched = np.setdiff1d(np.arange(n), idx)
+    assert len(untouched) and np.array_equal(state[untouched], s.numpy()[untouched])
