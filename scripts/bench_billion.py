@@ -122,14 +122,13 @@ def stage_ingest(args, work: Path) -> dict:
 
 
 def stage_index(args, work: Path) -> dict:
+    from graphsys import open_graph
     from graphsys.storage.adjacency_index import build_index
 
     g = args.graph_dir
-    build_index(g, ("csr", "csc"), memory_limit=args.memory_limit_bytes, force=True,
+    build_index(open_graph(g), ("csr", "csc"), memory_limit=args.memory_limit_bytes, force=True,
                 progress=args.progress)
     size = sum(f.stat().st_size for f in (g / "index").rglob("*.arrow"))
-    from graphsys import open_graph
-
     return {"edges": 2 * open_graph(g).num_edges(), "index_bytes": size}
 
 

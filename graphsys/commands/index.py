@@ -8,6 +8,7 @@ from pathlib import Path
 from graphsys.commands._common import emit_json, show_progress
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.adjacency_index import build_index
+from graphsys.storage.graph import open_graph
 from graphsys.units import parse_size
 
 
@@ -35,7 +36,8 @@ def parse_kinds(csr: bool, csc: bool) -> tuple[str, ...]:
 
 def run(args) -> int:
     t0 = time.perf_counter()
-    built = build_index(args.graph, parse_kinds(args.csr, args.csc), edge_sets=args.edge_sets,
+    built = build_index(open_graph(args.graph), parse_kinds(args.csr, args.csc),
+                        edge_sets=args.edge_sets,
                         memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
                         force=args.force, progress=show_progress(args))
     seconds = time.perf_counter() - t0

@@ -11,6 +11,7 @@ from graphsys.commands._common import column_arg, emit_json, show_progress
 from graphsys.errors import GraphsysError, InputError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.adjacency_index import build_index
+from graphsys.storage.graph import open_graph
 from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
 from graphsys.storage.readers import FORMATS
@@ -76,7 +77,8 @@ def run(args) -> int:
     report = ingest([source], args.out, opts, nodes)
     if kinds:
         t0 = time.perf_counter()
-        build_index(args.out, kinds, memory_limit=opts.memory_limit, progress=opts.progress)
+        build_index(open_graph(args.out), kinds, memory_limit=opts.memory_limit,
+                    progress=opts.progress)
         report.seconds["index"] = round(time.perf_counter() - t0, 3)
         report.peak_rss_bytes = lifetime_peak_rss()
     if args.json:

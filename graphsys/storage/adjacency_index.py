@@ -212,19 +212,17 @@ def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool,
                      edges_digest(graph.manifest, edge_set))
 
 
-def build_index(path: str | Path, kinds: tuple[str, ...] = INDEX_KINDS, *,
+def build_index(graph, kinds: tuple[str, ...] = INDEX_KINDS, *,
                 edge_sets: list[str] | None = None, memory_limit: int = 2_000_000_000,
                 force: bool = False, progress: bool = False) -> dict[str, dict[str, IndexInfo]]:
     """Build the adjacency indexes ``kinds`` (``csr``, ``csc``) of ``edge_sets`` (default:
-    every edge set) of the graph at ``path`` and list them in its manifest.
+    every edge set) of the open ``graph`` and list them in its manifest (``graph.manifest``
+    is updated in place).
 
     An index already listed and current is kept unless ``force``. ``memory_limit`` (bytes)
     bounds anonymous memory; below :func:`min_build_memory` it is refused up front. Returns
     the indexes built, ``{edge_set: {kind: IndexInfo}}``.
     """
-    from graphsys.storage.graph import open_graph
-
-    graph = open_graph(path)
     bad = [k for k in kinds if k not in INDEX_KINDS]
     if bad or not kinds:
         raise GraphsysError(f"index kinds must be among {', '.join(INDEX_KINDS)}, got "

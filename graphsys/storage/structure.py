@@ -13,7 +13,6 @@ in a numba or torch kernel. ``graphsys verify --quick`` runs all of them over ev
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -22,9 +21,6 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError
 from graphsys.storage.format import EdgeSet, Manifest, bucket_file, node_file
-
-if TYPE_CHECKING:
-    from graphsys.storage.graph import Graph
 
 
 def expected_files(m: Manifest) -> set[str]:
@@ -43,7 +39,7 @@ def check_listed(m: Manifest, directory: Path) -> None:
         raise FormatError(f"{directory / missing[0]}: not listed in the manifest")
 
 
-def check_node_rows(graph: Graph) -> None:
+def check_node_rows(graph) -> None:
     """Rows of every node partition file (from the Arrow metadata: no data read) against
     the manifest's ``partition_sizes``, which every global id is computed from."""
     m = graph.manifest
@@ -96,7 +92,7 @@ class BucketBounds:
     """Offset bounds of one bucket ``(i, j)``: per relation type, the node count of
     partition ``i`` of its lhs type and of partition ``j`` of its rhs type (int64 ``(R,)``)."""
 
-    def __init__(self, graph: Graph, i: int, j: int):
+    def __init__(self, graph, i: int, j: int):
         rels = graph.relation_types
         self.lhs = np.array([graph.partition_sizes(r.lhs)[i] for r in rels], np.int64)
         self.rhs = np.array([graph.partition_sizes(r.rhs)[j] for r in rels], np.int64)
@@ -126,7 +122,7 @@ class BucketBounds:
                               f"corrupt (graphsys verify names every bad file)")
 
 
-def check_node_table(table: pa.Table, graph: Graph, entity_type: str, partition: int,
+def check_node_table(table: pa.Table, graph, entity_type: str, partition: int,
                      path: Path) -> None:
     """Rows and ``id`` type of a node partition file against the manifest."""
     et = graph.manifest.entity_types[entity_type]
@@ -179,7 +175,7 @@ def check_sorted(src: np.ndarray, dst: np.ndarray, prev: tuple[int, int], path: 
     return int(src[-1]), int(dst[-1])
 
 
-def check_structure(graph: Graph) -> dict[str, int]:
+def check_structure(graph) -> dict[str, int]:
     """``graphsys verify --quick``: every check but the hashes, over every file: listed,
     sizes (at open), node partition rows and types, bucket schemas, row counts, offset
     ranges and sort order. Raises :class:`FormatError` naming the first bad file; returns

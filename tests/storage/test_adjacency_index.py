@@ -51,7 +51,7 @@ def _in_ram(path, transpose):
 
 def test_index_equals_in_ram_build_and_scipy(graph_dir):
     path, s, d, w = graph_dir
-    built = build_index(path, memory_limit=min_build_memory(10_000))
+    built = build_index(open_graph(path), memory_limit=min_build_memory(10_000))
     assert set(built["default"]) == {"csr", "csc"}
     g = open_graph(path)
     n = g.num_nodes()
@@ -76,7 +76,7 @@ def test_index_equals_in_ram_build_and_scipy(graph_dir):
 def test_scatter_into_the_mapping_when_no_buffer_fits(graph_dir):
     """At the minimum budget the rows are scattered straight into the mapped files."""
     path, *_ = graph_dir
-    build_index(path, memory_limit=min_build_memory(open_graph(path).num_nodes()))
+    build_index(open_graph(path), memory_limit=min_build_memory(open_graph(path).num_nodes()))
     g = open_graph(path)
     for transpose in (False, True):
         ram = _in_ram(path, transpose)
@@ -86,7 +86,7 @@ def test_scatter_into_the_mapping_when_no_buffer_fits(graph_dir):
 
 def test_manifest_lists_index_with_sizes_and_hashes_and_verify_checks_it(graph_dir):
     path, *_ = graph_dir
-    build_index(path, ("csr",))
+    build_index(open_graph(path), ("csr",))
     data = json.loads((path / "manifest.json").read_text())
     assert data["format_version"] == 2
     assert set(data["indexes"]["default"]) == {"csr"}
@@ -94,7 +94,7 @@ def test_manifest_lists_index_with_sizes_and_hashes_and_verify_checks_it(graph_d
     assert entry["bytes"] == (path / index_file("default", "csr", "indices")).stat().st_size
     assert len(entry["sha256"]) == 64
     assert verify_graph(path)["indexes"] == 1
-    assert build_index(path, ("csr",)) == {}  # current: nothing to do
+    assert build_index(open_graph(path), ("csr",)) == {}  # current: nothing to do
 
 
 def test_old_version_1_graph_still_opens(graph_dir):
@@ -121,7 +121,7 @@ def _corrupt_indices(path, value):
 
 def test_corrupted_index_refused_naming_the_file(graph_dir):
     path, *_ = graph_dir
-    build_index(path, ("csr",))
+    build_index(open_graph(path), ("csr",))
     f = _corrupt_indices(path, 2**30)
     with pytest.raises(FormatError, match=f"{f}.*out of range"):
         open_graph(path).csr()
@@ -131,7 +131,7 @@ def test_corrupted_index_refused_naming_the_file(graph_dir):
 
 def test_truncated_index_refused(graph_dir):
     path, *_ = graph_dir
-    build_index(path, ("csc",))
+    build_index(open_graph(path), ("csc",))
     f = path / index_file("default", "csc", "indptr")
     with open(f, "r+b") as fh:
         fh.truncate(f.stat().st_size - 64)
@@ -141,7 +141,7 @@ def test_truncated_index_refused(graph_dir):
 
 def test_stale_index_refused(graph_dir, tmp_path):
     path, *_ = graph_dir
-    build_index(path, ("csr",))
+    build_index(open_graph(path), ("csr",))
     data = json.loads((path / "manifest.json").read_text())
     data["indexes"]["default"]["csr"]["edges_digest"] = "0" * 64
     (path / "manifest.json").write_text(json.dumps(data))
@@ -156,7 +156,7 @@ def test_memory_limit_too_small_refused_with_the_minimum(graph_dir):
     path, *_ = graph_dir
     n = open_graph(path).num_nodes()
     with pytest.raises(GraphsysError, match=f"at least {min_build_memory(n):,} bytes"):
-        build_index(path, memory_limit=1000)
+        build_index(open_graph(path), memory_limit=1000)
 
 
 def test_disk_full_leaves_no_index_in_the_manifest(graph_dir, monkeypatch):
@@ -168,7 +168,7 @@ def test_disk_full_leaves_no_index_in_the_manifest(graph_dir, monkeypatch):
 
     monkeypatch.setattr(adjacency_index, "_scatter_rows", full)
     with pytest.raises(OSError):
-        build_index(path, ("csr",))
+        build_index(open_graph(path), ("csr",))
     assert (path / "manifest.json").read_bytes() == before
     assert not list((path / "index").rglob("*.arrow"))
     open_graph(path)
@@ -226,7 +226,7 @@ def test_build_memory_is_page_cache_not_heap(tmp_path):
     pq.write_table(pa.table({"src": rng.integers(0, 1 << 16, 2_000_000),
                              "dst": rng.integers(0, 1 << 16, 2_000_000)}), f)
     ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
-    build_index(tmp_path / "g", ("csr",))  # compile the kernels
+    build_index(open_graph(tmp_path / "g"), ("csr",))  # compile the kernels
     shutil.rmtree(tmp_path / "g" / "index")
     m = read_manifest(tmp_path / "g")
     before = current_memory().anon
@@ -248,7 +248,7 @@ def test_symmetric_sampler_view_maps_undirected_deduped_graph(tmp_path):
     g = open_graph(tmp_path / "g")
     ram = homogeneous_adjacency(g, symmetric=True)
     assert mapped_adjacency(g, symmetric=True) is None  # no index yet
-    build_index(tmp_path / "g", ("csr",))
+    build_index(open_graph(tmp_path / "g"), ("csr",))
     g = open_graph(tmp_path / "g")
     mapped = homogeneous_adjacency(g, symmetric=True)
     assert mapped.indices.dtype == np.int32
