@@ -25,8 +25,9 @@ from graphsys.errors import FormatError, GraphsysError
 
 class GraphLocation:
     """The root of one graph directory. ``local``: a :class:`~pathlib.Path` that is
-    memory-mapped; else ``root`` is a path inside ``filesystem`` (no trailing ``/``) and
-    ``uri`` names it in messages (``s3://bucket/g``)."""
+    memory-mapped; else ``root`` is a path inside ``filesystem`` (no trailing ``/``).
+    ``uri`` names the graph in messages and configs: the absolute local path, or the URI
+    (``s3://bucket/g``)."""
 
     def __init__(self, root: str | Path, filesystem: pafs.FileSystem | None = None,
                  uri: str | None = None):
@@ -34,7 +35,7 @@ class GraphLocation:
         self.local = filesystem is None
         if self.local:
             self.root: Path | str = Path(root)
-            self.uri = str(root)
+            self.uri = str(self.root.absolute())
         else:
             self.root = str(root).rstrip("/") or "/"
             self.uri = (uri or f"{filesystem.type_name}:{self.root}").rstrip("/")

@@ -12,6 +12,7 @@ import pytest
 
 from graphsys import open_graph
 from graphsys.bsp.algorithms.pagerank import pagerank
+from graphsys.cli import main
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.sampling import NeighborSampler
 from graphsys.storage.adjacency_index import build_index, min_build_memory
@@ -112,3 +113,9 @@ def test_remote_graph_is_read_only_and_bad_uris_are_one_line(memory_fs, tmp_path
         open_graph("nosuchscheme://bucket/g")
     with pytest.raises(FormatError, match="not a directory"):
         open_graph(f"{root}-absent", filesystem=fs)
+
+
+def test_cli_takes_a_uri_where_it_takes_a_directory(indexed_dir, capsys):
+    assert main(["verify", f"file://{indexed_dir}"]) == 0
+    assert main(["info", f"file://{indexed_dir}", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["nodes"] == 100
