@@ -25,8 +25,16 @@ files are page cache and count only in the total), ``lifetime_peak_rss_bytes``
     python scripts/bench_billion.py --edges 1000M --nodes 32Mi --partitions 16 \\
         --memory-limit 4GB --work /work/big/bench
 
-``--stages`` picks stages (comma-separated, default all); ``--check-bounds`` exits non-zero
-when a stage's peak anonymous RSS exceeds its bound (the CI test runs a small size so).
+``--stages`` picks stages (comma-separated, default all; ``pagerank`` = both PageRank
+stages); ``--check-bounds`` exits non-zero when a stage's peak anonymous RSS exceeds its bound
+(the CI test runs a small size so). The stages after ``index`` only read the graph, so they
+re-run on an existing graph, e.g. the PageRank stages alone, without writing to it::
+
+    python scripts/bench_billion.py --graph-dir /work/big/rmat1b-g --work /tmp/bench-pr \
+        --stages pagerank --iters 5
+
+Their bounds and the header's ``graph_nodes``/``graph_edges`` then come from the stored
+graph's manifest (``--edges``/``--nodes`` size only generate and ingest).
 """
 
 from __future__ import annotations
@@ -42,6 +50,10 @@ from pathlib import Path
 
 STAGES = ("generate", "baseline", "ingest", "index", "pagerank_ooc", "pagerank_memory",
           "sample", "features", "gnn")
+#: Names that stand for several stages in ``--stages``.
+STAGE_GROUPS = {"pagerank": ("pagerank_ooc", "pagerank_memory")}
+#: Stages sized by ``--nodes`` (the id space), not by a stored graph.
+BEFORE_GRAPH = ("generate", "baseline", "ingest")
 FEATURE_DIM = 64
 #: Spread of the planted features around their class mean (class means are N(0, 1)).
 FEATURE_NOISE = 4.0
@@ -58,6 +70,29 @@ def parse_count(text: str) -> int:
         if text.endswith(suffix):
             return int(float(text[: -len(suffix)]) * mult)
     return int(text)
+
+
+def stored_counts(graph_dir: Path) -> tuple[int, int] | None:
+    """(nodes, edges) of the graph stored at ``graph_dir`` from its manifest, or None."""
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.format import read_manifest
+
+    if not (graph_dir / "manifest.json").is_file():
+        return None
+    try:
+        m = read_manifest(graph_dir)
+    except GraphsysError:
+        return None
+    return (sum(e.num_nodes for e in m.entity_types.values()),
+            sum(e.num_edges for e in m.edge_sets.values()))
+
+
+def parse_stages(text: str) -> list[str]:
+    """``--stages`` to stage names, groups (:data:`STAGE_GROUPS`) expanded, in order."""
+    out: list[str] = []
+    for name in (s.strip() for s in text.split(",") if s.strip()):
+        out += [x for x in STAGE_GROUPS.get(name, (name,)) if x not in out]
+    return out
 
 
 def bounds(args, num_nodes: int) -> dict[str, int]:
@@ -320,7 +355,8 @@ def main() -> int:
     ap.add_argument("--work", required=True, help="work directory (edges and graph kept)")
     ap.add_argument("--edges-file", help="edge list (default WORK/edges.parquet)")
     ap.add_argument("--graph-dir", help="graph directory (default WORK/graph)")
-    ap.add_argument("--stages", default=",".join(STAGES))
+    ap.add_argument("--stages", default=",".join(STAGES),
+                    help=f"comma-separated, of {', '.join(STAGES)}, or pagerank (both)")
     ap.add_argument("--iters", type=int, default=5, help="PageRank supersteps (default 5)")
     ap.add_argument("--batch-size", type=int, default=1024, help="seeds per minibatch")
     ap.add_argument("--sample-batches", type=int, default=50)
@@ -343,17 +379,22 @@ def main() -> int:
         return 0
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    limits = bounds(args, args.nodes)
     failed = []
     base_seconds = None
     header = {"bench": "billion", "edges": args.edges, "nodes": args.nodes,
               "partitions": args.partitions, "memory_limit_bytes": args.memory_limit_bytes,
               "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
               "date": time.strftime("%Y-%m-%d %H:%M"), "load": os.getloadavg()[0]}
-    print(json.dumps(header), flush=True)
-    for stage in [s.strip() for s in args.stages.split(",") if s.strip()]:
+    stages = parse_stages(args.stages)
+    for stage in stages:
         if stage not in STAGE_FUNCS:
-            ap.error(f"unknown stage {stage!r} (stages: {', '.join(STAGE_FUNCS)})")
+            ap.error(f"unknown stage {stage!r} (stages: {', '.join(STAGE_FUNCS)}, "
+                     f"{', '.join(STAGE_GROUPS)})")
+    stored = stored_counts(args.graph_dir)
+    if stored:
+        header["graph_nodes"], header["graph_edges"] = stored
+    print(json.dumps(header), flush=True)
+    for stage in stages:
         cmd = [sys.executable, __file__, *sys.argv[1:], "--child", stage]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:
@@ -365,6 +406,10 @@ def main() -> int:
             base_seconds = line["seconds"]
         if stage == "ingest" and base_seconds:
             line["ratio_vs_baseline"] = round(base_seconds / line["seconds"], 3)
+        if stage not in BEFORE_GRAPH:  # ingest may have (re)written the graph
+            stored = stored_counts(args.graph_dir)
+        nodes = stored[0] if stored and stage not in BEFORE_GRAPH else args.nodes
+        limits = bounds(args, nodes)
         line["bound_anon_bytes"] = limits[stage]
         line["within_bound"] = line["peak_rss_anon_bytes"] <= limits[stage]
         if args.check_bounds and not line["within_bound"]:

@@ -161,7 +161,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         out["storage"]["ranks"]["supersteps"] = ranked.result()
     out["load_balance"]["storage"] = out["storage"]
     if ncu:
-        app = bsp_command(g.path.resolve(), algorithm, device=setup.device, mode=mode,
+        app = bsp_command(g.location.uri, algorithm, device=setup.device, mode=mode,
                           max_iters=max_iters, source=source, edge_set=edge_set)
         cmd, launches, secs = measure(setup, app, launch_count=ncu_launch_count)
         out["ncu"] = validation(cmd, launches, secs, sims[ENGINE_MAPPING]["mean_utilization"],

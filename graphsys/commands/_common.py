@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -19,9 +20,14 @@ def column_arg(value: str | None) -> str | int | None:
     return int(value) if value.isdigit() else value
 
 
+def graph_arg(value: str) -> str | Path:
+    """A graph argument: a filesystem URI (``s3://b/g``, ``file:///g``) stays a string for
+    :func:`graphsys.open_graph` to resolve through pyarrow.fs; anything else is a path."""
+    return value if "://" in value else Path(value)
+
+
 def add_trace_arg(parser) -> None:
     """``--trace FILE.json``: a Chrome / Perfetto trace of the run (:mod:`graphsys.trace`)."""
-    from pathlib import Path
 
     parser.add_argument("--trace", type=Path, metavar="FILE.json",
                         help="write a Chrome trace (torch.profiler; opens in Perfetto) with "

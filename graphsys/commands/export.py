@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphsys.commands._common import emit_json
+from graphsys.commands._common import emit_json, graph_arg
 from graphsys.storage.export import export_edges
 from graphsys.storage.graph import open_graph
 
@@ -12,7 +12,7 @@ from graphsys.storage.graph import open_graph
 def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="export an edge set as Parquet or TSV",
                               description=__doc__)
-    p.add_argument("graph", type=Path, metavar="DIR")
+    p.add_argument("graph", type=graph_arg, metavar="DIR|URI")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the only/default one)")
     p.add_argument("--out", required=True, type=Path, help="FILE.parquet, FILE.tsv or FILE.tsv.gz")
     p.add_argument("--overwrite", action="store_true")

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from graphsys.commands._common import emit_json
+from graphsys.commands._common import emit_json, graph_arg
 from graphsys.storage.graph import open_graph
 from graphsys.storage.info import format_info, graph_info
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("info", help="describe a stored graph", description=__doc__)
-    p.add_argument("graph", type=Path, metavar="DIR")
+    p.add_argument("graph", type=graph_arg, metavar="DIR|URI")
     p.add_argument("--json", action="store_true", help="print one JSON line")
     p.set_defaults(func=run)
 

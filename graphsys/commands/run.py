@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from graphsys.commands._common import add_trace_arg, emit_json, trace_path
+from graphsys.commands._common import add_trace_arg, emit_json, graph_arg, trace_path
 from graphsys.errors import GraphsysError
 
 #: Names of :data:`graphsys.bsp.algorithms.ALGORITHMS`, listed here so that building the
@@ -26,7 +26,7 @@ class _AlgorithmAndGraph(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         namespace.algorithm = values[0] if len(values) > 1 else None
-        namespace.graph = Path(values[-1])
+        namespace.graph = graph_arg(values[-1])
         namespace.extra_positionals = values[2:]
 
 

@@ -5,16 +5,14 @@ sha256): what every engine also checks on first touch, minutes faster on a large
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from graphsys.commands._common import emit_json
+from graphsys.commands._common import emit_json, graph_arg
 from graphsys.storage.verify import verify_graph
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("verify", help="check a graph directory's integrity",
                               description=__doc__)
-    p.add_argument("graph", type=Path, metavar="DIR")
+    p.add_argument("graph", type=graph_arg, metavar="DIR|URI")
     p.add_argument("--quick", action="store_true",
                    help="structure only (counts, schemas, offset ranges, order): no hashes")
     p.add_argument("--json", action="store_true")

@@ -917,7 +917,7 @@ def import_pbg_checkpoint(pbg_ckpt_dir: str | Path, entity_path: str | Path | No
     pbg_rel_index = {n: i for i, n in enumerate(pbg_rel_names)}
 
     # -- the graphsys config ----------------------------------------------------------------
-    cfg_json = m.config_json(entities={}, graph=str(g.path.absolute()),
+    cfg_json = m.config_json(entities={}, graph=g.location.uri,
                              edges=g.edge_set(edges).name, checkpoint_path=str(out))
     try:
         cfg = config_from_dict(cfg_json)

@@ -392,7 +392,7 @@ class Trainer:
 
     def _config_json(self) -> dict[str, Any]:
         out = self.cfg.to_json()
-        out["graph"] = str(self.graph.path.absolute())
+        out["graph"] = self.graph.location.uri
         out["edges"] = self.edge_set
         out["checkpoint_path"] = str(self.out.absolute())
         return out
@@ -400,7 +400,7 @@ class Trainer:
     def _meta(self, version: int, epochs_done: int, stats: list[EpochStats]) -> dict[str, Any]:
         return {
             "version": version, "epochs_done": epochs_done,
-            "graph": str(self.graph.path.absolute()), "edges": self.edge_set,
+            "graph": self.graph.location.uri, "edges": self.edge_set,
             "dimension": self.cfg.dimension, "num_partitions": self.P,
             "entity_types": {t: {"partition_sizes": s} for t, s in self.sizes.items()},
             "relations": [{"name": r.name, "lhs": r.lhs, "rhs": r.rhs, "operator": op}

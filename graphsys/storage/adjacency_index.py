@@ -223,6 +223,7 @@ def build_index(graph, kinds: tuple[str, ...] = INDEX_KINDS, *,
     bounds anonymous memory; below :func:`min_build_memory` it is refused up front. Returns
     the indexes built, ``{edge_set: {kind: IndexInfo}}``.
     """
+    graph.location.require_local("building an index")
     bad = [k for k in kinds if k not in INDEX_KINDS]
     if bad or not kinds:
         raise GraphsysError(f"index kinds must be among {', '.join(INDEX_KINDS)}, got "
@@ -282,19 +283,23 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
     if info is None:
         return None
     es = graph.edge_set(edge_set)
-    first = graph.path / index_file(edge_set, kind, "indptr")
+    loc = graph.location
+    first = loc.file(index_file(edge_set, kind, "indptr"))
     if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
             info.num_edges != es.num_edges or info.num_nodes != graph.num_nodes()):
         raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
                           f"again)")
     n, m = info.num_nodes, info.num_edges
-    indptr = map_column(first, np.dtype(np.int64), n + 1, what="index column")
-    ipath = graph.path / index_file(edge_set, kind, "indices")
-    indices = map_column(ipath, np.dtype(info.index_dtype), m, what="index column")
-    weight = None
-    if info.weighted:
-        weight = map_column(graph.path / index_file(edge_set, kind, "weight"),
-                            np.dtype(np.float32), m, what="index column")
+
+    def column(name: str, dtype: np.dtype, length: int) -> np.ndarray:
+        rel = index_file(edge_set, kind, name)
+        return map_column(loc.file(rel), dtype, length, what="index column", location=loc,
+                          rel=rel)
+
+    indptr = column("indptr", np.dtype(np.int64), n + 1)
+    ipath = loc.file(index_file(edge_set, kind, "indices"))
+    indices = column("indices", np.dtype(info.index_dtype), m)
+    weight = column("weight", np.dtype(np.float32), m) if info.weighted else None
     if check_values:
         bad = _indptr_problem(indptr, m)
         if bad:
@@ -313,7 +318,8 @@ def verify_indexes(graph) -> int:
             for column in info.columns():
                 rel = index_file(name, kind, column)
                 if rel not in graph.manifest.files:
-                    raise FormatError(f"{graph.path / rel}: not listed in the manifest")
+                    raise FormatError(f"{graph.location.file(rel)}: not listed in the "
+                                      f"manifest")
             map_index(graph, name, kind)
             count += 1
     return count

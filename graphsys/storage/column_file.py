@@ -69,14 +69,17 @@ def data_offset(path: Path) -> int:
                 + values.offset * (values.type.bit_width // 8))
 
 
-def map_column(path: Path, dtype: np.dtype, length: int, width: int = 0,
-               what: str = "column") -> np.ndarray:
+def map_column(path: Path | str, dtype: np.dtype, length: int, width: int = 0,
+               what: str = "column", *, location=None, rel: str | None = None) -> np.ndarray:
     """Map a file written by :func:`allocate_column` read-only, checking its type and
     length: a zero-copy view of shape ``(length,)`` or ``(length, width)``. A file that does
-    not match raises :class:`FormatError` naming it."""
+    not match raises :class:`FormatError` naming it. With ``location`` (a
+    :class:`~graphsys.storage.location.GraphLocation`) the file is ``rel`` under it: mapped
+    when local, read into one heap buffer when remote (``path`` then only names it)."""
     dtype = np.dtype(dtype)
     try:
-        reader = paipc.open_file(pa.memory_map(str(path)))
+        source = location.open(rel) if location is not None else pa.memory_map(str(path))
+        reader = paipc.open_file(source)
         if reader.num_record_batches != 1:
             raise FormatError(f"{path}: {what} must be one record batch, found "
                               f"{reader.num_record_batches}")

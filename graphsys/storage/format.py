@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from graphsys.errors import FormatError
+from graphsys.storage.location import GraphLocation
 
 FORMAT_NAME = "graphsys-graph"
 FORMAT_VERSION = 2
@@ -360,25 +363,29 @@ class _FieldReader:
         return value
 
 
-def read_manifest(directory: str | Path) -> Manifest:
-    """Read and validate ``DIR/manifest.json``; raise :class:`FormatError` if absent or bad."""
-    path = Path(directory) / MANIFEST
-    if not Path(directory).is_dir():
-        raise FormatError(f"{directory}: not a directory")
-    if not path.is_file():
+def read_manifest(directory: str | Path | GraphLocation) -> Manifest:
+    """Read and validate ``DIR/manifest.json`` (``directory`` a local path or a
+    :class:`~graphsys.storage.location.GraphLocation`); raise :class:`FormatError` if absent
+    or bad."""
+    loc = directory if isinstance(directory, GraphLocation) else GraphLocation(directory)
+    path = loc.file(MANIFEST)
+    if not loc.is_dir():
+        raise FormatError(f"{loc}: not a directory")
+    if loc.size(MANIFEST) is None:
         raise FormatError(f"{path}: no manifest (not a graphsys graph, or an ingest that did "
                           f"not finish)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(loc.read_bytes(MANIFEST).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise FormatError(f"{path}: manifest is not valid JSON ({exc})") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise FormatError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})"
+                          ) from None
     try:
         manifest = Manifest.from_json(data, source=str(path))
     except (TypeError, KeyError, AttributeError, ValueError) as exc:
         raise FormatError(f"{path}: malformed manifest ({type(exc).__name__}: {exc})") from None
-    validate_manifest(manifest, directory, source=str(path))
+    validate_manifest(manifest, loc.root if loc.local else None, source=str(path))
     return manifest
 
 
@@ -390,16 +397,21 @@ MAX_PARTITION_NODES = (1 << 31) - 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def safe_relative_path(directory: str | Path, rel: object, *, source: str, field: str) -> Path:
+def safe_relative_path(directory: str | Path | None, rel: object, *, source: str,
+                       field: str) -> Path:
     """``directory / rel`` if ``rel`` is a relative POSIX path of safe components that stays
     inside ``directory`` once symlinks are resolved; else a :class:`FormatError` naming
-    ``source`` and ``field``. Files are untrusted input: nothing outside is ever read."""
+    ``source`` and ``field``. Files are untrusted input: nothing outside is ever read.
+    ``directory`` None: the files are on a filesystem without symlinks (object storage,
+    :mod:`graphsys.storage.location`): the lexical checks alone apply; returns ``rel``."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
         raise FormatError(f"{source}: {field}: {rel!r} is not a relative path")
     parts = rel.split("/")
     if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise FormatError(f"{source}: {field}: path {rel!r} is absolute or leaves the graph "
                           f"directory")
+    if directory is None:
+        return Path(rel)
     base = Path(directory)
     target = base / rel
     root = os.path.realpath(base)
@@ -408,9 +420,11 @@ def safe_relative_path(directory: str | Path, rel: object, *, source: str, field
     return target
 
 
-def validate_manifest(m: Manifest, directory: str | Path, *, source: str = MANIFEST) -> None:
+def validate_manifest(m: Manifest, directory: str | Path | None, *,
+                      source: str = MANIFEST) -> None:
     """Check a parsed manifest as untrusted input, beyond its schema: safe entity type and
-    edge set names, every listed file a safe path inside ``directory`` with a sha256 and a
+    edge set names, every listed file a safe path inside ``directory`` (None: a remote
+    directory, lexical checks only; see :func:`safe_relative_path`) with a sha256 and a
     size, partition sizes within int32, consistent node counts and relation types.
     Raises :class:`FormatError` naming ``source`` and the field."""
     for kind, names in (("entity_types", m.entity_types), ("edge_sets", m.edge_sets)):

@@ -18,10 +18,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import kernels
+from graphsys.storage.location import GraphLocation
 from graphsys.storage.format import (
     EdgeSet, EntityType, Manifest, RelationType, bucket_file, node_file, read_manifest,
 )
@@ -70,7 +72,8 @@ class Bucket:
     def __init__(self, graph: Graph, edge_set: str, i: int, j: int, num_edges: int):
         self.graph, self.edge_set, self.i, self.j = graph, edge_set, i, j
         self.num_edges = num_edges
-        self.path = graph.path / bucket_file(edge_set, i, j)
+        self.file_name = bucket_file(edge_set, i, j)
+        self.path = graph.location.file(self.file_name)
 
     def __len__(self) -> int:
         return self.num_edges
@@ -79,11 +82,11 @@ class Bucket:
         return f"Bucket({self.edge_set!r}, {self.i}, {self.j}, edges={self.num_edges})"
 
     @cached_property
-    def _mapping(self) -> pa.MemoryMappedFile:
+    def _mapping(self) -> pa.NativeFile:
         if self.num_edges == 0:
             raise GraphsysError("empty bucket has no file")
         try:
-            return pa.memory_map(str(self.path))
+            return self.graph.location.open(self.file_name)
         except (OSError, pa.ArrowException) as exc:
             raise FormatError(f"{self.path}: cannot open bucket ({exc})") from None
 
@@ -103,8 +106,11 @@ class Bucket:
     @property
     def mapped_region(self) -> tuple[int, int]:
         """(start, end) addresses of the bucket file's mapping in this process: the columns
-        of :meth:`batches` lie inside it (for paging advice, :mod:`graphsys.storage.pages`)."""
+        of :meth:`batches` lie inside it (for paging advice, :mod:`graphsys.storage.pages`);
+        ``(0, 0)``, which no advice touches, for a remote graph (its batches are heap)."""
         m = self._mapping
+        if not isinstance(m, pa.MemoryMappedFile):
+            return 0, 0
         m.seek(0)  # the reader reads at explicit offsets: the position is free to move
         buf = m.read_buffer(m.size())  # zero copy: a view of the mapping
         return buf.address, buf.address + buf.size
@@ -194,10 +200,16 @@ class CSR:
 
 
 class Graph:
-    """A stored graph opened read-only; see the module docstring for node numbering."""
+    """A stored graph opened read-only; see the module docstring for node numbering.
 
-    def __init__(self, path: str | Path, manifest: Manifest):
-        self.path = Path(path)
+    ``location`` says where its files live (:mod:`graphsys.storage.location`); ``path`` is
+    the local directory (a Path), or for a graph read through a filesystem URI the URI (a
+    str: such a graph has no local path)."""
+
+    def __init__(self, path: str | Path, manifest: Manifest,
+                 location: GraphLocation | None = None):
+        self.location = location or GraphLocation(path)
+        self.path = self.location.root if self.location.local else self.location.uri
         self.manifest = manifest
         #: Bucket files whose schema and rows, and record batches whose offsets, passed the
         #: structural checks of :mod:`graphsys.storage.structure` (each runs once).
@@ -415,9 +427,10 @@ class Graph:
 
     # -- nodes -------------------------------------------------------------------------------
     def _node_table(self, entity_type: str, partition: int) -> pa.Table:
-        path = self.path / node_file(entity_type, partition)
+        rel = node_file(entity_type, partition)
+        path = self.location.file(rel)
         try:
-            table = paipc.open_file(pa.memory_map(str(path))).read_all()
+            table = paipc.open_file(self.location.open(rel)).read_all()
         except (OSError, pa.ArrowException) as exc:
             raise FormatError(f"{path}: cannot read node partition ({exc})") from None
         check_node_table(table, self, entity_type, partition, path)
@@ -512,9 +525,10 @@ class Graph:
         col = next((c for c in et.columns if c.name == name), None)
         if col is None or not col.dtype:
             return self.node_column(name, et.name)
-        return map_column(self.path / node_column_file(et.name, name), np.dtype(col.dtype),
+        rel = node_column_file(et.name, name)
+        return map_column(self.location.file(rel), np.dtype(col.dtype),
                           et.num_nodes, col.dim if col.kind == "features" else 0,
-                          what="node column")
+                          what="node column", location=self.location, rel=rel)
 
     def node_columns(self, entity_type: str | None = None) -> list[str]:
         return [c.name for c in self._etype(entity_type).columns]
@@ -545,22 +559,27 @@ class Graph:
         return to_networkx(self, **kwargs)
 
 
-def open_graph(path: str | Path) -> Graph:
+def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -> Graph:
     """Open the graph directory ``path``: reads and validates the manifest (as untrusted
     input: :func:`~graphsys.storage.format.validate_manifest`), and checks that every file
     it needs is listed and exists with its recorded size. Bucket and node files get their
     structural checks when first read (:mod:`graphsys.storage.structure`); ``graphsys
-    verify`` checks hashes."""
-    path = Path(path)
-    manifest = read_manifest(path)
-    check_listed(manifest, path)
+    verify`` checks hashes.
+
+    ``path`` may be a filesystem URI (``s3://bucket/g``, ``gs://...``, ``hdfs://...``,
+    ``file:///data/g``) or, with ``filesystem`` (a ``pyarrow.fs.FileSystem``), a path inside
+    it. Local directories are memory-mapped; other filesystems are read into buffers as
+    engines touch them (:mod:`graphsys.storage.location`), with the same checks."""
+    loc = GraphLocation.resolve(path, filesystem)
+    manifest = read_manifest(loc)
+    check_listed(manifest, loc)
     for rel, entry in manifest.files.items():
-        f = path / rel
-        if not f.is_file():
-            raise FormatError(f"{f}: missing (listed in the manifest)")
-        if f.stat().st_size != entry.get("bytes"):
-            raise FormatError(f"{f}: size {f.stat().st_size} bytes, manifest says "
+        size = loc.size(rel)
+        if size is None:
+            raise FormatError(f"{loc.file(rel)}: missing (listed in the manifest)")
+        if size != entry.get("bytes"):
+            raise FormatError(f"{loc.file(rel)}: size {size} bytes, manifest says "
                               f"{entry.get('bytes')} (truncated or modified)")
-    graph = Graph(path, manifest)
+    graph = Graph(loc.root, manifest, loc)
     check_node_rows(graph)
     return graph

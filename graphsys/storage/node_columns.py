@@ -41,6 +41,7 @@ def write_node_column(path: str | Path, name: str, kind: str,
     from graphsys.storage.graph import open_graph
 
     graph = open_graph(path)
+    graph.location.require_local("adding a node column")
     et = graph._etype(entity_type)
     dtype = dtype or {"features": "float32", "label": "int64"}.get(kind, "")
     if dtype not in MAPPED_COLUMN_DTYPES.get(kind, ()):

@@ -21,6 +21,7 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError
 from graphsys.storage.format import EdgeSet, Manifest, bucket_file, node_file
+from graphsys.storage.location import GraphLocation
 
 
 def expected_files(m: Manifest) -> set[str]:
@@ -31,12 +32,13 @@ def expected_files(m: Manifest) -> set[str]:
     return out
 
 
-def check_listed(m: Manifest, directory: Path) -> None:
+def check_listed(m: Manifest, directory: Path | GraphLocation) -> None:
     """Raise :class:`FormatError` for the first node or bucket file the manifest needs but
     does not list in ``files`` (so its size, path and hash are never checked)."""
     missing = sorted(expected_files(m) - set(m.files))
     if missing:
-        raise FormatError(f"{directory / missing[0]}: not listed in the manifest")
+        loc = directory if isinstance(directory, GraphLocation) else GraphLocation(directory)
+        raise FormatError(f"{loc.file(missing[0])}: not listed in the manifest")
 
 
 def check_node_rows(graph) -> None:
@@ -45,9 +47,9 @@ def check_node_rows(graph) -> None:
     m = graph.manifest
     for t, et in m.entity_types.items():
         for p in range(m.num_partitions):
-            path = graph.path / node_file(t, p)
+            path = graph.location.file(node_file(t, p))
             try:
-                reader = paipc.open_file(pa.memory_map(str(path)))
+                reader = paipc.open_file(graph.location.open(node_file(t, p)))
                 rows = sum(reader.get_batch(k).num_rows for k in range(reader.num_record_batches))
             except (OSError, pa.ArrowException) as exc:
                 raise FormatError(f"{path}: cannot read node partition ({exc})") from None
@@ -181,7 +183,7 @@ def check_structure(graph) -> dict[str, int]:
     ranges and sort order. Raises :class:`FormatError` naming the first bad file; returns
     counts ``files``, ``bytes``, ``nodes``, ``edges``."""
     m = graph.manifest
-    check_listed(m, graph.path)
+    check_listed(m, graph.location)
     for t in m.entity_types:
         for p in range(m.num_partitions):
             graph._node_table(t, p)  # checked on read

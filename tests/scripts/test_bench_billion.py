@@ -29,3 +29,26 @@ def test_every_stage_within_its_memory_bound(tmp_path):
     gnn = stages["gnn"]
     assert gnn["test_accuracy"] > 2 * gnn["chance_accuracy"]
     assert 0 <= gnn["sampler_wait_share"] <= 1
+
+
+def test_pagerank_stages_rerun_on_an_existing_graph_without_writing_it(tmp_path):
+    import numpy as np
+
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+    rng = np.random.default_rng(1)
+    edges = tmp_path / "e.tsv"
+    edges.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 300, (3000, 2))))
+    graph = tmp_path / "g"
+    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=2))
+    before = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in graph.rglob("*")}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "bench_billion.py"), "--graph-dir", str(graph),
+         "--work", str(tmp_path / "work"), "--stages", "pagerank", "--iters", "2",
+         "--check-bounds"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    header, *lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    assert [x["stage"] for x in lines] == ["pagerank_ooc", "pagerank_memory"]
+    assert header["graph_edges"] == 3000 and header["graph_nodes"] <= 300
+    assert all(x["edges"] == 3000 * x["iterations"] and x["within_bound"] for x in lines)
+    assert {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in graph.rglob("*")} == before

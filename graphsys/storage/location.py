@@ -1,0 +1,121 @@
+"""Where a graph's files live: a local directory or a directory on a ``pyarrow.fs`` filesystem.
+
+The directory format is the same on both. A *local* graph (a plain path, a ``file://`` URI,
+or ``pyarrow.fs.LocalFileSystem``) is memory-mapped: every column is a zero-copy view of the
+page cache, as before. A *remote* graph (``s3://``, ``gs://``, ``hdfs://`` URIs, or any
+``pyarrow.fs.FileSystem`` passed in, e.g. an fsspec one wrapped in ``PyFileSystem``) is read
+through ``FileSystem.open_input_file``: each record batch, node partition or index column an
+engine touches is read into a heap buffer (ranged reads, no local disk cache), so memory is
+what the engine holds, not page cache. Relative paths come from the manifest and pass the
+same checks on both (:func:`graphsys.storage.format.safe_relative_path`); a remote store has
+no symlinks, so nothing but the lexical check is needed there. Remote graphs are read-only:
+writing (indexes, node columns) needs a local copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from graphsys.errors import FormatError, GraphsysError
+
+
+class GraphLocation:
+    """The root of one graph directory. ``local``: a :class:`~pathlib.Path` that is
+    memory-mapped; else ``root`` is a path inside ``filesystem`` (no trailing ``/``).
+    ``uri`` names the graph in messages and configs: the absolute local path, or the URI
+    (``s3://bucket/g``)."""
+
+    def __init__(self, root: str | Path, filesystem: pafs.FileSystem | None = None,
+                 uri: str | None = None):
+        self.filesystem = filesystem
+        self.local = filesystem is None
+        if self.local:
+            self.root: Path | str = Path(root)
+            self.uri = str(self.root.absolute())
+        else:
+            self.root = str(root).rstrip("/") or "/"
+            self.uri = (uri or f"{filesystem.type_name}:{self.root}").rstrip("/")
+
+    @classmethod
+    def resolve(cls, path: str | Path, filesystem: pafs.FileSystem | None = None
+                ) -> GraphLocation:
+        """A location from a path, a filesystem URI (``scheme://...``, parsed by
+        ``pyarrow.fs.FileSystem.from_uri``), or a path inside ``filesystem``. Local
+        filesystems give a local (memory-mapped) location."""
+        if filesystem is not None:
+            if isinstance(filesystem, pafs.LocalFileSystem):
+                return cls(path)
+            return cls(str(path), filesystem)
+        if isinstance(path, str) and "://" in path:
+            try:
+                fs, root = pafs.FileSystem.from_uri(path)
+            except (pa.ArrowException, ValueError, OSError) as exc:
+                raise GraphsysError(f"{path}: cannot open filesystem URI ({exc})") from None
+            if isinstance(fs, pafs.LocalFileSystem):
+                return cls(root)
+            return cls(root, fs, uri=path)
+        return cls(path)
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def file(self, rel: str) -> Path | str:
+        """``rel`` under the root: a Path locally; remotely ``uri/rel`` (for messages)."""
+        return self.root / rel if self.local else f"{self.uri}/{rel}"
+
+    def _remote(self, rel: str) -> str:
+        return f"{self.root}/{rel}" if rel else self.root
+
+    def is_dir(self) -> bool:
+        if self.local:
+            return self.root.is_dir()
+        return self._info("").type == pafs.FileType.Directory
+
+    def size(self, rel: str) -> int | None:
+        """Bytes of the regular file ``rel``, or None if it is missing or not a file."""
+        if self.local:
+            f = self.root / rel
+            return f.stat().st_size if f.is_file() else None
+        info = self._info(rel)
+        return info.size if info.type == pafs.FileType.File else None
+
+    def _info(self, rel: str) -> pafs.FileInfo:
+        try:
+            return self.filesystem.get_file_info(self._remote(rel))
+        except (pa.ArrowException, OSError) as exc:
+            raise FormatError(f"{self.file(rel)}: cannot stat ({exc})") from None
+
+    def open(self, rel: str) -> pa.NativeFile:
+        """A random-access file: a memory map locally (zero copy), else the filesystem's
+        input file (reads become heap buffers). Raises OSError/ArrowException as pyarrow
+        does; callers name the file in their one-line error."""
+        if self.local:
+            return pa.memory_map(str(self.root / rel))
+        return self.filesystem.open_input_file(self._remote(rel))
+
+    def read_bytes(self, rel: str) -> bytes:
+        if self.local:
+            return (self.root / rel).read_bytes()
+        with self.filesystem.open_input_stream(self._remote(rel)) as f:
+            return f.read()
+
+    def sha256(self, rel: str, chunk: int = 8 << 20) -> str:
+        """Hex sha256 of ``rel``, streamed in ``chunk``-byte reads."""
+        h = hashlib.sha256()
+        opener = (open(self.root / rel, "rb") if self.local  # noqa: SIM115
+                  else self.filesystem.open_input_stream(self._remote(rel)))
+        with opener as f:
+            while block := f.read(chunk):
+                h.update(block)
+        return h.hexdigest()
+
+    def require_local(self, what: str) -> Path:
+        """The local root, or a :class:`GraphsysError` saying ``what`` needs one."""
+        if not self.local:
+            raise GraphsysError(f"{self.uri}: {what} needs the graph on a local disk; this "
+                                f"one is read through a filesystem URI (copy it first)")
+        return self.root
