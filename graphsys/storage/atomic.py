@@ -118,12 +118,7 @@ def staging_directory(out: Path) -> Iterator[Path]:
     except OSError as exc:
         raise GraphsysError(f"{out}: cannot create its directory {out.parent} "
                             f"({exc.strerror or exc})") from None
-    prefix = f".{out.name}{_STAGING_MARK}"
-    for stale in out.parent.glob(prefix + "*"):
-        pid = stale.name[len(prefix):].split("-")[0]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
-    staging = out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+    staging = _new_staging_name(out)
     try:
         staging.mkdir()
     except OSError as exc:
@@ -148,3 +143,62 @@ def staging_directory(out: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _new_staging_name(out: Path) -> Path:
+    """A fresh staging path beside ``out`` (holding this pid), after removing the staging
+    directories of dead processes."""
+    prefix = f".{out.name}{_STAGING_MARK}"
+    for stale in out.parent.glob(prefix + "*"):
+        pid = stale.name[len(prefix):].split("-")[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    return out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def exchange_directories(a: Path, b: Path) -> None:
+    """Swap the directories ``a`` and ``b`` in one atomic step (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``). Where that is missing, three renames: a crash between them leaves
+    ``b`` absent and both trees complete beside it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2 is not None and renameat2(at_fdcwd, os.fsencode(a), at_fdcwd,
+                                           os.fsencode(b), rename_exchange) == 0:
+        return
+    aside = b.with_name(b.name + f".swap-{os.getpid()}")
+    os.rename(b, aside)
+    os.rename(a, b)
+    os.rename(aside, a)
+
+
+@contextlib.contextmanager
+def replacement_directory(out: Path) -> Iterator[Path]:
+    """Yield an empty staging directory beside the existing directory ``out``; on success
+    swap it with ``out`` atomically (:func:`exchange_directories`) and delete the old tree.
+
+    Readers see the old directory or the new one, never a mix. On failure the staging
+    directory is removed and ``out`` is untouched; a staging directory left by a killed
+    process is removed by the next writer (its name holds the dead pid).
+    """
+    out = Path(out).absolute()
+    staging = _new_staging_name(out)
+    try:
+        staging.mkdir()
+    except OSError as exc:
+        raise GraphsysError(f"{out}: cannot write in {out.parent} ({exc.strerror or exc})"
+                            ) from None
+    try:
+        yield staging
+        fsync_path(staging)
+        exchange_directories(staging, out)
+        fsync_path(out.parent)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise GraphsysError(f"{out}: cannot write ({exc.strerror or exc}"
+                            f"{': ' + str(exc.filename) if exc.filename else ''}); nothing "
+                            f"changed") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)  # now the old tree
