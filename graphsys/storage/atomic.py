@@ -118,15 +118,8 @@ def staging_directory(out: Path) -> Iterator[Path]:
     except OSError as exc:
         raise GraphsysError(f"{out}: cannot create its directory {out.parent} "
                             f"({exc.strerror or exc})") from None
-    staging = _new_staging_name(out)
-    try:
-        staging.mkdir()
-    except OSError as exc:
-        raise GraphsysError(f"{out}: cannot write in {out.parent} ({exc.strerror or exc})"
-                            ) from None
-    try:
-        yield staging
-        fsync_path(staging)
+
+    def rename_into_place(staging: Path) -> None:
         try:
             if out.exists():
                 out.rmdir()
@@ -134,15 +127,9 @@ def staging_directory(out: Path) -> Iterator[Path]:
         except OSError as exc:  # another writer finished first (ENOTEMPTY, EEXIST)
             raise GraphsysError(f"{out}: was created by another process while this one "
                                 f"wrote ({exc.strerror or exc}); nothing written") from None
-        fsync_path(out.parent)
-    except OSError as exc:  # a full disk, a lost permission: one line, nothing left
-        shutil.rmtree(staging, ignore_errors=True)
-        raise GraphsysError(f"{out}: cannot write ({exc.strerror or exc}"
-                            f"{': ' + str(exc.filename) if exc.filename else ''}); nothing "
-                            f"written") from None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+    with _staged(out, rename_into_place, "nothing written") as staging:
+        yield staging
 
 
 def _new_staging_name(out: Path) -> Path:
@@ -173,15 +160,10 @@ def exchange_directories(a: Path, b: Path) -> None:
 
 
 @contextlib.contextmanager
-def replacement_directory(out: Path) -> Iterator[Path]:
-    """Yield an empty staging directory beside the existing directory ``out``; on success
-    swap it with ``out`` atomically (:func:`exchange_directories`) and delete the old tree.
-
-    Readers see the old directory or the new one, never a mix. On failure the staging
-    directory is removed and ``out`` is untouched; a staging directory left by a killed
-    process is removed by the next writer (its name holds the dead pid).
-    """
-    out = Path(out).absolute()
+def _staged(out: Path, commit, nothing: str) -> Iterator[Path]:
+    """Yield a fresh staging directory beside ``out``; on success fsync it, ``commit`` it
+    (a callable taking the staging path) and fsync ``out``'s parent. On failure the staging
+    directory is removed; an ``OSError`` becomes one line ending in ``nothing``."""
     staging = _new_staging_name(out)
     try:
         staging.mkdir()
@@ -191,14 +173,29 @@ def replacement_directory(out: Path) -> Iterator[Path]:
     try:
         yield staging
         fsync_path(staging)
-        exchange_directories(staging, out)
+        commit(staging)
         fsync_path(out.parent)
-    except OSError as exc:
+    except OSError as exc:  # a full disk, a lost permission: one line, nothing left
         shutil.rmtree(staging, ignore_errors=True)
         raise GraphsysError(f"{out}: cannot write ({exc.strerror or exc}"
-                            f"{': ' + str(exc.filename) if exc.filename else ''}); nothing "
-                            f"changed") from None
+                            f"{': ' + str(exc.filename) if exc.filename else ''}); "
+                            f"{nothing}") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def replacement_directory(out: Path) -> Iterator[Path]:
+    """Yield an empty staging directory beside the existing directory ``out``; on success
+    swap it with ``out`` atomically (:func:`exchange_directories`) and delete the old tree.
+
+    Readers see the old directory or the new one, never a mix. On failure the staging
+    directory is removed and ``out`` is untouched; a staging directory left by a killed
+    process is removed by the next writer (its name holds the dead pid).
+    """
+    out = Path(out).absolute()
+    with _staged(out, lambda staging: exchange_directories(staging, out),
+                 "nothing changed") as staging:
+        yield staging
     shutil.rmtree(staging, ignore_errors=True)  # now the old tree
