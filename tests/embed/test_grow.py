@@ -86,12 +86,10 @@ def test_freeze_old_trains_only_new_rows(grown, tmp_path):
     train(load_config(None, SMALL + ["num_epochs=2", "edges=\"grow\"", f"init_from=\"{ck}\"",
                                      "freeze_old=true"]), graph=g, out=out)
     after, before = _rows(out), _rows(ck)
-    init = None
     for p in range(2):
         n = len(before[p])
         np.testing.assert_array_equal(after[p][:n], before[p])
-        init = after[p][n:]
-        assert np.abs(init).sum() > 0
+        assert np.abs(after[p][n:]).sum() > 0
     st_old, st_new = CheckpointStorage(ck), CheckpointStorage(out)
     v_old, v_new = st_old.read_meta()["version"], st_new.read_meta()["version"]
     for f in sorted((ck / "model").glob(f"*.v{v_old:06d}.npy")):
@@ -99,6 +97,15 @@ def test_freeze_old_trains_only_new_rows(grown, tmp_path):
         np.testing.assert_array_equal(load_npy(f), load_npy(st_new.model_path(key, v_new)))
     meta = json.loads((out / "checkpoint.json").read_text())
     assert meta["grown_from"]["checkpoint"] == str(ck.absolute())
+    # a resume keeps the boundary (read from grown_from) and the old rows fixed
+    resumed = _rows(out)
+    train(load_config(None, SMALL + ["num_epochs=3", "edges=\"grow\"", f"init_from=\"{ck}\"",
+                                     "freeze_old=true"]), graph=g, out=out)
+    again = _rows(out)
+    for p in range(2):
+        n = len(before[p])
+        np.testing.assert_array_equal(again[p][:n], before[p])
+        assert not np.array_equal(again[p][n:], resumed[p][n:])
 
 
 def test_fine_tune_moves_old_rows(grown, tmp_path):
