@@ -29,6 +29,7 @@ import gzip
 import json
 import os
 import resource
+import shutil
 import time
 from pathlib import Path
 
@@ -130,19 +131,12 @@ def main() -> None:
                  "train_grow": sum(1 for t in train_t if touches(t)), "seed": args.seed,
                  "load_start": os.getloadavg()[0]}
     grown, full = work / "g-grown", work / "g-full"
-    for d in (grown, full):
-        if d.exists():
-            import shutil
-
-            shutil.rmtree(d)
-    ingest([source("old", "train")], grown, opts)
     ck_old = work / "ck-old"
     ck_inc, ck_ft, ck_full = work / "ck-inc", work / "ck-finetune", work / "ck-full"
-    for ck in (ck_old, ck_inc, ck_ft, ck_full):
-        if ck.exists():
-            import shutil
-
-            shutil.rmtree(ck)
+    for d in (grown, full, ck_old, ck_inc, ck_ft, ck_full):  # leftovers of an earlier run
+        if d.exists():
+            shutil.rmtree(d)
+    ingest([source("old", "train")], grown, opts)
     res["old"] = _timed_train(_config(args, args.epochs), grown, "train", ck_old)
     t0 = time.perf_counter()
     rep = append_edges(grown, [source("grow", "grow")], opts)
