@@ -37,6 +37,12 @@ def register(subparsers) -> None:
                    help="override a config key (repeatable), e.g. --set lr=0.1")
     t.add_argument("--out", type=Path, help="checkpoint directory (else checkpoint_path)")
     t.add_argument("--device", choices=("cpu", "cuda", "auto"), help="overrides config device")
+    t.add_argument("--init-from", type=Path, metavar="CKPT",
+                   help="grow a trained model: start from CKPT, trained before new entities "
+                   "were appended to the graph (ingest --append-to); new entities start at "
+                   "their trained neighbours' mean, or random without any")
+    t.add_argument("--freeze-old", action="store_true",
+                   help="with --init-from: train only the new entities (else all fine-tune)")
     t.add_argument("--json", action="store_true", help="print one JSON line of statistics")
     add_trace_arg(t)
     t.set_defaults(func=run_train)
@@ -158,6 +164,10 @@ def run_train(args) -> int:
         raise GraphsysError("--out: no checkpoint directory given (or set checkpoint_path)")
     if args.edges:
         cfg.edges = args.edges
+    if args.init_from is not None:
+        cfg.init_from = str(args.init_from)
+    if args.freeze_old:
+        cfg.freeze_old = True
     graph = graph or open_graph(graph_path)
     distributed = init_from_env(resolve_device(cfg.device))
     try:

@@ -11,6 +11,7 @@ from graphsys.commands._common import column_arg, emit_json, show_progress
 from graphsys.errors import GraphsysError, InputError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.adjacency_index import build_index
+from graphsys.storage.append import append_edges
 from graphsys.storage.graph import open_graph
 from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
@@ -22,7 +23,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("ingest", help="ingest edge lists into a partitioned graph",
                               description=__doc__)
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="edge list files (.gz read directly)")
-    p.add_argument("--out", required=True, type=Path, help="graph directory to create")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", type=Path, help="graph directory to create")
+    target.add_argument("--append-to", type=Path, metavar="DIR",
+                        help="add the inputs to the existing graph DIR as a new edge set "
+                        "(--edge-set, a new name); ids not in DIR become new nodes appended "
+                        "to its partitions, old nodes keep their ids (see docs/format.md)")
     p.add_argument("--partitions", type=int, default=1, help="P, number of partitions (default 1)")
     p.add_argument("--partitioner", default="hash",
                    help="hash (default), range, degree or fennel")
@@ -74,7 +80,13 @@ def run(args) -> int:
         memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
         on_bad_line=args.on_bad_line, progress=show_progress(args))
     kinds = _index_kinds(args.index)
-    report = ingest([source], args.out, opts, nodes)
+    if args.append_to is not None:
+        if nodes:
+            raise GraphsysError("--nodes: not supported with --append-to")
+        report = append_edges(args.append_to, [source], opts)
+        args.out = args.append_to
+    else:
+        report = ingest([source], args.out, opts, nodes)
     if kinds:
         t0 = time.perf_counter()
         build_index(open_graph(args.out), kinds, memory_limit=opts.memory_limit,
@@ -86,7 +98,9 @@ def run(args) -> int:
     else:
         edges = ", ".join(f"{k}: {v:,}" for k, v in report.edges.items())
         nodes_s = ", ".join(f"{k}: {v:,}" for k, v in report.nodes.items())
-        print(f"ingested {args.out}: nodes ({nodes_s}), edges ({edges}), "
+        verb = "appended to" if args.append_to is not None else "ingested"
+        added = "new nodes" if args.append_to is not None else "nodes"
+        print(f"{verb} {args.out}: {added} ({nodes_s}), edges ({edges}), "
               f"{report.num_partitions} partition(s) by {report.partitioner['name']}, "
               f"{report.seconds['total']:.2f} s"
               + (f", {report.skipped_lines} bad line(s) skipped" if report.skipped_lines else ""))

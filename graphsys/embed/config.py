@@ -125,6 +125,13 @@ class EmbedConfig:
     workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
     device: str = _h("cpu, cuda or auto", default="cpu")
     seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
+    # -- growing a trained model (graphsys.embed.grow) -------------------------------------
+    init_from: str | None = _h(
+        "checkpoint of this model trained before new entities were appended to the graph: "
+        "old rows start from it, new ones from their trained neighbours' mean (else random)",
+        default=None)
+    freeze_old: bool = _h("with init_from: train only the new entities (old ones and the "
+                          "relation parameters stay as trained)", default=False)
     # -- evaluation -------------------------------------------------------------------------
     eval_num_uniform_negs: int = _h("sampled candidates per test edge when the full ranking "
                                     "is too large", default=1000)

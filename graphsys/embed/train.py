@@ -47,7 +47,7 @@ from tqdm import tqdm
 from graphsys.device import resolve_device
 from graphsys.embed.checkpoint import CheckpointStorage, check_graph, load_npy, save_npy
 from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict, load_config
-from graphsys.embed import dot_softmax
+from graphsys.embed import dot_softmax, grow
 from graphsys.embed.kernels import row_adagrad
 from graphsys.embed.model import (COMPARATORS, LOSSES, DotComparator, SoftmaxLoss,
                                   init_embeddings, n3)
@@ -62,12 +62,12 @@ ROW_ADAGRAD_EPS = 1e-10
 #: Keys that may differ between a checkpoint and a resumed run.
 RESUMABLE_KEYS = {"num_epochs", "checkpoint_path", "workers", "prefetch", "device",
                   "buffer_partitions", "memory_budget", "eval_num_uniform_negs",
-                  "eval_full_max_candidates", "graph", "checkpoint_buckets"}
+                  "eval_full_max_candidates", "graph", "checkpoint_buckets", "init_from"}
 #: Optimisation keys a resumed run may change (not the model's shape or the data); each
 #: change is recorded in ``checkpoint.json``'s ``history``.
 TUNABLE_KEYS = {"lr", "relation_lr", "batch_size", "num_batch_negs", "num_uniform_negs",
                 "degree_neg_fraction", "regularization_coef", "margin", "max_norm", "loss_fn",
-                "bucket_order"}
+                "bucket_order", "freeze_old"}
 
 
 def _seed(*parts: int) -> int:
@@ -346,6 +346,13 @@ class Trainer:
         #: "changed": {key: [old, new]}}`` each, oldest first.
         self.history: list[dict[str, Any]] = []
         self._degrees: dict[tuple[str, int], torch.Tensor] | None = None
+        #: ``{"checkpoint", "version", "entity_types": {t: {"partition_sizes"}}}`` of the
+        #: ``init_from`` checkpoint this one was grown from (None: a fresh start).
+        self.grown_from: dict[str, Any] | None = None
+        #: With ``freeze_old``: rows below ``frozen_below[(type, p)]`` are not updated.
+        self.frozen_below: dict[tuple[str, int], int] = {}
+        if config.freeze_old and not config.init_from:
+            raise ConfigError("freeze_old: needs init_from (the checkpoint of the old rows)")
 
     # -- setup ------------------------------------------------------------------------------
     def _check_schema(self) -> None:
@@ -408,6 +415,7 @@ class Trainer:
             "comparator": self.cfg.comparator,
             "stats": [s.to_json() for s in stats],
             "history": self.history,
+            **({"grown_from": self.grown_from} if self.grown_from else {}),
         }
 
     def _prepare(self) -> tuple[int, dict[str, Any] | None]:
@@ -458,6 +466,7 @@ class Trainer:
                                 f"({exc.strerror or exc})") from None
         for path, _ in st.versioned_files():  # leftovers of an init killed before commit
             path.unlink(missing_ok=True)
+        source, means = self._init_source()
         st.write_config(self._config_json())
         d = self.cfg.dimension
         for ti, (etype, sizes) in enumerate(self.sizes.items()):
@@ -467,16 +476,52 @@ class Trainer:
                 if not bool(torch.isfinite(emb).all()):
                     raise ConfigError(f"init_scale={self.cfg.init_scale} gives non-finite "
                                       f"initial embeddings (float32)")
-                save_npy(st.emb_path(etype, p, 0), emb.numpy())
-                save_npy(st.optim_path(etype, p, 0), np.zeros(n, np.float32))
+                state = np.zeros(n, np.float32)
+                emb = emb.numpy()
+                if source is not None:
+                    old = self.grown_from["entity_types"][etype]["partition_sizes"][p]
+                    emb, state = grow.grown_partition(emb, source, self.grown_from["version"],
+                                                      etype, p, old, means[(etype, p)])
+                save_npy(st.emb_path(etype, p, 0), emb)
+                save_npy(st.optim_path(etype, p, 0), state)
+        if source is not None:
+            self.relmodel.load(source, self.grown_from["version"])
         self.relmodel.save(st, 0)
         st.sync_dirs()
         st.write_meta(self._meta(0, 0, []))
+
+    def _init_source(self):
+        """With ``init_from``: the checked source checkpoint and the neighbour sums of the new
+        rows (:mod:`.grow`), recording ``grown_from``; else ``(None, None)``."""
+        if not self.cfg.init_from:
+            return None, None
+        source = CheckpointStorage(self.cfg.init_from)
+        meta = source.read_meta()
+        grow.check_shape(meta, source.root, dimension=self.cfg.dimension,
+                         comparator=self.cfg.comparator, relations=[
+                             {"name": r.name, "lhs": r.lhs, "rhs": r.rhs, "operator": op}
+                             for r, op in zip(self.graph.relation_types, self.rel_ops)],
+                         sizes=self.sizes)
+        old = grow.old_sizes(meta)
+        self.grown_from = {"checkpoint": str(source.root.absolute()),
+                           "version": int(meta["version"]),
+                           "entity_types": {t: {"partition_sizes": s} for t, s in old.items()}}
+        means = grow.neighbour_means(self.graph, self.edge_set, source, int(meta["version"]),
+                                     old)
+        return source, means
 
     def _load_state(self) -> tuple[int, dict[str, Any] | None]:
         """Relation parameters and finished epochs' stats of the committed version."""
         meta = self.storage.read_meta()
         self.version = int(meta["version"])
+        self.grown_from = meta.get("grown_from")
+        if self.cfg.freeze_old:
+            if not self.grown_from:
+                raise ConfigError(f"freeze_old: {self.out} was not grown from another "
+                                  f"checkpoint (init_from)")
+            self.frozen_below = {
+                (t, p): int(n) for t, info in self.grown_from["entity_types"].items()
+                for p, n in enumerate(info["partition_sizes"])}
         self.relmodel.load(self.storage, self.version)
         self.stats = [EpochStats.from_json(s) for s in meta.get("stats", [])]
         done, progress = int(meta["epochs_done"]), meta.get("progress")
@@ -556,6 +601,14 @@ class Trainer:
             rows = emb[uniq]
             emb[uniq] = rows.renorm(2, 0, self.cfg.max_norm)
 
+    def _trainable(self, etype: str, p: int, idx, grad):
+        """``(idx, grad)`` without the rows that ``freeze_old`` keeps fixed."""
+        lo = self.frozen_below.get((etype, p))
+        if not lo:
+            return idx, grad
+        keep = idx >= lo
+        return idx[keep], grad[keep]
+
     def _closed_form(self, b: int) -> bool:
         """Whether a batch of ``b`` edges takes :func:`dot_softmax.both_sides` (the dot
         comparator, the softmax loss, in-batch negatives, no regulariser)."""
@@ -586,12 +639,13 @@ class Trainer:
                              rel, w, leaves)
         with torch.no_grad():
             if L_emb is R_emb:
-                self._row_adagrad(L_emb, L_st, torch.cat([idx_l, idx_r]),
-                                  torch.cat([gl, gr]), cfg.lr)
+                self._row_adagrad(L_emb, L_st, *self._trainable(
+                    lt, i, torch.cat([idx_l, idx_r]), torch.cat([gl, gr])), cfg.lr)
             else:
-                self._row_adagrad(L_emb, L_st, idx_l, gl, cfg.lr)
-                self._row_adagrad(R_emb, R_st, idx_r, gr, cfg.lr)
-            self.relmodel.step(leaves, cfg.relation_learning_rate)
+                self._row_adagrad(L_emb, L_st, *self._trainable(lt, i, idx_l, gl), cfg.lr)
+                self._row_adagrad(R_emb, R_st, *self._trainable(rt, j, idx_r, gr), cfg.lr)
+            if not self.frozen_below:
+                self.relmodel.step(leaves, cfg.relation_learning_rate)
         return loss
 
     def _autograd_grads(self, xl, xr, b, rel, w, leaves):

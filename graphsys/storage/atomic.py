@@ -118,12 +118,53 @@ def staging_directory(out: Path) -> Iterator[Path]:
     except OSError as exc:
         raise GraphsysError(f"{out}: cannot create its directory {out.parent} "
                             f"({exc.strerror or exc})") from None
+
+    def rename_into_place(staging: Path) -> None:
+        try:
+            if out.exists():
+                out.rmdir()
+            os.rename(staging, out)
+        except OSError as exc:  # another writer finished first (ENOTEMPTY, EEXIST)
+            raise GraphsysError(f"{out}: was created by another process while this one "
+                                f"wrote ({exc.strerror or exc}); nothing written") from None
+
+    with _staged(out, rename_into_place, "nothing written") as staging:
+        yield staging
+
+
+def _new_staging_name(out: Path) -> Path:
+    """A fresh staging path beside ``out`` (holding this pid), after removing the staging
+    directories of dead processes."""
     prefix = f".{out.name}{_STAGING_MARK}"
     for stale in out.parent.glob(prefix + "*"):
         pid = stale.name[len(prefix):].split("-")[0]
         if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
-    staging = out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+    return out.parent / f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def exchange_directories(a: Path, b: Path) -> None:
+    """Swap the directories ``a`` and ``b`` in one atomic step (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``). Where that is missing, three renames: a crash between them leaves
+    ``b`` absent and both trees complete beside it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2 is not None and renameat2(at_fdcwd, os.fsencode(a), at_fdcwd,
+                                           os.fsencode(b), rename_exchange) == 0:
+        return
+    aside = b.with_name(b.name + f".swap-{os.getpid()}")
+    os.rename(b, aside)
+    os.rename(a, b)
+    os.rename(aside, a)
+
+
+@contextlib.contextmanager
+def _staged(out: Path, commit, nothing: str) -> Iterator[Path]:
+    """Yield a fresh staging directory beside ``out``; on success fsync it, ``commit`` it
+    (a callable taking the staging path) and fsync ``out``'s parent. On failure the staging
+    directory is removed; an ``OSError`` becomes one line ending in ``nothing``."""
+    staging = _new_staging_name(out)
     try:
         staging.mkdir()
     except OSError as exc:
@@ -132,19 +173,29 @@ def staging_directory(out: Path) -> Iterator[Path]:
     try:
         yield staging
         fsync_path(staging)
-        try:
-            if out.exists():
-                out.rmdir()
-            os.rename(staging, out)
-        except OSError as exc:  # another writer finished first (ENOTEMPTY, EEXIST)
-            raise GraphsysError(f"{out}: was created by another process while this one "
-                                f"wrote ({exc.strerror or exc}); nothing written") from None
+        commit(staging)
         fsync_path(out.parent)
     except OSError as exc:  # a full disk, a lost permission: one line, nothing left
         shutil.rmtree(staging, ignore_errors=True)
         raise GraphsysError(f"{out}: cannot write ({exc.strerror or exc}"
-                            f"{': ' + str(exc.filename) if exc.filename else ''}); nothing "
-                            f"written") from None
+                            f"{': ' + str(exc.filename) if exc.filename else ''}); "
+                            f"{nothing}") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def replacement_directory(out: Path) -> Iterator[Path]:
+    """Yield an empty staging directory beside the existing directory ``out``; on success
+    swap it with ``out`` atomically (:func:`exchange_directories`) and delete the old tree.
+
+    Readers see the old directory or the new one, never a mix. On failure the staging
+    directory is removed and ``out`` is untouched; a staging directory left by a killed
+    process is removed by the next writer (its name holds the dead pid).
+    """
+    out = Path(out).absolute()
+    with _staged(out, lambda staging: exchange_directories(staging, out),
+                 "nothing changed") as staging:
+        yield staging
+    shutil.rmtree(staging, ignore_errors=True)  # now the old tree

@@ -1136,6 +1136,49 @@ def _check_partitions(num_partitions: int, index: dict[str, _IdIndex]) -> None:
                             f"largest entity type ({most})")
 
 
+def write_edge_sets(job: _IngestJob, names: Sequence[str], staging: Path,
+                    files: dict[str, dict[str, Any]]) -> dict[str, EdgeSet]:
+    """Passes 2 and 3 for the edge sets ``names`` of a job whose nodes are partitioned: write
+    their bucket files under ``staging``, add them to ``files`` and return the edge sets."""
+    opts, p = job.opts, job.opts.num_partitions
+    edge_sets: dict[str, EdgeSet] = {}
+    for name in names:
+        routed = job.route(name)
+        bar = tqdm(total=len(routed.buckets), unit="bucket", desc=f"buckets {name}",
+                   disable=not opts.progress)
+        counts = {}
+        for b in routed.buckets:
+            i, j = divmod(b, p)
+            rel = bucket_file(name, i, j)
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            n = job.write_bucket(routed, b, name, path)
+            routed.drop(b)
+            if n:
+                counts[(i, j)] = n
+                files[rel] = _file_entry(path)
+            else:
+                path.unlink()
+            bar.update()
+        bar.close()
+        shutil.rmtree(routed.rundir)
+        edge_sets[name] = EdgeSet(
+            name, sum(counts.values()), counts, has_rel=job.has_rel[name],
+            has_weight=job.has_weight[name], undirected=opts.undirected, dedupe=opts.dedupe,
+            drop_self_loops=opts.drop_self_loops,
+            skipped_lines=job.edge_set_skipped.get(name, 0))
+    return edge_sets
+
+
+def edge_set_names(edges: Sequence[EdgeSource]) -> set[str]:
+    """The edge set names of ``edges``; a name that cannot be a directory is refused."""
+    names = {e.edge_set for e in edges}
+    for name in names:
+        if not name or "/" in name or name.startswith("."):
+            raise GraphsysError(f"invalid edge set name {name!r}")
+    return names
+
+
 def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions | None = None,
            nodes: Sequence[NodeSource] = ()) -> IngestReport:
     """Build the graph directory ``out`` from edge files (and optional node tables).
@@ -1158,10 +1201,7 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
         raise GraphsysError("max_batch_rows must be positive")
     if not edges and not nodes:
         raise InputError("no input given")
-    names = {e.edge_set for e in edges}
-    for name in names:
-        if not name or "/" in name or name.startswith("."):
-            raise GraphsysError(f"invalid edge set name {name!r}")
+    names = edge_set_names(edges)
     out = Path(out)
     t0 = time.perf_counter()
     seconds: dict[str, float] = {}
@@ -1179,35 +1219,10 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
         files: dict[str, dict[str, Any]] = {}
         entity_types = _write_node_files(job, staging, files)
         t2 = time.perf_counter()
-        edge_sets: dict[str, EdgeSet] = {}
-        p = opts.num_partitions
-        for name in sorted(names):
-            routed = job.route(name)
-            bar = tqdm(total=len(routed.buckets), unit="bucket", desc=f"buckets {name}",
-                       disable=not opts.progress)
-            counts = {}
-            for b in routed.buckets:
-                i, j = divmod(b, p)
-                rel = bucket_file(name, i, j)
-                path = staging / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                n = job.write_bucket(routed, b, name, path)
-                routed.drop(b)
-                if n:
-                    counts[(i, j)] = n
-                    files[rel] = _file_entry(path)
-                else:
-                    path.unlink()
-                bar.update()
-            bar.close()
-            shutil.rmtree(routed.rundir)
-            edge_sets[name] = EdgeSet(
-                name, sum(counts.values()), counts, has_rel=job.has_rel[name],
-                has_weight=job.has_weight[name], undirected=opts.undirected, dedupe=opts.dedupe,
-                drop_self_loops=opts.drop_self_loops,
-                skipped_lines=job.edge_set_skipped.get(name, 0))
+        edge_sets = write_edge_sets(job, sorted(names), staging, files)
         seconds["route_and_merge"] = time.perf_counter() - t2
         shutil.rmtree(job.spill)
+        p = opts.num_partitions
         manifest = Manifest(
             num_partitions=p, offset_dtype="int32",
             max_batch_rows=max((job.batch_rows(n) for n in names), default=opts.max_batch_rows),

@@ -1,0 +1,131 @@
+"""Growing a trained model: initial state of a checkpoint over a graph with new entities.
+
+A graph grown by :func:`graphsys.storage.append.append_edges` keeps every old node at its
+(partition, local offset) and appends new nodes at the end of partitions. A checkpoint
+trained before the append therefore gives the first ``n_old[p]`` rows of every partition
+``p``; :func:`grown_partition` builds the full initial partition:
+
+* old rows: the trained embeddings and their Adagrad sums, unchanged;
+* a new row with at least one old neighbour in the training edge set (either direction,
+  any relation): the mean of those neighbours' trained embeddings (raw embeddings, before
+  any relation operator), Adagrad sum 0;
+* a new row with no old neighbour: the usual ``N(0, init_scale)`` initialisation (the same
+  draw a fresh run with this seed makes), Adagrad sum 0.
+
+Relation parameters (and their Adagrad sums) are copied. With ``freeze_old`` the trainer
+updates only the new rows; the old rows and the relation parameters stay as trained.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphsys.embed.checkpoint import CheckpointStorage, load_npy
+from graphsys.errors import GraphsysError
+from graphsys.storage.graph import Graph
+
+
+def old_sizes(meta: dict[str, Any]) -> dict[str, list[int]]:
+    """Nodes per partition of every entity type a checkpoint was trained on."""
+    return {t: [int(x) for x in info["partition_sizes"]]
+            for t, info in meta["entity_types"].items()}
+
+
+def check_shape(meta: dict[str, Any], where: str | Path, *, dimension: int, comparator: str,
+                relations: list[dict[str, str]], sizes: dict[str, list[int]]) -> None:
+    """Raise :class:`GraphsysError` (one line naming the key) unless the checkpoint ``meta``
+    has this model's shape: ``dimension``, ``comparator``, the relations (name, lhs, rhs,
+    operator, in order) and, per entity type, as many partitions, none larger than now."""
+    def refuse(key: str, was: Any, now: Any) -> GraphsysError:
+        return GraphsysError(f"init_from {where}: {key} is {was!r} in the checkpoint, {now!r} "
+                             f"in this run (another model shape)")
+
+    if int(meta.get("dimension", -1)) != dimension:
+        raise refuse("dimension", meta.get("dimension"), dimension)
+    if meta.get("comparator") != comparator:
+        raise refuse("comparator", meta.get("comparator"), comparator)
+    was_rels = [{k: r.get(k) for k in ("name", "lhs", "rhs", "operator")}
+                for r in meta.get("relations") or []]
+    for k in range(max(len(was_rels), len(relations))):
+        was = was_rels[k] if k < len(was_rels) else None
+        now = relations[k] if k < len(relations) else None
+        if was != now:
+            raise refuse(f"relations[{k}]", was, now)
+    old = old_sizes(meta)
+    if sorted(old) != sorted(sizes):
+        raise refuse("entity_types", sorted(old), sorted(sizes))
+    for t, was_sizes in old.items():
+        now_sizes = sizes[t]
+        if len(was_sizes) != len(now_sizes):
+            raise refuse(f"entity_types.{t}.num_partitions", len(was_sizes), len(now_sizes))
+        for p, (a, b) in enumerate(zip(was_sizes, now_sizes)):
+            if a > b:
+                raise refuse(f"entity_types.{t}.partition_sizes[{p}]", a, b)
+
+
+def neighbour_means(graph: Graph, edge_set: str, source: CheckpointStorage, version: int,
+                    old: dict[str, list[int]]) -> dict[tuple[str, int], tuple[np.ndarray,
+                                                                            np.ndarray]]:
+    """Per (entity type, partition): ``(sums, counts)`` over the new rows of the trained
+    embeddings of their old neighbours in ``edge_set``: sums float64 ``(n_new, d)``, counts
+    int64 ``(n_new,)``; row ``k`` is local offset ``old[t][p] + k``."""
+    rels = graph.relation_types
+    pair_names = sorted({(r.lhs, r.rhs) for r in rels})
+    pair_of_rel = np.array([pair_names.index((r.lhs, r.rhs)) for r in rels], np.int64)
+    acc: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+    d = None
+    for t, sizes in old.items():
+        now = graph.partition_sizes(t)
+        for p, n_old in enumerate(sizes):
+            emb = load_npy(source.emb_path(t, p, version), mmap=True)
+            d = emb.shape[1]
+            n_new = int(now[p]) - n_old
+            acc[(t, p)] = (np.zeros((n_new, d)), np.zeros(n_new, np.int64))
+    for b in graph.buckets("row-major", edge_set):
+        for eb in b.batches():
+            groups = ([((rels[0].lhs, rels[0].rhs), slice(None))] if eb.rel is None else
+                      [(pair, pair_of_rel[eb.rel] == k) for k, pair in enumerate(pair_names)])
+            for (lt, rt), sel in groups:
+                src = np.asarray(eb.src[sel], np.int64)
+                dst = np.asarray(eb.dst[sel], np.int64)
+                _accumulate(acc, source, version, old, (rt, b.j, dst), (lt, b.i, src))
+                _accumulate(acc, source, version, old, (lt, b.i, src), (rt, b.j, dst))
+    return acc
+
+
+def _accumulate(acc, source: CheckpointStorage, version: int, old: dict[str, list[int]],
+                to: tuple[str, int, np.ndarray], frm: tuple[str, int, np.ndarray]) -> None:
+    """Add the embeddings of old ``frm`` endpoints to the sums of new ``to`` endpoints."""
+    (tt, tp, tidx), (ft, fp, fidx) = to, frm
+    n_to, n_from = old[tt][tp], old[ft][fp]
+    keep = (tidx >= n_to) & (fidx < n_from)
+    if not keep.any():
+        return
+    sums, counts = acc[(tt, tp)]
+    rows = tidx[keep] - n_to
+    emb = load_npy(source.emb_path(ft, fp, version), mmap=True)
+    np.add.at(sums, rows, np.asarray(emb[fidx[keep]], np.float64))
+    np.add.at(counts, rows, 1)
+
+
+def grown_partition(fresh: np.ndarray, source: CheckpointStorage, version: int, etype: str,
+                    p: int, n_old: int, means: tuple[np.ndarray, np.ndarray]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Initial (embeddings float32 ``(n, d)``, Adagrad sums float32 ``(n,)``) of partition
+    ``p``: ``fresh`` (the seeded random init, modified in place) with the old rows copied
+    from ``source`` and new rows with old neighbours set to their mean."""
+    emb = load_npy(source.emb_path(etype, p, version))
+    optim = load_npy(source.optim_path(etype, p, version))
+    if emb.shape != (n_old, fresh.shape[1]) or optim.shape != (n_old,):
+        raise GraphsysError(f"init_from {source.root}: {source.emb_path(etype, p, version)} "
+                            f"has shape {emb.shape}, expected ({n_old}, {fresh.shape[1]})")
+    fresh[:n_old] = emb
+    sums, counts = means
+    has = counts > 0
+    fresh[n_old:][has] = (sums[has] / counts[has, None]).astype(np.float32)
+    state = np.zeros(len(fresh), np.float32)
+    state[:n_old] = optim
+    return fresh, state

@@ -1,0 +1,249 @@
+"""Append a new edge set, with new entities, to an existing graph directory.
+
+The existing node mapping is extended, never changed: every node keeps its partition and
+local offset (so trained embeddings of the graph stay valid row for row), and each new node
+is appended to the end of a partition: new nodes of a type go round-robin over the
+partitions, the smallest partition first (ties: the lower index), in sorted id order.
+
+The new edges are read, validated and bucketed by the same passes as :func:`ingest`; their
+relations must be relation types of the graph (a new relation would change a model's
+shape). A new id that already names an entity of another type (in a graph with several
+entity types) is refused with one line naming the id, as is a non-integer id for an entity
+type with integer ids.
+
+Crash safety: the new graph is built in a staging directory beside the old one (unchanged
+files are hard links, rewritten node partitions and the new buckets are new files, the
+manifest is written last) and swapped with it in one atomic rename
+(:func:`~graphsys.storage.atomic.replacement_directory`): readers see the old graph or the
+new one. Adjacency indexes of the old edge sets are dropped when nodes were added (they
+are over global ids, which move when a partition grows): rebuild them with ``graphsys
+index``. Node columns stored in files of their own (``dtype`` set) are not extended: such
+graphs are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as paipc
+
+from graphsys.errors import GraphsysError, InputError
+from graphsys.storage.atomic import replacement_directory, sync_filesystem, write_bytes_atomic
+from graphsys.storage.format import (
+    MANIFEST, SAFE_NAME, EntityType, Manifest, index_file, node_file, read_manifest,
+)
+from graphsys.storage.ingest import (
+    MAX_PARTITION_NODES, EdgeSource, IngestOptions, IngestReport, _file_entry, _IdIndex,
+    _IngestJob, edge_set_names, peak_rss_bytes, write_edge_sets,
+)
+
+
+def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
+                 options: IngestOptions | None = None) -> IngestReport:
+    """Add the edge sets of ``edges`` (new names) to the graph directory ``graph``.
+
+    Ids not yet in the graph become new nodes (see the module docstring). Of ``options``,
+    the partition count, partitioner and relation types are the graph's own; ``undirected``,
+    ``dedupe``, ``drop_self_loops``, ``on_bad_line``, ``memory_limit`` and ``progress`` apply
+    to the new edges. Returns the report of the new edge sets, with ``nodes`` the nodes
+    added per entity type.
+    """
+    t0 = time.perf_counter()
+    graph = Path(graph).absolute()
+    m = read_manifest(graph)
+    names = edge_set_names(edges)
+    for name in sorted(names):
+        if name in m.edge_sets:
+            raise GraphsysError(f"{graph}: edge set {name!r} already exists (choose another "
+                                f"edge set name)")
+        if not SAFE_NAME.fullmatch(name):
+            raise GraphsysError(f"invalid edge set name {name!r}")
+    for et in m.entity_types.values():
+        mapped = [c.name for c in et.columns if c.dtype]
+        if mapped:
+            raise GraphsysError(f"{graph}: entity type {et.name!r} has node column "
+                                f"{mapped[0]!r} in a file of its own; appending nodes to it "
+                                f"is not supported")
+    opts = replace(options or IngestOptions(), num_partitions=m.num_partitions,
+                   relation_types=list(m.relation_types), metadata=m.metadata)
+    if opts.undirected and any(r.lhs != r.rhs for r in m.relation_types):
+        raise GraphsysError("undirected needs relations whose lhs and rhs entity types are "
+                            "the same")
+    with replacement_directory(graph) as staging:
+        job = _IngestJob(edges, (), opts, staging)
+        job.read_all()
+        old_ids = {t: _stored_ids(graph, m, t) for t in m.entity_types}
+        added: dict[str, int] = {}
+        entity_types = dict(m.entity_types)
+        files = dict(m.files)
+        job.part, job.local, job.sizes = {}, {}, {}
+        for etype in job.entity_types:
+            if etype not in m.entity_types:
+                raise GraphsysError(f"{graph}: no entity type {etype!r}")
+            new = _new_ids(job.index[etype], old_ids, etype, m.entity_types[etype].id_type)
+            added[etype] = len(new)
+            new_part = _extend_mapping(job, etype, old_ids[etype], new, m.entity_types[etype])
+            entity_types[etype] = replace(m.entity_types[etype],
+                                          partition_sizes=job.sizes[etype])
+            _write_grown_partitions(graph, etype, m.entity_types[etype], new, new_part,
+                                    staging, files)
+        edge_sets = dict(m.edge_sets)
+        edge_sets.update(write_edge_sets(job, sorted(names), staging, files))
+        shutil.rmtree(job.spill)
+        indexes = m.indexes
+        if any(added.values()):  # global ids moved: indexes of the old edge sets are stale
+            for es, kinds in m.indexes.items():
+                for kind, info in kinds.items():
+                    for column in info.columns():
+                        files.pop(index_file(es, kind, column), None)
+            indexes = {}
+        _link_unchanged(graph, staging, files)
+        manifest = replace(
+            m, entity_types=entity_types, edge_sets=edge_sets, files=files, indexes=indexes,
+            max_batch_rows=max([m.max_batch_rows] + [job.batch_rows(n) for n in names]))
+        sync_filesystem(staging)  # every data file is on disk before the manifest names it
+        write_bytes_atomic(staging / MANIFEST,
+                           json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+    return IngestReport(
+        out=str(graph), nodes=added, edges={n: edge_sets[n].num_edges for n in sorted(names)},
+        num_partitions=m.num_partitions, partitioner=m.partitioner,
+        skipped_lines=job.skipped, input_bytes=job.input_bytes,
+        seconds={"total": round(time.perf_counter() - t0, 3)},
+        peak_rss_bytes=peak_rss_bytes())
+
+
+def _stored_ids(graph: Path, m: Manifest, etype: str) -> list[pa.Array]:
+    """The ``id`` column of every node partition of ``etype``, in partition order."""
+    out = []
+    for p in range(m.num_partitions):
+        path = graph / node_file(etype, p)
+        table = paipc.open_file(pa.memory_map(str(path))).read_all()
+        out.append(table.column("id").combine_chunks())
+    return out
+
+
+def _as_numpy_or_strings(parts: list[pa.Array], id_type: str):
+    arr = pa.concat_arrays([a.cast(pa.large_string() if id_type == "string" else pa.int64())
+                            for a in parts]) if parts else pa.array([], pa.int64())
+    return arr.to_numpy(zero_copy_only=False) if id_type == "int64" else arr
+
+
+def _new_ids(index: _IdIndex, old_ids: dict[str, list[pa.Array]], etype: str,
+             id_type: str) -> np.ndarray | pa.Array:
+    """Ids of the new edges for ``etype`` that the graph does not have yet, sorted."""
+    ids = index.ids
+    if id_type == "int64" and index.is_string:
+        is_int = pc.match_substring_regex(ids, r"^-?[0-9]+$")
+        bad = ids.filter(pc.invert(is_int))
+        raise InputError(f"id {bad[0].as_py()!r}: entity type {etype!r} has integer ids")
+    if id_type == "string" and not index.is_string:
+        ids = pa.array(ids).cast(pa.large_string())
+    old = _as_numpy_or_strings(old_ids[etype], id_type)
+    if id_type == "int64":
+        new = np.setdiff1d(np.asarray(ids), old)
+    else:
+        new = ids.filter(pc.invert(pc.is_in(ids, value_set=old)))
+    for other, parts in old_ids.items():
+        if other == etype or not len(new):
+            continue
+        stored = pa.concat_arrays([a.cast(pa.large_string()) for a in parts])
+        probe = pa.array(new).cast(pa.large_string())
+        clash = probe.filter(pc.is_in(probe, value_set=stored))
+        if len(clash):
+            raise InputError(f"id {clash[0].as_py()!r} is an entity of type {other!r}; the "
+                             f"new edges use it as an entity of type {etype!r}")
+    return new
+
+
+def _extend_mapping(job: _IngestJob, etype: str, old_parts: list[pa.Array], new,
+                    et: EntityType) -> np.ndarray:
+    """Set ``job.index/part/local/sizes[etype]`` over the old nodes plus ``new``: old nodes
+    keep (partition, offset); new ones are appended round-robin, smallest partition first.
+    Returns the partition of each new node (int32, in the order of ``new``)."""
+    P = len(et.partition_sizes)
+    sizes = np.array(et.partition_sizes, np.int64)
+    order = np.lexsort((np.arange(P), sizes))
+    new_part = order[np.arange(len(new)) % P].astype(np.int32)
+    new_local = np.empty(len(new), np.int64)
+    grown = sizes.copy()
+    for p in range(P):
+        sel = np.flatnonzero(new_part == p)
+        new_local[sel] = sizes[p] + np.arange(len(sel))
+        grown[p] += len(sel)
+    if grown.max(initial=0) > MAX_PARTITION_NODES:
+        raise GraphsysError(f"entity type {etype!r}: a partition would hold "
+                            f"{int(grown.max())} nodes (> 2**31-1)")
+    old_part = np.repeat(np.arange(P, dtype=np.int32), sizes)
+    old_local = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes]) if P else \
+        np.zeros(0, np.int64)
+    old = _as_numpy_or_strings(old_parts, et.id_type)
+    if et.id_type == "int64":
+        all_ids = np.concatenate([old, np.asarray(new, np.int64)])
+        by_id = np.argsort(all_ids, kind="stable")
+        sorted_ids: Any = all_ids[by_id]
+    else:
+        all_ids = pa.concat_arrays([old, pa.array(new).cast(pa.large_string())])
+        by_id = pc.sort_indices(all_ids).to_numpy()
+        sorted_ids = all_ids.take(pa.array(by_id))
+    job.index[etype] = _IdIndex(etype, sorted_ids, None)
+    job.part[etype] = np.concatenate([old_part, new_part])[by_id]
+    job.local[etype] = np.concatenate([old_local, new_local])[by_id]
+    job.sizes[etype] = [int(s) for s in grown]
+    return new_part
+
+
+def _write_grown_partitions(graph: Path, etype: str, et: EntityType, new,
+                            new_part: np.ndarray, staging: Path,
+                            files: dict[str, dict[str, Any]]) -> None:
+    """Rewrite the node partitions of ``etype`` that gained nodes: old rows, then the new
+    ids (node columns get their defaults: zeros, -1, False)."""
+    for p in range(len(et.partition_sizes)):
+        sel = np.flatnonzero(new_part == p)
+        if not len(sel):
+            continue
+        rel = node_file(etype, p)
+        old = paipc.open_file(pa.memory_map(str(graph / rel))).read_all()
+        ids = (pa.array(np.asarray(new)[sel]) if et.id_type == "int64"
+               else pa.array(new).take(pa.array(sel)))
+        arrays = {"id": pa.concat_arrays([old.column("id").combine_chunks(),
+                                          ids.cast(old.schema.field("id").type)])}
+        for c in et.columns:
+            col = old.column(c.name).combine_chunks()
+            if c.kind == "features":
+                extra = pa.FixedSizeListArray.from_arrays(
+                    pa.array(np.zeros(len(sel) * c.dim, np.float32)), c.dim)
+            elif c.kind == "label":
+                extra = pa.array(np.full(len(sel), -1, np.int64))
+            else:
+                extra = pa.array(np.zeros(len(sel), bool))
+            arrays[c.name] = pa.concat_arrays([col, extra.cast(col.type)])
+        path = staging / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table = pa.table(arrays)
+        with paipc.new_file(str(path), table.schema) as w:
+            w.write_table(table, max_chunksize=max(table.num_rows, 1))
+        files[rel] = _file_entry(path)
+
+
+def _link_unchanged(graph: Path, staging: Path, files: dict[str, dict[str, Any]]) -> None:
+    """Hard-link (or copy, across filesystems) every file of ``files`` not yet in
+    ``staging`` from the old graph directory."""
+    for rel in files:
+        dst = staging / rel
+        if dst.exists():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(graph / rel, dst)
+        except OSError:
+            shutil.copy2(graph / rel, dst)
