@@ -97,7 +97,7 @@ class TorchComm:
         order = torch.argsort(owner, stable=True)
         index, values, owner = index[order], values[order], owner[order]
         counts = torch.bincount(owner, minlength=w).to(torch.int64)
-        cols = values.reshape(len(values), -1)  # d = 1 for scalar values
+        cols = values.unsqueeze(1) if values.dim() == 1 else values  # (M, d)
         width = 1 + cols.shape[1]
         payload = torch.cat([index.to(torch.float64).unsqueeze(1), cols], 1).reshape(-1)
         send_counts = counts * width

@@ -173,30 +173,44 @@ def stream_copy_sum(src, dst, x, acc, received):
     return src.shape[0]
 
 
+@numba.njit(inline="always")
+def _pull_row(indptr, indices, weight, x, active, use_active, msg, comb, acc, received, v):
+    """Combine the rows of ``v``'s sources into ``acc[v]``; returns the messages."""
+    m = 0
+    for e in range(indptr[v], indptr[v + 1]):
+        u = np.uint64(indices[e])  # unsigned: no negative-index test
+        if use_active and active[u] == 0:
+            continue
+        for c in range(x.shape[1]):
+            acc[v, c] = _comb(comb, acc[v, c], _msg(msg, x[u, c], weight, e))
+        m += 1
+    if m:
+        received[v] = 1
+    return m
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def pull_rows(indptr, indices, weight, x, active, use_active, accept, use_accept, msg, comb,
               acc, received):
     """:func:`pull` for vector programs: ``x`` and ``acc`` float64 (N, d), every column
-    messaged and combined on its own. Returns (edges scanned, messages) as int64."""
+    messaged and combined on its own; parallel over targets from
+    :data:`PARALLEL_MIN_ITEMS` of them. Returns (edges scanned, messages) as int64."""
     n = indptr.shape[0] - 1
-    scanned = np.zeros(n, np.int64)
-    sent = np.zeros(n, np.int64)
-    for v in numba.prange(n):
-        if use_accept and accept[v] == 0:
-            continue
-        m = 0
-        for e in range(indptr[v], indptr[v + 1]):
-            u = indices[e]
-            if use_active and active[u] == 0:
-                continue
-            for c in range(x.shape[1]):
-                acc[v, c] = _comb(comb, acc[v, c], _msg(msg, x[u, c], weight, e))
-            m += 1
-        if m:
-            received[v] = 1
-        scanned[v] = indptr[v + 1] - indptr[v]
-        sent[v] = m
-    return scanned.sum(), sent.sum()
+    scanned = 0
+    sent = 0
+    if n < PARALLEL_MIN_ITEMS:
+        for v in range(n):
+            if not use_accept or accept[v] != 0:
+                scanned += indptr[v + 1] - indptr[v]
+                sent += _pull_row(indptr, indices, weight, x, active, use_active, msg, comb,
+                                  acc, received, v)
+    else:
+        for v in numba.prange(n):
+            if not use_accept or accept[v] != 0:
+                scanned += indptr[v + 1] - indptr[v]
+                sent += _pull_row(indptr, indices, weight, x, active, use_active, msg, comb,
+                                  acc, received, v)
+    return scanned, sent
 
 
 @numba.njit(cache=True, nogil=True)
