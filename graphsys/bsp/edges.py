@@ -318,6 +318,10 @@ class MemoryEdges:
         """One pull or push of a vector program's float64 (N, d) rows ``xn`` over ``kind``'s
         adjacency (:func:`kernels.pull_rows`, :func:`kernels.push_rows`)."""
         indptr, idx, w = self.adjacency(kind)
+        if pull and not use_active and not use_accept and msg == kernels.MSG_COPY and (
+                comb == kernels.COMB_SUM):
+            s = kernels.pull_copy_sum_rows(indptr, idx, xn, a, r)
+            return s, s
         if pull:
             return kernels.pull_rows(indptr, idx, w, xn, act, use_active, acc_mask,
                                      use_accept, msg, comb, a, r)
@@ -588,10 +592,15 @@ class StreamEdges:
             src, dst, sb, db = eb.dst, eb.src, bj - self.lo, bi
         else:
             src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
+        copy_sum = not use_active and msg == kernels.MSG_COPY and comb == kernels.COMB_SUM
         if self.program.width is not None:  # vector program: (N, d) rows
-            c[1] += int(kernels.stream_rows(src, dst, self._weights(eb), xn[sb:], act[sb:],
-                                            use_active, msg, comb, a[db:], r[db:]))
-        elif not use_active and msg == kernels.MSG_COPY and comb == kernels.COMB_SUM:
+            if copy_sum:
+                c[1] += int(kernels.stream_copy_sum_rows(src, dst, xn[sb:], a[db:], r[db:]))
+            else:
+                c[1] += int(kernels.stream_rows(src, dst, self._weights(eb), xn[sb:],
+                                                act[sb:], use_active, msg, comb, a[db:],
+                                                r[db:]))
+        elif copy_sum:
             c[1] += int(kernels.stream_copy_sum(src, dst, xn[sb:], a[db:], r[db:]))
         else:
             c[1] += int(kernels.stream(src, dst, self._weights(eb), xn[sb:], act[sb:],

@@ -201,7 +201,8 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                     x = _rows(program, x, hi - lo)
                 accept = program.accepts(ctx, state)
                 if num_active == 0:  # nothing is sent: skip the edge pass
-                    res = EdgeResult(torch.full(program.message_shape(n), identity, dtype=torch.float64, device=dev),
+                    res = EdgeResult(torch.full(program.message_shape(n), identity,
+                                                dtype=torch.float64, device=dev),
                                      torch.zeros(n, dtype=torch.bool, device=dev),
                                      None if not program.raw_messages else (
                                          torch.zeros(0, dtype=torch.int64, device=dev),

@@ -213,6 +213,32 @@ def pull_rows(indptr, indices, weight, x, active, use_active, accept, use_accept
     return scanned, sent
 
 
+@numba.njit(inline="always")
+def _row_sum_rows(indptr, indices, x, acc, received, v):
+    lo = indptr[v]
+    hi = indptr[v + 1]
+    for e in range(lo, hi):
+        u = np.uint64(indices[e])
+        for c in range(x.shape[1]):
+            acc[v, c] += x[u, c]
+    if hi > lo:
+        received[v] = 1
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def pull_copy_sum_rows(indptr, indices, x, acc, received):
+    """:func:`pull_copy_sum` for vector programs (``x``, ``acc`` float64 (N, d)): the
+    all-active copy/sum pull without frontier and operation tests. Returns edges scanned."""
+    n = indptr.shape[0] - 1
+    if n < PARALLEL_MIN_ITEMS:
+        for v in range(n):
+            _row_sum_rows(indptr, indices, x, acc, received, v)
+    else:
+        for v in numba.prange(n):
+            _row_sum_rows(indptr, indices, x, acc, received, v)
+    return indptr[n] - indptr[0]
+
+
 @numba.njit(cache=True, nogil=True)
 def push_rows(indptr, indices, weight, x, frontier, accept, use_accept, msg, comb, acc,
               received):
@@ -249,6 +275,19 @@ def stream_rows(src, dst, weight, x, active, use_active, msg, comb, acc, receive
         received[v] = 1
         sent += 1
     return sent
+
+
+@numba.njit(cache=True, nogil=True)
+def stream_copy_sum_rows(src, dst, x, acc, received):
+    """:func:`stream_copy_sum` for vector programs (``x``, ``acc`` float64 (rows, d)).
+    Returns the number of messages (int64)."""
+    for e in range(src.shape[0]):
+        u = np.uint32(src[e])
+        v = np.uint32(dst[e])
+        for c in range(x.shape[1]):
+            acc[v, c] += x[u, c]
+        received[v] = 1
+    return src.shape[0]
 
 
 @numba.njit(parallel=True, cache=True)

@@ -45,7 +45,8 @@ def register(subparsers) -> None:
     p.add_argument("--backend", default="auto", help="auto, numba or torch (default: auto)")
     p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
     p.add_argument("--max-iters", type=int, metavar="N", help="most supersteps")
-    p.add_argument("--tol", type=float, metavar="X", help="PageRank L1 tolerance (1e-6); HITS hub L1 change (1e-8)")
+    p.add_argument("--tol", type=float, metavar="X",
+                   help="PageRank L1 tolerance (1e-6); HITS hub L1 change (1e-8)")
     p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
