@@ -199,7 +199,8 @@ class VertexProgram(ABC):
 
     @abstractmethod
     def send(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The value each owned vertex sends, float64 (N_local,)."""
+        """The value each owned vertex sends, float64 (N_local,), or (N_local, width) rows
+        for a vector program."""
 
     def accepts(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor | None:
         """Targets that may still take messages, bool (N_local,) or None = all (Ligra's
@@ -222,7 +223,8 @@ class VertexProgram(ABC):
 
     @abstractmethod
     def result(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The per-vertex answer, float64 (N_local,)."""
+        """The per-vertex answer, float64 (N_local,) or (N_local, d) rows (HITS' hub and
+        authority, a vector program's features)."""
 
     # -- engine helpers ---------------------------------------------------------------------
     def check(self) -> None:
