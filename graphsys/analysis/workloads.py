@@ -258,6 +258,8 @@ def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
     if not needs_source and source is not None:
         raise GraphsysError(f"{algorithm} takes no --source")
     n = graph.num_nodes()
+    if algorithm == "hits":
+        return A.HITS(1e-8 if tol is None else tol), 200
     tol = 1e-6 if tol is None else tol
     if algorithm == "pagerank":
         return A.PageRank(damping, tol), 100

@@ -86,8 +86,9 @@ class TorchComm:
     def exchange(self, index: torch.Tensor, values: torch.Tensor,
                  bounds: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, int]:
         """Send every ``(index, value)`` (global target ids) to the rank owning the target;
-        ``bounds`` int64 (W+1,) are the ranks' id ranges. Returns the pairs this rank
-        received (local ids), and how many pairs it sent to other ranks."""
+        ``values`` float64 (M,) or (M, d) rows (vector programs); ``bounds`` int64 (W+1,)
+        are the ranks' id ranges. Returns the pairs this rank received (local ids), and how
+        many pairs it sent to other ranks."""
         w = self.world_size
         dev_in = index.device
         index, values = index.to(self.device), values.to(self.device)
@@ -96,23 +97,25 @@ class TorchComm:
         order = torch.argsort(owner, stable=True)
         index, values, owner = index[order], values[order], owner[order]
         counts = torch.bincount(owner, minlength=w).to(torch.int64)
-        payload = torch.stack([index.to(torch.float64), values]).T.reshape(-1)  # pairs
-        send_counts = counts * 2
+        cols = values.unsqueeze(1) if values.dim() == 1 else values  # (M, d)
+        width = 1 + cols.shape[1]
+        payload = torch.cat([index.to(torch.float64).unsqueeze(1), cols], 1).reshape(-1)
+        send_counts = counts * width
         recv_counts = torch.empty_like(send_counts)
         self.dist.all_to_all_single(recv_counts, send_counts)
         out = torch.empty(int(recv_counts.sum()), dtype=torch.float64, device=self.device)
         self.dist.all_to_all_single(out, payload, recv_counts.tolist(), send_counts.tolist())
-        pairs = out.reshape(-1, 2)
+        pairs = out.reshape(-1, width)
         lo = int(bounds[self.rank])
         sent_remote = int(counts.sum() - counts[self.rank])
-        return ((pairs[:, 0].to(torch.int64) - lo).to(dev_in), pairs[:, 1].to(dev_in),
-                sent_remote)
+        got = pairs[:, 1:].reshape(-1, *values.shape[1:])
+        return (pairs[:, 0].to(torch.int64) - lo).to(dev_in), got.to(dev_in), sent_remote
 
     def allgather(self, local: torch.Tensor, sizes: list[int]) -> torch.Tensor:
-        """Concatenate every rank's ``local`` float64 vector (rank order); ``sizes`` are
-        their lengths."""
+        """Concatenate every rank's ``local`` float64 (n_r,) vector or (n_r, d) rows (rank
+        order); ``sizes`` are the ranks' n_r."""
         m = max(sizes)
-        buf = torch.zeros(m, dtype=torch.float64, device=self.device)
+        buf = torch.zeros((m, *local.shape[1:]), dtype=torch.float64, device=self.device)
         buf[:len(local)] = local.to(self.device)
         parts = [torch.empty_like(buf) for _ in range(self.world_size)]
         self.dist.all_gather(parts, buf)

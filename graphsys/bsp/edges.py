@@ -71,11 +71,14 @@ class EdgeResult:
     bytes_h2d: int = 0
 
 
-def _host_accumulators(n: int, identity: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``acc`` float64 (n,) filled with the combiner's identity and ``received`` bool (n,)
-    all False, CPU tensors allocated by NumPy (a torch fill of a CPU tensor wakes torch's
-    thread pool, which costs more than the fill itself on small graphs)."""
-    return torch.from_numpy(np.full(n, identity)), torch.from_numpy(np.zeros(n, np.bool_))
+def _host_accumulators(n: int, identity: float,
+                       width: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``acc`` float64 (n,) (or (n, width) for a vector program) filled with the combiner's
+    identity and ``received`` bool (n,) all False, CPU tensors allocated by NumPy (a torch
+    fill of a CPU tensor wakes torch's thread pool, which costs more than the fill itself on
+    small graphs)."""
+    shape = n if width is None else (n, width)
+    return torch.from_numpy(np.full(shape, identity)), torch.from_numpy(np.zeros(n, np.bool_))
 
 
 def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tensor:
@@ -87,13 +90,17 @@ def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tenso
 
 def _torch_messages(program: VertexProgram, xs: torch.Tensor,
                     w: torch.Tensor | None) -> torch.Tensor:
-    """Per-edge messages on the torch path: ``xs`` float64 (E,) source values."""
+    """Per-edge messages on the torch path: ``xs`` float64 (E,) source values ((E, d) rows
+    of a vector program)."""
     msg = program.message
     if callable(msg):
         return msg(xs, w).to(torch.float64)
     if msg == "copy":
         return xs
-    wd = w.to(torch.float64) if w is not None else torch.ones_like(xs)
+    wd = w.to(torch.float64) if w is not None else torch.ones(len(xs), dtype=torch.float64,
+                                                              device=xs.device)
+    if xs.dim() == 2:
+        wd = wd.unsqueeze(1)
     return xs + wd if msg == "add_weight" else xs * wd
 
 
@@ -110,8 +117,8 @@ class _Sink:
             self.acc = self.received = None
         else:
             self.reduce = COMBINERS[program.combiner][2]
-            self.acc = torch.full((num_targets,), program.identity, dtype=torch.float64,
-                                  device=device)
+            self.acc = torch.full(program.message_shape(num_targets), program.identity,
+                                  dtype=torch.float64, device=device)
             self.received = torch.zeros(num_targets, dtype=torch.bool, device=device)
 
     def add(self, index: torch.Tensor, values: torch.Tensor) -> None:
@@ -121,7 +128,8 @@ class _Sink:
             self.index.append(index)
             self.values.append(values)
         else:
-            self.acc.scatter_reduce_(0, index, values, self.reduce, include_self=True)
+            rows = index if values.dim() == 1 else index.unsqueeze(1).expand_as(values)
+            self.acc.scatter_reduce_(0, rows, values, self.reduce, include_self=True)
             self.received[index] = True
 
     def result(self, direction: str) -> EdgeResult:
@@ -305,6 +313,21 @@ class MemoryEdges:
                 self.adjacency(k)
         return (done, *(a[:done] for a in out), frontier)
 
+    def _rows_pass(self, pull: bool, kind: str, xn, act, use_active: bool, frontier,
+                   acc_mask, use_accept: bool, msg: int, comb: int, a, r) -> tuple[int, int]:
+        """One pull or push of a vector program's float64 (N, d) rows ``xn`` over ``kind``'s
+        adjacency (:func:`kernels.pull_rows`, :func:`kernels.push_rows`)."""
+        indptr, idx, w = self.adjacency(kind)
+        if pull and not use_active and not use_accept and msg == kernels.MSG_COPY and (
+                comb == kernels.COMB_SUM):
+            s = kernels.pull_copy_sum_rows(indptr, idx, xn, a, r)
+            return s, s
+        if pull:
+            return kernels.pull_rows(indptr, idx, w, xn, act, use_active, acc_mask,
+                                     use_accept, msg, comb, a, r)
+        return kernels.push_rows(indptr, idx, w, xn, host_array(frontier), acc_mask,
+                                 use_accept, msg, comb, a, r)
+
     @traced("bsp.edges")
     def run(self, x: torch.Tensor, active: torch.Tensor, num_active: int,
             accept: torch.Tensor | None) -> EdgeResult:
@@ -314,13 +337,17 @@ class MemoryEdges:
         all_active = num_active == self.num_nodes
         direction = "pull" if pull else "push"
         if self.use_numba:
-            acc, received = _host_accumulators(self.num_nodes, prog.identity)
+            acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width)
             a, r, xn, act = host_array(acc), host_array(received), host_array(x), host_array(active)
             acc_mask = host_array(accept) if accept is not None else np.zeros(0, np.uint8)
             msg, comb = MESSAGES[prog.message], COMBINERS[prog.combiner][0]
             scanned = sent = 0
             for pull_kind, push_kind in self._passes():
-                if pull and all_active and accept is None and msg == kernels.MSG_COPY and (
+                if prog.width is not None:  # vector program: (N, d) rows
+                    s, m = self._rows_pass(pull, pull_kind if pull else push_kind, xn, act,
+                                           not all_active, frontier, acc_mask,
+                                           accept is not None, msg, comb, a, r)
+                elif pull and all_active and accept is None and msg == kernels.MSG_COPY and (
                         comb == kernels.COMB_SUM):
                     if self._hub_sorts(pull_kind):
                         indptr, idx, order = self.hot_adjacency(pull_kind)
@@ -484,7 +511,7 @@ class StreamEdges:
                 self._bucket(i, j)
         numba_path = self.backend == "numba" and prog.builtin
         if numba_path:
-            acc, received = _host_accumulators(self.num_nodes, prog.identity)
+            acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width)
             state = (host_array(x), host_array(active), host_array(acc), host_array(received),
                      MESSAGES[prog.message], COMBINERS[prog.combiner][0])
             workers = min(self.threads, len(tasks))
@@ -565,7 +592,15 @@ class StreamEdges:
             src, dst, sb, db = eb.dst, eb.src, bj - self.lo, bi
         else:
             src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
-        if not use_active and msg == kernels.MSG_COPY and comb == kernels.COMB_SUM:
+        copy_sum = not use_active and msg == kernels.MSG_COPY and comb == kernels.COMB_SUM
+        if self.program.width is not None:  # vector program: (N, d) rows
+            if copy_sum:
+                c[1] += int(kernels.stream_copy_sum_rows(src, dst, xn[sb:], a[db:], r[db:]))
+            else:
+                c[1] += int(kernels.stream_rows(src, dst, self._weights(eb), xn[sb:],
+                                                act[sb:], use_active, msg, comb, a[db:],
+                                                r[db:]))
+        elif copy_sum:
             c[1] += int(kernels.stream_copy_sum(src, dst, xn[sb:], a[db:], r[db:]))
         else:
             c[1] += int(kernels.stream(src, dst, self._weights(eb), xn[sb:], act[sb:],

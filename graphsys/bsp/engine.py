@@ -33,18 +33,24 @@ DEFAULT_MAX_ITERS = 100
 
 @dataclass
 class Result:
-    """A finished run: ``values`` float64 (N,) indexed by global node id (on every rank of a
-    distributed run), and its :class:`RunStats`."""
+    """A finished run: ``values`` float64 (N,) (or (N, d) rows, from a vector program's
+    :meth:`~graphsys.bsp.program.VertexProgram.result`) indexed by global node id (on every
+    rank of a distributed run), and its :class:`RunStats`."""
 
     values: np.ndarray
     stats: RunStats
     graph: object
 
     def to_table(self) -> pa.Table:
-        """Columns ``node`` (original id: int64 or string) and ``value`` (float64), one row
-        per node in global id order."""
-        return pa.table({"node": pa.array(self.graph.node_ids()),
-                         "value": pa.array(self.values, pa.float64())})
+        """Columns ``node`` (original id: int64 or string) and ``value`` (float64, or
+        ``fixed_size_list<float64>[d]`` for (N, d) values), one row per node in global id
+        order."""
+        if self.values.ndim == 2:
+            value = pa.FixedSizeListArray.from_arrays(
+                pa.array(self.values.reshape(-1), pa.float64()), self.values.shape[1])
+        else:
+            value = pa.array(self.values, pa.float64())
+        return pa.table({"node": pa.array(self.graph.node_ids()), "value": value})
 
 
 def resolve_backend(backend: str, device: torch.device) -> str:
@@ -191,9 +197,12 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                 ss.seconds["aggregate"] = t1 - t0
                 build0 = getattr(edges, "build_seconds", 0.0)
                 x = program.send(ctx, state).to(torch.float64)
+                if program.width is not None:
+                    x = _rows(program, x, hi - lo)
                 accept = program.accepts(ctx, state)
                 if num_active == 0:  # nothing is sent: skip the edge pass
-                    res = EdgeResult(torch.full((n,), identity, dtype=torch.float64, device=dev),
+                    res = EdgeResult(torch.full(program.message_shape(n), identity,
+                                                dtype=torch.float64, device=dev),
                                      torch.zeros(n, dtype=torch.bool, device=dev),
                                      None if not program.raw_messages else (
                                          torch.zeros(0, dtype=torch.int64, device=dev),
@@ -226,8 +235,10 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                     if comm.world_size > 1:
                         sel = torch.nonzero(received).squeeze(1)
                         idx, val, ss.messages_exchanged = comm.exchange(sel, acc[sel], bounds)
-                        combined = torch.full((hi - lo,), identity, dtype=torch.float64, device=dev)
-                        combined.scatter_reduce_(0, idx, val, COMBINERS[program.combiner][2],
+                        combined = torch.full(program.message_shape(hi - lo), identity,
+                                              dtype=torch.float64, device=dev)
+                        rows = idx if val.dim() == 1 else idx.unsqueeze(1).expand_as(val)
+                        combined.scatter_reduce_(0, rows, val, COMBINERS[program.combiner][2],
                                                  include_self=True)
                         received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
                         received[idx] = True
@@ -235,7 +246,8 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                         combined = acc
                     if accept is not None:
                         received &= accept
-                        combined = torch.where(received, combined,
+                        keep = received if combined.dim() == 1 else received.unsqueeze(1)
+                        combined = torch.where(keep, combined,
                                                torch.full_like(combined, identity))
                 t3 = time.perf_counter()
                 ss.seconds["communicate"] = t3 - t2
@@ -323,6 +335,15 @@ def _async_fixed_point(edges: MemoryEdges, program: VertexProgram, state: dict,
     if progress is not None:
         progress(ss)
     return torch.zeros_like(active)
+
+
+def _rows(program: VertexProgram, x: torch.Tensor, num_local: int) -> torch.Tensor:
+    """A vector program's sent values as contiguous float64 (N_local, width) rows; one
+    line naming the program when :meth:`VertexProgram.send` returned another shape."""
+    if tuple(x.shape) != (num_local, program.width):
+        raise GraphsysError(f"{program.name}: send returned shape {tuple(x.shape)}, expected "
+                            f"({num_local}, {program.width}) (width {program.width})")
+    return x.contiguous()
 
 
 def _rank_bounds(comm, graph) -> list[int]:

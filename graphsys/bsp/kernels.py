@@ -12,6 +12,8 @@ marks ``received`` uint8 (N,) for each target that got at least one message. ``x
 float64 (N,) value each source sends; ``active`` uint8 (N,) the sending frontier (ignored when
 ``use_active`` is False); ``accept`` uint8 (N,) Ligra's ``cond(d)``, the targets that may still
 take messages (ignored when ``use_accept`` is False); ``weight`` float32 (E,) or empty.
+The ``*_rows`` kernels are the same passes for vector programs: ``x``/``acc`` float64
+(N, d), one message per edge and column.
 """
 
 from __future__ import annotations
@@ -167,6 +169,123 @@ def stream_copy_sum(src, dst, x, acc, received):
     for e in range(src.shape[0]):
         v = np.uint32(dst[e])
         acc[v] += x[np.uint32(src[e])]
+        received[v] = 1
+    return src.shape[0]
+
+
+@numba.njit(inline="always")
+def _pull_row(indptr, indices, weight, x, active, use_active, msg, comb, acc, received, v):
+    """Combine the rows of ``v``'s sources into ``acc[v]``; returns the messages."""
+    m = 0
+    for e in range(indptr[v], indptr[v + 1]):
+        u = np.uint64(indices[e])  # unsigned: no negative-index test
+        if use_active and active[u] == 0:
+            continue
+        for c in range(x.shape[1]):
+            acc[v, c] = _comb(comb, acc[v, c], _msg(msg, x[u, c], weight, e))
+        m += 1
+    if m:
+        received[v] = 1
+    return m
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def pull_rows(indptr, indices, weight, x, active, use_active, accept, use_accept, msg, comb,
+              acc, received):
+    """:func:`pull` for vector programs: ``x`` and ``acc`` float64 (N, d), every column
+    messaged and combined on its own; parallel over targets from
+    :data:`PARALLEL_MIN_ITEMS` of them. Returns (edges scanned, messages) as int64."""
+    n = indptr.shape[0] - 1
+    scanned = 0
+    sent = 0
+    if n < PARALLEL_MIN_ITEMS:
+        for v in range(n):
+            if not use_accept or accept[v] != 0:
+                scanned += indptr[v + 1] - indptr[v]
+                sent += _pull_row(indptr, indices, weight, x, active, use_active, msg, comb,
+                                  acc, received, v)
+    else:
+        for v in numba.prange(n):
+            if not use_accept or accept[v] != 0:
+                scanned += indptr[v + 1] - indptr[v]
+                sent += _pull_row(indptr, indices, weight, x, active, use_active, msg, comb,
+                                  acc, received, v)
+    return scanned, sent
+
+
+@numba.njit(inline="always")
+def _row_sum_rows(indptr, indices, x, acc, received, v):
+    lo = indptr[v]
+    hi = indptr[v + 1]
+    for e in range(lo, hi):
+        u = np.uint64(indices[e])
+        for c in range(x.shape[1]):
+            acc[v, c] += x[u, c]
+    if hi > lo:
+        received[v] = 1
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def pull_copy_sum_rows(indptr, indices, x, acc, received):
+    """:func:`pull_copy_sum` for vector programs (``x``, ``acc`` float64 (N, d)): the
+    all-active copy/sum pull without frontier and operation tests. Returns edges scanned."""
+    n = indptr.shape[0] - 1
+    if n < PARALLEL_MIN_ITEMS:
+        for v in range(n):
+            _row_sum_rows(indptr, indices, x, acc, received, v)
+    else:
+        for v in numba.prange(n):
+            _row_sum_rows(indptr, indices, x, acc, received, v)
+    return indptr[n] - indptr[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def push_rows(indptr, indices, weight, x, frontier, accept, use_accept, msg, comb, acc,
+              received):
+    """:func:`push` for vector programs (``x``, ``acc`` float64 (N, d)). Returns (edges
+    scanned, messages) as int64."""
+    scanned = 0
+    sent = 0
+    for k in range(frontier.shape[0]):
+        u = frontier[k]
+        for e in range(indptr[u], indptr[u + 1]):
+            scanned += 1
+            v = indices[e]
+            if use_accept and accept[v] == 0:
+                continue
+            for c in range(x.shape[1]):
+                acc[v, c] = _comb(comb, acc[v, c], _msg(msg, x[u, c], weight, e))
+            received[v] = 1
+            sent += 1
+    return scanned, sent
+
+
+@numba.njit(cache=True, nogil=True)
+def stream_rows(src, dst, weight, x, active, use_active, msg, comb, acc, received):
+    """:func:`stream` for vector programs (``x``, ``acc`` float64 (rows, d), sliced at the
+    partitions' first vertices by the caller). Returns the number of messages (int64)."""
+    sent = 0
+    for e in range(src.shape[0]):
+        u = np.uint32(src[e])
+        if use_active and active[u] == 0:
+            continue
+        v = np.uint32(dst[e])
+        for c in range(x.shape[1]):
+            acc[v, c] = _comb(comb, acc[v, c], _msg(msg, x[u, c], weight, e))
+        received[v] = 1
+        sent += 1
+    return sent
+
+
+@numba.njit(cache=True, nogil=True)
+def stream_copy_sum_rows(src, dst, x, acc, received):
+    """:func:`stream_copy_sum` for vector programs (``x``, ``acc`` float64 (rows, d)).
+    Returns the number of messages (int64)."""
+    for e in range(src.shape[0]):
+        u = np.uint32(src[e])
+        v = np.uint32(dst[e])
+        for c in range(x.shape[1]):
+            acc[v, c] += x[u, c]
         received[v] = 1
     return src.shape[0]
 

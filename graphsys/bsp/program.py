@@ -16,8 +16,11 @@ A superstep :math:`s` of a program over the vertex set owned by this process:
    or ``max_iters`` supersteps ran.
 
 State and messages are torch tensors on the run's device; vertex values sent along edges are
-float64 (N_local,). ``ctx.lo``/``ctx.hi`` is the global id range this process owns
-(``0..N`` in a single process).
+float64 (N_local,). A program that declares a message :attr:`VertexProgram.width` ``d``
+sends float64 (N_local, d) rows instead (a feature matrix, HITS' two scores): messages
+are combined column by column with the same builtin message and combiner, in memory, out of
+core and across ranks, and scalar programs keep their own paths. ``ctx.lo``/``ctx.hi`` is
+the global id range this process owns (``0..N`` in a single process).
 """
 
 from __future__ import annotations
@@ -134,8 +137,10 @@ class Context:
                 deg[self.lo:self.hi], dtype=torch.float64).to(self.device)
         return self._degrees[direction]
 
-    def full(self, value: float, dtype=torch.float64) -> torch.Tensor:
-        return torch.full((self.num_local,), value, dtype=dtype, device=self.device)
+    def full(self, value: float, dtype=torch.float64, width: int | None = None) -> torch.Tensor:
+        """``value`` in every owned vertex: (N_local,), or (N_local, width) rows."""
+        shape = (self.num_local,) if width is None else (self.num_local, width)
+        return torch.full(shape, value, dtype=dtype, device=self.device)
 
 
 class VertexProgram(ABC):
@@ -152,7 +157,12 @@ class VertexProgram(ABC):
     * ``uses_weights``: whether edge weights are needed (``add_weight``/``mul_weight``);
     * ``first_message_wins``: all messages of a superstep are equal, so a pulling target
       can stop at its first one (Ligra's BFS trick);
-    * ``include_self``: each active vertex also receives its own value (custom combiners).
+    * ``include_self``: each active vertex also receives its own value (custom combiners);
+    * ``width``: ``None`` (scalar messages, float64 (N_local,)) or ``d`` >= 1: :meth:`send`
+      returns float64 (N_local, d), each column is messaged and combined on its own (a
+      callable ``message`` sees (E, d) rows), :meth:`update` gets ``combined`` float64
+      (N_local, d) and :meth:`result` may return (N_local,) or (N_local, d). Builtin
+      combiners only (not a :class:`Combiner`), no :attr:`relax_state`.
     """
 
     name = "program"
@@ -165,6 +175,8 @@ class VertexProgram(ABC):
     #: stop when no vertex is active; programs that act on an empty frontier (k-core
     #: raising k) set False and halt through :meth:`halt`
     halt_when_inactive = True
+    #: message width: None = scalar (N_local,) messages, an int d >= 1 = (N_local, d) rows
+    width: int | None = None
     #: Declares a *min-relaxation* (label-correcting) program, e.g. BFS, SSSP, WCC: the
     #: float64 state tensor of this name is what a vertex sends (plus ``relax_offset``, plus
     #: the edge weight for ``add_weight``), the combiner is ``min``, :meth:`update` lowers
@@ -187,7 +199,8 @@ class VertexProgram(ABC):
 
     @abstractmethod
     def send(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The value each owned vertex sends, float64 (N_local,)."""
+        """The value each owned vertex sends, float64 (N_local,), or (N_local, width) rows
+        for a vector program."""
 
     def accepts(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor | None:
         """Targets that may still take messages, bool (N_local,) or None = all (Ligra's
@@ -210,7 +223,8 @@ class VertexProgram(ABC):
 
     @abstractmethod
     def result(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The per-vertex answer, float64 (N_local,)."""
+        """The per-vertex answer, float64 (N_local,) or (N_local, d) rows (HITS' hub and
+        authority, a vector program's features)."""
 
     # -- engine helpers ---------------------------------------------------------------------
     def check(self) -> None:
@@ -224,6 +238,14 @@ class VertexProgram(ABC):
         if self.direction not in DIRECTIONS:
             raise GraphsysError(f"{self.name}: direction must be one of {DIRECTIONS}, got "
                                 f"{self.direction!r}")
+        if self.width is not None:
+            if isinstance(self.width, bool) or not isinstance(self.width, int) or self.width < 1:
+                raise GraphsysError(f"{self.name}: width must be None (scalar) or a positive "
+                                    f"integer, got {self.width!r}")
+            if isinstance(self.combiner, Combiner) or self.relax_state is not None:
+                raise GraphsysError(f"{self.name}: a program of width {self.width} takes a "
+                                    f"builtin combiner ({', '.join(COMBINERS)}) and no "
+                                    f"relax_state")
 
     @property
     def fusable(self) -> bool:
@@ -236,6 +258,10 @@ class VertexProgram(ABC):
                 and self.message in ("copy", "add_weight") and not self.include_self
                 and cls.aggregate is VertexProgram.aggregate
                 and cls.halt is VertexProgram.halt)
+
+    def message_shape(self, n: int) -> tuple[int, ...]:
+        """Shape of ``n`` vertices' messages: (n,) scalar, (n, width) for a vector program."""
+        return (n,) if self.width is None else (n, self.width)
 
     @property
     def builtin(self) -> bool:

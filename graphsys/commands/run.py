@@ -17,7 +17,7 @@ from graphsys.errors import GraphsysError
 
 #: Names of :data:`graphsys.bsp.algorithms.ALGORITHMS`, listed here so that building the
 #: parser does not import torch (a test keeps the two equal).
-ALGORITHM_NAMES = ("pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore")
+ALGORITHM_NAMES = ("pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore", "hits")
 
 
 class _AlgorithmAndGraph(argparse.Action):
@@ -45,7 +45,8 @@ def register(subparsers) -> None:
     p.add_argument("--backend", default="auto", help="auto, numba or torch (default: auto)")
     p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
     p.add_argument("--max-iters", type=int, metavar="N", help="most supersteps")
-    p.add_argument("--tol", type=float, metavar="X", help="PageRank L1 tolerance (1e-6)")
+    p.add_argument("--tol", type=float, metavar="X",
+                   help="PageRank L1 tolerance (1e-6); HITS hub L1 change (1e-8)")
     p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
@@ -94,8 +95,8 @@ def run(args) -> int:
         raise GraphsysError(f"{args.algorithm} needs --source ID")
     if not needs_source and args.source is not None:
         raise GraphsysError(f"{args.algorithm} takes no --source (did you mean ppr?)")
-    if args.tol is not None and args.algorithm not in ("pagerank", "ppr"):
-        raise GraphsysError(f"--tol applies to pagerank and ppr, not {args.algorithm}")
+    if args.tol is not None and args.algorithm not in ("pagerank", "ppr", "hits"):
+        raise GraphsysError(f"--tol applies to pagerank, ppr and hits, not {args.algorithm}")
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
     if args.schedule not in SCHEDULES:
@@ -122,10 +123,10 @@ def run(args) -> int:
               "threads": args.threads or numba.get_num_threads(), "schedule": args.schedule}
     if args.max_iters is not None:
         kwargs["max_iters"] = args.max_iters
+    if args.tol is not None:
+        kwargs["tol"] = args.tol
     if args.algorithm in ("pagerank", "ppr"):
         kwargs["damping"] = args.damping
-        if args.tol is not None:
-            kwargs["tol"] = args.tol
     elif args.damping != 0.85:
         raise GraphsysError(f"--damping applies to pagerank and ppr, not {args.algorithm}")
     source = _parse_source(graph, args.source) if needs_source else None

@@ -143,3 +143,14 @@ def test_rank_work_follows_the_frontier(graph):
     owner = int(np.searchsorted(bounds, src, side="right")) - 1
     first = ranked.per_step[0]
     assert first[owner] == steps[0]["edges"] and first[1 - owner] == 0
+
+
+def test_every_cli_algorithm_has_its_program(graph):
+    """make_program builds the program the CLI runs (HITS is no k-core), and HITS, whose
+    direction switches every superstep, profiles."""
+    from graphsys.bsp import algorithms as A
+
+    prog, _ = W.make_program(graph, "hits")
+    assert isinstance(prog, A.HITS)
+    out = W.profile_bsp(graph, "hits", recorder=_recorder(), max_iters=4)
+    assert out["steps"] == 4

@@ -7,6 +7,9 @@ both directions stored.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,3 +104,13 @@ MODES = [("memory", "numba"), ("out-of-core", "numba"), ("memory", "torch"),
 
 def to_global(tg: TestGraph, original_id: int) -> int:
     return int(tg.graph.to_internal([original_id])[0])
+
+
+def torchrun(script: Path, *args) -> None:
+    """Run ``script`` with ``args`` as 2 local gloo processes (one OpenMP thread each)."""
+    from graphsys.bsp.launch import free_port
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                    "--master_port", str(free_port()), str(script), *map(str, args)],
+                   check=True, env=env, timeout=300, capture_output=True)

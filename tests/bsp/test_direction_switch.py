@@ -4,18 +4,15 @@ out of core used to ignore the change and still report success)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from graphsys import bsp
-from graphsys.bsp.launch import free_port
 from graphsys.errors import GraphsysError
 
+from .conftest import torchrun
 from .hits_program import HITS, reference
 
 STEPS = 12
@@ -33,12 +30,8 @@ def test_hits_direction_switch(graphs, mode):
 
 def test_hits_two_ranks(graphs, tmp_path):
     tg = graphs["directed-p3"]
-    script = Path(__file__).with_name("hits_program.py")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
     out = tmp_path / "hits"
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                    "--master_port", str(free_port()), str(script), str(tg.path), str(out),
-                    str(STEPS)], check=True, env=env, timeout=300, capture_output=True)
+    torchrun(Path(__file__).with_name("hits_program.py"), tg.path, out, STEPS)
     a_ref, h_ref = reference(tg.count, STEPS)
     np.testing.assert_allclose(np.load(f"{out}.a.npy"), a_ref, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(np.load(f"{out}.h.npy"), h_ref, rtol=1e-12, atol=1e-15)

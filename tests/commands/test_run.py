@@ -6,6 +6,7 @@ import importlib
 import json
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -189,3 +190,15 @@ def test_user_program(main, graph_dir, tmp_path, monkeypatch, capsys):
         assert main(["run", *argv]) == 2, argv
         err = capsys.readouterr().err
         assert msg in err and err.count("\n") == 1, err
+
+
+def test_hits_writes_hub_and_authority_rows(main, graph_dir, tmp_path):
+    """A (N, 2) result is one fixed-size list column: [hub, authority] per node."""
+    out = tmp_path / "h.parquet"
+    assert main(["run", "hits", str(graph_dir / "g"), "--out", str(out), "--tol", "1e-10",
+                 "--mode", "out-of-core"]) == 0
+    t = pq.read_table(out)
+    assert t.schema.field("value").type == pa.list_(pa.float64(), 2)
+    got = np.array(t.column("value").to_pylist())
+    np.testing.assert_allclose(got, bsp.hits(graph_dir / "g", tol=1e-10).values, rtol=1e-12)
+    np.testing.assert_allclose(got.sum(axis=0), [1.0, 1.0])

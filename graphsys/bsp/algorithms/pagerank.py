@@ -157,3 +157,17 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     prog = PageRank(damping, tol, personalization=p)
     prog.name = "ppr"
     return execute(graph, prog, max_iters, **run_kwargs)
+
+
+class PageRankRows(PageRank):
+    """:class:`PageRank` declared as a vector program of width 1: the same values through
+    the vector (``(N, 1)`` rows) edge paths, to measure and test them against the scalar
+    ones."""
+
+    width = 1
+
+    def send(self, ctx, state):
+        return super().send(ctx, state).unsqueeze(1)
+
+    def update(self, ctx, state, combined, received):
+        return super().update(ctx, state, combined[:, 0], received)
