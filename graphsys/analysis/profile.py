@@ -171,6 +171,21 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     return out
 
 
+def report_paths(html_path: str | Path, *, overwrite: bool = False,
+                 json_path: str | Path | None = None) -> tuple[Path, Path]:
+    """The HTML page's and its JSON's paths (default JSON: ``html_path`` with suffix
+    ``.json``), refused with one line when either exists (unless ``overwrite``) or its
+    directory does not: callers check before a run, so a profile is never thrown away."""
+    html_path = Path(html_path)
+    jpath = Path(json_path) if json_path else html_path.with_suffix(".json")
+    for p in (html_path, jpath):
+        if p.exists() and not overwrite:
+            raise GraphsysError(f"{p}: already exists (overwrite it or choose another path)")
+        if not p.parent.is_dir():
+            raise GraphsysError(f"{p}: directory {p.parent} does not exist")
+    return html_path, jpath
+
+
 def write_report(profile: dict[str, Any], html_path: str | Path, *, overwrite: bool = False,
                  json_path: str | Path | None = None) -> tuple[Path, Path]:
     """Write the HTML page and its JSON (default: ``html_path`` with suffix ``.json``),
@@ -178,13 +193,7 @@ def write_report(profile: dict[str, Any], html_path: str | Path, *, overwrite: b
     from graphsys.analysis.report import render_html
     from graphsys.storage.atomic import write_bytes_atomic
 
-    html_path = Path(html_path)
-    jpath = Path(json_path) if json_path else html_path.with_suffix(".json")
-    for p in (html_path, jpath):
-        if p.exists() and not overwrite:
-            raise GraphsysError(f"{p}: already exists (use --overwrite or another --report)")
-        if not p.parent.is_dir():
-            raise GraphsysError(f"{p}: directory {p.parent} does not exist")
+    html_path, jpath = report_paths(html_path, overwrite=overwrite, json_path=json_path)
     page = render_html(profile)
     write_bytes_atomic(jpath, json.dumps(profile, default=str, indent=1).encode())
     write_bytes_atomic(html_path, page.encode())

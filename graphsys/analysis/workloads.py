@@ -414,7 +414,7 @@ class _Enough(Exception):
 
 
 #: Default bound on the batches of a profiled embedding epoch.
-EMBED_STEPS = 50
+EMBED_STEPS = 20
 
 
 def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",

@@ -47,7 +47,7 @@ def register(subparsers) -> None:
                         "partitions' nodes and edges, and (BSP) every superstep's active "
                         "edges per rank")
     p.add_argument("--steps", type=int,
-                   help="GNN steps (default 5) / embedding batches (default 50) to profile")
+                   help="GNN steps (default 5) / embedding batches (default 20) to profile")
     p.add_argument("--config", type=Path, metavar="FILE",
                    help="--workload embed: the embedding config to profile (TOML/JSON, or a "
                         "PyTorch-BigGraph .py), as graphsys embed train reads it")
@@ -73,7 +73,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from graphsys.analysis.profile import key_figures, profile_graph, write_report
+    from graphsys.analysis.profile import (
+        key_figures, profile_graph, report_paths, write_report,
+    )
 
     t = args.targets
     if args.workload == "bsp":
@@ -86,11 +88,14 @@ def run(args) -> int:
         algo, graph = None, Path(t[0])
     if args.report is not None and args.report.suffix.lower() not in (".html", ".htm"):
         raise GraphsysError(f"--report {args.report}: expected an .html file name")
-    if args.report is not None and args.report.exists() and not args.overwrite:
-        raise GraphsysError(f"{args.report}: already exists (use --overwrite)")
     if args.report is not None and not args.report.parent.is_dir():
         raise GraphsysError(f"--report {args.report}: directory {args.report.parent} does "
                             f"not exist")
+    if args.report is not None and not args.overwrite:
+        # the page and its JSON, checked before the run so that no profile is thrown away
+        for path in report_paths(args.report, overwrite=True):
+            if path.exists():
+                raise GraphsysError(f"{path}: already exists (use --overwrite)")
     trace = trace_path(args)
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")

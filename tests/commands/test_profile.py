@@ -226,3 +226,20 @@ def test_embed_workload_profiles_the_users_config(main, graph_dir, tmp_path, cap
     assert not any("Switch" in a or "mapping" in a for a in doc["advice"])
     rc = main(["profile", "pagerank", str(graph_dir), "--set", "dimension=3"])
     assert rc != 0 and "--workload embed" in capsys.readouterr().err
+
+
+def test_existing_report_json_is_refused_before_the_run(main, graph_dir, tmp_path, capsys,
+                                                        monkeypatch):
+    """The page's JSON sibling is checked with the page, before anything is profiled."""
+    import graphsys.analysis.profile as profile
+
+    def never(*args, **kwargs):
+        raise AssertionError("profiled although the report could not be written")
+
+    monkeypatch.setattr(profile, "profile_graph", never)
+    report = tmp_path / "r.html"
+    report.with_suffix(".json").write_text("{}")
+    rc = main(["profile", "pagerank", str(graph_dir), "--report", str(report)])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and "r.json: already exists" in err and "\n" not in err
+    assert not report.exists()
