@@ -53,7 +53,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   batch_size: int | None = None,
                   dimension: int = 32, ncu: bool = False, ncu_path: str | None = None,
                   ncu_launch_count: int | None = None, trace=None,
-                  embed_config=None) -> dict[str, Any]:
+                  embed_config=None, gnn_config=None) -> dict[str, Any]:
     """Profile one workload on ``graph`` (an opened Graph or a directory); see the module
     docstring for the result. ``device``: cpu/cuda/auto; ``gpu``: the GPU the SIMT and SM
     model assumes (default: the one present, else H100).
@@ -66,7 +66,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     ranges, :mod:`graphsys.trace`) there; the path is checked first. ``embed_config``: the
     user's :class:`~graphsys.embed.config.EmbedConfig` for ``workload="embed"`` (else a
     default model of ``dimension``); ``steps`` bounds its batches (default
-    :data:`~graphsys.analysis.workloads.EMBED_STEPS`) and the GNN steps (default 5)."""
+    :data:`~graphsys.analysis.workloads.EMBED_STEPS`) and the GNN steps (default 5).
+    ``gnn_config``: the user's :class:`~graphsys.gnn.train.TrainConfig` for
+    ``workload="gnn"`` (else :data:`~graphsys.analysis.workloads.GNN_DEFAULTS`)."""
     from graphsys.analysis.balance import (
         RankWork,
         rank_bounds,
@@ -96,7 +98,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, or a BSP "
                             f"algorithm)")
     if embed_config is not None and workload != "embed":
-        raise GraphsysError("an embedding config (--config/--set) applies to --workload embed")
+        raise GraphsysError("embed_config applies to the embed workload")
+    if gnn_config is not None and workload != "gnn":
+        raise GraphsysError("gnn_config applies to the gnn workload")
     if ncu and workload != "bsp":
         raise GraphsysError("--ncu validates the BSP engine's kernels: name a BSP algorithm, "
                             "not --workload embed|gnn")
@@ -130,8 +134,8 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                           batch_size=batch_size, edge_set=edge_set, trace=trace,
                           config=embed_config, steps=steps)
     else:
-        w = profile_gnn(g, recorder=rec, device=dev, steps=steps or 5,
-                        batch_size=batch_size or 256, trace=trace)
+        w = profile_gnn(g, recorder=rec, device=dev, steps=steps or 5, config=gnn_config,
+                        batch_size=batch_size, trace=trace)
     d = w["stats"].to_dict()
     if d["kernels"].get("steps", 0) == 0:
         d["kernels"]["steps"] = w["steps"]

@@ -20,10 +20,12 @@ runs over (:mod:`graphsys.analysis.simt`):
 * **Embedding** (:func:`profile_embed`): one epoch of :class:`graphsys.embed.Trainer` into a
   temporary checkpoint; a step is one positive batch. SIMT over the training edge set's
   out-degrees (a vertex-centric pass over the same edges).
-* **GNN** (:func:`profile_gnn`): ``steps`` minibatch steps of GraphSAGE built from
-  :class:`graphsys.sampling.NeighborSampler` and :class:`graphsys.gnn.model.GNN` (the
-  components of :mod:`graphsys.gnn.train`), on the graph's ``feat``/``label`` node columns
-  when present, else seeded random features (16 floats) and 4 random classes. SIMT over
+* **GNN** (:func:`profile_gnn`): ``steps`` minibatch steps of the user's node-task
+  :class:`graphsys.gnn.train.TrainConfig` (model, fanouts, hidden, heads, dropout, lr, ...;
+  default :data:`GNN_DEFAULTS`), the model built and the blocks sampled as
+  :mod:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat``/``label`` node
+  columns when present (used as stored, not row-normalised), else seeded random features
+  (16 floats) and 4 random classes. SIMT over
   each block's per-destination in-degrees (the aggregation loops), one kernel per block.
 """
 
@@ -415,6 +417,10 @@ class _Enough(Exception):
 
 #: Default bound on the batches of a profiled embedding epoch.
 EMBED_STEPS = 20
+#: the GNN profile's config when the user gives none, and its base under ``key=value``
+#: overrides: the trainer's defaults (GraphSAGE, hidden 64, lr 0.01, batch 256) with a
+#: bounded two-layer neighbourhood (10 then 5 neighbours; the trainer's default is all)
+GNN_DEFAULTS = {"fanouts": [10, 5]}
 
 
 def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
@@ -503,22 +509,39 @@ def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
 
 
 def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int = 5,
-                batch_size: int = 256, fanouts: str = "10,5", hidden: int = 64,
-                seed: int = 0, trace=None) -> dict[str, Any]:
-    """``steps`` GraphSAGE minibatch steps (see the module docstring); ``trace`` as
-    :func:`profile_bsp`."""
+                config=None, batch_size: int | None = None, trace=None) -> dict[str, Any]:
+    """``steps`` minibatch steps of the node task (see the module docstring); ``trace`` as
+    :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.train.TrainConfig`
+    (model, fanouts, hidden, heads, dropout, lr, weight_decay, batch_size, seed; default
+    :data:`GNN_DEFAULTS`); the model is built by the trainer's
+    :func:`~graphsys.gnn.train.build_node_model` and sampled by its block sampler.
+    ``batch_size``, when given, replaces the config's."""
+    from dataclasses import replace
+
     import torch
 
-    from graphsys.gnn.model import GNN
-    from graphsys.sampling import NeighborSampler
+    from graphsys.gnn.train import (
+        _BlockSampler,
+        build_node_model,
+        node_model_dims,
+        train_config_from_overrides,
+    )
+    from graphsys.sampling.adjacency import homogeneous_adjacency
 
-    if steps < 1 or batch_size < 1:
-        raise GraphsysError("--steps and --batch-size must be positive")
+    cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)
+    if batch_size is not None:
+        cfg = replace(cfg, batch_size=batch_size)
+    if steps < 1 or cfg.batch_size < 1:
+        raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "
+                            f"{cfg.batch_size}")
+    if cfg.task != "node":
+        raise GraphsysError(f"task: the GNN profile runs the node task, got {cfg.task!r}")
     et = graph.entity_types[0] if len(graph.entity_types) == 1 else None
     if et is None:
-        raise GraphsysError("--workload gnn profiles graphs with one entity type")
+        raise GraphsysError("the GNN workload profiles graphs with one entity type")
     n = graph.num_nodes()
     cols = graph.node_columns(et)
+    seed = cfg.seed
     rng = np.random.default_rng(seed)
     if "feat" in cols:
         feats = torch.as_tensor(graph.node_column("feat", et))
@@ -529,12 +552,16 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     else:
         labels = torch.as_tensor(rng.integers(0, 4, n))
     classes = int(labels.max()) + 1 if n else 1
-    sampler = NeighborSampler(graph, fanouts)
-    model = GNN("sage", feats.shape[1], hidden, classes, sampler.num_layers, 0.5)
+    torch.manual_seed(seed)
+    sampler = _BlockSampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
+    dims = node_model_dims(cfg, feats.shape[1], classes, sampler.num_layers)
+    model = build_node_model(cfg, dims)
+    hidden = cfg.hidden
     dev = torch.device(device)
     model.to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    batches = [rng.choice(n, size=min(batch_size, n), replace=False) for _ in range(steps)]
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    batches = [rng.choice(n, size=min(cfg.batch_size, n), replace=False) for _ in range(steps)]
     # each step's blocks' (destination ids, destinations), read after the profiled run:
     # Tensor.numpy() inside it would add operators to the counts
     block_dst: list[list[tuple[Any, int]]] = []
@@ -543,7 +570,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     def work(marker: StepMarker):
         for k, seeds in enumerate(batches):
             marker.step()
-            blocks = sampler.sample_blocks(np.sort(seeds), rng_seed=seed + k)
+            blocks = sampler.blocks(np.sort(seeds), seed + k, False)
             block_dst.append([(b.edge_dst, b.num_dst_nodes) for b in blocks])
             x = feats[blocks[0].src_nodes].to(dev)
             y = labels[blocks[-1].dst_nodes].to(dev)
@@ -564,11 +591,15 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
         recorder.step({"step": k, "direction": "pull", "active": len(batches[k])},
                       [(lambda d=d: iter([d])) for d in degs])
     return {"stats": stats, "steps": steps, "flops": stats.flops,
-            "workload": {"kind": "gnn", "model": "sage", "steps": steps,
-                         "batch_size": batch_size, "fanouts": fanouts, "hidden": hidden,
-                         "classes": classes, "device": device,
+            "workload": {"kind": "gnn", "model": cfg.model, "steps": steps,
+                         "batch_size": cfg.batch_size, "fanouts": sampler.fanouts,
+                         "hidden": hidden, "heads": cfg.heads, "dropout": cfg.dropout,
+                         "lr": cfg.lr, "classes": classes, "device": device,
+                         "modelled_flops": stats.flops,
+                         "parameters": {k: list(v.shape) for k, v in
+                                        model.named_parameters()},
                          "features": "feat column" if "feat" in cols else "random (16)",
                          "simt_source": "per-destination in-degrees of every sampled block",
-                         "trainer": "NeighborSampler + GNN('sage') + Adam (the components "
-                                    "of graphsys.gnn.train), not train() itself"}}
+                         "trainer": "the trainer's block sampler, build_node_model and "
+                                    "Adam (graphsys.gnn.train), not train() itself"}}
 

@@ -1,6 +1,8 @@
 """``graphsys profile``: kernel invocations, transfers, SIMT lane utilization and load balance
 of a BSP algorithm (``graphsys profile ALGO DIR``) or a training workload (``graphsys profile
---workload embed|gnn DIR``), as a self-contained HTML report plus JSON.
+--workload embed|gnn DIR``), as a self-contained HTML report plus JSON. ``--workload embed``
+profiles your embedding config (``--config``, ``--set``), ``--workload gnn`` your ``gnn train``
+setup (``--model``, ``--set hidden=128``, ``--set fanouts=15,10``), for ``--steps`` steps.
 
 The report's "what to change" section is derived from the figures (mapping, partitioning,
 batching). On a machine with a CUDA GPU and Nsight Compute, ``--ncu`` also runs the algorithm
@@ -52,7 +54,14 @@ def register(subparsers) -> None:
                    help="--workload embed: the embedding config to profile (TOML/JSON, or a "
                         "PyTorch-BigGraph .py), as graphsys embed train reads it")
     p.add_argument("--set", dest="overrides", action="append", default=[],
-                   metavar="KEY=VALUE", help="--workload embed: override a config key")
+                   metavar="KEY=VALUE",
+                   help="override a config key: --workload embed: the embedding config's; "
+                        "--workload gnn: gnn train's (model, fanouts=10,5, hidden, heads, "
+                        "dropout, lr, weight_decay, batch_size, seed; default GraphSAGE, "
+                        "fanouts 10,5, hidden 64, lr 0.01)")
+    p.add_argument("--model", metavar="MODEL",
+                   help="--workload gnn: pinsage, sage, gcn, gat, gin or module:Factory, as "
+                        "graphsys gnn train --model (same as --set model=MODEL)")
     p.add_argument("--batch-size", type=int, help="embed positives / GNN seeds per batch")
     p.add_argument("--no-dense", action="store_true", help="skip the dense MLP reference")
     p.add_argument("--ncu", action="store_true",
@@ -106,13 +115,23 @@ def run(args) -> int:
         mappings = [m.strip() for x in args.mapping for m in x.split(",") if m.strip()]
     if args.steps is not None and args.steps < 1:
         raise GraphsysError(f"--steps must be a positive integer, got {args.steps}")
-    embed_config = None
-    if args.config is not None or args.overrides:
-        if args.workload != "embed":
-            raise GraphsysError("--config and --set apply to --workload embed")
+    embed_config = gnn_config = None
+    if args.model is not None and args.workload != "gnn":
+        raise GraphsysError("--model applies to --workload gnn")
+    if args.config is not None and args.workload != "embed":
+        raise GraphsysError("--config applies to --workload embed")
+    if args.overrides and args.workload == "bsp":
+        raise GraphsysError("--set applies to --workload embed|gnn")
+    if args.workload == "embed" and (args.config is not None or args.overrides):
         from graphsys.embed.config import load_config
 
         embed_config = load_config(args.config, args.overrides, graph=graph)
+    if args.workload == "gnn":
+        from graphsys.analysis.workloads import GNN_DEFAULTS
+        from graphsys.gnn.train import train_config_from_overrides
+
+        model = [] if args.model is None else [f"model={args.model}"]
+        gnn_config = train_config_from_overrides(model + args.overrides, GNN_DEFAULTS)
     source = None
     if args.source is not None:
         from graphsys.commands.run import _parse_source
@@ -129,7 +148,7 @@ def run(args) -> int:
                          dense=not args.no_dense, steps=args.steps,
                          batch_size=args.batch_size, ncu=args.ncu, ncu_path=args.ncu_path,
                          ncu_launch_count=args.ncu_launch_count, trace=trace,
-                         embed_config=embed_config)
+                         embed_config=embed_config, gnn_config=gnn_config)
     paths = None
     if args.report is not None:
         paths = write_report(prof, args.report, overwrite=args.overwrite)

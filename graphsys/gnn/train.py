@@ -40,6 +40,7 @@ held-out item ranks in the top 10, ``mrr`` = mean reciprocal rank.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import json
 import time
@@ -116,9 +117,44 @@ class TrainConfig:
         if self.model not in MODELS and ":" not in self.model:
             raise GraphsysError(f"model must be one of {', '.join(MODELS)} or "
                                 f"module:Factory, got {self.model!r}")
-        for name in ("hidden", "epochs", "batch_size", "patience", "eval_every", "prefetch"):
+        for name in ("hidden", "epochs", "batch_size", "patience", "eval_every", "prefetch",
+                     "heads"):
             if int(getattr(self, name)) < 1:
                 raise GraphsysError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.dropout < 1:
+            raise GraphsysError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not self.lr > 0 or self.weight_decay < 0:
+            raise GraphsysError(f"lr must be > 0 and weight_decay >= 0, got lr={self.lr}, "
+                                f"weight_decay={self.weight_decay}")
+
+
+def train_config_from_overrides(overrides: list[str], base: dict[str, Any] | None = None
+                                ) -> TrainConfig:
+    """A :class:`TrainConfig` from ``base`` (field values) and ``key=value`` items (values
+    are TOML literals or text; ``fanouts`` and ``hard_band`` take ``10,5``). An unknown key or
+    a value of the wrong type raises one line naming the key."""
+    from graphsys.embed.config import _check_type, _parse_value
+    from graphsys.sampling.neighbor import parse_fanouts
+
+    fields = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
+    kwargs = dict(base or {})
+    for item in overrides:
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq:
+            raise GraphsysError(f"{item!r}: expected key=value")
+        if key not in fields:
+            raise GraphsysError(f"{key}: unknown GNN training key (known: {', '.join(fields)})")
+        value = _parse_value(text.strip())
+        if key in ("fanouts", "hard_band"):
+            value = parse_fanouts(value if isinstance(value, list) else str(value))
+            if key == "hard_band" and len(value) != 2:
+                raise GraphsysError(f"hard_band: expected two ranks like 50,300, got {text!r}")
+            value = tuple(value) if key == "hard_band" else value
+        else:
+            value = _check_type(key, value, fields[key])
+        kwargs[key] = value
+    return TrainConfig(**kwargs)
 
 
 @dataclass
@@ -307,6 +343,27 @@ class _BlockSampler:
         return make_block(dst, nbr, counts, None, self.adj.num_rows)
 
 
+def node_model_dims(cfg: TrainConfig, in_dim: int, out_dim: int, num_layers: int
+                    ) -> dict[str, Any]:
+    """The keyword arguments a node-task model is built with: ``in_dim`` input features,
+    ``cfg.hidden`` hidden units, ``out_dim`` classes, ``num_layers`` layers, ``cfg.dropout``."""
+    return {"in_dim": in_dim, "hidden_dim": cfg.hidden, "out_dim": out_dim,
+            "num_layers": num_layers, "dropout": cfg.dropout}
+
+
+def build_node_model(cfg: TrainConfig, dims: dict[str, Any]) -> nn.Module:
+    """The node task's model of ``cfg.model``: a builtin :class:`GNN` (``cfg.heads`` heads
+    for gat) or a ``module:Factory`` spec called with ``dims``
+    (:func:`node_model_dims`)."""
+    if cfg.model in MODELS:
+        return GNN(cfg.model, heads=cfg.heads, **dims)
+    model = load_factory(cfg.model)(**dims)
+    if not isinstance(model, nn.Module):
+        raise GraphsysError(f"model {cfg.model!r} returned {type(model).__name__}, not "
+                            f"a torch.nn.Module")
+    return model
+
+
 def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = None,
                               loss: Callable | None = None, features=None,
                               inputs: str = "blocks", device="cpu",
@@ -325,16 +382,8 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
     adj = homogeneous_adjacency(graph, et, symmetric=True)
     sampler = _BlockSampler(cfg, adj)
     inp = _NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
-    dims = {"in_dim": inp.dim, "hidden_dim": cfg.hidden, "out_dim": data["num_classes"],
-            "num_layers": sampler.num_layers, "dropout": cfg.dropout}
-    if model is None and cfg.model in MODELS:
-        model = GNN(cfg.model, heads=cfg.heads, **dims)
-    elif model is None:
-        model = load_factory(cfg.model)(**dims)
-        if not isinstance(model, nn.Module):
-            raise GraphsysError(f"model {cfg.model!r} returned {type(model).__name__}, not "
-                                f"a torch.nn.Module")
-    model = model.to(device)
+    dims = node_model_dims(cfg, inp.dim, data["num_classes"], sampler.num_layers)
+    model = (model if model is not None else build_node_model(cfg, dims)).to(device)
     call = caller(model, inputs)
     loss = loss or F.cross_entropy
     params = list(model.parameters()) + list(inp.parameters())

@@ -112,7 +112,47 @@ def test_gnn_workload(main, graph_dir, capsys):
     assert doc["simt"]["warp-per-vertex"]["kernels"] == 2 * 2  # 2 steps x 2 blocks
 
 
+def _gnn_profile(main, graph_dir, capsys, *extra):
+    rc = main(["profile", "--workload", "gnn", str(graph_dir), "--steps", "2",
+               "--batch-size", "32", "--mapping", "thread-per-vertex", "--json", *extra])
+    assert rc == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_gnn_workload_profiles_the_users_config(main, graph_dir, capsys):
+    """--set hidden/model/fanouts and --model reach the profiled model: its parameter
+    shapes, the modelled FLOPs and the sampled blocks follow them."""
+    base = _gnn_profile(main, graph_dir, capsys)
+    w = base["workload"]
+    assert (w["model"], w["hidden"], w["fanouts"]) == ("sage", 64, [10, 5])
+    wide = _gnn_profile(main, graph_dir, capsys, "--set", "hidden=128")
+    assert wide["workload"]["hidden"] == 128
+    assert any(128 in shape for shape in wide["workload"]["parameters"].values())
+    assert not any(128 in shape for shape in w["parameters"].values())
+    assert wide["workload"]["modelled_flops"] > w["modelled_flops"] > 0
+    gcn = _gnn_profile(main, graph_dir, capsys, "--set", "model=gcn")
+    assert gcn["workload"]["model"] == "gcn"
+    assert gcn["workload"]["parameters"] != w["parameters"]
+    assert _gnn_profile(main, graph_dir, capsys, "--model", "gcn")["workload"]["parameters"] \
+        == gcn["workload"]["parameters"]
+    for model in ("gat", "gin", "pinsage"):  # every builtin runs under the profiler
+        assert _gnn_profile(main, graph_dir, capsys, "--model", model, "--set", "heads=2"
+                            )["workload"]["model"] == model
+    three = _gnn_profile(main, graph_dir, capsys, "--set", "fanouts=4,3,2")
+    assert three["workload"]["fanouts"] == [4, 3, 2]
+    assert three["simt"]["kernels"] == 2 * 3  # 2 steps x 3 blocks (one mapping)
+    assert len([k for k in three["workload"]["parameters"] if k.endswith("weight")]) > \
+        len([k for k in w["parameters"] if k.endswith("weight")])
+
+
 @pytest.mark.parametrize("argv, message", [
+    (["profile", "--workload", "gnn", "{g}", "--set", "hiden=8"], "hiden: unknown"),
+    (["profile", "--workload", "gnn", "{g}", "--set", "hidden=wide"], "hidden: must be"),
+    (["profile", "--workload", "gnn", "{g}", "--set", "dropout=1.5"], "dropout must be"),
+    (["profile", "--workload", "gnn", "{g}", "--set", "fanouts=a,b"], "fanouts must be"),
+    (["profile", "--workload", "gnn", "{g}", "--model", "gatt"], "model must be"),
+    (["profile", "--workload", "embed", "{g}", "--model", "gcn"], "--model applies"),
+    (["profile", "pagerank", "{g}", "--set", "hidden=8"], "--set applies"),
     (["profile", "nope", "{g}"], "unknown algorithm"),
     (["profile", "bfs", "{g}"], "needs --source"),
     (["profile", "pagerank", "{g}", "--mapping", "diagonal"], "unknown mapping"),
