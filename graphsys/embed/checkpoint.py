@@ -24,8 +24,9 @@ verify_files`), so a flipped byte or a swapped file is refused, never trained on
 ``checkpoint.json`` holds ``version``, ``epochs_done``, the per-epoch ``stats`` and, for a
 commit made inside an epoch (``checkpoint_buckets``), ``progress``: ``buckets_done`` (the
 ``[i, j]`` buckets of epoch ``epochs_done + 1`` already trained) and ``stats`` (that epoch's
-figures so far); a resumed run trains only the other buckets of that epoch. A checkpoint grown from another
-(``init_from``, :mod:`graphsys.embed.grow`) records it under ``grown_from``: ``checkpoint``,
+figures so far); a resumed run trains only the other buckets of that epoch. A checkpoint
+grown from another (``init_from``, :mod:`graphsys.embed.grow`) records it under
+``grown_from``: ``checkpoint``,
 ``version`` and the ``entity_types[t]["partition_sizes"]`` it was trained on (its rows are the
 first ones of each partition; ``freeze_old`` keeps those fixed).
 """
