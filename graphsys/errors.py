@@ -32,3 +32,7 @@ class FormatError(GraphsysError):
     """A graph directory that is missing, corrupt, truncated or of an unknown version."""
 
     exit_code = 3
+
+
+class ConfigError(GraphsysError):
+    """A config file, key or value that cannot be used; the message starts with the key."""

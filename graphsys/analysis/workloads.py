@@ -524,8 +524,8 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
         _BlockSampler,
         build_node_model,
         node_model_dims,
-        train_config_from_overrides,
     )
+    from graphsys.gnn.overrides import train_config_from_overrides
     from graphsys.sampling.adjacency import homogeneous_adjacency
 
     cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)

@@ -34,12 +34,9 @@ from typing import Any
 
 from graphsys.device import DEVICES
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
-from graphsys.errors import GraphsysError
+from graphsys.config_values import check_type, parse_value
+from graphsys.errors import ConfigError, GraphsysError
 from graphsys.units import parse_size
-
-
-class ConfigError(GraphsysError):
-    """A config file, key or value that cannot be used; the message starts with the key."""
 
 
 BUCKET_ORDERS = ("inside_out", "outside_in", "random", "affinity", "buffer")
@@ -242,34 +239,6 @@ def _field_types() -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(EmbedConfig)}
 
 
-def _check_type(key: str, value: Any, annotation: str) -> Any:
-    """Coerce/check a scalar by its annotation text (the module uses string annotations)."""
-    base = annotation.replace(" | None", "")
-    if value is None:
-        if "None" in annotation:
-            return None
-        raise ConfigError(f"{key}: must not be null")
-    if base == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(f"{key}: must be an integer, got {value!r}")
-    elif base == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key}: must be a number, got {value!r}")
-        return float(value)
-    elif base == "str":
-        if not isinstance(value, str):
-            raise ConfigError(f"{key}: must be a string, got {value!r}")
-    elif base == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: must be true or false, got {value!r}")
-    elif base == "str | int":
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise ConfigError(f"{key}: must be a size like '2GB' or a byte count, got {value!r}")
-    return value
-
-
 def _sub(cls, key: str, raw: Any) -> Any:
     if not isinstance(raw, dict):
         raise ConfigError(f"{key}: must be a table/object, got {raw!r}")
@@ -278,7 +247,7 @@ def _sub(cls, key: str, raw: Any) -> Any:
     for k, v in raw.items():
         if k not in fields:
             raise ConfigError(f"{key}.{k}: unknown key (known: {', '.join(fields)})")
-        kwargs[k] = _check_type(f"{key}.{k}", v, str(fields[k].type))
+        kwargs[k] = check_type(f"{key}.{k}", v, str(fields[k].type))
     missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING
                and f.default_factory is dataclasses.MISSING and n not in kwargs]
     if missing:
@@ -306,16 +275,9 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
                 raise ConfigError(f"entities: must be a table, got {value!r}")
             kwargs[key] = {n: _sub(EntityConfig, f"entities.{n}", v) for n, v in value.items()}
         else:
-            kwargs[key] = _check_type(key, value, str(fields[key].type))
+            kwargs[key] = check_type(key, value, str(fields[key].type))
     return EmbedConfig(**kwargs)
 
-
-def _parse_value(text: str) -> Any:
-    """A ``--set`` value: a TOML literal if it parses (``0.1``, ``true``, ``"x"``), else text."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
 
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -327,7 +289,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
             raise ConfigError(f"--set {item!r}: expected key=value")
         key, text = item.split("=", 1)
         key = key.strip()
-        value = _parse_value(text.strip())
+        value = parse_value(text.strip())
         parts = key.split(".")
         if len(parts) == 1:
             out[key] = value

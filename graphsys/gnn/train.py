@@ -40,7 +40,6 @@ held-out item ranks in the top 10, ``mrr`` = mean reciprocal rank.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import json
 import time
@@ -126,35 +125,6 @@ class TrainConfig:
         if not self.lr > 0 or self.weight_decay < 0:
             raise GraphsysError(f"lr must be > 0 and weight_decay >= 0, got lr={self.lr}, "
                                 f"weight_decay={self.weight_decay}")
-
-
-def train_config_from_overrides(overrides: list[str], base: dict[str, Any] | None = None
-                                ) -> TrainConfig:
-    """A :class:`TrainConfig` from ``base`` (field values) and ``key=value`` items (values
-    are TOML literals or text; ``fanouts`` and ``hard_band`` take ``10,5``). An unknown key or
-    a value of the wrong type raises one line naming the key."""
-    from graphsys.embed.config import _check_type, _parse_value
-    from graphsys.sampling.neighbor import parse_fanouts
-
-    fields = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
-    kwargs = dict(base or {})
-    for item in overrides:
-        key, eq, text = item.partition("=")
-        key = key.strip()
-        if not eq:
-            raise GraphsysError(f"{item!r}: expected key=value")
-        if key not in fields:
-            raise GraphsysError(f"{key}: unknown GNN training key (known: {', '.join(fields)})")
-        value = _parse_value(text.strip())
-        if key in ("fanouts", "hard_band"):
-            value = parse_fanouts(value if isinstance(value, list) else str(value))
-            if key == "hard_band" and len(value) != 2:
-                raise GraphsysError(f"hard_band: expected two ranks like 50,300, got {text!r}")
-            value = tuple(value) if key == "hard_band" else value
-        else:
-            value = _check_type(key, value, fields[key])
-        kwargs[key] = value
-    return TrainConfig(**kwargs)
 
 
 @dataclass

@@ -161,7 +161,7 @@ def test_gnn_profiles_a_factory_model_from_the_config(graph, tmp_path, monkeypat
     config's hidden width and dropout, the graph's layers) and is the model profiled."""
     import sys
 
-    from graphsys.gnn.train import train_config_from_overrides
+    from graphsys.gnn.overrides import train_config_from_overrides
 
     (tmp_path / "prof_models.py").write_text(
         "from graphsys.gnn import GNN\n"
@@ -187,7 +187,7 @@ def test_gnn_profiles_a_factory_model_from_the_config(graph, tmp_path, monkeypat
 ])
 def test_gnn_config_errors_name_the_key_not_a_flag(graph, item, message):
     from graphsys.errors import GraphsysError
-    from graphsys.gnn.train import train_config_from_overrides
+    from graphsys.gnn.overrides import train_config_from_overrides
 
     with pytest.raises(GraphsysError, match=message) as err:
         cfg = train_config_from_overrides([item], W.GNN_DEFAULTS)

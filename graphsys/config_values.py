@@ -1,0 +1,48 @@
+"""Typed values for the config dataclasses (embedding and GNN training): ``key=value``
+overrides parsed as TOML literals and checked against the field's annotation."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+from graphsys.errors import ConfigError
+
+
+def check_type(key: str, value: Any, annotation: str) -> Any:
+    """``value`` checked (and ``int``/``float`` coerced) against a dataclass field's annotation
+    text (``"int"``, ``"float | None"``, ...: the config modules use string annotations);
+    a wrong type raises :class:`ConfigError` starting with ``key``."""
+    base = annotation.replace(" | None", "")
+    if value is None:
+        if "None" in annotation:
+            return None
+        raise ConfigError(f"{key}: must not be null")
+    if base == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(f"{key}: must be an integer, got {value!r}")
+    elif base == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: must be a number, got {value!r}")
+        return float(value)
+    elif base == "str":
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: must be a string, got {value!r}")
+    elif base == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: must be true or false, got {value!r}")
+    elif base == "str | int":
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise ConfigError(f"{key}: must be a size like '2GB' or a byte count, got {value!r}")
+    return value
+
+
+def parse_value(text: str) -> Any:
+    """A ``key=value`` override's value: a TOML literal if it parses (``0.1``, ``true``,
+    ``"x"``, ``[10, 5]``), else the text itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
