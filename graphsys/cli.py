@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
             "embed", "profile", "gnn")
@@ -34,6 +34,30 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def flag_for(parser: argparse.ArgumentParser, args: argparse.Namespace, dest: str) -> str | None:
+    """The flag of the (sub-)command that ``args`` ran whose value lands in ``dest``
+    (``--max-iters`` for ``max_iters``), or None when that command has no such option."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return flag_for(chosen, args, dest)
+        elif action.dest == dest and action.option_strings:
+            return max(action.option_strings, key=len)
+    return None
+
+
+def user_message(exc: GraphsysError, parser: argparse.ArgumentParser,
+                 args: argparse.Namespace) -> str:
+    """``exc`` as the CLI user reads it: a :class:`ParameterError` names the flag that set
+    the parameter when the command has one; every other error is printed as it is."""
+    if isinstance(exc, ParameterError):
+        flag = flag_for(parser, args, exc.parameter)
+        if flag is not None:
+            return f"{flag} {exc.message}"
+    return str(exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
@@ -41,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except GraphsysError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {user_message(exc, parser, args)}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # the system refused: a full disk, a permission, a vanished file
         if exc.errno is None:

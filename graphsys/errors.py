@@ -36,3 +36,21 @@ class FormatError(GraphsysError):
 
 class ConfigError(GraphsysError):
     """A config file, key or value that cannot be used; the message starts with the key."""
+
+
+class ParameterError(GraphsysError):
+    """A function or config parameter with a value that cannot be used.
+
+    The library names the *parameter* (``max_iters must be a positive integer, got 0``); it
+    never names a command-line flag. The CLI (:func:`graphsys.cli.main`) rewrites the leading
+    parameter name into the flag that set it (``--max-iters must be ...``) when the command
+    has one, so users of either surface read their own vocabulary.
+
+    :param parameter: the parameter's name as the library spells it (``max_iters``).
+    :param message: the rest of the sentence, without the name (``must be positive, got 0``).
+    """
+
+    def __init__(self, parameter: str, message: str):
+        super().__init__(f"{parameter} {message}")
+        self.parameter = parameter
+        self.message = message

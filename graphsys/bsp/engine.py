@@ -22,7 +22,7 @@ from graphsys.bsp.edges import DENSE_DIVISOR, EdgeResult, MemoryEdges, StreamEdg
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.device import host_array, resolve_device
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
 
 MODES = ("memory", "out-of-core")
@@ -120,7 +120,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         raise GraphsysError(f"unknown schedule {schedule!r} (choose from "
                             f"{', '.join(SCHEDULES)})")
     if not isinstance(max_iters, int) or max_iters < 1:
-        raise GraphsysError(f"--max-iters must be a positive integer, got {max_iters!r}")
+        raise ParameterError("max_iters", f"must be a positive integer, got {max_iters!r}")
     if len(graph.entity_types) != 1:
         raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
                             f"{graph.entity_types}")

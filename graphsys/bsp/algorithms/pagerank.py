@@ -20,7 +20,7 @@ from graphsys.bsp.algorithms._common import execute, open_if_path
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.program import VertexProgram
 from graphsys.device import host_array
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 
 class PageRank(VertexProgram):
@@ -45,7 +45,7 @@ class PageRank(VertexProgram):
         if not 0.0 < damping < 1.0:
             raise GraphsysError(f"damping must be in (0, 1), got {damping!r}")
         if not tol > 0:
-            raise GraphsysError(f"--tol must be positive, got {tol!r}")
+            raise ParameterError("tol", f"must be positive, got {tol!r}")
         self.damping, self.tol, self.personalization = damping, tol, personalization
 
     def init(self, ctx):

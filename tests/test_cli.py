@@ -1,0 +1,38 @@
+"""The CLI's error surface: library parameters are reported as the flags that set them."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphsys import cli
+from graphsys.bsp.algorithms.pagerank import PageRank
+from graphsys.errors import ParameterError
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+def test_library_error_names_the_parameter_not_a_flag():
+    with pytest.raises(ParameterError, match=r"^tol must be positive, got 0\.0$"):
+        PageRank(tol=0.0)
+
+
+def test_cli_reports_the_flag_that_set_the_parameter(tmp_path, capsys):
+    edges = tmp_path / "e.tsv"
+    edges.write_text("0\t1\n1\t2\n2\t0\n")
+    graph = tmp_path / "g"
+    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
+    rc = cli.main(["run", "pagerank", str(graph), "--tol", "0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert err[-1] == "error: --tol must be positive, got 0.0"
+    rc = cli.main(["run", "pagerank", str(graph), "--max-iters", "0"])
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --max-iters must be a positive integer, got 0")
+
+
+def test_parameter_without_a_flag_keeps_its_library_name():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--other")
+    exc = ParameterError("max_iters", "must be a positive integer, got 0")
+    assert cli.user_message(exc, parser, parser.parse_args([])) == str(exc)
