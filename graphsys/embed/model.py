@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 import torch
 import torch.nn.functional as F
 
-from graphsys.embed.registry import Registry
+from graphsys.registry import Registry
 
 Tensor = torch.Tensor
 

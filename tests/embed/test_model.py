@@ -7,7 +7,7 @@ import torch
 from torch.autograd import gradcheck
 
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
-from graphsys.embed.registry import Registry
+from graphsys.registry import Registry
 
 D = 6
 

@@ -1,4 +1,4 @@
-"""One small generic registry for every plug-in point of :mod:`graphsys.embed`.
+"""One small generic registry for every plug-in point of graphsys.
 
 Configs hold a string key (``"complex_diagonal"``), never a class; the registry turns the key
 into the class and an unknown key into an error that lists the known ones.
