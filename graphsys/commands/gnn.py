@@ -42,6 +42,9 @@ def register(subparsers) -> None:
                    help="dropout (default 0.6 for gat, 0.5 for the other node models, 0 link)")
     t.add_argument("--weight-decay", type=float, default=None,
                    help="Adam weight decay (default 5e-4 node, 0 link)")
+    t.add_argument("--weight-decay-layers", choices=("all", "first"), default="all",
+                   help="layers the weight decay applies to: every one (default), or the "
+                        "first only (Kipf & Welling's GCN recipe)")
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
                         "(default: all for node, 10,10 for link)")
@@ -120,6 +123,7 @@ def _train(args) -> int:
         lr=args.lr or ((0.005 if gat else 0.01) if node else 0.003),
         weight_decay=(args.weight_decay if args.weight_decay is not None
                       else 5e-4 if node else 0.0),
+        weight_decay_layers=args.weight_decay_layers,
         dropout=(args.dropout if args.dropout is not None
                  else (0.6 if gat else 0.5) if node else 0.0), heads=args.heads,
         batch_size=args.batch_size or (256 if node else 512),

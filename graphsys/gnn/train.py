@@ -54,7 +54,7 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import save_checkpoint
 from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
@@ -72,6 +72,9 @@ from graphsys.sampling.negative import PPRHardNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler, make_block, sample_neighbors
 from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_counts
 from graphsys.storage.graph import Graph
+
+
+WEIGHT_DECAY_LAYERS = ("all", "first")
 
 
 @dataclass
@@ -92,6 +95,7 @@ class TrainConfig:
     epochs: int = 100
     lr: float = 0.01
     weight_decay: float = 5e-4
+    weight_decay_layers: str = "all"
     dropout: float = 0.5
     batch_size: int = 256
     batches_per_epoch: int | None = None
@@ -122,6 +126,10 @@ class TrainConfig:
                 raise GraphsysError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.dropout < 1:
             raise GraphsysError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.weight_decay_layers not in WEIGHT_DECAY_LAYERS:
+            raise ParameterError("weight_decay_layers", f"must be one of "
+                                 f"{', '.join(WEIGHT_DECAY_LAYERS)}, got "
+                                 f"{self.weight_decay_layers!r}")
         if not self.lr > 0 or self.weight_decay < 0:
             raise GraphsysError(f"lr must be > 0 and weight_decay >= 0, got lr={self.lr}, "
                                 f"weight_decay={self.weight_decay}")
@@ -321,6 +329,24 @@ def node_model_dims(cfg: TrainConfig, in_dim: int, out_dim: int, num_layers: int
             "num_layers": num_layers, "dropout": cfg.dropout}
 
 
+def adam(cfg: TrainConfig, model: nn.Module, inp: nn.Module) -> torch.optim.Adam:
+    """Adam over ``model`` and the layer-0 input ``inp``, with ``cfg.weight_decay`` on every
+    parameter or, for ``weight_decay_layers="first"``, on ``model.convs[0]`` and ``inp``
+    only (the other layers get none)."""
+    if cfg.weight_decay_layers == "all":
+        params = list(model.parameters()) + list(inp.parameters())
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    convs = getattr(model, "convs", None)
+    if not isinstance(convs, nn.ModuleList) or len(convs) == 0:
+        raise ParameterError("weight_decay_layers", f"'first' needs a model whose layers are "
+                             f"a ModuleList named convs; {type(model).__name__} has none")
+    first = {id(p) for p in convs[0].parameters()}
+    decayed = list(convs[0].parameters()) + list(inp.parameters())
+    rest = [p for p in model.parameters() if id(p) not in first]
+    return torch.optim.Adam([{"params": decayed, "weight_decay": cfg.weight_decay},
+                             {"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
+
+
 def build_node_model(cfg: TrainConfig, dims: dict[str, Any]) -> nn.Module:
     """The node task's model of ``cfg.model``: a builtin :class:`GNN` (``cfg.heads`` heads
     for gat) or a ``module:Factory`` spec called with ``dims``
@@ -356,8 +382,7 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
     model = (model if model is not None else build_node_model(cfg, dims)).to(device)
     call = caller(model, inputs)
     loss = loss or F.cross_entropy
-    params = list(model.parameters()) + list(inp.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = adam(cfg, model, inp)
     labels = data["labels"]
     train_ids = data["split"]["train"]
     ranges = partition_ranges(graph, et)
@@ -559,8 +584,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
     inp = _ItemInput(n_items, feat, cfg.hidden).to(device)
     model = GNN(cfg.model, cfg.hidden, cfg.hidden, cfg.hidden, len(fanouts),
                 cfg.dropout).to(device)
-    params = list(model.parameters()) + list(inp.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = adam(cfg, model, inp)
     hard = (PPRHardNegativeSampler(fw, bw, cfg.hard_band[0], cfg.hard_band[1],
                                    cfg.hard_negatives)
             if cfg.hard_negatives > 0 and cfg.hard_band[0] < n_items - 1 else None)

@@ -150,3 +150,25 @@ def test_pinsage_link_prediction_on_movielens(mirror, tmp_path):
     assert res.metrics["hits@10"] > 0.03 and res.metrics["mrr"] > 0.012, res.metrics
     assert res.extra["embeddings"].shape == (g.num_nodes("item"), 32)
     assert torch.isfinite(res.extra["embeddings"]).all()
+
+
+def test_weight_decay_on_the_first_layer_only():
+    from torch import nn
+
+    from graphsys.errors import ParameterError
+    from graphsys.gnn.model import GNN
+    from graphsys.gnn.train import adam
+
+    model, inp = GNN("gcn", 5, 4, 3, num_layers=2), nn.Linear(2, 5)
+    cfg = TrainConfig(model="gcn", weight_decay=5e-4, weight_decay_layers="first")
+    groups = adam(cfg, model, inp).param_groups
+    assert [g["weight_decay"] for g in groups] == [5e-4, 0.0]
+    assert {id(p) for p in groups[0]["params"]} == {
+        id(p) for p in [*model.convs[0].parameters(), *inp.parameters()]}
+    assert {id(p) for p in groups[1]["params"]} == {id(p) for p in model.convs[1].parameters()}
+    every = adam(TrainConfig(model="gcn"), model, inp).param_groups
+    assert len(every) == 1 and every[0]["weight_decay"] == 5e-4
+    with pytest.raises(ParameterError, match="^weight_decay_layers 'first' needs"):
+        adam(cfg, nn.Linear(5, 3), inp)
+    with pytest.raises(ParameterError, match="^weight_decay_layers must be one of all, first"):
+        TrainConfig(weight_decay_layers="last")
