@@ -45,6 +45,9 @@ def register(subparsers) -> None:
     t.add_argument("--weight-decay-layers", choices=("all", "first"), default="all",
                    help="layers the weight decay applies to: every one (default), or the "
                         "first only (Kipf & Welling's GCN recipe)")
+    t.add_argument("--full-graph", action="store_true",
+                   help="node task: one step per epoch on the whole graph (every node, full "
+                        "neighbourhoods), as Kipf & Welling and PyG's Planetoid examples")
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
                         "(default: all for node, 10,10 for link)")
@@ -123,7 +126,7 @@ def _train(args) -> int:
         lr=args.lr or ((0.005 if gat else 0.01) if node else 0.003),
         weight_decay=(args.weight_decay if args.weight_decay is not None
                       else 5e-4 if node else 0.0),
-        weight_decay_layers=args.weight_decay_layers,
+        weight_decay_layers=args.weight_decay_layers, full_graph=args.full_graph,
         dropout=(args.dropout if args.dropout is not None
                  else (0.6 if gat else 0.5) if node else 0.0), heads=args.heads,
         batch_size=args.batch_size or (256 if node else 512),

@@ -59,7 +59,9 @@ from graphsys.gnn.checkpoint import save_checkpoint
 from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.loader import PrefetchLoader
+from graphsys.gnn.full_graph import check_full_graph, full_graph_blocks
 from graphsys.gnn.model import GNN, MODELS
+from graphsys.gnn.optim import WEIGHT_DECAY_LAYERS, adam
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import (
     Adjacency,
@@ -72,9 +74,6 @@ from graphsys.sampling.negative import PPRHardNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler, make_block, sample_neighbors
 from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_counts
 from graphsys.storage.graph import Graph
-
-
-WEIGHT_DECAY_LAYERS = ("all", "first")
 
 
 @dataclass
@@ -96,6 +95,7 @@ class TrainConfig:
     lr: float = 0.01
     weight_decay: float = 5e-4
     weight_decay_layers: str = "all"
+    full_graph: bool = False
     dropout: float = 0.5
     batch_size: int = 256
     batches_per_epoch: int | None = None
@@ -130,6 +130,10 @@ class TrainConfig:
             raise ParameterError("weight_decay_layers", f"must be one of "
                                  f"{', '.join(WEIGHT_DECAY_LAYERS)}, got "
                                  f"{self.weight_decay_layers!r}")
+        if self.full_graph:
+            if self.task != "node":
+                raise ParameterError("full_graph", "applies to the node task only")
+            check_full_graph(self.model, self.fanouts)
         if not self.lr > 0 or self.weight_decay < 0:
             raise GraphsysError(f"lr must be > 0 and weight_decay >= 0, got lr={self.lr}, "
                                 f"weight_decay={self.weight_decay}")
@@ -329,24 +333,6 @@ def node_model_dims(cfg: TrainConfig, in_dim: int, out_dim: int, num_layers: int
             "num_layers": num_layers, "dropout": cfg.dropout}
 
 
-def adam(cfg: TrainConfig, model: nn.Module, inp: nn.Module) -> torch.optim.Adam:
-    """Adam over ``model`` and the layer-0 input ``inp``, with ``cfg.weight_decay`` on every
-    parameter or, for ``weight_decay_layers="first"``, on ``model.convs[0]`` and ``inp``
-    only (the other layers get none)."""
-    if cfg.weight_decay_layers == "all":
-        params = list(model.parameters()) + list(inp.parameters())
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    convs = getattr(model, "convs", None)
-    if not isinstance(convs, nn.ModuleList) or len(convs) == 0:
-        raise ParameterError("weight_decay_layers", f"'first' needs a model whose layers are "
-                             f"a ModuleList named convs; {type(model).__name__} has none")
-    first = {id(p) for p in convs[0].parameters()}
-    decayed = list(convs[0].parameters()) + list(inp.parameters())
-    rest = [p for p in model.parameters() if id(p) not in first]
-    return torch.optim.Adam([{"params": decayed, "weight_decay": cfg.weight_decay},
-                             {"params": rest, "weight_decay": 0.0}], lr=cfg.lr)
-
-
 def build_node_model(cfg: TrainConfig, dims: dict[str, Any]) -> nn.Module:
     """The node task's model of ``cfg.model``: a builtin :class:`GNN` (``cfg.heads`` heads
     for gat) or a ``module:Factory`` spec called with ``dims``
@@ -399,6 +385,10 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
 
     def evaluate() -> torch.Tensor:
         inp.eval()
+        if whole is not None:
+            model.eval()
+            with torch.no_grad():
+                return call(whole.blocks, inp(whole.input_nodes))
         if isinstance(model, GNN):
             with torch.no_grad():
                 return layerwise_inference(model, inp, data["num_nodes"], sampler.eval_block,
@@ -409,7 +399,10 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
 
     monitor = _Monitor(cfg, out, log, save)
     epoch = 0
-    nb_epoch = (len(train_ids) + cfg.batch_size - 1) // cfg.batch_size
+    nb_epoch = 1 if cfg.full_graph else (len(train_ids) + cfg.batch_size - 1) // cfg.batch_size
+    whole = (MiniBatch(train_ids, full_graph_blocks(adj, sampler.num_layers),
+                       {"y": labels.index_select(0, train_ids)}).to(device)
+             if cfg.full_graph else None)
     with _progress_bar(cfg, nb_epoch, progress) as bar:
         for epoch in range(1, cfg.epochs + 1):
             model.train()
@@ -424,10 +417,13 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
                 return MiniBatch(seeds, blocks, {"y": labels.index_select(0, seeds)})
 
             loss_sum = 0.0
-            loader = PrefetchLoader(nb_epoch, make_batch, num_workers=cfg.num_workers,
-                                    prefetch=cfg.prefetch, device=device)
+            loader = (PrefetchLoader(nb_epoch, make_batch, num_workers=cfg.num_workers,
+                                     prefetch=cfg.prefetch, device=device)
+                      if whole is None else [whole])
             for k, batch in enumerate(loader):
                 logits = call(batch.blocks, inp(batch.input_nodes))
+                if whole is not None:
+                    logits = logits.index_select(0, batch.seeds)
                 value = loss(logits, batch.extra["y"])
                 opt.zero_grad()
                 value.backward()
