@@ -30,8 +30,8 @@ RESIDENT_EDGE_BYTES = 256 << 20
 
 
 class StreamEdges:
-    """The ``out-of-core`` :class:`~graphsys.bsp.provider.EdgeProvider`: buckets streamed from the mapped Arrow files every superstep (vertex state stays in
-    memory). The pass is split by *target* partition: the task of partition ``t`` reads, in
+    """The ``out-of-core`` :class:`~graphsys.bsp.provider.EdgeProvider`: buckets streamed
+    from the mapped Arrow files every superstep (vertex state stays in memory). The pass is split by *target* partition: the task of partition ``t`` reads, in
     ascending source order, the buckets ``(i, t)`` with ``i`` in ``src_parts`` (forward
     messages) and the buckets ``(t, j)`` with ``j`` in ``src_parts`` (reverse messages),
     so the task alone writes ``t``'s accumulator entries (no locks) and each target sums
