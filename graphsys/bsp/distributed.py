@@ -68,7 +68,7 @@ class TorchComm:
         if num_partitions < w:
             raise GraphsysError(f"distributed run: {w} processes need at least {w} partitions, "
                                 f"the graph has {num_partitions} (re-ingest with more "
-                                f"--partitions)")
+                                f"partitions)")
         return range(r * num_partitions // w, (r + 1) * num_partitions // w)
 
     def allreduce(self, values: list[float], ops: list[str]) -> list[float]:

@@ -1,31 +1,30 @@
-"""The edge phase of a superstep: in memory (CSR/CSC, push or pull) or streamed bucket by
-bucket from the mapped Arrow files (out of core, and the per-rank pass of distributed runs).
+"""The edge phase of a superstep in memory (:class:`MemoryEdges`, CSR/CSC, push or pull),
+and what every edge provider shares (:mod:`graphsys.bsp.stream` streams buckets instead).
 
-Both providers turn ``(x, active)`` into combined messages per target:
-:class:`EdgeResult` with ``acc`` float64 (N_targets,), ``received`` bool (N_targets,), or
-— for custom combiners — the raw messages ``(index int64 (M,), values
-float64 (M,))``. Two implementations of every pass: fused numba kernels (CPU, builtin message
-and combiner) and torch gather + ``scatter_reduce_`` (any device, any program).
+A provider (:class:`~graphsys.bsp.provider.EdgeProvider`) turns ``(x, active)`` into
+combined messages per target: :class:`~graphsys.bsp.provider.EdgeResult` with ``acc``
+float64 (N_targets,), ``received`` bool (N_targets,), or — for custom combiners — the raw
+messages ``(index int64 (M,), values float64 (M,))``. Two implementations of every pass:
+fused numba kernels (CPU, builtin message and combiner) and torch gather +
+``scatter_reduce_`` (any device, any program).
 """
 
 from __future__ import annotations
 
-import itertools
-import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from graphsys.bsp import kernels
+from graphsys.bsp.distributed import LocalComm
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
+from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
-from graphsys.storage import pages
-from graphsys.trace import trace_range, traced
+from graphsys.storage.kernels import count_into
+from graphsys.trace import traced
 
 #: Ligra's default: go dense (pull) when |F| + outdeg(F) > num_edges / DENSE_DIVISOR.
 DENSE_DIVISOR = 20
@@ -52,23 +51,7 @@ def last_level_cache_bytes(default: int = 32 << 20) -> int:
 #: L3: R-MAT 100M edges (34 MB vector) pulls in 0.24 s hub-sorted vs 0.76 s plain; 10M
 #: edges (4.6 MB) 8.6 ms plain vs 13.6 ms hub-sorted.
 HUB_SORT_BYTES = last_level_cache_bytes() // 2
-#: Out of core, edge sets of at most this many bytes (src + dst (+ weight) columns) stay
-#: mapped between supersteps without paging advice.
-RESIDENT_EDGE_BYTES = 256 << 20
 
-
-@dataclass
-class EdgeResult:
-    """Combined messages of one edge phase (see the module docstring) and its counters."""
-
-    acc: torch.Tensor | None
-    received: torch.Tensor | None
-    raw: tuple[torch.Tensor, torch.Tensor] | None
-    direction: str
-    edges_scanned: int = 0
-    messages_sent: int = 0
-    bytes_read: int = 0
-    bytes_h2d: int = 0
 
 
 def _host_accumulators(n: int, identity: float,
@@ -79,6 +62,11 @@ def _host_accumulators(n: int, identity: float,
     small graphs)."""
     shape = n if width is None else (n, width)
     return torch.from_numpy(np.full(shape, identity)), torch.from_numpy(np.zeros(n, np.bool_))
+
+
+def _host(arr) -> np.ndarray:
+    """A NumPy view of an adjacency array (a CPU/GPU tensor on the torch backend)."""
+    return arr.cpu().numpy() if isinstance(arr, torch.Tensor) else arr
 
 
 def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tensor:
@@ -147,20 +135,71 @@ class _Sink:
 # in memory
 
 
+def build_adjacency(graph, edge_set: str, kind: str, weights: bool
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``kind`` (``csr``: out-neighbours, ``csc``: in-neighbours) of a one-entity-type graph
+    over global ids, in the order :meth:`Graph.csr <graphsys.storage.graph.Graph.csr>`
+    gives: the graph's mapped adjacency index where it has one (no edge is read), else built
+    reading every bucket once. The rows of one partition are contiguous ids, and their edges
+    lie in that partition's buckets (``(r, *)`` for csr, ``(*, r)`` for csc), read once as
+    zero-copy batch views: counted into ``indptr``, then scattered while their pages are in
+    cache. Returns ``indptr`` int64 (N+1,), ``indices`` int32 (E,) (int64 from 2**31 nodes),
+    ``weight`` float32 (E,) or None (``weights`` False or an unweighted edge set)."""
+    mapped = graph.adjacency_index(edge_set, kind)
+    if mapped is not None:
+        return mapped.indptr, mapped.indices, mapped.weight if weights else None
+    es = graph.edge_set(edge_set)
+    n, p, m = graph.num_nodes(), graph.num_partitions, es.num_edges
+    offsets = graph.partition_offsets()
+    indptr = np.zeros(n + 1, np.int64)
+    indices = np.empty(m, np.int32 if n < 2**31 else np.int64)
+    weight = np.empty(m, np.float32) if weights and es.has_weight else None
+    no_w = np.zeros(0, np.float32)
+    csr = kind == "csr"
+    for r in range(p):
+        pairs = [(r, j) for j in range(p)] if csr else [(i, r) for i in range(p)]
+        group = [(b, list(b.batches())) for b in graph.buckets(pairs, es.name)]
+        lo, hi = int(offsets[r]), int(offsets[r + 1])
+        counts = indptr[lo + 1:hi + 1]
+        for _, batches in group:
+            for eb in batches:
+                count_into(eb.src if csr else eb.dst, counts)
+        np.cumsum(counts, out=counts)
+        counts += indptr[lo]
+        cursor = indptr[lo:hi].copy()
+        for b, batches in group:
+            col_base = int(offsets[b.j if csr else b.i])
+            for eb in batches:
+                rows, cols = (eb.src, eb.dst) if csr else (eb.dst, eb.src)
+                w_in = eb.weight if weight is not None else no_w
+                kernels.fill_rows(rows, cols, col_base, cursor, indices, w_in,
+                                  weight if weight is not None else no_w)
+    return indptr, indices, weight
+
+
 class MemoryEdges:
-    """CSR (out-edges) and CSC (in-edges) of the whole graph in memory, built lazily on first
-    use; switches push/pull per superstep with Ligra's rule (see :data:`DENSE_DIVISOR`).
+    """The ``memory`` :class:`~graphsys.bsp.provider.EdgeProvider`: CSR (out-edges) and CSC
+    (in-edges) of the whole graph in memory, each built on first use with one read of the
+    buckets (:func:`build_adjacency`; the graph's adjacency index, mapped, where it has one);
+    switches push/pull per superstep with Ligra's rule (see :data:`DENSE_DIVISOR`).
 
     Arrays: ``indptr`` int64 (N+1,), ``indices`` int32 (E,) (int64 past 2**31 nodes),
     ``weight`` float32 (E,) (empty when the program takes none). On the torch backend the
     same arrays live on ``device``, plus the row of every entry (int64 (E,)) for pulls.
     """
 
+    mode = "memory"
+    #: supersteps read no file (the adjacency is built, or mapped, in the setup)
+    streams = False
+
     def __init__(self, graph, edge_set: str | None, program: VertexProgram,
                  device: torch.device, backend: str, dense_divisor: float = DENSE_DIVISOR):
         self.graph, self.edge_set, self.program = graph, edge_set, program
         self.device, self.backend = device, backend
         self.num_nodes = graph.num_nodes()
+        self.comm = LocalComm()
+        self.lo, self.hi = 0, self.num_nodes
+        self.bounds = np.array([0, self.num_nodes], np.int64)
         self.num_edges = graph.num_edges(edge_set)
         self.has_weight = graph.edge_set(edge_set).has_weight
         self.dense_divisor = dense_divisor
@@ -180,19 +219,16 @@ class MemoryEdges:
         """``kind`` = ``csr`` (out-neighbours) or ``csc`` (in-neighbours)."""
         if kind not in self._adj:
             t0 = time.perf_counter()
-            c = self.graph.csr(self.edge_set, transpose=(kind == "csc"),
-                               weights=self.program.uses_weights)
-            idx = (c.indices.astype(np.int32, copy=False) if self.num_nodes < 2**31
-                   else c.indices)
+            indptr, idx, weight = build_adjacency(self.graph, self.edge_set, kind,
+                                                  self.program.uses_weights)
             if self.program.uses_weights:
-                w = c.weight if c.weight is not None else np.ones(len(idx), np.float32)
+                w = weight if weight is not None else np.ones(len(idx), np.float32)
             else:
                 w = np.zeros(0, np.float32)
-            del c.indices
             if self.use_numba:
-                self._adj[kind] = (c.indptr, idx, w)
+                self._adj[kind] = (indptr, idx, w)
             else:
-                indptr = _as_tensor(c.indptr, self.device)
+                indptr = _as_tensor(indptr, self.device)
                 rows = torch.repeat_interleave(
                     torch.arange(self.num_nodes, device=self.device),
                     indptr[1:] - indptr[:-1])
@@ -204,6 +240,39 @@ class MemoryEdges:
                 self._adj[kind] = tensors
             self.build_seconds += time.perf_counter() - t0
         return self._adj[kind]
+
+    @property
+    def relaxes(self) -> bool:
+        """Min-relaxation programs run in numba calls (:meth:`relax`, :meth:`relax_async`)."""
+        return self.use_numba and self.program.fusable
+
+    def degrees(self, direction: str) -> np.ndarray:
+        """Out-/in-/both-degree, int64 (N,), from adjacency at hand: a row length of the
+        same kind (csr for ``out``, csc for ``in``), else a count of the other kind's
+        neighbour ids; with neither, the program's first pull adjacency is built (it is
+        what an all-active first superstep reads), so the degrees cost no pass of their
+        own."""
+        if direction == "both":
+            return self.degrees("out") + self.degrees("in")
+        own, other = ("csr", "csc") if direction == "out" else ("csc", "csr")
+        for key in (own, own + "-hot"):  # hub sorting keeps the rows: same indptr
+            if key in self._adj:
+                return np.diff(_host(self._adj[key][0]))
+        mapped = self.graph.adjacency_index(self.edge_set, own)
+        if mapped is not None:
+            return np.diff(mapped.indptr)
+        if other + "-hot" in self._adj:  # neighbour ids renumbered: map them back
+            _, idx, order = self._adj[other + "-hot"]
+            deg = np.empty(self.num_nodes, np.int64)
+            deg[order] = np.bincount(idx, minlength=self.num_nodes)
+            return deg
+        mapped = self.graph.adjacency_index(self.edge_set, other)
+        idx = (mapped.indices if mapped is not None else
+               _host(self._adj[other][1]) if other in self._adj else None)
+        if idx is not None:
+            return np.bincount(idx, minlength=self.num_nodes).astype(np.int64)
+        self.adjacency(self._passes()[0][0])  # now one of the above holds
+        return self.degrees(direction)
 
     def close(self) -> None:
         """Nothing to release (the adjacency is freed with the object)."""
@@ -401,228 +470,3 @@ class MemoryEdges:
         res.edges_scanned, res.messages_sent = scanned, sent
         res.bytes_h2d = self.bytes_h2d - h2d0
         return res
-
-
-# ---------------------------------------------------------------------------------------------
-# out of core
-
-
-class StreamEdges:
-    """Buckets streamed from the mapped Arrow files every superstep (vertex state stays in
-    memory). The pass is split by *target* partition: the task of partition ``t`` reads, in
-    ascending source order, the buckets ``(i, t)`` with ``i`` in ``src_parts`` (forward
-    messages) and the buckets ``(t, j)`` with ``j`` in ``src_parts`` (reverse messages),
-    so the task alone writes ``t``'s accumulator entries (no locks) and each target sums
-    its messages in a fixed order, whatever the thread timing. ``threads`` workers (this
-    thread and a pool kept for the run) take tasks from a shared counter and call GIL-free
-    numba kernels.
-
-    Paging, for edge sets larger than :data:`RESIDENT_EDGE_BYTES` (smaller ones are read
-    once and stay mapped; advice would cost more than it saves): before a bucket is read,
-    the kernel is asked to read the next ``readahead`` buckets of the task in the background
-    (``madvise(MADV_WILLNEED)``), so disk reads overlap compute, and each batch's pages leave
-    the resident set once consumed (``MADV_DONTNEED``; they stay in the page cache), which
-    bounds the resident edge memory by the batches in flight instead of the graph
-    (:mod:`graphsys.storage.pages`).
-
-    ``x``/``active`` are indexed by owned-local ids (global id - ``lo``); ``acc``/``received``
-    by global ids (N,): in a distributed run targets owned by other ranks are exchanged.
-    """
-
-    def __init__(self, graph, edge_set: str | None, program: VertexProgram,
-                 device: torch.device, backend: str, src_parts: range | None = None,
-                 threads: int = 2, readahead: int = 4):
-        self.graph, self.edge_set, self.program = graph, edge_set, program
-        self.device, self.backend = device, backend
-        self.es = graph.edge_set(edge_set)
-        self.num_nodes = graph.num_nodes()
-        p = graph.num_partitions
-        self.src_parts = src_parts if src_parts is not None else range(p)
-        self.offsets = graph.partition_offsets()
-        self.lo = int(self.offsets[self.src_parts.start])
-        self.threads = max(1, threads)
-        self.readahead = max(0, readahead)
-        self._tasks: dict[str, list[list[tuple[int, int, bool]]]] = {}
-        self.num_edges_local = sum(self.es.buckets[b] for b in {
-            (i, j) for task in self._tasks_of("both") for i, j, _ in task})
-        edge_bytes = self.num_edges_local * (12 if program.uses_weights else 8)
-        #: page advice on (read-ahead and release), for edge sets too big to keep mapped
-        self.paging = edge_bytes > RESIDENT_EDGE_BYTES
-        #: opened buckets: (mapped region, record batches as EdgeBatch views), kept open
-        #: between supersteps (opening costs more than a superstep of a small bucket)
-        self._open: dict[tuple[int, int], tuple[tuple[int, int], list]] = {}
-        self._pool: ThreadPoolExecutor | None = None
-
-    @property
-    def tasks(self) -> list[list[tuple[int, int, bool]]]:
-        """Per target partition, its ``(i, j, reverse)`` buckets in ascending source order,
-        for the program's *current* direction (a program may switch it between supersteps,
-        as it may in memory)."""
-        return self._tasks_of(self.program.direction)
-
-    def _tasks_of(self, direction: str) -> list[list[tuple[int, int, bool]]]:
-        if direction not in self._tasks:
-            tasks = []
-            for t in range(self.graph.num_partitions):
-                task = []
-                if direction in ("out", "both"):
-                    task += [(i, t, False) for i in self.src_parts]
-                if direction in ("in", "both"):
-                    task += [(t, j, True) for j in self.src_parts]
-                task = [(i, j, rev) for i, j, rev in task if self.es.buckets.get((i, j))]
-                if task:
-                    tasks.append(task)
-            self._tasks[direction] = tasks
-        return self._tasks[direction]
-
-    def close(self) -> None:
-        """Stop the worker pool and unmap the buckets."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-        self._open.clear()
-
-    def _bucket(self, i: int, j: int) -> tuple[tuple[int, int], list]:
-        if (i, j) not in self._open:
-            b = self.graph.bucket(i, j, self.es.name)
-            self._open[(i, j)] = (b.mapped_region, list(b.batches()))
-        return self._open[(i, j)]
-
-    def _columns(self, eb) -> tuple:
-        return eb.src, eb.dst, eb.weight if self.program.uses_weights else None
-
-    @traced("bsp.edges")
-    def run(self, x: torch.Tensor, active: torch.Tensor, num_active: int,
-            accept: torch.Tensor | None) -> EdgeResult:
-        prog = self.program
-        use_active = num_active < len(x)
-        skip: set[int] = set()
-        if use_active:  # skip buckets whose source partition has no active vertex
-            act = host_array(active.cpu())
-            for p in self.src_parts:
-                a, b = int(self.offsets[p]) - self.lo, int(self.offsets[p + 1]) - self.lo
-                if not act[a:b].any():
-                    skip.add(p)
-        tasks = [[(i, j, rev) for i, j, rev in task if (j if rev else i) not in skip]
-                 for task in self.tasks]
-        tasks = [task for task in tasks if task]
-        for task in tasks:  # open in this thread: workers only read the cached views
-            for i, j, _ in task:
-                self._bucket(i, j)
-        numba_path = self.backend == "numba" and prog.builtin
-        if numba_path:
-            acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width)
-            state = (host_array(x), host_array(active), host_array(acc), host_array(received),
-                     MESSAGES[prog.message], COMBINERS[prog.combiner][0])
-            workers = min(self.threads, len(tasks))
-            sink = None
-        else:
-            sink = _Sink(prog, self.num_nodes, self.device)
-            workers = 1  # torch ops are themselves multi-threaded
-        counters = [[0, 0, 0, 0] for _ in range(max(1, workers))]  # scanned, sent, bytes, h2d
-        next_task = itertools.count()
-        failed = threading.Event()
-
-        def work(k: int) -> None:
-            c = counters[k]
-            try:
-                while not failed.is_set():
-                    t = next(next_task)  # atomic under the GIL
-                    if t >= len(tasks):
-                        return
-                    task = tasks[t]
-                    for n, (i, j, rev) in enumerate(task):
-                        if self.paging:
-                            for ahead in (task[:self.readahead + 1] if n == 0 else
-                                          task[n + self.readahead:n + self.readahead + 1]):
-                                self._will_need(ahead)
-                        region, batches = self._open[(i, j)]
-                        with trace_range("bsp.bucket"):
-                            for eb in batches:
-                                c[0] += len(eb)
-                                c[2] += sum(a.nbytes for a in self._columns(eb)
-                                            if a is not None)
-                                if numba_path:
-                                    self._numba_batch(eb, i, j, rev, use_active, state, c)
-                                else:
-                                    self._torch_batch(eb, i, j, rev, x, active, use_active,
-                                                      sink, c)
-                                if self.paging:
-                                    pages.release(region, *self._columns(eb))
-            except BaseException:
-                failed.set()
-                raise
-
-        futures = []
-        if workers > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.threads - 1,
-                                                thread_name_prefix="graphsys-stream")
-            futures = [self._pool.submit(work, k) for k in range(1, workers)]
-        try:
-            work(0)
-        finally:
-            errors = [f.exception() for f in futures]  # waits for every worker
-        for e in errors:
-            if e is not None:
-                raise e
-        scanned, sent, nbytes, h2d = (sum(c[k] for c in counters) for k in range(4))
-        if numba_path:
-            res = EdgeResult(acc, received, None, "stream")
-        else:
-            res = sink.result("stream")
-        res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
-            scanned, sent, nbytes, h2d)
-        return res
-
-    def _will_need(self, bucket: tuple[int, int, bool]) -> None:
-        region, batches = self._open[bucket[:2]]
-        for eb in batches:
-            pages.will_need(region, *self._columns(eb))
-
-    def _weights(self, eb) -> np.ndarray:
-        if not self.program.uses_weights:
-            return np.zeros(0, np.float32)
-        return eb.weight if eb.weight is not None else np.ones(len(eb), np.float32)
-
-    def _numba_batch(self, eb, i, j, rev, use_active, state, c) -> None:
-        xn, act, a, r, msg, comb = state
-        bi, bj = int(self.offsets[i]), int(self.offsets[j])
-        if rev:  # messages dst -> src: sources are partition j (owned), targets partition i
-            src, dst, sb, db = eb.dst, eb.src, bj - self.lo, bi
-        else:
-            src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
-        copy_sum = not use_active and msg == kernels.MSG_COPY and comb == kernels.COMB_SUM
-        if self.program.width is not None:  # vector program: (N, d) rows
-            if copy_sum:
-                c[1] += int(kernels.stream_copy_sum_rows(src, dst, xn[sb:], a[db:], r[db:]))
-            else:
-                c[1] += int(kernels.stream_rows(src, dst, self._weights(eb), xn[sb:],
-                                                act[sb:], use_active, msg, comb, a[db:],
-                                                r[db:]))
-        elif copy_sum:
-            c[1] += int(kernels.stream_copy_sum(src, dst, xn[sb:], a[db:], r[db:]))
-        else:
-            c[1] += int(kernels.stream(src, dst, self._weights(eb), xn[sb:], act[sb:],
-                                       use_active, msg, comb, a[db:], r[db:]))
-
-    def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:
-        dev = self.device
-        bi, bj = int(self.offsets[i]), int(self.offsets[j])
-        src = _as_tensor(eb.src, dev, torch.int64)
-        dst = _as_tensor(eb.dst, dev, torch.int64)
-        w = None
-        if self.program.uses_weights:
-            w = _as_tensor(self._weights(eb), dev)
-        if dev.type != "cpu":
-            c[3] += len(eb) * 8 + (len(eb) * 4 if w is not None else 0)
-        if rev:
-            src, dst = dst + (bj - self.lo), src + bi
-        else:
-            src, dst = src + (bi - self.lo), dst + bj
-        if use_active:
-            keep = active[src]
-            src, dst = src[keep], dst[keep]
-            w = w[keep] if w is not None else None
-        sink.add(dst, _torch_messages(self.program, x[src], w))
-        c[1] += src.numel()

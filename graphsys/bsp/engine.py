@@ -1,6 +1,14 @@
 """The BSP executor: runs a :class:`~graphsys.bsp.program.VertexProgram` superstep by
-superstep in memory, out of core, or across ``torch.distributed`` ranks, on CPU or CUDA,
-recording :class:`~graphsys.bsp.stats.RunStats`.
+superstep over an edge provider (:mod:`graphsys.bsp.provider`: in memory, out of core, or
+one rank of a ``torch.distributed`` run), on CPU or CUDA, recording
+:class:`~graphsys.bsp.stats.RunStats`.
+
+The loop is the same for every provider: reduce the frontier size and the aggregators, send,
+run the provider's edge phase, deliver the combined messages (raw ones for a custom
+:class:`~graphsys.bsp.program.Combiner`, exchanged between ranks in a distributed run),
+update, halt. Declared fast paths replace supersteps where the provider offers them
+(:attr:`~graphsys.bsp.provider.EdgeProvider.relaxes`): fused min-relaxation supersteps and
+the ``async`` work-list schedule.
 
 Node numbering is the Graph API's global id (partition-major, ``0..N-1``); graphs must have
 one entity type (relations are ignored: every edge of the edge set carries messages).
@@ -17,10 +25,11 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from graphsys.bsp.distributed import LocalComm, TorchComm
-from graphsys.bsp.edges import DENSE_DIVISOR, EdgeResult, MemoryEdges, StreamEdges
+from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
+from graphsys.bsp.provider import EdgeProvider, EdgeResult, empty_result
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
+from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import host_array, resolve_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
@@ -57,7 +66,8 @@ def resolve_backend(backend: str, device: torch.device) -> str:
     """``auto`` = numba kernels on CPU, torch on CUDA; ``torch`` on CPU runs the GPU code
     path on CPU tensors."""
     if backend not in BACKENDS:
-        raise GraphsysError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
+        raise ParameterError("backend", f"unknown backend {backend!r} (choose from "
+                                        f"{', '.join(BACKENDS)})")
     if backend == "auto":
         return "numba" if device.type == "cpu" else "torch"
     if backend == "numba" and device.type != "cpu":
@@ -65,21 +75,17 @@ def resolve_backend(backend: str, device: torch.device) -> str:
     return backend
 
 
-def _count(mask: torch.Tensor) -> int:
-    """True entries of a bool tensor; NumPy on the CPU (a torch reduction over a small
-    tensor costs more in thread wake-ups than in work)."""
-    if mask.device.type == "cpu":
-        return int(np.count_nonzero(host_array(mask)))
-    return int(mask.sum())
-
-
-def _reduce_dict(comm, parts: dict[str, tuple]) -> dict[str, float]:
-    names = sorted(parts)
-    for n in names:
-        if parts[n][1] not in REDUCTIONS:
-            raise GraphsysError(f"aggregator {n!r}: reduction must be one of {REDUCTIONS}")
-    vals = comm.allreduce([float(parts[n][0]) for n in names], [parts[n][1] for n in names])
-    return dict(zip(names, vals))
+def open_edges(graph, edge_set: str, program: VertexProgram, device: torch.device,
+               backend: str, *, mode: str = "memory", distributed: bool = False,
+               threads: int = 2, readahead: int = 4,
+               dense_divisor: float = DENSE_DIVISOR) -> EdgeProvider:
+    """The edge provider of a run (see :func:`run` for the arguments): a distributed run
+    streams its partitions whatever ``mode`` says."""
+    if distributed:
+        return DistributedEdges(graph, edge_set, program, device, backend, threads, readahead)
+    if mode == "out-of-core":
+        return StreamEdges(graph, edge_set, program, device, backend, threads, readahead)
+    return MemoryEdges(graph, edge_set, program, device, backend, dense_divisor)
 
 
 def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "cpu",
@@ -110,15 +116,20 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
             ``async``, ``max_iters`` not applied. Far less work on high-diameter graphs.
         progress: called with each finished superstep's statistics.
 
+    The graph is read once before superstep 0 at most: in memory, the adjacency the first
+    superstep needs is built with one read of the buckets (none where the graph has an
+    adjacency index) and degrees come from it; out of core, degrees are counted over the
+    buckets the supersteps then stream from the same open mappings.
+
     Returns:
         :class:`Result` with float64 (N,) values and the run's statistics.
     """
     t_start = time.perf_counter()
     if mode not in MODES:
-        raise GraphsysError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+        raise ParameterError("mode", f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if schedule not in SCHEDULES:
-        raise GraphsysError(f"unknown schedule {schedule!r} (choose from "
-                            f"{', '.join(SCHEDULES)})")
+        raise ParameterError("schedule", f"unknown schedule {schedule!r} (choose from "
+                                          f"{', '.join(SCHEDULES)})")
     if not isinstance(max_iters, int) or max_iters < 1:
         raise ParameterError("max_iters", f"must be a positive integer, got {max_iters!r}")
     if len(graph.entity_types) != 1:
@@ -128,213 +139,238 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
     dev = resolve_device(device)
     backend = resolve_backend(backend, dev)
     es = graph.edge_set(edge_set)
-    comm = TorchComm(dev) if distributed else LocalComm()
-    parts = comm.owned_partitions(graph.num_partitions)
-    offsets = graph.partition_offsets()
-    lo, hi = int(offsets[parts.start]), int(offsets[parts.stop])
-    n = graph.num_nodes()
     if threads is None:
         import numba
 
         threads = numba.get_num_threads()
-    if distributed or mode == "out-of-core":
-        edges = StreamEdges(graph, es.name, program, dev, backend, parts, threads, readahead)
-        run_mode = "distributed" if distributed else "out-of-core"
-    else:
-        edges = MemoryEdges(graph, es.name, program, dev, backend, dense_divisor)
-        run_mode = "memory"
+    edges = open_edges(graph, es.name, program, dev, backend, mode=mode,
+                       distributed=distributed, threads=threads, readahead=readahead,
+                       dense_divisor=dense_divisor)
     try:
-        degree_cache: dict[str, np.ndarray] = {}
-
-        def degree_fn(direction: str) -> np.ndarray:
-            if direction not in degree_cache:
-                degree_cache[direction] = graph.degrees(es.name, direction)
-            return degree_cache[direction]
-
-        ctx = Context(graph=graph, num_nodes=n, lo=lo, hi=hi, device=dev, backend=backend,
-                      edge_set=es.name, _degree_fn=degree_fn)
-        stats = RunStats(algorithm=program.name, mode=run_mode, device=str(dev), backend=backend,
-                         world_size=comm.world_size, num_nodes=n, num_edges=es.num_edges)
+        if schedule == "async" and not edges.relaxes:
+            raise GraphsysError(f"{program.name}: the async schedule runs min-relaxation "
+                                f"programs (bfs, sssp, wcc) in memory on the CPU (numba "
+                                f"backend, one process)")
+        ctx = Context(graph=graph, num_nodes=graph.num_nodes(), lo=edges.lo, hi=edges.hi,
+                      device=dev, backend=backend, edge_set=es.name, _degree_fn=edges.degrees)
+        stats = RunStats(algorithm=program.name, mode=edges.mode, device=str(dev),
+                         backend=backend, world_size=edges.comm.world_size,
+                         num_nodes=ctx.num_nodes, num_edges=es.num_edges)
         state, active = program.init(ctx)
-        active = active.to(dev)
-        if comm.world_size > 1:
-            bounds = np.array(_rank_bounds(comm, graph), np.int64)
-        else:
-            bounds = np.array([lo, hi], np.int64)
         stats.setup_seconds = time.perf_counter() - t_start
-        identity = program.identity
-        fused = fuse and run_mode == "memory" and edges.use_numba and program.fusable
-        step = 0
+        loop = _Supersteps(program, edges, ctx, state, stats, progress)
         if schedule == "async":
-            if not (run_mode == "memory" and edges.use_numba and program.fusable):
-                raise GraphsysError(f"{program.name}: the async schedule runs min-relaxation "
-                                    f"programs (bfs, sssp, wcc) in memory on the CPU (numba "
-                                    f"backend, one process)")
-            active = _async_fixed_point(edges, program, state, active, stats, progress)
-            step = max_iters  # no supersteps left: the loop's else sees an empty frontier
-        while step < max_iters:
-            with trace_range(f"bsp.superstep#{step}"):
-                ctx.superstep = step
-                ss = SuperstepStats(superstep=step, active=0, direction="")
-                # bucket reads happen in the supersteps out of core (in memory: in the setup)
-                disk0 = disk_read_bytes() if run_mode != "memory" else 0
-                t0 = time.perf_counter()
-                local_active = _count(active)
-                num_active = int(comm.allreduce([local_active], ["sum"])[0])
-                ss.active = ctx.num_active = num_active
-                if num_active == 0 and program.halt_when_inactive:
-                    stats.converged = True
-                    break
-                if fused:
-                    done, active = _fused_supersteps(edges, program, state, active, step,
-                                                     max_iters - step, stats, progress)
-                    if done:
-                        step += done
-                        continue
-                program.check()  # direction may change between supersteps: each one is valid
-                ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
-                t1 = time.perf_counter()
-                ss.seconds["aggregate"] = t1 - t0
-                build0 = getattr(edges, "build_seconds", 0.0)
-                x = program.send(ctx, state).to(torch.float64)
-                if program.width is not None:
-                    x = _rows(program, x, hi - lo)
-                accept = program.accepts(ctx, state)
-                if num_active == 0:  # nothing is sent: skip the edge pass
-                    res = EdgeResult(torch.full(program.message_shape(n), identity,
-                                                dtype=torch.float64, device=dev),
-                                     torch.zeros(n, dtype=torch.bool, device=dev),
-                                     None if not program.raw_messages else (
-                                         torch.zeros(0, dtype=torch.int64, device=dev),
-                                         torch.zeros(0, dtype=torch.float64, device=dev)), "none")
-                elif run_mode == "memory":
-                    res = edges.run(x, active, num_active, accept)
-                else:
-                    # a rank with no active vertex skips all its buckets; local ids on the stream
-                    res = edges.run(x, active, min(len(x), local_active),
-                                    None)
-                t2 = time.perf_counter()
-                built = getattr(edges, "build_seconds", 0.0) - build0
-                ss.seconds["edges"] = t2 - t1 - built
-                stats.setup_seconds += built
-                # communicate: deliver the messages of targets owned here (local ids)
-                if res.raw is not None:
-                    idx, val = res.raw
-                    if program.include_self:
-                        own = torch.nonzero(active).squeeze(1)
-                        idx, val = torch.cat([idx, own + lo]), torch.cat([val, x[own]])
-                    idx, val, ss.messages_exchanged = comm.exchange(idx, val, bounds)
-                    if accept is not None:
-                        keep = accept[idx]
-                        idx, val = idx[keep], val[keep]
-                    received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
-                    received[idx] = True
-                    combined = program.combiner.combine(idx, val, hi - lo)
-                else:
-                    acc, received = res.acc.to(dev), res.received.to(dev)
-                    if comm.world_size > 1:
-                        sel = torch.nonzero(received).squeeze(1)
-                        idx, val, ss.messages_exchanged = comm.exchange(sel, acc[sel], bounds)
-                        combined = torch.full(program.message_shape(hi - lo), identity,
-                                              dtype=torch.float64, device=dev)
-                        rows = idx if val.dim() == 1 else idx.unsqueeze(1).expand_as(val)
-                        combined.scatter_reduce_(0, rows, val, COMBINERS[program.combiner][2],
-                                                 include_self=True)
-                        received = torch.zeros(hi - lo, dtype=torch.bool, device=dev)
-                        received[idx] = True
-                    else:
-                        combined = acc
-                    if accept is not None:
-                        received &= accept
-                        keep = received if combined.dim() == 1 else received.unsqueeze(1)
-                        combined = torch.where(keep, combined,
-                                               torch.full_like(combined, identity))
-                t3 = time.perf_counter()
-                ss.seconds["communicate"] = t3 - t2
-                counts = comm.allreduce([res.edges_scanned, res.messages_sent, _count(received),
-                                         res.bytes_read, res.bytes_h2d, ss.messages_exchanged],
-                                        ["sum"] * 6)
-                (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
-                 ss.bytes_h2d, ss.messages_exchanged) = (int(c) for c in counts)
-                ss.direction = res.direction
-                active, votes = program.update(ctx, state, combined, received)
-                active = active.to(dev)
-                votes = _reduce_dict(comm, votes)
-                ss.seconds["update"] = time.perf_counter() - t3
-                if run_mode != "memory":
-                    ss.disk_read_bytes = int(comm.allreduce([disk_read_bytes() - disk0],
-                                                            ["sum"])[0])
-                stats.supersteps.append(ss)
-                if progress is not None:
-                    progress(ss)
-                if program.halt(ctx, votes):
-                    stats.converged = True
-                    break
-                step += 1
+            loop.run_async(active.to(dev))
         else:
-            # ran max_iters supersteps: converged only if nothing is left to do
-            stats.converged = int(comm.allreduce([_count(active)], ["sum"])[0]) == 0
+            loop.run(active.to(dev), max_iters, fuse and edges.relaxes)
         local = program.result(ctx, state).to(torch.float64)
-        if comm.world_size > 1:
-            sizes = [int(b - a) for a, b in itertools.pairwise(bounds)]
-            values = comm.allgather(local, sizes).cpu().numpy()
-        else:
-            values = local.cpu().numpy()
+        sizes = [int(b - a) for a, b in itertools.pairwise(edges.bounds)]
+        values = edges.comm.allgather(local, sizes).cpu().numpy()
         stats.seconds = time.perf_counter() - t_start
     finally:
         edges.close()
     return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph)
 
 
-def _fused_supersteps(edges: MemoryEdges, program: VertexProgram, state: dict,
-                      active: torch.Tensor, step: int, budget: int, stats: RunStats,
-                      progress) -> tuple[int, torch.Tensor]:
-    """Run up to ``budget`` supersteps of a min-relaxation program in numba calls; record
-    their statistics. Returns (supersteps run, the next frontier as bool (N,))."""
-    t0 = time.perf_counter()
-    build0 = edges.build_seconds
-    value = state[program.relax_state]
-    frontier = np.flatnonzero(host_array(active))  # CPU only: NumPy spares torch's pool
-    done, act, scanned, combined, pulled, nxt = edges.relax(value, frontier, budget)
-    built = edges.build_seconds - build0
-    stats.setup_seconds += built
-    if done == 0:
-        return 0, active
-    seconds = time.perf_counter() - t0 - built
-    work = act + scanned
-    share = work / work.sum() if work.sum() else np.full(done, 1.0 / done)
-    for s, (a, e, c, p, t) in enumerate(zip(act.tolist(), scanned.tolist(),
-                                             combined.tolist(), pulled.tolist(),
-                                             (seconds * share).tolist())):
-        ss = SuperstepStats(superstep=step + s, active=a, direction="pull" if p else "push",
-                            edges_scanned=e, messages_sent=e, messages_combined=c, fused=True)
-        ss.seconds["edges"] = t
-        stats.supersteps.append(ss)
-        if progress is not None:
-            progress(ss)
-    new_active = np.zeros(len(active), np.bool_)
-    new_active[nxt] = True
-    return done, torch.from_numpy(new_active)
+class _Supersteps:
+    """The superstep loop of one run over ``edges``; statistics go to ``stats``."""
+
+    def __init__(self, program: VertexProgram, edges: EdgeProvider, ctx: Context,
+                 state: dict, stats: RunStats, progress):
+        self.program, self.edges, self.ctx, self.state = program, edges, ctx, state
+        self.stats, self.progress = stats, progress
+        self.comm = edges.comm
+        self.device = ctx.device
+        self.num_local = ctx.hi - ctx.lo
+        #: how messages reach the combined vector: raw to a custom combiner, or combined
+        self.deliver = self._deliver_raw if program.raw_messages else self._deliver_combined
+
+    def _record(self, ss: SuperstepStats) -> None:
+        self.stats.supersteps.append(ss)
+        if self.progress is not None:
+            self.progress(ss)
+
+    def run(self, active: torch.Tensor, max_iters: int, fused: bool) -> None:
+        """Supersteps until the program halts, the frontier empties or ``max_iters`` ran;
+        ``fused``: let the provider run min-relaxation supersteps in numba calls."""
+        comm, program, stats = self.comm, self.program, self.stats
+        step = 0
+        while step < max_iters:
+            with trace_range(f"bsp.superstep#{step}"):
+                self.ctx.superstep = step
+                # bucket reads happen in the supersteps out of core (in memory: in the setup)
+                disk0 = disk_read_bytes() if self.edges.streams else 0
+                t0 = time.perf_counter()
+                local_active = _count(active)
+                num_active = int(comm.allreduce([local_active], ["sum"])[0])
+                self.ctx.num_active = num_active
+                if num_active == 0 and program.halt_when_inactive:
+                    stats.converged = True
+                    return
+                if fused:
+                    done, active = self._fused(active, step, max_iters - step)
+                    if done:
+                        step += done
+                        continue
+                active, halt = self._superstep(step, active, local_active, num_active, t0,
+                                               disk0)
+                if halt:
+                    stats.converged = True
+                    return
+                step += 1
+        # ran max_iters supersteps: converged only if nothing is left to do
+        stats.converged = int(comm.allreduce([_count(active)], ["sum"])[0]) == 0
+
+    def _superstep(self, step: int, active: torch.Tensor, local_active: int,
+                   num_active: int, t0: float, disk0: int) -> tuple[torch.Tensor, bool]:
+        """One superstep from the aggregators to the halting vote; returns (the next
+        frontier, bool (N_local,), whether the program halts)."""
+        program, ctx, state, comm, edges = (self.program, self.ctx, self.state, self.comm,
+                                            self.edges)
+        ss = SuperstepStats(superstep=step, active=num_active, direction="")
+        program.check()  # direction may change between supersteps: each one is valid
+        ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
+        t1 = time.perf_counter()
+        ss.seconds["aggregate"] = t1 - t0
+        build0 = edges.build_seconds
+        x = program.send(ctx, state).to(torch.float64)
+        if program.width is not None:
+            x = _rows(program, x, self.num_local)
+        accept = program.accepts(ctx, state)
+        if num_active == 0:  # nothing is sent: skip the edge pass
+            res = empty_result(program, ctx.num_nodes, self.device)
+        else:  # a rank with no active vertex skips all its buckets
+            res = edges.run(x, active, local_active, accept)
+        t2 = time.perf_counter()
+        built = edges.build_seconds - build0
+        ss.seconds["edges"] = t2 - t1 - built
+        self.stats.setup_seconds += built
+        combined, received = self.deliver(res, x, active, accept, ss)
+        t3 = time.perf_counter()
+        ss.seconds["communicate"] = t3 - t2
+        counts = comm.allreduce([res.edges_scanned, res.messages_sent, _count(received),
+                                 res.bytes_read, res.bytes_h2d, ss.messages_exchanged],
+                                ["sum"] * 6)
+        (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
+         ss.bytes_h2d, ss.messages_exchanged) = (int(c) for c in counts)
+        ss.direction = res.direction
+        active, votes = program.update(ctx, state, combined, received)
+        active = active.to(self.device)
+        votes = _reduce_dict(comm, votes)
+        ss.seconds["update"] = time.perf_counter() - t3
+        if edges.streams:
+            ss.disk_read_bytes = int(comm.allreduce([disk_read_bytes() - disk0], ["sum"])[0])
+        self._record(ss)
+        return active, program.halt(ctx, votes)
+
+    def _deliver_raw(self, res: EdgeResult, x: torch.Tensor, active: torch.Tensor,
+                     accept: torch.Tensor | None, ss: SuperstepStats
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A custom combiner's messages: exchanged raw (global target ids) to the owning
+        rank, then combined there. Returns (combined float64 (N_local,), received bool)."""
+        program, lo = self.program, self.ctx.lo
+        idx, val = res.raw
+        if program.include_self:
+            own = torch.nonzero(active).squeeze(1)
+            idx, val = torch.cat([idx, own + lo]), torch.cat([val, x[own]])
+        idx, val, ss.messages_exchanged = self.comm.exchange(idx, val, self.edges.bounds)
+        if accept is not None:
+            keep = accept[idx]
+            idx, val = idx[keep], val[keep]
+        received = torch.zeros(self.num_local, dtype=torch.bool, device=self.device)
+        received[idx] = True
+        return program.combiner.combine(idx, val, self.num_local), received
+
+    def _deliver_combined(self, res: EdgeResult, x: torch.Tensor, active: torch.Tensor,
+                          accept: torch.Tensor | None, ss: SuperstepStats
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Locally combined messages; across ranks, the (target, value) pairs of targets
+        other ranks own are exchanged and combined again. Masked by ``accept``."""
+        program, dev = self.program, self.device
+        identity = program.identity
+        acc, received = res.acc.to(dev), res.received.to(dev)
+        if self.comm.world_size > 1:
+            sel = torch.nonzero(received).squeeze(1)
+            idx, val, ss.messages_exchanged = self.comm.exchange(sel, acc[sel],
+                                                                 self.edges.bounds)
+            combined = torch.full(program.message_shape(self.num_local), identity,
+                                  dtype=torch.float64, device=dev)
+            rows = idx if val.dim() == 1 else idx.unsqueeze(1).expand_as(val)
+            combined.scatter_reduce_(0, rows, val, COMBINERS[program.combiner][2],
+                                     include_self=True)
+            received = torch.zeros(self.num_local, dtype=torch.bool, device=dev)
+            received[idx] = True
+        else:
+            combined = acc
+        if accept is not None:
+            received &= accept
+            keep = received if combined.dim() == 1 else received.unsqueeze(1)
+            combined = torch.where(keep, combined, torch.full_like(combined, identity))
+        return combined, received
+
+    def _fused(self, active: torch.Tensor, step: int, budget: int
+               ) -> tuple[int, torch.Tensor]:
+        """Run up to ``budget`` supersteps of a min-relaxation program in numba calls; record
+        their statistics. Returns (supersteps run, the next frontier as bool (N,))."""
+        edges, stats = self.edges, self.stats
+        t0 = time.perf_counter()
+        build0 = edges.build_seconds
+        value = self.state[self.program.relax_state]
+        frontier = np.flatnonzero(host_array(active))  # CPU only: NumPy spares torch's pool
+        done, act, scanned, combined, pulled, nxt = edges.relax(value, frontier, budget)
+        built = edges.build_seconds - build0
+        stats.setup_seconds += built
+        if done == 0:
+            return 0, active
+        seconds = time.perf_counter() - t0 - built
+        work = act + scanned
+        share = work / work.sum() if work.sum() else np.full(done, 1.0 / done)
+        for s, (a, e, c, p, t) in enumerate(zip(act.tolist(), scanned.tolist(),
+                                                 combined.tolist(), pulled.tolist(),
+                                                 (seconds * share).tolist())):
+            ss = SuperstepStats(superstep=step + s, active=a,
+                                direction="pull" if p else "push", edges_scanned=e,
+                                messages_sent=e, messages_combined=c, fused=True)
+            ss.seconds["edges"] = t
+            self._record(ss)
+        new_active = np.zeros(len(active), np.bool_)
+        new_active[nxt] = True
+        return done, torch.from_numpy(new_active)
+
+    def run_async(self, active: torch.Tensor) -> None:
+        """Run a min-relaxation program to its fixed point from the frontier ``active`` with
+        a work list; record it as one ``async`` superstep (``max_iters`` not applied)."""
+        edges, stats = self.edges, self.stats
+        t0 = time.perf_counter()
+        build0 = edges.build_seconds
+        frontier = np.flatnonzero(host_array(active))  # CPU only: NumPy spares torch's pool
+        popped, scanned, lowered = edges.relax_async(self.state[self.program.relax_state],
+                                                     frontier)
+        built = edges.build_seconds - build0
+        stats.setup_seconds += built
+        ss = SuperstepStats(superstep=0, active=len(frontier), direction="async",
+                            edges_scanned=scanned, messages_sent=scanned,
+                            messages_combined=lowered, fused=True)
+        ss.seconds["edges"] = time.perf_counter() - t0 - built
+        self._record(ss)
+        stats.converged = True  # the fixed point: no vertex is left to lower
 
 
-def _async_fixed_point(edges: MemoryEdges, program: VertexProgram, state: dict,
-                       active: torch.Tensor, stats: RunStats, progress) -> torch.Tensor:
-    """Run a min-relaxation program to its fixed point from the frontier ``active`` with a
-    work list; record it as one ``async`` superstep. Returns the (empty) frontier."""
-    t0 = time.perf_counter()
-    build0 = edges.build_seconds
-    frontier = np.flatnonzero(host_array(active))  # CPU only: NumPy spares torch's pool
-    popped, scanned, lowered = edges.relax_async(state[program.relax_state], frontier)
-    built = edges.build_seconds - build0
-    stats.setup_seconds += built
-    ss = SuperstepStats(superstep=0, active=len(frontier), direction="async",
-                        edges_scanned=scanned, messages_sent=scanned,
-                        messages_combined=lowered, fused=True)
-    ss.seconds["edges"] = time.perf_counter() - t0 - built
-    stats.supersteps.append(ss)
-    if progress is not None:
-        progress(ss)
-    return torch.zeros_like(active)
+def _count(mask: torch.Tensor) -> int:
+    """True entries of a bool tensor; NumPy on the CPU (a torch reduction over a small
+    tensor costs more in thread wake-ups than in work)."""
+    if mask.device.type == "cpu":
+        return int(np.count_nonzero(host_array(mask)))
+    return int(mask.sum())
+
+
+def _reduce_dict(comm, parts: dict[str, tuple]) -> dict[str, float]:
+    names = sorted(parts)
+    for n in names:
+        if parts[n][1] not in REDUCTIONS:
+            raise GraphsysError(f"aggregator {n!r}: reduction must be one of {REDUCTIONS}")
+    vals = comm.allreduce([float(parts[n][0]) for n in names], [parts[n][1] for n in names])
+    return dict(zip(names, vals))
 
 
 def _rows(program: VertexProgram, x: torch.Tensor, num_local: int) -> torch.Tensor:
@@ -344,12 +380,3 @@ def _rows(program: VertexProgram, x: torch.Tensor, num_local: int) -> torch.Tens
         raise GraphsysError(f"{program.name}: send returned shape {tuple(x.shape)}, expected "
                             f"({num_local}, {program.width}) (width {program.width})")
     return x.contiguous()
-
-
-def _rank_bounds(comm, graph) -> list[int]:
-    """Global id range boundaries of every rank, int (W+1,)."""
-    offsets = graph.partition_offsets()
-    p = graph.num_partitions
-    w = comm.world_size
-    return [int(offsets[r * p // w]) for r in range(w)] + [int(offsets[p])]
-

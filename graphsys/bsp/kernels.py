@@ -530,3 +530,19 @@ def relax_async(push_a, push_b, two_ways, use_weight, value, frontier, offset, q
                             ring[tail if tail < n else tail - n] = v
                             size += 1
     return popped, scanned, lowered
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_rows(rows, cols, col_base, cursor, indices, w_in, w_out):
+    """Scatter one edge batch into CSR arrays: row ``rows[k]`` (an index into ``cursor``,
+    int64, the next free entry of each row of the block being filled) gets neighbour
+    ``col_base + cols[k]`` (and, when ``w_out`` is non-empty, weight ``w_in[k]``); the
+    row's cursor then advances."""
+    has_w = w_out.shape[0] > 0
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        pos = cursor[r]
+        indices[pos] = col_base + cols[k]
+        if has_w:
+            w_out[pos] = w_in[k]
+        cursor[r] = pos + 1

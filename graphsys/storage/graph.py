@@ -25,7 +25,8 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import kernels
 from graphsys.storage.location import GraphLocation
 from graphsys.storage.format import (
-    EdgeSet, EntityType, Manifest, RelationType, bucket_file, node_file, read_manifest,
+    EdgeSet, EntityType, Manifest, RelationType, bucket_file, index_file, node_file,
+    read_manifest,
 )
 from graphsys.storage.structure import (
     BucketBounds, check_bucket_file, check_listed, check_node_rows, check_node_table,
@@ -85,6 +86,7 @@ class Bucket:
     def _mapping(self) -> pa.NativeFile:
         if self.num_edges == 0:
             raise GraphsysError("empty bucket has no file")
+        self.graph.check_hash(self.file_name)
         try:
             return self.graph.location.open(self.file_name)
         except (OSError, pa.ArrowException) as exc:
@@ -216,6 +218,11 @@ class Graph:
         self._checked_files: set[tuple[str, int, int]] = set()
         self._checked_batches: set[tuple[str, int, int, int]] = set()
         self._bounds: dict[tuple[int, int], BucketBounds] = {}
+        #: When True, each bucket, index and node file is checked against its manifest
+        #: sha256 when first read (:meth:`check_hash`): the hash check of ``graphsys run``,
+        #: done on the files a run reads, as it first reads them.
+        self.verify_hashes = False
+        self._hashed: set[str] = set()
 
     def __repr__(self) -> str:
         return (f"Graph({str(self.path)!r}, nodes={self.num_nodes()}, edges="
@@ -308,6 +315,17 @@ class Graph:
         for (i, j), n in self.edge_set(edge_set).buckets.items():
             counts[i, j] = n
         return counts
+
+    def check_hash(self, rel: str) -> None:
+        """With :attr:`verify_hashes`, raise :class:`FormatError` unless the file ``rel``
+        (relative to the graph) has its manifest sha256; each file is hashed once (the
+        read also brings it into the page cache for the mapping that follows)."""
+        if not self.verify_hashes or rel in self._hashed:
+            return
+        if self.location.sha256(rel) != self.manifest.files.get(rel, {}).get("sha256"):
+            raise FormatError(f"{self.location.file(rel)}: sha256 mismatch (corrupted or "
+                              f"modified file)")
+        self._hashed.add(rel)
 
     # -- edges -------------------------------------------------------------------------------
     def bucket(self, i: int, j: int, edge_set: str | None = None) -> Bucket:
@@ -414,6 +432,9 @@ class Graph:
 
         key = (self.edge_set(edge_set).name, kind)
         if key not in self._mapped_indexes:
+            info = self.manifest.indexes.get(key[0], {}).get(kind)
+            for column in info.columns() if info is not None else ():
+                self.check_hash(index_file(key[0], kind, column))
             self._mapped_indexes[key] = map_index(self, key[0], kind)
         return self._mapped_indexes[key]
 
@@ -429,6 +450,7 @@ class Graph:
     def _node_table(self, entity_type: str, partition: int) -> pa.Table:
         rel = node_file(entity_type, partition)
         path = self.location.file(rel)
+        self.check_hash(rel)
         try:
             table = paipc.open_file(self.location.open(rel)).read_all()
         except (OSError, pa.ArrowException) as exc:

@@ -11,7 +11,7 @@ from scipy.sparse import csgraph
 from graphsys import bsp
 from graphsys.bsp.engine import resolve_backend
 from graphsys.device import resolve_device
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 from .conftest import MODES
 
@@ -141,7 +141,7 @@ def test_bad_options(graphs):
     g = graphs["directed-p1"].graph
     with pytest.raises(GraphsysError, match="unknown mode"):
         bsp.pagerank(g, mode="disk")
-    with pytest.raises(GraphsysError, match="max-iters"):
+    with pytest.raises(ParameterError, match="max_iters must be a positive integer"):
         bsp.pagerank(g, max_iters=0)
     with pytest.raises(GraphsysError, match="unknown backend"):
         bsp.pagerank(g, backend="cupy")

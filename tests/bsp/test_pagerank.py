@@ -101,7 +101,7 @@ def test_out_of_core_pagerank_is_bitwise_repeatable(graphs, paging, monkeypatch)
     (read-ahead and release of consumed batches) the ranks stay the same."""
     tg = graphs["directed-p3"]
     if paging:
-        monkeypatch.setattr(bsp.edges, "RESIDENT_EDGE_BYTES", 0)
+        monkeypatch.setattr(bsp.stream, "RESIDENT_EDGE_BYTES", 0)
     runs = [bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", threads=t).values
             for t in (2, 2, 2, 1)]
     assert all(np.array_equal(runs[0], r) for r in runs[1:])

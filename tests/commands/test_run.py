@@ -202,3 +202,55 @@ def test_hits_writes_hub_and_authority_rows(main, graph_dir, tmp_path):
     got = np.array(t.column("value").to_pylist())
     np.testing.assert_allclose(got, bsp.hits(graph_dir / "g", tol=1e-10).values, rtol=1e-12)
     np.testing.assert_allclose(got.sum(axis=0), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "index"])
+@pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
+        main, graph_dir, tmp_path, monkeypatch, capsys, mode, indexed):
+    """Before superstep 0 a run opens the graph once and reads each bucket at most once
+    (none with an adjacency index: in memory the run reads no bucket at all); out of core
+    the supersteps stream from the buckets the degree pass opened. Counted by wrapping the
+    bucket reader (``Bucket.batches``) and ``open_graph``."""
+    import shutil
+
+    import graphsys
+    from graphsys.bsp import engine
+    from graphsys.storage import graph as graph_module
+    from graphsys.storage.adjacency_index import build_index
+
+    g = tmp_path / "g"
+    shutil.copytree(graph_dir / "g", g)
+    if indexed:
+        build_index(graphsys.open_graph(g))
+    buckets = sorted(graphsys.open_graph(g).edge_set().buckets)
+    reads: list[tuple[int, int]] = []
+    opens: list[object] = []
+    at_superstep_0: list[int] = []
+    batches, open_graph, loop = (graph_module.Bucket.batches, graphsys.open_graph,
+                                 engine._Supersteps.run)
+
+    def counting_batches(self):
+        reads.append((self.i, self.j))
+        return batches(self)
+
+    def counting_open(path, **kwargs):
+        opens.append(path)
+        return open_graph(path, **kwargs)
+
+    def first_superstep(self, *args, **kwargs):
+        at_superstep_0.append(len(reads))
+        return loop(self, *args, **kwargs)
+
+    monkeypatch.setattr(graph_module.Bucket, "batches", counting_batches)
+    monkeypatch.setattr(graphsys, "open_graph", counting_open)
+    monkeypatch.setattr(engine._Supersteps, "run", first_superstep)
+    out = tmp_path / "pr.parquet"
+    assert main(["run", "pagerank", str(g), "--mode", mode, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert len(buckets) >= 3 and len(opens) == 1
+    assert at_superstep_0 == [0 if indexed else len(buckets)]
+    # each bucket once in the whole run; in memory with an index, never
+    assert sorted(reads) == ([] if indexed and mode == "memory" else buckets)
+    ranks = read_out(out)
+    assert abs(sum(ranks.values()) - 1.0) < 1e-9

@@ -1,0 +1,315 @@
+"""The out-of-core edge providers: buckets streamed from the mapped Arrow files every
+superstep, in one process (:class:`StreamEdges`, mode ``out-of-core``) or over the
+partitions one ``torch.distributed`` rank owns (:class:`DistributedEdges`); see
+:mod:`graphsys.bsp.provider` for the protocol both implement.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+from graphsys.bsp import kernels
+from graphsys.bsp.distributed import LocalComm, TorchComm
+from graphsys.bsp.edges import _as_tensor, _host_accumulators, _Sink, _torch_messages
+from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
+from graphsys.bsp.provider import EdgeResult
+from graphsys.device import host_array
+from graphsys.errors import GraphsysError
+from graphsys.storage import pages
+from graphsys.storage.kernels import count_into
+from graphsys.trace import trace_range, traced
+
+#: Out of core, edge sets of at most this many bytes (src + dst (+ weight) columns) stay
+#: mapped between supersteps without paging advice.
+RESIDENT_EDGE_BYTES = 256 << 20
+
+
+class StreamEdges:
+    """The ``out-of-core`` :class:`~graphsys.bsp.provider.EdgeProvider`: buckets streamed
+    from the mapped Arrow files every superstep (vertex state stays in memory). The pass is split by *target* partition: the task of partition ``t`` reads, in
+    ascending source order, the buckets ``(i, t)`` with ``i`` in ``src_parts`` (forward
+    messages) and the buckets ``(t, j)`` with ``j`` in ``src_parts`` (reverse messages),
+    so the task alone writes ``t``'s accumulator entries (no locks) and each target sums
+    its messages in a fixed order, whatever the thread timing. ``threads`` workers (this
+    thread and a pool kept for the run) take tasks from a shared counter and call GIL-free
+    numba kernels.
+
+    Paging, for edge sets larger than :data:`RESIDENT_EDGE_BYTES` (smaller ones are read
+    once and stay mapped; advice would cost more than it saves): before a bucket is read,
+    the kernel is asked to read the next ``readahead`` buckets of the task in the background
+    (``madvise(MADV_WILLNEED)``), so disk reads overlap compute, and each batch's pages leave
+    the resident set once consumed (``MADV_DONTNEED``; they stay in the page cache), which
+    bounds the resident edge memory by the batches in flight instead of the graph
+    (:mod:`graphsys.storage.pages`).
+
+    ``x``/``active`` are indexed by owned-local ids (global id - ``lo``); ``acc``/``received``
+    by global ids (N,): in a distributed run targets owned by other ranks are exchanged.
+    ``comm`` (default: one process) says which partitions this process owns
+    (``src_parts``) and, with the partition offsets, every rank's id range (``bounds``).
+    """
+
+    mode = "out-of-core"
+    #: every superstep reads the bucket files
+    streams = True
+    #: no fused or work-list fast path: supersteps stream like any other program's
+    relaxes = False
+
+    def __init__(self, graph, edge_set: str | None, program: VertexProgram,
+                 device: torch.device, backend: str, threads: int = 2, readahead: int = 4,
+                 comm=None):
+        self.graph, self.edge_set, self.program = graph, edge_set, program
+        self.device, self.backend = device, backend
+        self.comm = comm if comm is not None else LocalComm()
+        self.es = graph.edge_set(edge_set)
+        self.num_nodes = graph.num_nodes()
+        p = graph.num_partitions
+        self.src_parts = self.comm.owned_partitions(p)
+        self.offsets = graph.partition_offsets()
+        self.lo = int(self.offsets[self.src_parts.start])
+        self.hi = int(self.offsets[self.src_parts.stop])
+        w = self.comm.world_size
+        self.bounds = np.array([int(self.offsets[r * p // w]) for r in range(w)]
+                               + [int(self.offsets[p])], np.int64)
+        #: nothing is built: buckets are read as they are stored
+        self.build_seconds = 0.0
+        self.threads = max(1, threads)
+        self.readahead = max(0, readahead)
+        self._tasks: dict[str, list[list[tuple[int, int, bool]]]] = {}
+        self.num_edges_local = sum(self.es.buckets[b] for b in {
+            (i, j) for task in self._tasks_of("both") for i, j, _ in task})
+        edge_bytes = self.num_edges_local * (12 if program.uses_weights else 8)
+        #: page advice on (read-ahead and release), for edge sets too big to keep mapped
+        self.paging = edge_bytes > RESIDENT_EDGE_BYTES
+        #: opened buckets: (mapped region, record batches as EdgeBatch views), kept open
+        #: between supersteps (opening costs more than a superstep of a small bucket)
+        self._open: dict[tuple[int, int], tuple[tuple[int, int], list]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def tasks(self) -> list[list[tuple[int, int, bool]]]:
+        """Per target partition, its ``(i, j, reverse)`` buckets in ascending source order,
+        for the program's *current* direction (a program may switch it between supersteps,
+        as it may in memory)."""
+        return self._tasks_of(self.program.direction)
+
+    def _tasks_of(self, direction: str) -> list[list[tuple[int, int, bool]]]:
+        if direction not in self._tasks:
+            tasks = []
+            for t in range(self.graph.num_partitions):
+                task = []
+                if direction in ("out", "both"):
+                    task += [(i, t, False) for i in self.src_parts]
+                if direction in ("in", "both"):
+                    task += [(t, j, True) for j in self.src_parts]
+                task = [(i, j, rev) for i, j, rev in task if self.es.buckets.get((i, j))]
+                if task:
+                    tasks.append(task)
+            self._tasks[direction] = tasks
+        return self._tasks[direction]
+
+    def degrees(self, direction: str) -> np.ndarray:
+        """Out-/in-/both-degree, int64 (N,), exact on the owned ids: a row length of the
+        graph's adjacency index (or a count of the other index's neighbour ids) where it
+        has one, else counted over the owned buckets, which stay open for the supersteps
+        (each bucket is read once in the run)."""
+        if direction == "both":
+            return self.degrees("out") + self.degrees("in")
+        out = direction == "out"
+        own, other = ("csr", "csc") if out else ("csc", "csr")
+        mapped = self.graph.adjacency_index(self.es.name, own)
+        if mapped is not None:
+            return np.diff(mapped.indptr)
+        mapped = self.graph.adjacency_index(self.es.name, other)
+        if mapped is not None:
+            return np.bincount(mapped.indices, minlength=self.num_nodes).astype(np.int64)
+        deg = np.zeros(self.num_nodes, np.int64)
+        for (i, j), count in sorted(self.es.buckets.items()):
+            if not count or (i if out else j) not in self.src_parts:
+                continue
+            region, batches = self._bucket(i, j)
+            rows = deg[int(self.offsets[i if out else j]):]
+            for eb in batches:
+                count_into(eb.src if out else eb.dst, rows)
+                if self.paging:
+                    pages.release(region, *self._columns(eb))
+        return deg
+
+    def relax(self, value: torch.Tensor, frontier: np.ndarray, max_steps: int) -> tuple:
+        """Not offered out of core (:attr:`relaxes` is False)."""
+        raise GraphsysError(f"{self.program.name}: fused min-relaxation runs in memory only")
+
+    def relax_async(self, value: torch.Tensor, frontier: np.ndarray) -> tuple[int, int, int]:
+        """Not offered out of core (:attr:`relaxes` is False)."""
+        raise GraphsysError(f"{self.program.name}: the async schedule runs in memory only")
+
+    def close(self) -> None:
+        """Stop the worker pool and unmap the buckets."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        self._open.clear()
+
+    def _bucket(self, i: int, j: int) -> tuple[tuple[int, int], list]:
+        if (i, j) not in self._open:
+            b = self.graph.bucket(i, j, self.es.name)
+            self._open[(i, j)] = (b.mapped_region, list(b.batches()))
+        return self._open[(i, j)]
+
+    def _columns(self, eb) -> tuple:
+        return eb.src, eb.dst, eb.weight if self.program.uses_weights else None
+
+    @traced("bsp.edges")
+    def run(self, x: torch.Tensor, active: torch.Tensor, num_active: int,
+            accept: torch.Tensor | None) -> EdgeResult:
+        prog = self.program
+        use_active = num_active < len(x)
+        skip: set[int] = set()
+        if use_active:  # skip buckets whose source partition has no active vertex
+            act = host_array(active.cpu())
+            for p in self.src_parts:
+                a, b = int(self.offsets[p]) - self.lo, int(self.offsets[p + 1]) - self.lo
+                if not act[a:b].any():
+                    skip.add(p)
+        tasks = [[(i, j, rev) for i, j, rev in task if (j if rev else i) not in skip]
+                 for task in self.tasks]
+        tasks = [task for task in tasks if task]
+        for task in tasks:  # open in this thread: workers only read the cached views
+            for i, j, _ in task:
+                self._bucket(i, j)
+        numba_path = self.backend == "numba" and prog.builtin
+        if numba_path:
+            acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width)
+            state = (host_array(x), host_array(active), host_array(acc), host_array(received),
+                     MESSAGES[prog.message], COMBINERS[prog.combiner][0])
+            workers = min(self.threads, len(tasks))
+            sink = None
+        else:
+            sink = _Sink(prog, self.num_nodes, self.device)
+            workers = 1  # torch ops are themselves multi-threaded
+        counters = [[0, 0, 0, 0] for _ in range(max(1, workers))]  # scanned, sent, bytes, h2d
+        next_task = itertools.count()
+        failed = threading.Event()
+
+        def work(k: int) -> None:
+            c = counters[k]
+            try:
+                while not failed.is_set():
+                    t = next(next_task)  # atomic under the GIL
+                    if t >= len(tasks):
+                        return
+                    task = tasks[t]
+                    for n, (i, j, rev) in enumerate(task):
+                        if self.paging:
+                            for ahead in (task[:self.readahead + 1] if n == 0 else
+                                          task[n + self.readahead:n + self.readahead + 1]):
+                                self._will_need(ahead)
+                        region, batches = self._open[(i, j)]
+                        with trace_range("bsp.bucket"):
+                            for eb in batches:
+                                c[0] += len(eb)
+                                c[2] += sum(a.nbytes for a in self._columns(eb)
+                                            if a is not None)
+                                if numba_path:
+                                    self._numba_batch(eb, i, j, rev, use_active, state, c)
+                                else:
+                                    self._torch_batch(eb, i, j, rev, x, active, use_active,
+                                                      sink, c)
+                                if self.paging:
+                                    pages.release(region, *self._columns(eb))
+            except BaseException:
+                failed.set()
+                raise
+
+        futures = []
+        if workers > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads - 1,
+                                                thread_name_prefix="graphsys-stream")
+            futures = [self._pool.submit(work, k) for k in range(1, workers)]
+        try:
+            work(0)
+        finally:
+            errors = [f.exception() for f in futures]  # waits for every worker
+        for e in errors:
+            if e is not None:
+                raise e
+        scanned, sent, nbytes, h2d = (sum(c[k] for c in counters) for k in range(4))
+        if numba_path:
+            res = EdgeResult(acc, received, None, "stream")
+        else:
+            res = sink.result("stream")
+        res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
+            scanned, sent, nbytes, h2d)
+        return res
+
+    def _will_need(self, bucket: tuple[int, int, bool]) -> None:
+        region, batches = self._open[bucket[:2]]
+        for eb in batches:
+            pages.will_need(region, *self._columns(eb))
+
+    def _weights(self, eb) -> np.ndarray:
+        if not self.program.uses_weights:
+            return np.zeros(0, np.float32)
+        return eb.weight if eb.weight is not None else np.ones(len(eb), np.float32)
+
+    def _numba_batch(self, eb, i, j, rev, use_active, state, c) -> None:
+        xn, act, a, r, msg, comb = state
+        bi, bj = int(self.offsets[i]), int(self.offsets[j])
+        if rev:  # messages dst -> src: sources are partition j (owned), targets partition i
+            src, dst, sb, db = eb.dst, eb.src, bj - self.lo, bi
+        else:
+            src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
+        copy_sum = not use_active and msg == kernels.MSG_COPY and comb == kernels.COMB_SUM
+        if self.program.width is not None:  # vector program: (N, d) rows
+            if copy_sum:
+                c[1] += int(kernels.stream_copy_sum_rows(src, dst, xn[sb:], a[db:], r[db:]))
+            else:
+                c[1] += int(kernels.stream_rows(src, dst, self._weights(eb), xn[sb:],
+                                                act[sb:], use_active, msg, comb, a[db:],
+                                                r[db:]))
+        elif copy_sum:
+            c[1] += int(kernels.stream_copy_sum(src, dst, xn[sb:], a[db:], r[db:]))
+        else:
+            c[1] += int(kernels.stream(src, dst, self._weights(eb), xn[sb:], act[sb:],
+                                       use_active, msg, comb, a[db:], r[db:]))
+
+    def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:
+        dev = self.device
+        bi, bj = int(self.offsets[i]), int(self.offsets[j])
+        src = _as_tensor(eb.src, dev, torch.int64)
+        dst = _as_tensor(eb.dst, dev, torch.int64)
+        w = None
+        if self.program.uses_weights:
+            w = _as_tensor(self._weights(eb), dev)
+        if dev.type != "cpu":
+            c[3] += len(eb) * 8 + (len(eb) * 4 if w is not None else 0)
+        if rev:
+            src, dst = dst + (bj - self.lo), src + bi
+        else:
+            src, dst = src + (bi - self.lo), dst + bj
+        if use_active:
+            keep = active[src]
+            src, dst = src[keep], dst[keep]
+            w = w[keep] if w is not None else None
+        sink.add(dst, _torch_messages(self.program, x[src], w))
+        c[1] += src.numel()
+
+
+class DistributedEdges(StreamEdges):
+    """The ``distributed`` :class:`~graphsys.bsp.provider.EdgeProvider`: one rank of the
+    initialised ``torch.distributed`` group streams the buckets of the partitions it owns
+    (:meth:`~graphsys.bsp.distributed.TorchComm.owned_partitions`) as :class:`StreamEdges`
+    does; its :attr:`comm` (a :class:`~graphsys.bsp.distributed.TorchComm`) reduces and
+    exchanges messages between the ranks."""
+
+    mode = "distributed"
+
+    def __init__(self, graph, edge_set: str | None, program: VertexProgram,
+                 device: torch.device, backend: str, threads: int = 2, readahead: int = 4):
+        super().__init__(graph, edge_set, program, device, backend, threads, readahead,
+                         comm=TorchComm(device))
