@@ -1,6 +1,8 @@
 """Turn a fetched dataset into inputs of :func:`graphsys.storage.ingest.ingest`.
 
-One function per dataset family, selected by the registry's ``loader`` key; every parsing
+One function ``FetchResult -> IngestPlan`` per dataset family, registered by name in
+:data:`graphsys.plugins.DATASET_LOADERS` and selected by the registry's ``loader`` key
+(a new family is a new module with its function plus one registration line); every parsing
 option (columns, delimiter, comment characters, id type, direction) comes from the
 registry entry, not from code:
 
@@ -25,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ import pyarrow.csv as pacsv
 from graphsys.datasets.fetch import FetchResult
 from graphsys.datasets.registry import DataFile
 from graphsys.errors import GraphsysError, InputError
+from graphsys.plugins import DATASET_LOADERS
 from graphsys.storage.format import RelationType
 from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource, ingest
 
@@ -340,13 +342,6 @@ def load_planetoid(fetched: FetchResult) -> IngestPlan:
     )
 
 
-LOADERS: dict[str, Callable[[FetchResult], IngestPlan]] = {
-    "edge_list": load_edge_list,
-    "linqs": load_linqs,
-    "kg_triples": load_kg_triples,
-    "movielens": load_movielens,
-}
-
 #: ``--split`` choices: ``public`` (the standard split, where the registry has one) and
 #: ``random`` (the loader's own seeded split).
 SPLITS = ("public", "random")
@@ -369,7 +364,7 @@ def plan_ingest(fetched: FetchResult, split: str | None = None) -> IngestPlan:
             raise GraphsysError(f"dataset {ds.name!r} has no public split (use the random "
                                 f"split)")
         return load_planetoid(fetched)
-    return LOADERS[ds.loader](fetched)
+    return DATASET_LOADERS.get(ds.loader)(fetched)
 
 
 def ingest_dataset(fetched: FetchResult, out: str | Path,

@@ -9,7 +9,7 @@ graph (``[graph]``, keyed by ``loader``) and the split (``[split]``)::
     schema = 1                       # SCHEMA_VERSION
     name = "cora"                    # = the file name without .toml
     title, description, homepage     # strings (homepage: http(s) URL)
-    loader = "linqs"                 # LOADERS: which graphsys.datasets.loaders function
+    loader = "linqs"                 # a name in graphsys.plugins.DATASET_LOADERS
     kind = "homogeneous"             # KINDS
     citation = ["..."]               # at least one reference
     [licence]  name, terms, redistribute (bool; false: never ship copies), url (optional)
@@ -44,12 +44,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from graphsys.errors import GraphsysError, InputError
+from graphsys.plugins import DATASET_LOADERS
 
 #: Version of the TOML layout described in this module.
 SCHEMA_VERSION = 1
 ENV_REGISTRY = "GRAPHSYS_REGISTRY"
 
-LOADERS = ("edge_list", "linqs", "kg_triples", "movielens")
 #: Readers of a dataset's standard ("public") split, besides its loader's own split.
 PUBLIC_SPLITS = ("planetoid",)
 KINDS = ("homogeneous", "knowledge_graph", "bipartite")
@@ -356,7 +356,7 @@ class _Validator:
             self.fail("name", f"{name!r} must be lowercase letters, digits, '-', '_' or '.'")
         if name != self.path.stem:
             self.fail("name", f"{name!r} differs from the file name {self.path.name!r}")
-        loader = self.choice(data, "loader", LOADERS)
+        loader = self.choice(data, "loader", tuple(DATASET_LOADERS.names()))
         citation = self.get(data, "citation", list)
         if not citation or not all(isinstance(c, str) and c.strip() for c in citation):
             self.fail("citation", "must be a non-empty list of non-empty strings")
