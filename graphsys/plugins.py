@@ -6,15 +6,11 @@ Adding a plug-in is one new file plus one line here (see ``docs/architecture.md`
 third-party distribution adds the same line as a ``graphsys.plugins`` entry point instead
 (:mod:`graphsys.registry`).
 
-=====================  ==================================================================
-registry (kind)        entry
-=====================  ==================================================================
-:data:`PARTITIONERS`   a :class:`partitioners.base.Partitioner` subclass
-:data:`ALGORITHMS`     a :class:`graphsys.bsp.algorithms.spec.AlgorithmSpec`
-:data:`GNN_MODELS`     a :class:`graphsys.gnn.conv.spec.ModelSpec`
-:data:`DATASET_LOADERS`  a function ``FetchResult -> IngestPlan`` (:mod:`graphsys.datasets`)
-:data:`INPUT_FORMATS`  a :class:`graphsys.storage.formats.InputFormat`
-=====================  ==================================================================
+- :data:`PARTITIONERS`: a :class:`partitioners.base.Partitioner` subclass;
+- :data:`ALGORITHMS`: a :class:`graphsys.bsp.algorithms.spec.AlgorithmSpec`;
+- :data:`GNN_MODELS`: a :class:`graphsys.gnn.conv.spec.ModelSpec`;
+- :data:`DATASET_LOADERS`: a :class:`graphsys.datasets.registry.DatasetLoader`;
+- :data:`INPUT_FORMATS`: a :class:`graphsys.storage.formats.InputFormat`.
 
 The embedding operators, comparators and losses register with a decorator in
 :mod:`graphsys.embed.model` (their registries live there).
@@ -54,10 +50,10 @@ GNN_MODELS.register_lazy("gin", "graphsys.gnn.conv.gin:GIN_MODEL")
 
 #: Dataset loaders: the ``loader`` of a registry TOML file (:mod:`graphsys.datasets`).
 DATASET_LOADERS: Registry[Any] = Registry("dataset_loader")
-DATASET_LOADERS.register_lazy("edge_list", "graphsys.datasets.loaders:load_edge_list")
-DATASET_LOADERS.register_lazy("linqs", "graphsys.datasets.loaders:load_linqs")
-DATASET_LOADERS.register_lazy("kg_triples", "graphsys.datasets.loaders:load_kg_triples")
-DATASET_LOADERS.register_lazy("movielens", "graphsys.datasets.loaders:load_movielens")
+DATASET_LOADERS.register_lazy("edge_list", "graphsys.datasets.loaders:EDGE_LIST")
+DATASET_LOADERS.register_lazy("linqs", "graphsys.datasets.loaders:LINQS")
+DATASET_LOADERS.register_lazy("kg_triples", "graphsys.datasets.loaders:KG_TRIPLES")
+DATASET_LOADERS.register_lazy("movielens", "graphsys.datasets.loaders:MOVIELENS")
 
 #: Edge-list input formats (``graphsys ingest --format``; ``auto`` picks by file name).
 INPUT_FORMATS: Registry[Any] = Registry("input_format")

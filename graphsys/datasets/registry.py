@@ -20,7 +20,7 @@ graph (``[graph]``, keyed by ``loader``) and the split (``[split]``)::
                         derived file
       [files.format]    delimiter, comment, header, columns, line_ending, encoding
                         (absent for documentation files)
-    [graph]    keys of GRAPH_KEYS[loader]
+    [graph]    keys of the loader's DatasetLoader.graph_keys
     [split]    method (none|edge-sets|per-class-random) [seed, train_per_class, val, test]
                [note] [public = "planetoid": the standard split, read from the files named
                planetoid-<part> for every part of graphsys.datasets.planetoid.PARTS]
@@ -64,50 +64,22 @@ SPLIT_METHODS = ("none", "edge-sets", "per-class-random")
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
-#: Keys of ``[graph]`` per loader: key -> (type, required). ``file`` values name a
-#: ``[[files]]`` entry, ``column`` values name a column of that file's ``format.columns``.
-GRAPH_KEYS: dict[str, dict[str, tuple[str, bool]]] = {
-    "edge_list": {
-        "edges": ("file", True),
-        "src": ("column:edges", True),
-        "dst": ("column:edges", True),
-        "directed": ("bool", True),
-        "both_directions": ("bool", True),
-        "index_base": ("int", False),
-        "labels": ("file", False),
-        "label_id": ("column:labels", False),
-        "label": ("column:labels", False),
-    },
-    "linqs": {
-        "content": ("file", True),
-        "cites": ("file", True),
-        "src": ("column:cites", True),
-        "dst": ("column:cites", True),
-        "directed": ("bool", True),
-        "id_type": ("id_type", True),
-        "feature_dim": ("int", True),
-        "classes": ("str_list", True),
-    },
-    "kg_triples": {
-        "edge_sets": ("file_map", True),
-        "head": ("column:edge_sets", True),
-        "relation": ("column:edge_sets", True),
-        "tail": ("column:edge_sets", True),
-    },
-    "movielens": {
-        "ratings": ("file", True),
-        "items": ("file", True),
-        "users": ("file", True),
-        "genres": ("file", True),
-        "user": ("column:ratings", True),
-        "item": ("column:ratings", True),
-        "rating": ("column:ratings", True),
-        "relation": ("str", True),
-        "user_type": ("str", True),
-        "item_type": ("str", True),
-        "num_genres": ("int", True),
-    },
-}
+@dataclass(frozen=True)
+class DatasetLoader:
+    """A dataset family, registered by name in :data:`graphsys.plugins.DATASET_LOADERS`
+    (the ``loader`` key of a registry file).
+
+    Attributes:
+        load: ``load(fetched: FetchResult) -> IngestPlan``
+            (:mod:`graphsys.datasets.loaders`).
+        graph_keys: the keys of the ``[graph]`` table: key -> (type, required). ``file``
+            values name a ``[[files]]`` entry, ``column:<key>`` values name a column of the
+            file named by ``<key>`` (``format.columns``); the other types are ``bool``,
+            ``int``, ``str``, ``str_list``, ``file_map`` and ``id_type``.
+    """
+
+    load: Any
+    graph_keys: dict[str, tuple[str, bool]]
 
 
 @dataclass(frozen=True)
@@ -452,7 +424,7 @@ class _Validator:
         )
 
     def graph(self, table: dict, loader: str, files: tuple[DataFile, ...]) -> dict[str, Any]:
-        spec = GRAPH_KEYS[loader]
+        spec = DATASET_LOADERS.get(loader).graph_keys
         self.no_extra(table, set(spec), "graph")
         by_name = {f.name: f for f in files}
         out: dict[str, Any] = {}
