@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.ipc as paipc
 
 
-
 class RoutedBuckets:
     """The buckets of one edge set after routing: sorted in memory, or runs on disk in input
     order (``rundir/{b}.key``, ``.rel``, ``.weight``; ``runs[b]`` = the runs' lengths), sorted

@@ -16,7 +16,6 @@ from graphsys.errors import InputError
 from graphsys.storage import kernels
 
 
-
 class IdCollector:
     """The set of original ids of one entity type, built batch by batch.
 

@@ -12,9 +12,11 @@ from typing import Any
 import pyarrow as pa
 
 from graphsys.storage.format import (
-    DEFAULT_EDGE_SET, DEFAULT_ENTITY_TYPE, DEFAULT_MAX_BATCH_ROWS, RelationType,
+    DEFAULT_EDGE_SET,
+    DEFAULT_ENTITY_TYPE,
+    DEFAULT_MAX_BATCH_ROWS,
+    RelationType,
 )
-
 
 
 @dataclass

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphsys.bsp.engine import Result, run as run_program
+from graphsys.bsp.engine import Result
+from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import GraphsysError, ParameterError
 
