@@ -1,7 +1,8 @@
 """Partitioning strategies: which of the P partitions each node of an entity type goes to.
 
-Strategies register by :attr:`Partitioner.name` in :data:`PARTITIONERS`; a graph's
-manifest records the chosen name and its :meth:`Partitioner.params`.
+Strategies register by name in :data:`PARTITIONERS` (one line each, in
+:mod:`graphsys.plugins`); a graph's manifest records the chosen name and its
+:meth:`Partitioner.params`.
 
 ==========  ====================================================================
 ``hash``    hash(original id, seed) mod P; the default, as in PyTorch-BigGraph
@@ -15,17 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphsys.plugins import PARTITIONERS
 from partitioners.base import PartitionContext, Partitioner
 from partitioners.degree import DegreePartitioner
 from partitioners.fennel import FennelPartitioner
 from partitioners.hash import HashPartitioner
 from partitioners.range import RangePartitioner
-
-#: Registered strategies by name.
-PARTITIONERS: dict[str, type[Partitioner]] = {
-    cls.name: cls
-    for cls in (HashPartitioner, RangePartitioner, DegreePartitioner, FennelPartitioner)
-}
 
 #: The strategy used when none is named.
 DEFAULT_PARTITIONER = HashPartitioner.name
@@ -36,13 +32,11 @@ def get_partitioner(name: str, num_partitions: int, *, seed: int = 0,
     """Instantiate the strategy registered as ``name``.
 
     Raises:
-        ValueError: one line naming the unknown strategy (and the valid names), or the
-            parameter that is unknown or out of range.
+        ValueError: one line naming the unknown strategy (and the known names:
+            :class:`~graphsys.registry.UnknownPluginError`), or the parameter that is
+            unknown or out of range.
     """
-    if name not in PARTITIONERS:
-        raise ValueError(f"unknown partitioner {name!r}; valid: "
-                         f"{', '.join(sorted(PARTITIONERS))}")
-    return PARTITIONERS[name](num_partitions, seed=seed, **params)
+    return PARTITIONERS.get(name)(num_partitions, seed=seed, **params)
 
 
 __all__ = [

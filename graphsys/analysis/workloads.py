@@ -243,45 +243,17 @@ def trim_heap() -> None:
 def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
                  tol: float | None = None, edge_set: str | None = None):
     """The vertex program the ``graphsys run ALGO`` front-end would run, and its default
-    superstep limit."""
-    from graphsys.bsp import algorithms as A
-    from graphsys.bsp.algorithms._common import (
-        check_weights_non_negative,
-        source_index,
-        symmetric,
-    )
+    superstep limit, both from the algorithm's registered
+    :class:`~graphsys.bsp.algorithms.spec.AlgorithmSpec` (an unknown name is an error
+    listing the known ones)."""
+    from graphsys.plugins import ALGORITHMS
 
-    if algorithm not in A.ALGORITHMS:
-        raise GraphsysError(f"unknown algorithm {algorithm!r} (choose from "
-                            f"{', '.join(A.ALGORITHMS)})")
-    needs_source = A.ALGORITHMS[algorithm][1]
-    if needs_source and source is None:
-        raise GraphsysError(f"{algorithm} needs --source ID")
-    if not needs_source and source is not None:
-        raise GraphsysError(f"{algorithm} takes no --source")
-    n = graph.num_nodes()
-    if algorithm == "hits":
-        return A.HITS(1e-8 if tol is None else tol), 200
-    tol = 1e-6 if tol is None else tol
-    if algorithm == "pagerank":
-        return A.PageRank(damping, tol), 100
-    if algorithm == "ppr":
-        p = np.zeros(n, np.float64)
-        p[source_index(graph, source)] = 1.0
-        prog = A.PageRank(damping, tol, personalization=p)
-        prog.name = "ppr"
-        return prog, 100
-    if algorithm == "bfs":
-        return A.BFS(source_index(graph, source)), n + 1
-    if algorithm == "sssp":
-        check_weights_non_negative(graph, edge_set)
-        return A.SSSP(source_index(graph, source)), n + 1
-    both = not symmetric(graph, edge_set)
-    if algorithm == "wcc":
-        return A.WCC(both_ways=both), n + 1
-    if algorithm == "lpa":
-        return A.LabelPropagation(both_ways=both), 20
-    return A.KCore(both_ways=both), 4 * n + 4
+    spec = ALGORITHMS.get(algorithm)
+    spec.check_source(source)
+    params = {"damping": damping, "tol": tol}
+    prog = spec.make(graph, source=source, edge_set=edge_set,
+                     **{k: v for k, v in params.items() if k in spec.parameters})
+    return prog, spec.max_iters(graph)
 
 
 def _passes(direction: str, pull: bool) -> list[str]:

@@ -15,7 +15,9 @@ from graphsys.datasets.fetch import FetchResult, fetch
 from graphsys.datasets.loaders import ingest_dataset
 from graphsys.datasets.registry import Dataset, get_dataset, load_registry
 from graphsys.storage.ingest import IngestOptions
+from graphsys.plugins import PARTITIONERS
 from graphsys.units import parse_size
+from partitioners import DEFAULT_PARTITIONER
 
 
 def register(subparsers) -> None:
@@ -38,8 +40,9 @@ def register(subparsers) -> None:
     ing.add_argument("--out", required=True, type=Path, help="graph directory to create")
     ing.add_argument("--partitions", type=int, default=1,
                      help="P, number of partitions (default 1)")
-    ing.add_argument("--partitioner", default="hash",
-                     help="hash (default), range, degree or fennel")
+    ing.add_argument("--partitioner", default=DEFAULT_PARTITIONER,
+                     help=f"one of {', '.join(PARTITIONERS.names())} "
+                          f"(default {DEFAULT_PARTITIONER})")
     _source_args(ing)
     ing.add_argument("--split", choices=("public", "random"), default=None,
                      help="the standard public split (default where the dataset has one, "

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
+from graphsys.plugins import GNN_MODELS
 
 
 def register(subparsers) -> None:
@@ -32,7 +33,7 @@ def register(subparsers) -> None:
     t.add_argument("--task", choices=("node", "link"), default="node",
                    help="node classification or link prediction (default node)")
     t.add_argument("--model", default="sage", metavar="MODEL",
-                   help="pinsage, sage, gcn, gat, gin (default sage), or module:Factory: "
+                   help=f"{', '.join(GNN_MODELS.names())} (default sage), or module:Factory: "
                         "a callable Factory(in_dim=, hidden_dim=, out_dim=, num_layers=, "
                         "dropout=) returning a torch.nn.Module called as model(blocks, x) "
                         "(node task)")

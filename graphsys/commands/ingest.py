@@ -15,8 +15,9 @@ from graphsys.storage.append import append_edges
 from graphsys.storage.graph import open_graph
 from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
-from graphsys.storage.readers import FORMATS
+from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.units import parse_size
+from partitioners import DEFAULT_PARTITIONER
 
 
 def register(subparsers) -> None:
@@ -30,10 +31,12 @@ def register(subparsers) -> None:
                         "(--edge-set, a new name); ids not in DIR become new nodes appended "
                         "to its partitions, old nodes keep their ids (see docs/format.md)")
     p.add_argument("--partitions", type=int, default=1, help="P, number of partitions (default 1)")
-    p.add_argument("--partitioner", default="hash",
-                   help="hash (default), range, degree or fennel")
+    p.add_argument("--partitioner", default=DEFAULT_PARTITIONER,
+                   help=f"one of {', '.join(PARTITIONERS.names())} "
+                        f"(default {DEFAULT_PARTITIONER})")
     p.add_argument("--seed", type=int, default=0, help="seed of the partitioner (default 0)")
-    p.add_argument("--format", choices=FORMATS, default="auto")
+    p.add_argument("--format", choices=("auto", *INPUT_FORMATS.names()), default="auto",
+                   help="input format (default auto: by the file name, else tsv)")
     p.add_argument("--src-col", help="source column: header name or 0-based index (default 0/src)")
     p.add_argument("--dst-col", help="destination column (default 1/dst)")
     p.add_argument("--rel-col", help="relation column (knowledge graphs)")

@@ -17,13 +17,15 @@ from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, trace_path
 from graphsys.errors import GraphsysError
+from graphsys.plugins import ALGORITHMS
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("profile", help="profile a workload: kernels, SIMT, balance",
                               description=__doc__)
     p.add_argument("targets", nargs="+", metavar="[ALGO] DIR",
-                   help="a BSP algorithm (pagerank, bfs, ...) and a graph directory; only DIR "
+                   help=f"a BSP algorithm ({', '.join(ALGORITHMS.names())}) and a graph "
+                        f"directory; only DIR "
                         "with --workload embed|gnn")
     p.add_argument("--workload", choices=("bsp", "embed", "gnn"), default="bsp",
                    help="what to profile (default: the BSP algorithm ALGO)")
@@ -91,6 +93,8 @@ def run(args) -> int:
         if len(t) != 2:
             raise GraphsysError("usage: graphsys profile ALGO DIR (or --workload embed|gnn DIR)")
         algo, graph = t[0], Path(t[1])
+        if ALGORITHMS.get(algo).needs_source and args.source is None:
+            raise GraphsysError(f"{algo} needs --source ID")
     else:
         if len(t) != 1:
             raise GraphsysError(f"--workload {args.workload} takes only DIR")

@@ -19,10 +19,7 @@ from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, graph_arg, trace_path
 from graphsys.errors import GraphsysError
-
-#: Names of :data:`graphsys.bsp.algorithms.ALGORITHMS`, listed here so that building the
-#: parser does not import torch (a test keeps the two equal).
-ALGORITHM_NAMES = ("pagerank", "ppr", "bfs", "sssp", "wcc", "lpa", "kcore", "hits")
+from graphsys.plugins import ALGORITHMS
 
 
 class _AlgorithmAndGraph(argparse.Action):
@@ -41,7 +38,7 @@ def register(subparsers) -> None:
                               usage="graphsys run [options] (ALGO | --program MODULE:CLASS) "
                                     "DIR")
     p.add_argument("positional", nargs="+", metavar="ALGO DIR", action=_AlgorithmAndGraph,
-                   help=f"ALGO: one of {', '.join(ALGORITHM_NAMES)} (left out with "
+                   help=f"ALGO: one of {', '.join(ALGORITHMS.names())} (left out with "
                         f"--program); DIR: the graph directory")
     p.add_argument("--out", type=Path, metavar="FILE.parquet", help="per-node output")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
@@ -73,7 +70,6 @@ def run(args) -> int:
     import numba
 
     from graphsys import open_graph
-    from graphsys.bsp.algorithms import ALGORITHMS
     from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
     from graphsys.device import resolve_device
@@ -83,13 +79,11 @@ def run(args) -> int:
     if args.extra_positionals or (args.algorithm is None) == (args.program is None):
         raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
     if args.program is not None:
-        func, needs_source = _user_program(args), False
+        func, needs_source, parameters = _user_program(args), False, ()
         args.algorithm = args.program
-    elif args.algorithm not in ALGORITHMS:
-        raise GraphsysError(f"unknown algorithm {args.algorithm!r} (choose from "
-                            f"{', '.join(ALGORITHMS)})")
     else:
-        func, needs_source = ALGORITHMS[args.algorithm]
+        spec = ALGORITHMS.get(args.algorithm)
+        func, needs_source, parameters = spec.run, spec.needs_source, spec.parameters
     if args.mode not in MODES:
         raise GraphsysError(f"--mode: unknown mode {args.mode!r} (choose from "
                             f"{', '.join(MODES)})")
@@ -100,8 +94,8 @@ def run(args) -> int:
         raise GraphsysError(f"{args.algorithm} needs --source ID")
     if not needs_source and args.source is not None:
         raise GraphsysError(f"{args.algorithm} takes no --source (did you mean ppr?)")
-    if args.tol is not None and args.algorithm not in ("pagerank", "ppr", "hits"):
-        raise GraphsysError(f"--tol applies to pagerank, ppr and hits, not {args.algorithm}")
+    if args.tol is not None and "tol" not in parameters:
+        raise GraphsysError(f"--tol applies to {_taking('tol')}, not {args.algorithm}")
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
     if args.schedule not in SCHEDULES:
@@ -131,10 +125,11 @@ def run(args) -> int:
         kwargs["max_iters"] = args.max_iters
     if args.tol is not None:
         kwargs["tol"] = args.tol
-    if args.algorithm in ("pagerank", "ppr"):
+    if "damping" in parameters:
         kwargs["damping"] = args.damping
     elif args.damping != 0.85:
-        raise GraphsysError(f"--damping applies to pagerank and ppr, not {args.algorithm}")
+        raise GraphsysError(f"--damping applies to {_taking('damping')}, not "
+                            f"{args.algorithm}")
     source = _parse_source(graph, args.source) if needs_source else None
     rank0 = not distributed or _rank() == 0
     show = rank0 and not args.json
@@ -172,6 +167,11 @@ def run(args) -> int:
             print(f"warning: {args.algorithm} stopped at --max-iters "
                   f"({stats.num_supersteps} supersteps) before converging", file=sys.stderr)
     return 0
+
+
+def _taking(parameter: str) -> str:
+    """The registered algorithms that take ``parameter``, for a message."""
+    return ", ".join(n for n, spec in ALGORITHMS.items() if parameter in spec.parameters)
 
 
 def _rank() -> int:

@@ -1,6 +1,8 @@
 """Turn a fetched dataset into inputs of :func:`graphsys.storage.ingest.ingest`.
 
-One function per dataset family, selected by the registry's ``loader`` key; every parsing
+One function ``FetchResult -> IngestPlan`` per dataset family, registered by name in
+:data:`graphsys.plugins.DATASET_LOADERS` and selected by the registry's ``loader`` key
+(a new family is a new module with its function plus one registration line); every parsing
 option (columns, delimiter, comment characters, id type, direction) comes from the
 registry entry, not from code:
 
@@ -25,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from graphsys.datasets.fetch import FetchResult
-from graphsys.datasets.registry import DataFile
+from graphsys.datasets.registry import DataFile, DatasetLoader
 from graphsys.errors import GraphsysError, InputError
+from graphsys.plugins import DATASET_LOADERS
 from graphsys.storage.format import RelationType
 from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource, ingest
 
@@ -161,6 +163,19 @@ def load_edge_list(fetched: FetchResult) -> IngestPlan:
     return plan
 
 
+EDGE_LIST = DatasetLoader(load_edge_list, {
+    "edges": ("file", True),
+    "src": ("column:edges", True),
+    "dst": ("column:edges", True),
+    "directed": ("bool", True),
+    "both_directions": ("bool", True),
+    "index_base": ("int", False),
+    "labels": ("file", False),
+    "label_id": ("column:labels", False),
+    "label": ("column:labels", False),
+})
+
+
 # -- LINQS citation graphs ---------------------------------------------------------------------
 
 @dataclass
@@ -257,6 +272,18 @@ def load_linqs(fetched: FetchResult) -> IngestPlan:
     )
 
 
+LINQS = DatasetLoader(load_linqs, {
+    "content": ("file", True),
+    "cites": ("file", True),
+    "src": ("column:cites", True),
+    "dst": ("column:cites", True),
+    "directed": ("bool", True),
+    "id_type": ("id_type", True),
+    "feature_dim": ("int", True),
+    "classes": ("str_list", True),
+})
+
+
 # -- knowledge graph triples -------------------------------------------------------------------
 
 def load_kg_triples(fetched: FetchResult) -> IngestPlan:
@@ -267,6 +294,14 @@ def load_kg_triples(fetched: FetchResult) -> IngestPlan:
     edges = [edge_source(fetched, fname, src=g["head"], dst=g["tail"], rel=g["relation"],
                          edge_set=es) for es, fname in g["edge_sets"].items()]
     return IngestPlan(edges=edges, metadata={"edge_sets": list(g["edge_sets"])})
+
+
+KG_TRIPLES = DatasetLoader(load_kg_triples, {
+    "edge_sets": ("file_map", True),
+    "head": ("column:edge_sets", True),
+    "relation": ("column:edge_sets", True),
+    "tail": ("column:edge_sets", True),
+})
 
 
 # -- MovieLens ---------------------------------------------------------------------------------
@@ -311,6 +346,21 @@ def load_movielens(fetched: FetchResult) -> IngestPlan:
     )
 
 
+MOVIELENS = DatasetLoader(load_movielens, {
+    "ratings": ("file", True),
+    "items": ("file", True),
+    "users": ("file", True),
+    "genres": ("file", True),
+    "user": ("column:ratings", True),
+    "item": ("column:ratings", True),
+    "rating": ("column:ratings", True),
+    "relation": ("str", True),
+    "user_type": ("str", True),
+    "item_type": ("str", True),
+    "num_genres": ("int", True),
+})
+
+
 # -- Planetoid public split ---------------------------------------------------------------------
 
 def load_planetoid(fetched: FetchResult) -> IngestPlan:
@@ -340,13 +390,6 @@ def load_planetoid(fetched: FetchResult) -> IngestPlan:
     )
 
 
-LOADERS: dict[str, Callable[[FetchResult], IngestPlan]] = {
-    "edge_list": load_edge_list,
-    "linqs": load_linqs,
-    "kg_triples": load_kg_triples,
-    "movielens": load_movielens,
-}
-
 #: ``--split`` choices: ``public`` (the standard split, where the registry has one) and
 #: ``random`` (the loader's own seeded split).
 SPLITS = ("public", "random")
@@ -369,7 +412,7 @@ def plan_ingest(fetched: FetchResult, split: str | None = None) -> IngestPlan:
             raise GraphsysError(f"dataset {ds.name!r} has no public split (use the random "
                                 f"split)")
         return load_planetoid(fetched)
-    return LOADERS[ds.loader](fetched)
+    return DATASET_LOADERS.get(ds.loader).load(fetched)
 
 
 def ingest_dataset(fetched: FetchResult, out: str | Path,

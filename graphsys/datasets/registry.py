@@ -9,7 +9,7 @@ graph (``[graph]``, keyed by ``loader``) and the split (``[split]``)::
     schema = 1                       # SCHEMA_VERSION
     name = "cora"                    # = the file name without .toml
     title, description, homepage     # strings (homepage: http(s) URL)
-    loader = "linqs"                 # LOADERS: which graphsys.datasets.loaders function
+    loader = "linqs"                 # a name in graphsys.plugins.DATASET_LOADERS
     kind = "homogeneous"             # KINDS
     citation = ["..."]               # at least one reference
     [licence]  name, terms, redistribute (bool; false: never ship copies), url (optional)
@@ -20,7 +20,7 @@ graph (``[graph]``, keyed by ``loader``) and the split (``[split]``)::
                         derived file
       [files.format]    delimiter, comment, header, columns, line_ending, encoding
                         (absent for documentation files)
-    [graph]    keys of GRAPH_KEYS[loader]
+    [graph]    keys of the loader's DatasetLoader.graph_keys
     [split]    method (none|edge-sets|per-class-random) [seed, train_per_class, val, test]
                [note] [public = "planetoid": the standard split, read from the files named
                planetoid-<part> for every part of graphsys.datasets.planetoid.PARTS]
@@ -44,12 +44,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from graphsys.errors import GraphsysError, InputError
+from graphsys.plugins import DATASET_LOADERS
 
 #: Version of the TOML layout described in this module.
 SCHEMA_VERSION = 1
 ENV_REGISTRY = "GRAPHSYS_REGISTRY"
 
-LOADERS = ("edge_list", "linqs", "kg_triples", "movielens")
 #: Readers of a dataset's standard ("public") split, besides its loader's own split.
 PUBLIC_SPLITS = ("planetoid",)
 KINDS = ("homogeneous", "knowledge_graph", "bipartite")
@@ -64,50 +64,22 @@ SPLIT_METHODS = ("none", "edge-sets", "per-class-random")
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
-#: Keys of ``[graph]`` per loader: key -> (type, required). ``file`` values name a
-#: ``[[files]]`` entry, ``column`` values name a column of that file's ``format.columns``.
-GRAPH_KEYS: dict[str, dict[str, tuple[str, bool]]] = {
-    "edge_list": {
-        "edges": ("file", True),
-        "src": ("column:edges", True),
-        "dst": ("column:edges", True),
-        "directed": ("bool", True),
-        "both_directions": ("bool", True),
-        "index_base": ("int", False),
-        "labels": ("file", False),
-        "label_id": ("column:labels", False),
-        "label": ("column:labels", False),
-    },
-    "linqs": {
-        "content": ("file", True),
-        "cites": ("file", True),
-        "src": ("column:cites", True),
-        "dst": ("column:cites", True),
-        "directed": ("bool", True),
-        "id_type": ("id_type", True),
-        "feature_dim": ("int", True),
-        "classes": ("str_list", True),
-    },
-    "kg_triples": {
-        "edge_sets": ("file_map", True),
-        "head": ("column:edge_sets", True),
-        "relation": ("column:edge_sets", True),
-        "tail": ("column:edge_sets", True),
-    },
-    "movielens": {
-        "ratings": ("file", True),
-        "items": ("file", True),
-        "users": ("file", True),
-        "genres": ("file", True),
-        "user": ("column:ratings", True),
-        "item": ("column:ratings", True),
-        "rating": ("column:ratings", True),
-        "relation": ("str", True),
-        "user_type": ("str", True),
-        "item_type": ("str", True),
-        "num_genres": ("int", True),
-    },
-}
+@dataclass(frozen=True)
+class DatasetLoader:
+    """A dataset family, registered by name in :data:`graphsys.plugins.DATASET_LOADERS`
+    (the ``loader`` key of a registry file).
+
+    Attributes:
+        load: ``load(fetched: FetchResult) -> IngestPlan``
+            (:mod:`graphsys.datasets.loaders`).
+        graph_keys: the keys of the ``[graph]`` table: key -> (type, required). ``file``
+            values name a ``[[files]]`` entry, ``column:<key>`` values name a column of the
+            file named by ``<key>`` (``format.columns``); the other types are ``bool``,
+            ``int``, ``str``, ``str_list``, ``file_map`` and ``id_type``.
+    """
+
+    load: Any
+    graph_keys: dict[str, tuple[str, bool]]
 
 
 @dataclass(frozen=True)
@@ -356,7 +328,7 @@ class _Validator:
             self.fail("name", f"{name!r} must be lowercase letters, digits, '-', '_' or '.'")
         if name != self.path.stem:
             self.fail("name", f"{name!r} differs from the file name {self.path.name!r}")
-        loader = self.choice(data, "loader", LOADERS)
+        loader = self.choice(data, "loader", tuple(DATASET_LOADERS.names()))
         citation = self.get(data, "citation", list)
         if not citation or not all(isinstance(c, str) and c.strip() for c in citation):
             self.fail("citation", "must be a non-empty list of non-empty strings")
@@ -452,7 +424,7 @@ class _Validator:
         )
 
     def graph(self, table: dict, loader: str, files: tuple[DataFile, ...]) -> dict[str, Any]:
-        spec = GRAPH_KEYS[loader]
+        spec = DATASET_LOADERS.get(loader).graph_keys
         self.no_extra(table, set(spec), "graph")
         by_name = {f.name: f for f in files}
         out: dict[str, Any] = {}

@@ -23,7 +23,8 @@ from graphsys.gnn.inference import (
     layerwise_inference,
     partition_ranges,
 )
-from graphsys.gnn.model import GNN, MODELS
+from graphsys.gnn.model import GNN
+from graphsys.plugins import GNN_MODELS
 from graphsys.gnn.train import (
     TrainConfig,
     _BlockSampler,
@@ -59,9 +60,10 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     et = meta["entity_type"]
     if et not in graph.entity_types:
         raise GraphsysError(f"checkpoint is for entity type {et!r}, which {graph.path} lacks")
-    if config.get("model") not in MODELS:
+    if config.get("model") not in GNN_MODELS:
         raise GraphsysError(f"{checkpoint}: a user model ({config.get('model')}); streaming "
-                            f"inference embeds the builtin models ({', '.join(MODELS)}) only")
+                            f"inference embeds the builtin models "
+                            f"({', '.join(GNN_MODELS.names())}) only")
     model = GNN(**config).to(device)
     model.load_state_dict(_split_state(state, "model."))
     n = graph.num_nodes(et)

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from graphsys.errors import ParameterError
+from graphsys.gnn.conv.spec import random_walk_sampling
 from graphsys.sampling.adjacency import Adjacency
 from graphsys.sampling.block import Block
 
@@ -33,11 +34,11 @@ def full_graph_blocks(adj: Adjacency, num_layers: int) -> list[Block]:
 
 def check_full_graph(model: str, fanouts: list[int] | None) -> None:
     """A one-line :class:`ParameterError` unless full-graph training applies: every layer
-    takes every neighbour (``fanouts`` None or all -1) and the model is not PinSage (whose
-    neighbourhoods are random-walk samples)."""
-    if model == "pinsage":
-        raise ParameterError("full_graph", "needs full neighbourhoods; pinsage samples its "
-                                           "neighbourhoods by random walks")
+    takes every neighbour (``fanouts`` None or all -1) and the model does not sample its
+    neighbourhoods by random walks (PinSage)."""
+    if random_walk_sampling(model):
+        raise ParameterError("full_graph", f"needs full neighbourhoods; {model} samples its "
+                                           f"neighbourhoods by random walks")
     if fanouts is not None and any(f != -1 for f in fanouts):
         raise ParameterError("full_graph", f"needs every neighbour in every layer (fanouts "
                                            f"-1), got fanouts {fanouts}")

@@ -1,13 +1,14 @@
 """Stacks of convolution layers: the models ``graphsys gnn`` trains.
 
-``sage``, ``gcn`` and ``gin``: ``num_layers`` convolutions ``in -> hidden -> ... -> out`` with
-ReLU and dropout between them (the last layer gives the logits / embeddings). ``gat``: as
-Veličković et al., hidden layers of ``heads`` heads of width ``hidden // heads``
-concatenated, ELU between layers, an output layer of one head, attention dropout =
-``dropout``. ``pinsage``:
-``num_layers`` :class:`PinSageConv` of width ``hidden`` (each ends with ReLU and L2
-normalisation) followed by a linear head ``hidden -> out`` (Ying et al. apply a dense
-layer after the convolutions).
+A model is named in :data:`graphsys.plugins.GNN_MODELS`, whose
+:class:`~graphsys.gnn.conv.spec.ModelSpec` (at the end of each convolution's file) builds
+its layers. ``sage``, ``gcn`` and ``gin``: ``num_layers`` convolutions ``in -> hidden ->
+... -> out`` with ReLU and dropout between them (the last layer gives the logits /
+embeddings). ``gat``: as Veličković et al., hidden layers of ``heads`` heads of width
+``hidden // heads`` concatenated, ELU between layers, an output layer of one head, attention
+dropout = ``dropout``. ``pinsage``: ``num_layers`` :class:`PinSageConv` of width ``hidden``
+(each ends with ReLU and L2 normalisation) followed by a linear head ``hidden -> out``
+(Ying et al. apply a dense layer after the convolutions).
 """
 
 from __future__ import annotations
@@ -17,17 +18,15 @@ from torch import nn
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, SAGEConv
+from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.block import Block
-
-MODELS = ("pinsage", "sage", "gcn", "gat", "gin")
 
 
 class GNN(nn.Module):
     """A ``num_layers``-layer GNN over a list of blocks (input layer first).
 
     Args:
-        model: one of :data:`MODELS`.
+        model: a name in :data:`graphsys.plugins.GNN_MODELS`.
         in_dim, hidden_dim, out_dim: feature sizes.
         num_layers: convolutions (= blocks per batch).
         dropout: dropout probability on every layer's input, raw features included
@@ -44,34 +43,14 @@ class GNN(nn.Module):
     def __init__(self, model: str, in_dim: int, hidden_dim: int, out_dim: int,
                  num_layers: int = 2, dropout: float = 0.5, heads: int = 8):
         super().__init__()
-        if model not in MODELS:
-            raise GraphsysError(f"unknown model {model!r} (models: {', '.join(MODELS)})")
+        spec = GNN_MODELS.get(model)
         if num_layers < 1:
             raise GraphsysError(f"num_layers must be >= 1, got {num_layers}")
         self.model, self.num_layers, self.dropout, self.heads = model, num_layers, dropout, heads
         self.in_dim, self.hidden_dim, self.out_dim = in_dim, hidden_dim, out_dim
-        self.convs = nn.ModuleList()
-        if model == "pinsage":
-            dims = [in_dim] + [hidden_dim] * num_layers
-            for a, b in zip(dims[:-1], dims[1:]):
-                self.convs.append(PinSageConv(a, b, b))
-            self.head = nn.Linear(hidden_dim, out_dim)
-        elif model == "gat":
-            if hidden_dim % heads:
-                raise GraphsysError(f"gat: hidden_dim {hidden_dim} is not a multiple of "
-                                    f"heads {heads}")
-            dims = [in_dim] + [hidden_dim] * (num_layers - 1)
-            for a in dims[:-1]:
-                self.convs.append(GATConv(a, hidden_dim // heads, heads, True,
-                                          attn_dropout=dropout))
-            self.convs.append(GATConv(dims[-1], out_dim, 1, False, attn_dropout=dropout))
-            self.head = None
-        else:
-            dims = [in_dim] + [hidden_dim] * (num_layers - 1) + [out_dim]
-            conv = {"sage": SAGEConv, "gcn": GCNConv, "gin": GINConv}[model]
-            for a, b in zip(dims[:-1], dims[1:]):
-                self.convs.append(conv(a, b))
-            self.head = None
+        convs, self.head = spec.layers(in_dim, hidden_dim, out_dim, num_layers, dropout, heads)
+        self.convs = nn.ModuleList(convs)
+        self._activation = spec.activation
 
     def config(self) -> dict:
         """Constructor arguments (JSON-able), as stored in checkpoints."""
@@ -85,8 +64,8 @@ class GNN(nn.Module):
         x = F.dropout(x, self.dropout, self.training)
         h = self.convs[i](x, block)
         last = i == self.num_layers - 1
-        if self.model != "pinsage" and not last:
-            h = F.elu(h) if self.model == "gat" else F.relu(h)
+        if self._activation is not None and not last:
+            h = self._activation(h)
         if last and self.head is not None:
             h = self.head(h)
         return h

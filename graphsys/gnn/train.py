@@ -17,7 +17,7 @@ nodes per class for training, then 500 validation and 1000 test nodes, with
 ``numpy.random.default_rng(0)``: Planetoid *sizes* on a seeded random node set, not the
 Planetoid pickle's node set), else a seeded 60/20/20 split of the labelled nodes. The graph
 is used undirected. Metric: accuracy of the best-validation model on the test mask.
-The model is a builtin (:data:`~graphsys.gnn.model.MODELS`), a ``module:Factory`` spec, or
+The model is a builtin (:data:`~graphsys.plugins.GNN_MODELS`), a ``module:Factory`` spec, or
 any ``nn.Module`` passed as ``model=`` (see :mod:`graphsys.gnn.custom`; trained on uniform
 neighbour samples with ``fanouts``, evaluated on full neighbourhoods); ``loss(logits, y)``
 defaults to cross-entropy.
@@ -56,11 +56,12 @@ from tqdm import tqdm
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.conv.spec import random_walk_sampling
 from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.loader import PrefetchLoader
 from graphsys.gnn.full_graph import check_full_graph, full_graph_blocks
-from graphsys.gnn.model import GNN, MODELS
+from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import WEIGHT_DECAY_LAYERS, adam
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import (
@@ -73,6 +74,7 @@ from graphsys.sampling.block import MiniBatch
 from graphsys.sampling.negative import PPRHardNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler, make_block, sample_neighbors
 from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_counts
+from graphsys.plugins import GNN_MODELS
 from graphsys.storage.graph import Graph
 
 
@@ -117,8 +119,8 @@ class TrainConfig:
     def __post_init__(self):
         if self.task not in ("node", "link"):
             raise GraphsysError(f"task must be node or link, got {self.task!r}")
-        if self.model not in MODELS and ":" not in self.model:
-            raise GraphsysError(f"model must be one of {', '.join(MODELS)} or "
+        if self.model not in GNN_MODELS and ":" not in self.model:
+            raise GraphsysError(f"model must be one of {', '.join(GNN_MODELS.names())} or "
                                 f"module:Factory, got {self.model!r}")
         for name in ("hidden", "epochs", "batch_size", "patience", "eval_every", "prefetch",
                      "heads"):
@@ -291,7 +293,8 @@ class _BlockSampler:
     def __init__(self, cfg: TrainConfig, adj: Adjacency):
         self.cfg, self.adj = cfg, adj
         self.fanouts = cfg.fanouts or [-1, -1]
-        if cfg.model == "pinsage":
+        self.walks = random_walk_sampling(cfg.model)
+        if self.walks:
             self.walkers = [RandomWalkNeighborSampler(
                 adj, adj, cfg.num_traversals, cfg.termination_prob, cfg.num_random_walks,
                 f if f > 0 else 10) for f in self.fanouts]
@@ -303,7 +306,7 @@ class _BlockSampler:
         return len(self.fanouts)
 
     def blocks(self, seeds: np.ndarray, rng_seed: int, parallel: bool):
-        if self.cfg.model != "pinsage":
+        if not self.walks:
             return self.neighbor.sample_blocks(seeds, rng_seed, parallel=parallel)
         blocks = []
         for layer in range(self.num_layers - 1, -1, -1):
@@ -316,7 +319,7 @@ class _BlockSampler:
 
     def eval_block(self, dst: np.ndarray, layer: int):
         """Full neighbourhoods (sage/gcn) or a fixed-seed PinSage sample."""
-        if self.cfg.model == "pinsage":
+        if self.walks:
             w = self.walkers[layer]
             nbr, cnt, num = w.sample(dst, derive_seed(self.cfg.seed, 7919, layer),
                                      parallel=False)
@@ -337,7 +340,7 @@ def build_node_model(cfg: TrainConfig, dims: dict[str, Any]) -> nn.Module:
     """The node task's model of ``cfg.model``: a builtin :class:`GNN` (``cfg.heads`` heads
     for gat) or a ``module:Factory`` spec called with ``dims``
     (:func:`node_model_dims`)."""
-    if cfg.model in MODELS:
+    if cfg.model in GNN_MODELS:
         return GNN(cfg.model, heads=cfg.heads, **dims)
     model = load_factory(cfg.model)(**dims)
     if not isinstance(model, nn.Module):

@@ -42,10 +42,11 @@ from graphsys.storage.atomic import replacement_directory, sync_filesystem, writ
 from graphsys.storage.format import (
     MANIFEST, SAFE_NAME, EntityType, Manifest, index_file, node_file, read_manifest,
 )
-from graphsys.storage.ingest import (
-    MAX_PARTITION_NODES, EdgeSource, IngestOptions, IngestReport, _file_entry, _IdIndex,
-    _IngestJob, edge_set_names, peak_rss_bytes, write_edge_sets,
-)
+from graphsys.storage.ids import IdIndex
+from graphsys.storage.ingest import edge_set_names, peak_rss_bytes, write_edge_sets
+from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport
+from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
+from graphsys.storage.node_files import file_entry
 
 
 def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
@@ -80,7 +81,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         raise GraphsysError("undirected needs relations whose lhs and rhs entity types are "
                             "the same")
     with replacement_directory(graph) as staging:
-        job = _IngestJob(edges, (), opts, staging)
+        job = IngestJob(edges, (), opts, staging)
         job.read_all()
         old_ids = {t: _stored_ids(graph, m, t) for t in m.entity_types}
         added: dict[str, int] = {}
@@ -138,7 +139,7 @@ def _as_numpy_or_strings(parts: list[pa.Array], id_type: str):
     return arr.to_numpy(zero_copy_only=False) if id_type == "int64" else arr
 
 
-def _new_ids(index: _IdIndex, old_ids: dict[str, list[pa.Array]], etype: str,
+def _new_ids(index: IdIndex, old_ids: dict[str, list[pa.Array]], etype: str,
              id_type: str) -> np.ndarray | pa.Array:
     """Ids of the new edges for ``etype`` that the graph does not have yet, sorted."""
     ids = index.ids
@@ -165,7 +166,7 @@ def _new_ids(index: _IdIndex, old_ids: dict[str, list[pa.Array]], etype: str,
     return new
 
 
-def _extend_mapping(job: _IngestJob, etype: str, old_parts: list[pa.Array], new,
+def _extend_mapping(job: IngestJob, etype: str, old_parts: list[pa.Array], new,
                     et: EntityType) -> np.ndarray:
     """Set ``job.index/part/local/sizes[etype]`` over the old nodes plus ``new``: old nodes
     keep (partition, offset); new ones are appended round-robin, smallest partition first.
@@ -195,7 +196,7 @@ def _extend_mapping(job: _IngestJob, etype: str, old_parts: list[pa.Array], new,
         all_ids = pa.concat_arrays([old, pa.array(new).cast(pa.large_string())])
         by_id = pc.sort_indices(all_ids).to_numpy()
         sorted_ids = all_ids.take(pa.array(by_id))
-    job.index[etype] = _IdIndex(etype, sorted_ids, None)
+    job.index[etype] = IdIndex(etype, sorted_ids, None)
     job.part[etype] = np.concatenate([old_part, new_part])[by_id]
     job.local[etype] = np.concatenate([old_local, new_local])[by_id]
     job.sizes[etype] = [int(s) for s in grown]
@@ -232,7 +233,7 @@ def _write_grown_partitions(graph: Path, etype: str, et: EntityType, new,
         table = pa.table(arrays)
         with paipc.new_file(str(path), table.schema) as w:
             w.write_table(table, max_chunksize=max(table.num_rows, 1))
-        files[rel] = _file_entry(path)
+        files[rel] = file_entry(path)
 
 
 def _link_unchanged(graph: Path, staging: Path, files: dict[str, dict[str, Any]]) -> None:

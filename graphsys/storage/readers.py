@@ -25,9 +25,6 @@ from graphsys.errors import InputError
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("auto", "tsv", "csv", "parquet", "arrow")
-#: Format name of an in-memory :class:`pyarrow.Table` / record-batch source.
-MEMORY = "memory"
 #: Bytes read from the input per text block.
 TEXT_BLOCK_BYTES = 16 << 20
 #: Rows per batch read from Parquet/Arrow inputs.
@@ -51,23 +48,6 @@ class RawEdgeBatch:
     @property
     def num_rows(self) -> int:
         return len(next(iter(self.columns.values())))
-
-
-def detect_format(path: Path, fmt: str) -> str:
-    """Resolve ``auto`` from the file name (``.parquet``, ``.arrow``/``.feather``/``.ipc``,
-    ``.csv``); anything else is read as delimited text (``tsv``, delimiter sniffed)."""
-    if fmt != "auto":
-        return fmt
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    if name.endswith(".parquet") or name.endswith(".pq"):
-        return "parquet"
-    if name.endswith((".arrow", ".feather", ".ipc")):
-        return "arrow"
-    if name.endswith(".csv"):
-        return "csv"
-    return "tsv"
 
 
 class _FilteredText(io.RawIOBase):

@@ -20,8 +20,8 @@ def test_registry_names():
 
 
 def test_unknown_name():
-    with pytest.raises(ValueError, match=r"unknown partitioner 'metis'; "
-                                         r"valid: degree, fennel, hash, range$"):
+    with pytest.raises(ValueError, match=r"unknown partitioner 'metis' "
+                                         r"\(known: degree, fennel, hash, range\)$"):
         get_partitioner("metis", 4)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from graphsys.bsp.algorithms._common import execute, open_if_path, symmetric
+from graphsys.bsp.algorithms._common import symmetric
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.program import ModeCombiner, VertexProgram
 
 
@@ -64,15 +65,24 @@ class LabelPropagation(_LabelProgram):
 
 
 def wcc(graph, *, max_iters: int | None = None, **run_kwargs):
-    """Component label (smallest global id in the component, float64 (N,)) of every node."""
-    graph = open_if_path(graph)
-    prog = WCC(both_ways=not symmetric(graph, run_kwargs.get("edge_set")))
-    return execute(graph, prog, max_iters or graph.num_nodes() + 1, **run_kwargs)
+    """Component label (smallest global id in the component, float64 (N,)) of every node;
+    at most ``max_iters`` supersteps (default N + 1)."""
+    return WCC_SPEC.run(graph, max_iters=max_iters, **run_kwargs)
 
 
-def label_propagation(graph, *, max_iters: int = 20, **run_kwargs):
+def label_propagation(graph, *, max_iters: int | None = None, **run_kwargs):
     """Community label (a global id, float64 (N,)) of every node; at most ``max_iters``
-    supersteps (synchronous LPA can oscillate)."""
-    graph = open_if_path(graph)
-    prog = LabelPropagation(both_ways=not symmetric(graph, run_kwargs.get("edge_set")))
-    return execute(graph, prog, max_iters, **run_kwargs)
+    supersteps (default 20: synchronous LPA can oscillate)."""
+    return LPA_SPEC.run(graph, max_iters=max_iters, **run_kwargs)
+
+
+def _wcc_program(graph, *, edge_set=None):
+    return WCC(both_ways=not symmetric(graph, edge_set))
+
+
+def _lpa_program(graph, *, edge_set=None):
+    return LabelPropagation(both_ways=not symmetric(graph, edge_set))
+
+
+WCC_SPEC = AlgorithmSpec("wcc", _wcc_program, lambda n: n + 1)
+LPA_SPEC = AlgorithmSpec("lpa", _lpa_program, lambda n: 20)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from graphsys.bsp.algorithms._common import execute, open_if_path
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import GraphsysError
 
@@ -70,12 +70,23 @@ class HITS(VertexProgram):
         return torch.stack([state["hub"], state["auth"]], 1)
 
 
-def hits(graph, *, tol: float = 1e-8, max_iters: int = 200, **run_kwargs):
+def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None, **run_kwargs):
     """Hub and authority scores: :class:`~graphsys.bsp.engine.Result` with float64 (N, 2)
     values (column 0 hubs, column 1 authorities, each summing to 1); ``max_iters``
-    supersteps = ``max_iters / 2`` power iterations."""
-    graph = open_if_path(graph)
-    res = execute(graph, HITS(tol), max_iters, **run_kwargs)
+    supersteps (default 200) = ``max_iters / 2`` power iterations."""
+    return HITS_SPEC.run(graph, tol=tol, max_iters=max_iters, **run_kwargs)
+
+
+def _hits_program(graph, *, edge_set=None, tol: float = 1e-8):
+    return HITS(tol)
+
+
+def _normalise(res):
+    """Scale each column of ``res.values`` to sum to 1."""
     total = res.values.sum(axis=0)
     res.values = res.values / np.where(total > 0, total, 1.0)
     return res
+
+
+HITS_SPEC = AlgorithmSpec("hits", _hits_program, lambda n: 200, parameters=("tol",),
+                          finish=_normalise)

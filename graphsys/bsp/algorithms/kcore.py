@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from graphsys.bsp.algorithms._common import execute, open_if_path, symmetric
+from graphsys.bsp.algorithms._common import symmetric
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.program import VertexProgram
 
 
@@ -55,6 +56,12 @@ class KCore(VertexProgram):
 
 def kcore(graph, *, max_iters: int | None = None, **run_kwargs):
     """Core number of every node, float64 (N,)."""
-    graph = open_if_path(graph)
-    prog = KCore(both_ways=not symmetric(graph, run_kwargs.get("edge_set")))
-    return execute(graph, prog, max_iters or 4 * graph.num_nodes() + 4, **run_kwargs)
+    return KCORE_SPEC.run(graph, max_iters=max_iters, **run_kwargs)
+
+
+def _kcore_program(graph, *, edge_set=None):
+    return KCore(both_ways=not symmetric(graph, edge_set))
+
+
+#: At most 4N + 4 supersteps: every superstep removes at least one node or raises k.
+KCORE_SPEC = AlgorithmSpec("kcore", _kcore_program, lambda n: 4 * n + 4)

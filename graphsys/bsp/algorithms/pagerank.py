@@ -16,7 +16,8 @@ import numba
 import numpy as np
 import torch
 
-from graphsys.bsp.algorithms._common import execute, open_if_path
+from graphsys.bsp.algorithms._common import execute, open_if_path, source_index
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.program import VertexProgram
 from graphsys.device import host_array
@@ -131,16 +132,17 @@ def _update_pass(combined, rank, inv_deg, p, damping, base, scale, send):
     return delta, dangling
 
 
-def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int = 100,
+def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
              **run_kwargs):
     """PageRank of every node: :class:`~graphsys.bsp.engine.Result` with float64 (N,) ranks
-    summing to 1. ``run_kwargs`` go to :func:`graphsys.bsp.engine.run` (mode, device, ...)."""
-    graph = open_if_path(graph)
-    return execute(graph, PageRank(damping, tol), max_iters, **run_kwargs)
+    summing to 1; at most ``max_iters`` supersteps (default 100). ``run_kwargs`` go to
+    :func:`graphsys.bsp.engine.run` (mode, device, ...)."""
+    return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
+                             **run_kwargs)
 
 
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
-                          tol: float = 1e-6, max_iters: int = 100, **run_kwargs):
+                          tol: float = 1e-6, max_iters: int | None = None, **run_kwargs):
     """PageRank teleporting to ``sources`` (original node ids; ``weights`` optional,
     default equal) instead of uniformly; dangling mass follows the same distribution."""
     graph = open_if_path(graph)
@@ -156,7 +158,26 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     np.add.at(p, idx, w)
     prog = PageRank(damping, tol, personalization=p)
     prog.name = "ppr"
-    return execute(graph, prog, max_iters, **run_kwargs)
+    return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **run_kwargs)
+
+
+def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6):
+    return PageRank(damping, tol)
+
+
+def _ppr_program(graph, *, source, edge_set=None, damping: float = 0.85, tol: float = 1e-6):
+    """PageRank teleporting to the one node ``source`` (an original id)."""
+    p = np.zeros(graph.num_nodes(), np.float64)
+    p[source_index(graph, source)] = 1.0
+    prog = PageRank(damping, tol, personalization=p)
+    prog.name = "ppr"
+    return prog
+
+
+PAGERANK_SPEC = AlgorithmSpec("pagerank", _pagerank_program, lambda n: 100,
+                              parameters=("damping", "tol"))
+PPR_SPEC = AlgorithmSpec("ppr", _ppr_program, lambda n: 100, needs_source=True,
+                         parameters=("damping", "tol"))
 
 
 class PageRankRows(PageRank):

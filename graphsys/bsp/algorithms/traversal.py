@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from graphsys.bsp.algorithms._common import (
-    check_weights_non_negative,
-    execute,
-    open_if_path,
-    source_index,
-)
+from graphsys.bsp.algorithms._common import check_weights_non_negative, source_index
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.program import VertexProgram
 
 INF = float("inf")
@@ -82,16 +78,25 @@ class SSSP(VertexProgram):
 
 
 def bfs(graph, source, *, max_iters: int | None = None, **run_kwargs):
-    """BFS levels (float64 (N,), ``inf`` unreachable) from the original node id ``source``."""
-    graph = open_if_path(graph)
-    prog = BFS(source_index(graph, source))
-    return execute(graph, prog, max_iters or graph.num_nodes() + 1, **run_kwargs)
+    """BFS levels (float64 (N,), ``inf`` unreachable) from the original node id ``source``;
+    at most ``max_iters`` supersteps (default N + 1)."""
+    return BFS_SPEC.run(graph, source, max_iters=max_iters, **run_kwargs)
 
 
 def sssp(graph, source, *, max_iters: int | None = None, **run_kwargs):
     """Shortest-path distances (float64 (N,), ``inf`` unreachable) from ``source``; raises
     GraphsysError on a negative (or NaN) weight before running."""
-    graph = open_if_path(graph)
-    check_weights_non_negative(graph, run_kwargs.get("edge_set"))
-    prog = SSSP(source_index(graph, source))
-    return execute(graph, prog, max_iters or graph.num_nodes() + 1, **run_kwargs)
+    return SSSP_SPEC.run(graph, source, max_iters=max_iters, **run_kwargs)
+
+
+def _bfs_program(graph, *, source, edge_set=None):
+    return BFS(source_index(graph, source))
+
+
+def _sssp_program(graph, *, source, edge_set=None):
+    check_weights_non_negative(graph, edge_set)
+    return SSSP(source_index(graph, source))
+
+
+BFS_SPEC = AlgorithmSpec("bfs", _bfs_program, lambda n: n + 1, needs_source=True)
+SSSP_SPEC = AlgorithmSpec("sssp", _sssp_program, lambda n: n + 1, needs_source=True)

@@ -6,7 +6,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from graphsys.errors import GraphsysError
 from graphsys.gnn.conv._base import check_input
+from graphsys.gnn.conv.spec import ModelSpec
 from graphsys.sampling.block import Block
 
 
@@ -84,3 +86,18 @@ class GATConv(nn.Module):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.in_dim}, {self.out_dim}, heads={self.heads})"
+
+
+def _gat_layers(in_dim, hidden_dim, out_dim, num_layers, dropout, heads):
+    """As Veličković et al.: hidden layers of ``heads`` heads of width ``hidden_dim //
+    heads`` concatenated, an output layer of one head; attention dropout = ``dropout``."""
+    if hidden_dim % heads:
+        raise GraphsysError(f"gat: hidden_dim {hidden_dim} is not a multiple of heads {heads}")
+    dims = [in_dim] + [hidden_dim] * (num_layers - 1)
+    convs = [GATConv(a, hidden_dim // heads, heads, True, attn_dropout=dropout)
+             for a in dims[:-1]]
+    convs.append(GATConv(dims[-1], out_dim, 1, False, attn_dropout=dropout))
+    return convs, None
+
+
+GAT_MODEL = ModelSpec(_gat_layers, F.elu)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from graphsys.gnn.conv._base import check_input, scatter_sum
+from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.sampling.block import Block
 
 
@@ -53,3 +55,6 @@ class GINConv(nn.Module):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.in_dim}, {self.out_dim})"
+
+
+GIN_MODEL = ModelSpec(stacked(GINConv), F.relu)

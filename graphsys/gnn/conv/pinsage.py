@@ -7,6 +7,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from graphsys.gnn.conv._base import check_input, scatter_sum, segment_weights_sum
+from graphsys.gnn.conv.spec import ModelSpec
 from graphsys.sampling.block import Block
 
 
@@ -77,3 +78,14 @@ class PinSageConv(nn.Module):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({self.in_dim}, {self.out_dim}, "
                 f"hidden={self.hidden_dim}, normalize={self.normalize})")
+
+
+def _pinsage_layers(in_dim, hidden_dim, out_dim, num_layers, dropout, heads):
+    """``num_layers`` convolutions of width ``hidden_dim`` (each ends with ReLU and L2
+    normalisation), then a linear head ``hidden_dim -> out_dim`` (Ying et al.)."""
+    dims = [in_dim] + [hidden_dim] * num_layers
+    return [PinSageConv(a, b, b) for a, b in zip(dims[:-1], dims[1:])], \
+        nn.Linear(hidden_dim, out_dim)
+
+
+PINSAGE_MODEL = ModelSpec(_pinsage_layers, None, sampler="random_walk")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from graphsys.gnn.conv._base import check_input, scatter_sum, segment_weights_sum
+from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.sampling.block import Block
 
 
@@ -63,3 +65,6 @@ class SAGEConv(nn.Module):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.in_dim}, {self.out_dim}, aggr='mean')"
+
+
+SAGE_MODEL = ModelSpec(stacked(SAGEConv), F.relu)

@@ -1,0 +1,81 @@
+"""What the registry knows of a vertex algorithm: :class:`AlgorithmSpec`.
+
+``graphsys run ALGO``, ``graphsys profile ALGO`` and the Python front-ends
+(:func:`~graphsys.bsp.algorithms.pagerank.pagerank`, ...) all build their program and their
+default superstep limit from the spec registered under ``ALGO`` in
+:data:`graphsys.plugins.ALGORITHMS`; the rules live here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphsys.bsp.algorithms._common import open_if_path
+from graphsys.bsp.engine import Result
+from graphsys.bsp.engine import run as run_program
+from graphsys.bsp.program import VertexProgram
+from graphsys.errors import GraphsysError, ParameterError
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """A vertex algorithm as the CLI, the profiler and the front-ends see it.
+
+    Attributes:
+        name: the registry name (``"pagerank"``).
+        program: ``program(graph, source=, edge_set=, **params) -> VertexProgram``: the
+            program a run executes and the profiler profiles; ``source`` is the original id
+            of the source node (None when :attr:`needs_source` is false), ``params`` are
+            among :attr:`parameters` (left out: the program's defaults).
+        default_max_iters: ``default_max_iters(num_nodes) -> int``, the superstep limit
+            when the caller gives none.
+        needs_source: whether the algorithm starts from one source node.
+        parameters: the algorithm's tunable keyword parameters besides ``max_iters``
+            (``("damping", "tol")``); the CLI refuses the others' flags.
+        finish: optional ``finish(result) -> Result`` applied to the engine's result
+            (e.g. HITS normalises its scores); not part of what the profiler measures.
+    """
+
+    name: str
+    program: Callable[..., VertexProgram]
+    default_max_iters: Callable[[int], int]
+    needs_source: bool = False
+    parameters: tuple[str, ...] = ()
+    finish: Callable[[Result], Result] | None = None
+
+    def max_iters(self, graph, max_iters: int | None = None) -> int:
+        """``max_iters`` when given, else the default limit for ``graph``."""
+        return max_iters if max_iters is not None else self.default_max_iters(
+            graph.num_nodes())
+
+    def check_source(self, source) -> None:
+        """ParameterError when a source is missing or given where none is taken."""
+        if self.needs_source and source is None:
+            raise ParameterError("source", f"is required by {self.name}")
+        if not self.needs_source and source is not None:
+            raise ParameterError("source", f"is not taken by {self.name}")
+
+    def make(self, graph, *, source=None, edge_set: str | None = None,
+             **params: Any) -> VertexProgram:
+        """The program for ``graph``: ``params`` outside :attr:`parameters` are refused and
+        None values left to the program's defaults."""
+        unknown = sorted(set(params) - set(self.parameters))
+        if unknown:
+            raise GraphsysError(f"{self.name} takes no parameter {', '.join(unknown)}")
+        given = {k: v for k, v in params.items() if v is not None}
+        if self.needs_source:
+            return self.program(graph, source=source, edge_set=edge_set, **given)
+        return self.program(graph, edge_set=edge_set, **given)
+
+    def run(self, graph, source=None, *, max_iters: int | None = None, **kwargs: Any) -> Result:
+        """Run on ``graph`` (an opened Graph or a directory): ``kwargs`` among
+        :attr:`parameters` configure the program, the rest go to
+        :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...)."""
+        graph = open_if_path(graph)
+        params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}
+        self.check_source(source)
+        prog = self.make(graph, source=source, edge_set=kwargs.get("edge_set"), **params)
+        result = run_program(graph, prog, max_iters=self.max_iters(graph, max_iters), **kwargs)
+        return self.finish(result) if self.finish is not None else result

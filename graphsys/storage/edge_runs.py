@@ -1,0 +1,180 @@
+"""The external sort of ingest's passes 2 and 3: an edge set's buckets as sorted in-memory
+columns or on-disk runs (:class:`RoutedBuckets`), read back in blocks (:class:`RunReader`),
+and written to a bucket's Arrow IPC file in fixed-size record batches
+(:class:`BucketWriter`). Edges are ``key = src << 32 | dst`` (uint64, local offsets) with
+optional ``rel`` (int32) and ``weight`` (float32) columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as paipc
+
+
+class RoutedBuckets:
+    """The buckets of one edge set after routing: sorted in memory, or runs on disk in input
+    order (``rundir/{b}.key``, ``.rel``, ``.weight``; ``runs[b]`` = the runs' lengths), sorted
+    when the bucket is written."""
+
+    def __init__(self, rundir: Path, has_rel: bool, has_weight: bool):
+        self.rundir = rundir
+        self.has_rel, self.has_weight = has_rel, has_weight
+        self.fields = [("key", np.uint64)] + ([("rel", np.int32)] if has_rel else []) + (
+            [("weight", np.float32)] if has_weight else [])
+        self.runs: dict[int, list[int]] = {}
+        self.memory: dict[int, dict[str, np.ndarray]] = {}
+
+    @property
+    def buckets(self) -> list[int]:
+        return sorted(set(self.runs) | set(self.memory))
+
+    def append_run(self, b: int, cols: dict[str, np.ndarray]) -> None:
+        for f, _ in self.fields:
+            with open(self.rundir / f"{b}.{f}", "ab") as fh:
+                cols[f].tofile(fh)
+        self.runs.setdefault(b, []).append(len(cols["key"]))
+
+    def read_all(self, b: int) -> dict[str, np.ndarray]:
+        """Every row of bucket ``b``'s runs, in the order they were appended."""
+        return {f: np.fromfile(self.rundir / f"{b}.{f}", dtype=dt) for f, dt in self.fields}
+
+    def sort_runs(self, b: int) -> None:
+        """Sort each of bucket ``b``'s runs in place (stably: input order among equal
+        edges is kept, so a dedupe in the merge keeps the first), one run in memory at a
+        time, so that they can be k-way merged."""
+        start = 0
+        for n in self.runs[b]:
+            cols = {}
+            for f, dt in self.fields:
+                with open(self.rundir / f"{b}.{f}", "rb") as fh:
+                    fh.seek(start * np.dtype(dt).itemsize)
+                    cols[f] = np.fromfile(fh, dtype=dt, count=n)
+            cols = sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"), False)
+            for f, dt in self.fields:
+                with open(self.rundir / f"{b}.{f}", "r+b") as fh:
+                    fh.seek(start * np.dtype(dt).itemsize)
+                    cols[f].tofile(fh)
+            start += n
+
+    def drop(self, b: int) -> None:
+        for f, _ in self.fields:
+            (self.rundir / f"{b}.{f}").unlink(missing_ok=True)
+
+
+class RunReader:
+    """Buffered reader of one sorted run (a slice of a bucket's run files)."""
+
+    def __init__(self, rundir: Path, b: int, fields, start: int, length: int):
+        self.paths = {f: rundir / f"{b}.{f}" for f, _ in fields}
+        self.dtypes = dict(fields)
+        self.pos = int(start)
+        self.end = int(start + length)
+        self.buf = {f: np.zeros(0, dt) for f, dt in fields}
+
+    @property
+    def buffered(self) -> bool:
+        return len(self.buf["key"]) > 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.pos >= self.end
+
+    def fill(self, rows: int) -> None:
+        want = min(rows - len(self.buf["key"]), self.end - self.pos)
+        if want <= 0:
+            return
+        for f, dt in self.dtypes.items():
+            with open(self.paths[f], "rb") as fh:
+                fh.seek(self.pos * np.dtype(dt).itemsize)
+                more = np.fromfile(fh, dtype=dt, count=want)
+            self.buf[f] = np.concatenate([self.buf[f], more]) if len(self.buf[f]) else more
+        self.pos += want
+
+    def consume(self, n: int) -> None:
+        self.buf = {f: v[n:] for f, v in self.buf.items()}
+
+
+class BucketWriter:
+    """Writes sorted (key, rel, weight) blocks to a bucket's Arrow IPC file in record batches
+    of exactly ``batch_rows`` rows (the last one shorter)."""
+
+    def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int):
+        fields = [pa.field("src", pa.int32(), nullable=False),
+                  pa.field("dst", pa.int32(), nullable=False)]
+        if has_rel:
+            fields.append(pa.field("rel", pa.int32(), nullable=False))
+        if has_weight:
+            fields.append(pa.field("weight", pa.float32(), nullable=False))
+        self.schema = pa.schema(fields)
+        self.path = path
+        self.batch_rows = batch_rows
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.buffered = 0
+        self.rows = 0
+
+    def __enter__(self) -> BucketWriter:
+        self.writer = paipc.new_file(str(self.path), self.schema)
+        return self
+
+    def write(self, cols: dict[str, np.ndarray]) -> None:
+        self.parts.append(cols)
+        self.buffered += len(cols["key"])
+        while self.buffered >= self.batch_rows:
+            self._emit(self.batch_rows)
+
+    def _emit(self, n: int) -> None:
+        merged = ({f: np.concatenate([c[f] for c in self.parts]) for f in self.parts[0]}
+                  if len(self.parts) > 1 else self.parts[0])
+        head = {f: v[:n] for f, v in merged.items()}
+        rest = {f: v[n:] for f, v in merged.items()}
+        key = head["key"]
+        arrays = [pa.array((key >> np.uint64(32)).astype(np.int32)),
+                  pa.array((key & np.uint64(0xFFFFFFFF)).astype(np.int32))]
+        if "rel" in self.schema.names:
+            arrays.append(pa.array(head["rel"]))
+        if "weight" in self.schema.names:
+            arrays.append(pa.array(head["weight"]))
+        self.writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self.rows += len(key)
+        self.buffered -= len(key)
+        self.parts = [rest] if len(rest["key"]) else []
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None and self.buffered:
+            self._emit(self.buffered)
+        self.writer.close()
+
+
+def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray | None,
+                    dedupe: bool, presorted: bool = False,
+                    sorted_runs: bool = False) -> dict[str, np.ndarray]:
+    """Sort edges by (key, rel), stably (input order among equal edges is kept), and drop
+    repeated (key, rel) after the first if ``dedupe``. ``sorted_runs``: the input is a
+    concatenation of sorted runs (a merge), which a stable sort (timsort) merges in
+    O(n log runs)."""
+    if not presorted:
+        if rel is None and weight is None:
+            # no payload: ties are indistinguishable, any sort will do
+            key = np.sort(key, kind="stable" if sorted_runs else "quicksort")
+        else:
+            order = np.argsort(key, kind="stable") if rel is None else np.lexsort((rel, key))
+            key = key[order]
+            rel = rel[order] if rel is not None else None
+            weight = weight[order] if weight is not None else None
+    if dedupe and len(key) > 1:
+        keep = np.ones(len(key), bool)
+        same = key[1:] == key[:-1]
+        if rel is not None:
+            same &= rel[1:] == rel[:-1]
+        keep[1:] = ~same
+        key = key[keep]
+        rel = rel[keep] if rel is not None else None
+        weight = weight[keep] if weight is not None else None
+    cols = {"key": key}
+    if rel is not None:
+        cols["rel"] = rel
+    if weight is not None:
+        cols["weight"] = weight
+    return cols

@@ -1,0 +1,180 @@
+"""Node ids during ingest: the set of original ids of each entity type, collected batch by
+batch in bounded memory (:class:`IdCollector`), and the sorted index that maps them to dense
+node indices (:class:`IdIndex`); plus the normalisation of id columns as read
+(:func:`id_column`, :func:`ids_array`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphsys.errors import InputError
+from graphsys.storage import kernels
+
+
+class IdCollector:
+    """The set of original ids of one entity type, built batch by batch.
+
+    Integer ids in [0, cap) are marked in a byte map; other integers go to sorted runs that are
+    merged when they grow; any non-integer id turns the type into a string-id type (integers
+    then compare by their decimal text).
+    """
+
+    def __init__(self, name: str, memory_limit: int):
+        self.name = name
+        self.cap = min(2**32, max(memory_limit // 4, 1 << 20))
+        self.seen = np.zeros(1 << 16, np.uint8)
+        self.bytemap = True
+        self.int_runs: list[np.ndarray] = []
+        self.str_runs: list[pa.Array] = []
+        self.is_string = False
+        self._pending = 0
+        self._compact_at = max(memory_limit // 32, 1 << 20)
+
+    def add(self, ids: np.ndarray | pa.Array) -> None:
+        if isinstance(ids, np.ndarray):
+            if self.is_string:
+                self.str_runs.append(pc.unique(pa.array(ids).cast(pa.large_string())))
+                self._maybe_compact(len(ids))
+                return
+            if self.bytemap and len(ids):
+                lo, hi = int(ids.min()), int(ids.max())
+                if lo >= 0 and hi < self.cap:
+                    if hi >= len(self.seen):
+                        grown = np.zeros(max(hi + 1, 2 * len(self.seen)), np.uint8)
+                        grown[: len(self.seen)] = self.seen
+                        self.seen = grown
+                    kernels.mark_seen(ids, self.seen)
+                    return
+                self.bytemap = False
+                self.int_runs.append(np.flatnonzero(self.seen).astype(np.int64))
+                self.seen = np.zeros(0, np.uint8)
+            if not self.bytemap:
+                self.int_runs.append(np.unique(ids))
+                self._maybe_compact(len(ids))
+        else:
+            if not self.is_string:
+                self._to_strings()
+            self.str_runs.append(pc.unique(ids.cast(pa.large_string())))
+            self._maybe_compact(len(ids))
+
+    def _to_strings(self) -> None:
+        ints = self._int_ids()
+        self.is_string = True
+        self.bytemap = False
+        self.seen = np.zeros(0, np.uint8)
+        self.int_runs = []
+        self.str_runs = [pa.array(ints).cast(pa.large_string())] if len(ints) else []
+
+    def _maybe_compact(self, n: int) -> None:
+        self._pending += n
+        if self._pending >= self._compact_at:
+            self._pending = 0
+            if self.is_string:
+                self.str_runs = [pc.unique(pa.chunked_array(self.str_runs,
+                                                            pa.large_string()).combine_chunks())]
+            else:
+                self.int_runs = [np.unique(np.concatenate(self.int_runs))]
+
+    def _int_ids(self) -> np.ndarray:
+        if self.bytemap:
+            return np.flatnonzero(self.seen).astype(np.int64)
+        return np.unique(np.concatenate(self.int_runs)) if self.int_runs else np.zeros(0, np.int64)
+
+    def finish(self) -> IdIndex:
+        if self.is_string:
+            arr = (pa.chunked_array(self.str_runs, pa.large_string()).combine_chunks()
+                   if self.str_runs else pa.array([], pa.large_string()))
+            arr = pc.unique(arr)
+            arr = arr.take(pc.sort_indices(arr))
+            return IdIndex(self.name, arr, None)
+        ids = self._int_ids()
+        dense = None
+        if self.bytemap and len(ids):
+            dense = np.full(int(ids[-1]) + 1, -1, np.int64)
+            dense[ids] = np.arange(len(ids), dtype=np.int64)
+        return IdIndex(self.name, ids, dense)
+
+
+@dataclass
+class IdIndex:
+    """Sorted unique ids of one entity type and the map from original id to dense index."""
+
+    name: str
+    ids: np.ndarray | pa.Array
+    dense: np.ndarray | None  # direct lookup table for small non-negative integer ids
+
+    @property
+    def is_string(self) -> bool:
+        return not isinstance(self.ids, np.ndarray)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def lookup(self, values: np.ndarray | pa.Array) -> np.ndarray:
+        """Dense index (int64) of every id; every id must be present."""
+        if self.is_string:
+            if isinstance(values, np.ndarray):
+                values = pa.array(values).cast(pa.large_string())
+            out = kernels.lookup_strings(self.ids, values)
+        elif self.dense is not None:
+            out = kernels.gather(self.dense, values)
+        else:
+            out = kernels.lookup_ints(self.ids, values)
+        return out
+
+
+def id_column(arr: pa.Array | pa.ChunkedArray, role: str, path: Path) -> pa.Array:
+    """An id column as read: integers (int8..int64, uint8..uint64 within int64) or strings
+    (dictionary-encoded ones decoded); any other type is a one-line :class:`InputError`
+    (float, bool, binary, list ids are not guessed at: see docs/format.md)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_unsigned_integer(arr.type) and len(arr) and arr.type.bit_width == 64:
+        big = pc.fill_null(pc.greater(arr, pa.scalar(2**63 - 1, pa.uint64())), False)
+        if pc.any(big).as_py():
+            i = int(np.flatnonzero(big.to_numpy(zero_copy_only=False))[0])
+            raise InputError(f"{role} id {arr[i].as_py()} (row {i} of a batch) does not fit "
+                             f"int64", path=path)
+    if not (pa.types.is_integer(arr.type) or pa.types.is_string(arr.type)
+            or pa.types.is_large_string(arr.type)):
+        raise InputError(f"{role} column has type {arr.type}: ids must be integers or "
+                         f"strings", path=path)
+    return arr
+
+
+#: Integer text of at most 18 significant digits (always within int64).
+_INT_TEXT = r"^-?0*[0-9]{1,18}$"
+
+
+def ids_array(arr: pa.Array) -> np.ndarray | pa.Array:
+    """int64 NumPy ids when every value is an integer, else the ids as a large_string array
+    in which integer text is canonical (``"01"``, ``"+1"`` and ``1`` are the same node in
+    both cases: the result does not depend on the other ids of the input)."""
+    if pa.types.is_integer(arr.type):
+        return arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        if pc.any(pc.starts_with(arr, "+")).as_py():
+            arr = pc.replace_substring_regex(arr, r"^\+([0-9])", r"\1")  # "+1" is 1
+        try:
+            return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)
+        except pa.ArrowInvalid:
+            arr = arr.cast(pa.large_string())
+            is_int = pc.fill_null(pc.match_substring_regex(arr, _INT_TEXT), False)
+            if not pc.any(is_int).as_py():
+                return arr
+            ints = pc.cast(pc.if_else(is_int, arr, pa.scalar("0", pa.large_string())),
+                           pa.int64())
+            return pc.if_else(is_int, pc.cast(ints, pa.large_string()), arr)
+    return arr.cast(pa.large_string())
+
+
+def take_rows(ids: np.ndarray | pa.Array, mask: np.ndarray):
+    """The ids at the True rows of ``mask`` (same kind as ``ids``)."""
+    return ids[mask] if isinstance(ids, np.ndarray) else ids.filter(pa.array(mask))

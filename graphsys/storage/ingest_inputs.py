@@ -1,0 +1,94 @@
+"""What :func:`graphsys.storage.ingest.ingest` reads (:class:`EdgeSource`,
+:class:`NodeSource`), how (:class:`IngestOptions`) and what it reports
+(:class:`IngestReport`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from graphsys.storage.format import (
+    DEFAULT_EDGE_SET,
+    DEFAULT_ENTITY_TYPE,
+    DEFAULT_MAX_BATCH_ROWS,
+    RelationType,
+)
+
+
+@dataclass
+class EdgeSource:
+    """One edge input: files of one edge set, and how to read their columns.
+
+    Columns are named (header / Parquet name) or 0-based indices; defaults: src = first
+    column (or ``src``), dst = second (or ``dst``). ``relation`` gives every edge of this
+    source one relation when there is no ``rel_col``. Instead of ``paths``, ``table`` may
+    hold the edges in memory (a :class:`pyarrow.Table` or record batches; ids as integer or
+    string columns), read by the same passes; errors then name row numbers of ``table``.
+    """
+
+    paths: Sequence[str | Path] = ()
+    edge_set: str = DEFAULT_EDGE_SET
+    format: str = "auto"
+    src_col: str | int | None = None
+    dst_col: str | int | None = None
+    rel_col: str | int | None = None
+    weight_col: str | int | None = None
+    relation: str | None = None
+    delimiter: str | None = None
+    header: bool | None = None
+    comment: str = "#%"
+    table: Any = None
+
+
+@dataclass
+class NodeSource:
+    """A table of nodes of one entity type: column ``id`` plus optional node columns.
+
+    Column kinds by Arrow type: fixed-size list of float32 = features, integer = label
+    (-1 = unknown), bool = mask. Nodes that only appear in edges get zeros / -1 / False.
+    """
+
+    table: pa.Table
+    entity_type: str = DEFAULT_ENTITY_TYPE
+
+
+@dataclass
+class IngestOptions:
+    """Options of :func:`ingest`; ``memory_limit`` is in bytes."""
+
+    num_partitions: int = 1
+    partitioner: str = "hash"
+    partitioner_params: dict[str, Any] | None = None
+    seed: int = 0
+    undirected: bool = False
+    dedupe: bool = False
+    drop_self_loops: bool = False
+    memory_limit: int = 2_000_000_000
+    on_bad_line: str = "error"
+    progress: bool = False
+    relation_types: list[RelationType] | None = None
+    max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS
+    #: JSON-able provenance stored as the manifest's ``metadata`` field.
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class IngestReport:
+    """What an ingest built and what it cost (seconds, bytes, peak RSS in bytes)."""
+
+    out: str
+    nodes: dict[str, int]
+    edges: dict[str, int]
+    num_partitions: int
+    partitioner: dict[str, Any]
+    skipped_lines: int
+    input_bytes: int
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_rss_bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)

@@ -1,0 +1,565 @@
+"""The ingest job: pass 1 (read every input through its format, validate, collect node ids,
+spill the parsed columns), the partitioning of every entity type, and passes 2 and 3 for one
+edge set (route edges into buckets, sort or merge each bucket into its file); the passes are
+described in :mod:`graphsys.storage.ingest`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as paipc
+from tqdm import tqdm
+
+import partitioners
+from graphsys.errors import GraphsysError, InputError
+from graphsys.storage import kernels
+from graphsys.storage.edge_runs import BucketWriter, RoutedBuckets, RunReader, sorted_columns
+from graphsys.storage.format import DEFAULT_ENTITY_TYPE, DEFAULT_RELATION, RelationType
+from graphsys.storage.formats import InputFormat, resolve_format
+from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
+from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
+from graphsys.storage.readers import NeedCarefulRead, read_memory
+
+#: Transient copies an edge buffer goes through (concatenate, group by bucket, sort,
+#: convert): each phase's buffer is sized at ``memory_limit / _COPIES`` bytes.
+_COPIES = 8
+_NO_I32 = np.zeros(0, np.int32)
+_NO_F32 = np.zeros(0, np.float32)
+#: Largest partition: local offsets are stored as int32.
+MAX_PARTITION_NODES = 2**31 - 1
+
+
+class _Context:
+    """:class:`partitioners.base.PartitionContext` over the spilled edges of one entity type."""
+
+    def __init__(self, job: IngestJob, etype: str):
+        self._job = job
+        self._etype = etype
+        self.ids = job.index[etype].ids
+        self.num_nodes = len(job.index[etype])
+        self.memory_limit = job.opts.memory_limit
+        self._degrees: np.ndarray | None = None
+
+    def degrees(self) -> np.ndarray:
+        if self._degrees is None:
+            deg = np.zeros(self.num_nodes, np.int64)
+            for src, dst, lhs, rhs in self._job.iter_dense_edges():
+                if lhs == self._etype:
+                    kernels.count_into(src, deg)
+                if rhs == self._etype:
+                    kernels.count_into(dst, deg)
+            self._degrees = deg
+        return self._degrees
+
+    def adjacency(self) -> tuple[np.ndarray, np.ndarray]:
+        n = self.num_nodes
+        counts = np.zeros(n, np.int64)
+        for src, dst, lhs, rhs in self._job.iter_dense_edges():
+            if lhs == rhs == self._etype:
+                kernels.count_into(src, counts)
+                kernels.count_into(dst, counts)
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        path = self._job.spill / f"adjacency-{self._etype}.bin"
+        total = int(indptr[-1])
+        indices = (np.memmap(path, dtype=np.int64, mode="w+", shape=(total,)) if total
+                   else np.zeros(0, np.int64))
+        cursor = indptr[:-1].copy()
+        no_w, no_perm = np.zeros(0, np.float32), np.zeros(0, np.int64)
+        for src, dst, lhs, rhs in self._job.iter_dense_edges():
+            if lhs == rhs == self._etype:
+                kernels.csr_fill(src, dst, cursor, indices, no_w, no_w, no_perm, 0)
+                kernels.csr_fill(dst, src, cursor, indices, no_w, no_w, no_perm, 0)
+        return indptr, indices
+
+
+@dataclass
+class _Spill:
+    path: Path
+    edge_set: str
+    rel_fixed: int | None  # relation index when the source has no rel column
+    has_weight: bool
+
+
+class IngestJob:
+    def __init__(self, edges: Sequence[EdgeSource], nodes: Sequence[NodeSource],
+                 opts: IngestOptions, staging: Path):
+        self.sources = list(edges)
+        self.node_sources = list(nodes)
+        self.opts = opts
+        self.staging = staging
+        self.spill = staging / ".spill"
+        self.spill.mkdir()
+        self.relations: list[RelationType] = list(opts.relation_types or [])
+        self.rel_index = {r.name: k for k, r in enumerate(self.relations)}
+        self.fixed_relations = opts.relation_types is not None
+        self.entity_types: list[str] = []
+        for r in self.relations:
+            for t in (r.lhs, r.rhs):
+                if t not in self.entity_types:
+                    self.entity_types.append(t)
+        for ns in self.node_sources:
+            if ns.entity_type not in self.entity_types:
+                self.entity_types.append(ns.entity_type)
+        self.collectors: dict[str, IdCollector] = {}
+        self.index: dict[str, IdIndex] = {}
+        self.spills: list[_Spill] = []
+        self.skipped = 0
+        self.edge_set_skipped: dict[str, int] = {}
+        self.input_bytes = 0
+        self.has_rel: dict[str, bool] = {}
+        self.has_weight: dict[str, bool] = {}
+
+    # -- relations / types ---------------------------------------------------------------
+    def relation(self, name: str, where: str) -> int:
+        k = self.rel_index.get(name)
+        if k is None:
+            if self.fixed_relations:
+                raise InputError(f"unknown relation {name!r} (declared relations: "
+                                 f"{', '.join(self.rel_index)})", path=where)
+            k = len(self.relations)
+            self.relations.append(RelationType(name, DEFAULT_ENTITY_TYPE, DEFAULT_ENTITY_TYPE))
+            self.rel_index[name] = k
+            if DEFAULT_ENTITY_TYPE not in self.entity_types:
+                self.entity_types.append(DEFAULT_ENTITY_TYPE)
+        return k
+
+    def collector(self, etype: str) -> IdCollector:
+        if etype not in self.collectors:
+            self.collectors[etype] = IdCollector(etype, self.opts.memory_limit)
+        return self.collectors[etype]
+
+    # -- pass 1 ----------------------------------------------------------------------------
+    def read_all(self) -> None:
+        for ns in self.node_sources:
+            if "id" not in ns.table.column_names:
+                raise InputError(f"node table for entity type {ns.entity_type!r} has no 'id' "
+                                 f"column")
+            ids = ns.table.column("id").combine_chunks()
+            if ids.null_count:
+                raise InputError(f"node table for {ns.entity_type!r}: null id")
+            self.collector(ns.entity_type).add(ids_array(ids))
+        paths = [(src, Path(p)) for src in self.sources for p in src.paths]
+        for _, path in paths:
+            if not path.is_file():
+                raise InputError("no such file", path=path)
+        total = sum(p.stat().st_size for _, p in paths)
+        self.input_bytes = total
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="read",
+                   disable=not self.opts.progress)
+        done_before = 0
+        for n_src, (src, path) in enumerate(paths):
+            _, fmt = resolve_format(path, src.format)
+            size = path.stat().st_size
+
+            def progress(pos: int, base=done_before) -> None:
+                bar.n = min(base + pos, total)
+                bar.refresh()
+
+            self._read_source(src, path, fmt, n_src, progress)
+            done_before += size
+        bar.close()
+        for n_src, src in enumerate((s for s in self.sources if s.table is not None),
+                                    start=len(paths)):
+            if src.paths:
+                raise GraphsysError(f"edge set {src.edge_set!r}: give paths or an in-memory "
+                                    f"table, not both")
+            self._read_source(src, Path(f"<in-memory edges {src.edge_set}>"), None, n_src,
+                              lambda pos: None)
+        if not self.spills and not self.node_sources:
+            raise InputError("no input edges")
+        if not self.entity_types:
+            self.entity_types.append(DEFAULT_ENTITY_TYPE)
+        # a rel column is stored iff the graph has several relation types
+        self.has_rel = {s.edge_set: len(self.relations) > 1 for s in self.sources}
+        for etype in self.entity_types:
+            self.index[etype] = self.collector(etype).finish()
+            if len(self.index[etype]) == 0 and len(self.entity_types) == 1:
+                raise InputError("empty input: no edges and no nodes")
+
+    def _read_source(self, src: EdgeSource, path: Path, fmt: InputFormat | None, n_src: int,
+                     progress) -> None:
+        """Read, validate and spill one input file (``fmt``) or in-memory table (None)."""
+        if src.rel_col is not None and src.relation is not None:
+            raise GraphsysError("give either a relation column or a fixed relation, not both")
+        fixed = None
+        if src.rel_col is None:
+            fixed = self.relation(src.relation or DEFAULT_RELATION, str(path))
+        self.has_weight.setdefault(src.edge_set, False)
+        if src.weight_col is not None:
+            self.has_weight[src.edge_set] = True
+        roles = {"src": src.src_col, "dst": src.dst_col, "rel": src.rel_col,
+                 "weight": src.weight_col}
+        for careful in ((False, True) if fmt is not None and fmt.text else (True,)):
+            bad: list[int] = []
+            batches = (read_memory(src.table, str(path), roles) if fmt is None
+                       else fmt.read(path, roles, source=src, on_bad_line=self.opts.on_bad_line,
+                                     progress=progress, bad_lines=bad, careful=careful))
+            first_spill = len(self.spills)
+            try:
+                skipped = self._spill_batches(batches, path, src, fixed, n_src)
+                break
+            except NeedCarefulRead:
+                # read again on the careful path: discard what the fast path spilled
+                for sp in self.spills[first_spill:]:
+                    sp.path.unlink(missing_ok=True)
+                del self.spills[first_spill:]
+        skipped += len(bad)
+        self.skipped += skipped
+        self.edge_set_skipped[src.edge_set] = self.edge_set_skipped.get(src.edge_set, 0) + skipped
+
+    def _spill_batches(self, batches, path: Path, src: EdgeSource, fixed: int | None,
+                       n_src: int) -> int:
+        """Validate and spill every batch; return the number of rows dropped."""
+        skipped = 0
+        for k, batch in enumerate(batches):
+            cols, dropped = self._validate(batch, path, fixed)
+            skipped += dropped
+            if len(cols["src"]) == 0:
+                continue
+            spill_path = self.spill / f"in-{n_src:04d}-{k:06d}.arrow"
+            table = pa.table({name: (pa.array(v) if isinstance(v, np.ndarray) else v)
+                              for name, v in cols.items()})
+            with paipc.new_file(str(spill_path), table.schema) as w:
+                w.write_table(table)
+            self.spills.append(_Spill(spill_path, src.edge_set, fixed,
+                                      src.weight_col is not None))
+        return skipped
+
+    def _validate(self, batch, path: Path, fixed: int | None) -> tuple[dict[str, Any], int]:
+        """Check one batch; return its columns (ids as int64 ndarray or string array, rel
+        int32, weight float32) and the number of rows dropped. Bad rows raise, or are
+        dropped with ``on_bad_line="skip"``."""
+        n = batch.num_rows
+        bad = np.zeros(n, bool)
+        problems: list[tuple[int, str]] = []
+        cols: dict[str, Any] = {}
+        for role in ("src", "dst"):
+            arr = id_column(batch.columns[role], role, path)
+            if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+                empty = pc.fill_null(pc.equal(pc.utf8_length(arr), 0), True)
+                nul = pc.fill_null(pc.match_substring(arr, "\x00"), False).to_numpy(
+                    zero_copy_only=False)
+                if nul.any():
+                    problems.append((int(np.flatnonzero(nul)[0]), f"NUL byte in {role} id"))
+                    bad |= nul
+            else:
+                empty = pc.is_null(arr)
+            empty = empty.to_numpy(zero_copy_only=False)
+            if empty.any():
+                i = int(np.flatnonzero(empty)[0])
+                problems.append((i, f"empty {role} id"))
+                bad |= empty
+            cols[role] = arr
+        if "weight" in batch.columns:
+            w = batch.columns["weight"]
+            if isinstance(w, pa.ChunkedArray):
+                w = w.combine_chunks()
+            if pa.types.is_floating(w.type) or pa.types.is_integer(w.type):
+                wv = w.cast(pa.float64())
+                nulls = pc.is_null(wv).to_numpy(zero_copy_only=False)
+                weights = pc.fill_null(wv, 0.0).to_numpy()
+            else:
+                try:
+                    weights = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
+                    nulls = np.isnan(weights) & ~_is_nan_text(w)
+                except pa.ArrowInvalid:
+                    weights, nulls = _parse_floats(w)
+            if nulls.any():
+                i = int(np.flatnonzero(nulls)[0])
+                problems.append((i, f"non-numeric weight {_value(batch.columns['weight'], i)!r}"))
+                bad |= nulls
+            with np.errstate(over="ignore"):
+                weights = weights.astype(np.float32)
+            infinite = ~nulls & ~np.isfinite(weights)
+            if infinite.any():  # NaN, +-inf, or beyond float32
+                i = int(np.flatnonzero(infinite)[0])
+                problems.append((i, f"non-finite weight {_value(batch.columns['weight'], i)!r} "
+                                    f"(as float32)"))
+                bad |= infinite
+            cols["weight"] = weights.astype(np.float32)
+        if "rel" in batch.columns:
+            r = batch.columns["rel"]
+            if isinstance(r, pa.ChunkedArray):
+                r = r.combine_chunks()
+            r = r.cast(pa.large_string())
+            empty = pc.fill_null(pc.equal(pc.utf8_length(r), 0), True).to_numpy(
+                zero_copy_only=False)
+            if empty.any():
+                problems.append((int(np.flatnonzero(empty)[0]), "empty relation"))
+                bad |= empty
+            enc = r.dictionary_encode()
+            mapping = np.array([self.relation(str(v), str(path)) if v.is_valid and str(v) else -1
+                                for v in enc.dictionary] or [0], np.int32)
+            codes = pc.fill_null(enc.indices, 0).to_numpy(zero_copy_only=False)
+            cols["rel"] = mapping[codes] if len(enc.dictionary) else np.zeros(n, np.int32)
+        if problems:
+            if self.opts.on_bad_line == "error":
+                if batch.line_of is None:
+                    raise NeedCarefulRead(problems[0][1])
+                i, what = min(problems)
+                raise InputError(what, path=path, line=batch.line_of(i))
+            keep = ~bad
+            cols = {k: (v.filter(pa.array(keep)) if isinstance(v, pa.Array) else v[keep])
+                    for k, v in cols.items()}
+        # ids: integers when every id parses as one, else strings
+        for role in ("src", "dst"):
+            cols[role] = ids_array(cols[role])
+        rel = cols.get("rel")
+        for role in ("src", "dst"):
+            ids = cols[role]
+            side = "lhs" if role == "src" else "rhs"
+            if rel is None:
+                self.collector(getattr(self.relations[fixed], side)).add(ids)
+                continue
+            types = np.array([getattr(self.relations[k], side) for k in range(len(self.relations))])
+            row_types = types[rel]
+            for etype in np.unique(row_types):
+                mask = row_types == etype
+                self.collector(str(etype)).add(
+                    ids if mask.all() else take_rows(ids, mask))
+        return cols, int(bad.sum())
+
+    # -- passes 2 and 3 ----------------------------------------------------------------------
+    def iter_dense_edges(self, edge_set: str | None = None):
+        """Yield (src, dst, lhs_type, rhs_type) dense-index chunks of every spilled batch,
+        grouped so that every chunk has one (lhs, rhs) entity type pair."""
+        for sp in self.spills:
+            if edge_set is not None and sp.edge_set != edge_set:
+                continue
+            table = paipc.open_file(pa.memory_map(str(sp.path))).read_all()
+            rel = (table.column("rel").to_numpy() if "rel" in table.column_names
+                   else None)
+            src_ids = ids_array(table.column("src").combine_chunks())
+            dst_ids = ids_array(table.column("dst").combine_chunks())
+            for (lhs, rhs), mask in self._type_groups(sp, rel):
+                s = src_ids if mask is None else take_rows(src_ids, mask)
+                d = dst_ids if mask is None else take_rows(dst_ids, mask)
+                yield self.index[lhs].lookup(s), self.index[rhs].lookup(d), lhs, rhs
+
+    def _type_groups(self, sp: _Spill, rel: np.ndarray | None):
+        """Split a spilled batch by the (lhs, rhs) entity types of its rows' relations:
+        yields ((lhs, rhs), row mask or None for all rows)."""
+        if rel is None:
+            r = self.relations[sp.rel_fixed]
+            yield (r.lhs, r.rhs), None
+            return
+        pairs = [(r.lhs, r.rhs) for r in self.relations]
+        if len(set(pairs)) == 1:
+            yield pairs[0], None
+            return
+        codes = {pair: k for k, pair in enumerate(dict.fromkeys(pairs))}
+        row_pair = np.array([codes[pair] for pair in pairs], np.int32)[rel]
+        for pair, k in codes.items():
+            mask = row_pair == k
+            if mask.all():
+                yield pair, None
+            elif mask.any():
+                yield pair, mask
+
+    def partition(self) -> dict[str, Any]:
+        p = self.opts.num_partitions
+        params = dict(self.opts.partitioner_params or {})
+        try:
+            strategy = partitioners.get_partitioner(self.opts.partitioner, p,
+                                                    seed=self.opts.seed, **params)
+        except ValueError as exc:
+            raise GraphsysError(f"partitioner: {exc}") from None
+        self.part: dict[str, np.ndarray] = {}
+        self.local: dict[str, np.ndarray] = {}
+        self.sizes: dict[str, list[int]] = {}
+        for etype in self.entity_types:
+            if p == 1:
+                part = np.zeros(len(self.index[etype]), np.int32)
+            else:
+                part = np.ascontiguousarray(strategy.assign(_Context(self, etype)), np.int32)
+                if part.shape != (len(self.index[etype]),) or (
+                        len(part) and (part.min() < 0 or part.max() >= p)):
+                    raise GraphsysError(f"partitioner {strategy.name!r} returned an invalid "
+                                        f"assignment")
+            local, sizes = kernels.local_offsets(part, p)
+            if sizes.max(initial=0) > MAX_PARTITION_NODES:
+                raise GraphsysError(f"entity type {etype!r}: a partition would hold "
+                                    f"{int(sizes.max())} nodes (> 2**31-1): use more partitions")
+            self.part[etype], self.local[etype] = part, local
+            self.sizes[etype] = [int(s) for s in sizes]
+        return {"name": strategy.name, "params": strategy.params()}
+
+    def route(self, edge_set: str) -> RoutedBuckets:
+        """Pass 2 for one edge set: map, partition and sort edges into buckets.
+
+        While the edge set fits the buffer (a quarter of the memory limit), its sorted buckets
+        stay in memory; past that, each full buffer becomes one sorted run per bucket on disk.
+        """
+        p = self.opts.num_partitions
+        has_rel, has_weight = self.has_rel[edge_set], self.has_weight[edge_set]
+        row_bytes = 4 + 8 + (4 if has_rel else 0) + (4 if has_weight else 0)
+        flush_rows = max(self.opts.memory_limit // (_COPIES * row_bytes), 1 << 16)
+        routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight)
+        routed.rundir.mkdir()
+        pending: list[tuple[np.ndarray, ...]] = []
+        pending_rows = 0
+
+        def flush(final: bool) -> None:
+            nonlocal pending, pending_rows
+            if not pending:
+                return
+            bucket = np.concatenate([x[0] for x in pending])
+            key = np.concatenate([x[1] for x in pending])
+            rel = np.concatenate([x[2] for x in pending]) if has_rel else None
+            weight = np.concatenate([x[3] for x in pending]) if has_weight else None
+            pending, pending_rows = [], 0
+            starts, key, rel, weight = kernels.group_by_bucket(
+                bucket, p * p, key, rel if has_rel else _NO_I32,
+                weight if has_weight else _NO_F32)
+            del bucket
+            in_memory = final and not routed.runs
+            for b in np.flatnonzero(np.diff(starts)):
+                lo, hi = starts[b], starts[b + 1]
+                if in_memory:
+                    routed.memory[int(b)] = sorted_columns(
+                        key[lo:hi], rel[lo:hi] if has_rel else None,
+                        weight[lo:hi] if has_weight else None, self.opts.dedupe)
+                else:  # unsorted, in input order: sorted once per bucket when it is written
+                    cols = {"key": key[lo:hi]}
+                    if has_rel:
+                        cols["rel"] = rel[lo:hi]
+                    if has_weight:
+                        cols["weight"] = weight[lo:hi]
+                    routed.append_run(int(b), cols)
+
+        for sp in self.spills:
+            if sp.edge_set != edge_set:
+                continue
+            table = paipc.open_file(pa.memory_map(str(sp.path))).read_all()
+            rel_all = table.column("rel").to_numpy() if "rel" in table.column_names else None
+            w_all = table.column("weight").to_numpy() if "weight" in table.column_names else (
+                np.ones(table.num_rows, np.float32) if has_weight else None)
+            src_ids = ids_array(table.column("src").combine_chunks())
+            dst_ids = ids_array(table.column("dst").combine_chunks())
+            for (lhs, rhs), mask in self._type_groups(sp, rel_all):
+                s = self.index[lhs].lookup(src_ids if mask is None else take_rows(src_ids, mask))
+                d = self.index[rhs].lookup(dst_ids if mask is None else take_rows(dst_ids, mask))
+                r = None
+                if has_rel:
+                    r = (np.full(len(s), sp.rel_fixed, np.int32) if rel_all is None else
+                         rel_all if mask is None else rel_all[mask])
+                w = None if w_all is None else (w_all if mask is None else w_all[mask])
+                if self.opts.drop_self_loops and lhs == rhs:
+                    keep = s != d
+                    s, d = s[keep], d[keep]
+                    r = r[keep] if r is not None else None
+                    w = w[keep] if w is not None else None
+                if self.opts.undirected:
+                    back = s != d
+                    s, d = np.concatenate([s, d[back]]), np.concatenate([d, s[back]])
+                    r = np.concatenate([r, r[back]]) if r is not None else None
+                    w = np.concatenate([w, w[back]]) if w is not None else None
+                bucket, key = kernels.bucket_keys(s, d, self.part[lhs], self.part[rhs],
+                                                  self.local[lhs], self.local[rhs], p)
+                pending.append((bucket, key, r, None if w is None else w.astype(np.float32)))
+                pending_rows += len(key)
+                if pending_rows >= flush_rows:
+                    flush(final=False)
+        flush(final=True)
+        return routed
+
+    def write_bucket(self, routed: RoutedBuckets, b: int, edge_set: str, out: Path) -> int:
+        """Pass 3 for one bucket: write it from memory, or sort (or k-way merge) its runs, into
+        the bucket's Arrow file. Returns the number of edges written."""
+        writer = BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set))
+        with writer:
+            if b in routed.memory:
+                writer.write(routed.memory.pop(b))
+            elif self._bucket_fits(routed, b):
+                cols = routed.read_all(b)
+                writer.write(sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
+                                             self.opts.dedupe))
+            else:
+                routed.sort_runs(b)
+                self._merge_runs(routed, b, writer)
+        return writer.rows
+
+    def _bucket_fits(self, routed: RoutedBuckets, b: int) -> bool:
+        """Whether a bucket's runs, read whole and sorted (argsort and gathered copies:
+        about three times its bytes plus 8 per row), stay within half the budget."""
+        rows = sum(routed.runs[b])
+        row_bytes = sum(np.dtype(dt).itemsize for _, dt in routed.fields)
+        return rows * (3 * row_bytes + 8) <= self.opts.memory_limit // 2
+
+    def _merge_runs(self, routed: RoutedBuckets, b: int, writer: BucketWriter) -> None:
+        lengths = routed.runs[b]
+        fields = routed.fields
+        row_bytes = sum(np.dtype(dt).itemsize for _, dt in fields)
+        block = max(self.opts.memory_limit // (_COPIES * row_bytes * len(lengths)), 1 << 12)
+        runs = [RunReader(routed.rundir, b, fields, start, n)
+                for start, n in zip(np.cumsum([0] + lengths[:-1]), lengths)]
+        last: tuple[int, int] | None = None
+        while True:
+            for run in runs:
+                run.fill(block)
+            live = [r for r in runs if r.buffered]
+            if not live:
+                break
+            # every buffered key below the smallest last-buffered key of the runs that still
+            # have unread rows is final: no unread row can sort before it
+            open_runs = [r for r in runs if not r.exhausted]
+            bound = min((int(r.buf["key"][-1]) for r in open_runs), default=None)
+            take = [len(r.buf["key"]) if bound is None else
+                    int(np.searchsorted(r.buf["key"], np.uint64(bound), side="left"))
+                    for r in live]
+            if sum(take) == 0:  # a long run of equal keys at the bound: read further
+                for r in open_runs:
+                    if int(r.buf["key"][-1]) == bound:
+                        r.fill(len(r.buf["key"]) + block)
+                continue
+            cols = {f: np.concatenate([r.buf[f][:n] for r, n in zip(live, take)])
+                    for f, _ in fields}
+            for r, n in zip(live, take):
+                r.consume(n)
+            cols = sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
+                                   self.opts.dedupe, presorted=len(live) == 1, sorted_runs=True)
+            if self.opts.dedupe and last is not None and len(cols["key"]):
+                first = (int(cols["key"][0]), int(cols["rel"][0]) if "rel" in cols else 0)
+                if first == last:
+                    cols = {f: v[1:] for f, v in cols.items()}
+            if len(cols["key"]):
+                last = (int(cols["key"][-1]), int(cols["rel"][-1]) if "rel" in cols else 0)
+                writer.write(cols)
+
+    def batch_rows(self, edge_set: str) -> int:
+        """Rows per record batch of this edge set's bucket files: ``max_batch_rows``, or less
+        so that writing one batch (key, columns and their conversions) stays in budget."""
+        row_bytes = 8 + (4 if self.has_rel[edge_set] else 0) + (
+            4 if self.has_weight[edge_set] else 0)
+        return int(min(self.opts.max_batch_rows,
+                       max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
+
+
+def _value(arr, i: int) -> str:
+    """Row ``i`` of ``arr`` as Python ("" for null), for messages."""
+    v = arr[i]
+    return v.as_py() if v.is_valid else ""
+
+
+def _is_nan_text(arr: pa.Array) -> np.ndarray:
+    return pc.fill_null(pc.match_substring_regex(arr, r"(?i)^\s*[+-]?nan\s*$"), False).to_numpy(
+        zero_copy_only=False)
+
+
+def _parse_floats(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Slow path for a block holding a non-numeric weight: (values, bad mask)."""
+    out = np.zeros(len(arr), np.float64)
+    bad = np.zeros(len(arr), bool)
+    for i, v in enumerate(arr.to_pylist()):
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            bad[i] = True
+    return out, bad
