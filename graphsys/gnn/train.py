@@ -371,7 +371,7 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
     model = (model if model is not None else build_node_model(cfg, dims)).to(device)
     call = caller(model, inputs)
     loss = loss or F.cross_entropy
-    opt = adam(cfg, model, inp)
+    opt = adam(model, inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
     labels = data["labels"]
     train_ids = data["split"]["train"]
     ranges = partition_ranges(graph, et)
@@ -583,7 +583,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
     inp = _ItemInput(n_items, feat, cfg.hidden).to(device)
     model = GNN(cfg.model, cfg.hidden, cfg.hidden, cfg.hidden, len(fanouts),
                 cfg.dropout).to(device)
-    opt = adam(cfg, model, inp)
+    opt = adam(model, inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
     hard = (PPRHardNegativeSampler(fw, bw, cfg.hard_band[0], cfg.hard_band[1],
                                    cfg.hard_negatives)
             if cfg.hard_negatives > 0 and cfg.hard_band[0] < n_items - 1 else None)

@@ -160,15 +160,14 @@ def test_weight_decay_on_the_first_layer_only():
     from graphsys.gnn.train import adam
 
     model, inp = GNN("gcn", 5, 4, 3, num_layers=2), nn.Linear(2, 5)
-    cfg = TrainConfig(model="gcn", weight_decay=5e-4, weight_decay_layers="first")
-    groups = adam(cfg, model, inp).param_groups
+    groups = adam(model, inp, 0.01, 5e-4, "first").param_groups
     assert [g["weight_decay"] for g in groups] == [5e-4, 0.0]
     assert {id(p) for p in groups[0]["params"]} == {
         id(p) for p in [*model.convs[0].parameters(), *inp.parameters()]}
     assert {id(p) for p in groups[1]["params"]} == {id(p) for p in model.convs[1].parameters()}
-    every = adam(TrainConfig(model="gcn"), model, inp).param_groups
+    every = adam(model, inp, 0.01, 5e-4, "all").param_groups
     assert len(every) == 1 and every[0]["weight_decay"] == 5e-4
     with pytest.raises(ParameterError, match="^weight_decay_layers 'first' needs"):
-        adam(cfg, nn.Linear(5, 3), inp)
+        adam(nn.Linear(5, 3), inp, 0.01, 5e-4, "first")
     with pytest.raises(ParameterError, match="^weight_decay_layers must be one of all, first"):
         TrainConfig(weight_decay_layers="last")
