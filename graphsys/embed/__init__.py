@@ -8,22 +8,19 @@
   faiss: ``pip install graphsys[faiss]``)
 - :func:`evaluate`: raw / filtered MRR, Hits@k, mean rank
 - :func:`import_pbg_config` / :func:`import_pbg_checkpoint`: PyTorch-BigGraph configs and
-  checkpoints (needs h5py: ``pip install graphsys[pbg]``)
+  checkpoints (:mod:`graphsys.embed.interop`; needs h5py: ``pip install graphsys[pbg]``)
 - registries :data:`OPERATORS`, :data:`COMPARATORS`, :data:`LOSSES`
 """
 
-from graphsys.embed.config import (
-           ConfigError,
-           EmbedConfig,
-           config_from_dict,
-           load_config,
-)
+from graphsys.embed.api import load_config, train
+from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict
 from graphsys.embed.embeddings import Embeddings
 from graphsys.embed.evaluate import evaluate
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
-from graphsys.embed.pbg import import_pbg_checkpoint, import_pbg_config
+from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
+from graphsys.embed.interop.pbg_config import import_pbg_config
 from graphsys.embed.schedule import bucket_order, min_swaps, plan_buffer
-from graphsys.embed.train import Trainer, train
+from graphsys.embed.train import Trainer
 
 __all__ = [
            "COMPARATORS",

@@ -23,7 +23,8 @@ import pytest
 from graphsys import open_graph
 from graphsys.embed import Embeddings, load_config, train
 from graphsys.embed.config import ConfigError
-from graphsys.embed.pbg import import_pbg_checkpoint, import_pbg_config
+from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
+from graphsys.embed.interop.pbg_config import import_pbg_config
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
