@@ -1,4 +1,5 @@
-"""The typed, validated embedding config (TOML or JSON; never executed; or a PBG ``.py``).
+"""The typed, validated embedding config (TOML or JSON; never executed). A PyTorch-BigGraph
+``.py`` config is read by :func:`graphsys.embed.api.load_config` (through the PBG interop).
 
 Key names follow PyTorch-BigGraph's where PBG has one, so a PBG user's settings carry over.
 Every field has a ``help`` text (``graphsys embed train --help`` prints them) and a validator;

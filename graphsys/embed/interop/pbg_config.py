@@ -300,6 +300,15 @@ def _translate(raw: Any, source: str) -> PBGConfig:
                      dynamic_relations=dynamic, global_emb=global_emb)
 
 
+def _table(where: str, value: Any, known: tuple[str, ...], what: str) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is a dict of only ``known`` keys."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a dict, got {value!r}")
+    for key in value:
+        if key not in known:
+            raise ConfigError(f"{where}.{key}: unknown PBG {what} key{_unknown(key, known)}")
+
+
 def _translate_entities(ents: Any, dimension: Any) -> dict[str, dict[str, Any]]:
     """PBG's ``entities`` checked: ``{name: {"num_partitions", "featurized": False}}``."""
     if not isinstance(ents, dict) or not ents:
@@ -307,12 +316,7 @@ def _translate_entities(ents: Any, dimension: Any) -> dict[str, dict[str, Any]]:
     entities: dict[str, dict[str, Any]] = {}
     for name, ent in ents.items():
         where = f"entities.{name}"
-        if not isinstance(ent, dict):
-            raise ConfigError(f"{where}: must be a dict, got {ent!r}")
-        for k in ent:
-            if k not in ENTITY_KEYS:
-                raise ConfigError(f"{where}.{k}: unknown PBG entity key"
-                                  f"{_unknown(k, ENTITY_KEYS)}")
+        _table(where, ent, ENTITY_KEYS, "entity")
         if "num_partitions" not in ent:
             raise ConfigError(f"{where}.num_partitions: required")
         nparts = ent["num_partitions"]
@@ -339,12 +343,7 @@ def _translate_relations(rels: Any, entities: dict[str, dict[str, Any]],
     relations: list[dict[str, Any]] = []
     for k, rel in enumerate(rels):
         where = f"relations[{k}]"
-        if not isinstance(rel, dict):
-            raise ConfigError(f"{where}: must be a dict, got {rel!r}")
-        for key in rel:
-            if key not in RELATION_KEYS:
-                raise ConfigError(f"{where}.{key}: unknown PBG relation key"
-                                  f"{_unknown(key, RELATION_KEYS)}")
+        _table(where, rel, RELATION_KEYS, "relation")
         for key in ("name", "lhs", "rhs"):
             if key not in rel:
                 raise ConfigError(f"{where}.{key}: required")
