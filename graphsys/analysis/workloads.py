@@ -423,20 +423,17 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
     dimension = cfg.dimension
     batches = {"n": 0}
     with tempfile.TemporaryDirectory(prefix="graphsys-profile-embed-") as tmp:
-        trainer = Trainer(cfg, graph, Path(tmp) / "ckpt")
+        lock = threading.Lock()
+
+        def count_batch() -> None:
+            with lock:
+                if batches["n"] >= steps:
+                    raise _Enough
+                batches["n"] += 1
+
+        trainer = Trainer(cfg, graph, Path(tmp) / "ckpt", on_batch=count_batch)
 
         def work(marker: StepMarker):
-            inner = trainer._batch
-            lock = threading.Lock()
-
-            def counted(*a, **k):
-                with lock:
-                    if batches["n"] >= steps:
-                        raise _Enough
-                    batches["n"] += 1
-                return inner(*a, **k)
-
-            trainer._batch = counted
             marker.step()
             try:
                 trainer.run()

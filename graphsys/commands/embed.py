@@ -143,60 +143,26 @@ prints the result.
 
 
 def run_train(args) -> int:
-    from graphsys.bsp.distributed import init_from_env, peer_failures
-    from graphsys.device import resolve_device
-    from graphsys.embed.config import load_config
-    from graphsys.embed.distributed import DistributedTrainer
-    from graphsys.embed.train import Trainer
+    from graphsys.embed.api import fit, load_config
     from graphsys.storage.graph import open_graph
-    from graphsys.trace import recording
 
     trace = trace_path(args)
-    values = {"device": args.device}
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     graph = open_graph(args.graph) if args.graph is not None else None
-    cfg = load_config(args.config, args.overrides, graph=graph, log=log, **values)
-    graph_path = args.graph or cfg.graph
-    if graph_path is None:
-        raise GraphsysError("--graph: no graph given (or set graph in the config)")
-    out = args.out or cfg.checkpoint_path
-    if out is None:
-        raise GraphsysError("--out: no checkpoint directory given (or set checkpoint_path)")
-    if args.edges:
-        cfg.edges = args.edges
+    cfg = load_config(args.config, args.overrides, graph=graph, log=log, device=args.device)
     if args.init_from is not None:
         cfg.init_from = str(args.init_from)
     if args.freeze_old:
         cfg.freeze_old = True
-    graph = graph or open_graph(graph_path)
-    distributed = init_from_env(resolve_device(cfg.device))
-    try:
-        with peer_failures(distributed):
-            trainer = (DistributedTrainer if distributed else Trainer)(
-                cfg, graph, Path(out), progress=show_progress(args), log=log)
-            with recording(trace, trainer.device):
-                stats = trainer.run()
-    finally:
-        if distributed:
-            import torch.distributed as dist
-
-            dist.destroy_process_group()
-    if trainer.rank != 0:
+    result = fit(cfg, graph=graph, edges=args.edges, out=args.out,
+                 progress=show_progress(args), log=log, distributed=None, trace=trace)
+    if result.rank != 0:
         return 0
-    total_edges = sum(s.edges for s in stats)
-    total_s = sum(s.seconds for s in stats)
-    summary = {"checkpoint": str(out), "epochs": len(stats),
-               "edges_per_s": round(total_edges / total_s, 1) if total_s else 0.0,
-               "seconds": round(total_s, 3),
-               "swaps": sum(s.swaps for s in stats),
-               "bytes_read": sum(s.bytes_read for s in stats),
-               "bytes_written": sum(s.bytes_written for s in stats),
-               "final_loss": stats[-1].loss if stats else None,
-               "epoch_stats": [s.to_json() for s in stats]}
+    summary = result.summary()
     if args.json:
         emit_json(summary)
     else:
-        print(f"trained {summary['epochs']} epochs into {out}: "
+        print(f"trained {summary['epochs']} epochs into {result.checkpoint}: "
               f"{summary['edges_per_s']:,.0f} edges/s, {summary['swaps']} swaps "
               f"({summary['bytes_read'] / 1e6:,.1f} MB read, "
               f"{summary['bytes_written'] / 1e6:,.1f} MB written)")
@@ -305,7 +271,7 @@ def run_index(args) -> int:
 
 
 def run_import_pbg(args) -> int:
-    from graphsys.embed.pbg import import_pbg_checkpoint
+    from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
 
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     rep = import_pbg_checkpoint(args.pbg_checkpoint, args.entity_path, args.graph, args.out,

@@ -8,22 +8,17 @@
   faiss: ``pip install graphsys[faiss]``)
 - :func:`evaluate`: raw / filtered MRR, Hits@k, mean rank
 - :func:`import_pbg_config` / :func:`import_pbg_checkpoint`: PyTorch-BigGraph configs and
-  checkpoints (needs h5py: ``pip install graphsys[pbg]``)
+  checkpoints (:mod:`graphsys.embed.interop`; needs h5py: ``pip install graphsys[pbg]``)
 - registries :data:`OPERATORS`, :data:`COMPARATORS`, :data:`LOSSES`
 """
 
-from graphsys.embed.config import (
-           ConfigError,
-           EmbedConfig,
-           config_from_dict,
-           load_config,
-)
+from graphsys.embed.api import load_config, train
+from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict
 from graphsys.embed.embeddings import Embeddings
 from graphsys.embed.evaluate import evaluate
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
-from graphsys.embed.pbg import import_pbg_checkpoint, import_pbg_config
 from graphsys.embed.schedule import bucket_order, min_swaps, plan_buffer
-from graphsys.embed.train import Trainer, train
+from graphsys.embed.train import Trainer
 
 __all__ = [
            "COMPARATORS",
@@ -43,3 +38,17 @@ __all__ = [
            "plan_buffer",
            "train",
 ]
+
+
+def __getattr__(name: str):
+    """The PBG interop leaf's entry points, imported on first use (the core never imports
+    :mod:`graphsys.embed.interop`)."""
+    if name == "import_pbg_checkpoint":
+        from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
+
+        return import_pbg_checkpoint
+    if name == "import_pbg_config":
+        from graphsys.embed.interop.pbg_config import import_pbg_config
+
+        return import_pbg_config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,234 +1,275 @@
-"""Checkpoint directory: versioned, memory-mappable NumPy files; never pickle.
+"""The checkpoint of one model: versions, the commit protocol, ``config.json`` and
+``checkpoint.json``, and the seeds of everything a run initialises.
 
-Layout (``N`` = checkpoint version = commits so far: one per epoch, plus one per bucket with
-``checkpoint_buckets``; version 0 is the initialisation)::
+:class:`CheckpointManager` is the one writer of a checkpoint directory's metadata: training
+(:mod:`.train`, :mod:`.distributed`) and imports (:mod:`graphsys.embed.interop`) create,
+check and commit versions through it; :class:`~.checkpoint_files.CheckpointStorage` (file
+names and raw reads/writes, the layout in :mod:`.checkpoint_files`) is its file layer.
 
-    CKPT/
-      checkpoint.json                              committed last, atomically (see below)
-      config.json                                  the EmbedConfig used
-      embeddings/{type}/part-{p:05d}.v{N:06d}.npy  float32 (n_p, d) embeddings of partition p
-      optim/{type}/part-{p:05d}.v{N:06d}.npy       float32 (n_p,) row-wise Adagrad sums
-      model/{side}.{param}.v{N:06d}.npy            relation operator params, side = lhs/rhs
-                                                   (and .adagrad for their Adagrad sums)
+Versions: version 0 is the initialisation; each commit makes version ``committed + 1``
+complete on disk, then replaces ``checkpoint.json`` atomically (:meth:`CheckpointManager.
+commit`), then deletes the older version. A resumed run may change only :data:`TUNABLE_KEYS`
+(recorded under ``history``) and :data:`RESUMABLE_KEYS`; any other change is refused.
 
-Every ``.npy`` is written with ``allow_pickle=False`` and opened with ``mmap_mode="r"``.
-``checkpoint.json`` names the committed version; it is replaced atomically (temp + fsync +
-rename) only after every file of the new version is on disk, and older versions are deleted
-afterwards. Files of a version above the committed one are leftovers of an interrupted epoch
-(or, during training, partitions written since the last commit) and are removed on resume.
-
-``checkpoint.json`` also lists, under ``files``, the sha256 of every file of the committed
-version (paths relative to ``CKPT``); loads and resumes check them (:meth:`CheckpointStorage.
-verify_files`), so a flipped byte or a swapped file is refused, never trained on or served.
-
-``checkpoint.json`` holds ``version``, ``epochs_done``, the per-epoch ``stats`` and, for a
-commit made inside an epoch (``checkpoint_buckets``), ``progress``: ``buckets_done`` (the
-``[i, j]`` buckets of epoch ``epochs_done + 1`` already trained) and ``stats`` (that epoch's
-figures so far); a resumed run trains only the other buckets of that epoch. A checkpoint
-grown from another (``init_from``, :mod:`graphsys.embed.grow`) records it under
-``grown_from``: ``checkpoint``,
-``version`` and the ``entity_types[t]["partition_sizes"]`` it was trained on (its rows are the
-first ones of each partition; ``freeze_old`` keeps those fixed).
+Seeds: every random draw of a run comes from a generator seeded by :func:`stream_seed`
+``(seed, purpose, ...)``; purpose 1 is the initial embeddings of ``(type index, partition)``
+(:meth:`CheckpointManager.initial_embeddings`), 2 / 3 the shuffling and negatives of a
+bucket (and worker), 4 the bucket order of an epoch.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
-from graphsys.errors import FormatError, GraphsysError
-from graphsys.storage.atomic import (
-           atomic_path,
-           fsync_path,
-           sha256_file,
-           sync_filesystem,
-           write_bytes_atomic,
+import graphsys.embed.grow as grow
+from graphsys.embed.checkpoint_files import (
+           CheckpointStorage,
+           check_graph,
+           load_npy,
+           save_npy,
 )
+from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict
+from graphsys.embed.model import init_embeddings
+from graphsys.embed.stats import EpochStats
+from graphsys.errors import GraphsysError
 
 if TYPE_CHECKING:
+    from graphsys.embed.relations import RelationModel
     from graphsys.storage.graph import Graph
 
-FORMAT = "graphsys-embeddings"
-FORMAT_VERSION = 1
-META = "checkpoint.json"
-_VERSIONED = re.compile(r"\.v(\d{6,})\.npy$")
+#: Keys that may differ between a checkpoint and a resumed run.
+RESUMABLE_KEYS = {"num_epochs", "checkpoint_path", "workers", "prefetch", "device",
+                  "buffer_partitions", "memory_budget", "eval_num_uniform_negs",
+                  "eval_full_max_candidates", "graph", "checkpoint_buckets", "init_from"}
+#: Optimisation keys a resumed run may change (not the model's shape or the data); each
+#: change is recorded in ``checkpoint.json``'s ``history``.
+TUNABLE_KEYS = {"lr", "relation_lr", "batch_size", "num_batch_negs", "num_uniform_negs",
+                "degree_neg_fraction", "regularization_coef", "margin", "max_norm", "loss_fn",
+                "bucket_order", "freeze_old"}
+#: What may sit in a directory before its first commit (an initialisation killed early).
+_INIT_ENTRIES = ("embeddings", "optim", "model", "config.json")
 
 
-def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
-    """Raise :class:`GraphsysError` unless ``graph`` is shaped like the one the embeddings
-    ``where`` were trained on: ``meta`` (a ``checkpoint.json``) records, per entity type, the
-    nodes of each partition (``entity_types[t]["partition_sizes"]``) and, in index order, the
-    relation types with their lhs/rhs types (``relations``; empty for GNN embeddings). Node
-    ids are local to a partition, so another graph (or another partitioning of the same one)
-    would silently index the wrong rows, or past the end."""
-    hint = "(wrong --graph, or re-ingested with other partitions?)"
-    for etype, info in meta["entity_types"].items():
-        if etype not in graph.entity_types:
-            raise GraphsysError(f"{where}: trained on entity type {etype!r}, which the graph "
-                                f"{graph.path} does not have ({', '.join(graph.entity_types)}) "
-                                f"{hint}")
-        want = [int(x) for x in info["partition_sizes"]]
-        have = [int(x) for x in graph.partition_sizes(etype)]
-        if want != have:
-            raise GraphsysError(f"{where}: entity type {etype!r} had {sum(want):,} nodes in "
-                                f"{len(want)} partitions {want[:8]}, the graph {graph.path} "
-                                f"has {sum(have):,} in {len(have)} {have[:8]} {hint}")
-    rels = meta.get("relations") or []
-    want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in rels]
-    have_rels = [(r.name, r.lhs, r.rhs) for r in graph.relation_types]
-    if want_rels and want_rels != have_rels:
-        k = next((k for k, (a, b) in enumerate(zip(want_rels, have_rels)) if a != b),
-                 min(len(want_rels), len(have_rels)))
-        got = have_rels[k] if k < len(have_rels) else "nothing"
-        was = want_rels[k] if k < len(want_rels) else "nothing"
-        raise GraphsysError(f"{where}: relation {k} was {was} (name, lhs, rhs), the graph "
-                            f"{graph.path} has {got} ({len(want_rels)} vs {len(have_rels)} "
-                            f"relation types) {hint}")
+def stream_seed(*parts: int) -> int:
+    """The seed (uint32 range) of the generator of one purpose of a run, from the config's
+    ``seed`` and the purpose's coordinates (each taken modulo 2**32); stable across runs,
+    processes and platforms."""
+    return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
 
 
-def save_npy(path: Path, array: np.ndarray, *, durable: bool = True) -> int:
-    """Write ``array`` to ``path`` atomically (temp, fsync, rename); returns bytes written.
+@dataclass
+class CommittedState:
+    """What a run resumes from: the committed ``version``, the ``epochs_done``, the finished
+    epochs' ``stats`` and ``progress`` (``None``, or the ``buckets_done`` and ``stats`` of a
+    half-done epoch ``epochs_done + 1``)."""
 
-    ``durable=False`` skips the fsyncs (still temp + rename): for files of an uncommitted
-    version, which :meth:`CheckpointStorage.sync` makes durable before the commit.
+    version: int
+    epochs_done: int
+    stats: list[EpochStats]
+    progress: dict[str, Any] | None
+
+
+class CheckpointManager:
+    """The checkpoint directory ``root`` of ``config`` trained on ``graph``'s ``edge_set``.
+
+    ``location``: the directory the checkpoint will be found at, recorded as
+    ``checkpoint_path`` (default ``root``; an import writes a staging directory renamed
+    into place). ``sizes``: nodes per partition of every entity type; ``rel_ops``: each
+    relation type's operator. ``history`` and ``grown_from`` are read from and written to
+    ``checkpoint.json``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if durable:
-        with atomic_path(path, overwrite=True) as tmp, open(tmp, "wb") as f:
-            np.save(f, np.ascontiguousarray(array), allow_pickle=False)
-    else:
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-        try:
-            with open(tmp, "wb") as f:
-                np.save(f, np.ascontiguousarray(array), allow_pickle=False)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    return path.stat().st_size
 
-
-def load_npy(path: Path, *, mmap: bool = False) -> np.ndarray:
-    try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise FormatError(f"{path}: cannot read ({exc})") from None
-
-
-class CheckpointStorage:
-    """File names and raw reads/writes of one checkpoint directory (no policy)."""
-
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, config: EmbedConfig, graph: Graph, edge_set: str, *,
+                 location: str | Path | None = None,
+                 log: Callable[[str], None] | None = None):
         self.root = Path(root)
+        self.location = Path(location) if location is not None else self.root
+        self.cfg, self.graph, self.edge_set = config, graph, edge_set
+        self.log = log or (lambda msg: None)
+        self.storage = CheckpointStorage(self.root)
+        self.sizes = {t: [int(x) for x in graph.partition_sizes(t)] for t in graph.entity_types}
+        self.rel_ops = config.relation_operators(graph.relation_types)
+        #: Resumes that changed :data:`TUNABLE_KEYS`: ``{"epochs_done", "version",
+        #: "changed": {key: [old, new]}}`` each, oldest first.
+        self.history: list[dict[str, Any]] = []
+        #: ``{"checkpoint", "version", "entity_types": {t: {"partition_sizes"}}}`` of the
+        #: ``init_from`` checkpoint this one was grown from (None: a fresh start).
+        self.grown_from: dict[str, Any] | None = None
 
-    def emb_path(self, etype: str, part: int, version: int) -> Path:
-        return self.root / "embeddings" / etype / f"part-{part:05d}.v{version:06d}.npy"
-
-    def optim_path(self, etype: str, part: int, version: int) -> Path:
-        return self.root / "optim" / etype / f"part-{part:05d}.v{version:06d}.npy"
-
-    def model_path(self, key: str, version: int) -> Path:
-        return self.root / "model" / f"{key}.v{version:06d}.npy"
-
-    def has_meta(self) -> bool:
-        return (self.root / META).is_file()
-
-    def read_meta(self, *, check_files: bool = True) -> dict[str, Any]:
-        """The committed ``checkpoint.json``; with ``check_files`` (the default) every file of
-        its version is checked against its recorded sha256 first."""
-        path = self.root / META
-        try:
-            meta = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise GraphsysError(f"{self.root}: not an embedding checkpoint (no {META})") from None
-        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
-            raise FormatError(f"{path}: unreadable ({exc})") from None
-        if meta.get("format") != FORMAT:
-            raise FormatError(f"{path}: not a graphsys embedding checkpoint")
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise FormatError(f"{path}: format_version {meta.get('format_version')} is not "
-                              f"{FORMAT_VERSION}")
-        if not isinstance(meta.get("version"), int) or meta["version"] < 0:
-            raise FormatError(f"{path}: field 'version' must be a non-negative integer")
-        if check_files:
-            self.verify_files(meta)
-        return meta
-
-    def version_files(self, version: int) -> list[Path]:
-        """Every file of ``version`` (embeddings, optimizer state, relation parameters)."""
-        return sorted(p for p, v in self.versioned_files() if v == version)
-
-    def verify_files(self, meta: dict[str, Any]) -> None:
-        """Raise :class:`FormatError` naming the first file of the committed version whose
-        sha256 differs from ``meta["files"]``, or that is missing or not listed."""
-        files = meta.get("files")
-        where = self.root / META
-        if not isinstance(files, dict):
-            raise FormatError(f"{where}: no file checksums (field 'files'); written by an "
-                              f"older graphsys or edited")
-        on_disk = {p.relative_to(self.root).as_posix() for p in
-                   self.version_files(meta["version"])}
-        extra = sorted(on_disk - set(files))
-        if extra:
-            raise FormatError(f"{self.root / extra[0]}: not listed in {META}")
-        for rel, digest in sorted(files.items()):
-            f = self.root / rel
-            if rel not in on_disk:
-                raise FormatError(f"{f}: missing (listed in {META})")
-            if sha256_file(f) != digest:
-                raise FormatError(f"{f}: sha256 mismatch (corrupted or modified file)")
-
-    def write_meta(self, meta: dict[str, Any]) -> None:
-        """Commit ``meta`` (its ``version``'s files must all be on disk): records the sha256
-        of every file of the version, then replaces ``checkpoint.json`` atomically."""
-        files = {p.relative_to(self.root).as_posix(): sha256_file(p)
-                 for p in self.version_files(meta["version"])}
-        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, **meta, "files": files}
-        write_bytes_atomic(self.root / META, json.dumps(meta, indent=1).encode() + b"\n")
-
-    def write_config(self, config: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(self.root / "config.json",
-                           json.dumps(config, indent=1).encode() + b"\n")
-
-    def read_config(self) -> dict[str, Any]:
-        try:
-            return json.loads((self.root / "config.json").read_text())
-        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
-            raise FormatError(f"{self.root / 'config.json'}: unreadable ({exc})") from None
-
-    def versioned_files(self) -> list[tuple[Path, int]]:
-        out = []
-        for sub in ("embeddings", "optim", "model"):
-            for path in (self.root / sub).rglob("*.npy"):
-                m = _VERSIONED.search(path.name)
-                if m:
-                    out.append((path, int(m.group(1))))
+    # -- metadata ---------------------------------------------------------------------------
+    def config_json(self) -> dict[str, Any]:
+        """``config.json``: the config with the graph, edge set and location it trains."""
+        out = self.cfg.to_json()
+        out["graph"] = self.graph.location.uri
+        out["edges"] = self.edge_set
+        out["checkpoint_path"] = str(self.location.absolute())
         return out
 
-    def drop_versions(self, keep: int, *, above: bool = True, below: bool = True) -> None:
-        """Delete version files other than ``keep`` (those above and/or below it) and temps."""
-        for path, v in self.versioned_files():
-            if (above and v > keep) or (below and v < keep):
-                path.unlink(missing_ok=True)
-        for sub in ("embeddings", "optim", "model"):
-            for tmp in (self.root / sub).rglob(".*.tmp-*"):
-                tmp.unlink(missing_ok=True)
+    def write_config(self) -> None:
+        """Write :meth:`config_json` as ``config.json`` (atomically)."""
+        self.storage.write_config(self.config_json())
 
-    def sync(self) -> None:
-        """Make every file written so far durable (one syncfs of the checkpoint's
-        filesystem, as seen from this host)."""
-        sync_filesystem(self.root)
+    def meta(self, version: int, epochs_done: int, stats: list[EpochStats]) -> dict[str, Any]:
+        """``checkpoint.json`` of ``version`` (before :meth:`CheckpointStorage.write_meta`
+        adds the format and the file checksums)."""
+        return {
+            "version": version, "epochs_done": epochs_done,
+            "graph": self.graph.location.uri, "edges": self.edge_set,
+            "dimension": self.cfg.dimension, "num_partitions": self.graph.num_partitions,
+            "entity_types": {t: {"partition_sizes": s} for t, s in self.sizes.items()},
+            "relations": [{"name": r.name, "lhs": r.lhs, "rhs": r.rhs, "operator": op}
+                          for r, op in zip(self.graph.relation_types, self.rel_ops)],
+            "comparator": self.cfg.comparator,
+            "stats": [s.to_json() for s in stats],
+            "history": self.history,
+            **({"grown_from": self.grown_from} if self.grown_from else {}),
+        }
 
-    def sync_dirs(self) -> None:
-        for sub in ("embeddings", "optim", "model"):
-            base = self.root / sub
-            if base.is_dir():
-                for d in [base, *[p for p in base.rglob("*") if p.is_dir()]]:
-                    fsync_path(d)
+    def commit(self, version: int, epochs_done: int, stats: list[EpochStats], *,
+               progress: dict[str, Any] | None = None, **extra: Any) -> None:
+        """Commit ``version``, whose files must all be durable on disk: write
+        ``checkpoint.json`` (with ``progress`` and the ``extra`` keys when given), then
+        delete the older versions."""
+        meta = self.meta(version, epochs_done, stats)
+        if progress is not None:
+            meta["progress"] = progress
+        meta.update(extra)
+        self.storage.write_meta(meta)
+        self.storage.drop_versions(version, above=False, below=True)
+
+    # -- version 0 --------------------------------------------------------------------------
+    def initial_embeddings(self, type_index: int, p: int, n: int) -> np.ndarray:
+        """Initial float32 ``(n, dimension)`` embeddings of partition ``p`` of the
+        ``type_index``-th entity type: N(0, init_scale), seeded by
+        ``stream_seed(seed, 1, type_index, p)``."""
+        gen = torch.Generator().manual_seed(stream_seed(self.cfg.seed, 1, type_index, p))
+        emb = init_embeddings(n, self.cfg.dimension, self.cfg.init_scale, gen)
+        if not bool(torch.isfinite(emb).all()):
+            raise ConfigError(f"init_scale={self.cfg.init_scale} gives non-finite "
+                              f"initial embeddings (float32)")
+        return emb.numpy()
+
+    def prepare(self, relmodel: RelationModel) -> None:
+        """Initialise a new checkpoint (version 0, relation parameters from ``relmodel``),
+        or check that an existing one has this config and remove the files of an
+        interrupted commit."""
+        if self.storage.has_meta():
+            self._check_resume()
+        else:
+            self._create(relmodel)
+
+    def _check_resume(self) -> None:
+        st = self.storage
+        meta = st.read_meta(check_files=False)  # load_state checks the files
+        old = config_from_dict(st.read_config()).to_json()  # defaults of newer keys
+        new = self.config_json()
+        changed = {}
+        for key in sorted(set(old) | set(new)):
+            if key in RESUMABLE_KEYS or old.get(key) == new.get(key):
+                continue
+            if key not in TUNABLE_KEYS:
+                raise GraphsysError(
+                    f"{self.root}: checkpoint was trained with {key}={old.get(key)!r}, this "
+                    f"run has {key}={new.get(key)!r} (a resumed run may change only "
+                    f"{', '.join(sorted(TUNABLE_KEYS))}); use another checkpoint directory "
+                    f"to start afresh")
+            changed[key] = [old.get(key), new.get(key)]
+        check_graph(meta, self.graph, self.root)
+        st.drop_versions(int(meta["version"]), below=False)
+        self.history = list(meta.get("history", []))
+        if changed:  # recorded first: a crash before the config write repeats it
+            self.history.append({"epochs_done": int(meta["epochs_done"]),
+                                 "version": int(meta["version"]), "changed": changed})
+            st.write_meta({**meta, "history": self.history})
+            st.write_config(new)
+            self.log(f"resuming {self.root} with " + ", ".join(
+                f"{k}={v[1]!r} (was {v[0]!r})" for k, v in changed.items()))
+
+    def _create(self, relmodel: RelationModel) -> None:
+        st, root = self.storage, self.root
+        if root.exists() and (not root.is_dir() or any(
+                p.name not in _INIT_ENTRIES for p in root.iterdir())):
+            raise GraphsysError(f"{root}: exists and is not an embedding checkpoint (choose "
+                                f"another checkpoint directory)")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GraphsysError(f"{root}: cannot create the checkpoint directory "
+                                f"({exc.strerror or exc})") from None
+        for path, _ in st.versioned_files():  # leftovers of an init killed before commit
+            path.unlink(missing_ok=True)
+        source, means = self._init_source()
+        self.write_config()
+        for ti, (etype, sizes) in enumerate(self.sizes.items()):
+            for p, n in enumerate(sizes):
+                emb = self.initial_embeddings(ti, p, n)
+                state = np.zeros(n, np.float32)
+                if source is not None:
+                    old = self.grown_from["entity_types"][etype]["partition_sizes"][p]
+                    emb, state = grow.grown_partition(emb, source, self.grown_from["version"],
+                                                      etype, p, old, means[(etype, p)])
+                save_npy(st.emb_path(etype, p, 0), emb)
+                save_npy(st.optim_path(etype, p, 0), state)
+        if source is not None:
+            relmodel.load(source, self.grown_from["version"])
+        relmodel.save(st, 0)
+        st.sync_dirs()
+        st.write_meta(self.meta(0, 0, []))
+
+    def _init_source(self) -> tuple[CheckpointStorage | None, dict | None]:
+        """With ``init_from``: the checked source checkpoint and the neighbour sums of the new
+        rows (:mod:`.grow`), recording ``grown_from``; else ``(None, None)``."""
+        if not self.cfg.init_from:
+            return None, None
+        source = CheckpointStorage(self.cfg.init_from)
+        meta = source.read_meta()
+        grow.check_shape(meta, source.root, dimension=self.cfg.dimension,
+                         comparator=self.cfg.comparator, relations=[
+                             {"name": r.name, "lhs": r.lhs, "rhs": r.rhs, "operator": op}
+                             for r, op in zip(self.graph.relation_types, self.rel_ops)],
+                         sizes=self.sizes)
+        old = grow.old_sizes(meta)
+        self.grown_from = {"checkpoint": str(source.root.absolute()),
+                           "version": int(meta["version"]),
+                           "entity_types": {t: {"partition_sizes": s} for t, s in old.items()}}
+        means = grow.neighbour_means(self.graph, self.edge_set, source, int(meta["version"]),
+                                     old)
+        return source, means
+
+    # -- resuming ---------------------------------------------------------------------------
+    def load_state(self, relmodel: RelationModel) -> CommittedState:
+        """Check the committed version's files, load its relation parameters into
+        ``relmodel`` and return what a run resumes from."""
+        meta = self.storage.read_meta()
+        version = int(meta["version"])
+        self.grown_from = meta.get("grown_from")
+        self.history = list(meta.get("history", []))
+        relmodel.load(self.storage, version)
+        state = CommittedState(version, int(meta["epochs_done"]),
+                               [EpochStats.from_json(s) for s in meta.get("stats", [])],
+                               meta.get("progress"))
+        if state.progress is not None:
+            self.log(f"resuming {self.root} in epoch {state.epochs_done + 1} after "
+                     f"{len(state.progress['buckets_done'])} buckets")
+        elif state.epochs_done:
+            self.log(f"resuming {self.root} after epoch {state.epochs_done}")
+        return state
+
+
+__all__ = [
+    "RESUMABLE_KEYS",
+    "TUNABLE_KEYS",
+    "CheckpointManager",
+    "CheckpointStorage",
+    "CommittedState",
+    "check_graph",
+    "load_npy",
+    "save_npy",
+    "stream_seed",
+]

@@ -1,4 +1,5 @@
-"""The typed, validated embedding config (TOML or JSON; never executed; or a PBG ``.py``).
+"""The typed, validated embedding config (TOML or JSON; never executed). A PyTorch-BigGraph
+``.py`` config is read by :func:`graphsys.embed.api.load_config` (through the PBG interop).
 
 Key names follow PyTorch-BigGraph's where PBG has one, so a PBG user's settings carry over.
 Every field has a ``help`` text (``graphsys embed train --help`` prints them) and a validator;
@@ -27,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from typing import Any
 from graphsys.device import DEVICES
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
 from graphsys.config_values import check_type, parse_value
-from graphsys.errors import ConfigError, GraphsysError
+from graphsys.errors import ConfigError, GraphsysError, ParameterError
 from graphsys.units import parse_size
 
 
@@ -137,6 +137,17 @@ class EmbedConfig:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def relation_operators(self, relation_types) -> list[str]:
+        """The operator of each of the graph's ``relation_types`` (objects with a ``name``),
+        in their order: its ``relations`` entry's, else the top-level ``operator``."""
+        ops = {r.name: r.operator for r in self.relations if r.operator}
+        return [ops.get(r.name, self.operator) for r in relation_types]
+
+    def relation_weights(self, relation_types) -> list[float]:
+        """The loss weight of each of the graph's ``relation_types`` (default 1)."""
+        weights = {r.name: r.weight for r in self.relations}
+        return [weights.get(r.name, 1.0) for r in relation_types]
 
     @property
     def relation_learning_rate(self) -> float:
@@ -265,7 +276,8 @@ def config_from_dict(raw: dict[str, Any]) -> EmbedConfig:
         if key not in fields:
             close = [n for n in fields if n.replace("_", "") == key.replace("_", "").lower()]
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"{key}: unknown key{hint}; see `graphsys embed train --help`")
+            raise ConfigError(f"{key}: unknown key{hint}; the keys are listed by "
+                              f"`graphsys embed train -h`")
         if key == "relations":
             if not isinstance(value, list):
                 raise ConfigError(f"relations: must be a list of tables, got {value!r}")
@@ -286,7 +298,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     out = json.loads(json.dumps(raw))
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(f"--set {item!r}: expected key=value")
+            raise ParameterError("overrides", f"{item!r}: expected key=value")
         key, text = item.split("=", 1)
         key = key.strip()
         value = parse_value(text.strip())
@@ -329,26 +341,20 @@ def load_raw(path: str | Path) -> dict[str, Any]:
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None, *,
-                graph: Any = None, log: Callable[[str], None] | None = None,
-                **values: Any) -> EmbedConfig:
-    """Config from a file (or nothing), then ``values``, then ``key=value`` overrides.
+                raw: dict[str, Any] | None = None, **values: Any) -> EmbedConfig:
+    """Config from a ``.toml`` / ``.json`` file (or ``raw`` plain data, or nothing), then
+    ``values`` (``None`` ones skipped), then ``key=value`` overrides.
 
-    A ``.py`` file is a PyTorch-BigGraph config, parsed and never run, whose entity types
-    and relations are matched to ``graph`` (a graph directory or
-    :class:`~graphsys.storage.graph.Graph`; required for it), see
-    :func:`graphsys.embed.pbg.pbg_training_config`; ``log`` gets its notes.
+    A PyTorch-BigGraph ``.py`` config needs the graph to match its entity types and
+    relations: :func:`graphsys.embed.api.load_config` reads it (this layer never imports
+    the PBG interop).
     """
     if path is not None and Path(path).suffix.lower() == ".py":
-        if graph is None:
-            raise ConfigError(f"{path}: a PyTorch-BigGraph config needs the graph (--graph) "
-                              f"to match its entity types and relations")
-        from graphsys.embed.pbg import pbg_training_config
-
-        raw = pbg_training_config(path, graph, log)
-    else:
-        raw = load_raw(path) if path is not None else {}
-    raw.update({k: v for k, v in values.items() if v is not None})
-    return config_from_dict(apply_overrides(raw, overrides or []))
+        raise ConfigError(f"{path}: a PyTorch-BigGraph config; read it with "
+                          f"graphsys.embed.api.load_config (it is matched to the graph)")
+    base = dict(raw) if raw is not None else load_raw(path) if path is not None else {}
+    base.update({k: v for k, v in values.items() if v is not None})
+    return config_from_dict(apply_overrides(base, overrides or []))
 
 
 def config_help() -> str:

@@ -53,7 +53,8 @@ from graphsys.device import resolve_device
 from graphsys.embed.config import EmbedConfig
 from graphsys.embed.relations import SIDES
 from graphsys.embed.schedule import Bucket, plan_rounds
-from graphsys.embed.train import EpochStats, Trainer
+from graphsys.embed.stats import EpochStats
+from graphsys.embed.train import Trainer
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph
 
@@ -108,7 +109,7 @@ class DistributedTrainer(Trainer):
     def _digest(self) -> int:
         """63-bit digest of what every rank must agree on: the config (paths aside, they
         may differ between hosts), the partition count and the training edges."""
-        cfg = {k: v for k, v in self._config_json().items()
+        cfg = {k: v for k, v in self.checkpoint.config_json().items()
                if k not in ("graph", "checkpoint_path")}
         text = json.dumps([cfg, self.P, self.graph.num_edges(self.edge_set)], sort_keys=True)
         return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
@@ -120,12 +121,12 @@ class DistributedTrainer(Trainer):
         digests = self._all_gather(torch.tensor([self._digest()], dtype=torch.int64)).cpu()
         if bool((digests != digests[0]).any()):
             raise GraphsysError("distributed training: the ranks run different configs or "
-                                "graphs (pass the same --config, --set and --graph to every "
-                                "rank)")
+                                "graphs (give every rank the same config, overrides and "
+                                "graph)")
         error: GraphsysError | OSError | None = None
         if self.rank == 0:
             try:
-                self._prepare_files()
+                self.checkpoint.prepare(self.relmodel)
             except (GraphsysError, OSError) as exc:  # re-raised once the others know
                 error = exc
         ok = self._all_gather(torch.tensor([int(error is None)], dtype=torch.int64)).cpu()

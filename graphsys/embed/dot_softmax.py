@@ -19,7 +19,7 @@ rows):
   the last ``k`` true candidates (the positive at column ``k - rem + r``).
 
 This is the same loss, negatives and masking as the autograd path
-(:meth:`graphsys.embed.train.Trainer._side_loss` with
+(:meth:`graphsys.embed.step.MinibatchStep._side_loss` with
 :class:`~graphsys.embed.model.SoftmaxLoss`), to float32 rounding.
 
 With the identity operator on both sides the tail side's in-batch block is the transpose of

@@ -27,10 +27,11 @@ import pyarrow as pa
 import pyarrow.ipc as paipc
 import torch
 
-from graphsys.embed.checkpoint import CheckpointStorage, check_graph, load_npy
+from graphsys.embed.checkpoint_files import CheckpointStorage, check_graph, load_npy
 from graphsys.embed.config import config_from_dict
 from graphsys.embed.model import COMPARATORS
-from graphsys.embed.relations import RelationModel
+from graphsys.embed.relations import PBG_DYNAMIC_NAME, RelationModel, pbg_side
+from graphsys.embed.triples import KnownAnswers, triples
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.atomic import atomic_path
 from graphsys.storage.graph import Graph, open_graph
@@ -354,9 +355,7 @@ class Embeddings:
 
     def _known(self, edge_sets, side: str):
         """The known answers on ``side`` of the triples of ``edge_sets`` (``True``: all), as
-        :class:`graphsys.embed.evaluate._Filter` keyed by ``rel * M + anchor``; cached."""
-        from graphsys.embed.evaluate import _Filter, triples
-
+        :class:`graphsys.embed.triples.KnownAnswers` keyed by ``rel * M + anchor``; cached."""
         g = self.graph
         names = (tuple(g.edge_sets) if edge_sets is True else
                  (edge_sets,) if isinstance(edge_sets, str) else tuple(edge_sets))
@@ -368,8 +367,8 @@ class Embeddings:
             r = np.concatenate([x.r for x in every])
             t = np.concatenate([x.t for x in every])
             m = self._filter_base()
-            self._filters[key] = (_Filter(r * m + h, t, m) if side == "rhs"
-                                  else _Filter(r * m + t, h, m))
+            self._filters[key] = (KnownAnswers(r * m + h, t, m) if side == "rhs"
+                                  else KnownAnswers(r * m + t, h, m))
         return self._filters[key]
 
     # -- export -----------------------------------------------------------------------------
@@ -398,8 +397,6 @@ class Embeddings:
                             progress(stop - start)
         if relations_out is None:
             return
-        from graphsys.embed.pbg import PBG_DYNAMIC_NAME, pbg_side
-
         with _export_file(relations_out) as tmp, open(tmp, "w") as f:
             for side in ("rhs", "lhs"):  # PBG's lhs side first
                 params = [self.relmodel.relation_params(r)[side]

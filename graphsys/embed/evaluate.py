@@ -14,75 +14,14 @@ uniformly and shared by a batch of test triples (as PBG).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
 from graphsys.embed.embeddings import Embeddings
+from graphsys.embed.triples import KnownAnswers, triples
 from graphsys.storage.graph import Graph
 
 EVAL_BATCH = 500
-
-
-@dataclass
-class _Triples:
-    """Type-global ids: ``h``, ``t``, ``r`` int64 ``(E,)``."""
-
-    h: np.ndarray
-    r: np.ndarray
-    t: np.ndarray
-
-
-def triples(graph: Graph, edge_set: str) -> _Triples:
-    """All triples of an edge set in type-global ids (memory: 3 x 8 bytes per edge)."""
-    rels = graph.relation_types
-    hs, rs, ts = [], [], []
-    offs = {t: graph.partition_offsets(t) for t in graph.entity_types}
-    lhs_off = np.stack([offs[r.lhs][:-1] for r in rels])
-    rhs_off = np.stack([offs[r.rhs][:-1] for r in rels])
-    for b in graph.buckets("row-major", edge_set):
-        for eb in b.batches():
-            rel = np.zeros(len(eb), np.int64) if eb.rel is None else eb.rel.astype(np.int64)
-            hs.append(lhs_off[rel, b.i] + eb.src)
-            ts.append(rhs_off[rel, b.j] + eb.dst)
-            rs.append(rel)
-    cat = (lambda x: np.concatenate(x) if x else np.zeros(0, np.int64))
-    return _Triples(cat(hs), cat(rs), cat(ts))
-
-
-class _Filter:
-    """True answers of queries ``(key = r * M + anchor)``: sorted compound ``g * M + answer``
-    where ``g`` is the index of the key among the sorted distinct keys."""
-
-    def __init__(self, key: np.ndarray, answer: np.ndarray, m: int):
-        order = np.lexsort((answer, key))
-        key, answer = key[order], answer[order]
-        self.keys, first = np.unique(key, return_index=True)
-        group = np.repeat(np.arange(len(self.keys)), np.diff(np.append(first, len(key))))
-        self.compound = group * m + answer
-        self.answer, self.first, self.m = answer, first, m
-        self.count = np.diff(np.append(first, len(key)))
-
-    def answers(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, answer) pairs of every true answer of each query key."""
-        g = np.searchsorted(self.keys, key)
-        g = np.minimum(g, len(self.keys) - 1)
-        ok = self.keys[g] == key
-        lengths = np.where(ok, self.count[g], 0)
-        starts = self.first[g]
-        rows = np.repeat(np.arange(len(key)), lengths)
-        within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return rows, self.answer[np.repeat(starts, lengths) + within]
-
-    def contains(self, key: np.ndarray, cand: np.ndarray) -> np.ndarray:
-        """bool ``(Q, C)``: is ``cand[c]`` a true answer of query ``key[q]``."""
-        g = np.searchsorted(self.keys, key)
-        g = np.minimum(g, len(self.keys) - 1)
-        ok = self.keys[g] == key
-        comp = g[:, None] * self.m + cand[None, :]
-        pos = np.searchsorted(self.compound, comp).clip(max=len(self.compound) - 1)
-        return ok[:, None] & (self.compound[pos] == comp)
 
 
 def _ranks(scores: torch.Tensor, pos: torch.Tensor) -> np.ndarray:
@@ -129,8 +68,8 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
         h = np.concatenate([x.h for x in every])
         r = np.concatenate([x.r for x in every])
         t = np.concatenate([x.t for x in every])
-        filt_tail = _Filter(r * m + h, t, m)
-        filt_head = _Filter(r * m + t, h, m)
+        filt_tail = KnownAnswers(r * m + h, t, m)
+        filt_head = KnownAnswers(r * m + t, h, m)
     rels = emb.relations
     lhs_of = np.array([emb.entity_types.index(x["lhs"]) for x in rels])
     rhs_of = np.array([emb.entity_types.index(x["rhs"]) for x in rels])

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.embed.checkpoint import CheckpointStorage, load_npy
+from graphsys.embed.checkpoint_files import CheckpointStorage, load_npy
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph
 

@@ -12,11 +12,25 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from graphsys.embed.checkpoint import CheckpointStorage, load_npy, save_npy
+from graphsys.embed.checkpoint_files import CheckpointStorage, load_npy, save_npy
 from graphsys.embed.model import OPERATORS, Operator
 
 SIDES = ("lhs", "rhs")
 ADAGRAD_EPS = 1e-10
+#: PyTorch-BigGraph's dynamic-operator parameter names -> graphsys's (= PBG's static ones);
+#: ``rotations`` is older PBG's (the transpose of ``linear_transformations``).
+PBG_PARAM = {"diagonals": "diagonal", "translations": "translation",
+             "linear_transformations": "linear_transformation", "real": "real",
+             "imag": "imag", "rotations": "rotation"}
+#: graphsys parameter name -> PBG's dynamic operators' name of it.
+PBG_DYNAMIC_NAME = {g: d for d, g in PBG_PARAM.items() if d != "rotations"}
+
+
+def pbg_side(side: str) -> str:
+    """PBG's name of graphsys's operator side ``side`` (and the other way round): graphsys
+    names the side an operator predicts (``rhs``: tails, applied to heads), PBG the side
+    whose entities it transforms (``lhs``: applied to heads, used to rank tails)."""
+    return {"lhs": "rhs", "rhs": "lhs"}[side]
 
 
 @dataclass

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from graphsys.embed.config import ConfigError, config_from_dict, load_config
+from graphsys.embed.api import load_config
+from graphsys.embed.config import ConfigError, config_from_dict
+from graphsys.errors import ParameterError
 
 
 def test_toml_file_and_overrides(tmp_path):
@@ -48,7 +50,7 @@ def test_errors_name_the_key(raw, key):
 
 
 def test_bad_override_and_file(tmp_path):
-    with pytest.raises(ConfigError, match="expected key=value"):
+    with pytest.raises(ParameterError, match="^overrides 'lr': expected key=value"):
         load_config(None, ["lr"])
     bad = tmp_path / "bad.toml"
     bad.write_text("dimension = = 3")

@@ -8,7 +8,7 @@ import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, evaluate
-from graphsys.embed.evaluate import triples
+from graphsys.embed.triples import triples
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,8 @@ import pytest
 from graphsys import open_graph
 from graphsys.embed import Embeddings, load_config, train
 from graphsys.embed.config import ConfigError
-from graphsys.embed.pbg import import_pbg_checkpoint, import_pbg_config
+from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
+from graphsys.embed.interop.pbg_config import import_pbg_config
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
@@ -638,3 +639,43 @@ def test_partition_count_mismatch_is_reported(dyn_pbg, kg1, tmp_path):
     assert rep.entities["node"]["imported"] == 89          # the 90 names of part 0, minus a ghost
     assert any("config says 1 partitions but entity_names_all_1.json exists" in w
                for w in rep.warnings)
+
+
+def test_import_writes_through_the_checkpoint_manager(kg4, dyn_pbg, tmp_path):
+    """The imported checkpoint's config.json and checkpoint.json are what a
+    CheckpointManager of the imported config writes (plus ``imported_from``), nothing is
+    left beside it, and the files are checked on load."""
+    from graphsys.embed.checkpoint import CheckpointManager, CheckpointStorage
+
+    ckpt, data, *_ = dyn_pbg
+    out = tmp_path / "gs"
+    import_pbg_checkpoint(ckpt, data, kg4, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gs", "pbg"]
+    cfg = load_config(out / "config.json")
+    g = open_graph(kg4)
+    m = CheckpointManager(out, cfg, g, cfg.edges)
+    assert json.loads((out / "config.json").read_text()) == m.config_json()
+    meta = CheckpointStorage(out).read_meta()
+    assert meta["imported_from"] == {"format": "pytorch-biggraph",
+                                     "path": str(ckpt.absolute()), "version": 2}
+    want = m.meta(2, 2, [])
+    assert {k: v for k, v in meta.items() if k in want} == want
+    assert list(meta) == ["format", "format_version", *want, "imported_from", "files"]
+
+
+def test_import_errors_name_the_parameter_and_the_cli_flag(kg4, dyn_pbg, tmp_path, capsys):
+    from graphsys.cli import main
+    from graphsys.errors import ParameterError
+
+    ckpt, data, *_ = dyn_pbg
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    with pytest.raises(ParameterError, match=r"^out .*full exists and is not empty"):
+        import_pbg_checkpoint(ckpt, data, kg4, tmp_path / "full")
+    assert main(["embed", "import-pbg", str(ckpt), "--entity-path", str(data), "--graph",
+                 str(kg4), "--out", str(tmp_path / "full")]) == 2
+    assert "error: --out " in capsys.readouterr().err
+    cfg = json.loads((ckpt / "config.json").read_text())
+    del cfg["entity_path"]
+    with pytest.raises(ParameterError, match="^entity_path not given, and the PBG config"):
+        import_pbg_checkpoint(ckpt, None, kg4, tmp_path / "a", config=cfg)

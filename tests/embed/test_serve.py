@@ -13,7 +13,7 @@ import torch
 from graphsys import open_graph
 from graphsys.cli import main
 from graphsys.embed import Embeddings
-from graphsys.embed.evaluate import triples
+from graphsys.embed.triples import triples
 from graphsys.errors import GraphsysError
 
 

@@ -206,3 +206,50 @@ def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_pa
     assert a.keys() == b.keys() and a
     for k in a:
         assert np.array_equal(a[k], b[k]), k
+
+
+def test_on_batch_hook_sees_every_batch_and_can_stop_the_run(kg1, small, tmp_path):
+    """The trainer's public per-batch hook (what ``graphsys profile`` bounds an epoch with):
+    called once per batch of ``batch_size`` edges; raising from it fails the run, which
+    keeps only its committed version."""
+    from graphsys.embed.checkpoint import CheckpointStorage
+    from graphsys.embed.train import Trainer
+
+    g = open_graph(kg1)
+    calls: list[int] = []
+    cfg = load_config(None, small + ["num_epochs=1"])
+    Trainer(cfg, g, tmp_path / "a", on_batch=lambda: calls.append(1)).run()
+    assert len(calls) == -(-g.num_edges("train") // cfg.batch_size)  # one bucket (P = 1)
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_three() -> None:
+        calls.append(1)
+        if len(calls) > 3:
+            raise Stop
+
+    calls.clear()
+    with pytest.raises(Stop):
+        Trainer(cfg, g, tmp_path / "b", on_batch=stop_after_three).run()
+    st = CheckpointStorage(tmp_path / "b")
+    assert st.read_meta()["version"] == 0 and {v for _, v in st.versioned_files()} == {0}
+
+
+def test_missing_graph_or_out_name_the_parameter_and_the_flag(kg1, small, tmp_path, capsys):
+    """api.fit is the one training path: the library names the parameter, the CLI its flag."""
+    from graphsys.cli import main
+    from graphsys.errors import ParameterError
+
+    cfg = load_config(None, small)
+    with pytest.raises(ParameterError, match="^graph not given, and the config has no graph"):
+        train(cfg, out=tmp_path / "a")
+    with pytest.raises(ParameterError, match="^out not given, and the config has no "
+                                             "checkpoint_path"):
+        train(cfg, graph=kg1)
+    assert main(["embed", "train", "--out", str(tmp_path / "b"), "--set", "dimension=8"]) == 2
+    assert "error: --graph not given, and the config has no graph" in capsys.readouterr().err
+    assert main(["embed", "train", "--graph", str(kg1), "--set", "dimension=8"]) == 2
+    assert "error: --out not given" in capsys.readouterr().err
+    assert main(["embed", "train", "--graph", str(kg1), "--set", "lr"]) == 2
+    assert "error: --set 'lr': expected key=value" in capsys.readouterr().err

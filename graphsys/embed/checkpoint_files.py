@@ -1,0 +1,234 @@
+"""Checkpoint directory: versioned, memory-mappable NumPy files; never pickle.
+
+Layout (``N`` = checkpoint version = commits so far: one per epoch, plus one per bucket with
+``checkpoint_buckets``; version 0 is the initialisation)::
+
+    CKPT/
+      checkpoint.json                              committed last, atomically (see below)
+      config.json                                  the EmbedConfig used
+      embeddings/{type}/part-{p:05d}.v{N:06d}.npy  float32 (n_p, d) embeddings of partition p
+      optim/{type}/part-{p:05d}.v{N:06d}.npy       float32 (n_p,) row-wise Adagrad sums
+      model/{side}.{param}.v{N:06d}.npy            relation operator params, side = lhs/rhs
+                                                   (and .adagrad for their Adagrad sums)
+
+Every ``.npy`` is written with ``allow_pickle=False`` and opened with ``mmap_mode="r"``.
+``checkpoint.json`` names the committed version; it is replaced atomically (temp + fsync +
+rename) only after every file of the new version is on disk, and older versions are deleted
+afterwards. Files of a version above the committed one are leftovers of an interrupted epoch
+(or, during training, partitions written since the last commit) and are removed on resume.
+
+``checkpoint.json`` also lists, under ``files``, the sha256 of every file of the committed
+version (paths relative to ``CKPT``); loads and resumes check them (:meth:`CheckpointStorage.
+verify_files`), so a flipped byte or a swapped file is refused, never trained on or served.
+
+``checkpoint.json`` holds ``version``, ``epochs_done``, the per-epoch ``stats`` and, for a
+commit made inside an epoch (``checkpoint_buckets``), ``progress``: ``buckets_done`` (the
+``[i, j]`` buckets of epoch ``epochs_done + 1`` already trained) and ``stats`` (that epoch's
+figures so far); a resumed run trains only the other buckets of that epoch. A checkpoint
+grown from another (``init_from``, :mod:`graphsys.embed.grow`) records it under
+``grown_from``: ``checkpoint``,
+``version`` and the ``entity_types[t]["partition_sizes"]`` it was trained on (its rows are the
+first ones of each partition; ``freeze_old`` keeps those fixed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.atomic import (
+           atomic_path,
+           fsync_path,
+           sha256_file,
+           sync_filesystem,
+           write_bytes_atomic,
+)
+
+if TYPE_CHECKING:
+    from graphsys.storage.graph import Graph
+
+FORMAT = "graphsys-embeddings"
+FORMAT_VERSION = 1
+META = "checkpoint.json"
+_VERSIONED = re.compile(r"\.v(\d{6,})\.npy$")
+
+
+def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
+    """Raise :class:`GraphsysError` unless ``graph`` is shaped like the one the embeddings
+    ``where`` were trained on: ``meta`` (a ``checkpoint.json``) records, per entity type, the
+    nodes of each partition (``entity_types[t]["partition_sizes"]``) and, in index order, the
+    relation types with their lhs/rhs types (``relations``; empty for GNN embeddings). Node
+    ids are local to a partition, so another graph (or another partitioning of the same one)
+    would silently index the wrong rows, or past the end."""
+    hint = "(wrong --graph, or re-ingested with other partitions?)"
+    for etype, info in meta["entity_types"].items():
+        if etype not in graph.entity_types:
+            raise GraphsysError(f"{where}: trained on entity type {etype!r}, which the graph "
+                                f"{graph.path} does not have ({', '.join(graph.entity_types)}) "
+                                f"{hint}")
+        want = [int(x) for x in info["partition_sizes"]]
+        have = [int(x) for x in graph.partition_sizes(etype)]
+        if want != have:
+            raise GraphsysError(f"{where}: entity type {etype!r} had {sum(want):,} nodes in "
+                                f"{len(want)} partitions {want[:8]}, the graph {graph.path} "
+                                f"has {sum(have):,} in {len(have)} {have[:8]} {hint}")
+    rels = meta.get("relations") or []
+    want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in rels]
+    have_rels = [(r.name, r.lhs, r.rhs) for r in graph.relation_types]
+    if want_rels and want_rels != have_rels:
+        k = next((k for k, (a, b) in enumerate(zip(want_rels, have_rels)) if a != b),
+                 min(len(want_rels), len(have_rels)))
+        got = have_rels[k] if k < len(have_rels) else "nothing"
+        was = want_rels[k] if k < len(want_rels) else "nothing"
+        raise GraphsysError(f"{where}: relation {k} was {was} (name, lhs, rhs), the graph "
+                            f"{graph.path} has {got} ({len(want_rels)} vs {len(have_rels)} "
+                            f"relation types) {hint}")
+
+
+def save_npy(path: Path, array: np.ndarray, *, durable: bool = True) -> int:
+    """Write ``array`` to ``path`` atomically (temp, fsync, rename); returns bytes written.
+
+    ``durable=False`` skips the fsyncs (still temp + rename): for files of an uncommitted
+    version, which :meth:`CheckpointStorage.sync` makes durable before the commit.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if durable:
+        with atomic_path(path, overwrite=True) as tmp, open(tmp, "wb") as f:
+            np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+    else:
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            with open(tmp, "wb") as f:
+                np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    return path.stat().st_size
+
+
+def load_npy(path: Path, *, mmap: bool = False) -> np.ndarray:
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise FormatError(f"{path}: cannot read ({exc})") from None
+
+
+class CheckpointStorage:
+    """File names and raw reads/writes of one checkpoint directory (no policy)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def emb_path(self, etype: str, part: int, version: int) -> Path:
+        return self.root / "embeddings" / etype / f"part-{part:05d}.v{version:06d}.npy"
+
+    def optim_path(self, etype: str, part: int, version: int) -> Path:
+        return self.root / "optim" / etype / f"part-{part:05d}.v{version:06d}.npy"
+
+    def model_path(self, key: str, version: int) -> Path:
+        return self.root / "model" / f"{key}.v{version:06d}.npy"
+
+    def has_meta(self) -> bool:
+        return (self.root / META).is_file()
+
+    def read_meta(self, *, check_files: bool = True) -> dict[str, Any]:
+        """The committed ``checkpoint.json``; with ``check_files`` (the default) every file of
+        its version is checked against its recorded sha256 first."""
+        path = self.root / META
+        try:
+            meta = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise GraphsysError(f"{self.root}: not an embedding checkpoint (no {META})") from None
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
+            raise FormatError(f"{path}: unreadable ({exc})") from None
+        if meta.get("format") != FORMAT:
+            raise FormatError(f"{path}: not a graphsys embedding checkpoint")
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise FormatError(f"{path}: format_version {meta.get('format_version')} is not "
+                              f"{FORMAT_VERSION}")
+        if not isinstance(meta.get("version"), int) or meta["version"] < 0:
+            raise FormatError(f"{path}: field 'version' must be a non-negative integer")
+        if check_files:
+            self.verify_files(meta)
+        return meta
+
+    def version_files(self, version: int) -> list[Path]:
+        """Every file of ``version`` (embeddings, optimizer state, relation parameters)."""
+        return sorted(p for p, v in self.versioned_files() if v == version)
+
+    def verify_files(self, meta: dict[str, Any]) -> None:
+        """Raise :class:`FormatError` naming the first file of the committed version whose
+        sha256 differs from ``meta["files"]``, or that is missing or not listed."""
+        files = meta.get("files")
+        where = self.root / META
+        if not isinstance(files, dict):
+            raise FormatError(f"{where}: no file checksums (field 'files'); written by an "
+                              f"older graphsys or edited")
+        on_disk = {p.relative_to(self.root).as_posix() for p in
+                   self.version_files(meta["version"])}
+        extra = sorted(on_disk - set(files))
+        if extra:
+            raise FormatError(f"{self.root / extra[0]}: not listed in {META}")
+        for rel, digest in sorted(files.items()):
+            f = self.root / rel
+            if rel not in on_disk:
+                raise FormatError(f"{f}: missing (listed in {META})")
+            if sha256_file(f) != digest:
+                raise FormatError(f"{f}: sha256 mismatch (corrupted or modified file)")
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """Commit ``meta`` (its ``version``'s files must all be on disk): records the sha256
+        of every file of the version, then replaces ``checkpoint.json`` atomically."""
+        files = {p.relative_to(self.root).as_posix(): sha256_file(p)
+                 for p in self.version_files(meta["version"])}
+        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, **meta, "files": files}
+        write_bytes_atomic(self.root / META, json.dumps(meta, indent=1).encode() + b"\n")
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(self.root / "config.json",
+                           json.dumps(config, indent=1).encode() + b"\n")
+
+    def read_config(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.root / "config.json").read_text())
+        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
+            raise FormatError(f"{self.root / 'config.json'}: unreadable ({exc})") from None
+
+    def versioned_files(self) -> list[tuple[Path, int]]:
+        out = []
+        for sub in ("embeddings", "optim", "model"):
+            for path in (self.root / sub).rglob("*.npy"):
+                m = _VERSIONED.search(path.name)
+                if m:
+                    out.append((path, int(m.group(1))))
+        return out
+
+    def drop_versions(self, keep: int, *, above: bool = True, below: bool = True) -> None:
+        """Delete version files other than ``keep`` (those above and/or below it) and temps."""
+        for path, v in self.versioned_files():
+            if (above and v > keep) or (below and v < keep):
+                path.unlink(missing_ok=True)
+        for sub in ("embeddings", "optim", "model"):
+            for tmp in (self.root / sub).rglob(".*.tmp-*"):
+                tmp.unlink(missing_ok=True)
+
+    def sync(self) -> None:
+        """Make every file written so far durable (one syncfs of the checkpoint's
+        filesystem, as seen from this host)."""
+        sync_filesystem(self.root)
+
+    def sync_dirs(self) -> None:
+        for sub in ("embeddings", "optim", "model"):
+            base = self.root / sub
+            if base.is_dir():
+                for d in [base, *[p for p in base.rglob("*") if p.is_dir()]]:
+                    fsync_path(d)

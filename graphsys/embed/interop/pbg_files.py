@@ -1,0 +1,194 @@
+"""Reading PyTorch-BigGraph (PBG 1.0.0) checkpoint files: the version file, the HDF5
+embedding and model files, entity count / name files, and the row-wise Adagrad sums inside
+PBG's ``torch.save`` optimizer blobs, read as raw storage with :mod:`zipfile` (never
+unpickled). The layout is in :mod:`graphsys.embed.interop.pbg_checkpoint`; every reader
+raises :class:`~graphsys.errors.FormatError` naming the file. ``h5py`` is imported lazily
+(``pip install graphsys[pbg]``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphsys.errors import FormatError, GraphsysError
+
+_MODEL_PARAM = re.compile(r"relations/(\d+)/operator/(lhs|rhs)/([^/]+)")
+_GLOBAL_EMB = re.compile(r"entities/([^/]+)/global_embedding")
+PBG_FORMAT_VERSION = 1
+
+
+def h5py_module():
+    """The h5py module, or a one-line error saying how to install it."""
+    try:
+        import h5py
+    except ImportError:
+        raise GraphsysError("reading PyTorch-BigGraph checkpoints needs h5py: "
+                            "pip install 'graphsys[pbg]'") from None
+    return h5py
+
+
+def read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise FormatError(f"{path}: missing ({what})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{path}: unreadable ({exc})") from None
+
+
+def read_count(path: Path) -> int:
+    text = read_text(path, "PBG entity/relation count").strip()
+    if not text.isdigit():
+        raise FormatError(f"{path}: expected a non-negative integer, got {text[:40]!r}")
+    return int(text)
+
+
+def read_names(path: Path) -> list[str]:
+    try:
+        names = json.loads(read_text(path, "PBG names"))
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise FormatError(f"{path}: expected a JSON list of name strings")
+    return names
+
+
+def read_pbg_version(pbg_ckpt: Path) -> int:
+    """The committed version ``N`` of a PBG checkpoint (``checkpoint_version.txt``)."""
+    path = pbg_ckpt / "checkpoint_version.txt"
+    if not path.is_file():
+        raise FormatError(f"{pbg_ckpt}: not a PBG checkpoint (no checkpoint_version.txt)")
+    text = read_text(path, "PBG checkpoint version").strip()
+    if not text.isdigit():
+        raise FormatError(f"{path}: expected a version number, got {text[:40]!r}")
+    return int(text)
+
+
+def open_h5(h5py, path: Path):
+    if not path.is_file():
+        raise FormatError(f"{path}: missing (PBG checkpoint file)")
+    try:
+        hf = h5py.File(path, "r")
+    except OSError as exc:
+        raise FormatError(f"{path}: not a readable HDF5 file ({exc})") from None
+    if hf.attrs.get("format_version", None) != PBG_FORMAT_VERSION:
+        hf.close()
+        raise FormatError(f"{path}: PBG format_version {hf.attrs.get('format_version')!r} is "
+                          f"not {PBG_FORMAT_VERSION}")
+    return hf
+
+
+def read_model(h5py, path: Path):
+    """Operator params ``{(idx, side, param): float32 array}`` and global embeddings
+    ``{entity: float32 (d,)}`` of ``model.vN.h5``, plus its root attrs (never the
+    optimizer blob)."""
+    params: dict[tuple[int, str, str], np.ndarray] = {}
+    globals_: dict[str, np.ndarray] = {}
+    with open_h5(h5py, path) as hf:
+        attrs = {k: hf.attrs[k] for k in hf.attrs}
+        if "model" in hf:
+            names: list[str] = []
+            hf["model"].visit(names.append)
+            for name in names:
+                obj = hf["model"][name]
+                if not isinstance(obj, h5py.Dataset):
+                    continue
+                m, g = _MODEL_PARAM.fullmatch(name), _GLOBAL_EMB.fullmatch(name)
+                if m:
+                    params[(int(m.group(1)), m.group(2), m.group(3))] = \
+                        np.asarray(obj[...], np.float32)
+                elif g:
+                    globals_[g.group(1)] = np.asarray(obj[...], np.float32)
+                else:
+                    raise FormatError(f"{path}: unknown PBG model dataset model/{name}")
+    return params, globals_, attrs
+
+
+_OPTIM_DATASET = "optimizer/state_dict"
+_STORAGE = re.compile(r"[^/]+/data/[0-9]+")
+
+
+def read_optim_blob(h5py, hf) -> bytes | None:
+    """The raw bytes of a PBG file's ``optimizer/state_dict`` dataset (None when absent)."""
+    obj = hf.get(_OPTIM_DATASET)
+    if not isinstance(obj, h5py.Dataset) or obj.ndim != 1:
+        return None
+    return obj[...].tobytes()
+
+
+def pbg_row_adagrad(blob: bytes | None, n: int) -> tuple[np.ndarray | None, str]:
+    """PBG's RowAdagrad sums of an ``n``-row partition from its ``torch.save`` blob.
+
+    Reads the zip archive with :mod:`zipfile` and only its one raw storage file (float32,
+    little endian); never ``data.pkl``. Returns ``(float32 (n,), "")``, or ``(None, why)``
+    when the blob is absent or its layout is not unambiguously one ``n``-float storage (see
+    the module docstring).
+    """
+    if blob is None:
+        return None, "no optimizer/state_dict dataset"
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(blob))
+    except (zipfile.BadZipFile, ValueError, OSError):
+        return None, "optimizer state is not a torch.save zip archive"
+    with zf:
+        infos = zf.infolist()
+        roots = {i.filename.split("/", 1)[0] for i in infos}
+        if len(roots) != 1:
+            return None, "optimizer state archive has no single top-level folder"
+        root = roots.pop()
+        names = {i.filename for i in infos}
+        if f"{root}/data.pkl" not in names:
+            return None, "optimizer state archive has no data.pkl (not torch.save's layout)"
+        storages = [i for i in infos if _STORAGE.fullmatch(i.filename)]
+        if len(storages) != 1:
+            return None, (f"optimizer state archive has {len(storages)} tensor storages, "
+                          f"expected 1 (RowAdagrad's per-row sums)")
+        info = storages[0]
+        if info.file_size != 4 * n:
+            return None, (f"optimizer state storage {info.filename} has {info.file_size} "
+                          f"bytes, expected {4 * n} (float32 x {n} rows)")
+        order = sys.byteorder
+        if f"{root}/byteorder" in names:
+            if zf.getinfo(f"{root}/byteorder").file_size > 16:
+                return None, "optimizer state archive has an oversized byteorder record"
+            try:
+                order = zf.read(f"{root}/byteorder").decode("ascii").strip()
+            except (zipfile.BadZipFile, UnicodeDecodeError, OSError, ValueError):
+                return None, "optimizer state archive has an unreadable byteorder"
+        if order != "little":
+            return None, f"optimizer state byte order {order[:20]!r}, expected 'little'"
+        try:
+            raw = zf.read(info)
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
+            return None, f"optimizer state storage {info.filename} unreadable ({exc})"
+    if len(raw) != 4 * n:
+        return None, f"optimizer state storage {info.filename} is truncated"
+    sums = np.frombuffer(raw, "<f4").astype(np.float32)
+    if not np.all(np.isfinite(sums)) or (sums < 0).any():
+        return None, ("optimizer state storage holds negative or non-finite values (not "
+                      "sums of squares)")
+    return sums, ""
+
+
+def epochs_done(attrs: dict[str, Any], version: int, warnings: list[str]) -> int:
+    """Epochs PBG completed, from the ``iteration/*`` attrs of the model file."""
+    try:
+        epoch = int(attrs["iteration/epoch_idx"])
+        path_i = int(attrs["iteration/edge_path_idx"])
+        paths = int(attrs["iteration/num_edge_paths"])
+        chunk_i, chunks = (int(attrs["iteration/edge_chunk_idx"]),
+                           int(attrs["iteration/num_edge_chunks"]))
+    except (KeyError, TypeError, ValueError):
+        return version
+    if path_i == paths - 1 and chunk_i == chunks - 1:
+        return epoch + 1
+    warnings.append(f"PBG stopped inside epoch {epoch + 1} (edge path {path_i + 1}/{paths}, "
+                    f"chunk {chunk_i + 1}/{chunks}); graphsys counts {epoch} epochs done")
+    return epoch
