@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from graphsys.analysis.simt import WARP
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 RATIO = "smsp__thread_inst_executed_per_inst_executed.ratio"
 INSTRUCTIONS = "smsp__inst_executed.sum"
@@ -145,17 +145,18 @@ def is_edge_kernel(name: str) -> bool:
 
 
 def find_ncu(path: str | Path | None = None) -> str:
-    """The ncu executable: ``path`` (``--ncu-path``) or ``ncu`` on PATH; a one-line
-    :class:`GraphsysError` when there is none."""
+    """The ncu executable: ``path`` or ``ncu`` on PATH; a one-line :class:`ParameterError`
+    naming ``ncu_path`` (a bad path) or ``ncu`` (none on PATH) when there is none."""
     if path is not None:
         p = Path(path)
         if not p.is_file() or not os.access(p, os.X_OK):
-            raise GraphsysError(f"--ncu-path {path}: not an executable file")
+            raise ParameterError("ncu_path", f"{path}: not an executable file")
         return str(p)
     found = shutil.which("ncu")
     if found is None:
-        raise GraphsysError("--ncu: Nsight Compute's ncu is not on PATH (install Nsight "
-                            "Compute, e.g. /usr/local/cuda/bin/ncu, or pass --ncu-path)")
+        raise ParameterError("ncu", "needs Nsight Compute, and ncu is not on PATH (install "
+                                    "it, e.g. /usr/local/cuda/bin/ncu, or name the "
+                                    "executable)")
     return found
 
 
@@ -179,11 +180,11 @@ def _run_ncu(cmd: list[str], what: str) -> subprocess.CompletedProcess:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60,
                               env={**os.environ, **NCU_ENV})
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GraphsysError(f"--ncu: cannot run {cmd[0]} {what}: "
+        raise GraphsysError(f"ncu: cannot run {cmd[0]} {what}: "
                             f"{getattr(exc, 'strerror', None) or exc}") from None
     if proc.returncode != 0:
         why = _last_line(proc.stderr) or _last_line(proc.stdout) or "no output"
-        raise GraphsysError(f"--ncu: {cmd[0]} {what} exited with status {proc.returncode}: "
+        raise GraphsysError(f"ncu: {cmd[0]} {what} exited with status {proc.returncode}: "
                             f"{why}")
     return proc
 
@@ -209,9 +210,9 @@ def preflight(device: str, ncu_path: str | Path | None = None) -> NcuSetup:
     try:
         dev = resolve_device(name if name.startswith("cuda") else "cuda")
     except GraphsysError as exc:
-        why = str(exc).split("; use --device")[0]
-        raise GraphsysError(f"--ncu needs a CUDA GPU: {why}; run it on a GPU machine or "
-                            f"drop --ncu") from None
+        why = str(exc).split("; use cpu")[0]
+        raise ParameterError("ncu", f"needs a CUDA GPU: {why}; run it on a GPU machine or "
+                                    f"profile without ncu") from None
     exe = find_ncu(ncu_path)
     version, rename = probe(exe)
     return NcuSetup(exe, str(dev), version, rename)
@@ -271,7 +272,7 @@ def measure(setup: NcuSetup, app: list[str], *, launch_count: int | None = None
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
                                   env={**os.environ, **NCU_ENV})
         except OSError as exc:
-            raise GraphsysError(f"--ncu: cannot run {setup.exe}: {exc.strerror or exc}"
+            raise GraphsysError(f"ncu: cannot run {setup.exe}: {exc.strerror or exc}"
                                 ) from None
         seconds = time.perf_counter() - t0
         text = log.read_text(errors="replace") if log.is_file() else ""

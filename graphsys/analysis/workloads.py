@@ -44,7 +44,7 @@ import numpy as np
 from graphsys.analysis.balance import RankWork, work_by_range
 from graphsys.analysis.kernels import StepMarker, profile_call
 from graphsys.analysis.simt import GPU, SimtAccumulator
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 #: Global ids per vectorized slice when compacting a frontier (a multiple of 8: masks are
 #: bit-packed).
@@ -256,9 +256,9 @@ def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
                             f"{', '.join(A.ALGORITHMS)})")
     needs_source = A.ALGORITHMS[algorithm][1]
     if needs_source and source is None:
-        raise GraphsysError(f"{algorithm} needs --source ID")
+        raise ParameterError("source", f"is needed by {algorithm}: give a node id")
     if not needs_source and source is not None:
-        raise GraphsysError(f"{algorithm} takes no --source")
+        raise ParameterError("source", f"does not apply to {algorithm}")
     n = graph.num_nodes()
     if algorithm == "hits":
         return A.HITS(1e-8 if tol is None else tol), 200

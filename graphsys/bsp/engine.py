@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from graphsys.bsp.distributed import LocalComm, TorchComm
+from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
 from graphsys.bsp.edges import DENSE_DIVISOR, EdgeResult, MemoryEdges, StreamEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
@@ -348,8 +348,5 @@ def _rows(program: VertexProgram, x: torch.Tensor, num_local: int) -> torch.Tens
 
 def _rank_bounds(comm, graph) -> list[int]:
     """Global id range boundaries of every rank, int (W+1,)."""
-    offsets = graph.partition_offsets()
-    p = graph.num_partitions
-    w = comm.world_size
-    return [int(offsets[r * p // w]) for r in range(w)] + [int(offsets[p])]
+    return rank_bounds(graph.partition_offsets(), comm.world_size)
 

@@ -12,6 +12,7 @@ partition by partition, writing Arrow embedding files that ``graphsys.embed.Embe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -22,6 +23,11 @@ from graphsys.errors import GraphsysError
 
 
 def register(subparsers) -> None:
+    # the defaults are TrainConfig's: one set, shown here
+    from graphsys.gnn.train import MODEL_DEFAULTS, TASK_DEFAULTS, TrainConfig
+
+    field = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    node, link, gat = TASK_DEFAULTS["node"], TASK_DEFAULTS["link"], MODEL_DEFAULTS[("node", "gat")]
     p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN, GAT, GIN, or "
                                           "your own module) and embed nodes",
                               description=__doc__)
@@ -31,35 +37,47 @@ def register(subparsers) -> None:
     _source_args(t)
     t.add_argument("--task", choices=("node", "link"), default="node",
                    help="node classification or link prediction (default node)")
-    t.add_argument("--model", default="sage", metavar="MODEL",
-                   help="pinsage, sage, gcn, gat, gin (default sage), or module:Factory: "
+    t.add_argument("--model", default=field["model"], metavar="MODEL",
+                   help=f"pinsage, sage, gcn, gat, gin (default {field['model']}), or "
+                        "module:Factory: "
                         "a callable Factory(in_dim=, hidden_dim=, out_dim=, num_layers=, "
                         "dropout=) returning a torch.nn.Module called as model(blocks, x) "
                         "(node task)")
-    t.add_argument("--heads", type=int, default=8,
-                   help="attention heads of gat's hidden layers (default 8)")
+    t.add_argument("--heads", type=int, default=field["heads"],
+                   help=f"attention heads of gat's hidden layers (default {field['heads']})")
     t.add_argument("--dropout", type=float, default=None,
-                   help="dropout (default 0.6 for gat, 0.5 for the other node models, 0 link)")
+                   help=f"dropout (default {gat['dropout']} for gat, {node['dropout']} for "
+                        f"the other node models, {link['dropout']} link)")
     t.add_argument("--weight-decay", type=float, default=None,
-                   help="Adam weight decay (default 5e-4 node, 0 link)")
+                   help=f"Adam weight decay (default {node['weight_decay']} node, "
+                        f"{link['weight_decay']} link)")
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
                         "(default: all for node, 10,10 for link)")
     t.add_argument("--epochs", type=int, default=None,
-                   help="maximum epochs (default 200 node, 20 link)")
-    t.add_argument("--hidden", type=int, default=64, help="hidden width (default 64)")
-    t.add_argument("--lr", type=float, default=None, help="Adam learning rate")
-    t.add_argument("--batch-size", type=int, default=None, help="seeds / queries per step")
-    t.add_argument("--batches-per-epoch", type=int, default=None,
+                   help=f"maximum epochs (default {node['epochs']} node, {link['epochs']} "
+                        f"link)")
+    t.add_argument("--hidden", type=int, default=field["hidden"],
+                   help=f"hidden width (default {field['hidden']})")
+    t.add_argument("--lr", type=float, default=None,
+                   help=f"Adam learning rate (default {node['lr']} node, {gat['lr']} gat, "
+                        f"{link['lr']} link)")
+    t.add_argument("--batch-size", type=int, default=None,
+                   help=f"seeds / queries per step (default {node['batch_size']} node, "
+                        f"{link['batch_size']} link)")
+    t.add_argument("--batches-per-epoch", type=int, default=field["batches_per_epoch"],
                    help="cap on steps per epoch (link task)")
     t.add_argument("--patience", type=int, default=None,
-                   help="early stopping: evaluations without improvement (default 50 / 5)")
-    t.add_argument("--workers", type=int, default=1, help="sampling threads (default 1)")
-    t.add_argument("--prefetch", type=int, default=2, help="batches sampled ahead (default 2)")
+                   help=f"early stopping: evaluations without improvement (default "
+                        f"{node['patience']} node, {link['patience']} link)")
+    t.add_argument("--workers", dest="num_workers", type=int, default=field["num_workers"],
+                   help=f"sampling threads (default {field['num_workers']})")
+    t.add_argument("--prefetch", type=int, default=field["prefetch"],
+                   help=f"batches sampled ahead (default {field['prefetch']})")
     t.add_argument("--out", type=Path, default=None,
                    help="directory for the best checkpoint and metrics.jsonl")
     add_trace_arg(t)
-    _device_args(t)
+    _device_args(t, seed=field["seed"])
     t.set_defaults(func=run)
 
     e = sub.add_parser("embed", help="streaming inference: Arrow embeddings of every node")
@@ -81,14 +99,17 @@ def _source_args(p, required: bool = True) -> None:
                         "CiteSeer; the default where it exists) or the seeded random split")
 
 
-def _device_args(p) -> None:
+def _device_args(p, seed: int = 0) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    p.add_argument("--seed", type=int, default=seed, help="seed of every random choice")
     p.add_argument("--json", action="store_true", help="last line: one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
 def run(args) -> int:
+    if args.dataset is not None and args.graph is not None or (
+            args.gnn_command == "train" and args.dataset is None and args.graph is None):
+        raise GraphsysError("give exactly one of --dataset NAME or --graph DIR")
     return _train(args) if args.gnn_command == "train" else _embed(args)
 
 
@@ -104,7 +125,7 @@ def _train(args) -> int:
         v = getattr(args, name)
         if v is not None and v < 1:
             raise GraphsysError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
-    if args.workers < 0 or args.prefetch < 1:
+    if args.num_workers < 0 or args.prefetch < 1:
         raise GraphsysError("--workers must be >= 0 and --prefetch >= 1")
     if args.heads < 1:
         raise GraphsysError(f"--heads must be >= 1, got {args.heads}")
@@ -113,19 +134,12 @@ def _train(args) -> int:
     trace = trace_path(args)
     device = resolve_device(args.device)
     node = args.task == "node"
-    gat = args.model == "gat"
     cfg = TrainConfig(
         task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
-        epochs=args.epochs or (200 if node else 20),
-        lr=args.lr or ((0.005 if gat else 0.01) if node else 0.003),
-        weight_decay=(args.weight_decay if args.weight_decay is not None
-                      else 5e-4 if node else 0.0),
-        dropout=(args.dropout if args.dropout is not None
-                 else (0.6 if gat else 0.5) if node else 0.0), heads=args.heads,
-        batch_size=args.batch_size or (256 if node else 512),
-        batches_per_epoch=args.batches_per_epoch,
-        patience=args.patience or (50 if node else 5), seed=args.seed,
-        num_workers=args.workers, prefetch=args.prefetch)
+        epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, dropout=args.dropout,
+        heads=args.heads, batch_size=args.batch_size,
+        batches_per_epoch=args.batches_per_epoch, patience=args.patience, seed=args.seed,
+        num_workers=args.num_workers, prefetch=args.prefetch)
     say = _say(args)
     graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
                         split=args.split, log=say)

@@ -29,7 +29,8 @@ def register(subparsers) -> None:
                         help="add the inputs to the existing graph DIR as a new edge set "
                         "(--edge-set, a new name); ids not in DIR become new nodes appended "
                         "to its partitions, old nodes keep their ids (see docs/format.md)")
-    p.add_argument("--partitions", type=int, default=1, help="P, number of partitions (default 1)")
+    p.add_argument("--partitions", dest="num_partitions", type=int, default=1,
+                   help="P, number of partitions (default 1)")
     p.add_argument("--partitioner", default="hash",
                    help="hash (default), range, degree or fennel")
     p.add_argument("--seed", type=int, default=0, help="seed of the partitioner (default 0)")
@@ -75,7 +76,7 @@ def run(args) -> int:
     if args.nodes is not None:
         nodes.append(NodeSource(_read_node_table(args.nodes)))
     opts = IngestOptions(
-        num_partitions=args.partitions, partitioner=args.partitioner, seed=args.seed,
+        num_partitions=args.num_partitions, partitioner=args.partitioner, seed=args.seed,
         undirected=args.undirected, dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
         memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
         on_bad_line=args.on_bad_line, progress=show_progress(args))

@@ -74,6 +74,22 @@ from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_count
 from graphsys.storage.graph import Graph
 
 
+#: The defaults that depend on the task: a :class:`TrainConfig` field left None takes
+#: ``TASK_DEFAULTS[task][field]``, then ``MODEL_DEFAULTS[(task, model)]`` over it. The node
+#: task's follow Kipf & Welling's GCN setup on Planetoid (at most 200 epochs, Adam lr 0.01,
+#: weight decay 5e-4, dropout 0.5), with early stopping after 50 evaluations without a better
+#: validation accuracy; GAT's are Velickovic et al.'s (lr 0.005, dropout 0.6).
+TASK_DEFAULTS: dict[str, dict[str, Any]] = {
+    "node": {"epochs": 200, "lr": 0.01, "weight_decay": 5e-4, "dropout": 0.5,
+             "batch_size": 256, "patience": 50},
+    "link": {"epochs": 20, "lr": 0.003, "weight_decay": 0.0, "dropout": 0.0,
+             "batch_size": 512, "patience": 5},
+}
+MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
+    ("node", "gat"): {"lr": 0.005, "dropout": 0.6},
+}
+
+
 @dataclass
 class TrainConfig:
     """Hyperparameters and run options (JSON-able; stored in checkpoints).
@@ -83,19 +99,22 @@ class TrainConfig:
     ``num_traversals``/``termination_prob``/``num_random_walks`` and ``fanouts[l]`` as
     ``num_neighbors`` of layer ``l``. ``lr`` for Adam; ``batch_size`` seeds (node task) or
     query items (link task) per step; ``batches_per_epoch`` caps the link task's steps.
+    ``epochs``, ``lr``, ``weight_decay``, ``dropout``, ``batch_size`` and ``patience`` left
+    None take the task's (and model's) default (:data:`TASK_DEFAULTS`,
+    :data:`MODEL_DEFAULTS`); after construction they always hold a value.
     """
 
     task: str = "node"
     model: str = "sage"
     fanouts: list[int] | None = None
     hidden: int = 64
-    epochs: int = 100
-    lr: float = 0.01
-    weight_decay: float = 5e-4
-    dropout: float = 0.5
-    batch_size: int = 256
+    epochs: int | None = None
+    lr: float | None = None
+    weight_decay: float | None = None
+    dropout: float | None = None
+    batch_size: int | None = None
     batches_per_epoch: int | None = None
-    patience: int = 20
+    patience: int | None = None
     eval_every: int = 1
     seed: int = 0
     num_workers: int = 1
@@ -111,11 +130,16 @@ class TrainConfig:
     heads: int = 8
 
     def __post_init__(self):
-        if self.task not in ("node", "link"):
+        if self.task not in TASK_DEFAULTS:
             raise GraphsysError(f"task must be node or link, got {self.task!r}")
         if self.model not in MODELS and ":" not in self.model:
             raise GraphsysError(f"model must be one of {', '.join(MODELS)} or "
                                 f"module:Factory, got {self.model!r}")
+        defaults = {**TASK_DEFAULTS[self.task],
+                    **MODEL_DEFAULTS.get((self.task, self.model), {})}
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
         for name in ("hidden", "epochs", "batch_size", "patience", "eval_every", "prefetch",
                      "heads"):
             if int(getattr(self, name)) < 1:

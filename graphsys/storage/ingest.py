@@ -37,7 +37,7 @@ import pyarrow.ipc as paipc
 from tqdm import tqdm
 
 import partitioners
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.storage import kernels
 from graphsys.storage.atomic import (
     sha256_file, staging_directory, sync_filesystem, write_bytes_atomic,
@@ -1191,12 +1191,14 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
 
     opts = options or IngestOptions()
     if not isinstance(opts.num_partitions, int) or opts.num_partitions < 1:
-        raise GraphsysError(f"--partitions must be a positive integer, got {opts.num_partitions!r}")
+        raise ParameterError("num_partitions", f"must be a positive integer, got "
+                                               f"{opts.num_partitions!r}")
     if opts.num_partitions > MAX_PARTITIONS:
         raise GraphsysError(f"num_partitions {opts.num_partitions} is above the maximum, "
                             f"{MAX_PARTITIONS} (P x P buckets)")
     if opts.on_bad_line not in ("error", "skip"):
-        raise GraphsysError(f"--on-bad-line must be 'error' or 'skip', got {opts.on_bad_line!r}")
+        raise ParameterError("on_bad_line", f"must be 'error' or 'skip', got "
+                                            f"{opts.on_bad_line!r}")
     if opts.max_batch_rows < 1:
         raise GraphsysError("max_batch_rows must be positive")
     if not edges and not nodes:
@@ -1210,8 +1212,8 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
         job.read_all()
         _check_partitions(opts.num_partitions, job.index)
         if opts.undirected and any(r.lhs != r.rhs for r in job.relations):
-            raise GraphsysError("--undirected needs relations whose lhs and rhs entity types are "
-                                "the same")
+            raise ParameterError("undirected", "needs relations whose lhs and rhs entity "
+                                               "types are the same")
         seconds["read"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         partitioner = job.partition()

@@ -429,7 +429,7 @@ def test_no_gpu(graph_dir, tmp_path, monkeypatch, capsys):
     exe = fake_ncu(tmp_path / "bin", log=report())
     html = tmp_path / "r.html"
     _fails(["profile", "pagerank", str(graph_dir), "--ncu", "--ncu-path", str(exe),
-            "--report", str(html)], capsys, "--ncu needs a CUDA GPU: --device cuda: no CUDA "
+            "--report", str(html)], capsys, "--ncu needs a CUDA GPU: device cuda: no CUDA "
            "device is available", html, html.with_suffix(".json"))
     assert not (tmp_path / "bin" / "argv.json").exists()
 
