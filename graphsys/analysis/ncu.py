@@ -12,9 +12,10 @@ every lane of a warp is busy except in the last, partial warp. That is the model
 ``edge-balanced`` mapping (:mod:`graphsys.analysis.simt`), not a vertex-per-thread one; its
 ``mean_utilization`` is the model figure compared here (:data:`ENGINE_MAPPING`).
 
-**Measurement.** ``ncu`` (Nsight Compute's CLI) runs ``python -m graphsys run ALGO DIR
---device cuda --backend torch`` (:func:`bsp_command`, :func:`ncu_command`) and records, per
-kernel launch, :data:`METRICS`:
+**Measurement.** ``ncu`` (Nsight Compute's CLI) runs the BSP algorithm on CUDA through the
+torch backend in a process of its own, ``python -m graphsys.analysis.ncu_target SPEC``
+(:func:`graphsys.analysis.ncu_target.target_command`: library calls, not the command
+line; :func:`ncu_command`) and records, per kernel launch, :data:`METRICS`:
 
 * ``smsp__thread_inst_executed_per_inst_executed.ratio``: threads per executed warp
   instruction, 0..32 (Nsight Compute's "Avg. Active Threads Per Warp"; the ``_pred_on``
@@ -216,23 +217,6 @@ def preflight(device: str, ncu_path: str | Path | None = None) -> NcuSetup:
     exe = find_ncu(ncu_path)
     version, rename = probe(exe)
     return NcuSetup(exe, str(dev), version, rename)
-
-
-def bsp_command(graph_dir: str | Path, algorithm: str, *, device: str = "cuda",
-                mode: str = "memory", max_iters: int | None = None, source=None,
-                edge_set: str | None = None) -> list[str]:
-    """``python -m graphsys run ALGO DIR --device DEV --backend torch ...``: the engine's
-    CUDA path with the profile's settings, no integrity check (the profile has opened the
-    graph), one JSON line of output."""
-    cmd = [sys.executable, "-m", "graphsys", "run", algorithm, str(graph_dir),
-           "--device", device, "--backend", "torch", "--mode", mode, "--no-verify", "--json"]
-    if max_iters is not None:
-        cmd += ["--max-iters", str(max_iters)]
-    if source is not None:
-        cmd += ["--source", str(source)]
-    if edge_set is not None:
-        cmd += ["--edges", edge_set]
-    return cmd
 
 
 def ncu_command(ncu: str, app: list[str], *, log_file: str | Path,

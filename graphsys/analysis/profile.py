@@ -78,11 +78,11 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     from graphsys.analysis.kernels import dense_reference
     from graphsys.analysis.ncu import (
         ENGINE_MAPPING,
-        bsp_command,
         measure,
         preflight,
         validation,
     )
+    from graphsys.analysis.ncu_target import target_command
     from graphsys.analysis.report import advice
     from graphsys.analysis.workloads import (
         SimtRecorder,
@@ -167,8 +167,8 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         out["storage"]["ranks"]["supersteps"] = ranked.result()
     out["load_balance"]["storage"] = out["storage"]
     if ncu:
-        app = bsp_command(g.location.uri, algorithm, device=setup.device, mode=mode,
-                          max_iters=max_iters, source=source, edge_set=edge_set)
+        app = target_command(g.location.uri, algorithm, device=setup.device, mode=mode,
+                             max_iters=max_iters, source=source, edge_set=edge_set)
         cmd, launches, secs = measure(setup, app, launch_count=ncu_launch_count)
         out["ncu"] = validation(cmd, launches, secs, sims[ENGINE_MAPPING]["mean_utilization"],
                                 setup)
