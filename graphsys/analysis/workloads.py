@@ -245,7 +245,7 @@ def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
     """The vertex program the ``graphsys run ALGO`` front-end would run, and its default
     superstep limit."""
     from graphsys.bsp import algorithms as A
-    from graphsys.bsp.algorithms._common import (
+    from graphsys.bsp.algorithms.common import (
         check_weights_non_negative,
         source_index,
         symmetric,
@@ -521,7 +521,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     import torch
 
     from graphsys.gnn.train import (
-        _BlockSampler,
+        BlockSampler,
         build_node_model,
         node_model_dims,
     )
@@ -553,7 +553,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
         labels = torch.as_tensor(rng.integers(0, 4, n))
     classes = int(labels.max()) + 1 if n else 1
     torch.manual_seed(seed)
-    sampler = _BlockSampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
+    sampler = BlockSampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
     dims = node_model_dims(cfg, feats.shape[1], classes, sampler.num_layers)
     model = build_node_model(cfg, dims)
     hidden = cfg.hidden

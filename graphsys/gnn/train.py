@@ -283,7 +283,7 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
             "num_classes": int(labels.max()) + 1, "num_nodes": n}
 
 
-class _NodeInput(nn.Module):
+class NodeInput(nn.Module):
     """Layer-0 features: stored features, or a learned id embedding without them."""
 
     def __init__(self, x: torch.Tensor | None, num_nodes: int, dim: int):
@@ -296,7 +296,7 @@ class _NodeInput(nn.Module):
         return self.emb(nodes) if self.emb is not None else self.x.index_select(0, nodes)
 
 
-class _BlockSampler:
+class BlockSampler:
     """Per-model block sampling for a homogeneous adjacency: uniform neighbours for
     sage/gcn, PinSage walks for pinsage."""
 
@@ -374,8 +374,8 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
     data = node_task_data(graph, cfg.entity_type, cfg.seed, features)
     et = data["entity_type"]
     adj = homogeneous_adjacency(graph, et, symmetric=True)
-    sampler = _BlockSampler(cfg, adj)
-    inp = _NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
+    sampler = BlockSampler(cfg, adj)
+    inp = NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
     dims = node_model_dims(cfg, inp.dim, data["num_classes"], sampler.num_layers)
     model = (model if model is not None else build_node_model(cfg, dims)).to(device)
     call = caller(model, inputs)
@@ -496,7 +496,7 @@ def holdout_split(users: np.ndarray, items: np.ndarray, seed: int
     return ~(test | val), val, test
 
 
-class _ItemInput(nn.Module):
+class ItemInput(nn.Module):
     """Layer-0 item representation: learned id embedding + linear map of item features;
     also holds the per-item score bias ``bias`` float32 (N,) of the link task (as the
     item-to-item scorer of DGL's PinSage example; it learns item popularity)."""
@@ -580,7 +580,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
     feat = None
     if "feat" in graph.node_columns(item_t):
         feat = torch.from_numpy(graph.node_column("feat", item_t))
-    inp = _ItemInput(n_items, feat, cfg.hidden).to(device)
+    inp = ItemInput(n_items, feat, cfg.hidden).to(device)
     model = GNN(cfg.model, cfg.hidden, cfg.hidden, cfg.hidden, len(fanouts),
                 cfg.dropout).to(device)
     params = list(model.parameters()) + list(inp.parameters())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from graphsys.bsp.algorithms._common import execute, open_if_path
+from graphsys.bsp.algorithms.common import execute, open_if_path
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import GraphsysError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from graphsys.bsp.algorithms._common import execute, open_if_path, symmetric
+from graphsys.bsp.algorithms.common import execute, open_if_path, symmetric
 from graphsys.bsp.program import VertexProgram
 
 

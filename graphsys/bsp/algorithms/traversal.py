@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from graphsys.bsp.algorithms._common import (
+from graphsys.bsp.algorithms.common import (
     check_weights_non_negative,
     execute,
     open_if_path,
