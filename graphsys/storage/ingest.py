@@ -22,7 +22,6 @@ and the directory renamed into place only when complete (see :mod:`graphsys.stor
 from __future__ import annotations
 
 import json
-import resource
 import shutil
 import time
 from collections.abc import Sequence
@@ -38,6 +37,7 @@ from tqdm import tqdm
 
 import partitioners
 from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.memory import lifetime_peak_rss
 from graphsys.storage import kernels
 from graphsys.storage.atomic import (
     sha256_file, staging_directory, sync_filesystem, write_bytes_atomic,
@@ -134,11 +134,6 @@ class IngestReport:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far, in bytes (Linux ru_maxrss is KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,7 +246,7 @@ class _IdIndex:
                 values = pa.array(values).cast(pa.large_string())
             out = kernels.lookup_strings(self.ids, values)
         elif self.dense is not None:
-            out = kernels.gather(self.dense, values)
+            out = kernels.gather(self.dense, values, np.empty(len(values), self.dense.dtype))
         else:
             out = kernels.lookup_ints(self.ids, values)
         return out
@@ -1239,4 +1234,4 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
         out=str(out), nodes={t: e.num_nodes for t, e in entity_types.items()},
         edges={n: e.num_edges for n, e in edge_sets.items()}, num_partitions=p,
         partitioner=partitioner, skipped_lines=job.skipped, input_bytes=job.input_bytes,
-        seconds={k: round(v, 3) for k, v in seconds.items()}, peak_rss_bytes=peak_rss_bytes())
+        seconds={k: round(v, 3) for k, v in seconds.items()}, peak_rss_bytes=lifetime_peak_rss())
