@@ -520,12 +520,12 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
 
     import torch
 
+    from graphsys.gnn.overrides import train_config_from_overrides
     from graphsys.gnn.train import (
         BlockSampler,
         build_node_model,
         node_model_dims,
     )
-    from graphsys.gnn.overrides import train_config_from_overrides
     from graphsys.sampling.adjacency import homogeneous_adjacency
 
     cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)

@@ -24,7 +24,7 @@ from graphsys.errors import GraphsysError
 
 def register(subparsers) -> None:
     # the defaults are TrainConfig's: one set, shown here
-    from graphsys.gnn.train import MODEL_DEFAULTS, TASK_DEFAULTS, TrainConfig
+    from graphsys.gnn.config import MODEL_DEFAULTS, TASK_DEFAULTS, TrainConfig
 
     field = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     node, link, gat = TASK_DEFAULTS["node"], TASK_DEFAULTS["link"], MODEL_DEFAULTS[("node", "gat")]

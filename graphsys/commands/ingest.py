@@ -12,8 +12,8 @@ from graphsys.errors import GraphsysError, InputError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.append import append_edges
-from graphsys.storage.graph import open_graph
 from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
+from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
 from graphsys.storage.readers import FORMATS
 from graphsys.units import parse_size

@@ -183,7 +183,8 @@ def _rank() -> int:
 
 def _user_program(args):
     """``run(graph, **kwargs)`` for the VertexProgram class named by ``--program``."""
-    from graphsys.bsp.engine import DEFAULT_MAX_ITERS, run as run_program
+    from graphsys.bsp.engine import DEFAULT_MAX_ITERS
+    from graphsys.bsp.engine import run as run_program
     from graphsys.bsp.program import VertexProgram
     from graphsys.user_code import load_object
 

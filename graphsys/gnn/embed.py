@@ -25,10 +25,10 @@ from graphsys.gnn.inference import (
 )
 from graphsys.gnn.model import GNN, MODELS
 from graphsys.gnn.train import (
-    TrainConfig,
     BlockSampler,
     ItemInput,
     NodeInput,
+    TrainConfig,
     holdout_split,
     node_task_data,
 )

@@ -41,11 +41,24 @@ from graphsys.errors import GraphsysError, InputError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.atomic import replacement_directory, sync_filesystem, write_bytes_atomic
 from graphsys.storage.format import (
-    MANIFEST, SAFE_NAME, EntityType, Manifest, index_file, node_file, read_manifest,
+    MANIFEST,
+    SAFE_NAME,
+    EntityType,
+    Manifest,
+    index_file,
+    node_file,
+    read_manifest,
 )
 from graphsys.storage.ingest import (
-    MAX_PARTITION_NODES, EdgeSource, IngestOptions, IngestReport, _file_entry, _IdIndex,
-    _IngestJob, edge_set_names, write_edge_sets,
+    MAX_PARTITION_NODES,
+    EdgeSource,
+    IngestOptions,
+    IngestReport,
+    _file_entry,
+    _IdIndex,
+    _IngestJob,
+    edge_set_names,
+    write_edge_sets,
 )
 
 

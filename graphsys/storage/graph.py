@@ -23,12 +23,22 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import kernels
-from graphsys.storage.location import GraphLocation
 from graphsys.storage.format import (
-    EdgeSet, EntityType, Manifest, RelationType, bucket_file, node_file, read_manifest,
+    EdgeSet,
+    EntityType,
+    Manifest,
+    RelationType,
+    bucket_file,
+    node_file,
+    read_manifest,
 )
+from graphsys.storage.location import GraphLocation
 from graphsys.storage.structure import (
-    BucketBounds, check_bucket_file, check_listed, check_node_rows, check_node_table,
+    BucketBounds,
+    check_bucket_file,
+    check_listed,
+    check_node_rows,
+    check_node_table,
 )
 
 

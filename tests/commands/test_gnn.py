@@ -181,7 +181,7 @@ def test_train_defaults_are_the_configs():
     20 / 5), and the other flags default to TrainConfig's fields; --help shows them."""
     import dataclasses
 
-    from graphsys.gnn.train import TrainConfig
+    from graphsys.gnn.config import TrainConfig
 
     parser = argparse.ArgumentParser(prog="graphsys")
     gnn.register(parser.add_subparsers(dest="command", required=True))
