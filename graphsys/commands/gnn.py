@@ -24,10 +24,9 @@ from graphsys.errors import GraphsysError
 
 def register(subparsers) -> None:
     # the defaults are TrainConfig's: one set, shown here
-    from graphsys.gnn.config import MODEL_DEFAULTS, TASK_DEFAULTS, TrainConfig
+    from graphsys.gnn.config import TrainConfig
 
     field = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
-    node, link, gat = TASK_DEFAULTS["node"], TASK_DEFAULTS["link"], MODEL_DEFAULTS[("node", "gat")]
     p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN, GAT, GIN, or "
                                           "your own module) and embed nodes",
                               description=__doc__)
@@ -35,45 +34,36 @@ def register(subparsers) -> None:
 
     t = sub.add_parser("train", help="train a GNN and print test metrics")
     _source_args(t)
-    t.add_argument("--task", choices=("node", "link"), default="node",
-                   help="node classification or link prediction (default node)")
+    t.add_argument("--task", choices=("node", "link"), default=field["task"],
+                   help=f"node classification or link prediction (default {field['task']})")
     t.add_argument("--model", default=field["model"], metavar="MODEL",
                    help=f"pinsage, sage, gcn, gat, gin (default {field['model']}), or "
                         "module:Factory: "
                         "a callable Factory(in_dim=, hidden_dim=, out_dim=, num_layers=, "
                         "dropout=) returning a torch.nn.Module called as model(blocks, x) "
                         "(node task)")
-    t.add_argument("--heads", type=int, default=field["heads"],
-                   help=f"attention heads of gat's hidden layers (default {field['heads']})")
-    t.add_argument("--dropout", type=float, default=None,
-                   help=f"dropout (default {gat['dropout']} for gat, {node['dropout']} for "
-                        f"the other node models, {link['dropout']} link)")
-    t.add_argument("--weight-decay", type=float, default=None,
-                   help=f"Adam weight decay (default {node['weight_decay']} node, "
-                        f"{link['weight_decay']} link)")
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
                         "(default: all for node, 10,10 for link)")
-    t.add_argument("--epochs", type=int, default=None,
-                   help=f"maximum epochs (default {node['epochs']} node, {link['epochs']} "
-                        f"link)")
-    t.add_argument("--hidden", type=int, default=field["hidden"],
-                   help=f"hidden width (default {field['hidden']})")
-    t.add_argument("--lr", type=float, default=None,
-                   help=f"Adam learning rate (default {node['lr']} node, {gat['lr']} gat, "
-                        f"{link['lr']} link)")
-    t.add_argument("--batch-size", type=int, default=None,
-                   help=f"seeds / queries per step (default {node['batch_size']} node, "
-                        f"{link['batch_size']} link)")
+    # left None, these take the task's (and model's) default in TrainConfig
+    for flag, kind, what in (("--epochs", int, "maximum epochs"),
+                             ("--lr", float, "Adam learning rate"),
+                             ("--weight-decay", float, "Adam weight decay"),
+                             ("--dropout", float, "dropout"),
+                             ("--batch-size", int, "seeds / queries per step"),
+                             ("--patience", int,
+                              "early stopping: evaluations without improvement")):
+        t.add_argument(flag, type=kind, default=None,
+                       help=f"{what} ({_task_defaults(flag[2:].replace('-', '_'))})")
+    for flag, what in (("--hidden", "hidden width"), ("--heads", "attention heads of gat's "
+                                                                 "hidden layers"),
+                       ("--workers", "sampling threads"), ("--prefetch", "batches sampled "
+                                                                         "ahead")):
+        name = "num_workers" if flag == "--workers" else flag[2:]
+        t.add_argument(flag, dest=name, type=int, default=field[name], metavar="N",
+                       help=f"{what} (default {field[name]})")
     t.add_argument("--batches-per-epoch", type=int, default=field["batches_per_epoch"],
                    help="cap on steps per epoch (link task)")
-    t.add_argument("--patience", type=int, default=None,
-                   help=f"early stopping: evaluations without improvement (default "
-                        f"{node['patience']} node, {link['patience']} link)")
-    t.add_argument("--workers", dest="num_workers", type=int, default=field["num_workers"],
-                   help=f"sampling threads (default {field['num_workers']})")
-    t.add_argument("--prefetch", type=int, default=field["prefetch"],
-                   help=f"batches sampled ahead (default {field['prefetch']})")
     t.add_argument("--out", type=Path, default=None,
                    help="directory for the best checkpoint and metrics.jsonl")
     add_trace_arg(t)
@@ -87,6 +77,17 @@ def register(subparsers) -> None:
     e.add_argument("--out", type=Path, required=True, help="embedding directory to create")
     _device_args(e)
     e.set_defaults(func=run)
+
+
+def _task_defaults(name: str) -> str:
+    """``default 200 node, 20 link``: the TrainConfig default of ``name`` per task (and
+    model, where one differs)."""
+    from graphsys.gnn.config import MODEL_DEFAULTS, TASK_DEFAULTS
+
+    parts = [f"{values[name]} {task}" for task, values in TASK_DEFAULTS.items()]
+    parts += [f"{values[name]} {model} ({task})" for (task, model), values in
+              MODEL_DEFAULTS.items() if name in values]
+    return "default " + ", ".join(parts)
 
 
 def _source_args(p, required: bool = True) -> None:
