@@ -122,25 +122,16 @@ def _train(args) -> int:
     from graphsys.trace import recording
 
     fanouts = parse_fanouts(args.fanouts) if args.fanouts is not None else None
-    for name in ("epochs", "batch_size", "patience", "batches_per_epoch", "hidden"):
-        v = getattr(args, name)
-        if v is not None and v < 1:
-            raise GraphsysError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
-    if args.num_workers < 0 or args.prefetch < 1:
-        raise GraphsysError("--workers must be >= 0 and --prefetch >= 1")
-    if args.heads < 1:
-        raise GraphsysError(f"--heads must be >= 1, got {args.heads}")
-    if args.dropout is not None and not 0 <= args.dropout < 1:
-        raise GraphsysError(f"--dropout must be in [0, 1), got {args.dropout}")
-    trace = trace_path(args)
-    device = resolve_device(args.device)
-    node = args.task == "node"
+    # TrainConfig checks every value (ParameterError: shown as the flag that set it)
     cfg = TrainConfig(
         task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
         epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, dropout=args.dropout,
         heads=args.heads, batch_size=args.batch_size,
         batches_per_epoch=args.batches_per_epoch, patience=args.patience, seed=args.seed,
         num_workers=args.num_workers, prefetch=args.prefetch)
+    trace = trace_path(args)
+    device = resolve_device(args.device)
+    node = args.task == "node"
     say = _say(args)
     graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
                         split=args.split, log=say)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import ParameterError
 from graphsys.gnn.model import MODELS
 
 #: The defaults that depend on the task: a :class:`TrainConfig` field left None takes
@@ -66,22 +66,28 @@ class TrainConfig:
     heads: int = 8
 
     def __post_init__(self):
+        """Fill the task's defaults, then check every value: a :class:`ParameterError`
+        naming the field (the CLI shows it as the flag that set it)."""
         if self.task not in TASK_DEFAULTS:
-            raise GraphsysError(f"task must be node or link, got {self.task!r}")
+            raise ParameterError("task", f"must be node or link, got {self.task!r}")
         if self.model not in MODELS and ":" not in self.model:
-            raise GraphsysError(f"model must be one of {', '.join(MODELS)} or "
-                                f"module:Factory, got {self.model!r}")
+            raise ParameterError("model", f"must be one of {', '.join(MODELS)} or "
+                                          f"module:Factory, got {self.model!r}")
         defaults = {**TASK_DEFAULTS[self.task],
                     **MODEL_DEFAULTS.get((self.task, self.model), {})}
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
         for name in ("hidden", "epochs", "batch_size", "patience", "eval_every", "prefetch",
-                     "heads"):
-            if int(getattr(self, name)) < 1:
-                raise GraphsysError(f"{name} must be >= 1, got {getattr(self, name)}")
+                     "heads", "batches_per_epoch"):
+            value = getattr(self, name)
+            if value is not None and int(value) < 1:
+                raise ParameterError(name, f"must be >= 1, got {value}")
+        if self.num_workers < 0:
+            raise ParameterError("num_workers", f"must be >= 0, got {self.num_workers}")
         if not 0 <= self.dropout < 1:
-            raise GraphsysError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not self.lr > 0 or self.weight_decay < 0:
-            raise GraphsysError(f"lr must be > 0 and weight_decay >= 0, got lr={self.lr}, "
-                                f"weight_decay={self.weight_decay}")
+            raise ParameterError("dropout", f"must be in [0, 1), got {self.dropout}")
+        if not self.lr > 0:
+            raise ParameterError("lr", f"must be > 0, got {self.lr}")
+        if self.weight_decay < 0:
+            raise ParameterError("weight_decay", f"must be >= 0, got {self.weight_decay}")
