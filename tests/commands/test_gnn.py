@@ -29,7 +29,9 @@ def run_cli(argv: list[str]) -> int:
     try:
         return int(args.func(args) or 0)
     except GraphsysError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from graphsys.cli import user_message
+
+        print(f"error: {user_message(exc, parser, args)}", file=sys.stderr)
         return exc.exit_code
 
 
