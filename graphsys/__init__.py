@@ -13,7 +13,12 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from graphsys.interop import (  # noqa: E402
-    from_arrow, from_dgl, from_networkx, from_numpy, from_pyg, from_scipy,
+    from_arrow,
+    from_dgl,
+    from_networkx,
+    from_numpy,
+    from_pyg,
+    from_scipy,
 )
 from graphsys.storage.graph import Graph, open_graph  # noqa: E402
 

@@ -1,18 +1,18 @@
-"""Device selection shared by every engine: ``--device cpu|cuda[:k]|auto``."""
+"""Device selection shared by every engine: ``device`` is ``cpu``, ``cuda[:k]`` or ``auto``."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import ParameterError
 
 DEVICES = ("cpu", "cuda", "auto")
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
     """``cpu``, ``cuda[:k]`` or ``auto`` (CUDA when available) -> torch.device; a CUDA
-    request without a usable GPU is a one-line :class:`GraphsysError`."""
+    request without a usable GPU is a one-line :class:`ParameterError` naming ``device``."""
     name = str(device)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -21,14 +21,15 @@ def resolve_device(device: str | torch.device) -> torch.device:
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
             why = "no GPU visible" if torch.version.cuda else "torch built without CUDA"
-            raise GraphsysError(f"--device {name}: no CUDA device is available ({why}, torch "
-                                f"{torch.__version__}); use --device cpu or auto")
+            raise ParameterError("device", f"{name}: no CUDA device is available ({why}, "
+                                           f"torch {torch.__version__}); use cpu or auto")
         dev = torch.device(name)
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise GraphsysError(f"--device {name}: only {torch.cuda.device_count()} CUDA "
-                                f"device(s)")
+            raise ParameterError("device", f"{name}: only {torch.cuda.device_count()} CUDA "
+                                           f"device(s)")
         return dev
-    raise GraphsysError(f"unknown device {name!r} (choose from {', '.join(DEVICES)})")
+    raise ParameterError("device", f"{name!r}: unknown device (choose from "
+                                   f"{', '.join(DEVICES)})")
 
 
 def host_array(t: torch.Tensor) -> np.ndarray:

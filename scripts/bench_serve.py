@@ -113,9 +113,8 @@ def fb15k(work: Path, args) -> dict:
                      **_timed(lambda q, e=served: e.nearest(q, K), ids, args.single)}
         out[kind]["single_speedup_vs_exact"] = round(
             out["exact"]["single_ms_median"] / out[kind]["single_ms_median"], 1)
-    for kind in ("flat", "ivf", "hnsw"):  # leave the checkpoint without indexes
-        for suffix in ("faiss", "json"):
-            (ck / "index" / f"{emb.entity_types[0]}.cos.{suffix}").unlink(missing_ok=True)
+    for suffix in ("faiss", "json"):  # leave the checkpoint without indexes
+        (ck / "index" / f"{emb.entity_types[0]}.cos.{suffix}").unlink(missing_ok=True)
     return out
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from bench_bsp import build_rmat  # scripts/ is on sys.path when run as a script
+
 from graphsys import bsp, open_graph
 from graphsys.bsp.algorithms.pagerank import PageRankRows
 

@@ -36,3 +36,33 @@ def test_parameter_without_a_flag_keeps_its_library_name():
     parser.add_argument("--other")
     exc = ParameterError("max_iters", "must be a positive integer, got 0")
     assert cli.user_message(exc, parser, parser.parse_args([])) == str(exc)
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["ingest", "{e}", "--out", "{t}/g0", "--partitions", "0"],
+     "error: --partitions must be a positive integer, got 0"),
+    (["profile", "pagerank", "{g}", "--block-size", "100"],
+     "error: --block-size must be a multiple of 32 in [32, 1024], got 100"),
+    (["profile", "pagerank", "{g}", "--items-per-thread", "0"],
+     "error: --items-per-thread must be in [1, 64], got 0"),
+    (["profile", "pagerank", "{g}", "--ranks", "0"],
+     "error: --ranks must be a positive integer, got 0"),
+    (["profile", "bfs", "{g}"], "error: --source is needed by bfs: give a node id"),
+    (["gnn", "train", "--graph", "{g}", "--epochs", "0"], "error: --epochs must be >= 1, got 0"),
+    (["gnn", "train", "--graph", "{g}", "--workers", "-1"],
+     "error: --workers must be >= 0, got -1"),
+    (["gnn", "train", "--graph", "{g}", "--lr", "0"], "error: --lr must be > 0, got 0.0"),
+    (["run", "pagerank", "{g}", "--device", "tpu"],
+     "error: --device 'tpu': unknown device (choose from cpu, cuda, auto)"),
+])
+def test_library_parameters_read_as_flags(tmp_path, capsys, argv, line):
+    """Library errors name parameters (ingest's num_partitions, the profiler's block_size,
+    ...); each command's parser maps them to its own flags."""
+    edges = tmp_path / "e.tsv"
+    edges.write_text("0\t1\n1\t2\n2\t0\n")
+    graph = tmp_path / "g"
+    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
+    capsys.readouterr()
+    argv = [a.format(e=edges, g=graph, t=tmp_path) for a in argv]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == line

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import ParameterError
 
 
 def cv(values) -> float:
@@ -40,17 +40,16 @@ def max_over_mean(values) -> float:
     return float(v.max() / v.mean())
 
 
-def rank_split(num_partitions: int, world_size: int) -> list[tuple[int, int]]:
-    """Partition range ``[a, b)`` of every rank, as the BSP engine assigns them (which also
-    refuses more ranks than partitions)."""
-    if not isinstance(world_size, int) or world_size < 1:
-        raise GraphsysError(f"--ranks must be a positive integer, got {world_size!r}")
-    if world_size > num_partitions:
-        raise GraphsysError(f"--ranks {world_size}: a distributed run needs at least one "
-                            f"partition per rank, the graph has {num_partitions} (re-ingest "
-                            f"with more --partitions)")
-    p = num_partitions
-    return [(r * p // world_size, (r + 1) * p // world_size) for r in range(world_size)]
+def rank_split(num_partitions: int, ranks: int) -> list[tuple[int, int]]:
+    """Partition range ``[a, b)`` of every rank, as the BSP engine assigns them
+    (:func:`graphsys.bsp.distributed.rank_split`); a :class:`ParameterError` naming
+    ``ranks`` when it is not a positive integer or exceeds ``num_partitions``."""
+    from graphsys.bsp.distributed import rank_split as split
+
+    try:
+        return [(s.start, s.stop) for s in split(num_partitions, ranks)]
+    except ParameterError as exc:
+        raise ParameterError("ranks", exc.message) from None
 
 
 def storage_balance(graph, edge_set: str | None = None, ranks: int = 1) -> dict[str, Any]:
@@ -95,12 +94,15 @@ def storage_balance(graph, edge_set: str | None = None, ranks: int = 1) -> dict[
     return out
 
 
-def rank_bounds(graph, world_size: int) -> np.ndarray:
+def rank_bounds(graph, ranks: int) -> np.ndarray:
     """Global id boundaries of the ranks of a distributed BSP run, int64 (W+1,): rank ``r``
     owns ids ``[b[r], b[r+1])`` (its partitions' nodes, as the engine assigns them)."""
-    offsets = np.asarray(graph.partition_offsets(), np.int64)
-    return np.asarray([offsets[a] for a, _ in rank_split(graph.num_partitions, world_size)]
-                      + [offsets[-1]], np.int64)
+    from graphsys.bsp.distributed import rank_bounds as bounds
+
+    try:
+        return np.asarray(bounds(graph.partition_offsets(), ranks), np.int64)
+    except ParameterError as exc:
+        raise ParameterError("ranks", exc.message) from None
 
 
 def work_by_range(chunks: Callable[[], Any], bounds: np.ndarray) -> np.ndarray:

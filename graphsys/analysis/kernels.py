@@ -41,10 +41,6 @@ SIZE_BANDS = ((0, 1 << 10, "<1KiB"), (1 << 10, 64 << 10, "1KiB-64KiB"),
               (16 << 20, 1 << 62, ">=16MiB"))
 
 
-def _dev(x) -> torch.device | None:
-    return x.device if isinstance(x, torch.Tensor) else None
-
-
 class TransferCounter(TorchDispatchMode):
     """Records every cross-device copy: ``records`` = list of (kind, bytes), kind ``h2d``,
     ``d2h`` or ``d2d``; ``syncs`` counts scalar reads (``.item()``)."""

@@ -12,9 +12,10 @@ every lane of a warp is busy except in the last, partial warp. That is the model
 ``edge-balanced`` mapping (:mod:`graphsys.analysis.simt`), not a vertex-per-thread one; its
 ``mean_utilization`` is the model figure compared here (:data:`ENGINE_MAPPING`).
 
-**Measurement.** ``ncu`` (Nsight Compute's CLI) runs ``python -m graphsys run ALGO DIR
---device cuda --backend torch`` (:func:`bsp_command`, :func:`ncu_command`) and records, per
-kernel launch, :data:`METRICS`:
+**Measurement.** ``ncu`` (Nsight Compute's CLI) runs the BSP algorithm on CUDA through the
+torch backend in a process of its own, ``python -m graphsys.analysis.ncu_target SPEC``
+(:func:`graphsys.analysis.ncu_target.target_command`: library calls, not the command
+line; :func:`ncu_command`) and records, per kernel launch, :data:`METRICS`:
 
 * ``smsp__thread_inst_executed_per_inst_executed.ratio``: threads per executed warp
   instruction, 0..32 (Nsight Compute's "Avg. Active Threads Per Warp"; the ``_pred_on``
@@ -65,7 +66,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from graphsys.analysis.simt import WARP
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 RATIO = "smsp__thread_inst_executed_per_inst_executed.ratio"
 INSTRUCTIONS = "smsp__inst_executed.sum"
@@ -145,17 +145,18 @@ def is_edge_kernel(name: str) -> bool:
 
 
 def find_ncu(path: str | Path | None = None) -> str:
-    """The ncu executable: ``path`` (``--ncu-path``) or ``ncu`` on PATH; a one-line
-    :class:`GraphsysError` when there is none."""
+    """The ncu executable: ``path`` or ``ncu`` on PATH; a one-line :class:`ParameterError`
+    naming ``ncu_path`` (a bad path) or ``ncu`` (none on PATH) when there is none."""
     if path is not None:
         p = Path(path)
         if not p.is_file() or not os.access(p, os.X_OK):
-            raise GraphsysError(f"--ncu-path {path}: not an executable file")
+            raise ParameterError("ncu_path", f"{path}: not an executable file")
         return str(p)
     found = shutil.which("ncu")
     if found is None:
-        raise GraphsysError("--ncu: Nsight Compute's ncu is not on PATH (install Nsight "
-                            "Compute, e.g. /usr/local/cuda/bin/ncu, or pass --ncu-path)")
+        raise ParameterError("ncu", "needs Nsight Compute, and ncu is not on PATH (install "
+                                    "it, e.g. /usr/local/cuda/bin/ncu, or name the "
+                                    "executable)")
     return found
 
 
@@ -179,11 +180,11 @@ def _run_ncu(cmd: list[str], what: str) -> subprocess.CompletedProcess:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60,
                               env={**os.environ, **NCU_ENV})
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GraphsysError(f"--ncu: cannot run {cmd[0]} {what}: "
+        raise GraphsysError(f"ncu: cannot run {cmd[0]} {what}: "
                             f"{getattr(exc, 'strerror', None) or exc}") from None
     if proc.returncode != 0:
         why = _last_line(proc.stderr) or _last_line(proc.stdout) or "no output"
-        raise GraphsysError(f"--ncu: {cmd[0]} {what} exited with status {proc.returncode}: "
+        raise GraphsysError(f"ncu: {cmd[0]} {what} exited with status {proc.returncode}: "
                             f"{why}")
     return proc
 
@@ -209,29 +210,12 @@ def preflight(device: str, ncu_path: str | Path | None = None) -> NcuSetup:
     try:
         dev = resolve_device(name if name.startswith("cuda") else "cuda")
     except GraphsysError as exc:
-        why = str(exc).split("; use --device")[0]
-        raise GraphsysError(f"--ncu needs a CUDA GPU: {why}; run it on a GPU machine or "
-                            f"drop --ncu") from None
+        why = str(exc).split("; use cpu")[0]
+        raise ParameterError("ncu", f"needs a CUDA GPU: {why}; run it on a GPU machine or "
+                                    f"profile without ncu") from None
     exe = find_ncu(ncu_path)
     version, rename = probe(exe)
     return NcuSetup(exe, str(dev), version, rename)
-
-
-def bsp_command(graph_dir: str | Path, algorithm: str, *, device: str = "cuda",
-                mode: str = "memory", max_iters: int | None = None, source=None,
-                edge_set: str | None = None) -> list[str]:
-    """``python -m graphsys run ALGO DIR --device DEV --backend torch ...``: the engine's
-    CUDA path with the profile's settings, no integrity check (the profile has opened the
-    graph), one JSON line of output."""
-    cmd = [sys.executable, "-m", "graphsys", "run", algorithm, str(graph_dir),
-           "--device", device, "--backend", "torch", "--mode", mode, "--no-verify", "--json"]
-    if max_iters is not None:
-        cmd += ["--max-iters", str(max_iters)]
-    if source is not None:
-        cmd += ["--source", str(source)]
-    if edge_set is not None:
-        cmd += ["--edges", edge_set]
-    return cmd
 
 
 def ncu_command(ncu: str, app: list[str], *, log_file: str | Path,
@@ -271,7 +255,7 @@ def measure(setup: NcuSetup, app: list[str], *, launch_count: int | None = None
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
                                   env={**os.environ, **NCU_ENV})
         except OSError as exc:
-            raise GraphsysError(f"--ncu: cannot run {setup.exe}: {exc.strerror or exc}"
+            raise GraphsysError(f"ncu: cannot run {setup.exe}: {exc.strerror or exc}"
                                 ) from None
         seconds = time.perf_counter() - t0
         text = log.read_text(errors="replace") if log.is_file() else ""

@@ -38,7 +38,7 @@ from graphsys.analysis.simt import (
     resolve_gpu,
     resolve_mapping,
 )
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 WORKLOADS = ("bsp", "embed", "gnn")
 
@@ -78,11 +78,11 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     from graphsys.analysis.kernels import dense_reference
     from graphsys.analysis.ncu import (
         ENGINE_MAPPING,
-        bsp_command,
         measure,
         preflight,
         validation,
     )
+    from graphsys.analysis.ncu_target import target_command
     from graphsys.analysis.report import advice
     from graphsys.analysis.workloads import (
         SimtRecorder,
@@ -102,17 +102,17 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     if gnn_config is not None and workload != "gnn":
         raise GraphsysError("gnn_config applies to the gnn workload")
     if ncu and workload != "bsp":
-        raise GraphsysError("--ncu validates the BSP engine's kernels: name a BSP algorithm, "
-                            "not --workload embed|gnn")
+        raise ParameterError("ncu", "validates the BSP engine's kernels: name a BSP "
+                                    "algorithm, not the embed or gnn workload")
     if ncu_launch_count is not None and ncu_launch_count < 1:
-        raise GraphsysError(f"--ncu-launch-count must be a positive integer, got "
-                            f"{ncu_launch_count}")
+        raise ParameterError("ncu_launch_count", f"must be a positive integer, got "
+                                                 f"{ncu_launch_count}")
     if trace is not None:
         from graphsys.trace import check_trace_path
 
         trace = check_trace_path(trace)
     g = graph if isinstance(graph, Graph) else open_graph(graph)
-    rank_split(g.num_partitions, ranks)  # a bad --ranks fails before anything runs
+    rank_split(g.num_partitions, ranks)  # bad ranks fail before anything runs
     maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
     if ncu and ENGINE_MAPPING not in maps:
         maps.append(ENGINE_MAPPING)
@@ -124,7 +124,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     ranked = None
     if workload == "bsp":
         if algorithm is None:
-            raise GraphsysError("name a BSP algorithm (e.g. pagerank) or --workload embed|gnn")
+            raise ParameterError("algorithm", "is needed by the bsp workload: name a BSP "
+                                              "algorithm (e.g. pagerank), or profile the "
+                                              "embed or gnn workload")
         ranked = RankWork(rank_bounds(g, ranks)) if ranks > 1 else None
         w = profile_bsp(g, algorithm, recorder=rec, source=source, device=dev,
                         backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set,
@@ -165,8 +167,8 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         out["storage"]["ranks"]["supersteps"] = ranked.result()
     out["load_balance"]["storage"] = out["storage"]
     if ncu:
-        app = bsp_command(g.location.uri, algorithm, device=setup.device, mode=mode,
-                          max_iters=max_iters, source=source, edge_set=edge_set)
+        app = target_command(g.location.uri, algorithm, device=setup.device, mode=mode,
+                             max_iters=max_iters, source=source, edge_set=edge_set)
         cmd, launches, secs = measure(setup, app, launch_count=ncu_launch_count)
         out["ncu"] = validation(cmd, launches, secs, sims[ENGINE_MAPPING]["mean_utilization"],
                                 setup)

@@ -163,7 +163,7 @@ def _timeline(ranges: list[list], plt) -> str | None:
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlabel("seconds since the first range (measured, torch.profiler)")
-    ax.set_title("Timeline of the named ranges (open the --trace file in Perfetto for detail)")
+    ax.set_title("Timeline of the named ranges (open the trace file in Perfetto for detail)")
     return _png(fig)
 
 

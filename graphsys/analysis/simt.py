@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 WARP = 32
 MAPPINGS = ("thread-per-vertex", "warp-per-vertex", "cta-per-vertex", "edge-balanced")
@@ -73,8 +73,8 @@ def resolve_mapping(name: str) -> str:
 def check_block_size(block_size: int) -> int:
     if not isinstance(block_size, int) or block_size < WARP or block_size % WARP or (
             block_size > 1024):
-        raise GraphsysError(f"--block-size must be a multiple of {WARP} in [{WARP}, 1024], "
-                            f"got {block_size!r}")
+        raise ParameterError("block_size", f"must be a multiple of {WARP} in [{WARP}, "
+                                           f"1024], got {block_size!r}")
     return block_size
 
 
@@ -188,8 +188,8 @@ class SimtAccumulator:
         self.mapping = resolve_mapping(self.mapping)
         check_block_size(self.block_size)
         if not isinstance(self.items_per_thread, int) or not 1 <= self.items_per_thread <= 64:
-            raise GraphsysError(f"--items-per-thread must be in [1, 64], got "
-                                f"{self.items_per_thread!r}")
+            raise ParameterError("items_per_thread", f"must be in [1, 64], got "
+                                                     f"{self.items_per_thread!r}")
         self.wpc = self.block_size // WARP
         self.vertices = 0
         self.edges = 0

@@ -489,12 +489,12 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
 
     import torch
 
+    from graphsys.gnn.overrides import train_config_from_overrides
     from graphsys.gnn.train import (
-        _BlockSampler,
+        BlockSampler,
         build_node_model,
         node_model_dims,
     )
-    from graphsys.gnn.overrides import train_config_from_overrides
     from graphsys.sampling.adjacency import homogeneous_adjacency
 
     cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)
@@ -522,7 +522,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
         labels = torch.as_tensor(rng.integers(0, 4, n))
     classes = int(labels.max()) + 1 if n else 1
     torch.manual_seed(seed)
-    sampler = _BlockSampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
+    sampler = BlockSampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
     dims = node_model_dims(cfg, feats.shape[1], classes, sampler.num_layers)
     model = build_node_model(cfg, dims)
     hidden = cfg.hidden

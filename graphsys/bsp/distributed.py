@@ -1,7 +1,8 @@
 """Communication between BSP processes: a no-op one for a single process, and one over
 ``torch.distributed`` (gloo on CPU, NCCL on GPU) for runs launched by ``torchrun``.
 
-Rank ``r`` of ``W`` owns the contiguous partitions ``[r*P//W, (r+1)*P//W)`` and hence a
+Rank ``r`` of ``W`` owns the contiguous partitions ``[r*P//W, (r+1)*P//W)``
+(:func:`rank_split`) and hence a
 contiguous global id range ``[lo, hi)``. Per superstep it streams the buckets whose source
 (forward messages) or destination (reverse messages) partition it owns, combines messages
 locally into a global-size buffer, and exchanges, with one ``all_to_all_single``, the
@@ -19,12 +20,35 @@ from datetime import timedelta
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 #: Environment variable: seconds a collective waits for a peer (default DEFAULT_TIMEOUT_S).
 ENV_TIMEOUT = "GRAPHSYS_DIST_TIMEOUT"
 DEFAULT_TIMEOUT_S = 300.0
 _REDUCE = {"sum": "SUM", "min": "MIN", "max": "MAX"}
+
+
+def rank_split(num_partitions: int, world_size: int) -> list[range]:
+    """The partitions of every rank of a ``world_size``-process run: rank ``r`` owns the
+    contiguous range ``[r P // W, (r+1) P // W)``. A :class:`ParameterError` naming
+    ``world_size`` when it is not a positive integer or exceeds ``num_partitions`` (a rank
+    needs at least one partition)."""
+    w, p = world_size, num_partitions
+    if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+        raise ParameterError("world_size", f"must be a positive integer, got {w!r}")
+    if w > p:
+        raise ParameterError("world_size", f"{w}: a distributed run needs at least one "
+                                            f"partition per rank, the graph has {p} (re-ingest "
+                                            f"it with at least {w} partitions)")
+    return [range(r * p // w, (r + 1) * p // w) for r in range(w)]
+
+
+def rank_bounds(offsets, world_size: int) -> list[int]:
+    """Global id boundaries of the ranks, int (W+1,): rank ``r`` owns ids
+    ``[b[r], b[r+1])``, the nodes of its :func:`rank_split` partitions; ``offsets`` are the
+    graph's partition offsets, int (P+1,)."""
+    split = rank_split(len(offsets) - 1, world_size)
+    return [int(offsets[s.start]) for s in split] + [int(offsets[-1])]
 
 
 class LocalComm:
@@ -64,12 +88,7 @@ class TorchComm:
         self.device = device if dist.get_backend() == "nccl" else torch.device("cpu")
 
     def owned_partitions(self, num_partitions: int) -> range:
-        w, r = self.world_size, self.rank
-        if num_partitions < w:
-            raise GraphsysError(f"distributed run: {w} processes need at least {w} partitions, "
-                                f"the graph has {num_partitions} (re-ingest with more "
-                                f"partitions)")
-        return range(r * num_partitions // w, (r + 1) * num_partitions // w)
+        return rank_split(num_partitions, self.world_size)[self.rank]
 
     def allreduce(self, values: list[float], ops: list[str]) -> list[float]:
         """Reduce each value with its op over all ranks: one all_reduce per distinct op."""

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphsys.storage.kernels import gather  # noqa: F401 (the one gather kernel)
+
 MSG_COPY, MSG_ADD_WEIGHT, MSG_MUL_WEIGHT = 0, 1, 2
 COMB_SUM, COMB_MIN, COMB_MAX = 0, 1, 2
 #: Vertex passes over fewer items than this run on one thread: waking numba's thread pool
@@ -107,15 +109,6 @@ def pull_copy_sum(indptr, indices, x, acc, received):
         for v in numba.prange(n):
             _row_sum(indptr, indices, x, acc, received, v)
     return indptr[n] - indptr[0]
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def gather(values, index, out):
-    """``out[k] = values[index[k]]`` in parallel (``out`` may be ``index`` itself when the
-    dtypes agree). Returns ``out``."""
-    for k in numba.prange(index.shape[0]):
-        out[k] = values[index[k]]
-    return out
 
 
 @numba.njit(cache=True, nogil=True)

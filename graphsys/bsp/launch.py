@@ -1,42 +1,19 @@
-"""Launching distributed BSP runs.
+"""Launching distributed BSP runs from Python.
 
-* ``torchrun --nproc-per-node W -m graphsys.bsp.launch ALGO DIR [graphsys run options]``:
-  the ``graphsys run`` command on its own (each rank initialises the process group from the
-  torchrun environment; rank 0 writes ``--out``).
-* :func:`spawn` runs algorithms in ``W`` local processes over gloo on ``127.0.0.1`` (tests,
-  quick experiments) and returns rank 0's values.
+:func:`spawn` runs algorithms in ``W`` local processes over gloo on ``127.0.0.1`` (tests,
+quick experiments) and returns rank 0's values. From the command line, a distributed run is
+the ``graphsys run`` command under torchrun, ``torchrun --nproc-per-node W -m graphsys run
+ALGO DIR [options]`` (each rank initialises the process group from the torchrun environment;
+rank 0 writes ``--out``).
 """
 
 from __future__ import annotations
 
-import argparse
 import socket
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-
-from graphsys.errors import GraphsysError
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``graphsys run`` without the rest of the CLI; errors as one line, non-zero exit."""
-    from graphsys.commands import run as run_cmd
-
-    parser = argparse.ArgumentParser(prog="graphsys.bsp.launch")
-    run_cmd.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["run", *(argv if argv is not None else sys.argv[1:])])
-    try:
-        return int(args.func(args) or 0)
-    except GraphsysError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    finally:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            dist.destroy_process_group()
 
 
 def free_port() -> int:
@@ -85,6 +62,3 @@ def spawn(graph_dir: str | Path, jobs: list[tuple[str, tuple, dict]],
         return [(np.load(Path(tmp) / f"{k}.npy"),
                  json.loads(Path(tmp, f"{k}.json").read_text())) for k in range(len(jobs))]
 
-
-if __name__ == "__main__":
-    sys.exit(main())

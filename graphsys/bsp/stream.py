@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from graphsys.bsp import kernels
-from graphsys.bsp.distributed import LocalComm, TorchComm
+from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
 from graphsys.bsp.edges import _as_tensor, _host_accumulators, _Sink, _torch_messages
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
@@ -31,7 +31,8 @@ RESIDENT_EDGE_BYTES = 256 << 20
 
 class StreamEdges:
     """The ``out-of-core`` :class:`~graphsys.bsp.provider.EdgeProvider`: buckets streamed
-    from the mapped Arrow files every superstep (vertex state stays in memory). The pass is split by *target* partition: the task of partition ``t`` reads, in
+    from the mapped Arrow files every superstep (vertex state stays in memory). The pass is
+    split by *target* partition: the task of partition ``t`` reads, in
     ascending source order, the buckets ``(i, t)`` with ``i`` in ``src_parts`` (forward
     messages) and the buckets ``(t, j)`` with ``j`` in ``src_parts`` (reverse messages),
     so the task alone writes ``t``'s accumulator entries (no locks) and each target sums
@@ -72,9 +73,7 @@ class StreamEdges:
         self.offsets = graph.partition_offsets()
         self.lo = int(self.offsets[self.src_parts.start])
         self.hi = int(self.offsets[self.src_parts.stop])
-        w = self.comm.world_size
-        self.bounds = np.array([int(self.offsets[r * p // w]) for r in range(w)]
-                               + [int(self.offsets[p])], np.int64)
+        self.bounds = np.array(rank_bounds(self.offsets, self.comm.world_size), np.int64)
         #: nothing is built: buckets are read as they are stored
         self.build_seconds = 0.0
         self.threads = max(1, threads)

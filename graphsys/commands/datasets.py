@@ -14,8 +14,8 @@ from graphsys.commands._common import emit_json, show_progress
 from graphsys.datasets.fetch import FetchResult, fetch
 from graphsys.datasets.loaders import ingest_dataset
 from graphsys.datasets.registry import Dataset, get_dataset, load_registry
-from graphsys.storage.ingest import IngestOptions
 from graphsys.plugins import PARTITIONERS
+from graphsys.storage.ingest import IngestOptions
 from graphsys.units import parse_size
 from partitioners import DEFAULT_PARTITIONER
 
@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     ing = sub.add_parser("ingest", help="fetch a dataset and ingest it as a graph directory")
     ing.add_argument("name", metavar="NAME")
     ing.add_argument("--out", required=True, type=Path, help="graph directory to create")
-    ing.add_argument("--partitions", type=int, default=1,
+    ing.add_argument("--partitions", dest="num_partitions", type=int, default=1,
                      help="P, number of partitions (default 1)")
     ing.add_argument("--partitioner", default=DEFAULT_PARTITIONER,
                      help=f"one of {', '.join(PARTITIONERS.names())} "
@@ -72,7 +72,7 @@ def run(args) -> int:
     fetched = fetch(dataset, cache=args.cache, mirror=args.mirror, log=log)
     if args.datasets_command == "fetch":
         return _fetched(args, fetched)
-    opts = IngestOptions(num_partitions=args.partitions, partitioner=args.partitioner,
+    opts = IngestOptions(num_partitions=args.num_partitions, partitioner=args.partitioner,
                          memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
                          progress=show_progress(args))
     report, metadata = ingest_dataset(fetched, args.out, opts, args.split)

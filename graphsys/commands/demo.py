@@ -37,7 +37,8 @@ def register(subparsers) -> None:
                    help="working directory to create (default: a new temporary directory)")
     p.add_argument("--nodes", type=int, default=1 << 14, help="R-MAT nodes (default 16384)")
     p.add_argument("--edges", type=int, default=200_000, help="R-MAT edges (default 200000)")
-    p.add_argument("--partitions", type=int, default=4, help="P (default 4)")
+    p.add_argument("--partitions", dest="num_partitions", type=int, default=4,
+                   help="P (default 4)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
     p.set_defaults(func=run)
@@ -57,10 +58,10 @@ def _ingest(d: _Demo) -> tuple[str, dict]:
     from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
     report = ingest([EdgeSource([d.edge_file])], d.graph_dir,
-                    IngestOptions(num_partitions=d.args.partitions, seed=d.args.seed,
+                    IngestOptions(num_partitions=d.args.num_partitions, seed=d.args.seed,
                                   progress=show_progress(d.args)))
     return (f"ingested {report.nodes['node']:,} nodes, {report.edges['default']:,} edges into "
-            f"{d.args.partitions} partitions (hash) -> {d.graph_dir}", report.to_json())
+            f"{d.args.num_partitions} partitions (hash) -> {d.graph_dir}", report.to_json())
 
 
 def _verify(d: _Demo) -> tuple[str, dict]:

@@ -240,7 +240,7 @@ def run_nearest(args) -> int:
     et = args.entity_type
     node = args.id
     graph = emb.graph
-    t = graph._etype(et)
+    t = graph.entity_type(et)
     node = int(node) if t.id_type == "int64" and node.lstrip("-").isdigit() else node
     ids, scores = emb.nearest(node, args.k, by=args.by, entity_type=et, exact=args.exact)
     ids = [x.item() if hasattr(x, "item") else x for x in ids]

@@ -29,9 +29,19 @@ from tqdm import tqdm
 
 from graphsys.commands._common import emit_json, show_progress
 from graphsys.errors import GraphsysError
-from graphsys.generators import (default_grid_edges, edge_schema, grid_edges, knowledge_graph,
-                                 node_table_path, rmat_edges, sbm, split_paths, write_edges,
-                                 write_nodes, write_split_edges)
+from graphsys.generators import (
+    default_grid_edges,
+    edge_schema,
+    grid_edges,
+    knowledge_graph,
+    node_table_path,
+    rmat_edges,
+    sbm,
+    split_paths,
+    write_edges,
+    write_nodes,
+    write_split_edges,
+)
 from graphsys.generators._validate import check_float, check_int, check_seed
 from graphsys.generators.kg import check_fractions
 from graphsys.generators.rmat import RNG_BLOCK_EDGES, check_rmat_params

@@ -12,6 +12,7 @@ partition by partition, writing Arrow embedding files that ``graphsys.embed.Embe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -23,6 +24,10 @@ from graphsys.plugins import GNN_MODELS
 
 
 def register(subparsers) -> None:
+    # the defaults are TrainConfig's: one set, shown here
+    from graphsys.gnn.config import WEIGHT_DECAY_LAYERS, TrainConfig
+
+    field = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN, GAT, GIN, or "
                                           "your own module) and embed nodes",
                               description=__doc__)
@@ -30,43 +35,47 @@ def register(subparsers) -> None:
 
     t = sub.add_parser("train", help="train a GNN and print test metrics")
     _source_args(t)
-    t.add_argument("--task", choices=("node", "link"), default="node",
-                   help="node classification or link prediction (default node)")
-    t.add_argument("--model", default="sage", metavar="MODEL",
-                   help=f"{', '.join(GNN_MODELS.names())} (default sage), or module:Factory: "
+    t.add_argument("--task", choices=("node", "link"), default=field["task"],
+                   help=f"node classification or link prediction (default {field['task']})")
+    t.add_argument("--model", default=field["model"], metavar="MODEL",
+                   help=f"{', '.join(GNN_MODELS.names())} (default {field['model']}), or "
+                        "module:Factory: "
                         "a callable Factory(in_dim=, hidden_dim=, out_dim=, num_layers=, "
                         "dropout=) returning a torch.nn.Module called as model(blocks, x) "
                         "(node task)")
-    t.add_argument("--heads", type=int, default=8,
-                   help="attention heads of gat's hidden layers (default 8)")
-    t.add_argument("--dropout", type=float, default=None,
-                   help="dropout (default 0.6 for gat, 0.5 for the other node models, 0 link)")
-    t.add_argument("--weight-decay", type=float, default=None,
-                   help="Adam weight decay (default 5e-4 node, 0 link)")
-    t.add_argument("--weight-decay-layers", choices=("all", "first"), default="all",
-                   help="layers the weight decay applies to: every one (default), or the "
-                        "first only (Kipf & Welling's GCN recipe)")
+    t.add_argument("--weight-decay-layers", choices=WEIGHT_DECAY_LAYERS,
+                   default=field["weight_decay_layers"],
+                   help=f"layers the weight decay applies to: every one, or the first only "
+                        f"(Kipf & Welling's GCN recipe) (default {field['weight_decay_layers']})")
     t.add_argument("--full-graph", action="store_true",
                    help="node task: one step per epoch on the whole graph (every node, full "
                         "neighbourhoods), as Kipf & Welling and PyG's Planetoid examples")
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
                         "(default: all for node, 10,10 for link)")
-    t.add_argument("--epochs", type=int, default=None,
-                   help="maximum epochs (default 200 node, 20 link)")
-    t.add_argument("--hidden", type=int, default=64, help="hidden width (default 64)")
-    t.add_argument("--lr", type=float, default=None, help="Adam learning rate")
-    t.add_argument("--batch-size", type=int, default=None, help="seeds / queries per step")
-    t.add_argument("--batches-per-epoch", type=int, default=None,
+    # left None, these take the task's (and model's) default in TrainConfig
+    for flag, kind, what in (("--epochs", int, "maximum epochs"),
+                             ("--lr", float, "Adam learning rate"),
+                             ("--weight-decay", float, "Adam weight decay"),
+                             ("--dropout", float, "dropout"),
+                             ("--batch-size", int, "seeds / queries per step"),
+                             ("--patience", int,
+                              "early stopping: evaluations without improvement")):
+        t.add_argument(flag, type=kind, default=None,
+                       help=f"{what} ({_task_defaults(flag[2:].replace('-', '_'))})")
+    for flag, what in (("--hidden", "hidden width"), ("--heads", "attention heads of gat's "
+                                                                 "hidden layers"),
+                       ("--workers", "sampling threads"), ("--prefetch", "batches sampled "
+                                                                         "ahead")):
+        name = "num_workers" if flag == "--workers" else flag[2:]
+        t.add_argument(flag, dest=name, type=int, default=field[name], metavar="N",
+                       help=f"{what} (default {field[name]})")
+    t.add_argument("--batches-per-epoch", type=int, default=field["batches_per_epoch"],
                    help="cap on steps per epoch (link task)")
-    t.add_argument("--patience", type=int, default=None,
-                   help="early stopping: evaluations without improvement (default 50 / 5)")
-    t.add_argument("--workers", type=int, default=1, help="sampling threads (default 1)")
-    t.add_argument("--prefetch", type=int, default=2, help="batches sampled ahead (default 2)")
     t.add_argument("--out", type=Path, default=None,
                    help="directory for the best checkpoint and metrics.jsonl")
     add_trace_arg(t)
-    _device_args(t)
+    _device_args(t, seed=field["seed"])
     t.set_defaults(func=run)
 
     e = sub.add_parser("embed", help="streaming inference: Arrow embeddings of every node")
@@ -76,6 +85,17 @@ def register(subparsers) -> None:
     e.add_argument("--out", type=Path, required=True, help="embedding directory to create")
     _device_args(e)
     e.set_defaults(func=run)
+
+
+def _task_defaults(name: str) -> str:
+    """``default 200 node, 20 link``: the TrainConfig default of ``name`` per task (and
+    model, where one differs)."""
+    from graphsys.gnn.config import MODEL_DEFAULTS, TASK_DEFAULTS
+
+    parts = [f"{values[name]} {task}" for task, values in TASK_DEFAULTS.items()]
+    parts += [f"{values[name]} {model} ({task})" for (task, model), values in
+              MODEL_DEFAULTS.items() if name in values]
+    return "default " + ", ".join(parts)
 
 
 def _source_args(p, required: bool = True) -> None:
@@ -88,14 +108,17 @@ def _source_args(p, required: bool = True) -> None:
                         "CiteSeer; the default where it exists) or the seeded random split")
 
 
-def _device_args(p) -> None:
+def _device_args(p, seed: int = 0) -> None:
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default cpu)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    p.add_argument("--seed", type=int, default=seed, help="seed of every random choice")
     p.add_argument("--json", action="store_true", help="last line: one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
 def run(args) -> int:
+    if args.dataset is not None and args.graph is not None or (
+            args.gnn_command == "train" and args.dataset is None and args.graph is None):
+        raise GraphsysError("give exactly one of --dataset NAME or --graph DIR")
     return _train(args) if args.gnn_command == "train" else _embed(args)
 
 
@@ -107,33 +130,17 @@ def _train(args) -> int:
     from graphsys.trace import recording
 
     fanouts = parse_fanouts(args.fanouts) if args.fanouts is not None else None
-    for name in ("epochs", "batch_size", "patience", "batches_per_epoch", "hidden"):
-        v = getattr(args, name)
-        if v is not None and v < 1:
-            raise GraphsysError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
-    if args.workers < 0 or args.prefetch < 1:
-        raise GraphsysError("--workers must be >= 0 and --prefetch >= 1")
-    if args.heads < 1:
-        raise GraphsysError(f"--heads must be >= 1, got {args.heads}")
-    if args.dropout is not None and not 0 <= args.dropout < 1:
-        raise GraphsysError(f"--dropout must be in [0, 1), got {args.dropout}")
+    # TrainConfig checks every value (ParameterError: shown as the flag that set it)
+    cfg = TrainConfig(
+        task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
+        epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, dropout=args.dropout,
+        weight_decay_layers=args.weight_decay_layers, full_graph=args.full_graph,
+        heads=args.heads, batch_size=args.batch_size,
+        batches_per_epoch=args.batches_per_epoch, patience=args.patience, seed=args.seed,
+        num_workers=args.num_workers, prefetch=args.prefetch)
     trace = trace_path(args)
     device = resolve_device(args.device)
     node = args.task == "node"
-    gat = args.model == "gat"
-    cfg = TrainConfig(
-        task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
-        epochs=args.epochs or (200 if node else 20),
-        lr=args.lr or ((0.005 if gat else 0.01) if node else 0.003),
-        weight_decay=(args.weight_decay if args.weight_decay is not None
-                      else 5e-4 if node else 0.0),
-        weight_decay_layers=args.weight_decay_layers, full_graph=args.full_graph,
-        dropout=(args.dropout if args.dropout is not None
-                 else (0.6 if gat else 0.5) if node else 0.0), heads=args.heads,
-        batch_size=args.batch_size or (256 if node else 512),
-        batches_per_epoch=args.batches_per_epoch,
-        patience=args.patience or (50 if node else 5), seed=args.seed,
-        num_workers=args.workers, prefetch=args.prefetch)
     say = _say(args)
     graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
                         split=args.split, log=say)

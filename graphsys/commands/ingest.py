@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 from graphsys.commands._common import column_arg, emit_json, show_progress
 from graphsys.errors import GraphsysError, InputError
 from graphsys.memory import lifetime_peak_rss
+from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.append import append_edges
-from graphsys.storage.graph import open_graph
 from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
+from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
-from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.units import parse_size
 from partitioners import DEFAULT_PARTITIONER
 
@@ -30,7 +30,8 @@ def register(subparsers) -> None:
                         help="add the inputs to the existing graph DIR as a new edge set "
                         "(--edge-set, a new name); ids not in DIR become new nodes appended "
                         "to its partitions, old nodes keep their ids (see docs/format.md)")
-    p.add_argument("--partitions", type=int, default=1, help="P, number of partitions (default 1)")
+    p.add_argument("--partitions", dest="num_partitions", type=int, default=1,
+                   help="P, number of partitions (default 1)")
     p.add_argument("--partitioner", default=DEFAULT_PARTITIONER,
                    help=f"one of {', '.join(PARTITIONERS.names())} "
                         f"(default {DEFAULT_PARTITIONER})")
@@ -78,7 +79,7 @@ def run(args) -> int:
     if args.nodes is not None:
         nodes.append(NodeSource(_read_node_table(args.nodes)))
     opts = IngestOptions(
-        num_partitions=args.partitions, partitioner=args.partitioner, seed=args.seed,
+        num_partitions=args.num_partitions, partitioner=args.partitioner, seed=args.seed,
         undirected=args.undirected, dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
         memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
         on_bad_line=args.on_bad_line, progress=show_progress(args))

@@ -85,7 +85,10 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from graphsys.analysis.profile import (
-        key_figures, profile_graph, report_paths, write_report,
+        key_figures,
+        profile_graph,
+        report_paths,
+        write_report,
     )
 
     t = args.targets

@@ -8,7 +8,8 @@ every file, and edge order, up front).
 Writes ``--out`` (Parquet: ``node`` = original id, ``value`` = float64; ``inf`` where
 BFS/SSSP cannot reach; a global node id as label for wcc/lpa) atomically, and prints one line
 per superstep (active vertices, messages, edges scanned, bytes, seconds). Under ``torchrun``
-(``WORLD_SIZE`` > 1) every rank runs its partitions and rank 0 writes the output.
+(``WORLD_SIZE`` > 1: ``torchrun --nproc-per-node W -m graphsys run ALGO DIR ...``) every rank
+runs its partitions and rank 0 writes the output.
 """
 
 from __future__ import annotations
@@ -143,9 +144,15 @@ def run(args) -> int:
                   f" {ss.messages_combined:>12,} {ss.edges_scanned:>13,} "
                   f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
 
-    with peer_failures(distributed), recording(trace, device):
-        result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
-            graph, progress=progress, **kwargs)
+    try:
+        with peer_failures(distributed), recording(trace, device):
+            result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
+                graph, progress=progress, **kwargs)
+    finally:
+        if distributed:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
     stats = result.stats
     if rank0:
         if out is not None:
@@ -182,7 +189,8 @@ def _rank() -> int:
 
 def _user_program(args):
     """``run(graph, **kwargs)`` for the VertexProgram class named by ``--program``."""
-    from graphsys.bsp.engine import DEFAULT_MAX_ITERS, run as run_program
+    from graphsys.bsp.engine import DEFAULT_MAX_ITERS
+    from graphsys.bsp.engine import run as run_program
     from graphsys.bsp.program import VertexProgram
     from graphsys.user_code import load_object
 

@@ -42,6 +42,7 @@ from graphsys.plugins import DATASET_LOADERS
 from graphsys.storage.format import RelationType
 from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource, ingest
 
+
 #: File written beside ``manifest.json`` by :func:`ingest_dataset`: provenance, licence,
 #: label names and split of the dataset (not part of the manifest's file list).
 @dataclass

@@ -32,12 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graphsys.config_values import check_type, parse_value
 from graphsys.device import DEVICES
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
-from graphsys.config_values import check_type, parse_value
 from graphsys.errors import ConfigError, GraphsysError, ParameterError
 from graphsys.units import parse_size
-
 
 BUCKET_ORDERS = ("inside_out", "outside_in", "random", "affinity", "buffer")
 

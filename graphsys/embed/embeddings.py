@@ -96,8 +96,8 @@ class Embeddings:
         if self._graph is None:
             where = self.meta["graph"]
             if not Path(where).exists():
-                raise GraphsysError(f"{self.path}: its graph {where} is gone; pass graph=DIR "
-                                    f"(--graph) to map node ids")
+                raise GraphsysError(f"{self.path}: its graph {where} is gone; load it with "
+                                    f"the graph directory given (graph=DIR) to map node ids")
             self._set_graph(open_graph(where))
         return self._graph
 

@@ -22,8 +22,15 @@ from graphsys.generators.grid import default_grid_edges, grid_edges, max_grid_ed
 from graphsys.generators.kg import KnowledgeGraph, knowledge_graph
 from graphsys.generators.rmat import rmat_edges
 from graphsys.generators.sbm import SBM, sbm
-from graphsys.generators.writer import (TableWriter, edge_schema, node_table_path, split_paths,
-                                        write_edges, write_nodes, write_split_edges)
+from graphsys.generators.writer import (
+                                        TableWriter,
+                                        edge_schema,
+                                        node_table_path,
+                                        split_paths,
+                                        write_edges,
+                                        write_nodes,
+                                        write_split_edges,
+)
 
 __all__ = [
     "KnowledgeGraph", "SBM", "TableWriter", "default_grid_edges", "edge_schema", "grid_edges",

@@ -40,8 +40,14 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from graphsys.errors import GraphsysError
-from graphsys.generators._random import (Chunk, IdPermutation, block_rng, concat, rechunk,
-                                         stratified_quota)
+from graphsys.generators._random import (
+    Chunk,
+    IdPermutation,
+    block_rng,
+    concat,
+    rechunk,
+    stratified_quota,
+)
 from graphsys.generators._validate import check_float, check_int, check_seed
 
 DEFAULT_RELATIONS = 10

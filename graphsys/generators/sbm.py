@@ -34,8 +34,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from graphsys.errors import GraphsysError
-from graphsys.generators._random import (Chunk, IdPermutation, block_rng, largest_remainder,
-                                         rechunk)
+from graphsys.generators._random import Chunk, IdPermutation, block_rng, largest_remainder, rechunk
 from graphsys.generators._validate import check_float, check_int, check_seed
 
 DEFAULT_BLOCKS = 4

@@ -13,6 +13,7 @@
 """
 
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
+from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, SAGEConv
 from graphsys.gnn.embed import embed_checkpoint
 from graphsys.gnn.inference import layerwise_inference
@@ -20,7 +21,6 @@ from graphsys.gnn.loader import PrefetchLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.propagate import propagate, read_hop, sign_features
 from graphsys.gnn.train import (
-                                TrainConfig,
                                 TrainResult,
                                 train,
                                 train_link_prediction,

@@ -16,7 +16,8 @@ def open_source(dataset: str | None = None, graph: str | Path | None = None, *,
     or ``random``; None = public where the dataset has it) into
     ``<cache>/graphs/<name>-<split>-p<partitions>`` (reused when present) and open that."""
     if (dataset is None) == (graph is None):
-        raise GraphsysError("give exactly one of --dataset NAME or --graph DIR")
+        raise GraphsysError("give exactly one graph source: dataset (a registry name) or "
+                            "graph (a directory)")
     if graph is not None:
         if split is not None:
             raise GraphsysError("a split is chosen with a registry dataset, not a graph "

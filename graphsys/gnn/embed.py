@@ -24,15 +24,15 @@ from graphsys.gnn.inference import (
     partition_ranges,
 )
 from graphsys.gnn.model import GNN
-from graphsys.plugins import GNN_MODELS
 from graphsys.gnn.train import (
+    BlockSampler,
+    ItemInput,
+    NodeInput,
     TrainConfig,
-    _BlockSampler,
-    _ItemInput,
-    _NodeInput,
     holdout_split,
     node_task_data,
 )
+from graphsys.plugins import GNN_MODELS
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency, typed_edges
 from graphsys.sampling.neighbor import make_block
@@ -69,13 +69,13 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     n = graph.num_nodes(et)
     if meta["task"] == "node":
         data = node_task_data(graph, et, cfg.seed)
-        inp = _NodeInput(data["x"], n, cfg.hidden)
+        inp = NodeInput(data["x"], n, cfg.hidden)
         adj = homogeneous_adjacency(graph, et, symmetric=True)
-        block_fn = _BlockSampler(cfg, adj).eval_block
+        block_fn = BlockSampler(cfg, adj).eval_block
     else:
         other = meta["other_type"]
         feat = torch.from_numpy(graph.node_column("feat", et)) if meta["has_features"] else None
-        inp = _ItemInput(n, feat, cfg.hidden)
+        inp = ItemInput(n, feat, cfg.hidden)
         rel = next(r for r in graph.relation_types if {r.lhs, r.rhs} == {et, other})
         s, d, _ = typed_edges(graph, None, rel.lhs, rel.rhs)
         users, items = (s, d) if rel.lhs == other else (d, s)

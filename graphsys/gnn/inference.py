@@ -108,7 +108,8 @@ class EmbeddingWriter:
     def __init__(self, out: str | Path, graph: Graph, entity_type: str):
         self.out = Path(out)
         if (self.out / ARROW_INDEX).exists():
-            raise GraphsysError(f"{self.out}: already holds embeddings (choose a new --out)")
+            raise GraphsysError(f"{self.out}: already holds embeddings (choose a new output "
+                                f"directory)")
         (self.out / entity_type).mkdir(parents=True, exist_ok=True)
         self.graph, self.etype = graph, entity_type
         self.files: list[str] = []

@@ -7,8 +7,6 @@ from torch import nn
 
 from graphsys.errors import ParameterError
 
-WEIGHT_DECAY_LAYERS = ("all", "first")
-
 
 def adam(model: nn.Module, inp: nn.Module, lr: float, weight_decay: float,
          weight_decay_layers: str) -> torch.optim.Adam:

@@ -9,7 +9,7 @@ from typing import Any
 
 from graphsys.config_values import check_type, parse_value
 from graphsys.errors import GraphsysError
-from graphsys.gnn.train import TrainConfig
+from graphsys.gnn.config import TrainConfig
 from graphsys.sampling.neighbor import parse_fanouts
 
 

@@ -33,15 +33,15 @@ personalized-PageRank ranks. Loss: max-margin ``mean(relu(s(q, n) - s(q, p) + ma
 with ``s(q, j) = <unit(z_q), unit(z_j)> + b_j`` (a learned per-item bias, as DGL's PinSage
 example scores item pairs). Evaluation: a user's query vector is the
 normalised mean of their training items' unit embeddings; all items except the user's
-training (and validation) items are ranked by ``<query, unit(z_j)> + b_j``; ``hits@10`` = share of users whose
-held-out item ranks in the top 10, ``mrr`` = mean reciprocal rank.
+training (and validation) items are ranked by ``<query, unit(z_j)> + b_j``; ``hits@10`` =
+share of users whose held-out item ranks in the top 10, ``mrr`` = mean reciprocal rank.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -54,15 +54,17 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError
 from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.spec import random_walk_sampling
 from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
+from graphsys.gnn.full_graph import full_graph_blocks
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.loader import PrefetchLoader
-from graphsys.gnn.full_graph import check_full_graph, full_graph_blocks
 from graphsys.gnn.model import GNN
-from graphsys.gnn.optim import WEIGHT_DECAY_LAYERS, adam
+from graphsys.gnn.optim import adam
+from graphsys.plugins import GNN_MODELS
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import (
     Adjacency,
@@ -74,71 +76,7 @@ from graphsys.sampling.block import MiniBatch
 from graphsys.sampling.negative import PPRHardNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler, make_block, sample_neighbors
 from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_counts
-from graphsys.plugins import GNN_MODELS
 from graphsys.storage.graph import Graph
-
-
-@dataclass
-class TrainConfig:
-    """Hyperparameters and run options (JSON-able; stored in checkpoints).
-
-    ``fanouts``: neighbours per layer, input layer first (-1 = all; None = all for every
-    layer); its length is the number of layers. PinSage neighbourhoods use
-    ``num_traversals``/``termination_prob``/``num_random_walks`` and ``fanouts[l]`` as
-    ``num_neighbors`` of layer ``l``. ``lr`` for Adam; ``batch_size`` seeds (node task) or
-    query items (link task) per step; ``batches_per_epoch`` caps the link task's steps.
-    """
-
-    task: str = "node"
-    model: str = "sage"
-    fanouts: list[int] | None = None
-    hidden: int = 64
-    epochs: int = 100
-    lr: float = 0.01
-    weight_decay: float = 5e-4
-    weight_decay_layers: str = "all"
-    full_graph: bool = False
-    dropout: float = 0.5
-    batch_size: int = 256
-    batches_per_epoch: int | None = None
-    patience: int = 20
-    eval_every: int = 1
-    seed: int = 0
-    num_workers: int = 1
-    prefetch: int = 2
-    num_traversals: int = 3
-    termination_prob: float = 0.5
-    num_random_walks: int = 50
-    margin: float = 0.5
-    num_negatives: int = 4
-    hard_negatives: int = 1
-    hard_band: tuple[int, int] = (50, 300)
-    entity_type: str | None = None
-    heads: int = 8
-
-    def __post_init__(self):
-        if self.task not in ("node", "link"):
-            raise GraphsysError(f"task must be node or link, got {self.task!r}")
-        if self.model not in GNN_MODELS and ":" not in self.model:
-            raise GraphsysError(f"model must be one of {', '.join(GNN_MODELS.names())} or "
-                                f"module:Factory, got {self.model!r}")
-        for name in ("hidden", "epochs", "batch_size", "patience", "eval_every", "prefetch",
-                     "heads"):
-            if int(getattr(self, name)) < 1:
-                raise GraphsysError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0 <= self.dropout < 1:
-            raise GraphsysError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.weight_decay_layers not in WEIGHT_DECAY_LAYERS:
-            raise ParameterError("weight_decay_layers", f"must be one of "
-                                 f"{', '.join(WEIGHT_DECAY_LAYERS)}, got "
-                                 f"{self.weight_decay_layers!r}")
-        if self.full_graph:
-            if self.task != "node":
-                raise ParameterError("full_graph", "applies to the node task only")
-            check_full_graph(self.model, self.fanouts)
-        if not self.lr > 0 or self.weight_decay < 0:
-            raise GraphsysError(f"lr must be > 0 and weight_decay >= 0, got lr={self.lr}, "
-                                f"weight_decay={self.weight_decay}")
 
 
 @dataclass
@@ -273,7 +211,7 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
             "num_classes": int(labels.max()) + 1, "num_nodes": n}
 
 
-class _NodeInput(nn.Module):
+class NodeInput(nn.Module):
     """Layer-0 features: stored features, or a learned id embedding without them."""
 
     def __init__(self, x: torch.Tensor | None, num_nodes: int, dim: int):
@@ -286,7 +224,7 @@ class _NodeInput(nn.Module):
         return self.emb(nodes) if self.emb is not None else self.x.index_select(0, nodes)
 
 
-class _BlockSampler:
+class BlockSampler:
     """Per-model block sampling for a homogeneous adjacency: uniform neighbours for
     sage/gcn, PinSage walks for pinsage."""
 
@@ -365,8 +303,8 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
     data = node_task_data(graph, cfg.entity_type, cfg.seed, features)
     et = data["entity_type"]
     adj = homogeneous_adjacency(graph, et, symmetric=True)
-    sampler = _BlockSampler(cfg, adj)
-    inp = _NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
+    sampler = BlockSampler(cfg, adj)
+    inp = NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
     dims = node_model_dims(cfg, inp.dim, data["num_classes"], sampler.num_layers)
     model = (model if model is not None else build_node_model(cfg, dims)).to(device)
     call = caller(model, inputs)
@@ -496,7 +434,7 @@ def holdout_split(users: np.ndarray, items: np.ndarray, seed: int
     return ~(test | val), val, test
 
 
-class _ItemInput(nn.Module):
+class ItemInput(nn.Module):
     """Layer-0 item representation: learned id embedding + linear map of item features;
     also holds the per-item score bias ``bias`` float32 (N,) of the link task (as the
     item-to-item scorer of DGL's PinSage example; it learns item popularity)."""
@@ -580,7 +518,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
     feat = None
     if "feat" in graph.node_columns(item_t):
         feat = torch.from_numpy(graph.node_column("feat", item_t))
-    inp = _ItemInput(n_items, feat, cfg.hidden).to(device)
+    inp = ItemInput(n_items, feat, cfg.hidden).to(device)
     model = GNN(cfg.model, cfg.hidden, cfg.hidden, cfg.hidden, len(fanouts),
                 cfg.dropout).to(device)
     opt = adam(model, inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)

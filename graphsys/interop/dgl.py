@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from graphsys.errors import GraphsysError, InputError
 from graphsys.interop._common import DEFAULT_MAX_EDGES, export_arrays, ingest_arrays
 from graphsys.storage.graph import Graph

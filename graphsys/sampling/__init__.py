@@ -25,7 +25,7 @@ from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.negative import (
                                          PPRHardNegativeSampler,
                                          UniformNegativeSampler,
-                                         personalized_pagerank,
+                                         metapath_ppr,
 )
 from graphsys.sampling.neighbor import NeighborSampler, parse_fanouts, sample_neighbors
 from graphsys.sampling.pinsage import (
@@ -38,6 +38,6 @@ __all__ = [
     "Adjacency", "Block", "MiniBatch", "NeighborSampler", "PPRHardNegativeSampler",
     "PinSAGESampler", "RandomWalkNeighborSampler", "SampledNeighbors",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
-    "mapped_adjacency",
-    "parse_fanouts", "personalized_pagerank", "sample_neighbors", "typed_edges",
+    "mapped_adjacency", "metapath_ppr",
+    "parse_fanouts", "sample_neighbors", "typed_edges",
 ]

@@ -135,7 +135,7 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
                               direction=direction)
     if mapped is not None:
         return mapped
-    et = graph._etype(entity_type).name
+    et = graph.entity_type(entity_type).name
     n = graph.num_nodes(et)
     s, d, w = typed_edges(graph, edge_set, et, et)
     if symmetric:
@@ -156,7 +156,7 @@ def bipartite_adjacency(graph: Graph, ntype: str, other_type: str, *,
     With ``ntype == other_type`` both are the symmetric adjacency of that type.
     """
     for t in (ntype, other_type):
-        graph._etype(t)
+        graph.entity_type(t)
     if ntype == other_type:
         a = homogeneous_adjacency(graph, ntype, edge_set=edge_set, symmetric=True)
         return a, a

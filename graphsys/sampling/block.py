@@ -86,11 +86,6 @@ class Block:
         return replace(self, src_nodes=pin(self.src_nodes), edge_src=pin(self.edge_src),
                        edge_dst=pin(self.edge_dst), edge_weight=pin(self.edge_weight))
 
-    def in_degrees(self) -> torch.Tensor:
-        """Edges into each destination, float32 (num_dst,)."""
-        deg = torch.zeros(self.num_dst_nodes, dtype=torch.float32, device=self.device)
-        return deg.index_add_(0, self.edge_dst, torch.ones_like(self.edge_dst, dtype=torch.float32))
-
     def to_dgl(self):
         """This block as a ``dgl.create_block`` graph (``edata['weight']`` when weighted);
         requires DGL (an optional dependency)."""

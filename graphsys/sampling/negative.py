@@ -44,11 +44,15 @@ def _row_normalised(adj: Adjacency) -> sp.csr_matrix:
     return sp.diags(inv) @ m
 
 
-def personalized_pagerank(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
-                          alpha: float = 0.15, num_iters: int = 20) -> np.ndarray:
-    """PPR scores of every ``ntype`` node for each query, float64 (Q, N).
+def metapath_ppr(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
+                 damping: float = 0.85, num_iters: int = 20) -> np.ndarray:
+    """Personalized PageRank over a meta-path, from each query node: scores of every
+    ``ntype`` node, float64 (Q, N). (The BSP engine's
+    :func:`graphsys.bsp.personalized_pagerank` is PPR over a stored graph's edges, from one
+    weighted source set; ``damping`` means the same in both: the probability of following
+    an edge rather than restarting.)
 
-    Power iteration of ``x <- alpha e_q + (1 - alpha) x P`` with ``P`` the meta-path walk
+    Power iteration of ``x <- (1 - damping) e_q + damping x P`` with ``P`` the meta-path walk
     matrix ``D_fw^-1 A_fw D_bw^-1 A_bw`` (mass at dead ends is dropped). Cost
     ``O(num_iters * Q * (nnz(fw) + nnz(bw)))`` time and ``O(Q * N)`` memory: use batches.
     """
@@ -60,7 +64,7 @@ def personalized_pagerank(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
     pfw_t, pbw_t = pfw.T.tocsr(), pbw.T.tocsr()
     for _ in range(num_iters):
         step = (pbw_t @ (pfw_t @ x.T)).T
-        x = alpha * e + (1.0 - alpha) * step
+        x = (1.0 - damping) * e + damping * step
     return x
 
 
@@ -72,11 +76,12 @@ class PPRHardNegativeSampler:
         rank_lo, rank_hi: the band of ranks (0 = highest score) to draw from; the query
             itself is excluded from the ranking. Clipped to the number of nodes.
         num_negatives: negatives per query.
-        alpha, num_iters: PPR restart probability and power iterations.
+        damping, num_iters: PPR damping (1 - the restart probability) and power
+            iterations (:func:`metapath_ppr`).
     """
 
     def __init__(self, fw: Adjacency, bw: Adjacency, rank_lo: int, rank_hi: int,
-                 num_negatives: int = 1, *, alpha: float = 0.15, num_iters: int = 20):
+                 num_negatives: int = 1, *, damping: float = 0.85, num_iters: int = 20):
         n = fw.num_rows
         if not 0 <= rank_lo < rank_hi:
             raise GraphsysError(f"hard-negative band must satisfy 0 <= lo < hi, got "
@@ -86,7 +91,8 @@ class PPRHardNegativeSampler:
                                 f"{n - 1} other nodes exist")
         self.fw, self.bw = fw, bw
         self.rank_lo, self.rank_hi = int(rank_lo), int(min(rank_hi, n - 1))
-        self.num_negatives, self.alpha, self.num_iters = int(num_negatives), alpha, num_iters
+        self.num_negatives, self.damping = int(num_negatives), damping
+        self.num_iters = num_iters
         # band of each query, computed once on first use (int64 (N, hi - lo); -1 = not yet)
         self._band = np.full((n, self.rank_hi - self.rank_lo), -1, np.int64)
         self._done = np.zeros(n, bool)
@@ -100,8 +106,8 @@ class PPRHardNegativeSampler:
             todo = np.unique(q[~self._done[q]])
             for a in range(0, len(todo), 256):
                 part = todo[a:a + 256]
-                scores = personalized_pagerank(self.fw, self.bw, part, alpha=self.alpha,
-                                               num_iters=self.num_iters)
+                scores = metapath_ppr(self.fw, self.bw, part, damping=self.damping,
+                                      num_iters=self.num_iters)
                 scores[np.arange(len(part)), part] = -np.inf
                 # rank by score descending, ties by id ascending (stable sort of -score)
                 order = np.argsort(-scores, axis=1, kind="stable")

@@ -39,7 +39,12 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column, map_column
 from graphsys.storage.format import (
-    INDEX_KINDS, MANIFEST, IndexInfo, Manifest, bucket_file, index_file,
+    INDEX_KINDS,
+    MANIFEST,
+    IndexInfo,
+    Manifest,
+    bucket_file,
+    index_file,
 )
 
 #: Anonymous bytes per node an index build needs (the int64 scatter cursor).

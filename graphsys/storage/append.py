@@ -38,12 +38,19 @@ import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 from graphsys.errors import GraphsysError, InputError
+from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.atomic import replacement_directory, sync_filesystem, write_bytes_atomic
 from graphsys.storage.format import (
-    MANIFEST, SAFE_NAME, EntityType, Manifest, index_file, node_file, read_manifest,
+    MANIFEST,
+    SAFE_NAME,
+    EntityType,
+    Manifest,
+    index_file,
+    node_file,
+    read_manifest,
 )
 from graphsys.storage.ids import IdIndex
-from graphsys.storage.ingest import edge_set_names, peak_rss_bytes, write_edge_sets
+from graphsys.storage.ingest import edge_set_names, write_edge_sets
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.node_files import file_entry
@@ -120,7 +127,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         num_partitions=m.num_partitions, partitioner=m.partitioner,
         skipped_lines=job.skipped, input_bytes=job.input_bytes,
         seconds={"total": round(time.perf_counter() - t0, 3)},
-        peak_rss_bytes=peak_rss_bytes())
+        peak_rss_bytes=lifetime_peak_rss())
 
 
 def _stored_ids(graph: Path, m: Manifest, etype: str) -> list[pa.Array]:

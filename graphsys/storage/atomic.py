@@ -110,7 +110,8 @@ def staging_directory(out: Path) -> Iterator[Path]:
     out = Path(out).absolute()
     if out.exists():
         if (out / "manifest.json").exists():
-            raise GraphsysError(f"{out}: already holds a graph (remove it or choose another --out)")
+            raise GraphsysError(f"{out}: already holds a graph (remove it or choose another "
+                                f"output directory)")
         if not out.is_dir() or any(out.iterdir()):
             raise GraphsysError(f"{out}: exists and is not an empty directory")
     try:

@@ -4,7 +4,8 @@ A graph is a directory (see ``docs/format.md``)::
 
     manifest.json                                   written last, atomically
     nodes/{entity_type}/part-{p:05d}.arrow          original ``id`` + optional node columns
-    edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets [, ``rel``, ``weight``]
+    edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets
+                                                    [, ``rel``, ``weight``]
     index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
     nodes/{entity_type}/column-{name}.arrow         optional mapped node column (version 2)
 
@@ -199,7 +200,8 @@ class Manifest:
 
     @classmethod
     def from_json(cls, data: Any, *, source: str = MANIFEST) -> Manifest:
-        """Validate and parse a manifest; every problem is a :class:`FormatError` naming the field."""
+        """Validate and parse a manifest; every problem is a :class:`FormatError` naming the
+        field."""
         reader = _FieldReader(source)
         if not isinstance(data, dict):
             raise FormatError(f"{source}: not a JSON object")
@@ -250,7 +252,8 @@ class Manifest:
                 try:
                     i, j = (int(x) for x in key.split("-"))
                 except ValueError:
-                    raise FormatError(f"{source}: bad bucket key {key!r} in '{ctx}.buckets'") from None
+                    raise FormatError(f"{source}: bad bucket key {key!r} in "
+                                      f"'{ctx}.buckets'") from None
                 if not (0 <= i < p and 0 <= j < p) or not isinstance(n, int) or n < 0:
                     raise FormatError(f"{source}: bad bucket entry {key!r} in '{ctx}.buckets'")
                 buckets[(i, j)] = n

@@ -23,13 +23,23 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import kernels
-from graphsys.storage.location import GraphLocation
 from graphsys.storage.format import (
-    EdgeSet, EntityType, Manifest, RelationType, bucket_file, index_file, node_file,
+    EdgeSet,
+    EntityType,
+    Manifest,
+    RelationType,
+    bucket_file,
+    index_file,
+    node_file,
     read_manifest,
 )
+from graphsys.storage.location import GraphLocation
 from graphsys.storage.structure import (
-    BucketBounds, check_bucket_file, check_listed, check_node_rows, check_node_table,
+    BucketBounds,
+    check_bucket_file,
+    check_listed,
+    check_node_rows,
+    check_node_table,
 )
 
 
@@ -246,7 +256,10 @@ class Graph:
     def edge_sets(self) -> list[str]:
         return list(self.manifest.edge_sets)
 
-    def _etype(self, entity_type: str | None) -> EntityType:
+    def entity_type(self, entity_type: str | None = None) -> EntityType:
+        """The manifest record of ``entity_type`` (its name, node count, partition sizes and
+        columns); None = the only one. An unknown name, or None in a graph of several
+        types, is a one-line :class:`GraphsysError`."""
         if entity_type is None:
             if len(self.manifest.entity_types) != 1:
                 raise GraphsysError(f"graph has entity types {self.entity_types}: name one")
@@ -278,14 +291,14 @@ class Graph:
         """Nodes of one type; with ``None``, all nodes of all types."""
         if entity_type is None:
             return sum(e.num_nodes for e in self.manifest.entity_types.values())
-        return self._etype(entity_type).num_nodes
+        return self.entity_type(entity_type).num_nodes
 
     def num_edges(self, edge_set: str | None = None) -> int:
         return self.edge_set(edge_set).num_edges
 
     def partition_sizes(self, entity_type: str | None = None) -> np.ndarray:
         """Nodes per partition, int64 (P,)."""
-        return np.asarray(self._etype(entity_type).partition_sizes, dtype=np.int64)
+        return np.asarray(self.entity_type(entity_type).partition_sizes, dtype=np.int64)
 
     def partition_offsets(self, entity_type: str | None = None) -> np.ndarray:
         """Type-global id of each partition's first node, int64 (P+1,)."""
@@ -461,7 +474,7 @@ class Graph:
     def node_ids(self, entity_type: str | None = None, partition: int | None = None):
         """Original ids in type-global order (or of one partition): int64 NumPy array, or
         a pyarrow string array for string ids."""
-        et = self._etype(entity_type)
+        et = self.entity_type(entity_type)
         parts = range(self.num_partitions) if partition is None else [partition]
         cols = [self._node_table(et.name, p).column("id") for p in parts]
         arr = pa.chunked_array([c for col in cols for c in col.chunks],
@@ -475,7 +488,7 @@ class Graph:
 
     def to_internal(self, ids, entity_type: str | None = None) -> np.ndarray:
         """Type-global ids (int64) of original ids; raises for an id not in the graph."""
-        et = self._etype(entity_type)
+        et = self.entity_type(entity_type)
         if et.name not in self._id_index:
             orig = self.node_ids(et.name)
             if et.id_type == "int64":
@@ -516,7 +529,7 @@ class Graph:
                     partition: int | None = None) -> np.ndarray:
         """A node column in type-global order (or of one ``partition``'s nodes): features
         float32 (N, dim), label int64 (N,) with -1 = unknown, mask bool (N,)."""
-        et = self._etype(entity_type)
+        et = self.entity_type(entity_type)
         col = next((c for c in et.columns if c.name == name), None)
         if col is None:
             raise GraphsysError(f"entity type {et.name!r} has no node column {name!r} "
@@ -543,7 +556,7 @@ class Graph:
         from graphsys.storage.column_file import map_column
         from graphsys.storage.format import node_column_file
 
-        et = self._etype(entity_type)
+        et = self.entity_type(entity_type)
         col = next((c for c in et.columns if c.name == name), None)
         if col is None or not col.dtype:
             return self.node_column(name, et.name)
@@ -553,7 +566,7 @@ class Graph:
                           what="node column", location=self.location, rel=rel)
 
     def node_columns(self, entity_type: str | None = None) -> list[str]:
-        return [c.name for c in self._etype(entity_type).columns]
+        return [c.name for c in self.entity_type(entity_type).columns]
 
     # -- interop (graphsys.interop; nodes in ascending original-id order) --------------------
     def to_pyg(self, **kwargs):

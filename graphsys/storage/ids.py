@@ -122,7 +122,7 @@ class IdIndex:
                 values = pa.array(values).cast(pa.large_string())
             out = kernels.lookup_strings(self.ids, values)
         elif self.dense is not None:
-            out = kernels.gather(self.dense, values)
+            out = kernels.gather(self.dense, values, np.empty(len(values), self.dense.dtype))
         else:
             out = kernels.lookup_ints(self.ids, values)
         return out

@@ -28,7 +28,6 @@ directory and writes the manifest.
 from __future__ import annotations
 
 import json
-import resource
 import shutil
 import time
 from collections.abc import Sequence
@@ -37,7 +36,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.atomic import staging_directory, sync_filesystem, write_bytes_atomic
 from graphsys.storage.format import MANIFEST, MAX_PARTITIONS, EdgeSet, Manifest, bucket_file
 from graphsys.storage.ids import IdIndex
@@ -47,14 +47,8 @@ from graphsys.storage.node_files import file_entry, write_node_files
 
 __all__ = [
     "MAX_PARTITION_NODES", "EdgeSource", "IngestOptions", "IngestReport", "NodeSource",
-    "edge_set_names", "ingest", "peak_rss_bytes", "write_edge_sets",
+    "edge_set_names", "ingest", "write_edge_sets",
 ]
-
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far, in bytes (Linux ru_maxrss is KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _check_partitions(num_partitions: int, index: dict[str, IdIndex]) -> None:
@@ -121,12 +115,14 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
 
     opts = options or IngestOptions()
     if not isinstance(opts.num_partitions, int) or opts.num_partitions < 1:
-        raise GraphsysError(f"--partitions must be a positive integer, got {opts.num_partitions!r}")
+        raise ParameterError("num_partitions", f"must be a positive integer, got "
+                                               f"{opts.num_partitions!r}")
     if opts.num_partitions > MAX_PARTITIONS:
         raise GraphsysError(f"num_partitions {opts.num_partitions} is above the maximum, "
                             f"{MAX_PARTITIONS} (P x P buckets)")
     if opts.on_bad_line not in ("error", "skip"):
-        raise GraphsysError(f"--on-bad-line must be 'error' or 'skip', got {opts.on_bad_line!r}")
+        raise ParameterError("on_bad_line", f"must be 'error' or 'skip', got "
+                                            f"{opts.on_bad_line!r}")
     if opts.max_batch_rows < 1:
         raise GraphsysError("max_batch_rows must be positive")
     if not edges and not nodes:
@@ -140,8 +136,8 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
         job.read_all()
         _check_partitions(opts.num_partitions, job.index)
         if opts.undirected and any(r.lhs != r.rhs for r in job.relations):
-            raise GraphsysError("--undirected needs relations whose lhs and rhs entity types are "
-                                "the same")
+            raise ParameterError("undirected", "needs relations whose lhs and rhs entity "
+                                               "types are the same")
         seconds["read"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         partitioner = job.partition()
@@ -167,4 +163,4 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
         out=str(out), nodes={t: e.num_nodes for t, e in entity_types.items()},
         edges={n: e.num_edges for n, e in edge_sets.items()}, num_partitions=p,
         partitioner=partitioner, skipped_lines=job.skipped, input_bytes=job.input_bytes,
-        seconds={k: round(v, 3) for k, v in seconds.items()}, peak_rss_bytes=peak_rss_bytes())
+        seconds={k: round(v, 3) for k, v in seconds.items()}, peak_rss_bytes=lifetime_peak_rss())

@@ -114,12 +114,12 @@ def csr_fill(rows, cols, cursor, indices, w_in, w_out, perm, edge_base):
         cursor[r] = pos + 1
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def gather(table, index):
-    """``table[index]`` with 2 threads: int64 (n,)."""
-    out = np.empty(index.shape[0], table.dtype)
+@numba.njit(parallel=True, cache=True, nogil=True)
+def gather(values, index, out):
+    """``out[k] = values[index[k]]`` in parallel (``out`` may be ``index`` itself when the
+    dtypes agree; the BSP engine gathers in place so). Returns ``out``."""
     for k in numba.prange(index.shape[0]):
-        out[k] = table[index[k]]
+        out[k] = values[index[k]]
     return out
 
 

@@ -42,7 +42,7 @@ def write_node_column(path: str | Path, name: str, kind: str,
 
     graph = open_graph(path)
     graph.location.require_local("adding a node column")
-    et = graph._etype(entity_type)
+    et = graph.entity_type(entity_type)
     dtype = dtype or {"features": "float32", "label": "int64"}.get(kind, "")
     if dtype not in MAPPED_COLUMN_DTYPES.get(kind, ()):
         raise GraphsysError(f"node column kind {kind!r} takes dtype "

@@ -368,7 +368,8 @@ def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
                                None, source.position())
     except pa.ArrowInvalid as exc:
         if "gzip" in str(exc).lower() or "truncated" in str(exc).lower():
-            raise InputError(f"truncated or corrupt gzip stream ({_short(exc)})", path=path) from None
+            raise InputError(f"truncated or corrupt gzip stream ({_short(exc)})",
+                             path=path) from None
         raise NeedCarefulRead(_short(exc)) from None
     except (OSError, EOFError, pa.ArrowException) as exc:
         msg = _short(exc)

@@ -15,7 +15,7 @@ from graphsys.analysis.balance import (
     work_by_range,
 )
 from graphsys.analysis.kernels import dense_reference, profile_call
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
@@ -69,7 +69,7 @@ def test_balance_helpers_hand_computed():
     assert cv([2, 4]) == pytest.approx(1 / 3)
     assert cv([0, 0]) == 0.0 and max_over_mean([]) == 1.0
     assert rank_split(5, 2) == [(0, 2), (2, 5)]
-    with pytest.raises(GraphsysError):
+    with pytest.raises(ParameterError, match="^ranks must be a positive integer"):
         rank_split(4, 0)
     with pytest.raises(GraphsysError, match="at least one partition per rank"):
         rank_split(2, 3)

@@ -60,6 +60,7 @@ import torch
 
 from graphsys import cli, device
 from graphsys.analysis import ncu as N
+from graphsys.analysis.ncu_target import run_target, target_command
 from graphsys.errors import GraphsysError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
@@ -324,8 +325,8 @@ def test_aggregation_by_hand():
 
 
 def test_command_line(graph_dir, tmp_path):
-    app = N.bsp_command(graph_dir, "bfs", device="cuda:0", mode="out-of-core", max_iters=3,
-                        source=7, edge_set="train")
+    app = target_command(graph_dir, "bfs", device="cuda:0", mode="out-of-core", max_iters=3,
+                         source=7, edge_set="train")
     cmd = N.ncu_command("/opt/ncu", app, log_file=tmp_path / "log.csv", launch_count=50,
                         rename_off=True)
     assert cmd[0] == "/opt/ncu"
@@ -341,15 +342,41 @@ def test_command_line(graph_dir, tmp_path):
     assert "--kernel-name-base" not in cmd and "--kernel-name" not in cmd
     assert pairs["--target-processes"] == "all" and pairs["--launch-count"] == "50"
     assert pairs["--log-file"] == str(tmp_path / "log.csv") and "--csv" in cmd
-    # the application: this Python, graphsys run on CUDA through the torch backend
+    # the application: this Python running the library's target module (not the CLI) with
+    # the run's keyword arguments as one JSON spec
     assert cmd[-len(app):] == app
-    assert app[:4] == [sys.executable, "-m", "graphsys", "run"]
-    args = cli.build_parser(app[3:]).parse_args(app[3:])
-    assert (args.algorithm, args.graph, args.device, args.backend, args.mode) == (
-        "bfs", graph_dir, "cuda:0", "torch", "out-of-core")
-    assert (args.max_iters, args.source, args.edges, args.no_verify) == (3, "7", "train", True)
+    assert app[:3] == [sys.executable, "-m", "graphsys.analysis.ncu_target"] and len(app) == 4
+    assert json.loads(app[3]) == {"graph": str(graph_dir), "algorithm": "bfs",
+                                  "device": "cuda:0", "mode": "out-of-core", "max_iters": 3,
+                                  "source": 7, "edge_set": "train"}
     plain = N.ncu_command("ncu", app, log_file="x")
     assert "--launch-count" not in plain and "--rename-kernels" not in plain
+
+
+def test_target_process_runs_the_library(graph_dir):
+    """The process ncu profiles runs the algorithm through the library (here on the CPU, the
+    same torch-backend code path) and prints its statistics as one JSON line; a bad spec or
+    a bad argument is one ``error:`` line and a non-zero status."""
+    import subprocess
+
+    from graphsys import bsp, open_graph
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    app = target_command(graph_dir, "pagerank", device="cpu", max_iters=3)
+    proc = subprocess.run(app, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    ref = bsp.pagerank(open_graph(graph_dir), max_iters=3, backend="torch").stats.to_dict()
+    assert doc["ok"] and doc["backend"] == "torch" and doc["device"] == "cpu"
+    assert doc["num_supersteps"] == ref["num_supersteps"] == 3
+    assert [s["edges_scanned"] for s in doc["supersteps"]] == [
+        s["edges_scanned"] for s in ref["supersteps"]]
+    assert run_target(str(graph_dir), "bfs", device="cpu", source=3)["backend"] == "torch"
+    with pytest.raises(GraphsysError, match="^source is needed by bfs"):
+        run_target(str(graph_dir), "bfs", device="cpu")
+    bad = subprocess.run([*app[:3], "{\"graph\": 1}"], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ncu target: the spec")
 
 
 def test_probe_reads_version_and_options(tmp_path):
@@ -391,8 +418,10 @@ def test_profile_with_fake_ncu(graph_dir, tmp_path, gpu, capsys):
     # numbers are formatted in the C locale
     assert json.loads((tmp_path / "bin" / "env.json").read_text()) == {"LC_ALL": "C"}
     app = argv[argv.index(sys.executable):]
-    assert app[3:8] == ["run", "pagerank", str(graph_dir.resolve()), "--device", "cuda"]
-    assert app[app.index("--max-iters") + 1] == "2"
+    assert app[1:3] == ["-m", "graphsys.analysis.ncu_target"]
+    spec = json.loads(app[3])
+    assert (spec["algorithm"], spec["graph"], spec["device"], spec["max_iters"]) == (
+        "pagerank", str(graph_dir.resolve()), "cuda", 2)
     on_disk = json.loads(html.with_suffix(".json").read_text())
     assert on_disk["ncu"]["measured_utilization"] == n["measured_utilization"]
     page = html.read_text()
@@ -429,7 +458,7 @@ def test_no_gpu(graph_dir, tmp_path, monkeypatch, capsys):
     exe = fake_ncu(tmp_path / "bin", log=report())
     html = tmp_path / "r.html"
     _fails(["profile", "pagerank", str(graph_dir), "--ncu", "--ncu-path", str(exe),
-            "--report", str(html)], capsys, "--ncu needs a CUDA GPU: --device cuda: no CUDA "
+            "--report", str(html)], capsys, "--ncu needs a CUDA GPU: device cuda: no CUDA "
            "device is available", html, html.with_suffix(".json"))
     assert not (tmp_path / "bin" / "argv.json").exists()
 

@@ -10,7 +10,7 @@ from graphsys.analysis import workloads as W
 from graphsys.analysis.kernels import profile_call
 from graphsys.analysis.simt import GPUS
 from graphsys.bsp import run as bsp_run
-from graphsys.bsp.algorithms._common import source_index
+from graphsys.bsp.algorithms.common import source_index
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 

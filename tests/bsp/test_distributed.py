@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from graphsys import bsp
-from graphsys.bsp.distributed import TorchComm
+from graphsys.bsp.distributed import TorchComm, rank_bounds, rank_split
 from graphsys.bsp.launch import spawn
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 JOBS = [("pagerank", (), {"tol": 1e-12}), ("bfs", (0,), {}), ("sssp", (2,), {}),
         ("wcc", (), {}), ("label_propagation", (), {}), ("kcore", (), {})]
@@ -52,8 +52,14 @@ def test_partition_ownership():
     for comm.rank in range(3):
         owned += list(comm.owned_partitions(7))
     assert owned == list(range(7))
-    with pytest.raises(GraphsysError, match="3 processes need at least 3 partitions"):
+    with pytest.raises(ParameterError, match="^world_size 3: a distributed run needs at least "
+                                             "one partition per rank, the graph has 2"):
         comm.owned_partitions(2)
+    # the engine's id ranges: the nodes of the same partition ranges
+    assert rank_bounds([0, 2, 5, 9], 2) == [0, 2, 9]
+    assert rank_split(5, 2) == [range(0, 2), range(2, 5)]
+    with pytest.raises(ParameterError, match="^world_size must be a positive integer"):
+        rank_split(4, 0)
 
 
 def test_distributed_needs_a_process_group(graphs):

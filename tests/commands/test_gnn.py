@@ -29,7 +29,9 @@ def run_cli(argv: list[str]) -> int:
     try:
         return int(args.func(args) or 0)
     except GraphsysError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from graphsys.cli import user_message
+
+        print(f"error: {user_message(exc, parser, args)}", file=sys.stderr)
         return exc.exit_code
 
 
@@ -173,3 +175,33 @@ def test_train_user_model_factory_and_gat(sbm_dir, tmp_path, capsys, monkeypatch
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "cannot import 'nope'" in err
     sys.modules.pop("cli_models", None)
+
+
+def test_train_defaults_are_the_configs():
+    """One set of defaults: gnn train's flags leave the task-dependent values to
+    TrainConfig (node: 200 epochs, patience 50, as the documented Planetoid runs use; link:
+    20 / 5), and the other flags default to TrainConfig's fields; --help shows them."""
+    import dataclasses
+
+    from graphsys.gnn.config import TrainConfig
+
+    parser = argparse.ArgumentParser(prog="graphsys")
+    gnn.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["gnn", "train", "--graph", "g"])
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    for name in ("model", "hidden", "heads", "num_workers", "prefetch", "seed",
+                 "batches_per_epoch"):
+        assert getattr(args, name) == fields[name], name
+    for name in ("epochs", "lr", "weight_decay", "dropout", "batch_size", "patience"):
+        assert getattr(args, name) is None and fields[name] is None, name
+    node, link = TrainConfig(), TrainConfig(task="link")
+    assert (node.epochs, node.patience, node.lr, node.batch_size) == (200, 50, 0.01, 256)
+    assert (link.epochs, link.patience, link.lr, link.dropout) == (20, 5, 0.003, 0.0)
+    gat = TrainConfig(model="gat")
+    assert (gat.lr, gat.dropout, gat.weight_decay) == (0.005, 0.6, 5e-4)
+    assert TrainConfig(epochs=7).epochs == 7
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    gnn_parser = sub.choices["gnn"]
+    train_help = next(a for a in gnn_parser._actions
+                      if isinstance(a, argparse._SubParsersAction)).choices["train"].format_help()
+    assert "default 200 node, 20 link" in " ".join(train_help.split())

@@ -154,7 +154,7 @@ def test_gnn_workload_profiles_the_users_config(main, graph_dir, capsys):
     (["profile", "--workload", "embed", "{g}", "--model", "gcn"], "--model applies"),
     (["profile", "pagerank", "{g}", "--set", "hidden=8"], "--set applies"),
     (["profile", "nope", "{g}"], "unknown algorithm"),
-    (["profile", "bfs", "{g}"], "needs --source"),
+    (["profile", "bfs", "{g}"], "--source is needed by bfs"),
     (["profile", "pagerank", "{g}", "--mapping", "diagonal"], "unknown mapping"),
     (["profile", "pagerank", "{g}", "--block-size", "100"], "--block-size"),
     (["profile", "pagerank", "{g}", "--gpu", "K80"], "unknown GPU"),

@@ -149,14 +149,23 @@ def test_bad_input_is_one_line_error(main, graph_dir, tmp_path, capsys, case):
     assert not out.exists() and not list(tmp_path.glob(".o.parquet*"))
 
 
-def test_launch_module_runs_the_command(graph_dir, tmp_path, capsys):
-    from graphsys.bsp.launch import main as launch_main
+def test_distributed_run_is_the_command_under_torchrun(graph_dir, tmp_path):
+    """``torchrun -m graphsys run``: both ranks run the command, rank 0 writes --out, each
+    rank closes its process group (the library's launch module no longer wraps the CLI)."""
+    import os
+    import subprocess
+    import sys
+
+    from graphsys.bsp.launch import free_port
 
     out = tmp_path / "k.parquet"
-    assert launch_main(["kcore", str(graph_dir / "g"), "--out", str(out)]) == 0
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
+                           "2", "--master_port", str(free_port()), "-m", "graphsys", "run",
+                           "kcore", str(graph_dir / "g"), "--out", str(out), "--json"],
+                          env=env, timeout=300, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     assert read_out(out) == {10: 2.0, 11: 2.0, 12: 2.0, 13: 1.0, 14: 1.0, 15: 1.0}
-    assert launch_main(["nope", str(graph_dir / "g")]) == 2
-    assert "unknown algorithm" in capsys.readouterr().err
 
 
 def test_cli_algorithm_choices_come_from_the_registry():

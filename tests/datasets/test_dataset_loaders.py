@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 from graphsys.datasets.loaders import (
-    per_class_split, plan_ingest, read_linqs_content, read_movielens_items,
+    per_class_split,
+    plan_ingest,
+    read_linqs_content,
+    read_movielens_items,
 )
 from graphsys.errors import InputError
 

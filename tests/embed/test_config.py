@@ -143,9 +143,9 @@ def test_pbg_py_config_partitions_and_static_relations(kg1, kg4, tmp_path):
     with pytest.raises(ConfigError, match="^entities.node.num_partitions: config says 1, "
                                           "the graph has 4"):
         train(_pbg_py(tmp_path), graph=kg4, out=tmp_path / "x")
-    rels = ('[{"name": "r%d", "lhs": "all", "rhs": "all", "operator": "translation"}' % 0
-            + "".join(', {"name": "r%d", "lhs": "all", "rhs": "all", "operator": '
-                      '"translation"}' % r for r in (1, 2))
+    rels = ('[{"name": "r0", "lhs": "all", "rhs": "all", "operator": "translation"}'
+            + "".join(f', {{"name": "r{r}", "lhs": "all", "rhs": "all", "operator": '
+                      f'"translation"}}' for r in (1, 2))
             + ', {"name": "r3", "lhs": "all", "rhs": "all", "operator": "diagonal", '
               '"weight": 0.5}, {"name": "r9", "lhs": "all", "rhs": "all"}]')
     notes: list[str] = []

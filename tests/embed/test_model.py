@@ -40,7 +40,8 @@ def test_operator_identity_at_init():
 def test_complex_diagonal_is_complex_product():
     op = OPERATORS.get_class("complex_diagonal")(4)
     x = torch.randn(1, 4, dtype=torch.float64)
-    p = {"real": torch.randn(1, 2, dtype=torch.float64), "imag": torch.randn(1, 2, dtype=torch.float64)}
+    p = {"real": torch.randn(1, 2, dtype=torch.float64),
+         "imag": torch.randn(1, 2, dtype=torch.float64)}
     y = op.forward(x, p, torch.tensor([0]))
     z = torch.complex(x[0, :2], x[0, 2:]) * torch.complex(p["real"][0], p["imag"][0])
     assert torch.allclose(y[0], torch.cat([z.real, z.imag]))

@@ -18,9 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graphsys import bsp, open_graph
-from graphsys.embed import Embeddings, load_config, train as embed_train
+from graphsys.embed import Embeddings, load_config
+from graphsys.embed import train as embed_train
 from graphsys.errors import GraphsysError
-from graphsys.gnn import TrainConfig, train as gnn_train
+from graphsys.gnn import TrainConfig
+from graphsys.gnn import train as gnn_train
 from graphsys.gnn.checkpoint import load_checkpoint
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 from graphsys.storage.verify import verify_graph
@@ -193,7 +195,8 @@ def test_mutated_graph(small_graph, data):
             assert int(csr.indptr[-1]) == graph.num_edges()
         for mode in ("memory", "out-of-core"):
             res = outcome(f"mutated_graph:pagerank-{mode}",
-                          lambda: bsp.pagerank(open_graph(g_dir), mode=mode, max_iters=5))
+                          lambda mode=mode: bsp.pagerank(open_graph(g_dir), mode=mode,
+                                                         max_iters=5))
             if res is not None:
                 assert np.isfinite(res.values).all()
         cfg = load_config(None, ["dimension=4", "num_epochs=1", "batch_size=50",

@@ -13,8 +13,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from graphsys.errors import GraphsysError
-from graphsys.generators import (edge_schema, grid_edges, knowledge_graph, node_table_path, sbm,
-                                 split_paths, write_edges, write_nodes, write_split_edges)
+from graphsys.generators import (
+    edge_schema,
+    grid_edges,
+    knowledge_graph,
+    node_table_path,
+    sbm,
+    split_paths,
+    write_edges,
+    write_nodes,
+    write_split_edges,
+)
 from graphsys.generators.writer import EXTENSIONS
 
 TEXT = {".tsv": "\t", ".tsv.gz": "\t", ".csv": ",", ".csv.gz": ","}

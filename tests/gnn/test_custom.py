@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-import torch
 from torch import nn
 
 from graphsys.errors import GraphsysError

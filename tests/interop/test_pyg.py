@@ -13,8 +13,8 @@ from graphsys.sampling import Block, NeighborSampler
 from graphsys.sampling.adjacency import homogeneous_adjacency
 
 pyg = pytest.importorskip("torch_geometric")
-from torch_geometric.data import Data  # noqa: E402
 from torch_geometric import nn as pygnn  # noqa: E402
+from torch_geometric.data import Data  # noqa: E402
 
 
 def _data(n=70, e=400, seed=0):

@@ -11,7 +11,7 @@ from graphsys.sampling import (
     PPRHardNegativeSampler,
     UniformNegativeSampler,
     from_coo,
-    personalized_pagerank,
+    metapath_ppr,
 )
 
 
@@ -39,15 +39,17 @@ def test_ppr_matches_dense_power_iteration():
     e = x.copy()
     for _ in range(30):
         x = 0.15 * e + 0.85 * x @ p
-    got = personalized_pagerank(fw, bw, np.array([0, 5]), num_iters=30)
+    got = metapath_ppr(fw, bw, np.array([0, 5]), num_iters=30)
     np.testing.assert_allclose(got, x, rtol=1e-10, atol=1e-12)
+    # damping is the probability of following an edge, as in graphsys.bsp's PPR
+    np.testing.assert_allclose(metapath_ppr(fw, bw, np.array([0]), damping=0.0), np.eye(12)[[0]])
 
 
 def test_hard_negatives_come_from_the_band():
     fw, bw = _chain_bipartite()
     s = PPRHardNegativeSampler(fw, bw, 3, 6, num_negatives=50)
     q = np.array([0, 6])
-    scores = personalized_pagerank(fw, bw, q)
+    scores = metapath_ppr(fw, bw, q)
     neg = s(torch.from_numpy(q), rng_seed=2).numpy()
     for r, node in enumerate(q):
         sc = scores[r].copy()

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
 
@@ -88,6 +88,8 @@ def test_bad_options(tmp_path):
     with pytest.raises(GraphsysError, match="unknown partitioner 'nope'"):
         ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=2,
                                                                  partitioner="nope"))
-    with pytest.raises(GraphsysError, match="--partitions"):
+    with pytest.raises(ParameterError, match="^num_partitions must be a positive integer"):
         ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=0))
+    with pytest.raises(ParameterError, match="^on_bad_line must be 'error' or 'skip'"):
+        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(on_bad_line="warn"))
     assert not (tmp_path / "g").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from graphsys.bsp.algorithms._common import symmetric
+from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.program import ModeCombiner, VertexProgram
 

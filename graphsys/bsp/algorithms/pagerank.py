@@ -16,7 +16,7 @@ import numba
 import numpy as np
 import torch
 
-from graphsys.bsp.algorithms._common import execute, open_if_path, source_index
+from graphsys.bsp.algorithms.common import execute, open_if_path, source_index
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.program import VertexProgram
@@ -148,7 +148,8 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     graph = open_if_path(graph)
     src = np.atleast_1d(np.asarray(sources, dtype=object if isinstance(sources, str) else None))
     if src.size == 0:
-        raise GraphsysError("personalized pagerank needs at least one source (--source ID)")
+        raise ParameterError("sources", "must hold at least one node id (personalized "
+                                        "pagerank)")
     idx = graph.to_internal(list(src.tolist()))
     w = np.ones(len(idx)) if weights is None else np.asarray(weights, np.float64)
     if w.shape != idx.shape or (w < 0).any() or w.sum() <= 0:

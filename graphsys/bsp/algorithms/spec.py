@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphsys.bsp.algorithms._common import open_if_path
+from graphsys.bsp.algorithms.common import open_if_path
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
@@ -53,9 +53,9 @@ class AlgorithmSpec:
     def check_source(self, source) -> None:
         """ParameterError when a source is missing or given where none is taken."""
         if self.needs_source and source is None:
-            raise ParameterError("source", f"is required by {self.name}")
+            raise ParameterError("source", f"is needed by {self.name}: give a node id")
         if not self.needs_source and source is not None:
-            raise ParameterError("source", f"is not taken by {self.name}")
+            raise ParameterError("source", f"does not apply to {self.name}")
 
     def make(self, graph, *, source=None, edge_set: str | None = None,
              **params: Any) -> VertexProgram:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from graphsys.bsp.algorithms._common import check_weights_non_negative, source_index
+from graphsys.bsp.algorithms.common import check_weights_non_negative, source_index
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.program import VertexProgram
 

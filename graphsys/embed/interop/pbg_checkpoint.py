@@ -89,22 +89,22 @@ import torch
 from graphsys.embed.checkpoint import CheckpointManager, CheckpointStorage
 from graphsys.embed.config import config_from_dict
 from graphsys.embed.interop.pbg_config import (
-           GraphMapping,
-           PBGConfig,
-           import_pbg_config,
-           map_to_graph,
-           pbg_config_from_dict,
+    GraphMapping,
+    PBGConfig,
+    import_pbg_config,
+    map_to_graph,
+    pbg_config_from_dict,
 )
 from graphsys.embed.interop.pbg_files import (
-           epochs_done,
-           h5py_module,
-           open_h5,
-           read_count,
-           read_model,
-           read_names,
-           read_optim_blob,
-           pbg_row_adagrad,
-           read_pbg_version,
+    epochs_done,
+    h5py_module,
+    open_h5,
+    pbg_row_adagrad,
+    read_count,
+    read_model,
+    read_names,
+    read_optim_blob,
+    read_pbg_version,
 )
 from graphsys.embed.relations import PBG_PARAM, RelationModel, pbg_side
 from graphsys.errors import ConfigError, FormatError, GraphsysError, ParameterError

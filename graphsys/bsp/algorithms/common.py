@@ -1,4 +1,5 @@
-"""Shared plumbing of the algorithm front-ends: open the graph, map source ids, run."""
+"""Shared plumbing of the algorithm front-ends (public: the profiler uses it too): open the
+graph, map source ids, check weights, run."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from graphsys.bsp.engine import Result, run
 from graphsys.bsp.program import VertexProgram
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 
 
 def open_if_path(graph):
@@ -23,7 +24,7 @@ def open_if_path(graph):
 def source_index(graph, source) -> int:
     """Global id of the original node id ``source``; GraphsysError when absent."""
     if source is None:
-        raise GraphsysError("this algorithm needs a source node (--source ID)")
+        raise ParameterError("source", "is needed by this algorithm: give a node id")
     return int(graph.to_internal([source])[0])
 
 
