@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError
 
 #: The keys of a target spec (the keyword arguments of :func:`run_target`).
 SPEC_KEYS = ("graph", "algorithm", "device", "mode", "max_iters", "source", "edge_set")
@@ -32,23 +32,15 @@ def run_target(graph: str, algorithm: str, *, device: str = "cuda", mode: str = 
     with the torch backend (no integrity check: the profile opened the graph already);
     ``source`` is an original node id (bfs, sssp, ppr). Returns the run statistics
     (:meth:`graphsys.bsp.stats.RunStats.to_dict`)."""
-    from graphsys.bsp.algorithms import ALGORITHMS
     from graphsys.device import resolve_device
+    from graphsys.plugins import ALGORITHMS
     from graphsys.storage.graph import open_graph
 
-    if algorithm not in ALGORITHMS:
-        raise ParameterError("algorithm", f"{algorithm!r}: unknown (choose from "
-                                          f"{', '.join(ALGORITHMS)})")
-    func, needs_source = ALGORITHMS[algorithm]
-    if needs_source != (source is not None):
-        raise ParameterError("source", f"is needed by {algorithm}: give a node id"
-                             if needs_source else f"does not apply to {algorithm}")
-    kwargs: dict[str, Any] = {"mode": mode, "device": str(resolve_device(device)),
-                              "backend": "torch", "edge_set": edge_set}
-    if max_iters is not None:
-        kwargs["max_iters"] = max_iters
+    spec = ALGORITHMS.get(algorithm)
+    spec.check_source(source)
     g = open_graph(graph)
-    result = func(g, source, **kwargs) if needs_source else func(g, **kwargs)
+    result = spec.run(g, source, max_iters=max_iters, mode=mode, backend="torch",
+                      device=str(resolve_device(device)), edge_set=edge_set)
     return result.stats.to_dict()
 
 
