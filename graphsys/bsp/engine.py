@@ -20,6 +20,7 @@ import torch
 from graphsys.bsp.distributed import LocalComm, TorchComm
 from graphsys.bsp.edges import DENSE_DIVISOR, EdgeResult, MemoryEdges, StreamEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
+from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.device import host_array, resolve_device
 from graphsys.errors import GraphsysError, ParameterError
@@ -27,7 +28,7 @@ from graphsys.trace import trace_range
 
 MODES = ("memory", "out-of-core")
 BACKENDS = ("auto", "numba", "torch")
-SCHEDULES = ("sync", "async")
+SCHEDULES = ("sync", "async", "auto")
 DEFAULT_MAX_ITERS = 100
 
 
@@ -103,11 +104,16 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         dense_divisor: Ligra's threshold: pull when |F| + outdeg(F) > m / dense_divisor.
         fuse: run the supersteps of min-relaxation programs (BFS, SSSP, WCC;
             :attr:`VertexProgram.relax_state`) inside numba calls (in memory, CPU). Same
-            supersteps and results; per-superstep seconds are then split by work.
+            supersteps and results; per-superstep seconds are then split by work. Also
+            gates programs' declared fast paths (PageRank's fused pull + update loop).
         schedule: ``sync`` (BSP supersteps) or ``async``: a min-relaxation program run to
             its fixed point with a FIFO work list (:func:`kernels.relax_async`; in memory,
             CPU, one process): the same values, recorded as one superstep of direction
             ``async``, ``max_iters`` not applied. Far less work on high-diameter graphs.
+            ``auto``: the program's own whole-graph algorithm where it declares one
+            (:meth:`VertexProgram.solve_in_memory`: direction-optimizing BFS, Afforest /
+            union-find WCC; in memory, CPU, one process, ``fuse`` on), else ``sync``;
+            ``stats.method`` says which ran.
         progress: called with each finished superstep's statistics.
 
     Returns:
@@ -172,6 +178,11 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                                     f"backend, one process)")
             active = _async_fixed_point(edges, program, state, active, stats, progress)
             step = max_iters  # no supersteps left: the loop's else sees an empty frontier
+        elif fuse and run_mode == "memory" and edges.use_numba and comm.world_size == 1:
+            solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
+                                     progress)
+            if solved is not None:  # the loop's else reads convergence off the frontier
+                active, step = solved, max_iters
         while step < max_iters:
             with trace_range(f"bsp.superstep#{step}"):
                 ctx.superstep = step

@@ -141,7 +141,7 @@ def test_bad_options(graphs):
     g = graphs["directed-p1"].graph
     with pytest.raises(GraphsysError, match="unknown mode"):
         bsp.pagerank(g, mode="disk")
-    with pytest.raises(GraphsysError, match="max-iters"):
+    with pytest.raises(GraphsysError, match="max_iters"):
         bsp.pagerank(g, max_iters=0)
     with pytest.raises(GraphsysError, match="unknown backend"):
         bsp.pagerank(g, backend="cupy")

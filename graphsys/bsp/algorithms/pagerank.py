@@ -12,13 +12,17 @@ PageRank); dangling mass is spread like the teleport (networkx's default
 
 from __future__ import annotations
 
+import time
+
 import numba
 import numpy as np
 import torch
 
 from graphsys.bsp.algorithms._common import execute, open_if_path
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
-from graphsys.bsp.program import VertexProgram
+from graphsys.bsp.kernels_pagerank import pagerank_step
+from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
 
@@ -98,6 +102,46 @@ class PageRank(VertexProgram):
 
     def result(self, ctx, state):
         return state["rank"]
+
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """The same supersteps as the engine's loop, each one numba call
+        (:func:`~graphsys.bsp.kernels_pagerank.pagerank_step`: pull and update fused, the
+        sources hub-sorted as the engine's pull does); per-iteration wall time recorded."""
+        if self.width is not None:
+            return None
+        n = ctx.num_nodes
+        if edges._hub_sorts("csc"):
+            indptr, idx, order = edges.hot_adjacency("csc")
+            pos = np.empty(n, idx.dtype)
+            pos[order] = np.arange(n, dtype=idx.dtype)
+            send = host_array(state["send"])[order]
+        else:
+            indptr, idx, _ = edges.adjacency("csc")
+            pos = np.arange(n, dtype=idx.dtype)
+            send = host_array(state["send"]).copy()
+        rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
+        p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
+        new_send = np.empty_like(send)
+        dangling = float(state["dangling"])
+        m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
+        a, steps, converged = self.damping, [], False
+        for it in range(max_iters):
+            t0 = time.perf_counter()
+            scale = a * dangling + (1.0 - a)
+            delta, dangling = pagerank_step(indptr, idx, send, new_send, rank, inv_deg, p, pos,
+                                            a, scale / n, scale)
+            send, new_send = new_send, send
+            ss = SuperstepStats(superstep=it, active=n, direction="pull", edges_scanned=m,
+                                messages_sent=m, messages_combined=receivers, fused=True)
+            ss.seconds["edges"] = time.perf_counter() - t0
+            steps.append(ss)
+            if delta < self.tol:
+                converged = True
+                break
+        torch.mul(state["rank"], state["inv_deg"], out=state["send"])
+        state["dangling"] = dangling
+        left = torch.zeros_like(state["everyone"]) if converged else state["everyone"]
+        return Solved("fused-pagerank", steps, left)
 
 
 @numba.njit(inline="always")
