@@ -28,13 +28,13 @@ def test_bfs_levels(graphs, key, mode, backend):
 
 def test_bfs_switches_push_and_pull(graphs):
     tg = graphs["undirected-p3"]
-    res = bsp.bfs(tg.graph, 0)
+    res = bsp.bfs(tg.graph, 0, schedule="sync")
     dirs = [s.direction for s in res.stats.supersteps]
     assert dirs[0] == "push" and "pull" in dirs  # one source is sparse, the middle is dense
     # a pull with first_message_wins scans fewer edges than the graph has in total
     pull = [s for s in res.stats.supersteps if s.direction == "pull"]
     assert all(s.edges_scanned < tg.graph.num_edges() for s in pull)
-    always_push = bsp.bfs(tg.graph, 0, dense_divisor=1e-9)
+    always_push = bsp.bfs(tg.graph, 0, dense_divisor=1e-9, schedule="sync")
     assert {s.direction for s in always_push.stats.supersteps} == {"push"}
     np.testing.assert_array_equal(always_push.values, res.values)
 
@@ -80,7 +80,7 @@ def test_fused_supersteps_match_the_engine_loop(graphs, key, algo):
     """Relaxation programs run inside numba calls: same values, supersteps, frontiers and
     push/pull choices as the superstep-by-superstep engine."""
     tg = graphs[key]
-    call = {"bfs": lambda **kw: bsp.bfs(tg.graph, 0, **kw),
+    call = {"bfs": lambda **kw: bsp.bfs(tg.graph, 0, schedule="sync", **kw),
             "sssp": lambda **kw: bsp.sssp(tg.graph, 2, **kw),
             "wcc": lambda **kw: bsp.wcc(tg.graph, **kw)}[algo]
     for divisor in (20, 1e-9, 1e9):  # Ligra's rule, always push, always pull

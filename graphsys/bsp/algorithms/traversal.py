@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
+import numba
+import numpy as np
 import torch
 
 from graphsys.bsp.algorithms._common import (
@@ -9,8 +13,13 @@ from graphsys.bsp.algorithms._common import (
     execute,
     open_if_path,
     source_index,
+    split_seconds,
+    symmetric,
 )
-from graphsys.bsp.program import VertexProgram
+from graphsys.bsp.kernels_bfs import bfs_levels, levels_to_float
+from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import host_array
 
 INF = float("inf")
 
@@ -50,6 +59,33 @@ class BFS(VertexProgram):
     def result(self, ctx, state):
         return state["level"]
 
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """``schedule="auto"``: direction-optimizing BFS
+        (:func:`~graphsys.bsp.kernels_bfs.bfs_levels`, one numba call; bottom-up steps read
+        the CSC, or the CSR of a symmetric edge set); one superstep recorded per level."""
+        if schedule != "auto":
+            return None
+        out = edges.adjacency("csr")[:2]
+        into = out if symmetric(ctx.graph, ctx.edge_set) else edges.adjacency("csc")[:2]
+        t0 = time.perf_counter()
+        level = np.full(ctx.num_nodes, -1, np.int32)
+        steps, act, scanned, pulled, left = bfs_levels(*out, *into, self.source, level,
+                                                       max_iters, numba.get_num_threads())
+        levels_to_float(level, host_array(state["level"]))
+        seconds = split_seconds(time.perf_counter() - t0, act + scanned)
+        supersteps = []
+        for s in range(steps):
+            ss = SuperstepStats(superstep=s, active=int(act[s]),
+                                direction="pull" if pulled[s] else "push",
+                                edges_scanned=int(scanned[s]), messages_sent=int(scanned[s]),
+                                messages_combined=int(act[s + 1]) if s + 1 < steps else 0,
+                                fused=True)
+            ss.seconds["edges"] = seconds[s]
+            supersteps.append(ss)
+        frontier = torch.zeros(ctx.num_local, dtype=torch.bool)
+        frontier[torch.from_numpy(left)] = True
+        return Solved("direction-optimizing-bfs", supersteps, frontier)
+
 
 class SSSP(VertexProgram):
     """Shortest-path distances (sum of float32 weights, 1 where unweighted) from ``source``;
@@ -81,9 +117,13 @@ class SSSP(VertexProgram):
         return state["dist"]
 
 
-def bfs(graph, source, *, max_iters: int | None = None, **run_kwargs):
-    """BFS levels (float64 (N,), ``inf`` unreachable) from the original node id ``source``."""
+def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
+        **run_kwargs):
+    """BFS levels (float64 (N,), ``inf`` unreachable) from the original node id ``source``.
+    ``schedule`` ``auto`` (default) runs the direction-optimizing BFS in memory on CPU
+    (``stats.method``), ``sync`` BSP supersteps; see :func:`graphsys.bsp.engine.run`."""
     graph = open_if_path(graph)
+    run_kwargs["schedule"] = schedule
     prog = BFS(source_index(graph, source))
     return execute(graph, prog, max_iters or graph.num_nodes() + 1, **run_kwargs)
 
