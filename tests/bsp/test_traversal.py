@@ -82,7 +82,7 @@ def test_fused_supersteps_match_the_engine_loop(graphs, key, algo):
     tg = graphs[key]
     call = {"bfs": lambda **kw: bsp.bfs(tg.graph, 0, schedule="sync", **kw),
             "sssp": lambda **kw: bsp.sssp(tg.graph, 2, **kw),
-            "wcc": lambda **kw: bsp.wcc(tg.graph, **kw)}[algo]
+            "wcc": lambda **kw: bsp.wcc(tg.graph, schedule="sync", **kw)}[algo]
     for divisor in (20, 1e-9, 1e9):  # Ligra's rule, always push, always pull
         fused = call(dense_divisor=divisor)
         loop = call(dense_divisor=divisor, fuse=False)
