@@ -25,10 +25,9 @@ _ONE = np.uint64(1)
 
 @numba.njit(inline="always")
 def _top_down_chunk(c, nchunks, frontier, nf, indptr, indices, level, depth, buf, starts,
-                    counts, scouts):
+                    counts):
     """Expand frontier[nf*c//nchunks : nf*(c+1)//nchunks] into buf[starts[c]:]."""
     k = starts[c]
-    scout = 0
     for i in range(nf * c // nchunks, nf * (c + 1) // nchunks):
         u = frontier[i]
         for e in range(indptr[u], indptr[u + 1]):
@@ -37,9 +36,7 @@ def _top_down_chunk(c, nchunks, frontier, nf, indptr, indices, level, depth, buf
                 level[v] = depth
                 buf[k] = v
                 k += 1
-                scout += indptr[v + 1] - indptr[v]
     counts[c] = k - starts[c]
-    scouts[c] = scout
 
 
 @numba.njit(cache=True, nogil=True)
@@ -68,23 +65,21 @@ def _concat(buf, starts, counts):
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _top_down_parallel(frontier, nf, indptr, indices, level, depth, nchunks):
     """One top-down step over ``nchunks`` frontier chunks in parallel; returns (next queue
-    int64, its out-edges, edges scanned)."""
+    int64, edges scanned)."""
     starts = _chunk_starts(frontier, nf, indptr, nchunks)
     buf = np.empty(starts[nchunks], np.int64)
     counts = np.zeros(nchunks, np.int64)
-    scouts = np.zeros(nchunks, np.int64)
     for c in numba.prange(nchunks):
         _top_down_chunk(c, nchunks, frontier, nf, indptr, indices, level, depth, buf, starts,
-                        counts, scouts)
-    return _concat(buf, starts, counts), scouts.sum(), starts[nchunks]
+                        counts)
+    return _concat(buf, starts, counts), starts[nchunks]
 
 
 @numba.njit(cache=True, nogil=True)
 def _top_down_serial(q, lo, hi, indptr, indices, level, depth):
     """Expand the frontier ``q[lo:hi]`` into ``q[hi:]`` on this thread (a plain queue BFS
-    level); returns (end of the next frontier, its out-edges, edges scanned)."""
+    level); returns (end of the next frontier, edges scanned)."""
     tail = hi
-    scout = 0
     scanned = 0
     for i in range(lo, hi):
         u = q[i]
@@ -96,8 +91,15 @@ def _top_down_serial(q, lo, hi, indptr, indices, level, depth):
                 level[v] = depth
                 q[tail] = v
                 tail += 1
-                scout += indptr[v + 1] - indptr[v]
-    return tail, scout, scanned
+    return tail, scanned
+
+
+@numba.njit(cache=True, nogil=True)
+def _out_edges(q, lo, hi, indptr):
+    total = 0
+    for i in range(lo, hi):
+        total += indptr[q[i] + 1] - indptr[q[i]]
+    return total
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -188,14 +190,19 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, level, ma
     act = np.zeros(64, np.int64)
     scanned = np.zeros(64, np.int64)
     pulled = np.zeros(64, np.int64)
-    to_check = m
-    scout = out_indptr[source + 1] - out_indptr[source]
+    to_check = m  # out-edges of vertices not yet expanded
+    max_degree = 0
+    for u in range(n):
+        max_degree = max(max_degree, out_indptr[u + 1] - out_indptr[u])
     bottom_up = False
     step = 0
     while nf > 0 and step < max_steps:
         act, scanned, pulled = _grow(act, step), _grow(scanned, step), _grow(pulled, step)
         act[step] = nf
-        if not bottom_up and scout > to_check / ALPHA:
+        # Beamer's test needs the frontier's out-edges m_f; skip the pass when even
+        # nf * max_degree cannot pass it (every level of a road graph)
+        if not bottom_up and nf * max_degree > to_check / ALPHA and (
+                _out_edges(q, lo, hi, out_indptr) > to_check / ALPHA):
             _queue_to_bitmap(q[lo:hi], nf, front)
             bottom_up = True
         if bottom_up:
@@ -207,20 +214,19 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, level, ma
                 q = _queue(_bitmap_to_queue(front, nf), n)
                 lo, hi = 0, nf
                 bottom_up = False
-                scout = 1
-        elif scout >= TOP_DOWN_PARALLEL_EDGES and nthreads > 1:
-            frontier, scout, sc = _top_down_parallel(q[lo:hi], nf, out_indptr, out_indices,
-                                                     level, step + 1, min(nf, 8 * nthreads))
+        elif nf * max_degree >= TOP_DOWN_PARALLEL_EDGES and nthreads > 1 and (
+                _out_edges(q, lo, hi, out_indptr) >= TOP_DOWN_PARALLEL_EDGES):
+            frontier, sc = _top_down_parallel(q[lo:hi], nf, out_indptr, out_indices, level,
+                                              step + 1, min(nf, 8 * nthreads))
             q = _queue(frontier, n)
             lo, hi = 0, frontier.shape[0]
             nf = hi
-            to_check -= scout
+            to_check -= sc
         else:
-            tail, scout, sc = _top_down_serial(q, lo, hi, out_indptr, out_indices, level,
-                                               step + 1)
+            tail, sc = _top_down_serial(q, lo, hi, out_indptr, out_indices, level, step + 1)
             lo, hi = hi, tail
             nf = hi - lo
-            to_check -= scout
+            to_check -= sc
         scanned[step] = sc
         step += 1
     if nf == 0:

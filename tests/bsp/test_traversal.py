@@ -99,10 +99,12 @@ def test_fused_supersteps_match_the_engine_loop(graphs, key, algo):
                           for s in loop.stats.supersteps if s.direction == "push"]
 
 
-def test_fused_run_stops_at_max_iters(graphs):
+@pytest.mark.parametrize("schedule", ["sync", "auto"])
+def test_fused_run_stops_at_max_iters(graphs, schedule):
     tg = graphs["chain"]
-    res = bsp.bfs(tg.graph, 0, max_iters=7)
-    assert res.stats.num_supersteps == 7 and not res.stats.converged
+    res = bsp.bfs(tg.graph, 0, max_iters=7, schedule=schedule)
+    assert not res.stats.converged
+    assert res.stats.num_supersteps == (7 if schedule == "sync" else 1)  # auto: one phase
     assert np.isfinite(res.values).sum() == 8  # levels 0..7 reached
 
 
