@@ -51,3 +51,52 @@ def pagerank_step(indptr, indices, send, new_send, rank, inv_deg, p, pos, dampin
             delta += c
             dangling += d
     return delta, dangling
+
+
+@numba.njit(cache=True, nogil=True)
+def bfs_order(indptr, indices):
+    """A locality order of the vertices of an adjacency (``indptr`` int64 (N+1,),
+    ``indices`` (E,)): breadth-first, each component from its smallest unvisited id (like
+    Cuthill-McKee without the degree sort), so neighbours get nearby numbers on mesh-like
+    graphs. Returns int64 (N,): new id -> old id."""
+    n = indptr.shape[0] - 1
+    order = np.empty(n, np.int64)
+    seen = np.zeros(n, np.uint8)
+    tail = 0
+    for s in range(n):
+        if seen[s]:
+            continue
+        seen[s] = 1
+        order[tail] = s
+        head = tail
+        tail += 1
+        while head < tail:
+            u = order[head]
+            head += 1
+            for e in range(indptr[u], indptr[u + 1]):
+                v = indices[e]
+                if not seen[v]:
+                    seen[v] = 1
+                    order[tail] = v
+                    tail += 1
+    return order
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def renumber(indptr, indices, order):
+    """The adjacency with rows and columns renumbered by ``order`` (int64 (N,), new ->
+    old): row ``k`` holds old row ``order[k]``, its entries mapped to new ids. Returns
+    (indptr int64 (N+1,), indices of the input dtype (E,))."""
+    n = indptr.shape[0] - 1
+    new_id = np.empty(n, indices.dtype)
+    new_indptr = np.zeros(n + 1, np.int64)
+    for k in range(n):
+        new_id[order[k]] = k
+        new_indptr[k + 1] = new_indptr[k] + indptr[order[k] + 1] - indptr[order[k]]
+    new_indices = np.empty(new_indptr[n], indices.dtype)
+    for k in numba.prange(n):
+        lo = indptr[order[k]]
+        out = new_indptr[k]
+        for j in range(indptr[order[k] + 1] - lo):
+            new_indices[out + j] = new_id[indices[lo + j]]
+    return new_indptr, new_indices

@@ -99,11 +99,13 @@ class ModeCombiner(Combiner):
 class Solved:
     """What :meth:`VertexProgram.solve_in_memory` ran: ``method`` (recorded in
     :attr:`RunStats.method`), its ``supersteps`` (iterations or levels, seconds excluding
-    CSR/CSC builds), and ``frontier`` bool (N,): vertices left active (empty when done)."""
+    CSR/CSC builds), ``frontier`` bool (N,): vertices left active (empty when done), and
+    ``setup_seconds`` it spent preparing (a renumbering), charged to the run's setup."""
 
     method: str
     supersteps: list
     frontier: torch.Tensor
+    setup_seconds: float = 0.0
 
 
 @dataclass

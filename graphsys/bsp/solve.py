@@ -20,6 +20,7 @@ def solve_in_memory(program: VertexProgram, ctx: Context, edges, state: dict,
     stats.setup_seconds += edges.build_seconds - build0
     if solved is None:
         return None
+    stats.setup_seconds += solved.setup_seconds
     stats.method = solved.method
     for ss in solved.supersteps:
         stats.supersteps.append(ss)

@@ -20,11 +20,16 @@ import torch
 
 from graphsys.bsp.algorithms._common import execute, open_if_path
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
-from graphsys.bsp.kernels_pagerank import pagerank_step
+from graphsys.bsp.kernels_pagerank import bfs_order, pagerank_step, renumber
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+
+
+#: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
+#: breadth-first order (in memory, CPU): luxembourg-osm's iteration 1.1 -> 0.76 ms of CPU
+LOCALITY_MAX_DEGREE = 4
 
 
 class PageRank(VertexProgram):
@@ -105,26 +110,41 @@ class PageRank(VertexProgram):
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """The same supersteps as the engine's loop, each one numba call
-        (:func:`~graphsys.bsp.kernels_pagerank.pagerank_step`: pull and update fused, the
-        sources hub-sorted as the engine's pull does); per-iteration wall time recorded."""
+        (:func:`~graphsys.bsp.kernels_pagerank.pagerank_step`: pull and update fused);
+        per-iteration wall time recorded. Where the engine's pull hub-sorts the sources
+        (a rank vector larger than the cache), so does this loop; on a sparse graph
+        (fewer than :data:`LOCALITY_MAX_DEGREE` in-edges per vertex: road networks,
+        meshes) every vertex is renumbered in breadth-first order first
+        (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`, charged to setup), so a
+        target's sources sit in nearby cache lines; ranks are mapped back at the end."""
         if self.width is not None:
             return None
         n = ctx.num_nodes
-        if edges._hub_sorts("csc"):
-            indptr, idx, order = edges.hot_adjacency("csc")
-            pos = np.empty(n, idx.dtype)
-            pos[order] = np.arange(n, dtype=idx.dtype)
-            send = host_array(state["send"])[order]
-        else:
-            indptr, idx, _ = edges.adjacency("csc")
-            pos = np.arange(n, dtype=idx.dtype)
-            send = host_array(state["send"]).copy()
+        t0 = time.perf_counter()
         rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
         p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
+        order = None  # new id -> engine id of every vertex, when all are renumbered
+        if edges._hub_sorts("csc"):
+            indptr, idx, hubs = edges.hot_adjacency("csc")
+            t0 = time.perf_counter()
+            pos = np.empty(n, idx.dtype)
+            pos[hubs] = np.arange(n, dtype=idx.dtype)
+            send = host_array(state["send"])[hubs]
+        else:
+            indptr, idx, _ = edges.adjacency("csc")
+            t0 = time.perf_counter()
+            if indptr[-1] < LOCALITY_MAX_DEGREE * n:
+                order = bfs_order(indptr, idx)
+                indptr, idx = renumber(indptr, idx, order)
+                rank, inv_deg = rank[order], inv_deg[order]
+                p = p[order] if len(p) else p
+            pos = np.arange(n, dtype=idx.dtype)
+            send = host_array(state["send"])[order if order is not None else pos]
         new_send = np.empty_like(send)
         dangling = float(state["dangling"])
         m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
         a, steps, converged = self.damping, [], False
+        setup = time.perf_counter() - t0
         for it in range(max_iters):
             t0 = time.perf_counter()
             scale = a * dangling + (1.0 - a)
@@ -138,10 +158,13 @@ class PageRank(VertexProgram):
             if delta < self.tol:
                 converged = True
                 break
+        if order is not None:
+            host_array(state["rank"])[order] = rank
         torch.mul(state["rank"], state["inv_deg"], out=state["send"])
         state["dangling"] = dangling
         left = torch.zeros_like(state["everyone"]) if converged else state["everyone"]
-        return Solved("fused-pagerank", steps, left)
+        method = "fused-pagerank" + ("" if order is None else " (bfs order)")
+        return Solved(method, steps, left, setup)
 
 
 @numba.njit(inline="always")
