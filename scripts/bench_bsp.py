@@ -230,7 +230,6 @@ def networkit_peer(a, source: int, iters: int, repeats: int, threads: int) -> di
     coo = a.tocoo()
     g.addEdges((coo.row.astype(np.uint64), coo.col.astype(np.uint64)))
     del coo
-    g.indexEdges()
     build = time.perf_counter() - t
     pr = nk.centrality.PageRank(g, damp=0.85, tol=1e-30)
     pr.maxIterations = iters
