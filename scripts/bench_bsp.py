@@ -343,7 +343,7 @@ def main() -> None:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-bsp-"))
     work.mkdir(parents=True, exist_ok=True)
-    report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
+    report = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="minutes"),
               "machine": platform.machine(),
               "cpus": os.cpu_count(), "numba_threads": numba.get_num_threads(),
               "loadavg_start": os.getloadavg()[0], "graphs": []}

@@ -13,7 +13,7 @@ from scipy.sparse import csgraph
 from graphsys import bsp
 from graphsys.bsp import afforest
 
-from .conftest import GRAPH_KEYS
+from .conftest import GRAPH_KEYS, random_digraphs
 
 
 def _min_labels(a):
@@ -25,19 +25,8 @@ def _min_labels(a):
     return low[lab]
 
 
-@st.composite
-def graphs(draw):
-    n = draw(st.integers(1, 120))
-    m = draw(st.integers(0, 300))
-    src = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
-    dst = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
-    a = sp.csr_matrix((np.ones(m), (src, dst)), shape=(n, n))
-    a.sum_duplicates()
-    return a
-
-
 @settings(max_examples=150, deadline=None)
-@given(graphs(), st.integers(0, 3), st.sampled_from([np.int32, np.int64]))
+@given(random_digraphs(120, 300), st.integers(0, 3), st.sampled_from([np.int32, np.int64]))
 def test_afforest_and_union_find_match_scipy(a, seed, dtype):
     ref = _min_labels(a)
     ip, idx = a.indptr.astype(np.int64), a.indices.astype(np.int32)

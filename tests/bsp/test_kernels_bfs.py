@@ -3,6 +3,8 @@ both directions forced, and the ``schedule="auto"`` front-end."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -13,7 +15,7 @@ from scipy.sparse import csgraph
 from graphsys import bsp
 from graphsys.bsp.kernels_bfs import bfs_levels
 
-from .conftest import GRAPH_KEYS, to_global
+from .conftest import GRAPH_KEYS, random_digraphs, to_global
 
 
 def _csr(n, src, dst):
@@ -34,18 +36,15 @@ def _levels(a, source, max_steps=10**9, threads=2):
 
 @st.composite
 def graphs_and_source(draw):
-    n = draw(st.integers(1, 80))
-    m = draw(st.integers(0, 400))
-    src = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
-    dst = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
-    return n, np.array(src, np.int64), np.array(dst, np.int64), draw(st.integers(0, n - 1))
+    a = draw(random_digraphs(80, 400))
+    return a, draw(st.integers(0, a.shape[0] - 1))
 
 
 @settings(max_examples=150, deadline=None)
 @given(graphs_and_source(), st.sampled_from([1, 2]))
 def test_levels_match_scipy(case, threads):
-    n, src, dst, source = case
-    a = _csr(n, src, dst)
+    a, source = case
+    n = a.shape[0]
     level, (steps, act, scanned, pulled, left) = _levels(a, source, threads=threads)
     ref = csgraph.shortest_path(a, unweighted=True, indices=source)
     np.testing.assert_array_equal(np.where(level >= 0, level, np.inf), ref)
@@ -59,7 +58,7 @@ def test_dense_middle_goes_bottom_up_and_back():
     n = 5000  # a dense random graph: the second level covers most of it
     src, dst = rng.integers(0, n, 60_000), rng.integers(0, n, 60_000)
     a = _csr(n, src, dst)
-    level, (steps, _, scanned, pulled, _) = _levels(a, 0)
+    level, (_, _, scanned, pulled, _) = _levels(a, 0)
     np.testing.assert_array_equal(np.where(level >= 0, level, np.inf),
                                   csgraph.shortest_path(a, unweighted=True, indices=0))
     assert pulled[0] == 0 and pulled.any()  # starts top-down, then bottom-up
@@ -87,7 +86,7 @@ def test_auto_schedule_matches_sync(graphs, key):
         assert sync.stats.method == "supersteps"
         # phases: consecutive supersteps alternate direction; levels add up
         dirs = [s.direction for s in st_.supersteps]
-        assert all(x != y for x, y in zip(dirs, dirs[1:]))
+        assert all(x != y for x, y in itertools.pairwise(dirs))
         assert sum(s.messages_combined for s in st_.supersteps) == int(
             np.isfinite(auto.values).sum()) - 1
         s = to_global(tg, source)

@@ -26,7 +26,6 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
 
-
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
 #: breadth-first order (in memory, CPU): luxembourg-osm's iteration 1.1 -> 0.76 ms of CPU
 LOCALITY_MAX_DEGREE = 4
