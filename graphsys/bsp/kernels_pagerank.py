@@ -12,24 +12,22 @@ from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 
 
 @numba.njit(inline="always")
-def _row(v, indptr, indices, send, new_send, rank, inv_deg, p, pos, damping, base, scale):
+def _row(v, indptr, indices, send, new_send, rank, inv_deg, p, damping, base, scale):
     s = 0.0
     for e in range(indptr[v], indptr[v + 1]):
         s += send[np.uint64(indices[e])]  # unsigned: no negative-index test
     new = damping * s + (scale * p[v] if p.shape[0] > 0 else base)
     change = abs(new - rank[v])
     rank[v] = new
-    new_send[pos[v]] = new * inv_deg[v]
+    new_send[v] = new * inv_deg[v]
     return change, new if inv_deg[v] == 0.0 else 0.0
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def pagerank_step(indptr, indices, send, new_send, rank, inv_deg, p, pos, damping, base,
-                  scale):
+def pagerank_step(indptr, indices, send, new_send, rank, inv_deg, p, damping, base, scale):
     """One PageRank iteration. ``indptr`` int64 (N+1,) / ``indices`` int32 (E,): in-edges of
-    every target (CSC), sources numbered as ``send`` is (``pos[v]`` = index of vertex ``v``
-    there, int (N,); the identity unless the sources are hub-sorted); ``send`` float64 (N,):
-    ``rank / out_degree`` of the sources; ``new_send`` float64 (N,) receives the next one;
+    every target (CSC); ``send`` float64 (N,): ``rank / out_degree`` of every vertex;
+    ``new_send`` float64 (N,) receives the next one;
     ``rank``, ``inv_deg`` (0 on dangling vertices), ``p`` (teleport weights, or empty for
     uniform ``base``) float64 (N,) by vertex. ``rank`` becomes ``damping * pull + base``
     (or ``+ scale * p``) in place. Parallel over targets from
@@ -40,14 +38,14 @@ def pagerank_step(indptr, indices, send, new_send, rank, inv_deg, p, pos, dampin
     dangling = 0.0
     if n < PARALLEL_MIN_ITEMS:
         for v in range(n):
-            c, d = _row(v, indptr, indices, send, new_send, rank, inv_deg, p, pos, damping,
-                        base, scale)
+            c, d = _row(v, indptr, indices, send, new_send, rank, inv_deg, p, damping, base,
+                        scale)
             delta += c
             dangling += d
     else:
         for v in numba.prange(n):
-            c, d = _row(v, indptr, indices, send, new_send, rank, inv_deg, p, pos, damping,
-                        base, scale)
+            c, d = _row(v, indptr, indices, send, new_send, rank, inv_deg, p, damping, base,
+                        scale)
             delta += c
             dangling += d
     return delta, dangling

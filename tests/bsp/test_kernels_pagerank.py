@@ -68,3 +68,14 @@ def test_sparse_graph_runs_in_bfs_order(tmp_path):
     assert fused.stats.method == "fused-pagerank (bfs order)"
     np.testing.assert_allclose(fused.values, loop.values, rtol=1e-10, atol=1e-15)
     assert fused.stats.num_supersteps == loop.stats.num_supersteps
+
+
+def test_hub_sorted_graphs_keep_the_engine_loop(graphs, monkeypatch):
+    from graphsys.bsp import edges
+
+    monkeypatch.setattr(edges, "HUB_SORT_BYTES", 0)  # every rank vector "exceeds" the cache
+    g = graphs["directed-p3"].graph
+    res = bsp.pagerank(g, tol=1e-10)
+    assert res.stats.method == "supersteps"
+    np.testing.assert_allclose(res.values, bsp.pagerank(g, tol=1e-10, fuse=False).values,
+                               rtol=1e-12, atol=1e-15)
