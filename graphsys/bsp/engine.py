@@ -336,6 +336,7 @@ def _async_fixed_point(edges: MemoryEdges, program: VertexProgram, state: dict,
     build0 = edges.build_seconds
     frontier = np.flatnonzero(host_array(active))  # CPU only: NumPy spares torch's pool
     popped, scanned, lowered = edges.relax_async(state[program.relax_state], frontier)
+    stats.method = "async"
     built = edges.build_seconds - build0
     stats.setup_seconds += built
     ss = SuperstepStats(superstep=0, active=len(frontier), direction="async",

@@ -114,10 +114,11 @@ def test_async_schedule_reaches_the_same_fixed_point(graphs, key):
     for call in (lambda **kw: bsp.bfs(tg.graph, 0, **kw),
                  lambda **kw: bsp.sssp(tg.graph, 2, **kw),
                  lambda **kw: bsp.wcc(tg.graph, **kw)):
-        sync, asyn = call(), call(schedule="async")
+        sync, asyn = call(schedule="sync"), call(schedule="async")
         np.testing.assert_array_equal(asyn.values, sync.values)
         (ss,) = asyn.stats.supersteps
         assert ss.direction == "async" and asyn.stats.converged
+        assert asyn.stats.method == "async" and sync.stats.method == "supersteps"
         assert ss.edges_scanned >= ss.messages_combined > 0
 
 
