@@ -27,7 +27,8 @@ from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
 
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
-#: breadth-first order (in memory, CPU): luxembourg-osm's iteration 1.1 -> 0.76 ms of CPU
+#: breadth-first order (in memory, CPU): a locality order cut luxembourg-osm's iteration from
+#: 1.10 to 0.76 ms of CPU (reverse Cuthill-McKee, measured; BFS order is its cheap cousin)
 LOCALITY_MAX_DEGREE = 4
 
 
