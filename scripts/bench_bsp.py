@@ -1,22 +1,28 @@
 #!/usr/bin/env python
-"""Benchmark the BSP engine against scipy (and igraph when importable); prints one JSON line.
+"""Benchmark the BSP engine against scipy, SuiteSparse:GraphBLAS and NetworKit in one run;
+prints one JSON line.
 
 Graphs: R-MAT with 10M edges (100M with ``--big``; Graph500 a, b, c = 0.57, 0.19, 0.19,
 directed, duplicates and self-loops kept) and the luxembourg-osm road graph from the dataset
-mirror (undirected). Per graph:
+mirror (undirected). Every library gets numba's thread count (``NUMBA_NUM_THREADS``);
+times are solve times (CSR/CSC builds, graph loads and conversions excluded), medians of
+several repetitions. Per graph:
 
-* PageRank seconds per iteration and edges/s (edges / (seconds per iteration)), graphsys in
-  memory and out of core (edge-phase + update time per superstep, setup excluded) vs a
-  ``scipy.sparse`` CSR mat-vec loop of the same iteration (float64), and igraph's PRPACK
-  PageRank (whole solve) when ``igraph`` is importable;
-* igraph runs last: its OpenMP pool, spinning, would slow the numba kernels that follow;
-* BFS from the highest out-degree vertex and WCC: graphsys in memory, synchronous supersteps
-  and ``schedule="async"`` (solve seconds, best of 3 (2 above 20M edges), CSR/CSC build
-  reported apart) vs ``scipy.sparse.csgraph.breadth_first_order`` / ``connected_components``
-  on a prebuilt CSR (best of as many);
+* PageRank seconds per iteration: graphsys in memory (its fused pull + update loop) and
+  out of core, a ``scipy.sparse`` mat-vec loop of the same iteration (float64), GraphBLAS's
+  bare ``mxv`` (``A^T x``, plus_second; the floor of any GraphBLAS PageRank iteration),
+  NetworKit's PageRank (``maxIterations`` iterations), igraph's PRPACK (whole solve) when
+  importable;
+* BFS from the highest out-degree vertex and WCC: graphsys with the default
+  ``schedule="auto"`` (direction-optimizing BFS; Afforest or union-find WCC, the method
+  named), plus one ``sync`` and one ``async`` run, vs ``scipy.sparse.csgraph``, a GraphBLAS
+  level BFS pushing with a complement mask, NetworKit's BFS and WeaklyConnectedComponents;
+* ``ratios``: peer seconds / graphsys seconds (> 1: graphsys faster); a peer that is not
+  importable (the ``bench`` extra: ``pip install -e '.[bench]'``) reports null;
 * peak RSS of an out-of-core PageRank in a fresh process (``ru_maxrss``).
 
-Usage: ``python scripts/bench_bsp.py [--big] [--work DIR] [--iters N] [--skip-road]``.
+Usage: ``python scripts/bench_bsp.py [--big] [--skip-10m] [--work DIR] [--iters N]
+[--skip-road] [--no-rss]``.
 """
 
 from __future__ import annotations
@@ -130,13 +136,25 @@ def scipy_pagerank_iter(at, outdeg, iters: int, damping: float = 0.85) -> float:
     return (time.perf_counter() - t) / iters
 
 
-def bsp_pagerank_iter(graph, mode: str, iters: int) -> tuple[float, float, dict]:
-    res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1, mode=mode)
-    steps = res.stats.supersteps[1:]  # the first superstep pays numba/page-in warm-up
-    per = [s.total_seconds for s in steps]
-    edge = [s.seconds["edges"] for s in steps]
-    return float(np.median(per)), float(np.median(edge)), {
-        "setup_s": round(res.stats.setup_seconds, 3),
+def median_seconds(fn, repeats: int) -> tuple[float, object]:
+    """Median wall seconds of ``repeats`` calls of ``fn`` and the last call's result."""
+    times, out = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)), out
+
+
+def bsp_pagerank_iter(graph, mode: str, iters: int, repeats: int) -> tuple[float, dict]:
+    """Median seconds per iteration over ``repeats`` runs (the first superstep of each run
+    pays numba/page-in warm-up and is left out)."""
+    per, res = [], None
+    for _ in range(repeats):
+        res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1, mode=mode)
+        per += [s.total_seconds for s in res.stats.supersteps[1:]]
+    return float(np.median(per)), {
+        "method": res.stats.method, "setup_s": round(res.stats.setup_seconds, 3),
         "first_superstep_s": round(res.stats.supersteps[0].total_seconds, 3)}
 
 
@@ -152,7 +170,80 @@ def peak_rss_subprocess(graph_dir: Path, iters: int) -> int:
     return int(out.stdout.strip().splitlines()[-1])
 
 
-def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool) -> dict:
+def graphblas_peer(a, source: int, iters: int, repeats: int, threads: int) -> dict | None:
+    """SuiteSparse:GraphBLAS (python-graphblas): the bare pull mat-vec ``A^T x`` of a
+    PageRank iteration (plus_second over a prebuilt transpose, median of ``iters``), and a
+    level BFS pushing with a complement mask (``q<!v> = q any.pair A``). None when
+    python-graphblas is not importable."""
+    try:
+        import graphblas as gb
+    except ImportError:
+        return None
+    from graphblas import semiring
+
+    gb.ss.config["nthreads"] = threads
+    n = a.shape[0]
+    t = time.perf_counter()
+    A = gb.Matrix.ss.import_csr(nrows=n, ncols=n, indptr=a.indptr.astype(np.int64),
+                                col_indices=a.indices.astype(np.int64),
+                                values=np.ones(1), is_iso=True, sorted_cols=True)
+    AT = A.T.new()
+    build = time.perf_counter() - t
+    x = gb.Vector.from_dense(np.full(n, 1.0 / n))
+    y = gb.Vector(float, n)
+    y << semiring.plus_second(AT @ x)  # warm
+    times = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        y << semiring.plus_second(AT @ x)
+        times.append(time.perf_counter() - t)
+    mxv = float(np.median(times))
+
+    def bfs():
+        level = gb.Vector(int, n)
+        q = gb.Vector(bool, n)
+        q[source] << True
+        depth = 0
+        while q.nvals:
+            level(q.S) << depth
+            q(~level.S, replace=True) << semiring.any_pair(q @ A)
+            depth += 1
+        return level
+
+    bfs_s, _ = median_seconds(bfs, repeats)
+    return {"version": gb.__version__, "build_s": round(build, 3), "mxv_s": mxv,
+            "bfs_s": bfs_s}
+
+
+def networkit_peer(a, source: int, iters: int, repeats: int, threads: int) -> dict | None:
+    """NetworKit: PageRank seconds per iteration (``maxIterations`` = ``iters``), BFS from
+    ``source``, weakly connected components, on a directed graph built from the CSR. None
+    when networkit is not importable."""
+    try:
+        import networkit as nk
+    except ImportError:
+        return None
+    nk.setNumberOfThreads(threads)
+    n = a.shape[0]
+    t = time.perf_counter()
+    g = nk.Graph(n, directed=True)
+    coo = a.tocoo()
+    g.addEdges((coo.row.astype(np.uint64), coo.col.astype(np.uint64)))
+    del coo
+    build = time.perf_counter() - t
+    pr = nk.centrality.PageRank(g, damp=0.85, tol=1e-30)
+    pr.maxIterations = iters
+    pr_s, _ = median_seconds(pr.run, 3)
+    bfs_s, _ = median_seconds(
+        lambda: nk.distance.BFS(g, source, storePaths=False).run(), repeats)
+    wcc_s, _ = median_seconds(lambda: nk.components.WeaklyConnectedComponents(g).run(),
+                              repeats)
+    return {"version": nk.__version__, "build_s": round(build, 2),
+            "pagerank_s_per_iter": pr_s / max(pr.numberOfIterations(), 1),
+            "bfs_s": bfs_s, "wcc_s": wcc_s}
+
+
+def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int) -> dict:
     import scipy.sparse as sp
     from scipy.sparse import csgraph
 
@@ -167,44 +258,58 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool) -> dict:
     del c
     row["scipy_csr_build_s"] = round(time.perf_counter() - t, 3)
     outdeg = np.diff(a.indptr).astype(np.float64)
-    at = a.T.tocsr()
-    sp_iter = scipy_pagerank_iter(at, outdeg, iters)
-    row["pagerank"] = {"scipy": {"s_per_iter": sp_iter, "edges_per_s": m / sp_iter}}
-    del at
-    for mode in ("memory", "out-of-core"):
-        per, edge, extra = bsp_pagerank_iter(g, mode, iters)
-        row["pagerank"][f"graphsys_{mode}"] = {
-            "s_per_iter": per, "edges_per_s": m / per, "edge_phase_edges_per_s": m / edge,
-            "vs_scipy": sp_iter / per, **extra}
     source = int(np.argmax(outdeg))
     src_id = int(g.node_ids()[source])
-    repeats = 3 if m <= 20_000_000 else 2  # best of: these solves take milliseconds
-
-    def best(fn) -> tuple[float, object]:
-        runs = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            out = fn()
-            runs.append((time.perf_counter() - t, out))
-        return min(runs, key=lambda r: r[0])
+    repeats = 5 if m <= 20_000_000 else 3
+    pr_runs = 3 if m <= 20_000_000 else 1
+    at = a.T.tocsr()
+    sp_iter = scipy_pagerank_iter(at, outdeg, iters)
+    del at
+    row["pagerank"] = {"scipy": {"s_per_iter": sp_iter, "edges_per_s": m / sp_iter}}
+    for mode in ("memory", "out-of-core"):
+        per, extra = bsp_pagerank_iter(g, mode, iters, pr_runs if mode == "memory" else 1)
+        row["pagerank"][f"graphsys_{mode}"] = {
+            "s_per_iter": per, "edges_per_s": m / per, "vs_scipy": sp_iter / per, **extra}
 
     def solve(res) -> float:
         return res.stats.seconds - res.stats.setup_seconds
 
-    sp_bfs, _ = best(lambda: csgraph.breadth_first_order(a, source, directed=True,
-                                                         return_predecessors=False))
-    sp_cc, _ = best(lambda: csgraph.connected_components(a, directed=True, connection="weak"))
+    sp_bfs, _ = median_seconds(lambda: csgraph.breadth_first_order(
+        a, source, directed=True, return_predecessors=False), repeats)
+    sp_cc, _ = median_seconds(
+        lambda: csgraph.connected_components(a, directed=True, connection="weak"), repeats)
     for algo, sp_s, call in (("bfs", sp_bfs, lambda **kw: bsp.bfs(g, src_id, **kw)),
                              ("wcc", sp_cc, lambda **kw: bsp.wcc(g, **kw))):
-        res = min((call() for _ in range(repeats)), key=solve)
-        asy = min((call(schedule="async") for _ in range(repeats)), key=solve)
-        row[algo] = {"scipy_s": sp_s, "graphsys_s": solve(res),
-                     "graphsys_setup_s": res.stats.setup_seconds,
-                     "supersteps": res.stats.num_supersteps, "vs_scipy": sp_s / solve(res),
+        call()  # warm: numba's compiled-code cache is loaded on the first call
+        auto = [call() for _ in range(repeats)]
+        solves = [solve(r) for r in auto]
+        res = call(schedule="sync")
+        asy = call(schedule="async")
+        row[algo] = {"scipy_s": sp_s, "graphsys_s": float(np.median(solves)),
+                     "graphsys_min_max_s": [min(solves), max(solves)],
+                     "graphsys_method": auto[0].stats.method,
+                     "graphsys_setup_s": auto[0].stats.setup_seconds,
+                     "levels" if algo == "bfs" else "supersteps": auto[0].stats.num_supersteps,
                      "directions": "".join("s" if s.direction == "push" else "d"
-                                           for s in res.stats.supersteps),
-                     "graphsys_async_s": solve(asy), "vs_scipy_async": sp_s / solve(asy),
-                     "async_edges_scanned": asy.stats.supersteps[0].edges_scanned}
+                                           for s in auto[0].stats.supersteps)
+                     if algo == "bfs" else auto[0].stats.supersteps[0].direction,
+                     "edges_scanned": auto[0].stats.totals()["edges_scanned"],
+                     "vs_scipy": sp_s / float(np.median(solves)),
+                     "graphsys_sync_s": solve(res),
+                     "sync_supersteps": res.stats.num_supersteps,
+                     "graphsys_async_s": solve(asy)}
+    gbp = graphblas_peer(a, source, iters, repeats, threads)
+    nkp = networkit_peer(a, source, iters, repeats, threads)
+    row["graphblas"], row["networkit"] = gbp, nkp
+    gs_pr = row["pagerank"]["graphsys_memory"]["s_per_iter"]
+    row["ratios"] = {
+        "pagerank_vs_graphblas_mxv": gbp and gbp["mxv_s"] / gs_pr,
+        "pagerank_vs_networkit": nkp and nkp["pagerank_s_per_iter"] / gs_pr,
+        "bfs_vs_graphblas": gbp and gbp["bfs_s"] / row["bfs"]["graphsys_s"],
+        "bfs_vs_networkit": nkp and nkp["bfs_s"] / row["bfs"]["graphsys_s"],
+        "bfs_vs_scipy": row["bfs"]["vs_scipy"],
+        "wcc_vs_networkit": nkp and nkp["wcc_s"] / row["wcc"]["graphsys_s"],
+        "wcc_vs_scipy": row["wcc"]["vs_scipy"]}
     try:
         import igraph
 
@@ -230,24 +335,31 @@ def main() -> None:
     ap.add_argument("--work", type=Path, help="where graphs are built (kept for reuse)")
     ap.add_argument("--iters", type=int, default=10, help="PageRank iterations timed")
     ap.add_argument("--skip-road", action="store_true")
+    ap.add_argument("--skip-10m", action="store_true", help="only the 100M (--big) and road")
+    ap.add_argument("--no-rss", action="store_true",
+                    help="skip the out-of-core peak-RSS subprocess")
     args = ap.parse_args()
     import numba
 
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-bsp-"))
     work.mkdir(parents=True, exist_ok=True)
-    report = {"date": datetime.date.today().isoformat(), "machine": platform.machine(),
+    report = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="minutes"),
+              "machine": platform.machine(),
               "cpus": os.cpu_count(), "numba_threads": numba.get_num_threads(),
               "loadavg_start": os.getloadavg()[0], "graphs": []}
-    sizes = [(10_000_000, 1 << 20)] + ([(100_000_000, 1 << 23)] if args.big else [])
+    sizes = ([] if args.skip_10m else [(10_000_000, 1 << 20)]) + (
+        [(100_000_000, 1 << 23)] if args.big else [])
     for m, n in sizes:
         d, build = build_rmat(work, m, n, partitions=4 if m <= 10_000_000 else 8)
-        row = bench_graph(f"rmat-{m // 1_000_000}M", d, args.iters, rss=True)
+        row = bench_graph(f"rmat-{m // 1_000_000}M", d, args.iters, rss=not args.no_rss,
+                          threads=numba.get_num_threads())
         row.update(build)
         report["graphs"].append(row)
     mirror = mirror_dir()
     if not args.skip_road and mirror and (mirror / "luxembourg-osm").is_dir():
         report["graphs"].append(bench_graph("luxembourg-osm", build_road(work, mirror),
-                                            args.iters, rss=False))
+                                            args.iters, rss=False,
+                                            threads=numba.get_num_threads()))
     report["loadavg_end"] = os.getloadavg()[0]
     report["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps(report))

@@ -28,6 +28,7 @@ import torch
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.provider import EdgeProvider, EdgeResult, empty_result
+from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import host_array, resolve_device
@@ -36,7 +37,7 @@ from graphsys.trace import trace_range
 
 MODES = ("memory", "out-of-core")
 BACKENDS = ("auto", "numba", "torch")
-SCHEDULES = ("sync", "async")
+SCHEDULES = ("sync", "async", "auto")
 DEFAULT_MAX_ITERS = 100
 
 
@@ -109,11 +110,16 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         dense_divisor: Ligra's threshold: pull when |F| + outdeg(F) > m / dense_divisor.
         fuse: run the supersteps of min-relaxation programs (BFS, SSSP, WCC;
             :attr:`VertexProgram.relax_state`) inside numba calls (in memory, CPU). Same
-            supersteps and results; per-superstep seconds are then split by work.
+            supersteps and results; per-superstep seconds are then split by work. Also
+            gates programs' declared fast paths (PageRank's fused pull + update loop).
         schedule: ``sync`` (BSP supersteps) or ``async``: a min-relaxation program run to
             its fixed point with a FIFO work list (:func:`kernels.relax_async`; in memory,
             CPU, one process): the same values, recorded as one superstep of direction
             ``async``, ``max_iters`` not applied. Far less work on high-diameter graphs.
+            ``auto``: the program's own whole-graph algorithm where it declares one
+            (:meth:`VertexProgram.solve_in_memory`: direction-optimizing BFS, Afforest /
+            union-find WCC; in memory, CPU, one process, ``fuse`` on), else ``sync``;
+            ``stats.method`` says which ran.
         progress: called with each finished superstep's statistics.
 
     The graph is read once before superstep 0 at most: in memory, the adjacency the first
@@ -159,7 +165,14 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         state, active = program.init(ctx)
         stats.setup_seconds = time.perf_counter() - t_start
         loop = _Supersteps(program, edges, ctx, state, stats, progress)
-        if schedule == "async":
+        solved = None
+        if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
+                and edges.use_numba and edges.comm.world_size == 1):
+            solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
+                                     progress)
+        if solved is not None:  # a declared whole-graph algorithm ran: converged if done
+            stats.converged = _count(solved) == 0
+        elif schedule == "async":
             loop.run_async(active.to(dev))
         else:
             loop.run(active.to(dev), max_iters, fuse and edges.relaxes)
@@ -348,6 +361,7 @@ class _Supersteps:
                                                      frontier)
         built = edges.build_seconds - build0
         stats.setup_seconds += built
+        stats.method = "async"
         ss = SuperstepStats(superstep=0, active=len(frontier), direction="async",
                             edges_scanned=scanned, messages_sent=scanned,
                             messages_combined=lowered, fused=True)

@@ -96,6 +96,19 @@ class ModeCombiner(Combiner):
 
 
 @dataclass
+class Solved:
+    """What :meth:`VertexProgram.solve_in_memory` ran: ``method`` (recorded in
+    :attr:`RunStats.method`), its ``supersteps`` (iterations or levels, seconds excluding
+    CSR/CSC builds), ``frontier`` bool (N,): vertices left active (empty when done), and
+    ``setup_seconds`` it spent preparing (a renumbering), charged to the run's setup."""
+
+    method: str
+    supersteps: list
+    frontier: torch.Tensor
+    setup_seconds: float = 0.0
+
+
+@dataclass
 class Context:
     """What a program sees of the run.
 
@@ -225,6 +238,18 @@ class VertexProgram(ABC):
     def result(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
         """The per-vertex answer, float64 (N_local,) or (N_local, d) rows (HITS' hub and
         authority, a vector program's features)."""
+
+    def solve_in_memory(self, ctx: Context, edges: Any, state: dict[str, torch.Tensor],
+                        schedule: str, max_iters: int) -> Solved | None:
+        """Declared whole-graph fast path: solve the program in numba calls of its own
+        (PageRank's fused pull + update, a direction-optimizing BFS, Afforest), writing the
+        answer into ``state``. The engine calls it in memory, on the numba backend, in one
+        process, with ``fuse`` on, before any superstep; ``edges`` is the run's
+        :class:`~graphsys.bsp.edges.MemoryEdges` (``adjacency("csr" | "csc")``: indptr int64
+        (N+1,), indices int32 (E,), weight). ``schedule`` is the run's (``sync``, ``auto``):
+        a program whose method changes the supersteps answers only ``auto``. Returns None
+        (default: no fast path, the superstep loop runs) or a :class:`Solved`."""
+        return None
 
     # -- engine helpers ---------------------------------------------------------------------
     def check(self) -> None:

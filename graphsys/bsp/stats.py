@@ -55,7 +55,11 @@ superstep's smallest message); ``seconds``: per phase (see :data:`PHASES`).
 @dataclass
 class RunStats:
     """A whole run: configuration, setup cost (seconds to build CSR/CSC or open buckets),
-    supersteps, and whether the program converged (halted before ``max_iters``)."""
+    supersteps, and whether the program converged (halted before ``max_iters``).
+
+    ``method`` names what ran: ``supersteps`` (the BSP loop), ``async`` (a work list), or
+    the whole-graph algorithm a program declared (:meth:`VertexProgram.solve_in_memory`:
+    ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``)."""
 
     algorithm: str
     mode: str
@@ -67,6 +71,7 @@ class RunStats:
     setup_seconds: float = 0.0
     seconds: float = 0.0
     converged: bool = False
+    method: str = "supersteps"
     supersteps: list[SuperstepStats] = field(default_factory=list)
 
     @property

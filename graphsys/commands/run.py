@@ -53,9 +53,11 @@ def register(subparsers) -> None:
     p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
-    p.add_argument("--schedule", default="sync",
-                   help="sync (BSP supersteps, default) or async (bfs, sssp, wcc in memory "
-                        "on CPU: a work list to the same fixed point; fast on road graphs)")
+    p.add_argument("--schedule", default="auto",
+                   help="auto (default: bfs and wcc in memory on CPU run their own "
+                        "algorithm - direction-optimizing BFS, Afforest/union-find - else "
+                        "sync), sync (BSP supersteps) or async (bfs, sssp, wcc in memory on "
+                        "CPU: a work list to the same fixed point)")
     p.add_argument("--no-verify", action="store_true",
                    help="skip the sha256 check of each file the run reads (done as the run "
                         "first reads it; offsets and ids are always checked)")

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import scipy.sparse as sp
+from hypothesis import strategies as st
 
 from graphsys import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
@@ -114,3 +115,16 @@ def torchrun(script: Path, *args) -> None:
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                     "--master_port", str(free_port()), str(script), *map(str, args)],
                    check=True, env=env, timeout=300, capture_output=True)
+
+
+@st.composite
+def random_digraphs(draw, max_nodes: int, max_edges: int):
+    """Hypothesis strategy: a random directed multigraph as scipy CSR float64 (n, n), n >= 1
+    (duplicate edges summed)."""
+    n = draw(st.integers(1, max_nodes))
+    m = draw(st.integers(0, max_edges))
+    src = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+    dst = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+    a = sp.csr_matrix((np.ones(m), (src, dst)), shape=(n, n))
+    a.sum_duplicates()
+    return a

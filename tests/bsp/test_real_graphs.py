@@ -60,3 +60,38 @@ def test_traversals_components_cores(real, name):
     assert len(set(zip(labels.tolist(), comp.tolist()))) == ncomp
     cores = nx.core_number(G)
     np.testing.assert_array_equal(bsp.kcore(g).values, [cores[v] for v in range(g.num_nodes())])
+
+
+@pytest.fixture(scope="module")
+def road(tmp_path_factory):
+    """luxembourg-osm (114,599 nodes, ~1,000 BFS levels), stored undirected, and its CSR."""
+    from tests.conftest import mirror_dir
+
+    mirror = mirror_dir()
+    path = None if mirror is None else mirror / "luxembourg-osm" / "luxembourg_osm.txt.gz"
+    if path is None or not path.exists():
+        pytest.skip("luxembourg-osm not in the dataset mirror (set GRAPHSYS_MIRROR)")
+    out = tmp_path_factory.mktemp("road") / "lux"
+    ingest([EdgeSource([path], delimiter=" ")], out,
+           IngestOptions(num_partitions=4, undirected=True))
+    g = open_graph(out)
+    c = g.csr(weights=False)
+    n = g.num_nodes()
+    return g, sp.csr_matrix((np.ones(len(c.indices)), c.indices, c.indptr), shape=(n, n))
+
+
+def test_road_graph_bfs_and_wcc_auto(road):
+    g, adj = road
+    hub = int(np.argmax(np.diff(adj.indptr)))
+    res = bsp.bfs(g, int(g.node_ids()[hub]))
+    assert res.stats.method == "direction-optimizing-bfs"
+    np.testing.assert_array_equal(res.values,
+                                  csgraph.shortest_path(adj, unweighted=True, indices=hub))
+    comp = bsp.wcc(g)
+    assert comp.stats.method == "union-find"  # ~2 edges per vertex: nothing to skip
+    k, lab = csgraph.connected_components(adj, connection="weak")
+    assert len(np.unique(comp.values)) == k
+    assert len(set(zip(comp.values.tolist(), lab.tolist()))) == k
+    first = np.full(k, g.num_nodes())
+    np.minimum.at(first, lab, np.arange(g.num_nodes()))
+    np.testing.assert_array_equal(comp.values, first[lab])  # smallest id per component

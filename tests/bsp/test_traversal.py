@@ -28,13 +28,13 @@ def test_bfs_levels(graphs, key, mode, backend):
 
 def test_bfs_switches_push_and_pull(graphs):
     tg = graphs["undirected-p3"]
-    res = bsp.bfs(tg.graph, 0)
+    res = bsp.bfs(tg.graph, 0, schedule="sync")
     dirs = [s.direction for s in res.stats.supersteps]
     assert dirs[0] == "push" and "pull" in dirs  # one source is sparse, the middle is dense
     # a pull with first_message_wins scans fewer edges than the graph has in total
     pull = [s for s in res.stats.supersteps if s.direction == "pull"]
     assert all(s.edges_scanned < tg.graph.num_edges() for s in pull)
-    always_push = bsp.bfs(tg.graph, 0, dense_divisor=1e-9)
+    always_push = bsp.bfs(tg.graph, 0, dense_divisor=1e-9, schedule="sync")
     assert {s.direction for s in always_push.stats.supersteps} == {"push"}
     np.testing.assert_array_equal(always_push.values, res.values)
 
@@ -80,9 +80,9 @@ def test_fused_supersteps_match_the_engine_loop(graphs, key, algo):
     """Relaxation programs run inside numba calls: same values, supersteps, frontiers and
     push/pull choices as the superstep-by-superstep engine."""
     tg = graphs[key]
-    call = {"bfs": lambda **kw: bsp.bfs(tg.graph, 0, **kw),
+    call = {"bfs": lambda **kw: bsp.bfs(tg.graph, 0, schedule="sync", **kw),
             "sssp": lambda **kw: bsp.sssp(tg.graph, 2, **kw),
-            "wcc": lambda **kw: bsp.wcc(tg.graph, **kw)}[algo]
+            "wcc": lambda **kw: bsp.wcc(tg.graph, schedule="sync", **kw)}[algo]
     for divisor in (20, 1e-9, 1e9):  # Ligra's rule, always push, always pull
         fused = call(dense_divisor=divisor)
         loop = call(dense_divisor=divisor, fuse=False)
@@ -99,10 +99,12 @@ def test_fused_supersteps_match_the_engine_loop(graphs, key, algo):
                           for s in loop.stats.supersteps if s.direction == "push"]
 
 
-def test_fused_run_stops_at_max_iters(graphs):
+@pytest.mark.parametrize("schedule", ["sync", "auto"])
+def test_fused_run_stops_at_max_iters(graphs, schedule):
     tg = graphs["chain"]
-    res = bsp.bfs(tg.graph, 0, max_iters=7)
-    assert res.stats.num_supersteps == 7 and not res.stats.converged
+    res = bsp.bfs(tg.graph, 0, max_iters=7, schedule=schedule)
+    assert not res.stats.converged
+    assert res.stats.num_supersteps == (7 if schedule == "sync" else 1)  # auto: one phase
     assert np.isfinite(res.values).sum() == 8  # levels 0..7 reached
 
 
@@ -112,10 +114,11 @@ def test_async_schedule_reaches_the_same_fixed_point(graphs, key):
     for call in (lambda **kw: bsp.bfs(tg.graph, 0, **kw),
                  lambda **kw: bsp.sssp(tg.graph, 2, **kw),
                  lambda **kw: bsp.wcc(tg.graph, **kw)):
-        sync, asyn = call(), call(schedule="async")
+        sync, asyn = call(schedule="sync"), call(schedule="async")
         np.testing.assert_array_equal(asyn.values, sync.values)
         (ss,) = asyn.stats.supersteps
         assert ss.direction == "async" and asyn.stats.converged
+        assert asyn.stats.method == "async" and sync.stats.method == "supersteps"
         assert ss.edges_scanned >= ss.messages_combined > 0
 
 

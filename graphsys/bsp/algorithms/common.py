@@ -48,3 +48,12 @@ def check_weights_non_negative(graph, edge_set: str | None) -> None:
         if bad.size:
             raise GraphsysError(f"sssp needs non-negative edge weights; found weight "
                                 f"{float(w[bad[0]])!r}")
+
+
+def split_seconds(seconds: float, work: np.ndarray) -> list[float]:
+    """``seconds`` of a fused multi-step call split over its steps in proportion to
+    ``work`` (int (S,): frontier + edges scanned), as the engine's fused supersteps do."""
+    total = float(work.sum())
+    if total == 0:
+        return [seconds / max(len(work), 1)] * len(work)
+    return (seconds * work / total).tolist()

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
 import torch
 
+from graphsys.bsp import afforest
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.program import ModeCombiner, VertexProgram
+from graphsys.bsp.program import ModeCombiner, Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import host_array
 
 
 class _LabelProgram(VertexProgram):
@@ -41,6 +47,28 @@ class WCC(_LabelProgram):
         state["label"] = torch.where(new, combined, state["label"])
         return new, {}
 
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """``schedule="auto"``: union-find in one numba call, Afforest or a one-pass
+        union-find as :func:`graphsys.bsp.afforest.choose` picks for the graph's average
+        degree (``stats.method``); recorded as one superstep. ``max_iters`` not applied."""
+        if schedule != "auto":
+            return None
+        directed = self.direction == "both"
+        method = afforest.choose(ctx.num_nodes, edges.num_edges, directed)
+        indptr, idx, _ = edges.adjacency("csr")
+        into = edges.adjacency("csc")[:2] if method == "afforest" and directed else (
+            indptr, idx)
+        t0 = time.perf_counter()
+        comp = np.empty(ctx.num_nodes, idx.dtype)
+        if method == "afforest":
+            read, _ = afforest.afforest(indptr, idx, *into, directed, 0, comp)
+        else:
+            read = afforest.union_find(indptr, idx, comp)
+        host_array(state["label"])[:] = comp
+        ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
+                            edges_scanned=int(read), messages_sent=int(read), fused=True)
+        ss.seconds["edges"] = time.perf_counter() - t0
+        return Solved(method, [ss], torch.zeros(ctx.num_local, dtype=torch.bool))
 
 
 class LabelPropagation(_LabelProgram):
@@ -64,10 +92,12 @@ class LabelPropagation(_LabelProgram):
 
 
 
-def wcc(graph, *, max_iters: int | None = None, **run_kwargs):
+def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", **run_kwargs):
     """Component label (smallest global id in the component, float64 (N,)) of every node;
-    at most ``max_iters`` supersteps (default N + 1)."""
-    return WCC_SPEC.run(graph, max_iters=max_iters, **run_kwargs)
+    at most ``max_iters`` supersteps (default N + 1). ``schedule`` ``auto`` (default) runs
+    Afforest or union-find in memory on CPU (``stats.method`` says which), ``sync`` BSP
+    supersteps; see :func:`graphsys.bsp.engine.run`."""
+    return WCC_SPEC.run(graph, max_iters=max_iters, schedule=schedule, **run_kwargs)
 
 
 def label_propagation(graph, *, max_iters: int | None = None, **run_kwargs):

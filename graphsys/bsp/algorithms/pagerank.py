@@ -12,6 +12,8 @@ PageRank); dangling mass is spread like the teleport (networkx's default
 
 from __future__ import annotations
 
+import time
+
 import numba
 import numpy as np
 import torch
@@ -19,9 +21,16 @@ import torch
 from graphsys.bsp.algorithms.common import execute, open_if_path, source_index
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
-from graphsys.bsp.program import VertexProgram
+from graphsys.bsp.kernels_pagerank import bfs_order, pagerank_step, renumber
+from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+
+#: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
+#: breadth-first order (in memory, CPU): a locality order cut luxembourg-osm's iteration from
+#: 1.10 to 0.76 ms of CPU (reverse Cuthill-McKee, measured; BFS order is its cheap cousin)
+LOCALITY_MAX_DEGREE = 4
 
 
 class PageRank(VertexProgram):
@@ -99,6 +108,57 @@ class PageRank(VertexProgram):
 
     def result(self, ctx, state):
         return state["rank"]
+
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """The same supersteps as the engine's loop, each one numba call
+        (:func:`~graphsys.bsp.kernels_pagerank.pagerank_step`: pull and update fused);
+        per-iteration wall time recorded. Declined where the engine's pull hub-sorts the
+        sources (a rank vector larger than half the cache: rmat-100M measured 0.31 s per
+        iteration fused vs 0.28-0.32 s in the engine's passes). On a sparse graph
+        (fewer than :data:`LOCALITY_MAX_DEGREE` in-edges per vertex: road networks,
+        meshes) every vertex is renumbered in breadth-first order first
+        (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`, charged to setup), so a
+        target's sources sit in nearby cache lines; ranks are mapped back at the end."""
+        n = ctx.num_nodes
+        rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
+        p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
+        if self.width is not None or edges._hub_sorts("csc"):
+            return None  # the engine's hub-sorted pull + update passes (measured faster)
+        indptr, idx, _ = edges.adjacency("csc")
+        t0 = time.perf_counter()
+        order = None  # new id -> engine id of every vertex, when renumbered
+        if indptr[-1] < LOCALITY_MAX_DEGREE * n:
+            order = bfs_order(indptr, idx)
+            indptr, idx = renumber(indptr, idx, order)
+            rank, inv_deg = rank[order], inv_deg[order]
+            p = p[order] if len(p) else p
+        send = host_array(state["send"])
+        send = send[order] if order is not None else send.copy()
+        new_send = np.empty_like(send)
+        dangling = float(state["dangling"])
+        m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
+        a, steps, converged = self.damping, [], False
+        setup = time.perf_counter() - t0
+        for it in range(max_iters):
+            t0 = time.perf_counter()
+            scale = a * dangling + (1.0 - a)
+            delta, dangling = pagerank_step(indptr, idx, send, new_send, rank, inv_deg, p, a,
+                                            scale / n, scale)
+            send, new_send = new_send, send
+            ss = SuperstepStats(superstep=it, active=n, direction="pull", edges_scanned=m,
+                                messages_sent=m, messages_combined=receivers, fused=True)
+            ss.seconds["edges"] = time.perf_counter() - t0
+            steps.append(ss)
+            if delta < self.tol:
+                converged = True
+                break
+        if order is not None:
+            host_array(state["rank"])[order] = rank
+        torch.mul(state["rank"], state["inv_deg"], out=state["send"])
+        state["dangling"] = dangling
+        left = torch.zeros_like(state["everyone"]) if converged else state["everyone"]
+        method = "fused-pagerank" + ("" if order is None else " (bfs order)")
+        return Solved(method, steps, left, setup)
 
 
 @numba.njit(inline="always")

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import time
+
+import numba
+import numpy as np
 import torch
 
-from graphsys.bsp.algorithms.common import check_weights_non_negative, source_index
+from graphsys.bsp.algorithms.common import (
+    check_weights_non_negative,
+    source_index,
+    split_seconds,
+    symmetric,
+)
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.program import VertexProgram
+from graphsys.bsp.kernels_bfs import bfs_levels, levels_to_float
+from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import host_array
 
 INF = float("inf")
 
@@ -46,6 +58,40 @@ class BFS(VertexProgram):
     def result(self, ctx, state):
         return state["level"]
 
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """``schedule="auto"``: direction-optimizing BFS
+        (:func:`~graphsys.bsp.kernels_bfs.bfs_levels`, one numba call; bottom-up steps read
+        the CSC, or the CSR of a symmetric edge set). One superstep is recorded per *phase*
+        (a run of levels in one direction: ``superstep`` = its first level, ``active`` =
+        the vertices expanded, ``messages_combined`` = the vertices it reached), not per
+        level: a road graph has ~1,000 levels of a few microseconds each."""
+        if schedule != "auto":
+            return None
+        out = edges.adjacency("csr")[:2]
+        into = out if symmetric(ctx.graph, ctx.edge_set) else edges.adjacency("csc")[:2]
+        t0 = time.perf_counter()
+        level = np.full(ctx.num_nodes, -1, np.int32)
+        steps, act, scanned, pulled, left = bfs_levels(*out, *into, self.source, level,
+                                                       max_iters, numba.get_num_threads())
+        levels_to_float(level, host_array(state["level"]))
+        seconds = time.perf_counter() - t0
+        starts = np.flatnonzero(np.diff(pulled, prepend=-1))
+        reached = np.append(act[1:], len(left))  # level s + 1's frontier came from step s
+        work = np.add.reduceat(act + scanned, starts) if steps else np.zeros(0, np.int64)
+        supersteps = []
+        for k, (first, w) in enumerate(zip(starts.tolist(), split_seconds(seconds, work))):
+            stop = int(starts[k + 1]) if k + 1 < len(starts) else steps
+            e = int(scanned[first:stop].sum())
+            ss = SuperstepStats(superstep=first, active=int(act[first:stop].sum()),
+                                direction="pull" if pulled[first] else "push",
+                                edges_scanned=e, messages_sent=e,
+                                messages_combined=int(reached[first:stop].sum()), fused=True)
+            ss.seconds["edges"] = w
+            supersteps.append(ss)
+        frontier = torch.zeros(ctx.num_local, dtype=torch.bool)
+        frontier[torch.from_numpy(left)] = True
+        return Solved("direction-optimizing-bfs", supersteps, frontier)
+
 
 class SSSP(VertexProgram):
     """Shortest-path distances (sum of float32 weights, 1 where unweighted) from ``source``;
@@ -77,10 +123,13 @@ class SSSP(VertexProgram):
         return state["dist"]
 
 
-def bfs(graph, source, *, max_iters: int | None = None, **run_kwargs):
+def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
+        **run_kwargs):
     """BFS levels (float64 (N,), ``inf`` unreachable) from the original node id ``source``;
-    at most ``max_iters`` supersteps (default N + 1)."""
-    return BFS_SPEC.run(graph, source, max_iters=max_iters, **run_kwargs)
+    at most ``max_iters`` supersteps (default N + 1). ``schedule`` ``auto`` (default) runs
+    the direction-optimizing BFS in memory on CPU (``stats.method``), ``sync`` BSP
+    supersteps; see :func:`graphsys.bsp.engine.run`."""
+    return BFS_SPEC.run(graph, source, max_iters=max_iters, schedule=schedule, **run_kwargs)
 
 
 def sssp(graph, source, *, max_iters: int | None = None, **run_kwargs):

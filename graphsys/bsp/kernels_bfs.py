@@ -1,0 +1,245 @@
+"""Direction-optimizing BFS (Beamer, Asanovic, Patterson, SC 2012) in one numba call.
+
+Top-down steps expand a queue frontier along out-edges while it is small; bottom-up steps
+let every unreached vertex look for one in-neighbour in a bitmap frontier (uint64 words,
+bit ``v & 63`` of word ``v >> 6``) while it is large, stopping at the first hit. The switch
+rules are Beamer's: go bottom-up when the frontier's out-edges exceed the unexplored edges
+/ :data:`ALPHA`, back top-down when the frontier shrinks below N / :data:`BETA` vertices.
+Levels are int32 (N,), -1 = unreached. No atomics are needed: a top-down race only puts a
+vertex twice in the next queue (both writers store the same level), and a bottom-up word
+of 64 vertices is written by one thread.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+ALPHA = 15.0
+BETA = 18.0
+#: top-down steps whose frontier has fewer out-edges than this run on one thread (waking
+#: the pool costs more; a road graph's ~1,000 levels are all this small)
+TOP_DOWN_PARALLEL_EDGES = 1 << 15
+_ONE = np.uint64(1)
+
+
+@numba.njit(inline="always")
+def _top_down_chunk(c, nchunks, frontier, nf, indptr, indices, level, depth, buf, starts,
+                    counts):
+    """Expand frontier[nf*c//nchunks : nf*(c+1)//nchunks] into buf[starts[c]:]."""
+    k = starts[c]
+    for i in range(nf * c // nchunks, nf * (c + 1) // nchunks):
+        u = frontier[i]
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            if level[v] < 0:
+                level[v] = depth
+                buf[k] = v
+                k += 1
+    counts[c] = k - starts[c]
+
+
+@numba.njit(cache=True, nogil=True)
+def _chunk_starts(frontier, nf, indptr, nchunks):
+    """Offsets int64 (nchunks+1,) of each frontier chunk's out-edges in one buffer."""
+    starts = np.zeros(nchunks + 1, np.int64)
+    for c in range(nchunks):
+        s = 0
+        for i in range(nf * c // nchunks, nf * (c + 1) // nchunks):
+            u = frontier[i]
+            s += indptr[u + 1] - indptr[u]
+        starts[c + 1] = starts[c] + s
+    return starts
+
+
+@numba.njit(cache=True, nogil=True)
+def _concat(buf, starts, counts):
+    out = np.empty(counts.sum(), np.int64)
+    k = 0
+    for c in range(counts.shape[0]):
+        out[k:k + counts[c]] = buf[starts[c]:starts[c] + counts[c]]
+        k += counts[c]
+    return out
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _top_down_parallel(frontier, nf, indptr, indices, level, depth, nchunks):
+    """One top-down step over ``nchunks`` frontier chunks in parallel; returns (next queue
+    int64, edges scanned)."""
+    starts = _chunk_starts(frontier, nf, indptr, nchunks)
+    buf = np.empty(starts[nchunks], np.int64)
+    counts = np.zeros(nchunks, np.int64)
+    for c in numba.prange(nchunks):
+        _top_down_chunk(c, nchunks, frontier, nf, indptr, indices, level, depth, buf, starts,
+                        counts)
+    return _concat(buf, starts, counts), starts[nchunks]
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_down_serial(q, lo, hi, indptr, indices, level, depth):
+    """Expand the frontier ``q[lo:hi]`` into ``q[hi:]`` on this thread (a plain queue BFS
+    level); returns (end of the next frontier, edges scanned)."""
+    tail = hi
+    scanned = 0
+    for i in range(lo, hi):
+        u = q[i]
+        a, b = indptr[u], indptr[u + 1]
+        scanned += b - a
+        for e in range(a, b):
+            v = indices[e]
+            if level[v] < 0:
+                level[v] = depth
+                q[tail] = v
+                tail += 1
+    return tail, scanned
+
+
+@numba.njit(cache=True, nogil=True)
+def _out_edges(q, lo, hi, indptr):
+    total = 0
+    for i in range(lo, hi):
+        total += indptr[q[i] + 1] - indptr[q[i]]
+    return total
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _bottom_up(indptr, indices, level, depth, front, nxt):
+    """One bottom-up step over in-edges; returns (vertices reached, edges scanned)."""
+    n = level.shape[0]
+    awake = 0
+    scanned = 0
+    for w in numba.prange(front.shape[0]):
+        word = np.uint64(0)
+        base = w * 64
+        cnt = 0
+        sc = 0
+        for v in range(base, min(base + 64, n)):
+            if level[v] < 0:
+                for e in range(indptr[v], indptr[v + 1]):
+                    u = indices[e]
+                    sc += 1
+                    if (front[u >> 6] >> np.uint64(u & 63)) & _ONE:
+                        level[v] = depth
+                        word |= _ONE << np.uint64(v - base)
+                        cnt += 1
+                        break
+        nxt[w] = word
+        awake += cnt
+        scanned += sc
+    return awake, scanned
+
+
+@numba.njit(cache=True, nogil=True)
+def _queue_to_bitmap(frontier, nf, front):
+    front[:] = 0
+    for i in range(nf):
+        u = frontier[i]
+        front[u >> 6] |= _ONE << np.uint64(u & 63)
+
+
+@numba.njit(cache=True, nogil=True)
+def _bitmap_to_queue(front, nf):
+    out = np.empty(nf, np.int64)
+    k = 0
+    for w in range(front.shape[0]):
+        word = front[w]
+        b = 0
+        while word:
+            if word & _ONE:
+                out[k] = w * 64 + b
+                k += 1
+            word >>= _ONE
+            b += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow(a, size):
+    if size < a.shape[0]:
+        return a
+    b = np.zeros(2 * a.shape[0], np.int64)
+    b[:a.shape[0]] = a
+    return b
+
+
+@numba.njit(cache=True, nogil=True)
+def _queue(frontier, n):
+    """A queue holding ``frontier`` with room for every vertex after it (int64)."""
+    q = np.empty(frontier.shape[0] + n, np.int64)
+    q[:frontier.shape[0]] = frontier
+    return q
+
+
+@numba.njit(cache=True, nogil=True)
+def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, level, max_steps,
+               nthreads):
+    """BFS from ``source`` over out-edges (CSR ``out_*``; ``in_*`` the CSC, or the CSR again
+    on a symmetric graph); ``level`` int32 (N,) all -1 on entry, filled in place; at most
+    ``max_steps`` steps (levels 1..max_steps); ``nthreads``: numba threads to use. Returns
+    (steps run, then per step int64 arrays: frontier size, edges scanned, 1 = bottom-up;
+    and the vertices of the last level when ``max_steps`` cut the search short, int64,
+    else empty). The frontier is ``q[lo:hi]`` top-down (serial steps append to ``q``)."""
+    n = level.shape[0]
+    m = out_indptr[n]
+    level[source] = 0
+    q = _queue(np.full(1, source, np.int64), n)
+    lo, hi = 0, 1
+    nf = 1
+    front = np.zeros((n + 63) // 64, np.uint64)
+    nxt = np.zeros((n + 63) // 64, np.uint64)
+    act = np.zeros(64, np.int64)
+    scanned = np.zeros(64, np.int64)
+    pulled = np.zeros(64, np.int64)
+    to_check = m  # out-edges of vertices not yet expanded
+    max_degree = 0
+    for u in range(n):
+        max_degree = max(max_degree, out_indptr[u + 1] - out_indptr[u])
+    bottom_up = False
+    step = 0
+    while nf > 0 and step < max_steps:
+        act, scanned, pulled = _grow(act, step), _grow(scanned, step), _grow(pulled, step)
+        act[step] = nf
+        # Beamer's test needs the frontier's out-edges m_f; skip the pass when even
+        # nf * max_degree cannot pass it (every level of a road graph)
+        if not bottom_up and nf * max_degree > to_check / ALPHA and (
+                _out_edges(q, lo, hi, out_indptr) > to_check / ALPHA):
+            _queue_to_bitmap(q[lo:hi], nf, front)
+            bottom_up = True
+        if bottom_up:
+            old = nf
+            nf, sc = _bottom_up(in_indptr, in_indices, level, step + 1, front, nxt)
+            front, nxt = nxt, front
+            pulled[step] = 1
+            if nf < n / BETA and nf < old:
+                q = _queue(_bitmap_to_queue(front, nf), n)
+                lo, hi = 0, nf
+                bottom_up = False
+        elif nf * max_degree >= TOP_DOWN_PARALLEL_EDGES and nthreads > 1 and (
+                _out_edges(q, lo, hi, out_indptr) >= TOP_DOWN_PARALLEL_EDGES):
+            frontier, sc = _top_down_parallel(q[lo:hi], nf, out_indptr, out_indices, level,
+                                              step + 1, min(nf, 8 * nthreads))
+            q = _queue(frontier, n)
+            lo, hi = 0, frontier.shape[0]
+            nf = hi
+            to_check -= sc
+        else:
+            tail, sc = _top_down_serial(q, lo, hi, out_indptr, out_indices, level, step + 1)
+            lo, hi = hi, tail
+            nf = hi - lo
+            to_check -= sc
+        scanned[step] = sc
+        step += 1
+    if nf == 0:
+        left = np.zeros(0, np.int64)
+    elif bottom_up:
+        left = _bitmap_to_queue(front, nf)
+    else:
+        left = np.unique(q[lo:hi])
+    return step, act[:step], scanned[:step], pulled[:step], left
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def levels_to_float(level, out):
+    """``out[v]`` = ``level[v]`` as float64, ``inf`` where -1 (parallel)."""
+    for v in numba.prange(level.shape[0]):
+        out[v] = level[v] if level[v] >= 0 else np.inf

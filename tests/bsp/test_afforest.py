@@ -1,0 +1,73 @@
+"""Afforest and the one-pass union-find against scipy.csgraph (hypothesis), the method
+choice, and WCC's ``schedule="auto"`` front-end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csgraph
+
+from graphsys import bsp
+from graphsys.bsp import afforest
+
+from .conftest import GRAPH_KEYS, random_digraphs
+
+
+def _min_labels(a):
+    """Each vertex's smallest vertex id in its weak component (scipy)."""
+    n = a.shape[0]
+    k, lab = csgraph.connected_components(a, directed=True, connection="weak")
+    low = np.full(k, n)
+    np.minimum.at(low, lab, np.arange(n))
+    return low[lab]
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_digraphs(120, 300), st.integers(0, 3), st.sampled_from([np.int32, np.int64]))
+def test_afforest_and_union_find_match_scipy(a, seed, dtype):
+    ref = _min_labels(a)
+    ip, idx = a.indptr.astype(np.int64), a.indices.astype(np.int32)
+    t = a.T.tocsr()
+    comp = np.empty(a.shape[0], dtype)
+    afforest.afforest(ip, idx, t.indptr.astype(np.int64), t.indices.astype(np.int32), True,
+                      seed, comp)
+    np.testing.assert_array_equal(comp, ref)
+    afforest.union_find(ip, idx, comp)
+    np.testing.assert_array_equal(comp, ref)
+    sym = (a + a.T).tocsr()  # symmetric storage: out-edges alone suffice
+    afforest.afforest(sym.indptr.astype(np.int64), sym.indices.astype(np.int32),
+                      sym.indptr.astype(np.int64), sym.indices.astype(np.int32), False, seed,
+                      comp)
+    np.testing.assert_array_equal(comp, ref)
+
+
+def test_afforest_skips_the_big_component():
+    rng = np.random.default_rng(0)
+    n, m = 20_000, 200_000
+    a = sp.csr_matrix((np.ones(m), (rng.integers(0, n, m), rng.integers(0, n, m))),
+                      shape=(n, n))
+    t = a.T.tocsr()
+    comp = np.empty(n, np.int32)
+    read, big = afforest.afforest(a.indptr.astype(np.int64), a.indices.astype(np.int32),
+                                  t.indptr.astype(np.int64), t.indices.astype(np.int32),
+                                  True, 0, comp)
+    np.testing.assert_array_equal(comp, _min_labels(a))
+    assert big == 0 and read < a.nnz // 2  # most vertices sit in component 0
+
+
+def test_choose_by_average_degree():
+    assert afforest.choose(1000, 2400, directed=False) == "union-find"  # a road graph
+    assert afforest.choose(1000, 17_000, directed=True) == "afforest"  # R-MAT-like
+    assert afforest.choose(0, 0, directed=True) == "union-find"
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+def test_wcc_auto_matches_sync(graphs, key):
+    g = graphs[key].graph
+    auto, sync = bsp.wcc(g), bsp.wcc(g, schedule="sync")
+    np.testing.assert_array_equal(auto.values, sync.values)
+    assert auto.stats.method in ("afforest", "union-find") and auto.stats.converged
+    assert auto.stats.supersteps[0].direction == auto.stats.method

@@ -1,0 +1,98 @@
+"""The direction-optimizing BFS kernel against scipy.csgraph on random graphs (hypothesis),
+both directions forced, and the ``schedule="auto"`` front-end."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csgraph
+
+from graphsys import bsp
+from graphsys.bsp.kernels_bfs import bfs_levels
+
+from .conftest import GRAPH_KEYS, random_digraphs, to_global
+
+
+def _csr(n, src, dst):
+    a = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+    a.sum_duplicates()
+    return a
+
+
+def _levels(a, source, max_steps=10**9, threads=2):
+    n = a.shape[0]
+    t = a.T.tocsr()
+    level = np.full(n, -1, np.int32)
+    out = bfs_levels(a.indptr.astype(np.int64), a.indices.astype(np.int32),
+                     t.indptr.astype(np.int64), t.indices.astype(np.int32), source, level,
+                     max_steps, threads)
+    return level, out
+
+
+@st.composite
+def graphs_and_source(draw):
+    a = draw(random_digraphs(80, 400))
+    return a, draw(st.integers(0, a.shape[0] - 1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(graphs_and_source(), st.sampled_from([1, 2]))
+def test_levels_match_scipy(case, threads):
+    a, source = case
+    n = a.shape[0]
+    level, (steps, act, scanned, pulled, left) = _levels(a, source, threads=threads)
+    ref = csgraph.shortest_path(a, unweighted=True, indices=source)
+    np.testing.assert_array_equal(np.where(level >= 0, level, np.inf), ref)
+    assert steps == len(act) == len(scanned) == len(pulled)
+    assert steps == (int(level.max()) + 1 if n else 0)  # the last step finds nothing
+    assert len(left) == 0
+
+
+def test_dense_middle_goes_bottom_up_and_back():
+    rng = np.random.default_rng(3)
+    n = 5000  # a dense random graph: the second level covers most of it
+    src, dst = rng.integers(0, n, 60_000), rng.integers(0, n, 60_000)
+    a = _csr(n, src, dst)
+    level, (_, _, scanned, pulled, _) = _levels(a, 0)
+    np.testing.assert_array_equal(np.where(level >= 0, level, np.inf),
+                                  csgraph.shortest_path(a, unweighted=True, indices=0))
+    assert pulled[0] == 0 and pulled.any()  # starts top-down, then bottom-up
+    assert scanned[pulled == 1].sum() < a.nnz  # bottom-up stops at the first parent
+
+
+@pytest.mark.parametrize("max_steps", [1, 3, 7])
+def test_max_steps_cuts_and_returns_the_last_level(max_steps):
+    n = 30
+    a = _csr(n, np.arange(n - 1), np.arange(1, n))  # a chain 0 -> 1 -> ... -> 29
+    level, (steps, *_, left) = _levels(a, 0, max_steps)
+    assert steps == max_steps and level.max() == max_steps
+    np.testing.assert_array_equal(left, [max_steps])
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+def test_auto_schedule_matches_sync(graphs, key):
+    tg = graphs[key]
+    for source in (0, 5):
+        auto = bsp.bfs(tg.graph, source)
+        sync = bsp.bfs(tg.graph, source, schedule="sync")
+        np.testing.assert_array_equal(auto.values, sync.values)
+        st_ = auto.stats
+        assert st_.method == "direction-optimizing-bfs" and st_.converged
+        assert sync.stats.method == "supersteps"
+        # phases: consecutive supersteps alternate direction; levels add up
+        dirs = [s.direction for s in st_.supersteps]
+        assert all(x != y for x, y in itertools.pairwise(dirs))
+        assert sum(s.messages_combined for s in st_.supersteps) == int(
+            np.isfinite(auto.values).sum()) - 1
+        s = to_global(tg, source)
+        assert auto.values[s] == 0
+
+
+def test_auto_falls_back_to_supersteps_out_of_core(graphs):
+    res = bsp.bfs(graphs["directed-p3"].graph, 0, mode="out-of-core")
+    assert res.stats.method == "supersteps"
