@@ -61,7 +61,7 @@ def chain(tmp_path_factory):
 def test_vertex_algorithm(plugin_module, chain, tmp_path, capsys):
     plugin_module("my_reach", """
         from graphsys.bsp.algorithms import BFS, AlgorithmSpec
-        from graphsys.bsp.algorithms._common import source_index
+        from graphsys.bsp.algorithms.common import source_index
 
 
         def program(graph, *, source, edge_set=None):

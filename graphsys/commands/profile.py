@@ -96,8 +96,7 @@ def run(args) -> int:
         if len(t) != 2:
             raise GraphsysError("usage: graphsys profile ALGO DIR (or --workload embed|gnn DIR)")
         algo, graph = t[0], Path(t[1])
-        if ALGORITHMS.get(algo).needs_source and args.source is None:
-            raise GraphsysError(f"{algo} needs --source ID")
+        ALGORITHMS.get(algo).check_source(args.source)
     else:
         if len(t) != 1:
             raise GraphsysError(f"--workload {args.workload} takes only DIR")

@@ -255,6 +255,13 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
     monkeypatch.setattr(graph_module.Bucket, "batches", counting_batches)
     monkeypatch.setattr(graphsys, "open_graph", counting_open)
     monkeypatch.setattr(engine._Supersteps, "run", first_superstep)
+    solve = engine.solve_in_memory
+
+    def first_solve(*args, **kwargs):  # PageRank's declared in-memory loop
+        at_superstep_0.append(len(reads))
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "solve_in_memory", first_solve)
     out = tmp_path / "pr.parquet"
     assert main(["run", "pagerank", str(g), "--mode", mode, "--out", str(out)]) == 0
     capsys.readouterr()
