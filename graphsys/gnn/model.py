@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
+from graphsys.gnn.dropout import dropout
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.block import Block
 
@@ -61,7 +61,7 @@ class GNN(nn.Module):
     def layer(self, i: int, x: torch.Tensor, block: Block) -> torch.Tensor:
         """Layer ``i`` alone (dropout, convolution, activation; the head after the last
         layer): what layer-wise streaming inference calls."""
-        x = F.dropout(x, self.dropout, self.training)
+        x = dropout(x, self.dropout, self.training)
         h = self.convs[i](x, block)
         last = i == self.num_layers - 1
         if self._activation is not None and not last:

@@ -223,6 +223,10 @@ class NodeInput(nn.Module):
     def forward(self, nodes: torch.Tensor) -> torch.Tensor:
         return self.emb(nodes) if self.emb is not None else self.x.index_select(0, nodes)
 
+    def all_nodes(self) -> torch.Tensor:
+        """Every node's row in id order: ``self(arange(num_nodes))`` without the gather."""
+        return self.emb.weight if self.emb is not None else self.x
+
 
 class BlockSampler:
     """Per-model block sampling for a homogeneous adjacency: uniform neighbours for
@@ -329,7 +333,7 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
         if whole is not None:
             model.eval()
             with torch.no_grad():
-                return call(whole.blocks, inp(whole.input_nodes))
+                return call(whole.blocks, inp.all_nodes())
         if isinstance(model, GNN):
             with torch.no_grad():
                 return layerwise_inference(model, inp, data["num_nodes"], sampler.eval_block,
@@ -362,9 +366,10 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
                                      prefetch=cfg.prefetch, device=device)
                       if whole is None else [whole])
             for k, batch in enumerate(loader):
-                logits = call(batch.blocks, inp(batch.input_nodes))
-                if whole is not None:
-                    logits = logits.index_select(0, batch.seeds)
+                if whole is None:
+                    logits = call(batch.blocks, inp(batch.input_nodes))
+                else:
+                    logits = call(batch.blocks, inp.all_nodes()).index_select(0, batch.seeds)
                 value = loss(logits, batch.extra["y"])
                 opt.zero_grad()
                 value.backward()

@@ -27,18 +27,20 @@ def _mix(z):
     return z ^ (z >> _S31)
 
 
-_mix_j = njit(inline="always", cache=True)(_mix)
+#: The SplitMix64 finaliser compiled for other kernels (inlined): a counter-based hash that
+#: turns distinct uint64 counters into independent-looking uint64 random words.
+splitmix64 = njit(inline="always", cache=True)(_mix)
 
 
 def _stream(rng_seed, pos):
     """Initial state of the random stream of batch position ``pos`` (both int64)."""
-    return _mix_j(np.uint64(rng_seed) * _GOLDEN ^ _mix_j(np.uint64(pos) + _GOLDEN))
+    return splitmix64(np.uint64(rng_seed) * _GOLDEN ^ splitmix64(np.uint64(pos) + _GOLDEN))
 
 
 def _uniform(state):
     """Advance ``state``; return (new state, float64 uniform in [0, 1))."""
     state = state + _GOLDEN
-    return state, float(_mix_j(state) >> _S11) * _INV53
+    return state, float(splitmix64(state) >> _S11) * _INV53
 
 
 _stream_j = njit(inline="always", cache=True)(_stream)

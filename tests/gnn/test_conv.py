@@ -55,6 +55,25 @@ def test_sage_matches_dense(which):
         torch.testing.assert_close(conv(x, block), ref)
 
 
+def test_sage_full_block_fused_projection_gradients_match_dense():
+    """On a full block (sources = destinations) with in_dim > out_dim, SAGEConv computes
+    both projections in one matmul; its gradients must be the dense formula's."""
+    torch.manual_seed(0)
+    block = _full_block(_symmetric_graph())
+    conv = SAGEConv(6, 4).double()
+    x = torch.randn(block.num_src_nodes, 6, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(block.num_dst_nodes, 4, dtype=torch.float64)
+    (conv(x, block) * upstream).sum().backward()
+    got = [t.grad.clone() for t in (x, *conv.parameters())]
+    for t in (x, *conv.parameters()):
+        t.grad = None
+    a = _dense(block)
+    mean = (a / a.sum(1, keepdim=True).clamp(min=1)) @ x
+    ((conv.lin_self(x) + mean @ conv.lin_neigh.weight.T) * upstream).sum().backward()
+    for g, t in zip(got, (x, *conv.parameters()), strict=True):
+        torch.testing.assert_close(g, t.grad)
+
+
 def test_gcn_matches_dense_kipf_formula():
     torch.manual_seed(0)
     a = _symmetric_graph()

@@ -9,6 +9,7 @@ from torch.nn import functional as F
 from graphsys.errors import GraphsysError
 from graphsys.gnn.conv._base import check_input
 from graphsys.gnn.conv.spec import ModelSpec
+from graphsys.gnn.dropout import dropout
 from graphsys.sampling.block import Block
 
 
@@ -78,7 +79,7 @@ class GATConv(nn.Module):
         w = torch.exp(e - e_max[dst])
         denom = torch.zeros(n_dst, self.heads, dtype=w.dtype, device=w.device)
         alpha = w / denom.index_add_(0, dst, w)[dst]
-        alpha = F.dropout(alpha, self.attn_dropout, self.training)
+        alpha = dropout(alpha, self.attn_dropout, self.training)
         out = torch.zeros(n_dst, self.heads, self.out_dim, dtype=h.dtype, device=h.device)
         out = out.index_add_(0, dst, h[src] * alpha.unsqueeze(-1))
         out = out.reshape(n_dst, -1) if self.concat else out.mean(1)

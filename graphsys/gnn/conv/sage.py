@@ -49,15 +49,28 @@ class SAGEConv(nn.Module):
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         check_input(x, block, self.in_dim, "SAGEConv")
         n_dst = block.num_dst_nodes
-        # project first when it shrinks the rows moved along edges
-        h = self.lin_neigh(x) if self.out_dim < self.in_dim else x
-        summed = scatter_sum(self.message(h, block), block.edge_dst, n_dst)
-        deg = segment_weights_sum(torch.ones_like(block.edge_dst, dtype=x.dtype),
-                                  block.edge_dst, n_dst).clamp_(min=1.0)
-        mean = summed / deg.unsqueeze(1)
-        if self.out_dim >= self.in_dim:
+        project_first = self.out_dim < self.in_dim   # fewer columns to move along edges
+        if project_first and n_dst == block.num_src_nodes:
+            # full-neighbourhood layer: both projections in one matmul, reading x once
+            both = F.linear(x, torch.cat([self.lin_neigh.weight, self.lin_self.weight]))
+            h, self_part = both[:, :self.out_dim], both[:, self.out_dim:]
+            mean = self._mean(h, block)
+            if self.lin_self.bias is not None:
+                self_part = self_part + self.lin_self.bias
+            return self_part + mean
+        h = self.lin_neigh(x) if project_first else x
+        mean = self._mean(h, block)
+        if not project_first:
             mean = self.lin_neigh(mean)
         return self.lin_self(x[:n_dst]) + mean
+
+    def _mean(self, h: torch.Tensor, block: Block) -> torch.Tensor:
+        """Mean of ``h``'s rows over each destination's block sources; (num_dst, F)."""
+        n_dst = block.num_dst_nodes
+        summed = scatter_sum(self.message(h, block), block.edge_dst, n_dst)
+        deg = segment_weights_sum(torch.ones_like(block.edge_dst, dtype=h.dtype),
+                                  block.edge_dst, n_dst).clamp_(min=1.0)
+        return summed / deg.unsqueeze(1)
 
     def message(self, h_src: torch.Tensor, block: Block) -> torch.Tensor:
         """Per-edge messages: the source rows, (E, F)."""
