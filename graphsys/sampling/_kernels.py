@@ -49,6 +49,10 @@ _uniform_j = njit(inline="always", cache=True)(_uniform)
 
 # -- PinSage random walks ------------------------------------------------------------------------
 
+#: Walks of one seed advanced together (memory-level parallelism; see ``_walk_topk``).
+_LANES = 32
+
+
 def _walk_topk(fw_indptr, fw_indices, bw_indptr, bw_indices, seeds, num_traversals,
                termination_prob, num_random_walks, num_neighbors, rng_seed, counts,
                out_nodes, out_counts, out_num):
@@ -59,6 +63,12 @@ def _walk_topk(fw_indptr, fw_indices, bw_indptr, bw_indices, seeds, num_traversa
 
     ``counts`` is an int32 (C, N) zero array: row ``c`` is the visit counter of chunk ``c``
     of the seeds (C chunks run in parallel); it is left zeroed.
+
+    The walks of a seed advance in lockstep, ``_LANES`` at a time: each pass over the live
+    lanes makes one independent memory load per lane (``indptr`` rows, then ``indices``
+    picks), so the core keeps up to ``_LANES`` cache misses in flight instead of one
+    pointer chase; on a 20M-edge R-MAT that is about 2x the walk rate of one walk at a time.
+    Random numbers are drawn from the seed's stream in lane order at every step.
     """
     n_seeds = seeds.shape[0]
     n_chunks = counts.shape[0]
@@ -69,33 +79,63 @@ def _walk_topk(fw_indptr, fw_indices, bw_indptr, bw_indices, seeds, num_traversa
         touched = np.empty(cap, np.int64)
         top_n = np.empty(k, np.int64)
         top_c = np.empty(k, np.int64)
+        cur = np.empty(_LANES, np.int64)
+        lo = np.empty(_LANES, np.int64)
+        deg = np.empty(_LANES, np.int64)
+        live = np.empty(_LANES, np.int64)     # positions of the lanes still walking
         for i in range(c * n_seeds // n_chunks, (c + 1) * n_seeds // n_chunks):
             state = _stream_j(rng_seed, i)
             m = 0
             s = seeds[i]
-            for _w in range(num_random_walks):
-                cur = s
+            for w0 in range(0, num_random_walks, _LANES):
+                nl = min(_LANES, num_random_walks - w0)
+                for ln in range(nl):
+                    cur[ln] = s
+                    live[ln] = ln
+                n_live = nl
                 for t in range(num_traversals):
                     if t > 0:
-                        state, u = _uniform_j(state)
-                        if u < termination_prob:
-                            break
-                    lo = fw_indptr[cur]
-                    deg = fw_indptr[cur + 1] - lo
-                    if deg == 0:
+                        j = 0
+                        for q in range(n_live):
+                            state, u = _uniform_j(state)
+                            if u >= termination_prob:
+                                live[j] = live[q]
+                                j += 1
+                        n_live = j
+                    # each pass below issues independent loads, one per live lane
+                    for q in range(n_live):
+                        ln = live[q]
+                        lo[ln] = fw_indptr[cur[ln]]
+                        deg[ln] = fw_indptr[cur[ln] + 1] - lo[ln]
+                    j = 0
+                    for q in range(n_live):
+                        ln = live[q]
+                        if deg[ln] > 0:
+                            state, u = _uniform_j(state)
+                            cur[ln] = fw_indices[lo[ln] + int(u * deg[ln])]
+                            live[j] = ln
+                            j += 1
+                    n_live = j
+                    for q in range(n_live):
+                        ln = live[q]
+                        lo[ln] = bw_indptr[cur[ln]]
+                        deg[ln] = bw_indptr[cur[ln] + 1] - lo[ln]
+                    j = 0
+                    for q in range(n_live):
+                        ln = live[q]
+                        if deg[ln] > 0:
+                            state, u = _uniform_j(state)
+                            v = bw_indices[lo[ln] + int(u * deg[ln])]
+                            cur[ln] = v
+                            if cnt[v] == 0:
+                                touched[m] = v
+                                m += 1
+                            cnt[v] += 1
+                            live[j] = ln
+                            j += 1
+                    n_live = j
+                    if n_live == 0:
                         break
-                    state, u = _uniform_j(state)
-                    mid = fw_indices[lo + int(u * deg)]
-                    lo = bw_indptr[mid]
-                    deg = bw_indptr[mid + 1] - lo
-                    if deg == 0:
-                        break
-                    state, u = _uniform_j(state)
-                    cur = bw_indices[lo + int(u * deg)]
-                    if cnt[cur] == 0:
-                        touched[m] = cur
-                        m += 1
-                    cnt[cur] += 1
             # top-k by (count desc, id asc): insertion into a sorted buffer
             size = 0
             for j in range(m):
