@@ -10,15 +10,20 @@ environment that this script creates with pip from PyPI):
 * 2-layer uniform neighbour sampling (fanouts 10,25, batches of 1024 seeds, in-edges)
   seeds/s and sampled edges/s on MovieLens-100k (user/item ids as one node type, both
   directions) and on the R-MAT graph;
-* Cora: full-neighbour 2-layer GraphSAGE-mean (hidden 128, dropout 0.5, Adam lr 0.01,
-  weight decay 5e-4, 60 epochs, evaluated every epoch, best-validation model) epoch time
-  and test accuracy, on the same graph, features and split.
+* Cora and CiteSeer: full-neighbour 2-layer GraphSAGE-mean (hidden 128, dropout 0.5, Adam
+  lr 0.01, weight decay 5e-4, 60 epochs, evaluated every epoch, best-validation model)
+  epoch time and test accuracy, on the same graph, features and split; graphsys both on
+  sampled full-neighbourhood blocks and with ``full_graph`` (one step on the whole graph).
+
+The two libraries take turns ``--repeats`` times (graphsys, then DGL, then graphsys, ...),
+so a change of machine load hits both; every figure is reported as min, median and max over
+the repeats, and the ratios use the medians.
 
 If DGL cannot be installed or run, the DGL fields hold the reason and the figures published
 in issue 5, labelled ``"measured": false``. Usage::
 
     python scripts/bench_sampling.py --mirror /work/shared/datasets [--work DIR]
-        [--edges 20000000] [--seconds 3] [--skip-dgl]
+        [--edges 20000000] [--seconds 3] [--repeats 3] [--skip-dgl]
 
 Both libraries run with every core (numba / OpenMP threads, torch intra-op threads). The
 input graphs are built once (R-MAT with numpy, datasets via the registry) and handed to
@@ -106,11 +111,12 @@ def gs_neighbor(adj, batches, seconds):
                      seconds)
 
 
-def gs_cora(graph_dir):
+def gs_epoch(graph_dir):
+    """GraphSAGE epoch on sampled full-neighbourhood blocks and with ``full_graph``."""
     import graphsys
     from graphsys.gnn import TrainConfig, train
     g = graphsys.open_graph(graph_dir)
-    out = {"note": "epoch time includes full-graph evaluation every epoch"}
+    out = {}
     for key, full in (("", False), ("full_graph_", True)):
         cfg = TrainConfig(model="sage", hidden=128, epochs=60, patience=1000, seed=0,
                           full_graph=full)
@@ -118,8 +124,7 @@ def gs_cora(graph_dir):
                              full_graph=full))   # warm-up
         r = train(g, cfg)
         out.update({f"{key}epoch_ms": round(1000 * r.seconds / r.epochs, 1),
-                    f"{key}test_accuracy": round(r.metrics["test_accuracy"], 4),
-                    f"{key}epochs": r.epochs})
+                    f"{key}test_accuracy": round(r.metrics["test_accuracy"], 4)})
     return out
 
 
@@ -151,26 +156,28 @@ for name in ("movielens", "rmat"):
     batches = [torch.from_numpy(x) for x in load(f"{name}_nbr_batches")]
     sps, eps = loop(lambda b: sum(x.num_edges() for x in ns.sample_blocks(g, b)[2]), batches)
     out[f"neighbor_{name}_seeds_per_s"] = round(sps); out[f"neighbor_{name}_edges_per_s"] = round(eps)
-# Cora GraphSAGE, full graph, same split and hyperparameters
+# GraphSAGE, full graph, same split and hyperparameters
 from dgl.nn import SAGEConv
-g = dgl.graph((torch.from_numpy(load("cora_src")), torch.from_numpy(load("cora_dst"))), num_nodes=int(load("cora_n")))
-x = torch.from_numpy(load("cora_x")); y = torch.from_numpy(load("cora_y"))
-tr, va, te = (torch.from_numpy(load(f"cora_{k}")) for k in ("train", "val", "test"))
 class SAGE(torch.nn.Module):
     def __init__(s, i, h, o):
         super().__init__(); s.c1 = SAGEConv(i, h, "mean"); s.c2 = SAGEConv(h, o, "mean"); s.dp = torch.nn.Dropout(0.5)
     def forward(s, g, x):
         h = F.relu(s.c1(g, s.dp(x))); return s.c2(g, s.dp(h))
-torch.manual_seed(0)
-m = SAGE(x.shape[1], 128, int(y.max()) + 1); opt = torch.optim.Adam(m.parameters(), lr=0.01, weight_decay=5e-4)
-best = (-1, 0); t0 = time.perf_counter()
-for ep in range(60):
-    m.train(); loss = F.cross_entropy(m(g, x)[tr], y[tr]); opt.zero_grad(); loss.backward(); opt.step()
-    m.eval()
-    with torch.no_grad(): p = m(g, x).argmax(1)
-    v = (p[va] == y[va]).float().mean().item(); t = (p[te] == y[te]).float().mean().item()
-    if v > best[0]: best = (v, t)
-out["cora_sage_epoch_ms"] = round(1000 * (time.perf_counter() - t0) / 60, 1); out["cora_sage_test_accuracy"] = round(best[1], 4)
+for name in ("cora", "citeseer"):
+    g = dgl.graph((torch.from_numpy(load(f"{name}_src")), torch.from_numpy(load(f"{name}_dst"))), num_nodes=int(load(f"{name}_n")))
+    x = torch.from_numpy(load(f"{name}_x")); y = torch.from_numpy(load(f"{name}_y"))
+    tr, va, te = (torch.from_numpy(load(f"{name}_{k}")) for k in ("train", "val", "test"))
+    for warm, epochs in ((True, 2), (False, 60)):
+        torch.manual_seed(0)
+        m = SAGE(x.shape[1], 128, int(y.max()) + 1); opt = torch.optim.Adam(m.parameters(), lr=0.01, weight_decay=5e-4)
+        best = (-1, 0); t0 = time.perf_counter()
+        for ep in range(epochs):
+            m.train(); loss = F.cross_entropy(m(g, x)[tr], y[tr]); opt.zero_grad(); loss.backward(); opt.step()
+            m.eval()
+            with torch.no_grad(): p = m(g, x).argmax(1)
+            v = (p[va] == y[va]).float().mean().item(); t = (p[te] == y[te]).float().mean().item()
+            if v > best[0]: best = (v, t)
+    out[f"{name}_sage_epoch_ms"] = round(1000 * (time.perf_counter() - t0) / 60, 1); out[f"{name}_sage_test_accuracy"] = round(best[1], 4)
 print(json.dumps(out))
 '''
 
@@ -200,37 +207,18 @@ def dgl_venv(work: Path) -> tuple[Path | None, str | None]:
 
 # -- main --------------------------------------------------------------------------------------
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mirror", default=os.environ.get("GRAPHSYS_MIRROR"))
-    ap.add_argument("--work", type=Path, default=None, help="work dir (kept; reuses the venv)")
-    ap.add_argument("--edges", type=int, default=20_000_000)
-    ap.add_argument("--scale", type=int, default=21, help="R-MAT nodes = 2**scale")
-    ap.add_argument("--seconds", type=float, default=3.0, help="per measurement")
-    ap.add_argument("--skip-dgl", action="store_true")
-    args = ap.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="graphsys-bench-gnn-"))
-    work.mkdir(parents=True, exist_ok=True)
-    import numba
-    import torch
-
+def prepare(args, work: Path) -> tuple[dict, dict, dict]:
+    """The inputs: ``(arrays for DGL, graphsys objects, facts about them)``."""
     from graphsys.gnn.data import open_source
     from graphsys.gnn.train import node_task_data
     from graphsys.sampling import bipartite_adjacency, typed_edges
 
-    res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-           "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-           "load_before": os.getloadavg(), "numba_threads": numba.get_num_threads(),
-           "torch_threads": torch.get_num_threads(), "graphsys": {}, "dgl": None}
-    gs = res["graphsys"]
     rng = np.random.default_rng(0)
-    arrays = {}
-
+    arrays, objs, facts = {}, {}, {}
     # MovieLens-100k
     ml = open_source("movielens-100k", mirror=args.mirror, cache=work / "cache")
     u, i, _ = typed_edges(ml, None, "user", "item")
     nu, ni = ml.num_nodes("user"), ml.num_nodes("item")
-    fw, bw = bipartite_adjacency(ml, "item", "user")
     pin_batches = [rng.permutation(ni)[:1024] for _ in range(4)]
     hs = np.concatenate([u, i + nu]); hd = np.concatenate([i + nu, u])
     nbr_batches = [rng.choice(nu + ni, 1024, replace=False) for _ in range(4)]
@@ -238,18 +226,14 @@ def main() -> int:
                   movielens_na=np.array(ni), movielens_pinsage_batches=np.stack(pin_batches),
                   movielens_hsrc=hs, movielens_hdst=hd, movielens_hn=np.array(nu + ni),
                   movielens_nbr_batches=np.stack(nbr_batches))
-    sps, _ = gs_pinsage(fw, bw, pin_batches, args.seconds)
-    gs["pinsage_movielens_seeds_per_s"] = round(sps)
-    sps, eps = gs_neighbor(csr(hd, hs, nu + ni, nu + ni), nbr_batches, args.seconds)
-    gs["neighbor_movielens_seeds_per_s"] = round(sps)
-    gs["neighbor_movielens_edges_per_s"] = round(eps)
-
+    objs["movielens"] = (bipartite_adjacency(ml, "item", "user"), pin_batches,
+                         csr(hd, hs, nu + ni, nu + ni), nbr_batches)
     # R-MAT (as bipartite sources B -> targets A for PinSage; as one graph for neighbours)
     t0 = time.perf_counter()
     src, dst = rmat(args.scale, args.edges, seed=0)
     n = 1 << args.scale
-    res["rmat"] = {"nodes": n, "edges": args.edges,
-                   "generate_s": round(time.perf_counter() - t0, 1)}
+    facts["rmat"] = {"nodes": n, "edges": args.edges,
+                     "generate_s": round(time.perf_counter() - t0, 1)}
     fw_r = csr(dst, src, n, n)              # A (targets) -> B (sources)
     bw_r = csr(src, dst, n, n)
     has = np.flatnonzero(np.diff(fw_r.indptr) > 0)
@@ -258,50 +242,105 @@ def main() -> int:
     arrays.update(rmat_bsrc=src, rmat_bdst=dst, rmat_nb=np.array(n), rmat_na=np.array(n),
                   rmat_pinsage_batches=np.stack(pin_r), rmat_hsrc=src, rmat_hdst=dst,
                   rmat_hn=np.array(n), rmat_nbr_batches=np.stack(nbr_r))
-    sps, _ = gs_pinsage(fw_r, bw_r, pin_r, args.seconds)
-    gs["pinsage_rmat_seeds_per_s"] = round(sps)
-    sps, eps = gs_neighbor(fw_r, nbr_r, args.seconds)
-    gs["neighbor_rmat_seeds_per_s"], gs["neighbor_rmat_edges_per_s"] = round(sps), round(eps)
-    del fw_r, bw_r
+    objs["rmat"] = ((fw_r, bw_r), pin_r, fw_r, nbr_r)
+    # Cora and CiteSeer
+    for name in ("cora", "citeseer"):
+        g = open_source(name, mirror=args.mirror, cache=work / "cache")
+        data = node_task_data(g)
+        s_, d_, _ = typed_edges(g, None, "node", "node")
+        adj = np.unique(np.stack([np.r_[s_, d_], np.r_[d_, s_]]), axis=1)
+        arrays.update({f"{name}_src": adj[0], f"{name}_dst": adj[1],
+                       f"{name}_n": np.array(data["num_nodes"]), f"{name}_x": data["x"].numpy(),
+                       f"{name}_y": data["labels"].numpy(),
+                       **{f"{name}_{k}": data["split"][k].numpy()
+                          for k in ("train", "val", "test")}})
+        objs[name] = g.path
+    return arrays, objs, facts
 
-    # Cora
-    cora = open_source("cora", mirror=args.mirror, cache=work / "cache")
-    data = node_task_data(cora)
-    cs, cd, _ = typed_edges(cora, None, "node", "node")
-    adj = np.unique(np.stack([np.r_[cs, cd], np.r_[cd, cs]]), axis=1)
-    arrays.update(cora_src=adj[0], cora_dst=adj[1], cora_n=np.array(data["num_nodes"]),
-                  cora_x=data["x"].numpy(), cora_y=data["labels"].numpy(),
-                  cora_train=data["split"]["train"].numpy(), cora_val=data["split"]["val"].numpy(),
-                  cora_test=data["split"]["test"].numpy())
-    gs["cora_sage"] = gs_cora(cora.path)
 
-    if args.skip_dgl:
-        res["dgl"] = {**PUBLISHED_DGL, "reason": "--skip-dgl"}
-    else:
-        py, why = dgl_venv(work)
-        if py is None:
-            res["dgl"] = {**PUBLISHED_DGL, "reason": why}
-        else:
-            for k, v in arrays.items():
-                np.save(work / f"{k}.npy", v, allow_pickle=False)
-            (work / "dgl_bench.py").write_text(DGL_SCRIPT)
-            r = subprocess.run([str(py), str(work / "dgl_bench.py"), str(work), str(args.seconds)],
-                               capture_output=True, text=True, check=False)
-            if r.returncode != 0:
-                res["dgl"] = {**PUBLISHED_DGL, "reason": "DGL run failed: "
-                              + (r.stderr.strip().splitlines() or ["?"])[-1]}
-            else:
-                res["dgl"] = json.loads(r.stdout.strip().splitlines()[-1])
-    d = res["dgl"]
-    res["speedup_vs_dgl"] = {k: round(gs[k] / d[k], 2) for k in
-                             ("pinsage_movielens_seeds_per_s", "pinsage_rmat_seeds_per_s",
-                              "neighbor_movielens_seeds_per_s", "neighbor_rmat_seeds_per_s")
-                             if d.get("measured") and k in d}
-    if d.get("measured") and "cora_sage_epoch_ms" in d:  # > 1: graphsys's epoch is faster
-        res["cora_epoch_speedup_vs_dgl"] = {
-            "sampled_blocks": round(d["cora_sage_epoch_ms"] / gs["cora_sage"]["epoch_ms"], 2),
-            "full_graph": round(d["cora_sage_epoch_ms"]
-                                / gs["cora_sage"]["full_graph_epoch_ms"], 2)}
+def measure_graphsys(objs: dict, seconds: float) -> dict:
+    """One pass of every graphsys measurement: a flat dict of figures."""
+    out = {}
+    for name in ("movielens", "rmat"):
+        (fw, bw), pin, hom, nbr = objs[name]
+        out[f"pinsage_{name}_seeds_per_s"] = round(gs_pinsage(fw, bw, pin, seconds)[0])
+        sps, eps = gs_neighbor(hom, nbr, seconds)
+        out[f"neighbor_{name}_seeds_per_s"] = round(sps)
+        out[f"neighbor_{name}_edges_per_s"] = round(eps)
+    for name in ("cora", "citeseer"):
+        out.update({f"{name}_sage_{k}": v for k, v in gs_epoch(objs[name]).items()})
+    return out
+
+
+def run_dgl(py: Path, work: Path, seconds: float) -> dict:
+    r = subprocess.run([str(py), str(work / "dgl_bench.py"), str(work), str(seconds)],
+                       capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        return {**PUBLISHED_DGL, "reason": "DGL run failed: "
+                + (r.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def spread(runs: list[dict]) -> dict:
+    """Per numeric figure: ``{"min", "median", "max"}`` over the runs."""
+    keys = [k for k, v in runs[0].items() if isinstance(v, int | float)
+            and not isinstance(v, bool)]
+    return {k: {"min": min(r[k] for r in runs), "median": float(np.median([r[k] for r in runs])),
+                "max": max(r[k] for r in runs)} for k in keys}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mirror", default=os.environ.get("GRAPHSYS_MIRROR"))
+    ap.add_argument("--work", type=Path, default=None, help="work dir (kept; reuses the venv)")
+    ap.add_argument("--edges", type=int, default=20_000_000)
+    ap.add_argument("--scale", type=int, default=21, help="R-MAT nodes = 2**scale")
+    ap.add_argument("--seconds", type=float, default=3.0, help="per measurement")
+    ap.add_argument("--repeats", type=int, default=3, help="turns of each library")
+    ap.add_argument("--skip-dgl", action="store_true")
+    args = ap.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="graphsys-bench-gnn-"))
+    work.mkdir(parents=True, exist_ok=True)
+    import numba
+    import torch
+
+    res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+           "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+           "load_before": os.getloadavg(), "numba_threads": numba.get_num_threads(),
+           "torch_threads": torch.get_num_threads(), "repeats": args.repeats}
+    arrays, objs, facts = prepare(args, work)
+    res.update(facts)
+    py, why = (None, "--skip-dgl") if args.skip_dgl else dgl_venv(work)
+    if py is not None:
+        for k, v in arrays.items():
+            np.save(work / f"{k}.npy", v, allow_pickle=False)
+        (work / "dgl_bench.py").write_text(DGL_SCRIPT)
+    gs_runs, dgl_runs = [], []
+    for _ in range(args.repeats):
+        gs_runs.append(measure_graphsys(objs, args.seconds))
+        if py is not None:
+            dgl_runs.append(run_dgl(py, work, args.seconds))
+    gs = res["graphsys"] = spread(gs_runs)
+    if not dgl_runs or not all(r.get("measured") for r in dgl_runs):
+        failed = [r for r in dgl_runs if not r.get("measured")]
+        res["dgl"] = failed[0] if failed else {**PUBLISHED_DGL, "reason": why}
+        res["load_after"] = os.getloadavg()
+        print(json.dumps(res))
+        return 0
+    d = res["dgl"] = {"version": dgl_runs[0]["dgl"], "torch": dgl_runs[0]["torch"],
+                      **spread(dgl_runs)}
+    # > 1: graphsys is faster (throughputs: ours / theirs; epoch times: theirs / ours)
+    ratio = res["speedup_vs_dgl"] = {}
+    for k in ("pinsage_movielens_seeds_per_s", "pinsage_rmat_seeds_per_s",
+              "neighbor_movielens_seeds_per_s", "neighbor_rmat_seeds_per_s"):
+        ratio[k] = {"median": round(gs[k]["median"] / d[k]["median"], 2),
+                    "worst": round(gs[k]["min"] / d[k]["max"], 2)}
+    for name in ("cora", "citeseer"):
+        theirs = d[f"{name}_sage_epoch_ms"]
+        for key in ("epoch_ms", "full_graph_epoch_ms"):
+            ours = gs[f"{name}_sage_{key}"]
+            ratio[f"{name}_sage_{key}"] = {"median": round(theirs["median"] / ours["median"], 2),
+                                           "worst": round(theirs["min"] / ours["max"], 2)}
     res["load_after"] = os.getloadavg()
     print(json.dumps(res))
     return 0
