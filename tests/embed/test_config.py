@@ -164,3 +164,13 @@ def test_all_negs_needs_no_sampled_negatives():
     cfg = config_from_dict({"all_negs": True, "num_uniform_negs": 0, "num_batch_negs": 0})
     assert cfg.all_negs and cfg.num_uniform_negs == 0
     assert config_from_dict({}).all_negs is False
+
+
+def test_shipped_fb15k_237_config_loads():
+    """The shipped ComplEx + N3 config (docs/benchmarks.md, issue 16) is a valid config."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "datasets/configs/fb15k-237-complex-n3.toml"
+    cfg = load_config(path)
+    assert cfg.operator == "complex_diagonal" and cfg.regularization_coef > 0
+    assert cfg.comparator == "dot" and cfg.loss_fn == "softmax"
