@@ -17,6 +17,15 @@ Example (FB15k-237, PBG's fb15k settings)::
     num_uniform_negs = 1000
     batch_size = 1000
 
+Relations are always *reciprocal* (PBG's dynamic relations): every relation ``r`` has two
+independent operators, ``op_r^rhs`` (= ``r``, applied to heads to rank tails) and ``op_r^lhs``
+(= ``r^-1``, applied to tails to rank heads), and each training edge ``(h, r, t)`` trains
+both ``(h, r, ?) -> t`` and ``(t, r^-1, ?) -> h``; evaluation ranks only tails, of
+``(h, r, ?)`` and of ``(t, r^-1, ?)`` (Lacroix et al. 2018's protocol). ComplEx with N3 as
+Lacroix et al. train it: ``all_negs = true`` (1-vs-all cross-entropy) and
+``regularization_coef`` (the weighted N3); ``datasets/configs/fb15k-237-complex-n3.toml``
+is the shipped FB15k-237 config.
+
 Relations default to every relation type of the graph with the top-level ``operator``;
 ``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations. Their
 ``lhs`` / ``rhs`` entity types come from the graph; an entry may state them (as a PBG config
@@ -90,7 +99,12 @@ class EmbedConfig:
     margin: float = _h("margin of the ranking loss", default=0.1)
     init_scale: float = _h("std of the N(0, init_scale) embedding init", default=1e-3)
     max_norm: float | None = _h("clip updated embedding rows to this L2 norm", default=None)
-    regularization_coef: float = _h("N3 regularisation weight (0 = off)", default=0.0)
+    regularization_coef: float = _h(
+        "weight lambda of the N3 regulariser (0 = off; Lacroix et al. 2018, as PBG's): each "
+        "training edge (h, r, t), scored in both directions, adds lambda * (2 |h|^3 + 2 |t|^3 "
+        "+ |r_rhs|^3 + |r_lhs|^3) to the summed loss, |.|^3 the sum of cubed magnitudes of "
+        "the coordinates (complex_diagonal: of the complex coordinates' moduli; r: the "
+        "operator's parameters)", default=0.0)
     # -- optimisation -----------------------------------------------------------------------
     lr: float = _h("learning rate of the row-wise Adagrad on embeddings", default=0.01)
     relation_lr: float | None = _h("Adagrad learning rate of relation params (default: lr)",
@@ -101,6 +115,12 @@ class EmbedConfig:
                              default=50)
     num_uniform_negs: int = _h("negatives sampled from the candidate partition, shared by the "
                                "batch", default=50)
+    all_negs: bool = _h(
+        "score every edge against every entity of the candidate partition (1-vs-all: the "
+        "softmax is the full cross-entropy over the partition, one (B, d) @ (d, n) matmul "
+        "per side; the true candidate is the target, counted once); num_uniform_negs, "
+        "num_batch_negs and degree_neg_fraction are then unused. PBG's relations[].all_negs, "
+        "here for every relation", default=False)
     degree_neg_fraction: float = _h("fraction of the sampled negatives drawn proportionally "
                                     "to training degree (0 = uniform, as PBG)", default=0.0)
     # -- scheduling -------------------------------------------------------------------------
@@ -202,7 +222,7 @@ class EmbedConfig:
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")
-        for key in ("prefetch", "checkpoint_buckets"):
+        for key in ("prefetch", "checkpoint_buckets", "all_negs"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{key}: must be true or false, got {getattr(self, key)!r}")
         for key in ("graph", "edges", "checkpoint_path"):
@@ -236,9 +256,9 @@ class EmbedConfig:
         if "complex_diagonal" in ops and self.dimension % 2:
             raise ConfigError(f"dimension: complex_diagonal needs an even dimension, got "
                               f"{self.dimension}")
-        if self.num_batch_negs == 0 and self.num_uniform_negs == 0:
+        if self.num_batch_negs == 0 and self.num_uniform_negs == 0 and not self.all_negs:
             raise ConfigError("num_uniform_negs: num_batch_negs and num_uniform_negs are both "
-                              "0, so there are no negatives")
+                              "0 and all_negs is false, so there are no negatives")
 
 
 # =============================================================================================

@@ -18,6 +18,10 @@ rows):
 * ``sr = q[nfull:] @ c[B - k:].T`` ``(rem, k)`` for the ``rem = B mod k`` last rows, against
   the last ``k`` true candidates (the positive at column ``k - rem + r``).
 
+With ``all_negs`` a side is one block, :func:`one_vs_all`: ``s = q @ cands.T`` ``(B, n)``
+against every candidate of the partition, the true one (column ``target[b]``) the target of
+the full cross-entropy.
+
 This is the same loss, negatives and masking as the autograd path
 (:meth:`graphsys.embed.step.MinibatchStep._side_loss` with
 :class:`~graphsys.embed.model.SoftmaxLoss`), to float32 rounding.
@@ -160,3 +164,27 @@ def both_sides(ql: Tensor, qr: Tensor, xl: Tensor, xr: Tensor, pool_l: Tensor | 
         dqr[:nfull].view(nchunk, k, d).baddbmm_(g2.transpose(1, 2),
                                                 xl[:nfull].view(nchunk, k, d))
     return gt.loss + gh.loss, dql, dqr, dxl, dxr, dpool_l, dpool_r
+
+
+def one_vs_all(q: Tensor, cands: Tensor, target: Tensor, weight: Tensor | None
+               ) -> tuple[Tensor, Tensor, Tensor]:
+    """1-vs-all softmax of one side: ``-log softmax(q @ cands.T)[b, target[b]]`` summed over
+    the ``B`` rows (times ``weight`` ``(B,)`` when given).
+
+    ``q`` ``(B, d)`` queries, ``cands`` ``(n, d)`` every candidate, ``target`` int64 ``(B,)``
+    rows of ``cands``; all float32. Returns ``(loss, dq, dcands)``: the 0-d loss and its
+    gradients ``(B, d)`` and ``(n, d)`` (the true candidates' through their ``cands`` rows).
+    """
+    s = q @ cands.T
+    rows = torch.arange(len(q), device=q.device)
+    pos = s[rows, target]
+    top = s.amax(dim=1, keepdim=True)
+    p = s.sub_(top).exp_()
+    total = p.sum(dim=1, keepdim=True)
+    per_edge = top.squeeze(1) + total.log().squeeze(1) - pos
+    p.div_(total)
+    p[rows, target] -= 1.0
+    if weight is not None:
+        per_edge = per_edge * weight
+        p.mul_(weight.unsqueeze(1))
+    return per_edge.sum(), p @ cands, p.T @ q

@@ -2,10 +2,13 @@
 
 Every test triple ``(h, r, t)`` is ranked twice: its tail among candidate tails
 (``comparator(op_r^rhs(h), c)``) and its head among candidate heads
-(``comparator(op_r^lhs(t), c)``). Ranks count ties half: ``rank = 1 + #{c: s_c > s} +
-#{c != true: s_c = s} / 2`` (so a degenerate model that scores everything equal gets the
-middle rank, not rank 1). *Filtered*: every other candidate that forms a true triple in any
-edge set of the graph is removed before ranking (the standard protocol).
+(``comparator(op_r^lhs(t), c)``). With reciprocal relations (``op_r^lhs`` is ``r^-1``'s
+operator, trained on the reversed edges) the second is tail prediction of ``(t, r^-1, ?)``:
+only tails are ever scored, the protocol of Lacroix et al. 2018. Ranks count ties half:
+``rank = 1 + #{c: s_c > s} + #{c != true: s_c = s} / 2`` (so a degenerate model that scores
+everything equal gets the middle rank, not rank 1). *Filtered*: every other candidate that
+forms a true triple in any edge set of the graph is removed before ranking (the standard
+protocol).
 
 Candidates are all entities of the type (full ranking) when the type has at most
 ``eval_full_max_candidates`` entities, else ``eval_num_uniform_negs`` entities sampled

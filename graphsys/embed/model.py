@@ -71,6 +71,16 @@ class Operator(ABC):
     def forward(self, x: Tensor, params: dict[str, Tensor], idx: Tensor) -> Tensor:
         """See the class docstring."""
 
+    def n3_rows(self, x: Tensor) -> Tensor:
+        """``sum |x|^3`` over embeddings ``x`` ``(B, d)``: their N3 factors (0-d tensor)."""
+        return x.abs().pow(3).sum()
+
+    def n3_params(self, params: dict[str, Tensor], idx: Tensor) -> Tensor:
+        """``sum_b sum |p_{idx[b]}|^3`` over every parameter of the operator: the relation
+        factors of N3 for ``B`` edges, each relation counted once per edge (0-d tensor)."""
+        return sum((gather(p, idx).abs().pow(3).sum() for p in params.values()),
+                   torch.zeros(()))
+
 
 OPERATORS: Registry[Operator] = Registry("operator")
 
@@ -121,6 +131,16 @@ class ComplexDiagonalOperator(Operator):
     def init_params(self, num_relations):
         half = self.dimension // 2
         return {"real": torch.ones(num_relations, half), "imag": torch.zeros(num_relations, half)}
+
+    def n3_rows(self, x):
+        """Over the moduli ``|x_re + i x_im|`` (ComplEx's factors, Lacroix et al.); as
+        ``(x_re^2 + x_im^2)^1.5``, whose gradient is 0, not NaN, at 0."""
+        half = self.dimension // 2
+        return (x[..., :half] ** 2 + x[..., half:] ** 2).pow(1.5).sum()
+
+    def n3_params(self, params, idx):
+        mod2 = gather(params["real"], idx) ** 2 + gather(params["imag"], idx) ** 2
+        return mod2.pow(1.5).sum()
 
     def forward(self, x, params, idx):
         half = self.dimension // 2
@@ -324,11 +344,6 @@ def init_embeddings(num_rows: int, dimension: int, scale: float,
     return out
 
 
-def n3(x: Tensor) -> Tensor:
-    """The N3 regulariser ``sum |x|^3 / 3`` (Lacroix et al. 2018; PBG's default)."""
-    return x.abs().pow(3).sum() / 3.0
-
-
 __all__ = [
     "COMPARATORS",
     "LOSSES",
@@ -338,5 +353,4 @@ __all__ = [
     "Operator",
     "gather",
     "init_embeddings",
-    "n3",
 ]

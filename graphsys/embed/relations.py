@@ -79,14 +79,18 @@ class RelationModel:
 
     # -- forward ----------------------------------------------------------------------------
     def apply(self, side: str, x: torch.Tensor, rel: torch.Tensor,
-              leaves: list[_Leaf] | None = None) -> torch.Tensor:
+              leaves: list[_Leaf] | None = None,
+              n3: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
         """Transform ``x`` ``(B, d)`` by relation ``rel`` (int64 ``(B,)``) on ``side``.
 
         With ``leaves`` (training), the gathered parameter slices require grad and are
-        appended there for :meth:`step`; without, parameters are used as they are.
+        appended there for :meth:`step`; without, parameters are used as they are. With
+        ``n3`` (a list), each operator group of the batch appends its N3 factors ``(sum
+        |x_b|^3, sum |params_{rel_b}|^3)`` over its rows (0-d tensors, differentiable;
+        :meth:`graphsys.embed.model.Operator.n3_rows` / ``n3_params``).
         """
         if len(self.groups) == 1:
-            return self._apply_group(side, 0, x, self._local_t[rel], leaves)
+            return self._apply_group(side, 0, x, self._local_t[rel], leaves, n3)
         out = torch.empty_like(x) if leaves is None else None
         group = self._group_t[rel]
         parts = []
@@ -94,7 +98,7 @@ class RelationModel:
             rows = torch.nonzero(group == g).squeeze(1)
             if len(rows) == 0:
                 continue
-            y = self._apply_group(side, g, x[rows], self._local_t[rel[rows]], leaves)
+            y = self._apply_group(side, g, x[rows], self._local_t[rel[rows]], leaves, n3)
             parts.append((rows, y))
         rows = torch.cat([p[0] for p in parts])
         vals = torch.cat([p[1] for p in parts])
@@ -103,19 +107,22 @@ class RelationModel:
             return out
         return torch.zeros_like(x).index_copy(0, rows, vals)
 
-    def _apply_group(self, side, g, x, local, leaves):
+    def _apply_group(self, side, g, x, local, leaves, n3=None):
         _, op, _ = self.groups[g]
         params = self.params[side][g]
-        if not params:
-            return op.forward(x, {}, local)
-        if leaves is None:
-            return op.forward(x, {k: v.to(x.dtype) for k, v in params.items()}, local)
+        if leaves is None or not params:
+            used = {k: v.to(x.dtype) for k, v in params.items()}
+            if n3 is not None:
+                n3.append((op.n3_rows(x), op.n3_params(used, local)))
+            return op.forward(x, used, local)
         uniq, inv = torch.unique(local, return_inverse=True)
         gathered = {}
         for k, v in params.items():
             leaf = v[uniq].detach().requires_grad_(True)
             leaves.append(_Leaf(v, self.state[side][g][k], uniq, leaf))
             gathered[k] = leaf
+        if n3 is not None:
+            n3.append((op.n3_rows(x), op.n3_params(gathered, inv)))
         return op.forward(x, gathered, inv)
 
     # -- update -----------------------------------------------------------------------------

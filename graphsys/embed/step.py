@@ -4,8 +4,12 @@ A batch of ``B`` edges is scored in both directions against ``B x (num_uniform_n
 num_batch_negs)`` negatives: one ``(B, d) @ (d, U)`` matmul against a pool of ``U`` sampled
 candidates of the partition shared by the batch (uniform, or a ``degree_neg_fraction`` of
 them proportional to training degree), plus one batched matmul over chunks of
-``num_batch_negs`` edges whose other true tails (heads) serve as negatives. Gradients come
-from autograd, or in closed form for dot / softmax batches (:mod:`.dot_softmax`).
+``num_batch_negs`` edges whose other true tails (heads) serve as negatives. With ``all_negs``
+the pool is the whole candidate partition and the loss the 1-vs-all cross-entropy (no
+in-batch block). With ``regularization_coef`` the N3 term of the batch's factors (heads,
+tails and the relation operators of both directions) is added. Gradients come from autograd,
+or in closed form for dot / softmax batches (:mod:`.dot_softmax`; autograd then only through
+the operators and N3).
 Embeddings take row-wise Adagrad steps (:func:`graphsys.embed.kernels.row_adagrad` on the
 CPU), relation parameters element-wise Adagrad (:class:`.relations.RelationModel`).
 
@@ -22,7 +26,7 @@ import torch
 
 from graphsys.embed import dot_softmax
 from graphsys.embed.kernels import row_adagrad
-from graphsys.embed.model import DotComparator, SoftmaxLoss, n3
+from graphsys.embed.model import DotComparator, SoftmaxLoss
 from graphsys.trace import traced
 
 ROW_ADAGRAD_EPS = 1e-10
@@ -65,14 +69,21 @@ class MinibatchStep:
         return torch.cat([uni, deg])
 
     # -- one batch --------------------------------------------------------------------------
-    def _side_loss(self, q, pos_c, pool, w):
+    def _side_loss(self, q, pos_c, pool, w, target=None):
+        """Loss of one side; with ``all_negs`` ``pool`` is every candidate and ``target``
+        int64 ``(B,)`` the true candidates' rows of it (masked there: the positive is scored
+        once, as ``pos``)."""
         cmp, nb = self.comparator, self.cfg.num_batch_negs
         pos = cmp.pos(q, pos_c)
         negs = []
         if pool is not None:
-            negs.append(cmp.neg(q, pool))
+            s = cmp.neg(q, pool)
+            if target is not None:
+                rows = torch.arange(len(q), device=q.device)
+                s = s.index_put((rows, target), torch.tensor(float("-inf"), device=q.device))
+            negs.append(s)
         b, d = q.shape
-        if nb > 0 and b > 1:
+        if nb > 0 and b > 1 and target is None:
             chunk = min(nb, b)
             nfull = b // chunk * chunk
             mask = torch.eye(chunk, dtype=torch.bool, device=q.device)
@@ -111,11 +122,17 @@ class MinibatchStep:
         return idx[keep], grad[keep]
 
     def _closed_form(self, b: int) -> bool:
-        """Whether a batch of ``b`` edges takes :func:`dot_softmax.both_sides` (the dot
-        comparator, the softmax loss, in-batch negatives, no regulariser)."""
+        """Whether a batch of ``b`` edges takes :mod:`.dot_softmax`'s closed form (the dot
+        comparator, the softmax loss, and all negatives or in-batch negatives)."""
         cfg = self.cfg
         return (type(self.comparator) is DotComparator and type(self.loss_fn) is SoftmaxLoss
-                and cfg.num_batch_negs > 0 and b >= 2 and cfg.regularization_coef == 0)
+                and (cfg.all_negs or (cfg.num_batch_negs > 0 and b >= 2)))
+
+    def _n3(self, terms: list) -> torch.Tensor:
+        """``regularization_coef`` times the batch's N3 factors, from the ``(rows, params)``
+        terms that :meth:`RelationModel.apply` collected on both sides: each side's queries
+        are the other side's true candidates, so every entity factor counts twice."""
+        return self.cfg.regularization_coef * sum(2 * rows + params for rows, params in terms)
 
     @traced("embed.minibatch")
     def _batch(self, lt, rt, i, j, h, t, rel, w, gen) -> float:
@@ -125,7 +142,10 @@ class MinibatchStep:
         b, u = len(h), cfg.num_uniform_negs
         dev = self.device
         idx_l, idx_r = h, t
-        if u:
+        if cfg.all_negs:
+            idx_l = torch.cat([h, torch.arange(len(L_emb))])
+            idx_r = torch.cat([t, torch.arange(len(R_emb))])
+        elif u:
             idx_l = torch.cat([h, self._sample(lt, i, len(L_emb), u, gen)])
             idx_r = torch.cat([t, self._sample(rt, j, len(R_emb), u, gen)])
         idx_l, idx_r = idx_l.to(dev), idx_r.to(dev)
@@ -137,7 +157,7 @@ class MinibatchStep:
         else:
             grads = self._autograd_grads
         loss, gl, gr = grads(L_emb.index_select(0, idx_l), R_emb.index_select(0, idx_r), b,
-                             rel, w, leaves)
+                             rel, w, leaves, idx_l[:b], idx_r[:b])
         with torch.no_grad():
             if L_emb is R_emb:
                 self._row_adagrad(L_emb, L_st, *self._trainable(
@@ -149,43 +169,62 @@ class MinibatchStep:
                 self.relmodel.step(leaves, cfg.relation_learning_rate)
         return loss
 
-    def _autograd_grads(self, xl, xr, b, rel, w, leaves):
+    def _autograd_grads(self, xl, xr, b, rel, w, leaves, h, t):
         """Loss and the gradients of the gathered rows ``xl`` / ``xr`` ``(b + U, d)``, by
-        autograd (any comparator, loss and regulariser); ``leaves`` get the relations'."""
-        cfg, cmp, u = self.cfg, self.comparator, self.cfg.num_uniform_negs
+        autograd (any comparator, loss and regulariser); ``leaves`` get the relations'.
+        ``h`` / ``t`` int64 ``(b,)``: the batch's rows of the partitions (with
+        ``all_negs``, the targets among ``xl[b:]`` / ``xr[b:]``)."""
+        cfg, cmp = self.cfg, self.comparator
+        pooled = cfg.all_negs or cfg.num_uniform_negs > 0
+        n3 = [] if cfg.regularization_coef > 0 else None
         xl.requires_grad_(True)
         xr.requires_grad_(True)
-        q_tail = cmp.prepare(self.relmodel.apply("rhs", xl[:b], rel, leaves))
-        q_head = cmp.prepare(self.relmodel.apply("lhs", xr[:b], rel, leaves))
+        q_tail = cmp.prepare(self.relmodel.apply("rhs", xl[:b], rel, leaves, n3))
+        q_head = cmp.prepare(self.relmodel.apply("lhs", xr[:b], rel, leaves, n3))
         pl, pr = cmp.prepare(xl), cmp.prepare(xr)
-        loss = (self._side_loss(q_tail, pr[:b], pr[b:] if u else None, w)
-                + self._side_loss(q_head, pl[:b], pl[b:] if u else None, w))
-        if cfg.regularization_coef > 0:
-            loss = loss + cfg.regularization_coef * (
-                n3(xl[:b]) + n3(xr[:b]) + sum(n3(lf.leaf) for lf in leaves))
+        all_l, all_r = (h, t) if cfg.all_negs else (None, None)
+        loss = (self._side_loss(q_tail, pr[:b], pr[b:] if pooled else None, w, all_r)
+                + self._side_loss(q_head, pl[:b], pl[b:] if pooled else None, w, all_l))
+        if n3:
+            loss = loss + self._n3(n3)
         loss.backward()
         return float(loss.detach()), xl.grad, xr.grad
 
-    def _closed_form_grads(self, xl, xr, b, rel, w, leaves):
+    def _closed_form_grads(self, xl, xr, b, rel, w, leaves, h, t):
         """As :meth:`_autograd_grads`, for the batches of :meth:`_closed_form`: scores and
-        loss in closed form (:mod:`.dot_softmax`); autograd only through the operators when
-        they have parameters."""
-        u = self.cfg.num_uniform_negs
+        loss in closed form (:mod:`.dot_softmax`); autograd only through the operators and
+        the N3 regulariser when there are any."""
+        cfg = self.cfg
+        u = cfg.num_uniform_negs
         identity = self.relmodel.is_identity
-        if identity:
+        n3 = [] if cfg.regularization_coef > 0 else None
+        if identity and n3 is None:
             ql, qr = xl[:b], xr[:b]
         else:
             hl = xl[:b].detach().requires_grad_(True)
             hr = xr[:b].detach().requires_grad_(True)
-            ql = self.relmodel.apply("rhs", hl, rel, leaves)
-            qr = self.relmodel.apply("lhs", hr, rel, leaves)
-        loss, dql, dqr, dxl, dxr, dpl, dpr = dot_softmax.both_sides(
-            ql.detach(), qr.detach(), xl[:b].detach(), xr[:b].detach(),
-            xl[b:] if u else None, xr[b:] if u else None, self.cfg.num_batch_negs, w,
-            identity)
-        if not identity:
-            torch.autograd.backward([ql, qr], [dql, dqr])
+            ql = self.relmodel.apply("rhs", hl, rel, leaves, n3)
+            qr = self.relmodel.apply("lhs", hr, rel, leaves, n3)
+        if cfg.all_negs:
+            loss_t, dql, dpr = dot_softmax.one_vs_all(ql.detach(), xr[b:], t, w)
+            loss_h, dqr, dpl = dot_softmax.one_vs_all(qr.detach(), xl[b:], h, w)
+            loss, dxl, dxr = loss_t + loss_h, None, None
+        else:
+            loss, dql, dqr, dxl, dxr, dpl, dpr = dot_softmax.both_sides(
+                ql.detach(), qr.detach(), xl[:b].detach(), xr[:b].detach(),
+                xl[b:] if u else None, xr[b:] if u else None, cfg.num_batch_negs, w,
+                identity)
+        if not (identity and n3 is None):
+            outs, out_grads = [ql, qr], [dql, dqr]
+            if n3:
+                reg = self._n3(n3)
+                outs.append(reg)
+                out_grads.append(torch.ones_like(reg))
+                loss = loss + reg.detach()
+            torch.autograd.backward(outs, out_grads)
             dql, dqr = hl.grad, hr.grad
-        gl = torch.cat([dql.add_(dxl), dpl]) if u else dql.add_(dxl)
-        gr = torch.cat([dqr.add_(dxr), dpr]) if u else dqr.add_(dxr)
+        if dxl is not None:
+            dql, dqr = dql.add_(dxl), dqr.add_(dxr)
+        gl = torch.cat([dql, dpl]) if dpl is not None else dql
+        gr = torch.cat([dqr, dpr]) if dpr is not None else dqr
         return float(loss), gl, gr

@@ -43,6 +43,10 @@ def test_json_file(tmp_path):
     ({"memory_budget": "lots"}, "memory_budget"),
     ({"degree_neg_fraction": 2.0}, "degree_neg_fraction"),
     ({"num_uniform_negs": 0, "num_batch_negs": 0}, "num_uniform_negs"),
+    ({"all_negs": "yes"}, "all_negs"),
+    ({"all_negs": 1}, "all_negs"),
+    ({"regularization_coef": -0.05}, "regularization_coef"),
+    ({"regularization_coef": "strong"}, "regularization_coef"),
 ])
 def test_errors_name_the_key(raw, key):
     with pytest.raises(ConfigError, match=f"^{key}"):
@@ -154,3 +158,19 @@ def test_pbg_py_config_partitions_and_static_relations(kg1, kg4, tmp_path):
     assert cfg.operator == "translation"
     assert [(r.name, r.operator, r.weight) for r in cfg.relations] == [("r3", "diagonal", 0.5)]
     assert any("PBG relations not in the graph: r9" in n for n in notes)
+
+
+def test_all_negs_needs_no_sampled_negatives():
+    cfg = config_from_dict({"all_negs": True, "num_uniform_negs": 0, "num_batch_negs": 0})
+    assert cfg.all_negs and cfg.num_uniform_negs == 0
+    assert config_from_dict({}).all_negs is False
+
+
+def test_shipped_fb15k_237_config_loads():
+    """The shipped ComplEx + N3 config (docs/benchmarks.md, issue 16) is a valid config."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "datasets/configs/fb15k-237-complex-n3.toml"
+    cfg = load_config(path)
+    assert cfg.operator == "complex_diagonal" and cfg.regularization_coef > 0
+    assert cfg.comparator == "dot" and cfg.loss_fn == "softmax"

@@ -88,3 +88,24 @@ def test_row_adagrad_kernel_matches_torch(max_norm):
     np.testing.assert_allclose(emb, e.numpy(), rtol=1e-5, atol=1e-7)
     untouched = np.setdiff1d(np.arange(n), idx)
     assert len(untouched) and np.array_equal(state[untouched], s.numpy()[untouched])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_one_vs_all_matches_brute_force(weighted):
+    gen = torch.Generator().manual_seed(7)
+    b, n, d = 9, 13, 5
+    q = torch.randn(b, d, dtype=torch.float64, generator=gen)
+    cands = torch.randn(n, d, dtype=torch.float64, generator=gen)
+    target = torch.randint(n, (b,), generator=gen)
+    w = torch.rand(b, dtype=torch.float64, generator=gen) + 0.5 if weighted else None
+    rq, rc = q.clone().requires_grad_(True), cands.clone().requires_grad_(True)
+    ref = 0.0
+    for r in range(b):  # cross-entropy over every candidate, the true one counted once
+        z = torch.stack([rq[r] @ rc[c] for c in range(n)])
+        loss = torch.logsumexp(z, 0) - z[target[r]]
+        ref = ref + (loss if w is None else loss * w[r])
+    ref.backward()
+    loss, dq, dc = dot_softmax.one_vs_all(q, cands, target, w)
+    assert float(loss) == pytest.approx(float(ref.detach()), rel=1e-12)
+    torch.testing.assert_close(dq, rq.grad)
+    torch.testing.assert_close(dc, rc.grad)

@@ -679,3 +679,15 @@ def test_import_errors_name_the_parameter_and_the_cli_flag(kg4, dyn_pbg, tmp_pat
     del cfg["entity_path"]
     with pytest.raises(ParameterError, match="^entity_path not given, and the PBG config"):
         import_pbg_checkpoint(ckpt, None, kg4, tmp_path / "a", config=cfg)
+
+
+def test_all_negs_on_every_relation_maps_to_all_negs(tmp_path):
+    js = tmp_path / "c.json"
+    js.write_text(json.dumps({
+        "entities": {"all": {"num_partitions": 1}},
+        "relations": [{"name": "all_edges", "lhs": "all", "rhs": "all",
+                       "operator": "complex_diagonal", "all_negs": True}],
+        "dynamic_relations": True, "dimension": 8}))
+    a = import_pbg_config(js)
+    assert a.config.all_negs is True
+    assert not any("all_negs" in w for w in a.warnings)

@@ -12,10 +12,12 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, evaluate, load_config, train
 from graphsys.embed.config import ConfigError
+from graphsys.embed.triples import triples
 from graphsys.errors import GraphsysError
 
 EPOCHS = 40
@@ -253,3 +255,46 @@ def test_missing_graph_or_out_name_the_parameter_and_the_flag(kg1, small, tmp_pa
     assert "error: --out not given" in capsys.readouterr().err
     assert main(["embed", "train", "--graph", str(kg1), "--set", "lr"]) == 2
     assert "error: --set 'lr': expected key=value" in capsys.readouterr().err
+
+
+ONE_VS_ALL_N3 = ["all_negs=true", "regularization_coef=0.01", "num_uniform_negs=0",
+                 "num_batch_negs=0"]
+
+
+def _hits4(emb, graph, side):
+    """Raw Hits@4 of one direction on the test triples (the planted KG has 4 true answers
+    per query): ``rhs`` ranks tails of ``(h, r, ?)``, ``lhs`` tails of ``(t, r^-1, ?)``."""
+    test = triples(graph, "test")
+    anchor, answer = (test.h, test.t) if side == "rhs" else (test.t, test.h)
+    E = torch.from_numpy(emb.to_numpy())
+    with torch.no_grad():
+        q = emb.relmodel.apply(side, E[anchor], torch.from_numpy(test.r))
+    s = q @ E.T
+    true = s[torch.arange(len(answer)), torch.from_numpy(answer)]
+    return float(((s > true[:, None]).sum(1) < 4).double().mean())
+
+
+def test_reciprocal_relations_train_both_directions(kg1, small, tmp_path):
+    """Each edge (h, r, t) also trains (t, r^-1, h): r^-1 is the lhs operator, trained, not
+    tied to r, and head prediction is tail prediction with it."""
+    _, emb = _mrr(kg1, tmp_path / "ck", small, *ONE_VS_ALL_N3, epochs=20)
+    graph = open_graph(kg1)
+    lhs, rhs = (emb.relmodel.params[s][0] for s in ("lhs", "rhs"))
+    for side in (lhs, rhs):  # both moved from the (1, 0) init
+        assert float((side["real"] - 1).abs().mean()) > 0.05
+        assert float(side["imag"].abs().mean()) > 0.05
+    assert float((lhs["imag"] - rhs["imag"]).abs().mean()) > 0.05
+    assert _hits4(emb, graph, "rhs") > 0.9 and _hits4(emb, graph, "lhs") > 0.9
+    for k, v in lhs.items():  # r^-1 back at its init: head prediction is lost
+        v.copy_(torch.ones_like(v) if k == "real" else torch.zeros_like(v))
+    assert _hits4(emb, graph, "lhs") < 0.5
+
+
+def test_one_vs_all_n3_same_seed_same_result(kg1, small, tmp_path):
+    for name in ("a", "b"):
+        train(load_config(None, small + ONE_VS_ALL_N3 + ["num_epochs=2", "seed=3"]),
+              graph=kg1, edges="train", out=tmp_path / name)
+    a, b = _arrays(tmp_path / "a"), _arrays(tmp_path / "b")
+    assert a.keys() == b.keys() and a
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k

@@ -11,7 +11,8 @@ else is an error naming the file and line. PBG keys are mapped to :class:`EmbedC
 (same names: ``dimension``, ``lr``, ``relation_lr``, ``num_epochs``, ``batch_size``,
 ``num_batch_negs``, ``num_uniform_negs``, ``loss_fn``, ``margin``, ``comparator``,
 ``init_scale``, ``max_norm``, ``bucket_order``, ``workers``, ``eval_num_uniform_negs``,
-``regularization_coef``, ``entities``, ``relations[].operator/weight``); PBG's defaults apply
+``regularization_coef``, ``entities``, ``relations[].operator/weight``, and ``all_negs`` when
+every relation sets it); PBG's defaults apply
 to absent keys. Keys without a graphsys equivalent (``entity_path``, ``edge_paths``,
 ``checkpoint_path``, ``eval_fraction``, ...) are returned in :attr:`PBGConfig.ignored`; an
 unknown key or a bad value raises :class:`ConfigError` naming the file and key.
@@ -356,9 +357,13 @@ def _translate_relations(rels: Any, entities: dict[str, dict[str, Any]],
                  "operator": rel.get("operator", "none"), "weight": rel.get("weight", 1.0),
                  "all_negs": _bool(f"{where}.all_negs", rel.get("all_negs", False))}
         _name(f"{where}.operator", entry["operator"])
-        if entry["all_negs"]:
-            warnings.append(f"{where}.all_negs: graphsys samples negatives instead")
         relations.append(entry)
+    if all(r["all_negs"] for r in relations):
+        return relations  # graphsys's all_negs (one setting for every relation)
+    for k, r in enumerate(relations):
+        if r["all_negs"]:
+            warnings.append(f"relations[{k}].all_negs: graphsys's all_negs is one setting "
+                            f"for every relation; this one samples negatives")
     return relations
 
 
@@ -391,6 +396,8 @@ def _settings(raw: dict[str, Any], entities: dict[str, dict[str, Any]],
         if dup is not None:
             raise ConfigError(f"relations: name {dup!r} is used twice")
     out["entities"] = {n: {"num_partitions": e["num_partitions"]} for n, e in entities.items()}
+    if all(r["all_negs"] for r in relations):
+        out["all_negs"] = True
     return out
 
 
