@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import torch
 
 from graphsys.embed.checkpoint_files import CheckpointStorage, load_npy, save_npy
 from graphsys.embed.stats import RankStats
-from graphsys.errors import GraphsysError
+from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.pages import huge_pages
 from graphsys.trace import traced
 
@@ -33,13 +34,16 @@ class PartitionBuffer:
     Loads read version ``working`` if a write since the last commit made it, else
     ``committed``; evictions and :meth:`flush` write ``working``, and only partitions in
     ``dirty`` (changed since read or written). Those writes skip the fsyncs; :meth:`flush`
-    makes them durable. Tensors: embeddings float32 ``(n_p, d)`` and row-Adagrad sums
-    float32 ``(n_p,)`` on ``device``. Loads and evictions are counted in ``tally``.
+    makes them durable. Tensors: embeddings float32 ``(n_p, d)`` and Adagrad sums float32
+    ``state_shape(n_p)`` (``(n_p,)`` row-wise, ``(n_p, d)`` element-wise) on ``device``.
+    Loads and evictions are counted in ``tally``.
     """
 
     def __init__(self, storage: CheckpointStorage, sizes: dict[str, list[int]], device,
-                 committed: int):
+                 committed: int, dimension: int,
+                 state_shape: Callable[[int], tuple[int, ...]]):
         self.storage, self.sizes, self.device = storage, sizes, device
+        self.dimension, self.state_shape = dimension, state_shape
         self.committed = committed
         self.resident: dict[int, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
         self.dirty: set[int] = set()
@@ -60,9 +64,11 @@ class PartitionBuffer:
         slot = {}
         nbytes = 0
         for etype in self.sizes:
-            v = self._source(etype, p)
-            emb = self._read(self.storage.emb_path(etype, p, v))
-            st = load_npy(self.storage.optim_path(etype, p, v))
+            v, n = self._source(etype, p), self.sizes[etype][p]
+            emb = self._read(self._checked(self.storage.emb_path(etype, p, v),
+                                           (n, self.dimension)))
+            st = np.array(self._checked(self.storage.optim_path(etype, p, v),
+                                        self.state_shape(n)))
             nbytes += emb.nbytes + st.nbytes
             slot[etype] = (torch.from_numpy(emb).to(self.device),
                            torch.from_numpy(st).to(self.device))
@@ -78,12 +84,20 @@ class PartitionBuffer:
                 raise diverged(self.storage.root, self.committed,
                                f"non-finite embedding in entity type {etype!r}, partition {p}")
 
-    def _read(self, path: Path) -> np.ndarray:
-        """An embedding file's array; on the CPU in fresh memory advised to use huge pages
-        (rows are read and written at random), copied from the file's mapping."""
+    @staticmethod
+    def _checked(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+        """The float32 array of ``path``, mapped, after checking its dtype and shape (the
+        kernels index rows without bounds checks)."""
+        arr = load_npy(path, mmap=True)
+        if arr.dtype != np.float32 or arr.shape != shape:
+            raise FormatError(f"{path}: {arr.dtype} {arr.shape}, expected float32 {shape}")
+        return arr
+
+    def _read(self, src: np.ndarray) -> np.ndarray:
+        """A mapped embedding array, read: on the CPU into fresh memory advised to use huge
+        pages (rows are read and written at random)."""
         if self.device.type != "cpu":
-            return load_npy(path)
-        src = load_npy(path, mmap=True)
+            return np.array(src)
         out = huge_pages(np.empty(src.shape, src.dtype))
         out[...] = src
         return out

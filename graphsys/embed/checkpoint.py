@@ -209,11 +209,11 @@ class CheckpointManager:
         for ti, (etype, sizes) in enumerate(self.sizes.items()):
             for p, n in enumerate(sizes):
                 emb = self.initial_embeddings(ti, p, n)
-                state = np.zeros(n, np.float32)
+                state = np.zeros(self.cfg.adagrad_state_shape(n), np.float32)
                 if source is not None:
                     old = self.grown_from["entity_types"][etype]["partition_sizes"][p]
-                    emb, state = grow.grown_partition(emb, source, self.grown_from["version"],
-                                                      etype, p, old, means[(etype, p)])
+                    grow.grown_partition(emb, state, source, self.grown_from["version"],
+                                         etype, p, old, means[(etype, p)])
                 save_npy(st.emb_path(etype, p, 0), emb)
                 save_npy(st.optim_path(etype, p, 0), state)
         if source is not None:

@@ -7,7 +7,8 @@ Layout (``N`` = checkpoint version = commits so far: one per epoch, plus one per
       checkpoint.json                              committed last, atomically (see below)
       config.json                                  the EmbedConfig used
       embeddings/{type}/part-{p:05d}.v{N:06d}.npy  float32 (n_p, d) embeddings of partition p
-      optim/{type}/part-{p:05d}.v{N:06d}.npy       float32 (n_p,) row-wise Adagrad sums
+      optim/{type}/part-{p:05d}.v{N:06d}.npy       float32 Adagrad sums: (n_p,) row-wise,
+                                                   (n_p, d) element-wise
       model/{side}.{param}.v{N:06d}.npy            relation operator params, side = lhs/rhs
                                                    (and .adagrad for their Adagrad sums)
 

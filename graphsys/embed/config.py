@@ -48,6 +48,7 @@ from graphsys.errors import ConfigError, GraphsysError, ParameterError
 from graphsys.units import parse_size
 
 BUCKET_ORDERS = ("inside_out", "outside_in", "random", "affinity", "buffer")
+EMBEDDING_ADAGRADS = ("row", "element")
 
 
 def _h(text: str, **kw: Any) -> Any:
@@ -106,7 +107,12 @@ class EmbedConfig:
         "the coordinates (complex_diagonal: of the complex coordinates' moduli; r: the "
         "operator's parameters)", default=0.0)
     # -- optimisation -----------------------------------------------------------------------
-    lr: float = _h("learning rate of the row-wise Adagrad on embeddings", default=0.01)
+    lr: float = _h("learning rate of the Adagrad on embeddings", default=0.01)
+    embedding_adagrad: str = _h(
+        "Adagrad state of the embeddings: 'row' (PBG's RowAdagrad, one float32 accumulator "
+        "per row, summing the mean squared gradient) or 'element' (torch.optim.Adagrad's, one "
+        "per coordinate, as Lacroix et al. train ComplEx-N3: d times the optimizer memory)",
+        default="row")
     relation_lr: float | None = _h("Adagrad learning rate of relation params (default: lr)",
                                    default=None)
     num_epochs: int = _h("passes over the training edges", default=1)
@@ -172,6 +178,11 @@ class EmbedConfig:
     def relation_learning_rate(self) -> float:
         return self.lr if self.relation_lr is None else self.relation_lr
 
+    def adagrad_state_shape(self, rows: int) -> tuple[int, ...]:
+        """Shape of the float32 Adagrad state of an embedding partition of ``rows`` rows:
+        ``(rows,)`` row-wise, ``(rows, dimension)`` element-wise."""
+        return (rows,) if self.embedding_adagrad == "row" else (rows, self.dimension)
+
     def budget_bytes(self) -> int | None:
         if self.memory_budget is None:
             return None
@@ -218,7 +229,8 @@ class EmbedConfig:
             if value not in reg:
                 raise ConfigError(f"{key}: unknown {reg.kind} {value!r} (known: "
                                   f"{', '.join(reg.names())})")
-        for key, choices in (("bucket_order", BUCKET_ORDERS), ("device", DEVICES)):
+        for key, choices in (("bucket_order", BUCKET_ORDERS), ("device", DEVICES),
+                             ("embedding_adagrad", EMBEDDING_ADAGRADS)):
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")

@@ -111,21 +111,24 @@ def _accumulate(acc, source: CheckpointStorage, version: int, old: dict[str, lis
     np.add.at(counts, rows, 1)
 
 
-def grown_partition(fresh: np.ndarray, source: CheckpointStorage, version: int, etype: str,
-                    p: int, n_old: int, means: tuple[np.ndarray, np.ndarray]
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Initial (embeddings float32 ``(n, d)``, Adagrad sums float32 ``(n,)``) of partition
-    ``p``: ``fresh`` (the seeded random init, modified in place) with the old rows copied
-    from ``source`` and new rows with old neighbours set to their mean."""
+def grown_partition(fresh: np.ndarray, state: np.ndarray, source: CheckpointStorage,
+                    version: int, etype: str, p: int, n_old: int,
+                    means: tuple[np.ndarray, np.ndarray]) -> None:
+    """Fill the initial embeddings ``fresh`` float32 ``(n, d)`` (the seeded random init) and
+    Adagrad state ``state`` (zeros, float32 ``(n,)`` or ``(n, d)``) of partition ``p`` in
+    place: the old rows copied from ``source``, new rows with old neighbours set to their
+    mean."""
     emb = load_npy(source.emb_path(etype, p, version))
-    optim = load_npy(source.optim_path(etype, p, version))
-    if emb.shape != (n_old, fresh.shape[1]) or optim.shape != (n_old,):
+    if emb.shape != (n_old, fresh.shape[1]):
         raise GraphsysError(f"init_from {source.root}: {source.emb_path(etype, p, version)} "
                             f"has shape {emb.shape}, expected ({n_old}, {fresh.shape[1]})")
+    optim = load_npy(source.optim_path(etype, p, version))
+    if optim.shape != (n_old, *state.shape[1:]):
+        raise GraphsysError(f"init_from {source.root}: {source.optim_path(etype, p, version)} "
+                            f"has shape {optim.shape}, expected {(n_old, *state.shape[1:])} "
+                            f"(is embedding_adagrad the same?)")
     fresh[:n_old] = emb
     sums, counts = means
     has = counts > 0
     fresh[n_old:][has] = (sums[has] / counts[has, None]).astype(np.float32)
-    state = np.zeros(len(fresh), np.float32)
     state[:n_old] = optim
-    return fresh, state

@@ -10,8 +10,9 @@ in-batch block). With ``regularization_coef`` the N3 term of the batch's factors
 tails and the relation operators of both directions) is added. Gradients come from autograd,
 or in closed form for dot / softmax batches (:mod:`.dot_softmax`; autograd then only through
 the operators and N3).
-Embeddings take row-wise Adagrad steps (:func:`graphsys.embed.kernels.row_adagrad` on the
-CPU), relation parameters element-wise Adagrad (:class:`.relations.RelationModel`).
+Embeddings take row-wise Adagrad steps (PBG's; ``embedding_adagrad = "element"``: one
+accumulator per coordinate; :func:`graphsys.embed.kernels.sparse_adagrad` on the CPU),
+relation parameters element-wise Adagrad (:class:`.relations.RelationModel`).
 
 :class:`MinibatchStep` is the per-batch half of :class:`graphsys.embed.train.Trainer`, which
 provides the state it reads: ``cfg``, ``graph``, ``edge_set``, ``device``, ``sizes``,
@@ -25,11 +26,11 @@ import numpy as np
 import torch
 
 from graphsys.embed import dot_softmax
-from graphsys.embed.kernels import row_adagrad
+from graphsys.embed.kernels import sparse_adagrad
 from graphsys.embed.model import DotComparator, SoftmaxLoss
 from graphsys.trace import traced
 
-ROW_ADAGRAD_EPS = 1e-10
+ADAGRAD_EPS = 1e-10
 
 
 class MinibatchStep:
@@ -98,17 +99,25 @@ class MinibatchStep:
             negs.append(torch.cat(parts, dim=0))
         return self.loss_fn.forward(pos, negs, w)
 
-    def _row_adagrad(self, emb, state, idx, grad, lr):
+    def _adagrad(self, emb, state, idx, grad, lr):
+        """Adagrad step of the rows ``idx`` of ``emb``: row-wise with ``state`` ``(n,)``,
+        element-wise with ``state`` ``(n, d)`` (``embedding_adagrad``)."""
         if emb.device.type == "cpu":
-            row_adagrad(emb.numpy(), state.numpy(), idx.numpy(), grad.contiguous().numpy(),
-                        lr, ROW_ADAGRAD_EPS, self.cfg.max_norm or 0.0)
+            st = state.numpy()
+            sparse_adagrad(emb.numpy(), st.reshape(len(st), -1), idx.numpy(),
+                           grad.contiguous().numpy(), lr, ADAGRAD_EPS, self.cfg.max_norm or 0.0)
             return
         uniq, inv = torch.unique(idx, return_inverse=True)
         g = torch.zeros(len(uniq), grad.shape[1], dtype=grad.dtype, device=grad.device)
         g.index_add_(0, inv, grad)
-        s = state[uniq] + g.pow(2).mean(1)
-        state[uniq] = s
-        emb.index_add_(0, uniq, g * (-lr / (s.sqrt() + ROW_ADAGRAD_EPS)).unsqueeze(1))
+        if state.dim() == 1:
+            s = state[uniq] + g.pow(2).mean(1)
+            state[uniq] = s
+            s = s.unsqueeze(1)
+        else:
+            s = state[uniq] + g * g
+            state[uniq] = s
+        emb.index_add_(0, uniq, g * (-lr / (s.sqrt() + ADAGRAD_EPS)))
         if self.cfg.max_norm is not None:
             rows = emb[uniq]
             emb[uniq] = rows.renorm(2, 0, self.cfg.max_norm)
@@ -160,11 +169,11 @@ class MinibatchStep:
                              rel, w, leaves, idx_l[:b], idx_r[:b])
         with torch.no_grad():
             if L_emb is R_emb:
-                self._row_adagrad(L_emb, L_st, *self._trainable(
+                self._adagrad(L_emb, L_st, *self._trainable(
                     lt, i, torch.cat([idx_l, idx_r]), torch.cat([gl, gr])), cfg.lr)
             else:
-                self._row_adagrad(L_emb, L_st, *self._trainable(lt, i, idx_l, gl), cfg.lr)
-                self._row_adagrad(R_emb, R_st, *self._trainable(rt, j, idx_r, gr), cfg.lr)
+                self._adagrad(L_emb, L_st, *self._trainable(lt, i, idx_l, gl), cfg.lr)
+                self._adagrad(R_emb, R_st, *self._trainable(rt, j, idx_r, gr), cfg.lr)
             if not self.frozen_below:
                 self.relmodel.step(leaves, cfg.relation_learning_rate)
         return loss

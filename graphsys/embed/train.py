@@ -45,13 +45,13 @@ from graphsys.embed.model import COMPARATORS, LOSSES
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.embed.stats import EpochStats, RankStats
-from graphsys.embed.step import ROW_ADAGRAD_EPS, MinibatchStep
+from graphsys.embed.step import ADAGRAD_EPS, MinibatchStep
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph
 from graphsys.trace import traced
 
 #: Names that moved out of this module, still importable from it.
-__all__ = ["ROW_ADAGRAD_EPS", "EpochStats", "PartitionBuffer", "RankStats", "Trainer",
+__all__ = ["ADAGRAD_EPS", "EpochStats", "PartitionBuffer", "RankStats", "Trainer",
            "diverged"]
 
 
@@ -133,8 +133,8 @@ class Trainer(MinibatchStep):
         if cfg.buffer_partitions is not None:
             cap = cfg.buffer_partitions
         elif cfg.memory_budget is not None:
-            per = max(sum(s[p] for s in self.sizes.values()) for p in range(self.P)) * \
-                (cfg.dimension + 1) * 4
+            rows = max(sum(s[p] for s in self.sizes.values()) for p in range(self.P))
+            per = rows * (cfg.dimension + math.prod(cfg.adagrad_state_shape(1))) * 4
             cap = cfg.budget_bytes() // max(per, 1)
             if cap < min(2, self.P):
                 raise ConfigError(f"memory_budget: {cfg.memory_budget} holds {cap} partitions "
@@ -233,7 +233,8 @@ class Trainer(MinibatchStep):
         cfg = self.cfg
         done, progress = self._prepare()
         counts = self.graph.bucket_counts(self.edge_set)
-        self.buffer = PartitionBuffer(self.storage, self.sizes, self.device, self.version)
+        self.buffer = PartitionBuffer(self.storage, self.sizes, self.device, self.version,
+                                     cfg.dimension, cfg.adagrad_state_shape)
         threads = torch.get_num_threads()
         if cfg.workers > 1:
             torch.set_num_threads(max(1, threads // cfg.workers))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from graphsys.embed import dot_softmax
-from graphsys.embed.kernels import row_adagrad
+from graphsys.embed.kernels import sparse_adagrad
 
 
 def _reference(xl, xr, pool_l, pool_r, nb, weight, op):
@@ -83,11 +83,39 @@ def test_row_adagrad_kernel_matches_torch(max_norm):
     e.index_add_(0, uniq, g * (-0.1 / (acc.sqrt() + 1e-10)).unsqueeze(1))
     if max_norm:
         e[uniq] = e[uniq].renorm(2, 0, max_norm)
-    row_adagrad(emb, state, idx, grad, 0.1, 1e-10, max_norm)
+    sparse_adagrad(emb, state[:, None], idx, grad, 0.1, 1e-10, max_norm)
     np.testing.assert_allclose(state, s.numpy(), rtol=1e-5)
     np.testing.assert_allclose(emb, e.numpy(), rtol=1e-5, atol=1e-7)
     untouched = np.setdiff1d(np.arange(n), idx)
     assert len(untouched) and np.array_equal(state[untouched], s.numpy()[untouched])
+
+
+@pytest.mark.parametrize("max_norm", [0.0, 0.05])
+def test_elementwise_adagrad_kernel_matches_torch_adagrad(max_norm):
+    """State ``(n, d)``: two steps equal ``torch.optim.Adagrad`` on the dense gradient (the
+    duplicate rows summed), rows outside the batch untouched."""
+    rng = np.random.default_rng(1)
+    n, d, m = 40, 6, 150
+    emb = rng.normal(size=(n, d)).astype(np.float32) * 0.1
+    state = np.zeros((n, d), np.float32)
+    param = torch.nn.Parameter(torch.from_numpy(emb.copy()))
+    opt = torch.optim.Adagrad([param], lr=0.1, eps=1e-10)
+    touched = np.zeros(n, bool)
+    for _ in range(2):
+        idx = rng.integers(0, n // 2, m)
+        grad = rng.normal(size=(m, d)).astype(np.float32)
+        touched[idx] = True
+        param.grad = torch.zeros(n, d).index_add_(0, torch.from_numpy(idx),
+                                                  torch.from_numpy(grad))
+        opt.step()
+        if max_norm:
+            with torch.no_grad():
+                rows = torch.from_numpy(np.unique(idx))
+                param[rows] = param[rows].renorm(2, 0, max_norm)
+        sparse_adagrad(emb, state, idx, grad, 0.1, 1e-10, max_norm)
+    np.testing.assert_allclose(state, opt.state[param]["sum"].numpy(), rtol=1e-5)
+    np.testing.assert_allclose(emb, param.detach().numpy(), rtol=1e-5, atol=1e-7)
+    assert not touched.all() and not state[~touched].any()
 
 
 @pytest.mark.parametrize("weighted", [False, True])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -298,3 +299,28 @@ def test_one_vs_all_n3_same_seed_same_result(kg1, small, tmp_path):
     assert a.keys() == b.keys() and a
     for k in a:
         assert np.array_equal(a[k], b[k]), k
+
+
+def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_path):
+    """``embedding_adagrad = "element"``: (n, d) state files, a planted KG learned, resume
+    continues, a resume with row-wise state is refused, and a state file of the wrong shape
+    is one error naming it (the kernel indexes rows without bounds checks)."""
+    out = tmp_path / "e"
+    mrr, _ = _mrr(kg1, out, small, 'embedding_adagrad="element"', epochs=15)
+    assert mrr > 0.85
+    d = load_config(None, small).dimension
+    (state,) = (out / "optim").rglob("*.npy")
+    assert np.load(state).shape[1:] == (d,)
+    cfg = load_config(None, small + ['embedding_adagrad="element"', "num_epochs=16"])
+    train(cfg, graph=kg1, edges="train", out=out)
+    with pytest.raises(GraphsysError, match="embedding_adagrad"):
+        train(load_config(None, small + ["num_epochs=17"]), graph=kg1, edges="train", out=out)
+    (state,) = (out / "optim").rglob("*.npy")
+    np.save(state, np.zeros((3, d), np.float32))  # and its checksum forged to match
+    meta = json.loads((out / "checkpoint.json").read_text())
+    meta["files"][state.relative_to(out).as_posix()] = hashlib.sha256(
+        state.read_bytes()).hexdigest()
+    (out / "checkpoint.json").write_text(json.dumps(meta))
+    cfg = load_config(None, small + ['embedding_adagrad="element"', "num_epochs=17"])
+    with pytest.raises(GraphsysError, match=rf"{state.name}: float32 \(3, {d}\), expected"):
+        train(cfg, graph=kg1, edges="train", out=out)
