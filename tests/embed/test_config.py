@@ -174,3 +174,4 @@ def test_shipped_fb15k_237_config_loads():
     cfg = load_config(path)
     assert cfg.operator == "complex_diagonal" and cfg.regularization_coef > 0
     assert cfg.comparator == "dot" and cfg.loss_fn == "softmax"
+    assert cfg.all_negs and cfg.embedding_adagrad == "element"
