@@ -53,6 +53,30 @@ _uniform_j = njit(inline="always", cache=True)(_uniform)
 _LANES = 32
 
 
+def _hop_lanes(indptr, indices, cur, lo, deg, live, n_live, state):
+    """One hop of the lanes ``live[:n_live]`` over a CSR (``indptr``, ``indices``): each lane
+    moves ``cur[lane]`` to a uniform neighbour (random numbers in lane order); lanes at a
+    node without neighbours stop. Two passes, each one independent load per lane (``lo`` and
+    ``deg`` are the lanes' scratch rows). Returns ``(lanes still live, compacted to the
+    front of live, state)``."""
+    for q in range(n_live):
+        ln = live[q]
+        lo[ln] = indptr[cur[ln]]
+        deg[ln] = indptr[cur[ln] + 1] - lo[ln]
+    j = 0
+    for q in range(n_live):
+        ln = live[q]
+        if deg[ln] > 0:
+            state, u = _uniform_j(state)
+            cur[ln] = indices[lo[ln] + int(u * deg[ln])]
+            live[j] = ln
+            j += 1
+    return j, state
+
+
+_hop_lanes_j = njit(inline="always", cache=True)(_hop_lanes)
+
+
 def _walk_topk(fw_indptr, fw_indices, bw_indptr, bw_indices, seeds, num_traversals,
                termination_prob, num_random_walks, num_neighbors, rng_seed, counts,
                out_nodes, out_counts, out_num):
@@ -102,38 +126,16 @@ def _walk_topk(fw_indptr, fw_indices, bw_indptr, bw_indices, seeds, num_traversa
                                 live[j] = live[q]
                                 j += 1
                         n_live = j
-                    # each pass below issues independent loads, one per live lane
-                    for q in range(n_live):
-                        ln = live[q]
-                        lo[ln] = fw_indptr[cur[ln]]
-                        deg[ln] = fw_indptr[cur[ln] + 1] - lo[ln]
-                    j = 0
-                    for q in range(n_live):
-                        ln = live[q]
-                        if deg[ln] > 0:
-                            state, u = _uniform_j(state)
-                            cur[ln] = fw_indices[lo[ln] + int(u * deg[ln])]
-                            live[j] = ln
-                            j += 1
-                    n_live = j
-                    for q in range(n_live):
-                        ln = live[q]
-                        lo[ln] = bw_indptr[cur[ln]]
-                        deg[ln] = bw_indptr[cur[ln] + 1] - lo[ln]
-                    j = 0
-                    for q in range(n_live):
-                        ln = live[q]
-                        if deg[ln] > 0:
-                            state, u = _uniform_j(state)
-                            v = bw_indices[lo[ln] + int(u * deg[ln])]
-                            cur[ln] = v
-                            if cnt[v] == 0:
-                                touched[m] = v
-                                m += 1
-                            cnt[v] += 1
-                            live[j] = ln
-                            j += 1
-                    n_live = j
+                    n_live, state = _hop_lanes_j(fw_indptr, fw_indices, cur, lo, deg, live,
+                                                 n_live, state)
+                    n_live, state = _hop_lanes_j(bw_indptr, bw_indices, cur, lo, deg, live,
+                                                 n_live, state)
+                    for q in range(n_live):  # count the end-of-hop nodes
+                        v = cur[live[q]]
+                        if cnt[v] == 0:
+                            touched[m] = v
+                            m += 1
+                        cnt[v] += 1
                     if n_live == 0:
                         break
             # top-k by (count desc, id asc): insertion into a sorted buffer
