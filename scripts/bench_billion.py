@@ -172,14 +172,16 @@ def _pagerank(args, work: Path, mode: str) -> dict:
 
     graph = open_graph(args.graph_dir)
     t0 = time.perf_counter()
-    res = bsp.pagerank(graph, mode=mode, max_iters=args.iters, tol=1e-12)
+    res = bsp.pagerank(graph, mode=mode, max_iters=args.iters, tol=1e-12,
+                       sum_dtype=args.sum_dtype)
     total = time.perf_counter() - t0
     steps = [s.total_seconds for s in res.stats.supersteps]
     per_iter = sorted(steps)[len(steps) // 2] if steps else 0.0
     m = graph.num_edges()
     return {"edges": m * len(steps), "iterations": len(steps), "seconds_per_iter": per_iter,
             "edges_per_s_per_iter": round(m / per_iter) if per_iter else None,
-            "setup_seconds": round(res.stats.setup_seconds, 3), "wall_seconds": total}
+            "setup_seconds": round(res.stats.setup_seconds, 3), "wall_seconds": total,
+            "sum_dtype": args.sum_dtype}
 
 
 def stage_pagerank_ooc(args, work: Path) -> dict:
@@ -358,6 +360,8 @@ def main() -> int:
     ap.add_argument("--stages", default=",".join(STAGES),
                     help=f"comma-separated, of {', '.join(STAGES)}, or pagerank (both)")
     ap.add_argument("--iters", type=int, default=5, help="PageRank supersteps (default 5)")
+    ap.add_argument("--sum-dtype", choices=("float64", "float32"), default="float64",
+                    help="PageRank's sum_dtype (default float64)")
     ap.add_argument("--batch-size", type=int, default=1024, help="seeds per minibatch")
     ap.add_argument("--sample-batches", type=int, default=50)
     ap.add_argument("--gnn-batches", type=int, default=200)

@@ -64,6 +64,12 @@ def _host_accumulators(n: int, identity: float,
     return torch.from_numpy(np.full(shape, identity)), torch.from_numpy(np.zeros(n, np.bool_))
 
 
+def _sent_dtype(program: VertexProgram) -> type:
+    """The dtype the numba copy/sum pulls gather ``program``'s sent values in: float32 for a
+    ``sum_dtype="float32"`` program (each pulled row still sums in float64), else float64."""
+    return np.float32 if program.sum_dtype == "float32" else np.float64
+
+
 def _host(arr) -> np.ndarray:
     """A NumPy view of an adjacency array (a CPU/GPU tensor on the torch backend)."""
     return arr.cpu().numpy() if isinstance(arr, torch.Tensor) else arr
@@ -317,7 +323,7 @@ class MemoryEdges:
             kernels.gather(rank, idx, idx)  # in place: idx[e] = rank[idx[e]]
             del self._adj[kind]  # its indices now hold the new numbering
             self._adj[key] = (indptr, idx, order)
-            self._hot_x = np.empty(self.num_nodes, np.float64)
+            self._hot_x = np.empty(self.num_nodes, _sent_dtype(self.program))
             self.build_seconds += time.perf_counter() - t0
         return self._adj[key]
 
@@ -423,7 +429,7 @@ class MemoryEdges:
                         xs = kernels.gather(xn, order, self._hot_x)
                     else:  # x stays in cache (or the index is mapped): pull as stored
                         indptr, idx, _ = self.adjacency(pull_kind)
-                        xs = xn
+                        xs = xn.astype(_sent_dtype(prog), copy=False)
                     s = m = kernels.pull_copy_sum(indptr, idx, xs, a, r)
                 elif pull:
                     indptr, idx, w = self.adjacency(pull_kind)

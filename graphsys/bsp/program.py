@@ -46,6 +46,8 @@ COMBINERS = {"sum": (kernels.COMB_SUM, 0.0, "sum"),
 #: Reductions allowed for aggregators.
 REDUCTIONS = ("sum", "min", "max")
 DIRECTIONS = ("out", "in", "both")
+#: dtypes a scalar copy/sum program may sum its messages in (:attr:`VertexProgram.sum_dtype`)
+SUM_DTYPES = ("float64", "float32")
 
 
 class Combiner(ABC):
@@ -175,7 +177,13 @@ class VertexProgram(ABC):
       returns float64 (N_local, d), each column is messaged and combined on its own (a
       callable ``message`` sees (E, d) rows), :meth:`update` gets ``combined`` float64
       (N_local, d) and :meth:`result` may return (N_local,) or (N_local, d). Builtin
-      combiners only (not a :class:`Combiner`), no :attr:`relax_state`.
+      combiners only (not a :class:`Combiner`), no :attr:`relax_state`;
+    * ``sum_dtype``: ``"float64"`` (default) or ``"float32"`` for a scalar ``copy``/``sum``
+      program: the numba CPU kernels then round the sent values to float32 and, out of
+      core, sum each target's messages in float32 (flushed into the float64 ``combined``
+      once per target partition), halving the cache footprint of the random accesses.
+      The program's own doc states the error this admits; the torch backend sums in
+      float64 either way.
     """
 
     name = "program"
@@ -190,6 +198,8 @@ class VertexProgram(ABC):
     halt_when_inactive = True
     #: message width: None = scalar (N_local,) messages, an int d >= 1 = (N_local, d) rows
     width: int | None = None
+    #: dtype the numba CPU kernels sum a scalar copy/sum program's messages in
+    sum_dtype = "float64"
     #: Declares a *min-relaxation* (label-correcting) program, e.g. BFS, SSSP, WCC: the
     #: float64 state tensor of this name is what a vertex sends (plus ``relax_offset``, plus
     #: the edge weight for ``add_weight``), the combiner is ``min``, :meth:`update` lowers
@@ -271,6 +281,13 @@ class VertexProgram(ABC):
                 raise GraphsysError(f"{self.name}: a program of width {self.width} takes a "
                                     f"builtin combiner ({', '.join(COMBINERS)}) and no "
                                     f"relax_state")
+        if self.sum_dtype not in SUM_DTYPES:
+            raise GraphsysError(f"{self.name}: sum_dtype must be one of {SUM_DTYPES}, got "
+                                f"{self.sum_dtype!r}")
+        if self.sum_dtype != "float64" and (self.width is not None or self.message != "copy"
+                                            or self.combiner != "sum"):
+            raise GraphsysError(f"{self.name}: sum_dtype {self.sum_dtype} needs a scalar "
+                                f"program with message 'copy' and combiner 'sum'")
 
     @property
     def fusable(self) -> bool:

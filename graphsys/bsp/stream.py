@@ -21,6 +21,7 @@ from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.storage import pages
+from graphsys.storage.adjacency_index import chunks
 from graphsys.storage.kernels import count_into
 from graphsys.trace import trace_range, traced
 
@@ -88,6 +89,8 @@ class StreamEdges:
         #: between supersteps (opening costs more than a superstep of a small bucket)
         self._open: dict[tuple[int, int], tuple[tuple[int, int], list]] = {}
         self._pool: ThreadPoolExecutor | None = None
+        #: per direction, the targets of the all-active copy/sum pass (bool (N,))
+        self._marked: dict[str, np.ndarray] = {}
 
     @property
     def tasks(self) -> list[list[tuple[int, int, bool]]]:
@@ -125,7 +128,12 @@ class StreamEdges:
             return np.diff(mapped.indptr)
         mapped = self.graph.adjacency_index(self.es.name, other)
         if mapped is not None:
-            return np.bincount(mapped.indices, minlength=self.num_nodes).astype(np.int64)
+            deg = np.zeros(self.num_nodes, np.int64)
+            for part in chunks(mapped.indices):
+                count_into(part, deg)
+                if self.graph.location.local:  # counted: its pages leave the resident set
+                    pages.release(pages.extent(part), part)
+            return deg
         deg = np.zeros(self.num_nodes, np.int64)
         for (i, j), count in sorted(self.es.buckets.items()):
             if not count or (i if out else j) not in self.src_parts:
@@ -156,7 +164,11 @@ class StreamEdges:
     def _bucket(self, i: int, j: int) -> tuple[tuple[int, int], list]:
         if (i, j) not in self._open:
             b = self.graph.bucket(i, j, self.es.name)
-            self._open[(i, j)] = (b.mapped_region, list(b.batches()))
+            region, batches = b.mapped_region, list(b.batches())
+            if self.paging:  # the first read's bounds check touched every offset page
+                for eb in batches:
+                    pages.release(region, eb.src, eb.dst, eb.rel)
+            self._open[(i, j)] = (region, batches)
         return self._open[(i, j)]
 
     def _columns(self, eb) -> tuple:
@@ -181,10 +193,18 @@ class StreamEdges:
             for i, j, _ in task:
                 self._bucket(i, j)
         numba_path = self.backend == "numba" and prog.builtin
+        # the all-active copy/sum pass (PageRank): the same targets receive every superstep,
+        # so they are marked once per direction and kept
+        copy_sum = (numba_path and not use_active and prog.message == "copy"
+                    and prog.combiner == "sum")
+        marked = self._marked.get(prog.direction) if copy_sum else None
+        sums32 = copy_sum and prog.sum_dtype == "float32"
         if numba_path:
             acc, received = _host_accumulators(self.num_nodes, prog.identity, prog.width)
-            state = (host_array(x), host_array(active), host_array(acc), host_array(received),
-                     MESSAGES[prog.message], COMBINERS[prog.combiner][0])
+            xn = host_array(x)
+            state = (xn.astype(np.float32) if sums32 else xn, host_array(active),
+                     host_array(acc), host_array(received), MESSAGES[prog.message],
+                     COMBINERS[prog.combiner][0], copy_sum, marked is None)
             workers = min(self.threads, len(tasks))
             sink = None
         else:
@@ -202,6 +222,9 @@ class StreamEdges:
                     if t >= len(tasks):
                         return
                     task = tasks[t]
+                    target = task[0][0] if task[0][2] else task[0][1]
+                    sums = (np.zeros(int(self.offsets[target + 1] - self.offsets[target]),
+                                     np.float32) if sums32 else None)
                     for n, (i, j, rev) in enumerate(task):
                         if self.paging:
                             for ahead in (task[:self.readahead + 1] if n == 0 else
@@ -214,12 +237,16 @@ class StreamEdges:
                                 c[2] += sum(a.nbytes for a in self._columns(eb)
                                             if a is not None)
                                 if numba_path:
-                                    self._numba_batch(eb, i, j, rev, use_active, state, c)
+                                    self._numba_batch(eb, i, j, rev, use_active, state,
+                                                      sums, c)
                                 else:
                                     self._torch_batch(eb, i, j, rev, x, active, use_active,
                                                       sink, c)
                                 if self.paging:
                                     pages.release(region, *self._columns(eb))
+                    if sums is not None:  # the task alone writes its target's entries
+                        state[2][int(self.offsets[target]):
+                                 int(self.offsets[target + 1])] += sums
             except BaseException:
                 failed.set()
                 raise
@@ -238,6 +265,10 @@ class StreamEdges:
             if e is not None:
                 raise e
         scanned, sent, nbytes, h2d = (sum(c[k] for c in counters) for k in range(4))
+        if copy_sum and marked is None:
+            self._marked[prog.direction] = host_array(received).copy()
+        elif copy_sum:
+            host_array(received)[:] = marked
         if numba_path:
             res = EdgeResult(acc, received, None, "stream")
         else:
@@ -256,14 +287,15 @@ class StreamEdges:
             return np.zeros(0, np.float32)
         return eb.weight if eb.weight is not None else np.ones(len(eb), np.float32)
 
-    def _numba_batch(self, eb, i, j, rev, use_active, state, c) -> None:
-        xn, act, a, r, msg, comb = state
+    def _numba_batch(self, eb, i, j, rev, use_active, state, sums, c) -> None:
+        """One record batch through the numba kernels; ``sums``: float32 sums of the task's
+        target partition (a ``sum_dtype="float32"`` copy/sum pass) or None (``acc``)."""
+        xn, act, a, r, msg, comb, copy_sum, mark = state
         bi, bj = int(self.offsets[i]), int(self.offsets[j])
         if rev:  # messages dst -> src: sources are partition j (owned), targets partition i
             src, dst, sb, db = eb.dst, eb.src, bj - self.lo, bi
         else:
             src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
-        copy_sum = not use_active and msg == kernels.MSG_COPY and comb == kernels.COMB_SUM
         if self.program.width is not None:  # vector program: (N, d) rows
             if copy_sum:
                 c[1] += int(kernels.stream_copy_sum_rows(src, dst, xn[sb:], a[db:], r[db:]))
@@ -272,7 +304,9 @@ class StreamEdges:
                                                 act[sb:], use_active, msg, comb, a[db:],
                                                 r[db:]))
         elif copy_sum:
-            c[1] += int(kernels.stream_copy_sum(src, dst, xn[sb:], a[db:], r[db:]))
+            c[1] += int(kernels.stream_copy_sum(src, dst, xn[sb:],
+                                                a[db:] if sums is None else sums, r[db:],
+                                                mark))
         else:
             c[1] += int(kernels.stream(src, dst, self._weights(eb), xn[sb:], act[sb:],
                                        use_active, msg, comb, a[db:], r[db:]))

@@ -36,6 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage import pages
 from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column, map_column
 from graphsys.storage.format import (
@@ -63,6 +64,11 @@ class MappedIndex:
     indptr: np.ndarray
     indices: np.ndarray
     weight: np.ndarray | None
+
+
+#: Entries per slice of a mapped column read in one go by a checking or counting pass
+#: (:func:`chunks`): 64 MiB of int32
+CHECK_CHUNK = 1 << 24
 
 
 def edges_digest(manifest: Manifest, edge_set: str) -> str:
@@ -309,9 +315,20 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
         bad = _indptr_problem(indptr, m)
         if bad:
             raise FormatError(f"{first}: offsets corrupted at entry {bad - 1}")
-        if m and _out_of_range(indices, n):
-            raise FormatError(f"{ipath}: neighbour id out of range [0, {n}) (corrupted)")
+        if loc.local:  # read: the pages stay in the page cache, not in the resident set
+            pages.release(pages.extent(indptr), indptr)
+        for part in chunks(indices):
+            if _out_of_range(part, n):
+                raise FormatError(f"{ipath}: neighbour id out of range [0, {n}) (corrupted)")
+            if loc.local:
+                pages.release(pages.extent(part), part)
     return MappedIndex(info, indptr, indices, weight)
+
+
+def chunks(column: np.ndarray, size: int = CHECK_CHUNK) -> list[np.ndarray]:
+    """``column`` as consecutive views of ``size`` entries: a pass over a mapped column
+    releases each one once read, so its resident pages stay bounded by one chunk."""
+    return [column[lo:lo + size] for lo in range(0, len(column), size)]
 
 
 def verify_indexes(graph) -> int:

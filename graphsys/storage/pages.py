@@ -64,6 +64,13 @@ def will_need(region: tuple[int, int], *arrays: np.ndarray | None) -> None:
             _advise(a, region, _WILLNEED, whole_pages_only=False)
 
 
+def extent(arr: np.ndarray) -> tuple[int, int]:
+    """(start, end) addresses of ``arr``'s bytes: the region to pass with an array that is
+    itself a view of a file mapping (never of heap memory, whose contents advice drops)."""
+    start = arr.__array_interface__["data"][0]
+    return start, start + arr.nbytes
+
+
 def release(region: tuple[int, int], *arrays: np.ndarray | None) -> None:
     """Drop the pages that lie wholly inside ``arrays`` and inside ``region`` (start, end
     addresses of a read-only file mapping) from the resident set. The region bound keeps

@@ -106,3 +106,42 @@ def test_out_of_core_pagerank_is_bitwise_repeatable(graphs, paging, monkeypatch)
             for t in (2, 2, 2, 1)]
     assert all(np.array_equal(runs[0], r) for r in runs[1:])
     assert np.abs(runs[0] - scipy_pagerank(tg.count)).sum() < 1e-6
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+@pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+@pytest.mark.parametrize("hub_sort", [False, True])
+def test_float32_sums_stay_within_their_bound(graphs, key, mode, hub_sort, monkeypatch):
+    """``sum_dtype="float32"`` rounds the sent values (and, out of core, the sums) to
+    float32: every iteration's pulled sum is within the documented relative bound
+    ((in-degree + 1) * 2^-24), so the ranks stay within a small multiple of it of the
+    float64 reference, and they differ from the float64 run (the option does something)."""
+    tg = graphs[key]
+    if hub_sort:
+        monkeypatch.setattr(bsp.edges, "HUB_SORT_BYTES", 0)
+    f64 = bsp.pagerank(tg.graph, tol=1e-10, mode=mode, max_iters=200)
+    f32 = bsp.pagerank(tg.graph, tol=1e-10, mode=mode, max_iters=200, sum_dtype="float32")
+    ref = scipy_pagerank(tg.count)
+    indeg = np.asarray(tg.count.sum(axis=0)).ravel()
+    # a per-iteration relative error e on every sum moves the fixed point by at most
+    # e * damping / (1 - damping) relative (a contraction of factor damping)
+    bound = (indeg.max() + 1) * 2.0 ** -24 * 0.85 / 0.15
+    assert np.abs(f32.values / ref - 1).max() < bound + 1e-9
+    assert np.abs(f64.values - ref).sum() < 1e-8
+    assert not np.array_equal(f32.values, f64.values)
+    assert f32.values.sum() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_out_of_core_float32_sums_are_bitwise_repeatable(graphs):
+    """Each target partition's float32 sums run in a fixed bucket order and join the
+    float64 total once per partition, so thread counts give the same bits."""
+    tg = graphs["directed-p3"]
+    runs = [bsp.pagerank(tg.graph, tol=1e-10, mode="out-of-core", threads=t,
+                         sum_dtype="float32").values for t in (2, 1)]
+    assert np.array_equal(runs[0], runs[1])
+
+
+def test_sum_dtype_is_checked(graphs):
+    g = graphs["directed-p1"].graph
+    with pytest.raises(bsp.engine.GraphsysError, match="sum_dtype must be one of"):
+        bsp.pagerank(g, sum_dtype="float16")

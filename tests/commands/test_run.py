@@ -271,3 +271,21 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
     assert sorted(reads) == ([] if indexed and mode == "memory" else buckets)
     ranks = read_out(out)
     assert abs(sum(ranks.values()) - 1.0) < 1e-9
+
+
+def test_sum_dtype_flag(main, graph_dir, tmp_path, capsys):
+    """``--sum-dtype float32`` reaches PageRank (ranks within float32 rounding of the
+    float64 ones, out of core too); another algorithm refuses it in one line."""
+    g = str(graph_dir / "g")
+    for mode in ("memory", "out-of-core"):
+        a, b = tmp_path / f"a-{mode}.parquet", tmp_path / f"b-{mode}.parquet"
+        assert main(["run", "pagerank", g, "--mode", mode, "--out", str(a)]) == 0
+        assert main(["run", "pagerank", g, "--mode", mode, "--sum-dtype", "float32",
+                     "--out", str(b)]) == 0
+        ra, rb = read_out(a), read_out(b)
+        assert ra.keys() == rb.keys()
+        assert all(abs(rb[k] / ra[k] - 1) < 1e-5 for k in ra)
+    capsys.readouterr()
+    assert main(["run", "bfs", g, "--source", "10", "--sum-dtype", "float32"]) == 2
+    err = capsys.readouterr().err
+    assert "--sum-dtype applies to" in err and err.count("\n") == 1, err

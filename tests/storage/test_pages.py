@@ -63,3 +63,29 @@ def test_mapped_region_holds_the_columns(big_bucket):
     for col in (eb.src, eb.dst):
         addr = col.__array_interface__["data"][0]
         assert start <= addr and addr + col.nbytes <= end
+
+
+@linux_only
+def test_checking_passes_leave_no_resident_pages(big_bucket, monkeypatch):
+    """The reads that only check or count (an index's value check when it is mapped, the
+    bounds check when an out-of-core pass opens a bucket, a degree count over the other
+    index) release the pages they read: the pass, not the check, sets the resident set."""
+    from graphsys import bsp
+    from graphsys.bsp.algorithms.pagerank import PageRank
+    from graphsys.storage.adjacency_index import build_index
+
+    path = big_bucket.graph.location.root
+    build_index(open_graph(path), ("csc",))
+    g = open_graph(path)
+    before = rss_file_kib()
+    mapped = g.adjacency_index(kind="csc")  # checks 16 MiB of neighbour ids
+    assert int(mapped.indices[-1]) >= 0
+    assert rss_file_kib() - before < 4 * 1024
+    monkeypatch.setattr(bsp.stream, "RESIDENT_EDGE_BYTES", 0)  # page advice on
+    edges = bsp.stream.StreamEdges(g, None, PageRank(), None,
+                                   "numba")
+    before = rss_file_kib()
+    deg = edges.degrees("out")  # no CSR: counted over the CSC's 16 MiB of ids
+    edges._bucket(0, 0)  # bounds-checks 32 MiB of offsets
+    assert rss_file_kib() - before < 8 * 1024
+    assert deg.sum() == g.num_edges()

@@ -8,6 +8,16 @@ with :math:`p` uniform (PageRank) or the normalised personalization vector (pers
 PageRank); dangling mass is spread like the teleport (networkx's default
 ``dangling=None``). Multi-edges count with their multiplicity. Stops when
 :math:`\|x^{(k+1)} - x^{(k)}\|_1 <` ``tol`` (note: networkx compares with ``N * tol``).
+
+``sum_dtype="float32"`` (default ``"float64"``) trades exactness for cache footprint in the
+numba CPU kernels: the sent values :math:`x_u / d_u` are rounded to float32 (relative error
+at most :math:`u = 2^{-24}` each). In memory every target still sums them in float64, so a
+pulled sum is within a relative :math:`u` of the float64 one (the terms are non-negative).
+Out of core each target sums its messages in float32 over one target partition before
+they join the float64 total, so a target of in-degree :math:`k` is within a relative
+:math:`(k + 1)\,u` in the worst case (about :math:`\sqrt{k}\,u` for rounding errors of
+random sign). The ranks, their update and the L1 test stay float64; the error enters every
+iteration, so ``tol`` should stay above about :math:`10^{-6}`.
 """
 
 from __future__ import annotations
@@ -45,18 +55,22 @@ class PageRank(VertexProgram):
         damping: :math:`\alpha` in (0, 1) (default 0.85).
         tol: L1 change threshold (default 1e-6).
         personalization: float64 (N,) non-negative teleport weights by global id, or None.
+        sum_dtype: ``"float64"`` (default) or ``"float32"`` sent values and sums (see the
+            module docstring for the error bound).
     """
 
     name = "pagerank"
     message, combiner, direction = "copy", "sum", "out"
 
     def __init__(self, damping: float = 0.85, tol: float = 1e-6,
-                 personalization: np.ndarray | None = None):
+                 personalization: np.ndarray | None = None, sum_dtype: str = "float64"):
         if not 0.0 < damping < 1.0:
             raise GraphsysError(f"damping must be in (0, 1), got {damping!r}")
         if not tol > 0:
             raise ParameterError("tol", f"must be positive, got {tol!r}")
         self.damping, self.tol, self.personalization = damping, tol, personalization
+        self.sum_dtype = sum_dtype
+        self.check()  # a bad sum_dtype fails here, not at the first superstep
 
     def init(self, ctx):
         n = ctx.num_nodes
@@ -133,7 +147,8 @@ class PageRank(VertexProgram):
             rank, inv_deg = rank[order], inv_deg[order]
             p = p[order] if len(p) else p
         send = host_array(state["send"])
-        send = send[order] if order is not None else send.copy()
+        send = (send[order] if order is not None else send).astype(
+            np.float32 if self.sum_dtype == "float32" else np.float64)
         new_send = np.empty_like(send)
         dangling = float(state["dangling"])
         m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
@@ -193,16 +208,18 @@ def _update_pass(combined, rank, inv_deg, p, damping, base, scale, send):
 
 
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
-             **run_kwargs):
+             sum_dtype: str = "float64", **run_kwargs):
     """PageRank of every node: :class:`~graphsys.bsp.engine.Result` with float64 (N,) ranks
-    summing to 1; at most ``max_iters`` supersteps (default 100). ``run_kwargs`` go to
-    :func:`graphsys.bsp.engine.run` (mode, device, ...)."""
+    summing to 1; at most ``max_iters`` supersteps (default 100); ``sum_dtype`` as in the
+    module docstring. ``run_kwargs`` go to :func:`graphsys.bsp.engine.run` (mode, device,
+    ...)."""
     return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
-                             **run_kwargs)
+                             sum_dtype=sum_dtype, **run_kwargs)
 
 
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
-                          tol: float = 1e-6, max_iters: int | None = None, **run_kwargs):
+                          tol: float = 1e-6, max_iters: int | None = None,
+                          sum_dtype: str = "float64", **run_kwargs):
     """PageRank teleporting to ``sources`` (original node ids; ``weights`` optional,
     default equal) instead of uniformly; dangling mass follows the same distribution."""
     graph = open_if_path(graph)
@@ -217,28 +234,30 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                             "and not all zero")
     p = np.zeros(graph.num_nodes(), np.float64)
     np.add.at(p, idx, w)
-    prog = PageRank(damping, tol, personalization=p)
+    prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype)
     prog.name = "ppr"
     return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **run_kwargs)
 
 
-def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6):
-    return PageRank(damping, tol)
+def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
+                      sum_dtype: str = "float64"):
+    return PageRank(damping, tol, sum_dtype=sum_dtype)
 
 
-def _ppr_program(graph, *, source, edge_set=None, damping: float = 0.85, tol: float = 1e-6):
+def _ppr_program(graph, *, source, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
+                 sum_dtype: str = "float64"):
     """PageRank teleporting to the one node ``source`` (an original id)."""
     p = np.zeros(graph.num_nodes(), np.float64)
     p[source_index(graph, source)] = 1.0
-    prog = PageRank(damping, tol, personalization=p)
+    prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype)
     prog.name = "ppr"
     return prog
 
 
 PAGERANK_SPEC = AlgorithmSpec("pagerank", _pagerank_program, lambda n: 100,
-                              parameters=("damping", "tol"))
+                              parameters=("damping", "tol", "sum_dtype"))
 PPR_SPEC = AlgorithmSpec("ppr", _ppr_program, lambda n: 100, needs_source=True,
-                         parameters=("damping", "tol"))
+                         parameters=("damping", "tol", "sum_dtype"))
 
 
 class PageRankRows(PageRank):

@@ -1,0 +1,46 @@
+"""A software prefetch for numba kernels: :func:`prefetch` ``(array, index)`` asks the CPU
+to bring the cache line of ``array[index]`` in for a write (LLVM's ``llvm.prefetch``, a
+hint: it never faults, whatever the index).
+
+Kernels that update an array at random rows known ahead of time (a bucket's target
+offsets) issue it a few dozen edges early, so the cache misses of consecutive edges overlap
+instead of queueing behind the out-of-order window: the out-of-core PageRank pass over
+float32 sums went from 2.6 to 2.0 ns per edge on the 1B-edge R-MAT (one thread,
+``scripts/bench_billion.py``'s graph).
+"""
+
+from __future__ import annotations
+
+from llvmlite import binding, ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+#: LLVM from 17 on has opaque pointers only: the intrinsic is named for ``ptr`` (``p0``),
+#: before that for ``i8*`` (``p0i8``)
+_NAME = "llvm.prefetch.p0" if binding.llvm_version_info >= (17,) else "llvm.prefetch.p0i8"
+_I32 = ir.IntType(32)
+
+
+@intrinsic
+def prefetch(typingctx, array, index):
+    """``prefetch(array, index)``: prefetch ``array[index]`` (a 1-D array, an integer index,
+    not bounds-checked: a prefetch never faults) for writing, into every cache level."""
+    if not isinstance(array, types.Array) or array.ndim != 1 or not isinstance(
+            index, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        ary = context.make_array(aty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]],
+                                       wraparound=False, boundscheck=False)
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _NAME)
+        # rw = 1 (write), locality = 3 (keep in all levels), cache type = 1 (data)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(_I32, 1),
+                          ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
