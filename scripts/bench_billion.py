@@ -269,6 +269,7 @@ def stage_gnn(args, work: Path) -> dict:
     from graphsys.gnn.loader import PrefetchLoader
     from graphsys.gnn.model import GNN
     from graphsys.sampling import MiniBatch, NeighborSampler
+    from graphsys.sampling.features import feature_rows
 
     torch.manual_seed(args.seed)
     graph = open_graph(args.graph_dir)
@@ -288,20 +289,23 @@ def stage_gnn(args, work: Path) -> dict:
     def make_batch(i: int, test: bool = False) -> MiniBatch:
         seeds = seeds_for(i, test)
         blocks = sampler.sample_blocks(seeds, rng_seed=i, parallel=False)
-        x = torch.from_numpy(feat[blocks[0].src_nodes.numpy()].astype(np.float32))
+        x = feature_rows(feat, blocks[0].src_nodes)
         y = torch.from_numpy(label[seeds])
         return MiniBatch(torch.from_numpy(seeds), blocks, {"x": x, "y": y})
 
-    wait = step = 0.0
+    wait = step = first_wait = 0.0
     edges = 0
     t0 = time.perf_counter()
-    it = iter(PrefetchLoader(args.gnn_batches, make_batch, num_workers=1, prefetch=4))
+    it = iter(PrefetchLoader(args.gnn_batches, make_batch, num_workers=args.gnn_workers,
+                             prefetch=4))
     losses = []
     while True:
         tw = time.perf_counter()
         batch = next(it, None)
         ts = time.perf_counter()
         wait += ts - tw
+        if not losses:
+            first_wait = ts - tw  # the pipeline's fill: the first batch has no overlap
         if batch is None:
             break
         logits = model(batch.blocks, batch.extra["x"])
@@ -324,6 +328,9 @@ def stage_gnn(args, work: Path) -> dict:
     return {"edges": edges, "graph_edges": graph.num_edges(), "minibatches": args.gnn_batches,
             "minibatches_per_s": round(args.gnn_batches / train_seconds, 2),
             "sampler_wait_share": round(wait / train_seconds, 4),
+            "sampler_wait_share_after_first": round((wait - first_wait)
+                                                    / (train_seconds - first_wait), 4),
+            "first_batch_wait_s": round(first_wait, 3),
             "train_seconds": round(train_seconds, 2), "first_loss": losses[0],
             "last_loss": float(np.mean(losses[-10:])), "test_accuracy": correct / total,
             "chance_accuracy": 1 / args.classes}
@@ -366,6 +373,8 @@ def main() -> int:
     ap.add_argument("--sample-batches", type=int, default=50)
     ap.add_argument("--gnn-batches", type=int, default=200)
     ap.add_argument("--classes", type=int, default=8)
+    ap.add_argument("--gnn-workers", type=int, default=2,
+                    help="sampling threads of the gnn stage's loader (default 2)")
     ap.add_argument("--check-bounds", action="store_true")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--child", choices=STAGES, help=argparse.SUPPRESS)

@@ -146,12 +146,14 @@ def median_seconds(fn, repeats: int) -> tuple[float, object]:
     return float(np.median(times)), out
 
 
-def bsp_pagerank_iter(graph, mode: str, iters: int, repeats: int) -> tuple[float, dict]:
+def bsp_pagerank_iter(graph, mode: str, iters: int, repeats: int,
+                      sum_dtype: str = "float64") -> tuple[float, dict]:
     """Median seconds per iteration over ``repeats`` runs (the first superstep of each run
     pays numba/page-in warm-up and is left out)."""
     per, res = [], None
     for _ in range(repeats):
-        res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1, mode=mode)
+        res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1, mode=mode,
+                           sum_dtype=sum_dtype)
         per += [s.total_seconds for s in res.stats.supersteps[1:]]
     return float(np.median(per)), {
         "method": res.stats.method, "setup_s": round(res.stats.setup_seconds, 3),
@@ -266,9 +268,11 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
     sp_iter = scipy_pagerank_iter(at, outdeg, iters)
     del at
     row["pagerank"] = {"scipy": {"s_per_iter": sp_iter, "edges_per_s": m / sp_iter}}
-    for mode in ("memory", "out-of-core"):
-        per, extra = bsp_pagerank_iter(g, mode, iters, pr_runs if mode == "memory" else 1)
-        row["pagerank"][f"graphsys_{mode}"] = {
+    for mode, dtype in (("memory", "float64"), ("memory", "float32"),
+                        ("out-of-core", "float64"), ("out-of-core", "float32")):
+        per, extra = bsp_pagerank_iter(g, mode, iters, pr_runs if mode == "memory" else 1,
+                                       dtype)
+        row["pagerank"][f"graphsys_{mode}" + ("_float32" if dtype == "float32" else "")] = {
             "s_per_iter": per, "edges_per_s": m / per, "vs_scipy": sp_iter / per, **extra}
 
     def solve(res) -> float:
@@ -304,6 +308,8 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
     gs_pr = row["pagerank"]["graphsys_memory"]["s_per_iter"]
     row["ratios"] = {
         "pagerank_vs_graphblas_mxv": gbp and gbp["mxv_s"] / gs_pr,
+        "pagerank_float32_vs_graphblas_mxv": gbp and gbp["mxv_s"] / row["pagerank"][
+            "graphsys_memory_float32"]["s_per_iter"],
         "pagerank_vs_networkit": nkp and nkp["pagerank_s_per_iter"] / gs_pr,
         "bfs_vs_graphblas": gbp and gbp["bfs_s"] / row["bfs"]["graphsys_s"],
         "bfs_vs_networkit": nkp and nkp["bfs_s"] / row["bfs"]["graphsys_s"],

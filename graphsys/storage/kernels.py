@@ -123,6 +123,20 @@ def gather(values, index, out):
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def gather_rows(table, index, out):
+    """``out[k] = table[index[k]]`` for rows of a 2-D ``table`` (N, d), row by row on this
+    thread and GIL-free (a minibatch producer leaves the GIL and the other core to the
+    training step); ``index`` int64 (B,) in ``[0, N)`` (the caller checks); ``out`` (B, d)
+    of ``table``'s dtype. Returns ``out``."""
+    d = table.shape[1]
+    for k in range(index.shape[0]):
+        r = index[k]
+        for j in range(d):
+            out[k, j] = table[r, j]
+    return out
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def bucket_keys(src, dst, part_l, part_r, local_l, local_r, num_partitions):
     """Bucket id ``part_l[src]*P + part_r[dst]`` (int32) and sort key

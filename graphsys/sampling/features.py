@@ -1,0 +1,41 @@
+"""The node features of a minibatch, read from a (memory-mapped) feature column.
+
+:func:`feature_rows` is what a minibatch producer calls on the rows its blocks need, e.g.
+``feature_rows(graph.mapped_node_column("feat"), blocks[0].src_nodes)``: with the column
+mapped (:meth:`Graph.mapped_node_column
+<graphsys.storage.graph.Graph.mapped_node_column>`), a 32 M x 64 float16 table stays in
+the page cache and a batch reads only its rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from graphsys.errors import GraphsysError
+from graphsys.storage.kernels import gather_rows
+
+
+def feature_rows(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """Rows ``ids`` (integers (B,) in ``[0, N)``) of a feature column (N, d) float16 or
+    float32, as a float32 tensor (B, d). The rows are copied by one GIL-free numba pass in
+    the stored dtype and float16 is widened by torch, so a producer thread holds the GIL
+    for neither (NumPy's ``column[ids].astype(np.float32)`` holds it for the gather: a
+    70k-row minibatch of a 20M x 64 float16 table took 41-48 ms there, 15-20 ms here). An
+    id outside the column raises :class:`~graphsys.errors.GraphsysError`."""
+    if column.ndim != 2 or column.dtype not in (np.float16, np.float32):
+        raise GraphsysError(f"feature rows need an (N, d) float16/float32 column, got "
+                            f"{column.dtype} {tuple(column.shape)}")
+    ids = np.ascontiguousarray(ids.cpu().numpy() if torch.is_tensor(ids) else ids,
+                               dtype=np.int64)
+    if len(ids) and (ids.min() < 0 or ids.max() >= len(column)):
+        bad = int(ids.min() if ids.min() < 0 else ids.max())
+        raise GraphsysError(f"feature rows: id {bad} outside the column's {len(column)} "
+                            f"rows")
+    if column.dtype == np.float32:
+        return torch.from_numpy(gather_rows(column, ids,
+                                            np.empty((len(ids), column.shape[1]),
+                                                     np.float32)))
+    bits = gather_rows(column.view(np.uint16), ids,
+                       np.empty((len(ids), column.shape[1]), np.uint16))
+    return torch.from_numpy(bits).view(torch.float16).float()
