@@ -284,16 +284,23 @@ def stream_rows(src, dst, weight, x, active, use_active, msg, comb, acc, receive
 
 
 @numba.njit(cache=True, nogil=True)
-def stream_copy_sum_rows(src, dst, x, acc, received):
-    """:func:`stream_copy_sum` for vector programs (``x``, ``acc`` float64 (rows, d)).
-    Returns the number of messages (int64)."""
-    for e in range(src.shape[0]):
+def stream_copy_sum_rows(src, dst, x, acc, received, mark):
+    """:func:`stream_copy_sum` for vector programs (``x``, ``acc`` float64 (rows, d),
+    C-contiguous): the same ``mark`` and the same prefetch of the target row. Returns the
+    number of messages (int64)."""
+    m = src.shape[0]
+    d = x.shape[1]
+    flat = acc.reshape(acc.size)  # the prefetch addresses rows of the flat view
+    for e in range(m):
+        if e + PREFETCH_EDGES < m:
+            prefetch(flat, np.uint32(dst[e + PREFETCH_EDGES]) * d)
         u = np.uint32(src[e])
         v = np.uint32(dst[e])
-        for c in range(x.shape[1]):
+        for c in range(d):
             acc[v, c] += x[u, c]
-        received[v] = 1
-    return src.shape[0]
+        if mark:
+            received[v] = 1
+    return m
 
 
 @numba.njit(parallel=True, cache=True)

@@ -298,7 +298,8 @@ class StreamEdges:
             src, dst, sb, db = eb.src, eb.dst, bi - self.lo, bj
         if self.program.width is not None:  # vector program: (N, d) rows
             if copy_sum:
-                c[1] += int(kernels.stream_copy_sum_rows(src, dst, xn[sb:], a[db:], r[db:]))
+                c[1] += int(kernels.stream_copy_sum_rows(src, dst, xn[sb:], a[db:], r[db:],
+                                                         mark))
             else:
                 c[1] += int(kernels.stream_rows(src, dst, self._weights(eb), xn[sb:],
                                                 act[sb:], use_active, msg, comb, a[db:],
