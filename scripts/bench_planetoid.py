@@ -57,6 +57,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--work", default=None, help="cache directory (default: a temp dir)")
     ap.add_argument("--only", default=None, help="comma list of dataset:model")
+    ap.add_argument("--selection", default=None,
+                    help="TrainConfig.selection of every run (default: the config's, "
+                         "val_accuracy)")
     ap.add_argument("--hidden", type=int, default=None,
                     help="hidden width of every model instead of the papers'")
     args = ap.parse_args()
@@ -71,7 +74,8 @@ def main() -> None:
         graph = open_source(dataset, mirror=args.mirror, cache=work / "cache", split="public")
         accs, seconds = [], []
         for seed in range(args.seeds):
-            hyper = {**HYPER[model], **({"hidden": args.hidden} if args.hidden else {})}
+            hyper = {**HYPER[model], **({"hidden": args.hidden} if args.hidden else {}),
+                     **({"selection": args.selection} if args.selection else {})}
             cfg = TrainConfig(task="node", model=model, seed=seed, full_graph=True, **hyper)
             t0 = time.perf_counter()
             res = train(graph, cfg)

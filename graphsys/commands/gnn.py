@@ -25,7 +25,7 @@ from graphsys.plugins import GNN_MODELS
 
 def register(subparsers) -> None:
     # the defaults are TrainConfig's: one set, shown here
-    from graphsys.gnn.config import WEIGHT_DECAY_LAYERS, TrainConfig
+    from graphsys.gnn.config import SELECTIONS, WEIGHT_DECAY_LAYERS, TrainConfig
 
     field = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN, GAT, GIN, or "
@@ -47,6 +47,11 @@ def register(subparsers) -> None:
                    default=field["weight_decay_layers"],
                    help=f"layers the weight decay applies to: every one, or the first only "
                         f"(Kipf & Welling's GCN recipe) (default {field['weight_decay_layers']})")
+    t.add_argument("--selection", choices=SELECTIONS, default=field["selection"],
+                   help=f"node task: keep the model of the best validation accuracy "
+                        f"(val_accuracy), or GAT's rule: patience restarts when validation "
+                        f"accuracy or loss improves, a model is kept when both do "
+                        f"(val_accuracy_and_loss) (default {field['selection']})")
     t.add_argument("--full-graph", action="store_true",
                    help="node task: one step per epoch on the whole graph (every node, full "
                         "neighbourhoods), as Kipf & Welling and PyG's Planetoid examples")
@@ -135,6 +140,7 @@ def _train(args) -> int:
         task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
         epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, dropout=args.dropout,
         weight_decay_layers=args.weight_decay_layers, full_graph=args.full_graph,
+        selection=args.selection,
         heads=args.heads, batch_size=args.batch_size,
         batches_per_epoch=args.batches_per_epoch, patience=args.patience, seed=args.seed,
         num_workers=args.num_workers, prefetch=args.prefetch)

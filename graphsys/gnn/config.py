@@ -24,6 +24,8 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 #: Where ``weight_decay`` applies: every layer, or the first (and the layer-0 input) only.
 WEIGHT_DECAY_LAYERS = ("all", "first")
+#: Model selection and early-stopping rules of the node task (:attr:`TrainConfig.selection`)
+SELECTIONS = ("val_accuracy", "val_accuracy_and_loss")
 MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     ("node", "gat"): {"lr": 0.005, "dropout": 0.6},
 }
@@ -41,7 +43,12 @@ class TrainConfig:
     ``weight_decay`` is Adam's L2 penalty, on every parameter (``weight_decay_layers="all"``)
     or on the first layer and the layer-0 input only (``"first"``, Kipf & Welling's GCN
     recipe and PyG's ``gcn.py``). ``full_graph``: one step per epoch on the whole graph (node
-    task, full neighbourhoods; :mod:`graphsys.gnn.full_graph`).
+    task, full neighbourhoods; :mod:`graphsys.gnn.full_graph`). ``selection`` (node task):
+    ``"val_accuracy"`` keeps the model of the best validation accuracy and stops after
+    ``patience`` evaluations without a better one; ``"val_accuracy_and_loss"`` is the rule
+    of Veličković et al.'s GAT code: patience restarts when validation accuracy or loss
+    improves (accuracy ``>=`` its best, loss ``<=`` its best), and a model is kept only when
+    both do.
     ``epochs``, ``lr``, ``weight_decay``, ``dropout``, ``batch_size`` and ``patience`` left
     None take the task's (and model's) default (:data:`TASK_DEFAULTS`,
     :data:`MODEL_DEFAULTS`); after construction they always hold a value.
@@ -55,6 +62,7 @@ class TrainConfig:
     lr: float | None = None
     weight_decay: float | None = None
     weight_decay_layers: str = "all"
+    selection: str = "val_accuracy"
     full_graph: bool = False
     dropout: float | None = None
     batch_size: int | None = None
@@ -104,6 +112,11 @@ class TrainConfig:
             raise ParameterError("weight_decay_layers", f"must be one of "
                                  f"{', '.join(WEIGHT_DECAY_LAYERS)}, got "
                                  f"{self.weight_decay_layers!r}")
+        if self.selection not in SELECTIONS:
+            raise ParameterError("selection", f"must be one of {', '.join(SELECTIONS)}, got "
+                                              f"{self.selection!r}")
+        if self.selection != "val_accuracy" and self.task != "node":
+            raise ParameterError("selection", "applies to the node task only")
         if self.full_graph:
             if self.task != "node":
                 raise ParameterError("full_graph", "applies to the node task only")

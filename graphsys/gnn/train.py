@@ -93,12 +93,14 @@ class TrainResult:
 
 class _Monitor:
     """Early stopping on a validation metric (higher is better), best-state keeping,
-    checkpointing and metric logging."""
+    checkpointing and metric logging; with a validation loss too, the rule of
+    ``selection="val_accuracy_and_loss"`` (:class:`~graphsys.gnn.config.TrainConfig`)."""
 
     def __init__(self, cfg: TrainConfig, out: Path | None, log: Callable[[dict], None] | None,
                  save: Callable[[Path], None]):
         self.cfg, self.out, self.log, self.save = cfg, out, log, save
         self.best = -float("inf")
+        self.best_loss = float("inf")
         self.best_state = None
         self.bad = 0
         self.history: list[dict[str, Any]] = []
@@ -106,21 +108,31 @@ class _Monitor:
             out.mkdir(parents=True, exist_ok=True)
             (out / "metrics.jsonl").write_text("")
 
-    def step(self, model: nn.Module, record: dict[str, Any], value: float) -> bool:
-        """Record an evaluation; True when training should stop."""
-        improved = value > self.best
-        record["best"] = improved
+    def step(self, model: nn.Module, record: dict[str, Any], value: float,
+             loss: float | None = None) -> bool:
+        """Record an evaluation; True when training should stop. Without ``loss`` a better
+        ``value`` keeps the model and restarts the patience; with it (lower is better) either
+        one reaching its best (``>=`` / ``<=``) restarts the patience and both together keep
+        the model."""
+        if loss is None:
+            keep = improved = value > self.best
+        else:
+            keep = value >= self.best and loss <= self.best_loss
+            improved = value >= self.best or loss <= self.best_loss
+            self.best_loss = min(self.best_loss, loss)
+        record["best"] = keep
         self.history.append(record)
         if self.out is not None:
             with open(self.out / "metrics.jsonl", "a") as f:
                 f.write(json.dumps(record) + "\n")
         if self.log is not None:
             self.log(record)
-        if improved:
-            self.best, self.bad = value, 0
+        if keep:
             self.best_state = copy.deepcopy(model.state_dict())
             if self.out is not None:
                 self.save(self.out / "checkpoint")
+        if improved:
+            self.best, self.bad = max(self.best, value), 0
             return False
         self.bad += 1
         return self.bad >= self.cfg.patience
@@ -379,14 +391,19 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
             _finite_params((model, inp), epoch, out)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
-            pred = evaluate().argmax(1)
+            logits = evaluate()
+            pred = logits.argmax(1)
             acc = {k: float((pred[v] == labels[v]).float().mean())
                    for k, v in data["split"].items()}
+            val = data["split"]["val"]
+            with torch.no_grad():
+                val_loss = float(loss(logits.index_select(0, val), labels.index_select(0, val)))
             record = {"epoch": epoch, "loss": loss_sum / len(train_ids),
                       "train_accuracy": acc["train"], "val_accuracy": acc["val"],
-                      "seconds": round(time.perf_counter() - t0, 3)}
+                      "val_loss": val_loss, "seconds": round(time.perf_counter() - t0, 3)}
             bar.set_postfix(loss=f"{record['loss']:.4f}", val_accuracy=f"{acc['val']:.4f}")
-            if monitor.step(model, record, acc["val"]):
+            if monitor.step(model, record, acc["val"],
+                            val_loss if cfg.selection == "val_accuracy_and_loss" else None):
                 break
     if monitor.best_state is not None:
         model.load_state_dict(monitor.best_state)

@@ -173,3 +173,42 @@ def test_weight_decay_on_the_first_layer_only():
         adam(nn.Linear(5, 3), inp, 0.01, 5e-4, "first")
     with pytest.raises(ParameterError, match="^weight_decay_layers must be one of all, first"):
         TrainConfig(weight_decay_layers="last")
+
+
+def test_gat_selection_rule_keeps_the_model_both_metrics_agree_on():
+    """``selection="val_accuracy_and_loss"`` (Veličković et al.'s GAT code): patience
+    restarts when accuracy (>=) or loss (<=) reaches its best, and the model is kept only
+    when both do; the default keeps the best accuracy (strictly better)."""
+    from graphsys.gnn.train import _Monitor
+
+    evals = [(0.50, 1.0), (0.60, 1.2), (0.60, 0.9), (0.55, 0.8), (0.55, 0.85), (0.58, 0.81),
+             (0.59, 0.82)]
+    model = torch.nn.Linear(1, 1)
+
+    def run(selection):
+        mon = _Monitor(TrainConfig(patience=2, selection=selection), None, None, None)
+        kept, stop_at = [], None
+        for k, (acc, loss) in enumerate(evals):
+            with torch.no_grad():
+                model.weight.fill_(k)  # the state records which evaluation was kept
+            stop = mon.step(model, {}, acc, loss if selection != "val_accuracy" else None)
+            kept.append(int(mon.best_state["weight"].item()))
+            if stop:
+                stop_at = k
+                break
+        return kept, stop_at
+
+    # accuracy only: 0.60 at evaluation 1 is kept; 2 and 3 do not beat it: stop at 3
+    assert run("val_accuracy") == ([0, 1, 1, 1], 3)
+    # both: evaluation 2 (0.60, 0.9) is kept; 3 (loss 0.8) restarts the patience, 4 and 5
+    # improve neither (0.55 < 0.60, 0.85 and 0.81 > 0.8): stop at 5
+    assert run("val_accuracy_and_loss") == ([0, 0, 2, 2, 2, 2], 5)
+
+
+def test_selection_is_checked():
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="^selection must be one of"):
+        TrainConfig(selection="val_loss")
+    with pytest.raises(ParameterError, match="^selection applies to the node task only"):
+        TrainConfig(task="link", selection="val_accuracy_and_loss")
