@@ -144,6 +144,10 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
     program.check()
     dev = resolve_device(device)
     backend = resolve_backend(backend, dev)
+    if program.sum_dtype != "float64" and backend != "numba":
+        raise ParameterError("sum_dtype", f"{program.sum_dtype} sums run in the numba CPU "
+                                          f"kernels; the {backend} backend sums in float64 "
+                                          f"(leave sum_dtype at float64 there)")
     es = graph.edge_set(edge_set)
     if threads is None:
         import numba

@@ -182,8 +182,8 @@ class VertexProgram(ABC):
       program: the numba CPU kernels then round the sent values to float32 and, out of
       core, sum each target's messages in float32 (flushed into the float64 ``combined``
       once per target partition), halving the cache footprint of the random accesses.
-      The program's own doc states the error this admits; the torch backend sums in
-      float64 either way.
+      The program's own doc states the error this admits; a run on the torch backend
+      refuses it (:func:`graphsys.bsp.engine.run`).
     """
 
     name = "program"

@@ -26,8 +26,10 @@ def feature_rows(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> torch.Te
     if column.ndim != 2 or column.dtype not in (np.float16, np.float32):
         raise GraphsysError(f"feature rows need an (N, d) float16/float32 column, got "
                             f"{column.dtype} {tuple(column.shape)}")
-    ids = np.ascontiguousarray(ids.cpu().numpy() if torch.is_tensor(ids) else ids,
-                               dtype=np.int64)
+    ids = np.asarray(ids.cpu().numpy() if torch.is_tensor(ids) else ids)
+    if len(ids) and not np.issubdtype(ids.dtype, np.integer):
+        raise GraphsysError(f"feature rows: ids must be integers, got {ids.dtype}")
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
     if len(ids) and (ids.min() < 0 or ids.max() >= len(column)):
         bad = int(ids.min() if ids.min() < 0 else ids.max())
         raise GraphsysError(f"feature rows: id {bad} outside the column's {len(column)} "

@@ -142,6 +142,12 @@ def test_out_of_core_float32_sums_are_bitwise_repeatable(graphs):
 
 
 def test_sum_dtype_is_checked(graphs):
+    """A dtype outside float64/float32 is refused, and so is float32 on the torch backend
+    (its sums are float64: the option would be silently ignored there)."""
     g = graphs["directed-p1"].graph
     with pytest.raises(bsp.engine.GraphsysError, match="sum_dtype must be one of"):
         bsp.pagerank(g, sum_dtype="float16")
+    for mode in ("memory", "out-of-core"):
+        with pytest.raises(bsp.engine.ParameterError, match="^sum_dtype float32 sums run in "
+                                                            "the numba CPU kernels"):
+            bsp.pagerank(g, sum_dtype="float32", backend="torch", mode=mode)

@@ -54,3 +54,5 @@ def test_ids_outside_the_column_are_refused(bad):
 def test_other_dtypes_are_refused():
     with pytest.raises(GraphsysError, match="float16/float32"):
         feature_rows(np.zeros((10, 2), np.float64), [1])
+    with pytest.raises(GraphsysError, match="ids must be integers, got float64"):
+        feature_rows(np.zeros((10, 2), np.float16), np.array([1.5]))

@@ -80,12 +80,12 @@ def test_checking_passes_leave_no_resident_pages(big_bucket, monkeypatch):
     before = rss_file_kib()
     mapped = g.adjacency_index(kind="csc")  # checks 16 MiB of neighbour ids
     assert int(mapped.indices[-1]) >= 0
-    assert rss_file_kib() - before < 4 * 1024
+    assert rss_file_kib() - before < 8 * 1024  # the check alone would leave 16 MiB
     monkeypatch.setattr(bsp.stream, "RESIDENT_EDGE_BYTES", 0)  # page advice on
     edges = bsp.stream.StreamEdges(g, None, PageRank(), None,
                                    "numba")
     before = rss_file_kib()
     deg = edges.degrees("out")  # no CSR: counted over the CSC's 16 MiB of ids
     edges._bucket(0, 0)  # bounds-checks 32 MiB of offsets
-    assert rss_file_kib() - before < 8 * 1024
+    assert rss_file_kib() - before < 16 * 1024  # 48 MiB without the releases
     assert deg.sum() == g.num_edges()
