@@ -6,9 +6,9 @@ its layers. ``sage``, ``gcn`` and ``gin``: ``num_layers`` convolutions ``in -> h
 ... -> out`` with ReLU and dropout between them (the last layer gives the logits /
 embeddings). ``gat``: as Veličković et al., hidden layers of ``heads`` heads of width
 ``hidden // heads`` concatenated, ELU between layers, an output layer of one head, attention
-dropout = ``dropout``. ``pinsage``: ``num_layers`` :class:`PinSageConv` of width ``hidden``
-(each ends with ReLU and L2 normalisation) followed by a linear head ``hidden -> out``
-(Ying et al. apply a dense layer after the convolutions).
+and feature dropout = ``dropout`` (as the authors' code). ``pinsage``: ``num_layers``
+:class:`PinSageConv` of width ``hidden`` (each ends with ReLU and L2 normalisation) followed
+by a linear head ``hidden -> out`` (Ying et al. apply a dense layer after the convolutions).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class GNN(nn.Module):
         num_layers: convolutions (= blocks per batch).
         dropout: dropout probability on every layer's input, raw features included
             (default 0.5; as Kipf & Welling, which matters on Cora); for ``gat`` also
-            the attention dropout.
+            the attention and feature dropout of :class:`GATConv`.
         heads: attention heads of ``gat``'s hidden layers (``hidden_dim`` must be a
             multiple); ignored by the other models.
 

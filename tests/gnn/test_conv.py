@@ -8,7 +8,8 @@ import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.gnn.conv import GCNConv, PinSageConv, SAGEConv
+from graphsys.gnn.conv import GATConv, GCNConv, PinSageConv, SAGEConv
+from graphsys.gnn.dropout import dropout
 from graphsys.sampling import Block
 
 
@@ -113,6 +114,31 @@ def test_pinsage_matches_dense(which):
     nonzero = out.norm(dim=1) > 0
     torch.testing.assert_close(out[nonzero].norm(dim=1),
                                torch.ones(int(nonzero.sum()), dtype=torch.float64))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_gat_feature_dropout_drops_summed_features_not_scores(training):
+    """Dense reference: softmax over the sources plus a self-loop of LeakyReLU scores of the
+    undropped W h, then a sum of the dropped W h (mask of the same draw), heads averaged."""
+    b = _sampled_block()
+    conv = GATConv(4, 3, heads=2, concat=False, feat_dropout=0.5).double()
+    conv.train(training)
+    x = torch.randn(b.num_src_nodes, 4, dtype=torch.float64)
+    torch.manual_seed(3)
+    got = conv(x, b)
+    with torch.no_grad():
+        h = conv.lin(x).view(-1, 2, 3)
+        torch.manual_seed(3)
+        kept = dropout(torch.ones_like(h), 0.5, training) * h
+        m = _dense(b) + torch.eye(b.num_dst_nodes, b.num_src_nodes, dtype=torch.float64)
+        s_src, s_dst = (h * conv.att_src).sum(-1), (h[:5] * conv.att_dst).sum(-1)
+        want = 0
+        for k in range(2):
+            e = F.leaky_relu(s_dst[:, k, None] + s_src[None, :, k], 0.2)
+            alpha = torch.softmax(e.masked_fill(m == 0, -torch.inf), 1) * m
+            want = want + alpha @ kept[:, k] / 2
+    assert (0 < (kept == 0).double().mean() < 1) == training
+    torch.testing.assert_close(got, want + conv.bias)
 
 
 def test_permutation_invariance_of_edges():

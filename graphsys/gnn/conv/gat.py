@@ -22,22 +22,26 @@ class GATConv(nn.Module):
         \operatorname{LeakyReLU}\big(\mathbf{a}^{k\top}_{src} \mathbf{W}^k \mathbf{h}_u +
         \mathbf{a}^{k\top}_{dst} \mathbf{W}^k \mathbf{h}_v\big)\Big), \qquad
         \mathbf{h}'_v = \big\Vert_{k=1}^{K} \sum_{u \in \mathcal{N}(v) \cup \{v\}}
-        \alpha^k_{uv} \mathbf{W}^k \mathbf{h}_u + \mathbf{b}
+        \operatorname{drop}_{\alpha}(\alpha^k_{uv}) \,
+        \operatorname{drop}_{W}(\mathbf{W}^k \mathbf{h}_u) + \mathbf{b}
 
     with :math:`K` heads concatenated (``concat=True``, output width ``heads * out_dim``)
     or averaged (``concat=False``, width ``out_dim``; the paper's output layer).
     :math:`[\mathbf{a}_{src} \Vert \mathbf{a}_{dst}]` is the paper's attention vector
     :math:`\mathbf{a}`; the softmax runs over the block's sources of ``v`` plus ``v`` itself
     (a self-loop added per destination; repeated edges count again), LeakyReLU slope
-    ``negative_slope`` (0.2), and dropout ``attn_dropout`` is applied to
-    :math:`\alpha` in training (0.6 in the paper).
+    ``negative_slope`` (0.2). In training, dropout ``attn_dropout`` is applied to
+    :math:`\alpha` (0.6 in the paper) and ``feat_dropout`` to the transformed features
+    :math:`\mathbf{W}^k \mathbf{h}_u` that are summed (not to those the scores are computed
+    from), as the authors' code does with the layer's input dropout rate (0.6; their
+    ``attn_head``); PyG's and DGL's ``GATConv`` leave it out (``feat_dropout=0``).
 
     Args:
         in_dim: input features :math:`F`.
         out_dim: features per head :math:`F'`.
         heads: attention heads :math:`K` (default 1).
         concat: concatenate (True) or average (False) the heads.
-        negative_slope, attn_dropout: as above.
+        negative_slope, attn_dropout, feat_dropout: as above (defaults 0.2, 0, 0).
         bias: learn :math:`\mathbf{b}` (default: ``True``).
 
     Shapes:
@@ -46,10 +50,12 @@ class GATConv(nn.Module):
     """
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, concat: bool = True,
-                 negative_slope: float = 0.2, attn_dropout: float = 0.0, bias: bool = True):
+                 negative_slope: float = 0.2, attn_dropout: float = 0.0,
+                 feat_dropout: float = 0.0, bias: bool = True):
         super().__init__()
         self.in_dim, self.out_dim, self.heads, self.concat = in_dim, out_dim, heads, concat
         self.negative_slope, self.attn_dropout = negative_slope, attn_dropout
+        self.feat_dropout = feat_dropout
         self.lin = nn.Linear(in_dim, heads * out_dim, bias=False)
         self.att_src = nn.Parameter(torch.empty(1, heads, out_dim))
         self.att_dst = nn.Parameter(torch.empty(1, heads, out_dim))
@@ -80,6 +86,7 @@ class GATConv(nn.Module):
         denom = torch.zeros(n_dst, self.heads, dtype=w.dtype, device=w.device)
         alpha = w / denom.index_add_(0, dst, w)[dst]
         alpha = dropout(alpha, self.attn_dropout, self.training)
+        h = dropout(h, self.feat_dropout, self.training)
         out = torch.zeros(n_dst, self.heads, self.out_dim, dtype=h.dtype, device=h.device)
         out = out.index_add_(0, dst, h[src] * alpha.unsqueeze(-1))
         out = out.reshape(n_dst, -1) if self.concat else out.mean(1)
@@ -91,13 +98,15 @@ class GATConv(nn.Module):
 
 def _gat_layers(in_dim, hidden_dim, out_dim, num_layers, dropout, heads):
     """As Veličković et al.: hidden layers of ``heads`` heads of width ``hidden_dim //
-    heads`` concatenated, an output layer of one head; attention dropout = ``dropout``."""
+    heads`` concatenated, an output layer of one head; attention and feature dropout =
+    ``dropout`` (as their code)."""
     if hidden_dim % heads:
         raise GraphsysError(f"gat: hidden_dim {hidden_dim} is not a multiple of heads {heads}")
     dims = [in_dim] + [hidden_dim] * (num_layers - 1)
-    convs = [GATConv(a, hidden_dim // heads, heads, True, attn_dropout=dropout)
-             for a in dims[:-1]]
-    convs.append(GATConv(dims[-1], out_dim, 1, False, attn_dropout=dropout))
+    convs = [GATConv(a, hidden_dim // heads, heads, True, attn_dropout=dropout,
+                     feat_dropout=dropout) for a in dims[:-1]]
+    convs.append(GATConv(dims[-1], out_dim, 1, False, attn_dropout=dropout,
+                         feat_dropout=dropout))
     return convs, None
 
 
