@@ -17,6 +17,9 @@ registry entry, not from code:
 ``kg_triples``  FB15k-237: one edge set per split, head -> tail with the relation column.
 ``movielens``   MovieLens 100K: entity types ``user`` and ``item``, relation ``rated``
                 user -> item weighted by the rating, item genre features.
+``planetoid``   PubMed: the Planetoid files are the only source (nodes, ``feat``,
+                ``label``, undirected edges); the public split, or with ``split="random"``
+                a seeded per-class split over the same nodes (:func:`load_planetoid_random`).
 
 Text inputs are read with the encoding of their ``[files.format]``; gzip files (mirror
 form) and plain files (download form) are both accepted, recognised by their magic bytes.
@@ -364,19 +367,32 @@ MOVIELENS = DatasetLoader(load_movielens, {
 
 # -- Planetoid public split ---------------------------------------------------------------------
 
-def load_planetoid(fetched: FetchResult) -> IngestPlan:
-    """The public split from the ``planetoid-*`` files: nodes ``0..N-1`` in Planetoid order
-    with ``feat``, ``label`` and the three masks, every undirected edge stored both ways
-    (see :mod:`graphsys.datasets.planetoid`)."""
+def _planetoid_plan(fetched: FetchResult, random_split: bool) -> IngestPlan:
     from graphsys.datasets.planetoid import PARTS, read_planetoid
 
-    ds = fetched.dataset
+    ds, g = fetched.dataset, fetched.dataset.graph
     data = read_planetoid({p: fetched.path(f"planetoid-{p}") for p in PARTS})
+    classes = g["num_classes"] if "num_classes" in g else len(g["classes"])
+    if data.features.shape[1] != g["feature_dim"]:
+        raise InputError(f"{data.features.shape[1]} feature columns, expected graph."
+                         f"feature_dim = {g['feature_dim']} of {ds.source}",
+                         path=fetched.path("planetoid-allx"))
+    if data.labels.max() >= classes:
+        raise InputError(f"label {data.labels.max()} outside the {classes} classes of "
+                         f"{ds.source}", path=fetched.path("planetoid-ally"))
+    masks = (data.train_mask, data.val_mask, data.test_mask)
+    split = {"method": "public", "reader": ds.split.get("public"),
+             **{k: int(m.sum()) for k, m in zip(("train", "val", "test"), masks)}}
+    if random_split:
+        sp = ds.split
+        masks = per_class_split(data.labels, classes, seed=sp["seed"],
+                                train_per_class=sp["train_per_class"], val=sp["val"],
+                                test=sp["test"])
+        split = dict(sp)
     table = pa.table({"id": pa.array(np.arange(data.num_nodes, dtype=np.int64)),
                       "feat": features_array(data.features), "label": pa.array(data.labels),
-                      "train_mask": pa.array(data.train_mask),
-                      "val_mask": pa.array(data.val_mask),
-                      "test_mask": pa.array(data.test_mask)})
+                      **{k: pa.array(m) for k, m in zip(("train_mask", "val_mask", "test_mask"),
+                                                        masks)}})
     edges = pa.table({"src": pa.array(data.src), "dst": pa.array(data.dst)})
     return IngestPlan(
         edges=[EdgeSource(table=edges)], nodes=[NodeSource(table)], undirected=True,
@@ -384,11 +400,30 @@ def load_planetoid(fetched: FetchResult) -> IngestPlan:
                   "labels": {"label": "Planetoid one-hot column index (the files name no "
                                       "classes; it is not the LINQS class order)"},
                   "features": {"feat": "Planetoid feature rows (allx, tx)"},
-                  "split": {"method": "public", "reader": ds.split["public"],
-                            "train": int(data.train_mask.sum()),
-                            "val": int(data.val_mask.sum()),
-                            "test": int(data.test_mask.sum())}},
+                  "split": split},
     )
+
+
+def load_planetoid(fetched: FetchResult) -> IngestPlan:
+    """The public split from the ``planetoid-*`` files: nodes ``0..N-1`` in Planetoid order
+    with ``feat``, ``label`` and the three masks, every undirected edge stored both ways
+    (see :mod:`graphsys.datasets.planetoid`)."""
+    return _planetoid_plan(fetched, random_split=False)
+
+
+def load_planetoid_random(fetched: FetchResult) -> IngestPlan:
+    """As :func:`load_planetoid`, with the masks of the registry's ``per-class-random``
+    split (:func:`per_class_split`, seeded) over the Planetoid nodes instead of the public
+    ones: the ``planetoid`` loader's own split, for datasets (PubMed) whose only source is
+    the Planetoid files. ``[graph]`` gives ``feature_dim`` and ``num_classes``, checked
+    against the files."""
+    return _planetoid_plan(fetched, random_split=True)
+
+
+PLANETOID = DatasetLoader(load_planetoid_random, {
+    "feature_dim": ("int", True),
+    "num_classes": ("int", True),
+})
 
 
 #: ``--split`` choices: ``public`` (the standard split, where the registry has one) and

@@ -498,14 +498,18 @@ class _Validator:
             missing = [f"planetoid-{p}" for p in PARTS if f"planetoid-{p}" not in names]
             if missing:
                 self.fail("split.public", f"needs files {', '.join(missing)}")
+        elif loader == "planetoid":
+            self.fail("split.public", 'loader planetoid reads the Planetoid files: set '
+                                      'public = "planetoid"')
         if method == "per-class-random":
             self.no_extra(table, {"method", "seed", "train_per_class", "val", "test", "note",
                                   "public"}, "split")
             out = {"method": method, "seed": self.get(table, "seed", int, "split")}
             for key in ("train_per_class", "val", "test"):
                 out[key] = self.positive(table, key, "split")
-            if loader != "linqs":
-                self.fail("split.method", "per-class-random needs labelled nodes (loader linqs)")
+            if loader not in ("linqs", "planetoid"):
+                self.fail("split.method", "per-class-random needs labelled nodes (loader "
+                                          "linqs or planetoid)")
         elif method == "edge-sets":
             self.no_extra(table, {"method", "note"}, "split")
             if loader != "kg_triples":

@@ -50,7 +50,7 @@ def test_list(capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split()[:4] == ["NAME", "KIND", "NODES", "EDGES"]
-    assert len(lines) == 13
+    assert len(lines) == 14
     assert any(line.startswith("movielens-100k") and "[no redistribution]" in line
                for line in lines)
 
@@ -58,7 +58,7 @@ def test_list(capsys):
 def test_list_json(capsys):
     code, out, _ = run(capsys, "list", "--json")
     entries = {e["name"]: e for e in json.loads(out)}
-    assert code == 0 and len(entries) == 12
+    assert code == 0 and len(entries) == 13
     assert entries["movielens-100k"]["licence"]["redistribute"] is False
     cora_url = entries["cora"]["files"][0]["url"]
     assert cora_url == "https://linqs-data.soe.ucsc.edu/public/lbc/cora.tgz"

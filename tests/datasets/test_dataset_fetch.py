@@ -11,6 +11,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import graphsys.datasets.fetch as fetch_mod
@@ -327,3 +328,71 @@ def test_real_cora_entry_downloads_from_publisher_layout(http_root, tmp_path, mi
     public = plan_ingest(result)
     assert public.nodes[0].table.num_rows == 2708
     assert public.metadata["split"]["train"] == 140
+
+
+def _planetoid_like(rng, feature_dim: int, num_classes: int) -> dict[str, bytes]:
+    """Planetoid-format files (pickles of what the publishers wrote: csr features, one-hot
+    labels, a defaultdict of adjacency lists, a test.index text) of a small random graph:
+    20 training nodes per class, 500 validation, 40 more labelled, 30 test nodes."""
+    import collections
+    import pickle
+
+    import scipy.sparse as sp
+
+    n_all, n_test = 20 * num_classes + 540, 30
+    onehot = np.eye(num_classes)[rng.integers(0, num_classes, n_all + n_test)]
+    onehot[:20 * num_classes] = np.eye(num_classes)[np.repeat(np.arange(num_classes), 20)]
+    feats = sp.random(n_all + n_test, feature_dim, density=0.05, format="csr", random_state=1)
+    graph = collections.defaultdict(list)
+    for u, v in rng.integers(0, n_all + n_test, (2000, 2)):
+        graph[int(u)].append(int(v))
+    test_ids = rng.permutation(np.arange(n_all, n_all + n_test))
+    order = np.argsort(test_ids)  # tx / ty row k is node test_ids[k]
+    dump = lambda obj: pickle.dumps(obj, protocol=4)  # noqa: E731
+    return {"x": dump(feats[:20 * num_classes]), "y": dump(onehot[:20 * num_classes]),
+            "allx": dump(feats[:n_all]), "ally": dump(onehot[:n_all]),
+            "tx": dump(feats[n_all:][order]), "ty": dump(onehot[n_all:][order]),
+            "graph": dump(dict(graph)),
+            "test.index": "".join(f"{t}\n" for t in np.sort(test_ids)).encode()}
+
+
+def test_pubmed_entry_downloads_and_loads_both_splits(http_root, tmp_path):
+    """The registry's pubmed entry (loader planetoid; its files are not in the mirror) with
+    its URLs pointed at a loopback server holding Planetoid-format files of a small graph,
+    and the checksums of those files: every file is downloaded and verified, the public
+    split is the files' and the random split is drawn over the same nodes; a graph whose
+    features are not the entry's 500 columns is refused naming the file."""
+    base, www = http_root
+    files = _planetoid_like(np.random.default_rng(0), 500, 3)
+    for part, data in files.items():
+        (www / f"ind.pubmed.{part}").write_bytes(data)
+    ds = get_dataset("pubmed", REPO / "datasets")
+    assert {f.download.url.rsplit("/", 1)[1] for f in ds.files} == {
+        f"ind.pubmed.{p}" for p in files}
+
+    def served(f):
+        data = files[f.name.removeprefix("planetoid-").replace("-", ".")]
+        dl = dataclasses.replace(f.download, url=f"{base}/{f.download.url.rsplit('/', 1)[1]}",
+                                 sha256=sha(data), bytes=len(data))
+        return dataclasses.replace(f, download=dl, sha256=sha(data), bytes=len(data))
+
+    ds = dataclasses.replace(ds, files=tuple(served(f) for f in ds.files))
+    result = fetch(ds, cache=tmp_path / "cache")
+    assert {f.source for f in result.files.values()} == {"download"}
+    public = plan_ingest(result)
+    nodes = public.nodes[0].table
+    assert nodes.num_rows == 630 and public.undirected
+    assert public.metadata["split"] == {"method": "public", "reader": "planetoid",
+                                        "train": 60, "val": 500, "test": 30}
+    assert nodes["test_mask"].to_numpy(zero_copy_only=False)[600:].all()
+    small = dataclasses.replace(ds, split={**ds.split, "val": 100, "test": 200})
+    rand = plan_ingest(dataclasses.replace(result, dataset=small), "random")
+    masks = [rand.nodes[0].table[k].to_numpy(zero_copy_only=False)
+             for k in ("train_mask", "val_mask", "test_mask")]
+    assert [int(m.sum()) for m in masks] == [60, 100, 200]
+    assert not (masks[0] & masks[1]).any() and not (masks[1] & masks[2]).any()
+    assert rand.metadata["split"]["method"] == "per-class-random"
+    wide = dataclasses.replace(ds, graph={**ds.graph, "feature_dim": 499})
+    with pytest.raises(InputError, match=r"ind\.pubmed\.allx: 500 feature columns, expected "
+                                         r"graph\.feature_dim = 499"):
+        plan_ingest(dataclasses.replace(result, dataset=wide))

@@ -16,7 +16,9 @@ from graphsys.errors import GraphsysError, InputError
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {"cora", "citeseer", "fb15k-237", "movielens-100k", "ca-grqc", "ca-hepth",
             "email-enron", "email-eu-core", "ego-facebook", "soc-slashdot0902", "wiki-vote",
-            "luxembourg-osm"}
+            "luxembourg-osm", "pubmed"}
+#: Registry entries whose files the local mirror does not hold (checked by download only).
+NOT_IN_MIRROR = {"pubmed"}
 
 
 def test_registry_has_every_dataset(registry):
@@ -170,6 +172,9 @@ def _derived_from_mirror(data: bytes, compression: str, strip: str) -> bytes:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_sha256_matches_mirror(registry, mirror, name):
+    if name in NOT_IN_MIRROR:
+        assert not (mirror / registry[name].files[0].path).exists(), "move it out of the set"
+        pytest.skip(f"{name}: no copy in the mirror (see datasets/{name}.toml)")
     for f in registry[name].files:
         data = (mirror / f.path).read_bytes()
         assert len(data) == f.bytes, f.path
