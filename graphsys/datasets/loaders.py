@@ -368,6 +368,9 @@ MOVIELENS = DatasetLoader(load_movielens, {
 # -- Planetoid public split ---------------------------------------------------------------------
 
 def _planetoid_plan(fetched: FetchResult, random_split: bool) -> IngestPlan:
+    """The plan of the ``planetoid-*`` files, with the public masks or (``random_split``)
+    the registry's seeded per-class ones; the files' feature width and labels are checked
+    against ``[graph]`` (``feature_dim``; ``num_classes`` or the ``classes`` list)."""
     from graphsys.datasets.planetoid import PARTS, read_planetoid
 
     ds, g = fetched.dataset, fetched.dataset.graph
