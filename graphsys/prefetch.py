@@ -4,9 +4,10 @@ hint: it never faults, whatever the index).
 
 Kernels that update an array at random rows known ahead of time (a bucket's target
 offsets) issue it a few dozen edges early, so the cache misses of consecutive edges overlap
-instead of queueing behind the out-of-order window: the out-of-core PageRank pass over
-float32 sums went from 2.6 to 2.0 ns per edge on the 1B-edge R-MAT (one thread,
-``scripts/bench_billion.py``'s graph).
+instead of queueing behind the out-of-order window: on the 1B-edge R-MAT of
+``scripts/bench_billion.py``, an A/B alternating the two kernels in one process took the
+out-of-core PageRank pass from 5.00 / 2.43 s to 2.96 / 1.86 s over float32 sums and from
+6.50 / 4.56 s to 3.85 / 3.70 s in float64 (two rounds; docs/benchmarks.md, issue 12).
 """
 
 from __future__ import annotations
