@@ -15,11 +15,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphsys.prefetch import prefetch
+
 ALPHA = 15.0
 BETA = 18.0
 #: top-down steps whose frontier has fewer out-edges than this run on one thread (waking
 #: the pool costs more; a road graph's ~1,000 levels are all this small)
 TOP_DOWN_PARALLEL_EDGES = 1 << 15
+#: queue entries between a vertex's prefetch and its expansion (:func:`_top_down_serial`)
+PREFETCH_AHEAD = 16
 _ONE = np.uint64(1)
 
 
@@ -81,10 +85,21 @@ def _top_down_serial(q, lo, hi, indptr, indices, level, depth):
     level); returns (end of the next frontier, edges scanned). Branch-free: whether ``v``
     is new is a coin flip to the branch predictor on sparse graphs (about half the edges
     of a road graph lead back), so ``v`` is always written to the queue tail and the tail
-    advances by the test's result (``q`` has room: one slot per vertex plus one)."""
+    advances by the test's result (``q`` has room: one slot per vertex plus one).
+
+    The queue says which vertices come next, so their ``indptr`` entries are prefetched
+    :data:`PREFETCH_AHEAD` vertices early and their first ``indices`` line half as early
+    (the queue entries already written, this level's or the next's): the random reads of
+    consecutive vertices then overlap instead of each waiting on the last. On
+    luxembourg-osm (~950 levels, all serial), medians of 40 alternated calls, three
+    rounds: 2.56-2.84 ms per search before, 2.17-2.33 ms after."""
     tail = hi
     scanned = 0
     for i in range(lo, hi):
+        if i + PREFETCH_AHEAD < tail:
+            prefetch(indptr, q[i + PREFETCH_AHEAD])
+        if i + PREFETCH_AHEAD // 2 < tail:
+            prefetch(indices, indptr[q[i + PREFETCH_AHEAD // 2]])
         u = q[i]
         a, b = indptr[u], indptr[u + 1]
         scanned += b - a
@@ -242,8 +257,34 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, level, ma
     return step, act[:step], scanned[:step], pulled[:step], left
 
 
+@numba.njit(cache=True, nogil=True)
+def phase_totals(act, scanned, pulled, num_left):
+    """Per-step counts of :func:`bfs_levels` (``act``, ``scanned``, ``pulled`` int64 (S,))
+    summed per *phase* (a run of steps in one direction); ``num_left``: vertices of the
+    last level when the search was cut short. Returns int64 (P, 5) rows of (first step,
+    end step, vertices expanded, edges scanned, vertices reached: step s reached the
+    frontier of step s + 1)."""
+    steps = act.shape[0]
+    rows = np.zeros((steps, 5), np.int64)
+    p = -1
+    for s in range(steps):
+        if s == 0 or pulled[s] != pulled[s - 1]:
+            p += 1
+            rows[p, 0] = s
+        rows[p, 1] = s + 1
+        rows[p, 2] += act[s]
+        rows[p, 3] += scanned[s]
+        rows[p, 4] += act[s + 1] if s + 1 < steps else num_left
+    return rows[:p + 1]
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def levels_to_float(level, out):
-    """``out[v]`` = ``level[v]`` as float64, ``inf`` where -1 (parallel)."""
-    for v in numba.prange(level.shape[0]):
-        out[v] = level[v] if level[v] >= 0 else np.inf
+    """``out[v]`` = ``level[v]`` as float64, ``inf`` where -1 (parallel from
+    :data:`TOP_DOWN_PARALLEL_EDGES` vertices)."""
+    if level.shape[0] < TOP_DOWN_PARALLEL_EDGES:
+        for v in range(level.shape[0]):
+            out[v] = level[v] if level[v] >= 0 else np.inf
+    else:
+        for v in numba.prange(level.shape[0]):
+            out[v] = level[v] if level[v] >= 0 else np.inf

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy.sparse import csgraph
 
 from graphsys import bsp
-from graphsys.bsp.kernels_bfs import bfs_levels
+from graphsys.bsp.kernels_bfs import bfs_levels, phase_totals
 
 from .conftest import GRAPH_KEYS, random_digraphs, to_global
 
@@ -72,6 +72,17 @@ def test_max_steps_cuts_and_returns_the_last_level(max_steps):
     level, (steps, *_, left) = _levels(a, 0, max_steps)
     assert steps == max_steps and level.max() == max_steps
     np.testing.assert_array_equal(left, [max_steps])
+
+
+def test_phase_totals_sum_runs_of_one_direction():
+    act = np.array([1, 3, 10, 40, 5, 2])
+    scanned = np.array([2, 6, 30, 90, 12, 4])
+    pulled = np.array([0, 0, 1, 1, 0, 0])
+    rows = phase_totals(act, scanned, pulled, 7)
+    # (first step, end step, expanded, scanned, reached: the next step's frontier)
+    np.testing.assert_array_equal(rows, [[0, 2, 4, 8, 13], [2, 4, 50, 120, 45],
+                                         [4, 6, 7, 16, 9]])
+    assert phase_totals(act[:0], scanned[:0], pulled[:0], 0).shape == (0, 5)
 
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)

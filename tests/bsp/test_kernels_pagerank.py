@@ -79,3 +79,44 @@ def test_hub_sorted_graphs_keep_the_engine_loop(graphs, monkeypatch):
     assert res.stats.method == "supersteps"
     np.testing.assert_allclose(res.values, bsp.pagerank(g, tol=1e-10, fuse=False).values,
                                rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("with_p", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_parallel_step_matches_numpy(with_p, dtype):
+    """The chunked parallel step (from FUSED_PARALLEL_MIN_ROWS targets, skewed in-degrees,
+    empty rows, dangling vertices) against one NumPy iteration; the sums do not depend on
+    the thread count."""
+    import numba
+
+    from graphsys.bsp.kernels_pagerank import FUSED_PARALLEL_MIN_ROWS, pagerank_step
+
+    rng = np.random.default_rng(3)
+    n = FUSED_PARALLEL_MIN_ROWS + 5_003
+    m = 6 * n
+    dst = np.minimum(rng.zipf(1.6, m) - 1, n - 1)  # hub rows hold long runs
+    src = rng.integers(0, n, m)
+    csc = sp.csr_matrix((np.ones(m), (dst, src)), shape=(n, n))
+    csc.data[:] = 1.0
+    ip, idx = csc.indptr.astype(np.int64), csc.indices.astype(np.int32)
+    outdeg = np.bincount(idx, minlength=n).astype(np.float64)
+    inv_deg = np.divide(1.0, outdeg, out=np.zeros(n), where=outdeg > 0)
+    rank0 = rng.random(n)
+    p = rng.random(n) / n if with_p else np.zeros(0)
+    send = (rank0 * inv_deg).astype(dtype)
+    pulled = csc @ send.astype(np.float64)
+    want = 0.85 * pulled + (0.2 * p if with_p else 0.15 / n)
+    results = []
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        numba.set_num_threads(threads)
+        rank, new_send = rank0.copy(), np.empty_like(send)
+        delta, dangling = pagerank_step(ip, idx, send, new_send, rank, inv_deg, p, 0.85,
+                                        0.15 / n, 0.2)
+        results.append((delta, dangling))
+        rtol = 1e-6 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(rank, want, rtol=rtol)
+        np.testing.assert_allclose(new_send, (rank * inv_deg).astype(dtype), rtol=rtol)
+        assert delta == pytest.approx(np.abs(want - rank0).sum(), rel=1e-9)
+        assert dangling == pytest.approx(want[outdeg == 0].sum(), rel=1e-9)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert results[0] == results[-1]

@@ -15,7 +15,7 @@ from graphsys.bsp.algorithms.common import (
     symmetric,
 )
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.kernels_bfs import bfs_levels, levels_to_float
+from graphsys.bsp.kernels_bfs import bfs_levels, levels_to_float, phase_totals
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -71,25 +71,23 @@ class BFS(VertexProgram):
         into = out if symmetric(ctx.graph, ctx.edge_set) else edges.adjacency("csc")[:2]
         t0 = time.perf_counter()
         level = np.full(ctx.num_nodes, -1, np.int32)
-        steps, act, scanned, pulled, left = bfs_levels(*out, *into, self.source, level,
-                                                       max_iters, numba.get_num_threads())
+        _, act, scanned, pulled, left = bfs_levels(*out, *into, self.source, level,
+                                                   max_iters, numba.get_num_threads())
         levels_to_float(level, host_array(state["level"]))
         seconds = time.perf_counter() - t0
-        starts = np.flatnonzero(np.diff(pulled, prepend=-1))
-        reached = np.append(act[1:], len(left))  # level s + 1's frontier came from step s
-        work = np.add.reduceat(act + scanned, starts) if steps else np.zeros(0, np.int64)
+        rows = phase_totals(act, scanned, pulled, len(left))
         supersteps = []
-        for k, (first, w) in enumerate(zip(starts.tolist(), split_seconds(seconds, work))):
-            stop = int(starts[k + 1]) if k + 1 < len(starts) else steps
-            e = int(scanned[first:stop].sum())
-            ss = SuperstepStats(superstep=first, active=int(act[first:stop].sum()),
+        for (first, _, active, e, reached), w in zip(rows.tolist(), split_seconds(
+                seconds, rows[:, 2] + rows[:, 3])):
+            ss = SuperstepStats(superstep=first, active=active,
                                 direction="pull" if pulled[first] else "push",
-                                edges_scanned=e, messages_sent=e,
-                                messages_combined=int(reached[first:stop].sum()), fused=True)
+                                edges_scanned=e, messages_sent=e, messages_combined=reached,
+                                fused=True)
             ss.seconds["edges"] = w
             supersteps.append(ss)
         frontier = torch.zeros(ctx.num_local, dtype=torch.bool)
-        frontier[torch.from_numpy(left)] = True
+        if len(left):
+            frontier[torch.from_numpy(left)] = True
         return Solved("direction-optimizing-bfs", supersteps, frontier)
 
 
