@@ -89,12 +89,15 @@ def pull(indptr, indices, weight, x, active, use_active, accept, use_accept, msg
 
 
 @numba.njit(inline="always")
-def _row_sum(indptr, indices, x, acc, received, v):
+def _row_sum(indptr, indices, x, acc, received, r):
+    # every index unsigned: numba tests each signed one for a negative value (a prange
+    # chunk starts at a variable row); 8.8 -> 7.9 ms per rmat-10M pull, alternated A/B
+    v = np.uint64(r)
     s = 0.0
     lo = indptr[v]
-    hi = indptr[v + 1]
+    hi = indptr[v + np.uint64(1)]
     for e in range(lo, hi):
-        s += x[np.uint64(indices[e])]  # unsigned: no negative-index test
+        s += x[np.uint64(indices[np.uint64(e)])]
     acc[v] += s
     if hi > lo:
         received[v] = 1
