@@ -280,11 +280,6 @@ def phase_totals(act, scanned, pulled, num_left):
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def levels_to_float(level, out):
-    """``out[v]`` = ``level[v]`` as float64, ``inf`` where -1 (parallel from
-    :data:`TOP_DOWN_PARALLEL_EDGES` vertices)."""
-    if level.shape[0] < TOP_DOWN_PARALLEL_EDGES:
-        for v in range(level.shape[0]):
-            out[v] = level[v] if level[v] >= 0 else np.inf
-    else:
-        for v in numba.prange(level.shape[0]):
-            out[v] = level[v] if level[v] >= 0 else np.inf
+    """``out[v]`` = ``level[v]`` as float64, ``inf`` where -1 (parallel)."""
+    for v in numba.prange(level.shape[0]):
+        out[v] = level[v] if level[v] >= 0 else np.inf
