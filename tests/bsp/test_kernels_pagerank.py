@@ -97,7 +97,7 @@ def test_parallel_step_matches_numpy(with_p, dtype):
     dst = np.minimum(rng.zipf(1.6, m) - 1, n - 1)  # hub rows hold long runs
     src = rng.integers(0, n, m)
     csc = sp.csr_matrix((np.ones(m), (dst, src)), shape=(n, n))
-    csc.data[:] = 1.0
+    csc.data[:] = 1.0  # one stored entry per (target, source): the kernel reads no values
     ip, idx = csc.indptr.astype(np.int64), csc.indices.astype(np.int32)
     outdeg = np.bincount(idx, minlength=n).astype(np.float64)
     inv_deg = np.divide(1.0, outdeg, out=np.zeros(n), where=outdeg > 0)
@@ -109,14 +109,16 @@ def test_parallel_step_matches_numpy(with_p, dtype):
     results = []
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
         numba.set_num_threads(threads)
-        rank, new_send = rank0.copy(), np.empty_like(send)
-        delta, dangling = pagerank_step(ip, idx, send, new_send, rank, inv_deg, p, 0.85,
-                                        0.15 / n, 0.2)
+        try:
+            rank, new_send = rank0.copy(), np.empty_like(send)
+            delta, dangling = pagerank_step(ip, idx, send, new_send, rank, inv_deg, p, 0.85,
+                                            0.15 / n, 0.2)
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
         results.append((delta, dangling))
         rtol = 1e-6 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(rank, want, rtol=rtol)
         np.testing.assert_allclose(new_send, (rank * inv_deg).astype(dtype), rtol=rtol)
         assert delta == pytest.approx(np.abs(want - rank0).sum(), rel=1e-9)
         assert dangling == pytest.approx(want[outdeg == 0].sum(), rel=1e-9)
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     assert results[0] == results[-1]
