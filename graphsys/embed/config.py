@@ -23,8 +23,9 @@ independent operators, ``op_r^rhs`` (= ``r``, applied to heads to rank tails) an
 both ``(h, r, ?) -> t`` and ``(t, r^-1, ?) -> h``; evaluation ranks only tails, of
 ``(h, r, ?)`` and of ``(t, r^-1, ?)`` (Lacroix et al. 2018's protocol). ComplEx with N3 as
 Lacroix et al. train it: ``all_negs = true`` (1-vs-all cross-entropy) and
-``regularization_coef`` (the weighted N3); ``datasets/configs/fb15k-237-complex-n3.toml``
-is the shipped FB15k-237 config.
+``regularization_coef`` (the weighted N3), and relation prediction as Chen et al. 2021 add it
+(``relation_prediction_weight``); ``datasets/configs/fb15k-237-complex-n3.toml`` is the
+shipped FB15k-237 config.
 
 Relations default to every relation type of the graph with the top-level ``operator``;
 ``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations. Their
@@ -106,6 +107,12 @@ class EmbedConfig:
         "+ |r_rhs|^3 + |r_lhs|^3) to the summed loss, |.|^3 the sum of cubed magnitudes of "
         "the coordinates (complex_diagonal: of the complex coordinates' moduli; r: the "
         "operator's parameters)", default=0.0)
+    relation_prediction_weight: float = _h(
+        "weight of relation prediction, an auxiliary objective (0 = off; Chen et al. 2021, "
+        "their w_rel): each training edge (h, r, t) adds this times the cross-entropy of "
+        "predicting r from (h, t) and r^-1 from (t, h) among all 2R relations of both sides "
+        "(scores <op_r'(h), t>) to the summed loss; needs the dot comparator and operators "
+        "linear in their parameters (diagonal, complex_diagonal)", default=0.0)
     # -- optimisation -----------------------------------------------------------------------
     lr: float = _h("learning rate of the Adagrad on embeddings", default=0.01)
     embedding_adagrad: str = _h(
@@ -214,7 +221,7 @@ class EmbedConfig:
                 integer(key, getattr(self, key))
         for key in ("lr", "init_scale"):
             positive(key, getattr(self, key))
-        for key in ("margin", "regularization_coef"):
+        for key in ("margin", "regularization_coef", "relation_prediction_weight"):
             positive(key, getattr(self, key), allow_zero=True)
         for key in ("relation_lr", "max_norm"):
             if getattr(self, key) is not None:
@@ -268,6 +275,17 @@ class EmbedConfig:
         if "complex_diagonal" in ops and self.dimension % 2:
             raise ConfigError(f"dimension: complex_diagonal needs an even dimension, got "
                               f"{self.dimension}")
+        if self.relation_prediction_weight > 0:
+            if self.comparator != "dot":
+                raise ConfigError(f"relation_prediction_weight: relation prediction needs the "
+                                  f"dot comparator, got {self.comparator!r}")
+            for op in sorted(ops):
+                if not OPERATORS.get_class(op).scores_relations():
+                    able = [n for n in OPERATORS.names()
+                            if OPERATORS.get_class(n).scores_relations()]
+                    raise ConfigError(f"relation_prediction_weight: relation prediction needs "
+                                      f"operators that score every relation at once "
+                                      f"({', '.join(able)}), got {op!r}")
         if self.num_batch_negs == 0 and self.num_uniform_negs == 0 and not self.all_negs:
             raise ConfigError("num_uniform_negs: num_batch_negs and num_uniform_negs are both "
                               "0 and all_negs is false, so there are no negatives")

@@ -81,6 +81,19 @@ class Operator(ABC):
         return sum((gather(p, idx).abs().pow(3).sum() for p in params.values()),
                    torch.zeros(()))
 
+    def relation_scores(self, x: Tensor, y: Tensor, params: dict[str, Tensor]) -> Tensor:
+        """``<op_r(x_b), y_b>`` for every relation ``r`` of ``params`` (``(R, ...)``) and every
+        row ``b`` of ``x``, ``y`` ``(B, d)``: ``(B, R)``, the ``dot`` comparator's scores of
+        relation prediction (:meth:`graphsys.embed.relations.RelationModel.relation_logits`).
+        Operators linear in their parameters compute it as one ``(B, d) @ (d, R)`` matmul and
+        override this; :meth:`scores_relations` says which do."""
+        raise NotImplementedError(f"operator {self.name!r} cannot score every relation at once")
+
+    @classmethod
+    def scores_relations(cls) -> bool:
+        """Whether the operator implements :meth:`relation_scores`."""
+        return cls.relation_scores is not Operator.relation_scores
+
 
 OPERATORS: Registry[Operator] = Registry("operator")
 
@@ -113,6 +126,10 @@ class DiagonalOperator(Operator):
 
     def forward(self, x, params, idx):
         return x * gather(params["diagonal"], idx)
+
+    def relation_scores(self, x, y, params):
+        """``<x * w_r, y> = (x * y) @ w.T``."""
+        return (x * y) @ params["diagonal"].T
 
 
 @OPERATORS.register_as("complex_diagonal")
@@ -147,6 +164,13 @@ class ComplexDiagonalOperator(Operator):
         re, im = x[..., :half], x[..., half:]
         wr, wi = gather(params["real"], idx), gather(params["imag"], idx)
         return torch.cat([re * wr - im * wi, re * wi + im * wr], dim=-1)
+
+    def relation_scores(self, x, y, params):
+        """``Re(<x, w_r, conj(y)>) = (x_re y_re + x_im y_im) @ real.T + (x_re y_im - x_im
+        y_re) @ imag.T``."""
+        half = self.dimension // 2
+        xr, xi, yr, yi = x[..., :half], x[..., half:], y[..., :half], y[..., half:]
+        return (xr * yr + xi * yi) @ params["real"].T + (xr * yi - xi * yr) @ params["imag"].T
 
 
 def _per_relation_matmul(x: Tensor, mats: Tensor, idx: Tensor) -> Tensor:

@@ -63,6 +63,11 @@ class RelationModel:
             self.groups.append((name, OPERATORS.get_class(name)(dimension), members))
         self._group_t = torch.from_numpy(self.group_of).to(self.device)
         self._local_t = torch.from_numpy(self.local_of).to(self.device)
+        # column of relation r (then of r + R) among the groups' concatenated scores
+        offset = np.cumsum([0] + [len(m) for _, _, m in self.groups])[:-1]
+        column = offset[self.group_of] + self.local_of
+        self._relation_column = torch.from_numpy(
+            np.concatenate([column, column + len(operators)])).to(self.device)
         self.params: dict[str, list[dict[str, torch.Tensor]]] = {}
         self.state: dict[str, list[dict[str, torch.Tensor]]] = {}
         for side in SIDES:
@@ -125,18 +130,53 @@ class RelationModel:
             n3.append((op.n3_rows(x), op.n3_params(gathered, inv)))
         return op.forward(x, gathered, inv)
 
+    def relation_logits(self, x: torch.Tensor, y: torch.Tensor,
+                        leaves: list[_Leaf] | None = None) -> torch.Tensor:
+        """Scores of every relation of both sides for the pairs ``(x_b, y_b)`` (``(B, d)``
+        each): ``(B, 2R)``, column ``r`` ``<op_r^rhs(x_b), y_b>`` and column ``R + r``
+        ``<op_r^lhs(x_b), y_b>`` (``r`` in global relation order), the logits of relation
+        prediction (Chen et al. 2021; their 2R relations are ``r`` and its reciprocal, i.e.
+        graphsys's rhs and lhs operators). With ``leaves`` (training) the whole parameter
+        tables are autograd leaves, appended there for :meth:`step`. Needs every operator to
+        have :meth:`~graphsys.embed.model.Operator.relation_scores` (the config checks it)."""
+        blocks = []
+        for side in ("rhs", "lhs"):
+            for g, (_, op, members) in enumerate(self.groups):
+                table = {}
+                for k, v in self.params[side][g].items():
+                    table[k] = v.to(x.dtype)
+                    if leaves is not None:
+                        table[k] = v.detach().clone().requires_grad_(True)
+                        rows = torch.arange(len(members), device=v.device)
+                        leaves.append(_Leaf(v, self.state[side][g][k], rows, table[k]))
+                blocks.append(op.relation_scores(x, y, table))
+        scores = torch.cat(blocks, dim=1)
+        return scores if len(self.groups) == 1 else scores.index_select(1, self._relation_column)
+
     # -- update -----------------------------------------------------------------------------
     @staticmethod
     def step(leaves: list[_Leaf], lr: float) -> None:
-        """Adagrad on the gathered rows: ``s += g^2; p -= lr * g / (sqrt(s) + eps)``."""
+        """Adagrad on the gathered rows: ``s += g^2; p -= lr * g / (sqrt(s) + eps)``. Leaves
+        of the same parameter (a batch's operator rows and relation prediction's whole table)
+        are summed first, in ``leaves`` order, so each row takes one step with its whole
+        gradient."""
         with torch.no_grad():
+            merged: dict[int, tuple[_Leaf, list, list]] = {}
             for lf in leaves:
-                g = lf.leaf.grad
-                if g is None:
-                    continue
-                s = lf.state[lf.rows] + g * g
-                lf.state[lf.rows] = s
-                lf.param[lf.rows] = lf.param[lf.rows] - lr * g / (s.sqrt() + ADAGRAD_EPS)
+                if lf.leaf.grad is not None:
+                    _, rows, grads = merged.setdefault(id(lf.param), (lf, [], []))
+                    rows.append(lf.rows)
+                    grads.append(lf.leaf.grad)
+            for lf, rows, grads in merged.values():
+                if len(rows) == 1:
+                    r, g = rows[0], grads[0]
+                else:
+                    r, inv = torch.unique(torch.cat(rows), return_inverse=True)
+                    g = grads[0].new_zeros((len(r),) + grads[0].shape[1:])
+                    g.index_add_(0, inv, torch.cat(grads))
+                s = lf.state[r] + g * g
+                lf.state[r] = s
+                lf.param[r] = lf.param[r] - lr * g / (s.sqrt() + ADAGRAD_EPS)
 
     # -- persistence ------------------------------------------------------------------------
     def keys(self):

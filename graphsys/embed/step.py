@@ -7,9 +7,11 @@ them proportional to training degree), plus one batched matmul over chunks of
 ``num_batch_negs`` edges whose other true tails (heads) serve as negatives. With ``all_negs``
 the pool is the whole candidate partition and the loss the 1-vs-all cross-entropy (no
 in-batch block). With ``regularization_coef`` the N3 term of the batch's factors (heads,
-tails and the relation operators of both directions) is added. Gradients come from autograd,
-or in closed form for dot / softmax batches (:mod:`.dot_softmax`; autograd then only through
-the operators and N3).
+tails and the relation operators of both directions) is added; with
+``relation_prediction_weight`` that weight times the cross-entropy of predicting each edge's
+relation among all ``2R`` (:meth:`MinibatchStep._relation_prediction`). Gradients come from
+autograd, or in closed form for dot / softmax batches (:mod:`.dot_softmax`; autograd then only
+through the operators, N3 and relation prediction).
 Embeddings take row-wise Adagrad steps (PBG's; ``embedding_adagrad = "element"``: one
 accumulator per coordinate; :func:`graphsys.embed.kernels.sparse_adagrad` on the CPU),
 relation parameters element-wise Adagrad (:class:`.relations.RelationModel`).
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from graphsys.embed import dot_softmax
 from graphsys.embed.kernels import sparse_adagrad
@@ -143,6 +146,20 @@ class MinibatchStep:
         are the other side's true candidates, so every entity factor counts twice."""
         return self.cfg.regularization_coef * sum(2 * rows + params for rows, params in terms)
 
+    def _relation_prediction(self, x_h, x_t, rel, w, leaves) -> torch.Tensor:
+        """``relation_prediction_weight`` times the summed cross-entropy of relation
+        prediction (Chen et al. 2021), 0-d: each edge ``(h, r, t)`` predicts ``r`` from
+        ``(h, t)`` and ``r^-1`` from ``(t, h)`` among all ``2R`` relations of both sides
+        (:meth:`~graphsys.embed.relations.RelationModel.relation_logits`), weighted by ``w``
+        ``(B,)`` when given. ``x_h`` / ``x_t`` ``(B, d)``: the heads' and tails' rows."""
+        logits = self.relmodel.relation_logits(torch.cat([x_h, x_t]), torch.cat([x_t, x_h]),
+                                               leaves)
+        target = torch.cat([rel, rel + len(self.relmodel.operators)])
+        ce = F.cross_entropy(logits, target, reduction="none")
+        if w is not None:
+            ce = ce * torch.cat([w, w])
+        return self.cfg.relation_prediction_weight * ce.sum()
+
     @traced("embed.minibatch")
     def _batch(self, lt, rt, i, j, h, t, rel, w, gen) -> float:
         cfg = self.cfg
@@ -196,6 +213,8 @@ class MinibatchStep:
                 + self._side_loss(q_head, pl[:b], pl[b:] if pooled else None, w, all_l))
         if n3:
             loss = loss + self._n3(n3)
+        if cfg.relation_prediction_weight > 0:
+            loss = loss + self._relation_prediction(xl[:b], xr[:b], rel, w, leaves)
         loss.backward()
         return float(loss.detach()), xl.grad, xr.grad
 
@@ -205,9 +224,11 @@ class MinibatchStep:
         the N3 regulariser when there are any."""
         cfg = self.cfg
         u = cfg.num_uniform_negs
-        identity = self.relmodel.is_identity
         n3 = [] if cfg.regularization_coef > 0 else None
-        if identity and n3 is None:
+        rp = cfg.relation_prediction_weight > 0
+        identity = self.relmodel.is_identity
+        scores_only = identity and n3 is None and not rp
+        if scores_only:
             ql, qr = xl[:b], xr[:b]
         else:
             hl = xl[:b].detach().requires_grad_(True)
@@ -223,13 +244,15 @@ class MinibatchStep:
                 ql.detach(), qr.detach(), xl[:b].detach(), xr[:b].detach(),
                 xl[b:] if u else None, xr[b:] if u else None, cfg.num_batch_negs, w,
                 identity)
-        if not (identity and n3 is None):
+        if not scores_only:
             outs, out_grads = [ql, qr], [dql, dqr]
-            if n3:
-                reg = self._n3(n3)
-                outs.append(reg)
-                out_grads.append(torch.ones_like(reg))
-                loss = loss + reg.detach()
+            extra = [self._n3(n3)] if n3 else []
+            if rp:
+                extra.append(self._relation_prediction(hl, hr, rel, w, leaves))
+            for term in extra:
+                outs.append(term)
+                out_grads.append(torch.ones_like(term))
+                loss = loss + term.detach()
             torch.autograd.backward(outs, out_grads)
             dql, dqr = hl.grad, hr.grad
         if dxl is not None:

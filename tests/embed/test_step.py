@@ -1,7 +1,8 @@
 """One training batch (:class:`graphsys.embed.step.MinibatchStep`) with ``all_negs`` and N3
 against a brute-force ComplEx objective written with complex numbers: 1-vs-all
-cross-entropy over every entity in both directions (reciprocal relations) plus Lacroix et
-al.'s weighted N3 on the moduli of each edge's factors."""
+cross-entropy over every entity in both directions (reciprocal relations), Lacroix et al.'s
+weighted N3 on the moduli of each edge's factors, and Chen et al.'s relation prediction
+(each edge's relation among all 2R from its two entities)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import torch
 
 from graphsys.embed.config import EmbedConfig
 from graphsys.embed.model import COMPARATORS, LOSSES
-from graphsys.embed.relations import RelationModel
+from graphsys.embed.relations import ADAGRAD_EPS, RelationModel, _Leaf
 from graphsys.embed.step import MinibatchStep
 
-N, D, R, B, LAMBDA = 11, 6, 3, 7, 0.05
+N, D, R, B, LAMBDA, W_REL = 11, 6, 3, 7, 0.05, 0.7
 
 
 class _Step(MinibatchStep):
@@ -26,7 +27,7 @@ class _Step(MinibatchStep):
         self.relmodel = RelationModel(["complex_diagonal"] * R, D)
 
 
-def _brute_force(emb, params, h, r, t, w):
+def _brute_force(emb, params, h, r, t, w, w_rel):
     """Loss and gradients (embeddings, {side: {real, imag}}) in float64, edge by edge."""
     emb = emb.double().requires_grad_(True)
     ps = {s: {k: v.double().requires_grad_(True) for k, v in p.items()}
@@ -44,6 +45,13 @@ def _brute_force(emb, params, h, r, t, w):
         total = total + LAMBDA * (2 * e[h[b]].abs().pow(3).sum() + 2 * e[t[b]].abs().pow(3).sum()
                                   + wr["rhs"][r[b]].abs().pow(3).sum()
                                   + wr["lhs"][r[b]].abs().pow(3).sum())
+        # relation prediction: r among [rhs relations, lhs relations] from (h, t), and r^-1
+        # (lhs relation r, column R + r) from (t, h)
+        for x, y, target in ((h[b], t[b], r[b]), (t[b], h[b], R + r[b])):
+            scores = torch.stack([(e[x] * wr[side][k] * e[y].conj()).sum().real
+                                  for side in ("rhs", "lhs") for k in range(R)])
+            ce = torch.logsumexp(scores, 0) - scores[target]
+            total = total + w_rel * (ce if w is None else ce * w[b])
     total.backward()
     return float(total.detach()), emb.grad, {s: {k: v.grad for k, v in p.items()}
                                      for s, p in ps.items()}
@@ -51,10 +59,13 @@ def _brute_force(emb, params, h, r, t, w):
 
 @pytest.mark.parametrize("path", ["_closed_form_grads", "_autograd_grads"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_all_negs_with_n3_matches_brute_force(path, weighted):
+@pytest.mark.parametrize("w_rel", [0.0, W_REL])
+def test_all_negs_with_n3_matches_brute_force(path, weighted, w_rel):
     gen = torch.Generator().manual_seed(3)
     cfg = EmbedConfig(dimension=D, operator="complex_diagonal", comparator="dot",
-                      loss_fn="softmax", all_negs=True, regularization_coef=LAMBDA)
+                      loss_fn="softmax", all_negs=True, regularization_coef=LAMBDA,
+                      relation_prediction_weight=w_rel)
+    cfg.validate()
     step = _Step(cfg)
     for side in ("lhs", "rhs"):  # away from the (1, 0) init, so every term matters
         for v in step.relmodel.params[side][0].values():
@@ -73,13 +84,41 @@ def test_all_negs_with_n3_matches_brute_force(path, weighted):
                                        leaves, h, t)
     grad = torch.zeros(N, D).index_add_(0, idx_l, gl).index_add_(0, idx_r, gr)
 
-    ref_loss, ref_grad, ref_params = _brute_force(emb, params, h, r, t, w)
+    ref_loss, ref_grad, ref_params = _brute_force(emb, params, h, r, t, w, w_rel)
     assert loss == pytest.approx(ref_loss, rel=1e-5)
     torch.testing.assert_close(grad.double(), ref_grad, rtol=1e-4, atol=1e-5)
-    by_param = {(lf.param.data_ptr(), int(row)): g for lf in leaves
-                for row, g in zip(lf.rows, lf.leaf.grad)}
+    by_param: dict = {}  # relation prediction's leaves hold every row, the operators' some
+    for lf in leaves:
+        for row, g in zip(lf.rows, lf.leaf.grad):
+            key = (lf.param.data_ptr(), int(row))
+            by_param[key] = by_param.get(key, 0) + g
+    rows = range(R) if w_rel else r.unique().tolist()
     for side in ("lhs", "rhs"):
         for k, v in step.relmodel.params[side][0].items():
-            for row in r.unique():
-                torch.testing.assert_close(by_param[(v.data_ptr(), int(row))].double(),
+            for row in rows:
+                torch.testing.assert_close(by_param[(v.data_ptr(), row)].double(),
                                            ref_params[side][k][row], rtol=1e-4, atol=1e-5)
+    if not w_rel:  # relations outside the batch get no gradient
+        assert not any(key[1] not in rows for key in by_param)
+
+
+def test_relation_step_sums_leaves_of_one_parameter():
+    """A batch's operator rows and relation prediction's whole table are two leaves of one
+    parameter: Adagrad takes one step per row with their summed gradient."""
+    gen = torch.Generator().manual_seed(5)
+    model = RelationModel(["diagonal"] * R, D)
+    param, state = model.params["rhs"][0]["diagonal"], model.state["rhs"][0]["diagonal"]
+    state.copy_(torch.rand(state.shape, generator=gen))
+    before, state_before = param.clone(), state.clone()
+    partial, full = torch.randn(2, D, generator=gen), torch.randn(R, D, generator=gen)
+    leaves = []
+    for rows, grad in ((torch.tensor([0, 2]), partial), (torch.arange(R), full)):
+        leaf = param[rows].clone().requires_grad_(True)
+        leaf.grad = grad
+        leaves.append(_Leaf(param, state, rows, leaf))
+    RelationModel.step(leaves, 0.1)
+    g = full.clone()
+    g[[0, 2]] += partial
+    s = state_before + g * g
+    torch.testing.assert_close(state, s)
+    torch.testing.assert_close(param, before - 0.1 * g / (s.sqrt() + ADAGRAD_EPS))

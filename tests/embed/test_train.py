@@ -301,6 +301,32 @@ def test_one_vs_all_n3_same_seed_same_result(kg1, small, tmp_path):
         assert np.array_equal(a[k], b[k]), k
 
 
+def _relation_cross_entropy(emb, graph):
+    """Mean cross-entropy of relation prediction on the test triples, both directions."""
+    test = triples(graph, "test")
+    E = torch.from_numpy(emb.to_numpy())
+    h, r, t = (torch.from_numpy(a) for a in (test.h, test.r, test.t))
+    with torch.no_grad():
+        logits = emb.relmodel.relation_logits(torch.cat([E[h], E[t]]), torch.cat([E[t], E[h]]))
+    target = torch.cat([r, r + len(emb.relmodel.operators)])
+    return float(torch.nn.functional.cross_entropy(logits, target))
+
+
+@pytest.mark.parametrize("negatives", [[], ONE_VS_ALL_N3], ids=["sampled", "1-vs-all+N3"])
+def test_relation_prediction_learns_relations(kg1, small, tmp_path, negatives):
+    """``relation_prediction_weight`` trains the relation of each test triple to be
+    predictable from its two entities, without costing link prediction. The planted KG's
+    relation is a function of the two clusters, so a model trained without it predicts
+    relations too (cross-entropy 0.05-0.10); with it the cross-entropy is 2-10x lower."""
+    mrr_on, on = _mrr(kg1, tmp_path / "on", small, *negatives, "relation_prediction_weight=1",
+                      epochs=10)
+    _, off = _mrr(kg1, tmp_path / "off", small, *negatives, epochs=10)
+    graph = open_graph(kg1)
+    assert mrr_on > 0.85
+    ce_on, ce_off = _relation_cross_entropy(on, graph), _relation_cross_entropy(off, graph)
+    assert ce_on < 0.6 * ce_off, (ce_on, ce_off)
+
+
 def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_path):
     """``embedding_adagrad = "element"``: (n, d) state files, a planted KG learned, resume
     continues, a resume with row-wise state is refused, and a state file of the wrong shape
