@@ -11,7 +11,7 @@ import torch
 
 from graphsys.embed.config import EmbedConfig
 from graphsys.embed.model import COMPARATORS, LOSSES
-from graphsys.embed.relations import ADAGRAD_EPS, RelationModel, _Leaf
+from graphsys.embed.relations import RelationModel
 from graphsys.embed.step import MinibatchStep
 
 N, D, R, B, LAMBDA, W_REL = 11, 6, 3, 7, 0.05, 0.7
@@ -101,24 +101,3 @@ def test_all_negs_with_n3_matches_brute_force(path, weighted, w_rel):
     if not w_rel:  # relations outside the batch get no gradient
         assert not any(key[1] not in rows for key in by_param)
 
-
-def test_relation_step_sums_leaves_of_one_parameter():
-    """A batch's operator rows and relation prediction's whole table are two leaves of one
-    parameter: Adagrad takes one step per row with their summed gradient."""
-    gen = torch.Generator().manual_seed(5)
-    model = RelationModel(["diagonal"] * R, D)
-    param, state = model.params["rhs"][0]["diagonal"], model.state["rhs"][0]["diagonal"]
-    state.copy_(torch.rand(state.shape, generator=gen))
-    before, state_before = param.clone(), state.clone()
-    partial, full = torch.randn(2, D, generator=gen), torch.randn(R, D, generator=gen)
-    leaves = []
-    for rows, grad in ((torch.tensor([0, 2]), partial), (torch.arange(R), full)):
-        leaf = param[rows].clone().requires_grad_(True)
-        leaf.grad = grad
-        leaves.append(_Leaf(param, state, rows, leaf))
-    RelationModel.step(leaves, 0.1)
-    g = full.clone()
-    g[[0, 2]] += partial
-    s = state_before + g * g
-    torch.testing.assert_close(state, s)
-    torch.testing.assert_close(param, before - 0.1 * g / (s.sqrt() + ADAGRAD_EPS))
