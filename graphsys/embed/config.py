@@ -111,8 +111,9 @@ class EmbedConfig:
         "weight of relation prediction, an auxiliary objective (0 = off; Chen et al. 2021, "
         "their w_rel): each training edge (h, r, t) adds this times the cross-entropy of "
         "predicting r from (h, t) and r^-1 from (t, h) among all 2R relations of both sides "
-        "(scores <op_r'(h), t>) to the summed loss; needs the dot comparator and operators "
-        "linear in their parameters (diagonal, complex_diagonal)", default=0.0)
+        "(scores <op_r'(h), t>) to the summed loss; needs the dot comparator. diagonal and "
+        "complex_diagonal score every relation in one matmul, other operators take one pass "
+        "per relation", default=0.0)
     # -- optimisation -----------------------------------------------------------------------
     lr: float = _h("learning rate of the Adagrad on embeddings", default=0.01)
     embedding_adagrad: str = _h(
@@ -275,17 +276,9 @@ class EmbedConfig:
         if "complex_diagonal" in ops and self.dimension % 2:
             raise ConfigError(f"dimension: complex_diagonal needs an even dimension, got "
                               f"{self.dimension}")
-        if self.relation_prediction_weight > 0:
-            if self.comparator != "dot":
-                raise ConfigError(f"relation_prediction_weight: relation prediction needs the "
-                                  f"dot comparator, got {self.comparator!r}")
-            for op in sorted(ops):
-                if not OPERATORS.get_class(op).scores_relations():
-                    able = [n for n in OPERATORS.names()
-                            if OPERATORS.get_class(n).scores_relations()]
-                    raise ConfigError(f"relation_prediction_weight: relation prediction needs "
-                                      f"operators that score every relation at once "
-                                      f"({', '.join(able)}), got {op!r}")
+        if self.relation_prediction_weight > 0 and self.comparator != "dot":
+            raise ConfigError(f"relation_prediction_weight: relation prediction needs the dot "
+                              f"comparator, got {self.comparator!r}")
         if self.num_batch_negs == 0 and self.num_uniform_negs == 0 and not self.all_negs:
             raise ConfigError("num_uniform_negs: num_batch_negs and num_uniform_negs are both "
                               "0 and all_negs is false, so there are no negatives")

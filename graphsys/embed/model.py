@@ -81,18 +81,18 @@ class Operator(ABC):
         return sum((gather(p, idx).abs().pow(3).sum() for p in params.values()),
                    torch.zeros(()))
 
-    def relation_scores(self, x: Tensor, y: Tensor, params: dict[str, Tensor]) -> Tensor:
-        """``<op_r(x_b), y_b>`` for every relation ``r`` of ``params`` (``(R, ...)``) and every
-        row ``b`` of ``x``, ``y`` ``(B, d)``: ``(B, R)``, the ``dot`` comparator's scores of
-        relation prediction (:meth:`graphsys.embed.relations.RelationModel.relation_logits`).
-        Operators linear in their parameters compute it as one ``(B, d) @ (d, R)`` matmul and
-        override this; :meth:`scores_relations` says which do."""
-        raise NotImplementedError(f"operator {self.name!r} cannot score every relation at once")
-
-    @classmethod
-    def scores_relations(cls) -> bool:
-        """Whether the operator implements :meth:`relation_scores`."""
-        return cls.relation_scores is not Operator.relation_scores
+    def relation_scores(self, x: Tensor, y: Tensor, params: dict[str, Tensor],
+                        num_relations: int) -> Tensor:
+        """``<op_r(x_b), y_b>`` for every relation ``r < num_relations`` of ``params``
+        (``(R, ...)``) and every row ``b`` of ``x``, ``y`` ``(B, d)``: ``(B, R)``, the ``dot``
+        comparator's scores of relation prediction
+        (:meth:`graphsys.embed.relations.RelationModel.relation_logits`). This default runs
+        :meth:`forward` once per relation; operators linear in their parameters
+        (``diagonal``, ``complex_diagonal``) override it with one ``(B, d) @ (d, R)``
+        matmul."""
+        rel = torch.zeros(len(x), dtype=torch.long, device=x.device)
+        return torch.stack([(self.forward(x, params, rel + r) * y).sum(-1)
+                            for r in range(num_relations)], dim=1)
 
 
 OPERATORS: Registry[Operator] = Registry("operator")
@@ -127,7 +127,7 @@ class DiagonalOperator(Operator):
     def forward(self, x, params, idx):
         return x * gather(params["diagonal"], idx)
 
-    def relation_scores(self, x, y, params):
+    def relation_scores(self, x, y, params, num_relations):
         """``<x * w_r, y> = (x * y) @ w.T``."""
         return (x * y) @ params["diagonal"].T
 
@@ -165,7 +165,7 @@ class ComplexDiagonalOperator(Operator):
         wr, wi = gather(params["real"], idx), gather(params["imag"], idx)
         return torch.cat([re * wr - im * wi, re * wi + im * wr], dim=-1)
 
-    def relation_scores(self, x, y, params):
+    def relation_scores(self, x, y, params, num_relations):
         """``Re(<x, w_r, conj(y)>) = (x_re y_re + x_im y_im) @ real.T + (x_re y_im - x_im
         y_re) @ imag.T``."""
         half = self.dimension // 2

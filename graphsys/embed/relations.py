@@ -137,8 +137,8 @@ class RelationModel:
         ``<op_r^lhs(x_b), y_b>`` (``r`` in global relation order), the logits of relation
         prediction (Chen et al. 2021; their 2R relations are ``r`` and its reciprocal, i.e.
         graphsys's rhs and lhs operators). With ``leaves`` (training) the whole parameter
-        tables are autograd leaves, appended there for :meth:`step`. Needs every operator to
-        have :meth:`~graphsys.embed.model.Operator.relation_scores` (the config checks it)."""
+        tables are autograd leaves, appended there for :meth:`step`. Each operator group
+        scores its relations with :meth:`~graphsys.embed.model.Operator.relation_scores`."""
         blocks = []
         for side in ("rhs", "lhs"):
             for g, (_, op, members) in enumerate(self.groups):
@@ -149,7 +149,7 @@ class RelationModel:
                         table[k] = v.detach().clone().requires_grad_(True)
                         rows = torch.arange(len(members), device=v.device)
                         leaves.append(_Leaf(v, self.state[side][g][k], rows, table[k]))
-                blocks.append(op.relation_scores(x, y, table))
+                blocks.append(op.relation_scores(x, y, table, len(members)))
         scores = torch.cat(blocks, dim=1)
         return scores if len(self.groups) == 1 else scores.index_select(1, self._relation_column)
 

@@ -50,12 +50,6 @@ def test_json_file(tmp_path):
     ({"relation_prediction_weight": -1}, "relation_prediction_weight"),
     ({"relation_prediction_weight": 4, "operator": "complex_diagonal"},
      "relation_prediction_weight: relation prediction needs the dot comparator, got 'cos'"),
-    ({"relation_prediction_weight": 4, "operator": "translation", "comparator": "dot"},
-     "relation_prediction_weight: relation prediction needs operators that score every "
-     r"relation at once \(complex_diagonal, diagonal\), got 'translation'"),
-    ({"relation_prediction_weight": 4, "operator": "diagonal", "comparator": "dot",
-      "relations": [{"name": "r", "operator": "none"}]},
-     "relation_prediction_weight: .* got 'none'"),
 ])
 def test_errors_name_the_key(raw, key):
     with pytest.raises(ConfigError, match=f"^{key}"):

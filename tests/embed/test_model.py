@@ -49,21 +49,16 @@ def test_complex_diagonal_is_complex_product():
 
 @pytest.mark.parametrize("name", OPERATORS.names())
 def test_relation_scores_are_every_relations_dot_score(name):
-    """``relation_scores(x, y)[b, r] = <op_r(x_b), y_b>``, from ``forward`` relation by
-    relation; operators that cannot say so refuse (the config checks which can)."""
+    """``relation_scores(x, y)[b, r] = <op_r(x_b), y_b>``, against ``forward`` row by row and
+    relation by relation (the overrides' matmuls and the default's passes alike)."""
     op = OPERATORS.get_class(name)(D)
     gen = torch.Generator().manual_seed(1)
     params = {k: v + torch.randn(v.shape, generator=gen, dtype=v.dtype)
               for k, v in op.init_params(3).items()}
     x, y = torch.randn(5, D, generator=gen), torch.randn(5, D, generator=gen)
-    if not op.scores_relations():
-        assert name in ("none", "translation", "linear", "affine")
-        with pytest.raises(NotImplementedError, match=name):
-            op.relation_scores(x, y, params)
-        return
-    brute = torch.stack([(op.forward(x, params, torch.full((5,), r)) * y).sum(1)
-                         for r in range(3)], dim=1)
-    torch.testing.assert_close(op.relation_scores(x, y, params), brute)
+    brute = torch.tensor([[float(op.forward(x[b:b + 1], params, torch.tensor([r])) @ y[b])
+                           for r in range(3)] for b in range(5)])
+    torch.testing.assert_close(op.relation_scores(x, y, params, 3), brute)
 
 
 @pytest.mark.parametrize("name", COMPARATORS.names())

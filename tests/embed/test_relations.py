@@ -14,11 +14,13 @@ D = 6
 @pytest.mark.parametrize("operators", [
     ["complex_diagonal"] * 3,
     ["diagonal", "complex_diagonal", "diagonal", "complex_diagonal"],
-], ids=["one group", "two groups"])
+    ["linear", "complex_diagonal", "translation", "linear", "none"],
+], ids=["one group", "two groups", "default scores"])
 def test_relation_logits_are_each_relations_score(operators):
     """Column ``r`` is ``<op_r^rhs(x), y>`` and column ``R + r`` ``<op_r^lhs(x), y>`` in the
-    graph's relation order, also when the operator groups interleave; with ``leaves`` the
-    whole tables are leaves that receive the gradient."""
+    graph's relation order, also when the operator groups interleave and for operators
+    scored one relation at a time; with ``leaves`` the whole tables are leaves that receive
+    the gradient."""
     gen = torch.Generator().manual_seed(2)
     model = RelationModel(operators, D)
     for side in ("lhs", "rhs"):
