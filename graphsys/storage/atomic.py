@@ -42,6 +42,33 @@ def sync_filesystem(path: Path) -> None:
         os.close(fd)
 
 
+def start_writeback(path: Path) -> None:
+    """Ask the kernel to start writing ``path``'s dirty pages to disk now, without waiting
+    (Linux ``sync_file_range``), so that a later :func:`sync_filesystem` finds less left to
+    write; a no-op where the call is missing. It makes nothing durable by itself."""
+    if _sync_file_range is None:
+        return
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+    finally:
+        os.close(fd)
+
+
+def _libc_sync_file_range():
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_SYNC_FILE_RANGE_WRITE = 2
+_sync_file_range = _libc_sync_file_range()
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same directory, fsync, rename."""
     path = Path(path)

@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as paipc
 
+from graphsys.storage import kernels
+
 
 class RoutedBuckets:
     """The buckets of one edge set after routing: sorted in memory, or runs on disk in input
@@ -148,14 +150,19 @@ class BucketWriter:
 
 
 def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray | None,
-                    dedupe: bool, presorted: bool = False,
-                    sorted_runs: bool = False) -> dict[str, np.ndarray]:
+                    dedupe: bool, presorted: bool = False, sorted_runs: bool = False,
+                    local_bits: int = 32) -> dict[str, np.ndarray]:
     """Sort edges by (key, rel), stably (input order among equal edges is kept), and drop
     repeated (key, rel) after the first if ``dedupe``. ``sorted_runs``: the input is a
     concatenation of sorted runs (a merge), which a stable sort (timsort) merges in
-    O(n log runs)."""
+    O(n log runs). ``local_bits``: every local offset is below ``2**local_bits``; at 16 or
+    less, keys without payload sort as uint32 (SIMD sorts are ~3x faster on them)."""
     if not presorted:
-        if rel is None and weight is None:
+        if rel is None and weight is None and local_bits <= 16 and not sorted_runs:
+            packed = kernels.pack_keys(key, local_bits, np.empty(len(key), np.uint32))
+            packed.sort()
+            key = kernels.unpack_keys(packed, local_bits, np.empty(len(key), np.uint64))
+        elif rel is None and weight is None:
             # no payload: ties are indistinguishable, any sort will do
             key = np.sort(key, kind="stable" if sorted_runs else "quicksort")
         else:

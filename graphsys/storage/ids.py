@@ -42,7 +42,7 @@ class IdCollector:
                 self._maybe_compact(len(ids))
                 return
             if self.bytemap and len(ids):
-                lo, hi = int(ids.min()), int(ids.max())
+                lo, hi = kernels.min_max(ids)
                 if lo >= 0 and hi < self.cap:
                     if hi >= len(self.seen):
                         grown = np.zeros(max(hi + 1, 2 * len(self.seen)), np.uint8)

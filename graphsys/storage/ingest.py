@@ -1,19 +1,26 @@
 """Out-of-core ingest of edge lists into a partitioned graph directory.
 
 Three streaming passes, each bounded by ``IngestOptions.memory_limit`` apart from O(N)
-node arrays (ids, partition and local offset of every node). Each pass's edge buffer holds at
-most ``memory_limit / 8`` bytes, since sorting and grouping make transient copies of it:
+node arrays (ids, partition, local offset and routing code of every node). Each pass's edge
+buffer holds at most ``memory_limit / 8`` bytes, since sorting and grouping make transient
+copies of it, unless the whole edge set fits as described below:
 
-1. **read**: parse every input block, validate it (column count, empty ids, numeric weights,
-   known relations), collect the node ids of each entity type, and spill the parsed columns
-   to temporary Arrow files (so the text is parsed once).
+1. **read**: parse every input block (decoded on a helper thread up to a quarter of the
+   budget ahead), validate it (column count, empty ids, numeric weights, known relations),
+   collect the node ids of each entity type, and keep the parsed columns (integer ids as
+   int32 when they fit) in memory up to a quarter of the budget, spilling the rest to
+   temporary Arrow files (so the text is parsed once).
 2. **route**: map ids to dense node indices, let the partitioner assign partitions, compute
-   local offsets, add reverse edges (``undirected``), drop self-loops, and append each edge
-   to its bucket as a run (one run per flush of the in-memory buffer, in input order).
-3. **merge**: per bucket, read its runs whole and sort them when that fits half the budget
-   (the common case: a bucket holds ~M/P² edges), else sort each run in place and k-way
-   merge them (dedupe on ``(src, dst, rel)`` if asked, keeping the first in input order), and
-   write the bucket's Arrow IPC file in record batches of at most ``max_batch_rows`` rows.
+   local offsets, add reverse edges (``undirected``), drop self-loops, and group the edges
+   by bucket in a stable counting sort (count, then scatter, on two threads). An edge set
+   whose grouped columns fit half the budget is grouped in memory at once; a larger one a
+   buffer at a time, each buffer appended to its buckets' runs on disk, in input order.
+3. **merge**: per bucket, sort its rows (in memory, or its runs read whole) when that fits
+   half the budget (the common case: a bucket holds ~M/P² edges), else sort each run in
+   place and k-way merge them (dedupe on ``(src, dst, rel)`` if asked, keeping the first in
+   input order), and write the bucket's Arrow IPC file in record batches of at most
+   ``max_batch_rows`` rows; two buckets at a time when two fit together, each file's
+   write-back to disk started as soon as it is written.
 
 Everything is written into a staging directory beside ``out``; the manifest is written last
 and the directory renamed into place only when complete (see :mod:`graphsys.storage.atomic`).
@@ -31,6 +38,7 @@ import json
 import shutil
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +46,12 @@ from tqdm import tqdm
 
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
-from graphsys.storage.atomic import staging_directory, sync_filesystem, write_bytes_atomic
+from graphsys.storage.atomic import (
+    staging_directory,
+    start_writeback,
+    sync_filesystem,
+    write_bytes_atomic,
+)
 from graphsys.storage.format import MANIFEST, MAX_PARTITIONS, EdgeSet, Manifest, bucket_file
 from graphsys.storage.ids import IdIndex
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport, NodeSource
@@ -68,23 +81,28 @@ def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
     edge_sets: dict[str, EdgeSet] = {}
     for name in names:
         routed = job.route(name)
-        bar = tqdm(total=len(routed.buckets), unit="bucket", desc=f"buckets {name}",
-                   disable=not opts.progress)
-        counts = {}
-        for b in routed.buckets:
-            i, j = divmod(b, p)
-            rel = bucket_file(name, i, j)
-            path = staging / rel
+
+        def write(b: int, routed=routed, name=name) -> tuple[int, int, dict[str, Any] | None]:
+            path = staging / bucket_file(name, *divmod(b, p))
             path.parent.mkdir(parents=True, exist_ok=True)
             n = job.write_bucket(routed, b, name, path)
             routed.drop(b)
-            if n:
-                counts[(i, j)] = n
-                files[rel] = file_entry(path)
-            else:
+            if not n:
                 path.unlink()
-            bar.update()
-        bar.close()
+                return b, 0, None
+            start_writeback(path)
+            return b, n, file_entry(path)
+
+        counts = {}
+        with ThreadPoolExecutor(job.write_workers(routed)) as pool, tqdm(
+                total=len(routed.buckets), unit="bucket", desc=f"buckets {name}",
+                disable=not opts.progress) as bar:
+            for b, n, entry in pool.map(write, routed.buckets):  # in bucket order
+                if n:
+                    i, j = divmod(b, p)
+                    counts[(i, j)] = n
+                    files[bucket_file(name, i, j)] = entry
+                bar.update()
         shutil.rmtree(routed.rundir)
         edge_sets[name] = EdgeSet(
             name, sum(counts.values()), counts, has_rel=job.has_rel[name],

@@ -5,7 +5,9 @@ described in :mod:`graphsys.storage.ingest`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +26,10 @@ from graphsys.storage.format import DEFAULT_ENTITY_TYPE, DEFAULT_RELATION, Relat
 from graphsys.storage.formats import InputFormat, resolve_format
 from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
-from graphsys.storage.readers import NeedCarefulRead, read_memory
+from graphsys.storage.readers import NeedCarefulRead, read_ahead, read_memory
 
-#: Transient copies an edge buffer goes through (concatenate, group by bucket, sort,
-#: convert): each phase's buffer is sized at ``memory_limit / _COPIES`` bytes.
+#: Transient copies an edge buffer goes through (group by bucket, sort, convert): each
+#: phase's buffer is sized at ``memory_limit / _COPIES`` bytes.
 _COPIES = 8
 _NO_I32 = np.zeros(0, np.int32)
 _NO_F32 = np.zeros(0, np.float32)
@@ -81,10 +83,25 @@ class _Context:
 
 @dataclass
 class _Spill:
-    path: Path
+    """One parsed input batch: held in memory while the batches fit a quarter of the budget
+    (``table``), else written to an Arrow file under the job's spill directory (``path``)."""
+
+    path: Path | None
+    table: pa.Table | None
     edge_set: str
     rel_fixed: int | None  # relation index when the source has no rel column
     has_weight: bool
+    rows: int
+
+    def read(self) -> pa.Table:
+        if self.table is not None:
+            return self.table
+        return paipc.open_file(pa.memory_map(str(self.path))).read_all()
+
+    def discard(self) -> None:
+        self.table = None
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
 
 
 class IngestJob:
@@ -110,6 +127,8 @@ class IngestJob:
         self.collectors: dict[str, IdCollector] = {}
         self.index: dict[str, IdIndex] = {}
         self.spills: list[_Spill] = []
+        self.held_bytes = 0  # bytes of the spills held in memory
+        self.codes: dict[str, np.ndarray] = {}  # routing tables, by entity type
         self.skipped = 0
         self.edge_set_skipped: dict[str, int] = {}
         self.input_bytes = 0
@@ -199,8 +218,11 @@ class IngestJob:
         for careful in ((False, True) if fmt is not None and fmt.text else (True,)):
             bad: list[int] = []
             batches = (read_memory(src.table, str(path), roles) if fmt is None
-                       else fmt.read(path, roles, source=src, on_bad_line=self.opts.on_bad_line,
-                                     progress=progress, bad_lines=bad, careful=careful))
+                       else read_ahead(fmt.read(path, roles, source=src,
+                                                on_bad_line=self.opts.on_bad_line,
+                                                progress=progress, bad_lines=bad,
+                                                careful=careful),
+                                       self.opts.memory_limit // 4))
             first_spill = len(self.spills)
             try:
                 skipped = self._spill_batches(batches, path, src, fixed, n_src)
@@ -208,7 +230,7 @@ class IngestJob:
             except NeedCarefulRead:
                 # read again on the careful path: discard what the fast path spilled
                 for sp in self.spills[first_spill:]:
-                    sp.path.unlink(missing_ok=True)
+                    self._discard(sp)
                 del self.spills[first_spill:]
         skipped += len(bad)
         self.skipped += skipped
@@ -223,14 +245,25 @@ class IngestJob:
             skipped += dropped
             if len(cols["src"]) == 0:
                 continue
-            spill_path = self.spill / f"in-{n_src:04d}-{k:06d}.arrow"
-            table = pa.table({name: (pa.array(v) if isinstance(v, np.ndarray) else v)
+            table = pa.table({name: (pa.array(_narrow(v)) if isinstance(v, np.ndarray) else v)
                               for name, v in cols.items()})
-            with paipc.new_file(str(spill_path), table.schema) as w:
-                w.write_table(table)
-            self.spills.append(_Spill(spill_path, src.edge_set, fixed,
-                                      src.weight_col is not None))
+            spill = _Spill(None, table, src.edge_set, fixed, src.weight_col is not None,
+                           table.num_rows)
+            if self.held_bytes + table.nbytes <= self.opts.memory_limit // 4:
+                self.held_bytes += table.nbytes
+            else:
+                spill.path = self.spill / f"in-{n_src:04d}-{k:06d}.arrow"
+                with paipc.new_file(str(spill.path), table.schema) as w:
+                    w.write_table(table)
+                spill.table = None
+            self.spills.append(spill)
         return skipped
+
+    def _discard(self, sp: _Spill) -> None:
+        """Drop a spilled batch once nothing reads it again."""
+        if sp.table is not None:
+            self.held_bytes -= sp.table.nbytes
+        sp.discard()
 
     def _validate(self, batch, path: Path, fixed: int | None) -> tuple[dict[str, Any], int]:
         """Check one batch; return its columns (ids as int64 ndarray or string array, rel
@@ -250,9 +283,9 @@ class IngestJob:
                     problems.append((int(np.flatnonzero(nul)[0]), f"NUL byte in {role} id"))
                     bad |= nul
             else:
-                empty = pc.is_null(arr)
-            empty = empty.to_numpy(zero_copy_only=False)
-            if empty.any():
+                empty = pc.is_null(arr) if arr.null_count else None
+            empty = None if empty is None else empty.to_numpy(zero_copy_only=False)
+            if empty is not None and empty.any():
                 i = int(np.flatnonzero(empty)[0])
                 problems.append((i, f"empty {role} id"))
                 bad |= empty
@@ -333,7 +366,7 @@ class IngestJob:
         for sp in self.spills:
             if edge_set is not None and sp.edge_set != edge_set:
                 continue
-            table = paipc.open_file(pa.memory_map(str(sp.path))).read_all()
+            table = sp.read()
             rel = (table.column("rel").to_numpy() if "rel" in table.column_names
                    else None)
             src_ids = ids_array(table.column("src").combine_chunks())
@@ -392,99 +425,156 @@ class IngestJob:
         return {"name": strategy.name, "params": strategy.params()}
 
     def route(self, edge_set: str) -> RoutedBuckets:
-        """Pass 2 for one edge set: map, partition and sort edges into buckets.
+        """Pass 2 for one edge set: map, partition and group edges into buckets.
 
-        While the edge set fits the buffer (a quarter of the memory limit), its sorted buckets
-        stay in memory; past that, each full buffer becomes one sorted run per bucket on disk.
+        While the whole edge set fits half the memory limit (its grouped columns, 8 bytes
+        per edge plus its rel and weight, and the dense indices of ids that have no direct
+        map, 16 bytes per edge), its buckets are grouped in memory in one counting sort;
+        past that, each full buffer becomes one run per bucket on disk. Either way rows keep
+        their input order within a bucket, and are sorted when the bucket is written.
         """
-        p = self.opts.num_partitions
         has_rel, has_weight = self.has_rel[edge_set], self.has_weight[edge_set]
-        row_bytes = 4 + 8 + (4 if has_rel else 0) + (4 if has_weight else 0)
-        flush_rows = max(self.opts.memory_limit // (_COPIES * row_bytes), 1 << 16)
         routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight)
         routed.rundir.mkdir()
-        pending: list[tuple[np.ndarray, ...]] = []
-        pending_rows = 0
-
-        def flush(final: bool) -> None:
-            nonlocal pending, pending_rows
-            if not pending:
-                return
-            bucket = np.concatenate([x[0] for x in pending])
-            key = np.concatenate([x[1] for x in pending])
-            rel = np.concatenate([x[2] for x in pending]) if has_rel else None
-            weight = np.concatenate([x[3] for x in pending]) if has_weight else None
-            pending, pending_rows = [], 0
-            starts, key, rel, weight = kernels.group_by_bucket(
-                bucket, p * p, key, rel if has_rel else _NO_I32,
-                weight if has_weight else _NO_F32)
-            del bucket
-            in_memory = final and not routed.runs
+        payload = (4 if has_rel else 0) + (4 if has_weight else 0)
+        spills = [sp for sp in self.spills if sp.edge_set == edge_set]
+        lookups = any(ix.dense is None for ix in self.index.values())
+        out_rows = sum(sp.rows for sp in spills) * (2 if self.opts.undirected else 1)
+        rows_in = sum(sp.rows for sp in spills)
+        if out_rows * (8 + payload) + rows_in * 16 * lookups <= self.opts.memory_limit // 2:
+            starts, cols = self._group(spills, routed)
             for b in np.flatnonzero(np.diff(starts)):
                 lo, hi = starts[b], starts[b + 1]
-                if in_memory:
-                    routed.memory[int(b)] = sorted_columns(
-                        key[lo:hi], rel[lo:hi] if has_rel else None,
-                        weight[lo:hi] if has_weight else None, self.opts.dedupe)
-                else:  # unsorted, in input order: sorted once per bucket when it is written
-                    cols = {"key": key[lo:hi]}
-                    if has_rel:
-                        cols["rel"] = rel[lo:hi]
-                    if has_weight:
-                        cols["weight"] = weight[lo:hi]
-                    routed.append_run(int(b), cols)
-
-        for sp in self.spills:
-            if sp.edge_set != edge_set:
-                continue
-            table = paipc.open_file(pa.memory_map(str(sp.path))).read_all()
-            rel_all = table.column("rel").to_numpy() if "rel" in table.column_names else None
-            w_all = table.column("weight").to_numpy() if "weight" in table.column_names else (
-                np.ones(table.num_rows, np.float32) if has_weight else None)
-            src_ids = ids_array(table.column("src").combine_chunks())
-            dst_ids = ids_array(table.column("dst").combine_chunks())
-            for (lhs, rhs), mask in self._type_groups(sp, rel_all):
-                s = self.index[lhs].lookup(src_ids if mask is None else take_rows(src_ids, mask))
-                d = self.index[rhs].lookup(dst_ids if mask is None else take_rows(dst_ids, mask))
-                r = None
-                if has_rel:
-                    r = (np.full(len(s), sp.rel_fixed, np.int32) if rel_all is None else
-                         rel_all if mask is None else rel_all[mask])
-                w = None if w_all is None else (w_all if mask is None else w_all[mask])
-                if self.opts.drop_self_loops and lhs == rhs:
-                    keep = s != d
-                    s, d = s[keep], d[keep]
-                    r = r[keep] if r is not None else None
-                    w = w[keep] if w is not None else None
-                if self.opts.undirected:
-                    back = s != d
-                    s, d = np.concatenate([s, d[back]]), np.concatenate([d, s[back]])
-                    r = np.concatenate([r, r[back]]) if r is not None else None
-                    w = np.concatenate([w, w[back]]) if w is not None else None
-                bucket, key = kernels.bucket_keys(s, d, self.part[lhs], self.part[rhs],
-                                                  self.local[lhs], self.local[rhs], p)
-                pending.append((bucket, key, r, None if w is None else w.astype(np.float32)))
-                pending_rows += len(key)
-                if pending_rows >= flush_rows:
-                    flush(final=False)
-        flush(final=True)
+                routed.memory[int(b)] = {f: v[lo:hi] for f, v in cols.items()}
+            return routed
+        flush_rows = max(self.opts.memory_limit // (_COPIES * (12 + payload)), 1 << 16)
+        pending: list[_Spill] = []
+        for sp in spills:
+            pending.append(sp)
+            if sum(x.rows for x in pending) >= flush_rows or sp is spills[-1]:
+                starts, cols = self._group(pending, routed)
+                for b in np.flatnonzero(np.diff(starts)):
+                    lo, hi = starts[b], starts[b + 1]
+                    routed.append_run(int(b), {f: v[lo:hi] for f, v in cols.items()})
+                pending = []
         return routed
+
+    def _group(self, spills: list[_Spill], routed: RoutedBuckets
+               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Route the edges of ``spills`` (batches of one edge set, in input order) into one
+        buffer grouped by bucket, in two sweeps over the batches (count, then scatter: a
+        stable counting sort; each sweep routes the batches into two reused buffers, on two
+        threads), and discard the batches. Returns (starts int64 (P*P+1,), columns ``key``
+        uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32)."""
+        p = self.opts.num_partitions
+        parts = [part for sp in spills for part in self._route_parts(sp, routed)]
+        room = max((len(part[0]) for part in parts), default=0) * (
+            2 if self.opts.undirected else 1)
+        buffers = [(np.empty(room, np.int32), np.empty(room, np.uint64),
+                    np.empty(room if routed.has_rel or routed.has_weight else 0, np.int64))
+                   for _ in range(2)]
+
+        def count(t: int) -> np.ndarray:  # thread t routes every other part
+            counts = np.zeros(p * p, np.int64)
+            for part in parts[t::2]:
+                kernels.count_into(buffers[t][0][:kernels.route_keys(*part[:7], *buffers[t])],
+                                   counts)
+            return counts
+
+        def route(k: int) -> int:
+            return kernels.route_keys(*parts[k][:7], *buffers[k % 2])
+
+        with ThreadPoolExecutor(2) as pool:
+            counts = sum(pool.map(count, range(2)))
+            starts = np.zeros(p * p + 1, np.int64)
+            np.cumsum(counts, out=starts[1:])
+            cols = {f: np.empty(int(starts[-1]), dt) for f, dt in routed.fields}
+            cursor = starts[:-1].copy()
+            # a helper thread routes part k + 1 while this one scatters part k
+            routing = pool.submit(route, 0) if parts else None
+            for k in range(len(parts)):
+                n = routing.result()
+                if k + 1 < len(parts):
+                    routing = pool.submit(route, k + 1)
+                rel, rel_fill, weight = parts[k][7:]
+                parts[k] = None  # free a part's lookups once it is routed
+                bucket, key, row = buffers[k % 2]
+                kernels.scatter_by_bucket(bucket[:n], key[:n], row[:n], cursor, cols["key"],
+                                          rel, rel_fill, cols.get("rel", _NO_I32), weight,
+                                          cols.get("weight", _NO_F32))
+        for sp in spills:
+            self._discard(sp)
+        return starts, cols
+
+    def _route_parts(self, sp: _Spill, routed: RoutedBuckets):
+        """The arguments of :func:`kernels.route_keys` (the first seven) and of
+        :func:`kernels.scatter_by_bucket` (rel, rel_fill, weight) for each (lhs, rhs) type
+        group of one spilled batch."""
+        table = sp.read()
+        rel_all = table.column("rel").to_numpy() if "rel" in table.column_names else None
+        w_all = table.column("weight").to_numpy() if "weight" in table.column_names else None
+        src_ids = _id_rows(table.column("src"))
+        dst_ids = _id_rows(table.column("dst"))
+        for (lhs, rhs), mask in self._type_groups(sp, rel_all):
+            # rows of the routing tables: the ids themselves where a type's ids have a
+            # direct map, else dense node indices; equal ids give equal rows either way
+            s = self._table_rows(lhs, src_ids if mask is None else take_rows(src_ids, mask))
+            d = self._table_rows(rhs, dst_ids if mask is None else take_rows(dst_ids, mask))
+            rel = _NO_I32 if rel_all is None else rel_all if mask is None else rel_all[mask]
+            w = _NO_F32 if w_all is None else w_all if mask is None else w_all[mask]
+            yield (s, d, self._route_codes(lhs), self._route_codes(rhs),
+                   self.opts.num_partitions,
+                   bool(self.opts.drop_self_loops and lhs == rhs), self.opts.undirected,
+                   rel if routed.has_rel else _NO_I32,
+                   -1 if sp.rel_fixed is None else sp.rel_fixed,
+                   w if routed.has_weight else _NO_F32)
+
+    def _route_codes(self, etype: str) -> np.ndarray:
+        """Routing table of ``etype`` (:func:`kernels.route_codes`), built once: indexed by
+        original id where its ids have a direct map (8 bytes per id up to the largest),
+        else by dense node index (8 bytes per node)."""
+        if etype not in self.codes:
+            dense = self.index[etype].dense
+            rows = len(dense) if dense is not None else len(self.index[etype])
+            self.codes[etype] = kernels.route_codes(
+                self.part[etype], self.local[etype],
+                np.zeros(0, np.int64) if dense is None else dense, np.empty(rows, np.int64))
+        return self.codes[etype]
+
+    def _table_rows(self, etype: str, ids: np.ndarray | pa.Array) -> np.ndarray:
+        ix = self.index[etype]
+        return ids if ix.dense is not None else ix.lookup(ids)
 
     def write_bucket(self, routed: RoutedBuckets, b: int, edge_set: str, out: Path) -> int:
         """Pass 3 for one bucket: write it from memory, or sort (or k-way merge) its runs, into
         the bucket's Arrow file. Returns the number of edges written."""
         writer = BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set))
         with writer:
-            if b in routed.memory:
-                writer.write(routed.memory.pop(b))
-            elif self._bucket_fits(routed, b):
-                cols = routed.read_all(b)
+            if b in routed.memory or self._bucket_fits(routed, b):
+                cols = routed.memory.pop(b) if b in routed.memory else routed.read_all(b)
                 writer.write(sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
-                                             self.opts.dedupe))
+                                             self.opts.dedupe, local_bits=self._local_bits()))
             else:
                 routed.sort_runs(b)
                 self._merge_runs(routed, b, writer)
         return writer.rows
+
+    def _local_bits(self) -> int:
+        """Bits of the largest local offset of any partition of any entity type."""
+        return max(int(max(sizes, default=1) - 1).bit_length() for sizes in self.sizes.values())
+
+    def write_workers(self, routed: RoutedBuckets) -> int:
+        """Threads that write an edge set's buckets at once: 2 (sorting, Arrow writes and
+        hashing release the GIL) when two CPUs can and the two largest buckets sort in
+        memory together within half the budget (as :meth:`_bucket_fits` reckons one),
+        else 1."""
+        rows = [len(c["key"]) for c in routed.memory.values()] + [
+            sum(lengths) for lengths in routed.runs.values()]
+        if len(rows) < 2 or (os.cpu_count() or 1) < 2:
+            return 1
+        row_bytes = sum(np.dtype(dt).itemsize for _, dt in routed.fields)
+        two = sum(sorted(rows)[-2:])
+        return 2 if two * (3 * row_bytes + 8) <= self.opts.memory_limit // 2 else 1
 
     def _bucket_fits(self, routed: RoutedBuckets, b: int) -> bool:
         """Whether a bucket's runs, read whole and sorted (argsort and gathered copies:
@@ -540,6 +630,23 @@ class IngestJob:
             4 if self.has_weight[edge_set] else 0)
         return int(min(self.opts.max_batch_rows,
                        max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
+
+
+def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:
+    """A spilled id column as the routing kernels read it: integer ids as they are (int32 or
+    int64, no copy), string ids as :func:`~graphsys.storage.ids.ids_array` gives them."""
+    arr = col.combine_chunks()
+    return arr.to_numpy() if pa.types.is_integer(arr.type) else ids_array(arr)
+
+
+def _narrow(ids: np.ndarray) -> np.ndarray:
+    """int64 ids as int32 when every one fits: half the bytes held or spilled between the
+    passes (the routing kernels read either)."""
+    if ids.dtype == np.int64 and len(ids):
+        lo, hi = kernels.min_max(ids)
+        if lo >= np.iinfo(np.int32).min and hi <= np.iinfo(np.int32).max:
+            return ids.astype(np.int32)
+    return ids
 
 
 def _value(arr, i: int) -> str:

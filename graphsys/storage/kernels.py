@@ -92,6 +92,17 @@ def local_offsets(part, num_partitions):
 
 
 @numba.njit(cache=True, nogil=True)
+def min_max(values):
+    """(smallest, largest) of a non-empty 1-D integer array, in one pass."""
+    lo = values[0]
+    hi = values[0]
+    for k in range(1, values.shape[0]):
+        lo = min(lo, values[k])
+        hi = max(hi, values[k])
+    return lo, hi
+
+
+@numba.njit(cache=True, nogil=True)
 def mark_seen(ids, seen):
     """Set ``seen[id] = 1`` for every id (all in range); return nothing."""
     for k in range(ids.shape[0]):
@@ -137,44 +148,97 @@ def gather_rows(table, index, out):
     return out
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def bucket_keys(src, dst, part_l, part_r, local_l, local_r, num_partitions):
-    """Bucket id ``part_l[src]*P + part_r[dst]`` (int32) and sort key
-    ``local_l[src] << 32 | local_r[dst]`` (uint64) of every edge, given dense node indices."""
-    n = src.shape[0]
-    bucket = np.empty(n, np.int32)
-    key = np.empty(n, np.uint64)
-    for k in numba.prange(n):
-        a = src[k]
-        b = dst[k]
-        bucket[k] = part_l[a] * num_partitions + part_r[b]
-        key[k] = (np.uint64(local_l[a]) << np.uint64(32)) | np.uint64(local_r[b])
-    return bucket, key
+@numba.njit(cache=True, nogil=True)
+def route_codes(part, local, dense, out):
+    """The routing table of one entity type: ``out[i] = part[v] << 32 | local[v]`` for node
+    ``v = dense[i]`` (``v = i`` when ``dense`` is empty), -1 where ``v < 0`` (an id that
+    is not a node). part int32 (N,), local int64 (N,), dense int64; out int64. Returns
+    ``out``."""
+    for i in range(out.shape[0]):
+        v = dense[i] if dense.shape[0] > 0 else i
+        out[i] = (np.int64(part[v]) << 32) | local[v] if v >= 0 else -1
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
-def group_by_bucket(bucket, num_buckets, key, rel, weight):
-    """Stable counting sort of edges by bucket id. Returns (starts int64 (B+1,), key, rel,
-    weight) with each bucket's rows contiguous; ``rel``/``weight`` may be empty (absent)."""
-    starts = np.zeros(num_buckets + 1, np.int64)
-    for k in range(bucket.shape[0]):
-        starts[bucket[k] + 1] += 1
-    for b in range(num_buckets):
-        starts[b + 1] += starts[b]
-    pos = starts[:-1].copy()
-    key_out = np.empty_like(key)
-    rel_out = np.empty_like(rel)
-    w_out = np.empty_like(weight)
+def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
+               key, row):
+    """Route the edges ``src[k] -> dst[k]`` of one chunk: edge ``k`` goes to bucket
+    ``i*P + j`` (int32) with sort key ``local_src << 32 | local_dst`` (uint64), where
+    ``codes_l[src[k]] = i << 32 | local_src`` and ``codes_r[dst[k]] = j << 32 | local_dst``
+    (:func:`route_codes`). Writes the routed rows' bucket, key and, when ``row`` is
+    non-empty, chunk row ``k`` (int64) from index 0, and returns how many there are.
+
+    ``drop_loops``: skip edges with ``src[k] == dst[k]``. ``undirected`` (one entity type on
+    both sides): a second sweep routes every non-loop edge reversed, after all the forward
+    edges; the outputs then need room for ``2 * len(src)`` rows."""
+    n = _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, False, bucket,
+                     key, row, 0)
+    if undirected:
+        n = _route_sweep(dst, src, codes_l, codes_r, num_partitions, True, True, bucket,
+                         key, row, n)
+    return n
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, reverse, bucket, key,
+                 row, n):
+    """One sweep of :func:`route_keys` from output row ``n``; ``reverse``: ``src``/``dst``
+    are the chunk's dst/src (the reversed edges). Returns the next output row."""
+    low = np.int64(0xFFFFFFFF)
+    with_rows = row.shape[0] > 0
+    for k in range(src.shape[0]):
+        if drop_loops and src[k] == dst[k]:
+            continue
+        a = codes_l[src[k]]
+        b = codes_r[dst[k]]
+        bucket[n] = np.int32((a >> 32) * num_partitions + (b >> 32))
+        key[n] = (np.uint64(a & low) << np.uint64(32)) | np.uint64(b & low)
+        if with_rows:
+            row[n] = k
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def scatter_by_bucket(bucket, key, row, cursor, key_out, rel, rel_fill, rel_out, weight,
+                      w_out):
+    """The scatter of a stable counting sort by bucket: routed row ``k`` (see
+    :func:`route_keys`) goes to row ``cursor[bucket[k]]`` (then advanced) of ``key_out``,
+    and, where they are non-empty, of ``rel_out`` (``rel[row[k]]``, or ``rel_fill`` where
+    ``rel`` is empty) and ``w_out`` (``weight[row[k]]``, or 1 where ``weight`` is empty).
+    ``cursor`` int64 (P*P,) starts at each bucket's first row."""
     for k in range(bucket.shape[0]):
         b = bucket[k]
-        p = pos[b]
+        p = cursor[b]
         key_out[p] = key[k]
-        if rel.shape[0] > 0:
-            rel_out[p] = rel[k]
-        if weight.shape[0] > 0:
-            w_out[p] = weight[k]
-        pos[b] = p + 1
-    return starts, key_out, rel_out, w_out
+        if rel_out.shape[0] > 0:
+            rel_out[p] = rel[row[k]] if rel.shape[0] > 0 else rel_fill
+        if w_out.shape[0] > 0:
+            w_out[p] = weight[row[k]] if weight.shape[0] > 0 else np.float32(1.0)
+        cursor[b] = p + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def pack_keys(key, bits, out):
+    """``out[k] = src << bits | dst`` (uint32) for ``key[k] = src << 32 | dst`` (uint64),
+    where ``src`` and ``dst`` are below ``2**bits`` (``bits`` <= 16). Returns ``out``."""
+    low = np.uint64(0xFFFFFFFF)
+    shift = np.uint64(bits)
+    for k in range(key.shape[0]):
+        out[k] = np.uint32(((key[k] >> np.uint64(32)) << shift) | (key[k] & low))
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def unpack_keys(packed, bits, out):
+    """The inverse of :func:`pack_keys`: ``out[k] = src << 32 | dst`` (uint64). Returns
+    ``out``."""
+    mask = np.uint32((1 << bits) - 1)
+    for k in range(packed.shape[0]):
+        v = packed[k]
+        out[k] = (np.uint64(v >> np.uint32(bits)) << np.uint64(32)) | np.uint64(v & mask)
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

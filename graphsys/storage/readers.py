@@ -8,9 +8,11 @@ time) with the selected columns as Arrow arrays of strings (text) or their store
 
 from __future__ import annotations
 
+import collections
 import io
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -480,6 +482,64 @@ def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
                                lambda i, base=base: base + i + 1, total)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"cannot read as {fmt} ({_short(exc)})", path=path) from None
+
+
+def read_ahead(batches: Iterator[RawEdgeBatch], max_bytes: int) -> Iterator[RawEdgeBatch]:
+    """Iterate ``batches`` on a helper thread that decodes ahead of the consumer while the
+    decoded batches not yet taken hold at most ``max_bytes`` (Arrow buffer bytes; always at
+    least one batch), so that decoding (pyarrow releases the GIL) overlaps the consumer's
+    work. An exception of ``batches`` is raised here, in its place; closing this iterator
+    early (the consumer raised) stops the helper and closes ``batches``."""
+    ahead: collections.deque = collections.deque()  # (batch, bytes, exception)
+    held = [0]
+    cond = threading.Condition()
+    stop = threading.Event()
+    end = object()
+
+    def put(item, nbytes: int = 0, exc: BaseException | None = None) -> bool:
+        with cond:
+            while ahead and held[0] + nbytes > max_bytes and not stop.is_set():
+                cond.wait()
+            if stop.is_set():
+                return False
+            ahead.append((item, nbytes, exc))
+            held[0] += nbytes
+            cond.notify_all()
+            return True
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not put(batch, sum(c.nbytes for c in batch.columns.values())):
+                    return
+            put(end)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            put(None, exc=exc)
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+
+    helper = threading.Thread(target=produce, name="graphsys-read-ahead", daemon=True)
+    helper.start()
+    try:
+        while True:
+            with cond:
+                while not ahead:
+                    cond.wait()
+                batch, nbytes, exc = ahead.popleft()
+                held[0] -= nbytes
+                cond.notify_all()
+            if exc is not None:
+                raise exc
+            if batch is end:
+                return
+            yield batch
+    finally:
+        with cond:
+            stop.set()
+            cond.notify_all()
+        helper.join()
 
 
 def read_memory(table: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], where: str,

@@ -201,3 +201,57 @@ def test_in_memory_table_source_matches_the_file_source(tmp_path):
         assert np.array_equal(sa, sb) and np.array_equal(da, db)
     with pytest.raises(GraphsysError, match="paths or an in-memory table, not both"):
         ingest([EdgeSource([f], table=table)], tmp_path / "c", opts)
+
+
+@pytest.mark.parametrize("ids", ["int", "negative", "string"])
+@pytest.mark.parametrize("options", [
+    {"dedupe": True},
+    {"undirected": True, "drop_self_loops": True, "dedupe": True},
+    {"undirected": True},
+    {"drop_self_loops": True},
+])
+def test_in_memory_and_on_disk_routes_store_the_same_rows(tmp_path, ids, options):
+    """Edge sets that fit the memory limit are grouped in memory, larger ones in runs on
+    disk: both keep input order among equal edges, so every bucket holds the same rows in
+    the same order (dedupe keeps the same first occurrence, with its weight), and the rows
+    match the input multiset (duplicates, self-loops and reversed edges by the options)."""
+    rng = np.random.default_rng(11)
+    s, d = random_edges(rng, 40, 20_000)  # many duplicates and self-loops
+    w = rng.random(20_000).astype(np.float32)
+    rel = rng.choice(["a", "b", "c"], 20_000)
+    cast = {"int": lambda x: x, "negative": lambda x: x - 20,
+            "string": lambda x: np.char.add("n", x.astype(str))}[ids]
+    f = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": cast(s), "dst": cast(d), "w": w, "rel": rel}), f,
+                   row_group_size=3_000)
+    src = EdgeSource([f], weight_col="w", rel_col="rel")
+    ingest([src], tmp_path / "mem", IngestOptions(num_partitions=3, **options))
+    ingest([src], tmp_path / "disk",
+           IngestOptions(num_partitions=3, memory_limit=1_000_000, **options))
+    mem, disk = open_graph(tmp_path / "mem"), open_graph(tmp_path / "disk")
+    assert not any(p.name.startswith(".") for p in (tmp_path / "mem").iterdir())
+    for i in range(3):
+        for j in range(3):
+            a, b = mem.bucket(i, j), disk.bucket(i, j)
+            for col in ("src", "dst", "rel", "weight"):
+                np.testing.assert_array_equal(getattr(a, col), getattr(b, col))
+    # dedupe keeps the first occurrence in input order, where a batch's reversed edges
+    # (undirected) follow its forward ones: with both, the weight kept is one of the edge's
+    expected, weights = collections.Counter(), collections.defaultdict(list)
+    for a, b, r, x in zip(cast(s).tolist(), cast(d).tolist(), rel.tolist(), w.tolist()):
+        if a == b and options.get("drop_self_loops"):
+            continue
+        for row in [(a, b, r)] + ([(b, a, r)] if options.get("undirected") and a != b else []):
+            if not (options.get("dedupe") and row in expected):
+                expected[row] += 1
+            weights[row].append(float(np.float32(x)))
+    stored = edges_of(mem)
+    keys = collections.Counter()
+    for row, n in stored.items():
+        keys[row[:3]] += n
+    assert keys == expected
+    for row in stored:
+        if options.get("dedupe") and not options.get("undirected"):
+            assert row[3] == weights[row[:3]][0]
+        else:
+            assert row[3] in weights[row[:3]]
