@@ -6,6 +6,7 @@ described in :mod:`graphsys.storage.ingest`."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -156,6 +157,10 @@ class IngestJob:
 
     # -- pass 1 ----------------------------------------------------------------------------
     def read_all(self) -> None:
+        """Pass 1. Ids are collected once every batch is parsed: parsing calls no numba
+        kernel, so numba's one-time start-up (~0.3 s) runs on a helper thread meanwhile."""
+        jit = threading.Thread(target=kernels.start_up, name="graphsys-jit", daemon=True)
+        jit.start()
         for ns in self.node_sources:
             if "id" not in ns.table.column_names:
                 raise InputError(f"node table for entity type {ns.entity_type!r} has no 'id' "
@@ -197,6 +202,9 @@ class IngestJob:
             self.entity_types.append(DEFAULT_ENTITY_TYPE)
         # a rel column is stored iff the graph has several relation types
         self.has_rel = {s.edge_set: len(self.relations) > 1 for s in self.sources}
+        jit.join()
+        for sp in self.spills:
+            self._collect_ids(sp)
         for etype in self.entity_types:
             self.index[etype] = self.collector(etype).finish()
             if len(self.index[etype]) == 0 and len(self.entity_types) == 1:
@@ -241,7 +249,7 @@ class IngestJob:
         """Validate and spill every batch; return the number of rows dropped."""
         skipped = 0
         for k, batch in enumerate(batches):
-            cols, dropped = self._validate(batch, path, fixed)
+            cols, dropped = self._validate(batch, path)
             skipped += dropped
             if len(cols["src"]) == 0:
                 continue
@@ -265,7 +273,7 @@ class IngestJob:
             self.held_bytes -= sp.table.nbytes
         sp.discard()
 
-    def _validate(self, batch, path: Path, fixed: int | None) -> tuple[dict[str, Any], int]:
+    def _validate(self, batch, path: Path) -> tuple[dict[str, Any], int]:
         """Check one batch; return its columns (ids as int64 ndarray or string array, rel
         int32, weight float32) and the number of rows dropped. Bad rows raise, or are
         dropped with ``on_bad_line="skip"``."""
@@ -344,20 +352,16 @@ class IngestJob:
         # ids: integers when every id parses as one, else strings
         for role in ("src", "dst"):
             cols[role] = ids_array(cols[role])
-        rel = cols.get("rel")
-        for role in ("src", "dst"):
-            ids = cols[role]
-            side = "lhs" if role == "src" else "rhs"
-            if rel is None:
-                self.collector(getattr(self.relations[fixed], side)).add(ids)
-                continue
-            types = np.array([getattr(self.relations[k], side) for k in range(len(self.relations))])
-            row_types = types[rel]
-            for etype in np.unique(row_types):
-                mask = row_types == etype
-                self.collector(str(etype)).add(
-                    ids if mask.all() else take_rows(ids, mask))
         return cols, int(bad.sum())
+
+    def _collect_ids(self, sp: _Spill) -> None:
+        """Add the ids of one spilled batch to the collectors of their entity types."""
+        table = sp.read()
+        rel = table.column("rel").to_numpy() if "rel" in table.column_names else None
+        src_ids, dst_ids = _id_rows(table.column("src")), _id_rows(table.column("dst"))
+        for (lhs, rhs), mask in self._type_groups(sp, rel):
+            self.collector(lhs).add(src_ids if mask is None else take_rows(src_ids, mask))
+            self.collector(rhs).add(dst_ids if mask is None else take_rows(dst_ids, mask))
 
     # -- passes 2 and 3 ----------------------------------------------------------------------
     def iter_dense_edges(self, edge_set: str | None = None):
@@ -642,10 +646,9 @@ def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:
 def _narrow(ids: np.ndarray) -> np.ndarray:
     """int64 ids as int32 when every one fits: half the bytes held or spilled between the
     passes (the routing kernels read either)."""
-    if ids.dtype == np.int64 and len(ids):
-        lo, hi = kernels.min_max(ids)
-        if lo >= np.iinfo(np.int32).min and hi <= np.iinfo(np.int32).max:
-            return ids.astype(np.int32)
+    if ids.dtype == np.int64 and len(ids) and (  # numpy, not numba: see read_all
+            ids.min() >= np.iinfo(np.int32).min and ids.max() <= np.iinfo(np.int32).max):
+        return ids.astype(np.int32)
     return ids
 
 
