@@ -452,24 +452,29 @@ class IngestJob:
                 routed.memory[int(b)] = {f: v[lo:hi] for f, v in cols.items()}
             return routed
         flush_rows = max(self.opts.memory_limit // (_COPIES * (12 + payload)), 1 << 16)
+        # one buffer for every flush (fresh pages would fault in again each time)
+        room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
+        buffer = {f: np.empty(room, dt) for f, dt in routed.fields}
         pending: list[_Spill] = []
         for sp in spills:
             pending.append(sp)
             if sum(x.rows for x in pending) >= flush_rows or sp is spills[-1]:
-                starts, cols = self._group(pending, routed)
+                starts, cols = self._group(pending, routed, buffer)
                 for b in np.flatnonzero(np.diff(starts)):
                     lo, hi = starts[b], starts[b + 1]
                     routed.append_run(int(b), {f: v[lo:hi] for f, v in cols.items()})
                 pending = []
         return routed
 
-    def _group(self, spills: list[_Spill], routed: RoutedBuckets
+    def _group(self, spills: list[_Spill], routed: RoutedBuckets,
+               buffer: dict[str, np.ndarray] | None = None
                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Route the edges of ``spills`` (batches of one edge set, in input order) into one
         buffer grouped by bucket, in two sweeps over the batches (count, then scatter: a
         stable counting sort; each sweep routes the batches into two reused buffers, on two
         threads), and discard the batches. Returns (starts int64 (P*P+1,), columns ``key``
-        uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32)."""
+        uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
+        arrays, or the heads of ``buffer``'s (large enough) when it is given."""
         p = self.opts.num_partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
         room = max((len(part[0]) for part in parts), default=0) * (
@@ -492,7 +497,9 @@ class IngestJob:
             counts = sum(pool.map(count, range(2)))
             starts = np.zeros(p * p + 1, np.int64)
             np.cumsum(counts, out=starts[1:])
-            cols = {f: np.empty(int(starts[-1]), dt) for f, dt in routed.fields}
+            n = int(starts[-1])
+            cols = ({f: np.empty(n, dt) for f, dt in routed.fields} if buffer is None else
+                    {f: v[:n] for f, v in buffer.items()})
             cursor = starts[:-1].copy()
             # a helper thread routes part k + 1 while this one scatters part k
             routing = pool.submit(route, 0) if parts else None
