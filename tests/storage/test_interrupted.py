@@ -53,3 +53,35 @@ def test_kill_9_mid_ingest(tmp_path):
     subprocess.run([sys.executable, "-c", SCRIPT, str(src), str(out)], check=True)
     assert open_graph(out).num_edges() > 0
     assert not list(tmp_path.glob(".g.staging-*"))
+
+
+def test_a_failed_bucket_write_stops_the_buckets_not_started(tmp_path, monkeypatch):
+    """Buckets are written two at a time: when one fails (a full disk, an interrupt), the
+    buckets not yet started are cancelled (the pool's ``map`` cancels what it has not run
+    when its consumer stops), not written before the error surfaces, and nothing is left at
+    the output."""
+    from graphsys.errors import GraphsysError
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest_job import IngestJob
+
+    rng = np.random.default_rng(1)
+    src = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": rng.integers(0, 1000, 50_000),
+                             "dst": rng.integers(0, 1000, 50_000)}), src)
+    started = []
+    write_bucket = IngestJob.write_bucket
+
+    def failing(self, routed, b, edge_set, out):
+        started.append(b)
+        if len(started) == 3:
+            raise OSError(28, "No space left on device")
+        time.sleep(0.5)
+        return write_bucket(self, routed, b, edge_set, out)
+
+    monkeypatch.setattr(IngestJob, "write_bucket", failing)
+    monkeypatch.setattr(IngestJob, "write_workers", lambda self, routed: 2)
+    with pytest.raises(GraphsysError, match="cannot write .No space left on device.; nothing"):
+        ingest([EdgeSource([src])], tmp_path / "g", IngestOptions(num_partitions=4))
+    assert len(started) <= 5  # of 16 buckets: the failed one, those running, one taken
+    assert not (tmp_path / "g").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".g.staging-")]
