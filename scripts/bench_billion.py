@@ -103,7 +103,7 @@ def bounds(args, num_nodes: int) -> dict[str, int]:
         "baseline": INTERPRETER_BYTES + (256 << 20),
         # ingest: the budget + ids, id map, partition, local offset and routing code of every
         # node (README)
-        "ingest": limit + 48 * num_nodes + INTERPRETER_BYTES,
+        "ingest": limit + 56 * num_nodes + INTERPRETER_BYTES,
         "index": limit + INTERPRETER_BYTES,
         "pagerank_ooc": 2_500_000_000 if num_nodes > 10**7 else INTERPRETER_BYTES + 64 * num_nodes
         + (256 << 20),

@@ -15,6 +15,11 @@ import pyarrow.compute as pc
 from graphsys.errors import InputError
 from graphsys.storage import kernels
 
+#: Largest id space, in slots per id, that gets a direct map from id to dense index (8 bytes
+#: per slot; the ingest's routing table is another 8): sparser integer ids are looked up by
+#: binary search, so the maps cost at most 16 bytes per node each.
+DIRECT_MAP_SLOTS = 2
+
 
 class IdCollector:
     """The set of original ids of one entity type, built batch by batch.
@@ -42,7 +47,7 @@ class IdCollector:
                 self._maybe_compact(len(ids))
                 return
             if self.bytemap and len(ids):
-                lo, hi = kernels.min_max(ids)
+                lo, hi = (int(v) for v in kernels.min_max(ids))  # no int32 overflow below
                 if lo >= 0 and hi < self.cap:
                     if hi >= len(self.seen):
                         grown = np.zeros(max(hi + 1, 2 * len(self.seen)), np.uint8)
@@ -94,7 +99,7 @@ class IdCollector:
             return IdIndex(self.name, arr, None)
         ids = self._int_ids()
         dense = None
-        if self.bytemap and len(ids):
+        if self.bytemap and len(ids) and int(ids[-1]) + 1 <= DIRECT_MAP_SLOTS * len(ids):
             dense = np.full(int(ids[-1]) + 1, -1, np.int64)
             dense[ids] = np.arange(len(ids), dtype=np.int64)
         return IdIndex(self.name, ids, dense)

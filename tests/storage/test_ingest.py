@@ -203,7 +203,7 @@ def test_in_memory_table_source_matches_the_file_source(tmp_path):
         ingest([EdgeSource([f], table=table)], tmp_path / "c", opts)
 
 
-@pytest.mark.parametrize("ids", ["int", "negative", "string"])
+@pytest.mark.parametrize("ids", ["int", "sparse", "negative", "string"])
 @pytest.mark.parametrize("options", [
     {"dedupe": True},
     {"undirected": True, "drop_self_loops": True, "dedupe": True},
@@ -216,10 +216,12 @@ def test_in_memory_and_on_disk_routes_store_the_same_rows(tmp_path, ids, options
     the same order (dedupe keeps the same first occurrence, with its weight), and the rows
     match the input multiset (duplicates, self-loops and reversed edges by the options)."""
     rng = np.random.default_rng(11)
-    s, d = random_edges(rng, 40, 20_000)  # many duplicates and self-loops
+    # many duplicates and self-loops; ids that map directly, sparse ones (binary search),
+    # negative ones (sorted runs) and strings
+    s, d = random_edges(rng, 40, 20_000)
     w = rng.random(20_000).astype(np.float32)
     rel = rng.choice(["a", "b", "c"], 20_000)
-    cast = {"int": lambda x: x, "negative": lambda x: x - 20,
+    cast = {"int": lambda x: x, "sparse": lambda x: x * 1000, "negative": lambda x: x - 20,
             "string": lambda x: np.char.add("n", x.astype(str))}[ids]
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": cast(s), "dst": cast(d), "w": w, "rel": rel}), f,
