@@ -172,19 +172,18 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
     ``drop_loops``: skip edges with ``src[k] == dst[k]``. ``undirected`` (one entity type on
     both sides): a second sweep routes every non-loop edge reversed, after all the forward
     edges; the outputs then need room for ``2 * len(src)`` rows."""
-    n = _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, False, bucket,
-                     key, row, 0)
-    if undirected:
-        n = _route_sweep(dst, src, codes_l, codes_r, num_partitions, True, True, bucket,
-                         key, row, n)
+    n = _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, bucket, key,
+                     row, 0)
+    if undirected:  # the reversed edges: dst -> src, loops skipped
+        n = _route_sweep(dst, src, codes_l, codes_r, num_partitions, True, bucket, key, row,
+                         n)
     return n
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, reverse, bucket, key,
-                 row, n):
-    """One sweep of :func:`route_keys` from output row ``n``; ``reverse``: ``src``/``dst``
-    are the chunk's dst/src (the reversed edges). Returns the next output row."""
+def _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, bucket, key, row, n):
+    """One sweep of :func:`route_keys`, written from output row ``n``; ``row`` gets the
+    chunk row of each routed edge. Returns the next output row."""
     low = np.int64(0xFFFFFFFF)
     with_rows = row.shape[0] > 0
     for k in range(src.shape[0]):
