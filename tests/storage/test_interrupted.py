@@ -73,15 +73,15 @@ def test_a_failed_bucket_write_stops_the_buckets_not_started(tmp_path, monkeypat
 
     def failing(self, routed, b, edge_set, out):
         started.append(b)
-        if len(started) == 3:
+        if len(started) == 1:
             raise OSError(28, "No space left on device")
-        time.sleep(0.5)
+        time.sleep(2.0)  # the error reaches the caller meanwhile
         return write_bucket(self, routed, b, edge_set, out)
 
     monkeypatch.setattr(IngestJob, "write_bucket", failing)
     monkeypatch.setattr(IngestJob, "write_workers", lambda self, routed: 2)
     with pytest.raises(GraphsysError, match="cannot write .No space left on device.; nothing"):
         ingest([EdgeSource([src])], tmp_path / "g", IngestOptions(num_partitions=4))
-    assert len(started) <= 5  # of 16 buckets: the failed one, those running, one taken
+    assert len(started) <= 3  # of 16 buckets: the failed one and one per free worker
     assert not (tmp_path / "g").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".g.staging-")]
