@@ -73,7 +73,7 @@ def test_a_failed_bucket_write_stops_the_buckets_not_started(tmp_path, monkeypat
 
     def failing(self, routed, b, edge_set, out):
         started.append(b)
-        if len(started) == 1:
+        if b == 0:  # the first bucket the caller waits for (buckets are mapped in order)
             raise OSError(28, "No space left on device")
         time.sleep(2.0)  # the error reaches the caller meanwhile
         return write_bucket(self, routed, b, edge_set, out)
