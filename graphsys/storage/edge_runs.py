@@ -16,9 +16,9 @@ from graphsys.storage import kernels
 
 
 class RoutedBuckets:
-    """The buckets of one edge set after routing: sorted in memory, or runs on disk in input
-    order (``rundir/{b}.key``, ``.rel``, ``.weight``; ``runs[b]`` = the runs' lengths), sorted
-    when the bucket is written."""
+    """The buckets of one edge set after routing, in input order: columns in memory
+    (``memory[b]``), or runs on disk (``rundir/{b}.key``, ``.rel``, ``.weight``; ``runs[b]`` =
+    the runs' lengths); each bucket is sorted when it is written."""
 
     def __init__(self, rundir: Path, has_rel: bool, has_weight: bool):
         self.rundir = rundir
@@ -156,7 +156,7 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
     repeated (key, rel) after the first if ``dedupe``. ``sorted_runs``: the input is a
     concatenation of sorted runs (a merge), which a stable sort (timsort) merges in
     O(n log runs). ``local_bits``: every local offset is below ``2**local_bits``; at 16 or
-    less, keys without payload sort as uint32 (SIMD sorts are ~3x faster on them)."""
+    less, keys without payload sort packed as uint32 (numpy's SIMD sort is faster on them)."""
     if not presorted:
         if rel is None and weight is None and local_bits <= 16 and not sorted_runs:
             packed = kernels.pack_keys(key, local_bits, np.empty(len(key), np.uint32))

@@ -47,7 +47,7 @@ class IdCollector:
                 self._maybe_compact(len(ids))
                 return
             if self.bytemap and len(ids):
-                lo, hi = (int(v) for v in kernels.min_max(ids))  # no int32 overflow below
+                lo, hi = int(ids.min()), int(ids.max())
                 if lo >= 0 and hi < self.cap:
                     if hi >= len(self.seen):
                         grown = np.zeros(max(hi + 1, 2 * len(self.seen)), np.uint8)

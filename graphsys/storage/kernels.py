@@ -92,17 +92,6 @@ def local_offsets(part, num_partitions):
 
 
 @numba.njit(cache=True, nogil=True)
-def min_max(values):
-    """(smallest, largest) of a non-empty 1-D integer array, in one pass."""
-    lo = values[0]
-    hi = values[0]
-    for k in range(1, values.shape[0]):
-        lo = min(lo, values[k])
-        hi = max(hi, values[k])
-    return lo, hi
-
-
-@numba.njit(cache=True, nogil=True)
 def mark_seen(ids, seen):
     """Set ``seen[id] = 1`` for every id (all in range); return nothing."""
     for k in range(ids.shape[0]):

@@ -59,7 +59,11 @@ def test_a_failed_bucket_write_stops_the_buckets_not_started(tmp_path, monkeypat
     """Buckets are written two at a time: when one fails (a full disk, an interrupt), the
     buckets not yet started are cancelled (the pool's ``map`` cancels what it has not run
     when its consumer stops), not written before the error surfaces, and nothing is left at
-    the output."""
+    the output. The other writes wait until the pool shuts down after the error, so which
+    buckets start does not depend on timing."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     from graphsys.errors import GraphsysError
     from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
     from graphsys.storage.ingest_job import IngestJob
@@ -68,20 +72,29 @@ def test_a_failed_bucket_write_stops_the_buckets_not_started(tmp_path, monkeypat
     src = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": rng.integers(0, 1000, 50_000),
                              "dst": rng.integers(0, 1000, 50_000)}), src)
-    started = []
-    write_bucket = IngestJob.write_bucket
+    started, failed, shut_down = [], threading.Event(), threading.Event()
+    write_bucket, shutdown = IngestJob.write_bucket, ThreadPoolExecutor.shutdown
 
     def failing(self, routed, b, edge_set, out):
         started.append(b)
-        if b == 0:  # the first bucket the caller waits for (buckets are mapped in order)
+        if b == 0:  # the first result the caller waits for (buckets are mapped in order)
+            failed.set()
             raise OSError(28, "No space left on device")
-        time.sleep(2.0)  # the error reaches the caller meanwhile
+        assert shut_down.wait(60), "the pool was not shut down after the error"
         return write_bucket(self, routed, b, edge_set, out)
+
+    def shutdown_after_error(pool, *args, **kwargs):
+        if failed.is_set():
+            shut_down.set()
+        return shutdown(pool, *args, **kwargs)
 
     monkeypatch.setattr(IngestJob, "write_bucket", failing)
     monkeypatch.setattr(IngestJob, "write_workers", lambda self, routed: 2)
+    monkeypatch.setattr(ThreadPoolExecutor, "shutdown", shutdown_after_error)
     with pytest.raises(GraphsysError, match="cannot write .No space left on device.; nothing"):
         ingest([EdgeSource([src])], tmp_path / "g", IngestOptions(num_partitions=4))
-    assert len(started) <= 3  # of 16 buckets: the failed one and one per free worker
+    # of 16 buckets: the failed one, and at most one more per worker (those the workers took
+    # before the caller saw the error and cancelled the rest)
+    assert 0 in started and set(started) <= {0, 1, 2}
     assert not (tmp_path / "g").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".g.staging-")]
