@@ -1,7 +1,10 @@
-"""PageRank's fused in-memory loop (and its breadth-first renumbering) against the engine's
-superstep loop."""
+"""PageRank's fused in-memory loop in each of its layouts (destination-blocked push, ELL
+slots in breadth-first order, the CSC pull of a mapped index) against the engine's superstep
+loop, and the layouts against brute force."""
 
 from __future__ import annotations
+
+import importlib
 
 import numpy as np
 import pytest
@@ -14,9 +17,21 @@ from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
 from .conftest import GRAPH_KEYS
 
+#: the module (the package's ``pagerank`` name is the front-end function)
+pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
+
+
+@pytest.fixture(params=["default", "push"])
+def layout(request, monkeypatch):
+    """The fused loop's layout choice as made by the graph, or the push layout forced (the
+    test graphs' rank vectors fit any L2)."""
+    if request.param == "push":
+        monkeypatch.setattr(pagerank_module, "PUSH_MIN_BYTES", 0)
+    return request.param
+
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
-def test_fused_loop_matches_supersteps(graphs, key):
+def test_fused_loop_matches_supersteps(graphs, key, layout):
     g = graphs[key].graph
     for kwargs in ({"tol": 1e-10}, {"tol": 1e-30, "max_iters": 4}):
         fused = bsp.pagerank(g, **kwargs)
@@ -25,11 +40,12 @@ def test_fused_loop_matches_supersteps(graphs, key):
         assert fused.stats.method.startswith("fused-pagerank") and loop.stats.method == "supersteps"
         assert fused.stats.num_supersteps == loop.stats.num_supersteps
         assert fused.stats.converged == loop.stats.converged
-        assert all(s.fused and s.direction == "pull" for s in fused.stats.supersteps)
+        direction = "push" if "push blocks" in fused.stats.method else "pull"
+        assert all(s.fused and s.direction == direction for s in fused.stats.supersteps)
 
 
-def test_personalized_and_vector_programs(graphs):
-    g = graphs["directed-p3"].graph
+def test_personalized_and_vector_programs(graphs, layout):
+    g = graphs["undirected-p3"].graph
     ppr = bsp.personalized_pagerank(g, [0, 5], tol=1e-10)
     loop = bsp.personalized_pagerank(g, [0, 5], tol=1e-10, fuse=False)
     np.testing.assert_allclose(ppr.values, loop.values, rtol=1e-12, atol=1e-15)
@@ -65,7 +81,7 @@ def test_sparse_graph_runs_in_bfs_order(tmp_path):
     ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
     g = open_graph(tmp_path / "g")
     fused, loop = bsp.pagerank(g, tol=1e-12), bsp.pagerank(g, tol=1e-12, fuse=False)
-    assert fused.stats.method == "fused-pagerank (bfs order)"
+    assert fused.stats.method == "fused-pagerank (bfs order, ell)"
     np.testing.assert_allclose(fused.values, loop.values, rtol=1e-10, atol=1e-15)
     assert fused.stats.num_supersteps == loop.stats.num_supersteps
 
@@ -81,25 +97,55 @@ def test_hub_sorted_graphs_keep_the_engine_loop(graphs, monkeypatch):
                                rtol=1e-12, atol=1e-15)
 
 
+def _skewed_csc(n: int, per_vertex: int, seed: int):
+    """A CSC (int64 indptr, int32 indices) with hub rows (Zipf targets), empty rows and
+    dangling vertices, one entry per (target, source), and its out-degrees (float64)."""
+    rng = np.random.default_rng(seed)
+    m = per_vertex * n
+    dst = np.minimum(rng.zipf(1.6, m) - 1, n - 1)  # hub rows hold long runs
+    src = np.minimum(rng.zipf(1.3, m) - 1, n - 1)  # heavy sources: runs in every block
+    csc = sp.csr_matrix((np.ones(m), (dst, src)), shape=(n, n))
+    csc.data[:] = 1.0  # one stored entry per (target, source): the kernels read no values
+    ip, idx = csc.indptr.astype(np.int64), csc.indices.astype(np.int32)
+    return csc, ip, idx, np.bincount(idx, minlength=n).astype(np.float64)
+
+
+def _layout(kind, ip, idx, outdeg, n):
+    """(step, layout args, order new -> old or None, padding) of one fused layout."""
+    from graphsys.bsp.kernels_pagerank import (
+        FUSED_CHUNKS,
+        ell_layout,
+        pagerank_ell_step,
+        pagerank_push_step,
+        pagerank_step,
+        push_layout,
+    )
+
+    if kind == "csc":
+        return pagerank_step, (ip, idx), None, 0
+    if kind == "ell":
+        return pagerank_ell_step, ell_layout(ip, idx), None, 1
+    order = np.argsort(-outdeg, kind="stable")
+    layout = push_layout(ip, idx, order, outdeg.astype(np.int64), FUSED_CHUNKS)
+    return pagerank_push_step, layout + (np.zeros(n),), order, 0
+
+
+@pytest.mark.parametrize("kind", ["csc", "ell", "push"])
 @pytest.mark.parametrize("with_p", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_parallel_step_matches_numpy(with_p, dtype):
-    """The chunked parallel step (from FUSED_PARALLEL_MIN_ROWS targets, skewed in-degrees,
-    empty rows, dangling vertices) against one NumPy iteration; the sums do not depend on
-    the thread count."""
+def test_parallel_step_matches_numpy(kind, with_p, dtype):
+    """Each layout's parallel step (from FUSED_PARALLEL_MIN_ROWS targets, skewed in- and
+    out-degrees, empty rows, dangling vertices) against one NumPy iteration; the sums do not
+    depend on the thread count."""
     import numba
 
-    from graphsys.bsp.kernels_pagerank import FUSED_PARALLEL_MIN_ROWS, pagerank_step
+    from graphsys.bsp.kernels_pagerank import FUSED_PARALLEL_MIN_ROWS
 
-    rng = np.random.default_rng(3)
     n = FUSED_PARALLEL_MIN_ROWS + 5_003
-    m = 6 * n
-    dst = np.minimum(rng.zipf(1.6, m) - 1, n - 1)  # hub rows hold long runs
-    src = rng.integers(0, n, m)
-    csc = sp.csr_matrix((np.ones(m), (dst, src)), shape=(n, n))
-    csc.data[:] = 1.0  # one stored entry per (target, source): the kernel reads no values
-    ip, idx = csc.indptr.astype(np.int64), csc.indices.astype(np.int32)
-    outdeg = np.bincount(idx, minlength=n).astype(np.float64)
+    csc, ip, idx, outdeg = _skewed_csc(n, 6, 3)
+    step, layout, order, pad = _layout(kind, ip, idx, outdeg, n)
+    perm = np.arange(n) if order is None else order
+    rng = np.random.default_rng(4)
     inv_deg = np.divide(1.0, outdeg, out=np.zeros(n), where=outdeg > 0)
     rank0 = rng.random(n)
     p = rng.random(n) / n if with_p else np.zeros(0)
@@ -110,15 +156,99 @@ def test_parallel_step_matches_numpy(with_p, dtype):
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
         numba.set_num_threads(threads)
         try:
-            rank, new_send = rank0.copy(), np.empty_like(send)
-            delta, dangling = pagerank_step(ip, idx, send, new_send, rank, inv_deg, p, 0.85,
-                                            0.15 / n, 0.2)
+            rank = rank0[perm].copy()
+            sent = np.zeros(n + pad, dtype)
+            sent[:n] = send[perm]
+            new_send = np.zeros_like(sent)
+            delta, dangling = step(*layout, sent, new_send, rank, inv_deg[perm],
+                                   p[perm] if with_p else p, 0.85, 0.15 / n, 0.2)
         finally:
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
         results.append((delta, dangling))
         rtol = 1e-6 if dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(rank, want, rtol=rtol)
-        np.testing.assert_allclose(new_send, (rank * inv_deg).astype(dtype), rtol=rtol)
+        np.testing.assert_allclose(rank, want[perm], rtol=rtol)
+        np.testing.assert_allclose(new_send[:n], (rank * inv_deg[perm]).astype(dtype),
+                                   rtol=rtol)
+        assert not new_send[n:].any()  # the padding source sends nothing
+        if kind == "push":
+            assert not layout[-1].any()  # the block sums are left zero
         assert delta == pytest.approx(np.abs(want - rank0).sum(), rel=1e-9)
         assert dangling == pytest.approx(want[outdeg == 0].sum(), rel=1e-9)
     assert results[0] == results[-1]
+
+
+def test_push_layout_against_brute_force():
+    """Blocks cover the targets in order, hold the edges of the renumbered graph with each
+    block's edges sorted by source, stay within PUSH_BLOCK_MAX_NODES vertices, and the heavy
+    sources' runs point at exactly their edges."""
+    from graphsys.bsp.kernels_pagerank import (
+        PUSH_BLOCK_MAX_NODES,
+        PUSH_HEAVY_RUN,
+        push_layout,
+    )
+
+    n = PUSH_BLOCK_MAX_NODES + 9_000  # at least two blocks by the vertex cap alone
+    _, ip, idx, outdeg = _skewed_csc(n, 3, 5)
+    order = np.argsort(-outdeg, kind="stable")
+    bounds, edge_ptr, src, dst, runs, heavy = push_layout(ip, idx, order,
+                                                            outdeg.astype(np.int64), 4)
+    nb = len(bounds) - 1
+    assert bounds[0] == 0 and bounds[-1] == n and nb >= 4
+    assert np.diff(bounds).max() <= PUSH_BLOCK_MAX_NODES and np.diff(bounds).min() > 0
+    new_id = np.empty(n, np.int64)
+    new_id[order] = np.arange(n)
+    want_t = new_id[np.repeat(np.arange(n), np.diff(ip))]  # renumbered (target, source)
+    want_s = new_id[idx]
+    got_t, got_s = [], []
+    for b in range(nb):
+        e = slice(edge_ptr[b], edge_ptr[b + 1])
+        assert (np.diff(src[e].astype(np.int64)) >= 0).all()  # sorted by source
+        assert (dst[e] < bounds[b + 1] - bounds[b]).all()
+        got_t.append(bounds[b] + dst[e].astype(np.int64))
+        got_s.append(src[e].astype(np.int64))
+        row = runs[b * (heavy + 1):(b + 1) * (heavy + 1)]
+        for s_ in range(heavy):  # heavy source s_'s run holds its edges of the block
+            assert (src[row[s_]:row[s_ + 1]] == s_).all()
+        assert (src[row[heavy]:edge_ptr[b + 1]] >= heavy).all()
+        assert row[0] == edge_ptr[b]
+    key = lambda t, s_: np.sort(t * n + s_)  # noqa: E731
+    np.testing.assert_array_equal(key(np.concatenate(got_t), np.concatenate(got_s)),
+                                  key(want_t, want_s))
+    new_out = outdeg[order]
+    assert heavy > 0 and (new_out[:heavy] >= PUSH_HEAVY_RUN * nb).all()
+    assert heavy == n or new_out[heavy] < PUSH_HEAVY_RUN * nb
+
+
+def test_ell_layout_keeps_every_row_in_order():
+    """Slots then overflow give back each CSC row in order; padding is N."""
+    from graphsys.bsp.kernels_pagerank import ELL_SLOTS, ell_layout
+
+    n = 500
+    _, ip, idx, _ = _skewed_csc(n, 3, 6)  # hub rows overflow, many rows are empty
+    slots, over_ptr, overflow = ell_layout(ip, idx)
+    assert (np.diff(over_ptr) > 0).any() and (np.diff(ip) == 0).any()
+    for v in range(n):
+        row = slots[v * ELL_SLOTS:(v + 1) * ELL_SLOTS]
+        got = np.concatenate([row[row < n], overflow[over_ptr[v]:over_ptr[v + 1]]])
+        np.testing.assert_array_equal(got, idx[ip[v]:ip[v + 1]])
+        assert (row[:min(ELL_SLOTS, ip[v + 1] - ip[v])] < n).all()
+
+
+def test_mapped_index_is_pulled_as_stored(graphs, tmp_path, monkeypatch):
+    """With a stored CSC the fused loop pulls the mapped index (no copy), not the push
+    layout; same ranks."""
+    import shutil
+
+    from graphsys.storage.adjacency_index import build_index
+
+    monkeypatch.setattr(pagerank_module, "PUSH_MIN_BYTES", 0)
+    src = graphs["undirected-p3"]  # 4+ in-edges per vertex: the push layout without index
+    assert "push blocks" in bsp.pagerank(src.graph, tol=1e-10).stats.method
+    path = tmp_path / "indexed"
+    shutil.copytree(src.path, path)
+    build_index(open_graph(path))
+    g = open_graph(path)
+    res = bsp.pagerank(g, tol=1e-10)
+    assert res.stats.method == "fused-pagerank"
+    np.testing.assert_allclose(res.values, bsp.pagerank(src.graph, tol=1e-10).values,
+                               rtol=1e-12, atol=1e-15)

@@ -30,8 +30,20 @@ import torch
 
 from graphsys.bsp.algorithms.common import execute, open_if_path, source_index
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.edges import cache_bytes
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
-from graphsys.bsp.kernels_pagerank import bfs_order, pagerank_step, renumber
+from graphsys.bsp.kernels_pagerank import (
+    FUSED_CHUNKS,
+    FUSED_PARALLEL_MIN_ROWS,
+    bfs_order,
+    ell_layout,
+    pagerank_ell_step,
+    pagerank_push_step,
+    pagerank_step,
+    push_layout,
+    renumber,
+    settle_vertex,
+)
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -41,6 +53,12 @@ from graphsys.errors import GraphsysError, ParameterError
 #: breadth-first order (in memory, CPU): a locality order cut luxembourg-osm's iteration from
 #: 1.10 to 0.76 ms of CPU (reverse Cuthill-McKee, measured; BFS order is its cheap cousin)
 LOCALITY_MAX_DEGREE = 4
+
+#: PageRank pushes into destination blocks when its float64 sent values exceed this (one
+#: core's L2): below it the pull's gathers hit L2 already (soc-Slashdot0902, 82k vertices,
+#: pulled 0.70 ms against pushed 0.64 ms per iteration, and the layout cost 11 ms to build;
+#: the 10M-edge R-MAT, 572k vertices: 9 ms pulled, 5 ms pushed)
+PUSH_MIN_BYTES = cache_bytes(level=2, default=1 << 20)
 
 
 class PageRank(VertexProgram):
@@ -124,15 +142,26 @@ class PageRank(VertexProgram):
         return state["rank"]
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
-        """The same supersteps as the engine's loop, each one numba call
-        (:func:`~graphsys.bsp.kernels_pagerank.pagerank_step`: pull and update fused);
-        per-iteration wall time recorded. Declined where the engine's pull hub-sorts the
+        """The same supersteps as the engine's loop, each one numba call (pull or push and
+        update fused; :mod:`~graphsys.bsp.kernels_pagerank`); per-iteration wall time
+        recorded. The layout is picked by the graph, and built in the setup:
+
+        * fewer than :data:`LOCALITY_MAX_DEGREE` in-edges per vertex (road networks,
+          meshes): every vertex renumbered in breadth-first order
+          (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`), so a target's sources sit
+          in nearby cache lines, and pulled over fixed slots per row
+          (:func:`~graphsys.bsp.kernels_pagerank.ell_layout`);
+        * an adjacency built in memory, and sent values larger than one core's L2
+          (:data:`PUSH_MIN_BYTES`): vertices renumbered by descending out-degree and
+          pushed into destination blocks
+          (:func:`~graphsys.bsp.kernels_pagerank.push_layout`, 6 bytes per edge): the sent
+          values are read in one sweep per block and the sums stay in L2;
+        * else (a mapped adjacency index: no copy; or a vector that fits L2): pulled over
+          the CSC as stored.
+
+        Ranks are mapped back at the end. Declined where the engine's pull hub-sorts the
         sources (a rank vector larger than half the cache: rmat-100M measured 0.31 s per
-        iteration fused vs 0.28-0.32 s in the engine's passes). On a sparse graph
-        (fewer than :data:`LOCALITY_MAX_DEGREE` in-edges per vertex: road networks,
-        meshes) every vertex is renumbered in breadth-first order first
-        (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`, charged to setup), so a
-        target's sources sit in nearby cache lines; ranks are mapped back at the end."""
+        iteration fused vs 0.28-0.32 s in the engine's passes)."""
         n = ctx.num_nodes
         rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
         p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
@@ -140,27 +169,39 @@ class PageRank(VertexProgram):
             return None  # the engine's hub-sorted pull + update passes (measured faster)
         indptr, idx, _ = edges.adjacency("csc")
         t0 = time.perf_counter()
-        order = None  # new id -> engine id of every vertex, when renumbered
-        if indptr[-1] < LOCALITY_MAX_DEGREE * n:
+        m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
+        pad = 0  # trailing zero sent values the layout reads (ELL's padding source)
+        if m < LOCALITY_MAX_DEGREE * n:
             order = bfs_order(indptr, idx)
-            indptr, idx = renumber(indptr, idx, order)
+            layout, step = ell_layout(*renumber(indptr, idx, order)), pagerank_ell_step
+            method, direction, pad = "fused-pagerank (bfs order, ell)", "pull", 1
+        elif idx.flags.writeable and 8 * n > PUSH_MIN_BYTES:
+            out_degree = np.bincount(idx, minlength=n)
+            order = np.argsort(-out_degree, kind="stable")
+            blocks = 1 if n < FUSED_PARALLEL_MIN_ROWS else FUSED_CHUNKS
+            layout = push_layout(indptr, idx, order, out_degree, blocks) + (np.zeros(n),)
+            step = pagerank_push_step
+            method, direction = "fused-pagerank (push blocks, degree order)", "push"
+        else:
+            order, layout, step = None, (indptr, idx), pagerank_step
+            method, direction = "fused-pagerank", "pull"
+        if order is not None:
             rank, inv_deg = rank[order], inv_deg[order]
             p = p[order] if len(p) else p
-        send = host_array(state["send"])
-        send = (send[order] if order is not None else send).astype(
-            np.float32 if self.sum_dtype == "float32" else np.float64)
-        new_send = np.empty_like(send)
+        sent = host_array(state["send"])
+        send = np.zeros(n + pad, np.float32 if self.sum_dtype == "float32" else np.float64)
+        send[:n] = sent[order] if order is not None else sent
+        new_send = np.zeros_like(send)
         dangling = float(state["dangling"])
-        m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
         a, steps, converged = self.damping, [], False
         setup = time.perf_counter() - t0
         for it in range(max_iters):
             t0 = time.perf_counter()
             scale = a * dangling + (1.0 - a)
-            delta, dangling = pagerank_step(indptr, idx, send, new_send, rank, inv_deg, p, a,
-                                            scale / n, scale)
+            delta, dangling = step(*layout, send, new_send, rank, inv_deg, p, a, scale / n,
+                                   scale)
             send, new_send = new_send, send
-            ss = SuperstepStats(superstep=it, active=n, direction="pull", edges_scanned=m,
+            ss = SuperstepStats(superstep=it, active=n, direction=direction, edges_scanned=m,
                                 messages_sent=m, messages_combined=receivers, fused=True)
             ss.seconds["edges"] = time.perf_counter() - t0
             steps.append(ss)
@@ -172,17 +213,7 @@ class PageRank(VertexProgram):
         torch.mul(state["rank"], state["inv_deg"], out=state["send"])
         state["dangling"] = dangling
         left = torch.zeros_like(state["everyone"]) if converged else state["everyone"]
-        method = "fused-pagerank" + ("" if order is None else " (bfs order)")
         return Solved(method, steps, left, setup)
-
-
-@numba.njit(inline="always")
-def _update_vertex(v, combined, rank, inv_deg, p, damping, base, scale, send):
-    new = damping * combined[v] + (scale * p[v] if p.shape[0] > 0 else base)
-    change = abs(new - rank[v])
-    rank[v] = new
-    send[v] = new * inv_deg[v]
-    return change, new if inv_deg[v] == 0.0 else 0.0
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -196,12 +227,12 @@ def _update_pass(combined, rank, inv_deg, p, damping, base, scale, send):
     dangling = 0.0
     if rank.shape[0] < PARALLEL_MIN_ITEMS:
         for v in range(rank.shape[0]):
-            c, d = _update_vertex(v, combined, rank, inv_deg, p, damping, base, scale, send)
+            c, d = settle_vertex(v, combined[v], rank, inv_deg, send, p, damping, base, scale)
             delta += c
             dangling += d
     else:
         for v in numba.prange(rank.shape[0]):
-            c, d = _update_vertex(v, combined, rank, inv_deg, p, damping, base, scale, send)
+            c, d = settle_vertex(v, combined[v], rank, inv_deg, send, p, damping, base, scale)
             delta += c
             dangling += d
     return delta, dangling
