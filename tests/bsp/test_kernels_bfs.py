@@ -107,3 +107,33 @@ def test_auto_schedule_matches_sync(graphs, key):
 def test_auto_falls_back_to_supersteps_out_of_core(graphs):
     res = bsp.bfs(graphs["directed-p3"].graph, 0, mode="out-of-core")
     assert res.stats.method == "supersteps"
+
+
+def test_parallel_top_down_level_keeps_the_queue():
+    """A level whose frontier has at least TOP_DOWN_PARALLEL_EDGES out-edges but too few to
+    go bottom-up (a large unreached component keeps the unexplored edges high) runs the
+    parallel top-down step; its int64 next frontier joins the int32 queue."""
+    from graphsys.bsp.kernels_bfs import ALPHA, TOP_DOWN_PARALLEL_EDGES
+
+    fan = TOP_DOWN_PARALLEL_EDGES // 2 + 100  # level 1; each has two children at level 2
+    src = [np.zeros(fan, np.int64), np.repeat(np.arange(1, fan + 1), 2)]
+    dst = [np.arange(1, fan + 1), np.arange(fan + 1, 3 * fan + 1)]
+    base = 3 * fan + 1  # an unreachable ring holding ALPHA times the frontier's edges
+    ring = int(ALPHA * 2 * fan * 1.2)
+    src.append(base + np.arange(ring))
+    dst.append(base + (np.arange(ring) + 1) % ring)
+    a = _csr(base + ring, np.concatenate(src), np.concatenate(dst))
+    level, (_, act, scanned, pulled, _) = _levels(a, 0)
+    assert not pulled.any() and scanned[1] == 2 * fan >= TOP_DOWN_PARALLEL_EDGES
+    np.testing.assert_array_equal(np.where(level >= 0, level, np.inf),
+                                  csgraph.shortest_path(a, unweighted=True, indices=0))
+
+
+@pytest.mark.parametrize("n", [1_000, 300_000])  # below and above PARALLEL_MIN_ITEMS
+def test_levels_to_float(n):
+    from graphsys.bsp.kernels_bfs import levels_to_float
+
+    level = np.random.default_rng(n).integers(-1, 50, n).astype(np.int32)
+    out = np.empty(n)
+    levels_to_float(level, out)
+    np.testing.assert_array_equal(out, np.where(level >= 0, level, np.inf))
