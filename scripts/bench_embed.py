@@ -157,13 +157,15 @@ def run_graphsys(work: Path, args) -> dict:
 
 
 def run_pbg(work: Path, args, train_edges: int) -> dict:
+    from graphsys import peer_environment
+
     py = pbg_venv(work)
     for d in ("pbg-data", "pbg-ckpt", "pbg-edges"):
         subprocess.run(["rm", "-rf", str(work / d)], check=True)
     child = {"work": str(work), "dim": args.dim, "epochs": args.epochs, "workers": args.workers}
     t0 = time.perf_counter()
     res = subprocess.run([str(py), "-c", PBG_CHILD, json.dumps(child)], capture_output=True,
-                         text=True, check=False)
+                         text=True, check=False, env=peer_environment())
     wall = time.perf_counter() - t0
     text = res.stdout + res.stderr
     if res.returncode:

@@ -381,6 +381,8 @@ def pbg_npy(graph_path: Path, work: Path) -> Path:
 
 def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
             sizes: list[int]) -> dict:
+    from graphsys import peer_environment
+
     py = args.pbg_python
     if not Path(py).exists():
         raise SystemExit(f"--with-pbg: {py} not found (make PBG's venv as "
@@ -402,7 +404,8 @@ def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
     t0 = time.perf_counter()
     # own session, so that the time cap can end PBG and its HOGWILD pool (this group only)
     proc = subprocess.Popen([py, "-c", PBG_CHILD, json.dumps(arg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env=peer_environment())
     timeout = args.pbg_max_seconds or None
     cpu: dict[int, float] = {}  # PBG and its HOGWILD workers, sampled every 0.5 s
 

@@ -6,9 +6,11 @@ halt, aggregators) runs in memory (CSR/CSC with Ligra's push/pull switch), out o
 across ``torch.distributed`` ranks. Run a program with :func:`run`; the algorithms are
 thin front-ends returning a :class:`Result` (float64 values by global id + statistics).
 
-``import graphsys`` sets ``OMP_WAIT_POLICY=PASSIVE`` unless already set: numba's and torch's
-OpenMP pools both busy-wait by default, and two spinning pools starve each other on a small
-machine (a 1,500-edge pull superstep measured 48 ms instead of 1 ms on 2 cores).
+``import graphsys`` sets ``OMP_WAIT_POLICY=PASSIVE`` and ``GOMP_SPINCOUNT=3000`` unless
+already set: numba's and torch's OpenMP pools both busy-wait at length by default, and two
+spinning pools starve each other on a small machine (a 1,500-edge pull superstep measured
+48 ms instead of 1 ms on 2 cores); a short poll before sleeping keeps back-to-back parallel
+calls from paying a futex wake-up each.
 """
 
 from graphsys.bsp.algorithms import (

@@ -1,0 +1,35 @@
+"""``import graphsys`` sets the OpenMP wait policy (passive, after a short spin) before any
+OpenMP runtime starts, and leaves a user's own settings alone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROBE = ("import os, graphsys; "
+         "print(os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])")
+
+
+@pytest.mark.parametrize("given, want", [
+    ({}, "PASSIVE 3000"),
+    ({"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "77"}, "ACTIVE 77"),
+])
+def test_openmp_wait_settings(given, want):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")} | given
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.split("\n")[-2] == want
+
+
+def test_peer_environment_drops_only_what_the_import_set():
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    probe = ("import graphsys, json; e = graphsys.peer_environment(); "
+             "print(json.dumps([e.get('OMP_WAIT_POLICY'), e.get('GOMP_SPINCOUNT')]))")
+    for given, want in (({}, "[null, null]"), ({"GOMP_SPINCOUNT": "5"}, '[null, "5"]')):
+        out = subprocess.run([sys.executable, "-c", probe], env=env | given,
+                             capture_output=True, text=True, check=True)
+        assert out.stdout.split("\n")[-2] == want
