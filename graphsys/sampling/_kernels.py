@@ -213,10 +213,8 @@ def _fill_picks(indptr, indices, seeds, fanout, replace, rng_seed, offsets, out_
             state, u = _uniform_j(state)
             r = int(u * (t + 1))
             dup = False
-            for q in range(c):
-                if chosen[q] == r:
-                    dup = True
-                    break
+            for q in range(c):  # no early exit: the scan vectorises
+                dup |= chosen[q] == r
             chosen[c] = t if dup else r
             c += 1
         for j in range(k):
