@@ -8,8 +8,12 @@ mirror (undirected). Every library gets numba's thread count (``NUMBA_NUM_THREAD
 times are solve times (CSR/CSC builds, graph loads and conversions excluded), medians of
 several repetitions. Per graph:
 
-* PageRank seconds per iteration: graphsys in memory (its fused pull + update loop) and
-  out of core, a ``scipy.sparse`` mat-vec loop of the same iteration (float64), GraphBLAS's
+* PageRank seconds per iteration: graphsys in memory (its fused loop, in the layout a run of
+  ``--iters`` iterations picks) and out of core; in memory also the destination-blocked push
+  layout's iteration with its build treated as free (``graphsys_memory_push``: what runs long
+  enough to pay for that build get, e.g. a damping near 1; null where the graph is too
+  sparse or small for it) and the default call end to end (``default_call``: tol 1e-6, setup
+  included); a ``scipy.sparse`` mat-vec loop of the same iteration (float64), GraphBLAS's
   bare ``mxv`` (``A^T x``, plus_second; the floor of any GraphBLAS PageRank iteration),
   NetworKit's PageRank (``maxIterations`` iterations), igraph's PRPACK (whole solve) when
   importable;
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import os
 import platform
@@ -160,6 +165,35 @@ def bsp_pagerank_iter(graph, mode: str, iters: int, repeats: int,
         "first_superstep_s": round(res.stats.supersteps[0].total_seconds, 3)}
 
 
+def bsp_pagerank_push_iter(graph, iters: int, repeats: int) -> tuple[float, dict] | None:
+    """:func:`bsp_pagerank_iter` with the push layout's build costed at zero, so the fused
+    loop switches to it after its forecast iterations; the median is over the pushed
+    iterations. None when the graph does not get the push layout."""
+    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
+    saved = pagerank_module.PUSH_BUILD_SECONDS_PER_EDGE
+    pagerank_module.PUSH_BUILD_SECONDS_PER_EDGE = 0.0
+    try:
+        per, res = [], None
+        for _ in range(repeats):
+            res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1)
+            per += [s.total_seconds for s in res.stats.supersteps if s.direction == "push"]
+    finally:
+        pagerank_module.PUSH_BUILD_SECONDS_PER_EDGE = saved
+    if not per:
+        return None
+    return float(np.median(per)), {"method": res.stats.method,
+                                   "setup_s": round(res.stats.setup_seconds, 3)}
+
+
+def default_pagerank_call(graph, repeats: int) -> dict:
+    """``bsp.pagerank(graph)`` on its defaults (tol 1e-6): median seconds of the whole call
+    as the stats count it (setup, i.e. adjacency and layout builds, included)."""
+    runs = [bsp.pagerank(graph) for _ in range(repeats)]
+    return {"s": float(np.median([r.stats.seconds for r in runs])),
+            "setup_s": float(np.median([r.stats.setup_seconds for r in runs])),
+            "iterations": runs[0].stats.num_supersteps, "method": runs[0].stats.method}
+
+
 def peak_rss_subprocess(graph_dir: Path, iters: int) -> int:
     # VmHWM of the exec'd child (ru_maxrss would carry the forked parent's peak over)
     code = ("import re, graphsys.bsp as bsp;"
@@ -274,6 +308,11 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
                                        dtype)
         row["pagerank"][f"graphsys_{mode}" + ("_float32" if dtype == "float32" else "")] = {
             "s_per_iter": per, "edges_per_s": m / per, "vs_scipy": sp_iter / per, **extra}
+    pushed = bsp_pagerank_push_iter(g, iters, pr_runs)
+    row["pagerank"]["graphsys_memory_push"] = pushed and {
+        "s_per_iter": pushed[0], "edges_per_s": m / pushed[0], "vs_scipy": sp_iter / pushed[0],
+        **pushed[1]}
+    row["pagerank"]["default_call"] = default_pagerank_call(g, pr_runs)
 
     def solve(res) -> float:
         return res.stats.seconds - res.stats.setup_seconds
@@ -310,6 +349,7 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
         "pagerank_vs_graphblas_mxv": gbp and gbp["mxv_s"] / gs_pr,
         "pagerank_float32_vs_graphblas_mxv": gbp and gbp["mxv_s"] / row["pagerank"][
             "graphsys_memory_float32"]["s_per_iter"],
+        "pagerank_push_vs_graphblas_mxv": gbp and pushed and gbp["mxv_s"] / pushed[0],
         "pagerank_vs_networkit": nkp and nkp["pagerank_s_per_iter"] / gs_pr,
         "bfs_vs_graphblas": gbp and gbp["bfs_s"] / row["bfs"]["graphsys_s"],
         "bfs_vs_networkit": nkp and nkp["bfs_s"] / row["bfs"]["graphsys_s"],

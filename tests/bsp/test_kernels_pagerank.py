@@ -26,8 +26,14 @@ def layout(request, monkeypatch):
     """The fused loop's layout choice as made by the graph, or the push layout forced (the
     test graphs' rank vectors fit any L2)."""
     if request.param == "push":
-        monkeypatch.setattr(pagerank_module, "PUSH_MIN_BYTES", 0)
+        _force_push(monkeypatch)
     return request.param
+
+
+def _force_push(monkeypatch):
+    """Every graph with 4+ in-edges per vertex switches to the push layout (free to build)."""
+    monkeypatch.setattr(pagerank_module, "PUSH_MIN_BYTES", 0)
+    monkeypatch.setattr(pagerank_module, "PUSH_BUILD_SECONDS_PER_EDGE", 0.0)
 
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
@@ -40,8 +46,13 @@ def test_fused_loop_matches_supersteps(graphs, key, layout):
         assert fused.stats.method.startswith("fused-pagerank") and loop.stats.method == "supersteps"
         assert fused.stats.num_supersteps == loop.stats.num_supersteps
         assert fused.stats.converged == loop.stats.converged
-        direction = "push" if "push blocks" in fused.stats.method else "pull"
-        assert all(s.fused and s.direction == direction for s in fused.stats.supersteps)
+        assert all(s.fused for s in fused.stats.supersteps)
+        pushed = [s.direction == "push" for s in fused.stats.supersteps]
+        if "push blocks" in fused.stats.method:  # pulled until the forecast, then pushed
+            after = pagerank_module.PUSH_FORECAST_AFTER
+            assert not any(pushed[:after]) and all(pushed[after:]) and len(pushed) > after
+        else:
+            assert not any(pushed)
 
 
 def test_personalized_and_vector_programs(graphs, layout):
@@ -241,7 +252,7 @@ def test_mapped_index_is_pulled_as_stored(graphs, tmp_path, monkeypatch):
 
     from graphsys.storage.adjacency_index import build_index
 
-    monkeypatch.setattr(pagerank_module, "PUSH_MIN_BYTES", 0)
+    _force_push(monkeypatch)
     src = graphs["undirected-p3"]  # 4+ in-edges per vertex: the push layout without index
     assert "push blocks" in bsp.pagerank(src.graph, tol=1e-10).stats.method
     path = tmp_path / "indexed"
@@ -252,3 +263,27 @@ def test_mapped_index_is_pulled_as_stored(graphs, tmp_path, monkeypatch):
     assert res.stats.method == "fused-pagerank"
     np.testing.assert_allclose(res.values, bsp.pagerank(src.graph, tol=1e-10).values,
                                rtol=1e-12, atol=1e-15)
+
+
+def test_push_layout_only_where_its_build_pays(graphs, monkeypatch):
+    """The switch to the push layout weighs the forecast iterations left against the
+    build: a run that will end soon (few max_iters, or a loose tol) keeps the pull."""
+    monkeypatch.setattr(pagerank_module, "PUSH_MIN_BYTES", 0)
+    g = graphs["undirected-p3"].graph
+    monkeypatch.setattr(pagerank_module, "PUSH_BUILD_SECONDS_PER_EDGE", 1.0)  # never pays
+    assert bsp.pagerank(g, tol=1e-12).stats.method == "fused-pagerank"
+    monkeypatch.setattr(pagerank_module, "PUSH_BUILD_SECONDS_PER_EDGE", 0.0)
+    after = pagerank_module.PUSH_FORECAST_AFTER
+    assert bsp.pagerank(g, tol=1e-30, max_iters=after).stats.method == "fused-pagerank"
+    assert "push blocks" in bsp.pagerank(g, tol=1e-12).stats.method
+
+
+@pytest.mark.parametrize("deltas, tol, cap, want", [
+    ([1.0, 0.5], 0.5 ** 11, 100, 10),     # halving: ten more to fall below tol
+    ([1.0, 0.5], 0.5 ** 11, 4, 4),        # capped by the iterations allowed
+    ([1.0, 1e-9], 1e-6, 100, 0),          # already below tol
+    ([1.0, 2.0], 1e-6, 50, 50),           # growing: no forecast, the cap
+    ([0.0, 0.0], 1e-30, 7, 0),
+])
+def test_iterations_left(deltas, tol, cap, want):
+    assert pagerank_module.iterations_left(deltas, tol, cap) == want

@@ -22,6 +22,7 @@ iteration, so ``tol`` should stay above about :math:`10^{-6}`.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numba
@@ -59,6 +60,15 @@ LOCALITY_MAX_DEGREE = 4
 #: pulled 0.70 ms against pushed 0.64 ms per iteration, and the layout cost 11 ms to build;
 #: the 10M-edge R-MAT, 572k vertices: 9 ms pulled, 5 ms pushed)
 PUSH_MIN_BYTES = cache_bytes(level=2, default=1 << 20)
+
+#: The fused loop pulls this many iterations before it forecasts whether to switch to the
+#: push layout (two L1 changes after the first give the decay rate)
+PUSH_FORECAST_AFTER = 3
+#: Share of a pull iteration the push saves (the 10M-edge R-MAT: 5.1 against 8.9 ms)
+PUSH_SAVING = 0.4
+#: Seconds per edge to build the push layout and renumber the vertex arrays (the 10M-edge
+#: R-MAT: 0.24-0.25 s, 2 threads)
+PUSH_BUILD_SECONDS_PER_EDGE = 25e-9
 
 
 class PageRank(VertexProgram):
@@ -144,24 +154,26 @@ class PageRank(VertexProgram):
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """The same supersteps as the engine's loop, each one numba call (pull or push and
         update fused; :mod:`~graphsys.bsp.kernels_pagerank`); per-iteration wall time
-        recorded. The layout is picked by the graph, and built in the setup:
+        recorded (``direction`` says which layout ran it). The layout is picked by the
+        graph:
 
         * fewer than :data:`LOCALITY_MAX_DEGREE` in-edges per vertex (road networks,
           meshes): every vertex renumbered in breadth-first order
           (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`), so a target's sources sit
           in nearby cache lines, and pulled over fixed slots per row
           (:func:`~graphsys.bsp.kernels_pagerank.ell_layout`);
-        * an adjacency built in memory, and sent values larger than one core's L2
-          (:data:`PUSH_MIN_BYTES`): vertices renumbered by descending out-degree and
-          pushed into destination blocks
-          (:func:`~graphsys.bsp.kernels_pagerank.push_layout`, 6 bytes per edge): the sent
-          values are read in one sweep per block and the sums stay in L2;
-        * else (a mapped adjacency index: no copy; or a vector that fits L2): pulled over
-          the CSC as stored.
+        * else pulled over the CSC as stored; where the adjacency was built in memory and
+          the sent values outgrow one core's L2 (:data:`PUSH_MIN_BYTES`), after
+          :data:`PUSH_FORECAST_AFTER` iterations the run switches to a push into
+          destination blocks (:func:`~graphsys.bsp.kernels_pagerank.push_layout`, vertices
+          renumbered by descending out-degree, 6 bytes per edge) when the iterations it
+          forecasts (:func:`iterations_left`) would save more than the layout costs to
+          build (:data:`PUSH_BUILD_SECONDS_PER_EDGE`, :data:`PUSH_SAVING`).
 
-        Ranks are mapped back at the end. Declined where the engine's pull hub-sorts the
-        sources (a rank vector larger than half the cache: rmat-100M measured 0.31 s per
-        iteration fused vs 0.28-0.32 s in the engine's passes)."""
+        Layouts are built in the setup (its seconds); ranks are mapped back at the end.
+        Declined where the engine's pull hub-sorts the sources (a rank vector larger than
+        half the cache: rmat-100M measured 0.31 s per iteration fused vs 0.28-0.32 s in the
+        engine's passes)."""
         n = ctx.num_nodes
         rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
         p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
@@ -170,32 +182,42 @@ class PageRank(VertexProgram):
         indptr, idx, _ = edges.adjacency("csc")
         t0 = time.perf_counter()
         m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
-        pad = 0  # trailing zero sent values the layout reads (ELL's padding source)
+        dtype = np.float32 if self.sum_dtype == "float32" else np.float64
+        pushable = m >= LOCALITY_MAX_DEGREE * n and idx.flags.writeable and (
+            8 * n > PUSH_MIN_BYTES)
+        order = None  # new id -> engine id of every vertex, when renumbered
         if m < LOCALITY_MAX_DEGREE * n:
             order = bfs_order(indptr, idx)
             layout, step = ell_layout(*renumber(indptr, idx, order)), pagerank_ell_step
-            method, direction, pad = "fused-pagerank (bfs order, ell)", "pull", 1
-        elif idx.flags.writeable and 8 * n > PUSH_MIN_BYTES:
-            out_degree = np.bincount(idx, minlength=n)
-            order = np.argsort(-out_degree, kind="stable")
-            blocks = 1 if n < FUSED_PARALLEL_MIN_ROWS else FUSED_CHUNKS
-            layout = push_layout(indptr, idx, order, out_degree, blocks) + (np.zeros(n),)
-            step = pagerank_push_step
-            method, direction = "fused-pagerank (push blocks, degree order)", "push"
+            method, direction = "fused-pagerank (bfs order, ell)", "pull"
         else:
-            order, layout, step = None, (indptr, idx), pagerank_step
+            layout, step = (indptr, idx), pagerank_step
             method, direction = "fused-pagerank", "pull"
         if order is not None:
             rank, inv_deg = rank[order], inv_deg[order]
             p = p[order] if len(p) else p
         sent = host_array(state["send"])
-        send = np.zeros(n + pad, np.float32 if self.sum_dtype == "float32" else np.float64)
+        # ELL reads a padding source N whose value stays 0
+        send = np.zeros(n + (step is pagerank_ell_step), dtype)
         send[:n] = sent[order] if order is not None else sent
         new_send = np.zeros_like(send)
         dangling = float(state["dangling"])
-        a, steps, converged = self.damping, [], False
+        a, steps, deltas, converged = self.damping, [], [], False
         setup = time.perf_counter() - t0
         for it in range(max_iters):
+            if pushable and it == PUSH_FORECAST_AFTER and self._push_pays(
+                    deltas, steps, m, max_iters - it):
+                t0 = time.perf_counter()
+                out_degree = np.bincount(idx, minlength=n)
+                order = np.argsort(-out_degree, kind="stable")
+                blocks = 1 if n < FUSED_PARALLEL_MIN_ROWS else FUSED_CHUNKS
+                layout = push_layout(indptr, idx, order, out_degree, blocks) + (np.zeros(n),)
+                step, direction = pagerank_push_step, "push"
+                method = "fused-pagerank (push blocks, degree order)"
+                rank, inv_deg, send = rank[order], inv_deg[order], send[order]
+                p = p[order] if len(p) else p
+                new_send = np.zeros_like(send)
+                setup += time.perf_counter() - t0
             t0 = time.perf_counter()
             scale = a * dangling + (1.0 - a)
             delta, dangling = step(*layout, send, new_send, rank, inv_deg, p, a, scale / n,
@@ -205,6 +227,7 @@ class PageRank(VertexProgram):
                                 messages_sent=m, messages_combined=receivers, fused=True)
             ss.seconds["edges"] = time.perf_counter() - t0
             steps.append(ss)
+            deltas.append(delta)
             if delta < self.tol:
                 converged = True
                 break
@@ -214,6 +237,27 @@ class PageRank(VertexProgram):
         state["dangling"] = dangling
         left = torch.zeros_like(state["everyone"]) if converged else state["everyone"]
         return Solved(method, steps, left, setup)
+
+    def _push_pays(self, deltas: list[float], steps: list, num_edges: int, cap: int) -> bool:
+        """Whether the push layout would pay for its build over the iterations left: their
+        forecast (:func:`iterations_left`, at most ``cap``) times :data:`PUSH_SAVING` of the
+        fastest pull iteration so far, against :data:`PUSH_BUILD_SECONDS_PER_EDGE` per
+        edge."""
+        pull = min(ss.seconds["edges"] for ss in steps)
+        left = iterations_left(deltas, self.tol, cap)
+        return left * PUSH_SAVING * pull > PUSH_BUILD_SECONDS_PER_EDGE * num_edges
+
+
+def iterations_left(deltas: list[float], tol: float, cap: int) -> int:
+    """Iterations until the L1 change falls below ``tol``, forecast from the last two
+    (``deltas``: one per iteration so far) as a geometric decay, at most ``cap`` (also when
+    the change is not shrinking)."""
+    d1, d2 = deltas[-2], deltas[-1]
+    if d2 < tol:
+        return 0
+    if not 0.0 < d2 < d1:
+        return cap
+    return min(cap, math.ceil(math.log(tol / d2) / math.log(d2 / d1)))
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
