@@ -11,7 +11,7 @@ several repetitions. Per graph:
 * PageRank seconds per iteration: graphsys in memory (its fused loop, in the layout a run of
   ``--iters`` iterations picks) and out of core; in memory also the destination-blocked push
   layout's iteration with its build treated as free (``graphsys_memory_push``: what runs long
-  enough to pay for that build get, e.g. a damping near 1; null where the graph is too
+  enough to pay for that build get; null where the graph is too
   sparse or small for it) and the default call end to end (``default_call``: tol 1e-6, setup
   included); a ``scipy.sparse`` mat-vec loop of the same iteration (float64), GraphBLAS's
   bare ``mxv`` (``A^T x``, plus_second; the floor of any GraphBLAS PageRank iteration),
@@ -166,19 +166,19 @@ def bsp_pagerank_iter(graph, mode: str, iters: int, repeats: int,
 
 
 def bsp_pagerank_push_iter(graph, iters: int, repeats: int) -> tuple[float, dict] | None:
-    """:func:`bsp_pagerank_iter` with the push layout's build costed at zero, so the fused
-    loop switches to it after its forecast iterations; the median is over the pushed
-    iterations. None when the graph does not get the push layout."""
+    """:func:`bsp_pagerank_iter` with the push layout's build treated as free (a break-even
+    of one iteration), so the fused loop switches to it after its forecast; the median is
+    over the pushed iterations. None when the graph does not get the push layout."""
     pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
-    saved = pagerank_module.PUSH_BUILD_SECONDS_PER_EDGE
-    pagerank_module.PUSH_BUILD_SECONDS_PER_EDGE = 0.0
+    saved = pagerank_module.PUSH_BREAK_EVEN_ITERATIONS
+    pagerank_module.PUSH_BREAK_EVEN_ITERATIONS = 1
     try:
         per, res = [], None
         for _ in range(repeats):
             res = bsp.pagerank(graph, tol=1e-30, max_iters=iters + 1)
             per += [s.total_seconds for s in res.stats.supersteps if s.direction == "push"]
     finally:
-        pagerank_module.PUSH_BUILD_SECONDS_PER_EDGE = saved
+        pagerank_module.PUSH_BREAK_EVEN_ITERATIONS = saved
     if not per:
         return None
     return float(np.median(per)), {"method": res.stats.method,

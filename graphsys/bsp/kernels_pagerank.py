@@ -187,9 +187,9 @@ def pagerank_ell_step(slots, over_ptr, overflow, send, new_send, rank, inv_deg, 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def push_layout(indptr, indices, order, out_degree, min_blocks):
     """The in-edges of a CSC (``indptr`` int64 (N+1,), ``indices`` (E,)) renumbered by
-    ``order`` (int64 (N,), new id -> old; the vertices by descending ``out_degree``, int64
-    (N,) by old id) as a push into destination blocks: the targets are cut into runs of
-    equal in-edge counts (at least ``min_blocks`` of them, each at most
+    ``order`` (int64 (N,), new id -> old; the vertices by descending ``out_degree``, (N,)
+    by old id, integer or float64 counts) as a push into destination blocks: the targets
+    are cut into runs of equal in-edge counts (at least ``min_blocks`` of them, each at most
     :data:`PUSH_BLOCK_MAX_NODES` vertices), and each block's edges are sorted by source, so
     a step reads the sent values in one sweep per block and adds into sums that stay in L2.
     Sources ``0:heavy`` have at least :data:`PUSH_HEAVY_RUN` edges per block on average;
@@ -200,8 +200,8 @@ def push_layout(indptr, indices, order, out_degree, min_blocks):
     ``edge_ptr`` int64 (B+1,) (its edges), ``src`` uint32 (E,) and ``dst`` uint16 (E,)
     (source id, target offset in the block), ``runs`` int64 (B * (heavy+1),) (in block b,
     heavy source s's edges start at ``runs[b * (heavy+1) + s]``; the light ones at ``runs[b
-    * (heavy+1) + heavy]``) and ``heavy``. Memory: 6 bytes/edge, and 4 bytes/vertex per
-    thread while it runs."""
+    * (heavy+1) + heavy]``) and ``heavy``. Memory: 6 bytes/edge, and while it runs 12
+    bytes/vertex plus 8 per thread (a block's counts)."""
     n = indptr.shape[0] - 1
     m = indptr[n] - indptr[0]
     new_id = np.empty(n, np.uint32)
@@ -270,8 +270,8 @@ def _push_block(b, bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send,
     delta = 0.0
     dangling = 0.0
     for i in range(hi - lo):
-        c, d = settle_vertex(np.uint64(lo + i), sums[i], rank, inv_deg, new_send, p, damping, base,
-                       scale)
+        c, d = settle_vertex(np.uint64(lo + i), sums[i], rank, inv_deg, new_send, p, damping,
+                             base, scale)
         sums[i] = 0.0
         delta += c
         dangling += d

@@ -31,9 +31,10 @@ def layout(request, monkeypatch):
 
 
 def _force_push(monkeypatch):
-    """Every graph with 4+ in-edges per vertex switches to the push layout (free to build)."""
+    """Every graph with 4+ in-edges per vertex switches to the push layout (any iteration
+    left pays)."""
     monkeypatch.setattr(pagerank_module, "PUSH_MIN_BYTES", 0)
-    monkeypatch.setattr(pagerank_module, "PUSH_BUILD_SECONDS_PER_EDGE", 0.0)
+    monkeypatch.setattr(pagerank_module, "PUSH_BREAK_EVEN_ITERATIONS", 1)
 
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
@@ -266,16 +267,20 @@ def test_mapped_index_is_pulled_as_stored(graphs, tmp_path, monkeypatch):
 
 
 def test_push_layout_only_where_its_build_pays(graphs, monkeypatch):
-    """The switch to the push layout weighs the forecast iterations left against the
-    build: a run that will end soon (few max_iters, or a loose tol) keeps the pull."""
+    """The switch to the push layout needs PUSH_BREAK_EVEN_ITERATIONS forecast after
+    PUSH_FORECAST_AFTER (a count, not a timing): a run capped short keeps the pull, a long
+    one switches, and the same call makes the same choice (bit-identical ranks)."""
     monkeypatch.setattr(pagerank_module, "PUSH_MIN_BYTES", 0)
     g = graphs["undirected-p3"].graph
-    monkeypatch.setattr(pagerank_module, "PUSH_BUILD_SECONDS_PER_EDGE", 1.0)  # never pays
-    assert bsp.pagerank(g, tol=1e-12).stats.method == "fused-pagerank"
-    monkeypatch.setattr(pagerank_module, "PUSH_BUILD_SECONDS_PER_EDGE", 0.0)
     after = pagerank_module.PUSH_FORECAST_AFTER
-    assert bsp.pagerank(g, tol=1e-30, max_iters=after).stats.method == "fused-pagerank"
-    assert "push blocks" in bsp.pagerank(g, tol=1e-12).stats.method
+    monkeypatch.setattr(pagerank_module, "PUSH_BREAK_EVEN_ITERATIONS", 10_000)  # never pays
+    assert bsp.pagerank(g, tol=1e-14, max_iters=1000).stats.method == "fused-pagerank"
+    monkeypatch.setattr(pagerank_module, "PUSH_BREAK_EVEN_ITERATIONS", 5)
+    short = bsp.pagerank(g, tol=1e-14, max_iters=after + 4)  # at most 4 left
+    assert short.stats.method == "fused-pagerank"
+    runs = [bsp.pagerank(g, tol=1e-14, max_iters=1000) for _ in range(2)]
+    assert all("push blocks" in r.stats.method for r in runs)
+    np.testing.assert_array_equal(runs[0].values, runs[1].values)
 
 
 @pytest.mark.parametrize("deltas, tol, cap, want", [

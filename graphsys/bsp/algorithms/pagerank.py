@@ -64,11 +64,11 @@ PUSH_MIN_BYTES = cache_bytes(level=2, default=1 << 20)
 #: The fused loop pulls this many iterations before it forecasts whether to switch to the
 #: push layout (two L1 changes after the first give the decay rate)
 PUSH_FORECAST_AFTER = 3
-#: Share of a pull iteration the push saves (the 10M-edge R-MAT: 5.1 against 8.9 ms)
-PUSH_SAVING = 0.4
-#: Seconds per edge to build the push layout and renumber the vertex arrays (the 10M-edge
-#: R-MAT: 0.24-0.25 s, 2 threads)
-PUSH_BUILD_SECONDS_PER_EDGE = 25e-9
+#: The push layout is built when at least this many iterations are forecast to be left: its
+#: build (the 10M-edge R-MAT: ~0.2 s on 2 threads, 20-25 ns per edge) against what each
+#: pushed iteration saves (5.0 against 9.2 ms: ~0.4 ns per edge). A count of iterations, not
+#: a timing, so the same call picks the same layout (and rounds the same) every time
+PUSH_BREAK_EVEN_ITERATIONS = 60
 
 
 class PageRank(VertexProgram):
@@ -166,9 +166,9 @@ class PageRank(VertexProgram):
           the sent values outgrow one core's L2 (:data:`PUSH_MIN_BYTES`), after
           :data:`PUSH_FORECAST_AFTER` iterations the run switches to a push into
           destination blocks (:func:`~graphsys.bsp.kernels_pagerank.push_layout`, vertices
-          renumbered by descending out-degree, 6 bytes per edge) when the iterations it
-          forecasts (:func:`iterations_left`) would save more than the layout costs to
-          build (:data:`PUSH_BUILD_SECONDS_PER_EDGE`, :data:`PUSH_SAVING`).
+          renumbered by descending out-degree, 6 bytes per edge) when it forecasts
+          (:func:`iterations_left`) at least :data:`PUSH_BREAK_EVEN_ITERATIONS` more
+          iterations, enough to pay for the layout's build.
 
         Layouts are built in the setup (its seconds); ranks are mapped back at the end.
         Declined where the engine's pull hub-sorts the sources (a rank vector larger than
@@ -205,10 +205,10 @@ class PageRank(VertexProgram):
         a, steps, deltas, converged = self.damping, [], [], False
         setup = time.perf_counter() - t0
         for it in range(max_iters):
-            if pushable and it == PUSH_FORECAST_AFTER and self._push_pays(
-                    deltas, steps, m, max_iters - it):
+            if pushable and it == PUSH_FORECAST_AFTER and iterations_left(
+                    deltas, self.tol, max_iters - it) >= PUSH_BREAK_EVEN_ITERATIONS:
                 t0 = time.perf_counter()
-                out_degree = np.bincount(idx, minlength=n)
+                out_degree = host_array(ctx.degree("out"))  # float64, counted by init
                 order = np.argsort(-out_degree, kind="stable")
                 blocks = 1 if n < FUSED_PARALLEL_MIN_ROWS else FUSED_CHUNKS
                 layout = push_layout(indptr, idx, order, out_degree, blocks) + (np.zeros(n),)
@@ -237,15 +237,6 @@ class PageRank(VertexProgram):
         state["dangling"] = dangling
         left = torch.zeros_like(state["everyone"]) if converged else state["everyone"]
         return Solved(method, steps, left, setup)
-
-    def _push_pays(self, deltas: list[float], steps: list, num_edges: int, cap: int) -> bool:
-        """Whether the push layout would pay for its build over the iterations left: their
-        forecast (:func:`iterations_left`, at most ``cap``) times :data:`PUSH_SAVING` of the
-        fastest pull iteration so far, against :data:`PUSH_BUILD_SECONDS_PER_EDGE` per
-        edge."""
-        pull = min(ss.seconds["edges"] for ss in steps)
-        left = iterations_left(deltas, self.tol, cap)
-        return left * PUSH_SAVING * pull > PUSH_BUILD_SECONDS_PER_EDGE * num_edges
 
 
 def iterations_left(deltas: list[float], tol: float, cap: int) -> int:
