@@ -217,6 +217,7 @@ class MemoryEdges:
         #: fused numba kernels, or the generic torch path (GPU, custom message/combiner)
         self.use_numba = backend == "numba" and program.builtin
         self._adj: dict[str, tuple] = {}
+        #: bytes of adjacency copied host -> device so far (torch path on a GPU)
         self.bytes_h2d = 0
         #: seconds spent building CSR/CSC (setup, not superstep time)
         self.build_seconds = 0.0

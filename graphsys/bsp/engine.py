@@ -168,6 +168,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                          num_nodes=ctx.num_nodes, num_edges=es.num_edges)
         state, active = program.init(ctx)
         stats.setup_seconds = time.perf_counter() - t_start
+        stats.setup_bytes_h2d = edges.bytes_h2d
         loop = _Supersteps(program, edges, ctx, state, stats, progress)
         solved = None
         if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)

@@ -5,6 +5,11 @@ let every unreached vertex look for one in-neighbour in a bitmap frontier (uint6
 bit ``v & 63`` of word ``v >> 6``) while it is large, stopping at the first hit. The switch
 rules are Beamer's: go bottom-up when the frontier's out-edges exceed the unexplored edges
 / :data:`ALPHA`, back top-down when the frontier shrinks below N / :data:`BETA` vertices.
+One more condition on the first switch: the frontier's out-edges must also reach N /
+:data:`BETA`, because a bottom-up step reads the level of every vertex. Without it, the
+last levels of a long search go bottom-up once the unexplored edges run out: on
+luxembourg-osm (952 levels), levels 879 and 880, with frontiers of 24 and 26 vertices,
+each scanned all 114,599 vertices.
 Levels are int32 (N,), -1 = unreached. No atomics are needed: a top-down race only puts a
 vertex twice in the next queue (both writers store the same level), and a bottom-up word
 of 64 vertices is written by one thread.
@@ -122,27 +127,38 @@ def _out_edges(q, lo, hi, indptr):
     return total
 
 
+@numba.njit(cache=True, nogil=True)
+def _bottom_up_word(indptr, indices, level, depth, front, w):
+    """Bottom-up for the 64 vertices of bitmap word ``w``; returns (their bits in the next
+    frontier, uint64; vertices reached; edges scanned)."""
+    n = level.shape[0]
+    word = np.uint64(0)
+    base = w * 64
+    cnt = 0
+    sc = 0
+    for v in range(base, min(base + 64, n)):
+        if level[v] < 0:
+            for e in range(indptr[v], indptr[v + 1]):
+                u = indices[e]
+                sc += 1
+                if (front[u >> 6] >> np.uint64(u & 63)) & _ONE:
+                    level[v] = depth
+                    word |= _ONE << np.uint64(v - base)
+                    cnt += 1
+                    break
+    return word, cnt, sc
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _bottom_up(indptr, indices, level, depth, front, nxt):
-    """One bottom-up step over in-edges; returns (vertices reached, edges scanned)."""
-    n = level.shape[0]
+    """One bottom-up step over in-edges; returns (vertices reached, edges scanned). The
+    word's loop is a function of its own: inside the ``prange`` body, beside the sums,
+    numba's parfor pass fails on it under Python 3.12 ("unexpected cycle in lookup()",
+    numba issue #10132; numba 0.68)."""
     awake = 0
     scanned = 0
     for w in numba.prange(front.shape[0]):
-        word = np.uint64(0)
-        base = w * 64
-        cnt = 0
-        sc = 0
-        for v in range(base, min(base + 64, n)):
-            if level[v] < 0:
-                for e in range(indptr[v], indptr[v + 1]):
-                    u = indices[e]
-                    sc += 1
-                    if (front[u >> 6] >> np.uint64(u & 63)) & _ONE:
-                        level[v] = depth
-                        word |= _ONE << np.uint64(v - base)
-                        cnt += 1
-                        break
+        word, cnt, sc = _bottom_up_word(indptr, indices, level, depth, front, w)
         nxt[w] = word
         awake += cnt
         scanned += sc
@@ -175,6 +191,7 @@ def _bitmap_to_queue(front, nf):
 
 @numba.njit(cache=True, nogil=True)
 def _grow(a, size):
+    """``a`` (int64) with room for index ``size``: itself, or a copy of twice the length."""
     if size < a.shape[0]:
         return a
     b = np.zeros(2 * a.shape[0], np.int64)
@@ -219,12 +236,15 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, level, ma
     bottom_up = False
     step = 0
     while nf > 0 and step < max_steps:
-        act, scanned, pulled = _grow(act, step), _grow(scanned, step), _grow(pulled, step)
+        if step == act.shape[0]:  # not reassigned every level: ~35 ns of reference counts
+            act, scanned, pulled = _grow(act, step), _grow(scanned, step), _grow(pulled, step)
         act[step] = nf
-        # Beamer's test needs the frontier's out-edges m_f; skip the pass when even
-        # nf * max_degree cannot pass it (every level of a road graph)
-        if not bottom_up and nf * max_degree > to_check / ALPHA and (
-                _out_edges(q, lo, hi, out_indptr) > to_check / ALPHA):
+        # Beamer's test (and the N / BETA floor of a bottom-up step's vertex scan) needs
+        # the frontier's out-edges m_f; skip the pass when even nf * max_degree cannot
+        # pass it (every level of a road graph)
+        bottom_up_edges = max(to_check / ALPHA, n / BETA)
+        if not bottom_up and nf * max_degree > bottom_up_edges and (
+                _out_edges(q, lo, hi, out_indptr) > bottom_up_edges):
             _queue_to_bitmap(q[lo:hi], nf, front)
             bottom_up = True
         if bottom_up:

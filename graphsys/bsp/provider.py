@@ -99,6 +99,10 @@ class EdgeProvider(Protocol):
     * ``build_seconds`` (float, seconds, growing): time spent building adjacency (CSR/CSC,
       hub sorting) so far; the engine books what an edge phase spent building as setup, not
       superstep time;
+    * ``bytes_h2d`` (int, bytes, growing): bytes its adjacency builds copied host -> device
+      so far (a memory-mode GPU run uploads CSR/CSC once; 0 where edges stream, whose
+      copies each edge phase counts in :attr:`EdgeResult.bytes_h2d`); the engine books what
+      was copied before the first superstep as ``RunStats.setup_bytes_h2d``;
     * ``streams`` (bool): whether edge phases read the graph's files (then each superstep
       records the process's ``disk_read_bytes``);
     * ``relaxes`` (bool): whether :meth:`relax` and :meth:`relax_async` run this program.
@@ -110,6 +114,7 @@ class EdgeProvider(Protocol):
     hi: int
     bounds: np.ndarray
     build_seconds: float
+    bytes_h2d: int
     streams: bool
     relaxes: bool
 

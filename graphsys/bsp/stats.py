@@ -59,7 +59,10 @@ class RunStats:
 
     ``method`` names what ran: ``supersteps`` (the BSP loop), ``async`` (a work list), or
     the whole-graph algorithm a program declared (:meth:`VertexProgram.solve_in_memory`:
-    ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``)."""
+    ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``).
+    ``setup_bytes_h2d``: bytes copied host -> device before the first superstep (the
+    CSR/CSC a memory-mode GPU run uploads once; each superstep's ``bytes_h2d`` counts its
+    own copies)."""
 
     algorithm: str
     mode: str
@@ -69,6 +72,7 @@ class RunStats:
     num_nodes: int
     num_edges: int
     setup_seconds: float = 0.0
+    setup_bytes_h2d: int = 0
     seconds: float = 0.0
     converged: bool = False
     method: str = "supersteps"

@@ -75,8 +75,10 @@ class StreamEdges:
         self.lo = int(self.offsets[self.src_parts.start])
         self.hi = int(self.offsets[self.src_parts.stop])
         self.bounds = np.array(rank_bounds(self.offsets, self.comm.world_size), np.int64)
-        #: nothing is built: buckets are read as they are stored
+        #: nothing is built: buckets are read as they are stored (each edge phase counts
+        #: its own host -> device copies)
         self.build_seconds = 0.0
+        self.bytes_h2d = 0
         self.threads = max(1, threads)
         self.readahead = max(0, readahead)
         self._tasks: dict[str, list[list[tuple[int, int, bool]]]] = {}

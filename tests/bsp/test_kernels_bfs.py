@@ -65,6 +65,17 @@ def test_dense_middle_goes_bottom_up_and_back():
     assert scanned[pulled == 1].sum() < a.nnz  # bottom-up stops at the first parent
 
 
+def test_long_search_tail_stays_top_down():
+    n = 3000  # an undirected path from 0: the unexplored edges run out at the far end
+    src = np.arange(n - 1)
+    a = _csr(n, np.r_[src, src + 1], np.r_[src + 1, src])
+    level, (steps, act, scanned, pulled, _) = _levels(a, 0)
+    np.testing.assert_array_equal(level, np.arange(n))
+    # Beamer's edge test alone passes on the last ~15 levels (2 out-edges > left / ALPHA);
+    # a frontier of 1 vertex stays top-down while its out-edges are below N / BETA
+    assert not pulled.any() and scanned.sum() == a.nnz
+
+
 @pytest.mark.parametrize("max_steps", [1, 3, 7])
 def test_max_steps_cuts_and_returns_the_last_level(max_steps):
     n = 30
