@@ -170,13 +170,13 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         stats.setup_seconds = time.perf_counter() - t_start
         stats.setup_bytes_h2d = edges.bytes_h2d
         loop = _Supersteps(program, edges, ctx, state, stats, progress)
-        solved = None
+        solved = None  # vertices a declared whole-graph algorithm left active
         if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
                 and edges.use_numba and edges.comm.world_size == 1):
             solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
                                      progress)
         if solved is not None:  # a declared whole-graph algorithm ran: converged if done
-            stats.converged = _count(solved) == 0
+            stats.converged = solved == 0
         elif schedule == "async":
             loop.run_async(active.to(dev))
         else:

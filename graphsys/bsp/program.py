@@ -101,12 +101,13 @@ class ModeCombiner(Combiner):
 class Solved:
     """What :meth:`VertexProgram.solve_in_memory` ran: ``method`` (recorded in
     :attr:`RunStats.method`), its ``supersteps`` (iterations or levels, seconds excluding
-    CSR/CSC builds), ``frontier`` bool (N,): vertices left active (empty when done), and
-    ``setup_seconds`` it spent preparing (a renumbering), charged to the run's setup."""
+    CSR/CSC builds), ``num_left``: vertices left active (0 when done: the run converged;
+    a count, not a mask, so a finished run allocates nothing for it), and ``setup_seconds``
+    it spent preparing (a renumbering), charged to the run's setup."""
 
     method: str
     supersteps: list
-    frontier: torch.Tensor
+    num_left: int
     setup_seconds: float = 0.0
 
 

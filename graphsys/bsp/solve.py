@@ -4,17 +4,16 @@ CSR/CSC builds to setup, record its method and supersteps."""
 
 from __future__ import annotations
 
-import torch
-
 from graphsys.bsp.program import Context, VertexProgram
 from graphsys.bsp.stats import RunStats
 
 
 def solve_in_memory(program: VertexProgram, ctx: Context, edges, state: dict,
                     schedule: str, max_iters: int, stats: RunStats,
-                    progress) -> torch.Tensor | None:
+                    progress) -> int | None:
     """Run ``program``'s in-memory fast path if it declares one for ``schedule``; returns
-    the frontier it leaves (bool (N,)), or None when the superstep loop must run."""
+    the number of vertices it leaves active (0: converged), or None when the superstep loop
+    must run."""
     build0 = edges.build_seconds
     solved = program.solve_in_memory(ctx, edges, state, schedule, max_iters)
     stats.setup_seconds += edges.build_seconds - build0
@@ -26,4 +25,4 @@ def solve_in_memory(program: VertexProgram, ctx: Context, edges, state: dict,
         stats.supersteps.append(ss)
         if progress is not None:
             progress(ss)
-    return solved.frontier
+    return solved.num_left

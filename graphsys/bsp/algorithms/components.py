@@ -68,7 +68,7 @@ class WCC(_LabelProgram):
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=int(read), fused=True)
         ss.seconds["edges"] = time.perf_counter() - t0
-        return Solved(method, [ss], torch.zeros(ctx.num_local, dtype=torch.bool))
+        return Solved(method, [ss], 0)
 
 
 class LabelPropagation(_LabelProgram):

@@ -235,8 +235,7 @@ class PageRank(VertexProgram):
             host_array(state["rank"])[order] = rank
         torch.mul(state["rank"], state["inv_deg"], out=state["send"])
         state["dangling"] = dangling
-        left = torch.zeros_like(state["everyone"]) if converged else state["everyone"]
-        return Solved(method, steps, left, setup)
+        return Solved(method, steps, 0 if converged else ctx.num_local, setup)
 
 
 def iterations_left(deltas: list[float], tol: float, cap: int) -> int:

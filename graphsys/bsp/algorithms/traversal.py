@@ -85,10 +85,7 @@ class BFS(VertexProgram):
                                 fused=True)
             ss.seconds["edges"] = w
             supersteps.append(ss)
-        frontier = torch.zeros(ctx.num_local, dtype=torch.bool)
-        if len(left):
-            frontier[torch.from_numpy(left)] = True
-        return Solved("direction-optimizing-bfs", supersteps, frontier)
+        return Solved("direction-optimizing-bfs", supersteps, len(left))
 
 
 class SSSP(VertexProgram):
