@@ -210,14 +210,28 @@ def _queue(frontier, n, like):
 
 
 @numba.njit(cache=True, nogil=True)
-def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, level, max_steps,
-               nthreads):
+def _unreached_levels(out_indptr):
+    """int32 (N,) levels, all -1, and the largest out-degree, in one pass over ``indptr``
+    (a pass of its own for the degree cost 0.04-0.35 ms more per luxembourg-osm search,
+    alternated in one process)."""
+    n = out_indptr.shape[0] - 1
+    level = np.empty(n, np.int32)
+    max_degree = 0
+    for u in range(n):
+        level[u] = -1
+        max_degree = max(max_degree, out_indptr[u + 1] - out_indptr[u])
+    return level, max_degree
+
+
+@numba.njit(cache=True, nogil=True)
+def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, max_steps, nthreads):
     """BFS from ``source`` over out-edges (CSR ``out_*``; ``in_*`` the CSC, or the CSR again
-    on a symmetric graph); ``level`` int32 (N,) all -1 on entry, filled in place; at most
-    ``max_steps`` steps (levels 1..max_steps); ``nthreads``: numba threads to use. Returns
-    (steps run, then per step int64 arrays: frontier size, edges scanned, 1 = bottom-up;
-    and the vertices of the last level when ``max_steps`` cut the search short, int64,
-    else empty). The frontier is ``q[lo:hi]`` top-down (serial steps append to ``q``)."""
+    on a symmetric graph); at most ``max_steps`` steps (levels 1..max_steps); ``nthreads``:
+    numba threads to use. Returns (levels int32 (N,), -1 = unreached; steps run; then per
+    step int64 arrays: frontier size, edges scanned, 1 = bottom-up; and the vertices of the
+    last level when ``max_steps`` cut the search short, int64, else empty). The frontier
+    is ``q[lo:hi]`` top-down (serial steps append to ``q``)."""
+    level, max_degree = _unreached_levels(out_indptr)
     n = level.shape[0]
     m = out_indptr[n]
     level[source] = 0
@@ -230,9 +244,6 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, level, ma
     scanned = np.zeros(64, np.int64)
     pulled = np.zeros(64, np.int64)
     to_check = m  # out-edges of vertices not yet expanded
-    max_degree = 0
-    for u in range(n):
-        max_degree = max(max_degree, out_indptr[u + 1] - out_indptr[u])
     bottom_up = False
     step = 0
     while nf > 0 and step < max_steps:
@@ -277,7 +288,7 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, level, ma
         left = _bitmap_to_queue(front, nf)
     else:
         left = np.unique(q[lo:hi]).astype(np.int64)
-    return step, act[:step], scanned[:step], pulled[:step], left
+    return level, step, act[:step], scanned[:step], pulled[:step], left
 
 
 @numba.njit(cache=True, nogil=True)
@@ -318,13 +329,20 @@ def _levels_to_float_parallel(level, out):
         _level_to_float(level, out, v)
 
 
-def levels_to_float(level: np.ndarray, out: np.ndarray) -> None:
-    """``out[v]`` (float64 (N,)) = ``level[v]`` (int32 (N,)), ``inf`` where -1; in parallel
-    from :data:`~graphsys.bsp.kernels.PARALLEL_MIN_ITEMS` vertices. Below it, a function
-    compiled without ``parallel``: on luxembourg-osm (114,599 vertices) calling a parallel
-    one here, even down a serial branch, slowed the next search's serial kernel (1.73-1.80
-    against 1.56 ms, alternated with scipy in one process)."""
+@numba.njit(cache=True, nogil=True)
+def bfs_solve(out_indptr, out_indices, in_indptr, in_indices, source, out, max_steps,
+              nthreads):
+    """:func:`bfs_levels` and what the engine keeps of it, in one call: ``out[v]`` (float64
+    (N,)) = the level of ``v``, ``inf`` where unreached (in parallel from
+    :data:`~graphsys.bsp.kernels.PARALLEL_MIN_ITEMS` vertices: below it, a parallel loop,
+    even one that runs serially, slowed the next search's serial kernel on luxembourg-osm);
+    returns (:func:`phase_totals` rows, int64 (P, 5); 1 = bottom-up per step, int64 (S,);
+    vertices of the last level when ``max_steps`` cut the search short). One call instead
+    of four saves their dispatches and the levels' own allocation from Python."""
+    level, _, act, scanned, pulled, left = bfs_levels(out_indptr, out_indices, in_indptr,
+                                                      in_indices, source, max_steps, nthreads)
     if level.shape[0] < PARALLEL_MIN_ITEMS:
         _levels_to_float_serial(level, out)
     else:
         _levels_to_float_parallel(level, out)
+    return phase_totals(act, scanned, pulled, left.shape[0]), pulled, left.shape[0]

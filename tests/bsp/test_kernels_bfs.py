@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy.sparse import csgraph
 
 from graphsys import bsp
-from graphsys.bsp.kernels_bfs import bfs_levels, phase_totals
+from graphsys.bsp.kernels_bfs import bfs_levels, bfs_solve, phase_totals
 
 from .conftest import GRAPH_KEYS, random_digraphs, to_global
 
@@ -27,10 +27,10 @@ def _csr(n, src, dst):
 def _levels(a, source, max_steps=10**9, threads=2):
     n = a.shape[0]
     t = a.T.tocsr()
-    level = np.full(n, -1, np.int32)
-    out = bfs_levels(a.indptr.astype(np.int64), a.indices.astype(np.int32),
-                     t.indptr.astype(np.int64), t.indices.astype(np.int32), source, level,
-                     max_steps, threads)
+    level, *out = bfs_levels(a.indptr.astype(np.int64), a.indices.astype(np.int32),
+                             t.indptr.astype(np.int64), t.indices.astype(np.int32), source,
+                             max_steps, threads)
+    assert level.shape == (n,) and level.dtype == np.int32
     return level, out
 
 
@@ -141,10 +141,21 @@ def test_parallel_top_down_level_keeps_the_queue():
 
 
 @pytest.mark.parametrize("n", [1_000, 300_000])  # below and above PARALLEL_MIN_ITEMS
-def test_levels_to_float(n):
-    from graphsys.bsp.kernels_bfs import levels_to_float
-
-    level = np.random.default_rng(n).integers(-1, 50, n).astype(np.int32)
-    out = np.empty(n)
-    levels_to_float(level, out)
-    np.testing.assert_array_equal(out, np.where(level >= 0, level, np.inf))
+def test_solve_writes_float_levels_and_phases(n):
+    """bfs_solve's float levels (inf = unreached, both conversion loops) and phase rows are
+    those of bfs_levels; the levels' buffer is the caller's, overwritten everywhere."""
+    rng = np.random.default_rng(n)
+    a = _csr(n, rng.integers(0, n, 2 * n), rng.integers(0, n, 2 * n))
+    t = a.T.tocsr()
+    args = (a.indptr.astype(np.int64), a.indices.astype(np.int32), t.indptr.astype(np.int64),
+            t.indices.astype(np.int32), 0)
+    out = np.full(n, -7.0)
+    rows, pulled, num_left = bfs_solve(*args, out, 10**9, 2)
+    np.testing.assert_array_equal(out, csgraph.shortest_path(a, unweighted=True, indices=0))
+    assert np.isinf(out).any() and num_left == 0
+    level, _, act, scanned, pulled_ref, left = bfs_levels(*args, 10**9, 2)
+    np.testing.assert_array_equal(rows, phase_totals(act, scanned, pulled_ref, len(left)))
+    np.testing.assert_array_equal(pulled, pulled_ref)
+    rows, _, num_left = bfs_solve(*args, out, 2, 2)  # cut short: the third level is left
+    assert num_left == (level == 2).sum() > 0
+    assert rows[:, 4].sum() == ((level >= 1) & (level <= 2)).sum()  # levels 1 and 2 reached

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import numba
-import numpy as np
 import torch
 
 from graphsys.bsp.algorithms.common import (
@@ -15,7 +14,7 @@ from graphsys.bsp.algorithms.common import (
     symmetric,
 )
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.kernels_bfs import bfs_levels, levels_to_float, phase_totals
+from graphsys.bsp.kernels_bfs import bfs_solve
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -60,8 +59,9 @@ class BFS(VertexProgram):
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: direction-optimizing BFS
-        (:func:`~graphsys.bsp.kernels_bfs.bfs_levels`, one numba call; bottom-up steps read
-        the CSC, or the CSR of a symmetric edge set). One superstep is recorded per *phase*
+        (:func:`~graphsys.bsp.kernels_bfs.bfs_solve`, one numba call that also writes the
+        float levels and sums the phases; bottom-up steps read the CSC, or the CSR of a
+        symmetric edge set). One superstep is recorded per *phase*
         (a run of levels in one direction: ``superstep`` = its first level, ``active`` =
         the vertices expanded, ``messages_combined`` = the vertices it reached), not per
         level: a road graph has ~1,000 levels of a few microseconds each."""
@@ -70,12 +70,9 @@ class BFS(VertexProgram):
         out = edges.adjacency("csr")[:2]
         into = out if symmetric(ctx.graph, ctx.edge_set) else edges.adjacency("csc")[:2]
         t0 = time.perf_counter()
-        level = np.full(ctx.num_nodes, -1, np.int32)
-        _, act, scanned, pulled, left = bfs_levels(*out, *into, self.source, level,
-                                                   max_iters, numba.get_num_threads())
-        levels_to_float(level, host_array(state["level"]))
+        rows, pulled, num_left = bfs_solve(*out, *into, self.source, host_array(state["level"]),
+                                           max_iters, numba.get_num_threads())
         seconds = time.perf_counter() - t0
-        rows = phase_totals(act, scanned, pulled, len(left))
         supersteps = []
         for (first, _, active, e, reached), w in zip(rows.tolist(), split_seconds(
                 seconds, rows[:, 2] + rows[:, 3])):
@@ -85,7 +82,7 @@ class BFS(VertexProgram):
                                 fused=True)
             ss.seconds["edges"] = w
             supersteps.append(ss)
-        return Solved("direction-optimizing-bfs", supersteps, len(left))
+        return Solved("direction-optimizing-bfs", supersteps, num_left)
 
 
 class SSSP(VertexProgram):
