@@ -283,6 +283,18 @@ def test_push_layout_only_where_its_build_pays(graphs, monkeypatch):
     np.testing.assert_array_equal(runs[0].values, runs[1].values)
 
 
+def test_push_needs_the_sent_values_in_half_the_cache(graphs, monkeypatch):
+    """Sent values over PUSH_MAX_BYTES keep the pull however long the run: a push sweeps
+    them once per destination block."""
+    _force_push(monkeypatch)
+    g = graphs["undirected-p3"].graph
+    sent_bytes = 8 * g.num_nodes()
+    monkeypatch.setattr(pagerank_module, "PUSH_MAX_BYTES", sent_bytes - 1)
+    assert bsp.pagerank(g, tol=1e-14, max_iters=1000).stats.method == "fused-pagerank"
+    monkeypatch.setattr(pagerank_module, "PUSH_MAX_BYTES", sent_bytes)
+    assert "push blocks" in bsp.pagerank(g, tol=1e-14, max_iters=1000).stats.method
+
+
 @pytest.mark.parametrize("deltas, tol, cap, want", [
     ([1.0, 0.5], 0.5 ** 11, 100, 10),     # halving: ten more to fall below tol
     ([1.0, 0.5], 0.5 ** 11, 4, 4),        # capped by the iterations allowed

@@ -60,6 +60,10 @@ LOCALITY_MAX_DEGREE = 4
 #: pulled 0.70 ms against pushed 0.64 ms per iteration, and the layout cost 11 ms to build;
 #: the 10M-edge R-MAT, 572k vertices: 9 ms pulled, 5 ms pushed)
 PUSH_MIN_BYTES = cache_bytes(level=2, default=1 << 20)
+#: ... and while they fit in half the last-level cache: a push sweeps them once per
+#: destination block (on an 8 MiB L3 the 10M-edge R-MAT's 4.6 MB pushed at 23.3-23.8 ms
+#: per iteration against 14.9-20.9 ms pulled)
+PUSH_MAX_BYTES = cache_bytes() // 2
 
 #: The fused loop pulls this many iterations before it forecasts whether to switch to the
 #: push layout (two L1 changes after the first give the decay rate)
@@ -163,7 +167,8 @@ class PageRank(VertexProgram):
           in nearby cache lines, and pulled over fixed slots per row
           (:func:`~graphsys.bsp.kernels_pagerank.ell_layout`);
         * else pulled over the CSC as stored; where the adjacency was built in memory and
-          the sent values outgrow one core's L2 (:data:`PUSH_MIN_BYTES`), after
+          the sent values outgrow one core's L2 (:data:`PUSH_MIN_BYTES`) but fit half the
+          last-level cache (:data:`PUSH_MAX_BYTES`), after
           :data:`PUSH_FORECAST_AFTER` iterations the run switches to a push into
           destination blocks (:func:`~graphsys.bsp.kernels_pagerank.push_layout`, vertices
           renumbered by descending out-degree, 6 bytes per edge) when it forecasts
@@ -172,8 +177,8 @@ class PageRank(VertexProgram):
 
         Layouts are built in the setup (its seconds); ranks are mapped back at the end.
         Declined where the engine's pull hub-sorts the sources (a rank vector larger than
-        half the cache: rmat-100M measured 0.31 s per iteration fused vs 0.28-0.32 s in the
-        engine's passes)."""
+        three quarters of the cache: rmat-100M measured 0.31 s per iteration fused vs
+        0.28-0.32 s in the engine's passes)."""
         n = ctx.num_nodes
         rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
         p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
@@ -184,7 +189,7 @@ class PageRank(VertexProgram):
         m, receivers = int(indptr[-1] - indptr[0]), int(np.count_nonzero(np.diff(indptr)))
         dtype = np.float32 if self.sum_dtype == "float32" else np.float64
         pushable = m >= LOCALITY_MAX_DEGREE * n and idx.flags.writeable and (
-            8 * n > PUSH_MIN_BYTES)
+            PUSH_MIN_BYTES < 8 * n <= PUSH_MAX_BYTES)
         order = None  # new id -> engine id of every vertex, when renumbered
         if m < LOCALITY_MAX_DEGREE * n:
             order = bfs_order(indptr, idx)
