@@ -55,9 +55,9 @@ def cache_bytes(level: int | None = None, default: int = 32 << 20) -> int:
 #: three quarters of the last-level cache (the edges stream through the rest). Measured
 #: per PageRank iteration, 2 threads: on a 32 MiB L3, R-MAT 100M edges (34 MB vector)
 #: 0.24 s hub-sorted vs 0.76 s plain, 10M edges (4.6 MB) 8.6 ms plain vs 13.6 ms
-#: hub-sorted; on an 8 MiB L3, 10M-edge R-MATs alternated in one process: a 4.6 MB vector
-#: 14.0 ms plain vs 15.9 ms hub-sorted (medians of 6 rounds), 6.9 MB level (23.6-28.8 vs
-#: 26.1-28.0 ms), 10.4 MB 41-69 ms plain vs 32-52 ms hub-sorted.
+#: hub-sorted; on an 8 MiB L3, 10M-edge R-MATs alternated within a process: a 4.6 MB vector
+#: 15.9 ms plain vs 18.2 ms hub-sorted (medians of 17 rounds; plain faster in 14), 6.9 MB
+#: level (23.6-28.8 vs 26.1-28.0 ms), 10.4 MB 41-69 ms plain vs 32-52 ms hub-sorted.
 HUB_SORT_BYTES = cache_bytes() * 3 // 4
 
 
