@@ -98,15 +98,21 @@ def test_sparse_graph_runs_in_bfs_order(tmp_path):
     assert fused.stats.num_supersteps == loop.stats.num_supersteps
 
 
-def test_hub_sorted_graphs_keep_the_engine_loop(graphs, monkeypatch):
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p1"])
+def test_hub_sorted_graphs_pull_fused_in_hub_order(graphs, key, monkeypatch):
+    """Where the engine hub-sorts, the fused loop pulls in hub order: the same ranks and
+    iterations as the engine's hub-sorted passes and as the plain pull."""
     from graphsys.bsp import edges
 
+    g = graphs[key].graph
+    plain = bsp.pagerank(g, tol=1e-10)
     monkeypatch.setattr(edges, "HUB_SORT_BYTES", 0)  # every rank vector "exceeds" the cache
-    g = graphs["directed-p3"].graph
     res = bsp.pagerank(g, tol=1e-10)
-    assert res.stats.method == "supersteps"
-    np.testing.assert_allclose(res.values, bsp.pagerank(g, tol=1e-10, fuse=False).values,
-                               rtol=1e-12, atol=1e-15)
+    assert res.stats.method == "fused-pagerank (hub order)"
+    loop = bsp.pagerank(g, tol=1e-10, fuse=False)
+    for other in (loop, plain):
+        np.testing.assert_allclose(res.values, other.values, rtol=1e-12, atol=1e-15)
+        assert res.stats.num_supersteps == other.stats.num_supersteps
 
 
 def _skewed_csc(n: int, per_vertex: int, seed: int):
@@ -134,29 +140,36 @@ def _layout(kind, ip, idx, outdeg, n):
     )
 
     if kind == "csc":
-        return pagerank_step, (ip, idx), None, 0
+        return pagerank_step, (ip, idx, np.zeros(0, idx.dtype)), None, None, 0
+    if kind == "hub":  # sources (and the sent values) renumbered by frequency; rows not
+        order = np.argsort(-np.bincount(idx, minlength=n), kind="stable")
+        slot = np.empty(n, idx.dtype)
+        slot[order] = np.arange(n, dtype=idx.dtype)
+        return pagerank_step, (ip, slot[idx], slot), None, order, 0
     if kind == "ell":
-        return pagerank_ell_step, ell_layout(ip, idx), None, 1
+        return pagerank_ell_step, ell_layout(ip, idx), None, None, 1
     order = np.argsort(-outdeg, kind="stable")
     layout = push_layout(ip, idx, order, outdeg.astype(np.int64), FUSED_CHUNKS)
-    return pagerank_push_step, layout + (np.zeros(n),), order, 0
+    return pagerank_push_step, layout + (np.zeros(n),), order, None, 0
 
 
-@pytest.mark.parametrize("kind", ["csc", "ell", "push"])
+@pytest.mark.parametrize("kind", ["csc", "hub", "ell", "push"])
 @pytest.mark.parametrize("with_p", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_parallel_step_matches_numpy(kind, with_p, dtype):
     """Each layout's parallel step (from FUSED_PARALLEL_MIN_ROWS targets, skewed in- and
     out-degrees, empty rows, dangling vertices) against one NumPy iteration; the sums do not
-    depend on the thread count."""
+    depend on the thread count. ``perm``: the rows' numbering; ``sent_order``: the sent
+    values' (hub order renumbers only those)."""
     import numba
 
     from graphsys.bsp.kernels_pagerank import FUSED_PARALLEL_MIN_ROWS
 
     n = FUSED_PARALLEL_MIN_ROWS + 5_003
     csc, ip, idx, outdeg = _skewed_csc(n, 6, 3)
-    step, layout, order, pad = _layout(kind, ip, idx, outdeg, n)
+    step, layout, order, hub_order, pad = _layout(kind, ip, idx, outdeg, n)
     perm = np.arange(n) if order is None else order
+    sent_order = perm if hub_order is None else hub_order
     rng = np.random.default_rng(4)
     inv_deg = np.divide(1.0, outdeg, out=np.zeros(n), where=outdeg > 0)
     rank0 = rng.random(n)
@@ -170,7 +183,7 @@ def test_parallel_step_matches_numpy(kind, with_p, dtype):
         try:
             rank = rank0[perm].copy()
             sent = np.zeros(n + pad, dtype)
-            sent[:n] = send[perm]
+            sent[:n] = send[sent_order]
             new_send = np.zeros_like(sent)
             delta, dangling = step(*layout, sent, new_send, rank, inv_deg[perm],
                                    p[perm] if with_p else p, 0.85, 0.15 / n, 0.2)
@@ -179,7 +192,8 @@ def test_parallel_step_matches_numpy(kind, with_p, dtype):
         results.append((delta, dangling))
         rtol = 1e-6 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(rank, want[perm], rtol=rtol)
-        np.testing.assert_allclose(new_send[:n], (rank * inv_deg[perm]).astype(dtype),
+        sent_rank = rank if hub_order is None else rank[hub_order]
+        np.testing.assert_allclose(new_send[:n], (sent_rank * inv_deg[sent_order]).astype(dtype),
                                    rtol=rtol)
         assert not new_send[n:].any()  # the padding source sends nothing
         if kind == "push":
