@@ -36,6 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.storage import pages
 from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column, map_column
@@ -93,9 +94,14 @@ def min_build_memory(num_nodes: int) -> int:
 
 @numba.njit(cache=True, nogil=True)
 def _count_rows(local, rel, base, counts):
-    """``counts[base[rel[k]] + local[k]] += 1`` (``rel`` empty: relation 0)."""
+    """``counts[base[rel[k]] + local[k]] += 1`` (``rel`` empty: relation 0); the count
+    :data:`~graphsys.prefetch.PREFETCH_EDGES` edges ahead is prefetched."""
     has_rel = rel.shape[0] > 0
-    for k in range(local.shape[0]):
+    n = local.shape[0]
+    for k in range(n):
+        if k + PREFETCH_EDGES < n:
+            j = k + PREFETCH_EDGES
+            prefetch(counts, (base[rel[j]] if has_rel else base[0]) + local[j])
         b = base[rel[k]] if has_rel else base[0]
         counts[b + local[k]] += 1
 
@@ -103,10 +109,18 @@ def _count_rows(local, rel, base, counts):
 @numba.njit(cache=True, nogil=True)
 def _scatter_rows(rows, cols, rel, row_base, col_base, cursor, indices, w_in, w_out):
     """Row ``row_base[rel] + rows[k]`` gets neighbour ``col_base[rel] + cols[k]`` (and its
-    weight) at its cursor, which then advances."""
+    weight) at its cursor, which then advances. Prefetches as
+    :func:`~graphsys.bsp.kernels.fill_rows` does: the cursor
+    :data:`~graphsys.prefetch.PREFETCH_EDGES` edges ahead, its entry half as far."""
     has_rel = rel.shape[0] > 0
     has_w = w_out.shape[0] > 0
-    for k in range(rows.shape[0]):
+    n = rows.shape[0]
+    ahead, half = PREFETCH_EDGES, PREFETCH_EDGES // 2
+    for k in range(n):
+        if k + ahead < n:
+            prefetch(cursor, row_base[rel[k + ahead] if has_rel else 0] + rows[k + ahead])
+        if k + half < n:
+            prefetch(indices, cursor[row_base[rel[k + half] if has_rel else 0] + rows[k + half]])
         r = rel[k] if has_rel else 0
         row = row_base[r] + rows[k]
         pos = cursor[row]

@@ -108,8 +108,15 @@ def mark_seen(ids, seen):
 def csr_fill(rows, cols, cursor, indices, w_in, w_out, perm, edge_base):
     """Scatter one chunk of edges into CSR arrays: row ``rows[k]`` gets ``cols[k]`` at
     ``cursor[row]`` (then advanced). ``w_out``/``perm`` (when non-empty) receive the edge's
-    weight ``w_in[k]`` / its stream position ``edge_base + k``."""
-    for k in range(rows.shape[0]):
+    weight ``w_in[k]`` / its stream position ``edge_base + k``. Prefetches as
+    :func:`~graphsys.bsp.kernels.fill_rows` does: the cursor
+    :data:`~graphsys.prefetch.PREFETCH_EDGES` edges ahead, its entry half as far."""
+    n = rows.shape[0]
+    for k in range(n):
+        if k + PREFETCH_EDGES < n:
+            prefetch(cursor, rows[k + PREFETCH_EDGES])
+        if k + PREFETCH_EDGES // 2 < n:
+            prefetch(indices, cursor[rows[k + PREFETCH_EDGES // 2]])
         r = rows[k]
         pos = cursor[r]
         indices[pos] = cols[k]
