@@ -23,7 +23,7 @@ from graphsys.bsp.distributed import LocalComm
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
-from graphsys.storage.kernels import count_into
+from graphsys.storage.kernels import count_into, csr_fill
 from graphsys.trace import traced
 
 #: Ligra's default: go dense (pull) when |F| + outdeg(F) > num_edges / DENSE_DIVISOR.
@@ -178,6 +178,7 @@ def build_adjacency(graph, edge_set: str, kind: str, weights: bool
     indices = np.empty(m, np.int32 if n < 2**31 else np.int64)
     weight = np.empty(m, np.float32) if weights and es.has_weight else None
     no_w = np.zeros(0, np.float32)
+    no_perm = np.zeros(0, np.int64)
     csr = kind == "csr"
     for r in range(p):
         pairs = [(r, j) for j in range(p)] if csr else [(i, r) for i in range(p)]
@@ -195,8 +196,8 @@ def build_adjacency(graph, edge_set: str, kind: str, weights: bool
             for eb in batches:
                 rows, cols = (eb.src, eb.dst) if csr else (eb.dst, eb.src)
                 w_in = eb.weight if weight is not None else no_w
-                kernels.fill_rows(rows, cols, col_base, cursor, indices, w_in,
-                                  weight if weight is not None else no_w)
+                csr_fill(rows, cols, col_base, cursor, indices, w_in,
+                         weight if weight is not None else no_w, no_perm, 0)
     return indptr, indices, weight
 
 

@@ -543,27 +543,3 @@ def relax_async(push_a, push_b, two_ways, use_weight, value, frontier, offset, q
                             ring[tail if tail < n else tail - n] = v
                             size += 1
     return popped, scanned, lowered
-
-
-@numba.njit(cache=True, nogil=True)
-def fill_rows(rows, cols, col_base, cursor, indices, w_in, w_out):
-    """Scatter one edge batch into CSR arrays: row ``rows[k]`` (an index into ``cursor``,
-    int64, the next free entry of each row of the block being filled) gets neighbour
-    ``col_base + cols[k]`` (and, when ``w_out`` is non-empty, weight ``w_in[k]``); the
-    row's cursor then advances. The cursor :data:`~graphsys.prefetch.PREFETCH_EDGES` edges
-    ahead is prefetched, and the entry it points at half as far ahead: the random reads of
-    consecutive edges overlap (a 100M-edge R-MAT's CSC, one read of the buckets: 7.6-8.9 s
-    before, 2.6-2.8 s after, alternated in one process on an 8 MiB L3)."""
-    has_w = w_out.shape[0] > 0
-    n = rows.shape[0]
-    for k in range(n):
-        if k + PREFETCH_EDGES < n:
-            prefetch(cursor, rows[k + PREFETCH_EDGES])
-        if k + PREFETCH_EDGES // 2 < n:
-            prefetch(indices, cursor[rows[k + PREFETCH_EDGES // 2]])
-        r = rows[k]
-        pos = cursor[r]
-        indices[pos] = col_base + cols[k]
-        if has_w:
-            w_out[pos] = w_in[k]
-        cursor[r] = pos + 1

@@ -110,7 +110,7 @@ def _count_rows(local, rel, base, counts):
 def _scatter_rows(rows, cols, rel, row_base, col_base, cursor, indices, w_in, w_out):
     """Row ``row_base[rel] + rows[k]`` gets neighbour ``col_base[rel] + cols[k]`` (and its
     weight) at its cursor, which then advances. Prefetches as
-    :func:`~graphsys.bsp.kernels.fill_rows` does: the cursor
+    :func:`~graphsys.storage.kernels.csr_fill` does: the cursor
     :data:`~graphsys.prefetch.PREFETCH_EDGES` edges ahead, its entry half as far."""
     has_rel = rel.shape[0] > 0
     has_w = w_out.shape[0] > 0

@@ -432,7 +432,7 @@ class Graph:
         pos = 0
         for s, d, _, w in self.iter_edges(es.name):
             rows, cols = (d, s) if transpose else (s, d)
-            kernels.csr_fill(rows, cols, cursor, indices, w if weight is not None else no_w,
+            kernels.csr_fill(rows, cols, 0, cursor, indices, w if weight is not None else no_w,
                              weight if weight is not None else no_w, perm, pos)
             pos += len(s)
         return CSR(indptr, indices, weight, perm if edge_ids else None)

@@ -77,8 +77,8 @@ class _Context:
         no_w, no_perm = np.zeros(0, np.float32), np.zeros(0, np.int64)
         for src, dst, lhs, rhs in self._job.iter_dense_edges():
             if lhs == rhs == self._etype:
-                kernels.csr_fill(src, dst, cursor, indices, no_w, no_w, no_perm, 0)
-                kernels.csr_fill(dst, src, cursor, indices, no_w, no_w, no_perm, 0)
+                kernels.csr_fill(src, dst, 0, cursor, indices, no_w, no_w, no_perm, 0)
+                kernels.csr_fill(dst, src, 0, cursor, indices, no_w, no_w, no_perm, 0)
         return indptr, indices
 
 

@@ -105,12 +105,15 @@ def mark_seen(ids, seen):
 
 
 @numba.njit(cache=True, nogil=True)
-def csr_fill(rows, cols, cursor, indices, w_in, w_out, perm, edge_base):
-    """Scatter one chunk of edges into CSR arrays: row ``rows[k]`` gets ``cols[k]`` at
-    ``cursor[row]`` (then advanced). ``w_out``/``perm`` (when non-empty) receive the edge's
-    weight ``w_in[k]`` / its stream position ``edge_base + k``. Prefetches as
-    :func:`~graphsys.bsp.kernels.fill_rows` does: the cursor
-    :data:`~graphsys.prefetch.PREFETCH_EDGES` edges ahead, its entry half as far."""
+def csr_fill(rows, cols, col_base, cursor, indices, w_in, w_out, perm, edge_base):
+    """Scatter one chunk of edges into CSR arrays: row ``rows[k]`` (an index into
+    ``cursor``, int64: the next free entry of each row being filled) gets neighbour
+    ``col_base + cols[k]`` at ``cursor[row]``, which then advances. ``w_out``/``perm``
+    (when non-empty) receive the edge's weight ``w_in[k]`` / its stream position
+    ``edge_base + k``. The cursor :data:`~graphsys.prefetch.PREFETCH_EDGES` edges ahead is
+    prefetched, and the entry it points at half as far ahead, so the random reads of
+    consecutive edges overlap (a 100M-edge R-MAT's CSC, one read of the buckets: 7.6-8.9 s
+    before, 2.6-2.8 s after, alternated in one process on an 8 MiB L3)."""
     n = rows.shape[0]
     for k in range(n):
         if k + PREFETCH_EDGES < n:
@@ -119,7 +122,7 @@ def csr_fill(rows, cols, cursor, indices, w_in, w_out, perm, edge_base):
             prefetch(indices, cursor[rows[k + PREFETCH_EDGES // 2]])
         r = rows[k]
         pos = cursor[r]
-        indices[pos] = cols[k]
+        indices[pos] = col_base + cols[k]
         if w_out.shape[0] > 0:
             w_out[pos] = w_in[k]
         if perm.shape[0] > 0:
