@@ -61,11 +61,11 @@ def cache_bytes(level: int | None = None, default: int = 32 << 20) -> int:
 HUB_SORT_BYTES = cache_bytes() * 3 // 4
 
 
-
 def _bincount(index: np.ndarray, n: int) -> np.ndarray:
     """int64 (n,) counts of the ids in ``index`` (E,): ``np.bincount``'s, counted with
     :func:`~graphsys.storage.kernels.count_into`'s prefetched slots (a 100M-edge R-MAT's
-    sources over 4.3M vertices: 0.75 s against numpy's 2.7 s)."""
+    CSC sources over 4.3M vertices, 3 rounds in one process: 1.03-1.25 s against numpy's
+    1.60-2.88 s)."""
     counts = np.zeros(n, np.int64)
     count_into(index, counts)
     return counts

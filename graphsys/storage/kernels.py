@@ -112,8 +112,9 @@ def csr_fill(rows, cols, col_base, cursor, indices, w_in, w_out, perm, edge_base
     (when non-empty) receive the edge's weight ``w_in[k]`` / its stream position
     ``edge_base + k``. The cursor :data:`~graphsys.prefetch.PREFETCH_EDGES` edges ahead is
     prefetched, and the entry it points at half as far ahead, so the random reads of
-    consecutive edges overlap (a 100M-edge R-MAT's CSC, one read of the buckets: 7.6-8.9 s
-    before, 2.6-2.8 s after, alternated in one process on an 8 MiB L3)."""
+    consecutive edges overlap (the in-memory build of a 100M-edge R-MAT's CSC, with
+    :func:`count_into` prefetching too: 7.6-8.9 s before, 2.6-2.8 s after, alternated in
+    one process on an 8 MiB L3)."""
     n = rows.shape[0]
     for k in range(n):
         if k + PREFETCH_EDGES < n:
