@@ -3,8 +3,9 @@ of ``rank / out_degree`` and the rank update in one pass, so an iteration reads 
 array once and pays one numba call, not an engine superstep. Three layouts of the same
 iteration, picked by :meth:`~graphsys.bsp.algorithms.pagerank.PageRank.solve_in_memory`:
 
-* :func:`pagerank_push_step`: a push into destination blocks (:func:`push_layout`) for
-  graphs with several in-edges per vertex whose adjacency was built in memory;
+* :func:`pagerank_push_step`: a push into destination blocks
+  (:mod:`graphsys.storage.push_layout`: built in memory for long runs, or stored as the
+  graph's ``push`` index) for graphs with several in-edges per vertex;
 * :func:`pagerank_ell_step`: a pull over :data:`ELL_SLOTS` fixed slots per row
   (:func:`ell_layout`) for sparse graphs (road networks, meshes);
 * :func:`pagerank_step`: a pull over the CSC as stored (a mapped adjacency index: no copy),
@@ -28,16 +29,6 @@ FUSED_PARALLEL_MIN_ROWS = 1 << 15
 #: the thread count: each sums its L1 change and dangling mass in row order, so the sums
 #: (and the next iteration's teleport) do not depend on how many threads ran
 FUSED_CHUNKS = 16
-
-#: A destination block of :func:`push_layout` holds at most this many vertices: a local
-#: offset is a uint16, and the block's float64 sums (512 KiB) stay in a 1 MiB L2
-PUSH_BLOCK_MAX_NODES = 1 << 16
-
-#: A source whose out-edges average at least this many per destination block is *heavy*:
-#: :func:`push_layout` stores its edges of each block as one run (offsets, no source ids),
-#: so the step reads its value once per block. Measured on the 10M-edge R-MAT (17 blocks,
-#: 1,351 heavy sources holding 26 % of the edges): 5.2 against 5.6 ms per iteration
-PUSH_HEAVY_RUN = 32
 
 #: Fixed pull slots per row of :func:`ell_layout` (a row's first in-edges; the rest go to
 #: an overflow list). Sparse graphs (fewer than 4 in-edges per vertex: luxembourg-osm has
@@ -193,73 +184,6 @@ def pagerank_ell_step(slots, over_ptr, overflow, send, new_send, rank, inv_deg, 
     return _in_order(deltas), _in_order(masses)
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def push_layout(indptr, indices, order, out_degree, min_blocks):
-    """The in-edges of a CSC (``indptr`` int64 (N+1,), ``indices`` (E,)) renumbered by
-    ``order`` (int64 (N,), new id -> old; the vertices by descending ``out_degree``, (N,)
-    by old id, integer or float64 counts) as a push into destination blocks: the targets
-    are cut into runs of equal in-edge counts (at least ``min_blocks`` of them, each at most
-    :data:`PUSH_BLOCK_MAX_NODES` vertices), and each block's edges are sorted by source, so
-    a step reads the sent values in one sweep per block and adds into sums that stay in L2.
-    Sources ``0:heavy`` have at least :data:`PUSH_HEAVY_RUN` edges per block on average;
-    their edges are stored as runs. Every target adds its sources in ascending (new) id
-    order. Built block by block in parallel (a counting sort by source each).
-
-    Returns ``bounds`` int64 (B+1,) (block b's targets: ``bounds[b]:bounds[b+1]``),
-    ``edge_ptr`` int64 (B+1,) (its edges), ``src`` uint32 (E,) and ``dst`` uint16 (E,)
-    (source id, target offset in the block), ``runs`` int64 (B * (heavy+1),) (in block b,
-    heavy source s's edges start at ``runs[b * (heavy+1) + s]``; the light ones at ``runs[b
-    * (heavy+1) + heavy]``) and ``heavy``. Memory: 6 bytes/edge, and while it runs 12
-    bytes/vertex plus 8 per thread (a block's counts)."""
-    n = indptr.shape[0] - 1
-    m = indptr[n] - indptr[0]
-    new_id = np.empty(n, np.uint32)
-    for k in numba.prange(n):
-        new_id[order[k]] = k
-    # blocks: runs of targets of about m / min_blocks in-edges, capped in vertices
-    target = max(m // min_blocks, 1)
-    cuts = np.empty(n + 1, np.int64)
-    nb, start, edges = 0, 0, 0
-    cuts[0] = 0
-    for k in range(n):
-        if k > start and (k - start >= PUSH_BLOCK_MAX_NODES or edges >= target):
-            nb += 1
-            cuts[nb] = k
-            start, edges = k, 0
-        edges += indptr[order[k] + 1] - indptr[order[k]]
-    nb += 1
-    cuts[nb] = n
-    bounds = cuts[:nb + 1].copy()
-    edge_ptr = np.zeros(nb + 1, np.int64)
-    for b in range(nb):
-        edge_ptr[b + 1] = edge_ptr[b]
-        for k in range(bounds[b], bounds[b + 1]):
-            edge_ptr[b + 1] += indptr[order[k] + 1] - indptr[order[k]]
-    heavy = 0
-    while heavy < n and out_degree[order[heavy]] >= PUSH_HEAVY_RUN * nb:
-        heavy += 1
-    src = np.empty(m, np.uint32)
-    dst = np.empty(m, np.uint16)
-    runs = np.empty(nb * (heavy + 1), np.int64)
-    for b in numba.prange(nb):
-        at = np.zeros(n + 1, np.int64)  # a counting sort of the block's edges by source
-        for k in range(bounds[b], bounds[b + 1]):
-            for e in range(indptr[order[k]], indptr[order[k] + 1]):
-                at[new_id[indices[e]] + 1] += 1
-        at[0] = edge_ptr[b]
-        for s in range(n):
-            at[s + 1] += at[s]
-        for s in range(heavy + 1):
-            runs[b * (heavy + 1) + s] = at[s]
-        for k in range(bounds[b], bounds[b + 1]):  # targets ascend within each source
-            for e in range(indptr[order[k]], indptr[order[k] + 1]):
-                s = new_id[indices[e]]
-                src[at[s]] = s
-                dst[at[s]] = k - bounds[b]
-                at[s] += 1
-    return bounds, edge_ptr, src, dst, runs, heavy
-
-
 @numba.njit(inline="always")
 def _push_block(b, bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send, rank,
                 inv_deg, p, damping, base, scale):
@@ -290,7 +214,8 @@ def _push_block(b, bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send,
 @numba.njit(parallel=True, cache=True, nogil=True)
 def pagerank_push_step(bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send, rank,
                        inv_deg, p, damping, base, scale):
-    """One PageRank iteration pushed over :func:`push_layout`'s blocks (in its numbering),
+    """One PageRank iteration pushed over a push layout's blocks
+    (:mod:`graphsys.storage.push_layout`, in its numbering),
     in parallel over the blocks from :data:`FUSED_PARALLEL_MIN_ROWS` targets. ``acc``
     float64 (N,) of zeros (the sums; left zero); the rest as in :func:`pagerank_step`.
     Every target sums in float64 whatever ``send``'s dtype. Returns (L1 change of ``rank``,

@@ -61,8 +61,8 @@ def register(subparsers) -> None:
                    help="memory budget for edge buffers, e.g. 1GB, 512MiB (default 2GB)")
     p.add_argument("--on-bad-line", choices=("error", "skip"), default="error")
     p.add_argument("--index", default="",
-                   help="adjacency indexes to build after ingest: csr, csc or csr,csc "
-                        "(same as graphsys index; default none)")
+                   help="indexes to build after ingest, comma-separated among csr, csc, "
+                        "push (same as graphsys index; default none)")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
     p.set_defaults(func=run)
 
@@ -115,7 +115,8 @@ def _index_kinds(text: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     bad = [k for k in kinds if k not in INDEX_KINDS]
     if bad:
-        raise GraphsysError(f"--index takes csr, csc or csr,csc; got {text!r}")
+        raise GraphsysError(f"--index takes a comma-separated list of "
+                            f"{', '.join(INDEX_KINDS)}; got {text!r}")
     return kinds
 
 

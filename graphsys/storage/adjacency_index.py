@@ -10,6 +10,11 @@ and DuckDB read it as it is::
     index/{edge_set}/{kind}-indices.arrow   int32 (M,) while N < 2**31, else int64
     index/{edge_set}/{kind}-weight.arrow    float32 (M,), only for weighted edge sets
 
+An index of kind ``push`` stores the in-edges as :mod:`graphsys.storage.push_layout`'s
+destination blocks in degree order (``push-{order,bounds,edge_ptr,src,dst,runs}.arrow``), so
+PageRank's fused loop pushes from its first iteration with no build. It is built from the
+CSC index (built first when missing), in RAM per vertex and into the mapped files per edge.
+
 Building: each file is first written full of zeros (from a sparse file: no memory), then
 mapped read-write and filled in place: one pass over the buckets counts degrees into the
 mapped ``indptr``, a second scatters neighbours through a per-node cursor, one row partition
@@ -48,12 +53,25 @@ from graphsys.storage.format import (
     bucket_file,
     index_file,
 )
+from graphsys.storage.kernels import count_into
+from graphsys.storage.push_layout import (
+    count_heavy,
+    degree_order,
+    fill_blocks,
+    layout_problem,
+    min_blocks,
+    plan_blocks,
+)
 
 #: Anonymous bytes per node an index build needs (the int64 scatter cursor).
 BUILD_BYTES_PER_NODE = 8
 #: Fixed part of a build's budget: one record batch of a bucket and its conversions.
 BUILD_FIXED_BYTES = 64 << 20
+#: Anonymous bytes per node a ``push`` build needs besides :data:`BUILD_BYTES_PER_NODE` *
+#: threads (a block's counting sort each): out-degrees, the order, its float64 key, new ids
+PUSH_BUILD_BYTES_PER_NODE = 28
 _INT32_MAX = 2**31 - 1
+_UINT32_MAX = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -83,9 +101,34 @@ def edges_digest(manifest: Manifest, edge_set: str) -> str:
     return h.hexdigest()
 
 
-def min_build_memory(num_nodes: int) -> int:
-    """The least ``memory_limit`` (bytes) an index build over ``num_nodes`` nodes runs in."""
-    return BUILD_BYTES_PER_NODE * num_nodes + BUILD_FIXED_BYTES
+def min_build_memory(num_nodes: int, kinds: tuple[str, ...] = ("csr", "csc")) -> int:
+    """The least ``memory_limit`` (bytes) a build of ``kinds`` over ``num_nodes`` nodes runs
+    in."""
+    per_node = BUILD_BYTES_PER_NODE
+    if "push" in kinds:
+        per_node = PUSH_BUILD_BYTES_PER_NODE + BUILD_BYTES_PER_NODE * numba.get_num_threads()
+    return per_node * num_nodes + BUILD_FIXED_BYTES
+
+
+@dataclass(frozen=True)
+class MappedPush:
+    """A ``push`` index mapped read-only and checked (:func:`map_index`): the arrays of
+    :mod:`graphsys.storage.push_layout` as views of the mapped files, ``heavy``, and
+    ``receivers`` (targets with at least one in-edge, counted by the check)."""
+
+    info: IndexInfo
+    order: np.ndarray
+    bounds: np.ndarray
+    edge_ptr: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    runs: np.ndarray
+    heavy: int
+    receivers: int
+
+    def layout(self) -> tuple:
+        """``(bounds, edge_ptr, src, dst, runs, heavy)``: the push step's layout arguments."""
+        return self.bounds, self.edge_ptr, self.src, self.dst, self.runs, self.heavy
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,12 +280,46 @@ def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool,
                      edges_digest(graph.manifest, edge_set))
 
 
-def build_index(graph, kinds: tuple[str, ...] = INDEX_KINDS, *,
+def _build_push(graph, edge_set: str, directory: Path) -> IndexInfo:
+    """Write the ``push`` index files of ``edge_set`` into ``directory`` from its mapped CSC
+    index: degrees, order and blocks in RAM (per node), the edges straight into the mapped
+    files."""
+    csc = map_index(graph, edge_set, "csc", check_values=False)  # checked when it was built
+    n, m = csc.info.num_nodes, csc.info.num_edges
+    if n > _UINT32_MAX:
+        raise GraphsysError(f"a push index holds uint32 node ids: {n:,} nodes do not fit")
+    out_degree = np.zeros(n, np.int64)
+    for part in chunks(csc.indices):
+        count_into(part, out_degree)
+    order = degree_order(out_degree)
+    bounds, edge_ptr = plan_blocks(csc.indptr, order, min_blocks(n))
+    nb = len(bounds) - 1
+    heavy = int(count_heavy(order, out_degree, nb))
+    del out_degree
+
+    def column(name: str, dtype, length: int) -> np.ndarray:
+        return allocate_column(directory / f"push-{name}.arrow", name, np.dtype(dtype), length)
+
+    arrays = {"order": column("order", np.int64, n), "bounds": column("bounds", np.int64, nb + 1),
+              "edge_ptr": column("edge_ptr", np.int64, nb + 1),
+              "src": column("src", np.uint32, m), "dst": column("dst", np.uint16, m),
+              "runs": column("runs", np.int64, nb * (heavy + 1))}
+    arrays["order"][:], arrays["bounds"][:], arrays["edge_ptr"][:] = order, bounds, edge_ptr
+    fill_blocks(csc.indptr, csc.indices, order, bounds, edge_ptr, heavy, arrays["src"],
+                arrays["dst"], arrays["runs"])
+    for arr in arrays.values():
+        if isinstance(arr, np.memmap):
+            arr.flush()
+    return IndexInfo("push", "uint32", n, m, False, edges_digest(graph.manifest, edge_set),
+                     nb, heavy)
+
+
+def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 edge_sets: list[str] | None = None, memory_limit: int = 2_000_000_000,
                 force: bool = False, progress: bool = False) -> dict[str, dict[str, IndexInfo]]:
-    """Build the adjacency indexes ``kinds`` (``csr``, ``csc``) of ``edge_sets`` (default:
-    every edge set) of the open ``graph`` and list them in its manifest (``graph.manifest``
-    is updated in place).
+    """Build the indexes ``kinds`` (``csr``, ``csc``, ``push``: the CSC is built too when a
+    push index needs it) of ``edge_sets`` (default: every edge set) of the open ``graph``
+    and list them in its manifest (``graph.manifest`` is updated in place).
 
     An index already listed and current is kept unless ``force``. ``memory_limit`` (bytes)
     bounds anonymous memory; below :func:`min_build_memory` it is refused up front. Returns
@@ -253,11 +330,14 @@ def build_index(graph, kinds: tuple[str, ...] = INDEX_KINDS, *,
     if bad or not kinds:
         raise GraphsysError(f"index kinds must be among {', '.join(INDEX_KINDS)}, got "
                             f"{', '.join(kinds) or 'none'}")
-    need = min_build_memory(graph.num_nodes())
+    # in INDEX_KINDS order: a push index is built from the CSC
+    kinds = tuple(k for k in INDEX_KINDS if k in kinds or (k == "csc" and "push" in kinds))
+    need = min_build_memory(graph.num_nodes(), kinds)
     if memory_limit < need:
+        per_node = (need - BUILD_FIXED_BYTES) // max(graph.num_nodes(), 1)
         raise GraphsysError(f"memory_limit {memory_limit:,} bytes is too small to index "
                             f"{graph.num_nodes():,} nodes: it needs at least {need:,} bytes "
-                            f"({BUILD_BYTES_PER_NODE} per node + {BUILD_FIXED_BYTES >> 20} MiB)")
+                            f"({per_node} per node + {BUILD_FIXED_BYTES >> 20} MiB)")
     names = graph.edge_sets if edge_sets is None else [graph.edge_set(e).name for e in edge_sets]
     manifest = graph.manifest
     built: dict[str, dict[str, IndexInfo]] = {}
@@ -270,7 +350,8 @@ def build_index(graph, kinds: tuple[str, ...] = INDEX_KINDS, *,
             tmp = graph.path / "index" / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
             tmp.mkdir(parents=True)
             try:
-                info = _build_one(graph, name, kind, tmp, progress, memory_limit)
+                info = (_build_push(graph, name, tmp) if kind == "push" else
+                        _build_one(graph, name, kind, tmp, progress, memory_limit))
                 final_dir = graph.path / "index" / name
                 final_dir.mkdir(parents=True, exist_ok=True)
                 entries = {}
@@ -283,7 +364,8 @@ def build_index(graph, kinds: tuple[str, ...] = INDEX_KINDS, *,
                 fsync_path(final_dir)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-            for rel in [index_file(name, kind, c) for c in ("indptr", "indices", "weight")]:
+            old = manifest.indexes.get(name, {}).get(kind)
+            for rel in [index_file(name, kind, c) for c in (old.columns() if old else ())]:
                 manifest.files.pop(rel, None)
             manifest.files.update(entries)
             manifest.indexes.setdefault(name, {})[kind] = info
@@ -299,17 +381,18 @@ def build_index(graph, kinds: tuple[str, ...] = INDEX_KINDS, *,
 
 
 def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
-              ) -> MappedIndex | None:
+              ) -> MappedIndex | MappedPush | None:
     """Map the ``kind`` index of ``edge_set`` if the manifest lists one (else None), after
     checking that it matches the current edges (digest, counts) and that its offsets and
-    neighbour ids are in range (``check_values``: O(N + M) reads of page cache); a stale,
-    truncated or corrupted index raises :class:`FormatError` naming its file."""
+    ids are in range (``check_values``: O(N + M) reads of page cache; always for a push
+    index, whose check also counts its receivers); a stale, truncated or corrupted index
+    raises :class:`FormatError` naming its file."""
     info = graph.manifest.indexes.get(edge_set, {}).get(kind)
     if info is None:
         return None
     es = graph.edge_set(edge_set)
     loc = graph.location
-    first = loc.file(index_file(edge_set, kind, "indptr"))
+    first = loc.file(index_file(edge_set, kind, info.columns()[0]))
     if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
             info.num_edges != es.num_edges or info.num_nodes != graph.num_nodes()):
         raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
@@ -320,6 +403,20 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
         rel = index_file(edge_set, kind, name)
         return map_column(loc.file(rel), dtype, length, what="index column", location=loc,
                           rel=rel)
+
+    if kind == "push":
+        nb, heavy = info.num_blocks, info.heavy
+        arrays = [column("order", np.dtype(np.int64), n),
+                  column("bounds", np.dtype(np.int64), nb + 1),
+                  column("edge_ptr", np.dtype(np.int64), nb + 1),
+                  column("src", np.dtype(np.uint32), m), column("dst", np.dtype(np.uint16), m),
+                  column("runs", np.dtype(np.int64), nb * (heavy + 1))]
+        bad, receivers = layout_problem(*arrays, heavy)
+        if bad:
+            name = ("order", "bounds", "edge_ptr", "runs", "src", "dst")[bad - 1]
+            raise FormatError(f"{loc.file(index_file(edge_set, kind, name))}: push index "
+                              f"{name} out of range (corrupted)")
+        return MappedPush(info, *arrays, heavy, int(receivers))
 
     indptr = column("indptr", np.dtype(np.int64), n + 1)
     ipath = loc.file(index_file(edge_set, kind, "indices"))

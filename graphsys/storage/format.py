@@ -1,4 +1,4 @@
-"""The on-disk graph format, version 2: paths, manifest schema, reading and validation.
+"""The on-disk graph format, version 3: paths, manifest schema, reading and validation.
 
 A graph is a directory (see ``docs/format.md``)::
 
@@ -7,6 +7,7 @@ A graph is a directory (see ``docs/format.md``)::
     edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets
                                                     [, ``rel``, ``weight``]
     index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
+    index/{edge_set}/push-{column}.arrow            optional push layout (version 3)
     nodes/{entity_type}/column-{name}.arrow         optional mapped node column (version 2)
 
 Every file is an Arrow IPC file (Feather v2, uncompressed) so it memory-maps with no copy.
@@ -27,9 +28,12 @@ from graphsys.errors import FormatError
 from graphsys.storage.location import GraphLocation
 
 FORMAT_NAME = "graphsys-graph"
-FORMAT_VERSION = 2
-#: Versions this graphsys reads: version 1 is version 2 without adjacency indexes.
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+#: Versions this graphsys reads: version 1 is version 2 without adjacency indexes, version 2
+#: is version 3 without a ``push`` index. A manifest is written with the lowest version that
+#: describes it (:meth:`Manifest.version`), so older readers still open graphs that do not
+#: use what a later version added.
+READABLE_VERSIONS = (1, 2, 3)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
@@ -154,14 +158,20 @@ class Manifest:
     created_by: str = ""
     #: Free-form JSON provenance (e.g. a registry dataset's name, licence, label names).
     metadata: dict[str, Any] = field(default_factory=dict)
-    #: Adjacency indexes: ``indexes[edge_set][kind]`` for kind ``csr``/``csc``.
+    #: Adjacency indexes: ``indexes[edge_set][kind]`` for kind ``csr``/``csc``/``push``.
     indexes: dict[str, dict[str, IndexInfo]] = field(default_factory=dict)
 
     # -- serialisation -------------------------------------------------------------------------
+    def version(self) -> int:
+        """The format version this manifest is written with: 3 with a ``push`` index, else
+        2."""
+        uses_push = any("push" in kinds for kinds in self.indexes.values())
+        return FORMAT_VERSION if uses_push else 2
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
+            "format_version": self.version(),
             "created_by": self.created_by,
             "num_partitions": self.num_partitions,
             "offset_dtype": self.offset_dtype,
@@ -270,7 +280,7 @@ class Manifest:
                 drop_self_loops=bool(es.get("drop_self_loops", False)),
                 skipped_lines=int(es.get("skipped_lines", 0)),
             )
-        return cls(
+        manifest = cls(
             num_partitions=p,
             offset_dtype=offset_dtype,
             max_batch_rows=reader.get(data, "max_batch_rows", int),
@@ -284,14 +294,21 @@ class Manifest:
             else {},
             indexes=_parse_indexes(data.get("indexes", {}), edge_sets, reader),
         )
+        if manifest.version() > max(version, 2):  # version 1 is read as version 2
+            raise FormatError(f"{source}: field 'indexes' lists a push index, which needs "
+                              f"format_version {manifest.version()} (got {version})")
+        return manifest
 
 
-INDEX_KINDS = ("csr", "csc")
+INDEX_KINDS = ("csr", "csc", "push")
+#: Columns of a ``push`` index (:mod:`graphsys.storage.push_layout`), in file order.
+PUSH_COLUMNS = ("order", "bounds", "edge_ptr", "src", "dst", "runs")
 
 
 def index_file(edge_set: str, kind: str, column: str) -> str:
-    """Relative path of one column (``indptr``, ``indices``, ``weight``) of an adjacency
-    index of ``kind`` ``csr`` (out-neighbours) or ``csc`` (in-neighbours)."""
+    """Relative path of one column of an index of ``kind``: ``indptr``, ``indices``,
+    ``weight`` of ``csr`` (out-neighbours) or ``csc`` (in-neighbours); one of
+    :data:`PUSH_COLUMNS` of ``push`` (in-edges in destination blocks)."""
     return f"index/{edge_set}/{kind}-{column}.arrow"
 
 
@@ -299,9 +316,11 @@ def index_file(edge_set: str, kind: str, column: str) -> str:
 class IndexInfo:
     """A stored adjacency index of one edge set over global node ids.
 
-    ``index_dtype``: ``int32`` (while every id fits) or ``int64`` indices; ``indptr`` is
-    always int64. ``edges_digest``: sha256 of the edge set's bucket hashes when it was built
-    (an index whose digest differs from the current buckets' is stale).
+    ``index_dtype``: ``int32`` (while every id fits) or ``int64`` indices of a CSR/CSC
+    (``indptr`` is always int64); ``uint32`` source ids of a ``push`` index. ``edges_digest``:
+    sha256 of the edge set's bucket hashes when it was built (an index whose digest differs
+    from the current buckets' is stale). ``num_blocks`` and ``heavy``: a ``push`` index's
+    destination blocks and heavy sources (:mod:`graphsys.storage.push_layout`; 0 otherwise).
     """
 
     kind: str
@@ -310,14 +329,21 @@ class IndexInfo:
     num_edges: int
     weighted: bool
     edges_digest: str
+    num_blocks: int = 0
+    heavy: int = 0
 
     def columns(self) -> list[str]:
+        if self.kind == "push":
+            return list(PUSH_COLUMNS)
         return ["indptr", "indices"] + (["weight"] if self.weighted else [])
 
     def to_json(self) -> dict[str, Any]:
-        return {"index_dtype": self.index_dtype, "num_nodes": self.num_nodes,
-                "num_edges": self.num_edges, "weighted": self.weighted,
-                "edges_digest": self.edges_digest}
+        out = {"index_dtype": self.index_dtype, "num_nodes": self.num_nodes,
+               "num_edges": self.num_edges, "weighted": self.weighted,
+               "edges_digest": self.edges_digest}
+        if self.kind == "push":
+            out.update(num_blocks=self.num_blocks, heavy=self.heavy)
+        return out
 
 
 def _parse_indexes(raw: Any, edge_sets: dict[str, EdgeSet], reader: _FieldReader
@@ -336,16 +362,19 @@ def _parse_indexes(raw: Any, edge_sets: dict[str, EdgeSet], reader: _FieldReader
             kctx = f"{ctx}.{kind}"
             if kind not in INDEX_KINDS:
                 raise FormatError(f"{reader.source}: field '{kctx}': unknown index kind "
-                                  f"(csr or csc)")
+                                  f"({', '.join(INDEX_KINDS)})")
             dtype = reader.get(entry, "index_dtype", str, kctx)
-            if dtype not in ("int32", "int64"):
-                raise FormatError(f"{reader.source}: field '{kctx}.index_dtype' must be int32 "
-                                  f"or int64")
+            allowed = ("uint32",) if kind == "push" else ("int32", "int64")
+            if dtype not in allowed:
+                raise FormatError(f"{reader.source}: field '{kctx}.index_dtype' must be "
+                                  f"{' or '.join(allowed)}")
+            push = ((reader.get(entry, "num_blocks", int, kctx),
+                     reader.get(entry, "heavy", int, kctx)) if kind == "push" else (0, 0))
             info = IndexInfo(kind, dtype, reader.get(entry, "num_nodes", int, kctx),
                              reader.get(entry, "num_edges", int, kctx),
                              reader.get(entry, "weighted", bool, kctx),
-                             reader.get(entry, "edges_digest", str, kctx))
-            if info.num_nodes < 0 or info.num_edges < 0:
+                             reader.get(entry, "edges_digest", str, kctx), *push)
+            if min(info.num_nodes, info.num_edges, info.num_blocks, info.heavy) < 0:
                 raise FormatError(f"{reader.source}: field '{kctx}' has a negative count")
             out[name][kind] = info
     return out

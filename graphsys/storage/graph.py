@@ -438,9 +438,9 @@ class Graph:
         return CSR(indptr, indices, weight, perm if edge_ids else None)
 
     def adjacency_index(self, edge_set: str | None = None, kind: str = "csr"):
-        """The stored ``kind`` (``csr``/``csc``) index of an edge set, mapped and checked once
-        per Graph (:func:`graphsys.storage.adjacency_index.map_index`), or None if the graph
-        has none."""
+        """The stored ``kind`` (``csr``/``csc``/``push``) index of an edge set, mapped and
+        checked once per Graph (:func:`graphsys.storage.adjacency_index.map_index`), or None
+        if the graph has none."""
         from graphsys.storage.adjacency_index import map_index
 
         key = (self.edge_set(edge_set).name, kind)

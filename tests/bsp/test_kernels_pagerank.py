@@ -136,8 +136,8 @@ def _layout(kind, ip, idx, outdeg, n):
         pagerank_ell_step,
         pagerank_push_step,
         pagerank_step,
-        push_layout,
     )
+    from graphsys.storage.push_layout import push_layout
 
     if kind == "csc":
         return pagerank_step, (ip, idx, np.zeros(0, idx.dtype)), None, None, 0
@@ -207,11 +207,7 @@ def test_push_layout_against_brute_force():
     """Blocks cover the targets in order, hold the edges of the renumbered graph with each
     block's edges sorted by source, stay within PUSH_BLOCK_MAX_NODES vertices, and the heavy
     sources' runs point at exactly their edges."""
-    from graphsys.bsp.kernels_pagerank import (
-        PUSH_BLOCK_MAX_NODES,
-        PUSH_HEAVY_RUN,
-        push_layout,
-    )
+    from graphsys.storage.push_layout import PUSH_BLOCK_MAX_NODES, PUSH_HEAVY_RUN, push_layout
 
     n = PUSH_BLOCK_MAX_NODES + 9_000  # at least two blocks by the vertex cap alone
     _, ip, idx, outdeg = _skewed_csc(n, 3, 5)

@@ -139,15 +139,16 @@ def test_truncated_index_refused(graph_dir):
         open_graph(path)
 
 
-def test_stale_index_refused(graph_dir, tmp_path):
+@pytest.mark.parametrize("kind, first", [("csr", "indptr"), ("push", "order")])
+def test_stale_index_refused(graph_dir, kind, first):
     path, *_ = graph_dir
-    build_index(open_graph(path), ("csr",))
+    build_index(open_graph(path), (kind,))
     data = json.loads((path / "manifest.json").read_text())
-    data["indexes"]["default"]["csr"]["edges_digest"] = "0" * 64
+    data["indexes"]["default"][kind]["edges_digest"] = "0" * 64
     (path / "manifest.json").write_text(json.dumps(data))
-    f = path / index_file("default", "csr", "indptr")
+    f = path / index_file("default", kind, first)
     with pytest.raises(FormatError, match=f"{f}: stale index"):
-        open_graph(path).csr()
+        open_graph(path).adjacency_index(kind=kind)
     with pytest.raises(FormatError, match="stale"):
         verify_graph(path)
 
