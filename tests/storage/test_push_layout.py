@@ -1,7 +1,8 @@
 """The ``push`` index: PageRank's destination-blocked push layout stored in the graph
 directory, equal to the layout built in RAM, listed under format version 3, mapped by the
 fused loop with the same ranks as the engine's supersteps, and refused (one line naming the
-file) when stale or corrupted, before any kernel indexes an array with it."""
+file) when corrupted, before any kernel indexes an array with it (stale: with the CSR's
+case in test_adjacency_index.py)."""
 
 from __future__ import annotations
 
