@@ -13,15 +13,17 @@ several repetitions. Per graph:
   layout's iteration with its build treated as free (``graphsys_memory_push``: what runs long
   enough to pay for that build get; null where the graph is too
   sparse or small for it) and the default call end to end (``default_call``: tol 1e-6, setup
-  included); the same iteration and default call on a hard-linked copy of the graph with a
-  stored push index (``graphsys_push_index``, ``default_call_push_index``; the index's build
-  seconds beside them: it is paid once per graph, not per run); a ``scipy.sparse`` mat-vec
+  included); the same iteration and default call on a hard-linked copy of the graph with
+  stored indexes (CSR, CSC and PageRank's push layout: ``graphsys_push_index``,
+  ``default_call_push_index``; the indexes' build seconds beside them: paid once per graph,
+  not per run); a ``scipy.sparse`` mat-vec
   loop of the same iteration (float64), GraphBLAS's bare ``mxv`` (``A^T x``, plus_second;
   the floor of any GraphBLAS PageRank iteration), NetworKit's PageRank (``maxIterations``
   iterations), igraph's PRPACK (whole solve) when importable;
 * BFS from the highest out-degree vertex and WCC: graphsys with the default
   ``schedule="auto"`` (direction-optimizing BFS; Afforest or union-find WCC, the method
-  named), plus one ``sync`` and one ``async`` run, vs ``scipy.sparse.csgraph``, a GraphBLAS
+  named), plus one ``sync`` and one ``async`` run, and the default on the indexed copy
+  (``graphsys_indexed_s``: the CSR/CSC mapped, not built), vs ``scipy.sparse.csgraph``, a GraphBLAS
   level BFS pushing with a complement mask, NetworKit's BFS and WeaklyConnectedComponents;
 * ``ratios``: peer seconds / graphsys seconds (> 1: graphsys faster); a peer that is not
   importable (the ``bench`` extra: ``pip install -e '.[bench]'``) reports null;
@@ -196,17 +198,17 @@ def default_pagerank_call(graph, repeats: int) -> dict:
             "iterations": runs[0].stats.num_supersteps, "method": runs[0].stats.method}
 
 
-def with_push_index(graph_dir: Path) -> tuple[Path, float]:
-    """A copy of ``graph_dir`` (hard links: every write of the format is a rename) with a
-    stored push index, and the seconds its build took (0 when it was already current)."""
+def indexed_copy(graph_dir: Path) -> tuple[Path, float]:
+    """A copy of ``graph_dir`` (hard links: every write of the format is a rename) with
+    stored CSR, CSC and push indexes, and the seconds their build took (0 when current)."""
     from graphsys import open_graph
     from graphsys.storage.adjacency_index import build_index
 
-    copy = graph_dir.with_name(graph_dir.name + "-push")
+    copy = graph_dir.with_name(graph_dir.name + "-indexed")
     if not copy.exists():
         shutil.copytree(graph_dir, copy, copy_function=os.link)
     t = time.perf_counter()
-    built = build_index(open_graph(copy), ("push",))
+    built = build_index(open_graph(copy), ("csr", "csc", "push"))
     return copy, (time.perf_counter() - t) if built else 0.0
 
 
@@ -329,14 +331,13 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
         "s_per_iter": pushed[0], "edges_per_s": m / pushed[0], "vs_scipy": sp_iter / pushed[0],
         **pushed[1]}
     row["pagerank"]["default_call"] = default_pagerank_call(g, pr_runs)
-    push_dir, push_build = with_push_index(graph_dir)
-    gp = open_graph(push_dir)
-    per, extra = bsp_pagerank_iter(gp, "memory", iters, pr_runs)
+    indexed_dir, index_build = indexed_copy(graph_dir)
+    gi = open_graph(indexed_dir)
+    per, extra = bsp_pagerank_iter(gi, "memory", iters, pr_runs)
     row["pagerank"]["graphsys_push_index"] = {
         "s_per_iter": per, "edges_per_s": m / per, "vs_scipy": sp_iter / per,
-        "index_build_s": round(push_build, 3), **extra}
-    row["pagerank"]["default_call_push_index"] = default_pagerank_call(gp, pr_runs)
-    del gp
+        "index_build_s": round(index_build, 3), **extra}
+    row["pagerank"]["default_call_push_index"] = default_pagerank_call(gi, pr_runs)
 
     def solve(res) -> float:
         return res.stats.seconds - res.stats.setup_seconds
@@ -345,11 +346,12 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
         a, source, directed=True, return_predecessors=False), repeats)
     sp_cc, _ = median_seconds(
         lambda: csgraph.connected_components(a, directed=True, connection="weak"), repeats)
-    for algo, sp_s, call in (("bfs", sp_bfs, lambda **kw: bsp.bfs(g, src_id, **kw)),
-                             ("wcc", sp_cc, lambda **kw: bsp.wcc(g, **kw))):
+    for algo, sp_s, call in (("bfs", sp_bfs, lambda h=g, **kw: bsp.bfs(h, src_id, **kw)),
+                             ("wcc", sp_cc, lambda h=g, **kw: bsp.wcc(h, **kw))):
         call()  # warm: numba's compiled-code cache is loaded on the first call
         auto = [call() for _ in range(repeats)]
         solves = [solve(r) for r in auto]
+        indexed = [solve(call(gi)) for _ in range(repeats)]
         res = call(schedule="sync")
         asy = call(schedule="async")
         row[algo] = {"scipy_s": sp_s, "graphsys_s": float(np.median(solves)),
@@ -362,6 +364,8 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
                      if algo == "bfs" else auto[0].stats.supersteps[0].direction,
                      "edges_scanned": auto[0].stats.totals()["edges_scanned"],
                      "vs_scipy": sp_s / float(np.median(solves)),
+                     "graphsys_indexed_s": float(np.median(indexed)),
+                     "indexed_vs_scipy": sp_s / float(np.median(indexed)),
                      "graphsys_sync_s": solve(res),
                      "sync_supersteps": res.stats.num_supersteps,
                      "graphsys_async_s": solve(asy)}
@@ -380,6 +384,7 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
         "bfs_vs_graphblas": gbp and gbp["bfs_s"] / row["bfs"]["graphsys_s"],
         "bfs_vs_networkit": nkp and nkp["bfs_s"] / row["bfs"]["graphsys_s"],
         "bfs_vs_scipy": row["bfs"]["vs_scipy"],
+        "bfs_indexed_vs_scipy": row["bfs"]["indexed_vs_scipy"],
         "wcc_vs_networkit": nkp and nkp["wcc_s"] / row["wcc"]["graphsys_s"],
         "wcc_vs_scipy": row["wcc"]["vs_scipy"]}
     try:
