@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from graphsys.storage.format import index_file
 from graphsys.storage.graph import Graph
 
 
@@ -20,12 +21,13 @@ def graph_info(graph: Graph) -> dict[str, Any]:
 
     ``edge_cut`` is the fraction of edges whose endpoints lie in different partitions
     (edges outside the diagonal buckets). ``edges_per_partition`` counts the edges whose
-    source lies in the partition (bucket row sums).
+    source lies in the partition (bucket row sums). ``indexes`` lists each edge set's stored
+    indexes (kind -> the manifest's entry and the bytes of its files).
     """
     m = graph.manifest
     out: dict[str, Any] = {
         "path": str(graph.path),
-        "format_version": 1,
+        "format_version": m.version(),
         "num_partitions": m.num_partitions,
         "partitioner": m.partitioner,
         "nodes": graph.num_nodes(),
@@ -58,6 +60,10 @@ def graph_info(graph: Graph) -> dict[str, Any]:
             "nonempty_buckets": int(len(nonempty)),
             "bucket_balance": round(_balance(counts.ravel()), 4),
             "edge_cut": round(float(total - np.trace(counts)) / total, 6) if total else 0.0,
+            "indexes": {kind: {**info.to_json(), "bytes": sum(
+                m.files.get(index_file(name, kind, c), {}).get("bytes", 0)
+                for c in info.columns())}
+                for kind, info in sorted(m.indexes.get(name, {}).items())},
         }
     out["edges"] = sum(v["edges"] for v in out["edge_sets"].values())
     return out
@@ -83,4 +89,7 @@ def format_info(info: dict[str, Any]) -> str:
                      f"(bucket balance {es['bucket_balance']})"
                      + (", undirected" if es["undirected"] else "")
                      + (", weighted" if es["has_weight"] else ""))
+        if es["indexes"]:
+            lines.append("    indexes: " + ", ".join(
+                f"{kind} ({ix['bytes'] / 2**20:,.1f} MiB)" for kind, ix in es["indexes"].items()))
     return "\n".join(lines)

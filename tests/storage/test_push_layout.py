@@ -186,6 +186,14 @@ def test_index_and_ingest_cli_build_a_push_index(tmp_path, capsys):
     assert main(["index", str(tmp_path / "g"), "--push", "--json"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["built"] == ["default/csc", "default/push"]
+    assert main(["info", str(tmp_path / "g"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    listed = info["edge_sets"]["default"]["indexes"]
+    assert info["format_version"] == 3 and set(listed) == {"csc", "push"}
+    assert listed["push"]["bytes"] == sum(
+        (tmp_path / "g" / index_file("default", "push", c)).stat().st_size for c in PUSH_COLUMNS)
+    assert main(["info", str(tmp_path / "g")]) == 0
+    assert "indexes: csc (" in capsys.readouterr().out
     assert main(["ingest", str(f), "--out", str(tmp_path / "h"), "--index", "push"]) == 0
     g, h = open_graph(tmp_path / "g"), open_graph(tmp_path / "h")
     assert set(h.manifest.indexes["default"]) == {"csc", "push"}
