@@ -284,7 +284,7 @@ def _build_push(graph, edge_set: str, directory: Path) -> IndexInfo:
     """Write the ``push`` index files of ``edge_set`` into ``directory`` from its mapped CSC
     index: degrees, order and blocks in RAM (per node), the edges straight into the mapped
     files."""
-    csc = map_index(graph, edge_set, "csc", check_values=False)  # checked when it was built
+    csc = map_index(graph, edge_set, "csc")  # checked: the kernels below index with it
     n, m = csc.info.num_nodes, csc.info.num_edges
     if n > _UINT32_MAX:
         raise GraphsysError(f"a push index holds uint32 node ids: {n:,} nodes do not fit")

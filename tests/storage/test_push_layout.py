@@ -168,6 +168,38 @@ def test_corrupted_push_index_refused_naming_the_file(skewed_dir, tmp_path, colu
         verify_graph(path)
 
 
+def test_push_build_refuses_a_corrupted_csc_and_a_full_disk_lists_no_push(skewed_dir,
+                                                                         tmp_path,
+                                                                         monkeypatch):
+    """The CSC a push index is built from is checked first (its ids index the build's
+    arrays); a build that fails (no space left) leaves the CSC listed, the push not."""
+    import errno
+
+    from graphsys.storage import adjacency_index
+
+    path = _copy(skewed_dir, tmp_path)
+    build_index(open_graph(path), ("csc",))
+    f = path / index_file("default", "csc", "indices")
+    arr = np.memmap(f, dtype=np.int32, mode="r+", offset=data_offset(f), shape=(3,))
+    saved, arr[2] = int(arr[2]), 2**30
+    arr.flush()
+    with pytest.raises(FormatError, match=f"{f}: neighbour id out of range"):
+        build_index(open_graph(path), ("push",))
+    arr[2] = saved
+    arr.flush()
+    del arr
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(adjacency_index, "fill_blocks", full)
+    with pytest.raises(OSError):
+        build_index(open_graph(path), ("push",))
+    assert set(open_graph(path).manifest.indexes["default"]) == {"csc"}
+    assert not list((path / "index").rglob("push-*.arrow"))
+    assert verify_graph(path)["indexes"] == 1
+
+
 def test_push_build_memory_refused_up_front(skewed_dir, tmp_path):
     path = _copy(skewed_dir, tmp_path)
     n = open_graph(path).num_nodes()
