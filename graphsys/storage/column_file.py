@@ -84,7 +84,7 @@ def map_column(path: Path | str, dtype: np.dtype, length: int, width: int = 0,
             raise FormatError(f"{path}: {what} must be one record batch, found "
                               f"{reader.num_record_batches}")
         column = reader.get_batch(0).column(0)
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
         raise FormatError(f"{path}: cannot read {what} ({exc})") from None
     expected = _arrow_type(dtype, width)
     if column.type != expected or column.null_count:

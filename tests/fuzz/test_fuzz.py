@@ -24,6 +24,7 @@ from graphsys.errors import GraphsysError
 from graphsys.gnn import TrainConfig
 from graphsys.gnn import train as gnn_train
 from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 from graphsys.storage.verify import verify_graph
 
@@ -127,7 +128,8 @@ def _looks_like_header(rows: list[str]) -> bool:
 
 @pytest.fixture(scope="module")
 def small_graph(tmp_path_factory):
-    """A 3-partition graph with weights, node features and labels (every file kind)."""
+    """A 3-partition graph with weights, node features and labels, and CSR, CSC and push
+    indexes (every file kind)."""
     import pyarrow as pa
 
     from graphsys.storage.ingest import NodeSource
@@ -146,6 +148,7 @@ def small_graph(tmp_path_factory):
                       "test_mask": pa.array(np.arange(n) % 4 == 3)})
     ingest([EdgeSource([root / "e.tsv"], weight_col=2)], root / "g",
            IngestOptions(num_partitions=3), nodes=[NodeSource(nodes)])
+    build_index(open_graph(root / "g"), ("csr", "csc", "push"))
     return root / "g"
 
 

@@ -255,3 +255,19 @@ def test_symmetric_sampler_view_maps_undirected_deduped_graph(tmp_path):
     assert mapped.indices.dtype == np.int32
     np.testing.assert_array_equal(mapped.indptr, ram.indptr)
     np.testing.assert_array_equal(mapped.indices, ram.indices)
+
+
+@pytest.mark.parametrize("rel, name", [(index_file("default", "csc", "indices"), b"indices"),
+                                       ("edges/default/bucket-00000-00001.arrow", b"dst")])
+def test_non_utf8_column_name_refused_naming_the_file(graph_dir, rel, name):
+    """A field name that is not UTF-8 (found by fuzzing: pyarrow raised UnicodeDecodeError,
+    a traceback) is refused like any other unreadable file."""
+    path, *_ = graph_dir
+    if rel.startswith("index/"):
+        build_index(open_graph(path), ("csc",))
+    f = path / rel  # without an index, csc() reads the buckets
+    raw = f.read_bytes()
+    assert name in raw
+    f.write_bytes(raw.replace(name, b"\x9e" + name[1:]))
+    with pytest.raises(FormatError, match=str(f)):
+        open_graph(path).csc()
