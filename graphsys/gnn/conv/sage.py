@@ -8,6 +8,7 @@ from torch.nn import functional as F
 
 from graphsys.gnn.conv._base import check_input, scatter_sum, segment_weights_sum
 from graphsys.gnn.conv.spec import ModelSpec, stacked
+from graphsys.gnn.sparse_input import linear
 from graphsys.sampling.block import Block
 
 
@@ -32,12 +33,17 @@ class SAGEConv(nn.Module):
 
     Shapes:
         input ``x`` float (num_src_nodes, F) and a :class:`Block`; output float
-        (num_dst_nodes, F').
+        (num_dst_nodes, F'). ``x`` may be a CSR tensor (sparse raw features) where
+        :attr:`sparse_input` holds and the block has every source as a destination (a
+        full-neighbourhood layer).
     """
 
     def __init__(self, in_dim: int, out_dim: int, bias: bool = True):
         super().__init__()
         self.in_dim, self.out_dim = in_dim, out_dim
+        #: takes a CSR ``x`` (:mod:`graphsys.gnn.sparse_input`) in full-neighbourhood
+        #: blocks: it projects before aggregating, so ``x`` only meets one product
+        self.sparse_input = out_dim < in_dim
         self.lin_self = nn.Linear(in_dim, out_dim, bias=bias)
         self.lin_neigh = nn.Linear(in_dim, out_dim, bias=False)
         self.reset_parameters()
@@ -52,7 +58,7 @@ class SAGEConv(nn.Module):
         project_first = self.out_dim < self.in_dim   # fewer columns to move along edges
         if project_first and n_dst == block.num_src_nodes:
             # full-neighbourhood layer: both projections in one matmul, reading x once
-            both = F.linear(x, torch.cat([self.lin_neigh.weight, self.lin_self.weight]))
+            both = linear(x, torch.cat([self.lin_neigh.weight, self.lin_self.weight]))
             h, self_part = both[:, :self.out_dim], both[:, self.out_dim:]
             mean = self._mean(h, block)
             if self.lin_self.bias is not None:
