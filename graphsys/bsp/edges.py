@@ -283,9 +283,9 @@ class MemoryEdges:
         for key in (own, own + "-hot"):  # hub sorting keeps the rows: same indptr
             if key in self._adj:
                 return np.diff(_host(self._adj[key][0]))
-        mapped = self.graph.adjacency_index(self.edge_set, own)
-        if mapped is not None:
-            return np.diff(mapped.indptr)
+        offsets = self.graph.index_offsets(self.edge_set, own)
+        if offsets is not None:
+            return np.diff(offsets)
         if other + "-hot" in self._adj:  # neighbour ids renumbered: map them back
             _, idx, order = self._adj[other + "-hot"]
             deg = np.empty(self.num_nodes, np.int64)

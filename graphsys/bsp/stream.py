@@ -125,9 +125,9 @@ class StreamEdges:
             return self.degrees("out") + self.degrees("in")
         out = direction == "out"
         own, other = ("csr", "csc") if out else ("csc", "csr")
-        mapped = self.graph.adjacency_index(self.es.name, own)
-        if mapped is not None:
-            return np.diff(mapped.indptr)
+        offsets = self.graph.index_offsets(self.es.name, own)
+        if offsets is not None:
+            return np.diff(offsets)
         mapped = self.graph.adjacency_index(self.es.name, other)
         if mapped is not None:
             deg = np.zeros(self.num_nodes, np.int64)

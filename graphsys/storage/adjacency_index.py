@@ -380,6 +380,41 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
 # mapping and checking
 
 
+def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
+    """The manifest's entry of the ``kind`` index of ``edge_set`` (None if it lists none),
+    refused as stale when it was built for other edges."""
+    info = graph.manifest.indexes.get(edge_set, {}).get(kind)
+    if info is None:
+        return None
+    es = graph.edge_set(edge_set)
+    if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
+            info.num_edges != es.num_edges or info.num_nodes != graph.num_nodes()):
+        first = graph.location.file(index_file(edge_set, kind, info.columns()[0]))
+        raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
+                          f"again)")
+    return info
+
+
+def _offsets(graph, edge_set: str, kind: str, info: IndexInfo) -> np.ndarray:
+    """The mapped ``indptr`` of a CSR/CSC index, checked (O(N))."""
+    rel = index_file(edge_set, kind, "indptr")
+    loc = graph.location
+    indptr = map_column(loc.file(rel), np.dtype(np.int64), info.num_nodes + 1,
+                        what="index column", location=loc, rel=rel)
+    bad = _indptr_problem(indptr, info.num_edges)
+    if bad:
+        raise FormatError(f"{loc.file(rel)}: offsets corrupted at entry {bad - 1}")
+    return indptr
+
+
+def map_offsets(graph, edge_set: str, kind: str) -> np.ndarray | None:
+    """Only the row offsets (int64 (N+1,)) of the ``csr``/``csc`` index of ``edge_set``,
+    mapped and checked in O(N) (not the neighbour ids): what the degrees need. None if the
+    manifest lists no such index; stale or corrupted offsets raise :class:`FormatError`."""
+    info = _current(graph, edge_set, kind)
+    return None if info is None else _offsets(graph, edge_set, kind, info)
+
+
 def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
               ) -> MappedIndex | MappedPush | None:
     """Map the ``kind`` index of ``edge_set`` if the manifest lists one (else None), after
@@ -387,16 +422,10 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
     ids are in range (``check_values``: O(N + M) reads of page cache; always for a push
     index, whose check also counts its receivers); a stale, truncated or corrupted index
     raises :class:`FormatError` naming its file."""
-    info = graph.manifest.indexes.get(edge_set, {}).get(kind)
+    info = _current(graph, edge_set, kind)
     if info is None:
         return None
-    es = graph.edge_set(edge_set)
     loc = graph.location
-    first = loc.file(index_file(edge_set, kind, info.columns()[0]))
-    if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
-            info.num_edges != es.num_edges or info.num_nodes != graph.num_nodes()):
-        raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
-                          f"again)")
     n, m = info.num_nodes, info.num_edges
 
     def column(name: str, dtype: np.dtype, length: int) -> np.ndarray:
@@ -418,14 +447,12 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
                               f"{name} out of range (corrupted)")
         return MappedPush(info, *arrays, heavy, int(receivers))
 
-    indptr = column("indptr", np.dtype(np.int64), n + 1)
+    indptr = (_offsets(graph, edge_set, kind, info) if check_values
+              else column("indptr", np.dtype(np.int64), n + 1))
     ipath = loc.file(index_file(edge_set, kind, "indices"))
     indices = column("indices", np.dtype(info.index_dtype), m)
     weight = column("weight", np.dtype(np.float32), m) if info.weighted else None
     if check_values:
-        bad = _indptr_problem(indptr, m)
-        if bad:
-            raise FormatError(f"{first}: offsets corrupted at entry {bad - 1}")
         if loc.local:  # read: the pages stay in the page cache, not in the resident set
             pages.release(pages.extent(indptr), indptr)
         for part in chunks(indices):

@@ -451,6 +451,26 @@ class Graph:
             self._mapped_indexes[key] = map_index(self, key[0], kind)
         return self._mapped_indexes[key]
 
+    def index_offsets(self, edge_set: str | None = None, kind: str = "csr"
+                      ) -> np.ndarray | None:
+        """Only the row offsets (int64 (N+1,)) of the stored ``kind`` (``csr``/``csc``)
+        index, mapped and checked in O(N) once per Graph
+        (:func:`graphsys.storage.adjacency_index.map_offsets`): the degrees, without the
+        O(M) check of the neighbour ids that :meth:`adjacency_index` makes. None if the
+        graph has none."""
+        from graphsys.storage.adjacency_index import map_offsets
+
+        key = (self.edge_set(edge_set).name, kind, "offsets")
+        if key not in self._mapped_indexes:
+            mapped = self._mapped_indexes.get(key[:2])
+            if mapped is not None:
+                self._mapped_indexes[key] = mapped.indptr
+            else:
+                if kind in self.manifest.indexes.get(key[0], {}):
+                    self.check_hash(index_file(key[0], kind, "indptr"))
+                self._mapped_indexes[key] = map_offsets(self, key[0], kind)
+        return self._mapped_indexes[key]
+
     @cached_property
     def _mapped_indexes(self) -> dict:
         return {}

@@ -271,3 +271,24 @@ def test_non_utf8_column_name_refused_naming_the_file(graph_dir, rel, name):
     f.write_bytes(raw.replace(name, b"\x9e" + name[1:]))
     with pytest.raises(FormatError, match=str(f)):
         open_graph(path).csc()
+
+
+def test_index_offsets_checks_only_the_offsets(graph_dir):
+    """The degrees need the offsets alone: mapped and checked in O(N), equal to the full
+    index's; a bad neighbour id is left to the readers of the ids, bad offsets are not."""
+    path, *_ = graph_dir
+    build_index(open_graph(path), ("csr",))
+    offsets = open_graph(path).index_offsets(kind="csr")
+    np.testing.assert_array_equal(offsets, open_graph(path).adjacency_index(kind="csr").indptr)
+    assert open_graph(path).index_offsets(kind="csc") is None
+    f = _corrupt_indices(path, 2**30)
+    np.testing.assert_array_equal(open_graph(path).index_offsets(kind="csr"), offsets)
+    with pytest.raises(FormatError, match=f"{f}.*out of range"):
+        open_graph(path).adjacency_index(kind="csr")
+    ptr = path / index_file("default", "csr", "indptr")
+    arr = np.memmap(ptr, dtype=np.int64, mode="r+", offset=data_offset(ptr), shape=(3,))
+    arr[2] = -7
+    arr.flush()
+    del arr
+    with pytest.raises(FormatError, match=f"{ptr}: offsets corrupted at entry 2"):
+        open_graph(path).index_offsets(kind="csr")
