@@ -95,18 +95,26 @@ def count_heavy(order, out_degree, num_blocks):
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def fill_blocks(indptr, indices, order, bounds, edge_ptr, heavy, src, dst, runs):
-    """Write the layout's ``src``, ``dst`` and ``runs`` (preallocated: (E,) uint32, (E,)
-    uint16, (B * (heavy+1),) int64; plain arrays or writable maps) from the CSC ``indptr``
-    / ``indices`` and ``order`` (see the module docstring). Block by block in parallel, a
-    counting sort by source each; every target gets its sources in ascending new id. Memory:
-    4 bytes per vertex, plus 8 per vertex per thread while a block is sorted."""
-    n = indptr.shape[0] - 1
-    nb = bounds.shape[0] - 1
+def new_ids(order):
+    """uint32 (N,): the new id of every old id (the inverse of ``order``)."""
+    n = order.shape[0]
     new_id = np.empty(n, np.uint32)
     for k in numba.prange(n):
         new_id[order[k]] = k
-    for b in numba.prange(nb):
+    return new_id
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def fill_blocks(indptr, indices, order, new_id, bounds, edge_ptr, heavy, src, dst, runs,
+                first, last):
+    """Write blocks ``first:last`` of the layout's ``src``, ``dst`` and ``runs``
+    (preallocated: (E,) uint32, (E,) uint16, (B * (heavy+1),) int64; plain arrays or
+    writable maps) from the CSC ``indptr`` / ``indices``, ``order`` and its inverse
+    ``new_id`` (:func:`new_ids`); see the module docstring. Block by block in parallel, a
+    counting sort by source each; every target gets its sources in ascending new id.
+    Memory: 8 bytes per vertex per thread while a block is sorted."""
+    n = indptr.shape[0] - 1
+    for b in numba.prange(first, last):
         at = np.zeros(n + 1, np.int64)
         for k in range(bounds[b], bounds[b + 1]):
             for e in range(indptr[order[k]], indptr[order[k] + 1]):
@@ -136,7 +144,8 @@ def push_layout(indptr, indices, order, out_degree, num_min_blocks):
     m = int(edge_ptr[-1])
     src, dst = np.empty(m, np.uint32), np.empty(m, np.uint16)
     runs = np.empty(nb * (heavy + 1), np.int64)
-    fill_blocks(indptr, indices, order, bounds, edge_ptr, heavy, src, dst, runs)
+    fill_blocks(indptr, indices, order, new_ids(order), bounds, edge_ptr, heavy, src, dst,
+                runs, 0, nb)
     return bounds, edge_ptr, src, dst, runs, heavy
 
 
