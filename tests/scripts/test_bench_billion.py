@@ -16,7 +16,7 @@ def test_every_stage_within_its_memory_bound(tmp_path):
         [sys.executable, str(REPO / "scripts" / "bench_billion.py"), "--edges", "2M",
          "--partitions", "4", "--memory-limit", "256MB", "--work", str(tmp_path),
          "--iters", "3", "--sample-batches", "5", "--gnn-batches", "40", "--batch-size", "256",
-         "--check-bounds"], capture_output=True, text=True, timeout=900)
+         "--push", "--check-bounds"], capture_output=True, text=True, timeout=900)
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
     stages = {x["stage"]: x for x in lines[1:]}
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
@@ -26,6 +26,8 @@ def test_every_stage_within_its_memory_bound(tmp_path):
         assert line["within_bound"], stage
         assert 0 < line["peak_rss_anon_bytes"] <= line["peak_rss_bytes"]
     assert stages["ingest"]["edges"] == 2_000_000
+    # --push: the in-memory stage pushes over the stored layout
+    assert stages["pagerank_memory"]["method"] == "fused-pagerank (push index, degree order)"
     gnn = stages["gnn"]
     assert gnn["test_accuracy"] > 2 * gnn["chance_accuracy"]
     assert 0 <= gnn["sampler_wait_share"] <= 1
