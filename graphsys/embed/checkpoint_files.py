@@ -61,6 +61,43 @@ META = "checkpoint.json"
 _VERSIONED = re.compile(r"\.v(\d{6,})\.npy$")
 
 
+#: Fields of ``checkpoint.json`` that readers index, with their JSON types (checked where
+#: present; those of :data:`META_REQUIRED` must be)
+META_FIELDS = {"epochs_done": int, "dimension": int, "num_partitions": int,
+               "entity_types": dict, "relations": list, "stats": list, "history": list}
+META_REQUIRED = ("epochs_done", "dimension", "entity_types")
+_JSON_NAMES = {int: "integer", dict: "object", list: "list"}
+
+
+def check_fields(meta: dict[str, Any], path: Path) -> None:
+    """Raise :class:`FormatError` naming the first field of ``meta`` (a ``checkpoint.json``
+    at ``path``) that a reader would index and that has the wrong shape: the file carries no
+    checksum of its own, so an edit or a flipped byte must not surface as a KeyError or
+    TypeError deep in a reader."""
+    for key, typ in META_FIELDS.items():
+        value = meta.get(key)
+        if (value is None and key in META_REQUIRED) or (value is not None and (
+                not isinstance(value, typ) or isinstance(value, bool))):
+            raise FormatError(f"{path}: field {key!r} must be a JSON {_JSON_NAMES[typ]}")
+    for etype, info in meta["entity_types"].items():
+        sizes = info.get("partition_sizes") if isinstance(info, dict) else None
+        if not isinstance(sizes, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in sizes):
+            raise FormatError(f"{path}: field 'entity_types.{etype}.partition_sizes' must be "
+                              f"a list of node counts")
+    for k, rel in enumerate(meta.get("relations") or []):
+        if not isinstance(rel, dict) or not all(isinstance(rel.get(f), str)
+                                                for f in ("name", "lhs", "rhs")):
+            raise FormatError(f"{path}: field 'relations[{k}]' must give name, lhs and rhs")
+    from graphsys.embed.stats import EpochStats
+
+    try:
+        for stats in meta.get("stats") or []:
+            EpochStats.from_json(stats)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise FormatError(f"{path}: field 'stats' is malformed ({exc})") from None
+
+
 def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
     """Raise :class:`GraphsysError` unless ``graph`` is shaped like the one the embeddings
     ``where`` were trained on: ``meta`` (a ``checkpoint.json``) records, per entity type, the
@@ -157,6 +194,7 @@ class CheckpointStorage:
                               f"{FORMAT_VERSION}")
         if not isinstance(meta.get("version"), int) or meta["version"] < 0:
             raise FormatError(f"{path}: field 'version' must be a non-negative integer")
+        check_fields(meta, path)
         if check_files:
             self.verify_files(meta)
         return meta

@@ -65,9 +65,14 @@ class Embeddings:
         self.entity_types = list(meta["entity_types"])
         self.relations = meta["relations"]
         self.relation_names = [r["name"] for r in self.relations]
-        self.comparator = COMPARATORS.get_class(meta["comparator"])()
-        self.relmodel = RelationModel([r["operator"] for r in self.relations], self.dimension)
-        self.relmodel.load(self.storage, self.version, with_state=False)
+        try:  # checkpoint.json carries no checksum: its model fields are checked here
+            self.comparator = COMPARATORS.get_class(meta["comparator"])()
+            self.relmodel = RelationModel([r["operator"] for r in self.relations],
+                                          self.dimension)
+            self.relmodel.load(self.storage, self.version, with_state=False)
+        except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+            raise FormatError(f"{path / 'checkpoint.json'}: its model fields (dimension, "
+                              f"comparator, operators) do not match a model ({exc})") from None
         for side, g, k in self.relmodel.keys():
             if not bool(torch.isfinite(self.relmodel.params[side][g][k]).all()):
                 raise FormatError(f"{self.storage.model_path(f'{side}.g{g}.{k}', self.version)}"
@@ -122,9 +127,16 @@ class Embeddings:
         """Memory-mapped float32 ``(n_p, d)`` arrays, one per partition."""
         t = self._etype(entity_type)
         if t not in self._parts:
-            n = len(self.meta["entity_types"][t]["partition_sizes"])
-            paths = [self.storage.emb_path(t, p, self.version) for p in range(n)]
-            self._parts[t] = [require_finite(load_npy(f, mmap=True), f) for f in paths]
+            sizes = self.meta["entity_types"][t]["partition_sizes"]
+            parts = []
+            for p, rows in enumerate(sizes):
+                f = self.storage.emb_path(t, p, self.version)
+                arr = require_finite(load_npy(f, mmap=True), f)
+                if arr.dtype != np.float32 or arr.shape != (rows, self.dimension):
+                    raise FormatError(f"{f}: {arr.dtype} {arr.shape}, the checkpoint says "
+                                      f"float32 ({rows}, {self.dimension})")
+                parts.append(arr)
+            self._parts[t] = parts
         return self._parts[t]
 
     def num_entities(self, entity_type: str | None = None) -> int:

@@ -192,6 +192,11 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
     if (labels >= 0).sum() == 0:
         raise GraphsysError(f"entity type {et!r} has a label column but no labelled node")
     n = len(labels)
+    if labels.min() < -1 or labels.max() >= max(n, 2):
+        bad = int(labels.min() if labels.min() < -1 else labels.max())
+        raise GraphsysError(f"entity type {et!r}: label {bad:,} is outside -1 (unknown) .. "
+                            f"{max(n, 2) - 1:,} (a class id per node at most; corrupted "
+                            f"labels?)")
     cols = graph.node_columns(et)
     if isinstance(features, str):
         x = graph.node_column(features, et).astype(np.float32)

@@ -306,12 +306,34 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
                         " ".join(t.decode("utf-8", "replace") for t in tokens)[:200])
     if header and len(first) < 2:
         raise InputError("a header line and no data lines (empty input)", path=path)
-    if header:
-        names = [t.decode("utf-8", "replace").strip() for t in tokens]
-    else:
-        names = [f"c{k}" for k in range(len(tokens))]
+    if header:  # columns named in the header are found by position: names may repeat
+        roles = _header_positions(path, roles,
+                                  [t.decode("utf-8", "replace").strip() for t in tokens])
+    names = [f"c{k}" for k in range(len(tokens))]
     selected = _select_columns(path, roles, names, has_names=bool(header))
     return _TextLayout(names, selected, delimiter, bool(header), leading, squeeze)
+
+
+def _header_positions(path: Path, roles: dict[str, str | int | None], fields: list[str]
+                      ) -> dict[str, str | int | None]:
+    """``roles`` with every column name replaced by its 0-based position among the header
+    line's ``fields``. A name the header lacks, or holds more than once, is refused: with
+    two columns of one name, reading by name would take the same column twice (a header
+    ``12 12`` made every edge a self-loop)."""
+    out = dict(roles)
+    for role, col in roles.items():
+        if not isinstance(col, str):
+            continue
+        hits = [k for k, f in enumerate(fields) if f == col]
+        if not hits:
+            raise InputError(f"unknown column {col!r} for {role} (columns: "
+                             f"{', '.join(fields)[:200]})", path=path)
+        if len(hits) > 1:
+            raise InputError(f"column {col!r} for {role} is ambiguous: the header line has "
+                             f"it at positions {', '.join(str(k) for k in hits)} (use a "
+                             f"0-based column index)", path=path)
+        out[role] = hits[0]
+    return out
 
 
 def read_text(path: Path, fmt: str, roles: dict[str, str | int | None], *, delimiter: str | None,

@@ -138,6 +138,7 @@ def check_node_table(table: pa.Table, graph, entity_type: str, partition: int,
     id_type = pa.int64() if et.id_type == "int64" else pa.large_string()
     if "id" not in table.column_names or table.schema.field("id").type != id_type:
         raise FormatError(f"{path}: needs an 'id' column of type {id_type}")
+    _no_nulls(table, "id", path)
     for c in et.columns:
         if c.dtype:  # a mapped column lives in a file of its own (checked when mapped)
             continue
@@ -150,6 +151,17 @@ def check_node_table(table: pa.Table, graph, entity_type: str, partition: int,
         if not ok:
             raise FormatError(f"{path}: node column {c.name!r} has type {typ}, not a "
                               f"{c.kind} column")
+        _no_nulls(table, c.name, path)
+
+
+def _no_nulls(table: pa.Table, name: str, path: Path) -> None:
+    """Refuse a node column with nulls (graphsys writes none; a count that a corrupted
+    validity buffer or header made nonzero would otherwise fail deep in a reader)."""
+    column = table.column(name)
+    nulls = column.null_count + sum(chunk.flatten().null_count for chunk in column.chunks
+                                    if pa.types.is_fixed_size_list(column.type))
+    if nulls:
+        raise FormatError(f"{path}: node column {name!r} has {nulls:,} nulls (corrupted)")
 
 
 @numba.njit(cache=True, nogil=True)

@@ -106,6 +106,29 @@ def test_missing_checksums_are_refused(trained, tmp_path):
         Embeddings.load(ck)
 
 
+@pytest.mark.parametrize("edit, match", [
+    (lambda m: m.pop("epochs_done"), "field 'epochs_done' must be a JSON integer"),
+    (lambda m: m.update(dimension=m["dimension"] + 1), "do not match a model"),
+    (lambda m: m.update(dimension=m["dimension"] + 2), "do not match a model|"
+                                                       r"part-00000.*float32 \(\d+, \d+\)"),
+    (lambda m: m["stats"][0]["ranks"][0].update(bytes_writuen=1), "field 'stats' is malformed"),
+    (lambda m: m["entity_types"]["node"].update(partition_sizes="12"),
+     "field 'entity_types.node.partition_sizes' must be a list of node counts"),
+    (lambda m: m.update(relations=[{"name": 3}]), r"field 'relations\[0\]'"),
+])
+def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, match):
+    """checkpoint.json has no checksum of its own: an edited (or fuzzed) field a reader
+    indexes is refused naming the file, not a KeyError, TypeError or shape error deep in a
+    reader (found by fuzzing with fresh random cases)."""
+    ck = _copy(trained, tmp_path / "ck")
+    meta = json.loads((ck / "checkpoint.json").read_text())
+    edit(meta)
+    (ck / "checkpoint.json").write_text(json.dumps(meta))
+    with pytest.raises(FormatError, match=match) as exc:
+        Embeddings.load(ck).nearest("e1", k=3)
+    assert "\n" not in str(exc.value)
+
+
 def test_nan_ranks_worst_never_best():
     scores = torch.tensor([[0.5, 0.2, float("nan")], [float("nan")] * 3])
     pos = torch.tensor([0.3, float("nan")])

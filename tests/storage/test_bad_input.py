@@ -43,6 +43,24 @@ def test_unknown_column(tmp_path):
     _fails(tmp_path, "a\tb\n1\t2\n", r"unknown column 'weight'", weight_col="weight")
 
 
+def test_repeated_header_names(tmp_path):
+    """A header naming two columns alike (found by fuzzing: the reader took one column twice,
+    every edge a self-loop, reported as success): the default columns are read by position;
+    a repeated name asked for is refused."""
+    from graphsys import open_graph
+
+    f = tmp_path / "r.tsv"
+    f.write_text("12\t12\nb\t60\n12\té\n")
+    ingest([EdgeSource([f], header=True)], tmp_path / "ok")
+    g = open_graph(tmp_path / "ok")
+    ids = [str(x) for x in g.node_ids().tolist()]
+    got = sorted((ids[s], ids[d]) for src, dst, _, _ in g.iter_edges()
+                 for s, d in zip(src.tolist(), dst.tolist()))
+    assert got == [("12", "é"), ("b", "60")]
+    _fails(tmp_path, "a\ta\n1\t2\n", r"column 'a' for src is ambiguous: the header line has "
+           r"it at positions 0, 1", src_col="a", dst_col=1)
+
+
 def test_named_column_without_header(tmp_path):
     _fails(tmp_path, "1\t2\n3\t4\n", r"unknown column 'w'", weight_col="w")
 

@@ -306,3 +306,47 @@ def test_integer_text_is_one_node_whatever_else_the_input_holds(tmp_path):
 def test_nul_ids_and_non_finite_weights_are_refused(tmp_path, text, message):
     with pytest.raises(InputError, match=message):
         _ingest_text(tmp_path, text, weight_col=2 if text.count("\t") == 2 else None)
+
+
+def test_node_column_with_nulls_is_refused(tmp_path):
+    """A node partition whose label or feature column holds nulls (graphsys writes none; a
+    fuzzed validity buffer made pyarrow raise deep in a reader) is refused naming the file."""
+    from graphsys.storage.ingest import NodeSource
+    from graphsys.storage.structure import check_node_table
+
+    n = 12
+    (tmp_path / "e.tsv").write_text("".join(f"{k}\t{(k + 1) % n}\n" for k in range(n)))
+    nodes = pa.table({"id": pa.array(np.arange(n)), "label": pa.array(np.arange(n) % 3),
+                      "feat": pa.FixedSizeListArray.from_arrays(
+                          pa.array(np.ones(2 * n, np.float32)), 2)})
+    ingest([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(num_partitions=1),
+           nodes=[NodeSource(nodes)])
+    g = open_graph(tmp_path / "g")
+    table = g._node_table("node", 0)
+    labels = table.column("label").to_pylist()
+    bad = table.set_column(table.column_names.index("label"), "label",
+                           pa.array([None] + labels[1:], pa.int64()))
+    with pytest.raises(FormatError, match=r"part-00000\.arrow: node column 'label' has 1 nulls"):
+        check_node_table(bad, g, "node", 0, tmp_path / "g" / node_file("node", 0))
+    feats = pa.FixedSizeListArray.from_arrays(
+        pa.array([None] + [1.0] * (2 * n - 1), pa.float32()), 2)
+    bad = table.set_column(table.column_names.index("feat"), "feat", feats)
+    with pytest.raises(FormatError, match="node column 'feat' has 1 nulls"):
+        check_node_table(bad, g, "node", 0, tmp_path / "g" / node_file("node", 0))
+
+
+def test_label_beyond_the_node_count_is_refused(tmp_path):
+    """A class id no node count could use (a corrupted label: the model would be sized by
+    it) is refused in one line before a model is built."""
+    from graphsys.gnn import TrainConfig, train
+    from graphsys.storage.ingest import NodeSource
+
+    n = 40
+    (tmp_path / "e.tsv").write_text("".join(f"{k}\t{(k + 1) % n}\n" for k in range(n)))
+    labels = np.arange(n) % 2
+    labels[5] = 2**40
+    nodes = pa.table({"id": pa.array(np.arange(n)), "label": pa.array(labels)})
+    ingest([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(num_partitions=1),
+           nodes=[NodeSource(nodes)])
+    with pytest.raises(GraphsysError, match=r"label 1,099,511,627,776 is outside -1"):
+        train(open_graph(tmp_path / "g"), TrainConfig(model="sage", epochs=1, hidden=4))
