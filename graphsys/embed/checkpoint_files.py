@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from graphsys.embed.stats import EpochStats
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.atomic import (
            atomic_path,
@@ -89,8 +90,6 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
         if not isinstance(rel, dict) or not all(isinstance(rel.get(f), str)
                                                 for f in ("name", "lhs", "rhs")):
             raise FormatError(f"{path}: field 'relations[{k}]' must give name, lhs and rhs")
-    from graphsys.embed.stats import EpochStats
-
     try:
         for stats in meta.get("stats") or []:
             EpochStats.from_json(stats)

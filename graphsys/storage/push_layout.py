@@ -55,32 +55,39 @@ def degree_order(out_degree: np.ndarray) -> np.ndarray:
     return np.argsort(-np.asarray(out_degree, np.float64), kind="stable")
 
 
+@numba.njit(inline="always")
+def _cut_here(k, start, edges, target):
+    """Whether a block ends before target ``k`` (its first is ``start``, with ``edges``
+    in-edges so far)."""
+    return k > start and (k - start >= PUSH_BLOCK_MAX_NODES or edges >= target)
+
+
 @numba.njit(cache=True, nogil=True)
 def plan_blocks(indptr, order, min_blocks):
     """The blocks of the layout of the CSC ``indptr`` (int64 (N+1,)) renumbered by
     ``order``: runs of targets, each cut once it holds E / ``min_blocks`` in-edges or
-    :data:`PUSH_BLOCK_MAX_NODES` vertices. Returns ``bounds``, ``edge_ptr`` (int64 (B+1,))."""
+    :data:`PUSH_BLOCK_MAX_NODES` vertices. Returns ``bounds``, ``edge_ptr`` (int64 (B+1,)).
+    Two passes over the targets (count the blocks, then fill), so nothing per node is
+    allocated."""
     n = indptr.shape[0] - 1
-    m = indptr[n] - indptr[0]
-    target = max(m // min_blocks, 1)
-    cuts = np.empty(n + 1, np.int64)
-    sizes = np.empty(n + 1, np.int64)
-    nb, start, edges = 0, 0, 0
-    cuts[0] = 0
+    target = max((indptr[n] - indptr[0]) // min_blocks, 1)
+    nb, start, edges = 1, 0, 0
     for k in range(n):
-        if k > start and (k - start >= PUSH_BLOCK_MAX_NODES or edges >= target):
-            sizes[nb] = edges
+        if _cut_here(k, start, edges, target):
             nb += 1
-            cuts[nb] = k
             start, edges = k, 0
         edges += indptr[order[k] + 1] - indptr[order[k]]
-    sizes[nb] = edges
-    nb += 1
-    cuts[nb] = n
+    bounds = np.zeros(nb + 1, np.int64)
     edge_ptr = np.zeros(nb + 1, np.int64)
-    for b in range(nb):
-        edge_ptr[b + 1] = edge_ptr[b] + sizes[b]
-    return cuts[:nb + 1].copy(), edge_ptr
+    b, start, edges = 0, 0, 0
+    for k in range(n):
+        if _cut_here(k, start, edges, target):
+            b += 1
+            bounds[b], edge_ptr[b] = k, edge_ptr[b - 1] + edges
+            start, edges = k, 0
+        edges += indptr[order[k] + 1] - indptr[order[k]]
+    bounds[nb], edge_ptr[nb] = n, edge_ptr[nb - 1] + edges
+    return bounds, edge_ptr
 
 
 @numba.njit(cache=True, nogil=True)
@@ -186,7 +193,8 @@ def layout_problem(order, bounds, edge_ptr, src, dst, runs, heavy):
     over it reads and writes only inside its arrays), else a code naming the first bad
     array: 1 ``order`` (not a permutation), 2 ``bounds``, 3 ``edge_ptr``, 4 ``runs``, 5
     ``src``, 6 ``dst``. Also returns how many targets have an in-edge (0 when bad). The
-    per-edge checks run in parallel over the blocks (1B edges: ~1 s on 2 threads)."""
+    per-edge checks run in parallel over the blocks (mapping and checking a 1B-edge index:
+    1.9-2.3 s on 2 threads, measured)."""
     n = order.shape[0]
     m = src.shape[0]
     nb = bounds.shape[0] - 1
