@@ -14,6 +14,8 @@ import pyarrow.ipc as paipc
 
 from graphsys.storage import kernels
 
+_NO_REL = np.zeros(0, np.int32)
+
 
 class RoutedBuckets:
     """The buckets of one edge set after routing, in input order: columns in memory
@@ -150,24 +152,31 @@ class BucketWriter:
 
 
 def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray | None,
-                    dedupe: bool, presorted: bool = False, sorted_runs: bool = False,
-                    local_bits: int = 32) -> dict[str, np.ndarray]:
+                   dedupe: bool, presorted: bool = False, sorted_runs: bool = False,
+                   local_bits: int = 32) -> dict[str, np.ndarray]:
     """Sort edges by (key, rel), stably (input order among equal edges is kept), and drop
     repeated (key, rel) after the first if ``dedupe``. ``sorted_runs``: the input is a
     concatenation of sorted runs (a merge), which a stable sort (timsort) merges in
-    O(n log runs). ``local_bits``: every local offset is below ``2**local_bits``; at 16 or
-    less, keys without payload sort packed as uint32 (numpy's SIMD sort is faster on them)."""
+    O(n log runs). Else a radix sort (:func:`kernels.radix_sort_edges`, 3.5x numpy's sort of
+    a 3.9M-edge bucket) sorts ``key`` in place; ``local_bits``: every local offset is below
+    ``2**local_bits``, which sets its number of digits."""
     if not presorted:
-        if rel is None and weight is None and local_bits <= 16 and not sorted_runs:
-            packed = kernels.pack_keys(key, local_bits, np.empty(len(key), np.uint32))
-            packed.sort()
-            key = kernels.unpack_keys(packed, local_bits, np.empty(len(key), np.uint64))
-        elif rel is None and weight is None:
-            # no payload: ties are indistinguishable, any sort will do
-            key = np.sort(key, kind="stable" if sorted_runs else "quicksort")
+        rel_bits = int(rel.max(initial=0)).bit_length() if rel is not None else 0
+        if sorted_runs or 2 * local_bits + rel_bits > 64 or (
+                rel is not None and rel.min(initial=0) < 0):
+            if rel is None and weight is None:  # ties are indistinguishable
+                key = np.sort(key, kind="stable" if sorted_runs else "quicksort")
+            else:
+                order = np.argsort(key, kind="stable") if rel is None else np.lexsort((rel, key))
+                key = key[order]
+                rel = rel[order] if rel is not None else None
+                weight = weight[order] if weight is not None else None
         else:
-            order = np.argsort(key, kind="stable") if rel is None else np.lexsort((rel, key))
-            key = key[order]
+            payload = rel is not None or weight is not None
+            order = np.empty(len(key) if payload else 0, np.int64)
+            key = kernels.radix_sort_edges(np.ascontiguousarray(key),
+                                           _NO_REL if rel is None else rel, local_bits,
+                                           rel_bits, order)
             rel = rel[order] if rel is not None else None
             weight = weight[order] if weight is not None else None
     if dedupe and len(key) > 1:

@@ -441,17 +441,20 @@ class IngestJob:
         routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight)
         routed.rundir.mkdir()
         payload = (4 if has_rel else 0) + (4 if has_weight else 0)
+        # per routed row: its grouped columns, and its bucket, key and (with a payload) row
+        # until the scatter
+        row_bytes = 8 + payload + 12 + (8 if payload else 0)
         spills = [sp for sp in self.spills if sp.edge_set == edge_set]
         lookups = any(ix.dense is None for ix in self.index.values())
         out_rows = sum(sp.rows for sp in spills) * (2 if self.opts.undirected else 1)
         rows_in = sum(sp.rows for sp in spills)
-        if out_rows * (8 + payload) + rows_in * 16 * lookups <= self.opts.memory_limit // 2:
+        if out_rows * row_bytes + rows_in * 16 * lookups <= self.opts.memory_limit // 2:
             starts, cols = self._group(spills, routed)
             for b in np.flatnonzero(np.diff(starts)):
                 lo, hi = starts[b], starts[b + 1]
                 routed.memory[int(b)] = {f: v[lo:hi] for f, v in cols.items()}
             return routed
-        flush_rows = max(self.opts.memory_limit // (_COPIES * (12 + payload)), 1 << 16)
+        flush_rows = max(self.opts.memory_limit // (_COPIES * row_bytes), 1 << 16)
         # one buffer for every flush (fresh pages would fault in again each time)
         room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
         buffer = {f: np.empty(room, dt) for f, dt in routed.fields}
@@ -470,49 +473,45 @@ class IngestJob:
                buffer: dict[str, np.ndarray] | None = None
                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Route the edges of ``spills`` (batches of one edge set, in input order) into one
-        buffer grouped by bucket, in two sweeps over the batches (count, then scatter: a
-        stable counting sort; each sweep routes the batches into two reused buffers, on two
-        threads), and discard the batches. Returns (starts int64 (P*P+1,), columns ``key``
+        buffer grouped by bucket, in a stable counting sort: every part is routed once
+        (:func:`kernels.route_keys`, two threads) and counted, then scattered in input
+        order; the batches are discarded. Returns (starts int64 (P*P+1,), columns ``key``
         uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
         arrays, or the heads of ``buffer``'s (large enough) when it is given."""
         p = self.opts.num_partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
-        room = max((len(part[0]) for part in parts), default=0) * (
-            2 if self.opts.undirected else 1)
-        buffers = [(np.empty(room, np.int32), np.empty(room, np.uint64),
-                    np.empty(room if routed.has_rel or routed.has_weight else 0, np.int64))
-                   for _ in range(2)]
+        ends = np.cumsum([0] + [len(part[0]) * (2 if self.opts.undirected else 1)
+                                for part in parts])
+        payload = routed.has_rel or routed.has_weight
+        bucket, key = np.empty(ends[-1], np.int32), np.empty(ends[-1], np.uint64)
+        row = np.empty(ends[-1] if payload else 0, np.int64)
 
-        def count(t: int) -> np.ndarray:  # thread t routes every other part
+        def route(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
+            lo, hi = ends[k], ends[k + 1]
+            n = kernels.route_keys(*parts[k][:7], bucket[lo:hi], key[lo:hi],
+                                   row[lo:hi] if payload else row)
+            parts[k] = parts[k][7:]  # free its lookups once it is routed
             counts = np.zeros(p * p, np.int64)
-            for part in parts[t::2]:
-                kernels.count_into(buffers[t][0][:kernels.route_keys(*part[:7], *buffers[t])],
-                                   counts)
-            return counts
-
-        def route(k: int) -> int:
-            return kernels.route_keys(*parts[k][:7], *buffers[k % 2])
+            kernels.count_into(bucket[lo:lo + n], counts)
+            return n, counts
 
         with ThreadPoolExecutor(2) as pool:
-            counts = sum(pool.map(count, range(2)))
-            starts = np.zeros(p * p + 1, np.int64)
-            np.cumsum(counts, out=starts[1:])
-            n = int(starts[-1])
-            cols = ({f: np.empty(n, dt) for f, dt in routed.fields} if buffer is None else
-                    {f: v[:n] for f, v in buffer.items()})
-            cursor = starts[:-1].copy()
-            # a helper thread routes part k + 1 while this one scatters part k
-            routing = pool.submit(route, 0) if parts else None
-            for k in range(len(parts)):
-                n = routing.result()
-                if k + 1 < len(parts):
-                    routing = pool.submit(route, k + 1)
-                rel, rel_fill, weight = parts[k][7:]
-                parts[k] = None  # free a part's lookups once it is routed
-                bucket, key, row = buffers[k % 2]
-                kernels.scatter_by_bucket(bucket[:n], key[:n], row[:n], cursor, cols["key"],
-                                          rel, rel_fill, cols.get("rel", _NO_I32), weight,
-                                          cols.get("weight", _NO_F32))
+            routed_parts = list(pool.map(route, range(len(parts))))
+        starts = np.zeros(p * p + 1, np.int64)
+        np.cumsum(sum((c for _, c in routed_parts), np.zeros(p * p, np.int64)),
+                  out=starts[1:])
+        n = int(starts[-1])
+        cols = ({f: np.empty(n, dt) for f, dt in routed.fields} if buffer is None else
+                {f: v[:n] for f, v in buffer.items()})
+        cursor = starts[:-1].copy()
+        for k, (n, _) in enumerate(routed_parts):
+            rel, rel_fill, weight = parts[k]
+            parts[k] = None
+            lo = ends[k]
+            kernels.scatter_by_bucket(bucket[lo:lo + n], key[lo:lo + n],
+                                      row[lo:lo + n] if payload else row, cursor, cols["key"],
+                                      rel, rel_fill, cols.get("rel", _NO_I32), weight,
+                                      cols.get("weight", _NO_F32))
         for sp in spills:
             self._discard(sp)
         return starts, cols

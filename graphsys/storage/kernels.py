@@ -192,7 +192,11 @@ def _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, bucket,
     chunk row of each routed edge. Returns the next output row."""
     low = np.int64(0xFFFFFFFF)
     with_rows = row.shape[0] > 0
-    for k in range(src.shape[0]):
+    m = src.shape[0]
+    for k in range(m):
+        if k + PREFETCH_EDGES < m:  # the tables' rows are cache misses: ask for them early
+            prefetch(codes_l, src[k + PREFETCH_EDGES])
+            prefetch(codes_r, dst[k + PREFETCH_EDGES])
         if drop_loops and src[k] == dst[k]:
             continue
         a = codes_l[src[k]]
@@ -224,26 +228,63 @@ def scatter_by_bucket(bucket, key, row, cursor, key_out, rel, rel_fill, rel_out,
         cursor[b] = p + 1
 
 
+#: Bits per digit of :func:`radix_sort_edges` (a 2,048-slot count fits in L1)
+RADIX_BITS = 11
+
+
 @numba.njit(cache=True, nogil=True)
-def pack_keys(key, bits, out):
-    """``out[k] = src << bits | dst`` (uint32) for ``key[k] = src << 32 | dst`` (uint64),
-    where ``src`` and ``dst`` are below ``2**bits`` (``bits`` <= 16). Returns ``out``."""
+def radix_sort_edges(key, rel, bits, rel_bits, order):
+    """Sort a bucket's edges by ``(key, rel)``, stably, in O(n) per 11-bit digit: an LSD
+    radix sort of the packed value ``(src << bits | dst) << rel_bits | rel``.
+
+    ``key`` uint64 (n,) ``src << 32 | dst`` with ``src`` and ``dst`` below ``2**bits``,
+    sorted in place. ``rel`` int32 (n,) in ``0 .. 2**rel_bits - 1``, or empty with
+    ``rel_bits`` 0 (not written: gather it with ``order``). ``order`` int64 (n,) receives
+    the stable sorting permutation (input order among equal edges is kept), or is empty
+    when not wanted. ``2 * bits + rel_bits`` <= 64. Scratch: 8 bytes per edge, and 16 more
+    with ``order``. Digits that every edge shares are skipped. Returns ``key``."""
+    n = key.shape[0]
+    with_order = order.shape[0] > 0
+    sh = np.uint64(bits)
+    rs = np.uint64(rel_bits)
     low = np.uint64(0xFFFFFFFF)
-    shift = np.uint64(bits)
-    for k in range(key.shape[0]):
-        out[k] = np.uint32(((key[k] >> np.uint64(32)) << shift) | (key[k] & low))
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def unpack_keys(packed, bits, out):
-    """The inverse of :func:`pack_keys`: ``out[k] = src << 32 | dst`` (uint64). Returns
-    ``out``."""
-    mask = np.uint32((1 << bits) - 1)
-    for k in range(packed.shape[0]):
-        v = packed[k]
-        out[k] = (np.uint64(v >> np.uint32(bits)) << np.uint64(32)) | np.uint64(v & mask)
-    return out
+    a = np.empty(n, np.uint64)
+    for i in range(n):
+        v = (((key[i] >> np.uint64(32)) << sh) | (key[i] & low)) << rs
+        a[i] = v | np.uint64(rel[i]) if rel_bits > 0 else v
+    b = key  # the keys are packed: their array is the other buffer
+    oa = np.arange(n) if with_order else order
+    ob = np.empty(n, np.int64) if with_order else order
+    slots = 1 << RADIX_BITS
+    digit_mask = np.uint64(slots - 1)
+    for shift in range(0, 2 * bits + rel_bits, RADIX_BITS):
+        s = np.uint64(shift)
+        cnt = np.zeros(slots, np.int64)
+        for i in range(n):
+            cnt[(a[i] >> s) & digit_mask] += 1
+        if cnt.max() == n:  # one digit value: the order stands
+            continue
+        pos = 0
+        for d in range(slots):
+            c = cnt[d]
+            cnt[d] = pos
+            pos += c
+        for i in range(n):
+            v = a[i]
+            d = (v >> s) & digit_mask
+            b[cnt[d]] = v
+            if with_order:
+                ob[cnt[d]] = oa[i]
+            cnt[d] += 1
+        a, b = b, a
+        oa, ob = ob, oa
+    mask = (np.uint64(1) << sh) - np.uint64(1)
+    for i in range(n):  # a may be key itself: element by element in place
+        v = a[i] >> rs
+        key[i] = ((v >> sh) << np.uint64(32)) | (v & mask)
+    if with_order:
+        order[:] = oa
+    return key
 
 
 def start_up() -> None:
