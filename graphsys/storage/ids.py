@@ -5,7 +5,7 @@ node indices (:class:`IdIndex`); plus the normalisation of id columns as read
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +16,9 @@ from graphsys.errors import InputError
 from graphsys.storage import kernels
 
 #: Largest id space, in slots per id, that gets a direct map from id to dense index (8 bytes
-#: per slot; the ingest's routing table is another 8): sparser integer ids are looked up by
-#: binary search, so the maps cost at most 16 bytes per node each.
+#: per slot; the ingest's routing table is another 8): sparser integer ids are looked up by a
+#: binary search within a bucket of their high bits (:func:`kernels.id_buckets`, at most 8
+#: bytes per node), so the maps cost at most 16 bytes per node each.
 DIRECT_MAP_SLOTS = 2
 
 
@@ -112,6 +113,12 @@ class IdIndex:
     name: str
     ids: np.ndarray | pa.Array
     dense: np.ndarray | None  # direct lookup table for small non-negative integer ids
+    #: :func:`kernels.id_buckets` of integer ids without a direct map (None without one)
+    buckets: tuple | None = field(init=False, default=None, repr=False)
+
+    def __post_init__(self):
+        if not self.is_string and self.dense is None and len(self.ids):
+            self.buckets = kernels.id_buckets(self.ids)
 
     @property
     def is_string(self) -> bool:
@@ -129,7 +136,7 @@ class IdIndex:
         elif self.dense is not None:
             out = kernels.gather(self.dense, values, np.empty(len(values), self.dense.dtype))
         else:
-            out = kernels.lookup_ints(self.ids, values)
+            out = kernels.lookup_ints(self.ids, values, self.buckets)
         return out
 
 

@@ -480,7 +480,7 @@ class IngestJob:
         arrays, or the heads of ``buffer``'s (large enough) when it is given."""
         p = self.opts.num_partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
-        ends = np.cumsum([0] + [len(part[0]) * (2 if self.opts.undirected else 1)
+        ends = np.cumsum([0] + [len(part[0][1]) * (2 if self.opts.undirected else 1)
                                 for part in parts])
         payload = routed.has_rel or routed.has_weight
         bucket, key = np.empty(ends[-1], np.int32), np.empty(ends[-1], np.uint64)
@@ -488,9 +488,12 @@ class IngestJob:
 
         def route(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
             lo, hi = ends[k], ends[k + 1]
-            n = kernels.route_keys(*parts[k][:7], bucket[lo:hi], key[lo:hi],
+            # rows of the routing tables: the ids themselves where a type's ids have a
+            # direct map, else dense node indices; equal ids give equal rows either way
+            src, dst = (self._table_rows(*typed) for typed in parts[k][:2])
+            n = kernels.route_keys(src, dst, *parts[k][2:7], bucket[lo:hi], key[lo:hi],
                                    row[lo:hi] if payload else row)
-            parts[k] = parts[k][7:]  # free its lookups once it is routed
+            parts[k] = parts[k][7:]  # free its ids and rows once it is routed
             counts = np.zeros(p * p, np.int64)
             kernels.count_into(bucket[lo:lo + n], counts)
             return n, counts
@@ -517,23 +520,21 @@ class IngestJob:
         return starts, cols
 
     def _route_parts(self, sp: _Spill, routed: RoutedBuckets):
-        """The arguments of :func:`kernels.route_keys` (the first seven) and of
-        :func:`kernels.scatter_by_bucket` (rel, rel_fill, weight) for each (lhs, rhs) type
-        group of one spilled batch."""
+        """For each (lhs, rhs) type group of one spilled batch: its source and target ids
+        with their entity types (made rows of the routing tables by :meth:`_table_rows`),
+        the rest of :func:`kernels.route_keys`'s arguments, and those of
+        :func:`kernels.scatter_by_bucket` (rel, rel_fill, weight)."""
         table = sp.read()
         rel_all = table.column("rel").to_numpy() if "rel" in table.column_names else None
         w_all = table.column("weight").to_numpy() if "weight" in table.column_names else None
         src_ids = _id_rows(table.column("src"))
         dst_ids = _id_rows(table.column("dst"))
         for (lhs, rhs), mask in self._type_groups(sp, rel_all):
-            # rows of the routing tables: the ids themselves where a type's ids have a
-            # direct map, else dense node indices; equal ids give equal rows either way
-            s = self._table_rows(lhs, src_ids if mask is None else take_rows(src_ids, mask))
-            d = self._table_rows(rhs, dst_ids if mask is None else take_rows(dst_ids, mask))
             rel = _NO_I32 if rel_all is None else rel_all if mask is None else rel_all[mask]
             w = _NO_F32 if w_all is None else w_all if mask is None else w_all[mask]
-            yield (s, d, self._route_codes(lhs), self._route_codes(rhs),
-                   self.opts.num_partitions,
+            yield ((lhs, src_ids if mask is None else take_rows(src_ids, mask)),
+                   (rhs, dst_ids if mask is None else take_rows(dst_ids, mask)),
+                   self._route_codes(lhs), self._route_codes(rhs), self.opts.num_partitions,
                    bool(self.opts.drop_self_loops and lhs == rhs), self.opts.undirected,
                    rel if routed.has_rel else _NO_I32,
                    -1 if sp.rel_fixed is None else sp.rel_fixed,

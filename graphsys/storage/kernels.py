@@ -73,13 +73,76 @@ def lookup_strings(sorted_ids: pa.Array, queries: pa.Array) -> np.ndarray:
     return out
 
 
-def lookup_ints(sorted_ids: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """Index of every query in the sorted unique int64 ``sorted_ids``, -1 where absent."""
+def lookup_ints(sorted_ids: np.ndarray, queries: np.ndarray,
+                buckets: tuple[np.ndarray, int, int] | None = None) -> np.ndarray:
+    """Index of every query in the sorted unique int64 ``sorted_ids``, -1 where absent.
+    ``buckets``: :func:`id_buckets` of ``sorted_ids`` (worth building for many queries:
+    ~20x numpy's binary search of 1M queries in 10M ids), else a binary search each."""
+    queries = np.asarray(queries)
+    out = np.empty(len(queries), np.int64)
+    if buckets is not None:
+        return _search_buckets(sorted_ids, *buckets, queries, out)
     pos = np.searchsorted(sorted_ids, queries)
     pos_c = np.minimum(pos, len(sorted_ids) - 1) if len(sorted_ids) else pos
     found = (pos < len(sorted_ids)) & (sorted_ids[pos_c] == queries) if len(sorted_ids) else (
         np.zeros(len(queries), bool))
-    return np.where(found, pos, -1).astype(np.int64)
+    out[:] = np.where(found, pos, -1)
+    return out
+
+
+def id_buckets(sorted_ids: np.ndarray) -> tuple[np.ndarray, int, int] | None:
+    """A bucket index over sorted unique int64 ids, for :func:`lookup_ints`: ``(starts,
+    base, shift)`` where the ids ``v`` with ``(v - base) >> shift == h`` are
+    ``sorted_ids[starts[h]:starts[h + 1]]`` (int64 (B+1,), B a power of two <= N: at most
+    8 bytes per id; uniformly spread ids put about one in a bucket). None when the ids span
+    2**62 or more (``v - base`` would overflow in the search)."""
+    n = len(sorted_ids)
+    base = int(sorted_ids[0]) if n else 0
+    span = int(sorted_ids[-1]) - base if n else 0
+    if span >= 2**62:
+        return None
+    slots_bits = max(n.bit_length() - 1, 0)  # 2**slots_bits <= n
+    shift = max(span.bit_length() - slots_bits, 0)
+    starts = np.zeros((span >> shift) + 2, np.int64)
+    _fill_starts(sorted_ids, base, shift, starts)
+    return starts, base, shift
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_starts(ids, base, shift, starts):
+    for k in range(ids.shape[0]):
+        starts[((ids[k] - base) >> shift) + 1] += 1
+    for h in range(1, starts.shape[0]):
+        starts[h] += starts[h - 1]
+
+
+@numba.njit(cache=True, nogil=True)
+def _search_buckets(ids, starts, base, shift, queries, out):
+    """:func:`lookup_ints` over :func:`id_buckets`: a binary search within the query's
+    bucket, the bucket bounds prefetched :data:`PREFETCH_EDGES` queries ahead."""
+    n = ids.shape[0]
+    last = ids[n - 1] if n else base - 1
+    m = queries.shape[0]
+    for k in range(m):
+        if k + PREFETCH_EDGES < m:
+            q = queries[k + PREFETCH_EDGES]
+            if base <= q <= last:
+                prefetch(starts, (q - base) >> shift)
+        q = queries[k]
+        if q < base or q > last:
+            out[k] = -1
+            continue
+        h = (q - base) >> shift
+        lo = starts[h]
+        hi = starts[h + 1]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if ids[mid] < q:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[k] = lo if lo < n and ids[lo] == q else -1
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

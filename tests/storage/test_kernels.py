@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 
 from graphsys.prefetch import PREFETCH_EDGES
-from graphsys.storage.kernels import COUNT_PREFETCH_MIN_SLOTS, count_into, csr_fill
+from graphsys.storage.ids import IdIndex
+from graphsys.storage.kernels import (
+    COUNT_PREFETCH_MIN_SLOTS, count_into, csr_fill, id_buckets, lookup_ints,
+)
 
 
 @pytest.mark.parametrize("slots", [7, COUNT_PREFETCH_MIN_SLOTS + 3])  # plain, prefetched
@@ -43,3 +46,33 @@ def test_csr_fill_scatters_each_row_in_chunk_order():
             np.testing.assert_array_equal(indices[span], col_base + cols[mine])
             np.testing.assert_array_equal(w_out[span], w[mine])
             np.testing.assert_array_equal(perm[span], edge_base + mine)
+
+
+@pytest.mark.parametrize("ids", [
+    np.unique(np.random.default_rng(1).integers(0, 1 << 25, 300_000)),  # sparse R-MAT-like
+    np.unique(np.random.default_rng(2).integers(-2**40, 2**40, 50_000)),  # negative, wide
+    np.concatenate([np.arange(100), 2**50 + np.arange(10_000)]),  # two far clusters
+    np.array([-7], np.int64),
+], ids=["sparse", "wide", "clustered", "one"])
+def test_bucketed_lookup_matches_binary_search(ids):
+    """The bucket index finds every present id (any query dtype) and answers -1 for absent
+    ids inside and outside the range, exactly as a plain binary search."""
+    rng = np.random.default_rng(3)
+    present = rng.choice(ids, 20_000)
+    absent = np.setdiff1d(rng.integers(ids[0] - 50, ids[-1] + 50, 5_000), ids)
+    queries = np.concatenate([present, absent, [ids[0], ids[-1], ids[0] - 1, ids[-1] + 1]])
+    plain = lookup_ints(ids, queries)
+    np.testing.assert_array_equal(plain[:len(present)], np.searchsorted(ids, present))
+    assert (plain[len(present):len(present) + len(absent)] == -1).all()
+    np.testing.assert_array_equal(lookup_ints(ids, queries, id_buckets(ids)), plain)
+    np.testing.assert_array_equal(IdIndex("node", ids, None).lookup(queries), plain)
+    if ids[0] >= 0 and ids[-1] < 2**31:
+        np.testing.assert_array_equal(
+            lookup_ints(ids, present.astype(np.int32), id_buckets(ids)), plain[:len(present)])
+
+
+def test_id_buckets_refuse_a_span_that_would_overflow():
+    ids = np.array([-2**62, 0, 2**62], np.int64)
+    assert id_buckets(ids) is None
+    index = IdIndex("node", ids, None)  # a plain binary search then
+    np.testing.assert_array_equal(index.lookup(np.array([2**62, 1, -2**62])), [2, -1, 0])
