@@ -93,6 +93,7 @@ class _Spill:
     rel_fixed: int | None  # relation index when the source has no rel column
     has_weight: bool
     rows: int
+    collected: bool = False  # its ids are in the collectors
 
     def read(self) -> pa.Table:
         if self.table is not None:
@@ -157,8 +158,11 @@ class IngestJob:
 
     # -- pass 1 ----------------------------------------------------------------------------
     def read_all(self) -> None:
-        """Pass 1. Ids are collected once every batch is parsed: parsing calls no numba
-        kernel, so numba's one-time start-up (~0.3 s) runs on a helper thread meanwhile."""
+        """Pass 1. Numba's one-time start-up (~0.3 s) runs on a helper thread while the
+        first batches parse. A batch's ids are collected as it is spilled when its read is
+        careful (binary formats, a text file's second read), else once every batch is
+        parsed: a text file's fast read is discarded and read again carefully when it
+        meets a bad line, and the ids of discarded rows must not become nodes."""
         jit = threading.Thread(target=kernels.start_up, name="graphsys-jit", daemon=True)
         jit.start()
         for ns in self.node_sources:
@@ -204,7 +208,8 @@ class IngestJob:
         self.has_rel = {s.edge_set: len(self.relations) > 1 for s in self.sources}
         jit.join()
         for sp in self.spills:
-            self._collect_ids(sp)
+            if not sp.collected:
+                self._collect_ids(sp)
         for etype in self.entity_types:
             self.index[etype] = self.collector(etype).finish()
             if len(self.index[etype]) == 0 and len(self.entity_types) == 1:
@@ -233,7 +238,9 @@ class IngestJob:
                                        self.opts.memory_limit // 4))
             first_spill = len(self.spills)
             try:
-                skipped = self._spill_batches(batches, path, src, fixed, n_src)
+                # a careful read is not read again: its ids are collected as it goes, while
+                # the batch is at hand and the next one decodes
+                skipped = self._spill_batches(batches, path, src, fixed, n_src, careful)
                 break
             except NeedCarefulRead:
                 # read again on the careful path: discard what the fast path spilled
@@ -245,8 +252,9 @@ class IngestJob:
         self.edge_set_skipped[src.edge_set] = self.edge_set_skipped.get(src.edge_set, 0) + skipped
 
     def _spill_batches(self, batches, path: Path, src: EdgeSource, fixed: int | None,
-                       n_src: int) -> int:
-        """Validate and spill every batch; return the number of rows dropped."""
+                       n_src: int, collect: bool) -> int:
+        """Validate and spill every batch (``collect``: and collect its ids); return the
+        number of rows dropped."""
         skipped = 0
         for k, batch in enumerate(batches):
             cols, dropped = self._validate(batch, path)
@@ -257,6 +265,8 @@ class IngestJob:
                               for name, v in cols.items()})
             spill = _Spill(None, table, src.edge_set, fixed, src.weight_col is not None,
                            table.num_rows)
+            if collect:
+                self._collect_ids(spill)
             if self.held_bytes + table.nbytes <= self.opts.memory_limit // 4:
                 self.held_bytes += table.nbytes
             else:
@@ -362,6 +372,7 @@ class IngestJob:
         for (lhs, rhs), mask in self._type_groups(sp, rel):
             self.collector(lhs).add(src_ids if mask is None else take_rows(src_ids, mask))
             self.collector(rhs).add(dst_ids if mask is None else take_rows(dst_ids, mask))
+        sp.collected = True
 
     # -- passes 2 and 3 ----------------------------------------------------------------------
     def iter_dense_edges(self, edge_set: str | None = None):
