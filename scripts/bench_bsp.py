@@ -23,7 +23,8 @@ several repetitions. Per graph:
 * BFS from the highest out-degree vertex and WCC: graphsys with the default
   ``schedule="auto"`` (direction-optimizing BFS; Afforest or union-find WCC, the method
   named), plus one ``sync`` and one ``async`` run, and the default on the indexed copy
-  (``graphsys_indexed_s``: the CSR/CSC mapped, not built), vs ``scipy.sparse.csgraph``, a GraphBLAS
+  (``graphsys_indexed_s``: the CSR/CSC mapped, not built), vs ``scipy.sparse.csgraph``
+  (medians of calls alternated with graphsys's, 21 on graphs up to 1M edges), a GraphBLAS
   level BFS pushing with a complement mask, NetworKit's BFS and WeaklyConnectedComponents;
 * ``ratios``: peer seconds / graphsys seconds (> 1: graphsys faster); a peer that is not
   importable (the ``bench`` extra: ``pip install -e '.[bench]'``) reports null;
@@ -315,6 +316,8 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
     source = int(np.argmax(outdeg))
     src_id = int(g.node_ids()[source])
     repeats = 5 if m <= 20_000_000 else 3
+    # BFS and WCC calls per peer: a road graph's take milliseconds, and vary by tens of %
+    alternations = 21 if m <= 1_000_000 else repeats
     pr_runs = 3 if m <= 20_000_000 else 1
     at = a.T.tocsr()
     sp_iter = scipy_pagerank_iter(at, outdeg, iters)
@@ -342,16 +345,24 @@ def bench_graph(name: str, graph_dir: Path, iters: int, rss: bool, threads: int)
     def solve(res) -> float:
         return res.stats.seconds - res.stats.setup_seconds
 
-    sp_bfs, _ = median_seconds(lambda: csgraph.breadth_first_order(
-        a, source, directed=True, return_predecessors=False), repeats)
-    sp_cc, _ = median_seconds(
-        lambda: csgraph.connected_components(a, directed=True, connection="weak"), repeats)
-    for algo, sp_s, call in (("bfs", sp_bfs, lambda h=g, **kw: bsp.bfs(h, src_id, **kw)),
-                             ("wcc", sp_cc, lambda h=g, **kw: bsp.wcc(h, **kw))):
+    peers = {"bfs": lambda: csgraph.breadth_first_order(a, source, directed=True,
+                                                         return_predecessors=False),
+             "wcc": lambda: csgraph.connected_components(a, directed=True, connection="weak")}
+    for algo, call in (("bfs", lambda h=g, **kw: bsp.bfs(h, src_id, **kw)),
+                       ("wcc", lambda h=g, **kw: bsp.wcc(h, **kw))):
         call()  # warm: numba's compiled-code cache is loaded on the first call
-        auto = [call() for _ in range(repeats)]
+        peers[algo]()
+        # alternated call by call: each call finds the allocator as the other left it (a
+        # block of scipy calls trims the heap, and the next block's fresh arrays fault in)
+        times, auto, indexed = [], [], []
+        for _ in range(alternations):
+            t = time.perf_counter()
+            peers[algo]()
+            times.append(time.perf_counter() - t)
+            auto.append(call())
+            indexed.append(solve(call(gi)))
+        sp_s = float(np.median(times))
         solves = [solve(r) for r in auto]
-        indexed = [solve(call(gi)) for _ in range(repeats)]
         res = call(schedule="sync")
         asy = call(schedule="async")
         row[algo] = {"scipy_s": sp_s, "graphsys_s": float(np.median(solves)),
