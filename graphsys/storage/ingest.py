@@ -7,20 +7,24 @@ copies of it, unless the whole edge set fits as described below:
 
 1. **read**: parse every input block (decoded on a helper thread up to a quarter of the
    budget ahead), validate it (column count, empty ids, numeric weights, known relations),
-   collect the node ids of each entity type, and keep the parsed columns (integer ids as
+   collect the node ids of each entity type (as each block is spilled, unless a text file's
+   fast read may be read again carefully), and keep the parsed columns (integer ids as
    int32 when they fit) in memory up to a quarter of the budget, spilling the rest to
    temporary Arrow files (so the text is parsed once).
 2. **route**: map ids to dense node indices, let the partitioner assign partitions, compute
    local offsets, add reverse edges (``undirected``), drop self-loops, and group the edges
-   by bucket in a stable counting sort (count, then scatter, on two threads). An edge set
-   whose grouped columns fit half the budget is grouped in memory at once; a larger one a
-   buffer at a time, each buffer appended to its buckets' runs on disk, in input order.
-3. **merge**: per bucket, sort its rows (in memory, or its runs read whole) when that fits
-   half the budget (the common case: a bucket holds ~M/P² edges), else sort each run in
-   place and k-way merge them (dedupe on ``(src, dst, rel)`` if asked, keeping the first in
-   input order), and write the bucket's Arrow IPC file in record batches of at most
-   ``max_batch_rows`` rows; two buckets at a time when two fit together, each file's
-   write-back to disk started as soon as it is written.
+   by bucket in a stable counting sort (each edge routed once and counted, on two threads,
+   then scattered; integer ids too sparse for a direct map are found by a binary search
+   within a bucket of their high bits). An edge set whose grouped columns fit half the
+   budget is grouped in memory at once; a larger one a buffer at a time, each buffer
+   appended to its buckets' runs on disk, in input order.
+3. **merge**: per bucket, sort its rows (in memory, or its runs read whole; an LSD radix
+   sort of the packed ``(src, dst[, rel])``) when that fits half the budget (the common
+   case: a bucket holds ~M/P² edges), else sort each run in place and k-way merge them
+   (dedupe on ``(src, dst, rel)`` if asked, keeping the first in input order), and write
+   the bucket's Arrow IPC file in record batches of at most ``max_batch_rows`` rows; two
+   buckets at a time when two fit together, each file's write-back to disk started as soon
+   as it is written.
 
 Everything is written into a staging directory beside ``out``; the manifest is written last
 and the directory renamed into place only when complete (see :mod:`graphsys.storage.atomic`).
