@@ -469,6 +469,7 @@ class IngestJob:
         # one buffer for every flush (fresh pages would fault in again each time)
         room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
         buffer = {f: np.empty(room, dt) for f, dt in routed.fields}
+        buffer.update(_routed_rows(room, routed.has_rel or routed.has_weight))
         pending: list[_Spill] = []
         for sp in spills:
             pending.append(sp)
@@ -488,14 +489,15 @@ class IngestJob:
         (:func:`kernels.route_keys`, two threads) and counted, then scattered in input
         order; the batches are discarded. Returns (starts int64 (P*P+1,), columns ``key``
         uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
-        arrays, or the heads of ``buffer``'s (large enough) when it is given."""
+        arrays, or the heads of ``buffer``'s (large enough) when it is given (with room for
+        the routed rows too: :func:`_routed_rows`)."""
         p = self.opts.num_partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
         ends = np.cumsum([0] + [len(part[0][1]) * (2 if self.opts.undirected else 1)
                                 for part in parts])
         payload = routed.has_rel or routed.has_weight
-        bucket, key = np.empty(ends[-1], np.int32), np.empty(ends[-1], np.uint64)
-        row = np.empty(ends[-1] if payload else 0, np.int64)
+        scratch = _routed_rows(int(ends[-1]), payload) if buffer is None else buffer
+        bucket, key, row = (scratch[f] for f in ("_bucket", "_key", "_row"))
 
         def route(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
             lo, hi = ends[k], ends[k + 1]
@@ -516,7 +518,7 @@ class IngestJob:
                   out=starts[1:])
         n = int(starts[-1])
         cols = ({f: np.empty(n, dt) for f, dt in routed.fields} if buffer is None else
-                {f: v[:n] for f, v in buffer.items()})
+                {f: buffer[f][:n] for f, _ in routed.fields})
         cursor = starts[:-1].copy()
         for k, (n, _) in enumerate(routed_parts):
             rel, rel_fill, weight = parts[k]
@@ -652,6 +654,13 @@ class IngestJob:
             4 if self.has_weight[edge_set] else 0)
         return int(min(self.opts.max_batch_rows,
                        max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
+
+
+def _routed_rows(rows: int, payload: bool) -> dict[str, np.ndarray]:
+    """Room for ``rows`` routed edges until their scatter: bucket int32, key uint64 and,
+    with a payload, the row in its part (int64)."""
+    return {"_bucket": np.empty(rows, np.int32), "_key": np.empty(rows, np.uint64),
+            "_row": np.empty(rows if payload else 0, np.int64)}
 
 
 def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:
