@@ -63,16 +63,17 @@ class Embeddings:
         self.dimension = int(meta["dimension"])
         self.storage = CheckpointStorage(path)
         self.entity_types = list(meta["entity_types"])
-        self.relations = meta["relations"]
-        self.relation_names = [r["name"] for r in self.relations]
         try:  # checkpoint.json carries no checksum: its model fields are checked here
+            self.relations = meta["relations"]
+            self.relation_names = [r["name"] for r in self.relations]
             self.comparator = COMPARATORS.get_class(meta["comparator"])()
             self.relmodel = RelationModel([r["operator"] for r in self.relations],
                                           self.dimension)
             self.relmodel.load(self.storage, self.version, with_state=False)
         except (KeyError, ValueError, TypeError, RuntimeError) as exc:
             raise FormatError(f"{path / 'checkpoint.json'}: its model fields (dimension, "
-                              f"comparator, operators) do not match a model ({exc})") from None
+                              f"relations, comparator, operators) do not match a model "
+                              f"({exc})") from None
         for side, g, k in self.relmodel.keys():
             if not bool(torch.isfinite(self.relmodel.params[side][g][k]).all()):
                 raise FormatError(f"{self.storage.model_path(f'{side}.g{g}.{k}', self.version)}"

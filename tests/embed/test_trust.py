@@ -115,6 +115,7 @@ def test_missing_checksums_are_refused(trained, tmp_path):
     (lambda m: m["entity_types"]["node"].update(partition_sizes="12"),
      "field 'entity_types.node.partition_sizes' must be a list of node counts"),
     (lambda m: m.update(relations=[{"name": 3}]), r"field 'relations\[0\]'"),
+    (lambda m: m.pop("relations"), "checkpoint.json: its model fields.*'relations'"),
 ])
 def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, match):
     """checkpoint.json has no checksum of its own: an edited (or fuzzed) field a reader
