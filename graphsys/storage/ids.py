@@ -25,16 +25,17 @@ DIRECT_MAP_SLOTS = 2
 class IdCollector:
     """The set of original ids of one entity type, built batch by batch.
 
-    Integer ids in [0, cap) are marked in a byte map; other integers go to sorted runs that are
-    merged when they grow; any non-integer id turns the type into a string-id type (integers
+    Integer ids in [0, cap) are marked in a bitmap (uint64 words; 4 MiB for 2^25 ids, so
+    the random marks stay in cache); other integers go to sorted runs that are merged when
+    they grow; any non-integer id turns the type into a string-id type (integers
     then compare by their decimal text).
     """
 
     def __init__(self, name: str, memory_limit: int):
         self.name = name
         self.cap = min(2**32, max(memory_limit // 4, 1 << 20))
-        self.seen = np.zeros(1 << 16, np.uint8)
-        self.bytemap = True
+        self.seen = np.zeros(1 << 10, np.uint64)
+        self.bitmap = True
         self.int_runs: list[np.ndarray] = []
         self.str_runs: list[pa.Array] = []
         self.is_string = False
@@ -47,19 +48,19 @@ class IdCollector:
                 self.str_runs.append(pc.unique(pa.array(ids).cast(pa.large_string())))
                 self._maybe_compact(len(ids))
                 return
-            if self.bytemap and len(ids):
+            if self.bitmap and len(ids):
                 lo, hi = int(ids.min()), int(ids.max())
                 if lo >= 0 and hi < self.cap:
-                    if hi >= len(self.seen):
-                        grown = np.zeros(max(hi + 1, 2 * len(self.seen)), np.uint8)
+                    if hi >= 64 * len(self.seen):
+                        grown = np.zeros(max((hi >> 6) + 1, 2 * len(self.seen)), np.uint64)
                         grown[: len(self.seen)] = self.seen
                         self.seen = grown
                     kernels.mark_seen(ids, self.seen)
                     return
-                self.bytemap = False
-                self.int_runs.append(np.flatnonzero(self.seen).astype(np.int64))
-                self.seen = np.zeros(0, np.uint8)
-            if not self.bytemap:
+                self.bitmap = False
+                self.int_runs.append(kernels.seen_ids(self.seen))
+                self.seen = np.zeros(0, np.uint64)
+            if not self.bitmap:
                 self.int_runs.append(np.unique(ids))
                 self._maybe_compact(len(ids))
         else:
@@ -71,8 +72,8 @@ class IdCollector:
     def _to_strings(self) -> None:
         ints = self._int_ids()
         self.is_string = True
-        self.bytemap = False
-        self.seen = np.zeros(0, np.uint8)
+        self.bitmap = False
+        self.seen = np.zeros(0, np.uint64)
         self.int_runs = []
         self.str_runs = [pa.array(ints).cast(pa.large_string())] if len(ints) else []
 
@@ -87,8 +88,8 @@ class IdCollector:
                 self.int_runs = [np.unique(np.concatenate(self.int_runs))]
 
     def _int_ids(self) -> np.ndarray:
-        if self.bytemap:
-            return np.flatnonzero(self.seen).astype(np.int64)
+        if self.bitmap:
+            return kernels.seen_ids(self.seen)
         return np.unique(np.concatenate(self.int_runs)) if self.int_runs else np.zeros(0, np.int64)
 
     def finish(self) -> IdIndex:
@@ -100,7 +101,7 @@ class IdCollector:
             return IdIndex(self.name, arr, None)
         ids = self._int_ids()
         dense = None
-        if self.bytemap and len(ids) and int(ids[-1]) + 1 <= DIRECT_MAP_SLOTS * len(ids):
+        if self.bitmap and len(ids) and int(ids[-1]) + 1 <= DIRECT_MAP_SLOTS * len(ids):
             dense = np.full(int(ids[-1]) + 1, -1, np.int64)
             dense[ids] = np.arange(len(ids), dtype=np.int64)
         return IdIndex(self.name, ids, dense)

@@ -162,9 +162,35 @@ def local_offsets(part, num_partitions):
 
 @numba.njit(cache=True, nogil=True)
 def mark_seen(ids, seen):
-    """Set ``seen[id] = 1`` for every id (all in range); return nothing."""
+    """Set bit ``id`` of the bitmap ``seen`` (uint64 words; bit ``v & 63`` of word ``v >>
+    6``) for every id (all in range); return nothing."""
+    one = np.uint64(1)
     for k in range(ids.shape[0]):
-        seen[ids[k]] = 1
+        v = np.uint64(ids[k])
+        seen[v >> np.uint64(6)] |= one << (v & np.uint64(63))
+
+
+@numba.njit(cache=True, nogil=True)
+def seen_ids(seen):
+    """The ids whose bits :func:`mark_seen` set, ascending (int64)."""
+    count = 0
+    for w in range(seen.shape[0]):
+        word = seen[w]
+        while word:
+            word &= word - np.uint64(1)
+            count += 1
+    out = np.empty(count, np.int64)
+    k = 0
+    for w in range(seen.shape[0]):
+        word = seen[w]
+        b = 0
+        while word:
+            if word & np.uint64(1):
+                out[k] = w * 64 + b
+                k += 1
+            word >>= np.uint64(1)
+            b += 1
+    return out
 
 
 @numba.njit(cache=True, nogil=True)

@@ -76,3 +76,16 @@ def test_id_buckets_refuse_a_span_that_would_overflow():
     assert id_buckets(ids) is None
     index = IdIndex("node", ids, None)  # a plain binary search then
     np.testing.assert_array_equal(index.lookup(np.array([2**62, 1, -2**62])), [2, -1, 0])
+
+
+def test_seen_bitmap_lists_the_marked_ids():
+    """Marks at word edges (0, 63, 64) and far out come back ascending, once each."""
+    from graphsys.storage.kernels import mark_seen, seen_ids
+
+    rng = np.random.default_rng(4)
+    ids = np.concatenate([[0, 63, 64, 127, 128, 4095], rng.integers(0, 5000, 3000)])
+    seen = np.zeros(5000 // 64 + 1, np.uint64)
+    mark_seen(ids.astype(np.int32), seen)
+    mark_seen(ids[:10], seen)  # marking again changes nothing
+    np.testing.assert_array_equal(seen_ids(seen), np.unique(ids))
+    assert seen_ids(np.zeros(3, np.uint64)).shape == (0,)
