@@ -22,6 +22,7 @@ import numpy as np
 
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.prefetch import prefetch
+from graphsys.storage.kernels import bitmap_ids
 
 ALPHA = 15.0
 BETA = 18.0
@@ -174,22 +175,6 @@ def _queue_to_bitmap(frontier, nf, front):
 
 
 @numba.njit(cache=True, nogil=True)
-def _bitmap_to_queue(front, nf):
-    out = np.empty(nf, np.int64)
-    k = 0
-    for w in range(front.shape[0]):
-        word = front[w]
-        b = 0
-        while word:
-            if word & _ONE:
-                out[k] = w * 64 + b
-                k += 1
-            word >>= _ONE
-            b += 1
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def _grow(a, size):
     """``a`` (int64) with room for index ``size``: itself, or a copy of twice the length."""
     if size < a.shape[0]:
@@ -264,7 +249,7 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, max_steps
             front, nxt = nxt, front
             pulled[step] = 1
             if nf < n / BETA and nf < old:
-                q = _queue(_bitmap_to_queue(front, nf), n, out_indices)
+                q = _queue(bitmap_ids(front, nf), n, out_indices)
                 lo, hi = 0, nf
                 bottom_up = False
         elif nf * max_degree >= TOP_DOWN_PARALLEL_EDGES and nthreads > 1 and (
@@ -285,7 +270,7 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, max_steps
     if nf == 0:
         left = np.zeros(0, np.int64)
     elif bottom_up:
-        left = _bitmap_to_queue(front, nf)
+        left = bitmap_ids(front, nf)
     else:
         left = np.unique(q[lo:hi]).astype(np.int64)
     return level, step, act[:step], scanned[:step], pulled[:step], left

@@ -179,10 +179,17 @@ def seen_ids(seen):
         while word:
             word &= word - np.uint64(1)
             count += 1
+    return bitmap_ids(seen, count)
+
+
+@numba.njit(cache=True, nogil=True)
+def bitmap_ids(words, count):
+    """The ``count`` ids whose bits are set in the bitmap ``words`` (uint64; bit ``v & 63``
+    of word ``v >> 6``), ascending (int64)."""
     out = np.empty(count, np.int64)
     k = 0
-    for w in range(seen.shape[0]):
-        word = seen[w]
+    for w in range(words.shape[0]):
+        word = words[w]
         b = 0
         while word:
             if word & np.uint64(1):
