@@ -6,7 +6,11 @@ import pytest
 from graphsys.prefetch import PREFETCH_EDGES
 from graphsys.storage.ids import IdIndex
 from graphsys.storage.kernels import (
-    COUNT_PREFETCH_MIN_SLOTS, count_into, csr_fill, id_buckets, lookup_ints,
+    COUNT_PREFETCH_MIN_SLOTS,
+    count_into,
+    csr_fill,
+    id_buckets,
+    lookup_ints,
 )
 
 
