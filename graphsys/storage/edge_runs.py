@@ -30,6 +30,14 @@ class RoutedBuckets:
         self.runs: dict[int, list[int]] = {}
         self.memory: dict[int, dict[str, np.ndarray]] = {}
 
+    def routing_scratch(self, rows: int) -> dict[str, np.ndarray]:
+        """Room for ``rows`` routed edges until their scatter by bucket: ``_bucket`` int32,
+        ``_key`` uint64 and, where the edges carry a rel or weight, ``_row`` (the edge's
+        row in its batch, int64; else empty)."""
+        payload = self.has_rel or self.has_weight
+        return {"_bucket": np.empty(rows, np.int32), "_key": np.empty(rows, np.uint64),
+                "_row": np.empty(rows if payload else 0, np.int64)}
+
     @property
     def buckets(self) -> list[int]:
         return sorted(set(self.runs) | set(self.memory))
@@ -161,7 +169,7 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
     a 3.9M-edge bucket) sorts ``key`` in place; ``local_bits``: every local offset is below
     ``2**local_bits``, which sets its number of digits."""
     if not presorted:
-        rel_bits = int(rel.max(initial=0)).bit_length() if rel is not None else 0
+        rel_bits = 0 if rel is None or sorted_runs else int(rel.max(initial=0)).bit_length()
         if sorted_runs or 2 * local_bits + rel_bits > 64 or (
                 rel is not None and rel.min(initial=0) < 0):
             if rel is None and weight is None:  # ties are indistinguishable

@@ -469,7 +469,7 @@ class IngestJob:
         # one buffer for every flush (fresh pages would fault in again each time)
         room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
         buffer = {f: np.empty(room, dt) for f, dt in routed.fields}
-        buffer.update(_routed_rows(room, routed.has_rel or routed.has_weight))
+        buffer.update(routed.routing_scratch(room))
         pending: list[_Spill] = []
         for sp in spills:
             pending.append(sp)
@@ -490,13 +490,13 @@ class IngestJob:
         order; the batches are discarded. Returns (starts int64 (P*P+1,), columns ``key``
         uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
         arrays, or the heads of ``buffer``'s (large enough) when it is given (with room for
-        the routed rows too: :func:`_routed_rows`)."""
+        the routed rows too: :meth:`RoutedBuckets.routing_scratch`)."""
         p = self.opts.num_partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
         ends = np.cumsum([0] + [len(part[0][1]) * (2 if self.opts.undirected else 1)
                                 for part in parts])
         payload = routed.has_rel or routed.has_weight
-        scratch = _routed_rows(int(ends[-1]), payload) if buffer is None else buffer
+        scratch = routed.routing_scratch(int(ends[-1])) if buffer is None else buffer
         bucket, key, row = (scratch[f] for f in ("_bucket", "_key", "_row"))
 
         def route(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
@@ -654,13 +654,6 @@ class IngestJob:
             4 if self.has_weight[edge_set] else 0)
         return int(min(self.opts.max_batch_rows,
                        max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
-
-
-def _routed_rows(rows: int, payload: bool) -> dict[str, np.ndarray]:
-    """Room for ``rows`` routed edges until their scatter: bucket int32, key uint64 and,
-    with a payload, the row in its part (int64)."""
-    return {"_bucket": np.empty(rows, np.int32), "_key": np.empty(rows, np.uint64),
-            "_row": np.empty(rows if payload else 0, np.int64)}
 
 
 def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:

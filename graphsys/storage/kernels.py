@@ -76,8 +76,8 @@ def lookup_strings(sorted_ids: pa.Array, queries: pa.Array) -> np.ndarray:
 def lookup_ints(sorted_ids: np.ndarray, queries: np.ndarray,
                 buckets: tuple[np.ndarray, int, int] | None = None) -> np.ndarray:
     """Index of every query in the sorted unique int64 ``sorted_ids``, -1 where absent.
-    ``buckets``: :func:`id_buckets` of ``sorted_ids`` (worth building for many queries:
-    ~20x numpy's binary search of 1M queries in 10M ids), else a binary search each."""
+    ``buckets``: :func:`id_buckets` of ``sorted_ids`` (worth building for many queries: 1M
+    queries in 8.6M ids took 0.04 s against 1.09 s without), else a binary search each."""
     queries = np.asarray(queries)
     out = np.empty(len(queries), np.int64)
     if buckets is not None:
