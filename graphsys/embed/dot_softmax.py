@@ -35,7 +35,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+
+from graphsys.embed.kernels import softmax_side_grads
 
 Tensor = torch.Tensor
 
@@ -69,16 +72,26 @@ def side_scores(q: Tensor, c: Tensor, pool: Tensor | None, k: int
     return s1, s2, sr
 
 
-def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None,
-                 weight: Tensor | None) -> SideGrads:
+def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None, weight: Tensor | None,
+                 *, transposed: bool = False, g2: Tensor | None = None) -> SideGrads:
     """The softmax loss of one side's blocks and its gradients with respect to them.
 
-    The positives are diagonals (of each chunk of ``s2``, and of ``sr`` at offset
-    ``k - rem``), so they are read and corrected through strided views, with no indexing.
+    ``transposed``: the full chunks' rows are the columns of ``s2`` (``s2[j, :, r]``, the
+    head side of an identity-operator batch reading the tail side's block). ``g2``: a block
+    shaped as ``s2`` to add the full chunks' gradient to (laid out as ``s2``; the two sides
+    of an identity batch share it), else a new one; :attr:`SideGrads.g2` is that block.
+
+    On the CPU in float32 this is one pass of the numba kernel
+    :func:`graphsys.embed.kernels.softmax_side_grads`; elsewhere torch ops, where the
+    positives are diagonals (of each chunk, and of ``sr`` at offset ``k - rem``), read and
+    corrected through strided views, with no indexing.
     """
+    if _fused(s1, s2, sr, weight):
+        return _fused_side_softmax(s1, s2, sr, weight, transposed, g2)
     nchunk, k, _ = s2.shape
     nfull = nchunk * k
-    inbatch = s2.reshape(nfull, k) if sr is None else torch.cat([s2.reshape(nfull, k), sr])
+    blk = s2.transpose(1, 2) if transposed else s2
+    inbatch = blk.reshape(nfull, k) if sr is None else torch.cat([blk.reshape(nfull, k), sr])
     u = 0 if s1 is None else s1.shape[1]
     logits = inbatch if s1 is None else torch.cat([s1, inbatch], dim=1)
     pos = _positives(logits[:, u:], nchunk, k)
@@ -94,8 +107,37 @@ def side_softmax(s1: Tensor | None, s2: Tensor, sr: Tensor | None,
         per_edge = per_edge * weight
         p.mul_(weight.unsqueeze(1))
     gb = p[:, u:]
-    return SideGrads(per_edge.sum(), None if s1 is None else p[:, :u],
-                     gb[:nfull].view(nchunk, k, k), None if sr is None else gb[nfull:])
+    gb2 = gb[:nfull].view(nchunk, k, k)
+    if transposed:
+        gb2 = gb2.transpose(1, 2)
+    if g2 is not None:
+        gb2 = g2.add_(gb2)
+    return SideGrads(per_edge.sum(), None if s1 is None else p[:, :u], gb2,
+                     None if sr is None else gb[nfull:])
+
+
+def _fused(*blocks: Tensor | None) -> bool:
+    """Whether :func:`side_softmax` takes the numba kernel: CPU float32 blocks."""
+    return all(t is None or (t.device.type == "cpu" and t.dtype == torch.float32)
+               for t in blocks)
+
+
+def _fused_side_softmax(s1, s2, sr, weight, transposed, g2) -> SideGrads:
+    b = len(s2) * s2.shape[1] + (0 if sr is None else len(sr))
+    k = s2.shape[2]
+    g1 = None if s1 is None else torch.empty_like(s1)
+    gr = None if sr is None else torch.empty_like(sr)
+    if g2 is None:
+        g2 = torch.zeros_like(s2)
+    empty = np.empty((0, 0), np.float32)
+    loss = softmax_side_grads(
+        empty.reshape(b, 0) if s1 is None else s1.contiguous().numpy(),
+        s2.contiguous().numpy(), transposed,
+        empty.reshape(0, k) if sr is None else sr.contiguous().numpy(),
+        empty.reshape(0) if weight is None else weight.contiguous().numpy(),
+        empty.reshape(b, 0) if g1 is None else g1.numpy(), g2.numpy(),
+        empty.reshape(0, k) if gr is None else gr.numpy())
+    return SideGrads(torch.tensor(loss, dtype=torch.float64), g1, g2, gr)
 
 
 def _positives(inbatch: Tensor, nchunk: int, k: int) -> list[Tensor]:
@@ -110,15 +152,21 @@ def _positives(inbatch: Tensor, nchunk: int, k: int) -> list[Tensor]:
     return out
 
 
-def side_backward(q: Tensor, c: Tensor, pool: Tensor | None, g: SideGrads, *,
-                  skip_g2: bool = False) -> tuple[Tensor, Tensor, Tensor | None]:
-    """``(dq, dc, dpool)`` from one side's score gradients (``skip_g2``: leave the full
-    chunks' block out; the caller back-propagates it)."""
+def side_backward(q: Tensor, c: Tensor, pool: Tensor | None, g: SideGrads, dq: Tensor,
+                  dpool: Tensor | None, *, skip_g2: bool = False) -> Tensor | None:
+    """Back-propagate one side's score gradients: writes the queries' gradient into ``dq``
+    ``(B, d)`` and the pool's into ``dpool`` ``(U, d)`` (None without a pool); returns the
+    true candidates' gradient through their role as candidates ``(B, d)``, or None where
+    it is zero (``skip_g2``, the full chunks' block left to the caller, and no remainder)."""
     b, d = q.shape
     nchunk, k, _ = g.g2.shape
     nfull = nchunk * k
-    dq = torch.zeros_like(q) if g.g1 is None else g.g1 @ pool
-    dc = torch.zeros_like(c)
+    if g.g1 is None:
+        dq.zero_()
+    else:
+        torch.mm(g.g1, pool, out=dq)
+        torch.mm(g.g1.T, q, out=dpool)
+    dc = None if skip_g2 and g.gr is None else torch.zeros_like(c)
     if not skip_g2:
         dq[:nfull].view(nchunk, k, d).baddbmm_(g.g2, c[:nfull].view(nchunk, k, d))
         dc[:nfull].view(nchunk, k, d).baddbmm_(g.g2.transpose(1, 2),
@@ -126,14 +174,13 @@ def side_backward(q: Tensor, c: Tensor, pool: Tensor | None, g: SideGrads, *,
     if g.gr is not None:
         dq[nfull:].addmm_(g.gr, c[b - k:])
         dc[b - k:].addmm_(g.gr.T, q[nfull:])
-    dpool = None if g.g1 is None else g.g1.T @ q
-    return dq, dc, dpool
+    return dc
 
 
 def both_sides(ql: Tensor, qr: Tensor, xl: Tensor, xr: Tensor, pool_l: Tensor | None,
                pool_r: Tensor | None, num_batch_negs: int, weight: Tensor | None,
-               identity: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor,
-                                        Tensor | None, Tensor | None]:
+               identity: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None,
+                                        Tensor | None]:
     """Loss and gradients of a batch scored in both directions.
 
     ``ql = op_rhs(xl)`` (tail prediction: scored against ``xr`` and ``pool_r``) and ``qr =
@@ -141,29 +188,37 @@ def both_sides(ql: Tensor, qr: Tensor, xl: Tensor, xr: Tensor, pool_l: Tensor | 
     pools ``(U, d)`` or None; ``weight`` ``(B,)`` or None; ``identity``: ``ql is xl`` and
     ``qr is xr`` (the in-batch block is shared). ``B >= 2`` and ``num_batch_negs >= 1``.
 
-    Returns ``(loss, dql, dqr, dxl, dxr, dpool_l, dpool_r)``: ``dxl`` / ``dxr`` the gradients
-    through the candidate roles only (the caller adds the queries' through the operator).
+    Returns ``(loss, gl, gr, dxl, dxr)``: ``gl`` ``(B + U, d)`` holds ``dL/dql`` in its
+    first ``B`` rows and ``dL/dpool_l`` in the others (no others without pools), ``gr``
+    the same for ``qr`` and ``pool_r``: the rows of a batch's gathered ``(h, pool_l)`` /
+    ``(t, pool_r)``. ``dxl`` / ``dxr`` ``(B, d)``: the gradients through the candidate
+    roles, which the caller adds to the queries' once those went through the operator;
+    None where zero (identity operators, ``B`` a multiple of the chunk).
     """
-    k, nfull, _ = _chunks(len(ql), num_batch_negs)
-    d = ql.shape[1]
+    b, d = ql.shape
+    k, nfull, _ = _chunks(b, num_batch_negs)
+    u = 0 if pool_l is None else len(pool_l)
+    gl = torch.empty(b + u, d, dtype=ql.dtype, device=ql.device)
+    gr = torch.empty(b + u, d, dtype=ql.dtype, device=ql.device)
     s1t, s2t, srt = side_scores(ql, xr, pool_r, k)
-    if identity:
-        s1h = None if pool_l is None else qr @ pool_l.T
-        s2h = s2t.transpose(1, 2)
-        srh = qr[nfull:] @ xl[len(ql) - k:].T if nfull < len(ql) else None
-    else:
-        s1h, s2h, srh = side_scores(qr, xl, pool_l, k)
     gt = side_softmax(s1t, s2t, srt, weight)
-    gh = side_softmax(s1h, s2h, srh, weight)
-    dql, dxr, dpool_r = side_backward(ql, xr, pool_r, gt, skip_g2=identity)
-    dqr, dxl, dpool_l = side_backward(qr, xl, pool_l, gh, skip_g2=identity)
-    if identity:  # d/d s2t of both sides: gt.g2 + gh.g2^T; ql = xl, qr = xr
-        g2 = gt.g2 + gh.g2.transpose(1, 2)
+    if identity:  # the head side's block is s2t^T; d/d s2t of both sides lands in gt.g2
+        s1h = None if pool_l is None else qr @ pool_l.T
+        srh = qr[nfull:] @ xl[b - k:].T if nfull < b else None
+        gh = side_softmax(s1h, s2t, srh, weight, transposed=True, g2=gt.g2)
+    else:
+        gh = side_softmax(*side_scores(qr, xl, pool_l, k), weight)
+    dxr = side_backward(ql, xr, pool_r, gt, gl[:b], gr[b:] if u else None,
+                        skip_g2=identity)
+    dxl = side_backward(qr, xl, pool_l, gh, gr[:b], gl[b:] if u else None,
+                        skip_g2=identity)
+    if identity:  # ql = xl, qr = xr
+        g2 = gt.g2
         nchunk = len(g2)
-        dql[:nfull].view(nchunk, k, d).baddbmm_(g2, xr[:nfull].view(nchunk, k, d))
-        dqr[:nfull].view(nchunk, k, d).baddbmm_(g2.transpose(1, 2),
-                                                xl[:nfull].view(nchunk, k, d))
-    return gt.loss + gh.loss, dql, dqr, dxl, dxr, dpool_l, dpool_r
+        gl[:nfull].view(nchunk, k, d).baddbmm_(g2, xr[:nfull].view(nchunk, k, d))
+        gr[:nfull].view(nchunk, k, d).baddbmm_(g2.transpose(1, 2),
+                                               xl[:nfull].view(nchunk, k, d))
+    return gt.loss + gh.loss, gl, gr, dxl, dxr
 
 
 def one_vs_all(q: Tensor, cands: Tensor, target: Tensor, weight: Tensor | None

@@ -239,13 +239,14 @@ class MinibatchStep:
             loss_t, dql, dpr = dot_softmax.one_vs_all(ql.detach(), xr[b:], t, w)
             loss_h, dqr, dpl = dot_softmax.one_vs_all(qr.detach(), xl[b:], h, w)
             loss, dxl, dxr = loss_t + loss_h, None, None
+            gl, gr = torch.cat([dql, dpl]), torch.cat([dqr, dpr])
         else:
-            loss, dql, dqr, dxl, dxr, dpl, dpr = dot_softmax.both_sides(
+            loss, gl, gr, dxl, dxr = dot_softmax.both_sides(
                 ql.detach(), qr.detach(), xl[:b].detach(), xr[:b].detach(),
                 xl[b:] if u else None, xr[b:] if u else None, cfg.num_batch_negs, w,
                 identity)
         if not scores_only:
-            outs, out_grads = [ql, qr], [dql, dqr]
+            outs, out_grads = [ql, qr], [gl[:b], gr[:b]]
             extra = [self._n3(n3)] if n3 else []
             if rp:
                 extra.append(self._relation_prediction(hl, hr, rel, w, leaves))
@@ -254,9 +255,8 @@ class MinibatchStep:
                 out_grads.append(torch.ones_like(term))
                 loss = loss + term.detach()
             torch.autograd.backward(outs, out_grads)
-            dql, dqr = hl.grad, hr.grad
+            gl[:b], gr[:b] = hl.grad, hr.grad
         if dxl is not None:
-            dql, dqr = dql.add_(dxl), dqr.add_(dxr)
-        gl = torch.cat([dql, dpl]) if dpl is not None else dql
-        gr = torch.cat([dqr, dpr]) if dpr is not None else dqr
+            gl[:b] += dxl
+            gr[:b] += dxr
         return float(loss), gl, gr

@@ -236,9 +236,13 @@ class Trainer(MinibatchStep):
         self.buffer = PartitionBuffer(self.storage, self.sizes, self.device, self.version,
                                      cfg.dimension, cfg.adagrad_state_shape)
         threads = torch.get_num_threads()
+        per_worker = max(1, threads // cfg.workers)
         if cfg.workers > 1:
-            torch.set_num_threads(max(1, threads // cfg.workers))
-        self.pool = ThreadPoolExecutor(cfg.workers) if cfg.workers > 1 else None
+            torch.set_num_threads(per_worker)
+        # OpenMP's thread count is per calling thread: each worker sets its own, or its
+        # matmuls would each start the default team (all cores) on top of the others'
+        self.pool = ThreadPoolExecutor(cfg.workers, initializer=torch.set_num_threads,
+                                       initargs=(per_worker,)) if cfg.workers > 1 else None
         io = ThreadPoolExecutor(1, thread_name_prefix="graphsys-prefetch")
         try:
             for epoch in range(done, cfg.num_epochs):

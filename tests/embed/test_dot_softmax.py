@@ -54,17 +54,72 @@ def test_closed_form_matches_brute_force(b, nb, u, weighted, identity):
     ref.backward()
 
     ql, qr = op(xl[:b], "rhs"), op(xr[:b], "lhs")  # translation: dq = dx
-    loss, dql, dqr, dxl, dxr, dpl, dpr = dot_softmax.both_sides(
+    loss, gl, gr, dxl, dxr = dot_softmax.both_sides(
         ql, qr, xl[:b], xr[:b], xl[b:] if u else None, xr[b:] if u else None, nb, w,
         identity)
     assert float(loss) == pytest.approx(float(ref.detach()), rel=1e-10)
-    torch.testing.assert_close(dql + dxl, ref_l.grad[:b])
-    torch.testing.assert_close(dqr + dxr, ref_r.grad[:b])
-    if u:
-        torch.testing.assert_close(dpl, ref_l.grad[b:])
-        torch.testing.assert_close(dpr, ref_r.grad[b:])
-    else:
-        assert dpl is None and dpr is None
+    assert gl.shape == gr.shape == (b + u, d)
+    if identity and b % min(nb, b) == 0:
+        assert dxl is None and dxr is None  # nothing beyond the shared in-batch block
+    torch.testing.assert_close(gl[:b] + (0 if dxl is None else dxl), ref_l.grad[:b])
+    torch.testing.assert_close(gr[:b] + (0 if dxr is None else dxr), ref_r.grad[:b])
+    torch.testing.assert_close(gl[b:], ref_l.grad[b:])
+    torch.testing.assert_close(gr[b:], ref_r.grad[b:])
+
+
+@pytest.mark.parametrize("b,nb,u,weighted,identity", [
+    (12, 4, 5, False, True), (13, 4, 5, True, True), (13, 4, 0, False, True),
+    (3, 5, 2, False, True), (13, 4, 5, True, False), (10, 10, 3, False, False),
+    (1000, 50, 100, False, True)])
+def test_fused_float32_kernel_matches_float64(b, nb, u, weighted, identity):
+    """On CPU float32 each side's softmax is the numba kernel (its own ``exp``); it agrees
+    with the torch ops in float64 (checked against brute force above) to float32 rounding."""
+    gen = torch.Generator().manual_seed(b + 17 * nb + u)
+    d = 8
+    xl = torch.randn(b + u, d, dtype=torch.float64, generator=gen) * 2
+    xr = torch.randn(b + u, d, dtype=torch.float64, generator=gen) * 2
+    w = torch.rand(b, dtype=torch.float64, generator=gen) + 0.5 if weighted else None
+    t = torch.randn(2, d, dtype=torch.float64, generator=gen)
+    op = (lambda x, side: x) if identity else _translation(t)
+
+    def run(dtype):
+        xl_, xr_, t_ = xl.to(dtype), xr.to(dtype), None if w is None else w.to(dtype)
+        return dot_softmax.both_sides(
+            op(xl_[:b], "rhs").to(dtype), op(xr_[:b], "lhs").to(dtype), xl_[:b], xr_[:b],
+            xl_[b:] if u else None, xr_[b:] if u else None, nb, t_, identity)
+
+    got, ref = run(torch.float32), run(torch.float64)
+    assert float(got[0]) == pytest.approx(float(ref[0]), rel=1e-5)
+    for g, r in zip(got[1:], ref[1:], strict=True):
+        assert (g is None) == (r is None)
+        if r is not None:
+            torch.testing.assert_close(g.double(), r, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_fused_kernel_reports_a_non_finite_score(bad):
+    """A non-finite score anywhere in a row (not only at its positive) makes the loss NaN,
+    so the trainer's divergence check stops the run."""
+    gen = torch.Generator().manual_seed(3)
+    xl, xr = torch.randn(12, 4, generator=gen), torch.randn(12, 4, generator=gen)
+    xr[11, 0] = bad  # a pool row: only ever a negative
+    loss = dot_softmax.both_sides(xl[:8], xr[:8], xl[:8], xr[:8], xl[8:], xr[8:], 4, None,
+                                  True)[0]
+    assert not np.isfinite(float(loss))
+
+
+def test_fused_exp_matches_numpy():
+    from graphsys.embed.kernels import _exp_shifted
+    top = np.float32(2.5)
+    x = top - np.concatenate([np.linspace(0, 90, 100_001), [1e-30, 86.99, 87.01, 1e4]]
+                             ).astype(np.float32)
+    out, bits = np.empty_like(x), np.empty(len(x), np.int32)
+    total = _exp_shifted(x, top, out, bits)
+    ref = np.exp(x.astype(np.float64) - np.float64(top))
+    kept = x - top >= -87
+    np.testing.assert_allclose(out[kept], ref[kept], rtol=3e-7)
+    assert not out[~kept].any()
+    assert total == pytest.approx(ref.sum(), rel=1e-6)
 
 
 @pytest.mark.parametrize("max_norm", [0.0, 0.05])
