@@ -42,7 +42,11 @@ and swaps for graphsys's buffer-aware order vs PBG's inside_out".
    whole ``train()`` call; ``cpu_seconds_sampled``: CPU seconds of PBG and its workers
    (``/proc``, sampled every 0.5 s; on a shared machine edges per CPU-second is the steadier
    figure to compare with graphsys's ``cpu_seconds``). ``--pbg-max-seconds`` stops it (and
-   its worker pool) early.
+   its worker pool) early. ``--pbg-interleave`` (with ``--repeats N``) runs PBG after each
+   graphsys repetition instead of once at the end: N PBG runs, the median reported, and
+   ``graphsys_vs_pbg_pairs``, each repetition's ratio to the PBG run right after it (a
+   shared VM's speed drifts by tens of percent over minutes; alternating puts the drift on
+   both).
 
 ``--graph DIR`` trains on an existing graph instead (read only: the checkpoints go to the
 work directory), e.g. the 1B-edge graph of ``scripts/bench_billion.py``; ``--max-buckets N``
@@ -489,6 +493,16 @@ def group_cpu_seconds(pgid: int) -> dict[int, float]:
     return out
 
 
+def median_pbg(runs: list[dict]) -> dict:
+    """The PBG run with the median edges/s (over its trained buckets), plus the spread."""
+    if len(runs) == 1:
+        return runs[0]
+    ranked = sorted(runs, key=lambda r: r.get("edges_per_s_buckets") or 0.0)
+    out = dict(ranked[(len(ranked) - 1) // 2])
+    out["edges_per_s_buckets_all"] = [r.get("edges_per_s_buckets") for r in runs]
+    return out
+
+
 def median_run(runs: list[dict]) -> dict:
     """The run with the median edges/s (all its fields), plus the spread when repeated."""
     if len(runs) == 1:
@@ -548,6 +562,11 @@ def main() -> int:
     ap.add_argument("--pbg-hogwild-delay", type=float, default=0.0,
                     help="PBG's hogwild_delay (its default 2 s idles all workers but one for "
                          "2 s per bucket in the first epoch; default here 0)")
+    ap.add_argument("--pbg-interleave", action="store_true",
+                    help="with --repeats N: run PBG after each graphsys repetition of the "
+                         "first buffer size (N PBG runs, the median reported, and each "
+                         "repetition's ratio to the PBG run after it), so that a shared "
+                         "machine's drift over minutes falls on both")
     ap.add_argument("--pbg-max-seconds", type=float, default=900,
                     help="stop PBG after this many seconds and report edges/s over the "
                          "buckets it finished (0 = no limit; default 900)")
@@ -595,9 +614,19 @@ def main() -> int:
              "loss_fn": args.loss, "lr": args.lr, "batch_size": args.batch_size,
              "num_uniform_negs": args.uniform_negs, "num_batch_negs": args.batch_negs}
 
-    results = []
+    pbg_runs: list[dict] = []
+
+    def pbg_once() -> None:
+        log("PBG 1.0.0, inside_out")
+        r = run_pbg(graph, work, model, args, num_edges, sizes)
+        log(f"  PBG {r['edges_per_s_buckets'] or 0:,.0f} edges/s over "
+            f"{r['buckets_trained']} buckets, loads {r['partition_loads']}")
+        pbg_runs.append(r)
+
+    results, first_runs = [], None
     for c in buffers:
         runs: dict[str, list[dict]] = {o: [] for o in orders}
+        first_runs = first_runs or runs
         for rep in range(args.repeats):
             for order in orders:
                 log(f"c={c} order={order} run {rep + 1}/{args.repeats}")
@@ -606,6 +635,8 @@ def main() -> int:
                     f"loads {r['loads']}, swaps {r['swaps']}, peak RSS "
                     f"{r['peak_rss_bytes'] / 2**20:.0f} MiB")
                 runs[order].append(r)
+            if args.with_pbg and args.pbg_interleave and runs is first_runs:
+                pbg_once()
         entry = {"buffer_partitions": c,
                  "resident_bytes_budget": c * max(per_part),
                  "min_swaps_bound": min_swaps(args.partitions, c)}
@@ -625,12 +656,17 @@ def main() -> int:
                 "peak_rss_bytes": ratio("peak_rss_bytes")}
         results.append(entry)
 
-    pbg = None
-    if args.with_pbg:
-        log("PBG 1.0.0, inside_out")
-        pbg = run_pbg(graph, work, model, args, num_edges, sizes)
-        log(f"  PBG {pbg['edges_per_s_buckets'] or 0:,.0f} edges/s over "
-            f"{pbg['buckets_trained']} buckets, loads {pbg['partition_loads']}")
+    if args.with_pbg and not pbg_runs:
+        pbg_once()
+    pbg = median_pbg(pbg_runs) if pbg_runs else None
+    if pbg and len(pbg_runs) > 1 and first_runs:
+        # --pbg-interleave: graphsys's repetition i against the PBG run right after it
+        pbg["graphsys_vs_pbg_pairs"] = {
+            f"{order}_c{results[0]['buffer_partitions']}": [
+                round(g["edges_per_s"] / p["edges_per_s_buckets"], 3)
+                for g, p in zip(first_runs[order], pbg_runs, strict=True)
+                if p.get("edges_per_s_buckets")]
+            for order in orders}
 
     if pbg and pbg.get("edges_per_s_buckets"):
         # PBG holds 2 partitions: compare with graphsys at the smallest buffer measured

@@ -93,6 +93,28 @@ def sparse_adagrad(emb: np.ndarray, state: np.ndarray, idx: np.ndarray, grad: np
 
 
 @numba.njit(cache=True, nogil=True)
+def gather_rows(emb: np.ndarray, idx: np.ndarray, out: np.ndarray) -> int:
+    """``out[k] = emb[idx[k]]`` (``torch.index_select``), each row prefetched
+    :data:`_ADAGRAD_AHEAD` rows early. ``emb`` float32 ``(n, d)``, ``idx`` int64 ``(m,)``,
+    ``out`` float32 ``(m, d)``, C-contiguous. Returns -1, or the first ``k`` whose
+    ``idx[k]`` is outside ``[0, n)`` (nothing is read for it or after it)."""
+    n, d = emb.shape
+    flat = emb.reshape(-1)
+    no_state = flat[:0]
+    for k in range(min(_ADAGRAD_AHEAD, len(idx))):
+        _prefetch_row(flat, no_state, idx[k], d, 0)
+    for k in range(len(idx)):
+        if k + _ADAGRAD_AHEAD < len(idx):
+            _prefetch_row(flat, no_state, idx[k + _ADAGRAD_AHEAD], d, 0)
+        r = idx[k]
+        if r < 0 or r >= n:
+            return k
+        for c in range(d):
+            out[k, c] = emb[r, c]
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
 def _stable_order(idx: np.ndarray) -> np.ndarray:
     """The stable sorting permutation of ``idx`` (int64 ``(m,)``, non-negative, below
     ``2**(63 - ceil(log2 m))``): one sort of the distinct keys ``idx << bits | position``,
@@ -106,7 +128,7 @@ def _stable_order(idx: np.ndarray) -> np.ndarray:
     return keys & ((1 << bits) - 1)
 
 
-#: :func:`sparse_adagrad` prefetches the rows this many (sorted) entries ahead
+#: :func:`sparse_adagrad` and :func:`gather_rows` prefetch the rows this many entries ahead
 _ADAGRAD_AHEAD = 8
 _FLOATS_PER_LINE = 16  # float32 in a 64-byte cache line
 
@@ -122,7 +144,7 @@ def _prefetch_row(flat_emb, flat_state, r, d, state_width):
     for c in range(0, state_width, _FLOATS_PER_LINE):
         prefetch(flat_state, r * state_width + c)
 
-#: float32 ``exp`` on ``[-87, 0]``: ``2^n * p(r)`` with ``x = n ln 2 + r``, ``|r| <= ln 2 / 2``,
+#: float32 ``exp`` on ``[-87, 88]``: ``2^n * p(r)`` with ``x = n ln 2 + r``, ``|r| <= ln 2 / 2``,
 #: ``ln 2`` split in two (Cody-Waite) and Cephes's degree-7 polynomial ``expf``; relative error
 #: <= 2e-7 (about one float32 ulp). Written so that LLVM vectorizes it: numba has no vector
 #: ``exp`` without Intel's SVML, and its scalar ``expf`` calls cost ~8× more.
@@ -131,16 +153,22 @@ _LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
 _EXPF_POLY = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
                                            4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
 _EXP_FLOOR = np.float32(-87.0)  # exp(-87) ~ 1.6e-38, the smallest power kept as a normal
+_EXP_CEIL = np.float32(88.0)  # exp(88) ~ 1.7e38, below float32's largest
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _exp_shifted(x: np.ndarray, top: np.float32, out: np.ndarray, bits: np.ndarray
-                 ) -> np.float32:
-    """``out[i] = exp(x[i] - top)`` for float32 ``x <= top`` (``0`` below -87); returns
-    ``sum(out)``. ``bits`` int32 scratch of ``x``'s length."""
+                 ) -> tuple[np.float32, np.float32]:
+    """``out[i] = exp(x[i] - top)`` for float32 ``x[i] - top`` in ``[-87, 88]`` (``0``
+    below). Returns ``(sum(out), over)``: ``over`` counts the ``x[i] - top > 88``, whose
+    ``out[i]`` is not valid (the caller shifts by more), and is NaN if an ``x[i]`` is.
+    ``bits`` int32 scratch of ``x``'s length."""
     c0, c1, c2, c3, c4, c5 = _EXPF_POLY
+    over = np.float32(0.0)
     for i in range(len(x)):
-        v = max(x[i] - top, _EXP_FLOOR)
+        v = x[i] - top
+        over += np.float32(1.0) if v > _EXP_CEIL else v * np.float32(0.0)
+        v = min(max(v, _EXP_FLOOR), _EXP_CEIL)
         n = np.floor(v * _LOG2E + np.float32(0.5))
         r = v - n * _LN2_HI - n * _LN2_LO
         p = ((((c0 * r + c1) * r + c2) * r + c3) * r + c4) * r + c5
@@ -152,7 +180,7 @@ def _exp_shifted(x: np.ndarray, top: np.float32, out: np.ndarray, bits: np.ndarr
         e = out[i] * scale[i] if x[i] - top >= _EXP_FLOOR else np.float32(0.0)
         out[i] = e
         total += e
-    return total
+    return total, over
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST | {"nnan"})
@@ -192,7 +220,7 @@ def softmax_side_grads(s1: np.ndarray, s2: np.ndarray, transposed: bool, sr: np.
     ex = np.empty(n, np.float32)
     bits = np.empty(n, np.int32)
     total = 0.0
-    finite = np.float32(0.0)  # the sum of every logit: inf or NaN if one is
+    finite = np.float32(0.0)  # stays 0 unless a logit is NaN (or inf: inf - inf)
     for b in range(B):
         for c in range(U):
             row[c] = s1[b, c]
@@ -210,10 +238,13 @@ def softmax_side_grads(s1: np.ndarray, s2: np.ndarray, transposed: bool, sr: np.
             for c in range(k):
                 row[U + c] = sr[r, c]
             pos = U + k - rem + r
-        top = _row_max(row)
-        for c in range(n):
-            finite += row[c]
-        total_ex = _exp_shifted(row, top, ex, bits)
+        # Shifted by the positive's score: one pass unless a score exceeds it by > 88
+        top = row[pos]
+        total_ex, over = _exp_shifted(row, top, ex, bits)
+        if over > 0:
+            top = _row_max(row)
+            total_ex, over = _exp_shifted(row, top, ex, bits)
+        finite += over
         w = weight[b] if len(weight) else np.float32(1.0)
         total += w * (np.log(np.float64(total_ex)) - (row[pos] - top))
         scale = w / total_ex

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from graphsys.embed import dot_softmax
-from graphsys.embed.kernels import sparse_adagrad
+from graphsys.embed.kernels import gather_rows, sparse_adagrad
 from graphsys.embed.model import DotComparator, SoftmaxLoss
 from graphsys.trace import traced
 
@@ -125,6 +125,20 @@ class MinibatchStep:
             rows = emb[uniq]
             emb[uniq] = rows.renorm(2, 0, self.cfg.max_norm)
 
+    @staticmethod
+    def _gather(emb: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        """``emb[idx]``: the rows ``idx`` (int64 ``(m,)``) of an embedding partition, float32
+        ``(m, d)``; by the prefetching kernel :func:`~graphsys.embed.kernels.gather_rows` on
+        the CPU. An offset outside the partition raises IndexError, as ``index_select``."""
+        if emb.device.type != "cpu":
+            return emb.index_select(0, idx)
+        out = torch.empty(len(idx), emb.shape[1], dtype=emb.dtype)
+        bad = gather_rows(emb.numpy(), idx.contiguous().numpy(), out.numpy())
+        if bad >= 0:
+            raise IndexError(f"row {int(idx[bad])} out of range for a partition of "
+                             f"{len(emb)} rows")
+        return out
+
     def _trainable(self, etype: str, p: int, idx, grad):
         """``(idx, grad)`` without the rows that ``freeze_old`` keeps fixed."""
         lo = self.frozen_below.get((etype, p))
@@ -182,7 +196,7 @@ class MinibatchStep:
             grads = self._closed_form_grads
         else:
             grads = self._autograd_grads
-        loss, gl, gr = grads(L_emb.index_select(0, idx_l), R_emb.index_select(0, idx_r), b,
+        loss, gl, gr = grads(self._gather(L_emb, idx_l), self._gather(R_emb, idx_r), b,
                              rel, w, leaves, idx_l[:b], idx_r[:b])
         with torch.no_grad():
             if L_emb is R_emb:

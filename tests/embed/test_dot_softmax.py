@@ -111,15 +111,33 @@ def test_fused_kernel_reports_a_non_finite_score(bad):
 def test_fused_exp_matches_numpy():
     from graphsys.embed.kernels import _exp_shifted
     top = np.float32(2.5)
-    x = top - np.concatenate([np.linspace(0, 90, 100_001), [1e-30, 86.99, 87.01, 1e4]]
+    x = top + np.concatenate([np.linspace(-90, 88, 100_001), [-1e-30, -86.99, -87.01, -1e4]]
                              ).astype(np.float32)
     out, bits = np.empty_like(x), np.empty(len(x), np.int32)
-    total = _exp_shifted(x, top, out, bits)
+    over = _exp_shifted(x, top, out, bits)[1]
     ref = np.exp(x.astype(np.float64) - np.float64(top))
     kept = x - top >= -87
     np.testing.assert_allclose(out[kept], ref[kept], rtol=3e-7)
-    assert not out[~kept].any()
-    assert total == pytest.approx(ref.sum(), rel=1e-6)
+    assert not out[~kept].any() and over == 0
+    low = x <= top  # the sum, where float32 holds it
+    total = _exp_shifted(x[low], top, out[:low.sum()], bits[:low.sum()])[0]
+    assert total == pytest.approx(ref[low].sum(), rel=1e-6)
+    x[7] = top + 89  # beyond float32's exp: counted, for the caller to shift by more
+    assert _exp_shifted(x, top, out, bits)[1] == 1
+
+
+def test_fused_kernel_handles_a_negative_far_above_the_positive():
+    """The kernel shifts the logits by the positive's score, and by the row's maximum only
+    when a negative exceeds the positive by more than exp's range (a model going astray)."""
+    gen = torch.Generator().manual_seed(5)
+    xl, xr = torch.randn(12, 4, generator=gen), torch.randn(12, 4, generator=gen)
+    xr[10] = xl[0] * 40  # pool row 2: scores ~ 40 |xl[0]|^2 >> the positive's
+    args = (xl[:8], xr[:8], xl[:8], xr[:8], xl[8:], xr[8:], 4, None, True)
+    got = dot_softmax.both_sides(*args)
+    ref = dot_softmax.both_sides(*(a.double() if torch.is_tensor(a) else a for a in args))
+    assert float(got[0]) > 88 and float(got[0]) == pytest.approx(float(ref[0]), rel=1e-5)
+    torch.testing.assert_close(got[1].double(), ref[1], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(got[2].double(), ref[2], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("max_norm", [0.0, 0.05])
