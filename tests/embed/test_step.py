@@ -101,3 +101,15 @@ def test_all_negs_with_n3_matches_brute_force(path, weighted, w_rel):
     if not w_rel:  # relations outside the batch get no gradient
         assert not any(key[1] not in rows for key in by_param)
 
+
+
+def test_gather_is_index_select_and_refuses_a_row_outside_the_partition():
+    """The CPU gather kernel returns ``index_select``'s rows (repeats included) and raises
+    IndexError naming the row for an offset outside the partition, reading nothing past it."""
+    gen = torch.Generator().manual_seed(2)
+    emb = torch.randn(50, 7, generator=gen)
+    idx = torch.tensor([3, 49, 0, 3, 17], dtype=torch.long)
+    assert torch.equal(MinibatchStep._gather(emb, idx), emb.index_select(0, idx))
+    for bad in (50, -1):
+        with pytest.raises(IndexError, match=f"row {bad} out of range .* 50 rows"):
+            MinibatchStep._gather(emb, torch.tensor([1, bad, 2], dtype=torch.long))
