@@ -571,6 +571,8 @@ def main() -> int:
                     help="stop PBG after this many seconds and report edges/s over the "
                          "buckets it finished (0 = no limit; default 900)")
     args = ap.parse_args()
+    if args.pbg_interleave and not args.with_pbg:
+        ap.error("--pbg-interleave alternates graphsys and PBG runs: it needs --with-pbg")
 
     from graphsys.embed.schedule import min_swaps
     from graphsys.storage.graph import open_graph
