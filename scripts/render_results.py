@@ -88,15 +88,15 @@ def load_rows(path: Path) -> list[dict]:
 
 
 def figure(value, unit: str = "") -> str:
-    """One figure as the table shows it: numbers grouped by thousands, trailing unit."""
+    """One figure as the table shows it: numbers as stored, grouped by thousands, then the unit."""
     if value is None:
         return "–"
     if isinstance(value, bool) or not isinstance(value, int | float):
         text = str(value)
-    elif isinstance(value, int) or float(value).is_integer() and abs(value) >= 1000:
+    elif float(value).is_integer():
         text = f"{int(value):,}"
     else:
-        text = f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+        text = f"{value:,}"  # the shortest form that reads back as the stored value
     return f"{text} {unit}".rstrip() if unit else text
 
 
