@@ -146,8 +146,10 @@ VIEWS: dict[str, tuple[str, Callable[[list[dict]], str]]] = {
 }
 
 
-def render_page(text: str, results: Path = RESULTS) -> str:
-    """The page with every marked table replaced by its rendering."""
+def render_page(text: str, results: Path | None = None) -> str:
+    """The page with every marked table replaced by its rendering (rows from ``results``,
+    default docs/results)."""
+    results = RESULTS if results is None else results
     def one(m: re.Match) -> str:
         name = m["name"]
         stem, render = VIEWS.get(name, (name, results_table))

@@ -64,3 +64,21 @@ def test_record_appends_the_printed_line(tmp_path, capsys, monkeypatch):
     assert len(records[0]["measured_on"]) == 10
     # a record is not a row until it has the row fields
     assert render_results.load_rows(tmp_path / "r.jsonl") == []
+
+
+def test_check_fails_on_a_hand_edited_table(tmp_path, monkeypatch, capsys):
+    page = tmp_path / "page.md"
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "t.jsonl").write_text(json.dumps(
+        {"workload": "w", "peer": None, "peer_figure": None, "graphsys_figure": "1–2",
+         "unit": "s", "ratio": None, "machine": "m", "measured_on": "2026-01-01",
+         "command": "python x.py"}) + "\n")
+    page.write_text("<!-- results:t -->\n| edited by hand |\n<!-- /results:t -->\n")
+    monkeypatch.setattr(render_results, "PAGES", (page,))
+    monkeypatch.setattr(render_results, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(render_results, "REPO", tmp_path)
+    assert render_results.main(["--check"]) == 1
+    assert render_results.main([]) == 0
+    row = "| w | – | – | 1–2 s | – | m; measured on 2026-01-01 | `python x.py` |"
+    assert row in page.read_text()
+    assert render_results.main(["--check"]) == 0
