@@ -55,6 +55,8 @@ def default_text(action: argparse.Action) -> str:
     if isinstance(default, list | tuple):
         default = ",".join(str(x) for x in default)
     text = str(default)
+    if re.search(r" at 0x[0-9a-f]+", text):  # an object's repr: name its type, not its address
+        text = type(default).__name__
     return f"`{text}`" if text else '`""`'
 
 
