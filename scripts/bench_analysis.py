@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from render_results import add_record_argument, emit
+
 CHILD = r"""
 import json, resource, sys, threading, time
 t0 = time.perf_counter()
@@ -113,6 +115,7 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/analysis_bench"))
     ap.add_argument("--max-iters", type=int, default=2)
     ap.add_argument("--mode", default="out-of-core")
+    add_record_argument(ap)
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
@@ -126,13 +129,13 @@ def main() -> int:
         print(proc.stderr[-3000:], file=sys.stderr)
         return proc.returncode
     res = json.loads(proc.stdout.strip().splitlines()[-1])
-    print(json.dumps({"bench": "analysis", "edges": args.edges, "nodes": args.nodes,
+    emit({"bench": "analysis", "edges": args.edges, "nodes": args.nodes,
                       "mode": args.mode, "max_iters": args.max_iters,
                       "graph_build_seconds": build_s, "load_before": load,
                       "load_after": os.getloadavg(), "cpus": os.cpu_count(),
                       "machine": platform.platform(),
                       "date": datetime.datetime.now().isoformat(timespec="seconds"),
-                      "report": str(args.work / "report.html"), **res}))
+                      "report": str(args.work / "report.html"), **res}, args.record)
     return 0
 
 

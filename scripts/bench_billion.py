@@ -49,6 +49,8 @@ import sys
 import time
 from pathlib import Path
 
+from render_results import add_record_argument, emit
+
 STAGES = ("generate", "baseline", "ingest", "index", "pagerank_ooc", "pagerank_memory",
           "sample", "features", "gnn")
 #: Names that stand for several stages in ``--stages``.
@@ -399,6 +401,7 @@ def main() -> int:
     ap.add_argument("--check-bounds", action="store_true")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--child", choices=STAGES, help=argparse.SUPPRESS)
+    add_record_argument(ap)
     args = ap.parse_args()
     from graphsys.units import parse_size
 
@@ -427,7 +430,7 @@ def main() -> int:
     stored = stored_counts(args.graph_dir)
     if stored:
         header["graph_nodes"], header["graph_edges"] = stored
-    print(json.dumps(header), flush=True)
+    emit(header, args.record)
     for stage in stages:
         cmd = [sys.executable, __file__, *sys.argv[1:], "--child", stage]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
@@ -448,7 +451,7 @@ def main() -> int:
         line["within_bound"] = line["peak_rss_anon_bytes"] <= limits[stage]
         if args.check_bounds and not line["within_bound"]:
             failed.append(stage)
-        print(json.dumps(line), flush=True)
+        emit(line, args.record)
     return 1 if failed else 0
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
-import json
 import os
 import platform
 import resource
@@ -53,6 +52,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from render_results import add_record_argument, emit
 
 # first: importing graphsys sets OMP_WAIT_POLICY before any OpenMP pool (numba's) starts
 from graphsys import bsp
@@ -426,6 +426,7 @@ def main() -> None:
     ap.add_argument("--skip-10m", action="store_true", help="only the 100M (--big) and road")
     ap.add_argument("--no-rss", action="store_true",
                     help="skip the out-of-core peak-RSS subprocess")
+    add_record_argument(ap)
     args = ap.parse_args()
     import numba
 
@@ -450,7 +451,7 @@ def main() -> None:
                                             threads=numba.get_num_threads()))
     report["loadavg_end"] = os.getloadavg()[0]
     report["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps(report))
+    emit(report, args.record)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -25,6 +25,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from render_results import add_record_argument, emit
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "datasets" / "fb15k-237"
 
@@ -192,6 +194,7 @@ def main() -> int:
     ap.add_argument("--reuse-graphsys", action="store_true",
                     help="reuse WORKDIR/graphsys-result.json of an earlier run with the same "
                          "settings")
+    add_record_argument(ap)
     args = ap.parse_args()
     work = args.workdir.absolute()
     work.mkdir(parents=True, exist_ok=True)
@@ -213,7 +216,7 @@ def main() -> int:
     if pbg:
         out["edges_per_s_ratio"] = gs["edges_per_s"] / pbg["edges_per_s"]
         out["mrr_delta"] = gs["mrr"] - pbg["mrr"]
-    print(json.dumps(out))
+    emit(out, args.record)
     return 0
 
 

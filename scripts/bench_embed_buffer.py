@@ -79,6 +79,7 @@ import time
 from pathlib import Path
 
 from bench_embed import PBG_PY311_PATCH  # scripts/ is on sys.path when run as a script
+from render_results import add_record_argument, emit
 
 # =============================================================================================
 # Child process: one graphsys training run
@@ -570,6 +571,7 @@ def main() -> int:
     ap.add_argument("--pbg-max-seconds", type=float, default=900,
                     help="stop PBG after this many seconds and report edges/s over the "
                          "buckets it finished (0 = no limit; default 900)")
+    add_record_argument(ap)
     args = ap.parse_args()
     if args.pbg_interleave and not args.with_pbg:
         ap.error("--pbg-interleave alternates graphsys and PBG runs: it needs --with-pbg")
@@ -695,7 +697,7 @@ def main() -> int:
         "results": results, "pbg": pbg,
         "total_seconds": round(time.perf_counter() - t_start, 1),
     }
-    print(json.dumps(out))
+    emit(out, args.record)
     return 0
 
 

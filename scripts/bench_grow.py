@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import resource
 import shutil
@@ -34,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from render_results import add_record_argument, emit
 
 
 def _triples(path: Path) -> list[tuple[str, str, str]]:
@@ -93,6 +93,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=5, help="old and retrain epochs (5)")
     ap.add_argument("--inc-epochs", type=int, default=5, help="incremental epochs (5)")
     ap.add_argument("--fine-tune", action="store_true", help="also run without freeze_old")
+    add_record_argument(ap)
     args = ap.parse_args()
 
     from graphsys.datasets.fetch import fetch
@@ -159,7 +160,7 @@ def main() -> None:
     res["time_ratio"] = round(res["incremental"]["seconds"] / res["retrain"]["seconds"], 3)
     res["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     res["load_end"] = os.getloadavg()[0]
-    print(json.dumps(res))
+    emit(res, args.record)
 
 
 if __name__ == "__main__":

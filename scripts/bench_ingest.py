@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from render_results import add_record_argument, emit
+
 BASELINE = r"""
 import json, resource, sys, time
 import pyarrow.csv as csv, pyarrow.feather as feather
@@ -87,6 +89,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--input", choices=("tsv", "parquet"), default="tsv",
                     help="edge file format (default tsv)")
+    add_record_argument(ap)
     args = ap.parse_args()
 
     from graphsys.generators import rmat_edges, write_edges
@@ -122,10 +125,10 @@ def main() -> None:
                 "ratio": round(base["seconds"] / secs, 3)}
         edge_file.unlink()
         results.append(entry)
-    print(json.dumps({"bench": "ingest", "input": args.input, "machine": f"{platform.machine()}, "
+    emit({"bench": "ingest", "input": args.input, "machine": f"{platform.machine()}, "
                       f"{__import__('os').cpu_count()} cpus", "python": platform.python_version(),
                       "memory_limit_bytes": memory_limit, "date": time.strftime("%Y-%m-%d"),
-                      "results": results}))
+                      "results": results}, args.record)
     if args.workdir is None:
         shutil.rmtree(work)
 

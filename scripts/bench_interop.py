@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from render_results import add_record_argument, emit
+
 
 def _status_kb(field: str) -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -126,6 +128,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", default=None)
     ap.add_argument("--step", default=None, help=argparse.SUPPRESS)
+    add_record_argument(ap)
     args = ap.parse_args()
     if args.step:
         return child(args)
@@ -148,13 +151,13 @@ def main() -> None:
             "baseline_rss_mb": round(min(r["baseline_rss_mb"] for r in runs), 1),
             "edges": runs[0]["edges"]}
     peer = results["pyg_data"]["seconds_median"]
-    print(json.dumps({
+    emit({
         "bench": "interop", "nodes": args.nodes, "edges": args.edges, "dim": args.dim,
         "partitions": args.partitions, "results": results,
         "from_pyg_vs_pyg_data": round(results["from_pyg"]["seconds_median"] / peer, 2),
         "to_pyg_vs_pyg_data": round(results["to_pyg"]["seconds_median"] / peer, 2),
         "machine": platform.machine(), "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}))
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}, args.record)
     shutil.rmtree(work / "g", ignore_errors=True)
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import statistics
@@ -34,6 +33,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from render_results import add_record_argument, emit
 
 #: Test accuracy published on the public split (GCN: Kipf & Welling 2017, Table 2; GAT:
 #: Veličković et al. 2018, Table 2, whose ± is their std over 100 runs).
@@ -62,6 +63,7 @@ def main() -> None:
                          "val_accuracy)")
     ap.add_argument("--hidden", type=int, default=None,
                     help="hidden width of every model instead of the papers'")
+    add_record_argument(ap)
     args = ap.parse_args()
 
     from graphsys.gnn.data import open_source
@@ -91,11 +93,11 @@ def main() -> None:
             "within_one_std": None if pub is None else abs(mean - pub) <= std,
             "seconds_per_run_median": round(statistics.median(seconds), 2),
             "hyper": hyper}
-    print(json.dumps({"bench": "planetoid-public-split", "seeds": args.seeds,
+    emit({"bench": "planetoid-public-split", "seeds": args.seeds,
                       "results": results, "machine": platform.machine(),
                       "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
                       "date": datetime.datetime.now(datetime.UTC).isoformat(
-                          timespec="seconds")}))
+                          timespec="seconds")}, args.record)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from render_results import add_record_argument, emit
 
 DGL_PINS = ["torch==2.2.1", "dgl==2.1.0", "numpy<2", "torchdata==0.7.1", "pandas<2.3",
             "pydantic", "pyyaml"]
@@ -300,6 +301,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0, help="per measurement")
     ap.add_argument("--repeats", type=int, default=3, help="turns of each library")
     ap.add_argument("--skip-dgl", action="store_true")
+    add_record_argument(ap)
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="graphsys-bench-gnn-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -327,7 +329,7 @@ def main() -> int:
         failed = [r for r in dgl_runs if not r.get("measured")]
         res["dgl"] = failed[0] if failed else {**PUBLISHED_DGL, "reason": why}
         res["load_after"] = os.getloadavg()
-        print(json.dumps(res))
+        emit(res, args.record)
         return 0
     d = res["dgl"] = {"version": dgl_runs[0]["dgl"], "torch": dgl_runs[0]["torch"],
                       **spread(dgl_runs)}
@@ -344,7 +346,7 @@ def main() -> int:
             ratio[f"{name}_sage_{key}"] = {"median": round(theirs["median"] / ours["median"], 2),
                                            "worst": round(theirs["min"] / ours["max"], 2)}
     res["load_after"] = os.getloadavg()
-    print(json.dumps(res))
+    emit(res, args.record)
     return 0
 
 

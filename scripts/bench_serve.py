@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from render_results import add_record_argument, emit
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "datasets" / "fb15k-237"
@@ -221,6 +222,7 @@ def main() -> int:
                          "takes long to build at 10M rows on 2 cores)")
     ap.add_argument("--skip-fb15k", action="store_true")
     ap.add_argument("--skip-synthetic", action="store_true")
+    add_record_argument(ap)
     args = ap.parse_args()
     work = args.workdir.absolute()
     work.mkdir(parents=True, exist_ok=True)
@@ -234,7 +236,7 @@ def main() -> int:
     if not args.skip_synthetic:
         out["synthetic"] = synthetic(work, args)
     out["load_avg_after"] = os.getloadavg()
-    print(json.dumps(out))
+    emit(out, args.record)
     return 0
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import resource
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from bench_bsp import build_rmat  # scripts/ is on sys.path when run as a script
+from render_results import add_record_argument, emit
 
 from graphsys import bsp, open_graph
 from graphsys.bsp.algorithms.pagerank import PageRankRows
@@ -70,6 +70,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=10, help="supersteps timed per run")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved runs per variant")
     ap.add_argument("--dim", type=int, default=8, help="propagation width")
+    add_record_argument(ap)
     args = ap.parse_args()
     import numba
     import scipy.sparse as sp
@@ -110,7 +111,7 @@ def main() -> None:
                            "graphsys_memory_s_per_hop": gs_hop, "vs_scipy": sp_hop / gs_hop}
     report["loadavg_end"] = os.getloadavg()
     report["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps(report))
+    emit(report, args.record)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -9,10 +9,11 @@ line: graph size, median seconds of each, their ratio, and the load average.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
+
+from render_results import add_record_argument, emit
 
 from graphsys.storage.verify import verify_graph
 
@@ -21,6 +22,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("graph")
     parser.add_argument("--repeat", type=int, default=5)
+    add_record_argument(parser)
     args = parser.parse_args()
     info = verify_graph(args.graph, quick=True)  # warm-up: numba, page cache
     times: dict[bool, list[float]] = {True: [], False: []}
@@ -30,11 +32,11 @@ def main() -> None:
             verify_graph(args.graph, quick=quick)
             times[quick].append(time.perf_counter() - t0)
     quick, full = statistics.median(times[True]), statistics.median(times[False])
-    print(json.dumps({"bench": "verify", "graph": args.graph, "edges": info["edges"],
+    emit({"bench": "verify", "graph": args.graph, "edges": info["edges"],
                       "nodes": info["nodes"], "bytes": info["bytes"], "files": info["files"],
                       "repeat": args.repeat, "quick_s": round(quick, 3),
                       "full_s": round(full, 3), "full_over_quick": round(full / quick, 2),
-                      "load_avg": [round(x, 2) for x in os.getloadavg()]}))
+                      "load_avg": [round(x, 2) for x in os.getloadavg()]}, args.record)
 
 
 if __name__ == "__main__":
