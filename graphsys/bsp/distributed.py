@@ -13,6 +13,8 @@ combiner). Aggregators and the frontier size are ``all_reduce``d at the barrier.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 from collections.abc import Iterator
 from datetime import timedelta
@@ -139,6 +141,51 @@ class TorchComm:
         parts = [torch.empty_like(buf) for _ in range(self.world_size)]
         self.dist.all_gather(parts, buf)
         return torch.cat([p[:s] for p, s in zip(parts, sizes)])
+
+
+def graph_digest(graph) -> str:
+    """sha256 (hex) of what makes a graph the same graph on every rank: its manifest's
+    partitioning, types, edge sets and the sha256 of every node and bucket file. Provenance
+    (``created_by``, ``metadata``) and adjacency indexes (a rank may have built one, another
+    not) are left out."""
+    m = graph.manifest.to_json()
+    m = {k: v for k, v in m.items() if k not in ("created_by", "metadata", "indexes")}
+    m["files"] = {k: v for k, v in m["files"].items() if not k.startswith("index/")}
+    return hashlib.sha256(json.dumps(m, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def program_digest(program) -> str:
+    """sha256 (hex) of a vertex program's class and its scalar settings (numbers, strings,
+    booleans, None): what two ranks of one run must agree on."""
+    cls = type(program)
+    settings = {k: v for k, v in sorted(vars(program).items())
+                if isinstance(v, (int, float, str, bool, type(None)))}
+    text = json.dumps([cls.__module__, cls.__qualname__, settings], sort_keys=True,
+                      default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_same_inputs(what: dict[str, str]) -> None:
+    """Fail on every rank, in one line, unless all ranks of the initialised process group
+    hold the same ``what`` (name -> digest, e.g. the graph's and the program's): an
+    ``all_gather`` of the digests before the first superstep or batch. Ranks given different
+    graph directories (another partitioner or seed, same counts) would otherwise run to
+    completion on inconsistent data."""
+    import torch.distributed as dist
+
+    names = sorted(what)
+    local = torch.tensor([int(what[n][:15], 16) for n in names], dtype=torch.int64)
+    if dist.get_backend() == "nccl":
+        local = local.cuda()
+    parts = [torch.empty_like(local) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, local)
+    rows = torch.stack(parts).cpu()
+    for k, name in enumerate(names):
+        bad = [r for r in range(rows.shape[0]) if rows[r, k] != rows[0, k]]
+        if bad:
+            raise GraphsysError(f"distributed run: rank {bad[0]} has another {name} than rank 0 "
+                                f"(every rank must open the same graph and run the same "
+                                f"program and settings)")
 
 
 def process_group_timeout() -> float:

@@ -89,6 +89,23 @@ def open_edges(graph, edge_set: str, program: VertexProgram, device: torch.devic
     return MemoryEdges(graph, edge_set, program, device, backend, dense_divisor)
 
 
+def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
+                       max_iters: int, schedule: str) -> None:
+    """Every rank of a distributed run opened the same graph and runs the same program with
+    the same settings (:func:`~graphsys.bsp.distributed.check_same_inputs`)."""
+    import hashlib
+
+    import torch.distributed as dist
+
+    from graphsys.bsp.distributed import check_same_inputs, graph_digest, program_digest
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return  # the edge provider refuses the run in one line
+    settings = hashlib.sha256(repr((edge_set, mode, max_iters, schedule)).encode()).hexdigest()
+    check_same_inputs({"graph": graph_digest(graph), "program": program_digest(program),
+                       "run settings": settings})
+
+
 def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "cpu",
         backend: str = "auto", max_iters: int = DEFAULT_MAX_ITERS, edge_set: str | None = None,
         distributed: bool = False, threads: int | None = None, readahead: int = 4,
@@ -153,6 +170,8 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         import numba
 
         threads = numba.get_num_threads()
+    if distributed:
+        _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,
                        distributed=distributed, threads=threads, readahead=readahead,
                        dense_divisor=dense_divisor)

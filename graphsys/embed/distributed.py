@@ -49,6 +49,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from graphsys.bsp.distributed import graph_digest
 from graphsys.device import resolve_device
 from graphsys.embed.config import EmbedConfig
 from graphsys.embed.relations import SIDES
@@ -108,10 +109,13 @@ class DistributedTrainer(Trainer):
 
     def _digest(self) -> int:
         """63-bit digest of what every rank must agree on: the config (paths aside, they
-        may differ between hosts), the partition count and the training edges."""
+        may differ between hosts), the partition count, the training edges and the graph
+        itself (:func:`~graphsys.bsp.distributed.graph_digest`: the same partitioning and
+        files, not only the same counts)."""
         cfg = {k: v for k, v in self.checkpoint.config_json().items()
                if k not in ("graph", "checkpoint_path")}
-        text = json.dumps([cfg, self.P, self.graph.num_edges(self.edge_set)], sort_keys=True)
+        text = json.dumps([cfg, self.P, self.graph.num_edges(self.edge_set),
+                           graph_digest(self.graph)], sort_keys=True)
         return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
 
     def _prepare(self) -> tuple[int, dict[str, Any] | None]:

@@ -16,18 +16,25 @@ from graphsys.storage.graph import Graph
 
 def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                  overwrite: bool = False) -> int:
-    """Write ``edge_set`` to ``out`` (``.parquet``, ``.tsv`` or ``.tsv.gz``), one record batch
-    at a time: columns ``src``, ``dst`` (original ids), then ``rel`` (relation name) and
-    ``weight`` if stored. An undirected edge set (stored as two directed edges) is written
-    with each edge once. Returns the number of rows written."""
+    """Write ``edge_set`` to ``out`` (``.parquet``, ``.tsv``, ``.csv``, optionally ``.gz``),
+    one record batch at a time: columns ``src``, ``dst`` (original ids), then ``rel``
+    (relation name) and ``weight`` if stored. An undirected edge set (stored as two directed
+    edges) is written with each edge once. Text files start with a plain header line
+    (``src<TAB>dst...``, never quoted) that ingest's header rule recognises, so an export
+    ingests back to the same graph. TSV writes fields raw and refuses an id or relation
+    holding a tab, newline or double quote; CSV quotes such fields. Returns the number of
+    rows written."""
     out = Path(out)
     name = out.name.lower()
     if name.endswith(".parquet"):
         kind = "parquet"
     elif name.endswith((".tsv", ".tsv.gz", ".txt", ".txt.gz")):
         kind = "tsv"
+    elif name.endswith((".csv", ".csv.gz")):
+        kind = "csv"
     else:
-        raise GraphsysError(f"{out}: output must end in .parquet, .tsv or .tsv.gz")
+        raise GraphsysError(f"{out}: output must end in .parquet, .tsv, .csv (or .tsv.gz, "
+                            f".csv.gz)")
     es = graph.edge_set(edge_set)
     rels = graph.relation_types
     ids = {t: graph.node_ids(t) for t in graph.entity_types}
@@ -52,25 +59,33 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                     cols["weight"] = pa.array(w)
                 batch = pa.RecordBatch.from_pydict(cols)
                 if writer is None:
-                    writer = (pq.ParquetWriter(sink, batch.schema) if kind == "parquet" else
-                              pacsv.CSVWriter(sink, batch.schema, write_options=pacsv.WriteOptions(
-                                  include_header=True, delimiter="\t", quoting_style="none")))
+                    writer = _writer(sink, batch.schema, kind)
                 try:
                     writer.write_batch(batch)
                 except pa.ArrowInvalid as exc:  # TSV cannot hold a tab, newline or quote
                     raise GraphsysError(f"{out}: cannot write as TSV "
                                         f"({str(exc).splitlines()[0][:200]}); export to "
-                                        f".parquet instead") from None
+                                        f".csv or .parquet instead") from None
                 rows += batch.num_rows
             if writer is None:  # empty edge set: header only
-                schema = pa.schema([("src", pa.int64()), ("dst", pa.int64())])
-                writer = (pq.ParquetWriter(sink, schema) if kind == "parquet" else
-                          pacsv.CSVWriter(sink, schema, write_options=pacsv.WriteOptions(
-                              delimiter="\t", quoting_style="none")))
+                writer = _writer(sink, pa.schema([("src", pa.int64()), ("dst", pa.int64())]),
+                                 kind)
             writer.close()
         finally:
             sink.close()
     return rows
+
+
+def _writer(sink, schema: pa.Schema, kind: str):
+    """A Parquet or text writer of ``schema`` on ``sink``. Text: the header line is written
+    here, unquoted (Arrow's CSV writer quotes the names it writes), then rows without one."""
+    if kind == "parquet":
+        return pq.ParquetWriter(sink, schema)
+    delimiter = "\t" if kind == "tsv" else ","
+    sink.write((delimiter.join(schema.names) + "\n").encode())
+    return pacsv.CSVWriter(sink, schema, write_options=pacsv.WriteOptions(
+        include_header=False, delimiter=delimiter,
+        quoting_style="none" if kind == "tsv" else "needed"))
 
 
 def _original(ids: dict, rels, toff: dict[str, int], rel_idx: np.ndarray, glob: np.ndarray,

@@ -176,6 +176,10 @@ def ids_array(arr: pa.Array) -> np.ndarray | pa.Array:
         if pc.any(pc.starts_with(arr, "+")).as_py():
             arr = pc.replace_substring_regex(arr, r"^\+([0-9])", r"\1")  # "+1" is 1
         try:
+            # Arrow's cast also reads hexadecimal text ("0x10" as 16): such text is a string
+            # id whatever the rest of the column holds
+            if pc.any(pc.match_substring_regex(arr, r"^[+-]?0[xX]")).as_py():
+                raise pa.ArrowInvalid("hexadecimal text")
             return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:
             arr = arr.cast(pa.large_string())

@@ -272,28 +272,23 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
     non-empty, chunk row ``k`` (int64) from index 0, and returns how many there are.
 
     ``drop_loops``: skip edges with ``src[k] == dst[k]``. ``undirected`` (one entity type on
-    both sides): a second sweep routes every non-loop edge reversed, after all the forward
-    edges; the outputs then need room for ``2 * len(src)`` rows."""
-    n = _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, bucket, key,
-                     row, 0)
-    if undirected:  # the reversed edges: dst -> src, loops skipped
-        n = _route_sweep(dst, src, codes_l, codes_r, num_partitions, True, bucket, key, row,
-                         n)
-    return n
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, bucket, key, row, n):
-    """One sweep of :func:`route_keys`, written from output row ``n``; ``row`` gets the
-    chunk row of each routed edge. Returns the next output row."""
+    both sides): every non-loop edge is also routed reversed, right after the edge itself, so
+    the routed rows keep the input order of the unordered pairs (a dedupe that keeps the first
+    occurrence then keeps the same input row for both directions); the outputs then need room
+    for ``2 * len(src)`` rows."""
     low = np.int64(0xFFFFFFFF)
     with_rows = row.shape[0] > 0
     m = src.shape[0]
+    n = 0
     for k in range(m):
         if k + PREFETCH_EDGES < m:  # the tables' rows are cache misses: ask for them early
             prefetch(codes_l, src[k + PREFETCH_EDGES])
             prefetch(codes_r, dst[k + PREFETCH_EDGES])
-        if drop_loops and src[k] == dst[k]:
+            if undirected:
+                prefetch(codes_l, dst[k + PREFETCH_EDGES])
+                prefetch(codes_r, src[k + PREFETCH_EDGES])
+        loop = src[k] == dst[k]
+        if drop_loops and loop:
             continue
         a = codes_l[src[k]]
         b = codes_r[dst[k]]
@@ -302,6 +297,14 @@ def _route_sweep(src, dst, codes_l, codes_r, num_partitions, drop_loops, bucket,
         if with_rows:
             row[n] = k
         n += 1
+        if undirected and not loop:  # the reversed edge dst -> src
+            a = codes_l[dst[k]]
+            b = codes_r[src[k]]
+            bucket[n] = np.int32((a >> 32) * num_partitions + (b >> 32))
+            key[n] = (np.uint64(a & low) << np.uint64(32)) | np.uint64(b & low)
+            if with_rows:
+                row[n] = k
+            n += 1
     return n
 
 

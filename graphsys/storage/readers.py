@@ -176,6 +176,30 @@ def _open_bytes(path: Path) -> _Input:
     return _Input(path)
 
 
+class _HexGuard:
+    """The fast path's byte stream, watched for ``0x`` / ``0X``: Arrow's integer parser
+    reads ``0x10`` as 16, while an integer id is ``[+-]?[0-9]+`` alone (docs/format.md), so
+    a file holding that text is read by the careful path, which keeps it as a string id."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.last = b""
+        self.closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.stream.read(n)
+        if b"0x" in data or b"0X" in data or (self.last == b"0" and data[:1] in (b"x", b"X")):
+            raise NeedCarefulRead("hexadecimal-looking text (0x...) is not an integer id")
+        self.last = data[-1:]
+        return data
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class NeedCarefulRead(Exception):
     """Raised by the fast text path when a block needs the careful path: a value that does not
     convert, a bad row in ``error`` mode, or a problem whose line number must be named."""
@@ -245,6 +269,13 @@ def _is_number(token: bytes) -> bool:
     return True
 
 
+def _field_name(token: bytes) -> str:
+    """A header field as a column name: decoded, stripped, and without one pair of
+    surrounding double quotes (``"src"`` names ``src``: CSV writers quote header names)."""
+    name = token.decode("utf-8", "replace").strip()
+    return name[1:-1] if len(name) >= 2 and name[0] == name[-1] == '"' else name
+
+
 def _auto_header(tokens: list[bytes], second: list[bytes] | None,
                  roles: dict[str, str | int | None]) -> bool:
     """The ``auto`` header rule: the first line is a header when it holds every column name
@@ -253,7 +284,7 @@ def _auto_header(tokens: list[bytes], second: list[bytes] | None,
     numeric. Anything else is data (a string-id file with another header needs
     ``header=True``)."""
     names = [v for v in roles.values() if isinstance(v, str)]
-    have = {t.decode("utf-8", "replace").strip() for t in tokens}
+    have = {_field_name(t) for t in tokens}
     if names or {"src", "dst"} <= have:
         return all(n in have for n in names or ("src", "dst"))
     return (second is not None and len(second) == len(tokens)
@@ -295,7 +326,7 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
     if header is None:
         header = _auto_header(tokens, split(first[1]) if len(first) == 2 else None, roles)
         named = {role: v for role, v in roles.items() if isinstance(v, str)}
-        fields = [t.decode("utf-8", "replace").strip() for t in tokens]
+        fields = [_field_name(t) for t in tokens]
         for role, col in named.items():
             if col not in fields:
                 raise InputError(f"unknown column {col!r} for {role}: the first line "
@@ -307,8 +338,7 @@ def _text_layout(path: Path, fmt: str, roles: dict[str, str | int | None], delim
     if header and len(first) < 2:
         raise InputError("a header line and no data lines (empty input)", path=path)
     if header:  # columns named in the header are found by position: names may repeat
-        roles = _header_positions(path, roles,
-                                  [t.decode("utf-8", "replace").strip() for t in tokens])
+        roles = _header_positions(path, roles, [_field_name(t) for t in tokens])
     names = [f"c{k}" for k in range(len(tokens))]
     selected = _select_columns(path, roles, names, has_names=bool(header))
     return _TextLayout(names, selected, delimiter, bool(header), leading, squeeze)
@@ -375,7 +405,7 @@ def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
     source = _open_bytes(path)
     try:
         reader = pacsv.open_csv(
-            source.stream,
+            _HexGuard(source.stream),
             read_options=pacsv.ReadOptions(block_size=TEXT_BLOCK_BYTES, use_threads=True,
                                            skip_rows=layout.leading + (1 if layout.header else 0),
                                            column_names=layout.names),
@@ -390,6 +420,8 @@ def _read_fast(path: Path, layout: _TextLayout, comment: str, on_bad_line: str,
             progress(source.position())
             yield RawEdgeBatch({role: batch.column(col) for role, col in layout.selected.items()},
                                None, source.position())
+    except NeedCarefulRead:
+        raise
     except pa.ArrowInvalid as exc:
         if "gzip" in str(exc).lower() or "truncated" in str(exc).lower():
             raise InputError(f"truncated or corrupt gzip stream ({_short(exc)})",

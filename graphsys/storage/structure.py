@@ -17,6 +17,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError
@@ -139,6 +140,7 @@ def check_node_table(table: pa.Table, graph, entity_type: str, partition: int,
     if "id" not in table.column_names or table.schema.field("id").type != id_type:
         raise FormatError(f"{path}: needs an 'id' column of type {id_type}")
     _no_nulls(table, "id", path)
+    _unique_ids(table.column("id"), path)
     for c in et.columns:
         if c.dtype:  # a mapped column lives in a file of its own (checked when mapped)
             continue
@@ -152,6 +154,18 @@ def check_node_table(table: pa.Table, graph, entity_type: str, partition: int,
             raise FormatError(f"{path}: node column {c.name!r} has type {typ}, not a "
                               f"{c.kind} column")
         _no_nulls(table, c.name, path)
+
+
+def _unique_ids(column: pa.ChunkedArray, path: Path) -> None:
+    """Refuse a node partition that holds one original id twice: every output would carry
+    two rows for it and lookups by id would pick one of the two (a hash count, linear in the
+    partition's nodes)."""
+    distinct = pc.count_distinct(column).as_py()
+    if distinct != len(column):
+        counts = pc.value_counts(column)
+        dup = counts.field("values").filter(pc.greater(counts.field("counts"), 1))[0].as_py()
+        raise FormatError(f"{path}: node id {dup!r} appears more than once "
+                          f"({len(column) - distinct:,} repeated ids; corrupted)")
 
 
 def _no_nulls(table: pa.Table, name: str, path: Path) -> None:
@@ -198,7 +212,11 @@ def check_structure(graph) -> dict[str, int]:
     check_listed(m, graph.location)
     for t in m.entity_types:
         for p in range(m.num_partitions):
-            graph._node_table(t, p)  # checked on read
+            graph._node_table(t, p)  # checked on read (ids unique within the partition)
+        ids = graph.node_ids(t)  # and across partitions
+        if len(ids) and pc.count_distinct(pa.chunked_array([ids])).as_py() != len(ids):
+            raise FormatError(f"{graph.location.file('manifest.json')}: entity type {t!r} "
+                              f"holds one node id in two partitions (corrupted)")
     edges = 0
     for name, es in m.edge_sets.items():
         for (i, j), n in sorted(es.buckets.items()):

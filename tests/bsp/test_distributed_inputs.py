@@ -1,0 +1,70 @@
+"""Ranks of one distributed run must read the same graph and run the same program: ranks
+given graph directories with the same counts but another partitioning fail in one line
+before the first superstep."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+from graphsys import open_graph
+from graphsys.bsp.algorithms.pagerank import PAGERANK_SPEC
+from graphsys.bsp.distributed import graph_digest, program_digest
+from graphsys.bsp.launch import free_port
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+def _graph(path, seed):
+    rng = np.random.default_rng(0)
+    table = pa.table({"src": rng.integers(0, 60, 400), "dst": rng.integers(0, 60, 400)})
+    ingest([EdgeSource(table=table)], path, IngestOptions(num_partitions=2, seed=seed))
+    return path
+
+
+def _ranks(args_per_rank, timeout=120):
+    port = free_port()
+    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port), "GRAPHSYS_DIST_TIMEOUT": "30", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-m", "graphsys", *args],
+                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r, args in enumerate(args_per_rank)]
+    out = []
+    for p in procs:
+        try:
+            out.append((p.wait(timeout=timeout), p.stderr.read()))
+        finally:
+            p.kill()
+    return out
+
+
+def test_digests_tell_partitionings_apart(tmp_path):
+    a, b = open_graph(_graph(tmp_path / "a", 0)), open_graph(_graph(tmp_path / "b", 1))
+    assert a.num_nodes() == b.num_nodes() and a.num_edges() == b.num_edges()
+    assert graph_digest(a) != graph_digest(b)
+    assert graph_digest(a) == graph_digest(open_graph(tmp_path / "a"))
+    p1 = PAGERANK_SPEC.make(a, damping=0.85, tol=1e-6)
+    p2 = PAGERANK_SPEC.make(a, damping=0.5, tol=1e-6)
+    assert program_digest(p1) != program_digest(p2)
+
+
+def test_ranks_on_different_graphs_fail_in_one_line(tmp_path):
+    a, b = _graph(tmp_path / "a", 0), _graph(tmp_path / "b", 1)
+    results = _ranks([["run", "pagerank", str(a)], ["run", "pagerank", str(b)]])
+    for code, err in results:
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, err
+        assert "rank 1 has another graph than rank 0" in lines[0], err
+
+
+def test_ranks_with_different_settings_fail(tmp_path):
+    a = _graph(tmp_path / "a", 0)
+    results = _ranks([["run", "pagerank", str(a), "--damping", "0.85"],
+                      ["run", "pagerank", str(a), "--damping", "0.5"]])
+    for code, err in results:
+        assert code == 2 and "another program" in err, err

@@ -1,0 +1,126 @@
+"""export -> ingest gives back the same graph (ids, weights, relations) in every text and
+table format; ``--undirected --dedupe`` keeps one weight per unordered pair; the integer-id
+rule (``[+-]?[0-9]+`` alone) holds in every format whatever the rest of the column holds."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphsys import open_graph
+from graphsys.errors import GraphsysError
+from graphsys.storage.export import export_edges
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+def edges_of(graph):
+    """Multiset of (src, dst[, rel][, weight]) with original ids."""
+    ids = {t: graph.node_ids(t) for t in graph.entity_types}
+    rels, toff = graph.relation_types, graph.type_offsets
+    out = collections.Counter()
+    for s, d, r, w in graph.iter_edges():
+        for k in range(len(s)):
+            rel = rels[r[k]] if r is not None else rels[0]
+            src, dst = ids[rel.lhs][s[k] - toff[rel.lhs]], ids[rel.rhs][d[k] - toff[rel.rhs]]
+            src = src.as_py() if hasattr(src, "as_py") else int(src)
+            dst = dst.as_py() if hasattr(dst, "as_py") else int(dst)
+            out[(src, dst) + ((rel.name,) if r is not None else ())
+                + ((float(w[k]),) if w is not None else ())] += 1
+    return out
+
+
+def _ingest(path, out, **cols):
+    opts = {k: cols.pop(k) for k in ("undirected", "dedupe") if k in cols}
+    ingest([EdgeSource([path], **cols)], out, IngestOptions(num_partitions=2, **opts))
+    return open_graph(out)
+
+
+TABLES = {
+    "int": pa.table({"src": [1, 2, 3, -4], "dst": [2, 3, 1, 1]}),
+    "string": pa.table({"src": ["a", "b b", "c,d", "0x10"], "dst": ["b b", "c,d", "a", "a"]}),
+    "mixed": pa.table({"src": ["7", "x", "007", "y"], "dst": ["x", "y", "8", "7"]}),
+    "weighted": pa.table({"src": [1, 2, 3], "dst": [2, 3, 1], "weight": [0.5, 1.25, 3.0]}),
+    "relations": pa.table({"src": ["a", "b", "a"], "dst": ["b", "c", "c"],
+                           "rel": ["likes", "knows", "likes"]}),
+}
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".csv", ".parquet", ".csv.gz"])
+@pytest.mark.parametrize("kind", sorted(TABLES))
+def test_export_ingest_same_graph(tmp_path, kind, suffix):
+    table = TABLES[kind]
+    pq.write_table(table, tmp_path / "in.parquet")
+    cols = {"weight_col": "weight"} if "weight" in table.column_names else {}
+    if "rel" in table.column_names:
+        cols["rel_col"] = "rel"
+    g = _ingest(tmp_path / "in.parquet", tmp_path / "g", **cols)
+    out = tmp_path / f"out{suffix}"
+    export_edges(g, out)
+    back = _ingest(out, tmp_path / "back", **cols)
+    assert edges_of(back) == edges_of(g)
+    assert back.num_nodes() == g.num_nodes()
+
+
+def test_text_header_is_plain(tmp_path):
+    pq.write_table(TABLES["string"], tmp_path / "in.parquet")
+    g = _ingest(tmp_path / "in.parquet", tmp_path / "g")
+    export_edges(g, tmp_path / "out.tsv")
+    assert (tmp_path / "out.tsv").read_text().splitlines()[0] == "src\tdst"
+    # a header quoted by another tool is recognised too, by name
+    (tmp_path / "q.tsv").write_text('"src"\t"dst"\na\tb\n')
+    q = _ingest(tmp_path / "q.tsv", tmp_path / "qg", src_col="src", dst_col="dst")
+    assert edges_of(q) == collections.Counter({("a", "b"): 1})
+
+
+def test_tsv_refuses_an_id_holding_a_tab(tmp_path):
+    pq.write_table(pa.table({"src": ["a\tb"], "dst": ["c"]}), tmp_path / "in.parquet")
+    g = _ingest(tmp_path / "in.parquet", tmp_path / "g")
+    with pytest.raises(GraphsysError, match="cannot write as TSV"):
+        export_edges(g, tmp_path / "out.tsv")
+    assert not (tmp_path / "out.tsv").exists()
+    export_edges(g, tmp_path / "out.csv")  # CSV quotes it
+    back = _ingest(tmp_path / "out.csv", tmp_path / "back")
+    assert edges_of(back) == edges_of(g)
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "parquet"])
+def test_undirected_dedupe_keeps_first_weight_of_the_pair(tmp_path, fmt):
+    rows = [(1, 2, 1.5), (2, 1, 5.0), (3, 2, 2.0), (2, 3, 7.0), (1, 3, 4.0)]
+    if fmt == "tsv":
+        path = tmp_path / "e.tsv"
+        path.write_text("".join(f"{a}\t{b}\t{w}\n" for a, b, w in rows))
+        cols = {"weight_col": 2}
+    else:
+        path = tmp_path / "e.parquet"
+        pq.write_table(pa.table({"src": [r[0] for r in rows], "dst": [r[1] for r in rows],
+                                 "weight": [r[2] for r in rows]}), path)
+        cols = {"weight_col": "weight"}
+    g = _ingest(path, tmp_path / "g", undirected=True, dedupe=True, **cols)
+    got = edges_of(g)
+    want = {(1, 2, 1.5), (2, 1, 1.5), (3, 2, 2.0), (2, 3, 2.0), (1, 3, 4.0), (3, 1, 4.0)}
+    assert set(got) == want and all(c == 1 for c in got.values())
+    export_edges(g, tmp_path / "out.tsv")
+    lines = sorted((tmp_path / "out.tsv").read_text().splitlines()[1:])
+    assert lines == ["1\t2\t1.5", "1\t3\t4", "2\t3\t2"]
+
+
+@pytest.mark.parametrize("others", [["16", "5"], ["16", "x"], []])
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "parquet"])
+def test_hexadecimal_text_is_a_string_id(tmp_path, fmt, others):
+    src = ["0x10", "0X1F"] + others
+    dst = ["16", "31"] + others[::-1]
+    if fmt == "parquet":
+        path = tmp_path / "e.parquet"
+        pq.write_table(pa.table({"src": src, "dst": dst}), path)
+    else:
+        sep = "\t" if fmt == "tsv" else ","
+        path = tmp_path / f"e.{fmt}"
+        path.write_text("".join(f"{a}{sep}{b}\n" for a, b in zip(src, dst)))
+    g = _ingest(path, tmp_path / "g")
+    ids = {str(x) for x in np.asarray(g.node_ids(), dtype=object)}
+    assert {"0x10", "0X1F", "16", "31"} <= ids
+    assert g.num_nodes() == len(set(src) | set(dst))
