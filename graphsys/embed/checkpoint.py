@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ import graphsys.embed.grow as grow
 from graphsys.embed.checkpoint_files import (
            CheckpointStorage,
            check_graph,
+           id_digests,
            load_npy,
            save_npy,
 )
@@ -102,6 +104,12 @@ class CheckpointManager:
         #: ``init_from`` checkpoint this one was grown from (None: a fresh start).
         self.grown_from: dict[str, Any] | None = None
 
+    @cached_property
+    def id_digests(self) -> dict[str, list[str]]:
+        """Per entity type, the sha256 of each partition's original ids in row order
+        (:func:`~.checkpoint_files.id_digests`), recorded in ``checkpoint.json``."""
+        return {t: id_digests(self.graph, t) for t in self.sizes}
+
     # -- metadata ---------------------------------------------------------------------------
     def config_json(self) -> dict[str, Any]:
         """``config.json``: the config with the graph, edge set and location it trains."""
@@ -122,7 +130,8 @@ class CheckpointManager:
             "version": version, "epochs_done": epochs_done,
             "graph": self.graph.location.uri, "edges": self.edge_set,
             "dimension": self.cfg.dimension, "num_partitions": self.graph.num_partitions,
-            "entity_types": {t: {"partition_sizes": s} for t, s in self.sizes.items()},
+            "entity_types": {t: {"partition_sizes": s, "id_digests": self.id_digests[t]}
+                             for t, s in self.sizes.items()},
             "relations": [{"name": r.name, "lhs": r.lhs, "rhs": r.rhs, "operator": op}
                           for r, op in zip(self.graph.relation_types, self.rel_ops)],
             "comparator": self.cfg.comparator,
@@ -235,6 +244,7 @@ class CheckpointManager:
                              for r, op in zip(self.graph.relation_types, self.rel_ops)],
                          sizes=self.sizes)
         old = grow.old_sizes(meta)
+        grow.check_old_ids(meta, source.root, self.graph, old)
         self.grown_from = {"checkpoint": str(source.root.absolute()),
                            "version": int(meta["version"]),
                            "entity_types": {t: {"partition_sizes": s} for t, s in old.items()}}

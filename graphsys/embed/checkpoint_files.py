@@ -30,10 +30,17 @@ grown from another (``init_from``, :mod:`graphsys.embed.grow`) records it under
 ``grown_from``: ``checkpoint``,
 ``version`` and the ``entity_types[t]["partition_sizes"]`` it was trained on (its rows are the
 first ones of each partition; ``freeze_old`` keeps those fixed).
+
+Rows are tied to entities by position, so ``checkpoint.json`` also records, per entity type
+and partition, the sha256 of the partition's original ids in row order
+(``entity_types[t]["id_digests"]``, :func:`id_digests`): loading for a graph, resuming and
+growing check them, so a graph re-ingested with the same partition sizes but other ids or
+another order is refused instead of attaching vectors to other entities.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -42,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
 from graphsys.embed.stats import EpochStats
 from graphsys.errors import FormatError, GraphsysError
@@ -86,6 +94,11 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
                 isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in sizes):
             raise FormatError(f"{path}: field 'entity_types.{etype}.partition_sizes' must be "
                               f"a list of node counts")
+        digests = info.get("id_digests")
+        if digests is not None and not (isinstance(digests, list) and len(digests) == len(sizes)
+                                        and all(isinstance(x, str) for x in digests)):
+            raise FormatError(f"{path}: field 'entity_types.{etype}.id_digests' must be a list "
+                              f"of one sha256 per partition")
     for k, rel in enumerate(meta.get("relations") or []):
         if not isinstance(rel, dict) or not all(isinstance(rel.get(f), str)
                                                 for f in ("name", "lhs", "rhs")):
@@ -95,6 +108,37 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
             EpochStats.from_json(stats)
     except (TypeError, KeyError, ValueError, AttributeError) as exc:
         raise FormatError(f"{path}: field 'stats' is malformed ({exc})") from None
+
+
+def id_digest(ids) -> str:
+    """sha256 (hex) of original ids in order: int64 NumPy ids, or a pyarrow string array
+    (its lengths and bytes, whatever its offset in a larger buffer)."""
+    h = hashlib.sha256()
+    if isinstance(ids, np.ndarray):
+        h.update(b"i")
+        h.update(np.ascontiguousarray(ids, dtype="<i8").tobytes())
+        return h.hexdigest()
+    arr = ids.cast(pa.large_string()) if isinstance(ids, pa.Array) else pa.array(
+        ids, pa.large_string())
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype="<i8")[arr.offset:arr.offset + len(arr) + 1]
+    h.update(b"s")
+    h.update((offsets - offsets[0]).tobytes())
+    if bufs[2] is not None and len(arr):
+        h.update(memoryview(bufs[2])[int(offsets[0]):int(offsets[-1])])
+    return h.hexdigest()
+
+
+def id_digests(graph: Graph, etype: str, rows: list[int] | None = None) -> list[str]:
+    """:func:`id_digest` of each partition of ``etype`` in ``graph``, over its first
+    ``rows[p]`` nodes when given (the rows a checkpoint grown from this one inherits)."""
+    out = []
+    for p in range(graph.num_partitions):
+        ids = graph.node_ids(etype, partition=p)
+        if rows is not None:
+            ids = ids[:rows[p]] if isinstance(ids, np.ndarray) else ids.slice(0, rows[p])
+        out.append(id_digest(ids))
+    return out
 
 
 def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
@@ -116,6 +160,15 @@ def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
             raise GraphsysError(f"{where}: entity type {etype!r} had {sum(want):,} nodes in "
                                 f"{len(want)} partitions {want[:8]}, the graph {graph.path} "
                                 f"has {sum(have):,} in {len(have)} {have[:8]} {hint}")
+        digests = info.get("id_digests")
+        if digests is not None:
+            now = id_digests(graph, etype)
+            bad = next((p for p, (a, b) in enumerate(zip(digests, now)) if a != b), None)
+            if bad is not None:
+                raise GraphsysError(f"{where}: partition {bad} of entity type {etype!r} holds "
+                                    f"other ids (or the same in another order) than it was "
+                                    f"trained on; the graph {graph.path} is not that graph "
+                                    f"{hint}")
     rels = meta.get("relations") or []
     want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in rels]
     have_rels = [(r.name, r.lhs, r.rhs) for r in graph.relation_types]

@@ -12,18 +12,25 @@ trained before the append therefore gives the first ``n_old[p]`` rows of every p
 * a new row with no old neighbour: the usual ``N(0, init_scale)`` initialisation (the same
   draw a fresh run with this seed makes), Adagrad sum 0.
 
+Old rows are tied to entities by position, so the first ``n_old[p]`` ids of every partition
+must be the ids the checkpoint was trained on, in the same order (:func:`check_old_ids`
+compares their sha256 with the checkpoint's ``id_digests``): a graph re-ingested from old and
+new edges, rather than grown by an append, may keep every partition at least as large while
+moving entities between rows, and is refused rather than trained with shifted vectors.
+
 Relation parameters (and their Adagrad sums) are copied. With ``freeze_old`` the trainer
 updates only the new rows; the old rows and the relation parameters stay as trained.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from graphsys.embed.checkpoint_files import CheckpointStorage, load_npy
+from graphsys.embed.checkpoint_files import CheckpointStorage, id_digests, load_npy
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph
 
@@ -64,6 +71,29 @@ def check_shape(meta: dict[str, Any], where: str | Path, *, dimension: int, comp
         for p, (a, b) in enumerate(zip(was_sizes, now_sizes)):
             if a > b:
                 raise refuse(f"entity_types.{t}.partition_sizes[{p}]", a, b)
+
+
+def check_old_ids(meta: dict[str, Any], where: str | Path, graph: Graph,
+                  old: dict[str, list[int]]) -> None:
+    """Raise :class:`GraphsysError` (one line) unless the first ``old[t][p]`` nodes of each
+    partition of ``graph`` have the original ids, in row order, that the checkpoint ``meta``
+    was trained on (its ``id_digests``). A checkpoint written before ids were recorded
+    cannot be checked: a warning says so."""
+    for t, sizes in old.items():
+        digests = meta["entity_types"][t].get("id_digests")
+        if digests is None:
+            warnings.warn(f"init_from {where}: the checkpoint records no entity ids; its rows "
+                          f"are taken to be the first rows of each partition unchecked",
+                          stacklevel=3)
+            continue
+        now = id_digests(graph, t, sizes)
+        bad = next((p for p, (a, b) in enumerate(zip(digests, now)) if a != b), None)
+        if bad is not None:
+            raise GraphsysError(
+                f"init_from {where}: the first {sizes[bad]:,} nodes of partition {bad} of "
+                f"entity type {t!r} are not the entities the checkpoint trained (other ids or "
+                f"another order): grow the old graph by appending edges to it, which keeps "
+                f"every old entity in its row, instead of ingesting old and new edges afresh")
 
 
 def neighbour_means(graph: Graph, edge_set: str, source: CheckpointStorage, version: int,
