@@ -65,7 +65,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from graphsys.gnn.data import open_source
-    from graphsys.gnn.train import TrainConfig, train
+    from graphsys.gnn import TrainConfig, train
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-planetoid-"))
     runs = RUNS if not args.only else [tuple(r.split(":")) for r in args.only.split(",")]

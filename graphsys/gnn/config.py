@@ -26,6 +26,9 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
 WEIGHT_DECAY_LAYERS = ("all", "first")
 #: Model selection and early-stopping rules of the node task (:attr:`TrainConfig.selection`)
 SELECTIONS = ("val_accuracy", "val_accuracy_and_loss")
+#: How a caller's own model is called (:mod:`graphsys.gnn.custom`): ``model(blocks, x)`` or,
+#: as models written for PyG's ``NeighborSampler``, ``model(x, adjs)``.
+INPUTS = ("blocks", "adjs")
 MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     ("node", "gat"): {"lr": 0.005, "dropout": 0.6},
 }
@@ -81,6 +84,7 @@ class TrainConfig:
     hard_band: tuple[int, int] = (50, 300)
     entity_type: str | None = None
     heads: int = 8
+    inputs: str = "blocks"
 
     def __post_init__(self):
         """Fill the task's defaults, then check every value: a :class:`ParameterError`
@@ -117,6 +121,9 @@ class TrainConfig:
                                               f"{self.selection!r}")
         if self.selection != "val_accuracy" and self.task != "node":
             raise ParameterError("selection", "applies to the node task only")
+        if self.inputs not in INPUTS:
+            raise ParameterError("inputs", f"must be one of {', '.join(INPUTS)}, got "
+                                           f"{self.inputs!r}")
         if self.full_graph:
             if self.task != "node":
                 raise ParameterError("full_graph", "applies to the node task only")

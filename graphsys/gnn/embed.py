@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError
@@ -24,19 +23,18 @@ from graphsys.gnn.inference import (
     partition_ranges,
 )
 from graphsys.gnn.model import GNN
-from graphsys.gnn.train import (
-    BlockSampler,
+from graphsys.gnn.training import (
     ItemInput,
     NodeInput,
     TrainConfig,
+    eval_blocks,
     holdout_split,
+    node_sampler,
     node_task_data,
+    walk_sampler,
 )
 from graphsys.plugins import GNN_MODELS
-from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency, typed_edges
-from graphsys.sampling.neighbor import make_block
-from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_counts
 from graphsys.storage.graph import Graph, open_graph
 
 
@@ -71,7 +69,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         data = node_task_data(graph, et, cfg.seed)
         inp = NodeInput(data["x"], n, cfg.hidden)
         adj = homogeneous_adjacency(graph, et, symmetric=True)
-        block_fn = BlockSampler(cfg, adj).eval_block
+        block_fn = eval_blocks(node_sampler(cfg, adj), cfg.seed)
     else:
         other = meta["other_type"]
         feat = torch.from_numpy(graph.node_column("feat", et)) if meta["has_features"] else None
@@ -82,14 +80,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         train_m, _, _ = holdout_split(users, items, cfg.seed)
         fw = from_coo(items[train_m], users[train_m], n, graph.num_nodes(other))
         bw = fw.transpose()
-        walkers = [RandomWalkNeighborSampler(fw, bw, cfg.num_traversals, cfg.termination_prob,
-                                             cfg.num_random_walks, f if f > 0 else 10)
-                   for f in (cfg.fanouts or [10, 10])]
-
-        def block_fn(dst: np.ndarray, layer: int):
-            nbr, cnt, num = walkers[layer].sample(dst, derive_seed(cfg.seed, 7919, layer),
-                                                  parallel=False)
-            return make_block(dst, nbr, num, normalise_counts(cnt, num), n)
+        block_fn = eval_blocks(walk_sampler(cfg, fw, bw, cfg.fanouts or [10, 10]), cfg.seed)
     missing, _ = inp.load_state_dict(_split_state(state, "input."), strict=False)
     if missing:
         raise GraphsysError(f"{checkpoint}: checkpoint lacks input parameters {missing}")

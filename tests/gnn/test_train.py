@@ -159,7 +159,7 @@ def test_weight_decay_on_the_first_layer_only():
 
     from graphsys.errors import ParameterError
     from graphsys.gnn.model import GNN
-    from graphsys.gnn.train import adam
+    from graphsys.gnn.training import adam
 
     model, inp = GNN("gcn", 5, 4, 3, num_layers=2), nn.Linear(2, 5)
     groups = adam(model, inp, 0.01, 5e-4, "first").param_groups
@@ -179,7 +179,7 @@ def test_gat_selection_rule_keeps_the_model_both_metrics_agree_on():
     """``selection="val_accuracy_and_loss"`` (Veličković et al.'s GAT code): patience
     restarts when accuracy (>=) or loss (<=) reaches its best, and the model is kept only
     when both do; the default keeps the best accuracy (strictly better)."""
-    from graphsys.gnn.train import _Monitor
+    from graphsys.gnn.training import _Monitor
 
     evals = [(0.50, 1.0), (0.60, 1.2), (0.60, 0.9), (0.55, 0.8), (0.55, 0.85), (0.58, 0.81),
              (0.59, 0.82)]
