@@ -64,8 +64,8 @@ def main() -> None:
                     help="hidden width of every model instead of the papers'")
     args = ap.parse_args()
 
-    from graphsys.gnn.data import open_source
     from graphsys.gnn import TrainConfig, train
+    from graphsys.gnn.data import open_source
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-planetoid-"))
     runs = RUNS if not args.only else [tuple(r.split(":")) for r in args.only.split(",")]
