@@ -89,9 +89,11 @@ class RandomWalkNeighborSampler(LayerwiseSampler):
     >>> fw = from_coo(np.array([0, 1, 2, 2, 3]), np.array([0, 0, 0, 1, 1]), 4, 2)
     >>> sampler = RandomWalkNeighborSampler(fw, fw.transpose(), 2, 0.5, 100, [2, 2])
     >>> blocks = sampler.sample_blocks([0], rng_seed=1)
-    >>> b = blocks[-1]
-    >>> b.src_nodes[b.edge_src].tolist(), b.edge_weight.sum().item()
-    ([0, 1], 1.0)
+    >>> b = blocks[-1]                                 # the output layer's block
+    >>> b.src_nodes[b.edge_src].tolist()               # item 0's 2 most visited items
+    [2, 0]
+    >>> b.edge_weight.sum().item(), len(blocks[0].dst_nodes) == b.num_src_nodes
+    (1.0, True)
     """
 
     def __init__(self, fw: Adjacency, bw: Adjacency, num_traversals: int,
