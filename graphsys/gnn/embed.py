@@ -45,9 +45,66 @@ def _split_state(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch
 def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
                      device: str | torch.device = "cpu", log=None,
                      progress: bool = False) -> dict[str, Any]:
-    """Write the embeddings of every node of the checkpoint's entity type to ``out``
-    (readable with :meth:`graphsys.embed.Embeddings.load`); returns a summary (entity_type,
-    num_nodes, dimension, out, files). ``progress``: a tqdm bar over layers x nodes."""
+    """Write every node's embedding under a trained checkpoint to Arrow files.
+
+    Rebuilds the model that :func:`~graphsys.gnn.train` saved (``out/checkpoint``) and
+    runs :func:`~graphsys.gnn.layerwise_inference` over the checkpoint's entity type,
+    partition by partition, writing each partition's embeddings as soon as they are ready
+    (layout: :mod:`graphsys.gnn.inference`). Node task: the model's outputs (class
+    scores); link task: the item embeddings, on the training graph with fixed-seed PinSage
+    neighbourhoods, as at evaluation time.
+
+    Parameters
+    ----------
+    checkpoint : str or Path
+        A checkpoint directory written by :func:`~graphsys.gnn.train` (``out/checkpoint``).
+    out : str or Path
+        The embedding directory to create.
+    graph : Graph, optional
+        The graph to embed (default: the one the checkpoint was trained on).
+    device : str or torch.device, optional
+        Where inference runs (default ``"cpu"``).
+    log : callable, optional
+        Called with a line per partition written.
+    progress : bool, optional
+        Show a tqdm bar over layers x nodes.
+
+    Returns
+    -------
+    dict
+        ``entity_type``, ``num_nodes``, ``dimension``, ``out``, ``files``.
+
+    Raises
+    ------
+    GraphsysError
+        A checkpoint of a user model (only builtin models are rebuilt), an entity type the
+        graph lacks, an ``out`` that already holds embeddings.
+
+    References
+    ----------
+    .. [1] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
+       "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018,
+       https://arxiv.org/abs/1806.01973.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.embed import Embeddings
+    >>> from graphsys.generators import sbm
+    >>> from graphsys.gnn import TrainConfig, embed_checkpoint, train
+    >>> m = sbm(200, 1000, blocks=4, features=8, train_per_class=10, num_val=40, num_test=100)
+    >>> nodes, edges = next(m.nodes()), next(m.edges())
+    >>> work = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy(edges["src"], edges["dst"], work + "/sbm", num_nodes=200,
+    ...                         undirected=True,
+    ...                         node_columns={k: v for k, v in nodes.items() if k != "id"})
+    >>> _ = train(g, TrainConfig(fanouts=[5, 5], hidden=16, epochs=2), out=work + "/run")
+    >>> info = embed_checkpoint(work + "/run/checkpoint", work + "/emb")
+    >>> info["num_nodes"], info["dimension"]                # 4 class scores per node
+    (200, 4)
+    >>> Embeddings.load(work + "/emb").to_numpy().shape
+    (200, 4)
+    """
     state, config, meta = load_checkpoint(checkpoint)
     if graph is None:
         graph = open_graph(meta["graph"])
