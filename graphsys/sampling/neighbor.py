@@ -43,15 +43,39 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pick up to ``fanout`` neighbours of every seed uniformly (``-1``: all of them).
 
-    Args:
-        adj: rows are the seeds' node type; a row lists the neighbours to sample from.
-        seeds: int64 (S,) row ids.
-        fanout: neighbours per seed. Without ``replace`` a seed with fewer neighbours keeps
-            all of them; with ``replace`` every seed that has a neighbour gets exactly
-            ``fanout`` draws.
-    Returns:
+    The one-layer kernel of :class:`NeighborSampler`, on NumPy arrays.
+
+    Parameters
+    ----------
+    adj : Adjacency
+        Rows are the seeds' node type; a row lists the neighbours to sample from.
+    seeds : numpy.ndarray
+        int64 (S,) row ids.
+    fanout : int
+        Neighbours per seed. Without ``replace`` a seed with fewer neighbours keeps all of
+        them; with ``replace`` every seed that has a neighbour gets exactly ``fanout``
+        draws.
+    replace : bool, optional
+        Sample with replacement (default False).
+    rng_seed : int, optional
+        Seed of the draws (default 0); the picks do not depend on ``parallel``.
+    parallel : bool, optional
+        Run on every thread (default True) or on the calling one.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
         ``(neighbors, counts, edge_pos)``: int64 (E,) picked neighbour ids grouped by seed,
         int64 (S,) picks per seed, int64 (E,) positions in ``adj.indices``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from graphsys.sampling import from_coo, sample_neighbors
+    >>> adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)  # row 0: 1, 2, 3
+    >>> nbr, counts, _ = sample_neighbors(adj, np.array([0, 1]), 2)
+    >>> counts.tolist(), len(nbr), set(nbr[:2].tolist()) <= {1, 2, 3}
+    ([2, 1], 3, True)
     """
     counts = np.empty(len(seeds), np.int64)
     (K.count_picks_par if parallel else K.count_picks_ser)(adj.indptr, seeds, fanout, replace,
