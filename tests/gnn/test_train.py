@@ -212,3 +212,23 @@ def test_selection_is_checked():
         TrainConfig(selection="val_loss")
     with pytest.raises(ParameterError, match="^selection applies to the node task only"):
         TrainConfig(task="link", selection="val_accuracy_and_loss")
+
+
+def test_one_training_entry_point():
+    """``graphsys.gnn.train`` is the function (the module is ``training``); the task
+    functions are private and every option is an explicit keyword."""
+    import inspect
+
+    import graphsys.gnn as gnn
+    from graphsys.errors import ParameterError
+
+    assert inspect.isfunction(gnn.train) and gnn.train.__module__ == "graphsys.gnn.training"
+    assert {"GNNResult", "NodeLoader", "train"} <= set(gnn.__all__)
+    assert not {"TrainResult", "PrefetchLoader", "train_node_classification",
+                "train_link_prediction"} & set(gnn.__all__)
+    params = inspect.signature(gnn.train).parameters
+    assert list(params) == ["graph", "config", "model", "loss", "features", "device", "out",
+                            "log", "progress"]
+    assert all(p.kind != p.VAR_KEYWORD for p in params.values())
+    with pytest.raises(ParameterError, match="inputs"):
+        TrainConfig(inputs="edges")
