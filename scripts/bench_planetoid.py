@@ -66,8 +66,8 @@ def main() -> None:
     add_record_argument(ap)
     args = ap.parse_args()
 
+    from graphsys.gnn import TrainConfig, train
     from graphsys.gnn.data import open_source
-    from graphsys.gnn.train import TrainConfig, train
 
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-planetoid-"))
     runs = RUNS if not args.only else [tuple(r.split(":")) for r in args.only.split(",")]

@@ -102,7 +102,7 @@ def time_loop(fn, batches, seconds):
 def gs_pinsage(fw, bw, batches, seconds):
     from graphsys.sampling import RandomWalkNeighborSampler
     s = RandomWalkNeighborSampler(fw, bw, **PINSAGE)
-    return time_loop(lambda b: len(s(b).src), batches, seconds)
+    return time_loop(lambda b: s.sample_blocks(b, 1)[0].num_edges, batches, seconds)
 
 
 def gs_neighbor(adj, batches, seconds):
@@ -211,7 +211,7 @@ def dgl_venv(work: Path) -> tuple[Path | None, str | None]:
 def prepare(args, work: Path) -> tuple[dict, dict, dict]:
     """The inputs: ``(arrays for DGL, graphsys objects, facts about them)``."""
     from graphsys.gnn.data import open_source
-    from graphsys.gnn.train import node_task_data
+    from graphsys.gnn.training import node_task_data
     from graphsys.sampling import bipartite_adjacency, typed_edges
 
     rng = np.random.default_rng(0)

@@ -21,9 +21,9 @@ runs over (:mod:`graphsys.analysis.simt`):
   temporary checkpoint; a step is one positive batch. SIMT over the training edge set's
   out-degrees (a vertex-centric pass over the same edges).
 * **GNN** (:func:`profile_gnn`): ``steps`` minibatch steps of the user's node-task
-  :class:`graphsys.gnn.train.TrainConfig` (model, fanouts, hidden, heads, dropout, lr, ...;
+  :class:`graphsys.gnn.TrainConfig` (model, fanouts, hidden, heads, dropout, lr, ...;
   default :data:`GNN_DEFAULTS`), the model built and the blocks sampled as
-  :mod:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat``/``label`` node
+  :func:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat``/``label`` node
   columns when present (used as stored, not row-normalised), else seeded random features
   (16 floats) and 4 random classes. SIMT over
   each block's per-destination in-degrees (the aggregation loops), one kernel per block.
@@ -480,21 +480,18 @@ def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
 def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int = 5,
                 config=None, batch_size: int | None = None, trace=None) -> dict[str, Any]:
     """``steps`` minibatch steps of the node task (see the module docstring); ``trace`` as
-    :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.train.TrainConfig`
+    :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.TrainConfig`
     (model, fanouts, hidden, heads, dropout, lr, weight_decay, batch_size, seed; default
     :data:`GNN_DEFAULTS`); the model is built by the trainer's
-    :func:`~graphsys.gnn.train.build_node_model` and sampled by its block sampler.
+    :func:`~graphsys.gnn.training.build_node_model` and sampled by its
+    :func:`~graphsys.gnn.training.node_sampler`.
     ``batch_size``, when given, replaces the config's."""
     from dataclasses import replace
 
     import torch
 
     from graphsys.gnn.overrides import train_config_from_overrides
-    from graphsys.gnn.train import (
-        BlockSampler,
-        build_node_model,
-        node_model_dims,
-    )
+    from graphsys.gnn.training import build_node_model, node_model_dims, node_sampler
     from graphsys.sampling.adjacency import homogeneous_adjacency
 
     cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)
@@ -522,7 +519,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
         labels = torch.as_tensor(rng.integers(0, 4, n))
     classes = int(labels.max()) + 1 if n else 1
     torch.manual_seed(seed)
-    sampler = BlockSampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
+    sampler = node_sampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
     dims = node_model_dims(cfg, feats.shape[1], classes, sampler.num_layers)
     model = build_node_model(cfg, dims)
     hidden = cfg.hidden
@@ -539,7 +536,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     def work(marker: StepMarker):
         for k, seeds in enumerate(batches):
             marker.step()
-            blocks = sampler.blocks(np.sort(seeds), seed + k, False)
+            blocks = sampler.sample_blocks(np.sort(seeds), seed + k, parallel=False)
             block_dst.append([(b.edge_dst, b.num_dst_nodes) for b in blocks])
             x = feats[blocks[0].src_nodes].to(dev)
             y = labels[blocks[-1].dst_nodes].to(dev)
@@ -561,7 +558,8 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                       [(lambda d=d: iter([d])) for d in degs])
     return {"stats": stats, "steps": steps, "flops": stats.flops,
             "workload": {"kind": "gnn", "model": cfg.model, "steps": steps,
-                         "batch_size": cfg.batch_size, "fanouts": sampler.fanouts,
+                         "batch_size": cfg.batch_size,
+                         "fanouts": cfg.fanouts or [-1] * sampler.num_layers,
                          "hidden": hidden, "heads": cfg.heads, "dropout": cfg.dropout,
                          "lr": cfg.lr, "classes": classes, "device": device,
                          "modelled_flops": stats.flops,
@@ -570,5 +568,5 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                          "features": "feat column" if "feat" in cols else "random (16)",
                          "simt_source": "per-destination in-degrees of every sampled block",
                          "trainer": "the trainer's block sampler, build_node_model and "
-                                    "Adam (graphsys.gnn.train), not train() itself"}}
+                                    "Adam (graphsys.gnn.training), not train() itself"}}
 

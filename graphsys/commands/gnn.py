@@ -129,8 +129,8 @@ def run(args) -> int:
 
 def _train(args) -> int:
     from graphsys.device import resolve_device
+    from graphsys.gnn import TrainConfig, train
     from graphsys.gnn.data import open_source
-    from graphsys.gnn.train import TrainConfig, train
     from graphsys.sampling.neighbor import parse_fanouts
     from graphsys.trace import recording
 

@@ -4,9 +4,12 @@
   :class:`GATConv`, :class:`GINConv` (pure torch, each with its formula in the docstring).
 * :func:`train` also takes the caller's own ``nn.Module``, loss and features
   (:mod:`graphsys.gnn.custom`); :func:`propagate` writes SGC/SIGN features out of core.
-* :class:`GNN`: a stack of one of them; :func:`train` (node classification or link
-  prediction) with background sampling workers, bounded prefetch, early stopping,
-  pickle-free checkpoints and metric logging.
+* :class:`GNN`: a stack of one of them; :func:`train`, the one training entry point (node
+  classification or link prediction) with background sampling workers, bounded prefetch,
+  early stopping, pickle-free checkpoints and metric logging; it returns a
+  :class:`GNNResult`.
+* :class:`NodeLoader`: minibatches of seed nodes with their sampled blocks, features and
+  labels (PyG's ``NeighborLoader``, DGL's ``DataLoader``), for a training loop of one's own.
 * :func:`layerwise_inference` / :func:`embed_checkpoint`: each layer over all nodes once,
   partition by partition, writing Arrow embeddings that
   :meth:`graphsys.embed.Embeddings.load` opens (``nearest``, ``vectors``, ``to_numpy``).
@@ -17,34 +20,27 @@ from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, SAGEConv
 from graphsys.gnn.embed import embed_checkpoint
 from graphsys.gnn.inference import layerwise_inference
-from graphsys.gnn.loader import PrefetchLoader
+from graphsys.gnn.loader import NodeLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.propagate import propagate, read_hop, sign_features
-from graphsys.gnn.train import (
-                                TrainResult,
-                                train,
-                                train_link_prediction,
-                                train_node_classification,
-)
+from graphsys.gnn.training import GNNResult, train
 
 __all__ = [
-                                "GNN",
-                                "GATConv",
-                                "GCNConv",
-                                "GINConv",
-                                "PinSageConv",
-                                "PrefetchLoader",
-                                "SAGEConv",
-                                "TrainConfig",
-                                "TrainResult",
-                                "embed_checkpoint",
-                                "layerwise_inference",
-                                "load_checkpoint",
-                                "propagate",
-                                "read_hop",
-                                "save_checkpoint",
-                                "sign_features",
-                                "train",
-                                "train_link_prediction",
-                                "train_node_classification",
+    "GNN",
+    "GATConv",
+    "GCNConv",
+    "GINConv",
+    "GNNResult",
+    "NodeLoader",
+    "PinSageConv",
+    "SAGEConv",
+    "TrainConfig",
+    "embed_checkpoint",
+    "layerwise_inference",
+    "load_checkpoint",
+    "propagate",
+    "read_hop",
+    "save_checkpoint",
+    "sign_features",
+    "train",
 ]

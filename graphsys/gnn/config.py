@@ -26,6 +26,9 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
 WEIGHT_DECAY_LAYERS = ("all", "first")
 #: Model selection and early-stopping rules of the node task (:attr:`TrainConfig.selection`)
 SELECTIONS = ("val_accuracy", "val_accuracy_and_loss")
+#: How a caller's own model is called (:mod:`graphsys.gnn.custom`): ``model(blocks, x)`` or,
+#: as models written for PyG's ``NeighborSampler``, ``model(x, adjs)``.
+INPUTS = ("blocks", "adjs")
 MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     ("node", "gat"): {"lr": 0.005, "dropout": 0.6},
 }
@@ -33,25 +36,95 @@ MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
 
 @dataclass
 class TrainConfig:
-    """Hyperparameters and run options (JSON-able; stored in checkpoints).
+    """Hyperparameters and run options of :func:`graphsys.gnn.train` (JSON-able; stored
+    in checkpoints).
 
-    ``fanouts``: neighbours per layer, input layer first (-1 = all; None = all for every
-    layer); its length is the number of layers. PinSage neighbourhoods use
-    ``num_traversals``/``termination_prob``/``num_random_walks`` and ``fanouts[l]`` as
-    ``num_neighbors`` of layer ``l``. ``lr`` for Adam; ``batch_size`` seeds (node task) or
-    query items (link task) per step; ``batches_per_epoch`` caps the link task's steps.
-    ``weight_decay`` is Adam's L2 penalty, on every parameter (``weight_decay_layers="all"``)
-    or on the first layer and the layer-0 input only (``"first"``, Kipf & Welling's GCN
-    recipe and PyG's ``gcn.py``). ``full_graph``: one step per epoch on the whole graph (node
-    task, full neighbourhoods; :mod:`graphsys.gnn.full_graph`). ``selection`` (node task):
-    ``"val_accuracy"`` keeps the model of the best validation accuracy and stops after
-    ``patience`` evaluations without a better one; ``"val_accuracy_and_loss"`` is the rule
-    of Veličković et al.'s GAT code: patience restarts when validation accuracy or loss
-    improves (accuracy ``>=`` its best, loss ``<=`` its best), and a model is kept only when
-    both do.
-    ``epochs``, ``lr``, ``weight_decay``, ``dropout``, ``batch_size`` and ``patience`` left
-    None take the task's (and model's) default (:data:`TASK_DEFAULTS`,
-    :data:`MODEL_DEFAULTS`); after construction they always hold a value.
+    Fields left None (``epochs``, ``lr``, ``weight_decay``, ``dropout``, ``batch_size``,
+    ``patience``) take the task's default, then the model's (:data:`TASK_DEFAULTS`,
+    :data:`MODEL_DEFAULTS`); after construction they always hold a value. Every value is
+    checked: a bad one raises :class:`~graphsys.errors.ParameterError` naming the field.
+
+    Parameters
+    ----------
+    task : {"node", "link"}
+        Node classification, or link prediction / item recommendation on a bipartite
+        graph (default ``"node"``).
+    model : str
+        A builtin model (``"sage"``, ``"gcn"``, ``"gat"``, ``"gin"``, ``"pinsage"``; see
+        :class:`~graphsys.gnn.GNN`) or a ``"module:Factory"`` spec (default ``"sage"``).
+    fanouts : list of int, optional
+        Neighbours per layer, input layer first (-1 = all); its length is the number of
+        layers. None: every neighbour in 2 layers (node task), ``[10, 10]`` (link task).
+        PinSage neighbourhoods keep ``fanouts[l]`` nodes in layer ``l``.
+    hidden : int
+        Hidden width (default 64).
+    epochs : int, optional
+        Maximum epochs (node 200, link 20).
+    lr : float, optional
+        Adam learning rate (node 0.01, gat 0.005, link 0.003).
+    weight_decay : float, optional
+        Adam's L2 penalty (node 5e-4, link 0).
+    weight_decay_layers : {"all", "first"}
+        Where ``weight_decay`` applies: every parameter, or the first layer and the
+        layer-0 input only (Kipf & Welling's GCN recipe, PyG's ``gcn.py``).
+    selection : {"val_accuracy", "val_accuracy_and_loss"}
+        Node task: keep the model of the best validation accuracy and stop after
+        ``patience`` evaluations without a better one; or the rule of Veličković et al.'s
+        GAT code: patience restarts when validation accuracy or loss improves (accuracy
+        ``>=`` its best, loss ``<=`` its best), and a model is kept only when both do.
+    full_graph : bool
+        Node task: one step per epoch on the whole graph, full neighbourhoods
+        (:mod:`graphsys.gnn.full_graph`) (default False).
+    dropout : float, optional
+        Dropout probability in [0, 1) (node 0.5, gat 0.6, link 0).
+    batch_size : int, optional
+        Seeds (node task) or query items (link task) per step (node 256, link 512).
+    batches_per_epoch : int, optional
+        Cap on the link task's steps per epoch.
+    patience : int, optional
+        Early stopping: evaluations without improvement (node 50, link 5).
+    eval_every : int
+        Evaluate every this many epochs, and after the last (default 1).
+    seed : int
+        Seed of every random choice: splits, initialisation, shuffles, samples (default 0).
+    num_workers : int
+        Sampling threads (default 1; 0 samples in the training thread).
+    prefetch : int
+        Batches sampled ahead of the training step, at most (default 2).
+    num_traversals, termination_prob, num_random_walks : int, float, int
+        PinSage walks (:class:`~graphsys.sampling.RandomWalkNeighborSampler`; defaults 3,
+        0.5, 50).
+    margin : float
+        Link task: max-margin loss margin (default 0.5).
+    num_negatives : int
+        Link task: uniform negative items per query (default 4).
+    hard_negatives : int
+        Link task: PinSage hard negatives per query from the second epoch on (default 1;
+        0 = none).
+    hard_band : tuple of int
+        Link task: personalized-PageRank rank band the hard negatives come from (default
+        ``(50, 300)``).
+    entity_type : str, optional
+        Node task: the labelled entity type; link task: the item type (default: found
+        from the graph).
+    heads : int
+        Attention heads of gat's hidden layers (default 8).
+    inputs : {"blocks", "adjs"}
+        How a caller's own model is called: ``model(blocks, x)``, or ``model(x, adjs)``
+        as models written for PyG's ``NeighborSampler`` (default ``"blocks"``).
+
+    Examples
+    --------
+    >>> from graphsys.gnn import TrainConfig
+    >>> cfg = TrainConfig(model="gat", fanouts=[10, 10])
+    >>> cfg.lr, cfg.dropout, cfg.epochs                # the node task's gat defaults
+    (0.005, 0.6, 200)
+    >>> TrainConfig(task="link").batch_size
+    512
+    >>> TrainConfig(dropout=1.5)
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: dropout must be in [0, 1), got 1.5
     """
 
     task: str = "node"
@@ -81,6 +154,7 @@ class TrainConfig:
     hard_band: tuple[int, int] = (50, 300)
     entity_type: str | None = None
     heads: int = 8
+    inputs: str = "blocks"
 
     def __post_init__(self):
         """Fill the task's defaults, then check every value: a :class:`ParameterError`
@@ -117,6 +191,9 @@ class TrainConfig:
                                               f"{self.selection!r}")
         if self.selection != "val_accuracy" and self.task != "node":
             raise ParameterError("selection", "applies to the node task only")
+        if self.inputs not in INPUTS:
+            raise ParameterError("inputs", f"must be one of {', '.join(INPUTS)}, got "
+                                           f"{self.inputs!r}")
         if self.full_graph:
             if self.task != "node":
                 raise ParameterError("full_graph", "applies to the node task only")

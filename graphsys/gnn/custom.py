@@ -1,6 +1,6 @@
 """User models in :func:`graphsys.gnn.train`: any ``torch.nn.Module`` over sampled blocks.
 
-A model is called in one of two conventions (``inputs``):
+A model is called in one of two conventions (``TrainConfig.inputs``):
 
 ``blocks``  ``model(blocks, x)``: ``blocks`` a list of :class:`~graphsys.sampling.Block`
             (input layer first), ``x`` float (blocks[0].num_src_nodes, F); returns
@@ -19,18 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numpy as np
 import torch
 from torch import nn
 
 from graphsys.errors import GraphsysError
+from graphsys.gnn.config import INPUTS
 from graphsys.sampling.adjacency import Adjacency
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.user_code import load_object
 
-#: Conventions a user model is called in.
-INPUTS = ("blocks", "adjs")
 #: Destination nodes per step of :func:`full_neighbourhood_outputs`.
 EVAL_CHUNK = 1 << 12
 
@@ -63,14 +61,17 @@ def caller(model: nn.Module, inputs: str) -> Callable[[list[Block], torch.Tensor
 @torch.no_grad()
 def full_neighbourhood_outputs(call, inputs: Callable[[torch.Tensor], torch.Tensor],
                                adj: Adjacency, num_layers: int, num_nodes: int, *,
-                               device: torch.device, chunk: int = EVAL_CHUNK) -> torch.Tensor:
+                               device: torch.device, chunk: int = EVAL_CHUNK,
+                               num_workers: int = 1, prefetch: int = 2) -> torch.Tensor:
     """Outputs of every node, float32 (num_nodes, C) on the CPU, from its full
-    ``num_layers``-hop neighbourhood, ``chunk`` destinations at a time (for models
-    without a per-layer method; memory grows with the neighbourhoods' size)."""
-    sampler = NeighborSampler(adj, [-1] * num_layers)
-    parts = []
-    for a in range(0, num_nodes, chunk):
-        seeds = np.arange(a, min(num_nodes, a + chunk), dtype=np.int64)
-        blocks = [b.to(device) for b in sampler.sample_blocks(seeds, 0, parallel=False)]
-        parts.append(call(blocks, inputs(blocks[0].src_nodes)).float().cpu())
-    return torch.cat(parts)
+    ``num_layers``-hop neighbourhood, ``chunk`` destinations per batch of a
+    :class:`~graphsys.gnn.NodeLoader` (for models without a per-layer method; memory grows
+    with the neighbourhoods' size)."""
+    from graphsys.gnn.loader import NodeLoader
+
+    loader = NodeLoader(None, NeighborSampler(adj, [-1] * num_layers),
+                        torch.arange(num_nodes), batch_size=chunk, shuffle=False,
+                        num_workers=num_workers, prefetch=prefetch, features=None,
+                        labels=None, device=device)
+    parts = [call(b.blocks, inputs(b.input_nodes)).float().cpu() for b in loader]
+    return torch.cat(parts) if parts else torch.zeros(0)

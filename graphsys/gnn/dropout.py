@@ -1,11 +1,11 @@
 """Dropout whose CPU mask comes from a counter-based hash, fused with the scaling.
 
 ``dropout(x, p, training)`` is ``F.dropout``'s function: each element is zeroed with
-probability ``p`` and the others are scaled by ``1 / (1 - p)``. On CPU, torch 2.13 draws the
-mask with a serial Bernoulli generator (about 15 ns per element here: 58 ms for Cora's
-2,708 x 1,433 features, 7x the first layer's matmul). This version keeps element ``i`` of the
-flattened tensor when ``splitmix64(key + i * golden) >> 32 >= round(p * 2**32)``, computed
-and applied in one parallel numba pass (about 4 ms for the same tensor on 2 threads). Only
+probability ``p`` and the others are scaled by ``1 / (1 - p)``. On CPU, torch draws the mask
+with a serial Bernoulli generator, which on raw bag-of-words features (Cora's 2,708 x 1,433)
+costs more than the first layer's matmul. This version keeps element ``i`` of the flattened
+tensor when ``splitmix64(key + i * golden) >> 32 >= round(p * 2**32)``, computed and
+applied in one parallel numba pass (see docs/benchmarks.md for the timings). Only
 the 64-bit ``key`` is stored for the backward pass, which recomputes the mask, so no mask
 tensor is kept. ``key`` is one draw from torch's default generator, so ``torch.manual_seed``
 fixes the masks, and the result does not depend on the thread count.

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError
@@ -24,19 +23,18 @@ from graphsys.gnn.inference import (
     partition_ranges,
 )
 from graphsys.gnn.model import GNN
-from graphsys.gnn.train import (
-    BlockSampler,
+from graphsys.gnn.training import (
     ItemInput,
     NodeInput,
     TrainConfig,
+    eval_blocks,
     holdout_split,
+    node_sampler,
     node_task_data,
+    walk_sampler,
 )
 from graphsys.plugins import GNN_MODELS
-from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency, typed_edges
-from graphsys.sampling.neighbor import make_block
-from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_counts
 from graphsys.storage.graph import Graph, open_graph
 
 
@@ -47,9 +45,66 @@ def _split_state(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch
 def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
                      device: str | torch.device = "cpu", log=None,
                      progress: bool = False) -> dict[str, Any]:
-    """Write the embeddings of every node of the checkpoint's entity type to ``out``
-    (readable with :meth:`graphsys.embed.Embeddings.load`); returns a summary (entity_type,
-    num_nodes, dimension, out, files). ``progress``: a tqdm bar over layers x nodes."""
+    """Write every node's embedding under a trained checkpoint to Arrow files.
+
+    Rebuilds the model that :func:`~graphsys.gnn.train` saved (``out/checkpoint``) and
+    runs :func:`~graphsys.gnn.layerwise_inference` over the checkpoint's entity type,
+    partition by partition, writing each partition's embeddings as soon as they are ready
+    (layout: :mod:`graphsys.gnn.inference`). Node task: the model's outputs (class
+    scores); link task: the item embeddings, on the training graph with fixed-seed PinSage
+    neighbourhoods, as at evaluation time.
+
+    Parameters
+    ----------
+    checkpoint : str or Path
+        A checkpoint directory written by :func:`~graphsys.gnn.train` (``out/checkpoint``).
+    out : str or Path
+        The embedding directory to create.
+    graph : Graph, optional
+        The graph to embed (default: the one the checkpoint was trained on).
+    device : str or torch.device, optional
+        Where inference runs (default ``"cpu"``).
+    log : callable, optional
+        Called with a line per partition written.
+    progress : bool, optional
+        Show a tqdm bar over layers x nodes.
+
+    Returns
+    -------
+    dict
+        ``entity_type``, ``num_nodes``, ``dimension``, ``out``, ``files``.
+
+    Raises
+    ------
+    GraphsysError
+        A checkpoint of a user model (only builtin models are rebuilt), an entity type the
+        graph lacks, an ``out`` that already holds embeddings.
+
+    References
+    ----------
+    .. [1] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
+       "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018,
+       https://arxiv.org/abs/1806.01973.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.embed import Embeddings
+    >>> from graphsys.generators import sbm
+    >>> from graphsys.gnn import TrainConfig, embed_checkpoint, train
+    >>> m = sbm(200, 1000, blocks=4, features=8, train_per_class=10, num_val=40, num_test=100)
+    >>> nodes, edges = next(m.nodes()), next(m.edges())
+    >>> work = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy(edges["src"], edges["dst"], work + "/sbm", num_nodes=200,
+    ...                         undirected=True,
+    ...                         node_columns={k: v for k, v in nodes.items() if k != "id"})
+    >>> _ = train(g, TrainConfig(fanouts=[5, 5], hidden=16, epochs=2), out=work + "/run")
+    >>> info = embed_checkpoint(work + "/run/checkpoint", work + "/emb")
+    >>> info["num_nodes"], info["dimension"]                # 4 class scores per node
+    (200, 4)
+    >>> Embeddings.load(work + "/emb").to_numpy().shape
+    (200, 4)
+    """
     state, config, meta = load_checkpoint(checkpoint)
     if graph is None:
         graph = open_graph(meta["graph"])
@@ -71,7 +126,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         data = node_task_data(graph, et, cfg.seed)
         inp = NodeInput(data["x"], n, cfg.hidden)
         adj = homogeneous_adjacency(graph, et, symmetric=True)
-        block_fn = BlockSampler(cfg, adj).eval_block
+        block_fn = eval_blocks(node_sampler(cfg, adj), cfg.seed)
     else:
         other = meta["other_type"]
         feat = torch.from_numpy(graph.node_column("feat", et)) if meta["has_features"] else None
@@ -82,14 +137,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         train_m, _, _ = holdout_split(users, items, cfg.seed)
         fw = from_coo(items[train_m], users[train_m], n, graph.num_nodes(other))
         bw = fw.transpose()
-        walkers = [RandomWalkNeighborSampler(fw, bw, cfg.num_traversals, cfg.termination_prob,
-                                             cfg.num_random_walks, f if f > 0 else 10)
-                   for f in (cfg.fanouts or [10, 10])]
-
-        def block_fn(dst: np.ndarray, layer: int):
-            nbr, cnt, num = walkers[layer].sample(dst, derive_seed(cfg.seed, 7919, layer),
-                                                  parallel=False)
-            return make_block(dst, nbr, num, normalise_counts(cnt, num), n)
+        block_fn = eval_blocks(walk_sampler(cfg, fw, bw, cfg.fanouts or [10, 10]), cfg.seed)
     missing, _ = inp.load_state_dict(_split_state(state, "input."), strict=False)
     if missing:
         raise GraphsysError(f"{checkpoint}: checkpoint lacks input parameters {missing}")

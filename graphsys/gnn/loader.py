@@ -1,14 +1,13 @@
-"""Producer-consumer minibatch pipeline: sampling in worker threads, bounded prefetch.
+"""Minibatch loading: :class:`NodeLoader` (seeds -> sampled blocks, features, labels) over
+the internal producer-consumer pipeline :class:`PrefetchLoader`.
 
 The numba sampling kernels release the GIL, so worker threads sample in parallel with the
-training step. Batch ``i`` is produced by ``make_batch(i)``, which must depend only on ``i``
-(derive its RNG seed from the run seed, epoch and ``i``): batches then come out identical
-and in the same order whatever the number of workers.
-
-The trainer's ``make_batch`` uses the single-threaded (``nogil``) kernels: parallelism comes
-from the workers. The OpenMP-parallel kernels would leave numba's OpenMP threads
-spin-waiting after each call, and on a small machine those spinning threads slow down
-torch's own intra-op threads several-fold (measured 4x on Cora with 2 cores).
+training step. Batch ``i`` of an epoch depends only on the loader's seed, the epoch and
+``i``: batches come out identical and in the same order whatever the number of workers.
+Inside the workers the samplers run their single-threaded (``nogil``) kernels
+(:func:`graphsys.sampling._util.serial_kernels`): the workers are the parallelism, and
+numba's OpenMP threads, left spin-waiting after each parallel call, would take the cores
+of torch's intra-op threads.
 """
 
 from __future__ import annotations
@@ -16,24 +15,27 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
+from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import MiniBatch
+from graphsys.sampling.features import feature_rows
+from graphsys.storage.graph import Graph, open_graph
 from graphsys.trace import trace_range, traced
 
 
 class PrefetchLoader:
     """Iterate ``make_batch(i)`` for ``i`` in ``range(num_batches)``, in order.
 
-    Args:
-        num_batches: batches per pass.
-        make_batch: ``i -> MiniBatch``, deterministic in ``i``.
-        num_workers: sampling threads (0 = sample in the consuming thread).
-        prefetch: at most this many batches sampled ahead of the consumer (the bound of
-            the producer-consumer queue).
-        device: batches are moved there (``non_blocking`` from pinned memory on CUDA).
+    ``make_batch``: ``i -> MiniBatch``, deterministic in ``i``; ``num_workers`` sampling
+    threads (0 = sample in the consuming thread); at most ``prefetch`` batches sampled
+    ahead of the consumer (the bound of the producer-consumer queue); batches are moved to
+    ``device`` (``non_blocking`` from pinned memory on CUDA).
     """
 
     def __init__(self, num_batches: int, make_batch: Callable[[int], MiniBatch], *,
@@ -51,10 +53,7 @@ class PrefetchLoader:
     @traced("gnn.sample")
     def _produce(self, i: int) -> MiniBatch:
         batch = self.make_batch(i)
-        if self.device.type == "cuda":
-            batch = MiniBatch(batch.seeds.pin_memory(), [b.pin_memory() for b in batch.blocks],
-                              {k: v.pin_memory() for k, v in batch.extra.items()})
-        return batch
+        return batch.pin_memory() if self.device.type == "cuda" else batch
 
     def __iter__(self) -> Iterator[MiniBatch]:
         """Batches in order; while tracing, the consumer's work on each batch (between two
@@ -89,3 +88,199 @@ class PrefetchLoader:
     @traced("gnn.load")
     def _to_device(self, batch: MiniBatch) -> MiniBatch:
         return batch.to(self.device, non_blocking=self.device.type == "cuda")
+
+
+class NodeLoader:
+    """Minibatches of seed nodes with their sampled blocks, input features and labels.
+
+    graphsys's counterpart of PyG's ``NeighborLoader`` and DGL's ``DataLoader``: each pass
+    (epoch) cuts ``seeds`` into batches of ``batch_size``, reshuffled from ``seed`` and the
+    epoch number, samples each batch's blocks with ``sampler`` and gathers the input
+    features and the labels, in ``num_workers`` background threads that stay at most
+    ``prefetch`` batches ahead of the training step. Batch ``i`` of epoch ``e`` depends only
+    on ``(seed, e, i)``: the same whatever ``num_workers``.
+
+    Parameters
+    ----------
+    graph : Graph, str or None
+        The graph (or its directory) whose node columns ``features`` and ``labels`` name;
+        None when neither names a column.
+    sampler : Sampler
+        Draws the blocks of a batch (:class:`~graphsys.sampling.NeighborSampler`,
+        :class:`~graphsys.sampling.PinSAGESampler`, or any
+        :class:`~graphsys.sampling.Sampler`); batch ``i`` of epoch ``e`` is sampled with
+        ``rng_seed = derive_seed(seed, e, i)``.
+    seeds : int tensor, array or sequence, or bool mask
+        The nodes to batch (unique ids of the sampler's node type), or a boolean mask over
+        them.
+    batch_size : int, optional
+        Seeds per batch (default 512); the last batch of an epoch may be smaller.
+    shuffle : bool, optional
+        Reshuffle the seeds every epoch (default True); else batches follow ``seeds``'
+        order (the samples still differ by epoch).
+    seed : int, optional
+        Seed of the shuffles and of the samples (default 0).
+    num_workers : int, optional
+        Sampling threads (default 1; 0 samples in the iterating thread).
+    prefetch : int, optional
+        Batches sampled ahead of the consumer, at most (default 2).
+    features : str, tensor, array or None, optional
+        Input features: a node column of ``graph`` (default ``"feat"``; read through a
+        memory map when stored in a file of its own) or an (N, F) tensor/array, row ``v``
+        for node ``v``. Each batch's ``x`` holds the rows of ``blocks[0].src_nodes``. None:
+        ``x`` is None.
+    labels : str, tensor, array or None, optional
+        Node labels: a node column of ``graph`` (default ``"label"``) or an (N,)
+        tensor/array; each batch's ``y`` holds the seeds' labels. None: ``y`` is None.
+    device : str or torch.device, optional
+        Where the batches are delivered (default ``"cpu"``; from pinned memory on CUDA).
+    drop_last : bool, optional
+        Drop an epoch's last, incomplete batch (default False).
+
+    Yields
+    ------
+    MiniBatch
+        ``seeds`` int64 (B,), ``blocks`` (input layer first), ``x`` float
+        (len(blocks[0].src_nodes), F) or None, ``y`` (B,) or None.
+
+    Raises
+    ------
+    ParameterError
+        A parameter out of range, repeated seeds, or a named column the graph lacks.
+
+    See Also
+    --------
+    graphsys.gnn.train : the node task trains on a ``NodeLoader``.
+
+    Notes
+    -----
+    ``len(loader)`` is the number of batches per epoch. The first pass is epoch 0 and
+    every pass advances the epoch by one; :meth:`set_epoch` sets it explicitly (as
+    PyTorch's ``DistributedSampler.set_epoch``).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, torch, graphsys
+    >>> from graphsys.gnn import NodeLoader
+    >>> from graphsys.sampling import NeighborSampler
+    >>> rng = np.random.default_rng(0)
+    >>> g = graphsys.from_numpy(rng.integers(0, 100, 400), rng.integers(0, 100, 400),
+    ...                         tempfile.mkdtemp() + "/g", num_nodes=100, undirected=True,
+    ...                         node_columns={"feat": rng.random((100, 8), np.float32),
+    ...                                       "label": rng.integers(0, 3, 100)})
+    >>> loader = NodeLoader(g, NeighborSampler(g, [5, 5]), np.arange(50), batch_size=16)
+    >>> len(loader)
+    4
+    >>> batch = next(iter(loader))
+    >>> batch.seeds.shape, len(batch.blocks), batch.y.shape
+    (torch.Size([16]), 2, torch.Size([16]))
+    >>> batch.x.shape[0] == len(batch.blocks[0].src_nodes), batch.x.shape[1]
+    (True, 8)
+    >>> sorted(torch.cat([b.seeds for b in loader]).tolist()) == list(range(50))
+    True
+    """
+
+    def __init__(self, graph: Graph | str | Path | None, sampler: Sampler, seeds, *,
+                 batch_size: int = 512, shuffle: bool = True, seed: int = 0,
+                 num_workers: int = 1, prefetch: int = 2, features="feat", labels="label",
+                 device: str | torch.device = "cpu", drop_last: bool = False):
+        if not isinstance(sampler, Sampler):
+            raise ParameterError("sampler", f"must be a graphsys.sampling.Sampler, got "
+                                            f"{type(sampler).__name__}")
+        for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
+                                ("prefetch", prefetch, 1)):
+            if not isinstance(value, (int, np.integer)) or value < lo:
+                raise ParameterError(name, f"must be an integer >= {lo}, got {value!r}")
+        self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
+        self.sampler = sampler
+        self.seeds = self._seed_ids(seeds)
+        self.batch_size, self.shuffle, self.seed = int(batch_size), bool(shuffle), int(seed)
+        self.num_workers, self.prefetch = int(num_workers), int(prefetch)
+        self.device = torch.device(device)
+        self.drop_last = bool(drop_last)
+        self.features = self._column("features", features, 2)
+        self.labels = self._column("labels", labels, 1)
+        self.epoch = 0
+
+    def _seed_ids(self, seeds) -> torch.Tensor:
+        """``seeds`` as unique int64 ids of the sampler's nodes (a bool mask selects)."""
+        n = self.sampler.num_nodes
+        mask = seeds.detach().cpu().numpy() if torch.is_tensor(seeds) else np.asarray(seeds)
+        if mask.dtype == bool:
+            if mask.shape != (n,):
+                raise ParameterError("seeds", f"a boolean mask must have one entry per node "
+                                              f"({n}), got shape {mask.shape}")
+            seeds = np.flatnonzero(mask)
+        ids = as_seed_array(seeds, n)
+        if len(np.unique(ids)) != len(ids):
+            raise ParameterError("seeds", "repeat a node; each seed must appear once")
+        return torch.from_numpy(ids)
+
+    def _column(self, name: str, value, ndim: int):
+        """The node column ``value`` (a column name, tensor or array) as a tensor, or as
+        a float16/float32 NumPy array (features, gathered GIL-free); None stays None."""
+        if value is None:
+            return None
+        n = self.sampler.num_nodes
+        if isinstance(value, str):
+            if self.graph is None:
+                raise ParameterError(name, f"names the node column {value!r} but no graph "
+                                           f"was given")
+            et = getattr(self.sampler, "entity_type", None)
+            cols = self.graph.node_columns(et)
+            if value not in cols:
+                raise ParameterError(name, f"{self.graph.path} has no node column {value!r} "
+                                           f"(columns: {', '.join(cols) or 'none'}); pass "
+                                           f"None for no {name}")
+            value = (self.graph.mapped_node_column(value, et) if ndim == 2 else
+                     self.graph.node_column(value, et))
+        if isinstance(value, np.ndarray) and value.dtype in (np.float16, np.float32) \
+                and value.ndim == 2:
+            arr = value
+        else:
+            arr = value.detach() if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
+        if arr.ndim != ndim or arr.shape[0] != n:
+            want = f"({n}, F)" if ndim == 2 else f"({n},)"
+            raise ParameterError(name, f"has shape {tuple(arr.shape)}, expected {want} (one "
+                                       f"row per node of the sampler)")
+        return arr
+
+    @staticmethod
+    def _gather(column, ids: torch.Tensor) -> torch.Tensor | None:
+        if column is None:
+            return None
+        if isinstance(column, np.ndarray):
+            return feature_rows(column, ids)
+        return column.index_select(0, ids.to(column.device))
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next pass epoch ``epoch`` (its shuffle and samples)."""
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        n, b = len(self.seeds), self.batch_size
+        return n // b if self.drop_last else -(-n // b)
+
+    def _order(self, epoch: int) -> torch.Tensor:
+        if not self.shuffle:
+            return self.seeds
+        gen = torch.Generator().manual_seed(derive_seed(self.seed, epoch))
+        return self.seeds[torch.randperm(len(self.seeds), generator=gen)]
+
+    def _batch(self, order: torch.Tensor, epoch: int, i: int) -> MiniBatch:
+        seeds = order[i * self.batch_size:(i + 1) * self.batch_size]
+        with serial_kernels():
+            blocks = self.sampler.sample_blocks(seeds, derive_seed(self.seed, epoch, i))
+        return MiniBatch(seeds, blocks, x=self._gather(self.features, blocks[0].src_nodes),
+                         y=self._gather(self.labels, seeds))
+
+    def __iter__(self) -> Iterator[MiniBatch]:
+        epoch, self.epoch = self.epoch, self.epoch + 1
+        order = self._order(epoch)
+        return iter(PrefetchLoader(len(self), lambda i: self._batch(order, epoch, i),
+                                   num_workers=self.num_workers, prefetch=self.prefetch,
+                                   device=self.device))
+
+    def __repr__(self) -> str:
+        return (f"NodeLoader({len(self.seeds)} seeds, batch_size={self.batch_size}, "
+                f"{len(self)} batches, sampler={self.sampler!r})")

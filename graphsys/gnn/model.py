@@ -25,19 +25,64 @@ from graphsys.sampling.block import Block
 class GNN(nn.Module):
     """A ``num_layers``-layer GNN over a list of blocks (input layer first).
 
-    Args:
-        model: a name in :data:`graphsys.plugins.GNN_MODELS`.
-        in_dim, hidden_dim, out_dim: feature sizes.
-        num_layers: convolutions (= blocks per batch).
-        dropout: dropout probability on every layer's input, raw features included
-            (default 0.5; as Kipf & Welling, which matters on Cora); for ``gat`` also
-            the attention and feature dropout of :class:`GATConv`.
-        heads: attention heads of ``gat``'s hidden layers (``hidden_dim`` must be a
-            multiple); ignored by the other models.
+    The stack :func:`graphsys.gnn.train` builds from ``TrainConfig.model`` (see the module
+    docstring for each model's layers, activations and head).
 
-    Shapes:
-        ``forward(blocks, x)``: ``x`` float (blocks[0].num_src_nodes, in_dim) ->
-        float (blocks[-1].num_dst_nodes, out_dim).
+    Parameters
+    ----------
+    model : str
+        A name in :data:`graphsys.plugins.GNN_MODELS`: ``"sage"``, ``"gcn"``, ``"gat"``,
+        ``"gin"``, ``"pinsage"`` or a registered plugin.
+    in_dim, hidden_dim, out_dim : int
+        Input, hidden and output feature sizes.
+    num_layers : int, optional
+        Convolutions, one per block of a batch (default 2).
+    dropout : float, optional
+        Dropout probability on every layer's input, raw features included (default 0.5,
+        as Kipf & Welling); for ``gat`` also the attention and feature dropout of
+        :class:`~graphsys.gnn.GATConv`.
+    heads : int, optional
+        Attention heads of ``gat``'s hidden layers (``hidden_dim`` must be a multiple);
+        ignored by the other models (default 8).
+
+    Notes
+    -----
+    ``forward(blocks, x)`` maps ``x`` float (blocks[0].num_src_nodes, in_dim) to float
+    (blocks[-1].num_dst_nodes, out_dim); :meth:`layer` runs one layer alone, as
+    :func:`~graphsys.gnn.layerwise_inference` does.
+
+    References
+    ----------
+    .. [1] W. L. Hamilton, R. Ying and J. Leskovec, "Inductive Representation Learning on
+       Large Graphs", NeurIPS 2017, https://arxiv.org/abs/1706.02216.
+    .. [2] T. N. Kipf and M. Welling, "Semi-Supervised Classification with Graph
+       Convolutional Networks", ICLR 2017, https://arxiv.org/abs/1609.02907.
+    .. [3] P. Veličković, G. Cucurull, A. Casanova, A. Romero, P. Liò and Y. Bengio,
+       "Graph Attention Networks", ICLR 2018, https://arxiv.org/abs/1710.10903.
+    .. [4] K. Xu, W. Hu, J. Leskovec and S. Jegelka, "How Powerful are Graph Neural
+       Networks?", ICLR 2019, https://arxiv.org/abs/1810.00826.
+    .. [5] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
+       "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018,
+       https://arxiv.org/abs/1806.01973.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from graphsys.gnn import GNN
+    >>> from graphsys.sampling import NeighborSampler, from_coo
+    >>> src, dst = np.array([0, 1, 2, 3, 4]), np.array([1, 2, 3, 4, 0])    # a 5-cycle
+    >>> adj = from_coo(np.r_[src, dst], np.r_[dst, src], 5, 5)
+    >>> blocks = NeighborSampler(adj, [-1, -1]).sample_blocks([0, 2])
+    >>> model = GNN("sage", in_dim=3, hidden_dim=8, out_dim=2).eval()
+    >>> model(blocks, torch.randn(blocks[0].num_src_nodes, 3)).shape
+    torch.Size([2, 2])
+    >>> model
+    GNN(
+      (convs): ModuleList(
+        (0): SAGEConv(3, 8, aggr='mean')
+        (1): SAGEConv(8, 2, aggr='mean')
+      )
+    )
     """
 
     def __init__(self, model: str, in_dim: int, hidden_dim: int, out_dim: int,

@@ -1,5 +1,5 @@
 """``key=value`` overrides of the GNN training config
-(:class:`~graphsys.gnn.train.TrainConfig`), as ``graphsys profile --workload gnn --set``
+(:class:`~graphsys.gnn.TrainConfig`), as ``graphsys profile --workload gnn --set``
 takes them."""
 
 from __future__ import annotations

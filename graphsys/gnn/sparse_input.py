@@ -1,10 +1,9 @@
 """Raw node features held as a CSR sparse tensor where most entries are zero.
 
-Bag-of-words features are mostly zeros: Cora's 2,708 x 1,433 has 1.27 % nonzero entries,
-CiteSeer's 0.85 %. A full-graph epoch multiplies the whole feature matrix by the first
-layer's weights three times (the forward pass, the weight gradient, the evaluation). As CSR
-each product costs O(nnz x F') instead of O(N x F x F'): for Cora with F' = 256, 1.0 ms
-against 6.2 ms forward, and 3.9 against 13.0 ms with the gradient (torch 2.13, 2 threads).
+Bag-of-words features are mostly zeros (Cora's and CiteSeer's about 1 % nonzero). A
+full-graph epoch multiplies the whole feature matrix by the first layer's weights three
+times (the forward pass, the weight gradient, the evaluation). As CSR each product costs
+O(nnz x F') instead of O(N x F x F') (see docs/benchmarks.md for the timings).
 
 The full-graph trainer (``TrainConfig(full_graph=True)``) uses it on CPU when the first
 convolution declares ``sparse_input`` (:class:`~graphsys.gnn.conv.sage.SAGEConv` where it

@@ -1,15 +1,18 @@
 """Graph samplers for GNN training, numba-parallel on CPU.
 
-* :class:`PinSAGESampler` / :class:`RandomWalkNeighborSampler`: PinSage random-walk
-  importance neighbourhoods (DGL's signature; returns ``(src, dst, weight)``).
+* :class:`Sampler`: the protocol every minibatch sampler implements:
+  ``sample_blocks(seeds, rng_seed=0) -> list[Block]`` (input layer first), ``num_nodes``,
+  ``num_layers``; :class:`graphsys.gnn.NodeLoader` batches seeds through one.
 * :class:`NeighborSampler`: uniform per-layer fanouts (GraphSAGE), with or without
-  replacement, producing :class:`Block` lists.
+  replacement.
+* :class:`PinSAGESampler` / :class:`RandomWalkNeighborSampler`: PinSage random-walk
+  importance neighbourhoods (DGL's arguments), blocks weighted by visit counts.
 * :class:`UniformNegativeSampler`, :class:`PPRHardNegativeSampler`: link-prediction
   negatives.
 
-Every sampler takes an explicit ``rng_seed`` per call (or derives one from its base seed and a
-call counter); outputs depend only on the inputs and that seed, not on how many threads or
-workers run the kernels. Samplers hold only read-only arrays, so worker threads share them.
+Every sampler takes an explicit ``rng_seed`` per call; outputs depend only on the inputs and
+that seed, not on how many threads or workers run the kernels. Samplers hold only read-only
+arrays, so worker threads share them.
 Node ids are type-local (``0..num_nodes(type)-1``, the storage layer's type-global order).
 """
 
@@ -21,6 +24,7 @@ from graphsys.sampling.adjacency import (
                                          mapped_adjacency,
                                          typed_edges,
 )
+from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.negative import (
                                          PPRHardNegativeSampler,
@@ -28,15 +32,11 @@ from graphsys.sampling.negative import (
                                          metapath_ppr,
 )
 from graphsys.sampling.neighbor import NeighborSampler, parse_fanouts, sample_neighbors
-from graphsys.sampling.pinsage import (
-                                         PinSAGESampler,
-                                         RandomWalkNeighborSampler,
-                                         SampledNeighbors,
-)
+from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
 
 __all__ = [
     "Adjacency", "Block", "MiniBatch", "NeighborSampler", "PPRHardNegativeSampler",
-    "PinSAGESampler", "RandomWalkNeighborSampler", "SampledNeighbors",
+    "PinSAGESampler", "RandomWalkNeighborSampler", "Sampler",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
     "mapped_adjacency", "metapath_ppr",
     "parse_fanouts", "sample_neighbors", "typed_edges",

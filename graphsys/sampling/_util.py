@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -66,3 +67,22 @@ def visit_counters(chunks: int, num_nodes: int) -> np.ndarray:
     if arr is None:
         arr = cache[(chunks, num_nodes)] = np.zeros((chunks, num_nodes), np.int32)
     return arr
+
+
+@contextmanager
+def serial_kernels():
+    """Within the block, samplers called with ``parallel=None`` in this thread run their
+    numba kernels on this thread alone: a loader's worker threads are the parallelism, and
+    numba's OpenMP threads, spin-waiting after each parallel call, would take the cores
+    from torch's intra-op threads."""
+    before = getattr(_local, "serial", False)
+    _local.serial = True
+    try:
+        yield
+    finally:
+        _local.serial = before
+
+
+def run_parallel(parallel: bool | None) -> bool:
+    """``parallel`` as given, or for None: True unless inside :func:`serial_kernels`."""
+    return not getattr(_local, "serial", False) if parallel is None else bool(parallel)

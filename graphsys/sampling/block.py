@@ -75,16 +75,19 @@ class Block:
             data.edge_weight = self.edge_weight
         return data
 
+    def _map(self, fn) -> Block:
+        """A copy with ``fn`` applied to every tensor."""
+        opt = (lambda t: None if t is None else fn(t))
+        return replace(self, src_nodes=fn(self.src_nodes), edge_src=fn(self.edge_src),
+                       edge_dst=fn(self.edge_dst), edge_weight=opt(self.edge_weight))
+
     def to(self, device: str | torch.device, non_blocking: bool = False) -> Block:
         """A copy with every tensor on ``device``."""
-        mv = (lambda t: None if t is None else t.to(device, non_blocking=non_blocking))
-        return replace(self, src_nodes=mv(self.src_nodes), edge_src=mv(self.edge_src),
-                       edge_dst=mv(self.edge_dst), edge_weight=mv(self.edge_weight))
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
 
     def pin_memory(self) -> Block:
-        pin = (lambda t: None if t is None else t.pin_memory())
-        return replace(self, src_nodes=pin(self.src_nodes), edge_src=pin(self.edge_src),
-                       edge_dst=pin(self.edge_dst), edge_weight=pin(self.edge_weight))
+        """A copy with every tensor in pinned memory."""
+        return self._map(lambda t: t.pin_memory())
 
     def to_dgl(self):
         """This block as a ``dgl.create_block`` graph (``edata['weight']`` when weighted);
@@ -106,22 +109,35 @@ class Block:
 class MiniBatch:
     """Everything one training step needs.
 
-    ``blocks``: input layer first; ``blocks[0].src_nodes`` are the ``input_nodes`` whose
-    features are read, ``blocks[-1].dst_nodes`` are the ``seeds``. ``extra``: task tensors
-    (labels, positive/negative pair positions), moved by :meth:`to` as well.
+    ``seeds``: int64 (B,) the batch's nodes (or, for a pair task, every node the batch
+    embeds); ``blocks``: input layer first, ``blocks[0].src_nodes`` are the
+    :attr:`input_nodes` whose features are read, ``blocks[-1].dst_nodes`` are the
+    ``seeds``; ``extra``: task tensors (positive/negative pair positions); ``x``: float32
+    (len(input_nodes), F) input features and ``y``: the seeds' labels (B,), when the
+    loader gathers them (:class:`graphsys.gnn.NodeLoader`), else None. :meth:`to` moves
+    them all.
     """
 
     seeds: torch.Tensor
     blocks: list[Block]
     extra: dict[str, torch.Tensor] = field(default_factory=dict)
+    x: torch.Tensor | None = None
+    y: torch.Tensor | None = None
 
     @property
     def input_nodes(self) -> torch.Tensor:
         return self.blocks[0].src_nodes
 
+    def _map(self, fn) -> MiniBatch:
+        """A copy with ``fn`` applied to every tensor, blocks included."""
+        opt = (lambda t: None if t is None else fn(t))
+        return MiniBatch(fn(self.seeds), [b._map(fn) for b in self.blocks],
+                         {k: fn(v) for k, v in self.extra.items()}, opt(self.x), opt(self.y))
+
     def to(self, device: str | torch.device, non_blocking: bool = False) -> MiniBatch:
         """A copy with every tensor (blocks included) on ``device``, in one call."""
-        return MiniBatch(self.seeds.to(device, non_blocking=non_blocking),
-                         [b.to(device, non_blocking) for b in self.blocks],
-                         {k: v.to(device, non_blocking=non_blocking)
-                          for k, v in self.extra.items()})
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> MiniBatch:
+        """A copy with every tensor in pinned memory (for a ``non_blocking`` copy)."""
+        return self._map(lambda t: t.pin_memory())

@@ -20,10 +20,9 @@ def feature_rows(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> torch.Te
     """Rows ``ids`` (integers (B,) in ``[0, N)``) of a feature column (N, d) float16 or
     float32, as a float32 tensor (B, d). The rows are copied by one GIL-free numba pass in
     the stored dtype and float16 is widened by torch, so a producer thread holds the GIL
-    for neither (NumPy's ``column[ids].astype(np.float32)`` holds it for the gather: 70k
-    sorted random rows of the 19.7M x 64 float16 column of ``scripts/bench_billion.py``'s
-    graph, in the page cache, 15 alternated draws: median 26 ms there, 13 ms here). An id
-    outside the column raises :class:`~graphsys.errors.GraphsysError`."""
+    for neither (NumPy's ``column[ids].astype(np.float32)`` holds it for the gather, which
+    serialises a loader's worker threads; see docs/benchmarks.md). An id outside the
+    column raises :class:`~graphsys.errors.GraphsysError`."""
     if column.ndim != 2 or column.dtype not in (np.float16, np.float32):
         raise GraphsysError(f"feature rows need an (N, d) float16/float32 column, got "
                             f"{column.dtype} {tuple(column.shape)}")

@@ -14,8 +14,9 @@ import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
-from graphsys.sampling._util import as_seed_array, derive_seed, scratch
+from graphsys.sampling._util import run_parallel, scratch
 from graphsys.sampling.adjacency import Adjacency, homogeneous_adjacency
+from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
 
@@ -42,15 +43,39 @@ def sample_neighbors(adj: Adjacency, seeds: np.ndarray, fanout: int, *, replace:
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pick up to ``fanout`` neighbours of every seed uniformly (``-1``: all of them).
 
-    Args:
-        adj: rows are the seeds' node type; a row lists the neighbours to sample from.
-        seeds: int64 (S,) row ids.
-        fanout: neighbours per seed. Without ``replace`` a seed with fewer neighbours keeps
-            all of them; with ``replace`` every seed that has a neighbour gets exactly
-            ``fanout`` draws.
-    Returns:
+    The one-layer kernel of :class:`NeighborSampler`, on NumPy arrays.
+
+    Parameters
+    ----------
+    adj : Adjacency
+        Rows are the seeds' node type; a row lists the neighbours to sample from.
+    seeds : numpy.ndarray
+        int64 (S,) row ids.
+    fanout : int
+        Neighbours per seed. Without ``replace`` a seed with fewer neighbours keeps all of
+        them; with ``replace`` every seed that has a neighbour gets exactly ``fanout``
+        draws.
+    replace : bool, optional
+        Sample with replacement (default False).
+    rng_seed : int, optional
+        Seed of the draws (default 0); the picks do not depend on ``parallel``.
+    parallel : bool, optional
+        Run on every thread (default True) or on the calling one.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
         ``(neighbors, counts, edge_pos)``: int64 (E,) picked neighbour ids grouped by seed,
         int64 (S,) picks per seed, int64 (E,) positions in ``adj.indices``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from graphsys.sampling import from_coo, sample_neighbors
+    >>> adj = from_coo(np.array([0, 0, 0, 1]), np.array([1, 2, 3, 0]), 4, 4)  # row 0: 1, 2, 3
+    >>> nbr, counts, _ = sample_neighbors(adj, np.array([0, 1]), 2)
+    >>> counts.tolist(), len(nbr), set(nbr[:2].tolist()) <= {1, 2, 3}
+    ([2, 1], 3, True)
     """
     counts = np.empty(len(seeds), np.int64)
     (K.count_picks_par if parallel else K.count_picks_ser)(adj.indptr, seeds, fanout, replace,
@@ -79,22 +104,64 @@ def make_block(dst: np.ndarray, nbr: np.ndarray, counts: np.ndarray,
                  None if weight is None else torch.from_numpy(weight))
 
 
-class NeighborSampler:
-    """Multi-layer uniform neighbour sampler producing :class:`Block` lists.
+class NeighborSampler(LayerwiseSampler):
+    """Uniform neighbour sampling with per-layer fanouts (GraphSAGE), a :class:`Sampler`.
 
-    Args:
-        graph: a stored :class:`Graph` (its ``entity_type`` nodes, undirected view when
-            ``symmetric``, else ``direction`` ``in``-neighbours (default) or
-            ``out``-neighbours; mapped from the graph's adjacency index when it has one, see
-            :func:`~graphsys.sampling.adjacency.mapped_adjacency`) or a ready
-            :class:`Adjacency` whose rows list the in-neighbours of each node.
-        fanouts: per layer, input layer first; ``-1`` = all neighbours (full-neighbour
-            blocks, e.g. for evaluation).
-        replace: sample with replacement.
+    Sampling starts from the seeds with the *last* fanout (the output layer) and walks
+    outwards, each layer's source nodes becoming the next layer's destinations, as DGL's
+    ``NeighborSampler([10, 25])`` and PyG's ``NeighborLoader(num_neighbors=[25, 10])``
+    (PyG lists the fanouts output layer first). The sampler holds only read-only arrays, so
+    worker threads share one instance.
 
-    Call :meth:`sample_blocks` with the batch's seeds and an ``rng_seed``; the result
-    depends only on those (not on threads or workers). The sampler holds only read-only
-    arrays, so worker threads share one instance.
+    Parameters
+    ----------
+    graph : Graph or Adjacency
+        A stored graph (its ``entity_type`` nodes; the undirected view when ``symmetric``,
+        else the ``direction`` neighbours; mapped from the graph's adjacency index when it
+        has one, see :func:`~graphsys.sampling.adjacency.mapped_adjacency`), or a ready
+        :class:`~graphsys.sampling.Adjacency` whose row ``v`` lists the in-neighbours of
+        ``v``.
+    fanouts : sequence of int or str
+        Neighbours per layer, input layer first (``[10, 25]`` or ``"10,25"``); ``-1`` takes
+        every neighbour. Its length is :attr:`num_layers`.
+    replace : bool, optional
+        Sample with replacement: every node with a neighbour gets exactly ``fanout`` picks
+        (default False: a node with fewer neighbours keeps all of them).
+    entity_type : str, optional
+        Node type to sample (default: the graph's only one).
+    edge_set : str, optional
+        Stored edge set (default: the graph's default).
+    symmetric : bool, optional
+        Sample the undirected view: in- and out-neighbours (default True).
+    direction : {"in", "out"}, optional
+        Without ``symmetric``, which neighbours a node aggregates (default ``"in"``).
+
+    Raises
+    ------
+    GraphsysError
+        Fanouts that are not positive integers or -1; an adjacency that is not square.
+
+    See Also
+    --------
+    graphsys.gnn.NodeLoader : batches of seeds with their blocks, features and labels.
+
+    References
+    ----------
+    .. [1] W. L. Hamilton, R. Ying and J. Leskovec, "Inductive Representation Learning on
+       Large Graphs", NeurIPS 2017, https://arxiv.org/abs/1706.02216.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.sampling import NeighborSampler
+    >>> g = graphsys.from_numpy(np.arange(9), np.arange(1, 10),
+    ...                         tempfile.mkdtemp() + "/path")      # the path 0 - 1 - ... - 9
+    >>> sampler = NeighborSampler(g, [2, 2])
+    >>> blocks = sampler.sample_blocks([4], rng_seed=0)
+    >>> [b.dst_nodes.tolist() for b in blocks]
+    [[4, 3, 5], [4]]
+    >>> sorted(blocks[0].src_nodes.tolist())
+    [2, 3, 4, 5, 6]
     """
 
     def __init__(self, graph: Graph | Adjacency, fanouts: Sequence[int] | str, *,
@@ -105,7 +172,9 @@ class NeighborSampler:
         self.replace = bool(replace)
         if isinstance(graph, Adjacency):
             self.adj = graph
+            self.entity_type = entity_type
         else:
+            self.entity_type = graph.entity_type(entity_type).name
             self.adj = homogeneous_adjacency(graph, entity_type, edge_set=edge_set,
                                              symmetric=symmetric, direction=direction)
         if self.adj.num_rows != self.adj.num_cols:
@@ -119,20 +188,12 @@ class NeighborSampler:
     def num_layers(self) -> int:
         return len(self.fanouts)
 
-    def sample_blocks(self, seed_nodes, rng_seed: int = 0, *, parallel: bool = True
-                      ) -> list[Block]:
-        """Blocks for ``seed_nodes`` (unique type-local ids), input layer first."""
-        seeds = as_seed_array(seed_nodes, self.num_nodes)
-        blocks: list[Block] = []
-        for layer in range(self.num_layers - 1, -1, -1):
-            nbr, counts, _ = sample_neighbors(
-                self.adj, seeds, self.fanouts[layer], replace=self.replace,
-                rng_seed=derive_seed(rng_seed, layer), parallel=parallel)
-            block = make_block(seeds, nbr, counts, None, self.num_nodes,
-                               check=layer == self.num_layers - 1)
-            blocks.insert(0, block)
-            seeds = block.src_nodes.numpy()
-        return blocks
+    def _layer_block(self, dst: np.ndarray, layer: int, rng_seed: int, *,
+                     parallel: bool | None = None, check: bool = True) -> Block:
+        nbr, counts, _ = sample_neighbors(self.adj, dst, self.fanouts[layer],
+                                          replace=self.replace, rng_seed=rng_seed,
+                                          parallel=run_parallel(parallel))
+        return make_block(dst, nbr, counts, None, self.num_nodes, check=check)
 
     def __repr__(self) -> str:
         return (f"NeighborSampler(fanouts={self.fanouts}, replace={self.replace}, "

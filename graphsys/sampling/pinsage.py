@@ -1,56 +1,29 @@
 """PinSage importance sampling by random walks (Ying et al., 2018,
-https://arxiv.org/abs/1806.01973), with the call signature of DGL's
+https://arxiv.org/abs/1806.01973), with the arguments of DGL's
 ``dgl.sampling.PinSAGESampler`` so users can switch.
 
-Semantics (as DGL's ``RandomWalkNeighborSampler``): from each seed ``num_random_walks``
-walks; a walk makes up to ``num_traversals`` meta-path hops ``ntype -> other_type ->
-ntype`` choosing uniformly among neighbours, is terminated before every hop after the first
-with probability ``termination_prob``, and ends early at a node without neighbours. The
-``ntype`` node reached at the end of each hop is one *visit* (the seed itself can be
-visited). The ``num_neighbors`` most visited nodes (ties: smaller id first) are the seed's
-neighbours. Differences from DGL: the result is ``(src, dst, weight)`` tensors instead of a
-DGLGraph, ``weight`` is the visit count normalised to sum to 1 over the selected
-neighbours of each seed (the paper's importance weights; raw counts are in ``count``), and
-ties are broken deterministically.
+The semantics are DGL's ``RandomWalkNeighborSampler``'s (see
+:class:`RandomWalkNeighborSampler`). Differences from DGL: the result is a list of
+:class:`~graphsys.sampling.Block` (one per layer) instead of a DGLGraph, ``edge_weight``
+is the visit count normalised to sum to 1 over the selected neighbours of each node (the
+paper's importance weights), and ties are broken deterministically (smaller id first).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import numba
 import numpy as np
-import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
-from graphsys.sampling._util import as_seed_array, derive_seed, visit_counters
+from graphsys.sampling._util import run_parallel, visit_counters
 from graphsys.sampling.adjacency import Adjacency, bipartite_adjacency
+from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import make_block
 from graphsys.storage.graph import Graph
-
-
-@dataclass(frozen=True)
-class SampledNeighbors:
-    """Importance neighbourhoods of a batch of seeds; unpacks as ``src, dst, weight``.
-
-    ``src`` int64 (E,) neighbour ids; ``dst`` int64 (E,) the seed each edge points to
-    (edges grouped by seed in input order, most visited first); ``weight`` float32 (E,)
-    normalised visit counts (sum 1 per seed with any visit); ``count`` int64 (E,) raw
-    visit counts.
-    """
-
-    src: torch.Tensor
-    dst: torch.Tensor
-    weight: torch.Tensor
-    count: torch.Tensor
-
-    def __iter__(self):
-        return iter((self.src, self.dst, self.weight))
-
-    def __len__(self) -> int:
-        return 3
 
 
 def _check(name: str, value, lo, hi=None, integer=True):
@@ -62,82 +35,118 @@ def _check(name: str, value, lo, hi=None, integer=True):
                             f"got {value!r}")
 
 
-class RandomWalkNeighborSampler:
-    """The general algorithm over a meta-path given as two adjacencies.
+class RandomWalkNeighborSampler(LayerwiseSampler):
+    """PinSage random-walk importance neighbourhoods over a meta-path, a :class:`Sampler`.
 
-    Args:
-        fw: CSR from ``ntype`` nodes to ``other_type`` nodes (type-local ids).
-        bw: CSR from ``other_type`` nodes back to ``ntype`` nodes.
-        num_traversals: maximum meta-path hops per walk. Usually a hyperparameter.
-        termination_prob: probability of stopping before each hop after the first.
-        num_random_walks: walks per seed.
-        num_neighbors: neighbours kept per seed (the top by visit count).
-        seed: base seed; call ``k`` of this instance uses ``derive_seed(seed, k)`` unless
-            an explicit ``rng_seed`` is given.
+    From each destination node ``num_random_walks`` walks make up to ``num_traversals``
+    meta-path hops ``ntype -> other_type -> ntype``, choosing uniformly among neighbours;
+    a walk stops before every hop after the first with probability ``termination_prob``,
+    and at a node without neighbours. The ``ntype`` node reached by each hop is one visit
+    (the start node itself can be visited). The most visited nodes (ties: smaller id
+    first) are the node's neighbours in the block, and ``edge_weight`` holds their visit
+    counts normalised to sum 1 per destination (the paper's importance weights), which
+    :class:`~graphsys.gnn.PinSageConv` pools with.
+
+    Parameters
+    ----------
+    fw : Adjacency
+        CSR from ``ntype`` nodes to ``other_type`` nodes (type-local ids).
+    bw : Adjacency
+        CSR from ``other_type`` nodes back to ``ntype`` nodes. For a graph of one node
+        type, ``fw`` and ``bw`` are the same (undirected) adjacency and a hop is two steps.
+    num_traversals : int
+        Maximum meta-path hops per walk (>= 1).
+    termination_prob : float
+        Probability of stopping before each hop after the first, in [0, 1].
+    num_random_walks : int
+        Walks per destination node (>= 1).
+    num_neighbors : int or sequence of int
+        Neighbours kept per destination (the top by visit count): one number for a
+        one-layer sampler, or one per layer, input layer first (its length is
+        :attr:`num_layers`).
+
+    Raises
+    ------
+    GraphsysError
+        A parameter out of range, or ``fw`` and ``bw`` that do not form a meta-path.
+
+    See Also
+    --------
+    PinSAGESampler : the same over a stored graph's two entity types.
+
+    References
+    ----------
+    .. [1] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
+       "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018,
+       https://arxiv.org/abs/1806.01973.
+
+    Examples
+    --------
+    Items 0..3 rated by users 0..1 (user 0 rated items 0, 1, 2; user 1 items 2, 3):
+
+    >>> import numpy as np
+    >>> from graphsys.sampling import RandomWalkNeighborSampler, from_coo
+    >>> fw = from_coo(np.array([0, 1, 2, 2, 3]), np.array([0, 0, 0, 1, 1]), 4, 2)
+    >>> sampler = RandomWalkNeighborSampler(fw, fw.transpose(), 2, 0.5, 100, [2, 2])
+    >>> blocks = sampler.sample_blocks([0], rng_seed=1)
+    >>> b = blocks[-1]                                 # the output layer's block
+    >>> b.src_nodes[b.edge_src].tolist()               # item 0's 2 most visited items
+    [2, 0]
+    >>> b.edge_weight.sum().item(), len(blocks[0].dst_nodes) == b.num_src_nodes
+    (1.0, True)
     """
 
     def __init__(self, fw: Adjacency, bw: Adjacency, num_traversals: int,
-                 termination_prob: float, num_random_walks: int, num_neighbors: int, *,
-                 seed: int = 0):
+                 termination_prob: float, num_random_walks: int,
+                 num_neighbors: int | Sequence[int]):
         _check("num_traversals", num_traversals, 1)
         _check("termination_prob", termination_prob, 0.0, 1.0, integer=False)
         _check("num_random_walks", num_random_walks, 1)
-        _check("num_neighbors", num_neighbors, 1)
+        per_layer = ([num_neighbors] if isinstance(num_neighbors, (int, np.integer))
+                     else list(num_neighbors))
+        if not per_layer:
+            raise GraphsysError("num_neighbors must name at least one layer")
+        for k in per_layer:
+            _check("num_neighbors", k, 1)
         if fw.num_cols != bw.num_rows or bw.num_cols != fw.num_rows:
             raise GraphsysError("fw and bw adjacencies do not form a meta-path")
         self.fw, self.bw = fw, bw
         self.num_traversals = int(num_traversals)
         self.termination_prob = float(termination_prob)
         self.num_random_walks = int(num_random_walks)
-        self.num_neighbors = int(num_neighbors)
-        self.seed = int(seed)
-        self._calls = 0
+        self.num_neighbors = [int(k) for k in per_layer]
+        self.entity_type: str | None = None
 
     @property
     def num_nodes(self) -> int:
         """Nodes of ``ntype``."""
         return self.fw.num_rows
 
-    def sample(self, seed_nodes, rng_seed: int, *, parallel: bool = True
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """NumPy core: ``(neighbors int64 (E,), counts int64 (E,), per_seed int64 (S,))``."""
-        seeds = as_seed_array(seed_nodes, self.num_nodes)
-        k = self.num_neighbors
-        nodes = np.empty((len(seeds), k), np.int64)
-        counts = np.zeros((len(seeds), k), np.int64)
-        num = np.zeros(len(seeds), np.int64)
-        chunks = max(1, min(len(seeds), 2 * numba.get_num_threads() if parallel else 1))
+    @property
+    def num_layers(self) -> int:
+        return len(self.num_neighbors)
+
+    def _walk(self, dst: np.ndarray, layer: int, rng_seed: int, parallel: bool
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """NumPy core: ``(neighbors int64 (E,), visit counts int64 (E,), per destination
+        int64 (S,))`` of layer ``layer`` for the destinations ``dst`` (int64 (S,))."""
+        k = self.num_neighbors[layer]
+        nodes = np.empty((len(dst), k), np.int64)
+        counts = np.zeros((len(dst), k), np.int64)
+        num = np.zeros(len(dst), np.int64)
+        chunks = max(1, min(len(dst), 2 * numba.get_num_threads() if parallel else 1))
         (K.walk_topk_par if parallel else K.walk_topk_ser)(
-            self.fw.indptr, self.fw.indices, self.bw.indptr, self.bw.indices, seeds,
+            self.fw.indptr, self.fw.indices, self.bw.indptr, self.bw.indices, dst,
             self.num_traversals, self.termination_prob, self.num_random_walks, k,
             int(rng_seed), visit_counters(chunks, self.num_nodes), nodes, counts, num)
         keep = np.arange(k)[None, :] < num[:, None]
         return nodes[keep], counts[keep], num
 
-    def __call__(self, seed_nodes, rng_seed: int | None = None, *, parallel: bool = True
-                 ) -> SampledNeighbors:
-        """Sample the neighbourhoods of ``seed_nodes`` (int tensor/array of ``ntype`` ids)."""
-        if rng_seed is None:
-            rng_seed = derive_seed(self.seed, self._calls)
-            self._calls += 1
-        seeds = as_seed_array(seed_nodes, self.num_nodes)
-        nbr, cnt, num = self.sample(seeds, rng_seed, parallel=parallel)
-        dst = np.repeat(seeds, num)
-        return SampledNeighbors(torch.from_numpy(nbr), torch.from_numpy(dst),
-                                torch.from_numpy(normalise_counts(cnt, num)), torch.from_numpy(cnt))
-
-    def sample_blocks(self, seed_nodes, num_layers: int, rng_seed: int = 0, *,
-                      parallel: bool = True) -> list[Block]:
-        """``num_layers`` importance-weighted :class:`Block` s (input layer first) for unique
-        ``seed_nodes``; ``edge_weight`` holds the normalised visit counts."""
-        seeds = as_seed_array(seed_nodes, self.num_nodes)
-        blocks: list[Block] = []
-        for layer in range(num_layers - 1, -1, -1):
-            nbr, cnt, num = self.sample(seeds, derive_seed(rng_seed, layer), parallel=parallel)
-            block = make_block(seeds, nbr, num, normalise_counts(cnt, num), self.num_nodes)
-            blocks.insert(0, block)
-            seeds = block.src_nodes.numpy()
-        return blocks
+    def _layer_block(self, dst: np.ndarray, layer: int, rng_seed: int, *,
+                     parallel: bool | None = None, check: bool = True) -> Block:
+        nbr, cnt, num = self._walk(dst, layer, rng_seed, run_parallel(parallel))
+        return make_block(dst, nbr, num, normalise_counts(cnt, num), self.num_nodes,
+                          check=check)
 
 
 def normalise_counts(counts: np.ndarray, per_seed: np.ndarray) -> np.ndarray:
@@ -148,33 +157,56 @@ def normalise_counts(counts: np.ndarray, per_seed: np.ndarray) -> np.ndarray:
 
 
 class PinSAGESampler(RandomWalkNeighborSampler):
-    """PinSage neighbour sampler over a stored bipartite graph (DGL's signature).
+    """PinSage neighbour sampling over a stored graph, a :class:`Sampler`; the arguments
+    of DGL's ``dgl.sampling.PinSAGESampler``.
 
-    Args:
-        graph: a stored :class:`Graph` with entity types ``ntype`` and ``other_type`` (edges
-            between them in either stored direction are walked both ways). With
-            ``ntype == other_type`` a hop is two steps on the undirected graph.
-        ntype: the node type whose neighbourhoods are sampled (e.g. ``"item"``).
-        other_type: the type walked through (e.g. ``"user"``).
-        num_traversals, termination_prob, num_random_walks, num_neighbors: see
-            :class:`RandomWalkNeighborSampler`.
-        edge_set: stored edge set to walk (default: the graph's default).
-        seed: base seed of the per-call random streams.
+    :class:`RandomWalkNeighborSampler` over the meta-path ``ntype -> other_type ->
+    ntype`` of ``graph`` (edges between the two types are walked both ways, whichever
+    direction they are stored in). Where DGL's sampler returns a DGLGraph of one layer,
+    :meth:`sample_blocks` returns blocks; a block's ``(src, dst, weight)`` edge list is
+    ``block.src_nodes[block.edge_src]``, ``block.dst_nodes[block.edge_dst]``,
+    ``block.edge_weight``.
 
-    Called on a tensor of ``ntype`` ids (type-local), returns :class:`SampledNeighbors`
-    ``(src, dst, weight)``.
+    Parameters
+    ----------
+    graph : Graph
+        A stored graph with entity types ``ntype`` and ``other_type``; with ``ntype ==
+        other_type`` a hop is two steps on the undirected graph.
+    ntype : str
+        The node type whose neighbourhoods are sampled (e.g. ``"item"``).
+    other_type : str
+        The node type walked through (e.g. ``"user"``).
+    num_traversals, termination_prob, num_random_walks, num_neighbors
+        As :class:`RandomWalkNeighborSampler`.
+    edge_set : str, optional
+        Stored edge set to walk (default: the graph's default).
 
-    >>> sampler = PinSAGESampler(g, "item", "user", 3, 0.5, 200, 10)   # doctest: +SKIP
-    >>> src, dst, weight = sampler(torch.tensor([0, 1, 2]))             # doctest: +SKIP
+    References
+    ----------
+    .. [1] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
+       "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018,
+       https://arxiv.org/abs/1806.01973.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.sampling import PinSAGESampler
+    >>> g = graphsys.from_numpy(np.array([0, 1, 1, 2, 3, 3]), np.array([0, 1, 2, 3, 4, 5]),
+    ...                         tempfile.mkdtemp() + "/g", undirected=True)
+    >>> sampler = PinSAGESampler(g, g.entity_types[0], g.entity_types[0], 3, 0.5, 50, 2)
+    >>> block = sampler.sample_blocks([1], rng_seed=0)[0]
+    >>> block.dst_nodes.tolist(), block.num_edges, round(block.edge_weight.sum().item(), 3)
+    ([1], 2, 1.0)
     """
 
     def __init__(self, graph: Graph, ntype: str, other_type: str, num_traversals: int,
-                 termination_prob: float, num_random_walks: int, num_neighbors: int, *,
-                 edge_set: str | None = None, seed: int = 0):
+                 termination_prob: float, num_random_walks: int,
+                 num_neighbors: int | Sequence[int], *, edge_set: str | None = None):
         fw, bw = bipartite_adjacency(graph, ntype, other_type, edge_set=edge_set)
         self.ntype, self.other_type = ntype, other_type
         super().__init__(fw, bw, num_traversals, termination_prob, num_random_walks,
-                         num_neighbors, seed=seed)
+                         num_neighbors)
+        self.entity_type = ntype
 
     def __repr__(self) -> str:
         return (f"PinSAGESampler(ntype={self.ntype!r}, other_type={self.other_type!r}, "

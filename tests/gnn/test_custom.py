@@ -52,7 +52,7 @@ CFG = dict(fanouts=[5, 5], hidden=16, epochs=30, batch_size=16, patience=30, see
 @pytest.mark.parametrize("model,inputs", [(PygSage, "blocks"), (PygSageAdjs, "adjs")])
 def test_pyg_model_trains_on_graphsys_blocks(tmp_path, model, inputs):
     g = sbm_graph(tmp_path)
-    res = train(g, TrainConfig(**CFG), model=model(8, 16, 4), inputs=inputs)
+    res = train(g, TrainConfig(**CFG, inputs=inputs), model=model(8, 16, 4))
     assert res.metrics["test_accuracy"] >= 0.85, res.metrics
     assert res.model.__class__ is model
 

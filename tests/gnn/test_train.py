@@ -159,7 +159,7 @@ def test_weight_decay_on_the_first_layer_only():
 
     from graphsys.errors import ParameterError
     from graphsys.gnn.model import GNN
-    from graphsys.gnn.train import adam
+    from graphsys.gnn.training import adam
 
     model, inp = GNN("gcn", 5, 4, 3, num_layers=2), nn.Linear(2, 5)
     groups = adam(model, inp, 0.01, 5e-4, "first").param_groups
@@ -179,7 +179,7 @@ def test_gat_selection_rule_keeps_the_model_both_metrics_agree_on():
     """``selection="val_accuracy_and_loss"`` (Veličković et al.'s GAT code): patience
     restarts when accuracy (>=) or loss (<=) reaches its best, and the model is kept only
     when both do; the default keeps the best accuracy (strictly better)."""
-    from graphsys.gnn.train import _Monitor
+    from graphsys.gnn.training import _Monitor
 
     evals = [(0.50, 1.0), (0.60, 1.2), (0.60, 0.9), (0.55, 0.8), (0.55, 0.85), (0.58, 0.81),
              (0.59, 0.82)]
@@ -212,3 +212,23 @@ def test_selection_is_checked():
         TrainConfig(selection="val_loss")
     with pytest.raises(ParameterError, match="^selection applies to the node task only"):
         TrainConfig(task="link", selection="val_accuracy_and_loss")
+
+
+def test_one_training_entry_point():
+    """``graphsys.gnn.train`` is the function (the module is ``training``); the task
+    functions are private and every option is an explicit keyword."""
+    import inspect
+
+    import graphsys.gnn as gnn
+    from graphsys.errors import ParameterError
+
+    assert inspect.isfunction(gnn.train) and gnn.train.__module__ == "graphsys.gnn.training"
+    assert {"GNNResult", "NodeLoader", "train"} <= set(gnn.__all__)
+    assert not {"TrainResult", "PrefetchLoader", "train_node_classification",
+                "train_link_prediction"} & set(gnn.__all__)
+    params = inspect.signature(gnn.train).parameters
+    assert list(params) == ["graph", "config", "model", "loss", "features", "device", "out",
+                            "log", "progress"]
+    assert all(p.kind != p.VAR_KEYWORD for p in params.values())
+    with pytest.raises(ParameterError, match="inputs"):
+        TrainConfig(inputs="edges")

@@ -1,4 +1,4 @@
-"""PinSage sampler: distribution vs exact enumeration, top-k, signature, bad input."""
+"""PinSage sampler: distribution vs exact enumeration, top-k, blocks, bad input."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 from scipy import stats
 
 from graphsys.errors import GraphsysError
-from graphsys.sampling import PinSAGESampler, RandomWalkNeighborSampler, from_coo
+from graphsys.sampling import PinSAGESampler, RandomWalkNeighborSampler, Sampler, from_coo
 
 from .conftest import BIPARTITE
 
@@ -20,6 +20,17 @@ def _hop_matrix(fw, bw):
     pa = a / np.maximum(a.sum(1, keepdims=True), 1)
     pb = b / np.maximum(b.sum(1, keepdims=True), 1)
     return pa @ pb
+
+
+def _edges(s, seeds, rng_seed=0, **kw):
+    """DGL's ``(src, dst, weight)`` edge list of a one-layer sampler's block."""
+    b = s.sample_blocks(seeds, rng_seed, **kw)[-1]
+    return b.src_nodes[b.edge_src], b.dst_nodes[b.edge_dst], b.edge_weight
+
+
+def _visits(s, seeds, rng_seed, layer=0):
+    """``(neighbors, visit counts, per seed)`` of the walk kernel, int64 NumPy."""
+    return s._walk(np.asarray(seeds, dtype=np.int64), layer, rng_seed, True)
 
 
 def _tiny():
@@ -35,9 +46,9 @@ def test_one_traversal_matches_exact_distribution_chi_square():
     walks = 20_000
     s = RandomWalkNeighborSampler(fw, bw, 1, 0.5, walks, 5)
     for seed_node in range(5):
-        src, _dst, _w = s(torch.tensor([seed_node]), rng_seed=11 + seed_node)
+        nbr, cnt, _ = _visits(s, [seed_node], 11 + seed_node)
         counts = np.zeros(5)
-        counts[src.numpy()] = s(torch.tensor([seed_node]), rng_seed=11 + seed_node).count.numpy()
+        counts[nbr] = cnt
         support = p[seed_node] > 0
         assert counts[~support].sum() == 0          # only reachable nodes are visited
         assert counts.sum() == walks                # one visit per walk, no dead ends here
@@ -60,9 +71,9 @@ def test_multi_traversal_expected_visits_match_enumeration():
     expected *= R
     s = RandomWalkNeighborSampler(fw, bw, T, term, R, 5)
     seed_node = 1
-    seeds = torch.full((reps,), seed_node)
-    # duplicates are fine for the sampler itself (only blocks need unique seeds)
-    nbr, cnt, num = s.sample(seeds, rng_seed=5)
+    seeds = np.full(reps, seed_node)
+    # duplicates are fine for the walk kernel (only blocks need unique seeds)
+    nbr, cnt, num = _visits(s, seeds, 5)
     per = np.zeros((reps, 5))
     rows = np.repeat(np.arange(reps), num)
     np.add.at(per, (rows, nbr), cnt)
@@ -73,25 +84,25 @@ def test_multi_traversal_expected_visits_match_enumeration():
 
 def test_topk_weights_and_ordering(bipartite_graph):
     g = bipartite_graph
-    s = PinSAGESampler(g, "item", "user", 3, 0.5, 200, 2, seed=3)
+    s = PinSAGESampler(g, "item", "user", 3, 0.5, 200, 2)
     seeds = torch.arange(g.num_nodes("item"))
-    out = s(seeds)
-    src, dst, weight = out                           # unpacks like DGL's (src, dst, weight)
+    src, dst, weight = _edges(s, seeds, 3)
     assert src.dtype == torch.int64 and weight.dtype == torch.float32
     for k in seeds.tolist():
         m = dst == k
         assert 1 <= int(m.sum()) <= 2
         assert torch.isclose(weight[m].sum(), torch.tensor(1.0))
-        c = out.count[m]
-        assert (c[:-1] >= c[1:]).all()                # most visited first
+        w = weight[m]
+        assert (w[:-1] >= w[1:]).all()                # most visited first
     # compare with an unbounded sampler: the kept ones are the top counts
     full = RandomWalkNeighborSampler(s.fw, s.bw, 3, 0.5, 200, 10)
-    a = s(seeds, rng_seed=9)
-    b = full(seeds, rng_seed=9)
-    for k in seeds.tolist():
-        ca = sorted(a.count[a.dst == k].tolist(), reverse=True)
-        cb = sorted(b.count[b.dst == k].tolist(), reverse=True)
-        assert ca == cb[:len(ca)]
+    a, b = _visits(s, seeds, 9), _visits(full, seeds, 9)
+    for (_, ca, na), (_, cb, nb) in [(a, b)]:
+        ends_a, ends_b = np.cumsum(na), np.cumsum(nb)
+        for k in range(len(seeds)):
+            got = sorted(ca[ends_a[k] - na[k]:ends_a[k]].tolist(), reverse=True)
+            ref = sorted(cb[ends_b[k] - nb[k]:ends_b[k]].tolist(), reverse=True)
+            assert got == ref[:len(got)]
 
 
 def test_walks_stay_on_the_metapath(bipartite_graph):
@@ -99,33 +110,52 @@ def test_walks_stay_on_the_metapath(bipartite_graph):
     s = PinSAGESampler(g, "item", "user", 2, 0.3, 100, 5)
     p = _hop_matrix(s.fw, s.bw)
     reach = (p + p @ p) > 0
-    src, dst, _ = s(torch.arange(g.num_nodes("item")), rng_seed=1)
+    src, dst, _ = _edges(s, torch.arange(g.num_nodes("item")), 1)
     assert reach[dst.numpy(), src.numpy()].all()
 
 
 def test_deterministic_and_independent_of_parallelism(bipartite_graph):
     s = PinSAGESampler(bipartite_graph, "item", "user", 3, 0.5, 50, 3)
     seeds = torch.tensor([4, 0, 2, 1])
-    a = s(seeds, rng_seed=42)
-    b = s(seeds, rng_seed=42, parallel=False)
-    c = s(seeds, rng_seed=43)
+    a = _edges(s, seeds, 42)
+    b = _edges(s, seeds, 42, parallel=False)
+    c = _edges(s, seeds, 43)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
-    assert torch.equal(a.count, b.count)
-    assert not all(torch.equal(x, y) for x, y in zip(a, c)) or len(a.src) == 0
+    assert not all(torch.equal(x, y) for x, y in zip(a, c)) or len(a[0]) == 0
+
+
+def test_blocks_per_layer_follow_the_sampler_protocol(bipartite_graph):
+    s = PinSAGESampler(bipartite_graph, "item", "user", 3, 0.5, 50, [3, 2])
+    assert isinstance(s, Sampler) and s.num_layers == 2 and s.num_nodes == 5
+    seeds = torch.tensor([4, 1])
+    blocks = s.sample_blocks(seeds, 7)
+    assert len(blocks) == 2 and torch.equal(blocks[-1].dst_nodes, seeds)
+    assert torch.equal(blocks[0].dst_nodes, blocks[1].src_nodes)
+    for block, k in zip(blocks, (3, 2)):
+        per = torch.bincount(block.edge_dst, minlength=block.num_dst_nodes)
+        assert int(per.max()) <= k
+    again = s.sample_blocks(seeds, 7)
+    assert all(torch.equal(x.src_nodes, y.src_nodes) and torch.equal(x.edge_src, y.edge_src)
+               for x, y in zip(blocks, again))
+    assert not hasattr(s, "sample") and not callable(s)
 
 
 def test_bad_input(bipartite_graph):
     g = bipartite_graph
     s = PinSAGESampler(g, "item", "user", 3, 0.5, 10, 3)
     with pytest.raises(GraphsysError, match="outside the graph"):
-        s(torch.tensor([0, g.num_nodes("item")]))
+        s.sample_blocks(torch.tensor([0, g.num_nodes("item")]))
     with pytest.raises(GraphsysError, match="outside the graph"):
-        s(torch.tensor([-1]))
+        s.sample_blocks(torch.tensor([-1]))
     with pytest.raises(GraphsysError, match="integers"):
-        s(torch.tensor([0.5]))
+        s.sample_blocks(torch.tensor([0.5]))
+    with pytest.raises(GraphsysError, match="unique"):
+        s.sample_blocks(torch.tensor([1, 1]))
     with pytest.raises(GraphsysError, match="termination_prob"):
         PinSAGESampler(g, "item", "user", 3, 1.5, 10, 3)
     with pytest.raises(GraphsysError, match="num_neighbors"):
         PinSAGESampler(g, "item", "user", 3, 0.5, 10, 0)
+    with pytest.raises(GraphsysError, match="num_neighbors"):
+        PinSAGESampler(g, "item", "user", 3, 0.5, 10, [2, 0])
     with pytest.raises(GraphsysError, match="unknown entity type"):
         PinSAGESampler(g, "pin", "user", 3, 0.5, 10, 3)

@@ -36,17 +36,41 @@ class GATConv(nn.Module):
     from), as the authors' code does with the layer's input dropout rate (0.6; their
     ``attn_head``); PyG's and DGL's ``GATConv`` leave it out (``feat_dropout=0``).
 
-    Args:
-        in_dim: input features :math:`F`.
-        out_dim: features per head :math:`F'`.
-        heads: attention heads :math:`K` (default 1).
-        concat: concatenate (True) or average (False) the heads.
-        negative_slope, attn_dropout, feat_dropout: as above (defaults 0.2, 0, 0).
-        bias: learn :math:`\mathbf{b}` (default: ``True``).
+    Parameters
+    ----------
+    in_dim : int
+        Input features :math:`F`.
+    out_dim : int
+        Features per head :math:`F'`.
+    heads : int, optional
+        Attention heads :math:`K` (default 1).
+    concat : bool, optional
+        Concatenate (True, default) or average (False) the heads.
+    negative_slope, attn_dropout, feat_dropout : float, optional
+        As above (defaults 0.2, 0, 0).
+    bias : bool, optional
+        Learn :math:`\mathbf{b}` (default True).
 
-    Shapes:
-        input ``x`` float (num_src_nodes, F) and a :class:`Block`; output float
-        (num_dst_nodes, K F') with ``concat``, else (num_dst_nodes, F').
+    Notes
+    -----
+    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
+    output float (num_dst_nodes, K F') with ``concat``, else (num_dst_nodes, F').
+
+    References
+    ----------
+    .. [1] P. Veličković, G. Cucurull, A. Casanova, A. Romero, P. Liò and Y. Bengio,
+       "Graph Attention Networks", ICLR 2018, https://arxiv.org/abs/1710.10903.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn import GATConv
+    >>> from graphsys.sampling import Block
+    >>> block = Block(torch.tensor([0, 1, 2]), 2, torch.tensor([2, 2]), torch.tensor([0, 1]))
+    >>> GATConv(4, 3, heads=2)(torch.randn(3, 4), block).shape           # heads concatenated
+    torch.Size([2, 6])
+    >>> GATConv(4, 3, heads=2, concat=False)(torch.randn(3, 4), block).shape
+    torch.Size([2, 3])
     """
 
     def __init__(self, in_dim: int, out_dim: int, heads: int = 1, concat: bool = True,

@@ -27,14 +27,40 @@ class GCNConv(nn.Module):
     destination). On a full-graph block of a symmetric graph both are the node degree + 1,
     the formula of the paper.
 
-    Args:
-        in_dim: input features :math:`F`.
-        out_dim: output features :math:`F'`.
-        bias: learn :math:`\mathbf{b}` (default: ``True``).
+    Parameters
+    ----------
+    in_dim : int
+        Input features :math:`F`.
+    out_dim : int
+        Output features :math:`F'`.
+    bias : bool, optional
+        Learn :math:`\mathbf{b}` (default True).
 
-    Shapes:
-        input ``x`` float (num_src_nodes, F) and a :class:`Block`; output float
-        (num_dst_nodes, F').
+    Notes
+    -----
+    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
+    output float (num_dst_nodes, F').
+
+    References
+    ----------
+    .. [1] T. N. Kipf and M. Welling, "Semi-Supervised Classification with Graph
+       Convolutional Networks", ICLR 2017, https://arxiv.org/abs/1609.02907.
+
+    Examples
+    --------
+    Destination 0 with one neighbour, node 1, in the block: :math:`\hat d_v = 2` for
+    ``v = 0`` (its edge and self-loop), :math:`\hat d_u = 1` for both sources ``u`` (the
+    self-loop of 0, the edge of 1), so :math:`h'_0 = (h_0 + h_1) / \sqrt{2}`:
+
+    >>> import torch
+    >>> from graphsys.gnn import GCNConv
+    >>> from graphsys.sampling import Block
+    >>> block = Block(torch.tensor([0, 1]), 1, torch.tensor([1]), torch.tensor([0]))
+    >>> conv = GCNConv(1, 1, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = conv.lin.weight.fill_(1.0)
+    ...     conv(torch.tensor([[2.0], [2.0]]), block)
+    tensor([[2.8284]])
     """
 
     def __init__(self, in_dim: int, out_dim: int, bias: bool = True):

@@ -25,15 +25,36 @@ class GINConv(nn.Module):
     best variant) or learned (``train_eps``). :math:`\mathcal{N}(v)` are the block's sources
     of ``v`` (repeated edges count again).
 
-    Args:
-        in_dim: input features :math:`F`.
-        out_dim: output features :math:`F'` (also the MLP's hidden width).
-        eps: initial :math:`\epsilon` (default 0).
-        train_eps: learn :math:`\epsilon` (default False).
+    Parameters
+    ----------
+    in_dim : int
+        Input features :math:`F`.
+    out_dim : int
+        Output features :math:`F'` (also the MLP's hidden width).
+    eps : float, optional
+        Initial :math:`\epsilon` (default 0).
+    train_eps : bool, optional
+        Learn :math:`\epsilon` (default False).
 
-    Shapes:
-        input ``x`` float (num_src_nodes, F) and a :class:`Block`; output float
-        (num_dst_nodes, F').
+    Notes
+    -----
+    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
+    output float (num_dst_nodes, F').
+
+    References
+    ----------
+    .. [1] K. Xu, W. Hu, J. Leskovec and S. Jegelka, "How Powerful are Graph Neural
+       Networks?", ICLR 2019, https://arxiv.org/abs/1810.00826.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn import GINConv
+    >>> from graphsys.sampling import Block
+    >>> block = Block(torch.tensor([0, 1, 2]), 1, torch.tensor([1, 2]), torch.tensor([0, 0]))
+    >>> conv = GINConv(4, 8)
+    >>> conv(torch.randn(3, 4), block).shape
+    torch.Size([1, 8])
     """
 
     def __init__(self, in_dim: int, out_dim: int, eps: float = 0.0, train_eps: bool = False):

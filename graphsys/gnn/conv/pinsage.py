@@ -29,15 +29,39 @@ class PinSageConv(nn.Module):
     \mathbf{n}_v] + \mathbf{w})` and :math:`\mathbf{h}'_v = \mathbf{z}_v /
     \max(\|\mathbf{z}_v\|_2, \epsilon)`.
 
-    Args:
-        in_dim: input features :math:`F`.
-        hidden_dim: pooled neighbour features (columns of :math:`\mathbf{Q}`).
-        out_dim: output features :math:`F'`.
-        normalize: L2-normalise the output (default: ``True``).
+    Parameters
+    ----------
+    in_dim : int
+        Input features :math:`F`.
+    hidden_dim : int
+        Pooled neighbour features (columns of :math:`\mathbf{Q}`).
+    out_dim : int
+        Output features :math:`F'`.
+    normalize : bool, optional
+        L2-normalise the output (default True).
 
-    Shapes:
-        input ``x`` float (num_src_nodes, F) and a :class:`Block`; output float
-        (num_dst_nodes, F'), unit rows when ``normalize``.
+    Notes
+    -----
+    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`
+    (its ``edge_weight`` from :class:`~graphsys.sampling.PinSAGESampler`); output float
+    (num_dst_nodes, F'), unit rows when ``normalize``.
+
+    References
+    ----------
+    .. [1] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
+       "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018,
+       https://arxiv.org/abs/1806.01973.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn import PinSageConv
+    >>> from graphsys.sampling import Block
+    >>> block = Block(torch.tensor([0, 1, 2]), 1, torch.tensor([1, 2]), torch.tensor([0, 0]),
+    ...               edge_weight=torch.tensor([0.75, 0.25]))   # importance weights
+    >>> z = PinSageConv(4, 8, 5)(torch.randn(3, 4), block)
+    >>> z.shape, round(z.norm().item(), 4)
+    (torch.Size([1, 5]), 1.0)
     """
 
     def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, normalize: bool = True):

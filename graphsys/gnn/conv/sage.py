@@ -26,16 +26,39 @@ class SAGEConv(nn.Module):
     the mean over no neighbours is 0. :math:`\mathbf{A}` is the (num_dst x num_src) block
     adjacency, :math:`\mathbf{D}` its row degrees.
 
-    Args:
-        in_dim: input features :math:`F`.
-        out_dim: output features :math:`F'`.
-        bias: learn :math:`\mathbf{b}` (default: ``True``).
+    Parameters
+    ----------
+    in_dim : int
+        Input features :math:`F`.
+    out_dim : int
+        Output features :math:`F'`.
+    bias : bool, optional
+        Learn :math:`\mathbf{b}` (default True).
 
-    Shapes:
-        input ``x`` float (num_src_nodes, F) and a :class:`Block`; output float
-        (num_dst_nodes, F'). ``x`` may be a CSR tensor (sparse raw features) where
-        :attr:`sparse_input` holds and the block has every source as a destination (a
-        full-neighbourhood layer).
+    Notes
+    -----
+    Shapes: input ``x`` float (num_src_nodes, F) and a :class:`~graphsys.sampling.Block`;
+    output float (num_dst_nodes, F'). ``x`` may be a CSR tensor (sparse raw features)
+    where :attr:`sparse_input` holds and the block has every source as a destination (a
+    full-neighbourhood layer).
+
+    References
+    ----------
+    .. [1] W. L. Hamilton, R. Ying and J. Leskovec, "Inductive Representation Learning on
+       Large Graphs", NeurIPS 2017, https://arxiv.org/abs/1706.02216.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn import SAGEConv
+    >>> from graphsys.sampling import Block
+    >>> block = Block(torch.tensor([7, 8, 9]), 1, torch.tensor([1, 2]), torch.tensor([0, 0]))
+    >>> conv = SAGEConv(2, 1, bias=False)    # node 7: 1 * (1 + 0) + 10 * mean(2 + 2, 4 + 0)
+    >>> with torch.no_grad():
+    ...     _ = conv.lin_self.weight.fill_(1.0)
+    ...     _ = conv.lin_neigh.weight.fill_(10.0)
+    ...     conv(torch.tensor([[1., 0.], [2., 2.], [4., 0.]]), block)
+    tensor([[41.]])
     """
 
     def __init__(self, in_dim: int, out_dim: int, bias: bool = True):

@@ -1,7 +1,9 @@
 """Minibatch GNN training: node classification and link prediction / item recommendation.
 
-Both tasks run the same loop: a :class:`~graphsys.gnn.loader.PrefetchLoader` samples
-blocks in background threads (bounded prefetch, moved to the device), the model takes one
+:func:`train` is the one entry point; it dispatches on ``TrainConfig.task``. Both tasks
+run the same loop: background threads sample the batches' blocks (bounded prefetch, moved
+to the device; the node task's batches come from a :class:`~graphsys.gnn.NodeLoader`,
+the link task's pair batches from the same internal prefetch pipeline), the model takes one
 optimiser step per batch, validation runs after every ``eval_every`` epochs with layer-wise
 streaming inference, the best model by the validation metric is kept (early stopping after
 ``patience`` evaluations without improvement) and checkpointed when ``out`` is set, and one
@@ -9,7 +11,7 @@ JSON line per evaluation is appended to ``<out>/metrics.jsonl`` and passed to ``
 ``progress=True`` shows a tqdm bar (stderr) over the epochs' batches, with the epoch, the
 loss and the validation metric.
 
-Node task (:func:`train_node_classification`). The entity type with a ``label`` column;
+Node task (``task="node"``). The entity type with a ``label`` column;
 features ``feat`` (row-normalised to sum 1, as the GCN/GraphSAGE papers do for Cora) or the
 caller's ``features`` (a node column name or an (N, F) array, used as given); splits
 ``train_mask``/``val_mask``/``test_mask`` when stored (the Cora registry loader draws 20
@@ -21,11 +23,12 @@ is used undirected. Metric: accuracy of the best-validation model on the test ma
 nonzero enter a first layer that declares ``sparse_input`` as a CSR tensor
 (:mod:`graphsys.gnn.sparse_input`): the same results, the products in O(nonzeros).
 The model is a builtin (:data:`~graphsys.plugins.GNN_MODELS`), a ``module:Factory`` spec, or
-any ``nn.Module`` passed as ``model=`` (see :mod:`graphsys.gnn.custom`; trained on uniform
+any ``nn.Module`` passed as ``model=`` (see :mod:`graphsys.gnn.custom`; called as
+``TrainConfig.inputs`` says; trained on uniform
 neighbour samples with ``fanouts``, evaluated on full neighbourhoods); ``loss(logits, y)``
 defaults to cross-entropy.
 
-Link task (:func:`train_link_prediction`). A bipartite graph (e.g. MovieLens-100k, ``user``
+Link task (``task="link"``). A bipartite graph (e.g. MovieLens-100k, ``user``
 -> ``item``): for every user with at least 3 interactions one interaction is held out for
 test and one for validation (seeded); the rest form the training graph. Items get a learned
 id embedding plus a linear map of their ``feat`` column (if any); neighbourhoods are
@@ -64,7 +67,7 @@ from graphsys.gnn.conv.spec import random_walk_sampling
 from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.full_graph import full_graph_blocks
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
-from graphsys.gnn.loader import PrefetchLoader
+from graphsys.gnn.loader import NodeLoader, PrefetchLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.gnn.sparse_input import as_sparse_features
@@ -76,16 +79,53 @@ from graphsys.sampling.adjacency import (
     homogeneous_adjacency,
     typed_edges,
 )
-from graphsys.sampling.block import MiniBatch
+from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.negative import PPRHardNegativeSampler
-from graphsys.sampling.neighbor import NeighborSampler, make_block, sample_neighbors
-from graphsys.sampling.pinsage import RandomWalkNeighborSampler, normalise_counts
-from graphsys.storage.graph import Graph
+from graphsys.sampling.neighbor import NeighborSampler
+from graphsys.sampling.pinsage import RandomWalkNeighborSampler
+from graphsys.storage.graph import Graph, open_graph
 
 
 @dataclass
-class TrainResult:
-    """Test metrics of the best-validation model, the history and the trained model."""
+class GNNResult:
+    """What :func:`train` returns: the test metrics of the best-validation model, the
+    evaluation history and the trained model.
+
+    Attributes
+    ----------
+    metrics : dict of str to float
+        Node task: ``test_accuracy`` and ``val_accuracy`` of the best-validation model;
+        link task: ``hits@10`` and ``mrr`` of the held-out test interactions.
+    epochs : int
+        Epochs run (fewer than ``TrainConfig.epochs`` after early stopping).
+    seconds : float
+        Wall-clock time of the whole run, evaluations included.
+    history : list of dict
+        One record per evaluation, as written to ``<out>/metrics.jsonl``: ``epoch``,
+        ``loss``, the validation metrics, ``seconds`` and ``best`` (whether the model was
+        kept).
+    model : torch.nn.Module
+        The trained model, holding the best-validation weights.
+    extra : dict
+        Task internals: ``input`` (the layer-0 input module), ``entity_type``, and
+        ``sampler`` (node task) or ``embeddings`` (link task: every item's embedding).
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.generators import sbm
+    >>> from graphsys.gnn import TrainConfig, train
+    >>> m = sbm(200, 1000, blocks=4, features=8, train_per_class=10, num_val=40, num_test=100)
+    >>> nodes, edges = next(m.nodes()), next(m.edges())
+    >>> g = graphsys.from_numpy(edges["src"], edges["dst"], tempfile.mkdtemp() + "/sbm",
+    ...                         num_nodes=200, undirected=True,
+    ...                         node_columns={k: v for k, v in nodes.items() if k != "id"})
+    >>> result = train(g, TrainConfig(fanouts=[5, 5], hidden=16, epochs=3))
+    >>> result.epochs, sorted(result.metrics), len(result.history)
+    (3, ['test_accuracy', 'val_accuracy'], 3)
+    >>> type(result.model).__name__, result.history[-1]["epoch"]
+    ('GNN', 3)
+    """
 
     metrics: dict[str, float]
     epochs: int
@@ -249,46 +289,33 @@ class NodeInput(nn.Module):
         return self.emb.weight if self.emb is not None else self.x
 
 
-class BlockSampler:
-    """Per-model block sampling for a homogeneous adjacency: uniform neighbours for
-    sage/gcn, PinSage walks for pinsage."""
+def node_sampler(cfg: TrainConfig, adj: Adjacency) -> NeighborSampler | RandomWalkNeighborSampler:
+    """The node task's training sampler over ``adj``: uniform neighbours with
+    ``cfg.fanouts`` (default every neighbour, 2 layers), or PinSage walks for a model that
+    samples by random walks (``fanouts[l]`` neighbours in layer ``l``, 10 for -1)."""
+    fanouts = cfg.fanouts or [-1, -1]
+    if random_walk_sampling(cfg.model):
+        return walk_sampler(cfg, adj, adj, fanouts)
+    return NeighborSampler(adj, fanouts)
 
-    def __init__(self, cfg: TrainConfig, adj: Adjacency):
-        self.cfg, self.adj = cfg, adj
-        self.fanouts = cfg.fanouts or [-1, -1]
-        self.walks = random_walk_sampling(cfg.model)
-        if self.walks:
-            self.walkers = [RandomWalkNeighborSampler(
-                adj, adj, cfg.num_traversals, cfg.termination_prob, cfg.num_random_walks,
-                f if f > 0 else 10) for f in self.fanouts]
-        else:
-            self.neighbor = NeighborSampler(adj, self.fanouts)
 
-    @property
-    def num_layers(self) -> int:
-        return len(self.fanouts)
+def walk_sampler(cfg: TrainConfig, fw: Adjacency, bw: Adjacency, fanouts: list[int]
+                 ) -> RandomWalkNeighborSampler:
+    """PinSage walks over the meta-path ``fw``, ``bw`` with ``cfg``'s walk parameters,
+    ``fanouts[l]`` neighbours in layer ``l`` (10 for -1)."""
+    return RandomWalkNeighborSampler(fw, bw, cfg.num_traversals, cfg.termination_prob,
+                                     cfg.num_random_walks, [f if f > 0 else 10 for f in fanouts])
 
-    def blocks(self, seeds: np.ndarray, rng_seed: int, parallel: bool):
-        if not self.walks:
-            return self.neighbor.sample_blocks(seeds, rng_seed, parallel=parallel)
-        blocks = []
-        for layer in range(self.num_layers - 1, -1, -1):
-            w = self.walkers[layer]
-            nbr, cnt, num = w.sample(seeds, derive_seed(rng_seed, layer), parallel=parallel)
-            blocks.insert(0, make_block(seeds, nbr, num, normalise_counts(cnt, num),
-                                        self.adj.num_rows))
-            seeds = blocks[0].src_nodes.numpy()
-        return blocks
 
-    def eval_block(self, dst: np.ndarray, layer: int):
-        """Full neighbourhoods (sage/gcn) or a fixed-seed PinSage sample."""
-        if self.walks:
-            w = self.walkers[layer]
-            nbr, cnt, num = w.sample(dst, derive_seed(self.cfg.seed, 7919, layer),
-                                     parallel=False)
-            return make_block(dst, nbr, num, normalise_counts(cnt, num), self.adj.num_rows)
-        nbr, counts, _ = sample_neighbors(self.adj, dst, -1, parallel=False)
-        return make_block(dst, nbr, counts, None, self.adj.num_rows)
+def eval_blocks(sampler: NeighborSampler | RandomWalkNeighborSampler, seed: int
+                ) -> Callable[[np.ndarray, int], Block]:
+    """``(dst, layer) -> Block``: the blocks evaluation and streaming inference run on:
+    full neighbourhoods (uniform sampler), or a PinSage sample fixed by ``seed``."""
+    if isinstance(sampler, RandomWalkNeighborSampler):
+        return lambda dst, layer: sampler._layer_block(
+            dst, layer, derive_seed(seed, 7919, layer), parallel=False, check=False)
+    full = NeighborSampler(sampler.adj, [-1] * sampler.num_layers)
+    return lambda dst, layer: full._layer_block(dst, layer, 0, parallel=False, check=False)
 
 
 def node_model_dims(cfg: TrainConfig, in_dim: int, out_dim: int, num_layers: int
@@ -312,33 +339,27 @@ def build_node_model(cfg: TrainConfig, dims: dict[str, Any]) -> nn.Module:
     return model
 
 
-def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = None,
-                              loss: Callable | None = None, features=None,
-                              inputs: str = "blocks", device="cpu",
-                              out: str | Path | None = None,
-                              log: Callable[[dict], None] | None = None,
-                              progress: bool = False) -> TrainResult:
-    """Train ``model`` (default: built from ``cfg.model``) to classify the labelled nodes of
-    ``graph``; returns test accuracy (``test_accuracy``) of the best-validation model, plus
-    ``val_accuracy``. ``loss(logits, labels)`` (default cross-entropy), ``features`` and
-    ``inputs`` (``blocks`` or ``adjs``) as in the module docstring."""
+def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
+                               model: nn.Module | None = None, loss: Callable | None = None,
+                               features=None, device="cpu", out: Path | None = None,
+                               log: Callable[[dict], None] | None = None,
+                               progress: bool = False) -> GNNResult:
+    """The node task of :func:`train` (see the module docstring)."""
     t0 = time.perf_counter()
     _seed_all(cfg.seed)
-    device = torch.device(device)
     data = node_task_data(graph, cfg.entity_type, cfg.seed, features)
     et = data["entity_type"]
     adj = homogeneous_adjacency(graph, et, symmetric=True)
-    sampler = BlockSampler(cfg, adj)
+    sampler = node_sampler(cfg, adj)
     inp = NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
     dims = node_model_dims(cfg, inp.dim, data["num_classes"], sampler.num_layers)
     model = (model if model is not None else build_node_model(cfg, dims)).to(device)
-    call = caller(model, inputs)
+    call = caller(model, cfg.inputs)
     loss = loss or F.cross_entropy
     opt = adam(model, inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
     labels = data["labels"]
     train_ids = data["split"]["train"]
     ranges = partition_ranges(graph, et)
-    out = Path(out) if out is not None else None
     meta = {"task": "node", "entity_type": et, "graph": str(graph.path),
             "train_config": _cfg_json(cfg), "has_features": data["x"] is not None}
 
@@ -361,45 +382,42 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
                 return call(whole.blocks, whole_input())
         if isinstance(model, GNN):
             with torch.no_grad():
-                return layerwise_inference(model, inp, data["num_nodes"], sampler.eval_block,
-                                           ranges, device=device)
+                return layerwise_inference(model, inp, data["num_nodes"],
+                                           eval_blocks(sampler, cfg.seed), ranges,
+                                           device=device)
         model.eval()
         return full_neighbourhood_outputs(call, inp, adj, sampler.num_layers,
-                                          data["num_nodes"], device=device)
+                                          data["num_nodes"], device=device,
+                                          num_workers=cfg.num_workers, prefetch=cfg.prefetch)
 
     monitor = _Monitor(cfg, out, log, save)
     epoch = 0
-    nb_epoch = 1 if cfg.full_graph else (len(train_ids) + cfg.batch_size - 1) // cfg.batch_size
     whole = (MiniBatch(train_ids, full_graph_blocks(adj, sampler.num_layers),
-                       {"y": labels.index_select(0, train_ids)}).to(device)
+                       y=labels.index_select(0, train_ids)).to(device)
              if cfg.full_graph else None)
     # stored features that are mostly zeros, as CSR for a first layer that takes it
     sparse_x = (as_sparse_features(inp.x) if whole is not None and inp.emb is None
-                and isinstance(model, GNN) and inputs == "blocks"
+                and isinstance(model, GNN) and cfg.inputs == "blocks"
                 and getattr(model.convs[0], "sparse_input", False) else None)
-    with _progress_bar(cfg, nb_epoch, progress) as bar:
+    loader = (NodeLoader(graph, sampler, train_ids, batch_size=cfg.batch_size, seed=cfg.seed,
+                         num_workers=cfg.num_workers, prefetch=cfg.prefetch,
+                         features=data["x"], labels=labels, device=device)
+              if whole is None else None)
+    with _progress_bar(cfg, 1 if loader is None else len(loader), progress) as bar:
         for epoch in range(1, cfg.epochs + 1):
             model.train()
             inp.train()
-            gen = torch.Generator().manual_seed(derive_seed(cfg.seed, epoch))
-            order = train_ids[torch.randperm(len(train_ids), generator=gen)]
             bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
-
-            def make_batch(i: int, order=order, epoch=epoch) -> MiniBatch:
-                seeds = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
-                blocks = sampler.blocks(seeds.numpy(), derive_seed(cfg.seed, epoch, i), False)
-                return MiniBatch(seeds, blocks, {"y": labels.index_select(0, seeds)})
-
+            if loader is not None:
+                loader.set_epoch(epoch)
             loss_sum = 0.0
-            loader = (PrefetchLoader(nb_epoch, make_batch, num_workers=cfg.num_workers,
-                                     prefetch=cfg.prefetch, device=device)
-                      if whole is None else [whole])
-            for k, batch in enumerate(loader):
+            for k, batch in enumerate(loader if loader is not None else [whole]):
                 if whole is None:
-                    logits = call(batch.blocks, inp(batch.input_nodes))
+                    x = batch.x if batch.x is not None else inp(batch.input_nodes)
+                    logits = call(batch.blocks, x)
                 else:
                     logits = call(batch.blocks, whole_input()).index_select(0, batch.seeds)
-                value = loss(logits, batch.extra["y"])
+                value = loss(logits, batch.y)
                 opt.zero_grad()
                 value.backward()
                 opt.step()
@@ -430,8 +448,8 @@ def train_node_classification(graph: Graph, cfg: TrainConfig, *, model: nn.Modul
                                       .float().mean()),
                "val_accuracy": float((pred[split["val"]] == labels[split["val"]])
                                      .float().mean())}
-    return TrainResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
-                       {"input": inp, "sampler": sampler, "entity_type": et})
+    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
+                     {"input": inp, "sampler": sampler, "entity_type": et})
 
 
 def _cfg_json(cfg: TrainConfig) -> dict:
@@ -523,15 +541,12 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     return {f"hits@{k}": float(torch.cat(hits).mean()), "mrr": float(torch.cat(rr).mean())}
 
 
-def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
-                          out: str | Path | None = None,
-                          log: Callable[[dict], None] | None = None,
-                          progress: bool = False) -> TrainResult:
-    """Train item embeddings on a bipartite graph with a max-margin loss and hard
-    negatives; returns ``hits@10`` and ``mrr`` of the held-out test interactions."""
+def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
+                           out: Path | None = None, log: Callable[[dict], None] | None = None,
+                           progress: bool = False) -> GNNResult:
+    """The link task of :func:`train` (see the module docstring)."""
     t0 = time.perf_counter()
     _seed_all(cfg.seed)
-    device = torch.device(device)
     item_t, user_t = bipartite_types(graph, cfg.entity_type)
     n_items, n_users = graph.num_nodes(item_t), graph.num_nodes(user_t)
     rel = next(r for r in graph.relation_types if {r.lhs, r.rhs} == {item_t, user_t})
@@ -541,18 +556,7 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
     fw = from_coo(items[train_m], users[train_m], n_items, n_users)    # item -> user
     bw = fw.transpose()                                                # user -> item
     fanouts = cfg.fanouts or [10, 10]
-    walkers = [RandomWalkNeighborSampler(fw, bw, cfg.num_traversals, cfg.termination_prob,
-                                         cfg.num_random_walks, f if f > 0 else 10)
-               for f in fanouts]
-
-    def blocks_for(seeds: np.ndarray, rng_seed: int, parallel: bool = True):
-        blocks = []
-        for layer in range(len(fanouts) - 1, -1, -1):
-            nbr, cnt, num = walkers[layer].sample(seeds, derive_seed(rng_seed, layer),
-                                                  parallel=parallel)
-            blocks.insert(0, make_block(seeds, nbr, num, normalise_counts(cnt, num), n_items))
-            seeds = blocks[0].src_nodes.numpy()
-        return blocks
+    sampler = walk_sampler(cfg, fw, bw, fanouts)
 
     feat = None
     if "feat" in graph.node_columns(item_t):
@@ -582,7 +586,6 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
     if cfg.batches_per_epoch:
         per_epoch = min(per_epoch, cfg.batches_per_epoch)
     ranges = partition_ranges(graph, item_t)
-    out = Path(out) if out is not None else None
     meta = {"task": "link", "entity_type": item_t, "other_type": user_t,
             "graph": str(graph.path), "train_config": _cfg_json(cfg),
             "has_features": feat is not None, "num_items": n_items}
@@ -592,14 +595,10 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
         state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
         save_checkpoint(path, state, model.config(), meta)
 
-    def eval_block(dst: np.ndarray, layer: int):
-        nbr, cnt, num = walkers[layer].sample(dst, derive_seed(cfg.seed, 7919, layer),
-                                              parallel=False)
-        return make_block(dst, nbr, num, normalise_counts(cnt, num), n_items)
-
     def embed_all() -> torch.Tensor:
         inp.eval()
-        return layerwise_inference(model, inp, n_items, eval_block, ranges, device=device)
+        return layerwise_inference(model, inp, n_items, eval_blocks(sampler, cfg.seed),
+                                   ranges, device=device)
 
     def make_batch(i: int, epoch: int) -> MiniBatch:
         rng = np.random.default_rng(derive_seed(cfg.seed, epoch, i))
@@ -615,7 +614,8 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
         neg = np.concatenate(negs, axis=1)
         nodes, inv = np.unique(np.concatenate([heads, pos, neg.ravel()]), return_inverse=True)
         b = len(heads)
-        blocks = blocks_for(nodes, derive_seed(cfg.seed, epoch, i, 2), False)
+        blocks = sampler.sample_blocks(nodes, derive_seed(cfg.seed, epoch, i, 2),
+                                       parallel=False)
         extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
                  "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
         return MiniBatch(torch.from_numpy(nodes), blocks, extra)
@@ -661,22 +661,117 @@ def train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
     with torch.no_grad():
         emb = embed_all()
         metrics = rank_metrics(emb, user_items, test_excl, test_t, bias=inp.bias)
-    return TrainResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
-                       {"input": inp, "embeddings": emb, "entity_type": item_t})
+    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
+                     {"input": inp, "embeddings": emb, "entity_type": item_t})
 
 
-def train(graph: Graph, cfg: TrainConfig | None = None, *, model: nn.Module | None = None,
-          loss: Callable | None = None, features=None, inputs: str = "blocks",
-          **kwargs) -> TrainResult:
-    """Train on ``graph``: dispatch on ``cfg.task`` (default ``TrainConfig()``, the node
-    task). ``model`` (any ``nn.Module``), ``loss`` and ``features`` replace the builtin
-    model, cross-entropy and stored features (node task; see the module docstring);
-    ``kwargs``: ``device``, ``out``, ``log``, ``progress``."""
-    cfg = cfg or TrainConfig()
+def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
+          model: nn.Module | None = None, loss: Callable | None = None, features=None,
+          device: str | torch.device = "cpu", out: str | Path | None = None,
+          log: Callable[[dict], None] | None = None, progress: bool = False) -> GNNResult:
+    """Train a GNN on a stored graph: node classification or link prediction.
+
+    The one training entry point of :mod:`graphsys.gnn` (what ``graphsys gnn train``
+    runs). ``config.task`` picks the task: ``"node"`` classifies the nodes of the entity
+    type with a ``label`` column, on minibatches of a :class:`~graphsys.gnn.NodeLoader`
+    (or full-graph steps with ``config.full_graph``); ``"link"`` learns item embeddings on a
+    bipartite graph with PinSage sampling, a max-margin loss and hard negatives. After every
+    ``config.eval_every`` epochs the validation metric is computed with layer-wise
+    inference; the best model is kept and training stops after ``config.patience``
+    evaluations without improvement (see the module docstring for the splits, features
+    and metrics).
+
+    Parameters
+    ----------
+    graph : Graph or str
+        An opened graph or a graph directory.
+    config : TrainConfig, optional
+        Task, model and hyperparameters (default ``TrainConfig()``: the node task with
+        GraphSAGE).
+    model : torch.nn.Module, optional
+        Node task: train this module instead of the one ``config.model`` names; it is
+        called as ``model(blocks, x)`` (or ``model(x, adjs)``, PyG ``NeighborSampler``
+        style, with ``config.inputs="adjs"``; see :mod:`graphsys.gnn.custom`).
+    loss : callable, optional
+        Node task: ``loss(logits, labels) -> scalar tensor`` (default cross-entropy).
+    features : str, tensor or array, optional
+        Node task: the input features, a node column name or an (N, F) array used as
+        given (default: the ``feat`` column row-normalised, else a learned embedding per
+        node).
+    device : str or torch.device, optional
+        Where the model trains (default ``"cpu"``).
+    out : str or Path, optional
+        Directory for the best checkpoint (``out/checkpoint``, which
+        :func:`~graphsys.gnn.embed_checkpoint` reads) and ``out/metrics.jsonl``.
+    log : callable, optional
+        Called with each evaluation record (a dict, as in :attr:`GNNResult.history`).
+    progress : bool, optional
+        Show a tqdm progress bar on stderr (default False).
+
+    Returns
+    -------
+    GNNResult
+        Test metrics of the best-validation model, the history and the trained model.
+
+    Raises
+    ------
+    GraphsysError
+        A graph without labels (node task) or without a bipartite relation (link task),
+        ``model``/``loss``/``features`` given to the link task, or a diverged run (a
+        non-finite loss or parameter).
+
+    See Also
+    --------
+    TrainConfig : every hyperparameter and its default.
+    NodeLoader : the minibatches of the node task, for a training loop of one's own.
+
+    References
+    ----------
+    .. [1] W. L. Hamilton, R. Ying and J. Leskovec, "Inductive Representation Learning on
+       Large Graphs", NeurIPS 2017, https://arxiv.org/abs/1706.02216.
+    .. [2] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
+       "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018,
+       https://arxiv.org/abs/1806.01973.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.generators import sbm
+    >>> from graphsys.gnn import TrainConfig, train
+    >>> m = sbm(200, 1000, blocks=4, features=8, train_per_class=10, num_val=40, num_test=100)
+    >>> nodes, edges = next(m.nodes()), next(m.edges())
+    >>> g = graphsys.from_numpy(edges["src"], edges["dst"], tempfile.mkdtemp() + "/sbm",
+    ...                         num_nodes=200, undirected=True,
+    ...                         node_columns={k: v for k, v in nodes.items() if k != "id"})
+    >>> result = train(g, TrainConfig(model="gcn", fanouts=[5, 5], hidden=16, epochs=10))
+    >>> result.epochs, result.metrics["test_accuracy"] > 0.5
+    (10, True)
+
+    A model of one's own (any module over blocks) and a loss:
+
+    >>> import torch
+    >>> from graphsys.gnn import SAGEConv
+    >>> class TwoLayers(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.a, self.b = SAGEConv(8, 16), SAGEConv(16, 4)
+    ...     def forward(self, blocks, x):
+    ...         return self.b(torch.relu(self.a(x, blocks[0])), blocks[1])
+    >>> result = train(g, TrainConfig(fanouts=[5, 5], epochs=2), model=TwoLayers(),
+    ...                loss=torch.nn.functional.cross_entropy)
+    >>> sorted(result.metrics)
+    ['test_accuracy', 'val_accuracy']
+    """
+    graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
+    cfg = config if config is not None else TrainConfig()
+    device = torch.device(device)
+    out = Path(out) if out is not None else None
     if cfg.task == "node":
-        return train_node_classification(graph, cfg, model=model, loss=loss,
-                                         features=features, inputs=inputs, **kwargs)
+        return _train_node_classification(graph, cfg, model=model, loss=loss,
+                                          features=features, device=device, out=out, log=log,
+                                          progress=progress)
     if model is not None or loss is not None or features is not None:
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
-    return train_link_prediction(graph, cfg, **kwargs)
+    return _train_link_prediction(graph, cfg, device=device, out=out, log=log,
+                                  progress=progress)

@@ -1,0 +1,105 @@
+"""The sampler protocol: :class:`Sampler`, what :class:`~graphsys.gnn.NodeLoader` and
+:func:`graphsys.gnn.train` draw minibatch blocks from.
+
+A sampler turns a batch of seed nodes into one :class:`~graphsys.sampling.Block` per GNN
+layer, input layer first, and the same arguments always give the same blocks (the random
+stream is derived from ``rng_seed``, never from a call counter or the number of threads).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from graphsys.sampling._util import as_seed_array, derive_seed
+from graphsys.sampling.block import Block
+
+
+class Sampler(ABC):
+    """Base class of the minibatch samplers: seeds in, one block per layer out.
+
+    A subclass implements :attr:`num_nodes`, :attr:`num_layers` and :meth:`sample_blocks`.
+    :class:`~graphsys.gnn.NodeLoader` calls :meth:`sample_blocks` from its worker threads,
+    so a sampler must be safe to call concurrently (hold read-only arrays only).
+
+    Examples
+    --------
+    A sampler written against the protocol: every node's only neighbour is itself (an MLP
+    run as a GNN):
+
+    >>> import torch
+    >>> from graphsys.sampling import Block, Sampler
+    >>> class SelfLoops(Sampler):
+    ...     num_nodes, num_layers = 10, 2
+    ...     def sample_blocks(self, seeds, rng_seed=0):
+    ...         s = torch.as_tensor(seeds)
+    ...         loop = torch.arange(len(s))
+    ...         return [Block(s, len(s), loop, loop)] * self.num_layers
+    >>> [b.num_edges for b in SelfLoops().sample_blocks([4, 7])]
+    [2, 2]
+
+    The built-in samplers implement it:
+
+    >>> from graphsys.sampling import NeighborSampler, PinSAGESampler
+    >>> issubclass(NeighborSampler, Sampler), issubclass(PinSAGESampler, Sampler)
+    (True, True)
+    """
+
+    @property
+    @abstractmethod
+    def num_nodes(self) -> int:
+        """Nodes of the sampled node type; seed ids lie in ``[0, num_nodes)``."""
+
+    @property
+    @abstractmethod
+    def num_layers(self) -> int:
+        """Blocks per batch (one per GNN layer)."""
+
+    @abstractmethod
+    def sample_blocks(self, seeds, rng_seed: int = 0) -> list[Block]:
+        """The blocks of one batch, input layer first.
+
+        Parameters
+        ----------
+        seeds : int tensor, array or sequence (S,)
+            Unique node ids of the batch; ``blocks[-1].dst_nodes`` equals them.
+        rng_seed : int, optional
+            Seed of the batch's random choices (default 0).
+
+        Returns
+        -------
+        list of Block
+            :attr:`num_layers` blocks; ``blocks[0].src_nodes`` are the nodes whose input
+            features the first layer reads. Deterministic in ``(seeds, rng_seed)``.
+        """
+
+
+class LayerwiseSampler(Sampler):
+    """A :class:`Sampler` that draws one layer at a time, from the output layer outwards:
+    each layer's source nodes are the next (input side) layer's destinations, and layer
+    ``l`` draws from ``derive_seed(rng_seed, l)``. Subclasses implement
+    :meth:`_layer_block`."""
+
+    def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
+                      ) -> list[Block]:
+        """The blocks of one batch, input layer first (see :meth:`Sampler.sample_blocks`).
+
+        ``parallel``: run the numba kernels on every thread (True) or on the calling one
+        (False); None (default) is True except inside a loader's worker threads, where
+        the workers are the parallelism. The blocks are the same either way.
+        """
+        dst = as_seed_array(seeds, self.num_nodes)
+        blocks: list[Block] = []
+        for layer in range(self.num_layers - 1, -1, -1):
+            block = self._layer_block(dst, layer, derive_seed(rng_seed, layer),
+                                      parallel=parallel, check=not blocks)
+            blocks.insert(0, block)
+            dst = block.src_nodes.numpy()
+        return blocks
+
+    @abstractmethod
+    def _layer_block(self, dst: np.ndarray, layer: int, rng_seed: int, *,
+                     parallel: bool | None = None, check: bool = True) -> Block:
+        """Layer ``layer``'s block for the destinations ``dst`` (int64, unique; checked when
+        ``check``), drawn from ``rng_seed`` as given."""

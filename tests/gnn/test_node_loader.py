@@ -1,0 +1,148 @@
+"""NodeLoader: determinism across workers and epochs, coverage, gathers, valid blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import graphsys
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.gnn import NodeLoader
+from graphsys.sampling import NeighborSampler, PinSAGESampler
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    n = 120
+    src, dst = rng.integers(0, n, 600), rng.integers(0, n, 600)
+    keep = src != dst
+    cols = {"feat": rng.standard_normal((n, 5)).astype(np.float32),
+            "label": rng.integers(0, 4, n)}
+    g = graphsys.from_numpy(src[keep], dst[keep], tmp_path_factory.mktemp("nl") / "g",
+                            num_nodes=n, node_columns=cols, undirected=True,
+                            num_partitions=2)
+    return g, src[keep], dst[keep]
+
+
+def _same(a, b):
+    assert torch.equal(a.seeds, b.seeds)
+    assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+    assert len(a.blocks) == len(b.blocks)
+    for x, y in zip(a.blocks, b.blocks):
+        assert torch.equal(x.src_nodes, y.src_nodes)
+        assert torch.equal(x.edge_src, y.edge_src) and torch.equal(x.edge_dst, y.edge_dst)
+
+
+def _loader(g, **kw):
+    kw.setdefault("batch_size", 16)
+    return NodeLoader(g, NeighborSampler(g, [4, 3]), np.arange(0, 120, 2), **kw)
+
+
+def test_batches_identical_across_num_workers(graph):
+    g = graph[0]
+    ref = list(_loader(g, num_workers=0))
+    for workers in (1, 2):
+        got = list(_loader(g, num_workers=workers, prefetch=3))
+        assert len(got) == len(ref) == 4
+        for a, b in zip(ref, got):
+            _same(a, b)
+
+
+def test_each_epoch_reshuffles_deterministically(graph):
+    g = graph[0]
+    loader = _loader(g)
+    e0, e1 = list(loader), list(loader)                  # epochs 0 and 1, counted
+    assert not torch.equal(e0[0].seeds, e1[0].seeds)
+    loader.set_epoch(1)
+    again = list(loader)
+    for a, b in zip(e1, again):
+        _same(a, b)
+    fresh = _loader(g)
+    fresh.set_epoch(0)
+    for a, b in zip(e0, fresh):
+        _same(a, b)
+    other_seed = list(_loader(g, seed=1))
+    assert not torch.equal(other_seed[0].seeds, e0[0].seeds)
+    fixed = _loader(g, shuffle=False)
+    assert torch.equal(torch.cat([b.seeds for b in fixed]), torch.arange(0, 120, 2))
+
+
+def test_seed_set_covered_once_per_epoch(graph):
+    g = graph[0]
+    seeds = np.arange(0, 120, 2)
+    loader = _loader(g, batch_size=7)
+    assert len(loader) == 9
+    for _ in range(2):
+        got = torch.cat([b.seeds for b in loader])
+        assert sorted(got.tolist()) == seeds.tolist()
+    dropped = _loader(g, batch_size=7, drop_last=True)
+    assert len(dropped) == 8
+    batches = list(dropped)
+    assert len(batches) == 8 and all(len(b.seeds) == 7 for b in batches)
+    mask = np.zeros(120, bool)
+    mask[seeds] = True
+    by_mask = NodeLoader(g, NeighborSampler(g, [2]), mask, batch_size=100, shuffle=False)
+    assert torch.equal(torch.cat([b.seeds for b in by_mask]), torch.from_numpy(seeds))
+
+
+def test_features_and_labels_equal_a_direct_gather(graph):
+    g = graph[0]
+    feat = torch.from_numpy(np.asarray(g.node_column("feat")))
+    label = torch.from_numpy(np.asarray(g.node_column("label")))
+    for batch in _loader(g):
+        assert torch.equal(batch.x, feat[batch.blocks[0].src_nodes])
+        assert torch.equal(batch.y, label[batch.seeds])
+    doubled = _loader(g, features=2 * feat.numpy().astype(np.float64), labels=label + 1,
+                      num_workers=2)
+    for batch in doubled:
+        assert torch.equal(batch.x, 2 * feat[batch.input_nodes].double())
+        assert torch.equal(batch.y, label[batch.seeds] + 1)
+    for batch in _loader(g, features=None, labels=None):
+        assert batch.x is None and batch.y is None
+
+
+def test_block_edges_exist_in_the_graph(graph):
+    g, src, dst = graph
+    ids = np.asarray(g.node_ids())                       # internal id -> original id
+    edges = set(zip(src.tolist(), dst.tolist())) | set(zip(dst.tolist(), src.tolist()))
+    for batch in _loader(g, num_workers=2):
+        assert torch.equal(batch.blocks[-1].dst_nodes, batch.seeds)
+        for b, nxt in zip(batch.blocks, batch.blocks[1:] + [None]):
+            u = ids[b.src_nodes[b.edge_src].numpy()]
+            v = ids[b.dst_nodes[b.edge_dst].numpy()]
+            assert all((a, c) in edges for a, c in zip(u.tolist(), v.tolist()))
+            assert len(np.unique(b.src_nodes.numpy())) == b.num_src_nodes
+            if nxt is not None:
+                assert torch.equal(b.dst_nodes, nxt.src_nodes)
+
+
+def test_any_sampler_of_the_protocol(graph):
+    g = graph[0]
+    et = g.entity_types[0]
+    sampler = PinSAGESampler(g, et, et, 2, 0.5, 20, [3, 3])
+    loader = NodeLoader(g, sampler, torch.arange(30), batch_size=10, num_workers=2)
+    batches = list(loader)
+    assert len(batches) == 3
+    assert all(b.blocks[0].edge_weight is not None for b in batches)
+    assert all(b.x.shape == (b.blocks[0].num_src_nodes, 5) for b in batches)
+
+
+def test_bad_input(graph):
+    g = graph[0]
+    s = NeighborSampler(g, [2])
+    with pytest.raises(ParameterError, match="repeat"):
+        NodeLoader(g, s, [1, 2, 1])
+    with pytest.raises(GraphsysError, match="outside the graph"):
+        NodeLoader(g, s, [500])
+    with pytest.raises(ParameterError, match="no node column 'emb'"):
+        NodeLoader(g, s, [1], features="emb")
+    with pytest.raises(ParameterError, match="no graph"):
+        NodeLoader(None, s, [1])
+    with pytest.raises(ParameterError, match="shape"):
+        NodeLoader(g, s, [1], features=np.zeros((3, 2), np.float32))
+    with pytest.raises(ParameterError, match="batch_size"):
+        NodeLoader(g, s, [1], batch_size=0)
+    with pytest.raises(ParameterError, match="Sampler"):
+        NodeLoader(g, object(), [1])
