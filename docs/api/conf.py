@@ -31,8 +31,9 @@ napoleon_numpy_docstring = True
 napoleon_use_rtype = False
 napoleon_use_ivar = True
 
+# each class directive names its members (``:members:``, or an explicit list where the
+# class has engine-facing methods): a ``members`` default would override the lists
 autodoc_default_options = {
-    "members": True,
     "undoc-members": False,
     "show-inheritance": True,
     "member-order": "bysource",
