@@ -67,7 +67,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     user's :class:`~graphsys.embed.config.EmbedConfig` for ``workload="embed"`` (else a
     default model of ``dimension``); ``steps`` bounds its batches (default
     :data:`~graphsys.analysis.workloads.EMBED_STEPS`) and the GNN steps (default 5).
-    ``gnn_config``: the user's :class:`~graphsys.gnn.train.TrainConfig` for
+    ``gnn_config``: the user's :class:`~graphsys.gnn.TrainConfig` for
     ``workload="gnn"`` (else :data:`~graphsys.analysis.workloads.GNN_DEFAULTS`)."""
     from graphsys.analysis.balance import (
         RankWork,
