@@ -588,31 +588,6 @@ class Graph:
     def node_columns(self, entity_type: str | None = None) -> list[str]:
         return [c.name for c in self.entity_type(entity_type).columns]
 
-    # -- interop (graphsys.interop; nodes in ascending original-id order) --------------------
-    def to_pyg(self, **kwargs):
-        """A ``torch_geometric.data.Data``; see :func:`graphsys.interop.to_pyg`."""
-        from graphsys.interop import to_pyg
-
-        return to_pyg(self, **kwargs)
-
-    def to_dgl(self, **kwargs):
-        """A ``dgl.DGLGraph``; see :func:`graphsys.interop.to_dgl`."""
-        from graphsys.interop import to_dgl
-
-        return to_dgl(self, **kwargs)
-
-    def to_scipy(self, **kwargs):
-        """A ``scipy.sparse.csr_matrix`` adjacency; see :func:`graphsys.interop.to_scipy`."""
-        from graphsys.interop import to_scipy
-
-        return to_scipy(self, **kwargs)
-
-    def to_networkx(self, **kwargs):
-        """A NetworkX graph; see :func:`graphsys.interop.to_networkx`."""
-        from graphsys.interop import to_networkx
-
-        return to_networkx(self, **kwargs)
-
 
 def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -> Graph:
     """Open the graph directory ``path``: reads and validates the manifest (as untrusted
