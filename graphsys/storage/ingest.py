@@ -48,6 +48,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from graphsys._version import __version__
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.atomic import (
@@ -138,8 +139,6 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
     :class:`~graphsys.errors.GraphsysError` for bad options; in both cases nothing is left
     at ``out``.
     """
-    from graphsys import __version__
-
     opts = options or IngestOptions()
     if not isinstance(opts.num_partitions, int) or opts.num_partitions < 1:
         raise ParameterError("num_partitions", f"must be a positive integer, got "
