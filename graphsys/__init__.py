@@ -11,12 +11,12 @@ import os
 # numba's and torch's OpenMP thread pools busy-wait by default; on a small or shared machine
 # the spinning pool of one starves the other (torch's embedding step, run after numba's
 # parallel ingest kernels, waits for cores that numba's idle workers spin on). So workers
-# wait passively, after a short spin: GNU OpenMP's workers poll GOMP_SPINCOUNT times for the next parallel region
-# before they sleep (PASSIVE alone: no spin). Back-to-back parallel regions, such as the
-# iterations of an in-memory PageRank, then skip the futex wake-up; a spin much longer than
-# that gets a vCPU descheduled instead, and the spin costs a core at most its own length
-# per region. Both must be set before either runtime starts, hence here, first; an explicit
-# setting is respected.
+# wait passively, after a short spin: GNU OpenMP's workers poll GOMP_SPINCOUNT times for
+# the next parallel region before they sleep (PASSIVE alone: no spin). Back-to-back
+# parallel regions, such as the iterations of an in-memory PageRank, then skip the futex
+# wake-up; a much longer pause loop gets a vCPU descheduled instead, and the spin costs a
+# core at most its own length per region. Both must be set before either runtime starts,
+# hence here, first; an explicit setting is respected.
 OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"}
 #: The variables of ``OPENMP_DEFAULTS`` this import set (the environment had none): a peer
 #: library timed in a child process (``scripts/bench_*.py``) runs without them, on its own
