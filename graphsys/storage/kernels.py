@@ -148,9 +148,8 @@ def _search_buckets(ids, starts, base, shift, queries, out):
 
 @numba.njit(cache=True, nogil=True)
 def local_offsets(part, num_partitions):
-    """Local offset of every node within its partition (rank in dense-index order).
-
-    Args: part int32 (N,). Returns (local int64 (N,), sizes int64 (P,)).
+    """Local offset of every node within its partition (rank in dense-index order), from
+    ``part``, int32 (N,): returns ``(local, sizes)``, int64 (N,) and (P,).
     """
     sizes = np.zeros(num_partitions, np.int64)
     local = np.empty(part.shape[0], np.int64)
