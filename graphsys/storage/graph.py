@@ -244,9 +244,7 @@ class CSR:
         return len(self.indptr) - 1
 
     def to_scipy(self):
-        """The rows as a ``scipy.sparse.csr_matrix`` (N, N), sharing the index arrays; entries are
-        the weights, or 1.
-        """
+        """The rows as a ``scipy.sparse.csr_matrix`` (N, N): entries are the weights, or 1."""
         import scipy.sparse as sp
 
         data = self.weight if self.weight is not None else np.ones(len(self.indices), np.float32)
