@@ -93,9 +93,8 @@ def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
     weight_col, rel_col : str or int, optional
         Edge weight and relation columns.
     **options
-        Fields of :class:`~graphsys.storage.ingest.IngestOptions`: ``num_partitions``
-        (default 1), ``partitioner`` (default ``"hash"``), ``seed``, ``undirected``,
-        ``dedupe``, ``drop_self_loops``, ``memory_limit`` (bytes), ``progress``, ...
+        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
     -------

@@ -35,9 +35,8 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
     weight : str or None, default "weight"
         The edge attribute read as edge weight when every edge has it (None: no weights).
     **options
-        Fields of :class:`~graphsys.storage.ingest.IngestOptions`: ``num_partitions``
-        (default 1), ``partitioner`` (default ``"hash"``), ``seed``, ``undirected``,
-        ``dedupe``, ``drop_self_loops``, ``memory_limit`` (bytes), ``progress``, ...
+        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
     -------

@@ -46,9 +46,8 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     out : str or Path
         The graph directory to create.
     **options
-        Fields of :class:`~graphsys.storage.ingest.IngestOptions`: ``num_partitions``
-        (default 1), ``partitioner`` (default ``"hash"``), ``seed``, ``undirected``,
-        ``dedupe``, ``drop_self_loops``, ``memory_limit`` (bytes), ``progress``, ...
+        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
     -------

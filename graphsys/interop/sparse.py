@@ -30,9 +30,8 @@ def from_scipy(matrix, out: str | Path, *, weighted: bool | None = None,
     node_columns : dict of str to array-like, optional
         As for :func:`from_numpy`.
     **options
-        Fields of :class:`~graphsys.storage.ingest.IngestOptions`: ``num_partitions``
-        (default 1), ``partitioner`` (default ``"hash"``), ``seed``, ``undirected``,
-        ``dedupe``, ``drop_self_loops``, ``memory_limit`` (bytes), ``progress``, ...
+        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
     -------
