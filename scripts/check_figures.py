@@ -34,7 +34,7 @@ DEFAULT_PATHS = ("graphsys", "partitioners")
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 PATTERNS = [
     re.compile(rf"(?<![\w.]){_NUM}\s*(?:ns|µs|us|ms|msec)\b"),
-    re.compile(rf"(?<![\w.])\d[\d,]*\.\d+\s*(?:s|sec|secs|seconds?)\b"),
+    re.compile(r"(?<![\w.])\d[\d,]*\.\d+\s*(?:s|sec|secs|seconds?)\b"),
     re.compile(rf"(?<![\w.]){_NUM}(?:\s*[-–]\s*{_NUM})?(?:×|x)(?![\w])"),
     re.compile(rf"(?<![\w.]){_NUM}\s+(?:×|x)\s+(?:faster|slower|more|less|fewer)\b"),
     re.compile(rf"(?<![\w.]){_NUM}\s*[kMG]?\s*(?:edges|nodes|rows|batches|samples|ids|B|KB|MB|GB|"
