@@ -164,6 +164,8 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         num_partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
         dedupe=dedupe, drop_self_loops=drop_self_loops, memory_limit=limit,
         on_bad_line=on_bad_line, progress=progress)
+    if append and nodes is not None:
+        raise ParameterError("nodes", "cannot be given when appending to a graph")
     node_sources = []
     if nodes is not None:
         table = nodes if isinstance(nodes, pa.Table) else read_node_table(Path(nodes))
@@ -171,8 +173,6 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     if append:
         from graphsys.storage.append import append_edges
 
-        if node_sources:
-            raise ParameterError("nodes", "cannot be given when appending to a graph")
         result = append_edges(out, [source], opts)
     else:
         result = ingest_sources([source], out, opts, node_sources)

@@ -62,7 +62,7 @@ def test_append(tmp_path, edges):
     assert g2.num_edges("more") == 1 and g2.num_nodes() == g.num_nodes() + 1
     with pytest.raises(ParameterError, match="^nodes cannot be given when appending"):
         graphsys.ingest(more, tmp_path / "g", append=True, edge_set="x",
-                        nodes=pa.table({"id": [1]}))
+                        nodes=tmp_path / "none.parquet")
 
 
 @pytest.mark.parametrize("kwargs, message", [
