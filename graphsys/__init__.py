@@ -1,21 +1,22 @@
 """graphsys: graphs too big for one GPU's memory.
 
-Partitioned Arrow graph storage (:func:`open_graph`), vertex-centric analytics, graph
-embeddings and GNN training over the stored buckets.
+Partitioned Arrow graph storage (:func:`ingest` edge files, :func:`open_graph` a graph
+directory, :class:`Graph`; ``from_*``/``to_*`` convert from and to NumPy, Arrow, SciPy,
+NetworkX, PyG and DGL), vertex-centric analytics (:mod:`graphsys.bsp`), graph embeddings
+(:mod:`graphsys.embed`) and GNN training (:mod:`graphsys.gnn`) over the stored buckets.
 """
 
 import os
 
 # numba's and torch's OpenMP thread pools busy-wait by default; on a small or shared machine
-# the spinning pool of one starves the other (a demo's embedding step measured 46 s instead
-# of 4.5 s on 2 cores after numba's parallel ingest kernels had run). So workers wait
-# passively, after a short spin: GNU OpenMP's workers poll GOMP_SPINCOUNT times for the next
-# parallel region before they sleep (PASSIVE alone: none). Back-to-back parallel calls then
-# skip the futex wake-up: luxembourg-osm's PageRank iteration (114k vertices, 2 threads)
-# took 0.18-0.22 ms with no spin, 0.11-0.12 ms with 1,000-10,000, 0.18 ms with 30,000 (a
-# long pause loop gets a vCPU descheduled); the spin costs a core ~0.1 ms at most per
-# region. Both must be set before either runtime starts, hence here, first; an explicit
-# setting is respected.
+# the spinning pool of one starves the other (torch's embedding step, run after numba's
+# parallel ingest kernels, waits for cores that numba's idle workers spin on). So workers
+# wait passively, after a short spin: GNU OpenMP's workers poll GOMP_SPINCOUNT times for
+# the next parallel region before they sleep (PASSIVE alone: no spin). Back-to-back
+# parallel regions, such as the iterations of an in-memory PageRank, then skip the futex
+# wake-up; a much longer pause loop gets a vCPU descheduled instead, and the spin costs a
+# core at most its own length per region. Both must be set before either runtime starts,
+# hence here, first; an explicit setting is respected.
 OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"}
 #: The variables of ``OPENMP_DEFAULTS`` this import set (the environment had none): a peer
 #: library timed in a child process (``scripts/bench_*.py``) runs without them, on its own
@@ -31,6 +32,7 @@ def peer_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in OPENMP_SET_HERE}
 
 
+from graphsys._version import __version__  # noqa: E402
 from graphsys.interop import (  # noqa: E402
     from_arrow,
     from_dgl,
@@ -38,9 +40,14 @@ from graphsys.interop import (  # noqa: E402
     from_numpy,
     from_pyg,
     from_scipy,
+    to_dgl,
+    to_networkx,
+    to_pyg,
+    to_scipy,
 )
 from graphsys.storage.graph import Graph, open_graph  # noqa: E402
+from graphsys.storage.ingest_files import ingest  # noqa: E402
 
-__version__ = "0.1.0"
-__all__ = ["Graph", "from_arrow", "from_dgl", "from_networkx", "from_numpy", "from_pyg",
-           "from_scipy", "open_graph", "__version__"]
+__all__ = ["Graph", "__version__", "from_arrow", "from_dgl", "from_networkx", "from_numpy",
+           "from_pyg", "from_scipy", "ingest", "open_graph", "to_dgl", "to_networkx",
+           "to_pyg", "to_scipy"]

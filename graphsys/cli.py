@@ -24,7 +24,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="graphsys",
         description="Partitioned Arrow graph storage, BSP analytics, embeddings and GNNs.",
     )
-    from graphsys import __version__
+    from graphsys._version import __version__
 
     parser.add_argument("--version", action="version", version=f"graphsys {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

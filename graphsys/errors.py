@@ -46,8 +46,18 @@ class ParameterError(GraphsysError):
     parameter name into the flag that set it (``--max-iters must be ...``) when the command
     has one, so users of either surface read their own vocabulary.
 
-    :param parameter: the parameter's name as the library spells it (``max_iters``).
-    :param message: the rest of the sentence, without the name (``must be positive, got 0``).
+    Parameters
+    ----------
+    parameter : str
+        The parameter's name as the library spells it (``max_iters``).
+    message : str
+        The rest of the sentence, without the name (``must be positive, got 0``).
+
+    Examples
+    --------
+    >>> from graphsys.errors import ParameterError
+    >>> str(ParameterError("max_iters", "must be a positive integer, got 0"))
+    'max_iters must be a positive integer, got 0'
     """
 
     def __init__(self, parameter: str, message: str):

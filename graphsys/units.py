@@ -15,9 +15,33 @@ _SIZE_UNITS = {
 
 
 def parse_size(text: str | int, *, field: str = "size") -> int:
-    """Return a byte count from ``"2GB"``, ``"512MiB"``, ``"1e9"`` or an int.
+    """A byte count from a size such as ``"2GB"``, ``"512MiB"``, ``"1e9"`` or an int.
 
-    Decimal units (KB, MB, GB, TB = powers of 1000) and binary units (KiB, MiB, GiB, TiB).
+    Decimal units (KB, MB, GB, TB: powers of 1000) and binary units (KiB, MiB, GiB, TiB);
+    case is ignored.
+
+    Parameters
+    ----------
+    text : str or int
+        The size.
+    field : str, default "size"
+        What the size is for, named in errors.
+
+    Returns
+    -------
+    int
+        Bytes, positive.
+
+    Raises
+    ------
+    GraphsysError
+        A size that cannot be parsed, or not positive.
+
+    Examples
+    --------
+    >>> from graphsys.units import parse_size
+    >>> parse_size("2GB"), parse_size("512MiB"), parse_size(4096)
+    (2000000000, 536870912, 4096)
     """
     if isinstance(text, int):
         value = text

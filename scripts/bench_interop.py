@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Interop cost: ``graphsys.from_pyg`` / ``Graph.to_pyg`` beside PyG's own ``Data``
+"""Interop cost: ``graphsys.from_pyg`` / ``graphsys.to_pyg`` beside PyG's own ``Data``
 construction, on ogbn-arxiv-sized synthetic data.
 
 Prints one JSON line. Data: ``--nodes`` (169,343) nodes, ``--edges`` (1,166,243) random
@@ -110,7 +110,7 @@ def child(args) -> None:
             n_edges = g.num_edges()
         else:
             g = graphsys.open_graph(out)
-            d = g.to_pyg()
+            d = graphsys.to_pyg(g)
             n_edges = d.num_edges
         seconds = time.perf_counter() - t0
     print(json.dumps({"seconds": seconds, "edges": n_edges, "baseline_rss_mb": base / 1024,

@@ -3,8 +3,12 @@
 Fails (with ``--strict``) on
 
 * an import cycle among the modules of ``graphsys/`` (an import inside a function or under
-  ``TYPE_CHECKING`` counts: a cycle is a cycle; a package's import of its own children, the
-  ``__init__`` re-exports, does not);
+  ``TYPE_CHECKING`` counts: a cycle is a cycle). A package's ``__init__`` importing its own
+  children (its re-exports) is an edge like any other, so a child that imports a name
+  from its package (``from graphsys import __version__`` in a module that
+  ``graphsys/__init__.py`` reaches) is a cycle; ``from pkg import child`` of a child
+  module is an import of that child (``pkg/__init__`` itself is run first by every import
+  of a child, which no module can avoid, so that is no edge);
 * a library module (everything but ``graphsys/commands/``, ``graphsys/cli.py`` and
   ``graphsys/__main__.py``) importing ``graphsys.commands``;
 * a library ``raise`` whose message names a command-line flag (``--max-iters``): the library
@@ -59,7 +63,13 @@ def imported_modules(name: str, path: Path, tree: ast.AST, known: set[str]) -> s
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            candidates = [module] + [f"{module}.{a.name}" for a in node.names]
+            # "from pkg import child" imports the module pkg.child (pkg's __init__ runs
+            # first whatever is imported, as it does for "import pkg.child"); any other
+            # name imported from pkg is an import of pkg itself
+            children = [f"{module}.{a.name}" for a in node.names]
+            candidates = [c for c in children if c in known]
+            if len(candidates) < len(children):
+                candidates.append(module)
         else:
             continue
         for c in candidates:
@@ -143,8 +153,7 @@ def check(root: Path) -> dict[str, list]:
     for name, path in files.items():
         tree = ast.parse(path.read_text(), filename=str(path))
         imports = imported_modules(name, path, tree, known)
-        # a package importing its own children (re-exports) is not a layer edge
-        edges[name] = {m for m in imports if not m.startswith(name + ".")}
+        edges[name] = imports
         library = not any(name == c or name.startswith(c + ".") for c in CLI_MODULES)
         if library:
             bad = sorted(m for m in imports if m == "graphsys.commands"

@@ -33,3 +33,30 @@ def test_peer_environment_drops_only_what_the_import_set():
         out = subprocess.run([sys.executable, "-c", probe], env=env | given,
                              capture_output=True, text=True, check=True)
         assert out.stdout.split("\n")[-2] == want
+
+
+def test_top_level_api():
+    import graphsys
+    from graphsys._version import __version__
+
+    assert graphsys.__version__ == __version__
+    assert set(graphsys.__all__) == {
+        "Graph", "__version__", "from_arrow", "from_dgl", "from_networkx", "from_numpy",
+        "from_pyg", "from_scipy", "ingest", "open_graph", "to_dgl", "to_networkx", "to_pyg",
+        "to_scipy"}
+    assert all(hasattr(graphsys, name) for name in graphsys.__all__)
+    # conversions live in graphsys.interop only
+    assert not any(hasattr(graphsys.Graph, f"to_{k}") for k in ("pyg", "dgl", "scipy",
+                                                                 "networkx"))
+
+
+def test_storage_package_imports_none_of_its_modules():
+    """``graphsys.storage``'s ``__init__`` documents and lists its modules, importing none
+    (a child importing from it would then close no cycle)."""
+    import ast
+
+    import graphsys.storage as storage
+
+    tree = ast.parse(open(storage.__file__).read())
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert "graph" in storage.__all__ and storage.__doc__

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from graphsys.commands._common import column_arg, emit_json, show_progress
-from graphsys.errors import GraphsysError, InputError
-from graphsys.memory import lifetime_peak_rss
 from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
-from graphsys.storage.adjacency_index import build_index
-from graphsys.storage.append import append_edges
-from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
-from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
-from graphsys.units import parse_size
+from graphsys.storage.format import DEFAULT_EDGE_SET
+from graphsys.storage.ingest_files import ingest
 from partitioners import DEFAULT_PARTITIONER
 
 
@@ -30,7 +21,7 @@ def register(subparsers) -> None:
                         help="add the inputs to the existing graph DIR as a new edge set "
                         "(--edge-set, a new name); ids not in DIR become new nodes appended "
                         "to its partitions, old nodes keep their ids (see docs/format.md)")
-    p.add_argument("--partitions", dest="num_partitions", type=int, default=1,
+    p.add_argument("--partitions", type=int, default=1,
                    help="P, number of partitions (default 1)")
     p.add_argument("--partitioner", default=DEFAULT_PARTITIONER,
                    help=f"one of {', '.join(PARTITIONERS.names())} "
@@ -68,67 +59,31 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    source = EdgeSource(
-        paths=[Path(x) for x in args.inputs], edge_set=args.edge_set, format=args.format,
+    # every flag is the keyword of graphsys.ingest with the flag's name (--partitions ->
+    # partitions), so the library's parameter errors read as these flags
+    appending = args.append_to is not None
+    out = args.append_to if appending else args.out
+    graph, report = ingest(
+        [Path(x) for x in args.inputs], out, partitions=args.partitions,
+        partitioner=args.partitioner, seed=args.seed, format=args.format,
         src_col=column_arg(args.src_col), dst_col=column_arg(args.dst_col),
         rel_col=column_arg(args.rel_col), weight_col=column_arg(args.weight_col),
         relation=args.relation, delimiter=args.delimiter,
         header=False if args.no_header else {"auto": None, "yes": True, "no": False}[
-            args.header])
-    nodes = []
-    if args.nodes is not None:
-        nodes.append(NodeSource(_read_node_table(args.nodes)))
-    opts = IngestOptions(
-        num_partitions=args.num_partitions, partitioner=args.partitioner, seed=args.seed,
-        undirected=args.undirected, dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
-        memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
-        on_bad_line=args.on_bad_line, progress=show_progress(args))
-    kinds = _index_kinds(args.index)
-    if args.append_to is not None:
-        if nodes:
-            raise GraphsysError("--nodes: not supported with --append-to")
-        report = append_edges(args.append_to, [source], opts)
-        args.out = args.append_to
-    else:
-        report = ingest([source], args.out, opts, nodes)
-    if kinds:
-        t0 = time.perf_counter()
-        build_index(open_graph(args.out), kinds, memory_limit=opts.memory_limit,
-                    progress=opts.progress)
-        report.seconds["index"] = round(time.perf_counter() - t0, 3)
-        report.peak_rss_bytes = lifetime_peak_rss()
+            args.header],
+        edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
+        dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
+        memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,
+        append=appending, progress=show_progress(args), report=True)
     if args.json:
         emit_json(report.to_json())
     else:
         edges = ", ".join(f"{k}: {v:,}" for k, v in report.edges.items())
         nodes_s = ", ".join(f"{k}: {v:,}" for k, v in report.nodes.items())
-        verb = "appended to" if args.append_to is not None else "ingested"
-        added = "new nodes" if args.append_to is not None else "nodes"
-        print(f"{verb} {args.out}: {added} ({nodes_s}), edges ({edges}), "
+        verb = "appended to" if appending else "ingested"
+        added = "new nodes" if appending else "nodes"
+        print(f"{verb} {out}: {added} ({nodes_s}), edges ({edges}), "
               f"{report.num_partitions} partition(s) by {report.partitioner['name']}, "
               f"{report.seconds['total']:.2f} s"
               + (f", {report.skipped_lines} bad line(s) skipped" if report.skipped_lines else ""))
     return 0
-
-
-def _index_kinds(text: str) -> tuple[str, ...]:
-    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
-    bad = [k for k in kinds if k not in INDEX_KINDS]
-    if bad:
-        raise GraphsysError(f"--index takes a comma-separated list of "
-                            f"{', '.join(INDEX_KINDS)}; got {text!r}")
-    return kinds
-
-
-def _read_node_table(path: Path):
-    import pyarrow as pa
-    import pyarrow.ipc as paipc
-
-    if not path.is_file():
-        raise InputError("no such node table file", path=path)
-    try:
-        if path.suffix == ".parquet":
-            return pq.read_table(str(path))
-        return paipc.open_file(pa.memory_map(str(path))).read_all()
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"cannot read node table ({exc})", path=path) from None

@@ -214,7 +214,7 @@ def _download(url: str, dest: Path, *, limit: int | None = None,
     """Stream ``url`` into ``dest``: at most ``limit`` bytes and ``deadline`` seconds in all
     (each read also times out after :data:`HTTP_TIMEOUT`). Too large, too slow, HTTP and
     network failures are one-line errors."""
-    from graphsys import __version__
+    from graphsys._version import __version__
 
     request = urllib.request.Request(url, headers={"User-Agent": f"graphsys/{__version__}"})
     deadline = DOWNLOAD_DEADLINE if deadline is None else deadline

@@ -23,10 +23,43 @@ def import_dgl():
 
 
 def from_dgl(g, out: str | Path, **options) -> Graph:
-    """Ingest a homogeneous ``dgl.DGLGraph`` into ``out``: nodes ``0..num_nodes-1``, edges
-    ``g.edges()``, node data as node columns (float features, integer labels, bool
-    masks), edge data ``weight`` (1-D) as the edge weight. ``options`` as
-    :func:`graphsys.interop.from_numpy`."""
+    """Ingest a homogeneous ``dgl.DGLGraph`` into a graph directory.
+
+    Nodes are ``0..num_nodes-1``, edges ``g.edges()``; node data become node columns under
+    their names (DGL's ``feat``/``label``/``*_mask`` match graphsys's: float features,
+    integer labels, bool masks); edge data ``weight`` (1-D) is the edge weight.
+
+    Parameters
+    ----------
+    g : dgl.DGLGraph
+        A graph with one node type and one edge type.
+    out : str or Path
+        The graph directory to create.
+    **options
+        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        ``partitioner``, ``undirected``, ``memory_limit``, ...).
+
+    Returns
+    -------
+    Graph
+        The stored graph, opened.
+
+    Raises
+    ------
+    InputError
+        A heterogeneous graph.
+
+    See Also
+    --------
+    to_dgl
+
+    Examples
+    --------
+    >>> import tempfile, torch, dgl, graphsys  # doctest: +SKIP
+    >>> d = dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 2])))  # doctest: +SKIP
+    >>> graphsys.from_dgl(d, tempfile.mkdtemp() + "/g").num_edges()  # doctest: +SKIP
+    2
+    """
     import torch
 
     if len(g.ntypes) != 1 or len(g.etypes) != 1:
@@ -44,9 +77,37 @@ def from_dgl(g, out: str | Path, **options) -> Graph:
 
 def to_dgl(graph: Graph, *, edge_set: str | None = None,
            max_edges: int | None = DEFAULT_MAX_EDGES):
-    """``graph`` as a ``dgl.DGLGraph`` with node columns in ``ndata`` (and ``ndata['n_id']``
-    the original integer ids), ``edata['weight']`` when weighted; nodes in ascending
-    original-id order. Refuses more than ``max_edges`` edges."""
+    """A stored graph as a ``dgl.DGLGraph``, read into memory.
+
+    Nodes are in ascending original-id order (``0..N-1`` for a graph built by a ``from_*``
+    function, whatever its partitioning); node columns go to ``ndata`` under their names,
+    with ``ndata["n_id"]`` the original integer ids; ``edata["weight"]`` when weighted.
+
+    Parameters
+    ----------
+    graph : Graph
+        A graph with one entity type.
+    edge_set : str, optional
+        The edge set (default: the only one, or ``default``/``train``).
+    max_edges : int or None
+        Refuse, in one line, a graph with more edges (None: no limit).
+
+    Returns
+    -------
+    dgl.DGLGraph
+
+    Raises
+    ------
+    GraphsysError
+        More than ``max_edges`` edges, several entity types, or no working ``dgl``.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> g = graphsys.from_numpy([0, 1], [1, 2], tempfile.mkdtemp() + "/g")
+    >>> graphsys.to_dgl(g).num_edges()  # doctest: +SKIP
+    2
+    """
     import torch
 
     dgl = import_dgl()

@@ -18,14 +18,48 @@ NX_MAX_EDGES = 10_000_000
 
 def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = None,
                   weight: str | None = "weight", **options) -> Graph:
-    """Ingest the NetworkX graph ``G`` into ``out``.
+    """Ingest a NetworkX graph into a graph directory.
 
-    Node keys become the original ids (all ``int`` or all ``str``; isolated nodes kept).
-    An undirected ``G`` is stored with both directions of every edge (``undirected``).
-    ``node_attrs``: node attributes to carry (default: every attribute that all nodes
-    have), each a float vector / int label / bool mask per node. ``weight``: the edge
-    attribute read as edge weight when every edge has it (None = no weights).
-    ``options`` as :func:`graphsys.interop.from_numpy`.
+    Node keys become the original ids (all ``int`` or all ``str``; isolated nodes kept). An
+    undirected graph is stored with both directions of every edge (``undirected``).
+
+    Parameters
+    ----------
+    G : networkx.Graph or networkx.DiGraph
+        The graph.
+    out : str or Path
+        The graph directory to create.
+    node_attrs : tuple of str, optional
+        Node attributes to carry as node columns, each a float vector, an int label or a
+        bool mask per node (default: every attribute that all nodes have).
+    weight : str or None, default "weight"
+        The edge attribute read as edge weight when every edge has it (None: no weights).
+    **options
+        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        ``partitioner``, ``undirected``, ``memory_limit``, ...).
+
+    Returns
+    -------
+    Graph
+        The stored graph, opened.
+
+    Raises
+    ------
+    InputError
+        No nodes, or node keys of mixed types.
+
+    See Also
+    --------
+    to_networkx
+
+    Examples
+    --------
+    >>> import tempfile, networkx as nx, graphsys
+    >>> G = nx.karate_club_graph()
+    >>> g = graphsys.from_networkx(G, tempfile.mkdtemp() + "/g", node_attrs=(),
+    ...                            num_partitions=2)
+    >>> g.num_nodes(), g.num_edges(), g.edge_set().undirected
+    (34, 156, True)
     """
     import networkx as nx
 
@@ -62,11 +96,42 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
 
 def to_networkx(graph: Graph, *, edge_set: str | None = None,
                 max_edges: int | None = NX_MAX_EDGES, node_columns: bool = True):
-    """``graph`` as a NetworkX graph keyed by original node ids: ``nx.Graph`` when the edge
-    set was stored undirected, else ``nx.DiGraph`` (parallel edges collapse). Edge
-    attribute ``weight`` when weighted; with ``node_columns`` each node carries its columns
-    (features as float32 arrays, labels as int, masks as bool). Refuses more than
-    ``max_edges`` edges."""
+    """A stored graph as a NetworkX graph keyed by original node ids.
+
+    ``nx.Graph`` when the edge set was stored undirected, else ``nx.DiGraph`` (parallel
+    edges collapse).
+
+    Parameters
+    ----------
+    graph : Graph
+        A graph with one entity type.
+    edge_set : str, optional
+        The edge set (default: the only one, or ``default``/``train``).
+    max_edges : int or None, default 10_000_000
+        Refuse, in one line, a graph with more edges (None: no limit). NetworkX holds
+        Python objects per edge, several hundred bytes each.
+    node_columns : bool, default True
+        Give each node its columns as attributes (features as float32 arrays, labels as
+        int, masks as bool).
+
+    Returns
+    -------
+    networkx.Graph or networkx.DiGraph
+        With edge attribute ``weight`` when weighted.
+
+    Raises
+    ------
+    GraphsysError
+        More than ``max_edges`` edges, or several entity types.
+
+    Examples
+    --------
+    >>> import tempfile, networkx as nx, graphsys
+    >>> G = nx.path_graph(["x", "y", "z"], create_using=nx.DiGraph)
+    >>> g = graphsys.from_networkx(G, tempfile.mkdtemp() + "/g")
+    >>> list(graphsys.to_networkx(g).edges())
+    [('x', 'y'), ('y', 'z')]
+    """
     import networkx as nx
 
     ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_networkx",

@@ -30,15 +30,48 @@ def _import_pyg():
 
 
 def from_pyg(data, out: str | Path, **options) -> Graph:
-    """Ingest a ``torch_geometric.data.Data`` into ``out`` through the ingest passes.
+    """Ingest a ``torch_geometric.data.Data`` into a graph directory.
 
-    Nodes ``0..num_nodes-1`` (isolated ones kept); edges ``edge_index[0] ->
-    edge_index[1]`` as given (PyG's undirected graphs already hold both directions);
-    node-level tensors (first dimension ``num_nodes``: float features, integer labels,
-    bool masks) become node columns, with ``x`` -> ``feat`` and ``y`` -> ``label``; a 1-D
-    ``edge_weight``/``edge_attr`` becomes the edge weight. Other attributes are listed in
-    the manifest metadata (``dropped``), not stored. ``options`` as
-    :func:`graphsys.interop.from_numpy` (``num_partitions``, ``partitioner``, ...).
+    Nodes are ``0..num_nodes-1`` (isolated ones kept); edges ``edge_index[0] ->
+    edge_index[1]`` as given (PyG's undirected graphs already hold both directions).
+    Node-level tensors (first dimension ``num_nodes``: float features, integer labels, bool
+    masks) become node columns, ``x`` as ``feat`` and ``y`` as ``label``; a 1-D
+    ``edge_weight`` or ``edge_attr`` becomes the edge weight. Other attributes are listed in
+    the manifest's metadata (``dropped``), not stored.
+
+    Parameters
+    ----------
+    data : torch_geometric.data.Data
+        The graph.
+    out : str or Path
+        The graph directory to create.
+    **options
+        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        ``partitioner``, ``undirected``, ``memory_limit``, ...).
+
+    Returns
+    -------
+    Graph
+        The stored graph, opened.
+
+    Raises
+    ------
+    InputError
+        No ``edge_index``, or one not of shape (2, E).
+
+    See Also
+    --------
+    to_pyg
+
+    Examples
+    --------
+    >>> import tempfile, torch, graphsys
+    >>> from torch_geometric.data import Data
+    >>> data = Data(x=torch.eye(3), y=torch.tensor([0, 1, 0]),
+    ...             edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]))
+    >>> g = graphsys.from_pyg(data, tempfile.mkdtemp() + "/g", num_partitions=2)
+    >>> sorted(g.node_columns()), g.num_edges()
+    (['feat', 'label'], 3)
     """
     import torch
 
@@ -69,10 +102,42 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
 
 def to_pyg(graph: Graph, *, edge_set: str | None = None,
            max_edges: int | None = DEFAULT_MAX_EDGES):
-    """``graph`` as a ``torch_geometric.data.Data``: ``edge_index`` int64 (2, E), node
-    columns (``feat`` -> ``x``, ``label`` -> ``y``, masks by name), ``edge_weight`` when
-    weighted, ``n_id`` the original ids (integer ids). Nodes in ascending original-id order.
-    Refuses more than ``max_edges`` edges (None = no limit)."""
+    """A stored graph as a ``torch_geometric.data.Data``, read into memory.
+
+    Nodes are in ascending original-id order (``0..N-1`` for a graph built by a ``from_*``
+    function, whatever its partitioning). Node columns map back as PyG names them
+    (``feat`` as ``x``, ``label`` as ``y``, masks by name); ``edge_weight`` when weighted;
+    ``n_id`` holds the original ids (integer ids).
+
+    Parameters
+    ----------
+    graph : Graph
+        A graph with one entity type.
+    edge_set : str, optional
+        The edge set (default: the only one, or ``default``/``train``).
+    max_edges : int or None, default 100_000_000
+        Refuse, in one line, a graph with more edges (None: no limit).
+
+    Returns
+    -------
+    torch_geometric.data.Data
+        ``edge_index`` int64 (2, E).
+
+    Raises
+    ------
+    GraphsysError
+        More than ``max_edges`` edges, several entity types, or no ``torch_geometric``.
+
+    Examples
+    --------
+    >>> import tempfile, torch, graphsys
+    >>> from torch_geometric.data import Data
+    >>> data = Data(x=torch.eye(3), y=torch.tensor([0, 1, 0]),
+    ...             edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]))
+    >>> back = graphsys.to_pyg(graphsys.from_pyg(data, tempfile.mkdtemp() + "/g"))
+    >>> back.edge_index.tolist(), back.y.tolist()
+    ([[0, 1, 2], [1, 2, 0]], [0, 1, 0])
+    """
     import torch
 
     pyg = _import_pyg()

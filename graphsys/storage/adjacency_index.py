@@ -330,13 +330,52 @@ def _build_push(graph, edge_set: str, directory: Path, progress: bool) -> IndexI
 def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 edge_sets: list[str] | None = None, memory_limit: int = 2_000_000_000,
                 force: bool = False, progress: bool = False) -> dict[str, dict[str, IndexInfo]]:
-    """Build the indexes ``kinds`` (``csr``, ``csc``, ``push``: the CSC is built too when a
-    push index needs it) of ``edge_sets`` (default: every edge set) of the open ``graph``
-    and list them in its manifest (``graph.manifest`` is updated in place).
+    """Build persistent adjacency indexes of a graph's edge sets, memory-mapped when read.
 
-    An index already listed and current is kept unless ``force``. ``memory_limit`` (bytes)
-    bounds anonymous memory; below :func:`min_build_memory` it is refused up front. Returns
-    the indexes built, ``{edge_set: {kind: IndexInfo}}``.
+    A ``csr`` (out-neighbours) or ``csc`` (in-neighbours) index makes :meth:`Graph.csr` /
+    :meth:`Graph.csc` map the stored arrays instead of building them; a ``push`` index (in-edges
+    in destination blocks, vertices in out-degree order) lets in-memory PageRank push over it
+    with no build, and needs the CSC, which is then built too. Each index is listed in the
+    manifest (``graph.manifest`` is updated in place), after its files are complete on disk.
+    ``graphsys index`` and :func:`graphsys.ingest` with ``index`` run this.
+
+    Parameters
+    ----------
+    graph : Graph
+        An open graph in a local directory.
+    kinds : tuple of str, default ("csr", "csc")
+        Among ``csr``, ``csc`` and ``push``.
+    edge_sets : list of str, optional
+        The edge sets to index (default: every edge set).
+    memory_limit : int, default 2_000_000_000
+        Bound on anonymous memory, in bytes; below :func:`min_build_memory` it is refused up
+        front.
+    force : bool, default False
+        Rebuild an index that is listed and current (by default it is kept).
+    progress : bool, default False
+        Show progress bars on stderr.
+
+    Returns
+    -------
+    dict
+        The indexes built, ``{edge_set: {kind: IndexInfo}}``.
+
+    Raises
+    ------
+    GraphsysError
+        An unknown kind, a remote graph, or a ``memory_limit`` too small.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.storage.adjacency_index import build_index
+    >>> g = graphsys.from_numpy([0, 1, 2], [1, 2, 0], tempfile.mkdtemp() + "/g")
+    >>> {name: sorted(kinds) for name, kinds in build_index(g, ("csr", "csc")).items()}
+    {'default': ['csc', 'csr']}
+    >>> build_index(g, ("csr",))  # current: nothing to do
+    {}
+    >>> g.csr().indices.dtype  # mapped from the index
+    dtype('int32')
     """
     graph.location.require_local("building an index")
     bad = [k for k in kinds if k not in INDEX_KINDS]

@@ -58,13 +58,33 @@ from graphsys.storage.node_files import file_entry
 
 def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
                  options: IngestOptions | None = None) -> IngestReport:
-    """Add the edge sets of ``edges`` (new names) to the graph directory ``graph``.
+    """Add new edge sets, and the new nodes they name, to an existing graph directory.
 
-    Ids not yet in the graph become new nodes (see the module docstring). Of ``options``,
-    the partition count, partitioner and relation types are the graph's own; ``undirected``,
-    ``dedupe``, ``drop_self_loops``, ``on_bad_line``, ``memory_limit`` and ``progress`` apply
-    to the new edges. Returns the report of the new edge sets, with ``nodes`` the nodes
-    added per entity type.
+    Ids not yet in the graph become new nodes appended to its partitions; existing nodes keep
+    their ids (see the module docstring). :func:`graphsys.ingest` with ``append`` runs this
+    for edge files.
+
+    Parameters
+    ----------
+    graph : str or Path
+        The graph directory.
+    edges : sequence of EdgeSource
+        The new edges; their edge set names must be new.
+    options : IngestOptions, optional
+        The partition count, partitioner and relation types are the graph's own;
+        ``undirected``, ``dedupe``, ``drop_self_loops``, ``on_bad_line``, ``memory_limit``
+        and ``progress`` apply to the new edges.
+
+    Returns
+    -------
+    IngestReport
+        The report of the new edge sets, with ``nodes`` the nodes added per entity type.
+
+    Raises
+    ------
+    GraphsysError
+        An existing edge set name, a relation the graph does not have, or a graph whose
+        node columns are stored in files of their own.
     """
     t0 = time.perf_counter()
     graph = Path(graph).absolute()

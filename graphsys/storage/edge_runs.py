@@ -165,8 +165,9 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
     """Sort edges by (key, rel), stably (input order among equal edges is kept), and drop
     repeated (key, rel) after the first if ``dedupe``. ``sorted_runs``: the input is a
     concatenation of sorted runs (a merge), which a stable sort (timsort) merges in
-    O(n log runs). Else a radix sort (:func:`kernels.radix_sort_edges`, 3.5x numpy's sort of
-    a 3.9M-edge bucket) sorts ``key`` in place; ``local_bits``: every local offset is below
+    O(n log runs). Else a radix sort (:func:`kernels.radix_sort_edges`: linear in the edges
+    and their key's digits, where numpy's comparison sort is O(n log n)) sorts ``key`` in
+    place; ``local_bits``: every local offset is below
     ``2**local_bits``, which sets its number of digits."""
     if not presorted:
         rel_bits = 0 if rel is None or sorted_runs else int(rel.max(initial=0)).bit_length()

@@ -16,14 +16,48 @@ from graphsys.storage.graph import Graph
 
 def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                  overwrite: bool = False) -> int:
-    """Write ``edge_set`` to ``out`` (``.parquet``, ``.tsv``, ``.csv``, optionally ``.gz``),
-    one record batch at a time: columns ``src``, ``dst`` (original ids), then ``rel``
-    (relation name) and ``weight`` if stored. An undirected edge set (stored as two directed
-    edges) is written with each edge once. Text files start with a plain header line
-    (``src<TAB>dst...``, never quoted) that ingest's header rule recognises, so an export
-    ingests back to the same graph. TSV writes fields raw and refuses an id or relation
-    holding a tab, newline or double quote; CSV quotes such fields. Returns the number of
-    rows written."""
+    """Write an edge set back as an edge list with original ids: Parquet, TSV or CSV.
+
+    Written one record batch at a time, into a temporary file renamed into place when
+    complete. Columns ``src``, ``dst`` (original ids), then ``rel`` (the relation's name) and
+    ``weight`` when stored. An undirected edge set (stored as two directed edges) is written
+    with each edge once. Text files start with a plain header line (``src<TAB>dst...``,
+    never quoted) that ingest's header rule recognises, so an export ingests back to the same
+    graph; TSV writes fields raw and refuses an id or relation holding a tab, newline or
+    double quote, CSV quotes such fields. ``graphsys export`` runs this.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    out : str or Path
+        The file to write: ``.parquet``, ``.tsv``, ``.csv`` (text optionally ``.gz``).
+    edge_set : str, optional
+        The edge set (default: the only one, or ``default``/``train``).
+    overwrite : bool, default False
+        Replace an existing ``out``.
+
+    Returns
+    -------
+    int
+        The number of rows written.
+
+    Raises
+    ------
+    GraphsysError
+        An unknown file suffix, or an existing ``out`` without ``overwrite``.
+
+    Examples
+    --------
+    >>> import tempfile, pyarrow.parquet as pq, graphsys
+    >>> from graphsys.storage.export import export_edges
+    >>> d = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy([10, 20, 30], [20, 30, 10], d + "/g", num_partitions=2)
+    >>> export_edges(g, d + "/edges.parquet")
+    3
+    >>> sorted(pq.read_table(d + "/edges.parquet").to_pylist(), key=lambda r: r["src"])
+    [{'src': 10, 'dst': 20}, {'src': 20, 'dst': 30}, {'src': 30, 'dst': 10}]
+    """
     out = Path(out)
     name = out.name.lower()
     if name.endswith(".parquet"):

@@ -55,9 +55,18 @@ def _to_torch(arr: np.ndarray):
 class EdgeBatch:
     """One Arrow record batch of a bucket, as zero-copy NumPy views of the mapped file.
 
-    ``src``/``dst``: int32 local offsets into partitions ``i``/``j``; ``rel``: int32 relation
-    index or None; ``weight``: float32 or None. ``start`` is the row of the first edge
-    within the bucket.
+    Attributes
+    ----------
+    i, j : int
+        Source and destination partition of the bucket.
+    start : int
+        Row of the batch's first edge within the bucket.
+    src, dst : numpy.ndarray
+        int32 local offsets into partitions ``i`` and ``j``.
+    rel : numpy.ndarray or None
+        int32 relation indices, or None (one relation).
+    weight : numpy.ndarray or None
+        float32 edge weights, or None.
     """
 
     i: int
@@ -75,9 +84,19 @@ class EdgeBatch:
 class Bucket:
     """The edges from partition ``i`` to partition ``j`` of one edge set.
 
-    Sorted by (src, dst, rel). Opening maps the file; columns are NumPy views of the mapping
-    (no copy) when the bucket is one record batch, as every bucket of at most
+    Sorted by ``(src, dst, rel)``. Opening maps the file; columns are NumPy views of the
+    mapping (no copy) when the bucket is one record batch, as every bucket of at most
     ``manifest.max_batch_rows`` edges is; larger buckets are iterated with :meth:`batches`.
+    Obtained from :meth:`Graph.bucket` and :meth:`Graph.buckets`.
+
+    Attributes
+    ----------
+    edge_set : str
+        Name of the edge set.
+    i, j : int
+        Source and destination partition.
+    num_edges : int
+        Edges in the bucket (also ``len(bucket)``).
     """
 
     def __init__(self, graph: Graph, edge_set: str, i: int, j: int, num_edges: int):
@@ -185,13 +204,33 @@ class Bucket:
 
 @dataclass
 class CSR:
-    """Compressed sparse rows over global node ids.
+    """Compressed sparse rows over global node ids, from :meth:`Graph.csr` / :meth:`Graph.csc`.
 
-    ``indptr`` int64 (N+1,); ``indices`` int64 (E,) neighbours, ascending within a row
-    (int32 when mapped from a stored adjacency index of a graph with < 2**31 nodes; then
-    every array is a read-only view of page cache);
-    ``weight`` float32 (E,) or None; ``edge_ids`` int64 (E,) position of each entry in the
-    bucket stream (row-major bucket order), present only when asked for.
+    Row ``v``'s neighbours are ``indices[indptr[v]:indptr[v + 1]]``, ascending.
+
+    Attributes
+    ----------
+    indptr : numpy.ndarray
+        int64 (N+1,) row offsets.
+    indices : numpy.ndarray
+        int64 (E,) neighbours (int32 when mapped from a stored adjacency index of a graph
+        with fewer than 2**31 nodes; every array is then a read-only view of page cache).
+    weight : numpy.ndarray or None
+        float32 (E,) edge weights, or None.
+    edge_ids : numpy.ndarray or None
+        int64 (E,) position of each entry in the bucket stream (row-major bucket order),
+        present only when asked for.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+    ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+    >>> c = g.csr()
+    >>> c.num_nodes, c.indptr.tolist(), c.indices.tolist()
+    (4, [0, 1, 3, 4, 5], [2, 0, 2, 3, 1])
+    >>> c.to_scipy().shape
+    (4, 4)
     """
 
     indptr: np.ndarray
@@ -201,9 +240,11 @@ class CSR:
 
     @property
     def num_nodes(self) -> int:
+        """Number of rows ``N``."""
         return len(self.indptr) - 1
 
     def to_scipy(self):
+        """The rows as a ``scipy.sparse.csr_matrix`` (N, N): entries are the weights, or 1."""
         import scipy.sparse as sp
 
         data = self.weight if self.weight is not None else np.ones(len(self.indices), np.float32)
@@ -212,11 +253,55 @@ class CSR:
 
 
 class Graph:
-    """A stored graph opened read-only; see the module docstring for node numbering.
+    """A stored graph, opened read-only by :func:`open_graph` (or returned by
+    :func:`graphsys.ingest` and the ``from_*`` functions).
 
-    ``location`` says where its files live (:mod:`graphsys.storage.location`); ``path`` is
-    the local directory (a Path), or for a graph read through a filesystem URI the URI (a
-    str: such a graph has no local path)."""
+    Nodes of each entity type are split into ``num_partitions`` partitions and the edges of
+    each edge set into the ``P x P`` buckets of PyTorch-BigGraph's layout [1]_: bucket
+    ``(i, j)`` holds the edges from partition ``i`` to partition ``j``, sorted, in a
+    memory-mapped Arrow file. Engines read the buckets, or the CSR/CSC built from them.
+
+    Node ids. Each node keeps its *original* id (an integer or a string, as ingested). Engines
+    number nodes ``0..N-1``: partition by partition, and within a partition in ascending
+    original-id order (the *internal* or global id; with several entity types, types follow
+    one another in manifest order). :meth:`to_internal` and :meth:`to_original` map between
+    the two; CSR/CSC, degrees and every engine's results are by internal id.
+
+    Attributes
+    ----------
+    path : Path or str
+        The graph directory, or for a graph read through a filesystem URI the URI.
+    manifest : Manifest
+        The parsed manifest (:class:`~graphsys.storage.format.Manifest`).
+    location : GraphLocation
+        Where its files live (:mod:`graphsys.storage.location`).
+    verify_hashes : bool
+        When True, each bucket, index and node file is checked against its manifest sha256
+        when first read (:meth:`check_hash`), as ``graphsys run`` does.
+
+    See Also
+    --------
+    open_graph, graphsys.ingest, graphsys.from_numpy
+
+    References
+    ----------
+    .. [1] A. Lerer, L. Wu, J. Shen, T. Lacroix, L. Wehrstedt, A. Bose and A. Peysakhovich,
+       "PyTorch-BigGraph: A Large-scale Graph Embedding System", SysML 2019.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+    ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+    >>> g  # doctest: +ELLIPSIS
+    Graph('.../g', nodes=4, edges={'default': 5}, partitions=2)
+    >>> g.num_nodes(), g.num_edges(), g.partition_sizes().tolist()
+    (4, 5, [1, 3])
+    >>> g.node_ids().tolist()  # original ids in internal order
+    [20, 10, 30, 40]
+    >>> g.degrees().tolist()
+    [1, 2, 1, 1]
+    """
 
     def __init__(self, path: str | Path, manifest: Manifest,
                  location: GraphLocation | None = None):
@@ -242,24 +327,49 @@ class Graph:
     # -- schema ------------------------------------------------------------------------------
     @property
     def num_partitions(self) -> int:
+        """Number of node partitions ``P`` (the graph has ``P x P`` buckets)."""
         return self.manifest.num_partitions
 
     @property
     def entity_types(self) -> list[str]:
+        """Names of the entity (node) types, in manifest order."""
         return list(self.manifest.entity_types)
 
     @property
     def relation_types(self) -> list[RelationType]:
+        """The relation types (name, lhs and rhs entity types), in index order."""
         return list(self.manifest.relation_types)
 
     @property
     def edge_sets(self) -> list[str]:
+        """Names of the edge sets."""
         return list(self.manifest.edge_sets)
 
     def entity_type(self, entity_type: str | None = None) -> EntityType:
-        """The manifest record of ``entity_type`` (its name, node count, partition sizes and
-        columns); None = the only one. An unknown name, or None in a graph of several
-        types, is a one-line :class:`GraphsysError`."""
+        """The manifest record of one entity type: name, node count, partition sizes, columns.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            Its name; None for the only one.
+
+        Returns
+        -------
+        EntityType
+
+        Raises
+        ------
+        GraphsysError
+            An unknown name, or None in a graph of several entity types.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.entity_type()
+        EntityType(name='node', id_type='int64', partition_sizes=[1, 3], columns=[])
+        """
         if entity_type is None:
             if len(self.manifest.entity_types) != 1:
                 raise GraphsysError(f"graph has entity types {self.entity_types}: name one")
@@ -271,7 +381,31 @@ class Graph:
                                 f"{', '.join(self.entity_types)})") from None
 
     def edge_set(self, name: str | None = None) -> EdgeSet:
-        """The edge set ``name``; None = the only one, or ``default``/``train`` if present."""
+        """The manifest record of one edge set: name, edge count, edges per bucket, flags.
+
+        Parameters
+        ----------
+        name : str, optional
+            The edge set; None for the only one, or ``default`` / ``train`` when present.
+
+        Returns
+        -------
+        EdgeSet
+
+        Raises
+        ------
+        GraphsysError
+            An unknown name, or None that matches no edge set.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> es = g.edge_set()
+        >>> es.name, es.num_edges, es.has_weight
+        ('default', 5, False)
+        """
         sets = self.manifest.edge_sets
         if name is None:
             if len(sets) == 1:
@@ -288,27 +422,102 @@ class Graph:
 
     # -- counts ------------------------------------------------------------------------------
     def num_nodes(self, entity_type: str | None = None) -> int:
-        """Nodes of one type; with ``None``, all nodes of all types."""
+        """Number of nodes of one entity type, or of all types.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            The entity type; None counts the nodes of every type.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.num_nodes()
+        4
+        """
         if entity_type is None:
             return sum(e.num_nodes for e in self.manifest.entity_types.values())
         return self.entity_type(entity_type).num_nodes
 
     def num_edges(self, edge_set: str | None = None) -> int:
+        """Number of edges of one edge set.
+
+        Parameters
+        ----------
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.num_edges()
+        5
+        """
         return self.edge_set(edge_set).num_edges
 
     def partition_sizes(self, entity_type: str | None = None) -> np.ndarray:
-        """Nodes per partition, int64 (P,)."""
+        """Nodes per partition.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            The entity type; None for the only one.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 (P,).
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.partition_sizes().tolist()
+        [1, 3]
+        """
         return np.asarray(self.entity_type(entity_type).partition_sizes, dtype=np.int64)
 
     def partition_offsets(self, entity_type: str | None = None) -> np.ndarray:
-        """Type-global id of each partition's first node, int64 (P+1,)."""
+        """Internal id (within the entity type) of each partition's first node.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            The entity type; None for the only one.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 (P+1,); the last entry is the node count.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.partition_offsets().tolist()
+        [0, 1, 4]
+        """
         out = np.zeros(self.num_partitions + 1, np.int64)
         np.cumsum(self.partition_sizes(entity_type), out=out[1:])
         return out
 
     @property
     def type_offsets(self) -> dict[str, int]:
-        """Global id of each entity type's first node."""
+        """Global id of each entity type's first node (types in manifest order)."""
         out, base = {}, 0
         for name, et in self.manifest.entity_types.items():
             out[name] = base
@@ -316,13 +525,34 @@ class Graph:
         return out
 
     def bucket_bounds(self, i: int, j: int) -> BucketBounds:
-        """Offset bounds of bucket ``(i, j)`` (the node counts of its partitions)."""
+        """Offset bounds of bucket ``(i, j)`` (the node counts of its partitions), against which
+        its rows are checked on first read.
+        """
         if (i, j) not in self._bounds:
             self._bounds[(i, j)] = BucketBounds(self, i, j)
         return self._bounds[(i, j)]
 
     def bucket_counts(self, edge_set: str | None = None) -> np.ndarray:
-        """Edges per bucket, int64 (P, P): row = source partition."""
+        """Edges per bucket.
+
+        Parameters
+        ----------
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 (P, P); row ``i`` = source partition ``i``.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.bucket_counts().tolist()
+        [[0, 1], [1, 3]]
+        """
         p = self.num_partitions
         counts = np.zeros((p, p), np.int64)
         for (i, j), n in self.edge_set(edge_set).buckets.items():
@@ -330,9 +560,21 @@ class Graph:
         return counts
 
     def check_hash(self, rel: str) -> None:
-        """With :attr:`verify_hashes`, raise :class:`FormatError` unless the file ``rel``
-        (relative to the graph) has its manifest sha256; each file is hashed once (the
-        read also brings it into the page cache for the mapping that follows)."""
+        """Check one file against its manifest sha256 when :attr:`verify_hashes` is set.
+
+        Each file is hashed once (the read also brings it into the page cache for the mapping
+        that follows).
+
+        Parameters
+        ----------
+        rel : str
+            The file's path relative to the graph directory.
+
+        Raises
+        ------
+        FormatError
+            The file's sha256 is not the manifest's.
+        """
         if not self.verify_hashes or rel in self._hashed:
             return
         if self.location.sha256(rel) != self.manifest.files.get(rel, {}).get("sha256"):
@@ -342,6 +584,36 @@ class Graph:
 
     # -- edges -------------------------------------------------------------------------------
     def bucket(self, i: int, j: int, edge_set: str | None = None) -> Bucket:
+        """The bucket of edges from partition ``i`` to partition ``j``.
+
+        Parameters
+        ----------
+        i, j : int
+            Source and destination partition, in ``0..P-1``.
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+
+        Returns
+        -------
+        Bucket
+            Its ``src``/``dst`` are int32 local offsets within partitions ``i``/``j`` (add
+            ``partition_offsets()[i]`` for internal ids); ``rel`` and ``weight`` are None when
+            not stored. An empty bucket has zero-length columns.
+
+        Raises
+        ------
+        GraphsysError
+            ``i`` or ``j`` out of range.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> b = g.bucket(1, 1)
+        >>> b, b.src.tolist(), b.dst.tolist()
+        (Bucket('default', 1, 1, edges=3), [0, 1, 2], [1, 2, 0])
+        """
         p = self.num_partitions
         if not (0 <= i < p and 0 <= j < p):
             raise GraphsysError(f"bucket ({i}, {j}) out of range for {p} partitions")
@@ -350,8 +622,35 @@ class Graph:
 
     def buckets(self, order: str | Iterable[tuple[int, int]] = "row-major",
                 edge_set: str | None = None, *, skip_empty: bool = True) -> Iterator[Bucket]:
-        """Iterate buckets in ``row-major`` (by source partition), ``col-major`` order, or
-        an explicit sequence of ``(i, j)`` pairs."""
+        """Iterate the buckets of an edge set in a given order.
+
+        Parameters
+        ----------
+        order : {"row-major", "col-major"} or iterable of (int, int), default "row-major"
+            By source partition, by destination partition, or an explicit sequence of
+            ``(i, j)`` pairs.
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+        skip_empty : bool, default True
+            Leave out buckets without edges.
+
+        Yields
+        ------
+        Bucket
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> for b in g.buckets():
+        ...     print(b)
+        Bucket('default', 0, 1, edges=1)
+        Bucket('default', 1, 0, edges=1)
+        Bucket('default', 1, 1, edges=3)
+        >>> [(b.i, b.j) for b in g.buckets("col-major", skip_empty=False)]
+        [(0, 0), (1, 0), (0, 1), (1, 1)]
+        """
         p = self.num_partitions
         if order == "row-major":
             pairs = [(i, j) for i in range(p) for j in range(p)]
@@ -369,8 +668,32 @@ class Graph:
                 yield b
 
     def iter_edges(self, edge_set: str | None = None) -> Iterator[tuple[np.ndarray, ...]]:
-        """Yield ``(src, dst, rel, weight)`` chunks in global ids (int64), one per record
-        batch, in row-major bucket order; rel/weight None when absent. Memory: one batch."""
+        """Stream the edges of an edge set in internal ids, one record batch at a time.
+
+        Memory is one batch, whatever the graph's size; batches come in row-major bucket order.
+
+        Parameters
+        ----------
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+
+        Yields
+        ------
+        src, dst : numpy.ndarray
+            int64 internal ids.
+        rel : numpy.ndarray or None
+            int32 relation indices, or None.
+        weight : numpy.ndarray or None
+            float32 weights, or None.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> [(s.tolist(), d.tolist()) for s, d, _, _ in g.iter_edges()]
+        [([0], [2]), ([1], [0]), ([1, 2, 3], [2, 3, 1])]
+        """
         es = self.edge_set(edge_set)
         src_base, dst_base = self._rel_bases(es)
         for b in self.buckets("row-major", es.name):
@@ -394,8 +717,28 @@ class Graph:
         return src, dst
 
     def degrees(self, edge_set: str | None = None, direction: str = "out") -> np.ndarray:
-        """Out- or in-degree (``direction`` = ``out``/``in``/``both``) of every global node,
-        int64 (N,), streamed over buckets (memory: one batch + N)."""
+        """Out-, in- or total degree of every node, streamed over the buckets.
+
+        Parameters
+        ----------
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+        direction : {"out", "in", "both"}, default "out"
+            Which edges count.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 (N,), by internal id. Memory: one batch plus the result.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.degrees().tolist(), g.degrees(direction="in").tolist()
+        ([1, 2, 1, 1], [1, 1, 2, 1])
+        """
         if direction not in ("out", "in", "both"):
             raise GraphsysError(f"direction must be out, in or both, got {direction!r}")
         n = self.num_nodes()
@@ -409,11 +752,37 @@ class Graph:
 
     def csr(self, edge_set: str | None = None, *, transpose: bool = False,
             weights: bool = True, edge_ids: bool = False) -> CSR:
-        """Build the CSR (or, with ``transpose``, the CSC as a CSR of the reversed graph) over
-        global ids with two streaming passes (degrees, then a numba scatter); memory is the
-        output plus one record batch. When the graph directory holds the index (``graphsys
-        index``) and ``edge_ids`` is not asked for, the index is mapped instead: no build,
-        no anonymous memory."""
+        """The out-neighbour lists of an edge set as CSR over internal ids.
+
+        Built with two streaming passes over the buckets (degrees, then a scatter); memory is the
+        output plus one record batch. When the graph directory holds a stored index
+        (:func:`graphsys.ingest` with ``index``, or ``graphsys index``) and ``edge_ids`` is not
+        asked for, the index is memory-mapped instead: no build, no anonymous memory.
+
+        Parameters
+        ----------
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+        transpose : bool, default False
+            Build the CSC instead: the CSR of the reversed graph (:meth:`csc`).
+        weights : bool, default True
+            Include the edge weights when the edge set has them.
+        edge_ids : bool, default False
+            Also record each entry's position in the bucket stream.
+
+        Returns
+        -------
+        CSR
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> c = g.csr()
+        >>> c.indptr.tolist(), c.indices.tolist()
+        ([0, 1, 3, 4, 5], [2, 0, 2, 3, 1])
+        """
         es = self.edge_set(edge_set)
         if not edge_ids:
             mapped = self.adjacency_index(es.name, "csc" if transpose else "csr")
@@ -438,9 +807,10 @@ class Graph:
         return CSR(indptr, indices, weight, perm if edge_ids else None)
 
     def adjacency_index(self, edge_set: str | None = None, kind: str = "csr"):
-        """The stored ``kind`` (``csr``/``csc``/``push``) index of an edge set, mapped and
-        checked once per Graph (:func:`graphsys.storage.adjacency_index.map_index`), or None
-        if the graph has none."""
+        """The stored ``kind`` index (``csr``, ``csc`` or ``push``) of an edge set, mapped and
+        checked once per Graph (:func:`graphsys.storage.adjacency_index.map_index`), or None if
+        the graph has none.
+        """
         from graphsys.storage.adjacency_index import map_index
 
         key = (self.edge_set(edge_set).name, kind)
@@ -453,11 +823,11 @@ class Graph:
 
     def index_offsets(self, edge_set: str | None = None, kind: str = "csr"
                       ) -> np.ndarray | None:
-        """Only the row offsets (int64 (N+1,)) of the stored ``kind`` (``csr``/``csc``)
-        index, mapped and checked in O(N) once per Graph
-        (:func:`graphsys.storage.adjacency_index.map_offsets`): the degrees, without the
-        O(M) check of the neighbour ids that :meth:`adjacency_index` makes. None if the
-        graph has none."""
+        """Only the row offsets, int64 (N+1,), of the stored ``kind`` (``csr``/``csc``) index,
+        mapped and checked in O(N) once per Graph
+        (:func:`graphsys.storage.adjacency_index.map_offsets`): the degrees, without the O(M)
+        check of the neighbour ids that :meth:`adjacency_index` makes. None if the graph has
+        none."""
         from graphsys.storage.adjacency_index import map_offsets
 
         key = (self.edge_set(edge_set).name, kind, "offsets")
@@ -475,9 +845,27 @@ class Graph:
     def _mapped_indexes(self) -> dict:
         return {}
 
-    def csc(self, edge_set: str | None = None, **kwargs) -> CSR:
-        """In-neighbour lists: ``csc().indices[indptr[v]:indptr[v+1]]`` are v's sources."""
-        return self.csr(edge_set, transpose=True, **kwargs)
+    def csc(self, edge_set: str | None = None, *, weights: bool = True,
+            edge_ids: bool = False) -> CSR:
+        """The in-neighbour lists of an edge set: the CSR of the reversed graph.
+
+        ``csc().indices[indptr[v]:indptr[v + 1]]`` are the sources of ``v``'s in-edges. Parameters
+        as :meth:`csr`.
+
+        Returns
+        -------
+        CSR
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> c = g.csc()
+        >>> c.indptr.tolist(), c.indices.tolist()
+        ([0, 1, 2, 4, 5], [1, 3, 0, 1, 2])
+        """
+        return self.csr(edge_set, transpose=True, weights=weights, edge_ids=edge_ids)
 
     # -- nodes -------------------------------------------------------------------------------
     def _node_table(self, entity_type: str, partition: int) -> pa.Table:
@@ -492,8 +880,28 @@ class Graph:
         return table
 
     def node_ids(self, entity_type: str | None = None, partition: int | None = None):
-        """Original ids in type-global order (or of one partition): int64 NumPy array, or
-        a pyarrow string array for string ids."""
+        """Original ids of the nodes, in internal-id order.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            The entity type; None for the only one.
+        partition : int, optional
+            Only the nodes of this partition.
+
+        Returns
+        -------
+        numpy.ndarray or pyarrow.Array
+            int64 NumPy array for integer ids; a pyarrow string array for string ids.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.node_ids().tolist(), g.node_ids(partition=0).tolist()
+        ([20, 10, 30, 40], [20])
+        """
         et = self.entity_type(entity_type)
         parts = range(self.num_partitions) if partition is None else [partition]
         cols = [self._node_table(et.name, p).column("id") for p in parts]
@@ -507,7 +915,37 @@ class Graph:
         return {}
 
     def to_internal(self, ids, entity_type: str | None = None) -> np.ndarray:
-        """Type-global ids (int64) of original ids; raises for an id not in the graph."""
+        """Internal ids of original node ids.
+
+        Parameters
+        ----------
+        ids : int, str or array-like
+            Original ids (integers, or strings for a graph with string ids).
+        entity_type : str, optional
+            The entity type; None for the only one.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 internal ids (within the entity type), one per id.
+
+        Raises
+        ------
+        GraphsysError
+            An id that is not in the graph (naming it).
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.to_internal([10, 40]).tolist()
+        [1, 3]
+        >>> g.to_internal(50)
+        Traceback (most recent call last):
+            ...
+        graphsys.errors.GraphsysError: node id 50 is not in the graph (entity type 'node')
+        """
         et = self.entity_type(entity_type)
         if et.name not in self._id_index:
             orig = self.node_ids(et.name)
@@ -538,7 +976,28 @@ class Graph:
         return out
 
     def to_original(self, internal, entity_type: str | None = None):
-        """Original ids of type-global ids (NumPy int64 or pyarrow strings)."""
+        """Original ids of internal ids.
+
+        Parameters
+        ----------
+        internal : int or array-like of int
+            Internal ids (within the entity type).
+        entity_type : str, optional
+            The entity type; None for the only one.
+
+        Returns
+        -------
+        numpy.ndarray or pyarrow.Array
+            int64 NumPy array for integer ids; a pyarrow string array for string ids.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        >>> g.to_original([0, 1]).tolist()
+        [20, 10]
+        """
         ids = self.node_ids(entity_type)
         idx = np.asarray(internal, dtype=np.int64)
         if isinstance(ids, np.ndarray):
@@ -547,8 +1006,39 @@ class Graph:
 
     def node_column(self, name: str, entity_type: str | None = None,
                     partition: int | None = None) -> np.ndarray:
-        """A node column in type-global order (or of one ``partition``'s nodes): features
-        float32 (N, dim), label int64 (N,) with -1 = unknown, mask bool (N,)."""
+        """A node column (features, labels or a mask), read into memory in internal-id order.
+
+        Parameters
+        ----------
+        name : str
+            The column, one of :meth:`node_columns`.
+        entity_type : str, optional
+            The entity type; None for the only one.
+        partition : int, optional
+            Only the rows of this partition's nodes.
+
+        Returns
+        -------
+        numpy.ndarray
+            Features float32 (N, dim); labels int64 (N,), -1 = unknown; masks bool (N,).
+
+        Raises
+        ------
+        GraphsysError
+            No column of that name (listing the columns).
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, graphsys
+        >>> g = graphsys.from_numpy([0, 1, 2], [1, 2, 0], tempfile.mkdtemp() + "/g", num_nodes=3,
+        ...                         node_columns={"feat": np.eye(3), "label": np.array([0, 1, -1])})
+        >>> g.node_columns()
+        ['feat', 'label']
+        >>> g.node_column("label").tolist()
+        [0, 1, -1]
+        >>> g.node_column("feat").dtype, g.node_column("feat").shape
+        (dtype('float32'), (3, 3))
+        """
         et = self.entity_type(entity_type)
         col = next((c for c in et.columns if c.name == name), None)
         if col is None:
@@ -569,10 +1059,11 @@ class Graph:
                           np.int64 if col.kind == "label" else bool, copy=False)
 
     def mapped_node_column(self, name: str, entity_type: str | None = None) -> np.ndarray:
-        """A node column stored in a file of its own (:mod:`graphsys.storage.node_columns`)
-        as a read-only view of the mapped file, in its stored dtype: features (N, dim)
-        float16/float32, labels (N,) int64. Other columns are read into RAM
-        (:meth:`node_column`)."""
+        """A node column stored in a file of its own (:mod:`graphsys.storage.node_columns`) as a
+        read-only view of the mapped file, in its stored dtype: features (N, dim)
+        float16/float32, labels (N,) int64. Other columns are read into memory
+        (:meth:`node_column`).
+        """
         from graphsys.storage.column_file import map_column
         from graphsys.storage.format import node_column_file
 
@@ -586,45 +1077,52 @@ class Graph:
                           what="node column", location=self.location, rel=rel)
 
     def node_columns(self, entity_type: str | None = None) -> list[str]:
+        """Names of the node columns of an entity type (None: the only one); see
+        :meth:`node_column`."""
         return [c.name for c in self.entity_type(entity_type).columns]
-
-    # -- interop (graphsys.interop; nodes in ascending original-id order) --------------------
-    def to_pyg(self, **kwargs):
-        """A ``torch_geometric.data.Data``; see :func:`graphsys.interop.to_pyg`."""
-        from graphsys.interop import to_pyg
-
-        return to_pyg(self, **kwargs)
-
-    def to_dgl(self, **kwargs):
-        """A ``dgl.DGLGraph``; see :func:`graphsys.interop.to_dgl`."""
-        from graphsys.interop import to_dgl
-
-        return to_dgl(self, **kwargs)
-
-    def to_scipy(self, **kwargs):
-        """A ``scipy.sparse.csr_matrix`` adjacency; see :func:`graphsys.interop.to_scipy`."""
-        from graphsys.interop import to_scipy
-
-        return to_scipy(self, **kwargs)
-
-    def to_networkx(self, **kwargs):
-        """A NetworkX graph; see :func:`graphsys.interop.to_networkx`."""
-        from graphsys.interop import to_networkx
-
-        return to_networkx(self, **kwargs)
 
 
 def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -> Graph:
-    """Open the graph directory ``path``: reads and validates the manifest (as untrusted
-    input: :func:`~graphsys.storage.format.validate_manifest`), and checks that every file
-    it needs is listed and exists with its recorded size. Bucket and node files get their
-    structural checks when first read (:mod:`graphsys.storage.structure`); ``graphsys
-    verify`` checks hashes.
+    """Open a stored graph directory.
 
-    ``path`` may be a filesystem URI (``s3://bucket/g``, ``gs://...``, ``hdfs://...``,
-    ``file:///data/g``) or, with ``filesystem`` (a ``pyarrow.fs.FileSystem``), a path inside
-    it. Local directories are memory-mapped; other filesystems are read into buffers as
-    engines touch them (:mod:`graphsys.storage.location`), with the same checks."""
+    Reads and validates the manifest (as untrusted input:
+    :func:`~graphsys.storage.format.validate_manifest`) and checks that every file it needs is
+    listed and exists with its recorded size. Bucket and node files get their structural
+    checks when first read (:mod:`graphsys.storage.structure`); ``graphsys verify``
+    (:func:`~graphsys.storage.verify.verify_graph`) also checks their hashes. Local
+    directories are memory-mapped; other filesystems are read into buffers as engines touch
+    them (:mod:`graphsys.storage.location`), with the same checks.
+
+    Parameters
+    ----------
+    path : str or Path
+        The graph directory, or a filesystem URI (``s3://bucket/g``, ``gs://...``,
+        ``hdfs://...``, ``file:///data/g``).
+    filesystem : pyarrow.fs.FileSystem, optional
+        A filesystem in which ``path`` is a path.
+
+    Returns
+    -------
+    Graph
+
+    Raises
+    ------
+    FormatError
+        A missing, truncated or inconsistent graph directory (naming the file).
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> d = tempfile.mkdtemp() + "/g"
+    >>> _ = graphsys.from_numpy([0, 1, 2], [1, 2, 0], d)
+    >>> g = graphsys.open_graph(d)
+    >>> g.num_nodes(), g.num_edges()
+    (3, 3)
+    >>> graphsys.open_graph(d + "-missing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    graphsys.errors.FormatError: ...
+    """
     loc = GraphLocation.resolve(path, filesystem)
     manifest = read_manifest(loc)
     check_listed(manifest, loc)

@@ -17,12 +17,34 @@ def _balance(values: np.ndarray) -> float:
 
 
 def graph_info(graph: Graph) -> dict[str, Any]:
-    """Nodes, edges, per-partition and per-bucket counts, balance (max/mean) and edge-cut.
+    """Summary statistics of a stored graph, to compare partitioners on the same graph.
 
-    ``edge_cut`` is the fraction of edges whose endpoints lie in different partitions
-    (edges outside the diagonal buckets). ``edges_per_partition`` counts the edges whose
-    source lies in the partition (bucket row sums). ``indexes`` lists each edge set's stored
-    indexes (kind -> the manifest's entry and the bytes of its files).
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+
+    Returns
+    -------
+    dict
+        JSON-able: ``nodes``, ``num_partitions``, ``partitioner``; per entity type its
+        ``nodes_per_partition`` and ``node_balance``; per edge set its ``edges``,
+        ``edges_per_partition`` (the edges whose source lies in the partition: bucket row
+        sums), ``buckets`` (P x P counts), balances (max / mean, 1.0 = perfectly balanced),
+        ``edge_cut`` (the fraction of edges whose endpoints lie in different partitions: the
+        edges outside the diagonal buckets) and ``indexes`` (each stored index's manifest
+        entry and the bytes of its files). ``graphsys info`` prints it
+        (:func:`format_info`).
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.storage.info import graph_info
+    >>> g = graphsys.from_numpy([0, 1, 2, 3], [1, 2, 3, 0], tempfile.mkdtemp() + "/g",
+    ...                         num_partitions=2, partitioner="range")
+    >>> info = graph_info(g)
+    >>> info["edge_sets"]["default"]["buckets"], info["edge_sets"]["default"]["edge_cut"]
+    ([[1, 1], [1, 1]], 0.5)
     """
     m = graph.manifest
     out: dict[str, Any] = {
@@ -70,7 +92,7 @@ def graph_info(graph: Graph) -> dict[str, Any]:
 
 
 def format_info(info: dict[str, Any]) -> str:
-    """Human-readable rendering of :func:`graph_info`."""
+    """The :func:`graph_info` of a graph as the lines ``graphsys info`` prints."""
     lines = [f"graph {info['path']}",
              f"  partitions: {info['num_partitions']}  partitioner: {info['partitioner']['name']} "
              f"{info['partitioner'].get('params', {})}",

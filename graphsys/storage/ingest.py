@@ -48,6 +48,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from graphsys._version import __version__
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.atomic import (
@@ -132,14 +133,50 @@ def edge_set_names(edges: Sequence[EdgeSource]) -> set[str]:
 
 def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions | None = None,
            nodes: Sequence[NodeSource] = ()) -> IngestReport:
-    """Build the graph directory ``out`` from edge files (and optional node tables).
+    """Build a graph directory from edge sources (and optional node tables).
 
-    Raises :class:`~graphsys.errors.InputError` for bad input (naming file and line) and
-    :class:`~graphsys.errors.GraphsysError` for bad options; in both cases nothing is left
-    at ``out``.
+    The layer under :func:`graphsys.ingest` (which reads one set of edge files) and the
+    ``from_*`` functions (which read memory): each :class:`EdgeSource` names files or an
+    in-memory table of one edge set, each :class:`NodeSource` a node table, so several edge
+    sets, entity types and relations can be ingested in one call. The passes are described
+    in the module docstring.
+
+    Parameters
+    ----------
+    edges : sequence of EdgeSource
+        The edge inputs.
+    out : str or Path
+        The graph directory to create.
+    options : IngestOptions, optional
+        Partitions, partitioner, memory budget and the other options.
+    nodes : sequence of NodeSource, default ()
+        Node tables (node columns, and nodes without edges).
+
+    Returns
+    -------
+    IngestReport
+        What was built and what it cost.
+
+    Raises
+    ------
+    InputError
+        Bad input, naming the file and line.
+    GraphsysError
+        A bad option. In both cases nothing is left at ``out``.
+
+    Examples
+    --------
+    >>> import tempfile, pyarrow as pa, graphsys
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> d = tempfile.mkdtemp()
+    >>> follows = EdgeSource(table=pa.table({"src": [1, 2], "dst": [2, 3]}), edge_set="follows")
+    >>> likes = EdgeSource(table=pa.table({"src": [3], "dst": [1]}), edge_set="likes")
+    >>> report = ingest([follows, likes], d + "/g", IngestOptions(num_partitions=2))
+    >>> report.edges
+    {'follows': 2, 'likes': 1}
+    >>> graphsys.open_graph(d + "/g").edge_sets
+    ['follows', 'likes']
     """
-    from graphsys import __version__
-
     opts = options or IngestOptions()
     if not isinstance(opts.num_partitions, int) or opts.num_partitions < 1:
         raise ParameterError("num_partitions", f"must be a positive integer, got "

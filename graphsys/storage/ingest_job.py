@@ -158,11 +158,12 @@ class IngestJob:
 
     # -- pass 1 ----------------------------------------------------------------------------
     def read_all(self) -> None:
-        """Pass 1. Numba's one-time start-up (~0.3 s) runs on a helper thread while the
-        first batches parse. A batch's ids are collected as it is spilled when its read is
-        careful (binary formats, a text file's second read), else once every batch is
-        parsed: a text file's fast read is discarded and read again carefully when it
-        meets a bad line, and the ids of discarded rows must not become nodes."""
+        """Pass 1. Numba's one-time start-up (:func:`~graphsys.storage.kernels.start_up`)
+        runs on a helper thread while the first batches parse. A batch's ids are collected
+        as it is spilled when its read is careful (binary formats, a text file's second
+        read), else once every batch is parsed: a text file's fast read is discarded and
+        read again carefully when it meets a bad line, and the ids of discarded rows must
+        not become nodes."""
         jit = threading.Thread(target=kernels.start_up, name="graphsys-jit", daemon=True)
         jit.start()
         for ns in self.node_sources:

@@ -76,8 +76,9 @@ def lookup_strings(sorted_ids: pa.Array, queries: pa.Array) -> np.ndarray:
 def lookup_ints(sorted_ids: np.ndarray, queries: np.ndarray,
                 buckets: tuple[np.ndarray, int, int] | None = None) -> np.ndarray:
     """Index of every query in the sorted unique int64 ``sorted_ids``, -1 where absent.
-    ``buckets``: :func:`id_buckets` of ``sorted_ids`` (worth building for many queries: 1M
-    queries in 8.6M ids took 0.04 s against 1.09 s without), else a binary search each."""
+    ``buckets``: :func:`id_buckets` of ``sorted_ids`` (worth building for many queries: a
+    query then searches only its bucket of ids sharing its high bits, in cache, instead of
+    the whole array), else a binary search each."""
     queries = np.asarray(queries)
     out = np.empty(len(queries), np.int64)
     if buckets is not None:
@@ -147,9 +148,8 @@ def _search_buckets(ids, starts, base, shift, queries, out):
 
 @numba.njit(cache=True, nogil=True)
 def local_offsets(part, num_partitions):
-    """Local offset of every node within its partition (rank in dense-index order).
-
-    Args: part int32 (N,). Returns (local int64 (N,), sizes int64 (P,)).
+    """Local offset of every node within its partition (rank in dense-index order), from
+    ``part``, int32 (N,): returns ``(local, sizes)``, int64 (N,) and (P,).
     """
     sizes = np.zeros(num_partitions, np.int64)
     local = np.empty(part.shape[0], np.int64)
@@ -208,9 +208,9 @@ def csr_fill(rows, cols, col_base, cursor, indices, w_in, w_out, perm, edge_base
     (when non-empty) receive the edge's weight ``w_in[k]`` / its stream position
     ``edge_base + k``. The cursor :data:`~graphsys.prefetch.PREFETCH_EDGES` edges ahead is
     prefetched, and the entry it points at half as far ahead, so the random reads of
-    consecutive edges overlap (the in-memory build of a 100M-edge R-MAT's CSC, with
-    :func:`count_into` prefetching too: 7.6-8.9 s before, 2.6-2.8 s after, alternated in
-    one process on an 8 MiB L3)."""
+    consecutive edges overlap (:func:`count_into` prefetches the same way): what bounds a
+    build whose rows outgrow the last-level cache is the latency of these reads, not their
+    count."""
     n = rows.shape[0]
     for k in range(n):
         if k + PREFETCH_EDGES < n:
@@ -388,7 +388,7 @@ def radix_sort_edges(key, rel, bits, rel_bits, order):
 
 def start_up() -> None:
     """Pay numba's one-time start-up in this process (its lazy imports, LLVM, the cache of
-    one kernel: ~0.3 s on the first call of any kernel) by calling a small kernel."""
+    one kernel, paid by the first call of any kernel) by calling a small kernel."""
     count_into(np.zeros(1, np.int64), np.zeros(1, np.int64))
 
 

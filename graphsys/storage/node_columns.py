@@ -27,16 +27,52 @@ def write_node_column(path: str | Path, name: str, kind: str,
                       fill: Callable[[int, int], np.ndarray], *, dim: int = 1,
                       dtype: str | None = None, entity_type: str | None = None,
                       chunk_rows: int = 1 << 20) -> NodeColumn:
-    """Add node column ``name`` to the graph at ``path``, streaming it in chunks.
+    """Add a node column to a stored graph, streamed in chunks into a file of its own.
 
-    Args:
-        kind: ``features`` (``dtype`` float16/float32, default float32, ``dim`` wide) or
-            ``label`` (int64).
-        fill: ``(start, stop) -> values`` for type-local ids ``start..stop-1``: shape
-            ``(stop - start, dim)`` for features, ``(stop - start,)`` for labels.
-        chunk_rows: rows per ``fill`` call (memory: one chunk).
+    For columns too large to pass as an array to ``from_*``: ``fill`` produces the rows a
+    chunk at a time, which are written into a memory-mapped file; the manifest is rewritten
+    last. :meth:`Graph.mapped_node_column` maps the column back without reading it.
 
-    The manifest is rewritten last; a column of that name must not exist yet.
+    Parameters
+    ----------
+    path : str or Path
+        The graph directory (local).
+    name : str
+        The new column's name (letters, digits, ``-``, ``_``; not ``id``; not yet used).
+    kind : {"features", "label"}
+        Features, ``dim`` wide, or an int64 label per node.
+    fill : callable
+        ``fill(start, stop)`` returns the values of internal ids ``start..stop-1``: shape
+        ``(stop - start, dim)`` for features, ``(stop - start,)`` for labels.
+    dim : int, default 1
+        Width of a features column.
+    dtype : str, optional
+        ``float16`` or ``float32`` (default) for features; ``int64`` for labels.
+    entity_type : str, optional
+        The entity type; None for the only one.
+    chunk_rows : int, default 1048576
+        Rows per ``fill`` call (memory: one chunk).
+
+    Returns
+    -------
+    NodeColumn
+        The manifest's record of the column.
+
+    Raises
+    ------
+    GraphsysError
+        A bad name, kind or dtype, a name already used, or a remote graph.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.storage.node_columns import write_node_column
+    >>> d = tempfile.mkdtemp() + "/g"
+    >>> _ = graphsys.from_numpy([0, 1, 2], [1, 2, 0], d)
+    >>> _ = write_node_column(d, "feat", "features",
+    ...                       lambda a, b: np.ones((b - a, 2), np.float32), dim=2)
+    >>> graphsys.open_graph(d).mapped_node_column("feat").shape
+    (3, 2)
     """
     from graphsys.storage.graph import open_graph
 

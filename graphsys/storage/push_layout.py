@@ -30,8 +30,8 @@ PUSH_BLOCK_MAX_NODES = 1 << 16
 
 #: A source whose out-edges average at least this many per destination block is *heavy*:
 #: its edges of each block are stored as one run (offsets, no source ids), so the step reads
-#: its value once per block. Measured on the 10M-edge R-MAT (17 blocks, 1,351 heavy sources
-#: holding 26 % of the edges): 5.2 against 5.6 ms per iteration
+#: its value once per block, and the run's offsets replace a source id per edge (see
+#: docs/benchmarks.md)
 PUSH_HEAVY_RUN = 32
 
 #: From this many vertices the targets are cut into blocks of about E / :data:`PUSH_MIN_BLOCKS`
@@ -193,8 +193,7 @@ def layout_problem(order, bounds, edge_ptr, src, dst, runs, heavy):
     over it reads and writes only inside its arrays), else a code naming the first bad
     array: 1 ``order`` (not a permutation), 2 ``bounds``, 3 ``edge_ptr``, 4 ``runs``, 5
     ``src``, 6 ``dst``. Also returns how many targets have an in-edge (0 when bad). The
-    per-edge checks run in parallel over the blocks (mapping and checking a 1B-edge index:
-    1.9-2.3 s on 2 threads, measured)."""
+    per-edge checks run in parallel over the blocks: one pass over the mapped arrays."""
     n = order.shape[0]
     m = src.shape[0]
     nb = bounds.shape[0] - 1

@@ -15,7 +15,7 @@ from graphsys.gnn.propagate import INDEX, propagate, read_hop, sign_features
 
 def _reference(g, x, hops, self_loops):
     """S = D_in^-1/2 (A^T + I) D_out^-1/2 on the graph's own node order."""
-    a = g.to_scipy().astype(np.float64)      # edge counts; rows = ids 0..N-1 ascending
+    a = graphsys.to_scipy(g).astype(np.float64)  # edge counts; rows = ids 0..N-1 ascending
     n = a.shape[0]
     eye = sp.identity(n) if self_loops else sp.csr_matrix((n, n))
     dout = np.asarray(a.sum(1)).ravel() + (1 if self_loops else 0)

@@ -37,7 +37,7 @@ def test_pyg_round_trip(tmp_path, partitions):
     data.graph_name = "toy"                                  # not node-level: dropped
     g = graphsys.from_pyg(data, tmp_path / "g", num_partitions=partitions)
     assert g.manifest.metadata["dropped"] == ["graph_name"]
-    back = g.to_pyg()
+    back = graphsys.to_pyg(g)
     assert back.num_nodes == data.num_nodes                   # 5 isolated nodes kept
     assert _multiset(back.edge_index, back.edge_weight) == _multiset(data.edge_index,
                                                                     data.edge_weight)
@@ -49,8 +49,8 @@ def test_pyg_round_trip(tmp_path, partitions):
 def test_to_pyg_size_guard_and_hetero_refusal(tmp_path):
     g = graphsys.from_pyg(_data(), tmp_path / "g")
     with pytest.raises(GraphsysError, match=r"more than max_edges=100 .*pass a larger"):
-        g.to_pyg(max_edges=100)
-    assert g.to_pyg(max_edges=None).num_edges == 400
+        graphsys.to_pyg(g, max_edges=100)
+    assert graphsys.to_pyg(g, max_edges=None).num_edges == 400
 
 
 def _block(n=30, seed=0):

@@ -25,7 +25,7 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_findings_and_exit_codes(tmp_path):
     root = _package(tmp_path, {
-        "__init__.py": "from graphsys.core import a\n",      # re-export: not an edge
+        "__init__.py": "",
         "core/__init__.py": "",
         "core/a.py": "from . import b\n",
         "core/b.py": "def f():\n    from graphsys.core import a\n",  # a -> b -> a
@@ -52,6 +52,22 @@ def test_findings_and_exit_codes(tmp_path):
     assert _run(root, "--strict").returncode == 1
 
 
+def test_package_importing_its_children_is_an_edge(tmp_path):
+    """graphsys/__init__ re-exports a child that (through another) imports a name from
+    graphsys: a cycle, found. ``from pkg import child`` imports the child only."""
+    root = _package(tmp_path, {
+        "__init__.py": "from graphsys.api import open_graph\n__version__ = '1'\n",
+        "api.py": "from graphsys.store import write\ndef open_graph():\n    pass\n",
+        "store.py": "def write():\n    from graphsys import __version__\n",
+        "sub/__init__.py": "from graphsys.sub.a import f\n",
+        "sub/a.py": "from graphsys.sub import kernels\ndef f():\n    pass\n",
+        "sub/kernels.py": "",
+    })
+    out = _run(root).stdout
+    assert "import cycle among: graphsys, graphsys.api, graphsys.store" in out
+    assert "1 import cycle(s)" in out and "graphsys.sub" not in out
+
+
 def test_clean_package_passes_strict(tmp_path):
     root = _package(tmp_path, {
         "__init__.py": "", "a.py": "import graphsys.b\n",
@@ -60,14 +76,16 @@ def test_clean_package_passes_strict(tmp_path):
     assert proc.returncode == 0 and "clean" in proc.stdout
 
 
-def test_repository_library_does_not_import_the_cli():
-    """The part of the check that issue 14 has already met everywhere."""
+def test_repository_has_no_cycle_and_library_does_not_import_the_cli():
+    """The repository's own package: no import cycle (package-to-child imports included),
+    no library module importing the CLI."""
     sys.path.insert(0, str(SCRIPT.parent))
     try:
         import check_layers
     finally:
         sys.path.remove(str(SCRIPT.parent))
     found = check_layers.check(REPO)
+    assert found["cycles"] == []
     assert found["cli_imports"] == []
     # outside graphsys/embed (restructured on its own branch) no library raise names a flag
     assert [f for f in found["flag_raises"] if not f.startswith("graphsys/embed/")] == []

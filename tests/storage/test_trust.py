@@ -128,8 +128,8 @@ def test_engines_refuse_a_corrupted_bucket_in_one_line(graph_dir, mode, capsys):
 
 
 def test_corrupted_offset_in_a_child_process_is_an_error_not_a_signal(graph_dir):
-    """The segfault of issue 13 killed the process: run the engines in a child and check
-    that it exits with the one-line error code, not a signal."""
+    """An out-of-range offset must not crash the process: run the engines in a child and
+    check that it exits with the one-line error code, not a signal."""
     corrupt_offset(graph_dir / bucket_file("default", 0, 1))
     for args in (["run", "pagerank", "--no-verify"], ["profile", "pagerank"]):
         proc = subprocess.run([sys.executable, "-m", "graphsys", args[0], args[1],

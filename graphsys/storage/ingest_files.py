@@ -1,0 +1,213 @@
+"""Edge files into a graph directory: :func:`ingest`, the Python face of ``graphsys ingest``.
+
+The command line and this function are one code path: the command maps its flags onto
+these keyword parameters and prints the report. Underneath, the passes of
+:func:`graphsys.storage.ingest.ingest` read the files (the layer to use for inputs this
+function has no keyword for: several sources, in-memory tables, several node tables).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.memory import lifetime_peak_rss
+from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
+from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource
+from graphsys.storage.ingest import ingest as ingest_sources
+from graphsys.units import parse_size
+
+__all__ = ["ingest", "index_kinds", "read_node_table"]
+
+
+def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
+           partitions: int = 1, partitioner: str = "hash", seed: int = 0,
+           format: str = "auto", src_col: str | int | None = None,
+           dst_col: str | int | None = None, rel_col: str | int | None = None,
+           weight_col: str | int | None = None, relation: str | None = None,
+           delimiter: str | None = None, header: bool | None = None,
+           edge_set: str = DEFAULT_EDGE_SET, nodes: str | Path | pa.Table | None = None,
+           undirected: bool = False, dedupe: bool = False, drop_self_loops: bool = False,
+           memory_limit: int | str = "2GB", on_bad_line: str = "error",
+           index: str | Sequence[str] = (), append: bool = False, progress: bool = False,
+           report: bool = False) -> Graph | tuple[Graph, IngestReport]:
+    """Ingest edge list files into a partitioned graph directory and open it.
+
+    The files are read in three streaming passes (read and validate, route edges to
+    buckets, sort and write each bucket) whose edge buffers stay within
+    ``memory_limit``; nodes are split into ``partitions`` partitions and edges into the
+    ``partitions x partitions`` buckets of PyTorch-BigGraph's layout [1]_. The directory
+    is built beside ``out`` and renamed into place only when complete, so a failed ingest
+    leaves nothing at ``out``.
+
+    Parameters
+    ----------
+    inputs : str, Path or sequence of them
+        Edge list files: TSV/CSV text (``.gz`` read directly), Parquet or Arrow IPC. One
+        edge per row.
+    out : str or Path
+        The graph directory to create (it must not exist), or with ``append`` the existing
+        graph to add the edges to.
+    partitions : int, default 1
+        Number of node partitions ``P``. Each is a unit an engine loads at a time.
+    partitioner : str, default "hash"
+        How nodes are assigned to partitions: a registered partitioner such as ``hash``,
+        ``range`` or ``fennel`` (streaming, edge-cut minimising [2]_).
+    seed : int, default 0
+        Seed of the partitioner.
+    format : str, default "auto"
+        Input format: ``auto`` (by file name, else tsv) or a registered format (``tsv``,
+        ``csv``, ``parquet``, ``arrow``, ...).
+    src_col, dst_col : str or int, optional
+        Source and destination columns: a header name or a 0-based index (default: the
+        columns named ``src``/``dst``, else the first two).
+    rel_col : str or int, optional
+        Relation column (knowledge graphs): each value names a relation type.
+    weight_col : str or int, optional
+        Edge weight column (float).
+    relation : str, optional
+        Relation name given to every edge when there is no ``rel_col``.
+    delimiter : str, optional
+        Text delimiter (default: sniffed among tab, comma and spaces).
+    header : bool, optional
+        Whether text files start with a header line; None decides from the first lines.
+    edge_set : str, default "default"
+        Name of the edge set the edges form.
+    nodes : str, Path or pyarrow.Table, optional
+        A node table (Parquet/Arrow file, or a table) with column ``id`` and feature
+        (fixed-size float lists), label (integer) or mask (bool) columns.
+    undirected : bool, default False
+        Store every edge in both directions.
+    dedupe : bool, default False
+        Drop duplicate ``(src, dst, rel)`` edges, keeping the first.
+    drop_self_loops : bool, default False
+        Drop edges from a node to itself.
+    memory_limit : int or str, default "2GB"
+        Budget for the edge buffers: bytes, or a size such as ``"512MiB"``.
+    on_bad_line : {"error", "skip"}, default "error"
+        What a malformed line does: stop the ingest naming file and line, or be skipped
+        and counted.
+    index : str or sequence of str, default ()
+        Adjacency indexes to build afterwards, among ``csr``, ``csc`` and ``push``
+        (``"csr,csc"`` or ``("csr", "csc")``): CSR/CSC then map instead of being built.
+    append : bool, default False
+        Add the inputs to the existing graph ``out`` as the new edge set ``edge_set``:
+        ids not yet in the graph become new nodes appended to its partitions, existing
+        nodes keep their ids (``partitions``, ``partitioner`` and ``seed`` are the graph's
+        own).
+    progress : bool, default False
+        Show progress bars on stderr.
+    report : bool, default False
+        Also return the :class:`~graphsys.storage.ingest.IngestReport` (counts, seconds
+        per pass, peak memory): ``(graph, report)``.
+
+    Returns
+    -------
+    Graph
+        The ingested graph, opened; with ``report``, ``(graph, report)``.
+
+    Raises
+    ------
+    InputError
+        A file that is missing or malformed (naming file and line).
+    ParameterError
+        A parameter value that cannot be used (naming the parameter).
+
+    See Also
+    --------
+    graphsys.from_numpy, graphsys.from_arrow : Edges already in memory.
+    graphsys.open_graph : Open a graph directory built before.
+
+    References
+    ----------
+    .. [1] A. Lerer, L. Wu, J. Shen, T. Lacroix, L. Wehrstedt, A. Bose and A. Peysakhovich,
+       "PyTorch-BigGraph: A Large-scale Graph Embedding System", SysML 2019.
+    .. [2] C. Tsourakakis, C. Gkantsidis, B. Radunovic and M. Vojnovic, "FENNEL: Streaming
+       Graph Partitioning for Massive Scale Graphs", WSDM 2014.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, graphsys
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "edges.tsv").write_text("a\\tb\\nb\\tc\\nc\\ta\\nc\\td\\n")
+    >>> g = graphsys.ingest(d / "edges.tsv", d / "g", partitions=2)
+    >>> g.num_nodes(), g.num_edges(), g.num_partitions
+    (4, 4, 2)
+    >>> g.to_original(g.to_internal("c")).tolist()
+    ['c']
+
+    Undirected, with the CSR index built in the same call:
+
+    >>> g = graphsys.ingest(d / "edges.tsv", d / "u", undirected=True, index="csr")
+    >>> g.num_edges(), list(g.manifest.indexes["default"])
+    (8, ['csr'])
+    """
+    kinds = index_kinds(index)
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+        raise ParameterError("partitions", f"must be a positive integer, got {partitions!r}")
+    try:
+        limit = parse_size(memory_limit, field="memory_limit")
+    except GraphsysError:
+        raise ParameterError("memory_limit", f"must be a positive size such as 2GB, 512MiB "
+                                             f"or a byte count, got {memory_limit!r}") from None
+    paths = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
+    source = EdgeSource(
+        paths=[Path(p) for p in paths], edge_set=edge_set, format=format, src_col=src_col,
+        dst_col=dst_col, rel_col=rel_col, weight_col=weight_col, relation=relation,
+        delimiter=delimiter, header=header)
+    opts = IngestOptions(
+        num_partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
+        dedupe=dedupe, drop_self_loops=drop_self_loops, memory_limit=limit,
+        on_bad_line=on_bad_line, progress=progress)
+    if append and nodes is not None:
+        raise ParameterError("nodes", "cannot be given when appending to a graph")
+    node_sources = []
+    if nodes is not None:
+        table = nodes if isinstance(nodes, pa.Table) else read_node_table(Path(nodes))
+        node_sources.append(NodeSource(table))
+    if append:
+        from graphsys.storage.append import append_edges
+
+        result = append_edges(out, [source], opts)
+    else:
+        result = ingest_sources([source], out, opts, node_sources)
+    graph = open_graph(out)
+    if kinds:
+        from graphsys.storage.adjacency_index import build_index
+
+        t0 = time.perf_counter()
+        build_index(graph, kinds, memory_limit=limit, progress=progress)
+        result.seconds["index"] = round(time.perf_counter() - t0, 3)
+        result.peak_rss_bytes = lifetime_peak_rss()
+    return (graph, result) if report else graph
+
+
+def index_kinds(index: str | Sequence[str]) -> tuple[str, ...]:
+    """The index kinds named by ``index``: a comma-separated string or a sequence of
+    ``csr``/``csc``/``push``; a :class:`ParameterError` for anything else."""
+    kinds = index.split(",") if isinstance(index, str) else list(index)
+    kinds = tuple(str(k).strip() for k in kinds if str(k).strip())
+    if any(k not in INDEX_KINDS for k in kinds):
+        raise ParameterError("index", f"must name index kinds among {', '.join(INDEX_KINDS)}, "
+                                      f"got {index!r}")
+    return kinds
+
+
+def read_node_table(path: Path) -> pa.Table:
+    """The node table in the Parquet (``.parquet``) or Arrow IPC file ``path``."""
+    import pyarrow.ipc as paipc
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise InputError("no such node table file", path=path)
+    try:
+        if path.suffix == ".parquet":
+            return pq.read_table(str(path))
+        return paipc.open_file(pa.memory_map(str(path))).read_all()
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"cannot read node table ({exc})", path=path) from None

@@ -1,0 +1,106 @@
+"""graphsys.ingest: the Python face of ``graphsys ingest``, keyword for flag."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import graphsys
+from graphsys.cli import build_parser, main
+from graphsys.errors import InputError, ParameterError
+from graphsys.storage.ingest import IngestReport
+
+
+@pytest.fixture
+def edges(tmp_path):
+    f = tmp_path / "e.tsv"
+    f.write_text("src\tdst\tw\n1\t2\t0.5\n2\t3\t1.5\n3\t1\t2.0\n3\t3\t1.0\n1\t2\t9.0\n")
+    return f
+
+
+def test_keywords_reach_the_passes(tmp_path, edges):
+    g = graphsys.ingest(str(edges), tmp_path / "g", partitions=2, partitioner="range",
+                        src_col="src", dst_col="dst", weight_col="w", dedupe=True,
+                        drop_self_loops=True, undirected=True, memory_limit=1 << 26)
+    assert isinstance(g, graphsys.Graph) and g.num_partitions == 2
+    assert g.manifest.partitioner["name"] == "range"
+    es = g.edge_set()
+    assert es.has_weight and es.undirected and es.dedupe and es.drop_self_loops
+    assert g.num_edges() == 6  # 3 distinct edges, no self-loop, both directions
+    src, dst, _, w = next(g.iter_edges())
+    pairs = dict(zip(zip(g.to_original(src).tolist(), g.to_original(dst).tolist()),
+                     w.tolist()))
+    assert pairs[(1, 2)] == 0.5 and pairs[(2, 1)] == 0.5  # dedupe keeps the first
+
+
+def test_inputs_nodes_and_index(tmp_path, edges):
+    other = tmp_path / "f.tsv"
+    other.write_text("src\tdst\n4\t1\n")
+    nodes = pa.table({"id": pa.array([1, 2, 3, 4, 5], pa.int64()),
+                      "label": pa.array([0, 1, 0, 1, -1], pa.int64())})
+    pq.write_table(nodes, tmp_path / "n.parquet")
+    for name, given in (("t", nodes), ("p", tmp_path / "n.parquet")):
+        g = graphsys.ingest([edges, other], tmp_path / name, header=True, nodes=given,
+                            index=("csr", "csc"))
+        assert g.num_nodes() == 5 and g.num_edges() == 6
+        assert g.node_column("label").tolist() == [0, 1, 0, 1, -1]
+        assert sorted(g.manifest.indexes["default"]) == ["csc", "csr"]
+    g, report = graphsys.ingest(edges, tmp_path / "r", index="csr", report=True)
+    assert isinstance(report, IngestReport) and "index" in report.seconds
+    assert report.edges == {"default": 5} and list(g.manifest.indexes["default"]) == ["csr"]
+
+
+def test_append(tmp_path, edges):
+    g = graphsys.ingest(edges, tmp_path / "g", partitions=2)
+    more = tmp_path / "more.tsv"
+    more.write_text("7\t1\n")
+    g2 = graphsys.ingest(more, tmp_path / "g", append=True, edge_set="more")
+    assert g2.num_edges("more") == 1 and g2.num_nodes() == g.num_nodes() + 1
+    with pytest.raises(ParameterError, match="^nodes cannot be given when appending"):
+        graphsys.ingest(more, tmp_path / "g", append=True, edge_set="x",
+                        nodes=tmp_path / "none.parquet")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"partitions": 0}, "partitions must be a positive integer, got 0"),
+    ({"memory_limit": "lots"}, "memory_limit must be a positive size"),
+    ({"index": "csr,bsr"}, "index must name index kinds among csr, csc, push, got 'csr,bsr'"),
+    ({"on_bad_line": "ignore"}, "on_bad_line must be 'error' or 'skip'"),
+])
+def test_bad_parameters(tmp_path, edges, kwargs, message):
+    with pytest.raises(ParameterError, match="^" + message):
+        graphsys.ingest(edges, tmp_path / "g", **kwargs)
+    assert not (tmp_path / "g").exists()
+
+
+def test_missing_input(tmp_path):
+    with pytest.raises(InputError):
+        graphsys.ingest(tmp_path / "nope.tsv", tmp_path / "g")
+    with pytest.raises(InputError, match="no such node table"):
+        graphsys.ingest(tmp_path / "nope.tsv", tmp_path / "g", nodes=tmp_path / "n.arrow")
+
+
+def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
+    """Every option of ``graphsys ingest`` sets the keyword of its name, so library errors
+    read as the user's flags."""
+    parser = build_parser(["ingest"])
+    sub = next(a for a in parser._actions if a.dest == "command").choices["ingest"]
+    dests = {a.dest for a in sub._actions if a.option_strings} - {"help"}
+    keywords = set(inspect.signature(graphsys.ingest).parameters)
+    # --append-to DIR is out with append; --no-header is header=False; --json prints
+    assert dests - keywords == {"append_to", "no_header", "json"}
+    assert keywords - dests == {"inputs", "append", "progress", "report"}
+    assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--memory-limit",
+                 "lots"]) == 2
+    assert capsys.readouterr().err.startswith("error: --memory-limit must be a positive size")
+    assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--index", "x"]) == 2
+    assert capsys.readouterr().err.startswith("error: --index must name index kinds")
+    assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--partitions", "2",
+                 "--index", "csr", "--json"]) == 0
+    g = graphsys.open_graph(tmp_path / "g")
+    assert g.num_partitions == 2 and "csr" in g.manifest.indexes["default"]
+    assert np.array_equal(np.sort(g.node_ids()), [1, 2, 3])
