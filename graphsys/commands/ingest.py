@@ -74,7 +74,7 @@ def run(args) -> int:
         edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
         dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
         memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,
-        append=appending, progress=show_progress(args), report=True)
+        append=appending, progress=show_progress(args), return_report=True)
     if args.json:
         emit_json(report.to_json())
     else:

@@ -35,7 +35,7 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
            undirected: bool = False, dedupe: bool = False, drop_self_loops: bool = False,
            memory_limit: int | str = "2GB", on_bad_line: str = "error",
            index: str | Sequence[str] = (), append: bool = False, progress: bool = False,
-           report: bool = False) -> Graph | tuple[Graph, IngestReport]:
+           return_report: bool = False) -> Graph | tuple[Graph, IngestReport]:
     """Ingest edge list files into a partitioned graph directory and open it.
 
     The files are read in three streaming passes (read and validate, route edges to
@@ -102,14 +102,15 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         own).
     progress : bool, default False
         Show progress bars on stderr.
-    report : bool, default False
+    return_report : bool, default False
         Also return the :class:`~graphsys.storage.ingest.IngestReport` (counts, seconds
         per pass, peak memory): ``(graph, report)``.
 
     Returns
     -------
     Graph
-        The ingested graph, opened; with ``report``, ``(graph, report)``.
+        The ingested graph, opened; with ``return_report`` (as numpy's ``return_counts``),
+        ``(graph, report)``.
 
     Raises
     ------
@@ -184,7 +185,7 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         build_index(graph, kinds, memory_limit=limit, progress=progress)
         result.seconds["index"] = round(time.perf_counter() - t0, 3)
         result.peak_rss_bytes = lifetime_peak_rss()
-    return (graph, result) if report else graph
+    return (graph, result) if return_report else graph
 
 
 def index_kinds(index: str | Sequence[str]) -> tuple[str, ...]:

@@ -49,7 +49,7 @@ def test_inputs_nodes_and_index(tmp_path, edges):
         assert g.num_nodes() == 5 and g.num_edges() == 6
         assert g.node_column("label").tolist() == [0, 1, 0, 1, -1]
         assert sorted(g.manifest.indexes["default"]) == ["csc", "csr"]
-    g, report = graphsys.ingest(edges, tmp_path / "r", index="csr", report=True)
+    g, report = graphsys.ingest(edges, tmp_path / "r", index="csr", return_report=True)
     assert isinstance(report, IngestReport) and "index" in report.seconds
     assert report.edges == {"default": 5} and list(g.manifest.indexes["default"]) == ["csr"]
 
@@ -93,7 +93,7 @@ def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
     keywords = set(inspect.signature(graphsys.ingest).parameters)
     # --append-to DIR is out with append; --no-header is header=False; --json prints
     assert dests - keywords == {"append_to", "no_header", "json"}
-    assert keywords - dests == {"inputs", "append", "progress", "report"}
+    assert keywords - dests == {"inputs", "append", "progress", "return_report"}
     assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--memory-limit",
                  "lots"]) == 2
     assert capsys.readouterr().err.startswith("error: --memory-limit must be a positive size")
