@@ -57,7 +57,8 @@ _OPTION_OF = {
     "chunk_edges": "--chunk-edges", "seed": "--seed",
 }
 #: Rows per chunk handed to the writer: one R-MAT RNG block. Smaller than the library's 4M
-#: default so generation (background thread) and encoding overlap better: ~1.5x faster.
+#: default so generation (background thread) and encoding overlap: the writer encodes one
+#: block while the generator draws the next.
 CLI_CHUNK_EDGES = RNG_BLOCK_EDGES
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
            "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}
