@@ -41,7 +41,8 @@ def current_memory() -> MemorySample:
 class PeakMemory:
     """Context manager recording the peak resident bytes (total, anonymous, file) while
     it is open, sampling every ``interval`` seconds (by default fifty times a second); a
-    spike shorter than the interval can be missed (:func:`lifetime_peak_rss` is the kernel's exact total peak).
+    spike shorter than the interval can be missed (:func:`lifetime_peak_rss` is the
+    kernel's exact total peak).
     """
 
     def __init__(self, interval: float = 0.02):
