@@ -3,6 +3,13 @@
 Every command module exposes ``register(subparsers)``, which adds its parser and sets
 ``func`` to a callable ``(args) -> int`` (the exit code). User-facing failures raise
 :class:`graphsys.errors.GraphsysError`; they are printed here as one line, with no traceback.
+
+Every failure reads the same on stderr: one line starting with ``error: ``, whether the
+command line could not be parsed (argparse's usage dump is replaced by a pointer to
+``--help``), the library refused a value, or the system refused a file. A
+:class:`~graphsys.errors.ParameterError` names the library parameter; it is shown as the
+flag of the command that set it (:func:`flag_for`, with :data:`PARAMETER_DESTS` for the
+parameters whose flag has another name).
 """
 
 from __future__ import annotations
@@ -15,12 +22,30 @@ from graphsys.errors import GraphsysError, ParameterError
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
             "embed", "profile", "gnn")
+#: Library parameter -> the argparse destinations of flags that set it under another name
+#: (``graphsys generate --nodes`` sets ``num_nodes``, ``--partitions`` sets ``partitions``
+#: or ``num_partitions``); a parameter whose flag has its own name needs no entry.
+PARAMETER_DESTS: dict[str, tuple[str, ...]] = {
+    "num_nodes": ("nodes",), "num_entities": ("nodes",),
+    "num_edges": ("edges",), "num_triples": ("edges",),
+    "partitions": ("num_partitions",), "num_partitions": ("partitions",),
+    "edge_set": ("edge_sets",), "edge_sets": ("edge_set",),
+    "workers": ("num_workers",), "num_workers": ("workers",),
+}
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the CLI's voice: a bad command line is one ``error: `` line that
+    points at ``--help`` (exit code 2), not a usage dump. Sub-command parsers inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``argv`` naming a command, only that command's module is
     imported (commands import heavy libraries such as torch only when they need them)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="graphsys",
         description="Partitioned Arrow graph storage, BSP analytics, embeddings and GNNs.",
     )
@@ -36,14 +61,17 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def flag_for(parser: argparse.ArgumentParser, args: argparse.Namespace, dest: str) -> str | None:
     """The flag of the (sub-)command that ``args`` ran whose value lands in ``dest``
-    (``--max-iters`` for ``max_iters``), or None when that command has no such option."""
+    (``--max-iters`` for ``max_iters``), else in one of ``dest``'s
+    :data:`PARAMETER_DESTS`; None when that command has no such option."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             chosen = action.choices.get(getattr(args, action.dest, None) or "")
             if chosen is not None:
                 return flag_for(chosen, args, dest)
-        elif action.dest == dest and action.option_strings:
-            return max(action.option_strings, key=len)
+    for name in (dest, *PARAMETER_DESTS.get(dest, ())):
+        for action in parser._actions:
+            if action.dest == name and action.option_strings:
+                return max(action.option_strings, key=len)
     return None
 
 

@@ -94,7 +94,8 @@ def run(args) -> int:
     t = args.targets
     if args.workload == "bsp":
         if len(t) != 2:
-            raise GraphsysError("usage: graphsys profile ALGO DIR (or --workload embed|gnn DIR)")
+            raise GraphsysError("give ALGO DIR, or --workload embed|gnn DIR (see graphsys "
+                                "profile --help)")
         algo, graph = t[0], Path(t[1])
         ALGORITHMS.get(algo).check_source(args.source)
     else:

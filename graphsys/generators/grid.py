@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import ParameterError
 from graphsys.generators._random import Chunk, block_rng, rechunk, stratified_quota
 from graphsys.generators._validate import check_float, check_int, check_seed
 
@@ -93,15 +93,15 @@ def grid_edges(num_nodes: int, num_edges: int | None = None, *, seed: int = 0,
     chunk_edges = check_int(chunk_edges, "chunk_edges")
     drop = check_float(drop, "drop", minimum=0.0, maximum=1.0)
     if drop >= 1.0:
-        raise GraphsysError(f"drop must be < 1, got {drop:g}")
+        raise ParameterError("drop", f"must be < 1, got {drop:g}")
     low, high = _check_weight_range(weight_range)
     limit = max_grid_edges(num_nodes)
     if num_edges is None:
         num_edges = default_grid_edges(num_nodes, drop)
     num_edges = check_int(num_edges, "num_edges")
     if num_edges > limit:
-        raise GraphsysError(f"num_edges must be <= {limit} for a grid of {num_nodes} nodes "
-                            f"(lattice plus all diagonals), got {num_edges}")
+        raise ParameterError("num_edges", f"must be <= {limit} for a grid of {num_nodes} nodes "
+                                          f"(lattice plus all diagonals), got {num_edges}")
     generator = _Grid(num_nodes, num_edges, seed, low, high)
     return rechunk(generator.blocks(), chunk_edges)
 
@@ -110,10 +110,13 @@ def _check_weight_range(weight_range: tuple[float, float]) -> tuple[float, float
     try:
         low, high = weight_range
     except (TypeError, ValueError):
-        raise GraphsysError(
-            f"weight_range must be a (low, high) pair, got {weight_range!r}") from None
-    low = check_float(low, "weight_range low", minimum=0.0, strict_minimum=True)
-    high = check_float(high, "weight_range high", minimum=low)
+        raise ParameterError(
+            "weight_range", f"must be a (low, high) pair, got {weight_range!r}") from None
+    try:
+        low = check_float(low, "low", minimum=0.0, strict_minimum=True)
+        high = check_float(high, "high", minimum=low)
+    except ParameterError as exc:
+        raise ParameterError("weight_range", str(exc)) from None
     return low, high
 
 

@@ -39,7 +39,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.generators._random import (
     Chunk,
     IdPermutation,
@@ -92,12 +92,12 @@ def knowledge_graph(num_entities: int, num_triples: int | None = None, *,
 def check_fractions(fractions: Sequence[float], name: str = "fractions") -> tuple[float, ...]:
     """Three non-negative train / valid / test fractions summing to 1, train > 0."""
     if isinstance(fractions, (str, bytes)) or len(fractions) != 3:
-        raise GraphsysError(f"{name} must be three numbers train,valid,test, got {fractions!r}")
+        raise ParameterError(name, f"must be three numbers train,valid,test, got {fractions!r}")
     values = tuple(check_float(f, name, minimum=0.0, maximum=1.0) for f in fractions)
     if abs(sum(values) - 1.0) > 1e-6:
-        raise GraphsysError(f"{name} must sum to 1, got {sum(values):g}")
+        raise ParameterError(name, f"must sum to 1, got {sum(values):g}")
     if values[0] <= 0:
-        raise GraphsysError(f"{name}: the train fraction must be > 0")
+        raise ParameterError(name, f"must have a train fraction > 0, got {values[0]:g}")
     return values
 
 
@@ -134,10 +134,10 @@ class KnowledgeGraph:
             num_triples = min(10 * num_entities, self.max_triples)
         self.num_triples = num_triples
         if num_triples > self.max_triples:
-            raise GraphsysError(
-                f"num_triples must be <= {self.max_triples} (planted facts for "
-                f"{num_entities} entities, {relations} relations, clusters of "
-                f"{cluster_size}), got {num_triples}")
+            raise ParameterError(
+                "num_triples", f"must be <= {self.max_triples} (planted facts for "
+                               f"{num_entities} entities, {relations} relations, clusters of "
+                               f"{cluster_size}), got {num_triples}")
 
     # -- structure -----------------------------------------------------------------------------
     def cluster_of(self, ids: np.ndarray) -> np.ndarray:

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.generators._random import Chunk, IdPermutation, block_rng, largest_remainder, rechunk
 from graphsys.generators._validate import check_float, check_int, check_seed
 
@@ -98,8 +98,8 @@ class SBM:
                  features: int, feature_noise: float, train_per_class: int, num_val: int,
                  num_test: int, seed: int):
         if blocks > num_nodes:
-            raise GraphsysError(f"blocks ({blocks}) must be <= the number of nodes "
-                                f"({num_nodes})")
+            raise ParameterError("blocks", f"must be <= the number of nodes ({num_nodes}), "
+                                           f"got {blocks}")
         self.num_nodes, self.num_edges, self.blocks = num_nodes, num_edges, blocks
         self.ratio, self.features, self.feature_noise = ratio, features, feature_noise
         self.seed = seed
