@@ -23,13 +23,14 @@ from graphsys.errors import GraphsysError, ParameterError
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
             "embed", "profile", "gnn")
 #: Library parameter -> the argparse destinations of flags that set it under another name
-#: (``graphsys generate --nodes`` sets ``num_nodes``, ``--partitions`` sets ``partitions``
-#: or ``num_partitions``); a parameter whose flag has its own name needs no entry.
+#: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
+#: ``edge_set``, ``--partitions`` sets ``partitions`` or ``num_partitions``); a parameter
+#: whose flag has its own name needs no entry.
 PARAMETER_DESTS: dict[str, tuple[str, ...]] = {
     "num_nodes": ("nodes",), "num_entities": ("nodes",),
     "num_edges": ("edges",), "num_triples": ("edges",),
     "partitions": ("num_partitions",), "num_partitions": ("partitions",),
-    "edge_set": ("edge_sets",), "edge_sets": ("edge_set",),
+    "edge_set": ("edges", "edge_sets"), "edge_sets": ("edge_set",),
     "workers": ("num_workers",), "num_workers": ("workers",),
 }
 
