@@ -72,21 +72,50 @@ def grid_edges(num_nodes: int, num_edges: int | None = None, *, seed: int = 0,
                weight_range: tuple[float, float] = DEFAULT_WEIGHT_RANGE,
                drop: float = DEFAULT_DROP,
                chunk_edges: int = DEFAULT_CHUNK_EDGES) -> Iterator[Chunk]:
-    """Undirected road-like edges, each pair once with ``src < dst``, yielded in chunks.
+    """Undirected road-like edges on a thinned 2-D grid, each pair once, in chunks.
 
-    Args:
-        num_nodes: ``N >= 2``; ids in ``[0, N)``, row-major on the grid.
-        num_edges: exact edge count ``M`` (see the module notes), or None for
-            ``E0 - round(drop * E0)``.
-        seed: any integer in ``[0, 2**63)``.
-        weight_range: ``(low, high)``, ``0 < low <= high``; lattice lengths are uniform in
-            ``[low, high)``, diagonal lengths ``sqrt(2)`` times that.
-        drop: fraction of lattice edges removed when ``num_edges`` is None, in ``[0, 1)``.
-        chunk_edges: rows per yielded chunk; does not change the edges.
+    Nodes sit row-major on a near-square grid, so neighbours have nearby ids and the
+    diameter grows like the square root of ``N``, like a road network; the lattice is
+    thinned at random (or extended with diagonal shortcuts) to honour ``num_edges``
+    exactly, as the module docstring describes.
 
-    Returns:
-        An iterator of chunks ``{"src": int64[n], "dst": int64[n], "weight": float32[n]}``,
-        in ``(src, dst)`` order, ``M`` rows in all. Arguments are validated on the call.
+    Parameters
+    ----------
+    num_nodes : int
+        ``N >= 2``; ids in ``[0, N)``, row-major on the grid.
+    num_edges : int, optional
+        The exact edge count ``M``, at most :func:`max_grid_edges` ``(N)``; default
+        :func:`default_grid_edges` ``(N, drop)``, the lattice less a ``drop`` fraction.
+    seed : int, default 0
+        Any integer in ``[0, 2**63)``.
+    weight_range : (float, float), default (1.0, 10.0)
+        ``(low, high)``, ``0 < low <= high``: lattice edge lengths are uniform in
+        ``[low, high)``, diagonal lengths ``sqrt(2)`` times that.
+    drop : float, default 0.2
+        Fraction of lattice edges removed when ``num_edges`` is omitted, in ``[0, 1)``.
+    chunk_edges : int, default 4194304
+        Rows per yielded chunk; does not change the edges.
+
+    Returns
+    -------
+    iterator of dict
+        Chunks ``{"src": int64, "dst": int64, "weight": float32}`` in ``(src, dst)``
+        order, ``src < dst``, ``M`` rows in all. Arguments are checked on the call.
+        Ingest them with ``undirected=True`` to store both directions.
+
+    Raises
+    ------
+    ParameterError
+        A value out of range, or ``num_edges`` above :func:`max_grid_edges`.
+
+    Examples
+    --------
+    >>> from graphsys.generators import grid_edges
+    >>> chunk = next(grid_edges(100, seed=0))  # a 10 x 10 grid, 20% of the lattice dropped
+    >>> len(chunk["src"]), bool((chunk["src"] < chunk["dst"]).all())
+    (144, True)
+    >>> chunk["weight"].dtype, bool((chunk["weight"] >= 1).all())
+    (dtype('float32'), True)
     """
     num_nodes = check_int(num_nodes, "num_nodes", minimum=2)
     seed = check_seed(seed)
