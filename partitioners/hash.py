@@ -112,6 +112,28 @@ class HashPartitioner(Partitioner):
 
     Memory: the int32 output plus, for string ids, one uint64 per id; integer ids are hashed in
     cache-sized chunks.
+
+    Parameters
+    ----------
+    num_partitions : int
+        ``P >= 1``.
+    seed : int, default 0
+        Changes every node's partition; the same seed gives the same partitions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from partitioners import EdgeListContext, HashPartitioner
+    >>> hashed = HashPartitioner(4)
+    >>> np.bincount(hashed.assign(EdgeListContext(10000))).tolist()
+    [2535, 2460, 2489, 2516]
+
+    A node's partition depends on its id alone, not on which other ids are present:
+
+    >>> hashed.assign(EdgeListContext(np.array([10, 20, 30]))).tolist()
+    [3, 2, 3]
+    >>> hashed.assign(EdgeListContext(np.array([20, 30]))).tolist()
+    [2, 3]
     """
 
     name = "hash"
