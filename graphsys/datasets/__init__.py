@@ -4,7 +4,8 @@
 the files (cache, local mirror or the publisher, each verified by sha256) and ingests them
 as the registry entry says. Underneath, :mod:`graphsys.datasets.registry` reads the TOML
 entries (``<repo>/datasets/*.toml``; :func:`load_registry`, :func:`get_dataset`),
-:mod:`graphsys.datasets.fetch` gets and verifies their files (:func:`fetch`), and
+:mod:`graphsys.datasets.fetch` gets and verifies their files
+(:func:`graphsys.datasets.fetch.fetch`), and
 :mod:`graphsys.datasets.loaders` turns the files into ingest inputs and ingests them.
 
 Examples
@@ -17,8 +18,7 @@ True
 ('homogeneous', 2708, True)
 """
 
-from graphsys.datasets.fetch import fetch
 from graphsys.datasets.loaders import load_dataset
 from graphsys.datasets.registry import Dataset, get_dataset, load_registry
 
-__all__ = ["Dataset", "fetch", "get_dataset", "load_dataset", "load_registry"]
+__all__ = ["Dataset", "get_dataset", "load_dataset", "load_registry"]

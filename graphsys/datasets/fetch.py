@@ -149,7 +149,8 @@ def fetch(dataset: Dataset, *, cache: str | Path | None = None,
     Examples
     --------
     >>> import tempfile
-    >>> from graphsys.datasets import fetch, get_dataset
+    >>> from graphsys.datasets import get_dataset
+    >>> from graphsys.datasets.fetch import fetch
     >>> fetched = fetch(get_dataset("cora"), cache=tempfile.mkdtemp())  # doctest: +SKIP
     >>> sorted(fetched.files)[:2]  # doctest: +SKIP
     ['cites', 'content']
