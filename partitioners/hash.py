@@ -49,11 +49,16 @@ def _mix_inplace(z: np.ndarray, key: np.uint64, tmp: np.ndarray) -> None:
 def hash_uint64(values: np.ndarray, seed: int, num_partitions: int, out: np.ndarray) -> None:
     """Write ``fmix(values ^ seed_key(seed)) mod num_partitions`` into ``out``.
 
-    Args:
-        values: uint64 array of shape (n,): the 64-bit images of the ids.
-        seed: the hash seed.
-        num_partitions: P >= 1.
-        out: int32 array of shape (n,), written in place.
+    Parameters
+    ----------
+    values : numpy.ndarray
+        uint64, shape ``(n,)``: the 64-bit images of the ids.
+    seed : int
+        The hash seed.
+    num_partitions : int
+        ``P >= 1``.
+    out : numpy.ndarray
+        int32, shape ``(n,)``, written in place.
     """
     key = seed_key(seed)
     power_of_two = num_partitions & (num_partitions - 1) == 0

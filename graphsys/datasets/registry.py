@@ -69,13 +69,15 @@ class DatasetLoader:
     """A dataset family, registered by name in :data:`graphsys.plugins.DATASET_LOADERS`
     (the ``loader`` key of a registry file).
 
-    Attributes:
-        load: ``load(fetched: FetchResult) -> IngestPlan``
-            (:mod:`graphsys.datasets.loaders`).
-        graph_keys: the keys of the ``[graph]`` table: key -> (type, required). ``file``
-            values name a ``[[files]]`` entry, ``column:<key>`` values name a column of the
-            file named by ``<key>`` (``format.columns``); the other types are ``bool``,
-            ``int``, ``str``, ``str_list``, ``file_map`` and ``id_type``.
+    Attributes
+    ----------
+    load : callable
+        ``load(fetched: FetchResult) -> IngestPlan`` (:mod:`graphsys.datasets.loaders`).
+    graph_keys : dict of str to (str, bool)
+        The keys of the ``[graph]`` table: key -> (type, required). ``file`` values name a
+        ``[[files]]`` entry, ``column:<key>`` values name a column of the file named by
+        ``<key>`` (``format.columns``); the other types are ``bool``, ``int``, ``str``,
+        ``str_list``, ``file_map`` and ``id_type``.
     """
 
     load: Any

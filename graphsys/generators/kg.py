@@ -139,12 +139,18 @@ def check_fractions(fractions: Sequence[float], name: str = "fractions") -> tupl
 class KnowledgeGraph:
     """A planted knowledge graph. Build it with :func:`knowledge_graph` (which validates).
 
-    Attributes:
-        relation_names: ``["r0", ...]``; triple chunks carry ``rel`` as an index into it.
-        shifts: int64 ``[R, 2]``, the lattice shift ``(dy, dx)`` of each relation.
-        num_clusters: ``C = max(1, E // cluster_size)``.
-        side: lattice columns.
-        max_triples: number of planted facts, the largest valid ``num_triples``.
+    Attributes
+    ----------
+    relation_names : list of str
+        ``["r0", ...]``; triple chunks carry ``rel`` as an index into it.
+    shifts : numpy.ndarray
+        int64 ``[R, 2]``, the lattice shift ``(dy, dx)`` of each relation.
+    num_clusters : int
+        ``C = max(1, E // cluster_size)``.
+    side : int
+        Lattice columns.
+    max_triples : int
+        Number of planted facts, the largest valid ``num_triples``.
     """
 
     def __init__(self, *, num_entities: int, num_triples: int | None, relations: int,

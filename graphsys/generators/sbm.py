@@ -129,13 +129,20 @@ def sbm(num_nodes: int, num_edges: int, *, blocks: int = DEFAULT_BLOCKS,
 class SBM:
     """A sampled block model. Use :func:`sbm` to build one (it validates the arguments).
 
-    Attributes:
-        block_sizes: int64 ``[k]``, nodes per block.
-        pair_blocks: int64 ``[P, 2]``, the block pairs ``(i, j)``, ``i <= j``, row-major.
-        pair_counts: int64 ``[P]``, edges drawn for each pair; sums to ``num_edges``.
-        p_in, p_out: the link probabilities the expected counts correspond to.
-        intra_fraction: expected fraction of intra-block edges.
-        split_sizes: int64 ``[k, 3]``, train / val / test nodes per class.
+    Attributes
+    ----------
+    block_sizes : numpy.ndarray
+        int64 ``[k]``, nodes per block.
+    pair_blocks : numpy.ndarray
+        int64 ``[P, 2]``, the block pairs ``(i, j)``, ``i <= j``, row-major.
+    pair_counts : numpy.ndarray
+        int64 ``[P]``, edges drawn for each pair; sums to ``num_edges``.
+    p_in, p_out : float
+        The link probabilities the expected counts correspond to.
+    intra_fraction : float
+        Expected fraction of intra-block edges.
+    split_sizes : numpy.ndarray
+        int64 ``[k, 3]``, train / val / test nodes per class.
     """
 
     def __init__(self, *, num_nodes: int, num_edges: int, blocks: int, ratio: float,
