@@ -60,15 +60,22 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def flag_for(parser: argparse.ArgumentParser, args: argparse.Namespace, dest: str) -> str | None:
-    """The flag of the (sub-)command that ``args`` ran whose value lands in ``dest``
-    (``--max-iters`` for ``max_iters``), else in one of ``dest``'s
-    :data:`PARAMETER_DESTS`; None when that command has no such option."""
+def command_parser(parser: argparse.ArgumentParser,
+                   args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub-)command that ``args`` ran (``graphsys embed train``'s)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             chosen = action.choices.get(getattr(args, action.dest, None) or "")
             if chosen is not None:
-                return flag_for(chosen, args, dest)
+                return command_parser(chosen, args)
+    return parser
+
+
+def flag_for(parser: argparse.ArgumentParser, args: argparse.Namespace, dest: str) -> str | None:
+    """The flag of the (sub-)command that ``args`` ran whose value lands in ``dest``
+    (``--max-iters`` for ``max_iters``), else in one of ``dest``'s
+    :data:`PARAMETER_DESTS`; None when that command has no such option."""
+    parser = command_parser(parser, args)
     for name in (dest, *PARAMETER_DESTS.get(dest, ())):
         for action in parser._actions:
             if action.dest == name and action.option_strings:
@@ -90,7 +97,9 @@ def user_message(exc: GraphsysError, parser: argparse.ArgumentParser,
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the command's own parser, which points at its own --help
+        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args) or 0)
     except GraphsysError as exc:
