@@ -17,13 +17,13 @@ runs over (:mod:`graphsys.analysis.simt`):
   for ``direction = in``; both passes for ``both``), pull supersteps every target the
   program accepts with its in-degree. The model assumes each neighbour loop runs to the end
   of the list (an upper bound for BFS's early-exit pull).
-* **Embedding** (:func:`profile_embed`): one epoch of :class:`graphsys.embed.Trainer` into a
+* **Embedding** (:func:`profile_embed`): one epoch of the embedding trainer (``Trainer``) into a
   temporary checkpoint; a step is one positive batch. SIMT over the training edge set's
   out-degrees (a vertex-centric pass over the same edges).
 * **GNN** (:func:`profile_gnn`): ``steps`` minibatch steps of the user's node-task
-  :class:`graphsys.gnn.train.TrainConfig` (model, fanouts, hidden, heads, dropout, lr, ...;
+  :class:`graphsys.gnn.TrainConfig` (model, fanouts, hidden, heads, dropout, lr, ...;
   default :data:`GNN_DEFAULTS`), the model built and the blocks sampled as
-  :mod:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat``/``label`` node
+  :func:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat``/``label`` node
   columns when present (used as stored, not row-normalised), else seeded random features
   (16 floats) and 4 random classes. SIMT over
   each block's per-destination in-degrees (the aggregation loops), one kernel per block.
@@ -402,7 +402,7 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
     """The first ``steps`` batches (default :data:`EMBED_STEPS`; fewer when the epoch is
     shorter) of one epoch of embedding training (see the module docstring); ``trace`` as
     :func:`profile_bsp`. ``config``: the user's
-    :class:`~graphsys.embed.config.EmbedConfig` (its model, dimension, batch size,
+    :class:`~graphsys.embed.EmbedConfig` (its model, dimension, batch size,
     negatives, workers; one epoch, on ``device``), else a default model of ``dimension``."""
     from dataclasses import replace
 
@@ -480,10 +480,10 @@ def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
 def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int = 5,
                 config=None, batch_size: int | None = None, trace=None) -> dict[str, Any]:
     """``steps`` minibatch steps of the node task (see the module docstring); ``trace`` as
-    :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.train.TrainConfig`
+    :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.TrainConfig`
     (model, fanouts, hidden, heads, dropout, lr, weight_decay, batch_size, seed; default
     :data:`GNN_DEFAULTS`); the model is built by the trainer's
-    :func:`~graphsys.gnn.train.build_node_model` and sampled by its block sampler.
+    ``build_node_model`` and sampled by its block sampler.
     ``batch_size``, when given, replaces the config's."""
     from dataclasses import replace
 

@@ -124,7 +124,7 @@ def _gnn(d: _Demo) -> tuple[str, dict]:
     import pyarrow.parquet as pq
 
     from graphsys.generators import sbm, write_edges, write_nodes
-    from graphsys.gnn.train import TrainConfig, train
+    from graphsys.gnn import TrainConfig, train
     from graphsys.storage.graph import open_graph
     from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
 

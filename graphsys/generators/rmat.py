@@ -101,7 +101,8 @@ def rmat_edges(num_nodes: int, num_edges: int, *, seed: int = 0, a: float = DEFA
 
     See Also
     --------
-    write_edges : stream the chunks to a TSV, CSV, Parquet or Arrow file.
+    graphsys.generators.write_edges : stream the chunks to a TSV, CSV, Parquet or Arrow
+        file.
 
     References
     ----------

@@ -278,7 +278,8 @@ def write_edges(chunks: Iterable[Chunk], path: str | os.PathLike, *,
     path : str or path-like
         The output file; its directory must exist.
     rel_names : sequence of str, optional
-        Names of integer ``rel`` codes (:attr:`KnowledgeGraph.relation_names`).
+        Names of integer ``rel`` codes
+        (:attr:`~graphsys.generators.KnowledgeGraph.relation_names`).
     overwrite : bool, default False
         Replace an existing file; otherwise it is refused.
     progress : callable, optional
