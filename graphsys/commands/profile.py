@@ -130,7 +130,7 @@ def run(args) -> int:
     if args.overrides and args.workload == "bsp":
         raise GraphsysError("--set applies to --workload embed|gnn")
     if args.workload == "embed" and (args.config is not None or args.overrides):
-        from graphsys.embed.api import load_config
+        from graphsys.embed import load_config
 
         embed_config = load_config(args.config, args.overrides, graph=graph)
     if args.workload == "gnn":
