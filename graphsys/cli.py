@@ -32,6 +32,7 @@ PARAMETER_DESTS: dict[str, tuple[str, ...]] = {
     "partitions": ("num_partitions",), "num_partitions": ("partitions",),
     "edge_set": ("edges", "edge_sets"), "edge_sets": ("edge_set",),
     "workers": ("num_workers",), "num_workers": ("workers",),
+    "world_size": ("ranks",), "sources": ("source",),
 }
 
 
