@@ -352,7 +352,35 @@ def write_report(profile: dict[str, Any], html_path: str | Path, *, overwrite: b
 
 
 def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
-    """A one-line summary: invocations, transfers, and per mapping utilization and balance."""
+    """The headline numbers of a profile, for a one-line summary.
+
+    Parameters
+    ----------
+    profile : dict
+        A result of :func:`profile_graph`.
+
+    Returns
+    -------
+    dict
+        ``invocations`` and ``mean_per_step`` (kernel invocations), ``dense_mean_per_step``
+        (the dense reference's, or None), ``transfers`` and ``transfer_bytes``, and under
+        ``simt`` per mapping: ``mean_utilization``, ``warps_by_band``,
+        ``sm_max_over_mean``, ``sm_cv`` and ``warp_cv``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> from graphsys.analysis import key_figures, profile_graph
+    >>> g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> prof = profile_graph(g, algorithm="pagerank", max_iters=2,
+    ...                      mappings=["edge-balanced"], dense=False)
+    >>> figures = key_figures(prof)
+    >>> figures["transfers"], figures["simt"]["edge-balanced"]["mean_utilization"]
+    (0, 0.046875)
+    """
     maps = profile["mappings"]
     simt = profile["simt"] if len(maps) > 1 else {maps[0]: profile["simt"]}
     lb = profile["load_balance"] if len(maps) > 1 else {maps[0]: profile["load_balance"]}
@@ -372,8 +400,24 @@ def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
 
 
 def demo_step(graph_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Profile PageRank (5 supersteps, every mapping) on ``graph_dir`` and write
-    ``out_dir/profile.html`` and ``profile.json``; returns the paths and key figures."""
+    """The profiling step of ``graphsys demo``: PageRank on a graph, report written.
+
+    Profiles five supersteps of PageRank under every mapping and writes
+    ``out_dir/profile.html`` and ``out_dir/profile.json`` (replacing earlier ones).
+
+    Parameters
+    ----------
+    graph_dir : str or path-like
+        A graph directory.
+    out_dir : str or path-like
+        Where the report goes (created if missing).
+
+    Returns
+    -------
+    dict
+        ``report`` and ``json`` (the paths), ``seconds``, ``advice`` and the
+        :func:`key_figures`.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     prof = profile_graph(graph_dir, algorithm="pagerank", max_iters=5)
