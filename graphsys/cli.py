@@ -3,6 +3,13 @@
 Every command module exposes ``register(subparsers)``, which adds its parser and sets
 ``func`` to a callable ``(args) -> int`` (the exit code). User-facing failures raise
 :class:`graphsys.errors.GraphsysError`; they are printed here as one line, with no traceback.
+
+Every failure reads the same on stderr: one line starting with ``error: ``, whether the
+command line could not be parsed (argparse's usage dump is replaced by a pointer to
+``--help``), the library refused a value, or the system refused a file. A
+:class:`~graphsys.errors.ParameterError` names the library parameter; it is shown as the
+flag of the command that set it (:func:`flag_for`, with :data:`PARAMETER_DESTS` for the
+parameters whose flag has another name).
 """
 
 from __future__ import annotations
@@ -15,12 +22,32 @@ from graphsys.errors import GraphsysError, ParameterError
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
             "embed", "profile", "gnn")
+#: Library parameter -> the argparse destinations of flags that set it under another name
+#: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
+#: ``edge_set``, ``--partitions`` sets ``partitions`` or ``num_partitions``); a parameter
+#: whose flag has its own name needs no entry.
+PARAMETER_DESTS: dict[str, tuple[str, ...]] = {
+    "num_nodes": ("nodes",), "num_entities": ("nodes",),
+    "num_edges": ("edges",), "num_triples": ("edges",),
+    "partitions": ("num_partitions",), "num_partitions": ("partitions",),
+    "edge_set": ("edges", "edge_sets"), "edge_sets": ("edge_set",),
+    "workers": ("num_workers",), "num_workers": ("workers",),
+    "world_size": ("ranks",), "sources": ("source",),
+}
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the CLI's voice: a bad command line is one ``error: `` line that
+    points at ``--help`` (exit code 2), not a usage dump. Sub-command parsers inherit it."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``argv`` naming a command, only that command's module is
     imported (commands import heavy libraries such as torch only when they need them)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="graphsys",
         description="Partitioned Arrow graph storage, BSP analytics, embeddings and GNNs.",
     )
@@ -34,16 +61,26 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def flag_for(parser: argparse.ArgumentParser, args: argparse.Namespace, dest: str) -> str | None:
-    """The flag of the (sub-)command that ``args`` ran whose value lands in ``dest``
-    (``--max-iters`` for ``max_iters``), or None when that command has no such option."""
+def command_parser(parser: argparse.ArgumentParser,
+                   args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub-)command that ``args`` ran (``graphsys embed train``'s)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             chosen = action.choices.get(getattr(args, action.dest, None) or "")
             if chosen is not None:
-                return flag_for(chosen, args, dest)
-        elif action.dest == dest and action.option_strings:
-            return max(action.option_strings, key=len)
+                return command_parser(chosen, args)
+    return parser
+
+
+def flag_for(parser: argparse.ArgumentParser, args: argparse.Namespace, dest: str) -> str | None:
+    """The flag of the (sub-)command that ``args`` ran whose value lands in ``dest``
+    (``--max-iters`` for ``max_iters``), else in one of ``dest``'s
+    :data:`PARAMETER_DESTS`; None when that command has no such option."""
+    parser = command_parser(parser, args)
+    for name in (dest, *PARAMETER_DESTS.get(dest, ())):
+        for action in parser._actions:
+            if action.dest == name and action.option_strings:
+                return max(action.option_strings, key=len)
     return None
 
 
@@ -61,7 +98,9 @@ def user_message(exc: GraphsysError, parser: argparse.ArgumentParser,
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the command's own parser, which points at its own --help
+        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args) or 0)
     except GraphsysError as exc:

@@ -11,8 +11,40 @@ DEVICES = ("cpu", "cuda", "auto")
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``cpu``, ``cuda[:k]`` or ``auto`` (CUDA when available) -> torch.device; a CUDA
-    request without a usable GPU is a one-line :class:`ParameterError` naming ``device``."""
+    """Turn a device name into a :class:`torch.device`, checking that it is usable.
+
+    Every engine (BSP, embeddings, GNNs, the profiler) takes its ``device`` argument through
+    this function, so the names and the errors are the same everywhere.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        ``"cpu"``; ``"cuda"`` or ``"cuda:k"`` (GPU ``k``); or ``"auto"``, which picks CUDA
+        when a GPU is visible and the CPU otherwise.
+
+    Returns
+    -------
+    torch.device
+        The device to allocate on.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name, or a CUDA device that this machine or this build of torch
+        does not have (one line naming ``device``; the CLI shows it as ``--device``).
+
+    Examples
+    --------
+    >>> from graphsys.device import resolve_device
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    >>> resolve_device("auto").type in ("cpu", "cuda")
+    True
+    >>> resolve_device("tpu")
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ParameterError: device 'tpu': unknown device (choose from cpu, cuda, auto)
+    """
     name = str(device)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

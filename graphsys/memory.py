@@ -40,8 +40,9 @@ def current_memory() -> MemorySample:
 
 class PeakMemory:
     """Context manager recording the peak resident bytes (total, anonymous, file) while
-    it is open, sampling every ``interval`` seconds (default 0.02 s); a spike shorter than
-    the interval can be missed (:func:`lifetime_peak_rss` is the kernel's exact total peak).
+    it is open, sampling every ``interval`` seconds (by default fifty times a second); a
+    spike shorter than the interval can be missed (:func:`lifetime_peak_rss` is the
+    kernel's exact total peak).
     """
 
     def __init__(self, interval: float = 0.02):

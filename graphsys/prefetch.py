@@ -4,10 +4,9 @@ hint: it never faults, whatever the index).
 
 Kernels that update an array at random rows known ahead of time (a bucket's target
 offsets) issue it a few dozen edges early, so the cache misses of consecutive edges overlap
-instead of queueing behind the out-of-order window: on the 1B-edge R-MAT of
-``scripts/bench_billion.py``, an A/B alternating the two kernels in one process took the
-out-of-core PageRank pass from 5.00 / 2.43 s to 2.96 / 1.86 s over float32 sums and from
-6.50 / 4.56 s to 3.85 / 3.70 s in float64 (two rounds; docs/benchmarks.md, issue 12).
+instead of queueing behind the out-of-order window. It pays where the updated array
+outgrows the last-level cache (the streamed PageRank pass over a billion-edge R-MAT,
+``scripts/bench_billion.py``); the timings are on docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-#: How many edges ahead a scatter over edges prefetches the row it will update (32 and 64
-#: measured alike on the 1B-edge R-MAT's streamed PageRank pass; 8 hides too little of an
-#: L3 miss)
+#: How many edges ahead a scatter over edges prefetches the row it will update: far enough
+#: ahead to cover an L3 miss (8 hides too little of it), and 64 does no better than 32
 PREFETCH_EDGES = 32
 
 #: LLVM from 17 on has opaque pointers only: the intrinsic is named for ``ptr`` (``p0``),

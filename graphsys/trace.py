@@ -17,6 +17,22 @@ Range names (``cat`` ``user_annotation`` in the trace): ``bsp.superstep#<k>``,
 ``bsp.edges``, ``bsp.bucket``, ``embed.bucket``, ``embed.minibatch``, ``embed.load``,
 ``embed.write-back``, ``embed.bucket-read``, ``embed.checkpoint``, ``gnn.sample``,
 ``gnn.wait``, ``gnn.load``, ``gnn.step``.
+
+The user-facing surface is :func:`recording` (record a block of work into a trace file;
+the engines' ``trace=`` arguments and the CLI's ``--trace`` use it) and :func:`trace_range`
+/ :func:`traced` (name your own units of work so they show up beside the engines' ranges).
+
+Examples
+--------
+>>> import json, tempfile
+>>> import torch
+>>> from graphsys.trace import recording, trace_range
+>>> path = tempfile.mkdtemp() + "/run.json"
+>>> with recording(path):
+...     with trace_range("my.block"):
+...         y = torch.ones(4) * 2
+>>> "my.block" in {e["name"] for e in json.load(open(path))["traceEvents"]}
+True
 """
 
 from __future__ import annotations
@@ -30,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from graphsys.errors import GraphsysError
+
+__all__ = ["active", "check_trace_path", "recording", "trace_range", "traced"]
 
 _active = 0
 
@@ -52,7 +70,42 @@ def ranges_on() -> Iterator[None]:
 
 @contextmanager
 def trace_range(name: str) -> Iterator[None]:
-    """A named range around the block while a trace is recorded; nothing otherwise."""
+    """Mark the ``with`` block as a named range of the trace being recorded.
+
+    Outside a recording this costs one flag test and records nothing, so library and user
+    code can leave its ranges in place. While :func:`recording` (or another graphsys
+    profiler) runs, the block is a ``torch.profiler.record_function`` range, and on CUDA
+    also an NVTX range that Nsight Systems shows.
+
+    Parameters
+    ----------
+    name : str
+        The range's name in the trace (the engines use ``area.what``: ``bsp.edges``,
+        ``gnn.sample``, ...).
+
+    Yields
+    ------
+    None
+
+    See Also
+    --------
+    traced : the same for every call of a function.
+    recording : record a block into a trace file.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from graphsys.trace import recording, trace_range
+    >>> path = tempfile.mkdtemp() + "/t.json"
+    >>> with trace_range("ignored"):  # no recording: nothing happens
+    ...     pass
+    >>> with recording(path):
+    ...     for i in range(2):
+    ...         with trace_range("my.batch"):
+    ...             total = sum(range(1000))
+    >>> sum(e["name"] == "my.batch" for e in json.load(open(path))["traceEvents"])
+    2
+    """
     if not _active:
         yield
         return
@@ -77,7 +130,37 @@ def _nvtx(name: str) -> Iterator[None]:
 
 
 def traced(name: str) -> Callable:
-    """Decorator: every call of the function is a range ``name`` while tracing."""
+    """Decorator: every call of the function is a range ``name`` while a trace is recorded.
+
+    Parameters
+    ----------
+    name : str
+        The range's name in the trace.
+
+    Returns
+    -------
+    callable
+        A decorator; the decorated function is called unchanged (and unwrapped, at the
+        cost of one flag test) when no trace is being recorded.
+
+    See Also
+    --------
+    trace_range : the same for a ``with`` block.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from graphsys.trace import recording, traced
+    >>> @traced("my.step")
+    ... def step(x):
+    ...     return x + 1
+    >>> path = tempfile.mkdtemp() + "/t.json"
+    >>> with recording(path):
+    ...     step(step(0))
+    2
+    >>> sum(e["name"] == "my.step" for e in json.load(open(path))["traceEvents"])
+    2
+    """
     def wrap(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def inner(*args, **kwargs):
@@ -104,8 +187,34 @@ def quiet_stderr() -> Iterator[None]:
 
 
 def check_trace_path(path: str | Path) -> Path:
-    """``path`` if a trace can be written there: a ``.json`` name in an existing, writable
-    directory, not a directory itself; else a one-line :class:`GraphsysError`."""
+    """Check that a trace can be written to ``path``, before any work starts.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.json`` file name in an existing, writable directory (not a directory itself).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    GraphsysError
+        One line saying why the trace could not be written there.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from graphsys.trace import check_trace_path
+    >>> check_trace_path(tempfile.mkdtemp() + "/run.json").name
+    'run.json'
+    >>> check_trace_path("run.txt")
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: run.txt: a trace is Chrome trace JSON; name it FILE.json
+    """
     path = Path(path)
     if path.suffix.lower() != ".json":
         raise GraphsysError(f"{path}: a trace is Chrome trace JSON; name it FILE.json")
@@ -164,8 +273,45 @@ def write_trace(prof, path: str | Path) -> Path:
 
 @contextmanager
 def recording(path: str | Path | None, device: Any = "cpu") -> Iterator[None]:
-    """Record the block into the Chrome trace ``path`` (checked first, written at the end,
-    also when the block fails); ``None``: no trace, no profiler."""
+    """Record the ``with`` block into a Chrome trace file (opens in Perfetto).
+
+    The path is checked before the block runs (:func:`check_trace_path`) and the trace is
+    written atomically when the block ends, also when it fails, so a failed run leaves its
+    trace for inspection. Every thread is recorded (loader and prefetch workers included);
+    with a CUDA ``device`` the GPU kernels too. The engines' named ranges
+    (:func:`trace_range`) appear in it, and so do the caller's.
+
+    Parameters
+    ----------
+    path : str or path-like or None
+        The trace file (``.json``: Chrome trace events, microseconds); ``None`` records
+        nothing and starts no profiler, so callers can pass a ``trace=None`` option
+        straight through.
+    device : str or torch.device, default "cpu"
+        ``"cuda..."`` also records CUDA activity.
+
+    Yields
+    ------
+    None
+
+    Raises
+    ------
+    GraphsysError
+        ``path`` cannot be written (checked before the block runs).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> import torch
+    >>> from graphsys.trace import recording
+    >>> path = tempfile.mkdtemp() + "/mm.json"
+    >>> with recording(path):
+    ...     y = torch.ones(8, 8) @ torch.ones(8, 8)
+    >>> "aten::mm" in {e["name"] for e in json.load(open(path))["traceEvents"]}
+    True
+    >>> with recording(None):  # no trace
+    ...     pass
+    """
     if path is None:
         yield
         return

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphsys.plugins import PARTITIONERS
-from partitioners.base import PartitionContext, Partitioner
+from partitioners.base import EdgeListContext, PartitionContext, Partitioner
 from partitioners.degree import DegreePartitioner
 from partitioners.fennel import FennelPartitioner
 from partitioners.hash import HashPartitioner
@@ -29,12 +29,41 @@ DEFAULT_PARTITIONER = HashPartitioner.name
 
 def get_partitioner(name: str, num_partitions: int, *, seed: int = 0,
                     **params: Any) -> Partitioner:
-    """Instantiate the strategy registered as ``name``.
+    """Instantiate the partitioning strategy registered as ``name``.
 
-    Raises:
-        ValueError: one line naming the unknown strategy (and the known names:
-            :class:`~graphsys.registry.UnknownPluginError`), or the parameter that is
-            unknown or out of range.
+    Parameters
+    ----------
+    name : str
+        A registered strategy: ``"hash"``, ``"range"``, ``"degree"``, ``"fennel"``, or a
+        plug-in's name.
+    num_partitions : int
+        ``P >= 1``.
+    seed : int, default 0
+        Seed of the strategy's random choices.
+    **params
+        The strategy's own parameters (``gamma``, ``nu``, ``alpha``, ``order`` for
+        Fennel).
+
+    Returns
+    -------
+    Partitioner
+        The strategy; call its :meth:`~Partitioner.assign` with a
+        :class:`PartitionContext`.
+
+    Raises
+    ------
+    ValueError
+        One line naming the unknown strategy and the known names
+        (:class:`~graphsys.registry.UnknownPluginError`), or the parameter that is
+        unknown or out of range.
+
+    Examples
+    --------
+    >>> from partitioners import EdgeListContext, get_partitioner
+    >>> get_partitioner("range", 2).assign(EdgeListContext(5)).tolist()
+    [0, 0, 0, 1, 1]
+    >>> get_partitioner("fennel", 2, gamma=1.5).params()["gamma"]
+    1.5
     """
     return PARTITIONERS.get(name)(num_partitions, seed=seed, **params)
 
@@ -43,6 +72,7 @@ __all__ = [
     "DEFAULT_PARTITIONER",
     "PARTITIONERS",
     "DegreePartitioner",
+    "EdgeListContext",
     "FennelPartitioner",
     "HashPartitioner",
     "PartitionContext",

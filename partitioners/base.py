@@ -1,4 +1,12 @@
-"""The partitioner interface: assign every node of one entity type to one of P partitions."""
+"""The partitioner interface: assign every node of one entity type to one of P partitions.
+
+A strategy subclasses :class:`Partitioner` and implements :meth:`Partitioner.assign`, which
+reads what it needs from a :class:`PartitionContext` (ingest provides one per entity type;
+:class:`EdgeListContext` is an in-memory one for tests and experiments) and returns the
+partition of every node. Register it by name in :data:`graphsys.plugins.PARTITIONERS` (or
+through the ``graphsys.plugins`` entry-point group, as ``partitioner.NAME``) and ingest can
+use it by that name.
+"""
 
 from __future__ import annotations
 
@@ -35,14 +43,97 @@ class PartitionContext(Protocol):
         """
 
 
-class Partitioner(ABC):
-    """Base class of partitioning strategies; subclasses register under :attr:`name`.
+class EdgeListContext:
+    """A :class:`PartitionContext` over in-memory ids and edges.
 
-    Args:
-        num_partitions: P >= 1.
-        seed: seed of every random choice the strategy makes (any integer; strategies use
-            it modulo 2**64).
-        **params: strategy-specific parameters; unknown names are errors.
+    Parameters
+    ----------
+    ids : int or array-like
+        Sorted unique original ids (an int64 NumPy array or a pyarrow string array), or
+        an int ``N`` for the ids ``0 .. N-1``.
+    src, dst : array-like of int, optional
+        Edge endpoints as node indices in ``[0, N)`` (positions in ``ids``); default no
+        edges.
+    memory_limit : int, default 1 GiB
+        The budget, in bytes, the partitioner is asked to stay within.
+
+    Examples
+    --------
+    >>> from partitioners import EdgeListContext
+    >>> ctx = EdgeListContext(4, src=[0, 0, 1], dst=[1, 2, 2])
+    >>> ctx.degrees().tolist()
+    [2, 2, 2, 0]
+    >>> indptr, indices = ctx.adjacency()
+    >>> indptr.tolist(), indices.tolist()
+    ([0, 2, 4, 6, 6], [1, 2, 2, 0, 0, 1])
+    """
+
+    def __init__(self, ids: Any, src: Any = None, dst: Any = None,
+                 memory_limit: int = 1 << 30):
+        self.ids = np.arange(ids, dtype=np.int64) if isinstance(ids, int) else ids
+        self.num_nodes = len(self.ids)
+        self.src = np.zeros(0, np.int64) if src is None else np.asarray(src, np.int64)
+        self.dst = np.zeros(0, np.int64) if dst is None else np.asarray(dst, np.int64)
+        self.memory_limit = memory_limit
+
+    def degrees(self) -> np.ndarray:
+        """Out-degree + in-degree of every node, int64, shape (N,)."""
+        ends = np.concatenate([self.src, self.dst])
+        return np.bincount(ends, minlength=self.num_nodes).astype(np.int64)
+
+    def adjacency(self) -> tuple[np.ndarray, np.ndarray]:
+        """Undirected CSR ``(indptr, indices)``: every edge in both endpoints' rows."""
+        rows = np.concatenate([self.src, self.dst])
+        cols = np.concatenate([self.dst, self.src])
+        indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=self.num_nodes), out=indptr[1:])
+        return indptr, cols[np.argsort(rows, kind="stable")]
+
+
+class Partitioner(ABC):
+    """Base class of partitioning strategies: which partition each node goes to.
+
+    A subclass sets the class attribute :attr:`name` (its registry key), takes its own
+    parameters as keyword arguments of ``__init__`` (passing the rest to this one, which
+    refuses unknown names), reports them in :meth:`params` (recorded in the graph's
+    manifest) and implements :meth:`assign`. Ingest calls :meth:`assign` once per entity
+    type, when ``num_partitions > 1``.
+
+    Parameters
+    ----------
+    num_partitions : int
+        ``P >= 1``.
+    seed : int, default 0
+        Seed of every random choice the strategy makes (any integer; strategies use it
+        modulo ``2**64``).
+    **params
+        Strategy-specific parameters; unknown names are errors.
+
+    Raises
+    ------
+    ValueError
+        ``num_partitions < 1``, a non-integer seed, or an unknown parameter.
+
+    See Also
+    --------
+    partitioners.get_partitioner : a registered strategy by name.
+
+    Examples
+    --------
+    A strategy that puts even ids in partition 0 and odd ids in partition 1 (mod P):
+
+    >>> import numpy as np
+    >>> from partitioners import EdgeListContext, Partitioner
+    >>> class ParityPartitioner(Partitioner):
+    ...     name = "parity"
+    ...     def assign(self, ctx):
+    ...         return (np.asarray(ctx.ids) % 2 % self.num_partitions).astype(np.int32)
+    >>> ParityPartitioner(2).assign(EdgeListContext(5)).tolist()
+    [0, 1, 0, 1, 0]
+    >>> ParityPartitioner(2, colour="red")
+    Traceback (most recent call last):
+    ...
+    ValueError: partitioner 'parity' has no parameter(s) colour
     """
 
     name: ClassVar[str]
@@ -65,4 +156,17 @@ class Partitioner(ABC):
 
     @abstractmethod
     def assign(self, ctx: PartitionContext) -> np.ndarray:
-        """Return the partition of every node: int32 array of shape (ctx.num_nodes,), in [0, P)."""
+        """The partition of every node of one entity type.
+
+        Parameters
+        ----------
+        ctx : PartitionContext
+            The nodes (``num_nodes``, sorted original ``ids``) and, on demand, their
+            ``degrees()`` and undirected ``adjacency()``.
+
+        Returns
+        -------
+        numpy.ndarray
+            int32, shape ``(ctx.num_nodes,)``, values in ``[0, num_partitions)``; entry
+            ``i`` is the partition of the node with id ``ctx.ids[i]``.
+        """

@@ -49,11 +49,16 @@ def _mix_inplace(z: np.ndarray, key: np.uint64, tmp: np.ndarray) -> None:
 def hash_uint64(values: np.ndarray, seed: int, num_partitions: int, out: np.ndarray) -> None:
     """Write ``fmix(values ^ seed_key(seed)) mod num_partitions`` into ``out``.
 
-    Args:
-        values: uint64 array of shape (n,): the 64-bit images of the ids.
-        seed: the hash seed.
-        num_partitions: P >= 1.
-        out: int32 array of shape (n,), written in place.
+    Parameters
+    ----------
+    values : numpy.ndarray
+        uint64, shape ``(n,)``: the 64-bit images of the ids.
+    seed : int
+        The hash seed.
+    num_partitions : int
+        ``P >= 1``.
+    out : numpy.ndarray
+        int32, shape ``(n,)``, written in place.
     """
     key = seed_key(seed)
     power_of_two = num_partitions & (num_partitions - 1) == 0
@@ -112,6 +117,28 @@ class HashPartitioner(Partitioner):
 
     Memory: the int32 output plus, for string ids, one uint64 per id; integer ids are hashed in
     cache-sized chunks.
+
+    Parameters
+    ----------
+    num_partitions : int
+        ``P >= 1``.
+    seed : int, default 0
+        Changes every node's partition; the same seed gives the same partitions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from partitioners import EdgeListContext, HashPartitioner
+    >>> hashed = HashPartitioner(4)
+    >>> np.bincount(hashed.assign(EdgeListContext(10000))).tolist()
+    [2535, 2460, 2489, 2516]
+
+    A node's partition depends on its id alone, not on which other ids are present:
+
+    >>> hashed.assign(EdgeListContext(np.array([10, 20, 30]))).tolist()
+    [3, 2, 3]
+    >>> hashed.assign(EdgeListContext(np.array([20, 30]))).tolist()
+    [2, 3]
     """
 
     name = "hash"

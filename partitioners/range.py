@@ -26,6 +26,19 @@ class RangePartitioner(Partitioner):
     :func:`range_sizes`: node counts differ by at most 1 and each partition is a contiguous
     range of original ids. Deterministic; the seed is unused. Reads neither degrees nor
     adjacency. Memory: the int32 output.
+
+    Parameters
+    ----------
+    num_partitions : int
+        ``P >= 1``.
+    seed : int, default 0
+        Unused (accepted like every strategy's).
+
+    Examples
+    --------
+    >>> from partitioners import EdgeListContext, RangePartitioner
+    >>> RangePartitioner(3).assign(EdgeListContext(8)).tolist()
+    [0, 0, 0, 1, 1, 1, 2, 2]
     """
 
     name = "range"

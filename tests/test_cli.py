@@ -66,3 +66,42 @@ def test_library_parameters_read_as_flags(tmp_path, capsys, argv, line):
     argv = [a.format(e=edges, g=graph, t=tmp_path) for a in argv]
     assert cli.main(argv) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == line
+
+
+@pytest.mark.parametrize("argv", [
+    [],
+    ["nosuch-command"],
+    ["generate", "rmat", "--out", "{t}/x.tsv"],
+    ["generate", "rmat", "--nodes", "0", "--out", "{t}/x.tsv"],
+    ["generate", "grid", "--nodes", "10", "--drop", "1", "--out", "{t}/x.tsv"],
+    ["generate", "sbm", "--nodes", "10", "--out", "{t}/x.unknown"],
+    ["datasets", "ingest", "no-such-dataset", "--out", "{t}/g"],
+    ["datasets", "nosuch"],
+    ["info", "{t}/missing"],
+    ["run", "pagerank", "{t}/missing"],
+    ["run", "pagerank", "{t}/missing", "--bogus-flag"],
+    ["profile", "pagerank", "{t}/missing"],
+    ["embed", "train", "--config", "{t}/missing.toml"],
+    ["ingest", "{t}/missing.tsv", "--out", "{t}/g"],
+])
+def test_every_failure_is_one_error_line(tmp_path, capsys, argv):
+    """Whatever fails (the command line, a value, a file), stderr holds exactly one line and
+    it starts with ``error: ``; the exit code is non-zero."""
+    capsys.readouterr()
+    try:
+        rc = cli.main([a.format(t=tmp_path) for a in argv])
+    except SystemExit as exc:  # argparse exits on a bad command line
+        rc = exc.code
+    err = capsys.readouterr().err.splitlines()
+    assert rc != 0
+    assert len(err) == 1, err
+    assert err[0].startswith("error: "), err
+
+
+def test_parameter_aliases_name_the_flag(tmp_path, capsys):
+    """A library parameter whose flag has another name (num_nodes: --nodes) reads as the flag."""
+    capsys.readouterr()
+    rc = cli.main(["generate", "kg", "--nodes", "100", "--edges", "1G",
+                   "--out", str(tmp_path / "kg.tsv")])
+    assert rc == 2
+    assert capsys.readouterr().err.startswith("error: --edges must be <= ")

@@ -143,8 +143,7 @@ def test_gnn_model(plugin_module, tmp_path):
     """)
     plugin_module.register(plugins.GNN_MODELS, "sum", "my_conv:SUM_MODEL")
     assert "sum" in _help(["gnn", "train"])
-    from graphsys.gnn import GNN
-    from graphsys.gnn import TrainConfig, train
+    from graphsys.gnn import GNN, TrainConfig, train
     from tests.gnn.conftest import sbm_graph
 
     model = GNN("sum", in_dim=8, hidden_dim=16, out_dim=4, num_layers=2)

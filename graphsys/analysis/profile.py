@@ -40,6 +40,8 @@ from graphsys.analysis.simt import (
 )
 from graphsys.errors import GraphsysError, ParameterError
 
+__all__ = ["demo_step", "key_figures", "profile_graph", "write_report"]
+
 WORKLOADS = ("bsp", "embed", "gnn")
 
 
@@ -54,21 +56,126 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   dimension: int = 32, ncu: bool = False, ncu_path: str | None = None,
                   ncu_launch_count: int | None = None, trace=None,
                   embed_config=None, gnn_config=None) -> dict[str, Any]:
-    """Profile one workload on ``graph`` (an opened Graph or a directory); see the module
-    docstring for the result. ``device``: cpu/cuda/auto; ``gpu``: the GPU the SIMT and SM
-    model assumes (default: the one present, else H100).
+    """Profile one workload on a graph: where it would lose GPU efficiency, and why.
 
-    ``ncu``: also run the BSP algorithm on CUDA under Nsight Compute (``ncu_path``, default
-    ``ncu`` on PATH; every kernel launch, or the first ``ncu_launch_count``) and compare
-    the measured threads per warp instruction with the ``edge-balanced`` model, which is
-    added to ``mappings`` (:mod:`graphsys.analysis.ncu`). The GPU and ncu are checked before
-    anything runs. ``trace``: write the profiled run's Chrome trace (with the engines' named
-    ranges, :mod:`graphsys.trace`) there; the path is checked first. ``embed_config``: the
-    user's :class:`~graphsys.embed.config.EmbedConfig` for ``workload="embed"`` (else a
-    default model of ``dimension``); ``steps`` bounds its batches (default
-    :data:`~graphsys.analysis.workloads.EMBED_STEPS`) and the GNN steps (default 5).
-    ``gnn_config``: the user's :class:`~graphsys.gnn.TrainConfig` for
-    ``workload="gnn"`` (else :data:`~graphsys.analysis.workloads.GNN_DEFAULTS`)."""
+    Runs the workload (a BSP algorithm, an embedding model or a GNN) under
+    ``torch.profiler`` and counts its kernel invocations, host-device transfers and
+    synchronisations; replays every superstep's frontier (or every sampled block) through
+    an exact SIMT model of the vertex-to-thread ``mappings`` (lane utilization, SM / CTA /
+    warp load balance); reads partition and bucket balance from storage; and derives plain
+    advice from those numbers. The result is the dictionary ``graphsys profile --json``
+    prints (its layout is in the docstring of :mod:`graphsys.analysis.profile`);
+    :func:`write_report` turns it into an HTML page.
+
+    Parameters
+    ----------
+    graph : Graph or str or path-like
+        An opened graph, or a graph directory.
+    algorithm : str, optional
+        The BSP algorithm to run (``"pagerank"``, ``"bfs"``, ``"sssp"``, ...); required by
+        the ``"bsp"`` workload, ignored otherwise.
+    workload : {"bsp", "embed", "gnn"}, default "bsp"
+        What to profile: a BSP algorithm, embedding training steps or GNN training steps.
+    mappings : list of str, optional
+        Vertex-to-thread mappings the SIMT model evaluates (default: every one of
+        :data:`~graphsys.analysis.simt.MAPPINGS`). With one mapping the ``simt`` and
+        ``load_balance`` sections are flat; with several they are keyed by mapping.
+    device : {"cpu", "cuda", "cuda:k", "auto"}, default "cpu"
+        Where the workload runs (:func:`graphsys.device.resolve_device`).
+    backend : {"torch", "numba", "auto"}, default "torch"
+        BSP backend of the profiled run (``"torch"`` is the GPU code path, whose
+        operators the profiler counts).
+    mode : {"memory", "out-of-core"}, default "memory"
+        BSP mode: the whole graph in memory, or partitions streamed from disk.
+    gpu : str, optional
+        The GPU the SIMT and SM model assumes (its SM count); default the one present,
+        else an H100.
+    block_size : int, default 256
+        Threads per CTA in the model: a multiple of 32 in ``[32, 1024]``.
+    items_per_thread : int, default 4
+        Edges a thread takes per step in the ``edge-balanced`` mapping, in ``[1, 64]``.
+    max_iters : int, optional
+        Superstep limit of the BSP algorithm.
+    source : int or str, optional
+        The source node of ``bfs`` / ``sssp`` / personalized PageRank (an original id).
+    edge_set : str, optional
+        The edge set to profile (default: the graph's default edge set).
+    ranks : int, default 1
+        Also split the partitions over this many ranks and report the per-rank work of
+        every superstep (``storage.ranks``).
+    dense : bool, default True
+        Also profile a dense MLP with the same FLOPs per step, as a reference of what a
+        GPU-friendly workload looks like (``dense_reference``).
+    steps : int, optional
+        Training steps of the ``embed`` workload (default
+        :data:`~graphsys.analysis.workloads.EMBED_STEPS`) or the ``gnn`` workload
+        (default 5).
+    batch_size : int, optional
+        Batch size of the ``embed`` or ``gnn`` workload (default: the model's own).
+    dimension : int, default 32
+        Embedding dimension of the default ``embed`` model.
+    ncu : bool, default False
+        Also run the BSP algorithm on CUDA under Nsight Compute and compare its measured
+        threads per warp instruction with the ``edge-balanced`` model (which is then
+        added to ``mappings``; :mod:`graphsys.analysis.ncu`). The GPU and ``ncu`` are
+        checked before anything runs.
+    ncu_path : str, optional
+        The ``ncu`` executable (default: ``ncu`` on ``PATH``).
+    ncu_launch_count : int, optional
+        Profile only the first this many kernel launches (default: every launch).
+    trace : str or path-like, optional
+        Also write the profiled run's Chrome trace here (``.json``, with the engines'
+        named ranges, see :mod:`graphsys.trace`); the path is checked first.
+    embed_config : EmbedConfig, optional
+        The user's :class:`~graphsys.embed.EmbedConfig` for ``workload="embed"`` (default:
+        a small model of ``dimension``).
+    gnn_config : TrainConfig, optional
+        The user's :class:`~graphsys.gnn.TrainConfig` for ``workload="gnn"`` (default:
+        :data:`~graphsys.analysis.workloads.GNN_DEFAULTS`).
+
+    Returns
+    -------
+    dict
+        Plain numbers, lists and strings: ``graph``, ``workload``, ``mappings``,
+        ``kernels``, ``transfers``, ``simt``, ``load_balance``, ``storage``, ``advice``,
+        ``seconds``, and ``dense_reference`` / ``ncu`` when asked for.
+
+    Raises
+    ------
+    ParameterError
+        A value that cannot be used (``algorithm`` missing for the ``bsp`` workload, a
+        block size that is not a multiple of 32, more ranks than partitions, ...).
+    GraphsysError
+        An unknown workload, algorithm, mapping or GPU, or a graph that cannot be opened.
+
+    See Also
+    --------
+    write_report : the HTML page and JSON of a profile.
+    graphsys.analysis.simt_model : the SIMT model alone, on a degree array.
+
+    References
+    ----------
+    .. [1] Q. Xu, H. Jeon and M. Annavaram, "Graph processing on GPUs: Where are the
+       bottlenecks?", IEEE International Symposium on Workload Characterization
+       (IISWC), 2014.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> from graphsys.analysis import profile_graph
+    >>> src, dst = np.array([0, 0, 0, 1, 2, 3]), np.array([1, 2, 3, 2, 3, 0])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> prof = profile_graph(g, algorithm="pagerank", max_iters=3,
+    ...                      mappings=["thread-per-vertex", "edge-balanced"], dense=False)
+    >>> prof["graph"]["nodes"], prof["graph"]["edges"], prof["workload"]["supersteps"]
+    (4, 6, 3)
+    >>> {m: round(s["mean_utilization"], 3) for m, s in prof["simt"].items()}
+    {'thread-per-vertex': 0.094, 'edge-balanced': 0.078}
+    >>> prof["advice"][0]  # doctest: +ELLIPSIS
+    'Switch edge-balanced to thread-per-vertex: SIMT utilization 8% < 50% ...'
+    """
     from graphsys.analysis.balance import (
         RankWork,
         rank_bounds,
@@ -194,8 +301,46 @@ def report_paths(html_path: str | Path, *, overwrite: bool = False,
 
 def write_report(profile: dict[str, Any], html_path: str | Path, *, overwrite: bool = False,
                  json_path: str | Path | None = None) -> tuple[Path, Path]:
-    """Write the HTML page and its JSON (default: ``html_path`` with suffix ``.json``),
-    each atomically. Returns both paths."""
+    """Write a profile as an HTML page (plots embedded) and as JSON.
+
+    Both paths are checked before anything is written; each file is written atomically
+    (a temporary file renamed into place), so a reader never sees half a report.
+
+    Parameters
+    ----------
+    profile : dict
+        A result of :func:`profile_graph`.
+    html_path : str or path-like
+        The page to write (``.html``); its directory must exist.
+    overwrite : bool, default False
+        Replace existing files; otherwise an existing page or JSON is refused.
+    json_path : str or path-like, optional
+        Where the JSON goes (default: ``html_path`` with the suffix ``.json``).
+
+    Returns
+    -------
+    tuple of Path
+        ``(html_path, json_path)``.
+
+    Raises
+    ------
+    GraphsysError
+        A file already exists (without ``overwrite``) or a directory does not.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> from graphsys.analysis import profile_graph, write_report
+    >>> tmp = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]), tmp + "/g")
+    >>> prof = profile_graph(g, algorithm="pagerank", max_iters=2,
+    ...                      mappings=["edge-balanced"], dense=False)
+    >>> html, js = write_report(prof, tmp + "/profile.html")
+    >>> html.name, js.name
+    ('profile.html', 'profile.json')
+    """
     from graphsys.analysis.report import render_html
     from graphsys.storage.atomic import write_bytes_atomic
 
@@ -207,7 +352,35 @@ def write_report(profile: dict[str, Any], html_path: str | Path, *, overwrite: b
 
 
 def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
-    """A one-line summary: invocations, transfers, and per mapping utilization and balance."""
+    """The headline numbers of a profile, for a one-line summary.
+
+    Parameters
+    ----------
+    profile : dict
+        A result of :func:`profile_graph`.
+
+    Returns
+    -------
+    dict
+        ``invocations`` and ``mean_per_step`` (kernel invocations), ``dense_mean_per_step``
+        (the dense reference's, or None), ``transfers`` and ``transfer_bytes``, and under
+        ``simt`` per mapping: ``mean_utilization``, ``warps_by_band``,
+        ``sm_max_over_mean``, ``sm_cv`` and ``warp_cv``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> from graphsys.analysis import key_figures, profile_graph
+    >>> g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> prof = profile_graph(g, algorithm="pagerank", max_iters=2,
+    ...                      mappings=["edge-balanced"], dense=False)
+    >>> figures = key_figures(prof)
+    >>> figures["transfers"], figures["simt"]["edge-balanced"]["mean_utilization"]
+    (0, 0.046875)
+    """
     maps = profile["mappings"]
     simt = profile["simt"] if len(maps) > 1 else {maps[0]: profile["simt"]}
     lb = profile["load_balance"] if len(maps) > 1 else {maps[0]: profile["load_balance"]}
@@ -227,8 +400,24 @@ def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
 
 
 def demo_step(graph_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Profile PageRank (5 supersteps, every mapping) on ``graph_dir`` and write
-    ``out_dir/profile.html`` and ``profile.json``; returns the paths and key figures."""
+    """The profiling step of ``graphsys demo``: PageRank on a graph, report written.
+
+    Profiles five supersteps of PageRank under every mapping and writes
+    ``out_dir/profile.html`` and ``out_dir/profile.json`` (replacing earlier ones).
+
+    Parameters
+    ----------
+    graph_dir : str or path-like
+        A graph directory.
+    out_dir : str or path-like
+        Where the report goes (created if missing).
+
+    Returns
+    -------
+    dict
+        ``report`` and ``json`` (the paths), ``seconds``, ``advice`` and the
+        :func:`key_figures`.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     prof = profile_graph(graph_dir, algorithm="pagerank", max_iters=5)

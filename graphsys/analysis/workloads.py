@@ -17,7 +17,7 @@ runs over (:mod:`graphsys.analysis.simt`):
   for ``direction = in``; both passes for ``both``), pull supersteps every target the
   program accepts with its in-degree. The model assumes each neighbour loop runs to the end
   of the list (an upper bound for BFS's early-exit pull).
-* **Embedding** (:func:`profile_embed`): one epoch of :class:`graphsys.embed.Trainer` into a
+* **Embedding** (:func:`profile_embed`): one epoch of the embedding trainer (``Trainer``) into a
   temporary checkpoint; a step is one positive batch. SIMT over the training edge set's
   out-degrees (a vertex-centric pass over the same edges).
 * **GNN** (:func:`profile_gnn`): ``steps`` minibatch steps of the user's node-task
@@ -402,7 +402,7 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
     """The first ``steps`` batches (default :data:`EMBED_STEPS`; fewer when the epoch is
     shorter) of one epoch of embedding training (see the module docstring); ``trace`` as
     :func:`profile_bsp`. ``config``: the user's
-    :class:`~graphsys.embed.config.EmbedConfig` (its model, dimension, batch size,
+    :class:`~graphsys.embed.EmbedConfig` (its model, dimension, batch size,
     negatives, workers; one epoch, on ``device``), else a default model of ``dimension``."""
     from dataclasses import replace
 

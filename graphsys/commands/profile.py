@@ -94,7 +94,8 @@ def run(args) -> int:
     t = args.targets
     if args.workload == "bsp":
         if len(t) != 2:
-            raise GraphsysError("usage: graphsys profile ALGO DIR (or --workload embed|gnn DIR)")
+            raise GraphsysError("give ALGO DIR, or --workload embed|gnn DIR (see graphsys "
+                                "profile --help)")
         algo, graph = t[0], Path(t[1])
         ALGORITHMS.get(algo).check_source(args.source)
     else:
@@ -129,7 +130,7 @@ def run(args) -> int:
     if args.overrides and args.workload == "bsp":
         raise GraphsysError("--set applies to --workload embed|gnn")
     if args.workload == "embed" and (args.config is not None or args.overrides):
-        from graphsys.embed.api import load_config
+        from graphsys.embed import load_config
 
         embed_config = load_config(args.config, args.overrides, graph=graph)
     if args.workload == "gnn":

@@ -116,14 +116,44 @@ def mirror_dir(option: str | Path | None = None) -> Path | None:
 def fetch(dataset: Dataset, *, cache: str | Path | None = None,
           mirror: str | Path | None = None, log: Callable[[str], None] | None = None
           ) -> FetchResult:
-    """Make every file of ``dataset`` present and verified in the cache.
+    """Make every file of a dataset present in the cache, verified by sha256.
 
-    Args:
-        dataset: a registry entry.
-        cache: cache directory (default :func:`cache_dir`).
-        mirror: local mirror directory (default :func:`mirror_dir`); without one, files
-            missing from the cache are downloaded from the publisher.
-        log: called with one line per file obtained from the mirror or a download.
+    A file already in the cache is used when its digest matches; otherwise it is copied
+    from the mirror, or, without a mirror, downloaded from the publisher (unpacked and
+    stripped as the registry entry says). Files are renamed into place only after their
+    digest matched, so a failed fetch leaves no partial file.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A registry entry (:func:`~graphsys.datasets.registry.get_dataset`).
+    cache : str or path-like, optional
+        Cache directory (default :func:`cache_dir`).
+    mirror : str or path-like, optional
+        Local mirror directory (default :func:`mirror_dir`); without one, files missing
+        from the cache are downloaded.
+    log : callable, optional
+        Called with one line per file obtained from the mirror or a download.
+
+    Returns
+    -------
+    FetchResult
+        The verified local files by ``[[files]]`` name.
+
+    Raises
+    ------
+    GraphsysError
+        A digest mismatch (naming the file and both digests), a missing mirror file or a
+        failed download.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from graphsys.datasets import get_dataset
+    >>> from graphsys.datasets.fetch import fetch
+    >>> fetched = fetch(get_dataset("cora"), cache=tempfile.mkdtemp())  # doctest: +SKIP
+    >>> sorted(fetched.files)[:2]  # doctest: +SKIP
+    ['cites', 'content']
     """
     root = cache_dir(cache)
     mirror_root = mirror_dir(mirror)

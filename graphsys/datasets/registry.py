@@ -69,13 +69,15 @@ class DatasetLoader:
     """A dataset family, registered by name in :data:`graphsys.plugins.DATASET_LOADERS`
     (the ``loader`` key of a registry file).
 
-    Attributes:
-        load: ``load(fetched: FetchResult) -> IngestPlan``
-            (:mod:`graphsys.datasets.loaders`).
-        graph_keys: the keys of the ``[graph]`` table: key -> (type, required). ``file``
-            values name a ``[[files]]`` entry, ``column:<key>`` values name a column of the
-            file named by ``<key>`` (``format.columns``); the other types are ``bool``,
-            ``int``, ``str``, ``str_list``, ``file_map`` and ``id_type``.
+    Attributes
+    ----------
+    load : callable
+        ``load(fetched: FetchResult) -> IngestPlan`` (:mod:`graphsys.datasets.loaders`).
+    graph_keys : dict of str to (str, bool)
+        The keys of the ``[graph]`` table: key -> (type, required). ``file`` values name a
+        ``[[files]]`` entry, ``column:<key>`` values name a column of the file named by
+        ``<key>`` (``format.columns``); the other types are ``bool``, ``int``, ``str``,
+        ``str_list``, ``file_map`` and ``id_type``.
     """
 
     load: Any
@@ -214,9 +216,29 @@ def registry_dir() -> Path:
 
 
 def load_registry(directory: str | Path | None = None) -> dict[str, Dataset]:
-    """Parse and validate every ``*.toml`` in ``directory`` (default :func:`registry_dir`).
+    """Every dataset of the registry, parsed and validated.
 
-    Returns datasets by name, sorted by name.
+    Parameters
+    ----------
+    directory : str or path-like, optional
+        A directory of ``<name>.toml`` entries (default :func:`registry_dir`).
+
+    Returns
+    -------
+    dict of str to Dataset
+        The entries by name, sorted by name.
+
+    Raises
+    ------
+    InputError
+        An entry that does not validate, naming the file and the key.
+
+    Examples
+    --------
+    >>> from graphsys.datasets import load_registry
+    >>> registry = load_registry()
+    >>> [name for name in registry if name.startswith("c")]
+    ['ca-grqc', 'ca-hepth', 'citeseer', 'cora']
     """
     root = Path(directory) if directory is not None else registry_dir()
     datasets = {}
@@ -229,7 +251,35 @@ def load_registry(directory: str | Path | None = None) -> dict[str, Dataset]:
 
 
 def get_dataset(name: str, directory: str | Path | None = None) -> Dataset:
-    """The registry entry ``name``; an unknown name is an error listing the known ones."""
+    """The registry entry of one dataset: licence, citation, published counts, files.
+
+    Parameters
+    ----------
+    name : str
+        The dataset's registry name (``"cora"``, ``"fb15k-237"``, ...).
+    directory : str or path-like, optional
+        A directory of ``<name>.toml`` entries (default :func:`registry_dir`).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    GraphsysError
+        An unknown name (the message lists the known ones).
+
+    Examples
+    --------
+    >>> from graphsys.datasets import get_dataset
+    >>> fb = get_dataset("fb15k-237")
+    >>> fb.kind, fb.loader
+    ('knowledge_graph', 'kg_triples')
+    >>> get_dataset("nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: unknown dataset 'nope'; known datasets: ca-grqc, ...
+    """
     datasets = load_registry(directory)
     if name not in datasets:
         raise GraphsysError(f"unknown dataset {name!r}; known datasets: "

@@ -12,10 +12,16 @@ depend on the chunk size. Write them with :func:`write_edges` (format from the e
 :func:`knowledge_graph`        triples with planted relations an embedding model can recover
 =============================  ==============================================================
 
-Example::
+On the command line the same generators are ``graphsys generate rmat|grid|sbm|kg``; the
+files they write are inputs of ``graphsys.ingest`` / ``graphsys ingest``.
 
-    from graphsys.generators import rmat_edges, write_edges
-    write_edges(rmat_edges(1 << 20, 16 << 20, seed=1), "rmat.parquet")
+Examples
+--------
+>>> import tempfile
+>>> from graphsys.generators import rmat_edges, write_edges
+>>> path = tempfile.mkdtemp() + "/rmat.parquet"
+>>> write_edges(rmat_edges(1 << 10, 1 << 14, seed=1), path)
+16384
 """
 
 from graphsys.generators.grid import default_grid_edges, grid_edges, max_grid_edges

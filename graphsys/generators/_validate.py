@@ -1,39 +1,41 @@
-"""Argument checks shared by the generators; failures are one-line :class:`GraphsysError`."""
+"""Argument checks shared by the generators: a failure is a one-line
+:class:`~graphsys.errors.ParameterError` naming the parameter (the CLI shows the flag that
+set it)."""
 
 from __future__ import annotations
 
 import math
 import numbers
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import ParameterError
 
 #: Largest node / edge count accepted (ids and counts stay far from int64 overflow).
 MAX_COUNT = 1 << 62
 
 
 def check_int(value: object, name: str, *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
-    """``value`` as an int in ``[minimum, maximum]``, else a GraphsysError naming ``name``."""
+    """``value`` as an int in ``[minimum, maximum]``, else a ParameterError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise GraphsysError(f"{name} must be an integer, got {value!r}")
+        raise ParameterError(name, f"must be an integer, got {value!r}")
     value = int(value)
     if value < minimum:
-        raise GraphsysError(f"{name} must be >= {minimum}, got {value}")
+        raise ParameterError(name, f"must be >= {minimum}, got {value}")
     if value > maximum:
-        raise GraphsysError(f"{name} must be <= {maximum}, got {value}")
+        raise ParameterError(name, f"must be <= {maximum}, got {value}")
     return value
 
 
 def check_float(value: object, name: str, *, minimum: float | None = None,
                 maximum: float | None = None, strict_minimum: bool = False) -> float:
-    """``value`` as a finite float within the bounds, else a GraphsysError naming ``name``."""
+    """``value`` as a finite float within the bounds, else a ParameterError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise GraphsysError(f"{name} must be a finite number, got {value!r}")
+        raise ParameterError(name, f"must be a finite number, got {value!r}")
     value = float(value)
     if minimum is not None and (value <= minimum if strict_minimum else value < minimum):
-        raise GraphsysError(f"{name} must be {'>' if strict_minimum else '>='} {minimum:g}, "
-                            f"got {value:g}")
+        raise ParameterError(name, f"must be {'>' if strict_minimum else '>='} {minimum:g}, "
+                                   f"got {value:g}")
     if maximum is not None and value > maximum:
-        raise GraphsysError(f"{name} must be <= {maximum:g}, got {value:g}")
+        raise ParameterError(name, f"must be <= {maximum:g}, got {value:g}")
     return value
 
 

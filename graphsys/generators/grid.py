@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import ParameterError
 from graphsys.generators._random import Chunk, block_rng, rechunk, stratified_quota
 from graphsys.generators._validate import check_float, check_int, check_seed
 
@@ -72,36 +72,65 @@ def grid_edges(num_nodes: int, num_edges: int | None = None, *, seed: int = 0,
                weight_range: tuple[float, float] = DEFAULT_WEIGHT_RANGE,
                drop: float = DEFAULT_DROP,
                chunk_edges: int = DEFAULT_CHUNK_EDGES) -> Iterator[Chunk]:
-    """Undirected road-like edges, each pair once with ``src < dst``, yielded in chunks.
+    """Undirected road-like edges on a thinned 2-D grid, each pair once, in chunks.
 
-    Args:
-        num_nodes: ``N >= 2``; ids in ``[0, N)``, row-major on the grid.
-        num_edges: exact edge count ``M`` (see the module notes), or None for
-            ``E0 - round(drop * E0)``.
-        seed: any integer in ``[0, 2**63)``.
-        weight_range: ``(low, high)``, ``0 < low <= high``; lattice lengths are uniform in
-            ``[low, high)``, diagonal lengths ``sqrt(2)`` times that.
-        drop: fraction of lattice edges removed when ``num_edges`` is None, in ``[0, 1)``.
-        chunk_edges: rows per yielded chunk; does not change the edges.
+    Nodes sit row-major on a near-square grid, so neighbours have nearby ids and the
+    diameter grows like the square root of ``N``, like a road network; the lattice is
+    thinned at random (or extended with diagonal shortcuts) to honour ``num_edges``
+    exactly, as the module docstring describes.
 
-    Returns:
-        An iterator of chunks ``{"src": int64[n], "dst": int64[n], "weight": float32[n]}``,
-        in ``(src, dst)`` order, ``M`` rows in all. Arguments are validated on the call.
+    Parameters
+    ----------
+    num_nodes : int
+        ``N >= 2``; ids in ``[0, N)``, row-major on the grid.
+    num_edges : int, optional
+        The exact edge count ``M``, at most :func:`max_grid_edges` ``(N)``; default
+        :func:`default_grid_edges` ``(N, drop)``, the lattice less a ``drop`` fraction.
+    seed : int, default 0
+        Any integer in ``[0, 2**63)``.
+    weight_range : (float, float), default (1.0, 10.0)
+        ``(low, high)``, ``0 < low <= high``: lattice edge lengths are uniform in
+        ``[low, high)``, diagonal lengths ``sqrt(2)`` times that.
+    drop : float, default 0.2
+        Fraction of lattice edges removed when ``num_edges`` is omitted, in ``[0, 1)``.
+    chunk_edges : int, default 4194304
+        Rows per yielded chunk; does not change the edges.
+
+    Returns
+    -------
+    iterator of dict
+        Chunks ``{"src": int64, "dst": int64, "weight": float32}`` in ``(src, dst)``
+        order, ``src < dst``, ``M`` rows in all. Arguments are checked on the call.
+        Ingest them with ``undirected=True`` to store both directions.
+
+    Raises
+    ------
+    ParameterError
+        A value out of range, or ``num_edges`` above :func:`max_grid_edges`.
+
+    Examples
+    --------
+    >>> from graphsys.generators import grid_edges
+    >>> chunk = next(grid_edges(100, seed=0))  # a 10 x 10 grid, 20% of the lattice dropped
+    >>> len(chunk["src"]), bool((chunk["src"] < chunk["dst"]).all())
+    (144, True)
+    >>> chunk["weight"].dtype, bool((chunk["weight"] >= 1).all())
+    (dtype('float32'), True)
     """
     num_nodes = check_int(num_nodes, "num_nodes", minimum=2)
     seed = check_seed(seed)
     chunk_edges = check_int(chunk_edges, "chunk_edges")
     drop = check_float(drop, "drop", minimum=0.0, maximum=1.0)
     if drop >= 1.0:
-        raise GraphsysError(f"drop must be < 1, got {drop:g}")
+        raise ParameterError("drop", f"must be < 1, got {drop:g}")
     low, high = _check_weight_range(weight_range)
     limit = max_grid_edges(num_nodes)
     if num_edges is None:
         num_edges = default_grid_edges(num_nodes, drop)
     num_edges = check_int(num_edges, "num_edges")
     if num_edges > limit:
-        raise GraphsysError(f"num_edges must be <= {limit} for a grid of {num_nodes} nodes "
-                            f"(lattice plus all diagonals), got {num_edges}")
+        raise ParameterError("num_edges", f"must be <= {limit} for a grid of {num_nodes} nodes "
+                                          f"(lattice plus all diagonals), got {num_edges}")
     generator = _Grid(num_nodes, num_edges, seed, low, high)
     return rechunk(generator.blocks(), chunk_edges)
 
@@ -110,10 +139,13 @@ def _check_weight_range(weight_range: tuple[float, float]) -> tuple[float, float
     try:
         low, high = weight_range
     except (TypeError, ValueError):
-        raise GraphsysError(
-            f"weight_range must be a (low, high) pair, got {weight_range!r}") from None
-    low = check_float(low, "weight_range low", minimum=0.0, strict_minimum=True)
-    high = check_float(high, "weight_range high", minimum=low)
+        raise ParameterError(
+            "weight_range", f"must be a (low, high) pair, got {weight_range!r}") from None
+    try:
+        low = check_float(low, "low", minimum=0.0, strict_minimum=True)
+        high = check_float(high, "high", minimum=low)
+    except ParameterError as exc:
+        raise ParameterError("weight_range", str(exc)) from None
     return low, high
 
 

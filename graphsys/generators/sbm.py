@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.generators._random import Chunk, IdPermutation, block_rng, largest_remainder, rechunk
 from graphsys.generators._validate import check_float, check_int, check_seed
 
@@ -53,20 +53,64 @@ def sbm(num_nodes: int, num_edges: int, *, blocks: int = DEFAULT_BLOCKS,
         ratio: float = DEFAULT_RATIO, features: int = DEFAULT_FEATURES,
         feature_noise: float = DEFAULT_FEATURE_NOISE, train_per_class: int = 20,
         num_val: int = 500, num_test: int = 1000, seed: int = 0) -> SBM:
-    """Build a stochastic block model; iterate :meth:`SBM.edges` and :meth:`SBM.nodes`.
+    """Build a labelled stochastic block model for node classification.
 
-    Args:
-        num_nodes: ``N >= blocks``.
-        num_edges: exact number of undirected edges ``M``.
-        blocks: number of blocks / classes ``k`` (default 4).
-        ratio: ``p_in / p_out`` (default 10: 77% of edges intra-block for 4 equal blocks).
-        features: feature width ``d`` (default 16); 0 for no ``feat`` column.
-        feature_noise: standard deviation of the noise around the class mean (default 2).
-        train_per_class, num_val, num_test: split sizes (see the module notes).
-        seed: any integer in ``[0, 2**63)``.
+    ``N`` nodes fall into ``blocks`` near-equal blocks (a node's label is its block);
+    ``num_edges`` undirected edges link nodes of the same block ``ratio`` times as likely
+    as nodes of different blocks [1]_. Nodes get Gaussian features around their class
+    mean and Planetoid-style train / validation / test masks. Nothing is drawn until
+    :meth:`SBM.edges` or :meth:`SBM.nodes` is iterated, so memory stays bounded.
 
-    Raises:
-        GraphsysError: a bad value, or ``M`` so large that ``p_in`` or ``p_out`` exceeds 1.
+    Parameters
+    ----------
+    num_nodes : int
+        ``N >= blocks``.
+    num_edges : int
+        The exact number of undirected edges ``M`` (each written once, no self-loops).
+    blocks : int, default 4
+        Number of blocks = classes ``k``.
+    ratio : float, default 10.0
+        ``p_in / p_out``: with 4 equal blocks, 77% of the edges are intra-block.
+    features : int, default 16
+        Feature width ``d``; 0 for no ``feat`` column.
+    feature_noise : float, default 2.0
+        Standard deviation of the noise around the class mean.
+    train_per_class, num_val, num_test : int, default 20, 500, 1000
+        Split sizes, scaled down in proportion when the graph is too small.
+    seed : int, default 0
+        Any integer in ``[0, 2**63)``.
+
+    Returns
+    -------
+    SBM
+        The model: :meth:`SBM.edges` yields ``{"src", "dst"}`` chunks, :meth:`SBM.nodes`
+        the node table (``id``, ``label``, ``feat``, ``train_mask``, ``val_mask``,
+        ``test_mask``); ``p_in``, ``p_out``, ``intra_fraction``, ``block_sizes`` describe it.
+
+    Raises
+    ------
+    ParameterError
+        A value out of range, or more blocks than nodes.
+    GraphsysError
+        ``num_edges`` so large that ``p_in`` or ``p_out`` would exceed 1.
+
+    References
+    ----------
+    .. [1] P. W. Holland, K. B. Laskey and S. Leinhardt, "Stochastic blockmodels: First
+       steps", Social Networks 5(2), 109-137, 1983.
+
+    Examples
+    --------
+    >>> from graphsys.generators import sbm
+    >>> model = sbm(400, 2000, blocks=4, seed=0)
+    >>> model.block_sizes.tolist(), round(model.intra_fraction, 3)
+    ([100, 100, 100, 100], 0.767)
+    >>> nodes = next(model.nodes())
+    >>> nodes["feat"].shape, int(nodes["train_mask"].sum())
+    ((400, 16), 80)
+    >>> edges = next(model.edges())
+    >>> len(edges["src"]), bool((edges["src"] != edges["dst"]).all())
+    (2000, True)
     """
     return SBM(
         num_nodes=check_int(num_nodes, "num_nodes"),
@@ -85,21 +129,28 @@ def sbm(num_nodes: int, num_edges: int, *, blocks: int = DEFAULT_BLOCKS,
 class SBM:
     """A sampled block model. Use :func:`sbm` to build one (it validates the arguments).
 
-    Attributes:
-        block_sizes: int64 ``[k]``, nodes per block.
-        pair_blocks: int64 ``[P, 2]``, the block pairs ``(i, j)``, ``i <= j``, row-major.
-        pair_counts: int64 ``[P]``, edges drawn for each pair; sums to ``num_edges``.
-        p_in, p_out: the link probabilities the expected counts correspond to.
-        intra_fraction: expected fraction of intra-block edges.
-        split_sizes: int64 ``[k, 3]``, train / val / test nodes per class.
+    Attributes
+    ----------
+    block_sizes : numpy.ndarray
+        int64 ``[k]``, nodes per block.
+    pair_blocks : numpy.ndarray
+        int64 ``[P, 2]``, the block pairs ``(i, j)``, ``i <= j``, row-major.
+    pair_counts : numpy.ndarray
+        int64 ``[P]``, edges drawn for each pair; sums to ``num_edges``.
+    p_in, p_out : float
+        The link probabilities the expected counts correspond to.
+    intra_fraction : float
+        Expected fraction of intra-block edges.
+    split_sizes : numpy.ndarray
+        int64 ``[k, 3]``, train / val / test nodes per class.
     """
 
     def __init__(self, *, num_nodes: int, num_edges: int, blocks: int, ratio: float,
                  features: int, feature_noise: float, train_per_class: int, num_val: int,
                  num_test: int, seed: int):
         if blocks > num_nodes:
-            raise GraphsysError(f"blocks ({blocks}) must be <= the number of nodes "
-                                f"({num_nodes})")
+            raise ParameterError("blocks", f"must be <= the number of nodes ({num_nodes}), "
+                                           f"got {blocks}")
         self.num_nodes, self.num_edges, self.blocks = num_nodes, num_edges, blocks
         self.ratio, self.features, self.feature_noise = ratio, features, feature_noise
         self.seed = seed

@@ -160,7 +160,7 @@ def test_gnn_workload_profiles_the_users_config(main, graph_dir, capsys):
     (["profile", "pagerank", "{g}", "--gpu", "K80"], "unknown GPU"),
     (["profile", "pagerank", "{g}", "--device", "cuda"], "CUDA"),
     (["profile", "pagerank", "{g}", "--report", "x.txt"], ".html"),
-    (["profile", "{g}"], "usage"),
+    (["profile", "{g}"], "give ALGO DIR"),
     (["profile", "pagerank", "{g}/nope"], "not a directory"),
     (["profile", "pagerank", "{g}", "--ranks", "5"], "at least one partition per rank"),
     (["profile", "pagerank", "{g}", "--report", "{g}/nope/r.html"], "does not exist"),

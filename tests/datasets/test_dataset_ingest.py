@@ -107,3 +107,22 @@ def test_luxembourg_osm(ingested, registry):
     assert g.num_edges() == 2 * stats["edges"]
     ids = g.node_ids()
     assert (ids.min(), ids.max()) == (1, 114599)
+
+
+def test_load_dataset_by_name(tmp_path, mirror, mirror_cache):
+    """One call from a registry name to an opened graph, the same graph as the CLI ingests."""
+    from graphsys.datasets import load_dataset
+
+    g = load_dataset("email-eu-core", tmp_path / "g", partitions=2, cache=mirror_cache,
+                     mirror=mirror, memory_limit="256MB")
+    assert g.num_partitions == 2
+    assert g.num_nodes() == 1005
+    assert g.manifest.metadata["dataset"] == "email-eu-core"
+
+
+def test_load_dataset_unknown_name_lists_the_known(tmp_path):
+    from graphsys.datasets import load_dataset
+    from graphsys.errors import GraphsysError
+
+    with pytest.raises(GraphsysError, match=r"^unknown dataset 'nope'; known datasets: .*cora"):
+        load_dataset("nope", tmp_path / "g")

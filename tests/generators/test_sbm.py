@@ -106,7 +106,7 @@ def test_no_features():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"num_nodes": 3, "blocks": 4}, "blocks \\(4\\) must be <= the number of nodes"),
+    ({"num_nodes": 3, "blocks": 4}, "blocks must be <= the number of nodes \\(3\\), got 4"),
     ({"num_edges": 10**6}, "p_in = .* must be <= 1"),
     ({"ratio": -1.0}, "ratio must be >= 0"),
     ({"blocks": 1, "ratio": 0.0}, "no node pair can be linked"),

@@ -7,39 +7,25 @@ from typing import Any
 import numpy as np
 import pytest
 
+from partitioners import EdgeListContext
 
-class MemoryContext:
-    """A PartitionContext over in-memory ids and edges.
 
-    Args:
-        ids: sorted unique original ids (int64 NumPy array or pyarrow string array), or an int
-            N for ids ``0..N-1``.
-        src, dst: int64 arrays of shape (E,): edge endpoints as node indices in [0, N).
-
-    ``calls`` lists the names of the on-demand methods called, in order.
-    """
+class MemoryContext(EdgeListContext):
+    """:class:`partitioners.EdgeListContext` that records, in ``calls``, the names of the
+    on-demand methods called, in order."""
 
     def __init__(self, ids: Any, src: np.ndarray | None = None, dst: np.ndarray | None = None,
                  memory_limit: int = 1 << 30):
-        self.ids = np.arange(ids, dtype=np.int64) if isinstance(ids, int) else ids
-        self.num_nodes = len(self.ids)
-        self.src = np.zeros(0, np.int64) if src is None else np.asarray(src, np.int64)
-        self.dst = np.zeros(0, np.int64) if dst is None else np.asarray(dst, np.int64)
-        self.memory_limit = memory_limit
+        super().__init__(ids, src, dst, memory_limit)
         self.calls: list[str] = []
 
     def degrees(self) -> np.ndarray:
         self.calls.append("degrees")
-        ends = np.concatenate([self.src, self.dst])
-        return np.bincount(ends, minlength=self.num_nodes).astype(np.int64)
+        return super().degrees()
 
     def adjacency(self) -> tuple[np.ndarray, np.ndarray]:
         self.calls.append("adjacency")
-        rows = np.concatenate([self.src, self.dst])
-        cols = np.concatenate([self.dst, self.src])
-        indptr = np.zeros(self.num_nodes + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=self.num_nodes), out=indptr[1:])
-        return indptr, cols[np.argsort(rows, kind="stable")]
+        return super().adjacency()
 
     def cut_fraction(self, parts: np.ndarray) -> float:
         """Fraction of the edges whose ends lie in different partitions of ``parts``."""
