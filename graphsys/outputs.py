@@ -114,12 +114,47 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     allowed = bool(overwrite or getattr(path, "overwrite", False))
     out = OutputPath(path)
     out.overwrite = allowed
-    inside = protected_directory(out)
-    if inside is not None:
-        root, kind = inside
-        raise GraphsysError(f"{path}: inside the {kind} directory {root}; outputs are "
-                            f"written outside graph and checkpoint directories")
+    _refuse_inside(path, protected_directory(out))
     if (out.exists() or out.is_symlink()) and not allowed:
         raise ParameterError("overwrite", f"is needed to replace {path}, which already "
                                           f"exists (or choose another {name} path)")
     return out
+
+
+def check_output_directory(path: str | os.PathLike) -> Path:
+    """Refuse, in one line, a directory that a command creates or fills (a checkpoint, an
+    embedding directory, a graph) inside a graph, checkpoint or embedding directory; whether
+    an existing ``path`` is resumed, refused or replaced is the command's own rule.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The directory to create or fill.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    GraphsysError
+        A parent of ``path`` is a graph, checkpoint or embedding directory.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from graphsys.outputs import check_output_directory
+    >>> check_output_directory(tempfile.mkdtemp() + "/ck").name
+    'ck'
+    """
+    path = Path(path)
+    _refuse_inside(path, protected_directory(Path(os.path.abspath(path)).parent))
+    return path
+
+
+def _refuse_inside(path, inside: tuple[Path, str] | None) -> None:
+    if inside is not None:
+        root, kind = inside
+        raise GraphsysError(f"{path}: inside the {kind} directory {root}; outputs are "
+                            f"written outside graph and checkpoint directories")

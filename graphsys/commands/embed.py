@@ -279,7 +279,9 @@ def run_index(args) -> int:
 
 def run_import_pbg(args) -> int:
     from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
+    from graphsys.outputs import check_output_directory
 
+    check_output_directory(args.out)
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     rep = import_pbg_checkpoint(args.pbg_checkpoint, args.entity_path, args.graph, args.out,
                                 config=args.config, edges=args.edges, log=log)

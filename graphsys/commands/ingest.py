@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from graphsys.commands._common import column_arg, emit_json, show_progress
 from graphsys.errors import GraphsysError, InputError
 from graphsys.memory import lifetime_peak_rss
+from graphsys.outputs import check_output_directory
 from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.append import append_edges
@@ -90,7 +91,7 @@ def run(args) -> int:
         report = append_edges(args.append_to, [source], opts)
         args.out = args.append_to
     else:
-        report = ingest([source], args.out, opts, nodes)
+        report = ingest([source], check_output_directory(args.out), opts, nodes)
     if kinds:
         t0 = time.perf_counter()
         build_index(open_graph(args.out), kinds, memory_limit=opts.memory_limit,

@@ -7,7 +7,9 @@ it will change until its manifest is written:
 * the lock is an exclusive ``fcntl.flock`` on the file ``.lock`` inside the directory
   (:data:`LOCK_FILE`; it holds the pid of its last holder, for messages). The kernel
   releases it when the holder's process ends, however it ends (``kill -9`` included), so a
-  lock is never stale. A second writer does not wait: it fails at once with one line,
+  lock is never stale (the holder removes the file when it is done; one left by a killed
+  holder is not locked and is simply locked again). A second writer does not wait: it
+  fails at once with one line,
   ``another writer holds DIR (pid N)``, and has written nothing;
 * a writer that read the manifest before taking the lock (an opened
   :class:`~graphsys.storage.graph.Graph`) passes that manifest, and is refused, in one line
@@ -17,9 +19,8 @@ it will change until its manifest is written:
 
 Readers never take the lock: the manifest is replaced atomically, last, so a reader sees one
 complete version. The lock file is not part of the graph: the manifest does not list it and
-verification ignores it. A directory replaced as a whole (an append swaps in a new tree)
-gets a fresh lock file; a writer that locked the old one sees that the path no longer names
-its file, and locks again.
+verification ignores it. A writer that locked a file the path no longer names (removed by
+its last holder, or left in a tree an append swapped out) locks again.
 """
 
 from __future__ import annotations
@@ -138,4 +139,10 @@ def writer_lock(directory: str | Path, manifest: Manifest | None = None) -> Iter
             check_current(directory, manifest)
         yield directory
     finally:
-        os.close(fd)  # releases the lock; the file stays (removing it would race)
+        # remove the file while still holding it (a writer that opened it meanwhile finds
+        # that the path no longer names its file, and locks again); a replaced directory
+        # has a new file at the path, of another writer: left alone
+        with contextlib.suppress(OSError):
+            if _same_file(fd, path):
+                os.unlink(path)
+        os.close(fd)  # releases the lock

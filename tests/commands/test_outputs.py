@@ -12,7 +12,12 @@ import pytest
 
 from graphsys import cli, open_graph, trace
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.outputs import OutputPath, check_output, protected_directory
+from graphsys.outputs import (
+    OutputPath,
+    check_output,
+    check_output_directory,
+    protected_directory,
+)
 from graphsys.storage.format import MANIFEST
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
@@ -176,3 +181,19 @@ def test_recording_keeps_the_overwrite_choice(tmp_path):
     with trace.recording(trace.check_trace_path(path, overwrite=True)):
         pass
     assert "traceEvents" in json.loads(path.read_text())
+
+
+def test_directory_outputs_stay_out_of_graphs_and_checkpoints(graph, checkpoint, tmp_path,
+                                                              capsys):
+    edges = graph.parent / "e.tsv"
+    assert cli.main(["ingest", str(edges), "--out", str(graph / "sub")]) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    assert cli.main(["demo", "--out", str(checkpoint / "demo")]) == 2
+    assert "inside the checkpoint directory" in _one_line_error(capsys)
+    assert cli.main(["gnn", "embed", "--checkpoint", str(tmp_path / "none"), "--out",
+                     str(graph / "emb")]) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    assert not (graph / "sub").exists() and not (graph / "emb").exists()
+    assert not (checkpoint / "demo").exists()
+    # the directory itself may be one (training on resumes a checkpoint): only its parents
+    assert check_output_directory(checkpoint) == checkpoint

@@ -99,6 +99,33 @@ def test_second_append_is_refused_while_the_first_holds_the_lock(graph_dir, tmp_
     verify_graph(graph_dir)
 
 
+def test_two_appends_at_once_never_lose_an_edge_set(graph_dir, tmp_path):
+    """The reproducer: two ``ingest --append-to`` started together. Whatever the timing,
+    every one that exits 0 has its edge set in the graph, a refused one says so in one line,
+    and the graph verifies."""
+    procs = {name: subprocess.Popen(
+        [sys.executable, "-m", "graphsys", "ingest",
+         str(_edge_file(tmp_path / f"{name}.tsv", seed, new_ids=True)), "--append-to",
+         str(graph_dir), "--edge-set", name],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        for seed, name in enumerate(("p", "q"))}
+    results = {}
+    for name, p in procs.items():
+        out, err = p.communicate(timeout=300)
+        results[name] = (p.returncode, out, err)
+    edge_sets = set(open_graph(graph_dir).edge_sets)
+    for name, (rc, out, err) in results.items():
+        if rc == 0:
+            assert name in edge_sets and "appended to" in out
+        else:
+            assert rc == 2 and name not in edge_sets, err[-2000:]
+            assert len(err.strip().splitlines()) == 1
+            assert "another writer holds" in err or "changed by another writer" in err
+    assert any(rc == 0 for rc, _, _ in results.values())
+    verify_graph(graph_dir)
+    assert _leftovers(graph_dir) == []
+
+
 def test_index_of_a_graph_opened_before_an_append_is_refused(graph_dir, tmp_path):
     """``graphsys index`` reads the manifest when it opens the graph: an append landing
     before it commits would be overwritten (its edge set lost, the grown partitions no
@@ -168,23 +195,27 @@ def test_killed_holder_leaves_no_stale_lock(graph_dir):
         if holder.poll() is None:
             holder.kill()
     assert (graph_dir / LOCK_FILE).exists()  # left behind, but not locked
+    assert holder.returncode == -signal.SIGKILL
     assert build_index(open_graph(graph_dir), ("csr",))
     verify_graph(graph_dir)
 
 
 def test_lock_file_is_not_part_of_the_graph(graph_dir, capsys):
-    with writer_lock(graph_dir):
-        pass
-    assert (graph_dir / LOCK_FILE).is_file()
+    (graph_dir / LOCK_FILE).write_text("12345\n")  # as a killed writer leaves it
     g = open_graph(graph_dir)
     assert LOCK_FILE not in g.manifest.files
     verify_graph(graph_dir)
     verify_graph(graph_dir, quick=True)
     assert cli.main(["verify", str(graph_dir)]) == 0
-    # readers never wait: a held lock does not stop opening or reading the graph
+    # readers never wait: a held lock does not stop opening, verifying or reading the graph
     with writer_lock(graph_dir):
+        assert (graph_dir / LOCK_FILE).read_text() == f"{os.getpid()}\n"
         assert open_graph(graph_dir).num_edges() == g.num_edges()
         verify_graph(graph_dir)
+        assert cli.main(["verify", str(graph_dir)]) == 0
+    assert not (graph_dir / LOCK_FILE).exists()  # removed by its holder when done
+    assert build_index(open_graph(graph_dir), ("csr",))
+    assert not (graph_dir / LOCK_FILE).exists()
 
 
 def test_stale_manifest_is_refused_at_the_lock(graph_dir, tmp_path):
@@ -201,13 +232,31 @@ def test_append_swaps_the_directory_and_the_next_writer_locks_the_new_one(graph_
                                                                           tmp_path):
     """An append replaces the directory (and with it the lock file): later writers lock the
     new file, and a writer never holds a lock on a file the path no longer names."""
-    with writer_lock(graph_dir):
-        pass
-    old = os.stat(graph_dir / LOCK_FILE).st_ino
     append_edges(graph_dir, [EdgeSource([_edge_file(tmp_path / "y.tsv", 4)], edge_set="y")])
-    assert not (graph_dir / LOCK_FILE).exists() or os.stat(
-        graph_dir / LOCK_FILE).st_ino != old
+    assert not (graph_dir / LOCK_FILE).exists()
     with writer_lock(graph_dir):
         with pytest.raises(GraphsysError, match="another writer holds"):
             with writer_lock(graph_dir):
                 pass
+
+
+def test_a_lock_on_a_file_the_path_no_longer_names_is_taken_again(graph_dir, monkeypatch):
+    """A writer can open ``.lock`` just before its holder removes it (or swaps the whole
+    directory): once locked, that file guards nothing, so the writer locks the path again."""
+    import graphsys.storage.lock as lock
+
+    real = lock.fcntl.flock
+    calls = []
+
+    def flock(fd, op):
+        real(fd, op)
+        calls.append(fd)
+        if len(calls) == 1:  # the path is replaced between open and lock
+            os.unlink(graph_dir / LOCK_FILE)
+            (graph_dir / LOCK_FILE).write_text("")
+
+    monkeypatch.setattr(lock.fcntl, "flock", flock)
+    with writer_lock(graph_dir):
+        assert len(calls) == 2
+        assert (graph_dir / LOCK_FILE).read_text() == f"{os.getpid()}\n"
+    assert not (graph_dir / LOCK_FILE).exists()
