@@ -355,6 +355,10 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     names = graph.edge_sets if edge_sets is None else [graph.edge_set(e).name for e in edge_sets]
     manifest = graph.manifest
     built: dict[str, dict[str, IndexInfo]] = {}
+    if not force and all(name in manifest.indexes and kind in manifest.indexes[name] and
+                         manifest.indexes[name][kind].edges_digest ==
+                         edges_digest(manifest, name) for name in names for kind in kinds):
+        return built  # every index current: nothing to write, no lock (a read-only graph)
     # one writer at a time, and none since the graph was opened: writing back a manifest
     # read before another writer's commit would drop that commit
     with writer_lock(graph.path, manifest):

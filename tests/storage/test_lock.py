@@ -260,3 +260,13 @@ def test_a_lock_on_a_file_the_path_no_longer_names_is_taken_again(graph_dir, mon
         assert len(calls) == 2
         assert (graph_dir / LOCK_FILE).read_text() == f"{os.getpid()}\n"
     assert not (graph_dir / LOCK_FILE).exists()
+
+
+def test_current_indexes_need_no_lock(graph_dir):
+    """Nothing to build writes nothing, so it takes no lock: it works while another writer
+    holds one (and on a graph directory the user may not write to)."""
+    build_index(open_graph(graph_dir), ("csr",))
+    with writer_lock(graph_dir):
+        assert build_index(open_graph(graph_dir), ("csr",)) == {}
+        with pytest.raises(GraphsysError, match="another writer holds"):
+            build_index(open_graph(graph_dir), ("csr",), force=True)
