@@ -186,18 +186,22 @@ def quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def check_trace_path(path: str | Path) -> Path:
+def check_trace_path(path: str | Path, *, overwrite: bool = False) -> Path:
     """Check that a trace can be written to ``path``, before any work starts.
 
     Parameters
     ----------
     path : str or path-like
-        A ``.json`` file name in an existing, writable directory (not a directory itself).
+        A ``.json`` file name in an existing, writable directory (not a directory itself),
+        following :func:`graphsys.outputs.check_output`: an existing file only with
+        ``overwrite``, never inside a graph or checkpoint directory.
+    overwrite : bool, default False
+        Allow replacing an existing file.
 
     Returns
     -------
     Path
-        ``path``.
+        An :class:`~graphsys.outputs.OutputPath` for ``path`` that keeps ``overwrite``.
 
     Raises
     ------
@@ -215,6 +219,9 @@ def check_trace_path(path: str | Path) -> Path:
     ...
     graphsys.errors.GraphsysError: run.txt: a trace is Chrome trace JSON; name it FILE.json
     """
+    from graphsys.outputs import check_output
+
+    checked = path
     path = Path(path)
     if path.suffix.lower() != ".json":
         raise GraphsysError(f"{path}: a trace is Chrome trace JSON; name it FILE.json")
@@ -223,10 +230,11 @@ def check_trace_path(path: str | Path) -> Path:
     parent = path.parent
     if not parent.is_dir():
         raise GraphsysError(f"{path}: directory {parent} does not exist")
+    out = check_output(checked, overwrite=overwrite, name="trace")
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists()
                                                      and not os.access(path, os.W_OK)):
         raise GraphsysError(f"{path}: not writable")
-    return path
+    return out
 
 
 def make_profiler(device: Any = "cpu", *, all_threads: bool = True):
@@ -258,10 +266,12 @@ def profiling(device: Any = "cpu", *, all_threads: bool = True) -> Iterator[Any]
 
 
 def write_trace(prof, path: str | Path) -> Path:
-    """Export ``prof``'s Chrome trace to ``path`` atomically (temp, fsync, rename)."""
+    """Export ``prof``'s Chrome trace to ``path`` atomically (temp, fsync, rename), as
+    :func:`check_trace_path` allows (an existing file only when ``path`` was checked with
+    ``overwrite``)."""
     from graphsys.storage.atomic import atomic_path
 
-    path = Path(path)
+    path = check_trace_path(path)  # again: a file may have appeared during the run
     try:
         with atomic_path(path, overwrite=True) as tmp:
             prof.export_chrome_trace(str(tmp))

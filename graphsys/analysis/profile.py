@@ -288,14 +288,17 @@ def report_paths(html_path: str | Path, *, overwrite: bool = False,
                  json_path: str | Path | None = None) -> tuple[Path, Path]:
     """The HTML page's and its JSON's paths (default JSON: ``html_path`` with suffix
     ``.json``), refused with one line when either exists (unless ``overwrite``) or its
-    directory does not: callers check before a run, so a profile is never thrown away."""
+    directory does not, or lies in a graph or checkpoint directory
+    (:func:`graphsys.outputs.check_output`): callers check before a run, so a profile is
+    never thrown away."""
+    from graphsys.outputs import check_output
+
     html_path = Path(html_path)
     jpath = Path(json_path) if json_path else html_path.with_suffix(".json")
     for p in (html_path, jpath):
-        if p.exists() and not overwrite:
-            raise GraphsysError(f"{p}: already exists (overwrite it or choose another path)")
         if not p.parent.is_dir():
             raise GraphsysError(f"{p}: directory {p.parent} does not exist")
+        check_output(p, overwrite=overwrite, name="report")
     return html_path, jpath
 
 

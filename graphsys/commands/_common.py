@@ -27,12 +27,18 @@ def graph_arg(value: str) -> str | Path:
 
 
 def add_trace_arg(parser) -> None:
-    """``--trace FILE.json``: a Chrome / Perfetto trace of the run (:mod:`graphsys.trace`)."""
+    """``--trace FILE.json``: a Chrome / Perfetto trace of the run (:mod:`graphsys.trace`),
+    and ``--overwrite`` when the command has none yet (call it after the command's own)."""
 
     parser.add_argument("--trace", type=Path, metavar="FILE.json",
                         help="write a Chrome trace (torch.profiler; opens in Perfetto) with "
                              "named ranges per superstep, bucket, minibatch and pipeline "
-                             "stage; the path is checked before the run starts")
+                             "stage; the path is checked before the run starts (an existing "
+                             "file only with --overwrite, never inside a graph or checkpoint "
+                             "directory)")
+    if "--overwrite" not in parser._option_string_actions:
+        parser.add_argument("--overwrite", action="store_true",
+                            help="replace an existing --trace file")
 
 
 def trace_path(args):
@@ -40,7 +46,8 @@ def trace_path(args):
     from graphsys.trace import check_trace_path
 
     trace = getattr(args, "trace", None)
-    return None if trace is None else check_trace_path(trace)
+    return None if trace is None else check_trace_path(
+        trace, overwrite=getattr(args, "overwrite", False))
 
 
 def show_progress(args) -> bool:

@@ -14,6 +14,7 @@ from graphsys.commands._common import emit_json, show_progress
 from graphsys.datasets.fetch import FetchResult, fetch
 from graphsys.datasets.loaders import ingest_dataset
 from graphsys.datasets.registry import Dataset, get_dataset, load_registry
+from graphsys.outputs import check_output_directory
 from graphsys.plugins import PARTITIONERS
 from graphsys.storage.ingest import IngestOptions
 from graphsys.units import parse_size
@@ -68,6 +69,8 @@ def run(args) -> int:
     if not dataset.licence.redistribute:
         print(f"note: {dataset.name} may not be redistributed ({dataset.licence.name}); "
               f"keep it out of packages and repositories", file=sys.stderr)
+    if args.datasets_command == "ingest":
+        check_output_directory(args.out)
     log = None if args.json else (lambda line: print(line, file=sys.stderr))
     fetched = fetch(dataset, cache=args.cache, mirror=args.mirror, log=log)
     if args.datasets_command == "fetch":

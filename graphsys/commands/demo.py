@@ -20,6 +20,7 @@ import numpy as np
 
 from graphsys.commands._common import emit_json, show_progress
 from graphsys.errors import GraphsysError
+from graphsys.outputs import check_output_directory
 
 
 @dataclass
@@ -157,6 +158,7 @@ STEPS: list[Callable[[_Demo], tuple[str, dict]]] = [_generate, _ingest, _verify,
 
 def run(args) -> int:
     if args.out is not None:
+        check_output_directory(args.out)
         if args.out.exists():
             raise GraphsysError(f"{args.out}: already exists (choose a new --out)")
         args.out.mkdir(parents=True)

@@ -66,6 +66,8 @@ def register(subparsers) -> None:
     x.add_argument("--out", type=Path, required=True,
                    help="entities TSV / Parquet file / NumPy directory")
     x.add_argument("--relations-out", type=Path, help="TSV of relation parameters (tsv)")
+    x.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out or --relations-out")
     x.add_argument("--entity-type", help="entity type (parquet/numpy; default the only one)")
     x.add_argument("--graph", type=Path, help="graph directory (default: the training graph)")
     x.add_argument("--json", action="store_true", help="print one JSON line (what was written)")
@@ -209,6 +211,11 @@ def run_eval(args) -> int:
 def run_export(args) -> int:
     from tqdm import tqdm
 
+    from graphsys.outputs import check_output
+
+    for path in (args.out, args.relations_out):
+        if path is not None:
+            check_output(path, overwrite=args.overwrite, name="out")
     emb = _load(args)
     if args.format == "tsv":
         types = emb.entity_types
@@ -272,7 +279,9 @@ def run_index(args) -> int:
 
 def run_import_pbg(args) -> int:
     from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
+    from graphsys.outputs import check_output_directory
 
+    check_output_directory(args.out)
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     rep = import_pbg_checkpoint(args.pbg_checkpoint, args.entity_path, args.graph, args.out,
                                 config=args.config, edges=args.edges, log=log)

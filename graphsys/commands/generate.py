@@ -46,6 +46,7 @@ from graphsys.generators._validate import check_float, check_int, check_seed
 from graphsys.generators.kg import check_fractions
 from graphsys.generators.rmat import RNG_BLOCK_EDGES, check_rmat_params
 from graphsys.generators.writer import check_writable, output_format
+from graphsys.outputs import check_output
 
 KINDS = ("rmat", "grid", "sbm", "kg")
 #: Rows per chunk handed to the writer: one R-MAT RNG block. Smaller than the library's 4M
@@ -160,9 +161,8 @@ def _number(text: str, option: str, **bounds) -> float:
 def _outputs_free(paths: list[Path], overwrite: bool) -> None:
     """Check every output up front, so nothing is written when one of them is taken."""
     for path in paths:
-        if path.exists() and not path.is_dir() and not overwrite:
-            raise GraphsysError(f"--out: {path}: already exists (remove it, choose another "
-                                f"name or pass --overwrite)")
+        if not path.is_dir():  # a directory is refused by check_writable below
+            check_output(path, overwrite=overwrite, name="out")
         try:
             check_writable(path, overwrite=overwrite)
         except GraphsysError as exc:

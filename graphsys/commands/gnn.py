@@ -20,6 +20,7 @@ from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
+from graphsys.outputs import check_output_directory
 from graphsys.plugins import GNN_MODELS
 
 
@@ -145,6 +146,8 @@ def _train(args) -> int:
         batches_per_epoch=args.batches_per_epoch, patience=args.patience, seed=args.seed,
         num_workers=args.num_workers, prefetch=args.prefetch)
     trace = trace_path(args)
+    if args.out is not None:
+        check_output_directory(args.out)
     device = resolve_device(args.device)
     node = args.task == "node"
     say = _say(args)
@@ -175,6 +178,7 @@ def _embed(args) -> int:
     from graphsys.gnn.data import open_source
     from graphsys.gnn.embed import embed_checkpoint
 
+    check_output_directory(args.out)
     device = resolve_device(args.device)
     say = _say(args)
     graph = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphsys.commands._common import column_arg, emit_json, show_progress
+from graphsys.outputs import check_output_directory
 from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.storage.format import DEFAULT_EDGE_SET
 from graphsys.storage.ingest_files import ingest
@@ -62,7 +63,7 @@ def run(args) -> int:
     # every flag is the keyword of graphsys.ingest with the flag's name (--partitions ->
     # partitions), so the library's parameter errors read as these flags
     appending = args.append_to is not None
-    out = args.append_to if appending else args.out
+    out = args.append_to if appending else check_output_directory(args.out)
     graph, report = ingest(
         [Path(x) for x in args.inputs], out, partitions=args.partitions,
         partitioner=args.partitioner, seed=args.seed, format=args.format,

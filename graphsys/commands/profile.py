@@ -77,7 +77,7 @@ def register(subparsers) -> None:
                    help="profile only the first N kernel launches under ncu (default: all)")
     p.add_argument("--report", type=Path, metavar="OUT.html",
                    help="write the HTML report here and its JSON beside it (OUT.json)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing report")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing report or trace")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     add_trace_arg(p)
     p.set_defaults(func=run)
@@ -107,11 +107,9 @@ def run(args) -> int:
     if args.report is not None and not args.report.parent.is_dir():
         raise GraphsysError(f"--report {args.report}: directory {args.report.parent} does "
                             f"not exist")
-    if args.report is not None and not args.overwrite:
+    if args.report is not None:
         # the page and its JSON, checked before the run so that no profile is thrown away
-        for path in report_paths(args.report, overwrite=True):
-            if path.exists():
-                raise GraphsysError(f"{path}: already exists (use --overwrite)")
+        report_paths(args.report, overwrite=args.overwrite)
     trace = trace_path(args)
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")

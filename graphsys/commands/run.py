@@ -42,7 +42,8 @@ def register(subparsers) -> None:
                    help=f"ALGO: one of {', '.join(ALGORITHMS.names())} (left out with "
                         f"--program); DIR: the graph directory")
     p.add_argument("--out", type=Path, metavar="FILE.parquet", help="per-node output")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out or --trace file")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
     p.add_argument("--mode", default="memory", help="memory or out-of-core (default: memory)")
     p.add_argument("--backend", default="auto", help="auto, numba or torch (default: auto)")
@@ -80,6 +81,7 @@ def run(args) -> int:
     from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
     from graphsys.device import resolve_device
+    from graphsys.outputs import check_output
     from graphsys.storage.atomic import atomic_path
     from graphsys.trace import recording
 
@@ -114,10 +116,9 @@ def run(args) -> int:
     if out is not None:
         if out.suffix != ".parquet":
             raise GraphsysError(f"--out {out}: expected a .parquet file name")
-        if out.exists() and not args.overwrite:
-            raise GraphsysError(f"{out}: already exists (use --overwrite or another --out)")
         if not out.parent.is_dir():
             raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
+        out = check_output(out, overwrite=args.overwrite, name="out")
     trace = trace_path(args)
     device = resolve_device(args.device)
     distributed = init_from_env(device)

@@ -54,6 +54,7 @@ from graphsys.storage.format import (
     index_file,
 )
 from graphsys.storage.kernels import count_into
+from graphsys.storage.lock import writer_lock
 from graphsys.storage.push_layout import (
     count_heavy,
     degree_order,
@@ -393,38 +394,47 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     names = graph.edge_sets if edge_sets is None else [graph.edge_set(e).name for e in edge_sets]
     manifest = graph.manifest
     built: dict[str, dict[str, IndexInfo]] = {}
-    for name in names:
-        for kind in kinds:
-            current = manifest.indexes.get(name, {}).get(kind)
-            if (current is not None and not force
-                    and current.edges_digest == edges_digest(manifest, name)):
-                continue
-            tmp = graph.path / "index" / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
-            tmp.mkdir(parents=True)
-            try:
-                info = (_build_push(graph, name, tmp, progress) if kind == "push" else
-                        _build_one(graph, name, kind, tmp, progress, memory_limit))
-                final_dir = graph.path / "index" / name
-                final_dir.mkdir(parents=True, exist_ok=True)
-                entries = {}
-                for column in info.columns():
-                    src = tmp / f"{kind}-{column}.arrow"
-                    fsync_path(src)
-                    rel = index_file(name, kind, column)
-                    entries[rel] = {"sha256": sha256_file(src), "bytes": src.stat().st_size}
-                    os.replace(src, graph.path / rel)
-                fsync_path(final_dir)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-            old = manifest.indexes.get(name, {}).get(kind)
-            for rel in [index_file(name, kind, c) for c in (old.columns() if old else ())]:
-                manifest.files.pop(rel, None)
-            manifest.files.update(entries)
-            manifest.indexes.setdefault(name, {})[kind] = info
-            built.setdefault(name, {})[kind] = info
-            # manifest last: the files it names are complete and on disk
-            write_bytes_atomic(graph.path / MANIFEST,
-                               json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+    if not force and all(name in manifest.indexes and kind in manifest.indexes[name] and
+                         manifest.indexes[name][kind].edges_digest ==
+                         edges_digest(manifest, name) for name in names for kind in kinds):
+        return built  # every index current: nothing to write, no lock (a read-only graph)
+    # one writer at a time, and none since the graph was opened: writing back a manifest
+    # read before another writer's commit would drop that commit
+    with writer_lock(graph.path, manifest):
+        for name in names:
+            for kind in kinds:
+                current = manifest.indexes.get(name, {}).get(kind)
+                if (current is not None and not force
+                        and current.edges_digest == edges_digest(manifest, name)):
+                    continue
+                tmp = (graph.path / "index"
+                       / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}")
+                tmp.mkdir(parents=True)
+                try:
+                    info = (_build_push(graph, name, tmp, progress) if kind == "push" else
+                            _build_one(graph, name, kind, tmp, progress, memory_limit))
+                    final_dir = graph.path / "index" / name
+                    final_dir.mkdir(parents=True, exist_ok=True)
+                    entries = {}
+                    for column in info.columns():
+                        src = tmp / f"{kind}-{column}.arrow"
+                        fsync_path(src)
+                        rel = index_file(name, kind, column)
+                        entries[rel] = {"sha256": sha256_file(src),
+                                        "bytes": src.stat().st_size}
+                        os.replace(src, graph.path / rel)
+                    fsync_path(final_dir)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                old = manifest.indexes.get(name, {}).get(kind)
+                for rel in [index_file(name, kind, c) for c in (old.columns() if old else ())]:
+                    manifest.files.pop(rel, None)
+                manifest.files.update(entries)
+                manifest.indexes.setdefault(name, {})[kind] = info
+                built.setdefault(name, {})[kind] = info
+                # manifest last: the files it names are complete and on disk
+                write_bytes_atomic(graph.path / MANIFEST,
+                                   json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     return built
 
 

@@ -53,6 +53,7 @@ from graphsys.storage.ids import IdIndex
 from graphsys.storage.ingest import edge_set_names, write_edge_sets
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
+from graphsys.storage.lock import writer_lock
 from graphsys.storage.node_files import file_entry
 
 
@@ -107,7 +108,8 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
     if opts.undirected and any(r.lhs != r.rhs for r in m.relation_types):
         raise GraphsysError("undirected needs relations whose lhs and rhs entity types are "
                             "the same")
-    with replacement_directory(graph) as staging:
+    # one writer at a time; refused when another committed since m was read
+    with writer_lock(graph, m), replacement_directory(graph) as staging:
         job = IngestJob(edges, (), opts, staging)
         job.read_all()
         old_ids = {t: _stored_ids(graph, m, t) for t in m.entity_types}

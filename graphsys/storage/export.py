@@ -10,6 +10,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from graphsys.errors import GraphsysError
+from graphsys.outputs import check_output
 from graphsys.storage.atomic import atomic_path
 from graphsys.storage.graph import Graph
 
@@ -69,6 +70,7 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     else:
         raise GraphsysError(f"{out}: output must end in .parquet, .tsv, .csv (or .tsv.gz, "
                             f".csv.gz)")
+    check_output(out, overwrite=overwrite, name="out")
     es = graph.edge_set(edge_set)
     rels = graph.relation_types
     ids = {t: graph.node_ids(t) for t in graph.entity_types}

@@ -21,6 +21,7 @@ from graphsys.errors import GraphsysError
 from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column
 from graphsys.storage.format import MANIFEST, MAPPED_COLUMN_DTYPES, NodeColumn, node_column_file
+from graphsys.storage.lock import writer_lock
 
 
 def write_node_column(path: str | Path, name: str, kind: str,
@@ -90,32 +91,37 @@ def write_node_column(path: str | Path, name: str, kind: str,
         raise GraphsysError(f"entity type {et.name!r} already has a node column {name!r}")
     if kind == "label":
         dim = 1
-    n = et.num_nodes
-    rel = node_column_file(et.name, name)
-    final = graph.path / rel
-    tmp = final.with_name(f".{final.name}.tmp")
-    try:
-        values = allocate_column(tmp, name, np.dtype(dtype), n, dim if kind == "features" else 0)
-        for start in range(0, n, chunk_rows):
-            stop = min(n, start + chunk_rows)
-            chunk = np.asarray(fill(start, stop))
-            if chunk.shape != values[start:stop].shape:
-                raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) returned "
-                                    f"shape {chunk.shape}, expected {values[start:stop].shape}")
-            values[start:stop] = chunk
-        if isinstance(values, np.memmap):
-            values.flush()
-        del values
-        fsync_path(tmp)
-        entry = {"sha256": sha256_file(tmp), "bytes": tmp.stat().st_size}
-        tmp.replace(final)
-        fsync_path(final.parent)
-    finally:
-        tmp.unlink(missing_ok=True)
-    column = NodeColumn(name, kind, dim, dtype)
-    manifest = graph.manifest
-    manifest.entity_types[et.name].columns.append(column)
-    manifest.files[rel] = entry
-    write_bytes_atomic(graph.path / MANIFEST,
-                       json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+    # one writer at a time, and none since the graph was opened (its manifest is written
+    # back)
+    with writer_lock(graph.path, graph.manifest):
+        n = et.num_nodes
+        rel = node_column_file(et.name, name)
+        final = graph.path / rel
+        tmp = final.with_name(f".{final.name}.tmp")
+        try:
+            values = allocate_column(tmp, name, np.dtype(dtype), n,
+                                     dim if kind == "features" else 0)
+            for start in range(0, n, chunk_rows):
+                stop = min(n, start + chunk_rows)
+                chunk = np.asarray(fill(start, stop))
+                if chunk.shape != values[start:stop].shape:
+                    raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) "
+                                        f"returned shape {chunk.shape}, expected "
+                                        f"{values[start:stop].shape}")
+                values[start:stop] = chunk
+            if isinstance(values, np.memmap):
+                values.flush()
+            del values
+            fsync_path(tmp)
+            entry = {"sha256": sha256_file(tmp), "bytes": tmp.stat().st_size}
+            tmp.replace(final)
+            fsync_path(final.parent)
+        finally:
+            tmp.unlink(missing_ok=True)
+        column = NodeColumn(name, kind, dim, dtype)
+        manifest = graph.manifest
+        manifest.entity_types[et.name].columns.append(column)
+        manifest.files[rel] = entry
+        write_bytes_atomic(graph.path / MANIFEST,
+                           json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     return column

@@ -281,5 +281,5 @@ def test_existing_report_json_is_refused_before_the_run(main, graph_dir, tmp_pat
     report.with_suffix(".json").write_text("{}")
     rc = main(["profile", "pagerank", str(graph_dir), "--report", str(report)])
     err = capsys.readouterr().err.strip()
-    assert rc != 0 and "r.json: already exists" in err and "\n" not in err
+    assert rc != 0 and "r.json, which already exists" in err and "\n" not in err
     assert not report.exists()

@@ -1,0 +1,160 @@
+"""The rule every output path follows: no existing file is replaced unasked, and nothing is
+written inside a graph or checkpoint directory.
+
+:func:`check_output` is called on each output path (a trace, a report and its JSON, a
+per-node result, an exported edge list or embedding table, a generated edge list) before
+any work starts:
+
+* an existing path is refused in one line unless the caller allows replacing it
+  (``overwrite``);
+* a path inside a graphsys graph directory (``manifest.json``), an embedding or GNN
+  checkpoint (``checkpoint.json``, ``model.json``) or a GNN embedding directory
+  (``embeddings.json``), or that is one, is refused in one line even with ``overwrite``:
+  a file written there can replace the manifest and leave a graph that no longer opens,
+  or be an unlisted file that the checkpoint's reader refuses.
+
+It returns an :class:`OutputPath`: a path that remembers ``overwrite``, so a library
+function handed a path its caller already checked (``fit(trace=...)``) checks it again with
+the caller's choice.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from graphsys.errors import GraphsysError, ParameterError
+
+#: Marker files of the directories outputs stay out of: file name -> (format name that its
+#: ``"format"`` field holds, what the directory is called in messages).
+PROTECTED_MARKERS = {
+    "manifest.json": ("graphsys-graph", "graph"),
+    "checkpoint.json": ("graphsys-embeddings", "checkpoint"),
+    "model.json": ("graphsys-gnn-checkpoint", "checkpoint"),
+    "embeddings.json": ("graphsys-gnn-embeddings", "embedding"),
+}
+#: Bytes of a marker file read to find its ``"format"`` field (written first by graphsys).
+_HEAD_BYTES = 4096
+
+
+class OutputPath(type(Path())):  # type: ignore[misc]
+    """A checked output path (:func:`check_output`): a :class:`~pathlib.Path` that also
+    carries ``overwrite``, whether its caller allows replacing an existing file."""
+
+    overwrite: bool = False
+
+
+def _marker_kind(directory: Path) -> str | None:
+    """What ``directory`` is (``graph``, ``checkpoint``, ``embedding``) when it holds a
+    graphsys marker file, else None."""
+    for name, (fmt, kind) in PROTECTED_MARKERS.items():
+        try:
+            with open(directory / name, "rb") as f:
+                head = f.read(_HEAD_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        if re.search(r'"format"\s*:\s*"' + re.escape(fmt) + '"', head):
+            return kind
+    return None
+
+
+def protected_directory(path: str | os.PathLike) -> tuple[Path, str] | None:
+    """The graph, checkpoint or embedding directory that ``path`` is or lies inside (the
+    nearest one, with its kind), or None. Symbolic links are followed."""
+    here = Path(os.path.abspath(path))
+    for directory in (here, *here.parents):
+        if directory.is_dir():
+            kind = _marker_kind(directory.resolve())
+            if kind is not None:
+                return directory, kind
+    return None
+
+
+def check_output(path: str | os.PathLike, *, overwrite: bool = False,
+                 name: str = "out") -> OutputPath:
+    """Check the output path ``path`` against the rule of this module and return it as an
+    :class:`OutputPath`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Where the output will be written (a file, or a directory a command creates). An
+        :class:`OutputPath` keeps the ``overwrite`` it was checked with.
+    overwrite : bool
+        Allow replacing an existing ``path``.
+    name : str
+        The parameter that gave ``path``, named by the messages.
+
+    Returns
+    -------
+    OutputPath
+        ``path``, carrying ``overwrite``.
+
+    Raises
+    ------
+    GraphsysError
+        ``path`` is or lies inside a graph, checkpoint or embedding directory.
+    ParameterError
+        ``path`` exists and ``overwrite`` is not set.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.outputs import check_output
+    >>> root = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), root + "/g")
+    >>> check_output(root + "/pr.parquet").overwrite
+    False
+    >>> check_output(root + "/g/manifest.json", overwrite=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: .../g/manifest.json: inside the graph directory .../g; ...
+    """
+    allowed = bool(overwrite or getattr(path, "overwrite", False))
+    out = OutputPath(path)
+    out.overwrite = allowed
+    _refuse_inside(path, protected_directory(out))
+    if (out.exists() or out.is_symlink()) and not allowed:
+        raise ParameterError("overwrite", f"is needed to replace {path}, which already "
+                                          f"exists (or choose another {name} path)")
+    return out
+
+
+def check_output_directory(path: str | os.PathLike) -> Path:
+    """Refuse, in one line, a directory that a command creates or fills (a checkpoint, an
+    embedding directory, a graph) inside a graph, checkpoint or embedding directory; whether
+    an existing ``path`` is resumed, refused or replaced is the command's own rule.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The directory to create or fill.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    GraphsysError
+        A parent of ``path`` is a graph, checkpoint or embedding directory.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from graphsys.outputs import check_output_directory
+    >>> check_output_directory(tempfile.mkdtemp() + "/ck").name
+    'ck'
+    """
+    path = Path(path)
+    _refuse_inside(path, protected_directory(Path(os.path.abspath(path)).parent))
+    return path
+
+
+def _refuse_inside(path, inside: tuple[Path, str] | None) -> None:
+    if inside is not None:
+        root, kind = inside
+        raise GraphsysError(f"{path}: inside the {kind} directory {root}; outputs are "
+                            f"written outside graph and checkpoint directories")

@@ -1,0 +1,199 @@
+"""No output path replaces an existing file unasked, and none lands inside a graph or
+checkpoint directory (:mod:`graphsys.outputs`): ``--trace``, ``--report`` (and its JSON),
+``run --out``, ``export --out``, ``generate --out``, ``embed export --out``; each refusal
+is one line, before any work."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from graphsys import cli, open_graph, trace
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.outputs import (
+    OutputPath,
+    check_output,
+    check_output_directory,
+    protected_directory,
+)
+from graphsys.storage.format import MANIFEST
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    root = tmp_path_factory.mktemp("outputs")
+    rng = np.random.default_rng(0)
+    rows = {(int(rng.integers(40)), int(rng.integers(2)), int(rng.integers(40)))
+            for _ in range(300)}
+    (root / "e.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in sorted(rows)))
+    ingest([EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2)],
+           root / "g", IngestOptions(num_partitions=2))
+    return root / "g"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(graph, tmp_path_factory):
+    out = tmp_path_factory.mktemp("outputs-ck") / "ck"
+    assert cli.main(["embed", "train", "--graph", str(graph), "--out", str(out), "--set",
+                     "dimension=4", "--set", "num_epochs=1", "--set", "num_partitions=2",
+                     "--json"]) == 0
+    assert (out / "checkpoint.json").is_file()
+    return out
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+def _run(graph, *extra):
+    return cli.main(["run", "pagerank", str(graph), "--max-iters", "2", "--json", *extra])
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_trace_into_the_graph_read_is_refused(graph, capsys, overwrite):
+    before = (graph / MANIFEST).read_bytes()
+    assert _run(graph, "--trace", str(graph / MANIFEST), *overwrite) == 2
+    line = _one_line_error(capsys)
+    assert f"inside the graph directory {graph}" in line
+    assert (graph / MANIFEST).read_bytes() == before
+    open_graph(graph)
+    assert _run(graph, "--trace", str(graph / "nodes" / "t.json"), *overwrite) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_trace_into_a_checkpoint_is_refused(graph, checkpoint, capsys, overwrite):
+    meta = (checkpoint / "checkpoint.json").read_bytes()
+    assert _run(graph, "--trace", str(checkpoint / "checkpoint.json"), *overwrite) == 2
+    assert f"inside the checkpoint directory {checkpoint}" in _one_line_error(capsys)
+    assert _run(graph, "--trace", str(checkpoint / "new.json"), *overwrite) == 2
+    assert "inside the checkpoint directory" in _one_line_error(capsys)
+    assert not (checkpoint / "new.json").exists()
+    assert (checkpoint / "checkpoint.json").read_bytes() == meta
+    # training on into the checkpoint is still allowed; its trace goes elsewhere
+    assert cli.main(["embed", "train", "--graph", str(graph), "--out", str(checkpoint),
+                     "--set", "dimension=4", "--set", "num_epochs=1", "--set",
+                     "num_partitions=2", "--json", "--trace",
+                     str(checkpoint / "t.json")]) == 2
+    assert "inside the checkpoint directory" in _one_line_error(capsys)
+
+
+def test_existing_trace_needs_overwrite(graph, tmp_path, capsys):
+    path = tmp_path / "t.json"
+    path.write_text("keep me")
+    assert _run(graph, "--trace", str(path)) == 2
+    assert _one_line_error(capsys) == (f"error: --overwrite is needed to replace {path}, "
+                                       f"which already exists (or choose another trace path)")
+    assert path.read_text() == "keep me"
+    assert _run(graph, "--trace", str(path), "--overwrite") == 0
+    assert "traceEvents" in json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("command", [
+    ["embed", "train", "--graph", "{g}", "--out", "{tmp}/ck2", "--set", "dimension=4",
+     "--set", "num_epochs=1"],
+    ["profile", "pagerank", "{g}", "--max-iters", "2", "--no-dense"],
+])
+def test_every_trace_command_refuses_an_existing_file(graph, tmp_path, capsys, command):
+    path = tmp_path / "t.json"
+    path.write_text("keep me")
+    argv = [a.format(g=graph, tmp=tmp_path) for a in command]
+    assert cli.main(argv + ["--trace", str(path)]) == 2
+    assert "--overwrite is needed to replace" in _one_line_error(capsys)
+    assert path.read_text() == "keep me"
+    assert not (tmp_path / "ck2").exists()
+
+
+def test_run_out(graph, tmp_path, capsys):
+    out = tmp_path / "pr.parquet"
+    out.write_text("keep me")
+    assert _run(graph, "--out", str(out)) == 2
+    assert "--overwrite is needed to replace" in _one_line_error(capsys)
+    assert out.read_text() == "keep me"
+    assert _run(graph, "--out", str(graph / "pr.parquet"), "--overwrite") == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    assert not (graph / "pr.parquet").exists()
+    assert _run(graph, "--out", str(out), "--overwrite") == 0
+
+
+def test_profile_report_and_its_json(graph, tmp_path, capsys):
+    report = tmp_path / "p.html"
+    (tmp_path / "p.json").write_text("keep me")  # the report's JSON, beside it
+    argv = ["profile", "pagerank", str(graph), "--max-iters", "2", "--no-dense", "--json"]
+    assert cli.main(argv + ["--report", str(report)]) == 2
+    assert "--overwrite is needed to replace" in _one_line_error(capsys)
+    assert (tmp_path / "p.json").read_text() == "keep me"
+    assert cli.main(argv + ["--report", str(graph / "p.html"), "--overwrite"]) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+
+
+def test_export_and_generate_outputs(graph, checkpoint, tmp_path, capsys):
+    assert cli.main(["export", str(graph), "--out", str(graph / "e.tsv"), "--overwrite"]) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    taken = tmp_path / "taken.tsv"
+    taken.write_text("keep me")
+    assert cli.main(["generate", "rmat", "--nodes", "64", "--edges", "100", "--out",
+                     str(taken)]) == 2
+    assert "--overwrite is needed to replace" in _one_line_error(capsys)
+    assert taken.read_text() == "keep me"
+    assert cli.main(["generate", "rmat", "--nodes", "64", "--edges", "100", "--out",
+                     str(graph / "x.tsv"), "--overwrite"]) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    assert cli.main(["embed", "export", str(checkpoint), "--out", str(taken)]) == 2
+    assert "--overwrite is needed to replace" in _one_line_error(capsys)
+    assert cli.main(["embed", "export", str(checkpoint), "--out",
+                     str(checkpoint / "e.tsv"), "--overwrite"]) == 2
+    assert "inside the checkpoint directory" in _one_line_error(capsys)
+    assert cli.main(["embed", "export", str(checkpoint), "--out", str(taken),
+                     "--overwrite"]) == 0
+    assert taken.read_text() != "keep me"
+
+
+def test_check_output_library(graph, tmp_path):
+    out = check_output(tmp_path / "a.json")
+    assert isinstance(out, OutputPath) and out == tmp_path / "a.json" and not out.overwrite
+    (tmp_path / "a.json").write_text("x")
+    with pytest.raises(ParameterError, match="overwrite is needed to replace"):
+        check_output(tmp_path / "a.json")
+    kept = check_output(tmp_path / "a.json", overwrite=True)
+    assert kept.overwrite and check_output(kept).overwrite  # the choice travels with it
+    with pytest.raises(GraphsysError, match="inside the graph directory"):
+        check_output(graph / "deep" / "er" / "x.json", overwrite=True)
+    assert protected_directory(graph / "nodes") == (graph, "graph")
+    assert protected_directory(tmp_path / "a.json") is None
+    # a directory that merely holds some other manifest.json is not protected
+    (tmp_path / "manifest.json").write_text('{"format": "something-else"}')
+    assert protected_directory(tmp_path / "b.json") is None
+
+
+def test_recording_keeps_the_overwrite_choice(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text("old")
+    with pytest.raises(ParameterError, match="overwrite is needed"):
+        with trace.recording(path):
+            pass
+    assert path.read_text() == "old"
+    with trace.recording(trace.check_trace_path(path, overwrite=True)):
+        pass
+    assert "traceEvents" in json.loads(path.read_text())
+
+
+def test_directory_outputs_stay_out_of_graphs_and_checkpoints(graph, checkpoint, tmp_path,
+                                                              capsys):
+    edges = graph.parent / "e.tsv"
+    assert cli.main(["ingest", str(edges), "--out", str(graph / "sub")]) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    assert cli.main(["demo", "--out", str(checkpoint / "demo")]) == 2
+    assert "inside the checkpoint directory" in _one_line_error(capsys)
+    assert cli.main(["gnn", "embed", "--checkpoint", str(tmp_path / "none"), "--out",
+                     str(graph / "emb")]) == 2
+    assert "inside the graph directory" in _one_line_error(capsys)
+    assert not (graph / "sub").exists() and not (graph / "emb").exists()
+    assert not (checkpoint / "demo").exists()
+    # the directory itself may be one (training on resumes a checkpoint): only its parents
+    assert check_output_directory(checkpoint) == checkpoint
