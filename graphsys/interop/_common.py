@@ -41,6 +41,9 @@ def node_table(num_nodes: int, columns: dict[str, Any], ids: np.ndarray | None =
         if v.shape[:1] != (num_nodes,):
             raise InputError(f"node column {name!r} has shape {v.shape}; expected "
                              f"{num_nodes} rows (one per node)")
+        if name == "label" and not (v.dtype.kind in "iu" and v.ndim == 1):
+            raise InputError(f"node column 'label' has dtype {v.dtype} and shape {v.shape}: "
+                             f"labels are integer classes (N,), -1 for unknown")
         if v.dtype.kind == "f":
             v = v.reshape(num_nodes, -1).astype(np.float32, copy=False)
             arrays[name] = pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)),

@@ -67,6 +67,10 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
     if not nodes:
         raise InputError("from_networkx: the graph has no nodes")
     if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in nodes):
+        big = next((v for v in nodes if not -2**63 <= int(v) < 2**63), None)
+        if big is not None:
+            raise InputError(f"from_networkx: node {big} does not fit int64 (use str keys for "
+                             f"such ids)")
         ids = np.asarray(nodes, dtype=np.int64)
     elif all(isinstance(v, str) for v in nodes):
         ids = np.asarray(nodes, dtype=object)
@@ -80,7 +84,13 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
     dst = np.fromiter((pos[v] for _, v in G.edges()), np.int64, m)
     w = None
     if weight is not None and m and all(weight in d for _, _, d in G.edges(data=True)):
-        w = np.fromiter((d[weight] for _, _, d in G.edges(data=True)), np.float32, m)
+        try:
+            w = np.fromiter((d[weight] for _, _, d in G.edges(data=True)), np.float32, m)
+        except (TypeError, ValueError):
+            u, v, d = next((u, v, d) for u, v, d in G.edges(data=True)
+                           if not _is_number(d[weight]))
+            raise InputError(f"from_networkx: edge ({u!r}, {v!r}) has {weight}={d[weight]!r}, "
+                             f"not a number (pass weight=None to ignore edge weights)") from None
     if node_attrs is None:
         data = [G.nodes[v] for v in nodes]
         node_attrs = tuple(k for k in data[0] if all(k in d for d in data))
@@ -150,3 +160,11 @@ def to_networkx(graph: Graph, *, edge_set: str | None = None,
     else:
         G.add_weighted_edges_from(zip(s, d, ex.weight.tolist()))
     return G
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, (str, bytes))

@@ -92,7 +92,17 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
             continue
         if (torch.is_tensor(value) and data.is_node_attr(key) and value.shape[:1] == (n,)
                 and (value.is_floating_point() or value.dim() == 1)):
-            columns[_TO_GRAPHSYS.get(key, key)] = value.detach().cpu().numpy()
+            array = value.detach().cpu().numpy()
+            if key == "y" and array.dtype.kind == "f":
+                # class ids stored as floats are labels; other float targets (regression)
+                # keep their own name: a label column holds integer classes only
+                if (array.ndim == 1 and np.isfinite(array).all()
+                        and (array == np.round(array)).all()):
+                    array = array.astype(np.int64)
+                else:
+                    columns["y"] = array
+                    continue
+            columns[_TO_GRAPHSYS.get(key, key)] = array
         else:
             dropped.append(key)
     return ingest_arrays(ei[0], ei[1], out, num_nodes=n, weight=weight, node_columns=columns,

@@ -64,6 +64,9 @@ def from_scipy(matrix, out: str | Path, *, weighted: bool | None = None,
         raise InputError(f"from_scipy needs a square adjacency matrix, got shape {n}x{m}")
     coo = matrix.tocoo()
     data = np.asarray(coo.data)
+    if np.iscomplexobj(data):
+        raise InputError(f"from_scipy: the matrix holds complex values ({data.dtype}); edge "
+                         f"weights are real: pass matrix.real or abs(matrix) explicitly")
     if weighted is None:
         weighted = bool(len(data)) and not np.all(data == 1)
     return ingest_arrays(coo.row.astype(np.int64), coo.col.astype(np.int64), out, num_nodes=n,

@@ -958,11 +958,7 @@ class Graph:
         sorted_ids, order = self._id_index[et.name]
         scalar = np.isscalar(ids) or isinstance(ids, str)
         if et.id_type == "int64":
-            try:
-                q = np.atleast_1d(np.asarray(ids, dtype=np.int64))
-            except (TypeError, ValueError, OverflowError):
-                raise GraphsysError(f"ids of entity type {et.name!r} are integers; got "
-                                    f"{ids!r}") from None
+            q = _integer_ids(ids, f"ids of entity type {et.name!r} are integers")
             pos = kernels.lookup_ints(sorted_ids, q)
         else:
             q = pa.array([ids] if scalar else list(ids) if not isinstance(ids, pa.Array) else ids,
@@ -999,7 +995,12 @@ class Graph:
         [20, 10]
         """
         ids = self.node_ids(entity_type)
-        idx = np.asarray(internal, dtype=np.int64)
+        idx = _integer_ids(internal, "internal ids are integers")
+        bad = (idx < 0) | (idx >= len(ids))
+        if bad.any():
+            raise GraphsysError(f"internal id {int(idx[bad][0])} is outside 0..{len(ids) - 1} "
+                                f"(entity type {self.entity_type(entity_type).name!r})")
+        idx = idx if np.ndim(internal) else idx[0]
         if isinstance(ids, np.ndarray):
             return ids[idx]
         return ids.take(pa.array(np.atleast_1d(idx)))
@@ -1136,3 +1137,28 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -
     graph = Graph(loc.root, manifest, loc)
     check_node_rows(graph)
     return graph
+
+
+def _integer_ids(values, what: str) -> np.ndarray:
+    """``values`` as int64 (1-D): integers, or floats with no fractional part; a bool, a
+    fractional or non-finite float, a string or an integer beyond int64 is a one-line
+    :class:`GraphsysError` starting with ``what`` (never truncated or wrapped around)."""
+    try:
+        arr = np.atleast_1d(np.asarray(values))
+    except (TypeError, ValueError, OverflowError):
+        arr = np.atleast_1d(np.asarray(values, dtype=object))
+    if arr.dtype == bool or arr.dtype.kind not in "iuf":
+        if arr.dtype.kind == "O" and all(isinstance(v, (int, np.integer)) and
+                                         not isinstance(v, (bool, np.bool_)) for v in arr):
+            if all(-2**63 <= int(v) < 2**63 for v in arr):
+                return arr.astype(np.int64)
+        first = next((v for v in arr.tolist() if not isinstance(v, int) or isinstance(v, bool)
+                      or not -2**63 <= v < 2**63), arr.tolist()[0] if len(arr) else values)
+        raise GraphsysError(f"{what}; got {first!r}")
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) >= 2.0**63)
+        if bad.any():
+            raise GraphsysError(f"{what}; got {arr[bad][0].item()!r}")
+    if arr.dtype.kind == "u" and len(arr) and int(arr.max()) >= 2**63:
+        raise GraphsysError(f"{what}; got {int(arr.max())} (beyond int64)")
+    return arr.astype(np.int64)
