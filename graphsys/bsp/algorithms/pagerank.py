@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -31,7 +32,8 @@ import torch
 
 from graphsys.bsp.algorithms.common import execute, open_if_path, source_index
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.edges import cache_bytes
+from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
+from graphsys.bsp.engine import Result, document_options, engine_options, fill_doc
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_pagerank import (
     bfs_order,
@@ -95,7 +97,7 @@ class PageRank(VertexProgram):
     def __init__(self, damping: float = 0.85, tol: float = 1e-6,
                  personalization: np.ndarray | None = None, sum_dtype: str = "float64"):
         if not 0.0 < damping < 1.0:
-            raise GraphsysError(f"damping must be in (0, 1), got {damping!r}")
+            raise ParameterError("damping", f"must be in (0, 1), got {damping!r}")
         if not tol > 0:
             raise ParameterError("tol", f"must be positive, got {tol!r}")
         self.damping, self.tol, self.personalization = damping, tol, personalization
@@ -315,21 +317,145 @@ def _update_pass(combined, rank, inv_deg, p, damping, base, scale, send):
     return delta, dangling
 
 
+_PAGERANK_PARAMETERS = """damping : float, default 0.85
+    The probability :math:`\\alpha` of following an edge rather than teleporting, in
+    (0, 1).
+tol : float, default 1e-6
+    Stop when the L1 change of the rank vector falls below ``tol`` (networkx compares
+    with ``N * tol``).
+max_iters : int, optional
+    Most iterations (supersteps; default 100). ``result.stats.converged`` is False when
+    they ran out first.
+sum_dtype : {"float64", "float32"}, default "float64"
+    The dtype the numba CPU kernels send and sum messages in; ``float32`` halves the
+    cache footprint of the random accesses at a bounded relative error (see
+    :mod:`graphsys.bsp.algorithms.pagerank`); the torch backend refuses it."""
+
+_PAGERANK_REFERENCES = """\
+.. [1] L. Page, S. Brin, R. Motwani, T. Winograd, "The PageRank citation ranking:
+   bringing order to the web", Stanford InfoLab technical report, 1999.
+.. [2] J. Shun, G. E. Blelloch, "Ligra: a lightweight graph processing framework for
+   shared memory", PPoPP 2013 (the push/pull switch of the superstep loop)."""
+
+
+@document_options()
+@fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
+          pagerank_references=_PAGERANK_REFERENCES)
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
-             sum_dtype: str = "float64", **run_kwargs):
-    """PageRank of every node: :class:`~graphsys.bsp.engine.Result` with float64 (N,) ranks
-    summing to 1; at most ``max_iters`` supersteps (default 100); ``sum_dtype`` as in the
-    module docstring. ``run_kwargs`` go to :func:`graphsys.bsp.engine.run` (mode, device,
-    ...)."""
+             sum_dtype: str = "float64", mode: str = "memory", device: str = "cpu",
+             backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
+             distributed: bool = False, progress: Callable | None = None,
+             readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
+             fuse: bool = True) -> Result:
+    """PageRank of every node, as networkx's :func:`networkx.pagerank` defines it.
+
+    Power iteration of :math:`x \\leftarrow \\alpha (A^\\top D^{-1} x + p \\sum_{d_u = 0}
+    x_u) + (1 - \\alpha) p` with a uniform teleport :math:`p`; the rank of dangling
+    nodes (no out-edges) is spread like the teleport, multi-edges count with their
+    multiplicity, edge weights are ignored. In memory on CPU the iterations run as one
+    fused numba loop whose layout (pull, push into destination blocks, breadth-first
+    renumbered pull) is picked from the graph's shape; ``result.stats.method`` names it.
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    %(pagerank_parameters)s
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) ranks summing to 1, by internal node id; map them to
+        original ids with ``result.top(k)``, ``result.value(id)``, ``result.to_dict()`` or
+        ``result.to_table()``. ``result.stats``: the run's :class:`RunStats`.
+
+    Raises
+    ------
+    ParameterError
+        ``damping`` outside (0, 1), ``tol`` not positive, an unknown ``sum_dtype``,
+        ``mode``, ``backend`` or ``device``.
+
+    See Also
+    --------
+    personalized_pagerank : teleport to chosen nodes instead of uniformly.
+
+    References
+    ----------
+    %(pagerank_references)s
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3, 3, 4]), np.array([2, 3, 1, 4, 1])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> result = bsp.pagerank(g, tol=1e-10)
+    >>> [(node, round(rank, 3)) for node, rank in result.top(3)]
+    [(1, 0.287), (2, 0.281), (3, 0.277)]
+    >>> round(result.value(4), 3)
+    0.155
+    """
     return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
-                             sum_dtype=sum_dtype, **run_kwargs)
+                             sum_dtype=sum_dtype, **engine_options(locals()))
 
 
+@document_options()
+@fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
+          pagerank_references=_PAGERANK_REFERENCES)
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
                           tol: float = 1e-6, max_iters: int | None = None,
-                          sum_dtype: str = "float64", **run_kwargs):
-    """PageRank teleporting to ``sources`` (original node ids; ``weights`` optional,
-    default equal) instead of uniformly; dangling mass follows the same distribution."""
+                          sum_dtype: str = "float64", mode: str = "memory",
+                          device: str = "cpu", backend: str = "auto",
+                          threads: int | None = None, edge_set: str | None = None,
+                          distributed: bool = False, progress: Callable | None = None,
+                          readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
+                          fuse: bool = True) -> Result:
+    """PageRank teleporting to chosen source nodes instead of uniformly.
+
+    The same iteration as :func:`pagerank` with the teleport vector :math:`p` put on
+    ``sources`` (in proportion to ``weights``); dangling mass follows the same
+    distribution, as ``networkx.pagerank(G, personalization=...)`` does.
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    sources : node id or sequence of node ids
+        Original ids of the nodes the walk teleports to.
+    weights : sequence of float, optional
+        Non-negative teleport weight of each source, not all zero (default: equal).
+    %(pagerank_parameters)s
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) ranks summing to 1, by internal node id (see
+        :func:`pagerank`).
+
+    Raises
+    ------
+    ParameterError
+        ``sources`` empty, or a bad ``damping``, ``tol`` or engine option.
+    GraphsysError
+        A source id that is not a node of the graph, or ``weights`` negative, all zero or
+        not one per source.
+
+    References
+    ----------
+    %(pagerank_references)s
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3, 3, 4]), np.array([2, 3, 1, 4, 1])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> result = bsp.personalized_pagerank(g, [4], tol=1e-10)
+    >>> [(node, round(rank, 3)) for node, rank in result.top(3)]
+    [(1, 0.295), (2, 0.251), (4, 0.241)]
+    """
     graph = open_if_path(graph)
     src = np.atleast_1d(np.asarray(sources, dtype=object if isinstance(sources, str) else None))
     if src.size == 0:
@@ -344,7 +470,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     np.add.at(p, idx, w)
     prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype)
     prog.name = "ppr"
-    return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **run_kwargs)
+    return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **engine_options(locals()))
 
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
