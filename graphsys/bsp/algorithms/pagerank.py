@@ -83,12 +83,17 @@ class PageRank(VertexProgram):
     array once. With the numba backend that update is one parallel pass
     (:func:`_update_pass`); on the torch backend (any device) it is a few tensor ops.
 
-    Args:
-        damping: :math:`\alpha` in (0, 1) (default 0.85).
-        tol: L1 change threshold (default 1e-6).
-        personalization: float64 (N,) non-negative teleport weights by global id, or None.
-        sum_dtype: ``"float64"`` (default) or ``"float32"`` sent values and sums (see the
-            module docstring for the error bound).
+    Parameters
+    ----------
+    damping : float, default 0.85
+        :math:`\alpha` in (0, 1).
+    tol : float, default 1e-6
+        L1 change threshold.
+    personalization : numpy.ndarray, optional
+        float64 (N,) non-negative teleport weights by internal id; None: uniform.
+    sum_dtype : {"float64", "float32"}, default "float64"
+        The dtype of the sent values and sums (see the module docstring for the error
+        bound).
     """
 
     name = "pagerank"
