@@ -51,27 +51,26 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.storage.push_layout import degree_order, min_blocks, push_layout
 
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
-#: breadth-first order (in memory, CPU): a locality order cut luxembourg-osm's iteration from
-#: 1.10 to 0.76 ms of CPU (reverse Cuthill-McKee, measured; BFS order is its cheap cousin)
+#: breadth-first order (in memory, CPU): on road networks and meshes a locality order puts
+#: a target's sources in nearby cache lines (reverse Cuthill-McKee is the classic one; BFS
+#: order is its cheap cousin); docs/benchmarks.md has the timings
 LOCALITY_MAX_DEGREE = 4
 
 #: PageRank pushes into destination blocks when its float64 sent values exceed this (one
-#: core's L2): below it the pull's gathers hit L2 already (soc-Slashdot0902, 82k vertices,
-#: pulled 0.70 ms against pushed 0.64 ms per iteration, and the layout cost 11 ms to build;
-#: the 10M-edge R-MAT, 572k vertices: 9 ms pulled, 5 ms pushed)
+#: core's L2): below it the pull's gathers hit L2 already, and the push saves too little
+#: per iteration to pay for building its layout
 PUSH_MIN_BYTES = cache_bytes(level=2, default=1 << 20)
 #: ... and while they fit in half the last-level cache: a push sweeps them once per
-#: destination block (on an 8 MiB L3 the 10M-edge R-MAT's 4.6 MB pushed at 23.3-23.8 ms
-#: per iteration against 14.9-20.9 ms pulled)
+#: destination block, which costs more than the pull's gathers once they spill out of it
 PUSH_MAX_BYTES = cache_bytes() // 2
 
 #: The fused loop pulls this many iterations before it forecasts whether to switch to the
 #: push layout (two L1 changes after the first give the decay rate)
 PUSH_FORECAST_AFTER = 3
-#: The push layout is built when at least this many iterations are forecast to be left: its
-#: build (the 10M-edge R-MAT: ~0.2 s on 2 threads, 20-25 ns per edge) against what each
-#: pushed iteration saves (5.0 against 9.2 ms: ~0.4 ns per edge). A count of iterations, not
-#: a timing, so the same call picks the same layout (and rounds the same) every time
+#: The push layout is built when at least this many iterations are forecast to be left:
+#: its build costs about as much per edge as this many pushed iterations save over pulled
+#: ones. A count of iterations, not a timing, so the same call picks the same layout (and
+#: rounds the same) every time
 PUSH_BREAK_EVEN_ITERATIONS = 60
 
 
@@ -171,11 +170,7 @@ class PageRank(VertexProgram):
           its sources renumbered by frequency (hub order,
           :meth:`~graphsys.bsp.edges.MemoryEdges.hot_adjacency`), the sent values kept in
           that order and the rows in the engine's. Each row sums the same values in the
-          same order as the engine's hub-sorted passes, without their separate gather
-          (an 8 MiB L3, 10M-edge R-MATs, alternated in one process, 4 rounds: over 1.36M
-          vertices 33.0-36.7 ms per iteration against 36.8-44.0 ms in the engine's passes;
-          over 0.90M 23.2-33.9 ms against 30.5-45.9 ms pulled plain and 27.9-52.5 ms in
-          the engine's passes).
+          same order as the engine's hub-sorted passes, without their separate gather.
         * else, fewer than :data:`LOCALITY_MAX_DEGREE` in-edges per vertex (road networks,
           meshes): every vertex renumbered in breadth-first order
           (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`), so a target's sources sit
@@ -194,10 +189,10 @@ class PageRank(VertexProgram):
         once per :class:`~graphsys.storage.graph.Graph`), at least
         :data:`LOCALITY_MAX_DEGREE` edges per vertex and sent values within
         :data:`PUSH_MAX_BYTES` is pushed over it from the first iteration: no build is paid
-        per run, so the L2 floor and the forecast do not apply (the 10M-edge R-MAT, a 480
-        MiB L3: 4.5 ms per iteration against 7.9 ms pulled). Sparser graphs keep the
-        breadth-first ELL pull (luxembourg-osm: 0.12 ms against 0.27 ms pushed over the
-        index), larger rank vectors the pull.
+        per run, so the L2 floor and the forecast do not apply. Sparser graphs keep the
+        breadth-first ELL pull (a push cannot beat the locality of a road network's
+        breadth-first order), larger rank vectors the pull. docs/benchmarks.md has the
+        timings behind these rules.
 
         Layouts are built in the setup (its seconds); ranks are mapped back at the end."""
         n = ctx.num_nodes
