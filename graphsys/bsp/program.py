@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from graphsys.bsp import kernels
+from graphsys.bsp.docstrings import cite, fill_doc
 from graphsys.errors import GraphsysError
 
 #: Builtin per-edge message functions: name -> kernel code.
@@ -251,6 +252,7 @@ class Context:
         return torch.full(shape, value, dtype=dtype, device=self.device)
 
 
+@fill_doc(references=cite("pregel", "ligra"))
 class VertexProgram(ABC):
     """Base class of vertex programs (Pregel [1]_ / Ligra [2]_ style).
 
@@ -314,10 +316,7 @@ class VertexProgram(ABC):
 
     References
     ----------
-    .. [1] G. Malewicz, M. H. Austern, A. J. C. Bik, J. C. Dehnert, I. Horn, N. Leiser,
-       G. Czajkowski, "Pregel: a system for large-scale graph processing", SIGMOD 2010.
-    .. [2] J. Shun, G. E. Blelloch, "Ligra: a lightweight graph processing framework for
-       shared memory", PPoPP 2013.
+    %(references)s
 
     Examples
     --------

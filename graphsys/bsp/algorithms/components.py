@@ -11,8 +11,9 @@ import torch
 from graphsys.bsp import afforest
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, document_options, engine_options
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.program import ModeCombiner, Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -96,6 +97,7 @@ class LabelPropagation(_LabelProgram):
 
 
 @document_options()
+@fill_doc(references=cite("afforest", "pregel"))
 def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
         device: str = "cpu", backend: str = "auto", threads: int | None = None,
         edge_set: str | None = None, distributed: bool = False,
@@ -137,10 +139,7 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
 
     References
     ----------
-    .. [1] M. Sutton, T. Ben-Nun, A. Barak, "Optimizing parallel graph connectivity
-       computation via subgraph sampling", IPDPS 2018.
-    .. [2] G. Malewicz, M. H. Austern, A. J. C. Bik, J. C. Dehnert, I. Horn, N. Leiser,
-       G. Czajkowski, "Pregel: a system for large-scale graph processing", SIGMOD 2010.
+    %(references)s
 
     Examples
     --------

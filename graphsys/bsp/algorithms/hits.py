@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, document_options, engine_options
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.program import VertexProgram
 from graphsys.errors import ParameterError
 

@@ -8,8 +8,9 @@ import torch
 
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, document_options, engine_options
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.program import VertexProgram
 
 

@@ -32,8 +32,9 @@ import torch
 
 from graphsys.bsp.algorithms.common import execute, open_if_path, source_index
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
-from graphsys.bsp.engine import Result, document_options, engine_options, fill_doc
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_pagerank import (
     bfs_order,
@@ -331,16 +332,9 @@ sum_dtype : {"float64", "float32"}, default "float64"
     cache footprint of the random accesses at a bounded relative error (see
     :mod:`graphsys.bsp.algorithms.pagerank`); the torch backend refuses it."""
 
-_PAGERANK_REFERENCES = """\
-.. [1] L. Page, S. Brin, R. Motwani, T. Winograd, "The PageRank citation ranking:
-   bringing order to the web", Stanford InfoLab technical report, 1999.
-.. [2] J. Shun, G. E. Blelloch, "Ligra: a lightweight graph processing framework for
-   shared memory", PPoPP 2013 (the push/pull switch of the superstep loop)."""
-
-
 @document_options()
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
-          pagerank_references=_PAGERANK_REFERENCES)
+          references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
              sum_dtype: str = "float64", mode: str = "memory", device: str = "cpu",
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
@@ -382,7 +376,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
 
     References
     ----------
-    %(pagerank_references)s
+    %(references)s
 
     Examples
     --------
@@ -402,7 +396,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
 
 @document_options()
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
-          pagerank_references=_PAGERANK_REFERENCES)
+          references=cite("pagerank", "ligra"))
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
                           tol: float = 1e-6, max_iters: int | None = None,
                           sum_dtype: str = "float64", mode: str = "memory",
@@ -444,7 +438,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
 
     References
     ----------
-    %(pagerank_references)s
+    %(references)s
 
     Examples
     --------

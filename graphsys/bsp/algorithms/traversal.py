@@ -15,8 +15,9 @@ from graphsys.bsp.algorithms.common import (
     symmetric,
 )
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
-from graphsys.bsp.engine import Result, document_options, engine_options, fill_doc
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.kernels_bfs import bfs_solve
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
@@ -123,12 +124,8 @@ _SOURCE_DOC = """graph : Graph or str or Path
 source : int or str
     Original id of the node the search starts from."""
 
-_PREGEL = """.. [1] G. Malewicz, M. H. Austern, A. J. C. Bik, J. C. Dehnert, I. Horn, N. Leiser,
-   G. Czajkowski, "Pregel: a system for large-scale graph processing", SIGMOD 2010."""
-
-
 @document_options()
-@fill_doc(source=_SOURCE_DOC, pregel=_PREGEL)
+@fill_doc(source=_SOURCE_DOC, references=cite("pregel", "beamer", "ligra"))
 def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
         mode: str = "memory", device: str = "cpu", backend: str = "auto",
         threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
@@ -166,11 +163,7 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
 
     References
     ----------
-    %(pregel)s
-    .. [2] S. Beamer, K. Asanović, D. Patterson, "Direction-optimizing breadth-first
-       search", SC 2012.
-    .. [3] J. Shun, G. E. Blelloch, "Ligra: a lightweight graph processing framework for
-       shared memory", PPoPP 2013.
+    %(references)s
 
     Examples
     --------
@@ -188,7 +181,7 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
 
 
 @document_options()
-@fill_doc(source=_SOURCE_DOC, pregel=_PREGEL)
+@fill_doc(source=_SOURCE_DOC, references=cite("pregel"))
 def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
          mode: str = "memory", device: str = "cpu", backend: str = "auto",
          threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
@@ -225,7 +218,7 @@ def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
 
     References
     ----------
-    %(pregel)s
+    %(references)s
 
     Examples
     --------
