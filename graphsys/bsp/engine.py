@@ -171,7 +171,9 @@ class Result:
         Raises
         ------
         GraphsysError
-            ``original_id`` is not a node of the graph.
+            ``original_id`` is not a node of the graph (or not of its id type).
+        ParameterError
+            ``original_id`` is not one id (e.g. a list).
         """
         if not (np.isscalar(original_id) or isinstance(original_id, str)):
             raise ParameterError("original_id", f"must be one node id, got {original_id!r}")
