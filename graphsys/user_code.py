@@ -1,25 +1,48 @@
 """The user's own code named on the command line as ``module:attr`` (a GNN model factory
 for ``graphsys gnn train --model``, a vertex program class for ``graphsys run --program``):
-imported as Python normally imports (``sys.path``; the current directory under ``python -m``),
-with one-line errors."""
+imported as Python imports it, from ``sys.path`` and the current working directory (as
+``python -m`` would, also when the ``graphsys`` console script runs), with one-line errors."""
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
 
 from graphsys.errors import GraphsysError
 
 
 def load_object(spec: str, what: str) -> Any:
-    """The object named ``module:attr`` (``attr`` may be dotted); ``what`` (e.g. ``model``)
-    names the option in errors. Raises GraphsysError when the module does not import, has
-    no such attribute, or the object is not callable."""
+    """The object named ``module:attr`` (``attr`` may be dotted).
+
+    ``module`` is looked up on ``sys.path`` with the current working directory in front
+    for this import (a console-script entry point does not put it there, ``python -m``
+    does), so ``mymod:MyProgram`` finds ``./mymod.py``.
+
+    Parameters
+    ----------
+    spec : str
+        ``module:attr``, e.g. ``"mymod:MaxLabel"``.
+    what : str
+        The option's name in errors (e.g. ``"model"``).
+
+    Returns
+    -------
+    object
+        The callable named by ``spec``.
+
+    Raises
+    ------
+    GraphsysError
+        When the module does not import, has no such attribute, or the object is not
+        callable.
+    """
     module, sep, attr = spec.partition(":")
     if not sep or not module or not attr:
         raise GraphsysError(f"{what} {spec!r}: expected a builtin name or module:Factory")
     try:
-        obj = importlib.import_module(module)
+        obj = _import_from_cwd(module)
     except ImportError as exc:
         raise GraphsysError(f"{what} {spec!r}: cannot import {module!r} ({exc})") from None
     for part in attr.split("."):
@@ -29,3 +52,20 @@ def load_object(spec: str, what: str) -> Any:
     if not callable(obj):
         raise GraphsysError(f"{what} {spec!r}: {attr!r} is not callable")
     return obj
+
+
+def _import_from_cwd(module: str):
+    """``importlib.import_module(module)`` with the current directory first on ``sys.path``
+    for the duration of the import (left as it was afterwards)."""
+    cwd = os.getcwd()
+    if cwd in sys.path or "" in sys.path:
+        return importlib.import_module(module)
+    sys.path.insert(0, cwd)
+    try:
+        importlib.invalidate_caches()
+        return importlib.import_module(module)
+    finally:
+        try:
+            sys.path.remove(cwd)
+        except ValueError:  # the module removed it itself
+            pass

@@ -3,14 +3,18 @@
 One programming model (:class:`VertexProgram`: init, send along edges, combine, update,
 halt, aggregators) runs in memory (CSR/CSC with Ligra's push/pull switch), out of core
 (buckets streamed from the mapped Arrow files), on CPU (numba kernels) or CUDA (torch), and
-across ``torch.distributed`` ranks. Run a program with :func:`run`; the algorithms are
-thin front-ends returning a :class:`Result` (float64 values by global id + statistics).
+across ``torch.distributed`` ranks. Run a program with :func:`run`; the algorithms
+(:func:`pagerank`, :func:`personalized_pagerank`, :func:`bfs`, :func:`sssp`, :func:`wcc`,
+:func:`kcore`, :func:`hits`, :func:`label_propagation`) are front-ends taking the same
+engine options and returning a :class:`Result` (float64 values by internal id, mapped to
+original ids by ``top``/``value``/``to_dict``/``to_table``, and :class:`RunStats`).
+``docs/programs.md`` is the guide to writing programs.
 
 ``import graphsys`` sets ``OMP_WAIT_POLICY=PASSIVE`` and ``GOMP_SPINCOUNT=3000`` unless
 already set: numba's and torch's OpenMP pools both busy-wait at length by default, and two
-spinning pools starve each other on a small machine (a 1,500-edge pull superstep measured
-48 ms instead of 1 ms on 2 cores); a short poll before sleeping keeps back-to-back parallel
-calls from paying a futex wake-up each.
+spinning pools starve each other on a small machine (a superstep that should take a
+millisecond waits for the other pool's spinning threads); a short poll before sleeping
+keeps back-to-back parallel calls from paying a futex wake-up each.
 """
 
 from graphsys.bsp.algorithms import (

@@ -1,5 +1,5 @@
 """Weakly connected components by union-find in numba: a one-pass union-find and Afforest
-(Sutton, Ben-Nun, Bar-Noy, IPDPS 2018; the GAP benchmark's reference CC).
+(Sutton, Ben-Nun, Barak, IPDPS 2018; the GAP benchmark's reference CC).
 
 Both hook the larger root under the smaller (so a component's root is its smallest vertex
 id, the label the BSP WCC program defines) and halve paths while finding roots. Afforest

@@ -52,20 +52,17 @@ def cache_bytes(level: int | None = None, default: int = 32 << 20) -> int:
 
 #: In memory, the all-active copy/sum pull renumbers its sources by frequency (hub sorting,
 #: :meth:`MemoryEdges.hot_adjacency`) when the gathered float64 vector is larger than this:
-#: three quarters of the last-level cache (the edges stream through the rest). Measured
-#: per PageRank iteration, 2 threads: on a 32 MiB L3, R-MAT 100M edges (34 MB vector)
-#: 0.24 s hub-sorted vs 0.76 s plain, 10M edges (4.6 MB) 8.6 ms plain vs 13.6 ms
-#: hub-sorted; on an 8 MiB L3, 10M-edge R-MATs alternated within a process: a 4.6 MB vector
-#: 15.9 ms plain vs 18.2 ms hub-sorted (medians of 17 rounds; plain faster in 14), 6.9 MB
-#: level (23.6-28.8 vs 26.1-28.0 ms), 10.4 MB 41-69 ms plain vs 32-52 ms hub-sorted.
+#: three quarters of the last-level cache (the edges stream through the rest). Below it
+#: the plain gathers hit the cache already and the renumbering's extra indirection costs
+#: more than it saves; above it, putting the hubs' values together keeps the hot part of
+#: the vector cached (docs/benchmarks.md has the measurements).
 HUB_SORT_BYTES = cache_bytes() * 3 // 4
 
 
 def _bincount(index: np.ndarray, n: int) -> np.ndarray:
     """int64 (n,) counts of the ids in ``index`` (E,): ``np.bincount``'s, counted with
-    :func:`~graphsys.storage.kernels.count_into`'s prefetched slots (a 100M-edge R-MAT's
-    CSC sources over 4.3M vertices, 3 rounds in one process: 1.03-1.25 s against numpy's
-    1.60-2.88 s)."""
+    :func:`~graphsys.storage.kernels.count_into`'s prefetched slots (faster than
+    ``np.bincount`` where the counts outgrow the cache)."""
     counts = np.zeros(n, np.int64)
     count_into(index, counts)
     return counts

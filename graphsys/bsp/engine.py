@@ -20,11 +20,13 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import torch
 
+from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.provider import EdgeProvider, EdgeResult, empty_result
@@ -41,26 +43,148 @@ SCHEDULES = ("sync", "async", "auto")
 DEFAULT_MAX_ITERS = 100
 
 
-@dataclass
+@dataclass(repr=False)
 class Result:
-    """A finished run: ``values`` float64 (N,) (or (N, d) rows, from a vector program's
-    :meth:`~graphsys.bsp.program.VertexProgram.result`) indexed by global node id (on every
-    rank of a distributed run), and its :class:`RunStats`."""
+    """A finished run: the value of every node and the run's statistics.
+
+    Values are indexed by *internal* (global) node id ``0..N-1``, the Graph API's
+    partition-major numbering; :meth:`to_table`, :meth:`to_dict`, :meth:`top` and
+    :meth:`value` speak the graph's *original* node ids.
+
+    Attributes
+    ----------
+    values : numpy.ndarray
+        float64 (N,) by internal id (on every rank of a distributed run), or (N, d) rows
+        for a program whose :meth:`~graphsys.bsp.program.VertexProgram.result` returns
+        rows (HITS: hub, authority).
+    stats : RunStats
+        The run's statistics (``print(result.stats)`` shows one screen of totals).
+    graph : Graph
+        The graph the run read (maps internal ids to original ones).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> g = graphsys.from_numpy(np.array([10, 20, 30]), np.array([20, 30, 10]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> result = bsp.bfs(g, 10)
+    >>> result.to_dict()
+    {10: 0.0, 20: 1.0, 30: 2.0}
+    >>> result.top(2, largest=False)
+    [(10, 0.0), (20, 1.0)]
+    >>> result.value(30)
+    2.0
+    >>> result.to_table().column_names
+    ['node', 'value']
+    """
 
     values: np.ndarray
     stats: RunStats
     graph: object
 
+    def __repr__(self) -> str:
+        return (f"Result({self.stats.algorithm}: values float64 {self.values.shape}, "
+                f"{self.stats.num_supersteps} supersteps, "
+                f"{'converged' if self.stats.converged else 'NOT converged'})")
+
     def to_table(self) -> pa.Table:
-        """Columns ``node`` (original id: int64 or string) and ``value`` (float64, or
-        ``fixed_size_list<float64>[d]`` for (N, d) values), one row per node in global id
-        order."""
+        """The values as a table keyed by original node id.
+
+        Returns
+        -------
+        pyarrow.Table
+            Columns ``node`` (original id: int64 or string) and ``value`` (float64, or
+            ``fixed_size_list<float64>[d]`` for (N, d) values), one row per node in
+            internal id order.
+        """
         if self.values.ndim == 2:
             value = pa.FixedSizeListArray.from_arrays(
                 pa.array(self.values.reshape(-1), pa.float64()), self.values.shape[1])
         else:
             value = pa.array(self.values, pa.float64())
         return pa.table({"node": pa.array(self.graph.node_ids()), "value": value})
+
+    def to_dict(self) -> dict:
+        """The values keyed by original node id.
+
+        Returns
+        -------
+        dict
+            ``{original_id: value}``: a float, or a list of ``d`` floats for (N, d) values.
+        """
+        return dict(zip(_original_ids(self.graph, None), self.values.tolist()))
+
+    def top(self, k: int = 10, largest: bool = True) -> list[tuple]:
+        """The ``k`` nodes with the largest (or smallest) values.
+
+        Parameters
+        ----------
+        k : int, default 10
+            How many nodes (fewer when the graph has fewer).
+        largest : bool, default True
+            Largest values first; False: smallest first (BFS levels, distances).
+
+        Returns
+        -------
+        list of (original_id, float)
+            Sorted by value; equal values by internal id. ``inf`` (unreachable) counts as
+            large, NaN comes last.
+
+        Raises
+        ------
+        ParameterError
+            ``k`` is not a non-negative integer.
+        GraphsysError
+            The values are (N, d) rows (rank a column of :attr:`values` instead).
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ParameterError("k", f"must be a non-negative integer, got {k!r}")
+        if self.values.ndim != 1:
+            raise GraphsysError(f"top ranks one value per node; this result has "
+                                f"{self.values.shape[1]} per node (rank a column of .values)")
+        key = -self.values if largest else self.values  # ascending key: best first
+        n, k = len(key), min(int(k), len(key))
+        if k == 0:
+            return []
+        if k < n and not np.isnan(key).any():
+            kth = key[np.argpartition(key, k - 1)[k - 1]]
+            cand = np.flatnonzero(key <= kth)  # the k best and any ties at the k-th value
+        else:
+            cand = np.arange(n)
+        best = cand[np.lexsort((cand, key[cand]))][:k]
+        return list(zip(_original_ids(self.graph, best), self.values[best].tolist()))
+
+    def value(self, original_id) -> float:
+        """The value of one node.
+
+        Parameters
+        ----------
+        original_id : int or str
+            The node's id in the graph (as ingested).
+
+        Returns
+        -------
+        float
+            Its value (a list of ``d`` floats for (N, d) values).
+
+        Raises
+        ------
+        GraphsysError
+            ``original_id`` is not a node of the graph (or not of its id type).
+        ParameterError
+            ``original_id`` is not one id (e.g. a list).
+        """
+        if not (np.isscalar(original_id) or isinstance(original_id, str)):
+            raise ParameterError("original_id", f"must be one node id, got {original_id!r}")
+        idx = int(self.graph.to_internal([original_id])[0])
+        return self.values[idx].tolist()
+
+
+def _original_ids(graph, internal: np.ndarray | None) -> list:
+    """Original ids (Python ints or strs) of the internal ids ``internal`` (None: all)."""
+    ids = graph.node_ids() if internal is None else graph.to_original(internal)
+    return ids.tolist() if isinstance(ids, np.ndarray) else ids.to_pylist()
 
 
 def resolve_backend(backend: str, device: torch.device) -> str:
@@ -106,47 +230,108 @@ def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
                        "run settings": settings})
 
 
+def engine_options(scope: dict) -> dict:
+    """The engine options among a front-end's arguments (``scope``: its ``locals()``), to
+    pass on to :func:`run`."""
+    return {k: scope[k] for k in (*ENGINE_OPTIONS, "schedule") if k in scope}
+
+
+@document_options()
+@fill_doc(references=cite("pregel", "ligra"))
 def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "cpu",
         backend: str = "auto", max_iters: int = DEFAULT_MAX_ITERS, edge_set: str | None = None,
         distributed: bool = False, threads: int | None = None, readahead: int = 4,
         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, schedule: str = "sync",
         progress: Callable[[SuperstepStats], None] | None = None) -> Result:
-    """Run ``program`` on ``graph`` (an opened :class:`~graphsys.storage.graph.Graph`).
+    """Run a vertex program on a graph, superstep by superstep (Pregel's model).
 
-    Args:
-        mode: ``memory`` (CSR/CSC built once, push/pull per superstep) or ``out-of-core``
-            (buckets streamed from the mapped files every superstep).
-        device: ``cpu``, ``cuda`` or ``auto``.
-        backend: ``auto`` (numba on CPU, torch on CUDA), ``numba`` or ``torch``.
-        max_iters: most supersteps (positive).
-        edge_set: which edge set carries messages (default: the graph's default).
-        distributed: run as one rank of the initialised ``torch.distributed`` group (each rank
-            owns a contiguous range of partitions; edges are streamed as out of core).
-        threads: workers for the out-of-core pass (default: numba's thread count).
-        readahead: buckets a worker asks the kernel to read ahead (out of core).
-        dense_divisor: Ligra's threshold: pull when |F| + outdeg(F) > m / dense_divisor.
-        fuse: run the supersteps of min-relaxation programs (BFS, SSSP, WCC;
-            :attr:`VertexProgram.relax_state`) inside numba calls (in memory, CPU). Same
-            supersteps and results; per-superstep seconds are then split by work. Also
-            gates programs' declared fast paths (PageRank's fused pull + update loop).
-        schedule: ``sync`` (BSP supersteps) or ``async``: a min-relaxation program run to
-            its fixed point with a FIFO work list (:func:`kernels.relax_async`; in memory,
-            CPU, one process): the same values, recorded as one superstep of direction
-            ``async``, ``max_iters`` not applied. Far less work on high-diameter graphs.
-            ``auto``: the program's own whole-graph algorithm where it declares one
-            (:meth:`VertexProgram.solve_in_memory`: direction-optimizing BFS, Afforest /
-            union-find WCC; in memory, CPU, one process, ``fuse`` on), else ``sync``;
-            ``stats.method`` says which ran.
-        progress: called with each finished superstep's statistics.
+    Each superstep reduces the aggregators, lets the active vertices send along their
+    edges, combines the messages per target, and updates the vertices, until the program
+    halts, no vertex is active or ``max_iters`` supersteps ran. The same program runs in
+    memory, out of core, on CPU or CUDA, and across ``torch.distributed`` ranks.
 
-    The graph is read once before superstep 0 at most: in memory, the adjacency the first
+    The graph is read at most once before superstep 0: in memory, the adjacency the first
     superstep needs is built with one read of the buckets (none where the graph has an
     adjacency index) and degrees come from it; out of core, degrees are counted over the
     buckets the supersteps then stream from the same open mappings.
 
-    Returns:
-        :class:`Result` with float64 (N,) values and the run's statistics.
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened :class:`~graphsys.storage.graph.Graph` or a graph directory; one entity
+        type (relations are ignored: every edge of the edge set carries messages).
+    program : VertexProgram
+        The program to run (an instance).
+    max_iters : int, default 100
+        Most supersteps (positive).
+    schedule : {"sync", "async", "auto"}, default "sync"
+        ``sync``: BSP supersteps. ``async``: a min-relaxation program
+        (:attr:`VertexProgram.relax_state`) run to its fixed point with a FIFO work list
+        (in memory, CPU, one process): the same values, recorded as one superstep of
+        direction ``async``, ``max_iters`` not applied; far less work on high-diameter
+        graphs. ``auto``: the program's own whole-graph algorithm where it declares one
+        (:meth:`VertexProgram.solve_in_memory`; in memory, CPU, one process, ``fuse`` on),
+        else ``sync``. ``result.stats.method`` says which ran.
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) by internal node id (or (N, d) rows, from
+        :meth:`VertexProgram.result`); ``stats``: the run's :class:`RunStats`. Map to
+        original ids with :meth:`Result.to_table`, :meth:`Result.to_dict`,
+        :meth:`Result.top` or :meth:`Result.value`.
+
+    Raises
+    ------
+    ParameterError
+        An unknown ``mode``, ``backend``, ``schedule`` or ``device``, or ``max_iters`` not
+        a positive integer.
+    GraphsysError
+        A graph with several entity types, an invalid program (unknown message or
+        combiner, bad width), or ``schedule="async"`` for a program or mode that cannot
+        run it.
+
+    See Also
+    --------
+    VertexProgram : how to write a program (and ``docs/programs.md``).
+    graphsys.bsp.pagerank, graphsys.bsp.bfs, graphsys.bsp.wcc : ready-made programs.
+
+    References
+    ----------
+    %(references)s
+
+    Examples
+    --------
+    A program whose vertices count their in-neighbours (one superstep):
+
+    >>> import tempfile, numpy as np, torch, graphsys
+    >>> from graphsys import bsp
+    >>> class InDegree(bsp.VertexProgram):
+    ...     name = "in-degree"
+    ...     message, combiner, direction = "copy", "sum", "out"
+    ...     def init(self, ctx):
+    ...         ones = ctx.full(1.0)
+    ...         return {"count": ctx.full(0.0), "ones": ones}, ones > 0
+    ...     def send(self, ctx, state):
+    ...         return state["ones"]
+    ...     def update(self, ctx, state, combined, received):
+    ...         state["count"] = combined
+    ...         return torch.zeros_like(received), {}
+    ...     def result(self, ctx, state):
+    ...         return state["count"]
+    >>> g = graphsys.from_numpy(np.array([0, 1, 2, 2]), np.array([2, 2, 0, 1]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> result = bsp.run(g, InDegree())
+    >>> result.to_dict()
+    {0: 1.0, 1: 1.0, 2: 2.0}
+    >>> result.stats.num_supersteps, result.stats.converged
+    (1, True)
     """
+    if isinstance(graph, (str, Path)):
+        from graphsys.storage.graph import open_graph
+
+        graph = open_graph(graph)
     t_start = time.perf_counter()
     if mode not in MODES:
         raise ParameterError("mode", f"unknown mode {mode!r} (choose from {', '.join(MODES)})")

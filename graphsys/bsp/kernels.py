@@ -26,9 +26,8 @@ from graphsys.storage.kernels import gather  # noqa: F401 (the one gather kernel
 
 MSG_COPY, MSG_ADD_WEIGHT, MSG_MUL_WEIGHT = 0, 1, 2
 COMB_SUM, COMB_MIN, COMB_MAX = 0, 1, 2
-#: Vertex passes over fewer items than this run on one thread: waking numba's thread pool
-#: (``OMP_WAIT_POLICY=PASSIVE``) costs more than the work (a 114k-vertex PageRank pull:
-#: 0.55 ms on 2 threads, 0.48 ms on one).
+#: Vertex passes over fewer items than this run on one thread: below it, waking numba's
+#: thread pool (``OMP_WAIT_POLICY=PASSIVE``) costs more than the work it shares.
 PARALLEL_MIN_ITEMS = 1 << 18
 
 
@@ -88,7 +87,7 @@ def pull(indptr, indices, weight, x, active, use_active, accept, use_accept, msg
 @numba.njit(inline="always")
 def _row_sum(indptr, indices, x, acc, received, r):
     # every index unsigned: numba tests each signed one for a negative value (a prange
-    # chunk starts at a variable row); 8.8 -> 7.9 ms per rmat-10M pull, alternated A/B
+    # chunk starts at a variable row), a branch per edge in the innermost loop
     v = np.uint64(r)
     s = 0.0
     lo = indptr[v]

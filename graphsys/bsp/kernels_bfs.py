@@ -97,9 +97,8 @@ def _top_down_serial(q, lo, hi, indptr, indices, level, depth):
     The queue says which vertices come next, so their ``indptr`` entries are prefetched
     :data:`PREFETCH_AHEAD` vertices early and their first ``indices`` line half as early
     (the queue entries already written, this level's or the next's): the random reads of
-    consecutive vertices then overlap instead of each waiting on the last. On
-    luxembourg-osm (~950 levels, all serial), medians of 40 alternated calls, three
-    rounds: 2.56-2.84 ms per search before, 2.17-2.33 ms after."""
+    consecutive vertices then overlap instead of each waiting on the last, which matters
+    most on long serial searches (road networks: hundreds of small levels)."""
     tail = hi
     scanned = 0
     for i in range(lo, hi):
@@ -197,8 +196,8 @@ def _queue(frontier, n, like):
 @numba.njit(cache=True, nogil=True)
 def _unreached_levels(out_indptr):
     """int32 (N,) levels, all -1, and the largest out-degree, in one pass over ``indptr``
-    (``np.full`` and a pass of its own for the degree cost 0.09-0.28 ms more per
-    luxembourg-osm search in the engine, alternated in one process, 4 rounds)."""
+    (``np.full`` and a pass of its own for the degree would read the vertex arrays
+    twice, a cost a short search on a large graph notices)."""
     n = out_indptr.shape[0] - 1
     level = np.empty(n, np.int32)
     max_degree = 0
@@ -232,7 +231,7 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, max_steps
     bottom_up = False
     step = 0
     while nf > 0 and step < max_steps:
-        if step == act.shape[0]:  # not reassigned every level: ~35 ns of reference counts
+        if step == act.shape[0]:  # not reassigned every level: spares reference counts
             act, scanned, pulled = _grow(act, step), _grow(scanned, step), _grow(pulled, step)
         act[step] = nf
         # Beamer's test (and the N / BETA floor of a bottom-up step's vertex scan) needs

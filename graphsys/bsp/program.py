@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from graphsys.bsp import kernels
+from graphsys.bsp.docstrings import cite, fill_doc
 from graphsys.errors import GraphsysError
 
 #: Builtin per-edge message functions: name -> kernel code.
@@ -51,11 +52,38 @@ SUM_DTYPES = ("float64", "float32")
 
 
 class Combiner(ABC):
-    """A custom message combiner, run on the generic (torch) path.
+    """A custom message combiner: how the messages reaching one vertex become one value.
 
-    Subclasses implement :meth:`combine`, which sees every raw message of a superstep (a
-    custom combiner need not be associative, e.g. the mode), so in a distributed run raw
-    messages are exchanged rather than locally combined ones.
+    The builtin combiners (``"sum"``, ``"min"``, ``"max"``, named by
+    :attr:`VertexProgram.combiner`) run in the fused kernels and combine locally before
+    any exchange. A :class:`Combiner` subclass runs on the generic (torch) path and sees
+    every raw message of a superstep, so it need not be associative (e.g. the mode,
+    :class:`ModeCombiner`); in a distributed run raw messages are exchanged rather than
+    locally combined ones.
+
+    Attributes
+    ----------
+    name : str
+        Shown in errors and statistics.
+    identity : float
+        Value of ``combined`` where a vertex received nothing.
+
+    Examples
+    --------
+    The mean of the messages (``identity`` where none arrived):
+
+    >>> import torch
+    >>> from graphsys.bsp import Combiner
+    >>> class Mean(Combiner):
+    ...     name = "mean"
+    ...     def combine(self, index, values, num_targets):
+    ...         total = torch.zeros(num_targets, dtype=torch.float64).index_add_(0, index, values)
+    ...         count = torch.zeros(num_targets, dtype=torch.float64).index_add_(
+    ...             0, index, torch.ones_like(values))
+    ...         return torch.where(count > 0, total / count.clamp(min=1), self.identity)
+    >>> values = torch.tensor([1.0, 3.0, 5.0], dtype=torch.float64)
+    >>> Mean().combine(torch.tensor([0, 0, 2]), values, 3)
+    tensor([2., 0., 5.], dtype=torch.float64)
     """
 
     name = "custom"
@@ -65,8 +93,23 @@ class Combiner(ABC):
     @abstractmethod
     def combine(self, index: torch.Tensor, values: torch.Tensor,
                 num_targets: int) -> torch.Tensor:
-        """Combine messages ``values`` float64 (M,) addressed to targets ``index`` int64 (M,)
-        in ``[0, num_targets)``; return float64 (num_targets,) (``identity`` where none)."""
+        """Combine the messages of one superstep per target.
+
+        Parameters
+        ----------
+        index : torch.Tensor
+            int64 (M,): the local target of each message, in ``[0, num_targets)``.
+        values : torch.Tensor
+            float64 (M,): the messages.
+        num_targets : int
+            Vertices owned by this process.
+
+        Returns
+        -------
+        torch.Tensor
+            float64 (num_targets,): the combined value of each target, :attr:`identity`
+            where none arrived.
+        """
 
 
 class ModeCombiner(Combiner):
@@ -113,13 +156,37 @@ class Solved:
 
 @dataclass
 class Context:
-    """What a program sees of the run.
+    """What a program sees of the run: sizes, the owned vertex range, degrees, the
+    superstep number and the reduced aggregators.
 
-    ``num_nodes``: global N; ``lo``/``hi``: owned global id range; ``device``: torch device;
-    ``backend``: ``numba`` (CPU kernels: a program may run its own vertex passes in numba
-    too) or ``torch`` (the GPU code path, on any device); ``superstep``: current superstep
-    (0-based); ``aggregates``: reduced aggregator values of this superstep; ``graph``: the
-    opened Graph.
+    One process owns the internal ids ``lo..hi-1`` (``0..N-1`` in a single process); the
+    state tensors of a program hold those vertices in that order, ``N_local = hi - lo`` of
+    them.
+
+    Attributes
+    ----------
+    graph : Graph
+        The opened graph (node columns, ids, edge sets).
+    num_nodes : int
+        N, the vertices of the whole graph.
+    lo, hi : int
+        The internal id range this process owns.
+    device : torch.device
+        Where the state lives (``cpu`` or a CUDA device).
+    backend : str
+        ``numba`` (CPU kernels: a program may run its own vertex passes in numba too) or
+        ``torch`` (the GPU code path, on any device).
+    edge_set : str
+        The edge set that carries messages.
+    superstep : int
+        The current superstep (0-based).
+    num_active : int
+        Vertices in this superstep's sending frontier, over all processes.
+    aggregates : dict of str to float
+        This superstep's reduced aggregator values (see
+        :meth:`VertexProgram.aggregate`).
+    num_local : int
+        ``hi - lo`` (a property).
     """
 
     graph: Any
@@ -130,7 +197,6 @@ class Context:
     backend: str = "torch"
     edge_set: str | None = None
     superstep: int = 0
-    #: vertices in this superstep's sending frontier, over all processes
     num_active: int = 0
     aggregates: dict[str, float] = field(default_factory=dict)
     _degrees: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -138,15 +204,27 @@ class Context:
 
     @property
     def num_local(self) -> int:
+        """Vertices this process owns (``hi - lo``)."""
         return self.hi - self.lo
 
     def node_range(self) -> torch.Tensor:
-        """Global ids of the owned vertices, int64 (N_local,)."""
+        """Internal (global) ids of the owned vertices, int64 (N_local,) on the run's
+        device."""
         return torch.arange(self.lo, self.hi, dtype=torch.int64, device=self.device)
 
     def degree(self, direction: str = "out") -> torch.Tensor:
-        """Out-/in-/both-degree of the owned vertices (multi-edges counted), float64
-        (N_local,)."""
+        """Degrees of the owned vertices in the run's edge set.
+
+        Parameters
+        ----------
+        direction : {"out", "in", "both"}, default "out"
+            Out-edges, in-edges, or both (multi-edges counted).
+
+        Returns
+        -------
+        torch.Tensor
+            float64 (N_local,), computed once per direction and run.
+        """
         if direction not in self._degrees:
             deg = self._degree_fn(direction)
             self._degrees[direction] = torch.as_tensor(
@@ -154,37 +232,118 @@ class Context:
         return self._degrees[direction]
 
     def full(self, value: float, dtype=torch.float64, width: int | None = None) -> torch.Tensor:
-        """``value`` in every owned vertex: (N_local,), or (N_local, width) rows."""
+        """A state tensor holding ``value`` for every owned vertex.
+
+        Parameters
+        ----------
+        value : float
+            The fill value.
+        dtype : torch.dtype, default torch.float64
+            Its dtype.
+        width : int, optional
+            None: shape (N_local,); else (N_local, width) rows (a vector program).
+
+        Returns
+        -------
+        torch.Tensor
+            On the run's device.
+        """
         shape = (self.num_local,) if width is None else (self.num_local, width)
         return torch.full(shape, value, dtype=dtype, device=self.device)
 
 
+@fill_doc(references=cite("pregel", "ligra"))
 class VertexProgram(ABC):
-    """Base class of vertex programs (Pregel / Ligra style); see the module docstring.
+    """Base class of vertex programs (Pregel [1]_ / Ligra [2]_ style).
 
-    Class attributes configure the edge phase:
+    A subclass implements :meth:`init`, :meth:`send`, :meth:`update` and :meth:`result`
+    (and optionally :meth:`aggregate`, :meth:`halt`, :meth:`accepts`), and sets class
+    attributes that configure the edge phase. One superstep: aggregate, every active vertex
+    sends its value along its edges, each edge turns it into a message, the messages
+    reaching a vertex are combined, :meth:`update` folds them into the state and names the
+    next frontier; the run stops when :meth:`halt` says so, no vertex is active, or
+    ``max_iters`` supersteps ran. Run it with :func:`graphsys.bsp.run`; the same program
+    runs in memory, out of core, on CUDA and distributed (``docs/programs.md`` is the
+    guide).
 
-    * ``message``: ``"copy"`` | ``"add_weight"`` | ``"mul_weight"`` | callable
-      ``(x_src: float64 (E,), weight: float32 (E,) | None) -> float64 (E,)``;
-    * ``combiner``: ``"sum"`` | ``"min"`` | ``"max"`` | a :class:`Combiner`;
-    * ``direction``: messages along edges (``out``), against them (``in``), or ``both``;
-      read at every superstep, so a program may switch it (a property, or an attribute set
-      in :meth:`update`; HITS alternates ``out`` and ``in``) in every mode;
-    * ``uses_weights``: whether edge weights are needed (``add_weight``/``mul_weight``);
-    * ``first_message_wins``: all messages of a superstep are equal, so a pulling target
-      can stop at its first one (Ligra's BFS trick);
-    * ``include_self``: each active vertex also receives its own value (custom combiners);
-    * ``width``: ``None`` (scalar messages, float64 (N_local,)) or ``d`` >= 1: :meth:`send`
-      returns float64 (N_local, d), each column is messaged and combined on its own (a
-      callable ``message`` sees (E, d) rows), :meth:`update` gets ``combined`` float64
-      (N_local, d) and :meth:`result` may return (N_local,) or (N_local, d). Builtin
-      combiners only (not a :class:`Combiner`), no :attr:`relax_state`;
-    * ``sum_dtype``: ``"float64"`` (default) or ``"float32"`` for a scalar ``copy``/``sum``
-      program: the numba CPU kernels then round the sent values to float32 and, out of
-      core, sum each target's messages in float32 (flushed into the float64 ``combined``
-      once per target partition), halving the cache footprint of the random accesses.
-      The program's own doc states the error this admits; a run on the torch backend
-      refuses it (:func:`graphsys.bsp.engine.run`).
+    Attributes
+    ----------
+    name : str
+        Shown in statistics and errors.
+    message : {"copy", "add_weight", "mul_weight"} or callable, default "copy"
+        The message an edge ``(u, v)`` carries: ``x_u``, ``x_u + w_uv``, ``x_u * w_uv``,
+        or ``message(x_src: float64 (E,), weight: float32 (E,) | None) -> float64 (E,)``
+        (generic path).
+    combiner : {"sum", "min", "max"} or Combiner, default "sum"
+        How the messages reaching a vertex are combined.
+    direction : {"out", "in", "both"}, default "out"
+        Messages along edges, against them, or both ways. Read at every superstep, so a
+        program may switch it (a property, or an attribute set in :meth:`update`; HITS
+        alternates ``out`` and ``in``) in every mode.
+    uses_weights : bool, default False
+        Whether edge weights are needed (``add_weight``/``mul_weight``).
+    first_message_wins : bool, default False
+        All messages of a superstep are equal, so a pulling target can stop at its first
+        one (Ligra's BFS trick).
+    include_self : bool, default False
+        Each active vertex also receives its own value (custom combiners).
+    halt_when_inactive : bool, default True
+        Stop when no vertex is active; programs that act on an empty frontier (k-core
+        raising ``k``) set False and halt through :meth:`halt`.
+    width : int, optional
+        None: scalar messages, float64 (N_local,). ``d >= 1``: :meth:`send` returns
+        float64 (N_local, d) rows, each column messaged and combined on its own (a
+        callable ``message`` sees (E, d) rows), :meth:`update` gets ``combined`` float64
+        (N_local, d) and :meth:`result` may return (N_local,) or (N_local, d). Builtin
+        combiners only (not a :class:`Combiner`), no :attr:`relax_state`.
+    sum_dtype : {"float64", "float32"}, default "float64"
+        For a scalar ``copy``/``sum`` program: the numba CPU kernels round the sent values
+        to float32 and, out of core, sum each target's messages in float32 (flushed into
+        the float64 ``combined`` once per target partition), halving the cache footprint
+        of the random accesses. The program's own doc states the error this admits; a run
+        on the torch backend refuses it.
+    relax_state : str, optional
+        Declares a *min-relaxation* (label-correcting) program, e.g. BFS, SSSP, WCC: the
+        float64 state tensor of this name is what a vertex sends (plus
+        :attr:`relax_offset`, plus the edge weight for ``add_weight``), the combiner is
+        ``min``, :meth:`update` lowers the state to the combined minimum where that is
+        smaller and the next frontier is the vertices it lowered; no aggregators, no
+        :meth:`halt`. The in-memory numba engine then runs its supersteps (push or pull)
+        inside numba calls, with the same supersteps and results, and the ``async``
+        schedule can run it.
+    relax_offset : float, default 0.0
+        Added to the sent value of a min-relaxation program (BFS: 1).
+
+    References
+    ----------
+    %(references)s
+
+    Examples
+    --------
+    Connected components by max-label propagation: every vertex ends with the largest
+    internal id of its weak component.
+
+    >>> import tempfile, numpy as np, torch, graphsys
+    >>> from graphsys import bsp
+    >>> class MaxLabel(bsp.VertexProgram):
+    ...     name = "maxlabel"
+    ...     message, combiner, direction = "copy", "max", "both"
+    ...     def init(self, ctx):
+    ...         label = ctx.node_range().to(torch.float64)
+    ...         return {"label": label}, torch.ones_like(label, dtype=torch.bool)
+    ...     def send(self, ctx, state):
+    ...         return state["label"]
+    ...     def update(self, ctx, state, combined, received):
+    ...         grew = received & (combined > state["label"])
+    ...         state["label"] = torch.where(grew, combined, state["label"])
+    ...         return grew, {}
+    ...     def result(self, ctx, state):
+    ...         return state["label"]
+    >>> g = graphsys.from_numpy(np.array([1, 2, 7]), np.array([2, 3, 8]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> labels = bsp.run(g, MaxLabel()).to_dict()
+    >>> labels[1] == labels[2] == labels[3] != labels[7] == labels[8]
+    True
     """
 
     name = "program"
@@ -194,61 +353,117 @@ class VertexProgram(ABC):
     uses_weights = False
     first_message_wins = False
     include_self = False
-    #: stop when no vertex is active; programs that act on an empty frontier (k-core
-    #: raising k) set False and halt through :meth:`halt`
     halt_when_inactive = True
-    #: message width: None = scalar (N_local,) messages, an int d >= 1 = (N_local, d) rows
     width: int | None = None
-    #: dtype the numba CPU kernels sum a scalar copy/sum program's messages in
     sum_dtype = "float64"
-    #: Declares a *min-relaxation* (label-correcting) program, e.g. BFS, SSSP, WCC: the
-    #: float64 state tensor of this name is what a vertex sends (plus ``relax_offset``, plus
-    #: the edge weight for ``add_weight``), the combiner is ``min``, :meth:`update` lowers
-    #: the state to the combined minimum where that is smaller and the next frontier is the
-    #: vertices it lowered; no aggregators, no :meth:`halt`. The in-memory numba engine
-    #: then runs its supersteps (push or pull) inside numba calls, with the same supersteps
-    #: and results (:func:`graphsys.bsp.kernels.relax_run`).
     relax_state: str | None = None
     relax_offset = 0.0
 
     # -- the program ------------------------------------------------------------------------
     @abstractmethod
     def init(self, ctx: Context) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """Initial state (dict of (N_local,) tensors) and active frontier, bool (N_local,)."""
+        """The initial state and frontier (called once, before superstep 0).
+
+        Parameters
+        ----------
+        ctx : Context
+            The run: sizes, owned range, device, degrees.
+
+        Returns
+        -------
+        state : dict of str to torch.Tensor
+            Per-vertex tensors, (N_local,) or (N_local, d), on ``ctx.device`` (other
+            entries, e.g. Python numbers, are allowed and passed back unchanged).
+        active : torch.Tensor
+            bool (N_local,): the vertices that send in superstep 0.
+        """
 
     def aggregate(self, ctx: Context, state: dict[str, torch.Tensor]) -> dict[str, tuple]:
-        """Local partials ``{name: (0-d tensor or float, reduction)}`` of global aggregators
-        read at this superstep (reduction: sum/min/max)."""
+        """Global aggregators of this superstep, before anything is sent.
+
+        Returns
+        -------
+        dict of str to (value, reduction)
+            This process's partial ``value`` (a float or 0-d tensor) of each aggregator
+            and its ``reduction`` (``"sum"``, ``"min"`` or ``"max"``). The engine reduces
+            them over all processes; :meth:`send` and :meth:`update` read the results in
+            ``ctx.aggregates[name]``. Default: none.
+        """
         return {}
 
     @abstractmethod
     def send(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The value each owned vertex sends, float64 (N_local,), or (N_local, width) rows
-        for a vector program."""
+        """The value each owned vertex sends along its edges this superstep.
+
+        Returns
+        -------
+        torch.Tensor
+            float64 (N_local,), or (N_local, width) rows for a vector program; only the
+            rows of active vertices are read.
+        """
 
     def accepts(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor | None:
-        """Targets that may still take messages, bool (N_local,) or None = all (Ligra's
-        ``cond``)."""
+        """Targets that may still take messages (Ligra's ``cond``).
+
+        Returns
+        -------
+        torch.Tensor or None
+            bool (N_local,); None (default): every vertex. A pull skips the others.
+        """
         return None
 
     @abstractmethod
     def update(self, ctx: Context, state: dict[str, torch.Tensor], combined: torch.Tensor,
                received: torch.Tensor) -> tuple[torch.Tensor, dict[str, tuple]]:
-        """Fold ``combined`` float64 (N_local,) (combiner identity where ``received``, bool
-        (N_local,), is False) into ``state`` in place; return the next frontier, bool
-        (N_local,), and local partial halting values ``{name: (value, reduction)}``.
-        ``combined`` is a fresh tensor of this superstep: the program may keep or modify
-        it."""
+        """Fold the combined messages into the state and choose the next frontier.
+
+        Parameters
+        ----------
+        ctx : Context
+            The run (``ctx.superstep``, ``ctx.aggregates``, ...).
+        state : dict of str to torch.Tensor
+            The program's state, updated in place (entries may be replaced).
+        combined : torch.Tensor
+            float64 (N_local,) (or (N_local, width)): the combined messages of each vertex,
+            the combiner's identity where none arrived. A fresh tensor of this superstep:
+            the program may keep or modify it.
+        received : torch.Tensor
+            bool (N_local,): which vertices received at least one message.
+
+        Returns
+        -------
+        active : torch.Tensor
+            bool (N_local,): the vertices that send in the next superstep.
+        votes : dict of str to (value, reduction)
+            Partial halting values, reduced over all processes like aggregators and
+            passed to :meth:`halt`.
+        """
 
     def halt(self, ctx: Context, votes: dict[str, float]) -> bool:
-        """Global decision from the reduced halting values; default: never (the run still
-        stops on an empty frontier or ``max_iters``)."""
+        """Whether the run stops after this superstep.
+
+        Parameters
+        ----------
+        votes : dict of str to float
+            The reduced values :meth:`update` returned.
+
+        Returns
+        -------
+        bool
+            Default: False (the run still stops on an empty frontier or ``max_iters``).
+        """
         return False
 
     @abstractmethod
     def result(self, ctx: Context, state: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The per-vertex answer, float64 (N_local,) or (N_local, d) rows (HITS' hub and
-        authority, a vector program's features)."""
+        """The per-vertex answer, read once after the last superstep.
+
+        Returns
+        -------
+        torch.Tensor
+            float64 (N_local,), or (N_local, d) rows (HITS' hub and authority, a vector
+            program's features): :attr:`Result.values` gathers them by internal id.
+        """
 
     def solve_in_memory(self, ctx: Context, edges: Any, state: dict[str, torch.Tensor],
                         schedule: str, max_iters: int) -> Solved | None:

@@ -19,19 +19,39 @@ PHASES = ("aggregate", "edges", "communicate", "update")
 
 @dataclass
 class SuperstepStats:
-    """One superstep.
+    """The counters and phase times of one superstep.
 
-    ``active``: vertices in the sending frontier (global); ``direction``: ``push``, ``pull``
-    or ``stream`` (out-of-core / distributed bucket pass); ``edges_scanned``: edges whose
-    entries were read; ``messages_sent``: messages produced on edges (before combining);
-    ``messages_combined``: targets receiving at least one message after combining;
-    ``messages_exchanged``: (index, value) pairs sent to other processes; ``bytes_read``:
-    bucket bytes streamed from the mapped files; ``disk_read_bytes``: bytes the kernel read
-    from storage for this process (``/proc/self/io``, 0 where unavailable);
-    ``bytes_h2d``: bytes copied host -> device; ``fused``: run inside one multi-superstep
-kernel call (its ``seconds`` are that call's time split by work: frontier + edges; a
-fused pull does not read, nor count as receivers, targets already at or below the
-superstep's smallest message); ``seconds``: per phase (see :data:`PHASES`).
+    Attributes
+    ----------
+    superstep : int
+        The superstep's number (0-based); for a declared whole-graph algorithm, its first
+        level or iteration.
+    active : int
+        Vertices in the sending frontier, over all processes.
+    direction : str
+        ``push``, ``pull`` or ``stream`` (out-of-core / distributed bucket pass), or the
+        name of the whole-graph step (``async``, ``afforest``, ...).
+    edges_scanned : int
+        Edges whose entries were read.
+    messages_sent : int
+        Messages produced on edges (before combining).
+    messages_combined : int
+        Targets receiving at least one message after combining.
+    messages_exchanged : int
+        (index, value) pairs sent to other processes.
+    bytes_read : int
+        Bucket bytes streamed from the mapped files.
+    disk_read_bytes : int
+        Bytes the kernel read from storage for this process (``/proc/self/io``; 0 where
+        unavailable).
+    bytes_h2d : int
+        Bytes copied host -> device.
+    fused : bool
+        Run inside one multi-superstep kernel call: its ``seconds`` are that call's time
+        split by work (frontier + edges); a fused pull does not read, nor count as
+        receivers, targets already at or below the superstep's smallest message.
+    seconds : dict of str to float
+        Wall-clock seconds per phase (see :data:`PHASES`).
     """
 
     superstep: int
@@ -54,15 +74,57 @@ superstep's smallest message); ``seconds``: per phase (see :data:`PHASES`).
 
 @dataclass
 class RunStats:
-    """A whole run: configuration, setup cost (seconds to build CSR/CSC or open buckets),
-    supersteps, and whether the program converged (halted before ``max_iters``).
+    """Statistics of a whole run: configuration, setup cost, supersteps, convergence.
 
-    ``method`` names what ran: ``supersteps`` (the BSP loop), ``async`` (a work list), or
-    the whole-graph algorithm a program declared (:meth:`VertexProgram.solve_in_memory`:
-    ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``).
-    ``setup_bytes_h2d``: bytes copied host -> device before the first superstep (the
-    CSR/CSC a memory-mode GPU run uploads once; each superstep's ``bytes_h2d`` counts its
-    own copies)."""
+    ``repr(stats)`` and ``str(stats)`` are one screen: the method, the number of
+    supersteps, the time, whether the run converged, and totals over the supersteps;
+    the per-superstep records stay in :attr:`supersteps` (one row each with
+    :meth:`to_table`).
+
+    Attributes
+    ----------
+    algorithm : str
+        The program's name (``pagerank``, ``bfs``, a user program's ``name``).
+    mode : str
+        ``memory``, ``out-of-core`` or ``distributed``.
+    device, backend : str
+        Where and with which kernels the run executed.
+    world_size : int
+        Processes in the run (1 unless distributed).
+    num_nodes, num_edges : int
+        Size of the graph and of the edge set that carried messages.
+    setup_seconds : float
+        Seconds before the first superstep (CSR/CSC built, buckets opened, layouts).
+    setup_bytes_h2d : int
+        Bytes copied host -> device before the first superstep (the CSR/CSC a memory-mode
+        GPU run uploads once; each superstep's ``bytes_h2d`` counts its own copies).
+    seconds : float
+        Total seconds of the run, setup included.
+    converged : bool
+        Whether the program halted (or its frontier emptied) before ``max_iters``.
+    method : str
+        What ran: ``supersteps`` (the BSP loop), ``async`` (a work list), or the
+        whole-graph algorithm a program declared
+        (:meth:`~graphsys.bsp.program.VertexProgram.solve_in_memory`:
+        ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``).
+    supersteps : list of SuperstepStats
+        One record per superstep, in order.
+
+    Examples
+    --------
+    >>> from graphsys.bsp.stats import RunStats, SuperstepStats
+    >>> stats = RunStats("pagerank", "memory", "cpu", "numba", 1, num_nodes=4, num_edges=5,
+    ...                  converged=True,
+    ...                  supersteps=[SuperstepStats(s, 4, "pull", edges_scanned=5)
+    ...                              for s in range(3)])
+    >>> print(stats)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+    RunStats(pagerank: supersteps, 3 supersteps, converged, ... (setup ...)
+      memory, device cpu, backend numba, 1 process; 4 nodes, 5 edges
+      edges scanned 15, messages sent 0, receivers 0, exchanged 0
+      bytes read 0, disk 0, host->device 0
+      phase seconds: aggregate ..., edges ..., communicate ..., update ...
+      per superstep: .supersteps (3 records), .to_table())
+    """
 
     algorithm: str
     mode: str
@@ -80,7 +142,27 @@ class RunStats:
 
     @property
     def num_supersteps(self) -> int:
+        """Supersteps recorded (``len(self.supersteps)``)."""
         return len(self.supersteps)
+
+    def __repr__(self) -> str:
+        t = self.totals()
+        procs = f"{self.world_size} process{'es' if self.world_size != 1 else ''}"
+        return (
+            f"RunStats({self.algorithm}: {self.method}, {self.num_supersteps} supersteps, "
+            f"{'converged' if self.converged else 'NOT converged (stopped at max_iters)'}, "
+            f"{self.seconds:.3f} s (setup {self.setup_seconds:.3f} s)\n"
+            f"  {self.mode}, device {self.device}, backend {self.backend}, {procs}; "
+            f"{self.num_nodes:,} nodes, {self.num_edges:,} edges\n"
+            f"  edges scanned {t['edges_scanned']:,}, messages sent {t['messages_sent']:,}, "
+            f"receivers {t['messages_combined']:,}, exchanged {t['messages_exchanged']:,}\n"
+            f"  bytes read {t['bytes_read']:,}, disk {t['disk_read_bytes']:,}, "
+            f"host->device {t['bytes_h2d'] + self.setup_bytes_h2d:,}\n"
+            f"  phase seconds: "
+            + ", ".join(f"{ph} {t[f'seconds_{ph}']:.3f}" for ph in PHASES)
+            + f"\n  per superstep: .supersteps ({self.num_supersteps} records), .to_table())")
+
+    __str__ = __repr__
 
     def totals(self) -> dict[str, int | float]:
         """Sums over supersteps of every counter and phase time."""
@@ -93,6 +175,8 @@ class RunStats:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """Every field (supersteps as dicts), ``num_supersteps`` and :meth:`totals`;
+        JSON-ready."""
         d = asdict(self)
         d["num_supersteps"] = self.num_supersteps
         d["totals"] = self.totals()

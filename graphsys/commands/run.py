@@ -68,7 +68,8 @@ def register(subparsers) -> None:
                         "first reads it; offsets and ids are always checked)")
     p.add_argument("--program", metavar="MODULE:CLASS",
                    help="run your own VertexProgram subclass instead of ALGO: "
-                        "MODULE:CLASS is imported and called with no arguments")
+                        "MODULE:CLASS is imported (MODULE from the current directory or "
+                        "sys.path) and called with no arguments; see docs/programs.md")
     p.add_argument("--json", action="store_true", help="print the run statistics as JSON")
     add_trace_arg(p)
     p.set_defaults(func=run)

@@ -7,6 +7,7 @@ import pytest
 from scipy.sparse import csgraph
 
 from graphsys import bsp
+from graphsys.bsp.algorithms import PageRank
 from graphsys.errors import GraphsysError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
@@ -125,7 +126,7 @@ def test_async_schedule_reaches_the_same_fixed_point(graphs, key):
 def test_async_schedule_refuses_other_programs_and_modes(graphs):
     g = graphs["directed-p1"].graph
     with pytest.raises(GraphsysError, match="async schedule runs min-relaxation"):
-        bsp.pagerank(g, schedule="async")
+        bsp.run(g, PageRank(), schedule="async")
     with pytest.raises(GraphsysError, match="async schedule runs min-relaxation"):
         bsp.bfs(g, 0, schedule="async", mode="out-of-core")
     with pytest.raises(GraphsysError, match="unknown schedule"):

@@ -289,3 +289,62 @@ def test_sum_dtype_flag(main, graph_dir, tmp_path, capsys):
     assert main(["run", "bfs", g, "--source", "10", "--sum-dtype", "float32"]) == 2
     err = capsys.readouterr().err
     assert "--sum-dtype applies to" in err and err.count("\n") == 1, err
+
+
+MAXLABEL = '''
+import torch
+from graphsys.bsp import VertexProgram
+
+
+class MaxLabel(VertexProgram):
+    name = "maxlabel"
+    message, combiner, direction = "copy", "max", "both"
+
+    def init(self, ctx):
+        label = ctx.node_range().to(torch.float64)
+        return {"label": label}, torch.ones(ctx.num_local, dtype=torch.bool)
+
+    def send(self, ctx, state):
+        return state["label"]
+
+    def update(self, ctx, state, combined, received):
+        grew = received & (combined > state["label"])
+        state["label"] = torch.where(grew, combined, state["label"])
+        return grew, {}
+
+    def result(self, ctx, state):
+        return state["label"]
+'''
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_user_program_from_working_directory(main, graph_dir, tmp_path, monkeypatch, capsys,
+                                             in_process):
+    """``--program maxlabel:MaxLabel`` imports ``./maxlabel.py`` from the working directory
+    without PYTHONPATH: in process (pytest's path lacks the directory) and as a separate
+    process that, like the ``graphsys`` console script, does not put it on ``sys.path``
+    (``python -P``)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "maxlabel.py").write_text(MAXLABEL)
+    out = tmp_path / "labels.parquet"
+    argv = ["run", "--program", "maxlabel:MaxLabel", str(graph_dir / "g"), "--out", str(out)]
+    if in_process:
+        monkeypatch.chdir(tmp_path)
+        assert str(tmp_path) not in sys.path
+        assert main(argv) == 0
+        capsys.readouterr()
+        assert str(tmp_path) not in sys.path  # the lookup leaves the path as it was
+        sys.modules.pop("maxlabel", None)
+    else:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = {**os.environ, "PYTHONPATH": root}
+        done = subprocess.run([sys.executable, "-P", "-m", "graphsys", *argv], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    labels = read_out(out)
+    # ids 10..13 form one weak component, 14..15 another: each ends with its largest label
+    first, second = ({labels[i] for i in (10, 11, 12, 13)}, {labels[i] for i in (14, 15)})
+    assert len(first) == 1 and len(second) == 1 and first != second

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -10,6 +11,9 @@ import torch
 from graphsys.bsp import afforest
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import cite, document_options, fill_doc
+from graphsys.bsp.edges import DENSE_DIVISOR
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.program import ModeCombiner, Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -92,18 +96,118 @@ class LabelPropagation(_LabelProgram):
 
 
 
-def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", **run_kwargs):
-    """Component label (smallest global id in the component, float64 (N,)) of every node;
-    at most ``max_iters`` supersteps (default N + 1). ``schedule`` ``auto`` (default) runs
-    Afforest or union-find in memory on CPU (``stats.method`` says which), ``sync`` BSP
-    supersteps; see :func:`graphsys.bsp.engine.run`."""
-    return WCC_SPEC.run(graph, max_iters=max_iters, schedule=schedule, **run_kwargs)
+@document_options()
+@fill_doc(references=cite("afforest", "pregel"))
+def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
+        device: str = "cpu", backend: str = "auto", threads: int | None = None,
+        edge_set: str | None = None, distributed: bool = False,
+        progress: Callable | None = None, readahead: int = 4,
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    """Weakly connected components: each node's label is the smallest internal id in its
+    component.
+
+    Edges are followed in both directions (once where the edge set is stored
+    undirected). The BSP program propagates the minimum label; in memory on CPU the
+    default schedule runs a union-find instead (Afforest [1]_ on graphs dense enough for
+    its neighbour sampling to skip most edges, a one-pass union-find on sparser ones),
+    with the same labels.
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    max_iters : int, optional
+        Most supersteps (default N + 1: enough for any component).
+    schedule : {"auto", "sync", "async"}, default "auto"
+        ``auto``: in memory on CPU, Afforest or union-find in one numba call (recorded as
+        one superstep), else ``sync``. ``sync``: min-label propagation in BSP supersteps
+        [2]_. ``async``: a FIFO work list to the same labels (in memory, CPU, one
+        process). ``result.stats.method`` names what ran.
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) component labels by internal node id (nodes with equal
+        labels share a component; the label is the component's smallest internal id, not
+        an original id).
+
+    Raises
+    ------
+    ParameterError
+        An unknown ``schedule``, ``mode``, ``backend`` or ``device``.
+
+    References
+    ----------
+    %(references)s
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 4, 6]), np.array([2, 3, 5, 4])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> components = {}
+    >>> for node, label in bsp.wcc(g).to_dict().items():
+    ...     components.setdefault(label, []).append(node)
+    >>> sorted(components.values())
+    [[1, 2, 3], [4, 5, 6]]
+    """
+    return WCC_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
 
 
-def label_propagation(graph, *, max_iters: int | None = None, **run_kwargs):
-    """Community label (a global id, float64 (N,)) of every node; at most ``max_iters``
-    supersteps (default 20: synchronous LPA can oscillate)."""
-    return LPA_SPEC.run(graph, max_iters=max_iters, **run_kwargs)
+@document_options()
+def label_propagation(graph, *, max_iters: int | None = None, mode: str = "memory",
+                      device: str = "cpu", backend: str = "auto", threads: int | None = None,
+                      edge_set: str | None = None, distributed: bool = False,
+                      progress: Callable | None = None, readahead: int = 4,
+                      dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    """Communities by synchronous label propagation.
+
+    Labels start as internal ids; every superstep each node takes the most frequent label
+    among its neighbours and itself (ties: the smallest label), following edges both ways
+    (once where the edge set is stored undirected), until no label changes [1]_.
+    Synchronous updates can oscillate between two labelings, hence the small default
+    ``max_iters``.
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    max_iters : int, optional
+        Most supersteps (default 20).
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) community labels (internal ids) by internal node id;
+        ``result.stats.converged`` is False if the labels still changed at ``max_iters``.
+
+    Raises
+    ------
+    ParameterError
+        An unknown ``mode``, ``backend`` or ``device``.
+
+    References
+    ----------
+    .. [1] U. N. Raghavan, R. Albert, S. Kumara, "Near linear time algorithm to detect
+       community structures in large-scale networks", Physical Review E 76, 2007.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src = np.array([0, 0, 1, 3, 3, 4, 2])
+    >>> dst = np.array([1, 2, 2, 4, 5, 5, 3])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
+    >>> communities = {}
+    >>> for node, label in bsp.label_propagation(g).to_dict().items():
+    ...     communities.setdefault(label, []).append(node)
+    >>> sorted(communities.values())
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    return LPA_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
 
 
 def _wcc_program(graph, *, edge_set=None):

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import document_options
+from graphsys.bsp.edges import DENSE_DIVISOR
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.program import VertexProgram
 
 
@@ -54,9 +59,55 @@ class KCore(VertexProgram):
         return state["core"]
 
 
-def kcore(graph, *, max_iters: int | None = None, **run_kwargs):
-    """Core number of every node, float64 (N,)."""
-    return KCORE_SPEC.run(graph, max_iters=max_iters, **run_kwargs)
+@document_options()
+def kcore(graph, *, max_iters: int | None = None, mode: str = "memory", device: str = "cpu",
+          backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
+          distributed: bool = False, progress: Callable | None = None, readahead: int = 4,
+          dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    """Core number of every node (the largest ``k`` of a k-core containing it).
+
+    The values of networkx's :func:`networkx.core_number` (the decomposition of [1]_),
+    computed by peeling in supersteps: every node of degree at most ``k`` is removed at
+    once and its neighbours' degrees drop; when a superstep removes nothing, ``k`` rises
+    to the smallest remaining degree (a global min aggregator). Degree is in + out on a
+    directed edge set (networkx's convention), the stored degree on an undirected one;
+    multi-edges count with their multiplicity.
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    max_iters : int, optional
+        Most supersteps (default 4N + 4: every superstep removes a node or raises ``k``).
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) core numbers by internal node id.
+
+    Raises
+    ------
+    ParameterError
+        An unknown ``mode``, ``backend`` or ``device``.
+
+    References
+    ----------
+    .. [1] V. Batagelj, M. Zaversnik, "An O(m) algorithm for cores decomposition of
+       networks", arXiv cs/0310049, 2003.
+
+    Examples
+    --------
+    A triangle with a tail:
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3, 3]), np.array([2, 3, 1, 4])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
+    >>> bsp.kcore(g).to_dict()
+    {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
+    """
+    return KCORE_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
 
 
 def _kcore_program(graph, *, edge_set=None):

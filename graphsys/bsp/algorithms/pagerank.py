@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -31,7 +32,9 @@ import torch
 
 from graphsys.bsp.algorithms.common import execute, open_if_path, source_index
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.edges import cache_bytes
+from graphsys.bsp.docstrings import cite, document_options, fill_doc
+from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_pagerank import (
     bfs_order,
@@ -49,27 +52,26 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.storage.push_layout import degree_order, min_blocks, push_layout
 
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
-#: breadth-first order (in memory, CPU): a locality order cut luxembourg-osm's iteration from
-#: 1.10 to 0.76 ms of CPU (reverse Cuthill-McKee, measured; BFS order is its cheap cousin)
+#: breadth-first order (in memory, CPU): on road networks and meshes a locality order puts
+#: a target's sources in nearby cache lines (reverse Cuthill-McKee is the classic one; BFS
+#: order is its cheap cousin); docs/benchmarks.md has the timings
 LOCALITY_MAX_DEGREE = 4
 
 #: PageRank pushes into destination blocks when its float64 sent values exceed this (one
-#: core's L2): below it the pull's gathers hit L2 already (soc-Slashdot0902, 82k vertices,
-#: pulled 0.70 ms against pushed 0.64 ms per iteration, and the layout cost 11 ms to build;
-#: the 10M-edge R-MAT, 572k vertices: 9 ms pulled, 5 ms pushed)
+#: core's L2): below it the pull's gathers hit L2 already, and the push saves too little
+#: per iteration to pay for building its layout
 PUSH_MIN_BYTES = cache_bytes(level=2, default=1 << 20)
 #: ... and while they fit in half the last-level cache: a push sweeps them once per
-#: destination block (on an 8 MiB L3 the 10M-edge R-MAT's 4.6 MB pushed at 23.3-23.8 ms
-#: per iteration against 14.9-20.9 ms pulled)
+#: destination block, which costs more than the pull's gathers once they spill out of it
 PUSH_MAX_BYTES = cache_bytes() // 2
 
 #: The fused loop pulls this many iterations before it forecasts whether to switch to the
 #: push layout (two L1 changes after the first give the decay rate)
 PUSH_FORECAST_AFTER = 3
-#: The push layout is built when at least this many iterations are forecast to be left: its
-#: build (the 10M-edge R-MAT: ~0.2 s on 2 threads, 20-25 ns per edge) against what each
-#: pushed iteration saves (5.0 against 9.2 ms: ~0.4 ns per edge). A count of iterations, not
-#: a timing, so the same call picks the same layout (and rounds the same) every time
+#: The push layout is built when at least this many iterations are forecast to be left:
+#: its build costs about as much per edge as this many pushed iterations save over pulled
+#: ones. A count of iterations, not a timing, so the same call picks the same layout (and
+#: rounds the same) every time
 PUSH_BREAK_EVEN_ITERATIONS = 60
 
 
@@ -81,12 +83,17 @@ class PageRank(VertexProgram):
     array once. With the numba backend that update is one parallel pass
     (:func:`_update_pass`); on the torch backend (any device) it is a few tensor ops.
 
-    Args:
-        damping: :math:`\alpha` in (0, 1) (default 0.85).
-        tol: L1 change threshold (default 1e-6).
-        personalization: float64 (N,) non-negative teleport weights by global id, or None.
-        sum_dtype: ``"float64"`` (default) or ``"float32"`` sent values and sums (see the
-            module docstring for the error bound).
+    Parameters
+    ----------
+    damping : float, default 0.85
+        :math:`\alpha` in (0, 1).
+    tol : float, default 1e-6
+        L1 change threshold.
+    personalization : numpy.ndarray, optional
+        float64 (N,) non-negative teleport weights by internal id; None: uniform.
+    sum_dtype : {"float64", "float32"}, default "float64"
+        The dtype of the sent values and sums (see the module docstring for the error
+        bound).
     """
 
     name = "pagerank"
@@ -95,7 +102,7 @@ class PageRank(VertexProgram):
     def __init__(self, damping: float = 0.85, tol: float = 1e-6,
                  personalization: np.ndarray | None = None, sum_dtype: str = "float64"):
         if not 0.0 < damping < 1.0:
-            raise GraphsysError(f"damping must be in (0, 1), got {damping!r}")
+            raise ParameterError("damping", f"must be in (0, 1), got {damping!r}")
         if not tol > 0:
             raise ParameterError("tol", f"must be positive, got {tol!r}")
         self.damping, self.tol, self.personalization = damping, tol, personalization
@@ -164,11 +171,7 @@ class PageRank(VertexProgram):
           its sources renumbered by frequency (hub order,
           :meth:`~graphsys.bsp.edges.MemoryEdges.hot_adjacency`), the sent values kept in
           that order and the rows in the engine's. Each row sums the same values in the
-          same order as the engine's hub-sorted passes, without their separate gather
-          (an 8 MiB L3, 10M-edge R-MATs, alternated in one process, 4 rounds: over 1.36M
-          vertices 33.0-36.7 ms per iteration against 36.8-44.0 ms in the engine's passes;
-          over 0.90M 23.2-33.9 ms against 30.5-45.9 ms pulled plain and 27.9-52.5 ms in
-          the engine's passes).
+          same order as the engine's hub-sorted passes, without their separate gather.
         * else, fewer than :data:`LOCALITY_MAX_DEGREE` in-edges per vertex (road networks,
           meshes): every vertex renumbered in breadth-first order
           (:func:`~graphsys.bsp.kernels_pagerank.bfs_order`), so a target's sources sit
@@ -187,10 +190,10 @@ class PageRank(VertexProgram):
         once per :class:`~graphsys.storage.graph.Graph`), at least
         :data:`LOCALITY_MAX_DEGREE` edges per vertex and sent values within
         :data:`PUSH_MAX_BYTES` is pushed over it from the first iteration: no build is paid
-        per run, so the L2 floor and the forecast do not apply (the 10M-edge R-MAT, a 480
-        MiB L3: 4.5 ms per iteration against 7.9 ms pulled). Sparser graphs keep the
-        breadth-first ELL pull (luxembourg-osm: 0.12 ms against 0.27 ms pushed over the
-        index), larger rank vectors the pull.
+        per run, so the L2 floor and the forecast do not apply. Sparser graphs keep the
+        breadth-first ELL pull (a push cannot beat the locality of a road network's
+        breadth-first order), larger rank vectors the pull. docs/benchmarks.md has the
+        timings behind these rules.
 
         Layouts are built in the setup (its seconds); ranks are mapped back at the end."""
         n = ctx.num_nodes
@@ -315,21 +318,138 @@ def _update_pass(combined, rank, inv_deg, p, damping, base, scale, send):
     return delta, dangling
 
 
+_PAGERANK_PARAMETERS = """damping : float, default 0.85
+    The probability :math:`\\alpha` of following an edge rather than teleporting, in
+    (0, 1).
+tol : float, default 1e-6
+    Stop when the L1 change of the rank vector falls below ``tol`` (networkx compares
+    with ``N * tol``).
+max_iters : int, optional
+    Most iterations (supersteps; default 100). ``result.stats.converged`` is False when
+    they ran out first.
+sum_dtype : {"float64", "float32"}, default "float64"
+    The dtype the numba CPU kernels send and sum messages in; ``float32`` halves the
+    cache footprint of the random accesses at a bounded relative error (see
+    :mod:`graphsys.bsp.algorithms.pagerank`); the torch backend refuses it."""
+
+@document_options()
+@fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
+          references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
-             sum_dtype: str = "float64", **run_kwargs):
-    """PageRank of every node: :class:`~graphsys.bsp.engine.Result` with float64 (N,) ranks
-    summing to 1; at most ``max_iters`` supersteps (default 100); ``sum_dtype`` as in the
-    module docstring. ``run_kwargs`` go to :func:`graphsys.bsp.engine.run` (mode, device,
-    ...)."""
+             sum_dtype: str = "float64", mode: str = "memory", device: str = "cpu",
+             backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
+             distributed: bool = False, progress: Callable | None = None,
+             readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
+             fuse: bool = True) -> Result:
+    """PageRank of every node, as networkx's :func:`networkx.pagerank` defines it.
+
+    Power iteration of :math:`x \\leftarrow \\alpha (A^\\top D^{-1} x + p \\sum_{d_u = 0}
+    x_u) + (1 - \\alpha) p` with a uniform teleport :math:`p`; the rank of dangling
+    nodes (no out-edges) is spread like the teleport, multi-edges count with their
+    multiplicity, edge weights are ignored. In memory on CPU the iterations run as one
+    fused numba loop whose layout (pull, push into destination blocks, breadth-first
+    renumbered pull) is picked from the graph's shape; ``result.stats.method`` names it.
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    %(pagerank_parameters)s
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) ranks summing to 1, by internal node id; map them to
+        original ids with ``result.top(k)``, ``result.value(id)``, ``result.to_dict()`` or
+        ``result.to_table()``. ``result.stats``: the run's :class:`RunStats`.
+
+    Raises
+    ------
+    ParameterError
+        ``damping`` outside (0, 1), ``tol`` not positive, an unknown ``sum_dtype``,
+        ``mode``, ``backend`` or ``device``.
+
+    See Also
+    --------
+    personalized_pagerank : teleport to chosen nodes instead of uniformly.
+
+    References
+    ----------
+    %(references)s
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3, 3, 4]), np.array([2, 3, 1, 4, 1])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> result = bsp.pagerank(g, tol=1e-10)
+    >>> [(node, round(rank, 3)) for node, rank in result.top(3)]
+    [(1, 0.287), (2, 0.281), (3, 0.277)]
+    >>> round(result.value(4), 3)
+    0.155
+    """
     return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
-                             sum_dtype=sum_dtype, **run_kwargs)
+                             sum_dtype=sum_dtype, **engine_options(locals()))
 
 
+@document_options()
+@fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
+          references=cite("pagerank", "ligra"))
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
                           tol: float = 1e-6, max_iters: int | None = None,
-                          sum_dtype: str = "float64", **run_kwargs):
-    """PageRank teleporting to ``sources`` (original node ids; ``weights`` optional,
-    default equal) instead of uniformly; dangling mass follows the same distribution."""
+                          sum_dtype: str = "float64", mode: str = "memory",
+                          device: str = "cpu", backend: str = "auto",
+                          threads: int | None = None, edge_set: str | None = None,
+                          distributed: bool = False, progress: Callable | None = None,
+                          readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
+                          fuse: bool = True) -> Result:
+    """PageRank teleporting to chosen source nodes instead of uniformly.
+
+    The same iteration as :func:`pagerank` with the teleport vector :math:`p` put on
+    ``sources`` (in proportion to ``weights``); dangling mass follows the same
+    distribution, as ``networkx.pagerank(G, personalization=...)`` does.
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    sources : node id or sequence of node ids
+        Original ids of the nodes the walk teleports to.
+    weights : sequence of float, optional
+        Non-negative teleport weight of each source, not all zero (default: equal).
+    %(pagerank_parameters)s
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) ranks summing to 1, by internal node id (see
+        :func:`pagerank`).
+
+    Raises
+    ------
+    ParameterError
+        ``sources`` empty, or a bad ``damping``, ``tol`` or engine option.
+    GraphsysError
+        A source id that is not a node of the graph, or ``weights`` negative, all zero or
+        not one per source.
+
+    References
+    ----------
+    %(references)s
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3, 3, 4]), np.array([2, 3, 1, 4, 1])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> result = bsp.personalized_pagerank(g, [4], tol=1e-10)
+    >>> [(node, round(rank, 3)) for node, rank in result.top(3)]
+    [(1, 0.295), (2, 0.251), (4, 0.241)]
+    """
     graph = open_if_path(graph)
     src = np.atleast_1d(np.asarray(sources, dtype=object if isinstance(sources, str) else None))
     if src.size == 0:
@@ -344,7 +464,7 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     np.add.at(p, idx, w)
     prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype)
     prog.name = "ppr"
-    return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **run_kwargs)
+    return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **engine_options(locals()))
 
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,

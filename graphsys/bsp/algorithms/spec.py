@@ -23,19 +23,26 @@ from graphsys.errors import GraphsysError, ParameterError
 class AlgorithmSpec:
     """A vertex algorithm as the CLI, the profiler and the front-ends see it.
 
-    Attributes:
-        name: the registry name (``"pagerank"``).
-        program: ``program(graph, source=, edge_set=, **params) -> VertexProgram``: the
-            program a run executes and the profiler profiles; ``source`` is the original id
-            of the source node (None when :attr:`needs_source` is false), ``params`` are
-            among :attr:`parameters` (left out: the program's defaults).
-        default_max_iters: ``default_max_iters(num_nodes) -> int``, the superstep limit
-            when the caller gives none.
-        needs_source: whether the algorithm starts from one source node.
-        parameters: the algorithm's tunable keyword parameters besides ``max_iters``
-            (``("damping", "tol")``); the CLI refuses the others' flags.
-        finish: optional ``finish(result) -> Result`` applied to the engine's result
-            (e.g. HITS normalises its scores); not part of what the profiler measures.
+    Attributes
+    ----------
+    name : str
+        The registry name (``"pagerank"``).
+    program : callable
+        ``program(graph, source=, edge_set=, **params) -> VertexProgram``: the program a
+        run executes and the profiler profiles; ``source`` is the original id of the
+        source node (None when :attr:`needs_source` is false), ``params`` are among
+        :attr:`parameters` (left out: the program's defaults).
+    default_max_iters : callable
+        ``default_max_iters(num_nodes) -> int``, the superstep limit when the caller gives
+        none.
+    needs_source : bool
+        Whether the algorithm starts from one source node.
+    parameters : tuple of str
+        The algorithm's tunable keyword parameters besides ``max_iters``
+        (``("damping", "tol")``); the CLI refuses the others' flags.
+    finish : callable, optional
+        ``finish(result) -> Result`` applied to the engine's result (e.g. HITS normalises
+        its scores); not part of what the profiler measures.
     """
 
     name: str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numba
 import torch
@@ -14,6 +15,9 @@ from graphsys.bsp.algorithms.common import (
     symmetric,
 )
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import cite, document_options, fill_doc
+from graphsys.bsp.edges import DENSE_DIVISOR
+from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.kernels_bfs import bfs_solve
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
@@ -115,19 +119,118 @@ class SSSP(VertexProgram):
         return state["dist"]
 
 
+_SOURCE_DOC = """graph : Graph or str or Path
+    An opened graph or a graph directory.
+source : int or str
+    Original id of the node the search starts from."""
+
+@document_options()
+@fill_doc(source=_SOURCE_DOC, references=cite("pregel", "beamer", "ligra"))
 def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
-        **run_kwargs):
-    """BFS levels (float64 (N,), ``inf`` unreachable) from the original node id ``source``;
-    at most ``max_iters`` supersteps (default N + 1). ``schedule`` ``auto`` (default) runs
-    the direction-optimizing BFS in memory on CPU (``stats.method``), ``sync`` BSP
-    supersteps; see :func:`graphsys.bsp.engine.run`."""
-    return BFS_SPEC.run(graph, source, max_iters=max_iters, schedule=schedule, **run_kwargs)
+        mode: str = "memory", device: str = "cpu", backend: str = "auto",
+        threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
+        progress: Callable | None = None, readahead: int = 4,
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    """Breadth-first search levels (hops from ``source`` along edge direction).
+
+    Parameters
+    ----------
+    %(source)s
+    max_iters : int, optional
+        Most supersteps, one per level (default N + 1: every reachable node).
+    schedule : {"auto", "sync", "async"}, default "auto"
+        ``auto``: in memory on CPU, the direction-optimizing BFS [2]_ in one numba call
+        (top-down while the frontier is small, bottom-up while it is large; one
+        recorded superstep per run of levels in one direction), else ``sync``. ``sync``:
+        one BSP superstep per level, pushed or pulled by Ligra's rule [3]_. ``async``: a
+        FIFO work list to the same levels (in memory, CPU, one process).
+        ``result.stats.method`` names what ran.
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) levels by internal node id: 0 at ``source``, ``inf``
+        where it cannot reach. ``result.to_dict()``, ``result.value(id)`` and
+        ``result.top(k, largest=False)`` speak original ids.
+
+    Raises
+    ------
+    GraphsysError
+        ``source`` is not a node of the graph, or ``schedule="async"`` outside memory mode.
+    ParameterError
+        An unknown ``schedule``, ``mode``, ``backend`` or ``device``.
+
+    References
+    ----------
+    %(references)s
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3, 1, 5]), np.array([2, 3, 4, 3, 1])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> result = bsp.bfs(g, 1)
+    >>> result.to_dict()
+    {1: 0.0, 2: 1.0, 3: 1.0, 4: 2.0, 5: inf}
+    >>> result.top(2)
+    [(5, inf), (4, 2.0)]
+    """
+    return BFS_SPEC.run(graph, source, max_iters=max_iters, **engine_options(locals()))
 
 
-def sssp(graph, source, *, max_iters: int | None = None, **run_kwargs):
-    """Shortest-path distances (float64 (N,), ``inf`` unreachable) from ``source``; raises
-    GraphsysError on a negative (or NaN) weight before running."""
-    return SSSP_SPEC.run(graph, source, max_iters=max_iters, **run_kwargs)
+@document_options()
+@fill_doc(source=_SOURCE_DOC, references=cite("pregel"))
+def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
+         mode: str = "memory", device: str = "cpu", backend: str = "auto",
+         threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
+         progress: Callable | None = None, readahead: int = 4,
+         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    """Single-source shortest-path distances (label-correcting Bellman-Ford supersteps).
+
+    Every node whose distance dropped sends ``distance + weight`` along its out-edges;
+    the targets keep the minimum (Pregel's shortest-paths program [1]_). Edge weights are
+    the edge set's float32 weights, 1 where it has none.
+
+    Parameters
+    ----------
+    %(source)s
+    max_iters : int, optional
+        Most supersteps (default N + 1: enough for any shortest path).
+    schedule : {"sync", "async"}, default "sync"
+        ``sync``: BSP supersteps; ``async``: a FIFO work list to the same distances (in
+        memory, CPU, one process), far less work on high-diameter graphs.
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) distances by internal node id: 0 at ``source``, ``inf``
+        where it cannot reach.
+
+    Raises
+    ------
+    GraphsysError
+        A negative (or NaN) edge weight, found before running, or ``source`` not a node.
+    ParameterError
+        An unknown ``schedule``, ``mode``, ``backend`` or ``device``.
+
+    References
+    ----------
+    %(references)s
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 1, 2, 3]), np.array([2, 3, 3, 4])
+    >>> w = np.array([1.0, 5.0, 1.5, 0.5])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", weight=w)
+    >>> bsp.sssp(g, 1).to_dict()
+    {1: 0.0, 2: 1.0, 3: 2.5, 4: 3.0}
+    """
+    return SSSP_SPEC.run(graph, source, max_iters=max_iters, **engine_options(locals()))
 
 
 def _bfs_program(graph, *, source, edge_set=None):

@@ -1,0 +1,96 @@
+"""Docstring pieces shared by the public functions of :mod:`graphsys.bsp`: the engine
+options every front-end takes, the papers they cite, and :func:`fill_doc`, which puts them
+into a numpydoc docstring at import time (so ``help()``, Sphinx and doctests see the full
+text)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+#: The numpydoc entries of the engine options: :func:`graphsys.bsp.run` and every algorithm
+#: front-end (:func:`graphsys.bsp.pagerank`, ...) take them as keyword parameters of the
+#: same meaning
+OPTION_DOCS = {
+    "mode": """mode : {"memory", "out-of-core"}, default "memory"
+    ``memory`` builds the CSR/CSC adjacency once and picks push or pull per superstep
+    (Ligra's rule, see ``dense_divisor``); ``out-of-core`` streams the edge buckets from
+    the mapped files every superstep, holding only vertex arrays in memory.""",
+    "device": """device : str, default "cpu"
+    ``cpu``, ``cuda``, ``cuda:K`` or ``auto`` (CUDA when available).""",
+    "backend": """backend : {"auto", "numba", "torch"}, default "auto"
+    ``auto``: numba kernels on CPU, torch on CUDA; ``torch`` on CPU runs the GPU code path
+    on CPU tensors.""",
+    "threads": """threads : int, optional
+    Worker threads of an out-of-core or distributed pass (default: numba's thread
+    count).""",
+    "edge_set": """edge_set : str, optional
+    The edge set whose edges carry messages (default: the graph's default edge set).""",
+    "distributed": """distributed : bool, default False
+    Run as one rank of the initialised ``torch.distributed`` process group: each rank owns
+    a contiguous range of partitions and streams their edges; every rank receives all
+    values.""",
+    "progress": """progress : callable, optional
+    Called with each finished superstep's :class:`~graphsys.bsp.stats.SuperstepStats`.""",
+    "readahead": """readahead : int, default 4
+    Buckets an out-of-core worker asks the kernel to read ahead.""",
+    "dense_divisor": """dense_divisor : float, default 20
+    Ligra's direction rule: a superstep pulls when ``|F| + outdeg(F) > m /
+    dense_divisor`` (``F`` the frontier, ``m`` the edges), else pushes.""",
+    "fuse": """fuse : bool, default True
+    Let declared fast paths run inside numba calls (in memory, numba backend, one
+    process): the supersteps of min-relaxation programs (BFS, SSSP, WCC), PageRank's fused
+    pull + update loop, whole-graph algorithms. Same supersteps and values; the seconds of
+    fused supersteps are their call's time split by work. False runs the generic loop.""",
+}
+
+#: Options documented by :func:`document_options` for the algorithm front-ends (``schedule``
+#: is documented by each algorithm that takes it, ``max_iters`` by each with its default)
+ENGINE_OPTIONS = ("mode", "device", "backend", "threads", "edge_set", "distributed",
+                  "progress", "readahead", "dense_divisor", "fuse")
+
+
+def fill_doc(**sections: str) -> Callable:
+    """Decorator: replace each docstring line ``%(name)s`` with ``sections[name]``
+    (numpydoc text written at column 0), indented like that line."""
+
+    def decorate(func: Callable) -> Callable:
+        lines = []
+        for line in func.__doc__.splitlines():
+            key = line.strip()
+            if key.startswith("%(") and key.endswith(")s") and key[2:-2] in sections:
+                pad = line[:len(line) - len(line.lstrip())]
+                lines += [pad + row if row else row
+                          for row in sections[key[2:-2]].splitlines()]
+            else:
+                lines.append(line)
+        func.__doc__ = "\n".join(lines)
+        return func
+
+    return decorate
+
+
+def document_options(*names: str) -> Callable:
+    """Decorator: replace the docstring line ``%(engine_options)s`` with the entries of
+    :data:`OPTION_DOCS` named by ``names`` (default: :data:`ENGINE_OPTIONS`)."""
+    return fill_doc(engine_options="\n".join(OPTION_DOCS[n] for n in names or ENGINE_OPTIONS))
+
+
+#: The papers the engine and the algorithms implement, as numpydoc reference bodies
+PAPERS = {
+    "pregel": """G. Malewicz, M. H. Austern, A. J. C. Bik, J. C. Dehnert, I. Horn, N. Leiser,
+   G. Czajkowski, "Pregel: a system for large-scale graph processing", SIGMOD 2010.""",
+    "ligra": """J. Shun, G. E. Blelloch, "Ligra: a lightweight graph processing framework for
+   shared memory", PPoPP 2013.""",
+    "pagerank": """L. Page, S. Brin, R. Motwani, T. Winograd, "The PageRank citation ranking:
+   bringing order to the web", Stanford InfoLab technical report, 1999.""",
+    "beamer": """S. Beamer, K. Asanović, D. Patterson, "Direction-optimizing breadth-first
+   search", SC 2012.""",
+    "afforest": """M. Sutton, T. Ben-Nun, A. Barak, "Optimizing parallel graph connectivity
+   computation via subgraph sampling", IPDPS 2018.""",
+}
+
+
+def cite(*keys: str) -> str:
+    """The numpydoc ``References`` entries ``.. [1]``, ``.. [2]``, ... of :data:`PAPERS`
+    ``keys``, in that order."""
+    return "\n".join(f".. [{i}] {PAPERS[k]}" for i, k in enumerate(keys, 1))

@@ -1,0 +1,88 @@
+"""``Result`` speaks original ids (``top``, ``value``, ``to_dict``, ``to_table``) and
+``RunStats`` prints one screen whatever the number of supersteps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from graphsys import bsp, from_arrow, from_numpy
+from graphsys.errors import GraphsysError, ParameterError
+
+
+@pytest.fixture(scope="module")
+def path_graph(tmp_path_factory):
+    """A directed path 100 -> 101 -> ... -> 139 (ids offset so that original != internal)
+    plus an isolated-from-100 pair 200 -> 201."""
+    src = np.r_[np.arange(100, 139), 200]
+    dst = np.r_[np.arange(101, 140), 201]
+    return from_numpy(src, dst, tmp_path_factory.mktemp("result") / "g")
+
+
+def test_top_value_to_dict_use_original_ids(path_graph):
+    res = bsp.bfs(path_graph, 100)
+    d = res.to_dict()
+    assert d == {**{100 + i: float(i) for i in range(40)}, 200: np.inf, 201: np.inf}
+    assert all(type(k) is int and type(v) is float for k, v in d.items())
+    assert res.top(3, largest=False) == [(100, 0.0), (101, 1.0), (102, 2.0)]
+    # inf is large; ties (200, 201) come in internal id order
+    top = res.top(3)
+    assert top[2] == (139, 39.0) and {n for n, _ in top[:2]} == {200, 201}
+    assert res.top(0) == [] and len(res.top(1000)) == 42
+    assert res.value(137) == 37.0 and res.value(201) == np.inf
+    table = res.to_table()
+    assert dict(zip(table.column("node").to_pylist(), table.column("value").to_pylist())) == d
+
+
+def test_top_matches_a_full_sort_with_ties(path_graph):
+    res = bsp.bfs(path_graph, 100)
+    res.values = np.round(np.random.default_rng(0).uniform(0, 5, len(res.values)))  # ties
+    ids = path_graph.node_ids()
+    for largest in (True, False):
+        key = -res.values if largest else res.values
+        order = np.lexsort((np.arange(len(key)), key))
+        want = [(int(ids[i]), float(res.values[i])) for i in order[:7]]
+        assert res.top(7, largest=largest) == want
+
+
+def test_value_and_top_refuse_bad_input_in_one_line(path_graph):
+    res = bsp.bfs(path_graph, 100)
+    for call, exc in [(lambda: res.value(999), GraphsysError),
+                      (lambda: res.value("x"), GraphsysError),
+                      (lambda: res.value([100, 101]), ParameterError),
+                      (lambda: res.top(-1), ParameterError),
+                      (lambda: res.top(2.5), ParameterError)]:
+        with pytest.raises(exc) as info:
+            call()
+        assert "\n" not in str(info.value)
+    with pytest.raises(GraphsysError, match="not in the graph"):
+        res.value(999)
+
+
+def test_string_ids_and_vector_values(tmp_path):
+    edges = pa.table({"src": ["a", "b", "c"], "dst": ["b", "c", "a"]})
+    g = from_arrow(edges, tmp_path / "g")
+    pr = bsp.pagerank(g, tol=1e-12)
+    assert sorted(pr.to_dict()) == ["a", "b", "c"]
+    assert pr.top(1)[0][0] in {"a", "b", "c"}
+    assert pr.value("b") == pytest.approx(1 / 3)
+    hits = bsp.hits(g)
+    assert len(hits.value("a")) == 2 and len(hits.to_dict()["c"]) == 2
+    with pytest.raises(GraphsysError, match="2 per node"):
+        hits.top(1)
+
+
+def test_run_stats_print_one_screen(path_graph):
+    res = bsp.bfs(path_graph, 100, schedule="sync")
+    stats = res.stats
+    assert stats.num_supersteps >= 40 and len(stats.supersteps) == stats.num_supersteps
+    text = str(stats)
+    assert text == repr(stats) and len(text.splitlines()) <= 8
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert f"{stats.num_supersteps} supersteps" in text and "converged" in text
+    assert f"edges scanned {stats.totals()['edges_scanned']:,}" in text
+    assert "bfs: supersteps" in text and "SuperstepStats(" not in text
+    assert "NOT converged" in str(bsp.bfs(path_graph, 100, schedule="sync",
+                                          max_iters=3).stats)
+    assert repr(res).startswith("Result(bfs: values float64 (42,)")
