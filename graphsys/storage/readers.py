@@ -178,8 +178,9 @@ def _open_bytes(path: Path) -> _Input:
 
 class _HexGuard:
     """The fast path's byte stream, watched for a hexadecimal prefix (a zero, then ``x`` or
-    ``X``): Arrow's integer parser reads hexadecimal text as the number it spells, while an integer id is ``[+-]?[0-9]+`` alone (docs/format.md), so
-    a file holding that text is read by the careful path, which keeps it as a string id."""
+    ``X``): Arrow's integer parser reads hexadecimal text as the number it spells, while an
+    integer id is ``[+-]?[0-9]+`` alone (docs/format.md), so a file holding that text is
+    read by the careful path, which keeps it as a string id."""
 
     def __init__(self, stream):
         self.stream = stream
