@@ -121,7 +121,6 @@ class EmbedResult:
     --------
     >>> import tempfile
     >>> import pyarrow as pa
-    >>> import graphsys
     >>> import graphsys.embed
     >>> from graphsys.generators import knowledge_graph
     >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -283,7 +282,6 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
 
     >>> import tempfile
     >>> import pyarrow as pa
-    >>> import graphsys
     >>> import graphsys.embed
     >>> from graphsys.generators import knowledge_graph
     >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())

@@ -86,7 +86,6 @@ class Embeddings:
     --------
     >>> import tempfile
     >>> import pyarrow as pa
-    >>> import graphsys
     >>> import graphsys.embed
     >>> from graphsys.generators import knowledge_graph
     >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -172,7 +171,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -268,7 +266,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -334,7 +331,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -368,7 +364,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -513,7 +508,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -598,7 +592,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -686,7 +679,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -752,7 +744,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -865,7 +856,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -931,7 +921,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
@@ -978,7 +967,6 @@ class Embeddings:
         --------
         >>> import tempfile
         >>> import pyarrow as pa
-        >>> import graphsys
         >>> import graphsys.embed
         >>> from graphsys.generators import knowledge_graph
         >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())

@@ -100,7 +100,6 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     --------
     >>> import tempfile
     >>> import pyarrow as pa
-    >>> import graphsys
     >>> import graphsys.embed
     >>> from graphsys.generators import knowledge_graph
     >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())

@@ -243,7 +243,8 @@ def test_on_batch_hook_sees_every_batch_and_can_stop_the_run(kg1, small, tmp_pat
 
 
 def test_missing_graph_or_out_name_the_parameter_and_the_flag(kg1, small, tmp_path, capsys):
-    """api.fit is the one training path: the library names the parameter, the CLI its flag."""
+    """graphsys.embed.train is the one training path: the library names the parameter,
+    the CLI its flag."""
     from graphsys.cli import main
     from graphsys.errors import ParameterError
 
