@@ -3,7 +3,8 @@
 - :func:`train` (config -> :class:`EmbedResult`, whose ``embeddings`` are the
   :class:`Embeddings`), :class:`EmbedConfig` / :func:`load_config`
 - :class:`Embeddings`: ``load``, ``vector``, ``vectors``, ``nearest``, ``score``,
-  ``predict_tails``, ``predict_heads`` (batched, known triples filtered), ``to_numpy``,
+  ``predict_tails``, ``predict_heads`` (batched, known triples filtered, the query
+  entity left out), ``to_numpy``,
   ``export_tsv`` / ``export_parquet`` / ``export_numpy``
 - :mod:`graphsys.embed.index`: faiss flat / IVF / HNSW indexes that ``nearest`` uses (needs
   faiss: ``pip install graphsys[faiss]``)
@@ -16,7 +17,7 @@
 """
 
 from graphsys.embed.api import EmbedResult, load_config, train
-from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict
+from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.embed.embeddings import Embeddings
 from graphsys.embed.evaluation import evaluate
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
@@ -26,7 +27,6 @@ __all__ = [
            "COMPARATORS",
            "LOSSES",
            "OPERATORS",
-           "ConfigError",
            "EmbedConfig",
            "EmbedResult",
            "Embeddings",

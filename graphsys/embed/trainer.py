@@ -55,13 +55,13 @@ from tqdm import tqdm
 from graphsys.device import resolve_device
 from graphsys.embed.buffer import PartitionBuffer, diverged
 from graphsys.embed.checkpoint import CheckpointManager, stream_seed
-from graphsys.embed.config import ConfigError, EmbedConfig
+from graphsys.embed.config import EmbedConfig
 from graphsys.embed.model import COMPARATORS, LOSSES
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.embed.stats import EpochStats, RankStats
 from graphsys.embed.step import MinibatchStep
-from graphsys.errors import GraphsysError
+from graphsys.errors import ConfigError, GraphsysError
 from graphsys.storage.graph import Graph
 from graphsys.trace import traced
 

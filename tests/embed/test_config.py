@@ -5,8 +5,8 @@ import json
 import pytest
 
 from graphsys.embed.api import load_config
-from graphsys.embed.config import ConfigError, config_from_dict
-from graphsys.errors import ParameterError
+from graphsys.embed.config import config_from_dict
+from graphsys.errors import ConfigError, ParameterError
 
 
 def test_toml_file_and_overrides(tmp_path):

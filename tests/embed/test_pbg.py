@@ -22,10 +22,9 @@ import pytest
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, load_config, train
-from graphsys.embed.config import ConfigError
 from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
 from graphsys.embed.interop.pbg_config import import_pbg_config
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.errors import ConfigError, FormatError, GraphsysError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
 h5py = pytest.importorskip("h5py")

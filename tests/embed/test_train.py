@@ -17,9 +17,8 @@ import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, EmbedResult, evaluate, load_config, train
-from graphsys.embed.config import ConfigError
 from graphsys.embed.triples import triples
-from graphsys.errors import GraphsysError
+from graphsys.errors import ConfigError, GraphsysError
 
 EPOCHS = 40
 
