@@ -91,8 +91,8 @@ GS_CHILD = textwrap.dedent(r"""
     if a["threads"]:
         torch.set_num_threads(a["threads"])
     from pathlib import Path
-    import importlib
-    train_mod = importlib.import_module("graphsys.embed.train")  # the module, not the function
+    from graphsys.embed.buffer import PartitionBuffer
+    from graphsys.embed.trainer import Trainer
     from graphsys.embed.config import config_from_dict
     from graphsys.storage.graph import open_graph
 
@@ -114,7 +114,7 @@ GS_CHILD = textwrap.dedent(r"""
     threading.Thread(target=sampler, daemon=True).start()
 
     # Count what the partition buffer really does (a check of the plan's counts).
-    PB = train_mod.PartitionBuffer
+    PB = PartitionBuffer
     io = {"load_calls": 0, "evict_calls": 0, "max_resident": 0,
           "io_seconds_blocking": 0.0, "io_seconds_prefetch": 0.0}
     lock = threading.Lock()
@@ -138,15 +138,15 @@ GS_CHILD = textwrap.dedent(r"""
     PB.evict = timed(orig_evict, "evict_calls")
 
     if a["max_buckets"]:  # --max-buckets: the first N non-empty buckets of each epoch
-        orig_order = train_mod.Trainer._epoch_order
-        train_mod.Trainer._epoch_order = (
+        orig_order = Trainer._epoch_order
+        Trainer._epoch_order = (
             lambda self, epoch, counts: orig_order(self, epoch, counts)[:a["max_buckets"]])
 
     cfg = config_from_dict(a["config"])
     g = open_graph(a["graph"])
     ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
-    trainer = train_mod.Trainer(cfg, g, Path(a["out"]),
+    trainer = Trainer(cfg, g, Path(a["out"]),
                                 log=lambda m: print(m, file=sys.stderr, flush=True))
     stats = trainer.run()
     wall = time.perf_counter() - t0

@@ -59,7 +59,7 @@ def _config(args, epochs: int, extra=()):
 
 def _metrics(ck: Path, graph: Path) -> dict:
     from graphsys.embed import Embeddings
-    from graphsys.embed.evaluate import evaluate
+    from graphsys.embed.evaluation import evaluate
     from graphsys.storage.graph import open_graph
 
     g = open_graph(graph)

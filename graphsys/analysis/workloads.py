@@ -17,8 +17,8 @@ runs over (:mod:`graphsys.analysis.simt`):
   for ``direction = in``; both passes for ``both``), pull supersteps every target the
   program accepts with its in-degree. The model assumes each neighbour loop runs to the end
   of the list (an upper bound for BFS's early-exit pull).
-* **Embedding** (:func:`profile_embed`): one epoch of the embedding trainer (``Trainer``) into a
-  temporary checkpoint; a step is one positive batch. SIMT over the training edge set's
+* **Embedding** (:func:`profile_embed`): one epoch of :class:`graphsys.embed.trainer.Trainer`
+  into a temporary checkpoint; a step is one positive batch. SIMT over the training edge set's
   out-degrees (a vertex-centric pass over the same edges).
 * **GNN** (:func:`profile_gnn`): ``steps`` minibatch steps of the user's node-task
   :class:`graphsys.gnn.TrainConfig` (model, fanouts, hidden, heads, dropout, lr, ...;
@@ -407,7 +407,7 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
     from dataclasses import replace
 
     from graphsys.embed.config import config_from_dict
-    from graphsys.embed.train import Trainer
+    from graphsys.embed.trainer import Trainer
 
     steps = EMBED_STEPS if steps is None else steps
     if steps < 1:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
@@ -145,7 +146,7 @@ prints the result.
 
 
 def run_train(args) -> int:
-    from graphsys.embed.api import fit, load_config
+    from graphsys.embed import load_config, train
     from graphsys.storage.graph import open_graph
 
     trace = trace_path(args)
@@ -156,8 +157,8 @@ def run_train(args) -> int:
         cfg.init_from = str(args.init_from)
     if args.freeze_old:
         cfg.freeze_old = True
-    result = fit(cfg, graph=graph, edges=args.edges, out=args.out,
-                 progress=show_progress(args), log=log, distributed=None, trace=trace)
+    result = train(cfg, graph=graph, edges=args.edges, out=args.out,
+                   progress=show_progress(args), log=log, distributed=None, trace=trace)
     if result.rank != 0:
         return 0
     summary = result.summary()
@@ -180,7 +181,7 @@ def _load(args):
 def run_eval(args) -> int:
     from tqdm import tqdm
 
-    from graphsys.embed.evaluate import evaluate
+    from graphsys.embed.evaluation import evaluate
 
     emb = _load(args)
     cand = args.candidates
@@ -244,13 +245,15 @@ def run_nearest(args) -> int:
     emb = _load(args)
     if args.k < 1:
         raise GraphsysError(f"-k: must be positive, got {args.k}")
-    et = args.entity_type
+    et = emb._etype(args.entity_type)  # several types and none named: --entity-type
     node = args.id
-    graph = emb.graph
-    t = graph.entity_type(et)
+    t = emb.graph.entity_type(et)
     node = int(node) if t.id_type == "int64" and node.lstrip("-").isdigit() else node
-    ids, scores = emb.nearest(node, args.k, by=args.by, entity_type=et, exact=args.exact)
-    ids = [x.item() if hasattr(x, "item") else x for x in ids]
+    with warnings.catch_warnings(record=True) as caught:  # a stale index: one line
+        warnings.simplefilter("always")
+        ids, scores = emb.nearest(node, args.k, by=args.by, entity_type=et, exact=args.exact)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
     if args.json:
         emit_json({"id": node, "by": args.by, "neighbours": [
             {"id": i, "score": float(s)} for i, s in zip(ids, scores)]})

@@ -1,8 +1,10 @@
 """Graph embeddings at PyTorch-BigGraph scale: bucketed training over the stored buckets.
 
-- :func:`train` (config -> :class:`Embeddings`), :class:`EmbedConfig` / :func:`load_config`
+- :func:`train` (config -> :class:`EmbedResult`, whose ``embeddings`` are the
+  :class:`Embeddings`), :class:`EmbedConfig` / :func:`load_config`
 - :class:`Embeddings`: ``load``, ``vector``, ``vectors``, ``nearest``, ``score``,
-  ``predict_tails``, ``predict_heads`` (batched, known triples filtered), ``to_numpy``,
+  ``predict_tails``, ``predict_heads`` (batched, known triples filtered, the query
+  entity left out), ``to_numpy``,
   ``export_tsv`` / ``export_parquet`` / ``export_numpy``
 - :mod:`graphsys.embed.index`: faiss flat / IVF / HNSW indexes that ``nearest`` uses (needs
   faiss: ``pip install graphsys[faiss]``)
@@ -10,24 +12,24 @@
 - :func:`import_pbg_config` / :func:`import_pbg_checkpoint`: PyTorch-BigGraph configs and
   checkpoints (:mod:`graphsys.embed.interop`; needs h5py: ``pip install graphsys[pbg]``)
 - registries :data:`OPERATORS`, :data:`COMPARATORS`, :data:`LOSSES`
+- :mod:`graphsys.embed.trainer`: the :class:`~graphsys.embed.trainer.Trainer` that
+  :func:`train` runs, the advanced layer (hooks, subclasses)
 """
 
-from graphsys.embed.api import load_config, train
-from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict
+from graphsys.embed.api import EmbedResult, load_config, train
+from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.embed.embeddings import Embeddings
-from graphsys.embed.evaluate import evaluate
+from graphsys.embed.evaluation import evaluate
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
 from graphsys.embed.schedule import bucket_order, min_swaps, plan_buffer
-from graphsys.embed.train import Trainer
 
 __all__ = [
            "COMPARATORS",
            "LOSSES",
            "OPERATORS",
-           "ConfigError",
            "EmbedConfig",
+           "EmbedResult",
            "Embeddings",
-           "Trainer",
            "bucket_order",
            "config_from_dict",
            "evaluate",

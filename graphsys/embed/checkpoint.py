@@ -36,10 +36,10 @@ from graphsys.embed.checkpoint_files import (
            load_npy,
            save_npy,
 )
-from graphsys.embed.config import ConfigError, EmbedConfig, config_from_dict
+from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.embed.model import init_embeddings
 from graphsys.embed.stats import EpochStats
-from graphsys.errors import GraphsysError
+from graphsys.errors import ConfigError, GraphsysError
 
 if TYPE_CHECKING:
     from graphsys.embed.relations import RelationModel

@@ -1,5 +1,5 @@
 """The typed, validated embedding config (TOML or JSON; never executed). A PyTorch-BigGraph
-``.py`` config is read by :func:`graphsys.embed.api.load_config` (through the PBG interop).
+``.py`` config is read by :func:`graphsys.embed.load_config` (through the PBG interop).
 
 Key names follow PyTorch-BigGraph's where PBG has one, so a PBG user's settings carry over.
 Every field has a ``help`` text (``graphsys embed train --help`` prints them) and a validator;
@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import textwrap
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +81,53 @@ class EntityConfig:
 
 @dataclass
 class EmbedConfig:
-    """All training, negative sampling, scheduling and evaluation settings."""
+    """The settings of an embedding model and its training, validated.
+
+    Build one with :func:`graphsys.embed.load_config` (a TOML / JSON / PyTorch-BigGraph
+    file, keyword values, ``key=value`` overrides) or directly; every value is checked
+    when it is built, and a bad one raises :class:`~graphsys.errors.ConfigError` naming
+    its key. Key names follow PyTorch-BigGraph's [1]_ where it has one.
+
+    A triple ``(h, r, t)`` is scored ``comparator(op_r(h), t)``: ``operator``
+    ``translation`` with comparator ``l2`` is TransE [2]_, ``diagonal`` with ``dot``
+    DistMult [3]_, ``complex_diagonal`` with ``dot`` ComplEx [4]_ (with
+    ``regularization_coef`` its N3-regularised form [5]_). Every relation also has a
+    reciprocal operator for the reversed edges (see :mod:`graphsys.embed.config`).
+
+    Parameters
+    ----------
+    (the fields, generated from their help texts: see ``_fields_doc``)
+
+    See Also
+    --------
+    graphsys.embed.load_config : read a config file with overrides.
+    graphsys.embed.train : train one.
+
+    Examples
+    --------
+    >>> from graphsys.embed import EmbedConfig
+    >>> cfg = EmbedConfig(dimension=16, operator="complex_diagonal", comparator="dot",
+    ...                   loss_fn="softmax", lr=0.1)
+    >>> cfg.num_epochs, cfg.batch_size, cfg.relation_learning_rate
+    (1, 1000, 0.1)
+    >>> EmbedConfig(dimension=15, operator="complex_diagonal")
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ConfigError: dimension: complex_diagonal needs an even dimension, got 15
+
+    References
+    ----------
+    .. [1] A. Lerer, L. Wu, J. Shen, T. Lacroix, L. Wehrstedt, A. Bose, A. Peysakhovich,
+       "PyTorch-BigGraph: A Large-scale Graph Embedding System", SysML 2019.
+    .. [2] A. Bordes, N. Usunier, A. Garcia-Duran, J. Weston, O. Yakhnenko, "Translating
+       Embeddings for Modeling Multi-relational Data", NeurIPS 2013.
+    .. [3] B. Yang, W. Yih, X. He, J. Gao, L. Deng, "Embedding Entities and Relations for
+       Learning and Inference in Knowledge Bases", ICLR 2015.
+    .. [4] T. Trouillon, J. Welbl, S. Riedel, E. Gaussier, G. Bouchard, "Complex
+       Embeddings for Simple Link Prediction", ICML 2016.
+    .. [5] T. Lacroix, N. Usunier, G. Obozinski, "Canonical Tensor Decomposition for
+       Knowledge Base Completion", ICML 2018.
+    """
 
     # -- data (PBG: entity_path / edge_paths / checkpoint_path) --------------------------------
     graph: str | None = _h("graph directory (CLI: --graph)", default=None)
@@ -284,6 +332,30 @@ class EmbedConfig:
                               "0 and all_negs is false, so there are no negatives")
 
 
+def _fields_doc() -> str:
+    """The numpydoc ``Parameters`` entries of :class:`EmbedConfig`, one per field from its
+    type, default and ``help`` text (the one description ``--help`` prints too), without
+    the command-line flags some of them name."""
+    lines = []
+    for f in dataclasses.fields(EmbedConfig):
+        if f.default is not dataclasses.MISSING:
+            default = f", default {f.default!r}"
+        else:
+            default = f", default {f.default_factory()!r}"
+        text = re.sub(r"CLI: --[\w-]+(; )?", "", f.metadata.get("help", "")).replace(" ()", "")
+        lines.append(f"    {f.name} : {f.type.replace(' | ', ' or ')}{default}")
+        lines.extend(textwrap.wrap(text[:1].upper() + text[1:] + ".", 88,
+                                   initial_indent=" " * 8, subsequent_indent=" " * 8,
+                                   break_on_hyphens=False))
+    return "\n".join(lines) + "\n"
+
+
+if EmbedConfig.__doc__:  # None under python -OO
+    EmbedConfig.__doc__ = EmbedConfig.__doc__.replace(
+        "    (the fields, generated from their help texts: see ``_fields_doc``)\n",
+        _fields_doc())
+
+
 # =============================================================================================
 # Parsing
 
@@ -388,12 +460,12 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     ``values`` (``None`` ones skipped), then ``key=value`` overrides.
 
     A PyTorch-BigGraph ``.py`` config needs the graph to match its entity types and
-    relations: :func:`graphsys.embed.api.load_config` reads it (this layer never imports
+    relations: :func:`graphsys.embed.load_config` reads it (this layer never imports
     the PBG interop).
     """
     if path is not None and Path(path).suffix.lower() == ".py":
         raise ConfigError(f"{path}: a PyTorch-BigGraph config; read it with "
-                          f"graphsys.embed.api.load_config (it is matched to the graph)")
+                          f"graphsys.embed.load_config (it is matched to the graph)")
     base = dict(raw) if raw is not None else load_raw(path) if path is not None else {}
     base.update({k: v for k, v in values.items() if v is not None})
     return config_from_dict(apply_overrides(base, overrides or []))

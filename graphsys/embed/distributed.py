@@ -55,13 +55,13 @@ from graphsys.embed.config import EmbedConfig
 from graphsys.embed.relations import SIDES
 from graphsys.embed.schedule import Bucket, plan_rounds
 from graphsys.embed.stats import EpochStats
-from graphsys.embed.train import Trainer
+from graphsys.embed.trainer import Trainer
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph
 
 
 class DistributedTrainer(Trainer):
-    """:class:`~graphsys.embed.train.Trainer` as one rank of the initialised default
+    """:class:`~graphsys.embed.trainer.Trainer` as one rank of the initialised default
     process group. A CUDA run puts rank ``LOCAL_RANK`` on GPU ``LOCAL_RANK``; only rank 0
     logs and shows progress."""
 

@@ -1,9 +1,4 @@
-"""Trained embeddings: load a checkpoint, look up, score, search, export.
-
->>> emb = Embeddings.load("ckpt")                      # doctest: +SKIP
->>> emb.vector("/m/02mjmr").shape                       # doctest: +SKIP
-(400,)
->>> ids, scores = emb.nearest("/m/02mjmr", k=5)         # doctest: +SKIP
+"""Trained embeddings: load a checkpoint, look up, score, search, export (:class:`Embeddings`).
 
 Node ids are the graph's *original* ids; the graph directory recorded in the checkpoint maps
 them (pass ``graph=`` if it moved). Embedding partitions are memory-mapped, read-only.
@@ -17,6 +12,7 @@ no relations, so the lookups, ``nearest`` and the exports work and ``score`` /
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +28,7 @@ from graphsys.embed.config import config_from_dict
 from graphsys.embed.model import COMPARATORS
 from graphsys.embed.relations import PBG_DYNAMIC_NAME, RelationModel, pbg_side
 from graphsys.embed.triples import KnownAnswers, triples
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage.atomic import atomic_path
 from graphsys.storage.graph import Graph, open_graph
 
@@ -52,7 +48,65 @@ ARROW_FORMAT = "graphsys-gnn-embeddings"
 
 
 class Embeddings:
-    """Embeddings of every entity type plus the relation operators and comparator."""
+    """Trained embeddings: one vector per entity, the relation operators and the comparator.
+
+    Open a checkpoint with :meth:`load`, or take ``graphsys.embed.train(...).embeddings``.
+    Ids are the graph's *original* node ids (integers or strings); the graph directory
+    recorded in the checkpoint maps them (pass ``graph=`` to :meth:`load` if it moved).
+    The embedding partitions are memory-mapped, read-only, and every query reads only the
+    rows it needs or a block of :data:`BLOCK_ROWS` rows at a time, so tables larger than
+    memory can be served.
+
+    A triple ``(h, r, t)`` scores ``comparator(op_r(h), t)`` (:meth:`score`), the model
+    trained by :func:`graphsys.embed.train` [1]_; :meth:`predict_tails` and
+    :meth:`predict_heads` rank every entity as the missing side of a triple, and
+    :meth:`nearest` ranks entities by the similarity of their vectors.
+
+    Attributes
+    ----------
+    path : Path
+        The checkpoint directory.
+    dimension : int
+        The embedding dimension ``d``.
+    entity_types : list of str
+        The entity types embedded.
+    relation_names : list of str
+        The relations, in the order of their indices.
+    config : EmbedConfig
+        The settings the checkpoint was trained with.
+    version : int
+        The committed checkpoint version read.
+
+    See Also
+    --------
+    graphsys.embed.train : train embeddings.
+    graphsys.embed.evaluate : link-prediction metrics.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pyarrow as pa
+    >>> import graphsys.embed
+    >>> from graphsys.generators import knowledge_graph
+    >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+    >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+    ...                   "rel": [f"r{r}" for r in t["rel"]]})
+    >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+    >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+    >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+    >>> emb.dimension, emb.entity_types, emb.relation_names
+    (8, ['node'], ['r0', 'r1'])
+    >>> emb.vector(0).shape
+    (8,)
+    >>> ids, scores = emb.nearest(0, k=3)
+    >>> len(ids), scores.shape
+    (3, (3,))
+
+    References
+    ----------
+    .. [1] A. Lerer, L. Wu, J. Shen, T. Lacroix, L. Wehrstedt, A. Bose, A. Peysakhovich,
+       "PyTorch-BigGraph: A Large-scale Graph Embedding System", SysML 2019.
+    """
 
     def __init__(self, path: Path, meta: dict[str, Any], config, graph: Graph | None):
         self.path, self.meta, self.config = path, meta, config
@@ -86,8 +140,49 @@ class Embeddings:
 
     @classmethod
     def load(cls, path: str | Path, graph: str | Path | Graph | None = None) -> Embeddings:
-        """Open the checkpoint directory ``path`` (its last committed version), or an
-        Arrow embedding directory written by ``graphsys gnn embed``."""
+        """Open trained embeddings: a checkpoint directory or a GNN embedding directory.
+
+        Parameters
+        ----------
+        path : str or Path
+            A checkpoint directory written by :func:`graphsys.embed.train` (its last
+            committed version is read), or an Arrow embedding directory written by
+            ``graphsys gnn embed`` (one entity type, no relations: lookups,
+            :meth:`nearest` and the exports work, :meth:`score` and the predictions do
+            not).
+        graph : str, Path or Graph, optional
+            The graph that maps original ids; default the graph directory recorded in
+            the checkpoint. It must have the training graph's entity types and partition
+            sizes.
+
+        Returns
+        -------
+        Embeddings
+
+        Raises
+        ------
+        FormatError
+            A missing, damaged or foreign checkpoint (checksums, shapes, non-finite
+            values), named in the message.
+        GraphsysError
+            A graph of another shape than the training graph.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> ckpt = tempfile.mkdtemp()
+        >>> _ = graphsys.embed.train({"dimension": 8}, graph=g, out=ckpt)
+        >>> emb = graphsys.embed.Embeddings.load(ckpt)
+        >>> emb.num_entities(), emb.dimension, emb.version
+        (36, 8, 1)
+        """
         path = Path(path)
         g = graph if isinstance(graph, Graph) or graph is None else open_graph(graph)
         if (path / ARROW_INDEX).is_file():
@@ -99,6 +194,8 @@ class Embeddings:
 
     @property
     def graph(self) -> Graph:
+        """The graph that maps original ids (opened from the checkpoint's record if
+        :meth:`load` was given none)."""
         if self._graph is None:
             where = self.meta["graph"]
             if not Path(where).exists():
@@ -115,13 +212,16 @@ class Embeddings:
 
     # -- raw access -------------------------------------------------------------------------
     def _etype(self, entity_type: str | None) -> str:
+        """The entity type meant by ``entity_type``: itself when known, the only one when
+        ``None``; else a :class:`ParameterError` naming the types."""
         if entity_type is None:
             if len(self.entity_types) != 1:
-                raise GraphsysError(f"entity types {self.entity_types}: name one")
+                raise ParameterError("entity_type", f"must be given: these embeddings have "
+                                     f"entity types {', '.join(self.entity_types)}")
             return self.entity_types[0]
         if entity_type not in self.entity_types:
-            raise GraphsysError(f"unknown entity type {entity_type!r} "
-                                f"({', '.join(self.entity_types)})")
+            raise ParameterError("entity_type", f"{entity_type!r} is not an entity type of "
+                                 f"these embeddings ({', '.join(self.entity_types)})")
         return entity_type
 
     def partitions(self, entity_type: str | None = None) -> list[np.ndarray]:
@@ -144,7 +244,39 @@ class Embeddings:
         return int(self._offsets[self._etype(entity_type)][-1])
 
     def to_numpy(self, entity_type: str | None = None) -> np.ndarray:
-        """All embeddings of a type, float32 ``(N, d)``, rows in type-global id order."""
+        """All embeddings of one entity type as one array (read into memory).
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            The entity type; may be left out when there is only one.
+
+        Returns
+        -------
+        ndarray
+            float32 ``(N, d)``, row ``i`` the entity with type-global id ``i`` (the order
+            of ``graph.node_ids(entity_type)``).
+
+        Raises
+        ------
+        ParameterError
+            ``entity_type`` left out with several types, or not one of them.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb.to_numpy().shape
+        (36, 8)
+        """
         parts = self.partitions(entity_type)
         return np.concatenate(parts) if parts else np.zeros((0, self.dimension), np.float32)
 
@@ -166,16 +298,83 @@ class Embeddings:
         return self.graph.to_internal(ids, self._etype(entity_type))
 
     def original(self, internal, entity_type: str | None = None):
+        """Original ids of type-global ids: an int64 array, or a list of strings."""
         ids = self.graph.to_original(np.asarray(internal, np.int64), self._etype(entity_type))
         return ids.to_pylist() if isinstance(ids, pa.Array) else ids
 
     # -- lookups ----------------------------------------------------------------------------
     def vector(self, node_id, entity_type: str | None = None) -> np.ndarray:
-        """Embedding of one original id: float32 ``(d,)``."""
+        """The embedding of one entity.
+
+        Parameters
+        ----------
+        node_id : int or str
+            An original node id.
+        entity_type : str, optional
+            The entity type; may be left out when there is only one.
+
+        Returns
+        -------
+        ndarray
+            float32 ``(d,)``.
+
+        Raises
+        ------
+        GraphsysError
+            An id that is not in the graph.
+
+        See Also
+        --------
+        vectors : several at once.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> v = emb.vector(3)
+        >>> v.shape, v.dtype
+        ((8,), dtype('float32'))
+        """
         return self.vectors([node_id], entity_type)[0]
 
     def vectors(self, ids, entity_type: str | None = None) -> np.ndarray:
-        """Embeddings of original ids: float32 ``(k, d)``."""
+        """The embeddings of several entities, in the order given.
+
+        Parameters
+        ----------
+        ids : sequence of int or str
+            Original node ids (a list or an array).
+        entity_type : str, optional
+            The entity type; may be left out when there is only one.
+
+        Returns
+        -------
+        ndarray
+            float32 ``(len(ids), d)``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb.vectors([3, 5, 3]).shape
+        (3, 8)
+        """
         return self.rows(self.internal(ids, entity_type), entity_type)
 
     def require_relations(self, what: str) -> None:
@@ -233,7 +432,8 @@ class Embeddings:
         ``(list, (k,))`` when ``single``, else ``(ids (q, k), scores (q, k))`` with ids an
         int64 array or, for string ids, a list of ``q`` lists."""
         if single:
-            return list(self.original(found[0], etype)), scores[0]
+            names = self.original(found[0], etype)
+            return (names.tolist() if isinstance(names, np.ndarray) else list(names)), scores[0]
         names = self.original(found.ravel(), etype)
         if isinstance(names, np.ndarray):
             return names.reshape(found.shape), scores
@@ -241,17 +441,28 @@ class Embeddings:
         return [names[i * k:(i + 1) * k] for i in range(len(found))], scores
 
     def ann_index(self, entity_type: str | None = None, by: str = "cos"):
-        """The faiss index built for ``entity_type`` and ``by`` (``graphsys embed index``,
-        :func:`graphsys.embed.index.build_and_save`), or ``None`` when there is none;
-        raises in one line when it belongs to another checkpoint version."""
-        from graphsys.embed.index import open_index
+        """The faiss index stored for ``entity_type`` and ``by``, or ``None``.
+
+        Indexes are built by ``graphsys embed index`` or
+        :func:`graphsys.embed.index.build_and_save`. ``None`` when there is none, or when
+        the stored one was built from another checkpoint version than these embeddings
+        (after training on): then a warning says so, once per :class:`Embeddings`, and
+        :meth:`nearest` searches exactly. A damaged index raises
+        :class:`~graphsys.errors.FormatError`.
+        """
+        from graphsys.embed.index import StaleIndexError, open_index
 
         t = self._etype(entity_type)
         key = (t, by)
         if key not in self._indexes:
-            self._indexes[key] = None if self.storage is None else open_index(
-                self.path, t, by, version=self.version, num_entities=self.num_entities(t),
-                dimension=self.dimension)
+            try:
+                self._indexes[key] = None if self.storage is None else open_index(
+                    self.path, t, by, version=self.version,
+                    num_entities=self.num_entities(t), dimension=self.dimension)
+            except StaleIndexError as exc:
+                self._indexes[key] = None
+                warnings.warn(f"{exc.reason}; searching exactly, rebuild it with "
+                              f"`graphsys embed index`", stacklevel=3)
         return self._indexes[key]
 
     def forget_index(self, entity_type: str, by: str) -> None:
@@ -260,18 +471,62 @@ class Embeddings:
 
     def nearest(self, node_id, k: int = 10, *, by: str = "cos",
                 entity_type: str | None = None, exact: bool = False):
-        """The ``k`` entities most similar to ``node_id`` (itself excluded; fewer when the
-        type has no ``k`` others), by ``cos`` or ``dot``. Uses the faiss index of the type
-        and measure when one is stored (``graphsys embed index``; approximate for ivf and
-        hnsw), else (or with ``exact``) a blocked matmul (no ``N x N`` matrix).
+        """The entities whose embeddings are most similar to an entity's.
 
-        One id: returns (original ids list, float32 scores ``(k,)``), best first. A
-        sequence of ids (list, array): one batched search, returning (ids ``(q, k)``:
-        an int64 array, or a list of lists for string ids; float32 scores ``(q, k)``)."""
+        Uses the faiss index of the type and measure when one is stored (``graphsys embed
+        index``; exact for ``flat``, approximate for ``ivf`` and ``hnsw``), else a blocked
+        matrix product over all entities of the type (exact; no ``N x N`` matrix). An
+        index built before more training is not used: a warning says so once and the
+        search is exact.
+
+        Parameters
+        ----------
+        node_id : int, str or sequence of them
+            One original id, or several (a list or an array: one batched search).
+        k : int, optional
+            How many to return (default 10); fewer when the type has no ``k`` others.
+        by : {"cos", "dot"}, optional
+            Cosine similarity (default) or the dot product of the vectors.
+        entity_type : str, optional
+            The entity type; may be left out when there is only one.
+        exact : bool, optional
+            Search exactly even when an index is stored (default False).
+
+        Returns
+        -------
+        ids : list or ndarray
+            One id: a list of ``k`` original ids, best first. Several: an int64 array
+            ``(q, k)``, or for string ids a list of ``q`` lists.
+        scores : ndarray
+            float32 ``(k,)`` or ``(q, k)``, the similarities, descending.
+
+        Notes
+        -----
+        The query entity itself is never returned.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> ids, scores = emb.nearest(0, k=5)
+        >>> len(ids), 0 in ids, bool((scores[:-1] >= scores[1:]).all())
+        (5, False, True)
+        >>> ids, scores = emb.nearest([0, 1, 2], k=5, by="dot")
+        >>> ids.shape, scores.shape
+        ((3, 5), (3, 5))
+        """
         if by not in ("cos", "dot"):
-            raise GraphsysError(f"by must be cos or dot, got {by!r}")
+            raise ParameterError("by", f"must be cos or dot, got {by!r}")
         if k < 1:
-            raise GraphsysError(f"k must be positive, got {k}")
+            raise ParameterError("k", f"must be positive, got {k}")
         t = self._etype(entity_type)
         single = _is_one(node_id)
         idx = self.internal([node_id] if single else node_id, t)
@@ -302,8 +557,63 @@ class Embeddings:
             return self.comparator.prepare(q)
 
     def score(self, head, rel, tail) -> np.ndarray | float:
-        """Tail-prediction score ``comparator(op_rel(head), tail)`` of triples of original ids
-        (scalars or equal-length sequences); float32 ``(k,)`` or a float."""
+        """The model's score of triples ``(head, rel, tail)``: higher is more plausible.
+
+        The score is ``comparator(op_rel(head), tail)``, the one tail prediction ranks by:
+        with the ``translation`` operator and an ``l2`` comparator TransE's [1]_, with
+        ``diagonal`` and ``dot`` DistMult's [2]_, with ``complex_diagonal`` and ``dot``
+        ComplEx's [3]_.
+
+        Parameters
+        ----------
+        head : int, str or sequence of them
+            Original ids of the heads.
+        rel : str, int or sequence of them
+            A relation name or index, or one per head.
+        tail : int, str or sequence of them
+            Original ids of the tails, as many as heads.
+
+        Returns
+        -------
+        float or ndarray
+            A float for one triple, else float32 ``(len(head),)``.
+
+        Raises
+        ------
+        GraphsysError
+            Unknown ids or relations, unequal lengths, or embeddings without relation
+            operators (GNN node embeddings).
+
+        See Also
+        --------
+        predict_tails : the best tails of ``(head, rel, ?)``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> isinstance(emb.score(0, "r0", 1), float)
+        True
+        >>> emb.score([0, 0], ["r0", "r1"], [1, 2]).shape
+        (2,)
+
+        References
+        ----------
+        .. [1] A. Bordes, N. Usunier, A. Garcia-Duran, J. Weston, O. Yakhnenko,
+           "Translating Embeddings for Modeling Multi-relational Data", NeurIPS 2013.
+        .. [2] B. Yang, W. Yih, X. He, J. Gao, L. Deng, "Embedding Entities and Relations
+           for Learning and Inference in Knowledge Bases", ICLR 2015.
+        .. [3] T. Trouillon, J. Welbl, S. Riedel, E. Gaussier, G. Bouchard, "Complex
+           Embeddings for Simple Link Prediction", ICML 2016.
+        """
         scalar = _is_one(head)
         heads = [head] if scalar else list(head)
         tails = [tail] if scalar else list(tail)
@@ -322,25 +632,140 @@ class Embeddings:
         out = self.comparator.pos(q, t).numpy()
         return float(out[0]) if scalar else out
 
-    def predict_tails(self, head, rel, k: int = 10, *, filter=None):
-        """The ``k`` best tails of ``(head, rel, ?)`` over all entities of the rhs type,
-        exact (blocked matmul). ``head`` one original id (then ``(ids list, float32 (k,))``)
-        or a sequence (then ``(ids (q, k), float32 (q, k))``, as :meth:`nearest`); ``rel``
-        a relation name or index, or one per head. ``filter``: ``None``, ``True`` (every
-        edge set of the graph), an edge set name or a list of them: tails forming a triple
-        with ``(head, rel)`` there are left out (known facts; scores -inf past the end
-        when fewer than ``k`` remain)."""
-        return self._predict("rhs", head, rel, k, filter)
+    def predict_tails(self, head, rel, k: int = 10, *, filter=None, exclude_self: bool = True):
+        """The most plausible tails of ``(head, rel, ?)``: link prediction.
 
-    def predict_heads(self, rel, tail, k: int = 10, *, filter=None):
-        """The ``k`` best heads of ``(?, rel, tail)`` over all entities of the lhs type,
-        ranked by ``comparator(op_rel^lhs(tail), head)`` (the head-side operator the
-        training used); arguments and results as :meth:`predict_tails`."""
-        return self._predict("lhs", tail, rel, k, filter)
+        Every entity of the relation's tail type is scored as :meth:`score` does, exactly
+        (a blocked matrix product, no ``N x N`` matrix), and the ``k`` best are returned.
 
-    def _predict(self, side: str, anchor, rel, k: int, filter) -> tuple:
+        Parameters
+        ----------
+        head : int, str or sequence of them
+            One original id, or several (one batched query).
+        rel : str, int or sequence of them
+            A relation name or index, or one per head.
+        k : int, optional
+            How many tails to return (default 10).
+        filter : bool, str or list of str, optional
+            Leave out known facts: tails that form a triple with ``(head, rel)`` in every
+            edge set of the graph (``True``), in the edge set named, or in those listed.
+            Default ``None``: no filtering.
+        exclude_self : bool, optional
+            Leave out the head itself (default True); False ranks it too (relations that
+            hold between an entity and itself).
+
+        Returns
+        -------
+        ids : list or ndarray
+            One head: a list of original ids, best first. Several: an int64 array
+            ``(q, k)``, or for string ids a list of ``q`` lists.
+        scores : ndarray
+            float32 ``(k,)`` or ``(q, k)``, descending. When fewer than ``k`` candidates
+            remain after filtering, the last places hold left-out ids scored ``-inf``.
+
+        Raises
+        ------
+        GraphsysError
+            Unknown ids or relations, relations of different entity types in one batch,
+            or embeddings without relation operators.
+
+        See Also
+        --------
+        predict_heads : the heads of ``(?, rel, tail)``.
+        score : the score of given triples.
+        graphsys.embed.evaluate : rank held-out triples (MRR, Hits@k).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> ids, scores = emb.predict_tails(0, "r0", k=5)
+        >>> len(ids), 0 in ids, bool((scores[:-1] >= scores[1:]).all())
+        (5, False, True)
+        >>> known = set(t["dst"][(t["src"] == 0) & (t["rel"] == 0)].tolist())
+        >>> ids, _ = emb.predict_tails(0, "r0", k=5, filter=True)
+        >>> bool(known & set(ids))
+        False
+        >>> ids, scores = emb.predict_tails([0, 1], ["r0", "r1"], k=5)
+        >>> ids.shape
+        (2, 5)
+
+        References
+        ----------
+        .. [1] A. Bordes, N. Usunier, A. Garcia-Duran, J. Weston, O. Yakhnenko,
+           "Translating Embeddings for Modeling Multi-relational Data", NeurIPS 2013.
+        .. [2] B. Yang, W. Yih, X. He, J. Gao, L. Deng, "Embedding Entities and Relations
+           for Learning and Inference in Knowledge Bases", ICLR 2015.
+        .. [3] T. Trouillon, J. Welbl, S. Riedel, E. Gaussier, G. Bouchard, "Complex
+           Embeddings for Simple Link Prediction", ICML 2016.
+        """
+        return self._predict("rhs", head, rel, k, filter, exclude_self)
+
+    def predict_heads(self, rel, tail, k: int = 10, *, filter=None, exclude_self: bool = True):
+        """The most plausible heads of ``(?, rel, tail)``: link prediction on the left.
+
+        Heads are ranked by ``comparator(op_rel^lhs(tail), head)``: the head-side operator
+        that training learned for the reciprocal relation ``rel^-1`` (every relation has
+        one; Lacroix et al. 2018 [1]_), not a reversed tail score.
+
+        Parameters
+        ----------
+        rel : str, int or sequence of them
+            A relation name or index, or one per tail.
+        tail : int, str or sequence of them
+            One original id, or several (one batched query).
+        k : int, optional
+            How many heads to return (default 10).
+        filter : bool, str or list of str, optional
+            Leave out known facts, as :meth:`predict_tails` does.
+        exclude_self : bool, optional
+            Leave out the tail itself (default True).
+
+        Returns
+        -------
+        ids : list or ndarray
+            As :meth:`predict_tails`.
+        scores : ndarray
+            As :meth:`predict_tails`.
+
+        See Also
+        --------
+        predict_tails
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> ids, scores = emb.predict_heads("r1", 7, k=4)
+        >>> len(ids), 7 in ids, scores.shape
+        (4, False, (4,))
+
+        References
+        ----------
+        .. [1] T. Lacroix, N. Usunier, G. Obozinski, "Canonical Tensor Decomposition for
+           Knowledge Base Completion", ICML 2018.
+        """
+        return self._predict("lhs", tail, rel, k, filter, exclude_self)
+
+    def _predict(self, side: str, anchor, rel, k: int, filter, exclude_self: bool) -> tuple:
         if k < 1:
-            raise GraphsysError(f"k must be positive, got {k}")
+            raise ParameterError("k", f"must be positive, got {k}")
         single = _is_one(anchor)
         anchors = [anchor] if single else list(anchor)
         rels = [rel] * len(anchors) if _is_one(rel) else list(rel)
@@ -356,12 +781,23 @@ class Embeddings:
         at, ct = pairs.pop()
         a = self.internal(anchors, at)
         q = self._query(side, self.rows(a, at), r)
-        exclude = None
+        rows, ids = [], []
         if filter is not None and filter is not False:
-            exclude = self._known(filter, side).answers(r * self._filter_base() + a)
-        ids, scores = self._topk_blocks(q, ct, min(k, self.num_entities(ct)),
-                                        self.comparator, exclude)
-        return self._answer(ids, scores, ct, single)
+            known_rows, known_ids = self._known(filter, side).answers(
+                r * self._filter_base() + a)
+            rows.append(known_rows)
+            ids.append(known_ids)
+        own = exclude_self and at == ct  # the anchor is one of the candidates
+        if own:
+            rows.append(np.arange(len(a), dtype=np.int64))
+            ids.append(a)
+        k = min(k, self.num_entities(ct) - own)
+        if k < 1:
+            empty = np.zeros((len(a), 0))
+            return self._answer(empty.astype(np.int64), empty.astype(np.float32), ct, single)
+        exclude = (np.concatenate(rows), np.concatenate(ids)) if rows else None
+        found, scores = self._topk_blocks(q, ct, k, self.comparator, exclude)
+        return self._answer(found, scores, ct, single)
 
     def _filter_base(self) -> int:
         return max(self.num_entities(t) for t in self.entity_types) + 1
@@ -387,15 +823,60 @@ class Embeddings:
     # -- export -----------------------------------------------------------------------------
     def export_tsv(self, entities_out: str | Path, relations_out: str | Path | None = None,
                    *, progress: Callable[[int], object] | None = None) -> None:
-        """PBG's ``export_to_tsv`` format: ``id<TAB>v1<TAB>...`` per entity (all types), and
+        """Write the embeddings as PyTorch-BigGraph's ``export_to_tsv`` does.
+
+        ``entities_out`` gets ``id<TAB>v1<TAB>...`` per entity (all types), values
+        ``%.9f``. ``relations_out`` gets
         ``relation<TAB>side<TAB>operator<TAB>param<TAB>shape<TAB>values...`` per relation
-        parameter (values ``%.9f``), written as PBG writes a dynamic-relations model: side
-        ``lhs`` holds the operator PBG applies to heads to rank tails (graphsys's ``rhs``
-        one), ``rhs`` the one applied to tails, parameters carry PBG's dynamic names
-        (``real``, ``imag``, ``diagonals``, ``translations``, ``linear_transformations``),
-        rows side by side, then parameter by parameter, then relation by relation. Missing
-        parent directories are created; each file appears whole or not at all.
-        ``progress(n)`` is called after every ``n`` entity rows written."""
+        parameter, written as PBG writes a dynamic-relations model: side ``lhs`` holds the
+        operator PBG applies to heads to rank tails (graphsys's ``rhs`` one), ``rhs`` the
+        one applied to tails, parameters carry PBG's dynamic names (``real``, ``imag``,
+        ``diagonals``, ``translations``, ``linear_transformations``), rows side by side,
+        then parameter by parameter, then relation by relation.
+
+        Parameters
+        ----------
+        entities_out : str or Path
+            The entities' TSV file.
+        relations_out : str or Path, optional
+            The relation parameters' TSV file (default: not written).
+        progress : callable, optional
+            ``progress(n)`` is called after every ``n`` entity rows written.
+
+        Raises
+        ------
+        GraphsysError
+            A file that cannot be written (no space, no permission).
+
+        Notes
+        -----
+        Missing parent directories are created; each file appears whole or not at all.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> out = tempfile.mkdtemp()
+        >>> emb.export_tsv(out + "/entities.tsv", out + "/relations.tsv")
+        >>> row = open(out + "/entities.tsv").readline().split()
+        >>> len(row)
+        9
+        >>> open(out + "/relations.tsv").readline().split()[:5]
+        ['r0', 'lhs', 'complex_diagonal', 'real', '4']
+
+        References
+        ----------
+        .. [1] A. Lerer et al., "PyTorch-BigGraph: A Large-scale Graph Embedding System",
+           SysML 2019.
+        """
         with _export_file(entities_out) as tmp, open(tmp, "w") as f:
             for t in self.entity_types:
                 offs = self._offsets[t]
@@ -425,8 +906,36 @@ class Embeddings:
                                 + "\t".join(f"{x:.9f}" for x in arr.ravel()) + "\n")
 
     def export_parquet(self, out: str | Path, entity_type: str | None = None) -> None:
-        """Parquet with columns ``id`` and ``embedding`` (fixed-size list<float32>[d]);
-        missing parent directories are created."""
+        """Write one entity type's embeddings to a Parquet file.
+
+        Parameters
+        ----------
+        out : str or Path
+            The Parquet file, with columns ``id`` (original ids) and ``embedding``
+            (fixed-size list<float32>[d]); missing parent directories are created and the
+            file appears whole or not at all.
+        entity_type : str, optional
+            The entity type; may be left out when there is only one.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> import pyarrow.parquet as pq
+        >>> path = tempfile.mkdtemp() + "/emb.parquet"
+        >>> emb.export_parquet(path)
+        >>> table = pq.read_table(path)
+        >>> table.column_names, table.num_rows, table.schema.field("embedding").type.list_size
+        (['id', 'embedding'], 36, 8)
+        """
         import pyarrow.parquet as pq
 
         t = self._etype(entity_type)
@@ -438,9 +947,41 @@ class Embeddings:
             pq.write_table(table, tmp)
 
     def export_numpy(self, out_dir: str | Path, entity_type: str | None = None) -> list[Path]:
-        """``{type}.npy`` float32 ``(N, d)`` and ``{type}.ids.npy`` (int64, or fixed-width
-        unicode for string ids), rows in the same order, in ``out_dir`` (created if missing);
-        no pickle."""
+        """Write one entity type's embeddings and ids as two ``.npy`` files.
+
+        Parameters
+        ----------
+        out_dir : str or Path
+            The directory (created if missing) that gets ``{type}.npy``, float32
+            ``(N, d)``, and ``{type}.ids.npy``, the original ids (int64, or fixed-width
+            unicode for string ids), rows in the same order; no pickle.
+        entity_type : str, optional
+            The entity type; may be left out when there is only one.
+
+        Returns
+        -------
+        list of Path
+            The two files written.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pyarrow as pa
+        >>> import graphsys.embed
+        >>> from graphsys.generators import knowledge_graph
+        >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+        >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+        ...                   "rel": [f"r{r}" for r in t["rel"]]})
+        >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+        >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> import numpy as np
+        >>> vectors, ids = emb.export_numpy(tempfile.mkdtemp())
+        >>> vectors.name, ids.name
+        ('node.npy', 'node.ids.npy')
+        >>> np.load(vectors).shape, np.load(ids).shape
+        ((36, 8), (36,))
+        """
         t = self._etype(entity_type)
         ids = self.graph.node_ids(t)
         ids = ids if isinstance(ids, np.ndarray) else np.array(ids.to_pylist(), dtype=str)

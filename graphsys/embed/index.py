@@ -19,7 +19,9 @@ Stored in the checkpoint directory, beside the versions it was built from (no pi
 Both are written atomically, the JSON last; the JSON records the checkpoint version the rows
 came from and the faiss file's sha256, checked before faiss reads the file (a truncated or
 foreign file is refused, never handed to the reader). An index of another version than the
-checkpoint's committed one is refused in one line (rebuild it after training on).
+checkpoint's committed one is stale (:class:`StaleIndexError`): :func:`open_index` refuses
+it, and :meth:`Embeddings.nearest <graphsys.embed.embeddings.Embeddings.nearest>` warns and
+searches exactly instead (rebuild it after training on).
 """
 
 from __future__ import annotations
@@ -44,9 +46,17 @@ INDEX_DIR = "index"
 ADD_ROWS = 1 << 16
 #: Searches of fewer queries run on one OpenMP thread: faiss parallelises over queries, so
 #: a few queries gain nothing from more threads, and on a busy machine the idle threads'
-#: barrier spinning made one flat query on FB15k-237 28x slower (127 ms vs 4.6 ms at load
-#: average 22 on 2 cores).
+#: barrier spinning costs a few queries far more than their search (see docs/benchmarks.md).
 FEW_QUERIES = 32
+
+
+class StaleIndexError(GraphsysError):
+    """A stored index built from another checkpoint version than the embeddings: its rows
+    are not the current embeddings. ``reason`` is the message without the advice."""
+
+    def __init__(self, reason: str, advice: str):
+        super().__init__(f"{reason}; {advice}")
+        self.reason = reason
 
 
 @dataclass
@@ -244,9 +254,9 @@ def _sha256(path: Path) -> str:
 def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
                num_entities: int, dimension: int) -> NearestIndex | None:
     """The stored ``by`` index of ``entity_type`` in ``ckpt``, or ``None`` when there is
-    none. Raises a one-line error when it was built from another checkpoint version or
-    another table shape (``num_entities``, ``dimension``), when its file does not match the
-    recorded sha256, or when faiss is missing."""
+    none. Raises a one-line error when it was built from another checkpoint version
+    (:class:`StaleIndexError`) or another table shape (``num_entities``, ``dimension``),
+    when its file does not match the recorded sha256, or when faiss is missing."""
     data, meta_path = index_paths(ckpt, entity_type, by)
     if not meta_path.is_file():
         return None
@@ -256,10 +266,13 @@ def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
         raise FormatError(f"{meta_path}: unreadable ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
         raise FormatError(f"{meta_path}: not a graphsys faiss index")
-    if meta.get("checkpoint_version") != version:
-        raise GraphsysError(f"{meta_path}: index built for checkpoint version "
-                            f"{meta.get('checkpoint_version')}, the checkpoint is at version "
-                            f"{version}; rebuild it (graphsys embed index) or remove it")
+    built = meta.get("checkpoint_version")
+    if built != version:
+        older = isinstance(built, int) and built < version  # the usual case: trained on
+        what = "index is older than the embeddings: built" if older else "index built"
+        raise StaleIndexError(f"{meta_path}: {what} for checkpoint version {built}, the "
+                              f"checkpoint is at version {version}",
+                              "rebuild it (graphsys embed index) or remove it")
     if meta.get("num_entities") != num_entities or meta.get("dimension") != dimension:
         raise FormatError(f"{meta_path}: index of {meta.get('num_entities')} x "
                           f"{meta.get('dimension')} rows, the checkpoint has {num_entities} x "

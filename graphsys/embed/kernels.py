@@ -118,7 +118,8 @@ def gather_rows(emb: np.ndarray, idx: np.ndarray, out: np.ndarray) -> int:
 def _stable_order(idx: np.ndarray) -> np.ndarray:
     """The stable sorting permutation of ``idx`` (int64 ``(m,)``, non-negative, below
     ``2**(63 - ceil(log2 m))``): one sort of the distinct keys ``idx << bits | position``,
-    3-4x faster than a merge sort's ``argsort`` at a batch's 1,100 rows (11 vs 34-51 us)."""
+    which needs no stability, so it is an in-place quicksort of plain integers instead of
+    a merge sort's ``argsort`` with its index indirection (timings: docs/benchmarks.md)."""
     m = len(idx)
     bits = 1
     while (1 << bits) < m:
@@ -148,8 +149,8 @@ def _prefetch_row(flat_emb, flat_state, r, d, state_width):
 #: float32 ``exp`` on ``[-87, 88]``: ``2^n * p(r)`` with ``x = n ln 2 + r``, ``|r| <= ln 2 / 2``,
 #: ``ln 2`` split in two (Cody-Waite) and Cephes's degree-7 polynomial ``expf``; relative error
 #: <= 2e-7 (about one float32 ulp). Written so that LLVM vectorizes it: numba has no vector
-#: ``exp`` without Intel's SVML, and its scalar ``expf`` calls cost 7.6× more (2.36 against
-#: 0.31 ns per value over a long array, 32 MiB-L3 Zen 4 VM).
+#: ``exp`` without Intel's SVML, and a call of the scalar ``expf`` per value keeps the loop
+#: from vectorizing (timings: docs/benchmarks.md).
 _LOG2E = np.float32(1.4426950408889634)
 _LN2_HI, _LN2_LO = np.float32(0.693359375), np.float32(-2.12194440e-4)
 _EXPF_POLY = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,

@@ -16,7 +16,7 @@ Embeddings take row-wise Adagrad steps (PBG's; ``embedding_adagrad = "element"``
 accumulator per coordinate; :func:`graphsys.embed.kernels.sparse_adagrad` on the CPU),
 relation parameters element-wise Adagrad (:class:`.relations.RelationModel`).
 
-:class:`MinibatchStep` is the per-batch half of :class:`graphsys.embed.train.Trainer`, which
+:class:`MinibatchStep` is the per-batch half of :class:`graphsys.embed.trainer.Trainer`, which
 provides the state it reads: ``cfg``, ``graph``, ``edge_set``, ``device``, ``sizes``,
 ``pairs`` / ``pair_of_rel`` (entity-type pair of each relation), ``comparator``,
 ``loss_fn``, ``relmodel``, ``buffer`` (resident partitions) and ``frozen_below``.

@@ -1,5 +1,5 @@
 """The triples of an edge set and the known answers of queries: what filtered ranking
-(:mod:`.evaluate`) and filtered prediction (:meth:`.embeddings.Embeddings.predict_tails`)
+(:mod:`.evaluation`) and filtered prediction (:meth:`.embeddings.Embeddings.predict_tails`)
 remove from the candidates. Ids are type-global (partition offset + local id), int64."""
 
 from __future__ import annotations

@@ -200,3 +200,33 @@ def test_eval_of_gnn_node_embeddings_is_a_one_line_error(graph, tmp_path, capsys
     cap = capsys.readouterr()
     assert cap.out == "" and len(cap.err.strip().splitlines()) == 1
     assert "needs relation operators" in cap.err
+
+
+@pytest.fixture(scope="module")
+def two_types(tmp_path_factory):
+    """A checkpoint of a user -> item graph (two entity types), trained one epoch."""
+    from graphsys.embed import train
+    from graphsys.storage.format import RelationType
+
+    root = tmp_path_factory.mktemp("bipartite")
+    rng = np.random.default_rng(1)
+    rows = {(int(rng.integers(30)), 100 + int(rng.integers(12))) for _ in range(200)}
+    (root / "rated.tsv").write_text("".join(f"{u}\t{i}\n" for u, i in sorted(rows)))
+    ingest([EdgeSource([root / "rated.tsv"], relation="rated")], root / "g",
+           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    train({"dimension": 4, "num_epochs": 1, "batch_size": 50}, graph=root / "g",
+          out=root / "ck")
+    return root / "ck"
+
+
+def test_nearest_on_two_entity_types_names_the_flag_and_the_types(two_types, capsys):
+    rc = cli.main(["embed", "nearest", str(two_types), "3"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    head = "error: --entity-type must be given: these embeddings have entity types "
+    assert err.startswith(head) and sorted(err[len(head):].split(", ")) == ["item", "user"]
+    assert cli.main(["embed", "nearest", str(two_types), "103", "--entity-type", "item",
+                     "-k", "2", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["neighbours"]) == 2
+    assert cli.main(["embed", "nearest", str(two_types), "3", "--entity-type", "movie"]) == 2
+    assert "error: --entity-type 'movie' is not an entity type" in capsys.readouterr().err

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from graphsys.embed.api import load_config
-from graphsys.embed.config import ConfigError, config_from_dict
-from graphsys.errors import ParameterError
+from graphsys.embed.config import config_from_dict
+from graphsys.errors import ConfigError, ParameterError
 
 
 def test_toml_file_and_overrides(tmp_path):
@@ -134,7 +134,7 @@ def test_pbg_py_config_trains_on_the_graph(kg1, tmp_path, capsys):
     text = "\n".join(notes)
     assert "ignored PBG keys" in text and "entity_path" in text
     assert "the graph's only 'node' taken as PBG's only 'all'" in text
-    emb = train(py, graph=kg1, out=tmp_path / "api")
+    emb = train(py, graph=kg1, out=tmp_path / "api").embeddings
     assert emb.config.operator == "complex_diagonal" and emb.meta["epochs_done"] == 1
     assert cli.main(["embed", "train", "--graph", str(kg1), "--config", str(py), "--out",
                      str(tmp_path / "cli"), "--json"]) == 0

@@ -102,7 +102,8 @@ def test_rounds_are_disjoint_and_cover_every_bucket(p, ranks, name):
 
 def test_two_ranks_train_as_well_as_one_and_never_share_a_partition(two_ranks, kg4, tmp_path):
     graph = open_graph(kg4)
-    single = train(load_config(None, ARGS), graph=kg4, edges="train", out=tmp_path / "one")
+    single = train(load_config(None, ARGS), graph=kg4, edges="train",
+                   out=tmp_path / "one").embeddings
     mrr1 = evaluate(single, graph, "test", filtered=True)["mrr"]
     dist = Embeddings.load(two_ranks, graph=graph)
     mrr2 = evaluate(dist, graph, "test", filtered=True)["mrr"]

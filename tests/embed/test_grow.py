@@ -11,9 +11,8 @@ import pytest
 from graphsys.cli import main
 from graphsys.embed import load_config, train
 from graphsys.embed.checkpoint import CheckpointStorage, load_npy
-from graphsys.embed.config import ConfigError
-from graphsys.embed.train import Trainer
-from graphsys.errors import GraphsysError
+from graphsys.embed.trainer import Trainer
+from graphsys.errors import ConfigError, GraphsysError
 from graphsys.storage.append import append_edges
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest

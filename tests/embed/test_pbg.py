@@ -22,10 +22,9 @@ import pytest
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, load_config, train
-from graphsys.embed.config import ConfigError
 from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
 from graphsys.embed.interop.pbg_config import import_pbg_config
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.errors import ConfigError, FormatError, GraphsysError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
 h5py = pytest.importorskip("h5py")
@@ -560,7 +559,8 @@ def test_cli_import_then_eval_and_continue_training(kg4, dyn_pbg, tmp_path, caps
     before = Embeddings.load(out).to_numpy()
     sums_before = _adagrad_by_id(out, kg4, 2)
     # continue: the imported config with one more epoch resumes after PBG's 2 epochs
-    emb = train(load_config(out / "config.json", ["num_epochs=3"]), graph=kg4, out=out)
+    emb = train(load_config(out / "config.json", ["num_epochs=3"]), graph=kg4,
+                out=out).embeddings
     assert emb.meta["epochs_done"] == 3 and len(emb.meta["stats"]) == 1
     assert emb.meta["stats"][0]["edges"] == open_graph(kg4).num_edges("train")
     after = emb.to_numpy()

@@ -15,7 +15,7 @@ def test_resume_with_another_lr_is_recorded(kg4, tmp_path, small):
     out = tmp_path / "ck"
     train(load_config(None, small + ["num_epochs=1"]), graph=kg4, out=out)
     emb = train(load_config(None, small + ["num_epochs=2", "lr=0.05", "batch_size=50"]),
-                graph=kg4, out=out)
+                graph=kg4, out=out).embeddings
     meta = json.loads((out / "checkpoint.json").read_text())
     assert meta["epochs_done"] == 2
     assert meta["history"] == [{"epochs_done": 1, "version": 1,

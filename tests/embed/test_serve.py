@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,6 +84,7 @@ def test_predict_matches_brute_force(emb, kg4, side, filtered):
         r = emb.relation_names.index(rname)
         op = "rhs" if side == "tails" else "lhs"
         s = (E @ emb.relmodel.apply(op, E[[ai]], torch.tensor([r]))[0]).numpy()
+        s[ai] = -np.inf  # the query entity is not its own candidate
         for c in range(len(s)):
             trip = (ai, r, c) if side == "tails" else (c, r, ai)
             if filtered and trip in known:
@@ -104,9 +107,28 @@ def test_filter_by_edge_set_name(emb, kg4):
     train_t = triples(graph, "train")
     h, r = int(train_t.h[0]), int(train_t.r[0])
     head, rel = emb.original([h])[0], emb.relation_names[r]
-    ids, _ = emb.predict_tails(head, rel, 200, filter="train")
+    ids, scores = emb.predict_tails(head, rel, 200, filter="train")
     known_tails = set(train_t.t[(train_t.h == h) & (train_t.r == r)].tolist())
-    assert known_tails and not known_tails & set(emb.internal(ids[:200 - len(known_tails)]))
+    kept = [i for i, x in zip(ids, scores) if np.isfinite(x)]
+    assert known_tails and not known_tails & set(emb.internal(kept))
+    assert len(ids) == 199 and len(kept) == 199 - len(known_tails - {h})
+
+
+@pytest.mark.parametrize("side", ["tails", "heads"])
+def test_predictions_leave_out_the_query_entity(emb, side):
+    """``(e1, r0, ?)`` does not rank e1 itself (nor ``(?, r0, e1)``) unless asked to."""
+    def predict(anchor, k, **kw):
+        return (emb.predict_tails(anchor, "r0", k, **kw) if side == "tails" else
+                emb.predict_heads("r0", anchor, k, **kw))
+
+    n = emb.num_entities()
+    ids, scores = predict("e1", n)
+    assert "e1" not in ids and len(ids) == n - 1 and np.isfinite(scores).all()
+    ids, _ = predict("e1", n, exclude_self=False)
+    assert "e1" in ids and len(ids) == n
+    batch, _ = predict(["e1", "e2"], 5)
+    assert "e1" not in batch[0] and "e2" not in batch[1]
+    assert batch[0] == predict("e1", 5)[0]
 
 
 def test_score_arrays_agree_with_predict(emb):
@@ -158,22 +180,56 @@ def test_approximate_indexes_recall(ckpt, kind):
     assert all(q not in row for q, row in zip(ids, got))
 
 
-def test_index_of_another_version_or_damaged_is_refused(ckpt):
-    from graphsys.embed.index import build_and_save, index_paths
+def test_index_of_another_version_is_skipped_and_a_damaged_one_refused(ckpt):
+    from graphsys.embed.index import StaleIndexError, build_and_save, index_paths, open_index
 
     emb = Embeddings.load(ckpt)
     build_and_save(emb, "flat", "cos")
     data, meta_path = index_paths(ckpt, emb.entity_types[0], "cos")
     meta = json.loads(meta_path.read_text())
     meta_path.write_text(json.dumps({**meta, "checkpoint_version": emb.version - 1}))
-    with pytest.raises(GraphsysError, match="index built for checkpoint version .* rebuild"):
-        Embeddings.load(ckpt).nearest("e0", 3)
+    with pytest.raises(StaleIndexError, match="older than the embeddings: built for "
+                       "checkpoint version .* rebuild it"):
+        open_index(ckpt, emb.entity_types[0], "cos", version=emb.version,
+                   num_entities=emb.num_entities(), dimension=emb.dimension)
+    stale = Embeddings.load(ckpt)
+    with pytest.warns(UserWarning, match="older than the embeddings.*; searching exactly, "
+                      "rebuild it with `graphsys embed index`"):
+        got = stale.nearest("e0", 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per Embeddings
+        again = stale.nearest(["e0", "e1"], 3)
+    assert got[0] == emb.nearest("e0", 3, exact=True)[0] == again[0][0]
     meta_path.write_text(json.dumps(meta))
     data.write_bytes(data.read_bytes()[:-16])
     with pytest.raises(GraphsysError, match="sha256"):
         Embeddings.load(ckpt).nearest("e0", 3)
     build_and_save(emb, "flat", "cos")
     assert len(Embeddings.load(ckpt).nearest("e0", 3)[0]) == 3
+
+
+def test_nearest_after_more_training_searches_exactly(ckpt, kg4, tmp_path, capsys):
+    """Training on after ``embed index`` leaves the index behind the embeddings: nearest
+    says so once and answers exactly (library and CLI); a rebuilt index is used again."""
+    from graphsys.embed import load_config, train
+    from graphsys.embed.index import build_and_save
+
+    ck = Path(shutil.copytree(ckpt, tmp_path / "ck"))
+    build_and_save(Embeddings.load(ck), "hnsw", "cos")
+    epochs = Embeddings.load(ck).meta["epochs_done"]
+    emb = train(load_config(ck / "config.json", [f"num_epochs={epochs + 1}"]), graph=kg4,
+                out=ck).embeddings
+    with pytest.warns(UserWarning, match="older than the embeddings") as caught:
+        ids, scores = emb.nearest(["e3", "e4"], 5)
+    assert len(caught) == 1
+    want, want_scores = emb.nearest(["e3", "e4"], 5, exact=True)
+    assert ids == want and np.allclose(scores, want_scores)
+    assert main(["embed", "nearest", str(ck), "e3", "-k", "4", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [n["id"] for n in json.loads(out)["neighbours"]] == want[0][:4]
+    assert err.count("warning: ") == 1 and "searching exactly" in err
+    build_and_save(emb, "hnsw", "cos")
+    assert Embeddings.load(ck).ann_index() is not None
 
 
 def test_embed_index_cli(ckpt, capsys):
@@ -186,3 +242,29 @@ def test_embed_index_cli(ckpt, capsys):
     assert len(out["neighbours"]) == 4
     with pytest.raises(SystemExit):
         main(["embed", "index", str(ckpt), "--kind", "bogus"])
+
+
+def test_several_entity_types_need_entity_type(tmp_path):
+    """Without ``entity_type`` on a graph of two types the error names the parameter (the
+    CLI maps it to its flag) and the types."""
+    from graphsys.embed import train
+    from graphsys.errors import ParameterError
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+    (tmp_path / "rated.tsv").write_text("".join(f"{u}\t{100 + u % 7}\n" for u in range(40)))
+    ingest([EdgeSource([tmp_path / "rated.tsv"], relation="rated")], tmp_path / "g",
+           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    emb = train({"dimension": 4, "num_epochs": 1}, graph=tmp_path / "g",
+                out=tmp_path / "ck").embeddings
+    for call in (lambda: emb.nearest(3), lambda: emb.vector(3), lambda: emb.to_numpy()):
+        with pytest.raises(ParameterError, match="must be given: these embeddings have "
+                           "entity types") as exc:
+            call()
+        assert exc.value.parameter == "entity_type"
+        assert {"user", "item"} <= set(str(exc.value).replace(",", " ").split())
+    with pytest.raises(ParameterError, match="'movie' is not an entity type"):
+        emb.nearest(3, entity_type="movie")
+    assert len(emb.nearest(3, 2, entity_type="user")[0]) == 2
+    ids, _ = emb.predict_tails(3, "rated", 3)  # user -> item: no self to leave out
+    assert len(ids) == 3 and set(ids) <= set(range(100, 107))

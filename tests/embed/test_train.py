@@ -16,17 +16,16 @@ import pytest
 import torch
 
 from graphsys import open_graph
-from graphsys.embed import Embeddings, evaluate, load_config, train
-from graphsys.embed.config import ConfigError
+from graphsys.embed import Embeddings, EmbedResult, evaluate, load_config, train
 from graphsys.embed.triples import triples
-from graphsys.errors import GraphsysError
+from graphsys.errors import ConfigError, GraphsysError
 
 EPOCHS = 40
 
 
 def _mrr(kg, out, small, *extra, epochs=EPOCHS):
     cfg = load_config(None, small + [f"num_epochs={epochs}", *extra])
-    emb = train(cfg, graph=kg, edges="train", out=out)
+    emb = train(cfg, graph=kg, edges="train", out=out).embeddings
     return evaluate(emb, open_graph(kg), "test", filtered=True)["mrr"], emb
 
 
@@ -111,8 +110,10 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
     epochs = 8
     args = small + [f"num_epochs={epochs}", "buffer_partitions=2", "bucket_order=\"buffer\"",
                     "seed=7"]
-    ref = train(load_config(None, args), graph=kg4, out=tmp_path / "ref")
-    assert isinstance(ref, Embeddings)
+    result = train(load_config(None, args), graph=kg4, out=tmp_path / "ref")
+    assert isinstance(result, EmbedResult) and result.checkpoint == tmp_path / "ref"
+    ref = result.embeddings
+    assert isinstance(ref, Embeddings) and result.embeddings is ref  # loaded once
     out = tmp_path / "killed"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     child = args + ["checkpoint_buckets=true"] if per_bucket else args
@@ -135,7 +136,7 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
     if per_bucket:
         assert m["progress"]["buckets_done"], "killed at an epoch boundary"
         assert m["version"] > m["epochs_done"]  # one commit per bucket
-    resumed = train(load_config(None, args), graph=kg4, out=out)
+    resumed = train(load_config(None, args), graph=kg4, out=out).embeddings
     assert resumed.meta["epochs_done"] == epochs and "progress" not in resumed.meta
     stats = resumed.meta["stats"]
     assert [s["edges"] for s in stats] == [s["edges"] for s in ref.meta["stats"]]
@@ -180,7 +181,7 @@ def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_pa
     prefetch."""
     import threading
 
-    from graphsys.embed.train import PartitionBuffer
+    from graphsys.embed.buffer import PartitionBuffer
 
     threads: list[str] = []
     most = [0]
@@ -196,11 +197,12 @@ def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_pa
     monkeypatch.setattr(PartitionBuffer, "execute", spy)
     args = small + ["num_epochs=3", "buffer_partitions=3", "bucket_order=\"inside_out\"",
                     "seed=2"]
-    on = train(load_config(None, args), graph=kg4, out=tmp_path / "on")
+    on = train(load_config(None, args), graph=kg4, out=tmp_path / "on").embeddings
     assert any(t.startswith("graphsys-prefetch") for t in threads), threads
     assert sum(s["swaps"] for s in on.meta["stats"]) > 0
     threads.clear()
-    off = train(load_config(None, args + ["prefetch=false"]), graph=kg4, out=tmp_path / "off")
+    off = train(load_config(None, args + ["prefetch=false"]), graph=kg4,
+                out=tmp_path / "off").embeddings
     assert threads and not any(t.startswith("graphsys-prefetch") for t in threads)
     assert most[0] == 3
     loads_on = [s["loads"] for s in on.meta["stats"]]
@@ -216,7 +218,7 @@ def test_on_batch_hook_sees_every_batch_and_can_stop_the_run(kg1, small, tmp_pat
     called once per batch of ``batch_size`` edges; raising from it fails the run, which
     keeps only its committed version."""
     from graphsys.embed.checkpoint import CheckpointStorage
-    from graphsys.embed.train import Trainer
+    from graphsys.embed.trainer import Trainer
 
     g = open_graph(kg1)
     calls: list[int] = []
@@ -240,7 +242,8 @@ def test_on_batch_hook_sees_every_batch_and_can_stop_the_run(kg1, small, tmp_pat
 
 
 def test_missing_graph_or_out_name_the_parameter_and_the_flag(kg1, small, tmp_path, capsys):
-    """api.fit is the one training path: the library names the parameter, the CLI its flag."""
+    """graphsys.embed.train is the one training path: the library names the parameter,
+    the CLI its flag."""
     from graphsys.cli import main
     from graphsys.errors import ParameterError
 

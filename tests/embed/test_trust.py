@@ -15,13 +15,13 @@ import torch
 from graphsys import open_graph
 from graphsys.embed import Embeddings, evaluate, load_config, train
 from graphsys.embed.checkpoint import CheckpointStorage
-from graphsys.embed.evaluate import _ranks
+from graphsys.embed.evaluation import _ranks
 from graphsys.errors import FormatError, GraphsysError
 
 
 def _train(kg, small, out, *extra, epochs=2):
     return train(load_config(None, small + [f"num_epochs={epochs}", *extra]), graph=kg,
-                 edges="train", out=out)
+                 edges="train", out=out).embeddings
 
 
 def test_divergence_stops_training_and_keeps_the_last_good_version(kg4, small, tmp_path):

@@ -205,7 +205,7 @@ def test_mutated_graph(small_graph, data):
         cfg = load_config(None, ["dimension=4", "num_epochs=1", "batch_size=50",
                                  "num_uniform_negs=5", "num_batch_negs=5"])
         outcome("mutated_graph:embed", lambda: embed_train(cfg, graph=g_dir,
-                                                           out=Path(tmp) / "emb"))
+                                                           out=Path(tmp) / "emb").embeddings)
         outcome("mutated_graph:gnn", lambda: gnn_train(open_graph(g_dir), TrainConfig(
             model="sage", fanouts=[3], hidden=4, epochs=1, seed=0)))
 
@@ -250,6 +250,6 @@ def test_mutated_checkpoint(checkpoints, small_graph, data, kind):
             cfg = load_config(None, ["dimension=4", "num_epochs=2", "batch_size=50",
                                      "num_uniform_negs=5", "num_batch_negs=5"])
             outcome("mutated_checkpoint:emb-resume",
-                    lambda: embed_train(cfg, graph=small_graph, out=ck))
+                    lambda: embed_train(cfg, graph=small_graph, out=ck).embeddings)
         if changed and hashed:
             assert loaded is None, f"a changed {target.name} was accepted"

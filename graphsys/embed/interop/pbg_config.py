@@ -19,7 +19,7 @@ unknown key or a bad value raises :class:`ConfigError` naming the file and key.
 
 :func:`pbg_training_settings` lays a translated config onto a graph (entity types and
 relations matched by name) as graphsys config settings, the input of
-:func:`graphsys.embed.api.load_config` for a ``.py`` config.
+:func:`graphsys.embed.load_config` for a ``.py`` config.
 """
 
 from __future__ import annotations

@@ -1,16 +1,24 @@
-"""Bucketed training over a stored graph (PBG's algorithm, with Marius's buffer and prefetch).
+"""The advanced layer of embedding training: :class:`Trainer`, one bucketed training run.
 
-For each epoch: pick a bucket order, plan the partition buffer (:mod:`.schedule`), and for
-each non-empty bucket ``(i, j)``: make partitions ``i`` and ``j`` resident (the loads and
-evictions of the plan; the next step's are done in a background thread while the current
-bucket trains, when they do not touch it), shuffle the bucket's edges, and train them in
-batches of ``batch_size`` by ``workers`` HOGWILD threads sharing the embedding tensors.
+Most code calls :func:`graphsys.embed.train`, which resolves the config, the graph and the
+checkpoint directory, picks this class or its distributed subclass, records a trace and
+returns an :class:`~graphsys.embed.api.EmbedResult`. Use :class:`Trainer` directly to hook
+into a run: count or bound its batches (``on_batch``), subclass it, or inspect its buffer
+and relation model after :meth:`Trainer.run`.
+
+The algorithm is PyTorch-BigGraph's (Lerer et al. 2019) with Marius's partition buffer and
+prefetch. For each epoch: pick a bucket order, plan the partition buffer (:mod:`.schedule`),
+and for each non-empty bucket ``(i, j)``: make partitions ``i`` and ``j`` resident (the
+loads and evictions of the plan; the next step's are done in a background thread while the
+current bucket trains, when they do not touch it), shuffle the bucket's edges, and train
+them in batches of ``batch_size`` by ``workers`` HOGWILD threads sharing the embedding
+tensors.
 
 One batch (negatives, loss, gradients, Adagrad steps) is :mod:`.step`'s.
 
 After each epoch a checkpoint version is committed (:mod:`.checkpoint`'s
 :class:`~graphsys.embed.checkpoint.CheckpointManager`), and with
-``checkpoint_buckets`` after every bucket too; ``train`` on an existing checkpoint directory
+``checkpoint_buckets`` after every bucket too; a run on an existing checkpoint directory
 resumes after its last commit (the buckets of a half-done epoch that were not trained yet).
 With ``workers = 1`` the resumed run is bit-for-bit the uninterrupted one: every random draw
 comes from generators seeded by ``(seed, epoch, bucket position in the epoch's order,
@@ -20,6 +28,13 @@ gradient is accumulated with atomics (see :func:`graphsys.embed.model.gather`).
 
 :class:`Trainer` is one process; :class:`graphsys.embed.distributed.DistributedTrainer` runs
 the same buckets on the ranks of a ``torch.distributed`` group.
+
+References
+----------
+.. [1] A. Lerer, L. Wu, J. Shen, T. Lacroix, L. Wehrstedt, A. Bose, A. Peysakhovich,
+   "PyTorch-BigGraph: A Large-scale Graph Embedding System", SysML 2019.
+.. [2] J. Mohoney, R. Waleffe, H. Xu, T. Rekatsinas, S. Venkataraman, "Marius: Learning
+   Massive Graph Embeddings on a Single Machine", OSDI 2021.
 """
 
 from __future__ import annotations
@@ -40,32 +55,71 @@ from tqdm import tqdm
 from graphsys.device import resolve_device
 from graphsys.embed.buffer import PartitionBuffer, diverged
 from graphsys.embed.checkpoint import CheckpointManager, stream_seed
-from graphsys.embed.config import ConfigError, EmbedConfig
+from graphsys.embed.config import EmbedConfig
 from graphsys.embed.model import COMPARATORS, LOSSES
 from graphsys.embed.relations import RelationModel
 from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.embed.stats import EpochStats, RankStats
-from graphsys.embed.step import ADAGRAD_EPS, MinibatchStep
-from graphsys.errors import GraphsysError
+from graphsys.embed.step import MinibatchStep
+from graphsys.errors import ConfigError, GraphsysError
 from graphsys.storage.graph import Graph
 from graphsys.trace import traced
 
-#: Names that moved out of this module, still importable from it.
-__all__ = ["ADAGRAD_EPS", "EpochStats", "PartitionBuffer", "RankStats", "Trainer",
-           "diverged"]
+__all__ = ["Trainer"]
 
 
 class Trainer(MinibatchStep):
-    """Trains ``config`` on ``graph``'s edge set into the checkpoint directory ``out``.
+    """Train ``config`` on ``graph``'s edge set into the checkpoint directory ``out``.
 
     One process; a subclass that runs as rank ``rank`` of ``world_size`` overrides
     :meth:`_prepare`, :meth:`_epoch`, :meth:`_share_figures` and :meth:`_barrier` (only rank
     0 writes checkpoint metadata). The checkpoint's versions, metadata and seeds are its
     :class:`~graphsys.embed.checkpoint.CheckpointManager`'s (``checkpoint``).
 
-    ``on_batch``: called (no arguments) before every batch of every worker thread, e.g. to
-    count or bound batches (``graphsys profile``); an exception it raises ends :meth:`run`
-    as a failed run. With ``workers > 1`` it is called from several threads at once.
+    Parameters
+    ----------
+    config : EmbedConfig
+        The run's settings (:func:`graphsys.embed.load_config`); its ``graph``, ``edges``
+        and ``checkpoint_path`` are not read here: ``graph`` and ``out`` are.
+    graph : Graph
+        The opened graph; the edge set trained is ``config.edges`` (default ``train``, or
+        the only one).
+    out : Path
+        The checkpoint directory, created, or resumed when it holds a checkpoint of the
+        same settings.
+    progress : bool, optional
+        Show a progress bar per epoch (default False).
+    log : callable, optional
+        Gets one line per epoch and the checkpoint's notes.
+    on_batch : callable, optional
+        Called (no arguments) before every batch of every worker thread, e.g. to count or
+        bound batches (``graphsys profile``); an exception it raises ends :meth:`run` as a
+        failed run. With ``workers > 1`` it is called from several threads at once.
+
+    See Also
+    --------
+    graphsys.embed.train : the front door, which builds and runs a trainer.
+
+    Examples
+    --------
+    Count the batches of a run:
+
+    >>> import tempfile
+    >>> import pyarrow as pa
+    >>> import graphsys
+    >>> from graphsys.embed import load_config
+    >>> from graphsys.embed.trainer import Trainer
+    >>> from graphsys.generators import knowledge_graph
+    >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+    >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+    ...                   "rel": [f"r{r}" for r in t["rel"]]})
+    >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+    >>> batches = []
+    >>> trainer = Trainer(load_config(dimension=8, num_epochs=1, batch_size=50), g,
+    ...                   tempfile.mkdtemp(), on_batch=lambda: batches.append(1))
+    >>> stats = trainer.run()
+    >>> len(stats), stats[0].edges, len(batches)
+    (1, 150, 3)
     """
 
     rank, world_size = 0, 1
@@ -230,6 +284,13 @@ class Trainer(MinibatchStep):
 
     # -- epochs -----------------------------------------------------------------------------
     def run(self) -> list[EpochStats]:
+        """Train the epochs not done yet, committing a checkpoint version after each.
+
+        Returns
+        -------
+        list of EpochStats
+            Every epoch's figures, the ones of a resumed run's earlier epochs included.
+        """
         cfg = self.cfg
         done, progress = self._prepare()
         counts = self.graph.bucket_counts(self.edge_set)

@@ -53,13 +53,73 @@ def metrics(ranks: np.ndarray) -> dict[str, float]:
 def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = True,
              candidates: str | int = "auto", relation_wise: bool = False, seed: int = 0,
              progress=None) -> dict:
-    """Rank the triples of ``edge_set`` (head and tail corruption).
+    """Link-prediction metrics of trained embeddings on an edge set: MRR, Hits@k, mean rank.
 
-    ``candidates``: ``"all"`` (full ranking), an int (that many sampled candidates), or
-    ``"auto"`` (full up to ``eval_full_max_candidates`` entities per type, else
-    ``eval_num_uniform_negs``). Returns ``{"mrr", "hits@1", "hits@3", "hits@10",
-    "mean_rank", "count"}`` (``count`` = test triples; every triple is ranked twice) plus
-    ``"filtered"``, ``"candidates"`` and, with ``relation_wise``, ``"relations"``.
+    Every triple ``(h, r, t)`` of ``edge_set`` is ranked twice: its tail among the
+    candidate tails of ``(h, r, ?)`` and its head among the candidate heads of
+    ``(?, r, t)``, the latter by the reciprocal relation's operator (Lacroix et al.'s
+    protocol [2]_). Ties count half (a model scoring everything equal gets the middle
+    rank). *Filtered* ranking, the standard protocol since Bordes et al. [1]_, first
+    removes every other candidate that forms a true triple in any edge set of the graph.
+
+    Parameters
+    ----------
+    emb : Embeddings
+        The trained embeddings (with relation operators).
+    graph : Graph
+        The graph holding ``edge_set`` (and, when filtering, the known triples).
+    edge_set : str
+        The edge set to rank, e.g. ``"test"``.
+    filtered : bool, optional
+        Filtered (default) or raw ranking.
+    candidates : {"auto", "all"} or int, optional
+        ``"all"``: every entity of the type (full ranking); an int: that many sampled
+        uniformly, shared by a batch of triples (as PyTorch-BigGraph); ``"auto"``
+        (default): full up to the config's ``eval_full_max_candidates`` entities per type,
+        else ``eval_num_uniform_negs`` sampled.
+    relation_wise : bool, optional
+        Also report the metrics of each relation (default False).
+    seed : int, optional
+        Seed of the sampled candidates (default 0).
+    progress : callable, optional
+        ``progress(n)`` is called after every ``n`` triples ranked.
+
+    Returns
+    -------
+    dict
+        ``mrr``, ``hits@1``, ``hits@3``, ``hits@10``, ``mean_rank`` over both sides of
+        every triple, ``count`` (triples), ``filtered``, ``candidates`` and, with
+        ``relation_wise``, ``relations`` (relation name -> the same metrics).
+
+    Raises
+    ------
+    GraphsysError
+        Embeddings without relation operators, or an unknown edge set.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pyarrow as pa
+    >>> import graphsys.embed
+    >>> from graphsys.generators import knowledge_graph
+    >>> t = next(knowledge_graph(36, 150, relations=2, seed=0).triples())
+    >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
+    ...                   "rel": [f"r{r}" for r in t["rel"]]})
+    >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
+    >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
+    >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+    >>> res = graphsys.embed.evaluate(emb, g, g.edge_set().name)
+    >>> res["count"], res["filtered"], res["candidates"], 0 < res["mrr"] <= 1
+    (150, True, 'all', True)
+
+    References
+    ----------
+    .. [1] A. Bordes, N. Usunier, A. Garcia-Duran, J. Weston, O. Yakhnenko, "Translating
+       Embeddings for Modeling Multi-relational Data", NeurIPS 2013.
+    .. [2] T. Lacroix, N. Usunier, G. Obozinski, "Canonical Tensor Decomposition for
+       Knowledge Base Completion", ICML 2018.
+    .. [3] A. Lerer et al., "PyTorch-BigGraph: A Large-scale Graph Embedding System",
+       SysML 2019.
     """
     emb.require_relations("link-prediction evaluation")
     es = graph.edge_set(edge_set).name
