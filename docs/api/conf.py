@@ -5,6 +5,7 @@ any warning fails it). Pages list their names explicitly, so only the public ent
 are documented; docstrings are numpydoc style, read by ``sphinx.ext.napoleon``.
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -47,3 +48,20 @@ html_theme = "alabaster"
 html_title = f"graphsys {release} API reference"
 html_static_path: list[str] = []
 templates_path: list[str] = []
+
+_FOOTNOTE = re.compile(r"^(\s*)\.\. \[(\d+)\]", re.M)
+_CITE = re.compile(r"\[(\d+)\]_")
+
+
+def _unique_references(app, what, name, obj, options, lines):
+    """numpydoc References are numbered footnotes (``.. [1]`` cited as ``[1]_``); many
+    docstrings on one page would give duplicate targets. Each becomes an auto-numbered
+    footnote labelled by its object (``[#graphsys-bsp-pagerank-1]``)."""
+    label = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+    for k, line in enumerate(lines):
+        line = _FOOTNOTE.sub(lambda m: f"{m.group(1)}.. [#{label}-{m.group(2)}]", line)
+        lines[k] = _CITE.sub(lambda m: f"[#{label}-{m.group(1)}]_", line)
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _unique_references)
