@@ -22,10 +22,12 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     Written one record batch at a time, into a temporary file renamed into place when
     complete. Columns ``src``, ``dst`` (original ids), then ``rel`` (the relation's name) and
     ``weight`` when stored. An undirected edge set (stored as two directed edges) is written
-    with each edge once. Text files start with a plain header line (``src<TAB>dst...``,
-    never quoted) that ingest's header rule recognises, so an export ingests back to the same
-    graph; TSV writes fields raw and refuses an id or relation holding a tab, newline or
-    double quote, CSV quotes such fields. ``graphsys export`` runs this.
+    with each edge once. A graph of several entity types also gets ``src_type`` and
+    ``dst_type`` (each endpoint's entity type), since ids may repeat across types. Text files
+    start with a plain header line (``src<TAB>dst...``, never quoted) that ingest's header
+    rule recognises, so an export ingests back to the same graph; TSV writes fields raw and
+    refuses an id or relation holding a tab, newline or double quote, CSV quotes such
+    fields. ``graphsys export`` runs this.
 
     Parameters
     ----------
@@ -76,6 +78,9 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     ids = {t: graph.node_ids(t) for t in graph.entity_types}
     toff = graph.type_offsets
     rel_names = pa.array([r.name for r in rels], pa.large_string())
+    # several entity types: ids may repeat across types, so each endpoint's type is written
+    side_types = ({side: pa.array([getattr(r, side) for r in rels], pa.large_string())
+                   for side in ("lhs", "rhs")} if len(graph.entity_types) > 1 else None)
     rows = 0
     with atomic_path(out, overwrite=overwrite) as tmp:
         writer = None
@@ -93,6 +98,9 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                     cols["rel"] = rel_names.take(pa.array(rel_idx))
                 if w is not None:
                     cols["weight"] = pa.array(w)
+                if side_types is not None:
+                    cols["src_type"] = side_types["lhs"].take(pa.array(rel_idx))
+                    cols["dst_type"] = side_types["rhs"].take(pa.array(rel_idx))
                 batch = pa.RecordBatch.from_pydict(cols)
                 if writer is None:
                     writer = _writer(sink, batch.schema, kind)
@@ -127,16 +135,25 @@ def _writer(sink, schema: pa.Schema, kind: str):
 def _original(ids: dict, rels, toff: dict[str, int], rel_idx: np.ndarray, glob: np.ndarray,
               side: str):
     """Original ids of global ids ``glob``, whose entity type is the ``side`` of each row's
-    relation."""
+    relation. The column's type is the same in every batch: int64 when every entity type
+    has integer ids, else strings (integers as their decimal text), so the batches of one
+    export share a schema whatever types each one holds."""
+    as_text = any(not isinstance(v, np.ndarray) for v in ids.values())
     types = np.array([getattr(r, side) for r in rels])
     row_types = types[rel_idx]
     uniq = np.unique(row_types)
-    if len(uniq) == 1:
+    if len(uniq) == 1 and (not as_text or not isinstance(ids[str(uniq[0])], np.ndarray)):
         t = str(uniq[0])
         local = glob - toff[t]
-        return pa.array(ids[t][local]) if isinstance(ids[t], np.ndarray) else ids[t].take(
-            pa.array(local))
-    # mixed entity types in one batch: original ids rendered as strings
+        vals = ids[t]
+        return (pa.array(vals[local]) if isinstance(vals, np.ndarray) else
+                vals.take(pa.array(local)).cast(pa.large_string()))
+    if not as_text:  # integer ids of several types in one batch
+        out_int = np.empty(len(glob), np.int64)
+        for t in uniq:
+            m = row_types == t
+            out_int[m] = ids[str(t)][glob[m] - toff[str(t)]]
+        return pa.array(out_int)
     out = np.empty(len(glob), dtype=object)
     for t in uniq:
         m = row_types == t

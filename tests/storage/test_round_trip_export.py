@@ -124,3 +124,45 @@ def test_hexadecimal_text_is_a_string_id(tmp_path, fmt, others):
     ids = {str(x) for x in np.asarray(g.node_ids(), dtype=object)}
     assert {"0x10", "0X1F", "16", "31"} <= ids
     assert g.num_nodes() == len(set(src) | set(dst))
+
+
+def test_several_entity_types_write_each_endpoints_type(tmp_path):
+    from graphsys.storage.format import RelationType
+
+    # users and items share the ids 1 and 2: only the type columns tell them apart
+    table = pa.table({"src": [1, 2, 1], "rel": ["rates", "rates", "follows"],
+                      "dst": [2, 1, 2]})
+    rels = [RelationType("rates", "user", "item"), RelationType("follows", "user", "user")]
+    ingest([EdgeSource(table=table, rel_col="rel")], tmp_path / "g",
+           IngestOptions(num_partitions=1, relation_types=rels))
+    g = open_graph(tmp_path / "g")
+    export_edges(g, tmp_path / "out.parquet")
+    rows = sorted(pq.read_table(tmp_path / "out.parquet").to_pylist(),
+                  key=lambda r: (r["rel"], r["src"]))
+    assert [(r["src"], r["dst"], r["rel"], r["src_type"], r["dst_type"]) for r in rows] == [
+        (1, 2, "follows", "user", "user"), (1, 2, "rates", "user", "item"),
+        (2, 1, "rates", "user", "item")]
+    one_type = _ingest_plain(tmp_path)
+    export_edges(one_type, tmp_path / "plain.parquet")
+    assert pq.read_table(tmp_path / "plain.parquet").column_names == ["src", "dst"]
+
+
+def _ingest_plain(tmp_path):
+    pq.write_table(TABLES["int"], tmp_path / "int.parquet")
+    return _ingest(tmp_path / "int.parquet", tmp_path / "plain")
+
+
+def test_several_types_with_string_and_integer_ids_share_one_schema(tmp_path):
+    from graphsys.storage.format import RelationType
+
+    table = pa.table({"src": ["u1", "u2", "u1"], "rel": ["rates", "rates", "follows"],
+                      "dst": ["7", "8", "u2"]})
+    rels = [RelationType("rates", "user", "item"), RelationType("follows", "user", "user")]
+    ingest([EdgeSource(table=table, rel_col="rel")], tmp_path / "g",
+           IngestOptions(num_partitions=2, relation_types=rels, max_batch_rows=1))
+    g = open_graph(tmp_path / "g")
+    export_edges(g, tmp_path / "out.parquet")
+    got = pq.read_table(tmp_path / "out.parquet")
+    assert got.schema.field("src").type == got.schema.field("dst").type == pa.large_string()
+    assert sorted(zip(got.column("dst").to_pylist(), got.column("dst_type").to_pylist())) == [
+        ("7", "item"), ("8", "item"), ("u2", "user")]
