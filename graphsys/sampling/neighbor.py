@@ -91,6 +91,10 @@ class NeighborSampler:
         fanouts: per layer, input layer first; ``-1`` = all neighbours (full-neighbour
             blocks, e.g. for evaluation).
         replace: sample with replacement.
+        memory_limit: bytes the adjacency may take to build in RAM when no stored index
+            serves it (None: the RAM available); above it the sampler is refused naming the
+            ``graphsys index`` command that builds the index
+            (:func:`~graphsys.sampling.adjacency.check_ram_build`).
 
     Call :meth:`sample_blocks` with the batch's seeds and an ``rng_seed``; the result
     depends only on those (not on threads or workers). The sampler holds only read-only
@@ -100,14 +104,15 @@ class NeighborSampler:
     def __init__(self, graph: Graph | Adjacency, fanouts: Sequence[int] | str, *,
                  replace: bool = False, entity_type: str | None = None,
                  edge_set: str | None = None, symmetric: bool = True,
-                 direction: str = "in"):
+                 direction: str = "in", memory_limit: int | None = None):
         self.fanouts = parse_fanouts(fanouts)
         self.replace = bool(replace)
         if isinstance(graph, Adjacency):
             self.adj = graph
         else:
             self.adj = homogeneous_adjacency(graph, entity_type, edge_set=edge_set,
-                                             symmetric=symmetric, direction=direction)
+                                             symmetric=symmetric, direction=direction,
+                                             memory_limit=memory_limit)
         if self.adj.num_rows != self.adj.num_cols:
             raise GraphsysError("neighbour sampling needs a square adjacency (one node type)")
 

@@ -25,7 +25,7 @@ import torch
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import as_seed_array, derive_seed, visit_counters
-from graphsys.sampling.adjacency import Adjacency, bipartite_adjacency
+from graphsys.sampling.adjacency import Adjacency, bipartite_adjacency, mapped_bipartite
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import make_block
 from graphsys.storage.graph import Graph
@@ -92,11 +92,13 @@ class RandomWalkNeighborSampler:
         self.num_neighbors = int(num_neighbors)
         self.seed = int(seed)
         self._calls = 0
+        # fw/bw over global ids (mapped indexes): ntype node i is row _base + i
+        self._base, self._num_nodes = 0, fw.num_rows
 
     @property
     def num_nodes(self) -> int:
         """Nodes of ``ntype``."""
-        return self.fw.num_rows
+        return self._num_nodes
 
     def sample(self, seed_nodes, rng_seed: int, *, parallel: bool = True
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -108,11 +110,12 @@ class RandomWalkNeighborSampler:
         num = np.zeros(len(seeds), np.int64)
         chunks = max(1, min(len(seeds), 2 * numba.get_num_threads() if parallel else 1))
         (K.walk_topk_par if parallel else K.walk_topk_ser)(
-            self.fw.indptr, self.fw.indices, self.bw.indptr, self.bw.indices, seeds,
-            self.num_traversals, self.termination_prob, self.num_random_walks, k,
-            int(rng_seed), visit_counters(chunks, self.num_nodes), nodes, counts, num)
+            self.fw.indptr, self.fw.indices, self.bw.indptr, self.bw.indices,
+            seeds + self._base, self.num_traversals, self.termination_prob,
+            self.num_random_walks, k, int(rng_seed), visit_counters(chunks, self.bw.num_cols),
+            nodes, counts, num)
         keep = np.arange(k)[None, :] < num[:, None]
-        return nodes[keep], counts[keep], num
+        return nodes[keep] - self._base, counts[keep], num
 
     def __call__(self, seed_nodes, rng_seed: int | None = None, *, parallel: bool = True
                  ) -> SampledNeighbors:
@@ -160,6 +163,11 @@ class PinSAGESampler(RandomWalkNeighborSampler):
             :class:`RandomWalkNeighborSampler`.
         edge_set: stored edge set to walk (default: the graph's default).
         seed: base seed of the per-call random streams.
+        memory_limit: bytes the adjacency may take to build in RAM (None: the RAM
+            available); above it the sampler is refused naming ``graphsys index``. With the
+            graph's CSR and CSC indexes and edges between the two types stored one way,
+            nothing is built: ``fw`` and ``bw`` map them over global ids
+            (:func:`~graphsys.sampling.adjacency.mapped_bipartite`).
 
     Called on a tensor of ``ntype`` ids (type-local), returns :class:`SampledNeighbors`
     ``(src, dst, weight)``.
@@ -170,11 +178,15 @@ class PinSAGESampler(RandomWalkNeighborSampler):
 
     def __init__(self, graph: Graph, ntype: str, other_type: str, num_traversals: int,
                  termination_prob: float, num_random_walks: int, num_neighbors: int, *,
-                 edge_set: str | None = None, seed: int = 0):
-        fw, bw = bipartite_adjacency(graph, ntype, other_type, edge_set=edge_set)
+                 edge_set: str | None = None, seed: int = 0, memory_limit: int | None = None):
+        mapped = mapped_bipartite(graph, ntype, other_type, edge_set=edge_set)
+        fw, bw = mapped[:2] if mapped is not None else bipartite_adjacency(
+            graph, ntype, other_type, edge_set=edge_set, memory_limit=memory_limit)
         self.ntype, self.other_type = ntype, other_type
         super().__init__(fw, bw, num_traversals, termination_prob, num_random_walks,
                          num_neighbors, seed=seed)
+        if mapped is not None:
+            self._base, self._num_nodes = mapped[2], graph.num_nodes(ntype)
 
     def __repr__(self) -> str:
         return (f"PinSAGESampler(ntype={self.ntype!r}, other_type={self.other_type!r}, "

@@ -114,6 +114,20 @@ def edges_digest(manifest: Manifest, edge_set: str) -> str:
     return h.hexdigest()
 
 
+#: The ``graphsys index`` option that builds each kind (named by :func:`build_command`).
+_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected"}
+
+
+def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) -> str:
+    """The command line that builds the ``kinds`` indexes of ``edge_set`` of ``graph``, e.g.
+    ``graphsys index DIR --undirected``: what a refusal to build an adjacency in RAM names
+    (the Python equivalent is :func:`build_index` with the same kinds)."""
+    parts = ["graphsys index", str(graph.location)] + [_KIND_OPTIONS[k] for k in kinds]
+    if edge_set is not None and len(graph.edge_sets) > 1:
+        parts += ["--edge-set", graph.edge_set(edge_set).name]
+    return " ".join(parts)
+
+
 def min_build_memory(num_nodes: int, kinds: tuple[str, ...] = ("csr", "csc")) -> int:
     """The least ``memory_limit`` (bytes) a build of ``kinds`` over ``num_nodes`` nodes runs
     in."""
