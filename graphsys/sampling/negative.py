@@ -116,11 +116,12 @@ class PPRHardNegativeSampler:
         width = self.rank_hi - self.rank_lo
         need = 8 * n * width + 8 * PPR_BATCH * (4 * n + fw.num_cols)
         limit = available_memory() if memory_limit is None else int(memory_limit)
+        budget = "available RAM" if memory_limit is None else "memory_limit"
         if need > limit:
             raise GraphsysError(
                 f"PPR hard negatives over {n:,} nodes with a band of {width:,} ranks need "
                 f"about {need / 1e9:.2f} GB (the band of every node, int64), more than the "
-                f"{limit / 1e9:.2f} GB of {'memory_limit' if memory_limit is not None else 'available RAM'}"
+                f"{limit / 1e9:.2f} GB of {budget}"
                 f"; narrow the band (rank_hi - rank_lo) or raise memory_limit")
         self.num_negatives, self.damping = int(num_negatives), damping
         self.num_iters = num_iters

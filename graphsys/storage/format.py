@@ -31,9 +31,9 @@ from graphsys.storage.location import GraphLocation
 FORMAT_NAME = "graphsys-graph"
 FORMAT_VERSION = 4
 #: Versions this graphsys reads: version 1 is version 2 without adjacency indexes, version 2
-#: is version 3 without a ``push`` index, version 3 is version 4 without a ``sym`` index. A manifest is written with the lowest version that
-#: describes it (:meth:`Manifest.version`), so older readers still open graphs that do not
-#: use what a later version added.
+#: is version 3 without a ``push`` index, version 3 is version 4 without a ``sym`` index. A
+#: manifest is written with the lowest version that describes it (:meth:`Manifest.version`),
+#: so older readers still open graphs that do not use what a later version added.
 READABLE_VERSIONS = (1, 2, 3, 4)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
