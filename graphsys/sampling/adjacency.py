@@ -24,9 +24,10 @@ from graphsys.errors import GraphsysError
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.graph import Graph
 
-#: Anonymous bytes per stored edge that building the symmetric view in RAM holds at its
-#: peak: int64 endpoints gathered (16) and concatenated both ways (32), scipy's int32 COO
-#: (16) and CSR (16) copies with float32 data (8 + 8), the int64 result (16).
+#: Anonymous bytes per stored edge that building the symmetric view in RAM holds at most at
+#: once (an upper bound: not all are alive together): int64 endpoints gathered (16) and
+#: concatenated both ways (32), scipy's int32 COO (16) and CSR (16) copies with float32 data
+#: (8 + 8), the int64 result (16).
 SYMMETRIC_BYTES_PER_EDGE = 112
 #: The same for one direction (``in``/``out``) and for each of a bipartite pair: half of it.
 DIRECTED_BYTES_PER_EDGE = SYMMETRIC_BYTES_PER_EDGE // 2

@@ -211,18 +211,14 @@ def _scatter_sym(src, dst, rel, src_base, dst_base, r0, r1, cursor, buf, w_in, w
         r = rel[k] if has_rel else 0
         s = src_base[r] + src[k]
         d = dst_base[r] + dst[k]
-        if r0 <= s < r1:
-            pos = cursor[s - r0]
-            buf[pos] = d
-            if has_w:
-                w_out[pos] = w_in[k]
-            cursor[s - r0] = pos + 1
-        if r0 <= d < r1:
-            pos = cursor[d - r0]
-            buf[pos] = s
-            if has_w:
-                w_out[pos] = w_in[k]
-            cursor[d - r0] = pos + 1
+        for side in range(2):
+            row, col = (s, d) if side == 0 else (d, s)
+            if r0 <= row < r1:
+                pos = cursor[row - r0]
+                buf[pos] = col
+                if has_w:
+                    w_out[pos] = w_in[k]
+                cursor[row - r0] = pos + 1
 
 
 @numba.njit(cache=True, nogil=True)
