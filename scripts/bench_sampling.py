@@ -313,13 +313,14 @@ from graphsys.sampling import NeighborSampler
 from graphsys.storage.adjacency_index import build_index
 
 g = open_graph(sys.argv[1])
-mode = sys.argv[2]
+mode, limit = sys.argv[2], int(sys.argv[3])
 out = {"mode": mode}
 base = current_memory().anon
 t0 = time.perf_counter()
 with PeakMemory(interval=0.005) as pm:
     if mode == "index":
-        build_index(g, ("sym",), force=True)
+        build_index(g, ("sym",), force=True, memory_limit=limit)
+        out["memory_limit"] = limit
     else:
         s = NeighborSampler(g, [10, 25], symmetric=mode != "in")
         out["build_s"] = round(time.perf_counter() - t0, 3)
@@ -335,7 +336,8 @@ print(json.dumps(out))
 
 def memory_only(args, work: Path) -> dict:
     """Peak anonymous RSS of the default neighbour sampler with and without the ``sym``
-    index (fresh processes; the numba kernels are compiled by a first, unreported run)."""
+    index, and of building that index under the default and a 16 MiB buffer budget (fresh
+    processes; the numba kernels are compiled by a first, unreported run)."""
     py = sys.executable
     graph = work / "rmat_graph"
     src = work / "rmat.parquet"
@@ -344,8 +346,8 @@ def memory_only(args, work: Path) -> dict:
         subprocess.run([py, "-m", "graphsys", *map(str, argv)], check=True,
                        stdout=subprocess.DEVNULL)
 
-    def probe(mode):
-        out = subprocess.run([py, "-c", MEMORY_PROBE, str(graph), mode], check=True,
+    def probe(mode, limit=2_000_000_000):
+        out = subprocess.run([py, "-c", MEMORY_PROBE, str(graph), mode, str(limit)], check=True,
                              capture_output=True, text=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -358,12 +360,14 @@ def memory_only(args, work: Path) -> dict:
         cli("ingest", src, "--out", graph, "--partitions", 4)
     cli("index", graph, "--csr", "--csc")
     from graphsys import open_graph
+    from graphsys.storage.adjacency_index import min_build_memory
 
     g = open_graph(graph)
     n, m = g.num_nodes(), g.num_edges()
     probe("ram")  # compiles the kernels into the numba cache
     res = {"nodes": n, "edges": m, "ram": probe("ram"), "in_csc": probe("in"),
-           "index_sym": probe("index")}
+           "index_sym": probe("index"),  # the default budget, and a small one
+           "index_sym_small": probe("index", min_build_memory(n) + (16 << 20))}
     res["mapped"] = probe("sym")
     for key, per, count in (("ram", "per_edge", m), ("mapped", "per_node", n)):
         r = res[key]

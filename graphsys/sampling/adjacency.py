@@ -24,13 +24,14 @@ from graphsys.errors import GraphsysError
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.graph import Graph
 
-#: Anonymous bytes per stored edge that building the symmetric view in RAM holds at most at
-#: once (an upper bound: not all are alive together): int64 endpoints gathered (16) and
-#: concatenated both ways (32), scipy's int32 COO (16) and CSR (16) copies with float32 data
-#: (8 + 8), the int64 result (16).
-SYMMETRIC_BYTES_PER_EDGE = 112
-#: The same for one direction (``in``/``out``) and for each of a bipartite pair: half of it.
-DIRECTED_BYTES_PER_EDGE = SYMMETRIC_BYTES_PER_EDGE // 2
+#: Anonymous bytes per stored edge alive at once at the peak of building the symmetric view
+#: in RAM (inside scipy's COO to CSR conversion): int64 endpoints (16) and their both-way
+#: concatenation (32), float32 ones (8), scipy's int32 COO indices (16) and its CSR's int32
+#: indices and float32 data (16).
+SYMMETRIC_BYTES_PER_EDGE = 88
+#: The same for one direction (``in``/``out``): endpoints (16), ones (4), COO (8), CSR (8),
+#: rounded up for the int64 copy of the result's indices made while they are alive.
+DIRECTED_BYTES_PER_EDGE = 40
 #: Anonymous bytes per node of a build in RAM: offsets (int32 and int64) and degrees.
 BUILD_BYTES_PER_NODE = 24
 
@@ -110,8 +111,20 @@ def typed_edges(graph: Graph, edge_set: str | None, lhs: str, rhs: str
 
 
 def available_memory() -> int:
-    """Bytes of RAM the kernel reports available for new allocations (``MemAvailable`` of
-    ``/proc/meminfo``); where that is unreadable, physical memory."""
+    """Bytes of RAM the kernel reports available for new allocations.
+
+    The default budget of a build in RAM (:func:`check_ram_build`).
+
+    Returns
+    -------
+    int
+        ``MemAvailable`` of ``/proc/meminfo``; where that is unreadable, physical memory.
+
+    Examples
+    --------
+    >>> available_memory() > 0
+    True
+    """
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -125,10 +138,35 @@ def available_memory() -> int:
 
 
 def ram_build_bytes(graph: Graph, edge_set: str | None, *, symmetric: bool) -> int:
-    """Anonymous bytes building an adjacency of ``edge_set`` in RAM needs at its peak, by
+    """Anonymous bytes building an adjacency of an edge set in RAM needs at its peak.
+
     :data:`SYMMETRIC_BYTES_PER_EDGE` (``symmetric``) or :data:`DIRECTED_BYTES_PER_EDGE`
-    per stored edge plus :data:`BUILD_BYTES_PER_NODE` per node (weights add 4 per
-    float32 copy)."""
+    per stored edge plus :data:`BUILD_BYTES_PER_NODE` per node; weights add their float32
+    copies.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    edge_set : str or None
+        The edge set (None: the default one).
+    symmetric : bool
+        Both directions of every edge (the undirected view) rather than one.
+
+    Returns
+    -------
+    int
+        The estimate, in bytes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> ram_build_bytes(g, None, symmetric=True) == 2 * SYMMETRIC_BYTES_PER_EDGE + 3 * 24
+    True
+    """
     es = graph.edge_set(edge_set)
     per_edge = SYMMETRIC_BYTES_PER_EDGE if symmetric else DIRECTED_BYTES_PER_EDGE
     if es.has_weight:
@@ -138,10 +176,45 @@ def ram_build_bytes(graph: Graph, edge_set: str | None, *, symmetric: bool) -> i
 
 def check_ram_build(graph: Graph, edge_set: str | None, what: str, need: int,
                     memory_limit: int | None, kinds: tuple[str, ...] | None) -> None:
-    """Refuse (:class:`GraphsysError`, one line) to build ``what`` in RAM when ``need``
-    bytes exceed ``memory_limit`` (None: :func:`available_memory`); the message names the
-    command that builds the index of ``kinds`` that would be mapped instead (None: none
-    can)."""
+    """Refuse to build an adjacency in RAM that needs more than the memory budget.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    edge_set : str or None
+        The edge set (None: the default one).
+    what : str
+        The adjacency, as the message names it.
+    need : int
+        Bytes the build needs (:func:`ram_build_bytes`).
+    memory_limit : int or None
+        The budget in bytes; None: :func:`available_memory`.
+    kinds : tuple of str or None
+        The index kinds that would be mapped instead; None when no index can serve it.
+
+    Raises
+    ------
+    GraphsysError
+        One line, when ``need`` exceeds the budget, naming the ``graphsys index`` command
+        that builds ``kinds``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> from graphsys.errors import GraphsysError
+    >>> try:  # doctest: +NORMALIZE_WHITESPACE
+    ...     check_ram_build(g, None, "the symmetric adjacency", 10**9, 10**6, ("sym",))
+    ... except GraphsysError as exc:
+    ...     print(str(exc).split(";")[0])
+    ...     print(str(exc).endswith("/g --undirected"))
+    building the symmetric adjacency in RAM needs about 1.00 GB, more than the 0.00 GB
+    of memory_limit
+    True
+    """
     limit = available_memory() if memory_limit is None else int(memory_limit)
     if need <= limit:
         return
@@ -246,16 +319,40 @@ def _one_way_kinds(graph: Graph, edge_set: str, ntype: str, other_type: str
 
 def mapped_bipartite(graph: Graph, ntype: str, other_type: str, *,
                      edge_set: str | None = None) -> tuple[Adjacency, Adjacency, int] | None:
-    """``(fw, bw, base)``: the meta-path pair of :func:`bipartite_adjacency` as zero-copy
-    views of the stored CSR and CSC indexes, over *global* ids (``base``: the global id of
-    ``ntype`` node 0; both are square over all nodes, only the rows of the two types are
-    walked); None when the indexes cannot serve it.
+    """The meta-path pair of :func:`bipartite_adjacency`, mapped from the CSR/CSC indexes.
 
-    They can when every edge of the edge set that leaves or enters the two types' rows
+    Zero-copy views of the stored indexes over *global* ids: both are square over all the
+    graph's nodes, and only the rows of the two types are walked. The indexes can serve it
+    when every edge of the edge set that leaves or enters the two types' rows
     goes one way between them: with all ``ntype -> other_type`` relations (and no other
     relation out of ``ntype`` or into ``other_type``), ``fw`` is the CSR and ``bw`` the CSC;
     the other way round, ``fw`` is the CSC and ``bw`` the CSR. Parallel edges stay (a
     neighbour is walked to in proportion to its stored edges; the RAM build merges them).
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph with its CSR and CSC indexes (``graphsys index``).
+    ntype, other_type : str
+        The entity type walked from, and the one walked through.
+    edge_set : str, optional
+        The edge set (default: the default one).
+
+    Returns
+    -------
+    tuple of (Adjacency, Adjacency, int) or None
+        ``(fw, bw, base)``: ``fw`` from ``ntype`` rows to ``other_type`` neighbours, ``bw``
+        back, ``base`` the global id of ``ntype`` node 0; None when the indexes cannot
+        serve it (missing, or edges between the types stored both ways).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> mapped_bipartite(g, "node", "node") is None  # one type: the symmetric view serves it
+    True
     """
     es = graph.edge_set(edge_set)
     kinds = _one_way_kinds(graph, es.name, ntype, other_type)

@@ -119,9 +119,34 @@ _KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--und
 
 
 def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) -> str:
-    """The command line that builds the ``kinds`` indexes of ``edge_set`` of ``graph``, e.g.
-    ``graphsys index DIR --undirected``: what a refusal to build an adjacency in RAM names
-    (the Python equivalent is :func:`build_index` with the same kinds)."""
+    """The command line that builds the ``kinds`` indexes of an edge set of ``graph``.
+
+    What a refusal to build an adjacency in RAM names; the Python equivalent is
+    :func:`build_index` with the same ``kinds``.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    kinds : tuple of str
+        Index kinds among ``csr``, ``csc``, ``push``, ``sym``.
+    edge_set : str, optional
+        The edge set; named in the command only when the graph has several.
+
+    Returns
+    -------
+    str
+        ``graphsys index DIR`` and the options that select ``kinds``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> build_command(g, ("sym",)).endswith("/g --undirected")
+    True
+    """
     parts = ["graphsys index", str(graph.location)] + [_KIND_OPTIONS[k] for k in kinds]
     if edge_set is not None and len(graph.edge_sets) > 1:
         parts += ["--edge-set", graph.edge_set(edge_set).name]
