@@ -456,9 +456,12 @@ def _build_sym(graph, edge_set: str, directory: Path, progress: bool,
             cursor = ptr[:-1].copy()
             buf = np.empty(int(ptr[-1]), index_dtype)
             wbuf = np.empty(int(ptr[-1]), np.float32) if es.has_weight else no_w
+            # the buckets with a source (rows i) or a destination (columns j) in the region
+            rows = set(np.flatnonzero((s_lo < r1) & (s_hi > r0)).tolist())
+            cols = np.flatnonzero((d_lo < r1) & (d_hi > r0)).tolist()
             p = graph.num_partitions
-            pairs = [(i, j) for i in range(p) for j in range(p)
-                     if (s_lo[i] < r1 and s_hi[i] > r0) or (d_lo[j] < r1 and d_hi[j] > r0)]
+            pairs = [(i, j) for i in sorted(rows) for j in range(p)] + [
+                (i, j) for j in cols for i in range(p) if i not in rows]
             for b in graph.buckets(pairs, edge_set):
                 sb = np.ascontiguousarray(src_base[:, b.i])
                 db = np.ascontiguousarray(dst_base[:, b.j])
