@@ -123,3 +123,30 @@ def test_corrupted_sym_index_refused(tmp_path):
     # the structural check alone (hashes not consulted) refuses it too
     with pytest.raises(FormatError, match=f"{f}: row 0 is not sorted and deduplicated"):
         adjacency_index.map_index(open_graph(path), "default", "sym")
+
+
+def test_sym_index_of_two_entity_types_over_global_ids(tmp_path):
+    import pyarrow as pa
+
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.ingest import NodeSource
+
+    rng = np.random.default_rng(11)
+    users, items = rng.integers(0, 40, 600), rng.integers(0, 25, 600)
+    f = tmp_path / "bip.tsv"
+    f.write_text("".join(f"u{u}\ti{i}\n" for u, i in zip(users, items)))
+    ingest([EdgeSource([f], relation="rated", header=False)], tmp_path / "g",
+           IngestOptions(num_partitions=3, relation_types=[RelationType("rated", "user", "item")]),
+           nodes=[NodeSource(pa.table({"id": pa.array([f"u{k}" for k in range(40)])}), "user"),
+                  NodeSource(pa.table({"id": pa.array([f"i{k}" for k in range(25)])}), "item")])
+    g = open_graph(tmp_path / "g")
+    build_index(g, ("sym",), memory_limit=min_build_memory(g.num_nodes()) + 512)
+    s, d = (np.concatenate(x) for x in zip(*[(a, b) for a, b, _, _ in g.iter_edges()]))
+    n = g.num_nodes()
+    ref = sp.csr_matrix((np.ones(2 * len(s)), (np.concatenate([s, d]), np.concatenate([d, s]))),
+                        shape=(n, n))
+    ref.sum_duplicates()
+    ref.sort_indices()
+    mapped = open_graph(tmp_path / "g").adjacency_index(kind="sym")
+    np.testing.assert_array_equal(mapped.indptr, ref.indptr)
+    np.testing.assert_array_equal(mapped.indices, ref.indices)
