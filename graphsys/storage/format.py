@@ -324,7 +324,9 @@ class IndexInfo:
     ``index_dtype``: ``int32`` (while every id fits) or ``int64`` indices of a CSR/CSC
     (``indptr`` is always int64); ``uint32`` source ids of a ``push`` index. ``edges_digest``:
     sha256 of the edge set's bucket hashes when it was built (an index whose digest differs
-    from the current buckets' is stale). ``num_blocks`` and ``heavy``: a ``push`` index's
+    from the current buckets' is stale). ``num_edges``: the index's entries (the edge set's
+    edges, or for ``sym`` its deduplicated neighbours in both directions, at most twice the
+    edges). ``num_blocks`` and ``heavy``: a ``push`` index's
     destination blocks and heavy sources (:mod:`graphsys.storage.push_layout`; 0 otherwise).
     """
 
