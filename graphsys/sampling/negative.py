@@ -95,8 +95,9 @@ class PPRHardNegativeSampler:
         damping, num_iters: PPR damping (1 - the restart probability) and power
             iterations (:func:`metapath_ppr`).
         memory_limit: bytes the sampler may hold (None: the RAM available): the band cache
-            (N x band width int64) and one batch of :data:`PPR_BATCH` queries' PPR vectors
-            (float64, three over ``ntype`` nodes and one over the other type); above it the
+            (N x band width int64) and one batch of :data:`PPR_BATCH` queries: four arrays of
+            8 bytes per ``ntype`` node (two PPR vectors, the negated scores, their ranking)
+            and one per ``other_type`` node (the half step) per query; above it the
             sampler is refused in one line. ``fw`` and ``bw`` are walked as they are (mapped
             ones are not copied).
     """
@@ -120,9 +121,9 @@ class PPRHardNegativeSampler:
         if need > limit:
             raise GraphsysError(
                 f"PPR hard negatives over {n:,} nodes with a band of {width:,} ranks need "
-                f"about {need / 1e9:.2f} GB (the band of every node, int64), more than the "
-                f"{limit / 1e9:.2f} GB of {budget}"
-                f"; narrow the band (rank_hi - rank_lo) or raise memory_limit")
+                f"about {need / 1e9:.2f} GB (the band of every node and a PPR batch), more "
+                f"than the {limit / 1e9:.2f} GB of {budget}; narrow the band "
+                f"(rank_hi - rank_lo) or raise memory_limit")
         self.num_negatives, self.damping = int(num_negatives), damping
         self.num_iters = num_iters
         # band of each query, computed once on first use (int64 (N, hi - lo); -1 = not yet)
