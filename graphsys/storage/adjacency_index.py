@@ -694,6 +694,9 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
             if loc.local:
                 pages.release(pages.extent(part), part)
         bad_row = _unsorted_row(indptr, indices) if kind == "sym" else 0
+        if kind == "sym" and loc.local:  # the sortedness pass read both columns whole
+            pages.release(pages.extent(indptr), indptr)
+            pages.release(pages.extent(indices), indices)
         if bad_row:
             raise FormatError(f"{ipath}: row {bad_row - 1} is not sorted and deduplicated "
                               f"(corrupted)")
