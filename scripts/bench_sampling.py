@@ -19,6 +19,16 @@ The two libraries take turns ``--repeats`` times (graphsys, then DGL, then graph
 so a change of machine load hits both; every figure is reported as min, median and max over
 the repeats, and the ratios use the medians.
 
+``--memory-only`` measures instead the peak anonymous memory (RSS) of building the default
+``NeighborSampler(g, [10, 25])`` and sampling 20 batches of 1024 seeds on a stored R-MAT graph
+(``--nodes``, ``--memory-edges``) with its CSR/CSC indexes, without and then with its
+undirected ``sym`` index (``graphsys index --undirected``), each in a fresh process, and of
+building that index; it prints one JSON line with the peaks, the process baseline (imports
+and the opened graph) and the increments per edge (in-RAM build) and per node (mapped)::
+
+    python scripts/bench_sampling.py --memory-only [--work DIR] [--nodes 262144]
+        [--memory-edges 4000000]
+
 If DGL cannot be installed or run, the DGL fields hold the reason and the figures published
 in issue 5, labelled ``"measured": false``. Usage::
 
@@ -38,6 +48,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -292,6 +303,80 @@ def spread(runs: list[dict]) -> dict:
                 "max": max(r[k] for r in runs)} for k in keys}
 
 
+# -- peak anonymous memory of the samplers on the mapped graph ----------------------------------
+MEMORY_PROBE = r"""
+import json, sys, time
+import numpy as np
+from graphsys import open_graph
+from graphsys.memory import PeakMemory, current_memory
+from graphsys.sampling import NeighborSampler
+from graphsys.storage.adjacency_index import build_index
+
+g = open_graph(sys.argv[1])
+mode, limit = sys.argv[2], int(sys.argv[3])
+out = {"mode": mode}
+base = current_memory().anon
+t0 = time.perf_counter()
+with PeakMemory(interval=0.005) as pm:
+    if mode == "index":
+        build_index(g, ("sym",), force=True, memory_limit=limit)
+        out["memory_limit"] = limit
+    else:
+        s = NeighborSampler(g, [10, 25], symmetric=mode != "in")
+        out["build_s"] = round(time.perf_counter() - t0, 3)
+        out["mapped"] = not s.adj.indices.flags.writeable
+        rng = np.random.default_rng(0)
+        for b in range(20):
+            s.sample_blocks(rng.choice(s.num_nodes, 1024, replace=False), rng_seed=b)
+out.update(seconds=round(time.perf_counter() - t0, 3), base_anon_bytes=base,
+           peak_anon_bytes=pm.peak_anon, peak_file_bytes=pm.peak_file)
+print(json.dumps(out))
+"""
+
+
+def memory_only(args, work: Path) -> dict:
+    """Peak anonymous RSS of the default neighbour sampler with and without the ``sym``
+    index, and of building that index under the default and a 16 MiB buffer budget (fresh
+    processes; the numba kernels are compiled by a first, unreported run)."""
+    py = sys.executable
+    graph = work / "rmat_graph"
+    src = work / "rmat.parquet"
+
+    def cli(*argv):
+        subprocess.run([py, "-m", "graphsys", *map(str, argv)], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    def probe(mode, limit=2_000_000_000):
+        out = subprocess.run([py, "-c", MEMORY_PROBE, str(graph), mode, str(limit)], check=True,
+                             capture_output=True, text=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    if (graph / "manifest.json").exists() and "sym" in json.loads(
+            (graph / "manifest.json").read_text()).get("indexes", {}).get("default", {}):
+        shutil.rmtree(graph)  # a previous run's: measure without it first
+    if not (graph / "manifest.json").exists():
+        cli("generate", "rmat", "--nodes", args.nodes, "--edges", args.memory_edges,
+            "--seed", 0, "--out", src, "--overwrite", "--quiet")
+        cli("ingest", src, "--out", graph, "--partitions", 4)
+    cli("index", graph, "--csr", "--csc")
+    from graphsys import open_graph
+    from graphsys.storage.adjacency_index import min_build_memory
+
+    g = open_graph(graph)
+    n, m = g.num_nodes(), g.num_edges()
+    probe("ram")  # compiles the kernels into the numba cache
+    res = {"nodes": n, "edges": m, "ram": probe("ram"), "in_csc": probe("in"),
+           "index_sym": probe("index"),  # the default budget, and a small one
+           "index_sym_small": probe("index", min_build_memory(n) + (16 << 20))}
+    res["mapped"] = probe("sym")
+    for key, per, count in (("ram", "per_edge", m), ("mapped", "per_node", n)):
+        r = res[key]
+        r[f"increment_{per}"] = round((r["peak_anon_bytes"] - r["base_anon_bytes"]) / count, 2)
+    res["sym_entries"] = json.loads((graph / "manifest.json").read_text())[
+        "indexes"]["default"]["sym"]["num_edges"]
+    return res
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirror", default=os.environ.get("GRAPHSYS_MIRROR"))
@@ -301,10 +386,22 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0, help="per measurement")
     ap.add_argument("--repeats", type=int, default=3, help="turns of each library")
     ap.add_argument("--skip-dgl", action="store_true")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="peak anonymous memory of the default neighbour sampler with and "
+                         "without the undirected index, nothing else")
+    ap.add_argument("--nodes", type=int, default=262_144, help="--memory-only R-MAT nodes")
+    ap.add_argument("--memory-edges", type=int, default=4_000_000,
+                    help="--memory-only R-MAT edges")
     add_record_argument(ap)
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="graphsys-bench-gnn-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.memory_only:
+        res = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+               "machine": f"{platform.processor() or platform.machine()}, "
+                          f"{os.cpu_count()} cores", **memory_only(args, work)}
+        emit(res, args.record)
+        return 0
     import numba
     import torch
 

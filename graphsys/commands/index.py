@@ -1,5 +1,5 @@
-"""``graphsys index``: build persistent CSR/CSC adjacency indexes (and PageRank's push
-layout) in a graph directory."""
+"""``graphsys index``: build persistent CSR/CSC adjacency indexes (PageRank's push layout,
+the samplers' undirected adjacency) in a graph directory."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def register(subparsers) -> None:
                    help="in-edges in destination blocks, vertices in out-degree order: "
                         "in-memory PageRank pushes over it with no build (6 bytes per edge; "
                         "also builds --csc, its input)")
+    p.add_argument("--undirected", action="store_true",
+                   help="both directions of every edge, each neighbour once: the view "
+                        "samplers walk by default (symmetric), memory-mapped instead of "
+                        "built in RAM")
     p.add_argument("--edge-set", action="append", dest="edge_sets",
                    help="edge set to index (repeatable; default: every edge set)")
     p.add_argument("--memory-limit", default="2GB",
@@ -33,15 +37,18 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def parse_kinds(csr: bool, csc: bool, push: bool) -> tuple[str, ...]:
-    """The kinds named by the flags; none means csr and csc."""
-    kinds = tuple(k for k, on in (("csr", csr), ("csc", csc), ("push", push)) if on)
+def parse_kinds(csr: bool, csc: bool, push: bool, undirected: bool = False
+                ) -> tuple[str, ...]:
+    """The kinds named by the flags (``undirected``: ``sym``); none means csr and csc."""
+    kinds = tuple(k for k, on in (("csr", csr), ("csc", csc), ("push", push),
+                                  ("sym", undirected)) if on)
     return kinds or ("csr", "csc")
 
 
 def run(args) -> int:
     t0 = time.perf_counter()
-    built = build_index(open_graph(args.graph), parse_kinds(args.csr, args.csc, args.push),
+    built = build_index(open_graph(args.graph), parse_kinds(args.csr, args.csc, args.push,
+                                                       args.undirected),
                         edge_sets=args.edge_sets,
                         memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
                         force=args.force, progress=show_progress(args))

@@ -5,17 +5,36 @@ entity types and keeps edge direction. Samplers want, per entity type, *type-loc
 ``0..num_nodes(t)-1`` and usually both directions (message passing on an undirected view,
 and meta-path walks item -> user -> item over user -> item edges). :class:`Adjacency` is that
 view; it holds only NumPy arrays, so it is cheap to share between sampling threads.
+
+A view the graph's stored adjacency index serves is mapped, not built (page cache only). A
+view built in RAM is first sized by :func:`ram_build_bytes` (the arrays the build holds at
+once, per stored edge) and refused in one line naming the command that builds the index when
+that exceeds the budget: ``memory_limit`` if given, else the RAM the kernel reports available
+(``MemAvailable``), so a graph too large for this machine is refused, never killed.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from graphsys.errors import GraphsysError
+from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.graph import Graph
+
+#: Anonymous bytes per stored edge alive at once at the peak of building the symmetric view
+#: in RAM (inside scipy's COO to CSR conversion): int64 endpoints (16) and their both-way
+#: concatenation (32), float32 ones (8), scipy's int32 COO indices (16) and its CSR's int32
+#: indices and float32 data (16).
+SYMMETRIC_BYTES_PER_EDGE = 88
+#: The same for one direction (``in``/``out``): endpoints (16), ones (4), COO (8), CSR (8),
+#: rounded up for the int64 copy of the result's indices made while they are alive.
+DIRECTED_BYTES_PER_EDGE = 40
+#: Anonymous bytes per node of a build in RAM: offsets (int32 and int64) and degrees.
+BUILD_BYTES_PER_NODE = 24
 
 
 @dataclass(frozen=True)
@@ -92,6 +111,121 @@ def typed_edges(graph: Graph, edge_set: str | None, lhs: str, rhs: str
             cat(ws, np.float32) if has_w and ws else None)
 
 
+def available_memory() -> int:
+    """Bytes of RAM the kernel reports available for new allocations.
+
+    The default budget of a build in RAM (:func:`check_ram_build`).
+
+    Returns
+    -------
+    int
+        ``MemAvailable`` of ``/proc/meminfo``; where that is unreadable, physical memory.
+
+    Examples
+    --------
+    >>> available_memory() > 0
+    True
+    """
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def ram_build_bytes(graph: Graph, edge_set: str | None, *, symmetric: bool) -> int:
+    """Anonymous bytes building an adjacency of an edge set in RAM needs at its peak.
+
+    :data:`SYMMETRIC_BYTES_PER_EDGE` (``symmetric``) or :data:`DIRECTED_BYTES_PER_EDGE`
+    per stored edge plus :data:`BUILD_BYTES_PER_NODE` per node; weights add their float32
+    copies.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    edge_set : str or None
+        The edge set (None: the default one).
+    symmetric : bool
+        Both directions of every edge (the undirected view) rather than one.
+
+    Returns
+    -------
+    int
+        The estimate, in bytes.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> need = ram_build_bytes(g, None, symmetric=True)  # 2 edges, 3 nodes
+    >>> need == 2 * SYMMETRIC_BYTES_PER_EDGE + 3 * BUILD_BYTES_PER_NODE
+    True
+    """
+    es = graph.edge_set(edge_set)
+    per_edge = SYMMETRIC_BYTES_PER_EDGE if symmetric else DIRECTED_BYTES_PER_EDGE
+    if es.has_weight:
+        per_edge += 16 if symmetric else 8
+    return per_edge * es.num_edges + BUILD_BYTES_PER_NODE * graph.num_nodes()
+
+
+def check_ram_build(graph: Graph, edge_set: str | None, what: str, need: int,
+                    memory_limit: int | None, kinds: tuple[str, ...] | None) -> None:
+    """Refuse to build an adjacency in RAM that needs more than the memory budget.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    edge_set : str or None
+        The edge set (None: the default one).
+    what : str
+        The adjacency, as the message names it.
+    need : int
+        Bytes the build needs (:func:`ram_build_bytes`).
+    memory_limit : int or None
+        The budget in bytes; None: :func:`available_memory`.
+    kinds : tuple of str or None
+        The index kinds that would be mapped instead; None when no index can serve it.
+
+    Raises
+    ------
+    GraphsysError
+        One line, when ``need`` exceeds the budget, naming the ``graphsys index`` command
+        that builds ``kinds``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> from graphsys.errors import GraphsysError
+    >>> try:  # doctest: +NORMALIZE_WHITESPACE
+    ...     check_ram_build(g, None, "the symmetric adjacency", 10**9, 10**6, ("sym",))
+    ... except GraphsysError as exc:
+    ...     print(str(exc).split(";")[0])
+    ...     print(str(exc).endswith("/g --undirected"))
+    building the symmetric adjacency in RAM needs about 1.00 GB, more than the 0.00 GB
+    of memory_limit
+    True
+    """
+    limit = available_memory() if memory_limit is None else int(memory_limit)
+    if need <= limit:
+        return
+    budget = ("memory_limit" if memory_limit is not None else "available RAM")
+    fix = (f"build its index once and it is memory-mapped instead: "
+           f"{build_command(graph, kinds, edge_set)}" if kinds else
+           "no stored index can serve it: raise memory_limit or use a machine with more RAM")
+    raise GraphsysError(f"building {what} in RAM needs about {need / 1e9:.2f} GB, more than "
+                        f"the {limit / 1e9:.2f} GB of {budget}; {fix}")
+
+
 def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
                      edge_set: str | None = None, symmetric: bool = True,
                      direction: str = "in") -> Adjacency | None:
@@ -99,7 +233,8 @@ def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
     adjacency index (``graphsys index``), or None when the index cannot serve it.
 
     It can when the graph has one entity type (type-local ids are global ids) and either
-    ``symmetric`` is False (``in``: the CSC index, ``out``: the CSR index) or the edge set was
+    ``symmetric`` is False (``in``: the CSC index, ``out``: the CSR index) or ``symmetric``
+    and the edge set has a ``sym`` index (``graphsys index`` of the undirected view) or was
     ingested ``undirected`` with ``dedupe`` (its CSR is then exactly the symmetric view with
     parallel edges merged). Memory: page cache only; nothing is copied.
     """
@@ -107,6 +242,9 @@ def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
         return None
     es = graph.edge_set(edge_set)
     if symmetric:
+        sym = graph.adjacency_index(es.name, "sym")
+        if sym is not None:
+            return Adjacency(sym.indptr, sym.indices, graph.num_nodes(), sym.weight)
         if not (es.undirected and es.dedupe):
             return None
         kind = "csr"
@@ -120,14 +258,17 @@ def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
 
 def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
                           edge_set: str | None = None, symmetric: bool = True,
-                          direction: str = "in") -> Adjacency:
+                          direction: str = "in", memory_limit: int | None = None
+                          ) -> Adjacency:
     """Neighbour lists among the nodes of one entity type (type-local ids).
 
     ``symmetric``: every stored edge in both directions, parallel edges merged (an
     undirected view, as GCN/GraphSAGE on citation graphs use). Otherwise ``direction``
     ``in`` lists each node's sources (messages flow along edges), ``out`` its targets.
     Served from the stored adjacency index with no copy when it can
-    (:func:`mapped_adjacency`), else built in RAM (int64 COO, then CSR).
+    (:func:`mapped_adjacency`), else built in RAM (int64 COO, then CSR) unless that needs
+    more than ``memory_limit`` bytes (None: the RAM available), which is refused naming
+    the command that builds the index (:func:`check_ram_build`).
     """
     if direction not in ("in", "out"):
         raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
@@ -135,6 +276,11 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
                               direction=direction)
     if mapped is not None:
         return mapped
+    kind = "sym" if symmetric else ("csc" if direction == "in" else "csr")
+    view = "the symmetric adjacency" if symmetric else f"the {direction}-neighbour adjacency"
+    check_ram_build(graph, edge_set, f"{view} of edge set {graph.edge_set(edge_set).name!r}",
+                    ram_build_bytes(graph, edge_set, symmetric=symmetric), memory_limit,
+                    (kind,) if len(graph.entity_types) == 1 else None)
     et = graph.entity_type(entity_type).name
     n = graph.num_nodes(et)
     s, d, w = typed_edges(graph, edge_set, et, et)
@@ -148,18 +294,100 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
 
 
+def _one_way_kinds(graph: Graph, edge_set: str, ntype: str, other_type: str
+                   ) -> tuple[str, str] | None:
+    """The index kinds ``(fw, bw)`` that serve the meta-path pair of two distinct types
+    (:func:`mapped_bipartite`), or None when edges between them go both ways or others
+    share their rows."""
+    if ntype == other_type:
+        return None
+    rels = graph.relation_types if graph.edge_set(edge_set).has_rel else \
+        graph.relation_types[:1]
+    pairs = {(r.lhs, r.rhs) for r in rels}
+
+    def one_way(a: str, b: str) -> bool:  # every edge out of a goes to b, every edge into
+        return ((a, b) in pairs and (b, a) not in pairs  # b comes from a
+                and all(r == b for lhs, r in pairs if lhs == a)
+                and all(lhs == a for lhs, r in pairs if r == b))
+
+    if one_way(ntype, other_type):
+        return ("csr", "csc")
+    if one_way(other_type, ntype):
+        return ("csc", "csr")
+    return None
+
+
+def mapped_bipartite(graph: Graph, ntype: str, other_type: str, *,
+                     edge_set: str | None = None) -> tuple[Adjacency, Adjacency, int] | None:
+    """The meta-path pair of :func:`bipartite_adjacency`, mapped from the CSR/CSC indexes.
+
+    Zero-copy views of the stored indexes over *global* ids: both are square over all the
+    graph's nodes, and only the rows of the two types are walked. The indexes can serve it
+    when every edge of the edge set that leaves or enters the two types' rows
+    goes one way between them: with all ``ntype -> other_type`` relations (and no other
+    relation out of ``ntype`` or into ``other_type``), ``fw`` is the CSR and ``bw`` the CSC;
+    the other way round, ``fw`` is the CSC and ``bw`` the CSR. Parallel edges stay (a
+    neighbour is walked to in proportion to its stored edges; the RAM build merges them).
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph with its CSR and CSC indexes (``graphsys index``).
+    ntype, other_type : str
+        The entity type walked from, and the one walked through.
+    edge_set : str, optional
+        The edge set (default: the default one).
+
+    Returns
+    -------
+    tuple of (Adjacency, Adjacency, int) or None
+        ``(fw, bw, base)``: ``fw`` from ``ntype`` rows to ``other_type`` neighbours, ``bw``
+        back, ``base`` the global id of ``ntype`` node 0; None when the indexes cannot
+        serve it (missing, or edges between the types stored both ways).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> mapped_bipartite(g, "node", "node") is None  # one type: the symmetric view serves it
+    True
+    """
+    es = graph.edge_set(edge_set)
+    kinds = _one_way_kinds(graph, es.name, ntype, other_type)
+    if kinds is None:
+        return None
+    fw, bw = (graph.adjacency_index(es.name, k) for k in kinds)
+    if fw is None or bw is None:
+        return None
+    n = graph.num_nodes()
+    return (Adjacency(fw.indptr, fw.indices, n), Adjacency(bw.indptr, bw.indices, n),
+            graph.type_offsets[ntype])
+
+
 def bipartite_adjacency(graph: Graph, ntype: str, other_type: str, *,
-                        edge_set: str | None = None) -> tuple[Adjacency, Adjacency]:
+                        edge_set: str | None = None, memory_limit: int | None = None
+                        ) -> tuple[Adjacency, Adjacency]:
     """``(fw, bw)``: ``fw`` from ``ntype`` nodes to their ``other_type`` neighbours and
     ``bw`` back, over the edges between the two types in either stored direction.
 
-    With ``ntype == other_type`` both are the symmetric adjacency of that type.
+    With ``ntype == other_type`` both are the symmetric adjacency of that type. Built in RAM
+    (type-local ids; :func:`mapped_bipartite` maps the stored indexes instead) unless that
+    needs more than ``memory_limit`` bytes (None: the RAM available), which is refused in
+    one line (:func:`check_ram_build`).
     """
     for t in (ntype, other_type):
         graph.entity_type(t)
     if ntype == other_type:
-        a = homogeneous_adjacency(graph, ntype, edge_set=edge_set, symmetric=True)
+        a = homogeneous_adjacency(graph, ntype, edge_set=edge_set, symmetric=True,
+                                  memory_limit=memory_limit)
         return a, a
+    es = graph.edge_set(edge_set)
+    mappable = _one_way_kinds(graph, es.name, ntype, other_type) is not None
+    check_ram_build(graph, edge_set, f"the {ntype}-{other_type} adjacency of edge set "
+                    f"{es.name!r}", ram_build_bytes(graph, edge_set, symmetric=True),
+                    memory_limit, ("csr", "csc") if mappable else None)
     n, m = graph.num_nodes(ntype), graph.num_nodes(other_type)
     s1, d1, w1 = typed_edges(graph, edge_set, ntype, other_type)
     s2, d2, w2 = typed_edges(graph, edge_set, other_type, ntype)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import threading
 
+import numba
 import numpy as np
-import scipy.sparse as sp
 import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.sampling._util import as_seed_array
-from graphsys.sampling.adjacency import Adjacency
+from graphsys.sampling.adjacency import Adjacency, available_memory
+
+#: Queries whose PPR runs together (:meth:`PPRHardNegativeSampler.band`).
+PPR_BATCH = 256
 
 
 class UniformNegativeSampler:
@@ -36,12 +39,22 @@ class UniformNegativeSampler:
                                              dtype=np.int64))
 
 
-def _row_normalised(adj: Adjacency) -> sp.csr_matrix:
-    m = adj.to_scipy().astype(np.float64)
-    m.data[:] = 1.0
-    deg = np.asarray(m.sum(axis=1)).ravel()
-    inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
-    return sp.diags(inv) @ m
+@numba.njit(cache=True, nogil=True)
+def _walk_step(indptr, indices, x, out):
+    """``out = x D^-1 A`` in column layout: every entry ``c`` of row ``r`` of the CSR
+    (``indptr``, ``indices``) adds ``x[r] / deg(r)`` to ``out[c]`` (``x`` (rows, Q),
+    ``out`` (cols, Q)); rows without neighbours drop their mass. Reads the CSR as it is
+    (a mapped index too): no normalised copy."""
+    out[:] = 0.0
+    q = x.shape[1]
+    for r in range(indptr.shape[0] - 1):
+        lo, hi = indptr[r], indptr[r + 1]
+        if hi > lo:
+            inv = 1.0 / (hi - lo)
+            for k in range(lo, hi):
+                c = indices[k]
+                for j in range(q):
+                    out[c, j] += x[r, j] * inv
 
 
 def metapath_ppr(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
@@ -53,19 +66,22 @@ def metapath_ppr(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
     an edge rather than restarting.)
 
     Power iteration of ``x <- (1 - damping) e_q + damping x P`` with ``P`` the meta-path walk
-    matrix ``D_fw^-1 A_fw D_bw^-1 A_bw`` (mass at dead ends is dropped). Cost
+    matrix ``D_fw^-1 A_fw D_bw^-1 A_bw`` (mass at dead ends is dropped), walked over the
+    adjacencies as they are (mapped ones too: nothing is copied). Cost
     ``O(num_iters * Q * (nnz(fw) + nnz(bw)))`` time and ``O(Q * N)`` memory: use batches.
     """
-    pfw = _row_normalised(fw)
-    pbw = _row_normalised(bw)
-    e = np.zeros((len(queries), fw.num_rows))
-    e[np.arange(len(queries)), queries] = 1.0
-    x = e.copy()
-    pfw_t, pbw_t = pfw.T.tocsr(), pbw.T.tocsr()
+    queries = np.asarray(queries, np.int64)
+    cols = np.arange(len(queries))
+    x = np.zeros((fw.num_rows, len(queries)))
+    x[queries, cols] = 1.0
+    mid = np.empty((fw.num_cols, len(queries)))
+    step = np.empty_like(x)
     for _ in range(num_iters):
-        step = (pbw_t @ (pfw_t @ x.T)).T
-        x = (1.0 - damping) * e + damping * step
-    return x
+        _walk_step(fw.indptr, fw.indices, x, mid)
+        _walk_step(bw.indptr, bw.indices, mid, step)
+        np.multiply(step, damping, out=x)
+        x[queries, cols] += 1.0 - damping
+    return x.T
 
 
 class PPRHardNegativeSampler:
@@ -78,10 +94,17 @@ class PPRHardNegativeSampler:
         num_negatives: negatives per query.
         damping, num_iters: PPR damping (1 - the restart probability) and power
             iterations (:func:`metapath_ppr`).
+        memory_limit: bytes the sampler may hold (None: the RAM available): the band cache
+            (N x band width int64) and one batch of :data:`PPR_BATCH` queries: four arrays of
+            8 bytes per ``ntype`` node (two PPR vectors, the negated scores, their ranking)
+            and one per ``other_type`` node (the half step) per query; above it the
+            sampler is refused in one line. ``fw`` and ``bw`` are walked as they are (mapped
+            ones are not copied).
     """
 
     def __init__(self, fw: Adjacency, bw: Adjacency, rank_lo: int, rank_hi: int,
-                 num_negatives: int = 1, *, damping: float = 0.85, num_iters: int = 20):
+                 num_negatives: int = 1, *, damping: float = 0.85, num_iters: int = 20,
+                 memory_limit: int | None = None):
         n = fw.num_rows
         if not 0 <= rank_lo < rank_hi:
             raise GraphsysError(f"hard-negative band must satisfy 0 <= lo < hi, got "
@@ -91,6 +114,16 @@ class PPRHardNegativeSampler:
                                 f"{n - 1} other nodes exist")
         self.fw, self.bw = fw, bw
         self.rank_lo, self.rank_hi = int(rank_lo), int(min(rank_hi, n - 1))
+        width = self.rank_hi - self.rank_lo
+        need = 8 * n * width + 8 * PPR_BATCH * (4 * n + fw.num_cols)
+        limit = available_memory() if memory_limit is None else int(memory_limit)
+        budget = "available RAM" if memory_limit is None else "memory_limit"
+        if need > limit:
+            raise GraphsysError(
+                f"PPR hard negatives over {n:,} nodes with a band of {width:,} ranks need "
+                f"about {need / 1e9:.2f} GB (the band of every node and a PPR batch), more "
+                f"than the {limit / 1e9:.2f} GB of {budget}; narrow the band "
+                f"(rank_hi - rank_lo) or raise memory_limit")
         self.num_negatives, self.damping = int(num_negatives), damping
         self.num_iters = num_iters
         # band of each query, computed once on first use (int64 (N, hi - lo); -1 = not yet)
@@ -104,8 +137,8 @@ class PPRHardNegativeSampler:
         q = as_seed_array(queries, self.fw.num_rows, "query")
         with self._lock:
             todo = np.unique(q[~self._done[q]])
-            for a in range(0, len(todo), 256):
-                part = todo[a:a + 256]
+            for a in range(0, len(todo), PPR_BATCH):
+                part = todo[a:a + PPR_BATCH]
                 scores = metapath_ppr(self.fw, self.bw, part, damping=self.damping,
                                       num_iters=self.num_iters)
                 scores[np.arange(len(part)), part] = -np.inf

@@ -135,6 +135,11 @@ class NeighborSampler(LayerwiseSampler):
         Sample the undirected view: in- and out-neighbours (default True).
     direction : {"in", "out"}, optional
         Without ``symmetric``, which neighbours a node aggregates (default ``"in"``).
+    memory_limit : int, optional
+        Bytes the adjacency may take to build in RAM when no stored index serves it
+        (default: the RAM available); above it the sampler is refused in one line naming
+        the ``graphsys index`` command that builds the index
+        (:func:`~graphsys.sampling.adjacency.check_ram_build`).
 
     Raises
     ------
@@ -167,7 +172,7 @@ class NeighborSampler(LayerwiseSampler):
     def __init__(self, graph: Graph | Adjacency, fanouts: Sequence[int] | str, *,
                  replace: bool = False, entity_type: str | None = None,
                  edge_set: str | None = None, symmetric: bool = True,
-                 direction: str = "in"):
+                 direction: str = "in", memory_limit: int | None = None):
         self.fanouts = parse_fanouts(fanouts)
         self.replace = bool(replace)
         if isinstance(graph, Adjacency):
@@ -176,7 +181,8 @@ class NeighborSampler(LayerwiseSampler):
         else:
             self.entity_type = graph.entity_type(entity_type).name
             self.adj = homogeneous_adjacency(graph, entity_type, edge_set=edge_set,
-                                             symmetric=symmetric, direction=direction)
+                                             symmetric=symmetric, direction=direction,
+                                             memory_limit=memory_limit)
         if self.adj.num_rows != self.adj.num_cols:
             raise GraphsysError("neighbour sampling needs a square adjacency (one node type)")
 

@@ -19,7 +19,7 @@ import numpy as np
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import run_parallel, visit_counters
-from graphsys.sampling.adjacency import Adjacency, bipartite_adjacency
+from graphsys.sampling.adjacency import Adjacency, bipartite_adjacency, mapped_bipartite
 from graphsys.sampling.base import LayerwiseSampler
 from graphsys.sampling.block import Block
 from graphsys.sampling.neighbor import make_block
@@ -115,12 +115,14 @@ class RandomWalkNeighborSampler(LayerwiseSampler):
         self.termination_prob = float(termination_prob)
         self.num_random_walks = int(num_random_walks)
         self.num_neighbors = [int(k) for k in per_layer]
+        # fw/bw over global ids (mapped indexes): ntype node i is row _base + i
+        self._base, self._num_nodes = 0, fw.num_rows
         self.entity_type: str | None = None
 
     @property
     def num_nodes(self) -> int:
         """Nodes of ``ntype``."""
-        return self.fw.num_rows
+        return self._num_nodes
 
     @property
     def num_layers(self) -> int:
@@ -136,11 +138,12 @@ class RandomWalkNeighborSampler(LayerwiseSampler):
         num = np.zeros(len(dst), np.int64)
         chunks = max(1, min(len(dst), 2 * numba.get_num_threads() if parallel else 1))
         (K.walk_topk_par if parallel else K.walk_topk_ser)(
-            self.fw.indptr, self.fw.indices, self.bw.indptr, self.bw.indices, dst,
-            self.num_traversals, self.termination_prob, self.num_random_walks, k,
-            int(rng_seed), visit_counters(chunks, self.num_nodes), nodes, counts, num)
+            self.fw.indptr, self.fw.indices, self.bw.indptr, self.bw.indices,
+            dst + self._base, self.num_traversals, self.termination_prob,
+            self.num_random_walks, k, int(rng_seed), visit_counters(chunks, self.bw.num_cols),
+            nodes, counts, num)
         keep = np.arange(k)[None, :] < num[:, None]
-        return nodes[keep], counts[keep], num
+        return nodes[keep] - self._base, counts[keep], num
 
     def _layer_block(self, dst: np.ndarray, layer: int, rng_seed: int, *,
                      parallel: bool | None = None, check: bool = True) -> Block:
@@ -180,6 +183,11 @@ class PinSAGESampler(RandomWalkNeighborSampler):
         As :class:`RandomWalkNeighborSampler`.
     edge_set : str, optional
         Stored edge set to walk (default: the graph's default).
+    memory_limit : int, optional
+        Bytes the adjacency may take to build in RAM (default: the RAM available); above it
+        the sampler is refused naming ``graphsys index``. With the graph's CSR and CSC
+        indexes and edges between the two types stored one way, nothing is built: the walk
+        maps them over global ids (:func:`~graphsys.sampling.adjacency.mapped_bipartite`).
 
     References
     ----------
@@ -201,11 +209,16 @@ class PinSAGESampler(RandomWalkNeighborSampler):
 
     def __init__(self, graph: Graph, ntype: str, other_type: str, num_traversals: int,
                  termination_prob: float, num_random_walks: int,
-                 num_neighbors: int | Sequence[int], *, edge_set: str | None = None):
-        fw, bw = bipartite_adjacency(graph, ntype, other_type, edge_set=edge_set)
+                 num_neighbors: int | Sequence[int], *, edge_set: str | None = None,
+                 memory_limit: int | None = None):
+        mapped = mapped_bipartite(graph, ntype, other_type, edge_set=edge_set)
+        fw, bw = mapped[:2] if mapped is not None else bipartite_adjacency(
+            graph, ntype, other_type, edge_set=edge_set, memory_limit=memory_limit)
         self.ntype, self.other_type = ntype, other_type
         super().__init__(fw, bw, num_traversals, termination_prob, num_random_walks,
                          num_neighbors)
+        if mapped is not None:
+            self._base, self._num_nodes = mapped[2], graph.num_nodes(ntype)
         self.entity_type = ntype
 
     def __repr__(self) -> str:

@@ -10,6 +10,15 @@ and DuckDB read it as it is::
     index/{edge_set}/{kind}-indices.arrow   int32 (M,) while N < 2**31, else int64
     index/{edge_set}/{kind}-weight.arrow    float32 (M,), only for weighted edge sets
 
+An index of kind ``sym`` lists every node's neighbours in the undirected view: ``v`` is in
+row ``u`` (and ``u`` in row ``v``) once whatever the number and direction of the stored edges
+between them; a self-loop is kept once; rows ascend; a weight is the sum over the merged
+edges in both directions (so a self-loop's weight counts twice), as the samplers' in-RAM
+symmetric view (:func:`graphsys.sampling.adjacency.homogeneous_adjacency`) has it. It is built
+by :func:`_build_sym`: a counting pass over both endpoints, then one scatter per row region
+(rows whose raw entries fit the budget) into a RAM buffer that is sorted and deduplicated
+per row and appended to a scratch file, then copied into the final column.
+
 An index of kind ``push`` stores the in-edges as :mod:`graphsys.storage.push_layout`'s
 destination blocks in degree order (``push-{order,bounds,edge_ptr,src,dst,runs}.arrow``), so
 PageRank's fused loop pushes from its first iteration with no build. It is built from the
@@ -106,6 +115,45 @@ def edges_digest(manifest: Manifest, edge_set: str) -> str:
     return h.hexdigest()
 
 
+#: The ``graphsys index`` option that builds each kind (named by :func:`build_command`).
+_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected"}
+
+
+def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) -> str:
+    """The command line that builds the ``kinds`` indexes of an edge set of ``graph``.
+
+    What a refusal to build an adjacency in RAM names; the Python equivalent is
+    :func:`build_index` with the same ``kinds``.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph.
+    kinds : tuple of str
+        Index kinds among ``csr``, ``csc``, ``push``, ``sym``.
+    edge_set : str, optional
+        The edge set; named in the command only when the graph has several.
+
+    Returns
+    -------
+    str
+        ``graphsys index DIR`` and the options that select ``kinds``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> import graphsys
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
+    >>> build_command(g, ("sym",)).endswith("/g --undirected")
+    True
+    """
+    parts = ["graphsys index", str(graph.location)] + [_KIND_OPTIONS[k] for k in kinds]
+    if edge_set is not None and len(graph.edge_sets) > 1:
+        parts += ["--edge-set", graph.edge_set(edge_set).name]
+    return " ".join(parts)
+
+
 def min_build_memory(num_nodes: int, kinds: tuple[str, ...] = ("csr", "csc")) -> int:
     """The least ``memory_limit`` (bytes) a build of ``kinds`` over ``num_nodes`` nodes runs
     in."""
@@ -176,6 +224,83 @@ def _scatter_rows(rows, cols, rel, row_base, col_base, cursor, indices, w_in, w_
         if has_w:
             w_out[pos] = w_in[k]
         cursor[row] = pos + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatter_sym(src, dst, rel, src_base, dst_base, r0, r1, cursor, buf, w_in, w_out):
+    """Both directions of every edge whose row lies in ``[r0, r1)``: row ``s`` gets ``d`` and
+    row ``d`` gets ``s`` (global ids ``base[rel] + local``; a self-loop lands twice) at the
+    row's cursor (region-relative, ``cursor[row - r0]``), which then advances."""
+    has_rel = rel.shape[0] > 0
+    has_w = w_out.shape[0] > 0
+    for k in range(src.shape[0]):
+        r = rel[k] if has_rel else 0
+        s = src_base[r] + src[k]
+        d = dst_base[r] + dst[k]
+        for side in range(2):
+            row, col = (s, d) if side == 0 else (d, s)
+            if r0 <= row < r1:
+                pos = cursor[row - r0]
+                buf[pos] = col
+                if has_w:
+                    w_out[pos] = w_in[k]
+                cursor[row - r0] = pos + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _dedupe_rows(raw_ptr, buf, w, out_deg):
+    """Sort each row ``buf[raw_ptr[r]:raw_ptr[r + 1]]`` and keep each neighbour once (its
+    weights summed), compacting the rows to the front of ``buf`` (and ``w``); ``out_deg[r]``
+    gets the distinct count. Returns the entries kept."""
+    has_w = w.shape[0] > 0
+    out = 0
+    for r in range(raw_ptr.shape[0] - 1):
+        lo, hi = raw_ptr[r], raw_ptr[r + 1]
+        start = out
+        if hi > lo:
+            if has_w:
+                order = np.argsort(buf[lo:hi], kind="mergesort")
+                vals = buf[lo:hi][order]
+                ws = w[lo:hi][order]
+            else:
+                vals = np.sort(buf[lo:hi])
+                ws = w[:0]
+            buf[out] = vals[0]
+            if has_w:
+                w[out] = ws[0]
+            out += 1
+            for k in range(1, vals.shape[0]):
+                if vals[k] != vals[k - 1]:
+                    buf[out] = vals[k]
+                    if has_w:
+                        w[out] = ws[k]
+                    out += 1
+                elif has_w:
+                    w[out - 1] += ws[k]
+        out_deg[r] = out - start
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _region_end(raw_ptr, r0, spare, entry_bytes):
+    """The end of the row region starting at ``r0``: as many rows as fit ``spare`` bytes at
+    16 bytes per row (cursor and offsets) plus ``entry_bytes`` per raw entry; one at least."""
+    n = raw_ptr.shape[0] - 1
+    r = r0 + 1
+    while r < n and (r + 1 - r0) * 16 + (raw_ptr[r + 1] - raw_ptr[r0]) * entry_bytes <= spare:
+        r += 1
+    return r
+
+
+@numba.njit(cache=True, nogil=True)
+def _unsorted_row(indptr, indices):
+    """0 if every row of the CSR ascends strictly (sorted, no repeated neighbour); else the
+    first bad row + 1."""
+    for r in range(indptr.shape[0] - 1):
+        for k in range(indptr[r] + 1, indptr[r + 1]):
+            if indices[k] <= indices[k - 1]:
+                return r + 1
+    return 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -282,6 +407,97 @@ def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool,
         if isinstance(arr, np.memmap):
             arr.flush()
     return IndexInfo(kind, str(index_dtype), n, m, es.has_weight,
+                     edges_digest(graph.manifest, edge_set))
+
+
+def _endpoint_hulls(graph, es) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per partition, the global id range ``[lo, hi)`` that holds the sources (first pair)
+    and the destinations (second pair) of its buckets' edges, over every relation."""
+    src_base, dst_base = graph._rel_bases(es)
+    rels = graph.relation_types
+    src_end = np.stack([src_base[k] + graph.partition_sizes(r.lhs) for k, r in enumerate(rels)])
+    dst_end = np.stack([dst_base[k] + graph.partition_sizes(r.rhs) for k, r in enumerate(rels)])
+    return src_base.min(0), src_end.max(0), dst_base.min(0), dst_end.max(0)
+
+
+def _build_sym(graph, edge_set: str, directory: Path, progress: bool,
+               memory_limit: int) -> IndexInfo:
+    """Write the ``sym`` index files of ``edge_set`` into ``directory``: raw row lengths
+    (both endpoints of every edge) into RAM, then per row region (as many rows as
+    :func:`_region_end` fits in the budget left by those lengths) a scatter of the edges
+    of the buckets that touch the region, a per-row sort and dedupe, and an append to a
+    scratch file; the final columns, sized by the kept count, are copied from it."""
+    es = graph.edge_set(edge_set)
+    n = graph.num_nodes()
+    index_dtype = np.dtype(np.int32 if n <= _INT32_MAX else np.int64)
+    src_base, dst_base = graph._rel_bases(es)
+    no_rel, no_w = np.zeros(0, np.int32), np.zeros(0, np.float32)
+    bar = tqdm(total=2 * es.num_edges, unit="edge", unit_scale=True, desc="index sym",
+               disable=not progress)
+    raw_ptr = np.zeros(n + 1, np.int64)
+    for b in graph.buckets("row-major", edge_set):
+        sb, db = np.ascontiguousarray(src_base[:, b.i]), np.ascontiguousarray(dst_base[:, b.j])
+        for eb in b.batches():
+            rel = eb.rel if eb.rel is not None else no_rel
+            _count_rows(eb.src, rel, sb, raw_ptr[1:])
+            _count_rows(eb.dst, rel, db, raw_ptr[1:])
+            bar.update(len(eb))
+    np.cumsum(raw_ptr, out=raw_ptr)
+    s_lo, s_hi, d_lo, d_hi = _endpoint_hulls(graph, es)
+    indptr = allocate_column(directory / "sym-indptr.arrow", "indptr", np.dtype(np.int64), n + 1)
+    entry_bytes = index_dtype.itemsize + (4 if es.has_weight else 0)
+    spare = memory_limit - min_build_memory(n)
+    scratch_idx, scratch_w = directory / ".sym-indices.raw", directory / ".sym-weight.raw"
+    kept = 0
+    with open(scratch_idx, "wb") as f_idx, open(scratch_w, "wb") as f_w:
+        r0 = 0
+        while r0 < n:
+            r1 = int(_region_end(raw_ptr, r0, spare, entry_bytes))
+            ptr = raw_ptr[r0:r1 + 1] - raw_ptr[r0]
+            cursor = ptr[:-1].copy()
+            buf = np.empty(int(ptr[-1]), index_dtype)
+            wbuf = np.empty(int(ptr[-1]), np.float32) if es.has_weight else no_w
+            # the buckets with a source (rows i) or a destination (columns j) in the region
+            rows = set(np.flatnonzero((s_lo < r1) & (s_hi > r0)).tolist())
+            cols = np.flatnonzero((d_lo < r1) & (d_hi > r0)).tolist()
+            p = graph.num_partitions
+            pairs = [(i, j) for i in sorted(rows) for j in range(p)] + [
+                (i, j) for j in cols for i in range(p) if i not in rows]
+            for b in graph.buckets(pairs, edge_set):
+                sb = np.ascontiguousarray(src_base[:, b.i])
+                db = np.ascontiguousarray(dst_base[:, b.j])
+                for eb in b.batches():
+                    _scatter_sym(eb.src, eb.dst, eb.rel if eb.rel is not None else no_rel,
+                                 sb, db, r0, r1, cursor, buf,
+                                 eb.weight if eb.weight is not None else no_w, wbuf)
+            got = int(_dedupe_rows(ptr, buf, wbuf, indptr[r0 + 1:r1 + 1]))
+            buf[:got].tofile(f_idx)
+            if es.has_weight:
+                wbuf[:got].tofile(f_w)
+            kept += got
+            bar.update(int(ptr[-1]) // 2)
+            del buf, wbuf, cursor, ptr
+            r0 = r1
+    bar.close()
+    del raw_ptr
+    np.cumsum(indptr, out=indptr)
+    for name, raw_file, dtype in (("indices", scratch_idx, index_dtype),
+                                  ("weight", scratch_w, np.dtype(np.float32))):
+        if name == "weight" and not es.has_weight:
+            continue
+        out = allocate_column(directory / f"sym-{name}.arrow", name, dtype, kept)
+        if kept:
+            raw = np.memmap(raw_file, dtype=dtype, mode="r", shape=(kept,))
+            for lo in range(0, kept, CHECK_CHUNK):
+                out[lo:lo + CHECK_CHUNK] = raw[lo:lo + CHECK_CHUNK]
+            del raw
+        if isinstance(out, np.memmap):
+            out.flush()
+        del out
+    scratch_idx.unlink()
+    scratch_w.unlink()
+    indptr.flush()
+    return IndexInfo("sym", str(index_dtype), n, kept, es.has_weight,
                      edges_digest(graph.manifest, edge_set))
 
 
@@ -412,6 +628,8 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 tmp.mkdir(parents=True)
                 try:
                     info = (_build_push(graph, name, tmp, progress) if kind == "push" else
+                            _build_sym(graph, name, tmp, progress, memory_limit)
+                            if kind == "sym" else
                             _build_one(graph, name, kind, tmp, progress, memory_limit))
                     final_dir = graph.path / "index" / name
                     final_dir.mkdir(parents=True, exist_ok=True)
@@ -449,8 +667,11 @@ def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
     if info is None:
         return None
     es = graph.edge_set(edge_set)
+    # a sym index holds each stored edge at most twice (once per direction) after dedupe
+    entries_ok = (info.num_edges <= 2 * es.num_edges if kind == "sym"
+                  else info.num_edges == es.num_edges)
     if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
-            info.num_edges != es.num_edges or info.num_nodes != graph.num_nodes()):
+            not entries_ok or info.num_nodes != graph.num_nodes()):
         first = graph.location.file(index_file(edge_set, kind, info.columns()[0]))
         raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
                           f"again)")
@@ -522,6 +743,13 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
                 raise FormatError(f"{ipath}: neighbour id out of range [0, {n}) (corrupted)")
             if loc.local:
                 pages.release(pages.extent(part), part)
+        bad_row = _unsorted_row(indptr, indices) if kind == "sym" else 0
+        if kind == "sym" and loc.local:  # the sortedness pass read both columns whole
+            pages.release(pages.extent(indptr), indptr)
+            pages.release(pages.extent(indices), indices)
+        if bad_row:
+            raise FormatError(f"{ipath}: row {bad_row - 1} is not sorted and deduplicated "
+                              f"(corrupted)")
     return MappedIndex(info, indptr, indices, weight)
 
 

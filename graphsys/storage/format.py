@@ -1,4 +1,4 @@
-"""The on-disk graph format, version 3: paths, manifest schema, reading and validation.
+"""The on-disk graph format, version 4: paths, manifest schema, reading and validation.
 
 A graph is a directory (see ``docs/format.md``)::
 
@@ -8,6 +8,7 @@ A graph is a directory (see ``docs/format.md``)::
                                                     [, ``rel``, ``weight``]
     index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
     index/{edge_set}/push-{column}.arrow            optional push layout (version 3)
+    index/{edge_set}/sym-{column}.arrow             optional undirected index (version 4)
     nodes/{entity_type}/column-{name}.arrow         optional mapped node column (version 2)
 
 Every file is an Arrow IPC file (Feather v2, uncompressed) so it memory-maps with no copy.
@@ -28,12 +29,12 @@ from graphsys.errors import FormatError
 from graphsys.storage.location import GraphLocation
 
 FORMAT_NAME = "graphsys-graph"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: Versions this graphsys reads: version 1 is version 2 without adjacency indexes, version 2
-#: is version 3 without a ``push`` index. A manifest is written with the lowest version that
-#: describes it (:meth:`Manifest.version`), so older readers still open graphs that do not
-#: use what a later version added.
-READABLE_VERSIONS = (1, 2, 3)
+#: is version 3 without a ``push`` index, version 3 is version 4 without a ``sym`` index. A
+#: manifest is written with the lowest version that describes it (:meth:`Manifest.version`),
+#: so older readers still open graphs that do not use what a later version added.
+READABLE_VERSIONS = (1, 2, 3, 4)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
@@ -158,15 +159,17 @@ class Manifest:
     created_by: str = ""
     #: Free-form JSON provenance (e.g. a registry dataset's name, licence, label names).
     metadata: dict[str, Any] = field(default_factory=dict)
-    #: Adjacency indexes: ``indexes[edge_set][kind]`` for kind ``csr``/``csc``/``push``.
+    #: Adjacency indexes: ``indexes[edge_set][kind]`` for kind ``csr``/``csc``/``push``/``sym``.
     indexes: dict[str, dict[str, IndexInfo]] = field(default_factory=dict)
 
     # -- serialisation -------------------------------------------------------------------------
     def version(self) -> int:
-        """The format version this manifest is written with: 3 with a ``push`` index, else
-        2."""
+        """The format version this manifest is written with: 4 with a ``sym`` index, 3 with a
+        ``push`` index, else 2."""
+        if any("sym" in kinds for kinds in self.indexes.values()):
+            return 4
         uses_push = any("push" in kinds for kinds in self.indexes.values())
-        return FORMAT_VERSION if uses_push else 2
+        return 3 if uses_push else 2
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -295,19 +298,21 @@ class Manifest:
             indexes=_parse_indexes(data.get("indexes", {}), edge_sets, reader),
         )
         if manifest.version() > max(version, 2):  # version 1 is read as version 2
-            raise FormatError(f"{source}: field 'indexes' lists a push index, which needs "
+            kind = "sym" if manifest.version() == 4 else "push"
+            raise FormatError(f"{source}: field 'indexes' lists a {kind} index, which needs "
                               f"format_version {manifest.version()} (got {version})")
         return manifest
 
 
-INDEX_KINDS = ("csr", "csc", "push")
+INDEX_KINDS = ("csr", "csc", "push", "sym")
 #: Columns of a ``push`` index (:mod:`graphsys.storage.push_layout`), in file order.
 PUSH_COLUMNS = ("order", "bounds", "edge_ptr", "src", "dst", "runs")
 
 
 def index_file(edge_set: str, kind: str, column: str) -> str:
     """Relative path of one column of an index of ``kind``: ``indptr``, ``indices``,
-    ``weight`` of ``csr`` (out-neighbours) or ``csc`` (in-neighbours); one of
+    ``weight`` of ``csr`` (out-neighbours), ``csc`` (in-neighbours) or ``sym`` (undirected,
+    deduplicated neighbours); one of
     :data:`PUSH_COLUMNS` of ``push`` (in-edges in destination blocks)."""
     return f"index/{edge_set}/{kind}-{column}.arrow"
 
@@ -319,7 +324,9 @@ class IndexInfo:
     ``index_dtype``: ``int32`` (while every id fits) or ``int64`` indices of a CSR/CSC
     (``indptr`` is always int64); ``uint32`` source ids of a ``push`` index. ``edges_digest``:
     sha256 of the edge set's bucket hashes when it was built (an index whose digest differs
-    from the current buckets' is stale). ``num_blocks`` and ``heavy``: a ``push`` index's
+    from the current buckets' is stale). ``num_edges``: the index's entries (the edge set's
+    edges, or for ``sym`` its deduplicated neighbours in both directions, at most twice the
+    edges). ``num_blocks`` and ``heavy``: a ``push`` index's
     destination blocks and heavy sources (:mod:`graphsys.storage.push_layout`; 0 otherwise).
     """
 
