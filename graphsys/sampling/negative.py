@@ -85,21 +85,42 @@ def metapath_ppr(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
 
 
 class PPRHardNegativeSampler:
-    """Hard negatives from a band of personalized-PageRank ranks.
+    """Hard negatives from a band of personalized-PageRank ranks (PinSage's curriculum).
 
-    Args:
-        fw, bw: the meta-path adjacencies (as for :class:`RandomWalkNeighborSampler`).
-        rank_lo, rank_hi: the band of ranks (0 = highest score) to draw from; the query
-            itself is excluded from the ranking. Clipped to the number of nodes.
-        num_negatives: negatives per query.
-        damping, num_iters: PPR damping (1 - the restart probability) and power
-            iterations (:func:`metapath_ppr`).
-        memory_limit: bytes the sampler may hold (None: the RAM available): the band cache
-            (N x band width int64) and one batch of :data:`PPR_BATCH` queries: four arrays of
-            8 bytes per ``ntype`` node (two PPR vectors, the negated scores, their ranking)
-            and one per ``other_type`` node (the half step) per query; above it the
-            sampler is refused in one line. ``fw`` and ``bw`` are walked as they are (mapped
-            ones are not copied).
+    For each query, the nodes ranked ``rank_lo`` to ``rank_hi`` by a personalized PageRank
+    over the meta-path (the query itself excluded) are close to it but rarely its positives:
+    negatives drawn from that band are harder than uniform ones.
+
+    Parameters
+    ----------
+    fw, bw : Adjacency
+        The meta-path adjacencies (as for
+        :class:`~graphsys.sampling.RandomWalkNeighborSampler`), walked as they are: mapped
+        ones are not copied.
+    rank_lo, rank_hi : int
+        The band of ranks (0 = highest score) to draw from; clipped to the number of nodes.
+    num_negatives : int, default 1
+        Negatives per query.
+    damping : float, default 0.85
+        PPR damping (1 - the restart probability).
+    num_iters : int, default 20
+        Power iterations (:func:`metapath_ppr`).
+    memory_limit : int, optional
+        Bytes the sampler may hold (default: the RAM available): the band cache (N x band
+        width int64) and one batch of :data:`PPR_BATCH` queries (four arrays of 8 bytes per
+        ``ntype`` node and one per ``other_type`` node, per query); above it the sampler is
+        refused in one line.
+
+    Raises
+    ------
+    GraphsysError
+        A band outside ``0 <= rank_lo < rank_hi``, or beyond the number of nodes; a memory
+        need above ``memory_limit``.
+
+    References
+    ----------
+    .. [1] R. Ying, R. He, K. Chen, P. Eksombatchai, W. L. Hamilton and J. Leskovec,
+       "Graph Convolutional Neural Networks for Web-Scale Recommender Systems", KDD 2018.
     """
 
     def __init__(self, fw: Adjacency, bw: Adjacency, rank_lo: int, rank_hi: int,
