@@ -60,13 +60,14 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.spec import random_walk_sampling
 from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.full_graph import full_graph_blocks
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
+from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, link_data
 from graphsys.gnn.loader import NodeLoader, PrefetchLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
@@ -468,9 +469,21 @@ def bipartite_types(graph: Graph, item_type: str | None = None) -> tuple[str, st
             if item_type == r.lhs:
                 return r.lhs, r.rhs
             return r.rhs, r.lhs
-    raise GraphsysError(f"the link task needs a bipartite relation between two entity types "
-                        f"(e.g. user -> item); {graph.path} has "
-                        f"{[f'{r.lhs}->{r.rhs}' for r in graph.relation_types]}")
+    raise ParameterError("link_split", f"'user' needs a bipartite relation between two entity "
+                                       f"types (e.g. user -> item); {graph.path} has "
+                                       f"{[f'{r.lhs}->{r.rhs}' for r in graph.relation_types]}"
+                                       f" (split 'random' holds out edges of any graph)")
+
+
+def link_split_of(graph: Graph, cfg: TrainConfig) -> str:
+    """``cfg.link_split``, with ``auto`` resolved: ``user`` on a graph with a relation
+    between two entity types (the one of ``cfg.entity_type``, when given), else
+    ``random``."""
+    if cfg.link_split != "auto":
+        return cfg.link_split
+    bipartite = any(r.lhs != r.rhs and cfg.entity_type in (None, r.lhs, r.rhs)
+                    for r in graph.relation_types)
+    return "user" if bipartite else "random"
 
 
 def holdout_split(users: np.ndarray, items: np.ndarray, seed: int
@@ -545,6 +558,9 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                            out: Path | None = None, log: Callable[[dict], None] | None = None,
                            progress: bool = False) -> GNNResult:
     """The link task of :func:`train` (see the module docstring)."""
+    if link_split_of(graph, cfg) != "user":
+        return _train_held_out_edges(graph, cfg, device=device, out=out, log=log,
+                                     progress=progress)
     t0 = time.perf_counter()
     _seed_all(cfg.seed)
     item_t, user_t = bipartite_types(graph, cfg.entity_type)
@@ -663,6 +679,149 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
         metrics = rank_metrics(emb, user_items, test_excl, test_t, bias=inp.bias)
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
                      {"input": inp, "embeddings": emb, "entity_type": item_t})
+
+
+def link_input(graph: Graph, data: LinkData, dim: int) -> NodeInput:
+    """Layer-0 input of the held-out-edge link task: one entity type with a ``feat``
+    column: its features row-normalised (as the node task's); else a learned ``dim``-wide
+    embedding per node of the node space."""
+    if len(data.types) == 1 and "feat" in graph.node_columns(data.types[0][0]):
+        x = graph.node_column("feat", data.types[0][0]).astype(np.float32)
+        return NodeInput(torch.from_numpy(x), data.num_nodes, dim)
+    return NodeInput(None, data.num_nodes, dim)
+
+
+def link_sampler(cfg: TrainConfig, adj: Adjacency
+                 ) -> NeighborSampler | RandomWalkNeighborSampler:
+    """The held-out-edge link task's sampler over the training graph ``adj``: uniform
+    neighbours with ``cfg.fanouts`` (default ``[10, 10]``), or PinSage walks for a model
+    that samples by random walks."""
+    fanouts = cfg.fanouts or [10, 10]
+    if random_walk_sampling(cfg.model):
+        return walk_sampler(cfg, adj, adj, fanouts)
+    return NeighborSampler(adj, fanouts)
+
+
+def _train_held_out_edges(graph: Graph, cfg: TrainConfig, *, device="cpu",
+                          out: Path | None = None, log: Callable[[dict], None] | None = None,
+                          progress: bool = False) -> GNNResult:
+    """The link task with held-out edges (``link_split`` ``random`` or ``time``): a GNN
+    encoder over the training edges, a dot-product or DistMult decoder, binary
+    cross-entropy against ``num_negatives`` uniform negative tails per training edge,
+    filtered ranking metrics (:mod:`graphsys.gnn.link`)."""
+    t0 = time.perf_counter()
+    _seed_all(cfg.seed)
+    if cfg.model not in GNN_MODELS:
+        raise ParameterError("model", f"of the link task must be a builtin "
+                                      f"({', '.join(GNN_MODELS.names())}), got {cfg.model!r}")
+    split = link_split_of(graph, cfg)
+    data = link_data(graph, cfg.entity_type, cfg.link_val_fraction, cfg.link_test_fraction,
+                     cfg.seed, split)
+    n = data.num_nodes
+    lo, hi = data.tails
+    sampler = link_sampler(cfg, data.adj)
+    inp = link_input(graph, data, cfg.hidden).to(device)
+    model = GNN(cfg.model, inp.dim, cfg.hidden, cfg.hidden, sampler.num_layers, cfg.dropout,
+                heads=cfg.heads).to(device)
+    decoder = LinkDecoder(cfg.link_decoder, cfg.hidden).to(device)
+    opt = adam(model, inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
+    if decoder.rel is not None:
+        opt.add_param_group({"params": [decoder.rel], "weight_decay": 0.0})
+    train_h, train_t = data.head[data.train], data.tail[data.train]
+    n_train = len(train_h)
+    per_epoch = max(1, -(-n_train // cfg.batch_size))
+    if cfg.batches_per_epoch:
+        per_epoch = min(per_epoch, cfg.batches_per_epoch)
+    ranges = (partition_ranges(graph, data.types[0][0]) if len(data.types) == 1
+              else [(a, b) for _, a, b in data.types])
+    et = data.types[0][0]
+    meta = {"task": "link", "link_split": split, "entity_type": et,
+            "types": [list(t) for t in data.types], "graph": str(graph.path),
+            "train_config": _cfg_json(cfg), "has_features": inp.emb is None,
+            "num_nodes": n}
+
+    def save(path: Path):
+        state = {f"model.{k}": v for k, v in model.state_dict().items()}
+        state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
+        state.update({f"decoder.{k}": v for k, v in decoder.state_dict().items()})
+        save_checkpoint(path, state, model.config(), meta)
+
+    def embed_all() -> torch.Tensor:
+        inp.eval()
+        return layerwise_inference(model, inp, n, eval_blocks(sampler, cfg.seed), ranges,
+                                   device=device)
+
+    def make_batch(i: int, epoch: int, order: np.ndarray) -> MiniBatch:
+        rng = np.random.default_rng(derive_seed(cfg.seed, epoch, i))
+        idx = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+        h, t = train_h[idx], train_t[idx]
+        if data.symmetric:                       # an unordered pair: either end is the head
+            flip = rng.random(len(idx)) < 0.5
+            h, t = np.where(flip, t, h), np.where(flip, h, t)
+        neg = rng.integers(lo, hi, (len(idx), cfg.num_negatives))
+        nodes, inv = np.unique(np.concatenate([h, t, neg.ravel()]), return_inverse=True)
+        b = len(idx)
+        blocks = sampler.sample_blocks(nodes, derive_seed(cfg.seed, epoch, i, 2),
+                                       parallel=False)
+        extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
+                 "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
+        return MiniBatch(torch.from_numpy(nodes), blocks, extra)
+
+    def evaluate(z: torch.Tensor, mask: np.ndarray, which: int) -> dict[str, float]:
+        decoder.eval()
+        return evaluate_links(z, decoder, data, mask, cfg.link_eval_negatives, cfg.metrics_k,
+                              derive_seed(cfg.seed, 104729, which))
+
+    monitor = _Monitor(cfg, out, log, save)
+    epoch = 0
+    with _progress_bar(cfg, per_epoch, progress) as bar:
+        for epoch in range(1, cfg.epochs + 1):
+            model.train()
+            inp.train()
+            decoder.train()
+            bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
+            order = np.random.default_rng(derive_seed(cfg.seed, epoch)).permutation(n_train)
+            loader = PrefetchLoader(per_epoch, lambda i, e=epoch, o=order: make_batch(i, e, o),
+                                    num_workers=cfg.num_workers, prefetch=cfg.prefetch,
+                                    device=device)
+            loss_sum = 0.0
+            for k, batch in enumerate(loader):
+                z = model(batch.blocks, inp(batch.input_nodes))
+                ex = batch.extra
+                h = z[ex["head"]]
+                pos = decoder(h, z[ex["pos"]])
+                neg = decoder(h.unsqueeze(1), z[ex["neg"]]).reshape(-1)
+                # OGB's link examples: -mean log s(pos) - mean log(1 - s(neg))
+                loss = F.softplus(-pos).mean() + F.softplus(neg).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss_sum += _finite_loss(float(loss.detach()), epoch, k, out)
+                bar.update(1)
+            _finite_params((model, inp, decoder), epoch, out)
+            if epoch % cfg.eval_every and epoch != cfg.epochs:
+                continue
+            with torch.no_grad():
+                m = evaluate(embed_all(), data.val, 1)
+            record = {"epoch": epoch, "loss": loss_sum / per_epoch,
+                      **{f"val_{k}": v for k, v in m.items()},
+                      "seconds": round(time.perf_counter() - t0, 3)}
+            bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
+            if monitor.step(model, record, m["mrr"]):
+                break
+            if record["best"]:
+                best_extra = copy.deepcopy((inp.state_dict(), decoder.state_dict()))
+    if monitor.best_state is not None:
+        model.load_state_dict(monitor.best_state)
+        inp.load_state_dict(best_extra[0])
+        decoder.load_state_dict(best_extra[1])
+    with torch.no_grad():
+        emb = embed_all()
+        metrics = evaluate(emb, data.test, 2)
+    metrics["val_mrr"] = monitor.best if monitor.best_state is not None else float("nan")
+    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
+                     {"input": inp, "decoder": decoder, "embeddings": emb, "data": data,
+                      "sampler": sampler, "entity_type": et})
 
 
 def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
