@@ -51,7 +51,7 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
     --------
     >>> from graphsys.gnn.link import split_edges
     >>> train, val, test = split_edges(10, 0.1, 0.2, seed=0, time=range(10, 0, -1))
-    >>> train.sum(), val.nonzero()[0].tolist(), test.nonzero()[0].tolist()
+    >>> int(train.sum()), val.nonzero()[0].tolist(), test.nonzero()[0].tolist()
     (7, [2], [0, 1])
     """
     for name, f in (("link_val_fraction", val_fraction), ("link_test_fraction", test_fraction)):

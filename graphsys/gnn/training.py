@@ -28,7 +28,20 @@ any ``nn.Module`` passed as ``model=`` (see :mod:`graphsys.gnn.custom`; called a
 neighbour samples with ``fanouts``, evaluated on full neighbourhoods); ``loss(logits, y)``
 defaults to cross-entropy.
 
-Link task (``task="link"``). A bipartite graph (e.g. MovieLens-100k, ``user``
+Link task (``task="link"``), split ``TrainConfig.link_split``. ``random`` (the default
+on a graph of one entity type) and ``time``: link prediction on held-out edges of any graph
+(:mod:`graphsys.gnn.link`): the distinct edges are split into train/validation/test
+(``link_val_fraction``, ``link_test_fraction``; seeded, or by timestamp); message passing
+runs over the training edges only; a builtin GNN encodes every node (the ``feat`` column
+of a one-type graph as stored, else a learned id embedding) and a ``dot`` or ``distmult``
+decoder scores pairs; the loss is OGB's ``-mean log s(pos) - mean log(1 - s(neg))`` with
+``num_negatives`` uniform negative tails per training edge; each held-out edge is ranked
+against ``link_eval_negatives`` uniform tails (or all, -1), known edges filtered out:
+``mrr``, ``hits@k`` and ``recall@k`` for each ``k`` in ``metrics_k``, and ``auc``;
+validation MRR selects the model.
+
+``user`` (the default on a graph whose relation joins two entity types): item
+recommendation on a bipartite graph (e.g. MovieLens-100k, ``user``
 -> ``item``): for every user with at least 3 interactions one interaction is held out for
 test and one for validation (seeded); the rest form the training graph. Items get a learned
 id embedding plus a linear map of their ``feat`` column (if any); neighbourhoods are
@@ -96,7 +109,9 @@ class GNNResult:
     ----------
     metrics : dict of str to float
         Node task: ``test_accuracy`` and ``val_accuracy`` of the best-validation model;
-        link task: ``hits@10`` and ``mrr`` of the held-out test interactions.
+        link task: ``hits@10`` and ``mrr`` of the held-out test interactions (split
+        ``user``), or the test edges' ``mrr``, ``hits@k``, ``recall@k``, ``auc`` and the
+        best ``val_mrr`` (held-out edges).
     epochs : int
         Epochs run (fewer than ``TrainConfig.epochs`` after early stopping).
     seconds : float
@@ -554,6 +569,19 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     return {f"hits@{k}": float(torch.cat(hits).mean()), "mrr": float(torch.cat(rr).mean())}
 
 
+def pair_batch(sampler, heads: np.ndarray, pos: np.ndarray, neg: np.ndarray,
+               rng_seed: int) -> MiniBatch:
+    """A link task batch: the blocks of the distinct nodes among ``heads`` (B,), their
+    positives ``pos`` (B,) and negatives ``neg`` (B, K), seeds in ascending id order;
+    ``extra`` maps each to its seed row (``head``, ``pos`` (B,), ``neg`` (B, K))."""
+    nodes, inv = np.unique(np.concatenate([heads, pos, neg.ravel()]), return_inverse=True)
+    b = len(heads)
+    blocks = sampler.sample_blocks(nodes, rng_seed, parallel=False)
+    extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
+             "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
+    return MiniBatch(torch.from_numpy(nodes), blocks, extra)
+
+
 def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                            out: Path | None = None, log: Callable[[dict], None] | None = None,
                            progress: bool = False) -> GNNResult:
@@ -628,13 +656,7 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
         if hard is not None and epoch > 1:
             negs.append(hard(heads, derive_seed(cfg.seed, epoch, i, 1)).numpy())
         neg = np.concatenate(negs, axis=1)
-        nodes, inv = np.unique(np.concatenate([heads, pos, neg.ravel()]), return_inverse=True)
-        b = len(heads)
-        blocks = sampler.sample_blocks(nodes, derive_seed(cfg.seed, epoch, i, 2),
-                                       parallel=False)
-        extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
-                 "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
-        return MiniBatch(torch.from_numpy(nodes), blocks, extra)
+        return pair_batch(sampler, heads, pos, neg, derive_seed(cfg.seed, epoch, i, 2))
 
     monitor = _Monitor(cfg, out, log, save)
     epoch = 0
@@ -759,13 +781,7 @@ def _train_held_out_edges(graph: Graph, cfg: TrainConfig, *, device="cpu",
             flip = rng.random(len(idx)) < 0.5
             h, t = np.where(flip, t, h), np.where(flip, h, t)
         neg = rng.integers(lo, hi, (len(idx), cfg.num_negatives))
-        nodes, inv = np.unique(np.concatenate([h, t, neg.ravel()]), return_inverse=True)
-        b = len(idx)
-        blocks = sampler.sample_blocks(nodes, derive_seed(cfg.seed, epoch, i, 2),
-                                       parallel=False)
-        extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
-                 "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
-        return MiniBatch(torch.from_numpy(nodes), blocks, extra)
+        return pair_batch(sampler, h, t, neg, derive_seed(cfg.seed, epoch, i, 2))
 
     def evaluate(z: torch.Tensor, mask: np.ndarray, which: int) -> dict[str, float]:
         decoder.eval()
@@ -833,8 +849,10 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     The one training entry point of :mod:`graphsys.gnn` (what ``graphsys gnn train``
     runs). ``config.task`` picks the task: ``"node"`` classifies the nodes of the entity
     type with a ``label`` column, on minibatches of a :class:`~graphsys.gnn.NodeLoader`
-    (or full-graph steps with ``config.full_graph``); ``"link"`` learns item embeddings on a
-    bipartite graph with PinSage sampling, a max-margin loss and hard negatives. After every
+    (or full-graph steps with ``config.full_graph``); ``"link"`` predicts held-out edges of
+    any graph (``config.link_split="random"``, filtered MRR / Hits@K / recall@K / AUC), or
+    learns item embeddings on a bipartite graph with PinSage sampling, a max-margin loss
+    and hard negatives (``"user"``). After every
     ``config.eval_every`` epochs the validation metric is computed with layer-wise
     inference; the best model is kept and training stops after ``config.patience``
     evaluations without improvement (see the module docstring for the splits, features
@@ -875,7 +893,8 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     Raises
     ------
     GraphsysError
-        A graph without labels (node task) or without a bipartite relation (link task),
+        A graph without labels (node task) or without edges (link task; split ``user``:
+        without a bipartite relation),
         ``model``/``loss``/``features`` given to the link task, or a diverged run (a
         non-finite loss or parameter).
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import graphsys.sampling.neighbor as neighbor
+from graphsys.embed import Embeddings
 from graphsys.errors import ParameterError
-from graphsys.gnn import TrainConfig, train
+from graphsys.gnn import TrainConfig, embed_checkpoint, train
 from graphsys.gnn.link import link_data
 
 from .conftest import sbm_graph
@@ -33,8 +34,12 @@ def test_one_type_graph_trains_and_reports_the_metrics(tmp_path):
     assert res.metrics["hits@1"] <= res.metrics["hits@3"] <= res.metrics["hits@20"]
     assert len(res.history) == 6 and {"val_mrr", "val_auc", "val_hits@10"} <= set(
         res.history[0])
-    assert (tmp_path / "run" / "checkpoint").is_dir()
     assert res.extra["embeddings"].shape == (200, 16)
+    # streaming inference from the checkpoint: the same training graph, the same vectors
+    info = embed_checkpoint(tmp_path / "run" / "checkpoint", tmp_path / "emb")
+    assert info["num_nodes"] == 200 and info["dimension"] == 16
+    got = Embeddings.load(tmp_path / "emb").to_numpy()
+    np.testing.assert_allclose(got, res.extra["embeddings"].numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_deterministic_and_seeded(tmp_path):
