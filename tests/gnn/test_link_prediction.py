@@ -158,3 +158,23 @@ def test_two_entity_types_as_an_edge_split(mirror, tmp_path):
     assert (data.head < 943).all() and (data.tail >= 943).all()
     # 20 steps of learned id embeddings: above random (AUC 0.5, MRR ~ 0.05 among 100)
     assert res.metrics["auc"] > 0.55 and res.metrics["mrr"] > 0.055, res.metrics
+
+
+def test_cli_link_flags(tmp_path, capsys):
+    import json
+
+    from graphsys.cli import main
+
+    from .conftest import write_sbm
+
+    d = write_sbm(tmp_path / "sbm")
+    rc = main(["gnn", "train", "--graph", str(d), "--task", "link", "--epochs", "2",
+               "--hidden", "16", "--fanouts", "5,5", "--link-val-fraction", "0.1",
+               "--link-test-fraction", "0.2", "--link-decoder", "distmult",
+               "--link-eval-negatives", "50", "--metrics-k", "5,1", "--json"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and {"mrr", "hits@1", "hits@5", "recall@1", "recall@5", "auc"} <= set(out)
+    assert "hits@10" not in out
+    rc = main(["gnn", "train", "--graph", str(d), "--task", "link", "--metrics-k", "1,x"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and err == "error: --metrics-k must be comma-separated integers, got '1,x'"
