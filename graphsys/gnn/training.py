@@ -52,8 +52,10 @@ personalized-PageRank ranks. Loss: max-margin ``mean(relu(s(q, n) - s(q, p) + ma
 with ``s(q, j) = <unit(z_q), unit(z_j)> + b_j`` (a learned per-item bias, as DGL's PinSage
 example scores item pairs). Evaluation: a user's query vector is the
 normalised mean of their training items' unit embeddings; all items except the user's
-training (and validation) items are ranked by ``<query, unit(z_j)> + b_j``; ``hits@10`` =
-share of users whose held-out item ranks in the top 10, ``mrr`` = mean reciprocal rank.
+training (and validation) items are ranked by ``<query, unit(z_j)> + b_j``; ``hits@k`` =
+share of users whose held-out item ranks in the top ``k`` (for each ``k`` in
+``metrics_k``; ``recall@k``, the same with one held-out item per user), ``mrr`` = mean
+reciprocal rank.
 """
 
 from __future__ import annotations
@@ -109,9 +111,9 @@ class GNNResult:
     ----------
     metrics : dict of str to float
         Node task: ``test_accuracy`` and ``val_accuracy`` of the best-validation model;
-        link task: ``hits@10`` and ``mrr`` of the held-out test interactions (split
-        ``user``), or the test edges' ``mrr``, ``hits@k``, ``recall@k``, ``auc`` and the
-        best ``val_mrr`` (held-out edges).
+        link task: ``hits@k``, ``recall@k`` (``k`` in ``metrics_k``) and ``mrr`` of the
+        held-out test interactions (split ``user``), or the test edges' ``mrr``,
+        ``hits@k``, ``recall@k``, ``auc`` and the best ``val_mrr`` (held-out edges).
     epochs : int
         Epochs run (fewer than ``TrainConfig.epochs`` after early stopping).
     seconds : float
@@ -542,12 +544,13 @@ class ItemInput(nn.Module):
 
 
 def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
-                 exclude: list[np.ndarray], target: np.ndarray, k: int = 10,
+                 exclude: list[np.ndarray], target: np.ndarray, ks=(10,),
                  bias: torch.Tensor | None = None) -> dict[str, float]:
-    """hits@k and MRR of ``target[u]`` among all items for each user ``u`` with a target
-    (>= 0); the query is the normalised mean of ``user_items[u]``'s unit embeddings, item
-    ``j`` scores ``<query, unit(z_j)> + bias[j]``, and the items in ``user_items[u]`` and
-    ``exclude[u]`` are not ranked."""
+    """``hits@k`` for each ``k`` in ``ks`` and MRR of ``target[u]`` among all items for
+    each user ``u`` with a target (>= 0); the query is the normalised mean of
+    ``user_items[u]``'s unit embeddings, item ``j`` scores ``<query, unit(z_j)> + bias[j]``,
+    and the items in ``user_items[u]`` and ``exclude[u]`` are not ranked. With one held-out
+    item per user, ``recall@k`` (also returned) equals ``hits@k``."""
     unit = F.normalize(item_emb.float(), dim=1)
     hits, rr = [], []
     users = np.flatnonzero(target >= 0)
@@ -564,9 +567,12 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         tgt = torch.from_numpy(target[chunk])
         tscore = scores[torch.arange(len(chunk)), tgt]
         rank = (scores > tscore.unsqueeze(1)).sum(1) + 1
-        hits.append((rank <= k).float())
+        hits.append(rank)
         rr.append(1.0 / rank.float())
-    return {f"hits@{k}": float(torch.cat(hits).mean()), "mrr": float(torch.cat(rr).mean())}
+    rank = torch.cat(hits)
+    out = {f"hits@{k}": float((rank <= k).float().mean()) for k in ks}
+    out.update({f"recall@{k}": out[f"hits@{k}"] for k in ks})
+    return {**out, "mrr": float(torch.cat(rr).mean())}
 
 
 def pair_batch(sampler, heads: np.ndarray, pos: np.ndarray, neg: np.ndarray,
@@ -687,9 +693,11 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
             with torch.no_grad():
-                m = rank_metrics(embed_all(), user_items, val_excl, val_t, bias=inp.bias)
+                m = rank_metrics(embed_all(), user_items, val_excl, val_t, cfg.metrics_k,
+                                 bias=inp.bias)
             record = {"epoch": epoch, "loss": loss_sum / per_epoch,
-                      "val_hits@10": m["hits@10"], "val_mrr": m["mrr"],
+                      **{f"val_{k}": v for k, v in m.items() if k.startswith("hits@")},
+                      "val_mrr": m["mrr"],
                       "seconds": round(time.perf_counter() - t0, 3)}
             bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
             if monitor.step(model, record, m["mrr"]):
@@ -698,7 +706,8 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
         model.load_state_dict(monitor.best_state)
     with torch.no_grad():
         emb = embed_all()
-        metrics = rank_metrics(emb, user_items, test_excl, test_t, bias=inp.bias)
+        metrics = rank_metrics(emb, user_items, test_excl, test_t, cfg.metrics_k,
+                               bias=inp.bias)
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
                      {"input": inp, "embeddings": emb, "entity_type": item_t})
 
