@@ -193,11 +193,6 @@ class LinkDecoder(nn.Module):
     def forward(self, h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         return ((h * self.rel) * t).sum(-1) if self.rel is not None else (h * t).sum(-1)
 
-    def all_tails(self, h: torch.Tensor, z_tails: torch.Tensor) -> torch.Tensor:
-        """Scores (P, C) of each of the heads' rows ``h`` (P, D) against every candidate
-        tail ``z_tails`` (C, D)."""
-        return ((h * self.rel) if self.rel is not None else h) @ z_tails.T
-
 
 def _known(known, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
     """Whether each ``(heads[i], tails[i, j])`` is a known edge: bool like ``tails``."""
@@ -222,22 +217,23 @@ def evaluate_links(z: torch.Tensor, decoder: LinkDecoder, data: LinkData, mask: 
     lo, hi = data.tails
     rng = np.random.default_rng(seed)
     z = z.float().cpu()
-    dec = decoder.cpu() if decoder.rel is not None and decoder.rel.is_cuda else decoder
+    rel = None if decoder.rel is None else decoder.rel.detach().float().cpu()
+    zr = z if rel is None else z * rel                      # <h, diag(r), t> = <h * r, t>
     ranks, pos_all, aucneg = [], [], []
     m = negatives if negatives > 0 else 1
     neg_ids = rng.integers(lo, hi, (len(heads), m))
     for a in range(0, len(heads), chunk):
         h, t = heads[a:a + chunk], tails[a:a + chunk]
-        zh = z[torch.from_numpy(h)]
-        pos = dec(zh, z[torch.from_numpy(t)]).numpy()
+        zh = zr[torch.from_numpy(h)]
+        pos = (zh * z[torch.from_numpy(t)]).sum(-1).numpy()
         neg = neg_ids[a:a + chunk]
         valid = ~_known(data.known, h, neg) & (neg != h[:, None])
-        sampled = dec(zh.unsqueeze(1), z[torch.from_numpy(neg)]).numpy()
+        sampled = (zh.unsqueeze(1) * z[torch.from_numpy(neg)]).sum(-1).numpy()
         aucneg.append(sampled[valid])
         if negatives > 0:
             ranks.append(filtered_ranks(pos, sampled, valid))
         else:
-            scores = dec.all_tails(zh, z[lo:hi]).numpy()
+            scores = (zh @ z[lo:hi].T).numpy()
             ok = ~data.known[h][:, lo:hi].toarray().astype(bool)
             inside = (h >= lo) & (h < hi)
             ok[np.flatnonzero(inside), h[inside] - lo] = False        # the head itself
