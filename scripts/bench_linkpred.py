@@ -6,9 +6,9 @@ For each dataset: ``graphsys.gnn.train`` with ``TrainConfig(task="link")`` (the 
 85/5/10 edge split, message passing over the training edges only, GraphSAGE + dot-product
 decoder, filtered ranking against 1000 uniform negatives per test edge), then the
 common-neighbours score ``|N(h) & N(t)|`` over the *training* graph, evaluated by the same
-:func:`graphsys.gnn.link.evaluate_links` with the same seed (so the same negatives): the
-score is the dot product of the training adjacency rows. Prints one JSON line with both
-sets of metrics per dataset.
+:func:`graphsys.gnn.link.evaluate_scores` with the same seed (so the same negatives):
+``(A @ A)[h, t]`` of the training adjacency ``A``. Prints one JSON line with both sets of
+metrics per dataset.
 
 Usage::
 
@@ -23,18 +23,27 @@ import tempfile
 import time
 
 import numpy as np
-import torch
 from render_results import add_record_argument, emit
 
 
 def common_neighbours(data, ks, negatives: int, seed: int) -> dict[str, float]:
-    """Filtered metrics of the test edges under the common-neighbours score."""
-    from graphsys.gnn.link import LinkDecoder, evaluate_links
+    """Filtered metrics of the test edges under the common-neighbours score of the
+    training graph, ``(A @ A)[h, t]``, against the negatives the GNN was ranked with."""
+    from graphsys.gnn.link import evaluate_scores
     from graphsys.sampling._util import derive_seed
 
-    a = torch.from_numpy(data.adj.to_scipy().toarray())
-    return evaluate_links(a, LinkDecoder("dot", a.shape[1]), data, data.test, negatives, ks,
-                          derive_seed(seed, 104729, 2))
+    a = data.adj.to_scipy()
+    a2 = (a @ a).tocsr()
+    lo, hi = data.tails
+
+    def pairs(h, t):
+        return np.asarray(a2[np.repeat(h, t.shape[1]), t.ravel()]).reshape(t.shape)
+
+    def every(h):
+        return a2[h][:, lo:hi].toarray()
+
+    return evaluate_scores(pairs, every, data, data.test, negatives, ks,
+                           derive_seed(seed, 104729, 2))
 
 
 def main() -> None:

@@ -210,34 +210,47 @@ def evaluate_links(z: torch.Tensor, decoder: LinkDecoder, data: LinkData, mask: 
     """Filtered ranking metrics of the edges under ``mask`` (see the module docstring):
     ``mrr``, ``hits@k``, ``recall@k`` for each ``k`` in ``ks``, and ``auc``.
 
-    ``z`` float (num_nodes, D): every node's embedding, computed over the training graph;
-    ``negatives``: uniform negatives per positive, or -1 for every candidate tail;
-    ``seed``: fixes the negatives (the same ones at every evaluation of a split)."""
-    heads, tails = data.head[mask], data.tail[mask]
-    lo, hi = data.tails
-    rng = np.random.default_rng(seed)
+    ``z`` float (num_nodes, D): every node's embedding, computed over the training graph,
+    scored by ``decoder``; ``negatives``: uniform negatives per positive, or -1 for every
+    candidate tail; ``seed``: fixes the negatives (the same ones at every evaluation of a
+    split). :func:`evaluate_scores` does the same for any pair score."""
     z = z.float().cpu()
     rel = None if decoder.rel is None else decoder.rel.detach().float().cpu()
     zr = z if rel is None else z * rel                      # <h, diag(r), t> = <h * r, t>
+    lo, hi = data.tails
+
+    def pairs(h: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return (zr[torch.from_numpy(h)].unsqueeze(1) * z[torch.from_numpy(t)]).sum(-1).numpy()
+
+    def every(h: np.ndarray) -> np.ndarray:
+        return (zr[torch.from_numpy(h)] @ z[lo:hi].T).numpy()
+
+    return evaluate_scores(pairs, every, data, mask, negatives, ks, seed, chunk=chunk)
+
+
+def evaluate_scores(pairs, every, data: LinkData, mask: np.ndarray, negatives: int, ks,
+                    seed: int, *, chunk: int = 256) -> dict[str, float]:
+    """:func:`evaluate_links` for any score: ``pairs(h (P,), t (P, M)) -> (P, M)`` scores
+    of head ``h[i]`` with each ``t[i, j]``, ``every(h (P,)) -> (P, C)`` scores against every
+    candidate tail (called only when ``negatives`` is -1)."""
+    heads, tails = data.head[mask], data.tail[mask]
+    lo, hi = data.tails
+    rng = np.random.default_rng(seed)
     ranks, pos_all, aucneg = [], [], []
-    m = negatives if negatives > 0 else 1
-    neg_ids = rng.integers(lo, hi, (len(heads), m))
+    neg_ids = rng.integers(lo, hi, (len(heads), negatives if negatives > 0 else 1))
     for a in range(0, len(heads), chunk):
-        h, t = heads[a:a + chunk], tails[a:a + chunk]
-        zh = zr[torch.from_numpy(h)]
-        pos = (zh * z[torch.from_numpy(t)]).sum(-1).numpy()
-        neg = neg_ids[a:a + chunk]
+        h, t, neg = heads[a:a + chunk], tails[a:a + chunk], neg_ids[a:a + chunk]
+        pos = np.asarray(pairs(h, t[:, None]), np.float64)[:, 0]
         valid = ~_known(data.known, h, neg) & (neg != h[:, None])
-        sampled = (zh.unsqueeze(1) * z[torch.from_numpy(neg)]).sum(-1).numpy()
+        sampled = np.asarray(pairs(h, neg), np.float64)
         aucneg.append(sampled[valid])
         if negatives > 0:
             ranks.append(filtered_ranks(pos, sampled, valid))
         else:
-            scores = (zh @ z[lo:hi].T).numpy()
             ok = ~data.known[h][:, lo:hi].toarray().astype(bool)
             inside = (h >= lo) & (h < hi)
             ok[np.flatnonzero(inside), h[inside] - lo] = False        # the head itself
-            ranks.append(filtered_ranks(pos, scores, ok))
+            ranks.append(filtered_ranks(pos, np.asarray(every(h), np.float64), ok))
         pos_all.append(pos)
     rank = np.concatenate(ranks) if ranks else np.zeros(0)
     pos = np.concatenate(pos_all) if pos_all else np.zeros(0)

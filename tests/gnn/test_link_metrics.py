@@ -11,7 +11,13 @@ import pytest
 import torch
 
 from graphsys.errors import ParameterError
-from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, split_edges
+from graphsys.gnn.link import (
+    LinkData,
+    LinkDecoder,
+    evaluate_links,
+    evaluate_scores,
+    split_edges,
+)
 from graphsys.gnn.metrics import (
     auc,
     filtered_ranks,
@@ -190,3 +196,20 @@ def test_evaluate_links_sampled_negatives_are_filtered():
     unfiltered = LinkData(**{**two.__dict__, "known": from_coo([], [], 2 * n, 2 * n).to_scipy()})
     assert evaluate_links(z, LinkDecoder("dot", 2 * n), unfiltered, two.test, 50, (1,),
                           seed=1)["mrr"] < 1.0
+
+
+@pytest.mark.parametrize("negatives", [-1, 7])
+def test_evaluate_scores_of_any_score_matches_the_embedding_path(negatives):
+    """Common neighbours as a pair score equal the dot products of adjacency rows."""
+    data = _toy_data()
+    a = data.adj.to_scipy()
+    a2 = (a @ a).tocsr()
+
+    def pairs(h, t):
+        return np.asarray(a2[np.repeat(h, t.shape[1]), t.ravel()]).reshape(t.shape)
+
+    got = evaluate_scores(pairs, lambda h: a2[h].toarray(), data, data.test, negatives,
+                          (1, 3), seed=3)
+    want = evaluate_links(torch.from_numpy(a.toarray()), LinkDecoder("dot", 12), data,
+                          data.test, negatives, (1, 3), seed=3)
+    assert got == pytest.approx(want)
