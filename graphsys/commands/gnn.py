@@ -2,7 +2,9 @@
 
 ``graphsys gnn train --dataset cora --task node --model sage --json`` trains and prints
 test metrics; with ``--json`` the last line is one JSON object holding ``test_accuracy``
-(node task) or ``hits@10`` and ``mrr`` (link task), plus ``epochs`` and ``seconds``.
+(node task) or ``hits@10`` and ``mrr`` (link task; on held-out edges, ``--link-split
+random``, also ``hits@K`` and ``recall@K`` for each ``--metrics-k`` and ``auc``), plus
+``epochs`` and ``seconds``.
 ``--out DIR`` keeps the best checkpoint (``DIR/checkpoint``) and ``DIR/metrics.jsonl``.
 ``graphsys gnn embed --checkpoint DIR/checkpoint --out EMB`` runs streaming inference,
 partition by partition, writing Arrow embedding files that ``graphsys.embed.Embeddings.load``
@@ -80,6 +82,7 @@ def register(subparsers) -> None:
                    help="cap on steps per epoch (link task)")
     t.add_argument("--out", type=Path, default=None,
                    help="directory for the best checkpoint and metrics.jsonl")
+    _link_args(t, field)
     add_trace_arg(t)
     _device_args(t, seed=field["seed"])
     t.set_defaults(func=run)
@@ -91,6 +94,34 @@ def register(subparsers) -> None:
     e.add_argument("--out", type=Path, required=True, help="embedding directory to create")
     _device_args(e)
     e.set_defaults(func=run)
+
+
+def _link_args(t, field: dict) -> None:
+    """The link task's held-out-edge flags (TrainConfig's link_* keys and metrics_k)."""
+    from graphsys.gnn.config import LINK_DECODERS, LINK_SPLITS
+
+    t.add_argument("--link-split", choices=LINK_SPLITS, default=field["link_split"],
+                   help=f"link task: hold out one interaction per user of a bipartite graph "
+                        f"(user, PinSage recommendation), a seeded share of the edges of any "
+                        f"graph (random), or the latest edges (time: needs edge timestamps, "
+                        f"which storage does not carry yet); auto = user on a graph joining "
+                        f"two entity types, else random (default {field['link_split']})")
+    for flag, what in (("--link-val-fraction", "validation"), ("--link-test-fraction", "test")):
+        name = flag[2:].replace("-", "_")
+        t.add_argument(flag, type=float, default=field[name], metavar="F",
+                       help=f"link task, random/time split: share of the edges held out for "
+                            f"{what} (default {field[name]})")
+    t.add_argument("--link-decoder", choices=LINK_DECODERS, default=field["link_decoder"],
+                   help=f"link task, random/time split: edge score <h, t> (dot) or "
+                        f"<h, diag(r), t> (distmult) (default {field['link_decoder']})")
+    t.add_argument("--link-eval-negatives", type=int, default=field["link_eval_negatives"],
+                   metavar="N",
+                   help=f"link task, random/time split: uniform negatives each held-out edge "
+                        f"is ranked against, true edges filtered out; -1 = every candidate "
+                        f"node (default {field['link_eval_negatives']})")
+    t.add_argument("--metrics-k", default=",".join(map(str, field["metrics_k"])), metavar="K,K",
+                   help=f"link task: the k of hits@k and recall@k (default "
+                        f"{','.join(map(str, field['metrics_k']))})")
 
 
 def _task_defaults(name: str) -> str:
@@ -144,7 +175,10 @@ def _train(args) -> int:
         selection=args.selection,
         heads=args.heads, batch_size=args.batch_size,
         batches_per_epoch=args.batches_per_epoch, patience=args.patience, seed=args.seed,
-        num_workers=args.num_workers, prefetch=args.prefetch)
+        num_workers=args.num_workers, prefetch=args.prefetch, link_split=args.link_split,
+        link_val_fraction=args.link_val_fraction, link_test_fraction=args.link_test_fraction,
+        link_decoder=args.link_decoder, link_eval_negatives=args.link_eval_negatives,
+        metrics_k=_ints(args.metrics_k, "metrics_k"))
     trace = trace_path(args)
     if args.out is not None:
         check_output_directory(args.out)
@@ -171,6 +205,16 @@ def _train(args) -> int:
     else:
         print("  ".join(f"{k} {v}" for k, v in summary.items()))
     return 0
+
+
+def _ints(text: str, name: str) -> list[int]:
+    """``"1,3,10"`` -> ``[1, 3, 10]``; anything else is a one-line error on ``name``."""
+    from graphsys.errors import ParameterError
+
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(name, f"must be comma-separated integers, got {text!r}") from None
 
 
 def _embed(args) -> int:

@@ -29,6 +29,11 @@ SELECTIONS = ("val_accuracy", "val_accuracy_and_loss")
 #: How a caller's own model is called (:mod:`graphsys.gnn.custom`): ``model(blocks, x)`` or,
 #: as models written for PyG's ``NeighborSampler``, ``model(x, adjs)``.
 INPUTS = ("blocks", "adjs")
+#: How the link task holds out edges (:attr:`TrainConfig.link_split`)
+LINK_SPLITS = ("auto", "user", "random", "time")
+#: Edge scores of the link task's held-out-edge splits: ``<z_h, z_t>``, or DistMult's
+#: ``<z_h, diag(r), z_t>`` with a learned ``r``
+LINK_DECODERS = ("dot", "distmult")
 MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     ("node", "gat"): {"lr": 0.005, "dropout": 0.6},
 }
@@ -112,6 +117,27 @@ class TrainConfig:
     inputs : {"blocks", "adjs"}
         How a caller's own model is called: ``model(blocks, x)``, or ``model(x, adjs)``
         as models written for PyG's ``NeighborSampler`` (default ``"blocks"``).
+    link_split : {"auto", "user", "random", "time"}
+        Link task: how edges are held out. ``user``: one validation and one test
+        interaction per user of a bipartite graph, PinSage item recommendation; ``random``:
+        a seeded ``link_val_fraction`` / ``link_test_fraction`` of the distinct edges, on
+        one entity type or two (:mod:`graphsys.gnn.link`); ``time``: the latest edges
+        (needs per-edge timestamps, which graph storage does not carry yet). ``auto``
+        (default): ``user`` on a graph whose relation joins two entity types, else
+        ``random``.
+    link_val_fraction, link_test_fraction : float
+        Link task, ``random``/``time`` splits: shares of the distinct edges held out for
+        validation and test (defaults 0.05, 0.1).
+    link_decoder : {"dot", "distmult"}
+        Link task, ``random``/``time`` splits: the edge score, ``<z_h, z_t>`` or
+        DistMult's ``<z_h, diag(r), z_t>`` (default ``"dot"``).
+    link_eval_negatives : int
+        Link task, ``random``/``time`` splits: uniform negatives each held-out edge is
+        ranked against (filtered of true edges), -1 for every candidate node (default
+        1000, as OGB's ogbl-citation2).
+    metrics_k : tuple of int
+        Link task: the ``k`` of the reported ``hits@k`` and ``recall@k`` (default
+        ``(1, 3, 10, 20)``).
 
     Examples
     --------
@@ -155,6 +181,12 @@ class TrainConfig:
     entity_type: str | None = None
     heads: int = 8
     inputs: str = "blocks"
+    link_split: str = "auto"
+    link_val_fraction: float = 0.05
+    link_test_fraction: float = 0.1
+    link_decoder: str = "dot"
+    link_eval_negatives: int = 1000
+    metrics_k: tuple[int, ...] = (1, 3, 10, 20)
 
     def __post_init__(self):
         """Fill the task's defaults, then check every value: a :class:`ParameterError`
@@ -198,3 +230,27 @@ class TrainConfig:
             if self.task != "node":
                 raise ParameterError("full_graph", "applies to the node task only")
             check_full_graph(self.model, self.fanouts)
+        self._check_link_keys()
+
+    def _check_link_keys(self) -> None:
+        """The link task's held-out-edge keys."""
+        if self.link_split not in LINK_SPLITS:
+            raise ParameterError("link_split", f"must be one of {', '.join(LINK_SPLITS)}, got "
+                                               f"{self.link_split!r}")
+        for name in ("link_val_fraction", "link_test_fraction"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ParameterError(name, f"must be in [0, 1), got {getattr(self, name)}")
+        if self.link_val_fraction + self.link_test_fraction >= 1:
+            raise ParameterError("link_test_fraction", "plus link_val_fraction must be < 1, "
+                                                       f"got {self.link_test_fraction} + "
+                                                       f"{self.link_val_fraction}")
+        if self.link_decoder not in LINK_DECODERS:
+            raise ParameterError("link_decoder", f"must be one of {', '.join(LINK_DECODERS)}, "
+                                                 f"got {self.link_decoder!r}")
+        if self.link_eval_negatives == 0 or self.link_eval_negatives < -1:
+            raise ParameterError("link_eval_negatives", f"must be >= 1 or -1 (every candidate), "
+                                                        f"got {self.link_eval_negatives}")
+        ks = (self.metrics_k,) if isinstance(self.metrics_k, int) else self.metrics_k
+        if not ks or any(int(k) != k or k < 1 for k in ks):
+            raise ParameterError("metrics_k", f"must be integers >= 1, got {self.metrics_k}")
+        self.metrics_k = tuple(sorted({int(k) for k in ks}))

@@ -22,6 +22,7 @@ from graphsys.gnn.inference import (
     layerwise_inference,
     partition_ranges,
 )
+from graphsys.gnn.link import link_data
 from graphsys.gnn.model import GNN
 from graphsys.gnn.training import (
     ItemInput,
@@ -29,6 +30,8 @@ from graphsys.gnn.training import (
     TrainConfig,
     eval_blocks,
     holdout_split,
+    link_input,
+    link_sampler,
     node_sampler,
     node_task_data,
     walk_sampler,
@@ -40,6 +43,20 @@ from graphsys.storage.graph import Graph, open_graph
 
 def _split_state(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
     return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+
+
+def _held_out_edges_model(graph: Graph, cfg: TrainConfig, meta: dict, checkpoint):
+    """Layer-0 input and evaluation blocks of a link checkpoint trained on held-out edges:
+    the training graph re-derived from the checkpoint's seed and fractions."""
+    if len(meta["types"]) != 1:
+        raise GraphsysError(f"{checkpoint}: a link model over two entity types "
+                            f"({', '.join(t[0] for t in meta['types'])}); streaming inference "
+                            f"embeds one entity type (train's result holds every node's "
+                            f"embedding in extra['embeddings'])")
+    data = link_data(graph, meta["entity_type"], cfg.link_val_fraction,
+                     cfg.link_test_fraction, cfg.seed, meta["link_split"])
+    inp = link_input(graph, data, cfg.hidden)
+    return inp, eval_blocks(link_sampler(cfg, data.adj), cfg.seed)
 
 
 def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
@@ -127,6 +144,8 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         inp = NodeInput(data["x"], n, cfg.hidden)
         adj = homogeneous_adjacency(graph, et, symmetric=True)
         block_fn = eval_blocks(node_sampler(cfg, adj), cfg.seed)
+    elif meta.get("link_split") in ("random", "time"):
+        inp, block_fn = _held_out_edges_model(graph, cfg, meta, checkpoint)
     else:
         other = meta["other_type"]
         feat = torch.from_numpy(graph.node_column("feat", et)) if meta["has_features"] else None

@@ -28,7 +28,20 @@ any ``nn.Module`` passed as ``model=`` (see :mod:`graphsys.gnn.custom`; called a
 neighbour samples with ``fanouts``, evaluated on full neighbourhoods); ``loss(logits, y)``
 defaults to cross-entropy.
 
-Link task (``task="link"``). A bipartite graph (e.g. MovieLens-100k, ``user``
+Link task (``task="link"``), split ``TrainConfig.link_split``. ``random`` (the default
+on a graph of one entity type) and ``time``: link prediction on held-out edges of any graph
+(:mod:`graphsys.gnn.link`): the distinct edges are split into train/validation/test
+(``link_val_fraction``, ``link_test_fraction``; seeded, or by timestamp); message passing
+runs over the training edges only; a builtin GNN encodes every node (the ``feat`` column
+of a one-type graph as stored, else a learned id embedding) and a ``dot`` or ``distmult``
+decoder scores pairs; the loss is OGB's ``-mean log s(pos) - mean log(1 - s(neg))`` with
+``num_negatives`` uniform negative tails per training edge; each held-out edge is ranked
+against ``link_eval_negatives`` uniform tails (or all, -1), known edges filtered out:
+``mrr``, ``hits@k`` and ``recall@k`` for each ``k`` in ``metrics_k``, and ``auc``;
+validation MRR selects the model.
+
+``user`` (the default on a graph whose relation joins two entity types): item
+recommendation on a bipartite graph (e.g. MovieLens-100k, ``user``
 -> ``item``): for every user with at least 3 interactions one interaction is held out for
 test and one for validation (seeded); the rest form the training graph. Items get a learned
 id embedding plus a linear map of their ``feat`` column (if any); neighbourhoods are
@@ -39,8 +52,10 @@ personalized-PageRank ranks. Loss: max-margin ``mean(relu(s(q, n) - s(q, p) + ma
 with ``s(q, j) = <unit(z_q), unit(z_j)> + b_j`` (a learned per-item bias, as DGL's PinSage
 example scores item pairs). Evaluation: a user's query vector is the
 normalised mean of their training items' unit embeddings; all items except the user's
-training (and validation) items are ranked by ``<query, unit(z_j)> + b_j``; ``hits@10`` =
-share of users whose held-out item ranks in the top 10, ``mrr`` = mean reciprocal rank.
+training (and validation) items are ranked by ``<query, unit(z_j)> + b_j``; ``hits@k`` =
+share of users whose held-out item ranks in the top ``k`` (for each ``k`` in
+``metrics_k``; ``recall@k``, the same with one held-out item per user), ``mrr`` = mean
+reciprocal rank.
 """
 
 from __future__ import annotations
@@ -60,13 +75,14 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.spec import random_walk_sampling
 from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.full_graph import full_graph_blocks
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
+from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, link_data
 from graphsys.gnn.loader import NodeLoader, PrefetchLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
@@ -95,7 +111,9 @@ class GNNResult:
     ----------
     metrics : dict of str to float
         Node task: ``test_accuracy`` and ``val_accuracy`` of the best-validation model;
-        link task: ``hits@10`` and ``mrr`` of the held-out test interactions.
+        link task: ``hits@k``, ``recall@k`` (``k`` in ``metrics_k``) and ``mrr`` of the
+        held-out test interactions (split ``user``), or the test edges' ``mrr``,
+        ``hits@k``, ``recall@k``, ``auc`` and the best ``val_mrr`` (held-out edges).
     epochs : int
         Epochs run (fewer than ``TrainConfig.epochs`` after early stopping).
     seconds : float
@@ -468,9 +486,21 @@ def bipartite_types(graph: Graph, item_type: str | None = None) -> tuple[str, st
             if item_type == r.lhs:
                 return r.lhs, r.rhs
             return r.rhs, r.lhs
-    raise GraphsysError(f"the link task needs a bipartite relation between two entity types "
-                        f"(e.g. user -> item); {graph.path} has "
-                        f"{[f'{r.lhs}->{r.rhs}' for r in graph.relation_types]}")
+    raise ParameterError("link_split", f"'user' needs a bipartite relation between two entity "
+                                       f"types (e.g. user -> item); {graph.path} has "
+                                       f"{[f'{r.lhs}->{r.rhs}' for r in graph.relation_types]}"
+                                       f" (split 'random' holds out edges of any graph)")
+
+
+def link_split_of(graph: Graph, cfg: TrainConfig) -> str:
+    """``cfg.link_split``, with ``auto`` resolved: ``user`` on a graph with a relation
+    between two entity types (the one of ``cfg.entity_type``, when given), else
+    ``random``."""
+    if cfg.link_split != "auto":
+        return cfg.link_split
+    bipartite = any(r.lhs != r.rhs and cfg.entity_type in (None, r.lhs, r.rhs)
+                    for r in graph.relation_types)
+    return "user" if bipartite else "random"
 
 
 def holdout_split(users: np.ndarray, items: np.ndarray, seed: int
@@ -514,12 +544,13 @@ class ItemInput(nn.Module):
 
 
 def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
-                 exclude: list[np.ndarray], target: np.ndarray, k: int = 10,
+                 exclude: list[np.ndarray], target: np.ndarray, ks=(10,),
                  bias: torch.Tensor | None = None) -> dict[str, float]:
-    """hits@k and MRR of ``target[u]`` among all items for each user ``u`` with a target
-    (>= 0); the query is the normalised mean of ``user_items[u]``'s unit embeddings, item
-    ``j`` scores ``<query, unit(z_j)> + bias[j]``, and the items in ``user_items[u]`` and
-    ``exclude[u]`` are not ranked."""
+    """``hits@k`` for each ``k`` in ``ks`` and MRR of ``target[u]`` among all items for
+    each user ``u`` with a target (>= 0); the query is the normalised mean of
+    ``user_items[u]``'s unit embeddings, item ``j`` scores ``<query, unit(z_j)> + bias[j]``,
+    and the items in ``user_items[u]`` and ``exclude[u]`` are not ranked. With one held-out
+    item per user, ``recall@k`` (also returned) equals ``hits@k``."""
     unit = F.normalize(item_emb.float(), dim=1)
     hits, rr = [], []
     users = np.flatnonzero(target >= 0)
@@ -536,15 +567,34 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         tgt = torch.from_numpy(target[chunk])
         tscore = scores[torch.arange(len(chunk)), tgt]
         rank = (scores > tscore.unsqueeze(1)).sum(1) + 1
-        hits.append((rank <= k).float())
+        hits.append(rank)
         rr.append(1.0 / rank.float())
-    return {f"hits@{k}": float(torch.cat(hits).mean()), "mrr": float(torch.cat(rr).mean())}
+    rank = torch.cat(hits)
+    out = {f"hits@{k}": float((rank <= k).float().mean()) for k in ks}
+    out.update({f"recall@{k}": out[f"hits@{k}"] for k in ks})
+    return {**out, "mrr": float(torch.cat(rr).mean())}
+
+
+def pair_batch(sampler, heads: np.ndarray, pos: np.ndarray, neg: np.ndarray,
+               rng_seed: int) -> MiniBatch:
+    """A link task batch: the blocks of the distinct nodes among ``heads`` (B,), their
+    positives ``pos`` (B,) and negatives ``neg`` (B, K), seeds in ascending id order;
+    ``extra`` maps each to its seed row (``head``, ``pos`` (B,), ``neg`` (B, K))."""
+    nodes, inv = np.unique(np.concatenate([heads, pos, neg.ravel()]), return_inverse=True)
+    b = len(heads)
+    blocks = sampler.sample_blocks(nodes, rng_seed, parallel=False)
+    extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
+             "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
+    return MiniBatch(torch.from_numpy(nodes), blocks, extra)
 
 
 def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
                            out: Path | None = None, log: Callable[[dict], None] | None = None,
                            progress: bool = False) -> GNNResult:
     """The link task of :func:`train` (see the module docstring)."""
+    if link_split_of(graph, cfg) != "user":
+        return _train_held_out_edges(graph, cfg, device=device, out=out, log=log,
+                                     progress=progress)
     t0 = time.perf_counter()
     _seed_all(cfg.seed)
     item_t, user_t = bipartite_types(graph, cfg.entity_type)
@@ -612,13 +662,7 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
         if hard is not None and epoch > 1:
             negs.append(hard(heads, derive_seed(cfg.seed, epoch, i, 1)).numpy())
         neg = np.concatenate(negs, axis=1)
-        nodes, inv = np.unique(np.concatenate([heads, pos, neg.ravel()]), return_inverse=True)
-        b = len(heads)
-        blocks = sampler.sample_blocks(nodes, derive_seed(cfg.seed, epoch, i, 2),
-                                       parallel=False)
-        extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
-                 "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
-        return MiniBatch(torch.from_numpy(nodes), blocks, extra)
+        return pair_batch(sampler, heads, pos, neg, derive_seed(cfg.seed, epoch, i, 2))
 
     monitor = _Monitor(cfg, out, log, save)
     epoch = 0
@@ -649,9 +693,11 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
             with torch.no_grad():
-                m = rank_metrics(embed_all(), user_items, val_excl, val_t, bias=inp.bias)
+                m = rank_metrics(embed_all(), user_items, val_excl, val_t, cfg.metrics_k,
+                                 bias=inp.bias)
             record = {"epoch": epoch, "loss": loss_sum / per_epoch,
-                      "val_hits@10": m["hits@10"], "val_mrr": m["mrr"],
+                      **{f"val_{k}": v for k, v in m.items() if k.startswith("hits@")},
+                      "val_mrr": m["mrr"],
                       "seconds": round(time.perf_counter() - t0, 3)}
             bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
             if monitor.step(model, record, m["mrr"]):
@@ -660,9 +706,147 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
         model.load_state_dict(monitor.best_state)
     with torch.no_grad():
         emb = embed_all()
-        metrics = rank_metrics(emb, user_items, test_excl, test_t, bias=inp.bias)
+        metrics = rank_metrics(emb, user_items, test_excl, test_t, cfg.metrics_k,
+                               bias=inp.bias)
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
                      {"input": inp, "embeddings": emb, "entity_type": item_t})
+
+
+def link_input(graph: Graph, data: LinkData, dim: int) -> NodeInput:
+    """Layer-0 input of the held-out-edge link task: one entity type with a ``feat``
+    column: its features row-normalised (as the node task's); else a learned ``dim``-wide
+    embedding per node of the node space."""
+    if len(data.types) == 1 and "feat" in graph.node_columns(data.types[0][0]):
+        x = graph.node_column("feat", data.types[0][0]).astype(np.float32)
+        return NodeInput(torch.from_numpy(x), data.num_nodes, dim)
+    return NodeInput(None, data.num_nodes, dim)
+
+
+def link_sampler(cfg: TrainConfig, adj: Adjacency
+                 ) -> NeighborSampler | RandomWalkNeighborSampler:
+    """The held-out-edge link task's sampler over the training graph ``adj``: uniform
+    neighbours with ``cfg.fanouts`` (default ``[10, 10]``), or PinSage walks for a model
+    that samples by random walks."""
+    fanouts = cfg.fanouts or [10, 10]
+    if random_walk_sampling(cfg.model):
+        return walk_sampler(cfg, adj, adj, fanouts)
+    return NeighborSampler(adj, fanouts)
+
+
+def _train_held_out_edges(graph: Graph, cfg: TrainConfig, *, device="cpu",
+                          out: Path | None = None, log: Callable[[dict], None] | None = None,
+                          progress: bool = False) -> GNNResult:
+    """The link task with held-out edges (``link_split`` ``random`` or ``time``): a GNN
+    encoder over the training edges, a dot-product or DistMult decoder, binary
+    cross-entropy against ``num_negatives`` uniform negative tails per training edge,
+    filtered ranking metrics (:mod:`graphsys.gnn.link`)."""
+    t0 = time.perf_counter()
+    _seed_all(cfg.seed)
+    if cfg.model not in GNN_MODELS:
+        raise ParameterError("model", f"of the link task must be a builtin "
+                                      f"({', '.join(GNN_MODELS.names())}), got {cfg.model!r}")
+    split = link_split_of(graph, cfg)
+    data = link_data(graph, cfg.entity_type, cfg.link_val_fraction, cfg.link_test_fraction,
+                     cfg.seed, split)
+    n = data.num_nodes
+    lo, hi = data.tails
+    sampler = link_sampler(cfg, data.adj)
+    inp = link_input(graph, data, cfg.hidden).to(device)
+    model = GNN(cfg.model, inp.dim, cfg.hidden, cfg.hidden, sampler.num_layers, cfg.dropout,
+                heads=cfg.heads).to(device)
+    decoder = LinkDecoder(cfg.link_decoder, cfg.hidden).to(device)
+    opt = adam(model, inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
+    if decoder.rel is not None:
+        opt.add_param_group({"params": [decoder.rel], "weight_decay": 0.0})
+    train_h, train_t = data.head[data.train], data.tail[data.train]
+    n_train = len(train_h)
+    per_epoch = max(1, -(-n_train // cfg.batch_size))
+    if cfg.batches_per_epoch:
+        per_epoch = min(per_epoch, cfg.batches_per_epoch)
+    ranges = (partition_ranges(graph, data.types[0][0]) if len(data.types) == 1
+              else [(a, b) for _, a, b in data.types])
+    et = data.types[0][0]
+    meta = {"task": "link", "link_split": split, "entity_type": et,
+            "types": [list(t) for t in data.types], "graph": str(graph.path),
+            "train_config": _cfg_json(cfg), "has_features": inp.emb is None,
+            "num_nodes": n}
+
+    def save(path: Path):
+        state = {f"model.{k}": v for k, v in model.state_dict().items()}
+        state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
+        state.update({f"decoder.{k}": v for k, v in decoder.state_dict().items()})
+        save_checkpoint(path, state, model.config(), meta)
+
+    def embed_all() -> torch.Tensor:
+        inp.eval()
+        return layerwise_inference(model, inp, n, eval_blocks(sampler, cfg.seed), ranges,
+                                   device=device)
+
+    def make_batch(i: int, epoch: int, order: np.ndarray) -> MiniBatch:
+        rng = np.random.default_rng(derive_seed(cfg.seed, epoch, i))
+        idx = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+        h, t = train_h[idx], train_t[idx]
+        if data.symmetric:                       # an unordered pair: either end is the head
+            flip = rng.random(len(idx)) < 0.5
+            h, t = np.where(flip, t, h), np.where(flip, h, t)
+        neg = rng.integers(lo, hi, (len(idx), cfg.num_negatives))
+        return pair_batch(sampler, h, t, neg, derive_seed(cfg.seed, epoch, i, 2))
+
+    def evaluate(z: torch.Tensor, mask: np.ndarray, which: int) -> dict[str, float]:
+        decoder.eval()
+        return evaluate_links(z, decoder, data, mask, cfg.link_eval_negatives, cfg.metrics_k,
+                              derive_seed(cfg.seed, 104729, which))
+
+    monitor = _Monitor(cfg, out, log, save)
+    epoch = 0
+    with _progress_bar(cfg, per_epoch, progress) as bar:
+        for epoch in range(1, cfg.epochs + 1):
+            model.train()
+            inp.train()
+            decoder.train()
+            bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
+            order = np.random.default_rng(derive_seed(cfg.seed, epoch)).permutation(n_train)
+            loader = PrefetchLoader(per_epoch, lambda i, e=epoch, o=order: make_batch(i, e, o),
+                                    num_workers=cfg.num_workers, prefetch=cfg.prefetch,
+                                    device=device)
+            loss_sum = 0.0
+            for k, batch in enumerate(loader):
+                z = model(batch.blocks, inp(batch.input_nodes))
+                ex = batch.extra
+                h = z[ex["head"]]
+                pos = decoder(h, z[ex["pos"]])
+                neg = decoder(h.unsqueeze(1), z[ex["neg"]]).reshape(-1)
+                # OGB's link examples: -mean log s(pos) - mean log(1 - s(neg))
+                loss = F.softplus(-pos).mean() + F.softplus(neg).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss_sum += _finite_loss(float(loss.detach()), epoch, k, out)
+                bar.update(1)
+            _finite_params((model, inp, decoder), epoch, out)
+            if epoch % cfg.eval_every and epoch != cfg.epochs:
+                continue
+            with torch.no_grad():
+                m = evaluate(embed_all(), data.val, 1)
+            record = {"epoch": epoch, "loss": loss_sum / per_epoch,
+                      **{f"val_{k}": v for k, v in m.items()},
+                      "seconds": round(time.perf_counter() - t0, 3)}
+            bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
+            if monitor.step(model, record, m["mrr"]):
+                break
+            if record["best"]:
+                best_extra = copy.deepcopy((inp.state_dict(), decoder.state_dict()))
+    if monitor.best_state is not None:
+        model.load_state_dict(monitor.best_state)
+        inp.load_state_dict(best_extra[0])
+        decoder.load_state_dict(best_extra[1])
+    with torch.no_grad():
+        emb = embed_all()
+        metrics = evaluate(emb, data.test, 2)
+    metrics["val_mrr"] = monitor.best if monitor.best_state is not None else float("nan")
+    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
+                     {"input": inp, "decoder": decoder, "embeddings": emb, "data": data,
+                      "sampler": sampler, "entity_type": et})
 
 
 def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
@@ -674,8 +858,10 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     The one training entry point of :mod:`graphsys.gnn` (what ``graphsys gnn train``
     runs). ``config.task`` picks the task: ``"node"`` classifies the nodes of the entity
     type with a ``label`` column, on minibatches of a :class:`~graphsys.gnn.NodeLoader`
-    (or full-graph steps with ``config.full_graph``); ``"link"`` learns item embeddings on a
-    bipartite graph with PinSage sampling, a max-margin loss and hard negatives. After every
+    (or full-graph steps with ``config.full_graph``); ``"link"`` predicts held-out edges of
+    any graph (``config.link_split="random"``, filtered MRR / Hits@K / recall@K / AUC), or
+    learns item embeddings on a bipartite graph with PinSage sampling, a max-margin loss
+    and hard negatives (``"user"``). After every
     ``config.eval_every`` epochs the validation metric is computed with layer-wise
     inference; the best model is kept and training stops after ``config.patience``
     evaluations without improvement (see the module docstring for the splits, features
@@ -716,7 +902,8 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     Raises
     ------
     GraphsysError
-        A graph without labels (node task) or without a bipartite relation (link task),
+        A graph without labels (node task) or without edges (link task; split ``user``:
+        without a bipartite relation),
         ``model``/``loss``/``features`` given to the link task, or a diverged run (a
         non-finite loss or parameter).
 

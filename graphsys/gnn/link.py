@@ -1,0 +1,260 @@
+"""Link prediction on held-out edges: the target edges of a graph, their seeded (or
+time-ordered) train/validation/test split, the training graph message passing runs on, the
+score decoders and the filtered evaluation.
+
+Target edges. On one entity type: the distinct unordered node pairs of the stored edges
+(self-loops dropped; the first stored orientation kept as ``(head, tail)``), every node a
+candidate tail. Between two entity types (a relation ``lhs -> rhs``): the distinct
+``(lhs, rhs)`` pairs, the ``rhs`` nodes the candidate tails; the two types share one node
+space, ``lhs`` nodes first (ids ``0..n_lhs-1``), ``rhs`` nodes after (``n_lhs + j``).
+
+Message passing runs over the training edges only, in both directions: no validation or
+test edge is in any sampled neighbourhood, in training or in evaluation.
+
+Evaluation (OGB's filtered protocol). Each held-out ``(head, tail)`` is ranked, tail side,
+against ``negatives`` uniform candidate tails per positive (fixed by the seed, the same at
+every evaluation), or against every candidate tail (``negatives=-1``); negatives that are
+true edges of the graph (in any split) or the head itself are filtered out. ``mrr``,
+``hits@k``, and ``recall@k`` (per head: the share of its held-out tails in its top ``k``,
+averaged over heads) follow from the ranks (:mod:`graphsys.gnn.metrics`); ``auc`` pools the
+positives' scores against the filtered negatives' (with ``negatives=-1``: one filtered
+uniform negative per positive).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.gnn.config import LINK_DECODERS
+from graphsys.gnn.metrics import auc, filtered_ranks, group_positions, ranking_metrics
+from graphsys.sampling.adjacency import Adjacency, from_coo, typed_edges
+from graphsys.storage.graph import Graph
+
+
+def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed: int,
+                time: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boolean masks ``(train, val, test)`` over ``num_edges`` edges.
+
+    Without ``time``: a ``numpy.random.default_rng(seed)`` permutation; its first
+    ``round(test_fraction * E)`` edges are test, the next ``round(val_fraction * E)``
+    validation, the rest training. With ``time`` (one timestamp per edge): the latest
+    ``round(test_fraction * E)`` edges are test, the ones before them validation (equal
+    timestamps in a seeded random order), so the model is trained on the past and asked
+    about the future.
+
+    Examples
+    --------
+    >>> from graphsys.gnn.link import split_edges
+    >>> train, val, test = split_edges(10, 0.1, 0.2, seed=0, time=range(10, 0, -1))
+    >>> int(train.sum()), val.nonzero()[0].tolist(), test.nonzero()[0].tolist()
+    (7, [2], [0, 1])
+    """
+    for name, f in (("link_val_fraction", val_fraction), ("link_test_fraction", test_fraction)):
+        if not 0 <= f < 1:
+            raise ParameterError(name, f"must be in [0, 1), got {f}")
+    n_test, n_val = round(test_fraction * num_edges), round(val_fraction * num_edges)
+    if n_test + n_val >= num_edges:
+        raise ParameterError("link_test_fraction", f"and link_val_fraction leave no training "
+                                                   f"edge of {num_edges:,}")
+    rng = np.random.default_rng(seed)
+    if time is None:
+        order = rng.permutation(num_edges)
+    else:
+        t = np.asarray(time)
+        if t.shape != (num_edges,):
+            raise ParameterError("time", f"must hold one timestamp per edge ({num_edges:,}), "
+                                         f"got shape {t.shape}")
+        order = np.lexsort((rng.random(num_edges), -t.astype(np.float64)))   # latest first
+    masks = [np.zeros(num_edges, bool) for _ in range(3)]
+    masks[2][order[:n_test]] = True
+    masks[1][order[n_test:n_test + n_val]] = True
+    masks[0][order[n_test + n_val:]] = True
+    return masks[0], masks[1], masks[2]
+
+
+def edge_timestamps(graph: Graph) -> np.ndarray:
+    """One timestamp per stored edge, for :func:`split_edges` by time.
+
+    Graph storage keeps ``src``, ``dst``, ``rel`` and ``weight`` per edge and no time
+    column yet, so this raises; it is where a stored timestamp column would be read.
+    """
+    raise ParameterError("link_split", f"'time' needs a per-edge timestamp column, which "
+                                       f"graph storage does not carry yet ({graph.path} "
+                                       f"holds src, dst, rel, weight per edge); split "
+                                       f"'random' holds out a seeded share instead")
+
+
+@dataclass
+class LinkData:
+    """Target edges, their split and the training graph of the link task.
+
+    Attributes
+    ----------
+    head, tail : numpy.ndarray
+        int64 (E,): the target edges in the shared node space.
+    train, val, test : numpy.ndarray
+        bool (E,) split masks.
+    num_nodes : int
+        Size of the node space.
+    tails : tuple of int
+        ``(lo, hi)``: the candidate tails are nodes ``lo..hi-1``.
+    symmetric : bool
+        Whether a pair is unordered (one entity type): ``(h, t)`` and ``(t, h)`` are the
+        same edge.
+    types : list of (str, int, int)
+        ``(entity_type, lo, hi)``: the node-space range of each entity type.
+    adj : Adjacency
+        The training edges in both directions (what message passing samples).
+    known : scipy.sparse.csr_matrix
+        Every target edge (all splits), both orientations when ``symmetric``: the filter.
+    """
+
+    head: np.ndarray
+    tail: np.ndarray
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    num_nodes: int
+    tails: tuple[int, int]
+    symmetric: bool
+    types: list[tuple[str, int, int]]
+    adj: Adjacency
+    known: object
+
+
+def target_edges(graph: Graph, entity_type: str | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int], bool,
+                            list[tuple[str, int, int]]]:
+    """``(head, tail, num_nodes, tails, symmetric, types)`` of the link task (see the
+    module docstring): the entity type ``entity_type`` (default: the graph's only one)
+    with itself, or, on a graph whose edges join two entity types, the first such
+    relation (the one touching ``entity_type`` when given)."""
+    rels = graph.relation_types
+    same = [r for r in rels if r.lhs == r.rhs and entity_type in (None, r.lhs)]
+    cross = [r for r in rels if r.lhs != r.rhs and entity_type in (None, r.lhs, r.rhs)]
+    if same and (entity_type is not None or len(graph.entity_types) == 1 or not cross):
+        et = same[0].lhs
+        n = graph.num_nodes(et)
+        s, d, _ = typed_edges(graph, None, et, et)
+        keep = s != d
+        s, d = s[keep], d[keep]
+        _, first = np.unique(np.minimum(s, d) * n + np.maximum(s, d), return_index=True)
+        first.sort()
+        return s[first], d[first], n, (0, n), True, [(et, 0, n)]
+    if cross:
+        r = cross[0]
+        nl, nr = graph.num_nodes(r.lhs), graph.num_nodes(r.rhs)
+        s, d, _ = typed_edges(graph, None, r.lhs, r.rhs)
+        _, first = np.unique(s * nr + d, return_index=True)
+        first.sort()
+        return (s[first], d[first] + nl, nl + nr, (nl, nl + nr), False,
+                [(r.lhs, 0, nl), (r.rhs, nl, nl + nr)])
+    where = f" of entity type {entity_type!r}" if entity_type else ""
+    raise GraphsysError(f"the link task needs edges{where}; {graph.path} has relations "
+                        f"{[f'{r.lhs}->{r.rhs}' for r in rels]}")
+
+
+def link_data(graph: Graph, entity_type: str | None, val_fraction: float,
+              test_fraction: float, seed: int, split: str = "random") -> LinkData:
+    """The target edges of ``graph`` (:func:`target_edges`) split ``split`` (``random``:
+    seeded; ``time``: by timestamp, :func:`edge_timestamps`) into train/val/test
+    (:func:`split_edges`), with the training graph and the filter of known edges."""
+    head, tail, n, tails, symmetric, types = target_edges(graph, entity_type)
+    if len(head) < 3:
+        raise GraphsysError(f"the link task needs at least 3 distinct edges to split, "
+                            f"{graph.path} has {len(head)}")
+    time = edge_timestamps(graph) if split == "time" else None
+    train, val, test = split_edges(len(head), val_fraction, test_fraction, seed, time)
+    h, t = head[train], tail[train]
+    adj = from_coo(np.r_[h, t], np.r_[t, h], n, n)
+    rows, cols = (np.r_[head, tail], np.r_[tail, head]) if symmetric else (head, tail)
+    known = from_coo(rows, cols, n, n).to_scipy()
+    return LinkData(head, tail, train, val, test, n, tails, symmetric, types, adj, known)
+
+
+class LinkDecoder(nn.Module):
+    """Score of (head, tail) embedding pairs: ``dot`` ``<h, t>`` or ``distmult``
+    ``<h, diag(r), t>`` (Yang et al. 2015; one learned relation vector ``r``, initialised
+    to ones). Broadcasts over leading dimensions."""
+
+    def __init__(self, kind: str, dim: int):
+        super().__init__()
+        if kind not in LINK_DECODERS:
+            raise ParameterError("link_decoder", f"must be one of {', '.join(LINK_DECODERS)}, "
+                                                 f"got {kind!r}")
+        self.kind = kind
+        self.rel = nn.Parameter(torch.ones(dim)) if kind == "distmult" else None
+
+    def forward(self, h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return ((h * self.rel) * t).sum(-1) if self.rel is not None else (h * t).sum(-1)
+
+
+def _known(known, heads: np.ndarray, tails: np.ndarray) -> np.ndarray:
+    """Whether each ``(heads[i], tails[i, j])`` is a known edge: bool like ``tails``."""
+    out = np.zeros(tails.shape, bool)
+    for r, h in enumerate(heads):
+        row = known.indices[known.indptr[h]:known.indptr[h + 1]]
+        if len(row):
+            out[r] = np.isin(tails[r], row, assume_unique=False)
+    return out
+
+
+@torch.no_grad()
+def evaluate_links(z: torch.Tensor, decoder: LinkDecoder, data: LinkData, mask: np.ndarray,
+                   negatives: int, ks, seed: int, *, chunk: int = 256) -> dict[str, float]:
+    """Filtered ranking metrics of the edges under ``mask`` (see the module docstring):
+    ``mrr``, ``hits@k``, ``recall@k`` for each ``k`` in ``ks``, and ``auc``.
+
+    ``z`` float (num_nodes, D): every node's embedding, computed over the training graph,
+    scored by ``decoder``; ``negatives``: uniform negatives per positive, or -1 for every
+    candidate tail; ``seed``: fixes the negatives (the same ones at every evaluation of a
+    split). :func:`evaluate_scores` does the same for any pair score."""
+    z = z.float().cpu()
+    rel = None if decoder.rel is None else decoder.rel.detach().float().cpu()
+    zr = z if rel is None else z * rel                      # <h, diag(r), t> = <h * r, t>
+    lo, hi = data.tails
+
+    def pairs(h: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return (zr[torch.from_numpy(h)].unsqueeze(1) * z[torch.from_numpy(t)]).sum(-1).numpy()
+
+    def every(h: np.ndarray) -> np.ndarray:
+        return (zr[torch.from_numpy(h)] @ z[lo:hi].T).numpy()
+
+    return evaluate_scores(pairs, every, data, mask, negatives, ks, seed, chunk=chunk)
+
+
+def evaluate_scores(pairs, every, data: LinkData, mask: np.ndarray, negatives: int, ks,
+                    seed: int, *, chunk: int = 256) -> dict[str, float]:
+    """:func:`evaluate_links` for any score: ``pairs(h (P,), t (P, M)) -> (P, M)`` scores
+    of head ``h[i]`` with each ``t[i, j]``, ``every(h (P,)) -> (P, C)`` scores against every
+    candidate tail (called only when ``negatives`` is -1)."""
+    heads, tails = data.head[mask], data.tail[mask]
+    lo, hi = data.tails
+    rng = np.random.default_rng(seed)
+    ranks, pos_all, aucneg = [], [], []
+    neg_ids = rng.integers(lo, hi, (len(heads), negatives if negatives > 0 else 1))
+    for a in range(0, len(heads), chunk):
+        h, t, neg = heads[a:a + chunk], tails[a:a + chunk], neg_ids[a:a + chunk]
+        pos = np.asarray(pairs(h, t[:, None]), np.float64)[:, 0]
+        valid = ~_known(data.known, h, neg) & (neg != h[:, None])
+        sampled = np.asarray(pairs(h, neg), np.float64)
+        aucneg.append(sampled[valid])
+        if negatives > 0:
+            ranks.append(filtered_ranks(pos, sampled, valid))
+        else:
+            ok = ~data.known[h][:, lo:hi].toarray().astype(bool)
+            inside = (h >= lo) & (h < hi)
+            ok[np.flatnonzero(inside), h[inside] - lo] = False        # the head itself
+            ranks.append(filtered_ranks(pos, np.asarray(every(h), np.float64), ok))
+        pos_all.append(pos)
+    rank = np.concatenate(ranks) if ranks else np.zeros(0)
+    pos = np.concatenate(pos_all) if pos_all else np.zeros(0)
+    out = ranking_metrics(rank, group_positions(rank, pos, heads), heads, ks)
+    neg = np.concatenate(aucneg) if aucneg else np.zeros(0)
+    out["auc"] = auc(pos, neg) if len(pos) and len(neg) else float("nan")
+    return out

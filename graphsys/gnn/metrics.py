@@ -1,0 +1,209 @@
+"""Evaluation metrics of GNN training: ranking metrics of link prediction (filtered MRR,
+Hits@K, recall@K), ROC AUC, and macro-F1 of node classification.
+
+The ranking metrics follow OGB's link-prediction evaluators: a positive edge's score is
+compared with the scores of its negatives (sampled, or every candidate), negatives that are
+known true edges having been removed ("filtered"); its rank is ``1 + #(negatives scored
+higher) + #(negatives scored equal) / 2`` (the mean of the optimistic and pessimistic rank,
+so ties neither help nor hurt). Every function takes torch tensors or NumPy arrays and
+returns plain Python floats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from graphsys.errors import ParameterError
+
+
+def _np(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if torch.is_tensor(x) else np.asarray(x)
+
+
+def filtered_ranks(pos, neg, valid=None) -> np.ndarray:
+    """The rank of each positive among its negatives, ties counted half (OGB's rule).
+
+    Parameters
+    ----------
+    pos : array (P,)
+        Score of each positive.
+    neg : array (P, M)
+        Scores of the negatives of each positive.
+    valid : bool array (P, M), optional
+        Which negatives count (False: a known true edge, filtered out); default all.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (P,): ``1 + #(valid neg > pos) + #(valid neg == pos) / 2``.
+
+    Examples
+    --------
+    >>> from graphsys.gnn.metrics import filtered_ranks
+    >>> filtered_ranks([0.5, 0.9], [[0.7, 0.1, 0.5], [0.95, 0.99, 0.1]],
+    ...                [[True, True, True], [True, False, True]]).tolist()
+    [2.5, 2.0]
+    """
+    pos, neg = _np(pos).astype(np.float64), _np(neg).astype(np.float64)
+    if neg.ndim != 2 or pos.shape != neg.shape[:1]:
+        raise ParameterError("neg", f"must have shape (P, M) with P = len(pos) = {len(pos)}, "
+                                    f"got {neg.shape}")
+    valid = np.ones(neg.shape, bool) if valid is None else _np(valid).astype(bool)
+    above = ((neg > pos[:, None]) & valid).sum(1)
+    tied = ((neg == pos[:, None]) & valid).sum(1)
+    return 1.0 + above + 0.5 * tied
+
+
+def mrr(ranks) -> float:
+    """Mean reciprocal rank: the mean of ``1 / rank`` (0.0 for no ranks).
+
+    Examples
+    --------
+    >>> from graphsys.gnn.metrics import mrr
+    >>> mrr([1, 2, 4])
+    0.5833333333333334
+    """
+    r = _np(ranks).astype(np.float64)
+    return float((1.0 / r).mean()) if len(r) else 0.0
+
+
+def hits_at_k(ranks, k: int) -> float:
+    """Hits@K: the share of positives whose rank is at most ``k`` (0.0 for no ranks).
+
+    Examples
+    --------
+    >>> from graphsys.gnn.metrics import hits_at_k
+    >>> hits_at_k([1, 2.5, 4], 3)
+    0.6666666666666666
+    """
+    if int(k) < 1:
+        raise ParameterError("k", f"must be >= 1, got {k}")
+    r = _np(ranks)
+    return float((r <= k).mean()) if len(r) else 0.0
+
+
+def group_positions(ranks, scores, groups) -> np.ndarray:
+    """Each positive's position in the ranked list of its group (its query node), where
+    the group's other positives compete with it too.
+
+    ``position = rank + #(same-group positives scored higher) + #(same-group positives
+    scored equal, itself excluded) / 2``, ``rank`` being its rank among its (filtered)
+    negatives (:func:`filtered_ranks`, which leaves the other positives out).
+
+    Examples
+    --------
+    >>> from graphsys.gnn.metrics import group_positions
+    >>> group_positions([1.0, 1.0, 3.0], [0.9, 0.8, 0.1], [7, 7, 8]).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    ranks, scores = _np(ranks).astype(np.float64), _np(scores).astype(np.float64)
+    groups = _np(groups).astype(np.int64)
+    if not (len(ranks) == len(scores) == len(groups)):
+        raise ParameterError("groups", "ranks, scores and groups must have one entry per "
+                                       "positive")
+    if len(ranks) == 0:
+        return ranks
+    # dense score ranks, then a key per (group, score) that sorts by group, then score
+    _, dense = np.unique(scores, return_inverse=True)
+    span = int(dense.max()) + 2
+    _, g = np.unique(groups, return_inverse=True)
+    key = g * span + dense
+    srt = np.sort(key)
+    right = np.searchsorted(srt, key, "right")
+    left = np.searchsorted(srt, key, "left")
+    end = np.searchsorted(srt, g * span + span, "left")
+    return ranks + (end - right) + 0.5 * (right - left - 1)
+
+
+def recall_at_k(positions, groups, k: int) -> float:
+    """Recall@K averaged over groups (query nodes): for each group, the share of its
+    positives at ``positions`` (from :func:`group_positions`) at most ``k``; then the mean
+    over the groups (0.0 for none).
+
+    Examples
+    --------
+    >>> from graphsys.gnn.metrics import recall_at_k
+    >>> recall_at_k([1, 2, 5], [7, 7, 8], 2)              # group 7: 2/2, group 8: 0/1
+    0.5
+    """
+    if int(k) < 1:
+        raise ParameterError("k", f"must be >= 1, got {k}")
+    pos = _np(positions)
+    groups = _np(groups).astype(np.int64)
+    if len(pos) == 0:
+        return 0.0
+    _, g, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    hit = np.bincount(g, weights=(pos <= k).astype(np.float64), minlength=len(counts))
+    return float((hit / counts).mean())
+
+
+def auc(pos, neg) -> float:
+    """ROC AUC of positive against negative scores: the Mann-Whitney U statistic over
+    ``len(pos) * len(neg)``, ties counted half (the probability that a random positive
+    scores above a random negative).
+
+    Parameters
+    ----------
+    pos, neg : array
+        Scores of the positives and of the negatives (1-D; both non-empty).
+
+    Examples
+    --------
+    >>> from graphsys.gnn.metrics import auc
+    >>> auc([0.9, 0.4], [0.5, 0.1, 0.4])
+    0.75
+    """
+    pos, neg = _np(pos).astype(np.float64).ravel(), _np(neg).astype(np.float64).ravel()
+    if len(pos) == 0 or len(neg) == 0:
+        raise ParameterError("pos", "and neg must both be non-empty for an AUC")
+    srt = np.sort(neg)
+    below = np.searchsorted(srt, pos, "left")
+    tied = np.searchsorted(srt, pos, "right") - below
+    return float((below.sum() + 0.5 * tied.sum()) / (len(pos) * len(neg)))
+
+
+def macro_f1(pred, labels) -> float:
+    """Macro-averaged F1 of class predictions: the unweighted mean over classes of
+    ``2 TP / (2 TP + FP + FN)``, over the classes present in ``labels`` or ``pred`` (as
+    scikit-learn's ``f1_score(average="macro")``); 0.0 for no predictions.
+
+    Parameters
+    ----------
+    pred, labels : int array (N,)
+        Predicted and true class of each node.
+
+    Examples
+    --------
+    >>> from graphsys.gnn.metrics import macro_f1
+    >>> round(macro_f1([0, 0, 1, 2], [0, 1, 1, 2]), 4)    # F1 per class 2/3, 2/3, 1
+    0.7778
+    """
+    pred, labels = _np(pred).astype(np.int64).ravel(), _np(labels).astype(np.int64).ravel()
+    if pred.shape != labels.shape:
+        raise ParameterError("pred", f"has {len(pred)} entries, labels {len(labels)}")
+    if len(pred) == 0:
+        return 0.0
+    classes, inv = np.unique(np.concatenate([labels, pred]), return_inverse=True)
+    y, p = inv[:len(labels)], inv[len(labels):]
+    c = len(classes)
+    tp = np.bincount(y[y == p], minlength=c).astype(np.float64)
+    fp = np.bincount(p, minlength=c) - tp
+    fn = np.bincount(y, minlength=c) - tp
+    return float((2 * tp / (2 * tp + fp + fn)).mean())
+
+
+def ranking_metrics(ranks, positions, groups, ks) -> dict[str, float]:
+    """``mrr``, ``hits@k`` and ``recall@k`` for each ``k`` in ``ks`` (see :func:`mrr`,
+    :func:`hits_at_k`, :func:`recall_at_k`).
+
+    Examples
+    --------
+    >>> from graphsys.gnn.metrics import ranking_metrics
+    >>> ranking_metrics([1, 3], [1, 4], [0, 0], [1, 3])
+    {'mrr': 0.6666666666666666, 'hits@1': 0.5, 'hits@3': 1.0, 'recall@1': 0.5, 'recall@3': 0.5}
+    """
+    out = {"mrr": mrr(ranks)}
+    out.update({f"hits@{k}": hits_at_k(ranks, k) for k in ks})
+    out.update({f"recall@{k}": recall_at_k(positions, groups, k) for k in ks})
+    return out

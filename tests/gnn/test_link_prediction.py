@@ -1,0 +1,180 @@
+"""The link task on held-out edges: one entity type (SBM, Cora, a SNAP graph), two entity
+types (MovieLens as a plain edge split), no held-out edge in any sampled neighbourhood,
+determinism, the time-split hook and the configuration checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphsys.sampling.neighbor as neighbor
+from graphsys.embed import Embeddings
+from graphsys.errors import ParameterError
+from graphsys.gnn import TrainConfig, embed_checkpoint, train
+from graphsys.gnn.link import link_data
+
+from .conftest import sbm_graph
+
+KEYS = {"mrr", "auc", "val_mrr"} | {f"{m}@{k}" for m in ("hits", "recall") for k in (1, 3, 10, 20)}
+
+
+def _cfg(**kw):
+    base = dict(task="link", hidden=16, fanouts=[5, 5], epochs=3, batch_size=64, lr=0.01,
+                link_eval_negatives=100, seed=0)
+    return TrainConfig(**{**base, **kw})
+
+
+def test_one_type_graph_trains_and_reports_the_metrics(tmp_path):
+    g = sbm_graph(tmp_path)
+    res = train(g, _cfg(epochs=6), out=tmp_path / "run")
+    assert set(res.metrics) == KEYS, res.metrics
+    # random scores rank a positive among 100 negatives at MRR ~ 0.05; the SBM's blocks
+    # make its edges predictable from features and neighbourhoods
+    assert res.metrics["mrr"] > 0.1 and res.metrics["auc"] > 0.7, res.metrics
+    assert res.metrics["hits@1"] <= res.metrics["hits@3"] <= res.metrics["hits@20"]
+    assert len(res.history) == 6 and {"val_mrr", "val_auc", "val_hits@10"} <= set(
+        res.history[0])
+    assert res.extra["embeddings"].shape == (200, 16)
+    # streaming inference from the checkpoint: the same training graph, the same vectors
+    info = embed_checkpoint(tmp_path / "run" / "checkpoint", tmp_path / "emb")
+    assert info["num_nodes"] == 200 and info["dimension"] == 16
+    got = Embeddings.load(tmp_path / "emb").to_numpy()
+    np.testing.assert_allclose(got, res.extra["embeddings"].numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_deterministic_and_seeded(tmp_path):
+    g = sbm_graph(tmp_path)
+    a = train(g, _cfg(epochs=2, num_workers=1))
+    b = train(g, _cfg(epochs=2, num_workers=2, prefetch=3))
+    assert a.metrics == b.metrics and [h["loss"] for h in a.history] == [
+        h["loss"] for h in b.history]
+    c = train(g, _cfg(epochs=2, seed=1))
+    assert c.metrics != a.metrics
+
+
+def test_no_held_out_edge_in_any_sampled_neighbourhood(tmp_path, monkeypatch):
+    """Every block built while training and evaluating (uniform samples and the full
+    neighbourhoods of layer-wise inference) joins training pairs only."""
+    g = sbm_graph(tmp_path)
+    cfg = _cfg(epochs=2, fanouts=[-1, -1], link_val_fraction=0.2, link_test_fraction=0.2)
+    seen = []
+    make_block = neighbor.make_block
+
+    def recording(dst, nbr, counts, *a, **kw):
+        seen.append((np.repeat(np.asarray(dst), counts), np.asarray(nbr).copy()))
+        return make_block(dst, nbr, counts, *a, **kw)
+
+    monkeypatch.setattr(neighbor, "make_block", recording)
+    res = train(g, cfg)
+    data = res.extra["data"]
+    assert data.val.sum() and data.test.sum()
+    n = data.num_nodes
+    held = data.val | data.test
+    held_keys = set((np.minimum(data.head[held], data.tail[held]) * n
+                     + np.maximum(data.head[held], data.tail[held])).tolist())
+    train_keys = set((np.minimum(data.head[data.train], data.tail[data.train]) * n
+                      + np.maximum(data.head[data.train], data.tail[data.train])).tolist())
+    d = np.concatenate([x for x, _ in seen])
+    s = np.concatenate([y for _, y in seen])
+    used = set((np.minimum(s, d) * n + np.maximum(s, d)).tolist())
+    assert len(d) > 0 and not used & held_keys
+    assert used <= train_keys                          # and the training pairs are all used
+    assert len(used) == len(train_keys)
+    # the training adjacency itself
+    rows = np.repeat(np.arange(n), data.adj.degrees())
+    adj_keys = set((np.minimum(rows, data.adj.indices) * n
+                    + np.maximum(rows, data.adj.indices)).tolist())
+    assert adj_keys == train_keys
+
+
+def test_link_data_of_one_type_dedupes_unordered_pairs(tmp_path):
+    g = sbm_graph(tmp_path)
+    data = link_data(g, None, 0.05, 0.1, seed=0)
+    key = np.minimum(data.head, data.tail) * 200 + np.maximum(data.head, data.tail)
+    assert len(np.unique(key)) == len(key) and (data.head != data.tail).all()
+    assert data.symmetric and data.tails == (0, 200)
+    # ingest stores each undirected edge both ways; the pairs are the distinct ones
+    s, d = np.nonzero(g.to_scipy())
+    assert len(key) == len({(min(a, b), max(a, b)) for a, b in zip(s, d) if a != b})
+    assert (data.known != data.known.T).nnz == 0
+
+
+def test_time_split_says_what_storage_lacks(tmp_path):
+    g = sbm_graph(tmp_path)
+    with pytest.raises(ParameterError, match="^link_split 'time' needs a per-edge timestamp"):
+        train(g, _cfg(link_split="time"))
+    with pytest.raises(ParameterError, match="^link_split 'user' needs a bipartite relation"):
+        train(g, _cfg(link_split="user"))
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"link_split": "edges"}, "^link_split must be one of auto, user, random, time"),
+    ({"link_val_fraction": 1.0}, r"^link_val_fraction must be in \[0, 1\)"),
+    ({"link_val_fraction": 0.5, "link_test_fraction": 0.5}, "^link_test_fraction plus"),
+    ({"link_decoder": "mlp"}, "^link_decoder must be one of dot, distmult"),
+    ({"link_eval_negatives": 0}, "^link_eval_negatives must be >= 1 or -1"),
+    ({"metrics_k": [0, 3]}, "^metrics_k must be integers >= 1"),
+])
+def test_config_checks(kw, message):
+    with pytest.raises(ParameterError, match=message):
+        TrainConfig(task="link", **kw)
+    assert TrainConfig(metrics_k=[10, 1, 10]).metrics_k == (1, 10)
+
+
+def test_distmult_and_every_candidate(tmp_path):
+    g = sbm_graph(tmp_path)
+    res = train(g, _cfg(link_decoder="distmult", link_eval_negatives=-1, metrics_k=[5]))
+    assert set(res.metrics) == {"mrr", "auc", "val_mrr", "hits@5", "recall@5"}
+    assert res.extra["decoder"].rel is not None
+
+
+def _ingest(mirror, tmp_path, name):
+    from graphsys.gnn.data import open_source
+    return open_source(name, mirror=mirror, cache=tmp_path / "cache")
+
+
+def test_cora_link_prediction(mirror, tmp_path):
+    g = _ingest(mirror, tmp_path, "cora")
+    res = train(g, TrainConfig(task="link", epochs=8, lr=0.01, eval_every=4, seed=0))
+    # random ranking among 1000 negatives: MRR ~ 0.0075, hits@10 ~ 0.01, AUC 0.5
+    assert res.metrics["auc"] > 0.75 and res.metrics["hits@10"] > 0.04, res.metrics
+
+
+def test_snap_graph_link_prediction(mirror, tmp_path):
+    g = _ingest(mirror, tmp_path, "ca-grqc")
+    res = train(g, TrainConfig(task="link", epochs=3, lr=0.01, eval_every=3,
+                               link_eval_negatives=100, seed=0))
+    assert res.metrics["mrr"] > 0.2 and res.metrics["hits@10"] > 0.4, res.metrics
+
+
+def test_two_entity_types_as_an_edge_split(mirror, tmp_path):
+    g = _ingest(mirror, tmp_path, "movielens-100k")
+    res = train(g, TrainConfig(task="link", link_split="random", hidden=16, epochs=1,
+                               batches_per_epoch=20, lr=0.01, link_eval_negatives=100,
+                               seed=0))
+    data = res.extra["data"]
+    assert [t for t, _, _ in data.types] == ["user", "item"] and not data.symmetric
+    assert data.tails == (943, 943 + 1682)
+    assert (data.head < 943).all() and (data.tail >= 943).all()
+    # 20 steps of learned id embeddings: above random (AUC 0.5, MRR ~ 0.05 among 100)
+    assert res.metrics["auc"] > 0.55 and res.metrics["mrr"] > 0.055, res.metrics
+
+
+def test_cli_link_flags(tmp_path, capsys):
+    import json
+
+    from graphsys.cli import main
+
+    from .conftest import write_sbm
+
+    d = write_sbm(tmp_path / "sbm")
+    rc = main(["gnn", "train", "--graph", str(d), "--task", "link", "--epochs", "2",
+               "--hidden", "16", "--fanouts", "5,5", "--link-val-fraction", "0.1",
+               "--link-test-fraction", "0.2", "--link-decoder", "distmult",
+               "--link-eval-negatives", "50", "--metrics-k", "5,1", "--json"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and {"mrr", "hits@1", "hits@5", "recall@1", "recall@5", "auc"} <= set(out)
+    assert "hits@10" not in out
+    rc = main(["gnn", "train", "--graph", str(d), "--task", "link", "--metrics-k", "1,x"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and err == "error: --metrics-k must be comma-separated integers, got '1,x'"
