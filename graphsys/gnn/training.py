@@ -4,8 +4,9 @@
 run the same loop: background threads sample the batches' blocks (bounded prefetch, moved
 to the device; the node task's batches come from a :class:`~graphsys.gnn.NodeLoader`,
 the link task's pair batches from the same internal prefetch pipeline), the model takes one
-optimiser step per batch, validation runs after every ``eval_every`` epochs with layer-wise
-streaming inference, the best model by the validation metric is kept (early stopping after
+optimiser step per batch, validation runs after every ``eval_every`` epochs (node task: on
+the validation seeds' neighbourhoods, see below; link task: layer-wise streaming inference
+over every item), the best model by the validation metric is kept (early stopping after
 ``patience`` evaluations without improvement) and checkpointed when ``out`` is set, and one
 JSON line per evaluation is appended to ``<out>/metrics.jsonl`` and passed to ``log``.
 ``progress=True`` shows a tqdm bar (stderr) over the epochs' batches, with the epoch, the
@@ -25,8 +26,25 @@ nonzero enter a first layer that declares ``sparse_input`` as a CSR tensor
 The model is a builtin (:data:`~graphsys.plugins.GNN_MODELS`), a ``module:Factory`` spec, or
 any ``nn.Module`` passed as ``model=`` (see :mod:`graphsys.gnn.custom`; called as
 ``TrainConfig.inputs`` says; trained on uniform
-neighbour samples with ``fanouts``, evaluated on full neighbourhoods); ``loss(logits, y)``
-defaults to cross-entropy.
+neighbour samples with ``fanouts``); ``loss(logits, y)`` defaults to cross-entropy.
+Validation and test accuracy are computed on those seeds only, on neighbourhoods drawn with
+``eval_fanouts`` (default: the training fanouts; ``[-1]``: full) and a fixed seed, so every
+evaluation sees the same samples: a builtin model layer by layer over the nodes the seeds
+need (each node's layer state once, :func:`~graphsys.gnn.inference.layerwise_inference_on`),
+a model of one's own on batches of seeds; ``train_accuracy`` is measured on the epoch's
+training batches as they were trained (dropout on). ``layerwise_inference=True`` evaluates
+every node of the graph on full neighbourhoods instead. Each record also holds
+``train_seconds`` and ``eval_seconds`` (this rank's time so far in training steps and in
+evaluations); evaluations are the trace range ``gnn.eval``.
+
+Data-parallel node training (``distributed``, see :func:`train`): batch ``i`` of an epoch
+is the same global batch on every rank, and rank ``r`` of ``W`` trains positions
+``[r b // W, (r+1) b // W)`` of it; the mean loss of rank ``r``'s share is scaled by
+``W b_r / b`` before DistributedDataParallel averages the gradients, which makes the update
+the global batch's. With full neighbourhoods and no dropout ``W`` ranks therefore follow one
+rank's trajectory to float rounding; with sampling or dropout, each rank draws its own
+samples (:class:`~graphsys.gnn.NodeLoader`) and masks, so the runs agree in distribution,
+and a run is repeatable bit for bit for a fixed seed and world size.
 
 Link task (``task="link"``). A bipartite graph (e.g. MovieLens-100k, ``user``
 -> ``item``): for every user with at least 3 interactions one interaction is held out for
@@ -859,10 +877,10 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     type with a ``label`` column, on minibatches of a :class:`~graphsys.gnn.NodeLoader`
     (or full-graph steps with ``config.full_graph``); ``"link"`` learns item embeddings on a
     bipartite graph with PinSage sampling, a max-margin loss and hard negatives. After every
-    ``config.eval_every`` epochs the validation metric is computed with layer-wise
-    inference; the best model is kept and training stops after ``config.patience``
-    evaluations without improvement (see the module docstring for the splits, features
-    and metrics).
+    ``config.eval_every`` epochs the validation metric is computed (node task: on the
+    validation seeds' ``config.eval_fanouts`` neighbourhoods); the best model is kept and
+    training stops after ``config.patience`` evaluations without improvement (see the
+    module docstring for the splits, features and metrics).
 
     Parameters
     ----------
