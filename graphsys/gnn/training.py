@@ -81,7 +81,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.spec import random_walk_sampling
 from graphsys.gnn.custom import EVAL_CHUNK, caller, full_neighbourhood_outputs, load_factory
@@ -176,6 +176,22 @@ class _Monitor:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             (out / "metrics.jsonl").write_text("")
+
+    def state(self) -> dict[str, Any]:
+        """What :meth:`restore` takes back: the bests, the patience count, the history."""
+        return {"best": self.best, "best_loss": self.best_loss, "bad": self.bad,
+                "history": self.history}
+
+    def restore(self, state: dict[str, Any], best_state: dict[str, torch.Tensor] | None
+                ) -> None:
+        """Continue from :meth:`state` (and the kept model's ``best_state``); rewrites
+        ``metrics.jsonl`` with the history so far."""
+        self.best, self.best_loss = float(state["best"]), float(state["best_loss"])
+        self.bad, self.history = int(state["bad"]), list(state["history"])
+        self.best_state = best_state
+        if self.out is not None:
+            (self.out / "metrics.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in self.history))
 
     def step(self, model: nn.Module, record: dict[str, Any], value: float,
              loss: float | None = None) -> bool:
@@ -592,8 +608,32 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
               if whole is None else None)
     n_train, B, W = len(train_ids), cfg.batch_size, ranks.world_size
     my_seeds, train_seconds, eval_seconds = 0, 0.0, 0.0
+    last = out / "last" if out is not None else None
+    start, stopped = 1, False
+    if last is not None and (last / "model.json").exists():
+        start, stopped = _resume(last, out / "checkpoint", cfg, W, model, inp, opt, monitor,
+                                 ranks.rank, device)
+        epoch = start - 1
+
+    def save_last(epoch: int, stopped: bool) -> None:
+        """The state a rerun with the same ``out`` resumes from (every rank calls it after
+        every epoch; rank 0 writes), the ranks' random generators (dropout) included."""
+        rng = _rng_state(device)
+        rows = torch.tensor(ranks.gather(rng.tolist()), dtype=torch.uint8)
+        if not lead:
+            return
+        state = {f"model.{k}": v for k, v in model.state_dict().items()}
+        state["rng"] = rows
+        state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
+        for i, st in opt.state_dict()["state"].items():
+            state.update({f"optim.{i}.{k}": torch.as_tensor(v) for k, v in st.items()})
+        save_checkpoint(last, state, {}, {**meta, "epoch": epoch, "stopped": stopped,
+                                          "monitor": monitor.state()})
+
     with _progress_bar(cfg, 1 if loader is None else len(loader), progress and lead) as bar:
-        for epoch in range(1, cfg.epochs + 1):
+        for epoch in range(start, cfg.epochs + 1):
+            if stopped:
+                break
             te = time.perf_counter()
             model.train()
             inp.train()
@@ -622,6 +662,8 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
             my_seeds += seen
             train_seconds += time.perf_counter() - te
             if epoch % cfg.eval_every and epoch != cfg.epochs:
+                if last is not None:
+                    save_last(epoch, False)
                 continue
             te = time.perf_counter()
             loss_sum, correct, seen = ranks.sum([loss_sum, correct, seen])
@@ -634,8 +676,11 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                       "train_seconds": round(train_seconds, 3),
                       "eval_seconds": round(eval_seconds, 3)}
             bar.set_postfix(loss=f"{record['loss']:.4f}", val_accuracy=f"{val_acc:.4f}")
-            if monitor.step(model, record, val_acc,
-                            val_loss if cfg.selection == "val_accuracy_and_loss" else None):
+            stop = monitor.step(model, record, val_acc,
+                                val_loss if cfg.selection == "val_accuracy_and_loss" else None)
+            if last is not None:
+                save_last(epoch, stop)
+            if stop:
                 break
     if monitor.best_state is not None:
         model.load_state_dict(monitor.best_state)
@@ -650,6 +695,63 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                        for r, (s, sec) in enumerate(rows)],
              "train_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)}
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model, extra)
+
+
+#: TrainConfig fields a resumed run may change: it trains on with more epochs or patience
+RESUMABLE_CHANGES = ("epochs", "patience")
+
+
+def _rng_state(device: torch.device) -> torch.Tensor:
+    """The torch generators dropout draws from (CPU, and the current CUDA device's), as
+    one uint8 vector."""
+    parts = [torch.get_rng_state()]
+    if device.type == "cuda":
+        parts.append(torch.cuda.get_rng_state(device))
+    return torch.cat(parts)
+
+
+def _set_rng_state(state: torch.Tensor, device: torch.device) -> None:
+    n = len(torch.get_rng_state())
+    torch.set_rng_state(state[:n].clone())
+    if device.type == "cuda":
+        torch.cuda.set_rng_state(state[n:].clone(), device)
+
+
+def _resume(last: Path, best: Path, cfg: TrainConfig, world_size: int, model: nn.Module,
+            inp: nn.Module, opt: torch.optim.Optimizer, monitor: _Monitor, rank: int,
+            device: torch.device) -> tuple[int, bool]:
+    """Load the state :func:`_train_node_classification` saved after an epoch into
+    ``last`` (the model, the input, the optimiser, the monitor; the kept model from
+    ``best``): ``(first epoch to run, whether the run had stopped early)``. A run with
+    other settings (except :data:`RESUMABLE_CHANGES`) or world size is refused."""
+    state, _, meta = load_checkpoint(last)
+
+    def same(c: dict) -> dict:
+        return {k: v for k, v in c.items() if k not in RESUMABLE_CHANGES}
+
+    if same(meta.get("train_config", {})) != same(_cfg_json(cfg)) \
+            or meta.get("world_size") != world_size:
+        raise GraphsysError(f"{last.parent}: holds a run with other settings or another "
+                            f"world size (resume it with the same ones, or choose a new "
+                            f"output directory)")
+    model.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("model.")})
+    inp.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("input.")})
+    sd = opt.state_dict()
+    per: dict[int, dict[str, torch.Tensor]] = {}
+    for k, v in state.items():
+        if k.startswith("optim."):
+            _, i, name = k.split(".", 2)
+            per.setdefault(int(i), {})[name] = v
+    sd["state"] = per
+    opt.load_state_dict(sd)
+    kept = None
+    if (best / "model.json").exists():
+        bstate = load_checkpoint(best)[0]
+        kept = {k[6:]: v for k, v in bstate.items() if k.startswith("model.")}
+    monitor.restore(meta["monitor"], kept)
+    if "rng" in state and state["rng"].shape[0] == world_size:
+        _set_rng_state(state["rng"][rank], device)
+    return int(meta["epoch"]) + 1, bool(meta.get("stopped"))
 
 
 def _cfg_json(cfg: TrainConfig) -> dict:

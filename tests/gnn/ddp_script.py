@@ -1,7 +1,7 @@
 """One rank of a data-parallel node-task run for tests/gnn/test_distributed.py: trains
 ``argv[1]`` (a graph directory) with the TrainConfig JSON ``argv[2]`` under the torchrun
-environment (``distributed=None``) and, on rank 0, writes the final parameters and the
-result to ``argv[3]`` (``.npz``) and ``argv[3] + ".json"``."""
+environment (``distributed=None``; ``out=argv[4]`` if given) and, on rank 0, writes the
+final parameters and the result to ``argv[3]`` (``.npz``) and ``argv[3] + ".json"``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from graphsys.gnn import TrainConfig, train
 if __name__ == "__main__":
     graph, cfg, dest = sys.argv[1], TrainConfig(**json.loads(sys.argv[2])), sys.argv[3]
     try:
-        res = train(graph, cfg, distributed=None)
+        res = train(graph, cfg, distributed=None,
+                    out=sys.argv[4] if len(sys.argv) > 4 else None)
     except GraphsysError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

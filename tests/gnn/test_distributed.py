@@ -39,11 +39,12 @@ def _env(world_size: int, rank: int, port: int, **extra) -> dict:
                 PYTHONPATH=os.pathsep.join(sys.path), **extra)
 
 
-def _run(graph: Path, cfg: dict, dest: Path, world_size: int = 2):
+def _run(graph: Path, cfg: dict, dest: Path, world_size: int = 2, out: Path | None = None):
     """Launch ``world_size`` ranks of ddp_script.py; rank 0's parameters and result."""
     port = free_port()
+    extra = [str(out)] if out is not None else []
     procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(graph), json.dumps(cfg),
-                               str(dest)], env=_env(world_size, r, port),
+                               str(dest), *extra], env=_env(world_size, r, port),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r in range(world_size)]
     try:
@@ -88,6 +89,33 @@ def test_two_rank_runs_are_bit_repeatable_with_sampling_and_dropout(graph, tmp_p
     b, ib = _run(graph, cfg, tmp_path / "b")
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert [h["loss"] for h in ia["history"]] == [h["loss"] for h in ib["history"]]
+
+
+def test_two_ranks_resume_where_they_stopped_bit_for_bit(graph, tmp_path):
+    cfg = {**CFG, "fanouts": [3, 3], "dropout": 0.5}
+    straight, info = _run(graph, cfg, tmp_path / "straight", out=tmp_path / "a")
+    _run(graph, {**cfg, "epochs": 2}, tmp_path / "first", out=tmp_path / "b")
+    resumed, rinfo = _run(graph, cfg, tmp_path / "resumed", out=tmp_path / "b")
+    assert all(np.array_equal(straight[k], resumed[k]) for k in straight)
+    assert rinfo["history"] == [{**h, **{k: r[k] for k in h if "seconds" in k}}
+                                for h, r in zip(info["history"], rinfo["history"])]
+    assert [r["seeds"] for r in rinfo["ranks"]] == [7 + 7 + 5, 8 + 8 + 5]  # one epoch run
+    lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["epoch"] for x in lines] == [1, 2, 3]
+
+
+def test_one_process_resumes_and_refuses_other_settings(graph, tmp_path):
+    from graphsys.errors import GraphsysError
+
+    cfg = {**CFG, "fanouts": [3, 3], "dropout": 0.5}
+    a = train(graph, TrainConfig(**cfg), out=tmp_path / "a", distributed=False)
+    train(graph, TrainConfig(**{**cfg, "epochs": 1}), out=tmp_path / "b", distributed=False)
+    b = train(graph, TrainConfig(**cfg), out=tmp_path / "b", distributed=False)
+    for (k, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+        assert torch.equal(x, y), k
+    assert a.metrics == b.metrics
+    with pytest.raises(GraphsysError, match="other settings"):
+        train(graph, TrainConfig(**{**cfg, "lr": 0.1}), out=tmp_path / "b", distributed=False)
 
 
 def test_a_dead_peer_ends_the_run_with_one_line(graph, tmp_path):
