@@ -94,7 +94,9 @@ def register(subparsers) -> None:
                    help="node task: evaluate every node of the graph on full neighbourhoods, "
                         "layer by layer (default: only the validation and test seeds)")
     t.add_argument("--out", type=Path, default=None,
-                   help="directory for the best checkpoint and metrics.jsonl")
+                   help="directory for the best checkpoint and metrics.jsonl; node task: a "
+                        "rerun with the same directory and settings resumes after the last "
+                        "epoch it finished")
     add_trace_arg(t)
     _device_args(t, seed=field["seed"])
     t.set_defaults(func=run)

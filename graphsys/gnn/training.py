@@ -1005,7 +1005,11 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         Where the model trains (default ``"cpu"``).
     out : str or Path, optional
         Directory for the best checkpoint (``out/checkpoint``, which
-        :func:`~graphsys.gnn.embed_checkpoint` reads) and ``out/metrics.jsonl``.
+        :func:`~graphsys.gnn.embed_checkpoint` reads) and ``out/metrics.jsonl``; node
+        task: also the state after the last epoch (``out/last``: the model, the optimiser,
+        the early-stopping state and the random generators), from which a rerun with the
+        same ``out``, settings and world size resumes (``epochs`` and ``patience`` may
+        grow), bit for bit as if never stopped. Distributed: a directory every rank sees.
     log : callable, optional
         Called with each evaluation record (a dict, as in :attr:`GNNResult.history`).
     progress : bool, optional
