@@ -186,6 +186,15 @@ class NodeLoader:
     (True, 8)
     >>> sorted(torch.cat([b.seeds for b in loader]).tolist()) == list(range(50))
     True
+
+    Two ranks of a data-parallel run: as many batches each, disjoint shares of each batch.
+
+    >>> ranks = [NodeLoader(g, NeighborSampler(g, [5, 5]), np.arange(50), batch_size=16,
+    ...                     rank=r, world_size=2) for r in (0, 1)]
+    >>> [len(r) for r in ranks], [len(b.seeds) for b in ranks[0]], [len(b.seeds) for b in ranks[1]]
+    ([4, 4], [8, 8, 8, 1], [8, 8, 8, 1])
+    >>> sorted(torch.cat([b.seeds for r in ranks for b in r]).tolist()) == list(range(50))
+    True
     """
 
     def __init__(self, graph: Graph | str | Path | None, sampler: Sampler, seeds, *,
