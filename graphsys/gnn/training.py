@@ -134,6 +134,9 @@ class GNNResult:
     extra : dict
         Task internals: ``input`` (the layer-0 input module), ``entity_type``, and
         ``sampler`` (node task) or ``embeddings`` (link task: every item's embedding).
+        Node task also: ``world_size``, this process's ``rank``, ``ranks`` (per rank:
+        ``rank``, the training ``seeds`` it stepped on and its training ``seconds``, in
+        this call), ``train_seconds`` and ``eval_seconds`` (this rank's).
 
     Examples
     --------
