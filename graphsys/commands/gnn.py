@@ -10,6 +10,12 @@ random``, also ``hits@K`` and ``recall@K`` for each ``--metrics-k`` and ``auc``)
 partition by partition, writing Arrow embedding files that ``graphsys.embed.Embeddings.load``
 (and ``graphsys embed nearest EMB ID``) serve. Both show tqdm progress bars on a terminal
 (not with ``--json`` or ``--quiet``, nor when stderr is not a terminal).
+
+Data-parallel node training: ``torchrun --nproc-per-node K -m graphsys gnn train --graph G
+--json`` runs one rank per process (gloo on CPU; NCCL with ``--device cuda``, one GPU per
+rank); each rank samples its share of every global batch of ``--batch-size`` seeds, and rank
+0 writes ``--out`` and prints the result, with ``world_size`` and each rank's ``seeds`` and
+``seconds``.
 """
 
 from __future__ import annotations
@@ -80,8 +86,20 @@ def register(subparsers) -> None:
                        help=f"{what} (default {field[name]})")
     t.add_argument("--batches-per-epoch", type=int, default=field["batches_per_epoch"],
                    help="cap on steps per epoch (link task)")
+    t.add_argument("--eval-every", type=int, default=field["eval_every"], metavar="N",
+                   help=f"epochs between validations, and after the last (default "
+                        f"{field['eval_every']})")
+    t.add_argument("--eval-fanouts", default=None,
+                   help="node task: neighbours per layer of the validation and test seeds, "
+                        "e.g. 10,25; -1 = every neighbour in every layer (default: the "
+                        "training fanouts)")
+    t.add_argument("--layerwise-inference", action="store_true",
+                   help="node task: evaluate every node of the graph on full neighbourhoods, "
+                        "layer by layer (default: only the validation and test seeds)")
     t.add_argument("--out", type=Path, default=None,
-                   help="directory for the best checkpoint and metrics.jsonl")
+                   help="directory for the best checkpoint and metrics.jsonl; node task: a "
+                        "rerun with the same directory and settings resumes after the last "
+                        "epoch it finished")
     _link_args(t, field)
     add_trace_arg(t)
     _device_args(t, seed=field["seed"])
@@ -178,7 +196,10 @@ def _train(args) -> int:
         num_workers=args.num_workers, prefetch=args.prefetch, link_split=args.link_split,
         link_val_fraction=args.link_val_fraction, link_test_fraction=args.link_test_fraction,
         link_decoder=args.link_decoder, link_eval_negatives=args.link_eval_negatives,
-        metrics_k=_ints(args.metrics_k, "metrics_k"))
+        metrics_k=_ints(args.metrics_k, "metrics_k"), eval_every=args.eval_every,
+        eval_fanouts=(parse_fanouts(args.eval_fanouts) if args.eval_fanouts is not None
+                      else None),
+        layerwise_inference=args.layerwise_inference)
     trace = trace_path(args)
     if args.out is not None:
         check_output_directory(args.out)
@@ -193,11 +214,17 @@ def _train(args) -> int:
     with recording(trace, device):
         res = train(graph, cfg, device=device, out=args.out, progress=show_progress(args),
                     log=lambda r: say(f"epoch {r['epoch']:4d}  loss {r['loss']:.4f}  "
-                                      f"{key} {r[key]:.4f}{'  *' if r['best'] else ''}"))
+                                      f"{key} {r[key]:.4f}{'  *' if r['best'] else ''}"),
+                    distributed=None)
+    if res.extra.get("rank", 0) != 0:
+        return 0
     seconds = time.perf_counter() - t0
     metrics = {k: round(v, 4) for k, v in res.metrics.items() if math.isfinite(v)}
     summary = {"task": cfg.task, "model": cfg.model, "graph": str(graph.path), **metrics,
                "epochs": res.epochs, "seconds": round(seconds, 3), "device": str(device)}
+    if node:
+        summary.update({k: res.extra[k] for k in ("train_seconds", "eval_seconds",
+                                                   "world_size", "ranks") if k in res.extra})
     if args.out is not None:
         summary["checkpoint"] = str(args.out / "checkpoint")
     if args.json:

@@ -90,6 +90,17 @@ class TrainConfig:
         Early stopping: evaluations without improvement (node 50, link 5).
     eval_every : int
         Evaluate every this many epochs, and after the last (default 1).
+    eval_fanouts : list of int, optional
+        Node task: neighbours per layer of the validation and test seeds' neighbourhoods,
+        input layer first (-1 = all; ``[-1]`` = every neighbour in every layer). None: the
+        training ``fanouts``. Evaluation runs on the seeds' neighbourhoods only; a full
+        neighbourhood of a builtin model is computed layer by layer over the nodes it needs.
+    layerwise_inference : bool
+        Node task: evaluate on every node of the graph instead, with full neighbourhoods
+        (a builtin model layer by layer over all nodes, a model of one's own on each
+        node's full neighbourhood; every node's output, as
+        :func:`~graphsys.gnn.embed_checkpoint` computes it); ``eval_fanouts`` must then be
+        None or all -1 (default False).
     seed : int
         Seed of every random choice: splits, initialisation, shuffles, samples (default 0).
     num_workers : int
@@ -168,6 +179,8 @@ class TrainConfig:
     batches_per_epoch: int | None = None
     patience: int | None = None
     eval_every: int = 1
+    eval_fanouts: list[int] | None = None
+    layerwise_inference: bool = False
     seed: int = 0
     num_workers: int = 1
     prefetch: int = 2
@@ -226,6 +239,22 @@ class TrainConfig:
         if self.inputs not in INPUTS:
             raise ParameterError("inputs", f"must be one of {', '.join(INPUTS)}, got "
                                            f"{self.inputs!r}")
+        if self.eval_fanouts is not None:
+            self.eval_fanouts = [int(f) for f in self.eval_fanouts]
+            layers = len(self.fanouts) if self.fanouts else 2
+            if (not self.eval_fanouts or any(f == 0 or f < -1 for f in self.eval_fanouts)
+                    or len(self.eval_fanouts) not in (1, layers)
+                    or len(self.eval_fanouts) == 1 and layers > 1
+                    and self.eval_fanouts != [-1]):
+                raise ParameterError("eval_fanouts", f"must be {layers} positive integers or "
+                                     f"-1 (one per layer, like fanouts), or [-1]; got "
+                                     f"{self.eval_fanouts}")
+        if self.task != "node" and (self.eval_fanouts is not None or self.layerwise_inference):
+            raise ParameterError("eval_fanouts" if self.eval_fanouts is not None else
+                                 "layerwise_inference", "applies to the node task only")
+        if self.layerwise_inference and any(f != -1 for f in self.eval_fanouts or [-1]):
+            raise ParameterError("layerwise_inference", "evaluates on full neighbourhoods; "
+                                 "leave eval_fanouts unset or -1")
         if self.full_graph:
             if self.task != "node":
                 raise ParameterError("full_graph", "applies to the node task only")

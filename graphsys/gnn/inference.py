@@ -183,3 +183,49 @@ class EmbeddingWriter:
         write_bytes_atomic(self.out / ARROW_INDEX, json.dumps(header, indent=1).encode())
         return self.out
 
+
+
+@torch.no_grad()
+def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Tensor],
+                           seeds: torch.Tensor | np.ndarray,
+                           block_fn: Callable[[np.ndarray, int], Block], *,
+                           device: str | torch.device = "cpu",
+                           chunk_rows: int = CHUNK_ROWS) -> torch.Tensor:
+    """The final outputs of ``model`` for ``seeds`` only, layer by layer over the nodes
+    they need: layer ``l`` is computed once for every node of the seeds' ``L - l``-hop
+    neighbourhood (what :func:`layerwise_inference` computes for all nodes, restricted).
+
+    ``block_fn`` as in :func:`layerwise_inference` (full neighbourhoods, or a sample fixed
+    by its own seed); ``seeds`` int64 (S,) node ids. Returns float32 (S, out_dim) on the
+    CPU, row ``i`` for ``seeds[i]``. The nodes of each layer and one layer's states
+    (nodes x width floats) are held in CPU memory.
+    """
+    model.eval()
+    device = torch.device(device)
+    seeds = np.asarray(seeds.cpu() if torch.is_tensor(seeds) else seeds, dtype=np.int64)
+    L = model.num_layers
+    # need[l]: sorted nodes whose layer-l input state is needed (l >= 1; layer 0 reads
+    # ``inputs``); need[L] the outputs
+    need = [np.zeros(0, np.int64)] * (L + 1)
+    need[L] = np.unique(seeds)
+    for layer in range(L - 1, 0, -1):
+        dst = need[layer + 1]
+        srcs = [dst]
+        for a in range(0, len(dst), chunk_rows):
+            srcs.append(block_fn(dst[a:a + chunk_rows], layer).src_nodes.numpy())
+        need[layer] = np.unique(np.concatenate(srcs))
+    prev: torch.Tensor | None = None
+    for layer in range(L):
+        src_ids, dst = need[layer], need[layer + 1]
+        parts = []
+        for a in range(0, len(dst), chunk_rows):
+            block = block_fn(dst[a:a + chunk_rows], layer)
+            src = block.src_nodes.numpy()
+            if prev is None:
+                x = inputs(torch.from_numpy(src).to(device))
+            else:
+                x = prev.index_select(0, torch.from_numpy(np.searchsorted(src_ids, src))
+                                      ).to(device)
+            parts.append(model.layer(layer, x, block.to(device)).float().cpu())
+        prev = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
+    return prev.index_select(0, torch.from_numpy(np.searchsorted(need[L], seeds)))

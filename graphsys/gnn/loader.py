@@ -136,6 +136,14 @@ class NodeLoader:
         Where the batches are delivered (default ``"cpu"``; from pinned memory on CUDA).
     drop_last : bool, optional
         Drop an epoch's last, incomplete batch (default False).
+    rank, world_size : int, optional
+        Data-parallel training (default 0 and 1): every rank cuts the same shuffled epoch
+        into the same global batches of ``batch_size`` seeds and takes its contiguous share
+        of each (rank ``r`` of ``W`` takes positions ``[r b // W, (r+1) b // W)`` of a batch
+        of ``b``), so the ranks' batches are disjoint, cover the epoch, and number
+        ``len(loader)`` on every rank (as PyTorch's ``DistributedSampler`` with a
+        per-batch split). With ``world_size`` > 1 rank ``r`` samples its share with
+        ``rng_seed = derive_seed(seed, e, i, r)``.
 
     Yields
     ------
@@ -178,17 +186,28 @@ class NodeLoader:
     (True, 8)
     >>> sorted(torch.cat([b.seeds for b in loader]).tolist()) == list(range(50))
     True
+
+    Two ranks of a data-parallel run: as many batches each, disjoint shares of each batch.
+
+    >>> ranks = [NodeLoader(g, NeighborSampler(g, [5, 5]), np.arange(50), batch_size=16,
+    ...                     rank=r, world_size=2) for r in (0, 1)]
+    >>> [len(r) for r in ranks], [len(b.seeds) for b in ranks[0]], [len(b.seeds) for b in ranks[1]]
+    ([4, 4], [8, 8, 8, 1], [8, 8, 8, 1])
+    >>> sorted(torch.cat([b.seeds for r in ranks for b in r]).tolist()) == list(range(50))
+    True
     """
 
     def __init__(self, graph: Graph | str | Path | None, sampler: Sampler, seeds, *,
                  batch_size: int = 512, shuffle: bool = True, seed: int = 0,
                  num_workers: int = 1, prefetch: int = 2, features="feat", labels="label",
-                 device: str | torch.device = "cpu", drop_last: bool = False):
+                 device: str | torch.device = "cpu", drop_last: bool = False,
+                 rank: int = 0, world_size: int = 1):
         if not isinstance(sampler, Sampler):
             raise ParameterError("sampler", f"must be a graphsys.sampling.Sampler, got "
                                             f"{type(sampler).__name__}")
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
-                                ("prefetch", prefetch, 1)):
+                                ("prefetch", prefetch, 1), ("world_size", world_size, 1),
+                                ("rank", rank, 0)):
             if not isinstance(value, (int, np.integer)) or value < lo:
                 raise ParameterError(name, f"must be an integer >= {lo}, got {value!r}")
         self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
@@ -198,6 +217,9 @@ class NodeLoader:
         self.num_workers, self.prefetch = int(num_workers), int(prefetch)
         self.device = torch.device(device)
         self.drop_last = bool(drop_last)
+        if rank >= world_size:
+            raise ParameterError("rank", f"must be < world_size ({world_size}), got {rank}")
+        self.rank, self.world_size = int(rank), int(world_size)
         self.features = self._column("features", features, 2)
         self.labels = self._column("labels", labels, 1)
         self.epoch = 0
@@ -269,8 +291,13 @@ class NodeLoader:
 
     def _batch(self, order: torch.Tensor, epoch: int, i: int) -> MiniBatch:
         seeds = order[i * self.batch_size:(i + 1) * self.batch_size]
+        rng_seed = derive_seed(self.seed, epoch, i)
+        if self.world_size > 1:
+            b, r, w = len(seeds), self.rank, self.world_size
+            seeds = seeds[r * b // w:(r + 1) * b // w]
+            rng_seed = derive_seed(self.seed, epoch, i, r)
         with serial_kernels():
-            blocks = self.sampler.sample_blocks(seeds, derive_seed(self.seed, epoch, i))
+            blocks = self.sampler.sample_blocks(seeds, rng_seed)
         return MiniBatch(seeds, blocks, x=self._gather(self.features, blocks[0].src_nodes),
                          y=self._gather(self.labels, seeds))
 

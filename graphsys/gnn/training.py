@@ -4,8 +4,9 @@
 run the same loop: background threads sample the batches' blocks (bounded prefetch, moved
 to the device; the node task's batches come from a :class:`~graphsys.gnn.NodeLoader`,
 the link task's pair batches from the same internal prefetch pipeline), the model takes one
-optimiser step per batch, validation runs after every ``eval_every`` epochs with layer-wise
-streaming inference, the best model by the validation metric is kept (early stopping after
+optimiser step per batch, validation runs after every ``eval_every`` epochs (node task: on
+the validation seeds' neighbourhoods, see below; link task: layer-wise streaming inference
+over every item), the best model by the validation metric is kept (early stopping after
 ``patience`` evaluations without improvement) and checkpointed when ``out`` is set, and one
 JSON line per evaluation is appended to ``<out>/metrics.jsonl`` and passed to ``log``.
 ``progress=True`` shows a tqdm bar (stderr) over the epochs' batches, with the epoch, the
@@ -25,8 +26,25 @@ nonzero enter a first layer that declares ``sparse_input`` as a CSR tensor
 The model is a builtin (:data:`~graphsys.plugins.GNN_MODELS`), a ``module:Factory`` spec, or
 any ``nn.Module`` passed as ``model=`` (see :mod:`graphsys.gnn.custom`; called as
 ``TrainConfig.inputs`` says; trained on uniform
-neighbour samples with ``fanouts``, evaluated on full neighbourhoods); ``loss(logits, y)``
-defaults to cross-entropy.
+neighbour samples with ``fanouts``); ``loss(logits, y)`` defaults to cross-entropy.
+Validation and test accuracy are computed on those seeds only, on neighbourhoods drawn with
+``eval_fanouts`` (default: the training fanouts; ``[-1]``: full) and a fixed seed, so every
+evaluation sees the same samples: a builtin model layer by layer over the nodes the seeds
+need (each node's layer state once, :func:`~graphsys.gnn.inference.layerwise_inference_on`),
+a model of one's own on batches of seeds; ``train_accuracy`` is measured on the epoch's
+training batches as they were trained (dropout on). ``layerwise_inference=True`` evaluates
+every node of the graph on full neighbourhoods instead. Each record also holds
+``train_seconds`` and ``eval_seconds`` (this rank's time so far in training steps and in
+evaluations); evaluations are the trace range ``gnn.eval``.
+
+Data-parallel node training (``distributed``, see :func:`train`): batch ``i`` of an epoch
+is the same global batch on every rank, and rank ``r`` of ``W`` trains positions
+``[r b // W, (r+1) b // W)`` of it; the mean loss of rank ``r``'s share is scaled by
+``W b_r / b`` before DistributedDataParallel averages the gradients, which makes the update
+the global batch's. With full neighbourhoods and no dropout ``W`` ranks therefore follow one
+rank's trajectory to float rounding; with sampling or dropout, each rank draws its own
+samples (:class:`~graphsys.gnn.NodeLoader`) and masks, so the runs agree in distribution,
+and a run is repeatable bit for bit for a fixed seed and world size.
 
 Link task (``task="link"``), split ``TrainConfig.link_split``. ``random`` (the default
 on a graph of one entity type) and ``time``: link prediction on held-out edges of any graph
@@ -61,8 +79,10 @@ reciprocal rank.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -76,12 +96,16 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.spec import random_walk_sampling
-from graphsys.gnn.custom import caller, full_neighbourhood_outputs, load_factory
+from graphsys.gnn.custom import EVAL_CHUNK, caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.full_graph import full_graph_blocks
-from graphsys.gnn.inference import layerwise_inference, partition_ranges
+from graphsys.gnn.inference import (
+    layerwise_inference,
+    layerwise_inference_on,
+    partition_ranges,
+)
 from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, link_data
 from graphsys.gnn.loader import NodeLoader, PrefetchLoader
 from graphsys.gnn.model import GNN
@@ -100,6 +124,7 @@ from graphsys.sampling.negative import PPRHardNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.sampling.pinsage import RandomWalkNeighborSampler
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.trace import trace_range
 
 
 @dataclass
@@ -127,6 +152,9 @@ class GNNResult:
     extra : dict
         Task internals: ``input`` (the layer-0 input module), ``entity_type``, and
         ``sampler`` (node task) or ``embeddings`` (link task: every item's embedding).
+        Node task also: ``world_size``, this process's ``rank``, ``ranks`` (per rank:
+        ``rank``, the training ``seeds`` it stepped on and its training ``seconds``, in
+        this call), ``train_seconds`` and ``eval_seconds`` (this rank's).
 
     Examples
     --------
@@ -169,6 +197,22 @@ class _Monitor:
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             (out / "metrics.jsonl").write_text("")
+
+    def state(self) -> dict[str, Any]:
+        """What :meth:`restore` takes back: the bests, the patience count, the history."""
+        return {"best": self.best, "best_loss": self.best_loss, "bad": self.bad,
+                "history": self.history}
+
+    def restore(self, state: dict[str, Any], best_state: dict[str, torch.Tensor] | None
+                ) -> None:
+        """Continue from :meth:`state` (and the kept model's ``best_state``); rewrites
+        ``metrics.jsonl`` with the history so far."""
+        self.best, self.best_loss = float(state["best"]), float(state["best_loss"])
+        self.bad, self.history = int(state["bad"]), list(state["history"])
+        self.best_state = best_state
+        if self.out is not None:
+            (self.out / "metrics.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in self.history))
 
     def step(self, model: nn.Module, record: dict[str, Any], value: float,
              loss: float | None = None) -> bool:
@@ -357,14 +401,129 @@ def build_node_model(cfg: TrainConfig, dims: dict[str, Any]) -> nn.Module:
     return model
 
 
+def node_eval_sampler(cfg: TrainConfig, adj: Adjacency, sampler: NeighborSampler |
+                      RandomWalkNeighborSampler) -> NeighborSampler | RandomWalkNeighborSampler:
+    """The sampler of the node task's validation and test neighbourhoods:
+    ``cfg.eval_fanouts`` (``[-1]``: every neighbour in every layer), else the training
+    ``cfg.fanouts``; PinSage walks for a model that samples by random walks."""
+    fanouts = cfg.eval_fanouts or cfg.fanouts or [-1, -1]
+    if len(fanouts) == 1:
+        fanouts = fanouts * sampler.num_layers
+    if random_walk_sampling(cfg.model):
+        return walk_sampler(cfg, adj, adj, fanouts)
+    return NeighborSampler(adj, fanouts)
+
+
+def fixed_blocks(sampler: NeighborSampler | RandomWalkNeighborSampler, seed: int
+                 ) -> Callable[[np.ndarray, int], Block]:
+    """``(dst, layer) -> Block``: ``sampler``'s layer-``layer`` block of ``dst``, drawn
+    with a seed fixed by ``seed`` and the layer (the same sample at every evaluation)."""
+    return lambda dst, layer: sampler._layer_block(
+        dst, layer, derive_seed(seed, 7919, layer), parallel=False, check=False)
+
+
+class _NodeNet(nn.Module):
+    """The node task's trained modules as one (what DistributedDataParallel wraps): the
+    layer-0 input and the model, called as ``cfg.inputs`` says."""
+
+    def __init__(self, model: nn.Module, inp: NodeInput, call: Callable):
+        super().__init__()
+        self.model, self.inp = model, inp
+        object.__setattr__(self, "call", call)   # not a second registration of model
+
+    def forward(self, blocks: list[Block], input_nodes: torch.Tensor,
+                x: torch.Tensor | None) -> torch.Tensor:
+        return self.call(blocks, x if x is not None else self.inp(input_nodes))
+
+
+class _Ranks:
+    """This process's place in a data-parallel run (one rank of one when not distributed):
+    sums and gathers over the ranks through the default process group."""
+
+    def __init__(self, distributed: bool, device: torch.device):
+        self.distributed = distributed
+        self.rank, self.world_size = 0, 1
+        if distributed:
+            from graphsys.bsp.distributed import TorchComm
+
+            self.comm = TorchComm(device)
+            self.rank, self.world_size = self.comm.rank, self.comm.world_size
+
+    def share(self, ids: torch.Tensor) -> torch.Tensor:
+        """This rank's contiguous share of ``ids``."""
+        n, r, w = len(ids), self.rank, self.world_size
+        return ids[r * n // w:(r + 1) * n // w]
+
+    def sum(self, values: list[float]) -> list[float]:
+        return self.comm.allreduce(values, ["sum"] * len(values)) if self.distributed \
+            else [float(v) for v in values]
+
+    def gather(self, values: list[float]) -> list[list[float]]:
+        """Every rank's ``values`` (same length on all), in rank order."""
+        if not self.distributed:
+            return [[float(v) for v in values]]
+        row = torch.tensor([values], dtype=torch.float64)
+        return self.comm.allgather(row, [1] * self.world_size).cpu().tolist()
+
+
+def _distributed_setup(distributed: bool | None, cfg: TrainConfig, device: torch.device
+                       ) -> tuple[bool, bool, torch.device]:
+    """``(distributed, owned, device)``: whether this run is one rank of a data-parallel
+    group (None: when a group of several ranks is initialised, or ``torchrun``'s
+    environment names several processes, whose group this call then initialises and
+    owns), and the rank's device (``cuda:LOCAL_RANK`` for a CUDA run)."""
+    import torch.distributed as dist
+
+    from graphsys.bsp.distributed import init_from_env
+
+    owned = False
+    if distributed is None:
+        initialised = dist.is_available() and dist.is_initialized()
+        distributed = owned = init_from_env(device)
+        owned = owned and not initialised
+    elif distributed and not (dist.is_available() and dist.is_initialized()):
+        raise ParameterError("distributed", "torch.distributed is not initialised (launch "
+                             "with torchrun, or call init_process_group first)")
+    if distributed:
+        if cfg.task != "node" or cfg.full_graph:
+            if owned:
+                dist.destroy_process_group()
+            raise ParameterError("distributed", "data-parallel training covers the node "
+                                 "task on minibatches (not the link task, not full_graph)")
+        if device.type == "cuda":
+            local = int(os.environ.get("LOCAL_RANK", dist.get_rank() % torch.cuda.device_count()))
+            torch.cuda.set_device(local)
+            device = torch.device("cuda", local)
+    return bool(distributed), owned, device
+
+
+def _inputs_digest(graph: Graph, cfg: TrainConfig, model: nn.Module,
+                   x: torch.Tensor | None) -> dict[str, str]:
+    """What every rank of a data-parallel run must agree on: the graph, the config, the
+    model's parameter names and shapes, and the features' shape."""
+    from graphsys.bsp.distributed import graph_digest
+
+    def sha(obj) -> str:
+        return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+    return {"graph": graph_digest(graph), "config": sha(_cfg_json(cfg)),
+            "model": sha([type(model).__qualname__,
+                          [(k, list(v.shape)) for k, v in model.state_dict().items()],
+                          None if x is None else list(x.shape)])}
+
+
 def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                                model: nn.Module | None = None, loss: Callable | None = None,
                                features=None, device="cpu", out: Path | None = None,
                                log: Callable[[dict], None] | None = None,
-                               progress: bool = False) -> GNNResult:
-    """The node task of :func:`train` (see the module docstring)."""
+                               progress: bool = False, distributed: bool = False
+                               ) -> GNNResult:
+    """The node task of :func:`train` (see the module docstring); ``distributed``: one
+    rank of the initialised default process group (data-parallel, see :func:`train`)."""
     t0 = time.perf_counter()
     _seed_all(cfg.seed)
+    ranks = _Ranks(distributed, device)
+    lead = ranks.rank == 0
     data = node_task_data(graph, cfg.entity_type, cfg.seed, features)
     et = data["entity_type"]
     adj = homogeneous_adjacency(graph, et, symmetric=True)
@@ -379,7 +538,23 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
     train_ids = data["split"]["train"]
     ranges = partition_ranges(graph, et)
     meta = {"task": "node", "entity_type": et, "graph": str(graph.path),
-            "train_config": _cfg_json(cfg), "has_features": data["x"] is not None}
+            "train_config": _cfg_json(cfg), "has_features": data["x"] is not None,
+            "world_size": ranks.world_size}
+    net: nn.Module = _NodeNet(model, inp, call)
+    if distributed:
+        from torch.nn.parallel import DistributedDataParallel
+
+        from graphsys.bsp.distributed import check_same_inputs
+
+        check_same_inputs(_inputs_digest(graph, cfg, model, data["x"]))
+        # the features are read where they are, never broadcast; rank 0's parameters are
+        DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(net, ["inp.x"])
+        net = DistributedDataParallel(net, device_ids=[device] if device.type == "cuda"
+                                      else None, broadcast_buffers=False)
+        # dropout masks differ between ranks (the parameters came from rank 0)
+        torch.manual_seed(derive_seed(cfg.seed, 1, ranks.rank))
+    eval_sampler = node_eval_sampler(cfg, adj, sampler)
+    eval_fixed = fixed_blocks(eval_sampler, cfg.seed)
 
     def save(path: Path):
         state = {f"model.{k}": v for k, v in model.state_dict().items()}
@@ -392,23 +567,53 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
         """Every node's layer-0 row for a full-graph step: CSR where sparse (below)."""
         return sparse_x if sparse_x is not None else inp.all_nodes()
 
-    def evaluate() -> torch.Tensor:
-        inp.eval()
+    def all_outputs() -> torch.Tensor:
+        """Every node's output on full neighbourhoods (full-graph steps, or
+        ``cfg.layerwise_inference``)."""
         if whole is not None:
-            model.eval()
-            with torch.no_grad():
-                return call(whole.blocks, whole_input())
+            return call(whole.blocks, whole_input())
         if isinstance(model, GNN):
-            with torch.no_grad():
-                return layerwise_inference(model, inp, data["num_nodes"],
-                                           eval_blocks(sampler, cfg.seed), ranges,
-                                           device=device)
-        model.eval()
+            return layerwise_inference(model, inp, data["num_nodes"],
+                                       eval_blocks(sampler, cfg.seed), ranges, device=device)
         return full_neighbourhood_outputs(call, inp, adj, sampler.num_layers,
                                           data["num_nodes"], device=device,
                                           num_workers=cfg.num_workers, prefetch=cfg.prefetch)
 
-    monitor = _Monitor(cfg, out, log, save)
+    def seed_outputs(ids: torch.Tensor) -> torch.Tensor:
+        """The outputs of ``ids`` on their evaluation neighbourhoods only: a builtin model
+        layer by layer over the nodes they need, a model of one's own on batches."""
+        if isinstance(model, GNN):
+            return layerwise_inference_on(model, inp, ids, eval_fixed, device=device)
+        loader = NodeLoader(None, eval_sampler, ids, batch_size=EVAL_CHUNK, shuffle=False,
+                            seed=derive_seed(cfg.seed, 7919), num_workers=cfg.num_workers,
+                            prefetch=cfg.prefetch, features=data["x"], labels=None,
+                            device=device)
+        parts = [call(b.blocks, b.x if b.x is not None else inp(b.input_nodes)).float().cpu()
+                 for b in loader]
+        return torch.cat(parts) if parts else torch.zeros(0, data["num_classes"])
+
+    @torch.no_grad()
+    def evaluate(names: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+        """``name -> (accuracy, mean loss)`` on the splits ``names``, summed over the
+        ranks' shares of each split."""
+        model.eval()
+        inp.eval()
+        with trace_range("gnn.eval"):
+            full = all_outputs() if whole is not None or cfg.layerwise_inference else None
+            sums = []
+            for name in names:
+                ids = ranks.share(data["split"][name])
+                logits = full.index_select(0, ids) if full is not None else seed_outputs(ids)
+                y = labels.index_select(0, ids)
+                logits, y = logits.to(device), y.to(device)
+                sums += [float((logits.argmax(1) == y).sum()), float(len(ids)),
+                         float(loss(logits, y)) * len(ids) if len(ids) else 0.0]
+            sums = ranks.sum(sums)
+        return {name: (sums[3 * k] / max(sums[3 * k + 1], 1.0),
+                       sums[3 * k + 2] / max(sums[3 * k + 1], 1.0))
+                for k, name in enumerate(names)}
+
+    monitor = _Monitor(cfg, out if lead else None, log if lead else None, save)
     epoch = 0
     whole = (MiniBatch(train_ids, full_graph_blocks(adj, sampler.num_layers),
                        y=labels.index_select(0, train_ids)).to(device)
@@ -419,55 +624,155 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                 and getattr(model.convs[0], "sparse_input", False) else None)
     loader = (NodeLoader(graph, sampler, train_ids, batch_size=cfg.batch_size, seed=cfg.seed,
                          num_workers=cfg.num_workers, prefetch=cfg.prefetch,
-                         features=data["x"], labels=labels, device=device)
+                         features=data["x"], labels=labels, device=device,
+                         rank=ranks.rank, world_size=ranks.world_size)
               if whole is None else None)
-    with _progress_bar(cfg, 1 if loader is None else len(loader), progress) as bar:
-        for epoch in range(1, cfg.epochs + 1):
+    n_train, B, W = len(train_ids), cfg.batch_size, ranks.world_size
+    my_seeds, train_seconds, eval_seconds = 0, 0.0, 0.0
+    last = out / "last" if out is not None else None
+    start, stopped = 1, False
+    if last is not None and (last / "model.json").exists():
+        start, stopped = _resume(last, out / "checkpoint", cfg, W, model, inp, opt, monitor,
+                                 ranks.rank, device)
+        epoch = start - 1
+
+    def save_last(epoch: int, stopped: bool) -> None:
+        """The state a rerun with the same ``out`` resumes from (every rank calls it after
+        every epoch; rank 0 writes), the ranks' random generators (dropout) included."""
+        rng = _rng_state(device)
+        rows = torch.tensor(ranks.gather(rng.tolist()), dtype=torch.uint8)
+        if not lead:
+            return
+        state = {f"model.{k}": v for k, v in model.state_dict().items()}
+        state["rng"] = rows
+        state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
+        for i, st in opt.state_dict()["state"].items():
+            state.update({f"optim.{i}.{k}": torch.as_tensor(v) for k, v in st.items()})
+        save_checkpoint(last, state, {}, {**meta, "epoch": epoch, "stopped": stopped,
+                                          "monitor": monitor.state()})
+
+    with _progress_bar(cfg, 1 if loader is None else len(loader), progress and lead) as bar:
+        for epoch in range(start, cfg.epochs + 1):
+            if stopped:
+                break
+            te = time.perf_counter()
             model.train()
             inp.train()
             bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
             if loader is not None:
                 loader.set_epoch(epoch)
-            loss_sum = 0.0
+            loss_sum, correct, seen = 0.0, 0.0, 0
             for k, batch in enumerate(loader if loader is not None else [whole]):
                 if whole is None:
-                    x = batch.x if batch.x is not None else inp(batch.input_nodes)
-                    logits = call(batch.blocks, x)
+                    logits = net(batch.blocks, batch.input_nodes, batch.x)
                 else:
                     logits = call(batch.blocks, whole_input()).index_select(0, batch.seeds)
-                value = loss(logits, batch.y)
+                b = len(batch.seeds)
+                value = loss(logits, batch.y) if b else logits.sum() * 0.0
+                # DDP averages the ranks' gradients: weighting each rank's mean loss by its
+                # share of the global batch makes that the gradient of the global batch's mean
+                scale = b * W / min(B, n_train - k * B) if W > 1 else 1.0
                 opt.zero_grad()
-                value.backward()
+                (value * scale if scale != 1.0 else value).backward()
                 opt.step()
-                loss_sum += _finite_loss(float(value.detach()), epoch, k, out) * len(batch.seeds)
+                loss_sum += _finite_loss(float(value.detach()), epoch, k, out) * b
+                correct += float((logits.detach().argmax(1) == batch.y).sum())
+                seen += b
                 bar.update(1)
             _finite_params((model, inp), epoch, out)
+            my_seeds += seen
+            train_seconds += time.perf_counter() - te
             if epoch % cfg.eval_every and epoch != cfg.epochs:
+                if last is not None:
+                    save_last(epoch, False)
                 continue
-            logits = evaluate()
-            pred = logits.argmax(1)
-            acc = {k: float((pred[v] == labels[v]).float().mean())
-                   for k, v in data["split"].items()}
-            val = data["split"]["val"]
-            with torch.no_grad():
-                val_loss = float(loss(logits.index_select(0, val), labels.index_select(0, val)))
-            record = {"epoch": epoch, "loss": loss_sum / len(train_ids),
-                      "train_accuracy": acc["train"], "val_accuracy": acc["val"],
-                      "val_loss": val_loss, "seconds": round(time.perf_counter() - t0, 3)}
-            bar.set_postfix(loss=f"{record['loss']:.4f}", val_accuracy=f"{acc['val']:.4f}")
-            if monitor.step(model, record, acc["val"],
-                            val_loss if cfg.selection == "val_accuracy_and_loss" else None):
+            te = time.perf_counter()
+            loss_sum, correct, seen = ranks.sum([loss_sum, correct, seen])
+            acc = evaluate(("val",))
+            eval_seconds += time.perf_counter() - te
+            val_acc, val_loss = acc["val"]
+            record = {"epoch": epoch, "loss": loss_sum / max(seen, 1),
+                      "train_accuracy": correct / max(seen, 1), "val_accuracy": val_acc,
+                      "val_loss": val_loss, "seconds": round(time.perf_counter() - t0, 3),
+                      "train_seconds": round(train_seconds, 3),
+                      "eval_seconds": round(eval_seconds, 3)}
+            bar.set_postfix(loss=f"{record['loss']:.4f}", val_accuracy=f"{val_acc:.4f}")
+            stop = monitor.step(model, record, val_acc,
+                                val_loss if cfg.selection == "val_accuracy_and_loss" else None)
+            if last is not None:
+                save_last(epoch, stop)
+            if stop:
                 break
     if monitor.best_state is not None:
         model.load_state_dict(monitor.best_state)
-    pred = evaluate().argmax(1)
-    split = data["split"]
-    metrics = {"test_accuracy": float((pred[split["test"]] == labels[split["test"]])
-                                      .float().mean()),
-               "val_accuracy": float((pred[split["val"]] == labels[split["val"]])
-                                     .float().mean())}
-    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
-                     {"input": inp, "sampler": sampler, "entity_type": et})
+    te = time.perf_counter()
+    final = evaluate(("test", "val"))
+    eval_seconds += time.perf_counter() - te
+    metrics = {"test_accuracy": final["test"][0], "val_accuracy": final["val"][0]}
+    rows = ranks.gather([my_seeds, train_seconds])
+    extra = {"input": inp, "sampler": sampler, "entity_type": et,
+             "world_size": W, "rank": ranks.rank,
+             "ranks": [{"rank": r, "seeds": int(s), "seconds": round(sec, 3)}
+                       for r, (s, sec) in enumerate(rows)],
+             "train_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)}
+    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model, extra)
+
+
+#: TrainConfig fields a resumed run may change: it trains on with more epochs or patience
+RESUMABLE_CHANGES = ("epochs", "patience")
+
+
+def _rng_state(device: torch.device) -> torch.Tensor:
+    """The torch generators dropout draws from (CPU, and the current CUDA device's), as
+    one uint8 vector."""
+    parts = [torch.get_rng_state()]
+    if device.type == "cuda":
+        parts.append(torch.cuda.get_rng_state(device))
+    return torch.cat(parts)
+
+
+def _set_rng_state(state: torch.Tensor, device: torch.device) -> None:
+    n = len(torch.get_rng_state())
+    torch.set_rng_state(state[:n].clone())
+    if device.type == "cuda":
+        torch.cuda.set_rng_state(state[n:].clone(), device)
+
+
+def _resume(last: Path, best: Path, cfg: TrainConfig, world_size: int, model: nn.Module,
+            inp: nn.Module, opt: torch.optim.Optimizer, monitor: _Monitor, rank: int,
+            device: torch.device) -> tuple[int, bool]:
+    """Load the state :func:`_train_node_classification` saved after an epoch into
+    ``last`` (the model, the input, the optimiser, the monitor; the kept model from
+    ``best``): ``(first epoch to run, whether the run had stopped early)``. A run with
+    other settings (except :data:`RESUMABLE_CHANGES`) or world size is refused."""
+    state, _, meta = load_checkpoint(last)
+
+    def same(c: dict) -> dict:
+        return {k: v for k, v in c.items() if k not in RESUMABLE_CHANGES}
+
+    if same(meta.get("train_config", {})) != same(_cfg_json(cfg)) \
+            or meta.get("world_size") != world_size:
+        raise GraphsysError(f"{last.parent}: holds a run with other settings or another "
+                            f"world size (resume it with the same ones, or choose a new "
+                            f"output directory)")
+    model.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("model.")})
+    inp.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("input.")})
+    sd = opt.state_dict()
+    per: dict[int, dict[str, torch.Tensor]] = {}
+    for k, v in state.items():
+        if k.startswith("optim."):
+            _, i, name = k.split(".", 2)
+            per.setdefault(int(i), {})[name] = v
+    sd["state"] = per
+    opt.load_state_dict(sd)
+    kept = None
+    if (best / "model.json").exists():
+        bstate = load_checkpoint(best)[0]
+        kept = {k[6:]: v for k, v in bstate.items() if k.startswith("model.")}
+    monitor.restore(meta["monitor"], kept)
+    if "rng" in state and state["rng"].shape[0] == world_size:
+        _set_rng_state(state["rng"][rank], device)
+    return int(meta["epoch"]) + 1, bool(meta.get("stopped"))
 
 
 def _cfg_json(cfg: TrainConfig) -> dict:
@@ -852,7 +1157,8 @@ def _train_held_out_edges(graph: Graph, cfg: TrainConfig, *, device="cpu",
 def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
           model: nn.Module | None = None, loss: Callable | None = None, features=None,
           device: str | torch.device = "cpu", out: str | Path | None = None,
-          log: Callable[[dict], None] | None = None, progress: bool = False) -> GNNResult:
+          log: Callable[[dict], None] | None = None, progress: bool = False,
+          distributed: bool | None = None) -> GNNResult:
     """Train a GNN on a stored graph: node classification or link prediction.
 
     The one training entry point of :mod:`graphsys.gnn` (what ``graphsys gnn train``
@@ -861,11 +1167,11 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     (or full-graph steps with ``config.full_graph``); ``"link"`` predicts held-out edges of
     any graph (``config.link_split="random"``, filtered MRR / Hits@K / recall@K / AUC), or
     learns item embeddings on a bipartite graph with PinSage sampling, a max-margin loss
-    and hard negatives (``"user"``). After every
-    ``config.eval_every`` epochs the validation metric is computed with layer-wise
-    inference; the best model is kept and training stops after ``config.patience``
-    evaluations without improvement (see the module docstring for the splits, features
-    and metrics).
+    and hard negatives (``"user"``). After every ``config.eval_every`` epochs the
+    validation metric is computed (node task: on the validation seeds'
+    ``config.eval_fanouts`` neighbourhoods); the best model is kept and training stops
+    after ``config.patience`` evaluations without improvement (see the module docstring for
+    the splits, features and metrics).
 
     Parameters
     ----------
@@ -888,16 +1194,39 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         Where the model trains (default ``"cpu"``).
     out : str or Path, optional
         Directory for the best checkpoint (``out/checkpoint``, which
-        :func:`~graphsys.gnn.embed_checkpoint` reads) and ``out/metrics.jsonl``.
+        :func:`~graphsys.gnn.embed_checkpoint` reads) and ``out/metrics.jsonl``; node
+        task: also the state after the last epoch (``out/last``: the model, the optimiser,
+        the early-stopping state and the random generators), from which a rerun with the
+        same ``out``, settings and world size resumes (``epochs`` and ``patience`` may
+        grow), bit for bit as if never stopped. Distributed: a directory every rank sees.
     log : callable, optional
         Called with each evaluation record (a dict, as in :attr:`GNNResult.history`).
     progress : bool, optional
         Show a tqdm progress bar on stderr (default False).
+    distributed : bool, optional
+        Node task: train as one rank of the initialised default ``torch.distributed``
+        process group, data-parallel (``torch.nn.parallel.DistributedDataParallel``; gloo
+        on CPU, NCCL with one GPU per rank, ``cuda:LOCAL_RANK``). None (default): when
+        such a group of several ranks is initialised, or the ``torchrun`` environment
+        names several processes (the group is then initialised here, with the timeout of
+        :func:`~graphsys.bsp.distributed.process_group_timeout`, and destroyed at the
+        end); False: this process alone. Every rank cuts the same shuffled epoch into the
+        same global batches of ``config.batch_size`` seeds and samples its contiguous
+        share of each (:class:`~graphsys.gnn.NodeLoader`'s ``rank``/``world_size``) from
+        the one stored graph; each rank's mean loss is weighted by its share of the batch,
+        so the averaged gradient is the global batch's. The ranks check that they hold the
+        same graph, config and model shapes before the first batch; validation and test
+        seeds are split between the ranks and their counts summed; rank 0 alone writes
+        ``out`` and calls ``log``; a rank whose peer died or froze ends with one
+        :class:`~graphsys.errors.GraphsysError` line.
 
     Returns
     -------
     GNNResult
-        Test metrics of the best-validation model, the history and the trained model.
+        Test metrics of the best-validation model, the history and the trained model
+        (``extra["world_size"]`` and ``extra["ranks"]``: each rank's training seeds and
+        seconds; ``extra["train_seconds"]``/``["eval_seconds"]``: this rank's time in
+        training steps and in evaluations).
 
     Raises
     ------
@@ -953,10 +1282,21 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     cfg = config if config is not None else TrainConfig()
     device = torch.device(device)
     out = Path(out) if out is not None else None
+    distributed, owned, device = _distributed_setup(distributed, cfg, device)
     if cfg.task == "node":
-        return _train_node_classification(graph, cfg, model=model, loss=loss,
-                                          features=features, device=device, out=out, log=log,
-                                          progress=progress)
+        from graphsys.bsp.distributed import peer_failures
+
+        try:
+            with peer_failures(distributed):
+                return _train_node_classification(graph, cfg, model=model, loss=loss,
+                                                  features=features, device=device, out=out,
+                                                  log=log, progress=progress,
+                                                  distributed=distributed)
+        finally:
+            if owned:
+                import torch.distributed as dist
+
+                dist.destroy_process_group()
     if model is not None or loss is not None or features is not None:
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")

@@ -228,7 +228,7 @@ def test_one_training_entry_point():
                 "train_link_prediction"} & set(gnn.__all__)
     params = inspect.signature(gnn.train).parameters
     assert list(params) == ["graph", "config", "model", "loss", "features", "device", "out",
-                            "log", "progress"]
+                            "log", "progress", "distributed"]
     assert all(p.kind != p.VAR_KEYWORD for p in params.values())
     with pytest.raises(ParameterError, match="inputs"):
         TrainConfig(inputs="edges")

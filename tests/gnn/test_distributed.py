@@ -1,0 +1,149 @@
+"""Data-parallel node training (2 gloo ranks on localhost, the environment torchrun gives
+its workers): the same parameters as one rank with the same global batch, bit-repeatable
+runs, the per-rank record, and a dead peer ending the run with one line.
+
+The 1-vs-2-rank comparison uses full neighbourhoods (``fanouts=[-1, -1]``) and dropout 0:
+the neighbour samplers key their random streams by a seed's position in its batch
+(:mod:`graphsys.sampling._kernels`) and dropout draws one mask per batch tensor, so with
+sampling or dropout two ranks draw other (equally distributed) samples and masks than one
+rank does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys.bsp.launch import free_port
+from graphsys.gnn import TrainConfig, train
+
+from .conftest import write_sbm
+
+SCRIPT = Path(__file__).with_name("ddp_script.py")
+TIMEOUT = 180
+# 40 training seeds in global batches of 15, 15 and 10: unequal rank shares (7/8, 5/5)
+CFG = dict(model="sage", fanouts=[-1, -1], hidden=8, epochs=3, batch_size=15, dropout=0.0,
+           seed=5, num_workers=1)
+
+
+def _env(world_size: int, rank: int, port: int, **extra) -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port), WORLD_SIZE=str(world_size), RANK=str(rank),
+                LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size),
+                PYTHONPATH=os.pathsep.join(sys.path), **extra)
+
+
+def _run(graph: Path, cfg: dict, dest: Path, world_size: int = 2, out: Path | None = None):
+    """Launch ``world_size`` ranks of ddp_script.py; rank 0's parameters and result."""
+    port = free_port()
+    extra = [str(out)] if out is not None else []
+    procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(graph), json.dumps(cfg),
+                               str(dest), *extra], env=_env(world_size, r, port),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(world_size)]
+    try:
+        for p in procs:
+            _, err = p.communicate(timeout=TIMEOUT)
+            assert p.returncode == 0, err[-3000:]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    params = dict(np.load(f"{dest}.npz"))
+    return params, json.loads(Path(f"{dest}.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    return write_sbm(tmp_path_factory.mktemp("ddp") / "sbm", partitions=2)
+
+
+def test_two_ranks_follow_one_rank_with_the_same_global_batch(graph, tmp_path):
+    one = train(graph, TrainConfig(**CFG), distributed=False)
+    two, info = _run(graph, CFG, tmp_path / "two")
+    ref = {k: v.numpy() for k, v in one.model.state_dict().items()}
+    assert sorted(ref) == sorted(two)
+    for k in ref:
+        np.testing.assert_allclose(two[k], ref[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    assert [h["epoch"] for h in info["history"]] == [h["epoch"] for h in one.history]
+    for h1, h2 in zip(one.history, info["history"]):
+        assert h2["loss"] == pytest.approx(h1["loss"], rel=1e-4)
+        assert h2["val_accuracy"] == h1["val_accuracy"]
+    assert info["metrics"] == pytest.approx(one.metrics)
+    # the record: world size, each rank's seeds (40 per epoch between them) and seconds
+    assert info["world_size"] == 2 and [r["rank"] for r in info["ranks"]] == [0, 1]
+    assert [r["seeds"] for r in info["ranks"]] == [3 * (7 + 7 + 5), 3 * (8 + 8 + 5)]
+    assert all(r["seconds"] > 0 for r in info["ranks"])
+
+
+def test_two_rank_runs_are_bit_repeatable_with_sampling_and_dropout(graph, tmp_path):
+    cfg = {**CFG, "fanouts": [3, 3], "dropout": 0.5, "epochs": 2}
+    a, ia = _run(graph, cfg, tmp_path / "a")
+    b, ib = _run(graph, cfg, tmp_path / "b")
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert [h["loss"] for h in ia["history"]] == [h["loss"] for h in ib["history"]]
+
+
+def test_two_ranks_resume_where_they_stopped_bit_for_bit(graph, tmp_path):
+    cfg = {**CFG, "fanouts": [3, 3], "dropout": 0.5}
+    straight, info = _run(graph, cfg, tmp_path / "straight", out=tmp_path / "a")
+    _run(graph, {**cfg, "epochs": 2}, tmp_path / "first", out=tmp_path / "b")
+    resumed, rinfo = _run(graph, cfg, tmp_path / "resumed", out=tmp_path / "b")
+    assert all(np.array_equal(straight[k], resumed[k]) for k in straight)
+    assert rinfo["history"] == [{**h, **{k: r[k] for k in h if "seconds" in k}}
+                                for h, r in zip(info["history"], rinfo["history"])]
+    assert [r["seeds"] for r in rinfo["ranks"]] == [7 + 7 + 5, 8 + 8 + 5]  # one epoch run
+    lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["epoch"] for x in lines] == [1, 2, 3]
+
+
+def test_one_process_resumes_and_refuses_other_settings(graph, tmp_path):
+    from graphsys.errors import GraphsysError
+
+    cfg = {**CFG, "fanouts": [3, 3], "dropout": 0.5}
+    a = train(graph, TrainConfig(**cfg), out=tmp_path / "a", distributed=False)
+    train(graph, TrainConfig(**{**cfg, "epochs": 1}), out=tmp_path / "b", distributed=False)
+    b = train(graph, TrainConfig(**cfg), out=tmp_path / "b", distributed=False)
+    for (k, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+        assert torch.equal(x, y), k
+    assert a.metrics == b.metrics
+    with pytest.raises(GraphsysError, match="other settings"):
+        train(graph, TrainConfig(**{**cfg, "lr": 0.1}), out=tmp_path / "b", distributed=False)
+
+
+def test_a_dead_peer_ends_the_run_with_one_line(graph, tmp_path):
+    port = free_port()
+    env = dict(GRAPHSYS_DIST_TIMEOUT="5")
+    dead = ("import os, torch; from graphsys.bsp.distributed import init_from_env; "
+            "init_from_env(torch.device('cpu')); os._exit(1)")
+    procs = [subprocess.Popen([sys.executable, "-m", "graphsys", "gnn", "train", "--graph",
+                               str(graph), "--epochs", "2", "--json"],
+                              env=_env(2, 0, port, **env), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True),
+             subprocess.Popen([sys.executable, "-c", dead], env=_env(2, 1, port, **env))]
+    try:
+        _, err = procs[0].communicate(timeout=TIMEOUT)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+    lines = err.strip().splitlines()
+    assert procs[0].returncode != 0 and len(lines) == 1, err[-3000:]
+    assert lines[0].startswith("error: rank 0: a peer rank died"), err
+
+
+def test_distributed_needs_a_process_group(graph):
+    from graphsys.errors import ParameterError
+
+    if torch.distributed.is_initialized():
+        pytest.skip("a process group is initialised in this process")
+    with pytest.raises(ParameterError, match="not initialised"):
+        train(graph, TrainConfig(**CFG), distributed=True)

@@ -1,0 +1,101 @@
+"""Node-task evaluation on the validation and test seeds' neighbourhoods (``eval_fanouts``),
+layer-wise over only the nodes they need, against the whole-graph evaluation
+(``layerwise_inference``) and brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys.errors import ParameterError
+from graphsys.gnn import GNN, TrainConfig, layerwise_inference, train
+from graphsys.gnn.inference import layerwise_inference_on
+from graphsys.sampling import NeighborSampler, from_coo
+from graphsys.trace import recording
+
+from .conftest import sbm_graph
+
+
+def _adj(n=60, m=200, seed=0):
+    rng = np.random.default_rng(seed)
+    s, d = rng.integers(0, n, m), rng.integers(0, n, m)
+    return from_coo(np.r_[s, d], np.r_[d, s], n, n)
+
+
+# gcn normalises by the out-degrees inside a block, which depend on the block's other
+# destinations: its layer-wise outputs depend on how destinations are chunked
+@pytest.mark.parametrize("model", ["sage", "gat", "gin"])
+def test_layerwise_on_seeds_equals_layerwise_on_all_nodes(model):
+    adj, x = _adj(), torch.randn(60, 5)
+    net = GNN(model, 5, 8, 3, num_layers=3).eval()
+    full = NeighborSampler(adj, [-1])
+    block_fn = lambda dst, layer: full.sample_blocks(dst)[0]  # noqa: E731
+    every = layerwise_inference(net, lambda ids: x[ids], 60, block_fn, [(0, 60)])
+    seeds = torch.tensor([17, 3, 42, 3 + 1, 59])
+    mine = layerwise_inference_on(net, lambda ids: x[ids], seeds, block_fn, chunk_rows=2)
+    torch.testing.assert_close(mine, every[seeds], atol=1e-5, rtol=1e-5)
+    # and the brute-force forward on the seeds' own 3-hop blocks
+    blocks = NeighborSampler(adj, [-1, -1, -1]).sample_blocks(seeds.numpy())
+    torch.testing.assert_close(mine, net(blocks, x[blocks[0].src_nodes]), atol=1e-5,
+                               rtol=1e-5)
+
+
+class Plain(torch.nn.Module):
+    """A model of one's own (no per-layer method): mean of neighbours, two layers."""
+
+    def __init__(self, in_dim, out_dim):
+        super().__init__()
+        from graphsys.gnn import SAGEConv
+
+        self.a, self.b = SAGEConv(in_dim, 16), SAGEConv(16, out_dim)
+
+    def forward(self, blocks, x):
+        return self.b(torch.relu(self.a(x, blocks[0])), blocks[1])
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_full_eval_fanouts_give_the_whole_graph_evaluation(tmp_path, own):
+    g = sbm_graph(tmp_path)
+    base = dict(fanouts=[4, 4], hidden=16, epochs=3, batch_size=16, seed=2, dropout=0.0)
+    runs = []
+    for kw in ({"eval_fanouts": [-1]}, {"layerwise_inference": True}):
+        torch.manual_seed(0)
+        runs.append(train(g, TrainConfig(**base, **kw), model=Plain(8, 4) if own else None))
+    a, b = runs
+    assert a.metrics == pytest.approx(b.metrics)
+    assert [h["val_accuracy"] for h in a.history] == [h["val_accuracy"] for h in b.history]
+    assert [h["val_loss"] for h in a.history] == pytest.approx(
+        [h["val_loss"] for h in b.history], rel=1e-5)
+
+
+def test_sampled_evaluation_is_fixed_and_eval_every_skips(tmp_path):
+    g = sbm_graph(tmp_path)
+    cfg = TrainConfig(fanouts=[3, 3], eval_fanouts=[2, 2], hidden=8, epochs=5, eval_every=2,
+                      batch_size=16, seed=1)
+    a, b = train(g, cfg), train(g, cfg)
+    assert [h["epoch"] for h in a.history] == [2, 4, 5]
+    assert a.metrics == b.metrics and a.history[-1]["val_loss"] == b.history[-1]["val_loss"]
+    h = a.history[-1]
+    assert 0 <= h["train_accuracy"] <= 1 and h["eval_seconds"] > 0 and h["train_seconds"] > 0
+
+
+def test_evaluation_is_traced(tmp_path):
+    g = sbm_graph(tmp_path)
+    with recording(tmp_path / "t.json", "cpu"):
+        train(g, TrainConfig(fanouts=[3, 3], hidden=8, epochs=2, batch_size=32))
+    text = (tmp_path / "t.json").read_text()
+    assert '"gnn.eval"' in text and '"gnn.step"' in text
+
+
+@pytest.mark.parametrize("kw,param", [
+    ({"eval_fanouts": [3]}, "eval_fanouts"),
+    ({"eval_fanouts": [3, 0]}, "eval_fanouts"),
+    ({"fanouts": [5, 5, 5], "eval_fanouts": [5, 5]}, "eval_fanouts"),
+    ({"layerwise_inference": True, "eval_fanouts": [5, 5]}, "layerwise_inference"),
+    ({"task": "link", "eval_fanouts": [-1]}, "eval_fanouts"),
+])
+def test_eval_settings_are_checked(kw, param):
+    with pytest.raises(ParameterError) as exc:
+        TrainConfig(**kw)
+    assert exc.value.parameter == param
