@@ -168,7 +168,7 @@ class GNNResult:
     ...                         node_columns={k: v for k, v in nodes.items() if k != "id"})
     >>> result = train(g, TrainConfig(fanouts=[5, 5], hidden=16, epochs=3))
     >>> result.epochs, sorted(result.metrics), len(result.history)
-    (3, ['test_accuracy', 'val_accuracy'], 3)
+    (3, ['test_accuracy', 'test_macro_f1', 'val_accuracy', 'val_macro_f1'], 3)
     >>> type(result.model).__name__, result.history[-1]["epoch"]
     ('GNN', 3)
     """
@@ -592,26 +592,43 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                  for b in loader]
         return torch.cat(parts) if parts else torch.zeros(0, data["num_classes"])
 
+    f1: dict[str, float] = {}  # macro F1 of the last evaluation of each split
+
     @torch.no_grad()
     def evaluate(names: tuple[str, ...]) -> dict[str, tuple[float, float]]:
         """``name -> (accuracy, mean loss)`` on the splits ``names``, summed over the
-        ranks' shares of each split."""
+        ranks' shares of each split; their macro F1 (the mean over the classes present in
+        the labels or the predictions of ``2 TP / (2 TP + FP + FN)``) into ``f1``."""
         model.eval()
         inp.eval()
         with trace_range("gnn.eval"):
             full = all_outputs() if whole is not None or cfg.layerwise_inference else None
-            sums = []
+            sums, counts = [], []
             for name in names:
                 ids = ranks.share(data["split"][name])
                 logits = full.index_select(0, ids) if full is not None else seed_outputs(ids)
                 y = labels.index_select(0, ids)
                 logits, y = logits.to(device), y.to(device)
-                sums += [float((logits.argmax(1) == y).sum()), float(len(ids)),
+                pred = logits.argmax(1)
+                sums += [float((pred == y).sum()), float(len(ids)),
                          float(loss(logits, y)) * len(ids) if len(ids) else 0.0]
-            sums = ranks.sum(sums)
-        return {name: (sums[3 * k] / max(sums[3 * k + 1], 1.0),
-                       sums[3 * k + 2] / max(sums[3 * k + 1], 1.0))
-                for k, name in enumerate(names)}
+                # per-class true positives, predictions and labels, for the macro F1
+                c = logits.shape[1]
+                counts += [torch.bincount(y[pred == y], minlength=c)[:c],
+                           torch.bincount(pred, minlength=c)[:c],
+                           torch.bincount(y[(y >= 0) & (y < c)], minlength=c)[:c]]
+            sums = ranks.sum(sums + [float(v) for t in counts for v in t.tolist()])
+        out, pos = {}, 3 * len(names)
+        for k, name in enumerate(names):
+            c = len(counts[3 * k])
+            tp, pc, lc = (torch.tensor(sums[pos + j * c:pos + (j + 1) * c]) for j in range(3))
+            pos += 3 * c
+            seen = (pc + lc) > 0
+            f1[name] = (float((2 * tp / (pc + lc).clamp(min=1))[seen].mean())
+                        if seen.any() else 0.0)
+            out[name] = (sums[3 * k] / max(sums[3 * k + 1], 1.0),
+                         sums[3 * k + 2] / max(sums[3 * k + 1], 1.0))
+        return out
 
     monitor = _Monitor(cfg, out if lead else None, log if lead else None, save)
     epoch = 0
@@ -708,7 +725,8 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
     te = time.perf_counter()
     final = evaluate(("test", "val"))
     eval_seconds += time.perf_counter() - te
-    metrics = {"test_accuracy": final["test"][0], "val_accuracy": final["val"][0]}
+    metrics = {"test_accuracy": final["test"][0], "val_accuracy": final["val"][0],
+               "test_macro_f1": f1["test"], "val_macro_f1": f1["val"]}
     rows = ranks.gather([my_seeds, train_seconds])
     extra = {"input": inp, "sampler": sampler, "entity_type": et,
              "world_size": W, "rank": ranks.rank,
@@ -1276,7 +1294,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     >>> result = train(g, TrainConfig(fanouts=[5, 5], epochs=2), model=TwoLayers(),
     ...                loss=torch.nn.functional.cross_entropy)
     >>> sorted(result.metrics)
-    ['test_accuracy', 'val_accuracy']
+    ['test_accuracy', 'test_macro_f1', 'val_accuracy', 'val_macro_f1']
     """
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else TrainConfig()
