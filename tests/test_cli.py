@@ -48,10 +48,10 @@ def test_parameter_without_a_flag_keeps_its_library_name():
     (["profile", "pagerank", "{g}", "--ranks", "0"],
      "error: --ranks must be a positive integer, got 0"),
     (["profile", "bfs", "{g}"], "error: --source is needed by bfs: give a node id"),
-    (["gnn", "train", "--graph", "{g}", "--epochs", "0"], "error: --epochs must be >= 1, got 0"),
+    (["gnn", "train", "--graph", "{g}", "--epochs", "0"], "error: --epochs must be an integer >= 1, got 0"),
     (["gnn", "train", "--graph", "{g}", "--workers", "-1"],
-     "error: --workers must be >= 0, got -1"),
-    (["gnn", "train", "--graph", "{g}", "--lr", "0"], "error: --lr must be > 0, got 0.0"),
+     "error: --workers must be an integer >= 0, got -1"),
+    (["gnn", "train", "--graph", "{g}", "--lr", "0"], "error: --lr must be a finite number > 0, got 0.0"),
     (["run", "pagerank", "{g}", "--device", "tpu"],
      "error: --device 'tpu': unknown device (choose from cpu, cuda, auto)"),
 ])

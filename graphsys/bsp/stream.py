@@ -294,9 +294,21 @@ class StreamEdges:
 
     def _out_weight(self) -> np.ndarray:
         """The weighted out-degree (sum of out-edge weights), float64 (N,), exact on the
-        owned ids: summed over the owned source partitions' buckets (an adjacency index
-        holds no per-row sums). A negative or non-finite weight is refused."""
+        owned ids: summed over the graph's mapped CSC index where it has one (no bucket is
+        read before the first superstep, as for the unweighted degrees), else over the
+        owned source partitions' buckets. A negative or non-finite weight is refused."""
         deg = np.zeros(self.num_nodes, np.float64)
+        mapped = self.graph.adjacency_index(self.es.name, "csc")
+        if mapped is not None:
+            weight = mapped.weight if mapped.weight is not None else np.ones(
+                len(mapped.indices), np.float32)
+            for part, w in zip(chunks(mapped.indices), chunks(weight), strict=True):
+                check_weights(w, self.es.name)
+                kernels.add_into(part, w.astype(np.float64), deg)
+                if self.graph.location.local:  # summed: its pages leave the resident set
+                    pages.release(pages.extent(part), part)
+                    pages.release(pages.extent(w), w)
+            return deg
         for (i, j), count in sorted(self.es.buckets.items()):
             if not count or i not in self.src_parts:
                 continue

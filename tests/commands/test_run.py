@@ -185,7 +185,9 @@ def test_user_program(main, graph_dir, tmp_path, monkeypatch, capsys):
         "class NotAProgram:\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     g = str(graph_dir / "g")
-    assert main(["run", "pagerank", g, "--out", str(tmp_path / "a.parquet")]) == 0
+    # a PageRank subclass built with no arguments ignores weights (weighted=False)
+    assert main(["run", "pagerank", g, "--weights", "ignore",
+                 "--out", str(tmp_path / "a.parquet")]) == 0
     assert main(["run", "--program", "user_progs:MyRank", g, "--out",
                  str(tmp_path / "b.parquet")]) == 0
     a, b = (pq.read_table(tmp_path / f"{x}.parquet").to_pydict() for x in "ab")
@@ -216,8 +218,9 @@ def test_hits_writes_hub_and_authority_rows(main, graph_dir, tmp_path):
 
 @pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "index"])
 @pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+@pytest.mark.parametrize("weights", ["use", "ignore"])
 def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
-        main, graph_dir, tmp_path, monkeypatch, capsys, mode, indexed):
+        main, graph_dir, tmp_path, monkeypatch, capsys, mode, indexed, weights):
     """Before superstep 0 a run opens the graph once and reads each bucket at most once
     (none with an adjacency index: in memory the run reads no bucket at all); out of core
     the supersteps stream from the buckets the degree pass opened. Counted by wrapping the
@@ -263,10 +266,13 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
 
     monkeypatch.setattr(engine, "solve_in_memory", first_solve)
     out = tmp_path / "pr.parquet"
-    assert main(["run", "pagerank", str(g), "--mode", mode, "--out", str(out)]) == 0
+    assert main(["run", "pagerank", str(g), "--mode", mode, "--out", str(out),
+                 "--weights", weights]) == 0
     capsys.readouterr()
     assert len(buckets) >= 3 and len(opens) == 1
-    assert at_superstep_0 == [0 if indexed else len(buckets)]
+    # a weighted run in memory declines the fused loop: the supersteps follow it
+    assert at_superstep_0 == [0 if indexed else len(buckets)] * (
+        2 if weights == "use" and mode == "memory" else 1)
     # each bucket once in the whole run; in memory with an index, never
     assert sorted(reads) == ([] if indexed and mode == "memory" else buckets)
     ranks = read_out(out)
@@ -279,9 +285,10 @@ def test_sum_dtype_flag(main, graph_dir, tmp_path, capsys):
     g = str(graph_dir / "g")
     for mode in ("memory", "out-of-core"):
         a, b = tmp_path / f"a-{mode}.parquet", tmp_path / f"b-{mode}.parquet"
-        assert main(["run", "pagerank", g, "--mode", mode, "--out", str(a)]) == 0
+        assert main(["run", "pagerank", g, "--mode", mode, "--weights", "ignore", "--out",
+                     str(a)]) == 0
         assert main(["run", "pagerank", g, "--mode", mode, "--sum-dtype", "float32",
-                     "--out", str(b)]) == 0
+                     "--weights", "ignore", "--out", str(b)]) == 0
         ra, rb = read_out(a), read_out(b)
         assert ra.keys() == rb.keys()
         assert all(abs(rb[k] / ra[k] - 1) < 1e-5 for k in ra)
