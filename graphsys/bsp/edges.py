@@ -22,8 +22,8 @@ from graphsys.bsp import kernels
 from graphsys.bsp.distributed import LocalComm
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
-from graphsys.errors import GraphsysError
 from graphsys.device import host_array
+from graphsys.errors import GraphsysError
 from graphsys.storage.kernels import count_into, csr_fill
 from graphsys.trace import traced
 

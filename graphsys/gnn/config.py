@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 from graphsys.errors import ParameterError
@@ -60,7 +60,8 @@ def _check_number(name: str, value) -> None:
     low, high, closed = FLOAT_FIELDS[name]
     ok = (not isinstance(value, bool) and isinstance(value, Real)
           and math.isfinite(value) and value >= low and (value <= high if closed
-                                                          else value < high))
+                                                          else value < high)
+          and (value > 0 or name != "lr"))
     if not ok:
         if name == "lr":
             raise ParameterError(name, f"must be a finite number > 0, got {value!r}")

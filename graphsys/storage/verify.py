@@ -18,8 +18,8 @@ def verify_graph(path: str | Path, *, quick: bool = False,
 
     Raises on the first bad file (missing, truncated, wrong hash, wrong schema or count,
     offsets out of range, unsorted), or on a temporary file an interrupted index build
-    left (the next ``graphsys index`` or append removes it). ``quick`` skips the sha256 of every file (the cost that
-    grows with the bytes stored) and checks the structure only
+    left (the next ``graphsys index`` or append removes it). ``quick`` skips the sha256
+    of every file (the cost that grows with the bytes stored) and checks the structure only
     (:func:`~graphsys.storage.structure.check_structure`): what keeps every engine's memory
     accesses in bounds, and what engines also check on first touch. ``graphsys verify`` runs
     this.

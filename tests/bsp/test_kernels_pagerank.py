@@ -92,7 +92,8 @@ def test_sparse_graph_runs_in_bfs_order(tmp_path):
                                                        rng.integers(0, n, m))))
     ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
     g = open_graph(tmp_path / "g")
-    fused, loop = bsp.pagerank(g, tol=1e-12, weighted=False), bsp.pagerank(g, tol=1e-12, fuse=False, weighted=False)
+    fused = bsp.pagerank(g, tol=1e-12, weighted=False)
+    loop = bsp.pagerank(g, tol=1e-12, fuse=False, weighted=False)
     assert fused.stats.method == "fused-pagerank (bfs order, ell)"
     np.testing.assert_allclose(fused.values, loop.values, rtol=1e-10, atol=1e-15)
     assert fused.stats.num_supersteps == loop.stats.num_supersteps
@@ -272,7 +273,8 @@ def test_mapped_index_is_pulled_as_stored(graphs, tmp_path, monkeypatch):
     g = open_graph(path)
     res = bsp.pagerank(g, tol=1e-10, weighted=False)
     assert res.stats.method == "fused-pagerank"
-    np.testing.assert_allclose(res.values, bsp.pagerank(src.graph, tol=1e-10, weighted=False).values,
+    np.testing.assert_allclose(res.values,
+                               bsp.pagerank(src.graph, tol=1e-10, weighted=False).values,
                                rtol=1e-12, atol=1e-15)
 
 
@@ -284,7 +286,8 @@ def test_push_layout_only_where_its_build_pays(graphs, monkeypatch):
     g = graphs["undirected-p3"].graph
     after = pagerank_module.PUSH_FORECAST_AFTER
     monkeypatch.setattr(pagerank_module, "PUSH_BREAK_EVEN_ITERATIONS", 10_000)  # never pays
-    assert bsp.pagerank(g, tol=1e-14, max_iters=1000, weighted=False).stats.method == "fused-pagerank"
+    assert bsp.pagerank(g, tol=1e-14, max_iters=1000,
+                        weighted=False).stats.method == "fused-pagerank"
     monkeypatch.setattr(pagerank_module, "PUSH_BREAK_EVEN_ITERATIONS", 5)
     short = bsp.pagerank(g, tol=1e-14, max_iters=after + 4, weighted=False)  # at most 4 left
     assert short.stats.method == "fused-pagerank"
@@ -300,7 +303,8 @@ def test_push_needs_the_sent_values_in_half_the_cache(graphs, monkeypatch):
     g = graphs["undirected-p3"].graph
     sent_bytes = 8 * g.num_nodes()
     monkeypatch.setattr(pagerank_module, "PUSH_MAX_BYTES", sent_bytes - 1)
-    assert bsp.pagerank(g, tol=1e-14, max_iters=1000, weighted=False).stats.method == "fused-pagerank"
+    assert bsp.pagerank(g, tol=1e-14, max_iters=1000,
+                        weighted=False).stats.method == "fused-pagerank"
     monkeypatch.setattr(pagerank_module, "PUSH_MAX_BYTES", sent_bytes)
     assert "push blocks" in bsp.pagerank(g, tol=1e-14, max_iters=1000, weighted=False).stats.method
 

@@ -355,3 +355,43 @@ def test_user_program_from_working_directory(main, graph_dir, tmp_path, monkeypa
     # ids 10..13 form one weak component, 14..15 another: each ends with its largest label
     first, second = ({labels[i] for i in (10, 11, 12, 13)}, {labels[i] for i in (14, 15)})
     assert len(first) == 1 and len(second) == 1 and first != second
+
+
+def test_weights_flag_and_non_convergence(main, tmp_path, capsys):
+    """Issue 43's reproducer: on a weighted edge set pagerank follows the weights
+    (networkx's default), --weights ignore gives networkx's weight=None answer, --json
+    records which ran; a run that stops at --max-iters exits non-zero in one line and
+    writes nothing unless --allow-unconverged."""
+    import networkx as nx
+
+    import graphsys
+
+    src, dst, w = [1, 1, 2, 3], [2, 3, 3, 1], [5.0, 1.0, 2.0, 1.0]
+    g = tmp_path / "g"
+    graphsys.from_numpy(np.array(src), np.array(dst), g, weight=np.array(w))
+    G = nx.DiGraph()
+    G.add_weighted_edges_from(zip(src, dst, w))
+    for weights, ref, flag in (("auto", nx.pagerank(G, tol=1e-12), True),
+                               ("ignore", nx.pagerank(G, tol=1e-12, weight=None), False)):
+        out = tmp_path / f"{weights}.parquet"
+        assert main(["run", "pagerank", str(g), "--weights", weights, "--tol", "1e-12",
+                     "--out", str(out), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["weighted"] is flag
+        got = read_out(out)
+        assert all(abs(got[k] - ref[k]) < 1e-9 for k in ref)
+    assert round(read_out(tmp_path / "auto.parquet")[2], 3) == 0.298
+    assert round(read_out(tmp_path / "ignore.parquet")[2], 3) == 0.215
+    for algorithm in ("pagerank", "hits"):
+        out = tmp_path / f"short-{algorithm}.parquet"
+        assert main(["run", algorithm, str(g), "--max-iters", "2", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "did not converge within 2 supersteps" in err[0], err
+        assert not out.exists()
+        assert main(["run", algorithm, str(g), "--max-iters", "2", "--out", str(out),
+                     "--allow-unconverged"]) == 0
+        assert out.exists() and "before converging" in capsys.readouterr().err
+    graphsys.from_numpy(np.array(src), np.array(dst), tmp_path / "plain")
+    assert main(["run", "hits", str(tmp_path / "plain"), "--weights", "use"]) == 2
+    assert "--weights is True but edge set" in capsys.readouterr().err
+    assert main(["run", "bfs", str(g), "--source", "1", "--weights", "ignore"]) == 2
+    assert "--weights applies to" in capsys.readouterr().err

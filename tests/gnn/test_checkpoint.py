@@ -18,7 +18,6 @@ from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 
 from .conftest import sbm_graph
 
-
 #: A builtin model's config as GNN.config() writes it (load_checkpoint checks it)
 CFG = {"model": "sage", "in_dim": 4, "hidden_dim": 8, "out_dim": 2, "num_layers": 2,
        "dropout": 0.5, "heads": 8}

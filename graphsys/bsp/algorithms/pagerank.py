@@ -362,7 +362,8 @@ weighted : bool, optional
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
           references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
-             sum_dtype: str = "float64", weighted: bool | None = None, mode: str = "memory", device: str = "cpu",
+             sum_dtype: str = "float64", weighted: bool | None = None, mode: str = "memory",
+             device: str = "cpu",
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
              distributed: bool = False, progress: Callable | None = None,
              readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
