@@ -375,6 +375,7 @@ def test_weights_flag_and_non_convergence(main, tmp_path, capsys):
                                ("ignore", nx.pagerank(G, tol=1e-12, weight=None), False)):
         out = tmp_path / f"{weights}.parquet"
         assert main(["run", "pagerank", str(g), "--weights", weights, "--tol", "1e-12",
+                     "--max-iters", "1000",
                      "--out", str(out), "--json"]) == 0
         assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["weighted"] is flag
         got = read_out(out)
