@@ -77,3 +77,15 @@ def test_current_index_run_still_removes_leftovers(graph_dir, capsys):
     assert cli.main(["index", str(graph_dir)]) == 0  # every index current: nothing rebuilt
     assert not stray.exists()
     assert cli.main(["verify", str(graph_dir)]) == 0
+
+
+def test_append_drops_leftover_index_temps(graph_dir, tmp_path, capsys):
+    build_index(graphsys.open_graph(graph_dir), ("csr",))
+    stray = graph_dir / "index" / ".tmp-default-csr-1-abcd"
+    stray.mkdir()
+    f = tmp_path / "more.tsv"
+    f.write_text("4\t5\n")
+    assert cli.main(["ingest", str(f), "--append-to", str(graph_dir), "--edge-set", "more"]) == 0
+    capsys.readouterr()
+    assert not stray.exists() and leftover_temps(graph_dir) == []
+    verify_graph(graph_dir)

@@ -214,7 +214,9 @@ class PageRank(VertexProgram):
         breadth-first order), larger rank vectors the pull. docs/benchmarks.md has the
         timings behind these rules.
 
-        Layouts are built in the setup (its seconds); ranks are mapped back at the end."""
+        Layouts are built in the setup (its seconds); ranks are mapped back at the end.
+        A weighted run declines (returns None): these layouts carry no weights, and the
+        engine's supersteps pull ``rank / weighted degree`` times each edge's weight."""
         n = ctx.num_nodes
         rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
         p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
