@@ -161,7 +161,7 @@ class TrainConfig:
     >>> TrainConfig(dropout=1.5)
     Traceback (most recent call last):
     ...
-    graphsys.errors.ParameterError: dropout must be in [0, 1), got 1.5
+    graphsys.errors.ParameterError: dropout must be a finite number in [0, 1), got 1.5
     """
 
     task: str = "node"
