@@ -169,3 +169,47 @@ def test_gnn_train_bad_numbers_refused_in_one_line(weighted_graph, capsys, flag,
     assert rc == 2 and len(err) == 1 and err[0].startswith(f"error: {flag} must be "), err
     assert not (weighted_graph.parent / "never").exists()
     TALLY[("gnn_train_flags", "refused")] += 1
+
+
+SIZES = st.one_of(st.sampled_from(["0", "-1", "1", "1GB", "64MiB", "2gb", "nan", "1e3", "",
+                                   "GB", "1.5GB", "99999999999999999999GB", "0x10"]),
+                  st.integers(-2**64, 2**64).map(str))
+
+
+@FUZZ
+@given(memory=SIZES, kinds=st.sampled_from([[], ["--csr"], ["--push"], ["--csr", "--csc"]]))
+def test_index_flag_values_run_or_refuse_in_one_line(capsys, memory, kinds):
+    """``graphsys index --memory-limit`` takes any text: a build or one error line, and a
+    refused build leaves the graph as it was (verifies, no index)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        g = Path(tmp) / "g"
+        graphsys.from_numpy(np.array([1, 2, 3]), np.array([2, 3, 1]), g)
+        rc = _main(["index", str(g), *kinds, f"--memory-limit={memory}"])
+        err = capsys.readouterr().err.strip().splitlines()
+        if rc != 0:
+            assert rc == 2 and len(err) == 1 and err[0].startswith("error: "), err
+            assert not graphsys.open_graph(g).manifest.indexes
+        verify_graph(g)
+    TALLY[("index_flags", "ok" if rc == 0 else "refused")] += 1
+
+
+@FUZZ
+@given(partitions=st.integers(-3, 12), seed=st.integers(-2**64, 2**64),
+       memory=SIZES, partitioner=st.sampled_from(["hash", "range", "degree", "fennel",
+                                                   "nope"]))
+def test_ingest_flag_values_run_or_refuse_in_one_line(capsys, partitions, seed, memory,
+                                                      partitioner):
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "e.tsv"
+        f.write_text("1\t2\n2\t3\n3\t1\n4\t1\n")
+        out = Path(tmp) / "g"
+        rc = _main(["ingest", str(f), "--out", str(out), f"--partitions={partitions}",
+                    f"--seed={seed}", f"--memory-limit={memory}",
+                    f"--partitioner={partitioner}"])
+        err = capsys.readouterr().err.strip().splitlines()
+        if rc == 0:
+            verify_graph(out)
+        else:
+            assert rc == 2 and len(err) == 1 and err[0].startswith("error: "), err
+            assert not out.exists()
+    TALLY[("ingest_flags", "ok" if rc == 0 else "refused")] += 1
