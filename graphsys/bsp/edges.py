@@ -23,6 +23,7 @@ from graphsys.bsp.distributed import LocalComm
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
+from graphsys.errors import GraphsysError
 from graphsys.storage.kernels import count_into, csr_fill
 from graphsys.trace import traced
 
@@ -82,6 +83,16 @@ def _sent_dtype(program: VertexProgram) -> type:
     """The dtype the numba copy/sum pulls gather ``program``'s sent values in: float32 for a
     ``sum_dtype="float32"`` program (each pulled row still sums in float64), else float64."""
     return np.float32 if program.sum_dtype == "float32" else np.float64
+
+
+def check_weights(w: np.ndarray, edge_set: str | None) -> None:
+    """GraphsysError when an edge weight of ``w`` is negative, NaN or infinite: a weighted
+    random walk (PageRank's transition probabilities) needs finite non-negative ones."""
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+    if bad.size:
+        raise GraphsysError(f"edge set {edge_set!r} has weight {float(w[bad[0]])!r}: a "
+                            f"weighted walk needs finite non-negative edge weights (ignore "
+                            f"them with weighted=False)")
 
 
 def _host(arr) -> np.ndarray:
@@ -276,6 +287,8 @@ class MemoryEdges:
         own."""
         if direction == "both":
             return self.degrees("out") + self.degrees("in")
+        if direction == "out-weight":
+            return self._out_weight()
         own, other = ("csr", "csc") if direction == "out" else ("csc", "csr")
         for key in (own, own + "-hot"):  # hub sorting keeps the rows: same indptr
             if key in self._adj:
@@ -295,6 +308,20 @@ class MemoryEdges:
             return _bincount(idx, self.num_nodes)
         self.adjacency(self._passes()[0][0])  # now one of the above holds
         return self.degrees(direction)
+
+    def _out_weight(self) -> np.ndarray:
+        """The weighted out-degree (sum of out-edge weights, 1 per edge of an unweighted
+        set), float64 (N,), summed from the weighted adjacency the pulls read (the CSC:
+        per source; else the CSR: per row). A negative or non-finite weight is refused."""
+        kind = next((k for k in ("csc", "csr") if k in self._adj), self._passes()[0][0])
+        adj = self.adjacency(kind)
+        indptr, idx = _host(adj[0]), _host(adj[1])
+        w = _host(adj[2]) if adj[2] is not None and len(adj[2]) else None
+        if w is None:
+            w = np.ones(len(idx), np.float64)
+        check_weights(w, self.edge_set)
+        rows = idx if kind == "csc" else np.repeat(np.arange(self.num_nodes), np.diff(indptr))
+        return np.bincount(rows, weights=w, minlength=self.num_nodes)
 
     def close(self) -> None:
         """Nothing to release (the adjacency is freed with the object)."""

@@ -369,7 +369,8 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                       device=dev, backend=backend, edge_set=es.name, _degree_fn=edges.degrees)
         stats = RunStats(algorithm=program.name, mode=edges.mode, device=str(dev),
                          backend=backend, world_size=edges.comm.world_size,
-                         num_nodes=ctx.num_nodes, num_edges=es.num_edges)
+                         num_nodes=ctx.num_nodes, num_edges=es.num_edges,
+                         weighted=bool(program.uses_weights and es.has_weight))
         state, active = program.init(ctx)
         stats.setup_seconds = time.perf_counter() - t_start
         stats.setup_bytes_h2d = edges.bytes_h2d

@@ -542,3 +542,10 @@ def relax_async(push_a, push_b, two_ways, use_weight, value, frontier, offset, q
                             ring[tail if tail < n else tail - n] = v
                             size += 1
     return popped, scanned, lowered
+
+
+@numba.njit(cache=True, nogil=True)
+def add_into(idx, w, out):
+    """``out[idx[e]] += w[e]`` for every ``e`` (a weighted count: float64 ``out``)."""
+    for e in range(idx.shape[0]):
+        out[idx[e]] += w[e]

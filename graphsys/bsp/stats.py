@@ -109,6 +109,9 @@ class RunStats:
         ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``).
     supersteps : list of SuperstepStats
         One record per superstep, in order.
+    weighted : bool
+        Whether edge weights entered the messages (a weighted PageRank, HITS or SSSP on an
+        edge set with weights); False where every edge counted as 1.
 
     Examples
     --------
@@ -139,6 +142,7 @@ class RunStats:
     converged: bool = False
     method: str = "supersteps"
     supersteps: list[SuperstepStats] = field(default_factory=list)
+    weighted: bool = False
 
     @property
     def num_supersteps(self) -> int:

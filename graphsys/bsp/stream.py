@@ -15,7 +15,13 @@ import torch
 
 from graphsys.bsp import kernels
 from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
-from graphsys.bsp.edges import _as_tensor, _host_accumulators, _Sink, _torch_messages
+from graphsys.bsp.edges import (
+    _as_tensor,
+    _host_accumulators,
+    _Sink,
+    _torch_messages,
+    check_weights,
+)
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
@@ -123,6 +129,8 @@ class StreamEdges:
         (each bucket is read once in the run)."""
         if direction == "both":
             return self.degrees("out") + self.degrees("in")
+        if direction == "out-weight":
+            return self._out_weight()
         out = direction == "out"
         own, other = ("csr", "csc") if out else ("csc", "csr")
         offsets = self.graph.index_offsets(self.es.name, own)
@@ -283,6 +291,36 @@ class StreamEdges:
         region, batches = self._open[bucket[:2]]
         for eb in batches:
             pages.will_need(region, *self._columns(eb))
+
+    def _out_weight(self) -> np.ndarray:
+        """The weighted out-degree (sum of out-edge weights), float64 (N,), exact on the
+        owned ids: summed over the graph's mapped CSC index where it has one (no bucket is
+        read before the first superstep, as for the unweighted degrees), else over the
+        owned source partitions' buckets. A negative or non-finite weight is refused."""
+        deg = np.zeros(self.num_nodes, np.float64)
+        mapped = self.graph.adjacency_index(self.es.name, "csc")
+        if mapped is not None:
+            weight = mapped.weight if mapped.weight is not None else np.ones(
+                len(mapped.indices), np.float32)
+            for part, w in zip(chunks(mapped.indices), chunks(weight), strict=True):
+                check_weights(w, self.es.name)
+                kernels.add_into(part, w.astype(np.float64), deg)
+                if self.graph.location.local:  # summed: its pages leave the resident set
+                    pages.release(pages.extent(part), part)
+                    pages.release(pages.extent(w), w)
+            return deg
+        for (i, j), count in sorted(self.es.buckets.items()):
+            if not count or i not in self.src_parts:
+                continue
+            region, batches = self._bucket(i, j)
+            rows = deg[int(self.offsets[i]):]
+            for eb in batches:
+                w = self._weights(eb).astype(np.float64)
+                check_weights(w, self.es.name)
+                kernels.add_into(np.asarray(eb.src), w, rows)
+                if self.paging:
+                    pages.release(region, *self._columns(eb))
+        return deg
 
     def _weights(self, eb) -> np.ndarray:
         if not self.program.uses_weights:

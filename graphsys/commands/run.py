@@ -56,6 +56,16 @@ def register(subparsers) -> None:
                    help="PageRank: the dtype messages are sent and summed in on CPU "
                         "(default float64; float32 halves the cache footprint, relative "
                         "error bounded by (in-degree + 1) * 2^-24 per sum, see docs)")
+    p.add_argument("--weights", dest="weighted", choices=("auto", "use", "ignore"),
+                   default="auto",
+                   help="pagerank, ppr, hits: follow the edge weights (networkx's default "
+                        "weight='weight'): auto (default) when the edge set has them, use "
+                        "(refused without them), ignore (every edge counts 1); the summary "
+                        "line and --json's 'weighted' say which ran")
+    p.add_argument("--allow-unconverged", action="store_true",
+                   help="accept a run that stops at --max-iters before converging (exit 0, "
+                        "a warning, the last iterate written); without it such a run exits "
+                        "non-zero and writes nothing")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
     p.add_argument("--schedule", default="auto",
@@ -144,6 +154,11 @@ def run(args) -> int:
     elif args.sum_dtype != "float64":
         raise GraphsysError(f"--sum-dtype applies to {_taking('sum_dtype')}, not "
                             f"{args.algorithm}")
+    if "weighted" in parameters:
+        kwargs["weighted"] = {"auto": None, "use": True, "ignore": False}[args.weighted]
+    elif args.weighted != "auto":
+        raise GraphsysError(f"--weights applies to {_taking('weighted')}, not "
+                            f"{args.algorithm}")
     source = _parse_source(graph, args.source) if needs_source else None
     rank0 = not distributed or _rank() == 0
     show = rank0 and not args.json
@@ -167,6 +182,11 @@ def run(args) -> int:
 
             dist.destroy_process_group()
     stats = result.stats
+    if not stats.converged and not args.allow_unconverged:
+        raise GraphsysError(f"{args.algorithm} did not converge within "
+                            f"{stats.num_supersteps} supersteps; nothing written (raise "
+                            f"--max-iters or --tol, or keep the last iterate with "
+                            f"--allow-unconverged)")
     if rank0:
         if out is not None:
             import pyarrow.parquet as pq
@@ -182,6 +202,7 @@ def run(args) -> int:
                   f"{t['edges_scanned']:,} edges scanned, {stats.seconds:.3f} s "
                   f"(setup {stats.setup_seconds:.3f} s), mode {stats.mode}, device "
                   f"{stats.device}, backend {stats.backend}"
+                  + (", weighted" if stats.weighted else "")
                   + (f", wrote {out}" if out else ""))
         if not stats.converged:
             print(f"warning: {args.algorithm} stopped at --max-iters "

@@ -13,14 +13,20 @@ temp + fsync + rename), fsyncs it, then replaces ``model.json`` (temp + fsync + 
 only then deletes older version directories. A kill at any moment leaves either the old
 ``model.json`` with its intact tensors, or the new one: never a mix. Loading checks every
 tensor's sha256, shape and dtype, refuses non-finite values and paths outside the directory,
-and never unpickles anything. Saving refuses non-finite tensors (a diverged model).
+and never unpickles anything. Saving refuses non-finite tensors (a diverged model). The
+``config`` (a builtin model's constructor arguments, or a user model's dimensions) and
+``meta.train_config`` (a :class:`~graphsys.gnn.config.TrainConfig`) are checked field by
+field on load: a hand-edited value is refused in one line naming ``model.json`` and the
+field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -29,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage.atomic import fsync_path, write_bytes_atomic
 
 FORMAT = "graphsys-gnn-checkpoint"
@@ -38,6 +44,62 @@ VERSION = 1
 
 _VERSION_DIR = re.compile(r"^tensors\.v(\d{6,})$")
 _TENSOR_FILE = re.compile(r"^tensors\.v\d{6,}/\d{4,}\.npy$")
+
+
+#: A builtin model's constructor arguments as :meth:`GNN.config <graphsys.gnn.model.GNN.config>`
+#: writes them: integer fields (at least 1) and the dropout (in [0, 1))
+_MODEL_INTS = ("in_dim", "hidden_dim", "out_dim", "num_layers", "heads")
+
+
+def _check_model_config(where: Path, config: dict[str, Any]) -> None:
+    """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
+    :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions)."""
+    from graphsys.plugins import GNN_MODELS
+
+    model = config.get("model")
+    if not isinstance(model, str) or (model not in GNN_MODELS and ":" not in model):
+        raise FormatError(f"{where}: config.model is {model!r}, not one of "
+                          f"{', '.join(GNN_MODELS.names())} or module:Factory")
+    builtin = ":" not in model
+    for key, value in config.items():
+        if key == "model":
+            continue
+        if key == "dropout":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and 0 <= value < 1):
+                raise FormatError(f"{where}: config.dropout is {value!r}, not a number in "
+                                  f"[0, 1)")
+        elif key in _MODEL_INTS or not builtin:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= 1")
+        else:
+            raise FormatError(f"{where}: config.{key}: not a field of a {model} model")
+    missing = [k for k in (*_MODEL_INTS, "dropout") if builtin and k not in config]
+    if missing:
+        raise FormatError(f"{where}: config.{missing[0]} is missing")
+
+
+def _check_train_config(where: Path, raw: Any) -> None:
+    """FormatError naming ``meta.train_config.<field>`` of ``where`` unless ``raw`` builds
+    a :class:`~graphsys.gnn.config.TrainConfig`."""
+    from graphsys.gnn.config import TrainConfig
+
+    if not isinstance(raw, dict):
+        raise FormatError(f"{where}: meta.train_config must be an object")
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise FormatError(f"{where}: meta.train_config.{unknown[0]}: not a training setting")
+    values = dict(raw)
+    if isinstance(values.get("hard_band"), list):
+        values["hard_band"] = tuple(values["hard_band"])
+    try:
+        TrainConfig(**values)
+    except ParameterError as exc:
+        raise FormatError(f"{where}: meta.train_config.{exc.parameter} {exc.message}"
+                          ) from None
+    except (GraphsysError, TypeError, ValueError) as exc:
+        raise FormatError(f"{where}: meta.train_config: {exc}") from None
 
 
 def _versions(path: Path) -> list[tuple[int, Path]]:
@@ -107,6 +169,9 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
     if not isinstance(tensors, dict) or not isinstance(header.get("config"), dict) \
             or not isinstance(header.get("meta", {}), dict):
         raise FormatError(f"{where}: fields 'tensors', 'config' and 'meta' must be objects")
+    _check_model_config(where, header["config"])
+    if "train_config" in header.get("meta", {}):
+        _check_train_config(where, header["meta"]["train_config"])
     state = {}
     for name, entry in tensors.items():
         if not isinstance(entry, dict) or not all(

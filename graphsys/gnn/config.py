@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 from graphsys.errors import ParameterError
@@ -37,6 +39,41 @@ LINK_DECODERS = ("dot", "distmult")
 MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     ("node", "gat"): {"lr": 0.005, "dropout": 0.6},
 }
+
+
+#: Integer fields and their least value (seeds also stay below 2**63: numpy's and torch's
+#: generators take them)
+INT_FIELDS = {"hidden": 1, "epochs": 1, "batch_size": 1, "patience": 1, "eval_every": 1,
+              "prefetch": 1, "heads": 1, "batches_per_epoch": 1, "num_workers": 0, "seed": 0,
+              "num_traversals": 1, "num_random_walks": 1, "num_negatives": 1,
+              "hard_negatives": 0}
+#: Real fields and their range: (low, high, whether high itself is allowed); every one
+#: finite
+FLOAT_FIELDS = {"lr": (0.0, math.inf, False), "weight_decay": (0.0, math.inf, False),
+                "dropout": (0.0, 1.0, False), "termination_prob": (0.0, 1.0, True),
+                "margin": (0.0, math.inf, False)}
+
+
+def _check_number(name: str, value) -> None:
+    """ParameterError unless ``value`` fits :data:`INT_FIELDS` / :data:`FLOAT_FIELDS`."""
+    if name in INT_FIELDS:
+        low = INT_FIELDS[name]
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < low or (
+                value >= 2**63):
+            raise ParameterError(name, f"must be an integer >= {low}, got {value!r}")
+        return
+    low, high, closed = FLOAT_FIELDS[name]
+    ok = (not isinstance(value, bool) and isinstance(value, Real)
+          and math.isfinite(value) and value >= low and (value <= high if closed
+                                                          else value < high)
+          and (value > 0 or name != "lr"))
+    if not ok:
+        if name == "lr":
+            raise ParameterError(name, f"must be a finite number > 0, got {value!r}")
+        bound = f"[{low:g}, {high:g}{']' if closed else ')'}" if math.isfinite(high) else (
+            f">= {low:g}")
+        raise ParameterError(name, f"must be a finite number {'in ' if '[' in bound else ''}"
+                                   f"{bound}, got {value!r}")
 
 
 @dataclass
@@ -161,7 +198,7 @@ class TrainConfig:
     >>> TrainConfig(dropout=1.5)
     Traceback (most recent call last):
     ...
-    graphsys.errors.ParameterError: dropout must be in [0, 1), got 1.5
+    graphsys.errors.ParameterError: dropout must be a finite number in [0, 1), got 1.5
     """
 
     task: str = "node"
@@ -214,19 +251,22 @@ class TrainConfig:
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
-        for name in ("hidden", "epochs", "batch_size", "patience", "eval_every", "prefetch",
-                     "heads", "batches_per_epoch"):
+        for name in (*INT_FIELDS, *FLOAT_FIELDS):
             value = getattr(self, name)
-            if value is not None and int(value) < 1:
-                raise ParameterError(name, f"must be >= 1, got {value}")
-        if self.num_workers < 0:
-            raise ParameterError("num_workers", f"must be >= 0, got {self.num_workers}")
-        if not 0 <= self.dropout < 1:
-            raise ParameterError("dropout", f"must be in [0, 1), got {self.dropout}")
-        if not self.lr > 0:
-            raise ParameterError("lr", f"must be > 0, got {self.lr}")
-        if self.weight_decay < 0:
-            raise ParameterError("weight_decay", f"must be >= 0, got {self.weight_decay}")
+            if value is not None or name not in ("batch_size", "patience",
+                                                 "batches_per_epoch"):
+                _check_number(name, value)
+        if self.fanouts is not None and (not isinstance(self.fanouts, (list, tuple)) or not all(
+                isinstance(f, Integral) and not isinstance(f, bool) and (f >= 1 or f == -1)
+                for f in self.fanouts)):
+            raise ParameterError("fanouts", f"must be a list of positive integers (-1: every "
+                                            f"neighbour), got {self.fanouts!r}")
+        band = self.hard_band
+        if not (isinstance(band, (list, tuple)) and len(band) == 2
+                and all(isinstance(b, Integral) and not isinstance(b, bool) for b in band)
+                and 0 <= band[0] < band[1]):
+            raise ParameterError("hard_band", f"must be two integers 0 <= lo < hi, got "
+                                              f"{band!r}")
         if self.weight_decay_layers not in WEIGHT_DECAY_LAYERS:
             raise ParameterError("weight_decay_layers", f"must be one of "
                                  f"{', '.join(WEIGHT_DECAY_LAYERS)}, got "

@@ -613,10 +613,14 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     if not force and all(name in manifest.indexes and kind in manifest.indexes[name] and
                          manifest.indexes[name][kind].edges_digest ==
                          edges_digest(manifest, name) for name in names for kind in kinds):
-        return built  # every index current: nothing to write, no lock (a read-only graph)
+        if leftover_temps(graph.path):  # only then a lock: a read-only graph stays usable
+            with writer_lock(graph.path, manifest):
+                remove_leftover_temps(graph.path)
+        return built  # every index current: nothing to write
     # one writer at a time, and none since the graph was opened: writing back a manifest
     # read before another writer's commit would drop that commit
     with writer_lock(graph.path, manifest):
+        remove_leftover_temps(graph.path)
         for name in names:
             for kind in kinds:
                 current = manifest.indexes.get(name, {}).get(kind)
@@ -654,6 +658,23 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 write_bytes_atomic(graph.path / MANIFEST,
                                    json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     return built
+
+
+def leftover_temps(path: Path) -> list[Path]:
+    """The ``index/.tmp-*`` build directories under the graph directory ``path``: indexes
+    are built only under the writer lock, so any found while holding it (or by ``verify``)
+    were left by a killed run."""
+    d = Path(path) / "index"
+    return sorted(d.glob(".tmp-*")) if d.is_dir() else []
+
+
+def remove_leftover_temps(path: Path) -> None:
+    """Delete :func:`leftover_temps` (call it holding the writer lock)."""
+    for tmp in leftover_temps(path):
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -88,7 +88,8 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         node columns are stored in files of their own.
     """
     t0 = time.perf_counter()
-    graph = Path(graph).absolute()
+    # through a symbolic link: the real directory is swapped and the link keeps naming it
+    graph = Path(graph).resolve()
     m = read_manifest(graph)
     names = edge_set_names(edges)
     for name in sorted(names):

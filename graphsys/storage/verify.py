@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from graphsys.errors import FormatError
-from graphsys.storage.adjacency_index import verify_indexes
+from graphsys.storage.adjacency_index import leftover_temps, verify_indexes
 from graphsys.storage.graph import open_graph
 from graphsys.storage.structure import check_listed, check_structure
 
@@ -17,8 +17,9 @@ def verify_graph(path: str | Path, *, quick: bool = False,
     """Check the integrity of a stored graph: every file, count, offset and hash.
 
     Raises on the first bad file (missing, truncated, wrong hash, wrong schema or count,
-    offsets out of range, unsorted). ``quick`` skips the sha256 of every file (the cost that
-    grows with the bytes stored) and checks the structure only
+    offsets out of range, unsorted), or on a temporary file an interrupted index build
+    left (the next ``graphsys index`` or append removes it). ``quick`` skips the sha256
+    of every file (the cost that grows with the bytes stored) and checks the structure only
     (:func:`~graphsys.storage.structure.check_structure`): what keeps every engine's memory
     accesses in bounds, and what engines also check on first touch. ``graphsys verify`` runs
     this.
@@ -56,6 +57,10 @@ def verify_graph(path: str | Path, *, quick: bool = False,
     """
     graph = open_graph(path, filesystem=filesystem)
     m, loc = graph.manifest, graph.location
+    left = leftover_temps(graph.path) if loc.local else []
+    if left:
+        raise FormatError(f"{left[0]}: temporary file of an interrupted index build (the "
+                          f"next graphsys index or append removes it)")
     check_listed(m, loc)
     if not quick:
         for rel, entry in sorted(m.files.items()):

@@ -12,7 +12,8 @@ from graphsys.bsp.distributed import TorchComm, rank_bounds, rank_split
 from graphsys.bsp.launch import spawn
 from graphsys.errors import GraphsysError, ParameterError
 
-JOBS = [("pagerank", (), {"tol": 1e-12}), ("bfs", (0,), {}), ("sssp", (2,), {}),
+JOBS = [("pagerank", (), {"tol": 1e-12}), ("pagerank", (), {"tol": 1e-12, "weighted": False}),
+        ("bfs", (0,), {}), ("sssp", (2,), {}),
         ("wcc", (), {}), ("label_propagation", (), {}), ("kcore", (), {})]
 
 

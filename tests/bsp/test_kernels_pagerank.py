@@ -41,8 +41,8 @@ def _force_push(monkeypatch):
 def test_fused_loop_matches_supersteps(graphs, key, layout):
     g = graphs[key].graph
     for kwargs in ({"tol": 1e-10}, {"tol": 1e-30, "max_iters": 4}):
-        fused = bsp.pagerank(g, **kwargs)
-        loop = bsp.pagerank(g, fuse=False, **kwargs)
+        fused = bsp.pagerank(g, **kwargs, weighted=False)
+        loop = bsp.pagerank(g, fuse=False, **kwargs, weighted=False)
         np.testing.assert_allclose(fused.values, loop.values, rtol=1e-12, atol=1e-15)
         assert fused.stats.method.startswith("fused-pagerank") and loop.stats.method == "supersteps"
         assert fused.stats.num_supersteps == loop.stats.num_supersteps
@@ -58,8 +58,8 @@ def test_fused_loop_matches_supersteps(graphs, key, layout):
 
 def test_personalized_and_vector_programs(graphs, layout):
     g = graphs["undirected-p3"].graph
-    ppr = bsp.personalized_pagerank(g, [0, 5], tol=1e-10)
-    loop = bsp.personalized_pagerank(g, [0, 5], tol=1e-10, fuse=False)
+    ppr = bsp.personalized_pagerank(g, [0, 5], tol=1e-10, weighted=False)
+    loop = bsp.personalized_pagerank(g, [0, 5], tol=1e-10, fuse=False, weighted=False)
     np.testing.assert_allclose(ppr.values, loop.values, rtol=1e-12, atol=1e-15)
     assert ppr.stats.method.startswith("fused-pagerank")
     rows = bsp.run(g, PageRankRows(tol=1e-10), max_iters=100)
@@ -92,7 +92,8 @@ def test_sparse_graph_runs_in_bfs_order(tmp_path):
                                                        rng.integers(0, n, m))))
     ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
     g = open_graph(tmp_path / "g")
-    fused, loop = bsp.pagerank(g, tol=1e-12), bsp.pagerank(g, tol=1e-12, fuse=False)
+    fused = bsp.pagerank(g, tol=1e-12, weighted=False)
+    loop = bsp.pagerank(g, tol=1e-12, fuse=False, weighted=False)
     assert fused.stats.method == "fused-pagerank (bfs order, ell)"
     np.testing.assert_allclose(fused.values, loop.values, rtol=1e-10, atol=1e-15)
     assert fused.stats.num_supersteps == loop.stats.num_supersteps
@@ -105,11 +106,11 @@ def test_hub_sorted_graphs_pull_fused_in_hub_order(graphs, key, monkeypatch):
     from graphsys.bsp import edges
 
     g = graphs[key].graph
-    plain = bsp.pagerank(g, tol=1e-10)
+    plain = bsp.pagerank(g, tol=1e-10, weighted=False)
     monkeypatch.setattr(edges, "HUB_SORT_BYTES", 0)  # every rank vector "exceeds" the cache
-    res = bsp.pagerank(g, tol=1e-10)
+    res = bsp.pagerank(g, tol=1e-10, weighted=False)
     assert res.stats.method == "fused-pagerank (hub order)"
-    loop = bsp.pagerank(g, tol=1e-10, fuse=False)
+    loop = bsp.pagerank(g, tol=1e-10, fuse=False, weighted=False)
     for other in (loop, plain):
         np.testing.assert_allclose(res.values, other.values, rtol=1e-12, atol=1e-15)
         assert res.stats.num_supersteps == other.stats.num_supersteps
@@ -265,14 +266,15 @@ def test_mapped_index_is_pulled_as_stored(graphs, tmp_path, monkeypatch):
 
     _force_push(monkeypatch)
     src = graphs["undirected-p3"]  # 4+ in-edges per vertex: the push layout without index
-    assert "push blocks" in bsp.pagerank(src.graph, tol=1e-10).stats.method
+    assert "push blocks" in bsp.pagerank(src.graph, tol=1e-10, weighted=False).stats.method
     path = tmp_path / "indexed"
     shutil.copytree(src.path, path)
     build_index(open_graph(path))
     g = open_graph(path)
-    res = bsp.pagerank(g, tol=1e-10)
+    res = bsp.pagerank(g, tol=1e-10, weighted=False)
     assert res.stats.method == "fused-pagerank"
-    np.testing.assert_allclose(res.values, bsp.pagerank(src.graph, tol=1e-10).values,
+    np.testing.assert_allclose(res.values,
+                               bsp.pagerank(src.graph, tol=1e-10, weighted=False).values,
                                rtol=1e-12, atol=1e-15)
 
 
@@ -284,11 +286,12 @@ def test_push_layout_only_where_its_build_pays(graphs, monkeypatch):
     g = graphs["undirected-p3"].graph
     after = pagerank_module.PUSH_FORECAST_AFTER
     monkeypatch.setattr(pagerank_module, "PUSH_BREAK_EVEN_ITERATIONS", 10_000)  # never pays
-    assert bsp.pagerank(g, tol=1e-14, max_iters=1000).stats.method == "fused-pagerank"
+    assert bsp.pagerank(g, tol=1e-14, max_iters=1000,
+                        weighted=False).stats.method == "fused-pagerank"
     monkeypatch.setattr(pagerank_module, "PUSH_BREAK_EVEN_ITERATIONS", 5)
-    short = bsp.pagerank(g, tol=1e-14, max_iters=after + 4)  # at most 4 left
+    short = bsp.pagerank(g, tol=1e-14, max_iters=after + 4, weighted=False)  # at most 4 left
     assert short.stats.method == "fused-pagerank"
-    runs = [bsp.pagerank(g, tol=1e-14, max_iters=1000) for _ in range(2)]
+    runs = [bsp.pagerank(g, tol=1e-14, max_iters=1000, weighted=False) for _ in range(2)]
     assert all("push blocks" in r.stats.method for r in runs)
     np.testing.assert_array_equal(runs[0].values, runs[1].values)
 
@@ -300,9 +303,10 @@ def test_push_needs_the_sent_values_in_half_the_cache(graphs, monkeypatch):
     g = graphs["undirected-p3"].graph
     sent_bytes = 8 * g.num_nodes()
     monkeypatch.setattr(pagerank_module, "PUSH_MAX_BYTES", sent_bytes - 1)
-    assert bsp.pagerank(g, tol=1e-14, max_iters=1000).stats.method == "fused-pagerank"
+    assert bsp.pagerank(g, tol=1e-14, max_iters=1000,
+                        weighted=False).stats.method == "fused-pagerank"
     monkeypatch.setattr(pagerank_module, "PUSH_MAX_BYTES", sent_bytes)
-    assert "push blocks" in bsp.pagerank(g, tol=1e-14, max_iters=1000).stats.method
+    assert "push blocks" in bsp.pagerank(g, tol=1e-14, max_iters=1000, weighted=False).stats.method
 
 
 @pytest.mark.parametrize("deltas, tol, cap, want", [

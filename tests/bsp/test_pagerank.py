@@ -13,11 +13,12 @@ from .conftest import GRAPH_KEYS, MODES, to_global
 
 
 def scipy_pagerank(count: sp.csr_matrix, damping=0.85, p=None, tol=1e-14, max_iter=10_000):
-    """Power iteration of networkx's definition on the multi-edge count matrix."""
+    """Power iteration of networkx's definition on the multi-edge count matrix (or the
+    summed weights: weighted PageRank)."""
     n = count.shape[0]
     outdeg = np.asarray(count.sum(axis=1)).ravel()
     dangling = outdeg == 0
-    inv = np.where(dangling, 0.0, 1.0 / np.maximum(outdeg, 1))
+    inv = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, outdeg))
     p = np.full(n, 1.0 / n) if p is None else p / p.sum()
     at = count.T.tocsr()
     x = np.full(n, 1.0 / n)
@@ -31,10 +32,14 @@ def scipy_pagerank(count: sp.csr_matrix, damping=0.85, p=None, tol=1e-14, max_it
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_pagerank_matches_power_iteration(graphs, key, mode, backend):
+@pytest.mark.parametrize("weighted", [None, False])
+def test_pagerank_matches_power_iteration(graphs, key, mode, backend, weighted):
+    """The graphs are weighted: by default the walk follows the weights, weighted=False
+    counts every edge once."""
     tg = graphs[key]
-    res = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend)
-    ref = scipy_pagerank(tg.count)
+    res = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend, weighted=weighted)
+    ref = scipy_pagerank(tg.count if weighted is False else tg.adj)
+    assert res.stats.weighted is (weighted is None)
     assert np.abs(res.values - ref).sum() < 1e-6
     assert res.values.sum() == pytest.approx(1.0, abs=1e-9)
     assert res.stats.converged
@@ -43,14 +48,16 @@ def test_pagerank_matches_power_iteration(graphs, key, mode, backend):
 
 
 @pytest.mark.parametrize("key", ["directed-p3", "undirected-p1"])
-def test_pagerank_matches_networkx(graphs, key):
+@pytest.mark.parametrize("weighted", [True, False])
+def test_pagerank_matches_networkx(graphs, key, weighted):
     tg = graphs[key]
-    res = bsp.pagerank(tg.graph, tol=1e-12, damping=0.9)
+    res = bsp.pagerank(tg.graph, tol=1e-12, damping=0.9, weighted=weighted)
     G = nx.DiGraph()
     G.add_nodes_from(range(tg.n))
-    r, c = tg.count.nonzero()
-    G.add_edges_from(zip(r.tolist(), c.tolist()))
-    ref = nx.pagerank(G, alpha=0.9, tol=1e-15, max_iter=10_000, weight=None)
+    r, c = tg.adj.nonzero()
+    G.add_weighted_edges_from(zip(r.tolist(), c.tolist(), tg.adj[r, c].A1.tolist()))
+    ref = nx.pagerank(G, alpha=0.9, tol=1e-15, max_iter=10_000,
+                      weight="weight" if weighted else None)
     assert np.abs(res.values - np.array([ref[v] for v in range(tg.n)])).sum() < 1e-6
 
 
@@ -58,12 +65,13 @@ def test_pagerank_matches_networkx(graphs, key):
 def test_personalized_pagerank(graphs, mode, backend):
     tg = graphs["directed-p3"]
     sources = [3, 17]
-    res = bsp.personalized_pagerank(tg.graph, sources, tol=1e-12, mode=mode, backend=backend)
     p = np.zeros(tg.n)
     for s in sources:
         p[to_global(tg, s)] = 1.0
-    ref = scipy_pagerank(tg.count, p=p)
-    assert np.abs(res.values - ref).sum() < 1e-6
+    for weighted, matrix in ((None, tg.adj), (False, tg.count)):
+        res = bsp.personalized_pagerank(tg.graph, sources, tol=1e-12, mode=mode,
+                                        backend=backend, weighted=weighted)
+        assert np.abs(res.values - scipy_pagerank(matrix, p=p)).sum() < 1e-6
     assert res.stats.algorithm == "ppr"
 
 
@@ -87,9 +95,9 @@ def test_hub_sorted_pull_matches_the_plain_pull(graphs, key, monkeypatch):
     """Large graphs pull through sources renumbered by frequency (hub sorting); forcing
     it on a small graph gives the same ranks as the plain pull and the reference."""
     tg = graphs[key]
-    plain = bsp.pagerank(tg.graph, tol=1e-12)
+    plain = bsp.pagerank(tg.graph, tol=1e-12, weighted=False)
     monkeypatch.setattr(bsp.edges, "HUB_SORT_BYTES", 0)
-    hub = bsp.pagerank(tg.graph, tol=1e-12)
+    hub = bsp.pagerank(tg.graph, tol=1e-12, weighted=False)
     assert np.abs(hub.values - scipy_pagerank(tg.count)).sum() < 1e-6
     assert np.abs(hub.values - plain.values).sum() < 1e-12
 
@@ -102,10 +110,11 @@ def test_out_of_core_pagerank_is_bitwise_repeatable(graphs, paging, monkeypatch)
     tg = graphs["directed-p3"]
     if paging:
         monkeypatch.setattr(bsp.stream, "RESIDENT_EDGE_BYTES", 0)
-    runs = [bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", threads=t).values
-            for t in (2, 2, 2, 1)]
-    assert all(np.array_equal(runs[0], r) for r in runs[1:])
-    assert np.abs(runs[0] - scipy_pagerank(tg.count)).sum() < 1e-6
+    for weighted, matrix in ((False, tg.count), (True, tg.adj)):
+        runs = [bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", threads=t,
+                             weighted=weighted).values for t in (2, 2, 2, 1)]
+        assert all(np.array_equal(runs[0], r) for r in runs[1:])
+        assert np.abs(runs[0] - scipy_pagerank(matrix)).sum() < 1e-6
 
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
@@ -119,8 +128,9 @@ def test_float32_sums_stay_within_their_bound(graphs, key, mode, hub_sort, monke
     tg = graphs[key]
     if hub_sort:
         monkeypatch.setattr(bsp.edges, "HUB_SORT_BYTES", 0)
-    f64 = bsp.pagerank(tg.graph, tol=1e-10, mode=mode, max_iters=200)
-    f32 = bsp.pagerank(tg.graph, tol=1e-10, mode=mode, max_iters=200, sum_dtype="float32")
+    f64 = bsp.pagerank(tg.graph, tol=1e-10, mode=mode, max_iters=200, weighted=False)
+    f32 = bsp.pagerank(tg.graph, tol=1e-10, mode=mode, max_iters=200, sum_dtype="float32",
+                       weighted=False)
     ref = scipy_pagerank(tg.count)
     indeg = np.asarray(tg.count.sum(axis=0)).ravel()
     # a per-iteration relative error e on every sum moves the fixed point by at most
@@ -137,7 +147,7 @@ def test_out_of_core_float32_sums_are_bitwise_repeatable(graphs):
     float64 total once per partition, so thread counts give the same bits."""
     tg = graphs["directed-p3"]
     runs = [bsp.pagerank(tg.graph, tol=1e-10, mode="out-of-core", threads=t,
-                         sum_dtype="float32").values for t in (2, 1)]
+                         sum_dtype="float32", weighted=False).values for t in (2, 1)]
     assert np.array_equal(runs[0], runs[1])
 
 
@@ -150,4 +160,7 @@ def test_sum_dtype_is_checked(graphs):
     for mode in ("memory", "out-of-core"):
         with pytest.raises(bsp.engine.ParameterError, match="^sum_dtype float32 sums run in "
                                                             "the numba CPU kernels"):
-            bsp.pagerank(g, sum_dtype="float32", backend="torch", mode=mode)
+            bsp.pagerank(g, sum_dtype="float32", backend="torch", mode=mode, weighted=False)
+    with pytest.raises(bsp.engine.ParameterError, match="^sum_dtype float32 sums apply to "
+                                                        "unweighted runs"):
+        bsp.pagerank(g, sum_dtype="float32")

@@ -95,3 +95,53 @@ def test_road_graph_bfs_and_wcc_auto(road):
     first = np.full(k, g.num_nodes())
     np.minimum.at(first, lab, np.arange(g.num_nodes()))
     np.testing.assert_array_equal(comp.values, first[lab])  # smallest id per component
+
+
+@pytest.fixture(scope="module")
+def ratings(tmp_path_factory):
+    """MovieLens-100k as a weighted directed graph: user -> movie (movie ids + 10,000),
+    weight = the rating (1..5); and the same edges as a networkx DiGraph."""
+    from tests.conftest import mirror_dir
+
+    mirror = mirror_dir()
+    path = None if mirror is None else mirror / "movielens-100k" / "u.data"
+    if path is None or not path.exists():
+        pytest.skip("movielens-100k not in the dataset mirror (set GRAPHSYS_MIRROR)")
+    data = np.loadtxt(path, dtype=np.int64)
+    src, dst, w = data[:, 0], data[:, 1] + 10_000, data[:, 2].astype(np.float64)
+    import graphsys
+
+    g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("ml") / "g", weight=w,
+                            num_partitions=3)
+    G = nx.DiGraph()
+    G.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), w.tolist()))
+    return g, G
+
+
+@pytest.mark.parametrize("mode,backend", [("memory", "numba"), ("out-of-core", "numba"),
+                                          ("memory", "torch")])
+def test_weighted_pagerank_on_ratings_matches_networkx(ratings, mode, backend):
+    """Issue 43: on a weighted edge set the walk follows the weights (networkx's default),
+    weighted=False is networkx's weight=None; the two answers differ."""
+    g, G = ratings
+    for weighted, weight in ((None, "weight"), (False, None)):
+        res = bsp.pagerank(g, tol=1e-12, max_iters=1000, mode=mode, backend=backend,
+                           weighted=weighted)
+        ref = nx.pagerank(G, tol=1e-15, max_iter=10_000, weight=weight)
+        got = res.to_dict()
+        assert sum(abs(got[k] - ref[k]) for k in ref) < 1e-6
+        assert res.stats.weighted is (weighted is None)
+    plain = bsp.pagerank(g, tol=1e-12, max_iters=1000, weighted=False).values
+    assert np.abs(plain - bsp.pagerank(g, tol=1e-12, max_iters=1000).values).sum() > 1e-3
+
+
+def test_weighted_hits_on_ratings_matches_networkx(ratings):
+    """networkx's hits reads the weights (nx.adjacency_matrix's weight='weight'), so does
+    graphsys's by default; weighted=False matches networkx on the weightless graph."""
+    g, G = ratings
+    plain = nx.DiGraph(G.edges())
+    for weighted, graph in ((None, G), (False, plain)):
+        hubs, auths = nx.hits(graph, max_iter=10_000, tol=1e-12)
+        res = bsp.hits(g, tol=1e-12, max_iters=4000, weighted=weighted).to_dict()
+        assert sum(abs(res[k][0] - hubs[k]) for k in hubs) < 1e-6
+        assert sum(abs(res[k][1] - auths[k]) for k in auths) < 1e-6

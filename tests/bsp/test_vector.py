@@ -38,7 +38,7 @@ def test_propagate_matches_scipy(graphs, key, mode, backend, combiner, direction
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 def test_pagerank_width_one_is_the_scalar_pagerank(graphs, key, mode, backend):
     tg = graphs[key]
-    scalar = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend)
+    scalar = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend, weighted=False)
     rows = bsp.run(tg.graph, PageRankRows(tol=1e-12), mode=mode, backend=backend)
     np.testing.assert_allclose(rows.values, scalar.values, rtol=1e-12, atol=1e-15)
     assert rows.stats.num_supersteps == scalar.stats.num_supersteps

@@ -51,7 +51,8 @@ def _one_line_error(capsys) -> str:
 
 
 def _run(graph, *extra):
-    return cli.main(["run", "pagerank", str(graph), "--max-iters", "2", "--json", *extra])
+    return cli.main(["run", "pagerank", str(graph), "--max-iters", "2", "--json",
+                     "--allow-unconverged", *extra])
 
 
 @pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])

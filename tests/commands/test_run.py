@@ -185,7 +185,9 @@ def test_user_program(main, graph_dir, tmp_path, monkeypatch, capsys):
         "class NotAProgram:\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     g = str(graph_dir / "g")
-    assert main(["run", "pagerank", g, "--out", str(tmp_path / "a.parquet")]) == 0
+    # a PageRank subclass built with no arguments ignores weights (weighted=False)
+    assert main(["run", "pagerank", g, "--weights", "ignore",
+                 "--out", str(tmp_path / "a.parquet")]) == 0
     assert main(["run", "--program", "user_progs:MyRank", g, "--out",
                  str(tmp_path / "b.parquet")]) == 0
     a, b = (pq.read_table(tmp_path / f"{x}.parquet").to_pydict() for x in "ab")
@@ -216,8 +218,9 @@ def test_hits_writes_hub_and_authority_rows(main, graph_dir, tmp_path):
 
 @pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "index"])
 @pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+@pytest.mark.parametrize("weights", ["use", "ignore"])
 def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
-        main, graph_dir, tmp_path, monkeypatch, capsys, mode, indexed):
+        main, graph_dir, tmp_path, monkeypatch, capsys, mode, indexed, weights):
     """Before superstep 0 a run opens the graph once and reads each bucket at most once
     (none with an adjacency index: in memory the run reads no bucket at all); out of core
     the supersteps stream from the buckets the degree pass opened. Counted by wrapping the
@@ -263,10 +266,13 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
 
     monkeypatch.setattr(engine, "solve_in_memory", first_solve)
     out = tmp_path / "pr.parquet"
-    assert main(["run", "pagerank", str(g), "--mode", mode, "--out", str(out)]) == 0
+    assert main(["run", "pagerank", str(g), "--mode", mode, "--out", str(out),
+                 "--weights", weights]) == 0
     capsys.readouterr()
     assert len(buckets) >= 3 and len(opens) == 1
-    assert at_superstep_0 == [0 if indexed else len(buckets)]
+    # a weighted run in memory declines the fused loop: the supersteps follow it
+    assert at_superstep_0 == [0 if indexed else len(buckets)] * (
+        2 if weights == "use" and mode == "memory" else 1)
     # each bucket once in the whole run; in memory with an index, never
     assert sorted(reads) == ([] if indexed and mode == "memory" else buckets)
     ranks = read_out(out)
@@ -279,9 +285,10 @@ def test_sum_dtype_flag(main, graph_dir, tmp_path, capsys):
     g = str(graph_dir / "g")
     for mode in ("memory", "out-of-core"):
         a, b = tmp_path / f"a-{mode}.parquet", tmp_path / f"b-{mode}.parquet"
-        assert main(["run", "pagerank", g, "--mode", mode, "--out", str(a)]) == 0
+        assert main(["run", "pagerank", g, "--mode", mode, "--weights", "ignore", "--out",
+                     str(a)]) == 0
         assert main(["run", "pagerank", g, "--mode", mode, "--sum-dtype", "float32",
-                     "--out", str(b)]) == 0
+                     "--weights", "ignore", "--out", str(b)]) == 0
         ra, rb = read_out(a), read_out(b)
         assert ra.keys() == rb.keys()
         assert all(abs(rb[k] / ra[k] - 1) < 1e-5 for k in ra)
@@ -348,3 +355,44 @@ def test_user_program_from_working_directory(main, graph_dir, tmp_path, monkeypa
     # ids 10..13 form one weak component, 14..15 another: each ends with its largest label
     first, second = ({labels[i] for i in (10, 11, 12, 13)}, {labels[i] for i in (14, 15)})
     assert len(first) == 1 and len(second) == 1 and first != second
+
+
+def test_weights_flag_and_non_convergence(main, tmp_path, capsys):
+    """Issue 43's reproducer: on a weighted edge set pagerank follows the weights
+    (networkx's default), --weights ignore gives networkx's weight=None answer, --json
+    records which ran; a run that stops at --max-iters exits non-zero in one line and
+    writes nothing unless --allow-unconverged."""
+    import networkx as nx
+
+    import graphsys
+
+    src, dst, w = [1, 1, 2, 3], [2, 3, 3, 1], [5.0, 1.0, 2.0, 1.0]
+    g = tmp_path / "g"
+    graphsys.from_numpy(np.array(src), np.array(dst), g, weight=np.array(w))
+    G = nx.DiGraph()
+    G.add_weighted_edges_from(zip(src, dst, w))
+    for weights, ref, flag in (("auto", nx.pagerank(G, tol=1e-12), True),
+                               ("ignore", nx.pagerank(G, tol=1e-12, weight=None), False)):
+        out = tmp_path / f"{weights}.parquet"
+        assert main(["run", "pagerank", str(g), "--weights", weights, "--tol", "1e-12",
+                     "--max-iters", "1000",
+                     "--out", str(out), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["weighted"] is flag
+        got = read_out(out)
+        assert all(abs(got[k] - ref[k]) < 1e-9 for k in ref)
+    assert round(read_out(tmp_path / "auto.parquet")[2], 3) == 0.298
+    assert round(read_out(tmp_path / "ignore.parquet")[2], 3) == 0.215
+    for algorithm in ("pagerank", "hits"):
+        out = tmp_path / f"short-{algorithm}.parquet"
+        assert main(["run", algorithm, str(g), "--max-iters", "2", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "did not converge within 2 supersteps" in err[0], err
+        assert not out.exists()
+        assert main(["run", algorithm, str(g), "--max-iters", "2", "--out", str(out),
+                     "--allow-unconverged"]) == 0
+        assert out.exists() and "before converging" in capsys.readouterr().err
+    graphsys.from_numpy(np.array(src), np.array(dst), tmp_path / "plain")
+    assert main(["run", "hits", str(tmp_path / "plain"), "--weights", "use"]) == 2
+    assert "--weights is True but edge set" in capsys.readouterr().err
+    assert main(["run", "bfs", str(g), "--source", "1", "--weights", "ignore"]) == 2
+    assert "--weights applies to" in capsys.readouterr().err

@@ -18,6 +18,10 @@ from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 
 from .conftest import sbm_graph
 
+#: A builtin model's config as GNN.config() writes it (load_checkpoint checks it)
+CFG = {"model": "sage", "in_dim": 4, "hidden_dim": 8, "out_dim": 2, "num_layers": 2,
+       "dropout": 0.5, "heads": 8}
+
 
 def _state(value: float) -> dict[str, torch.Tensor]:
     return {"w": torch.full((3, 4), value), "b": torch.arange(5, dtype=torch.float32)}
@@ -25,16 +29,16 @@ def _state(value: float) -> dict[str, torch.Tensor]:
 
 def test_save_load_round_trip_and_old_versions_removed(tmp_path):
     ck = tmp_path / "ck"
-    save_checkpoint(ck, _state(1.0), {"model": "x"}, {"k": 1})
-    save_checkpoint(ck, _state(2.0), {"model": "x"}, {"k": 2})
+    save_checkpoint(ck, _state(1.0), CFG, {"k": 1})
+    save_checkpoint(ck, _state(2.0), CFG, {"k": 2})
     state, config, meta = load_checkpoint(ck)
-    assert float(state["w"][0, 0]) == 2.0 and meta == {"k": 2} and config == {"model": "x"}
+    assert float(state["w"][0, 0]) == 2.0 and meta == {"k": 2} and config == CFG
     assert sorted(p.name for p in ck.iterdir()) == ["model.json", "tensors.v000002"]
 
 
 def test_flipped_tensor_byte_is_refused(tmp_path):
     ck = tmp_path / "ck"
-    save_checkpoint(ck, _state(1.0), {}, {})
+    save_checkpoint(ck, _state(1.0), CFG, {})
     f = next((ck / "tensors.v000001").glob("*.npy"))
     raw = bytearray(f.read_bytes())
     raw[-1] ^= 0x01
@@ -45,9 +49,9 @@ def test_flipped_tensor_byte_is_refused(tmp_path):
 
 def test_non_finite_tensors_are_never_saved_or_loaded(tmp_path):
     ck = tmp_path / "ck"
-    save_checkpoint(ck, _state(1.0), {}, {})
+    save_checkpoint(ck, _state(1.0), CFG, {})
     with pytest.raises(GraphsysError, match="NaN or infinity; not saved"):
-        save_checkpoint(ck, _state(float("nan")), {}, {})
+        save_checkpoint(ck, _state(float("nan")), CFG, {})
     assert float(load_checkpoint(ck)[0]["w"][0, 0]) == 1.0  # the last good one
     # a NaN written with a matching hash (not by graphsys) is refused on load too
     header = json.loads((ck / "model.json").read_text())
@@ -67,7 +71,7 @@ def test_non_finite_tensors_are_never_saved_or_loaded(tmp_path):
 @pytest.mark.parametrize("file", ["/etc/passwd", "../x.npy", "tensors.v000001/../../x.npy"])
 def test_tensor_paths_stay_inside(tmp_path, file):
     ck = tmp_path / "ck"
-    save_checkpoint(ck, _state(1.0), {}, {})
+    save_checkpoint(ck, _state(1.0), CFG, {})
     header = json.loads((ck / "model.json").read_text())
     header["tensors"]["w"]["file"] = file
     (ck / "model.json").write_text(json.dumps(header))
@@ -89,13 +93,15 @@ def dying(path, data):
     real(path, data)
 checkpoint.write_bytes_atomic = dying
 checkpoint.save_checkpoint(sys.argv[1], {"a": torch.full((2,), 2.0),
-                                         "b": torch.full((2,), 2.0)}, {}, {"save": 2})
+                                         "b": torch.full((2,), 2.0)},
+                           {"model": "sage", "in_dim": 4, "hidden_dim": 8, "out_dim": 2,
+                            "num_layers": 2, "dropout": 0.5, "heads": 8}, {"save": 2})
 """
 
 
 def test_kill_during_save_leaves_the_previous_checkpoint_whole(tmp_path):
     ck = tmp_path / "ck"
-    save_checkpoint(ck, {"a": torch.full((2,), 1.0), "b": torch.full((2,), 1.0)}, {},
+    save_checkpoint(ck, {"a": torch.full((2,), 1.0), "b": torch.full((2,), 1.0)}, CFG,
                     {"save": 1})
     proc = subprocess.run([sys.executable, "-c", _KILLED_SAVE, str(ck)],
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
@@ -103,7 +109,7 @@ def test_kill_during_save_leaves_the_previous_checkpoint_whole(tmp_path):
     state, _, meta = load_checkpoint(ck)  # never a mix of two saves
     assert meta == {"save": 1}
     assert float(state["a"][0]) == 1.0 and float(state["b"][0]) == 1.0
-    save_checkpoint(ck, _state(3.0), {}, {"save": 3})  # the torn version is cleared
+    save_checkpoint(ck, _state(3.0), CFG, {"save": 3})  # the torn version is cleared
     assert load_checkpoint(ck)[2] == {"save": 3}
     assert [p.name for p in ck.glob("tensors.v*")] == ["tensors.v000003"]
 
@@ -121,7 +127,7 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
     from graphsys.gnn import checkpoint
 
     ck = tmp_path / "ck"
-    save_checkpoint(ck, _state(1.0), {}, {"save": 1})
+    save_checkpoint(ck, _state(1.0), CFG, {"save": 1})
     real = checkpoint.write_bytes_atomic
 
     def full(path, data):
@@ -131,6 +137,38 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
 
     monkeypatch.setattr(checkpoint, "write_bytes_atomic", full)
     with pytest.raises(GraphsysError, match="No space left on device.*previous one"):
-        save_checkpoint(ck, _state(2.0), {}, {"save": 2})
+        save_checkpoint(ck, _state(2.0), CFG, {"save": 2})
     assert sorted(p.name for p in ck.iterdir()) == ["model.json", "tensors.v000001"]
     assert load_checkpoint(ck)[2] == {"save": 1}
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("config.dropout", float("nan"), "config.dropout is nan, not a number in [0, 1)"),
+    ("config.hidden_dim", 0, "config.hidden_dim is 0, not an integer >= 1"),
+    ("config.hidden_dim", "64", "config.hidden_dim is '64', not an integer >= 1"),
+    ("config.model", "mlp", "config.model is 'mlp', not one of"),
+    ("config.extra", 1, "config.extra: not a field of a sage model"),
+    ("meta.train_config.weight_decay", -1.0,
+     "meta.train_config.weight_decay must be a finite number >= 0, got -1.0"),
+    ("meta.train_config.lr", "fast", "meta.train_config.lr must be a finite number > 0"),
+    ("meta.train_config.bogus", 3, "meta.train_config.bogus: not a training setting"),
+])
+def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, value, says):
+    """model.json's config and training settings are checked field by field on load: a
+    hand edit is one line naming the file and the field, never a traceback later."""
+    from graphsys.gnn.training import _cfg_json
+
+    ck = tmp_path / "ck"
+    save_checkpoint(ck, _state(1.0), CFG, {"train_config": _cfg_json(TrainConfig())})
+    load_checkpoint(ck)
+    header = json.loads((ck / "model.json").read_text())
+    where = header
+    *path, last = field.split(".")
+    for key in path:
+        where = where[key]
+    where[last] = value
+    (ck / "model.json").write_text(json.dumps(header))
+    with pytest.raises(FormatError) as err:
+        load_checkpoint(ck)
+    assert str(err.value).startswith(f"{ck / 'model.json'}: ") and says in str(err.value)
+    assert "\n" not in str(err.value)

@@ -67,9 +67,11 @@ def test_bad_loader_options():
 
 def test_checkpoint_roundtrip_without_pickle(tmp_path):
     state = {"a.weight": torch.randn(3, 4), "b": torch.arange(5)}
-    save_checkpoint(tmp_path / "ck", state, {"model": "sage"}, {"note": 1})
+    config = {"model": "sage", "in_dim": 4, "hidden_dim": 8, "out_dim": 2, "num_layers": 2,
+              "dropout": 0.5, "heads": 8}  # as GNN.config() writes it: checked on load
+    save_checkpoint(tmp_path / "ck", state, config, {"note": 1})
     got, cfg, meta = load_checkpoint(tmp_path / "ck")
-    assert cfg == {"model": "sage"} and meta == {"note": 1}
+    assert cfg == config and meta == {"note": 1}
     for k in state:
         assert torch.equal(got[k], state[k])
     # files are plain .npy + JSON: no pickle opcodes in any file

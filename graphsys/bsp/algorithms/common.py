@@ -33,6 +33,20 @@ def symmetric(graph, edge_set: str | None) -> bool:
     return bool(graph.edge_set(edge_set).undirected)
 
 
+def resolve_weighted(graph, edge_set: str | None, weighted) -> bool:
+    """Whether a run follows edge weights: ``weighted`` None (auto) when the edge set has
+    them; True refused on an edge set without weights; else ``weighted`` itself."""
+    if weighted is not None and not isinstance(weighted, (bool, np.bool_)):
+        raise ParameterError("weighted", f"must be True, False or None (auto), got "
+                                         f"{weighted!r}")
+    es = graph.edge_set(edge_set)
+    if weighted is None:
+        return bool(es.has_weight)
+    if weighted and not es.has_weight:
+        raise ParameterError("weighted", f"is True but edge set {es.name!r} has no weights")
+    return bool(weighted)
+
+
 def execute(graph, program: VertexProgram, max_iters: int, **kwargs) -> Result:
     return run(graph, program, max_iters=max_iters, **kwargs)
 

@@ -4,7 +4,9 @@ r"""HITS hubs and authorities (Kleinberg 1999) by power iteration, as networkx d
     a^{(k)} = A^\top h^{(k)}, \qquad
     h^{(k+1)} = \frac{A\, a^{(k)}}{\max_u (A\, a^{(k)})_u}, \qquad h^{(0)} = \mathbf{1}
 
-with :math:`A_{uv}` the weight of edge ``u -> v`` (1 unweighted; multi-edges add). The
+with :math:`A_{uv}` the weight of edge ``u -> v`` (1 unweighted; multi-edges add), as
+networkx's :func:`~networkx.hits` builds :math:`A` (``nx.adjacency_matrix(G)``, whose
+default ``weight="weight"`` reads the weights; ``weighted=False`` counts every edge as 1). The
 vertex program switches direction every superstep: even ones send hub scores along edges
 (authorities), odd ones authority scores against them (hubs). Stops after the authorities
 of a hub vector whose L1 change is below ``tol``; both columns are then scaled to sum 1
@@ -18,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from graphsys.bsp.algorithms.common import resolve_weighted
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
@@ -34,10 +37,12 @@ class HITS(VertexProgram):
     message, combiner = "mul_weight", "sum"
     uses_weights = True
 
-    def __init__(self, tol: float = 1e-8):
+    def __init__(self, tol: float = 1e-8, weighted: bool = True):
         if not tol > 0:
             raise ParameterError("tol", f"must be positive, got {tol!r}")
         self.tol, self.step, self.hub_max = tol, 0, 1.0
+        if not weighted:  # every edge counts 1: the weights are not even read
+            self.message, self.uses_weights = "copy", False
 
     @property
     def direction(self) -> str:
@@ -76,7 +81,8 @@ class HITS(VertexProgram):
 
 
 @document_options()
-def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None, mode: str = "memory",
+def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
+         weighted: bool | None = None, mode: str = "memory",
          device: str = "cpu", backend: str = "auto", threads: int | None = None,
          edge_set: str | None = None, distributed: bool = False,
          progress: Callable | None = None, readahead: int = 4,
@@ -86,8 +92,9 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None, mode: str = 
     Power iteration: authorities are the (weighted) sum of the hub scores of their
     in-neighbours, hubs the sum of the authority scores of their out-neighbours, hubs
     scaled by their maximum each round; at the end each column is scaled to sum to 1.
-    Edge weights multiply the scores (1 where the edge set has none). Even supersteps
-    send along edges, odd ones against them.
+    Edge weights multiply the scores (1 where the edge set has none, or with
+    ``weighted=False``), as networkx's :func:`networkx.hits` reads the ``weight``
+    attribute. Even supersteps send along edges, odd ones against them.
 
     Parameters
     ----------
@@ -97,6 +104,12 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None, mode: str = 
         Stop when the L1 change of the hub vector falls below ``tol``.
     max_iters : int, optional
         Most supersteps (default 200); two supersteps make one power iteration.
+        ``result.stats.converged`` is False when they ran out first (the values are then
+        the last iterate, not the scores; networkx raises instead).
+    weighted : bool, optional
+        Multiply by the edge weights: None (default) when the edge set has weights, True
+        requires them, False counts every edge as 1. ``result.stats.weighted`` records
+        which was computed.
     %(engine_options)s
 
     Returns
@@ -110,7 +123,8 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None, mode: str = 
     Raises
     ------
     ParameterError
-        ``tol`` not positive, or an unknown ``mode``, ``backend`` or ``device``.
+        ``tol`` not positive, ``weighted`` True on an edge set without weights, or an
+        unknown ``mode``, ``backend`` or ``device``.
 
     References
     ----------
@@ -127,11 +141,12 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None, mode: str = 
     >>> {node: [round(hub, 3), round(auth, 3)] for node, (hub, auth) in scores.items()}
     {1: [0.618, 0.0], 2: [0.382, 0.382], 3: [0.0, 0.618]}
     """
-    return HITS_SPEC.run(graph, tol=tol, max_iters=max_iters, **engine_options(locals()))
+    return HITS_SPEC.run(graph, tol=tol, max_iters=max_iters, weighted=weighted,
+                         **engine_options(locals()))
 
 
-def _hits_program(graph, *, edge_set=None, tol: float = 1e-8):
-    return HITS(tol)
+def _hits_program(graph, *, edge_set=None, tol: float = 1e-8, weighted: bool | None = None):
+    return HITS(tol, weighted=resolve_weighted(graph, edge_set, weighted))
 
 
 def _normalise(res):
@@ -141,5 +156,5 @@ def _normalise(res):
     return res
 
 
-HITS_SPEC = AlgorithmSpec("hits", _hits_program, lambda n: 200, parameters=("tol",),
+HITS_SPEC = AlgorithmSpec("hits", _hits_program, lambda n: 200, parameters=("tol", "weighted"),
                           finish=_normalise)

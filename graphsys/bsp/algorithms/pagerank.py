@@ -6,7 +6,12 @@ r"""PageRank and personalized PageRank as a vertex program (networkx's definitio
 
 with :math:`p` uniform (PageRank) or the normalised personalization vector (personalized
 PageRank); dangling mass is spread like the teleport (networkx's default
-``dangling=None``). Multi-edges count with their multiplicity. Stops when
+``dangling=None``). Multi-edges count with their multiplicity. Weighted (networkx's
+default ``weight="weight"``): :math:`A_{uv}` is the weight of ``u -> v`` (multi-edges
+add) and :math:`D` the weighted out-degree, so the walk leaves ``u`` along an edge with
+probability proportional to its weight; a vertex whose out-weights sum to 0 is dangling.
+Unweighted (``weighted=False``, or an edge set without weights): every edge weighs 1.
+Stops when
 :math:`\|x^{(k+1)} - x^{(k)}\|_1 <` ``tol`` (note: networkx compares with ``N * tol``).
 
 ``sum_dtype="float32"`` (default ``"float64"``) trades exactness for cache footprint in the
@@ -30,7 +35,12 @@ import numba
 import numpy as np
 import torch
 
-from graphsys.bsp.algorithms.common import execute, open_if_path, source_index
+from graphsys.bsp.algorithms.common import (
+    execute,
+    open_if_path,
+    resolve_weighted,
+    source_index,
+)
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
@@ -93,20 +103,29 @@ class PageRank(VertexProgram):
         float64 (N,) non-negative teleport weights by internal id; None: uniform.
     sum_dtype : {"float64", "float32"}, default "float64"
         The dtype of the sent values and sums (see the module docstring for the error
-        bound).
+        bound); unweighted runs only.
+    weighted : bool, default False
+        Whether the walk follows edges in proportion to their weights (messages
+        ``rank / weighted out-degree`` multiplied by the edge weight).
     """
 
     name = "pagerank"
     message, combiner, direction = "copy", "sum", "out"
 
     def __init__(self, damping: float = 0.85, tol: float = 1e-6,
-                 personalization: np.ndarray | None = None, sum_dtype: str = "float64"):
+                 personalization: np.ndarray | None = None, sum_dtype: str = "float64",
+                 weighted: bool = False):
         if not 0.0 < damping < 1.0:
             raise ParameterError("damping", f"must be in (0, 1), got {damping!r}")
         if not tol > 0:
             raise ParameterError("tol", f"must be positive, got {tol!r}")
         self.damping, self.tol, self.personalization = damping, tol, personalization
-        self.sum_dtype = sum_dtype
+        self.sum_dtype, self.weighted = sum_dtype, bool(weighted)
+        if self.weighted:  # x_u / weighted degree, times the edge weight on each edge
+            self.message, self.uses_weights = "mul_weight", True
+            if sum_dtype == "float32":
+                raise ParameterError("sum_dtype", f"{sum_dtype} sums apply to unweighted "
+                                                  f"runs; a weighted one sums in float64")
         self.check()  # a bad sum_dtype fails here, not at the first superstep
 
     def init(self, ctx):
@@ -116,9 +135,9 @@ class PageRank(VertexProgram):
         else:
             pv = np.asarray(self.personalization, np.float64)
             p = torch.as_tensor(pv[ctx.lo:ctx.hi] / pv.sum()).to(ctx.device)
-        deg = ctx.degree("out")
+        deg = ctx.degree("out-weight" if self.weighted else "out")
         # 1/deg, 0 for dangling vertices: send() is then one multiply
-        inv_deg = torch.where(deg > 0, 1.0 / deg.clamp(min=1), 0.0)
+        inv_deg = torch.where(deg > 0, 1.0 / torch.where(deg > 0, deg, 1.0), 0.0)
         rank = ctx.full(1.0 / n)
         everyone = torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
         state = {"rank": rank, "p": p, "inv_deg": inv_deg, "send": rank * inv_deg,
@@ -195,12 +214,14 @@ class PageRank(VertexProgram):
         breadth-first order), larger rank vectors the pull. docs/benchmarks.md has the
         timings behind these rules.
 
-        Layouts are built in the setup (its seconds); ranks are mapped back at the end."""
+        Layouts are built in the setup (its seconds); ranks are mapped back at the end.
+        A weighted run declines (returns None): these layouts carry no weights, and the
+        engine's supersteps pull ``rank / weighted degree`` times each edge's weight."""
         n = ctx.num_nodes
         rank, inv_deg = host_array(state["rank"]), host_array(state["inv_deg"])
         p = host_array(state["p"]) if state["p"] is not None else np.zeros(0)
-        if self.width is not None:
-            return None
+        if self.width is not None or self.weighted:
+            return None  # the engine's supersteps: their pulls multiply by the weights
         t0 = time.perf_counter()
         stored = (ctx.graph.adjacency_index(ctx.edge_set, "push") if (
             edges.num_edges >= LOCALITY_MAX_DEGREE * n and 8 * n <= PUSH_MAX_BYTES) else None)
@@ -330,13 +351,21 @@ max_iters : int, optional
 sum_dtype : {"float64", "float32"}, default "float64"
     The dtype the numba CPU kernels send and sum messages in; ``float32`` halves the
     cache footprint of the random accesses at a bounded relative error (see
-    :mod:`graphsys.bsp.algorithms.pagerank`); the torch backend refuses it."""
+    :mod:`graphsys.bsp.algorithms.pagerank`); the torch backend refuses it, and so does
+    a weighted run (it sums in float64).
+weighted : bool, optional
+    Follow edges in proportion to their weights (networkx's default ``weight="weight"``):
+    None (default) when the edge set has weights, True requires them, False ignores
+    them (every edge weighs 1, as ``weight=None`` in networkx). Weights must be finite
+    and non-negative; a node whose out-weights sum to 0 is dangling.
+    ``result.stats.weighted`` records which was computed."""
 
 @document_options()
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
           references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
-             sum_dtype: str = "float64", mode: str = "memory", device: str = "cpu",
+             sum_dtype: str = "float64", weighted: bool | None = None, mode: str = "memory",
+             device: str = "cpu",
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
              distributed: bool = False, progress: Callable | None = None,
              readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
@@ -346,9 +375,12 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     Power iteration of :math:`x \\leftarrow \\alpha (A^\\top D^{-1} x + p \\sum_{d_u = 0}
     x_u) + (1 - \\alpha) p` with a uniform teleport :math:`p`; the rank of dangling
     nodes (no out-edges) is spread like the teleport, multi-edges count with their
-    multiplicity, edge weights are ignored. In memory on CPU the iterations run as one
-    fused numba loop whose layout (pull, push into destination blocks, breadth-first
-    renumbered pull) is picked from the graph's shape; ``result.stats.method`` names it.
+    multiplicity. On an edge set with weights :math:`A` holds the weights and :math:`D`
+    the weighted out-degrees (``weighted``). Unweighted, in memory on CPU, the iterations
+    run as one fused numba loop whose layout (pull, push into destination blocks,
+    breadth-first renumbered pull) is picked from the graph's shape; weighted runs take
+    the engine's supersteps, whose pulls multiply by the weights; ``result.stats.method``
+    names what ran.
 
     Parameters
     ----------
@@ -368,7 +400,10 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     ------
     ParameterError
         ``damping`` outside (0, 1), ``tol`` not positive, an unknown ``sum_dtype``,
-        ``mode``, ``backend`` or ``device``.
+        ``mode``, ``backend`` or ``device``, ``weighted`` True on an edge set without
+        weights.
+    GraphsysError
+        A weighted run over a negative, NaN or infinite edge weight.
 
     See Also
     --------
@@ -389,9 +424,20 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     [(1, 0.287), (2, 0.281), (3, 0.277)]
     >>> round(result.value(4), 3)
     0.155
+
+    Weights steer the walk (as ``networkx.pagerank(G)``); ``weighted=False`` ignores them:
+
+    >>> w = np.array([1.0, 1.0, 1.0, 9.0, 1.0])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", weight=w)
+    >>> round(bsp.pagerank(g, tol=1e-10).value(4), 3)
+    0.233
+    >>> result = bsp.pagerank(g, tol=1e-10, weighted=False)
+    >>> round(result.value(4), 3), result.stats.weighted
+    (0.155, False)
     """
     return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
-                             sum_dtype=sum_dtype, **engine_options(locals()))
+                             sum_dtype=sum_dtype, weighted=weighted,
+                             **engine_options(locals()))
 
 
 @document_options()
@@ -399,7 +445,8 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
           references=cite("pagerank", "ligra"))
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
                           tol: float = 1e-6, max_iters: int | None = None,
-                          sum_dtype: str = "float64", mode: str = "memory",
+                          sum_dtype: str = "float64", weighted: bool | None = None,
+                          mode: str = "memory",
                           device: str = "cpu", backend: str = "auto",
                           threads: int | None = None, edge_set: str | None = None,
                           distributed: bool = False, progress: Callable | None = None,
@@ -409,7 +456,8 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
 
     The same iteration as :func:`pagerank` with the teleport vector :math:`p` put on
     ``sources`` (in proportion to ``weights``); dangling mass follows the same
-    distribution, as ``networkx.pagerank(G, personalization=...)`` does.
+    distribution, as ``networkx.pagerank(G, personalization=...)`` does; edge weights
+    steer the walk as in :func:`pagerank` (``weighted``).
 
     Parameters
     ----------
@@ -462,30 +510,33 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
                             "and not all zero")
     p = np.zeros(graph.num_nodes(), np.float64)
     np.add.at(p, idx, w)
-    prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype)
+    prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype,
+                    weighted=resolve_weighted(graph, edge_set, weighted))
     prog.name = "ppr"
     return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **engine_options(locals()))
 
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
-                      sum_dtype: str = "float64"):
-    return PageRank(damping, tol, sum_dtype=sum_dtype)
+                      sum_dtype: str = "float64", weighted: bool | None = None):
+    return PageRank(damping, tol, sum_dtype=sum_dtype,
+                    weighted=resolve_weighted(graph, edge_set, weighted))
 
 
 def _ppr_program(graph, *, source, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
-                 sum_dtype: str = "float64"):
+                 sum_dtype: str = "float64", weighted: bool | None = None):
     """PageRank teleporting to the one node ``source`` (an original id)."""
     p = np.zeros(graph.num_nodes(), np.float64)
     p[source_index(graph, source)] = 1.0
-    prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype)
+    prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype,
+                    weighted=resolve_weighted(graph, edge_set, weighted))
     prog.name = "ppr"
     return prog
 
 
 PAGERANK_SPEC = AlgorithmSpec("pagerank", _pagerank_program, lambda n: 100,
-                              parameters=("damping", "tol", "sum_dtype"))
+                              parameters=("damping", "tol", "sum_dtype", "weighted"))
 PPR_SPEC = AlgorithmSpec("ppr", _ppr_program, lambda n: 100, needs_source=True,
-                         parameters=("damping", "tol", "sum_dtype"))
+                         parameters=("damping", "tol", "sum_dtype", "weighted"))
 
 
 class PageRankRows(PageRank):
