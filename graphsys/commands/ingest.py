@@ -35,6 +35,10 @@ def register(subparsers) -> None:
     p.add_argument("--rel-col", help="relation column (knowledge graphs)")
     p.add_argument("--weight-col", help="weight column (float)")
     p.add_argument("--relation", help="relation name for every edge when there is no rel column")
+    p.add_argument("--relation-type", action="append", dest="relation_types", default=None,
+                   metavar="NAME:LHS:RHS",
+                   help="a typed relation: edges of relation NAME join an entity of type LHS "
+                        "to one of type RHS (repeatable; default: one entity type)")
     p.add_argument("--delimiter", help="text delimiter (default: sniffed; tab, comma or spaces)")
     p.add_argument("--header", choices=("auto", "yes", "no"), default="auto",
                    help="text header line: auto (default: a header only when the first line "
@@ -54,7 +58,7 @@ def register(subparsers) -> None:
     p.add_argument("--on-bad-line", choices=("error", "skip"), default="error")
     p.add_argument("--index", default="",
                    help="indexes to build after ingest, comma-separated among csr, csc, "
-                        "push (same as graphsys index; default none)")
+                        "push, sym (the undirected index; as graphsys index; default none)")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
     p.set_defaults(func=run)
 
@@ -75,7 +79,8 @@ def run(args) -> int:
         edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
         dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
         memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,
-        append=appending, progress=show_progress(args), return_report=True)
+        append=appending, progress=show_progress(args), relation_types=args.relation_types,
+        return_report=True)
     if args.json:
         emit_json(report.to_json())
     else:

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
-from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS
+from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS, RelationType
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource
 from graphsys.storage.ingest import ingest as ingest_sources
@@ -35,6 +35,7 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
            undirected: bool = False, dedupe: bool = False, drop_self_loops: bool = False,
            memory_limit: int | str = "2GB", on_bad_line: str = "error",
            index: str | Sequence[str] = (), append: bool = False, progress: bool = False,
+           relation_types: Sequence[str | tuple[str, str, str]] | None = None,
            return_report: bool = False) -> Graph | tuple[Graph, IngestReport]:
     """Ingest edge list files into a partitioned graph directory and open it.
 
@@ -102,6 +103,13 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         own).
     progress : bool, default False
         Show progress bars on stderr.
+    relation_types : sequence of str or tuple, optional
+        Typed relations, each ``"name:lhs:rhs"`` or ``(name, lhs, rhs)``: an edge whose
+        relation (``rel_col`` or ``relation``) is ``name`` joins a node of entity type
+        ``lhs`` to one of type ``rhs``, and ids are resolved within their type (a user and
+        an item may share an id). Default: one entity type, ``node``, for every relation.
+        What ``export`` writes of a typed graph (``rel``, ``src_type``, ``dst_type``)
+        ingests back to the same graph with the same declarations.
     return_report : bool, default False
         Also return the :class:`~graphsys.storage.ingest.IngestReport` (counts, seconds
         per pass, peak memory): ``(graph, report)``.
@@ -164,7 +172,11 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     opts = IngestOptions(
         num_partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
         dedupe=dedupe, drop_self_loops=drop_self_loops, memory_limit=limit,
-        on_bad_line=on_bad_line, progress=progress)
+        on_bad_line=on_bad_line, progress=progress,
+        relation_types=_relation_types(relation_types) if relation_types else None)
+    if append and relation_types:
+        raise ParameterError("relation_types", "cannot be given when appending to a graph "
+                                               "(its relation types are its own)")
     if append and nodes is not None:
         raise ParameterError("nodes", "cannot be given when appending to a graph")
     node_sources = []
@@ -186,6 +198,20 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         result.seconds["index"] = round(time.perf_counter() - t0, 3)
         result.peak_rss_bytes = lifetime_peak_rss()
     return (graph, result) if return_report else graph
+
+
+def _relation_types(specs) -> list[RelationType]:
+    """``RelationType`` of each ``"name:lhs:rhs"`` string or ``(name, lhs, rhs)`` tuple."""
+    out = []
+    for spec in specs:
+        parts = spec.split(":") if isinstance(spec, str) else list(spec)
+        if len(parts) != 3 or not all(isinstance(x, str) and x for x in parts):
+            raise ParameterError("relation_types", f"each is NAME:LHS_TYPE:RHS_TYPE (e.g. "
+                                                   f"rates:user:item), got {spec!r}")
+        out.append(RelationType(*parts))
+    if len({r.name for r in out}) != len(out):
+        raise ParameterError("relation_types", "names a relation twice")
+    return out
 
 
 def index_kinds(index: str | Sequence[str]) -> tuple[str, ...]:

@@ -68,7 +68,7 @@ def test_append(tmp_path, edges):
 @pytest.mark.parametrize("kwargs, message", [
     ({"partitions": 0}, "partitions must be a positive integer, got 0"),
     ({"memory_limit": "lots"}, "memory_limit must be a positive size"),
-    ({"index": "csr,bsr"}, "index must name index kinds among csr, csc, push, got 'csr,bsr'"),
+    ({"index": "csr,bsr"}, "index must name index kinds among csr, csc, push, sym, got 'csr,bsr'"),
     ({"on_bad_line": "ignore"}, "on_bad_line must be 'error' or 'skip'"),
 ])
 def test_bad_parameters(tmp_path, edges, kwargs, message):

@@ -166,3 +166,34 @@ def test_several_types_with_string_and_integer_ids_share_one_schema(tmp_path):
     assert got.schema.field("src").type == got.schema.field("dst").type == pa.large_string()
     assert sorted(zip(got.column("dst").to_pylist(), got.column("dst_type").to_pylist())) == [
         ("7", "item"), ("8", "item"), ("u2", "user")]
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".csv", ".parquet"])
+def test_typed_graph_round_trips_with_its_relation_types(tmp_path, suffix):
+    import graphsys
+    from graphsys.storage.format import RelationType
+
+    table = pa.table({"src": [1, 2, 1, 3], "rel": ["rates", "rates", "follows", "rates"],
+                      "dst": [2, 1, 2, 1], "weight": [4.0, 5.0, 1.0, 3.0]})
+    specs = ["rates:user:item", "follows:user:user"]
+    ingest([EdgeSource(table=table, rel_col="rel", weight_col="weight")], tmp_path / "g",
+           IngestOptions(num_partitions=2,
+                         relation_types=[RelationType(*s.split(":")) for s in specs]))
+    g = open_graph(tmp_path / "g")
+    export_edges(g, tmp_path / f"out{suffix}")
+    back = graphsys.ingest(tmp_path / f"out{suffix}", tmp_path / "back", partitions=2,
+                           rel_col="rel", weight_col="weight", relation_types=specs)
+    assert edges_of(back) == edges_of(g)
+    assert {t: back.num_nodes(t) for t in back.entity_types} == {"user": 3, "item": 2}
+    assert [(r.name, r.lhs, r.rhs) for r in back.relation_types] == [
+        (r.name, r.lhs, r.rhs) for r in g.relation_types]
+
+
+def test_relation_types_are_checked(tmp_path):
+    import graphsys
+    from graphsys.errors import ParameterError
+
+    pq.write_table(TABLES["relations"], tmp_path / "in.parquet")
+    with pytest.raises(ParameterError, match="NAME:LHS_TYPE:RHS_TYPE"):
+        graphsys.ingest(tmp_path / "in.parquet", tmp_path / "g", rel_col="rel",
+                        relation_types=["likes:a"])
