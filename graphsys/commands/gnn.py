@@ -241,8 +241,15 @@ def _recommend(args) -> int:
         except ValueError:
             raise ParameterError("ks", f"must be comma-separated integers, got "
                                        f"{args.ks!r}") from None
-        m = evaluate(args.checkpoint, graph=args.graph, edge_set=args.evaluate,
-                     history=args.edge_set, ks=ks)
+        try:
+            m = evaluate(args.checkpoint, graph=args.graph, edge_set=args.evaluate,
+                         history=args.edge_set, ks=ks)
+        except ParameterError as exc:
+            # evaluate's edge_set is --evaluate here, its history --edge-set
+            renamed = {"edge_set": "evaluate", "history": "edge_set"}.get(exc.parameter)
+            if renamed is None:
+                raise
+            raise ParameterError(renamed, exc.message) from None
         m["seconds"] = round(time.perf_counter() - t0, 3)
         if args.json:
             emit_json({"checkpoint": str(args.checkpoint), **m})

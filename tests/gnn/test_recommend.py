@@ -284,6 +284,11 @@ def test_cli_recommend_and_evaluate(trained, capsys):
     assert m["hits@10"] == pytest.approx(want["hits@10"]) and m["users"] == want["users"]
     code, _, err = _run(["gnn", "recommend", ckpt, "--users", "1003", "--k", "0"], capsys)
     assert code != 0 and "--k must be a positive integer" in err
+    code, _, err = _run(["gnn", "recommend", ckpt, "--evaluate", "train"], capsys)
+    assert code != 0 and "error: --evaluate is the history edge set 'train'" in err
+    code, _, err = _run(["gnn", "recommend", ckpt, "--evaluate", "test", "--edge-set", "x"],
+                        capsys)
+    assert code != 0 and "error: --edge-set unknown edge set 'x'" in err
     code, _, err = _run(["gnn", "recommend", ckpt], capsys)
     assert code != 0 and "give exactly one of --users" in err
 
