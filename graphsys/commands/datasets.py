@@ -45,9 +45,11 @@ def register(subparsers) -> None:
                      help=f"one of {', '.join(PARTITIONERS.names())} "
                           f"(default {DEFAULT_PARTITIONER})")
     _source_args(ing)
-    ing.add_argument("--split", choices=("public", "random"), default=None,
+    ing.add_argument("--split", choices=("public", "random", "temporal"), default=None,
                      help="the standard public split (default where the dataset has one, "
-                          "e.g. Planetoid for Cora/CiteSeer) or the seeded random split")
+                          "e.g. Planetoid for Cora/CiteSeer), the seeded random split, or "
+                          "(MovieLens) the leave-last-out split by timestamp: edge sets "
+                          "train, valid, test")
     ing.add_argument("--memory-limit", default="2GB",
                      help="memory budget of the ingest, e.g. 1GB, 512MiB (default 2GB)")
     ing.add_argument("--json", action="store_true", help="print one JSON line")

@@ -16,6 +16,11 @@ Data-parallel node training: ``torchrun --nproc-per-node K -m graphsys gnn train
 rank); each rank samples its share of every global batch of ``--batch-size`` seeds, and rank
 0 writes ``--out`` and prints the result, with ``world_size`` and each rank's ``seeds`` and
 ``seconds``.
+
+``graphsys gnn recommend DIR/checkpoint --users 1,2 --k 10`` prints each user's top-k
+items of a link-task checkpoint (original ids, with a ``title`` item column when there is
+one); ``--evaluate test --ks 10,20`` prints hits@K, recall@K and MRR of the held-out edge
+set ``test`` instead (:mod:`graphsys.gnn.recommend`).
 """
 
 from __future__ import annotations
@@ -113,6 +118,31 @@ def register(subparsers) -> None:
     _device_args(e)
     e.set_defaults(func=run)
 
+    r = sub.add_parser("recommend", help="top-k items per user from a link-task checkpoint, "
+                                         "or hits@K / recall@K / MRR of held-out edges")
+    r.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
+                   help="checkpoint directory written by gnn train --task link --out")
+    r.add_argument("--users", default=None,
+                   help="comma-separated original user ids, e.g. 1,2,3")
+    r.add_argument("--k", type=int, default=10, help="items per user (default 10)")
+    r.add_argument("--graph", type=Path, default=None,
+                   help="graph directory (default: the one the checkpoint was trained on)")
+    r.add_argument("--edge-set", default=None,
+                   help="the users' history: its items form the query and are not "
+                        "recommended (default: the training edge set)")
+    r.add_argument("--include-seen", action="store_true",
+                   help="recommend items of the users' history too")
+    r.add_argument("--title-column", default=None,
+                   help="item node column shown beside each item (default: title, when "
+                        "the items have one)")
+    r.add_argument("--evaluate", metavar="EDGE_SET", default=None,
+                   help="instead of recommending: rank every user's edges of this held-out "
+                        "edge set (e.g. test) and print hits@K, recall@K and MRR")
+    r.add_argument("--ks", default="10",
+                   help="with --evaluate: comma-separated cut-offs K (default 10)")
+    r.add_argument("--json", action="store_true", help="last line: one JSON object")
+    r.set_defaults(func=_recommend)
+
 
 def _link_args(t, field: dict) -> None:
     """The link task's held-out-edge flags (TrainConfig's link_* keys and metrics_k)."""
@@ -158,9 +188,10 @@ def _source_args(p, required: bool = True) -> None:
     p.add_argument("--graph", type=Path, help="graph directory")
     p.add_argument("--mirror", help="local dataset mirror (else GRAPHSYS_MIRROR)")
     p.add_argument("--cache", help="dataset cache (else GRAPHSYS_DATA)")
-    p.add_argument("--split", choices=("public", "random"), default=None,
+    p.add_argument("--split", choices=("public", "random", "temporal"), default=None,
                    help="with --dataset: the standard public split (Planetoid for Cora and "
-                        "CiteSeer; the default where it exists) or the seeded random split")
+                        "CiteSeer; the default where it exists), the seeded random split, or "
+                        "(MovieLens) the leave-last-out split by timestamp")
 
 
 def _device_args(p, seed: int = 0) -> None:
@@ -265,6 +296,58 @@ def _embed(args) -> int:
     else:
         print(f"wrote {info['num_nodes']:,} {info['entity_type']} embeddings of dimension "
               f"{info['dimension']} to {info['out']} in {info['seconds']} s")
+    return 0
+
+
+def _recommend(args) -> int:
+    from graphsys.errors import ParameterError
+    from graphsys.gnn.recommend import evaluate, recommend
+
+    if (args.users is None) == (args.evaluate is None):
+        raise GraphsysError("give exactly one of --users IDS (recommend) or --evaluate "
+                            "EDGE_SET (metrics)")
+    t0 = time.perf_counter()
+    if args.evaluate is not None:
+        try:
+            ks = [int(k) for k in args.ks.split(",")]
+        except ValueError:
+            raise ParameterError("ks", f"must be comma-separated integers, got "
+                                       f"{args.ks!r}") from None
+        try:
+            m = evaluate(args.checkpoint, graph=args.graph, edge_set=args.evaluate,
+                         history=args.edge_set, ks=ks)
+        except ParameterError as exc:
+            # evaluate's edge_set is --evaluate here, its history --edge-set
+            renamed = {"edge_set": "evaluate", "history": "edge_set"}.get(exc.parameter)
+            if renamed is None:
+                raise
+            raise ParameterError(renamed, exc.message) from None
+        m["seconds"] = round(time.perf_counter() - t0, 3)
+        if args.json:
+            emit_json({"checkpoint": str(args.checkpoint), **m})
+        else:
+            print("  ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
+                            for k, v in m.items()))
+        return 0
+    users = [u.strip() for u in args.users.split(",") if u.strip()]
+    recs = recommend(args.checkpoint, users, args.k, graph=args.graph,
+                     exclude_seen=not args.include_seen, edge_set=args.edge_set,
+                     title_column=args.title_column)
+    rows = recs.to_pylist()
+    if args.json:
+        by_user = {}
+        for row in rows:
+            user = row.pop("user")
+            by_user.setdefault(user, []).append(row)
+        emit_json({"checkpoint": str(args.checkpoint), "k": args.k,
+                   "recommendations": [{"user": u, "items": items}
+                                       for u, items in by_user.items()],
+                   "seconds": round(time.perf_counter() - t0, 3)})
+        return 0
+    for row in rows:
+        title = f"  {row['title']}" if "title" in row else ""
+        print(f"user {row['user']}  {row['rank']:3d}  item {row['item']}  "
+              f"score {row['score']:.4f}{title}")
     return 0
 
 

@@ -16,7 +16,9 @@ registry entry, not from code:
                 (:func:`load_planetoid`): the standard split over their own node set.
 ``kg_triples``  FB15k-237: one edge set per split, head -> tail with the relation column.
 ``movielens``   MovieLens 100K: entity types ``user`` and ``item``, relation ``rated``
-                user -> item weighted by the rating, item genre features.
+                user -> item weighted by the rating, item genre features; with
+                ``split="temporal"`` the edge sets ``train``, ``valid`` and ``test`` of a
+                per-user leave-last-out split by timestamp (:func:`temporal_split`).
 ``planetoid``   PubMed: the Planetoid files are the only source (nodes, ``feat``,
                 ``label``, undirected edges); the public split, or with ``split="random"``
                 a seeded per-class split over the same nodes (:func:`load_planetoid_random`).
@@ -324,9 +326,13 @@ def read_movielens_items(path: Path, f: DataFile, num_genres: int) -> pa.Table:
     return pa.table({"id": table.column(id_col), "feat": features_array(flags)})
 
 
-def load_movielens(fetched: FetchResult) -> IngestPlan:
+def load_movielens(fetched: FetchResult, temporal: bool = False) -> IngestPlan:
     """Users and items as entity types, every rating an edge user -> item of relation
-    ``rated`` with the rating as float32 weight; items get the genre features."""
+    ``rated`` with the rating as float32 weight; items get the genre features.
+
+    ``temporal``: instead of one edge set, ``train``, ``valid`` and ``test`` by
+    :func:`temporal_split` of the ratings' ``graph.timestamp`` column.
+    """
     ds = fetched.dataset
     g = ds.graph
     users = read_text_table(fetched.path(g["users"]), ds.file(g["users"]))
@@ -340,15 +346,101 @@ def load_movielens(fetched: FetchResult) -> IngestPlan:
         raise InputError(f"{len(genre_names)} genres, graph.num_genres is {g['num_genres']}",
                          path=fetched.path(g["genres"]))
     relation = RelationType(g["relation"], g["user_type"], g["item_type"])
+    metadata = {"features": {f"{g['item_type']}.feat": genre_names},
+                "weight": f"{g['rating']} (1..5)"}
+    if temporal:
+        edges, metadata["split"] = _movielens_temporal_edges(fetched)
+    else:
+        edges = [edge_source(fetched, g["ratings"], src=g["user"], dst=g["item"],
+                             weight=g["rating"], relation=g["relation"])]
     return IngestPlan(
-        edges=[edge_source(fetched, g["ratings"], src=g["user"], dst=g["item"],
-                           weight=g["rating"], relation=g["relation"])],
+        edges=edges,
         nodes=[NodeSource(pa.table({"id": user_ids}), g["user_type"]),
                NodeSource(items, g["item_type"])],
         relation_types=[relation],
-        metadata={"features": {f"{g['item_type']}.feat": genre_names},
-                  "weight": f"{g['rating']} (1..5)"},
+        metadata=metadata,
     )
+
+
+def load_movielens_temporal(fetched: FetchResult) -> IngestPlan:
+    """:func:`load_movielens` with the leave-last-out split by timestamp: edge sets
+    ``train``, ``valid`` and ``test`` (:func:`temporal_split`)."""
+    return load_movielens(fetched, temporal=True)
+
+
+#: The edge sets of a temporal split, in the order of :func:`temporal_split`'s masks.
+TEMPORAL_EDGE_SETS = ("train", "valid", "test")
+
+
+def temporal_split(users: np.ndarray, items: np.ndarray, timestamps: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Leave-last-out split of interactions by time: boolean masks (train, valid, test).
+
+    Each user's interactions are ordered by ``(timestamp, item)``: the item id breaks
+    ties between interactions of the same second, so the split is deterministic and
+    independent of the file's row order. A user with at least 2 interactions has the last
+    one in ``test``; with at least 3, the one before it in ``valid``; the rest are
+    ``train`` (the rule of DGL's PinSage example, ``train_test_split_by_time``, whose
+    pandas sort leaves ties unordered). Rows equal in user, time and item keep their file
+    order. The masks are disjoint and cover every row.
+
+    Parameters
+    ----------
+    users, items, timestamps : numpy.ndarray
+        One row per interaction: user id, item id, time (any integer or float unit).
+
+    Returns
+    -------
+    train, valid, test : numpy.ndarray
+        bool (E,) each.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tr, va, te = temporal_split(np.array([1, 1, 1, 2, 2, 3]),
+    ...                             np.array([10, 11, 12, 10, 13, 10]),
+    ...                             np.array([5, 9, 9, 1, 0, 7]))
+    >>> np.flatnonzero(te).tolist(), np.flatnonzero(va).tolist(), np.flatnonzero(tr).tolist()
+    ([2, 3], [1], [0, 4, 5])
+    """
+    users, items, timestamps = (np.asarray(a) for a in (users, items, timestamps))
+    e = len(users)
+    if not len(items) == len(timestamps) == e:
+        raise InputError(f"users, items and timestamps differ in length ({e}, {len(items)}, "
+                         f"{len(timestamps)})")
+    order = np.lexsort((items, timestamps, users))      # by user, then time, then item
+    u_sorted = users[order]
+    ends = np.flatnonzero(np.r_[u_sorted[1:] != u_sorted[:-1], True])   # last row per user
+    sizes = np.diff(np.r_[-1, ends])
+    test = np.zeros(e, bool)
+    valid = np.zeros(e, bool)
+    test[order[ends[sizes >= 2]]] = True
+    valid[order[ends[sizes >= 3] - 1]] = True
+    return ~(test | valid), valid, test
+
+
+def _movielens_temporal_edges(fetched: FetchResult) -> tuple[list[EdgeSource], dict[str, Any]]:
+    """The ratings as three in-memory edge sources (:data:`TEMPORAL_EDGE_SETS`) and the
+    split's metadata."""
+    ds, g = fetched.dataset, fetched.dataset.graph
+    if "timestamp" not in g:
+        raise GraphsysError(f"dataset {ds.name!r} names no graph.timestamp column; it has "
+                            f"no temporal split")
+    cols = (g["user"], g["item"], g["rating"], g["timestamp"])
+    table = read_text_table(fetched.path(g["ratings"]), ds.file(g["ratings"]),
+                            {c: pa.float32() if c == g["rating"] else pa.int64() for c in cols})
+    user, item, ts = (table.column(c).to_numpy() for c in (g["user"], g["item"],
+                                                            g["timestamp"]))
+    rating = table.column(g["rating"]).to_numpy()
+    masks = temporal_split(user, item, ts)
+    sources = [EdgeSource(table=pa.table({"src": user[m], "dst": item[m], "weight": rating[m]}),
+                          edge_set=name, weight_col="weight", relation=g["relation"])
+               for name, m in zip(TEMPORAL_EDGE_SETS, masks)]
+    split = {"method": "temporal",
+             "rule": "per user, ordered by (timestamp, item id): last interaction -> test, "
+                     "the one before -> valid (users with >= 3), the rest -> train",
+             **{name: int(m.sum()) for name, m in zip(TEMPORAL_EDGE_SETS, masks)}}
+    return sources, split
 
 
 MOVIELENS = DatasetLoader(load_movielens, {
@@ -363,6 +455,7 @@ MOVIELENS = DatasetLoader(load_movielens, {
     "user_type": ("str", True),
     "item_type": ("str", True),
     "num_genres": ("int", True),
+    "timestamp": ("column:ratings", False),
 })
 
 
@@ -430,9 +523,13 @@ PLANETOID = DatasetLoader(load_planetoid_random, {
 })
 
 
-#: ``--split`` choices: ``public`` (the standard split, where the registry has one) and
-#: ``random`` (the loader's own seeded split).
-SPLITS = ("public", "random")
+#: ``--split`` choices: ``public`` (the standard split, where the registry has one),
+#: ``random`` (the loader's own seeded split) and ``temporal`` (the leave-last-out split by
+#: timestamp of an interaction dataset: MovieLens).
+SPLITS = ("public", "random", "temporal")
+
+#: Loaders with a temporal split, and the plan they make with it.
+TEMPORAL_LOADERS = {"movielens": load_movielens_temporal}
 
 
 def default_split(dataset) -> str:
@@ -452,6 +549,12 @@ def plan_ingest(fetched: FetchResult, split: str | None = None) -> IngestPlan:
             raise GraphsysError(f"dataset {ds.name!r} has no public split (use the random "
                                 f"split)")
         return load_planetoid(fetched)
+    if split == "temporal":
+        if ds.loader not in TEMPORAL_LOADERS:
+            raise GraphsysError(f"dataset {ds.name!r} has no temporal split (only "
+                                f"interaction datasets with timestamps: loader "
+                                f"{', '.join(TEMPORAL_LOADERS)})")
+        return TEMPORAL_LOADERS[ds.loader](fetched)
     return DATASET_LOADERS.get(ds.loader).load(fetched)
 
 
@@ -499,10 +602,11 @@ def load_dataset(name: str, out: str | Path, *, partitions: int = 1,
         Number of partitions ``P``.
     partitioner : str, default "hash"
         A registered partitioning strategy (:func:`partitioners.get_partitioner`).
-    split : {"public", "random"}, optional
+    split : {"public", "random", "temporal"}, optional
         The standard split where the dataset has one (Planetoid's for Cora, CiteSeer,
-        PubMed), or the dataset's seeded random split; default: the public split where
-        there is one.
+        PubMed), the dataset's seeded random split, or (MovieLens) the leave-last-out split
+        by timestamp: edge sets ``train``, ``valid``, ``test``
+        (:func:`temporal_split`); default: the public split where there is one.
     cache : str or path-like, optional
         Cache directory (default ``$GRAPHSYS_DATA``, else ``~/.cache/graphsys/datasets``).
     mirror : str or path-like, optional

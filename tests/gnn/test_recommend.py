@@ -1,0 +1,294 @@
+"""Recommendations from a link-task checkpoint: the temporal split, recommend(), the
+ranking metrics (against brute-force loops and the trainer's own rank_metrics) and the
+``gnn recommend`` command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from graphsys import cli
+from graphsys.datasets.loaders import temporal_split
+from graphsys.embed import Embeddings
+from graphsys.errors import ParameterError
+from graphsys.gnn import TrainConfig, embed_checkpoint, train
+from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.recommend import evaluate, ranking_metrics, recommend
+from graphsys.gnn.training import rank_metrics
+from graphsys.storage.format import RelationType
+from graphsys.storage.graph import open_graph
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+
+
+def _brute_temporal(users, items, ts):
+    """Per user, rows sorted by (timestamp, item) in a Python loop."""
+    by_user: dict[int, list[int]] = {}
+    for r in range(len(users)):
+        by_user.setdefault(int(users[r]), []).append(r)
+    train, valid, test = (np.zeros(len(users), bool) for _ in range(3))
+    for rows in by_user.values():
+        rows.sort(key=lambda r: (ts[r], items[r]))
+        if len(rows) >= 2:
+            test[rows[-1]] = True
+        if len(rows) >= 3:
+            valid[rows[-2]] = True
+    return ~(test | valid), valid, test
+
+
+def test_temporal_split_matches_brute_force():
+    rng = np.random.default_rng(3)
+    users = rng.integers(0, 40, 500)
+    items = rng.permutation(500) % 250                      # repeats across users
+    keep = np.unique(users * 1000 + items, return_index=True)[1]   # no repeated pair
+    users, items = users[keep], items[keep]
+    ts = rng.integers(0, 20, len(users))                    # many ties within a user
+    got = temporal_split(users, items, ts)
+    want = _brute_temporal(users, items, ts)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    # the split does not depend on the rows' order
+    perm = rng.permutation(len(users))
+    for a, b in zip(temporal_split(users[perm], items[perm], ts[perm]), got):
+        np.testing.assert_array_equal(a, b[perm])
+    single = temporal_split(np.array([5]), np.array([1]), np.array([0]))
+    assert [m.tolist() for m in single] == [[True], [False], [False]]
+
+
+def test_movielens_temporal_ingest(mirror, tmp_path):
+    from graphsys.gnn.data import open_source
+
+    g = open_source("movielens-100k", mirror=mirror, cache=tmp_path / "cache", split="temporal")
+    assert sorted(g.edge_sets) == ["test", "train", "valid"]
+    counts = {e: g.edge_set(e).num_edges for e in g.edge_sets}
+    assert counts == {"train": 98114, "valid": 943, "test": 943}
+    assert g.manifest.metadata["split"]["method"] == "temporal"
+    # every user's test item is their latest rating (u.data read independently)
+    raw = np.loadtxt(mirror / "movielens-100k" / "u.data", dtype=np.int64)
+    _, _, want_test = _brute_temporal(raw[:, 0], raw[:, 1], raw[:, 3])
+    want = {(int(u), int(i)) for u, i in raw[want_test][:, :2]}
+    s, d, w = (np.concatenate(c) for c in zip(*((s, d, w)
+                                                for s, d, _, w in g.iter_edges("test"))))
+    off = g.type_offsets
+    got = set(zip(g.to_original(s - off["user"], "user").tolist(),
+                  g.to_original(d - off["item"], "item").tolist()))
+    assert got == want
+    assert set(np.unique(w).tolist()) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+
+
+def _brute_metrics(scores, targets, excluded, ks):
+    """Python loops: sort each user's candidates and read off the targets' positions."""
+    out = {f"{m}@{k}": [] for m in ("hits", "recall") for k in ks}
+    rr = []
+    for u in range(scores.shape[0]):
+        tgt = set(int(t) for t in targets[u])
+        if not tgt:
+            continue
+        cand = [j for j in range(scores.shape[1]) if j in tgt or j not in set(excluded[u])]
+        ranks = [1 + sum(scores[u, j] > scores[u, t] for j in cand) for t in tgt]
+        for k in ks:
+            out[f"hits@{k}"].append(any(r <= k for r in ranks))
+            out[f"recall@{k}"].append(sum(r <= k for r in ranks) / len(ranks))
+        rr.append(1 / min(ranks))
+    res = {key: float(np.mean(v)) for key, v in out.items()}
+    res["mrr"] = float(np.mean(rr))
+    res["users"] = len(rr)
+    return res
+
+
+def test_ranking_metrics_match_brute_force():
+    rng = np.random.default_rng(0)
+    n_users, n_items = 25, 30
+    scores = np.round(rng.random((n_users, n_items)), 1)          # many ties
+    targets = [rng.choice(n_items, rng.integers(0, 4), replace=False) for _ in range(n_users)]
+    excluded = [rng.choice(n_items, rng.integers(0, 10), replace=False)
+                for _ in range(n_users)]
+    ks = [1, 3, 10]
+    got = ranking_metrics(scores, targets, excluded, ks)
+    want = _brute_metrics(scores, targets, excluded, ks)
+    assert got.keys() == want.keys()
+    for key in want:
+        assert got[key] == pytest.approx(want[key]), key
+    with pytest.raises(ParameterError, match="^ks must be a positive integer"):
+        ranking_metrics(scores, targets, excluded, [0])
+
+
+def test_ranking_metrics_agree_with_the_trainers_rank_metrics():
+    """One target per user, the link task's query and exclusions: its hits@10 and MRR."""
+    rng = np.random.default_rng(1)
+    n_users, n_items, dim = 40, 60, 8
+    emb = torch.from_numpy(rng.normal(size=(n_items, dim)).astype(np.float32))
+    bias = torch.from_numpy(rng.normal(scale=0.1, size=n_items).astype(np.float32))
+    user_items = [rng.choice(n_items, 5, replace=False) for _ in range(n_users)]
+    target = np.array([rng.choice(np.setdiff1d(np.arange(n_items), ui)) for ui in user_items])
+    target[::7] = -1                                               # users without a target
+    exclude = [rng.choice(n_items, 2) for _ in range(n_users)]
+    want = rank_metrics(emb, user_items, exclude, target, k=10, bias=bias)
+    unit = torch.nn.functional.normalize(emb, dim=1).numpy()
+    q = np.stack([unit[ui].mean(0) for ui in user_items])
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    scores = q @ unit.T + bias.numpy()
+    has = target >= 0
+    got = ranking_metrics(scores[has], [np.atleast_1d(t) for t in target[has]],
+                          [np.concatenate([user_items[u], exclude[u]])
+                           for u in np.flatnonzero(has)], ks=[10])
+    assert got["hits@10"] == pytest.approx(want["hits@10"], abs=1e-6)
+    assert got["mrr"] == pytest.approx(want["mrr"], abs=1e-6)
+    assert got["recall@10"] == got["hits@10"]                     # one target per user
+
+
+# -- a small trained model -------------------------------------------------------------------
+
+N_USERS, N_ITEMS = 30, 40
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A user -> item graph (user ids 1000.., item ids 500..) split by time into train /
+    valid / test, a one-epoch PinSage checkpoint on it, and its raw interactions."""
+    work = tmp_path_factory.mktemp("recommend")
+    rng = np.random.default_rng(0)
+    users = 1000 + rng.integers(0, N_USERS, 700)
+    items = 500 + (rng.integers(0, N_ITEMS, 700) + (users % 4) * 7) % N_ITEMS
+    ts = rng.integers(0, 10_000, 700)
+    masks = temporal_split(users, items, ts)
+    sources = [EdgeSource(table=pa.table({"src": users[m], "dst": items[m]}), edge_set=name,
+                          relation="rated")
+               for name, m in zip(("train", "valid", "test"), masks)]
+    label = pa.array((np.arange(N_ITEMS) % 3).astype(np.int64))
+    ingest(sources, work / "g",
+           IngestOptions(num_partitions=2,
+                         relation_types=[RelationType("rated", "user", "item")]),
+           nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS), "genre": label}),
+                             "item")])
+    train(work / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
+                                  fanouts=[3, 3], seed=0), out=work / "run")
+    return {"work": work, "ckpt": work / "run" / "checkpoint", "users": users, "items": items,
+            "masks": dict(zip(("train", "valid", "test"), masks))}
+
+
+def _reference_scores(trained):
+    """Every (user, item) score recomputed from the embeddings gnn embed writes and the
+    checkpoint's bias; rows/columns in original-id order 1000.. / 500..."""
+    g = open_graph(trained["work"] / "g")
+    emb_dir = trained["work"] / "emb"
+    if not emb_dir.exists():
+        embed_checkpoint(trained["ckpt"], emb_dir)
+    z = Embeddings.load(emb_dir, g).vectors(list(range(500, 500 + N_ITEMS)), "item")
+    unit = z / np.linalg.norm(z, axis=1, keepdims=True)
+    bias_internal = load_checkpoint(trained["ckpt"])[0]["input.bias"].numpy()
+    bias = bias_internal[g.to_internal(list(range(500, 500 + N_ITEMS)), "item")]
+    tr = trained["masks"]["train"]
+    scores = np.zeros((N_USERS, N_ITEMS))
+    for u in range(N_USERS):
+        seen = trained["items"][tr & (trained["users"] == 1000 + u)] - 500
+        q = unit[seen].mean(0)
+        scores[u] = unit @ (q / np.linalg.norm(q)) + bias
+    return scores
+
+
+def test_recommend_scores_as_the_model_does(trained):
+    ref = _reference_scores(trained)
+    tr = trained["masks"]["train"]
+    recs = recommend(trained["ckpt"], [1003, 1017], k=5)
+    assert recs.column_names == ["user", "rank", "item", "score"]
+    rows = recs.to_pylist()
+    for user in (1003, 1017):
+        mine = [r for r in rows if r["user"] == user]
+        seen = set(trained["items"][tr & (trained["users"] == user)].tolist())
+        order = [j for j in np.argsort(-ref[user - 1000], kind="stable") if 500 + j not in seen]
+        assert [r["item"] for r in mine] == [500 + int(j) for j in order[:5]]
+        assert [r["rank"] for r in mine] == [1, 2, 3, 4, 5]
+        np.testing.assert_allclose([r["score"] for r in mine],
+                                   ref[user - 1000][order[:5]], rtol=1e-5, atol=1e-5)
+    # seen items come back with exclude_seen=False: the top-k of every item
+    allrec = recommend(trained["ckpt"], 1003, k=N_ITEMS, exclude_seen=False)
+    assert allrec.num_rows == N_ITEMS
+    assert allrec.column("item").to_pylist()[:3] == [
+        500 + int(j) for j in np.argsort(-ref[3], kind="stable")[:3]]
+    # k above the unseen items: all of them, no seen one
+    n_seen = len(set(trained["items"][tr & (trained["users"] == 1003)].tolist()))
+    assert recommend(trained["ckpt"], "1003", k=1000).num_rows == N_ITEMS - n_seen
+
+
+def test_recommend_title_column_and_errors(trained):
+    recs = recommend(trained["ckpt"], [1001], k=4, title_column="genre")
+    assert recs.column("title").to_pylist() == [(i - 500) % 3 for i in
+                                                recs.column("item").to_pylist()]
+    with pytest.raises(ParameterError, match="^title_column 'name' is not a node column"):
+        recommend(trained["ckpt"], [1001], title_column="name")
+    with pytest.raises(ParameterError, match="^users must be ids of 'user' nodes"):
+        recommend(trained["ckpt"], [1001, 99])
+    with pytest.raises(ParameterError, match="^users must be integer ids"):
+        recommend(trained["ckpt"], ["abc"])
+    with pytest.raises(ParameterError, match="^k must be a positive integer, got 0"):
+        recommend(trained["ckpt"], [1001], k=0)
+    with pytest.raises(ParameterError, match="^edge_set unknown edge set 'nope'"):
+        recommend(trained["ckpt"], [1001], edge_set="nope")
+
+
+def test_recommend_refuses_a_node_checkpoint(tmp_path):
+    from .conftest import sbm_graph
+
+    g = sbm_graph(tmp_path)
+    train(g, TrainConfig(fanouts=[3, 3], hidden=8, epochs=1), out=tmp_path / "run")
+    with pytest.raises(ParameterError, match="^checkpoint .* is a 'node'-task checkpoint"):
+        recommend(tmp_path / "run" / "checkpoint", [0])
+
+
+def test_evaluate_matches_a_brute_force_loop(trained):
+    ref = _reference_scores(trained)
+    m = trained["masks"]
+    users, items = trained["users"] - 1000, trained["items"] - 500
+    targets, excluded = [], []
+    for u in range(N_USERS):
+        mine = users == u
+        targets.append(items[m["test"] & mine])
+        excluded.append(items[(m["train"] | m["valid"]) & mine])
+    want = _brute_metrics(ref, targets, excluded, [1, 5, 10])
+    got = evaluate(trained["ckpt"], ks=[10, 1, 5])
+    assert (got["edge_set"], got["history"], got["exclude"]) == ("test", "train", ["valid"])
+    for key in want:
+        assert got[key] == pytest.approx(want[key], abs=1e-5), key
+    # the valid set ranked the same way, test items excluded
+    assert evaluate(trained["ckpt"], edge_set="valid")["exclude"] == ["test"]
+    with pytest.raises(ParameterError, match="^edge_set is the history edge set 'train'"):
+        evaluate(trained["ckpt"], edge_set="train")
+
+
+def _run(argv, capsys):
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_recommend_and_evaluate(trained, capsys):
+    ckpt = str(trained["ckpt"])
+    code, out, _ = _run(["gnn", "recommend", ckpt, "--users", "1003,1017", "--k", "3",
+                         "--json"], capsys)
+    assert code == 0
+    res = json.loads(out.strip().splitlines()[-1])
+    assert [r["user"] for r in res["recommendations"]] == [1003, 1017]
+    lib = recommend(trained["ckpt"], [1003], k=3).column("item").to_pylist()
+    assert [i["item"] for i in res["recommendations"][0]["items"]] == lib
+    code, out, _ = _run(["gnn", "recommend", ckpt, "--users", "1003", "--k", "2"], capsys)
+    assert code == 0 and out.startswith("user 1003    1  item ")
+    code, out, _ = _run(["gnn", "recommend", ckpt, "--evaluate", "test", "--ks", "1,10",
+                         "--json"], capsys)
+    assert code == 0
+    m = json.loads(out.strip().splitlines()[-1])
+    want = evaluate(trained["ckpt"], ks=[1, 10])
+    assert m["hits@10"] == pytest.approx(want["hits@10"]) and m["users"] == want["users"]
+    code, _, err = _run(["gnn", "recommend", ckpt, "--users", "1003", "--k", "0"], capsys)
+    assert code != 0 and "--k must be a positive integer" in err
+    code, _, err = _run(["gnn", "recommend", ckpt, "--evaluate", "train"], capsys)
+    assert code != 0 and "error: --evaluate is the history edge set 'train'" in err
+    code, _, err = _run(["gnn", "recommend", ckpt, "--evaluate", "test", "--edge-set", "x"],
+                        capsys)
+    assert code != 0 and "error: --edge-set unknown edge set 'x'" in err
+    code, _, err = _run(["gnn", "recommend", ckpt], capsys)
+    assert code != 0 and "give exactly one of --users" in err
+
