@@ -20,7 +20,7 @@ rank); each rank samples its share of every global batch of ``--batch-size`` see
 ``graphsys gnn recommend DIR/checkpoint --users 1,2 --k 10`` prints each user's top-k
 items of a link-task checkpoint (original ids, with a ``title`` item column when there is
 one); ``--evaluate test --ks 10,20`` prints hits@K, recall@K and MRR of the held-out edge
-set ``test`` instead (:mod:`graphsys.gnn.recommend`).
+set ``test`` instead (:mod:`graphsys.gnn.recommendation`).
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def _embed(args) -> int:
 
 def _recommend(args) -> int:
     from graphsys.errors import ParameterError
-    from graphsys.gnn.recommend import evaluate, recommend
+    from graphsys.gnn.recommendation import evaluate, recommend
 
     if (args.users is None) == (args.evaluate is None):
         raise GraphsysError("give exactly one of --users IDS (recommend) or --evaluate "

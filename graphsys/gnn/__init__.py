@@ -23,6 +23,7 @@ from graphsys.gnn.inference import layerwise_inference
 from graphsys.gnn.loader import NodeLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.propagate import propagate, read_hop, sign_features
+from graphsys.gnn.recommendation import recommend
 from graphsys.gnn.training import GNNResult, train
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "load_checkpoint",
     "propagate",
     "read_hop",
+    "recommend",
     "save_checkpoint",
     "sign_features",
     "train",

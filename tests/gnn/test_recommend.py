@@ -17,7 +17,7 @@ from graphsys.embed import Embeddings
 from graphsys.errors import ParameterError
 from graphsys.gnn import TrainConfig, embed_checkpoint, train
 from graphsys.gnn.checkpoint import load_checkpoint
-from graphsys.gnn.recommend import evaluate, ranking_metrics, recommend
+from graphsys.gnn.recommendation import evaluate, ranking_metrics, recommend
 from graphsys.gnn.training import rank_metrics
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
@@ -126,7 +126,7 @@ def test_ranking_metrics_agree_with_the_trainers_rank_metrics():
     target = np.array([rng.choice(np.setdiff1d(np.arange(n_items), ui)) for ui in user_items])
     target[::7] = -1                                               # users without a target
     exclude = [rng.choice(n_items, 2) for _ in range(n_users)]
-    want = rank_metrics(emb, user_items, exclude, target, k=10, bias=bias)
+    want = rank_metrics(emb, user_items, exclude, target, ks=(10,), bias=bias)
     unit = torch.nn.functional.normalize(emb, dim=1).numpy()
     q = np.stack([unit[ui].mean(0) for ui in user_items])
     q /= np.linalg.norm(q, axis=1, keepdims=True)

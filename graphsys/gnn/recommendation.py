@@ -166,7 +166,7 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
     checkpoint's item embeddings (as :func:`~graphsys.gnn.embed_checkpoint` computes
     them), ``b`` its learned item bias, and ``q_u`` the normalised mean of the unit
     embeddings of the items of ``u``'s edges in ``edge_set`` (see
-    :mod:`graphsys.gnn.recommend`). Items tie-break by internal id.
+    :mod:`graphsys.gnn.recommendation`). Items tie-break by internal id.
 
     Parameters
     ----------
@@ -222,7 +222,7 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
     >>> from graphsys.storage.format import RelationType
     >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
     >>> from graphsys.gnn import TrainConfig, train
-    >>> from graphsys.gnn.recommend import recommend
+    >>> from graphsys.gnn import recommend
     >>> rng = np.random.default_rng(0)
     >>> users, items = rng.integers(0, 30, 600), rng.integers(100, 140, 600)
     >>> work = tempfile.mkdtemp()
@@ -386,7 +386,7 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     >>> from graphsys.storage.format import RelationType
     >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
     >>> from graphsys.gnn import TrainConfig, train
-    >>> from graphsys.gnn.recommend import evaluate
+    >>> from graphsys.gnn.recommendation import evaluate
     >>> rng = np.random.default_rng(0)
     >>> users, items = rng.integers(0, 30, 600), rng.integers(100, 140, 600)
     >>> work = tempfile.mkdtemp()
