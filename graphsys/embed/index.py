@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from graphsys.errors import FormatError, GraphsysError
+from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage.atomic import atomic_path, write_bytes_atomic
 
 KINDS = ("flat", "ivf", "hnsw")
@@ -76,13 +76,23 @@ class IndexParams:
     ef_search: int = 128
     seed: int = 0
 
+    #: What faiss accepts, checked before any value reaches it: HNSW's level generator
+    #: divides by ``log(M)``, so ``hnsw_m = 1`` crashes the process; the upper bounds keep an
+    #: index's memory and a query's work finite.
+    LIMITS = {"nlist": (1, 1 << 24), "nprobe": (1, 1 << 24), "train_rows": (1, 1 << 40),
+              "hnsw_m": (2, 1024), "ef_construction": (1, 1 << 20), "ef_search": (1, 1 << 20),
+              "seed": (0, 2**32 - 1)}
+
     def check(self) -> None:
-        for name in ("nlist", "nprobe", "train_rows", "hnsw_m", "ef_construction",
-                     "ef_search"):
+        for name, (lo, hi) in self.LIMITS.items():
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v < 1):
-                raise GraphsysError(f"index parameter {name} must be a positive integer, "
-                                    f"got {v!r}")
+            if v is None:
+                continue
+            if isinstance(v, np.integer):
+                v = int(v)
+                setattr(self, name, v)
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                raise ParameterError(name, f"must be an integer in [{lo}, {hi}], got {v!r}")
 
 
 def require_faiss():
