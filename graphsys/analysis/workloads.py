@@ -241,7 +241,8 @@ def trim_heap() -> None:
 
 
 def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
-                 tol: float | None = None, edge_set: str | None = None):
+                 tol: float | None = None, edge_set: str | None = None,
+                 sum_dtype: str = "float64"):
     """The vertex program the ``graphsys run ALGO`` front-end would run, and its default
     superstep limit, both from the algorithm's registered
     :class:`~graphsys.bsp.algorithms.spec.AlgorithmSpec` (an unknown name is an error
@@ -250,7 +251,7 @@ def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
 
     spec = ALGORITHMS.get(algorithm)
     spec.check_source(source)
-    params = {"damping": damping, "tol": tol}
+    params = {"damping": damping, "tol": tol, "sum_dtype": sum_dtype}
     prog = spec.make(graph, source=source, edge_set=edge_set,
                      **{k: v for k, v in params.items() if k in spec.parameters})
     return prog, spec.max_iters(graph)
@@ -267,28 +268,37 @@ def _passes(direction: str, pull: bool) -> list[str]:
 
 
 def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
-                device: str = "cpu", backend: str = "torch", mode: str = "memory",
+                device: str = "cpu", backend: str = "auto", mode: str = "memory",
                 max_iters: int | None = None, edge_set: str | None = None,
                 damping: float = 0.85, tol: float | None = None,
+                schedule: str = "auto", threads: int | None = None,
+                sum_dtype: str = "float64",
                 rank_work: RankWork | None = None, trace=None) -> dict[str, Any]:
-    """Profile ``algorithm`` on ``graph``; fills ``recorder`` per superstep, and
-    ``rank_work`` (when given) with every superstep's work items charged to the ranks that
-    own them; ``trace``: Chrome trace path of the profiled run (:func:`profile_call`).
-    Returns ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops",
-    "workload"}``."""
+    """Profile ``algorithm`` on ``graph`` as ``graphsys run`` runs it (the same backend,
+    schedule, mode, threads and parameters, whose defaults are ``run``'s); fills
+    ``recorder`` per superstep, and ``rank_work`` (when given) with every superstep's work
+    items charged to the ranks that own them; ``trace``: Chrome trace path of the profiled
+    run (:func:`profile_call`). Returns ``{"stats": KernelStats, "run":
+    RunStats.to_dict(), "steps", "flops", "workload"}``; ``workload["path"]`` says which
+    code path ran (backend, ``stats.method``, schedule)."""
+    import numba
+
     from graphsys.bsp import run as bsp_run
 
     def program():
         return make_program(graph, algorithm, source=source, damping=damping, tol=tol,
-                            edge_set=edge_set)
+                            edge_set=edge_set, sum_dtype=sum_dtype)
 
     prog, limit = program()
     iters = max_iters if max_iters is not None else limit
     common = {"mode": mode, "max_iters": iters, "edge_set": edge_set}
+    threads = threads or numba.get_num_threads()
     log = FrontierLog()
     # On the CPU the frontier is recorded during the profiled run itself (DLPack views: no
     # torch operator). On another device reading it back would add transfers and
-    # synchronisations to what is measured, so a second run (numba, CPU) records it.
+    # synchronisations to what is measured, and a whole-graph algorithm (fused PageRank,
+    # direction-optimizing BFS, Afforest) has no per-superstep frontier to read, so a
+    # second run (numba, CPU, BSP supersteps) records it.
     single = str(device) == "cpu"
     if single:
         log.install(prog)
@@ -309,7 +319,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
 
         prog.init = init
         res = bsp_run(graph, prog, device=device, backend=backend, progress=progress,
-                      **common)
+                      schedule=schedule, threads=threads, **common)
         marker.finish()
         return res.stats
 
@@ -326,12 +336,18 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
         trim_heap()  # the run's freed batch temporaries: not part of the next phases' peak
 
         model_seconds = 0.0
+        model_steps = n_steps
+        if run.method != "supersteps":
+            single = False
         if not single:  # model run: frontiers in engine order
+            log.close()
+            log = FrontierLog()
             mprog, _ = program()
             log.install(mprog)
             t0 = time.perf_counter()
-            bsp_run(graph, mprog, device="cpu", backend="numba", progress=log.superstep,
-                    fuse=False, **common)  # the log hooks see every superstep
+            model_steps = bsp_run(graph, mprog, device="cpu", backend="numba",
+                                  progress=log.superstep, fuse=False,
+                                  **common).stats.num_supersteps  # the hooks see each one
             model_seconds = time.perf_counter() - t0
             trim_heap()
 
@@ -367,7 +383,13 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
             "model_seconds": model_seconds,
             "workload": {"kind": "bsp", "algorithm": algorithm, "mode": mode,
                          "device": run.device, "backend": run.backend,
-                         "supersteps": n_steps, "converged": run.converged,
+                         "method": run.method, "schedule": schedule, "threads": threads,
+                         "path": f"{run.backend} backend, {run.method} (schedule "
+                                 f"{schedule}), {run.mode}, {run.device}, {threads} threads",
+                         "adjacency_index": sorted(graph.manifest.indexes.get(
+                             graph.edge_set(edge_set).name, {})),
+                         "supersteps": n_steps, "model_supersteps": model_steps,
+                         "converged": run.converged,
                          "edges_scanned": scanned,
                          "seconds": run.seconds, "setup_seconds": run.setup_seconds,
                          "frontier_record_seconds": record_seconds if single else 0.0,
@@ -376,7 +398,8 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                          "simt_source": (
                              "frontier of every superstep, recorded during the profiled run"
                              if single else "frontier of every superstep (model run, numba "
-                             "on CPU: reading it from the device would add transfers)")}}
+                             "on CPU, BSP supersteps: the profiled run's device or "
+                             "whole-graph method has none to read)")}}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -73,7 +73,10 @@ def test_bsp_report_and_json(main, graph_dir, tmp_path, capsys):
     assert on_disk["kernels"]["invocations"] == doc["kernels"]["invocations"]
     # one SIMT entry per superstep that ran an edge kernel, frontier sizes from the engine
     steps = doc["simt"]["warp-per-vertex"]["per_step"]
-    assert len(steps) == doc["workload"]["supersteps"] == len(doc["kernels"]["per_step"])
+    assert doc["workload"]["supersteps"] == len(doc["kernels"]["per_step"])
+    # run's default path: direction-optimizing BFS; its BSP supersteps feed the model
+    assert doc["workload"]["method"] == "direction-optimizing-bfs"
+    assert len(steps) == doc["workload"]["model_supersteps"]
     assert steps[0]["active"] == 1
     assert doc["advice"] and "dense_reference" in doc
     assert "storage" in doc["load_balance"]
@@ -83,7 +86,8 @@ def test_bsp_report_and_json(main, graph_dir, tmp_path, capsys):
     assert sum(ranks["supersteps"]["work"]) == doc["simt"]["warp-per-vertex"]["edges"]
     assert ranks["supersteps"]["superstep_max_over_mean"] >= 1
     page = report.read_text()
-    assert "What to change" in page and page.count("data:image/png;base64,") >= 4
+    assert "What to change" in page and page.count("data:image/png;base64,") >= 3
+    assert "Modelled for GPU" not in page  # a CPU run: the GPU model is not shown
     assert "superstep busiest rank / mean rank" in page
     assert "src='http" not in page and 'src="http' not in page
 
@@ -232,6 +236,7 @@ def test_report_measures_first(main, graph_dir, tmp_path, capsys):
     ranges, the modelled sections labelled as such, and no profiler noise on stderr."""
     report = tmp_path / "r.html"
     rc = main(["profile", "pagerank", str(graph_dir), "--max-iters", "3", "--no-dense",
+               "--backend", "torch", "--schedule", "sync", "--model-gpu", "h100",
                "--report", str(report), "--json"])
     assert rc == 0
     cap = capsys.readouterr()
@@ -247,7 +252,7 @@ def test_report_measures_first(main, graph_dir, tmp_path, capsys):
     assert {"graphsys.step", "bsp.superstep", "bsp.edges"} <= names
     page = report.read_text()
     assert "by self time" in page and "Measured: timeline of the named ranges" in page
-    assert "Modelled: SIMT lane utilization" in page and "not measured" in page
+    assert "Modelled for GPU H100: SIMT lane utilization" in page and "not measured" in page
 
 
 def test_embed_workload_profiles_the_users_config(main, graph_dir, tmp_path, capsys):

@@ -1,0 +1,227 @@
+"""Where the wall time of a profiled run went: named parts that add up to it.
+
+A profiled run is split into parts, each a measured number of seconds (and, for kernels and
+operators, an invocation count), that together cover its wall time:
+
+* before the profiled section, from stamps of :func:`time.perf_counter`: process start-up and
+  imports (from the process's start time, ``/proc/self/stat``, when the caller passes it),
+  opening the graph, preparation (lazy imports, building the program, sampler or model),
+  starting the profiler;
+* inside the profiled section, from the profiler's event tree of the profiling thread
+  (:func:`attribute`): every named range (the engines' :mod:`graphsys.trace` ranges, the
+  profiler's ``graphsys.setup`` / ``graphsys.step#k`` / ``graphsys.finish``), every call of a
+  numba-compiled function (:func:`numba_ranges` makes each a range ``numba.<name>``), numba
+  compilations and cache loads (``numba.compile``, JIT on first calls) and every top-level
+  torch operator. A range's own part is its *exclusive* time: its duration minus the
+  ranges, kernels and operators inside it (the Python and NumPy work of the engine between
+  kernels). Copies between devices (``aten::to``, ``aten::_to_copy``, ``aten::copy_`` on a
+  CUDA run) are the transfer part;
+* what the section leaves outside every range is reported as such (``unattributed``).
+
+:func:`account` assembles the parts, their sum and its share of the wall time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: Range name of a numba compilation or cache load (nested in the call that triggered it).
+COMPILE = "numba.compile"
+#: Prefix of the range of one call of a numba-compiled function.
+NUMBA_PREFIX = "numba."
+#: Operators that copy between devices on a CUDA run (the transfer part).
+COPY_OPS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
+#: What the exclusive time of a named range is, by range name (``#k`` suffix removed).
+RANGE_PARTS = {
+    "graphsys.setup": "setup: open edges, layout build, index mapping, program init "
+                      "(Python/NumPy outside kernels)",
+    "graphsys.step": "engine between kernels (Python, per step)",
+    "graphsys.finish": "finish: results gathered (outside kernels)",
+    "bsp.superstep": "engine between kernels (Python, per step)",
+    "bsp.edges": "edge phase outside kernels (Python/NumPy; out of core: waiting for the "
+                 "bucket workers)",
+    "bsp.bucket": "bucket stream (reads and kernels)",
+    "embed.bucket": "embedding bucket outside batches (shuffle; waiting for workers)",
+    "embed.minibatch": "embedding batch (Python outside operators)",
+    "embed.load": "I/O wait: partition loads",
+    "embed.write-back": "I/O wait: partition write-backs",
+    "embed.bucket-read": "I/O wait: bucket reads",
+    "embed.checkpoint": "checkpoints",
+    "gnn.sample": "sampling",
+    "gnn.wait": "waiting for the sampler threads",
+    "gnn.load": "feature gather and copy to the device",
+    "gnn.step": "training step (Python outside operators)",
+    "gnn.evaluate": "evaluation",
+    "gnn.checkpoint": "checkpoints",
+    "gnn.data": "reading features, labels and splits",
+    "gnn.adjacency": "adjacency build",
+}
+UNATTRIBUTED = "unattributed (inside the profiled section, outside every range)"
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (Linux: ``/proc/self/stat`` start time and
+    ``/proc/uptime``, clock-tick resolution), or None where that cannot be read."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def process_start() -> float | None:
+    """This process's start as a :func:`time.perf_counter` value, or None (see
+    :func:`process_age`)."""
+    age = process_age()
+    return None if age is None else time.perf_counter() - age
+
+
+@contextmanager
+def numba_ranges() -> Iterator[None]:
+    """Inside the block every call of a numba-compiled function made from Python is a
+    profiler range ``numba.<function name>``, and every compilation or cache load of one
+    (first calls) a range ``numba.compile`` inside it. Calls between compiled functions run
+    natively and belong to their caller's range. Without numba this does nothing."""
+    try:
+        from numba.core.dispatcher import Dispatcher
+    except ImportError:
+        yield
+        return
+    from torch.profiler import record_function
+
+    call = Dispatcher.__call__  # the C dispatcher's call, inherited
+    compile_ = Dispatcher.__dict__["compile"]
+    names: dict[int, str] = {}
+
+    def timed_call(self, *args, **kwargs):
+        name = names.get(id(self))
+        if name is None:
+            name = names.setdefault(id(self), NUMBA_PREFIX + getattr(
+                self.py_func, "__name__", "kernel"))
+        with record_function(name):
+            return call(self, *args, **kwargs)
+
+    def timed_compile(self, sig):
+        with record_function(COMPILE):
+            return compile_(self, sig)
+
+    Dispatcher.__call__ = timed_call
+    Dispatcher.compile = timed_compile
+    try:
+        yield
+    finally:
+        del Dispatcher.__call__
+        Dispatcher.compile = compile_
+
+
+def _is_op(name: str) -> bool:
+    return "::" in name and not name.startswith(("autograd::", "profiler::",
+                                                  "PythonDispatchMode"))
+
+
+def _range_part(name: str) -> str:
+    base = name.split("#")[0]
+    if base == COMPILE:
+        return "JIT compilation and cache loads (numba, first calls)"
+    if base.startswith(NUMBA_PREFIX):
+        return f"kernel {base[len(NUMBA_PREFIX):]} (numba)"
+    return RANGE_PARTS.get(base, f"{base} (outside kernels)")
+
+
+def attribute(events, *, thread: int | None = None, cuda: bool = False
+              ) -> dict[str, dict[str, Any]]:
+    """Exclusive seconds and counts per part from a profiler's events (``prof.events()``)
+    of one thread (``thread``: its id; default every thread, for a one-thread profile).
+
+    Every instant belongs to the innermost interval open then: the range, numba call or
+    top-level torch operator started last and not yet ended (operators called inside an
+    operator belong to it), so ranges that are not properly nested (a step marker opened
+    inside one superstep and closed in the next) are still counted once.
+
+    Returns ``{part: {"seconds", "count", "kind"}}``, ``kind`` one of ``kernel`` (numba
+    calls), ``operator`` (torch operators), ``transfer``, ``jit`` or ``python``."""
+    import torch
+
+    cpu = torch.autograd.DeviceType.CPU
+    spans: list[tuple[float, float, str, str]] = []
+    for e in events:
+        if e.device_type != cpu or (thread is not None and e.thread != thread):
+            continue
+        name = e.name
+        if _is_op(name):
+            p = e.cpu_parent
+            while p is not None and not _is_op(p.name):
+                p = p.cpu_parent
+            if p is not None:
+                continue  # inside another operator: part of it
+            if cuda and name in COPY_OPS:
+                label, kind = "host<->device transfers (torch copies)", "transfer"
+            else:
+                label, kind = f"operator {name} (torch)", "operator"
+        elif "::" in name:
+            label, kind = "autograd engine (outside operators)", "python"
+        else:
+            base = name.split("#")[0]
+            kind = ("jit" if base == COMPILE else "kernel" if base.startswith(NUMBA_PREFIX)
+                    else "python")
+            label = _range_part(name)
+        spans.append((e.time_range.start / 1e6, e.time_range.end / 1e6, label, kind))
+    parts: dict[str, dict[str, Any]] = {}
+    for _, _, label, kind in spans:
+        p = parts.setdefault(label, {"seconds": 0.0, "count": 0, "kind": kind})
+        if kind != "python":
+            p["count"] += 1
+    # sweep: boundaries in time order (an end before a start at the same instant)
+    # (a parent starting with its child comes first: the later end sorts first)
+    marks = sorted([(s, 1, -t, i) for i, (s, t, _, _) in enumerate(spans)]
+                   + [(t, 0, 0.0, i) for i, (_, t, _, _) in enumerate(spans)])
+    stack: list[int] = []
+    last = None
+    for t, is_start, _, i in marks:
+        if stack and last is not None and t > last:
+            parts[spans[stack[-1]][2]]["seconds"] += t - last
+        last = t
+        if is_start:
+            stack.append(i)
+        else:
+            stack.remove(i)
+    return parts
+
+
+def account(wall: float, before: list[tuple[str, float]], window: float,
+            window_parts: dict[str, dict[str, Any]], after: list[tuple[str, float]]
+            ) -> dict[str, Any]:
+    """The ``time`` section of a profile: ``wall_seconds`` of the run, its ``parts``
+    (``name``, ``seconds``, ``count``, ``kind``, ``share``; largest first; the part of the
+    profiled section no range covers is :data:`UNATTRIBUTED`), ``attributed_seconds`` and
+    ``attributed_share`` (named parts over the wall time), and ``profiler`` (the
+    profiler's own work after the run, not part of it: ``after``)."""
+    rows = [{"name": n, "seconds": s, "count": 0, "kind": "python"} for n, s in before
+            if s > 0]
+    inside = sum(p["seconds"] for p in window_parts.values())
+    rows += [{"name": n, **p} for n, p in window_parts.items()]
+    rest = window - inside
+    if rest > 0:
+        rows.append({"name": UNATTRIBUTED, "seconds": rest, "count": 0, "kind": "none"})
+    rows.sort(key=lambda r: -r["seconds"])
+    for r in rows:
+        r["share"] = r["seconds"] / wall if wall > 0 else None
+    named = sum(r["seconds"] for r in rows if r["name"] != UNATTRIBUTED)
+    return {"wall_seconds": wall, "parts": rows, "attributed_seconds": named,
+            "attributed_share": named / wall if wall > 0 else None,
+            "by_kind": _by_kind(rows),
+            "profiler": [{"name": n, "seconds": s} for n, s in after]}
+
+
+def _by_kind(rows: list[dict[str, Any]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for r in rows:
+        out[r["kind"]] = out.get(r["kind"], 0.0) + r["seconds"]
+    return out
