@@ -301,6 +301,7 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
     counts, top, op_s, mem_s, rt_syncs, reads = _analyse(events, str(device))
     main = next((e.thread for e in events if e.name == "graphsys.setup"), None)
     parts = attribute(events, thread=main, cuda=cuda)
+    phases = attribute(events, thread=main, cuda=cuda, phases=True)
     per_step = [counts.get(f"{STEP_PREFIX}{k}", 0) for k in range(marker.steps)]
     numba_calls = counts.pop("numba calls")
     total = sum(counts.values())
@@ -315,7 +316,7 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
     stats.extra.update({"self_time": self_time, "ranges": ranges, "numba_calls": numba_calls,
                         "torch_operators": total - numba_calls})
     stats.timing = {"start": t_start, "window_start": t0, "window_end": t1,
-                    "stopped": t_stopped, "parts": parts,
+                    "stopped": t_stopped, "parts": parts, "phases": phases,
                     "analysis_seconds": time.perf_counter() - t_stopped}
     return out, stats
 

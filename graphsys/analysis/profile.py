@@ -129,9 +129,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         Also profile a dense MLP with the same FLOPs per step, as a reference of what a
         GPU-friendly workload looks like (``dense_reference``).
     steps : int, optional
-        Training steps of the ``embed`` workload (default
-        :data:`~graphsys.analysis.workloads.EMBED_STEPS`) or the ``gnn`` workload
-        (default 5).
+        At most this many training batches: of the ``embed`` workload's epoch (default:
+        the whole epoch) and of each epoch of the ``gnn`` workload (default: every batch;
+        5 synthetic steps on a graph without labels).
     batch_size : int, optional
         Batch size of the ``embed`` or ``gnn`` workload (default: the model's own).
     dimension : int, default 32
@@ -269,7 +269,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                           batch_size=batch_size, edge_set=edge_set, trace=trace,
                           config=embed_config, steps=steps)
     else:
-        w = profile_gnn(g, recorder=rec, device=dev, steps=steps or 5, config=gnn_config,
+        w = profile_gnn(g, recorder=rec, device=dev, steps=steps, config=gnn_config,
                         batch_size=batch_size, trace=trace)
     t_run = time.perf_counter()
     d = w["stats"].to_dict()
@@ -336,14 +336,16 @@ def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[st
     before.append(("graph open (manifest, partitions)", stamps["graph open"]))
     before.append(("preparation (lazy imports of torch/numba modules, program, config, "
                    "sampler, model)", tm["start"] - entry - stamps["graph open"]))
-    before.append(("profiler start", tm["window_start"] - tm["start"]))
-    wall = tm["window_end"] - start
-    after = [("profiler stop", tm["stopped"] - tm["window_end"]),
+    # the profiler's start (between the preparation and the run) is not part of the run
+    wall = tm["window_end"] - start - (tm["window_start"] - tm["start"])
+    after = [("profiler start", tm["window_start"] - tm["start"]),
+             ("profiler stop", tm["stopped"] - tm["window_end"]),
              ("profiler event analysis", tm["analysis_seconds"])]
     if w.get("model_seconds"):
         after.append(("model run for the SIMT frontiers (numba, BSP supersteps)",
                       w["model_seconds"]))
-    out = account(wall, before, tm["window_end"] - tm["window_start"], tm["parts"], after)
+    out = account(wall, before, tm["window_end"] - tm["window_start"], tm["parts"],
+                  tm["phases"], after)
     out["from"] = "process start" if process else "profile_graph call"
     return out
 

@@ -39,7 +39,7 @@ COPY_OPS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
 RANGE_PARTS = {
     "graphsys.setup": "setup: open edges, layout build, index mapping, program init "
                       "(Python/NumPy outside kernels)",
-    "graphsys.step": "engine between kernels (Python, per step)",
+    "graphsys.step": "steps: Python between kernels and operators",
     "graphsys.finish": "finish: results gathered (outside kernels)",
     "bsp.superstep": "engine between kernels (Python, per step)",
     "bsp.edges": "edge phase outside kernels (Python/NumPy; out of core: waiting for the "
@@ -60,6 +60,23 @@ RANGE_PARTS = {
     "gnn.data": "reading features, labels and splits",
     "gnn.adjacency": "adjacency build",
 }
+#: Range-name prefixes of graphsys's own ranges (the others are torch's: autograd nodes,
+#: ``Optimizer.step``, ...).
+ENGINE_PREFIXES = ("graphsys.", "bsp.", "embed.", "gnn.", NUMBA_PREFIX)
+#: Phase names (``phases=True``: a range with the kernels and operators inside it).
+PHASES = {"graphsys.setup": "setup (open edges, layout build, index mapping, program "
+                            "init, trainer)",
+          "graphsys.step": "steps", "graphsys.finish": "finish (results, after the steps)",
+          "bsp.superstep": "supersteps", "bsp.edges": "edge phases",
+          "bsp.bucket": "bucket streams",
+          "embed.bucket": "embedding buckets", "embed.minibatch": "embedding batches",
+          "embed.load": "I/O wait: partition loads",
+          "embed.write-back": "I/O wait: partition write-backs",
+          "embed.bucket-read": "I/O wait: bucket reads", "embed.checkpoint": "checkpoints",
+          "gnn.sample": "sampling", "gnn.wait": "waiting for the sampler threads",
+          "gnn.load": "feature gather and copy to the device", "gnn.step": "training steps",
+          "gnn.evaluate": "evaluation", "gnn.checkpoint": "checkpoints",
+          "gnn.data": "reading features, labels and splits", "gnn.adjacency": "adjacency build"}
 UNATTRIBUTED = "unattributed (inside the profiled section, outside every range)"
 
 
@@ -135,8 +152,8 @@ def _range_part(name: str) -> str:
     return RANGE_PARTS.get(base, f"{base} (outside kernels)")
 
 
-def attribute(events, *, thread: int | None = None, cuda: bool = False
-              ) -> dict[str, dict[str, Any]]:
+def attribute(events, *, thread: int | None = None, cuda: bool = False,
+              phases: bool = False) -> dict[str, dict[str, Any]]:
     """Exclusive seconds and counts per part from a profiler's events (``prof.events()``)
     of one thread (``thread``: its id; default every thread, for a one-thread profile).
 
@@ -146,7 +163,11 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False
     inside one superstep and closed in the next) are still counted once.
 
     Returns ``{part: {"seconds", "count", "kind"}}``, ``kind`` one of ``kernel`` (numba
-    calls), ``operator`` (torch operators), ``transfer``, ``jit`` or ``python``."""
+    calls), ``operator`` (torch operators), ``transfer``, ``jit`` or ``python``.
+
+    ``phases``: only the named ranges and compilations count (the kernels, operators and
+    transfers inside a range are its time): the run by phase (setup, steps, sampling,
+    evaluation, checkpoints, I/O) rather than by kernel."""
     import torch
 
     cpu = torch.autograd.DeviceType.CPU
@@ -155,6 +176,10 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False
         if e.device_type != cpu or (thread is not None and e.thread != thread):
             continue
         name = e.name
+        ours = name.startswith(ENGINE_PREFIXES)
+        if phases and (_is_op(name) or "::" in name or not ours or (
+                name.startswith(NUMBA_PREFIX) and not name.startswith(COMPILE))):
+            continue
         if _is_op(name):
             p = e.cpu_parent
             while p is not None and not _is_op(p.name):
@@ -165,13 +190,15 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False
                 label, kind = "host<->device transfers (torch copies)", "transfer"
             else:
                 label, kind = f"operator {name} (torch)", "operator"
-        elif "::" in name:
-            label, kind = "autograd engine (outside operators)", "python"
+        elif "::" in name or not ours:
+            label, kind = ("autograd, optimizer and library ranges (Python outside "
+                           "operators)"), "python"
         else:
             base = name.split("#")[0]
             kind = ("jit" if base == COMPILE else "kernel" if base.startswith(NUMBA_PREFIX)
                     else "python")
-            label = _range_part(name)
+            label = (PHASES.get(base, base) if phases and kind == "python"
+                     else _range_part(name))
         spans.append((e.time_range.start / 1e6, e.time_range.end / 1e6, label, kind))
     parts: dict[str, dict[str, Any]] = {}
     for _, _, label, kind in spans:
@@ -196,28 +223,37 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False
 
 
 def account(wall: float, before: list[tuple[str, float]], window: float,
-            window_parts: dict[str, dict[str, Any]], after: list[tuple[str, float]]
+            window_parts: dict[str, dict[str, Any]],
+            window_phases: dict[str, dict[str, Any]], after: list[tuple[str, float]]
             ) -> dict[str, Any]:
     """The ``time`` section of a profile: ``wall_seconds`` of the run, its ``parts``
     (``name``, ``seconds``, ``count``, ``kind``, ``share``; largest first; the part of the
-    profiled section no range covers is :data:`UNATTRIBUTED`), ``attributed_seconds`` and
-    ``attributed_share`` (named parts over the wall time), and ``profiler`` (the
-    profiler's own work after the run, not part of it: ``after``)."""
+    profiled section no range covers is :data:`UNATTRIBUTED`) by kernel and operator,
+    the same wall time by ``phases`` (:func:`attribute` with ``phases``),
+    ``attributed_seconds`` and ``attributed_share`` (named parts over the wall time),
+    ``by_kind`` (seconds per part kind) and ``profiler`` (the profiler's own work, not
+    part of the run: ``after``)."""
     rows = [{"name": n, "seconds": s, "count": 0, "kind": "python"} for n, s in before
             if s > 0]
-    inside = sum(p["seconds"] for p in window_parts.values())
-    rows += [{"name": n, **p} for n, p in window_parts.items()]
-    rest = window - inside
-    if rest > 0:
-        rows.append({"name": UNATTRIBUTED, "seconds": rest, "count": 0, "kind": "none"})
-    rows.sort(key=lambda r: -r["seconds"])
-    for r in rows:
-        r["share"] = r["seconds"] / wall if wall > 0 else None
-    named = sum(r["seconds"] for r in rows if r["name"] != UNATTRIBUTED)
-    return {"wall_seconds": wall, "parts": rows, "attributed_seconds": named,
-            "attributed_share": named / wall if wall > 0 else None,
-            "by_kind": _by_kind(rows),
-            "profiler": [{"name": n, "seconds": s} for n, s in after]}
+    out: dict[str, Any] = {"wall_seconds": wall}
+    for key, section in (("parts", window_parts), ("phases", window_phases)):
+        rows = [{"name": n, "seconds": s, "count": 0, "kind": "python"} for n, s in before
+                if s > 0]
+        inside = sum(p["seconds"] for p in section.values())
+        rows += [{"name": n, **p} for n, p in section.items()]
+        rest = window - inside
+        if rest > 0:
+            rows.append({"name": UNATTRIBUTED, "seconds": rest, "count": 0, "kind": "none"})
+        rows.sort(key=lambda r: -r["seconds"])
+        for r in rows:
+            r["share"] = r["seconds"] / wall if wall > 0 else None
+        out[key] = rows
+    named = sum(r["seconds"] for r in out["parts"] if r["name"] != UNATTRIBUTED)
+    out.update({"attributed_seconds": named,
+                "attributed_share": named / wall if wall > 0 else None,
+                "by_kind": _by_kind(out["parts"]),
+                "profiler": [{"name": n, "seconds": s} for n, s in after]})
+    return out
 
 
 def _by_kind(rows: list[dict[str, Any]]) -> dict[str, float]:

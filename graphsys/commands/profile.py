@@ -2,10 +2,19 @@
 of a BSP algorithm (``graphsys profile ALGO DIR``) or a training workload (``graphsys profile
 --workload embed|gnn DIR``), as a self-contained HTML report plus JSON. ``--workload embed``
 profiles your embedding config (``--config``, ``--set``), ``--workload gnn`` your ``gnn train``
-setup (``--model``, ``--set hidden=128``, ``--set fanouts=15,10``), for ``--steps`` steps.
+setup (``--model``, ``--set hidden=128``, ``--set fanouts=15,10``): ``graphsys gnn train``
+itself, one epoch unless ``--set epochs=N``, evaluation and checkpoints included.
+A BSP algorithm runs as ``graphsys run`` runs it (same ``--backend``, ``--schedule``,
+``--threads``, ``--mode`` and their defaults); the first line says which path it took.
 
-The report's "what to change" section is derived from the figures (mapping, partitioning,
-batching). On a machine with a CUDA GPU and Nsight Compute, ``--ncu`` also runs the algorithm
+The measured section splits the wall time, from the process's start, into named parts:
+start-up and imports, graph open, preparation, JIT compilation, setup (layout build,
+index mapping), each numba kernel and torch operator with its invocation count, transfers,
+the engine's Python between kernels, I/O waits, sampling, evaluation, checkpoints.
+
+The report's "what to change" section is derived from the measured figures and names the
+flag or config key that acts on each item. The modelled SIMT / SM / warp figures are
+labelled "modelled for GPU X" and shown for a CUDA run or with ``--model-gpu``. On a machine with a CUDA GPU and Nsight Compute, ``--ncu`` also runs the algorithm
 on CUDA under ``ncu`` and compares the measured threads per warp instruction of the engine's
 edge kernels with the edge-balanced model (the report's "Model vs Nsight Compute" section).
 """
@@ -63,7 +72,9 @@ def register(subparsers) -> None:
                         "partitions' nodes and edges, and (BSP) every superstep's active "
                         "edges per rank")
     p.add_argument("--steps", type=int,
-                   help="GNN steps (default 5) / embedding batches (default 20) to profile")
+                   help="at most N training batches: of the embedding epoch (default: all) "
+                        "/ of each GNN epoch (default: all; 5 synthetic steps on a graph "
+                        "without labels)")
     p.add_argument("--config", type=Path, metavar="FILE",
                    help="--workload embed: the embedding config to profile (TOML/JSON, or a "
                         "PyTorch-BigGraph .py), as graphsys embed train reads it")
