@@ -427,8 +427,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
                   edge_set: str | None = None, trace=None, config=None,
                   steps: int | None = None) -> dict[str, Any]:
     """One epoch of embedding training, as ``graphsys embed train`` runs it (trainer built
-    inside the profiled section; at most ``steps`` batches when given) (see the module docstring); ``trace`` as
-    :func:`profile_bsp`. ``config``: the user's
+    inside the profiled section; at most ``steps`` batches when given; see the module
+    docstring); ``trace`` as :func:`profile_bsp`. ``config``: the user's
     :class:`~graphsys.embed.EmbedConfig` (its model, dimension, batch size,
     negatives, workers; one epoch, on ``device``), else a default model of ``dimension``."""
     from dataclasses import replace
@@ -598,7 +598,7 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
     dims = [state["x_dim"] or cfg.hidden] + [cfg.hidden] * (layers - 1) + [classes]
     flops = 0.0
     for k, blocks in enumerate(state["blocks"]):
-        for (dst, n_dst, n_edges), (a, c) in zip(blocks, zip(dims[:-1], dims[1:])):
+        for (_, n_dst, n_edges), (a, c) in zip(blocks, zip(dims[:-1], dims[1:])):
             flops += 3 * (2.0 * n_edges * a + 4.0 * n_dst * a * c)
         recorder.step({"step": k, "direction": "pull", "active": blocks[-1][1]},
                       [(lambda d=block_in_degrees(dst, n): iter([d])) for dst, n, _ in blocks])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,15 @@ def trace_path(args):
     return None if trace is None else check_trace_path(trace)
 
 
+def add_quiet_arg(parser) -> None:
+    """``--quiet``: no progress bar or progress lines (:func:`show_progress`)."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress: neither the bar on a terminal nor, elsewhere, "
+                             "the line every GRAPHSYS_PROGRESS_SECONDS (default 10) seconds")
+
+
 def show_progress(args) -> bool:
-    """Progress bars on a terminal, unless --json or --quiet."""
-    return sys.stderr.isatty() and not getattr(args, "json", False) and not getattr(
-        args, "quiet", False)
+    """Progress unless --quiet: a tqdm bar on a terminal, else a line (done/total, rate,
+    ETA) every ``GRAPHSYS_PROGRESS_SECONDS`` seconds (:mod:`graphsys.progress`), on stderr
+    (``--json`` output on stdout is not mixed with it)."""
+    return not getattr(args, "quiet", False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphsys.commands._common import column_arg, emit_json, show_progress
+from graphsys.commands._common import add_quiet_arg, column_arg, emit_json, show_progress
 from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.storage.format import DEFAULT_EDGE_SET
 from graphsys.storage.ingest_files import ingest
@@ -55,6 +55,7 @@ def register(subparsers) -> None:
                    help="indexes to build after ingest, comma-separated among csr, csc, "
                         "push (same as graphsys index; default none)")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
+    add_quiet_arg(p)
     p.set_defaults(func=run)
 
 

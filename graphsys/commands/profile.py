@@ -14,7 +14,8 @@ the engine's Python between kernels, I/O waits, sampling, evaluation, checkpoint
 
 The report's "what to change" section is derived from the measured figures and names the
 flag or config key that acts on each item. The modelled SIMT / SM / warp figures are
-labelled "modelled for GPU X" and shown for a CUDA run or with ``--model-gpu``. On a machine with a CUDA GPU and Nsight Compute, ``--ncu`` also runs the algorithm
+labelled "modelled for GPU X" and shown for a CUDA run or with ``--model-gpu``. On a
+machine with a CUDA GPU and Nsight Compute, ``--ncu`` also runs the algorithm
 on CUDA under ``ncu`` and compares the measured threads per warp instruction of the engine's
 edge kernels with the edge-balanced model (the report's "Model vs Nsight Compute" section).
 """

@@ -69,6 +69,7 @@ def register(subparsers) -> None:
                    help="run your own VertexProgram subclass instead of ALGO: "
                         "MODULE:CLASS is imported and called with no arguments")
     p.add_argument("--json", action="store_true", help="print the run statistics as JSON")
+    p.add_argument("--quiet", action="store_true", help="no per-superstep lines")
     add_trace_arg(p)
     p.set_defaults(func=run)
 
@@ -144,7 +145,7 @@ def run(args) -> int:
                             f"{args.algorithm}")
     source = _parse_source(graph, args.source) if needs_source else None
     rank0 = not distributed or _rank() == 0
-    show = rank0 and not args.json
+    show = rank0 and not args.json and not args.quiet
     if show:
         print(f"{'step':>5} {'dir':>6} {'active':>12} {'messages':>13} {'combined':>12} "
               f"{'edges':>13} {'read MB':>9} {'seconds':>9}")
