@@ -66,9 +66,9 @@ def advice(profile: dict[str, Any]) -> list[str]:
     cores = os.cpu_count() or 1
     if kind == "bsp":
         if w.get("backend") == "torch" and not cuda:
-            out.append(f"The run took the torch backend on the CPU (the GPU code path: "
-                       f"{k.get('invocations_per_step', 0):.0f} invocations per superstep): "
-                       f"--backend auto runs the numba kernels.")
+            out.append(f"The run took the torch backend on the CPU (torch operators on CPU "
+                       f"tensors, {k.get('invocations_per_step', 0):.0f} invocations per "
+                       f"superstep): --backend auto runs the numba kernels.")
         setup, setup_share = _share(profile, "setup:", "graph open")
         have = set(w.get("adjacency_index") or ())
         if setup_share > SIGNIFICANT and w.get("mode") == "memory" and not have & {"csr",

@@ -288,3 +288,41 @@ def test_existing_report_json_is_refused_before_the_run(main, graph_dir, tmp_pat
     err = capsys.readouterr().err.strip()
     assert rc != 0 and "r.json: already exists" in err and "\n" not in err
     assert not report.exists()
+
+
+@pytest.mark.parametrize("algo, extra", [("pagerank", []), ("bfs", ["--source", "0"]),
+                                         ("wcc", []), ("pagerank", ["--backend", "torch"]),
+                                         ("bfs", ["--source", "0", "--schedule", "sync"])])
+def test_profile_takes_the_path_run_takes(main, graph_dir, capsys, algo, extra):
+    """Same arguments, same code path: backend and method (fused PageRank,
+    direction-optimizing BFS, Afforest, BSP supersteps) of ``profile`` are ``run``'s."""
+    assert main(["run", algo, str(graph_dir), *extra, "--json"]) == 0
+    ran = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main(["profile", algo, str(graph_dir), *extra, "--no-dense", "--mapping",
+                 "edge-balanced", "--json"]) == 0
+    prof = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    w = prof["workload"]
+    assert (w["backend"], w["method"], w["supersteps"]) == (
+        ran["backend"], ran["method"], ran["num_supersteps"])
+    assert w["path"].startswith(f"{ran['backend']} backend, {ran['method']}")
+    # the text output says which path it took
+    assert main(["profile", algo, str(graph_dir), *extra, "--no-dense", "--mapping",
+                 "edge-balanced"]) == 0
+    assert f"profiled: {ran['backend']} backend, {ran['method']}" in capsys.readouterr().out
+
+
+def test_cpu_profile_carries_no_gpu_advice(main, graph_dir, capsys, tmp_path):
+    report = tmp_path / "p.html"
+    assert main(["profile", "pagerank", str(graph_dir), "--backend", "torch", "--json",
+                 "--report", str(report)]) == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc["model_gpu"] is False and doc["modelled"] == []
+    gpu_words = ("SM", "warp", "SIMT", "GPU", "mapping", "CTA", "lane")
+    assert doc["advice"] and not any(w in a for a in doc["advice"] for w in gpu_words)
+    # every item names the flag or config key that acts on it
+    assert all("--" in a or "NUMBA_CACHE_DIR" in a or "graphsys index" in a
+               or a.startswith("No change") for a in doc["advice"])
+    assert "Modelled for GPU" not in report.read_text()
+    assert main(["profile", "pagerank", str(graph_dir), "--model-gpu", "h100"]) == 0
+    out = capsys.readouterr().out
+    assert "modelled for GPU H100 (not measured)" in out
