@@ -195,8 +195,12 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     (4, 6, 3)
     >>> {m: round(s["mean_utilization"], 3) for m, s in prof["simt"].items()}
     {'thread-per-vertex': 0.094, 'edge-balanced': 0.078}
-    >>> prof["advice"][0]  # doctest: +ELLIPSIS
-    'Switch edge-balanced to thread-per-vertex: SIMT utilization 8% < 50% ...'
+    >>> prof["workload"]["path"]  # doctest: +ELLIPSIS
+    'numba backend, fused-pagerank (schedule auto), memory, cpu, ... threads'
+    >>> prof["time"]["attributed_share"] >= 0.95
+    True
+    >>> prof["modelled"]  # a CPU run: the GPU model gives no advice
+    []
     """
     from graphsys.analysis.balance import (
         RankWork,
@@ -356,9 +360,11 @@ def _invocation_rates(out: dict[str, Any], w: dict[str, Any]) -> dict[str, Any]:
     k = out["kernels"]
     steps = max(int(w["steps"]), 1)
     edges = out["workload"].get("edges_scanned") or out["workload"].get("edges_trained")
-    inv = k["invocations"]
-    r = {"invocations_per_step": inv / steps,
-         "invocations_per_edge": inv / edges if edges else None,
+    # inside the steps (setup, evaluation and finish left out) where steps were marked
+    inv = sum(k["per_step"]) if k.get("per_step") else k["invocations"]
+    per_step = k["mean_per_step"] if k.get("mean_per_step") is not None else inv / steps
+    r = {"invocations_per_step": per_step,
+         "invocations_per_edge": per_step * steps / edges if edges else None,
          "edges_per_step": edges / steps if edges else None}
     ref = out.get("dense_reference")
     if ref:

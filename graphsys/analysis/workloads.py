@@ -472,7 +472,7 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
 
         _, stats = profile_call(work, device=device, trace=trace,
                                 count_transfers=str(device) != "cpu")  # as profile_bsp
-    steps = max(batches["n"], 1)
+    bound, steps = steps, max(batches["n"], 1)
     inv = stats.per_step[0] if stats.per_step else 0
     # one profiler range spans the epoch (batches run inside the trainer): mean per batch
     stats.per_step = []
@@ -487,8 +487,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
     return {"stats": stats, "steps": steps, "flops": stats.flops,
             "workload": {"kind": "embed", "batches": batches["n"], "dimension": dimension,
                          "path": "the embedding trainer of graphsys embed train, one epoch"
-                                 + ("" if steps is None else
-                                    f" (at most {steps} batches)"),
+                                 + ("" if bound is None else
+                                    f" (at most {bound} batches)"),
                          "workers": cfg.workers, "prefetch": cfg.prefetch,
                          "buffer_partitions": cfg.buffer_partitions,
                          "batch_size": cfg.batch_size, "edges": es.num_edges,
