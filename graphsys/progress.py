@@ -11,12 +11,14 @@ all.
 
 Examples
 --------
->>> from graphsys.progress import progress_bar
->>> with progress_bar(total=3, unit="batch", desc="train", disable=True) as bar:
+>>> import io
+>>> from graphsys.progress import LineProgress, progress_bar
+>>> log = io.StringIO()  # not a terminal
+>>> with progress_bar(total=3, unit="batch", desc="train", file=log) as bar:
 ...     for _ in range(3):
 ...         bar.update(1)
->>> bar.n
-3
+>>> isinstance(bar, LineProgress), bar.n, log.getvalue()  # shorter than the interval
+(True, 3, '')
 """
 
 from __future__ import annotations
