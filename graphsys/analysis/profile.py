@@ -51,7 +51,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   schedule: str = "auto", threads: int | None = None,
                   damping: float = 0.85, tol: float | None = None,
                   sum_dtype: str = "float64", model_gpu: bool | None = None,
-                  started: float | None = None,
+                  started: float | None = None, progress: bool = False,
                   block_size: int = DEFAULT_BLOCK,
                   items_per_thread: int = DEFAULT_ITEMS_PER_THREAD,
                   max_iters: int | None = None, source=None, edge_set: str | None = None,
@@ -108,6 +108,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         for GPU <name>") and the model's section of the HTML report are given: default
         only for a run on a CUDA device or with ``ncu``. The figures themselves are always
         in the ``simt`` and ``load_balance`` sections; ``advice`` never draws on them.
+    progress : bool, default False
+        Progress of the ``embed`` and ``gnn`` workloads' batches on stderr, as ``embed
+        train`` and ``gnn train`` show it (:mod:`graphsys.progress`).
     started : float, optional
         The process's start as a :func:`time.perf_counter` value
         (:func:`graphsys.analysis.timing.process_start`): the ``time`` section then
@@ -271,10 +274,10 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     elif workload == "embed":
         w = profile_embed(g, recorder=rec, device=dev, dimension=dimension,
                           batch_size=batch_size, edge_set=edge_set, trace=trace,
-                          config=embed_config, steps=steps)
+                          config=embed_config, steps=steps, progress=progress)
     else:
         w = profile_gnn(g, recorder=rec, device=dev, steps=steps, config=gnn_config,
-                        batch_size=batch_size, trace=trace)
+                        batch_size=batch_size, trace=trace, progress=progress)
     t_run = time.perf_counter()
     d = w["stats"].to_dict()
     if d["kernels"].get("steps", 0) == 0:

@@ -425,7 +425,7 @@ GNN_DEFAULTS = {"fanouts": [10, 5], "epochs": 1}
 def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
                   dimension: int = 32, batch_size: int | None = None,
                   edge_set: str | None = None, trace=None, config=None,
-                  steps: int | None = None) -> dict[str, Any]:
+                  steps: int | None = None, progress: bool = False) -> dict[str, Any]:
     """One epoch of embedding training, as ``graphsys embed train`` runs it (trainer built
     inside the profiled section; at most ``steps`` batches when given; see the module
     docstring); ``trace`` as :func:`profile_bsp`. ``config``: the user's
@@ -462,7 +462,8 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
                 batches["n"] += 1
 
         def work(marker: StepMarker):
-            trainer = Trainer(cfg, graph, Path(tmp) / "ckpt", on_batch=count_batch)
+            trainer = Trainer(cfg, graph, Path(tmp) / "ckpt", on_batch=count_batch,
+                              progress=progress)
             marker.step()
             try:
                 trainer.run()
@@ -541,7 +542,8 @@ def _ranged(name: str, before: Callable[[], None] | None = None):
 
 
 def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
-                       steps: int | None, trace=None) -> dict[str, Any]:
+                       steps: int | None, trace=None, progress: bool = False
+                       ) -> dict[str, Any]:
     """:func:`graphsys.gnn.train` itself, as ``graphsys gnn train --out`` runs it (the
     epochs, evaluations and checkpoints of ``cfg``, into a temporary directory), with named
     ranges on its evaluation, checkpoints, data loading and adjacency build; at most
@@ -584,7 +586,8 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
         def work(marker: StepMarker):
             state["marker"] = marker
             with _wrapped(T, wrappers):
-                res = train(graph, cfg, device=device, out=Path(tmp) / "out")
+                res = train(graph, cfg, device=device, out=Path(tmp) / "out",
+                            progress=progress)
             marker.finish()
             return res
 
@@ -630,7 +633,8 @@ GNN_MODEL_STEPS = 20
 
 
 def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int | None = None,
-                config=None, batch_size: int | None = None, trace=None) -> dict[str, Any]:
+                config=None, batch_size: int | None = None, trace=None,
+                progress: bool = False) -> dict[str, Any]:
     """``steps`` minibatch steps of the node task (see the module docstring); ``trace`` as
     :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.TrainConfig`
     (model, fanouts, hidden, heads, dropout, lr, weight_decay, batch_size, seed; default
@@ -655,7 +659,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     if (len(graph.entity_types) == 1 and "label" in graph.node_columns(graph.entity_types[0])
             and cfg.task == "node"):
         return _profile_gnn_train(graph, cfg, recorder=recorder, device=device, steps=steps,
-                                  trace=trace)
+                                  trace=trace, progress=progress)
     steps = 5 if steps is None else steps
     if steps < 1 or cfg.batch_size < 1:
         raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "

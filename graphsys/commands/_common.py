@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,9 @@ def add_quiet_arg(parser) -> None:
 
 
 def show_progress(args) -> bool:
-    """Progress unless --quiet: a tqdm bar on a terminal, else a line (done/total, rate,
-    ETA) every ``GRAPHSYS_PROGRESS_SECONDS`` seconds (:mod:`graphsys.progress`), on stderr
-    (``--json`` output on stdout is not mixed with it)."""
-    return not getattr(args, "quiet", False)
+    """Progress on stderr unless --quiet: a tqdm bar on a terminal (not with --json, whose
+    line the bar's redraws would interleave), else a line (done/total, rate, ETA) every
+    ``GRAPHSYS_PROGRESS_SECONDS`` seconds (:mod:`graphsys.progress`), --json or not."""
+    if getattr(args, "quiet", False):
+        return False
+    return not (getattr(args, "json", False) and sys.stderr.isatty())

@@ -25,7 +25,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from graphsys.commands._common import add_trace_arg, emit_json, trace_path
+from graphsys.commands._common import (
+    add_quiet_arg,
+    add_trace_arg,
+    emit_json,
+    show_progress,
+    trace_path,
+)
 from graphsys.errors import GraphsysError
 from graphsys.plugins import ALGORITHMS
 
@@ -61,7 +67,7 @@ def register(subparsers) -> None:
     p.add_argument("--model-gpu", metavar="GPU", nargs="?", const="auto",
                    help="also advise from the modelled SIMT / SM / warp figures, labelled "
                         "'modelled for GPU' (default: only for a run on CUDA); GPU as --gpu")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet_arg(p)
     p.add_argument("--block-size", type=int, default=256, help="threads per CTA (default 256)")
     p.add_argument("--items-per-thread", type=int, default=4,
                    help="merge-path items per thread (default 4)")
@@ -194,7 +200,7 @@ def run(args) -> int:
                          schedule=args.schedule, threads=args.threads, damping=args.damping,
                          tol=args.tol, sum_dtype=args.sum_dtype,
                          model_gpu=True if args.model_gpu is not None else None,
-                         started=started,
+                         started=started, progress=show_progress(args),
                          gpu=args.gpu, block_size=args.block_size,
                          items_per_thread=args.items_per_thread, max_iters=args.max_iters,
                          source=source, edge_set=args.edges, ranks=args.ranks,
