@@ -4,7 +4,9 @@ measured with :mod:`torch.profiler`, plus the dense reference workload of the pa
 * **Invocations.** On CUDA: device kernels recorded by the profiler (CUPTI). On CPU: torch
   operator invocations, counting *top-level* operators only (an ``aten::`` event with no
   ``aten::`` ancestor; ``aten::to`` counts once, not also its inner ``aten::copy_``) - what a
-  GPU run would launch as kernels. Steps are delimited with :class:`StepMarker`, which opens
+  GPU run would launch as kernels - plus every call of a numba-compiled function made from
+  Python (:func:`graphsys.analysis.timing.numba_ranges`: the CPU kernels of the numba
+  backend). Steps are delimited with :class:`StepMarker`, which opens
   profiler ranges named ``graphsys.step#<k>`` (``graphsys.setup`` / ``graphsys.finish``
   around them); each invocation is charged to the range it started in.
 * **Transfers.** A :class:`~torch.utils._python_dispatch.TorchDispatchMode` sees every

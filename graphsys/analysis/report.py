@@ -514,11 +514,15 @@ def _time_html(tm: dict[str, Any] | None) -> str:
                  None])
     prof = "; ".join(f"{html.escape(p['name'])} {p['seconds']:.3f} s"
                      for p in tm.get("profiler", []))
+    phases = [[p["name"], p["seconds"], p["share"]] for p in tm.get("phases", [])]
     return (f"<h2>Measured: where the {tm['wall_seconds']:.3f} s went</h2>"
             f"<p class='note'>Wall time from the {html.escape(tm['from'])} to the end of the "
             f"profiled run, split into exclusive parts (a range's own time, without the "
             f"kernels, operators and ranges inside it).</p>"
             + _table(["part", "seconds", "share of wall", "invocations"], rows)
+            + ("<h3>By phase</h3><p class='note'>The same wall time, each named range with "
+               "the kernels and operators inside it.</p>"
+               + _table(["phase", "seconds", "share of wall"], phases) if phases else "")
             + (f"<p class='note'>The profiler's own work, not part of the run: {prof}.</p>"
                if prof else ""))
 
