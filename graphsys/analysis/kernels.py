@@ -5,7 +5,7 @@ measured with :mod:`torch.profiler`, plus the dense reference workload of the pa
   operator invocations, counting *top-level* operators only (an ``aten::`` event with no
   ``aten::`` ancestor; ``aten::to`` counts once, not also its inner ``aten::copy_``) - what a
   GPU run would launch as kernels - plus every call of a numba-compiled function made from
-  Python (:func:`graphsys.analysis.timing.numba_ranges`: the CPU kernels of the numba
+  Python (:func:`graphsys.trace.numba_ranges`: the CPU kernels of the numba
   backend). Steps are delimited with :class:`StepMarker`, which opens
   profiler ranges named ``graphsys.step#<k>`` (``graphsys.setup`` / ``graphsys.finish``
   around them); each invocation is charged to the range it started in.
@@ -33,8 +33,8 @@ import torch
 from torch.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from graphsys.analysis.timing import COMPILE, NUMBA_PREFIX, attribute, numba_ranges
-from graphsys.trace import profiling, write_trace
+from graphsys.analysis.timing import attribute
+from graphsys.trace import COMPILE, NUMBA_PREFIX, numba_ranges, profiling, write_trace
 
 STEP_PREFIX = "graphsys.step#"
 RANGES = ("graphsys.setup", "graphsys.finish")

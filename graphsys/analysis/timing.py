@@ -9,13 +9,13 @@ operators, an invocation count), that together cover its wall time:
   starting the profiler;
 * inside the profiled section, from the profiler's event tree of the profiling thread
   (:func:`attribute`): every named range (the engines' :mod:`graphsys.trace` ranges, the
-  profiler's ``graphsys.setup`` / ``graphsys.step#k`` / ``graphsys.finish``), every call of a
-  numba-compiled function (:func:`numba_ranges` makes each a range ``numba.<name>``), numba
-  compilations and cache loads (``numba.compile``, JIT on first calls) and every top-level
-  torch operator. A range's own part is its *exclusive* time: its duration minus the
-  ranges, kernels and operators inside it (the Python and NumPy work of the engine between
-  kernels). Copies between devices (``aten::to``, ``aten::_to_copy``, ``aten::copy_`` on a
-  CUDA run) are the transfer part;
+  profiler's ``graphsys.setup`` / ``graphsys.step#k`` / ``graphsys.finish``), every call of
+  a numba-compiled function (:func:`graphsys.trace.numba_ranges` makes each a range
+  ``numba.<name>``), numba compilations and cache loads (``numba.compile``, JIT on first
+  calls) and every top-level torch operator. A range's own part is its *exclusive* time:
+  its duration minus the ranges, kernels and operators inside it (the Python and NumPy
+  work of the engine between kernels). Copies between devices (``aten::to``,
+  ``aten::_to_copy``, ``aten::copy_`` on a CUDA run) are the transfer part;
 * what the section leaves outside every range is reported as such (``unattributed``).
 
 :func:`account` assembles the parts, their sum and its share of the wall time.
@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-#: Range name of a numba compilation or cache load (nested in the call that triggered it).
-COMPILE = "numba.compile"
-#: Prefix of the range of one call of a numba-compiled function.
-NUMBA_PREFIX = "numba."
+from graphsys.trace import COMPILE, NUMBA_PREFIX, numba_ranges
+
+__all__ = ["COMPILE", "NUMBA_PREFIX", "UNATTRIBUTED", "account", "attribute", "numba_ranges",
+           "process_age", "process_start"]
+
 #: Operators that copy between devices on a CUDA run (the transfer part).
 COPY_OPS = frozenset({"aten::to", "aten::_to_copy", "aten::copy_"})
 #: What the exclusive time of a named range is, by range name (``#k`` suffix removed).
@@ -98,44 +97,6 @@ def process_start() -> float | None:
     :func:`process_age`)."""
     age = process_age()
     return None if age is None else time.perf_counter() - age
-
-
-@contextmanager
-def numba_ranges() -> Iterator[None]:
-    """Inside the block every call of a numba-compiled function made from Python is a
-    profiler range ``numba.<function name>``, and every compilation or cache load of one
-    (first calls) a range ``numba.compile`` inside it. Calls between compiled functions run
-    natively and belong to their caller's range. Without numba this does nothing."""
-    try:
-        from numba.core.dispatcher import Dispatcher
-    except ImportError:
-        yield
-        return
-    from torch.profiler import record_function
-
-    call = Dispatcher.__call__  # the C dispatcher's call, inherited
-    compile_ = Dispatcher.__dict__["compile"]
-    names: dict[int, str] = {}
-
-    def timed_call(self, *args, **kwargs):
-        name = names.get(id(self))
-        if name is None:
-            name = names.setdefault(id(self), NUMBA_PREFIX + getattr(
-                self.py_func, "__name__", "kernel"))
-        with record_function(name):
-            return call(self, *args, **kwargs)
-
-    def timed_compile(self, sig):
-        with record_function(COMPILE):
-            return compile_(self, sig)
-
-    Dispatcher.__call__ = timed_call
-    Dispatcher.compile = timed_compile
-    try:
-        yield
-    finally:
-        del Dispatcher.__call__
-        Dispatcher.compile = compile_
 
 
 def _is_op(name: str) -> bool:
