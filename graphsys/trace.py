@@ -16,7 +16,9 @@ be written before any work starts. :func:`quiet_stderr` silences the profiler's 
 Range names (``cat`` ``user_annotation`` in the trace): ``bsp.superstep#<k>``,
 ``bsp.edges``, ``bsp.bucket``, ``embed.bucket``, ``embed.minibatch``, ``embed.load``,
 ``embed.write-back``, ``embed.bucket-read``, ``embed.checkpoint``, ``gnn.sample``,
-``gnn.wait``, ``gnn.load``, ``gnn.step``.
+``gnn.wait``, ``gnn.load``, ``gnn.step``; and ``numba.<function>`` for every call of a
+numba-compiled function from Python, ``numba.compile`` for its compilation or cache load
+(:func:`numba_ranges`).
 
 The user-facing surface is :func:`recording` (record a block of work into a trace file;
 the engines' ``trace=`` arguments and the CLI's ``--trace`` use it) and :func:`trace_range`
@@ -47,7 +49,12 @@ from typing import Any
 
 from graphsys.errors import GraphsysError
 
-__all__ = ["active", "check_trace_path", "recording", "trace_range", "traced"]
+__all__ = ["active", "check_trace_path", "numba_ranges", "recording", "trace_range", "traced"]
+
+#: Range name of a numba compilation or cache load (nested in the call that triggered it).
+COMPILE = "numba.compile"
+#: Prefix of the range of one call of a numba-compiled function.
+NUMBA_PREFIX = "numba."
 
 _active = 0
 
@@ -184,6 +191,55 @@ def quiet_stderr() -> Iterator[None]:
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+@contextmanager
+def numba_ranges() -> Iterator[None]:
+    """Inside the block every call of a numba-compiled function made from Python is a
+    profiler range ``numba.<function name>``, and every compilation or cache load of one
+    (first calls) a range ``numba.compile`` inside it, so that the numba kernels of the CPU
+    engines show in traces and profiles beside the torch operators. Calls between compiled
+    functions run natively and belong to their caller's range. Without numba this does
+    nothing; :func:`recording` turns it on.
+
+    The ranges come from the numba dispatcher's call, patched on its class for the block
+    (and restored after it): the dispatcher objects themselves are unchanged, so compiled
+    callers and callers holding a reference see the same functions.
+
+    Yields
+    ------
+    None
+    """
+    try:
+        from numba.core.dispatcher import Dispatcher
+    except ImportError:
+        yield
+        return
+    from torch.profiler import record_function
+
+    call = Dispatcher.__call__  # the C dispatcher's call, inherited
+    compile_ = Dispatcher.__dict__["compile"]
+    names: dict[int, str] = {}
+
+    def timed_call(self, *args, **kwargs):
+        name = names.get(id(self))
+        if name is None:
+            name = names.setdefault(id(self), NUMBA_PREFIX + getattr(
+                self.py_func, "__name__", "kernel"))
+        with record_function(name):
+            return call(self, *args, **kwargs)
+
+    def timed_compile(self, sig):
+        with record_function(COMPILE):
+            return compile_(self, sig)
+
+    Dispatcher.__call__ = timed_call
+    Dispatcher.compile = timed_compile
+    try:
+        yield
+    finally:
+        del Dispatcher.__call__
+        Dispatcher.compile = compile_
 
 
 def check_trace_path(path: str | Path, *, overwrite: bool = False) -> Path:
@@ -328,7 +384,7 @@ def recording(path: str | Path | None, device: Any = "cpu") -> Iterator[None]:
     path = check_trace_path(path)
     prof = None
     try:
-        with profiling(device) as prof:
+        with profiling(device) as prof, numba_ranges():
             yield
     finally:
         if prof is not None:

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Off a terminal, long loops print a progress line every GRAPHSYS_PROGRESS_SECONDS: far
+# apart in the test run, so that a slow machine does not add lines to captured stderr (the
+# tests of progress itself set their own interval).
+os.environ.setdefault("GRAPHSYS_PROGRESS_SECONDS", "3600")
 
 
 def mirror_dir() -> Path | None:

@@ -76,3 +76,28 @@ def test_profiler_start_stop_lines_are_silenced(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert "USDT" not in res.stderr and "after" in res.stderr
+
+
+def test_numba_calls_are_ranges_while_recording(tmp_path):
+    """Every call of a numba-compiled function (and its first compilation) is a named
+    range of the trace; outside the recording the dispatcher is left as it was."""
+    import json
+
+    import numba
+    import numpy as np
+    from numba.core.dispatcher import Dispatcher
+
+    from graphsys.trace import recording
+
+    @numba.njit
+    def twice(a):
+        return 2 * a.sum()
+
+    path = tmp_path / "t.json"
+    with recording(path):
+        assert twice(np.ones(3)) == 6.0
+        assert twice(np.ones(4)) == 8.0
+    names = [e["name"] for e in json.loads(path.read_text())["traceEvents"]]
+    assert names.count("numba.twice") == 2 and "numba.compile" in names
+    assert "__call__" not in Dispatcher.__dict__
+    assert twice(np.ones(2)) == 4.0

@@ -4,6 +4,8 @@
   synchronisations through ``torch.profiler``, and a dense MLP reference workload;
 * :mod:`~graphsys.analysis.simt`: an exact, vectorized SIMT lane-utilization and
   SM/CTA/warp load-balance model of vertex-to-thread mappings;
+* :mod:`~graphsys.analysis.timing`: the wall time of the profiled run split into named
+  parts (start-up, JIT, setup, each kernel and operator, I/O, sampling, evaluation, ...);
 * :mod:`~graphsys.analysis.balance`: partition, bucket and per-rank balance from storage;
 * :mod:`~graphsys.analysis.workloads`: BSP, embedding and GNN workloads to profile;
 * :mod:`~graphsys.analysis.ncu`: the model checked against Nsight Compute's measured threads

@@ -4,7 +4,9 @@ measured with :mod:`torch.profiler`, plus the dense reference workload of the pa
 * **Invocations.** On CUDA: device kernels recorded by the profiler (CUPTI). On CPU: torch
   operator invocations, counting *top-level* operators only (an ``aten::`` event with no
   ``aten::`` ancestor; ``aten::to`` counts once, not also its inner ``aten::copy_``) - what a
-  GPU run would launch as kernels. Steps are delimited with :class:`StepMarker`, which opens
+  GPU run would launch as kernels - plus every call of a numba-compiled function made from
+  Python (:func:`graphsys.trace.numba_ranges`: the CPU kernels of the numba
+  backend). Steps are delimited with :class:`StepMarker`, which opens
   profiler ranges named ``graphsys.step#<k>`` (``graphsys.setup`` / ``graphsys.finish``
   around them); each invocation is charged to the range it started in.
 * **Transfers.** A :class:`~torch.utils._python_dispatch.TorchDispatchMode` sees every
@@ -31,7 +33,8 @@ import torch
 from torch.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from graphsys.trace import profiling, write_trace
+from graphsys.analysis.timing import attribute
+from graphsys.trace import COMPILE, NUMBA_PREFIX, numba_ranges, profiling, write_trace
 
 STEP_PREFIX = "graphsys.step#"
 RANGES = ("graphsys.setup", "graphsys.finish")
@@ -122,6 +125,9 @@ class KernelStats:
     extra: dict[str, Any] = field(default_factory=dict)
     #: False when the run was all on the CPU and the transfer counter was left out
     transfers_counted: bool = True
+    #: perf_counter stamps of the profiled section and its parts
+    #: (:func:`graphsys.analysis.timing.attribute`); not part of :meth:`to_dict`
+    timing: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         steps = len(self.per_step)
@@ -134,7 +140,8 @@ class KernelStats:
             "kernels": {
                 "device": self.device,
                 "unit": "CUDA kernels" if self.device.startswith("cuda") else
-                "top-level torch operators",
+                "top-level torch operators and numba calls"
+                if self.extra.get("numba_calls") else "top-level torch operators",
                 "invocations": inv, "steps": steps, "per_step": self.per_step,
                 "mean_per_step": (sum(self.per_step) / steps) if steps else None,
                 "setup": self.setup_invocations, "finish": self.finish_invocations,
@@ -199,7 +206,7 @@ def _analyse(events, device: str) -> tuple[dict[str, int], list[tuple[str, int, 
     per_name: Counter[str] = Counter()
     secs: dict[str, float] = {}
     op_seconds = memcpy_seconds = 0.0
-    runtime_syncs = scalar_reads = 0
+    runtime_syncs = scalar_reads = numba_calls = 0
     cuda = device.startswith("cuda")
 
     def charge(start: float, end: float) -> str:
@@ -222,6 +229,14 @@ def _analyse(events, device: str) -> tuple[dict[str, int], list[tuple[str, int, 
                 memcpy_seconds += dur
                 continue
         else:
+            if name.startswith(NUMBA_PREFIX) and name != COMPILE:
+                dur = e.time_range.elapsed_us() / 1e6
+                counts[charge(e.time_range.start, e.time_range.end)] += 1
+                per_name[name] += 1
+                secs[name] = secs.get(name, 0.0) + dur
+                op_seconds += dur
+                numba_calls += 1
+                continue
             if not _is_op(name):
                 continue
             p, nested = e.cpu_parent, False
@@ -238,6 +253,7 @@ def _analyse(events, device: str) -> tuple[dict[str, int], list[tuple[str, int, 
         secs[name] = secs.get(name, 0.0) + dur
         op_seconds += dur
     top = [(n, per_name[n], secs[n]) for n in sorted(secs, key=lambda n: (-secs[n], n))[:12]]
+    counts["numba calls"] = numba_calls
     return counts, top, op_seconds, memcpy_seconds, runtime_syncs, scalar_reads
 
 
@@ -262,7 +278,8 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
     cuda = str(device).startswith("cuda")
     marker = StepMarker()
     counter = TransferCounter() if count_transfers else None
-    with profiling(device, all_threads=False) as prof:
+    t_start = time.perf_counter()
+    with profiling(device, all_threads=False) as prof, numba_ranges():
         t0 = time.perf_counter()
         marker.start()
         try:
@@ -275,14 +292,20 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
                 torch.cuda.synchronize()
         finally:
             marker.close()
-        seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        seconds = t1 - t0
+    t_stopped = time.perf_counter()
     if trace is not None:
         write_trace(prof, trace)
     events = prof.events()
     self_time = _self_time_table(prof, cuda)
     ranges = _range_spans(events)
     counts, top, op_s, mem_s, rt_syncs, reads = _analyse(events, str(device))
+    main = next((e.thread for e in events if e.name == "graphsys.setup"), None)
+    parts = attribute(events, thread=main, cuda=cuda)
+    phases = attribute(events, thread=main, cuda=cuda, phases=True)
     per_step = [counts.get(f"{STEP_PREFIX}{k}", 0) for k in range(marker.steps)]
+    numba_calls = counts.pop("numba calls")
     total = sum(counts.values())
     stats = KernelStats(device=str(device), seconds=seconds, invocations=total,
                         per_step=per_step, setup_invocations=counts.get("graphsys.setup", 0),
@@ -292,7 +315,11 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
                         transfer_seconds=mem_s,
                         syncs=(counter.syncs if counter else reads) + rt_syncs, flops=flops,
                         transfers_counted=counter is not None)
-    stats.extra.update({"self_time": self_time, "ranges": ranges})
+    stats.extra.update({"self_time": self_time, "ranges": ranges, "numba_calls": numba_calls,
+                        "torch_operators": total - numba_calls})
+    stats.timing = {"start": t_start, "window_start": t0, "window_end": t1,
+                    "stopped": t_stopped, "parts": parts, "phases": phases,
+                    "analysis_seconds": time.perf_counter() - t_stopped}
     return out, stats
 
 

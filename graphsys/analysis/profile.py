@@ -47,7 +47,11 @@ WORKLOADS = ("bsp", "embed", "gnn")
 
 def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   mappings: list[str] | None = None, device: str = "cpu",
-                  backend: str = "torch", mode: str = "memory", gpu: str | None = None,
+                  backend: str = "auto", mode: str = "memory", gpu: str | None = None,
+                  schedule: str = "auto", threads: int | None = None,
+                  damping: float = 0.85, tol: float | None = None,
+                  sum_dtype: str = "float64", model_gpu: bool | None = None,
+                  started: float | None = None, progress: bool = False,
                   block_size: int = DEFAULT_BLOCK,
                   items_per_thread: int = DEFAULT_ITEMS_PER_THREAD,
                   max_iters: int | None = None, source=None, edge_set: str | None = None,
@@ -82,14 +86,35 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         ``load_balance`` sections are flat; with several they are keyed by mapping.
     device : {"cpu", "cuda", "cuda:k", "auto"}, default "cpu"
         Where the workload runs (:func:`graphsys.device.resolve_device`).
-    backend : {"torch", "numba", "auto"}, default "torch"
-        BSP backend of the profiled run (``"torch"`` is the GPU code path, whose
-        operators the profiler counts).
+    backend : {"auto", "numba", "torch"}, default "auto"
+        BSP backend of the profiled run, as ``graphsys run --backend`` (``"auto"``: numba
+        kernels on the CPU, torch on CUDA; ``"torch"`` on the CPU runs the GPU code path).
     mode : {"memory", "out-of-core"}, default "memory"
         BSP mode: the whole graph in memory, or partitions streamed from disk.
     gpu : str, optional
         The GPU the SIMT and SM model assumes (its SM count); default the one present,
         else an H100.
+    schedule : {"auto", "sync", "async"}, default "auto"
+        BSP schedule, as ``graphsys run --schedule`` (``"auto"``: the algorithm's own
+        whole-graph method where it declares one; the profile's ``workload["method"]``
+        says which ran).
+    threads : int, optional
+        Numba / out-of-core worker threads (default: numba's thread count).
+    damping, tol, sum_dtype :
+        PageRank's parameters, as ``graphsys run`` takes them (for the algorithms that
+        take them).
+    model_gpu : bool, optional
+        Whether the modelled SIMT / SM / warp notes (``modelled``, each labelled "Modelled
+        for GPU <name>") and the model's section of the HTML report are given: default
+        only for a run on a CUDA device or with ``ncu``. The figures themselves are always
+        in the ``simt`` and ``load_balance`` sections; ``advice`` never draws on them.
+    progress : bool, default False
+        Progress of the ``embed`` and ``gnn`` workloads' batches on stderr, as ``embed
+        train`` and ``gnn train`` show it (:mod:`graphsys.progress`).
+    started : float, optional
+        The process's start as a :func:`time.perf_counter` value
+        (:func:`graphsys.analysis.timing.process_start`): the ``time`` section then
+        counts start-up and imports; default: it starts when this function is called.
     block_size : int, default 256
         Threads per CTA in the model: a multiple of 32 in ``[32, 1024]``.
     items_per_thread : int, default 4
@@ -107,9 +132,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         Also profile a dense MLP with the same FLOPs per step, as a reference of what a
         GPU-friendly workload looks like (``dense_reference``).
     steps : int, optional
-        Training steps of the ``embed`` workload (default
-        :data:`~graphsys.analysis.workloads.EMBED_STEPS`) or the ``gnn`` workload
-        (default 5).
+        At most this many training batches: of the ``embed`` workload's epoch (default:
+        the whole epoch) and of each epoch of the ``gnn`` workload (default: every batch;
+        5 synthetic steps on a graph without labels).
     batch_size : int, optional
         Batch size of the ``embed`` or ``gnn`` workload (default: the model's own).
     dimension : int, default 32
@@ -173,8 +198,12 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     (4, 6, 3)
     >>> {m: round(s["mean_utilization"], 3) for m, s in prof["simt"].items()}
     {'thread-per-vertex': 0.094, 'edge-balanced': 0.078}
-    >>> prof["advice"][0]  # doctest: +ELLIPSIS
-    'Switch edge-balanced to thread-per-vertex: SIMT utilization 8% < 50% ...'
+    >>> prof["workload"]["backend"], prof["workload"]["method"].split()[0]  # as graphsys run
+    ('numba', 'fused-pagerank')
+    >>> prof["time"]["attributed_share"] >= 0.95
+    True
+    >>> prof["modelled"]  # a CPU run: the GPU model gives no advice
+    []
     """
     from graphsys.analysis.balance import (
         RankWork,
@@ -190,7 +219,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         validation,
     )
     from graphsys.analysis.ncu_target import target_command
-    from graphsys.analysis.report import advice
+    from graphsys.analysis.report import advice, modelled_notes
     from graphsys.analysis.workloads import (
         SimtRecorder,
         profile_bsp,
@@ -201,6 +230,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     from graphsys.storage.graph import Graph, open_graph
 
     t0 = time.perf_counter()
+    stamps: dict[str, float] = {}
     if workload not in WORKLOADS:
         raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, or a BSP "
                             f"algorithm)")
@@ -218,7 +248,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         from graphsys.trace import check_trace_path
 
         trace = check_trace_path(trace)
+    t_open = time.perf_counter()
     g = graph if isinstance(graph, Graph) else open_graph(graph)
+    stamps["graph open"] = time.perf_counter() - t_open
     rank_split(g.num_partitions, ranks)  # bad ranks fail before anything runs
     maps = list(dict.fromkeys(resolve_mapping(m) for m in (mappings or MAPPINGS)))
     if ncu and ENGINE_MAPPING not in maps:
@@ -237,14 +269,16 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         ranked = RankWork(rank_bounds(g, ranks)) if ranks > 1 else None
         w = profile_bsp(g, algorithm, recorder=rec, source=source, device=dev,
                         backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set,
-                        rank_work=ranked, trace=trace)
+                        schedule=schedule, threads=threads, damping=damping, tol=tol,
+                        sum_dtype=sum_dtype, rank_work=ranked, trace=trace)
     elif workload == "embed":
         w = profile_embed(g, recorder=rec, device=dev, dimension=dimension,
                           batch_size=batch_size, edge_set=edge_set, trace=trace,
-                          config=embed_config, steps=steps)
+                          config=embed_config, steps=steps, progress=progress)
     else:
-        w = profile_gnn(g, recorder=rec, device=dev, steps=steps or 5, config=gnn_config,
-                        batch_size=batch_size, trace=trace)
+        w = profile_gnn(g, recorder=rec, device=dev, steps=steps, config=gnn_config,
+                        batch_size=batch_size, trace=trace, progress=progress)
+    t_run = time.perf_counter()
     d = w["stats"].to_dict()
     if d["kernels"].get("steps", 0) == 0:
         d["kernels"]["steps"] = w["steps"]
@@ -279,9 +313,71 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         cmd, launches, secs = measure(setup, app, launch_count=ncu_launch_count)
         out["ncu"] = validation(cmd, launches, secs, sims[ENGINE_MAPPING]["mean_utilization"],
                                 setup)
+    out["time"] = _time_section(w, t0 if started is None else started, t0, stamps, t_run,
+                                 started is not None)
+    out["kernels"].update(_invocation_rates(out, w))
+    out["model_gpu"] = (dev.startswith("cuda") or ncu) if model_gpu is None else bool(
+        model_gpu)
+    out["gpu"] = gpu_spec.name
     out["advice"] = advice(out)
+    out["modelled"] = modelled_notes(out) if out["model_gpu"] else []
     out["seconds"] = time.perf_counter() - t0
+    out["time"]["profiler"].append({"name": "SIMT model, balance, dense reference and "
+                                            "advice (after the run)",
+                                    "seconds": time.perf_counter() - t_run})
     return out
+
+
+def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[str, float],
+                  t_run: float, process: bool) -> dict[str, Any]:
+    """The ``time`` section (:func:`graphsys.analysis.timing.account`): the run's wall time
+    from ``start`` (the process's start, or this call's) to the end of the profiled
+    section, split into named parts."""
+    from graphsys.analysis.timing import account
+
+    tm = w["stats"].timing
+    before = []
+    if process:
+        before.append(("start-up and imports (interpreter, graphsys, command line)",
+                       entry - start))
+    before.append(("graph open (manifest, partitions)", stamps["graph open"]))
+    before.append(("preparation (lazy imports of torch/numba modules, program, config, "
+                   "sampler, model)", tm["start"] - entry - stamps["graph open"]))
+    # the profiler's start (between the preparation and the run) is not part of the run
+    wall = tm["window_end"] - start - (tm["window_start"] - tm["start"])
+    after = [("profiler start", tm["window_start"] - tm["start"]),
+             ("profiler stop", tm["stopped"] - tm["window_end"]),
+             ("profiler event analysis", tm["analysis_seconds"])]
+    if w.get("model_seconds"):
+        after.append(("model run for the SIMT frontiers (numba, BSP supersteps)",
+                      w["model_seconds"]))
+    out = account(wall, before, tm["window_end"] - tm["window_start"], tm["parts"],
+                  tm["phases"], after)
+    out["from"] = "process start" if process else "profile_graph call"
+    return out
+
+
+def _invocation_rates(out: dict[str, Any], w: dict[str, Any]) -> dict[str, Any]:
+    """Kernel invocations (numba calls and top-level torch operators) per superstep / step
+    and per edge, the graph workload's and the dense reference's side by side."""
+    k = out["kernels"]
+    steps = max(int(w["steps"]), 1)
+    edges = out["workload"].get("edges_scanned") or out["workload"].get("edges_trained")
+    # inside the steps (setup, evaluation and finish left out) where steps were marked
+    inv = sum(k["per_step"]) if k.get("per_step") else k["invocations"]
+    per_step = k["mean_per_step"] if k.get("mean_per_step") is not None else inv / steps
+    r = {"invocations_per_step": per_step,
+         "invocations_per_edge": per_step * steps / edges if edges else None,
+         "edges_per_step": edges / steps if edges else None}
+    ref = out.get("dense_reference")
+    if ref:
+        dk = ref["kernels"]
+        dsteps = max(int(dk.get("steps") or 1), 1)
+        r["dense_invocations_per_step"] = dk["invocations"] / dsteps
+        r["invocations_per_step_over_dense"] = (r["invocations_per_step"]
+                                                / r["dense_invocations_per_step"]
+                                                if dk["invocations"] else None)
+    return r
 
 
 def report_paths(html_path: str | Path, *, overwrite: bool = False,

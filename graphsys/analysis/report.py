@@ -31,94 +31,174 @@ def _per_mapping(section: dict[str, Any], mappings: list[str]) -> dict[str, dict
     return {m: section[m] for m in mappings} if len(mappings) > 1 else {mappings[0]: section}
 
 
+#: Share of the wall time above which a measured part is worth a change.
+SIGNIFICANT = 0.2
+
+
+def _share(profile: dict[str, Any], *names: str, kind: str | None = None) -> tuple[float, float]:
+    """Seconds and share of the wall time of the ``time`` parts whose name starts with one
+    of ``names`` (or, with ``kind``, of that kind)."""
+    tm = profile.get("time") or {}
+    wall = tm.get("wall_seconds") or 0.0
+    secs = sum(p["seconds"] for p in tm.get("parts", [])
+               if (kind is not None and p["kind"] == kind)
+               or (names and p["name"].startswith(names)))
+    return secs, (secs / wall if wall else 0.0)
+
+
 def advice(profile: dict[str, Any]) -> list[str]:
-    """Plain-text recommendations, each quoting the numbers it comes from."""
+    """What the run can change, from its measured figures: each item quotes the numbers it
+    comes from and names the flag or config key that acts on it. The modelled GPU figures
+    are not advice here (:func:`modelled_notes`)."""
+    import os
+
     out: list[str] = []
-    maps = profile["mappings"]
-    simt = _per_mapping(profile["simt"], maps)
-    lb = _per_mapping(profile["load_balance"], maps)
-    util = {m: simt[m]["mean_utilization"] for m in maps
-            if simt[m]["mean_utilization"] is not None}
-    # the vertex-to-thread mapping is a choice of the BSP engine's kernels only: embedding
-    # and GNN workloads run library operators whose thread mapping their users cannot pick
-    if util and profile["workload"].get("kind", "bsp") == "bsp":
-        best = max(util, key=lambda m: (util[m], -lb[m]["sm"]["max_over_mean"]))
-        for m in maps:
-            u = util.get(m)
-            if u is not None and u < LOW_UTILIZATION and m != best:
-                out.append(f"Switch {m} to {best}: SIMT utilization {u:.0%} < "
-                           f"{LOW_UTILIZATION:.0%} (the {best} mapping reaches "
-                           f"{util[best]:.0%}); low-degree vertices leave most lanes idle.")
-        small = [m for m in maps if simt[m]["kernels"] and
-                 simt[m]["ctas"] / simt[m]["kernels"] < lb[m]["num_sms"]]
-        if small:
-            out.append(f"The grid is smaller than the GPU ({', '.join(small)}: fewer CTAs per "
-                       f"kernel than the {lb[small[0]]['num_sms']} SMs), so SM balance "
-                       f"mostly reflects idle SMs: the graph or frontier is too small to fill "
-                       f"the GPU; batch several queries or supersteps per launch.")
-        for m in maps:
-            s = lb[m]["sm"]
-            if s["max_over_mean"] > IMBALANCE and m not in small:
-                out.append(f"{m}: SMs are unbalanced (max/mean work {s['max_over_mean']:.2f}, "
-                           f"CV {s['cv']:.2f})"
-                           + ("; the last wave leaves SMs idle: more items per thread or "
-                              "smaller CTAs." if m == "edge-balanced" else
-                              "; high-degree vertices concentrate work in a few CTAs - use "
-                              "an edge-balanced (merge-path) mapping, smaller CTAs, or split "
-                              "hub vertices."))
-            w = lb[m]["warp"]["cv"]
-            if w > 0.5 and m in WARP_CV_REMEDY:
-                out.append(f"{m}: warps within a CTA differ strongly (mean CV {w:.2f}); "
-                           f"{WARP_CV_REMEDY[m]}")
+    w = profile["workload"]
+    kind = w.get("kind", "bsp")
+    cuda = str(w.get("device", "cpu")).startswith("cuda")
     k = profile["kernels"]
+    jit, jit_share = _share(profile, kind="jit")
+    if jit_share > SIGNIFICANT:
+        out.append(f"JIT: numba compiled or loaded its kernels for {jit:.2f} s "
+                   f"({jit_share:.0%} of the run): point the NUMBA_CACHE_DIR environment "
+                   f"variable at a persistent, writable directory so that later runs load "
+                   f"them, and give one process more work (a longer run amortises it).")
+    cores = os.cpu_count() or 1
+    if kind == "bsp":
+        if w.get("backend") == "torch" and not cuda:
+            out.append(f"The run took the torch backend on the CPU (torch operators on CPU "
+                       f"tensors, {k.get('invocations_per_step', 0):.0f} invocations per "
+                       f"superstep): --backend auto runs the numba kernels.")
+        setup, setup_share = _share(profile, "setup:", "graph open")
+        have = set(w.get("adjacency_index") or ())
+        if setup_share > SIGNIFICANT and w.get("mode") == "memory" and not have & {"csr",
+                                                                                   "csc"}:
+            out.append(f"Graph open and layout build take {setup:.2f} s ({setup_share:.0%} "
+                       f"of the run) and the graph has no adjacency index: graphsys index "
+                       f"DIR stores it once (graphsys index --push also the push layout), "
+                       f"so that runs map it instead of building it.")
+        if (w.get("method") == "supersteps" and w.get("schedule") == "sync"
+                and w.get("algorithm") in ("bfs", "sssp", "wcc") and w.get("mode") == "memory"
+                and not cuda):
+            out.append(f"{w['algorithm']} ran BSP supersteps ({w.get('supersteps')}): "
+                       f"--schedule auto (its whole-graph algorithm) or --schedule async "
+                       f"(a work list) reaches the same result with less work.")
+        threads = w.get("threads")
+        if threads and threads < cores and not cuda:
+            out.append(f"The run used {threads} of {cores} cores: --threads {cores}.")
+    elif kind == "gnn":
+        samp, samp_share = _share(profile, "sampling", "waiting for the sampler",
+                                  "feature gather")
+        if samp_share > SIGNIFICANT:
+            out.append(f"Sampling and feature gather take {samp:.2f} s ({samp_share:.0%} of "
+                       f"the run): more sampler threads (--set num_workers=N, now "
+                       f"{w.get('num_workers')}) or smaller fanouts (--set fanouts=..., now "
+                       f"{w.get('fanouts')}).")
+        ev, ev_share = _share(profile, "evaluation")
+        if ev_share > SIGNIFICANT:
+            out.append(f"Evaluation takes {ev:.2f} s ({ev_share:.0%} of the run): evaluate "
+                       f"less often (--set eval_every=N, now {w.get('eval_every')}).")
+    elif kind == "embed":
+        io, io_share = _share(profile, "I/O wait")
+        if io_share > SIGNIFICANT:
+            out.append(f"Partition and bucket I/O takes {io:.2f} s ({io_share:.0%} of the "
+                       f"run): --set prefetch=true (now {w.get('prefetch')}) overlaps it "
+                       f"with training; more resident partitions (--set buffer_partitions=N, "
+                       f"now {w.get('buffer_partitions')}) avoid reloads.")
+        if (w.get("workers") or 1) < cores:
+            out.append(f"Training used {w.get('workers') or 1} worker thread(s) of {cores} "
+                       f"cores: --set workers={cores} (HOGWILD threads over the embeddings).")
     ref = profile.get("dense_reference")
-    if ref and k.get("mean_per_step") and ref["kernels"].get("mean_per_step"):
-        ratio = k["mean_per_step"] / ref["kernels"]["mean_per_step"]
-        gw, dw = k.get("flops_per_invocation"), ref["kernels"].get("flops_per_invocation")
-        if ratio > 2 or (gw and dw and gw < dw / 10):
-            out.append(f"The graph workload launches {k['mean_per_step']:.0f} "
-                       f"{k['unit']} per step vs {ref['kernels']['mean_per_step']:.0f} for a "
-                       f"dense MLP step of similar FLOPs"
-                       + (f", with {gw:.3g} vs {dw:.3g} FLOPs per invocation" if gw and dw
-                          else "")
-                       + ": fuse per-superstep operators, process several supersteps or "
-                         "batches per launch, or raise the batch size.")
+    if kind != "bsp" and ref and k.get("invocations_per_step_over_dense", 0) and k[
+            "invocations_per_step_over_dense"] > 2:
+        out.append(f"Each step makes {k['invocations_per_step']:.0f} kernel invocations vs "
+                   f"{k['dense_invocations_per_step']:.0f} for a dense MLP step of equal "
+                   f"FLOPs: a larger batch (--set batch_size=N, now {w.get('batch_size')}) "
+                   f"spreads the per-invocation cost over more work.")
     t = profile["transfers"]
-    if t["count"] and t["mean_bytes"] < 64 * 1024:
+    if cuda and t["count"] and t["mean_bytes"] < 64 * 1024:
         out.append(f"{t['count']} host<->device copies averaging {t['mean_bytes']:.0f} bytes: "
-                   f"keep the graph and vertex state resident on the device and batch small "
-                   f"copies (pinned memory, one copy per superstep).")
+                   f"keep the graph resident on the device (--mode memory) and copy "
+                   f"per batch, not per item.")
     steps = k.get("steps") or 0
-    if steps and k.get("syncs", 0) > 2 * steps:
+    if cuda and steps and k.get("syncs", 0) > 2 * steps:
         out.append(f"{k['syncs']} synchronising scalar reads ({k['syncs'] / steps:.1f} per "
-                   f"step): each stalls the GPU pipeline; accumulate convergence checks on "
-                   f"the device and read them every few steps.")
+                   f"step): each waits for the GPU; fewer convergence checks (--tol, "
+                   f"--max-iters) or a larger batch (--set batch_size=N) cut them.")
     st = profile.get("storage")
     if st:
         part = st["partitions"]
         if st["num_partitions"] > 1 and part["edge_max_over_mean"] > IMBALANCE:
             out.append(f"Partitions are unbalanced in edges (max/mean "
                        f"{part['edge_max_over_mean']:.2f}, CV {part['edge_cv']:.2f}): "
-                       f"re-ingest with a degree-aware partitioner.")
-        if st["num_partitions"] > 1 and st["edge_cut"] > 0.5:
+                       f"re-ingest with another partitioner (graphsys ingest "
+                       f"--partitioner).")
+        if (st["num_partitions"] > 1 and st["edge_cut"] > 0.5
+                and (w.get("mode") == "out-of-core" or st.get("ranks"))):
             out.append(f"Edge-cut {st['edge_cut']:.0%}: most edges cross partitions; a "
-                       f"locality-aware partitioner cuts out-of-core and distributed traffic.")
+                       f"locality-aware partitioner (graphsys ingest --partitioner) cuts "
+                       f"out-of-core and distributed traffic.")
         r = st.get("ranks")
         if r and r["edge_max_over_mean"] > IMBALANCE:
             out.append(f"With {r['world_size']} ranks the slowest rank holds "
-                       f"{r['edge_max_over_mean']:.2f}x the mean edges: use a partition count "
-                       f"that is a multiple of the rank count, or rebalance partitions.")
+                       f"{r['edge_max_over_mean']:.2f}x the mean edges: a partition count "
+                       f"that is a multiple of the rank count (graphsys ingest --partitions), "
+                       f"or another partitioner (--partitioner).")
         ss = (r or {}).get("supersteps")
         if ss and ss["superstep_max_over_mean"] > IMBALANCE:
             out.append(f"With {r['world_size']} ranks each superstep waits for its busiest "
                        f"rank: {ss['superstep_max_over_mean']:.2f}x the work of perfectly "
                        f"balanced ranks (active edges per rank and superstep; totals max/mean "
-                       f"{ss['max_over_mean']:.2f}): the frontier concentrates in a few "
-                       f"partitions - use more partitions than ranks, or a partitioner that "
-                       f"spreads high-degree vertices.")
+                       f"{ss['max_over_mean']:.2f}): more partitions than ranks (graphsys "
+                       f"ingest --partitions) or a partitioner that spreads high-degree "
+                       f"vertices (--partitioner).")
     if not out:
-        out.append("No change indicated: utilization, balance and launch counts are within "
-                   "the thresholds used here (utilization >= 50 %, max/mean <= 1.2).")
+        out.append("No change indicated by the measured figures (JIT, setup, sampling, I/O "
+                   "and evaluation each under 20 % of the run; partitions balanced).")
+    return out
+
+
+def modelled_notes(profile: dict[str, Any]) -> list[str]:
+    """What the SIMT / SM / warp model says of the BSP kernels on the modelled GPU, each
+    note prefixed "Modelled for GPU <name>". Not advice for the run measured (the mapping is
+    the GPU kernels' design; nothing in a CPU run acts on it)."""
+    out: list[str] = []
+    maps = profile["mappings"]
+    simt = _per_mapping(profile["simt"], maps)
+    lb = _per_mapping(profile["load_balance"], maps)
+    gpu = lb[maps[0]].get("gpu", "?")
+    pre = f"Modelled for GPU {gpu}: "
+    util = {m: simt[m]["mean_utilization"] for m in maps
+            if simt[m]["mean_utilization"] is not None}
+    # the vertex-to-thread mapping is a choice of the BSP engine's kernels only: embedding
+    # and GNN workloads run library operators whose thread mapping their users cannot pick
+    if not util or profile["workload"].get("kind", "bsp") != "bsp":
+        return out
+    best = max(util, key=lambda m: (util[m], -lb[m]["sm"]["max_over_mean"]))
+    for m in maps:
+        u = util.get(m)
+        if u is not None and u < LOW_UTILIZATION and m != best:
+            out.append(f"{pre}{m} would reach SIMT utilization {u:.0%} < "
+                       f"{LOW_UTILIZATION:.0%} (the {best} mapping {util[best]:.0%}); "
+                       f"low-degree vertices leave most lanes idle.")
+    small = [m for m in maps if simt[m]["kernels"] and
+             simt[m]["ctas"] / simt[m]["kernels"] < lb[m]["num_sms"]]
+    if small:
+        out.append(f"{pre}the grid is smaller than the GPU ({', '.join(small)}: fewer CTAs "
+                   f"per kernel than the {lb[small[0]]['num_sms']} SMs), so SM balance "
+                   f"mostly reflects idle SMs: the graph or frontier is too small to fill "
+                   f"the GPU.")
+    for m in maps:
+        sm = lb[m]["sm"]
+        if sm["max_over_mean"] > IMBALANCE and m not in small:
+            out.append(f"{pre}{m}: SMs unbalanced (max/mean work {sm['max_over_mean']:.2f}, "
+                       f"CV {sm['cv']:.2f})"
+                       + ("; the last wave leaves SMs idle." if m == "edge-balanced" else
+                          "; high-degree vertices concentrate work in a few CTAs."))
+        wcv = lb[m]["warp"]["cv"]
+        if wcv > 0.5 and m in WARP_CV_REMEDY:
+            out.append(f"{pre}{m}: warps within a CTA differ strongly (mean CV {wcv:.2f}); "
+                       f"{WARP_CV_REMEDY[m]}")
     return out
 
 
@@ -282,6 +362,8 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     ax.set_title(f"Measured: host<->device copies by size ({t['count']:,} copies, "
                  f"{t['bytes']:,} bytes)")
     out.append(("Measured: transfer sizes", _png(fig)))
+    if not profile.get("model_gpu", True):  # a CPU run: the GPU model is not shown
+        out = [(title, png) for title, png in out if not title.startswith("Modelled")]
     return out
 
 
@@ -360,6 +442,7 @@ def render_html(profile: dict[str, Any]) -> str:
              _table(["workload", ""], [[k_.replace("_", " "), v] for k_, v in w.items()]),
              "<h2>What to change</h2><ul>"
              + "".join(f"<li>{html.escape(a)}</li>" for a in profile["advice"]) + "</ul>",
+             _time_html(profile.get("time")),
              "<h2>Measured: kernels and transfers</h2>",
              "<p class='note'>Measured in this run by torch.profiler (and a dispatch-mode "
              "copy counter); the SIMT and SM figures further down are modelled.</p>"]
@@ -389,7 +472,17 @@ def render_html(profile: dict[str, Any]) -> str:
     parts.append(_table([f"top {what}", "count", "seconds"],
                         [[x["name"], x["count"], x["seconds"]] for x in k.get("top", [])]))
     first = lb[maps[0]]
-    parts.append("<h2>Modelled: SIMT lane utilization and load balance</h2>")
+    if not profile.get("model_gpu", True):
+        parts.append("<h2>Modelled GPU figures</h2><p class='note'>Not shown for a CPU run "
+                     "(the SIMT / SM / warp model describes GPU kernels this run did not "
+                     "launch); they are in the JSON, and graphsys profile --model-gpu GPU "
+                     "shows them here.</p>")
+        return _close(parts, profile)
+    parts.append(f"<h2>Modelled for GPU {html.escape(str(first['gpu']))}: SIMT lane "
+                 f"utilization and load balance</h2>")
+    if profile.get("modelled"):
+        parts.append("<ul>" + "".join(f"<li>{html.escape(a)}</li>"
+                                      for a in profile["modelled"]) + "</ul>")
     parts.append(f"<p class='note'>Modelled for {html.escape(str(first['gpu']))} from the "
                  f"{html.escape(str(w.get('simt_source', 'degrees')))}, not measured"
                  + (" (a CUDA run's measured kernel times are in the table above)."
@@ -409,6 +502,33 @@ def render_html(profile: dict[str, Any]) -> str:
                  f"instruction as Nsight Compute's threads per warp instruction.</p>")
     if profile.get("ncu"):
         parts.append(_ncu_section(profile["ncu"]))
+    return _close(parts, profile)
+
+
+def _time_html(tm: dict[str, Any] | None) -> str:
+    """The measured split of the wall time (the ``time`` section) as a table."""
+    if not tm:
+        return ""
+    rows = [[p["name"], p["seconds"], p["share"], p["count"] or None] for p in tm["parts"]]
+    rows.append(["sum of the named parts", tm["attributed_seconds"], tm["attributed_share"],
+                 None])
+    prof = "; ".join(f"{html.escape(p['name'])} {p['seconds']:.3f} s"
+                     for p in tm.get("profiler", []))
+    phases = [[p["name"], p["seconds"], p["share"]] for p in tm.get("phases", [])]
+    return (f"<h2>Measured: where the {tm['wall_seconds']:.3f} s went</h2>"
+            f"<p class='note'>Wall time from the {html.escape(tm['from'])} to the end of the "
+            f"profiled run, split into exclusive parts (a range's own time, without the "
+            f"kernels, operators and ranges inside it).</p>"
+            + _table(["part", "seconds", "share of wall", "invocations"], rows)
+            + ("<h3>By phase</h3><p class='note'>The same wall time, each named range with "
+               "the kernels and operators inside it.</p>"
+               + _table(["phase", "seconds", "share of wall"], phases) if phases else "")
+            + (f"<p class='note'>The profiler's own work, not part of the run: {prof}.</p>"
+               if prof else ""))
+
+
+def _close(parts: list[str], profile: dict[str, Any]) -> str:
+    """The storage, plots and JSON sections after the kernels' (and model's) sections."""
     st = profile.get("storage")
     if st:
         parts.append("<h2>Partitions and buckets</h2>")

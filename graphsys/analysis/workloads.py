@@ -17,10 +17,15 @@ runs over (:mod:`graphsys.analysis.simt`):
   for ``direction = in``; both passes for ``both``), pull supersteps every target the
   program accepts with its in-degree. The model assumes each neighbour loop runs to the end
   of the list (an upper bound for BFS's early-exit pull).
-* **Embedding** (:func:`profile_embed`): one epoch of :class:`graphsys.embed.trainer.Trainer`
-  into a temporary checkpoint; a step is one positive batch. SIMT over the training edge set's
-  out-degrees (a vertex-centric pass over the same edges).
-* **GNN** (:func:`profile_gnn`): ``steps`` minibatch steps of the user's node-task
+* **Embedding** (:func:`profile_embed`): one epoch of :class:`graphsys.embed.trainer.Trainer` into
+  a temporary checkpoint (at most ``steps`` batches when given); a step is one positive
+  batch. SIMT over the training edge set's out-degrees (a vertex-centric pass over the same
+  edges).
+* **GNN** (:func:`profile_gnn`): on a graph with a ``label`` column,
+  :func:`graphsys.gnn.train` itself (what ``graphsys gnn train --out`` runs: its epochs,
+  evaluations and checkpoints; :data:`GNN_DEFAULTS` bound the epochs to one unless the
+  config sets them), with named ranges on evaluation, checkpoints, data loading and the
+  adjacency build. Otherwise ``steps`` synthetic minibatch steps of the user's node-task
   :class:`graphsys.gnn.TrainConfig` (model, fanouts, hidden, heads, dropout, lr, ...;
   default :data:`GNN_DEFAULTS`), the model built and the blocks sampled as
   :func:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat``/``label`` node
@@ -36,6 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +247,8 @@ def trim_heap() -> None:
 
 
 def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
-                 tol: float | None = None, edge_set: str | None = None):
+                 tol: float | None = None, edge_set: str | None = None,
+                 sum_dtype: str = "float64"):
     """The vertex program the ``graphsys run ALGO`` front-end would run, and its default
     superstep limit, both from the algorithm's registered
     :class:`~graphsys.bsp.algorithms.spec.AlgorithmSpec` (an unknown name is an error
@@ -250,7 +257,7 @@ def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
 
     spec = ALGORITHMS.get(algorithm)
     spec.check_source(source)
-    params = {"damping": damping, "tol": tol}
+    params = {"damping": damping, "tol": tol, "sum_dtype": sum_dtype}
     prog = spec.make(graph, source=source, edge_set=edge_set,
                      **{k: v for k, v in params.items() if k in spec.parameters})
     return prog, spec.max_iters(graph)
@@ -267,28 +274,37 @@ def _passes(direction: str, pull: bool) -> list[str]:
 
 
 def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
-                device: str = "cpu", backend: str = "torch", mode: str = "memory",
+                device: str = "cpu", backend: str = "auto", mode: str = "memory",
                 max_iters: int | None = None, edge_set: str | None = None,
                 damping: float = 0.85, tol: float | None = None,
+                schedule: str = "auto", threads: int | None = None,
+                sum_dtype: str = "float64",
                 rank_work: RankWork | None = None, trace=None) -> dict[str, Any]:
-    """Profile ``algorithm`` on ``graph``; fills ``recorder`` per superstep, and
-    ``rank_work`` (when given) with every superstep's work items charged to the ranks that
-    own them; ``trace``: Chrome trace path of the profiled run (:func:`profile_call`).
-    Returns ``{"stats": KernelStats, "run": RunStats.to_dict(), "steps", "flops",
-    "workload"}``."""
+    """Profile ``algorithm`` on ``graph`` as ``graphsys run`` runs it (the same backend,
+    schedule, mode, threads and parameters, whose defaults are ``run``'s); fills
+    ``recorder`` per superstep, and ``rank_work`` (when given) with every superstep's work
+    items charged to the ranks that own them; ``trace``: Chrome trace path of the profiled
+    run (:func:`profile_call`). Returns ``{"stats": KernelStats, "run":
+    RunStats.to_dict(), "steps", "flops", "workload"}``; ``workload["path"]`` says which
+    code path ran (backend, ``stats.method``, schedule)."""
+    import numba
+
     from graphsys.bsp import run as bsp_run
 
     def program():
         return make_program(graph, algorithm, source=source, damping=damping, tol=tol,
-                            edge_set=edge_set)
+                            edge_set=edge_set, sum_dtype=sum_dtype)
 
     prog, limit = program()
     iters = max_iters if max_iters is not None else limit
     common = {"mode": mode, "max_iters": iters, "edge_set": edge_set}
+    threads = threads or numba.get_num_threads()
     log = FrontierLog()
     # On the CPU the frontier is recorded during the profiled run itself (DLPack views: no
     # torch operator). On another device reading it back would add transfers and
-    # synchronisations to what is measured, so a second run (numba, CPU) records it.
+    # synchronisations to what is measured, and a whole-graph algorithm (fused PageRank,
+    # direction-optimizing BFS, Afforest) has no per-superstep frontier to read, so a
+    # second run (numba, CPU, BSP supersteps) records it.
     single = str(device) == "cpu"
     if single:
         log.install(prog)
@@ -309,7 +325,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
 
         prog.init = init
         res = bsp_run(graph, prog, device=device, backend=backend, progress=progress,
-                      **common)
+                      schedule=schedule, threads=threads, **common)
         marker.finish()
         return res.stats
 
@@ -326,12 +342,18 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
         trim_heap()  # the run's freed batch temporaries: not part of the next phases' peak
 
         model_seconds = 0.0
+        model_steps = n_steps
+        if run.method != "supersteps":
+            single = False
         if not single:  # model run: frontiers in engine order
+            log.close()
+            log = FrontierLog()
             mprog, _ = program()
             log.install(mprog)
             t0 = time.perf_counter()
-            bsp_run(graph, mprog, device="cpu", backend="numba", progress=log.superstep,
-                    fuse=False, **common)  # the log hooks see every superstep
+            model_steps = bsp_run(graph, mprog, device="cpu", backend="numba",
+                                  progress=log.superstep, fuse=False,
+                                  **common).stats.num_supersteps  # the hooks see each one
             model_seconds = time.perf_counter() - t0
             trim_heap()
 
@@ -367,7 +389,13 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
             "model_seconds": model_seconds,
             "workload": {"kind": "bsp", "algorithm": algorithm, "mode": mode,
                          "device": run.device, "backend": run.backend,
-                         "supersteps": n_steps, "converged": run.converged,
+                         "method": run.method, "schedule": schedule, "threads": threads,
+                         "path": f"{run.backend} backend, {run.method} (schedule "
+                                 f"{schedule}), {run.mode}, {run.device}, {threads} threads",
+                         "adjacency_index": sorted(graph.manifest.indexes.get(
+                             graph.edge_set(edge_set).name, {})),
+                         "supersteps": n_steps, "model_supersteps": model_steps,
+                         "converged": run.converged,
                          "edges_scanned": scanned,
                          "seconds": run.seconds, "setup_seconds": run.setup_seconds,
                          "frontier_record_seconds": record_seconds if single else 0.0,
@@ -376,7 +404,8 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                          "simt_source": (
                              "frontier of every superstep, recorded during the profiled run"
                              if single else "frontier of every superstep (model run, numba "
-                             "on CPU: reading it from the device would add transfers)")}}
+                             "on CPU, BSP supersteps: the profiled run's device or "
+                             "whole-graph method has none to read)")}}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,21 +416,19 @@ class _Enough(Exception):
     """Raised inside the profiled trainer once the bounded number of batches ran."""
 
 
-#: Default bound on the batches of a profiled embedding epoch.
-EMBED_STEPS = 20
 #: the GNN profile's config when the user gives none, and its base under ``key=value``
 #: overrides: the trainer's defaults (GraphSAGE, hidden 64, lr 0.01, batch 256) with a
 #: bounded two-layer neighbourhood (10 then 5 neighbours; the trainer's default is all)
-GNN_DEFAULTS = {"fanouts": [10, 5]}
+GNN_DEFAULTS = {"fanouts": [10, 5], "epochs": 1}
 
 
 def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
                   dimension: int = 32, batch_size: int | None = None,
                   edge_set: str | None = None, trace=None, config=None,
-                  steps: int | None = None) -> dict[str, Any]:
-    """The first ``steps`` batches (default :data:`EMBED_STEPS`; fewer when the epoch is
-    shorter) of one epoch of embedding training (see the module docstring); ``trace`` as
-    :func:`profile_bsp`. ``config``: the user's
+                  steps: int | None = None, progress: bool = False) -> dict[str, Any]:
+    """One epoch of embedding training, as ``graphsys embed train`` runs it (trainer built
+    inside the profiled section; at most ``steps`` batches when given; see the module
+    docstring); ``trace`` as :func:`profile_bsp`. ``config``: the user's
     :class:`~graphsys.embed.EmbedConfig` (its model, dimension, batch size,
     negatives, workers; one epoch, on ``device``), else a default model of ``dimension``."""
     from dataclasses import replace
@@ -409,8 +436,7 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
     from graphsys.embed.config import config_from_dict
     from graphsys.embed.trainer import Trainer
 
-    steps = EMBED_STEPS if steps is None else steps
-    if steps < 1:
+    if steps is not None and steps < 1:
         raise GraphsysError(f"steps must be positive, got {steps}")
     es = graph.edge_set(edge_set or (config.edges if config is not None else None))
     if config is None:
@@ -419,7 +445,7 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
                                 "num_partitions": graph.num_partitions})
     else:
         cfg = replace(config, num_epochs=1, device=device, edges=es.name,
-                      checkpoint_buckets=False, batch_size=batch_size or config.batch_size)
+                      batch_size=batch_size or config.batch_size)
     dimension = cfg.dimension
     batches = {"n": 0}
     with tempfile.TemporaryDirectory(prefix="graphsys-profile-embed-") as tmp:
@@ -427,13 +453,13 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
 
         def count_batch() -> None:
             with lock:
-                if batches["n"] >= steps:
+                if steps is not None and batches["n"] >= steps:
                     raise _Enough
                 batches["n"] += 1
 
-        trainer = Trainer(cfg, graph, Path(tmp) / "ckpt", on_batch=count_batch)
-
         def work(marker: StepMarker):
+            trainer = Trainer(cfg, graph, Path(tmp) / "ckpt", on_batch=count_batch,
+                              progress=progress)
             marker.step()
             try:
                 trainer.run()
@@ -443,7 +469,7 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
 
         _, stats = profile_call(work, device=device, trace=trace,
                                 count_transfers=str(device) != "cpu")  # as profile_bsp
-    steps = max(batches["n"], 1)
+    bound, steps = steps, max(batches["n"], 1)
     inv = stats.per_step[0] if stats.per_step else 0
     # one profiler range spans the epoch (batches run inside the trainer): mean per batch
     stats.per_step = []
@@ -457,6 +483,11 @@ def profile_embed(graph, *, recorder: SimtRecorder, device: str = "cpu",
                   [_chunks_of(deg, None)])
     return {"stats": stats, "steps": steps, "flops": stats.flops,
             "workload": {"kind": "embed", "batches": batches["n"], "dimension": dimension,
+                         "path": "the embedding trainer of graphsys embed train, one epoch"
+                                 + ("" if bound is None else
+                                    f" (at most {bound} batches)"),
+                         "workers": cfg.workers, "prefetch": cfg.prefetch,
+                         "buffer_partitions": cfg.buffer_partitions,
                          "batch_size": cfg.batch_size, "edges": es.num_edges,
                          "edges_trained": trained, "operator": cfg.operator,
                          "comparator": cfg.comparator, "loss": cfg.loss_fn,
@@ -474,11 +505,132 @@ def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
     """In-degree (int64 (num_dst,)) of every destination of a sampled block whose edges end
     at ``edge_dst`` (an int tensor of local destination ids). Reads the tensor with
     ``Tensor.numpy()``, which dispatches torch operators: call it outside profiled code."""
-    return np.bincount(edge_dst.numpy(), minlength=num_dst)
+    return np.bincount(edge_dst.cpu().numpy(), minlength=num_dst)
 
 
-def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int = 5,
-                config=None, batch_size: int | None = None, trace=None) -> dict[str, Any]:
+@contextmanager
+def _wrapped(module, wrappers: dict[str, Callable[[Any], Any]]):
+    """Replace ``module``'s global functions/classes ``name`` by ``wrappers[name](original)``
+    inside the block (names the module no longer has are left out), restored after."""
+    saved = {n: getattr(module, n) for n in wrappers if hasattr(module, n)}
+    try:
+        for n, orig in saved.items():
+            setattr(module, n, wrappers[n](orig))
+        yield
+    finally:
+        for n, orig in saved.items():
+            setattr(module, n, orig)
+
+
+def _ranged(name: str, before: Callable[[], None] | None = None):
+    """A wrapper factory: every call of the function is the trace range ``name``
+    (``before`` called first, outside the range)."""
+    from graphsys.trace import trace_range
+
+    def wrap(fn):
+        def inner(*args, **kwargs):
+            if before is not None:
+                before()
+            with trace_range(name):
+                return fn(*args, **kwargs)
+        return inner
+    return wrap
+
+
+def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
+                       steps: int | None, trace=None, progress: bool = False
+                       ) -> dict[str, Any]:
+    """:func:`graphsys.gnn.train` itself, as ``graphsys gnn train --out`` runs it (the
+    epochs, evaluations and checkpoints of ``cfg``, into a temporary directory), with named
+    ranges on its evaluation, checkpoints, data loading and adjacency build; at most
+    ``steps`` training batches per epoch when given. The blocks of the first
+    :data:`GNN_MODEL_STEPS` batches feed the SIMT model after the run."""
+    import graphsys.gnn.training as T
+    from graphsys.gnn import train
+
+    state: dict[str, Any] = {"marker": None, "blocks": [], "batches": 0, "x_dim": None}
+
+    def finish():
+        if state["marker"] is not None:
+            state["marker"].finish()
+
+    def loader(cls):
+        class Loader(cls):
+            def __iter__(self):
+                for k, batch in enumerate(super().__iter__()):
+                    if steps is not None and k >= steps:
+                        return
+                    state["marker"].step()
+                    state["batches"] += 1
+                    if len(state["blocks"]) < GNN_MODEL_STEPS:
+                        state["blocks"].append([(b.edge_dst, b.num_dst_nodes, b.num_edges)
+                                                for b in batch.blocks])
+                        if batch.x is not None:
+                            state["x_dim"] = int(batch.x.shape[1])
+                    yield batch
+                finish()
+        Loader.__name__ = Loader.__qualname__ = cls.__name__
+        return Loader
+
+    wrappers = {"NodeLoader": loader,
+                "layerwise_inference": _ranged("gnn.evaluate", finish),
+                "full_neighbourhood_outputs": _ranged("gnn.evaluate", finish),
+                "save_checkpoint": _ranged("gnn.checkpoint", finish),
+                "node_task_data": _ranged("gnn.data"),
+                "homogeneous_adjacency": _ranged("gnn.adjacency")}
+    with tempfile.TemporaryDirectory(prefix="graphsys-profile-gnn-") as tmp:
+        def work(marker: StepMarker):
+            state["marker"] = marker
+            with _wrapped(T, wrappers):
+                res = train(graph, cfg, device=device, out=Path(tmp) / "out",
+                            progress=progress)
+            marker.finish()
+            return res
+
+        res, stats = profile_call(work, device=device, trace=trace,
+                                  count_transfers=str(device) != "cpu")
+    n_steps = len(stats.per_step)
+    stats.finish_invocations += 0
+    labels = graph.node_column("label", graph.entity_types[0])
+    classes = int(np.max(labels)) + 1 if len(labels) else 1
+    layers = len(state["blocks"][0]) if state["blocks"] else 1
+    dims = [state["x_dim"] or cfg.hidden] + [cfg.hidden] * (layers - 1) + [classes]
+    flops = 0.0
+    for k, blocks in enumerate(state["blocks"]):
+        for (_, n_dst, n_edges), (a, c) in zip(blocks, zip(dims[:-1], dims[1:])):
+            flops += 3 * (2.0 * n_edges * a + 4.0 * n_dst * a * c)
+        recorder.step({"step": k, "direction": "pull", "active": blocks[-1][1]},
+                      [(lambda d=block_in_degrees(dst, n): iter([d])) for dst, n, _ in blocks])
+    # FLOPs of the modelled batches, scaled to every batch that ran
+    stats.flops = flops * state["batches"] / max(len(state["blocks"]), 1)
+    return {"stats": stats, "steps": max(n_steps, 1), "flops": stats.flops,
+            "workload": {"kind": "gnn", "path": "graphsys.gnn.train (as graphsys gnn "
+                                                "train --out), node task",
+                         "model": cfg.model, "epochs": res.epochs,
+                         "steps": state["batches"], "batch_size": cfg.batch_size,
+                         "fanouts": cfg.fanouts, "hidden": cfg.hidden, "heads": cfg.heads,
+                         "dropout": cfg.dropout, "lr": cfg.lr, "classes": classes,
+                         "num_workers": cfg.num_workers, "eval_every": cfg.eval_every,
+                         "device": device, "modelled_flops": stats.flops,
+                         "metrics": res.metrics,
+                         "parameters": {k: list(v.shape) for k, v in
+                                        res.model.named_parameters()},
+                         "features": "as graphsys gnn train reads them",
+                         "simt_source": "per-destination in-degrees of the sampled blocks "
+                                        f"of the first {GNN_MODEL_STEPS} batches",
+                         "trainer": "graphsys.gnn.train itself: batches, evaluation, "
+                                    "checkpoints"
+                                    + ("" if steps is None else
+                                       f" (at most {steps} batches per epoch)")}}
+
+
+#: Batches whose blocks the SIMT model of a GNN profile reads.
+GNN_MODEL_STEPS = 20
+
+
+def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int | None = None,
+                config=None, batch_size: int | None = None, trace=None,
+                progress: bool = False) -> dict[str, Any]:
     """``steps`` minibatch steps of the node task (see the module docstring); ``trace`` as
     :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.TrainConfig`
     (model, fanouts, hidden, heads, dropout, lr, weight_decay, batch_size, seed; default
@@ -497,6 +649,14 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)
     if batch_size is not None:
         cfg = replace(cfg, batch_size=batch_size)
+    if ((steps is not None and steps < 1) or cfg.batch_size < 1):
+        raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "
+                            f"{cfg.batch_size}")
+    if (len(graph.entity_types) == 1 and "label" in graph.node_columns(graph.entity_types[0])
+            and cfg.task == "node"):
+        return _profile_gnn_train(graph, cfg, recorder=recorder, device=device, steps=steps,
+                                  trace=trace, progress=progress)
+    steps = 5 if steps is None else steps
     if steps < 1 or cfg.batch_size < 1:
         raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "
                             f"{cfg.batch_size}")
@@ -566,6 +726,10 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                          "parameters": {k: list(v.shape) for k, v in
                                         model.named_parameters()},
                          "features": "feat column" if "feat" in cols else "random (16)",
+                         "path": "synthetic steps (the graph has no label column, which "
+                                 "graphsys gnn train needs): the trainer's sampler, model "
+                                 "and Adam, random labels",
+                         "num_workers": 0, "eval_every": None,
                          "simt_source": "per-destination in-degrees of every sampled block",
                          "trainer": "the trainer's block sampler, build_node_model and "
                                     "Adam (graphsys.gnn.training), not train() itself"}}

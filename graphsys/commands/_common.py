@@ -50,7 +50,17 @@ def trace_path(args):
         trace, overwrite=getattr(args, "overwrite", False))
 
 
+def add_quiet_arg(parser) -> None:
+    """``--quiet``: no progress bar or progress lines (:func:`show_progress`)."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress: neither the bar on a terminal nor, elsewhere, "
+                             "the line every GRAPHSYS_PROGRESS_SECONDS (default 10) seconds")
+
+
 def show_progress(args) -> bool:
-    """Progress bars on a terminal, unless --json or --quiet."""
-    return sys.stderr.isatty() and not getattr(args, "json", False) and not getattr(
-        args, "quiet", False)
+    """Progress on stderr unless --quiet: a tqdm bar on a terminal (not with --json, whose
+    line the bar's redraws would interleave), else a line (done/total, rate, ETA) every
+    ``GRAPHSYS_PROGRESS_SECONDS`` seconds (:mod:`graphsys.progress`), --json or not."""
+    if getattr(args, "quiet", False):
+        return False
+    return not (getattr(args, "json", False) and sys.stderr.isatty())

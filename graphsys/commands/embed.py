@@ -15,7 +15,13 @@ import sys
 import warnings
 from pathlib import Path
 
-from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
+from graphsys.commands._common import (
+    add_quiet_arg,
+    add_trace_arg,
+    emit_json,
+    show_progress,
+    trace_path,
+)
 from graphsys.errors import GraphsysError
 
 
@@ -45,6 +51,7 @@ def register(subparsers) -> None:
     t.add_argument("--freeze-old", action="store_true",
                    help="with --init-from: train only the new entities (else all fine-tune)")
     t.add_argument("--json", action="store_true", help="print one JSON line of statistics")
+    add_quiet_arg(t)
     add_trace_arg(t)
     t.set_defaults(func=run_train)
 
@@ -179,9 +186,8 @@ def _load(args):
 
 
 def run_eval(args) -> int:
-    from tqdm import tqdm
-
     from graphsys.embed.evaluation import evaluate
+    from graphsys.progress import progress_bar
 
     emb = _load(args)
     cand = args.candidates
@@ -190,7 +196,7 @@ def run_eval(args) -> int:
             raise GraphsysError(f"--candidates: all, auto or a positive number, got {cand!r}")
         cand = int(cand)
     graph = emb.graph
-    bar = tqdm(total=graph.num_edges(args.edges), unit="edge", desc="eval",
+    bar = progress_bar(total=graph.num_edges(args.edges), unit="edge", desc="eval",
                disable=not show_progress(args))
     res = evaluate(emb, graph, args.edges, filtered=args.filtered, candidates=cand,
                    relation_wise=args.relation_wise, seed=args.seed, progress=bar.update)
@@ -210,9 +216,8 @@ def run_eval(args) -> int:
 
 
 def run_export(args) -> int:
-    from tqdm import tqdm
-
     from graphsys.outputs import check_output
+    from graphsys.progress import progress_bar
 
     for path in (args.out, args.relations_out):
         if path is not None:
@@ -221,7 +226,7 @@ def run_export(args) -> int:
     if args.format == "tsv":
         types = emb.entity_types
         rows = sum(emb.num_entities(t) for t in types)
-        with tqdm(total=rows, unit="row", unit_scale=True, desc="export",
+        with progress_bar(total=rows, unit="row", unit_scale=True, desc="export",
                   disable=not show_progress(args)) as bar:
             emb.export_tsv(args.out, args.relations_out, progress=bar.update)
     else:

@@ -47,6 +47,7 @@ from graphsys.generators.kg import check_fractions
 from graphsys.generators.rmat import RNG_BLOCK_EDGES, check_rmat_params
 from graphsys.generators.writer import check_writable, output_format
 from graphsys.outputs import check_output
+from graphsys.progress import progress_bar
 
 KINDS = ("rmat", "grid", "sbm", "kg")
 #: Rows per chunk handed to the writer: one R-MAT RNG block. Smaller than the library's 4M
@@ -170,7 +171,7 @@ def _outputs_free(paths: list[Path], overwrite: bool) -> None:
 
 
 def _bar(args, total: int, unit: str) -> tqdm:
-    return tqdm(total=total, unit=unit, unit_scale=True, dynamic_ncols=True,
+    return progress_bar(total=total, unit=unit, unit_scale=True, dynamic_ncols=True,
                 disable=not show_progress(args), desc=f"generate {args.kind}")
 
 

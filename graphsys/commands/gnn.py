@@ -8,8 +8,9 @@ random``, also ``hits@K`` and ``recall@K`` for each ``--metrics-k`` and ``auc``)
 ``--out DIR`` keeps the best checkpoint (``DIR/checkpoint``) and ``DIR/metrics.jsonl``.
 ``graphsys gnn embed --checkpoint DIR/checkpoint --out EMB`` runs streaming inference,
 partition by partition, writing Arrow embedding files that ``graphsys.embed.Embeddings.load``
-(and ``graphsys embed nearest EMB ID``) serve. Both show tqdm progress bars on a terminal
-(not with ``--json`` or ``--quiet``, nor when stderr is not a terminal).
+(and ``graphsys embed nearest EMB ID``) serve. Both show progress on stderr unless
+``--quiet``: a tqdm bar on a terminal, else a line every ``GRAPHSYS_PROGRESS_SECONDS``
+(default 10) seconds.
 
 Data-parallel node training: ``torchrun --nproc-per-node K -m graphsys gnn train --graph G
 --json`` runs one rank per process (gloo on CPU; NCCL with ``--device cuda``, one GPU per

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from graphsys.commands._common import emit_json, show_progress
+from graphsys.commands._common import add_quiet_arg, emit_json, show_progress
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.graph import open_graph
@@ -34,6 +34,7 @@ def register(subparsers) -> None:
                         "8 bytes per node + 64 MiB, --push 28 + 8 per thread)")
     p.add_argument("--force", action="store_true", help="rebuild indexes that are current")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
+    add_quiet_arg(p)
     p.set_defaults(func=run)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphsys.commands._common import column_arg, emit_json, show_progress
+from graphsys.commands._common import add_quiet_arg, column_arg, emit_json, show_progress
 from graphsys.outputs import check_output_directory
 from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.storage.format import DEFAULT_EDGE_SET
@@ -60,6 +60,7 @@ def register(subparsers) -> None:
                    help="indexes to build after ingest, comma-separated among csr, csc, "
                         "push, sym (the undirected index; as graphsys index; default none)")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
+    add_quiet_arg(p)
     p.set_defaults(func=run)
 
 

@@ -2,10 +2,20 @@
 of a BSP algorithm (``graphsys profile ALGO DIR``) or a training workload (``graphsys profile
 --workload embed|gnn DIR``), as a self-contained HTML report plus JSON. ``--workload embed``
 profiles your embedding config (``--config``, ``--set``), ``--workload gnn`` your ``gnn train``
-setup (``--model``, ``--set hidden=128``, ``--set fanouts=15,10``), for ``--steps`` steps.
+setup (``--model``, ``--set hidden=128``, ``--set fanouts=15,10``): ``graphsys gnn train``
+itself, one epoch unless ``--set epochs=N``, evaluation and checkpoints included.
+A BSP algorithm runs as ``graphsys run`` runs it (same ``--backend``, ``--schedule``,
+``--threads``, ``--mode`` and their defaults); the first line says which path it took.
 
-The report's "what to change" section is derived from the figures (mapping, partitioning,
-batching). On a machine with a CUDA GPU and Nsight Compute, ``--ncu`` also runs the algorithm
+The measured section splits the wall time, from the process's start, into named parts:
+start-up and imports, graph open, preparation, JIT compilation, setup (layout build,
+index mapping), each numba kernel and torch operator with its invocation count, transfers,
+the engine's Python between kernels, I/O waits, sampling, evaluation, checkpoints.
+
+The report's "what to change" section is derived from the measured figures and names the
+flag or config key that acts on each item. The modelled SIMT / SM / warp figures are
+labelled "modelled for GPU X" and shown for a CUDA run or with ``--model-gpu``. On a
+machine with a CUDA GPU and Nsight Compute, ``--ncu`` also runs the algorithm
 on CUDA under ``ncu`` and compares the measured threads per warp instruction of the engine's
 edge kernels with the edge-balanced model (the report's "Model vs Nsight Compute" section).
 """
@@ -15,7 +25,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from graphsys.commands._common import add_trace_arg, emit_json, trace_path
+from graphsys.commands._common import (
+    add_quiet_arg,
+    add_trace_arg,
+    emit_json,
+    show_progress,
+    trace_path,
+)
 from graphsys.errors import GraphsysError
 from graphsys.plugins import ALGORITHMS
 
@@ -34,12 +50,24 @@ def register(subparsers) -> None:
                         "thread-per-vertex, warp-per-vertex, cta-per-vertex, edge-balanced "
                         "(merge-path); default: all four")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    p.add_argument("--backend", default="torch",
-                   help="BSP backend of the profiled run: torch (the GPU code path, default), "
-                        "numba or auto")
+    p.add_argument("--backend", default="auto",
+                   help="BSP backend, as graphsys run: auto (default: numba on CPU, torch on "
+                        "CUDA), numba or torch (on CPU: the GPU code path)")
     p.add_argument("--mode", default="memory", help="BSP mode: memory or out-of-core")
+    p.add_argument("--schedule", default="auto",
+                   help="BSP schedule, as graphsys run: auto (default), sync or async")
+    p.add_argument("--threads", type=int, help="numba / out-of-core worker threads, as "
+                                               "graphsys run (default: numba's)")
+    p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
+    p.add_argument("--tol", type=float, metavar="X", help="PageRank / HITS tolerance")
+    p.add_argument("--sum-dtype", choices=("float64", "float32"), default="float64",
+                   help="PageRank sum dtype on CPU, as graphsys run (default float64)")
     p.add_argument("--gpu", help="GPU the SM model assumes: H100 (132 SMs), H200, A100, V100, "
                                  "L4, T4, RTX4090, B200 or auto (default: present GPU, else H100)")
+    p.add_argument("--model-gpu", metavar="GPU", nargs="?", const="auto",
+                   help="also advise from the modelled SIMT / SM / warp figures, labelled "
+                        "'modelled for GPU' (default: only for a run on CUDA); GPU as --gpu")
+    add_quiet_arg(p)
     p.add_argument("--block-size", type=int, default=256, help="threads per CTA (default 256)")
     p.add_argument("--items-per-thread", type=int, default=4,
                    help="merge-path items per thread (default 4)")
@@ -51,7 +79,9 @@ def register(subparsers) -> None:
                         "partitions' nodes and edges, and (BSP) every superstep's active "
                         "edges per rank")
     p.add_argument("--steps", type=int,
-                   help="GNN steps (default 5) / embedding batches (default 20) to profile")
+                   help="at most N training batches: of the embedding epoch (default: all) "
+                        "/ of each GNN epoch (default: all; 5 synthetic steps on a graph "
+                        "without labels)")
     p.add_argument("--config", type=Path, metavar="FILE",
                    help="--workload embed: the embedding config to profile (TOML/JSON, or a "
                         "PyTorch-BigGraph .py), as graphsys embed train reads it")
@@ -84,6 +114,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from graphsys.analysis.timing import process_start
+
+    started = process_start()
     from graphsys.analysis.profile import (
         key_figures,
         profile_graph,
@@ -145,8 +178,27 @@ def run(args) -> int:
         g = open_graph(graph)
         source = _parse_source(g, args.source)
         graph = g
+    if args.threads is not None and args.threads < 1:
+        raise GraphsysError(f"--threads must be positive, got {args.threads}")
+    if args.workload != "bsp":
+        for flag, given in (("--schedule", args.schedule != "auto"),
+                            ("--threads", args.threads is not None),
+                            ("--backend", args.backend != "auto"),
+                            ("--tol", args.tol is not None), ("--damping", args.damping != 0.85),
+                            ("--sum-dtype", args.sum_dtype != "float64")):
+            if given:
+                raise GraphsysError(f"{flag} applies to a BSP algorithm, not --workload "
+                                    f"{args.workload}")
+    if args.model_gpu is not None and args.model_gpu != "auto":
+        if args.gpu is not None and args.gpu.lower() != args.model_gpu.lower():
+            raise GraphsysError(f"--model-gpu {args.model_gpu} and --gpu {args.gpu} differ")
+        args.gpu = args.model_gpu
     prof = profile_graph(graph, algorithm=algo, workload=args.workload, mappings=mappings,
                          device=args.device, backend=args.backend, mode=args.mode,
+                         schedule=args.schedule, threads=args.threads, damping=args.damping,
+                         tol=args.tol, sum_dtype=args.sum_dtype,
+                         model_gpu=True if args.model_gpu is not None else None,
+                         started=started, progress=show_progress(args),
                          gpu=args.gpu, block_size=args.block_size,
                          items_per_thread=args.items_per_thread, max_iters=args.max_iters,
                          source=source, edge_set=args.edges, ranks=args.ranks,
@@ -161,12 +213,35 @@ def run(args) -> int:
         emit_json(prof)
         return 0
     figs = key_figures(prof)
+    w = prof["workload"]
+    if w.get("path"):
+        print(f"profiled: {w['path']}")
+    tm = prof["time"]
+    print(f"wall {tm['wall_seconds']:.3f} s (from {tm['from']}), named parts "
+          f"{tm['attributed_share']:.1%}:")
+    for part in tm["parts"][:12]:
+        count = f" x{part['count']:,}" if part["count"] else ""
+        print(f"  {part['seconds']:>9.4f} s {part['share']:>6.1%}  {part['name']}{count}")
+    if len(tm["parts"]) > 12:
+        rest = tm["parts"][12:]
+        print(f"  {sum(p['seconds'] for p in rest):>9.4f} s "
+              f"{sum(p['share'] for p in rest):>6.1%}  {len(rest)} smaller parts (see --json "
+              f"or --report)")
+    k = prof["kernels"]
+    print(f"invocations: {k['invocations_per_step']:.3g} per step, "
+          + (f"{k['invocations_per_edge']:.3g} per edge, " if k.get("invocations_per_edge")
+             else "")
+          + (f"dense MLP of equal FLOPs {k['dense_invocations_per_step']:.3g} per step "
+             f"(ratio {k['invocations_per_step_over_dense']:.3g})"
+             if k.get("dense_invocations_per_step") else "no dense reference"))
     print(f"{prof['workload'].get('algorithm', prof['workload']['kind'])}: "
           f"{figs['invocations']:,} {prof['kernels']['unit']} "
           f"({_f(figs['mean_per_step'])} per step; "
           f"dense reference {_f(figs['dense_mean_per_step'])}), "
           f"{figs['transfers']} transfers ({figs['transfer_bytes']:,} bytes)")
-    for m, s in figs["simt"].items():
+    if prof["model_gpu"]:
+        print(f"modelled for GPU {prof['gpu']} (not measured):")
+    for m, s in figs["simt"].items() if prof["model_gpu"] else ():
         print(f"  {m:>18}: utilization {_f(s['mean_utilization'])}, warps by band "
               f"{s['warps_by_band']}, SM max/mean {s['sm_max_over_mean']:.3f}, SM CV "
               f"{s['sm_cv']:.3f}, warp CV {s['warp_cv']:.3f}")
@@ -176,6 +251,9 @@ def run(args) -> int:
               f"{n['edge_launches']:,} edge-kernel launches (of {n['launches']:,}), model "
               f"({n['mapping']}) {_f(n['model_utilization'])}, |difference| "
               f"{_f(n['abs_difference'])}")
+    for a in prof["modelled"]:
+        print(f"  - {a}")
+    print("what to change:")
     for a in prof["advice"]:
         print(f"  - {a}")
     if paths:

@@ -81,6 +81,7 @@ def register(subparsers) -> None:
                         "MODULE:CLASS is imported (MODULE from the current directory or "
                         "sys.path) and called with no arguments; see docs/programs.md")
     p.add_argument("--json", action="store_true", help="print the run statistics as JSON")
+    p.add_argument("--quiet", action="store_true", help="no per-superstep lines")
     add_trace_arg(p)
     p.set_defaults(func=run)
 
@@ -161,7 +162,7 @@ def run(args) -> int:
                             f"{args.algorithm}")
     source = _parse_source(graph, args.source) if needs_source else None
     rank0 = not distributed or _rank() == 0
-    show = rank0 and not args.json
+    show = rank0 and not args.json and not args.quiet
     if show:
         print(f"{'step':>5} {'dir':>6} {'active':>12} {'messages':>13} {'combined':>12} "
               f"{'edges':>13} {'read MB':>9} {'seconds':>9}")

@@ -47,7 +47,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from graphsys.bsp.distributed import graph_digest
 from graphsys.device import resolve_device
@@ -57,6 +56,7 @@ from graphsys.embed.schedule import Bucket, plan_rounds
 from graphsys.embed.stats import EpochStats
 from graphsys.embed.trainer import Trainer
 from graphsys.errors import GraphsysError
+from graphsys.progress import progress_bar
 from graphsys.storage.graph import Graph
 
 
@@ -197,7 +197,7 @@ class DistributedTrainer(Trainer):
         mine = st.ranks[me]
         index = {b: k for k, b in enumerate(order)}
         rounds = plan_rounds([b for b in order if b not in done], self.world_size)
-        bar = tqdm(total=int(sum(counts[r[me]] for r in rounds if r[me] is not None)),
+        bar = progress_bar(total=int(sum(counts[r[me]] for r in rounds if r[me] is not None)),
                    unit="edge", unit_scale=True, desc=f"epoch {epoch + 1}/{cfg.num_epochs}",
                    disable=not self.progress)
         t0 = time.perf_counter()

@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from graphsys.device import resolve_device
 from graphsys.embed.buffer import PartitionBuffer, diverged
@@ -62,6 +61,7 @@ from graphsys.embed.schedule import bucket_order, plan_buffer
 from graphsys.embed.stats import EpochStats, RankStats
 from graphsys.embed.step import MinibatchStep
 from graphsys.errors import ConfigError, GraphsysError
+from graphsys.progress import progress_bar
 from graphsys.storage.graph import Graph
 from graphsys.trace import traced
 
@@ -367,7 +367,7 @@ class Trainer(MinibatchStep):
         for step in steps:
             resident += len(step.load) - len(step.evict)
             held.append(resident)
-        bar = tqdm(total=int(sum(counts[b] for _, b in todo)), unit="edge", unit_scale=True,
+        bar = progress_bar(total=int(sum(counts[b] for _, b in todo)), unit="edge", unit_scale=True,
                    desc=f"epoch {epoch + 1}/{cfg.num_epochs}", disable=not self.progress)
         t0 = time.perf_counter()
         queued: list[Future] = []  # io tasks in submission order

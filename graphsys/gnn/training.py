@@ -112,6 +112,7 @@ from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.gnn.sparse_input import as_sparse_features
 from graphsys.plugins import GNN_MODELS
+from graphsys.progress import progress_bar
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import (
     Adjacency,
@@ -267,7 +268,7 @@ def _finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None)
 
 def _progress_bar(cfg: TrainConfig, batches_per_epoch: int, progress: bool) -> tqdm:
     """A bar over every batch of every epoch (early stopping ends it short)."""
-    return tqdm(total=cfg.epochs * batches_per_epoch, unit="batch", dynamic_ncols=True,
+    return progress_bar(total=cfg.epochs * batches_per_epoch, unit="batch", dynamic_ncols=True,
                 desc=f"train {cfg.model}", disable=not progress)
 
 

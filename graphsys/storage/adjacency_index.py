@@ -47,10 +47,10 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from tqdm import tqdm
 
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
+from graphsys.progress import progress_bar
 from graphsys.storage import pages
 from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column, map_column
@@ -361,7 +361,7 @@ def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool,
                                np.dtype(np.float32), m) if es.has_weight else None)
     no_rel = np.zeros(0, np.int32)
     counts = indptr[1:]
-    bar = tqdm(total=2 * m, unit="edge", unit_scale=True, desc=f"index {kind}",
+    bar = progress_bar(total=2 * m, unit="edge", unit_scale=True, desc=f"index {kind}",
                disable=not progress)
     for b in graph.buckets(order, edge_set):
         for eb in b.batches():
@@ -432,8 +432,8 @@ def _build_sym(graph, edge_set: str, directory: Path, progress: bool,
     index_dtype = np.dtype(np.int32 if n <= _INT32_MAX else np.int64)
     src_base, dst_base = graph._rel_bases(es)
     no_rel, no_w = np.zeros(0, np.int32), np.zeros(0, np.float32)
-    bar = tqdm(total=2 * es.num_edges, unit="edge", unit_scale=True, desc="index sym",
-               disable=not progress)
+    bar = progress_bar(total=2 * es.num_edges, unit="edge", unit_scale=True, desc="index sym",
+                       disable=not progress)
     raw_ptr = np.zeros(n + 1, np.int64)
     for b in graph.buckets("row-major", edge_set):
         sb, db = np.ascontiguousarray(src_base[:, b.i]), np.ascontiguousarray(dst_base[:, b.j])
@@ -509,7 +509,7 @@ def _build_push(graph, edge_set: str, directory: Path, progress: bool) -> IndexI
     n, m = csc.info.num_nodes, csc.info.num_edges
     if n > _UINT32_MAX:
         raise GraphsysError(f"a push index holds uint32 node ids: {n:,} nodes do not fit")
-    bar = tqdm(total=2 * m, unit="edge", unit_scale=True, desc="index push",
+    bar = progress_bar(total=2 * m, unit="edge", unit_scale=True, desc="index push",
                disable=not progress)
     out_degree = np.zeros(n, np.int64)
     for part in chunks(csc.indices):

@@ -46,11 +46,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from graphsys._version import __version__
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
+from graphsys.progress import progress_bar
 from graphsys.storage.atomic import (
     staging_directory,
     start_writeback,
@@ -104,7 +103,7 @@ def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
             return b, n, file_entry(path)
 
         counts = {}
-        with ThreadPoolExecutor(job.write_workers(routed)) as pool, tqdm(
+        with ThreadPoolExecutor(job.write_workers(routed)) as pool, progress_bar(
                 total=len(routed.buckets), unit="bucket", desc=f"buckets {name}",
                 disable=not opts.progress) as bar:
             for b, n, entry in pool.map(write, routed.buckets):  # in bucket order

@@ -17,10 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as paipc
-from tqdm import tqdm
 
 import partitioners
 from graphsys.errors import GraphsysError, InputError
+from graphsys.progress import progress_bar
 from graphsys.storage import kernels
 from graphsys.storage.edge_runs import BucketWriter, RoutedBuckets, RunReader, sorted_columns
 from graphsys.storage.format import DEFAULT_ENTITY_TYPE, DEFAULT_RELATION, RelationType
@@ -180,7 +180,7 @@ class IngestJob:
                 raise InputError("no such file", path=path)
         total = sum(p.stat().st_size for _, p in paths)
         self.input_bytes = total
-        bar = tqdm(total=total, unit="B", unit_scale=True, desc="read",
+        bar = progress_bar(total=total, unit="B", unit_scale=True, desc="read",
                    disable=not self.opts.progress)
         done_before = 0
         for n_src, (src, path) in enumerate(paths):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphsys.analysis.report import advice, render_html
+from graphsys.analysis.report import advice, modelled_notes, render_html
 from graphsys.analysis.simt import MAPPINGS
 
 MAPS = ["thread-per-vertex", "warp-per-vertex", "cta-per-vertex", "edge-balanced"]
@@ -36,32 +36,66 @@ def _profile(util: dict[str, float], warp_cv: float = 0.0, transfers: int = 0) -
     }
 
 
-def test_low_utilization_advice_names_the_best_mapping():
+def test_low_utilization_note_names_the_best_mapping():
     util = {"thread-per-vertex": 0.1, "warp-per-vertex": 0.4, "cta-per-vertex": 0.45,
             "edge-balanced": 0.99}
-    out = advice(_profile(util))
-    switches = [a for a in out if a.startswith("Switch")]
-    assert len(switches) == 3 and all("to edge-balanced" in a for a in switches)
-    assert "SIMT utilization 10% < 50%" in switches[0]
-    assert not any(a.startswith("Switch edge-balanced") for a in out)
+    out = modelled_notes(_profile(util))
+    assert all(a.startswith("Modelled for GPU H100: ") for a in out)
+    lows = [a for a in out if "would reach SIMT utilization" in a]
+    assert len(lows) == 3 and all("(the edge-balanced mapping 99%)" in a for a in lows)
+    assert "thread-per-vertex would reach SIMT utilization 10% < 50%" in lows[0]
+    assert not any("edge-balanced would reach" in a for a in out)
 
 
 @pytest.mark.parametrize("mapping", MAPS[:3])
-def test_warp_imbalance_advice_never_recommends_the_same_mapping(mapping):
+def test_warp_imbalance_note_never_recommends_the_same_mapping(mapping):
     util = dict.fromkeys(MAPS, 0.9)
-    out = [a for a in advice(_profile(util, warp_cv=0.8)) if a.startswith(f"{mapping}:")]
+    pre = "Modelled for GPU H100: "
+    out = [a for a in modelled_notes(_profile(util, warp_cv=0.8))
+           if a.startswith(f"{pre}{mapping}:")]
     assert len(out) == 1 and "mean CV 0.80" in out[0]
     # the remedy does not recommend the mapping it is about
     remedy = out[0].split(";", 1)[1]
     assert f"use {mapping}" not in remedy and f"({mapping} for hubs)" not in remedy
     assert any(m in remedy for m in MAPPINGS if m != mapping)
-    assert not [a for a in advice(_profile(util, warp_cv=0.8))
-                if a.startswith("edge-balanced: warps")]
+    assert not [a for a in modelled_notes(_profile(util, warp_cv=0.8))
+                if a.startswith(f"{pre}edge-balanced: warps")]
 
 
-def test_small_copies_advice_quotes_the_numbers():
-    out = advice(_profile(dict.fromkeys(MAPS, 0.9), transfers=12))
-    assert any(a.startswith("12 host<->device copies averaging 8 bytes") for a in out)
+def test_advice_never_draws_on_the_gpu_model():
+    """The modelled SIMT / SM / warp figures are not advice: even a model that would
+    flag every mapping leaves the advice of a CPU run without GPU terms."""
+    prof = _profile({"thread-per-vertex": 0.1, "warp-per-vertex": 0.1,
+                     "cta-per-vertex": 0.1, "edge-balanced": 0.2}, warp_cv=0.9)
+    for m in MAPS:
+        prof["load_balance"][m]["sm"]["max_over_mean"] = 5.0
+    out = advice(prof)
+    assert out and not any(w in a for a in out for w in ("SM", "warp", "SIMT", "GPU",
+                                                          "mapping", "CTA"))
+
+
+def test_small_copies_advice_on_cuda_only():
+    prof = _profile(dict.fromkeys(MAPS, 0.9), transfers=12)
+    assert not any("host<->device" in a for a in advice(prof))
+    prof["workload"]["device"] = "cuda:0"
+    assert any(a.startswith("12 host<->device copies averaging 8 bytes") for a in advice(prof))
+
+
+def test_cpu_advice_names_the_flag():
+    prof = _profile(dict.fromkeys(MAPS, 0.9))
+    prof["workload"].update({"backend": "torch", "device": "cpu", "mode": "memory",
+                             "method": "supersteps", "schedule": "sync", "supersteps": 2,
+                             "adjacency_index": []})
+    prof["kernels"]["invocations_per_step"] = 20.0
+    prof["time"] = {"wall_seconds": 10.0, "parts": [
+        {"name": "JIT compilation and cache loads (numba, first calls)", "seconds": 3.0,
+         "count": 4, "kind": "jit"},
+        {"name": "setup: open edges", "seconds": 4.0, "count": 0, "kind": "python"}]}
+    out = advice(prof)
+    assert any("NUMBA_CACHE_DIR" in a and "3.00 s (30% of the run)" in a for a in out)
+    assert any("--backend auto" in a for a in out)
+    assert any("graphsys index DIR" in a and "graphsys index --push" in a for a in out)
+    assert any("--schedule auto" in a for a in out)
 
 
 def test_html_tables_are_formatted():
@@ -71,3 +105,6 @@ def test_html_tables_are_formatted():
     assert "<td>seconds</td><td>0.1235</td>" in page and "0.123456789" not in page
     assert "<td>transfer seconds</td>" in page
     assert page.count("data:image/png;base64,") == 5
+    assert "<h2>Modelled for GPU H100: SIMT lane utilization and load balance</h2>" in page
+    cpu = render_html({**_profile(dict.fromkeys(MAPS, 0.9)), "model_gpu": False})
+    assert "Modelled for GPU" not in cpu and cpu.count("data:image/png;base64,") == 2

@@ -67,7 +67,8 @@ def _recorder():
 def test_single_run_counts_match_unhooked_run(graph, mode):
     """The hooks add no invocation to the profiled run; the SIMT model gets the frontier."""
     out_rec = _recorder()
-    out = W.profile_bsp(graph, "bfs", recorder=out_rec, source=150, mode=mode)
+    out = W.profile_bsp(graph, "bfs", recorder=out_rec, source=150, mode=mode,
+                        backend="torch", schedule="sync")
     prog, limit = W.make_program(graph, "bfs", source=150)
 
     def work(marker):

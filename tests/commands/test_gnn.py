@@ -101,8 +101,11 @@ def test_no_progress_bars_with_json_or_quiet(sbm_dir, tmp_path, capsys, monkeypa
     assert capsys.readouterr().err == ""
 
 
-def test_no_progress_bars_when_stderr_is_not_a_terminal(sbm_dir, tmp_path, capsys):
+def test_no_progress_bars_when_stderr_is_not_a_terminal(sbm_dir, tmp_path, capsys,
+                                                        monkeypatch):
     assert not sys.stderr.isatty()
+    # off a terminal progress is a line every GRAPHSYS_PROGRESS_SECONDS, never a bar
+    monkeypatch.setenv("GRAPHSYS_PROGRESS_SECONDS", "3600")
     assert run_cli(["gnn", "train", "--graph", str(sbm_dir), "--epochs", "2", "--hidden",
                     "8"]) == 0
     err = capsys.readouterr().err

@@ -73,7 +73,10 @@ def test_bsp_report_and_json(main, graph_dir, tmp_path, capsys):
     assert on_disk["kernels"]["invocations"] == doc["kernels"]["invocations"]
     # one SIMT entry per superstep that ran an edge kernel, frontier sizes from the engine
     steps = doc["simt"]["warp-per-vertex"]["per_step"]
-    assert len(steps) == doc["workload"]["supersteps"] == len(doc["kernels"]["per_step"])
+    assert doc["workload"]["supersteps"] == len(doc["kernels"]["per_step"])
+    # run's default path: direction-optimizing BFS; its BSP supersteps feed the model
+    assert doc["workload"]["method"] == "direction-optimizing-bfs"
+    assert len(steps) == doc["workload"]["model_supersteps"]
     assert steps[0]["active"] == 1
     assert doc["advice"] and "dense_reference" in doc
     assert "storage" in doc["load_balance"]
@@ -83,7 +86,8 @@ def test_bsp_report_and_json(main, graph_dir, tmp_path, capsys):
     assert sum(ranks["supersteps"]["work"]) == doc["simt"]["warp-per-vertex"]["edges"]
     assert ranks["supersteps"]["superstep_max_over_mean"] >= 1
     page = report.read_text()
-    assert "What to change" in page and page.count("data:image/png;base64,") >= 4
+    assert "What to change" in page and page.count("data:image/png;base64,") >= 3
+    assert "Modelled for GPU" not in page  # a CPU run: the GPU model is not shown
     assert "superstep busiest rank / mean rank" in page
     assert "src='http" not in page and 'src="http' not in page
 
@@ -232,6 +236,7 @@ def test_report_measures_first(main, graph_dir, tmp_path, capsys):
     ranges, the modelled sections labelled as such, and no profiler noise on stderr."""
     report = tmp_path / "r.html"
     rc = main(["profile", "pagerank", str(graph_dir), "--max-iters", "3", "--no-dense",
+               "--backend", "torch", "--schedule", "sync", "--model-gpu", "h100",
                "--report", str(report), "--json"])
     assert rc == 0
     cap = capsys.readouterr()
@@ -247,7 +252,7 @@ def test_report_measures_first(main, graph_dir, tmp_path, capsys):
     assert {"graphsys.step", "bsp.superstep", "bsp.edges"} <= names
     page = report.read_text()
     assert "by self time" in page and "Measured: timeline of the named ranges" in page
-    assert "Modelled: SIMT lane utilization" in page and "not measured" in page
+    assert "Modelled for GPU H100: SIMT lane utilization" in page and "not measured" in page
 
 
 def test_embed_workload_profiles_the_users_config(main, graph_dir, tmp_path, capsys):
@@ -283,3 +288,41 @@ def test_existing_report_json_is_refused_before_the_run(main, graph_dir, tmp_pat
     err = capsys.readouterr().err.strip()
     assert rc != 0 and "r.json, which already exists" in err and "\n" not in err
     assert not report.exists()
+
+
+@pytest.mark.parametrize("algo, extra", [("pagerank", []), ("bfs", ["--source", "0"]),
+                                         ("wcc", []), ("pagerank", ["--backend", "torch"]),
+                                         ("bfs", ["--source", "0", "--schedule", "sync"])])
+def test_profile_takes_the_path_run_takes(main, graph_dir, capsys, algo, extra):
+    """Same arguments, same code path: backend and method (fused PageRank,
+    direction-optimizing BFS, Afforest, BSP supersteps) of ``profile`` are ``run``'s."""
+    assert main(["run", algo, str(graph_dir), *extra, "--json"]) == 0
+    ran = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main(["profile", algo, str(graph_dir), *extra, "--no-dense", "--mapping",
+                 "edge-balanced", "--json"]) == 0
+    prof = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    w = prof["workload"]
+    assert (w["backend"], w["method"], w["supersteps"]) == (
+        ran["backend"], ran["method"], ran["num_supersteps"])
+    assert w["path"].startswith(f"{ran['backend']} backend, {ran['method']}")
+    # the text output says which path it took
+    assert main(["profile", algo, str(graph_dir), *extra, "--no-dense", "--mapping",
+                 "edge-balanced"]) == 0
+    assert f"profiled: {ran['backend']} backend, {ran['method']}" in capsys.readouterr().out
+
+
+def test_cpu_profile_carries_no_gpu_advice(main, graph_dir, capsys, tmp_path):
+    report = tmp_path / "p.html"
+    assert main(["profile", "pagerank", str(graph_dir), "--backend", "torch", "--json",
+                 "--report", str(report)]) == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc["model_gpu"] is False and doc["modelled"] == []
+    gpu_words = ("SM", "warp", "SIMT", "GPU", "mapping", "CTA", "lane")
+    assert doc["advice"] and not any(w in a for a in doc["advice"] for w in gpu_words)
+    # every item names the flag or config key that acts on it
+    assert all("--" in a or "NUMBA_CACHE_DIR" in a or "graphsys index" in a
+               or a.startswith("No change") for a in doc["advice"])
+    assert "Modelled for GPU" not in report.read_text()
+    assert main(["profile", "pagerank", str(graph_dir), "--model-gpu", "h100"]) == 0
+    out = capsys.readouterr().out
+    assert "modelled for GPU H100 (not measured)" in out

@@ -85,10 +85,16 @@ def test_gnn_train_trace(tmp_path, capsys):
 def test_profile_trace(kg, tmp_path, capsys):
     trace = tmp_path / "profile.json"
     assert cli.main(["profile", "pagerank", str(kg), "--max-iters", "2", "--no-dense",
-                     "--json", "--trace", str(trace)]) == 0
+                     "--backend", "torch", "--schedule", "sync", "--json", "--trace",
+                     str(trace)]) == 0
     got = _ranges(trace)
     assert got["bsp.superstep"] == 2 and got["graphsys.step"] >= 2
     assert "USDT" not in capsys.readouterr().err
+    # run's default path (numba): every call of a compiled function is a named range
+    assert cli.main(["profile", "pagerank", str(kg), "--max-iters", "2", "--no-dense",
+                     "--json", "--overwrite", "--trace", str(trace)]) == 0
+    kernels = {n: c for n, c in _ranges(trace).items() if n.startswith("numba.")}
+    assert kernels and max(kernels.values()) >= 2
 
 
 @pytest.mark.parametrize("argv", [

@@ -91,8 +91,9 @@ def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
     sub = next(a for a in parser._actions if a.dest == "command").choices["ingest"]
     dests = {a.dest for a in sub._actions if a.option_strings} - {"help"}
     keywords = set(inspect.signature(graphsys.ingest).parameters)
-    # --append-to DIR is out with append; --no-header is header=False; --json prints
-    assert dests - keywords == {"append_to", "no_header", "json"}
+    # --append-to DIR is out with append; --no-header is header=False; --json prints;
+    # --quiet is progress=False
+    assert dests - keywords == {"append_to", "no_header", "json", "quiet"}
     assert keywords - dests == {"inputs", "append", "progress", "return_report"}
     assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--memory-limit",
                  "lots"]) == 2
