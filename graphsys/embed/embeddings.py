@@ -846,7 +846,8 @@ class Embeddings:
         Raises
         ------
         GraphsysError
-            A file that cannot be written (no space, no permission).
+            A file that cannot be written (no space, no permission), or an id holding a tab,
+            newline or carriage return (TSV has no escape for them: export to Parquet).
 
         Notes
         -----
@@ -884,6 +885,7 @@ class Embeddings:
                     for start in range(offs[p], offs[p + 1], TSV_ROWS):
                         stop = min(start + TSV_ROWS, int(offs[p + 1]))
                         names = self.original(np.arange(start, stop), t)
+                        _tsv_safe(names, entities_out)
                         rows = np.asarray(part[start - offs[p]:stop - offs[p]])
                         f.writelines(f"{name}\t" + "\t".join(f"{x:.9f}" for x in row) + "\n"
                                      for name, row in zip(names, rows))
@@ -1067,3 +1069,13 @@ def require_finite(arr: np.ndarray, file: Path, block_rows: int = BLOCK_ROWS) ->
             row = start + int(np.flatnonzero(bad.any(axis=tuple(range(1, bad.ndim))))[0])
             raise FormatError(f"{file}: non-finite embedding (NaN or infinity) in row {row}")
     return arr
+
+
+def _tsv_safe(names, path) -> None:
+    """Refuse ids that a TSV row cannot hold: a tab, newline or carriage return would split
+    the row into the wrong number of fields."""
+    for name in names:
+        text = str(name)
+        if "\t" in text or "\n" in text or "\r" in text:
+            raise GraphsysError(f"{path}: id {text!r} holds a tab or line break, which a TSV "
+                                f"row cannot hold; export to Parquet instead")

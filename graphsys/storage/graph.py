@@ -961,8 +961,14 @@ class Graph:
             q = _integer_ids(ids, f"ids of entity type {et.name!r} are integers")
             pos = kernels.lookup_ints(sorted_ids, q)
         else:
-            q = pa.array([ids] if scalar else list(ids) if not isinstance(ids, pa.Array) else ids,
-                         pa.large_string())
+            try:
+                q = pa.array([ids] if scalar else list(ids) if not isinstance(ids, pa.Array)
+                             else ids, pa.large_string())
+            except (pa.ArrowTypeError, pa.ArrowInvalid, TypeError):
+                first = ids if scalar else next(
+                    (v for v in ids if not isinstance(v, str)), ids)
+                raise GraphsysError(f"ids of entity type {et.name!r} are strings; got "
+                                    f"{first!r}") from None
             pos = kernels.lookup_strings(sorted_ids, q)
         if (pos < 0).any():
             bad = q[int(np.flatnonzero(pos < 0)[0])]

@@ -1,0 +1,61 @@
+"""Ids that reach native code or a text format are checked first: an int on a string-id
+graph, a TSV export of an id holding a tab, and faiss parameters out of faiss's range are
+one-line errors, not tracebacks, segfaults or rows with the wrong number of fields."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import graphsys.embed
+from graphsys.embed.index import IndexParams
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+
+
+@pytest.fixture(scope="module")
+def emb(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ids")
+    t = pa.table({"src": ["a", "b", "c\td", "e"], "rel": ["r"] * 4,
+                  "dst": ["b", "c\td", "e", "a"]})
+    ingest([EdgeSource(table=t, rel_col="rel")], root / "g", IngestOptions())
+    res = graphsys.embed.train({"dimension": 8, "num_epochs": 1, "seed": 0}, graph=root / "g",
+                               out=root / "ck")
+    return res.embeddings, root
+
+
+def test_an_int_on_a_string_id_graph_is_one_line(emb):
+    e, _ = emb
+    with pytest.raises(GraphsysError, match="are strings; got 3"):
+        e.nearest(3, 2)
+    with pytest.raises(GraphsysError, match="are strings; got 3"):
+        e.predict_tails(3, "r", k=2)
+    assert len(e.nearest("a", np.int64(2))[0]) == 2
+
+
+def test_tsv_export_refuses_an_id_holding_a_tab(emb, tmp_path):
+    e, _ = emb
+    with pytest.raises(GraphsysError, match="holds a tab or line break"):
+        e.export_tsv(tmp_path / "x.tsv")
+    assert not (tmp_path / "x.tsv").exists()
+
+
+@pytest.mark.parametrize("name, value", [("hnsw_m", 1), ("hnsw_m", 0), ("ef_search", -3),
+                                         ("seed", -1), ("nlist", 2**40), ("nprobe", True)])
+def test_faiss_parameters_are_range_checked(name, value):
+    with pytest.raises(ParameterError, match=f"^{name} must be an integer in"):
+        IndexParams(**{name: value}).check()
+
+
+def test_hnsw_m_1_is_refused_by_the_cli_not_a_signal(emb):
+    pytest.importorskip("faiss")
+    _, root = emb
+    r = subprocess.run([sys.executable, "-m", "graphsys", "embed", "index", str(root / "ck"),
+                        "--kind", "hnsw", "--hnsw-m", "1"], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --hnsw-m must be an integer"), lines
