@@ -557,12 +557,14 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
     eval_sampler = node_eval_sampler(cfg, adj, sampler)
     eval_fixed = fixed_blocks(eval_sampler, cfg.seed)
 
+    def model_config() -> dict:
+        return (model.config() if isinstance(model, GNN) else
+                {"model": f"{type(model).__module__}:{type(model).__qualname__}", **dims})
+
     def save(path: Path):
         state = {f"model.{k}": v for k, v in model.state_dict().items()}
         state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
-        config = (model.config() if isinstance(model, GNN) else
-                  {"model": f"{type(model).__module__}:{type(model).__qualname__}", **dims})
-        save_checkpoint(path, state, config, meta)
+        save_checkpoint(path, state, model_config(), meta)
 
     def whole_input() -> torch.Tensor:
         """Every node's layer-0 row for a full-graph step: CSR where sparse (below)."""
@@ -666,8 +668,8 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
         state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
         for i, st in opt.state_dict()["state"].items():
             state.update({f"optim.{i}.{k}": torch.as_tensor(v) for k, v in st.items()})
-        save_checkpoint(last, state, {}, {**meta, "epoch": epoch, "stopped": stopped,
-                                          "monitor": monitor.state()})
+        save_checkpoint(last, state, model_config(),
+                        {**meta, "epoch": epoch, "stopped": stopped, "monitor": monitor.state()})
 
     with _progress_bar(cfg, 1 if loader is None else len(loader), progress and lead) as bar:
         for epoch in range(start, cfg.epochs + 1):
@@ -795,9 +797,9 @@ def _resume(last: Path, best: Path, cfg: TrainConfig, world_size: int, model: nn
 
 
 def _cfg_json(cfg: TrainConfig) -> dict:
-    d = asdict(cfg)
-    d["hard_band"] = list(cfg.hard_band)
-    return d
+    """The config as it reads back from JSON (tuples as lists), so that a stored config
+    compares equal to the run's."""
+    return json.loads(json.dumps(asdict(cfg)))
 
 
 # -- link prediction -----------------------------------------------------------------------------

@@ -182,7 +182,7 @@ def test_gnn_profiles_a_factory_model_from_the_config(graph, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("item, message", [
-    ("lr=-1", "lr must be > 0"), ("heads=0", "heads must be >= 1"),
+    ("lr=-1", "lr must be a finite number > 0"), ("heads=0", "heads must be an integer >= 1"),
     ("batch_size=2.5", "batch_size: must be an integer"), ("fanouts", "expected key=value"),
     ("task=link", "task: the GNN profile runs the node task"),
 ])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import graphsys
 import graphsys.sampling.neighbor as neighbor
 from graphsys.embed import Embeddings
 from graphsys.errors import ParameterError
@@ -94,7 +95,7 @@ def test_link_data_of_one_type_dedupes_unordered_pairs(tmp_path):
     assert len(np.unique(key)) == len(key) and (data.head != data.tail).all()
     assert data.symmetric and data.tails == (0, 200)
     # ingest stores each undirected edge both ways; the pairs are the distinct ones
-    s, d = np.nonzero(g.to_scipy())
+    s, d = np.nonzero(graphsys.to_scipy(g))
     assert len(key) == len({(min(a, b), max(a, b)) for a, b in zip(s, d) if a != b})
     assert (data.known != data.known.T).nnz == 0
 
