@@ -11,6 +11,10 @@ element-wise one) is applied to each distinct row in one pass over memory, with 
 batch (:mod:`graphsys.embed.dot_softmax`) and its gradient in one pass per row, where torch
 took a dozen ops and their temporaries (concatenations, max, exp, sums, divisions, the
 positives' corrections), with its own vectorized ``exp``.
+
+A kernel gives the same bits whether the running process compiled it or loaded it from
+numba's cache (``cache=True``): the fast-math helpers a kernel calls are inlined into it by
+numba (:data:`_INLINE`), so a run resumed in another process stays bit-for-bit.
 """
 
 from __future__ import annotations
