@@ -11,6 +11,10 @@ element-wise one) is applied to each distinct row in one pass over memory, with 
 batch (:mod:`graphsys.embed.dot_softmax`) and its gradient in one pass per row, where torch
 took a dozen ops and their temporaries (concatenations, max, exp, sums, divisions, the
 positives' corrections), with its own vectorized ``exp``.
+
+A kernel gives the same bits whether the running process compiled it or loaded it from
+numba's cache (``cache=True``): the fast-math helpers a kernel calls are inlined into it by
+numba (:data:`_INLINE`), so a run resumed in another process stays bit-for-bit.
 """
 
 from __future__ import annotations
@@ -158,8 +162,15 @@ _EXPF_POLY = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3
 _EXP_FLOOR = np.float32(-87.0)  # exp(-87) ~ 1.6e-38, the smallest power kept as a normal
 _EXP_CEIL = np.float32(88.0)  # exp(88) ~ 1.7e38, below float32's largest
 
+#: The fast-math helpers that :func:`softmax_side_grads` calls are inlined into it by numba
+#: (``inline="always"``), not left to LLVM: with a call between two ``cache=True`` functions,
+#: the caller compiled in the running process and the caller loaded from numba's cache
+#: rounded differently (``reassoc``), so a run resumed in a process that had compiled the
+#: kernels was not bit-for-bit the run that had loaded them (or the other way round).
+_INLINE = "always"
 
-@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, inline=_INLINE)
 def _exp_shifted(x: np.ndarray, top: np.float32, out: np.ndarray, bits: np.ndarray
                  ) -> tuple[np.float32, np.float32]:
     """``out[i] = exp(x[i] - top)`` for float32 ``x[i] - top`` in ``[-87, 88]`` (``0``
@@ -186,7 +197,7 @@ def _exp_shifted(x: np.ndarray, top: np.float32, out: np.ndarray, bits: np.ndarr
     return total, over
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FAST | {"nnan"})
+@numba.njit(cache=True, nogil=True, fastmath=_FAST | {"nnan"}, inline=_INLINE)
 def _row_max(x: np.ndarray) -> np.float32:
     """``max(x)`` of a non-empty float32 row (``nnan``: a NaN in ``x`` gives any value;
     :func:`softmax_side_grads` checks the row's finiteness on its own)."""

@@ -24,7 +24,9 @@ With ``workers = 1`` the resumed run is bit-for-bit the uninterrupted one: every
 comes from generators seeded by ``(seed, epoch, bucket position in the epoch's order,
 worker)``, and nothing else carries over between buckets but the saved tensors. On the CPU
 two runs with the same seed are bit-for-bit equal whatever the intra-op thread count: no
-gradient is accumulated with atomics (see :func:`graphsys.embed.model.gather`).
+gradient is accumulated with atomics (see :func:`graphsys.embed.model.gather`); and whether
+the process compiled the numba kernels or loaded them from numba's cache (see
+:mod:`graphsys.embed.kernels`).
 
 :class:`Trainer` is one process; :class:`graphsys.embed.distributed.DistributedTrainer` runs
 the same buckets on the ranks of a ``torch.distributed`` group.

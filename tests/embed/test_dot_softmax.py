@@ -210,3 +210,43 @@ def test_one_vs_all_matches_brute_force(weighted):
     assert float(loss) == pytest.approx(float(ref.detach()), rel=1e-12)
     torch.testing.assert_close(dq, rq.grad)
     torch.testing.assert_close(dc, rc.grad)
+
+
+_KERNELS = """
+import hashlib, sys
+import numpy as np
+from graphsys.embed.kernels import softmax_side_grads, sparse_adagrad
+rng = np.random.default_rng(0)
+B, U, k = 100, 50, 10
+s1 = rng.standard_normal((B, U)).astype(np.float32) * 3
+s1[7, 3] = 200.0  # beyond exp's range above the positive: the second, max-shifted pass
+s2 = rng.standard_normal((B // k, k, k)).astype(np.float32) * 3
+g1, g2 = np.zeros((B, U), np.float32), np.zeros_like(s2)
+empty = np.empty((0, k), np.float32)
+loss = softmax_side_grads(s1, s2, False, empty, np.empty(0, np.float32), g1, g2, empty.copy())
+h = hashlib.sha256(np.float64(loss).tobytes() + g1.tobytes() + g2.tobytes())
+for width in (1, 32):
+    emb = rng.standard_normal((50, 32)).astype(np.float32)
+    st = np.abs(rng.standard_normal((50, width))).astype(np.float32)
+    idx = rng.integers(0, 50, 200).astype(np.int64)
+    sparse_adagrad(emb, st, idx, rng.standard_normal((200, 32)).astype(np.float32), 0.1,
+                   1e-10, 0.0)
+    h.update(emb.tobytes() + st.tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_kernels_compiled_and_loaded_from_numba_cache_round_alike(tmp_path):
+    """The first process compiles the fast-math kernels into an empty numba cache, the second
+    loads them from it: their results are bit-for-bit equal (a resumed run is often not the
+    process that compiled the kernels; numba had reassociated a call between two cached
+    kernels in one of the two only)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), OMP_NUM_THREADS="1")
+    out = [subprocess.run([sys.executable, "-c", _KERNELS], env=env, check=True, timeout=300,
+                          capture_output=True, text=True).stdout for _ in range(2)]
+    assert any((tmp_path / "numba").rglob("*.nbi")), "the kernels were not cached"
+    assert out[0] == out[1] and len(out[0].strip()) == 64

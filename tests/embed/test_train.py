@@ -146,6 +146,80 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
         assert np.array_equal(a[k], b[k]), k
 
 
+#: A run that SIGKILLs itself on the ``n``-th call of ``Class.method`` (argv[3], argv[4]).
+_KILLED_AT = """
+import os, signal, sys, torch
+torch.set_num_threads(1)
+from graphsys.embed import load_config, train
+from graphsys.embed.buffer import PartitionBuffer
+from graphsys.embed.checkpoint_files import CheckpointStorage
+from graphsys.embed.trainer import Trainer
+cls, name = sys.argv[3].split(".")
+cls, calls = {c.__name__: c for c in (PartitionBuffer, CheckpointStorage, Trainer)}[cls], [0]
+method = getattr(cls, name)
+def killer(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == int(sys.argv[4]):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return method(*args, **kwargs)
+setattr(cls, name, killer)
+train(load_config(None, sys.argv[5:]), graph=sys.argv[1], edges="train", out=sys.argv[2])
+"""
+_KILL_EPOCHS = 3
+_KILL_ARGS = ["buffer_partitions=2", "bucket_order=\"buffer\"", "seed=11",
+              f"num_epochs={_KILL_EPOCHS}"]
+
+
+@pytest.fixture(scope="module")
+def kill_reference(kg4, tmp_path_factory):
+    """Tensors of the uninterrupted run that the runs killed at chosen points resume to."""
+    from .conftest import SMALL
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        out = tmp_path_factory.mktemp("kill") / "ref"
+        train(load_config(None, SMALL + _KILL_ARGS), graph=kg4, out=out)
+    finally:
+        torch.set_num_threads(old)
+    return _arrays(out)
+
+
+@pytest.mark.parametrize("where,n,per_bucket,committed", [
+    ("Trainer._train_bucket", 3, False, (0, 0)),  # inside epoch 1: resumes from the init
+    ("Trainer._train_bucket", 18, False, (1, 1)),  # epoch 2, after a commit: reloads all
+    ("CheckpointStorage.write_meta", 2, False, (0, 0)),  # v1 complete, no checkpoint.json
+    ("CheckpointStorage.drop_versions", 1, False, (1, 1)),  # v1 committed, v0 still there
+    ("PartitionBuffer._write", 4, True, None),  # writing a partition back mid-epoch
+    ("PartitionBuffer.commit_files", 3, True, (2, 0)),  # inside the third bucket commit
+], ids=["bucket", "next-epoch", "before-meta", "before-drop", "write-back", "bucket-commit"])
+def test_killed_at_chosen_points_resumes_bit_for_bit(kg4, small, tmp_path, kill_reference,
+                                                     where, n, per_bucket, committed):
+    """A run killed at a chosen point (in training, in a write-back, between a version's
+    files and its ``checkpoint.json``, between that and the deletion of the older version)
+    resumes from its last commit to the tensors of the uninterrupted run. Killed in epoch 2,
+    the process compiles the numba kernels into a cache of its own, while the resuming one
+    (this one) has them already: both round alike."""
+    out = tmp_path / "killed"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if n == 18:
+        env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    args = small + _KILL_ARGS
+    child = args + ["checkpoint_buckets=true"] if per_bucket else args
+    proc = subprocess.run([sys.executable, "-c", _KILLED_AT, str(kg4), str(out), where, str(n),
+                           *child], env=env, timeout=600)
+    assert proc.returncode == -signal.SIGKILL, "the run was not killed where chosen"
+    m = json.loads((out / "checkpoint.json").read_text())
+    if committed is not None:
+        assert (m["version"], m["epochs_done"]) == committed
+    resumed = train(load_config(None, args), graph=kg4, out=out).embeddings
+    assert resumed.meta["epochs_done"] == _KILL_EPOCHS and "progress" not in resumed.meta
+    b = _arrays(out)
+    assert b.keys() == kill_reference.keys() and b
+    for k in b:
+        assert np.array_equal(kill_reference[k], b[k]), k
+
+
 def test_same_seed_in_fresh_processes_is_bit_for_bit(kg1, tmp_path):
     """Two processes with the same seed, 2 intra-op threads each, write identical tensors.
 
