@@ -49,18 +49,41 @@ html_title = f"graphsys {release} API reference"
 html_static_path: list[str] = []
 templates_path: list[str] = []
 
-_FOOTNOTE = re.compile(r"^(\s*)\.\. \[(\d+)\]", re.M)
+_FOOTNOTE = re.compile(r"^(\s*)\.\. \[(\d+)\]\s*(.*)$")
 _CITE = re.compile(r"\[(\d+)\]_")
 
 
 def _unique_references(app, what, name, obj, options, lines):
     """numpydoc References are numbered footnotes (``.. [1]`` cited as ``[1]_``); many
-    docstrings on one page would give duplicate targets. Each becomes an auto-numbered
-    footnote labelled by its object (``[#graphsys-bsp-pagerank-1]``)."""
+    docstrings on one page would give duplicate targets. A cited one becomes an
+    auto-numbered footnote labelled by its object (``[#graphsys-bsp-pagerank-1]``); one that
+    the text never cites (a reference listed for reading) becomes a plain numbered entry."""
     label = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
-    for k, line in enumerate(lines):
-        line = _FOOTNOTE.sub(lambda m: f"{m.group(1)}.. [#{label}-{m.group(2)}]", line)
-        lines[k] = _CITE.sub(lambda m: f"[#{label}-{m.group(1)}]_", line)
+    text = "\n".join(lines)
+    cited = set(_CITE.findall(text))
+    out: list[str] = []
+    k = 0
+    while k < len(lines):
+        m = _FOOTNOTE.match(lines[k])
+        if m is None:
+            out.append(_CITE.sub(lambda c: f"[#{label}-{c.group(1)}]_", lines[k]))
+            k += 1
+            continue
+        indent, number, first = m.groups()
+        if number in cited:
+            out.append(f"{indent}.. [#{label}-{number}] {first}")
+            k += 1
+            continue
+        parts = [first]
+        k += 1
+        while k < len(lines) and lines[k].strip() and (
+                len(lines[k]) - len(lines[k].lstrip()) > len(indent)):
+            parts.append(lines[k].strip())
+            k += 1
+        if out and out[-1].strip():
+            out.append("")
+        out.extend([f"{indent}[{number}] " + " ".join(parts), ""])
+    lines[:] = out
 
 
 def setup(app):

@@ -151,8 +151,8 @@ class EmbedConfig:
     max_norm: float | None = _h("clip updated embedding rows to this L2 norm", default=None)
     regularization_coef: float = _h(
         "weight lambda of the N3 regulariser (0 = off; Lacroix et al. 2018, as PBG's): each "
-        "training edge (h, r, t), scored in both directions, adds lambda * (2 |h|^3 + 2 |t|^3 "
-        "+ |r_rhs|^3 + |r_lhs|^3) to the summed loss, |.|^3 the sum of cubed magnitudes of "
+        "training edge (h, r, t), scored in both directions, adds lambda * (2 ‖h‖³ + 2 ‖t‖³ + "
+        "‖r_rhs‖³ + ‖r_lhs‖³) to the summed loss, ‖.‖³ the sum of cubed magnitudes of "
         "the coordinates (complex_diagonal: of the complex coordinates' moduli; r: the "
         "operator's parameters)", default=0.0)
     relation_prediction_weight: float = _h(
