@@ -17,8 +17,9 @@
 
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 from graphsys.gnn.config import TrainConfig
-from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, SAGEConv
+from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, RGCNConv, SAGEConv
 from graphsys.gnn.embed import embed_checkpoint
+from graphsys.gnn.hetero import HeteroConv, TypedInput
 from graphsys.gnn.inference import layerwise_inference
 from graphsys.gnn.loader import NodeLoader
 from graphsys.gnn.model import GNN
@@ -31,10 +32,13 @@ __all__ = [
     "GCNConv",
     "GINConv",
     "GNNResult",
+    "HeteroConv",
     "NodeLoader",
     "PinSageConv",
+    "RGCNConv",
     "SAGEConv",
     "TrainConfig",
+    "TypedInput",
     "embed_checkpoint",
     "layerwise_inference",
     "load_checkpoint",
