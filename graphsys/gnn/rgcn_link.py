@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -33,7 +34,7 @@ from graphsys.gnn.conv.rgcn import RGCNConv
 from graphsys.gnn.hetero import TypedInput
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.hetero import TypedBlock
-from graphsys.storage.graph import Graph
+from graphsys.storage.graph import Graph, open_graph
 
 EVAL_BATCH = 256
 
@@ -244,15 +245,15 @@ class RGCNLinkResult:
     config: dict
 
 
-def train_rgcn_link(graph: Graph, config: RGCNLinkConfig | None = None, *,
+def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = None, *,
                     features=None, log: Callable[[dict], None] | None = None,
                     max_seconds: float | None = None) -> RGCNLinkResult:
     """Train R-GCN + DistMult link prediction on a typed graph; filtered test metrics.
 
     Parameters
     ----------
-    graph : Graph
-        A graph with ``train`` / ``valid`` / ``test`` edge sets (names in ``config``),
+    graph : Graph or str
+        An opened graph or a graph directory with ``train`` / ``valid`` / ``test`` edge sets (names in ``config``),
         e.g. ``graphsys datasets ingest fb15k-237``.
     config : RGCNLinkConfig, optional
         Hyperparameters (default: the paper's FB15k-237 setup).
@@ -288,17 +289,18 @@ def train_rgcn_link(graph: Graph, config: RGCNLinkConfig | None = None, *,
     >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
     >>> from graphsys.gnn.rgcn_link import RGCNLinkConfig, train_rgcn_link
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> rows = [(h, h % 3, (h * 7 + h % 3) % 40) for h in range(40)] * 1
+    >>> rows = [(h, h % 3, (h * 7 + h % 3) % 40) for h in range(40)]
     >>> for name, part in [("train", rows[:30]), ("valid", rows[30:35]), ("test", rows[35:])]:
     ...     _ = (d / f"{name}.tsv").write_text("".join(f"e{h}\\tr{r}\\te{t}\\n"
     ...                                                  for h, r, t in part))
-    >>> g = ingest([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
+    >>> _ = ingest([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
     ...             for n in ("train", "valid", "test")], d / "g", IngestOptions())
     >>> cfg = RGCNLinkConfig(hidden=8, num_blocks=2, batch_edges=20, steps=3, eval_every=0)
-    >>> res = train_rgcn_link(g, cfg)
+    >>> res = train_rgcn_link(d / "g", cfg)
     >>> sorted(res.metrics)
     ['count', 'hits@1', 'hits@10', 'hits@3', 'mean_rank', 'mrr']
     """
+    graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else RGCNLinkConfig()
     for name in (cfg.train_edges, cfg.valid_edges, cfg.test_edges):
         if name not in graph.edge_sets:

@@ -294,16 +294,21 @@ class HeteroNeighborSampler(LayerwiseSampler):
 
     Examples
     --------
-    >>> import tempfile, graphsys
+    >>> import tempfile, pyarrow as pa
     >>> from graphsys.sampling import HeteroNeighborSampler
-    >>> g = graphsys.from_numpy([0, 0, 1], [1, 2, 2], tempfile.mkdtemp() + "/kg",
-    ...                         rel=[0, 1, 1], relation_names=["likes", "knows"])
-    >>> sampler = HeteroNeighborSampler(g, [-1], reverse=False)
+    >>> from graphsys.storage.graph import open_graph
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> edges = pa.table({"src": [0, 0, 1], "dst": [1, 2, 2],
+    ...                   "rel": ["likes", "knows", "knows"]})
+    >>> out = tempfile.mkdtemp() + "/kg"
+    >>> _ = ingest([EdgeSource(table=edges, src_col="src", dst_col="dst", rel_col="rel")],
+    ...            out, IngestOptions())
+    >>> sampler = HeteroNeighborSampler(open_graph(out), [-1], reverse=False)
     >>> sampler.relations
     [('node', 'likes', 'node'), ('node', 'knows', 'node')]
-    >>> b = sampler.sample_blocks([2])[0]
+    >>> b = sampler.sample_blocks([2])[0]         # node 2's in-neighbours: 0 and 1, 'knows'
     >>> b.src_nodes.tolist(), b.edge_type.tolist()
-    [[2, 0, 1], [1, 1]]
+    ([2, 0, 1], [1, 1])
     """
 
     def __init__(self, graph: Graph, fanouts, *, edge_set: str | None = None,

@@ -93,9 +93,9 @@ class RGCNConv(nn.Module):
     >>> block = TypedBlock(torch.tensor([7, 8, 9]), 1, torch.tensor([1, 2, 2]),
     ...                    torch.tensor([0, 0, 0]), edge_type=torch.tensor([0, 1, 1]))
     >>> conv = RGCNConv(1, 1, num_relations=2, bias=False)
-    >>> with torch.no_grad():                 # W_0 = 1, W_0 of relation 0 = 10, W_1 = 100
+    >>> with torch.no_grad():                 # W_0 = 1, W of relation 0 = 10, of 1 = 100
     ...     _ = conv.root.fill_(1.0)
-    ...     conv.weight.copy_(torch.tensor([[[10.0]], [[100.0]]]))
+    ...     _ = conv.weight.copy_(torch.tensor([[[10.0]], [[100.0]]]))
     ...     conv(torch.tensor([[1.0], [2.0], [3.0]]), block)  # 1 + 10 * 2 + 100 * mean(3, 3)
     tensor([[321.]])
     """
