@@ -2,6 +2,11 @@
 
 * :mod:`graphsys.gnn.conv`: :class:`PinSageConv`, :class:`SAGEConv`, :class:`GCNConv`,
   :class:`GATConv`, :class:`GINConv` (pure torch, each with its formula in the docstring).
+* Typed graphs: :class:`RGCNConv` (relational, basis / block-diagonal weights) over
+  :class:`~graphsys.sampling.TypedBlock` s, :class:`HeteroConv` (one conv per relation)
+  over :class:`~graphsys.sampling.HeteroBlock` s, :class:`TypedInput` (per-type features
+  or learned embeddings); :func:`graphsys.gnn.rgcn_link.train_rgcn_link` trains R-GCN +
+  DistMult link prediction (FB15k-237).
 * :func:`train` also takes the caller's own ``nn.Module``, loss and features
   (:mod:`graphsys.gnn.custom`); :func:`propagate` writes SGC/SIGN features out of core.
 * :class:`GNN`: a stack of one of them; :func:`train`, the one training entry point (node

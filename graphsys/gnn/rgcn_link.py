@@ -253,8 +253,8 @@ def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = N
     Parameters
     ----------
     graph : Graph or str
-        An opened graph or a graph directory with ``train`` / ``valid`` / ``test`` edge sets (names in ``config``),
-        e.g. ``graphsys datasets ingest fb15k-237``.
+        An opened graph or a graph directory with ``train`` / ``valid`` / ``test`` edge
+        sets (names in ``config``), e.g. ``graphsys datasets ingest fb15k-237``.
     config : RGCNLinkConfig, optional
         Hyperparameters (default: the paper's FB15k-237 setup).
     features : mapping, optional

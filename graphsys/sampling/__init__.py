@@ -7,6 +7,8 @@
   replacement.
 * :class:`PinSAGESampler` / :class:`RandomWalkNeighborSampler`: PinSage random-walk
   importance neighbourhoods (DGL's arguments), blocks weighted by visit counts.
+* :class:`HeteroNeighborSampler`: per-relation fanouts on a typed graph, returning
+  :class:`TypedBlock` s (edges carry relation ids) or per-type :class:`HeteroBlock` s.
 * :class:`UniformNegativeSampler`, :class:`PPRHardNegativeSampler`: link-prediction
   negatives.
 
@@ -36,8 +38,9 @@ from graphsys.sampling.neighbor import NeighborSampler, parse_fanouts, sample_ne
 from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
 
 __all__ = [
-    "Adjacency", "Block", "HeteroBlock", "HeteroNeighborSampler", "MiniBatch", "NeighborSampler", "PPRHardNegativeSampler",
-    "PinSAGESampler", "RandomWalkNeighborSampler", "Sampler", "TypedBlock",
+    "Adjacency", "Block", "HeteroBlock", "HeteroNeighborSampler", "MiniBatch",
+    "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
+    "RandomWalkNeighborSampler", "Sampler", "TypedBlock",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
     "mapped_adjacency", "metapath_ppr",
     "parse_fanouts", "sample_neighbors", "typed_edges",
