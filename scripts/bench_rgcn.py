@@ -3,7 +3,7 @@
 
 Trains :func:`graphsys.gnn.rgcn_link.train_rgcn_link` (R-GCN encoder, DistMult decoder)
 with a TOML config (default ``datasets/configs/fb15k-237-rgcn.toml``; its ``max_seconds``
-caps training time) on FB15k-237 ingested from the dataset registry (``--graph`` reuses an
+caps training time, 20 minutes) on FB15k-237 ingested from the dataset registry (``--graph`` reuses an
 ingested directory; the mirror is ``--mirror`` or ``GRAPHSYS_MIRROR``), then ranks the
 test triples (heads and tails, filtered against train + valid + test, all 14,541
 entities). Prints one JSON line: filtered test MRR beside the paper's R-GCN row
@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mirror", default=os.environ.get("GRAPHSYS_MIRROR"))
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="training time cap in seconds (default: the config's max_seconds)")
+    ap.add_argument("--batch-edges", type=int, default=None,
+                    help="training triples per step (default: the config's batch_edges)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--log", action="store_true", help="print each evaluation to stderr")
     add_record_argument(ap)
@@ -58,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     max_seconds = values.pop("max_seconds", None)
     if args.max_seconds is not None:
         max_seconds = args.max_seconds
+    if args.batch_edges is not None:
+        values["batch_edges"] = args.batch_edges
     cfg = RGCNLinkConfig.from_dict(values)
     if args.graph is not None and args.graph.exists():
         graph = open_graph(args.graph)
