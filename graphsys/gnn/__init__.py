@@ -2,6 +2,11 @@
 
 * :mod:`graphsys.gnn.conv`: :class:`PinSageConv`, :class:`SAGEConv`, :class:`GCNConv`,
   :class:`GATConv`, :class:`GINConv` (pure torch, each with its formula in the docstring).
+* Typed graphs: :class:`RGCNConv` (relational, basis / block-diagonal weights) over
+  :class:`~graphsys.sampling.TypedBlock` s, :class:`HeteroConv` (one conv per relation)
+  over :class:`~graphsys.sampling.HeteroBlock` s, :class:`TypedInput` (per-type features
+  or learned embeddings); :func:`graphsys.gnn.rgcn_link.train_rgcn_link` trains R-GCN +
+  DistMult link prediction (FB15k-237).
 * :func:`train` also takes the caller's own ``nn.Module``, loss and features
   (:mod:`graphsys.gnn.custom`); :func:`propagate` writes SGC/SIGN features out of core.
 * :class:`GNN`: a stack of one of them; :func:`train`, the one training entry point (node
@@ -17,8 +22,9 @@
 
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 from graphsys.gnn.config import TrainConfig
-from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, SAGEConv
+from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, RGCNConv, SAGEConv
 from graphsys.gnn.embed import embed_checkpoint
+from graphsys.gnn.hetero import HeteroConv, TypedInput
 from graphsys.gnn.inference import layerwise_inference
 from graphsys.gnn.loader import NodeLoader
 from graphsys.gnn.model import GNN
@@ -32,10 +38,13 @@ __all__ = [
     "GCNConv",
     "GINConv",
     "GNNResult",
+    "HeteroConv",
     "NodeLoader",
     "PinSageConv",
+    "RGCNConv",
     "SAGEConv",
     "TrainConfig",
+    "TypedInput",
     "embed_checkpoint",
     "layerwise_inference",
     "load_checkpoint",

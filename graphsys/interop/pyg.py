@@ -30,9 +30,12 @@ def _import_pyg():
 
 
 def from_pyg(data, out: str | Path, **options) -> Graph:
-    """Ingest a ``torch_geometric.data.Data`` into a graph directory.
+    """Ingest a ``torch_geometric.data.Data`` or ``HeteroData`` into a graph directory.
 
-    Nodes are ``0..num_nodes-1`` (isolated ones kept); edges ``edge_index[0] ->
+    A ``HeteroData`` becomes a typed graph: one entity type per node type (nodes
+    ``0..num_nodes-1`` of each), one relation type ``name`` from ``src`` to ``dst`` per edge
+    type ``(src, name, dst)`` (names must be distinct), node-level tensors per type as
+    below. Otherwise nodes are ``0..num_nodes-1`` (isolated ones kept); edges ``edge_index[0] ->
     edge_index[1]`` as given (PyG's undirected graphs already hold both directions).
     Node-level tensors (first dimension ``num_nodes``: float features, integer labels, bool
     masks) become node columns, ``x`` as ``feat`` and ``y`` as ``label``; a 1-D
@@ -41,7 +44,7 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
 
     Parameters
     ----------
-    data : torch_geometric.data.Data
+    data : torch_geometric.data.Data or torch_geometric.data.HeteroData
         The graph.
     out : str or Path
         The graph directory to create.
@@ -57,7 +60,8 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     Raises
     ------
     InputError
-        No ``edge_index``, or one not of shape (2, E).
+        No ``edge_index``, or one not of shape (2, E); a ``HeteroData`` whose edge types
+        repeat a relation name.
 
     See Also
     --------
@@ -75,6 +79,8 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     """
     import torch
 
+    if type(data).__name__ == "HeteroData":
+        return _from_hetero(data, out, options)
     if getattr(data, "edge_index", None) is None:
         raise InputError("from_pyg: data has no edge_index")
     ei = data.edge_index
@@ -111,8 +117,15 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
 
 
 def to_pyg(graph: Graph, *, edge_set: str | None = None,
-           max_edges: int | None = DEFAULT_MAX_EDGES):
-    """A stored graph as a ``torch_geometric.data.Data``, read into memory.
+           max_edges: int | None = DEFAULT_MAX_EDGES, hetero: bool | None = None):
+    """A stored graph as a ``torch_geometric.data.Data`` (or ``HeteroData``), read into
+    memory.
+
+    With ``hetero`` (default: when the graph has several entity types) the result is a
+    ``HeteroData``: per entity type its nodes in ascending original-id order with
+    ``num_nodes``, ``n_id`` and its node columns (PyG names), per relation type ``(lhs,
+    name, rhs)`` its ``edge_index`` in those positions (``edge_weight`` when weighted).
+    Otherwise (one entity type, relations ignored):
 
     Nodes are in ascending original-id order (``0..N-1`` for a graph built by a ``from_*``
     function, whatever its partitioning). Node columns map back as PyG names them
@@ -122,21 +135,24 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
     Parameters
     ----------
     graph : Graph
-        A graph with one entity type.
+        A graph (several entity types need ``hetero``).
     edge_set : str, optional
         The edge set (default: the only one, or ``default``/``train``).
     max_edges : int or None, default 100_000_000
         Refuse, in one line, a graph with more edges (None: no limit).
+    hetero : bool, optional
+        Return a ``HeteroData`` (default: when the graph has several entity types).
 
     Returns
     -------
-    torch_geometric.data.Data
-        ``edge_index`` int64 (2, E).
+    torch_geometric.data.Data or torch_geometric.data.HeteroData
+        ``edge_index`` int64 (2, E) (per edge type for ``HeteroData``).
 
     Raises
     ------
     GraphsysError
-        More than ``max_edges`` edges, several entity types, or no ``torch_geometric``.
+        More than ``max_edges`` edges, several entity types without ``hetero``, or no
+        ``torch_geometric``.
 
     Examples
     --------
@@ -147,10 +163,25 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
     >>> back = graphsys.to_pyg(graphsys.from_pyg(data, tempfile.mkdtemp() + "/g"))
     >>> back.edge_index.tolist(), back.y.tolist()
     ([[0, 1, 2], [1, 2, 0]], [0, 1, 0])
+
+    Typed graphs round-trip through ``HeteroData``:
+
+    >>> from torch_geometric.data import HeteroData
+    >>> hd = HeteroData()
+    >>> hd["user"].num_nodes = 2
+    >>> hd["item"].x = torch.eye(3)
+    >>> hd["user", "rates", "item"].edge_index = torch.tensor([[0, 1, 1], [2, 0, 1]])
+    >>> back = graphsys.to_pyg(graphsys.from_pyg(hd, tempfile.mkdtemp() + "/h"))
+    >>> back["user", "rates", "item"].edge_index.tolist(), back["item"].x.shape
+    ([[0, 1, 1], [2, 0, 1]], torch.Size([3, 3]))
     """
     import torch
 
     pyg = _import_pyg()
+    if hetero is None:
+        hetero = len(graph.entity_types) > 1
+    if hetero:
+        return _to_hetero(graph, edge_set, max_edges, pyg)
     ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_pyg")
     data = pyg.data.Data(edge_index=torch.from_numpy(np.stack([ex.src, ex.dst])),
                          num_nodes=ex.num_nodes)
@@ -160,4 +191,127 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
         data.edge_weight = torch.from_numpy(ex.weight)
     if isinstance(ex.ids, np.ndarray):
         data.n_id = torch.from_numpy(ex.ids)
+    return data
+
+
+def _node_columns(store, n: int) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Node-level tensors of one PyG node store as graphsys node columns (``x`` as
+    ``feat``, ``y`` as ``label``), and the names of the attributes left out."""
+    import torch
+
+    columns, dropped = {}, []
+    for key, value in store.items():
+        if key == "num_nodes":
+            continue
+        if (torch.is_tensor(value) and value.shape[:1] == (n,)
+                and (value.is_floating_point() or value.dim() == 1)):
+            array = value.detach().cpu().numpy()
+            if key == "y" and array.dtype.kind == "f":
+                columns["y"] = array
+                continue
+            columns[_TO_GRAPHSYS.get(key, key)] = array
+        else:
+            dropped.append(key)
+    return columns, dropped
+
+
+def _from_hetero(data, out: str | Path, options: dict) -> Graph:
+    """:func:`from_pyg` of a ``HeteroData``: a typed graph."""
+    import pyarrow as pa
+
+    from graphsys.interop._common import node_table
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.graph import open_graph
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+
+    nodes, dropped = [], []
+    for t in data.node_types:
+        n = int(data[t].num_nodes)
+        cols, dr = _node_columns(data[t], n)
+        dropped += [f"{t}.{k}" for k in dr]
+        nodes.append(NodeSource(node_table(n, cols), t))
+    rels, srcs, dsts, names, weights = [], [], [], [], []
+    seen: dict[str, tuple] = {}
+    for et in data.edge_types:
+        s_t, name, d_t = et
+        if name in seen:
+            raise InputError(f"from_pyg: relation name {name!r} is used by edge types "
+                             f"{seen[name]} and {et}; graphsys names each relation once")
+        seen[name] = et
+        store = data[et]
+        ei = store.get("edge_index")
+        if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
+            raise InputError(f"from_pyg: edge type {et} has no (2, E) edge_index")
+        rels.append(RelationType(name, s_t, d_t))
+        srcs.append(ei[0].cpu().numpy())
+        dsts.append(ei[1].cpu().numpy())
+        names.append(np.full(ei.shape[1], len(rels) - 1, np.int32))
+        w = store.get("edge_weight", store.get("edge_attr"))
+        weights.append(w.detach().cpu().numpy().astype(np.float32)
+                       if w is not None and w.dim() == 1 and w.shape[0] == ei.shape[1]
+                       else None)
+        dropped += [f"{et}.{k}" for k in store.keys() if k not in ("edge_index",
+                                                                     "edge_weight", "edge_attr")]
+    if not rels:
+        raise InputError("from_pyg: the HeteroData has no edge types")
+    cat = (lambda xs: np.concatenate(xs).astype(np.int64))
+    rel_names = pa.array([r.name for r in rels])
+    cols = {"src": pa.array(cat(srcs)), "dst": pa.array(cat(dsts)),
+            "rel": rel_names.take(pa.array(np.concatenate(names)))}
+    weighted = all(w is not None for w in weights)
+    if weighted:
+        cols["weight"] = pa.array(np.concatenate(weights))
+    opts = IngestOptions(**options)
+    opts.relation_types = rels
+    opts.metadata = {"source": "torch_geometric", "dropped": dropped, **opts.metadata}
+    ingest([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
+                       weight_col="weight" if weighted else None)], out, opts, nodes=nodes)
+    return open_graph(out)
+
+
+def _to_hetero(graph: Graph, edge_set: str | None, max_edges: int | None, pyg):
+    """:func:`to_pyg` as a ``HeteroData``."""
+    import pyarrow.compute as pc
+    import torch
+
+    from graphsys.interop._common import _owned
+
+    es = graph.edge_set(edge_set)
+    if max_edges is not None and es.num_edges > max_edges:
+        raise GraphsysError(f"to_pyg: {graph.path} has {es.num_edges:,} edges, more than "
+                            f"max_edges={max_edges:,}; pass a larger max_edges to allow it")
+    data = pyg.data.HeteroData()
+    rank = {}
+    for t in graph.entity_types:
+        n = graph.num_nodes(t)
+        ids = graph.node_ids(t)
+        order = (np.argsort(ids, kind="stable") if isinstance(ids, np.ndarray)
+                 else pc.sort_indices(ids).to_numpy())
+        rank[t] = np.empty(n, np.int64)
+        rank[t][order] = np.arange(n, dtype=np.int64)
+        store = data[t]
+        store.num_nodes = n
+        if isinstance(ids, np.ndarray):
+            store.n_id = torch.from_numpy(_owned(ids[order]))
+        for name in graph.node_columns(t):
+            store[_TO_PYG.get(name, name)] = torch.from_numpy(
+                _owned(graph.node_column(name, t)[order]))
+    toff = graph.type_offsets
+    rts = graph.relation_types
+    parts: dict[int, list] = {}
+    for s, d, rel, w in graph.iter_edges(es.name):
+        rel = np.zeros(len(s), np.int64) if rel is None else rel
+        for k in np.unique(rel):
+            sel = rel == k
+            parts.setdefault(int(k), []).append((s[sel], d[sel], None if w is None else w[sel]))
+    for k, r in enumerate(rts):
+        chunks = parts.get(k, [])
+        s = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int64)
+        d = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
+        store = data[r.lhs, r.name, r.rhs]
+        store.edge_index = torch.from_numpy(np.stack([rank[r.lhs][s - toff[r.lhs]],
+                                                      rank[r.rhs][d - toff[r.rhs]]]))
+        if es.has_weight:
+            store.edge_weight = torch.from_numpy(
+                np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.float32))
     return data

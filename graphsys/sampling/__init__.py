@@ -7,6 +7,8 @@
   replacement.
 * :class:`PinSAGESampler` / :class:`RandomWalkNeighborSampler`: PinSage random-walk
   importance neighbourhoods (DGL's arguments), blocks weighted by visit counts.
+* :class:`HeteroNeighborSampler`: per-relation fanouts on a typed graph, returning
+  :class:`TypedBlock` s (edges carry relation ids) or per-type :class:`HeteroBlock` s.
 * :class:`UniformNegativeSampler`, :class:`PPRHardNegativeSampler`: link-prediction
   negatives.
 
@@ -26,6 +28,7 @@ from graphsys.sampling.adjacency import (
 )
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block, MiniBatch
+from graphsys.sampling.hetero import HeteroBlock, HeteroNeighborSampler, TypedBlock
 from graphsys.sampling.negative import (
                                          PPRHardNegativeSampler,
                                          UniformNegativeSampler,
@@ -35,8 +38,9 @@ from graphsys.sampling.neighbor import NeighborSampler, parse_fanouts, sample_ne
 from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
 
 __all__ = [
-    "Adjacency", "Block", "MiniBatch", "NeighborSampler", "PPRHardNegativeSampler",
-    "PinSAGESampler", "RandomWalkNeighborSampler", "Sampler",
+    "Adjacency", "Block", "HeteroBlock", "HeteroNeighborSampler", "MiniBatch",
+    "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
+    "RandomWalkNeighborSampler", "Sampler", "TypedBlock",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
     "mapped_adjacency", "metapath_ppr",
     "parse_fanouts", "sample_neighbors", "typed_edges",
