@@ -55,6 +55,7 @@ RANGE_PARTS = {
     "gnn.load": "feature gather and copy to the device",
     "gnn.step": "training step (Python outside operators)",
     "gnn.evaluate": "evaluation",
+    "gnn.eval": "evaluation",
     "gnn.checkpoint": "checkpoints",
     "gnn.data": "reading features, labels and splits",
     "gnn.adjacency": "adjacency build",
@@ -74,7 +75,8 @@ PHASES = {"graphsys.setup": "setup (open edges, layout build, index mapping, pro
           "embed.bucket-read": "I/O wait: bucket reads", "embed.checkpoint": "checkpoints",
           "gnn.sample": "sampling", "gnn.wait": "waiting for the sampler threads",
           "gnn.load": "feature gather and copy to the device", "gnn.step": "training steps",
-          "gnn.evaluate": "evaluation", "gnn.checkpoint": "checkpoints",
+          "gnn.evaluate": "evaluation", "gnn.eval": "evaluation",
+          "gnn.checkpoint": "checkpoints",
           "gnn.data": "reading features, labels and splits", "gnn.adjacency": "adjacency build"}
 UNATTRIBUTED = "unattributed (inside the profiled section, outside every range)"
 
