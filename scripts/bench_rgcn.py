@@ -5,11 +5,11 @@ Trains :func:`graphsys.gnn.rgcn_link.train_rgcn_link` (R-GCN encoder, DistMult d
 with a TOML config (default ``datasets/configs/fb15k-237-rgcn.toml``; its ``max_seconds``
 caps training time, 20 minutes) on FB15k-237 ingested from the dataset registry
 (``--graph`` reuses an ingested directory; the mirror is ``--mirror`` or
-``GRAPHSYS_MIRROR``), then ranks the test triples (heads and tails, filtered against train + valid + test, all 14,541
-entities). Prints one JSON line: filtered test MRR beside the paper's R-GCN row
-(Schlichtkrull et al. 2018, FB15k-237: filtered MRR 0.248, Hits@10 0.414 as quoted by
-docs/reference anchors; the paper's table was not available offline to check), with Hits@1/3/10, steps,
-training seconds and the evaluation history.
+``GRAPHSYS_MIRROR``), then ranks the test triples (heads and tails, filtered against train
++ valid + test, all 14,541 entities). Prints one JSON line: filtered test MRR beside the
+paper's R-GCN row (Schlichtkrull et al. 2018, FB15k-237: filtered MRR 0.248, Hits@10
+0.414 as the reference anchors quote them; the paper's table was not available offline to
+check), with Hits@1/3/10, steps, training seconds and the evaluation history.
 
     GRAPHSYS_MIRROR=/work/shared/datasets python scripts/bench_rgcn.py [--graph DIR]
 """
