@@ -53,7 +53,9 @@ def register(subparsers) -> None:
     t.add_argument("--task", choices=("node", "link"), default=field["task"],
                    help=f"node classification or link prediction (default {field['task']})")
     t.add_argument("--model", default=field["model"], metavar="MODEL",
-                   help=f"{', '.join(GNN_MODELS.names())} (default {field['model']}), or "
+                   help=f"{', '.join(GNN_MODELS.names())} (default {field['model']}), "
+                        "rgcn (task link on a typed graph with train/valid/test edge sets: "
+                        "R-GCN encoder, DistMult decoder, filtered MRR / Hits@k), or "
                         "module:Factory: "
                         "a callable Factory(in_dim=, hidden_dim=, out_dim=, num_layers=, "
                         "dropout=) returning a torch.nn.Module called as model(blocks, x) "

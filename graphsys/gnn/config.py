@@ -36,7 +36,12 @@ LINK_SPLITS = ("auto", "user", "random", "time")
 #: Edge scores of the link task's held-out-edge splits: ``<z_h, z_t>``, or DistMult's
 #: ``<z_h, diag(r), z_t>`` with a learned ``r``
 LINK_DECODERS = ("dot", "distmult")
+#: The link task's relational model: R-GCN encoder + DistMult decoder on a typed graph
+#: (:func:`graphsys.gnn.rgcn_link.train_rgcn_link`, Schlichtkrull et al. 2018).
+RGCN = "rgcn"
 MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
+    # the paper's FB15k-237 setup: Adam lr 0.01, dropout 0.2, edge batches of 30,000 triples
+    ("link", "rgcn"): {"lr": 0.01, "dropout": 0.2, "batch_size": 30000, "epochs": 20},
     ("node", "gat"): {"lr": 0.005, "dropout": 0.6},
 }
 
@@ -243,9 +248,14 @@ class TrainConfig:
         naming the field (the CLI shows it as the flag that set it)."""
         if self.task not in TASK_DEFAULTS:
             raise ParameterError("task", f"must be node or link, got {self.task!r}")
-        if self.model not in GNN_MODELS and ":" not in self.model:
-            raise ParameterError("model", f"must be one of {', '.join(GNN_MODELS.names())} or "
-                                          f"module:Factory, got {self.model!r}")
+        if self.model == RGCN:
+            if self.task != "link":
+                raise ParameterError("model", "rgcn (R-GCN encoder, DistMult decoder) is a "
+                                              "link-prediction model of typed graphs: task link")
+        elif self.model not in GNN_MODELS and ":" not in self.model:
+            raise ParameterError("model", f"must be one of {', '.join(GNN_MODELS.names())}, "
+                                          f"{RGCN} (task link) or module:Factory, got "
+                                          f"{self.model!r}")
         defaults = {**TASK_DEFAULTS[self.task],
                     **MODEL_DEFAULTS.get((self.task, self.model), {})}
         for name, value in defaults.items():

@@ -12,7 +12,7 @@ plus ``reg`` times the mean squares of the node encodings and relation vectors.
 Evaluation encodes every node over the whole training graph (both directions), then ranks
 each test triple's tail among all entities for ``(h, r, ?)`` and its head for ``(?, r, t)``,
 removing every other candidate that forms a true triple in any edge set of the graph
-(*filtered*); ranks count ties half, as :mod:`graphsys.embed.evaluate`.
+(*filtered*); ranks count ties half, as :mod:`graphsys.embed.evaluation`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.embed.evaluate import _ranks, metrics
+from graphsys.embed.evaluation import _ranks, metrics
 from graphsys.embed.triples import KnownAnswers, triples
 from graphsys.errors import ParameterError
 from graphsys.gnn.conv.rgcn import RGCNConv

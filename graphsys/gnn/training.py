@@ -97,7 +97,7 @@ from tqdm import tqdm
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
-from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.conv.spec import random_walk_sampling
 from graphsys.gnn.custom import EVAL_CHUNK, caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.full_graph import full_graph_blocks
@@ -1188,7 +1188,9 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     (or full-graph steps with ``config.full_graph``); ``"link"`` predicts held-out edges of
     any graph (``config.link_split="random"``, filtered MRR / Hits@K / recall@K / AUC), or
     learns item embeddings on a bipartite graph with PinSage sampling, a max-margin loss
-    and hard negatives (``"user"``). After every ``config.eval_every`` epochs the
+    and hard negatives (``"user"``); with ``config.model="rgcn"`` it trains R-GCN + DistMult
+    on a typed graph's ``train``/``valid``/``test`` edge sets
+    (:func:`~graphsys.gnn.rgcn_link.train_rgcn_link`, filtered MRR / Hits@k). After every ``config.eval_every`` epochs the
     validation metric is computed (node task: on the validation seeds'
     ``config.eval_fanouts`` neighbourhoods); the best model is kept and training stops
     after ``config.patience`` evaluations without improvement (see the module docstring for
@@ -1321,5 +1323,39 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     if model is not None or loss is not None or features is not None:
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
+    if cfg.model == RGCN:
+        return _train_rgcn(graph, cfg, log=log)
     return _train_link_prediction(graph, cfg, device=device, out=out, log=log,
                                   progress=progress)
+
+
+def _train_rgcn(graph: Graph, cfg: TrainConfig, *, log=None) -> GNNResult:
+    """The link task with ``model="rgcn"``: :func:`~graphsys.gnn.rgcn_link.train_rgcn_link`
+    on the graph's ``train`` / ``valid`` / ``test`` edge sets. An epoch is one pass over the
+    training triples in batches of ``batch_size`` triples; ``hidden``, ``dropout``, ``lr``,
+    ``num_negatives``, ``seed`` carry over, the layer count is ``len(fanouts)`` (default 2),
+    and the encoder uses the paper's block-diagonal decomposition (5 x 5 blocks)."""
+    from graphsys.gnn.rgcn_link import RGCNLinkConfig, train_rgcn_link
+
+    t0 = time.perf_counter()
+    edges = graph.num_edges("train") if "train" in graph.edge_sets else graph.num_edges()
+    per_epoch = max(1, -(-edges // cfg.batch_size))
+    rc = RGCNLinkConfig(hidden=cfg.hidden, num_layers=len(cfg.fanouts or [-1, -1]),
+                        num_blocks=cfg.hidden // 5 if cfg.hidden % 5 == 0 else 0,
+                        dropout=cfg.dropout, lr=cfg.lr, batch_edges=cfg.batch_size,
+                        num_negatives=cfg.num_negatives, steps=cfg.epochs * per_epoch,
+                        eval_every=cfg.eval_every * per_epoch, seed=cfg.seed)
+    best = [float("-inf")]
+
+    def record(rec: dict) -> None:
+        """The trainer's per-evaluation record in the node and link tasks' terms: the
+        ``epoch`` reached and whether validation MRR is the best so far."""
+        rec["epoch"] = -(-rec["step"] // per_epoch)
+        rec["best"] = rec["val_mrr"] > best[0]
+        best[0] = max(best[0], rec["val_mrr"])
+        if log is not None:
+            log(rec)
+
+    res = train_rgcn_link(graph, rc, log=record)
+    return GNNResult(res.metrics, cfg.epochs, time.perf_counter() - t0, res.history, res.model,
+                     {"embeddings": res.z, "rgcn_config": res.config})

@@ -104,3 +104,22 @@ def test_config_errors(kg):
         RGCNLinkConfig.from_dict({"hiden": 3})
     with pytest.raises(GraphsysError, match="no edge set 'dev'"):
         train_rgcn_link(kg, RGCNLinkConfig(hidden=8, num_blocks=2, valid_edges="dev"))
+
+
+def test_rgcn_is_the_link_task_of_gnn_train(kg, tmp_path):
+    """One entry point: ``graphsys.gnn.train`` with ``model="rgcn"`` (and ``graphsys gnn
+    train --task link --model rgcn``) runs the R-GCN link predictor."""
+    from graphsys.cli import main
+    from graphsys.errors import ParameterError
+    from graphsys.gnn import GNNResult, TrainConfig, train
+
+    cfg = TrainConfig(task="link", model="rgcn", hidden=20, epochs=2, batch_size=500, seed=0)
+    result = train(kg, cfg)
+    assert isinstance(result, GNNResult) and result.epochs == 2
+    assert {"mrr", "hits@1", "hits@3", "hits@10"} <= set(result.metrics)
+    assert result.extra["embeddings"].shape == (kg.num_nodes(), 20)
+    with pytest.raises(ParameterError, match="task link"):
+        TrainConfig(task="node", model="rgcn")
+    rc = main(["gnn", "train", "--graph", str(kg.path), "--task", "link", "--model", "rgcn",
+               "--hidden", "20", "--epochs", "1", "--batch-size", "500", "--json"])
+    assert rc == 0
