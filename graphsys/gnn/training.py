@@ -1190,11 +1190,11 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     learns item embeddings on a bipartite graph with PinSage sampling, a max-margin loss
     and hard negatives (``"user"``); with ``config.model="rgcn"`` it trains R-GCN + DistMult
     on a typed graph's ``train``/``valid``/``test`` edge sets
-    (:func:`~graphsys.gnn.rgcn_link.train_rgcn_link`, filtered MRR / Hits@k). After every ``config.eval_every`` epochs the
-    validation metric is computed (node task: on the validation seeds'
-    ``config.eval_fanouts`` neighbourhoods); the best model is kept and training stops
-    after ``config.patience`` evaluations without improvement (see the module docstring for
-    the splits, features and metrics).
+    (:func:`~graphsys.gnn.rgcn_link.train_rgcn_link`, filtered MRR / Hits@k). After every
+    ``config.eval_every`` epochs the validation metric is computed (node task: on the
+    validation seeds' ``config.eval_fanouts`` neighbourhoods); the best model is kept and
+    training stops after ``config.patience`` evaluations without improvement (see the module
+    docstring for the splits, features and metrics).
 
     Parameters
     ----------
