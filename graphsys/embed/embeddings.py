@@ -525,8 +525,7 @@ class Embeddings:
         """
         if by not in ("cos", "dot"):
             raise ParameterError("by", f"must be cos or dot, got {by!r}")
-        if k < 1:
-            raise ParameterError("k", f"must be positive, got {k}")
+        k = _count(k)
         t = self._etype(entity_type)
         single = _is_one(node_id)
         idx = self.internal([node_id] if single else node_id, t)
@@ -764,8 +763,7 @@ class Embeddings:
         return self._predict("lhs", tail, rel, k, filter, exclude_self)
 
     def _predict(self, side: str, anchor, rel, k: int, filter, exclude_self: bool) -> tuple:
-        if k < 1:
-            raise ParameterError("k", f"must be positive, got {k}")
+        k = _count(k)
         single = _is_one(anchor)
         anchors = [anchor] if single else list(anchor)
         rels = [rel] * len(anchors) if _is_one(rel) else list(rel)
@@ -1079,3 +1077,11 @@ def _tsv_safe(names, path) -> None:
         if "\t" in text or "\n" in text or "\r" in text:
             raise GraphsysError(f"{path}: id {text!r} holds a tab or line break, which a TSV "
                                 f"row cannot hold; export to Parquet instead")
+
+
+def _count(k) -> int:
+    """``k`` as a Python int (NumPy integers included: faiss takes only ``int``), or a
+    one-line :class:`ParameterError` unless it is a positive integer."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ParameterError("k", f"must be a positive integer, got {k!r}")
+    return int(k)

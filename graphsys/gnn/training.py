@@ -688,6 +688,12 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                 else:
                     logits = call(batch.blocks, whole_input()).index_select(0, batch.seeds)
                 b = len(batch.seeds)
+                if logits.dim() != 2 or logits.shape[0] != b or (
+                        loss is F.cross_entropy and logits.shape[1] != data["num_classes"]):
+                    raise GraphsysError(
+                        f"the model returned outputs of shape {tuple(logits.shape)} for a batch "
+                        f"of {b} seeds; the labels need ({b}, {data['num_classes']}): one score "
+                        f"per class (classes 0..{data['num_classes'] - 1})")
                 value = loss(logits, batch.y) if b else logits.sum() * 0.0
                 # DDP averages the ranks' gradients: weighting each rank's mean loss by its
                 # share of the global batch makes that the gradient of the global batch's mean

@@ -139,7 +139,7 @@ def test_score_arrays_agree_with_predict(emb):
     assert np.allclose(again, scores.ravel(), atol=1e-4)
     with pytest.raises(GraphsysError, match="equal lengths"):
         emb.score(["e0", "e1"], "r1", ["e2"])
-    with pytest.raises(GraphsysError, match="k must be positive"):
+    with pytest.raises(GraphsysError, match="k must be a positive integer"):
         emb.predict_heads("r1", "e2", 0)
 
 

@@ -59,3 +59,21 @@ def test_hnsw_m_1_is_refused_by_the_cli_not_a_signal(emb):
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --hnsw-m must be an integer"), lines
+
+
+def test_numpy_k_reaches_faiss_as_an_int(tmp_path):
+    pytest.importorskip("faiss")
+    rng = np.random.default_rng(0)
+    t = pa.table({"src": rng.integers(0, 100, 800), "rel": ["r"] * 800,
+                  "dst": rng.integers(0, 100, 800)})
+    ingest([EdgeSource(table=t, rel_col="rel")], tmp_path / "g", IngestOptions())
+    graphsys.embed.train({"dimension": 8, "num_epochs": 1, "seed": 0}, graph=tmp_path / "g",
+                         out=tmp_path / "ck")
+    r = subprocess.run([sys.executable, "-m", "graphsys", "embed", "index", str(tmp_path / "ck"),
+                        "--kind", "flat"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    e = graphsys.embed.Embeddings.load(tmp_path / "ck", graph=graphsys.open_graph(tmp_path / "g"))
+    ids, scores = e.nearest(5, np.int64(3))
+    assert len(ids) == 3
+    with pytest.raises(ParameterError, match="k must be a positive integer"):
+        e.nearest(5, 2.5)

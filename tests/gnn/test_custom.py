@@ -97,3 +97,26 @@ def test_link_task_refuses_user_model(tmp_path):
     g = sbm_graph(tmp_path)
     with pytest.raises(GraphsysError, match="node task"):
         train(g, TrainConfig(task="link"), model=PygSage(8, 16, 4))
+
+
+def test_a_user_model_with_the_wrong_number_of_classes_is_one_line(tmp_path):
+    """A model returning 2 scores per node for 4 classes is refused at its first batch, in
+    one line naming both shapes (not an IndexError from inside the loss)."""
+    import torch
+
+    from graphsys.errors import GraphsysError
+    from graphsys.gnn import TrainConfig, train
+
+    from .conftest import sbm_graph
+
+    class TwoScores(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 2)
+
+        def forward(self, blocks, x):
+            return self.lin(x[:blocks[-1].num_dst_nodes])
+
+    g = sbm_graph(tmp_path)
+    with pytest.raises(GraphsysError, match=r"outputs of shape \(\d+, 2\).*one score per class"):
+        train(g, TrainConfig(fanouts=[5, 5], epochs=1), model=TwoScores())
