@@ -1330,6 +1330,11 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
     if cfg.model == RGCN:
+        if out is not None:
+            raise ParameterError("out", "the rgcn link task writes no checkpoint: its result "
+                                        "holds the model and the node encodings")
+        if device.type != "cpu":
+            raise ParameterError("device", "the rgcn link task trains on the CPU")
         return _train_rgcn(graph, cfg, log=log)
     return _train_link_prediction(graph, cfg, device=device, out=out, log=log,
                                   progress=progress)
@@ -1343,8 +1348,12 @@ def _train_rgcn(graph: Graph, cfg: TrainConfig, *, log=None) -> GNNResult:
     and the encoder uses the paper's block-diagonal decomposition (5 x 5 blocks)."""
     from graphsys.gnn.rgcn_link import RGCNLinkConfig, train_rgcn_link
 
+    missing = [e for e in ("train", "valid", "test") if e not in graph.edge_sets]
+    if missing:
+        raise GraphsysError(f"{graph.path}: the rgcn link task trains on edge sets train, "
+                            f"valid and test; this graph has {', '.join(graph.edge_sets)}")
     t0 = time.perf_counter()
-    edges = graph.num_edges("train") if "train" in graph.edge_sets else graph.num_edges()
+    edges = graph.num_edges("train")
     per_epoch = max(1, -(-edges // cfg.batch_size))
     rc = RGCNLinkConfig(hidden=cfg.hidden, num_layers=len(cfg.fanouts or [-1, -1]),
                         num_blocks=cfg.hidden // 5 if cfg.hidden % 5 == 0 else 0,

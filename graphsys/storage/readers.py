@@ -192,7 +192,10 @@ class _HexGuard:
 
     def read(self, n: int = -1) -> bytes:
         data = self.stream.read(n)
-        if b"0x" in data or b"0X" in data or (self.last == b"0" and data[:1] in (b"x", b"X")):
+        # one memchr pass for the rare letter first; a digit-rich block makes the two-byte
+        # search for "0x" itself slow
+        if ((b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data)
+                or (self.last == b"0" and data[:1] in (b"x", b"X"))):
             raise NeedCarefulRead("hexadecimal-looking text (0x...) is not an integer id")
         self.last = data[-1:]
         return data

@@ -120,6 +120,8 @@ def test_rgcn_is_the_link_task_of_gnn_train(kg, tmp_path):
     assert result.extra["embeddings"].shape == (kg.num_nodes(), 20)
     with pytest.raises(ParameterError, match="task link"):
         TrainConfig(task="node", model="rgcn")
+    with pytest.raises(ParameterError, match="^out .*writes no checkpoint"):
+        train(kg, cfg, out=tmp_path / "ck")
     rc = main(["gnn", "train", "--graph", str(kg.path), "--task", "link", "--model", "rgcn",
                "--hidden", "20", "--epochs", "1", "--batch-size", "500", "--json"])
     assert rc == 0

@@ -26,15 +26,18 @@ from graphsys.storage.verify import verify_graph
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 
-#: A CLI run whose append holds the writer lock for ``argv[1]`` seconds (it prints
-#: ``holding`` once it has the lock), then finishes normally.
+#: A CLI run whose append holds the writer lock until the file ``argv[1]`` exists (it
+#: prints ``holding`` once it has the lock; it gives up waiting after 300 s), then finishes
+#: normally: the test decides when the lock is released, whatever the machine's speed.
 SLOW_CLI = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from graphsys.storage import ingest_job
     read_all = ingest_job.IngestJob.read_all
     def slow(self):
         print("holding", flush=True)
-        time.sleep(float(sys.argv[1]))
+        deadline = time.monotonic() + 300
+        while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+            time.sleep(0.05)
         read_all(self)
     ingest_job.IngestJob.read_all = slow
     from graphsys import cli
@@ -68,8 +71,9 @@ def _leftovers(graph_dir):
 def test_second_append_is_refused_while_the_first_holds_the_lock(graph_dir, tmp_path):
     a = _edge_file(tmp_path / "a.tsv", 1, new_ids=True)
     b = _edge_file(tmp_path / "b.tsv", 2, new_ids=True)
+    release = tmp_path / "release"
     first = subprocess.Popen(
-        [sys.executable, "-c", SLOW_CLI, "3", "ingest", str(a), "--append-to",
+        [sys.executable, "-c", SLOW_CLI, str(release), "ingest", str(a), "--append-to",
          str(graph_dir), "--edge-set", "a"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
@@ -78,6 +82,7 @@ def test_second_append_is_refused_while_the_first_holds_the_lock(graph_dir, tmp_
             [sys.executable, "-m", "graphsys", "ingest", str(b), "--append-to",
              str(graph_dir), "--edge-set", "b"],
             capture_output=True, text=True, timeout=300, env=ENV)
+        release.touch()
         out, err = first.communicate(timeout=300)
     finally:
         if first.poll() is None:
