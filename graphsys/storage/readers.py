@@ -192,8 +192,8 @@ class _HexGuard:
 
     def read(self, n: int = -1) -> bytes:
         data = self.stream.read(n)
-        # one memchr pass for the rare letter first; a digit-rich block makes the two-byte
-        # search for "0x" itself slow
+        # one memchr pass for the rare letter first: in a digit-rich block the two-byte
+        # search stops at every zero
         if ((b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data)
                 or (self.last == b"0" and data[:1] in (b"x", b"X"))):
             raise NeedCarefulRead("hexadecimal-looking text (0x...) is not an integer id")
