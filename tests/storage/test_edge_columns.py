@@ -184,3 +184,19 @@ def test_info_and_cli(tmp_path, capsys):
     capsys.readouterr()
     assert main(["info", str(tmp_path / "g")]) == 0
     assert "edge columns: timestamp(int64), rating(float64)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("entry,message", [
+    ({"name": "src", "dtype": "int64"}, "bad edge column name 'src'"),
+    ({"name": "ts", "dtype": "int8"}, r"columns\[0\].dtype' must be one of int64, float32, "
+                                      r"float64, got 'int8'"),
+    ({"name": "ts"}, r"columns\[0\]' must be an object with name and dtype"),
+])
+def test_manifest_edge_columns_are_checked(tmp_path, entry, message):
+    pq.write_table(pa.table({"src": [1], "dst": [2], "ts": [5]}), tmp_path / "e.parquet")
+    graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g", edge_columns=["ts"])
+    m = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    m["edge_sets"]["default"]["columns"] = [entry]
+    (tmp_path / "g" / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(FormatError, match=message):
+        graphsys.open_graph(tmp_path / "g")
