@@ -34,6 +34,10 @@ def register(subparsers) -> None:
     p.add_argument("--dst-col", help="destination column (default 1/dst)")
     p.add_argument("--rel-col", help="relation column (knowledge graphs)")
     p.add_argument("--weight-col", help="weight column (float)")
+    p.add_argument("--edge-columns", default="", metavar="NAME[=COL],...",
+                   help="numeric input columns to keep beside the edges, comma-separated "
+                        "(e.g. timestamp,rating; NAME=COL reads NAME from column COL, a "
+                        "header name or 0-based index); typed from the input")
     p.add_argument("--relation", help="relation name for every edge when there is no rel column")
     p.add_argument("--relation-type", action="append", dest="relation_types", default=None,
                    metavar="NAME:LHS:RHS",
@@ -74,6 +78,7 @@ def run(args) -> int:
         partitioner=args.partitioner, seed=args.seed, format=args.format,
         src_col=column_arg(args.src_col), dst_col=column_arg(args.dst_col),
         rel_col=column_arg(args.rel_col), weight_col=column_arg(args.weight_col),
+        edge_columns=_edge_columns(args.edge_columns),
         relation=args.relation, delimiter=args.delimiter,
         header=False if args.no_header else {"auto": None, "yes": True, "no": False}[
             args.header],
@@ -94,3 +99,13 @@ def run(args) -> int:
               f"{report.seconds['total']:.2f} s"
               + (f", {report.skipped_lines} bad line(s) skipped" if report.skipped_lines else ""))
     return 0
+
+
+def _edge_columns(spec: str) -> dict[str, str | int]:
+    """``--edge-columns``: ``NAME`` or ``NAME=COL`` items, comma-separated."""
+    out: dict[str, str | int] = {}
+    for item in (x.strip() for x in spec.split(",")):
+        if item:
+            name, _, col = item.partition("=")
+            out[name.strip()] = column_arg(col.strip()) if col.strip() else name.strip()
+    return out

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,9 +115,10 @@ def _read_bytes(path: Path) -> bytes:
 
 def edge_source(fetched: FetchResult, file_name: str, *, src: str, dst: str,
                 edge_set: str = "default", rel: str | None = None, weight: str | None = None,
-                relation: str | None = None) -> EdgeSource:
+                relation: str | None = None, edge_columns: Sequence[str] = ()) -> EdgeSource:
     """An :class:`EdgeSource` over one registry file; columns are given by their registry
-    names and passed to the ingest as 0-based indices."""
+    names and passed to the ingest as 0-based indices; ``edge_columns``: registry columns
+    kept beside the edges under their names."""
     f = fetched.dataset.file(file_name)
     cols = f.format.columns
 
@@ -128,7 +129,8 @@ def edge_source(fetched: FetchResult, file_name: str, *, src: str, dst: str,
                       src_col=index(src), dst_col=index(dst), rel_col=index(rel),
                       weight_col=index(weight), relation=relation,
                       delimiter=f.format.delimiter, header=f.format.header,
-                      comment=f.format.comment)
+                      comment=f.format.comment,
+                      edge_columns={c: index(c) for c in edge_columns})
 
 
 def features_array(matrix: np.ndarray) -> pa.FixedSizeListArray:
@@ -315,7 +317,8 @@ KG_TRIPLES = DatasetLoader(load_kg_triples, {
 
 def read_movielens_items(path: Path, f: DataFile, num_genres: int) -> pa.Table:
     """``u.item`` to a table ``id`` int64, ``feat`` fixed_size_list<float32>[num_genres]
-    (the 0/1 genre flags, in ``u.genre`` order)."""
+    (the 0/1 genre flags, in ``u.genre`` order) and ``title`` (UTF-8, decoded from the
+    file's encoding; a string node column)."""
     id_col, *info_cols, _ = f.format.columns
     genre_cols = [f"genre{k}" for k in range(num_genres)]
     table = read_text_table(
@@ -323,12 +326,15 @@ def read_movielens_items(path: Path, f: DataFile, num_genres: int) -> pa.Table:
                   **{c: pa.string() for c in info_cols}},
         column_names=[id_col, *info_cols, *genre_cols])
     flags = np.stack([table.column(c).to_numpy() for c in genre_cols], axis=1)
-    return pa.table({"id": table.column(id_col), "feat": features_array(flags)})
+    return pa.table({"id": table.column(id_col), "feat": features_array(flags),
+                     "title": table.column(info_cols[0]).cast(pa.large_string())})
 
 
 def load_movielens(fetched: FetchResult, temporal: bool = False) -> IngestPlan:
     """Users and items as entity types, every rating an edge user -> item of relation
-    ``rated`` with the rating as float32 weight; items get the genre features.
+    ``rated`` with the rating as float32 weight; the rating and (where the registry names
+    one) the timestamp are also kept as edge columns ``rating`` and ``timestamp`` (int64);
+    items get the genre features and their ``title`` (a string node column).
 
     ``temporal``: instead of one edge set, ``train``, ``valid`` and ``test`` by
     :func:`temporal_split` of the ratings' ``graph.timestamp`` column.
@@ -352,7 +358,8 @@ def load_movielens(fetched: FetchResult, temporal: bool = False) -> IngestPlan:
         edges, metadata["split"] = _movielens_temporal_edges(fetched)
     else:
         edges = [edge_source(fetched, g["ratings"], src=g["user"], dst=g["item"],
-                             weight=g["rating"], relation=g["relation"])]
+                             weight=g["rating"], relation=g["relation"],
+                             edge_columns=_movielens_edge_columns(g))]
     return IngestPlan(
         edges=edges,
         nodes=[NodeSource(pa.table({"id": user_ids}), g["user_type"]),
@@ -366,6 +373,11 @@ def load_movielens_temporal(fetched: FetchResult) -> IngestPlan:
     """:func:`load_movielens` with the leave-last-out split by timestamp: edge sets
     ``train``, ``valid`` and ``test`` (:func:`temporal_split`)."""
     return load_movielens(fetched, temporal=True)
+
+
+def _movielens_edge_columns(g: dict[str, Any]) -> list[str]:
+    """The ratings' columns kept as edge columns: the rating, and the timestamp if named."""
+    return [g["rating"]] + ([g["timestamp"]] if "timestamp" in g else [])
 
 
 #: The edge sets of a temporal split, in the order of :func:`temporal_split`'s masks.
@@ -428,13 +440,17 @@ def _movielens_temporal_edges(fetched: FetchResult) -> tuple[list[EdgeSource], d
                             f"no temporal split")
     cols = (g["user"], g["item"], g["rating"], g["timestamp"])
     table = read_text_table(fetched.path(g["ratings"]), ds.file(g["ratings"]),
-                            {c: pa.float32() if c == g["rating"] else pa.int64() for c in cols})
+                            {c: pa.int64() for c in cols})
     user, item, ts = (table.column(c).to_numpy() for c in (g["user"], g["item"],
                                                             g["timestamp"]))
     rating = table.column(g["rating"]).to_numpy()
     masks = temporal_split(user, item, ts)
-    sources = [EdgeSource(table=pa.table({"src": user[m], "dst": item[m], "weight": rating[m]}),
-                          edge_set=name, weight_col="weight", relation=g["relation"])
+    kept = _movielens_edge_columns(g)
+    sources = [EdgeSource(table=pa.table({"src": user[m], "dst": item[m],
+                                          "weight": rating[m].astype(np.float32),
+                                          **{c: table.column(c).to_numpy()[m] for c in kept}}),
+                          edge_set=name, weight_col="weight", relation=g["relation"],
+                          edge_columns=kept)
                for name, m in zip(TEMPORAL_EDGE_SETS, masks)]
     split = {"method": "temporal",
              "rule": "per user, ordered by (timestamp, item id): last interaction -> test, "

@@ -77,16 +77,57 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
     return masks[0], masks[1], masks[2]
 
 
-def edge_timestamps(graph: Graph) -> np.ndarray:
-    """One timestamp per stored edge, for :func:`split_edges` by time.
+#: The edge column :func:`edge_timestamps` reads.
+TIME_COLUMN = "timestamp"
 
-    Graph storage keeps ``src``, ``dst``, ``rel`` and ``weight`` per edge and no time
-    column yet, so this raises; it is where a stored timestamp column would be read.
+
+def edge_timestamps(graph: Graph, entity_type: str | None = None) -> np.ndarray:
+    """One timestamp per target edge of the link task, for :func:`split_edges` by time.
+
+    Read from the edge column ``timestamp`` of the graph's default edge set (kept at ingest:
+    ``graphsys ingest --edge-columns timestamp``, or a registry dataset that has one, such
+    as ``movielens-100k``). A target edge is a distinct node pair (:func:`target_edges`,
+    same order); a pair stored more than once (both orientations, or rated twice) takes its
+    earliest timestamp, when the pair was first seen.
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph.
+    entity_type : str, optional
+        As for :func:`target_edges`.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (E,) timestamps, aligned with :func:`target_edges`' head and tail.
+
+    Raises
+    ------
+    ParameterError
+        The edge set has no ``timestamp`` column (``link_split``).
+
+    Examples
+    --------
+    >>> import tempfile, pyarrow as pa, graphsys
+    >>> from graphsys.gnn.link import edge_timestamps, target_edges
+    >>> d = tempfile.mkdtemp()
+    >>> edges = pa.table({"src": [0, 1, 2, 1], "dst": [1, 2, 0, 0],
+    ...                   "timestamp": [40, 10, 30, 20]})
+    >>> g = graphsys.from_arrow(edges, d + "/g", edge_columns=["timestamp"])
+    >>> head, tail = target_edges(g)[:2]
+    >>> sorted(zip(head.tolist(), tail.tolist(), edge_timestamps(g).tolist()))
+    [(0, 1, 20.0), (1, 2, 10.0), (2, 0, 30.0)]
     """
-    raise ParameterError("link_split", f"'time' needs a per-edge timestamp column, which "
-                                       f"graph storage does not carry yet ({graph.path} "
-                                       f"holds src, dst, rel, weight per edge); split "
-                                       f"'random' holds out a seeded share instead")
+    es = graph.edge_set(None)
+    if TIME_COLUMN not in {c.name for c in es.columns}:
+        have = ", ".join(c.name for c in es.columns) or "none"
+        raise ParameterError("link_split", f"'time' needs the edge column {TIME_COLUMN!r} "
+                                           f"({graph.path}, edge set {es.name!r} has edge "
+                                           f"columns: {have}; keep it at ingest as an "
+                                           f"edge column); split 'random' holds out a "
+                                           f"seeded share instead")
+    return _targets(graph, entity_type, time=True)[6]
 
 
 @dataclass
@@ -134,6 +175,38 @@ def target_edges(graph: Graph, entity_type: str | None = None
     module docstring): the entity type ``entity_type`` (default: the graph's only one)
     with itself, or, on a graph whose edges join two entity types, the first such
     relation (the one touching ``entity_type`` when given)."""
+    return _targets(graph, entity_type)[:6]
+
+
+def _typed_times(graph: Graph, lhs: str, rhs: str) -> np.ndarray:
+    """The ``timestamp`` of every edge :func:`typed_edges` gives for ``(lhs, rhs)``, in
+    its order (the same filter over the same batches)."""
+    toff = graph.type_offsets
+    lo_s, hi_s = toff[lhs], toff[lhs] + graph.num_nodes(lhs)
+    lo_d, hi_d = toff[rhs], toff[rhs] + graph.num_nodes(rhs)
+    out = [t[(s >= lo_s) & (s < hi_s) & (d >= lo_d) & (d < hi_d)]
+           for (s, d, _, _), t in zip(graph.iter_edges(None), graph.edge_column(TIME_COLUMN))]
+    return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
+
+
+def _first_pairs(key: np.ndarray, time: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Rows of the first occurrence of each distinct ``key``, in stored order, and (with
+    ``time``) each key's earliest time, aligned with them."""
+    if time is None:
+        _, first = np.unique(key, return_index=True)
+        first.sort()
+        return first, None
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    earliest = np.full(len(first), np.inf)
+    np.minimum.at(earliest, inverse.ravel(), time)
+    order = np.argsort(first, kind="stable")
+    return first[order], earliest[order]
+
+
+def _targets(graph: Graph, entity_type: str | None, time: bool = False):
+    """:func:`target_edges` and, with ``time``, a seventh item: each target edge's
+    earliest ``timestamp`` (else None)."""
     rels = graph.relation_types
     same = [r for r in rels if r.lhs == r.rhs and entity_type in (None, r.lhs)]
     cross = [r for r in rels if r.lhs != r.rhs and entity_type in (None, r.lhs, r.rhs)]
@@ -143,17 +216,16 @@ def target_edges(graph: Graph, entity_type: str | None = None
         s, d, _ = typed_edges(graph, None, et, et)
         keep = s != d
         s, d = s[keep], d[keep]
-        _, first = np.unique(np.minimum(s, d) * n + np.maximum(s, d), return_index=True)
-        first.sort()
-        return s[first], d[first], n, (0, n), True, [(et, 0, n)]
+        t = _typed_times(graph, et, et)[keep] if time else None
+        first, t = _first_pairs(np.minimum(s, d) * n + np.maximum(s, d), t)
+        return s[first], d[first], n, (0, n), True, [(et, 0, n)], t
     if cross:
         r = cross[0]
         nl, nr = graph.num_nodes(r.lhs), graph.num_nodes(r.rhs)
         s, d, _ = typed_edges(graph, None, r.lhs, r.rhs)
-        _, first = np.unique(s * nr + d, return_index=True)
-        first.sort()
+        first, t = _first_pairs(s * nr + d, _typed_times(graph, r.lhs, r.rhs) if time else None)
         return (s[first], d[first] + nl, nl + nr, (nl, nl + nr), False,
-                [(r.lhs, 0, nl), (r.rhs, nl, nl + nr)])
+                [(r.lhs, 0, nl), (r.rhs, nl, nl + nr)], t)
     where = f" of entity type {entity_type!r}" if entity_type else ""
     raise GraphsysError(f"the link task needs edges{where}; {graph.path} has relations "
                         f"{[f'{r.lhs}->{r.rhs}' for r in rels]}")
@@ -168,7 +240,7 @@ def link_data(graph: Graph, entity_type: str | None, val_fraction: float,
     if len(head) < 3:
         raise GraphsysError(f"the link task needs at least 3 distinct edges to split, "
                             f"{graph.path} has {len(head)}")
-    time = edge_timestamps(graph) if split == "time" else None
+    time = edge_timestamps(graph, entity_type) if split == "time" else None
     train, val, test = split_edges(len(head), val_fraction, test_fraction, seed, time)
     h, t = head[train], tail[train]
     adj = from_coo(np.r_[h, t], np.r_[t, h], n, n)

@@ -5,6 +5,15 @@ ranks held-out interactions (e.g. the ``test`` edge set of
 ``graphsys datasets ingest movielens-100k --split temporal``) and reports hits@K,
 recall@K and MRR. ``graphsys gnn recommend`` runs both.
 
+Each recommended item comes with its original id and, when the item type has a ``title``
+node column (``graphsys datasets ingest movielens-100k`` stores the movie titles as a string
+node column, :meth:`~graphsys.storage.graph.Graph.string_column`), its title, read from the
+mapped column for the recommended items only. The ratings' ``timestamp`` and ``rating`` are
+kept as edge columns (:meth:`~graphsys.storage.graph.Graph.edge_column`), so besides the
+per-user leave-last-out ``--split temporal`` at ingest, a graph ingested whole can be split
+by time at training (``link_split="time"``: the latest ratings are held out,
+:func:`graphsys.gnn.link.edge_timestamps`).
+
 Scoring is the link task's (:mod:`graphsys.gnn.training`), read from the checkpoint: the
 item embeddings ``z`` are the checkpoint's model over its training graph with fixed-seed
 PinSage neighbourhoods (:func:`~graphsys.gnn.embed_checkpoint`), ``b`` is the learned
@@ -139,7 +148,7 @@ def _positive_int(value, param: str) -> int:
 
 
 def _title_values(scorer: _Scorer, title_column: str | None
-                  ) -> tuple[str | None, np.ndarray | None]:
+                  ) -> tuple[str | None, np.ndarray | pa.Array | None]:
     """The item node column shown beside each recommendation, or ``(None, None)``."""
     columns = scorer.graph.node_columns(scorer.item_type)
     name = title_column if title_column is not None else ("title" if "title" in columns
@@ -150,6 +159,10 @@ def _title_values(scorer: _Scorer, title_column: str | None
         raise ParameterError("title_column", f"{name!r} is not a node column of "
                                              f"{scorer.item_type!r} (columns: "
                                              f"{', '.join(columns) or 'none'})")
+    kind = next(c.kind for c in scorer.graph.entity_type(scorer.item_type).columns
+                if c.name == name)
+    if kind == "string":  # mapped: only the recommended items' strings are read
+        return name, scorer.graph.string_column(name, scorer.item_type)
     values = np.asarray(scorer.graph.node_column(name, scorer.item_type))
     if values.ndim != 1:
         raise ParameterError("title_column", f"{name!r} is a feature column of width "
@@ -187,8 +200,9 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
         (default: the training edge set, ``train`` when the graph has one, else its
         only or ``default`` edge set).
     title_column : str, optional
-        An item node column (one value per item) added as column ``title``; default: the
-        item column ``title`` when there is one, else none.
+        An item node column (one value per item: a string column such as MovieLens'
+        titles, or a label) added as column ``title``; default: the item column ``title``
+        when there is one, else none.
 
     Returns
     -------
@@ -263,7 +277,8 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
              "item": pa.array(scorer.graph.to_original(items, scorer.item_type)),
              "score": pa.array(np.concatenate(out_score) if out_score else [], pa.float32())}
     if title_name is not None:
-        table["title"] = pa.array(titles[items])
+        table["title"] = (titles.take(pa.array(items)) if isinstance(titles, pa.Array)
+                          else pa.array(titles[items]))
     return pa.table(table)
 
 

@@ -75,7 +75,7 @@ def from_numpy(src, dst, out: str | Path, *, num_nodes: int | None = None, weigh
 def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
                src_col: str | int | None = None, dst_col: str | int | None = None,
                weight_col: str | int | None = None, rel_col: str | int | None = None,
-               **options) -> Graph:
+               edge_columns=(), **options) -> Graph:
     """Ingest an Arrow table of edges (or record batches) into a graph directory.
 
     Parameters
@@ -92,6 +92,8 @@ def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
         the first two).
     weight_col, rel_col : str or int, optional
         Edge weight and relation columns.
+    edge_columns : sequence of str or dict, default ()
+        Numeric columns to keep beside the edges, as for :func:`graphsys.ingest`.
     **options
         Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
         ``partitioner``, ``undirected``, ``memory_limit``, ...).
@@ -112,6 +114,6 @@ def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
     opts = IngestOptions(**options)
     opts.metadata = {"source": "arrow", **opts.metadata}
     source = EdgeSource(table=edges, src_col=src_col, dst_col=dst_col, weight_col=weight_col,
-                        rel_col=rel_col)
+                        rel_col=rel_col, edge_columns=edge_columns)
     ingest([source], out, opts, nodes=[NodeSource(nodes)] if nodes is not None else [])
     return open_graph(out)

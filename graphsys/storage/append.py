@@ -18,7 +18,8 @@ manifest is written last) and swapped with it in one atomic rename
 new one. Adjacency indexes of the old edge sets are dropped when nodes were added (they
 are over global ids, which move when a partition grows): rebuild them with ``graphsys
 index``. Node columns stored in files of their own (``dtype`` set) are not extended: such
-graphs are refused.
+graphs are refused, but for string columns, which are rewritten with ``""`` for each new
+node.
 """
 
 from __future__ import annotations
@@ -46,15 +47,17 @@ from graphsys.storage.format import (
     EntityType,
     Manifest,
     index_file,
+    node_column_file,
     node_file,
     read_manifest,
 )
+from graphsys.storage.graph import open_graph
 from graphsys.storage.ids import IdIndex
 from graphsys.storage.ingest import edge_set_names, write_edge_sets
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.lock import writer_lock
-from graphsys.storage.node_files import file_entry
+from graphsys.storage.node_files import file_entry, write_string_column
 
 
 def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
@@ -99,7 +102,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         if not SAFE_NAME.fullmatch(name):
             raise GraphsysError(f"invalid edge set name {name!r}")
     for et in m.entity_types.values():
-        mapped = [c.name for c in et.columns if c.dtype]
+        mapped = [c.name for c in et.columns if c.dtype and c.kind != "string"]
         if mapped:
             raise GraphsysError(f"{graph}: entity type {et.name!r} has node column "
                                 f"{mapped[0]!r} in a file of its own; appending nodes to it "
@@ -113,6 +116,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
     with writer_lock(graph, m), replacement_directory(graph) as staging:
         job = IngestJob(edges, (), opts, staging)
         job.read_all()
+        _match_edge_columns(graph, m, job, names)
         old_ids = {t: _stored_ids(graph, m, t) for t in m.entity_types}
         added: dict[str, int] = {}
         entity_types = dict(m.entity_types)
@@ -128,6 +132,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
                                           partition_sizes=job.sizes[etype])
             _write_grown_partitions(graph, etype, m.entity_types[etype], new, new_part,
                                     staging, files)
+            _write_grown_strings(graph, m.entity_types[etype], new_part, staging, files)
         edge_sets = dict(m.edge_sets)
         edge_sets.update(write_edge_sets(job, sorted(names), staging, files))
         shutil.rmtree(job.spill)
@@ -151,6 +156,28 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         skipped_lines=job.skipped, input_bytes=job.input_bytes,
         seconds={"total": round(time.perf_counter() - t0, 3)},
         peak_rss_bytes=lifetime_peak_rss())
+
+
+def _match_edge_columns(graph: Path, m: Manifest, job: IngestJob, names: set[str]) -> None:
+    """Require the new edge sets to carry the edge columns the graph's edge sets carry (when
+    those agree), by name; each is then stored in the graph's dtype (an integer input column
+    may become float, a float one is refused for an int64 column)."""
+    kinds = {tuple(es.columns) for es in m.edge_sets.values()}
+    if len(kinds) != 1:
+        return
+    want = list(next(iter(kinds)))
+    for name in sorted(names):
+        got = {c.name: c.dtype for c in job.edge_columns.get(name, [])}
+        if sorted(got) != sorted(c.name for c in want):
+            raise GraphsysError(f"{graph}: its edge sets have edge columns "
+                                f"{', '.join(c.name for c in want) or 'none'}; the appended "
+                                f"edges give {', '.join(got) or 'none'} (name the same "
+                                f"edge columns)")
+        for c in want:
+            if got[c.name] != c.dtype and not (got[c.name] == "int64" or c.dtype == "float64"):
+                raise GraphsysError(f"{graph}: edge column {c.name!r} is {c.dtype}; the "
+                                    f"appended edges' is {got[c.name]}")
+        job.edge_columns[name] = want
 
 
 def _stored_ids(graph: Path, m: Manifest, etype: str) -> list[pa.Array]:
@@ -249,6 +276,8 @@ def _write_grown_partitions(graph: Path, etype: str, et: EntityType, new,
         arrays = {"id": pa.concat_arrays([old.column("id").combine_chunks(),
                                           ids.cast(old.schema.field("id").type)])}
         for c in et.columns:
+            if c.kind == "string":  # in a file of its own: _write_grown_strings
+                continue
             col = old.column(c.name).combine_chunks()
             if c.kind == "features":
                 extra = pa.FixedSizeListArray.from_arrays(
@@ -264,6 +293,28 @@ def _write_grown_partitions(graph: Path, etype: str, et: EntityType, new,
         with paipc.new_file(str(path), table.schema) as w:
             w.write_table(table, max_chunksize=max(table.num_rows, 1))
         files[rel] = file_entry(path)
+
+
+def _write_grown_strings(graph: Path, et: EntityType, new_part: np.ndarray, staging: Path,
+                         files: dict[str, dict[str, Any]]) -> None:
+    """Rewrite the string node columns of ``et`` when it gained nodes: in the new type-local
+    order (partition by partition, each partition's old rows then its new nodes), the old
+    strings and ``""`` for each new node."""
+    if not len(new_part):
+        return
+    old_bounds = np.concatenate([[0], np.cumsum(et.partition_sizes)])
+    grown = np.bincount(new_part, minlength=len(et.partition_sizes))
+    for c in et.columns:
+        if c.kind != "string":
+            continue
+        rel = node_column_file(et.name, c.name)
+        old = open_graph(graph).string_column(c.name, et.name)
+        parts = []
+        for p in range(len(et.partition_sizes)):
+            parts.append(old.slice(old_bounds[p], old_bounds[p + 1] - old_bounds[p]))
+            parts.append(pa.array([""] * int(grown[p]), pa.large_string()))
+        write_string_column(staging / rel, c.name, pa.concat_arrays(parts))
+        files[rel] = file_entry(staging / rel)
 
 
 def _link_unchanged(graph: Path, staging: Path, files: dict[str, dict[str, Any]]) -> None:

@@ -2,10 +2,12 @@
 columns or on-disk runs (:class:`RoutedBuckets`), read back in blocks (:class:`RunReader`),
 and written to a bucket's Arrow IPC file in fixed-size record batches
 (:class:`BucketWriter`). Edges are ``key = src << 32 | dst`` (uint64, local offsets) with
-optional ``rel`` (int32) and ``weight`` (float32) columns."""
+optional ``rel`` (int32) and ``weight`` (float32) columns, and the edge set's edge columns
+(:class:`~graphsys.storage.format.EdgeColumn`) as fields ``col:NAME`` of their dtype."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,13 @@ import pyarrow.ipc as paipc
 from graphsys.storage import kernels
 
 _NO_REL = np.zeros(0, np.int32)
+#: Prefix of an edge column's field in the routed and sorted columns.
+COLUMN_PREFIX = "col:"
+
+
+def extra_columns(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The edge columns (fields ``col:NAME``) of a dict of routed columns."""
+    return {f: v for f, v in cols.items() if f.startswith(COLUMN_PREFIX)}
 
 
 class RoutedBuckets:
@@ -22,11 +31,13 @@ class RoutedBuckets:
     (``memory[b]``), or runs on disk (``rundir/{b}.key``, ``.rel``, ``.weight``; ``runs[b]`` =
     the runs' lengths); each bucket is sorted when it is written."""
 
-    def __init__(self, rundir: Path, has_rel: bool, has_weight: bool):
+    def __init__(self, rundir: Path, has_rel: bool, has_weight: bool,
+                 columns: Sequence[tuple[str, str]] = ()):
         self.rundir = rundir
         self.has_rel, self.has_weight = has_rel, has_weight
+        self.columns = [(COLUMN_PREFIX + name, np.dtype(dtype)) for name, dtype in columns]
         self.fields = [("key", np.uint64)] + ([("rel", np.int32)] if has_rel else []) + (
-            [("weight", np.float32)] if has_weight else [])
+            [("weight", np.float32)] if has_weight else []) + self.columns
         self.runs: dict[int, list[int]] = {}
         self.memory: dict[int, dict[str, np.ndarray]] = {}
 
@@ -34,7 +45,7 @@ class RoutedBuckets:
         """Room for ``rows`` routed edges until their scatter by bucket: ``_bucket`` int32,
         ``_key`` uint64 and, where the edges carry a rel or weight, ``_row`` (the edge's
         row in its batch, int64; else empty)."""
-        payload = self.has_rel or self.has_weight
+        payload = self.has_rel or self.has_weight or bool(self.columns)
         return {"_bucket": np.empty(rows, np.int32), "_key": np.empty(rows, np.uint64),
                 "_row": np.empty(rows if payload else 0, np.int64)}
 
@@ -63,7 +74,8 @@ class RoutedBuckets:
                 with open(self.rundir / f"{b}.{f}", "rb") as fh:
                     fh.seek(start * np.dtype(dt).itemsize)
                     cols[f] = np.fromfile(fh, dtype=dt, count=n)
-            cols = sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"), False)
+            cols = sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"), False,
+                                  extra=extra_columns(cols))
             for f, dt in self.fields:
                 with open(self.rundir / f"{b}.{f}", "r+b") as fh:
                     fh.seek(start * np.dtype(dt).itemsize)
@@ -109,16 +121,20 @@ class RunReader:
 
 
 class BucketWriter:
-    """Writes sorted (key, rel, weight) blocks to a bucket's Arrow IPC file in record batches
-    of exactly ``batch_rows`` rows (the last one shorter)."""
+    """Writes sorted (key, rel, weight, edge column) blocks to a bucket's Arrow IPC file in
+    record batches of exactly ``batch_rows`` rows (the last one shorter)."""
 
-    def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int):
+    def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int,
+                 columns: Sequence[tuple[str, str]] = ()):
         fields = [pa.field("src", pa.int32(), nullable=False),
                   pa.field("dst", pa.int32(), nullable=False)]
         if has_rel:
             fields.append(pa.field("rel", pa.int32(), nullable=False))
         if has_weight:
             fields.append(pa.field("weight", pa.float32(), nullable=False))
+        self.columns = [name for name, _ in columns]
+        fields += [pa.field(name, pa.from_numpy_dtype(np.dtype(dtype)), nullable=False)
+                   for name, dtype in columns]
         self.schema = pa.schema(fields)
         self.path = path
         self.batch_rows = batch_rows
@@ -148,6 +164,7 @@ class BucketWriter:
             arrays.append(pa.array(head["rel"]))
         if "weight" in self.schema.names:
             arrays.append(pa.array(head["weight"]))
+        arrays += [pa.array(head[COLUMN_PREFIX + name]) for name in self.columns]
         self.writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self.rows += len(key)
         self.buffered -= len(key)
@@ -161,33 +178,38 @@ class BucketWriter:
 
 def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray | None,
                    dedupe: bool, presorted: bool = False, sorted_runs: bool = False,
-                   local_bits: int = 32) -> dict[str, np.ndarray]:
+                   local_bits: int = 32, extra: dict[str, np.ndarray] | None = None
+                   ) -> dict[str, np.ndarray]:
     """Sort edges by (key, rel), stably (input order among equal edges is kept), and drop
-    repeated (key, rel) after the first if ``dedupe``. ``sorted_runs``: the input is a
+    repeated (key, rel) after the first if ``dedupe``. ``extra``: more columns (edge
+    columns) that follow the edges' order as ``weight`` does. ``sorted_runs``: the input is a
     concatenation of sorted runs (a merge), which a stable sort (timsort) merges in
     O(n log runs). Else a radix sort (:func:`kernels.radix_sort_edges`: linear in the edges
     and their key's digits, where numpy's comparison sort is O(n log n)) sorts ``key`` in
     place; ``local_bits``: every local offset is below
     ``2**local_bits``, which sets its number of digits."""
+    extra = dict(extra or {})
     if not presorted:
         rel_bits = 0 if rel is None or sorted_runs else int(rel.max(initial=0)).bit_length()
         if sorted_runs or 2 * local_bits + rel_bits > 64 or (
                 rel is not None and rel.min(initial=0) < 0):
-            if rel is None and weight is None:  # ties are indistinguishable
+            if rel is None and weight is None and not extra:  # ties are indistinguishable
                 key = np.sort(key, kind="stable" if sorted_runs else "quicksort")
             else:
                 order = np.argsort(key, kind="stable") if rel is None else np.lexsort((rel, key))
                 key = key[order]
                 rel = rel[order] if rel is not None else None
                 weight = weight[order] if weight is not None else None
+                extra = {f: v[order] for f, v in extra.items()}
         else:
-            payload = rel is not None or weight is not None
+            payload = rel is not None or weight is not None or bool(extra)
             order = np.empty(len(key) if payload else 0, np.int64)
             key = kernels.radix_sort_edges(np.ascontiguousarray(key),
                                            _NO_REL if rel is None else rel, local_bits,
                                            rel_bits, order)
             rel = rel[order] if rel is not None else None
             weight = weight[order] if weight is not None else None
+            extra = {f: v[order] for f, v in extra.items()}
     if dedupe and len(key) > 1:
         keep = np.ones(len(key), bool)
         same = key[1:] == key[:-1]
@@ -197,9 +219,11 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
         key = key[keep]
         rel = rel[keep] if rel is not None else None
         weight = weight[keep] if weight is not None else None
+        extra = {f: v[keep] for f, v in extra.items()}
     cols = {"key": key}
     if rel is not None:
         cols["rel"] = rel
     if weight is not None:
         cols["weight"] = weight
+    cols.update(extra)
     return cols

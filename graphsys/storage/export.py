@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +22,10 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
 
     Written one record batch at a time, into a temporary file renamed into place when
     complete. Columns ``src``, ``dst`` (original ids), then ``rel`` (the relation's name) and
-    ``weight`` when stored. An undirected edge set (stored as two directed edges) is written
-    with each edge once. A graph of several entity types also gets ``src_type`` and
-    ``dst_type`` (each endpoint's entity type), since ids may repeat across types. Text files
+    ``weight`` when stored, then the edge set's edge columns (``timestamp``, ...). An
+    undirected edge set (stored as two directed edges) is written with each edge once. A
+    graph of several entity types also gets ``src_type`` and ``dst_type`` (each endpoint's
+    entity type), since ids may repeat across types. Text files
     start with a plain header line (``src<TAB>dst...``, never quoted) that ingest's header
     rule recognises, so an export ingests back to the same graph; TSV writes fields raw and
     refuses an id or relation holding a tab, newline or double quote, CSV quotes such
@@ -86,18 +88,23 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
         writer = None
         sink = pa.output_stream(str(tmp), compression="gzip" if name.endswith(".gz") else None)
         try:
-            for s, d, rel, w in graph.iter_edges(es.name):
+            extra = zip(*(graph.edge_column(c.name, es.name) for c in es.columns))
+            for (s, d, rel, w), values in zip(graph.iter_edges(es.name),
+                                              extra if es.columns else itertools.repeat(())):
                 rel_idx = rel if rel is not None else np.zeros(len(s), np.int32)
                 if es.undirected:
                     keep = s <= d
                     s, d, rel_idx = s[keep], d[keep], rel_idx[keep]
                     w = w[keep] if w is not None else None
+                    values = tuple(v[keep] for v in values)
                 cols = {"src": _original(ids, rels, toff, rel_idx, s, "lhs"),
                         "dst": _original(ids, rels, toff, rel_idx, d, "rhs")}
                 if es.has_rel:
                     cols["rel"] = rel_names.take(pa.array(rel_idx))
                 if w is not None:
                     cols["weight"] = pa.array(w)
+                for c, v in zip(es.columns, values):
+                    cols[c.name] = pa.array(v)
                 if side_types is not None:
                     cols["src_type"] = side_types["lhs"].take(pa.array(rel_idx))
                     cols["dst_type"] = side_types["rhs"].take(pa.array(rel_idx))
@@ -112,7 +119,9 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
                                         f".csv or .parquet instead") from None
                 rows += batch.num_rows
             if writer is None:  # empty edge set: header only
-                writer = _writer(sink, pa.schema([("src", pa.int64()), ("dst", pa.int64())]),
+                writer = _writer(sink, pa.schema(
+                    [("src", pa.int64()), ("dst", pa.int64())]
+                    + [(c.name, pa.from_numpy_dtype(np.dtype(c.dtype))) for c in es.columns]),
                                  kind)
             writer.close()
         finally:

@@ -1,11 +1,11 @@
-"""The on-disk graph format, version 4: paths, manifest schema, reading and validation.
+"""The on-disk graph format, version 5: paths, manifest schema, reading and validation.
 
 A graph is a directory (see ``docs/format.md``)::
 
     manifest.json                                   written last, atomically
     nodes/{entity_type}/part-{p:05d}.arrow          original ``id`` + optional node columns
     edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets
-                                                    [, ``rel``, ``weight``]
+                                                    [, ``rel``, ``weight``, edge columns]
     index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
     index/{edge_set}/push-{column}.arrow            optional push layout (version 3)
     index/{edge_set}/sym-{column}.arrow             optional undirected index (version 4)
@@ -29,12 +29,13 @@ from graphsys.errors import FormatError
 from graphsys.storage.location import GraphLocation
 
 FORMAT_NAME = "graphsys-graph"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 #: Versions this graphsys reads: version 1 is version 2 without adjacency indexes, version 2
-#: is version 3 without a ``push`` index, version 3 is version 4 without a ``sym`` index. A
-#: manifest is written with the lowest version that describes it (:meth:`Manifest.version`),
-#: so older readers still open graphs that do not use what a later version added.
-READABLE_VERSIONS = (1, 2, 3, 4)
+#: is version 3 without a ``push`` index, version 3 is version 4 without a ``sym`` index,
+#: version 4 is version 5 without edge columns. A manifest is written with the lowest
+#: version that describes it (:meth:`Manifest.version`), so older readers still open graphs
+#: that do not use what a later version added.
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
@@ -74,7 +75,7 @@ class NodeColumn:
     ``dtype`` set (version 2): the column is not in the partition files but in one file of
     its own, :func:`node_column_file`, in type-local id order, one record batch, so it maps
     with no copy; ``dtype`` is its value type (``float16``/``float32`` features, ``int64``
-    labels).
+    labels, ``large_string`` for kind ``string``: UTF-8 text such as item titles, version 5).
     """
 
     name: str
@@ -90,7 +91,45 @@ class NodeColumn:
 
 
 #: Value types of a node column stored in a file of its own, per kind.
-MAPPED_COLUMN_DTYPES = {"features": ("float16", "float32"), "label": ("int64",)}
+MAPPED_COLUMN_DTYPES = {"features": ("float16", "float32"), "label": ("int64",),
+                        "string": ("large_string",)}
+#: Node column kinds; ``string`` is stored in a file of its own only.
+NODE_COLUMN_KINDS = ("features", "label", "mask", "string")
+#: Value types of an edge column (:class:`EdgeColumn`).
+EDGE_COLUMN_DTYPES = ("int64", "float32", "float64")
+#: Bucket file columns an edge column may not be named.
+RESERVED_EDGE_COLUMNS = ("src", "dst", "rel", "weight")
+#: An edge column's name: a letter or ``_``, then letters, digits and ``_``.
+EDGE_COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+@dataclass(frozen=True)
+class EdgeColumn:
+    """A named numeric column stored beside the edges of an edge set (version 5).
+
+    Every bucket file of the edge set holds it as one more Arrow column after ``src``,
+    ``dst`` and the optional ``rel``/``weight``, row for row with the bucket's edges (so it
+    maps with no copy as they do). ``dtype`` is ``int64``, ``float32`` or ``float64``.
+    """
+
+    name: str
+    dtype: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.dtype}
+
+
+def _edge_column(raw: Any, ctx: str, source: str) -> EdgeColumn:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(
+            raw.get("dtype"), str):
+        raise FormatError(f"{source}: field '{ctx}' must be an object with name and dtype")
+    col = EdgeColumn(raw["name"], raw["dtype"])
+    if not EDGE_COLUMN_NAME.fullmatch(col.name) or col.name in RESERVED_EDGE_COLUMNS:
+        raise FormatError(f"{source}: field '{ctx}.name': bad edge column name {col.name!r}")
+    if col.dtype not in EDGE_COLUMN_DTYPES:
+        raise FormatError(f"{source}: field '{ctx}.dtype' must be one of "
+                          f"{', '.join(EDGE_COLUMN_DTYPES)}, got {col.dtype!r}")
+    return col
 
 
 def node_column_file(entity_type: str, name: str) -> str:
@@ -142,6 +181,16 @@ class EdgeSet:
     dedupe: bool = False
     drop_self_loops: bool = False
     skipped_lines: int = 0
+    #: Extra numeric columns stored beside the edges (:class:`EdgeColumn`, version 5).
+    columns: list[EdgeColumn] = field(default_factory=list)
+
+    def column(self, name: str) -> EdgeColumn:
+        """The edge column ``name``; a :class:`FormatError` naming those there are."""
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise FormatError(f"edge set {self.name!r} has no edge column {name!r} (edge "
+                          f"columns: {', '.join(c.name for c in self.columns) or 'none'})")
 
 
 @dataclass
@@ -164,8 +213,11 @@ class Manifest:
 
     # -- serialisation -------------------------------------------------------------------------
     def version(self) -> int:
-        """The format version this manifest is written with: 4 with a ``sym`` index, 3 with a
-        ``push`` index, else 2."""
+        """The format version this manifest is written with: 5 with edge columns or string
+        node columns, 4 with a ``sym`` index, 3 with a ``push`` index, else 2."""
+        if any(es.columns for es in self.edge_sets.values()) or any(
+                c.kind == "string" for et in self.entity_types.values() for c in et.columns):
+            return 5
         if any("sym" in kinds for kinds in self.indexes.values()):
             return 4
         uses_push = any("push" in kinds for kinds in self.indexes.values())
@@ -201,6 +253,7 @@ class Manifest:
                     "dedupe": es.dedupe,
                     "drop_self_loops": es.drop_self_loops,
                     "skipped_lines": es.skipped_lines,
+                    **({"columns": [c.to_json() for c in es.columns]} if es.columns else {}),
                     "buckets": {f"{i}-{j}": n for (i, j), n in sorted(es.buckets.items())},
                 }
                 for name, es in self.edge_sets.items()
@@ -282,7 +335,13 @@ class Manifest:
                 dedupe=bool(es.get("dedupe", False)),
                 drop_self_loops=bool(es.get("drop_self_loops", False)),
                 skipped_lines=int(es.get("skipped_lines", 0)),
+                columns=[_edge_column(c, f"{ctx}.columns[{k}]", source) for k, c in
+                         enumerate(reader.get(es, "columns", list, ctx) if "columns" in es
+                                   else [])],
             )
+            names = [c.name for c in edge_sets[name].columns]
+            if len(set(names)) != len(names):
+                raise FormatError(f"{source}: field '{ctx}.columns' names a column twice")
         manifest = cls(
             num_partitions=p,
             offset_dtype=offset_dtype,
@@ -298,9 +357,11 @@ class Manifest:
             indexes=_parse_indexes(data.get("indexes", {}), edge_sets, reader),
         )
         if manifest.version() > max(version, 2):  # version 1 is read as version 2
-            kind = "sym" if manifest.version() == 4 else "push"
-            raise FormatError(f"{source}: field 'indexes' lists a {kind} index, which needs "
-                              f"format_version {manifest.version()} (got {version})")
+            what = ("edge columns or string node columns" if manifest.version() == 5 else
+                    "field 'indexes' lists a sym index" if manifest.version() == 4 else
+                    "field 'indexes' lists a push index")
+            raise FormatError(f"{source}: {what}, which needs format_version "
+                              f"{manifest.version()} (got {version})")
         return manifest
 
 
@@ -476,7 +537,8 @@ def validate_manifest(m: Manifest, directory: str | Path | None, *,
             raise FormatError(f"{source}: entity_types.{name}.partition_sizes: a partition "
                               f"holds more than {MAX_PARTITION_NODES} nodes")
         for c in et.columns:
-            if c.kind not in ("features", "label", "mask") or not 1 <= c.dim <= 1 << 20:
+            if c.kind not in NODE_COLUMN_KINDS or not 1 <= c.dim <= 1 << 20 or (
+                    c.kind == "string" and not c.dtype):
                 raise FormatError(f"{source}: entity_types.{name}.columns: bad column {c.name!r}"
                                   f" (kind {c.kind!r}, dim {c.dim})")
     for name, es in m.edge_sets.items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -67,6 +67,9 @@ class EdgeBatch:
         int32 relation indices, or None (one relation).
     weight : numpy.ndarray or None
         float32 edge weights, or None.
+    columns : dict of str to numpy.ndarray
+        The edge set's edge columns (``timestamp``, ``rating``, ...), row for row with
+        ``src``.
     """
 
     i: int
@@ -76,6 +79,7 @@ class EdgeBatch:
     dst: np.ndarray
     rel: np.ndarray | None
     weight: np.ndarray | None
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -152,6 +156,7 @@ class Bucket:
             return
         reader = self._reader
         checked = self.graph._checked_batches
+        names = [c.name for c in self.graph.edge_set(self.edge_set).columns]
         start = 0
         for k in range(reader.num_record_batches):
             try:
@@ -161,11 +166,14 @@ class Bucket:
                 raise FormatError(f"{self.path}: unreadable record batch {k} ({exc})") from None
             key = (self.edge_set, self.i, self.j, k)
             if key not in checked:  # bounds-checked first touch: never an index past a row
+                if any(len(v) != rb.num_rows for v in col.values()):
+                    raise FormatError(f"{self.path}: record batch {k}: a column's length "
+                                      f"differs from the batch's {rb.num_rows} rows")
                 self.graph.bucket_bounds(self.i, self.j).check(
                     col["src"], col["dst"], col.get("rel"), self.path, start)
                 checked.add(key)
             yield EdgeBatch(self.i, self.j, start, col["src"], col["dst"], col.get("rel"),
-                            col.get("weight"))
+                            col.get("weight"), {c: col[c] for c in names})
             start += rb.num_rows
 
     def _column(self, name: str) -> np.ndarray | None:
@@ -195,6 +203,15 @@ class Bucket:
     def weight(self) -> np.ndarray | None:
         """Edge weights, float32, or None."""
         return self._column("weight")
+
+    def column(self, name: str) -> np.ndarray:
+        """The edge column ``name`` (see :meth:`Graph.edge_column`), row for row with
+        :attr:`src`: a view of the mapping when the bucket is one record batch."""
+        dtype = np.dtype(self.graph.edge_set(self.edge_set).column(name).dtype)
+        if self.num_edges == 0:
+            return np.zeros(0, dtype)
+        parts = [b.columns[name] for b in self.batches()]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def to_torch(self) -> dict[str, object]:
         """The bucket's columns as torch tensors sharing memory with the mapping."""
@@ -312,6 +329,7 @@ class Graph:
         #: structural checks of :mod:`graphsys.storage.structure` (each runs once).
         self._checked_files: set[tuple[str, int, int]] = set()
         self._checked_batches: set[tuple[str, int, int, int]] = set()
+        self._strings: dict[tuple[str, str], pa.Array] = {}
         self._bounds: dict[tuple[int, int], BucketBounds] = {}
         #: When True, each bucket, index and node file is checked against its manifest
         #: sha256 when first read (:meth:`check_hash`): the hash check of ``graphsys run``,
@@ -707,6 +725,49 @@ class Graph:
                     d = dst_base[rel, b.j] + eb.dst
                 yield s, d, rel, eb.weight
 
+    def edge_column(self, name: str, edge_set: str | None = None) -> Iterator[np.ndarray]:
+        """Stream an edge column (a numeric column kept beside the edges at ingest, such as
+        a rating's ``timestamp``), one record batch at a time, in the order of
+        :meth:`iter_edges`: the ``k``-th array is row for row with the ``k``-th batch of
+        edges.
+
+        Parameters
+        ----------
+        name : str
+            The edge column (``graphsys info`` lists an edge set's columns).
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+
+        Yields
+        ------
+        numpy.ndarray
+            The column's values (int64, float32 or float64, as stored), zero-copy views of
+            the mapped bucket files.
+
+        Raises
+        ------
+        FormatError
+            The edge set has no such column.
+
+        Examples
+        --------
+        >>> import tempfile, pyarrow as pa, pyarrow.parquet as pq, graphsys
+        >>> d = tempfile.mkdtemp()
+        >>> t = pa.table({"src": [1, 2, 3], "dst": [2, 3, 1], "ts": [30, 10, 20]})
+        >>> pq.write_table(t, d + "/e.parquet")
+        >>> g = graphsys.ingest(d + "/e.parquet", d + "/g", edge_columns=["ts"])
+        >>> g.edge_set().columns
+        [EdgeColumn(name='ts', dtype='int64')]
+        >>> [(s.tolist(), ts.tolist()) for (s, _, _, _), ts in zip(g.iter_edges(),
+        ...                                                      g.edge_column("ts"))]
+        [([0, 1, 2], [30, 10, 20])]
+        """
+        es = self.edge_set(edge_set)
+        es.column(name)
+        for b in self.buckets("row-major", es.name):
+            for eb in b.batches():
+                yield eb.columns[name]
+
     def _rel_bases(self, es: EdgeSet) -> tuple[np.ndarray, np.ndarray]:
         """Per relation and partition, the global id base of source / destination nodes:
         int64 arrays (R, P)."""
@@ -1027,7 +1088,9 @@ class Graph:
         Returns
         -------
         numpy.ndarray
-            Features float32 (N, dim); labels int64 (N,), -1 = unknown; masks bool (N,).
+            Features float32 (N, dim); labels int64 (N,), -1 = unknown; masks bool (N,);
+            strings (N,) of Python ``str`` (object dtype; :meth:`string_column` maps them
+            instead).
 
         Raises
         ------
@@ -1051,6 +1114,8 @@ class Graph:
         if col is None:
             raise GraphsysError(f"entity type {et.name!r} has no node column {name!r} "
                                 f"(columns: {', '.join(c.name for c in et.columns) or 'none'})")
+        if col.kind == "string":
+            return self.string_column(name, et.name).to_numpy(zero_copy_only=False)
         if col.dtype:  # a column in a file of its own
             return self.mapped_node_column(name, et.name).astype(
                 np.float32 if col.kind == "features" else np.int64)
@@ -1076,12 +1141,78 @@ class Graph:
 
         et = self.entity_type(entity_type)
         col = next((c for c in et.columns if c.name == name), None)
-        if col is None or not col.dtype:
+        if col is None or not col.dtype or col.kind == "string":
             return self.node_column(name, et.name)
         rel = node_column_file(et.name, name)
         return map_column(self.location.file(rel), np.dtype(col.dtype),
                           et.num_nodes, col.dim if col.kind == "features" else 0,
                           what="node column", location=self.location, rel=rel)
+
+    def string_column(self, name: str, entity_type: str | None = None) -> pa.Array:
+        """A string node column (UTF-8 text such as item titles), mapped with no copy.
+
+        Parameters
+        ----------
+        name : str
+            A node column of kind ``string``.
+        entity_type : str, optional
+            The entity type; None for the only one.
+
+        Returns
+        -------
+        pyarrow.LargeStringArray
+            One string per node in type-local internal-id order (``arr[i]`` is node ``i``'s;
+            ``arr.take(ids)`` gathers some): a view of the mapped file, checked in full
+            (offsets, UTF-8) when first mapped. A node the node table did not list has
+            ``""``.
+
+        Raises
+        ------
+        GraphsysError
+            No string column of that name.
+        FormatError
+            A file whose schema, length or contents are not the manifest's.
+
+        Examples
+        --------
+        >>> import tempfile, pyarrow as pa, graphsys
+        >>> nodes = pa.table({"id": [1, 2, 3], "title": ["Amélie", "Léon", "三"]})
+        >>> g = graphsys.from_arrow(pa.table({"src": [1, 2], "dst": [2, 3]}),
+        ...                         tempfile.mkdtemp() + "/g", nodes=nodes)
+        >>> titles = g.string_column("title")
+        >>> titles.take(g.to_internal([3, 1])).to_pylist()
+        ['三', 'Amélie']
+        """
+        from graphsys.storage.format import node_column_file
+
+        et = self.entity_type(entity_type)
+        col = next((c for c in et.columns if c.name == name), None)
+        if col is None or col.kind != "string":
+            strings = [c.name for c in et.columns if c.kind == "string"]
+            raise GraphsysError(f"entity type {et.name!r} has no string node column {name!r} "
+                                f"(string columns: {', '.join(strings) or 'none'})")
+        key = (et.name, name)
+        if key in self._strings:
+            return self._strings[key]
+        rel = node_column_file(et.name, name)
+        path = self.location.file(rel)
+        self.check_hash(rel)
+        try:
+            reader = paipc.open_file(self.location.open(rel))
+            field = reader.schema.field(0) if reader.schema.names == [name] else None
+            if field is None or field.type != pa.large_string() or (
+                    reader.num_record_batches != 1):
+                raise FormatError(f"{path}: needs one record batch of one large_string "
+                                  f"column {name!r}")
+            arr = reader.get_batch(0).column(0)
+            arr.validate(full=True)
+        except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
+            raise FormatError(f"{path}: unreadable string column ({exc})") from None
+        if len(arr) != et.num_nodes or arr.null_count:
+            raise FormatError(f"{path}: {len(arr)} strings ({arr.null_count} null), entity "
+                              f"type {et.name!r} has {et.num_nodes} nodes")
+        self._strings[key] = arr
+        return arr
 
     def node_columns(self, entity_type: str | None = None) -> list[str]:
         """Names of the node columns of an entity type (None: the only one); see

@@ -75,6 +75,7 @@ def graph_info(graph: Graph) -> dict[str, Any]:
             "undirected": es.undirected,
             "has_weight": es.has_weight,
             "has_rel": es.has_rel,
+            "columns": [c.to_json() for c in es.columns],
             "skipped_lines": es.skipped_lines,
             "edges_per_partition": rows.tolist(),
             "edge_balance": round(_balance(rows), 4),
@@ -110,7 +111,10 @@ def format_info(info: dict[str, Any]) -> str:
                      f"{es['edge_balance']}), {es['nonempty_buckets']} non-empty buckets "
                      f"(bucket balance {es['bucket_balance']})"
                      + (", undirected" if es["undirected"] else "")
-                     + (", weighted" if es["has_weight"] else ""))
+                     + (", weighted" if es["has_weight"] else "")
+                     + (", edge columns: " + ", ".join(f"{c['name']}({c['dtype']})"
+                                                        for c in es["columns"])
+                        if es.get("columns") else ""))
         if es["indexes"]:
             lines.append("    indexes: " + ", ".join(
                 f"{kind} ({ix['bytes'] / 2**20:,.1f} MiB)" for kind, ix in es["indexes"].items()))

@@ -117,7 +117,8 @@ def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
             name, sum(counts.values()), counts, has_rel=job.has_rel[name],
             has_weight=job.has_weight[name], undirected=opts.undirected, dedupe=opts.dedupe,
             drop_self_loops=opts.drop_self_loops,
-            skipped_lines=job.edge_set_skipped.get(name, 0))
+            skipped_lines=job.edge_set_skipped.get(name, 0),
+            columns=list(job.edge_columns.get(name, [])))
     return edge_sets
 
 

@@ -29,7 +29,9 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
            partitions: int = 1, partitioner: str = "hash", seed: int = 0,
            format: str = "auto", src_col: str | int | None = None,
            dst_col: str | int | None = None, rel_col: str | int | None = None,
-           weight_col: str | int | None = None, relation: str | None = None,
+           weight_col: str | int | None = None,
+           edge_columns: Sequence[str] | dict[str, str | int] = (),
+           relation: str | None = None,
            delimiter: str | None = None, header: bool | None = None,
            edge_set: str = DEFAULT_EDGE_SET, nodes: str | Path | pa.Table | None = None,
            undirected: bool = False, dedupe: bool = False, drop_self_loops: bool = False,
@@ -71,6 +73,14 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         Relation column (knowledge graphs): each value names a relation type.
     weight_col : str or int, optional
         Edge weight column (float).
+    edge_columns : sequence of str or dict, default ()
+        Numeric input columns to keep beside the edges (e.g. ``["timestamp", "rating"]``),
+        stored in every bucket file row for row with its edges and typed from the input
+        (integers as int64; float32 and float64 as they are; a text column as int64 when
+        every value is an integer, else float64); read back with
+        :meth:`~graphsys.storage.graph.Graph.edge_column`. A dict maps each stored name to
+        its input column (a name or a 0-based index). With ``append``, the edge columns of
+        the graph's edge sets.
     relation : str, optional
         Relation name given to every edge when there is no ``rel_col``.
     delimiter : str, optional
@@ -168,7 +178,8 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     source = EdgeSource(
         paths=[Path(p) for p in paths], edge_set=edge_set, format=format, src_col=src_col,
         dst_col=dst_col, rel_col=rel_col, weight_col=weight_col, relation=relation,
-        delimiter=delimiter, header=header)
+        delimiter=delimiter, header=header, edge_columns=edge_columns)
+    source.column_roles()  # a bad name is refused before any input is read
     opts = IngestOptions(
         num_partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
         dedupe=dedupe, drop_self_loops=drop_self_loops, memory_limit=limit,

@@ -11,10 +11,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from graphsys.errors import ParameterError
+from graphsys.storage.edge_runs import COLUMN_PREFIX
 from graphsys.storage.format import (
     DEFAULT_EDGE_SET,
     DEFAULT_ENTITY_TYPE,
     DEFAULT_MAX_BATCH_ROWS,
+    EDGE_COLUMN_NAME,
+    RESERVED_EDGE_COLUMNS,
     RelationType,
 )
 
@@ -28,6 +32,9 @@ class EdgeSource:
     source one relation when there is no ``rel_col``. Instead of ``paths``, ``table`` may
     hold the edges in memory (a :class:`pyarrow.Table` or record batches; ids as integer or
     string columns), read by the same passes; errors then name row numbers of ``table``.
+    ``edge_columns`` maps the name of each edge column to store (a numeric column kept beside
+    the edges, :class:`~graphsys.storage.format.EdgeColumn`) to the input column holding it
+    (a name or a 0-based index); a sequence of names stores the input columns of those names.
     """
 
     paths: Sequence[str | Path] = ()
@@ -42,6 +49,23 @@ class EdgeSource:
     header: bool | None = None
     comment: str = "#%"
     table: Any = None
+    edge_columns: Any = ()
+
+    def column_roles(self) -> dict[str, str | int]:
+        """The edge columns as reader roles: ``col:NAME`` to the input column."""
+        cols = self.edge_columns
+        pairs = list(cols.items()) if isinstance(cols, dict) else [(c, c) for c in cols]
+        out: dict[str, str | int] = {}
+        for name, col in pairs:
+            if not isinstance(name, str) or not EDGE_COLUMN_NAME.fullmatch(name) or (
+                    name in RESERVED_EDGE_COLUMNS):
+                raise ParameterError("edge_columns", f"{name!r} is not a valid edge column "
+                                     f"name (a letter or _, then letters, digits, _; not "
+                                     f"{', '.join(RESERVED_EDGE_COLUMNS)})")
+            if COLUMN_PREFIX + name in out:
+                raise ParameterError("edge_columns", f"names {name!r} twice")
+            out[COLUMN_PREFIX + name] = col
+        return out
 
 
 @dataclass

@@ -22,8 +22,20 @@ import partitioners
 from graphsys.errors import GraphsysError, InputError
 from graphsys.progress import progress_bar
 from graphsys.storage import kernels
-from graphsys.storage.edge_runs import BucketWriter, RoutedBuckets, RunReader, sorted_columns
-from graphsys.storage.format import DEFAULT_ENTITY_TYPE, DEFAULT_RELATION, RelationType
+from graphsys.storage.edge_runs import (
+    COLUMN_PREFIX,
+    BucketWriter,
+    RoutedBuckets,
+    RunReader,
+    extra_columns,
+    sorted_columns,
+)
+from graphsys.storage.format import (
+    DEFAULT_ENTITY_TYPE,
+    DEFAULT_RELATION,
+    EdgeColumn,
+    RelationType,
+)
 from graphsys.storage.formats import InputFormat, resolve_format
 from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
@@ -136,6 +148,10 @@ class IngestJob:
         self.input_bytes = 0
         self.has_rel: dict[str, bool] = {}
         self.has_weight: dict[str, bool] = {}
+        #: edge columns per edge set: name -> the dtypes its batches came in (then, after
+        #: pass 1, :attr:`edge_columns` holds the one each is stored with)
+        self.column_dtypes: dict[str, dict[str, set[str]]] = {}
+        self.edge_columns: dict[str, list[EdgeColumn]] = {}
 
     # -- relations / types ---------------------------------------------------------------
     def relation(self, name: str, where: str) -> int:
@@ -207,6 +223,8 @@ class IngestJob:
             self.entity_types.append(DEFAULT_ENTITY_TYPE)
         # a rel column is stored iff the graph has several relation types
         self.has_rel = {s.edge_set: len(self.relations) > 1 for s in self.sources}
+        self.edge_columns = {name: [EdgeColumn(c, _common_dtype(dts)) for c, dts in cols.items()]
+                             for name, cols in self.column_dtypes.items()}
         jit.join()
         for sp in self.spills:
             if not sp.collected:
@@ -228,7 +246,13 @@ class IngestJob:
         if src.weight_col is not None:
             self.has_weight[src.edge_set] = True
         roles = {"src": src.src_col, "dst": src.dst_col, "rel": src.rel_col,
-                 "weight": src.weight_col}
+                 "weight": src.weight_col, **src.column_roles()}
+        names = [r[len(COLUMN_PREFIX):] for r in roles if r.startswith(COLUMN_PREFIX)]
+        seen = self.column_dtypes.setdefault(src.edge_set, {n: set() for n in names})
+        if list(seen) != names:
+            raise GraphsysError(f"edge set {src.edge_set!r}: every input needs the same edge "
+                                f"columns ({', '.join(seen) or 'none'}; {path} gives "
+                                f"{', '.join(names) or 'none'})")
         for careful in ((False, True) if fmt is not None and fmt.text else (True,)):
             bad: list[int] = []
             batches = (read_memory(src.table, str(path), roles) if fmt is None
@@ -262,8 +286,13 @@ class IngestJob:
             skipped += dropped
             if len(cols["src"]) == 0:
                 continue
-            table = pa.table({name: (pa.array(_narrow(v)) if isinstance(v, np.ndarray) else v)
+            table = pa.table({name: (pa.array(_narrow(v) if name in ("src", "dst") else v)
+                                     if isinstance(v, np.ndarray) else v)
                               for name, v in cols.items()})
+            for name, v in cols.items():
+                if name.startswith(COLUMN_PREFIX):
+                    self.column_dtypes[src.edge_set][name[len(COLUMN_PREFIX):]].add(
+                        str(v.dtype))
             spill = _Spill(None, table, src.edge_set, fixed, src.weight_col is not None,
                            table.num_rows)
             if collect:
@@ -336,6 +365,10 @@ class IngestJob:
                                     f"(as float32)"))
                 bad |= infinite
             cols["weight"] = weights.astype(np.float32)
+        for role in batch.columns:
+            if role.startswith(COLUMN_PREFIX):
+                cols[role] = _edge_column_values(batch.columns[role], role[len(COLUMN_PREFIX):],
+                                                 problems, bad, path)
         if "rel" in batch.columns:
             r = batch.columns["rel"]
             if isinstance(r, pa.ChunkedArray):
@@ -450,9 +483,11 @@ class IngestJob:
         their input order within a bucket, and are sorted when the bucket is written.
         """
         has_rel, has_weight = self.has_rel[edge_set], self.has_weight[edge_set]
-        routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight)
+        columns = [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])]
+        routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight, columns)
         routed.rundir.mkdir()
-        payload = (4 if has_rel else 0) + (4 if has_weight else 0)
+        payload = (4 if has_rel else 0) + (4 if has_weight else 0) + sum(
+            np.dtype(dt).itemsize for _, dt in columns)
         # per routed row: its grouped columns, and its bucket, key and (with a payload) row
         # until the scatter
         row_bytes = 8 + payload + 12 + (8 if payload else 0)
@@ -496,7 +531,7 @@ class IngestJob:
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
         ends = np.cumsum([0] + [len(part[0][1]) * (2 if self.opts.undirected else 1)
                                 for part in parts])
-        payload = routed.has_rel or routed.has_weight
+        payload = routed.has_rel or routed.has_weight or bool(routed.columns)
         scratch = routed.routing_scratch(int(ends[-1])) if buffer is None else buffer
         bucket, key, row = (scratch[f] for f in ("_bucket", "_key", "_row"))
 
@@ -522,9 +557,12 @@ class IngestJob:
                 {f: buffer[f][:n] for f, _ in routed.fields})
         cursor = starts[:-1].copy()
         for k, (n, _) in enumerate(routed_parts):
-            rel, rel_fill, weight = parts[k]
+            rel, rel_fill, weight, extra = parts[k]
             parts[k] = None
             lo = ends[k]
+            for f, _ in routed.columns:  # from the cursor the edges below start from
+                kernels.scatter_column(bucket[lo:lo + n], row[lo:lo + n], cursor.copy(),
+                                       extra[f], cols[f])
             kernels.scatter_by_bucket(bucket[lo:lo + n], key[lo:lo + n],
                                       row[lo:lo + n] if payload else row, cursor, cols["key"],
                                       rel, rel_fill, cols.get("rel", _NO_I32), weight,
@@ -537,12 +575,15 @@ class IngestJob:
         """For each (lhs, rhs) type group of one spilled batch: its source and target ids
         with their entity types (made rows of the routing tables by :meth:`_table_rows`),
         the rest of :func:`kernels.route_keys`'s arguments, and those of
-        :func:`kernels.scatter_by_bucket` (rel, rel_fill, weight)."""
+        :func:`kernels.scatter_by_bucket` (rel, rel_fill, weight) and the edge columns
+        (by field, in their stored dtype)."""
         table = sp.read()
         rel_all = table.column("rel").to_numpy() if "rel" in table.column_names else None
         w_all = table.column("weight").to_numpy() if "weight" in table.column_names else None
         src_ids = _id_rows(table.column("src"))
         dst_ids = _id_rows(table.column("dst"))
+        extra_all = {f: np.ascontiguousarray(table.column(f).to_numpy(), dt)
+                     for f, dt in routed.columns}
         for (lhs, rhs), mask in self._type_groups(sp, rel_all):
             rel = _NO_I32 if rel_all is None else rel_all if mask is None else rel_all[mask]
             w = _NO_F32 if w_all is None else w_all if mask is None else w_all[mask]
@@ -552,7 +593,8 @@ class IngestJob:
                    bool(self.opts.drop_self_loops and lhs == rhs), self.opts.undirected,
                    rel if routed.has_rel else _NO_I32,
                    -1 if sp.rel_fixed is None else sp.rel_fixed,
-                   w if routed.has_weight else _NO_F32)
+                   w if routed.has_weight else _NO_F32,
+                   {f: v if mask is None else v[mask] for f, v in extra_all.items()})
 
     def _route_codes(self, etype: str) -> np.ndarray:
         """Routing table of ``etype`` (:func:`kernels.route_codes`), built once: indexed by
@@ -573,12 +615,14 @@ class IngestJob:
     def write_bucket(self, routed: RoutedBuckets, b: int, edge_set: str, out: Path) -> int:
         """Pass 3 for one bucket: write it from memory, or sort (or k-way merge) its runs, into
         the bucket's Arrow file. Returns the number of edges written."""
-        writer = BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set))
+        writer = BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set),
+                              [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])])
         with writer:
             if b in routed.memory or self._bucket_fits(routed, b):
                 cols = routed.memory.pop(b) if b in routed.memory else routed.read_all(b)
                 writer.write(sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
-                                             self.opts.dedupe, local_bits=self._local_bits()))
+                                             self.opts.dedupe, local_bits=self._local_bits(),
+                                             extra=extra_columns(cols)))
             else:
                 routed.sort_runs(b)
                 self._merge_runs(routed, b, writer)
@@ -639,7 +683,8 @@ class IngestJob:
             for r, n in zip(live, take):
                 r.consume(n)
             cols = sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
-                                   self.opts.dedupe, presorted=len(live) == 1, sorted_runs=True)
+                                   self.opts.dedupe, presorted=len(live) == 1, sorted_runs=True,
+                                   extra=extra_columns(cols))
             if self.opts.dedupe and last is not None and len(cols["key"]):
                 first = (int(cols["key"][0]), int(cols["rel"][0]) if "rel" in cols else 0)
                 if first == last:
@@ -652,9 +697,66 @@ class IngestJob:
         """Rows per record batch of this edge set's bucket files: ``max_batch_rows``, or less
         so that writing one batch (key, columns and their conversions) stays in budget."""
         row_bytes = 8 + (4 if self.has_rel[edge_set] else 0) + (
-            4 if self.has_weight[edge_set] else 0)
+            4 if self.has_weight[edge_set] else 0) + sum(
+            np.dtype(c.dtype).itemsize for c in self.edge_columns.get(edge_set, []))
         return int(min(self.opts.max_batch_rows,
                        max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
+
+
+def _common_dtype(dtypes: set[str]) -> str:
+    """The dtype an edge column is stored with, from those its batches came in: their one
+    dtype, else float64 (integers and floats mixed, as in a text column whose later lines
+    hold decimals)."""
+    return next(iter(dtypes)) if len(dtypes) == 1 else "float64"
+
+
+def _edge_column_values(arr, name: str, problems: list[tuple[int, str]], bad: np.ndarray,
+                        path: Path) -> np.ndarray:
+    """One input batch's values of the edge column ``name`` as int64, float32 or float64
+    (typed from the input: integers as int64, float32 as float32, other floats as float64;
+    text as int64 when every value of the batch is an integer, else float64). Rows that are
+    missing, non-numeric or not finite are added to ``problems`` and ``bad``."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    typ = arr.type
+    nulls = (pc.is_null(arr).to_numpy(zero_copy_only=False) if arr.null_count
+             else np.zeros(len(arr), bool))
+    nonnum = np.zeros(len(arr), bool)
+    if pa.types.is_integer(typ):
+        try:
+            out = pc.cast(pc.fill_null(arr, 0), pa.int64()).to_numpy()
+        except pa.ArrowInvalid:
+            raise InputError(f"edge column {name!r}: an integer beyond int64", path=path) from None
+    elif pa.types.is_floating(typ):
+        want = pa.float64() if typ == pa.float64() else pa.float32()
+        out = pc.cast(pc.fill_null(arr, 0), want).to_numpy()
+    elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        text = pc.utf8_trim_whitespace(arr)
+        try:
+            out = pc.cast(pc.fill_null(text, "0"), pa.int64()).to_numpy()
+        except pa.ArrowInvalid:
+            try:
+                out = pc.cast(pc.fill_null(text, "0"), pa.float64()).to_numpy(
+                    zero_copy_only=False)
+            except pa.ArrowInvalid:
+                out, nonnum = _parse_floats(text)
+                nonnum &= ~nulls
+    else:
+        raise InputError(f"edge column {name!r} has type {typ}; edge columns hold integers "
+                         f"or floats", path=path)
+    for rows, what in ((nulls, "missing"), (nonnum, "non-numeric")):
+        if rows.any():
+            i = int(np.flatnonzero(rows)[0])
+            problems.append((i, f"{what} {name}" + (f" {_value(arr, i)!r}" if what ==
+                                                      "non-numeric" else "")))
+            bad |= rows
+    if out.dtype.kind == "f":
+        infinite = ~nulls & ~nonnum & ~np.isfinite(out)
+        if infinite.any():
+            i = int(np.flatnonzero(infinite)[0])
+            problems.append((i, f"non-finite {name} {_value(arr, i)!r}"))
+            bad |= infinite
+    return out
 
 
 def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:

@@ -327,6 +327,18 @@ def scatter_by_bucket(bucket, key, row, cursor, key_out, rel, rel_fill, rel_out,
         cursor[b] = p + 1
 
 
+@numba.njit(cache=True, nogil=True)
+def scatter_column(bucket, row, cursor, values, out):
+    """:func:`scatter_by_bucket` for one more column: ``out[cursor[bucket[k]]] =
+    values[row[k]]``, the cursor advanced as there (give a copy of the cursor that
+    :func:`scatter_by_bucket` starts from, so rows land where its rows do)."""
+    for k in range(bucket.shape[0]):
+        b = bucket[k]
+        p = cursor[b]
+        out[p] = values[row[k]]
+        cursor[b] = p + 1
+
+
 #: Bits per digit of :func:`radix_sort_edges` (a 2,048-slot count fits in L1)
 RADIX_BITS = 11
 

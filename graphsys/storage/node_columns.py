@@ -2,8 +2,10 @@
 
 A column added with :func:`write_node_column` lives in ``nodes/{type}/column-{name}.arrow``
 (:func:`~graphsys.storage.format.node_column_file`): one Arrow IPC record batch in
-type-local id order, ``float16``/``float32`` features as a fixed-size list ``dim`` wide, or
-``int64`` labels (-1 = unknown). :meth:`Graph.mapped_node_column
+type-local id order, ``float16``/``float32`` features as a fixed-size list ``dim`` wide,
+``int64`` labels (-1 = unknown), or ``large_string`` strings (mapped back by
+:meth:`Graph.string_column <graphsys.storage.graph.Graph.string_column>`).
+:meth:`Graph.mapped_node_column
 <graphsys.storage.graph.Graph.mapped_node_column>` returns it as a read-only NumPy view of
 the mapping: a 32 M x 64 float16 table is 4 GiB of page cache, not of heap, and a minibatch
 gathers only its rows.
@@ -16,12 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from graphsys.errors import GraphsysError
 from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column
 from graphsys.storage.format import MANIFEST, MAPPED_COLUMN_DTYPES, NodeColumn, node_column_file
 from graphsys.storage.lock import writer_lock
+from graphsys.storage.node_files import write_string_column
 
 
 def write_node_column(path: str | Path, name: str, kind: str,
@@ -40,15 +44,19 @@ def write_node_column(path: str | Path, name: str, kind: str,
         The graph directory (local).
     name : str
         The new column's name (letters, digits, ``-``, ``_``; not ``id``; not yet used).
-    kind : {"features", "label"}
-        Features, ``dim`` wide, or an int64 label per node.
+    kind : {"features", "label", "string"}
+        Features, ``dim`` wide, an int64 label per node, or a UTF-8 string per node (such as
+        a title; mapped back by :meth:`Graph.string_column
+        <graphsys.storage.graph.Graph.string_column>`).
     fill : callable
         ``fill(start, stop)`` returns the values of internal ids ``start..stop-1``: shape
-        ``(stop - start, dim)`` for features, ``(stop - start,)`` for labels.
+        ``(stop - start, dim)`` for features, ``(stop - start,)`` for labels, ``stop -
+        start`` strings (a sequence or a pyarrow string array) for strings.
     dim : int, default 1
         Width of a features column.
     dtype : str, optional
-        ``float16`` or ``float32`` (default) for features; ``int64`` for labels.
+        ``float16`` or ``float32`` (default) for features; ``int64`` for labels;
+        ``large_string`` for strings.
     entity_type : str, optional
         The entity type; None for the only one.
     chunk_rows : int, default 1048576
@@ -80,7 +88,8 @@ def write_node_column(path: str | Path, name: str, kind: str,
     graph = open_graph(path)
     graph.location.require_local("adding a node column")
     et = graph.entity_type(entity_type)
-    dtype = dtype or {"features": "float32", "label": "int64"}.get(kind, "")
+    dtype = dtype or {"features": "float32", "label": "int64",
+                      "string": "large_string"}.get(kind, "")
     if dtype not in MAPPED_COLUMN_DTYPES.get(kind, ()):
         raise GraphsysError(f"node column kind {kind!r} takes dtype "
                             f"{' or '.join(MAPPED_COLUMN_DTYPES.get(kind, ('?',)))}, got "
@@ -89,7 +98,7 @@ def write_node_column(path: str | Path, name: str, kind: str,
         raise GraphsysError(f"node column name must be letters, digits, - or _: {name!r}")
     if any(c.name == name for c in et.columns):
         raise GraphsysError(f"entity type {et.name!r} already has a node column {name!r}")
-    if kind == "label":
+    if kind in ("label", "string"):
         dim = 1
     # one writer at a time, and none since the graph was opened (its manifest is written
     # back)
@@ -99,19 +108,10 @@ def write_node_column(path: str | Path, name: str, kind: str,
         final = graph.path / rel
         tmp = final.with_name(f".{final.name}.tmp")
         try:
-            values = allocate_column(tmp, name, np.dtype(dtype), n,
-                                     dim if kind == "features" else 0)
-            for start in range(0, n, chunk_rows):
-                stop = min(n, start + chunk_rows)
-                chunk = np.asarray(fill(start, stop))
-                if chunk.shape != values[start:stop].shape:
-                    raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) "
-                                        f"returned shape {chunk.shape}, expected "
-                                        f"{values[start:stop].shape}")
-                values[start:stop] = chunk
-            if isinstance(values, np.memmap):
-                values.flush()
-            del values
+            if kind == "string":
+                _write_strings(tmp, name, fill, n, chunk_rows)
+            else:
+                _write_values(tmp, name, kind, fill, n, dim, dtype, chunk_rows)
             fsync_path(tmp)
             entry = {"sha256": sha256_file(tmp), "bytes": tmp.stat().st_size}
             tmp.replace(final)
@@ -125,3 +125,41 @@ def write_node_column(path: str | Path, name: str, kind: str,
         write_bytes_atomic(graph.path / MANIFEST,
                            json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     return column
+
+
+def _write_strings(tmp: Path, name: str, fill: Callable, n: int, chunk_rows: int) -> None:
+    """A string column's file from ``fill``'s chunks (one record batch: the chunks are
+    joined in memory, strings only, before it is written)."""
+    chunks = []
+    for start in range(0, n, chunk_rows):
+        stop = min(n, start + chunk_rows)
+        try:
+            chunk = pa.array(fill(start, stop), pa.large_string())
+        except (pa.ArrowException, TypeError) as exc:
+            raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) did not return "
+                                f"strings ({exc})") from None
+        if len(chunk) != stop - start or chunk.null_count:
+            raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) returned "
+                                f"{len(chunk)} strings ({chunk.null_count} null), expected "
+                                f"{stop - start} and no nulls")
+        chunks.append(chunk)
+    write_string_column(tmp, name, pa.concat_arrays(chunks) if chunks
+                        else pa.array([], pa.large_string()))
+
+
+def _write_values(tmp: Path, name: str, kind: str, fill: Callable, n: int, dim: int,
+                  dtype: str, chunk_rows: int) -> None:
+    """A features or label column's file, ``fill``'s chunks written into its mapping."""
+    values = allocate_column(tmp, name, np.dtype(dtype), n,
+                             dim if kind == "features" else 0)
+    for start in range(0, n, chunk_rows):
+        stop = min(n, start + chunk_rows)
+        chunk = np.asarray(fill(start, stop))
+        if chunk.shape != values[start:stop].shape:
+            raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) "
+                                f"returned shape {chunk.shape}, expected "
+                                f"{values[start:stop].shape}")
+        values[start:stop] = chunk
+    if isinstance(values, np.memmap):
+        values.flush()
+    del values

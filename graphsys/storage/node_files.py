@@ -1,6 +1,7 @@
 """The node files of an ingest: every entity type's ids and node columns (features, labels,
 masks from :class:`~graphsys.storage.ingest_inputs.NodeSource` tables), one Arrow IPC file
-per partition."""
+per partition; string columns (UTF-8 text such as titles) in one file of their own each,
+in type-local id order (:func:`~graphsys.storage.format.node_column_file`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pyarrow.ipc as paipc
 
 from graphsys.errors import InputError
 from graphsys.storage.atomic import sha256_file
-from graphsys.storage.format import EntityType, NodeColumn, node_file
+from graphsys.storage.format import EntityType, NodeColumn, node_column_file, node_file
 from graphsys.storage.ids import ids_array
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
                 arr = np.full(n, -1, np.int64)
                 arr[dense] = pc.fill_null(col.cast(pa.int64()), -1).to_numpy()
                 columns.append(NodeColumn(name, "label"))
+            elif pa.types.is_string(t) or pa.types.is_large_string(t):
+                arr = np.full(n, "", object)
+                arr[dense] = pc.fill_null(col, "").to_numpy(zero_copy_only=False)
+                columns.append(NodeColumn(name, "string", 1, "large_string"))
             elif pa.types.is_boolean(t):
                 arr = np.zeros(n, bool)
                 arr[dense] = pc.fill_null(col, False).to_numpy(zero_copy_only=False)
@@ -56,7 +61,7 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
             else:
                 raise InputError(f"node table for {etype!r}: column {name!r} has type {t}; "
                                  f"expected fixed-size list of float (features), integer "
-                                 f"(label) or bool (mask)")
+                                 f"(label), bool (mask) or string")
             if name in values:
                 raise InputError(f"node tables for {etype!r}: column {name!r} given twice")
             values[name] = arr
@@ -75,12 +80,20 @@ def write_node_files(job: IngestJob, staging: Path, files: dict[str, dict[str, A
         order = np.argsort(job.part[etype], kind="stable")
         starts = np.zeros(p + 1, np.int64)
         np.cumsum(np.bincount(job.part[etype], minlength=p), out=starts[1:])
+        for c in columns:
+            if c.kind == "string":  # type-local id order: partition by partition
+                rel = node_column_file(etype, c.name)
+                write_string_column(staging / rel, c.name, pa.array(values[c.name][order],
+                                                                    pa.large_string()))
+                files[rel] = file_entry(staging / rel)
         for part in range(p):
             sel = order[starts[part]:starts[part + 1]]
             id_arr = (pa.array(ids[sel]) if isinstance(ids, np.ndarray)
                       else ids.take(pa.array(sel)))
             arrays = {"id": id_arr}
             for c in columns:
+                if c.kind == "string":
+                    continue
                 v = values[c.name][sel]
                 if c.kind == "features":
                     arrays[c.name] = pa.FixedSizeListArray.from_arrays(
@@ -97,6 +110,16 @@ def write_node_files(job: IngestJob, staging: Path, files: dict[str, dict[str, A
         types[etype] = EntityType(etype, "string" if job.index[etype].is_string else "int64",
                                   job.sizes[etype], columns)
     return types
+
+
+def write_string_column(path: Path, name: str, values: pa.Array) -> None:
+    """Write a string node column's file: one Arrow IPC record batch holding one
+    ``large_string`` column ``name`` (int64 offsets and UTF-8 bytes), so it maps with no
+    copy."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    batch = pa.record_batch([values.cast(pa.large_string())], names=[name])
+    with paipc.new_file(str(path), batch.schema) as w:
+        w.write_batch(batch)
 
 
 def file_entry(path: Path) -> dict[str, Any]:

@@ -65,13 +65,16 @@ def _edge_schema(es: EdgeSet) -> dict[str, pa.DataType]:
         out["rel"] = pa.int32()
     if es.has_weight:
         out["weight"] = pa.float32()
+    for c in es.columns:
+        out[c.name] = pa.from_numpy_dtype(np.dtype(c.dtype))
     return out
 
 
 def check_bucket_file(reader: paipc.RecordBatchFileReader, es: EdgeSet, expected_rows: int,
                       path: Path) -> None:
-    """Schema (``src``/``dst`` int32, ``rel`` int32 and ``weight`` float32 as the edge set
-    says) and total rows of an opened bucket file, from its metadata alone."""
+    """Schema (``src``/``dst`` int32, ``rel`` int32, ``weight`` float32 and the edge columns
+    in their dtypes, as the edge set says) and total rows of an opened bucket file, from its
+    metadata alone."""
     want = _edge_schema(es)
     try:
         got = {f.name: f.type for f in reader.schema}
@@ -217,6 +220,9 @@ def check_structure(graph) -> dict[str, int]:
         if len(ids) and pc.count_distinct(pa.chunked_array([ids])).as_py() != len(ids):
             raise FormatError(f"{graph.location.file('manifest.json')}: entity type {t!r} "
                               f"holds one node id in two partitions (corrupted)")
+        for c in m.entity_types[t].columns:
+            if c.kind == "string":
+                graph.string_column(c.name, t)  # offsets, UTF-8 and length checked
     edges = 0
     for name, es in m.edge_sets.items():
         for (i, j), n in sorted(es.buckets.items()):

@@ -81,6 +81,16 @@ def test_movielens(ingested):
     assert np.bincount(weights.astype(int)).tolist() == [0, 6110, 11370, 27145, 34174, 21201]
     assert g.node_column("feat", "item").shape == (1682, 19)
     assert metadata["licence"]["redistribute"] is False
+    # rating and timestamp kept beside the edges, row for row with them
+    ratings = np.concatenate(list(g.edge_column("rating")))
+    np.testing.assert_array_equal(ratings, weights.astype(np.int64))
+    ts = np.concatenate(list(g.edge_column("timestamp")))
+    assert ts.dtype == np.int64 and (ts.min(), ts.max()) == (874724710, 893286638)
+    # titles per item id, non-ASCII ones decoded from the file's latin-1
+    titles = g.string_column("title", "item")
+    assert titles.take(g.to_internal([1, 1682], "item")).to_pylist() == [
+        "Toy Story (1995)", "Scream of Stone (Schrei aus Stein) (1991)"]
+    assert "Misérables, Les (1995)" in titles.to_pylist()
 
 
 def test_snap_ca_grqc(ingested, registry):

@@ -100,12 +100,49 @@ def test_link_data_of_one_type_dedupes_unordered_pairs(tmp_path):
     assert (data.known != data.known.T).nnz == 0
 
 
-def test_time_split_says_what_storage_lacks(tmp_path):
+def test_time_split_needs_a_timestamp_column(tmp_path):
     g = sbm_graph(tmp_path)
-    with pytest.raises(ParameterError, match="^link_split 'time' needs a per-edge timestamp"):
+    with pytest.raises(ParameterError, match="^link_split 'time' needs the edge column "
+                                             "'timestamp'.*edge columns: none"):
         train(g, _cfg(link_split="time"))
     with pytest.raises(ParameterError, match="^link_split 'user' needs a bipartite relation"):
         train(g, _cfg(link_split="user"))
+
+
+def test_time_split_by_stored_timestamps_checked_by_hand(tmp_path):
+    import pyarrow as pa
+
+    # 10 distinct undirected pairs on 6 nodes; (0, 1) is stored twice (times 95 and 5) and
+    # takes its earliest time; the self-loop is not a target edge
+    edges = [(0, 1, 95), (1, 2, 20), (2, 3, 30), (3, 4, 40), (4, 5, 50), (5, 0, 60),
+             (0, 2, 70), (1, 3, 80), (2, 4, 90), (3, 5, 100), (1, 0, 5), (4, 4, 1)]
+    src, dst, ts = (list(c) for c in zip(*edges))
+    g = graphsys.from_arrow(pa.table({"src": src, "dst": dst, "timestamp": ts}),
+                            tmp_path / "g", edge_columns=["timestamp"], num_partitions=2)
+    data = link_data(g, None, 0.2, 0.2, seed=0, split="time")
+    pairs = {tuple(sorted(g.to_original(np.array([h, t])).tolist())): (
+        "test" if te else "val" if va else "train")
+        for h, t, va, te in zip(data.head, data.tail, data.val, data.test)}
+    # latest 2 of 10 -> test, the 2 before -> val, the rest (earliest 6) -> train
+    assert pairs == {(3, 5): "test", (2, 4): "test", (1, 3): "val", (0, 2): "val",
+                     (0, 1): "train", (1, 2): "train", (2, 3): "train", (3, 4): "train",
+                     (4, 5): "train", (0, 5): "train"}
+    # the training graph holds no held-out pair
+    adj = data.adj.to_scipy()
+    assert all(adj[h, t] == 0 for h, t, keep in zip(data.head, data.tail, data.train)
+               if not keep)
+
+
+def test_time_split_trains_on_movielens(mirror, tmp_path):
+    g = _ingest(mirror, tmp_path, "movielens-100k")
+    res = train(g, TrainConfig(task="link", link_split="time", hidden=16, epochs=1,
+                               batches_per_epoch=5, lr=0.01, link_eval_negatives=100,
+                               seed=0))
+    data = res.extra["data"]
+    times = graphsys.gnn.link.edge_timestamps(g)
+    # every test rating is at least as late as every training one
+    assert times[data.test].min() >= times[data.train].max()
+    assert data.test.sum() == round(0.1 * len(data.head))
 
 
 @pytest.mark.parametrize("kw,message", [

@@ -77,6 +77,18 @@ def test_movielens_temporal_ingest(mirror, tmp_path):
                   g.to_original(d - off["item"], "item").tolist()))
     assert got == want
     assert set(np.unique(w).tolist()) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    # the timestamp and rating are kept beside every edge, as u.data has them
+    names = [(c.name, c.dtype) for c in g.edge_set("test").columns]
+    assert names == [("rating", "int64"), ("timestamp", "int64")]
+    rows = {(int(u), int(i)): (int(r), int(t)) for u, i, r, t in raw}
+    stored = {}
+    for e in g.edge_sets:
+        for (s, d, _, _), r, t in zip(g.iter_edges(e), g.edge_column("rating", e),
+                                      g.edge_column("timestamp", e)):
+            users = g.to_original(s - off["user"], "user").tolist()
+            items = g.to_original(d - off["item"], "item").tolist()
+            stored.update(zip(zip(users, items), zip(r.tolist(), t.tolist())))
+    assert stored == rows
 
 
 def _brute_metrics(scores, targets, excluded, ks):
@@ -292,3 +304,24 @@ def test_cli_recommend_and_evaluate(trained, capsys):
     code, _, err = _run(["gnn", "recommend", ckpt], capsys)
     assert code != 0 and "give exactly one of --users" in err
 
+
+
+def test_movielens_recommendations_show_titles(mirror, tmp_path, capsys):
+    from graphsys.gnn.data import open_source
+
+    g = open_source("movielens-100k", mirror=mirror, cache=tmp_path / "cache", split="temporal")
+    train(g, TrainConfig(task="link", model="pinsage", hidden=8, epochs=1, fanouts=[3, 3],
+                         batches_per_epoch=3, seed=0), out=tmp_path / "run")
+    recs = recommend(tmp_path / "run" / "checkpoint", [1, 2], k=5)
+    assert recs.column_names == ["user", "rank", "item", "score", "title"]
+    # each title is the item's own, read independently from u.item (latin-1)
+    lines = (mirror / "movielens-100k" / "u.item").read_bytes().decode("latin-1")
+    titles = {int(f[0]): f[1] for f in (ln.split("|") for ln in lines.splitlines() if ln)}
+    rows = recs.to_pylist()
+    assert len(rows) == 10 and all(r["title"] == titles[r["item"]] for r in rows)
+    assert titles[1] == "Toy Story (1995)" and any(not t.isascii() for t in titles.values())
+    code, out, _ = _run(["gnn", "recommend", str(tmp_path / "run" / "checkpoint"), "--users",
+                         "2", "--k", "5"], capsys)
+    assert code == 0
+    assert [ln.split("  ")[-1] for ln in out.strip().splitlines()[-5:]] == [
+        r["title"] for r in rows if r["user"] == 2]
