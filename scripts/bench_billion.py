@@ -18,7 +18,8 @@ files are page cache and count only in the total), ``lifetime_peak_rss_bytes``
 * ``pagerank_memory``: in-memory PageRank on the mapped index: ``setup_seconds`` (no build
   when the index is there), seconds per iteration and the ``method`` (the layout) it ran;
 * ``sample``: ``NeighborSampler([10, 25])`` batches of ``--batch-size`` seeds on the mapped
-  index: minibatches/s;
+  index (the in-neighbours on the CSC; with ``--symmetric`` the default undirected view on the
+  ``sym`` index, which the ``index`` stage then builds too): minibatches/s;
 * ``gnn``: GraphSAGE (2 layers, fanouts 10,25) on memory-mapped float16 features whose class
   is planted (``--classes`` communities: features = class mean + noise), ``--gnn-batches``
   steps through the prefetching loader: minibatches/s, sampler-wait share, accuracy.
@@ -181,7 +182,8 @@ def stage_index(args, work: Path) -> dict:
     from graphsys.storage.adjacency_index import build_index
 
     g = args.graph_dir
-    kinds = ("csr", "csc", "push") if args.push else ("csr", "csc")
+    kinds = ("csr", "csc") + (("push",) if args.push else ()) + (("sym",) if args.symmetric
+                                                                  else ())
     build_index(open_graph(g), kinds, memory_limit=args.memory_limit_bytes, force=True,
                 progress=args.progress)
     size = sum(f.stat().st_size for f in (g / "index").rglob("*.arrow"))
@@ -221,7 +223,8 @@ def stage_sample(args, work: Path) -> dict:
 
     graph = open_graph(args.graph_dir)
     t0 = time.perf_counter()
-    sampler = NeighborSampler(graph, [10, 25], symmetric=False, direction="in")
+    sampler = (NeighborSampler(graph, [10, 25]) if args.symmetric else
+               NeighborSampler(graph, [10, 25], symmetric=False, direction="in"))
     setup = time.perf_counter() - t0
     rng = np.random.default_rng(0)
     n = graph.num_nodes()
@@ -232,7 +235,8 @@ def stage_sample(args, work: Path) -> dict:
         blocks = sampler.sample_blocks(seeds, rng_seed=k)
         edges += sum(b.num_edges for b in blocks)
     secs = time.perf_counter() - t1
-    return {"edges": edges, "setup_seconds": round(setup, 3),
+    return {"edges": edges, "setup_seconds": round(setup, 3), "symmetric": args.symmetric,
+            "mapped": not sampler.adj.indices.flags.writeable,
             "minibatches": args.sample_batches, "minibatches_per_s":
             round(args.sample_batches / secs, 2), "seconds_sampling": secs}
 
@@ -398,6 +402,9 @@ def main() -> int:
                     help="sampling threads of the gnn stage's loader (default 2)")
     ap.add_argument("--push", action="store_true",
                     help="index stage: also store PageRank's push layout (index --push)")
+    ap.add_argument("--symmetric", action="store_true",
+                    help="index stage: also store the undirected view (index --undirected); "
+                         "sample stage: sample it, as NeighborSampler's default does")
     ap.add_argument("--check-bounds", action="store_true")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--child", choices=STAGES, help=argparse.SUPPRESS)
