@@ -23,6 +23,12 @@ OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"}
 #: defaults.
 OPENMP_SET_HERE = tuple(k for k in OPENMP_DEFAULTS if k not in os.environ)
 os.environ.update({k: OPENMP_DEFAULTS[k] for k in OPENMP_SET_HERE})
+if len(OPENMP_SET_HERE) == len(OPENMP_DEFAULTS):
+    # a libgomp loaded before this import (``import torch`` first) has read neither setting
+    # and spins at length between regions; it can only be throttled (graphsys.openmp)
+    from graphsys import openmp
+
+    openmp.hold_loaded_runtimes()
 
 
 def peer_environment() -> dict[str, str]:
