@@ -16,7 +16,11 @@ Data-parallel node training: ``torchrun --nproc-per-node K -m graphsys gnn train
 --json`` runs one rank per process (gloo on CPU; NCCL with ``--device cuda``, one GPU per
 rank); each rank samples its share of every global batch of ``--batch-size`` seeds, and rank
 0 writes ``--out`` and prints the result, with ``world_size`` and each rank's ``seeds`` and
-``seconds``.
+``seconds``. With ``--dropout 0``, K ranks reach the parameters of one process with the same
+``--batch-size`` (to float rounding, sampled ``--fanouts`` included); with dropout they
+agree in distribution only, as each rank draws dropout masks over its own batch. A
+``feat`` column stored in a file of its own (``write_node_column``) is memory-mapped, so
+the ranks share it through the page cache.
 
 ``graphsys gnn recommend DIR/checkpoint --users 1,2 --k 10`` prints each user's top-k
 items of a link-task checkpoint (original ids, with a ``title`` item column when there is

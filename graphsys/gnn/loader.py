@@ -142,8 +142,10 @@ class NodeLoader:
         of each (rank ``r`` of ``W`` takes positions ``[r b // W, (r+1) b // W)`` of a batch
         of ``b``), so the ranks' batches are disjoint, cover the epoch, and number
         ``len(loader)`` on every rank (as PyTorch's ``DistributedSampler`` with a
-        per-batch split). With ``world_size`` > 1 rank ``r`` samples its share with
-        ``rng_seed = derive_seed(seed, e, i, r)``.
+        per-batch split). Every rank samples its share with the global batch's
+        ``rng_seed = derive_seed(seed, e, i)``, and the built-in samplers key their random
+        streams by node id, so a rank's blocks hold exactly the neighbourhoods its seeds
+        have in the blocks of the whole global batch.
 
     Yields
     ------
@@ -291,11 +293,10 @@ class NodeLoader:
 
     def _batch(self, order: torch.Tensor, epoch: int, i: int) -> MiniBatch:
         seeds = order[i * self.batch_size:(i + 1) * self.batch_size]
-        rng_seed = derive_seed(self.seed, epoch, i)
+        rng_seed = derive_seed(self.seed, epoch, i)   # the global batch's, on every rank
         if self.world_size > 1:
             b, r, w = len(seeds), self.rank, self.world_size
             seeds = seeds[r * b // w:(r + 1) * b // w]
-            rng_seed = derive_seed(self.seed, epoch, i, r)
         with serial_kernels():
             blocks = self.sampler.sample_blocks(seeds, rng_seed)
         return MiniBatch(seeds, blocks, x=self._gather(self.features, blocks[0].src_nodes),

@@ -41,10 +41,12 @@ Data-parallel node training (``distributed``, see :func:`train`): batch ``i`` of
 is the same global batch on every rank, and rank ``r`` of ``W`` trains positions
 ``[r b // W, (r+1) b // W)`` of it; the mean loss of rank ``r``'s share is scaled by
 ``W b_r / b`` before DistributedDataParallel averages the gradients, which makes the update
-the global batch's. With full neighbourhoods and no dropout ``W`` ranks therefore follow one
-rank's trajectory to float rounding; with sampling or dropout, each rank draws its own
-samples (:class:`~graphsys.gnn.NodeLoader`) and masks, so the runs agree in distribution,
-and a run is repeatable bit for bit for a fixed seed and world size.
+the global batch's. Every rank samples its share with the global batch's random seed and
+the samplers key their streams by node id (:mod:`graphsys.sampling`), so a rank's seeds
+get the neighbourhoods they have in the whole batch: without dropout ``W`` ranks follow
+one rank's trajectory to float rounding, sampled fanouts included. Dropout masks are drawn
+per rank over the rank's own batch tensors, so with dropout the runs agree in distribution
+only; a run is repeatable bit for bit for a fixed seed and world size.
 
 Link task (``task="link"``), split ``TrainConfig.link_split``. ``random`` (the default
 on a graph of one entity type) and ``time``: link prediction on held-out edges of any graph
@@ -121,6 +123,7 @@ from graphsys.sampling.adjacency import (
     typed_edges,
 )
 from graphsys.sampling.block import Block, MiniBatch
+from graphsys.sampling.features import feature_rows
 from graphsys.sampling.negative import PPRHardNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.sampling.pinsage import RandomWalkNeighborSampler
@@ -280,11 +283,12 @@ def _seed_all(seed: int) -> None:
 # -- node classification ------------------------------------------------------------------------
 
 def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
-                   features=None) -> dict[str, Any]:
+                   features=None, *, mapped: bool = False) -> dict[str, Any]:
     """Features (float32 (N, F): ``features`` as given (a node column name or an array /
     tensor (N, F)), else the ``feat`` column row-normalised, else None), labels int64 (N,),
     split index tensors and the entity type of the node task; raises if the graph has no
-    labels."""
+    labels. With ``mapped``, a feature column stored in a file of its own stays in its
+    memory map: ``x`` is then a :class:`MappedFeatures`."""
     etypes = [entity_type] if entity_type else graph.entity_types
     labelled = [t for t in etypes if "label" in graph.node_columns(t)]
     if not labelled:
@@ -301,7 +305,12 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
                             f"{max(n, 2) - 1:,} (a class id per node at most; corrupted "
                             f"labels?)")
     cols = graph.node_columns(et)
-    if isinstance(features, str):
+    name = features if isinstance(features, str) else "feat" if features is None else None
+    col = next((c for c in graph.entity_type(et).columns if c.name == name), None)
+    if mapped and col is not None and col.dtype and col.kind == "features":
+        stored = graph.mapped_node_column(name, et)
+        x = MappedFeatures(stored, row_sums(stored) if features is None else None)
+    elif isinstance(features, str):
         x = graph.node_column(features, et).astype(np.float32)
         if x.ndim != 2:
             raise GraphsysError(f"features: node column {features!r} is not a feature column")
@@ -330,25 +339,72 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
              for k, m in zip(("train", "val", "test"), masks)}
     if len(split["train"]) == 0 or len(split["test"]) == 0:
         raise GraphsysError(f"entity type {et!r}: empty train or test split")
-    return {"entity_type": et, "x": None if x is None else torch.from_numpy(x),
+    return {"entity_type": et,
+            "x": x if x is None or isinstance(x, MappedFeatures) else torch.from_numpy(x),
             "labels": torch.from_numpy(labels), "split": split,
             "num_classes": int(labels.max()) + 1, "num_nodes": n}
 
 
-class NodeInput(nn.Module):
-    """Layer-0 features: stored features, or a learned id embedding without them."""
+def row_sums(column: np.ndarray, chunk_rows: int = 1 << 16) -> np.ndarray:
+    """The divisors that row-normalise ``column`` (N, F) to absolute sum 1: float32 (N,), 1
+    for an all-zero row; read ``chunk_rows`` rows at a time (a mapped column stays
+    mapped)."""
+    out = np.empty(len(column), np.float32)
+    for start in range(0, len(column), chunk_rows):
+        rs = np.abs(column[start:start + chunk_rows].astype(np.float32)).sum(1)
+        out[start:start + chunk_rows] = np.where(rs > 0, rs, np.float32(1.0))
+    return out
 
-    def __init__(self, x: torch.Tensor | None, num_nodes: int, dim: int):
+
+class MappedFeatures:
+    """Node features left in a memory-mapped node column
+    (:meth:`~graphsys.storage.graph.Graph.mapped_node_column`): the rows a batch needs are
+    gathered from the mapping (:func:`~graphsys.sampling.features.feature_rows`), so the
+    processes of a data-parallel run share the page cache instead of each holding a copy.
+    ``divisors``: float32 (N,) row divisors (:func:`row_sums`), or None for the rows as
+    stored; the gathered rows equal those of the whole column normalised in memory."""
+
+    def __init__(self, column: np.ndarray, divisors: np.ndarray | None = None):
+        self.column, self.divisors = column, divisors
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.column.shape)
+
+    def rows(self, ids: torch.Tensor) -> torch.Tensor:
+        """Rows ``ids`` (int64 (B,)) as float32 (B, F)."""
+        ids = ids.cpu()
+        x = feature_rows(self.column, ids)
+        if self.divisors is not None:
+            x /= torch.from_numpy(self.divisors[ids.numpy()])[:, None]
+        return x
+
+
+class NodeInput(nn.Module):
+    """Layer-0 features: stored features (a tensor, or a :class:`MappedFeatures` gathered
+    per batch), or a learned id embedding without them."""
+
+    def __init__(self, x: torch.Tensor | MappedFeatures | None, num_nodes: int, dim: int):
         super().__init__()
-        self.register_buffer("x", x if x is not None else torch.zeros(0), persistent=False)
+        self.mapped = x if isinstance(x, MappedFeatures) else None
+        self.register_buffer("x", x if torch.is_tensor(x) else torch.zeros(0),
+                             persistent=False)
         self.emb = nn.Embedding(num_nodes, dim) if x is None else None
         self.dim = dim if x is None else x.shape[1]
+        self.num_nodes = num_nodes
 
     def forward(self, nodes: torch.Tensor) -> torch.Tensor:
-        return self.emb(nodes) if self.emb is not None else self.x.index_select(0, nodes)
+        if self.emb is not None:
+            return self.emb(nodes)
+        if self.mapped is not None:
+            return self.mapped.rows(nodes).to(self.x.device)
+        return self.x.index_select(0, nodes)
 
     def all_nodes(self) -> torch.Tensor:
-        """Every node's row in id order: ``self(arange(num_nodes))`` without the gather."""
+        """Every node's row in id order: ``self(arange(num_nodes))`` without the gather
+        (a mapped column: read whole)."""
+        if self.mapped is not None:
+            return self(torch.arange(self.num_nodes))
         return self.emb.weight if self.emb is not None else self.x
 
 
@@ -525,7 +581,9 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
     _seed_all(cfg.seed)
     ranks = _Ranks(distributed, device)
     lead = ranks.rank == 0
-    data = node_task_data(graph, cfg.entity_type, cfg.seed, features)
+    # a feature column in a file of its own stays mapped: the ranks share the page cache
+    data = node_task_data(graph, cfg.entity_type, cfg.seed, features, mapped=True)
+    mapped = isinstance(data["x"], MappedFeatures)
     et = data["entity_type"]
     adj = homogeneous_adjacency(graph, et, symmetric=True)
     sampler = node_sampler(cfg, adj)
@@ -589,7 +647,8 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
             return layerwise_inference_on(model, inp, ids, eval_fixed, device=device)
         loader = NodeLoader(None, eval_sampler, ids, batch_size=EVAL_CHUNK, shuffle=False,
                             seed=derive_seed(cfg.seed, 7919), num_workers=cfg.num_workers,
-                            prefetch=cfg.prefetch, features=data["x"], labels=None,
+                            prefetch=cfg.prefetch, features=None if mapped else data["x"],
+                            labels=None,
                             device=device)
         parts = [call(b.blocks, b.x if b.x is not None else inp(b.input_nodes)).float().cpu()
                  for b in loader]
@@ -639,12 +698,13 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                        y=labels.index_select(0, train_ids)).to(device)
              if cfg.full_graph else None)
     # stored features that are mostly zeros, as CSR for a first layer that takes it
-    sparse_x = (as_sparse_features(inp.x) if whole is not None and inp.emb is None
+    sparse_x = (as_sparse_features(inp.all_nodes()) if whole is not None and inp.emb is None
                 and isinstance(model, GNN) and cfg.inputs == "blocks"
                 and getattr(model.convs[0], "sparse_input", False) else None)
     loader = (NodeLoader(graph, sampler, train_ids, batch_size=cfg.batch_size, seed=cfg.seed,
                          num_workers=cfg.num_workers, prefetch=cfg.prefetch,
-                         features=data["x"], labels=labels, device=device,
+                         features=None if mapped else data["x"], labels=labels,
+                         device=device,
                          rank=ranks.rank, world_size=ranks.world_size)
               if whole is None else None)
     n_train, B, W = len(train_ids), cfg.batch_size, ranks.world_size
@@ -1243,7 +1303,13 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         same global batches of ``config.batch_size`` seeds and samples its contiguous
         share of each (:class:`~graphsys.gnn.NodeLoader`'s ``rank``/``world_size``) from
         the one stored graph; each rank's mean loss is weighted by its share of the batch,
-        so the averaged gradient is the global batch's. The ranks check that they hold the
+        so the averaged gradient is the global batch's, and every rank samples with the
+        global batch's seed (the samplers key their draws by node id): with ``dropout`` 0,
+        ``W`` ranks reach one process's parameters to float rounding, sampled ``fanouts``
+        included; with dropout the runs agree in distribution only (each rank draws its
+        masks over its own batch tensors). A feature column stored in a file of its own
+        stays memory-mapped and each batch gathers its rows, so the ranks share it through
+        the page cache. The ranks check that they hold the
         same graph, config and model shapes before the first batch; validation and test
         seeds are split between the ranks and their counts summed; rank 0 alone writes
         ``out`` and calls ``log``; a rank whose peer died or froze ends with one

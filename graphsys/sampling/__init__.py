@@ -13,8 +13,13 @@
   negatives.
 
 Every sampler takes an explicit ``rng_seed`` per call; outputs depend only on the inputs and
-that seed, not on how many threads or workers run the kernels. Samplers hold only read-only
-arrays, so worker threads share them.
+that seed, not on how many threads or workers run the kernels. The neighbourhood samplers
+key their random streams by node id (with the seed derived per layer, and per relation for
+:class:`HeteroNeighborSampler`): a node's sampled neighbourhood depends on ``(rng_seed,
+layer, node)`` alone, never on which other seeds share its batch, so data-parallel ranks
+that split a batch and sample with its seed draw what the whole batch draws. The negative
+samplers draw per batch, in query order. Samplers hold only read-only arrays, so worker
+threads share them.
 Node ids are type-local (``0..num_nodes(type)-1``, the storage layer's type-global order).
 """
 

@@ -3,9 +3,11 @@
 Every kernel is compiled twice from the same Python function: a ``parallel=True`` version
 (``prange`` over seeds, for one caller using all cores) and a serial ``nogil=True`` version
 (for several sampling worker threads running side by side). Random numbers come from a
-counter-based generator keyed by ``(rng_seed, position of the seed in the batch)``, so the
-output depends only on the inputs and ``rng_seed``: never on the thread count, the worker
-that ran the batch, or the compiled variant.
+counter-based generator keyed by ``(rng_seed, node id)``: a node's picks (or walks) depend
+only on ``rng_seed`` (the samplers derive it per batch and layer) and the node, never on
+which other nodes share its batch, its position there, the rank of a data-parallel run
+that sampled it, the thread count, the worker that ran the batch, or the compiled variant.
+So a global batch split between ranks samples every node as the whole batch would.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ def _mix(z):
 splitmix64 = njit(inline="always", cache=True)(_mix)
 
 
-def _stream(rng_seed, pos):
-    """Initial state of the random stream of batch position ``pos`` (both int64)."""
-    return splitmix64(np.uint64(rng_seed) * _GOLDEN ^ splitmix64(np.uint64(pos) + _GOLDEN))
+def _stream(rng_seed, node):
+    """Initial state of the random stream of node id ``node`` (both int64)."""
+    return splitmix64(np.uint64(rng_seed) * _GOLDEN ^ splitmix64(np.uint64(node) + _GOLDEN))
 
 
 def _uniform(state):
@@ -78,7 +80,7 @@ _hop_lanes_j = njit(inline="always", cache=True)(_hop_lanes)
 
 
 def _walk_topk(fw_indptr, fw_indices, bw_indptr, bw_indices, seeds, num_traversals,
-               termination_prob, num_random_walks, num_neighbors, rng_seed, counts,
+               termination_prob, num_random_walks, num_neighbors, rng_seed, key_base, counts,
                out_nodes, out_counts, out_num):
     """For each seed ``i``: ``num_random_walks`` walks of up to ``num_traversals`` meta-path
     hops (fw then bw), stopping before every hop after the first with ``termination_prob``
@@ -92,7 +94,8 @@ def _walk_topk(fw_indptr, fw_indices, bw_indptr, bw_indices, seeds, num_traversa
     lanes makes one independent memory load per lane (``indptr`` rows, then ``indices``
     picks), so the core keeps up to ``_LANES`` cache misses in flight instead of one
     pointer chase, which raises the walk rate on graphs much larger than the caches.
-    Random numbers are drawn from the seed's stream in lane order at every step.
+    Random numbers are drawn from the seed's stream (keyed by ``seeds[i] - key_base``,
+    the node's type-local id) in lane order at every step.
     """
     n_seeds = seeds.shape[0]
     n_chunks = counts.shape[0]
@@ -108,9 +111,9 @@ def _walk_topk(fw_indptr, fw_indices, bw_indptr, bw_indices, seeds, num_traversa
         deg = np.empty(_LANES, np.int64)
         live = np.empty(_LANES, np.int64)     # positions of the lanes still walking
         for i in range(c * n_seeds // n_chunks, (c + 1) * n_seeds // n_chunks):
-            state = _stream_j(rng_seed, i)
-            m = 0
             s = seeds[i]
+            state = _stream_j(rng_seed, s - key_base)
+            m = 0
             for w0 in range(0, num_random_walks, _LANES):
                 nl = min(_LANES, num_random_walks - w0)
                 for ln in range(nl):
@@ -186,7 +189,7 @@ def _fill_picks(indptr, indices, seeds, fanout, replace, rng_seed, offsets, out_
     """Write the picked neighbours of seed ``i`` to ``out_nbr[offsets[i]:offsets[i+1]]`` and
     their CSR positions to ``out_eid``. Without replacement: Floyd's algorithm (uniform
     subset of size ``fanout``; a seed with at most ``fanout`` neighbours keeps them all, in
-    CSR order)."""
+    CSR order). Seed ``i`` draws from the stream of its node id ``seeds[i]``."""
     for i in prange(seeds.shape[0]):
         lo = indptr[seeds[i]]
         deg = indptr[seeds[i] + 1] - lo
@@ -199,7 +202,7 @@ def _fill_picks(indptr, indices, seeds, fanout, replace, rng_seed, offsets, out_
                 out_eid[start + j] = lo + j
                 out_nbr[start + j] = indices[lo + j]
             continue
-        state = _stream_j(rng_seed, i)
+        state = _stream_j(rng_seed, seeds[i])
         if replace:
             for j in range(k):
                 state, u = _uniform_j(state)

@@ -4,6 +4,8 @@
 A sampler turns a batch of seed nodes into one :class:`~graphsys.sampling.Block` per GNN
 layer, input layer first, and the same arguments always give the same blocks (the random
 stream is derived from ``rng_seed``, never from a call counter or the number of threads).
+The built-in samplers also key it by node id: a node's neighbourhood in layer ``l`` is a
+function of ``(rng_seed, l, node)``, whatever the rest of the batch.
 """
 
 from __future__ import annotations
@@ -79,7 +81,9 @@ class LayerwiseSampler(Sampler):
     """A :class:`Sampler` that draws one layer at a time, from the output layer outwards:
     each layer's source nodes are the next (input side) layer's destinations, and layer
     ``l`` draws from ``derive_seed(rng_seed, l)``. Subclasses implement
-    :meth:`_layer_block`."""
+    :meth:`_layer_block`, drawing each destination node's picks from a stream keyed by
+    that seed and the node's id, so the block of a subset of destinations is the
+    corresponding part of the block of all of them."""
 
     def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
                       ) -> list[Block]:

@@ -5,6 +5,12 @@ not as related as the positive. Items are ranked by their personalized-PageRank 
 respect to the query item on the item -> other -> item meta-path graph, and negatives are
 drawn uniformly from the ranks ``[rank_lo, rank_hi)`` (PinSage used 2000-5000 on billions
 of pins; small graphs need a proportionally smaller band).
+
+Unlike the neighbourhood samplers, whose random streams are keyed by node id, negatives are
+drawn from one NumPy generator seeded with ``rng_seed``, in query order: a negative belongs
+to a (query, training pair) of a batch, not to a node (a query repeats within a batch, once
+per positive, and each occurrence needs its own negatives), and the link task is not split
+between data-parallel ranks.
 """
 
 from __future__ import annotations

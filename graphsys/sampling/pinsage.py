@@ -140,8 +140,8 @@ class RandomWalkNeighborSampler(LayerwiseSampler):
         (K.walk_topk_par if parallel else K.walk_topk_ser)(
             self.fw.indptr, self.fw.indices, self.bw.indptr, self.bw.indices,
             dst + self._base, self.num_traversals, self.termination_prob,
-            self.num_random_walks, k, int(rng_seed), visit_counters(chunks, self.bw.num_cols),
-            nodes, counts, num)
+            self.num_random_walks, k, int(rng_seed), self._base,
+            visit_counters(chunks, self.bw.num_cols), nodes, counts, num)
         keep = np.arange(k)[None, :] < num[:, None]
         return nodes[keep] - self._base, counts[keep], num
 

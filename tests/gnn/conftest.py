@@ -9,12 +9,16 @@ import pyarrow as pa
 
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.node_columns import write_node_column
 
 
 def write_sbm(out: Path, *, blocks=4, size=50, p_in=0.15, p_out=0.005, dim=8, noise=2.0,
-              seed=0, labels=True, partitions=2) -> Path:
+              seed=0, labels=True, partitions=2, mapped_features=False) -> Path:
     """A stochastic block model: label = block, feat = class mean + noise; masks 10 train
-    per class, 40 validation, the rest test. Returns the graph directory."""
+    per class, 40 validation, the rest test. Returns the graph directory. With
+    ``mapped_features``, feat is a node column in a file of its own (memory-mapped, added
+    by :func:`~graphsys.storage.node_columns.write_node_column`) instead of in the node
+    table."""
     rng = np.random.default_rng(seed)
     n = blocks * size
     y = np.repeat(np.arange(blocks), size)
@@ -34,14 +38,18 @@ def write_sbm(out: Path, *, blocks=4, size=50, p_in=0.15, p_out=0.005, dim=8, no
     out.parent.mkdir(parents=True, exist_ok=True)
     edges = out.parent / f"{out.name}.tsv"
     edges.write_text("".join(f"{a}\t{b}\n" for a, b in zip(s.tolist(), d.tolist())))
-    cols = {"id": pa.array(np.arange(n, dtype=np.int64)),
-            "feat": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), dim)}
+    cols = {"id": pa.array(np.arange(n, dtype=np.int64))}
+    if not mapped_features:
+        cols["feat"] = pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), dim)
     if labels:
         cols.update({"label": pa.array(y.astype(np.int64)), "train_mask": pa.array(train),
                      "val_mask": pa.array(val), "test_mask": pa.array(test)})
     ingest([EdgeSource([edges], header=False)], out,
            IngestOptions(num_partitions=partitions, undirected=True),
            nodes=[NodeSource(pa.table(cols))])
+    if mapped_features:
+        rows = x[open_graph(out).node_ids()]             # internal-id order
+        write_node_column(out, "feat", "features", lambda a, b: rows[a:b], dim=dim)
     return out
 
 

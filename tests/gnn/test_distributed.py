@@ -1,12 +1,12 @@
 """Data-parallel node training (2 gloo ranks on localhost, the environment torchrun gives
-its workers): the same parameters as one rank with the same global batch, bit-repeatable
-runs, the per-rank record, and a dead peer ending the run with one line.
+its workers): the same parameters as one rank with the same global batch, with full and
+with sampled neighbourhoods, bit-repeatable runs, the per-rank record, and a dead peer
+ending the run with one line.
 
-The 1-vs-2-rank comparison uses full neighbourhoods (``fanouts=[-1, -1]``) and dropout 0:
-the neighbour samplers key their random streams by a seed's position in its batch
-(:mod:`graphsys.sampling._kernels`) and dropout draws one mask per batch tensor, so with
-sampling or dropout two ranks draw other (equally distributed) samples and masks than one
-rank does."""
+The 1-vs-2-rank comparisons run with dropout 0: the samplers key their random streams by
+node id (:mod:`graphsys.sampling._kernels`) and every rank samples with the global batch's
+seed, so a rank's seeds get the neighbourhoods they have in the whole batch; dropout draws
+its masks per rank over the rank's own batch tensors."""
 
 from __future__ import annotations
 
@@ -81,6 +81,48 @@ def test_two_ranks_follow_one_rank_with_the_same_global_batch(graph, tmp_path):
     assert info["world_size"] == 2 and [r["rank"] for r in info["ranks"]] == [0, 1]
     assert [r["seeds"] for r in info["ranks"]] == [3 * (7 + 7 + 5), 3 * (8 + 8 + 5)]
     assert all(r["seconds"] > 0 for r in info["ranks"])
+
+
+@pytest.fixture(scope="module")
+def mapped_graph(tmp_path_factory):
+    """``graph`` with its features in a memory-mapped column file of their own."""
+    return write_sbm(tmp_path_factory.mktemp("ddp") / "sbm", partitions=2,
+                     mapped_features=True)
+
+
+def test_mapped_features_train_as_the_same_features_in_memory(graph, mapped_graph):
+    from graphsys.gnn.training import MappedFeatures, node_task_data
+    from graphsys.storage.graph import open_graph
+
+    data = node_task_data(open_graph(mapped_graph), mapped=True)
+    assert isinstance(data["x"], MappedFeatures)         # gathered per batch, not read
+    ref = node_task_data(open_graph(graph))["x"]
+    assert torch.equal(data["x"].rows(torch.arange(len(ref))), ref)
+    cfg = TrainConfig(**{**CFG, "fanouts": [5, 5]})
+    a, b = train(graph, cfg, distributed=False), train(mapped_graph, cfg, distributed=False)
+    for (k, x), y in zip(a.model.state_dict().items(), b.model.state_dict().values()):
+        assert torch.equal(x, y), k
+
+
+def test_two_ranks_follow_one_rank_with_sampled_fanouts(graph, mapped_graph, tmp_path):
+    from graphsys.sampling import homogeneous_adjacency
+    from graphsys.storage.graph import open_graph
+
+    deg = np.diff(homogeneous_adjacency(open_graph(graph), symmetric=True).indptr)
+    assert (deg > 5).mean() > 0.5            # fanout 5 subsamples most neighbourhoods
+    cfg = {**CFG, "fanouts": [5, 5]}
+    one = train(graph, TrainConfig(**cfg), distributed=False)
+    two, info = _run(mapped_graph, cfg, tmp_path / "two")    # features shared by mapping
+    ref = {k: v.numpy() for k, v in one.model.state_dict().items()}
+    assert sorted(ref) == sorted(two)
+    for k in ref:
+        np.testing.assert_allclose(two[k], ref[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    for h1, h2 in zip(one.history, info["history"], strict=True):
+        assert h2["loss"] == pytest.approx(h1["loss"], rel=1e-4)
+    # the same run with full neighbourhoods ends elsewhere: the sampling mattered
+    full = train(graph, TrainConfig(**CFG), distributed=False)
+    assert any(not np.allclose(full.model.state_dict()[k].numpy(), ref[k], atol=1e-4)
+               for k in ref)
 
 
 def test_two_rank_runs_are_bit_repeatable_with_sampling_and_dropout(graph, tmp_path):

@@ -50,6 +50,40 @@ def test_batches_identical_across_num_workers(graph):
             _same(a, b)
 
 
+def _neighbourhoods(batch):
+    """{seed: its sampled in-neighbour ids per layer}, layers from the output layer inwards,
+    following each seed's own sources only."""
+    out = {}
+    for v in batch.seeds.tolist():
+        ids, layers = [v], []
+        for b in reversed(batch.blocks):
+            dst = b.dst_nodes.tolist()
+            local = torch.tensor([dst.index(u) for u in ids])
+            m = torch.isin(b.edge_dst, local)
+            layers.append(sorted(zip(b.dst_nodes[b.edge_dst[m]].tolist(),
+                                     b.src_nodes[b.edge_src[m]].tolist())))
+            ids = sorted(set(ids) | set(b.src_nodes[b.edge_src[m]].tolist()))
+        out[v] = layers
+    return out
+
+
+def test_rank_shares_sample_what_the_whole_batch_samples(graph):
+    # two ranks' shares of every global batch: each seed's sampled neighbourhood (every
+    # layer), features and label are those of the one-rank batch
+    g = graph[0]
+    whole = list(_loader(g, batch_size=15))
+    shares = [list(_loader(g, batch_size=15, rank=r, world_size=2)) for r in (0, 1)]
+    for i, ref in enumerate(whole):
+        parts = [shares[0][i], shares[1][i]]
+        assert torch.equal(torch.cat([p.seeds for p in parts]), ref.seeds)
+        want = _neighbourhoods(ref)
+        for p in parts:
+            got = _neighbourhoods(p)
+            assert got == {v: want[v] for v in got}
+            pos = [ref.blocks[0].src_nodes.tolist().index(u) for u in p.input_nodes.tolist()]
+            assert torch.equal(p.x, ref.x[pos])
+
+
 def test_each_epoch_reshuffles_deterministically(graph):
     g = graph[0]
     loader = _loader(g)

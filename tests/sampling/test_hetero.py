@@ -102,6 +102,21 @@ def test_sampled_edges_exist_with_their_relation(graph):
                for x, y in zip(blocks, again, strict=True))
 
 
+def test_a_node_samples_the_same_whatever_its_batch(graph):
+    s = HeteroNeighborSampler(graph, [2])
+    toff = s.type_offsets
+    seeds = [0, 3, 11, toff["item"] + 2, toff["item"] + 7]
+    (whole,) = s.sample_blocks(seeds, rng_seed=5)
+
+    def picks(b, v):
+        m = b.edge_dst == b.dst_nodes.tolist().index(v)
+        return sorted(zip(b.edge_type[m].tolist(), b.src_nodes[b.edge_src[m]].tolist()))
+
+    for v in seeds:
+        (alone,) = s.sample_blocks([v], rng_seed=5)
+        assert picks(alone, v) == picks(whole, v)
+
+
 def test_per_relation_fanouts(graph):
     fan = {"rates": [1], "follows": [0], "similar": [-1], "rev_rates": [0],
            "rev_follows": [2], ("item", "rev_similar", "item"): [0]}

@@ -69,9 +69,10 @@ def test_full_neighbourhood(graph):
 
 
 def test_without_replacement_is_uniform_over_subsets():
-    # one node with 5 neighbours, fanout 2: all 10 subsets equally likely
-    adj = from_coo(np.zeros(5, np.int64), np.arange(1, 6), 6, 6)
-    seeds = np.zeros(5000, np.int64)          # every position draws its own stream
+    # 5000 nodes, each with the same 5 neighbours, fanout 2: all 10 subsets equally likely
+    n = 5000
+    adj = from_coo(np.repeat(np.arange(n), 5), np.tile(np.arange(n, n + 5), n), n + 5, n + 5)
+    seeds = np.arange(n, dtype=np.int64)      # every node draws its own stream
     nbr, per_seed, _ = sample_neighbors(adj, seeds, 2, rng_seed=4)
     assert (per_seed == 2).all()
     counts = {}
@@ -92,6 +93,21 @@ def test_deterministic_under_seed(graph):
         assert torch.equal(x.src_nodes, y.src_nodes)
         assert torch.equal(x.edge_src, y.edge_src)
         assert torch.equal(x.edge_dst, y.edge_dst)
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_a_node_samples_the_same_whatever_its_batch(graph, replace):
+    # streams keyed by node id: a node's picks do not depend on the other seeds, their
+    # order, or the seed's position (what lets data-parallel ranks split a batch)
+    s = NeighborSampler(graph, [3, 3], replace=replace)
+    whole = s.sample_blocks(torch.tensor([3, 1, 4, 15, 9, 26]), 7)
+    for part in ([9, 4], [26], [15, 3, 1]):
+        split = s.sample_blocks(torch.tensor(part), 7, parallel=False)
+        for bw, bp in zip(whole, split):
+            for k, v in enumerate(bp.dst_nodes.tolist()):
+                kw = bw.dst_nodes.tolist().index(v)   # the whole batch samples v too
+                assert (bw.src_nodes[bw.edge_src[bw.edge_dst == kw]].tolist()
+                        == bp.src_nodes[bp.edge_src[bp.edge_dst == k]].tolist())
 
 
 def test_block_to_device_and_dgl(graph):

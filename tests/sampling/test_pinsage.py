@@ -71,12 +71,10 @@ def test_multi_traversal_expected_visits_match_enumeration():
     expected *= R
     s = RandomWalkNeighborSampler(fw, bw, T, term, R, 5)
     seed_node = 1
-    seeds = np.full(reps, seed_node)
-    # duplicates are fine for the walk kernel (only blocks need unique seeds)
-    nbr, cnt, num = _visits(s, seeds, 5)
     per = np.zeros((reps, 5))
-    rows = np.repeat(np.arange(reps), num)
-    np.add.at(per, (rows, nbr), cnt)
+    for r in range(reps):   # a node's walks are keyed by its id: one rng_seed per repetition
+        nbr, cnt, _ = _visits(s, [seed_node], 5 + r)
+        np.add.at(per[r], nbr, cnt)
     mean, se = per.mean(0), per.std(0, ddof=1) / np.sqrt(reps)
     z = np.abs(mean - expected[seed_node]) / np.maximum(se, 1e-9)
     assert (z < 5).all(), (mean, expected[seed_node], z)
@@ -122,6 +120,16 @@ def test_deterministic_and_independent_of_parallelism(bipartite_graph):
     c = _edges(s, seeds, 43)
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     assert not all(torch.equal(x, y) for x, y in zip(a, c)) or len(a[0]) == 0
+
+
+def test_a_node_walks_the_same_whatever_its_batch(bipartite_graph):
+    s = PinSAGESampler(bipartite_graph, "item", "user", 3, 0.5, 50, 3)
+    nbr, cnt, num = _visits(s, [4, 0, 2, 1], 42)
+    ends = np.cumsum(num)
+    for k, v in enumerate([4, 0, 2, 1]):
+        alone = _visits(s, [v], 42)
+        assert nbr[ends[k] - num[k]:ends[k]].tolist() == alone[0].tolist()
+        assert cnt[ends[k] - num[k]:ends[k]].tolist() == alone[1].tolist()
 
 
 def test_blocks_per_layer_follow_the_sampler_protocol(bipartite_graph):
