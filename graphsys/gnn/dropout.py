@@ -15,6 +15,12 @@ CUDA tensors, dtypes other than float32/float64, and ``p`` of 0 or 1 go to ``F.d
 A CSR tensor (sparse raw features, :mod:`graphsys.gnn.sparse_input`) keeps its structure:
 each stored entry ``(r, c)`` gets the draw of flat index ``r * F + c``, so it is dropped
 exactly where the dense tensor's entry would be; no gradient flows back to it.
+
+:func:`feature_dropout` is the input dropout of a minibatch, applied where its feature rows
+are gathered (a :class:`~graphsys.gnn.NodeLoader` worker thread) in the same pass: element
+``(r, c)`` of the rows of nodes ``ids`` is kept when ``splitmix64(key + (ids[r] * F + c) *
+golden) >> 32 >= round(p * 2**32)``, so a node's mask depends on the key and the node id
+alone, not on which other nodes share its batch or where its row lands.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ import torch
 import torch.nn.functional as F
 from numba import njit, prange
 
+from graphsys.errors import GraphsysError
 from graphsys.gnn.sparse_input import csr_tensor, is_sparse
 from graphsys.sampling._kernels import splitmix64
+from graphsys.sampling.features import checked_ids, feature_rows
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S32 = np.uint64(32)
@@ -54,6 +62,62 @@ def _keep_scaled_csr(crow, col, values, out, width, key, threshold, scale):
             i = np.uint64(r) * w + np.uint64(col[k])
             keep = (splitmix64(base + i * _GOLDEN) >> _S32) >= threshold
             out[k] = values[k] * (scale * keep)
+
+
+@njit(cache=True, nogil=True)
+def _rows_keep_scaled(table, rows, ids, out, key, threshold, scale):
+    """``out[r, c] = table[rows[r], c] * scale`` (``table[r, c]`` when ``rows`` is empty)
+    where element ``(r, c)`` is kept, drawn at ``ids[r] * F + c``, else 0; on this thread,
+    GIL-free (a loader's worker runs it beside the training step)."""
+    width = table.shape[1]
+    step = np.uint64(width) * _GOLDEN
+    gathered = rows.shape[0] > 0
+    for r in range(ids.shape[0]):
+        src = rows[r] if gathered else r
+        first = np.uint64(key) + np.uint64(ids[r]) * step
+        for c in range(width):
+            keep = (splitmix64(first + np.uint64(c) * _GOLDEN) >> _S32) >= threshold
+            out[r, c] = table[src, c] * (scale * keep)
+
+
+def feature_dropout(column, ids, p: float, key: int) -> torch.Tensor:
+    """Rows ``ids`` of the feature table ``column`` with dropout ``p`` applied, in one pass.
+
+    ``column``: an (N, F) float16/float32 NumPy array (read as
+    :func:`~graphsys.sampling.features.feature_rows` reads it) or a float tensor; ``ids``:
+    int (B,) node ids; ``key``: a 64-bit integer (one draw from torch's generator per
+    batch). Element ``(r, c)`` is zeroed with probability ``p`` by the draw at flat index
+    ``ids[r] * F + c`` (see the module docstring) and otherwise scaled by ``1 / (1 - p)``.
+    Returns (B, F), float32 for an array (a tensor keeps its dtype and device), with no
+    gradient. The rows are copied and masked on the calling thread, GIL-free for a float32
+    array."""
+    if not 0 <= p <= 1:
+        raise GraphsysError(f"dropout probability must be in [0, 1], got {p}")
+    if isinstance(column, np.ndarray):
+        idx = checked_ids(column, ids)
+        if p == 0 or p >= 1 or column.dtype != np.float32:
+            x = feature_rows(column, idx)
+        else:                                   # gather and mask in one pass
+            x = torch.empty((len(idx), column.shape[1]), dtype=torch.float32)
+            _mask(column, idx, idx, x, p, key)
+            return x
+    else:
+        x = column.detach().index_select(0, torch.as_tensor(ids).to(column.device))
+        idx = np.ascontiguousarray(torch.as_tensor(ids).cpu().numpy(), dtype=np.int64)
+    if p == 0:
+        return x
+    if p >= 1:
+        return torch.zeros_like(x)
+    work = x.cpu()                          # a fresh gather: masked in place
+    work = (work if work.dtype in (torch.float32, torch.float64) else work.float()).contiguous()
+    _mask(work.numpy(), np.empty(0, np.int64), idx, work, p, key)
+    return work.to(x.device, x.dtype)
+
+
+def _mask(table: np.ndarray, rows: np.ndarray, ids: np.ndarray, out: torch.Tensor, p: float,
+          key: int) -> None:
+    _rows_keep_scaled(table, rows, ids, out.numpy(), np.uint64(key & (2 ** 64 - 1)),
+                      np.uint64(round(p * 2.0 ** 32)), 1.0 / (1.0 - p))
 
 
 def _apply_csr(x: torch.Tensor, p: float, key: int) -> torch.Tensor:

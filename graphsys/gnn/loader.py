@@ -21,9 +21,10 @@ import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
 from graphsys.sampling.base import Sampler
-from graphsys.sampling.block import MiniBatch
+from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.features import feature_rows
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.trace import trace_range, traced
@@ -146,6 +147,16 @@ class NodeLoader:
         ``rng_seed = derive_seed(seed, e, i)``, and the built-in samplers key their random
         streams by node id, so a rank's blocks hold exactly the neighbourhoods its seeds
         have in the blocks of the whole global batch.
+    input_dropout : float, optional
+        Dropout probability applied to ``x`` as the worker gathers it (default 0: none), in
+        the same pass (:func:`~graphsys.gnn.dropout.feature_dropout`): the input dropout of
+        a training loader, for a model that then skips its own
+        (``GNN(...)(blocks, x, input_dropout=False)``). Each pass draws one key from
+        torch's default generator in the iterating thread (``torch.manual_seed`` fixes the
+        masks, whatever ``num_workers``); batch ``i`` uses ``derive_seed(key, i)`` on every
+        rank, and a node's mask depends on that and its id only, not on the batch's other
+        nodes. Element ``(r, c)`` is zeroed with probability ``input_dropout``, the rest
+        scaled by ``1 / (1 - input_dropout)``.
 
     Yields
     ------
@@ -203,7 +214,7 @@ class NodeLoader:
                  batch_size: int = 512, shuffle: bool = True, seed: int = 0,
                  num_workers: int = 1, prefetch: int = 2, features="feat", labels="label",
                  device: str | torch.device = "cpu", drop_last: bool = False,
-                 rank: int = 0, world_size: int = 1):
+                 rank: int = 0, world_size: int = 1, input_dropout: float = 0.0):
         if not isinstance(sampler, Sampler):
             raise ParameterError("sampler", f"must be a graphsys.sampling.Sampler, got "
                                             f"{type(sampler).__name__}")
@@ -222,6 +233,12 @@ class NodeLoader:
         if rank >= world_size:
             raise ParameterError("rank", f"must be < world_size ({world_size}), got {rank}")
         self.rank, self.world_size = int(rank), int(world_size)
+        if not isinstance(input_dropout, (int, float)) or not 0 <= input_dropout < 1:
+            raise ParameterError("input_dropout", f"must be a probability in [0, 1), got "
+                                                  f"{input_dropout!r}")
+        if input_dropout and features is None:
+            raise ParameterError("input_dropout", "needs features to drop out")
+        self.input_dropout = float(input_dropout)
         self.features = self._column("features", features, 2)
         self.labels = self._column("labels", labels, 1)
         self.epoch = 0
@@ -291,7 +308,7 @@ class NodeLoader:
         gen = torch.Generator().manual_seed(derive_seed(self.seed, epoch))
         return self.seeds[torch.randperm(len(self.seeds), generator=gen)]
 
-    def _batch(self, order: torch.Tensor, epoch: int, i: int) -> MiniBatch:
+    def _batch(self, order: torch.Tensor, epoch: int, i: int, key: int = 0) -> MiniBatch:
         seeds = order[i * self.batch_size:(i + 1) * self.batch_size]
         rng_seed = derive_seed(self.seed, epoch, i)   # the global batch's, on every rank
         if self.world_size > 1:
@@ -299,13 +316,20 @@ class NodeLoader:
             seeds = seeds[r * b // w:(r + 1) * b // w]
         with serial_kernels():
             blocks = self.sampler.sample_blocks(seeds, rng_seed)
-        return MiniBatch(seeds, blocks, x=self._gather(self.features, blocks[0].src_nodes),
-                         y=self._gather(self.labels, seeds))
+        for b in blocks:    # the aggregations' edge grouping, here rather than in the step
+            if isinstance(b, Block):
+                _ = b.dst_offsets
+        ids = blocks[0].src_nodes
+        x = (feature_dropout(self.features, ids, self.input_dropout, derive_seed(key, i))
+             if self.input_dropout else self._gather(self.features, ids))
+        return MiniBatch(seeds, blocks, x=x, y=self._gather(self.labels, seeds))
 
     def __iter__(self) -> Iterator[MiniBatch]:
         epoch, self.epoch = self.epoch, self.epoch + 1
         order = self._order(epoch)
-        return iter(PrefetchLoader(len(self), lambda i: self._batch(order, epoch, i),
+        # the pass's dropout key, drawn here so that it does not depend on the workers
+        key = int(torch.empty((), dtype=torch.int64).random_()) if self.input_dropout else 0
+        return iter(PrefetchLoader(len(self), lambda i: self._batch(order, epoch, i, key),
                                    num_workers=self.num_workers, prefetch=self.prefetch,
                                    device=self.device))
 

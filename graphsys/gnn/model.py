@@ -49,7 +49,10 @@ class GNN(nn.Module):
     -----
     ``forward(blocks, x)`` maps ``x`` float (blocks[0].num_src_nodes, in_dim) to float
     (blocks[-1].num_dst_nodes, out_dim); :meth:`layer` runs one layer alone, as
-    :func:`~graphsys.gnn.layerwise_inference` does.
+    :func:`~graphsys.gnn.layerwise_inference` does. ``forward(blocks, x,
+    input_dropout=False)`` skips the dropout of the first layer's input, for an ``x`` that
+    had it where it was gathered (``NodeLoader(..., input_dropout=p)``, the same ``p``);
+    the hidden layers' dropout stays in the model.
 
     References
     ----------
@@ -103,10 +106,13 @@ class GNN(nn.Module):
                 "out_dim": self.out_dim, "num_layers": self.num_layers,
                 "dropout": self.dropout, "heads": self.heads}
 
-    def layer(self, i: int, x: torch.Tensor, block: Block) -> torch.Tensor:
-        """Layer ``i`` alone (dropout, convolution, activation; the head after the last
-        layer): what layer-wise streaming inference calls."""
-        x = dropout(x, self.dropout, self.training)
+    def layer(self, i: int, x: torch.Tensor, block: Block, *,
+              input_dropout: bool = True) -> torch.Tensor:
+        """Layer ``i`` alone (dropout unless ``input_dropout`` is False, convolution,
+        activation; the head after the last layer): what layer-wise streaming inference
+        calls."""
+        if input_dropout:
+            x = dropout(x, self.dropout, self.training)
         h = self.convs[i](x, block)
         last = i == self.num_layers - 1
         if self._activation is not None and not last:
@@ -115,9 +121,10 @@ class GNN(nn.Module):
             h = self.head(h)
         return h
 
-    def forward(self, blocks: list[Block], x: torch.Tensor) -> torch.Tensor:
+    def forward(self, blocks: list[Block], x: torch.Tensor, *,
+                input_dropout: bool = True) -> torch.Tensor:
         if len(blocks) != self.num_layers:
             raise GraphsysError(f"{self.num_layers}-layer model given {len(blocks)} blocks")
         for i, block in enumerate(blocks):
-            x = self.layer(i, x, block)
+            x = self.layer(i, x, block, input_dropout=input_dropout or i > 0)
         return x

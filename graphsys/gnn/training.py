@@ -483,14 +483,20 @@ class _NodeNet(nn.Module):
     """The node task's trained modules as one (what DistributedDataParallel wraps): the
     layer-0 input and the model, called as ``cfg.inputs`` says."""
 
-    def __init__(self, model: nn.Module, inp: NodeInput, call: Callable):
+    def __init__(self, model: nn.Module, inp: NodeInput, call: Callable,
+                 loader_dropout: bool = False):
         super().__init__()
         self.model, self.inp = model, inp
         object.__setattr__(self, "call", call)   # not a second registration of model
+        #: a batch's ``x`` had the input dropout where the loader gathered it
+        self.loader_dropout = loader_dropout
 
     def forward(self, blocks: list[Block], input_nodes: torch.Tensor,
                 x: torch.Tensor | None) -> torch.Tensor:
-        return self.call(blocks, x if x is not None else self.inp(input_nodes))
+        if x is None:
+            return self.call(blocks, self.inp(input_nodes))
+        return self.model(blocks, x, input_dropout=False) if self.loader_dropout else \
+            self.call(blocks, x)
 
 
 class _Ranks:
@@ -599,7 +605,11 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
     meta = {"task": "node", "entity_type": et, "graph": str(graph.path),
             "train_config": _cfg_json(cfg), "has_features": data["x"] is not None,
             "world_size": ranks.world_size}
-    net: nn.Module = _NodeNet(model, inp, call)
+    # a builtin model's input dropout runs where the loader's workers gather the features
+    # (features in memory; mapped ones are gathered, and dropped, by the model's input)
+    loader_dropout = (isinstance(model, GNN) and cfg.inputs == "blocks" and not cfg.full_graph
+                      and data["x"] is not None and not mapped and cfg.dropout > 0)
+    net: nn.Module = _NodeNet(model, inp, call, loader_dropout)
     if distributed:
         from torch.nn.parallel import DistributedDataParallel
 
@@ -704,8 +714,8 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
     loader = (NodeLoader(graph, sampler, train_ids, batch_size=cfg.batch_size, seed=cfg.seed,
                          num_workers=cfg.num_workers, prefetch=cfg.prefetch,
                          features=None if mapped else data["x"], labels=labels,
-                         device=device,
-                         rank=ranks.rank, world_size=ranks.world_size)
+                         device=device, rank=ranks.rank, world_size=ranks.world_size,
+                         input_dropout=cfg.dropout if loader_dropout else 0.0)
               if whole is None else None)
     n_train, B, W = len(train_ids), cfg.batch_size, ranks.world_size
     my_seeds, train_seconds, eval_seconds = 0, 0.0, 0.0

@@ -10,10 +10,19 @@ Node ids in ``src_nodes`` are type-local ids of the sampled entity type.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import torch
 
 from graphsys.errors import GraphsysError
+
+
+def group_offsets(index: torch.Tensor, size: int) -> torch.Tensor:
+    """int64 (size + 1,): ``out[i]`` = the number of entries of ``index`` (ints in
+    ``[0, size)``) below ``i``, the group boundaries of ``index`` sorted ascending."""
+    out = torch.zeros(size + 1, dtype=torch.int64, device=index.device)
+    torch.cumsum(torch.bincount(index, minlength=size), 0, out=out[1:])
+    return out
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,19 @@ class Block:
     def device(self) -> torch.device:
         return self.src_nodes.device
 
+    @cached_property
+    def dst_offsets(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(offsets, order)``: the edges grouped by destination, computed once per block
+        (a loader computes it in its worker thread; copies by :meth:`to` keep it).
+        ``offsets`` int64 (num_dst + 1,); the edges of destination ``v`` are positions
+        ``offsets[v]:offsets[v + 1]`` of the edge list, when ``order`` is None (the
+        samplers' blocks list each destination's edges together, in destination order), else
+        of the edge list permuted by ``order`` (int64 (E,), a stable sort by ``edge_dst``)."""
+        dst = self.edge_dst
+        offsets = group_offsets(dst, self.num_dst_nodes)
+        grouped = dst.numel() < 2 or bool((dst[1:] >= dst[:-1]).all())
+        return offsets, None if grouped else torch.argsort(dst, stable=True)
+
     @property
     def edge_index(self) -> torch.Tensor:
         """int64 (2, E): row 0 positions in ``src_nodes``, row 1 positions in ``dst_nodes``:
@@ -76,10 +98,15 @@ class Block:
         return data
 
     def _map(self, fn) -> Block:
-        """A copy with ``fn`` applied to every tensor."""
+        """A copy with ``fn`` applied to every tensor (:attr:`dst_offsets` too, when
+        computed)."""
         opt = (lambda t: None if t is None else fn(t))
-        return replace(self, src_nodes=fn(self.src_nodes), edge_src=fn(self.edge_src),
-                       edge_dst=fn(self.edge_dst), edge_weight=opt(self.edge_weight))
+        out = replace(self, src_nodes=fn(self.src_nodes), edge_src=fn(self.edge_src),
+                      edge_dst=fn(self.edge_dst), edge_weight=opt(self.edge_weight))
+        if "dst_offsets" in self.__dict__:
+            offsets, order = self.__dict__["dst_offsets"]
+            out.__dict__["dst_offsets"] = (fn(offsets), opt(order))
+        return out
 
     def to(self, device: str | torch.device, non_blocking: bool = False) -> Block:
         """A copy with every tensor on ``device``."""

@@ -16,13 +16,10 @@ from graphsys.errors import GraphsysError
 from graphsys.storage.kernels import gather_rows
 
 
-def feature_rows(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """Rows ``ids`` (integers (B,) in ``[0, N)``) of a feature column (N, d) float16 or
-    float32, as a float32 tensor (B, d). The rows are copied by one GIL-free numba pass in
-    the stored dtype and float16 is widened by torch, so a producer thread holds the GIL
-    for neither (NumPy's ``column[ids].astype(np.float32)`` holds it for the gather, which
-    serialises a loader's worker threads; see docs/benchmarks.md). An id outside the
-    column raises :class:`~graphsys.errors.GraphsysError`."""
+def checked_ids(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> np.ndarray:
+    """``ids`` as contiguous int64 rows of ``column``, an (N, d) float16/float32 array;
+    :class:`~graphsys.errors.GraphsysError` for another column, non-integer ids or an id
+    outside ``[0, N)``."""
     if column.ndim != 2 or column.dtype not in (np.float16, np.float32):
         raise GraphsysError(f"feature rows need an (N, d) float16/float32 column, got "
                             f"{column.dtype} {tuple(column.shape)}")
@@ -34,6 +31,17 @@ def feature_rows(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> torch.Te
         bad = int(ids.min() if ids.min() < 0 else ids.max())
         raise GraphsysError(f"feature rows: id {bad} outside the column's {len(column)} "
                             f"rows")
+    return ids
+
+
+def feature_rows(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """Rows ``ids`` (integers (B,) in ``[0, N)``) of a feature column (N, d) float16 or
+    float32, as a float32 tensor (B, d). The rows are copied by one GIL-free numba pass in
+    the stored dtype and float16 is widened by torch, so a producer thread holds the GIL
+    for neither (NumPy's ``column[ids].astype(np.float32)`` holds it for the gather, which
+    serialises a loader's worker threads; see docs/benchmarks.md). An id outside the
+    column raises :class:`~graphsys.errors.GraphsysError`."""
+    ids = checked_ids(column, ids)
     if column.dtype == np.float32:
         return torch.from_numpy(gather_rows(column, ids,
                                             np.empty((len(ids), column.shape[1]),

@@ -73,3 +73,59 @@ def test_other_dtypes_fall_back_to_torch():
     x = torch.ones(1000, dtype=torch.bfloat16)
     y = dropout(x, 0.5, True)
     assert y.dtype == torch.bfloat16 and set(y.unique().tolist()) <= {0.0, 2.0}
+
+
+def _kept_reference(ids, width, key, p):
+    """The row-keyed mask from its definition, in Python integers (SplitMix64 finaliser of
+    ``key + (id * F + c) * golden``, upper 32 bits against ``round(p * 2**32)``)."""
+    m64 = (1 << 64) - 1
+
+    def mix(z):
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m64
+        return z ^ (z >> 31)
+
+    t = round(p * 2 ** 32)
+    return torch.tensor([[mix((key + (int(v) * width + c) * 0x9E3779B97F4A7C15) & m64) >> 32
+                          >= t for c in range(width)] for v in ids])
+
+
+@pytest.mark.parametrize("kind", ["float32", "float16", "tensor"])
+def test_feature_dropout_is_keyed_by_node_and_column(kind):
+    """Gather + dropout in one pass: element (r, c) follows the draw of (ids[r], c) alone,
+    whatever the other rows, for every column kind; kept values are scaled by 1/(1-p)."""
+    import numpy as np
+
+    from graphsys.gnn.dropout import feature_dropout
+
+    rng = np.random.default_rng(0)
+    table = (rng.random((50, 7)) + 0.5).astype(np.float16 if kind == "float16" else np.float32)
+    column = torch.from_numpy(table) if kind == "tensor" else table
+    ids = np.array([4, 17, 4, 49, 0])
+    key, p = 123456789012345, 0.4
+    got = feature_dropout(column, ids, p, key)
+    want = torch.from_numpy(table[ids].astype(np.float32))
+    kept = _kept_reference(ids, 7, key, p)
+    torch.testing.assert_close(got.float(), torch.where(kept, want / (1 - p), 0.0))
+    assert torch.equal(got[0], got[2])                     # one node, one mask
+    other = feature_dropout(column, np.array([49, 3, 17]), p, key)   # other batch
+    assert torch.equal(other[0], got[3]) and torch.equal(other[2], got[1])
+    assert not torch.equal(feature_dropout(column, ids, p, key + 1), got)
+    assert torch.equal(feature_dropout(column, ids, 0.0, key).float(), want)
+    assert not feature_dropout(column, ids, 1.0, key).any()
+
+
+def test_feature_dropout_rate_and_errors():
+    import numpy as np
+
+    from graphsys.errors import GraphsysError
+    from graphsys.gnn.dropout import feature_dropout
+
+    table = np.ones((1000, 300), np.float32)
+    kept = feature_dropout(table, np.arange(1000), 0.3, 7) != 0
+    n = kept.numel()
+    assert abs(kept.sum().item() - 0.7 * n) < 6 * (n * 0.21) ** 0.5
+    with pytest.raises(GraphsysError, match="outside"):
+        feature_dropout(table, np.array([1000]), 0.3, 7)
+    with pytest.raises(GraphsysError, match="probability"):
+        feature_dropout(table, np.array([1]), 1.5, 7)

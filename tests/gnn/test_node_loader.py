@@ -180,3 +180,52 @@ def test_bad_input(graph):
         NodeLoader(g, s, [1], batch_size=0)
     with pytest.raises(ParameterError, match="Sampler"):
         NodeLoader(g, object(), [1])
+
+
+def test_input_dropout_in_the_loader(graph):
+    """``input_dropout``: x is the gathered rows with the row-keyed mask of
+    ``feature_dropout`` under the per-batch key ``derive_seed(key, i)``, the key one draw of
+    torch's generator per pass (fixed by ``torch.manual_seed``, whatever the workers)."""
+    from graphsys.gnn.dropout import feature_dropout
+    from graphsys.sampling._util import derive_seed
+
+    g = graph[0]
+    feat = torch.from_numpy(np.asarray(g.node_column("feat")))
+    runs = []
+    for workers in (0, 2):
+        torch.manual_seed(11)
+        runs.append(list(_loader(g, num_workers=workers, input_dropout=0.5)))
+    torch.manual_seed(11)
+    key = int(torch.empty((), dtype=torch.int64).random_())
+    for i, (a, b) in enumerate(zip(*runs, strict=True)):
+        _same(a, b)
+        want = feature_dropout(feat, a.input_nodes, 0.5, derive_seed(key, i))
+        torch.testing.assert_close(a.x, want)
+        kept = a.x != 0
+        torch.testing.assert_close(a.x[kept], 2 * feat[a.input_nodes][kept])
+    plain = list(_loader(g))
+    assert all(torch.equal(a.seeds, b.seeds) for a, b in zip(plain, runs[0], strict=True))
+    assert not torch.equal(plain[0].x, runs[0][0].x)
+    with pytest.raises(ParameterError, match="input_dropout"):
+        _loader(g, input_dropout=1.0)
+    with pytest.raises(ParameterError, match="input_dropout"):
+        _loader(g, input_dropout=0.5, features=None)
+
+
+def test_model_skips_the_input_dropout_the_loader_applied(graph):
+    """``GNN(...)(blocks, x, input_dropout=False)`` with the loader's dropout equals the
+    model's hidden-layer dropout alone: the first layer's input is used as given."""
+    from graphsys.gnn import GNN
+
+    g = graph[0]
+    torch.manual_seed(0)
+    model = GNN("sage", 5, 8, 4, num_layers=2, dropout=0.5)
+    batch = next(iter(_loader(g, input_dropout=0.5)))
+    torch.manual_seed(1)
+    got = model(batch.blocks, batch.x, input_dropout=False)
+    torch.manual_seed(1)
+    h = model.layer(0, batch.x, batch.blocks[0], input_dropout=False)
+    torch.testing.assert_close(got, model.layer(1, h, batch.blocks[1]))
+    model.eval()
+    torch.testing.assert_close(model(batch.blocks, batch.x, input_dropout=False),
+                               model(batch.blocks, batch.x))

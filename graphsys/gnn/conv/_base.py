@@ -1,11 +1,25 @@
-"""Shared checks and scatter helpers of the convolution layers (pure torch, index_add_)."""
+r"""Shared checks and aggregation helpers of the convolution layers (pure torch).
+
+Two ways to sum over a destination's edges:
+
+* :func:`scatter_sum` of a per-edge message tensor (E, F), for layers whose messages depend
+  on the edge (attention, PinSage's importance weights, a subclass's own ``message``);
+* :func:`segment_sum` / :func:`segment_mean`, a segment reduction of the source rows
+  themselves, :math:`\mathbf{out}_v = \sum_{e = (u, v)} w_e \mathbf{h}_u`, that builds no
+  per-edge tensor: the edges are grouped by destination (:attr:`Block.dst_offsets
+  <graphsys.sampling.Block.dst_offsets>`) and each group's rows are summed by
+  ``torch.nn.functional.embedding_bag``. Its backward is the same reduction over the
+  transposed block, :math:`\nabla \mathbf{h}_u = \sum_{e = (u, v)} w_e \nabla
+  \mathbf{out}_v` (edges grouped by source), again with no per-edge tensor.
+"""
 
 from __future__ import annotations
 
 import torch
+from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.sampling.block import Block
+from graphsys.sampling.block import Block, group_offsets
 
 
 def check_input(x: torch.Tensor, block: Block, in_dim: int, name: str) -> None:
@@ -25,3 +39,48 @@ def segment_weights_sum(weight: torch.Tensor, index: torch.Tensor, size: int) ->
     """``out[i] = sum of weight[e] with index[e] == i``; weight (E,) -> (size,)."""
     out = torch.zeros(size, dtype=weight.dtype, device=weight.device)
     return out.index_add_(0, index, weight)
+
+
+class _SegmentSum(torch.autograd.Function):
+    """``out[v] = sum over edges k in [offsets[v], offsets[v+1]) of w[k] * h[src[k]]``
+    (``src``, ``dst``, ``w`` in destination order); ``w`` gets no gradient."""
+
+    @staticmethod
+    def forward(ctx, h, src, dst, offsets, w):
+        ctx.save_for_backward(src, dst, w)
+        ctx.num_src = h.shape[0]
+        return F.embedding_bag(src, h, offsets, mode="sum", per_sample_weights=w,
+                               include_last_offset=True)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None, None
+        src, dst, w = ctx.saved_tensors
+        order = torch.argsort(src, stable=True)    # the transposed block: grouped by source
+        grad_h = F.embedding_bag(dst[order], grad.contiguous(), group_offsets(src, ctx.num_src),
+                                 mode="sum", per_sample_weights=w[order],
+                                 include_last_offset=True)
+        return grad_h, None, None, None, None
+
+
+def segment_sum(h: torch.Tensor, block: Block, weight: torch.Tensor | None = None
+                ) -> torch.Tensor:
+    r"""``out[v] = sum over the block's edges (u, v) of weight[e] * h[u]``: (num_src, F) ->
+    (num_dst, F), with no per-edge tensor (see the module docstring); ``weight`` (E,) in
+    the block's edge order (default all ones) receives no gradient."""
+    offsets, order = block.dst_offsets
+    src = block.edge_src if order is None else block.edge_src[order]
+    dst = block.edge_dst if order is None else block.edge_dst[order]
+    w = (torch.ones(block.num_edges, dtype=h.dtype, device=h.device) if weight is None else
+         (weight if order is None else weight[order]).to(h.dtype).detach())
+    return _SegmentSum.apply(h, src, dst, offsets, w)
+
+
+def segment_mean(h: torch.Tensor, block: Block) -> torch.Tensor:
+    r"""``out[v]`` = the mean of ``h[u]`` over the block's edges (u, v) (repeated edges count
+    again; 0 for a destination without edges): :func:`segment_sum` with weights
+    :math:`1 / d_v`."""
+    offsets, _ = block.dst_offsets
+    deg = (offsets[1:] - offsets[:-1]).to(h.dtype).clamp_(min=1.0)
+    return segment_sum(h, block, deg.reciprocal().index_select(0, block.edge_dst))

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._base import check_input, scatter_sum, segment_weights_sum
+from graphsys.gnn.conv._base import check_input, scatter_sum, segment_sum, segment_weights_sum
 from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.sampling.block import Block
 
@@ -83,12 +83,17 @@ class GCNConv(nn.Module):
         deg_src = segment_weights_sum(ones, block.edge_src, n_src)
         deg_src[:n_dst] += 1.0
         h = self.lin(x) * deg_src.rsqrt().unsqueeze(1)
-        out = scatter_sum(self.message(h, block), block.edge_dst, n_dst) + h[:n_dst]
+        if type(self).message is GCNConv.message:   # no per-edge tensor
+            out = segment_sum(h, block) + h[:n_dst]
+        else:
+            out = scatter_sum(self.message(h, block), block.edge_dst, n_dst) + h[:n_dst]
         out = out * deg_dst.rsqrt().unsqueeze(1)
         return out if self.bias is None else out + self.bias
 
     def message(self, h_src: torch.Tensor, block: Block) -> torch.Tensor:
-        """Per-edge messages: the (source-normalised) source rows, (E, F')."""
+        """Per-edge messages: the (source-normalised) source rows, (E, F'). The sum
+        aggregation reduces the rows directly; a subclass that overrides this method gets
+        its messages materialised and summed per destination."""
         return h_src.index_select(0, block.edge_src)
 
     def __repr__(self) -> str:

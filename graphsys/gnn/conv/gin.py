@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._base import check_input, scatter_sum
+from graphsys.gnn.conv._base import check_input, segment_sum
 from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.sampling.block import Block
 
@@ -71,7 +71,7 @@ class GINConv(nn.Module):
     def forward(self, x: torch.Tensor, block: Block) -> torch.Tensor:
         check_input(x, block, self.in_dim, "GINConv")
         n_dst = block.num_dst_nodes
-        agg = scatter_sum(x.index_select(0, block.edge_src), block.edge_dst, n_dst)
+        agg = segment_sum(x, block)
         return self.mlp((1 + self.eps) * x[:n_dst] + agg)
 
     def __repr__(self) -> str:

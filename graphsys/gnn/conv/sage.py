@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.gnn.conv._base import check_input, scatter_sum, segment_weights_sum
+from graphsys.gnn.conv._base import check_input, scatter_sum, segment_mean, segment_weights_sum
 from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.gnn.sparse_input import linear
 from graphsys.sampling.block import Block
@@ -94,7 +94,11 @@ class SAGEConv(nn.Module):
         return self.lin_self(x[:n_dst]) + mean
 
     def _mean(self, h: torch.Tensor, block: Block) -> torch.Tensor:
-        """Mean of ``h``'s rows over each destination's block sources; (num_dst, F)."""
+        """Mean of ``h``'s rows over each destination's block sources; (num_dst, F): a
+        segment reduction of the rows (no per-edge tensor) unless a subclass defines its
+        own :meth:`message`."""
+        if type(self).message is SAGEConv.message:
+            return segment_mean(h, block)
         n_dst = block.num_dst_nodes
         summed = scatter_sum(self.message(h, block), block.edge_dst, n_dst)
         deg = segment_weights_sum(torch.ones_like(block.edge_dst, dtype=h.dtype),
@@ -102,7 +106,9 @@ class SAGEConv(nn.Module):
         return summed / deg.unsqueeze(1)
 
     def message(self, h_src: torch.Tensor, block: Block) -> torch.Tensor:
-        """Per-edge messages: the source rows, (E, F)."""
+        """Per-edge messages: the source rows, (E, F). The mean aggregation reduces the
+        source rows directly; a subclass that overrides this method gets its messages
+        materialised and averaged per destination."""
         return h_src.index_select(0, block.edge_src)
 
     def __repr__(self) -> str:
