@@ -292,3 +292,22 @@ def test_cli_recommend_and_evaluate(trained, capsys):
     code, _, err = _run(["gnn", "recommend", ckpt], capsys)
     assert code != 0 and "give exactly one of --users" in err
 
+
+
+def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path):
+    """A graph with a ``valid`` edge set: the link task validates on it and tests on
+    ``test`` (as ``evaluate`` ranks them from the checkpoint), training on all of
+    ``train``."""
+    res = train(trained["work"] / "g", TrainConfig(task="link", model="pinsage", hidden=8,
+                                                   epochs=3, fanouts=[3, 3], seed=1),
+                out=tmp_path / "run")
+    ckpt = tmp_path / "run" / "checkpoint"
+    best = max(res.history, key=lambda r: r["val_mrr"])
+    assert [r["best"] for r in res.history].count(True) >= 1
+    valid = evaluate(ckpt, edge_set="valid", ks=[10])
+    assert valid["users"] == int(trained["masks"]["valid"].sum())
+    assert best["val_mrr"] == pytest.approx(valid["mrr"], abs=1e-5)
+    assert best["val_hits@10"] == pytest.approx(valid["hits@10"], abs=1e-5)
+    test = evaluate(ckpt, ks=[10])
+    assert res.metrics["mrr"] == pytest.approx(test["mrr"], abs=1e-5)
+    assert res.metrics["hits@10"] == pytest.approx(test["hits@10"], abs=1e-5)
