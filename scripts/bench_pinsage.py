@@ -31,7 +31,8 @@ per-epoch validation). The sides take turns (graphsys, DGL, graphsys, ...; ``--r
 seeds 0, 1, ...); figures are medians with min and max, ratios of medians. Usage::
 
     python scripts/bench_pinsage.py --mirror ../shared/datasets --dgl-example DIR
-        [--dgl-python PY] [--work DIR] [--repeats 1] [--record FILE]
+        [--graph ML] [--dgl-python PY] [--work DIR] [--repeats 1] [--threads N]
+        [--epochs N] [--patience N] [--dgl-batches 20000] [--record FILE]
 """
 
 from __future__ import annotations
