@@ -311,3 +311,14 @@ def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path):
     test = evaluate(ckpt, ks=[10])
     assert res.metrics["mrr"] == pytest.approx(test["mrr"], abs=1e-5)
     assert res.metrics["hits@10"] == pytest.approx(test["hits@10"], abs=1e-5)
+
+
+def test_link_task_refuses_a_valid_edge_set_without_training_edges(tmp_path):
+    from graphsys.errors import GraphsysError
+
+    ingest([EdgeSource(table=pa.table({"src": [0, 0, 1, 1], "dst": [5, 6, 5, 7]}),
+                       edge_set="valid", relation="rated")], tmp_path / "g",
+           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    with pytest.raises(GraphsysError, match="has a 'valid' edge set but no training edge set"):
+        train(tmp_path / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
+                                          fanouts=[2]))
