@@ -29,7 +29,7 @@ from graphsys.gnn.training import (
     NodeInput,
     TrainConfig,
     eval_blocks,
-    holdout_split,
+    interaction_split,
     link_input,
     link_sampler,
     node_sampler,
@@ -37,7 +37,7 @@ from graphsys.gnn.training import (
     walk_sampler,
 )
 from graphsys.plugins import GNN_MODELS
-from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency, typed_edges
+from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency
 from graphsys.storage.graph import Graph, open_graph
 
 
@@ -150,10 +150,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         other = meta["other_type"]
         feat = torch.from_numpy(graph.node_column("feat", et)) if meta["has_features"] else None
         inp = ItemInput(n, feat, cfg.hidden)
-        rel = next(r for r in graph.relation_types if {r.lhs, r.rhs} == {et, other})
-        s, d, _ = typed_edges(graph, None, rel.lhs, rel.rhs)
-        users, items = (s, d) if rel.lhs == other else (d, s)
-        train_m, _, _ = holdout_split(users, items, cfg.seed)
+        users, items, train_m, _, _ = interaction_split(graph, et, other, cfg.seed)
         fw = from_coo(items[train_m], users[train_m], n, graph.num_nodes(other))
         bw = fw.transpose()
         block_fn = eval_blocks(walk_sampler(cfg, fw, bw, cfg.fanouts or [10, 10]), cfg.seed)

@@ -62,8 +62,11 @@ validation MRR selects the model.
 
 ``user`` (the default on a graph whose relation joins two entity types): item
 recommendation on a bipartite graph (e.g. MovieLens-100k, ``user``
--> ``item``): for every user with at least 3 interactions one interaction is held out for
-test and one for validation (seeded); the rest form the training graph. Items get a learned
+-> ``item``): a graph with a ``valid`` edge set keeps its stored split (``graphsys
+datasets ingest ... --split temporal``: the ``train`` edges train, ``valid`` selects the
+model and stops early, ``test`` gives the final metrics); otherwise, for every user with
+at least 3 interactions one interaction is held out for test and one for validation
+(seeded); the training interactions form the training graph. Items get a learned
 id embedding plus a linear map of their ``feat`` column (if any); neighbourhoods are
 PinSage random-walk samples on the training graph (for every model). Training pairs are
 ``(item, item')`` joined by one training meta-path hop (item -> user -> item'); negatives
@@ -923,6 +926,45 @@ def holdout_split(users: np.ndarray, items: np.ndarray, seed: int
     return ~(test | val), val, test
 
 
+def interaction_split(graph: Graph, item_t: str, user_t: str, seed: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(users, items, train, val, test)``: the interactions of the relation joining
+    ``user_t`` and ``item_t`` (type-local ids, int64 (E,)) with boolean split masks.
+
+    A graph with a ``valid`` edge set keeps its stored split: the edges of the training
+    edge set (``train``) train, ``valid`` validates, ``test`` (if present) tests. Any
+    other graph: its training edge set split by :func:`holdout_split`.
+    """
+    from graphsys.datasets.loaders import TEMPORAL_EDGE_SETS
+
+    rel = next(r for r in graph.relation_types if {r.lhs, r.rhs} == {item_t, user_t})
+    _, valid, test = TEMPORAL_EDGE_SETS
+    if valid in graph.edge_sets:
+        train_set = graph.edge_set(None).name
+        if train_set == valid:
+            raise GraphsysError(f"{graph.path} has a {valid!r} edge set but no training edge "
+                                f"set (train or default) for the link task")
+        names = [train_set, valid] + ([test] if test in graph.edge_sets
+                                      and test != train_set else [])
+        parts = [typed_edges(graph, e, rel.lhs, rel.rhs)[:2] for e in names]
+        s = np.concatenate([p[0] for p in parts])
+        d = np.concatenate([p[1] for p in parts])
+        which = np.repeat(np.arange(len(parts)), [len(p[0]) for p in parts])
+        users, items = (s, d) if rel.lhs == user_t else (d, s)
+        return users, items, which == 0, which == 1, which == 2
+    s, d, _ = typed_edges(graph, None, rel.lhs, rel.rhs)
+    users, items = (s, d) if rel.lhs == user_t else (d, s)
+    return (users, items, *holdout_split(users, items, seed))
+
+
+def per_user(users: np.ndarray, items: np.ndarray, n_users: int) -> list[np.ndarray]:
+    """Each user's items (type-local ids): a list of ``n_users`` int64 arrays."""
+    order = np.argsort(users, kind="stable")
+    splits = np.searchsorted(users[order], np.arange(n_users + 1))
+    it = items[order]
+    return [it[splits[u]:splits[u + 1]] for u in range(n_users)]
+
+
 class ItemInput(nn.Module):
     """Layer-0 item representation: learned id embedding + linear map of item features;
     also holds the per-item score bias ``bias`` float32 (N,) of the link task (as the
@@ -948,29 +990,41 @@ class ItemInput(nn.Module):
 def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
                  exclude: list[np.ndarray], target: np.ndarray, ks=(10,),
                  bias: torch.Tensor | None = None) -> dict[str, float]:
-    """``hits@k`` for each ``k`` in ``ks`` and MRR of ``target[u]`` among all items for
-    each user ``u`` with a target (>= 0); the query is the normalised mean of
-    ``user_items[u]``'s unit embeddings, item ``j`` scores ``<query, unit(z_j)> + bias[j]``,
-    and the items in ``user_items[u]`` and ``exclude[u]`` are not ranked. With one held-out
+    """``hits@k`` for each ``k`` in ``ks`` and MRR of held-out items among all items.
+
+    ``target``: one item per user (int (n_users,), -1 for none), or held-out
+    ``(user, item)`` rows (int (M, 2)), each ranked on its own. The query of user ``u`` is
+    the normalised mean of ``user_items[u]``'s unit embeddings, item ``j`` scores
+    ``<query, unit(z_j)> + bias[j]``, and the items in ``user_items[u]`` and ``exclude[u]``
+    other than the target are not ranked. Averages are over the rows; with one held-out
     item per user, ``recall@k`` (also returned) equals ``hits@k``."""
     unit = F.normalize(item_emb.float(), dim=1)
+    target = np.asarray(target, np.int64)
+    if target.ndim == 1:
+        users = np.flatnonzero(target >= 0)
+        items = target[users]
+    else:
+        users, items = target[:, 0], target[:, 1]
     hits, rr = [], []
-    users = np.flatnonzero(target >= 0)
     for a in range(0, len(users), 512):
-        chunk = users[a:a + 512]
-        q = torch.stack([unit[torch.from_numpy(user_items[u])].mean(0) for u in chunk])
+        chunk, tchunk = users[a:a + 512], items[a:a + 512]
+        q = torch.stack([unit[torch.from_numpy(user_items[u])].mean(0) if len(user_items[u])
+                         else unit.new_zeros(unit.shape[1]) for u in chunk])
         scores = F.normalize(q, dim=1) @ unit.T
         if bias is not None:
             scores = scores + bias.detach().float().cpu().unsqueeze(0)
         for r, u in enumerate(chunk):
             drop = np.concatenate([user_items[u], exclude[u]])
-            drop = drop[drop != target[u]]
+            drop = drop[drop != tchunk[r]]
             scores[r, torch.from_numpy(drop)] = -float("inf")
-        tgt = torch.from_numpy(target[chunk])
+        tgt = torch.from_numpy(tchunk)
         tscore = scores[torch.arange(len(chunk)), tgt]
         rank = (scores > tscore.unsqueeze(1)).sum(1) + 1
         hits.append(rank)
         rr.append(1.0 / rank.float())
+    if not hits:
+        raise GraphsysError("no held-out interaction to rank (every user's held-out edge "
+                            "sets are empty)")
     rank = torch.cat(hits)
     out = {f"hits@{k}": float((rank <= k).float().mean()) for k in ks}
     out.update({f"recall@{k}": out[f"hits@{k}"] for k in ks})
@@ -1001,10 +1055,9 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
     _seed_all(cfg.seed)
     item_t, user_t = bipartite_types(graph, cfg.entity_type)
     n_items, n_users = graph.num_nodes(item_t), graph.num_nodes(user_t)
-    rel = next(r for r in graph.relation_types if {r.lhs, r.rhs} == {item_t, user_t})
-    s, d, _ = typed_edges(graph, None, rel.lhs, rel.rhs)
-    users, items = (s, d) if rel.lhs == user_t else (d, s)
-    train_m, val_m, test_m = holdout_split(users, items, cfg.seed)
+    users, items, train_m, val_m, test_m = interaction_split(graph, item_t, user_t, cfg.seed)
+    if not test_m.any():                     # a stored split without a test edge set
+        test_m = val_m
     fw = from_coo(items[train_m], users[train_m], n_items, n_users)    # item -> user
     bw = fw.transpose()                                                # user -> item
     fanouts = cfg.fanouts or [10, 10]
@@ -1022,17 +1075,11 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
             if cfg.hard_negatives > 0 and cfg.hard_band[0] < n_items - 1 else None)
 
     # per-user training items, held-out targets
-    tr_u, tr_i = users[train_m], items[train_m]
-    order = np.argsort(tr_u, kind="stable")
-    splits = np.searchsorted(tr_u[order], np.arange(n_users + 1))
-    user_items = [tr_i[order][splits[u]:splits[u + 1]] for u in range(n_users)]
-    val_t = np.full(n_users, -1, np.int64)
-    val_t[users[val_m]] = items[val_m]
-    test_t = np.full(n_users, -1, np.int64)
-    test_t[users[test_m]] = items[test_m]
-    none = [np.zeros(0, np.int64)] * n_users
-    val_excl = [np.atleast_1d(test_t[u]) if test_t[u] >= 0 else none[u] for u in range(n_users)]
-    test_excl = [np.atleast_1d(val_t[u]) if val_t[u] >= 0 else none[u] for u in range(n_users)]
+    user_items = per_user(users[train_m], items[train_m], n_users)
+    val_t = np.stack([users[val_m], items[val_m]], 1)
+    test_t = np.stack([users[test_m], items[test_m]], 1)
+    val_excl = per_user(users[test_m], items[test_m], n_users)
+    test_excl = per_user(users[val_m], items[val_m], n_users)
     active_items = np.flatnonzero(fw.degrees() > 0)
     per_epoch = max(1, int(train_m.sum()) // cfg.batch_size)
     if cfg.batches_per_epoch:
@@ -1104,8 +1151,11 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
             bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
             if monitor.step(model, record, m["mrr"]):
                 break
+            if record["best"]:
+                best_inp = copy.deepcopy(inp.state_dict())
     if monitor.best_state is not None:
         model.load_state_dict(monitor.best_state)
+        inp.load_state_dict(best_inp)
     with torch.no_grad():
         emb = embed_all()
         metrics = rank_metrics(emb, user_items, test_excl, test_t, cfg.metrics_k,

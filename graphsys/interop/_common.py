@@ -180,3 +180,99 @@ def _owned(a: np.ndarray) -> np.ndarray:
     """``a``, copied if it is a read-only view (of a mapped file): exported tensors are the
     caller's to modify."""
     return a if a.flags.writeable else a.copy()
+
+
+def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
+                 edges: list[tuple[str, str, str, Any, Any, Any]], out: str | Path, *,
+                 what: str, metadata: dict[str, Any], options: dict[str, Any]) -> Graph:
+    """Ingest a typed graph held in memory into ``out`` and open it.
+
+    ``nodes``: ``(entity_type, num_nodes, columns)`` per type (nodes ``0..num_nodes-1``);
+    ``edges``: ``(src_type, relation, dst_type, src, dst, weight)`` per relation, ids
+    type-local, ``weight`` float (E,) or None (stored only when every relation has one).
+    Relation names must be distinct (graphsys names each relation once); ``what`` names the
+    caller in errors.
+    """
+    from graphsys.storage.format import RelationType
+
+    if not edges:
+        raise InputError(f"{what}: the graph has no edge types")
+    rels, srcs, dsts, codes, weights = [], [], [], [], []
+    seen: dict[str, tuple] = {}
+    for k, (s_t, name, d_t, src, dst, w) in enumerate(edges):
+        if name in seen:
+            raise InputError(f"{what}: relation name {name!r} is used by edge types "
+                             f"{seen[name]} and {(s_t, name, d_t)}; graphsys names each "
+                             f"relation once")
+        seen[name] = (s_t, name, d_t)
+        rels.append(RelationType(name, s_t, d_t))
+        srcs.append(np.asarray(_arrow(src, "src")).astype(np.int64, copy=False))
+        dsts.append(np.asarray(_arrow(dst, "dst")).astype(np.int64, copy=False))
+        if len(srcs[-1]) != len(dsts[-1]):
+            raise InputError(f"{what}: edge type {seen[name]} has {len(srcs[-1])} sources "
+                             f"and {len(dsts[-1])} destinations")
+        codes.append(np.full(len(srcs[-1]), k, np.int32))
+        weights.append(None if w is None else np.asarray(_arrow(w, "weight"), np.float32))
+    cols = {"src": pa.array(np.concatenate(srcs)), "dst": pa.array(np.concatenate(dsts)),
+            "rel": pa.array([r.name for r in rels]).take(pa.array(np.concatenate(codes)))}
+    weighted = all(w is not None for w in weights)
+    if weighted:
+        cols["weight"] = pa.array(np.concatenate(weights))
+    opts = IngestOptions(**options)
+    opts.relation_types = rels
+    opts.metadata = {**metadata, **opts.metadata}
+    ingest([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
+                       weight_col="weight" if weighted else None)], out, opts,
+           nodes=[NodeSource(node_table(n, c), t) for t, n, c in nodes])
+    return open_graph(out)
+
+
+@dataclass
+class TypedExport:
+    """A typed graph as arrays: per entity type ``(num_nodes, ids, columns)`` in ascending
+    original-id order (``ids`` int64 ndarray, or None for string ids), per relation type
+    ``(lhs, name, rhs, src, dst, weight)`` with ``src``/``dst`` int64 positions in those
+    orders and ``weight`` float32 or None."""
+
+    nodes: dict[str, tuple[int, np.ndarray | None, dict[str, np.ndarray]]]
+    edges: list[tuple[str, str, str, np.ndarray, np.ndarray, np.ndarray | None]]
+
+
+def export_typed(graph: Graph, *, edge_set: str | None, max_edges: int | None,
+                 what: str) -> TypedExport:
+    """Read a (typed) graph into memory for ``what`` (named in errors); refuses more than
+    ``max_edges`` edges (None = no limit)."""
+    es = graph.edge_set(edge_set)
+    if max_edges is not None and es.num_edges > max_edges:
+        raise GraphsysError(f"{what}: {graph.path} has {es.num_edges:,} edges, more than "
+                            f"max_edges={max_edges:,}; pass a larger max_edges to allow it")
+    nodes, rank = {}, {}
+    for t in graph.entity_types:
+        n = graph.num_nodes(t)
+        ids = graph.node_ids(t)
+        order = (np.argsort(ids, kind="stable") if isinstance(ids, np.ndarray)
+                 else pc.sort_indices(ids).to_numpy())
+        rank[t] = np.empty(n, np.int64)
+        rank[t][order] = np.arange(n, dtype=np.int64)
+        cols = {name: _owned(graph.node_column(name, t)[order])
+                for name in graph.node_columns(t)}
+        nodes[t] = (n, _owned(ids[order]) if isinstance(ids, np.ndarray) else None, cols)
+    toff = graph.type_offsets
+    parts: dict[int, list] = {}
+    for s, d, rel, w in graph.iter_edges(es.name):
+        rel = np.zeros(len(s), np.int64) if rel is None else rel
+        for k in np.unique(rel):
+            sel = rel == k
+            parts.setdefault(int(k), []).append((s[sel], d[sel], None if w is None else w[sel]))
+    edges = []
+    for k, r in enumerate(graph.relation_types):
+        chunks = parts.get(k, [])
+        s = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int64)
+        d = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
+        w = None
+        if es.has_weight:
+            w = np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.float32)
+        edges.append((r.lhs, r.name, r.rhs, rank[r.lhs][s - toff[r.lhs]],
+                      rank[r.rhs][d - toff[r.rhs]], w))
+    return TypedExport(nodes, edges)
+

@@ -217,101 +217,47 @@ def _node_columns(store, n: int) -> tuple[dict[str, np.ndarray], list[str]]:
 
 def _from_hetero(data, out: str | Path, options: dict) -> Graph:
     """:func:`from_pyg` of a ``HeteroData``: a typed graph."""
-    import pyarrow as pa
+    from graphsys.interop._common import ingest_typed
 
-    from graphsys.interop._common import node_table
-    from graphsys.storage.format import RelationType
-    from graphsys.storage.graph import open_graph
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
-
-    nodes, dropped = [], []
+    nodes, edges, dropped = [], [], []
     for t in data.node_types:
         n = int(data[t].num_nodes)
         cols, dr = _node_columns(data[t], n)
         dropped += [f"{t}.{k}" for k in dr]
-        nodes.append(NodeSource(node_table(n, cols), t))
-    rels, srcs, dsts, names, weights = [], [], [], [], []
-    seen: dict[str, tuple] = {}
+        nodes.append((t, n, cols))
     for et in data.edge_types:
-        s_t, name, d_t = et
-        if name in seen:
-            raise InputError(f"from_pyg: relation name {name!r} is used by edge types "
-                             f"{seen[name]} and {et}; graphsys names each relation once")
-        seen[name] = et
         store = data[et]
         ei = store.get("edge_index")
         if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
             raise InputError(f"from_pyg: edge type {et} has no (2, E) edge_index")
-        rels.append(RelationType(name, s_t, d_t))
-        srcs.append(ei[0].cpu().numpy())
-        dsts.append(ei[1].cpu().numpy())
-        names.append(np.full(ei.shape[1], len(rels) - 1, np.int32))
         w = store.get("edge_weight", store.get("edge_attr"))
-        weights.append(w.detach().cpu().numpy().astype(np.float32)
-                       if w is not None and w.dim() == 1 and w.shape[0] == ei.shape[1]
-                       else None)
+        w = w.detach() if w is not None and w.dim() == 1 and w.shape[0] == ei.shape[1] \
+            else None
+        edges.append((*et, ei[0], ei[1], w))
         dropped += [f"{et}.{k}" for k in store.keys() if k not in ("edge_index",
                                                                      "edge_weight", "edge_attr")]
-    if not rels:
-        raise InputError("from_pyg: the HeteroData has no edge types")
-    cat = (lambda xs: np.concatenate(xs).astype(np.int64))
-    rel_names = pa.array([r.name for r in rels])
-    cols = {"src": pa.array(cat(srcs)), "dst": pa.array(cat(dsts)),
-            "rel": rel_names.take(pa.array(np.concatenate(names)))}
-    weighted = all(w is not None for w in weights)
-    if weighted:
-        cols["weight"] = pa.array(np.concatenate(weights))
-    opts = IngestOptions(**options)
-    opts.relation_types = rels
-    opts.metadata = {"source": "torch_geometric", "dropped": dropped, **opts.metadata}
-    ingest([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
-                       weight_col="weight" if weighted else None)], out, opts, nodes=nodes)
-    return open_graph(out)
+    return ingest_typed(nodes, edges, out, what="from_pyg", options=options,
+                        metadata={"source": "torch_geometric", "dropped": dropped})
 
 
 def _to_hetero(graph: Graph, edge_set: str | None, max_edges: int | None, pyg):
     """:func:`to_pyg` as a ``HeteroData``."""
-    import pyarrow.compute as pc
     import torch
 
-    from graphsys.interop._common import _owned
+    from graphsys.interop._common import export_typed
 
-    es = graph.edge_set(edge_set)
-    if max_edges is not None and es.num_edges > max_edges:
-        raise GraphsysError(f"to_pyg: {graph.path} has {es.num_edges:,} edges, more than "
-                            f"max_edges={max_edges:,}; pass a larger max_edges to allow it")
+    ex = export_typed(graph, edge_set=edge_set, max_edges=max_edges, what="to_pyg")
     data = pyg.data.HeteroData()
-    rank = {}
-    for t in graph.entity_types:
-        n = graph.num_nodes(t)
-        ids = graph.node_ids(t)
-        order = (np.argsort(ids, kind="stable") if isinstance(ids, np.ndarray)
-                 else pc.sort_indices(ids).to_numpy())
-        rank[t] = np.empty(n, np.int64)
-        rank[t][order] = np.arange(n, dtype=np.int64)
+    for t, (n, ids, cols) in ex.nodes.items():
         store = data[t]
         store.num_nodes = n
-        if isinstance(ids, np.ndarray):
-            store.n_id = torch.from_numpy(_owned(ids[order]))
-        for name in graph.node_columns(t):
-            store[_TO_PYG.get(name, name)] = torch.from_numpy(
-                _owned(graph.node_column(name, t)[order]))
-    toff = graph.type_offsets
-    rts = graph.relation_types
-    parts: dict[int, list] = {}
-    for s, d, rel, w in graph.iter_edges(es.name):
-        rel = np.zeros(len(s), np.int64) if rel is None else rel
-        for k in np.unique(rel):
-            sel = rel == k
-            parts.setdefault(int(k), []).append((s[sel], d[sel], None if w is None else w[sel]))
-    for k, r in enumerate(rts):
-        chunks = parts.get(k, [])
-        s = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int64)
-        d = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
-        store = data[r.lhs, r.name, r.rhs]
-        store.edge_index = torch.from_numpy(np.stack([rank[r.lhs][s - toff[r.lhs]],
-                                                      rank[r.rhs][d - toff[r.rhs]]]))
-        if es.has_weight:
-            store.edge_weight = torch.from_numpy(
-                np.concatenate([c[2] for c in chunks]) if chunks else np.zeros(0, np.float32))
+        if ids is not None:
+            store.n_id = torch.from_numpy(ids)
+        for name, col in cols.items():
+            store[_TO_PYG.get(name, name)] = torch.from_numpy(col)
+    for lhs, name, rhs, s, d, w in ex.edges:
+        store = data[lhs, name, rhs]
+        store.edge_index = torch.from_numpy(np.stack([s, d]))
+        if w is not None:
+            store.edge_weight = torch.from_numpy(w)
     return data

@@ -325,3 +325,33 @@ def test_movielens_recommendations_show_titles(mirror, tmp_path, capsys):
     assert code == 0
     assert [ln.split("  ")[-1] for ln in out.strip().splitlines()[-5:]] == [
         r["title"] for r in rows if r["user"] == 2]
+
+
+def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path):
+    """A graph with a ``valid`` edge set: the link task validates on it and tests on
+    ``test`` (as ``evaluate`` ranks them from the checkpoint), training on all of
+    ``train``."""
+    res = train(trained["work"] / "g", TrainConfig(task="link", model="pinsage", hidden=8,
+                                                   epochs=3, fanouts=[3, 3], seed=1),
+                out=tmp_path / "run")
+    ckpt = tmp_path / "run" / "checkpoint"
+    best = max(res.history, key=lambda r: r["val_mrr"])
+    assert [r["best"] for r in res.history].count(True) >= 1
+    valid = evaluate(ckpt, edge_set="valid", ks=[10])
+    assert valid["users"] == int(trained["masks"]["valid"].sum())
+    assert best["val_mrr"] == pytest.approx(valid["mrr"], abs=1e-5)
+    assert best["val_hits@10"] == pytest.approx(valid["hits@10"], abs=1e-5)
+    test = evaluate(ckpt, ks=[10])
+    assert res.metrics["mrr"] == pytest.approx(test["mrr"], abs=1e-5)
+    assert res.metrics["hits@10"] == pytest.approx(test["hits@10"], abs=1e-5)
+
+
+def test_link_task_refuses_a_valid_edge_set_without_training_edges(tmp_path):
+    from graphsys.errors import GraphsysError
+
+    ingest([EdgeSource(table=pa.table({"src": [0, 0, 1, 1], "dst": [5, 6, 5, 7]}),
+                       edge_set="valid", relation="rated")], tmp_path / "g",
+           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    with pytest.raises(GraphsysError, match="has a 'valid' edge set but no training edge set"):
+        train(tmp_path / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
+                                          fanouts=[2]))
