@@ -3,6 +3,7 @@ cache once) or a graph directory, plus device selection."""
 
 from __future__ import annotations
 
+import fcntl
 from pathlib import Path
 
 from graphsys.errors import GraphsysError
@@ -34,6 +35,12 @@ def open_source(dataset: str | None = None, graph: str | Path | None = None, *,
         raise GraphsysError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     out = cache_dir(cache) / "graphs" / f"{ds.name}-{split}-p{partitions}"
     if not (out / "manifest.json").is_file():
-        fetched = fetch(ds, cache=cache, mirror=mirror, log=log)
-        ingest_dataset(fetched, out, IngestOptions(num_partitions=partitions), split)
+        # the ranks of a torchrun job (or any processes) given the same dataset: the first
+        # to take the lock fetches and ingests it, the others wait for it and open its graph
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out.parent / f".{out.name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (out / "manifest.json").is_file():
+                fetched = fetch(ds, cache=cache, mirror=mirror, log=log)
+                ingest_dataset(fetched, out, IngestOptions(num_partitions=partitions), split)
     return open_graph(out)

@@ -89,6 +89,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -620,9 +621,15 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
 
         check_same_inputs(_inputs_digest(graph, cfg, model, data["x"]))
         # the features are read where they are, never broadcast; rank 0's parameters are
+        # copied to every rank when DDP wraps the module, and no buffer is synchronised
+        # (torch 2.13 deprecates the flag that says so, in favour of one older releases
+        # lack: its warning is silenced here)
         DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(net, ["inp.x"])
-        net = DistributedDataParallel(net, device_ids=[device] if device.type == "cuda"
-                                      else None, broadcast_buffers=False)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*broadcast_buffers.*",
+                                    category=FutureWarning)
+            net = DistributedDataParallel(net, device_ids=[device] if device.type == "cuda"
+                                          else None, broadcast_buffers=False)
         # dropout masks differ between ranks (the parameters came from rank 0)
         torch.manual_seed(derive_seed(cfg.seed, 1, ranks.rank))
     eval_sampler = node_eval_sampler(cfg, adj, sampler)
