@@ -3,8 +3,8 @@
 common-neighbours heuristic, ranked on the same test edges against the same negatives.
 
 For each dataset: ``graphsys.gnn.train`` with ``TrainConfig(task="link")`` (the seeded
-85/5/10 edge split, message passing over the training edges only, GraphSAGE + dot-product
-decoder, filtered ranking against 1000 uniform negatives per test edge), then the
+85/5/10 edge split, message passing over the training edges only, GraphSAGE and the
+default decoder, filtered ranking against 1000 uniform negatives per test edge), then the
 common-neighbours score ``|N(h) & N(t)|`` over the *training* graph, evaluated by the same
 :func:`graphsys.gnn.link.evaluate_scores` with the same seed (so the same negatives):
 ``(A @ A)[h, t]`` of the training adjacency ``A``. Prints one JSON line with both sets of
@@ -75,6 +75,9 @@ def main() -> None:
             "edges": int(len(data.head)), "test_edges": int(data.test.sum()),
             "graphsys": {k: round(v, 4) for k, v in res.metrics.items()},
             "epochs_run": res.epochs, "seconds": round(seconds, 1),
+            "config": {**{k: getattr(cfg, k) for k in (
+                "model", "hidden", "fanouts", "batch_size", "link_decoder",
+                "link_exclude_targets")}, "num_negatives": cfg.negatives_for("random")},
             "common_neighbours": {k: round(v, 4) for k, v in cn.items()
                                   if np.isfinite(v)}}
     emit(out, args.record)

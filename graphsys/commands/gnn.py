@@ -167,8 +167,13 @@ def _link_args(t, field: dict) -> None:
                        help=f"link task, random/time split: share of the edges held out for "
                             f"{what} (default {field[name]})")
     t.add_argument("--link-decoder", choices=LINK_DECODERS, default=field["link_decoder"],
-                   help=f"link task, random/time split: edge score <h, t> (dot) or "
-                        f"<h, diag(r), t> (distmult) (default {field['link_decoder']})")
+                   help=f"link task, random/time split: edge score, a two-layer perceptron "
+                        f"on h * t (mlp), <h, t> (dot) or <h, diag(r), t> (distmult) "
+                        f"(default {field['link_decoder']})")
+    t.add_argument("--link-keep-targets", action="store_true",
+                   help="link task, random/time split: keep each training batch's target "
+                        "edges in its own sampled neighbourhoods (default: removed, as "
+                        "held-out edges are never in them)")
     t.add_argument("--link-eval-negatives", type=int, default=field["link_eval_negatives"],
                    metavar="N",
                    help=f"link task, random/time split: uniform negatives each held-out edge "
@@ -234,6 +239,7 @@ def _train(args) -> int:
         num_workers=args.num_workers, prefetch=args.prefetch, link_split=args.link_split,
         link_val_fraction=args.link_val_fraction, link_test_fraction=args.link_test_fraction,
         link_decoder=args.link_decoder, link_eval_negatives=args.link_eval_negatives,
+        link_exclude_targets=not args.link_keep_targets,
         metrics_k=_ints(args.metrics_k, "metrics_k"), eval_every=args.eval_every,
         eval_fanouts=(parse_fanouts(args.eval_fanouts) if args.eval_fanouts is not None
                       else None),

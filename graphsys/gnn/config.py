@@ -33,9 +33,9 @@ SELECTIONS = ("val_accuracy", "val_accuracy_and_loss")
 INPUTS = ("blocks", "adjs")
 #: How the link task holds out edges (:attr:`TrainConfig.link_split`)
 LINK_SPLITS = ("auto", "user", "random", "time")
-#: Edge scores of the link task's held-out-edge splits: ``<z_h, z_t>``, or DistMult's
-#: ``<z_h, diag(r), z_t>`` with a learned ``r``
-LINK_DECODERS = ("dot", "distmult")
+#: Edge scores of the link task's held-out-edge splits: ``<z_h, z_t>``, DistMult's
+#: ``<z_h, diag(r), z_t>`` with a learned ``r``, or a two-layer perceptron on ``z_h * z_t``
+LINK_DECODERS = ("dot", "distmult", "mlp")
 #: The link task's relational model: R-GCN encoder + DistMult decoder on a typed graph
 #: (:func:`graphsys.gnn.rgcn_link.train_rgcn_link`, Schlichtkrull et al. 2018).
 RGCN = "rgcn"
@@ -154,8 +154,10 @@ class TrainConfig:
         0.5, 50).
     margin : float
         Link task: max-margin loss margin (default 0.5).
-    num_negatives : int
-        Link task: uniform negative items per query (default 4).
+    num_negatives : int, optional
+        Link task: uniform negatives per positive pair (default: 4 for item
+        recommendation (``link_split="user"``) and R-GCN, 16 for the held-out-edge splits
+        ``random``/``time``, see :meth:`negatives_for`).
     hard_negatives : int
         Link task: PinSage hard negatives per query from the second epoch on (default 1;
         0 = none).
@@ -181,9 +183,19 @@ class TrainConfig:
     link_val_fraction, link_test_fraction : float
         Link task, ``random``/``time`` splits: shares of the distinct edges held out for
         validation and test (defaults 0.05, 0.1).
-    link_decoder : {"dot", "distmult"}
-        Link task, ``random``/``time`` splits: the edge score, ``<z_h, z_t>`` or
-        DistMult's ``<z_h, diag(r), z_t>`` (default ``"dot"``).
+    link_decoder : {"mlp", "dot", "distmult"}
+        Link task, ``random``/``time`` splits: the edge score. ``mlp`` (default): a
+        two-layer perceptron on the Hadamard product ``z_h * z_t``, the decoder of OGB's
+        GraphSAGE/GCN link-prediction baselines; it can weight the embedding dimensions
+        that signal a shared neighbourhood apart from those that signal feature similarity,
+        which a plain ``<z_h, z_t>`` (``dot``) or DistMult's ``<z_h, diag(r), z_t>``
+        (``distmult``) sum with one sign.
+    link_exclude_targets : bool
+        Link task, ``random``/``time`` splits: remove each training minibatch's target
+        edges from its own sampled neighbourhoods (every layer, both directions; default
+        True). A held-out edge is never in the message-passing graph, so a model trained
+        with its targets present learns to detect the edge rather than to predict it
+        (DGL's ``exclude="reverse_id"``; :func:`graphsys.gnn.link.exclude_pairs`).
     link_eval_negatives : int
         Link task, ``random``/``time`` splits: uniform negatives each held-out edge is
         ranked against (filtered of true edges), -1 for every candidate node (default
@@ -230,7 +242,7 @@ class TrainConfig:
     termination_prob: float = 0.5
     num_random_walks: int = 50
     margin: float = 0.5
-    num_negatives: int = 4
+    num_negatives: int | None = None
     hard_negatives: int = 1
     hard_band: tuple[int, int] = (50, 300)
     entity_type: str | None = None
@@ -239,9 +251,33 @@ class TrainConfig:
     link_split: str = "auto"
     link_val_fraction: float = 0.05
     link_test_fraction: float = 0.1
-    link_decoder: str = "dot"
+    link_decoder: str = "mlp"
     link_eval_negatives: int = 1000
+    link_exclude_targets: bool = True
     metrics_k: tuple[int, ...] = (1, 3, 10, 20)
+
+    def negatives_for(self, split: str) -> int:
+        """``num_negatives``, or its default for the link task's ``split`` (resolved: not
+        ``auto``; ``"rgcn"`` for the R-GCN model): 16 for the held-out-edge splits
+        ``random`` and ``time``, 4 otherwise.
+
+        With a binary cross-entropy over sampled negatives, more uniform negatives per
+        positive bring the training objective closer to the evaluation's ranking of each
+        positive against many uniform tails; PinSage's max-margin loss and R-GCN keep the
+        setup of their references.
+
+        Examples
+        --------
+        >>> from graphsys.gnn import TrainConfig
+        >>> cfg = TrainConfig(task="link")
+        >>> cfg.negatives_for("random"), cfg.negatives_for("user")
+        (16, 4)
+        >>> TrainConfig(task="link", num_negatives=8).negatives_for("random")
+        8
+        """
+        if self.num_negatives is not None:
+            return self.num_negatives
+        return 16 if split in ("random", "time") else 4
 
     def __post_init__(self):
         """Fill the task's defaults, then check every value: a :class:`ParameterError`
@@ -264,7 +300,7 @@ class TrainConfig:
         for name in (*INT_FIELDS, *FLOAT_FIELDS):
             value = getattr(self, name)
             if value is not None or name not in ("batch_size", "patience",
-                                                 "batches_per_epoch"):
+                                                 "batches_per_epoch", "num_negatives"):
                 _check_number(name, value)
         if self.fanouts is not None and (not isinstance(self.fanouts, (list, tuple)) or not all(
                 isinstance(f, Integral) and not isinstance(f, bool) and (f >= 1 or f == -1)
@@ -326,6 +362,9 @@ class TrainConfig:
         if self.link_decoder not in LINK_DECODERS:
             raise ParameterError("link_decoder", f"must be one of {', '.join(LINK_DECODERS)}, "
                                                  f"got {self.link_decoder!r}")
+        if not isinstance(self.link_exclude_targets, bool):
+            raise ParameterError("link_exclude_targets", f"must be True or False, got "
+                                                         f"{self.link_exclude_targets!r}")
         if self.link_eval_negatives == 0 or self.link_eval_negatives < -1:
             raise ParameterError("link_eval_negatives", f"must be >= 1 or -1 (every candidate), "
                                                         f"got {self.link_eval_negatives}")

@@ -9,7 +9,9 @@ candidate tail. Between two entity types (a relation ``lhs -> rhs``): the distin
 space, ``lhs`` nodes first (ids ``0..n_lhs-1``), ``rhs`` nodes after (``n_lhs + j``).
 
 Message passing runs over the training edges only, in both directions: no validation or
-test edge is in any sampled neighbourhood, in training or in evaluation.
+test edge is in any sampled neighbourhood, in training or in evaluation. A training
+minibatch's own target edges are removed from its blocks as well (:func:`exclude_pairs`),
+so that training, like evaluation, scores pairs whose edge the encoder does not see.
 
 Evaluation (OGB's filtered protocol). Each held-out ``(head, tail)`` is ranked, tail side,
 against ``negatives`` uniform candidate tails per positive (fixed by the seed, the same at
@@ -23,6 +25,7 @@ uniform negative per positive).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +36,7 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import LINK_DECODERS
 from graphsys.gnn.metrics import auc, filtered_ranks, group_positions, ranking_metrics
 from graphsys.sampling.adjacency import Adjacency, from_coo, typed_edges
+from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
 
 
@@ -249,10 +253,52 @@ def link_data(graph: Graph, entity_type: str | None, val_fraction: float,
     return LinkData(head, tail, train, val, test, n, tails, symmetric, types, adj, known)
 
 
+def exclude_pairs(blocks: list[Block], heads: np.ndarray, tails: np.ndarray,
+                  num_nodes: int) -> list[Block]:
+    """``blocks`` without any edge that joins a pair ``(heads[i], tails[i])``, in either
+    direction, in any layer.
+
+    The link task's training targets are edges of the training graph, so a minibatch's
+    sampled neighbourhoods would otherwise contain the very edges it is asked to predict:
+    the encoder learns to detect the edge's presence in the message-passing graph (which
+    held-out edges never are), not to predict it. Removing them is DGL's
+    ``as_edge_prediction_sampler(exclude="reverse_id")`` and the effect of PyG's
+    ``RandomLinkSplit(disjoint_train_ratio=...)``. Nodes and the other edges stay; a
+    node whose only sampled neighbour was its target keeps no neighbour in that layer.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from graphsys.sampling.block import Block
+    >>> from graphsys.gnn.link import exclude_pairs
+    >>> b = Block(torch.tensor([0, 1, 2]), 2, torch.tensor([1, 0, 2]),
+    ...           torch.tensor([0, 1, 1]))                   # 1 -> 0, 0 -> 1, 2 -> 1
+    >>> out = exclude_pairs([b], np.array([0]), np.array([1]), 3)[0]
+    >>> out.edge_src.tolist(), out.edge_dst.tolist()
+    ([2], [1])
+    """
+    heads, tails = np.asarray(heads, np.int64), np.asarray(tails, np.int64)
+    target = np.unique(np.minimum(heads, tails) * num_nodes + np.maximum(heads, tails))
+    out = []
+    for b in blocks:
+        u = b.src_nodes[b.edge_src].numpy()
+        v = b.src_nodes[b.edge_dst].numpy()
+        drop = np.isin(np.minimum(u, v) * num_nodes + np.maximum(u, v), target)
+        if not drop.any():
+            out.append(b)
+            continue
+        keep = torch.from_numpy(~drop)
+        out.append(Block(b.src_nodes, b.num_dst_nodes, b.edge_src[keep], b.edge_dst[keep],
+                         None if b.edge_weight is None else b.edge_weight[keep]))
+    return out
+
+
 class LinkDecoder(nn.Module):
-    """Score of (head, tail) embedding pairs: ``dot`` ``<h, t>`` or ``distmult``
+    """Score of (head, tail) embedding pairs: ``dot`` ``<h, t>``, ``distmult``
     ``<h, diag(r), t>`` (Yang et al. 2015; one learned relation vector ``r``, initialised
-    to ones). Broadcasts over leading dimensions."""
+    to ones), or ``mlp``: a two-layer perceptron on the Hadamard product ``h * t`` (the
+    decoder of OGB's GraphSAGE/GCN link baselines; symmetric in ``h`` and ``t``).
+    Broadcasts over leading dimensions."""
 
     def __init__(self, kind: str, dim: int):
         super().__init__()
@@ -261,8 +307,12 @@ class LinkDecoder(nn.Module):
                                                  f"got {kind!r}")
         self.kind = kind
         self.rel = nn.Parameter(torch.ones(dim)) if kind == "distmult" else None
+        self.mlp = (nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, 1))
+                    if kind == "mlp" else None)
 
     def forward(self, h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        if self.mlp is not None:
+            return self.mlp(h * t).squeeze(-1)
         return ((h * self.rel) * t).sum(-1) if self.rel is not None else (h * t).sum(-1)
 
 
@@ -291,11 +341,21 @@ def evaluate_links(z: torch.Tensor, decoder: LinkDecoder, data: LinkData, mask: 
     zr = z if rel is None else z * rel                      # <h, diag(r), t> = <h * r, t>
     lo, hi = data.tails
 
+    mlp = None if decoder.mlp is None else copy.deepcopy(decoder.mlp).float().cpu()
+
     def pairs(h: np.ndarray, t: np.ndarray) -> np.ndarray:
-        return (zr[torch.from_numpy(h)].unsqueeze(1) * z[torch.from_numpy(t)]).sum(-1).numpy()
+        prod = zr[torch.from_numpy(h)].unsqueeze(1) * z[torch.from_numpy(t)]
+        return (prod.sum(-1) if mlp is None else mlp(prod).squeeze(-1)).numpy()
 
     def every(h: np.ndarray) -> np.ndarray:
-        return (zr[torch.from_numpy(h)] @ z[lo:hi].T).numpy()
+        if mlp is None:
+            return (zr[torch.from_numpy(h)] @ z[lo:hi].T).numpy()
+        # the perceptron sees each (head, tail) product: candidate tails in slices of at
+        # most 2**22 products' elements, so memory stays bounded on any node count
+        step = max(1, (1 << 22) // max(1, len(h) * z.shape[1]))
+        return np.concatenate([pairs(h, np.broadcast_to(np.arange(a, min(a + step, hi)),
+                                                       (len(h), min(a + step, hi) - a)))
+                               for a in range(lo, hi, step)], axis=1)
 
     return evaluate_scores(pairs, every, data, mask, negatives, ks, seed, chunk=chunk)
 

@@ -52,11 +52,13 @@ Link task (``task="link"``), split ``TrainConfig.link_split``. ``random`` (the d
 on a graph of one entity type) and ``time``: link prediction on held-out edges of any graph
 (:mod:`graphsys.gnn.link`): the distinct edges are split into train/validation/test
 (``link_val_fraction``, ``link_test_fraction``; seeded, or by timestamp); message passing
-runs over the training edges only; a builtin GNN encodes every node (the ``feat`` column
-of a one-type graph as stored, else a learned id embedding) and a ``dot`` or ``distmult``
-decoder scores pairs; the loss is OGB's ``-mean log s(pos) - mean log(1 - s(neg))`` with
-``num_negatives`` uniform negative tails per training edge; each held-out edge is ranked
-against ``link_eval_negatives`` uniform tails (or all, -1), known edges filtered out:
+runs over the training edges only, and each training minibatch's own target edges are
+removed from its sampled neighbourhoods (``link_exclude_targets``); a builtin GNN encodes
+every node (the ``feat`` column of a one-type graph as stored, else a learned id embedding)
+and an ``mlp`` (on ``z_h * z_t``), ``dot`` or ``distmult`` decoder scores pairs; the loss
+is OGB's ``-mean log s(pos) - mean log(1 - s(neg))`` with ``num_negatives`` uniform
+negative tails per training edge; each held-out edge is ranked against
+``link_eval_negatives`` uniform tails (or all, -1), known edges filtered out:
 ``mrr``, ``hits@k`` and ``recall@k`` for each ``k`` in ``metrics_k``, and ``auc``;
 validation MRR selects the model.
 
@@ -112,7 +114,7 @@ from graphsys.gnn.inference import (
     layerwise_inference_on,
     partition_ranges,
 )
-from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, link_data
+from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, exclude_pairs, link_data
 from graphsys.gnn.loader import NodeLoader, PrefetchLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
@@ -1114,7 +1116,7 @@ def _train_link_prediction(graph: Graph, cfg: TrainConfig, *, device="cpu",
         mid = fw.indices[fw.indptr[heads] + (rng.random(len(heads)) * deg).astype(np.int64)]
         bdeg = bw.degrees()[mid]
         pos = bw.indices[bw.indptr[mid] + (rng.random(len(mid)) * bdeg).astype(np.int64)]
-        negs = [rng.integers(0, n_items, (len(heads), cfg.num_negatives))]
+        negs = [rng.integers(0, n_items, (len(heads), cfg.negatives_for("user")))]
         if hard is not None and epoch > 1:
             negs.append(hard(heads, derive_seed(cfg.seed, epoch, i, 1)).numpy())
         neg = np.concatenate(negs, axis=1)
@@ -1196,9 +1198,10 @@ def _train_held_out_edges(graph: Graph, cfg: TrainConfig, *, device="cpu",
                           out: Path | None = None, log: Callable[[dict], None] | None = None,
                           progress: bool = False) -> GNNResult:
     """The link task with held-out edges (``link_split`` ``random`` or ``time``): a GNN
-    encoder over the training edges, a dot-product or DistMult decoder, binary
-    cross-entropy against ``num_negatives`` uniform negative tails per training edge,
-    filtered ranking metrics (:mod:`graphsys.gnn.link`)."""
+    encoder over the training edges (each batch's targets removed from its blocks), an
+    MLP, dot-product or DistMult decoder, binary cross-entropy against ``num_negatives``
+    uniform negative tails per training edge, filtered ranking metrics
+    (:mod:`graphsys.gnn.link`)."""
     t0 = time.perf_counter()
     _seed_all(cfg.seed)
     if cfg.model not in GNN_MODELS:
@@ -1217,6 +1220,8 @@ def _train_held_out_edges(graph: Graph, cfg: TrainConfig, *, device="cpu",
     opt = adam(model, inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
     if decoder.rel is not None:
         opt.add_param_group({"params": [decoder.rel], "weight_decay": 0.0})
+    if decoder.mlp is not None:
+        opt.add_param_group({"params": list(decoder.mlp.parameters())})
     train_h, train_t = data.head[data.train], data.tail[data.train]
     n_train = len(train_h)
     per_epoch = max(1, -(-n_train // cfg.batch_size))
@@ -1248,8 +1253,11 @@ def _train_held_out_edges(graph: Graph, cfg: TrainConfig, *, device="cpu",
         if data.symmetric:                       # an unordered pair: either end is the head
             flip = rng.random(len(idx)) < 0.5
             h, t = np.where(flip, t, h), np.where(flip, h, t)
-        neg = rng.integers(lo, hi, (len(idx), cfg.num_negatives))
-        return pair_batch(sampler, h, t, neg, derive_seed(cfg.seed, epoch, i, 2))
+        neg = rng.integers(lo, hi, (len(idx), cfg.negatives_for(split)))
+        batch = pair_batch(sampler, h, t, neg, derive_seed(cfg.seed, epoch, i, 2))
+        if cfg.link_exclude_targets:
+            batch.blocks = exclude_pairs(batch.blocks, h, t, n)
+        return batch
 
     def evaluate(z: torch.Tensor, mask: np.ndarray, which: int) -> dict[str, float]:
         decoder.eval()
@@ -1491,7 +1499,7 @@ def _train_rgcn(graph: Graph, cfg: TrainConfig, *, log=None) -> GNNResult:
     rc = RGCNLinkConfig(hidden=cfg.hidden, num_layers=len(cfg.fanouts or [-1, -1]),
                         num_blocks=cfg.hidden // 5 if cfg.hidden % 5 == 0 else 0,
                         dropout=cfg.dropout, lr=cfg.lr, batch_edges=cfg.batch_size,
-                        num_negatives=cfg.num_negatives, steps=cfg.epochs * per_epoch,
+                        num_negatives=cfg.negatives_for("rgcn"), steps=cfg.epochs * per_epoch,
                         eval_every=cfg.eval_every * per_epoch, seed=cfg.seed)
     best = [float("-inf")]
 

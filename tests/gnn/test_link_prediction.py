@@ -88,6 +88,62 @@ def test_no_held_out_edge_in_any_sampled_neighbourhood(tmp_path, monkeypatch):
     assert adj_keys == train_keys
 
 
+def _training_batches(monkeypatch, g, cfg):
+    """Every training minibatch of ``train(g, cfg)``, as the loader yields it."""
+    import graphsys.gnn.training as training
+
+    batches = []
+
+    class Recording(training.PrefetchLoader):
+        def __iter__(self):
+            for batch in super().__iter__():
+                batches.append(batch)
+                yield batch
+
+    monkeypatch.setattr(training, "PrefetchLoader", Recording)
+    train(g, cfg)
+    return batches
+
+
+def _blocks_with_own_targets(batches):
+    """Per batch: how many block edges (any layer, either direction) join one of its own
+    target pairs, counted pair by pair in Python."""
+    counts = []
+    for b in batches:
+        seeds = b.seeds.tolist()
+        targets = {frozenset((seeds[h], seeds[t]))
+                   for h, t in zip(b.extra["head"].tolist(), b.extra["pos"].tolist())}
+        hit = 0
+        for blk in b.blocks:
+            src = blk.src_nodes.tolist()
+            for u, v in zip(blk.edge_src.tolist(), blk.edge_dst.tolist()):
+                hit += frozenset((src[u], src[v])) in targets
+        counts.append(hit)
+    return counts
+
+
+def test_no_minibatch_passes_messages_over_its_own_target_edges(tmp_path, monkeypatch):
+    """With full neighbourhoods every training target is an edge of the training graph, so
+    without the exclusion each batch's blocks contain its targets; with it (the default)
+    no batch's blocks contain any of its own targets, in any layer or direction, while
+    the other training edges stay."""
+    g = sbm_graph(tmp_path)
+    cfg = _cfg(epochs=1, fanouts=[-1, -1], batch_size=32)
+    assert cfg.link_exclude_targets
+    kept = _blocks_with_own_targets(_training_batches(monkeypatch, g, cfg))
+    leaky_batches = _training_batches(
+        monkeypatch, g, _cfg(epochs=1, fanouts=[-1, -1], batch_size=32,
+                             link_exclude_targets=False))
+    leaky = _blocks_with_own_targets(leaky_batches)
+    assert len(kept) == len(leaky) > 1
+    assert all(c == 0 for c in kept) and all(c > 0 for c in leaky), (kept, leaky)
+    # only the targets went: the same seeds, edges fewer by exactly the leaked ones
+    ex = _training_batches(monkeypatch, g, cfg)
+    for a, b, c in zip(ex, leaky_batches, leaky):
+        assert a.seeds.tolist() == b.seeds.tolist()
+        assert sum(x.num_edges for x in b.blocks) - sum(x.num_edges for x in a.blocks) == c
+
+
 def test_link_data_of_one_type_dedupes_unordered_pairs(tmp_path):
     g = sbm_graph(tmp_path)
     data = link_data(g, None, 0.05, 0.1, seed=0)
@@ -149,8 +205,10 @@ def test_time_split_trains_on_movielens(mirror, tmp_path):
     ({"link_split": "edges"}, "^link_split must be one of auto, user, random, time"),
     ({"link_val_fraction": 1.0}, r"^link_val_fraction must be in \[0, 1\)"),
     ({"link_val_fraction": 0.5, "link_test_fraction": 0.5}, "^link_test_fraction plus"),
-    ({"link_decoder": "mlp"}, "^link_decoder must be one of dot, distmult"),
+    ({"link_decoder": "bilinear"}, "^link_decoder must be one of dot, distmult, mlp"),
     ({"link_eval_negatives": 0}, "^link_eval_negatives must be >= 1 or -1"),
+    ({"link_exclude_targets": 1}, "^link_exclude_targets must be True or False"),
+    ({"num_negatives": 0}, "^num_negatives must be"),
     ({"metrics_k": [0, 3]}, "^metrics_k must be integers >= 1"),
 ])
 def test_config_checks(kw, message):
@@ -164,6 +222,15 @@ def test_distmult_and_every_candidate(tmp_path):
     res = train(g, _cfg(link_decoder="distmult", link_eval_negatives=-1, metrics_k=[5]))
     assert set(res.metrics) == {"mrr", "auc", "val_mrr", "hits@5", "recall@5"}
     assert res.extra["decoder"].rel is not None
+
+
+def test_mlp_decoder_scores_every_candidate_as_the_sampled_ones(tmp_path):
+    g = sbm_graph(tmp_path)
+    a = train(g, _cfg(link_decoder="mlp", link_eval_negatives=-1, metrics_k=[5]))
+    assert a.extra["decoder"].mlp is not None and a.metrics["auc"] > 0.6, a.metrics
+    # ranked against every candidate: at least as many competitors as 100 sampled ones
+    b = train(g, _cfg(link_decoder="mlp", metrics_k=[5]))
+    assert a.metrics["mrr"] <= b.metrics["mrr"] + 1e-9, (a.metrics, b.metrics)
 
 
 def _ingest(mirror, tmp_path, name):
