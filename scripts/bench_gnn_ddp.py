@@ -22,7 +22,7 @@ memory).
 Prints one JSON line; ``--record FILE`` also appends it to a results file::
 
     python scripts/bench_gnn_ddp.py [--work DIR] [--nodes 200000] [--features 100]
-        [--pairs 3] [--record FILE]
+        [--pairs 3] [--skip-throughput | --skip-memory] [--record FILE]
 """
 
 from __future__ import annotations
@@ -123,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="cores a run uses: the 1-rank run's torch threads, twice the "
                          "threads of each of the 2 ranks (default: this machine's)")
     ap.add_argument("--skip-memory", action="store_true", help="throughput only")
+    ap.add_argument("--skip-throughput", action="store_true",
+                    help="memory only (after the warm-up run)")
     add_record_argument(ap)
     args = ap.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-gnn-ddp-"))
@@ -136,13 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     run(graphs["mapped"], cfg, 1, one_t, tmp)          # warm-up: numba caches, page cache
     load = [os.getloadavg()[0]]
     pairs = []
-    for _ in range(max(1, args.pairs)):
+    for _ in range(0 if args.skip_throughput else max(1, args.pairs)):
         one = rate(run(graphs["mapped"], cfg, 1, one_t, tmp))
         two = rate(run(graphs["mapped"], cfg, 2, two_t, tmp))
         pairs.append((one, two))
         load.append(os.getloadavg()[0])
     ones, twos = [p[0] for p in pairs], [p[1] for p in pairs]
-    out = {
+    out = {} if args.skip_throughput else {
         "graph": f"SBM {args.nodes} nodes, {5 * args.nodes} undirected edges, "
                  f"{args.features}-dim float32 features (mapped column)",
         "config": cfg, "cores": args.cores, "threads": {"1_rank": one_t, "2_ranks": two_t},
@@ -163,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 {"rank": r["rank"], "peak_rss_mb": round(r["peak_rss_bytes"] / 2**20),
                  "peak_anon_rss_mb": round(r["peak_rss_anon_bytes"] / 2**20)} for r in ranks]
         out["features_mb"] = round(args.nodes * args.features * 4 / 2**20)
+        load.append(os.getloadavg()[0])
+        out["loadavg_1min"] = [round(x, 2) for x in load]
     emit(out, args.record)
     return 0
 

@@ -18,9 +18,9 @@ rank); each rank samples its share of every global batch of ``--batch-size`` see
 0 writes ``--out`` and prints the result, with ``world_size`` and each rank's ``seeds`` and
 ``seconds``. With ``--dropout 0``, K ranks reach the parameters of one process with the same
 ``--batch-size`` (to float rounding, sampled ``--fanouts`` included); with dropout they
-agree in distribution only, as each rank draws dropout masks over its own batch. A
-``feat`` column stored in a file of its own (``write_node_column``) is memory-mapped, so
-the ranks share it through the page cache.
+agree in distribution only, as each rank draws dropout masks over its own batch. The
+``feat`` column, in the node table or in a file of its own (``write_node_column``), is
+memory-mapped, so the ranks share it through the page cache.
 
 ``graphsys gnn recommend DIR/checkpoint --users 1,2 --k 10`` prints each user's top-k
 items of a link-task checkpoint (original ids, with a ``title`` item column when there is

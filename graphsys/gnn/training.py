@@ -134,6 +134,7 @@ from graphsys.sampling.negative import PPRHardNegativeSampler
 from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.sampling.pinsage import RandomWalkNeighborSampler
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.trace import trace_range
 
 
@@ -293,8 +294,10 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
     """Features (float32 (N, F): ``features`` as given (a node column name or an array /
     tensor (N, F)), else the ``feat`` column row-normalised, else None), labels int64 (N,),
     split index tensors and the entity type of the node task; raises if the graph has no
-    labels. With ``mapped``, a feature column stored in a file of its own stays in its
-    memory map: ``x`` is then a :class:`MappedFeatures`."""
+    labels. With ``mapped``, a stored feature column stays in its memory map, whether in a
+    file of its own or in the node table
+    (:meth:`~graphsys.storage.graph.Graph.mapped_features`): ``x`` is then a
+    :class:`MappedFeatures`."""
     etypes = [entity_type] if entity_type else graph.entity_types
     labelled = [t for t in etypes if "label" in graph.node_columns(t)]
     if not labelled:
@@ -313,8 +316,8 @@ def node_task_data(graph: Graph, entity_type: str | None = None, seed: int = 0,
     cols = graph.node_columns(et)
     name = features if isinstance(features, str) else "feat" if features is None else None
     col = next((c for c in graph.entity_type(et).columns if c.name == name), None)
-    if mapped and col is not None and col.dtype and col.kind == "features":
-        stored = graph.mapped_node_column(name, et)
+    if mapped and col is not None and col.kind == "features":
+        stored = graph.mapped_features(name, et)
         x = MappedFeatures(stored, row_sums(stored) if features is None else None)
     elif isinstance(features, str):
         x = graph.node_column(features, et).astype(np.float32)
@@ -364,13 +367,16 @@ def row_sums(column: np.ndarray, chunk_rows: int = 1 << 16) -> np.ndarray:
 
 class MappedFeatures:
     """Node features left in a memory-mapped node column
-    (:meth:`~graphsys.storage.graph.Graph.mapped_node_column`): the rows a batch needs are
-    gathered from the mapping (:func:`~graphsys.sampling.features.feature_rows`), so the
-    processes of a data-parallel run share the page cache instead of each holding a copy.
+    (:meth:`~graphsys.storage.graph.Graph.mapped_features`: an array, or a
+    :class:`~graphsys.storage.partitioned_rows.PartitionedRows` of a node table's partitions):
+    the rows a batch needs are gathered from the mapping
+    (:func:`~graphsys.sampling.features.feature_rows`), so the processes of a data-parallel
+    run share the page cache instead of each holding a copy.
     ``divisors``: float32 (N,) row divisors (:func:`row_sums`), or None for the rows as
     stored; the gathered rows equal those of the whole column normalised in memory."""
 
-    def __init__(self, column: np.ndarray, divisors: np.ndarray | None = None):
+    def __init__(self, column: np.ndarray | PartitionedRows,
+                 divisors: np.ndarray | None = None):
         self.column, self.divisors = column, divisors
 
     @property
@@ -1382,9 +1388,9 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         global batch's seed (the samplers key their draws by node id): with ``dropout`` 0,
         ``W`` ranks reach one process's parameters to float rounding, sampled ``fanouts``
         included; with dropout the runs agree in distribution only (each rank draws its
-        masks over its own batch tensors). A feature column stored in a file of its own
-        stays memory-mapped and each batch gathers its rows, so the ranks share it through
-        the page cache. The ranks check that they hold the
+        masks over its own batch tensors). A stored feature column (node table or a file
+        of its own) stays memory-mapped and each batch gathers its rows, so the ranks share
+        it through the page cache. The ranks check that they hold the
         same graph, config and model shapes before the first batch; validation and test
         seeds are split between the ranks and their counts summed; rank 0 alone writes
         ``out`` and calls ``log``; a rank whose peer died or froze ends with one

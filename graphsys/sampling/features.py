@@ -14,9 +14,10 @@ import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.storage.kernels import gather_rows
+from graphsys.storage.partitioned_rows import PartitionedRows
 
 
-def checked_ids(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> np.ndarray:
+def checked_ids(column: np.ndarray | PartitionedRows, ids: np.ndarray | torch.Tensor) -> np.ndarray:
     """``ids`` as contiguous int64 rows of ``column``, an (N, d) float16/float32 array;
     :class:`~graphsys.errors.GraphsysError` for another column, non-integer ids or an id
     outside ``[0, N)``."""
@@ -34,18 +35,23 @@ def checked_ids(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> np.ndarra
     return ids
 
 
-def feature_rows(column: np.ndarray, ids: np.ndarray | torch.Tensor) -> torch.Tensor:
+def feature_rows(column: np.ndarray | PartitionedRows,
+                 ids: np.ndarray | torch.Tensor) -> torch.Tensor:
     """Rows ``ids`` (integers (B,) in ``[0, N)``) of a feature column (N, d) float16 or
     float32, as a float32 tensor (B, d). The rows are copied by one GIL-free numba pass in
     the stored dtype and float16 is widened by torch, so a producer thread holds the GIL
     for neither (NumPy's ``column[ids].astype(np.float32)`` holds it for the gather, which
-    serialises a loader's worker threads; see docs/benchmarks.md). An id outside the
-    column raises :class:`~graphsys.errors.GraphsysError`."""
+    serialises a loader's worker threads; see docs/benchmarks.md). A
+    :class:`~graphsys.storage.partitioned_rows.PartitionedRows` column (a node table's column,
+    one mapped block per partition) is gathered block by block. An id outside the column
+    raises :class:`~graphsys.errors.GraphsysError`."""
     ids = checked_ids(column, ids)
+    out = np.empty((len(ids), column.shape[1]),
+                   np.float32 if column.dtype == np.float32 else np.uint16)
+    if isinstance(column, PartitionedRows):
+        column.gather(ids, out, gather_rows)
+    else:
+        gather_rows(column.view(out.dtype), ids, out)
     if column.dtype == np.float32:
-        return torch.from_numpy(gather_rows(column, ids,
-                                            np.empty((len(ids), column.shape[1]),
-                                                     np.float32)))
-    bits = gather_rows(column.view(np.uint16), ids,
-                       np.empty((len(ids), column.shape[1]), np.uint16))
-    return torch.from_numpy(bits).view(torch.float16).float()
+        return torch.from_numpy(out)
+    return torch.from_numpy(out).view(torch.float16).float()

@@ -935,6 +935,9 @@ class Graph:
         self.check_hash(rel)
         try:
             table = paipc.open_file(self.location.open(rel)).read_all()
+            # lengths and buffer sizes against each other (metadata only): a garbled
+            # length would otherwise reach slicing code that aborts the process
+            table.validate()
         except (OSError, pa.ArrowException) as exc:
             raise FormatError(f"{path}: cannot read node partition ({exc})") from None
         check_node_table(table, self, entity_type, partition, path)
@@ -1147,6 +1150,82 @@ class Graph:
         return map_column(self.location.file(rel), np.dtype(col.dtype),
                           et.num_nodes, col.dim if col.kind == "features" else 0,
                           what="node column", location=self.location, rel=rel)
+
+    def mapped_features(self, name: str, entity_type: str | None = None):
+        """A features node column as read-only views of the mapped files, wherever it is
+        stored: a file of its own (:meth:`mapped_node_column`) or the node table.
+
+        Parameters
+        ----------
+        name : str
+            A node column of kind ``features``.
+        entity_type : str, optional
+            The entity type; None for the only one.
+
+        Returns
+        -------
+        numpy.ndarray or PartitionedRows
+            (N, dim) in the stored dtype (float16/float32), in type-local internal-id
+            order: an array for a column file or a node table of one record batch, else a
+            :class:`~graphsys.storage.partitioned_rows.PartitionedRows` of one view per node
+            partition (rows gathered by :func:`~graphsys.sampling.features.feature_rows`).
+            Nothing is read into memory on a local graph; a remote one's node files are
+            read into buffers.
+
+        Raises
+        ------
+        GraphsysError
+            No features column of that name.
+        FormatError
+            A node file whose rows, column type or value buffer do not match the manifest.
+
+        Examples
+        --------
+        >>> import tempfile, numpy as np, graphsys
+        >>> from graphsys.sampling.features import feature_rows
+        >>> feat = np.arange(8, dtype=np.float32).reshape(4, 2)
+        >>> g = graphsys.from_numpy([0, 1, 2], [1, 2, 3], tempfile.mkdtemp() + "/g",
+        ...                         num_nodes=4, num_partitions=2, node_columns={"feat": feat})
+        >>> rows = g.mapped_features("feat")
+        >>> rows.shape
+        (4, 2)
+        >>> np.array_equal(feature_rows(rows, [3, 0]).numpy(), g.node_column("feat")[[3, 0]])
+        True
+        """
+        from graphsys.storage.partitioned_rows import PartitionedRows
+
+        et = self.entity_type(entity_type)
+        col = next((c for c in et.columns if c.name == name), None)
+        if col is None or col.kind != "features":
+            feats = [c.name for c in et.columns if c.kind == "features"]
+            raise GraphsysError(f"entity type {et.name!r} has no features node column "
+                                f"{name!r} (features columns: {', '.join(feats) or 'none'})")
+        if col.dtype:
+            return self.mapped_node_column(name, et.name)
+        blocks = []
+        for p in range(self.num_partitions):
+            path = self.location.file(node_file(et.name, p))
+            # rows, type (fixed-size list of float32, col.dim wide) and nulls: checked
+            for chunk in self._node_table(et.name, p).column(name).chunks:
+                try:
+                    chunk.validate()  # buffers large enough for offset + length rows
+                    values = chunk.flatten().to_numpy(zero_copy_only=True)
+                except (pa.ArrowException, ValueError) as exc:
+                    raise FormatError(f"{path}: node column {name!r} unreadable ({exc})"
+                                      ) from None
+                if values.size != len(chunk) * col.dim:
+                    raise FormatError(f"{path}: node column {name!r} holds {values.size} "
+                                      f"values, {len(chunk)} rows of {col.dim} need "
+                                      f"{len(chunk) * col.dim}")
+                if len(chunk):
+                    blocks.append(values.reshape(len(chunk), col.dim))
+        if sum(len(b) for b in blocks) != et.num_nodes:
+            raise FormatError(f"{self.location.file(node_file(et.name, 0))}: node column "
+                              f"{name!r} has {sum(len(b) for b in blocks)} rows, entity type "
+                              f"{et.name!r} has {et.num_nodes} nodes")
+        if not blocks:
+            return np.zeros((0, col.dim), np.float32)
+        return blocks[0] if len(blocks) == 1 else PartitionedRows(blocks)
 
     def string_column(self, name: str, entity_type: str | None = None) -> pa.Array:
         """A string node column (UTF-8 text such as item titles), mapped with no copy.

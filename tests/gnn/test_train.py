@@ -237,3 +237,38 @@ def test_one_training_entry_point():
     assert all(p.kind != p.VAR_KEYWORD for p in params.values())
     with pytest.raises(ParameterError, match="inputs"):
         TrainConfig(inputs="edges")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_partitioned_feature_rows_normalise_as_the_column_in_memory(dtype):
+    from graphsys.gnn.training import MappedFeatures, row_sums
+    from graphsys.storage.partitioned_rows import PartitionedRows
+
+    whole = np.random.default_rng(4).normal(size=(70, 9)).astype(dtype)
+    whole[5] = 0                                         # an all-zero row stays zero
+    rows = PartitionedRows([whole[:30], whole[30:31], whole[31:]])
+    x = whole.astype(np.float32)                         # node_task_data's in-memory path
+    rs = np.abs(x).sum(1, keepdims=True)
+    ref = torch.from_numpy(x / np.where(rs > 0, rs, 1.0))
+    ids = torch.from_numpy(np.random.default_rng(5).integers(0, 70, 200))
+    assert torch.equal(MappedFeatures(rows, row_sums(rows, chunk_rows=16)).rows(ids), ref[ids])
+
+
+def test_node_table_features_stay_mapped_and_train_as_in_memory(tmp_path):
+    from graphsys.gnn.training import MappedFeatures, node_task_data
+    from graphsys.storage.partitioned_rows import PartitionedRows
+
+    g = sbm_graph(tmp_path, partitions=3)                # feat in the node table
+    data = node_task_data(g, mapped=True)
+    assert isinstance(data["x"], MappedFeatures)
+    assert isinstance(data["x"].column, PartitionedRows)  # one mapped block per partition
+    ref = node_task_data(g)["x"]                         # read and normalised in memory
+    assert torch.equal(data["x"].rows(torch.arange(len(ref))), ref)
+    cfg = TrainConfig(model="sage", fanouts=[4, 4], hidden=8, epochs=3, batch_size=16,
+                      dropout=0.0, seed=2)
+    mapped, memory = train(g, cfg), train(g, cfg, features=ref)
+    assert [h["loss"] for h in mapped.history] == [h["loss"] for h in memory.history]
+    assert mapped.metrics == memory.metrics
+    for (k, a), b in zip(mapped.model.state_dict().items(),
+                         memory.model.state_dict().values(), strict=True):
+        assert torch.equal(a, b), k

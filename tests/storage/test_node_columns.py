@@ -1,15 +1,27 @@
-"""Node columns in files of their own: streamed in, mapped with no copy, checked."""
+"""Node columns in files of their own: streamed in, mapped with no copy, checked; feature
+columns of node tables mapped per partition."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import hashlib
+import json
+import sys
+from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as paipc
+import pytest
+import torch
+
+import graphsys
 from graphsys import open_graph
 from graphsys.errors import FormatError, GraphsysError
-from graphsys.storage.format import node_column_file
+from graphsys.sampling.features import feature_rows
+from graphsys.storage.format import MANIFEST, node_column_file, node_file
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 from graphsys.storage.node_columns import write_node_column
+from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.storage.verify import verify_graph
 
 
@@ -60,3 +72,113 @@ def test_truncated_column_refused_naming_the_file(graph_dir):
         fh.truncate(f.stat().st_size - 8)
     with pytest.raises(FormatError, match=str(f)):
         open_graph(graph_dir)
+
+
+def _table_graph(path: Path, partitions: int, n: int = 400, dim: int = 6):
+    """A graph of ``n`` nodes whose float32 ``feat`` (n, dim) is in the node table."""
+    rng = np.random.default_rng(partitions)
+    feat = rng.normal(size=(n, dim)).astype(np.float32)
+    return graphsys.from_numpy(rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n), path,
+                               num_nodes=n, num_partitions=partitions,
+                               node_columns={"feat": feat, "label": np.arange(n) % 3})
+
+
+def _mapped_ranges(path: Path) -> list[tuple[int, int]]:
+    """Address ranges at which this process maps ``path``."""
+    out = []
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5] == str(path.resolve()):
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            out.append((lo, hi))
+    return out
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_node_table_features_are_views_of_the_mapped_partition_files(tmp_path, partitions):
+    g = _table_graph(tmp_path / "g", partitions)
+    ref = g.node_column("feat")                          # read into memory: the reference
+    rows = g.mapped_features("feat")
+    assert isinstance(rows, PartitionedRows) == (partitions > 1)
+    assert rows.shape == ref.shape and rows.dtype == np.float32
+    blocks = rows.blocks if partitions > 1 else [rows]
+    off = g.partition_offsets()
+    for p, block in enumerate(blocks):
+        np.testing.assert_array_equal(block, ref[off[p]:off[p + 1]])
+        assert not block.flags.writeable
+        if sys.platform.startswith("linux"):             # the rows lie in the file's mapping
+            addr = block.ctypes.data
+            assert any(lo <= addr and addr + block.nbytes <= hi
+                       for lo, hi in _mapped_ranges(g.path / node_file("node", p)))
+    ids = np.random.default_rng(0).integers(0, len(ref), 500)
+    np.testing.assert_array_equal(feature_rows(rows, ids).numpy(), ref[ids])
+    assert feature_rows(rows, np.zeros(0, np.int64)).shape == (0, ref.shape[1])
+    np.testing.assert_array_equal(rows[50:350], ref[50:350])
+    with pytest.raises(GraphsysError, match="outside"):
+        feature_rows(rows, [len(ref)])
+    with pytest.raises(GraphsysError, match="no features node column 'label'"):
+        g.mapped_features("label")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_partitioned_rows_gather_as_the_joined_column(dtype):
+    whole = np.random.default_rng(2).normal(size=(90, 5)).astype(dtype)
+    rows = PartitionedRows([whole[:40], whole[40:41], whole[41:]])
+    ids = np.random.default_rng(3).integers(0, 90, 300)
+    got = feature_rows(rows, ids)
+    assert got.dtype == torch.float32
+    np.testing.assert_array_equal(got.numpy(), whole[ids].astype(np.float32))
+    span = np.arange(38, 45)
+    assert torch.equal(feature_rows(rows, span), feature_rows(whole, span))
+    for a, b in [(0, 90), (10, 40), (39, 42), (41, 41), (85, 200)]:
+        np.testing.assert_array_equal(rows[a:b], whole[a:b])
+    np.testing.assert_array_equal(np.asarray(rows), whole)
+    with pytest.raises(GraphsysError, match="one dtype"):
+        PartitionedRows([whole[:2], whole[2:].astype(np.float64)])
+
+
+def _rewrite_node_file(graph_dir: Path, partition: int, data: bytes) -> None:
+    """Replace a node partition file by ``data`` and list it with its new hash and size,
+    as a hostile edit would: only the structure checks stand between it and a reader."""
+    rel = node_file("node", partition)
+    (graph_dir / rel).write_bytes(data)
+    m = json.loads((graph_dir / MANIFEST).read_text())
+    m["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    (graph_dir / MANIFEST).write_text(json.dumps(m))
+
+
+def _with_feat(table: pa.Table, feat: pa.Array) -> bytes:
+    table = table.set_column(table.schema.get_field_index("feat"), "feat", feat)
+    sink = pa.BufferOutputStream()
+    with paipc.new_file(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def test_a_truncated_or_garbled_node_table_is_refused_in_one_line(tmp_path):
+    d = tmp_path / "g"
+    _table_graph(d, 2)
+    path = d / node_file("node", 1)
+    orig = path.read_bytes()
+    table = paipc.open_file(pa.py_buffer(orig)).read_all()
+    values = table.column("feat").combine_chunks().flatten()
+    narrow = pa.FixedSizeListArray.from_arrays(values.slice(0, len(table) * 5), 5)
+    half = pa.FixedSizeListArray.from_arrays(values.cast(pa.float16()), 6)
+    garbled = bytearray(orig)
+    garbled[536:544] = b"\xff" * 8        # the feature values' length in the batch's metadata
+    for data, message in [(orig[:len(orig) // 2], "cannot read node partition"),
+                          (bytes(garbled), "Values length .-1. is less than"),
+                          (_with_feat(table, narrow), "not a features column"),
+                          (_with_feat(table, half), "not a features column")]:
+        _rewrite_node_file(d, 1, data)
+        with pytest.raises(FormatError, match=message) as err:
+            open_graph(d).mapped_features("feat")
+        assert str(path) in str(err.value) and "\n" not in str(err.value)
+    # every 8-byte run of the file garbled in turn: refused, or rows of the stated shape
+    for off in range(0, len(orig) - 8, 8):
+        _rewrite_node_file(d, 1, orig[:off] + b"\xff" * 8 + orig[off + 8:])
+        try:
+            rows = open_graph(d).mapped_features("feat")
+        except FormatError:
+            continue
+        assert feature_rows(rows, np.arange(400)).shape == (400, 6)
