@@ -17,10 +17,19 @@ each stored entry ``(r, c)`` gets the draw of flat index ``r * F + c``, so it is
 exactly where the dense tensor's entry would be; no gradient flows back to it.
 
 :func:`feature_dropout` is the input dropout of a minibatch, applied where its feature rows
-are gathered (a :class:`~graphsys.gnn.NodeLoader` worker thread) in the same pass: element
-``(r, c)`` of the rows of nodes ``ids`` is kept when ``splitmix64(key + (ids[r] * F + c) *
-golden) >> 32 >= round(p * 2**32)``, so a node's mask depends on the key and the node id
-alone, not on which other nodes share its batch or where its row lands.
+are gathered (a :class:`~graphsys.gnn.NodeLoader` worker thread) in the same pass. One hash
+decides two neighbouring columns: with ``P = ceil(F / 2)`` column pairs per row and
+``z = splitmix64(key + (ids[r] * P + c // 2) * golden)``, element ``(r, c)`` is kept when
+its half of ``z`` (the upper 32 bits for an even ``c``, the lower 32 bits for an odd one)
+is ``>= round(p * 2**32)``. So a node's mask depends on the key and the node id alone, not
+on which other nodes share its batch or where its row lands; the two halves of a
+SplitMix64 output are each uniform on 32 bits.
+
+:func:`relu_dropout` is ``dropout(relu(x))`` in one pass, with the same pairing over the
+flattened index (``z = splitmix64(key + (i // 2) * golden)``, the upper half for an even
+``i``). Its backward needs no mask: an element of the output is positive exactly where
+``x`` was positive and kept, so the gradient is ``grad / (1 - p)`` there and 0 elsewhere,
+read from the output (which the next layer keeps for its own backward anyway).
 """
 
 from __future__ import annotations
@@ -64,20 +73,54 @@ def _keep_scaled_csr(crow, col, values, out, width, key, threshold, scale):
             out[k] = values[k] * (scale * keep)
 
 
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
 @njit(cache=True, nogil=True)
 def _rows_keep_scaled(table, rows, ids, out, key, threshold, scale):
     """``out[r, c] = table[rows[r], c] * scale`` (``table[r, c]`` when ``rows`` is empty)
-    where element ``(r, c)`` is kept, drawn at ``ids[r] * F + c``, else 0; on this thread,
+    where element ``(r, c)`` is kept, decided by one half of the draw of column pair
+    ``c // 2`` of node ``ids[r]`` (see the module docstring), else 0; on this thread,
     GIL-free (a loader's worker runs it beside the training step)."""
     width = table.shape[1]
-    step = np.uint64(width) * _GOLDEN
+    pairs = (width + 1) // 2
+    step = np.uint64(pairs) * _GOLDEN
     gathered = rows.shape[0] > 0
     for r in range(ids.shape[0]):
         src = rows[r] if gathered else r
         first = np.uint64(key) + np.uint64(ids[r]) * step
-        for c in range(width):
-            keep = (splitmix64(first + np.uint64(c) * _GOLDEN) >> _S32) >= threshold
-            out[r, c] = table[src, c] * (scale * keep)
+        for j in range(width // 2):
+            z = splitmix64(first + np.uint64(j) * _GOLDEN)
+            c = 2 * j
+            out[r, c] = table[src, c] * (scale * ((z >> _S32) >= threshold))
+            out[r, c + 1] = table[src, c + 1] * (scale * ((z & _LOW32) >= threshold))
+        if width % 2:                       # the last pair has its upper half only
+            z = splitmix64(first + np.uint64(pairs - 1) * _GOLDEN)
+            out[r, width - 1] = table[src, width - 1] * (scale * ((z >> _S32) >= threshold))
+
+
+@njit(parallel=True, cache=True)
+def _relu_keep_scaled(x, out, key, threshold, scale):
+    """``out[i] = max(x[i], 0) * scale`` where element ``i`` is kept (one half of the draw
+    of pair ``i // 2``), else 0; 1-D float arrays."""
+    n = x.shape[0]
+    base = np.uint64(key)
+    for c in prange((n + _CHUNK - 1) // _CHUNK):      # _CHUNK is even: pairs stay whole
+        for j in range(c * (_CHUNK // 2), min((n + 1) // 2, (c + 1) * (_CHUNK // 2))):
+            z = splitmix64(base + np.uint64(j) * _GOLDEN)
+            i = 2 * j
+            out[i] = max(x[i], 0.0) * (scale * ((z >> _S32) >= threshold))
+            if i + 1 < n:
+                out[i + 1] = max(x[i + 1], 0.0) * (scale * ((z & _LOW32) >= threshold))
+
+
+@njit(parallel=True, cache=True)
+def _positive_scaled(out, grad, res, scale):
+    """``res[i] = grad[i] * scale`` where ``out[i] > 0``, else 0; 1-D float arrays."""
+    n = out.shape[0]
+    for c in prange((n + _CHUNK - 1) // _CHUNK):
+        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
+            res[i] = grad[i] * (scale * (out[i] > 0))     # branch-free: a coin flip
 
 
 def feature_dropout(column, ids, p: float, key: int) -> torch.Tensor:
@@ -86,8 +129,9 @@ def feature_dropout(column, ids, p: float, key: int) -> torch.Tensor:
     ``column``: an (N, F) float16/float32 NumPy array (read as
     :func:`~graphsys.sampling.features.feature_rows` reads it) or a float tensor; ``ids``:
     int (B,) node ids; ``key``: a 64-bit integer (one draw from torch's generator per
-    batch). Element ``(r, c)`` is zeroed with probability ``p`` by the draw at flat index
-    ``ids[r] * F + c`` (see the module docstring) and otherwise scaled by ``1 / (1 - p)``.
+    batch). Element ``(r, c)`` is zeroed with probability ``p`` by one half of the draw of
+    node ``ids[r]``'s column pair ``c // 2`` (see the module docstring) and otherwise scaled
+    by ``1 / (1 - p)``.
     Returns (B, F), float32 for an array (a tensor keeps its dtype and device), with no
     gradient. The rows are copied and masked on the calling thread, GIL-free for a float32
     array."""
@@ -161,3 +205,38 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
         return F.dropout(x, p, True)
     key = int(torch.empty((), dtype=torch.int64).random_())
     return _apply_csr(x, p, key) if sparse else _HashDropout.apply(x, p, key)
+
+
+class _ReluDropout(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, p: float, key: int) -> torch.Tensor:
+        x = x.detach().contiguous()
+        out = torch.empty_like(x)
+        _relu_keep_scaled(x.view(-1).numpy(), out.view(-1).numpy(), key,
+                          np.uint64(round(p * 2.0 ** 32)), 1.0 / (1.0 - p))
+        ctx.p = p
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (out,) = ctx.saved_tensors
+        grad = grad.detach().contiguous()
+        res = torch.empty_like(out)
+        _positive_scaled(out.view(-1).numpy(), grad.view(-1).numpy(), res.view(-1).numpy(),
+                         1.0 / (1.0 - ctx.p))
+        return res, None, None
+
+
+def relu_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """``dropout(relu(x), p, training)`` in one pass (see the module docstring): each
+    element of ``relu(x)`` zeroed with probability ``p``, the rest scaled by
+    ``1 / (1 - p)``; ``relu(x)`` when not ``training`` or ``p`` is 0. Same shape and dtype;
+    CUDA tensors, dtypes other than float32/float64 and ``p == 1`` go to torch's
+    functions."""
+    if not training or p == 0:
+        return F.relu(x)
+    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64) or p >= 1:
+        return F.dropout(F.relu(x), p, True)
+    key = np.uint64(int(torch.empty((), dtype=torch.int64).random_()) & (2 ** 64 - 1))
+    return _ReluDropout.apply(x, p, key)

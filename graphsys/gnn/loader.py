@@ -316,9 +316,11 @@ class NodeLoader:
             seeds = seeds[r * b // w:(r + 1) * b // w]
         with serial_kernels():
             blocks = self.sampler.sample_blocks(seeds, rng_seed)
-        for b in blocks:    # the aggregations' edge grouping, here rather than in the step
-            if isinstance(b, Block):
-                _ = b.dst_offsets
+        for k, b in enumerate(blocks):   # the aggregations' edge grouping, here rather
+            if isinstance(b, Block):       # than in the step; by source for the backward
+                _ = b.dst_offsets          # of the layers fed by a layer (a gradient)
+                if k > 0:
+                    _ = b.src_offsets
         ids = blocks[0].src_nodes
         x = (feature_dropout(self.features, ids, self.input_dropout, derive_seed(key, i))
              if self.input_dropout else self._gather(self.features, ids))

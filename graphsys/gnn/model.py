@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.gnn.dropout import dropout
+from graphsys.gnn.dropout import dropout, relu_dropout
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.block import Block
 
@@ -52,7 +53,9 @@ class GNN(nn.Module):
     :func:`~graphsys.gnn.layerwise_inference` does. ``forward(blocks, x,
     input_dropout=False)`` skips the dropout of the first layer's input, for an ``x`` that
     had it where it was gathered (``NodeLoader(..., input_dropout=p)``, the same ``p``);
-    the hidden layers' dropout stays in the model.
+    the hidden layers' dropout stays in the model. In training, a ReLU between layers and
+    the next layer's dropout run as one pass, :func:`~graphsys.gnn.dropout.relu_dropout`
+    (its own masks, not those of ``dropout(relu(h))``); :meth:`layer` applies them apart.
 
     References
     ----------
@@ -111,11 +114,15 @@ class GNN(nn.Module):
         """Layer ``i`` alone (dropout unless ``input_dropout`` is False, convolution,
         activation; the head after the last layer): what layer-wise streaming inference
         calls."""
+        return self._layer(i, x, block, input_dropout, True)
+
+    def _layer(self, i: int, x: torch.Tensor, block: Block, input_dropout: bool,
+               activation: bool) -> torch.Tensor:
         if input_dropout:
             x = dropout(x, self.dropout, self.training)
         h = self.convs[i](x, block)
         last = i == self.num_layers - 1
-        if self._activation is not None and not last:
+        if activation and self._activation is not None and not last:
             h = self._activation(h)
         if last and self.head is not None:
             h = self.head(h)
@@ -125,6 +132,11 @@ class GNN(nn.Module):
                 input_dropout: bool = True) -> torch.Tensor:
         if len(blocks) != self.num_layers:
             raise GraphsysError(f"{self.num_layers}-layer model given {len(blocks)} blocks")
+        # ReLU followed by the next layer's dropout: one fused pass between the layers
+        fuse = self.training and self._activation is F.relu and self.dropout > 0
         for i, block in enumerate(blocks):
-            x = self.layer(i, x, block, input_dropout=input_dropout or i > 0)
+            fused = fuse and i < self.num_layers - 1
+            x = self._layer(i, x, block, input_dropout if i == 0 else not fuse, not fused)
+            if fused:
+                x = relu_dropout(x, self.dropout, True)
         return x

@@ -70,6 +70,17 @@ class Block:
         grouped = dst.numel() < 2 or bool((dst[1:] >= dst[:-1]).all())
         return offsets, None if grouped else torch.argsort(dst, stable=True)
 
+    @cached_property
+    def src_offsets(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(offsets, order)``: the edges grouped by source (the transposed block, which
+        a segment reduction's backward pass walks), computed once per block (a loader
+        computes it in its worker thread for the layers whose input needs a gradient;
+        copies by :meth:`to` keep it). ``order`` int64 (E,) is a stable sort of the edge
+        list by ``edge_src``; ``offsets`` int64 (num_src + 1,): the edges of source ``u`` are
+        ``order[offsets[u]:offsets[u + 1]]``."""
+        src = self.edge_src
+        return group_offsets(src, self.num_src_nodes), torch.argsort(src, stable=True)
+
     @property
     def edge_index(self) -> torch.Tensor:
         """int64 (2, E): row 0 positions in ``src_nodes``, row 1 positions in ``dst_nodes``:
@@ -98,14 +109,15 @@ class Block:
         return data
 
     def _map(self, fn) -> Block:
-        """A copy with ``fn`` applied to every tensor (:attr:`dst_offsets` too, when
-        computed)."""
+        """A copy with ``fn`` applied to every tensor (:attr:`dst_offsets` and
+        :attr:`src_offsets` too, when computed)."""
         opt = (lambda t: None if t is None else fn(t))
         out = replace(self, src_nodes=fn(self.src_nodes), edge_src=fn(self.edge_src),
                       edge_dst=fn(self.edge_dst), edge_weight=opt(self.edge_weight))
-        if "dst_offsets" in self.__dict__:
-            offsets, order = self.__dict__["dst_offsets"]
-            out.__dict__["dst_offsets"] = (fn(offsets), opt(order))
+        for name in ("dst_offsets", "src_offsets"):
+            if name in self.__dict__:
+                offsets, order = self.__dict__[name]
+                out.__dict__[name] = (fn(offsets), opt(order))
         return out
 
     def to(self, device: str | torch.device, non_blocking: bool = False) -> Block:

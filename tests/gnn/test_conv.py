@@ -224,3 +224,17 @@ def test_convs_segment_path_equals_per_edge_messages():
             gb = torch.autograd.grad(yb.square().sum(), [x, *b.parameters()])
             for u, v in zip(ga, gb, strict=True):
                 torch.testing.assert_close(u, v)
+
+
+def test_block_src_offsets_group_the_edges_by_source_and_survive_copies():
+    """``Block.src_offsets`` (the segment reductions' backward grouping, cached): source
+    ``u``'s edges are ``order[offsets[u]:offsets[u + 1]]``, in edge-list order; a copy by
+    ``to`` keeps the cached value."""
+    for block in (_sampled_block(), _unsorted_block()):
+        offsets, order = block.src_offsets
+        for u in range(block.num_src_nodes):
+            want = torch.nonzero(block.edge_src == u).view(-1)
+            assert torch.equal(order[offsets[u]:offsets[u + 1]], want)
+        copy = block.to("cpu")
+        assert copy.__dict__["src_offsets"][1] is not None
+        assert torch.equal(copy.src_offsets[0], offsets)

@@ -75,19 +75,27 @@ def test_other_dtypes_fall_back_to_torch():
     assert y.dtype == torch.bfloat16 and set(y.unique().tolist()) <= {0.0, 2.0}
 
 
-def _kept_reference(ids, width, key, p):
-    """The row-keyed mask from its definition, in Python integers (SplitMix64 finaliser of
-    ``key + (id * F + c) * golden``, upper 32 bits against ``round(p * 2**32)``)."""
+def _mix(z):
+    """The SplitMix64 finaliser, in Python integers."""
     m64 = (1 << 64) - 1
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m64
+    return z ^ (z >> 31)
 
-    def mix(z):
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m64
-        return z ^ (z >> 31)
 
+def _half(z, c):
+    """The 32-bit half of ``z`` that decides column ``c``: upper for even, lower for odd."""
+    return z >> 32 if c % 2 == 0 else z & 0xFFFFFFFF
+
+
+def _kept_reference(ids, width, key, p):
+    """The row-keyed mask from its definition, in Python integers: one draw
+    ``splitmix64(key + (id * ceil(F / 2) + c // 2) * golden)`` per column pair, its halves
+    against ``round(p * 2**32)``."""
+    m64, pairs = (1 << 64) - 1, (width + 1) // 2
     t = round(p * 2 ** 32)
-    return torch.tensor([[mix((key + (int(v) * width + c) * 0x9E3779B97F4A7C15) & m64) >> 32
-                          >= t for c in range(width)] for v in ids])
+    return torch.tensor([[_half(_mix((key + (int(v) * pairs + c // 2) * 0x9E3779B97F4A7C15)
+                                     & m64), c) >= t for c in range(width)] for v in ids])
 
 
 @pytest.mark.parametrize("kind", ["float32", "float16", "tensor"])
@@ -129,3 +137,47 @@ def test_feature_dropout_rate_and_errors():
         feature_dropout(table, np.array([1000]), 0.3, 7)
     with pytest.raises(GraphsysError, match="probability"):
         feature_dropout(table, np.array([1]), 1.5, 7)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_relu_dropout_against_its_definition(dtype):
+    """Element i of relu(x) kept by one half of the draw of pair i // 2 (the key is the
+    generator's next draw); the gradient is upstream / (1 - p) where x > 0 and kept."""
+    from graphsys.gnn.dropout import relu_dropout
+
+    p = 0.35
+    torch.manual_seed(6)
+    x = torch.randn(13, 7, dtype=dtype, requires_grad=True)     # odd element count
+    torch.manual_seed(7)
+    key = int(torch.empty((), dtype=torch.int64).random_()) & ((1 << 64) - 1)
+    torch.manual_seed(7)
+    y = relu_dropout(x, p, True)
+    t, m64 = round(p * 2 ** 32), (1 << 64) - 1
+    kept = torch.tensor([_half(_mix((key + (i // 2) * 0x9E3779B97F4A7C15) & m64), i) >= t
+                         for i in range(x.numel())]).view_as(x)
+    want = torch.where(kept, torch.relu(x.detach()) / (1 - p), 0.0).to(dtype)
+    torch.testing.assert_close(y.detach(), want)
+    upstream = torch.randn_like(y)
+    (y * upstream).sum().backward()
+    torch.testing.assert_close(x.grad, torch.where(kept & (x.detach() > 0),
+                                                   upstream / (1 - p), 0.0).to(dtype))
+    assert torch.equal(relu_dropout(x, p, False), torch.relu(x))
+
+
+def test_relu_dropout_rate_and_gradcheck():
+    from graphsys.gnn.dropout import relu_dropout
+
+    torch.manual_seed(8)
+    y = relu_dropout(torch.rand(1000, 301) + 0.5, 0.3, True)
+    n = y.numel()
+    assert abs((y != 0).sum().item() - 0.7 * n) < 6 * (n * 0.21) ** 0.5
+    agree = ((y.view(-1)[1:] != 0) == (y.view(-1)[:-1] != 0)).float().mean().item()
+    assert abs(agree - (0.7 ** 2 + 0.3 ** 2)) < 0.005          # halves of one draw independent
+    x = (torch.rand(6, 5, dtype=torch.float64) + 0.1) * torch.tensor([1.0, -1.0]).repeat(15)[:5]
+    x.requires_grad_()
+
+    def fixed(v):
+        torch.manual_seed(9)                                     # one mask for every call
+        return relu_dropout(v, 0.5, True)
+
+    assert torch.autograd.gradcheck(fixed, (x,))

@@ -43,25 +43,31 @@ def segment_weights_sum(weight: torch.Tensor, index: torch.Tensor, size: int) ->
 
 class _SegmentSum(torch.autograd.Function):
     """``out[v] = sum over edges k in [offsets[v], offsets[v+1]) of w[k] * h[src[k]]``
-    (``src``, ``dst``, ``w`` in destination order); ``w`` gets no gradient."""
+    (``src``, ``dst``, ``w`` in destination order); ``w`` gets no gradient. ``block``: the
+    block whose edge list is this order (its cached :attr:`Block.src_offsets` groups the
+    edges by source for the backward pass), or None to sort ``src`` there."""
 
     @staticmethod
-    def forward(ctx, h, src, dst, offsets, w):
+    def forward(ctx, h, src, dst, offsets, w, block):
         ctx.save_for_backward(src, dst, w)
-        ctx.num_src = h.shape[0]
+        ctx.num_src, ctx.block = h.shape[0], block
         return F.embedding_bag(src, h, offsets, mode="sum", per_sample_weights=w,
                                include_last_offset=True)
 
     @staticmethod
     def backward(ctx, grad):
         if not ctx.needs_input_grad[0]:
-            return None, None, None, None, None
+            return None, None, None, None, None, None
         src, dst, w = ctx.saved_tensors
-        order = torch.argsort(src, stable=True)    # the transposed block: grouped by source
-        grad_h = F.embedding_bag(dst[order], grad.contiguous(), group_offsets(src, ctx.num_src),
-                                 mode="sum", per_sample_weights=w[order],
+        if ctx.block is not None:             # the transposed block: grouped by source
+            by_src, order = ctx.block.src_offsets
+        else:
+            order = torch.argsort(src, stable=True)
+            by_src = group_offsets(src, ctx.num_src)
+        grad_h = F.embedding_bag(dst.index_select(0, order), grad.contiguous(), by_src,
+                                 mode="sum", per_sample_weights=w.index_select(0, order),
                                  include_last_offset=True)
-        return grad_h, None, None, None, None
+        return grad_h, None, None, None, None, None
 
 
 def segment_sum(h: torch.Tensor, block: Block, weight: torch.Tensor | None = None
@@ -74,7 +80,7 @@ def segment_sum(h: torch.Tensor, block: Block, weight: torch.Tensor | None = Non
     dst = block.edge_dst if order is None else block.edge_dst[order]
     w = (torch.ones(block.num_edges, dtype=h.dtype, device=h.device) if weight is None else
          (weight if order is None else weight[order]).to(h.dtype).detach())
-    return _SegmentSum.apply(h, src, dst, offsets, w)
+    return _SegmentSum.apply(h, src, dst, offsets, w, block if order is None else None)
 
 
 def segment_mean(h: torch.Tensor, block: Block) -> torch.Tensor:

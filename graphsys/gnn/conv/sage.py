@@ -87,11 +87,14 @@ class SAGEConv(nn.Module):
             if self.lin_self.bias is not None:
                 self_part = self_part + self.lin_self.bias
             return self_part + mean
-        h = self.lin_neigh(x) if project_first else x
-        mean = self._mean(h, block)
-        if not project_first:
-            mean = self.lin_neigh(mean)
-        return self.lin_self(x[:n_dst]) + mean
+        if project_first:
+            return self.lin_self(x[:n_dst]) + self._mean(self.lin_neigh(x), block)
+        # x_dst W_self^T + b, then mean(x) W_neigh^T accumulated into it in place: no sum
+        # pass, the bias fused into the first product
+        bias = self.lin_self.bias
+        out = (x[:n_dst] @ self.lin_self.weight.t() if bias is None else
+               torch.addmm(bias, x[:n_dst], self.lin_self.weight.t()))
+        return out.addmm_(self._mean(x, block), self.lin_neigh.weight.t())
 
     def _mean(self, h: torch.Tensor, block: Block) -> torch.Tensor:
         """Mean of ``h``'s rows over each destination's block sources; (num_dst, F): a
