@@ -43,6 +43,7 @@ from graphsys.errors import GraphsysError
 from graphsys.gnn.sparse_input import csr_tensor, is_sparse
 from graphsys.sampling._kernels import splitmix64
 from graphsys.sampling.features import checked_ids, feature_rows
+from graphsys.storage.partitioned_rows import PartitionedRows
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S32 = np.uint64(32)
@@ -126,8 +127,11 @@ def _positive_scaled(out, grad, res, scale):
 def feature_dropout(column, ids, p: float, key: int) -> torch.Tensor:
     """Rows ``ids`` of the feature table ``column`` with dropout ``p`` applied, in one pass.
 
-    ``column``: an (N, F) float16/float32 NumPy array (read as
-    :func:`~graphsys.sampling.features.feature_rows` reads it) or a float tensor; ``ids``:
+    ``column``: an (N, F) float16/float32 NumPy array or
+    :class:`~graphsys.storage.partitioned_rows.PartitionedRows` (read as
+    :func:`~graphsys.sampling.features.feature_rows` reads them), a float tensor, or a row
+    source whose ``rows(ids)`` returns the float rows (a mapped column normalised as it is
+    gathered); ``ids``:
     int (B,) node ids; ``key``: a 64-bit integer (one draw from torch's generator per
     batch). Element ``(r, c)`` is zeroed with probability ``p`` by one half of the draw of
     node ``ids[r]``'s column pair ``c // 2`` (see the module docstring) and otherwise scaled
@@ -145,6 +149,12 @@ def feature_dropout(column, ids, p: float, key: int) -> torch.Tensor:
             x = torch.empty((len(idx), column.shape[1]), dtype=torch.float32)
             _mask(column, idx, idx, x, p, key)
             return x
+    elif isinstance(column, PartitionedRows):   # a node table's mapped blocks
+        idx = checked_ids(column, ids)
+        x = feature_rows(column, idx)
+    elif hasattr(column, "rows"):               # a row source: gathers its own rows
+        x = column.rows(torch.as_tensor(ids))
+        idx = np.ascontiguousarray(torch.as_tensor(ids).cpu().numpy(), dtype=np.int64)
     else:
         x = column.detach().index_select(0, torch.as_tensor(ids).to(column.device))
         idx = np.ascontiguousarray(torch.as_tensor(ids).cpu().numpy(), dtype=np.int64)

@@ -27,6 +27,7 @@ from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.features import feature_rows
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.trace import trace_range, traced
 
 
@@ -127,9 +128,10 @@ class NodeLoader:
         Batches sampled ahead of the consumer, at most (default 2).
     features : str, tensor, array or None, optional
         Input features: a node column of ``graph`` (default ``"feat"``; read through a
-        memory map when stored in a file of its own) or an (N, F) tensor/array, row ``v``
-        for node ``v``. Each batch's ``x`` holds the rows of ``blocks[0].src_nodes``. None:
-        ``x`` is None.
+        memory map, in a file of its own or in the node table), an (N, F) tensor/array or
+        :class:`~graphsys.storage.partitioned_rows.PartitionedRows`, or a row source whose
+        ``rows(ids)`` gathers float rows; row ``v`` for node ``v``. Each batch's ``x`` holds
+        the rows of ``blocks[0].src_nodes``, gathered by the workers. None: ``x`` is None.
     labels : str, tensor, array or None, optional
         Node labels: a node column of ``graph`` (default ``"label"``) or an (N,)
         tensor/array; each batch's ``y`` holds the seeds' labels. None: ``y`` is None.
@@ -273,14 +275,16 @@ class NodeLoader:
                 raise ParameterError(name, f"{self.graph.path} has no node column {value!r} "
                                            f"(columns: {', '.join(cols) or 'none'}); pass "
                                            f"None for no {name}")
-            value = (self.graph.mapped_node_column(value, et) if ndim == 2 else
+            value = (self.graph.mapped_features(value, et) if ndim == 2 else
                      self.graph.node_column(value, et))
-        if isinstance(value, np.ndarray) and value.dtype in (np.float16, np.float32) \
+        if ndim == 2 and (isinstance(value, PartitionedRows) or hasattr(value, "rows")):
+            arr = value     # mapped rows, gathered per batch by the workers
+        elif isinstance(value, np.ndarray) and value.dtype in (np.float16, np.float32) \
                 and value.ndim == 2:
             arr = value
         else:
             arr = value.detach() if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
-        if arr.ndim != ndim or arr.shape[0] != n:
+        if len(arr.shape) != ndim or arr.shape[0] != n:
             want = f"({n}, F)" if ndim == 2 else f"({n},)"
             raise ParameterError(name, f"has shape {tuple(arr.shape)}, expected {want} (one "
                                        f"row per node of the sampler)")
@@ -290,8 +294,10 @@ class NodeLoader:
     def _gather(column, ids: torch.Tensor) -> torch.Tensor | None:
         if column is None:
             return None
-        if isinstance(column, np.ndarray):
+        if isinstance(column, (np.ndarray, PartitionedRows)):
             return feature_rows(column, ids)
+        if hasattr(column, "rows"):
+            return column.rows(ids)
         return column.index_select(0, ids.to(column.device))
 
     def set_epoch(self, epoch: int) -> None:

@@ -599,9 +599,9 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
     _seed_all(cfg.seed)
     ranks = _Ranks(distributed, device)
     lead = ranks.rank == 0
-    # a feature column in a file of its own stays mapped: the ranks share the page cache
+    # a stored feature column stays mapped (the ranks share the page cache); the loader's
+    # workers gather each batch's rows from it
     data = node_task_data(graph, cfg.entity_type, cfg.seed, features, mapped=True)
-    mapped = isinstance(data["x"], MappedFeatures)
     et = data["entity_type"]
     adj = homogeneous_adjacency(graph, et, symmetric=True)
     sampler = node_sampler(cfg, adj)
@@ -618,9 +618,9 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
             "train_config": _cfg_json(cfg), "has_features": data["x"] is not None,
             "world_size": ranks.world_size}
     # a builtin model's input dropout runs where the loader's workers gather the features
-    # (features in memory; mapped ones are gathered, and dropped, by the model's input)
+    # (a mapped column is gathered and normalised there too: MappedFeatures.rows)
     loader_dropout = (isinstance(model, GNN) and cfg.inputs == "blocks" and not cfg.full_graph
-                      and data["x"] is not None and not mapped and cfg.dropout > 0)
+                      and data["x"] is not None and cfg.dropout > 0)
     net: nn.Module = _NodeNet(model, inp, call, loader_dropout)
     if distributed:
         from torch.nn.parallel import DistributedDataParallel
@@ -675,7 +675,7 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
             return layerwise_inference_on(model, inp, ids, eval_fixed, device=device)
         loader = NodeLoader(None, eval_sampler, ids, batch_size=EVAL_CHUNK, shuffle=False,
                             seed=derive_seed(cfg.seed, 7919), num_workers=cfg.num_workers,
-                            prefetch=cfg.prefetch, features=None if mapped else data["x"],
+                            prefetch=cfg.prefetch, features=data["x"],
                             labels=None,
                             device=device)
         parts = [call(b.blocks, b.x if b.x is not None else inp(b.input_nodes)).float().cpu()
@@ -731,7 +731,7 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                 and getattr(model.convs[0], "sparse_input", False) else None)
     loader = (NodeLoader(graph, sampler, train_ids, batch_size=cfg.batch_size, seed=cfg.seed,
                          num_workers=cfg.num_workers, prefetch=cfg.prefetch,
-                         features=None if mapped else data["x"], labels=labels,
+                         features=data["x"], labels=labels,
                          device=device, rank=ranks.rank, world_size=ranks.world_size,
                          input_dropout=cfg.dropout if loader_dropout else 0.0)
               if whole is None else None)

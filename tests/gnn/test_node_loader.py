@@ -231,3 +231,29 @@ def test_model_skips_the_input_dropout_the_loader_applied(graph):
     model.eval()
     torch.testing.assert_close(model(batch.blocks, batch.x, input_dropout=False),
                                model(batch.blocks, batch.x))
+
+
+def test_node_table_features_are_gathered_mapped_with_the_same_dropout(tmp_path):
+    """Features in a node table of several partitions stay mapped (``PartitionedRows``):
+    the workers' gather + input dropout gives what the in-memory column gives."""
+    import graphsys
+    from graphsys.sampling import NeighborSampler
+    from graphsys.storage.partitioned_rows import PartitionedRows
+
+    rng = np.random.default_rng(0)
+    feat = rng.random((60, 7), dtype=np.float32)
+    src, dst = rng.integers(0, 60, 300), rng.integers(0, 60, 300)
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=60, num_partitions=3,
+                            node_columns={"feat": feat})
+    sampler = NeighborSampler(g, [4, 4])
+    kw = dict(batch_size=16, labels=None, input_dropout=0.5, num_workers=2)
+    mapped = NodeLoader(g, sampler, np.arange(60), **kw)
+    memory = NodeLoader(g, sampler, np.arange(60), features=g.node_column("feat"), **kw)
+    assert isinstance(mapped.features, PartitionedRows)
+    torch.manual_seed(3)
+    a = [(b.blocks[0].src_nodes, b.x) for b in mapped]
+    torch.manual_seed(3)
+    b = [(b.blocks[0].src_nodes, b.x) for b in memory]
+    for (na, xa), (nb, xb) in zip(a, b, strict=True):
+        assert torch.equal(na, nb) and torch.equal(xa, xb)
+    assert any((x == 0).any() for _, x in a)          # the dropout ran
