@@ -197,35 +197,52 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
 
     ``block_fn`` as in :func:`layerwise_inference` (full neighbourhoods, or a sample fixed
     by its own seed); ``seeds`` int64 (S,) node ids. Returns float32 (S, out_dim) on the
-    CPU, row ``i`` for ``seeds[i]``. The nodes of each layer and one layer's states
-    (nodes x width floats) are held in CPU memory.
+    CPU, row ``i`` for ``seeds[i]``. Every block is drawn once; the nodes of each layer,
+    the blocks of layers 1 and up, and one layer's states (nodes x width floats) are held
+    in CPU memory.
     """
     model.eval()
     device = torch.device(device)
     seeds = np.asarray(seeds.cpu() if torch.is_tensor(seeds) else seeds, dtype=np.int64)
     L = model.num_layers
-    # need[l]: sorted nodes whose layer-l input state is needed (l >= 1; layer 0 reads
-    # ``inputs``); need[L] the outputs
-    need = [np.zeros(0, np.int64)] * (L + 1)
+    # the blocks of layers 1..L-1 are drawn once, outputs first, and kept for the forward
+    # pass: blocks[l] holds the chunks of need[l + 1], the sorted nodes whose layer-(l + 1)
+    # state is needed (need[L]: the seeds); need[l] the sorted union of their sources
+    need: list[np.ndarray] = [np.zeros(0, np.int64)] * (L + 1)
+    blocks: list[list[Block] | None] = [None] * L
     need[L] = np.unique(seeds)
     for layer in range(L - 1, 0, -1):
         dst = need[layer + 1]
-        srcs = [dst]
-        for a in range(0, len(dst), chunk_rows):
-            srcs.append(block_fn(dst[a:a + chunk_rows], layer).src_nodes.numpy())
-        need[layer] = np.unique(np.concatenate(srcs))
+        blocks[layer] = [block_fn(dst[a:a + chunk_rows], layer)
+                         for a in range(0, len(dst), chunk_rows)]
+        need[layer] = _sorted_union([b.src_nodes.numpy() for b in blocks[layer]])
     prev: torch.Tensor | None = None
     for layer in range(L):
-        src_ids, dst = need[layer], need[layer + 1]
+        dst, chunks = need[layer + 1], blocks[layer]
+        blocks[layer] = None
+        if chunks is None:   # layer 0's blocks: drawn chunk by chunk as they are computed
+            chunks = (block_fn(dst[a:a + chunk_rows], layer)
+                      for a in range(0, len(dst), chunk_rows))
+        else:                # row of each needed node in ``prev``: a table over node ids
+            where = np.zeros(int(need[layer][-1]) + 1 if len(need[layer]) else 0, np.int64)
+            where[need[layer]] = np.arange(len(need[layer]))
         parts = []
-        for a in range(0, len(dst), chunk_rows):
-            block = block_fn(dst[a:a + chunk_rows], layer)
-            src = block.src_nodes.numpy()
+        for block in chunks:
             if prev is None:
-                x = inputs(torch.from_numpy(src).to(device))
+                x = inputs(block.src_nodes.to(device))
             else:
-                x = prev.index_select(0, torch.from_numpy(np.searchsorted(src_ids, src))
+                x = prev.index_select(0, torch.from_numpy(where[block.src_nodes.numpy()])
                                       ).to(device)
             parts.append(model.layer(layer, x, block.to(device)).float().cpu())
         prev = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
     return prev.index_select(0, torch.from_numpy(np.searchsorted(need[L], seeds)))
+
+
+def _sorted_union(parts: list[np.ndarray]) -> np.ndarray:
+    """The sorted distinct values of the non-negative int64 arrays ``parts``: marked in a
+    boolean array up to the largest value (no sort of the concatenation)."""
+    top = max((int(p.max()) for p in parts if len(p)), default=-1)
+    mark = np.zeros(top + 1, np.bool_)
+    for p in parts:
+        mark[p] = True
+    return np.flatnonzero(mark).astype(np.int64, copy=False)
