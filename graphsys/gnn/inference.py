@@ -197,35 +197,48 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
 
     ``block_fn`` as in :func:`layerwise_inference` (full neighbourhoods, or a sample fixed
     by its own seed); ``seeds`` int64 (S,) node ids. Returns float32 (S, out_dim) on the
-    CPU, row ``i`` for ``seeds[i]``. The nodes of each layer and one layer's states
-    (nodes x width floats) are held in CPU memory.
+    CPU, row ``i`` for ``seeds[i]``. Every block is drawn once and ``inputs`` is called
+    once, on the sorted nodes layer 0 reads; the nodes of each layer, the blocks, and one
+    layer's states (nodes x width floats; before layer 0: those nodes' input rows) are
+    held in CPU memory.
     """
     model.eval()
     device = torch.device(device)
     seeds = np.asarray(seeds.cpu() if torch.is_tensor(seeds) else seeds, dtype=np.int64)
     L = model.num_layers
-    # need[l]: sorted nodes whose layer-l input state is needed (l >= 1; layer 0 reads
-    # ``inputs``); need[L] the outputs
-    need = [np.zeros(0, np.int64)] * (L + 1)
+    if len(seeds) == 0:
+        return torch.zeros(0, model.out_dim)
+    # every block is drawn once, outputs first, and kept for the forward pass: blocks[l]
+    # holds the chunks of need[l + 1], the sorted nodes whose layer-(l + 1) state is
+    # needed (need[L]: the seeds); need[l] the sorted union of their sources
+    need: list[np.ndarray] = [np.zeros(0, np.int64)] * (L + 1)
+    blocks: list[list[Block]] = [[] for _ in range(L)]
     need[L] = np.unique(seeds)
-    for layer in range(L - 1, 0, -1):
+    for layer in range(L - 1, -1, -1):
         dst = need[layer + 1]
-        srcs = [dst]
-        for a in range(0, len(dst), chunk_rows):
-            srcs.append(block_fn(dst[a:a + chunk_rows], layer).src_nodes.numpy())
-        need[layer] = np.unique(np.concatenate(srcs))
-    prev: torch.Tensor | None = None
+        blocks[layer] = [block_fn(dst[a:a + chunk_rows], layer)
+                         for a in range(0, len(dst), chunk_rows)]
+        need[layer] = _sorted_union([b.src_nodes.numpy() for b in blocks[layer]])
+    # layer 0's inputs are read once per node, in id order (not once per chunk that
+    # lists the node); each chunk takes its sources' rows of a layer's states by position
+    prev = inputs(torch.from_numpy(need[0]).to(device)).cpu()
     for layer in range(L):
-        src_ids, dst = need[layer], need[layer + 1]
+        where = np.zeros(int(need[layer][-1]) + 1 if len(need[layer]) else 0, np.int64)
+        where[need[layer]] = np.arange(len(need[layer]))
         parts = []
-        for a in range(0, len(dst), chunk_rows):
-            block = block_fn(dst[a:a + chunk_rows], layer)
-            src = block.src_nodes.numpy()
-            if prev is None:
-                x = inputs(torch.from_numpy(src).to(device))
-            else:
-                x = prev.index_select(0, torch.from_numpy(np.searchsorted(src_ids, src))
-                                      ).to(device)
-            parts.append(model.layer(layer, x, block.to(device)).float().cpu())
+        for block in blocks[layer]:
+            x = prev.index_select(0, torch.from_numpy(where[block.src_nodes.numpy()]))
+            parts.append(model.layer(layer, x.to(device), block.to(device)).float().cpu())
+        blocks[layer] = []   # released once the layer is computed
         prev = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
     return prev.index_select(0, torch.from_numpy(np.searchsorted(need[L], seeds)))
+
+
+def _sorted_union(parts: list[np.ndarray]) -> np.ndarray:
+    """The sorted distinct values of the non-negative int64 arrays ``parts``: marked in a
+    boolean array up to the largest value (no sort of the concatenation)."""
+    top = max((int(p.max()) for p in parts if len(p)), default=-1)
+    mark = np.zeros(top + 1, np.bool_)
+    for p in parts:
+        mark[p] = True
+    return np.flatnonzero(mark).astype(np.int64, copy=False)

@@ -30,8 +30,9 @@ neighbour samples with ``fanouts``); ``loss(logits, y)`` defaults to cross-entro
 Validation and test accuracy are computed on those seeds only, on neighbourhoods drawn with
 ``eval_fanouts`` (default: the training fanouts; ``[-1]``: full) and a fixed seed, so every
 evaluation sees the same samples: a builtin model layer by layer over the nodes the seeds
-need (each node's layer state once, :func:`~graphsys.gnn.inference.layerwise_inference_on`),
-a model of one's own on batches of seeds; ``train_accuracy`` is measured on the epoch's
+need (each node's layer state once, :func:`~graphsys.gnn.inference.layerwise_inference_on`;
+the final test and validation seeds in one pass, their shared nodes once), a model of
+one's own on batches of seeds; ``train_accuracy`` is measured on the epoch's
 training batches as they were trained (dropout on). ``layerwise_inference=True`` evaluates
 every node of the graph on full neighbourhoods instead. Each record also holds
 ``train_seconds`` and ``eval_seconds`` (this rank's time so far in training steps and in
@@ -486,9 +487,12 @@ def node_eval_sampler(cfg: TrainConfig, adj: Adjacency, sampler: NeighborSampler
 def fixed_blocks(sampler: NeighborSampler | RandomWalkNeighborSampler, seed: int
                  ) -> Callable[[np.ndarray, int], Block]:
     """``(dst, layer) -> Block``: ``sampler``'s layer-``layer`` block of ``dst``, drawn
-    with a seed fixed by ``seed`` and the layer (the same sample at every evaluation)."""
+    with a seed fixed by ``seed`` and the layer (the same sample at every evaluation).
+    Uniform picks are drawn on every thread (each node's picks depend on the seed and the
+    node alone); walks on the calling thread."""
+    par = None if isinstance(sampler, NeighborSampler) else False
     return lambda dst, layer: sampler._layer_block(
-        dst, layer, derive_seed(seed, 7919, layer), parallel=False, check=False)
+        dst, layer, derive_seed(seed, 7919, layer), parallel=par, check=False)
 
 
 class _NodeNet(nn.Module):
@@ -693,10 +697,16 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
         inp.eval()
         with trace_range("gnn.eval"):
             full = all_outputs() if whole is not None or cfg.layerwise_inference else None
+            shares = [ranks.share(data["split"][name]) for name in names]
+            joint = None
+            if full is None and isinstance(model, GNN) and len(names) > 1:
+                # the splits' seeds in one pass: the nodes their neighbourhoods share are
+                # computed once (each node's fixed sample does not depend on the others)
+                joint = seed_outputs(torch.cat(shares)).split([len(i) for i in shares])
             sums, counts = [], []
-            for name in names:
-                ids = ranks.share(data["split"][name])
-                logits = full.index_select(0, ids) if full is not None else seed_outputs(ids)
+            for k, ids in enumerate(shares):
+                logits = (full.index_select(0, ids) if full is not None else
+                          joint[k] if joint is not None else seed_outputs(ids))
                 y = labels.index_select(0, ids)
                 logits, y = logits.to(device), y.to(device)
                 pred = logits.argmax(1)

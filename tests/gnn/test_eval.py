@@ -41,6 +41,24 @@ def test_layerwise_on_seeds_equals_layerwise_on_all_nodes(model):
                                rtol=1e-5)
 
 
+
+def test_fixed_sample_outputs_do_not_depend_on_the_other_seeds_or_threads():
+    """The final evaluation runs the test and validation seeds in one pass, on every
+    thread: each seed's outputs on a fixed sample equal those of a separate serial pass."""
+    from graphsys.gnn.training import fixed_blocks
+    from graphsys.sampling._util import serial_kernels
+
+    adj, x = _adj(200, 900), torch.randn(200, 5)
+    net = GNN("sage", 5, 8, 3, num_layers=2).eval()
+    block_fn = fixed_blocks(NeighborSampler(adj, [3, 2]), seed=4)
+    a, b = torch.arange(0, 200, 3), torch.arange(1, 200, 5)
+    joint = layerwise_inference_on(net, lambda ids: x[ids], torch.cat([a, b]), block_fn,
+                                   chunk_rows=16)
+    with serial_kernels():
+        apart = [layerwise_inference_on(net, lambda ids: x[ids], s, block_fn, chunk_rows=7)
+                 for s in (a, b)]
+    torch.testing.assert_close(joint, torch.cat(apart), atol=1e-6, rtol=1e-6)
+
 class Plain(torch.nn.Module):
     """A model of one's own (no per-layer method): mean of neighbours, two layers."""
 
