@@ -1480,8 +1480,14 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
                                                   distributed=distributed)
         finally:
             if owned:
+                import gc
+
                 import torch.distributed as dist
 
+                # the DDP wrapper (in reference cycles) and its reducer go before the group
+                # they hold: left to interpreter exit, the gloo group's threads are torn
+                # down during static destruction, which can abort the process
+                gc.collect()
                 dist.destroy_process_group()
     if model is not None or loss is not None or features is not None:
         raise GraphsysError("model, loss and features are taken by the node task; the link "
