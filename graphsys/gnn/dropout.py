@@ -20,19 +20,21 @@ exactly where the dense tensor's entry would be; no gradient flows back to it.
 are gathered (a :class:`~graphsys.gnn.NodeLoader` worker thread) in the same pass. One hash
 decides two neighbouring columns: with ``P = ceil(F / 2)`` column pairs per row and
 ``z = splitmix64(key + (ids[r] * P + c // 2) * golden)``, element ``(r, c)`` is kept when
-its half of ``z`` (the upper 32 bits for an even ``c``, the lower 32 bits for an odd one)
+its half of ``z`` (the lower 32 bits for an even ``c``, the upper 32 bits for an odd one)
 is ``>= round(p * 2**32)``. So a node's mask depends on the key and the node id alone, not
 on which other nodes share its batch or where its row lands; the two halves of a
 SplitMix64 output are each uniform on 32 bits.
 
 :func:`relu_dropout` is ``dropout(relu(x))`` in one pass, with the same pairing over the
-flattened index (``z = splitmix64(key + (i // 2) * golden)``, the upper half for an even
+flattened index (``z = splitmix64(key + (i // 2) * golden)``, the lower half for an even
 ``i``). Its backward needs no mask: an element of the output is positive exactly where
 ``x`` was positive and kept, so the gradient is ``grad / (1 - p)`` there and 0 elsewhere,
 read from the output (which the next layer keeps for its own backward anyway).
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import torch
@@ -77,42 +79,51 @@ def _keep_scaled_csr(crow, col, values, out, width, key, threshold, scale):
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
+#: 0 where a uint64 viewed as two uint32 holds its lower half first (little-endian), else 1
+_HALF_FLIP = 0 if sys.byteorder == "little" else 1
+
+
 @njit(cache=True, nogil=True)
 def _rows_keep_scaled(table, rows, ids, out, key, threshold, scale):
     """``out[r, c] = table[rows[r], c] * scale`` (``table[r, c]`` when ``rows`` is empty)
     where element ``(r, c)`` is kept, decided by one half of the draw of column pair
     ``c // 2`` of node ``ids[r]`` (see the module docstring), else 0; on this thread,
-    GIL-free (a loader's worker runs it beside the training step)."""
+    GIL-free (a loader's worker runs it beside the training step). ``scale`` has the
+    table's float type, so the product stays in it.
+
+    A row's draws are written to a uint64 buffer first, a loop with no other work that
+    the compiler vectorises, and that buffer is read as uint32 halves for the columns:
+    splitting each draw inside the column loop keeps both loops scalar."""
     width = table.shape[1]
     pairs = (width + 1) // 2
     step = np.uint64(pairs) * _GOLDEN
     gathered = rows.shape[0] > 0
+    draws = np.empty(pairs, np.uint64)
+    halves = draws.view(np.uint32)
+    zero = scale * 0
     for r in range(ids.shape[0]):
         src = rows[r] if gathered else r
         first = np.uint64(key) + np.uint64(ids[r]) * step
-        for j in range(width // 2):
-            z = splitmix64(first + np.uint64(j) * _GOLDEN)
-            c = 2 * j
-            out[r, c] = table[src, c] * (scale * ((z >> _S32) >= threshold))
-            out[r, c + 1] = table[src, c + 1] * (scale * ((z & _LOW32) >= threshold))
-        if width % 2:                       # the last pair has its upper half only
-            z = splitmix64(first + np.uint64(pairs - 1) * _GOLDEN)
-            out[r, width - 1] = table[src, width - 1] * (scale * ((z >> _S32) >= threshold))
+        for j in range(pairs):
+            draws[j] = splitmix64(first + np.uint64(j) * _GOLDEN)
+        for c in range(width):
+            out[r, c] = table[src, c] * (scale if halves[c ^ _HALF_FLIP] >= threshold
+                                         else zero)
 
 
 @njit(parallel=True, cache=True)
 def _relu_keep_scaled(x, out, key, threshold, scale):
     """``out[i] = max(x[i], 0) * scale`` where element ``i`` is kept (one half of the draw
-    of pair ``i // 2``), else 0; 1-D float arrays."""
+    of pair ``i // 2``: the lower for an even ``i``), else 0; 1-D float arrays."""
     n = x.shape[0]
     base = np.uint64(key)
     for c in prange((n + _CHUNK - 1) // _CHUNK):      # _CHUNK is even: pairs stay whole
         for j in range(c * (_CHUNK // 2), min((n + 1) // 2, (c + 1) * (_CHUNK // 2))):
             z = splitmix64(base + np.uint64(j) * _GOLDEN)
             i = 2 * j
-            out[i] = max(x[i], 0.0) * (scale * ((z >> _S32) >= threshold))
+            out[i] = max(x[i], 0.0) * (scale * ((z & _LOW32) >= threshold))
             if i + 1 < n:
-                out[i + 1] = max(x[i + 1], 0.0) * (scale * ((z & _LOW32) >= threshold))
+                out[i + 1] = max(x[i + 1], 0.0) * (scale * ((z >> _S32) >= threshold))
 
 
 @njit(parallel=True, cache=True)
@@ -124,7 +135,8 @@ def _positive_scaled(out, grad, res, scale):
             res[i] = grad[i] * (scale * (out[i] > 0))     # branch-free: a coin flip
 
 
-def feature_dropout(column, ids, p: float, key: int) -> torch.Tensor:
+def feature_dropout(column, ids, p: float, key: int, out: np.ndarray | None = None
+                    ) -> torch.Tensor:
     """Rows ``ids`` of the feature table ``column`` with dropout ``p`` applied, in one pass.
 
     ``column``: an (N, F) float16/float32 NumPy array or
@@ -138,22 +150,31 @@ def feature_dropout(column, ids, p: float, key: int) -> torch.Tensor:
     by ``1 / (1 - p)``.
     Returns (B, F), float32 for an array (a tensor keeps its dtype and device), with no
     gradient. The rows are copied and masked on the calling thread, GIL-free for a float32
-    array."""
+    array. ``out``: a C-contiguous float32 (B, F) array the rows are written to (a loader's
+    reused buffer) for a float32 array or PartitionedRows column, or a row source with
+    ``rows_into(ids, out)``; else the rows go to a new one."""
     if not 0 <= p <= 1:
         raise GraphsysError(f"dropout probability must be in [0, 1], got {p}")
     if isinstance(column, np.ndarray):
         idx = checked_ids(column, ids)
         if p == 0 or p >= 1 or column.dtype != np.float32:
-            x = feature_rows(column, idx)
+            x = feature_rows(column, idx, out if p == 0 else None)
         else:                                   # gather and mask in one pass
-            x = torch.empty((len(idx), column.shape[1]), dtype=torch.float32)
+            x = torch.from_numpy(out if out is not None else
+                                 np.empty((len(idx), column.shape[1]), np.float32))
+            if tuple(x.shape) != (len(idx), column.shape[1]) or not x.is_contiguous() \
+                    or x.dtype != torch.float32:
+                raise GraphsysError(f"feature dropout: out must be C-contiguous float32 "
+                                    f"{(len(idx), column.shape[1])}, got {tuple(x.shape)}")
             _mask(column, idx, idx, x, p, key)
             return x
     elif isinstance(column, PartitionedRows):   # a node table's mapped blocks
         idx = checked_ids(column, ids)
-        x = feature_rows(column, idx)
+        x = feature_rows(column, idx, out)
     elif hasattr(column, "rows"):               # a row source: gathers its own rows
-        x = column.rows(torch.as_tensor(ids))
+        x = (column.rows_into(torch.as_tensor(ids), out)
+             if out is not None and hasattr(column, "rows_into")
+             else column.rows(torch.as_tensor(ids)))
         idx = np.ascontiguousarray(torch.as_tensor(ids).cpu().numpy(), dtype=np.int64)
     else:
         x = column.detach().index_select(0, torch.as_tensor(ids).to(column.device))
@@ -171,7 +192,8 @@ def feature_dropout(column, ids, p: float, key: int) -> torch.Tensor:
 def _mask(table: np.ndarray, rows: np.ndarray, ids: np.ndarray, out: torch.Tensor, p: float,
           key: int) -> None:
     _rows_keep_scaled(table, rows, ids, out.numpy(), np.uint64(key & (2 ** 64 - 1)),
-                      np.uint64(round(p * 2.0 ** 32)), 1.0 / (1.0 - p))
+                      np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1)),
+                      table.dtype.type(1.0 / (1.0 - p)))
 
 
 def _apply_csr(x: torch.Tensor, p: float, key: int) -> torch.Tensor:

@@ -126,12 +126,12 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
             out: torch.Tensor | None = None
             for k, (lo, hi) in enumerate(ranges):
                 parts = []
+                rows = _RowScratch()
                 for a, b in _chunks([(lo, hi)], chunk_rows):
                     block = block_fn(np.arange(a, b, dtype=np.int64), layer).to(device)
                     src = block.src_nodes
-                    x = inputs(src) if prev is None else prev.index_select(
-                        0, src.cpu()).to(device)
-                    parts.append(model.layer(layer, x, block).float().cpu())
+                    x = inputs(src) if prev is None else rows.take(prev, src.cpu()).to(device)
+                    parts.append(rows.own(model.layer(layer, x, block)))
                     if progress:
                         bar.update(b - a)
                 h = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
@@ -226,12 +226,40 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
         where = np.zeros(int(need[layer][-1]) + 1 if len(need[layer]) else 0, np.int64)
         where[need[layer]] = np.arange(len(need[layer]))
         parts = []
+        rows = _RowScratch()
         for block in blocks[layer]:
-            x = prev.index_select(0, torch.from_numpy(where[block.src_nodes.numpy()]))
-            parts.append(model.layer(layer, x.to(device), block.to(device)).float().cpu())
+            x = rows.take(prev, torch.from_numpy(where[block.src_nodes.numpy()]))
+            parts.append(rows.own(model.layer(layer, x.to(device), block.to(device))))
         blocks[layer] = []   # released once the layer is computed
         prev = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
     return prev.index_select(0, torch.from_numpy(np.searchsorted(need[L], seeds)))
+
+
+class _RowScratch:
+    """One reused CPU array for the rows of a layer's states that each chunk reads: a
+    fresh chunk-sized tensor (tens of MB) would be mapped from the kernel and faulted in
+    page by page on every chunk. A chunk's rows are read before the next chunk is taken."""
+
+    def __init__(self):
+        self.buf: torch.Tensor | None = None
+
+    def take(self, states: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """``states.index_select(0, index)``, written to the scratch array."""
+        n, width = len(index), states.shape[1]
+        if (self.buf is None or self.buf.shape[0] < n or self.buf.shape[1] != width
+                or self.buf.dtype != states.dtype):
+            self.buf = torch.empty(n + n // 8, width, dtype=states.dtype)
+        return torch.index_select(states, 0, index, out=self.buf[:n])
+
+    def own(self, h: torch.Tensor) -> torch.Tensor:
+        """A layer's output ``h`` as float32 on the CPU, copied if it is a view of the
+        scratch array (a layer that returns part of its input), which the next chunk
+        overwrites."""
+        h = h.float().cpu()
+        if self.buf is not None and h.untyped_storage().data_ptr() == \
+                self.buf.untyped_storage().data_ptr():
+            h = h.clone()
+        return h
 
 
 def _sorted_union(parts: list[np.ndarray]) -> np.ndarray:

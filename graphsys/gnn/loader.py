@@ -12,6 +12,8 @@ of torch's intra-op threads.
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -90,6 +92,42 @@ class PrefetchLoader:
     @traced("gnn.load")
     def _to_device(self, batch: MiniBatch) -> MiniBatch:
         return batch.to(self.device, non_blocking=self.device.type == "cuda")
+
+
+class RowBuffers:
+    """Reused float32 arrays for the feature rows a loader's workers gather.
+
+    A fresh array of more than glibc's mapping threshold (32 MiB at most) is mapped from
+    the kernel on every allocation and faulted in page by page as the gather first writes
+    it, which costs as much as the gather itself; a batch's rows (e.g. 150k x 100 floats)
+    are that large. :meth:`take` hands out a view of a kept array that nothing else refers
+    to any more (every tensor or view made from it freed: a batch kept by the caller is
+    never overwritten), else a new array, which it keeps while it holds fewer than
+    ``keep``.
+    """
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self._arrays: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self, rows: int, width: int) -> np.ndarray:
+        """A C-contiguous float32 (rows, width) array, contents undefined."""
+        with self._lock:
+            for k in range(len(self._arrays)):
+                # referenced by the list and getrefcount's argument only: free
+                if sys.getrefcount(self._arrays[k]) == 2 and self._arrays[k].shape[1] == width:
+                    if self._arrays[k].shape[0] < rows:   # too small: replaced by a larger one
+                        self._arrays[k] = self._new(rows, width)
+                    return self._arrays[k][:rows]
+            arr = self._new(rows, width)
+            if len(self._arrays) < self.keep:
+                self._arrays.append(arr)
+            return arr[:rows]
+
+    @staticmethod
+    def _new(rows: int, width: int) -> np.ndarray:
+        return np.empty((rows + rows // 8, width), np.float32)   # room for larger batches
 
 
 class NodeLoader:
@@ -243,6 +281,8 @@ class NodeLoader:
         self.input_dropout = float(input_dropout)
         self.features = self._column("features", features, 2)
         self.labels = self._column("labels", labels, 1)
+        # the batches in the queue, the one in the step, and one its caller still holds
+        self._buffers = RowBuffers(self.prefetch + 2)
         self.epoch = 0
 
     def _seed_ids(self, seeds) -> torch.Tensor:
@@ -291,11 +331,14 @@ class NodeLoader:
         return arr
 
     @staticmethod
-    def _gather(column, ids: torch.Tensor) -> torch.Tensor | None:
+    def _gather(column, ids: torch.Tensor, out: np.ndarray | None = None
+                ) -> torch.Tensor | None:
         if column is None:
             return None
         if isinstance(column, (np.ndarray, PartitionedRows)):
-            return feature_rows(column, ids)
+            return feature_rows(column, ids, out)
+        if out is not None and hasattr(column, "rows_into"):
+            return column.rows_into(ids, out)
         if hasattr(column, "rows"):
             return column.rows(ids)
         return column.index_select(0, ids.to(column.device))
@@ -328,8 +371,12 @@ class NodeLoader:
                 if k > 0:
                     _ = b.src_offsets
         ids = blocks[0].src_nodes
-        x = (feature_dropout(self.features, ids, self.input_dropout, derive_seed(key, i))
-             if self.input_dropout else self._gather(self.features, ids))
+        f = self.features
+        out = (self._buffers.take(len(ids), f.shape[1])
+               if (isinstance(f, (np.ndarray, PartitionedRows)) and f.dtype == np.float32)
+               or hasattr(f, "rows_into") else None)
+        x = (feature_dropout(self.features, ids, self.input_dropout, derive_seed(key, i), out)
+             if self.input_dropout else self._gather(self.features, ids, out))
         return MiniBatch(seeds, blocks, x=x, y=self._gather(self.labels, seeds))
 
     def __iter__(self) -> Iterator[MiniBatch]:

@@ -386,8 +386,13 @@ class MappedFeatures:
 
     def rows(self, ids: torch.Tensor) -> torch.Tensor:
         """Rows ``ids`` (int64 (B,)) as float32 (B, F)."""
+        return self.rows_into(ids, None)
+
+    def rows_into(self, ids: torch.Tensor, out: np.ndarray | None) -> torch.Tensor:
+        """:meth:`rows` written to ``out``, a C-contiguous float32 (B, F) array (a loader's
+        reused buffer; None: a new one)."""
         ids = ids.cpu()
-        x = feature_rows(self.column, ids)
+        x = feature_rows(self.column, ids, out if self.column.dtype == np.float32 else None)
         if self.divisors is not None:
             x /= torch.from_numpy(self.divisors[ids.numpy()])[:, None]
         return x

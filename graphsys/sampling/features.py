@@ -36,7 +36,7 @@ def checked_ids(column: np.ndarray | PartitionedRows, ids: np.ndarray | torch.Te
 
 
 def feature_rows(column: np.ndarray | PartitionedRows,
-                 ids: np.ndarray | torch.Tensor) -> torch.Tensor:
+                 ids: np.ndarray | torch.Tensor, out: np.ndarray | None = None) -> torch.Tensor:
     """Rows ``ids`` (integers (B,) in ``[0, N)``) of a feature column (N, d) float16 or
     float32, as a float32 tensor (B, d). The rows are copied by one GIL-free numba pass in
     the stored dtype and float16 is widened by torch, so a producer thread holds the GIL
@@ -44,10 +44,16 @@ def feature_rows(column: np.ndarray | PartitionedRows,
     serialises a loader's worker threads; see docs/benchmarks.md). A
     :class:`~graphsys.storage.partitioned_rows.PartitionedRows` column (a node table's column,
     one mapped block per partition) is gathered block by block. An id outside the column
-    raises :class:`~graphsys.errors.GraphsysError`."""
+    raises :class:`~graphsys.errors.GraphsysError`. ``out``: a C-contiguous float32 array
+    (B, d) to gather a float32 column into (a loader's reused buffer), else a new one."""
     ids = checked_ids(column, ids)
-    out = np.empty((len(ids), column.shape[1]),
-                   np.float32 if column.dtype == np.float32 else np.uint16)
+    if out is None or column.dtype != np.float32:
+        out = np.empty((len(ids), column.shape[1]),
+                       np.float32 if column.dtype == np.float32 else np.uint16)
+    elif out.shape != (len(ids), column.shape[1]) or out.dtype != np.float32 \
+            or not out.flags.c_contiguous:
+        raise GraphsysError(f"feature rows: out must be C-contiguous float32 "
+                            f"{(len(ids), column.shape[1])}, got {out.dtype} {out.shape}")
     if isinstance(column, PartitionedRows):
         column.gather(ids, out, gather_rows)
     else:

@@ -84,8 +84,8 @@ def _mix(z):
 
 
 def _half(z, c):
-    """The 32-bit half of ``z`` that decides column ``c``: upper for even, lower for odd."""
-    return z >> 32 if c % 2 == 0 else z & 0xFFFFFFFF
+    """The 32-bit half of ``z`` that decides column ``c``: lower for even, upper for odd."""
+    return z & 0xFFFFFFFF if c % 2 == 0 else z >> 32
 
 
 def _kept_reference(ids, width, key, p):

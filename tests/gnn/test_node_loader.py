@@ -257,3 +257,39 @@ def test_node_table_features_are_gathered_mapped_with_the_same_dropout(tmp_path)
     for (na, xa), (nb, xb) in zip(a, b, strict=True):
         assert torch.equal(na, nb) and torch.equal(xa, xb)
     assert any((x == 0).any() for _, x in a)          # the dropout ran
+
+
+def test_row_buffers_reuse_only_what_nothing_refers_to():
+    """A loader's gathered rows go to reused arrays; one is handed out again only once
+    every tensor and view made from it is gone, so a batch kept by the caller is never
+    overwritten."""
+    from graphsys.gnn.loader import RowBuffers
+
+    pool = RowBuffers(keep=2)
+    a = pool.take(100, 8)
+    held = torch.from_numpy(a)[10:20]         # a torch view keeps the array in use
+    del a
+    b = pool.take(90, 8)
+    assert not np.shares_memory(b, held.numpy())
+    address = b.__array_interface__["data"][0]
+    del b
+    c = pool.take(100, 8)                     # b's array is free again: reused
+    assert c.__array_interface__["data"][0] == address
+    assert c.shape == (100, 8) and c.flags.c_contiguous
+    del c
+    d = pool.take(500, 8)                      # larger than any kept array: a new one
+    assert d.shape == (500, 8)
+    del held
+    e = pool.take(100, 8)
+    assert not np.shares_memory(d, e)
+
+
+def test_kept_batches_stay_intact_across_epochs(graph):
+    """Every batch of two passes kept at once still holds its own rows (the reused
+    buffers never overwrite a batch that is referred to)."""
+    g = graph[0]
+    feat = torch.from_numpy(np.asarray(g.node_column("feat")))
+    loader = _loader(g, num_workers=2, prefetch=1)
+    kept = [b for _ in range(2) for b in loader]
+    for b in kept:
+        assert torch.equal(b.x, feat[b.input_nodes])
