@@ -116,6 +116,7 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
     model.eval()
     device = torch.device(device)
     prev: torch.Tensor | None = None
+    projected = False
     bar = (tqdm(total=model.num_layers * num_nodes, unit="node", unit_scale=True,
                 dynamic_ncols=True, desc="embed") if progress else nullcontext())
     with bar:
@@ -123,6 +124,7 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
             if progress:
                 bar.set_description(f"embed layer {layer + 1}/{model.num_layers}")
             last = layer == model.num_layers - 1
+            project_next = not last and model.projects_input(layer + 1)
             out: torch.Tensor | None = None
             for k, (lo, hi) in enumerate(ranges):
                 parts = []
@@ -131,7 +133,9 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
                     block = block_fn(np.arange(a, b, dtype=np.int64), layer).to(device)
                     src = block.src_nodes
                     x = inputs(src) if prev is None else rows.take(prev, src.cpu()).to(device)
-                    parts.append(rows.own(model.layer(layer, x, block)))
+                    h = model.layer(layer, x, block, projected=projected)
+                    parts.append(rows.own(model.project_input(layer + 1, h) if project_next
+                                          else h))
                     if progress:
                         bar.update(b - a)
                 h = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
@@ -140,7 +144,7 @@ def layerwise_inference(model: GNN, inputs: Callable[[torch.Tensor], torch.Tenso
                 out[lo:hi] = h
                 if last and on_partition is not None:
                     on_partition(k, h)
-            prev = out
+            prev, projected = out, project_next
     return prev
 
 
@@ -221,17 +225,29 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
         need[layer] = _sorted_union([b.src_nodes.numpy() for b in blocks[layer]])
     # layer 0's inputs are read once per node, in id order (not once per chunk that
     # lists the node); each chunk takes its sources' rows of a layer's states by position
-    prev = inputs(torch.from_numpy(need[0]).to(device)).cpu()
+    prev = inputs(torch.from_numpy(need[0]).to(device))
+    projected = model.projects_input(0)
+    prev = (model.project_input(0, prev) if projected else prev).float().cpu()
     for layer in range(L):
         where = np.zeros(int(need[layer][-1]) + 1 if len(need[layer]) else 0, np.int64)
         where[need[layer]] = np.arange(len(need[layer]))
+        project_next = layer + 1 < L and model.projects_input(layer + 1)
         parts = []
         rows = _RowScratch()
+        direct = not projected and model.reads_rows(layer)
+        if direct:
+            prev = prev.to(device)
         for block in blocks[layer]:
-            x = rows.take(prev, torch.from_numpy(where[block.src_nodes.numpy()]))
-            parts.append(rows.own(model.layer(layer, x.to(device), block.to(device))))
+            index = torch.from_numpy(where[block.src_nodes.numpy()])
+            if direct:      # the layer reads its rows of prev itself: no gathered copy
+                h = model.layer_from_rows(layer, prev, index.to(device), block.to(device))
+            else:
+                h = model.layer(layer, rows.take(prev, index).to(device), block.to(device),
+                                projected=projected)
+            parts.append(rows.own(model.project_input(layer + 1, h) if project_next else h))
         blocks[layer] = []   # released once the layer is computed
         prev = torch.cat(parts) if parts else torch.zeros(0, model.out_dim)
+        projected = project_next
     return prev.index_select(0, torch.from_numpy(np.searchsorted(need[L], seeds)))
 
 

@@ -110,17 +110,53 @@ class GNN(nn.Module):
                 "dropout": self.dropout, "heads": self.heads}
 
     def layer(self, i: int, x: torch.Tensor, block: Block, *,
-              input_dropout: bool = True) -> torch.Tensor:
+              input_dropout: bool = True, projected: bool = False) -> torch.Tensor:
         """Layer ``i`` alone (dropout unless ``input_dropout`` is False, convolution,
         activation; the head after the last layer): what layer-wise streaming inference
-        calls."""
-        return self._layer(i, x, block, input_dropout, True)
+        calls. ``projected``: ``x`` is :meth:`project_input` of the input rows (no
+        dropout then)."""
+        return self._layer(i, x, block, input_dropout, True, projected)
+
+    def projects_input(self, i: int) -> bool:
+        """Layer ``i`` can take its input already projected (:meth:`project_input`, then
+        :meth:`layer` with ``projected=True``): its convolution multiplies by its weights
+        before aggregating (``projects_first``), so a layer-wise inference projects each
+        node's row once and moves the narrower projections along the edges. Never while
+        training (the input dropout comes before the product)."""
+        conv = self.convs[i]
+        return (not self.training and getattr(conv, "projects_first", False)
+                and hasattr(conv, "forward_projected"))
+
+    def project_input(self, i: int, x: torch.Tensor) -> torch.Tensor:
+        """Layer ``i``'s input rows ``x`` projected by its convolution (``conv.project``),
+        where :meth:`projects_input` holds."""
+        return self.convs[i].project(x)
+
+    def reads_rows(self, i: int) -> bool:
+        """Layer ``i`` can read its input rows from a whole layer's states
+        (:meth:`layer_from_rows`) instead of a gathered copy: its convolution has
+        ``forward_rows`` and ``reads_rows``. Never while training."""
+        conv = self.convs[i]
+        return (not self.training and getattr(conv, "reads_rows", False)
+                and hasattr(conv, "forward_rows"))
+
+    def layer_from_rows(self, i: int, states: torch.Tensor, index: torch.Tensor,
+                        block: Block) -> torch.Tensor:
+        """:meth:`layer` of ``x = states[index]`` without gathering ``x``, where
+        :meth:`reads_rows` holds (evaluation: no dropout)."""
+        return self._after(i, self.convs[i].forward_rows(states, index, block), True)
 
     def _layer(self, i: int, x: torch.Tensor, block: Block, input_dropout: bool,
-               activation: bool) -> torch.Tensor:
+               activation: bool, projected: bool = False) -> torch.Tensor:
+        if projected:
+            h = self.convs[i].forward_projected(x, block)
+            return self._after(i, h, activation)
         if input_dropout:
             x = dropout(x, self.dropout, self.training)
         h = self.convs[i](x, block)
+        return self._after(i, h, activation)
+
+    def _after(self, i: int, h: torch.Tensor, activation: bool) -> torch.Tensor:
         last = i == self.num_layers - 1
         if activation and self._activation is not None and not last:
             h = self._activation(h)

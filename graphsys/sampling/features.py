@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError
-from graphsys.storage.kernels import gather_rows
+from graphsys.storage.kernels import gather_rows, gather_rows_at
 from graphsys.storage.partitioned_rows import PartitionedRows
 
 
@@ -55,7 +55,7 @@ def feature_rows(column: np.ndarray | PartitionedRows,
         raise GraphsysError(f"feature rows: out must be C-contiguous float32 "
                             f"{(len(ids), column.shape[1])}, got {out.dtype} {out.shape}")
     if isinstance(column, PartitionedRows):
-        column.gather(ids, out, gather_rows)
+        column.gather(ids, out, gather_rows, gather_rows_at)
     else:
         gather_rows(column.view(out.dtype), ids, out)
     if column.dtype == np.float32:

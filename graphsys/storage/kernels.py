@@ -251,6 +251,19 @@ def gather_rows(table, index, out):
 
 
 @numba.njit(cache=True, nogil=True)
+def gather_rows_at(table, index, out, at):
+    """``out[at[k]] = table[index[k]]``: :func:`gather_rows` into given rows of ``out``
+    (``at`` int64 (B,) in ``[0, len(out))``, checked by the caller). Returns ``out``."""
+    d = table.shape[1]
+    for k in range(index.shape[0]):
+        r = index[k]
+        o = at[k]
+        for j in range(d):
+            out[o, j] = table[r, j]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def route_codes(part, local, dense, out):
     """The routing table of one entity type: ``out[i] = part[v] << 32 | local[v]`` for node
     ``v = dense[i]`` (``v = i`` when ``dense`` is empty), -1 where ``v < 0`` (an id that

@@ -73,22 +73,27 @@ class PartitionedRows:
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def gather(self, ids: np.ndarray, out: np.ndarray,
-               gather: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-               ) -> np.ndarray:
-        """``out[k] = self[ids[k]]`` for checked int64 ``ids`` in ``[0, N)``: ``ids`` grouped
-        by block, then ``gather(block, local_ids, rows)`` once per block that holds some
-        (each block viewed as ``out``'s dtype: float16 rows move as uint16)."""
+               gather: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+               gather_at: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                                   np.ndarray]) -> np.ndarray:
+        """``out[k] = self[ids[k]]`` for checked int64 ``ids`` in ``[0, N)``, once per
+        block that holds some (each block viewed as ``out``'s dtype: float16 rows move as
+        uint16): ``gather(block, local_ids, rows)`` into a contiguous run of ``out`` where
+        the ids come in block order (sorted ids), else ``gather_at(block, local_ids, out,
+        positions)`` into their rows of ``out``; both GIL-free kernels."""
         block_of = np.searchsorted(self.offsets, ids, side="right") - 1
-        order = np.argsort(block_of, kind="stable")
-        bounds = np.searchsorted(block_of[order], np.arange(len(self.blocks) + 1))
+        in_order = bool(np.all(block_of[1:] >= block_of[:-1]))
+        order = None if in_order else np.argsort(block_of, kind="stable")
+        bounds = np.searchsorted(block_of if in_order else block_of[order],
+                                 np.arange(len(self.blocks) + 1))
         for k, block in enumerate(self.blocks):
-            sel = order[bounds[k]:bounds[k + 1]]
-            if not len(sel):
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            if lo == hi:
                 continue
-            local = ids[sel] - self.offsets[k]
-            if len(sel) == len(ids):  # one block holds every row: gathered in place
-                gather(block.view(out.dtype), local, out)
+            table = block.view(out.dtype)
+            if order is None:       # a run of out's rows
+                gather(table, ids[lo:hi] - self.offsets[k], out[lo:hi])
             else:
-                out[sel] = gather(block.view(out.dtype), local,
-                                  np.empty((len(sel), out.shape[1]), out.dtype))
+                sel = order[lo:hi]
+                gather_at(table, ids[sel] - self.offsets[k], out, sel)
         return out

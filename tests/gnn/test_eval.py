@@ -42,6 +42,31 @@ def test_layerwise_on_seeds_equals_layerwise_on_all_nodes(model):
 
 
 
+@pytest.mark.parametrize("model,dims", [("sage", (12, 8, 3)), ("sage", (5, 16, 3)),
+                                        ("gcn", (12, 4, 3))])
+def test_projected_and_row_reading_layers_equal_the_plain_layers(model, dims):
+    """Layer-wise inference moves a layer's projections along the edges where the layer
+    projects first, and a layer that aggregates first reads the layer's rows in place of a
+    gathered copy: the outputs equal those of the plain layers on gathered rows."""
+    adj, x = _adj(), torch.randn(60, dims[0])
+    net = GNN(model, *dims, num_layers=3).eval()
+    layers = range(3)
+    assert any(net.projects_input(i) for i in layers)
+    assert model == "gcn" or any(net.reads_rows(i) for i in layers)
+    full = NeighborSampler(adj, [-1])
+    block_fn = lambda dst, layer: full.sample_blocks(dst)[0]  # noqa: E731
+    seeds = torch.tensor([17, 3, 42, 4, 59])
+    fast = layerwise_inference_on(net, lambda ids: x[ids], seeds, block_fn, chunk_rows=4)
+    every = layerwise_inference(net, lambda ids: x[ids], 60, block_fn, [(0, 30), (30, 60)],
+                                chunk_rows=4)
+    net.projects_input = net.reads_rows = lambda i: False
+    plain = layerwise_inference_on(net, lambda ids: x[ids], seeds, block_fn, chunk_rows=4)
+    torch.testing.assert_close(fast, plain, atol=1e-5, rtol=1e-5)
+    plain_every = layerwise_inference(net, lambda ids: x[ids], 60, block_fn,
+                                      [(0, 30), (30, 60)], chunk_rows=4)
+    torch.testing.assert_close(every, plain_every, atol=1e-5, rtol=1e-5)
+
+
 def test_fixed_sample_outputs_do_not_depend_on_the_other_seeds_or_threads():
     """The final evaluation runs the test and validation seeds in one pass, on every
     thread: each seed's outputs on a fixed sample equal those of a separate serial pass."""

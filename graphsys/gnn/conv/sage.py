@@ -96,6 +96,52 @@ class SAGEConv(nn.Module):
                torch.addmm(bias, x[:n_dst], self.lin_self.weight.t()))
         return out.addmm_(self._mean(x, block), self.lin_neigh.weight.t())
 
+    @property
+    def projects_first(self) -> bool:
+        """The layer multiplies its input by its weights before aggregating (it has fewer
+        output than input features): then :meth:`forward_projected` of :meth:`project`
+        equals :meth:`forward`, and a layer-wise inference can project each node's row
+        once and move the narrower projections along the edges."""
+        return self.out_dim < self.in_dim
+
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        r""":math:`[\mathbf{X} \mathbf{W}_2 \; \mathbf{X} \mathbf{W}_1]`: each row's two
+        products side by side, (n, 2 F')."""
+        return linear(x, torch.cat([self.lin_neigh.weight, self.lin_self.weight]))
+
+    def forward_projected(self, z: torch.Tensor, block: Block) -> torch.Tensor:
+        """:meth:`forward` of the rows whose :meth:`project` is ``z`` (block.num_src_nodes,
+        2 F')."""
+        check_input(z, block, 2 * self.out_dim, "SAGEConv")
+        out = z[:block.num_dst_nodes, self.out_dim:]
+        if self.lin_self.bias is not None:
+            out = out + self.lin_self.bias
+        return out + self._mean(z[:, :self.out_dim].contiguous(), block)
+
+    def forward_rows(self, states: torch.Tensor, index: torch.Tensor, block: Block
+                     ) -> torch.Tensor:
+        """:meth:`forward` of ``x = states[index]`` without gathering ``x``: the
+        destinations' rows are gathered and the neighbour mean reads ``states`` directly
+        (a layer-wise inference's rows of the whole layer, ``index`` (block.num_src_nodes,)
+        their positions). Without gradients; the layer must not project first and no
+        subclass ``message`` may be defined."""
+        n_dst = block.num_dst_nodes
+        offsets, order = block.dst_offsets
+        src = block.edge_src if order is None else block.edge_src.index_select(0, order)
+        mean = F.embedding_bag(index.index_select(0, src), states, offsets, mode="mean",
+                               include_last_offset=True)
+        x_dst = states.index_select(0, index[:n_dst])
+        bias = self.lin_self.bias
+        out = (x_dst @ self.lin_self.weight.t() if bias is None else
+               torch.addmm(bias, x_dst, self.lin_self.weight.t()))
+        return out.addmm_(mean, self.lin_neigh.weight.t())
+
+    @property
+    def reads_rows(self) -> bool:
+        """:meth:`forward_rows` applies (the layer aggregates its input rows before the
+        product, with the mean of :meth:`forward`)."""
+        return not self.projects_first and type(self).message is SAGEConv.message
+
     def _mean(self, h: torch.Tensor, block: Block) -> torch.Tensor:
         """Mean of ``h``'s rows over each destination's block sources; (num_dst, F): a
         segment reduction of the rows (no per-edge tensor) unless a subclass defines its
