@@ -194,7 +194,8 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
                            seeds: torch.Tensor | np.ndarray,
                            block_fn: Callable[[np.ndarray, int], Block], *,
                            device: str | torch.device = "cpu",
-                           chunk_rows: int = CHUNK_ROWS) -> torch.Tensor:
+                           chunk_rows: int = CHUNK_ROWS, plan: dict | None = None,
+                           plan_bytes: int = 0) -> torch.Tensor:
     """The final outputs of ``model`` for ``seeds`` only, layer by layer over the nodes
     they need: layer ``l`` is computed once for every node of the seeds' ``L - l``-hop
     neighbourhood (what :func:`layerwise_inference` computes for all nodes, restricted).
@@ -205,6 +206,11 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
     once, on the sorted nodes layer 0 reads; the nodes of each layer, the blocks, and one
     layer's states (nodes x width floats; before layer 0: those nodes' input rows) are
     held in CPU memory.
+
+    ``plan``: a dict kept by the caller between passes over the same seeds with the same
+    ``block_fn`` (a fixed sample, e.g. every epoch's validation): the first pass stores
+    the blocks and each layer's nodes there when they take at most ``plan_bytes`` bytes,
+    and the later passes reuse them instead of drawing them again.
     """
     model.eval()
     device = torch.device(device)
@@ -212,22 +218,24 @@ def layerwise_inference_on(model: GNN, inputs: Callable[[torch.Tensor], torch.Te
     L = model.num_layers
     if len(seeds) == 0:
         return torch.zeros(0, model.out_dim)
-    # every block is drawn once, outputs first, and kept for the forward pass: blocks[l]
-    # holds the chunks of need[l + 1], the sorted nodes whose layer-(l + 1) state is
-    # needed (need[L]: the seeds); need[l] the sorted union of their sources
-    need: list[np.ndarray] = [np.zeros(0, np.int64)] * (L + 1)
-    blocks: list[list[Block]] = [[] for _ in range(L)]
-    need[L] = np.unique(seeds)
-    for layer in range(L - 1, -1, -1):
-        dst = need[layer + 1]
-        blocks[layer] = [block_fn(dst[a:a + chunk_rows], layer)
-                         for a in range(0, len(dst), chunk_rows)]
-        need[layer] = _sorted_union([b.src_nodes.numpy() for b in blocks[layer]])
+    kept = plan is not None and "need" in plan and np.array_equal(plan["seeds"], seeds)
+    if kept:
+        need, blocks = plan["need"], plan["blocks"]
+    else:
+        need, blocks = _draw(seeds, block_fn, L, chunk_rows)
+        if plan is not None:
+            plan.clear()
+            size = sum(a.nbytes for a in need) + sum(
+                t.numel() * t.element_size() for chunks in blocks for b in chunks
+                for t in (b.src_nodes, b.edge_src, b.edge_dst))
+            if size <= plan_bytes:
+                plan.update(seeds=seeds.copy(), need=need, blocks=[list(b) for b in blocks])
     # layer 0's inputs are read once per node, in id order (not once per chunk that
     # lists the node); each chunk takes its sources' rows of a layer's states by position
     prev = inputs(torch.from_numpy(need[0]).to(device))
     projected = model.projects_input(0)
     prev = (model.project_input(0, prev) if projected else prev).float().cpu()
+    blocks = list(blocks)
     for layer in range(L):
         where = np.zeros(int(need[layer][-1]) + 1 if len(need[layer]) else 0, np.int64)
         where[need[layer]] = np.arange(len(need[layer]))
@@ -276,6 +284,22 @@ class _RowScratch:
                 self.buf.untyped_storage().data_ptr():
             h = h.clone()
         return h
+
+
+def _draw(seeds: np.ndarray, block_fn: Callable[[np.ndarray, int], Block], L: int,
+          chunk_rows: int) -> tuple[list[np.ndarray], list[list[Block]]]:
+    """The blocks of a pass over ``seeds``, drawn once, outputs first: ``blocks[l]`` holds
+    the chunks of ``need[l + 1]``, the sorted nodes whose layer-(l + 1) state is needed
+    (``need[L]``: the seeds); ``need[l]`` the sorted union of their sources."""
+    need: list[np.ndarray] = [np.zeros(0, np.int64)] * (L + 1)
+    blocks: list[list[Block]] = [[] for _ in range(L)]
+    need[L] = np.unique(seeds)
+    for layer in range(L - 1, -1, -1):
+        dst = need[layer + 1]
+        blocks[layer] = [block_fn(dst[a:a + chunk_rows], layer)
+                         for a in range(0, len(dst), chunk_rows)]
+        need[layer] = _sorted_union([b.src_nodes.numpy() for b in blocks[layer]])
+    return need, blocks
 
 
 def _sorted_union(parts: list[np.ndarray]) -> np.ndarray:

@@ -344,7 +344,9 @@ def evaluate_links(z: torch.Tensor, decoder: LinkDecoder, data: LinkData, mask: 
     mlp = None if decoder.mlp is None else copy.deepcopy(decoder.mlp).float().cpu()
 
     def pairs(h: np.ndarray, t: np.ndarray) -> np.ndarray:
-        prod = zr[torch.from_numpy(h)].unsqueeze(1) * z[torch.from_numpy(t)]
+        # the ids may be read-only views (a mapped split): torch.as_tensor copies them then
+        prod = zr[torch.as_tensor(np.require(h, np.int64, "W"))].unsqueeze(1) * z[
+            torch.as_tensor(np.require(t, np.int64, "W"))]
         return (prod.sum(-1) if mlp is None else mlp(prod).squeeze(-1)).numpy()
 
     def every(h: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn.dropout import dropout, relu_dropout
+from graphsys.gnn.sparse_input import is_sparse
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.block import Block
 
@@ -144,22 +145,30 @@ class GNN(nn.Module):
                         block: Block) -> torch.Tensor:
         """:meth:`layer` of ``x = states[index]`` without gathering ``x``, where
         :meth:`reads_rows` holds (evaluation: no dropout)."""
-        return self._after(i, self.convs[i].forward_rows(states, index, block), True)
+        return self._after(i, self.convs[i].forward_rows(states, index, block), True,
+                           states.untyped_storage().data_ptr())
 
     def _layer(self, i: int, x: torch.Tensor, block: Block, input_dropout: bool,
                activation: bool, projected: bool = False) -> torch.Tensor:
+        source = x.untyped_storage().data_ptr() if not is_sparse(x) else 0
         if projected:
             h = self.convs[i].forward_projected(x, block)
-            return self._after(i, h, activation)
+            return self._after(i, h, activation, source)
         if input_dropout:
             x = dropout(x, self.dropout, self.training)
         h = self.convs[i](x, block)
-        return self._after(i, h, activation)
+        return self._after(i, h, activation, source)
 
-    def _after(self, i: int, h: torch.Tensor, activation: bool) -> torch.Tensor:
+    def _after(self, i: int, h: torch.Tensor, activation: bool, source: int) -> torch.Tensor:
+        """Activation (not after the last layer) and head (after it) of layer ``i``'s
+        convolution output ``h``; ``source``: the storage address of the layer's input."""
         last = i == self.num_layers - 1
         if activation and self._activation is not None and not last:
-            h = self._activation(h)
+            # without autograd a layer's output that is a tensor of its own (not its input
+            # or a view of it) is rectified in place
+            own = h._base is None and h.untyped_storage().data_ptr() != source
+            h = (h.relu_() if self._activation is F.relu and not torch.is_grad_enabled()
+                 and own else self._activation(h))
         if last and self.head is not None:
             h = self.head(h)
         return h

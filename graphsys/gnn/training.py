@@ -116,7 +116,7 @@ from graphsys.gnn.inference import (
     partition_ranges,
 )
 from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, exclude_pairs, link_data
-from graphsys.gnn.loader import NodeLoader, PrefetchLoader
+from graphsys.gnn.loader import NodeLoader, PrefetchLoader, RowBuffers
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.gnn.sparse_input import as_sparse_features
@@ -379,6 +379,9 @@ class MappedFeatures:
     def __init__(self, column: np.ndarray | PartitionedRows,
                  divisors: np.ndarray | None = None):
         self.column, self.divisors = column, divisors
+        # an evaluation reads most rows at once: into one array kept between evaluations
+        # (a fresh one is faulted in, and compacted into huge pages, on every pass)
+        self._buffers = RowBuffers(keep=1)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -386,7 +389,7 @@ class MappedFeatures:
 
     def rows(self, ids: torch.Tensor) -> torch.Tensor:
         """Rows ``ids`` (int64 (B,)) as float32 (B, F)."""
-        return self.rows_into(ids, None)
+        return self.rows_into(ids, self._buffers.take(len(ids), self.column.shape[1]))
 
     def rows_into(self, ids: torch.Tensor, out: np.ndarray | None) -> torch.Tensor:
         """:meth:`rows` written to ``out``, a C-contiguous float32 (B, F) array (a loader's
@@ -677,11 +680,14 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
                                           data["num_nodes"], device=device,
                                           num_workers=cfg.num_workers, prefetch=cfg.prefetch)
 
-    def seed_outputs(ids: torch.Tensor) -> torch.Tensor:
+    val_plan: dict = {}     # the validation pass's blocks, the same at every evaluation
+
+    def seed_outputs(ids: torch.Tensor, plan: dict | None = None) -> torch.Tensor:
         """The outputs of ``ids`` on their evaluation neighbourhoods only: a builtin model
         layer by layer over the nodes they need, a model of one's own on batches."""
         if isinstance(model, GNN):
-            return layerwise_inference_on(model, inp, ids, eval_fixed, device=device)
+            return layerwise_inference_on(model, inp, ids, eval_fixed, device=device,
+                                          plan=plan, plan_bytes=EVAL_PLAN_BYTES)
         loader = NodeLoader(None, eval_sampler, ids, batch_size=EVAL_CHUNK, shuffle=False,
                             seed=derive_seed(cfg.seed, 7919), num_workers=cfg.num_workers,
                             prefetch=cfg.prefetch, features=data["x"],
@@ -711,7 +717,8 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
             sums, counts = [], []
             for k, ids in enumerate(shares):
                 logits = (full.index_select(0, ids) if full is not None else
-                          joint[k] if joint is not None else seed_outputs(ids))
+                          joint[k] if joint is not None else
+                          seed_outputs(ids, val_plan if names == ("val",) else None))
                 y = labels.index_select(0, ids)
                 logits, y = logits.to(device), y.to(device)
                 pred = logits.argmax(1)
@@ -847,6 +854,10 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
              "train_seconds": round(train_seconds, 3), "eval_seconds": round(eval_seconds, 3)}
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model, extra)
 
+
+#: Bytes of sampled blocks a node-task run keeps between its validation passes (each pass
+#: evaluates the same fixed sample); larger samples are drawn again at every evaluation.
+EVAL_PLAN_BYTES = 512 << 20
 
 #: TrainConfig fields a resumed run may change: it trains on with more epochs or patience
 RESUMABLE_CHANGES = ("epochs", "patience")
