@@ -145,12 +145,11 @@ class GNN(nn.Module):
                         block: Block) -> torch.Tensor:
         """:meth:`layer` of ``x = states[index]`` without gathering ``x``, where
         :meth:`reads_rows` holds (evaluation: no dropout)."""
-        return self._after(i, self.convs[i].forward_rows(states, index, block), True,
-                           states.untyped_storage().data_ptr())
+        return self._after(i, self.convs[i].forward_rows(states, index, block), True, states)
 
     def _layer(self, i: int, x: torch.Tensor, block: Block, input_dropout: bool,
                activation: bool, projected: bool = False) -> torch.Tensor:
-        source = x.untyped_storage().data_ptr() if not is_sparse(x) else 0
+        source = x
         if projected:
             h = self.convs[i].forward_projected(x, block)
             return self._after(i, h, activation, source)
@@ -159,16 +158,16 @@ class GNN(nn.Module):
         h = self.convs[i](x, block)
         return self._after(i, h, activation, source)
 
-    def _after(self, i: int, h: torch.Tensor, activation: bool, source: int) -> torch.Tensor:
+    def _after(self, i: int, h: torch.Tensor, activation: bool, source: torch.Tensor
+               ) -> torch.Tensor:
         """Activation (not after the last layer) and head (after it) of layer ``i``'s
-        convolution output ``h``; ``source``: the storage address of the layer's input."""
+        convolution output ``h``; ``source``: the layer's input."""
         last = i == self.num_layers - 1
         if activation and self._activation is not None and not last:
             # without autograd a layer's output that is a tensor of its own (not its input
             # or a view of it) is rectified in place
-            own = h._base is None and h.untyped_storage().data_ptr() != source
             h = (h.relu_() if self._activation is F.relu and not torch.is_grad_enabled()
-                 and own else self._activation(h))
+                 and _owns_storage(h, source) else self._activation(h))
         if last and self.head is not None:
             h = self.head(h)
         return h
@@ -185,3 +184,11 @@ class GNN(nn.Module):
             if fused:
                 x = relu_dropout(x, self.dropout, True)
         return x
+
+
+def _owns_storage(h: torch.Tensor, source: torch.Tensor) -> bool:
+    """``h`` is no view and shares no storage with ``source`` (a dense or CSR input)."""
+    if h._base is not None or h.is_sparse or h.layout != torch.strided:
+        return False
+    return is_sparse(source) or h.untyped_storage().data_ptr() != \
+        source.untyped_storage().data_ptr()

@@ -389,7 +389,9 @@ class MappedFeatures:
 
     def rows(self, ids: torch.Tensor) -> torch.Tensor:
         """Rows ``ids`` (int64 (B,)) as float32 (B, F)."""
-        return self.rows_into(ids, self._buffers.take(len(ids), self.column.shape[1]))
+        f32 = self.column.dtype == np.float32     # float16 rows are widened into a new array
+        return self.rows_into(ids, self._buffers.take(len(ids), self.column.shape[1])
+                              if f32 else None)
 
     def rows_into(self, ids: torch.Tensor, out: np.ndarray | None) -> torch.Tensor:
         """:meth:`rows` written to ``out``, a C-contiguous float32 (B, F) array (a loader's

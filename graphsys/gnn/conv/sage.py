@@ -6,6 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from graphsys.errors import GraphsysError
 from graphsys.gnn.conv._base import check_input, scatter_sum, segment_mean, segment_weights_sum
 from graphsys.gnn.conv.spec import ModelSpec, stacked
 from graphsys.gnn.sparse_input import linear
@@ -125,6 +126,11 @@ class SAGEConv(nn.Module):
         (a layer-wise inference's rows of the whole layer, ``index`` (block.num_src_nodes,)
         their positions). Without gradients; the layer must not project first and no
         subclass ``message`` may be defined."""
+        if states.dim() != 2 or states.shape[1] != self.in_dim or index.shape != (
+                block.num_src_nodes,):
+            raise GraphsysError(f"SAGEConv: states of shape {tuple(states.shape)} and index of "
+                                f"shape {tuple(index.shape)}, expected (n, {self.in_dim}) and "
+                                f"({block.num_src_nodes},) (block source nodes)")
         n_dst = block.num_dst_nodes
         offsets, order = block.dst_offsets
         src = block.edge_src if order is None else block.edge_src.index_select(0, order)
