@@ -67,6 +67,21 @@ def test_projected_and_row_reading_layers_equal_the_plain_layers(model, dims):
     torch.testing.assert_close(every, plain_every, atol=1e-5, rtol=1e-5)
 
 
+def test_row_reading_layer_refuses_mismatched_rows():
+    from graphsys.errors import GraphsysError
+    from graphsys.gnn import SAGEConv
+
+    conv = SAGEConv(5, 16).eval()
+    block = NeighborSampler(_adj(), [-1]).sample_blocks(np.array([1, 2]))[0]
+    index = torch.arange(block.num_src_nodes)
+    with pytest.raises(GraphsysError, match="expected"):
+        conv.forward_rows(torch.randn(60, 4), index, block)
+    with pytest.raises(GraphsysError, match="expected"):
+        conv.forward_rows(torch.randn(60, 5), index[:-1], block)
+    x = torch.randn(60, 5)
+    torch.testing.assert_close(conv.forward_rows(x, index, block), conv(x[index], block))
+
+
 def test_fixed_sample_outputs_do_not_depend_on_the_other_seeds_or_threads():
     """The final evaluation runs the test and validation seeds in one pass, on every
     thread: each seed's outputs on a fixed sample equal those of a separate serial pass."""
