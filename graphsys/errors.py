@@ -64,3 +64,17 @@ class ParameterError(GraphsysError):
         super().__init__(f"{parameter} {message}")
         self.parameter = parameter
         self.message = message
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative algorithm stopped at its iteration limit before its convergence rule
+    held: the values returned are the last iterate (``result.stats.converged`` is False).
+    The CLI refuses such a run instead, unless told to keep it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from graphsys.errors import ConvergenceWarning
+    >>> warnings.simplefilter("error", ConvergenceWarning)  # make it an error
+    >>> warnings.resetwarnings()
+    """

@@ -472,7 +472,10 @@ class VertexProgram(ABC):
         answer into ``state``. The engine calls it in memory, on the numba backend, in one
         process, with ``fuse`` on, before any superstep; ``edges`` is the run's
         :class:`~graphsys.bsp.edges.MemoryEdges` (``adjacency("csr" | "csc")``: indptr int64
-        (N+1,), indices int32 (E,), weight). ``schedule`` is the run's (``sync``, ``auto``):
+        (N+1,), indices int32 (E,), weight; a program with a custom :class:`Combiner` reads
+        torch tensors there, and NumPy arrays with
+        :func:`~graphsys.bsp.edges.numpy_adjacency`). ``schedule`` is the run's (``sync``,
+        ``auto``):
         a program whose method changes the supersteps answers only ``auto``. Returns None
         (default: no fast path, the superstep loop runs) or a :class:`Solved`."""
         return None

@@ -112,6 +112,9 @@ class RunStats:
     weighted : bool
         Whether edge weights entered the messages (a weighted PageRank, HITS or SSSP on an
         edge set with weights); False where every edge counted as 1.
+    scores : dict of str to float
+        Scores of the answer that a program reports in its ``scores`` attribute (Louvain
+        and Leiden: ``modularity``, ``communities``); empty for most.
 
     Examples
     --------
@@ -143,6 +146,7 @@ class RunStats:
     method: str = "supersteps"
     supersteps: list[SuperstepStats] = field(default_factory=list)
     weighted: bool = False
+    scores: dict[str, float] = field(default_factory=dict)
 
     @property
     def num_supersteps(self) -> int:

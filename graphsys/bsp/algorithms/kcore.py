@@ -1,17 +1,27 @@
-"""k-core decomposition by BSP peeling (core numbers as networkx ``core_number``)."""
+"""k-core decomposition (core numbers as networkx ``core_number``): BSP peeling, and in
+memory a bucket-queue peeling kernel."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
-from graphsys.bsp.algorithms.common import symmetric
+from graphsys.bsp.algorithms.common import self_loop_counts, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.program import VertexProgram
+from graphsys.bsp.kernels_components import core_numbers
+from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import host_array
+from graphsys.errors import GraphsysError, ParameterError
+
+#: How :func:`kcore` treats self-loops
+SELF_LOOPS = ("ignore", "refuse")
 
 
 class KCore(VertexProgram):
@@ -19,17 +29,27 @@ class KCore(VertexProgram):
     which lower their degree. When a superstep removes nothing, k rises to the smallest
     remaining degree (a global min aggregator). A vertex's core number is the k at which it
     is removed. Degree = in + out on a directed edge set (networkx's convention), the stored
-    out-degree on an undirected one."""
+    out-degree on an undirected one, less the self-loops ``loops`` (int64 (N,) per vertex,
+    stored entries ``v -> v``; None: none), which never count."""
 
     name = "kcore"
     message, combiner = "copy", "sum"
     halt_when_inactive = False
 
-    def __init__(self, both_ways: bool = True):
+    def __init__(self, both_ways: bool = True, loops: np.ndarray | None = None):
         self.direction = "both" if both_ways else "out"
+        self.loops = loops
+
+    def _loops(self, lo: int, hi: int) -> np.ndarray:
+        """Degree the self-loops of vertices ``lo..hi-1`` add (each stored loop is an out-
+        and, both ways, an in-entry)."""
+        if self.loops is None:
+            return np.zeros(hi - lo, np.int64)
+        return self.loops[lo:hi] * (2 if self.direction == "both" else 1)
 
     def init(self, ctx):
         deg = ctx.degree("both" if self.direction == "both" else "out").clone()
+        deg -= torch.as_tensor(self._loops(ctx.lo, ctx.hi), dtype=deg.dtype).to(deg.device)
         state = {"deg": deg, "alive": torch.ones_like(deg, dtype=torch.bool),
                  "core": torch.zeros_like(deg), "k": 0.0}
         return state, torch.zeros_like(deg, dtype=torch.bool)
@@ -58,27 +78,59 @@ class KCore(VertexProgram):
     def result(self, ctx, state):
         return state["core"]
 
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """``schedule="auto"``: Batagelj and Zaversnik's bucket-queue peeling
+        (:func:`~graphsys.bsp.kernels_components.core_numbers`), O(N + E) in one numba call,
+        recorded as one superstep; the same core numbers. ``max_iters`` not applied."""
+        if schedule != "auto":
+            return None
+        two = self.direction == "both"
+        out = edges.adjacency("csr")[:2]
+        into = edges.adjacency("csc")[:2] if two else out
+        t0 = time.perf_counter()
+        deg = np.diff(out[0]) + (np.diff(into[0]) if two else 0) - self._loops(0, ctx.num_nodes)
+        core = np.empty(ctx.num_nodes, np.int64)
+        read = core_numbers(*out, *into, two, deg, core)
+        host_array(state["core"])[:] = core
+        ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction="bucket-peel",
+                            edges_scanned=int(read), messages_sent=0, fused=True)
+        ss.seconds["edges"] = time.perf_counter() - t0
+        return Solved("bucket-peel", [ss], 0)
+
 
 @document_options()
-def kcore(graph, *, max_iters: int | None = None, mode: str = "memory", device: str = "cpu",
+def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
+          schedule: str = "auto", mode: str = "memory", device: str = "cpu",
           backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
           distributed: bool = False, progress: Callable | None = None, readahead: int = 4,
           dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     """Core number of every node (the largest ``k`` of a k-core containing it).
 
-    The values of networkx's :func:`networkx.core_number` (the decomposition of [1]_),
-    computed by peeling in supersteps: every node of degree at most ``k`` is removed at
-    once and its neighbours' degrees drop; when a superstep removes nothing, ``k`` rises
-    to the smallest remaining degree (a global min aggregator). Degree is in + out on a
-    directed edge set (networkx's convention), the stored degree on an undirected one;
-    multi-edges count with their multiplicity.
+    The values of networkx's :func:`networkx.core_number` (the decomposition of [1]_).
+    In memory on CPU the default schedule runs Batagelj and Zaversnik's bucket-queue
+    peeling in one numba call, O(N + E); otherwise peeling in supersteps: every node of
+    degree at most ``k`` is removed at once and its neighbours' degrees drop; when a
+    superstep removes nothing, ``k`` rises to the smallest remaining degree (a global min
+    aggregator). Degree is in + out on a directed edge set (networkx's convention), the
+    stored degree on an undirected one; multi-edges count with their multiplicity,
+    self-loops never (networkx refuses a graph with self-loops; ``self_loops="refuse"``
+    does the same).
 
     Parameters
     ----------
     graph : Graph or str or Path
         An opened graph or a graph directory.
+    self_loops : {"ignore", "refuse"}, default "ignore"
+        ``ignore``: a self-loop adds nothing to a degree (the core numbers of the graph
+        without its self-loops, what networkx asks users to compute with
+        ``G.remove_edges_from(nx.selfloop_edges(G))``). ``refuse``: networkx's rule, an
+        error when the edge set has a self-loop (found by reading the diagonal buckets).
     max_iters : int, optional
         Most supersteps (default 4N + 4: every superstep removes a node or raises ``k``).
+    schedule : {"auto", "sync"}, default "auto"
+        ``auto``: in memory on CPU, the bucket-queue peeling (recorded as one superstep,
+        ``result.stats.method`` ``"bucket-peel"``), else ``sync``; ``sync``: BSP
+        supersteps.
     %(engine_options)s
 
     Returns
@@ -89,7 +141,9 @@ def kcore(graph, *, max_iters: int | None = None, mode: str = "memory", device: 
     Raises
     ------
     ParameterError
-        An unknown ``mode``, ``backend`` or ``device``.
+        An unknown ``self_loops``, ``schedule``, ``mode``, ``backend`` or ``device``.
+    GraphsysError
+        ``self_loops="refuse"`` and the edge set has a self-loop.
 
     References
     ----------
@@ -107,12 +161,23 @@ def kcore(graph, *, max_iters: int | None = None, mode: str = "memory", device: 
     >>> bsp.kcore(g).to_dict()
     {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
     """
-    return KCORE_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
+    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops,
+                          **engine_options(locals()))
 
 
-def _kcore_program(graph, *, edge_set=None):
-    return KCore(both_ways=not symmetric(graph, edge_set))
+def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):
+    if self_loops not in SELF_LOOPS:
+        raise ParameterError("self_loops", f"must be one of {', '.join(SELF_LOOPS)}, got "
+                                           f"{self_loops!r}")
+    loops = self_loop_counts(graph, edge_set)
+    found = int(loops.sum())
+    if found and self_loops == "refuse":
+        raise GraphsysError(f"kcore: edge set {graph.edge_set(edge_set).name!r} has {found:,} "
+                            f"self-loops, which networkx's core numbers refuse (leave them out "
+                            f"with self_loops='ignore')")
+    return KCore(both_ways=not symmetric(graph, edge_set), loops=loops if found else None)
 
 
 #: At most 4N + 4 supersteps: every superstep removes at least one node or raises k.
-KCORE_SPEC = AlgorithmSpec("kcore", _kcore_program, lambda n: 4 * n + 4)
+KCORE_SPEC = AlgorithmSpec("kcore", _kcore_program, lambda n: 4 * n + 4,
+                           parameters=("self_loops",))
