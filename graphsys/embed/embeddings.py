@@ -3,15 +3,13 @@
 Node ids are the graph's *original* ids; the graph directory recorded in the checkpoint maps
 them (pass ``graph=`` if it moved). Embedding partitions are memory-mapped, read-only.
 
-``load`` also opens the output of ``graphsys gnn embed`` (:data:`ARROW_FORMAT`: an
-``embeddings.json`` index and one Arrow IPC file per partition); it has one entity type and
-no relations, so the lookups, ``nearest`` and the exports work and ``score`` /
-``predict_tails`` do not.
+``load`` also opens the output of ``graphsys gnn embed`` (an Arrow embedding directory,
+:mod:`graphsys.storage.embedding_files`); it has one entity type and no relations, so the
+lookups, ``nearest`` and the exports work and ``score`` / ``predict_tails`` do not.
 """
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.ipc as paipc
 import torch
 
 from graphsys.embed.checkpoint_files import CheckpointStorage, check_graph, load_npy
@@ -30,22 +27,13 @@ from graphsys.embed.relations import PBG_DYNAMIC_NAME, RelationModel, pbg_side
 from graphsys.embed.triples import KnownAnswers, triples
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage.atomic import atomic_path
+from graphsys.storage.embedding_files import is_embedding_directory, read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
 
 #: Rows per block of the blocked matmuls in nearest() / predict_tails().
 BLOCK_ROWS = 1 << 16
 #: Entity rows formatted per step of export_tsv() (one progress update each).
 TSV_ROWS = 1 << 14
-#: Index file and format tag of Arrow embedding directories (``graphsys gnn embed``)::
-#:
-#:     <dir>/embeddings.json   {"format": ARROW_FORMAT, "entity_type", "dimension",
-#:                              "num_nodes", "partitions": [file, ...], "graph", "meta"}
-#:     <dir>/<file>            Arrow IPC file of one storage partition, rows in the
-#:                             partition's node order: id, embedding
-#:                             fixed_size_list<float32>[dimension]
-ARROW_INDEX = "embeddings.json"
-ARROW_FORMAT = "graphsys-gnn-embeddings"
-
 
 class Embeddings:
     """Trained embeddings: one vector per entity, the relation operators and the comparator.
@@ -185,7 +173,7 @@ class Embeddings:
         """
         path = Path(path)
         g = graph if isinstance(graph, Graph) or graph is None else open_graph(graph)
-        if (path / ARROW_INDEX).is_file():
+        if is_embedding_directory(path):
             return ArrowEmbeddings(path, g)
         storage = CheckpointStorage(path)
         meta = storage.read_meta()
@@ -1012,27 +1000,19 @@ def _export_file(path: str | Path) -> Iterator[Path]:
 
 
 class ArrowEmbeddings(Embeddings):
-    """Node embeddings of one entity type in Arrow files (the :data:`ARROW_FORMAT` layout
-    ``graphsys gnn embed`` writes); the embedding columns are memory-mapped, read-only.
-    No relation operators: ``score`` / ``predict_tails`` raise."""
+    """Node embeddings of one entity type in an Arrow embedding directory
+    (:mod:`graphsys.storage.embedding_files`, what ``graphsys gnn embed`` writes); the
+    embedding columns are memory-mapped, read-only. No relation operators: ``score`` /
+    ``predict_tails`` raise."""
 
     def __init__(self, path: Path, graph: Graph | None):
-        index = path / ARROW_INDEX
-        try:
-            header = json.loads(index.read_text())
-        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
-            raise FormatError(f"{index}: unreadable ({exc})") from None
-        if header.get("format") != ARROW_FORMAT:
-            raise FormatError(f"{index}: unknown embeddings format {header.get('format')!r}")
-        et = header["entity_type"]
-        self.dimension = int(header["dimension"])
-        parts = [self._read_part(path / rel) for rel in header["partitions"]]
+        files = read_embedding_files(path)
+        et, self.dimension = files.entity_type, files.dimension
+        parts = [require_finite(p, path / rel)
+                 for p, rel in zip(files.partitions, files.header["partitions"])]
         sizes = [len(x) for x in parts]
-        if sum(sizes) != int(header["num_nodes"]):
-            raise FormatError(f"{path}: partitions hold {sum(sizes)} rows, the index says "
-                              f"{header['num_nodes']}")
         self.path, self.config, self._graph = path, None, None
-        self.meta = {**header, "entity_types": {et: {"partition_sizes": sizes}}}
+        self.meta = {**files.header, "entity_types": {et: {"partition_sizes": sizes}}}
         if graph is not None:
             self._set_graph(graph)
         self.version = 0
@@ -1042,17 +1022,6 @@ class ArrowEmbeddings(Embeddings):
         self._parts = {et: parts}
         self._indexes, self._filters = {}, {}
         self._offsets = {et: np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)}
-
-    def _read_part(self, file: Path) -> np.ndarray:
-        try:
-            col = paipc.open_file(pa.memory_map(str(file))).read_all().column("embedding")
-        except (OSError, KeyError, pa.ArrowException) as exc:
-            raise FormatError(f"{file}: cannot read embeddings ({exc})") from None
-        rows = [c.flatten().to_numpy().reshape(-1, self.dimension) for c in col.chunks]
-        if len(rows) == 1:
-            return require_finite(rows[0], file)
-        out = np.concatenate(rows) if rows else np.zeros((0, self.dimension), np.float32)
-        return require_finite(out, file)
 
 
 def require_finite(arr: np.ndarray, file: Path, block_rows: int = BLOCK_ROWS) -> np.ndarray:

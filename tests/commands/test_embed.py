@@ -175,7 +175,7 @@ def test_eval_of_gnn_node_embeddings_is_a_one_line_error(graph, tmp_path, capsys
     import pyarrow.ipc as paipc
 
     from graphsys import open_graph
-    from graphsys.embed.embeddings import ARROW_FORMAT, ARROW_INDEX
+    from graphsys.storage.embedding_files import ARROW_FORMAT, ARROW_INDEX
 
     g = open_graph(graph)
     ids = np.asarray(g.node_ids())
