@@ -68,7 +68,7 @@ def test_sampled_candidates_and_relation_wise(trained, kg4):
 
 @pytest.mark.parametrize("by", ["cos", "dot"])
 def test_nearest_matches_brute_force(trained, by, monkeypatch):
-    import graphsys.embed.embeddings as mod
+    import graphsys.embed.query as mod
 
     monkeypatch.setattr(mod, "BLOCK_ROWS", 7)   # many blocks and partitions
     X = trained.to_numpy().astype(np.float64)
@@ -105,11 +105,11 @@ def test_export_numpy_round_trip(trained, tmp_path):
 
 def test_export_tsv_in_blocks_is_one_file(trained, tmp_path, monkeypatch):
     """Rows are formatted in blocks (with a progress call each): the same file, every row."""
-    import graphsys.embed.embeddings as embeddings
+    import graphsys.embed.export as export
 
     whole = tmp_path / "whole.tsv"
     trained.export_tsv(whole)
-    monkeypatch.setattr(embeddings, "TSV_ROWS", 7)
+    monkeypatch.setattr(export, "TSV_ROWS", 7)
     calls: list[int] = []
     blocks = tmp_path / "blocks.tsv"
     trained.export_tsv(blocks, progress=calls.append)

@@ -44,7 +44,7 @@ def _brute_nearest(emb, ids, k, by):
 
 @pytest.mark.parametrize("by", ["cos", "dot"])
 def test_batched_nearest_matches_brute_force(emb, by, monkeypatch):
-    import graphsys.embed.embeddings as mod
+    import graphsys.embed.query as mod
 
     monkeypatch.setattr(mod, "BLOCK_ROWS", 9)   # many blocks across the 4 partitions
     ids = ["e0", "e5", "e77", "e199", "e5"]
