@@ -55,7 +55,7 @@ GS_CHILD = textwrap.dedent("""
         torch.set_num_threads(a["threads"])
     cfg = load_config(None, a["overrides"])
     t0 = time.perf_counter()
-    emb = train(cfg, graph=a["graph"], edges="train", out=a["out"]).embeddings
+    emb = train(a["graph"], cfg, edges="train", out=a["out"]).embeddings
     wall = time.perf_counter() - t0
     stats = emb.meta["stats"]
     edges = sum(s["edges"] for s in stats)

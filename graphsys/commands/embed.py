@@ -164,7 +164,7 @@ def run_train(args) -> int:
         cfg.init_from = str(args.init_from)
     if args.freeze_old:
         cfg.freeze_old = True
-    result = train(cfg, graph=graph, edges=args.edges, out=args.out,
+    result = train(graph, cfg, edges=args.edges, out=args.out,
                    progress=show_progress(args), log=log, distributed=None, trace=trace)
     if result.rank != 0:
         return 0

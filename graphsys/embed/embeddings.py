@@ -79,7 +79,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
     ...                   "rel": [f"r{r}" for r in t["rel"]]})
     >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
     >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-    >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+    >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
     >>> emb.dimension, emb.entity_types, emb.relation_names
     (8, ['node'], ['r0', 'r1'])
     >>> emb.vector(0).shape
@@ -164,7 +164,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> ckpt = tempfile.mkdtemp()
-        >>> _ = graphsys.embed.train({"dimension": 8}, graph=g, out=ckpt)
+        >>> _ = graphsys.embed.train(g, {"dimension": 8}, out=ckpt)
         >>> emb = graphsys.embed.Embeddings.load(ckpt)
         >>> emb.num_entities(), emb.dimension, emb.version
         (36, 8, 1)
@@ -259,7 +259,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> emb.to_numpy().shape
         (36, 8)
         """
@@ -324,7 +324,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> v = emb.vector(3)
         >>> v.shape, v.dtype
         ((8,), dtype('float32'))
@@ -357,7 +357,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> emb.vectors([3, 5, 3]).shape
         (3, 8)
         """

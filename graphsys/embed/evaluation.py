@@ -107,7 +107,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     ...                   "rel": [f"r{r}" for r in t["rel"]]})
     >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
     >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-    >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+    >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
     >>> res = graphsys.embed.evaluate(emb, g, g.edge_set().name)
     >>> res["count"], res["filtered"], res["candidates"], 0 < res["mrr"] <= 1
     (150, True, 'all', True)

@@ -75,7 +75,7 @@ class EmbeddingExports:
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> out = tempfile.mkdtemp()
         >>> emb.export_tsv(out + "/entities.tsv", out + "/relations.tsv")
         >>> row = open(out + "/entities.tsv").readline().split()
@@ -141,7 +141,7 @@ class EmbeddingExports:
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> import pyarrow.parquet as pq
         >>> path = tempfile.mkdtemp() + "/emb.parquet"
         >>> emb.export_parquet(path)
@@ -187,7 +187,7 @@ class EmbeddingExports:
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> import numpy as np
         >>> vectors, ids = emb.export_numpy(tempfile.mkdtemp())
         >>> vectors.name, ids.name

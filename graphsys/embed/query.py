@@ -128,7 +128,7 @@ class EmbeddingQueries:
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> ids, scores = emb.nearest(0, k=5)
         >>> len(ids), 0 in ids, bool((scores[:-1] >= scores[1:]).all())
         (5, False, True)
@@ -211,7 +211,7 @@ class EmbeddingQueries:
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> isinstance(emb.score(0, "r0", 1), float)
         True
         >>> emb.score([0, 0], ["r0", "r1"], [1, 2]).shape
@@ -298,7 +298,7 @@ class EmbeddingQueries:
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> ids, scores = emb.predict_tails(0, "r0", k=5)
         >>> len(ids), 0 in ids, bool((scores[:-1] >= scores[1:]).all())
         (5, False, True)
@@ -363,7 +363,7 @@ class EmbeddingQueries:
         ...                   "rel": [f"r{r}" for r in t["rel"]]})
         >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
         >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-        >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+        >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
         >>> ids, scores = emb.predict_heads("r1", 7, k=4)
         >>> len(ids), 7 in ids, scores.shape
         (4, False, (4,))

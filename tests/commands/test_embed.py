@@ -214,7 +214,7 @@ def two_types(tmp_path_factory):
     (root / "rated.tsv").write_text("".join(f"{u}\t{i}\n" for u, i in sorted(rows)))
     ingest([EdgeSource([root / "rated.tsv"], relation="rated")], root / "g",
            IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
-    train({"dimension": 4, "num_epochs": 1, "batch_size": 50}, graph=root / "g",
+    train(root / "g", {"dimension": 4, "num_epochs": 1, "batch_size": 50},
           out=root / "ck")
     return root / "ck"
 
