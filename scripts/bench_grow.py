@@ -68,7 +68,7 @@ def _metrics(ck: Path, graph: Path) -> dict:
     for es in ("test_new", "test_old"):
         r = evaluate(emb, g, es, filtered=True, candidates="all")
         out[es] = {"mrr": round(r["mrr"], 4), "hits@10": round(r["hits@10"], 4),
-                   "count": r["count"]}
+                   "count": r["count"], "protocol": r["protocol"]}
     return out
 
 
