@@ -40,7 +40,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
     Ids are the graph's *original* node ids (integers or strings); the graph directory
     recorded in the checkpoint maps them (pass ``graph=`` to :meth:`load` if it moved).
     The embedding partitions are memory-mapped, read-only, and every query reads only the
-    rows it needs or a block of :data:`BLOCK_ROWS` rows at a time, so tables larger than
+    rows it needs or a block of :data:`~.query.BLOCK_ROWS` rows at a time, so tables larger than
     memory can be served.
 
     A triple ``(h, r, t)`` scores ``comparator(op_r(h), t)`` (:meth:`score`), the model
