@@ -89,14 +89,19 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
     """Louvain's local moving: sweeps over the nodes in ``order``, each node moving to the
     neighbouring community of largest modularity gain (staying unless another gains
     strictly more), until a sweep moves no node, gains at most ``tol`` in modularity, or
-    ``max_sweeps`` ran. ``comm`` int64 (n,) updated in place. Returns (moves, sweeps,
-    modularity gained)."""
+    ``max_sweeps`` ran. A sweep visits only the nodes a neighbour of which moved away from
+    their community or into another one since their last visit (all of them the first
+    time): the others would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
+    Leiden's rule: a move leaves alone the neighbours in the community moved into). ``comm`` int64 (n,) updated in place. Returns
+    (moves, sweeps, modularity gained, nodes visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
     nw = np.zeros(n)
     touched = np.empty(n + 1, np.int64)
+    stale = np.ones(n, np.uint8)
     gamma_m = gamma / m
     moves = 0
+    visits = 0
     gained = 0.0
     sweeps = 0
     while sweeps < max_sweeps:
@@ -105,6 +110,10 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
         sweep_gain = 0.0
         for i in range(n):
             v = order[i]
+            if not stale[v]:
+                continue
+            stale[v] = 0
+            visits += 1
             cv = comm[v]
             best, best_gain, stay = _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout,
                                           kin, tout, tin, gamma_m)
@@ -112,11 +121,15 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
                 comm[v] = best
                 moved += 1
                 sweep_gain += best_gain - stay
+                for e in range(sptr[v], sptr[v + 1]):
+                    u = sidx[e]
+                    if comm[u] != best:
+                        stale[u] = 1
         moves += moved
         gained += sweep_gain / m
         if moved == 0 or sweep_gain / m <= tol:
             break
-    return moves, sweeps, gained
+    return moves, sweeps, gained, visits
 
 
 @numba.njit(cache=True, nogil=True)
@@ -163,7 +176,8 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
     in the refined partition and well connected to their community (in ``order``) join a
     refined community of the same community that is well connected too and that they do
     not make worse, drawn with probability proportional to ``exp(gain / theta)`` (staying
-    alone among the choices, at gain 0; ``theta`` in modularity units; 0: the best).
+    alone among the choices, at gain 0; the gain in units of edge weight, half the
+    symmetrised weight, as igraph's ``beta``; ``theta`` 0: the best).
     ``ref`` int64 (n,) written: each node's refined community (a node id). Returns the
     merges made."""
     n = kout.shape[0]
@@ -220,7 +234,7 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
                 if g > best_gain:
                     best, best_gain = r, g
         if kept > 0 and theta > 0.0:  # draw: exp(gain / theta), staying alone at gain 0
-            scale = 1.0 / (theta * m)
+            scale = 0.5 / theta  # the gains here are in symmetrised weight
             for j in range(kept):
                 total += np.exp((gains[j] - best_gain) * scale)
             total += np.exp(-best_gain * scale)

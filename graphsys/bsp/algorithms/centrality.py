@@ -186,8 +186,7 @@ class Betweenness(_SourceSearches):
 
     def init(self, ctx):
         self.batch, self.phase, self.depth, self.pending = -1, "next-batch", 0, []
-        idle = torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device)
-        return {"bc": ctx.full(0.0)}, idle
+        return {"bc": ctx.full(0.0)}, ctx.full(False, torch.bool)
 
     def send(self, ctx, state):
         if self.phase in ("forward", "backward"):
@@ -302,9 +301,8 @@ class Closeness(_SourceSearches):
 
     def init(self, ctx):
         self.batch, self.phase = -1, "next-batch"
-        idle = torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device)
         state = {"total": ctx.full(0.0), "reached": ctx.full(0.0), "inverse": ctx.full(0.0)}
-        return state, idle
+        return state, ctx.full(False, torch.bool)
 
     def send(self, ctx, state):
         if self.phase == "search":

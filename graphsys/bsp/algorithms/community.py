@@ -26,7 +26,8 @@ from graphsys.errors import GraphsysError, ParameterError
 THRESHOLD = 1e-7
 #: Most sweeps of Louvain's local moving over one level
 MAX_SWEEPS = 1000
-#: Leiden's randomness in the refinement (``theta``; igraph's ``beta``), in modularity units
+#: Leiden's randomness in the refinement (``theta``; igraph's ``beta``), in units of edge
+#: weight (the modularity gain times the total edge weight)
 THETA = 0.01
 
 
@@ -102,26 +103,38 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
     """One pass of Louvain (Blondel et al.) from the partition ``start`` (None: every node
     alone): local moving in a random order (drawn once per level from ``rng``), then
     aggregation, until a level moves no node, gains at most ``threshold`` or ``max_levels``
-    ran. Returns (community of every node, int64 (N,), one record per level: nodes,
-    moves, sweeps, modularity gained)."""
-    member = np.arange(level.n, dtype=np.int64)
+    ran; then, from the top level down, the communities found are refined by local moving
+    on each level's graph, started from them (NetworKit's PLM refinement: a group of nodes
+    merged early may fit another community better once the communities have grown).
+    Returns (community of every node, int64 (N,), one record per level: nodes, moves,
+    sweeps, visits, modularity gained, and the moves of its refinement)."""
+    levels: list[tuple[Level, np.ndarray]] = []  # each level and its nodes' communities
     records: list[dict] = []
     while max_levels is None or len(records) < max_levels:
         if start is not None and not records:
             comm = start.copy()
         else:
             comm = np.arange(level.n, dtype=np.int64)
-        moves, sweeps, gained = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m,
-                                              gamma, comm, rng.permutation(level.n),
-                                              threshold, MAX_SWEEPS)
+        moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
+                                                      level.m, gamma, comm,
+                                                      rng.permutation(level.n), threshold,
+                                                      MAX_SWEEPS)
         records.append({"nodes": level.n, "moves": int(moves), "sweeps": int(sweeps),
-                        "gained": float(gained)})
+                        "visits": int(visits), "gained": float(gained), "refined": 0})
         ncomm = kc.relabel(comm, comm)
-        member = comm[member]
+        levels.append((level, comm))
         if ncomm == level.n or gained <= threshold:
             break
         level = level.aggregate(comm, ncomm)
-    return member, records
+    part = levels[-1][1]
+    for i in range(len(levels) - 2, -1, -1):  # refine on the way down
+        level, comm = levels[i]
+        part = part[comm]
+        moves, _, _, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m, gamma,
+                                       part, rng.permutation(level.n), threshold, MAX_SWEEPS)
+        records[i]["refined"] = int(moves)
+        kc.relabel(part, part)
+    return part, records
 
 
 def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
@@ -208,9 +221,7 @@ class Louvain(VertexProgram):
         self.scores: dict[str, float] = {}
 
     def init(self, ctx):
-        label = ctx.full(0.0)
-        return {"label": label}, torch.ones(ctx.num_local, dtype=torch.bool,
-                                            device=ctx.device)
+        return {"label": ctx.full(0.0)}, ctx.full(True, torch.bool)
 
     def send(self, ctx, state):
         raise GraphsysError(f"{self.name} runs in memory on the CPU (mode memory, numba "
@@ -280,7 +291,7 @@ schedule : {"auto"}, default "auto"
                   "distributed", "readahead", "dense_divisor", "fuse")
 @fill_doc(community=_COMMUNITY_DOC, returns=_RETURNS_DOC)
 def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | None = None,
-            directed: bool | None = None, iterations: int = -1, max_iters: int | None = None,
+            directed: bool | None = None, iterations: int = 1, max_iters: int | None = None,
             schedule: str = "auto", mode: str = "memory", device: str = "cpu",
             backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
             distributed: bool = False, progress: Callable | None = None,
@@ -292,20 +303,23 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     Levels of local moving and aggregation [1]_: each node, in a random order, moves to
     the neighbouring community that raises the modularity most, in sweeps until a sweep
     gains at most 1e-7; then every community becomes one node of the next level. The
-    levels stop when one moves nothing or gains at most 1e-7 (networkx's ``threshold``):
-    that is one pass, networkx's whole algorithm. Further passes start from the partition
-    found (its communities as the first level's start) while a pass still gains more
-    than 1e-7, usually one or two more; the best partition is kept. Modularity is
-    Newman's, with resolution ``gamma``; on a directed edge set Leicht and Newman's
-    directed form unless ``directed=False`` (see :func:`modularity`).
+    levels stop when one moves nothing or gains at most 1e-7 (networkx's ``threshold``).
+    Then, level by level back down, the final communities are refined by the same local
+    moving on each level's graph, started from them (NetworKit's PLM refinement [2]_):
+    nodes merged early into one group may fit another community better once the
+    communities have grown. A sweep visits only the nodes a neighbour of which changed
+    community since their last visit (Ozaki, Tezuka and Inaba's pruning [3]_). Modularity is Newman's, with
+    resolution ``gamma``; on a directed edge set Leicht and Newman's directed form unless
+    ``directed=False`` (see :func:`modularity`).
 
     Parameters
     ----------
     graph : Graph or str or Path
         An opened graph or a graph directory.
     %(community)s
-    iterations : int, default -1
-        Passes: negative, until a pass gains at most 1e-7; ``1`` is networkx's algorithm.
+    iterations : int, default 1
+        Passes, each from the partition the last found (its communities as the first
+        level's start; the best is kept); negative: until a pass gains at most 1e-7.
     %(engine_options)s
 
     Returns
@@ -330,6 +344,11 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     ----------
     .. [1] V. D. Blondel, J.-L. Guillaume, R. Lambiotte, E. Lefebvre, "Fast unfolding of
        communities in large networks", Journal of Statistical Mechanics, P10008, 2008.
+    .. [2] C. L. Staudt, H. Meyerhenke, "Engineering parallel algorithms for community
+       detection in massive networks", IEEE TPDS 27(1), 2016 (PLM's refinement).
+    .. [3] N. Ozaki, H. Tezuka, M. Inaba, "A simple acceleration method for the Louvain
+       algorithm", International Journal of Computer and Electrical Engineering 8(3),
+       2016.
 
     Examples
     --------
@@ -383,8 +402,9 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
         until a pass gains at most 1e-7 in modularity (each pass usually still gains a
         little: many passes).
     theta : float, default 0.01
-        Randomness of the refinement (igraph's ``beta``), in modularity units; 0 merges
-        greedily.
+        Randomness of the refinement (igraph's ``beta``): a merge is drawn with
+        probability proportional to ``exp(gain / theta)``, the gain in units of edge
+        weight (the modularity gain times the total edge weight); 0 merges greedily.
     %(engine_options)s
 
     Returns
@@ -565,7 +585,7 @@ def _community_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted
 
 
 def _louvain_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted=None,
-                     directed=None, iterations=-1):
+                     directed=None, iterations=1):
     return _community_program(graph, edge_set=edge_set, resolution=resolution, seed=seed,
                               weighted=weighted, directed=directed, iterations=iterations)
 
@@ -642,11 +662,10 @@ class LabelPropagation(VertexProgram):
     def init(self, ctx):
         self.phase, self.step, self.changed, self.colors = "degrees", 0, 0, 0
         self.halt_when_inactive = False
-        label = ctx.node_range().to(torch.float64)
-        state = {"label": label, "color": ctx.full(-1.0), "pending": ctx.full(0.0),
-                 "ready": torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device),
-                 "new": torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device)}
-        return state, torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device)
+        state = {"label": ctx.node_range(torch.float64), "color": ctx.full(-1.0),
+                 "pending": ctx.full(0.0), "ready": ctx.full(False, torch.bool),
+                 "new": ctx.full(False, torch.bool)}
+        return state, ctx.full(False, torch.bool)
 
     def _priorities(self, ctx) -> torch.Tensor:
         """Every vertex's position in the colouring order (largest degree first, then id),

@@ -89,10 +89,10 @@ class HITS(VertexProgram):
         return torch.stack([state["hub"], state["auth"]], 1)
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
-        """``schedule="auto"``: the same power iteration in numba calls
-        (:func:`~graphsys.bsp.kernels_centrality.hits_solve`: one parallel pull per
-        superstep, no engine superstep), recorded as one superstep; the same stopping rule
-        and supersteps count (``result.stats.num_supersteps`` records one)."""
+        """``schedule="auto"``: the same power iteration in one numba call
+        (:func:`~graphsys.bsp.kernels_centrality.hits_solve`: a pull per superstep, no
+        engine superstep); the same stopping rule and supersteps, each recorded with the
+        call's time split evenly."""
         if schedule != "auto":
             return None
         csr, csc = edges.adjacency("csr"), edges.adjacency("csc")
@@ -101,11 +101,15 @@ class HITS(VertexProgram):
         steps, converged = hits_solve(*csc, *csr, self.uses_weights, self.tol, max_iters,
                                       ctx.num_nodes >= PARALLEL_MIN_ITEMS, hub, auth)
         self.step = steps
-        ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction="power-iteration",
-                            edges_scanned=steps * edges.num_edges,
-                            messages_sent=steps * edges.num_edges, fused=True)
-        ss.seconds["edges"] = time.perf_counter() - t0
-        return Solved("fused-hits", [ss], 0 if converged else ctx.num_nodes)
+        seconds = (time.perf_counter() - t0) / max(steps, 1)
+        supersteps = []
+        for step in range(steps):
+            ss = SuperstepStats(superstep=step, active=ctx.num_nodes,
+                                direction="pull", edges_scanned=edges.num_edges,
+                                messages_sent=edges.num_edges, fused=True)
+            ss.seconds["edges"] = seconds
+            supersteps.append(ss)
+        return Solved("fused-hits", supersteps, 0 if converged else ctx.num_nodes)
 
 
 @document_options()
@@ -139,8 +143,8 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
         iterate, not the scores, and a :class:`~graphsys.errors.ConvergenceWarning` is
         issued (networkx raises instead; ``graphsys run`` refuses).
     schedule : {"auto", "sync"}, default "auto"
-        ``auto``: in memory on CPU, the iteration in numba calls, recorded as one
-        superstep; ``sync``: BSP supersteps.
+        ``auto``: in memory on CPU, the same supersteps in one numba call; ``sync``: BSP
+        supersteps.
     weighted : bool, optional
         Multiply by the edge weights: None (default) when the edge set has weights, True
         requires them, False counts every edge as 1. ``result.stats.weighted`` records

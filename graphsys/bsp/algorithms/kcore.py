@@ -14,7 +14,7 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.kernels_components import core_numbers
+from graphsys.bsp.kernels_components import core_numbers, loop_counts
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -29,8 +29,10 @@ class KCore(VertexProgram):
     which lower their degree. When a superstep removes nothing, k rises to the smallest
     remaining degree (a global min aggregator). A vertex's core number is the k at which it
     is removed. Degree = in + out on a directed edge set (networkx's convention), the stored
-    out-degree on an undirected one, less the self-loops ``loops`` (int64 (N,) per vertex,
-    stored entries ``v -> v``; None: none), which never count."""
+    out-degree on an undirected one, less the self-loops, which never count: ``loops``
+    int64 (N,) per vertex (stored entries ``v -> v``), or None to count them when first
+    needed (from the diagonal buckets before superstep 0's aggregate, from the CSR in
+    :meth:`solve_in_memory`)."""
 
     name = "kcore"
     message, combiner = "copy", "sum"
@@ -38,23 +40,28 @@ class KCore(VertexProgram):
 
     def __init__(self, both_ways: bool = True, loops: np.ndarray | None = None):
         self.direction = "both" if both_ways else "out"
-        self.loops = loops
+        self.given, self.loops = loops, loops
 
     def _loops(self, lo: int, hi: int) -> np.ndarray:
         """Degree the self-loops of vertices ``lo..hi-1`` add (each stored loop is an out-
         and, both ways, an in-entry)."""
-        if self.loops is None:
-            return np.zeros(hi - lo, np.int64)
         return self.loops[lo:hi] * (2 if self.direction == "both" else 1)
 
     def init(self, ctx):
-        deg = ctx.degree("both" if self.direction == "both" else "out").clone()
-        deg -= torch.as_tensor(self._loops(ctx.lo, ctx.hi), dtype=deg.dtype).to(deg.device)
-        state = {"deg": deg, "alive": torch.ones_like(deg, dtype=torch.bool),
-                 "core": torch.zeros_like(deg), "k": 0.0}
-        return state, torch.zeros_like(deg, dtype=torch.bool)
+        self.loops = self.given
+        deg = ctx.degree("both" if self.direction == "both" else "out")
+        deg = torch.from_numpy(deg.numpy().copy()) if deg.device.type == "cpu" else deg.clone()
+        state = {"deg": deg, "alive": ctx.full(True, torch.bool), "core": ctx.full(0.0),
+                 "k": 0.0, "loops_out": False}
+        return state, ctx.full(False, torch.bool)
 
     def aggregate(self, ctx, state):
+        if not state["loops_out"]:  # superstep 0: the self-loops leave the degrees
+            if self.loops is None:
+                self.loops = self_loop_counts(ctx.graph, ctx.edge_set)
+            loops = torch.as_tensor(self._loops(ctx.lo, ctx.hi), dtype=state["deg"].dtype)
+            state["deg"] = state["deg"] - loops.to(state["deg"].device)
+            state["loops_out"] = True
         alive_deg = state["deg"][state["alive"]]
         low = alive_deg.min() if alive_deg.numel() else float("inf")
         return {"min_degree": (low, "min")}
@@ -88,6 +95,9 @@ class KCore(VertexProgram):
         out = edges.adjacency("csr")[:2]
         into = edges.adjacency("csc")[:2] if two else out
         t0 = time.perf_counter()
+        if self.loops is None:
+            self.loops = np.zeros(ctx.num_nodes, np.int64)
+            loop_counts(*out, self.loops)
         deg = np.diff(out[0]) + (np.diff(into[0]) if two else 0) - self._loops(0, ctx.num_nodes)
         core = np.empty(ctx.num_nodes, np.int64)
         read = core_numbers(*out, *into, two, deg, core)
@@ -169,13 +179,15 @@ def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):
     if self_loops not in SELF_LOOPS:
         raise ParameterError("self_loops", f"must be one of {', '.join(SELF_LOOPS)}, got "
                                            f"{self_loops!r}")
-    loops = self_loop_counts(graph, edge_set)
-    found = int(loops.sum())
-    if found and self_loops == "refuse":
-        raise GraphsysError(f"kcore: edge set {graph.edge_set(edge_set).name!r} has {found:,} "
-                            f"self-loops, which networkx's core numbers refuse (leave them out "
-                            f"with self_loops='ignore')")
-    return KCore(both_ways=not symmetric(graph, edge_set), loops=loops if found else None)
+    loops = None
+    if self_loops == "refuse":
+        loops = self_loop_counts(graph, edge_set)
+        found = int(loops.sum())
+        if found:
+            raise GraphsysError(f"kcore: edge set {graph.edge_set(edge_set).name!r} has "
+                                f"{found:,} self-loops, which networkx's core numbers refuse "
+                                f"(leave them out with self_loops='ignore')")
+    return KCore(both_ways=not symmetric(graph, edge_set), loops=loops)
 
 
 #: At most 4N + 4 supersteps: every superstep removes at least one node or raises k.

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from graphsys.bsp import afforest
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
@@ -63,11 +64,10 @@ class SCC(VertexProgram):
 
     def init(self, ctx):
         self.phase, self.entering = "trim-in", False
-        ids = ctx.node_range().to(torch.float64)
-        alive = torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
-        state = {"id": ids, "label": ctx.full(INF), "color": ids.clone(), "alive": alive,
-                 "indeg": ctx.full(0.0)}
-        return state, alive.clone()
+        state = {"id": ctx.node_range(torch.float64), "label": ctx.full(INF),
+                 "color": ctx.node_range(torch.float64),
+                 "alive": ctx.full(True, torch.bool), "indeg": ctx.full(0.0)}
+        return state, ctx.full(True, torch.bool)
 
     def send(self, ctx, state):
         if self.phase.startswith("trim"):
@@ -129,20 +129,26 @@ class SCC(VertexProgram):
         """``schedule="auto"``: the component of the vertex of largest in x out degree
         from its forward and backward closures (two breadth-first searches on two threads),
         then Tarjan's algorithm on the rest, in numba
-        (:func:`~graphsys.bsp.kernels_components.scc_pivot`); recorded as one superstep,
-        the same labels. ``max_iters`` not applied."""
+        (:func:`~graphsys.bsp.kernels_components.scc_pivot`); on an edge set stored
+        undirected, :func:`wcc`'s union-find or Afforest. Recorded as one superstep, the
+        same labels. ``max_iters`` not applied."""
         if schedule != "auto":
             return None
         out = edges.adjacency("csr")[:2]
-        into = out if self.undirected else edges.adjacency("csc")[:2]
         t0 = time.perf_counter()
         comp = np.empty(ctx.num_nodes, np.int64)
-        read, _ = scc_pivot(*out, *into, comp)
+        if self.undirected:  # the weak components: union-find, or Afforest on dense graphs
+            method = afforest.choose(ctx.num_nodes, edges.num_edges, False)
+            read = (afforest.afforest(*out, *out, False, 0, comp)[0] if method == "afforest"
+                    else afforest.union_find(*out, comp))
+        else:
+            method = "pivot-tarjan"
+            read, _ = scc_pivot(*out, *edges.adjacency("csc")[:2], comp)
         host_array(state["label"])[:] = comp
-        ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction="tarjan",
+        ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
         ss.seconds["edges"] = time.perf_counter() - t0
-        return Solved("pivot-tarjan", [ss], 0)
+        return Solved(method, [ss], 0)
 
 
 @document_options()
@@ -157,7 +163,8 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     Two vertices share a component when each reaches the other along the edges' direction
     (networkx's :func:`~networkx.strongly_connected_components`, igraph's
     ``connected_components(mode="strong")``); on an edge set stored undirected the
-    components are the weak ones. In memory on CPU the default schedule splits off the
+    components are the weak ones (found as :func:`wcc` finds them). In memory on CPU the
+    default schedule splits off the
     component of the vertex of largest in x out degree with a forward and a backward
     breadth-first search (run at once on two threads; on power-law graphs it is the giant
     component) and labels the rest with Tarjan's algorithm [1]_, in numba. Otherwise the
@@ -174,8 +181,9 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
         about twice the depth of its colours plus four).
     schedule : {"auto", "sync"}, default "auto"
         ``auto``: in memory on CPU, the forward-backward split and Tarjan in numba
-        (recorded as one superstep, ``result.stats.method`` ``"pivot-tarjan"``), else
-        ``sync``; ``sync``: the colouring algorithm in BSP supersteps.
+        (recorded as one superstep, ``result.stats.method`` ``"pivot-tarjan"``; on an
+        undirected edge set ``"union-find"`` or ``"afforest"``), else ``sync``; ``sync``:
+        the colouring algorithm in BSP supersteps.
     %(engine_options)s
 
     Returns
