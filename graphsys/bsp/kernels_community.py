@@ -92,8 +92,9 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
     ``max_sweeps`` ran. A sweep visits only the nodes a neighbour of which moved away from
     their community or into another one since their last visit (all of them the first
     time): the others would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
-    Leiden's rule: a move leaves alone the neighbours in the community moved into). ``comm`` int64 (n,) updated in place. Returns
-    (moves, sweeps, modularity gained, nodes visited)."""
+    Leiden's rule: a move leaves alone the neighbours in the community moved into).
+    ``comm`` int64 (n,) updated in place. Returns (moves, sweeps, modularity gained, nodes
+    visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
     nw = np.zeros(n)

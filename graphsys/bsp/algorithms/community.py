@@ -308,9 +308,9 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     moving on each level's graph, started from them (NetworKit's PLM refinement [2]_):
     nodes merged early into one group may fit another community better once the
     communities have grown. A sweep visits only the nodes a neighbour of which changed
-    community since their last visit (Ozaki, Tezuka and Inaba's pruning [3]_). Modularity is Newman's, with
-    resolution ``gamma``; on a directed edge set Leicht and Newman's directed form unless
-    ``directed=False`` (see :func:`modularity`).
+    community since their last visit (Ozaki, Tezuka and Inaba's pruning [3]_). Modularity
+    is Newman's, with resolution ``gamma``; on a directed edge set Leicht and Newman's
+    directed form unless ``directed=False`` (see :func:`modularity`).
 
     Parameters
     ----------
