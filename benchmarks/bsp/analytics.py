@@ -244,7 +244,7 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
         sides["igraph"] = timed(lambda: np.array(peers.ig.pagerank(damping=0.85), float))
 
         def nk_pr():
-            sinks = nk.centrality.SinkHandling.DISTRIBUTE_SINKS
+            sinks = nk.centrality.SinkHandling.DistributeSinks
             pr = nk.centrality.PageRank(peers.nk, 0.85, 1e-12, normalized=False,
                                         distributeSinks=sinks)
             pr.run()

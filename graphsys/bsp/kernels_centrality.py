@@ -1,15 +1,18 @@
 """Numba kernels of the shortest-path centralities (in memory, CPU), parallel over
 sources: Brandes' betweenness (:func:`brandes`) and the distance sums of closeness and
-harmonic centrality (:func:`distance_sums`).
+harmonic centrality (:func:`distance_sums`); and HITS' power iteration
+(:func:`hits_solve`).
 
-Each of ``T`` lanes (a ``prange`` over the first axis of the output) owns its scratch
-arrays (distances, path counts, dependencies, the visit order, a heap) and its row of the
-output, and takes the sources ``sources[t::T]``: no atomics, and the rows are summed in
-lane order afterwards (the result does not depend on which thread ran which lane). A
-search is a breadth-first search on an unweighted run and Dijkstra's algorithm with an
-indexed binary heap (O(N) scratch, decrease-key) on a weighted one; both keep the vertices
-in the order they were settled, which the dependency pass walks backwards, reading each
-vertex's out-edges to its successors on shortest paths (no predecessor lists).
+Each of the ``T`` threads owns its scratch arrays (distances, path counts, dependencies,
+the visit order, a heap: row ``t`` of (T, N) arrays) and its row of the output; the
+sources are handed out one at a time (a ``prange`` run with
+``numba.set_parallel_chunksize(1)``), so a thread that a busy machine deschedules holds up
+no other. No atomics; the rows are summed afterwards, so a value's last bits depend on
+which thread summed which sources (unweighted distance sums are exact). A search is a
+breadth-first search on an unweighted run and Dijkstra's algorithm with an indexed binary
+heap (O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the order
+they were settled, which the dependency pass walks backwards, reading each vertex's
+out-edges to its successors on shortest paths (no predecessor lists).
 """
 
 from __future__ import annotations
@@ -133,76 +136,97 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc):
     shortest paths of sigma(v) / sigma(w) * (1 + delta_s(w))`` (Brandes 2001), plus 1 with
     ``endpoints`` (``v`` as a path's end), and ``s`` gets the number of other vertices it
     reaches with ``endpoints`` (networkx's ``_accumulate_endpoints``). ``weight`` float32
-    (E,), read when ``weighted`` (positive weights). Returns the edges read, int64 (T,)."""
+    (E,), read when ``weighted`` (positive weights). Each thread adds into its row; call
+    it with ``numba.set_parallel_chunksize(1)`` so that the sources are handed out one at
+    a time (a thread descheduled by a busy machine holds up no other). Returns the edges
+    read, int64 (T,)."""
     lanes, n = acc.shape
     read = np.zeros(lanes, np.int64)
-    for t in numba.prange(lanes):
-        dist = np.full(n, np.inf)
-        sigma = np.zeros(n)
-        delta = np.zeros(n)
-        order = np.empty(n, np.int64)
-        heap = np.empty(n, np.int64)
-        hpos = np.full(n, -1, np.int64)
-        row = acc[t]
-        scanned = 0
-        for i in range(t, sources.shape[0], lanes):
-            s = sources[i]
-            count = _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap,
-                            hpos, True)
-            for j in range(count - 1, -1, -1):
-                v = order[j]
-                dv = dist[v]
-                sv = sigma[v]
-                d = 0.0
-                for e in range(indptr[v], indptr[v + 1]):
-                    w = indices[e]
-                    step = np.float64(weight[e]) if weighted else 1.0
-                    if dist[w] == dv + step:
-                        d += sv * ((1.0 + delta[w]) / sigma[w])
-                delta[v] = d
-                if v != s:
-                    row[v] += d + 1.0 if endpoints else d
-            if endpoints:
-                row[s] += count - 1
-            for j in range(count):
-                v = order[j]
-                scanned += indptr[v + 1] - indptr[v]
-            _reset(order, count, dist, sigma, delta, hpos)
-        read[t] = 2 * scanned
+    dist = np.full((lanes, n), np.inf)
+    sigma = np.zeros((lanes, n))
+    delta = np.zeros((lanes, n))
+    order = np.empty((lanes, n), np.int64)
+    heap = np.empty((lanes, n), np.int64)
+    hpos = np.full((lanes, n), -1, np.int64)
+    for i in numba.prange(sources.shape[0]):
+        t = numba.get_thread_id()
+        s = sources[i]
+        read[t] += _dependencies(indptr, indices, weight, weighted, s, endpoints, dist[t],
+                                 sigma[t], delta[t], order[t], heap[t], hpos[t], acc[t])
     return read
+
+
+@numba.njit(inline="always")
+def _dependencies(indptr, indices, weight, weighted, s, endpoints, dist, sigma, delta,
+                  order, heap, hpos, row):
+    """One source's search and dependency pass (see :func:`brandes`), added into ``row``;
+    the scratch arrays are left as they were found. Returns the edges read."""
+    count = _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos,
+                    True)
+    for j in range(count - 1, -1, -1):
+        v = order[j]
+        dv = dist[v]
+        sv = sigma[v]
+        d = 0.0
+        for e in range(indptr[v], indptr[v + 1]):
+            w = indices[e]
+            step = np.float64(weight[e]) if weighted else 1.0
+            if dist[w] == dv + step:
+                d += sv * ((1.0 + delta[w]) / sigma[w])
+        delta[v] = d
+        if v != s:
+            row[v] += d + 1.0 if endpoints else d
+    if endpoints:
+        row[s] += count - 1
+    scanned = 0
+    for j in range(count):
+        v = order[j]
+        scanned += indptr[v + 1] - indptr[v]
+    _reset(order, count, dist, sigma, delta, hpos)
+    return 2 * scanned
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def distance_sums(indptr, indices, weight, weighted, sources, total, reached, harmonic):
     """For every source ``s`` and every vertex ``v != s`` it reaches at distance ``d``:
     ``total[t, v] += d``, ``reached[t, v] += 1``, ``harmonic[t, v] += 1 / d`` (float64,
-    int64, float64 (T, N)). Returns the edges read, int64 (T,)."""
+    int64, float64 (T, N)), ``t`` the thread that took ``s`` (one source at a time, as
+    :func:`brandes`). Returns the edges read, int64 (T,)."""
     lanes, n = total.shape
     read = np.zeros(lanes, np.int64)
-    for t in numba.prange(lanes):
-        dist = np.full(n, np.inf)
-        sigma = np.zeros(0)
-        order = np.empty(n, np.int64)
-        heap = np.empty(n, np.int64)
-        hpos = np.full(n, -1, np.int64)
-        scanned = 0
-        for i in range(t, sources.shape[0], lanes):
-            s = sources[i]
-            count = _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap,
-                            hpos, False)
-            for j in range(1, count):
-                v = order[j]
-                d = dist[v]
-                total[t, v] += d
-                reached[t, v] += 1
-                harmonic[t, v] += 1.0 / d
-            for j in range(count):
-                v = order[j]
-                scanned += indptr[v + 1] - indptr[v]
-                dist[v] = np.inf
-                hpos[v] = -1
-        read[t] = scanned
+    dist = np.full((lanes, n), np.inf)
+    sigma = np.zeros((lanes, 0))
+    order = np.empty((lanes, n), np.int64)
+    heap = np.empty((lanes, n), np.int64)
+    hpos = np.full((lanes, n), -1, np.int64)
+    for i in numba.prange(sources.shape[0]):
+        t = numba.get_thread_id()
+        read[t] += _distances(indptr, indices, weight, weighted, sources[i], dist[t],
+                              sigma[t], order[t], heap[t], hpos[t], total[t], reached[t],
+                              harmonic[t])
     return read
+
+
+@numba.njit(inline="always")
+def _distances(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos, total,
+               reached, harmonic):
+    """One source's search, its distances added into the rows (see
+    :func:`distance_sums`). Returns the edges read."""
+    count = _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos,
+                    False)
+    for j in range(1, count):
+        v = order[j]
+        d = dist[v]
+        total[v] += d
+        reached[v] += 1
+        harmonic[v] += 1.0 / d
+    scanned = 0
+    for j in range(count):
+        v = order[j]
+        scanned += indptr[v + 1] - indptr[v]
+        dist[v] = np.inf
+        hpos[v] = -1
+    return scanned
 
 
 @numba.njit(inline="always")

@@ -106,7 +106,9 @@ class RunStats:
         What ran: ``supersteps`` (the BSP loop), ``async`` (a work list), or the
         whole-graph algorithm a program declared
         (:meth:`~graphsys.bsp.program.VertexProgram.solve_in_memory`:
-        ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``).
+        ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``,
+        ``pivot-tarjan``, ``bucket-peel``, ``fused-hits``, ``brandes``,
+        ``parallel-searches``, ``louvain``, ``leiden``, ``semi-synchronous``).
     supersteps : list of SuperstepStats
         One record per superstep, in order.
     weighted : bool

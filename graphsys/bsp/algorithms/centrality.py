@@ -33,7 +33,7 @@ INF = float("inf")
 #: a few float64 (N, SOURCES_PER_PASS) arrays
 SOURCES_PER_PASS = 16
 #: Sources per numba call in memory (times the thread count): the progress granularity
-SOURCES_PER_CALL = 8
+SOURCES_PER_CALL = 32
 
 
 def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
@@ -148,7 +148,11 @@ class _SourceSearches(VertexProgram):
             for i, lo in enumerate(range(0, len(self.sources), chunk)):
                 srcs = self.sources[lo:lo + chunk]
                 t0 = time.perf_counter()
-                read = kernel(indptr, idx, w, self.uses_weights, srcs, *outputs)
+                chunk_size = numba.set_parallel_chunksize(1)  # one source at a time
+                try:
+                    read = kernel(indptr, idx, w, self.uses_weights, srcs, *outputs)
+                finally:
+                    numba.set_parallel_chunksize(chunk_size)
                 ss = SuperstepStats(superstep=i, active=len(srcs), direction=desc,
                                     edges_scanned=int(read.sum()), fused=True)
                 ss.seconds["edges"] = time.perf_counter() - t0
