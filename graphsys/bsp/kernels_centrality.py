@@ -3,15 +3,15 @@ sources: Brandes' betweenness (:func:`brandes`) and the distance sums of closene
 harmonic centrality (:func:`distance_sums`); and HITS' power iteration
 (:func:`hits_solve`).
 
-Each of the ``T`` threads owns its scratch arrays (distances, path counts, dependencies,
-the visit order, a heap: row ``t`` of (T, N) arrays) and its row of the output; the
-sources are handed out one at a time (a ``prange`` run with
-``numba.set_parallel_chunksize(1)``), so a thread that a busy machine deschedules holds up
-no other. No atomics; the rows are summed afterwards, so a value's last bits depend on
-which thread summed which sources (unweighted distance sums are exact). A search is a
-breadth-first search on an unweighted run and Dijkstra's algorithm with an indexed binary
-heap (O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the order
-they were settled, which the dependency pass walks backwards, reading each vertex's
+Each of the ``T`` threads owns its scratch arrays (int32 levels, or float64 distances and
+a heap when weighted; path counts, dependencies, the visit order: row ``t`` of (T, N)
+arrays) and its row of the output; the sources are handed out one at a time (a ``prange``
+run with ``numba.set_parallel_chunksize(1)``), so a thread that a busy machine deschedules
+holds up no other. No atomics; the rows are summed afterwards, so a value's last bits
+depend on which thread summed which sources (unweighted distance sums are exact). A search
+is a breadth-first search on an unweighted run and Dijkstra's algorithm with an indexed
+binary heap (O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the
+order they were settled, which the dependency pass walks backwards, reading each vertex's
 out-edges to its successors on shortest paths (no predecessor lists).
 """
 
@@ -142,38 +142,92 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc):
     read, int64 (T,)."""
     lanes, n = acc.shape
     read = np.zeros(lanes, np.int64)
-    dist = np.full((lanes, n), np.inf)
     sigma = np.zeros((lanes, n))
-    delta = np.zeros((lanes, n))
+    coef = np.zeros((lanes, n))
     order = np.empty((lanes, n), np.int64)
-    heap = np.empty((lanes, n), np.int64)
-    hpos = np.full((lanes, n), -1, np.int64)
-    for i in numba.prange(sources.shape[0]):
-        t = numba.get_thread_id()
-        s = sources[i]
-        read[t] += _dependencies(indptr, indices, weight, weighted, s, endpoints, dist[t],
-                                 sigma[t], delta[t], order[t], heap[t], hpos[t], acc[t])
+    if weighted:
+        dist = np.full((lanes, n), np.inf)
+        heap = np.empty((lanes, n), np.int64)
+        hpos = np.full((lanes, n), -1, np.int64)
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
+                                     sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
+    else:
+        level = np.full((lanes, n), -1, np.int32)
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _dependencies_hops(indptr, indices, sources[i], endpoints, level[t],
+                                          sigma[t], coef[t], order[t], acc[t])
     return read
 
 
 @numba.njit(inline="always")
-def _dependencies(indptr, indices, weight, weighted, s, endpoints, dist, sigma, delta,
-                  order, heap, hpos, row):
-    """One source's search and dependency pass (see :func:`brandes`), added into ``row``;
-    the scratch arrays are left as they were found. Returns the edges read."""
-    count = _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos,
-                    True)
+def _dependencies_hops(indptr, indices, s, endpoints, level, sigma, coef, order, row):
+    """One source's breadth-first search (int32 levels, -1 unreached; path counts) and its
+    dependency pass (see :func:`brandes`), added into ``row``. A vertex done keeps
+    ``coef = (1 + delta) / sigma``, so a predecessor sums its successors' coefficients and
+    multiplies once. Scratch left as found. Returns the edges read."""
+    level[s] = 0
+    sigma[s] = 1.0
+    order[0] = s
+    head, tail = 0, 1
+    while head < tail:
+        u = order[head]
+        head += 1
+        nxt = level[u] + 1
+        su = sigma[u]
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            lv = level[v]
+            if lv < 0:
+                level[v] = nxt
+                order[tail] = v
+                tail += 1
+                sigma[v] = su
+            elif lv == nxt:
+                sigma[v] += su
+    scanned = 0
+    for j in range(tail - 1, -1, -1):
+        v = order[j]
+        nxt = level[v] + 1
+        c = 0.0
+        for e in range(indptr[v], indptr[v + 1]):
+            w = indices[e]
+            if level[w] == nxt:
+                c += coef[w]
+        scanned += indptr[v + 1] - indptr[v]
+        d = sigma[v] * c
+        coef[v] = (1.0 + d) / sigma[v]
+        if v != s:
+            row[v] += d + 1.0 if endpoints else d
+    if endpoints:
+        row[s] += tail - 1
+    for j in range(tail):
+        v = order[j]
+        level[v] = -1
+        sigma[v] = 0.0
+        coef[v] = 0.0
+    return 2 * scanned
+
+
+@numba.njit(inline="always")
+def _dependencies(indptr, indices, weight, s, endpoints, dist, sigma, coef, order, heap,
+                  hpos, row):
+    """One source's Dijkstra search and dependency pass (see :func:`brandes`), added into
+    ``row``; ``coef`` as in :func:`_dependencies_hops`. Scratch left as found. Returns the
+    edges read."""
+    count = _search(indptr, indices, weight, True, s, dist, sigma, order, heap, hpos, True)
     for j in range(count - 1, -1, -1):
         v = order[j]
         dv = dist[v]
-        sv = sigma[v]
-        d = 0.0
+        c = 0.0
         for e in range(indptr[v], indptr[v + 1]):
             w = indices[e]
-            step = np.float64(weight[e]) if weighted else 1.0
-            if dist[w] == dv + step:
-                d += sv * ((1.0 + delta[w]) / sigma[w])
-        delta[v] = d
+            if dist[w] == dv + np.float64(weight[e]):
+                c += coef[w]
+        d = sigma[v] * c
+        coef[v] = (1.0 + d) / sigma[v]
         if v != s:
             row[v] += d + 1.0 if endpoints else d
     if endpoints:
@@ -182,7 +236,7 @@ def _dependencies(indptr, indices, weight, weighted, s, endpoints, dist, sigma, 
     for j in range(count):
         v = order[j]
         scanned += indptr[v + 1] - indptr[v]
-    _reset(order, count, dist, sigma, delta, hpos)
+    _reset(order, count, dist, sigma, coef, hpos)
     return 2 * scanned
 
 
@@ -194,26 +248,63 @@ def distance_sums(indptr, indices, weight, weighted, sources, total, reached, ha
     :func:`brandes`). Returns the edges read, int64 (T,)."""
     lanes, n = total.shape
     read = np.zeros(lanes, np.int64)
-    dist = np.full((lanes, n), np.inf)
-    sigma = np.zeros((lanes, 0))
     order = np.empty((lanes, n), np.int64)
-    heap = np.empty((lanes, n), np.int64)
-    hpos = np.full((lanes, n), -1, np.int64)
-    for i in numba.prange(sources.shape[0]):
-        t = numba.get_thread_id()
-        read[t] += _distances(indptr, indices, weight, weighted, sources[i], dist[t],
-                              sigma[t], order[t], heap[t], hpos[t], total[t], reached[t],
-                              harmonic[t])
+    if weighted:
+        dist = np.full((lanes, n), np.inf)
+        sigma = np.zeros((lanes, 0))
+        heap = np.empty((lanes, n), np.int64)
+        hpos = np.full((lanes, n), -1, np.int64)
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _distances(indptr, indices, weight, sources[i], dist[t], sigma[t],
+                                  order[t], heap[t], hpos[t], total[t], reached[t],
+                                  harmonic[t])
+    else:
+        level = np.full((lanes, n), -1, np.int32)
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _hops(indptr, indices, sources[i], level[t], order[t], total[t],
+                             reached[t], harmonic[t])
     return read
 
 
 @numba.njit(inline="always")
-def _distances(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos, total,
-               reached, harmonic):
-    """One source's search, its distances added into the rows (see
+def _hops(indptr, indices, s, level, order, total, reached, harmonic):
+    """One source's breadth-first search (int32 levels, -1 unreached), its hop counts added
+    into the rows (see :func:`distance_sums`); levels left as found. Returns the edges
+    read."""
+    level[s] = 0
+    order[0] = s
+    head, tail = 0, 1
+    scanned = 0
+    while head < tail:
+        u = order[head]
+        head += 1
+        nxt = level[u] + 1
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            if level[v] < 0:
+                level[v] = nxt
+                order[tail] = v
+                tail += 1
+        scanned += indptr[u + 1] - indptr[u]
+    for j in range(1, tail):
+        v = order[j]
+        d = np.float64(level[v])
+        total[v] += d
+        reached[v] += 1
+        harmonic[v] += 1.0 / d
+    for j in range(tail):
+        level[order[j]] = -1
+    return scanned
+
+
+@numba.njit(inline="always")
+def _distances(indptr, indices, weight, s, dist, sigma, order, heap, hpos, total, reached,
+               harmonic):
+    """One source's Dijkstra search, its distances added into the rows (see
     :func:`distance_sums`). Returns the edges read."""
-    count = _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos,
-                    False)
+    count = _search(indptr, indices, weight, True, s, dist, sigma, order, heap, hpos, False)
     for j in range(1, count):
         v = order[j]
         d = dist[v]
