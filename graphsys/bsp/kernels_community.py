@@ -85,7 +85,8 @@ def _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout, kin, tout, tin, gamma_
 
 
 @numba.njit(cache=True, nogil=True)
-def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps):
+def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps,
+               boundary_only=False):
     """Louvain's local moving: sweeps over the nodes in ``order``, each node moving to the
     neighbouring community of largest modularity gain (staying unless another gains
     strictly more), until a sweep moves no node, gains at most ``tol`` in modularity, or
@@ -93,13 +94,23 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
     their community or into another one since their last visit (all of them the first
     time): the others would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
     Leiden's rule: a move leaves alone the neighbours in the community moved into).
-    ``comm`` int64 (n,) updated in place. Returns (moves, sweeps, modularity gained, nodes
-    visited)."""
+    ``comm`` int64 (n,) updated in place. ``boundary_only``: the first sweep visits only
+    the nodes with a neighbour in another community (a node whose neighbours all share its
+    community has no other community to move to). Returns (moves, sweeps, modularity
+    gained, nodes visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
     nw = np.zeros(n)
     touched = np.empty(n + 1, np.int64)
     stale = np.ones(n, np.uint8)
+    if boundary_only:
+        for v in range(n):
+            stale[v] = 0
+            cv = comm[v]
+            for e in range(sptr[v], sptr[v + 1]):
+                if comm[sidx[e]] != cv:
+                    stale[v] = 1
+                    break
     gamma_m = gamma / m
     moves = 0
     visits = 0

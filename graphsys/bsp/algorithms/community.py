@@ -131,7 +131,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         level, comm = levels[i]
         part = part[comm]
         moves, _, _, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m, gamma,
-                                       part, rng.permutation(level.n), threshold, MAX_SWEEPS)
+                                       part, rng.permutation(level.n), threshold, MAX_SWEEPS,
+                                       True)
         records[i]["refined"] = int(moves)
         kc.relabel(part, part)
     return part, records
