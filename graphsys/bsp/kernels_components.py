@@ -178,9 +178,11 @@ def _peel(ptr, idx, v, dv, deg, pos, vert, bins):
 @numba.njit(cache=True, nogil=True)
 def core_numbers(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core):
     """Batagelj-Zaversnik's O(m) bucket-queue peeling: ``core`` int64 (N,) written with
-    every vertex's core number. ``deg`` int64 (N,) (consumed): the degree each vertex starts
-    with (self-loops left out: the kernel skips entries ``v -> v``); neighbours are the
-    out-list, plus the in-list when ``two_ways``. Returns the edges read."""
+    every vertex's core number. ``deg`` int32 or int64 (N,) (consumed): the degree each
+    vertex starts with (self-loops left out: the kernel skips entries ``v -> v``);
+    neighbours are the out-list, plus the in-list when ``two_ways``. The bucket arrays take
+    ``deg``'s dtype (int32 halves the random accesses' cache footprint). Returns the edges
+    read."""
     n = deg.shape[0]
     if n == 0:
         return 0
@@ -188,7 +190,7 @@ def core_numbers(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core):
     for v in range(n):
         if deg[v] > top:
             top = deg[v]
-    bins = np.zeros(top + 2, np.int64)
+    bins = np.zeros(top + 2, deg.dtype)
     for v in range(n):
         bins[deg[v]] += 1
     start = 0
@@ -196,8 +198,8 @@ def core_numbers(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core):
         count = bins[d]
         bins[d] = start
         start += count
-    pos = np.empty(n, np.int64)
-    vert = np.empty(n, np.int64)
+    pos = np.empty(n, deg.dtype)
+    vert = np.empty(n, deg.dtype)
     for v in range(n):
         pos[v] = bins[deg[v]]
         vert[pos[v]] = v

@@ -99,6 +99,8 @@ class KCore(VertexProgram):
             self.loops = np.zeros(ctx.num_nodes, np.int64)
             loop_counts(*out, self.loops)
         deg = np.diff(out[0]) + (np.diff(into[0]) if two else 0) - self._loops(0, ctx.num_nodes)
+        if ctx.num_nodes < 2**31 and (len(deg) == 0 or deg.max() < 2**31):
+            deg = deg.astype(np.int32)
         core = np.empty(ctx.num_nodes, np.int64)
         read = core_numbers(*out, *into, two, deg, core)
         host_array(state["core"])[:] = core
