@@ -73,8 +73,20 @@ class ConvergenceWarning(UserWarning):
 
     Examples
     --------
-    >>> import warnings
+    >>> import tempfile, warnings, numpy as np, graphsys
+    >>> from graphsys import bsp
     >>> from graphsys.errors import ConvergenceWarning
-    >>> warnings.simplefilter("error", ConvergenceWarning)  # make it an error
-    >>> warnings.resetwarnings()
+    >>> g = graphsys.from_numpy(np.array([1, 1, 2, 3]), np.array([2, 3, 3, 1]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always", ConvergenceWarning)
+    ...     result = bsp.pagerank(g, tol=1e-15, max_iters=2)
+    >>> result.stats.converged, caught[0].category.__name__
+    (False, 'ConvergenceWarning')
+    >>> with warnings.catch_warnings():  # an unconverged run as an error
+    ...     warnings.simplefilter("error", ConvergenceWarning)
+    ...     bsp.pagerank(g, tol=1e-15, max_iters=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ConvergenceWarning: pagerank did not converge within 2 supersteps ...
     """
