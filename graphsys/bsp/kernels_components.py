@@ -1,6 +1,7 @@
 """Numba kernels of the whole-graph component and peeling methods (in memory, CPU):
-strongly connected components (:func:`scc_tarjan`, :func:`reach`), the k-core bucket queue
-(:func:`core_numbers`), the greedy colouring (:func:`greedy_coloring`) and semi-synchronous
+strongly connected components (:func:`scc_pivot`, :func:`scc_tarjan`, :func:`reach`), k-core
+peeling (:func:`core_numbers`: the bucket queue; :func:`core_levels`: level by level), the
+greedy colouring (:func:`greedy_coloring`) and semi-synchronous
 label propagation (:func:`lpa_semi_sync`).
 
 Every kernel reads an adjacency as (``indptr`` int64 (N+1,), ``indices`` int32/int64 (E,));
@@ -332,3 +333,74 @@ def lpa_semi_sync(out_ptr, out_idx, in_ptr, in_idx, two_ways, color, ncolors, la
         if changed == 0:
             return r + 1
     return max_rounds
+
+
+@numba.njit(inline="always")
+def _drop(ptr, idx, v, k, deg, done, queue, tail):
+    """Lower the degree of ``v``'s neighbours not yet removed; queue those that fall to
+    ``k``. Returns the new queue tail."""
+    for e in range(ptr[v], ptr[v + 1]):
+        u = idx[e]
+        if done[u]:
+            continue
+        d = deg[u] - 1
+        deg[u] = d
+        if d <= k:
+            done[u] = 1
+            queue[tail] = u
+            tail += 1
+    return tail
+
+
+@numba.njit(cache=True, nogil=True)
+def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core):
+    """Core numbers by peeling level by level (the order of Kabir and Madduri's PKC, run
+    on one thread): for k = 0, 1, ..., remove every vertex of degree at most k, and those
+    whose degree falls to k as their neighbours go, with core number k. Per edge one
+    read-modify-write of ``deg`` and a test of ``done`` (BZ's bucket queue touches four
+    arrays); the vertices left are compacted after each level, which also gives the next
+    level (their smallest degree). ``deg`` int32/int64 (N,) consumed (self-loops left
+    out; entries ``v -> v`` are skipped since ``v`` is removed first); ``core`` int64 (N,)
+    written. Returns the edges read."""
+    n = deg.shape[0]
+    done = np.zeros(n, np.uint8)
+    left = np.arange(n)
+    queue = np.empty(n, np.int64)
+    nleft = n
+    read = 0
+    k = 0
+    if n:
+        k = deg[0]
+        for v in range(n):
+            if deg[v] < k:
+                k = deg[v]
+    while nleft > 0:
+        tail = 0
+        for i in range(nleft):
+            v = left[i]
+            if not done[v] and deg[v] <= k:
+                done[v] = 1
+                queue[tail] = v
+                tail += 1
+        head = 0
+        while head < tail:
+            v = queue[head]
+            head += 1
+            core[v] = k
+            tail = _drop(out_ptr, out_idx, v, k, deg, done, queue, tail)
+            read += out_ptr[v + 1] - out_ptr[v]
+            if two_ways:
+                tail = _drop(in_ptr, in_idx, v, k, deg, done, queue, tail)
+                read += in_ptr[v + 1] - in_ptr[v]
+        kept = 0
+        low = -1
+        for i in range(nleft):
+            v = left[i]
+            if not done[v]:
+                left[kept] = v
+                kept += 1
+                if low < 0 or deg[v] < low:
+                    low = deg[v]
+        nleft = kept
+        k = max(k + 1, low)
+    return read

@@ -14,7 +14,7 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.kernels_components import core_numbers, loop_counts
+from graphsys.bsp.kernels_components import core_levels, core_numbers, loop_counts
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -22,6 +22,12 @@ from graphsys.errors import GraphsysError, ParameterError
 
 #: How :func:`kcore` treats self-loops
 SELF_LOOPS = ("ignore", "refuse")
+#: In memory, peel level by level (:func:`~graphsys.bsp.kernels_components.core_levels`)
+#: where the neighbour entries per vertex exceed this, else with Batagelj and Zaversnik's
+#: bucket queue (:func:`~graphsys.bsp.kernels_components.core_numbers`): the levels touch
+#: two arrays per edge, the bucket queue four, but rescan the vertices left per level,
+#: which costs more than it saves on sparse graphs (road networks)
+LEVELS_MIN_DEGREE = 4
 
 
 class KCore(VertexProgram):
@@ -86,9 +92,13 @@ class KCore(VertexProgram):
         return state["core"]
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
-        """``schedule="auto"``: Batagelj and Zaversnik's bucket-queue peeling
-        (:func:`~graphsys.bsp.kernels_components.core_numbers`), O(N + E) in one numba call,
-        recorded as one superstep; the same core numbers. ``max_iters`` not applied."""
+        """``schedule="auto"``: peeling in one numba call, level by level on graphs with
+        more than :data:`LEVELS_MIN_DEGREE` neighbour entries per vertex
+        (:func:`~graphsys.bsp.kernels_components.core_levels`), else Batagelj and
+        Zaversnik's O(N + E) bucket queue
+        (:func:`~graphsys.bsp.kernels_components.core_numbers`); recorded as one superstep
+        (``stats.method``: ``level-peel`` or ``bucket-peel``), the same core numbers.
+        ``max_iters`` not applied."""
         if schedule != "auto":
             return None
         two = self.direction == "both"
@@ -102,12 +112,16 @@ class KCore(VertexProgram):
         if ctx.num_nodes < 2**31 and (len(deg) == 0 or deg.max() < 2**31):
             deg = deg.astype(np.int32)
         core = np.empty(ctx.num_nodes, np.int64)
-        read = core_numbers(*out, *into, two, deg, core)
+        entries = int(out[0][-1]) + (int(into[0][-1]) if two else 0)
+        if entries > LEVELS_MIN_DEGREE * ctx.num_nodes:
+            method, read = "level-peel", core_levels(*out, *into, two, deg, core)
+        else:
+            method, read = "bucket-peel", core_numbers(*out, *into, two, deg, core)
         host_array(state["core"])[:] = core
-        ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction="bucket-peel",
+        ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
         ss.seconds["edges"] = time.perf_counter() - t0
-        return Solved("bucket-peel", [ss], 0)
+        return Solved(method, [ss], 0)
 
 
 @document_options()
@@ -119,8 +133,10 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     """Core number of every node (the largest ``k`` of a k-core containing it).
 
     The values of networkx's :func:`networkx.core_number` (the decomposition of [1]_).
-    In memory on CPU the default schedule runs Batagelj and Zaversnik's bucket-queue
-    peeling in one numba call, O(N + E); otherwise peeling in supersteps: every node of
+    In memory on CPU the default schedule peels in one numba call: Batagelj and
+    Zaversnik's O(N + E) bucket queue on sparse graphs, level by level (every vertex of
+    degree at most ``k`` and those that fall to it, then ``k + 1``) on denser ones;
+    otherwise peeling in supersteps: every node of
     degree at most ``k`` is removed at once and its neighbours' degrees drop; when a
     superstep removes nothing, ``k`` rises to the smallest remaining degree (a global min
     aggregator). Degree is in + out on a directed edge set (networkx's convention), the
@@ -140,9 +156,9 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     max_iters : int, optional
         Most supersteps (default 4N + 4: every superstep removes a node or raises ``k``).
     schedule : {"auto", "sync"}, default "auto"
-        ``auto``: in memory on CPU, the bucket-queue peeling (recorded as one superstep,
-        ``result.stats.method`` ``"bucket-peel"``), else ``sync``; ``sync``: BSP
-        supersteps.
+        ``auto``: in memory on CPU, the peeling in numba (recorded as one superstep,
+        ``result.stats.method`` ``"bucket-peel"`` or ``"level-peel"``), else ``sync``;
+        ``sync``: BSP supersteps.
     %(engine_options)s
 
     Returns
