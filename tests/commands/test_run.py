@@ -229,7 +229,7 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
 
     import graphsys
     from graphsys.bsp import engine
-    from graphsys.storage import graph as graph_module
+    from graphsys.storage import edges as edges_module
     from graphsys.storage.adjacency_index import build_index
 
     g = tmp_path / "g"
@@ -240,7 +240,7 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
     reads: list[tuple[int, int]] = []
     opens: list[object] = []
     at_superstep_0: list[int] = []
-    batches, open_graph, loop = (graph_module.Bucket.batches, graphsys.open_graph,
+    batches, open_graph, loop = (edges_module.Bucket.batches, graphsys.open_graph,
                                  engine._Supersteps.run)
 
     def counting_batches(self):
@@ -255,7 +255,7 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
         at_superstep_0.append(len(reads))
         return loop(self, *args, **kwargs)
 
-    monkeypatch.setattr(graph_module.Bucket, "batches", counting_batches)
+    monkeypatch.setattr(edges_module.Bucket, "batches", counting_batches)
     monkeypatch.setattr(graphsys, "open_graph", counting_open)
     monkeypatch.setattr(engine._Supersteps, "run", first_superstep)
     solve = engine.solve_in_memory

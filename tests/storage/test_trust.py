@@ -312,6 +312,7 @@ def test_node_column_with_nulls_is_refused(tmp_path):
     """A node partition whose label or feature column holds nulls (graphsys writes none; a
     fuzzed validity buffer made pyarrow raise deep in a reader) is refused naming the file."""
     from graphsys.storage.ingest import NodeSource
+    from graphsys.storage.node_reads import node_table
     from graphsys.storage.structure import check_node_table
 
     n = 12
@@ -322,7 +323,7 @@ def test_node_column_with_nulls_is_refused(tmp_path):
     ingest([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(num_partitions=1),
            nodes=[NodeSource(nodes)])
     g = open_graph(tmp_path / "g")
-    table = g._node_table("node", 0)
+    table = node_table(g, "node", 0)
     labels = table.column("label").to_pylist()
     bad = table.set_column(table.column_names.index("label"), "label",
                            pa.array([None] + labels[1:], pa.int64()))

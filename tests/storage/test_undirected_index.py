@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from graphsys import open_graph
 from graphsys.cli import main
 from graphsys.errors import FormatError
-from graphsys.storage import adjacency_index
+from graphsys.storage import adjacency_index, csr
 from graphsys.storage.adjacency_index import build_index, min_build_memory
 from graphsys.storage.column_file import data_offset
 from graphsys.storage.format import index_file
@@ -122,7 +122,7 @@ def test_corrupted_sym_index_refused(tmp_path):
         verify_graph(path)  # the sha256 differs
     # the structural check alone (hashes not consulted) refuses it too
     with pytest.raises(FormatError, match=f"{f}: row 0 is not sorted and deduplicated"):
-        adjacency_index.map_index(open_graph(path), "default", "sym")
+        csr.map_index(open_graph(path), "default", "sym")
 
 
 def test_sym_index_of_two_entity_types_over_global_ids(tmp_path):
