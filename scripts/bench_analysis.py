@@ -96,7 +96,7 @@ print(json.dumps({"degrees_seconds": t_deg, "static_simt": static,
 
 def build(work: Path, edges: int, nodes: int) -> Path:
     from graphsys.generators import rmat_edges, write_edges
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     graph = work / "graph"
     if (graph / "manifest.json").is_file():
@@ -104,7 +104,7 @@ def build(work: Path, edges: int, nodes: int) -> Path:
     f = work / f"rmat{edges}.parquet"
     if not f.exists():
         write_edges(rmat_edges(nodes, edges, seed=1), f)
-    ingest([EdgeSource([f])], graph, IngestOptions(num_partitions=8, seed=1))
+    ingest_sources([EdgeSource([f])], graph, IngestOptions(num_partitions=8, seed=1))
     return graph
 
 

@@ -97,7 +97,7 @@ def rmat_chunks(num_nodes: int, num_edges: int, seed: int):
 
 
 def build_rmat(work: Path, num_edges: int, num_nodes: int, partitions: int) -> tuple[Path, dict]:
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     out = work / f"rmat-{num_edges}"
     if (out / "manifest.json").exists():
@@ -114,19 +114,19 @@ def build_rmat(work: Path, num_edges: int, num_nodes: int, partitions: int) -> t
             if written >= num_edges:
                 break
     t1 = time.perf_counter()
-    ingest([EdgeSource([pqf])], out, IngestOptions(num_partitions=partitions))
+    ingest_sources([EdgeSource([pqf])], out, IngestOptions(num_partitions=partitions))
     pqf.unlink()
     return out, {"generate_s": round(t1 - t0, 1), "ingest_s": round(time.perf_counter() - t1, 1)}
 
 
 def build_road(work: Path, mirror: Path) -> Path:
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     out = work / "luxembourg-osm"
     if not (out / "manifest.json").exists():
-        ingest([EdgeSource([mirror / "luxembourg-osm" / "luxembourg_osm.txt.gz"],
-                           delimiter=" ")], out,
-               IngestOptions(num_partitions=4, undirected=True))
+        ingest_sources([EdgeSource([mirror / "luxembourg-osm" / "luxembourg_osm.txt.gz"],
+                                   delimiter=" ")], out,
+                       IngestOptions(num_partitions=4, undirected=True))
     return out
 
 

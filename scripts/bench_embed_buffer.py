@@ -285,7 +285,7 @@ def build_graph(work: Path, edges: int, nodes: int, seed: int, partitions: int,
                 memory_limit: int) -> tuple[Path, dict]:
     """Generate + ingest the R-MAT graph once; reuse it when its manifest is there."""
     from graphsys.generators import rmat_edges, write_edges
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     graph = work / f"graph-rmat-{edges}-{nodes}-s{seed}-p{partitions}"
     info_file = graph.with_name(graph.name + ".build.json")
@@ -298,8 +298,8 @@ def build_graph(work: Path, edges: int, nodes: int, seed: int, partitions: int,
     write_edges(rmat_edges(nodes, edges, seed=seed), pq, overwrite=True)
     t1 = time.perf_counter()
     log(f"generated in {t1 - t0:.1f} s; ingesting into {partitions} partitions")
-    ingest([EdgeSource([pq])], graph,
-           IngestOptions(num_partitions=partitions, seed=seed, memory_limit=memory_limit))
+    ingest_sources([EdgeSource([pq])], graph,
+                   IngestOptions(num_partitions=partitions, seed=seed, memory_limit=memory_limit))
     t2 = time.perf_counter()
     pq.unlink()
     info = {"generate_seconds": round(t1 - t0, 1), "ingest_seconds": round(t2 - t1, 1)}

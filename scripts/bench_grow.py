@@ -100,7 +100,7 @@ def main() -> None:
     from graphsys.datasets.registry import get_dataset
     from graphsys.storage.append import append_edges
     from graphsys.storage.format import RelationType
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     work = args.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -137,7 +137,7 @@ def main() -> None:
     for d in (grown, full, ck_old, ck_inc, ck_ft, ck_full):  # leftovers of an earlier run
         if d.exists():
             shutil.rmtree(d)
-    ingest([source("old", "train")], grown, opts)
+    ingest_sources([source("old", "train")], grown, opts)
     res["old"] = _timed_train(_config(args, args.epochs), grown, "train", ck_old)
     t0 = time.perf_counter()
     rep = append_edges(grown, [source("grow", "grow")], opts)
@@ -151,8 +151,8 @@ def main() -> None:
         res["fine_tune"] = _timed_train(
             _config(args, args.inc_epochs, [f"init_from=\"{ck_old}\""]), grown, "grow", ck_ft)
         res["fine_tune"].update(_metrics(ck_ft, grown))
-    ingest([source("all", "train"), source("test_new", "test_new"),
-            source("test_old", "test_old")], full, opts)
+    ingest_sources([source("all", "train"), source("test_new", "test_new"),
+                    source("test_old", "test_old")], full, opts)
     res["retrain"] = _timed_train(_config(args, args.epochs), full, "train", ck_full)
     res["retrain"].update(_metrics(ck_full, full))
     res["mrr_ratio_new"] = round(res["incremental"]["test_new"]["mrr"]

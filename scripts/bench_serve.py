@@ -75,7 +75,7 @@ def _timed(fn, queries, single_n: int) -> dict[str, float]:
 def fb15k(work: Path, args) -> dict:
     from graphsys.embed import Embeddings, load_config, train
     from graphsys.embed.index import IndexParams, build_and_save
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     graph = work / "fb-graph"
     if not (graph / "manifest.json").exists():
@@ -87,8 +87,9 @@ def fb15k(work: Path, args) -> dict:
             with opener(DATA / src, "rt", newline="") as f:
                 (fb / f"{split}.txt").write_text("".join(ln.rstrip("\r\n") + "\n"
                                                          for ln in f if ln.strip()))
-        ingest([EdgeSource([fb / f"{s}.txt"], edge_set=s, src_col=0, rel_col=1, dst_col=2)
-                for s in ("train", "valid", "test")], graph, IngestOptions(num_partitions=1))
+        ingest_sources([EdgeSource([fb / f"{s}.txt"], edge_set=s, src_col=0, rel_col=1,
+                                   dst_col=2) for s in ("train", "valid", "test")],
+                       graph, IngestOptions(num_partitions=1))
     ck = work / f"fb-ckpt-d{args.dim}-e{args.epochs}"
     if not (ck / "checkpoint.json").exists():
         cfg = load_config(None, [f"dimension={args.dim}", "operator=\"complex_diagonal\"",

@@ -7,7 +7,7 @@ import pytest
 from graphsys import cli
 from graphsys.bsp.algorithms.pagerank import PageRank
 from graphsys.errors import ParameterError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def test_library_error_names_the_parameter_not_a_flag():
@@ -19,7 +19,7 @@ def test_cli_reports_the_flag_that_set_the_parameter(tmp_path, capsys):
     edges = tmp_path / "e.tsv"
     edges.write_text("0\t1\n1\t2\n2\t0\n")
     graph = tmp_path / "g"
-    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
+    ingest_sources([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
     rc = cli.main(["run", "pagerank", str(graph), "--tol", "0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
@@ -63,7 +63,7 @@ def test_library_parameters_read_as_flags(tmp_path, capsys, argv, line):
     edges = tmp_path / "e.tsv"
     edges.write_text("0\t1\n1\t2\n2\t0\n")
     graph = tmp_path / "g"
-    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
+    ingest_sources([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
     capsys.readouterr()
     argv = [a.format(e=edges, g=graph, t=tmp_path) for a in argv]
     assert cli.main(argv) == 2

@@ -286,15 +286,16 @@ def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = N
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> from graphsys.gnn.rgcn_link import RGCNLinkConfig, train_rgcn_link
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> rows = [(h, h % 3, (h * 7 + h % 3) % 40) for h in range(40)]
     >>> for name, part in [("train", rows[:30]), ("valid", rows[30:35]), ("test", rows[35:])]:
     ...     _ = (d / f"{name}.tsv").write_text("".join(f"e{h}\\tr{r}\\te{t}\\n"
     ...                                                  for h, r, t in part))
-    >>> _ = ingest([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-    ...             for n in ("train", "valid", "test")], d / "g", IngestOptions())
+    >>> _ = ingest_sources([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1,
+    ...                                dst_col=2) for n in ("train", "valid", "test")],
+    ...                    d / "g", IngestOptions())
     >>> cfg = RGCNLinkConfig(hidden=8, num_blocks=2, batch_edges=20, steps=3, eval_every=0)
     >>> res = train_rgcn_link(d / "g", cfg)
     >>> sorted(res.metrics)

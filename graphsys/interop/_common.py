@@ -3,7 +3,7 @@ graph out as NumPy arrays in a fixed node order, behind a size guard.
 
 In: :func:`ingest_arrays` turns ``src``/``dst`` id arrays, optional edge weights and node
 columns into a :class:`pyarrow.Table` edge source and a node table and calls
-:func:`graphsys.storage.ingest.ingest` (partitioners, memory budget, validation and the
+:func:`graphsys.storage.ingest.ingest_sources` (partitioners, memory budget, validation and the
 atomic output all as for files). Node columns by dtype: float (N, F) = ``features``,
 integer (N,) = ``label`` (-1 = unknown), bool (N,) = ``mask``.
 
@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from graphsys.errors import GraphsysError, InputError
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 #: Default ``max_edges`` of the exports: 100 M edges = a 1.6 GB int64 edge_index.
 DEFAULT_MAX_EDGES = 100_000_000
@@ -95,7 +95,7 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
         nodes.append(NodeSource(node_table(n, node_columns or {}, node_ids)))
     edges = [EdgeSource(table=pa.table(cols), weight_col="weight" if weight is not None
                         else None)]
-    ingest(edges, out, opts, nodes=nodes)
+    ingest_sources(edges, out, opts, nodes=nodes)
     return open_graph(out)
 
 
@@ -221,9 +221,9 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
     opts = IngestOptions(**options)
     opts.relation_types = rels
     opts.metadata = {**metadata, **opts.metadata}
-    ingest([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
-                       weight_col="weight" if weighted else None)], out, opts,
-           nodes=[NodeSource(node_table(n, c), t) for t, n, c in nodes])
+    ingest_sources([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
+                               weight_col="weight" if weighted else None)], out, opts,
+                   nodes=[NodeSource(node_table(n, c), t) for t, n, c in nodes])
     return open_graph(out)
 
 

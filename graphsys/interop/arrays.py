@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from graphsys.interop._common import ingest_arrays
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
 def from_numpy(src, dst, out: str | Path, *, num_nodes: int | None = None, weight=None,
@@ -115,5 +115,5 @@ def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
     opts.metadata = {"source": "arrow", **opts.metadata}
     source = EdgeSource(table=edges, src_col=src_col, dst_col=dst_col, weight_col=weight_col,
                         rel_col=rel_col, edge_columns=edge_columns)
-    ingest([source], out, opts, nodes=[NodeSource(nodes)] if nodes is not None else [])
+    ingest_sources([source], out, opts, nodes=[NodeSource(nodes)] if nodes is not None else [])
     return open_graph(out)

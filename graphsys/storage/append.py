@@ -5,11 +5,11 @@ local offset (so trained embeddings of the graph stay valid row for row), and ea
 is appended to the end of a partition: new nodes of a type go round-robin over the
 partitions, the smallest partition first (ties: the lower index), in sorted id order.
 
-The new edges are read, validated and bucketed by the same passes as :func:`ingest`; their
-relations must be relation types of the graph (a new relation would change a model's
-shape). A new id that already names an entity of another type (in a graph with several
-entity types) is refused with one line naming the id, as is a non-integer id for an entity
-type with integer ids.
+The new edges are read, validated and bucketed by the same passes as
+:func:`~graphsys.storage.ingest.ingest_sources`; their relations must be relation types of
+the graph (a new relation would change a model's shape). A new id that already names an
+entity of another type (in a graph with several entity types) is refused with one line
+naming the id, as is a non-integer id for an entity type with integer ids.
 
 Crash safety: the new graph is built in a staging directory beside the old one (unchanged
 files are hard links, rewritten node partitions and the new buckets are new files, the

@@ -65,7 +65,7 @@ from graphsys.storage.node_files import file_entry, write_node_files
 
 __all__ = [
     "MAX_PARTITION_NODES", "EdgeSource", "IngestOptions", "IngestReport", "NodeSource",
-    "edge_set_names", "ingest", "write_edge_sets",
+    "edge_set_names", "ingest_sources", "write_edge_sets",
 ]
 
 
@@ -132,8 +132,9 @@ def edge_set_names(edges: Sequence[EdgeSource]) -> set[str]:
     return names
 
 
-def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions | None = None,
-           nodes: Sequence[NodeSource] = ()) -> IngestReport:
+def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
+                   options: IngestOptions | None = None,
+                   nodes: Sequence[NodeSource] = ()) -> IngestReport:
     """Build a graph directory from edge sources (and optional node tables).
 
     The layer under :func:`graphsys.ingest` (which reads one set of edge files) and the
@@ -168,11 +169,11 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
     Examples
     --------
     >>> import tempfile, pyarrow as pa, graphsys
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> d = tempfile.mkdtemp()
     >>> follows = EdgeSource(table=pa.table({"src": [1, 2], "dst": [2, 3]}), edge_set="follows")
     >>> likes = EdgeSource(table=pa.table({"src": [3], "dst": [1]}), edge_set="likes")
-    >>> report = ingest([follows, likes], d + "/g", IngestOptions(num_partitions=2))
+    >>> report = ingest_sources([follows, likes], d + "/g", IngestOptions(num_partitions=2))
     >>> report.edges
     {'follows': 2, 'likes': 1}
     >>> graphsys.open_graph(d + "/g").edge_sets

@@ -9,7 +9,7 @@ import torch
 from graphsys.errors import GraphsysError
 from graphsys.gnn.rgcn_link import RGCNLinkConfig, rank_triples, train_rgcn_link
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 SHIFTS = (1, 3, 7, 11)
 
@@ -28,8 +28,8 @@ def kg(tmp_path_factory):
     parts = {"test": rows[:60], "valid": rows[60:120], "train": rows[120:]}
     for name, part in parts.items():
         (root / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
-    ingest([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-            for n in parts], root / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
+                    for n in parts], root / "g", IngestOptions(num_partitions=2))
     return open_graph(root / "g")
 
 

@@ -53,16 +53,16 @@ def _typed_graph(path):
     import pyarrow as pa
 
     from graphsys.storage.format import RelationType
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
     edges = pa.table({"src": [0, 1, 1, 0], "dst": [2, 0, 1, 1],
                       "rel": ["rates", "rates", "rates", "follows"],
                       "weight": [5.0, 3.0, 4.0, 1.0]})
-    ingest([EdgeSource(table=edges, rel_col="rel", weight_col="weight")], path,
-           IngestOptions(relation_types=[RelationType("rates", "user", "item"),
-                                         RelationType("follows", "user", "user")]),
-           nodes=[NodeSource(pa.table({"id": [0, 1]}), "user"),
-                  NodeSource(pa.table({"id": [0, 1, 2]}), "item")])
+    ingest_sources([EdgeSource(table=edges, rel_col="rel", weight_col="weight")], path,
+                   IngestOptions(relation_types=[RelationType("rates", "user", "item"),
+                                                 RelationType("follows", "user", "user")]),
+                   nodes=[NodeSource(pa.table({"id": [0, 1]}), "user"),
+                          NodeSource(pa.table({"id": [0, 1, 2]}), "item")])
     return graphsys.open_graph(path)
 
 

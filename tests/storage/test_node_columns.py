@@ -19,7 +19,7 @@ from graphsys import open_graph
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.sampling.features import feature_rows
 from graphsys.storage.format import MANIFEST, node_column_file, node_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.node_columns import write_node_column
 from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.storage.verify import verify_graph
@@ -30,7 +30,7 @@ def graph_dir(tmp_path):
     f = tmp_path / "e.tsv"
     rng = np.random.default_rng(0)
     f.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 300, (2000, 2))))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
     return tmp_path / "g"
 
 
