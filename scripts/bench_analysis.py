@@ -104,7 +104,7 @@ def build(work: Path, edges: int, nodes: int) -> Path:
     f = work / f"rmat{edges}.parquet"
     if not f.exists():
         write_edges(rmat_edges(nodes, edges, seed=1), f)
-    ingest_sources([EdgeSource([f])], graph, IngestOptions(num_partitions=8, seed=1))
+    ingest_sources([EdgeSource([f])], graph, IngestOptions(partitions=8, seed=1))
     return graph
 
 

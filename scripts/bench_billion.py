@@ -171,7 +171,7 @@ def stage_ingest(args, work: Path) -> dict:
     out = args.graph_dir
     shutil.rmtree(out, ignore_errors=True)
     rep = ingest_sources([EdgeSource([args.edges_file])], out, IngestOptions(
-        num_partitions=args.partitions, memory_limit=args.memory_limit_bytes,
+        partitions=args.partitions, memory_limit=args.memory_limit_bytes,
         progress=args.progress))
     return {"edges": sum(rep.edges.values()), "nodes": sum(rep.nodes.values()),
             "phases": rep.seconds, "memory_limit_bytes": args.memory_limit_bytes}

@@ -114,7 +114,7 @@ def build_rmat(work: Path, num_edges: int, num_nodes: int, partitions: int) -> t
             if written >= num_edges:
                 break
     t1 = time.perf_counter()
-    ingest_sources([EdgeSource([pqf])], out, IngestOptions(num_partitions=partitions))
+    ingest_sources([EdgeSource([pqf])], out, IngestOptions(partitions=partitions))
     pqf.unlink()
     return out, {"generate_s": round(t1 - t0, 1), "ingest_s": round(time.perf_counter() - t1, 1)}
 
@@ -126,7 +126,7 @@ def build_road(work: Path, mirror: Path) -> Path:
     if not (out / "manifest.json").exists():
         ingest_sources([EdgeSource([mirror / "luxembourg-osm" / "luxembourg_osm.txt.gz"],
                                    delimiter=" ")], out,
-                       IngestOptions(num_partitions=4, undirected=True))
+                       IngestOptions(partitions=4, undirected=True))
     return out
 
 

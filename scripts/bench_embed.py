@@ -144,7 +144,7 @@ def run_graphsys(work: Path, args) -> dict:
     if not (graph / "manifest.json").exists():
         ingest_sources([EdgeSource([work / "fb" / f"{s}.txt"], edge_set=s, src_col=0, rel_col=1,
                                    dst_col=2) for s in ("train", "valid", "test")],
-                       graph, IngestOptions(num_partitions=1))
+                       graph, IngestOptions(partitions=1))
     out = work / "gs-ckpt"
     subprocess.run(["rm", "-rf", str(out)], check=True)
     overrides = [f"dimension={args.dim}", "operator=\"complex_diagonal\"", "comparator=\"dot\"",

@@ -299,7 +299,7 @@ def build_graph(work: Path, edges: int, nodes: int, seed: int, partitions: int,
     t1 = time.perf_counter()
     log(f"generated in {t1 - t0:.1f} s; ingesting into {partitions} partitions")
     ingest_sources([EdgeSource([pq])], graph,
-                   IngestOptions(num_partitions=partitions, seed=seed, memory_limit=memory_limit))
+                   IngestOptions(partitions=partitions, seed=seed, memory_limit=memory_limit))
     t2 = time.perf_counter()
     pq.unlink()
     info = {"generate_seconds": round(t1 - t0, 1), "ingest_seconds": round(t2 - t1, 1)}

@@ -124,7 +124,7 @@ def main() -> None:
         return EdgeSource([files[name]], edge_set=edge_set, src_col=0, rel_col=1, dst_col=2,
                           header=False)
 
-    opts = IngestOptions(num_partitions=1, relation_types=rels)
+    opts = IngestOptions(partitions=1, relation_types=rels)
     res: dict = {"bench": "grow", "dataset": "fb15k-237", "dim": args.dim,
                  "model": "ComplEx dot softmax, 1000 uniform + 50 batch negs, lr 0.1",
                  "held_out_entities": len(held), "entities": len(entities),

@@ -63,7 +63,7 @@ from graphsys.memory import PeakMemory
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 with PeakMemory() as peak:
     report = ingest_sources([EdgeSource([sys.argv[1]])], sys.argv[2], IngestOptions(
-        num_partitions=int(sys.argv[3]), memory_limit=int(sys.argv[4])))
+        partitions=int(sys.argv[3]), memory_limit=int(sys.argv[4])))
 print(json.dumps({**report.to_json(), "peak_rss_anon_bytes": peak.peak_anon}))
 """
 

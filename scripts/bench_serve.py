@@ -89,7 +89,7 @@ def fb15k(work: Path, args) -> dict:
                                                          for ln in f if ln.strip()))
         ingest_sources([EdgeSource([fb / f"{s}.txt"], edge_set=s, src_col=0, rel_col=1,
                                    dst_col=2) for s in ("train", "valid", "test")],
-                       graph, IngestOptions(num_partitions=1))
+                       graph, IngestOptions(partitions=1))
     ck = work / f"fb-ckpt-d{args.dim}-e{args.epochs}"
     if not (ck / "checkpoint.json").exists():
         cfg = load_config(None, [f"dimension={args.dim}", "operator=\"complex_diagonal\"",

@@ -110,7 +110,7 @@ def test_partitioner(plugin_module, chain, tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("0\t1\n1\t2\n2\t3\n")
     rep = ingest_sources([EdgeSource([f])], tmp_path / "g",
-                         IngestOptions(num_partitions=2, partitioner="parity"))
+                         IngestOptions(partitions=2, partitioner="parity"))
     assert rep.partitioner["name"] == "parity"
     manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
     assert manifest["partitioner"]["name"] == "parity"

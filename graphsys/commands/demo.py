@@ -59,7 +59,7 @@ def _ingest(d: _Demo) -> tuple[str, dict]:
     from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     report = ingest_sources([EdgeSource([d.edge_file])], d.graph_dir,
-                            IngestOptions(num_partitions=d.args.num_partitions, seed=d.args.seed,
+                            IngestOptions(partitions=d.args.num_partitions, seed=d.args.seed,
                                           progress=show_progress(d.args)))
     return (f"ingested {report.nodes['node']:,} nodes, {report.edges['default']:,} edges into "
             f"{d.args.num_partitions} partitions (hash) -> {d.graph_dir}", report.to_json())
@@ -104,7 +104,7 @@ def _embed(d: _Demo) -> tuple[str, dict]:
                       rel_names=kg.relation_names)
     graph_dir = d.work / "kg-graph"
     ingest_sources([EdgeSource([p], edge_set=name, rel_col="rel") for name, p in paths.items()],
-                   graph_dir, IngestOptions(num_partitions=2, seed=d.args.seed))
+                   graph_dir, IngestOptions(partitions=2, seed=d.args.seed))
     graph = open_graph(graph_dir)
     config = {"dimension": 32, "operator": "complex_diagonal", "comparator": "dot",
               "loss_fn": "softmax", "lr": 0.1, "batch_size": 200, "num_uniform_negs": 50,
@@ -135,7 +135,7 @@ def _gnn(d: _Demo) -> tuple[str, dict]:
     write_nodes(model.nodes(), nodes, features=16)
     graph_dir = d.work / "sbm-graph"
     ingest_sources([EdgeSource([edges])], graph_dir,
-                   IngestOptions(num_partitions=2, undirected=True, seed=d.args.seed),
+                   IngestOptions(partitions=2, undirected=True, seed=d.args.seed),
                    [NodeSource(pq.read_table(nodes))])
     result = train(open_graph(graph_dir), TrainConfig(model="sage", fanouts=[10, 10], epochs=20,
                                                       seed=d.args.seed))

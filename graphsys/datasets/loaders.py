@@ -674,7 +674,7 @@ def load_dataset(name: str, out: str | Path, *, partitions: int = 1,
     from graphsys.units import parse_size
 
     fetched = fetch(get_dataset(name), cache=cache, mirror=mirror, log=log)
-    opts = IngestOptions(num_partitions=partitions, partitioner=partitioner,
+    opts = IngestOptions(partitions=partitions, partitioner=partitioner,
                          memory_limit=parse_size(memory_limit, field="memory_limit"),
                          progress=progress)
     ingest_dataset(fetched, out, opts, split)

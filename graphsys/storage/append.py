@@ -107,7 +107,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
             raise GraphsysError(f"{graph}: entity type {et.name!r} has node column "
                                 f"{mapped[0]!r} in a file of its own; appending nodes to it "
                                 f"is not supported")
-    opts = replace(options or IngestOptions(), num_partitions=m.num_partitions,
+    opts = replace(options or IngestOptions(), partitions=m.num_partitions,
                    relation_types=list(m.relation_types), metadata=m.metadata)
     if opts.undirected and any(r.lhs != r.rhs for r in m.relation_types):
         raise GraphsysError("undirected needs relations whose lhs and rhs entity types are "

@@ -55,7 +55,7 @@ class CSR:
     --------
     >>> import tempfile, graphsys
     >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-    ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+    ...                         tempfile.mkdtemp() + "/g", partitions=2)
     >>> c = g.csr()
     >>> c.num_nodes, c.indptr.tolist(), c.indices.tolist()
     (4, [0, 1, 3, 4, 5], [2, 0, 2, 3, 1])

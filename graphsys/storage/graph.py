@@ -75,7 +75,7 @@ class Graph(GraphSchema):
     --------
     >>> import tempfile, graphsys
     >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-    ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+    ...                         tempfile.mkdtemp() + "/g", partitions=2)
     >>> g  # doctest: +ELLIPSIS
     Graph('.../g', nodes=4, edges={'default': 5}, partitions=2)
     >>> g.num_nodes(), g.num_edges(), g.partition_sizes().tolist()
@@ -171,7 +171,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> b = g.bucket(1, 1)
         >>> b, b.src.tolist(), b.dst.tolist()
         (Bucket('default', 1, 1, edges=3), [0, 1, 2], [1, 2, 0])
@@ -204,7 +204,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> for b in g.buckets():
         ...     print(b)
         Bucket('default', 0, 1, edges=1)
@@ -242,7 +242,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> [(s.tolist(), d.tolist()) for s, d, _, _ in g.iter_edges()]
         [([0], [2]), ([1], [0]), ([1, 2, 3], [2, 3, 1])]
         """
@@ -306,7 +306,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.degrees().tolist(), g.degrees(direction="in").tolist()
         ([1, 2, 1, 1], [1, 1, 2, 1])
         """
@@ -340,7 +340,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> c = g.csr()
         >>> c.indptr.tolist(), c.indices.tolist()
         ([0, 1, 3, 4, 5], [2, 0, 2, 3, 1])
@@ -381,7 +381,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> c = g.csc()
         >>> c.indptr.tolist(), c.indices.tolist()
         ([0, 1, 2, 4, 5], [1, 3, 0, 1, 2])
@@ -408,7 +408,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.node_ids().tolist(), g.node_ids(partition=0).tolist()
         ([20, 10, 30, 40], [20])
         """
@@ -440,7 +440,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.to_internal([10, 40]).tolist()
         [1, 3]
         >>> g.to_internal(50)
@@ -469,7 +469,7 @@ class Graph(GraphSchema):
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.to_original([0, 1]).tolist()
         [20, 10]
         """
@@ -556,7 +556,7 @@ class Graph(GraphSchema):
         >>> from graphsys.sampling.features import feature_rows
         >>> feat = np.arange(8, dtype=np.float32).reshape(4, 2)
         >>> g = graphsys.from_numpy([0, 1, 2], [1, 2, 3], tempfile.mkdtemp() + "/g",
-        ...                         num_nodes=4, num_partitions=2, node_columns={"feat": feat})
+        ...                         num_nodes=4, partitions=2, node_columns={"feat": feat})
         >>> rows = g.mapped_features("feat")
         >>> rows.shape
         (4, 2)

@@ -69,13 +69,13 @@ __all__ = [
 ]
 
 
-def _check_partitions(num_partitions: int, index: dict[str, IdIndex]) -> None:
+def _check_partitions(partitions: int, index: dict[str, IdIndex]) -> None:
     """Refuse more partitions than the largest entity type has nodes (empty partitions
     only cost buckets and memory)."""
     most = max((len(ix) for ix in index.values()), default=0)
-    if num_partitions > max(most, 1):
-        raise GraphsysError(f"num_partitions {num_partitions} is more than the nodes of the "
-                            f"largest entity type ({most})")
+    if partitions > max(most, 1):
+        raise ParameterError("partitions", f"{partitions} is more than the nodes of the "
+                                           f"largest entity type ({most})")
 
 
 def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
@@ -84,7 +84,7 @@ def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
     """Passes 2 and 3 for the edge sets ``names`` of a job whose nodes are partitioned: write
     their bucket files under ``staging``, add them to ``files`` and return the edge sets.
     ``seconds`` (when given) gets ``route``: the seconds of pass 2, summed over edge sets."""
-    opts, p = job.opts, job.opts.num_partitions
+    opts, p = job.opts, job.opts.partitions
     edge_sets: dict[str, EdgeSet] = {}
     for name in names:
         t = time.perf_counter()
@@ -173,19 +173,19 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
     >>> d = tempfile.mkdtemp()
     >>> follows = EdgeSource(table=pa.table({"src": [1, 2], "dst": [2, 3]}), edge_set="follows")
     >>> likes = EdgeSource(table=pa.table({"src": [3], "dst": [1]}), edge_set="likes")
-    >>> report = ingest_sources([follows, likes], d + "/g", IngestOptions(num_partitions=2))
+    >>> report = ingest_sources([follows, likes], d + "/g", IngestOptions(partitions=2))
     >>> report.edges
     {'follows': 2, 'likes': 1}
     >>> graphsys.open_graph(d + "/g").edge_sets
     ['follows', 'likes']
     """
     opts = options or IngestOptions()
-    if not isinstance(opts.num_partitions, int) or opts.num_partitions < 1:
-        raise ParameterError("num_partitions", f"must be a positive integer, got "
-                                               f"{opts.num_partitions!r}")
-    if opts.num_partitions > MAX_PARTITIONS:
-        raise GraphsysError(f"num_partitions {opts.num_partitions} is above the maximum, "
-                            f"{MAX_PARTITIONS} (P x P buckets)")
+    if not isinstance(opts.partitions, int) or opts.partitions < 1:
+        raise ParameterError("partitions", f"must be a positive integer, got "
+                                           f"{opts.partitions!r}")
+    if opts.partitions > MAX_PARTITIONS:
+        raise ParameterError("partitions", f"{opts.partitions} is above the maximum, "
+                                           f"{MAX_PARTITIONS} (P x P buckets)")
     if opts.on_bad_line not in ("error", "skip"):
         raise ParameterError("on_bad_line", f"must be 'error' or 'skip', got "
                                             f"{opts.on_bad_line!r}")
@@ -200,7 +200,7 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
     with staging_directory(out) as staging:
         job = IngestJob(edges, nodes, opts, staging)
         job.read_all()
-        _check_partitions(opts.num_partitions, job.index)
+        _check_partitions(opts.partitions, job.index)
         if opts.undirected and any(r.lhs != r.rhs for r in job.relations):
             raise ParameterError("undirected", "needs relations whose lhs and rhs entity "
                                                "types are the same")
@@ -214,7 +214,7 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
         edge_sets = write_edge_sets(job, sorted(names), staging, files, seconds)
         seconds["route_and_merge"] = time.perf_counter() - t2
         shutil.rmtree(job.spill)
-        p = opts.num_partitions
+        p = opts.partitions
         manifest = Manifest(
             num_partitions=p, offset_dtype="int32",
             max_batch_rows=max((job.batch_rows(n) for n in names), default=opts.max_batch_rows),

@@ -186,7 +186,7 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         delimiter=delimiter, header=header, edge_columns=edge_columns)
     source.column_roles()  # a bad name is refused before any input is read
     opts = IngestOptions(
-        num_partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
+        partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
         dedupe=dedupe, drop_self_loops=drop_self_loops, memory_limit=limit,
         on_bad_line=on_bad_line, progress=progress,
         relation_types=_relation_types(relation_types) if relation_types else None)

@@ -362,7 +362,7 @@ class IngestJob:
                 yield pair, mask
 
     def partition(self) -> dict[str, Any]:
-        p = self.opts.num_partitions
+        p = self.opts.partitions
         params = dict(self.opts.partitioner_params or {})
         try:
             strategy = partitioners.get_partitioner(self.opts.partitioner, p,
@@ -443,7 +443,7 @@ class IngestJob:
         uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
         arrays, or the heads of ``buffer``'s (large enough) when it is given (with room for
         the routed rows too: :meth:`RoutedBuckets.routing_scratch`)."""
-        p = self.opts.num_partitions
+        p = self.opts.partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
         ends = np.cumsum([0] + [len(part[0][1]) * (2 if self.opts.undirected else 1)
                                 for part in parts])
@@ -505,7 +505,7 @@ class IngestJob:
             w = _NO_F32 if w_all is None else w_all if mask is None else w_all[mask]
             yield ((lhs, src_ids if mask is None else take_rows(src_ids, mask)),
                    (rhs, dst_ids if mask is None else take_rows(dst_ids, mask)),
-                   self._route_codes(lhs), self._route_codes(rhs), self.opts.num_partitions,
+                   self._route_codes(lhs), self._route_codes(rhs), self.opts.partitions,
                    bool(self.opts.drop_self_loops and lhs == rhs), self.opts.undirected,
                    rel if routed.has_rel else _NO_I32,
                    -1 if sp.rel_fixed is None else sp.rel_fixed,

@@ -70,7 +70,7 @@ class GraphSchema:
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.entity_type()
         EntityType(name='node', id_type='int64', partition_sizes=[1, 3], columns=[])
         """
@@ -105,7 +105,7 @@ class GraphSchema:
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> es = g.edge_set()
         >>> es.name, es.num_edges, es.has_weight
         ('default', 5, False)
@@ -141,7 +141,7 @@ class GraphSchema:
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.num_nodes()
         4
         """
@@ -165,7 +165,7 @@ class GraphSchema:
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.num_edges()
         5
         """
@@ -188,7 +188,7 @@ class GraphSchema:
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.partition_sizes().tolist()
         [1, 3]
         """
@@ -211,7 +211,7 @@ class GraphSchema:
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.partition_offsets().tolist()
         [0, 1, 4]
         """
@@ -245,7 +245,7 @@ class GraphSchema:
         --------
         >>> import tempfile, graphsys
         >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
-        ...                         tempfile.mkdtemp() + "/g", num_partitions=2)
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
         >>> g.bucket_counts().tolist()
         [[0, 1], [1, 3]]
         """

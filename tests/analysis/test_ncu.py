@@ -212,7 +212,7 @@ def graph_dir(tmp_path_factory):
     dst = rng.integers(0, 400, len(src))
     f = tmp / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=4))
     return tmp / "g"
 
 

@@ -23,7 +23,7 @@ def graph(tmp_path_factory):
     dst = rng.integers(0, 300, len(src))
     f = tmp / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=3))
     return open_graph(tmp / "g")
 
 

@@ -54,7 +54,7 @@ def build(tmp: Path, name: str, src, dst, *, num_nodes: int, partitions: int,
     f.write_text("".join("\t".join(str(c) for c in row) + "\n" for row in zip(*cols)))
     out = tmp / name
     ingest_sources([EdgeSource([f], weight_col=2 if weights is not None else None)], out,
-                   IngestOptions(num_partitions=partitions, undirected=undirected, dedupe=dedupe,
+                   IngestOptions(partitions=partitions, undirected=undirected, dedupe=dedupe,
                                  drop_self_loops=True),
                    nodes=[NodeSource(pa.table({"id": pa.array(np.arange(num_nodes), pa.int64())}))])
     g = open_graph(out)

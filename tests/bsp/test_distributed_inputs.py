@@ -21,7 +21,7 @@ from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 def _graph(path, seed):
     rng = np.random.default_rng(0)
     table = pa.table({"src": rng.integers(0, 60, 400), "dst": rng.integers(0, 60, 400)})
-    ingest_sources([EdgeSource(table=table)], path, IngestOptions(num_partitions=2, seed=seed))
+    ingest_sources([EdgeSource(table=table)], path, IngestOptions(partitions=2, seed=seed))
     return path
 
 

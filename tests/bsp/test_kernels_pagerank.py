@@ -90,7 +90,7 @@ def test_sparse_graph_runs_in_bfs_order(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(rng.integers(0, n, m),
                                                        rng.integers(0, n, m))))
-    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=3))
     g = open_graph(tmp_path / "g")
     fused = bsp.pagerank(g, tol=1e-12, weighted=False)
     loop = bsp.pagerank(g, tol=1e-12, fuse=False, weighted=False)

@@ -24,7 +24,7 @@ def real(tmp_path_factory, request):
     out = {}
     for name, undirected, p in (("ca-GrQc", True, 4), ("wiki-Vote", False, 3)):
         ingest_sources([EdgeSource([mirror / "snap" / f"{name}.txt.gz"])], tmp / name,
-                       IngestOptions(num_partitions=p, undirected=undirected, dedupe=True,
+                       IngestOptions(partitions=p, undirected=undirected, dedupe=True,
                                      drop_self_loops=True))
         g = open_graph(tmp / name)
         s, d = zip(*[(s, d) for s, d, _, _ in g.iter_edges()])
@@ -73,7 +73,7 @@ def road(tmp_path_factory):
         pytest.skip("luxembourg-osm not in the dataset mirror (set GRAPHSYS_MIRROR)")
     out = tmp_path_factory.mktemp("road") / "lux"
     ingest_sources([EdgeSource([path], delimiter=" ")], out,
-                   IngestOptions(num_partitions=4, undirected=True))
+                   IngestOptions(partitions=4, undirected=True))
     g = open_graph(out)
     c = g.csr(weights=False)
     n = g.num_nodes()
@@ -112,7 +112,7 @@ def ratings(tmp_path_factory):
     import graphsys
 
     g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("ml") / "g", weight=w,
-                            num_partitions=3)
+                            partitions=3)
     G = nx.DiGraph()
     G.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), w.tolist()))
     return g, G

@@ -36,7 +36,7 @@ def graph(tmp_path_factory):
     (root / "test.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in rows[:80]))
     out = root / "g"
     ingest_sources([EdgeSource([root / f"{s}.tsv"], edge_set=s, src_col=0, rel_col=1, dst_col=2)
-                    for s in ("train", "test")], out, IngestOptions(num_partitions=2))
+                    for s in ("train", "test")], out, IngestOptions(partitions=2))
     return out
 
 
@@ -112,7 +112,7 @@ def other_graph(tmp_path_factory):
     out = root / "g"
     ingest_sources([EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2),
                     EdgeSource([root / "e.tsv"], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
-                   out, IngestOptions(num_partitions=1))
+                   out, IngestOptions(partitions=1))
     return out
 
 

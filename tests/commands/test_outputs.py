@@ -30,7 +30,7 @@ def graph(tmp_path_factory):
             for _ in range(300)}
     (root / "e.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in sorted(rows)))
     train = EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2)
-    ingest_sources([train], root / "g", IngestOptions(num_partitions=2))
+    ingest_sources([train], root / "g", IngestOptions(partitions=2))
     return root / "g"
 
 

@@ -39,7 +39,7 @@ def graph_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run-cli")
     f = tmp / "e.tsv"
     f.write_text("10\t11\t1.0\n11\t12\t2.5\n12\t10\t1.0\n10\t13\t4.0\n14\t15\t1.0\n")
-    ingest_sources([EdgeSource([f], weight_col=2)], tmp / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp / "g", IngestOptions(partitions=2))
     neg = tmp / "neg.tsv"
     neg.write_text("1\t2\t1.0\n2\t3\t-0.5\n")
     ingest_sources([EdgeSource([neg], weight_col=2)], tmp / "neg", IngestOptions())

@@ -30,7 +30,7 @@ def kg(tmp_path_factory):
     (root / "train.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in sorted(rows)))
     out = root / "g"
     ingest_sources([EdgeSource([root / "train.tsv"], edge_set="train", src_col=0, rel_col=1,
-                               dst_col=2)], out, IngestOptions(num_partitions=2))
+                               dst_col=2)], out, IngestOptions(partitions=2))
     return out
 
 

@@ -41,7 +41,7 @@ def build_kg(root: Path, partitions: int, *, num_entities: int = 200, num_triple
     out = root / f"kg{partitions}"
     if not out.exists():
         ingest_sources([EdgeSource([files[s]], edge_set=s, src_col=0, rel_col=1, dst_col=2)
-                        for s in ("train", "test")], out, IngestOptions(num_partitions=partitions))
+                        for s in ("train", "test")], out, IngestOptions(partitions=partitions))
     return out
 
 

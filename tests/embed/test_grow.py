@@ -37,7 +37,7 @@ def grown(tmp_path_factory):
         (root / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
     g = root / "g"
     ingest_sources([EdgeSource([root / "old.tsv"], edge_set="train", src_col=0, rel_col=1,
-                               dst_col=2)], g, IngestOptions(num_partitions=2))
+                               dst_col=2)], g, IngestOptions(partitions=2))
     ck = root / "ck0"
     train(load_config(None, SMALL + ["num_epochs=2"]), graph=g, out=ck)
     append_edges(g, [EdgeSource([root / "new.tsv"], edge_set="grow", src_col=0, rel_col=1,

@@ -582,7 +582,7 @@ def test_integer_ids_single_relation_and_cos(tmp_path):
     tsv.write_text("".join(f"{i}\t{(i * 7 + 1) % 50}\n" for i in range(50)))
     g = tmp_path / "g"
     ingest_sources([EdgeSource([tsv], edge_set="train", src_col=0, dst_col=1)], g,
-                   IngestOptions(num_partitions=2))
+                   IngestOptions(partitions=2))
     rng = np.random.default_rng(3)
     names = [[str(i) for i in range(0, 50, 2)] + ["alice"], [str(i) for i in range(1, 50, 2)]]
     embs = [rng.normal(0, 1, (len(p), 8)).astype(np.float32) for p in names]

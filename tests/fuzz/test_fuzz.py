@@ -80,7 +80,7 @@ def test_ingest_text(lines, header, partitions, trailing_newline):
         out = Path(tmp) / "g"
         done = outcome("ingest_text", lambda: ingest_sources(
             [EdgeSource([f], header=header, delimiter="\t")], out,
-            IngestOptions(num_partitions=partitions)))
+            IngestOptions(partitions=partitions)))
         if done is None:
             assert not out.exists()  # nothing half-written
             return
@@ -147,7 +147,7 @@ def small_graph(tmp_path_factory):
                       "val_mask": pa.array(np.arange(n) % 4 == 1),
                       "test_mask": pa.array(np.arange(n) % 4 == 3)})
     ingest_sources([EdgeSource([root / "e.tsv"], weight_col=2)], root / "g",
-                   IngestOptions(num_partitions=3), nodes=[NodeSource(nodes)])
+                   IngestOptions(partitions=3), nodes=[NodeSource(nodes)])
     build_index(open_graph(root / "g"), ("csr", "csc", "push"))
     return root / "g"
 

@@ -45,7 +45,7 @@ def write_sbm(out: Path, *, blocks=4, size=50, p_in=0.15, p_out=0.005, dim=8, no
         cols.update({"label": pa.array(y.astype(np.int64)), "train_mask": pa.array(train),
                      "val_mask": pa.array(val), "test_mask": pa.array(test)})
     ingest_sources([EdgeSource([edges], header=False)], out,
-                   IngestOptions(num_partitions=partitions, undirected=True),
+                   IngestOptions(partitions=partitions, undirected=True),
                    nodes=[NodeSource(pa.table(cols))])
     if mapped_features:
         rows = x[open_graph(out).node_ids()]             # internal-id order

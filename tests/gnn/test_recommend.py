@@ -172,7 +172,7 @@ def trained(tmp_path_factory):
                for name, m in zip(("train", "valid", "test"), masks)]
     label = pa.array((np.arange(N_ITEMS) % 3).astype(np.int64))
     ingest_sources(sources, work / "g",
-                   IngestOptions(num_partitions=2,
+                   IngestOptions(partitions=2,
                                  relation_types=[RelationType("rated", "user", "item")]),
                    nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS),
                                                "genre": label}), "item")])

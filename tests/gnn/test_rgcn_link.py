@@ -29,7 +29,7 @@ def kg(tmp_path_factory):
     for name, part in parts.items():
         (root / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
     ingest_sources([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-                    for n in parts], root / "g", IngestOptions(num_partitions=2))
+                    for n in parts], root / "g", IngestOptions(partitions=2))
     return open_graph(root / "g")
 
 

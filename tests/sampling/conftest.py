@@ -22,7 +22,7 @@ def write_bipartite(tmp_path, edges=BIPARTITE, partitions=2):
     items = sorted({f"i{i}" for _, i in edges})
     out = tmp_path / "bipartite"
     ingest_sources([EdgeSource([path], relation="rated", header=False)], out,
-                   IngestOptions(num_partitions=partitions,
+                   IngestOptions(partitions=partitions,
                                  relation_types=[RelationType("rated", "user", "item")]),
                    nodes=[NodeSource(pa.table({"id": pa.array(users)}), "user"),
                           NodeSource(pa.table({"id": pa.array(items)}), "item")])
@@ -34,7 +34,7 @@ def write_homogeneous(tmp_path, edges, num_nodes, partitions=2, name="g"):
     path.write_text("".join(f"{s}\t{d}\n" for s, d in edges))
     out = tmp_path / name
     ingest_sources([EdgeSource([path], header=False)], out,
-                   IngestOptions(num_partitions=partitions, undirected=False),
+                   IngestOptions(partitions=partitions, undirected=False),
                    nodes=[NodeSource(pa.table({"id": np.arange(num_nodes, dtype=np.int64)}))])
     return open_graph(out)
 

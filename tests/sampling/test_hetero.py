@@ -28,7 +28,7 @@ def typed_graph(root, partitions=2, num_edges=300, seed=0):
     names = np.array([x.name for x in RELS])[r]
     t = pa.table({"src": pa.array(src), "dst": pa.array(dst), "rel": pa.array(names)})
     ingest_sources([EdgeSource(table=t, src_col="src", dst_col="dst", rel_col="rel")], root / "g",
-                   IngestOptions(relation_types=RELS, num_partitions=partitions))
+                   IngestOptions(relation_types=RELS, partitions=partitions))
     return open_graph(root / "g")
 
 
@@ -164,7 +164,7 @@ def test_mapped_index_single_relation(tmp_path):
                   "dst": pa.array(rng.integers(0, 9, 80))})
     rel = [RelationType("rates", "user", "item")]
     ingest_sources([EdgeSource(table=t, src_col="src", dst_col="dst", relation="rates")],
-                   tmp_path / "g", IngestOptions(relation_types=rel, num_partitions=2))
+                   tmp_path / "g", IngestOptions(relation_types=rel, partitions=2))
     g = open_graph(tmp_path / "g")
     ram = HeteroNeighborSampler(g, [-1])
     build_index(g, ("csr", "csc"))

@@ -42,7 +42,7 @@ def test_pagerank_stages_rerun_on_an_existing_graph_without_writing_it(tmp_path)
     edges = tmp_path / "e.tsv"
     edges.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 300, (3000, 2))))
     graph = tmp_path / "g"
-    ingest_sources([EdgeSource([edges])], graph, IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([edges])], graph, IngestOptions(partitions=2))
     before = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in graph.rglob("*")}
     proc = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "bench_billion.py"), "--graph-dir", str(graph),

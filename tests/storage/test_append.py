@@ -48,7 +48,7 @@ def kg(tmp_path):
                          zip(rng.integers(0, 60, 500), rng.integers(0, 3, 500),
                              rng.integers(0, 60, 500))))
     ingest_sources([EdgeSource([f], edge_set="train", src_col=0, rel_col=1, dst_col=2)],
-                   tmp_path / "g", IngestOptions(num_partitions=3))
+                   tmp_path / "g", IngestOptions(partitions=3))
     return tmp_path / "g"
 
 

@@ -104,10 +104,10 @@ def test_bad_options(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n")
     with pytest.raises(GraphsysError, match="unknown partitioner 'nope'"):
-        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=2,
+        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=2,
                                                                          partitioner="nope"))
-    with pytest.raises(ParameterError, match="^num_partitions must be a positive integer"):
-        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=0))
+    with pytest.raises(ParameterError, match="^partitions must be a positive integer"):
+        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=0))
     with pytest.raises(ParameterError, match="^on_bad_line must be 'error' or 'skip'"):
         ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(on_bad_line="warn"))
     assert not (tmp_path / "g").exists()

@@ -21,7 +21,7 @@ from graphsys.storage.verify import verify_graph
 def _graph(tmp_path, ids):
     src = np.array(ids)
     table = pa.table({"src": src, "dst": np.roll(src, 1)})
-    ingest_sources([EdgeSource(table=table)], tmp_path / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource(table=table)], tmp_path / "g", IngestOptions(partitions=2))
     return tmp_path / "g"
 
 

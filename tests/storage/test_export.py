@@ -33,7 +33,7 @@ def test_round_trip_weighted_kg(tmp_path, suffix):
     f = tmp_path / "in.parquet"
     pq.write_table(table, f)
     ingest_sources([EdgeSource([f], rel_col="rel", weight_col="weight")], tmp_path / "g",
-                   IngestOptions(num_partitions=3))
+                   IngestOptions(partitions=3))
     out = tmp_path / f"out.{suffix}"
     assert export_edges(open_graph(tmp_path / "g"), out) == n
     back = (pq.read_table(out) if suffix == "parquet" else pacsv.read_csv(
@@ -47,7 +47,7 @@ def test_round_trip_undirected_writes_each_edge_once(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n3\t2\n4\t4\n")
     ingest_sources([EdgeSource([f])], tmp_path / "g",
-                   IngestOptions(undirected=True, num_partitions=2))
+                   IngestOptions(undirected=True, partitions=2))
     out = tmp_path / "o.parquet"
     export_edges(open_graph(tmp_path / "g"), out)
     got = {tuple(sorted(r)) for r in rows(pq.read_table(out))}

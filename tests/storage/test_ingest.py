@@ -47,7 +47,7 @@ def test_round_trip_multiset(tmp_path, partitions, partitioner):
     f = tmp_path / "e.tsv"
     f.write_text("".join(f"{a}\t{b}\n" for a, b in zip(s * 7 + 3, d * 7 + 3)))
     ingest_sources([EdgeSource([f])], tmp_path / "g",
-                   IngestOptions(num_partitions=partitions, partitioner=partitioner))
+                   IngestOptions(partitions=partitions, partitioner=partitioner))
     g = open_graph(tmp_path / "g")
     assert edges_of(g) == collections.Counter(zip((s * 7 + 3).tolist(), (d * 7 + 3).tolist()))
     assert g.num_nodes() == len(np.unique(np.concatenate([s, d])))
@@ -59,7 +59,7 @@ def test_buckets_sorted_and_partition_consistent(tmp_path):
     s, d = random_edges(rng, 500, 5000)
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": s, "dst": d}), f)
-    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=4))
     g = open_graph(tmp_path / "g")
     sizes = g.partition_sizes()
     assert sizes.sum() == g.num_nodes()
@@ -78,7 +78,7 @@ def test_string_ids_weights_and_gzip(tmp_path):
     with gzip.open(f, "wt") as fh:
         fh.write("# a comment\n")
         fh.writelines(f"{a}\t{b}\t{w}\n" for a, b, w in rows)
-    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(partitions=2))
     g = open_graph(tmp_path / "g")
     assert g.manifest.entity_types["node"].id_type == "string"
     assert edges_of(g) == collections.Counter(rows)
@@ -90,7 +90,7 @@ def test_undirected_dedupe_self_loops(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n2\t1\n1\t2\n3\t3\n2\t3\n")
     ingest_sources([EdgeSource([f])], tmp_path / "g",
-                   IngestOptions(num_partitions=2, undirected=True, dedupe=True,
+                   IngestOptions(partitions=2, undirected=True, dedupe=True,
                                  drop_self_loops=True))
     g = open_graph(tmp_path / "g")
     assert edges_of(g) == collections.Counter({(1, 2): 1, (2, 1): 1, (2, 3): 1, (3, 2): 1})
@@ -108,7 +108,7 @@ def test_knowledge_graph_edge_sets_share_node_mapping(tmp_path):
     test.write_text("/m/a\tknows\t/m/c\n")
     ingest_sources([EdgeSource([train], edge_set="train", src_col=0, rel_col=1, dst_col=2),
                     EdgeSource([test], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
-                   tmp_path / "g", IngestOptions(num_partitions=2))
+                   tmp_path / "g", IngestOptions(partitions=2))
     g = open_graph(tmp_path / "g")
     assert sorted(g.edge_sets) == ["test", "train"]
     assert [r.name for r in g.relation_types] == ["likes", "knows"]
@@ -121,7 +121,7 @@ def test_typed_bipartite_graph_with_node_table(tmp_path):
     f.write_text("1\t10\t5\n2\t10\t3\n1\t11\t4\n")
     users = pa.table({"id": pa.array([1, 2, 3]), "age": pa.array([30, 40, 50])})
     ingest_sources([EdgeSource([f], relation="rated", weight_col=2)], tmp_path / "g",
-                   IngestOptions(num_partitions=2,
+                   IngestOptions(partitions=2,
                                  relation_types=[RelationType("rated", "user", "item")]),
                    nodes=[NodeSource(users, "user")])
     g = open_graph(tmp_path / "g")
@@ -142,7 +142,7 @@ def test_node_features_labels_masks(tmp_path):
         "label": pa.array([3, 2, 1, 0]),
         "train_mask": pa.array([True, False, True, False]),
     })
-    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3),
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=3),
                    nodes=[NodeSource(table)])
     g = open_graph(tmp_path / "g")
     ids = g.node_ids()
@@ -159,7 +159,7 @@ def test_many_runs_merge_with_tiny_memory_limit(tmp_path):
     w = rng.random(300_000).astype(np.float32)
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": s, "dst": d, "w": w}), f)
-    opts = IngestOptions(num_partitions=2, memory_limit=2_000_000, dedupe=True)
+    opts = IngestOptions(partitions=2, memory_limit=2_000_000, dedupe=True)
     ingest_sources([EdgeSource([f], weight_col="w")], tmp_path / "g", opts)
     g = open_graph(tmp_path / "g")
     # reference dedupe keeps the first occurrence of each (src, dst) in input order
@@ -192,7 +192,7 @@ def test_in_memory_table_source_matches_the_file_source(tmp_path):
     pairs = rng.integers(0, 30, (300, 2))
     f = tmp_path / "e.tsv"
     f.write_text("".join(f"{a}\t{b}\n" for a, b in pairs))
-    opts = IngestOptions(num_partitions=3, dedupe=True)
+    opts = IngestOptions(partitions=3, dedupe=True)
     ingest_sources([EdgeSource([f])], tmp_path / "a", opts)
     table = pa.table({"src": pairs[:, 0], "dst": pairs[:, 1]})
     ingest_sources([EdgeSource(table=table)], tmp_path / "b", opts)
@@ -229,9 +229,9 @@ def test_in_memory_and_on_disk_routes_store_the_same_rows(tmp_path, ids, options
     pq.write_table(pa.table({"src": cast(s), "dst": cast(d), "w": w, "rel": rel}), f,
                    row_group_size=3_000)
     src = EdgeSource([f], weight_col="w", rel_col="rel")
-    ingest_sources([src], tmp_path / "mem", IngestOptions(num_partitions=3, **options))
+    ingest_sources([src], tmp_path / "mem", IngestOptions(partitions=3, **options))
     ingest_sources([src], tmp_path / "disk",
-                   IngestOptions(num_partitions=3, memory_limit=1_000_000, **options))
+                   IngestOptions(partitions=3, memory_limit=1_000_000, **options))
     mem, disk = open_graph(tmp_path / "mem"), open_graph(tmp_path / "disk")
     assert not any(p.name.startswith(".") for p in (tmp_path / "mem").iterdir())
     for i in range(3):

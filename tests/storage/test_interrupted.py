@@ -20,7 +20,7 @@ SCRIPT = """
 import sys
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 ingest_sources([EdgeSource([sys.argv[1]])], sys.argv[2],
-               IngestOptions(num_partitions=4, memory_limit=1_000_000, dedupe=True))
+               IngestOptions(partitions=4, memory_limit=1_000_000, dedupe=True))
 """
 
 
@@ -92,7 +92,7 @@ def test_a_failed_bucket_write_stops_the_buckets_not_started(tmp_path, monkeypat
     monkeypatch.setattr(IngestJob, "write_workers", lambda self, routed: 2)
     monkeypatch.setattr(ThreadPoolExecutor, "shutdown", shutdown_after_error)
     with pytest.raises(GraphsysError, match="cannot write .No space left on device.; nothing"):
-        ingest_sources([EdgeSource([src])], tmp_path / "g", IngestOptions(num_partitions=4))
+        ingest_sources([EdgeSource([src])], tmp_path / "g", IngestOptions(partitions=4))
     # of 16 buckets: the failed one, and at most one more per worker (those the workers took
     # before the caller saw the error and cancelled the rest)
     assert 0 in started and set(started) <= {0, 1, 2}

@@ -35,7 +35,7 @@ def edges_of(graph):
 
 def _ingest(path, out, **cols):
     opts = {k: cols.pop(k) for k in ("undirected", "dedupe") if k in cols}
-    ingest_sources([EdgeSource([path], **cols)], out, IngestOptions(num_partitions=2, **opts))
+    ingest_sources([EdgeSource([path], **cols)], out, IngestOptions(partitions=2, **opts))
     return open_graph(out)
 
 
@@ -134,7 +134,7 @@ def test_several_entity_types_write_each_endpoints_type(tmp_path):
                       "dst": [2, 1, 2]})
     rels = [RelationType("rates", "user", "item"), RelationType("follows", "user", "user")]
     ingest_sources([EdgeSource(table=table, rel_col="rel")], tmp_path / "g",
-                   IngestOptions(num_partitions=1, relation_types=rels))
+                   IngestOptions(partitions=1, relation_types=rels))
     g = open_graph(tmp_path / "g")
     export_edges(g, tmp_path / "out.parquet")
     rows = sorted(pq.read_table(tmp_path / "out.parquet").to_pylist(),
@@ -159,7 +159,7 @@ def test_several_types_with_string_and_integer_ids_share_one_schema(tmp_path):
                       "dst": ["7", "8", "u2"]})
     rels = [RelationType("rates", "user", "item"), RelationType("follows", "user", "user")]
     ingest_sources([EdgeSource(table=table, rel_col="rel")], tmp_path / "g",
-                   IngestOptions(num_partitions=2, relation_types=rels, max_batch_rows=1))
+                   IngestOptions(partitions=2, relation_types=rels, max_batch_rows=1))
     g = open_graph(tmp_path / "g")
     export_edges(g, tmp_path / "out.parquet")
     got = pq.read_table(tmp_path / "out.parquet")
@@ -177,7 +177,7 @@ def test_typed_graph_round_trips_with_its_relation_types(tmp_path, suffix):
                       "dst": [2, 1, 2, 1], "weight": [4.0, 5.0, 1.0, 3.0]})
     specs = ["rates:user:item", "follows:user:user"]
     ingest_sources([EdgeSource(table=table, rel_col="rel", weight_col="weight")], tmp_path / "g",
-                   IngestOptions(num_partitions=2,
+                   IngestOptions(partitions=2,
                                  relation_types=[RelationType(*s.split(":")) for s in specs]))
     g = open_graph(tmp_path / "g")
     export_edges(g, tmp_path / f"out{suffix}")

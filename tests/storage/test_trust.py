@@ -218,7 +218,7 @@ def test_partitions_are_bounded(tmp_path, p, message):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n2\t3\n3\t1\n")
     with pytest.raises(GraphsysError, match=message):
-        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=p))
+        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=p))
     assert not (tmp_path / "g").exists()
 
 
@@ -321,7 +321,7 @@ def test_node_column_with_nulls_is_refused(tmp_path):
                       "feat": pa.FixedSizeListArray.from_arrays(
                           pa.array(np.ones(2 * n, np.float32)), 2)})
     ingest_sources([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g",
-                   IngestOptions(num_partitions=1), nodes=[NodeSource(nodes)])
+                   IngestOptions(partitions=1), nodes=[NodeSource(nodes)])
     g = open_graph(tmp_path / "g")
     table = node_table(g, "node", 0)
     labels = table.column("label").to_pylist()
@@ -348,6 +348,6 @@ def test_label_beyond_the_node_count_is_refused(tmp_path):
     labels[5] = 2**40
     nodes = pa.table({"id": pa.array(np.arange(n)), "label": pa.array(labels)})
     ingest_sources([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g",
-                   IngestOptions(num_partitions=1), nodes=[NodeSource(nodes)])
+                   IngestOptions(partitions=1), nodes=[NodeSource(nodes)])
     with pytest.raises(GraphsysError, match=r"label 1,099,511,627,776 is outside -1"):
         train(open_graph(tmp_path / "g"), TrainConfig(model="sage", epochs=1, hidden=4))

@@ -34,7 +34,7 @@ def _graph(tmp_path, seed: int, partitions: int, weighted: bool, n_nodes=300, n_
                          for a, b, x in zip(s, d, w)))
     out = tmp_path / f"g{seed}"
     ingest_sources([EdgeSource([f], weight_col=2 if weighted else None)], out,
-                   IngestOptions(num_partitions=partitions))
+                   IngestOptions(partitions=partitions))
     return out, s, d, w
 
 
@@ -136,7 +136,7 @@ def test_sym_index_of_two_entity_types_over_global_ids(tmp_path):
     f = tmp_path / "bip.tsv"
     f.write_text("".join(f"u{u}\ti{i}\n" for u, i in zip(users, items)))
     ingest_sources([EdgeSource([f], relation="rated", header=False)], tmp_path / "g",
-                   IngestOptions(num_partitions=3,
+                   IngestOptions(partitions=3,
                                  relation_types=[RelationType("rated", "user", "item")]),
                    nodes=[NodeSource(pa.table({"id": [f"u{k}" for k in range(40)]}), "user"),
                           NodeSource(pa.table({"id": [f"i{k}" for k in range(25)]}), "item")])
@@ -185,7 +185,7 @@ def test_sym_build_memory_is_bounded_by_the_budget(tmp_path):
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": rng.integers(0, 1 << 16, 1_000_000),
                              "dst": rng.integers(0, 1 << 16, 1_000_000)}), f)
-    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=4))
     small, *_ = _graph(tmp_path, 9, 2, False, n_edges=100)
     (tmp_path / "out").mkdir()
     out = subprocess.run([sys.executable, "-c", _BOUNDED_PROBE, str(tmp_path / "g"),
