@@ -54,8 +54,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from render_results import add_record_argument, emit
 
-# first: importing graphsys sets OMP_WAIT_POLICY before any OpenMP pool (numba's) starts
-from graphsys import bsp
+from graphsys.openmp import apply_wait_policy
+
+# first: graphsys's OpenMP wait policy, before any OpenMP pool (torch's, numba's, a peer's)
+# starts
+apply_wait_policy()
+
+from graphsys import bsp  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -159,7 +159,7 @@ def run_graphsys(work: Path, args) -> dict:
 
 
 def run_pbg(work: Path, args, train_edges: int) -> dict:
-    from graphsys import peer_environment
+    from graphsys.openmp import peer_environment
 
     py = pbg_venv(work)
     for d in ("pbg-data", "pbg-ckpt", "pbg-edges"):

@@ -386,7 +386,7 @@ def pbg_npy(graph_path: Path, work: Path) -> Path:
 
 def run_pbg(graph_path: Path, work: Path, model: dict, args, num_edges: int,
             sizes: list[int]) -> dict:
-    from graphsys import peer_environment
+    from graphsys.openmp import peer_environment
 
     py = args.pbg_python
     if not Path(py).exists():

@@ -283,7 +283,7 @@ def main() -> int:
     script = args.work / "dgl_gnn_train.py"
     script.write_text(DGL_SCRIPT.replace("__CONSTANTS__", repr(
         (HIDDEN, FANOUTS, BATCH, LR, DROPOUT))))
-    from graphsys import peer_environment
+    from graphsys.openmp import peer_environment
 
     dgl_env = {**peer_environment(), "OMP_WAIT_POLICY": "PASSIVE"}
     gs_cmd = [sys.executable, __file__, "--child", "graphsys", "--work", str(args.work),

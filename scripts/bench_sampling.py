@@ -285,7 +285,7 @@ def measure_graphsys(objs: dict, seconds: float) -> dict:
 
 
 def run_dgl(py: Path, work: Path, seconds: float) -> dict:
-    from graphsys import peer_environment
+    from graphsys.openmp import peer_environment
 
     r = subprocess.run([str(py), str(work / "dgl_bench.py"), str(work), str(seconds)],
                        capture_output=True, text=True, check=False, env=peer_environment())

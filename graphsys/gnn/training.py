@@ -104,6 +104,7 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 from graphsys.gnn.config import RGCN, TrainConfig
@@ -1482,6 +1483,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     >>> sorted(result.metrics)
     ['test_accuracy', 'test_macro_f1', 'val_accuracy', 'val_macro_f1']
     """
+    openmp.apply_wait_policy()
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else TrainConfig()
     device = torch.device(device)

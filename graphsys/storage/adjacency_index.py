@@ -47,6 +47,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from graphsys import openmp
 from graphsys.errors import GraphsysError
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.progress import progress_bar
@@ -507,6 +508,7 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     >>> g.csr().indices.dtype  # mapped from the index
     dtype('int32')
     """
+    openmp.apply_wait_policy()
     graph.location.require_local("building an index")
     bad = [k for k in kinds if k not in INDEX_KINDS]
     if bad or not kinds:

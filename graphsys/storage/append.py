@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
+from graphsys import openmp
 from graphsys.errors import GraphsysError, InputError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.atomic import replacement_directory, sync_filesystem, write_bytes_atomic
@@ -90,6 +91,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         An existing edge set name, a relation the graph does not have, or a graph whose
         node columns are stored in files of their own.
     """
+    openmp.apply_wait_policy()
     t0 = time.perf_counter()
     # through a symbolic link: the real directory is swapped and the link keeps naming it
     graph = Path(graph).resolve()

@@ -47,6 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from graphsys import openmp
 from graphsys._version import __version__
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
@@ -179,6 +180,7 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
     >>> graphsys.open_graph(d + "/g").edge_sets
     ['follows', 'likes']
     """
+    openmp.apply_wait_policy()
     opts = options or IngestOptions()
     if not isinstance(opts.partitions, int) or opts.partitions < 1:
         raise ParameterError("partitions", f"must be a positive integer, got "
