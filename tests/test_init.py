@@ -64,3 +64,24 @@ def test_storage_package_imports_none_of_its_modules():
     tree = ast.parse(open(storage.__file__).read())
     assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert "graph" in storage.__all__ and storage.__doc__
+
+
+#: Internal helpers that once were exported from a package: each lives in its module only.
+INTERNAL = {
+    "bsp": ["ALGORITHMS", "resolve_device"],
+    "embed": ["bucket_order", "config_from_dict", "min_swaps", "plan_buffer"],
+    "sampling": ["parse_fanouts", "typed_edges"],
+    "analysis": ["BANDS", "GPUS", "MAPPINGS", "WARP", "SimtAccumulator", "demo_step",
+                 "resolve_gpu"],
+    "generators": ["TableWriter", "default_grid_edges", "max_grid_edges", "node_table_path"],
+}
+
+
+@pytest.mark.parametrize("package", sorted(INTERNAL))
+def test_packages_export_entry_points_and_types_not_internals(package):
+    import importlib
+
+    module = importlib.import_module(f"graphsys.{package}")
+    assert all(hasattr(module, name) for name in module.__all__)
+    assert not set(INTERNAL[package]) & set(module.__all__)
+    assert not [name for name in INTERNAL[package] if name in vars(module)]

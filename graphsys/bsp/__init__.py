@@ -20,7 +20,6 @@ each.
 """
 
 from graphsys.bsp.algorithms import (
-    ALGORITHMS,
     BFS,
     HITS,
     SSSP,
@@ -40,10 +39,8 @@ from graphsys.bsp.algorithms import (
 from graphsys.bsp.engine import Result, run
 from graphsys.bsp.program import Combiner, Context, ModeCombiner, VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats
-from graphsys.device import resolve_device
 
 __all__ = [
-    "ALGORITHMS",
     "BFS",
     "HITS",
     "SSSP",
@@ -64,7 +61,6 @@ __all__ = [
     "label_propagation",
     "pagerank",
     "personalized_pagerank",
-    "resolve_device",
     "run",
     "sssp",
     "wcc",

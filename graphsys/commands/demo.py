@@ -146,7 +146,7 @@ def _gnn(d: _Demo) -> tuple[str, dict]:
 
 
 def _profile(d: _Demo) -> tuple[str, dict]:
-    from graphsys.analysis import demo_step
+    from graphsys.analysis.profile import demo_step
 
     out = demo_step(d.graph_dir, d.work / "profile")
     return f"profiling report of PageRank -> {out['report']}", out

@@ -1,4 +1,4 @@
-"""``graphsys.analysis.demo_step``: the report the demo writes."""
+"""``graphsys.analysis.profile.demo_step``: the report the demo writes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from graphsys.analysis import demo_step
+from graphsys.analysis.profile import demo_step
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
