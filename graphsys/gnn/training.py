@@ -533,9 +533,9 @@ class _Ranks:
         self.distributed = distributed
         self.rank, self.world_size = 0, 1
         if distributed:
-            from graphsys.bsp.distributed import TorchComm
+            from graphsys.distributed import Collectives
 
-            self.comm = TorchComm(device)
+            self.comm = Collectives(device)
             self.rank, self.world_size = self.comm.rank, self.comm.world_size
 
     def share(self, ids: torch.Tensor) -> torch.Tensor:
@@ -563,7 +563,7 @@ def _distributed_setup(distributed: bool | None, cfg: TrainConfig, device: torch
     owns), and the rank's device (``cuda:LOCAL_RANK`` for a CUDA run)."""
     import torch.distributed as dist
 
-    from graphsys.bsp.distributed import init_from_env
+    from graphsys.distributed import init_from_env
 
     owned = False
     if distributed is None:
@@ -590,7 +590,7 @@ def _inputs_digest(graph: Graph, cfg: TrainConfig, model: nn.Module,
                    x: torch.Tensor | None) -> dict[str, str]:
     """What every rank of a data-parallel run must agree on: the graph, the config, the
     model's parameter names and shapes, and the features' shape."""
-    from graphsys.bsp.distributed import graph_digest
+    from graphsys.distributed import graph_digest
 
     def sha(obj) -> str:
         return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
@@ -639,7 +639,7 @@ def _train_node_classification(graph: Graph, cfg: TrainConfig, *,
     if distributed:
         from torch.nn.parallel import DistributedDataParallel
 
-        from graphsys.bsp.distributed import check_same_inputs
+        from graphsys.distributed import check_same_inputs
 
         check_same_inputs(_inputs_digest(graph, cfg, model, data["x"]))
         # the features are read where they are, never broadcast; rank 0's parameters are
@@ -1407,7 +1407,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         on CPU, NCCL with one GPU per rank, ``cuda:LOCAL_RANK``). None (default): when
         such a group of several ranks is initialised, or the ``torchrun`` environment
         names several processes (the group is then initialised here, with the timeout of
-        :func:`~graphsys.bsp.distributed.process_group_timeout`, and destroyed at the
+        :func:`~graphsys.distributed.process_group_timeout`, and destroyed at the
         end); False: this process alone. Every rank cuts the same shuffled epoch into the
         same global batches of ``config.batch_size`` seeds and samples its contiguous
         share of each (:class:`~graphsys.gnn.NodeLoader`'s ``rank``/``world_size``) from
@@ -1488,7 +1488,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     out = Path(out) if out is not None else None
     distributed, owned, device = _distributed_setup(distributed, cfg, device)
     if cfg.task == "node":
-        from graphsys.bsp.distributed import peer_failures
+        from graphsys.distributed import peer_failures
 
         try:
             with peer_failures(distributed):
