@@ -27,10 +27,11 @@ from graphsys.gnn.embed import embed_checkpoint
 from graphsys.gnn.hetero import HeteroConv, TypedInput
 from graphsys.gnn.inference import layerwise_inference
 from graphsys.gnn.loader import NodeLoader
+from graphsys.gnn.loop import GNNResult
 from graphsys.gnn.model import GNN
 from graphsys.gnn.propagate import propagate, read_hop, sign_features
 from graphsys.gnn.recommendation import recommend
-from graphsys.gnn.training import GNNResult, train
+from graphsys.gnn.training import train
 
 __all__ = [
     "GNN",

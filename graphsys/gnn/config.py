@@ -139,7 +139,7 @@ class TrainConfig:
         neighbourhood of a builtin model is computed layer by layer over the nodes it needs.
         A sample is drawn once per run (the same at every evaluation), and a builtin
         model's validation sample is kept between evaluations while its blocks take at most
-        ``graphsys.gnn.training.EVAL_PLAN_BYTES`` (512 MiB).
+        ``graphsys.gnn.node_task.EVAL_PLAN_BYTES`` (512 MiB).
     layerwise_inference : bool
         Node task: evaluate on every node of the graph instead, with full neighbourhoods
         (a builtin model layer by layer over all nodes, a model of one's own on each

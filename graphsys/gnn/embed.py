@@ -16,26 +16,18 @@ from typing import Any
 import torch
 
 from graphsys.errors import GraphsysError
+from graphsys.gnn.batches import eval_blocks, link_sampler, node_sampler, walk_sampler
 from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.inference import (
     EmbeddingWriter,
     layerwise_inference,
     partition_ranges,
 )
+from graphsys.gnn.inputs import ItemInput, NodeInput, link_input, node_task_data
+from graphsys.gnn.item_task import interaction_split
 from graphsys.gnn.link import link_data
 from graphsys.gnn.model import GNN
-from graphsys.gnn.training import (
-    ItemInput,
-    NodeInput,
-    TrainConfig,
-    eval_blocks,
-    interaction_split,
-    link_input,
-    link_sampler,
-    node_sampler,
-    node_task_data,
-    walk_sampler,
-)
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency
 from graphsys.storage.graph import Graph, open_graph

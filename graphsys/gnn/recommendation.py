@@ -14,7 +14,7 @@ per-user leave-last-out ``--split temporal`` at ingest, a graph ingested whole c
 by time at training (``link_split="time"``: the latest ratings are held out,
 :func:`graphsys.gnn.link.edge_timestamps`).
 
-Scoring is the link task's (:mod:`graphsys.gnn.training`), read from the checkpoint: the
+Scoring is the item task's (:mod:`graphsys.gnn.item_task`), read from the checkpoint: the
 item embeddings ``z`` are the checkpoint's model over its training graph with fixed-seed
 PinSage neighbourhoods (:func:`~graphsys.gnn.embed_checkpoint`), ``b`` is the learned
 per-item bias (checkpoint tensor ``input.bias``). User ``u``'s query is the normalised mean
@@ -290,7 +290,7 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
     For each row ``u`` (a user) with at least one target: the candidates are every item
     except ``excluded[u]`` (targets stay candidates even when excluded); target ``t``
     ranks ``1 + #{candidates j : scores[u, j] > scores[u, t]}`` (ties count in the
-    target's favour, as :func:`~graphsys.gnn.training` ranks its held-out items).
+    target's favour, as :func:`~graphsys.gnn.item_task.rank_metrics` ranks its held-out items).
     ``hits@K`` = 1 if some target ranks <= K; ``recall@K`` = the share of the targets that
     rank <= K; reciprocal rank = 1 / the best target's rank. Each is averaged over the
     rows with targets; rows without are skipped.

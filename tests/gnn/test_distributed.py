@@ -91,7 +91,7 @@ def mapped_graph(tmp_path_factory):
 
 
 def test_mapped_features_train_as_the_same_features_in_memory(graph, mapped_graph):
-    from graphsys.gnn.training import MappedFeatures, node_task_data
+    from graphsys.gnn.inputs import MappedFeatures, node_task_data
     from graphsys.storage.graph import open_graph
 
     data = node_task_data(open_graph(mapped_graph), mapped=True)

@@ -90,17 +90,17 @@ def test_no_held_out_edge_in_any_sampled_neighbourhood(tmp_path, monkeypatch):
 
 def _training_batches(monkeypatch, g, cfg):
     """Every training minibatch of ``train(g, cfg)``, as the loader yields it."""
-    import graphsys.gnn.training as training
+    import graphsys.gnn.link_task as link_task
 
     batches = []
 
-    class Recording(training.PrefetchLoader):
+    class Recording(link_task.PrefetchLoader):
         def __iter__(self):
             for batch in super().__iter__():
                 batches.append(batch)
                 yield batch
 
-    monkeypatch.setattr(training, "PrefetchLoader", Recording)
+    monkeypatch.setattr(link_task, "PrefetchLoader", Recording)
     train(g, cfg)
     return batches
 

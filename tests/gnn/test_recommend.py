@@ -17,8 +17,8 @@ from graphsys.embed import Embeddings
 from graphsys.errors import ParameterError
 from graphsys.gnn import TrainConfig, embed_checkpoint, train
 from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.item_task import rank_metrics
 from graphsys.gnn.recommendation import evaluate, ranking_metrics, recommend
-from graphsys.gnn.training import rank_metrics
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
