@@ -44,6 +44,7 @@ from graphsys.gnn.loop import (
 )
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
+from graphsys.ranking import ranks
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import from_coo, typed_edges
 from graphsys.sampling.block import MiniBatch
@@ -131,8 +132,10 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     ``(user, item)`` rows (int (M, 2)), each ranked on its own. The query of user ``u`` is
     the normalised mean of ``user_items[u]``'s unit embeddings, item ``j`` scores
     ``<query, unit(z_j)> + bias[j]``, and the items in ``user_items[u]`` and ``exclude[u]``
-    other than the target are not ranked. Averages are over the rows; with one held-out
-    item per user, ``recall@k`` (also returned) equals ``hits@k``."""
+    other than the target are not ranked; the target's rank counts the other items scored
+    above it, and those tied half, a NaN score ranking worst (:func:`graphsys.ranking.ranks`).
+    Averages are over the rows; with one held-out item per user, ``recall@k`` (also
+    returned) equals ``hits@k``."""
     unit = F.normalize(item_emb.float(), dim=1)
     target = np.asarray(target, np.int64)
     if target.ndim == 1:
@@ -140,7 +143,7 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         items = target[users]
     else:
         users, items = target[:, 0], target[:, 1]
-    hits, rr = [], []
+    parts = []
     for a in range(0, len(users), 512):
         chunk, tchunk = users[a:a + 512], items[a:a + 512]
         q = torch.stack([unit[torch.from_numpy(user_items[u])].mean(0) if len(user_items[u])
@@ -148,22 +151,20 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         scores = F.normalize(q, dim=1) @ unit.T
         if bias is not None:
             scores = scores + bias.detach().float().cpu().unsqueeze(0)
+        valid = torch.ones(scores.shape, dtype=torch.bool)
         for r, u in enumerate(chunk):
-            drop = np.concatenate([user_items[u], exclude[u]])
-            drop = drop[drop != tchunk[r]]
-            scores[r, torch.from_numpy(drop)] = -float("inf")
+            valid[r, torch.from_numpy(np.concatenate([user_items[u], exclude[u]]))] = False
+        rows = torch.arange(len(chunk))
         tgt = torch.from_numpy(tchunk)
-        tscore = scores[torch.arange(len(chunk)), tgt]
-        rank = (scores > tscore.unsqueeze(1)).sum(1) + 1
-        hits.append(rank)
-        rr.append(1.0 / rank.float())
-    if not hits:
+        valid[rows, tgt] = False                      # the target is not its own rival
+        parts.append(ranks(scores[rows, tgt], scores, valid))
+    if not parts:
         raise GraphsysError("no held-out interaction to rank (every user's held-out edge "
                             "sets are empty)")
-    rank = torch.cat(hits)
-    out = {f"hits@{k}": float((rank <= k).float().mean()) for k in ks}
+    rank = np.concatenate(parts)
+    out = {f"hits@{k}": float((rank <= k).mean()) for k in ks}
     out.update({f"recall@{k}": out[f"hits@{k}"] for k in ks})
-    return {**out, "mrr": float(torch.cat(rr).mean())}
+    return {**out, "mrr": float((1.0 / rank).mean())}
 
 
 def run_item_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | None = None,

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.ranking import ranks
 from graphsys.sampling.adjacency import typed_edges
 from graphsys.storage.graph import Graph, open_graph
 
@@ -289,8 +290,10 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
 
     For each row ``u`` (a user) with at least one target: the candidates are every item
     except ``excluded[u]`` (targets stay candidates even when excluded); target ``t``
-    ranks ``1 + #{candidates j : scores[u, j] > scores[u, t]}`` (ties count in the
-    target's favour, as :func:`~graphsys.gnn.item_task.rank_metrics` ranks its held-out items).
+    ranks ``1 + #{candidates j != t : scores[u, j] > scores[u, t]} + #{candidates j != t :
+    scores[u, j] = scores[u, t]} / 2``, a NaN score below every number (the rule of
+    :func:`graphsys.ranking.ranks`, as :func:`~graphsys.gnn.item_task.rank_metrics` ranks
+    its held-out items: a model scoring every item the same gets the middle rank).
     ``hits@K`` = 1 if some target ranks <= K; ``recall@K`` = the share of the targets that
     rank <= K; reciprocal rank = 1 / the best target's rank. Each is averaged over the
     rows with targets; rows without are skipped.
@@ -328,10 +331,11 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
         tgt = np.unique(np.asarray(targets[u], np.int64))
         if len(tgt) == 0:
             continue
-        row = np.array(scores[u], np.float64)
-        drop = np.setdiff1d(np.asarray(excluded[u], np.int64), tgt)
-        row[drop] = -np.inf
-        rank = 1 + (row[None, :] > row[tgt][:, None]).sum(1)
+        row = np.asarray(scores[u], np.float64)
+        valid = np.ones((len(tgt), len(row)), bool)
+        valid[:, np.setdiff1d(np.asarray(excluded[u], np.int64), tgt)] = False
+        valid[np.arange(len(tgt)), tgt] = False              # not its own rival
+        rank = ranks(row[tgt], np.broadcast_to(row, valid.shape), valid)
         for k in ks:
             hits[k].append(float((rank <= k).any()))
             recall[k].append(float((rank <= k).mean()))

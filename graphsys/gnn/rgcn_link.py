@@ -12,7 +12,7 @@ plus ``reg`` times the mean squares of the node encodings and relation vectors.
 Evaluation encodes every node over the whole training graph (both directions), then ranks
 each test triple's tail among all entities for ``(h, r, ?)`` and its head for ``(?, r, t)``,
 removing every other candidate that forms a true triple in any edge set of the graph
-(*filtered*); ranks count ties half, as :mod:`graphsys.embed.evaluation`.
+(*filtered*); ranks count ties half and a NaN score worst (:mod:`graphsys.ranking`).
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.embed.evaluation import _ranks, metrics
+from graphsys import ranking
 from graphsys.embed.triples import KnownAnswers, triples
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.conv.rgcn import RGCNConv
 from graphsys.gnn.hetero import TypedInput
 from graphsys.gnn.loop import GNNResult
+from graphsys.gnn.metrics import hits_at_k, mrr
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.hetero import TypedBlock
 from graphsys.storage.graph import Graph, open_graph
@@ -222,14 +223,24 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
             if (ap < 0).any():
                 raise ParameterError("candidates", "a true answer is not among the candidates")
             ar = torch.arange(len(a))
-            pos = scores[ar, torch.from_numpy(ap)].clone()
+            pos = scores[ar, torch.from_numpy(ap)]
             qr, other = filt.answers(rr * m + a)
             keep = (other != ans[qr]) & (pos_of[other] >= 0)
-            scores[torch.from_numpy(qr[keep]), torch.from_numpy(pos_of[other[keep]])] = \
-                float("-inf")
-            ranks[sl] = _ranks(scores, pos)
+            valid = torch.ones(scores.shape, dtype=torch.bool)
+            valid[torch.from_numpy(qr[keep]), torch.from_numpy(pos_of[other[keep]])] = False
+            valid[ar, torch.from_numpy(ap)] = False           # the answer is not its rival
+            ranks[sl] = ranking.ranks(pos, scores, valid)
         out.append(ranks)
     return np.concatenate(out)
+
+
+def triple_metrics(ranks: np.ndarray) -> dict[str, float]:
+    """``mrr``, ``hits@1``, ``hits@3``, ``hits@10`` and ``mean_rank`` of float ranks (n,)
+    (zeros for none)."""
+    if len(ranks) == 0:
+        return {"mrr": 0.0, "hits@1": 0.0, "hits@3": 0.0, "hits@10": 0.0, "mean_rank": 0.0}
+    return {"mrr": mrr(ranks), **{f"hits@{k}": hits_at_k(ranks, k) for k in (1, 3, 10)},
+            "mean_rank": float(np.mean(ranks))}
 
 
 @dataclass
@@ -333,7 +344,7 @@ def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = N
         with torch.no_grad():
             z = model.encode(full)
             ranks = rank_triples(z, model.rel, h, r, t, known)
-        return metrics(ranks), z
+        return triple_metrics(ranks), z
 
     history: list[dict] = []
     best, best_state = -1.0, None
