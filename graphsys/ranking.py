@@ -8,7 +8,9 @@ model that scores everything the same gets the middle rank, never rank 1 (OGB's 
 Sun et al. 2020 on KG evaluation protocols). A NaN score ranks worst: a NaN candidate is
 below every number (``-inf`` included) and never outranks or ties a positive, and a NaN
 positive ranks last, after every candidate (NaN ones included), so a diverged model never
-looks perfect. :func:`auc` pools positives against negatives under the same rule.
+looks perfect. :func:`auc` pools positives against negatives under the same rule, and
+:func:`protocol` names the candidates a rank was taken among (``full``, ``sampled@N``;
+``filtered`` or ``raw``; ``both sides``), which every metrics record states.
 """
 
 from __future__ import annotations
@@ -134,3 +136,40 @@ def auc(pos, neg) -> float:
     above = left.sum() + n_nan * len(num)    # NaN negatives are below every number
     tied = (np.searchsorted(srt, num, "right") - left).sum()
     return float((above + 0.5 * tied) / (len(p) * len(n)))
+
+
+def protocol(negatives: int | None = None, *, filtered: bool = True,
+             both_sides: bool = False) -> str:
+    """The name of a ranking protocol, as every metrics record and command output states it
+    beside ``mrr`` / ``hits@k`` (the same figure means different things under different
+    protocols: full ranking is the hardest, 1,000 sampled negatives far easier).
+
+    Parameters
+    ----------
+    negatives : int, optional
+        Candidates per positive when sampled (``sampled@N``); None: every candidate
+        (``full``).
+    filtered : bool, default True
+        Known true answers other than the positive are left out of the candidates
+        (``filtered``), or kept (``raw``).
+    both_sides : bool, default False
+        A triple is ranked twice, its tail among the tails and its head among the heads
+        (``both sides``, the knowledge-graph protocol); else one side only.
+
+    Returns
+    -------
+    str
+        e.g. ``"full, filtered, both sides"``, ``"sampled@1000, filtered"``.
+
+    Examples
+    --------
+    >>> from graphsys.ranking import protocol
+    >>> protocol(), protocol(1000), protocol(filtered=False, both_sides=True)
+    ('full, filtered', 'sampled@1000, filtered', 'full, raw, both sides')
+    """
+    if negatives is not None and (isinstance(negatives, bool) or int(negatives) < 1):
+        raise ParameterError("negatives", f"must be a positive count or None (every "
+                                          f"candidate), got {negatives!r}")
+    parts = ["full" if negatives is None else f"sampled@{int(negatives)}",
+             "filtered" if filtered else "raw"]
+    return ", ".join(parts + (["both sides"] if both_sides else []))

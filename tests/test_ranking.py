@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from graphsys.errors import ParameterError
-from graphsys.ranking import auc, ranks
+from graphsys.ranking import auc, protocol, ranks
 
 NAN, INF = float("nan"), float("inf")
 
@@ -85,6 +85,14 @@ def test_auc_matches_every_pair():
     assert auc([NAN, NAN], [NAN]) == 0.0
     assert auc([0.0], [NAN]) == 1.0
     assert auc([1.0, 1.0], [1.0]) == 0.5
+
+
+def test_protocol_names_the_candidates():
+    assert protocol() == "full, filtered"
+    assert protocol(1000) == "sampled@1000, filtered"
+    assert protocol(filtered=False, both_sides=True) == "full, raw, both sides"
+    with pytest.raises(ParameterError, match="^negatives must be a positive count"):
+        protocol(0)
 
 
 def test_bad_shapes_are_one_line_errors():

@@ -3,8 +3,9 @@
 ``graphsys gnn train --dataset cora --task node --model sage --json`` trains and prints
 test metrics; with ``--json`` the last line is one JSON object holding ``test_accuracy``
 (node task) or ``hits@10`` and ``mrr`` (link task; on held-out edges, ``--link-split
-random``, also ``hits@K`` and ``recall@K`` for each ``--metrics-k`` and ``auc``), plus
-``epochs`` and ``seconds``.
+random``, also ``hits@K`` and ``recall@K`` for each ``--metrics-k`` and ``auc``) with the
+``protocol`` they were ranked under (``sampled@1000, filtered``, ``full, filtered``, or
+``full, filtered, both sides`` for R-GCN), plus ``epochs`` and ``seconds``.
 ``--out DIR`` keeps the best checkpoint (``DIR/checkpoint``) and ``DIR/metrics.jsonl``.
 ``graphsys gnn embed --checkpoint DIR/checkpoint --out EMB`` runs streaming inference,
 partition by partition, writing Arrow embedding files that ``graphsys.embed.Embeddings.load``
@@ -266,6 +267,8 @@ def _train(args) -> int:
     metrics = {k: round(v, 4) for k, v in res.metrics.items() if math.isfinite(v)}
     summary = {"task": cfg.task, "model": cfg.model, "graph": str(graph.path), **metrics,
                "epochs": res.epochs, "seconds": round(seconds, 3), "device": str(device)}
+    if res.protocol is not None:
+        summary["protocol"] = res.protocol
     if node:
         summary.update({k: res.extra[k] for k in ("train_seconds", "eval_seconds",
                                                    "world_size", "ranks") if k in res.extra})

@@ -44,12 +44,15 @@ from graphsys.gnn.loop import (
 )
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
-from graphsys.ranking import ranks
+from graphsys.ranking import protocol, ranks
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import from_coo, typed_edges
 from graphsys.sampling.block import MiniBatch
 from graphsys.sampling.negative import PPRHardNegativeSampler
 from graphsys.storage.graph import Graph
+
+#: How the item task ranks a held-out item: among every item, the user's known items left out
+RANKED = protocol()
 
 
 def bipartite_types(graph: Graph, item_type: str | None = None) -> tuple[str, str]:
@@ -267,7 +270,7 @@ def run_item_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
                                  bias=inp.bias)
             record = {"epoch": epoch, "loss": loss_sum / per_epoch,
                       **{f"val_{k}": v for k, v in m.items() if k.startswith("hits@")},
-                      "val_mrr": m["mrr"],
+                      "val_mrr": m["mrr"], "protocol": RANKED,
                       "seconds": round(time.perf_counter() - t0, 3)}
             bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
             if monitor.step(model, record, m["mrr"]):
@@ -282,4 +285,5 @@ def run_item_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
         metrics = rank_metrics(emb, user_items, test_excl, test_t, cfg.metrics_k,
                                bias=inp.bias)
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
-                     {"input": inp, "embeddings": emb, "entity_type": item_t})
+                     {"input": inp, "embeddings": emb, "entity_type": item_t},
+                     protocol=RANKED)

@@ -44,6 +44,7 @@ from graphsys.gnn.loop import (
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.plugins import GNN_MODELS
+from graphsys.ranking import protocol
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.block import MiniBatch
 from graphsys.storage.graph import Graph
@@ -130,6 +131,9 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
         return evaluate_links(z, decoder, data, mask, cfg.link_eval_negatives, cfg.metrics_k,
                               derive_seed(cfg.seed, 104729, which))
 
+    # each held-out edge's tail among sampled (or every) candidate tails, true edges out
+    negatives = cfg.link_eval_negatives
+    ranked = protocol(negatives if negatives > 0 else None)
     monitor = Monitor(cfg, out, log, save)
     epoch = 0
     with batch_bar(cfg, per_epoch, progress) as bar:
@@ -162,7 +166,7 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
             with torch.no_grad():
                 m = evaluate(embed_all(), data.val, 1)
             record = {"epoch": epoch, "loss": loss_sum / per_epoch,
-                      **{f"val_{k}": v for k, v in m.items()},
+                      **{f"val_{k}": v for k, v in m.items()}, "protocol": ranked,
                       "seconds": round(time.perf_counter() - t0, 3)}
             bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
             if monitor.step(model, record, m["mrr"]):
@@ -179,4 +183,4 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
     metrics["val_mrr"] = monitor.best if monitor.best_state is not None else float("nan")
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
                      {"input": inp, "decoder": decoder, "embeddings": emb, "data": data,
-                      "sampler": sampler, "entity_type": et})
+                      "sampler": sampler, "entity_type": et}, protocol=ranked)

@@ -43,8 +43,8 @@ from graphsys.storage.graph import Graph
 
 @dataclass
 class GNNResult:
-    """What :func:`~graphsys.gnn.train` returns: the test metrics of the best-validation model, the
-    evaluation history and the trained model.
+    """What :func:`~graphsys.gnn.train` returns: the test metrics of the best-validation
+    model, the evaluation history and the trained model.
 
     Attributes
     ----------
@@ -59,8 +59,8 @@ class GNNResult:
         Wall-clock time of the whole run, evaluations included.
     history : list of dict
         One record per evaluation, as written to ``<out>/metrics.jsonl``: ``epoch``,
-        ``loss``, the validation metrics, ``seconds`` and ``best`` (whether the model was
-        kept).
+        ``loss``, the validation metrics (link task: and their ``protocol``), ``seconds``
+        and ``best`` (whether the model was kept).
     model : torch.nn.Module
         The trained model, holding the best-validation weights.
     extra : dict
@@ -69,6 +69,10 @@ class GNNResult:
         Node task also: ``world_size``, this process's ``rank``, ``ranks`` (per rank:
         ``rank``, the training ``seeds`` it stepped on and its training ``seconds``, in
         this call), ``train_seconds`` and ``eval_seconds`` (this rank's).
+    protocol : str or None
+        Link task: the ranking protocol of the metrics (:func:`graphsys.ranking.protocol`:
+        ``"sampled@1000, filtered"``, ``"full, filtered"``, ``"full, filtered, both
+        sides"``), also in every history record; None for the node task.
 
     Examples
     --------
@@ -93,6 +97,7 @@ class GNNResult:
     history: list[dict[str, Any]] = field(default_factory=list)
     model: nn.Module | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    protocol: str | None = None
 
 
 class Monitor:

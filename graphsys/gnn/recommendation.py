@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.item_task import RANKED
 from graphsys.ranking import ranks
 from graphsys.sampling.adjacency import typed_edges
 from graphsys.storage.graph import Graph, open_graph
@@ -383,8 +384,10 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     Returns
     -------
     dict
-        ``users`` evaluated, ``hits@K`` and ``recall@K`` for each K, ``mrr``, and the
-        ``edge_set``, ``history`` and ``exclude`` used.
+        ``users`` evaluated, ``hits@K`` and ``recall@K`` for each K, ``mrr``, their
+        ``protocol`` (``"full, filtered"``: every item ranked, the user's known ones left
+        out; :func:`graphsys.ranking.protocol`), and the ``edge_set``, ``history`` and
+        ``exclude`` used.
 
     Raises
     ------
@@ -453,4 +456,5 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
                                          f"between {scorer.user_type!r} and "
                                          f"{scorer.item_type!r} nodes")
     return {"users": count, **{key: v / count for key, v in totals.items()},
-            "edge_set": held, "history": hist, "exclude": list(exclude)}
+            "protocol": RANKED, "edge_set": held, "history": hist,
+            "exclude": list(exclude)}

@@ -40,6 +40,8 @@ from graphsys.sampling.hetero import TypedBlock
 from graphsys.storage.graph import Graph, open_graph
 
 EVAL_BATCH = 256
+#: How a triple is ranked: its tail among every entity, then its head, true triples left out
+RANKED = ranking.protocol(both_sides=True)
 
 
 @dataclass
@@ -434,6 +436,7 @@ def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, log=None) -> GNNResult:
         """The trainer's per-evaluation record in the node and link tasks' terms: the
         ``epoch`` reached and whether validation MRR is the best so far."""
         rec["epoch"] = -(-rec["step"] // per_epoch)
+        rec["protocol"] = RANKED
         rec["best"] = rec["val_mrr"] > best[0]
         best[0] = max(best[0], rec["val_mrr"])
         if log is not None:
@@ -441,4 +444,4 @@ def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, log=None) -> GNNResult:
 
     res = train_rgcn_link(graph, rc, log=record)
     return GNNResult(res.metrics, cfg.epochs, time.perf_counter() - t0, res.history, res.model,
-                     {"embeddings": res.z, "rgcn_config": res.config})
+                     {"embeddings": res.z, "rgcn_config": res.config}, protocol=RANKED)

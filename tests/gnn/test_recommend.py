@@ -283,6 +283,7 @@ def test_evaluate_matches_a_brute_force_loop(trained):
     want = _brute_metrics(ref, targets, excluded, [1, 5, 10])
     got = evaluate(trained["ckpt"], ks=[10, 1, 5])
     assert (got["edge_set"], got["history"], got["exclude"]) == ("test", "train", ["valid"])
+    assert got["protocol"] == "full, filtered"          # every item, known ones left out
     for key in want:
         assert got[key] == pytest.approx(want[key], abs=1e-5), key
     # the valid set ranked the same way, test items excluded
@@ -314,6 +315,7 @@ def test_cli_recommend_and_evaluate(trained, capsys):
     m = json.loads(out.strip().splitlines()[-1])
     want = evaluate(trained["ckpt"], ks=[1, 10])
     assert m["hits@10"] == pytest.approx(want["hits@10"]) and m["users"] == want["users"]
+    assert m["protocol"] == "full, filtered"
     code, _, err = _run(["gnn", "recommend", ckpt, "--users", "1003", "--k", "0"], capsys)
     assert code != 0 and "--k must be a positive integer" in err
     code, _, err = _run(["gnn", "recommend", ckpt, "--evaluate", "train"], capsys)
