@@ -51,8 +51,8 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     any graph (``config.link_split="random"``, filtered MRR / Hits@K / recall@K / AUC), or
     learns item embeddings on a bipartite graph with PinSage sampling, a max-margin loss
     and hard negatives (``"user"``); with ``config.model="rgcn"`` it trains R-GCN + DistMult
-    on a typed graph's ``train``/``valid``/``test`` edge sets
-    (:func:`~graphsys.gnn.rgcn_link.train_rgcn_link`, filtered MRR / Hits@k). After every
+    on a typed graph's ``train``/``valid``/``test`` edge sets (``config.rgcn``, an
+    :class:`~graphsys.gnn.RGCNSettings`; filtered MRR / Hits@k). After every
     ``config.eval_every`` epochs the validation metric is computed (node task: on the
     validation seeds' ``config.eval_fanouts`` neighbourhoods); the best model is kept and
     training stops after ``config.patience`` evaluations without improvement (the splits,
@@ -80,7 +80,8 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         Where the model trains (default ``"cpu"``).
     out : str or Path, optional
         Directory for the best checkpoint (``out/checkpoint``, which
-        :func:`~graphsys.gnn.embed_checkpoint` reads) and ``out/metrics.jsonl``; node
+        :func:`~graphsys.gnn.embed_checkpoint` reads, and, for R-GCN,
+        :func:`graphsys.gnn.rgcn_link.evaluate`) and ``out/metrics.jsonl``; node
         task: also the state after the last epoch (``out/last``: the model, the optimiser,
         the early-stopping state and the random generators), from which a rerun with the
         same ``out``, settings and world size resumes (``epochs`` and ``patience`` may
@@ -188,11 +189,8 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
     if cfg.model == RGCN:
-        if out is not None:
-            raise ParameterError("out", "the rgcn link task writes no checkpoint: its result "
-                                        "holds the model and the node encodings")
         if device.type != "cpu":
             raise ParameterError("device", "the rgcn link task trains on the CPU")
-        return run_rgcn_task(graph, cfg, log=log)
+        return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress)
     task = run_item_task if link_split_of(graph, cfg) == "user" else run_link_task
     return task(graph, cfg, device=device, out=out, log=log, progress=progress)
