@@ -82,18 +82,24 @@ def ranks(pos, scores, valid=None) -> np.ndarray:
         raise ParameterError("scores", f"must have shape (P, M) with P = len(pos) = "
                                        f"{p.shape[0] if p.dim() == 1 else tuple(p.shape)}, "
                                        f"got {tuple(s.shape)}")
-    p = p[:, None]
-    above = (s > p) | p.isnan()          # NaN compares false: a NaN candidate is below
-    tied = s == p
+    v = None
     if valid is not None:
         v = _tensor(valid).to(torch.bool)
         if v.shape != s.shape:
             raise ParameterError("valid", f"must have the shape of scores {tuple(s.shape)}, "
                                           f"got {tuple(v.shape)}")
+    p = p[:, None]
+    # NaN compares false: a NaN candidate is never above nor tied, and a NaN positive has
+    # every candidate above it. One (P, M) mask at a time is held beside the scores.
+    above = (s > p) | p.isnan()
+    if v is not None:
         above &= v
+    out = 1.0 + above.sum(1, dtype=torch.float64)
+    del above
+    tied = s == p
+    if v is not None:
         tied &= v
-    out = 1.0 + above.sum(1, dtype=torch.float64) + 0.5 * tied.sum(1, dtype=torch.float64)
-    return out.numpy()
+    return (out + 0.5 * tied.sum(1, dtype=torch.float64)).numpy()
 
 
 def auc(pos, neg) -> float:
