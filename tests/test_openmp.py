@@ -102,7 +102,7 @@ def test_every_engine_entry_point_applies_the_policy_first(tmp_path, monkeypatch
         "cli.main": lambda: cli.main(["info", str(missing)]),
         "bsp.run": lambda: bsp.run(missing, None),
         "bsp.pagerank": lambda: bsp.pagerank(missing),
-        "embed.train": lambda: embed.train({}, graph=missing),
+        "embed.train": lambda: embed.train(missing),
         "gnn.train": lambda: gnn.train(missing),
         "graphsys.ingest": lambda: graphsys.ingest(missing / "e.tsv", tmp_path / "g"),
         "from_numpy": lambda: graphsys.from_numpy([0], [1], tmp_path / "g", partitions=0),
