@@ -135,6 +135,30 @@ def machine() -> dict[str, Any]:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
+def source() -> dict[str, Any]:
+    """Which graphsys was measured: the directory it was imported from, its git commit and
+    the files changed since (``git status``), where git can tell."""
+    root = REPO
+    try:
+        import graphsys
+
+        root = Path(graphsys.__file__).resolve().parents[1]
+    except ImportError:
+        pass
+    info: dict[str, Any] = {"path": str(root)}
+    try:
+        git = ["git", "-C", str(root)]
+        info["commit"] = subprocess.run(git + ["rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True,
+                                        check=True).stdout.strip()
+        status = subprocess.run(git + ["status", "--porcelain", "--", "graphsys"],
+                                capture_output=True, text=True, check=True).stdout
+        info["uncommitted"] = sorted(ln[3:] for ln in status.splitlines() if ln.strip())
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return info
+
+
 def emit(line: Mapping[str, Any], record: Path | None = None) -> None:
     """Print one JSON line on stdout; with ``record``, also append it to that jsonl file as
     a results record: ``{"measured_on", "machine", "command", "raw": line}``. A record
@@ -156,11 +180,12 @@ def emit(line: Mapping[str, Any], record: Path | None = None) -> None:
 class Run:
     """One benchmark run and its JSON line.
 
-    Created at the start of the measurement: it records the date, the machine and the
-    load average, and samples this process's peak RSS and peak anonymous RSS
-    (:class:`graphsys.memory.PeakMemory`) until :meth:`emit`. :meth:`missing` names an
-    input (a dataset, a peer) without which some rows cannot be measured; the line lists
-    them under ``missing`` and each is said on stderr as it is found.
+    Created at the start of the measurement: it records the date, the machine, the
+    graphsys measured (``source``: :func:`source`) and the load average, and samples this
+    process's peak RSS and peak anonymous RSS (:class:`graphsys.memory.PeakMemory`) until
+    :meth:`emit`. :meth:`missing` names an input (a dataset, a peer) without which some rows
+    cannot be measured; the line lists them under ``missing`` and each is said on stderr as
+    it is found.
 
     Parameters
     ----------
@@ -177,7 +202,7 @@ class Run:
         self.line: dict[str, Any] = {
             "bench": bench,
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            **machine(), "load_avg_start": load_average()}
+            **machine(), "source": source(), "load_avg_start": load_average()}
         self._peak = None
         if memory:
             from graphsys.memory import PeakMemory
@@ -254,13 +279,19 @@ def pair_ratios(numerators: Sequence[float], denominators: Sequence[float],
             "median": round(median(r), digits) if r else None}
 
 
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """The wall seconds of one call of ``fn`` and its result."""
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
 def median_seconds(fn: Callable[[], T], repeats: int) -> tuple[float, T]:
     """The median wall seconds of ``repeats`` calls of ``fn`` and the last call's result."""
     times, out = [], None
     for _ in range(max(1, repeats)):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
+        seconds, out = timed(fn)
+        times.append(seconds)
     return median(times), out
 
 
@@ -298,8 +329,8 @@ class Child:
 
 def run_child(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str] | None = None,
               cwd: str | os.PathLike | None = None, timeout: float | None = None,
-              stream_stderr: bool = False, check: bool = True,
-              interval: float = 0.02) -> Child:
+              stream_stderr: bool = False, check: bool = True, interval: float = 0.02,
+              started: Callable[[int], None] | None = None) -> Child:
     """Run ``cmd`` to its end, sampling its resident memory (``VmRSS``, ``RssAnon``)
     every ``interval`` seconds from this process.
 
@@ -308,7 +339,8 @@ def run_child(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str] | None
     ``check``: a non-zero exit raises ``SystemExit`` with the command and the tail of its
     stderr. ``timeout`` stops the child's whole process group (its worker processes too)
     and returns what it printed, with ``timed_out`` set. The peaks are the child's own
-    process's (not its workers').
+    process's (not its workers'). ``started(pid)`` is called once the child runs (the child
+    leads a process group of its own: a benchmark can watch its workers).
     """
     from graphsys.memory import PeakMemory
 
@@ -318,6 +350,8 @@ def run_child(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str] | None
                             env=None if env is None else dict(env), start_new_session=True)
     sampler = PeakMemory(interval, pid=proc.pid)
     sampler.__enter__()
+    if started is not None:
+        started(proc.pid)
     err: list[str] = []
 
     def pump() -> None:
@@ -476,6 +510,21 @@ def mirror() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def add_mirror_argument(ap: argparse.ArgumentParser) -> None:
+    """``--mirror DIR``: the dataset mirror for this run (:func:`use_mirror` applies it)."""
+    ap.add_argument("--mirror", type=Path, default=None,
+                    help="dataset mirror (default: $GRAPHSYS_MIRROR, else ../shared/datasets "
+                         "beside the repository)")
+
+
+def use_mirror(path: str | os.PathLike | None) -> Path | None:
+    """Make ``path`` (when given) the dataset mirror of this process and its children
+    (``GRAPHSYS_MIRROR``); return the mirror in use (:func:`mirror`)."""
+    if path:
+        os.environ["GRAPHSYS_MIRROR"] = str(Path(path).absolute())
+    return mirror()
 
 
 def dataset(run: Run | None, name: str, out: Path, **kwargs: Any):
