@@ -65,3 +65,11 @@ def test_check_fails_on_a_hand_edited_table(tmp_path, monkeypatch, capsys):
     assert row in page.read_text()
     assert render_results.main(["--check"]) == 0
 
+
+def test_results_page_is_short_with_one_current_row_per_workload():
+    """History belongs to git: under 300 lines, no workload twice in a table."""
+    page = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert page.count("\n") < 300
+    for path in sorted((REPO / "docs" / "results").glob("*.jsonl")):
+        workloads = [row["workload"] for row in render_results.load_rows(path)]
+        assert len(workloads) == len(set(workloads)), path.name
