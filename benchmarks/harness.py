@@ -207,7 +207,9 @@ class Run:
         if memory:
             from graphsys.memory import PeakMemory
 
-            self._peak = PeakMemory()
+            # ten samples a second: a whole run's peak is long-lived, and a timed loop
+            # should share its cores with as little sampling as possible
+            self._peak = PeakMemory(interval=0.1)
             self._peak.__enter__()
 
     def missing(self, what: str, reason: str) -> None:
@@ -229,8 +231,11 @@ class Run:
         self.line.update(fields)
         self.line["load_avg_end"] = load_average()
         if self._peak is not None:
+            from graphsys.memory import lifetime_peak_rss
+
             self._peak.__exit__(None, None, None)
-            self.line["peak_rss_bytes"] = self._peak.peak_total
+            # the kernel's exact total peak where it is higher than the samples'
+            self.line["peak_rss_bytes"] = max(self._peak.peak_total, lifetime_peak_rss())
             self.line["peak_rss_anon_bytes"] = self._peak.peak_anon
             self._peak = None
         emit(self.line, self.record)
@@ -555,7 +560,7 @@ def _missing_dataset(run: Run | None, name: str, exc: Exception) -> None:
         why += " (no dataset mirror: set GRAPHSYS_MIRROR)"
     if run is None:
         raise SystemExit(f"dataset {name}: {why}") from None
-    run.missing(name, why)
+    run.missing(f"{name} rows", why)
 
 
 def dataset_files(run: Run | None, name: str, cache: Path):

@@ -242,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     np.savez(work / "input.npz", train_user=split["train"][0], train_item=split["train"][1],
              num_users=n_users, num_items=n_items,
              item_feat=graph.node_column("feat", "item").astype(np.float32))
-    if args.dgl_example is None or not (args.dgl_example / "model.py").is_file():
+    if not args.skip_dgl and (args.dgl_example is None
+                              or not (args.dgl_example / "model.py").is_file()):
         py, why = None, "--dgl-example must be a directory with DGL's pinsage model.py"
     else:
         py, why = harness.peer_python("dgl", work, args.dgl_python, args.skip_dgl)
