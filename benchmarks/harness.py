@@ -591,16 +591,19 @@ def rmat_arrays(nodes: int, edges: int, seed: int = 0):
 
 
 def rmat_graph(work: Path, edges: int, nodes: int, *, partitions: int, seed: int = 1,
+               partition_seed: int | None = None,
                memory_limit: int | str = "2GB") -> tuple[Path, dict[str, Any]]:
     """A seeded R-MAT graph stored under ``work`` (``rmat-E-N-sS-pP``): generated to
-    Parquet (:func:`graphsys.generators.rmat_edges`), ingested with ``partitions``
-    partitions (hash partitioner, ``seed``) and the Parquet file removed; reused when its
-    manifest is there. Returns the directory and how it was built (seconds, or
-    ``reused``)."""
+    Parquet (:func:`graphsys.generators.rmat_edges`, ``seed``), ingested with
+    ``partitions`` partitions (hash partitioner seeded with ``partition_seed``, default
+    ``seed``) and the Parquet file removed; reused when its manifest is there. Returns the
+    directory and how it was built (seconds, or ``reused``)."""
     import graphsys
     from graphsys.generators import rmat_edges, write_edges
 
-    graph = Path(work) / f"rmat-{edges}-{nodes}-s{seed}-p{partitions}"
+    partition_seed = seed if partition_seed is None else partition_seed
+    graph = Path(work) / (f"rmat-{edges}-{nodes}-s{seed}-p{partitions}"
+                          + ("" if partition_seed == seed else f"-ps{partition_seed}"))
     if (graph / "manifest.json").is_file():
         return graph, {"reused": True}
     Path(work).mkdir(parents=True, exist_ok=True)
@@ -610,7 +613,7 @@ def rmat_graph(work: Path, edges: int, nodes: int, *, partitions: int, seed: int
     write_edges(rmat_edges(nodes, edges, seed=seed), edge_file, overwrite=True)
     t1 = time.perf_counter()
     log(f"ingesting into {partitions} partitions")
-    graphsys.ingest(edge_file, graph, partitions=partitions, seed=seed,
+    graphsys.ingest(edge_file, graph, partitions=partitions, seed=partition_seed,
                     memory_limit=memory_limit)
     edge_file.unlink()
     return graph, {"generate_seconds": round(t1 - t0, 1),

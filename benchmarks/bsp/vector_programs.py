@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     run = harness.Run("bsp/vector_programs", args.record)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-vector-"))
     work.mkdir(parents=True, exist_ok=True)
-    graph_dir, _ = harness.rmat_graph(work, args.edges, args.nodes, partitions=4, seed=1)
+    graph_dir, _ = harness.rmat_graph(work, args.edges, args.nodes, partitions=4, seed=1,
+                                      partition_seed=0)  # the graph of pagerank_bfs_wcc.py
     g = open_graph(graph_dir)
     n, m = g.num_nodes(), g.num_edges()
     report = {"numba_threads": numba.get_num_threads(), "graph": f"rmat-{args.edges:,}",
