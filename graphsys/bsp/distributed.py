@@ -216,7 +216,22 @@ def init_from_env(device: torch.device) -> bool:
         return False
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                             timeout=timedelta(seconds=process_group_timeout()))
+    rank_device(device)
     return True
+
+
+def rank_device(device: torch.device) -> torch.device:
+    """This rank's device in a distributed run: ``cuda`` with no index becomes
+    ``cuda:LOCAL_RANK`` (NCCL needs one GPU per rank; every rank on GPU 0 fails or
+    serialises), made the current CUDA device; any other device is returned as it is."""
+    import torch.distributed as dist
+
+    if device.type != "cuda" or device.index is not None or not dist.is_initialized():
+        return device
+    count = torch.cuda.device_count()
+    local = int(os.environ.get("LOCAL_RANK", dist.get_rank() % max(count, 1)))
+    torch.cuda.set_device(local)
+    return torch.device("cuda", local)
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from graphsys.bsp.distributed import rank_device
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
@@ -356,6 +357,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
 
         threads = numba.get_num_threads()
     if distributed:
+        dev = rank_device(dev)
         _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,
                        distributed=distributed, threads=threads, readahead=readahead,
