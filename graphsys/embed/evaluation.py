@@ -38,7 +38,7 @@ def _ranks(scores: torch.Tensor, pos: torch.Tensor) -> np.ndarray:
     eq = (scores == pos[:, None]).sum(1)
     ranks = 1.0 + gt + 0.5 * (eq - 1).clamp_min(0)
     ranks = torch.where(nan_pos, torch.full_like(ranks, float(max(scores.shape[1], 1))), ranks)
-    return ranks.numpy().astype(np.float64)
+    return ranks.cpu().numpy().astype(np.float64)
 
 
 def metrics(ranks: np.ndarray) -> dict[str, float]:

@@ -207,24 +207,28 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
     m = n_all + 1
     filt_tail = KnownAnswers(kr * m + kh, kt, m)
     filt_head = KnownAnswers(kr * m + kt, kh, m)
-    zc = z[torch.from_numpy(cand)]
+    dev = z.device
+
+    def on(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(a).to(dev)
+
+    zc = z[on(cand)]
     out = []
     for anchor, answer, filt in ((h, t, filt_tail), (t, h, filt_head)):
         ranks = np.zeros(len(h))
         for start in range(0, len(h), EVAL_BATCH):
             sl = slice(start, start + EVAL_BATCH)
             a, ans, rr = anchor[sl], answer[sl], r[sl]
-            q = z[torch.from_numpy(a)] * rel[torch.from_numpy(rr)]
+            q = z[on(a)] * rel[on(rr)]
             scores = q @ zc.T
             ap = pos_of[ans]
             if (ap < 0).any():
                 raise ParameterError("candidates", "a true answer is not among the candidates")
-            ar = torch.arange(len(a))
-            pos = scores[ar, torch.from_numpy(ap)].clone()
+            ar = torch.arange(len(a), device=dev)
+            pos = scores[ar, on(ap)].clone()
             qr, other = filt.answers(rr * m + a)
             keep = (other != ans[qr]) & (pos_of[other] >= 0)
-            scores[torch.from_numpy(qr[keep]), torch.from_numpy(pos_of[other[keep]])] = \
-                float("-inf")
+            scores[on(qr[keep]), on(pos_of[other[keep]])] = float("-inf")
             ranks[sl] = _ranks(scores, pos)
         out.append(ranks)
     return np.concatenate(out)
@@ -247,7 +251,8 @@ class RGCNLinkResult:
 
 def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = None, *,
                     features=None, log: Callable[[dict], None] | None = None,
-                    max_seconds: float | None = None) -> RGCNLinkResult:
+                    max_seconds: float | None = None,
+                    device: str | torch.device = "cpu") -> RGCNLinkResult:
     """Train R-GCN + DistMult link prediction on a typed graph; filtered test metrics.
 
     Parameters
@@ -264,6 +269,9 @@ def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = N
     max_seconds : float, optional
         Stop training after this much training time (evaluations excluded); the run
         keeps its best-validation model as at the end.
+    device : {"cpu", "cuda", "cuda:k", "auto"}, default "cpu"
+        Where the model trains and ranks (batches are drawn on the CPU with the same
+        seeds, so a run's batches do not depend on the device).
 
     Returns
     -------
@@ -300,8 +308,11 @@ def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = N
     >>> sorted(res.metrics)
     ['count', 'hits@1', 'hits@10', 'hits@3', 'mean_rank', 'mrr']
     """
+    from graphsys.device import resolve_device
+
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else RGCNLinkConfig()
+    dev = resolve_device(device)
     for name in (cfg.train_edges, cfg.valid_edges, cfg.test_edges):
         if name not in graph.edge_sets:
             raise ParameterError("edge_set", f"graph has no edge set {name!r} (it has "
@@ -316,10 +327,10 @@ def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = N
     known = [_global_triples(graph, name) for name in graph.edge_sets]
     model = RGCNLinkModel(num_nodes, R, hidden=cfg.hidden, num_layers=cfg.num_layers,
                           num_blocks=cfg.num_blocks, num_bases=cfg.num_bases,
-                          dropout=cfg.dropout, features=features)
+                          dropout=cfg.dropout, features=features).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     all_nodes = np.arange(n_all, dtype=np.int64)
-    full = _graph_block(all_nodes, *tr, R)
+    full = _graph_block(all_nodes, *tr, R).to(dev)
     gen = np.random.default_rng(derive_seed(cfg.seed, 1))
     sel_val = (np.sort(gen.choice(len(va[0]), cfg.eval_max, replace=False))
                if cfg.eval_max and cfg.eval_max < len(va[0]) else np.arange(len(va[0])))
@@ -346,7 +357,7 @@ def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = N
         nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
         hl, tl = inv[:k], inv[k:]
         g = max(1, int(round(cfg.graph_split * k)))
-        block = _graph_block(nodes, hl[:g], r[:g], tl[:g], R)
+        block = _graph_block(nodes, hl[:g], r[:g], tl[:g], R).to(dev)
         z = model.encode(block)
         # corrupt the head or the tail of each positive with a uniform batch node
         nn_ = cfg.num_negatives
@@ -357,10 +368,10 @@ def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = N
         head_side = rng.random(len(ch)) < 0.5
         ch = np.where(head_side, rand, ch)
         ct = np.where(head_side, ct, rand)
-        s_idx = torch.from_numpy(np.concatenate([hl, ch]))
-        o_idx = torch.from_numpy(np.concatenate([tl, ct]))
-        r_idx = torch.from_numpy(np.concatenate([r, cr]))
-        labels = torch.cat([torch.ones(k), torch.zeros(len(ch))])
+        s_idx = torch.from_numpy(np.concatenate([hl, ch])).to(dev)
+        o_idx = torch.from_numpy(np.concatenate([tl, ct])).to(dev)
+        r_idx = torch.from_numpy(np.concatenate([r, cr])).to(dev)
+        labels = torch.cat([torch.ones(k, device=dev), torch.zeros(len(ch), device=dev)])
         logits = model.score(z[s_idx], r_idx, z[o_idx])
         loss = F.binary_cross_entropy_with_logits(logits, labels)
         loss = loss + cfg.reg * (z.pow(2).mean() + model.rel.pow(2).mean())

@@ -66,14 +66,17 @@ def stored(graph, name):
     return _global_triples(graph, name)
 
 
-def test_tiny_run_metrics_match_naive_ranking(kg):
+def test_tiny_run_metrics_match_naive_ranking(kg, device):
+    """Trained on the test device; the metrics of its ranking (on the device) equal a naive
+    float64 ranking of the same encodings on the CPU."""
     cfg = RGCNLinkConfig(hidden=16, num_blocks=4, batch_edges=300, steps=200, eval_every=100,
                          lr=0.05, seed=0)
-    res = train_rgcn_link(kg, cfg)
+    res = train_rgcn_link(kg, cfg, device=device)
+    assert res.z.device.type == torch.device(device).type
     assert [r["step"] for r in res.history] == [100, 200]
     h, r, t = stored(kg, "test")
     known = {tuple(x) for name in kg.edge_sets for x in zip(*stored(kg, name), strict=True)}
-    ranks = naive_filtered_ranks(res.z, res.model.rel.detach(),
+    ranks = naive_filtered_ranks(res.z.cpu(), res.model.rel.detach().cpu(),
                                  list(zip(h.tolist(), r.tolist(), t.tolist(), strict=True)),
                                  known)
     m = res.metrics
@@ -85,9 +88,9 @@ def test_tiny_run_metrics_match_naive_ranking(kg):
     assert m["mrr"] > 0.08
 
 
-def test_rank_triples_filter_and_candidates():
-    z = torch.tensor([[1.0], [2.0], [3.0], [0.5]])
-    rel = torch.tensor([[1.0]])
+def test_rank_triples_filter_and_candidates(device):
+    z = torch.tensor([[1.0], [2.0], [3.0], [0.5]], device=device)
+    rel = torch.tensor([[1.0]], device=device)
     h, r, t = np.array([0]), np.array([0]), np.array([1])
     # tail query (0, 0, ?): scores 1, 2, 3, .5 -> true 1 is 2nd; head (?, 0, 1): 2, 4, 6, 1
     ranks = rank_triples(z, rel, h, r, t, [(h, r, t)])
