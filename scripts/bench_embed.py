@@ -55,7 +55,7 @@ GS_CHILD = textwrap.dedent("""
         torch.set_num_threads(a["threads"])
     cfg = load_config(None, a["overrides"])
     t0 = time.perf_counter()
-    emb = train(cfg, graph=a["graph"], edges="train", out=a["out"]).embeddings
+    emb = train(a["graph"], cfg, edges="train", out=a["out"]).embeddings
     wall = time.perf_counter() - t0
     stats = emb.meta["stats"]
     edges = sum(s["edges"] for s in stats)
@@ -64,7 +64,8 @@ GS_CHILD = textwrap.dedent("""
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"edges_per_s": edges / train_s, "train_seconds": train_s,
                       "wall_seconds": wall, "peak_rss_bytes": rss, "mrr": res["mrr"],
-                      "hits@10": res["hits@10"], "count": res["count"]}))
+                      "hits@10": res["hits@10"], "count": res["count"],
+                      "protocol": res["protocol"]}))
 """)
 
 PBG_CHILD = PBG_PY311_PATCH + textwrap.dedent("""
@@ -177,7 +178,8 @@ def run_pbg(work: Path, args, train_edges: int) -> dict:
     mrr, r10 = (float(x) for x in stats[-1])
     return {"edges_per_s": train_edges * args.epochs / info["train_seconds"],
             "train_seconds": info["train_seconds"], "wall_seconds": wall,
-            "peak_rss_bytes": info["peak_rss_bytes"], "mrr": mrr, "hits@10": r10}
+            "peak_rss_bytes": info["peak_rss_bytes"], "mrr": mrr, "hits@10": r10,
+            "protocol": "filtered"}
 
 
 def main() -> int:

@@ -68,7 +68,7 @@ def _metrics(ck: Path, graph: Path) -> dict:
     for es in ("test_new", "test_old"):
         r = evaluate(emb, g, es, filtered=True, candidates="all")
         out[es] = {"mrr": round(r["mrr"], 4), "hits@10": round(r["hits@10"], 4),
-                   "count": r["count"]}
+                   "count": r["count"], "protocol": r["protocol"]}
     return out
 
 
@@ -77,7 +77,7 @@ def _timed_train(cfg, graph: Path, edges: str, out: Path) -> dict:
     from graphsys.storage.graph import open_graph
 
     t0 = time.perf_counter()
-    train(cfg, graph=graph, edges=edges, out=out)
+    train(graph, cfg, edges=edges, out=out)
     return {"seconds": round(time.perf_counter() - t0, 2), "edges": edges,
             "edges_per_epoch": open_graph(graph).num_edges(edges), "epochs": cfg.num_epochs}
 

@@ -96,7 +96,7 @@ def fb15k(work: Path, args) -> dict:
                                  "batch_size=1000", "num_uniform_negs=1000",
                                  "num_batch_negs=50", "init_scale=0.001",
                                  f"num_epochs={args.epochs}"])
-        train(cfg, graph=graph, edges="train", out=ck)
+        train(graph, cfg, edges="train", out=ck)
     emb = Embeddings.load(ck)
     n = emb.num_entities()
     rng = np.random.default_rng(0)

@@ -987,7 +987,7 @@ def train_embeddings(ctx: Ctx, graph, overrides: list[str], device: str, name: s
 
     cfg = load_config(None, overrides + [f'device="{device}"'])
     t0 = time.perf_counter()
-    emb = train(cfg, graph=graph, edges="train", out=ctx.work / name).embeddings
+    emb = train(graph, cfg, edges="train", out=ctx.work / name).embeddings
     wall = time.perf_counter() - t0
     stats = emb.meta["stats"]
     seconds = sum(s["seconds"] for s in stats)

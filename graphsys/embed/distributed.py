@@ -1,10 +1,8 @@
-"""Distributed embedding training over ``torch.distributed`` (gloo on CPU, NCCL on GPU).
-
-Launch one process per rank with ``torchrun --nproc-per-node W -m graphsys embed train ...``
-(or ``python -m torch.distributed.run``; several hosts: ``--nnodes``/``--rdzv-endpoint``):
-``graphsys embed train`` initialises the process group from the torchrun environment, and
-``--out`` must be a directory every rank sees (a shared filesystem). In Python, initialise
-the group and call ``train(..., distributed=True)`` on every rank.
+"""Distributed embedding training over ``torch.distributed`` (gloo on CPU, NCCL on GPU):
+:class:`DistributedTrainer`, one rank of a run (``graphsys.embed.train(...,
+distributed=True)`` on every rank of an initialised group, or ``distributed=None`` under
+``torchrun``; launching: ``docs/embed.md``). The checkpoint directory must be one every rank
+sees (a shared filesystem).
 
 Every step is deterministic and the same on every rank, and ranks coordinate only through
 collectives of the default process group (no server of its own):

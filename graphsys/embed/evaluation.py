@@ -1,18 +1,14 @@
-"""Link-prediction evaluation: raw / filtered MRR, Hits@1/3/10 and mean rank.
+"""Link-prediction evaluation (:func:`evaluate`): MRR, Hits@1/3/10 and mean rank, with the
+ranking protocol named in the result (:func:`protocol_name`).
 
-Every test triple ``(h, r, t)`` is ranked twice: its tail among candidate tails
-(``comparator(op_r^rhs(h), c)``) and its head among candidate heads
-(``comparator(op_r^lhs(t), c)``). With reciprocal relations (``op_r^lhs`` is ``r^-1``'s
-operator, trained on the reversed edges) the second is tail prediction of ``(t, r^-1, ?)``:
-only tails are ever scored, the protocol of Lacroix et al. 2018. Ranks count ties half:
-``rank = 1 + #{c: s_c > s} + #{c != true: s_c = s} / 2`` (so a degenerate model that scores
-everything equal gets the middle rank, not rank 1). *Filtered*: every other candidate that
-forms a true triple in any edge set of the graph is removed before ranking (the standard
-protocol).
-
-Candidates are all entities of the type (full ranking) when the type has at most
-``eval_full_max_candidates`` entities, else ``eval_num_uniform_negs`` entities sampled
-uniformly and shared by a batch of test triples (as PBG).
+Every test triple ``(h, r, t)`` is ranked on both sides, by tail prediction of
+``(h, r, ?)`` (``comparator(op_r^rhs(h), c)``) and of ``(t, r^-1, ?)``
+(``comparator(op_r^lhs(t), c)``, the reciprocal relation's operator). Ranks count ties
+half: ``rank = 1 + #{c: s_c > s} + #{c != true: s_c = s} / 2``; a NaN score ranks worst.
+Candidates are every entity of the type, or ``N`` entities sampled uniformly and shared by
+a batch of :data:`EVAL_BATCH` triples; *filtered* removes every other candidate that forms a
+true triple in any edge set of the graph. The protocols and when each applies:
+``docs/embed.md``.
 """
 
 from __future__ import annotations
@@ -50,6 +46,45 @@ def metrics(ranks: np.ndarray) -> dict[str, float]:
             "hits@10": float(np.mean(ranks <= 10)), "mean_rank": float(np.mean(ranks))}
 
 
+def protocol_name(filtered: bool, candidates: str | int | list) -> str:
+    """The name of a ranking protocol, as :func:`evaluate` reports it in ``protocol``.
+
+    ``"full"``: the true answer ranked among every entity of its type (raw);
+    ``"filtered"``: the same with every other true answer removed first (the standard
+    knowledge-graph protocol, both sides); ``"sampled@N"``: ranked among ``N`` uniformly
+    sampled candidates (PyTorch-BigGraph's); ``"filtered sampled@N"``: sampled candidates
+    that are true answers removed. Entity types evaluated under different candidate
+    counts give the names joined by ``" + "``.
+
+    Parameters
+    ----------
+    filtered : bool
+        Whether known true triples were removed.
+    candidates : "all", int or list of them
+        ``evaluate``'s ``candidates`` result: ``"all"`` (full ranking), a sample size, or
+        a list of both when entity types differ.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from graphsys.embed.evaluation import protocol_name
+    >>> protocol_name(True, "all"), protocol_name(False, "all")
+    ('filtered', 'full')
+    >>> protocol_name(False, 1000), protocol_name(True, 1000)
+    ('sampled@1000', 'filtered sampled@1000')
+    >>> protocol_name(True, ["all", 1000])
+    'filtered + filtered sampled@1000'
+    """
+    if isinstance(candidates, list):
+        return " + ".join(protocol_name(filtered, c) for c in candidates)
+    if candidates == "all":
+        return "filtered" if filtered else "full"
+    return f"filtered sampled@{candidates}" if filtered else f"sampled@{candidates}"
+
+
 def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = True,
              candidates: str | int = "auto", relation_wise: bool = False, seed: int = 0,
              progress=None) -> dict:
@@ -61,6 +96,9 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     protocol [2]_). Ties count half (a model scoring everything equal gets the middle
     rank). *Filtered* ranking, the standard protocol since Bordes et al. [1]_, first
     removes every other candidate that forms a true triple in any edge set of the graph.
+    The result names its protocol (:func:`protocol_name`): ``full``, ``filtered``,
+    ``sampled@N`` or ``filtered sampled@N``; figures of different protocols are not
+    comparable.
 
     Parameters
     ----------
@@ -88,8 +126,9 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     -------
     dict
         ``mrr``, ``hits@1``, ``hits@3``, ``hits@10``, ``mean_rank`` over both sides of
-        every triple, ``count`` (triples), ``filtered``, ``candidates`` and, with
-        ``relation_wise``, ``relations`` (relation name -> the same metrics).
+        every triple, ``count`` (triples), ``filtered``, ``candidates``, ``protocol``
+        (:func:`protocol_name` of the two) and, with ``relation_wise``, ``relations``
+        (relation name -> the same metrics).
 
     Raises
     ------
@@ -107,10 +146,13 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     ...                   "rel": [f"r{r}" for r in t["rel"]]})
     >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
     >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-    >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+    >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
     >>> res = graphsys.embed.evaluate(emb, g, g.edge_set().name)
-    >>> res["count"], res["filtered"], res["candidates"], 0 < res["mrr"] <= 1
-    (150, True, 'all', True)
+    >>> res["count"], res["protocol"], 0 < res["mrr"] <= 1
+    (150, 'filtered', True)
+    >>> graphsys.embed.evaluate(emb, g, g.edge_set().name, filtered=False,
+    ...                         candidates=10)["protocol"]
+    'sampled@10'
 
     References
     ----------
@@ -200,6 +242,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     result["candidates"] = min(used, key=str) if len(used) == 1 else sorted(used, key=str)
     if not used:
         result["candidates"] = "all" if candidates == "auto" else candidates
+    result["protocol"] = protocol_name(bool(filtered), result["candidates"])
     if relation_wise:
         per = {}
         for ri in np.unique(test.r):

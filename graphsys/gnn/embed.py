@@ -1,5 +1,5 @@
 """``gnn embed``: rebuild a trained model from its checkpoint and stream every node's
-embedding to Arrow files (see :mod:`graphsys.gnn.inference` for the layout), which
+embedding to Arrow files (layout: :mod:`graphsys.storage.embedding_files`), which
 :meth:`graphsys.embed.Embeddings.load` serves (``nearest``, ``vectors``, ``to_numpy``).
 
 Node task: the embedding is the model's output (class scores, float32 (N, classes)).
@@ -17,11 +17,7 @@ import torch
 
 from graphsys.errors import GraphsysError
 from graphsys.gnn.checkpoint import load_checkpoint
-from graphsys.gnn.inference import (
-    EmbeddingWriter,
-    layerwise_inference,
-    partition_ranges,
-)
+from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.link import link_data
 from graphsys.gnn.model import GNN
 from graphsys.gnn.training import (
@@ -38,6 +34,7 @@ from graphsys.gnn.training import (
 )
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency
+from graphsys.storage.embedding_files import EmbeddingWriter
 from graphsys.storage.graph import Graph, open_graph
 
 
@@ -67,7 +64,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     Rebuilds the model that :func:`~graphsys.gnn.train` saved (``out/checkpoint``) and
     runs :func:`~graphsys.gnn.layerwise_inference` over the checkpoint's entity type,
     partition by partition, writing each partition's embeddings as soon as they are ready
-    (layout: :mod:`graphsys.gnn.inference`). Node task: the model's outputs (class
+    (layout: :mod:`graphsys.storage.embedding_files`). Node task: the model's outputs (class
     scores); link task: the item embeddings, on the training graph with fixed-seed PinSage
     neighbourhoods, as at evaluation time.
 

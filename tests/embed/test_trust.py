@@ -20,7 +20,7 @@ from graphsys.errors import FormatError, GraphsysError
 
 
 def _train(kg, small, out, *extra, epochs=2):
-    return train(load_config(None, small + [f"num_epochs={epochs}", *extra]), graph=kg,
+    return train(kg, load_config(None, small + [f"num_epochs={epochs}", *extra]),
                  edges="train", out=out).embeddings
 
 
@@ -58,7 +58,7 @@ def trained(kg1, tmp_path_factory):
     from .conftest import SMALL
 
     out = tmp_path_factory.mktemp("trained") / "ck"
-    train(load_config(None, SMALL + ["num_epochs=2"]), graph=kg1, edges="train", out=out)
+    train(kg1, load_config(None, SMALL + ["num_epochs=2"]), edges="train", out=out)
     return out
 
 

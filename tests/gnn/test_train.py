@@ -109,7 +109,7 @@ def test_embed_output_rows_match_its_arrow_files(gnn_embeddings):
 @pytest.mark.parametrize("by", ["cos", "dot"])
 def test_embeddings_nearest_on_gnn_output_matches_brute_force(gnn_embeddings, by,
                                                                monkeypatch):
-    import graphsys.embed.embeddings as mod
+    import graphsys.embed.query as mod
 
     monkeypatch.setattr(mod, "BLOCK_ROWS", 7)   # many blocks in each partition
     g, path = gnn_embeddings
