@@ -320,6 +320,7 @@ class Ctx:
         self.started = time.monotonic()
         self.cap = args.caps[args.child]
         self.command = part_command(args, args.child)
+        self.errors: list[str] = []
 
     def left(self) -> float:
         """Seconds left of this part's cap."""
@@ -337,6 +338,20 @@ class Ctx:
             import torch
 
             torch.cuda.synchronize()
+
+    def attempt(self, name: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``; on an exception its traceback goes to the log, a record
+        ``name`` with status ``error`` to the results, and the part carries on with its next
+        measurement (it ends as failed). Returns fn's result, None after an error."""
+        try:
+            return fn(*args, **kwargs)
+        except (Skip, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            traceback.print_exc()
+            self.errors.append(name)
+            self.record(name, status="error", reason=f"{type(exc).__name__}: {str(exc)[:300]}")
+            return None
 
 
 def ratio(peer: float | None, ours: float | None) -> float | None:
@@ -615,17 +630,20 @@ def part_bsp(ctx: Ctx) -> None:
             ctx.record(f"{algo}-{mode}", status="skipped", reason="out of time")
             continue
         if algo == "peer":
-            peer = spmv_peer(ctx, g, reps=3 if ctx.tiny else 10)
-            ctx.record("spmv-peer", graph=label, **peer)
+            peer = ctx.attempt("spmv-peer", spmv_peer, ctx, g, reps=3 if ctx.tiny else 10)
+            if peer is not None:
+                ctx.record("spmv-peer", graph=label, **peer)
             continue
         t0 = time.perf_counter()
         if algo == "pagerank":
-            res = bsp.pagerank(g, tol=1e-30, max_iters=iters if mode == "memory" else
-                               max(3, iters // 2), mode=mode, device=ctx.device,
-                               backend="torch", weighted=False)
+            res = ctx.attempt(f"{algo}-{mode}", bsp.pagerank, g, tol=1e-30,
+                              max_iters=iters if mode == "memory" else max(3, iters // 2),
+                              mode=mode, device=ctx.device, backend="torch", weighted=False)
         else:
-            res = bsp.bfs(g, hub, mode=mode, device=ctx.device, backend="torch",
-                          schedule="sync")
+            res = ctx.attempt(f"{algo}-{mode}", bsp.bfs, g, hub, mode=mode, device=ctx.device,
+                              backend="torch", schedule="sync")
+        if res is None:
+            continue
         figs = superstep_figures(res.stats)
         ctx.record(f"{algo}-{mode}", graph=label, backend="torch",
                    wall_s=round(time.perf_counter() - t0, 3), converged=res.stats.converged,
@@ -919,14 +937,18 @@ def part_gnn(ctx: Ctx) -> None:
                classes=classes, train=len(d["train"]), test=len(d["test"]),
                generate_s=d["generate_s"])
     workers = min(4, max(1, (os.cpu_count() or 2) // 4)) if ctx.cuda else 1
-    ours = gnn_graphsys(ctx, d, steps, workers)
-    ctx.record("graphsys", model="graphsys GNN('sage'), NodeLoader", **ours)
+    ours = ctx.attempt("graphsys", gnn_graphsys, ctx, d, steps, workers)
+    if ours is not None:
+        ctx.record("graphsys", model="graphsys GNN('sage'), NodeLoader", **ours)
     if ctx.left() < 20:
         raise SystemExit("out of time before the PyG side")
     try:
-        peer = gnn_pyg(ctx, d, steps, workers)
+        import torch_geometric  # noqa: F401
     except ImportError as exc:
         ctx.record("pyg", status="skipped", reason=f"torch_geometric not importable ({exc})")
+        return
+    peer = ctx.attempt("pyg", gnn_pyg, ctx, d, steps, workers)
+    if peer is None or ours is None:
         return
     ctx.record("pyg", model="torch_geometric.nn.SAGEConv x 2", **peer)
     shape = (f"SBM {nodes:,} nodes / {len(d['src']):,} edges, {features} features, fanouts "
@@ -1000,19 +1022,28 @@ def train_embeddings(ctx: Ctx, graph, overrides: list[str], device: str, name: s
             "torch_threads": torch.get_num_threads()}
 
 
-def rgcn_config(ctx: Ctx):
+def train_rgcn(ctx: Ctx, graph, seconds: float) -> dict:
+    """R-GCN + DistMult link prediction (Schlichtkrull et al. 2018) on the check's device
+    for at most ``seconds`` of training: datasets/configs/fb15k-237-rgcn.toml with the
+    paper's batches of 30,000 triples (a tiny model in the dry run); its figures."""
     import tomllib
 
-    from graphsys.gnn.rgcn_link import RGCNLinkConfig
+    from graphsys.gnn.rgcn_link import RGCNLinkConfig, train_rgcn_link
 
     if ctx.tiny:
-        return RGCNLinkConfig(hidden=16, num_blocks=4, batch_edges=500, steps=20,
-                              eval_every=10, eval_max=200), ctx.args.rgcn_seconds or 2.0
-    values = tomllib.loads((REPO / "datasets" / "configs" / "fb15k-237-rgcn.toml")
-                           .read_text(encoding="utf-8"))
-    values.pop("max_seconds", None)
-    values["batch_edges"] = 30_000  # the paper's batch: the CPU config's 10,000 is for a CPU
-    return RGCNLinkConfig.from_dict(values), ctx.args.rgcn_seconds or 30.0
+        cfg = RGCNLinkConfig(hidden=16, num_blocks=4, batch_edges=500, steps=20,
+                             eval_every=10, eval_max=200)
+    else:
+        values = tomllib.loads((REPO / "datasets" / "configs" / "fb15k-237-rgcn.toml")
+                               .read_text(encoding="utf-8"))
+        values.pop("max_seconds", None)
+        values["batch_edges"] = 30_000  # the paper's: the config's 10,000 suits one CPU core
+        cfg = RGCNLinkConfig.from_dict(values)
+    res = train_rgcn_link(graph, cfg, max_seconds=seconds, device=ctx.device)
+    return {"steps": res.config["steps_run"], "batch_edges": cfg.batch_edges,
+            "hidden": cfg.hidden, "train_seconds": round(res.seconds, 1),
+            **{k: round(v, 4) if isinstance(v, float) else v for k, v in res.metrics.items()},
+            "history": res.history[-5:]}
 
 
 def part_embed(ctx: Ctx) -> None:
@@ -1031,13 +1062,19 @@ def part_embed(ctx: Ctx) -> None:
                      "num_uniform_negs=1000", "num_batch_negs=50"]
         label = "FB15k-237, ComplEx d = 400, PBG's settings, 3 epochs"
     torch.set_num_threads(os.cpu_count() or 1)
-    dev = train_embeddings(ctx, graph, overrides, ctx.device, "emb-device")
-    ctx.record("embed-device", graph=label, **dev)
-    if ctx.left() < 30 and not ctx.tiny:
+    dev = ctx.attempt("embed-device", train_embeddings, ctx, graph, overrides, ctx.device,
+                      "emb-device")
+    if dev is not None:
+        ctx.record("embed-device", graph=label, **dev)
+    cpu = None
+    if ctx.left() < 45 and not ctx.tiny:
         ctx.record("embed-cpu", status="skipped", reason="out of time")
     else:
-        cpu = train_embeddings(ctx, graph, overrides, "cpu", "emb-cpu")
+        cpu = ctx.attempt("embed-cpu", train_embeddings, ctx, graph, overrides, "cpu",
+                          "emb-cpu")
+    if cpu is not None:
         ctx.record("embed-cpu", graph=label, **cpu)
+    if cpu is not None and dev is not None:
         ctx.record("row-embed-speed", row={
             "workload": f"embeddings, {label}: edges/s on {ctx.device} (the CPU: same machine,"
                         f" {cpu['torch_threads']} threads)",
@@ -1049,23 +1086,20 @@ def part_embed(ctx: Ctx) -> None:
             "peer": "graphsys on the CPU, same seed", "peer_figure": cpu["filtered_test_mrr"],
             "graphsys_figure": dev["filtered_test_mrr"], "unit": "",
             "ratio": ratio(dev["filtered_test_mrr"], cpu["filtered_test_mrr"])})
-    from graphsys.gnn.rgcn_link import train_rgcn_link
-
-    cfg, seconds = rgcn_config(ctx)
+    seconds = ctx.args.rgcn_seconds or (2.0 if ctx.tiny else 30.0)
     seconds = max(1.0, min(seconds, ctx.left() - 20))
-    res = train_rgcn_link(graph, cfg, max_seconds=seconds, device=ctx.device)
-    m = res.metrics
-    ctx.record("rgcn", graph=label.split(",")[0], steps=res.config["steps_run"],
-               batch_edges=cfg.batch_edges, hidden=cfg.hidden, train_seconds=round(res.seconds, 1),
-               **{k: round(v, 4) if isinstance(v, float) else v for k, v in m.items()},
-               history=res.history[-5:])
+    name = label.split(",")[0]
+    rg = ctx.attempt("rgcn", train_rgcn, ctx, graph, seconds)
+    if rg is None:
+        return
+    ctx.record("rgcn", graph=name, **rg)
     ctx.record("row-rgcn", row={
-        "workload": f"R-GCN + DistMult, {label.split(',')[0]}, {res.seconds:.0f} s of training "
-                    f"on {ctx.device} ({res.config['steps_run']} steps of {cfg.batch_edges:,} "
-                    f"triples, d = {cfg.hidden}): filtered test MRR",
+        "workload": f"R-GCN + DistMult, {name}, {rg['train_seconds']:.0f} s of training on "
+                    f"{ctx.device} ({rg['steps']} steps of {rg['batch_edges']:,} triples, "
+                    f"d = {rg['hidden']}): filtered test MRR",
         "peer": "R-GCN paper (Schlichtkrull et al. 2018), d = 500, trained to convergence",
-        "peer_figure": PAPER_RGCN_MRR, "graphsys_figure": round(m["mrr"], 4), "unit": "",
-        "ratio": ratio(m["mrr"], PAPER_RGCN_MRR)})
+        "peer_figure": PAPER_RGCN_MRR, "graphsys_figure": rg["mrr"], "unit": "",
+        "ratio": ratio(rg["mrr"], PAPER_RGCN_MRR)})
 
 
 # -- profile ------------------------------------------------------------------------------
@@ -1150,7 +1184,10 @@ def part_profile(ctx: Ctx) -> None:
             ctx.record(name, status="skipped", reason="out of time")
             continue
         t0 = time.perf_counter()
-        prof = profile_cli(ctx, argv + extra, timeout=max(5.0, ctx.left() - 5))
+        prof = ctx.attempt(name, profile_cli, ctx, argv + extra,
+                           timeout=max(5.0, ctx.left() - 5))
+        if prof is None:
+            continue
         figs = profile_figures(prof)
         ctx.record(name, seconds=round(time.perf_counter() - t0, 1),
                    command="graphsys profile " + shlex.join(argv + extra), **figs)
@@ -1194,6 +1231,8 @@ def run_child(args: argparse.Namespace) -> int:
             return SKIPPED
     try:
         PART_FUNCTIONS[ctx.part](ctx)
+        if ctx.errors:
+            raise SystemExit(f"{len(ctx.errors)} measurement(s) failed: {', '.join(ctx.errors)}")
     except Skip as exc:
         ctx.record("skipped", reason=str(exc))
         return SKIPPED
