@@ -24,11 +24,14 @@ PARTS = [p for p, _, _ in gpu_check.PARTS]
 
 @pytest.fixture(scope="module")
 def dry_run(tmp_path_factory):
-    """One dry run for the module: (exit code, output dir, records, seconds)."""
+    """One dry run for the module: (the process, output dir, records). Its caps are the
+    dry run's own (within 3 minutes on a quiet 2-core machine) times 4, so that a machine
+    shared with other jobs does not cut a part short."""
     out = tmp_path_factory.mktemp("gpu-check") / "out"
+    caps = [f"--cap={part}={4 * tiny}" for part, _, tiny in gpu_check.PARTS]
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--device",
-                           "cpu", "--tiny", str(out)], capture_output=True, text=True,
-                          timeout=900, cwd=REPO)
+                           "cpu", "--tiny", "--budget", str(4 * gpu_check.TINY_BUDGET), *caps,
+                           str(out)], capture_output=True, text=True, timeout=1200, cwd=REPO)
     records = [json.loads(x) for x in (out / gpu_check.RESULTS).read_text().splitlines()]
     return proc, out, records
 
@@ -132,3 +135,4 @@ def test_unknown_parts_and_caps_are_refused(capsys):
     args = gpu_check.parse_args(["--parts", "profile,env", "--cap", "env=7", "OUT"])
     assert args.parts == ["env", "profile"] and args.caps["env"] == 7.0
     assert sum(cap for _, cap, _ in gpu_check.PARTS) <= gpu_check.BUDGET <= 480
+    assert gpu_check.TINY_BUDGET <= 180  # the dry run's own limit: 3 minutes
