@@ -62,6 +62,10 @@ def run_guide():
 # ran. ``lazy`` runs them on torch's lazy-tensor backend (TorchScript, on the CPU): a
 # device that is not the CPU, so a tensor left on the host, mixed into a device op or read
 # through NumPy fails there as it would on CUDA; no GPU needed to check device discipline.
+# It is slow (TorchScript graphs per step) and has holes of its own, which the tests that
+# meet them skip on it: a bmm of a transposed view comes back on the CPU, views fail under
+# a TorchDispatchMode (the profiler's transfer counter), a float32 gradient copy is typed
+# float64; and it lets a few mixed-device ops pass that CUDA refuses (torch.where).
 
 def pytest_addoption(parser):
     parser.addoption("--device", default=None, metavar="NAME",
