@@ -179,7 +179,7 @@ def run_pbg(work: Path, args, train_edges: int) -> dict:
     return {"edges_per_s": train_edges * args.epochs / info["train_seconds"],
             "train_seconds": info["train_seconds"], "wall_seconds": wall,
             "peak_rss_bytes": info["peak_rss_bytes"], "mrr": mrr, "hits@10": r10,
-            "protocol": "filtered"}
+            "protocol": "full, filtered, both sides"}
 
 
 def main() -> int:

@@ -130,8 +130,8 @@ def split_arrays(graph) -> dict:
 def score_rule(emb: np.ndarray, bias: np.ndarray, split: dict, n_users: int) -> dict:
     """hits@10 / MRR of the ``test`` items under graphsys's rule (module docstring), with
     :func:`graphsys.gnn.recommendation.ranking_metrics`."""
+    from graphsys.gnn.item_task import per_user
     from graphsys.gnn.recommendation import ranking_metrics
-    from graphsys.gnn.training import per_user
 
     unit = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
     hist = per_user(*split["train"], n_users)

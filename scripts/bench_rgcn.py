@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark R-GCN link prediction on FB15k-237 against the paper's filtered MRR.
 
-Trains :func:`graphsys.gnn.rgcn_link.train_rgcn_link` (R-GCN encoder, DistMult decoder)
-with a TOML config (default ``datasets/configs/fb15k-237-rgcn.toml``; its ``max_seconds``
-caps training time, 20 minutes) on FB15k-237 ingested from the dataset registry
+Trains R-GCN (encoder) + DistMult (decoder) through :func:`graphsys.gnn.train` with a TOML
+config (default ``datasets/configs/fb15k-237-rgcn.toml``; its ``rgcn.max_seconds`` caps
+training time, 20 minutes) on FB15k-237 ingested from the dataset registry
 (``--graph`` reuses an ingested directory; the mirror is ``--mirror`` or
 ``GRAPHSYS_MIRROR``), then ranks the test triples (heads and tails, filtered against train
 + valid + test, all 14,541 entities). Prints one JSON line: filtered test MRR beside the
@@ -20,7 +20,6 @@ import argparse
 import os
 import tempfile
 import time
-import tomllib
 from pathlib import Path
 
 from render_results import add_record_argument, emit
@@ -41,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="training time cap in seconds (default: the config's max_seconds)")
     ap.add_argument("--batch-edges", type=int, default=None,
-                    help="training triples per step (default: the config's batch_edges)")
+                    help="training triples per step (default: the config's batch_size)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--log", action="store_true", help="print each evaluation to stderr")
     add_record_argument(ap)
@@ -52,17 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from graphsys.datasets import load_dataset
-    from graphsys.gnn.rgcn_link import RGCNLinkConfig, train_rgcn_link
+    from graphsys.gnn import load_train_config, train
     from graphsys.storage.graph import open_graph
 
     torch.set_num_threads(args.threads)
-    values = tomllib.loads(args.config.read_text(encoding="utf-8"))
-    max_seconds = values.pop("max_seconds", None)
+    overrides: dict = {}
     if args.max_seconds is not None:
-        max_seconds = args.max_seconds
+        overrides["rgcn"] = {"max_seconds": args.max_seconds}
     if args.batch_edges is not None:
-        values["batch_edges"] = args.batch_edges
-    cfg = RGCNLinkConfig.from_dict(values)
+        overrides["batch_size"] = args.batch_edges
+    cfg = load_train_config(args.config, overrides)
     if args.graph is not None and args.graph.exists():
         graph = open_graph(args.graph)
     else:
@@ -70,13 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         graph = load_dataset("fb15k-237", out, mirror=args.mirror)
     log = (lambda rec: print(rec, file=sys.stderr, flush=True)) if args.log else None
     t0 = time.perf_counter()
-    res = train_rgcn_link(graph, cfg, log=log, max_seconds=max_seconds)
+    res = train(graph, cfg, log=log)
     wall = time.perf_counter() - t0
     m = res.metrics
     load = os.getloadavg()[0]
     emit({"workload": f"FB15k-237 link prediction, R-GCN + DistMult (d={cfg.hidden}, "
-                      f"{cfg.num_layers} layers, {res.config['steps_run']} steps of "
-                      f"{cfg.batch_edges:,} triples): filtered test MRR",
+                      f"{cfg.rgcn.num_layers} layers, {res.extra['steps']} steps of "
+                      f"{cfg.batch_size:,} triples): filtered test MRR",
           "peer": "R-GCN paper (Schlichtkrull et al. 2018), d=500, trained to convergence",
           "peer_figure": PAPER_MRR, "graphsys_figure": round(m["mrr"], 4), "unit": "",
           "ratio": round(m["mrr"] / PAPER_MRR, 2),
@@ -84,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"load {load:.1f}",
           "mrr": m["mrr"], "hits@1": m["hits@1"], "hits@3": m["hits@3"],
           "hits@10": m["hits@10"], "paper_hits@10": PAPER_HITS10,
-          "mean_rank": m["mean_rank"], "test_triples": m["count"],
-          "steps": res.config["steps_run"], "train_seconds": round(res.seconds, 1),
+          "mean_rank": m["mean_rank"], "test_triples": m["count"], "protocol": res.protocol,
+          "steps": res.extra["steps"], "train_seconds": round(res.extra["train_seconds"], 1),
           "wall_seconds": round(wall, 1), "history": res.history}, args.record)
     return 0
 

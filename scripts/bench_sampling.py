@@ -222,7 +222,7 @@ def dgl_venv(work: Path) -> tuple[Path | None, str | None]:
 def prepare(args, work: Path) -> tuple[dict, dict, dict]:
     """The inputs: ``(arrays for DGL, graphsys objects, facts about them)``."""
     from graphsys.gnn.data import open_source
-    from graphsys.gnn.training import node_task_data
+    from graphsys.gnn.inputs import node_task_data
     from graphsys.sampling import bipartite_adjacency, typed_edges
 
     rng = np.random.default_rng(0)

@@ -61,7 +61,7 @@ def register(subparsers) -> None:
     e.add_argument("--edges", default="test", help="edge set to rank (default test)")
     e.add_argument("--filtered", action="store_true",
                    help="filter out other true triples of every edge set (the standard "
-                   "protocol; printed as protocol filtered, else full or sampled@N)")
+                   "protocol; the printed protocol says filtered or raw)")
     e.add_argument("--candidates", default="auto",
                    help="all, auto, or a number of sampled candidates (default auto)")
     e.add_argument("--relation-wise", action="store_true", help="also report per relation")
@@ -205,8 +205,7 @@ def run_eval(args) -> int:
     if args.json:
         emit_json(res)
     else:
-        print(f"protocol {res['protocol']} on {args.edges} ({res['count']} triples, both "
-              f"sides): MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
+        print(f"protocol {res['protocol']} on {args.edges} ({res['count']} triples): MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
               f"Hits@3 {res['hits@3']:.4f}  Hits@10 {res['hits@10']:.4f}  "
               f"mean rank {res['mean_rank']:.1f}")
         for name, d in res.get("relations", {}).items():

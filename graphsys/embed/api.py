@@ -330,8 +330,8 @@ def train(graph: str | Path | Graph | None, config: EmbedConfig | dict | str | P
     .. [5] T. Lacroix, N. Usunier, G. Obozinski, "Canonical Tensor Decomposition for
        Knowledge Base Completion", ICML 2018.
     """
-    from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.device import resolve_device
+    from graphsys.distributed import init_from_env, peer_failures
     from graphsys.trace import recording
 
     cfg, g, out = _resolve(graph, config, edges, out, log)

@@ -60,16 +60,16 @@ def test_train_eval_export_nearest(graph, config, tmp_path, capsys):
                      "--filtered", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert set(res) >= {"mrr", "hits@1", "hits@3", "hits@10", "mean_rank", "count"}
-    assert res["count"] == 80 and res["mrr"] > 0.5 and res["protocol"] == "filtered"
+    assert res["count"] == 80 and res["mrr"] > 0.5 and res["protocol"] == "full, filtered, both sides"
     assert cli.main(["embed", "eval", str(ck), "--edges", "test", "--relation-wise",
                      "--json"]) == 0
     raw = json.loads(capsys.readouterr().out)
     assert raw["mrr"] <= res["mrr"] and set(raw["relations"]) == {"r0", "r1", "r2"}
-    assert raw["protocol"] == "full"
+    assert raw["protocol"] == "full, raw, both sides"
     # the text output names the protocol beside the metric names
     assert cli.main(["embed", "eval", str(ck), "--edges", "test", "--candidates", "7"]) == 0
-    assert capsys.readouterr().out.startswith("protocol sampled@7 on test (80 triples, "
-                                              "both sides): MRR ")
+    assert capsys.readouterr().out.startswith("protocol sampled@7, raw, both sides on test "
+                                              "(80 triples): MRR ")
     tsv, rel = tmp_path / "e.tsv", tmp_path / "r.tsv"
     assert cli.main(["embed", "export", str(ck), "--format", "tsv", "--out", str(tsv),
                      "--relations-out", str(rel)]) == 0
