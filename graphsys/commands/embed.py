@@ -205,7 +205,8 @@ def run_eval(args) -> int:
     if args.json:
         emit_json(res)
     else:
-        print(f"protocol {res['protocol']} on {args.edges} ({res['count']} triples): MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
+        print(f"protocol {res['protocol']} on {args.edges} ({res['count']} triples): "
+              f"MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
               f"Hits@3 {res['hits@3']:.4f}  Hits@10 {res['hits@10']:.4f}  "
               f"mean rank {res['mean_rank']:.1f}")
         for name, d in res.get("relations", {}).items():

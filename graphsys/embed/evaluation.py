@@ -135,10 +135,10 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
     >>> res = graphsys.embed.evaluate(emb, g, g.edge_set().name)
     >>> res["count"], res["protocol"], 0 < res["mrr"] <= 1
-    (150, 'filtered', True)
+    (150, 'full, filtered, both sides', True)
     >>> graphsys.embed.evaluate(emb, g, g.edge_set().name, filtered=False,
     ...                         candidates=10)["protocol"]
-    'sampled@10'
+    'sampled@10, raw, both sides'
 
     References
     ----------

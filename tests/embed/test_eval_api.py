@@ -51,7 +51,7 @@ def test_metrics_match_brute_force(trained, kg4, filtered):
     got = evaluate(trained, graph, "test", filtered=filtered, candidates="all")
     want = _brute(trained, graph, filtered)
     assert got["count"] == want["count"]
-    assert got["protocol"] == ("full, filtered, both sides" if filtered else "full, raw, both sides")
+    assert got["protocol"] == f"full, {'filtered' if filtered else 'raw'}, both sides"
     for k in ("mrr", "hits@1", "hits@3", "hits@10", "mean_rank"):
         assert got[k] == pytest.approx(want[k], rel=1e-4, abs=1e-4), k
 
