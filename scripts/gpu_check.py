@@ -34,9 +34,10 @@ gnn       85    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 
 embed     85    35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
                       1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
                       edges/s and filtered test MRR on the GPU beside the same run on the CPU;
-                      R-GCN + DistMult trained ``--rgcn-seconds`` (30) on the GPU with the
-                      paper's batches of 30,000 triples (filtered MRR
-                      beside the paper's 0.248)
+                      R-GCN + DistMult (``gnn.train``'s rgcn link task, the shipped
+                      fb15k-237-rgcn.toml with the paper's batches of 30,000 triples) trained
+                      ``--rgcn-seconds`` (30) on the GPU: filtered MRR beside the paper's
+                      0.248
 profile   55    45    ``graphsys profile pagerank|bfs --device cuda --ncu`` (R-MAT 2M edges)
                       and ``--workload gnn`` (SBM 20k nodes): modelled edge-kernel lane
                       utilisation beside Nsight Compute's, per kernel; kernel launches,
@@ -47,10 +48,10 @@ Expected on an H100 (planned from CPU timings, not yet measured there): env 5 s,
 60-130 s, bsp 70-110 s (generating and ingesting the R-MAT about half of it; PageRank in
 memory and its SpMV peer come first), gnn 40-85 s (the SBM's generation about a third),
 embed 50-85 s, profile 30-55 s (ncu replays each of the first 200 kernel launches): 5-8
-minutes in all. A part needing what the
-machine lacks (CUDA, ncu, the FB15k-237 files) records why and is marked ``skipped``; in the
-``--tiny`` dry run on the CPU every part runs on small inputs (the GPU-only pieces recorded
-as skipped), within 3 minutes.
+minutes in all. A part needing what the machine lacks (CUDA, ncu, the FB15k-237 files)
+records why and is marked ``skipped``. In the ``--tiny`` dry run on the CPU every part runs
+on small inputs (the GPU-only pieces recorded as skipped) within 3 minutes (its budget,
+178 s; about a minute of CPU time).
 
 Peers, each named with its version in the output: torch's sparse CSR matrix-vector product
 (``torch.sparse_csr_tensor @ x``: cuSPARSE SpMV on CUDA) for BSP; PyG (torch_geometric, 2.8
