@@ -79,10 +79,10 @@ table of docs/benchmarks.md.
 (``../shared/datasets``, 15.4 MiB) lies outside the repository, which is all that travels.
 Copy it into the git-ignored folder ``.gpu-data/`` of the repository before the call
 (``mkdir -p .gpu-data && cp -r ../shared/datasets/. .gpu-data/``), name ``.gpu-data`` in the
-device call's ``carry``, and pass ``--data .gpu-data``: the embed part reads
-``.gpu-data/fb15k-237`` (only that folder is needed, 5.9 MB), and the tests part uses the
-folder as ``GRAPHSYS_MIRROR``, so the tests on Cora, MovieLens and SNAP graphs run on the GPU
-too. Without it the embed part records ``skipped`` and those tests skip.
+device call's ``carry`` (``--data`` defaults to that folder when it is there): the embed
+part reads ``.gpu-data/fb15k-237`` (only that folder is needed, 5.9 MB), and the tests part
+uses the folder as ``GRAPHSYS_MIRROR``, so the tests on Cora, MovieLens and SNAP graphs run
+on the GPU too. Without it the embed part records ``skipped`` and those tests skip.
 
 On the GPU machine install graphsys first: ``pip install --no-deps --no-build-isolation -e .``
 (the image has every dependency).
@@ -142,7 +142,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help=f"seconds for the whole run (default {BUDGET}, {TINY_BUDGET} with "
                          f"--tiny)")
     ap.add_argument("--data", type=Path, default=None,
-                    help="a dataset mirror holding fb15k-237/ (see the docstring)")
+                    help="a dataset mirror holding fb15k-237/ (see the docstring; default "
+                         ".gpu-data of the repository when it is there)")
     ap.add_argument("--work", type=Path, default=None,
                     help="scratch directory (default: a temporary one, removed at the end)")
     ap.add_argument("--bsp-edges", type=int, default=None,
@@ -173,6 +174,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.caps = caps
     if args.budget is None:
         args.budget = TINY_BUDGET if args.tiny else BUDGET
+    if args.data is None and (REPO / ".gpu-data").is_dir() and not args.child:
+        args.data = REPO / ".gpu-data"
     if args.data is not None and not args.data.is_dir():
         ap.error(f"--data {args.data}: not a directory")
     return args
