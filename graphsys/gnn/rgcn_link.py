@@ -33,7 +33,6 @@ from torch import nn
 from torch.nn import functional as F
 
 from graphsys import ranking
-from graphsys.embed.triples import KnownAnswers, triples
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
 from graphsys.gnn.config import RGCN, TrainConfig
@@ -52,6 +51,7 @@ from graphsys.gnn.metrics import hits_at_k, mrr
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.hetero import TypedBlock
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.triples import KnownAnswers, triples
 
 EVAL_BATCH = 256
 #: How a triple is ranked: its tail among every entity, then its head, true triples left out

@@ -17,8 +17,8 @@ import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, EmbedResult, evaluate, load_config, train
-from graphsys.embed.triples import triples
 from graphsys.errors import ConfigError, GraphsysError
+from graphsys.storage.triples import triples
 
 EPOCHS = 40
 
