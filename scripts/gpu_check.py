@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """The GPU check: every engine's CUDA path, its tests and its GPU peers, in one command.
 
-    python tools/gpu_check.py [--device cuda] [--data DIR] [--parts env,tests,...] OUTDIR
-    python tools/gpu_check.py --device cpu --tiny OUTDIR     # the CPU dry run (CI runs it)
+    python scripts/gpu_check.py [--device cuda] [--data DIR] [--parts env,tests,...] OUTDIR
+    python scripts/gpu_check.py --device cpu --tiny OUTDIR     # the CPU dry run (CI runs it)
 
 A GPU machine may be lent for minutes at a time: this one command (one process tree) runs
 every part below in priority order, each in a child process with its own time cap, and writes
@@ -196,7 +196,7 @@ def append_record(out: Path, obj: dict) -> None:
 
 def part_command(args: argparse.Namespace, part: str) -> str:
     """The command that reruns one part (the rows' ``command``)."""
-    cmd = ["python", "tools/gpu_check.py", "--device", args.device, "--parts", part]
+    cmd = ["python", "scripts/gpu_check.py", "--device", args.device, "--parts", part]
     if args.tiny:
         cmd.append("--tiny")
     if args.data is not None and part == "embed":
