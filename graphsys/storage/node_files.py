@@ -43,7 +43,7 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
             if pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type):
                 dim = t.list_size
                 arr = np.zeros((n, dim), np.float32)
-                flat = col.flatten().cast(pa.float32()).to_numpy(zero_copy_only=False)
+                flat = _finite_features(col, etype, name, ids)
                 arr[dense] = flat.reshape(-1, dim)
                 columns.append(NodeColumn(name, "features", dim))
             elif pa.types.is_integer(t):
@@ -66,6 +66,35 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
                 raise InputError(f"node tables for {etype!r}: column {name!r} given twice")
             values[name] = arr
     return columns, values
+
+
+def _finite_features(col: pa.FixedSizeListArray, etype: str, name: str, ids) -> np.ndarray:
+    """A features column's values as float32, flat; InputError naming the column and the
+    node when a row is null or a value is NaN, infinite or beyond float32 (a model trained
+    on it would fail far from the cause, or write NaN embeddings)."""
+    if col.null_count:
+        row = int(np.flatnonzero(pc.is_null(col).to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"node table for {etype!r}: column {name!r} has no features for node "
+                         f"{_node_id(ids, row)!r} (a null row)")
+    values = col.flatten()
+    with np.errstate(over="ignore"):
+        flat = values.cast(pa.float32(), safe=False).to_numpy(zero_copy_only=False)
+    bad = ~np.isfinite(flat)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        v = values[k].as_py()
+        text = "null" if v is None else repr(v)
+        raise InputError(f"node table for {etype!r}: column {name!r} has feature {text} "
+                         f"for node "
+                         f"{_node_id(ids, k // max(col.type.list_size, 1))!r}: features must "
+                         f"be finite (float32)")
+    return flat
+
+
+def _node_id(ids, row: int):
+    """The original id of row ``row`` of a node table (for messages)."""
+    v = ids[row]
+    return v.as_py() if hasattr(v, "as_py") else v.item() if hasattr(v, "item") else v
 
 
 def write_node_files(job: IngestJob, staging: Path, files: dict[str, dict[str, Any]]) -> dict[
