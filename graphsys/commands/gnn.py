@@ -38,7 +38,7 @@ from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
-from graphsys.outputs import check_output_directory
+from graphsys.outputs import check_output_directory, check_outputs
 from graphsys.plugins import GNN_MODELS
 
 
@@ -244,9 +244,9 @@ def _train(args) -> int:
         eval_fanouts=(parse_fanouts(args.eval_fanouts) if args.eval_fanouts is not None
                       else None),
         layerwise_inference=args.layerwise_inference)
+    check_outputs([("--out", args.out, "directory"), ("--trace", args.trace, "file")],
+                  overwrite=args.overwrite)
     trace = trace_path(args)
-    if args.out is not None:
-        check_output_directory(args.out)
     device = resolve_device(args.device)
     node = args.task == "node"
     say = _say(args)

@@ -93,7 +93,7 @@ def run(args) -> int:
     from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
     from graphsys.device import resolve_device
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_output, check_outputs
     from graphsys.storage.atomic import atomic_path
     from graphsys.trace import recording
 
@@ -131,6 +131,8 @@ def run(args) -> int:
         if not out.parent.is_dir():
             raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
         out = check_output(out, overwrite=args.overwrite, name="out")
+    check_outputs([("--out", out, "file"), ("--trace", args.trace, "file")],
+                  overwrite=args.overwrite)
     trace = trace_path(args)
     device = resolve_device(args.device)
     distributed = init_from_env(device)
