@@ -13,7 +13,8 @@ from pathlib import Path
 
 from graphsys.errors import GraphsysError
 
-_STAGING_MARK = ".staging-"
+#: In the name of a staging directory beside its graph: ``.NAME.staging-PID-HEX``.
+STAGING_MARK = ".staging-"
 
 
 def fsync_path(path: Path) -> None:
@@ -163,7 +164,7 @@ def staging_directory(out: Path) -> Iterator[Path]:
 def _new_staging_name(out: Path) -> Path:
     """A fresh staging path beside ``out`` (holding this pid), after removing the staging
     directories of dead processes."""
-    prefix = f".{out.name}{_STAGING_MARK}"
+    prefix = f".{out.name}{STAGING_MARK}"
     for stale in out.parent.glob(prefix + "*"):
         pid = stale.name[len(prefix):].split("-")[0]
         if pid.isdigit() and not pid_alive(int(pid)):

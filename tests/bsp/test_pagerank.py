@@ -94,7 +94,7 @@ def test_pagerank_rejects_bad_parameters(graphs):
         name = next(iter(kw))
         with pytest.raises(ParameterError, match=f"^{name} must be"):
             bsp.pagerank(g, **kw)
-    with pytest.raises(ParameterError, match="^tol must be a finite number > 0, got nan"):
+    with pytest.raises(ParameterError, match="^tol must be positive and finite, got nan"):
         bsp.hits(g, tol=float("nan"))
 
 

@@ -57,8 +57,8 @@ def check_number(value, name: str, *, low: float = 0.0, high: float = math.inf,
           and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
           and low < value and (value < high if open_high else value <= high))
     if not ok:
-        bound = f"in ({low:g}, {high:g}{')' if open_high else ']'}" if math.isfinite(high) \
-            else f"a finite number > {low:g}"
+        bound = (f"in ({low:g}, {high:g}{')' if open_high else ']'}" if math.isfinite(high)
+                 else "positive and finite" if low == 0 else f"finite and > {low:g}")
         raise ParameterError(name, f"must be {bound}, got {value!r}")
     return float(value)
 
