@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import hashlib
 import os
 import secrets
@@ -115,6 +116,22 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
         else:
             tmp.unlink(missing_ok=True)
         raise
+
+
+def disk_full(exc: OSError, path: Path) -> bool:
+    """Whether ``exc``, raised while writing under ``path``, means the filesystem is full:
+    ENOSPC or EDQUOT; or, with almost no space left (under 1 MiB), EFAULT (a ``write()``
+    whose source is a mapped file that tmpfs could not give a page) or no errno at all
+    (NumPy's ``tofile`` reports a short write as "N requested and M written"). Call it
+    before freeing what the failed write used."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if exc.errno not in (errno.EFAULT, errno.EFBIG, None):
+        return False
+    try:
+        return shutil.disk_usage(path).free < (1 << 20)
+    except OSError:
+        return False
 
 
 def pid_alive(pid: int) -> bool:
