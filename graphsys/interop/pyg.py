@@ -257,8 +257,8 @@ def _is_edge_vector(value, num_edges: int) -> bool:
 
 
 def _is_strings(value, n: int) -> bool:
-    """``value`` is a list of ``n`` strings (None for a missing one): a string node column
-    (PyG keeps such attributes as Python lists)."""
+    """``value`` is a list of ``n`` strings (a None among them is refused at ingest: string
+    columns hold no nulls): a string node column (PyG keeps such attributes as lists)."""
     return (isinstance(value, (list, tuple)) and len(value) == n and n > 0
             and all(v is None or isinstance(v, str) for v in value))
 

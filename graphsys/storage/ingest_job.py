@@ -186,7 +186,8 @@ class IngestJob:
             if "id" not in ns.table.column_names:
                 raise InputError(f"node table for entity type {ns.entity_type!r} has no 'id' "
                                  f"column")
-            ids = ns.table.column("id").combine_chunks()
+            ids = id_column(ns.table.column("id"), f"node table for {ns.entity_type!r}: id",
+                            None)  # integers or strings, as an edge file's id columns
             if ids.null_count:
                 raise InputError(f"node table for {ns.entity_type!r}: null id")
             self.collector(ns.entity_type).add(ids_array(ids))

@@ -16,7 +16,7 @@ import pyarrow.ipc as paipc
 from graphsys.errors import InputError
 from graphsys.storage.atomic import sha256_file
 from graphsys.storage.format import EntityType, NodeColumn, node_column_file, node_file
-from graphsys.storage.ids import ids_array
+from graphsys.storage.ids import id_column, ids_array
 
 if TYPE_CHECKING:
     from graphsys.storage.ingest_job import IngestJob
@@ -31,7 +31,8 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
     for ns in job.node_sources:
         if ns.entity_type != etype:
             continue
-        ids = ids_array(ns.table.column("id").combine_chunks())
+        ids = ids_array(id_column(ns.table.column("id"), f"node table for {etype!r}: id",
+                                  None))
         dense = job.index[etype].lookup(ids)
         if len(np.unique(dense)) != len(dense):
             raise InputError(f"node table for {etype!r}: duplicate ids")
@@ -51,8 +52,15 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
                 arr[dense] = pc.fill_null(col.cast(pa.int64()), -1).to_numpy()
                 columns.append(NodeColumn(name, "label"))
             elif pa.types.is_string(t) or pa.types.is_large_string(t):
+                if col.null_count:  # the format holds no null string: '' would be a guess
+                    row = int(np.flatnonzero(pc.is_null(col).to_numpy(
+                        zero_copy_only=False))[0])
+                    raise InputError(f"node table for {etype!r}: column {name!r} is null for "
+                                     f"node {_node_id(ids, row)!r} ({col.null_count} null in "
+                                     f"all); string columns hold no nulls: fill them first "
+                                     f"(e.g. with '')")
                 arr = np.full(n, "", object)
-                arr[dense] = pc.fill_null(col, "").to_numpy(zero_copy_only=False)
+                arr[dense] = col.to_numpy(zero_copy_only=False)
                 columns.append(NodeColumn(name, "string", 1, "large_string"))
             elif pa.types.is_boolean(t):
                 arr = np.zeros(n, bool)
