@@ -80,17 +80,18 @@ class NodeSource:
     entity_type: str = DEFAULT_ENTITY_TYPE
 
 
-#: The least ``memory_limit`` of an ingest or append (1 MB): every pass holds buffers of at
-#: least 65,536 edges whatever the budget, so a smaller one could not be kept.
-MIN_MEMORY_LIMIT = 1_000_000
+#: The least ``memory_limit`` of an ingest or append (64 KiB): one bucket batch of the
+#: smallest size an ingest writes (4,096 edges of 16 bytes); a smaller budget (a size
+#: written without its unit, ``1`` for ``1GB``) could not hold even that.
+MIN_MEMORY_LIMIT = 1 << 16
 
 
 def check_memory_limit(value) -> None:
     """ParameterError unless ``value`` is an int of at least :data:`MIN_MEMORY_LIMIT`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < MIN_MEMORY_LIMIT:
         raise ParameterError("memory_limit", f"must be at least {MIN_MEMORY_LIMIT:,} bytes "
-                                             f"(1MB: an ingest pass holds buffers of 65,536 "
-                                             f"edges whatever the budget), got {value!r}")
+                                             f"(64KiB: one batch of 4,096 edges), got "
+                                             f"{value!r}")
 
 
 @dataclass

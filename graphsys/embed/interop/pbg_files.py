@@ -112,12 +112,15 @@ def open_h5(h5py, path: Path):
 
 
 def read_dataset(h5py, obj, path: Path, name: str) -> np.ndarray:
-    """A dataset's values as float32, after checking that it is one (a numeric dataset
-    whose bytes fit in the file: a damaged shape cannot ask for more memory than the file
-    holds) and that every value is finite (a damaged value read as NaN or infinity would be
-    imported silently)."""
-    if not isinstance(obj, h5py.Dataset) or obj.dtype.kind not in "fiu":
-        raise FormatError(f"{path}: {name} is not a numeric dataset")
+    """A dataset's values as float32, after checking that it is one as PBG writes it (IEEE
+    float32: a damaged datatype message can describe another float layout of the same
+    bytes, which HDF5 would convert silently), that its bytes fit in the file (a damaged
+    shape cannot ask for more memory than the file holds) and that every value is finite
+    (a damaged value read as NaN or infinity would be imported silently)."""
+    if not isinstance(obj, h5py.Dataset) or not any(
+            obj.id.get_type().equal(t) for t in (h5py.h5t.IEEE_F32LE, h5py.h5t.IEEE_F32BE)):
+        raise FormatError(f"{path}: {name} is not an IEEE float32 dataset (as PBG writes its "
+                          f"tensors)")
     size = path.stat().st_size
     if obj.size * obj.dtype.itemsize > size:
         raise FormatError(f"{path}: {name} claims {obj.shape} values of {obj.dtype}, more "
