@@ -244,9 +244,9 @@ def _train(args) -> int:
         eval_fanouts=(parse_fanouts(args.eval_fanouts) if args.eval_fanouts is not None
                       else None),
         layerwise_inference=args.layerwise_inference)
+    trace = trace_path(args)
     check_outputs([("--out", args.out, "directory"), ("--trace", args.trace, "file")],
                   overwrite=args.overwrite)
-    trace = trace_path(args)
     device = resolve_device(args.device)
     node = args.task == "node"
     say = _say(args)

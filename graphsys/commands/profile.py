@@ -145,9 +145,9 @@ def run(args) -> int:
     if args.report is not None:
         # the page and its JSON, checked before the run so that no profile is thrown away
         html, page_json = report_paths(args.report, overwrite=args.overwrite)
+    trace = trace_path(args)
     check_outputs([("--report", html, "file"), ("--report's JSON", page_json, "file"),
                    ("--trace", args.trace, "file")], overwrite=args.overwrite)
-    trace = trace_path(args)
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
     if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):

@@ -131,9 +131,9 @@ def run(args) -> int:
         if not out.parent.is_dir():
             raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
         out = check_output(out, overwrite=args.overwrite, name="out")
+    trace = trace_path(args)
     check_outputs([("--out", out, "file"), ("--trace", args.trace, "file")],
                   overwrite=args.overwrite)
-    trace = trace_path(args)
     device = resolve_device(args.device)
     distributed = init_from_env(device)
     # opened once; each file the run reads is hash-checked as it is first read (buckets,
