@@ -45,7 +45,7 @@ from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
-from graphsys.outputs import check_output_directory
+from graphsys.outputs import check_output_directory, check_outputs
 from graphsys.plugins import GNN_MODELS
 
 
@@ -279,8 +279,8 @@ def _train(args) -> int:
     else:
         cfg = TrainConfig(**values)
     trace = trace_path(args)
-    if args.out is not None:
-        check_output_directory(args.out)
+    check_outputs([("--out", args.out, "directory"), ("--trace", args.trace, "file")],
+                  overwrite=args.overwrite)
     device = resolve_device(args.device)
     node = cfg.task == "node"
     say = _say(args)
