@@ -367,7 +367,7 @@ def test_a_real_full_disk(tmp_path, capsys):
     rng = np.random.default_rng(0)
     g0 = tmp_path / "g0"
     graphsys.from_numpy(rng.integers(0, 20_000, 150_000), rng.integers(0, 20_000, 150_000), g0,
-                        num_partitions=2)
+                        partitions=2)
     size = sum(f.stat().st_size for f in g0.rglob("*") if f.is_file()) + (64 << 10)
     mnt = tmp_path / "fs"
     mnt.mkdir()

@@ -23,7 +23,7 @@ from graphsys.storage.verify import leftovers, verify_graph
 @pytest.fixture
 def graph_dir(tmp_path):
     d = tmp_path / "g"
-    graphsys.from_numpy(np.array([1, 2, 3, 3]), np.array([2, 3, 1, 4]), d, num_partitions=2)
+    graphsys.from_numpy(np.array([1, 2, 3, 3]), np.array([2, 3, 1, 4]), d, partitions=2)
     return d
 
 
