@@ -116,9 +116,10 @@ def register(subparsers) -> None:
                    help="node task: evaluate every node of the graph on full neighbourhoods, "
                         "layer by layer (default: only the validation and test seeds)")
     t.add_argument("--out", type=Path, default=None,
-                   help="directory for the best checkpoint and metrics.jsonl; node task: a "
-                        "rerun with the same directory and settings resumes after the last "
-                        "epoch it finished")
+                   help="directory of the run: run.json, the best checkpoint and "
+                        "metrics.jsonl, held by one run at a time; node task: a rerun with the "
+                        "same directory, settings and graph resumes after the last epoch it "
+                        "finished; a directory holding another run is refused")
     t.add_argument("--config", type=Path, default=None,
                    help="TOML or JSON file of training settings (TrainConfig's fields; a "
                         "[rgcn] table for --model rgcn), e.g. "

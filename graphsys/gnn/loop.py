@@ -311,8 +311,9 @@ def resume(last: Path, best: Path, cfg: TrainConfig, world_size: int, model: nn.
     for k, v in state.items():
         if k.startswith("optim."):
             _, i, name = k.split(".", 2)
-            if not i.isdigit() or int(i) >= len(params) or (
-                    name != "step" and tuple(v.shape) != tuple(params[int(i)].shape)):
+            want = () if name == "step" else tuple(params[int(i)].shape) \
+                if i.isdigit() and int(i) < len(params) else None
+            if want is None or tuple(v.shape) != want:
                 raise FormatError(f"{last}: tensor {k} does not fit the optimiser of the "
                                   f"model rebuilt from its config")
             per.setdefault(int(i), {})[name] = v
