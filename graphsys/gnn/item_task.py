@@ -211,8 +211,9 @@ def run_item_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
     ranges = partition_ranges(graph, item_t)
     meta = {"task": "link", "entity_type": item_t, "other_type": user_t,
             "graph": str(graph.path), "train_config": config_json(cfg),
-            "has_features": feat is not None, "num_items": n_items,
-            "graph_identity": graph_identity(graph)}
+            "has_features": feat is not None, "num_items": n_items}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
 
     def save(path: Path):
         state = {f"model.{k}": v for k, v in model.state_dict().items()}

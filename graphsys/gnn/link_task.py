@@ -106,7 +106,9 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
     meta = {"task": "link", "link_split": split, "entity_type": et,
             "types": [list(t) for t in data.types], "graph": str(graph.path),
             "train_config": config_json(cfg), "has_features": inp.emb is None,
-            "num_nodes": n, "graph_identity": graph_identity(graph)}
+            "num_nodes": n}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
 
     def save(path: Path):
         state = {f"model.{k}": v for k, v in model.state_dict().items()}

@@ -137,7 +137,9 @@ def run_node_task(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = N
     ranges = partition_ranges(graph, et)
     meta = {"task": "node", "entity_type": et, "graph": str(graph.path),
             "train_config": config_json(cfg), "has_features": data["x"] is not None,
-            "world_size": ranks.world_size, "graph_identity": graph_identity(graph)}
+            "world_size": ranks.world_size}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
     # a builtin model's input dropout runs where the loader's workers gather the features
     # (a mapped column is gathered and normalised there too: MappedFeatures.rows)
     loader_dropout = (isinstance(model, GNN) and cfg.inputs == "blocks" and not cfg.full_graph

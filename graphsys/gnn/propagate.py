@@ -37,6 +37,7 @@ import torch
 from tqdm import tqdm
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.outputs import check_own_directory
 from graphsys.storage import file_rules
 from graphsys.storage.atomic import staging_directory, write_bytes_atomic
 from graphsys.storage.graph import Graph
@@ -130,6 +131,7 @@ def propagate(graph: Graph, out: str | Path, *, hops: int = 2, column: str = "fe
     """
     if hops < 1:
         raise GraphsysError(f"hops must be >= 1, got {hops}")
+    check_own_directory(out, what="propagated features")
     if len(graph.entity_types) != 1:
         raise GraphsysError(f"propagate needs a graph with one entity type; {graph.path} has "
                             f"{', '.join(graph.entity_types)}")

@@ -263,8 +263,9 @@ def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, out: Path | None = None,
            if rs.eval_max and rs.eval_max < n_val else np.arange(n_val))
     val = tuple(x[sel] for x in data.valid)
     meta = {"task": "link", "model": RGCN, "entity_types": list(data.num_nodes),
-            "graph": str(graph.path), "train_config": config_json(cfg),
-            "graph_identity": graph_identity(graph)}
+            "graph": str(graph.path), "train_config": config_json(cfg)}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
 
     def save(path: Path) -> None:
         save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()},

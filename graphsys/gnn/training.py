@@ -131,8 +131,9 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     GraphsysError
         A graph without labels (node task) or without edges (link task; split ``user``:
         without a bipartite relation),
-        ``model``/``loss``/``features`` given to the link task, or a diverged run (a
-        non-finite loss or parameter).
+        ``model``/``loss``/``features`` given to the link task, a diverged run (a
+        non-finite loss or parameter), or an ``out`` that another run holds, that holds
+        another run, or that is or lies inside a graph, checkpoint or embedding directory.
 
     See Also
     --------
