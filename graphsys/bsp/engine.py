@@ -34,6 +34,7 @@ from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import host_array, resolve_device
+from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
 
@@ -356,6 +357,8 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         import numba
 
         threads = numba.get_num_threads()
+    if distributed and dev.type == "cuda" and dev.index is None and initialized():
+        dev = local_cuda_device()  # NCCL: one GPU per rank
     if distributed:
         _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from graphsys.embed.embeddings import Embeddings
-from graphsys.embed.triples import KnownAnswers, triples
 from graphsys.ranking import protocol, ranks
 from graphsys.storage.graph import Graph
+from graphsys.storage.triples import KnownAnswers, triples
 
 EVAL_BATCH = 500
 

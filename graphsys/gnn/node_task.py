@@ -225,7 +225,7 @@ def run_node_task(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = N
                 joint = seed_outputs(torch.cat(shares)).split([len(i) for i in shares])
             sums, counts = [], []
             for k, ids in enumerate(shares):
-                logits = (full.index_select(0, ids) if full is not None else
+                logits = (full.index_select(0, ids.to(full.device)) if full is not None else
                           joint[k] if joint is not None else
                           seed_outputs(ids, val_plan if names == ("val",) else None))
                 y = labels.index_select(0, ids)

@@ -50,6 +50,7 @@ from graphsys.gnn.config import RGCN
 from graphsys.gnn.item_task import RANKED
 from graphsys.ranking import ranks
 from graphsys.sampling.adjacency import typed_edges
+from graphsys.storage.embedding_files import read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
 
 #: Users scored per matrix product (bounds the (users, items) score matrix in memory).
@@ -96,7 +97,6 @@ class _Scorer:
 
     def _items(self, checkpoint, state: dict, meta: dict) -> None:
         """An item-task checkpoint: unit item embeddings and the item bias."""
-        from graphsys.embed import Embeddings
         from graphsys.gnn.embed import embed_checkpoint
 
         self.item_type = meta_field(meta, "entity_type", checkpoint)
@@ -115,7 +115,8 @@ class _Scorer:
                                           f"the checkpoint's item bias {self.bias.shape[0]:,}")
         with tempfile.TemporaryDirectory(prefix="graphsys-recommend-") as work:
             embed_checkpoint(checkpoint, Path(work) / "emb", graph=self.graph)
-            z = Embeddings.load(Path(work) / "emb", self.graph).to_numpy(self.item_type)
+            files = read_embedding_files(Path(work) / "emb")
+            z = np.concatenate(files.partitions) if files.partitions else np.zeros((0, 0))
         norm = np.linalg.norm(z, axis=1, keepdims=True)
         self.unit = (z / np.maximum(norm, 1e-12)).astype(np.float32)
 

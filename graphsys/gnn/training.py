@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from graphsys.distributed import destroy, peer_failures
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError
 from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.item_task import run_item_task
 from graphsys.gnn.link_task import link_split_of, run_link_task
@@ -200,10 +200,9 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
     if cfg.model == RGCN:
-        if device.type != "cpu":
-            raise ParameterError("device", "the rgcn link task trains on the CPU")
         with run_directory(out, graph, cfg, 1):
-            return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress)
+            return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress,
+                                 device=device)
     task = run_item_task if link_split_of(graph, cfg) == "user" else run_link_task
     with run_directory(out, graph, cfg, 1):
         return task(graph, cfg, device=device, out=out, log=log, progress=progress)

@@ -89,9 +89,9 @@ def test_missing_dataset_is_said_not_raised(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(harness, "REPO", tmp_path)  # no ../shared/datasets either
     run = harness.Run("area/name", memory=False)
     assert harness.dataset(run, "no-such-dataset", tmp_path / "g") is None
-    assert run["missing"][0]["rows"] == "no-such-dataset"
+    assert run["missing"][0]["rows"] == "no-such-dataset rows"
     assert "no dataset mirror" in run["missing"][0]["reason"]
-    assert "not measured: no-such-dataset" in capsys.readouterr().err
+    assert "not measured: no-such-dataset rows: " in capsys.readouterr().err
 
 
 def test_rmat_inputs_come_from_graphsys_generators(tmp_path):

@@ -8,7 +8,7 @@ import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, evaluate
-from graphsys.embed.triples import triples
+from graphsys.storage.triples import triples
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import torch
 from graphsys import open_graph
 from graphsys.cli import main
 from graphsys.embed import Embeddings
-from graphsys.embed.triples import triples
 from graphsys.errors import GraphsysError
+from graphsys.storage.triples import triples
 
 
 @pytest.fixture(scope="module")

@@ -353,7 +353,7 @@ def test_two_embedding_writers_at_once_leave_one_whole_directory(dirs, tmp_path)
     for calls, directory in zip(pairs, (ck, out)):
         with ThreadPoolExecutor(2) as pool:
             results = outcome("concurrent:embed",
-                              lambda: list(pool.map(_one_line_or_result, calls)))
+                              lambda calls=calls: list(pool.map(_one_line_or_result, calls)))
         assert sum(r is not None for r in results) == 1, results
         vectors = Embeddings.load(directory, graph=g).to_numpy()
         assert np.isfinite(vectors).all()

@@ -178,9 +178,10 @@ N_USERS, N_ITEMS = 30, 40
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, session_device):
     """A user -> item graph (user ids 1000.., item ids 500..) split by time into train /
-    valid / test, a one-epoch PinSage checkpoint on it, and its raw interactions."""
+    valid / test, a one-epoch PinSage checkpoint on it (trained on the test device), and its
+    raw interactions."""
     work = tmp_path_factory.mktemp("recommend")
     rng = np.random.default_rng(0)
     users = 1000 + rng.integers(0, N_USERS, 700)
@@ -197,7 +198,8 @@ def trained(tmp_path_factory):
            nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS), "genre": label}),
                              "item")])
     train(work / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
-                                  fanouts=[3, 3], seed=0), out=work / "run")
+                                  fanouts=[3, 3], seed=0), out=work / "run",
+          device=session_device)
     return {"work": work, "ckpt": work / "run" / "checkpoint", "users": users, "items": items,
             "masks": dict(zip(("train", "valid", "test"), masks))}
 
@@ -349,13 +351,13 @@ def test_movielens_recommendations_show_titles(mirror, tmp_path, capsys):
         r["title"] for r in rows if r["user"] == 2]
 
 
-def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path):
+def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path, device):
     """A graph with a ``valid`` edge set: the link task validates on it and tests on
     ``test`` (as ``evaluate`` ranks them from the checkpoint), training on all of
     ``train``."""
     res = train(trained["work"] / "g", TrainConfig(task="link", model="pinsage", hidden=8,
                                                    epochs=3, fanouts=[3, 3], seed=1),
-                out=tmp_path / "run")
+                out=tmp_path / "run", device=device)
     ckpt = tmp_path / "run" / "checkpoint"
     best = max(res.history, key=lambda r: r["val_mrr"])
     assert [r["best"] for r in res.history].count(True) >= 1

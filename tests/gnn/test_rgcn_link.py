@@ -83,15 +83,18 @@ def _cfg(**kw):
     return TrainConfig(**{**base, **kw})
 
 
-def test_tiny_run_metrics_match_naive_ranking(kg):
-    res = train(kg, _cfg())                       # 1,080 training triples: 4 steps an epoch
+def test_tiny_run_metrics_match_naive_ranking(kg, device):
+    """Trained and ranked on the test device; the metrics equal a naive float64 ranking of
+    the same encodings on the CPU."""
+    res = train(kg, _cfg(), device=device)        # 1,080 training triples: 4 steps an epoch
+    assert next(res.model.parameters()).device.type == torch.device(device).type
     assert isinstance(res, GNNResult) and res.protocol == "full, filtered, both sides"
     assert [(r["epoch"], r["step"]) for r in res.history] == [(25, 100), (50, 200)]
     assert all(r["protocol"] == res.protocol for r in res.history)
     h, r, t = global_triples(kg, "test")
     known = {tuple(x) for name in kg.edge_sets for x in zip(*global_triples(kg, name),
                                                             strict=True)}
-    ranks = naive_filtered_ranks(res.extra["embeddings"], res.model.rel.detach(),
+    ranks = naive_filtered_ranks(res.extra["embeddings"], res.model.rel.detach().cpu(),
                                  list(zip(h.tolist(), r.tolist(), t.tolist(), strict=True)),
                                  known)
     m = res.metrics
@@ -103,9 +106,9 @@ def test_tiny_run_metrics_match_naive_ranking(kg):
     assert m["mrr"] > 0.08
 
 
-def test_rank_triples_filter_and_candidates():
-    z = torch.tensor([[1.0], [2.0], [3.0], [0.5]])
-    rel = torch.tensor([[1.0]])
+def test_rank_triples_filter_and_candidates(device):
+    z = torch.tensor([[1.0], [2.0], [3.0], [0.5]], device=device)
+    rel = torch.tensor([[1.0]], device=device)
     h, r, t = np.array([0]), np.array([0]), np.array([1])
     # tail query (0, 0, ?): scores 1, 2, 3, .5 -> true 1 is 2nd; head (?, 0, 1): 2, 4, 6, 1
     ranks = rank_triples(z, rel, h, r, t, [(h, r, t)])
