@@ -231,3 +231,48 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return False
+
+
+def check_own_directory(path: str | os.PathLike, *, what: str = "this output") -> Path:
+    """Refuse, in one line, a directory that a command writes as its own (a GNN run, an
+    embedding directory) when it is, or lies inside, a graph, checkpoint or embedding
+    directory: unlike :func:`check_output_directory`, ``path`` itself is checked too.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The directory to create or fill.
+    what : str
+        What is written there, for the message.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    GraphsysError
+        ``path`` is or lies inside a graph, checkpoint or embedding directory.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.outputs import check_own_directory
+    >>> root = tempfile.mkdtemp()
+    >>> check_own_directory(root + "/run").name
+    'run'
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), root + "/g")
+    >>> check_own_directory(root + "/g", what="a run")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: .../g: is the graph directory .../g; a run is written ...
+    """
+    found = protected_directory(path)
+    if found is not None:
+        root, kind = found
+        where = (f"is the {kind} directory {root}" if Path(os.path.abspath(path)) == Path(
+            os.path.abspath(root)) else f"lies inside the {kind} directory {root}")
+        raise GraphsysError(f"{path}: {where}; {what} is written outside graph and "
+                            f"checkpoint directories (choose another directory)")
+    return Path(path)
