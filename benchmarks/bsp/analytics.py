@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not (out / "manifest.json").is_file():
                     harness.log(f"ingesting {out.name}")
                     graphsys.from_numpy(src, dst, out, dedupe=True, undirected=und,
-                                        num_partitions=4)
+                                        partitions=4)
                 stores[und] = graphsys.open_graph(out)
             del src, dst
         else:
@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
                     s, d = edges_of(g)
                     ids = g.node_ids()
                     graphsys.from_numpy(ids[s], ids[d], out, dedupe=True, undirected=True,
-                                        num_partitions=4)
+                                        partitions=4)
                 stores[True] = graphsys.open_graph(out)
         for store in {id(v): v for v in stores.values()}.values():
             subprocess.run([sys.executable, "-m", "graphsys", "index", str(store.path),

@@ -150,7 +150,7 @@ EDGES = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)).filter(
 def test_small_random_graphs(tmp_path_factory, edges, undirected):
     src, dst = (np.array(x) for x in zip(*edges))
     g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("c") / "g", num_nodes=21,
-                            dedupe=True, undirected=undirected, num_partitions=2)
+                            dedupe=True, undirected=undirected, partitions=2)
     G = nx_graph(g, undirected)
     assert close(bsp.betweenness(g).to_dict(), nx.betweenness_centrality(G))
     assert close(bsp.closeness(g).to_dict(), nx.closeness_centrality(G))

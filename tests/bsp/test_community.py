@@ -35,7 +35,7 @@ def looped(tmp_path_factory):
     for undirected in (True, False):
         out[undirected] = graphsys.from_numpy(
             src, dst, tmp_path_factory.mktemp("looped") / "g", weight=w, dedupe=True,
-            undirected=undirected, num_partitions=3)
+            undirected=undirected, partitions=3)
     return out
 
 
@@ -164,7 +164,7 @@ EDGES = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)).filter(
 def test_label_propagation_small_random_graphs(tmp_path_factory, edges):
     src, dst = (np.array(x) for x in zip(*edges))
     g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("lpa") / "g", num_nodes=21,
-                            undirected=True, dedupe=True, num_partitions=2)
+                            undirected=True, dedupe=True, partitions=2)
     G = nx_graph(g, True)
     want = sorted(sorted(c) for c in nx.community.label_propagation_communities(G))
     for schedule in ("auto", "sync"):

@@ -22,9 +22,9 @@ def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_wcc(graphs, key, mode, backend):
+def test_wcc(graphs, key, mode, backend, device):
     tg = graphs[key]
-    res = bsp.wcc(tg.graph, mode=mode, backend=backend)
+    res = bsp.wcc(tg.graph, mode=mode, backend=backend, device=device)
     ncomp, ref = csgraph.connected_components(tg.count, directed=True, connection="weak")
     assert same_partition(res.values, ref)
     assert len(np.unique(res.values)) == ncomp > 12  # isolated vertices are components
@@ -43,9 +43,9 @@ def nx_graph(tg, directed: bool):
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_kcore(graphs, key, mode, backend):
+def test_kcore(graphs, key, mode, backend, device):
     tg = graphs[key]
-    res = bsp.kcore(tg.graph, mode=mode, backend=backend)
+    res = bsp.kcore(tg.graph, mode=mode, backend=backend, device=device)
     ref = nx.core_number(nx_graph(tg, directed=not tg.undirected))
     np.testing.assert_array_equal(res.values, [ref[v] for v in range(tg.n)])
     assert res.values.max() >= 3
@@ -66,7 +66,7 @@ def test_kcore_self_loops(tmp_path, undirected):
     src, dst = rng.integers(0, 60, 400), rng.integers(0, 60, 400)
     src[:30] = dst[:30]  # self-loops, some repeated
     g = graphsys.from_numpy(src, dst, tmp_path / "g", undirected=undirected, dedupe=True,
-                            num_partitions=3)
+                            partitions=3)
     G = nx.Graph() if undirected else nx.DiGraph()
     G.add_nodes_from(g.node_ids().tolist())
     for s, d, _, _ in g.iter_edges():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from graphsys import bsp, open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 FILES = {"slashdot": ("snap/soc-Slashdot0902.txt.gz", False, {}),
          "enron": ("snap/email-Enron.txt.gz", True, {}),
@@ -32,8 +32,8 @@ def real(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("real-analytics")
     out = {}
     for name, (path, undirected, kw) in FILES.items():
-        ingest([EdgeSource([mirror / path], **kw)], tmp / name,
-               IngestOptions(num_partitions=4, undirected=undirected, dedupe=True))
+        ingest_sources([EdgeSource([mirror / path], **kw)], tmp / name,
+                       IngestOptions(partitions=4, undirected=undirected, dedupe=True))
         g = open_graph(tmp / name)
         s, d = zip(*[(a, b) for a, b, _, _ in g.iter_edges()])
         s, d = np.concatenate(s), np.concatenate(d)

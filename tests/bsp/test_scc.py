@@ -54,7 +54,7 @@ def test_scc_brute_force(tmp_path_factory, edges, partitions):
     """Mutual reachability by transitive closure (Floyd-Warshall on booleans)."""
     src, dst = (np.array(x) for x in zip(*edges))
     g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("scc") / "g", num_nodes=25,
-                            num_partitions=partitions)
+                            partitions=partitions)
     n = g.num_nodes()
     reach = np.eye(n, dtype=bool)
     for s, d, _, _ in g.iter_edges():

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from graphsys import openmp
 from graphsys.bsp.algorithms.common import open_if_path
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
@@ -83,6 +84,7 @@ class AlgorithmSpec:
         :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...). A run that
         stops at ``max_iters`` before converging issues a :class:`ConvergenceWarning` (its
         ``result.stats.converged`` is False)."""
+        openmp.apply_wait_policy()
         graph = open_if_path(graph)
         params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}
         self.check_source(source)
