@@ -9,17 +9,11 @@ from graphsys.bsp.algorithms.centrality import (
     closeness,
     harmonic,
 )
-from graphsys.bsp.algorithms.community import (
-    LabelPropagation,
-    Louvain,
-    label_propagation,
-    leiden,
-    louvain,
-    modularity,
-)
+from graphsys.bsp.algorithms.community import Louvain, leiden, louvain, modularity
 from graphsys.bsp.algorithms.components import WCC, wcc
 from graphsys.bsp.algorithms.hits import HITS, hits
 from graphsys.bsp.algorithms.kcore import KCore, kcore
+from graphsys.bsp.algorithms.label_propagation import LabelPropagation, label_propagation
 from graphsys.bsp.algorithms.pagerank import PageRank, pagerank, personalized_pagerank
 from graphsys.bsp.algorithms.scc import SCC, scc
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
