@@ -18,7 +18,8 @@ What is compared, and how equality is checked (``equal`` in the line):
   ``connected_components("strong")``; NetworKit ``StronglyConnectedComponents``, or
   ``ConnectedComponents`` on an undirected graph), the same grouping;
 * ``kcore``: core numbers with self-loops left out (igraph ``coreness("all")``, NetworKit
-  ``CoreDecomposition``; networkx ``core_number``), equal;
+  ``CoreDecomposition``; networkx ``core_number``), equal (on a directed graph NetworKit
+  peels another degree than networkx's in + out: its answer differs and is not compared);
 * ``betweenness``: ``k`` sources drawn once; graphsys ``betweenness(sources=S)``, igraph
   ``betweenness(sources=S)`` (the dependencies of the same sources, scaled back and
   compared to 1e-9); NetworKit ``EstimateBetweenness(k)`` draws its own sources (timed,
