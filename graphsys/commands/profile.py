@@ -11,6 +11,10 @@ The measured section splits the wall time, from the process's start, into named 
 start-up and imports, graph open, preparation, JIT compilation, setup (layout build,
 index mapping), each numba kernel and torch operator with its invocation count, transfers,
 the engine's Python between kernels, I/O waits, sampling, evaluation, checkpoints.
+The other threads (sampler and loader workers, bucket readers, native pools) get a line
+each: their CPU time beside that wall time and what they spent it on. The profiler's own
+cost (its seconds outside the run, the events it analysed, the process's peak RSS) is
+stated last.
 
 The report's "what to change" section is derived from the measured figures and names the
 flag or config key that acts on each item. The modelled SIMT / SM / warp figures are
