@@ -20,6 +20,7 @@ measured with :mod:`torch.profiler`, plus the dense reference workload of the pa
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections import Counter
@@ -304,14 +305,22 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
     peak_run = lifetime_peak_rss()
     if trace is not None:
         write_trace(prof, trace)
-    events = raw_events(prof, cuda=cuda)
-    del prof  # the records are read: the profiler's own copy can go
-    self_time = _self_time_table(events, cuda)
-    ranges = _range_spans(events)
-    counts, top, op_s, mem_s, rt_syncs, reads = _analyse(events, str(device))
-    main = next((e.thread for e in events if e.name == "graphsys.setup"), None)
-    parts = attribute(events, thread=main, cuda=cuda)
-    phases = attribute(events, thread=main, cuda=cuda, phases=True)
+    # hundreds of thousands of small objects, none of them in a cycle: the collector's
+    # passes over them would take longer than building them
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        events = raw_events(prof, cuda=cuda)
+        del prof  # the records are read: the profiler's own copy can go
+        self_time = _self_time_table(events, cuda)
+        ranges = _range_spans(events)
+        counts, top, op_s, mem_s, rt_syncs, reads = _analyse(events, str(device))
+        main = next((e.thread for e in events if e.name == "graphsys.setup"), None)
+        parts = attribute(events, thread=main, cuda=cuda)
+        phases = attribute(events, thread=main, cuda=cuda, phases=True)
+    finally:
+        if collecting:
+            gc.enable()
     per_step = [counts.get(f"{STEP_PREFIX}{k}", 0) for k in range(marker.steps)]
     numba_calls = counts.pop("numba calls")
     total = sum(counts.values())
