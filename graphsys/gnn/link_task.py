@@ -76,7 +76,7 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
                                       f"({', '.join(GNN_MODELS.names())}), got {cfg.model!r}")
     split = link_split_of(graph, cfg)
     data = link_data(graph, cfg.entity_type, cfg.link_val_fraction, cfg.link_test_fraction,
-                     cfg.seed, split)
+                     cfg.seed, split, valid_from=cfg.valid_from, test_from=cfg.test_from)
     n = data.num_nodes
     lo, hi = data.tails
     sampler = link_sampler(cfg, data.adj)

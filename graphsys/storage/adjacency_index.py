@@ -116,7 +116,8 @@ def edges_digest(manifest: Manifest, edge_set: str) -> str:
 
 
 #: The ``graphsys index`` option that builds each kind (named by :func:`build_command`).
-_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected"}
+_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected",
+                 "temporal": "--temporal"}
 
 
 def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) -> str:
@@ -623,6 +624,9 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
         remove_leftover_temps(graph.path)
         for name in names:
             for kind in kinds:
+                if kind == "temporal" and edge_sets is None and "timestamp" not in {
+                        c.name for c in manifest.edge_sets[name].columns}:
+                    continue          # every edge set: the timestamped ones
                 current = manifest.indexes.get(name, {}).get(kind)
                 if (current is not None and not force
                         and current.edges_digest == edges_digest(manifest, name)):
@@ -632,6 +636,8 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 tmp.mkdir(parents=True)
                 try:
                     info = (_build_push(graph, name, tmp, progress) if kind == "push" else
+                            _build_temporal(graph, name, tmp, progress)
+                            if kind == "temporal" else
                             _build_sym(graph, name, tmp, progress, memory_limit)
                             if kind == "sym" else
                             _build_one(graph, name, kind, tmp, progress, memory_limit))
@@ -658,6 +664,13 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 write_bytes_atomic(graph.path / MANIFEST,
                                    json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     return built
+
+
+def _build_temporal(graph, edge_set: str, directory: Path, progress: bool) -> IndexInfo:
+    from graphsys.storage.temporal_index import build_temporal
+
+    return build_temporal(graph, edge_set, directory, edges_digest(graph.manifest, edge_set),
+                          progress)
 
 
 def leftover_temps(path: Path) -> list[Path]:
@@ -689,7 +702,7 @@ def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
         return None
     es = graph.edge_set(edge_set)
     # a sym index holds each stored edge at most twice (once per direction) after dedupe
-    entries_ok = (info.num_edges <= 2 * es.num_edges if kind == "sym"
+    entries_ok = (info.num_edges <= 2 * es.num_edges if kind in ("sym", "temporal")
                   else info.num_edges == es.num_edges)
     if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
             not entries_ok or info.num_nodes != graph.num_nodes()):

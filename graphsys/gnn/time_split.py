@@ -1,0 +1,157 @@
+"""Chronological splits of timestamped edges: by fractions, or at given times.
+
+Both rules order the edges by their stamps in the stamps' own type (an int64 column is never
+rounded through a float) and never split equal stamps across two sides:
+
+* **fractions** (``link_split="time"``): the latest ``round(test_fraction * E)`` edges are
+  test and the ``round(val_fraction * E)`` before them validation, each cut moved later past
+  the stamps equal to the last stamp before it (ties go to the earlier side, as TGL's and
+  TGB's ``t <= cut`` splits), so a held-out side can hold fewer edges than its fraction;
+  one a tie empties is refused.
+* **times** (``valid_from=T1``, ``test_from=T2``): training is every edge stamped before
+  ``T1``, validation ``T1 <= t < T2``, test ``t >= T2`` (a bound is compared in the column's
+  type: a fractional bound on an integer column is rounded up, which selects the same
+  edges). Equal stamps are on one side by construction.
+
+So every validation stamp is strictly later than every training stamp, and every test stamp
+strictly later than both.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from graphsys.errors import ParameterError
+from graphsys.storage.time_view import parse_time
+
+
+def from_bound(value, dtype: np.dtype, name: str):
+    """``value`` (:func:`~graphsys.storage.time_view.parse_time`) as a lower bound ``t >=
+    bound`` exact in ``dtype``: an integer column's bound rounded up."""
+    t = parse_time(value, name=name)
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        whole = t if isinstance(t, int) else math.ceil(t)
+        return dtype.type(min(max(whole, int(info.min)), int(info.max)))
+    return dtype.type(t)
+
+
+def _checked(time) -> np.ndarray:
+    t = np.asarray(time)
+    if t.ndim != 1 or t.dtype.kind not in "iuf":
+        raise ParameterError("time", f"must be one integer or float stamp per edge, got "
+                                     f"shape {t.shape}, dtype {t.dtype}")
+    if t.dtype.kind == "f" and not np.isfinite(t).all():
+        bad = int(np.argmax(~np.isfinite(t)))
+        raise ParameterError("time", f"edge {bad} has timestamp {t[bad]}: every edge needs "
+                                     f"a finite one")
+    return t
+
+
+def split_at_times(time, valid_from, test_from) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boolean masks (train, valid, test) of the edges stamped ``time``: before
+    ``valid_from``, from ``valid_from`` to before ``test_from``, from ``test_from`` on.
+
+    Parameters
+    ----------
+    time : array_like
+        One integer or float stamp per edge.
+    valid_from, test_from : int, float, str or datetime
+        The two cut times (:func:`~graphsys.storage.time_view.parse_time`); ``valid_from
+        <= test_from``.
+
+    Returns
+    -------
+    train, valid, test : numpy.ndarray
+        bool (E,) each, disjoint, covering every edge.
+
+    Raises
+    ------
+    ParameterError
+        Cuts in the wrong order, or a side left empty (naming the cut and the stamps'
+        range).
+
+    Examples
+    --------
+    >>> tr, va, te = split_at_times([5, 1, 9, 7, 7, 3], 6, 8)
+    >>> tr.nonzero()[0].tolist(), va.nonzero()[0].tolist(), te.nonzero()[0].tolist()
+    ([0, 1, 5], [3, 4], [2])
+    """
+    t = _checked(time)
+    lo = from_bound(valid_from, t.dtype, "valid_from")
+    hi = from_bound(test_from, t.dtype, "test_from")
+    if lo > hi:
+        raise ParameterError("test_from", f"must not come before valid_from ({test_from} < "
+                                          f"{valid_from})")
+    test = t >= hi
+    valid = (t >= lo) & ~test
+    train = ~(valid | test)
+    span = f"the stamps run from {t.min()} to {t.max()}" if len(t) else "there are no edges"
+    for name, mask, cut in (("valid_from", train, valid_from), ("test_from", test, test_from)):
+        if not mask.any():
+            side = "training" if name == "valid_from" else "test"
+            raise ParameterError(name, f"= {cut} leaves no {side} edge ({span})")
+    return train, valid, test
+
+
+def split_by_fractions(time, val_fraction: float, test_fraction: float
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boolean masks (train, valid, test): the latest ``round(test_fraction * E)`` edges
+    test, the ``round(val_fraction * E)`` before them validation, every cut moved later past
+    the stamps equal to the last one before it (the module's tie rule).
+
+    Examples
+    --------
+    Validation asks for 2 edges, but the earlier one ties with a training edge (stamp 3):
+    both stay in training.
+
+    >>> tr, va, te = split_by_fractions([3, 5, 1, 4, 3, 2], 0.34, 0.17)
+    >>> tr.nonzero()[0].tolist(), va.nonzero()[0].tolist(), te.nonzero()[0].tolist()
+    ([0, 2, 4, 5], [3], [1])
+    """
+    t = _checked(time)
+    e = len(t)
+    for name, f in (("link_val_fraction", val_fraction), ("link_test_fraction",
+                                                           test_fraction)):
+        if not 0 <= f < 1:
+            raise ParameterError(name, f"must be in [0, 1), got {f}")
+    n_test, n_val = round(test_fraction * e), round(val_fraction * e)
+    if n_test + n_val >= e:
+        raise ParameterError("link_test_fraction", f"and link_val_fraction leave no training "
+                                                   f"edge of {e:,}")
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+
+    def tie_cut(cut: int) -> int:
+        return cut if cut <= 0 or cut >= e else int(np.searchsorted(ts, ts[cut - 1], "right"))
+
+    test_cut = tie_cut(e - n_test)
+    val_cut = min(tie_cut(e - n_test - n_val), test_cut)
+    for name, want, got in (("link_test_fraction", n_test, e - test_cut),
+                            ("link_val_fraction", n_val, test_cut - val_cut)):
+        if want and not got:
+            raise ParameterError(name, f"asks for {want:,} held-out edges, but they share "
+                                       f"the timestamp of the edge before the cut, and a cut "
+                                       f"never splits equal timestamps: none is left")
+    masks = [np.zeros(e, bool) for _ in range(3)]
+    masks[0][order[:val_cut]] = True
+    masks[1][order[val_cut:test_cut]] = True
+    masks[2][order[test_cut:]] = True
+    return masks[0], masks[1], masks[2]
+
+
+def chronological_split(time, *, val_fraction: float = 0.05, test_fraction: float = 0.1,
+                        valid_from=None, test_from=None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`split_at_times` when both cut times are given, else
+    :func:`split_by_fractions`; one of the two alone is refused."""
+    if (valid_from is None) != (test_from is None):
+        raise ParameterError("valid_from" if valid_from is None else "test_from",
+                             "and the other cut time go together (train before valid_from, "
+                             "validation before test_from, test from it on)")
+    if valid_from is not None:
+        return split_at_times(time, valid_from, test_from)
+    return split_by_fractions(time, val_fraction, test_fraction)
