@@ -19,24 +19,10 @@ strictly later than both.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.storage.time_view import parse_time
-
-
-def from_bound(value, dtype: np.dtype, name: str):
-    """``value`` (:func:`~graphsys.storage.time_view.parse_time`) as a lower bound ``t >=
-    bound`` exact in ``dtype``: an integer column's bound rounded up."""
-    t = parse_time(value, name=name)
-    dtype = np.dtype(dtype)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        whole = t if isinstance(t, int) else math.ceil(t)
-        return dtype.type(min(max(whole, int(info.min)), int(info.max)))
-    return dtype.type(t)
+from graphsys.storage.time_view import time_bound
 
 
 def _checked(time) -> np.ndarray:
@@ -81,8 +67,8 @@ def split_at_times(time, valid_from, test_from) -> tuple[np.ndarray, np.ndarray,
     ([0, 1, 5], [3, 4], [2])
     """
     t = _checked(time)
-    lo = from_bound(valid_from, t.dtype, "valid_from")
-    hi = from_bound(test_from, t.dtype, "test_from")
+    lo = time_bound(valid_from, t.dtype, name="valid_from", up=True)
+    hi = time_bound(test_from, t.dtype, name="test_from", up=True)
     if lo > hi:
         raise ParameterError("test_from", f"must not come before valid_from ({test_from} < "
                                           f"{valid_from})")

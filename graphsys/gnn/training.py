@@ -173,6 +173,10 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     """
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else TrainConfig()
+    if cfg.until is not None:                  # the graph as of a time
+        from graphsys.storage.time_view import until
+
+        graph = until(graph, cfg.until)
     device = torch.device(device)
     out = Path(out) if out is not None else None
     distributed, owned, device = distributed_setup(distributed, cfg, device)
@@ -188,6 +192,11 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     if model is not None or loss is not None or features is not None:
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
+    if cfg.task == "temporal-link":
+        from graphsys.gnn.temporal_task import run_temporal_task
+
+        return run_temporal_task(graph, cfg, out=out, log=log, progress=progress,
+                                 device=device)
     if cfg.model == RGCN:
         return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress, device=device)
     task = run_item_task if link_split_of(graph, cfg) == "user" else run_link_task

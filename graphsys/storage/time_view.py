@@ -104,16 +104,16 @@ def parse_time(value, *, name: str = "until"):
                                f"ISO-8601 date such as 2004-06-01), got {value!r}")
 
 
-def time_bound(value, dtype: np.dtype, *, name: str = "until"):
+def time_bound(value, dtype: np.dtype, *, name: str = "until", up: bool = False):
     """``value`` (:func:`parse_time`) as a bound comparable with a column of ``dtype``
-    exactly: for an integer column ``floor(value)`` as that integer type (so ``t <=
-    bound`` selects what ``t <= value`` does), clipped to the type's range; for a float
-    column the float."""
+    exactly: for an integer column ``floor(value)`` (``up``: ``ceil``) as that integer
+    type, so ``t <= bound`` selects what ``t <= value`` does (``up``: ``t >= bound`` what
+    ``t >= value`` does), clipped to the type's range; for a float column the float."""
     t = parse_time(value, name=name)
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        whole = t if isinstance(t, int) else math.floor(t)
+        whole = t if isinstance(t, int) else (math.ceil(t) if up else math.floor(t))
         return dtype.type(min(max(whole, int(info.min)), int(info.max)))
     return dtype.type(t)
 
