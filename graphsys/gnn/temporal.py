@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv, TimeEncoder
 
@@ -121,6 +122,14 @@ class LinkPredictor(nn.Module):
     def forward(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
         return self.lin_final(torch.relu(self.lin_src(z_src) + self.lin_dst(z_dst))).squeeze(-1)
 
+    def pairs(self, z: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        """Scores of the pairs ``(z[src], z[dst])`` for index tensors ``src`` (B,) and
+        ``dst`` (B,) or (B, M): the two projections are taken once per row of ``z`` and
+        gathered, so M candidates per source cost one addition each."""
+        a, b = F.embedding(src, self.lin_src(z)), F.embedding(dst, self.lin_dst(z))
+        left = a if dst.dim() == 1 else a.unsqueeze(1)
+        return self.lin_final(torch.relu(left + b)).squeeze(-1)
+
 
 class TGN(nn.Module):
     """Memory, temporal attention embedding and link predictor (see the module docstring).
@@ -143,9 +152,9 @@ class TGN(nn.Module):
     >>> import torch
     >>> from graphsys.gnn.temporal import TGN
     >>> model = TGN(10, 16, raw_dim=1)
-    >>> z = model.embed(torch.arange(4), model.memory.memory[:4],
-    ...                 torch.zeros(4, 3, 16), torch.zeros(4, 3, 1), torch.zeros(4, 3),
-    ...                 torch.zeros(4, 3, dtype=torch.bool))
+    >>> mem = model.memory.memory
+    >>> z = model.embed(mem[:4], mem, torch.zeros(4, 3, dtype=torch.long),
+    ...                 torch.zeros(4, 3, 1), torch.zeros(4, 3), torch.zeros(4, 3).bool())
     >>> z.shape, model.score(z[:2], z[2:]).shape
     (torch.Size([4, 16]), torch.Size([2]))
     """
@@ -163,15 +172,16 @@ class TGN(nn.Module):
         return {"model": "tgn", "num_nodes": self.num_nodes, "dim": self.dim,
                 "raw_dim": self.raw_dim, "heads": self.heads}
 
-    def embed(self, nodes: torch.Tensor, x: torch.Tensor, x_nbr: torch.Tensor,
+    def embed(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
               raw: torch.Tensor, delta: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Embeddings of query ``nodes`` from their states ``x`` (Q, d), their neighbours'
-        ``x_nbr`` (Q, k, d), the events' raw features (Q, k, raw) and time gaps ``delta``
-        (Q, k) to the query time; ``mask`` (Q, k) the used slots."""
+        """Embeddings of query nodes from their states ``x`` (Q, d), the states ``x_src``
+        (S, d) of the nodes ``nbr`` (Q, k) indexes, the events' raw features (Q, k, raw)
+        and time gaps ``delta`` (Q, k) to the query time; ``mask`` (Q, k) the used slots."""
         edge = torch.cat([raw, self.memory.time_enc(delta)], dim=-1)   # shared, as TGN
-        return self.conv(x, x_nbr, edge, mask)
+        return self.conv(x, x_src, nbr, edge, mask)
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
+        """Scores of embedding pairs (broadcasting)."""
         return self.predictor(z_src, z_dst)
 
 

@@ -106,6 +106,29 @@ class Events:
         return (np.asarray(t) - self.origin).astype(np.float64)
 
 
+def eval_candidates(num_events: int, num_nodes: int, negatives: int, seed: int, which: int
+                    ) -> np.ndarray:
+    """int64 (E, M + 1) candidate destinations of ``num_events`` held-out events: ``M =
+    negatives`` uniform nodes (-1: every node, in id order) for the ranking, and one more
+    uniform node for AP / AUC; seeded by ``(seed, which)`` (1: validation, 2: test), so
+    every model is ranked against the same candidates."""
+    rng = np.random.default_rng(derive_seed(seed, 7919, which))
+    cand = (rng.integers(0, num_nodes, (num_events, negatives)) if negatives > 0
+            else np.broadcast_to(np.arange(num_nodes), (num_events, num_nodes)))
+    return np.concatenate([cand, rng.integers(0, num_nodes, (num_events, 1))], axis=1)
+
+
+def event_metrics(pos: np.ndarray, neg: np.ndarray, heads: np.ndarray, ks) -> dict[str, float]:
+    """``mrr`` and ``hits@k`` of each event's score ``pos`` among its candidates'
+    ``neg[:, :-1]`` (sampled, raw), and ``ap`` / ``auc`` of ``pos`` against the one extra
+    negative ``neg[:, -1]`` per event (:func:`eval_candidates`' layout)."""
+    rank = ranks(pos, neg[:, :-1])
+    out = ranking_metrics(rank, group_positions(rank, pos, heads), heads, ks)
+    out = {key: v for key, v in out.items() if not key.startswith("recall@")}
+    out["ap"], out["auc"] = average_precision(pos, neg[:, -1]), auc(pos, neg[:, -1])
+    return out
+
+
 def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | None = None,
                       log: Callable[[dict], None] | None = None, progress: bool = False
                       ) -> GNNResult:
@@ -150,13 +173,13 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
             delta = ev.seconds(ev.time[idx[0]]) - ev.seconds(hop.time)     # (Q, k) >= 0
             raw = raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0)).to(device)]
             mask = torch.from_numpy(used).to(device)
-            z = model.embed(qpos, mem[qpos], mem[npos.to(device)], raw * mask.unsqueeze(-1),
+            z = model.embed(F.embedding(qpos, mem), mem, npos.to(device),
+                            raw * mask.unsqueeze(-1),
                             torch.from_numpy(np.where(used, delta, 0.0)).to(device), mask)
-            at = (lambda ids: z[torch.from_numpy(np.searchsorted(query, ids)).to(device)])
-            zs = at(s)
-            pos = model.score(zs, at(d))
-            neg = model.score(zs.unsqueeze(1).expand(-1, cand.shape[1], -1),
-                              at(cand.ravel()).view(len(idx), cand.shape[1], -1))
+            at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
+            si = at(s)
+            pos = model.predictor.pairs(z, si, at(d))
+            neg = model.predictor.pairs(z, si, at(cand))
         # the batch's ends keep their updated memory; its events become pending messages
         ends = np.unique(np.concatenate([s, d]))
         epos = torch.from_numpy(np.searchsorted(nodes, ends)).to(device)
@@ -169,30 +192,17 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
     def run_events(mask: np.ndarray, which: int) -> dict[str, float]:
         """Stream the events under ``mask``: score, then update the memory."""
         idx_all = np.flatnonzero(mask)
-        rng = np.random.default_rng(derive_seed(cfg.seed, 7919, which))
-        m = cfg.link_eval_negatives if cfg.link_eval_negatives > 0 else n
-        cand_all = (rng.integers(0, n, (len(idx_all), m)) if cfg.link_eval_negatives > 0
-                    else np.broadcast_to(np.arange(n), (len(idx_all), n)))
-        extra = rng.integers(0, n, (len(idx_all), 1))       # AP / AUC: one per event
-        rank_parts, pos_all, neg_all = [], [], []
+        cand_all = eval_candidates(len(idx_all), n, cfg.link_eval_negatives, cfg.seed, which)
+        pos_all, neg_all = [], []
         model.eval()
         with torch.no_grad():
             for a in range(0, len(idx_all), cfg.batch_size):
-                idx = idx_all[a:a + cfg.batch_size]
-                cand = np.concatenate([cand_all[a:a + cfg.batch_size],
-                                       extra[a:a + cfg.batch_size]], axis=1)
-                pos, neg = step(idx, cand, grad=False)
-                pos, neg = pos.double().cpu().numpy(), neg.double().cpu().numpy()
-                rank_parts.append(ranks(pos, neg[:, :-1]))
-                pos_all.append(pos)
-                neg_all.append(neg[:, -1])
-        rank = np.concatenate(rank_parts)
-        pos, neg = np.concatenate(pos_all), np.concatenate(neg_all)
-        heads = ev.src[idx_all]
-        out = ranking_metrics(rank, group_positions(rank, pos, heads), heads, cfg.metrics_k)
-        out = {key: v for key, v in out.items() if not key.startswith("recall@")}
-        out["ap"], out["auc"] = average_precision(pos, neg), auc(pos, neg)
-        return out
+                pos, neg = step(idx_all[a:a + cfg.batch_size],
+                                cand_all[a:a + cfg.batch_size], grad=False)
+                pos_all.append(pos.double().cpu().numpy())
+                neg_all.append(neg.double().cpu().numpy())
+        return event_metrics(np.concatenate(pos_all), np.concatenate(neg_all),
+                             ev.src[idx_all], cfg.metrics_k)
 
     monitor = Monitor(cfg, out, log, save)
     best_test: dict[str, float] = {}

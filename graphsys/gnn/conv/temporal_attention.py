@@ -17,8 +17,9 @@ with :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` a learned time enco
 (:class:`TimeEncoder`, TGAT's functional encoding) and the softmax over the used slots only
 (a node without earlier events gets :math:`W_R x_v`). This is PyG's ``TransformerConv`` with
 ``edge_dim`` and a root weight, which TGN's ``GraphAttentionEmbedding`` runs, on the dense
-``(queries, k)`` layout :class:`~graphsys.sampling.TemporalNeighborSampler` returns: one batched
-matrix product per step, no scatter.
+``(queries, k)`` layout :class:`~graphsys.sampling.TemporalNeighborSampler` returns: keys and
+values projected once per node and gathered per slot, one batched product per step, no
+scatter.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import math
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 
 class TimeEncoder(nn.Module):
@@ -68,9 +70,9 @@ class TemporalAttentionConv(nn.Module):
     --------
     >>> import torch
     >>> conv = TemporalAttentionConv(8, 8, edge_dim=4, heads=2)
-    >>> x, nbr = torch.randn(5, 8), torch.randn(5, 3, 8)
+    >>> x, x_src, nbr = torch.randn(5, 8), torch.randn(7, 8), torch.randint(0, 7, (5, 3))
     >>> edge, mask = torch.randn(5, 3, 4), torch.tensor([[1, 1, 0]] * 4 + [[0, 0, 0]]).bool()
-    >>> conv(x, nbr, edge, mask).shape
+    >>> conv(x, x_src, nbr, edge, mask).shape
     torch.Size([5, 8])
     """
 
@@ -87,16 +89,21 @@ class TemporalAttentionConv(nn.Module):
         self.root = nn.Linear(in_dim, out_dim)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, x_nbr: torch.Tensor, edge: torch.Tensor,
-                mask: torch.Tensor) -> torch.Tensor:
-        """``x`` (Q, in) query states, ``x_nbr`` (Q, k, in) neighbour states, ``edge``
-        (Q, k, edge_dim), ``mask`` bool (Q, k) used slots; returns (Q, out)."""
-        q_n, k_n = x_nbr.shape[:2]
+    def forward(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
+                edge: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``x`` (Q, in) query states, ``x_src`` (S, in) the states of the nodes the
+        neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot (a row of
+        ``x_src``; any valid row in an unused slot), ``edge`` (Q, k, edge_dim), ``mask`` bool
+        (Q, k) the used slots; returns (Q, out). Keys and values are projected once per
+        node of ``x_src``, then gathered per slot (as PyG's ``TransformerConv`` projects
+        nodes and gathers per edge)."""
+        q_n, k_n = nbr.shape
         h, d = self.heads, self.head_dim
         e = self.edge(edge)
         q = self.query(x).view(q_n, 1, h, d)
-        key = (self.key(x_nbr) + e).view(q_n, k_n, h, d)
-        val = (self.value(x_nbr) + e).view(q_n, k_n, h, d)
+        # a gather as an embedding lookup: of torch's CPU gathers, its backward is fastest
+        key = (F.embedding(nbr, self.key(x_src)) + e).view(q_n, k_n, h, d)
+        val = (F.embedding(nbr, self.value(x_src)) + e).view(q_n, k_n, h, d)
         score = (q * key).sum(-1) / math.sqrt(d)                    # (Q, k, heads)
         score = score.masked_fill(~mask.unsqueeze(-1), float("-inf"))
         alpha = torch.softmax(score, dim=1)
