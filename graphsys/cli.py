@@ -18,6 +18,7 @@ import argparse
 import importlib
 import sys
 
+from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
@@ -96,6 +97,7 @@ def user_message(exc: GraphsysError, parser: argparse.ArgumentParser,
 
 
 def main(argv: list[str] | None = None) -> int:
+    openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)

@@ -554,7 +554,7 @@ def build_rmat(ctx: Ctx, num_nodes: int, num_edges: int, partitions: int, seed: 
     dst = np.concatenate([c["dst"] for c in chunks])
     del chunks
     t1 = time.perf_counter()
-    g = graphsys.from_numpy(src, dst, out, num_partitions=partitions, memory_limit=8 << 30)
+    g = graphsys.from_numpy(src, dst, out, partitions=partitions, memory_limit=8 << 30)
     return g, {"generate_s": round(t1 - t0, 1), "ingest_s": round(time.perf_counter() - t1, 1)}
 
 
@@ -1169,7 +1169,7 @@ def part_profile(ctx: Ctx) -> None:
         graphsys.from_numpy(d["src"][:half], d["dst"][:half], sbm_dir, num_nodes=n,
                             node_columns={"feat": d["feat"], "label": d["label"],
                                           "train_mask": train}, undirected=True,
-                            num_partitions=2)
+                            partitions=2)
     ncu = ctx.cuda and shutil.which("ncu") is not None
     if not ncu:
         why = "not a CUDA run" if not ctx.cuda else "ncu not on PATH"

@@ -7,7 +7,7 @@ import pytest
 from graphsys import cli
 from graphsys.bsp.algorithms.pagerank import PageRank
 from graphsys.errors import ParameterError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def test_library_error_names_the_parameter_not_a_flag():
@@ -19,7 +19,7 @@ def test_cli_reports_the_flag_that_set_the_parameter(tmp_path, capsys):
     edges = tmp_path / "e.tsv"
     edges.write_text("0\t1\n1\t2\n2\t0\n")
     graph = tmp_path / "g"
-    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
+    ingest_sources([EdgeSource([edges])], graph, IngestOptions(partitions=1))
     rc = cli.main(["run", "pagerank", str(graph), "--tol", "0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
@@ -58,12 +58,12 @@ def test_parameter_without_a_flag_keeps_its_library_name():
      "error: --device 'tpu': unknown device (choose from cpu, cuda, auto)"),
 ])
 def test_library_parameters_read_as_flags(tmp_path, capsys, argv, line):
-    """Library errors name parameters (ingest's num_partitions, the profiler's block_size,
+    """Library errors name parameters (ingest's partitions, the profiler's block_size,
     ...); each command's parser maps them to its own flags."""
     edges = tmp_path / "e.tsv"
     edges.write_text("0\t1\n1\t2\n2\t0\n")
     graph = tmp_path / "g"
-    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
+    ingest_sources([EdgeSource([edges])], graph, IngestOptions(partitions=1))
     capsys.readouterr()
     argv = [a.format(e=edges, g=graph, t=tmp_path) for a in argv]
     assert cli.main(argv) == 2

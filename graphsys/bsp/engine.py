@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from graphsys import openmp
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
@@ -330,6 +331,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
     >>> result.stats.num_supersteps, result.stats.converged
     (1, True)
     """
+    openmp.apply_wait_policy()
     if isinstance(graph, (str, Path)):
         from graphsys.storage.graph import open_graph
 

@@ -77,7 +77,7 @@ def run(args) -> int:
     fetched = fetch(dataset, cache=args.cache, mirror=args.mirror, log=log)
     if args.datasets_command == "fetch":
         return _fetched(args, fetched)
-    opts = IngestOptions(num_partitions=args.num_partitions, partitioner=args.partitioner,
+    opts = IngestOptions(partitions=args.num_partitions, partitioner=args.partitioner,
                          memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
                          progress=show_progress(args))
     report, metadata = ingest_dataset(fetched, args.out, opts, args.split)

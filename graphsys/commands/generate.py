@@ -28,11 +28,9 @@ from tqdm import tqdm
 from graphsys.commands._common import emit_json, show_progress
 from graphsys.errors import GraphsysError
 from graphsys.generators import (
-    default_grid_edges,
     edge_schema,
     grid_edges,
     knowledge_graph,
-    node_table_path,
     rmat_edges,
     sbm,
     split_paths,
@@ -41,9 +39,10 @@ from graphsys.generators import (
     write_split_edges,
 )
 from graphsys.generators._validate import check_float, check_int, check_seed
+from graphsys.generators.grid import default_grid_edges
 from graphsys.generators.kg import check_fractions
 from graphsys.generators.rmat import RNG_BLOCK_EDGES, check_rmat_params
-from graphsys.generators.writer import check_writable, output_format
+from graphsys.generators.writer import check_writable, node_table_path, output_format
 from graphsys.outputs import check_output
 from graphsys.progress import progress_bar
 from graphsys.units import parse_count

@@ -1,4 +1,4 @@
-"""Turn a fetched dataset into inputs of :func:`graphsys.storage.ingest.ingest`.
+"""Turn a fetched dataset into inputs of :func:`graphsys.storage.ingest.ingest_sources`.
 
 One function ``FetchResult -> IngestPlan`` per dataset family, registered by name in
 :data:`graphsys.plugins.DATASET_LOADERS` and selected by the registry's ``loader`` key
@@ -52,14 +52,20 @@ from graphsys.datasets.registry import DataFile, DatasetLoader
 from graphsys.errors import GraphsysError, InputError
 from graphsys.plugins import DATASET_LOADERS
 from graphsys.storage.format import RelationType
-from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource, ingest
+from graphsys.storage.ingest import (
+    EdgeSource,
+    IngestOptions,
+    IngestReport,
+    NodeSource,
+    ingest_sources,
+)
 
 
 #: File written beside ``manifest.json`` by :func:`ingest_dataset`: provenance, licence,
 #: label names and split of the dataset (not part of the manifest's file list).
 @dataclass
 class IngestPlan:
-    """Everything :func:`graphsys.storage.ingest.ingest` needs for one dataset.
+    """Everything :func:`graphsys.storage.ingest.ingest_sources` needs for one dataset.
 
     ``undirected``, ``dedupe`` and ``relation_types`` override the corresponding
     :class:`IngestOptions`; ``metadata`` is JSON-able (label names, split, features).
@@ -710,7 +716,7 @@ def ingest_dataset(fetched: FetchResult, out: str | Path,
     opts = dataclasses.replace(options or IngestOptions(), undirected=plan.undirected,
                                dedupe=plan.dedupe, relation_types=plan.relation_types,
                                metadata=metadata)
-    report = ingest(plan.edges, out, opts, plan.nodes)
+    report = ingest_sources(plan.edges, out, opts, plan.nodes)
     return report, metadata
 
 
@@ -789,7 +795,7 @@ def load_dataset(name: str, out: str | Path, *, partitions: int = 1,
     from graphsys.units import parse_size
 
     fetched = fetch(get_dataset(name), cache=cache, mirror=mirror, log=log)
-    opts = IngestOptions(num_partitions=partitions, partitioner=partitioner,
+    opts = IngestOptions(partitions=partitions, partitioner=partitioner,
                          memory_limit=parse_size(memory_limit, field="memory_limit"),
                          progress=progress)
     ingest_dataset(fetched, out, opts, split)

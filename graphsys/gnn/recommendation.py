@@ -237,15 +237,15 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
 
     >>> import tempfile, numpy as np, pyarrow as pa
     >>> from graphsys.storage.format import RelationType
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> from graphsys.gnn import TrainConfig, train
     >>> from graphsys.gnn import recommend
     >>> rng = np.random.default_rng(0)
     >>> users, items = rng.integers(0, 30, 600), rng.integers(100, 140, 600)
     >>> work = tempfile.mkdtemp()
-    >>> _ = ingest([EdgeSource(table=pa.table({"src": users, "dst": items}), relation="rated")],
-    ...            work + "/g", IngestOptions(relation_types=[RelationType("rated", "user",
-    ...                                                                     "item")]))
+    >>> rated = EdgeSource(table=pa.table({"src": users, "dst": items}), relation="rated")
+    >>> _ = ingest_sources([rated], work + "/g", IngestOptions(
+    ...     relation_types=[RelationType("rated", "user", "item")]))
     >>> _ = train(work + "/g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
     ...                                     fanouts=[3, 3]), out=work + "/run")
     >>> recs = recommend(work + "/run/checkpoint", [0, 1], k=3)
@@ -407,7 +407,7 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
 
     >>> import tempfile, numpy as np, pyarrow as pa
     >>> from graphsys.storage.format import RelationType
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> from graphsys.gnn import TrainConfig, train
     >>> from graphsys.gnn.recommendation import evaluate
     >>> rng = np.random.default_rng(0)
@@ -416,8 +416,8 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     >>> sources = [EdgeSource(table=pa.table({"src": users[a:b], "dst": items[a:b]}),
     ...                       relation="rated", edge_set=name)
     ...            for name, a, b in (("train", 0, 570), ("test", 570, 600))]
-    >>> _ = ingest(sources, work + "/g",
-    ...            IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    >>> _ = ingest_sources(sources, work + "/g",
+    ...                    IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
     >>> _ = train(work + "/g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
     ...                                     fanouts=[3, 3]), out=work + "/run")
     >>> m = evaluate(work + "/run/checkpoint", ks=[5, 10])

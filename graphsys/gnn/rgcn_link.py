@@ -403,7 +403,7 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> from graphsys.gnn import TrainConfig, train
     >>> from graphsys.gnn.rgcn_link import evaluate
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -411,8 +411,9 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     >>> for name, part in [("train", rows[:30]), ("valid", rows[30:35]), ("test", rows[35:])]:
     ...     _ = (d / f"{name}.tsv").write_text("".join(f"e{h}\\tr{r}\\te{t}\\n"
     ...                                                  for h, r, t in part))
-    >>> _ = ingest([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-    ...             for n in ("train", "valid", "test")], d / "g", IngestOptions())
+    >>> _ = ingest_sources([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1,
+    ...                                dst_col=2) for n in ("train", "valid", "test")],
+    ...                    d / "g", IngestOptions())
     >>> cfg = TrainConfig(task="link", model="rgcn", hidden=10, epochs=2, batch_size=20)
     >>> res = train(d / "g", cfg, out=d / "run")
     >>> again = evaluate(d / "run" / "checkpoint")

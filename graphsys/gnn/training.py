@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from graphsys import openmp
 from graphsys.distributed import destroy, peer_failures
 from graphsys.errors import GraphsysError
 from graphsys.gnn.config import RGCN, TrainConfig
@@ -171,6 +172,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     >>> sorted(result.metrics)
     ['test_accuracy', 'test_macro_f1', 'val_accuracy', 'val_macro_f1']
     """
+    openmp.apply_wait_policy()
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else TrainConfig()
     if cfg.until is not None:                  # the graph as of a time

@@ -3,7 +3,7 @@ graph out as NumPy arrays in a fixed node order, behind a size guard.
 
 In: :func:`ingest_arrays` turns ``src``/``dst`` id arrays, optional edge weights and node
 columns into a :class:`pyarrow.Table` edge source and a node table and calls
-:func:`graphsys.storage.ingest.ingest` (partitioners, memory budget, validation and the
+:func:`graphsys.storage.ingest.ingest_sources` (partitioners, memory budget, validation and the
 atomic output all as for files). Node columns by dtype: float (N, F) = ``features``,
 integer (N,) = ``label`` (-1 = unknown), bool (N,) = ``mask``.
 
@@ -14,7 +14,7 @@ positions; it refuses, in one line, a graph with more edges than ``max_edges``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,29 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 #: Default ``max_edges`` of the exports: 100 M edges = a 1.6 GB int64 edge_index.
 DEFAULT_MAX_EDGES = 100_000_000
+#: Names a user may guess for an ingest option, and the option they mean.
+GUESSED_OPTIONS = {"num_partitions": "partitions"}
+
+
+def ingest_options(options: dict[str, Any]) -> IngestOptions:
+    """The ``**options`` of a ``from_*`` function as :class:`IngestOptions`; a name that is
+    not one of its fields is a one-line :class:`ParameterError` that names the option meant
+    (``num_partitions``: ``partitions``) or lists the options."""
+    known = [f.name for f in fields(IngestOptions)]
+    for name, value in options.items():
+        if name in GUESSED_OPTIONS:
+            raise ParameterError(name, f"is not an ingest option: pass "
+                                       f"{GUESSED_OPTIONS[name]}={value!r}")
+        if name not in known:
+            raise ParameterError(name, f"is not an ingest option (options: "
+                                       f"{', '.join(known)})")
+    return IngestOptions(**options)
 
 
 def node_table(num_nodes: int, columns: dict[str, Any], ids: np.ndarray | None = None
@@ -69,7 +86,7 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
     the dtype allows); ``weight``: float (E,) or None; ``num_nodes``: nodes ``0..N-1``
     (isolated ones included) when the ids are positions; ``node_ids``: the original id of
     each node column row instead (int64 or str); ``options``: :class:`IngestOptions`
-    fields (``num_partitions``, ``partitioner``, ``memory_limit``, ``undirected``, ...).
+    fields (``partitions``, ``partitioner``, ``memory_limit``, ``undirected``, ...).
     """
     cols = {"src": _arrow(src, "src"), "dst": _arrow(dst, "dst")}
     if len(cols["src"]) != len(cols["dst"]):
@@ -85,7 +102,7 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
             if lo.as_py() < 0 or hi.as_py() >= num_nodes:
                 raise InputError(f"{role} ids span {lo.as_py()}..{hi.as_py()}, outside "
                                  f"0..{num_nodes - 1} (num_nodes={num_nodes})")
-    opts = IngestOptions(**(options or {}))
+    opts = ingest_options(options or {})
     opts.metadata = {**(metadata or {}), **opts.metadata}
     nodes = []
     if num_nodes is not None or node_ids is not None or node_columns:
@@ -95,7 +112,7 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
         nodes.append(NodeSource(node_table(n, node_columns or {}, node_ids)))
     edges = [EdgeSource(table=pa.table(cols), weight_col="weight" if weight is not None
                         else None)]
-    ingest(edges, out, opts, nodes=nodes)
+    ingest_sources(edges, out, opts, nodes=nodes)
     return open_graph(out)
 
 
@@ -218,12 +235,12 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
     weighted = all(w is not None for w in weights)
     if weighted:
         cols["weight"] = pa.array(np.concatenate(weights))
-    opts = IngestOptions(**options)
+    opts = ingest_options(options)
     opts.relation_types = rels
     opts.metadata = {**metadata, **opts.metadata}
-    ingest([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
-                       weight_col="weight" if weighted else None)], out, opts,
-           nodes=[NodeSource(node_table(n, c), t) for t, n, c in nodes])
+    ingest_sources([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
+                               weight_col="weight" if weighted else None)], out, opts,
+                   nodes=[NodeSource(node_table(n, c), t) for t, n, c in nodes])
     return open_graph(out)
 
 

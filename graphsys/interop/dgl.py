@@ -71,7 +71,7 @@ def from_dgl(g, out: str | Path, **options) -> Graph:
     out : str or Path
         The graph directory to create.
     **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
         ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns

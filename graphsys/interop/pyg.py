@@ -49,7 +49,7 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     out : str or Path
         The graph directory to create.
     **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
         ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
@@ -73,7 +73,7 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     >>> from torch_geometric.data import Data
     >>> data = Data(x=torch.eye(3), y=torch.tensor([0, 1, 0]),
     ...             edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]))
-    >>> g = graphsys.from_pyg(data, tempfile.mkdtemp() + "/g", num_partitions=2)
+    >>> g = graphsys.from_pyg(data, tempfile.mkdtemp() + "/g", partitions=2)
     >>> sorted(g.node_columns()), g.num_edges()
     (['feat', 'label'], 3)
     """

@@ -1,4 +1,4 @@
-"""What :func:`graphsys.storage.ingest.ingest` reads (:class:`EdgeSource`,
+"""What :func:`graphsys.storage.ingest.ingest_sources` reads (:class:`EdgeSource`,
 :class:`NodeSource`), how (:class:`IngestOptions`) and what it reports
 (:class:`IngestReport`)."""
 
@@ -82,9 +82,10 @@ class NodeSource:
 
 @dataclass
 class IngestOptions:
-    """Options of :func:`ingest`; ``memory_limit`` is in bytes."""
+    """Options of :func:`~graphsys.storage.ingest.ingest_sources`: ``partitions`` is the
+    number of node partitions ``P``; ``memory_limit`` is in bytes."""
 
-    num_partitions: int = 1
+    partitions: int = 1
     partitioner: str = "hash"
     partitioner_params: dict[str, Any] | None = None
     seed: int = 0

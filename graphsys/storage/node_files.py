@@ -72,7 +72,7 @@ def write_node_files(job: IngestJob, staging: Path, files: dict[str, dict[str, A
         str, EntityType]:
     """Write every entity type's node files of ``job`` (partitioned) under ``staging``, add
     them to ``files`` and return the entity types."""
-    p = job.opts.num_partitions
+    p = job.opts.partitions
     types = {}
     for etype in job.entity_types:
         columns, values = _node_columns(job, etype)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pyarrow.fs as pafs
 
 from graphsys.errors import FormatError
-from graphsys.storage.adjacency_index import leftover_temps, verify_indexes
+from graphsys.storage.adjacency_index import leftover_temps
+from graphsys.storage.csr import verify_indexes
 from graphsys.storage.graph import open_graph
 from graphsys.storage.structure import check_listed, check_structure
 

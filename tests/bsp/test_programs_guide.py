@@ -57,7 +57,7 @@ def test_guide_programs_on_generated_graphs(guide, tmp_path, directed, mode):
     """The guide's classes, unchanged, on other graphs: components against networkx's
     (weakly) connected components, personalized PageRank against networkx's."""
     G = nx.gnm_random_graph(60, 45, seed=11, directed=directed)
-    g = graphsys.from_networkx(G, tmp_path / "g", num_partitions=3)
+    g = graphsys.from_networkx(G, tmp_path / "g", partitions=3)
     components = (nx.weakly_connected_components if directed else nx.connected_components)(G)
     want = sorted(sorted(c) for c in components)
     for program in (guide["MaxLabel"](), guide["MinLabel"]()):

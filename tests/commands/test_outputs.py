@@ -19,7 +19,7 @@ from graphsys.outputs import (
     protected_directory,
 )
 from graphsys.storage.format import MANIFEST
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,8 @@ def graph(tmp_path_factory):
     rows = {(int(rng.integers(40)), int(rng.integers(2)), int(rng.integers(40)))
             for _ in range(300)}
     (root / "e.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in sorted(rows)))
-    ingest([EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2)],
-           root / "g", IngestOptions(num_partitions=2))
+    train = EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2)
+    ingest_sources([train], root / "g", IngestOptions(partitions=2))
     return root / "g"
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 from graphsys.storage.node_columns import write_node_column
 
 
@@ -44,9 +44,9 @@ def write_sbm(out: Path, *, blocks=4, size=50, p_in=0.15, p_out=0.005, dim=8, no
     if labels:
         cols.update({"label": pa.array(y.astype(np.int64)), "train_mask": pa.array(train),
                      "val_mask": pa.array(val), "test_mask": pa.array(test)})
-    ingest([EdgeSource([edges], header=False)], out,
-           IngestOptions(num_partitions=partitions, undirected=True),
-           nodes=[NodeSource(pa.table(cols))])
+    ingest_sources([EdgeSource([edges], header=False)], out,
+                   IngestOptions(partitions=partitions, undirected=True),
+                   nodes=[NodeSource(pa.table(cols))])
     if mapped_features:
         rows = x[open_graph(out).node_ids()]             # internal-id order
         write_node_column(out, "feat", "features", lambda a, b: rows[a:b], dim=dim)

@@ -21,7 +21,7 @@ from graphsys.gnn.item_task import rank_metrics
 from graphsys.gnn.recommendation import evaluate, ranking_metrics, recommend
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
 def _brute_temporal(users, items, ts):
@@ -192,11 +192,11 @@ def trained(tmp_path_factory, session_device):
                           relation="rated")
                for name, m in zip(("train", "valid", "test"), masks)]
     label = pa.array((np.arange(N_ITEMS) % 3).astype(np.int64))
-    ingest(sources, work / "g",
-           IngestOptions(num_partitions=2,
-                         relation_types=[RelationType("rated", "user", "item")]),
-           nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS), "genre": label}),
-                             "item")])
+    ingest_sources(sources, work / "g",
+                   IngestOptions(partitions=2,
+                                 relation_types=[RelationType("rated", "user", "item")]),
+                   nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS),
+                                               "genre": label}), "item")])
     train(work / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
                                   fanouts=[3, 3], seed=0), out=work / "run",
           device=session_device)
@@ -373,9 +373,9 @@ def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path, devic
 def test_link_task_refuses_a_valid_edge_set_without_training_edges(tmp_path):
     from graphsys.errors import GraphsysError
 
-    ingest([EdgeSource(table=pa.table({"src": [0, 0, 1, 1], "dst": [5, 6, 5, 7]}),
-                       edge_set="valid", relation="rated")], tmp_path / "g",
-           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    ingest_sources([EdgeSource(table=pa.table({"src": [0, 0, 1, 1], "dst": [5, 6, 5, 7]}),
+                               edge_set="valid", relation="rated")], tmp_path / "g",
+                   IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
     with pytest.raises(GraphsysError, match="has a 'valid' edge set but no training edge set"):
         train(tmp_path / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
                                           fanouts=[2]))

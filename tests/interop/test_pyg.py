@@ -35,7 +35,7 @@ def test_pyg_round_trip(tmp_path, partitions):
     data = _data()
     data.edge_weight = torch.rand(data.num_edges)
     data.graph_name = "toy"                                  # not node-level: dropped
-    g = graphsys.from_pyg(data, tmp_path / "g", num_partitions=partitions)
+    g = graphsys.from_pyg(data, tmp_path / "g", partitions=partitions)
     assert g.manifest.metadata["dropped"] == ["graph_name"]
     back = graphsys.to_pyg(g)
     assert back.num_nodes == data.num_nodes                   # 5 isolated nodes kept
@@ -61,7 +61,7 @@ def _block(n=30, seed=0):
 
 
 def test_block_edge_index_runs_pyg_sageconv_like_graphsys_sage(tmp_path):
-    g = graphsys.from_pyg(_data(n=200, e=1500), tmp_path / "g", num_partitions=2)
+    g = graphsys.from_pyg(_data(n=200, e=1500), tmp_path / "g", partitions=2)
     adj = homogeneous_adjacency(g, symmetric=True)
     blocks = NeighborSampler(adj, [5, 3]).sample_blocks(np.arange(10), 0, parallel=False)
     torch.manual_seed(0)

@@ -39,7 +39,7 @@ def canon(store):
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_hetero_roundtrip(tmp_path, partitions):
     hd = hetero_data()
-    g = graphsys.from_pyg(hd, tmp_path / "g", num_partitions=partitions)
+    g = graphsys.from_pyg(hd, tmp_path / "g", partitions=partitions)
     assert sorted(g.entity_types) == ["item", "user"]
     assert [(r.lhs, r.name, r.rhs) for r in g.relation_types] == list(hd.edge_types)
     assert g.num_nodes("user") == 6 and g.num_nodes("item") == 5

@@ -21,7 +21,7 @@ from graphsys.storage.adjacency_index import build_index, min_build_memory
 from graphsys.storage.column_file import data_offset
 from graphsys.storage.format import index_file, read_manifest
 from graphsys.storage.graph import Graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.verify import verify_graph
 
 
@@ -39,7 +39,7 @@ def _edges(tmp_path, weighted: bool, n_edges: int = 6000, seed: int = 3):
 @pytest.fixture
 def graph_dir(tmp_path):
     f, s, d, w = _edges(tmp_path, weighted=True)
-    ingest([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(partitions=4))
     return tmp_path / "g", s, d, w
 
 
@@ -226,7 +226,7 @@ def test_build_memory_is_page_cache_not_heap(tmp_path):
 
     pq.write_table(pa.table({"src": rng.integers(0, 1 << 16, 2_000_000),
                              "dst": rng.integers(0, 1 << 16, 2_000_000)}), f)
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=4))
     build_index(open_graph(tmp_path / "g"), ("csr",))  # compile the kernels
     shutil.rmtree(tmp_path / "g" / "index")
     m = read_manifest(tmp_path / "g")
@@ -244,8 +244,8 @@ def test_symmetric_sampler_view_maps_undirected_deduped_graph(tmp_path):
     from graphsys.sampling import homogeneous_adjacency, mapped_adjacency
 
     f, *_ = _edges(tmp_path, weighted=False)
-    ingest([EdgeSource([f])], tmp_path / "g",
-           IngestOptions(num_partitions=2, undirected=True, dedupe=True))
+    ingest_sources([EdgeSource([f])], tmp_path / "g",
+                   IngestOptions(partitions=2, undirected=True, dedupe=True))
     g = open_graph(tmp_path / "g")
     ram = homogeneous_adjacency(g, symmetric=True)
     assert mapped_adjacency(g, symmetric=True) is None  # no index yet

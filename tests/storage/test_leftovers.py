@@ -23,7 +23,7 @@ from graphsys.storage.verify import verify_graph
 def graph_dir(tmp_path):
     d = tmp_path / "real" / "g"
     d.parent.mkdir()
-    graphsys.from_numpy(np.array([1, 2, 3, 3]), np.array([2, 3, 1, 4]), d, num_partitions=2)
+    graphsys.from_numpy(np.array([1, 2, 3, 3]), np.array([2, 3, 1, 4]), d, partitions=2)
     return d
 
 

@@ -19,7 +19,7 @@ from graphsys import open_graph
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.sampling.features import feature_rows
 from graphsys.storage.format import MANIFEST, node_column_file, node_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.node_columns import write_node_column
 from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.storage.verify import verify_graph
@@ -30,7 +30,7 @@ def graph_dir(tmp_path):
     f = tmp_path / "e.tsv"
     rng = np.random.default_rng(0)
     f.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 300, (2000, 2))))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=3))
     return tmp_path / "g"
 
 
@@ -79,7 +79,7 @@ def _table_graph(path: Path, partitions: int, n: int = 400, dim: int = 6):
     rng = np.random.default_rng(partitions)
     feat = rng.normal(size=(n, dim)).astype(np.float32)
     return graphsys.from_numpy(rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n), path,
-                               num_nodes=n, num_partitions=partitions,
+                               num_nodes=n, partitions=partitions,
                                node_columns={"feat": feat, "label": np.arange(n) % 3})
 
 

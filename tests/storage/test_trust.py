@@ -21,7 +21,7 @@ import pytest
 from graphsys import cli, open_graph
 from graphsys.errors import FormatError, GraphsysError, InputError
 from graphsys.storage.format import MANIFEST, bucket_file, node_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.verify import verify_graph
 
 
@@ -172,7 +172,7 @@ def _ingest_text(tmp_path, text, **kw):
     f = tmp_path / "in.tsv"
     f.write_text(text)
     out = tmp_path / f"g{len(list(tmp_path.iterdir()))}"
-    ingest([EdgeSource([f], **kw)], out)
+    ingest_sources([EdgeSource([f], **kw)], out)
     return open_graph(out)
 
 
@@ -218,7 +218,7 @@ def test_partitions_are_bounded(tmp_path, p, message):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n2\t3\n3\t1\n")
     with pytest.raises(GraphsysError, match=message):
-        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=p))
+        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=p))
     assert not (tmp_path / "g").exists()
 
 
@@ -237,7 +237,7 @@ def test_parquet_id_columns_of_other_types_are_one_line(tmp_path, column, messag
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": column, "dst": pa.array([1, 2])}), f)
     with pytest.raises(InputError, match=message):
-        ingest([EdgeSource([f])], tmp_path / "g")
+        ingest_sources([EdgeSource([f])], tmp_path / "g")
     assert not (tmp_path / "g").exists()
 
 
@@ -312,6 +312,7 @@ def test_node_column_with_nulls_is_refused(tmp_path):
     """A node partition whose label or feature column holds nulls (graphsys writes none; a
     fuzzed validity buffer made pyarrow raise deep in a reader) is refused naming the file."""
     from graphsys.storage.ingest import NodeSource
+    from graphsys.storage.node_reads import node_table
     from graphsys.storage.structure import check_node_table
 
     n = 12
@@ -319,10 +320,10 @@ def test_node_column_with_nulls_is_refused(tmp_path):
     nodes = pa.table({"id": pa.array(np.arange(n)), "label": pa.array(np.arange(n) % 3),
                       "feat": pa.FixedSizeListArray.from_arrays(
                           pa.array(np.ones(2 * n, np.float32)), 2)})
-    ingest([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(num_partitions=1),
-           nodes=[NodeSource(nodes)])
+    ingest_sources([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g",
+                   IngestOptions(partitions=1), nodes=[NodeSource(nodes)])
     g = open_graph(tmp_path / "g")
-    table = g._node_table("node", 0)
+    table = node_table(g, "node", 0)
     labels = table.column("label").to_pylist()
     bad = table.set_column(table.column_names.index("label"), "label",
                            pa.array([None] + labels[1:], pa.int64()))
@@ -346,7 +347,7 @@ def test_label_beyond_the_node_count_is_refused(tmp_path):
     labels = np.arange(n) % 2
     labels[5] = 2**40
     nodes = pa.table({"id": pa.array(np.arange(n)), "label": pa.array(labels)})
-    ingest([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(num_partitions=1),
-           nodes=[NodeSource(nodes)])
+    ingest_sources([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g",
+                   IngestOptions(partitions=1), nodes=[NodeSource(nodes)])
     with pytest.raises(GraphsysError, match=r"label 1,099,511,627,776 is outside -1"):
         train(open_graph(tmp_path / "g"), TrainConfig(model="sage", epochs=1, hidden=4))
