@@ -111,3 +111,12 @@ def test_parse_time():
     for bad in (True, float("nan"), "2004-13-01", None):
         with pytest.raises(ParameterError):
             parse_time(bad)
+
+
+def test_embeddings_train_on_the_view(timed, tmp_path):
+    from graphsys.embed import train
+
+    g, (_, _, _, ts) = timed
+    view = graphsys.open_graph(g.path, until=12)
+    res = train(view, {"dimension": 8, "num_epochs": 1}, out=tmp_path / "emb")
+    assert res.summary()["epoch_stats"][0]["edges"] == (ts <= 12).sum()
