@@ -17,7 +17,8 @@ One step over a batch of events in time order, first time :math:`t_0`:
    neighbours) read their memory, each updated by the GRU from its pending message
    :math:`[s_i \\| s_j \\| \\phi(t - t^-_i) \\| e]` of its latest earlier event (gradients flow
    through this update);
-2. each query node is embedded by attention over its ``k`` events before :math:`t_0`;
+2. each query node is embedded by attention over its ``k`` events before :math:`t_0`, each
+   with the gap between its neighbour's last memory update and the event (PyG's example);
 3. the events are scored against negatives and the loss taken;
 4. the batch's sources and destinations keep their updated memory (detached), and the
    batch's events become their pending messages.
@@ -30,6 +31,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from graphsys.gnn.config import TGN as MODEL_NAME
 from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv, TimeEncoder
 
 
@@ -169,14 +171,15 @@ class TGN(nn.Module):
 
     def config(self) -> dict:
         """The constructor's arguments (stored in checkpoints)."""
-        return {"model": "tgn", "num_nodes": self.num_nodes, "dim": self.dim,
+        return {"model": MODEL_NAME, "num_nodes": self.num_nodes, "dim": self.dim,
                 "raw_dim": self.raw_dim, "heads": self.heads}
 
     def embed(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
               raw: torch.Tensor, delta: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Embeddings of query nodes from their states ``x`` (Q, d), the states ``x_src``
         (S, d) of the nodes ``nbr`` (Q, k) indexes, the events' raw features (Q, k, raw)
-        and time gaps ``delta`` (Q, k) to the query time; ``mask`` (Q, k) the used slots."""
+        and time gaps ``delta`` (Q, k) (:math:`\\Delta_j` of
+        :mod:`~graphsys.gnn.conv.temporal_attention`); ``mask`` (Q, k) the used slots."""
         edge = torch.cat([raw, self.memory.time_enc(delta)], dim=-1)   # shared, as TGN
         return self.conv(x, x_src, nbr, edge, mask)
 

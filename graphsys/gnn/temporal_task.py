@@ -41,7 +41,7 @@ import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError
-from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.checkpoint import graph_identity, save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.loop import (
     GNNResult,
@@ -153,6 +153,8 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
     meta = {"task": "temporal-link", "graph": str(graph.path), "train_config": config_json(cfg),
             "num_nodes": n, "events": {"train": int(train_m.sum()), "valid": int(val_m.sum()),
                                        "test": int(test_m.sum())}}
+    if out is not None:  # which nodes its memory rows belong to
+        meta["graph_identity"] = graph_identity(graph)
 
     def save(path: Path):
         save_checkpoint(path, dict(model.state_dict()), model.config(), meta)
@@ -170,12 +172,15 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
             mem, last = model.memory.read(nodes_t)
             qpos = torch.from_numpy(np.searchsorted(nodes, query)).to(device)
             npos = torch.from_numpy(np.searchsorted(nodes, np.where(used, hop.nbr, nodes[0])))
-            delta = ev.seconds(ev.time[idx[0]]) - ev.seconds(hop.time)     # (Q, k) >= 0
+            # each event's gap: its neighbour's last update minus the event's time (PyG's
+            # TGN example's; whether the neighbour was active since)
+            t_edge = torch.from_numpy(ev.seconds(hop.time)).to(device)
+            delta = last.index_select(0, npos.reshape(-1).to(device)).view(npos.shape) - t_edge
             raw = raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0)).to(device)]
             mask = torch.from_numpy(used).to(device)
             z = model.embed(F.embedding(qpos, mem), mem, npos.to(device),
                             raw * mask.unsqueeze(-1),
-                            torch.from_numpy(np.where(used, delta, 0.0)).to(device), mask)
+                            delta.masked_fill(~mask, 0.0), mask)
             at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
             si = at(s)
             pos = model.predictor.pairs(z, si, at(d))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.gnn.link import split_edges
 from graphsys.storage.time_view import time_bound
 
 
@@ -87,7 +88,8 @@ def split_by_fractions(time, val_fraction: float, test_fraction: float
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean masks (train, valid, test): the latest ``round(test_fraction * E)`` edges
     test, the ``round(val_fraction * E)`` before them validation, every cut moved later past
-    the stamps equal to the last one before it (the module's tie rule).
+    the stamps equal to the last one before it: the link task's time split,
+    :func:`graphsys.gnn.link.split_edges`, on one stamp per edge.
 
     Examples
     --------
@@ -99,34 +101,7 @@ def split_by_fractions(time, val_fraction: float, test_fraction: float
     ([0, 2, 4, 5], [3], [1])
     """
     t = _checked(time)
-    e = len(t)
-    for name, f in (("link_val_fraction", val_fraction), ("link_test_fraction",
-                                                           test_fraction)):
-        if not 0 <= f < 1:
-            raise ParameterError(name, f"must be in [0, 1), got {f}")
-    n_test, n_val = round(test_fraction * e), round(val_fraction * e)
-    if n_test + n_val >= e:
-        raise ParameterError("link_test_fraction", f"and link_val_fraction leave no training "
-                                                   f"edge of {e:,}")
-    order = np.argsort(t, kind="stable")
-    ts = t[order]
-
-    def tie_cut(cut: int) -> int:
-        return cut if cut <= 0 or cut >= e else int(np.searchsorted(ts, ts[cut - 1], "right"))
-
-    test_cut = tie_cut(e - n_test)
-    val_cut = min(tie_cut(e - n_test - n_val), test_cut)
-    for name, want, got in (("link_test_fraction", n_test, e - test_cut),
-                            ("link_val_fraction", n_val, test_cut - val_cut)):
-        if want and not got:
-            raise ParameterError(name, f"asks for {want:,} held-out edges, but they share "
-                                       f"the timestamp of the edge before the cut, and a cut "
-                                       f"never splits equal timestamps: none is left")
-    masks = [np.zeros(e, bool) for _ in range(3)]
-    masks[0][order[:val_cut]] = True
-    masks[1][order[val_cut:test_cut]] = True
-    masks[2][order[test_cut:]] = True
-    return masks[0], masks[1], masks[2]
+    return split_edges(len(t), val_fraction, test_fraction, 0, t)
 
 
 def chronological_split(time, *, val_fraction: float = 0.05, test_fraction: float = 0.1,

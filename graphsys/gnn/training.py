@@ -208,8 +208,9 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     if cfg.task == "temporal-link":
         from graphsys.gnn.temporal_task import run_temporal_task
 
-        return run_temporal_task(graph, cfg, out=out, log=log, progress=progress,
-                                 device=device)
+        with run_directory(out, graph, cfg, 1):
+            return run_temporal_task(graph, cfg, out=out, log=log, progress=progress,
+                                     device=device)
     if cfg.model == RGCN:
         with run_directory(out, graph, cfg, 1):
             return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress,

@@ -4,6 +4,7 @@ dataset mirror."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -12,8 +13,9 @@ import pytest
 import torch
 
 import graphsys
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.gnn import TrainConfig, train
+from graphsys.gnn.checkpoint import load_checkpoint
 from graphsys.gnn.temporal import average_precision
 from graphsys.sampling.temporal import TemporalNeighborSampler
 
@@ -64,6 +66,17 @@ def test_trains_learns_and_never_sees_the_future(tmp_path, spy):
                        .all() for h in spy)
     assert len(res.history) == 4 and all("epoch_seconds" in r for r in res.history)
     assert (tmp_path / "run" / "checkpoint").is_dir()
+    # the run directory records its run; the checkpoint, which nodes its memory rows are
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["task"] == "temporal-link"
+    state, config, meta = load_checkpoint(tmp_path / "run" / "checkpoint")
+    assert config["model"] == "tgn" and meta["graph_identity"]["digest"]
+    assert set(state) == set(res.model.state_dict())
+    header = tmp_path / "run" / "checkpoint" / "model.json"
+    bad = json.loads(header.read_text())
+    bad["config"]["heads"] = 0
+    header.write_text(json.dumps(bad))
+    with pytest.raises(FormatError, match="config.heads is 0"):
+        load_checkpoint(tmp_path / "run" / "checkpoint")
 
 
 def test_split_at_times_and_until(tmp_path):

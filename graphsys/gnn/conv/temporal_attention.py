@@ -1,21 +1,24 @@
 """Temporal graph attention (TGAT, Xu et al. 2020; TGN's embedding layer, Rossi et al. 2020).
 
-For a query node :math:`v` at time :math:`t` with sampled earlier events
-:math:`(u_j, t_j, e_j)`, :math:`j = 1..k` (neighbour, time, edge features), each head
-:math:`h` of width :math:`d` computes
+For a query node :math:`v` with sampled earlier events :math:`(u_j, t_j, e_j)`,
+:math:`j = 1..k` (neighbour, time, edge features) and a time gap :math:`\\Delta_j` per event,
+each head :math:`h` of width :math:`d` computes
 
 .. math::
 
     q = W_Q\\, x_v, \\qquad
-    k_j = W_K\\, x_{u_j} + W_E\\, [\\,e_j \\,\\|\\, \\phi(t - t_j)\\,], \\qquad
-    m_j = W_V\\, x_{u_j} + W_E\\, [\\,e_j \\,\\|\\, \\phi(t - t_j)\\,],
+    k_j = W_K\\, x_{u_j} + W_E\\, [\\,e_j \\,\\|\\, \\phi(\\Delta_j)\\,], \\qquad
+    m_j = W_V\\, x_{u_j} + W_E\\, [\\,e_j \\,\\|\\, \\phi(\\Delta_j)\\,],
 
     \\alpha_j = \\operatorname{softmax}_j \\Big( \\frac{q^\\top k_j}{\\sqrt{d}} \\Big), \\qquad
     x'_v = W_R\\, x_v + \\big\\|_{h} \\sum_j \\alpha_j\\, m_j,
 
 with :math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` a learned time encoding
 (:class:`TimeEncoder`, TGAT's functional encoding) and the softmax over the used slots only
-(a node without earlier events gets :math:`W_R x_v`). This is PyG's ``TransformerConv`` with
+(a node without earlier events gets :math:`W_R x_v`). TGAT takes :math:`\\Delta_j = t -
+t_j`, the event's age at the query time :math:`t`; :class:`~graphsys.gnn.temporal.TGN`, as
+the TGN embedding of PyG's example, the neighbour's last memory update minus :math:`t_j`
+(whether the neighbour was active since). This is PyG's ``TransformerConv`` with
 ``edge_dim`` and a root weight, which TGN's ``GraphAttentionEmbedding`` runs, on the dense
 ``(queries, k)`` layout :class:`~graphsys.sampling.TemporalNeighborSampler` returns: keys and
 values projected once per node and gathered per slot, one batched product per step, no
@@ -60,7 +63,7 @@ class TemporalAttentionConv(nn.Module):
     out_dim : int
         Output width, ``heads * (out_dim // heads)``.
     edge_dim : int
-        Width of :math:`[e_j \\| \\phi(t - t_j)]` (edge features plus time encoding).
+        Width of :math:`[e_j \\| \\phi(\\Delta_j)]` (edge features plus time encoding).
     heads : int, optional
         Attention heads (default 2, as TGN's example).
     dropout : float, optional
