@@ -7,7 +7,9 @@ in batches of ``--batch`` (200); for each batch, the 10 most recent earlier neig
 its distinct source and destination nodes. graphsys draws them from the temporal index
 (``graphsys index --temporal``, mapped; built before timing) strictly before the batch's
 first event; PyG's loader answers from the neighbours inserted so far and then inserts the
-batch (``loader(n_id)``, ``loader.insert(src, dst)``), as ``examples/tgn.py`` does. PyG's
+batch (``loader(n_id)``, ``loader.insert(src, dst)``), as ``examples/tgn.py`` does (so it
+also returns an earlier batch's events stamped at this batch's first time, which graphsys,
+strictly before, leaves out: the sampled-edge counts differ by those few). PyG's
 ``NeighborLoader(time_attr=...)`` would need pyg-lib or torch-sparse, neither of which
 installs for torch 2.13 on CPU from the package index (pyg-lib is not on it, torch-sparse
 only as a source distribution), so the pure-PyG loader is the peer. Timed: the whole pass
