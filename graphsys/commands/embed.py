@@ -37,7 +37,9 @@ def register(subparsers) -> None:
                        description=TRAIN_DESCRIPTION, epilog="config keys:\n" + config_help(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--graph", type=Path, help="graph directory (else the config's graph)")
-    t.add_argument("--edges", help="training edge set (default: train, or the only one)")
+    t.add_argument("--edges", help="training edge set, or several joined by commas "
+                   "(default,day2) or all (default: train, or the only one, with the edge "
+                   "sets appended to it)")
     t.add_argument("--config", type=Path, help="TOML or JSON config file, or a PyTorch-BigGraph "
                    "config (.py: parsed, never run; matched to --graph)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

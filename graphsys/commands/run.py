@@ -66,7 +66,10 @@ def register(subparsers) -> None:
                    help="accept a run that stops at --max-iters before converging (exit 0, "
                         "a warning, the last iterate written); without it such a run exits "
                         "non-zero and writes nothing")
-    p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
+    p.add_argument("--edges", metavar="SET",
+                   help="edge set; several read as one joined by commas (default,day2), "
+                        "or all (default: the graph's default view, which includes the edge "
+                        "sets appended to it)")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
     p.add_argument("--schedule", default="auto",
                    help="auto (default: bfs and wcc in memory on CPU run their own "

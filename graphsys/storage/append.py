@@ -116,7 +116,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
     >>> from graphsys.storage.ingest_inputs import EdgeSource
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> g = graphsys.from_numpy([1, 2], [2, 3], d / "g")
-    >>> _ = (d / "day2.tsv").write_text("3\t4\n4\t1\n")
+    >>> _ = (d / "day2.tsv").write_text("3\\t4\\n4\\t1\\n")
     >>> report = append_edges(d / "g", [EdgeSource([d / "day2.tsv"], edge_set="day2")])
     >>> report.nodes, report.edges
     ({'node': 1}, {'day2': 2})
