@@ -200,3 +200,26 @@ def test_shapes_that_differ_are_refused(grown, tmp_path, capsys):
                                             "one: 'w' has weights, 'default' has not"):
         open_graph(copy).csr("default,w")
     assert open_graph(copy).edge_set().name == "default,day2"  # apart: not in the view
+
+
+def test_samplers_and_embeddings_read_the_view(grown, tmp_path):
+    import graphsys.embed
+    from graphsys.sampling.adjacency import homogeneous_adjacency
+
+    g, fresh, *_ = grown
+    merged = homogeneous_adjacency(g)  # from the members' sym indexes, merged
+    built = homogeneous_adjacency(_unindexed(g))  # from the view's buckets
+    assert merged.indptr.tolist() == built.indptr.tolist()
+    assert merged.indices.tolist() == built.indices.tolist()
+    assert _same(g, merged, fresh, homogeneous_adjacency(fresh))
+    seen = collections.Counter()
+    for i in range(g.num_partitions):  # what embedding training reads, bucket by bucket
+        for j in range(g.num_partitions):
+            b = g.bucket(i, j)
+            seen[(i, j)] = len(b.src)
+            assert len(b) == g.bucket(i, j, "default").num_edges + g.bucket(
+                i, j, "day2").num_edges
+    assert sum(seen.values()) == 2300
+    graphsys.embed.train(g, {"dimension": 4, "num_epochs": 1}, out=tmp_path / "emb")
+    meta = (tmp_path / "emb" / "checkpoint.json").read_text()
+    assert '"edges": "default,day2"' in meta
