@@ -51,7 +51,8 @@ def register(subparsers) -> None:
                           "(MovieLens) the leave-last-out split by timestamp: edge sets "
                           "train, valid, test")
     ing.add_argument("--memory-limit", default="2GB",
-                     help="memory budget of the ingest, e.g. 1GB, 512MiB (default 2GB)")
+                     help="memory budget of the ingest, e.g. 1GB, 512MiB (default 2GB; at least "
+                          "64KiB)")
     ing.add_argument("--json", action="store_true", help="print one JSON line")
     ing.set_defaults(func=run)
 

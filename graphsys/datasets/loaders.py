@@ -405,7 +405,8 @@ def temporal_split(users: np.ndarray, items: np.ndarray, timestamps: np.ndarray
     Parameters
     ----------
     users, items, timestamps : numpy.ndarray
-        One row per interaction: user id, item id, time (any integer or float unit).
+        One row per interaction: user id, item id, time (any integer or float unit,
+        compared in its own type; NaN or infinite times are refused).
 
     Returns
     -------
@@ -426,6 +427,11 @@ def temporal_split(users: np.ndarray, items: np.ndarray, timestamps: np.ndarray
     if not len(items) == len(timestamps) == e:
         raise InputError(f"users, items and timestamps differ in length ({e}, {len(items)}, "
                          f"{len(timestamps)})")
+    if timestamps.dtype.kind == "f" and not np.isfinite(timestamps).all():
+        row = int(np.flatnonzero(~np.isfinite(timestamps))[0])
+        raise InputError(f"timestamp of row {row} is {timestamps[row]}: every interaction "
+                         f"needs a finite one")
+    # in the stamps' own type: int64 nanoseconds stay exact (float64 would tie them)
     order = np.lexsort((items, timestamps, users))      # by user, then time, then item
     u_sorted = users[order]
     ends = np.flatnonzero(np.r_[u_sorted[1:] != u_sorted[:-1], True])   # last row per user

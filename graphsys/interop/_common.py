@@ -5,7 +5,8 @@ In: :func:`ingest_arrays` turns ``src``/``dst`` id arrays, optional edge weights
 columns into a :class:`pyarrow.Table` edge source and a node table and calls
 :func:`graphsys.storage.ingest.ingest_sources` (partitioners, memory budget, validation and the
 atomic output all as for files). Node columns by dtype: float (N, F) = ``features``,
-integer (N,) = ``label`` (-1 = unknown), bool (N,) = ``mask``.
+integer (N,) = ``label`` (-1 = unknown), bool (N,) = ``mask``, strings (N,) = a string
+column.
 
 Out: :func:`export_arrays` gives nodes in ascending original-id order (``0..N-1`` for every
 graph built by ``from_*``, whatever the partitioning), so ``to_x(from_x(obj))`` keeps node
@@ -69,10 +70,13 @@ def node_table(num_nodes: int, columns: dict[str, Any], ids: np.ndarray | None =
             arrays[name] = pa.array(v.astype(np.int64, copy=False))
         elif v.dtype.kind == "b" and v.ndim == 1:
             arrays[name] = pa.array(v)
+        elif v.dtype.kind in "OU" and v.ndim == 1 and all(
+                x is None or isinstance(x, str) for x in v.tolist()):
+            arrays[name] = pa.array(v.tolist(), pa.string())
         else:
             raise InputError(f"node column {name!r}: dtype {v.dtype} and shape {v.shape} "
-                             f"(expected float (N, F) features, integer (N,) labels or bool "
-                             f"(N,) masks)")
+                             f"(expected float (N, F) features, integer (N,) labels, bool "
+                             f"(N,) masks or strings (N,))")
     return pa.table(arrays)
 
 
@@ -206,14 +210,17 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
 
     ``nodes``: ``(entity_type, num_nodes, columns)`` per type (nodes ``0..num_nodes-1``);
     ``edges``: ``(src_type, relation, dst_type, src, dst, weight)`` per relation, ids
-    type-local, ``weight`` float (E,) or None (stored only when every relation has one).
-    Relation names must be distinct (graphsys names each relation once); ``what`` names the
-    caller in errors.
+    type-local (an id outside its type's ``0..num_nodes-1`` is refused), ``weight`` float
+    (E,) or None. When some relations have weights and others none, the others get weight
+    1.0 (unweighted, as PyG's and DGL's layers read a missing weight), listed in the
+    metadata's ``filled``. Relation names must be distinct (graphsys names each relation
+    once); ``what`` names the caller in errors.
     """
     from graphsys.storage.format import RelationType
 
     if not edges:
         raise InputError(f"{what}: the graph has no edge types")
+    sizes = {t: int(n) for t, n, _ in nodes}
     rels, srcs, dsts, codes, weights = [], [], [], [], []
     seen: dict[str, tuple] = {}
     for k, (s_t, name, d_t, src, dst, w) in enumerate(edges):
@@ -228,13 +235,19 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
         if len(srcs[-1]) != len(dsts[-1]):
             raise InputError(f"{what}: edge type {seen[name]} has {len(srcs[-1])} sources "
                              f"and {len(dsts[-1])} destinations")
+        for role, ids, t in (("source", srcs[-1], s_t), ("destination", dsts[-1], d_t)):
+            _check_typed_ids(what, seen[name], role, ids, t, sizes)
         codes.append(np.full(len(srcs[-1]), k, np.int32))
         weights.append(None if w is None else np.asarray(_arrow(w, "weight"), np.float32))
     cols = {"src": pa.array(np.concatenate(srcs)), "dst": pa.array(np.concatenate(dsts)),
             "rel": pa.array([r.name for r in rels]).take(pa.array(np.concatenate(codes)))}
-    weighted = all(w is not None for w in weights)
+    weighted = any(w is not None for w in weights)
     if weighted:
-        cols["weight"] = pa.array(np.concatenate(weights))
+        filled = [str(seen[r.name]) for r, w in zip(rels, weights) if w is None]
+        if filled:
+            metadata = {**metadata, "filled": [f"{et}.weight=1.0" for et in filled]}
+        cols["weight"] = pa.array(np.concatenate(
+            [np.ones(len(s), np.float32) if w is None else w for s, w in zip(srcs, weights)]))
     opts = ingest_options(options)
     opts.relation_types = rels
     opts.metadata = {**metadata, **opts.metadata}
@@ -242,6 +255,19 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
                                weight_col="weight" if weighted else None)], out, opts,
                    nodes=[NodeSource(node_table(n, c), t) for t, n, c in nodes])
     return open_graph(out)
+
+
+def _check_typed_ids(what: str, edge_type: tuple, role: str, ids: np.ndarray, entity_type: str,
+                     sizes: dict[str, int]) -> None:
+    """InputError unless every id of ``ids`` is a node of ``entity_type`` (``0..n-1``)."""
+    if entity_type not in sizes:
+        raise InputError(f"{what}: edge type {edge_type} names node type {entity_type!r}, "
+                         f"which has no nodes")
+    n = sizes[entity_type]
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n):
+        raise InputError(f"{what}: edge type {edge_type} has {role} ids "
+                         f"{int(ids.min())}..{int(ids.max())}, outside 0..{n - 1} "
+                         f"({entity_type!r} has {n} nodes)")
 
 
 @dataclass

@@ -51,7 +51,7 @@ from graphsys import openmp
 from graphsys.errors import GraphsysError
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.progress import progress_bar
-from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
+from graphsys.storage.atomic import disk_full, fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column
 from graphsys.storage.csr import CHECK_CHUNK, chunks, edges_digest, index_state, map_index
 from graphsys.storage.edges import rel_bases
@@ -551,8 +551,8 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                     continue
                 tmp = (graph.path / "index"
                        / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}")
-                tmp.mkdir(parents=True)
                 try:
+                    tmp.mkdir(parents=True)
                     info = (_build_push(graph, name, tmp, progress) if kind == "push" else
                             _build_sym(graph, name, tmp, progress, memory_limit)
                             if kind == "sym" else
@@ -560,13 +560,22 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                     final_dir = graph.path / "index" / name
                     final_dir.mkdir(parents=True, exist_ok=True)
                     entries = {}
-                    for column in info.columns():
+                    for column in info.columns():  # on disk (a full one fails here) ...
                         src = tmp / f"{kind}-{column}.arrow"
                         fsync_path(src)
-                        rel = index_file(name, kind, column)
-                        entries[rel] = {"sha256": sha256_file(src),
-                                        "bytes": src.stat().st_size}
-                        os.replace(src, graph.path / rel)
+                        entries[index_file(name, kind, column)] = {
+                            "sha256": sha256_file(src), "bytes": src.stat().st_size}
+                except OSError as exc:
+                    if not disk_full(exc, graph.path):
+                        raise
+                    raise GraphsysError(
+                        f"{graph.path}: the disk is full: no space for the {kind} index of "
+                        f"edge set {name!r}; the graph is intact (that index is not added)"
+                    ) from None
+                else:
+                    for column in info.columns():  # ... before any file is put in place
+                        os.replace(tmp / f"{kind}-{column}.arrow",
+                                   graph.path / index_file(name, kind, column))
                     fsync_path(final_dir)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)

@@ -66,7 +66,12 @@ from graphsys.storage.format import (
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ids import IdIndex
 from graphsys.storage.ingest import edge_set_names, write_edge_sets
-from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport
+from graphsys.storage.ingest_inputs import (
+    EdgeSource,
+    IngestOptions,
+    IngestReport,
+    check_memory_limit,
+)
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.lock import writer_lock
 from graphsys.storage.node_files import file_entry, write_string_column
@@ -126,6 +131,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
     """
     openmp.apply_wait_policy()
     t0 = time.perf_counter()
+    check_memory_limit((options or IngestOptions()).memory_limit)
     # through a symbolic link: the real directory is swapped and the link keeps naming it
     graph = Path(graph).resolve()
     m = read_manifest(graph)

@@ -654,7 +654,8 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -
     for rel, entry in manifest.files.items():
         size = loc.size(rel)
         if size is None:
-            raise FormatError(f"{loc.file(rel)}: missing (listed in the manifest)")
+            raise FormatError(f"{loc.file(rel)}: {loc.not_a_file(rel)} (listed in the "
+                              f"manifest)")
         if size != entry.get("bytes"):
             raise FormatError(f"{loc.file(rel)}: size {size} bytes, manifest says "
                               f"{entry.get('bytes')} (truncated or modified)")

@@ -60,7 +60,13 @@ from graphsys.storage.atomic import (
 )
 from graphsys.storage.format import MANIFEST, MAX_PARTITIONS, EdgeSet, Manifest, bucket_file
 from graphsys.storage.ids import IdIndex
-from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport, NodeSource
+from graphsys.storage.ingest_inputs import (
+    EdgeSource,
+    IngestOptions,
+    IngestReport,
+    NodeSource,
+    check_memory_limit,
+)
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.node_files import file_entry, write_node_files
 
@@ -193,6 +199,7 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
                                             f"{opts.on_bad_line!r}")
     if opts.max_batch_rows < 1:
         raise GraphsysError("max_batch_rows must be positive")
+    check_memory_limit(opts.memory_limit)
     if not edges and not nodes:
         raise InputError("no input given")
     names = edge_set_names(edges)

@@ -25,6 +25,7 @@ from graphsys.storage.ingest import (
     NodeSource,
     ingest_sources,
 )
+from graphsys.storage.ingest_inputs import check_memory_limit
 from graphsys.units import parse_size
 
 __all__ = ["ingest", "index_kinds", "read_node_table"]
@@ -183,8 +184,10 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     try:
         limit = parse_size(memory_limit, field="memory_limit")
     except GraphsysError:
-        raise ParameterError("memory_limit", f"must be a positive size such as 2GB, 512MiB "
-                                             f"or a byte count, got {memory_limit!r}") from None
+        raise ParameterError("memory_limit", f"must be a positive size of at most 8 EiB such "
+                                             f"as 2GB, 512MiB or a byte count, got "
+                                             f"{memory_limit!r}") from None
+    check_memory_limit(limit)
     paths = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
     source = EdgeSource(
         paths=[Path(p) for p in paths], edge_set=edge_set, format=format, src_col=src_col,

@@ -37,7 +37,7 @@ from graphsys.storage.format import (
     RelationType,
 )
 from graphsys.storage.formats import InputFormat, resolve_format
-from graphsys.storage.ids import IdCollector, IdIndex, ids_array, take_rows
+from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
 from graphsys.storage.ingest_validate import common_dtype, validate_batch
 from graphsys.storage.readers import NeedCarefulRead, read_ahead, read_memory
@@ -187,7 +187,8 @@ class IngestJob:
             if "id" not in ns.table.column_names:
                 raise InputError(f"node table for entity type {ns.entity_type!r} has no 'id' "
                                  f"column")
-            ids = ns.table.column("id").combine_chunks()
+            ids = id_column(ns.table.column("id"), f"node table for {ns.entity_type!r}: id",
+                            None)  # integers or strings, as an edge file's id columns
             if ids.null_count:
                 raise InputError(f"node table for {ns.entity_type!r}: null id")
             self.collector(ns.entity_type).add(ids_array(ids))

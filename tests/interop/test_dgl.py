@@ -133,11 +133,11 @@ def test_dgl_hetero_matches_pyg_hetero(tmp_path):
 def test_dgl_kg_one_node_type_and_partial_weights(tmp_path):
     hg = DGL.heterograph({("e", "r0", "e"): ([0, 1], [1, 2]), ("e", "r1", "e"): ([3], [0])},
                          num_nodes_dict={"e": 4})
-    hg.edges["r0"].data["weight"] = torch.tensor([1.0, 2.0])  # r1 has none: not stored
+    hg.edges["r0"].data["weight"] = torch.tensor([1.0, 2.0])  # r1 has none: weight 1.0
     g = graphsys.from_dgl(hg, tmp_path / "kg")
     assert g.entity_types == ["e"] and len(g.relation_types) == 2
-    assert not g.edge_set().has_weight
-    assert g.manifest.metadata["dropped"] == ["('e', 'r0', 'e').weight"]
+    assert g.edge_set().has_weight and g.manifest.metadata["dropped"] == []
+    assert g.manifest.metadata["filled"] == ["('e', 'r1', 'e').weight=1.0"]
     plain = graphsys.to_dgl(g)                    # one type: a homogeneous graph unless asked
     assert plain.canonical_etypes == [("_N", "_E", "_N")] and plain.num_edges() == 3
     back = graphsys.to_dgl(g, hetero=True)

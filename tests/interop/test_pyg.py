@@ -46,6 +46,23 @@ def test_pyg_round_trip(tmp_path, partitions):
     assert torch.equal(back.n_id, torch.arange(data.num_nodes))
 
 
+def test_string_node_attribute_round_trips_as_a_list(tmp_path):
+    data = _data(n=8, e=10)
+    data.title = [f"node {i}" for i in range(8)]
+    g = graphsys.from_pyg(data, tmp_path / "g")
+    assert g.node_column("title").tolist() == data.title
+    back = graphsys.to_pyg(g)
+    assert back.title == data.title and back.is_node_attr("title")
+
+
+@pytest.mark.parametrize("bad", [-1, 70])
+def test_out_of_range_edge_ids_are_refused(tmp_path, bad):
+    data = _data()
+    data.edge_index[1, 3] = bad
+    with pytest.raises(GraphsysError, match=r"^dst ids span .* outside 0\.\.69"):
+        graphsys.from_pyg(data, tmp_path / "bad")
+
+
 def test_to_pyg_size_guard_and_hetero_refusal(tmp_path):
     g = graphsys.from_pyg(_data(), tmp_path / "g")
     with pytest.raises(GraphsysError, match=r"more than max_edges=100 .*pass a larger"):

@@ -193,7 +193,7 @@ def test_push_build_refuses_a_corrupted_csc_and_a_full_disk_lists_no_push(skewed
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(adjacency_index, "fill_blocks", full)
-    with pytest.raises(OSError):
+    with pytest.raises(GraphsysError, match="the disk is full: no space for the push index"):
         build_index(open_graph(path), ("push",))
     assert set(open_graph(path).manifest.indexes["default"]) == {"csc"}
     assert not list((path / "index").rglob("push-*.arrow"))
