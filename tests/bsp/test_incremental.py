@@ -81,15 +81,27 @@ def test_started_runs_equal_runs_from_scratch_and_networkx(tmp_path, undirected)
     assert all(bfs.value(k) == lengths.get(k, np.inf) for k in ref.nodes)
 
 
-def test_sssp_repaired_with_weights(tmp_path):
+def test_started_runs_on_the_device(tmp_path, device):
     g, src, ref = _grow(tmp_path, weighted=True)
-    got = bsp.sssp(g, src, init=tmp_path / "sssp.parquet")
+    got = bsp.sssp(g, src, init=tmp_path / "sssp.parquet", device=device)
     assert np.array_equal(got.values, bsp.sssp(g, src).values)
     dist = nx.single_source_dijkstra_path_length(ref, src)
     assert all(got.value(k) == dist.get(k, np.inf) for k in ref.nodes)
     # the result of a started run starts the next one (its provenance is recorded)
-    again = bsp.sssp(g, src, init=got)
+    again = bsp.sssp(g, src, init=got, device=device)
     assert np.array_equal(again.values, got.values)
+    ranks = bsp.pagerank(g, tol=1e-10, init=tmp_path / "pagerank.parquet", device=device)
+    assert np.abs(ranks.values - bsp.pagerank(g, tol=1e-10).values).sum() < 1e-8
+
+
+def test_a_result_whose_graph_grew_since_is_refused(tmp_path):
+    pq.write_table(_day(1, 50, 100), tmp_path / "a.parquet")
+    pq.write_table(_day(2, 60, 10), tmp_path / "b.parquet")
+    g = graphsys.ingest(tmp_path / "a.parquet", tmp_path / "g")
+    kept = bsp.wcc(g)  # its graph's files are replaced by the append
+    graphsys.ingest(tmp_path / "b.parquet", tmp_path / "g", append=True, edge_set="b")
+    with pytest.raises(GraphsysError, match="changed on disk since it was computed"):
+        bsp.wcc(open_graph(tmp_path / "g"), init=kept)
 
 
 def test_results_of_other_runs_are_refused(tmp_path):
