@@ -17,7 +17,8 @@ view. On the grown graph, in alternated turns (``--turns``, medians quoted):
   from the old ranks, WCC by union-find over the new edges only, BFS repaired from the old
   levels.
 
-Figures: wall seconds of each side, ``ratio`` scratch / started (> 1: starting is faster),
+Figures: wall seconds of each side (and the last turn's setup seconds, the engine's layout
+build that both sides pay), ``ratio`` scratch / started (> 1: starting is faster),
 PageRank's supersteps on each side and the L1 and max difference of the two rank vectors
 (both stop when the L1 change is below ``--tol``); WCC and BFS: whether the two results are
 identical. Usage::
@@ -106,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         b = [s for s, _ in turns["started"]]
         ra, rb = turns["scratch"][-1][1], turns["started"][-1][1]
         row = {"scratch_s": harness.spread(a), "started_s": harness.spread(b),
+               # the engine's layout build of the grown view (CSR/CSC, push), in both sides
+               "setup_scratch_s": round(ra.stats.setup_seconds, 3),
+               "setup_started_s": round(rb.stats.setup_seconds, 3),
                "ratio": harness.pair_ratios(a, b), "method_scratch": ra.stats.method,
                "method_started": rb.stats.method}
         if name == "pagerank":
