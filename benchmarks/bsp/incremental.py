@@ -6,9 +6,10 @@ The graph: ``--edges`` (20M) seeded R-MAT edges over ``--nodes`` (2**21) ids
 (:func:`graphsys.generators.rmat_edges`, Graph500's a, b, c, directed, duplicates and
 self-loops kept), ingested with ``--partitions`` partitions; PageRank (``--tol``), WCC and
 BFS (from the highest out-degree vertex) are run on it and written as Parquet results.
-Then ``--append`` (1 %) more edges of the same generator (another seed: new nodes among
-them when the id space allows) are appended as edge set ``day2``, which joins the default
-view. On the grown graph, in alternated turns (``--turns``, medians quoted):
+Then ``--append`` (1 %) more edges of the same stream (the same R-MAT process, the next
+independent draws; new nodes among them where the id space allows) are appended as edge set
+``day2``, which joins the default view. On the grown graph, in alternated turns
+(``--turns``, medians quoted):
 
 * **scratch**: ``bsp.pagerank(g, tol=)``, ``bsp.wcc(g)``, ``bsp.bfs(g, s)``: every engine
   default (in memory, numba; WCC by Afforest, BFS direction-optimizing);
@@ -44,11 +45,17 @@ from graphsys.openmp import apply_wait_policy
 apply_wait_policy()
 
 
-def _edges_file(path: Path, nodes: int, edges: int, seed: int) -> Path:
-    from graphsys.generators import rmat_edges, write_edges
-
-    write_edges(rmat_edges(nodes, edges, seed=seed), path, overwrite=True)
-    return path
+def _split(chunks, first: int):
+    """(the first ``first`` edges of a chunk stream, the rest) as two chunk lists."""
+    head, tail, seen = [], [], 0
+    for c in chunks:
+        k = max(0, min(len(c["src"]), first - seen))
+        seen += len(c["src"])
+        if k:
+            head.append({key: v[:k] for key, v in c.items()})
+        if k < len(c["src"]):
+            tail.append({key: v[k:] for key, v in c.items()})
+    return head, tail
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import graphsys
     from graphsys import bsp
+    from graphsys.generators import rmat_edges, write_edges
 
     run = harness.Run("bsp/incremental", args.record)
     work = args.work
@@ -77,8 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     added = int(round(args.edges * args.append))
     harness.log(f"R-MAT {args.edges:,} edges over {args.nodes:,} ids, + {added:,}")
     t0 = time.perf_counter()
-    base = _edges_file(work / "day1.parquet", args.nodes, args.edges, args.seed)
-    day2 = _edges_file(work / "day2.parquet", args.nodes, added, args.seed + 1000)
+    # one stream of R-MAT edges (independent draws of one graph process): its last edges
+    # are the day appended
+    first, rest = _split(rmat_edges(args.nodes, args.edges + added, seed=args.seed),
+                         args.edges)
+    base, day2 = work / "day1.parquet", work / "day2.parquet"
+    write_edges(first, base, overwrite=True)
+    write_edges(rest, day2, overwrite=True)
+    del first, rest
     g = graphsys.ingest(base, graph, partitions=args.partitions, seed=args.seed)
     ingest_s = time.perf_counter() - t0
     source = int(g.node_ids()[int(np.argmax(g.degrees(direction="out")))])
