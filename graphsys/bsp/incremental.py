@@ -117,7 +117,8 @@ def provenance(algorithm: str, graph, edge_set, source=None,
             "params": {k: v for k, v in (params or {}).items()
                        if isinstance(v, (bool, int, float, str)) or v is None},
             "edge_sets": {name: edges_digest(stored.manifest, name) for name in es.parts},
-            "until": getattr(graph, "until", None), "num_nodes": graph.num_nodes()}
+            "until": getattr(graph, "until", None), "num_nodes": graph.num_nodes(),
+            "partition_sizes": [int(x) for x in graph.partition_sizes()]}
 
 
 def _table(init) -> tuple[pa.Table, str]:
@@ -219,11 +220,13 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
         raise FormatError(f"{where}: expected columns node and value (float), got "
                           f"{', '.join(f'{f.name} ({f.type})' for f in table.schema)}")
     ids = table.column("node").combine_chunks()
-    try:
-        internal = graph.to_internal(ids.to_numpy(zero_copy_only=False)
-                                     if pa.types.is_integer(ids.type) else ids.to_pylist())
-    except GraphsysError as exc:
-        raise GraphsysError(f"{where}: {exc}") from None
+    internal = _appended_layout(graph, ids, meta.get("partition_sizes"))
+    if internal is None:
+        try:
+            internal = graph.to_internal(ids.to_numpy(zero_copy_only=False)
+                                         if pa.types.is_integer(ids.type) else ids.to_pylist())
+        except GraphsysError as exc:
+            raise GraphsysError(f"{where}: {exc}") from None
     n = graph.num_nodes()
     known = np.zeros(n, np.bool_)
     known[internal] = True
@@ -233,6 +236,28 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     values[internal] = table.column("value").to_numpy().astype(np.float64)
     new = tuple(m for m in es.parts if m not in meta["edge_sets"])
     return Previous(values, known, new, where)
+
+
+def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
+    """The internal ids of a previous result's rows when the graph is the one it was
+    computed on, or that graph grown by appends (which keep every old node at its partition
+    and offset: :mod:`graphsys.storage.append`), checked by comparing the ids; None
+    otherwise (then they are looked up one by one)."""
+    now = [int(x) for x in graph.partition_sizes()]
+    if (not isinstance(old, list) or len(old) != len(now) or not all(
+            isinstance(x, int) and 0 <= x <= y for x, y in zip(old, now))
+            or sum(old) != len(ids)):
+        return None
+    start = np.concatenate([[0], np.cumsum(now)])
+    internal = np.concatenate([np.arange(start[p], start[p] + old[p]) for p in range(len(old))]
+                              ).astype(np.int64)
+    have = graph.node_ids()
+    if isinstance(have, np.ndarray) and pa.types.is_integer(ids.type):
+        same = np.array_equal(have[internal], ids.to_numpy(zero_copy_only=False))
+    else:
+        same = pa.array(have).take(pa.array(internal)).cast(pa.large_string()).equals(
+            ids.cast(pa.large_string())) if not pa.types.is_integer(ids.type) else False
+    return internal if same else None
 
 
 def same_run(init, algorithm: str, params: dict[str, Any]) -> bool:

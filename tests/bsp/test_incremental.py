@@ -14,6 +14,7 @@ import pytest
 
 import graphsys
 from graphsys import bsp, open_graph
+from graphsys.bsp import incremental
 from graphsys.cli import main
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.plugins import ALGORITHMS
@@ -145,3 +146,28 @@ def test_cli_starts_from_the_result_it_replaces(tmp_path, capsys):
     assert "started from" not in capsys.readouterr().out
     assert main(["run", "wcc", str(g.path), "--init", str(out)]) != 0
     assert "holds a pagerank result, not wcc" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("strings", [False, True])
+def test_previous_rows_matched_by_id_in_any_order(tmp_path, strings):
+    """Rows in the stored order are placed by the grown layout (checked by id); rows in
+    another order, or string ids, are looked up by id: the same answer either way."""
+    days = [_day(1, 300, 700), _day(2, 330, 40)]
+    if strings:
+        days = [pa.table({c: pa.array([f"n{x}" for x in t[c].to_pylist()]) for c in t.column_names})
+                for t in days]
+    for k, t in enumerate(days):
+        pq.write_table(t, tmp_path / f"d{k}.parquet")
+    g = graphsys.ingest(tmp_path / "d0.parquet", tmp_path / "g", partitions=3)
+    before = bsp.wcc(g).to_table()
+    g = graphsys.ingest(tmp_path / "d1.parquet", tmp_path / "g", append=True, edge_set="d1")
+    shuffled = before.take(np.random.default_rng(0).permutation(before.num_rows))
+    assert shuffled.schema.metadata == before.schema.metadata
+    want = bsp.wcc(g).values
+    for prev in (before, shuffled):
+        assert np.array_equal(bsp.wcc(g, init=prev).values, want)
+    sizes = incremental.result_provenance(before)[1]["partition_sizes"]
+    placed = incremental._appended_layout(g, before.column("node").combine_chunks(), sizes)
+    assert np.array_equal(placed, g.to_internal(before.column("node").to_pylist()))
+    assert incremental._appended_layout(g, shuffled.column("node").combine_chunks(),
+                                        sizes) is None
