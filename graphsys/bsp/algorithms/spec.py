@@ -8,6 +8,7 @@ default superstep limit from the spec registered under ``ALGO`` in
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from graphsys.bsp.algorithms.common import open_if_path
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
 
 
 @dataclass(frozen=True)
@@ -91,12 +92,15 @@ class AlgorithmSpec:
         :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...); ``init``
         (a previous result: a Parquet file, a table or a Result) starts the run from it
         (:attr:`warm_start`). The result records its :attr:`Result.provenance
-        <graphsys.bsp.engine.Result.provenance>`."""
+        <graphsys.bsp.engine.Result.provenance>`. A run that stops at ``max_iters`` before
+        converging issues a :class:`ConvergenceWarning` (its ``result.stats.converged`` is
+        False)."""
         openmp.apply_wait_policy()
         graph = open_if_path(graph)
         params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}
         self.check_source(source)
         edge_set = kwargs.get("edge_set")
+        limit = self.max_iters(graph, max_iters)
         if init is not None:
             if self.warm_start is None:
                 raise ParameterError("init", f"{self.name} does not start from a previous "
@@ -107,8 +111,11 @@ class AlgorithmSpec:
                                      max_iters=max_iters, **kwargs)
         else:
             prog = self.make(graph, source=source, edge_set=edge_set, **params)
-            result = run_program(graph, prog, max_iters=self.max_iters(graph, max_iters),
-                                 **kwargs)
+            result = run_program(graph, prog, max_iters=limit, **kwargs)
+        if not result.stats.converged:
+            warnings.warn(f"{self.name} did not converge within {limit:,} supersteps (its "
+                          f"max_iters): the values are the last iterate", ConvergenceWarning,
+                          stacklevel=3)
         result = self.finish(result) if self.finish is not None else result
         result.provenance = incremental.provenance(self.name, graph, edge_set, source, params)
         return result
