@@ -37,7 +37,9 @@ def register(subparsers) -> None:
                        description=TRAIN_DESCRIPTION, epilog="config keys:\n" + config_help(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--graph", type=Path, help="graph directory (else the config's graph)")
-    t.add_argument("--edges", help="training edge set (default: train, or the only one)")
+    t.add_argument("--edges", help="training edge set, or several joined by commas "
+                   "(default,day2) or all (default: train, or the only one, with the edge "
+                   "sets appended to it)")
     t.add_argument("--until", metavar="T",
                    help="train on the graph as of time T: only the edges whose timestamp edge "
                         "column is <= T (a number in the column's unit, or an ISO-8601 date "

@@ -13,7 +13,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="export an edge set as Parquet or TSV",
                               description=__doc__)
     p.add_argument("graph", type=graph_arg, metavar="DIR|URI")
-    p.add_argument("--edges", metavar="SET", help="edge set (default: the only/default one)")
+    p.add_argument("--edges", metavar="SET",
+                   help="edge set; several read as one joined by commas (default,day2), "
+                        "or all (default: the graph's default view, which includes the edge "
+                        "sets appended to it)")
     p.add_argument("--until", metavar="T",
                    help="export the edge set as of time T: only the edges whose timestamp edge "
                         "column is <= T (a number in the column's unit, or an ISO-8601 date "

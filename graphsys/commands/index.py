@@ -32,7 +32,9 @@ def register(subparsers) -> None:
                         "(neighbour, time, edge id; both directions): what the temporal "
                         "samplers draw from, memory-mapped instead of built in RAM")
     p.add_argument("--edge-set", action="append", dest="edge_sets",
-                   help="edge set to index (repeatable; default: every edge set)")
+                   help="edge set to index (repeatable; several joined by commas index "
+                        "each; default: every edge set); an edge set keeps the indexes it "
+                        "has, so after an append only the new one's are built")
     p.add_argument("--memory-limit", default="2GB",
                    help="anonymous memory budget, e.g. 1GB (default 2GB; the build needs "
                         "8 bytes per node + 64 MiB, --push 28 + 8 per thread)")

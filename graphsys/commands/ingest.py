@@ -56,6 +56,14 @@ def register(subparsers) -> None:
     p.add_argument("--no-header", action="store_true", help="same as --header no")
     p.add_argument("--edge-set", default=DEFAULT_EDGE_SET,
                    help=f"name of the edge set (default {DEFAULT_EDGE_SET!r})")
+    joining = p.add_mutually_exclusive_group()
+    joining.add_argument("--join", metavar="SET",
+                         help="with --append-to: the edge set whose view the new edges join "
+                              "(default: the graph's default edge set, so every engine reads "
+                              "old and new edges together unless told --edges)")
+    joining.add_argument("--no-join", action="store_true",
+                         help="with --append-to: keep the new edge set apart (read only by "
+                              "naming it, e.g. --edges default,NAME)")
     p.add_argument("--nodes", type=Path,
                    help="node table (Parquet/Arrow) with column id and label/feature/mask columns")
     p.add_argument("--undirected", action="store_true",
@@ -112,7 +120,8 @@ def _ingest(args, out, appending: bool):
         edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
         dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
         memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,
-        append=appending, progress=show_progress(args), relation_types=args.relation_types,
+        append=appending, join=False if args.no_join else (args.join or True),
+        progress=show_progress(args), relation_types=args.relation_types,
         return_report=True)
 
 

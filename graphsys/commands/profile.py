@@ -78,7 +78,10 @@ def register(subparsers) -> None:
                    help="merge-path items per thread (default 4)")
     p.add_argument("--max-iters", type=int, metavar="N", help="most supersteps")
     p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
-    p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
+    p.add_argument("--edges", metavar="SET",
+                   help="edge set; several read as one joined by commas (default,day2), "
+                        "or all (default: the graph's default view, which includes the edge "
+                        "sets appended to it)")
     p.add_argument("--ranks", type=int, default=1,
                    help="also report the balance of this many distributed ranks: their "
                         "partitions' nodes and edges, and (BSP) every superstep's active "

@@ -75,11 +75,22 @@ def register(subparsers) -> None:
                    help="accept a run that stops at --max-iters before converging (exit 0, "
                         "a warning, the last iterate written); without it such a run exits "
                         "non-zero and writes nothing")
-    p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
+    p.add_argument("--edges", metavar="SET",
+                   help="edge set; several read as one joined by commas (default,day2), "
+                        "or all (default: the graph's default view, which includes the edge "
+                        "sets appended to it)")
     p.add_argument("--until", metavar="T",
                    help="run on the graph as of time T: only the edges whose timestamp edge "
                         "column is <= T (a number in the column's unit, or an ISO-8601 date "
                         "read as Unix seconds, UTC)")
+    p.add_argument("--init", default="auto", metavar="PREV.parquet|auto|none",
+                   help="start from a previous result of this algorithm on an earlier "
+                        "version of the edges, e.g. before an append: pagerank/ppr from its "
+                        "ranks, wcc from its components and the new edges only, bfs/sssp "
+                        "from its distances; the answer is a run from scratch's (pagerank "
+                        "to --tol). auto (default): the --out file being replaced "
+                        "(--overwrite) when it is such a result of the same run; none: from "
+                        "scratch")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
     p.add_argument("--schedule", default="auto",
                    help="auto (default: bfs and wcc in memory on CPU run their own "
@@ -114,10 +125,12 @@ def run(args) -> int:
         raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
     if args.program is not None:
         func, needs_source, parameters = _user_program(args), False, ()
-        args.algorithm = args.program
+        args.algorithm, spec = args.program, None
     else:
         spec = ALGORITHMS.get(args.algorithm)
         func, needs_source, parameters = spec.run, spec.needs_source, spec.parameters
+    if args.init not in ("auto", "none") and (spec is None or spec.warm_start is None):
+        raise GraphsysError(f"--init applies to {_taking_init()}, not {args.algorithm}")
     if args.mode not in MODES:
         raise GraphsysError(f"--mode: unknown mode {args.mode!r} (choose from "
                             f"{', '.join(MODES)})")
@@ -177,6 +190,9 @@ def run(args) -> int:
                             f"{args.algorithm}")
     kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
     source = _parse_source(graph, args.source) if needs_source else None
+    init = _previous_result(args, spec, graph, source, out, kwargs)
+    if init is not None:
+        kwargs["init"] = init
     rank0 = not distributed or _rank() == 0
     show = rank0 and not args.json and not args.quiet
     if show:
@@ -222,11 +238,39 @@ def run(args) -> int:
                   f"{stats.device}, backend {stats.backend}"
                   + (", weighted" if stats.weighted else "")
                   + "".join(f", {k} {v:.6g}" for k, v in stats.scores.items())
+                  + (f", started from {init}" if init is not None else "")
                   + (f", wrote {out}" if out else ""))
         if not stats.converged:
             print(f"warning: {args.algorithm} stopped at --max-iters "
                   f"({stats.num_supersteps} supersteps) before converging", file=sys.stderr)
     return 0
+
+
+def _taking_init() -> str:
+    """The registered algorithms that start from a previous result, for a message."""
+    return ", ".join(n for n, spec in ALGORITHMS.items() if spec.warm_start is not None)
+
+
+def _previous_result(args, spec, graph, source, out, kwargs) -> Path | None:
+    """The previous result ``--init`` names: the file given, or with ``auto`` the ``--out``
+    file being replaced when it is a result of the same run on an earlier version of the
+    edges read (else None: from scratch)."""
+    if args.init == "none" or spec is None or spec.warm_start is None:
+        return None
+    if args.init != "auto":
+        return Path(args.init)
+    if out is None or not args.overwrite or not Path(out).is_file():
+        return None
+    from graphsys.bsp import incremental
+
+    params = {k: kwargs[k] for k in spec.parameters if k in kwargs}
+    if not incremental.same_run(out, spec.name, params):
+        return None
+    try:
+        incremental.read_previous(graph, out, spec.name, args.edges, source)
+    except GraphsysError:
+        return None  # of other edges, or unreadable: from scratch
+    return Path(out)
 
 
 #: parameters with flags of their own (not set with --set)

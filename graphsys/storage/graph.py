@@ -26,6 +26,7 @@ import pyarrow.fs as pafs
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import csr, edges, node_reads
 from graphsys.storage.csr import CSR
+from graphsys.storage.edge_views import EdgeSets, UnionBucket
 from graphsys.storage.edges import Bucket
 from graphsys.storage.format import Manifest, read_manifest
 from graphsys.storage.location import GraphLocation
@@ -145,14 +146,14 @@ class Graph(GraphSchema):
         self._hashed.add(rel)
 
     # -- edges -------------------------------------------------------------------------------
-    def bucket(self, i: int, j: int, edge_set: str | None = None) -> Bucket:
+    def bucket(self, i: int, j: int, edge_set: EdgeSets = None) -> Bucket:
         """The bucket of edges from partition ``i`` to partition ``j``.
 
         Parameters
         ----------
         i, j : int
             Source and destination partition, in ``0..P-1``.
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
 
         Returns
@@ -180,10 +181,12 @@ class Graph(GraphSchema):
         if not (0 <= i < p and 0 <= j < p):
             raise GraphsysError(f"bucket ({i}, {j}) out of range for {p} partitions")
         es = self.edge_set(edge_set)
+        if es.members:  # several edge sets read as one
+            return UnionBucket(self, es, i, j)
         return Bucket(self, es.name, i, j, es.buckets.get((i, j), 0))
 
     def buckets(self, order: str | Iterable[tuple[int, int]] = "row-major",
-                edge_set: str | None = None, *, skip_empty: bool = True) -> Iterator[Bucket]:
+                edge_set: EdgeSets = None, *, skip_empty: bool = True) -> Iterator[Bucket]:
         """Iterate the buckets of an edge set in a given order.
 
         Parameters
@@ -191,7 +194,7 @@ class Graph(GraphSchema):
         order : {"row-major", "col-major"} or iterable of (int, int), default "row-major"
             By source partition, by destination partition, or an explicit sequence of
             ``(i, j)`` pairs.
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
         skip_empty : bool, default True
             Leave out buckets without edges.
@@ -219,14 +222,14 @@ class Graph(GraphSchema):
             if b.num_edges or not skip_empty:
                 yield b
 
-    def iter_edges(self, edge_set: str | None = None) -> Iterator[tuple[np.ndarray, ...]]:
+    def iter_edges(self, edge_set: EdgeSets = None) -> Iterator[tuple[np.ndarray, ...]]:
         """Stream the edges of an edge set in internal ids, one record batch at a time.
 
         Memory is one batch, whatever the graph's size; batches come in row-major bucket order.
 
         Parameters
         ----------
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
 
         Yields
@@ -248,7 +251,7 @@ class Graph(GraphSchema):
         """
         yield from edges.iter_edges(self, self.edge_set(edge_set))
 
-    def edge_column(self, name: str, edge_set: str | None = None) -> Iterator[np.ndarray]:
+    def edge_column(self, name: str, edge_set: EdgeSets = None) -> Iterator[np.ndarray]:
         """Stream an edge column (a numeric column kept beside the edges at ingest, such as
         a rating's ``timestamp``), one record batch at a time, in the order of
         :meth:`iter_edges`: the ``k``-th array is row for row with the ``k``-th batch of
@@ -258,7 +261,7 @@ class Graph(GraphSchema):
         ----------
         name : str
             The edge column (``graphsys info`` lists an edge set's columns).
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
 
         Yields
@@ -287,12 +290,12 @@ class Graph(GraphSchema):
         """
         yield from edges.edge_column(self, name, self.edge_set(edge_set))
 
-    def degrees(self, edge_set: str | None = None, direction: str = "out") -> np.ndarray:
+    def degrees(self, edge_set: EdgeSets = None, direction: str = "out") -> np.ndarray:
         """Out-, in- or total degree of every node, streamed over the buckets.
 
         Parameters
         ----------
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
         direction : {"out", "in", "both"}, default "out"
             Which edges count.
@@ -312,7 +315,7 @@ class Graph(GraphSchema):
         """
         return edges.degrees(self, edge_set, direction)
 
-    def csr(self, edge_set: str | None = None, *, transpose: bool = False,
+    def csr(self, edge_set: EdgeSets = None, *, transpose: bool = False,
             weights: bool = True, edge_ids: bool = False) -> CSR:
         """The out-neighbour lists of an edge set as CSR over internal ids.
 
@@ -323,7 +326,7 @@ class Graph(GraphSchema):
 
         Parameters
         ----------
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
         transpose : bool, default False
             Build the CSC instead: the CSR of the reversed graph (:meth:`csc`).
@@ -348,14 +351,14 @@ class Graph(GraphSchema):
         return csr.build_csr(self, edge_set, transpose=transpose, weights=weights,
                              edge_ids=edge_ids)
 
-    def adjacency_index(self, edge_set: str | None = None, kind: str = "csr"):
+    def adjacency_index(self, edge_set: EdgeSets = None, kind: str = "csr"):
         """The stored ``kind`` index (``csr``, ``csc`` or ``push``) of an edge set, mapped and
         checked once per Graph (:func:`graphsys.storage.csr.map_index`), or None if
         the graph has none.
         """
         return csr.mapped_index(self, edge_set, kind)
 
-    def index_offsets(self, edge_set: str | None = None, kind: str = "csr"
+    def index_offsets(self, edge_set: EdgeSets = None, kind: str = "csr"
                       ) -> np.ndarray | None:
         """Only the row offsets, int64 (N+1,), of the stored ``kind`` (``csr``/``csc``) index,
         mapped and checked in O(N) once per Graph
@@ -364,9 +367,7 @@ class Graph(GraphSchema):
         none."""
         return csr.mapped_offsets(self, edge_set, kind)
 
-        return {}
-
-    def csc(self, edge_set: str | None = None, *, weights: bool = True,
+    def csc(self, edge_set: EdgeSets = None, *, weights: bool = True,
             edge_ids: bool = False) -> CSR:
         """The in-neighbour lists of an edge set: the CSR of the reversed graph.
 
@@ -413,8 +414,6 @@ class Graph(GraphSchema):
         ([20, 10, 30, 40], [20])
         """
         return node_reads.node_ids(self, entity_type, partition)
-
-        return {}
 
     def to_internal(self, ids, entity_type: str | None = None) -> np.ndarray:
         """Internal ids of original node ids.

@@ -98,8 +98,9 @@ class SmallBudgetWarning(UserWarning):
 
 def small_budget(value: int) -> str | None:
     """The one-line warning for a ``memory_limit`` (bytes) below
-    :data:`CHUNKED_MEMORY_LIMIT`, naming that minimum; None for a budget at least that."""
-    if value >= CHUNKED_MEMORY_LIMIT:
+    :data:`CHUNKED_MEMORY_LIMIT`, naming that minimum; None for a budget at least that, and
+    for one below :data:`MIN_MEMORY_LIMIT`, which :func:`check_memory_limit` refuses."""
+    if value >= CHUNKED_MEMORY_LIMIT or value < MIN_MEMORY_LIMIT:
         return None
     return (f"memory_limit {value:,} bytes is below {CHUNKED_MEMORY_LIMIT:,} (16MiB), the "
             f"least an ingest keeps to: its smallest buffers (65,536 edges, 1MiB of ids) "

@@ -73,7 +73,8 @@ def test_append(tmp_path, edges):
     ({"memory_limit": 1}, r"memory_limit must be at least 65,536 bytes \(64KiB: one batch "
                           r"of 4,096 edges\), got 1"),
     ({"memory_limit": "65535"}, "memory_limit must be at least 65,536 bytes"),
-    ({"index": "csr,bsr"}, "index must name index kinds among csr, csc, push, sym, got 'csr,bsr'"),
+    ({"index": "csr,bsr"},
+     "index must name index kinds among csr, csc, push, sym, temporal, got 'csr,bsr'"),
     ({"on_bad_line": "ignore"}, "on_bad_line must be 'error' or 'skip'"),
 ])
 def test_bad_parameters(tmp_path, edges, kwargs, message):
@@ -96,9 +97,9 @@ def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
     sub = next(a for a in parser._actions if a.dest == "command").choices["ingest"]
     dests = {a.dest for a in sub._actions if a.option_strings} - {"help"}
     keywords = set(inspect.signature(graphsys.ingest).parameters)
-    # --append-to DIR is out with append; --no-header is header=False; --json prints;
-    # --quiet is progress=False
-    assert dests - keywords == {"append_to", "no_header", "json", "quiet"}
+    # --append-to DIR is out with append; --no-header is header=False; --no-join is
+    # join=False; --json prints; --quiet is progress=False
+    assert dests - keywords == {"append_to", "no_header", "no_join", "json", "quiet"}
     assert keywords - dests == {"inputs", "append", "progress", "return_report"}
     assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--memory-limit",
                  "lots"]) == 2

@@ -11,9 +11,10 @@ import torch
 from graphsys.bsp import afforest
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.docstrings import cite, document_options, fill_doc
+from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.incremental import components_from
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -75,13 +76,13 @@ class WCC(_LabelProgram):
         return Solved(method, [ss], 0)
 
 
-@document_options()
+@document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(references=cite("afforest", "pregel"))
 def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
         device: str = "cpu", backend: str = "auto", threads: int | None = None,
         edge_set: str | None = None, distributed: bool = False,
         progress: Callable | None = None, readahead: int = 4,
-        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
     """Weakly connected components: each node's label is the smallest internal id in its
     component.
 
@@ -132,11 +133,11 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> sorted(components.values())
     [[1, 2, 3], [4, 5, 6]]
     """
-    return WCC_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
+    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, **engine_options(locals()))
 
 
 def _wcc_program(graph, *, edge_set=None):
     return WCC(both_ways=not symmetric(graph, edge_set))
 
 
-WCC_SPEC = AlgorithmSpec("wcc", _wcc_program, lambda n: n + 1)
+WCC_SPEC = AlgorithmSpec("wcc", _wcc_program, lambda n: n + 1, warm_start=components_from)
