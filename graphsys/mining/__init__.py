@@ -1,0 +1,35 @@
+"""Pattern mining over a stored graph: triangles, cliques, motifs and user patterns.
+
+Every function reads the undirected simple view of an edge set (both directions of every
+stored edge, each adjacent pair once, self-loops dropped; :mod:`graphsys.mining.oriented`),
+served from the graph's ``sym`` index (``graphsys index --undirected``) when it has one, and
+returns counts over the whole graph or per node (:class:`NodeValues`, keyed back to the
+original ids). See ``docs/mining.md`` for the algorithms and their costs.
+
+- Triangles (:mod:`graphsys.mining.triangles`): :func:`triangle_count`, :func:`triangles`,
+  :func:`clustering`, :func:`average_clustering`, :func:`transitivity`,
+  :func:`triad_census`; in RAM, out of core, or across ``torch.distributed`` ranks.
+- Cliques (:mod:`graphsys.mining.cliques`): :func:`clique_count`, :func:`clique_counts`,
+  :func:`cliques`.
+- Motifs (:mod:`graphsys.mining.motifs`): :func:`motifs`, exact or sampled.
+- User patterns (:mod:`graphsys.mining.patterns`): :class:`Pattern`, :func:`count`,
+  :func:`matches`.
+"""
+
+from graphsys.mining.cliques import clique_count, clique_counts, cliques
+from graphsys.mining.motifs import MotifCensus, motifs
+from graphsys.mining.patterns import Pattern, count, matches
+from graphsys.mining.results import NodeValues
+from graphsys.mining.triangles import (
+    TRIAD_NAMES,
+    average_clustering,
+    clustering,
+    transitivity,
+    triad_census,
+    triangle_count,
+    triangles,
+)
+
+__all__ = ["MotifCensus", "NodeValues", "Pattern", "TRIAD_NAMES", "average_clustering",
+           "clique_count", "clique_counts", "cliques", "clustering", "count", "matches",
+           "motifs", "transitivity", "triad_census", "triangle_count", "triangles"]

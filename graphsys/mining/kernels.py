@@ -1,0 +1,556 @@
+"""Numba kernels of pattern mining over oriented rows (:mod:`graphsys.mining.oriented`).
+
+Every kernel loops ``prange`` over *tasks* (contiguous ranges of roots of about equal work,
+:func:`graphsys.mining.parallel.tasks_by_work`) and finds each subgraph once, from its
+lowest-ranked vertex. Rows are sorted; two rows intersect either by a bitmap probe (the
+root's row marked in a per-thread bitset of N bits, each row of a neighbour probed against
+it) or by a merge (which also yields the positions of the entries matched, for per-edge
+counts). Shared per-vertex or per-edge counters are added atomically
+(:func:`graphsys.mining._atomic.atomic_add`); per-thread scratch is a row of an array
+indexed by ``numba.get_thread_id()``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from graphsys.mining._atomic import atomic_add
+
+# ---------------------------------------------------------------------------------------------
+# triangles
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def triangles_bitmap(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, tasks, marks, per_vertex,
+                     node_counts):
+    """Triangles ``u < v < w`` (in the rows' order) with ``u`` a root of ``tasks`` and ``v``
+    in ``[b_lo, b_hi)``: row ``u`` (``aptr``/``aidx``, rows numbered from ``a_lo``) is
+    marked in the thread's bitset (``marks``, uint64 (threads, ceil(N/64))), each row of
+    ``v`` (``bptr``/``bidx``, rows from ``b_lo``) probed against it. In RAM both are the
+    whole DAG; out of core, two row blocks. ``per_vertex``: each triangle adds 1 to
+    ``node_counts`` of its three vertices (atomically). Returns the triangles found."""
+    total = 0
+    for t in numba.prange(tasks.shape[0] - 1):
+        bits = marks[numba.get_thread_id()]
+        found = 0
+        for u in range(tasks[t], tasks[t + 1]):
+            lo, hi = aptr[u - a_lo], aptr[u - a_lo + 1]
+            if hi - lo < 2:
+                continue
+            for k in range(lo, hi):
+                v = aidx[k]
+                bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+            here = 0
+            for k in range(lo, hi):
+                v = aidx[k]
+                if v < b_lo or v >= b_hi:
+                    continue
+                c = 0
+                for q in range(bptr[v - b_lo], bptr[v - b_lo + 1]):
+                    w = bidx[q]
+                    if (bits[w >> 6] >> np.uint64(w & 63)) & np.uint64(1):
+                        c += 1
+                        if per_vertex:
+                            atomic_add(node_counts, w, 1)
+                if per_vertex and c:
+                    atomic_add(node_counts, v, c)
+                here += c
+            for k in range(lo, hi):
+                v = aidx[k]
+                bits[v >> 6] = np.uint64(0)
+            if per_vertex and here:
+                atomic_add(node_counts, u, here)
+            found += here
+        total += found
+    return total
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def triangles_merge(indptr, indices, tasks, edge_counts, node_counts, codes, dirs):
+    """Triangles by merging sorted rows: for each DAG edge ``u -> v`` (row ``u``, position
+    ``k``), row ``u`` after ``k`` merged with row ``v``. Counts each triangle in
+    ``edge_counts`` at its three DAG positions and in ``node_counts`` at its three vertices
+    (atomically; either may be empty), and, when ``dirs`` is not empty, in ``codes``
+    (int64 (threads, 64)) at its direction code ``b_uv | b_uw << 2 | b_vw << 4``. Returns
+    the triangles found."""
+    per_edge = edge_counts.shape[0] > 0
+    per_vertex = node_counts.shape[0] > 0
+    coded = dirs.shape[0] > 0
+    total = 0
+    for t in numba.prange(tasks.shape[0] - 1):
+        tid = numba.get_thread_id()
+        found = 0
+        for u in range(tasks[t], tasks[t + 1]):
+            hi = indptr[u + 1]
+            for k in range(indptr[u], hi):
+                v = indices[k]
+                p = k + 1
+                q = indptr[v]
+                qe = indptr[v + 1]
+                c = 0
+                while p < hi and q < qe:
+                    a = indices[p]
+                    b = indices[q]
+                    if a < b:
+                        p += 1
+                    elif b < a:
+                        q += 1
+                    else:
+                        c += 1
+                        if per_edge:
+                            atomic_add(edge_counts, p, 1)
+                            atomic_add(edge_counts, q, 1)
+                        if per_vertex:
+                            atomic_add(node_counts, a, 1)
+                        if coded:
+                            code = dirs[k] | (dirs[p] << 2) | (dirs[q] << 4)
+                            codes[tid, code] += 1
+                        p += 1
+                        q += 1
+                if c:
+                    if per_edge:
+                        atomic_add(edge_counts, k, c)
+                    if per_vertex:
+                        atomic_add(node_counts, u, c)
+                        atomic_add(node_counts, v, c)
+                    found += c
+        total += found
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# cliques (kClist on the out-neighbourhood of each root, as bitsets)
+
+
+@numba.njit(cache=True, nogil=True)
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@numba.njit(cache=True, nogil=True)
+def _local_graph(indptr, indices, u, adj, words):
+    """``adj[i]``: the bitset of the local ids ``j`` (positions in row ``u``) whose vertex is in
+    the row of the ``i``-th vertex of row ``u`` (``j > i`` always: rows are oriented).
+    Returns the row's length ``d``."""
+    lo, hi = indptr[u], indptr[u + 1]
+    d = hi - lo
+    for i in range(d):
+        for w in range(words):
+            adj[i, w] = 0
+        x = indices[lo + i]
+        p = lo + i + 1
+        q, qe = indptr[x], indptr[x + 1]
+        while p < hi and q < qe:
+            a = indices[p]
+            b = indices[q]
+            if a < b:
+                p += 1
+            elif b < a:
+                q += 1
+            else:
+                j = p - lo
+                adj[i, j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+                p += 1
+                q += 1
+    return d
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_bit(cand, level, words, start):
+    """The lowest set bit ``>= start`` of ``cand[level]``, or -1."""
+    w = start >> 6
+    if w >= words:
+        return -1
+    x = cand[level, w] & (~np.uint64(0) << np.uint64(start & 63))
+    while True:
+        if x:
+            b = 0
+            while not (x >> np.uint64(b)) & np.uint64(1):
+                b += 1
+            return w * 64 + b
+        w += 1
+        if w >= words:
+            return -1
+        x = cand[level, w]
+
+
+@numba.njit(cache=True, nogil=True)
+def _cliques_of_root(indptr, indices, u, k, adj, cand, stack, node_counts, out, out_count,
+                     limit):
+    """The ``k``-cliques whose lowest vertex is ``u``: ``k - 1`` cliques among row ``u``'s
+    local graph, by depth-first extension of a candidate bitset per level. Per vertex
+    counts and listing as :func:`cliques`. Returns the count."""
+    d = _local_graph(indptr, indices, u, adj, adj.shape[1])
+    if d < k - 1:
+        return 0
+    lo = indptr[u]
+    words = (d + 63) >> 6
+    per_vertex = node_counts.shape[0] > 0
+    listing = out.shape[0] > 0
+    if k == 2:
+        if per_vertex:
+            atomic_add(node_counts, u, d)
+            for i in range(d):
+                atomic_add(node_counts, indices[lo + i], 1)
+        if listing:
+            for i in range(d):
+                slot = atomic_add(out_count, 0, 1)
+                if slot >= limit:
+                    return d
+                out[slot, 0] = u
+                out[slot, 1] = indices[lo + i]
+        return d
+    for w in range(words):
+        cand[0, w] = 0
+    for i in range(d):
+        cand[0, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+    total = 0
+    # level l (0-based) picks the (l + 2)-th clique vertex from cand[l]; the last level
+    # (k - 3) counts the completions: the candidates after it adjacent to it
+    last = k - 3
+    level = 0
+    stack[0] = -1
+    while level >= 0:
+        i = _first_bit(cand, level, words, stack[level] + 1)
+        if i < 0:
+            level -= 1
+            continue
+        stack[level] = i
+        if level == last:
+            c = 0
+            for w in range(i >> 6, words):
+                c += _popcount(adj[i, w] & cand[level, w])
+            if c == 0:
+                continue
+            total += c
+            if per_vertex:
+                atomic_add(node_counts, u, c)
+                for s in range(level + 1):
+                    atomic_add(node_counts, indices[lo + stack[s]], c)
+            if per_vertex or listing:
+                for w in range(i >> 6, words):
+                    x = adj[i, w] & cand[level, w]
+                    b = 0
+                    while x:
+                        if x & np.uint64(1):
+                            j = w * 64 + b
+                            if per_vertex:
+                                atomic_add(node_counts, indices[lo + j], 1)
+                            if listing:
+                                slot = atomic_add(out_count, 0, 1)
+                                if slot >= limit:
+                                    return total
+                                out[slot, 0] = u
+                                for s in range(level + 1):
+                                    out[slot, 1 + s] = indices[lo + stack[s]]
+                                out[slot, k - 1] = indices[lo + j]
+                        x >>= np.uint64(1)
+                        b += 1
+            continue
+        nxt = level + 1
+        any_bit = False
+        for w in range(words):
+            x = adj[i, w] & cand[level, w]
+            cand[nxt, w] = x
+            if x:
+                any_bit = True
+        if any_bit:
+            level = nxt
+            stack[level] = -1
+    return total
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def cliques(indptr, indices, tasks, roots, k, max_row, node_counts, per_root):
+    """``k``-cliques (``k >= 2``) of the oriented rows, each found from its lowest vertex:
+    kClist [Danisch et al., WWW 2018] over the out-neighbourhood of each root as bitsets
+    (``max_row``: the longest row). Task bounds index ``roots`` (int64, or empty: the
+    roots are the task bounds' ids themselves). ``node_counts`` (int64 (N,) or empty): each
+    clique adds 1 to its ``k`` vertices; ``per_root`` (int64 (N,) or empty): the count of
+    each root, by root id. Returns the total."""
+    words = max(1, (max_row + 63) >> 6)
+    total = 0
+    no_out = np.zeros((0, k), np.int64)
+    for t in numba.prange(tasks.shape[0] - 1):
+        adj = np.empty((max(max_row, 1), words), np.uint64)
+        cand = np.empty((max(k - 2, 1), words), np.uint64)
+        stack = np.empty(max(k - 2, 1), np.int64)
+        one = np.zeros(1, np.int64)
+        found = 0
+        for i in range(tasks[t], tasks[t + 1]):
+            u = roots[i] if roots.shape[0] > 0 else i
+            c = _cliques_of_root(indptr, indices, u, k, adj, cand, stack, node_counts,
+                                 no_out, one, 0)
+            if per_root.shape[0] > 0:
+                per_root[u] = c
+            found += c
+        total += found
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def list_cliques(indptr, indices, k, max_row, limit, out):
+    """The first ``limit`` ``k``-cliques in root order (then depth-first order), written as
+    rows of ``out`` (int64 (limit, k), oriented ids, ascending within a row). Returns how
+    many were written."""
+    words = max(1, (max_row + 63) >> 6)
+    adj = np.empty((max(max_row, 1), words), np.uint64)
+    cand = np.empty((max(k - 2, 1), words), np.uint64)
+    stack = np.empty(max(k - 2, 1), np.int64)
+    count = np.zeros(1, np.int64)
+    no_counts = np.zeros(0, np.int64)
+    for u in range(indptr.shape[0] - 1):
+        _cliques_of_root(indptr, indices, u, k, adj, cand, stack, no_counts, out, count, limit)
+        if count[0] >= limit:
+            return limit
+    return count[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4-cycles (Chiba-Nishizeki wedge counting on the symmetric rows)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def four_cycles(ptr, idx, tasks, roots, scratch, touched, per_root):
+    """4-cycles, each counted once from its highest vertex ``u``: the wedges ``u - v - w``
+    with ``v, w < u`` are tallied per ``w`` in the thread's ``scratch`` (int32 (threads, N),
+    zero), and ``C(count, 2)`` pairs of them close a cycle. ``ptr``/``idx``: symmetric rows,
+    ascending; ``roots`` as :func:`cliques`. ``per_root`` (int64 (N,) or empty): each root's
+    cycles. Returns the total."""
+    total = 0
+    for t in numba.prange(tasks.shape[0] - 1):
+        tid = numba.get_thread_id()
+        cnt = scratch[tid]
+        seen = touched[tid]
+        found = 0
+        for i in range(tasks[t], tasks[t + 1]):
+            u = roots[i] if roots.shape[0] > 0 else i
+            m = 0
+            for k in range(ptr[u], ptr[u + 1]):
+                v = idx[k]
+                if v >= u:
+                    break
+                for q in range(ptr[v], ptr[v + 1]):
+                    w = idx[q]
+                    if w >= u:
+                        break
+                    if cnt[w] == 0:
+                        seen[m] = w
+                        m += 1
+                    cnt[w] += 1
+            c = 0
+            for s in range(m):
+                w = seen[s]
+                x = np.int64(cnt[w])
+                c += x * (x - 1) // 2
+                cnt[w] = 0
+            if per_root.shape[0] > 0:
+                per_root[u] = c
+            found += c
+        total += found
+    return total
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def lower_wedge_work(ptr, idx, out):
+    """Per root ``u``: the wedges :func:`four_cycles` walks, bounded by the lengths of the
+    rows of ``u``'s lower neighbours."""
+    for u in numba.prange(ptr.shape[0] - 1):
+        w = ptr[u + 1] - ptr[u]
+        for k in range(ptr[u], ptr[u + 1]):
+            v = idx[k]
+            if v >= u:
+                break
+            w += ptr[v + 1] - ptr[v]
+        out[u] = w
+
+
+@numba.njit(cache=True, nogil=True)
+def direction_counts(indptr, indices, dirs, out):
+    """Per vertex, how many of its neighbours it only sends to (``out[:, 0]``), only
+    receives from (``out[:, 1]``), and both (``out[:, 2]``); ``dirs`` as
+    :attr:`~graphsys.mining.oriented.Oriented.dirs`."""
+    for u in range(indptr.shape[0] - 1):
+        for k in range(indptr[u], indptr[u + 1]):
+            v = indices[k]
+            b = dirs[k]
+            if b == 3:
+                out[u, 2] += 1
+                out[v, 2] += 1
+            elif b == 1:
+                out[u, 0] += 1
+                out[v, 1] += 1
+            else:
+                out[u, 1] += 1
+                out[v, 0] += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# user patterns: depth-first matching along a plan, with symmetry breaking
+
+
+@numba.njit(cache=True, nogil=True)
+def _contains(idx, lo, hi, x):
+    """Whether the sorted ``idx[lo:hi]`` holds ``x`` (binary search)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        y = idx[mid]
+        if y < x:
+            lo = mid + 1
+        elif y > x:
+            hi = mid
+        else:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _lower_bound(idx, lo, hi, x):
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if idx[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, ncand, pos,
+                m, out, out_count, limit):
+    """Matches of the plan with level 0 mapped to root ``r``. ``adj[i, j]``: level ``i``'s
+    vertex must be adjacent to level ``j``'s (``j < i``), ``nonadj`` must not be (induced
+    matching), ``greater``/``less``: its id must be above/below level ``j``'s (symmetry
+    breaking); ``plabel[i]``: its label (-1: any). Candidates of level ``i`` are the
+    neighbours of its first adjacent earlier level, filtered. Writes up to ``limit``
+    matches into ``out`` (levels' ids; ``out`` empty: count only). Returns the count."""
+    k = adj.shape[0]
+    has_labels = labels.shape[0] > 0
+    listing = out.shape[0] > 0
+    if has_labels and plabel[0] >= 0 and labels[r] != plabel[0]:
+        return 0
+    m[0] = r
+    if k == 1:
+        if listing:
+            slot = out_count[0]
+            if slot < limit:
+                out[slot, 0] = r
+            out_count[0] = slot + 1
+        return 1
+    total = 0
+    level = 1
+    ncand[1] = -1
+    while level >= 1:
+        if ncand[level] < 0:  # fill the candidates of this level
+            anchor = -1
+            best = 1 << 62
+            for j in range(level):
+                if adj[level, j]:
+                    x = m[j]
+                    dlen = ptr[x + 1] - ptr[x]
+                    if dlen < best:
+                        best = dlen
+                        anchor = j
+            x = m[anchor]
+            lo_id = -1
+            hi_id = 1 << 62
+            for j in range(level):
+                if greater[level, j] and m[j] > lo_id:
+                    lo_id = m[j]
+                if less[level, j] and m[j] < hi_id:
+                    hi_id = m[j]
+            start = _lower_bound(idx, ptr[x], ptr[x + 1], lo_id + 1)
+            c = 0
+            for q in range(start, ptr[x + 1]):
+                y = idx[q]
+                if y >= hi_id:
+                    break
+                ok = True
+                if has_labels and plabel[level] >= 0 and labels[y] != plabel[level]:
+                    ok = False
+                j = 0
+                while ok and j < level:
+                    if m[j] == y:
+                        ok = False
+                    elif adj[level, j] and j != anchor:
+                        z = m[j]
+                        if not _contains(idx, ptr[z], ptr[z + 1], y):
+                            ok = False
+                    elif nonadj[level, j]:
+                        z = m[j]
+                        if _contains(idx, ptr[z], ptr[z + 1], y):
+                            ok = False
+                    j += 1
+                if ok:
+                    cand[level, c] = y
+                    c += 1
+            ncand[level] = c
+            pos[level] = 0
+            if level == k - 1:  # the last level: every candidate is a match
+                if listing:
+                    for s in range(c):
+                        slot = out_count[0]
+                        if slot >= limit:
+                            return total
+                        for j in range(level):
+                            out[slot, j] = m[j]
+                        out[slot, level] = cand[level, s]
+                        out_count[0] = slot + 1
+                total += c
+                level -= 1
+                continue
+        if pos[level] >= ncand[level]:
+            level -= 1
+            continue
+        m[level] = cand[level, pos[level]]
+        pos[level] += 1
+        level += 1
+        ncand[level] = -1
+    return total
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, max_row,
+                per_root):
+    """The matches of a plan (see :func:`_match_root`) over every root of ``tasks``
+    (``per_root``: each root's count, or empty). Returns the total."""
+    k = adj.shape[0]
+    total = 0
+    no_out = np.zeros((0, k), np.int64)
+    for t in numba.prange(tasks.shape[0] - 1):
+        cand = np.empty((k, max(max_row, 1)), np.int64)
+        ncand = np.empty(k, np.int64)
+        pos = np.empty(k, np.int64)
+        m = np.empty(k, np.int64)
+        one = np.zeros(1, np.int64)
+        found = 0
+        for r in range(tasks[t], tasks[t + 1]):
+            c = _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand,
+                            ncand, pos, m, no_out, one, 0)
+            if per_root.shape[0] > 0:
+                per_root[r] = c
+            found += c
+        total += found
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, max_row, limit, out):
+    """The first ``limit`` matches of a plan in root order (then depth-first order) as rows
+    of ``out`` (int64 (limit, k), one id per level). Returns how many were written."""
+    k = adj.shape[0]
+    cand = np.empty((k, max(max_row, 1)), np.int64)
+    ncand = np.empty(k, np.int64)
+    pos = np.empty(k, np.int64)
+    m = np.empty(k, np.int64)
+    count = np.zeros(1, np.int64)
+    for r in range(ptr.shape[0] - 1):
+        _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, ncand, pos,
+                    m, out, count, limit)
+        if count[0] >= limit:
+            return limit
+    return count[0]
