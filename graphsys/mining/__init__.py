@@ -7,8 +7,9 @@ returns counts over the whole graph or per node (:class:`NodeValues`, keyed back
 original ids). See ``docs/mining.md`` for the algorithms and their costs.
 
 - Triangles (:mod:`graphsys.mining.triangles`): :func:`triangle_count`, :func:`triangles`,
-  :func:`clustering`, :func:`average_clustering`, :func:`transitivity`,
-  :func:`triad_census`; in RAM, out of core, or across ``torch.distributed`` ranks.
+  :func:`clustering`, :func:`average_clustering`, :func:`transitivity` (all from one
+  pass: :func:`triangle_stats`), :func:`triad_census`; in RAM, out of core, or across
+  ``torch.distributed`` ranks.
 - Cliques (:mod:`graphsys.mining.cliques`): :func:`clique_count`, :func:`clique_counts`,
   :func:`cliques`.
 - Motifs (:mod:`graphsys.mining.motifs`): :func:`motifs`, exact or sampled.
@@ -22,14 +23,17 @@ from graphsys.mining.patterns import Pattern, count, matches
 from graphsys.mining.results import NodeValues
 from graphsys.mining.triangles import (
     TRIAD_NAMES,
+    TriangleStats,
     average_clustering,
     clustering,
     transitivity,
     triad_census,
     triangle_count,
+    triangle_stats,
     triangles,
 )
 
-__all__ = ["MotifCensus", "NodeValues", "Pattern", "TRIAD_NAMES", "average_clustering",
-           "clique_count", "clique_counts", "cliques", "clustering", "count", "matches",
-           "motifs", "transitivity", "triad_census", "triangle_count", "triangles"]
+__all__ = ["MotifCensus", "NodeValues", "Pattern", "TRIAD_NAMES", "TriangleStats",
+           "average_clustering", "clique_count", "clique_counts", "cliques", "clustering",
+           "count", "matches", "motifs", "transitivity", "triad_census", "triangle_count",
+           "triangle_stats", "triangles"]

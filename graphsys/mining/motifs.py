@@ -21,10 +21,23 @@ diamond              ``sum over edges C(T(e), 2)``                       per-edg
 vertex ``u`` as the highest of the cycle, the wedges ``u - v - w`` with ``v, w`` below
 ``u`` per end ``w`` (Chiba and Nishizeki's ``O(alpha M)`` 4-cycle count); ``K4`` is the
 4-clique count of :mod:`graphsys.mining.cliques` on the degree-ordered rows. Those two are
-the costly sums; ``method="sampled"`` computes them from a Bernoulli sample of roots
-(each kept with probability ``sample``, seeded), scaled by ``1 / sample`` (unbiased,
-Horvitz-Thompson), and reports a standard error per class, while every other sum stays
-exact.
+the costly sums. ``method="sampled"`` estimates them from ``samples`` random draws each,
+while every other sum stays exact [2]_:
+
+- ``C4 = W / 4 * E[x]``: ``W = sum C(d, 2)`` wedges; a wedge ``a - c - b`` drawn uniformly
+  (its centre with probability ``C(d(c), 2) / W``, then two distinct neighbours) has
+  ``x`` = the common neighbours of ``a`` and ``b`` other than ``c``: summed over all
+  wedges, ``x`` counts every 4-cycle four times.
+- ``K4 = D / 6 * E[r]``: ``D = sum over edges C(T(e), 2)`` (the non-induced diamonds); an
+  edge drawn with probability ``C(T(e), 2) / D``, then a pair of its common neighbours
+  drawn uniformly, has ``r = 1`` when the pair is adjacent (it closes a 4-clique on the
+  edge; a 4-clique has six edges), else 0. ``r`` is a coin of mean ``6 K4 / D``, so the
+  estimate's relative standard error is ``sqrt((D / (6 K4) - 1) / samples)``.
+
+Both are unbiased; their standard errors (sample standard deviation over ``sqrt(samples)``,
+scaled) are carried through the linear relation into a standard error per class. A draw
+costs one intersection of two sorted rows (the shorter searched in the longer), whatever
+the graph's size.
 
 Directed 3-node motifs are the connected classes of the triad census
 (:func:`graphsys.mining.triad_census`).
@@ -73,8 +86,8 @@ class MotifCensus:
         ``exact`` or ``sampled``.
     stderr : dict
         Per class, the estimate's standard error (0 for exact classes).
-    sample : float or None
-        The root sampling probability of a sampled census.
+    samples : int or None
+        Draws per estimated sum of a sampled census.
     seed : int or None
         Its seed.
     """
@@ -84,7 +97,7 @@ class MotifCensus:
     counts: dict
     method: str = "exact"
     stderr: dict = field(default_factory=dict)
-    sample: float | None = None
+    samples: int | None = None
     seed: int | None = None
 
     def __getitem__(self, name: str):
@@ -94,10 +107,10 @@ class MotifCensus:
         """Everything as plain JSON types."""
         return {"size": self.size, "directed": self.directed, "method": self.method,
                 "counts": dict(self.counts), "stderr": dict(self.stderr),
-                "sample": self.sample, "seed": self.seed}
+                "samples": self.samples, "seed": self.seed}
 
 
-def _check(size, directed, method, sample, seed) -> None:
+def _check(size, directed, method, samples, seed) -> None:
     if size not in (3, 4) or isinstance(size, bool):
         raise ParameterError("size", f"must be 3 or 4, got {size!r}")
     if directed and size != 3:
@@ -108,15 +121,17 @@ def _check(size, directed, method, sample, seed) -> None:
         if size != 4 or directed:
             raise ParameterError("method", "sampled applies to undirected 4-node motifs "
                                            "(3-node censuses are exact and cheap)")
-        if not (isinstance(sample, (float, int)) and 0 < sample <= 1):
-            raise ParameterError("sample", f"must be a probability in (0, 1], got {sample!r}")
+        if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) \
+                or samples < 2:
+            raise ParameterError("samples", f"must be an integer of at least 2, got "
+                                            f"{samples!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ParameterError("seed", f"must be an integer, got {seed!r}")
 
 
 @document
 def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact",
-           sample: float = 0.1, seed: int = 0, edge_set: str | None = None,
+           samples: int = 100_000, seed: int = 0, edge_set: str | None = None,
            threads: int | None = None, memory_limit: int | None = None,
            distributed: bool = False, progress: bool = False) -> MotifCensus:
     """Induced counts of every connected ``size``-node pattern (igraph's
@@ -132,13 +147,13 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
         otherwise the undirected simple view's classes (:data:`UNDIRECTED_3`,
         :data:`UNDIRECTED_4`).
     method : {"exact", "sampled"}, default "exact"
-        ``sampled`` (4-node undirected only): the 4-cycle and 4-clique sums from a
-        Bernoulli sample of roots, see the module's notes; every count is then an unbiased
-        estimate with a standard error (:attr:`MotifCensus.stderr`).
-    sample : float, default 0.1
-        The probability a root is sampled.
+        ``sampled`` (4-node undirected only): the 4-cycle and 4-clique sums estimated
+        from random wedges and edges, see the module's notes; every count is then an
+        unbiased estimate with a standard error (:attr:`MotifCensus.stderr`).
+    samples : int, default 100000
+        Draws for each of the two estimated sums.
     seed : int, default 0
-        The sample's seed (the same seed samples the same roots).
+        The draws' seed (the same seed, the same draws, whatever the threads).
     %(edge_set)s
     %(options)s
 
@@ -150,6 +165,9 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     ----------
     .. [1] N. K. Ahmed, J. Neville, R. A. Rossi, N. Duffield, "Efficient Graphlet Counting
        for Large Networks", ICDM 2015.
+    .. [2] C. Seshadhri, A. Pinar, T. G. Kolda, "Wedge sampling for computing clustering
+       coefficients and triangle counts on large graphs", Statistical Analysis and Data
+       Mining 7(4), 2014.
 
     Examples
     --------
@@ -166,7 +184,7 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     >>> {k: v for k, v in mining.motifs(g, 3, directed=True).counts.items() if v}
     {'021C': 2, '030T': 1, '030C': 1}
     """
-    _check(size, directed, method, sample, seed)
+    _check(size, directed, method, samples, seed)
     g = as_graph(graph)
     if directed:
         census = triad_census(g, edge_set=edge_set, threads=threads,
@@ -199,14 +217,14 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
                  "4-path": int(((d[rows] - 1) * (d[view.indices] - 1)).sum()) - 3 * tri,
                  "tailed-triangle": int((per_node * (d - 2)).clip(0).sum()),
                  "diamond": int((per_edge * (per_edge - 1) // 2).sum())}
-        roots = None
-        if method == "sampled":
-            keep = np.random.default_rng(seed).random(n) < sample
-            roots = np.flatnonzero(keep).astype(np.int64)
-        c4, k4 = _cycles_and_cliques(view, roots, nthreads, ranks, progress)
-    scale = 1.0 / sample if method == "sampled" else 1
-    n_c4 = int(c4.sum()) if scale == 1 else float(c4.sum()) * scale
-    n_k4 = int(k4.sum()) if scale == 1 else float(k4.sum()) * scale
+        if method == "exact":
+            n_c4 = _four_cycles(view, nthreads, ranks, progress)
+            n_k4 = _four_cliques(view, nthreads, ranks, progress)
+            err_c4 = err_k4 = 0.0
+        else:
+            rng = np.random.default_rng(seed)
+            n_c4, err_c4 = _sampled_four_cycles(view, rng, samples, ranks)
+            n_k4, err_k4 = _sampled_four_cliques(view, per_edge, rng, samples, ranks)
     star, path, paw, dia = (exact["3-star"], exact["4-path"], exact["tailed-triangle"],
                             exact["diamond"])
     rest = {"4-path": path - 2 * paw + 6 * dia, "3-star": star - paw + 2 * dia,
@@ -216,49 +234,81 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     if method == "exact":
         return MotifCensus(4, False, {k: int(v) for k, v in counts.items()},
                            stderr=dict.fromkeys(counts, 0.0))
-    stderr = {}
-    for k in UNDIRECTED_4:
-        a, b = _C4_K4[k]
-        y = a * c4.astype(np.float64) + b * k4.astype(np.float64)
-        stderr[k] = float(np.sqrt((y * y).sum() * (1 - sample)) / sample)
+    stderr = {k: float(np.hypot(_C4_K4[k][0] * err_c4, _C4_K4[k][1] * err_k4))
+              for k in UNDIRECTED_4}
     return MotifCensus(4, False, {k: float(v) for k, v in counts.items()}, "sampled", stderr,
-                       float(sample), int(seed))
+                       int(samples), int(seed))
 
 
-def _cycles_and_cliques(view, roots, threads: int, ranks: Ranks, progress: bool):
-    """Per root (of ``roots``, or every vertex when None), its 4-cycles (as the cycle's
-    highest vertex) and its 4-cliques (as the clique's lowest): int64 arrays over the
-    roots, summed over the ranks (each rank takes a share of the roots)."""
-    listed = np.arange(view.num_nodes, dtype=np.int64) if roots is None else roots
-    return (_four_cycles(view, listed, threads, ranks, progress),
-            _four_cliques(view, listed, threads, ranks, progress))
+def _mean_and_error(values: np.ndarray, scale: float, ranks: Ranks, draws: int
+                    ) -> tuple[float, float]:
+    """``scale`` times the mean of the draws (over every rank's share) and its standard
+    error."""
+    sums = ranks.sum(np.array([values.sum(), (values * values).sum()], np.float64))
+    mean = sums[0] / draws
+    var = max(sums[1] / draws - mean * mean, 0.0) * draws / (draws - 1)
+    return scale * mean, scale * float(np.sqrt(var / draws))
 
 
-def _four_cycles(view, listed, threads: int, ranks: Ranks, progress: bool) -> np.ndarray:
+def _share(draws: np.ndarray, ranks: Ranks) -> np.ndarray:
+    lo = ranks.rank * len(draws) // ranks.world_size
+    hi = (ranks.rank + 1) * len(draws) // ranks.world_size
+    return draws[lo:hi]
+
+
+def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, float]:
+    """4-cycles from ``samples`` uniform wedges (see the module's notes)."""
+    ptr, idx = view.full()
+    wedges = view.degree * (view.degree - 1) // 2
+    cum = np.cumsum(wedges, dtype=np.float64)
+    draws = rng.random((samples, 3))
+    if not len(cum) or cum[-1] == 0:
+        return 0.0, 0.0
+    mine = _share(draws, ranks)
+    out = np.empty(len(mine), np.float64)
+    kernels.sample_wedges(ptr, idx, cum, mine, out)
+    return _mean_and_error(out, float(cum[-1]) / 4, ranks, samples)
+
+
+def _sampled_four_cliques(view, per_edge, rng, samples: int, ranks: Ranks
+                          ) -> tuple[float, float]:
+    """4-cliques from ``samples`` edges drawn by their diamond pairs (module notes)."""
+    pairs = per_edge * (per_edge - 1) // 2
+    cum = np.cumsum(pairs, dtype=np.float64)
+    draws = rng.random((samples, 3))
+    if not len(cum) or cum[-1] == 0:
+        return 0.0, 0.0
+    ptr, idx = view.full()
+    mine = _share(draws, ranks)
+    out = np.empty(len(mine), np.float64)
+    kernels.sample_diamonds(view.indptr, view.indices, ptr, idx, cum, mine, out)
+    return _mean_and_error(out, float(cum[-1]) / 6, ranks, samples)
+
+
+def _four_cycles(view, threads: int, ranks: Ranks, progress: bool) -> int:
+    """4-cycles, each from its highest vertex (summed over the ranks' shares)."""
     n = view.num_nodes
     ptr, idx = view.full()
-    per_root = np.zeros(n, np.int64)
-    wedge = np.empty(n, np.int64)
-    kernels.lower_wedge_work(ptr, idx, wedge)
-    work = wedge[listed]
+    work = np.empty(n, np.int64)
+    kernels.lower_wedge_work(ptr, idx, work)
     lo, hi = ranks.roots(work)
     scratch = np.zeros((threads, n), np.int32)
     touched = np.empty((threads, n), np.int32)
-    run_tasks(lambda tasks: kernels.four_cycles(ptr, idx, tasks, listed, scratch, touched,
-                                                per_root),
-              work, lo, hi, threads, progress=progress, desc="motifs: 4-cycles")
-    return ranks.sum(per_root)[listed]
-
-
-def _four_cliques(view, listed, threads: int, ranks: Ranks, progress: bool) -> np.ndarray:
-    n = view.num_nodes
-    per_root = np.zeros(n, np.int64)
-    d = view.out_degree()
-    work = (d * d * d)[listed]
-    lo, hi = ranks.roots(work)
-    max_row = int(d.max()) if n else 0
     none = np.zeros(0, np.int64)
-    run_tasks(lambda tasks: kernels.cliques(view.indptr, view.indices, tasks, listed, 4,
-                                            max_row, none, per_root),
-              work, lo, hi, threads, progress=progress, desc="motifs: 4-cliques")
-    return ranks.sum(per_root)[listed]
+    total = run_tasks(lambda tasks: kernels.four_cycles(ptr, idx, tasks, none, scratch,
+                                                        touched, none),
+                      work, lo, hi, threads, progress=progress, desc="motifs: 4-cycles")
+    return int(ranks.sum(np.array([total], np.int64))[0])
+
+
+def _four_cliques(view, threads: int, ranks: Ranks, progress: bool) -> int:
+    """4-cliques, each from its lowest vertex (summed over the ranks' shares)."""
+    d = view.out_degree()
+    work = d * d * d
+    lo, hi = ranks.roots(work)
+    max_row = int(d.max()) if len(d) else 0
+    none = np.zeros(0, np.int64)
+    total = run_tasks(lambda tasks: kernels.cliques(view.indptr, view.indices, tasks, none, 4,
+                                                    max_row, none, none),
+                      work, lo, hi, threads, progress=progress, desc="motifs: 4-cliques")
+    return int(ranks.sum(np.array([total], np.int64))[0])

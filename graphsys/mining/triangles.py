@@ -12,6 +12,8 @@ each triangle is found once, from its lowest vertex, in ``O(m * sqrt(m))`` time 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from graphsys.errors import GraphsysError, ParameterError
@@ -78,9 +80,76 @@ def count_oriented(view: Oriented, *, per_vertex: bool, threads: int, ranks: Ran
     return total, (ranks.sum(counts) if per_vertex else None)
 
 
-def _triangles(graph, edge_set, per_vertex: bool, mode: str, threads, memory_limit,
-               distributed: bool, progress: bool):
-    """``(total, counts by global id or None, simple degree by global id)``."""
+@dataclass(frozen=True)
+class TriangleStats:
+    """What one triangle pass gives: the count and the figures derived from it.
+
+    Attributes
+    ----------
+    count : int
+        Triangles.
+    transitivity : float
+        ``6 count / sum d (d - 1)`` over the simple degrees ``d`` (0 without a triple).
+    degree : NodeValues
+        The simple undirected degree of each node (self-loops and repeated edges not
+        counted).
+    triangles : NodeValues or None
+        Triangles through each node (asked for with ``per_node``).
+    clustering : NodeValues or None
+        Local clustering coefficients (with ``per_node``).
+    average_clustering : float or None
+        Their mean over every node (with ``per_node``; None for a graph without nodes).
+    """
+
+    count: int
+    transitivity: float
+    degree: NodeValues
+    triangles: NodeValues | None = None
+    clustering: NodeValues | None = None
+    average_clustering: float | None = None
+
+    def to_dict(self) -> dict:
+        """The scalar figures, as plain JSON types."""
+        return {"triangles": self.count, "transitivity": self.transitivity,
+                "average_clustering": self.average_clustering}
+
+
+@document
+def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None,
+                   mode: str = "auto", threads: int | None = None,
+                   memory_limit: int | None = None, distributed: bool = False,
+                   progress: bool = False) -> TriangleStats:
+    """Count triangles once and derive everything from the pass: the count, the
+    transitivity, and (``per_node``) each node's triangles and clustering coefficient.
+
+    :func:`triangle_count`, :func:`triangles`, :func:`clustering`,
+    :func:`average_clustering` and :func:`transitivity` each return one of its figures.
+
+    Parameters
+    ----------
+    %(graph)s
+    per_node : bool, default False
+        Also count per node (each triangle then adds to its three nodes' counters: a
+        little slower than the count alone).
+    %(edge_set)s
+    %(triangle_options)s
+
+    Returns
+    -------
+    TriangleStats
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import mining
+    >>> src, dst = np.array([1, 2, 3, 1, 4]), np.array([2, 3, 1, 4, 2])  # two triangles
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> stats = mining.triangle_stats(g, per_node=True)
+    >>> stats.count, stats.transitivity, round(stats.average_clustering, 4)
+    (2, 0.75, 0.8333)
+    >>> stats.triangles.to_dict()
+    {1: 2, 2: 2, 3: 1, 4: 1}
+    """
     g = as_graph(graph)
     es = g.edge_set(edge_set)
     ranks = Ranks.of(distributed)
@@ -88,14 +157,36 @@ def _triangles(graph, edge_set, per_vertex: bool, mode: str, threads, memory_lim
         if _mode(mode, g, es.name, memory_limit) == "out-of-core":
             from graphsys.mining.outofcore import triangles_out_of_core
 
-            return triangles_out_of_core(g, es.name, per_vertex=per_vertex,
-                                         memory_limit=memory_limit, threads=count,
-                                         ranks=ranks, progress=progress)
-        view = oriented(g, es.name, memory_limit=memory_limit)
-        total, counts = count_oriented(view, per_vertex=per_vertex, threads=count,
-                                       ranks=ranks, progress=progress)
-        return (total, view.by_global(counts) if per_vertex else None,
-                view.by_global(view.degree))
+            total, counts, degree = triangles_out_of_core(
+                g, es.name, per_vertex=per_node, memory_limit=memory_limit, threads=count,
+                ranks=ranks, progress=progress)
+        else:
+            view = oriented(g, es.name, memory_limit=memory_limit)
+            total, counts = count_oriented(view, per_vertex=per_node, threads=count,
+                                           ranks=ranks, progress=progress)
+            counts = view.by_global(counts) if per_node else None
+            degree = view.by_global(view.degree)
+    triples = int((degree * (degree - 1)).sum())
+    stats = TriangleStats(total, 6.0 * total / triples if triples else 0.0,
+                          NodeValues(degree, g, "degree"))
+    if not per_node:
+        return stats
+    pairs = degree * (degree - 1)
+    coeff = np.zeros(len(counts), np.float64)
+    np.divide(2.0 * counts, pairs, out=coeff, where=pairs > 0)
+    return replace(stats, triangles=NodeValues(counts, g, "triangles"),
+                   clustering=NodeValues(coeff, g, "clustering"),
+                   average_clustering=float(coeff.mean()) if len(coeff) else None)
+
+
+def _options(local: dict) -> dict:
+    """The options a wrapper passes on to :func:`triangle_stats`."""
+    return {k: local[k] for k in ("edge_set", "mode", "threads", "memory_limit",
+                                  "distributed", "progress")}
+
+
+def _stats(graph, per_node: bool, options: dict) -> TriangleStats:
+    return triangle_stats(graph, per_node=per_node, **options)
 
 
 @document
@@ -139,8 +230,7 @@ def triangle_count(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.triangle_count(g)
     2
     """
-    return _triangles(graph, edge_set, False, mode, threads, memory_limit, distributed,
-                      progress)[0]
+    return _stats(graph, False, _options(locals())).count
 
 
 @document
@@ -169,16 +259,7 @@ def triangles(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.triangles(g).to_dict()
     {1: 2, 2: 2, 3: 1, 4: 1}
     """
-    _, counts, _ = _triangles(graph, edge_set, True, mode, threads, memory_limit,
-                              distributed, progress)
-    return NodeValues(counts, as_graph(graph), "triangles")
-
-
-def _clustering_values(counts: np.ndarray, degree: np.ndarray) -> np.ndarray:
-    pairs = degree * (degree - 1)
-    out = np.zeros(len(counts), np.float64)
-    np.divide(2.0 * counts, pairs, out=out, where=pairs > 0)
-    return out
+    return _stats(graph, True, _options(locals())).triangles
 
 
 @document
@@ -209,9 +290,7 @@ def clustering(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> {k: round(v, 3) for k, v in mining.clustering(g).to_dict().items()}
     {1: 0.667, 2: 0.667, 3: 1.0, 4: 1.0}
     """
-    _, counts, degree = _triangles(graph, edge_set, True, mode, threads, memory_limit,
-                                   distributed, progress)
-    return NodeValues(_clustering_values(counts, degree), as_graph(graph), "clustering")
+    return _stats(graph, True, _options(locals())).clustering
 
 
 @document
@@ -242,9 +321,7 @@ def average_clustering(graph, *, edge_set: str | None = None, count_zeros: bool 
     >>> round(mining.average_clustering(g), 4)
     0.8333
     """
-    values = clustering(graph, edge_set=edge_set, mode=mode, threads=threads,
-                        memory_limit=memory_limit, distributed=distributed,
-                        progress=progress).values
+    values = _stats(graph, True, _options(locals())).clustering.values
     if not count_zeros:
         values = values[values > 0]
     if len(values) == 0:
@@ -278,10 +355,7 @@ def transitivity(graph, *, edge_set: str | None = None, mode: str = "auto",
     >>> mining.transitivity(g)
     0.75
     """
-    total, _, degree = _triangles(graph, edge_set, False, mode, threads, memory_limit,
-                                  distributed, progress)
-    triples = int((degree * (degree - 1)).sum())
-    return 6.0 * total / triples if triples else 0.0
+    return _stats(graph, False, _options(locals())).transitivity
 
 
 def triangle_codes(view: Oriented, *, threads: int, ranks: Ranks, progress: bool = False
