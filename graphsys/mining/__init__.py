@@ -6,22 +6,22 @@ served from the graph's ``sym`` index (``graphsys index --undirected``) when it 
 returns counts over the whole graph or per node (:class:`NodeValues`, keyed back to the
 original ids). See ``docs/mining.md`` for the algorithms and their costs.
 
-- Triangles (:mod:`graphsys.mining.triangles`): :func:`triangle_count`, :func:`triangles`,
+- Triangles (:mod:`graphsys.mining.triangle`): :func:`triangle_count`, :func:`triangles`,
   :func:`clustering`, :func:`average_clustering`, :func:`transitivity` (all from one
   pass: :func:`triangle_stats`), :func:`triad_census`; in RAM, out of core, or across
   ``torch.distributed`` ranks.
-- Cliques (:mod:`graphsys.mining.cliques`): :func:`clique_count`, :func:`clique_counts`,
+- Cliques (:mod:`graphsys.mining.clique`): :func:`clique_count`, :func:`clique_counts`,
   :func:`cliques`.
-- Motifs (:mod:`graphsys.mining.motifs`): :func:`motifs`, exact or sampled.
-- User patterns (:mod:`graphsys.mining.patterns`): :class:`Pattern`, :func:`count`,
+- Motifs (:mod:`graphsys.mining.motif`): :func:`motifs`, exact or sampled.
+- User patterns (:mod:`graphsys.mining.pattern`): :class:`Pattern`, :func:`count`,
   :func:`matches`.
 """
 
-from graphsys.mining.cliques import clique_count, clique_counts, cliques
-from graphsys.mining.motifs import MotifCensus, motifs
-from graphsys.mining.patterns import Pattern, count, matches
+from graphsys.mining.clique import clique_count, clique_counts, cliques
+from graphsys.mining.motif import MotifCensus, motifs
+from graphsys.mining.pattern import Pattern, count, matches
 from graphsys.mining.results import NodeValues
-from graphsys.mining.triangles import (
+from graphsys.mining.triangle import (
     TRIAD_NAMES,
     TriangleStats,
     average_clustering,

@@ -21,48 +21,63 @@ from graphsys.mining._atomic import atomic_add
 # triangles
 
 
+@numba.njit(cache=True, nogil=True)
+def triangles_bitmap_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, u0, u1, bits, per_vertex,
+                          node_counts, ascending):
+    """Triangles ``u < v < w`` (in the rows' order) with ``u`` in ``[u0, u1)`` and ``v``
+    in ``[b_lo, b_hi)``: row ``u`` (``aptr``/``aidx``, rows numbered from ``a_lo``) is
+    marked in the bitset ``bits`` (uint64, ceil(N/64), zero, left zero), each row of ``v``
+    (``bptr``/``bidx``, rows from ``b_lo``) probed against it. In RAM both are the whole
+    DAG; out of core, two row blocks. ``per_vertex``: each triangle adds 1 to
+    ``node_counts`` of its three vertices (atomically). ``ascending``: the rows are sorted,
+    so a probe stops past the largest entry of row ``u``. Returns the triangles found."""
+    found = 0
+    for u in range(u0, u1):
+        lo, hi = aptr[u - a_lo], aptr[u - a_lo + 1]
+        if hi - lo < 2:
+            continue
+        top = aidx[lo]
+        for k in range(lo, hi):
+            v = aidx[k]
+            bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+            if v > top:
+                top = v
+        here = 0
+        for k in range(lo, hi):
+            v = aidx[k]
+            if v < b_lo or v >= b_hi:
+                continue
+            c = 0
+            for q in range(bptr[v - b_lo], bptr[v - b_lo + 1]):
+                w = bidx[q]
+                if ascending and w > top:
+                    break
+                if (bits[w >> 6] >> np.uint64(w & 63)) & np.uint64(1):
+                    c += 1
+                    if per_vertex:
+                        atomic_add(node_counts, w, 1)
+            if per_vertex and c:
+                atomic_add(node_counts, v, c)
+            here += c
+        for k in range(lo, hi):
+            v = aidx[k]
+            bits[v >> 6] = np.uint64(0)
+        if per_vertex and here:
+            atomic_add(node_counts, u, here)
+        found += here
+    return found
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
 def triangles_bitmap(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, tasks, marks, per_vertex,
-                     node_counts):
-    """Triangles ``u < v < w`` (in the rows' order) with ``u`` a root of ``tasks`` and ``v``
-    in ``[b_lo, b_hi)``: row ``u`` (``aptr``/``aidx``, rows numbered from ``a_lo``) is
-    marked in the thread's bitset (``marks``, uint64 (threads, ceil(N/64))), each row of
-    ``v`` (``bptr``/``bidx``, rows from ``b_lo``) probed against it. In RAM both are the
-    whole DAG; out of core, two row blocks. ``per_vertex``: each triangle adds 1 to
-    ``node_counts`` of its three vertices (atomically). Returns the triangles found."""
+                     node_counts, ascending):
+    """:func:`triangles_bitmap_rows` over the roots of ``tasks`` in parallel, each thread
+    with its bitset (``marks``, uint64 (threads, ceil(N/64)))."""
     total = 0
     for t in numba.prange(tasks.shape[0] - 1):
-        bits = marks[numba.get_thread_id()]
-        found = 0
-        for u in range(tasks[t], tasks[t + 1]):
-            lo, hi = aptr[u - a_lo], aptr[u - a_lo + 1]
-            if hi - lo < 2:
-                continue
-            for k in range(lo, hi):
-                v = aidx[k]
-                bits[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
-            here = 0
-            for k in range(lo, hi):
-                v = aidx[k]
-                if v < b_lo or v >= b_hi:
-                    continue
-                c = 0
-                for q in range(bptr[v - b_lo], bptr[v - b_lo + 1]):
-                    w = bidx[q]
-                    if (bits[w >> 6] >> np.uint64(w & 63)) & np.uint64(1):
-                        c += 1
-                        if per_vertex:
-                            atomic_add(node_counts, w, 1)
-                if per_vertex and c:
-                    atomic_add(node_counts, v, c)
-                here += c
-            for k in range(lo, hi):
-                v = aidx[k]
-                bits[v >> 6] = np.uint64(0)
-            if per_vertex and here:
-                atomic_add(node_counts, u, here)
-            found += here
-        total += found
+        total += triangles_bitmap_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, tasks[t],
+                                       tasks[t + 1], marks[numba.get_thread_id()],
+                                       per_vertex, node_counts, ascending)
     return total
 
 

@@ -38,6 +38,7 @@ import numpy as np
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.memory import available_memory
 from graphsys.mining._atomic import atomic_add
+from graphsys.mining.parallel import SERIAL_WORK
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.graph import Graph, open_graph
 
@@ -78,6 +79,9 @@ class Oriented:
         ``col -> row`` (3: both); None when not asked for.
     source : str
         Where the view came from: ``"sym index"``, ``"csr index"`` or ``"buckets"``.
+    sorted : bool
+        Whether each row ascends (asked for by the kernels that merge rows; a bitmap probe
+        needs no order).
     """
 
     indptr: np.ndarray
@@ -86,6 +90,7 @@ class Oriented:
     degree: np.ndarray
     dirs: np.ndarray | None = None
     source: str = "buckets"
+    sorted: bool = True
 
     @property
     def num_nodes(self) -> int:
@@ -101,11 +106,11 @@ class Oriented:
         return np.diff(self.indptr)
 
     def wedge_work(self) -> np.ndarray:
-        """Per root ``u``, the entries a triangle pass reads: ``d+(u) + sum of d+(v)`` over
-        its row: int64 (N,)."""
-        out = np.empty(self.num_nodes, np.int64)
-        _wedge_work(self.indptr, self.indices, out)
-        return out
+        """Per root ``u``, an estimate of the entries a triangle pass reads from it,
+        ``d+(u) (d+(u) + 1)`` (its row, and rows about as long as its own: degree order
+        keeps a row's neighbours' rows short): int64 (N,)."""
+        d = self.out_degree()
+        return d * (d + 1)
 
     def global_ids(self, new: np.ndarray) -> np.ndarray:
         """Global (internal) ids of new ids."""
@@ -120,6 +125,9 @@ class Oriented:
     def full(self) -> tuple[np.ndarray, np.ndarray]:
         """The symmetric rows over new ids (every neighbour, ascending): ``(indptr, indices)``,
         int64 (N+1,) and the DAG's index type (2M,). 8 more bytes per edge and per node."""
+        if not self.sorted:
+            raise GraphsysError("the symmetric rows of an oriented view are built from its "
+                                "sorted rows (oriented(..., sort=True))")
         ptr = np.zeros(self.num_nodes + 1, np.int64)
         np.cumsum(self.degree, out=ptr[1:])
         idx = np.empty(int(ptr[-1]), self.indices.dtype)
@@ -226,7 +234,7 @@ def refuse_build(graph: Graph, edge_set: str | None, need: int, limit: int,
 
 
 def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
-             memory_limit: int | None = None) -> Oriented:
+             memory_limit: int | None = None, sort: bool = True) -> Oriented:
     """The degree-ordered :class:`Oriented` view of an edge set, in RAM.
 
     Parameters
@@ -241,6 +249,8 @@ def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
         ``sym`` index has no directions).
     memory_limit : int, optional
         Anonymous bytes the build may take (default: the RAM available now).
+    sort : bool, default True
+        Sort each row (False: rows in no order, for kernels that only probe them).
 
     Returns
     -------
@@ -275,10 +285,10 @@ def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
         raise refuse_build(g, es.name, need, limit, memory_limit is not None)
     if from_index:
         indptr, indices, kind = sym
-        view = _from_symmetric(indptr, indices)
+        view = _from_symmetric(indptr, indices, sort)
         dirs = np.full(view.num_edges, 3, np.uint8) if directions else None
-        return Oriented(view.indptr, view.indices, view.order, view.degree, dirs, kind)
-    return _from_edges(g, es.name, directions)
+        return Oriented(view.indptr, view.indices, view.order, view.degree, dirs, kind, sort)
+    return _from_edges(g, es.name, directions, sort)
 
 
 def _index_dtype(n: int) -> np.dtype:
@@ -293,7 +303,7 @@ def _order_by(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, rank
 
 
-def _from_symmetric(indptr: np.ndarray, indices: np.ndarray) -> Oriented:
+def _from_symmetric(indptr: np.ndarray, indices: np.ndarray, sort: bool = True) -> Oriented:
     """Orient symmetric sorted rows (a self-loop at most once per row) by degree."""
     n = len(indptr) - 1
     degree = np.empty(n, np.int64)
@@ -305,11 +315,11 @@ def _from_symmetric(indptr: np.ndarray, indices: np.ndarray) -> Oriented:
     np.cumsum(counts, out=dptr[1:])
     del counts
     didx = np.empty(int(dptr[-1]), _index_dtype(n))
-    _fill_higher(indptr, indices, rank, dptr, didx)
-    return Oriented(dptr, didx, order, degree[order])
+    _fill_higher(indptr, indices, rank, dptr, didx, sort)
+    return Oriented(dptr, didx, order, degree[order], None, "sym index", sort)
 
 
-def _from_edges(graph: Graph, edge_set: str, directions: bool) -> Oriented:
+def _from_edges(graph: Graph, edge_set: str, directions: bool, sort: bool = True) -> Oriented:
     """Orient the stored edges: both endpoints into the row of the lower global id, each row
     sorted and deduplicated (directions OR-ed), then re-oriented by degree."""
     n = graph.num_nodes()
@@ -342,28 +352,54 @@ def _from_edges(graph: Graph, edge_set: str, directions: bool) -> Oriented:
     didx = np.empty(kept, _index_dtype(n))
     dbits = np.empty(kept if directions else 0, np.uint8)
     _fill_reoriented(uptr, uidx, ubits, rank, cursor, didx, dbits, directions)
-    _sort_rows(dptr, didx, dbits, directions)
-    return Oriented(dptr, didx, order, degree[order], dbits if directions else None, "buckets")
+    if sort:
+        _sort_rows(dptr, didx, dbits, directions)
+    return Oriented(dptr, didx, order, degree[order], dbits if directions else None,
+                    "buckets", sort)
 
 
 # ---------------------------------------------------------------------------------------------
 # kernels
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _simple_degree(indptr, indices, out):
-    """Row lengths without the row's own id (a self-loop appears at most once)."""
-    for u in numba.prange(indptr.shape[0] - 1):
+def _by_rows(indptr, serial, parallel) -> None:
+    """Run a row kernel over the rows of ``indptr`` (offsets of ``len(indptr) - 1`` rows):
+    ``serial(0, rows)`` in the calling thread for a small graph
+    (:data:`~graphsys.mining.parallel.SERIAL_WORK` entries), else ``parallel(bounds)`` over
+    row ranges of about equal entries (int64 bounds, from 0 to ``rows``)."""
+    n = len(indptr) - 1
+    first, last = int(indptr[0]), int(indptr[-1])
+    threads = numba.get_num_threads()
+    if last - first + n < SERIAL_WORK or threads == 1:
+        serial(0, n)
+        return
+    cuts = np.searchsorted(indptr, np.linspace(first, last, 8 * threads + 1))
+    parallel(np.unique(np.clip(np.concatenate([[0], cuts, [n]]), 0, n)).astype(np.int64))
+
+
+@numba.njit(cache=True, nogil=True)
+def _simple_degree_rows(indptr, indices, out, r0, r1):
+    for u in range(r0, r1):
         lo, hi = indptr[u], indptr[u + 1]
         k = np.searchsorted(indices[lo:hi], u)
         out[u] = hi - lo - (1 if k < hi - lo and indices[lo + k] == u else 0)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _count_higher(indptr, indices, rank, out, by_rank=True):
-    """``out[rank[u]]`` (``by_rank``; else ``out[u]``): the neighbours of ``u`` ranked
-    above it."""
-    for u in numba.prange(indptr.shape[0] - 1):
+def _simple_degree_par(indptr, indices, out, bounds):
+    for t in numba.prange(bounds.shape[0] - 1):
+        _simple_degree_rows(indptr, indices, out, bounds[t], bounds[t + 1])
+
+
+def _simple_degree(indptr, indices, out) -> None:
+    """``out[u]``: row ``u``'s length less its self-loop (at most one, rows ascend)."""
+    _by_rows(indptr, lambda a, b: _simple_degree_rows(indptr, indices, out, a, b),
+             lambda bounds: _simple_degree_par(indptr, indices, out, bounds))
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_higher_rows(indptr, indices, rank, out, by_rank, r0, r1):
+    for u in range(r0, r1):
         ru = rank[u]
         c = 0
         for k in range(indptr[u], indptr[u + 1]):
@@ -376,17 +412,51 @@ def _count_higher(indptr, indices, rank, out, by_rank=True):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _fill_higher(indptr, indices, rank, dptr, didx):
-    """Row ``rank[u]`` of the DAG: the ranks of ``u``'s higher-ranked neighbours, sorted."""
-    for u in numba.prange(indptr.shape[0] - 1):
+def _count_higher_par(indptr, indices, rank, out, by_rank, bounds):
+    for t in numba.prange(bounds.shape[0] - 1):
+        _count_higher_rows(indptr, indices, rank, out, by_rank, bounds[t], bounds[t + 1])
+
+
+def _count_higher(indptr, indices, rank, out, by_rank: bool = True) -> None:
+    """``out[rank[u]]`` (``by_rank``; else ``out[u]``): the neighbours of ``u`` ranked
+    above it."""
+    _by_rows(indptr, lambda a, b: _count_higher_rows(indptr, indices, rank, out, by_rank, a, b),
+             lambda bounds: _count_higher_par(indptr, indices, rank, out, by_rank, bounds))
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_higher_rows(indptr, indices, rank, dptr, didx, sort, r0, r1):
+    for u in range(r0, r1):
         ru = rank[u]
-        pos = dptr[ru]
+        lo = dptr[ru]
+        pos = lo
+        small = sort and dptr[ru + 1] - lo <= 32
         for k in range(indptr[u], indptr[u + 1]):
             r = rank[indices[k]]
             if r > ru:
-                didx[pos] = r
+                q = pos
+                if small:
+                    while q > lo and didx[q - 1] > r:
+                        didx[q] = didx[q - 1]
+                        q -= 1
+                didx[q] = r
                 pos += 1
-        didx[dptr[ru]:pos].sort()
+        if sort and not small:
+            didx[lo:pos].sort()
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _fill_higher_par(indptr, indices, rank, dptr, didx, sort, bounds):
+    for t in numba.prange(bounds.shape[0] - 1):
+        _fill_higher_rows(indptr, indices, rank, dptr, didx, sort, bounds[t], bounds[t + 1])
+
+
+def _fill_higher(indptr, indices, rank, dptr, didx, sort: bool = True) -> None:
+    """Row ``rank[u]`` of the DAG: the ranks of ``u``'s higher-ranked neighbours (``sort``:
+    ascending; rows of up to 32 by insertion as they are written)."""
+    _by_rows(indptr,
+             lambda a, b: _fill_higher_rows(indptr, indices, rank, dptr, didx, sort, a, b),
+             lambda bounds: _fill_higher_par(indptr, indices, rank, dptr, didx, sort, bounds))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -496,16 +566,6 @@ def _sort_rows(dptr, didx, dbits, directions):
             dbits[lo:hi] = bits
         else:
             didx[lo:hi].sort()
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _wedge_work(indptr, indices, out):
-    for u in numba.prange(indptr.shape[0] - 1):
-        w = indptr[u + 1] - indptr[u]
-        for k in range(indptr[u], indptr[u + 1]):
-            v = indices[k]
-            w += indptr[v + 1] - indptr[v]
-        out[u] = w
 
 
 @numba.njit(cache=True, nogil=True)

@@ -33,6 +33,7 @@ import numpy as np
 from graphsys.errors import GraphsysError
 from graphsys.mining import kernels
 from graphsys.mining.oriented import (
+    _by_rows,
     _count_higher,
     _order_by,
     _simple_degree,
@@ -81,12 +82,14 @@ def plan_blocks(dptr: np.ndarray, partition_offsets: np.ndarray, max_entries: in
     return blocks
 
 
-def triangles_out_of_core(graph, edge_set: str, *, per_vertex: bool, memory_limit,
-                          threads: int, ranks: Ranks, progress: bool = False,
-                          block_entries: int | None = None):
+def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
+                        threads: int, ranks: Ranks, progress: bool = False,
+                        whole: bool = False, block_entries: int | None = None):
     """``(total, counts by global id or None, simple degree by global id)`` over row blocks
-    of the mapped ``sym`` index (see the module's notes). ``block_entries``: the oriented
-    entries of a block (outer and inner), instead of sizes derived from the budget.
+    of the mapped ``sym`` index (see the module's notes). ``whole``: the whole oriented
+    graph is one block, in RAM (the in-memory path; the roots are then split across ranks
+    by work). ``block_entries``: the oriented entries of a block (outer and inner), instead
+    of sizes derived from the budget.
 
     Raises
     ------
@@ -100,15 +103,17 @@ def triangles_out_of_core(graph, edge_set: str, *, per_vertex: bool, memory_limi
                             f"which the graph has not: "
                             f"{build_command(graph, ('sym',), edge_set)}")
     indptr, indices, _ = sym
-    limit = check_budget(memory_limit)
     n = len(indptr) - 1
-    per_node = OOC_BYTES_PER_NODE + (8 if per_vertex else 0) + threads / 8
-    left = limit - OOC_FIXED_BYTES - per_node * n - 16 * n  # + the degree while ranking
-    min_block = 4 * int(np.max(np.diff(indptr))) if n else 0
-    if left < 2 * max(min_block, 1 << 20):
-        need = (OOC_FIXED_BYTES + (per_node + 16) * n + 2 * max(min_block, 1 << 20)) / 1e9
-        raise GraphsysError(f"counting triangles out of core needs at least {need:.2f} GB "
-                            f"of memory_limit for {n:,} nodes, got {limit / 1e9:.2f} GB")
+    if not whole:
+        limit = check_budget(memory_limit)
+        per_node = OOC_BYTES_PER_NODE + (8 if per_vertex else 0) + threads / 8
+        left = limit - OOC_FIXED_BYTES - per_node * n - 16 * n  # + the degree while ranking
+        min_block = 4 * int(np.max(np.diff(indptr))) if n else 0
+        if left < 2 * max(min_block, 1 << 20):
+            need = (OOC_FIXED_BYTES + (per_node + 16) * n + 2 * max(min_block, 1 << 20)) / 1e9
+            raise GraphsysError(f"counting triangles out of core needs at least {need:.2f} "
+                                f"GB of memory_limit for {n:,} nodes, got {limit / 1e9:.2f} "
+                                f"GB")
     degree = np.empty(n, np.int64)
     _simple_degree(indptr, indices, degree)
     _, rank = _order_by(degree)
@@ -117,50 +122,69 @@ def triangles_out_of_core(graph, edge_set: str, *, per_vertex: bool, memory_limi
     dptr = np.zeros(n + 1, np.int64)
     np.cumsum(lengths, out=dptr[1:])
     del lengths
-    offsets = graph.partition_offsets() if len(graph.entity_types) == 1 else np.array([0, n])
-    if block_entries is None:
-        outer = plan_blocks(dptr, offsets, max(int(left * 0.75) // 4, min_block // 4, 1))
-        inner = plan_blocks(dptr, offsets, max(int(left * 0.25) // 4, min_block // 4, 1))
-    else:
-        outer = inner = plan_blocks(dptr, offsets, int(block_entries))
     counts = np.zeros(n if per_vertex else 0, np.int64)
     marks = np.zeros((threads, max(1, (n + 63) >> 6)), np.uint64)
-    mine = outer[ranks.rank::ranks.world_size]
-    total = 0
-    with progress_bar(total=len(mine) * len(inner), unit="block pair",
-                      desc="triangles out of core", disable=not progress) as bar:
-        for a_lo, a_hi in mine:
-            aptr, aidx = _load_block(indptr, indices, rank, dptr, a_lo, a_hi)
-            for b_lo, b_hi in inner:
-                if a_lo <= b_lo and b_hi <= a_hi:  # inside the outer block: use it
-                    bptr = aptr[b_lo - a_lo:b_hi - a_lo + 1]
-                    bidx, base = aidx, b_lo
-                else:
-                    bptr, bidx = _load_block(indptr, indices, rank, dptr, b_lo, b_hi)
-                    base = b_lo
-                work = np.zeros(a_hi - a_lo, np.int64)
-                _pair_work(aptr, aidx, bptr, base, b_hi, work)
-                total += run_tasks(
-                    lambda tasks, a=(aptr, aidx, a_lo), b=(bptr, bidx, base, b_hi):
-                        kernels.triangles_bitmap(*a, *b, tasks + a[2], marks, per_vertex,
-                                                 counts),
-                    work, 0, a_hi - a_lo, threads)
-                bar.update(1)
+    if whole:
+        bptr, bidx = _load_block(indptr, indices, rank, dptr, 0, n)
+        d = np.diff(bptr)
+        work = d * (d + 1)
+        lo, hi = ranks.roots(work)
+        total = _pair(bptr, bidx, 0, bptr, bidx, 0, n, work, lo, hi, marks, per_vertex,
+                      counts, threads, progress)
+    else:
+        offsets = graph.partition_offsets()
+        if block_entries is None:
+            outer = plan_blocks(dptr, offsets, max(int(left * 0.75) // 4, min_block // 4, 1))
+            inner = plan_blocks(dptr, offsets, max(int(left * 0.25) // 4, min_block // 4, 1))
+        else:
+            outer = inner = plan_blocks(dptr, offsets, int(block_entries))
+        mine = outer[ranks.rank::ranks.world_size]
+        total = 0
+        with progress_bar(total=len(mine) * len(inner), unit="block pair",
+                          desc="triangles out of core", disable=not progress) as bar:
+            for a_lo, a_hi in mine:
+                aptr, aidx = _load_block(indptr, indices, rank, dptr, a_lo, a_hi)
+                for b_lo, b_hi in inner:
+                    if a_lo <= b_lo and b_hi <= a_hi:  # inside the outer block: use it
+                        bptr, bidx = aptr[b_lo - a_lo:b_hi - a_lo + 1], aidx
+                    else:
+                        bptr, bidx = _load_block(indptr, indices, rank, dptr, b_lo, b_hi)
+                    work = np.zeros(a_hi - a_lo, np.int64)
+                    _pair_work(aptr, aidx, bptr, b_lo, b_hi, work)
+                    total += _pair(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, work, 0,
+                                   a_hi - a_lo, marks, per_vertex, counts, threads, False)
+                    bar.update(1)
     total = int(ranks.sum(np.array([total], np.int64))[0])
     return total, (ranks.sum(counts) if per_vertex else None), degree
 
 
+def _pair(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, work, lo, hi, marks, per_vertex, counts,
+          threads, progress) -> int:
+    """Triangles from the roots ``a_lo + [lo, hi)`` of block A with their middle vertex in
+    block B (``work``: per root of A, its estimate)."""
+    rows = (aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi)
+    return run_tasks(
+        lambda tasks: kernels.triangles_bitmap(*rows, tasks + a_lo, marks, per_vertex, counts,
+                                               True),
+        work, lo, hi, threads, progress=progress, desc="triangles",
+        serial=lambda a, b: kernels.triangles_bitmap_rows(*rows, a + a_lo, b + a_lo, marks[0],
+                                                          per_vertex, counts, True))
+
+
 def _load_block(indptr, indices, rank, dptr, lo: int, hi: int):
-    """The oriented rows ``[lo, hi)`` in RAM: offsets (from 0) and global ids."""
+    """The oriented rows ``[lo, hi)`` in RAM: offsets (from 0) and global ids, each row
+    ascending (a filtered sorted row of the index)."""
     bptr = np.asarray(dptr[lo:hi + 1] - dptr[lo])
     bidx = np.empty(int(bptr[-1]), indices.dtype)
-    _fill_block(indptr, indices, rank, lo, hi, bptr, bidx)
+    _by_rows(indptr[lo:hi + 1],
+             lambda a, b: _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, lo + a, lo + b),
+             lambda bounds: _fill_block_par(indptr, indices, rank, lo, bptr, bidx, bounds + lo))
     return bptr, bidx
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _fill_block(indptr, indices, rank, lo, hi, bptr, bidx):
-    for u in numba.prange(lo, hi):
+@numba.njit(cache=True, nogil=True)
+def _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, r0, r1):
+    for u in range(r0, r1):
         ru = rank[u]
         pos = bptr[u - lo]
         for k in range(indptr[u], indptr[u + 1]):
@@ -168,6 +192,12 @@ def _fill_block(indptr, indices, rank, lo, hi, bptr, bidx):
             if rank[v] > ru:
                 bidx[pos] = v
                 pos += 1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _fill_block_par(indptr, indices, rank, lo, bptr, bidx, bounds):
+    for t in numba.prange(bounds.shape[0] - 1):
+        _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, bounds[t], bounds[t + 1])
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

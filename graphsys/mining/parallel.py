@@ -31,6 +31,10 @@ TASKS_PER_THREAD = 64
 #: Estimated work (row entries read) per kernel call: a long pass is several calls, so its
 #: progress moves and each call still holds many tasks per thread.
 WORK_PER_CALL = 1 << 28
+#: Below this much estimated work a pass runs in the calling thread: waking a thread team
+#: and waiting at its barrier costs more than the work (and, on a loaded machine, a
+#: scheduler time slice).
+SERIAL_WORK = 1 << 21
 
 
 def check_threads(threads: int | None) -> int:
@@ -108,11 +112,15 @@ def tasks_by_work(work: np.ndarray, lo: int, hi: int, num_tasks: int) -> np.ndar
 
 
 def run_tasks(call: Callable[[np.ndarray], int], work: np.ndarray, lo: int, hi: int,
-              threads: int, *, progress: bool = False, desc: str = "mining") -> int:
+              threads: int, *, progress: bool = False, desc: str = "mining",
+              serial: Callable[[int, int], int] | None = None) -> int:
     """Run ``call(tasks)`` (a kernel over task bounds, returning a count) over the roots
     ``[lo, hi)`` cut by :func:`tasks_by_work`, in calls of about :data:`WORK_PER_CALL` work
-    each, with a progress bar in units of ``work``. Returns the sum of the calls."""
+    each, with a progress bar in units of ``work``; or, below :data:`SERIAL_WORK` (or on one
+    thread), ``serial(lo, hi)`` when given. Returns the sum of the calls."""
     total = int(np.asarray(work[lo:hi], np.int64).sum()) if hi > lo else 0
+    if serial is not None and (total < SERIAL_WORK or threads == 1):
+        return int(serial(lo, hi))
     calls = int(max(1, min(hi - lo, total // WORK_PER_CALL)))
     tasks = tasks_by_work(work, lo, hi, TASKS_PER_THREAD * threads * calls)
     prefix = np.concatenate([[0], np.cumsum(np.asarray(work, np.int64)[lo:hi])])

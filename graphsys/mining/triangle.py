@@ -71,11 +71,13 @@ def count_oriented(view: Oriented, *, per_vertex: bool, threads: int, ranks: Ran
     lo, hi = ranks.roots(work)
     counts = np.zeros(n if per_vertex else 0, np.int64)
     marks = bitset_marks(threads, n)
+    rows = (view.indptr, view.indices, 0, view.indptr, view.indices, 0, n)
     total = run_tasks(
-        lambda tasks: kernels.triangles_bitmap(view.indptr, view.indices, 0, view.indptr,
-                                               view.indices, 0, n, tasks, marks, per_vertex,
-                                               counts),
-        work, lo, hi, threads, progress=progress, desc="triangles")
+        lambda tasks: kernels.triangles_bitmap(*rows, tasks, marks, per_vertex, counts,
+                                               view.sorted),
+        work, lo, hi, threads, progress=progress, desc="triangles",
+        serial=lambda a, b: kernels.triangles_bitmap_rows(*rows, a, b, marks[0], per_vertex,
+                                                          counts, view.sorted))
     total = int(ranks.sum(np.array([total], np.int64))[0])
     return total, (ranks.sum(counts) if per_vertex else None)
 
@@ -154,14 +156,21 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     es = g.edge_set(edge_set)
     ranks = Ranks.of(distributed)
     with scheduled(threads) as count:
-        if _mode(mode, g, es.name, memory_limit) == "out-of-core":
-            from graphsys.mining.outofcore import triangles_out_of_core
+        run_mode = _mode(mode, g, es.name, memory_limit)
+        if run_mode == "memory" and mapped_symmetric(g, es.name) is not None:
+            # the index's rows, oriented in RAM as one block (no renumbering: sorted as read)
+            need = build_bytes(g, es.name, mapped=True)
+            limit = check_budget(memory_limit)
+            if need > limit:
+                raise refuse_build(g, es.name, need, limit, memory_limit is not None)
+        if run_mode == "out-of-core" or mapped_symmetric(g, es.name) is not None:
+            from graphsys.mining.outofcore import triangles_by_blocks
 
-            total, counts, degree = triangles_out_of_core(
+            total, counts, degree = triangles_by_blocks(
                 g, es.name, per_vertex=per_node, memory_limit=memory_limit, threads=count,
-                ranks=ranks, progress=progress)
+                ranks=ranks, progress=progress, whole=run_mode == "memory")
         else:
-            view = oriented(g, es.name, memory_limit=memory_limit)
+            view = oriented(g, es.name, memory_limit=memory_limit, sort=False)
             total, counts = count_oriented(view, per_vertex=per_node, threads=count,
                                            ranks=ranks, progress=progress)
             counts = view.by_global(counts) if per_node else None

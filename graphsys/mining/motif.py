@@ -20,7 +20,7 @@ diamond              ``sum over edges C(T(e), 2)``                       per-edg
 (``T(v)``, ``T(e)``: the triangles through a node, an edge.) ``C4`` counts, from each
 vertex ``u`` as the highest of the cycle, the wedges ``u - v - w`` with ``v, w`` below
 ``u`` per end ``w`` (Chiba and Nishizeki's ``O(alpha M)`` 4-cycle count); ``K4`` is the
-4-clique count of :mod:`graphsys.mining.cliques` on the degree-ordered rows. Those two are
+4-clique count of :mod:`graphsys.mining.clique` on the degree-ordered rows. Those two are
 the costly sums. ``method="sampled"`` estimates them from ``samples`` random draws each,
 while every other sum stays exact [2]_:
 
@@ -54,7 +54,7 @@ from graphsys.mining import kernels
 from graphsys.mining._docs import document
 from graphsys.mining.oriented import as_graph, oriented
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.triangles import TRIAD_NAMES, triad_census
+from graphsys.mining.triangle import TRIAD_NAMES, triad_census
 
 #: Connected undirected 3-node classes.
 UNDIRECTED_3 = ("wedge", "triangle")

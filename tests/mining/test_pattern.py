@@ -12,7 +12,7 @@ import pytest
 
 from graphsys import mining
 from graphsys.errors import ParameterError
-from graphsys.mining.patterns import NAMED, Pattern
+from graphsys.mining.pattern import NAMED, Pattern
 from tests.mining.conftest import brute_matches, random_edges, simple_graph
 
 SMALL = ["edge", "wedge", "triangle", "4-path", "3-star", "4-cycle", "tailed-triangle",

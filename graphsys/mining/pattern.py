@@ -20,7 +20,7 @@ into tasks of about equal work, ``prange`` with dynamic scheduling; listing runs
 thread, in root order, so the first ``limit`` matches are the same run to run.
 
 An unlabelled complete pattern is counted by the clique kernel instead
-(:mod:`graphsys.mining.cliques`).
+(:mod:`graphsys.mining.clique`).
 """
 
 from __future__ import annotations
@@ -343,7 +343,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
     if p.is_clique and not p.labelled:
         if p.num_nodes == 2:
             return view.num_edges
-        from graphsys.mining.cliques import clique_count
+        from graphsys.mining.clique import clique_count
 
         return clique_count(g, p.num_nodes, edge_set=edge_set, threads=threads,
                             memory_limit=memory_limit, distributed=distributed,

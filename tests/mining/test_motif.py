@@ -11,7 +11,7 @@ import pytest
 
 from graphsys import mining
 from graphsys.errors import ParameterError
-from graphsys.mining.motifs import DIRECTED_3, UNDIRECTED_3, UNDIRECTED_4
+from graphsys.mining.motif import DIRECTED_3, UNDIRECTED_3, UNDIRECTED_4
 from tests.mining.conftest import directed_graph, random_edges, simple_graph
 
 #: A connected 4-node graph's class from (edges, sorted degrees).

@@ -80,7 +80,7 @@ def test_sym_index_and_buckets_agree(graph_of):
 
 def test_out_of_core_blocks(graph_of):
     """Row blocks of every size, down to one row: the same counts."""
-    from graphsys.mining.outofcore import triangles_out_of_core
+    from graphsys.mining.outofcore import triangles_by_blocks
     from graphsys.mining.parallel import Ranks
 
     n = 12
@@ -90,7 +90,7 @@ def test_out_of_core_blocks(graph_of):
     G = simple_graph(src, dst, n)
     want = nx.triangles(G)
     for entries in (1, 2, 5, 1000):
-        total, counts, degree = triangles_out_of_core(g, "default", per_vertex=True,
+        total, counts, degree = triangles_by_blocks(g, "default", per_vertex=True,
                                                       memory_limit=None, threads=2,
                                                       ranks=Ranks(), block_entries=entries)
         assert total == sum(want.values()) // 3
