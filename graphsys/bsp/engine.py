@@ -34,6 +34,7 @@ from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import host_array, resolve_device
+from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
 
@@ -216,12 +217,13 @@ def open_edges(graph, edge_set: str, program: VertexProgram, device: torch.devic
 def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
                        max_iters: int, schedule: str) -> None:
     """Every rank of a distributed run opened the same graph and runs the same program with
-    the same settings (:func:`~graphsys.bsp.distributed.check_same_inputs`)."""
+    the same settings (:func:`~graphsys.distributed.check_same_inputs`)."""
     import hashlib
 
     import torch.distributed as dist
 
-    from graphsys.bsp.distributed import check_same_inputs, graph_digest, program_digest
+    from graphsys.bsp.distributed import program_digest
+    from graphsys.distributed import check_same_inputs, graph_digest
 
     if not (dist.is_available() and dist.is_initialized()):
         return  # the edge provider refuses the run in one line
@@ -355,6 +357,8 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         import numba
 
         threads = numba.get_num_threads()
+    if distributed and dev.type == "cuda" and dev.index is None and initialized():
+        dev = local_cuda_device()  # NCCL: one GPU per rank
     if distributed:
         _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,

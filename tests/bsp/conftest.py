@@ -98,9 +98,11 @@ def graphs(tmp_path_factory) -> dict[str, TestGraph]:
 
 
 GRAPH_KEYS = ["directed-p1", "directed-p3", "undirected-p1", "undirected-p3"]
-#: (mode, backend) combinations every algorithm is checked in
-MODES = [("memory", "numba"), ("out-of-core", "numba"), ("memory", "torch"),
-         ("out-of-core", "torch")]
+#: (mode, backend) combinations every algorithm is checked in: the numba rows run on the CPU
+#: (marked ``host``), the torch rows on the test device of a test taking ``device``
+MODES = [pytest.param("memory", "numba", marks=pytest.mark.host),
+         pytest.param("out-of-core", "numba", marks=pytest.mark.host),
+         ("memory", "torch"), ("out-of-core", "torch")]
 
 
 def to_global(tg: TestGraph, original_id: int) -> int:

@@ -33,11 +33,12 @@ def scipy_pagerank(count: sp.csr_matrix, damping=0.85, p=None, tol=1e-14, max_it
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
 @pytest.mark.parametrize("weighted", [None, False])
-def test_pagerank_matches_power_iteration(graphs, key, mode, backend, weighted):
+def test_pagerank_matches_power_iteration(graphs, key, mode, backend, weighted, device):
     """The graphs are weighted: by default the walk follows the weights, weighted=False
     counts every edge once."""
     tg = graphs[key]
-    res = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend, weighted=weighted)
+    res = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend, weighted=weighted,
+                       device=device)
     ref = scipy_pagerank(tg.count if weighted is False else tg.adj)
     assert res.stats.weighted is (weighted is None)
     assert np.abs(res.values - ref).sum() < 1e-6
@@ -61,8 +62,8 @@ def test_pagerank_matches_networkx(graphs, key, weighted):
     assert np.abs(res.values - np.array([ref[v] for v in range(tg.n)])).sum() < 1e-6
 
 
-@pytest.mark.parametrize("mode,backend", MODES[:2])
-def test_personalized_pagerank(graphs, mode, backend):
+@pytest.mark.parametrize("mode,backend", MODES)
+def test_personalized_pagerank(graphs, mode, backend, device):
     tg = graphs["directed-p3"]
     sources = [3, 17]
     p = np.zeros(tg.n)
@@ -70,7 +71,7 @@ def test_personalized_pagerank(graphs, mode, backend):
         p[to_global(tg, s)] = 1.0
     for weighted, matrix in ((None, tg.adj), (False, tg.count)):
         res = bsp.personalized_pagerank(tg.graph, sources, tol=1e-12, mode=mode,
-                                        backend=backend, weighted=weighted)
+                                        backend=backend, weighted=weighted, device=device)
         assert np.abs(res.values - scipy_pagerank(matrix, p=p)).sum() < 1e-6
     assert res.stats.algorithm == "ppr"
 

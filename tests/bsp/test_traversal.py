@@ -16,11 +16,11 @@ from .conftest import GRAPH_KEYS, MODES, to_global
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_bfs_levels(graphs, key, mode, backend):
+def test_bfs_levels(graphs, key, mode, backend, device):
     tg = graphs[key]
     for source in (0, 5):
         s = to_global(tg, source)
-        res = bsp.bfs(tg.graph, source, mode=mode, backend=backend)
+        res = bsp.bfs(tg.graph, source, mode=mode, backend=backend, device=device)
         ref = csgraph.shortest_path(tg.count, method="D", unweighted=True, indices=s)
         np.testing.assert_array_equal(res.values, ref)
         assert np.isinf(res.values).any()  # isolated vertices are unreachable
@@ -52,10 +52,10 @@ def test_bfs_on_a_long_chain(graphs):
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_sssp_distances(graphs, key, mode, backend):
+def test_sssp_distances(graphs, key, mode, backend, device):
     tg = graphs[key]
     s = to_global(tg, 2)
-    res = bsp.sssp(tg.graph, 2, mode=mode, backend=backend)
+    res = bsp.sssp(tg.graph, 2, mode=mode, backend=backend, device=device)
     # multi-edges collapse to their lightest copy in a shortest path; dedupe=True has none
     ref = csgraph.dijkstra(tg.adj, indices=s)
     np.testing.assert_allclose(res.values, ref, rtol=1e-6)

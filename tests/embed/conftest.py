@@ -78,22 +78,27 @@ def kg4(kg_root):
 
 
 @pytest.fixture(scope="session")
-def trained_ckpt(kg4, tmp_path_factory):
-    """A checkpoint of a small ComplEx / dot / softmax model (d = 16, 3 epochs) on ``kg4``;
-    read it only (copy it to build indexes in it)."""
+def trained_ckpt(kg4, tmp_path_factory, session_device):
+    """A checkpoint of a small ComplEx / dot / softmax model (d = 16, 3 epochs) on ``kg4``,
+    trained on the test device (evaluation and serving read it on the CPU); read it only
+    (copy it to build indexes in it)."""
     from graphsys.embed import load_config, train
 
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("ck") / "ck"
-    train(load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
+    train(kg4, load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
                              "comparator=\"dot\"", "loss_fn=\"softmax\"", "lr=0.1",
-                             "num_epochs=3", "batch_size=100"]), graph=kg4, out=out)
+                             "num_epochs=3", "batch_size=100",
+                             f"device=\"{session_device}\""]), out=out)
     torch.set_num_threads(old)
     return out
 
 
 @pytest.fixture
-def small():
-    """``--set`` overrides of a small ComplEx / softmax model that fits the planted KG."""
-    return list(SMALL)
+def small(request):
+    """``--set`` overrides of a small ComplEx / softmax model that fits the planted KG; in a
+    test marked ``device``, training on the test device."""
+    if request.node.get_closest_marker("device") is None:
+        return list(SMALL)
+    return SMALL + [f"device=\"{request.getfixturevalue('device')}\""]

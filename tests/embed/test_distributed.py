@@ -102,7 +102,7 @@ def test_rounds_are_disjoint_and_cover_every_bucket(p, ranks, name):
 
 def test_two_ranks_train_as_well_as_one_and_never_share_a_partition(two_ranks, kg4, tmp_path):
     graph = open_graph(kg4)
-    single = train(load_config(None, ARGS), graph=kg4, edges="train",
+    single = train(kg4, load_config(None, ARGS), edges="train",
                    out=tmp_path / "one").embeddings
     mrr1 = evaluate(single, graph, "test", filtered=True)["mrr"]
     dist = Embeddings.load(two_ranks, graph=graph)
@@ -127,6 +127,20 @@ def test_two_ranks_train_as_well_as_one_and_never_share_a_partition(two_ranks, k
             assert r["edges"] > 0 and r["buckets"] + r["idle_rounds"] == rounds
             assert r["idle_rounds"] == sum(1 for held in st["held"] if not held[r["rank"]])
         assert st["loads"] == sum(r["loads"] for r in ranks) > 0
+
+
+@pytest.mark.multi_gpu
+def test_two_gpus_over_nccl_train_as_well_as_one(kg4, tmp_path, multi_gpu):
+    """2 ranks, each on its GPU (cuda:LOCAL_RANK), exchanging over NCCL: the planted KG is
+    learned as by one process on the CPU."""
+    graph = open_graph(kg4)
+    out = tmp_path / "nccl"
+    (line,), _ = (o.splitlines() for o in _finish(_launch(kg4, out, ARGS + ['device="cuda"'])))
+    assert json.loads(line)["epochs"] == EPOCHS
+    mrr = evaluate(Embeddings.load(out, graph=graph), graph, "test", filtered=True)["mrr"]
+    single = train(kg4, load_config(None, ARGS), edges="train", out=tmp_path / "one")
+    mrr1 = evaluate(single.embeddings, graph, "test", filtered=True)["mrr"]
+    assert mrr >= mrr1 - 0.02, (mrr1, mrr)
 
 
 def test_killed_run_resumes_bit_for_bit_under_torchrun(two_ranks, kg4, tmp_path):
@@ -193,4 +207,4 @@ def test_partition_lock_refuses_a_partition_claimed_twice():
 
 def test_distributed_needs_a_process_group(kg4, tmp_path):
     with pytest.raises(GraphsysError, match="not initialised"):
-        train(load_config(None, ARGS), graph=kg4, out=tmp_path / "x", distributed=True)
+        train(kg4, load_config(None, ARGS), out=tmp_path / "x", distributed=True)

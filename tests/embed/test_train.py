@@ -17,18 +17,19 @@ import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, EmbedResult, evaluate, load_config, train
-from graphsys.embed.triples import triples
 from graphsys.errors import ConfigError, GraphsysError
+from graphsys.storage.triples import triples
 
 EPOCHS = 40
 
 
 def _mrr(kg, out, small, *extra, epochs=EPOCHS):
     cfg = load_config(None, small + [f"num_epochs={epochs}", *extra])
-    emb = train(cfg, graph=kg, edges="train", out=out).embeddings
+    emb = train(kg, cfg, edges="train", out=out).embeddings
     return evaluate(emb, open_graph(kg), "test", filtered=True)["mrr"], emb
 
 
+@pytest.mark.device
 def test_planted_kg_is_recovered_and_p4_matches_p1(kg1, kg4, small, tmp_path):
     mrr1, _emb1 = _mrr(kg1, tmp_path / "p1", small)
     assert mrr1 > 0.85
@@ -39,6 +40,7 @@ def test_planted_kg_is_recovered_and_p4_matches_p1(kg1, kg4, small, tmp_path):
     assert raw["mrr"] < mrr4
 
 
+@pytest.mark.device
 def test_swapping_buffer_order_trains_as_well(kg4, small, tmp_path):
     mrr, _emb = _mrr(kg4, tmp_path / "b", small, "bucket_order=\"buffer\"",
                     "buffer_partitions=2", epochs=15)
@@ -52,16 +54,18 @@ def test_swapping_buffer_order_trains_as_well(kg4, small, tmp_path):
     assert versions == {f"{15:06d}.npy"}
 
 
+@pytest.mark.device
 def test_hogwild_workers_and_degree_negatives(kg1, small, tmp_path):
     mrr, _ = _mrr(kg1, tmp_path / "w", small, "workers=2", "degree_neg_fraction=0.5",
                     epochs=15)
     assert mrr > 0.8
 
 
+@pytest.mark.device
 def test_memory_budget_too_small_is_an_error(kg4, small, tmp_path):
     cfg = load_config(None, small + ["memory_budget=100"])
     with pytest.raises(GraphsysError, match="^memory_budget"):
-        train(cfg, graph=kg4, out=tmp_path / "m")
+        train(kg4, cfg, out=tmp_path / "m")
 
 
 def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
@@ -70,14 +74,15 @@ def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     with pytest.raises(GraphsysError, match="no CUDA device is available"):
-        train(load_config(None, small + ["device=\"cuda\""]), graph=kg1, out=tmp_path / "g")
+        train(kg1, load_config(None, small + ["device=\"cuda\""]), out=tmp_path / "g")
 
 
+@pytest.mark.device
 def test_changed_config_refuses_to_resume(kg1, small, tmp_path):
-    train(load_config(None, small + ["num_epochs=1"]), graph=kg1, out=tmp_path / "c")
+    train(kg1, load_config(None, small + ["num_epochs=1"]), out=tmp_path / "c")
     with pytest.raises(GraphsysError, match="operator"):  # lr may change (see
-        train(load_config(None, small + ["num_epochs=2", "operator=\"diagonal\""]),
-              graph=kg1, out=tmp_path / "c")  # test_resume_tuning.py), the model may not
+        train(kg1, load_config(None, small + ["num_epochs=2", "operator=\"diagonal\""]),
+              out=tmp_path / "c")  # test_resume_tuning.py), the model may not
 
 
 _CHILD = """
@@ -85,7 +90,7 @@ import os, sys, torch
 torch.set_num_threads(int(os.environ.get("GRAPHSYS_TEST_THREADS", "1")))
 from graphsys.embed import load_config, train
 cfg = load_config(None, sys.argv[3:])
-train(cfg, graph=sys.argv[1], edges="train", out=sys.argv[2])
+train(sys.argv[1], cfg, edges="train", out=sys.argv[2])
 """
 
 
@@ -110,7 +115,7 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
     epochs = 8
     args = small + [f"num_epochs={epochs}", "buffer_partitions=2", "bucket_order=\"buffer\"",
                     "seed=7"]
-    result = train(load_config(None, args), graph=kg4, out=tmp_path / "ref")
+    result = train(kg4, load_config(None, args), out=tmp_path / "ref")
     assert isinstance(result, EmbedResult) and result.checkpoint == tmp_path / "ref"
     ref = result.embeddings
     assert isinstance(ref, Embeddings) and result.embeddings is ref  # loaded once
@@ -136,10 +141,53 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
     if per_bucket:
         assert m["progress"]["buckets_done"], "killed at an epoch boundary"
         assert m["version"] > m["epochs_done"]  # one commit per bucket
-    resumed = train(load_config(None, args), graph=kg4, out=out).embeddings
+    resumed = train(kg4, load_config(None, args), out=out).embeddings
     assert resumed.meta["epochs_done"] == epochs and "progress" not in resumed.meta
     stats = resumed.meta["stats"]
     assert [s["edges"] for s in stats] == [s["edges"] for s in ref.meta["stats"]]
+    a, b = _arrays(tmp_path / "ref"), _arrays(out)
+    assert a.keys() == b.keys() and a
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("per_bucket", [False, True], ids=["epoch", "bucket"])
+def test_stopped_and_resumed_run_ends_as_an_uninterrupted_one(kg4, small, tmp_path, per_bucket,
+                                                             deterministic):
+    """In process, on the test device: a run stopped after 2 of 4 epochs (or, with
+    checkpoint_buckets, inside epoch 3) and resumed ends with the tensors of an
+    uninterrupted run, bit for bit (deterministic kernels on CUDA)."""
+    from graphsys.embed.trainer import Trainer
+
+    args = small + ["buffer_partitions=2", "bucket_order=\"buffer\"", "seed=7", "num_epochs=4"]
+    calls = [0]
+
+    def count() -> None:
+        calls[0] += 1
+
+    Trainer(load_config(None, args), open_graph(kg4), tmp_path / "ref", on_batch=count).run()
+    batches, calls[0] = calls[0] // 4, 0  # per epoch
+    out = tmp_path / "resumed"
+    if per_bucket:
+        cfg = load_config(None, args + ["checkpoint_buckets=true"])
+
+        class Stop(Exception):
+            pass
+
+        def stop_in_epoch_three() -> None:
+            calls[0] += 1
+            if calls[0] > 2 * batches + batches // 2:
+                raise Stop
+
+        with pytest.raises(Stop):
+            Trainer(cfg, open_graph(kg4), out, on_batch=stop_in_epoch_three).run()
+        meta = json.loads((out / "checkpoint.json").read_text())
+        assert meta["epochs_done"] == 2 and meta["progress"]["buckets_done"]
+    else:
+        train(kg4, load_config(None, args[:-1] + ["num_epochs=2"]), out=out)
+    resumed = train(kg4, load_config(None, args), out=out).embeddings
+    assert resumed.meta["epochs_done"] == 4 and "progress" not in resumed.meta
     a, b = _arrays(tmp_path / "ref"), _arrays(out)
     assert a.keys() == b.keys() and a
     for k in a:
@@ -163,7 +211,7 @@ def killer(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return method(*args, **kwargs)
 setattr(cls, name, killer)
-train(load_config(None, sys.argv[5:]), graph=sys.argv[1], edges="train", out=sys.argv[2])
+train(sys.argv[1], load_config(None, sys.argv[5:]), edges="train", out=sys.argv[2])
 """
 _KILL_EPOCHS = 3
 _KILL_ARGS = ["buffer_partitions=2", "bucket_order=\"buffer\"", "seed=11",
@@ -179,7 +227,7 @@ def kill_reference(kg4, tmp_path_factory):
     torch.set_num_threads(1)
     try:
         out = tmp_path_factory.mktemp("kill") / "ref"
-        train(load_config(None, SMALL + _KILL_ARGS), graph=kg4, out=out)
+        train(kg4, load_config(None, SMALL + _KILL_ARGS), out=out)
     finally:
         torch.set_num_threads(old)
     return _arrays(out)
@@ -212,7 +260,7 @@ def test_killed_at_chosen_points_resumes_bit_for_bit(kg4, small, tmp_path, kill_
     m = json.loads((out / "checkpoint.json").read_text())
     if committed is not None:
         assert (m["version"], m["epochs_done"]) == committed
-    resumed = train(load_config(None, args), graph=kg4, out=out).embeddings
+    resumed = train(kg4, load_config(None, args), out=out).embeddings
     assert resumed.meta["epochs_done"] == _KILL_EPOCHS and "progress" not in resumed.meta
     b = _arrays(out)
     assert b.keys() == kill_reference.keys() and b
@@ -247,8 +295,9 @@ def test_checkpoint_buckets_must_be_a_boolean(small):
         load_config(None, small + ["checkpoint_buckets=1"])
 
 
+@pytest.mark.device
 def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_path,
-                                                               monkeypatch):
+                                                               monkeypatch, deterministic):
     """With 3 of 4 partitions resident, the next bucket's loads run on the prefetch thread
     while the current bucket trains (the plan keeps one slot free for them: more loads than
     without prefetch, never more than 3 resident); the tensors are those of a run without
@@ -271,11 +320,11 @@ def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_pa
     monkeypatch.setattr(PartitionBuffer, "execute", spy)
     args = small + ["num_epochs=3", "buffer_partitions=3", "bucket_order=\"inside_out\"",
                     "seed=2"]
-    on = train(load_config(None, args), graph=kg4, out=tmp_path / "on").embeddings
+    on = train(kg4, load_config(None, args), out=tmp_path / "on").embeddings
     assert any(t.startswith("graphsys-prefetch") for t in threads), threads
     assert sum(s["swaps"] for s in on.meta["stats"]) > 0
     threads.clear()
-    off = train(load_config(None, args + ["prefetch=false"]), graph=kg4,
+    off = train(kg4, load_config(None, args + ["prefetch=false"]),
                 out=tmp_path / "off").embeddings
     assert threads and not any(t.startswith("graphsys-prefetch") for t in threads)
     assert most[0] == 3
@@ -287,6 +336,7 @@ def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_pa
         assert np.array_equal(a[k], b[k]), k
 
 
+@pytest.mark.device
 def test_on_batch_hook_sees_every_batch_and_can_stop_the_run(kg1, small, tmp_path):
     """The trainer's public per-batch hook (what ``graphsys profile`` bounds an epoch with):
     called once per batch of ``batch_size`` edges; raising from it fails the run, which
@@ -315,6 +365,23 @@ def test_on_batch_hook_sees_every_batch_and_can_stop_the_run(kg1, small, tmp_pat
     assert st.read_meta()["version"] == 0 and {v for _, v in st.versioned_files()} == {0}
 
 
+def test_graph_comes_first_as_in_gnn_train(kg1, small, tmp_path):
+    """train(graph, config) as graphsys.gnn.train(graph, config); graph None is the
+    config's graph; a config where the graph goes is a one-line ParameterError."""
+    from graphsys.errors import ParameterError
+
+    cfg = load_config(None, small + ["num_epochs=1", "dimension=8"])
+    for wrong in (cfg, {"dimension": 8}, tmp_path / "c.toml"):
+        with pytest.raises(ParameterError, match=r"^graph got a config .*the graph comes "
+                                                 r"first: train\(graph, config\)"):
+            train(wrong, out=tmp_path / "x")
+    cfg.graph = str(kg1)
+    from_config = train(None, cfg, out=tmp_path / "a").embeddings
+    given = train(kg1, load_config(None, small + ["num_epochs=1", "dimension=8"]),
+                  out=tmp_path / "b").embeddings
+    np.testing.assert_array_equal(from_config.to_numpy(), given.to_numpy())
+
+
 def test_missing_graph_or_out_name_the_parameter_and_the_flag(kg1, small, tmp_path, capsys):
     """graphsys.embed.train is the one training path: the library names the parameter,
     the CLI its flag."""
@@ -323,10 +390,10 @@ def test_missing_graph_or_out_name_the_parameter_and_the_flag(kg1, small, tmp_pa
 
     cfg = load_config(None, small)
     with pytest.raises(ParameterError, match="^graph not given, and the config has no graph"):
-        train(cfg, out=tmp_path / "a")
+        train(None, cfg, out=tmp_path / "a")
     with pytest.raises(ParameterError, match="^out not given, and the config has no "
                                              "checkpoint_path"):
-        train(cfg, graph=kg1)
+        train(kg1, cfg)
     assert main(["embed", "train", "--out", str(tmp_path / "b"), "--set", "dimension=8"]) == 2
     assert "error: --graph not given, and the config has no graph" in capsys.readouterr().err
     assert main(["embed", "train", "--graph", str(kg1), "--set", "dimension=8"]) == 2
@@ -352,6 +419,7 @@ def _hits4(emb, graph, side):
     return float(((s > true[:, None]).sum(1) < 4).double().mean())
 
 
+@pytest.mark.device
 def test_reciprocal_relations_train_both_directions(kg1, small, tmp_path):
     """Each edge (h, r, t) also trains (t, r^-1, h): r^-1 is the lhs operator, trained, not
     tied to r, and head prediction is tail prediction with it."""
@@ -368,10 +436,11 @@ def test_reciprocal_relations_train_both_directions(kg1, small, tmp_path):
     assert _hits4(emb, graph, "lhs") < 0.5
 
 
-def test_one_vs_all_n3_same_seed_same_result(kg1, small, tmp_path):
+@pytest.mark.device
+def test_one_vs_all_n3_same_seed_same_result(kg1, small, tmp_path, deterministic):
     for name in ("a", "b"):
-        train(load_config(None, small + ONE_VS_ALL_N3 + ["num_epochs=2", "seed=3"]),
-              graph=kg1, edges="train", out=tmp_path / name)
+        train(kg1, load_config(None, small + ONE_VS_ALL_N3 + ["num_epochs=2", "seed=3"]),
+              edges="train", out=tmp_path / name)
     a, b = _arrays(tmp_path / "a"), _arrays(tmp_path / "b")
     assert a.keys() == b.keys() and a
     for k in a:
@@ -389,12 +458,15 @@ def _relation_cross_entropy(emb, graph):
     return float(torch.nn.functional.cross_entropy(logits, target))
 
 
+@pytest.mark.device
 @pytest.mark.parametrize("negatives", [[], ONE_VS_ALL_N3], ids=["sampled", "1-vs-all+N3"])
-def test_relation_prediction_learns_relations(kg1, small, tmp_path, negatives):
+def test_relation_prediction_learns_relations(kg1, small, tmp_path, negatives, device):
     """``relation_prediction_weight`` trains the relation of each test triple to be
     predictable from its two entities, without costing link prediction. The planted KG's
     relation is a function of the two clusters, so a model trained without it predicts
     relations too (cross-entropy 0.05-0.10); with it the cross-entropy is 2-10x lower."""
+    if device == "lazy":  # the same torch path passes on the CPU (the numba kernels off)
+        pytest.skip("torch's lazy backend mistypes a float32 gradient copy as float64")
     mrr_on, on = _mrr(kg1, tmp_path / "on", small, *negatives, "relation_prediction_weight=1",
                       epochs=10)
     _, off = _mrr(kg1, tmp_path / "off", small, *negatives, epochs=10)
@@ -404,6 +476,7 @@ def test_relation_prediction_learns_relations(kg1, small, tmp_path, negatives):
     assert ce_on < 0.6 * ce_off, (ce_on, ce_off)
 
 
+@pytest.mark.device
 def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_path):
     """``embedding_adagrad = "element"``: (n, d) state files, a planted KG learned, resume
     continues, a resume with row-wise state is refused, and a state file of the wrong shape
@@ -415,9 +488,9 @@ def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_pat
     (state,) = (out / "optim").rglob("*.npy")
     assert np.load(state).shape[1:] == (d,)
     cfg = load_config(None, small + ['embedding_adagrad="element"', "num_epochs=16"])
-    train(cfg, graph=kg1, edges="train", out=out)
+    train(kg1, cfg, edges="train", out=out)
     with pytest.raises(GraphsysError, match="embedding_adagrad"):
-        train(load_config(None, small + ["num_epochs=17"]), graph=kg1, edges="train", out=out)
+        train(kg1, load_config(None, small + ["num_epochs=17"]), edges="train", out=out)
     (state,) = (out / "optim").rglob("*.npy")
     np.save(state, np.zeros((3, d), np.float32))  # and its checksum forged to match
     meta = json.loads((out / "checkpoint.json").read_text())
@@ -426,4 +499,4 @@ def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_pat
     (out / "checkpoint.json").write_text(json.dumps(meta))
     cfg = load_config(None, small + ['embedding_adagrad="element"', "num_epochs=17"])
     with pytest.raises(GraphsysError, match=rf"{state.name}: float32 \(3, {d}\), expected"):
-        train(cfg, graph=kg1, edges="train", out=out)
+        train(kg1, cfg, edges="train", out=out)

@@ -121,13 +121,16 @@ def test_seed_set_covered_once_per_epoch(graph):
     assert torch.equal(torch.cat([b.seeds for b in by_mask]), torch.from_numpy(seeds))
 
 
-def test_features_and_labels_equal_a_direct_gather(graph):
+def test_features_and_labels_equal_a_direct_gather(graph, device):
     g = graph[0]
     feat = torch.from_numpy(np.asarray(g.node_column("feat")))
     label = torch.from_numpy(np.asarray(g.node_column("label")))
-    for batch in _loader(g):
-        assert torch.equal(batch.x, feat[batch.blocks[0].src_nodes])
-        assert torch.equal(batch.y, label[batch.seeds])
+    kind = torch.device(device).type
+    for batch in _loader(g, device=device):  # delivered on the test device
+        assert batch.x.device.type == kind and batch.blocks[0].device.type == kind
+        src = batch.blocks[0].src_nodes.cpu()
+        assert torch.equal(batch.x.cpu(), feat[src])
+        assert torch.equal(batch.y.cpu(), label[batch.seeds.cpu()])
     doubled = _loader(g, features=2 * feat.numpy().astype(np.float64), labels=label + 1,
                       num_workers=2)
     for batch in doubled:
