@@ -19,6 +19,7 @@ rank counts its share of the vertices and rank 0 prints the sums. See docs/minin
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -111,12 +112,10 @@ def _setup(args):
     from graphsys.units import parse_size
 
     distributed = False
-    import os
-
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         import torch
 
-        from graphsys.bsp.distributed import init_from_env
+        from graphsys.distributed import init_from_env
 
         distributed = init_from_env(torch.device("cpu"))
     graph = open_graph(args.graph)
@@ -127,17 +126,17 @@ def _setup(args):
                "distributed": distributed, "progress": show_progress(args)}
     rank0 = True
     if distributed:
-        import torch.distributed as dist
+        from graphsys.distributed import rank_and_world_size
 
-        rank0 = dist.get_rank() == 0
+        rank0 = rank_and_world_size()[0] == 0
     return graph, options, distributed, rank0
 
 
 def _finish(distributed: bool) -> None:
     if distributed:
-        import torch.distributed as dist
+        from graphsys.distributed import destroy
 
-        dist.destroy_process_group()
+        destroy()
 
 
 def _checked_out(args):
@@ -164,7 +163,7 @@ def _write(out, table, overwrite: bool) -> None:
 
 def _run(args, body) -> int:
     """Set up, time ``body(graph, options)`` (its result dict), print on rank 0."""
-    from graphsys.bsp.distributed import peer_failures
+    from graphsys.distributed import peer_failures
     from graphsys.memory import PeakMemory
 
     out = _checked_out(args)

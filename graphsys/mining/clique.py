@@ -74,7 +74,7 @@ def clique_work(view: Oriented, k: int) -> np.ndarray:
 def _count(graph, k, edge_set, threads, memory_limit, distributed, progress, per_vertex):
     g = as_graph(graph)
     k = check_k(k)
-    ranks = Ranks.of(distributed)
+    ranks = Ranks.of(distributed, g)
     with scheduled(threads) as count:
         view, _ = _clique_view(g, edge_set, memory_limit)
         counts = np.zeros(view.num_nodes if per_vertex else 0, np.int64)

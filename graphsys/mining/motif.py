@@ -192,7 +192,7 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
                               progress=progress)
         counts = {k: census[k] for k in DIRECTED_3}
         return MotifCensus(3, True, counts, stderr=dict.fromkeys(counts, 0.0))
-    ranks = Ranks.of(distributed)
+    ranks = Ranks.of(distributed, g)
     with scheduled(threads) as nthreads:
         view = oriented(g, edge_set, memory_limit=memory_limit)
         n, m = view.num_nodes, view.num_edges

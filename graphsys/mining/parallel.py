@@ -165,22 +165,28 @@ class Ranks:
     world_size: int = 1
 
     @staticmethod
-    def of(distributed: bool) -> Ranks:
-        """This process alone, or (``distributed``) its rank in the default process group.
+    def of(distributed: bool, graph=None) -> Ranks:
+        """This process alone, or (``distributed``) its rank in the default process group;
+        with ``graph``, every rank is first checked to hold the same graph (one line on
+        every rank otherwise).
 
         Raises
         ------
         GraphsysError
-            ``distributed`` while torch.distributed is not initialised.
+            ``distributed`` while torch.distributed is not initialised, or ranks holding
+            different graphs.
         """
         if not distributed:
             return Ranks()
-        import torch.distributed as dist
+        from graphsys import distributed as dist
 
-        if not (dist.is_available() and dist.is_initialized()):
+        if not dist.initialized():
             raise GraphsysError("distributed mining: torch.distributed is not initialised "
                                 "(launch with torchrun, or call init_process_group first)")
-        return Ranks(dist.get_rank(), dist.get_world_size())
+        rank, world = dist.rank_and_world_size()
+        if graph is not None and world > 1:
+            dist.check_same_inputs({"graph": dist.graph_digest(graph)})
+        return Ranks(rank, world)
 
     def roots(self, work: np.ndarray) -> tuple[int, int]:
         """This rank's roots ``[lo, hi)`` (:func:`rank_range`)."""

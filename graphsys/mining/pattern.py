@@ -339,7 +339,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
     2
     """
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
-    ranks = Ranks.of(distributed)
+    ranks = Ranks.of(distributed, g)
     if p.is_clique and not p.labelled:
         if p.num_nodes == 2:
             return view.num_edges

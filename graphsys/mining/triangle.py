@@ -154,7 +154,7 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     """
     g = as_graph(graph)
     es = g.edge_set(edge_set)
-    ranks = Ranks.of(distributed)
+    ranks = Ranks.of(distributed, g)
     with scheduled(threads) as count:
         run_mode = _mode(mode, g, es.name, memory_limit)
         if run_mode == "memory" and mapped_symmetric(g, es.name) is not None:
@@ -469,7 +469,7 @@ def triad_census(graph, *, edge_set: str | None = None, threads: int | None = No
     {'030C': 1}
     """
     g = as_graph(graph)
-    ranks = Ranks.of(distributed)
+    ranks = Ranks.of(distributed, g)
     with scheduled(threads) as count:
         view = oriented(g, edge_set, directions=True, memory_limit=memory_limit)
         codes = triangle_codes(view, threads=count, ranks=ranks, progress=progress)
