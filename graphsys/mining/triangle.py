@@ -4,10 +4,10 @@ triad census.
 All run over the undirected simple view of an edge set (:mod:`graphsys.mining.oriented`:
 a directed edge set's edges are taken both ways, parallel edges once, self-loops dropped),
 as networkx's ``triangles`` does on ``G.to_undirected()``. The kernel orients every edge
-from its lower- to its higher-degree endpoint and, for each vertex ``u`` and each ``v`` in
-its (short, sorted) row, probes ``v``'s row against ``u``'s, marked in a per-thread bitset:
-each triangle is found once, from its lowest vertex, in ``O(m * sqrt(m))`` time at worst
-(in practice ``sum over edges of d+(v)``, the rows' lengths after orientation).
+from its lower- to its higher-degree endpoint and finds each triangle once, as a wedge of
+its lowest vertex's (short, sorted) row closed by an edge, from its middle vertex, whose
+row is marked per thread (:mod:`graphsys.mining.outofcore`): at most ``sum C(d+(u), 2)``
+probes, ``O(m * sqrt(m))`` at worst.
 """
 
 from __future__ import annotations
@@ -49,35 +49,41 @@ def _mode(mode: str, graph, edge_set, memory_limit) -> str:
     if mode != "auto":
         return mode
     limit = check_budget(memory_limit)
-    if build_bytes(graph, edge_set) <= limit:
+    if triangle_bytes(graph, edge_set) <= limit:
         return "memory"
     if mapped_symmetric(graph, edge_set) is not None:
         return "out-of-core"
-    raise refuse_build(graph, edge_set, build_bytes(graph, edge_set), limit,
+    raise refuse_build(graph, edge_set, triangle_bytes(graph, edge_set), limit,
                        memory_limit is not None)
 
 
-def bitset_marks(threads: int, num_nodes: int) -> np.ndarray:
-    """One zeroed bitset of ``num_nodes`` bits per thread: uint64 (threads, words)."""
-    return np.zeros((threads, max(1, (num_nodes + 63) >> 6)), np.uint64)
+def triangle_bytes(graph, edge_set) -> int:
+    """Anonymous bytes a triangle count in RAM needs at its peak: the oriented graph
+    (:func:`~graphsys.mining.oriented.build_bytes`) and its in-lists (8 bytes per edge), the
+    order, the marks and the counts (24 bytes per node)."""
+    es = graph.edge_set(edge_set)
+    mapped = mapped_symmetric(graph, es.name) is not None
+    edges = es.num_edges if not mapped else build_bytes(graph, es.name, mapped=True) // 4
+    return build_bytes(graph, es.name) + 8 * edges + 24 * graph.num_nodes()
 
 
 def count_oriented(view: Oriented, *, per_vertex: bool, threads: int, ranks: Ranks,
                    progress: bool = False) -> tuple[int, np.ndarray | None]:
-    """Triangles of an oriented view: the total (over all ranks) and, with ``per_vertex``,
-    int64 (N,) counts by *new* id (summed over ranks)."""
+    """Triangles of an oriented view with sorted rows (one block of
+    :func:`graphsys.mining.outofcore.count_pair`, from the lowest or the middle vertex by
+    :func:`~graphsys.mining.outofcore.from_middle`): the total (over all ranks) and, with
+    ``per_vertex``, int64 (N,) counts by *new* id (summed over ranks)."""
+    from graphsys.mining.outofcore import count_pair, from_middle
+
     n = view.num_nodes
-    work = view.wedge_work()
-    lo, hi = ranks.roots(work)
     counts = np.zeros(n if per_vertex else 0, np.int64)
-    marks = bitset_marks(threads, n)
-    rows = (view.indptr, view.indices, 0, view.indptr, view.indices, 0, n)
-    total = run_tasks(
-        lambda tasks: kernels.triangles_bitmap(*rows, tasks, marks, per_vertex, counts,
-                                               view.sorted),
-        work, lo, hi, threads, progress=progress, desc="triangles",
-        serial=lambda a, b: kernels.triangles_bitmap_rows(*rows, a, b, marks[0], per_vertex,
-                                                          counts, view.sorted))
+    rows = (view.indptr, view.indices)
+    out_degree = view.out_degree()
+    middle = from_middle(view.degree, out_degree)
+    total = count_pair(rows, 0, rows, 0, np.arange(n, dtype=np.int64) if middle else None,
+                       kernels.mark_array(threads, n), per_vertex, counts, threads,
+                       ranks=ranks, progress=progress,
+                       in_degree=view.degree - out_degree if middle else None)
     total = int(ranks.sum(np.array([total], np.int64))[0])
     return total, (ranks.sum(counts) if per_vertex else None)
 
@@ -158,8 +164,8 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     with scheduled(threads) as count:
         run_mode = _mode(mode, g, es.name, memory_limit)
         if run_mode == "memory" and mapped_symmetric(g, es.name) is not None:
-            # the index's rows, oriented in RAM as one block (no renumbering: sorted as read)
-            need = build_bytes(g, es.name, mapped=True)
+            # the index's rows, oriented in RAM as one block
+            need = triangle_bytes(g, es.name)
             limit = check_budget(memory_limit)
             if need > limit:
                 raise refuse_build(g, es.name, need, limit, memory_limit is not None)
@@ -170,7 +176,7 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
                 g, es.name, per_vertex=per_node, memory_limit=memory_limit, threads=count,
                 ranks=ranks, progress=progress, whole=run_mode == "memory")
         else:
-            view = oriented(g, es.name, memory_limit=memory_limit, sort=False)
+            view = oriented(g, es.name, memory_limit=memory_limit)
             total, counts = count_oriented(view, per_vertex=per_node, threads=count,
                                            ranks=ranks, progress=progress)
             counts = view.by_global(counts) if per_node else None
@@ -204,9 +210,10 @@ def triangle_count(graph, *, edge_set: str | None = None, mode: str = "auto",
                    distributed: bool = False, progress: bool = False) -> int:
     """The number of triangles of the undirected simple view of an edge set.
 
-    Each edge is oriented from its lower- to its higher-degree endpoint; for every vertex,
-    the rows of its out-neighbours are probed against its own row, marked in a bitset, so
-    each triangle is found once, from its lowest vertex [1]_.
+    Each edge is oriented from its lower- to its higher-degree endpoint [1]_; each triangle
+    is then a wedge of its lowest vertex's row closed by an edge, and is found once, from
+    its middle vertex: that vertex's row is marked per thread and the rows of its
+    in-neighbours, after it, are probed against the marks.
 
     Parameters
     ----------

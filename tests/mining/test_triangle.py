@@ -17,6 +17,16 @@ from tests.mining.conftest import directed_graph, random_edges, simple_graph
 SIZES = range(1, 13)
 
 
+@pytest.fixture(params=["lowest", "middle"])
+def kernel(request, monkeypatch):
+    """Both triangle kernels: from the lowest vertex, from the middle one (the cost model
+    picks one per graph; the answers must not depend on it)."""
+    from graphsys.mining import outofcore
+
+    monkeypatch.setattr(outofcore, "from_middle", lambda *a: request.param == "middle")
+    return request.param
+
+
 def check_triangles(g, G, **kwargs) -> None:
     want = nx.triangles(G)
     got = mining.triangles(g, **kwargs).to_dict()
@@ -32,7 +42,7 @@ def check_triangles(g, G, **kwargs) -> None:
 
 
 @pytest.mark.parametrize("n", SIZES)
-def test_every_size_against_networkx(graph_of, n):
+def test_every_size_against_networkx(graph_of, n, kernel):
     for seed, density in ((n, 1.0), (n + 100, 2.5)):
         src, dst = random_edges(n, int(density * n) + 1, seed)
         g = graph_of(src, dst, n)
@@ -65,7 +75,7 @@ def test_complete_graph_census(graph_of):
     assert mining.transitivity(g) == 1.0
 
 
-def test_sym_index_and_buckets_agree(graph_of):
+def test_sym_index_and_buckets_agree(graph_of, kernel):
     src, dst = random_edges(12, 40, 7)
     g = graph_of(src, dst, 12)
     before = mining.triangles(g).values.copy()
@@ -78,7 +88,7 @@ def test_sym_index_and_buckets_agree(graph_of):
     np.testing.assert_array_equal(mining.triangles(g).values, before)
 
 
-def test_out_of_core_blocks(graph_of):
+def test_out_of_core_blocks(graph_of, kernel):
     """Row blocks of every size, down to one row: the same counts."""
     from graphsys.mining.outofcore import triangles_by_blocks
     from graphsys.mining.parallel import Ranks
