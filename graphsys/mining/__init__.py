@@ -9,7 +9,7 @@ original ids). See ``docs/mining.md`` for the algorithms and their costs.
 - Triangles (:mod:`graphsys.mining.triangle`): :func:`triangle_count`, :func:`triangles`,
   :func:`clustering`, :func:`average_clustering`, :func:`transitivity` (all from one
   pass: :func:`triangle_stats`), :func:`triad_census`; in RAM, out of core, or across
-  ``torch.distributed`` ranks.
+  ``torch.distributed`` ranks; :func:`triangle_work`, the work per node.
 - Cliques (:mod:`graphsys.mining.clique`): :func:`clique_count`, :func:`clique_counts`,
   :func:`cliques`.
 - Motifs (:mod:`graphsys.mining.motif`): :func:`motifs`, exact or sampled.
@@ -30,10 +30,11 @@ from graphsys.mining.triangle import (
     triad_census,
     triangle_count,
     triangle_stats,
+    triangle_work,
     triangles,
 )
 
 __all__ = ["MotifCensus", "NodeValues", "Pattern", "TRIAD_NAMES", "TriangleStats",
            "average_clustering", "clique_count", "clique_counts", "cliques", "clustering",
            "count", "matches", "motifs", "transitivity", "triad_census", "triangle_count",
-           "triangle_stats", "triangles"]
+           "triangle_stats", "triangle_work", "triangles"]

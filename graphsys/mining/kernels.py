@@ -159,6 +159,25 @@ def triangles_lowest(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, order, tasks, mar
 
 
 @numba.njit(cache=True, nogil=True)
+def probe_work(indptr, indices, middle, out):
+    """Per vertex, the entries a triangle kernel reads on its behalf over sorted oriented
+    rows (no early stop): from the lowest vertex ``u``, ``d+(u) + sum of d+(v)`` over its
+    row; from the middle vertex ``v``, ``d+(v)`` plus, for every row ``u`` holding ``v`` at
+    position ``j``, the ``d+(u) - j - 1`` entries after it."""
+    n = indptr.shape[0] - 1
+    for u in range(n):
+        out[u] = indptr[u + 1] - indptr[u]
+    for u in range(n):
+        lo, hi = indptr[u], indptr[u + 1]
+        for k in range(lo, hi):
+            v = indices[k]
+            if middle:
+                out[v] += hi - k - 1
+            else:
+                out[u] += indptr[v + 1] - indptr[v]
+
+
+@numba.njit(cache=True, nogil=True)
 def inlist_count_rows(aptr, aidx, order, b_lo, b_hi, u0, u1, counts):
     """For the rows ``u`` in ``[u0, u1)`` of block A, count each entry whose vertex
     (``order[value]``: its row id) lies in block B's rows ``[b_lo, b_hi)`` into

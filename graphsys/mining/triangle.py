@@ -88,6 +88,51 @@ def count_oriented(view: Oriented, *, per_vertex: bool, threads: int, ranks: Ran
     return total, (ranks.sum(counts) if per_vertex else None)
 
 
+@document
+def triangle_work(graph, *, edge_set: str | None = None,
+                  memory_limit: int | None = None) -> tuple[NodeValues, str]:
+    """How the intersection work of a triangle count spreads over the nodes: per node, the
+    entries the kernel the cost model picks probes on its behalf, and that kernel.
+
+    From the lowest vertex, node ``u`` probes ``d+(u)`` marks and the out-rows of its
+    out-neighbours (``sum of d+(v)``); from the middle vertex, node ``v`` marks ``d+(v)``
+    entries and probes, for each in-neighbour ``u``, the rest of ``u``'s out-row after
+    ``v``. Early stops (past the largest mark) are not counted: an upper bound per node.
+    What ``graphsys profile --workload mining`` reads to tell the load balance of the
+    intersections.
+
+    Parameters
+    ----------
+    %(graph)s
+    %(edge_set)s
+    %(memory_limit)s
+
+    Returns
+    -------
+    (NodeValues, str)
+        int64 (N,) probes by internal id, and ``"lowest"`` or ``"middle"``.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import mining
+    >>> src, dst = np.array([1, 2, 3, 1, 4]), np.array([2, 3, 1, 4, 2])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g")
+    >>> work, kernel = mining.triangle_work(g)
+    >>> kernel, int(work.values.sum()) > 0
+    ('lowest', True)
+    """
+    from graphsys.mining.outofcore import from_middle
+
+    g = as_graph(graph)
+    view = oriented(g, edge_set, memory_limit=memory_limit)
+    out_degree = view.out_degree()
+    middle = from_middle(view.degree, out_degree)
+    work = np.empty(view.num_nodes, np.int64)
+    kernels.probe_work(view.indptr, view.indices, middle, work)
+    return NodeValues(view.by_global(work), g, "probes"), "middle" if middle else "lowest"
+
+
 @dataclass(frozen=True)
 class TriangleStats:
     """What one triangle pass gives: the count and the figures derived from it.
