@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.mining import kernels
+from graphsys.mining import clique_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.oriented import (
     Oriented,
@@ -82,8 +82,8 @@ def _count(graph, k, edge_set, threads, memory_limit, distributed, progress, per
         lo, hi = ranks.roots(work)
         max_row = int(view.out_degree().max()) if view.num_nodes else 0
         none = np.zeros(0, np.int64)
-        total = run_tasks(lambda tasks: kernels.cliques(view.indptr, view.indices, tasks, none,
-                                                        k, max_row, counts, none),
+        total = run_tasks(lambda tasks: clique_kernels.cliques(
+            view.indptr, view.indices, tasks, none, k, max_row, counts, none),
                           work, lo, hi, count, progress=progress, desc=f"{k}-cliques")
     total = int(ranks.sum(np.array([total], np.int64))[0])
     return g, view, total, (ranks.sum(counts) if per_vertex else None)
@@ -200,12 +200,12 @@ def cliques(graph, k: int, *, limit: int | None = DEFAULT_LIMIT, edge_set: str |
     if limit is None:
         none = np.zeros(0, np.int64)
         tasks = np.array([0, view.num_nodes], np.int64)
-        limit = int(kernels.cliques(view.indptr, view.indices, tasks, none, k, max_row, none,
+        limit = int(clique_kernels.cliques(view.indptr, view.indices, tasks, none, k, max_row, none,
                                     none))
     elif isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
         raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
     out = np.empty((int(limit), k), np.int64)
-    got = int(kernels.list_cliques(view.indptr, view.indices, k, max_row, int(limit), out)) \
+    got = int(clique_kernels.list_cliques(view.indptr, view.indices, k, max_row, int(limit), out)) \
         if limit else 0
     return original_ids(g, view.order[out[:got]])
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.mining import kernels
+from graphsys.mining import clique_kernels, kernels, motif_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.oriented import as_graph, oriented
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
@@ -266,7 +266,7 @@ def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, 
         return 0.0, 0.0
     mine = _share(draws, ranks)
     out = np.empty(len(mine), np.float64)
-    kernels.sample_wedges(ptr, idx, cum, mine, out)
+    motif_kernels.sample_wedges(ptr, idx, cum, mine, out)
     return _mean_and_error(out, float(cum[-1]) / 4, ranks, samples)
 
 
@@ -281,7 +281,7 @@ def _sampled_four_cliques(view, per_edge, rng, samples: int, ranks: Ranks
     ptr, idx = view.full()
     mine = _share(draws, ranks)
     out = np.empty(len(mine), np.float64)
-    kernels.sample_diamonds(view.indptr, view.indices, ptr, idx, cum, mine, out)
+    motif_kernels.sample_diamonds(view.indptr, view.indices, ptr, idx, cum, mine, out)
     return _mean_and_error(out, float(cum[-1]) / 6, ranks, samples)
 
 
@@ -290,12 +290,12 @@ def _four_cycles(view, threads: int, ranks: Ranks, progress: bool) -> int:
     n = view.num_nodes
     ptr, idx = view.full()
     work = np.empty(n, np.int64)
-    kernels.lower_wedge_work(ptr, idx, work)
+    motif_kernels.lower_wedge_work(ptr, idx, work)
     lo, hi = ranks.roots(work)
     scratch = np.zeros((threads, n), np.int32)
     touched = np.empty((threads, n), np.int32)
     none = np.zeros(0, np.int64)
-    total = run_tasks(lambda tasks: kernels.four_cycles(ptr, idx, tasks, none, scratch,
+    total = run_tasks(lambda tasks: motif_kernels.four_cycles(ptr, idx, tasks, none, scratch,
                                                         touched, none),
                       work, lo, hi, threads, progress=progress, desc="motifs: 4-cycles")
     return int(ranks.sum(np.array([total], np.int64))[0])
@@ -308,7 +308,7 @@ def _four_cliques(view, threads: int, ranks: Ranks, progress: bool) -> int:
     lo, hi = ranks.roots(work)
     max_row = int(d.max()) if len(d) else 0
     none = np.zeros(0, np.int64)
-    total = run_tasks(lambda tasks: kernels.cliques(view.indptr, view.indices, tasks, none, 4,
-                                                    max_row, none, none),
+    total = run_tasks(lambda tasks: clique_kernels.cliques(
+        view.indptr, view.indices, tasks, none, 4, max_row, none, none),
                       work, lo, hi, threads, progress=progress, desc="motifs: 4-cliques")
     return int(ranks.sum(np.array([total], np.int64))[0])

@@ -11,7 +11,7 @@ order with a non-trivial orbit, require it below every other node of its orbit, 
 its stabiliser), so every subgraph is matched exactly once instead of once per
 automorphism.
 
-The matcher (:func:`graphsys.mining.kernels.match_count`) extends a match level by level:
+The matcher (:func:`graphsys.mining.match_kernels.match_count`) extends a match level by level:
 a level's candidates are the neighbours of its placed neighbour with the shortest row,
 kept when they are adjacent to its other placed neighbours (binary searches in sorted rows),
 non-adjacent to the others (induced matching), above/below the ids its conditions name
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.mining import kernels
+from graphsys.mining import match_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.oriented import as_graph, oriented, original_ids
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
@@ -356,7 +356,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
     max_row = int(deg.max()) if len(deg) else 0
     none = np.zeros(0, np.int64)
     with scheduled(threads) as nthreads:
-        total = run_tasks(lambda tasks: kernels.match_count(ptr, idx, node_labels, tasks,
+        total = run_tasks(lambda tasks: match_kernels.match_count(ptr, idx, node_labels, tasks,
                                                             plan.adj, plan.nonadj,
                                                             plan.greater, plan.less,
                                                             plan.labels, max_row, none),
@@ -416,7 +416,7 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
     ptr, idx = view.full()
     max_row = int(view.degree.max()) if view.num_nodes else 0
     out = np.empty((int(limit), p.num_nodes), np.int64)
-    got = int(kernels.match_list(ptr, idx, node_labels, plan.adj, plan.nonadj, plan.greater,
+    got = int(match_kernels.match_list(ptr, idx, node_labels, plan.adj, plan.nonadj, plan.greater,
                                  plan.less, plan.labels, max_row, int(limit), out)) \
         if limit else 0
     rows = np.empty((got, p.num_nodes), np.int64)
