@@ -20,7 +20,7 @@ A page marks where a table goes with ``<!-- results:NAME -->`` and ``<!-- /resul
     python tools/render_results.py --check   # exit 1 if a page differs from its rendering
     python tools/render_results.py --gpu OUT/results.jsonl   # GPU rows, then rewrite
 
-``--gpu`` reads the ``results.jsonl`` of ``tools/gpu_check.py`` and puts each of its
+``--gpu`` reads the ``results.jsonl`` of ``scripts/gpu_check.py`` and puts each of its
 comparison rows (records carrying ``row``) into ``docs/results/gpu.jsonl`` with the GPU and
 driver the check recorded as the machine: a row replaces the one of the same part and name
 (``key``), so the table keeps one current row per measurement.
@@ -143,14 +143,14 @@ def render_page(text: str, results: Path | None = None) -> str:
 
 
 def gpu_rows(records: list[dict]) -> list[dict]:
-    """The results rows of a ``tools/gpu_check.py`` run (its ``results.jsonl`` records):
+    """The results rows of a ``scripts/gpu_check.py`` run (its ``results.jsonl`` records):
     one per record carrying ``row``, keyed ``part/name``, the machine being the GPU, driver
     and torch/CUDA of the run's environment record, measured on the record's date. A dry
     run's (``--tiny``, or not on CUDA) rows are refused: they are no GPU figures."""
     env = next((r for r in records if r.get("name") == "environment"), None)
     run = next((r for r in records if r.get("part") == "all"), {})
     if env is None or run.get("tiny") or not str(run.get("device", "cuda")).startswith("cuda"):
-        raise SystemExit("--gpu: not a GPU run of tools/gpu_check.py (a --tiny or CPU run, "
+        raise SystemExit("--gpu: not a GPU run of scripts/gpu_check.py (a --tiny or CPU run, "
                          "or no environment record)")
     gpu = env.get("gpu") or "GPU"
     smi = (env.get("nvidia_smi") or "").split(",")
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 if a page differs from its rendering")
     ap.add_argument("--gpu", type=Path, metavar="RESULTS",
-                    help="first merge the rows of tools/gpu_check.py's results.jsonl into "
+                    help="first merge the rows of scripts/gpu_check.py's results.jsonl into "
                          "docs/results/gpu.jsonl")
     args = ap.parse_args(argv)
     if args.gpu is not None:

@@ -34,7 +34,13 @@ from torch.nn import functional as F
 
 from graphsys import ranking
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
+from graphsys.gnn.checkpoint import (
+    check_graph,
+    graph_identity,
+    load_checkpoint,
+    load_module_state,
+    save_checkpoint,
+)
 from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.conv.rgcn import RGCNConv
 from graphsys.gnn.hetero import TypedInput
@@ -266,6 +272,8 @@ def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, out: Path | None = None,
     val = tuple(x[sel] for x in data.valid)
     meta = {"task": "link", "model": RGCN, "entity_types": list(data.num_nodes),
             "graph": str(graph.path), "train_config": config_json(cfg)}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
 
     def save(path: Path) -> None:
         save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()},
@@ -346,8 +354,9 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
               ) -> tuple[RGCNLinkModel, Graph, TrainConfig]:
     """The model of an R-GCN checkpoint (``gnn train --model rgcn --out RUN`` writes
     ``RUN/checkpoint``), the graph (default: the one it was trained on) and its training
-    config; a checkpoint of another model, or a graph whose entity types, counts or
-    relations differ from the checkpoint's, is refused in one line."""
+    config; a checkpoint of another model, or a graph whose entity types, counts, node ids
+    (per partition, :func:`~graphsys.gnn.checkpoint.check_graph`) or relations differ from
+    the checkpoint's, is refused in one line."""
     state, config, meta = load_checkpoint(checkpoint)
     if config.get("model") != RGCN:
         raise ParameterError("checkpoint", f"{checkpoint} holds a {config.get('model')!r} "
@@ -360,10 +369,11 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
                                       f"{len(graph.relation_types)} relations; the checkpoint "
                                       f"was trained on {config['num_nodes']} and "
                                       f"{config['num_relations']}")
+    check_graph(meta, graph, checkpoint)
     model = RGCNLinkModel(config["num_nodes"], config["num_relations"],
                           **{k: config[k] for k in ("hidden", "num_layers", "num_blocks",
                                                     "num_bases", "dropout")})
-    model.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("model.")})
+    load_module_state(model, state, "model.", checkpoint)
     values = dict(meta["train_config"])
     values["hard_band"] = tuple(values["hard_band"])
     return model.eval(), graph, TrainConfig(**values)
@@ -403,7 +413,7 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> from graphsys.gnn import TrainConfig, train
     >>> from graphsys.gnn.rgcn_link import evaluate
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -411,8 +421,9 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     >>> for name, part in [("train", rows[:30]), ("valid", rows[30:35]), ("test", rows[35:])]:
     ...     _ = (d / f"{name}.tsv").write_text("".join(f"e{h}\\tr{r}\\te{t}\\n"
     ...                                                  for h, r, t in part))
-    >>> _ = ingest([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-    ...             for n in ("train", "valid", "test")], d / "g", IngestOptions())
+    >>> _ = ingest_sources([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1,
+    ...                                dst_col=2) for n in ("train", "valid", "test")],
+    ...                    d / "g", IngestOptions())
     >>> cfg = TrainConfig(task="link", model="rgcn", hidden=10, epochs=2, batch_size=20)
     >>> res = train(d / "g", cfg, out=d / "run")
     >>> again = evaluate(d / "run" / "checkpoint")

@@ -12,7 +12,7 @@ from graphsys.analysis.simt import GPUS
 from graphsys.bsp import run as bsp_run
 from graphsys.bsp.algorithms.common import source_index
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def graph(tmp_path_factory):
     dst = rng.integers(0, 300, len(src))
     f = tmp / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    ingest([EdgeSource([f])], tmp / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=3))
     return open_graph(tmp / "g")
 
 

@@ -9,7 +9,7 @@ from scipy.sparse import csgraph
 from graphsys import bsp
 from graphsys.bsp.algorithms import PageRank
 from graphsys.errors import GraphsysError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 from .conftest import GRAPH_KEYS, MODES, to_global
 
@@ -65,7 +65,7 @@ def test_sssp_distances(graphs, key, mode, backend, device):
 def test_sssp_rejects_negative_weights(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\t0.5\n2\t3\t-1.0\n")
-    ingest([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions())
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions())
     with pytest.raises(GraphsysError, match="non-negative.*-1.0"):
         bsp.sssp(tmp_path / "g", 1)
 

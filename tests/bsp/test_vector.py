@@ -95,7 +95,8 @@ class _Wrong(Propagate):
 
 
 @pytest.mark.parametrize("width,match", [(0, "width must be None"), (2.0, "width must be"),
-                                         (None, "send returned shape")])
+                                         (None, r"send\(\) returned the values as a float64 "
+                                                r"tensor of shape")])
 def test_bad_width_is_one_line(graphs, width, match):
     prog = _Wrong(features(graphs["directed-p1"].n, 2), 1)
     if width is not None:

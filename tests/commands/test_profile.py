@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from graphsys import cli
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def _imports(module: str) -> bool:
@@ -41,7 +41,7 @@ def graph_dir(tmp_path_factory):
     f = tmp / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
     out = tmp / "g"
-    ingest([EdgeSource([f])], out, IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], out, IngestOptions(partitions=4))
     return out
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphsys import cli
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 _spec = importlib.util.spec_from_file_location(
     "graphsys_tests_gnn_sbm_trace", Path(__file__).resolve().parents[1] / "gnn" / "conftest.py")
@@ -29,8 +29,8 @@ def kg(tmp_path_factory):
             for _ in range(800)}
     (root / "train.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in sorted(rows)))
     out = root / "g"
-    ingest([EdgeSource([root / "train.tsv"], edge_set="train", src_col=0, rel_col=1,
-                       dst_col=2)], out, IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([root / "train.tsv"], edge_set="train", src_col=0, rel_col=1,
+                               dst_col=2)], out, IngestOptions(partitions=2))
     return out
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 SHIFTS = (1, 3, 7, 11)
 
@@ -40,9 +40,8 @@ def build_kg(root: Path, partitions: int, *, num_entities: int = 200, num_triple
         files[name].write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
     out = root / f"kg{partitions}"
     if not out.exists():
-        ingest([EdgeSource([files["train"]], edge_set="train", src_col=0, rel_col=1, dst_col=2),
-                EdgeSource([files["test"]], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
-               out, IngestOptions(num_partitions=partitions))
+        ingest_sources([EdgeSource([files[s]], edge_set=s, src_col=0, rel_col=1, dst_col=2)
+                        for s in ("train", "test")], out, IngestOptions(partitions=partitions))
     return out
 
 

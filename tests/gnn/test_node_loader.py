@@ -22,7 +22,7 @@ def graph(tmp_path_factory):
             "label": rng.integers(0, 4, n)}
     g = graphsys.from_numpy(src[keep], dst[keep], tmp_path_factory.mktemp("nl") / "g",
                             num_nodes=n, node_columns=cols, undirected=True,
-                            num_partitions=2)
+                            partitions=2)
     return g, src[keep], dst[keep]
 
 
@@ -246,7 +246,7 @@ def test_node_table_features_are_gathered_mapped_with_the_same_dropout(tmp_path)
     rng = np.random.default_rng(0)
     feat = rng.random((60, 7), dtype=np.float32)
     src, dst = rng.integers(0, 60, 300), rng.integers(0, 60, 300)
-    g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=60, num_partitions=3,
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=60, partitions=3,
                             node_columns={"feat": feat})
     sampler = NeighborSampler(g, [4, 4])
     kw = dict(batch_size=16, labels=None, input_dropout=0.5, num_workers=2)

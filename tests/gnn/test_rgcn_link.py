@@ -24,7 +24,7 @@ from graphsys.gnn import (
 )
 from graphsys.gnn.rgcn_link import evaluate, global_triples, rank_triples
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 SHIFTS = (1, 3, 7, 11)
 SHIPPED = Path(__file__).resolve().parents[2] / "datasets" / "configs" / "fb15k-237-rgcn.toml"
@@ -44,8 +44,8 @@ def kg(tmp_path_factory):
     parts = {"test": rows[:60], "valid": rows[60:120], "train": rows[120:]}
     for name, part in parts.items():
         (root / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
-    ingest([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-            for n in parts], root / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
+                    for n in parts], root / "g", IngestOptions(partitions=2))
     return open_graph(root / "g")
 
 
@@ -190,6 +190,6 @@ def test_checkpoint_is_read_back_by_embed_and_evaluate(kg, tmp_path, capsys):
 
 def _other_graph(tmp_path):
     (tmp_path / "o.tsv").write_text("a\tr0\tb\n")
-    ingest([EdgeSource([tmp_path / "o.tsv"], src_col=0, rel_col=1, dst_col=2)],
-           tmp_path / "other", IngestOptions())
+    ingest_sources([EdgeSource([tmp_path / "o.tsv"], src_col=0, rel_col=1, dst_col=2)],
+                   tmp_path / "other", IngestOptions())
     return open_graph(tmp_path / "other")

@@ -1,4 +1,4 @@
-"""tools/gpu_check.py: the CPU dry run (``--device cpu --tiny``) runs every part and
+"""scripts/gpu_check.py: the CPU dry run (``--device cpu --tiny``) runs every part and
 records each one's result in the output layout the GPU machine returns (at most 8 files, no
 sub-folders), so the GPU command cannot rot between GPU runs; its parsing helpers; and the
 results renderer's GPU rows."""
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "tools"))
 
 import gpu_check  # noqa: E402
@@ -29,7 +30,7 @@ def dry_run(tmp_path_factory):
     shared with other jobs does not cut a part short."""
     out = tmp_path_factory.mktemp("gpu-check") / "out"
     caps = [f"--cap={part}={4 * tiny}" for part, _, tiny in gpu_check.PARTS]
-    proc = subprocess.run([sys.executable, str(REPO / "tools" / "gpu_check.py"), "--device",
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--device",
                            "cpu", "--tiny", "--budget", str(4 * gpu_check.TINY_BUDGET), *caps,
                            str(out)], capture_output=True, text=True, timeout=1200, cwd=REPO)
     records = [json.loads(x) for x in (out / gpu_check.RESULTS).read_text().splitlines()]
@@ -78,7 +79,7 @@ def test_dry_run_records_each_parts_figures(dry_run):
     for r in rows:
         assert set(r["row"]) >= {"workload", "peer", "peer_figure", "graphsys_figure", "unit",
                                  "ratio", "command"}
-        assert r["row"]["command"].startswith("python tools/gpu_check.py")
+        assert r["row"]["command"].startswith("python scripts/gpu_check.py")
 
 
 def test_rows_of_a_gpu_run_render_and_a_dry_run_is_refused(dry_run, tmp_path):

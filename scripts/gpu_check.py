@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """The GPU check: every engine's CUDA path, its tests and its GPU peers, in one command.
 
-    python tools/gpu_check.py [--device cuda] [--data DIR] [--parts env,tests,...] OUTDIR
-    python tools/gpu_check.py --device cpu --tiny OUTDIR     # the CPU dry run (CI runs it)
+    python scripts/gpu_check.py [--device cuda] [--data DIR] [--parts env,tests,...] OUTDIR
+    python scripts/gpu_check.py --device cpu --tiny OUTDIR     # the CPU dry run (CI runs it)
 
 A GPU machine may be lent for minutes at a time: this one command (one process tree) runs
 every part below in priority order, each in a child process with its own time cap, and writes
@@ -196,7 +196,7 @@ def append_record(out: Path, obj: dict) -> None:
 
 def part_command(args: argparse.Namespace, part: str) -> str:
     """The command that reruns one part (the rows' ``command``)."""
-    cmd = ["python", "tools/gpu_check.py", "--device", args.device, "--parts", part]
+    cmd = ["python", "scripts/gpu_check.py", "--device", args.device, "--parts", part]
     if args.tiny:
         cmd.append("--tiny")
     if args.data is not None and part == "embed":
@@ -554,7 +554,7 @@ def build_rmat(ctx: Ctx, num_nodes: int, num_edges: int, partitions: int, seed: 
     dst = np.concatenate([c["dst"] for c in chunks])
     del chunks
     t1 = time.perf_counter()
-    g = graphsys.from_numpy(src, dst, out, num_partitions=partitions, memory_limit=8 << 30)
+    g = graphsys.from_numpy(src, dst, out, partitions=partitions, memory_limit=8 << 30)
     return g, {"generate_s": round(t1 - t0, 1), "ingest_s": round(time.perf_counter() - t1, 1)}
 
 
@@ -1169,7 +1169,7 @@ def part_profile(ctx: Ctx) -> None:
         graphsys.from_numpy(d["src"][:half], d["dst"][:half], sbm_dir, num_nodes=n,
                             node_columns={"feat": d["feat"], "label": d["label"],
                                           "train_mask": train}, undirected=True,
-                            num_partitions=2)
+                            partitions=2)
     ncu = ctx.cuda and shutil.which("ncu") is not None
     if not ncu:
         why = "not a CUDA run" if not ctx.cuda else "ncu not on PATH"
