@@ -18,7 +18,7 @@ from graphsys.analysis.profile import profile_graph
 def skewed(tmp_path_factory):
     G = nx.barabasi_albert_graph(300, 4, seed=2)
     src, dst = np.array(G.edges).T
-    return from_numpy(src, dst, tmp_path_factory.mktemp("m") / "g", num_partitions=3), G
+    return from_numpy(src, dst, tmp_path_factory.mktemp("m") / "g", partitions=3), G
 
 
 def brute_work(g, G: nx.Graph, kernel: str) -> dict:

@@ -23,9 +23,9 @@ def graph(tmp_path_factory):
     dst = np.concatenate([dst, [31, 32, 33, 32, 33, 33]])
     ids = np.unique(np.concatenate([src, dst]))
     path = tmp_path_factory.mktemp("mine") / "g"
-    from_numpy(src, dst, path, num_partitions=2)
+    from_numpy(src, dst, path, partitions=2)
     n = int(ids.max()) + 1
-    from_numpy(src, dst, path.parent / "lab", num_partitions=2, num_nodes=n,
+    from_numpy(src, dst, path.parent / "lab", partitions=2, num_nodes=n,
                node_columns={"label": np.arange(n) % 2})
     G = nx.Graph((int(a), int(b)) for a, b in zip(src, dst) if a != b)
     D = nx.DiGraph((int(a), int(b)) for a, b in zip(src, dst) if a != b)

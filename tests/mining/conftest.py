@@ -22,7 +22,7 @@ def random_edges(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def store(path, src, dst, n: int, **options) -> graphsys.Graph:
     """The edges as a stored graph over nodes ``0..n-1`` (isolated ones included), in 3
     hash partitions by default, so internal ids are not the original ones."""
-    options.setdefault("num_partitions", min(3, max(n, 1)))
+    options.setdefault("partitions", min(3, max(n, 1)))
     return graphsys.from_numpy(np.asarray(src, np.int64), np.asarray(dst, np.int64), path,
                                num_nodes=n, **options)
 
