@@ -65,10 +65,11 @@ def _clique_view(graph, edge_set, memory_limit) -> tuple[Oriented, int]:
 
 
 def clique_work(view: Oriented, k: int) -> np.ndarray:
-    """Per root, an estimate of its clique search: ``d+(u)^2`` (its local graph's build),
-    times ``d+(u)`` for ``k > 3``."""
+    """Per root, an estimate of its clique search in row entries and bitset words read:
+    ``d+(u)^2`` (its local graph's build) and, for ``k > 3``, ``d+(u)^2`` intersections of
+    bitsets of ``d+(u) / 64`` words."""
     d = view.out_degree()
-    return d * d * (d if k > 3 else 1)
+    return d * d * (1 + (d >> 6) if k > 3 else 1)
 
 
 def _count(graph, k, edge_set, threads, memory_limit, distributed, progress, per_vertex):

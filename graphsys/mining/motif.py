@@ -52,8 +52,9 @@ import numpy as np
 from graphsys.errors import ParameterError
 from graphsys.mining import clique_kernels, kernels, motif_kernels
 from graphsys.mining._docs import document
+from graphsys.mining.clique import clique_work
 from graphsys.mining.oriented import as_graph, oriented
-from graphsys.mining.parallel import Ranks, run_tasks, scheduled
+from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks, scheduled
 from graphsys.mining.triangle import TRIAD_NAMES, triad_census
 
 #: Connected undirected 3-node classes.
@@ -290,7 +291,8 @@ def _four_cycles(view, threads: int, ranks: Ranks, progress: bool) -> int:
     n = view.num_nodes
     ptr, idx = view.full()
     work = np.empty(n, np.int64)
-    motif_kernels.lower_wedge_work(ptr, idx, work)
+    with scheduled(threads if len(idx) >= SERIAL_WORK else 1):
+        motif_kernels.lower_wedge_work(ptr, idx, work)
     lo, hi = ranks.roots(work)
     scratch = np.zeros((threads, n), np.int32)
     touched = np.empty((threads, n), np.int32)
@@ -304,7 +306,7 @@ def _four_cycles(view, threads: int, ranks: Ranks, progress: bool) -> int:
 def _four_cliques(view, threads: int, ranks: Ranks, progress: bool) -> int:
     """4-cliques, each from its lowest vertex (summed over the ranks' shares)."""
     d = view.out_degree()
-    work = d * d * d
+    work = clique_work(view, 4)
     lo, hi = ranks.roots(work)
     max_row = int(d.max()) if len(d) else 0
     none = np.zeros(0, np.int64)

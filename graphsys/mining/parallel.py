@@ -117,10 +117,14 @@ def run_tasks(call: Callable[[np.ndarray], int], work: np.ndarray, lo: int, hi: 
     """Run ``call(tasks)`` (a kernel over task bounds, returning a count) over the roots
     ``[lo, hi)`` cut by :func:`tasks_by_work`, in calls of about :data:`WORK_PER_CALL` work
     each, with a progress bar in units of ``work``; or, below :data:`SERIAL_WORK` (or on one
-    thread), ``serial(lo, hi)`` when given. Returns the sum of the calls."""
+    thread), ``serial(lo, hi)`` when given, else ``call`` over one task on one numba thread.
+    Returns the sum of the calls."""
     total = int(np.asarray(work[lo:hi], np.int64).sum()) if hi > lo else 0
-    if serial is not None and (total < SERIAL_WORK or threads == 1):
-        return int(serial(lo, hi))
+    if total < SERIAL_WORK or threads == 1:
+        if serial is not None:
+            return int(serial(lo, hi))
+        with scheduled(1):
+            return int(call(np.array([lo, hi], np.int64)))
     calls = int(max(1, min(hi - lo, total // WORK_PER_CALL)))
     tasks = tasks_by_work(work, lo, hi, TASKS_PER_THREAD * threads * calls)
     prefix = np.concatenate([[0], np.cumsum(np.asarray(work, np.int64)[lo:hi])])
