@@ -140,7 +140,8 @@ def igraph_side(n, rows, cols, threads):
 PEERS = {"graphblas": graphblas_side, "networkit": networkit_side, "igraph": igraph_side}
 
 
-def compare(run, name: str, g, peers: list[str], threads: int, turns: int) -> dict:
+def compare(run, name: str, g, peers: list[str], threads: int, turns: int,
+            only: set[str] = frozenset()) -> dict:
     from graphsys import mining
 
     n, rows, cols = upper_edges(g)
@@ -157,6 +158,9 @@ def compare(run, name: str, g, peers: list[str], threads: int, turns: int) -> di
             variants, keep = PEERS[peer](n, rows, cols, threads)
         except ImportError as exc:
             run.missing(f"{name} {peer}", str(exc))
+            continue
+        variants = {v: fn for v, fn in variants.items() if not only or v in only}
+        if not variants:
             continue
         harness.log(f"{name}: graphsys beside {peer}")
         for fn in variants.values():
@@ -208,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="its id space (default 8Mi, as the BSP benchmark's 100M graph)")
     ap.add_argument("--peers", default=",".join(PEERS),
                     help=f"comma-separated, of {', '.join(PEERS)}")
+    ap.add_argument("--variants", default="",
+                    help="comma-separated peer variants to run, e.g. LL,transitivity_undirected "
+                         "(default: every variant of every peer)")
     ap.add_argument("--threads", type=int, default=2, help="threads of every side (2)")
     ap.add_argument("--turns", type=int, default=5, help="alternated turns (5)")
     ap.add_argument("--out-of-core", type=Path, metavar="DIR",
@@ -223,19 +230,20 @@ def main(argv: list[str] | None = None) -> int:
                                          args.threads))
         return 0
     peers = [p for p in args.peers.split(",") if p]
+    only = {v for v in args.variants.split(",") if v}
     rows = []
     for name in [d for d in args.datasets.split(",") if d]:
         stored = harness.dataset(run, name, args.work / name, partitions=4)
         if stored is None:
             continue
         g, built = sym_index(stored.path)
-        rows.append({**compare(run, name, g, peers, args.threads, args.turns), **built})
+        rows.append({**compare(run, name, g, peers, args.threads, args.turns, only), **built})
     if args.rmat_edges:
         path, how = harness.rmat_graph(args.work, args.rmat_edges, args.rmat_nodes,
                                        partitions=8, memory_limit="4GB")
         g, built = sym_index(path)
         rows.append({**compare(run, f"rmat-{args.rmat_edges}", g, peers, args.threads,
-                               args.turns), **built, **how})
+                               args.turns, only), **built, **how})
     run.emit(threads=args.threads, turns=args.turns, graphs=rows)
     return 0
 
