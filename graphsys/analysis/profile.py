@@ -46,7 +46,7 @@ from graphsys.errors import GraphsysError, ParameterError
 
 __all__ = ["demo_step", "key_figures", "profile_graph", "write_report"]
 
-WORKLOADS = ("bsp", "embed", "gnn")
+WORKLOADS = ("bsp", "embed", "gnn", "mining")
 
 
 def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
@@ -82,8 +82,10 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     algorithm : str, optional
         The BSP algorithm to run (``"pagerank"``, ``"bfs"``, ``"sssp"``, ...); required by
         the ``"bsp"`` workload, ignored otherwise.
-    workload : {"bsp", "embed", "gnn"}, default "bsp"
-        What to profile: a BSP algorithm, embedding training steps or GNN training steps.
+    workload : {"bsp", "embed", "gnn", "mining"}, default "bsp"
+        What to profile: a BSP algorithm, embedding training steps, GNN training steps or
+        a triangle count (:mod:`graphsys.analysis.mining_workload`: the intersection work
+        per vertex and its split over threads, in ``workload["balance"]``).
     mappings : list of str, optional
         Vertex-to-thread mappings the SIMT model evaluates (default: every one of
         :data:`~graphsys.analysis.simt.MAPPINGS`). With one mapping the ``simt`` and
@@ -232,15 +234,15 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     t0 = time.perf_counter()
     stamps: dict[str, float] = {}
     if workload not in WORKLOADS:
-        raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, or a BSP "
-                            f"algorithm)")
+        raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, mining, "
+                            f"or a BSP algorithm)")
     if embed_config is not None and workload != "embed":
         raise GraphsysError("embed_config applies to the embed workload")
     if gnn_config is not None and workload != "gnn":
         raise GraphsysError("gnn_config applies to the gnn workload")
     if ncu and workload != "bsp":
         raise ParameterError("ncu", "validates the BSP engine's kernels: name a BSP "
-                                    "algorithm, not the embed or gnn workload")
+                                    "algorithm, not the embed, gnn or mining workload")
     if ncu_launch_count is not None and ncu_launch_count < 1:
         raise ParameterError("ncu_launch_count", f"must be a positive integer, got "
                                                  f"{ncu_launch_count}")
@@ -271,6 +273,10 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                         backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set,
                         schedule=schedule, threads=threads, damping=damping, tol=tol,
                         sum_dtype=sum_dtype, rank_work=ranked, trace=trace)
+    elif workload == "mining":
+        from graphsys.analysis.mining_workload import profile_mining
+
+        w = profile_mining(g, recorder=rec, threads=threads, edge_set=edge_set, trace=trace)
     elif workload == "embed":
         w = profile_embed(g, recorder=rec, device=dev, dimension=dimension,
                           batch_size=batch_size, edge_set=edge_set, trace=trace,

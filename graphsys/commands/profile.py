@@ -1,6 +1,8 @@
 """``graphsys profile``: kernel invocations, transfers, SIMT lane utilization and load balance
 of a BSP algorithm (``graphsys profile ALGO DIR``) or a training workload (``graphsys profile
---workload embed|gnn DIR``), as a self-contained HTML report plus JSON. ``--workload embed``
+--workload embed|gnn|mining DIR``), as a self-contained HTML report plus JSON. ``--workload
+mining`` profiles a triangle count (``graphsys mine triangles``) and tells how its
+intersection work spreads over vertices and threads. ``--workload embed``
 profiles your embedding config (``--config``, ``--set``), ``--workload gnn`` your ``gnn train``
 setup (``--model``, ``--set hidden=128``, ``--set fanouts=15,10``): ``graphsys gnn train``
 itself, one epoch unless ``--set epochs=N``, evaluation and checkpoints included.
@@ -47,9 +49,10 @@ def register(subparsers) -> None:
     p.add_argument("targets", nargs="+", metavar="[ALGO] DIR",
                    help=f"a BSP algorithm ({', '.join(ALGORITHMS.names())}) and a graph "
                         f"directory; only DIR "
-                        "with --workload embed|gnn")
-    p.add_argument("--workload", choices=("bsp", "embed", "gnn"), default="bsp",
-                   help="what to profile (default: the BSP algorithm ALGO)")
+                        "with --workload embed|gnn|mining")
+    p.add_argument("--workload", choices=("bsp", "embed", "gnn", "mining"), default="bsp",
+                   help="what to profile (default: the BSP algorithm ALGO); mining: a "
+                        "triangle count and its intersection work per vertex and thread")
     p.add_argument("--mapping", action="append", metavar="NAME",
                    help="vertex-to-thread mapping(s), repeatable or comma-separated: "
                         "thread-per-vertex, warp-per-vertex, cta-per-vertex, edge-balanced "
@@ -136,7 +139,7 @@ def run(args) -> int:
     t = args.targets
     if args.workload == "bsp":
         if len(t) != 2:
-            raise GraphsysError("give ALGO DIR, or --workload embed|gnn DIR (see graphsys "
+            raise GraphsysError("give ALGO DIR, or --workload embed|gnn|mining DIR (see graphsys "
                                 "profile --help)")
         algo, graph = t[0], Path(t[1])
         ALGORITHMS.get(algo).check_source(args.source)
@@ -170,7 +173,7 @@ def run(args) -> int:
         raise GraphsysError("--model applies to --workload gnn")
     if args.config is not None and args.workload != "embed":
         raise GraphsysError("--config applies to --workload embed")
-    if args.overrides and args.workload == "bsp":
+    if args.overrides and args.workload in ("bsp", "mining"):
         raise GraphsysError("--set applies to --workload embed|gnn")
     if args.workload == "embed" and (args.config is not None or args.overrides):
         from graphsys.embed import load_config
@@ -194,7 +197,8 @@ def run(args) -> int:
         raise GraphsysError(f"--threads must be positive, got {args.threads}")
     if args.workload != "bsp":
         for flag, given in (("--schedule", args.schedule != "auto"),
-                            ("--threads", args.threads is not None),
+                            ("--threads", args.threads is not None
+                             and args.workload != "mining"),
                             ("--backend", args.backend != "auto"),
                             ("--tol", args.tol is not None), ("--damping", args.damping != 0.85),
                             ("--sum-dtype", args.sum_dtype != "float64")):
@@ -270,6 +274,17 @@ def run(args) -> int:
               f"{_f(n['abs_difference'])}")
     for a in prof["modelled"]:
         print(f"  - {a}")
+    if w["kind"] == "mining":
+        b = w["balance"]
+        print(f"triangles: {w['triangles']:,} from the {w['kernel']} vertex, "
+              f"{b['total']:,} probes")
+        if b["per_vertex"]:
+            pv, st, ts = b["per_vertex"], b["static_split"], b["task_split"]
+            print(f"  per vertex: max/mean {pv['max_over_mean']:.3g}, CV {pv['cv']:.3g}, "
+                  f"heaviest 1% {pv['top_1pct_share']:.1%} of the work")
+            print(f"  {st['threads']} threads: static ranges max/mean "
+                  f"{st['max_over_mean']:.3f}, equal-work tasks ({ts['tasks']:,}) "
+                  f"{ts['max_over_mean']:.3f} (bound {ts['bound']:.3f})")
     print("what to change:")
     for a in prof["advice"]:
         print(f"  - {a}")
