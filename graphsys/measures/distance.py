@@ -111,8 +111,10 @@ class _Searcher:
         return ecc, far
 
 
-def _components(view) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(members grouped by component, each component's start in it, sizes)."""
+def components(view) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The connected components of a :class:`~graphsys.measures.view.View`: (members
+    grouped by component, each component's start in it, sizes), components numbered in
+    order of their smallest internal id."""
     n = view.num_nodes
     label = np.full(n, -1, np.int64)
     sizes = kd.components(*view.args(), label, np.full(n, -1, np.int32),
@@ -174,7 +176,7 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     view = undirected_view(graph, edge_set)
     if view.num_nodes == 0:
         return Diameter(0, 0, 0, True, (), 0, 0)
-    members, starts, sizes = _components(view)
+    members, starts, sizes = components(view)
     search = _Searcher(view)
     lower, upper, ends = 0, 0, (int(members[0]), int(members[0]))
     with progress_bar(unit="search", desc="diameter", disable=not progress) as bar:
@@ -268,7 +270,7 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
         ecc, _ = search.many(internal_ids(graph, nodes, "nodes", internal=internal))
         return ecc
     out = np.zeros(view.num_nodes, np.int64)
-    members, starts, sizes = _components(view)
+    members, starts, sizes = components(view)
     with progress_bar(total=len(sizes), unit="component", desc="eccentricity",
                       disable=not progress) as bar:
         for c in range(len(sizes)):

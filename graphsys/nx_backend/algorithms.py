@@ -1,0 +1,188 @@
+"""graphsys's builtin vertex algorithms (:mod:`graphsys.bsp`) behind NetworkX's signatures:
+PageRank (personalized too), HITS, BFS and Dijkstra path lengths, connected and weakly
+connected components, core numbers. Arguments graphsys declines are filtered before a call
+reaches here (:mod:`graphsys.nx_backend.checks`); results are NetworkX's types (dicts of
+Python scalars keyed by node, generators of sets) and failures NetworkX's exceptions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphsys import bsp
+
+#: Products with ``A`` and ``A^T`` in one of ARPACK's iterations for NetworkX's ``svds``
+#: call (``ncv = max(2k + 1, 20)`` vectors for ``k = 1``).
+ARPACK_NCV = 20
+
+
+def _nx():
+    import networkx as nx
+
+    return nx
+
+
+def _check_node(G, node, what: str = "Source") -> int:
+    if node not in G:
+        raise _nx().NodeNotFound(f"{what} {node} is not in G" if what == "Source"
+                                 else f"{what} {node} not found in graph")
+    return int(G.index[node])
+
+
+def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
+             weight="weight", dangling=None):
+    """``nx.pagerank``: graphsys's PageRank with NetworkX's stopping rule (the L1 change
+    below ``N * tol``), personalization dicts and convergence error. ``nstart`` is accepted
+    and not used: the iteration starts uniform and reaches the same fixed point within
+    ``tol`` (``dangling`` is declined by the checks)."""
+    nx = _nx()
+    n = len(G)
+    if n == 0:
+        return {}
+    if max_iter <= 0:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    weighted = G.weight is not None and weight is not None
+    opts = dict(damping=alpha, tol=n * tol, max_iters=max_iter, weighted=weighted)
+    if personalization:
+        keys = [k for k in personalization if k in G]
+        weights = np.array([personalization[k] for k in keys], np.float64)
+        if not len(keys) or weights.sum() == 0:
+            raise ZeroDivisionError
+        res = bsp.personalized_pagerank(G.graph, G.graph.to_original(G.internal(keys)),
+                                        weights=weights, **opts)
+    else:
+        res = bsp.pagerank(G.graph, **opts)
+    if not res.stats.converged:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    return G.node_dict(res.values)
+
+
+def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
+    """``nx.hits``: power iteration to a tolerance tighter than NetworkX's ARPACK one (the
+    hub vector's L1 change below ``min(tol, 1e-10) / N``), at most :data:`ARPACK_NCV` power
+    iterations per ``max_iter``; ``nstart`` is accepted and not used (the same singular
+    vectors, from a uniform start)."""
+    nx = _nx()
+    n = len(G)
+    if n == 0:
+        return {}, {}
+    if max_iter <= 0:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    # NetworkX's max_iter counts ARPACK restarts, each up to ncv = 20 products with A and
+    # A^T for k = 1: the same budget of power iterations (two supersteps each)
+    res = bsp.hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
+                   weighted=G.weight is not None)
+    if not res.stats.converged:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    return G.node_dict(res.values[:, 0]), G.node_dict(res.values[:, 1])
+
+
+def single_source_shortest_path_length(G, source, cutoff=None):
+    """``nx.single_source_shortest_path_length``: graphsys's BFS, levels up to ``cutoff``."""
+    s = _check_node(G, source)
+    if G.graph is None or len(G) == 1:
+        return {source: 0}
+    return _within(G, bsp.bfs(G.graph, G.graph.to_original(s)).values, cutoff, int)
+
+
+def _within(G, dist: np.ndarray, cutoff, kind) -> dict:
+    """``{key: distance}`` of the nodes reached within ``cutoff``, nearest first."""
+    reach = np.isfinite(dist)
+    if cutoff is not None:
+        reach &= dist <= cutoff
+    idx = np.flatnonzero(reach)
+    order = idx[np.argsort(dist[idx], kind="stable")]
+    return {G.keys[i]: kind(dist[i]) for i in order.tolist()}
+
+
+def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
+    """``nx.single_source_dijkstra_path_length``: graphsys's SSSP over the weights."""
+    s = _check_node(G, source, "Node")
+    if G.graph is None or len(G) == 1:
+        return {source: 0}
+    if G.weight is None or weight is None:
+        dist = bsp.bfs(G.graph, G.graph.to_original(s)).values
+    elif not G.exact_weights:
+        raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
+                                  "stores float32 weights)")
+    else:
+        for _, _, _, w in G.graph.iter_edges():
+            if w is not None and (w < 0).any():
+                raise ValueError("Contradictory paths found: negative weights?")
+        dist = bsp.sssp(G.graph, G.graph.to_original(s)).values
+    return _within(G, dist, cutoff, int if G.weight is None or weight is None else float)
+
+
+def _labels(G) -> np.ndarray:
+    return bsp.wcc(G.graph).values if G.graph is not None else np.zeros(0)
+
+
+def _components(G):
+    labels = _labels(G)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    for part in np.split(order, bounds) if len(order) else ():
+        yield {G.keys[i] for i in part.tolist()}
+
+
+def connected_components(G):
+    """``nx.connected_components``: a generator of node sets (graphsys's WCC)."""
+    yield from _components(G)
+
+
+def weakly_connected_components(G):
+    """``nx.weakly_connected_components``."""
+    yield from _components(G)
+
+
+def _count(G) -> int:
+    labels = _labels(G)
+    return int(len(np.unique(labels)))
+
+
+def number_connected_components(G):
+    """``nx.number_connected_components``."""
+    return _count(G)
+
+
+def number_weakly_connected_components(G):
+    """``nx.number_weakly_connected_components``."""
+    return _count(G)
+
+
+def _is_connected(G) -> bool:
+    if len(G) == 0:
+        raise _nx().NetworkXPointlessConcept("Connectivity is undefined for the null graph.")
+    return _count(G) == 1
+
+
+def is_connected(G):
+    """``nx.is_connected``."""
+    return _is_connected(G)
+
+
+def is_weakly_connected(G):
+    """``nx.is_weakly_connected``."""
+    return _is_connected(G)
+
+
+def node_connected_component(G, n):
+    """``nx.node_connected_component``: the set of nodes in ``n``'s component."""
+    i = _check_node(G, n, "Node")
+    labels = _labels(G)
+    if not len(labels):
+        return {n}
+    return {G.keys[j] for j in np.flatnonzero(labels == labels[i]).tolist()}
+
+
+def core_number(G):
+    """``nx.core_number``: graphsys's k-core peeling (self-loops refused, as NetworkX
+    does)."""
+    nx = _nx()
+    if G.graph is None:
+        return {}
+    for s, d, _, _ in G.graph.iter_edges():
+        if (s == d).any():
+            raise nx.NetworkXNotImplemented(
+                "Input graph has self loops which is not permitted; "
+                "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
+    return {k: int(v) for k, v in zip(G.keys, bsp.kcore(G.graph).values.tolist())}
