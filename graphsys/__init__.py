@@ -19,7 +19,7 @@ import os
 # hence here, first; an explicit setting is respected.
 OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"}
 #: The variables of ``OPENMP_DEFAULTS`` this import set (the environment had none): a peer
-#: library timed in a child process (``scripts/bench_*.py``) runs without them, on its own
+#: library timed in a child process (``benchmarks/``) runs without them, on its own
 #: defaults.
 OPENMP_SET_HERE = tuple(k for k in OPENMP_DEFAULTS if k not in os.environ)
 os.environ.update({k: OPENMP_DEFAULTS[k] for k in OPENMP_SET_HERE})

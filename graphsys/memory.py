@@ -3,7 +3,8 @@
 Linux reports ``RssAnon`` (heap, NumPy/torch arrays: what a memory budget bounds) and
 ``RssFile`` (pages of memory-mapped files: page cache the kernel can drop) in
 ``/proc/self/status``. The kernel keeps a peak only for the total (``VmHWM``), so
-:class:`PeakMemory` samples both in a background thread.
+:class:`PeakMemory` samples both in a background thread, for this process or, given a
+``pid``, for another one (a benchmark's child, a peer library in its own environment).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-_STATUS = Path("/proc/self/status")
+
+def _status(pid: int | None) -> Path:
+    return Path("/proc/self/status" if pid is None else f"/proc/{int(pid)}/status")
 
 
 @dataclass(frozen=True)
@@ -25,11 +28,12 @@ class MemorySample:
     file: int
 
 
-def current_memory() -> MemorySample:
-    """Resident bytes of this process now (zeros where ``/proc`` is unavailable)."""
+def current_memory(pid: int | None = None) -> MemorySample:
+    """Resident bytes of this process, or of process ``pid``, now (zeros where ``/proc`` is
+    unavailable or the process has gone)."""
     fields = {"VmRSS:": 0, "RssAnon:": 0, "RssFile:": 0}
     try:
-        for line in _STATUS.read_text().splitlines():
+        for line in _status(pid).read_text().splitlines():
             key = line.split(maxsplit=1)[0] if line else ""
             if key in fields:
                 fields[key] = int(line.split()[1]) * 1024  # the kernel reports kB
@@ -43,16 +47,20 @@ class PeakMemory:
     it is open, sampling every ``interval`` seconds (by default fifty times a second); a
     spike shorter than the interval can be missed (:func:`lifetime_peak_rss` is the
     kernel's exact total peak).
+
+    ``pid`` samples another process (a child started before the block is entered) instead
+    of this one; its samples stop counting once it has exited.
     """
 
-    def __init__(self, interval: float = 0.02):
+    def __init__(self, interval: float = 0.02, *, pid: int | None = None):
         self.interval = interval
+        self.pid = pid
         self.peak_total = self.peak_anon = self.peak_file = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def sample(self) -> None:
-        now = current_memory()
+        now = current_memory(self.pid)
         self.peak_total = max(self.peak_total, now.total)
         self.peak_anon = max(self.peak_anon, now.anon)
         self.peak_file = max(self.peak_file, now.file)

@@ -1,7 +1,8 @@
-"""Parsing of user-facing quantities (byte sizes)."""
+"""Parsing of user-facing quantities: byte sizes and counts."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from graphsys.errors import GraphsysError
@@ -12,6 +13,8 @@ _SIZE_UNITS = {
     "t": 1000**4, "tb": 1000**4,
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
 }
+_COUNT_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "b": 10**9, "t": 10**12,
+                   "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}
 
 
 def parse_size(text: str | int, *, field: str = "size") -> int:
@@ -53,3 +56,52 @@ def parse_size(text: str | int, *, field: str = "size") -> int:
     if value <= 0:
         raise GraphsysError(f"{field}: size must be positive, got {text!r}")
     return value
+
+
+def parse_count(text: str | int, field: str = "count") -> int:
+    """A non-negative integer from a count such as ``"10M"``, ``"4Mi"``, ``"1e6"`` or an int.
+
+    Decimal suffixes (k, M, G or B, T: powers of 1000) and binary ones (Ki, Mi, Gi, Ti:
+    powers of 1024), case ignored; ``_`` separates digits; a fraction or exponent must give
+    a whole number (``"2.5k"`` is 2500, ``"1.5"`` is an error).
+
+    Parameters
+    ----------
+    text : str or int
+        The count.
+    field : str, default "count"
+        What the count is for, named first in errors (the command line passes its flag).
+
+    Returns
+    -------
+    int
+        The count, ``>= 0``.
+
+    Raises
+    ------
+    GraphsysError
+        A count that cannot be parsed, is negative or is not a whole number.
+
+    Examples
+    --------
+    >>> from graphsys.units import parse_count
+    >>> parse_count("10M"), parse_count("32Mi"), parse_count("1e6"), parse_count("1_000")
+    (10000000, 33554432, 1000000, 1000)
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise GraphsysError(f"{field} must be a non-negative integer, got {text}")
+        return text
+    m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([kmgtbKMGTB][iI]?)?\s*",
+                     str(text))
+    suffix = (m.group(2) or "").lower() if m else ""
+    if not m or suffix not in _COUNT_SUFFIXES:
+        raise GraphsysError(f"{field} must be a non-negative integer such as 1000, 10M or "
+                            f"1e6, got {text!r}")
+    number = m.group(1).replace("_", "")
+    if re.fullmatch(r"[0-9]+", number):
+        return int(number) * _COUNT_SUFFIXES[suffix]
+    value = float(number) * _COUNT_SUFFIXES[suffix]
+    if not math.isfinite(value) or value != int(value):
+        raise GraphsysError(f"{field} must be a whole number, got {text!r}")
+    return int(value)

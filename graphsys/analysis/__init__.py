@@ -7,7 +7,8 @@
 * :mod:`~graphsys.analysis.timing`: the wall time of the profiled run split into named
   parts (start-up, JIT, setup, each kernel and operator, I/O, sampling, evaluation, ...);
 * :mod:`~graphsys.analysis.balance`: partition, bucket and per-rank balance from storage;
-* :mod:`~graphsys.analysis.workloads`: BSP, embedding and GNN workloads to profile;
+* :mod:`~graphsys.analysis.workloads`: BSP and embedding workloads to profile,
+  :mod:`~graphsys.analysis.gnn_workload` the GNN one;
 * :mod:`~graphsys.analysis.ncu`: the model checked against Nsight Compute's measured threads
   per warp instruction of the engine's CUDA kernels (``graphsys profile --ncu``);
 * :mod:`~graphsys.analysis.report`: HTML reports (embedded plots) and advice.

@@ -216,12 +216,13 @@ def open_edges(graph, edge_set: str, program: VertexProgram, device: torch.devic
 def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
                        max_iters: int, schedule: str) -> None:
     """Every rank of a distributed run opened the same graph and runs the same program with
-    the same settings (:func:`~graphsys.bsp.distributed.check_same_inputs`)."""
+    the same settings (:func:`~graphsys.distributed.check_same_inputs`)."""
     import hashlib
 
     import torch.distributed as dist
 
-    from graphsys.bsp.distributed import check_same_inputs, graph_digest, program_digest
+    from graphsys.bsp.distributed import program_digest
+    from graphsys.distributed import check_same_inputs, graph_digest
 
     if not (dist.is_available() and dist.is_initialized()):
         return  # the edge provider refuses the run in one line

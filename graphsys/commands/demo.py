@@ -109,7 +109,7 @@ def _embed(d: _Demo) -> tuple[str, dict]:
     config = {"dimension": 32, "operator": "complex_diagonal", "comparator": "dot",
               "loss_fn": "softmax", "lr": 0.1, "batch_size": 200, "num_uniform_negs": 50,
               "num_batch_negs": 20, "num_epochs": 10, "seed": d.args.seed}
-    emb = train(config, graph=graph, edges="train", out=d.work / "kg-embeddings").embeddings
+    emb = train(graph, config, edges="train", out=d.work / "kg-embeddings").embeddings
     metrics = evaluate(emb, graph, "test", filtered=True)
     query = graph.to_original([0])[0].item()
     ids, scores = emb.nearest(query, 5, by="cos")

@@ -60,7 +60,8 @@ def register(subparsers) -> None:
     e.add_argument("--graph", type=Path, help="graph directory (default: the training graph)")
     e.add_argument("--edges", default="test", help="edge set to rank (default test)")
     e.add_argument("--filtered", action="store_true",
-                   help="filter out other true triples of every edge set (standard protocol)")
+                   help="filter out other true triples of every edge set (the standard "
+                   "protocol; the printed protocol says filtered or raw)")
     e.add_argument("--candidates", default="auto",
                    help="all, auto, or a number of sampled candidates (default auto)")
     e.add_argument("--relation-wise", action="store_true", help="also report per relation")
@@ -164,7 +165,7 @@ def run_train(args) -> int:
         cfg.init_from = str(args.init_from)
     if args.freeze_old:
         cfg.freeze_old = True
-    result = train(cfg, graph=graph, edges=args.edges, out=args.out,
+    result = train(graph, cfg, edges=args.edges, out=args.out,
                    progress=show_progress(args), log=log, distributed=None, trace=trace)
     if result.rank != 0:
         return 0
@@ -204,9 +205,8 @@ def run_eval(args) -> int:
     if args.json:
         emit_json(res)
     else:
-        kind = "filtered" if res["filtered"] else "raw"
-        print(f"{kind} on {args.edges} ({res['count']} triples, both sides, candidates "
-              f"{res['candidates']}): MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
+        print(f"protocol {res['protocol']} on {args.edges} ({res['count']} triples): "
+              f"MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
               f"Hits@3 {res['hits@3']:.4f}  Hits@10 {res['hits@10']:.4f}  "
               f"mean rank {res['mean_rank']:.1f}")
         for name, d in res.get("relations", {}).items():

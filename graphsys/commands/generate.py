@@ -20,8 +20,6 @@ To ingest: grid and sbm with --undirected (each pair is written once); kg with -
 from __future__ import annotations
 
 import argparse
-import math
-import re
 import time
 from pathlib import Path
 
@@ -48,14 +46,13 @@ from graphsys.generators.rmat import RNG_BLOCK_EDGES, check_rmat_params
 from graphsys.generators.writer import check_writable, output_format
 from graphsys.outputs import check_output
 from graphsys.progress import progress_bar
+from graphsys.units import parse_count
 
 KINDS = ("rmat", "grid", "sbm", "kg")
 #: Rows per chunk handed to the writer: one R-MAT RNG block. Smaller than the library's 4M
 #: default so generation (background thread) and encoding overlap: the writer encodes one
 #: block while the generator draws the next.
 CLI_CHUNK_EDGES = RNG_BLOCK_EDGES
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
-           "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}
 
 
 def register(subparsers) -> None:
@@ -123,22 +120,6 @@ def run(args) -> int:
               f"{nodes:,} nodes to {files} in {seconds:.2f} s "
               f"({summary['edges'] / max(seconds, 1e-9) / 1e6:.2f} M/s)")
     return 0
-
-
-def parse_count(text: str, option: str) -> int:
-    """An integer from ``"1000"``, ``"1_000"``, ``"10M"``, ``"4Mi"``, ``"1e6"``, ``"2.5k"``."""
-    m = re.fullmatch(r"\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][0-9]+)?)\s*([kmgtKMGT][iI]?)?\s*",
-                     str(text))
-    if not m:
-        raise GraphsysError(f"{option} must be a non-negative integer such as 1000, 10M or "
-                            f"1e6, got {text!r}")
-    number, suffix = m.group(1).replace("_", ""), (m.group(2) or "").lower()
-    if re.fullmatch(r"[0-9]+", number):
-        return int(number) * _SUFFIX[suffix]
-    value = float(number) * _SUFFIX[suffix]
-    if not math.isfinite(value) or value != int(value):
-        raise GraphsysError(f"{option} must be a whole number, got {text!r}")
-    return int(value)
 
 
 def _floats(text: str, option: str, count: int) -> tuple[float, ...]:

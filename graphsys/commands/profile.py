@@ -165,7 +165,7 @@ def run(args) -> int:
 
         embed_config = load_config(args.config, args.overrides, graph=graph)
     if args.workload == "gnn":
-        from graphsys.analysis.workloads import GNN_DEFAULTS
+        from graphsys.analysis.gnn_workload import GNN_DEFAULTS
         from graphsys.gnn.overrides import train_config_from_overrides
 
         model = [] if args.model is None else [f"model={args.model}"]

@@ -90,9 +90,9 @@ def run(args) -> int:
     import numba
 
     from graphsys import open_graph
-    from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
     from graphsys.device import resolve_device
+    from graphsys.distributed import init_from_env, peer_failures
     from graphsys.outputs import check_output
     from graphsys.storage.atomic import atomic_path
     from graphsys.trace import recording

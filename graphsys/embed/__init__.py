@@ -1,6 +1,6 @@
 """Graph embeddings at PyTorch-BigGraph scale: bucketed training over the stored buckets.
 
-- :func:`train` (config -> :class:`EmbedResult`, whose ``embeddings`` are the
+- :func:`train` (graph, config -> :class:`EmbedResult`, whose ``embeddings`` are the
   :class:`Embeddings`), :class:`EmbedConfig` / :func:`load_config`
 - :class:`Embeddings`: ``load``, ``vector``, ``vectors``, ``nearest``, ``score``,
   ``predict_tails``, ``predict_heads`` (batched, known triples filtered, the query
@@ -8,12 +8,15 @@
   ``export_tsv`` / ``export_parquet`` / ``export_numpy``
 - :mod:`graphsys.embed.index`: faiss flat / IVF / HNSW indexes that ``nearest`` uses (needs
   faiss: ``pip install graphsys[faiss]``)
-- :func:`evaluate`: raw / filtered MRR, Hits@k, mean rank
+- :func:`evaluate`: MRR, Hits@k, mean rank, under a named protocol (``full``,
+  ``filtered``, ``sampled@N``)
 - :func:`import_pbg_config` / :func:`import_pbg_checkpoint`: PyTorch-BigGraph configs and
   checkpoints (:mod:`graphsys.embed.interop`; needs h5py: ``pip install graphsys[pbg]``)
 - registries :data:`OPERATORS`, :data:`COMPARATORS`, :data:`LOSSES`
 - :mod:`graphsys.embed.trainer`: the :class:`~graphsys.embed.trainer.Trainer` that
   :func:`train` runs, the advanced layer (hooks, subclasses)
+
+The guide (the model, configs, buffers, protocols, serving, growing): ``docs/embed.md``.
 """
 
 from graphsys.embed.api import EmbedResult, load_config, train

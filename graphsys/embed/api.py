@@ -127,7 +127,7 @@ class EmbedResult:
     >>> edges = pa.table({"src": t["src"], "dst": t["dst"],
     ...                   "rel": [f"r{r}" for r in t["rel"]]})
     >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
-    >>> result = graphsys.embed.train({"dimension": 8, "num_epochs": 2}, graph=g,
+    >>> result = graphsys.embed.train(g, {"dimension": 8, "num_epochs": 2},
     ...                               out=tempfile.mkdtemp())
     >>> result.rank, len(result.stats), result.stats[-1].edges
     (0, 2, 150)
@@ -176,18 +176,29 @@ class EmbedResult:
                 "epoch_stats": [s.to_json() for s in stats]}
 
 
-def _resolve(config: EmbedConfig | dict | str | Path, graph: str | Path | Graph | None,
+def _resolve(graph: str | Path | Graph | None, config: EmbedConfig | dict | str | Path | None,
              edges: str | None, out: str | Path | None, log: Log | None
              ) -> tuple[EmbedConfig, Graph, Path]:
     """The config, the opened graph and the checkpoint directory of a run: ``graph``,
     ``edges`` and ``out`` override the config's ``graph``, ``edges`` and
     ``checkpoint_path``."""
+    if isinstance(graph, (EmbedConfig, dict)) or (
+            isinstance(graph, (str, Path)) and config is None
+            and Path(graph).suffix.lower() in (".toml", ".json", ".py")):
+        raise ParameterError("graph", f"got a config ({type(graph).__name__}); the graph "
+                             f"comes first: train(graph, config), graph=None for the "
+                             f"config's graph")
     if isinstance(config, (str, Path)):
         cfg = load_config(config, graph=graph, log=log)
     elif isinstance(config, dict):
         cfg = config_from_dict(config)
-    else:
+    elif config is None:
+        cfg = config_from_dict({})
+    elif isinstance(config, EmbedConfig):
         cfg = config
+    else:
+        raise ParameterError("config", f"must be an EmbedConfig, a dict or a config file, "
+                             f"got {type(config).__name__}")
     g = graph if isinstance(graph, Graph) else None
     if g is None:
         gpath = graph if graph is not None else cfg.graph
@@ -202,8 +213,8 @@ def _resolve(config: EmbedConfig | dict | str | Path, graph: str | Path | Graph 
     return cfg, g, Path(out)
 
 
-def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph | None = None,
-          edges: str | None = None, out: str | Path | None = None, progress: bool = False,
+def train(graph: str | Path | Graph | None, config: EmbedConfig | dict | str | Path | None = None,
+          *, edges: str | None = None, out: str | Path | None = None, progress: bool = False,
           log: Log | None = None, distributed: bool | None = False,
           trace: str | Path | None = None) -> EmbedResult:
     """Train knowledge-graph embeddings of a stored graph, PyTorch-BigGraph style.
@@ -219,11 +230,13 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
 
     Parameters
     ----------
-    config : EmbedConfig, dict, str or Path
+    graph : str, Path, Graph or None
+        The graph (opened, or its directory); ``None``: the config's ``graph``. First, as
+        in :func:`graphsys.gnn.train`.
+    config : EmbedConfig, dict, str or Path, optional
         The settings: an :class:`EmbedConfig`, a dict of its keys, or a config file
-        (TOML, JSON or a PyTorch-BigGraph ``.py``; see :func:`load_config`).
-    graph : str, Path or Graph, optional
-        The graph (opened, or its directory); default the config's ``graph``.
+        (TOML, JSON or a PyTorch-BigGraph ``.py``; see :func:`load_config`); default
+        ``EmbedConfig()``.
     edges : str, optional
         The edge set to train on; default the config's ``edges``, else ``train`` or the
         graph's only edge set.
@@ -257,7 +270,8 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
         A bad config key or value, or a config that does not fit the graph (entity types,
         relations, partitions) or the checkpoint at ``out``.
     ParameterError
-        No graph or no checkpoint directory, given or in the config.
+        No graph or no checkpoint directory, given or in the config; a config given
+        where the graph goes.
     GraphsysError
         Training diverged (a non-finite loss or parameter; the last commit is kept), or
         the edge set is empty.
@@ -291,7 +305,7 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
     >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot",
     ...           "loss_fn": "softmax", "lr": 0.1, "num_epochs": 1}
     >>> ckpt = tempfile.mkdtemp()
-    >>> result = graphsys.embed.train(config, graph=g, out=ckpt)
+    >>> result = graphsys.embed.train(g, config, out=ckpt)
     >>> result.summary()["epochs"], result.stats[0].edges
     (1, 150)
     >>> result.embeddings.vector(7).shape
@@ -300,7 +314,7 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
     Training again into the same directory with more epochs resumes it:
 
     >>> config["num_epochs"] = 2
-    >>> len(graphsys.embed.train(config, graph=g, out=ckpt).stats)
+    >>> len(graphsys.embed.train(g, config, out=ckpt).stats)
     2
 
     References
@@ -316,11 +330,11 @@ def train(config: EmbedConfig | dict | str | Path, *, graph: str | Path | Graph 
     .. [5] T. Lacroix, N. Usunier, G. Obozinski, "Canonical Tensor Decomposition for
        Knowledge Base Completion", ICML 2018.
     """
-    from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.device import resolve_device
+    from graphsys.distributed import init_from_env, peer_failures
     from graphsys.trace import recording
 
-    cfg, g, out = _resolve(config, graph, edges, out, log)
+    cfg, g, out = _resolve(graph, config, edges, out, log)
     owned = False
     if distributed is None:
         distributed = owned = init_from_env(resolve_device(cfg.device))

@@ -6,17 +6,6 @@ Every field has a ``help`` text (``graphsys embed train --help`` prints them) an
 an unknown key or a bad value raises :class:`ConfigError` naming the key, e.g.
 ``relations[0].operator: unknown operator 'foo' (known: affine, complex_diagonal, ...)``.
 
-Example (FB15k-237, PBG's fb15k settings)::
-
-    dimension = 400
-    operator = "complex_diagonal"
-    comparator = "dot"
-    loss_fn = "softmax"
-    lr = 0.1
-    num_epochs = 10
-    num_uniform_negs = 1000
-    batch_size = 1000
-
 Relations are always *reciprocal* (PBG's dynamic relations): every relation ``r`` has two
 independent operators, ``op_r^rhs`` (= ``r``, applied to heads to rank tails) and ``op_r^lhs``
 (= ``r^-1``, applied to tails to rank heads), and each training edge ``(h, r, t)`` trains
@@ -25,7 +14,7 @@ both ``(h, r, ?) -> t`` and ``(t, r^-1, ?) -> h``; evaluation ranks only tails, 
 Lacroix et al. train it: ``all_negs = true`` (1-vs-all cross-entropy) and
 ``regularization_coef`` (the weighted N3), and relation prediction as Chen et al. 2021 add it
 (``relation_prediction_weight``); ``datasets/configs/fb15k-237-complex-n3.toml`` is the
-shipped FB15k-237 config.
+shipped FB15k-237 config. Configs by example (TOML, dict, PBG ``.py``): ``docs/embed.md``.
 
 Relations default to every relation type of the graph with the top-level ``operator``;
 ``[[relations]]`` entries (``name``, ``operator``, ``weight``) override single relations. Their

@@ -1,10 +1,8 @@
-"""Distributed embedding training over ``torch.distributed`` (gloo on CPU, NCCL on GPU).
-
-Launch one process per rank with ``torchrun --nproc-per-node W -m graphsys embed train ...``
-(or ``python -m torch.distributed.run``; several hosts: ``--nnodes``/``--rdzv-endpoint``):
-``graphsys embed train`` initialises the process group from the torchrun environment, and
-``--out`` must be a directory every rank sees (a shared filesystem). In Python, initialise
-the group and call ``train(..., distributed=True)`` on every rank.
+"""Distributed embedding training over ``torch.distributed`` (gloo on CPU, NCCL on GPU):
+:class:`DistributedTrainer`, one rank of a run (``graphsys.embed.train(...,
+distributed=True)`` on every rank of an initialised group, or ``distributed=None`` under
+``torchrun``; launching: ``docs/embed.md``). The checkpoint directory must be one every rank
+sees (a shared filesystem).
 
 Every step is deterministic and the same on every rank, and ranks coordinate only through
 collectives of the default process group (no server of its own):
@@ -48,8 +46,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from graphsys.bsp.distributed import graph_digest
 from graphsys.device import resolve_device
+from graphsys.distributed import graph_digest
 from graphsys.embed.config import EmbedConfig
 from graphsys.embed.relations import SIDES
 from graphsys.embed.schedule import Bucket, plan_rounds
@@ -110,7 +108,7 @@ class DistributedTrainer(Trainer):
     def _digest(self) -> int:
         """63-bit digest of what every rank must agree on: the config (paths aside, they
         may differ between hosts), the partition count, the training edges and the graph
-        itself (:func:`~graphsys.bsp.distributed.graph_digest`: the same partitioning and
+        itself (:func:`~graphsys.distributed.graph_digest`: the same partitioning and
         files, not only the same counts)."""
         cfg = {k: v for k, v in self.checkpoint.config_json().items()
                if k not in ("graph", "checkpoint_path")}

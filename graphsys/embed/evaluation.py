@@ -1,18 +1,14 @@
-"""Link-prediction evaluation: raw / filtered MRR, Hits@1/3/10 and mean rank.
+"""Link-prediction evaluation (:func:`evaluate`): MRR, Hits@1/3/10 and mean rank, with the
+ranking protocol named in the result (:func:`protocol_name`).
 
-Every test triple ``(h, r, t)`` is ranked twice: its tail among candidate tails
-(``comparator(op_r^rhs(h), c)``) and its head among candidate heads
-(``comparator(op_r^lhs(t), c)``). With reciprocal relations (``op_r^lhs`` is ``r^-1``'s
-operator, trained on the reversed edges) the second is tail prediction of ``(t, r^-1, ?)``:
-only tails are ever scored, the protocol of Lacroix et al. 2018. Ranks count ties half:
-``rank = 1 + #{c: s_c > s} + #{c != true: s_c = s} / 2`` (so a degenerate model that scores
-everything equal gets the middle rank, not rank 1). *Filtered*: every other candidate that
-forms a true triple in any edge set of the graph is removed before ranking (the standard
-protocol).
-
-Candidates are all entities of the type (full ranking) when the type has at most
-``eval_full_max_candidates`` entities, else ``eval_num_uniform_negs`` entities sampled
-uniformly and shared by a batch of test triples (as PBG).
+Every test triple ``(h, r, t)`` is ranked on both sides, by tail prediction of
+``(h, r, ?)`` (``comparator(op_r^rhs(h), c)``) and of ``(t, r^-1, ?)``
+(``comparator(op_r^lhs(t), c)``, the reciprocal relation's operator). Ranks count ties
+half: ``rank = 1 + #{c: s_c > s} + #{c != true: s_c = s} / 2``; a NaN score ranks worst.
+Candidates are every entity of the type, or ``N`` entities sampled uniformly and shared by
+a batch of :data:`EVAL_BATCH` triples; *filtered* removes every other candidate that forms a
+true triple in any edge set of the graph. The protocols and when each applies:
+``docs/embed.md``.
 """
 
 from __future__ import annotations
@@ -21,24 +17,11 @@ import numpy as np
 import torch
 
 from graphsys.embed.embeddings import Embeddings
-from graphsys.embed.triples import KnownAnswers, triples
+from graphsys.ranking import protocol, ranks
 from graphsys.storage.graph import Graph
+from graphsys.storage.triples import KnownAnswers, triples
 
 EVAL_BATCH = 500
-
-
-def _ranks(scores: torch.Tensor, pos: torch.Tensor) -> np.ndarray:
-    """Float64 ranks ``(q,)`` of the positives ``pos`` ``(q,)`` among ``scores`` ``(q, c)``.
-    A NaN ranks worst, never best: a NaN candidate is below every number, and a NaN positive
-    gets rank ``c`` (every comparison with NaN is false, so counting alone would say 1)."""
-    nan_pos = pos.isnan()
-    scores = scores.masked_fill(scores.isnan(), float("-inf"))
-    pos = pos.masked_fill(nan_pos, float("-inf"))
-    gt = (scores > pos[:, None]).sum(1)
-    eq = (scores == pos[:, None]).sum(1)
-    ranks = 1.0 + gt + 0.5 * (eq - 1).clamp_min(0)
-    ranks = torch.where(nan_pos, torch.full_like(ranks, float(max(scores.shape[1], 1))), ranks)
-    return ranks.numpy().astype(np.float64)
 
 
 def metrics(ranks: np.ndarray) -> dict[str, float]:
@@ -48,6 +31,44 @@ def metrics(ranks: np.ndarray) -> dict[str, float]:
     return {"mrr": float(np.mean(1.0 / ranks)),
             "hits@1": float(np.mean(ranks <= 1)), "hits@3": float(np.mean(ranks <= 3)),
             "hits@10": float(np.mean(ranks <= 10)), "mean_rank": float(np.mean(ranks))}
+
+
+def protocol_name(filtered: bool, candidates: str | int | list) -> str:
+    """The name of a ranking protocol, as :func:`evaluate` reports it in ``protocol``.
+
+    The names are :func:`graphsys.ranking.protocol`'s, shared by every engine: candidates
+    (``full``: every entity of the type; ``sampled@N``: ``N`` uniformly sampled ones, as
+    PyTorch-BigGraph evaluates large graphs), then ``filtered`` (every other true answer
+    removed first, the standard knowledge-graph protocol) or ``raw``, then ``both sides``
+    (each triple's tail and head are ranked). Entity types evaluated under different
+    candidate counts give the names joined by ``" + "``.
+
+    Parameters
+    ----------
+    filtered : bool
+        Whether known true triples were removed.
+    candidates : "all", int or list of them
+        ``evaluate``'s ``candidates`` result: ``"all"`` (full ranking), a sample size, or
+        a list of both when entity types differ.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from graphsys.embed.evaluation import protocol_name
+    >>> protocol_name(True, "all")
+    'full, filtered, both sides'
+    >>> protocol_name(False, 1000)
+    'sampled@1000, raw, both sides'
+    >>> protocol_name(True, ["all", 1000])
+    'full, filtered, both sides + sampled@1000, filtered, both sides'
+    """
+    if isinstance(candidates, list):
+        return " + ".join(protocol_name(filtered, c) for c in candidates)
+    return protocol(None if candidates == "all" else int(candidates), filtered=filtered,
+                    both_sides=True)
 
 
 def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = True,
@@ -61,6 +82,9 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     protocol [2]_). Ties count half (a model scoring everything equal gets the middle
     rank). *Filtered* ranking, the standard protocol since Bordes et al. [1]_, first
     removes every other candidate that forms a true triple in any edge set of the graph.
+    The result names its protocol (:func:`protocol_name`): ``full``, ``filtered``,
+    ``sampled@N`` or ``filtered sampled@N``; figures of different protocols are not
+    comparable.
 
     Parameters
     ----------
@@ -88,8 +112,9 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     -------
     dict
         ``mrr``, ``hits@1``, ``hits@3``, ``hits@10``, ``mean_rank`` over both sides of
-        every triple, ``count`` (triples), ``filtered``, ``candidates`` and, with
-        ``relation_wise``, ``relations`` (relation name -> the same metrics).
+        every triple, ``count`` (triples), ``filtered``, ``candidates``, ``protocol``
+        (:func:`protocol_name` of the two) and, with ``relation_wise``, ``relations``
+        (relation name -> the same metrics).
 
     Raises
     ------
@@ -107,10 +132,13 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     ...                   "rel": [f"r{r}" for r in t["rel"]]})
     >>> g = graphsys.from_arrow(edges, tempfile.mkdtemp(), rel_col="rel")
     >>> config = {"dimension": 8, "operator": "complex_diagonal", "comparator": "dot"}
-    >>> emb = graphsys.embed.train(config, graph=g, out=tempfile.mkdtemp()).embeddings
+    >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
     >>> res = graphsys.embed.evaluate(emb, g, g.edge_set().name)
-    >>> res["count"], res["filtered"], res["candidates"], 0 < res["mrr"] <= 1
-    (150, True, 'all', True)
+    >>> res["count"], res["protocol"], 0 < res["mrr"] <= 1
+    (150, 'full, filtered, both sides', True)
+    >>> graphsys.embed.evaluate(emb, g, g.edge_set().name, filtered=False,
+    ...                         candidates=10)["protocol"]
+    'sampled@10, raw, both sides'
 
     References
     ----------
@@ -173,12 +201,13 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
                         cands = cand_matrix(cand_t)
                         scores = emb.comparator.neg(q, cands)
                         ar = torch.arange(len(rows))
-                        pos = scores[ar, torch.from_numpy(answer)].clone()
+                        pos = scores[ar, torch.from_numpy(answer)]
+                        valid = torch.ones(scores.shape, dtype=torch.bool)
+                        valid[ar, torch.from_numpy(answer)] = False
                         if filt is not None:
                             qr, ans = filt.answers(r * m + anchor)
                             keep = ans != answer[qr]
-                            scores[torch.from_numpy(qr[keep]), torch.from_numpy(ans[keep])] = \
-                                float("-inf")
+                            valid[torch.from_numpy(qr[keep]), torch.from_numpy(ans[keep])] = False
                     else:
                         n = emb.num_entities(cand_t)
                         cidx = gen.integers(0, n, size=k)
@@ -189,9 +218,8 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
                         drop = cidx[None, :] == answer[:, None]
                         if filt is not None:
                             drop |= filt.contains(r * m + anchor, cidx)
-                        scores[torch.from_numpy(drop)] = float("-inf")
-                        scores = torch.cat([scores, pos[:, None]], dim=1)
-                    out[rows] = _ranks(scores, pos)
+                        valid = torch.from_numpy(~drop)
+                    out[rows] = ranks(pos, scores, valid)
                 if progress is not None:
                     progress(len(rows))
     result = metrics(np.concatenate([ranks_tail, ranks_head]))
@@ -200,6 +228,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     result["candidates"] = min(used, key=str) if len(used) == 1 else sorted(used, key=str)
     if not used:
         result["candidates"] = "all" if candidates == "auto" else candidates
+    result["protocol"] = protocol_name(bool(filtered), result["candidates"])
     if relation_wise:
         per = {}
         for ri in np.unique(test.r):

@@ -51,12 +51,45 @@ _TENSOR_FILE = re.compile(r"^tensors\.v\d{6,}/\d{4,}\.npy$")
 _MODEL_INTS = ("in_dim", "hidden_dim", "out_dim", "num_layers", "heads")
 
 
+def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
+    """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
+    :meth:`RGCNLinkModel.config <graphsys.gnn.rgcn_link.RGCNLinkModel.config>` writes."""
+    want = {"model", "num_nodes", "num_relations", "hidden", "num_layers", "num_blocks",
+            "num_bases", "dropout"}
+    if set(config) != want:
+        odd = sorted(set(config) ^ want)[0]
+        what = "is missing" if odd in want else "is not a field of an rgcn model"
+        raise FormatError(f"{where}: config.{odd} {what}")
+    nodes = config["num_nodes"]
+    if not isinstance(nodes, dict) or not nodes or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            for k, v in nodes.items()):
+        raise FormatError(f"{where}: config.num_nodes must map entity types to node counts")
+    for key, low in (("num_relations", 1), ("hidden", 1), ("num_layers", 1),
+                     ("num_blocks", 0), ("num_bases", 0)):
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
+    _check_dropout(where, config["dropout"])
+
+
+def _check_dropout(where: Path, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            math.isfinite(value) and 0 <= value < 1):
+        raise FormatError(f"{where}: config.dropout is {value!r}, not a number in [0, 1)")
+
+
 def _check_model_config(where: Path, config: dict[str, Any]) -> None:
     """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
-    :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions)."""
+    :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions;
+    the R-GCN link model: :func:`_check_rgcn_config`)."""
+    from graphsys.gnn.config import RGCN
     from graphsys.plugins import GNN_MODELS
 
     model = config.get("model")
+    if model == RGCN:
+        _check_rgcn_config(where, config)
+        return
     if not isinstance(model, str) or (model not in GNN_MODELS and ":" not in model):
         raise FormatError(f"{where}: config.model is {model!r}, not one of "
                           f"{', '.join(GNN_MODELS.names())} or module:Factory")
@@ -65,10 +98,7 @@ def _check_model_config(where: Path, config: dict[str, Any]) -> None:
         if key == "model":
             continue
         if key == "dropout":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and 0 <= value < 1):
-                raise FormatError(f"{where}: config.dropout is {value!r}, not a number in "
-                                  f"[0, 1)")
+            _check_dropout(where, value)
         elif key in _MODEL_INTS or not builtin:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= 1")

@@ -1,11 +1,12 @@
 """``gnn embed``: rebuild a trained model from its checkpoint and stream every node's
-embedding to Arrow files (see :mod:`graphsys.gnn.inference` for the layout), which
+embedding to Arrow files (layout: :mod:`graphsys.storage.embedding_files`), which
 :meth:`graphsys.embed.Embeddings.load` serves (``nearest``, ``vectors``, ``to_numpy``).
 
 Node task: the embedding is the model's output (class scores, float32 (N, classes)).
 Link task: the item embedding (float32 (N, hidden)), computed over the same training graph
 (the checkpoint's seed re-derives the held-out split) with fixed-seed PinSage
-neighbourhoods, as at evaluation time.
+neighbourhoods, as at evaluation time. R-GCN: every node's encoding over the training edge
+set, as at evaluation time (a graph of one entity type).
 """
 
 from __future__ import annotations
@@ -16,28 +17,18 @@ from typing import Any
 import torch
 
 from graphsys.errors import GraphsysError
+from graphsys.gnn.batches import eval_blocks, link_sampler, node_sampler, walk_sampler
 from graphsys.gnn.checkpoint import load_checkpoint
-from graphsys.gnn.inference import (
-    EmbeddingWriter,
-    layerwise_inference,
-    partition_ranges,
-)
+from graphsys.gnn.config import RGCN, TrainConfig
+from graphsys.gnn.inference import layerwise_inference, partition_ranges
+from graphsys.gnn.inputs import ItemInput, NodeInput, link_input, node_task_data
+from graphsys.gnn.item_task import interaction_split
 from graphsys.gnn.link import link_data
 from graphsys.gnn.model import GNN
-from graphsys.gnn.training import (
-    ItemInput,
-    NodeInput,
-    TrainConfig,
-    eval_blocks,
-    interaction_split,
-    link_input,
-    link_sampler,
-    node_sampler,
-    node_task_data,
-    walk_sampler,
-)
+from graphsys.gnn.rgcn_link import RGCNData, encodings, load_rgcn
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency
+from graphsys.storage.embedding_files import EmbeddingWriter
 from graphsys.storage.graph import Graph, open_graph
 
 
@@ -59,6 +50,27 @@ def _held_out_edges_model(graph: Graph, cfg: TrainConfig, meta: dict, checkpoint
     return inp, eval_blocks(link_sampler(cfg, data.adj), cfg.seed)
 
 
+def _embed_rgcn(checkpoint, out, graph: Graph | None, log) -> dict[str, Any]:
+    """An R-GCN checkpoint's node encodings over its training graph (as its evaluation
+    computes them), partition by partition; a graph of one entity type."""
+    model, graph, cfg = load_rgcn(checkpoint, graph)
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"{checkpoint}: an R-GCN model over {len(graph.entity_types)} "
+                            f"entity types ({', '.join(graph.entity_types)}); an embedding "
+                            f"directory holds one (train's result holds every node's "
+                            f"encoding in extra['embeddings'])")
+    et = graph.entity_types[0]
+    z = encodings(model, RGCNData(graph, cfg))
+    writer = EmbeddingWriter(out, graph, et)
+    for k, (a, b) in enumerate(partition_ranges(graph, et)):
+        writer(k, z[a:b])
+        if log:
+            log(f"partition {k}: {b - a:,} embeddings written")
+    writer.finish({"checkpoint": str(checkpoint), "task": "link", "model": RGCN})
+    return {"entity_type": et, "num_nodes": graph.num_nodes(et), "dimension": writer.dim,
+            "out": str(out), "files": writer.files}
+
+
 def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
                      device: str | torch.device = "cpu", log=None,
                      progress: bool = False) -> dict[str, Any]:
@@ -67,9 +79,10 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     Rebuilds the model that :func:`~graphsys.gnn.train` saved (``out/checkpoint``) and
     runs :func:`~graphsys.gnn.layerwise_inference` over the checkpoint's entity type,
     partition by partition, writing each partition's embeddings as soon as they are ready
-    (layout: :mod:`graphsys.gnn.inference`). Node task: the model's outputs (class
+    (layout: :mod:`graphsys.storage.embedding_files`). Node task: the model's outputs (class
     scores); link task: the item embeddings, on the training graph with fixed-seed PinSage
-    neighbourhoods, as at evaluation time.
+    neighbourhoods, as at evaluation time; R-GCN: the node encodings over the training
+    edge set (a graph of one entity type).
 
     Parameters
     ----------
@@ -123,6 +136,8 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     (200, 4)
     """
     state, config, meta = load_checkpoint(checkpoint)
+    if config.get("model") == RGCN:
+        return _embed_rgcn(checkpoint, out, graph, log)
     if graph is None:
         graph = open_graph(meta["graph"])
     cfg_d = dict(meta["train_config"])

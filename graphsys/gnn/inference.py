@@ -1,38 +1,24 @@
 """Streaming inference: every node's final representation, one layer over all nodes at a
 time and partition by partition (PinSage's MapReduce-style inference, which computes each
-node's layer-``l`` state once instead of once per neighbourhood it appears in), and the
-Arrow embedding files it writes.
+node's layer-``l`` state once instead of once per neighbourhood it appears in).
 
-Output layout (:class:`EmbeddingWriter`; :data:`graphsys.embed.embeddings.ARROW_FORMAT`)::
-
-    <out>/embeddings.json            {"format": "graphsys-gnn-embeddings", "entity_type",
-                                      "dimension", "num_nodes", "partitions": [file, ...],
-                                      "graph", "meta"}
-    <out>/<entity_type>/part-<p>.arrow   Arrow IPC file: id (original ids), embedding
-                                      fixed_size_list<float32>[dimension]
-
-:meth:`graphsys.embed.Embeddings.load` reads it back (``vector``, ``vectors``, ``to_numpy``,
-``nearest`` by cosine or dot, the exports).
+``graphsys gnn embed`` (:func:`graphsys.gnn.embed_checkpoint`) writes the outputs, partition
+by partition, as an Arrow embedding directory (:mod:`graphsys.storage.embedding_files`),
+which :meth:`graphsys.embed.Embeddings.load` reads back (``vector``, ``vectors``,
+``to_numpy``, ``nearest`` by cosine or dot, the exports).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from contextlib import nullcontext
-from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.ipc as paipc
 import torch
 from tqdm import tqdm
 
-from graphsys.embed.embeddings import ARROW_FORMAT, ARROW_INDEX
-from graphsys.errors import GraphsysError
 from graphsys.gnn.model import GNN
 from graphsys.sampling.block import Block
-from graphsys.storage.atomic import atomic_path, write_bytes_atomic
 from graphsys.storage.graph import Graph
 
 #: Destination nodes per inference step inside a partition.
@@ -152,41 +138,6 @@ def partition_ranges(graph: Graph, entity_type: str) -> list[tuple[int, int]]:
     """Type-local node range of each storage partition of ``entity_type``."""
     off = graph.partition_offsets(entity_type)
     return [(int(off[p]), int(off[p + 1])) for p in range(len(off) - 1)]
-
-
-class EmbeddingWriter:
-    """Writes one Arrow file per partition as inference finishes it, then the JSON index."""
-
-    def __init__(self, out: str | Path, graph: Graph, entity_type: str):
-        self.out = Path(out)
-        if (self.out / ARROW_INDEX).exists():
-            raise GraphsysError(f"{self.out}: already holds embeddings (choose a new output "
-                                f"directory)")
-        (self.out / entity_type).mkdir(parents=True, exist_ok=True)
-        self.graph, self.etype = graph, entity_type
-        self.files: list[str] = []
-        self.dim = None
-
-    def __call__(self, partition: int, emb: torch.Tensor) -> None:
-        arr = emb.numpy().astype(np.float32, copy=False)
-        self.dim = arr.shape[1]
-        ids = self.graph.node_ids(self.etype, partition)
-        col = pa.FixedSizeListArray.from_arrays(pa.array(arr.reshape(-1), pa.float32()),
-                                                arr.shape[1])
-        table = pa.table({"id": ids, "embedding": col})
-        rel = f"{self.etype}/part-{partition}.arrow"
-        with atomic_path(self.out / rel, overwrite=True) as tmp:
-            with paipc.new_file(str(tmp), table.schema) as w:
-                w.write_table(table)
-        self.files.append(rel)
-
-    def finish(self, meta: dict | None = None) -> Path:
-        header = {"format": ARROW_FORMAT, "entity_type": self.etype, "dimension": self.dim,
-                  "num_nodes": self.graph.num_nodes(self.etype), "partitions": self.files,
-                  "graph": str(self.graph.path), "meta": meta or {}}
-        write_bytes_atomic(self.out / ARROW_INDEX, json.dumps(header, indent=1).encode())
-        return self.out
-
 
 
 @torch.no_grad()

@@ -18,9 +18,9 @@ against ``negatives`` uniform candidate tails per positive (fixed by the seed, t
 every evaluation), or against every candidate tail (``negatives=-1``); negatives that are
 true edges of the graph (in any split) or the head itself are filtered out. ``mrr``,
 ``hits@k``, and ``recall@k`` (per head: the share of its held-out tails in its top ``k``,
-averaged over heads) follow from the ranks (:mod:`graphsys.gnn.metrics`); ``auc`` pools the
-positives' scores against the filtered negatives' (with ``negatives=-1``: one filtered
-uniform negative per positive).
+averaged over heads) follow from the ranks (:mod:`graphsys.ranking`'s rule: ties count half,
+NaN ranks worst; :mod:`graphsys.gnn.metrics`); ``auc`` pools the positives' scores against
+the filtered negatives' (with ``negatives=-1``: one filtered uniform negative per positive).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from torch import nn
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import LINK_DECODERS
-from graphsys.gnn.metrics import auc, filtered_ranks, group_positions, ranking_metrics
+from graphsys.gnn.metrics import group_positions, ranking_metrics
+from graphsys.ranking import auc, ranks
 from graphsys.sampling.adjacency import Adjacency, from_coo, typed_edges
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
@@ -370,7 +371,7 @@ def evaluate_scores(pairs, every, data: LinkData, mask: np.ndarray, negatives: i
     heads, tails = data.head[mask], data.tail[mask]
     lo, hi = data.tails
     rng = np.random.default_rng(seed)
-    ranks, pos_all, aucneg = [], [], []
+    rank_parts, pos_all, aucneg = [], [], []
     neg_ids = rng.integers(lo, hi, (len(heads), negatives if negatives > 0 else 1))
     for a in range(0, len(heads), chunk):
         h, t, neg = heads[a:a + chunk], tails[a:a + chunk], neg_ids[a:a + chunk]
@@ -379,14 +380,14 @@ def evaluate_scores(pairs, every, data: LinkData, mask: np.ndarray, negatives: i
         sampled = np.asarray(pairs(h, neg), np.float64)
         aucneg.append(sampled[valid])
         if negatives > 0:
-            ranks.append(filtered_ranks(pos, sampled, valid))
+            rank_parts.append(ranks(pos, sampled, valid))
         else:
             ok = ~data.known[h][:, lo:hi].toarray().astype(bool)
             inside = (h >= lo) & (h < hi)
             ok[np.flatnonzero(inside), h[inside] - lo] = False        # the head itself
-            ranks.append(filtered_ranks(pos, np.asarray(every(h), np.float64), ok))
+            rank_parts.append(ranks(pos, np.asarray(every(h), np.float64), ok))
         pos_all.append(pos)
-    rank = np.concatenate(ranks) if ranks else np.zeros(0)
+    rank = np.concatenate(rank_parts) if rank_parts else np.zeros(0)
     pos = np.concatenate(pos_all) if pos_all else np.zeros(0)
     out = ranking_metrics(rank, group_positions(rank, pos, heads), heads, ks)
     neg = np.concatenate(aucneg) if aucneg else np.zeros(0)

@@ -14,7 +14,7 @@ per-user leave-last-out ``--split temporal`` at ingest, a graph ingested whole c
 by time at training (``link_split="time"``: the latest ratings are held out,
 :func:`graphsys.gnn.link.edge_timestamps`).
 
-Scoring is the link task's (:mod:`graphsys.gnn.training`), read from the checkpoint: the
+Scoring is the item task's (:mod:`graphsys.gnn.item_task`), read from the checkpoint: the
 item embeddings ``z`` are the checkpoint's model over its training graph with fixed-seed
 PinSage neighbourhoods (:func:`~graphsys.gnn.embed_checkpoint`), ``b`` is the learned
 per-item bias (checkpoint tensor ``input.bias``). User ``u``'s query is the normalised mean
@@ -36,7 +36,10 @@ import pyarrow as pa
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.item_task import RANKED
+from graphsys.ranking import ranks
 from graphsys.sampling.adjacency import typed_edges
+from graphsys.storage.embedding_files import read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
 
 #: Users scored per matrix product (bounds the (users, items) score matrix in memory).
@@ -59,7 +62,6 @@ class _Scorer:
     docstring)."""
 
     def __init__(self, checkpoint: str | Path, graph: Graph | str | Path | None):
-        from graphsys.embed import Embeddings
         from graphsys.gnn.embed import embed_checkpoint
 
         state, _, meta = load_checkpoint(checkpoint)
@@ -85,7 +87,8 @@ class _Scorer:
                                           f"the checkpoint's item bias {self.bias.shape[0]:,}")
         with tempfile.TemporaryDirectory(prefix="graphsys-recommend-") as work:
             embed_checkpoint(checkpoint, Path(work) / "emb", graph=self.graph)
-            z = Embeddings.load(Path(work) / "emb", self.graph).to_numpy(self.item_type)
+            files = read_embedding_files(Path(work) / "emb")
+            z = np.concatenate(files.partitions) if files.partitions else np.zeros((0, 0))
         norm = np.linalg.norm(z, axis=1, keepdims=True)
         self.unit = (z / np.maximum(norm, 1e-12)).astype(np.float32)
         self.rel = next(r for r in self.graph.relation_types
@@ -289,8 +292,10 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
 
     For each row ``u`` (a user) with at least one target: the candidates are every item
     except ``excluded[u]`` (targets stay candidates even when excluded); target ``t``
-    ranks ``1 + #{candidates j : scores[u, j] > scores[u, t]}`` (ties count in the
-    target's favour, as :func:`~graphsys.gnn.training` ranks its held-out items).
+    ranks ``1 + #{candidates j != t : scores[u, j] > scores[u, t]} + #{candidates j != t :
+    scores[u, j] = scores[u, t]} / 2``, a NaN score below every number (the rule of
+    :func:`graphsys.ranking.ranks`, as :func:`~graphsys.gnn.item_task.rank_metrics` ranks
+    its held-out items: a model scoring every item the same gets the middle rank).
     ``hits@K`` = 1 if some target ranks <= K; ``recall@K`` = the share of the targets that
     rank <= K; reciprocal rank = 1 / the best target's rank. Each is averaged over the
     rows with targets; rows without are skipped.
@@ -328,10 +333,11 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
         tgt = np.unique(np.asarray(targets[u], np.int64))
         if len(tgt) == 0:
             continue
-        row = np.array(scores[u], np.float64)
-        drop = np.setdiff1d(np.asarray(excluded[u], np.int64), tgt)
-        row[drop] = -np.inf
-        rank = 1 + (row[None, :] > row[tgt][:, None]).sum(1)
+        row = np.asarray(scores[u], np.float64)
+        valid = np.ones((len(tgt), len(row)), bool)
+        valid[:, np.setdiff1d(np.asarray(excluded[u], np.int64), tgt)] = False
+        valid[np.arange(len(tgt)), tgt] = False              # not its own rival
+        rank = ranks(row[tgt], np.broadcast_to(row, valid.shape), valid)
         for k in ks:
             hits[k].append(float((rank <= k).any()))
             recall[k].append(float((rank <= k).mean()))
@@ -379,8 +385,10 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     Returns
     -------
     dict
-        ``users`` evaluated, ``hits@K`` and ``recall@K`` for each K, ``mrr``, and the
-        ``edge_set``, ``history`` and ``exclude`` used.
+        ``users`` evaluated, ``hits@K`` and ``recall@K`` for each K, ``mrr``, their
+        ``protocol`` (``"full, filtered"``: every item ranked, the user's known ones left
+        out; :func:`graphsys.ranking.protocol`), and the ``edge_set``, ``history`` and
+        ``exclude`` used.
 
     Raises
     ------
@@ -449,4 +457,5 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
                                          f"between {scorer.user_type!r} and "
                                          f"{scorer.item_type!r} nodes")
     return {"users": count, **{key: v / count for key, v in totals.items()},
-            "edge_set": held, "history": hist, "exclude": list(exclude)}
+            "protocol": RANKED, "edge_set": held, "history": hist,
+            "exclude": list(exclude)}

@@ -13,8 +13,9 @@ import pyarrow as pa
 
 from graphsys import open_graph
 from graphsys.bsp.algorithms.pagerank import PAGERANK_SPEC
-from graphsys.bsp.distributed import graph_digest, program_digest
+from graphsys.bsp.distributed import program_digest
 from graphsys.bsp.launch import free_port
+from graphsys.distributed import graph_digest
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
 
 

@@ -4,9 +4,6 @@ generated graphs (directed and undirected, in memory and out of core)."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import networkx as nx
 import numpy as np
 import pytest
@@ -14,22 +11,12 @@ import pytest
 import graphsys
 from graphsys import bsp
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "programs.md"
-
-
-def guide_blocks() -> list[str]:
-    """The fenced ``python`` blocks of the guide, in order."""
-    return re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
-
 
 @pytest.fixture(scope="module")
-def guide():
-    """The namespace the guide's blocks leave behind."""
-    blocks = guide_blocks()
-    assert len(blocks) >= 5
-    ns: dict = {}
-    for i, block in enumerate(blocks):
-        exec(compile(block, f"{GUIDE.name} python block {i + 1}", "exec"), ns)
+def guide(run_guide):
+    """The namespace the guide's blocks leave behind (``run_guide``: tests/conftest.py)."""
+    ns = run_guide("programs.md")
+    assert "PersonalizedPageRank" in ns and "MinLabel" in ns
     return ns
 
 

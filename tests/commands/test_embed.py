@@ -61,10 +61,16 @@ def test_train_eval_export_nearest(graph, config, tmp_path, capsys):
     res = json.loads(capsys.readouterr().out)
     assert set(res) >= {"mrr", "hits@1", "hits@3", "hits@10", "mean_rank", "count"}
     assert res["count"] == 80 and res["mrr"] > 0.5
+    assert res["protocol"] == "full, filtered, both sides"
     assert cli.main(["embed", "eval", str(ck), "--edges", "test", "--relation-wise",
                      "--json"]) == 0
     raw = json.loads(capsys.readouterr().out)
     assert raw["mrr"] <= res["mrr"] and set(raw["relations"]) == {"r0", "r1", "r2"}
+    assert raw["protocol"] == "full, raw, both sides"
+    # the text output names the protocol beside the metric names
+    assert cli.main(["embed", "eval", str(ck), "--edges", "test", "--candidates", "7"]) == 0
+    assert capsys.readouterr().out.startswith("protocol sampled@7, raw, both sides on test "
+                                              "(80 triples): MRR ")
     tsv, rel = tmp_path / "e.tsv", tmp_path / "r.tsv"
     assert cli.main(["embed", "export", str(ck), "--format", "tsv", "--out", str(tsv),
                      "--relations-out", str(rel)]) == 0
@@ -175,7 +181,7 @@ def test_eval_of_gnn_node_embeddings_is_a_one_line_error(graph, tmp_path, capsys
     import pyarrow.ipc as paipc
 
     from graphsys import open_graph
-    from graphsys.embed.embeddings import ARROW_FORMAT, ARROW_INDEX
+    from graphsys.storage.embedding_files import ARROW_FORMAT, ARROW_INDEX
 
     g = open_graph(graph)
     ids = np.asarray(g.node_ids())
@@ -214,7 +220,7 @@ def two_types(tmp_path_factory):
     (root / "rated.tsv").write_text("".join(f"{u}\t{i}\n" for u, i in sorted(rows)))
     ingest([EdgeSource([root / "rated.tsv"], relation="rated")], root / "g",
            IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
-    train({"dimension": 4, "num_epochs": 1, "batch_size": 50}, graph=root / "g",
+    train(root / "g", {"dimension": 4, "num_epochs": 1, "batch_size": 50},
           out=root / "ck")
     return root / "ck"
 

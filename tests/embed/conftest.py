@@ -86,9 +86,9 @@ def trained_ckpt(kg4, tmp_path_factory):
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("ck") / "ck"
-    train(load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
+    train(kg4, load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
                              "comparator=\"dot\"", "loss_fn=\"softmax\"", "lr=0.1",
-                             "num_epochs=3", "batch_size=100"]), graph=kg4, out=out)
+                             "num_epochs=3", "batch_size=100"]), out=out)
     torch.set_num_threads(old)
     return out
 

@@ -77,7 +77,7 @@ def test_commit_replaces_the_version_and_drops_the_old_one(kg1, tmp_path):
 
 def test_resume_records_tunable_changes_and_refuses_others(kg1, tmp_path):
     out = tmp_path / "ck"
-    train(load_config(None, SMALL + ["num_epochs=1"]), graph=kg1, out=out)
+    train(kg1, load_config(None, SMALL + ["num_epochs=1"]), out=out)
     notes: list[str] = []
     m = _manager(kg1, out, "num_epochs=2", "lr=0.05", log=notes.append)
     m.prepare(_relmodel(m))

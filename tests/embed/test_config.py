@@ -71,9 +71,9 @@ def test_graph_mismatch_names_the_key(kg4, tmp_path):
     from graphsys.embed import train
 
     with pytest.raises(ConfigError, match="^num_partitions"):
-        train({"num_partitions": 2}, graph=kg4, out=tmp_path / "c")
+        train(kg4, {"num_partitions": 2}, out=tmp_path / "c")
     with pytest.raises(ConfigError, match=r"^relations\[0\].name"):
-        train({"relations": [{"name": "nope"}]}, graph=kg4, out=tmp_path / "c")
+        train(kg4, {"relations": [{"name": "nope"}]}, out=tmp_path / "c")
 
 
 def test_relation_lhs_rhs_are_checked_against_the_graph(kg4, tmp_path):
@@ -84,7 +84,7 @@ def test_relation_lhs_rhs_are_checked_against_the_graph(kg4, tmp_path):
     cfg = config_from_dict({"relations": [{"name": "r1", "lhs": "node", "rhs": "node"}]})
     assert (cfg.relations[0].lhs, cfg.relations[0].rhs) == ("node", "node")
     with pytest.raises(ConfigError, match=r"^relations\[0\].rhs: config says 'user'"):
-        train({"relations": [{"name": "r1", "lhs": "node", "rhs": "user"}]}, graph=kg4,
+        train(kg4, {"relations": [{"name": "r1", "lhs": "node", "rhs": "user"}]},
               out=tmp_path / "c")
     assert not (tmp_path / "c").exists()
     with pytest.raises(ConfigError, match=r"^relations\[0\].lhs: must be a non-empty string"):
@@ -134,7 +134,7 @@ def test_pbg_py_config_trains_on_the_graph(kg1, tmp_path, capsys):
     text = "\n".join(notes)
     assert "ignored PBG keys" in text and "entity_path" in text
     assert "the graph's only 'node' taken as PBG's only 'all'" in text
-    emb = train(py, graph=kg1, out=tmp_path / "api").embeddings
+    emb = train(kg1, py, out=tmp_path / "api").embeddings
     assert emb.config.operator == "complex_diagonal" and emb.meta["epochs_done"] == 1
     assert cli.main(["embed", "train", "--graph", str(kg1), "--config", str(py), "--out",
                      str(tmp_path / "cli"), "--json"]) == 0
@@ -149,7 +149,7 @@ def test_pbg_py_config_partitions_and_static_relations(kg1, kg4, tmp_path):
 
     with pytest.raises(ConfigError, match="^entities.node.num_partitions: config says 1, "
                                           "the graph has 4"):
-        train(_pbg_py(tmp_path), graph=kg4, out=tmp_path / "x")
+        train(kg4, _pbg_py(tmp_path), out=tmp_path / "x")
     rels = ('[{"name": "r0", "lhs": "all", "rhs": "all", "operator": "translation"}'
             + "".join(f', {{"name": "r{r}", "lhs": "all", "rhs": "all", "operator": '
                       f'"translation"}}' for r in (1, 2))

@@ -102,7 +102,7 @@ def test_rounds_are_disjoint_and_cover_every_bucket(p, ranks, name):
 
 def test_two_ranks_train_as_well_as_one_and_never_share_a_partition(two_ranks, kg4, tmp_path):
     graph = open_graph(kg4)
-    single = train(load_config(None, ARGS), graph=kg4, edges="train",
+    single = train(kg4, load_config(None, ARGS), edges="train",
                    out=tmp_path / "one").embeddings
     mrr1 = evaluate(single, graph, "test", filtered=True)["mrr"]
     dist = Embeddings.load(two_ranks, graph=graph)
@@ -193,4 +193,4 @@ def test_partition_lock_refuses_a_partition_claimed_twice():
 
 def test_distributed_needs_a_process_group(kg4, tmp_path):
     with pytest.raises(GraphsysError, match="not initialised"):
-        train(load_config(None, ARGS), graph=kg4, out=tmp_path / "x", distributed=True)
+        train(kg4, load_config(None, ARGS), out=tmp_path / "x", distributed=True)

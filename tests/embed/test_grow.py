@@ -39,7 +39,7 @@ def grown(tmp_path_factory):
     ingest([EdgeSource([root / "old.tsv"], edge_set="train", src_col=0, rel_col=1,
                        dst_col=2)], g, IngestOptions(num_partitions=2))
     ck = root / "ck0"
-    train(load_config(None, SMALL + ["num_epochs=2"]), graph=g, out=ck)
+    train(g, load_config(None, SMALL + ["num_epochs=2"]), out=ck)
     append_edges(g, [EdgeSource([root / "new.tsv"], edge_set="grow", src_col=0, rel_col=1,
                                 dst_col=2)])
     return g, ck, new
@@ -82,8 +82,8 @@ def test_initial_rows(grown, tmp_path):
 def test_freeze_old_trains_only_new_rows(grown, tmp_path):
     g, ck, _ = grown
     out = tmp_path / "ck1"
-    train(load_config(None, SMALL + ["num_epochs=2", "edges=\"grow\"", f"init_from=\"{ck}\"",
-                                     "freeze_old=true"]), graph=g, out=out)
+    train(g, load_config(None, SMALL + ["num_epochs=2", "edges=\"grow\"", f"init_from=\"{ck}\"",
+                                     "freeze_old=true"]), out=out)
     after, before = _rows(out), _rows(ck)
     for p in range(2):
         n = len(before[p])
@@ -98,8 +98,8 @@ def test_freeze_old_trains_only_new_rows(grown, tmp_path):
     assert meta["grown_from"]["checkpoint"] == str(ck.absolute())
     # a resume keeps the boundary (read from grown_from) and the old rows fixed
     resumed = _rows(out)
-    train(load_config(None, SMALL + ["num_epochs=3", "edges=\"grow\"", f"init_from=\"{ck}\"",
-                                     "freeze_old=true"]), graph=g, out=out)
+    train(g, load_config(None, SMALL + ["num_epochs=3", "edges=\"grow\"", f"init_from=\"{ck}\"",
+                                     "freeze_old=true"]), out=out)
     again = _rows(out)
     for p in range(2):
         n = len(before[p])
@@ -110,8 +110,8 @@ def test_freeze_old_trains_only_new_rows(grown, tmp_path):
 def test_fine_tune_moves_old_rows(grown, tmp_path):
     g, ck, _ = grown
     out = tmp_path / "ck1"
-    train(load_config(None, SMALL + ["num_epochs=1", "edges=\"grow\"", f"init_from=\"{ck}\""]),
-          graph=g, out=out)
+    train(g, load_config(None, SMALL + ["num_epochs=1", "edges=\"grow\"", f"init_from=\"{ck}\""]),
+          out=out)
     after, before = _rows(out), _rows(ck)
     assert any(not np.array_equal(after[p][:len(before[p])], before[p]) for p in range(2))
 
@@ -120,8 +120,8 @@ def test_other_shape_refused_naming_the_key(grown, tmp_path, capsys):
     g, ck, _ = grown
     with pytest.raises(GraphsysError, match="init_from .*: dimension is 32 in the checkpoint, "
                                             "16 in this run"):
-        train(load_config(None, SMALL + ["dimension=16", "edges=\"grow\"",
-                                         f"init_from=\"{ck}\""]), graph=g, out=tmp_path / "a")
+        train(g, load_config(None, SMALL + ["dimension=16", "edges=\"grow\"",
+                                         f"init_from=\"{ck}\""]), out=tmp_path / "a")
     rc = main(["embed", "train", "--graph", str(g), "--edges", "grow", "--out",
                str(tmp_path / "b"), "--init-from", str(ck), "--set", "operator=\"diagonal\""]
               + [x for s in SMALL if not s.startswith("operator") for x in ("--set", s)])
@@ -134,4 +134,4 @@ def test_other_shape_refused_naming_the_key(grown, tmp_path, capsys):
 def test_freeze_old_without_init_from_refused(grown, tmp_path):
     g, _, _ = grown
     with pytest.raises(ConfigError, match="freeze_old: needs init_from"):
-        train(load_config(None, SMALL + ["freeze_old=true"]), graph=g, out=tmp_path / "a")
+        train(g, load_config(None, SMALL + ["freeze_old=true"]), out=tmp_path / "a")

@@ -559,7 +559,7 @@ def test_cli_import_then_eval_and_continue_training(kg4, dyn_pbg, tmp_path, caps
     before = Embeddings.load(out).to_numpy()
     sums_before = _adagrad_by_id(out, kg4, 2)
     # continue: the imported config with one more epoch resumes after PBG's 2 epochs
-    emb = train(load_config(out / "config.json", ["num_epochs=3"]), graph=kg4,
+    emb = train(kg4, load_config(out / "config.json", ["num_epochs=3"]),
                 out=out).embeddings
     assert emb.meta["epochs_done"] == 3 and len(emb.meta["stats"]) == 1
     assert emb.meta["stats"][0]["edges"] == open_graph(kg4).num_edges("train")

@@ -13,9 +13,9 @@ from graphsys.errors import GraphsysError
 
 def test_resume_with_another_lr_is_recorded(kg4, tmp_path, small):
     out = tmp_path / "ck"
-    train(load_config(None, small + ["num_epochs=1"]), graph=kg4, out=out)
-    emb = train(load_config(None, small + ["num_epochs=2", "lr=0.05", "batch_size=50"]),
-                graph=kg4, out=out).embeddings
+    train(kg4, load_config(None, small + ["num_epochs=1"]), out=out)
+    emb = train(kg4, load_config(None, small + ["num_epochs=2", "lr=0.05", "batch_size=50"]),
+                out=out).embeddings
     meta = json.loads((out / "checkpoint.json").read_text())
     assert meta["epochs_done"] == 2
     assert meta["history"] == [{"epochs_done": 1, "version": 1,
@@ -23,14 +23,13 @@ def test_resume_with_another_lr_is_recorded(kg4, tmp_path, small):
     assert json.loads((out / "config.json").read_text())["lr"] == 0.05
     assert emb.config.lr == 0.05
     # resuming again with the same settings adds nothing; the history survives commits
-    train(load_config(None, small + ["num_epochs=3", "lr=0.05", "batch_size=50"]),
-          graph=kg4, out=out)
+    train(kg4, load_config(None, small + ["num_epochs=3", "lr=0.05", "batch_size=50"]), out=out)
     assert len(json.loads((out / "checkpoint.json").read_text())["history"]) == 1
     assert Embeddings.load(out).meta["epochs_done"] == 3
 
 
 def test_resume_with_another_shape_is_refused(kg4, tmp_path, small):
     out = tmp_path / "ck"
-    train(load_config(None, small + ["num_epochs=1"]), graph=kg4, out=out)
+    train(kg4, load_config(None, small + ["num_epochs=1"]), out=out)
     with pytest.raises(GraphsysError, match="dimension=32.*dimension=16.*may change only"):
-        train(load_config(None, small + ["num_epochs=2", "dimension=16"]), graph=kg4, out=out)
+        train(kg4, load_config(None, small + ["num_epochs=2", "dimension=16"]), out=out)

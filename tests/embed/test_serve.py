@@ -15,8 +15,8 @@ import torch
 from graphsys import open_graph
 from graphsys.cli import main
 from graphsys.embed import Embeddings
-from graphsys.embed.triples import triples
 from graphsys.errors import GraphsysError
+from graphsys.storage.triples import triples
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def _brute_nearest(emb, ids, k, by):
 
 @pytest.mark.parametrize("by", ["cos", "dot"])
 def test_batched_nearest_matches_brute_force(emb, by, monkeypatch):
-    import graphsys.embed.embeddings as mod
+    import graphsys.embed.query as mod
 
     monkeypatch.setattr(mod, "BLOCK_ROWS", 9)   # many blocks across the 4 partitions
     ids = ["e0", "e5", "e77", "e199", "e5"]
@@ -217,7 +217,7 @@ def test_nearest_after_more_training_searches_exactly(ckpt, kg4, tmp_path, capsy
     ck = Path(shutil.copytree(ckpt, tmp_path / "ck"))
     build_and_save(Embeddings.load(ck), "hnsw", "cos")
     epochs = Embeddings.load(ck).meta["epochs_done"]
-    emb = train(load_config(ck / "config.json", [f"num_epochs={epochs + 1}"]), graph=kg4,
+    emb = train(kg4, load_config(ck / "config.json", [f"num_epochs={epochs + 1}"]),
                 out=ck).embeddings
     with pytest.warns(UserWarning, match="older than the embeddings") as caught:
         ids, scores = emb.nearest(["e3", "e4"], 5)
@@ -255,7 +255,7 @@ def test_several_entity_types_need_entity_type(tmp_path):
     (tmp_path / "rated.tsv").write_text("".join(f"{u}\t{100 + u % 7}\n" for u in range(40)))
     ingest([EdgeSource([tmp_path / "rated.tsv"], relation="rated")], tmp_path / "g",
            IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
-    emb = train({"dimension": 4, "num_epochs": 1}, graph=tmp_path / "g",
+    emb = train(tmp_path / "g", {"dimension": 4, "num_epochs": 1},
                 out=tmp_path / "ck").embeddings
     for call in (lambda: emb.nearest(3), lambda: emb.vector(3), lambda: emb.to_numpy()):
         with pytest.raises(ParameterError, match="must be given: these embeddings have "

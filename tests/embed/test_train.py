@@ -17,15 +17,15 @@ import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, EmbedResult, evaluate, load_config, train
-from graphsys.embed.triples import triples
 from graphsys.errors import ConfigError, GraphsysError
+from graphsys.storage.triples import triples
 
 EPOCHS = 40
 
 
 def _mrr(kg, out, small, *extra, epochs=EPOCHS):
     cfg = load_config(None, small + [f"num_epochs={epochs}", *extra])
-    emb = train(cfg, graph=kg, edges="train", out=out).embeddings
+    emb = train(kg, cfg, edges="train", out=out).embeddings
     return evaluate(emb, open_graph(kg), "test", filtered=True)["mrr"], emb
 
 
@@ -61,7 +61,7 @@ def test_hogwild_workers_and_degree_negatives(kg1, small, tmp_path):
 def test_memory_budget_too_small_is_an_error(kg4, small, tmp_path):
     cfg = load_config(None, small + ["memory_budget=100"])
     with pytest.raises(GraphsysError, match="^memory_budget"):
-        train(cfg, graph=kg4, out=tmp_path / "m")
+        train(kg4, cfg, out=tmp_path / "m")
 
 
 def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
@@ -70,14 +70,14 @@ def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     with pytest.raises(GraphsysError, match="no CUDA device is available"):
-        train(load_config(None, small + ["device=\"cuda\""]), graph=kg1, out=tmp_path / "g")
+        train(kg1, load_config(None, small + ["device=\"cuda\""]), out=tmp_path / "g")
 
 
 def test_changed_config_refuses_to_resume(kg1, small, tmp_path):
-    train(load_config(None, small + ["num_epochs=1"]), graph=kg1, out=tmp_path / "c")
+    train(kg1, load_config(None, small + ["num_epochs=1"]), out=tmp_path / "c")
     with pytest.raises(GraphsysError, match="operator"):  # lr may change (see
-        train(load_config(None, small + ["num_epochs=2", "operator=\"diagonal\""]),
-              graph=kg1, out=tmp_path / "c")  # test_resume_tuning.py), the model may not
+        train(kg1, load_config(None, small + ["num_epochs=2", "operator=\"diagonal\""]),
+              out=tmp_path / "c")  # test_resume_tuning.py), the model may not
 
 
 _CHILD = """
@@ -85,7 +85,7 @@ import os, sys, torch
 torch.set_num_threads(int(os.environ.get("GRAPHSYS_TEST_THREADS", "1")))
 from graphsys.embed import load_config, train
 cfg = load_config(None, sys.argv[3:])
-train(cfg, graph=sys.argv[1], edges="train", out=sys.argv[2])
+train(sys.argv[1], cfg, edges="train", out=sys.argv[2])
 """
 
 
@@ -110,7 +110,7 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
     epochs = 8
     args = small + [f"num_epochs={epochs}", "buffer_partitions=2", "bucket_order=\"buffer\"",
                     "seed=7"]
-    result = train(load_config(None, args), graph=kg4, out=tmp_path / "ref")
+    result = train(kg4, load_config(None, args), out=tmp_path / "ref")
     assert isinstance(result, EmbedResult) and result.checkpoint == tmp_path / "ref"
     ref = result.embeddings
     assert isinstance(ref, Embeddings) and result.embeddings is ref  # loaded once
@@ -136,7 +136,7 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
     if per_bucket:
         assert m["progress"]["buckets_done"], "killed at an epoch boundary"
         assert m["version"] > m["epochs_done"]  # one commit per bucket
-    resumed = train(load_config(None, args), graph=kg4, out=out).embeddings
+    resumed = train(kg4, load_config(None, args), out=out).embeddings
     assert resumed.meta["epochs_done"] == epochs and "progress" not in resumed.meta
     stats = resumed.meta["stats"]
     assert [s["edges"] for s in stats] == [s["edges"] for s in ref.meta["stats"]]
@@ -163,7 +163,7 @@ def killer(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return method(*args, **kwargs)
 setattr(cls, name, killer)
-train(load_config(None, sys.argv[5:]), graph=sys.argv[1], edges="train", out=sys.argv[2])
+train(sys.argv[1], load_config(None, sys.argv[5:]), edges="train", out=sys.argv[2])
 """
 _KILL_EPOCHS = 3
 _KILL_ARGS = ["buffer_partitions=2", "bucket_order=\"buffer\"", "seed=11",
@@ -179,7 +179,7 @@ def kill_reference(kg4, tmp_path_factory):
     torch.set_num_threads(1)
     try:
         out = tmp_path_factory.mktemp("kill") / "ref"
-        train(load_config(None, SMALL + _KILL_ARGS), graph=kg4, out=out)
+        train(kg4, load_config(None, SMALL + _KILL_ARGS), out=out)
     finally:
         torch.set_num_threads(old)
     return _arrays(out)
@@ -212,7 +212,7 @@ def test_killed_at_chosen_points_resumes_bit_for_bit(kg4, small, tmp_path, kill_
     m = json.loads((out / "checkpoint.json").read_text())
     if committed is not None:
         assert (m["version"], m["epochs_done"]) == committed
-    resumed = train(load_config(None, args), graph=kg4, out=out).embeddings
+    resumed = train(kg4, load_config(None, args), out=out).embeddings
     assert resumed.meta["epochs_done"] == _KILL_EPOCHS and "progress" not in resumed.meta
     b = _arrays(out)
     assert b.keys() == kill_reference.keys() and b
@@ -271,11 +271,11 @@ def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_pa
     monkeypatch.setattr(PartitionBuffer, "execute", spy)
     args = small + ["num_epochs=3", "buffer_partitions=3", "bucket_order=\"inside_out\"",
                     "seed=2"]
-    on = train(load_config(None, args), graph=kg4, out=tmp_path / "on").embeddings
+    on = train(kg4, load_config(None, args), out=tmp_path / "on").embeddings
     assert any(t.startswith("graphsys-prefetch") for t in threads), threads
     assert sum(s["swaps"] for s in on.meta["stats"]) > 0
     threads.clear()
-    off = train(load_config(None, args + ["prefetch=false"]), graph=kg4,
+    off = train(kg4, load_config(None, args + ["prefetch=false"]),
                 out=tmp_path / "off").embeddings
     assert threads and not any(t.startswith("graphsys-prefetch") for t in threads)
     assert most[0] == 3
@@ -315,6 +315,23 @@ def test_on_batch_hook_sees_every_batch_and_can_stop_the_run(kg1, small, tmp_pat
     assert st.read_meta()["version"] == 0 and {v for _, v in st.versioned_files()} == {0}
 
 
+def test_graph_comes_first_as_in_gnn_train(kg1, small, tmp_path):
+    """train(graph, config) as graphsys.gnn.train(graph, config); graph None is the
+    config's graph; a config where the graph goes is a one-line ParameterError."""
+    from graphsys.errors import ParameterError
+
+    cfg = load_config(None, small + ["num_epochs=1", "dimension=8"])
+    for wrong in (cfg, {"dimension": 8}, tmp_path / "c.toml"):
+        with pytest.raises(ParameterError, match=r"^graph got a config .*the graph comes "
+                                                 r"first: train\(graph, config\)"):
+            train(wrong, out=tmp_path / "x")
+    cfg.graph = str(kg1)
+    from_config = train(None, cfg, out=tmp_path / "a").embeddings
+    given = train(kg1, load_config(None, small + ["num_epochs=1", "dimension=8"]),
+                  out=tmp_path / "b").embeddings
+    np.testing.assert_array_equal(from_config.to_numpy(), given.to_numpy())
+
+
 def test_missing_graph_or_out_name_the_parameter_and_the_flag(kg1, small, tmp_path, capsys):
     """graphsys.embed.train is the one training path: the library names the parameter,
     the CLI its flag."""
@@ -323,10 +340,10 @@ def test_missing_graph_or_out_name_the_parameter_and_the_flag(kg1, small, tmp_pa
 
     cfg = load_config(None, small)
     with pytest.raises(ParameterError, match="^graph not given, and the config has no graph"):
-        train(cfg, out=tmp_path / "a")
+        train(None, cfg, out=tmp_path / "a")
     with pytest.raises(ParameterError, match="^out not given, and the config has no "
                                              "checkpoint_path"):
-        train(cfg, graph=kg1)
+        train(kg1, cfg)
     assert main(["embed", "train", "--out", str(tmp_path / "b"), "--set", "dimension=8"]) == 2
     assert "error: --graph not given, and the config has no graph" in capsys.readouterr().err
     assert main(["embed", "train", "--graph", str(kg1), "--set", "dimension=8"]) == 2
@@ -370,8 +387,8 @@ def test_reciprocal_relations_train_both_directions(kg1, small, tmp_path):
 
 def test_one_vs_all_n3_same_seed_same_result(kg1, small, tmp_path):
     for name in ("a", "b"):
-        train(load_config(None, small + ONE_VS_ALL_N3 + ["num_epochs=2", "seed=3"]),
-              graph=kg1, edges="train", out=tmp_path / name)
+        train(kg1, load_config(None, small + ONE_VS_ALL_N3 + ["num_epochs=2", "seed=3"]),
+              edges="train", out=tmp_path / name)
     a, b = _arrays(tmp_path / "a"), _arrays(tmp_path / "b")
     assert a.keys() == b.keys() and a
     for k in a:
@@ -415,9 +432,9 @@ def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_pat
     (state,) = (out / "optim").rglob("*.npy")
     assert np.load(state).shape[1:] == (d,)
     cfg = load_config(None, small + ['embedding_adagrad="element"', "num_epochs=16"])
-    train(cfg, graph=kg1, edges="train", out=out)
+    train(kg1, cfg, edges="train", out=out)
     with pytest.raises(GraphsysError, match="embedding_adagrad"):
-        train(load_config(None, small + ["num_epochs=17"]), graph=kg1, edges="train", out=out)
+        train(kg1, load_config(None, small + ["num_epochs=17"]), edges="train", out=out)
     (state,) = (out / "optim").rglob("*.npy")
     np.save(state, np.zeros((3, d), np.float32))  # and its checksum forged to match
     meta = json.loads((out / "checkpoint.json").read_text())
@@ -426,4 +443,4 @@ def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_pat
     (out / "checkpoint.json").write_text(json.dumps(meta))
     cfg = load_config(None, small + ['embedding_adagrad="element"', "num_epochs=17"])
     with pytest.raises(GraphsysError, match=rf"{state.name}: float32 \(3, {d}\), expected"):
-        train(cfg, graph=kg1, edges="train", out=out)
+        train(kg1, cfg, edges="train", out=out)

@@ -23,7 +23,7 @@ def emb(tmp_path_factory):
     t = pa.table({"src": ["a", "b", "c\td", "e"], "rel": ["r"] * 4,
                   "dst": ["b", "c\td", "e", "a"]})
     ingest([EdgeSource(table=t, rel_col="rel")], root / "g", IngestOptions())
-    res = graphsys.embed.train({"dimension": 8, "num_epochs": 1, "seed": 0}, graph=root / "g",
+    res = graphsys.embed.train(root / "g", {"dimension": 8, "num_epochs": 1, "seed": 0},
                                out=root / "ck")
     return res.embeddings, root
 
@@ -67,7 +67,7 @@ def test_numpy_k_reaches_faiss_as_an_int(tmp_path):
     t = pa.table({"src": rng.integers(0, 100, 800), "rel": ["r"] * 800,
                   "dst": rng.integers(0, 100, 800)})
     ingest([EdgeSource(table=t, rel_col="rel")], tmp_path / "g", IngestOptions())
-    graphsys.embed.train({"dimension": 8, "num_epochs": 1, "seed": 0}, graph=tmp_path / "g",
+    graphsys.embed.train(tmp_path / "g", {"dimension": 8, "num_epochs": 1, "seed": 0},
                          out=tmp_path / "ck")
     r = subprocess.run([sys.executable, "-m", "graphsys", "embed", "index", str(tmp_path / "ck"),
                         "--kind", "flat"], capture_output=True, text=True)

@@ -204,7 +204,7 @@ def test_mutated_graph(small_graph, data):
                 assert np.isfinite(res.values).all()
         cfg = load_config(None, ["dimension=4", "num_epochs=1", "batch_size=50",
                                  "num_uniform_negs=5", "num_batch_negs=5"])
-        outcome("mutated_graph:embed", lambda: embed_train(cfg, graph=g_dir,
+        outcome("mutated_graph:embed", lambda: embed_train(g_dir, cfg,
                                                            out=Path(tmp) / "emb").embeddings)
         outcome("mutated_graph:gnn", lambda: gnn_train(open_graph(g_dir), TrainConfig(
             model="sage", fanouts=[3], hidden=4, epochs=1, seed=0)))
@@ -217,7 +217,7 @@ def checkpoints(small_graph, tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzzckpt")
     cfg = load_config(None, ["dimension=4", "num_epochs=1", "batch_size=50",
                              "num_uniform_negs=5", "num_batch_negs=5"])
-    embed_train(cfg, graph=small_graph, out=root / "emb")
+    embed_train(small_graph, cfg, out=root / "emb")
     gnn_train(open_graph(small_graph), TrainConfig(model="sage", fanouts=[3], hidden=4,
                                                    epochs=2, seed=0), out=root / "gnn")
     return root
@@ -250,6 +250,6 @@ def test_mutated_checkpoint(checkpoints, small_graph, data, kind):
             cfg = load_config(None, ["dimension=4", "num_epochs=2", "batch_size=50",
                                      "num_uniform_negs=5", "num_batch_negs=5"])
             outcome("mutated_checkpoint:emb-resume",
-                    lambda: embed_train(cfg, graph=small_graph, out=ck).embeddings)
+                    lambda: embed_train(small_graph, cfg, out=ck).embeddings)
         if changed and hashed:
             assert loaded is None, f"a changed {target.name} was accepted"

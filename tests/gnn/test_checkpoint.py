@@ -156,10 +156,10 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
 def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, value, says):
     """model.json's config and training settings are checked field by field on load: a
     hand edit is one line naming the file and the field, never a traceback later."""
-    from graphsys.gnn.training import _cfg_json
+    from graphsys.gnn.loop import config_json
 
     ck = tmp_path / "ck"
-    save_checkpoint(ck, _state(1.0), CFG, {"train_config": _cfg_json(TrainConfig())})
+    save_checkpoint(ck, _state(1.0), CFG, {"train_config": config_json(TrainConfig())})
     load_checkpoint(ck)
     header = json.loads((ck / "model.json").read_text())
     where = header

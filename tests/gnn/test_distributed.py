@@ -91,7 +91,7 @@ def mapped_graph(tmp_path_factory):
 
 
 def test_mapped_features_train_as_the_same_features_in_memory(graph, mapped_graph):
-    from graphsys.gnn.training import MappedFeatures, node_task_data
+    from graphsys.gnn.inputs import MappedFeatures, node_task_data
     from graphsys.storage.graph import open_graph
 
     data = node_task_data(open_graph(mapped_graph), mapped=True)
@@ -163,7 +163,7 @@ def test_one_process_resumes_and_refuses_other_settings(graph, tmp_path):
 def test_a_dead_peer_ends_the_run_with_one_line(graph, tmp_path):
     port = free_port()
     env = dict(GRAPHSYS_DIST_TIMEOUT="5")
-    dead = ("import os, torch; from graphsys.bsp.distributed import init_from_env; "
+    dead = ("import os, torch; from graphsys.distributed import init_from_env; "
             "init_from_env(torch.device('cpu')); os._exit(1)")
     procs = [subprocess.Popen([sys.executable, "-m", "graphsys", "gnn", "train", "--graph",
                                str(graph), "--epochs", "2", "--json"],

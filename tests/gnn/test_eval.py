@@ -85,7 +85,7 @@ def test_row_reading_layer_refuses_mismatched_rows():
 def test_fixed_sample_outputs_do_not_depend_on_the_other_seeds_or_threads():
     """The final evaluation runs the test and validation seeds in one pass, on every
     thread: each seed's outputs on a fixed sample equal those of a separate serial pass."""
-    from graphsys.gnn.training import fixed_blocks
+    from graphsys.gnn.batches import fixed_blocks
     from graphsys.sampling._util import serial_kernels
 
     adj, x = _adj(200, 900), torch.randn(200, 5)

@@ -35,6 +35,9 @@ def test_one_type_graph_trains_and_reports_the_metrics(tmp_path):
     assert res.metrics["hits@1"] <= res.metrics["hits@3"] <= res.metrics["hits@20"]
     assert len(res.history) == 6 and {"val_mrr", "val_auc", "val_hits@10"} <= set(
         res.history[0])
+    # the protocol beside every figure: 100 sampled tails, true edges filtered out
+    assert res.protocol == "sampled@100, filtered"
+    assert all(r["protocol"] == res.protocol for r in res.history)
     assert res.extra["embeddings"].shape == (200, 16)
     # streaming inference from the checkpoint: the same training graph, the same vectors
     info = embed_checkpoint(tmp_path / "run" / "checkpoint", tmp_path / "emb")
@@ -90,17 +93,17 @@ def test_no_held_out_edge_in_any_sampled_neighbourhood(tmp_path, monkeypatch):
 
 def _training_batches(monkeypatch, g, cfg):
     """Every training minibatch of ``train(g, cfg)``, as the loader yields it."""
-    import graphsys.gnn.training as training
+    import graphsys.gnn.link_task as link_task
 
     batches = []
 
-    class Recording(training.PrefetchLoader):
+    class Recording(link_task.PrefetchLoader):
         def __iter__(self):
             for batch in super().__iter__():
                 batches.append(batch)
                 yield batch
 
-    monkeypatch.setattr(training, "PrefetchLoader", Recording)
+    monkeypatch.setattr(link_task, "PrefetchLoader", Recording)
     train(g, cfg)
     return batches
 
@@ -279,7 +282,7 @@ def test_cli_link_flags(tmp_path, capsys):
                "--link-eval-negatives", "50", "--metrics-k", "5,1", "--json"])
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 0 and {"mrr", "hits@1", "hits@5", "recall@1", "recall@5", "auc"} <= set(out)
-    assert "hits@10" not in out
+    assert "hits@10" not in out and out["protocol"] == "sampled@50, filtered"
     rc = main(["gnn", "train", "--graph", str(d), "--task", "link", "--metrics-k", "1,x"])
     err = capsys.readouterr().err.strip()
     assert rc != 0 and err == "error: --metrics-k must be comma-separated integers, got '1,x'"

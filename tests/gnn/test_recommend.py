@@ -17,8 +17,8 @@ from graphsys.embed import Embeddings
 from graphsys.errors import ParameterError
 from graphsys.gnn import TrainConfig, embed_checkpoint, train
 from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.item_task import rank_metrics
 from graphsys.gnn.recommendation import evaluate, ranking_metrics, recommend
-from graphsys.gnn.training import rank_metrics
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
@@ -92,7 +92,8 @@ def test_movielens_temporal_ingest(mirror, tmp_path):
 
 
 def _brute_metrics(scores, targets, excluded, ks):
-    """Python loops: sort each user's candidates and read off the targets' positions."""
+    """Python loops over each user's candidates: one per candidate above a target, a half
+    per candidate tied with it (the target itself aside)."""
     out = {f"{m}@{k}": [] for m in ("hits", "recall") for k in ks}
     rr = []
     for u in range(scores.shape[0]):
@@ -100,7 +101,8 @@ def _brute_metrics(scores, targets, excluded, ks):
         if not tgt:
             continue
         cand = [j for j in range(scores.shape[1]) if j in tgt or j not in set(excluded[u])]
-        ranks = [1 + sum(scores[u, j] > scores[u, t] for j in cand) for t in tgt]
+        ranks = [1 + sum((scores[u, j] > scores[u, t]) + 0.5 * (scores[u, j] == scores[u, t])
+                         for j in cand if j != t) for t in tgt]
         for k in ks:
             out[f"hits@{k}"].append(any(r <= k for r in ranks))
             out[f"recall@{k}"].append(sum(r <= k for r in ranks) / len(ranks))
@@ -150,6 +152,24 @@ def test_ranking_metrics_agree_with_the_trainers_rank_metrics():
     assert got["hits@10"] == pytest.approx(want["hits@10"], abs=1e-6)
     assert got["mrr"] == pytest.approx(want["mrr"], abs=1e-6)
     assert got["recall@10"] == got["hits@10"]                     # one target per user
+
+
+def test_a_model_scoring_every_item_the_same_is_not_perfect():
+    """Ties count half: constant scores put every held-out item in the middle of the
+    ranking (hits@10 = 0 among 60 items, MRR 1 / 30.5), not first (which gave 1.0)."""
+    n_users, n_items = 12, 61
+    user_items = [np.array([u]) for u in range(n_users)]
+    target = np.arange(n_users) + 20
+    no_excl = [np.zeros(0, np.int64)] * n_users
+    flat = rank_metrics(torch.ones(n_items, 4), user_items, no_excl, target, ks=(10,))
+    assert flat["hits@10"] == 0.0 and flat["mrr"] == pytest.approx(1 / 30.5)
+    m = ranking_metrics(np.zeros((n_users, n_items)), [np.atleast_1d(t) for t in target],
+                        user_items, ks=[10])
+    assert m["hits@10"] == 0.0 and m["mrr"] == pytest.approx(1 / 30.5)
+    nan = np.zeros((1, n_items))
+    nan[0, 5] = np.nan                                            # a NaN target is last
+    assert ranking_metrics(nan, [np.array([5])], [np.zeros(0, int)], ks=[10])["mrr"] == \
+        pytest.approx(1 / n_items)
 
 
 # -- a small trained model -------------------------------------------------------------------
@@ -263,6 +283,7 @@ def test_evaluate_matches_a_brute_force_loop(trained):
     want = _brute_metrics(ref, targets, excluded, [1, 5, 10])
     got = evaluate(trained["ckpt"], ks=[10, 1, 5])
     assert (got["edge_set"], got["history"], got["exclude"]) == ("test", "train", ["valid"])
+    assert got["protocol"] == "full, filtered"          # every item, known ones left out
     for key in want:
         assert got[key] == pytest.approx(want[key], abs=1e-5), key
     # the valid set ranked the same way, test items excluded
@@ -294,6 +315,7 @@ def test_cli_recommend_and_evaluate(trained, capsys):
     m = json.loads(out.strip().splitlines()[-1])
     want = evaluate(trained["ckpt"], ks=[1, 10])
     assert m["hits@10"] == pytest.approx(want["hits@10"]) and m["users"] == want["users"]
+    assert m["protocol"] == "full, filtered"
     code, _, err = _run(["gnn", "recommend", ckpt, "--users", "1003", "--k", "0"], capsys)
     assert code != 0 and "--k must be a positive integer" in err
     code, _, err = _run(["gnn", "recommend", ckpt, "--evaluate", "train"], capsys)

@@ -109,7 +109,7 @@ def test_embed_output_rows_match_its_arrow_files(gnn_embeddings):
 @pytest.mark.parametrize("by", ["cos", "dot"])
 def test_embeddings_nearest_on_gnn_output_matches_brute_force(gnn_embeddings, by,
                                                                monkeypatch):
-    import graphsys.embed.embeddings as mod
+    import graphsys.embed.query as mod
 
     monkeypatch.setattr(mod, "BLOCK_ROWS", 7)   # many blocks in each partition
     g, path = gnn_embeddings
@@ -164,7 +164,7 @@ def test_weight_decay_on_the_first_layer_only():
 
     from graphsys.errors import ParameterError
     from graphsys.gnn.model import GNN
-    from graphsys.gnn.training import adam
+    from graphsys.gnn.optim import adam
 
     model, inp = GNN("gcn", 5, 4, 3, num_layers=2), nn.Linear(2, 5)
     groups = adam(model, inp, 0.01, 5e-4, "first").param_groups
@@ -184,14 +184,14 @@ def test_gat_selection_rule_keeps_the_model_both_metrics_agree_on():
     """``selection="val_accuracy_and_loss"`` (Veličković et al.'s GAT code): patience
     restarts when accuracy (>=) or loss (<=) reaches its best, and the model is kept only
     when both do; the default keeps the best accuracy (strictly better)."""
-    from graphsys.gnn.training import _Monitor
+    from graphsys.gnn.loop import Monitor
 
     evals = [(0.50, 1.0), (0.60, 1.2), (0.60, 0.9), (0.55, 0.8), (0.55, 0.85), (0.58, 0.81),
              (0.59, 0.82)]
     model = torch.nn.Linear(1, 1)
 
     def run(selection):
-        mon = _Monitor(TrainConfig(patience=2, selection=selection), None, None, None)
+        mon = Monitor(TrainConfig(patience=2, selection=selection), None, None, None)
         kept, stop_at = [], None
         for k, (acc, loss) in enumerate(evals):
             with torch.no_grad():
@@ -241,7 +241,7 @@ def test_one_training_entry_point():
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_partitioned_feature_rows_normalise_as_the_column_in_memory(dtype):
-    from graphsys.gnn.training import MappedFeatures, row_sums
+    from graphsys.gnn.inputs import MappedFeatures, row_sums
     from graphsys.storage.partitioned_rows import PartitionedRows
 
     whole = np.random.default_rng(4).normal(size=(70, 9)).astype(dtype)
@@ -255,7 +255,7 @@ def test_partitioned_feature_rows_normalise_as_the_column_in_memory(dtype):
 
 
 def test_node_table_features_stay_mapped_and_train_as_in_memory(tmp_path):
-    from graphsys.gnn.training import MappedFeatures, node_task_data
+    from graphsys.gnn.inputs import MappedFeatures, node_task_data
     from graphsys.storage.partitioned_rows import PartitionedRows
 
     g = sbm_graph(tmp_path, partitions=3)                # feat in the node table
