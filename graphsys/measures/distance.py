@@ -77,9 +77,11 @@ class _Searcher:
         self.searches = 0
         self._many: tuple[np.ndarray, np.ndarray] | None = None
 
-    def sweep(self, source: int, middle: bool = False) -> tuple[int, int, int]:
+    def sweep(self, source: int, middle: bool = False,
+              label: np.ndarray | None = None) -> tuple[int, int, int]:
         """Search from ``source``: (a farthest node, its distance, and when ``middle`` the
-        node halfway back from it to ``source`` on a shortest path)."""
+        node halfway back from it to ``source`` on a shortest path); ``label``: set 0 for
+        every node reached (the source's component)."""
         count = kd.bfs(source, *self.args, self.dist, self.queue)
         self.searches += 1
         far = int(self.queue[count - 1])
@@ -87,6 +89,8 @@ class _Searcher:
         mid = far
         for _ in range(ecc // 2 if middle else 0):
             mid = int(kd.step_back(mid, *self.args, self.dist))
+        if label is not None:
+            label[self.queue[:count]] = 0
         kd.reset(self.dist, self.queue, count)
         return far, ecc, mid
 
@@ -111,6 +115,10 @@ class _Searcher:
         return ecc, far
 
 
+def _python(ids) -> list:
+    return ids.tolist() if isinstance(ids, np.ndarray) else ids.to_pylist()
+
+
 def components(view) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The connected components of a :class:`~graphsys.measures.view.View`: (members
     grouped by component, each component's start in it, sizes), components numbered in
@@ -118,18 +126,29 @@ def components(view) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = view.num_nodes
     label = np.full(n, -1, np.int64)
     sizes = kd.components(*view.args(), label, np.full(n, -1, np.int32),
-                          np.empty(n, np.int64))
+                          np.empty(n, np.int64), 0)
+    return _grouped(label, sizes)
+
+
+def _grouped(label: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray]:
     members = np.argsort(label, kind="stable")
     starts = np.zeros(len(sizes) + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])
     return members, starts, sizes
 
 
+def _degrees(view, nodes: np.ndarray | None = None) -> np.ndarray:
+    """Row lengths (out plus in for a directed view) of ``nodes`` (default every node)."""
+    if nodes is None:
+        deg = np.diff(view.optr)
+        return deg if view.sym else deg + np.diff(view.iptr)
+    deg = view.optr[nodes + 1] - view.optr[nodes]
+    return deg if view.sym else deg + (view.iptr[nodes + 1] - view.iptr[nodes])
+
+
 def _hub(view, members: np.ndarray) -> int:
-    deg = view.optr[members + 1] - view.optr[members]
-    if not view.sym:
-        deg = deg + (view.iptr[members + 1] - view.iptr[members])
-    return int(members[int(np.argmax(deg))])
+    return int(members[int(np.argmax(_degrees(view, members)))])
 
 
 def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
@@ -176,29 +195,45 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     view = undirected_view(graph, edge_set)
     if view.num_nodes == 0:
         return Diameter(0, 0, 0, True, (), 0, 0)
-    members, starts, sizes = components(view)
     search = _Searcher(view)
-    lower, upper, ends = 0, 0, (int(members[0]), int(members[0]))
+    # the component of the node of largest degree first: its first sweep labels it; then
+    # the other components (a search each, over the nodes left)
+    label = np.full(view.num_nodes, -1, np.int64)
+    hub = int(np.argmax(_degrees(view)))
+    first, _, _ = search.sweep(hub, label=label)
+    rest = kd.components(*view.args(), label, search.dist, search.queue, 1)
+    sizes = np.concatenate([[view.num_nodes - int(rest.sum())], rest])
+    grouped = None
+    lower, upper, ends = 0, 0, (hub, hub)
     with progress_bar(unit="search", desc="diameter", disable=not progress) as bar:
         for c in np.argsort(-sizes, kind="stable"):
             if sizes[c] - 1 <= lower:
                 break  # no path in this or a smaller component can be longer
-            comp = members[starts[c]:starts[c + 1]]
-            lo, hi, pair = _component(search, comp, exact, lower, bar)
+            if c == 0:
+                start = (hub, first)
+            else:
+                if grouped is None:
+                    grouped = _grouped(label, sizes)
+                members, starts, _ = grouped
+                start = (_hub(view, members[starts[c]:starts[c + 1]]), None)
+            lo, hi, pair = _component(search, start, int(sizes[c]), exact, lower, bar)
             if lo > lower:
                 lower, ends = lo, pair
             upper = max(upper, hi)
     upper = max(upper, lower)
     return Diameter(lower, lower, upper, lower == upper, tuple(
-        graph.to_original(np.array(ends)).tolist()), search.searches, len(sizes))
+        _python(view.original(np.array(ends)))), search.searches, len(sizes))
 
 
-def _component(search: _Searcher, comp: np.ndarray, exact: bool, known: int, bar
-               ) -> tuple[int, int, tuple[int, int]]:
-    """(lower bound, upper bound, endpoints of the lower bound) of one component's
-    diameter: the 4-sweep, then iFUB while the bounds differ and ``exact``."""
-    r1 = _hub(search.view, comp)
-    a1, _, _ = search.sweep(r1)
+def _component(search: _Searcher, start: tuple[int, int | None], size: int, exact: bool,
+               known: int, bar) -> tuple[int, int, tuple[int, int]]:
+    """(lower bound, upper bound, endpoints of the lower bound) of the diameter of a
+    component of ``size`` nodes: the 4-sweep from ``start`` (its node of largest degree and,
+    when already searched, the farthest node from it), then iFUB while the bounds differ
+    and ``exact``."""
+    r1, a1 = start
+    if a1 is None:
+        a1, _, _ = search.sweep(r1)
     # b1 farthest from a1, r2 the middle of a shortest path a1 .. b1 (stepping back from b1
     # in a1's search), and again from r2
     b1, e1, r2 = search.sweep(a1, middle=True)
@@ -209,7 +244,7 @@ def _component(search: _Searcher, comp: np.ndarray, exact: bool, known: int, bar
     ecc_u = len(starts) - 2
     if ecc_u > lower:
         lower, pair = ecc_u, (u, int(order[-1]))
-    upper = min(2 * ecc_u, len(comp) - 1)
+    upper = min(2 * ecc_u, size - 1)
     bar.update(5)
     i = ecc_u
     while exact and lower < upper and max(lower, known) < upper:

@@ -3,14 +3,29 @@ searches over the undirected view (:mod:`graphsys.measures.kernels_view`), one p
 many at once (one per thread), components, and Takes and Kosters' bounds on
 eccentricities.
 
+A search is direction-optimizing (Beamer, Asanovic and Patterson, SC 2012), on one thread:
+top-down steps expand the frontier's rows; once those rows hold more than the unvisited
+nodes' rows / :data:`ALPHA` entries, bottom-up steps let every unvisited node look for one
+neighbour in the frontier (the level just set) and stop at the first, until the frontier
+holds fewer than N / :data:`BETA` nodes. On a small-world graph the middle levels then read
+a fraction of the edges; on a road network every step is top-down.
+
 ``dist`` arrays are int32 (N,) and -1 outside a search; a search leaves its visited nodes in
-``queue[:count]`` (BFS order), so the caller resets only those (no O(N) pass per search).
+``queue[:count]`` (BFS order, level by level), so the caller resets only those (no O(N)
+pass per search).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+
+from graphsys.measures.kernels_view import row_bound
+
+ALPHA = 14.0
+BETA = 24.0
+#: A frontier of fewer than N / SMALL_FRONTIER nodes stays top-down without reading its rows
+SMALL_FRONTIER = 256
 
 
 @numba.njit(inline="always")
@@ -22,10 +37,92 @@ def _visit(v, d, dist, queue, tail):
     return tail
 
 
+@numba.njit(inline="always")
+def _in_frontier(v, level, optr, oidx, iptr, iidx, sym, dist):
+    """Whether a neighbour of ``v`` is at distance ``level``."""
+    for e in range(optr[v], optr[v + 1]):
+        if dist[oidx[e]] == level:
+            return True
+    if not sym:
+        for e in range(iptr[v], iptr[v + 1]):
+            if dist[iidx[e]] == level:
+                return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_down_step(lo, hi, tail, d, optr, oidx, iptr, iidx, sym, dist, queue):
+    """Expand ``queue[lo:hi]`` (the frontier) to distance ``d``; returns the new tail."""
+    for i in range(lo, hi):
+        u = queue[i]
+        for e in range(optr[u], optr[u + 1]):
+            tail = _visit(oidx[e], d, dist, queue, tail)
+        if not sym:
+            for e in range(iptr[u], iptr[u + 1]):
+                tail = _visit(iidx[e], d, dist, queue, tail)
+    return tail
+
+
+@numba.njit(cache=True, nogil=True)
+def _bottom_up_step(tail, level, optr, oidx, iptr, iidx, sym, dist, queue):
+    """Every unreached node with a neighbour at ``level`` joins at ``level + 1``."""
+    for v in range(optr.shape[0] - 1):
+        if dist[v] < 0 and _in_frontier(v, level, optr, oidx, iptr, iidx, sym, dist):
+            dist[v] = level + 1
+            queue[tail] = v
+            tail += 1
+    return tail
+
+
+@numba.njit(cache=True, nogil=True)
+def _rows_of(lo, hi, optr, iptr, sym, queue):
+    total = 0
+    for i in range(lo, hi):
+        total += row_bound(queue[i], optr, iptr, sym)
+    return total
+
+
 @numba.njit(cache=True, nogil=True)
 def bfs(source, optr, oidx, iptr, iidx, sym, dist, queue):
-    """Breadth-first search from ``source``: fills ``dist`` for the reached nodes, lists them
-    in ``queue[:count]``; returns ``count`` (the last one is at the largest distance)."""
+    """Direction-optimizing breadth-first search from ``source``: fills ``dist`` for the
+    reached nodes, lists them in ``queue[:count]`` level by level; returns ``count`` (the
+    last one is at the largest distance)."""
+    n = optr.shape[0] - 1
+    unexplored = optr[n] - optr[0]  # row entries of the nodes not reached yet
+    if not sym:
+        unexplored += iptr[n] - iptr[0]
+    dist[source] = 0
+    queue[0] = source
+    head = 0
+    tail = 1
+    level = 0
+    bottom_up = False
+    while head < tail:
+        lo = head
+        hi = tail
+        if bottom_up:
+            bottom_up = hi - lo >= n / BETA
+        elif (hi - lo) * SMALL_FRONTIER >= n:
+            # the rule reads the frontier's rows; a frontier this small stays top-down
+            # unread (``unexplored`` then overstates what is left: a later switch only
+            # comes later; a road network's thousand small levels read nothing extra)
+            frontier_rows = _rows_of(lo, hi, optr, iptr, sym, queue)
+            unexplored -= frontier_rows
+            bottom_up = frontier_rows > unexplored / ALPHA
+        if bottom_up:
+            tail = _bottom_up_step(tail, level, optr, oidx, iptr, iidx, sym, dist, queue)
+        else:
+            tail = _top_down_step(lo, hi, tail, level + 1, optr, oidx, iptr, iidx, sym, dist,
+                                  queue)
+        head = hi
+        level += 1
+    return tail
+
+
+@numba.njit(cache=True, nogil=True)
+def bfs_top_down(source, optr, oidx, iptr, iidx, sym, dist, queue):
+    """A top-down breadth-first search (for components: many small searches, where a
+    bottom-up step's pass over every node would cost the most)."""
     dist[source] = 0
     queue[0] = source
     head = 0
@@ -64,19 +161,19 @@ def eccentricities(sources, optr, oidx, iptr, iidx, sym, dists, queues, out, far
 
 
 @numba.njit(cache=True, nogil=True)
-def components(optr, oidx, iptr, iidx, sym, label, dist, queue):
-    """Label every node with its component (0, 1, ... in order of smallest node id);
-    ``label`` int64 (N,) -1 and ``dist`` int32 (N,) -1 on entry (``dist`` is -1 again on
-    return). Returns the component sizes, int64."""
+def components(optr, oidx, iptr, iidx, sym, label, dist, queue, first):
+    """Label every node not labelled yet (``label`` < 0) with its component, numbering them
+    ``first``, ``first + 1``, ... in order of smallest node id; ``dist`` int32 (N,) -1 on
+    entry and on return. Returns the new components' sizes, int64."""
     n = optr.shape[0] - 1
     sizes = np.zeros(n, np.int64)
     c = 0
     for s in range(n):
         if label[s] >= 0:
             continue
-        count = bfs(s, optr, oidx, iptr, iidx, sym, dist, queue)
+        count = bfs_top_down(s, optr, oidx, iptr, iidx, sym, dist, queue)
         for i in range(count):
-            label[queue[i]] = c
+            label[queue[i]] = first + c
         reset(dist, queue, count)
         sizes[c] = count
         c += 1

@@ -16,7 +16,15 @@ import math
 import numba
 import numpy as np
 
-from graphsys.measures.kernels_view import gallop, gather, nx_degree, row_bound, view_code
+from graphsys.measures.kernels_view import (
+    DIRECTED,
+    UNIQUE,
+    gallop,
+    gather,
+    nx_degree,
+    row_bound,
+    view_code,
+)
 
 CN, JACCARD, ADAMIC_ADAR, RESOURCE_ALLOCATION, PREFERENTIAL_ATTACHMENT = 0, 1, 2, 3, 4
 
@@ -31,10 +39,45 @@ def _weight(method, d):
     return 1.0
 
 
+@numba.njit(inline="always")
+def _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo):
+    """The score of ``(u, v)`` from ``mine[:k]`` (the neighbours of one end, ascending,
+    unique) looked up in the rows of the other end ``b``: each cursor gallops forward from
+    its last hit."""
+    common = 0  # N(u) & N(v) - {u, v}
+    both = 0  # N(u) & N(v)
+    s = 0.0
+    oc = optr[b]
+    oe = optr[b + 1]
+    ic = iptr[b]
+    ie = iptr[b + 1] if sym == DIRECTED else ic
+    for i in range(k):
+        w = np.int64(mine[i])
+        oc = gallop(oidx, oc, oe, w)
+        found = oc < oe and oidx[oc] == w
+        if not found and ic < ie:
+            ic = gallop(iidx, ic, ie, w)
+            found = ic < ie and iidx[ic] == w
+        if found:
+            both += 1
+            if w != u and w != v:
+                common += 1
+                if method == ADAMIC_ADAR or method == RESOURCE_ALLOCATION:
+                    s += _weight(method, nx_degree(w, optr, oidx, iptr, iidx, sym, memo))
+    if method == CN:
+        return float(common)
+    if method == JACCARD:
+        union = k + (view_code(b, optr, oidx, iptr, iidx, sym, memo) >> 1) - both
+        return common / union if union > 0 else 0.0
+    return s
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def pair_scores(us, vs, optr, oidx, iptr, iidx, sym, method, memo, buf, out):
     """``out[p]`` = the score of ``(us[p], vs[p])`` (NetworkX's definitions). ``buf``: int64
-    (threads, B), a gather buffer per thread of at least the longer endpoint row bound."""
+    (threads, B), a gather buffer per thread of at least the longer endpoint row bound
+    (unused when the rows are :data:`~graphsys.measures.kernels_view.UNIQUE`: a row is
+    then read in place)."""
     for p in numba.prange(us.shape[0]):
         u = us[p]
         v = vs[p]
@@ -45,36 +88,15 @@ def pair_scores(us, vs, optr, oidx, iptr, iidx, sym, method, memo, buf, out):
         a, b = u, v
         if row_bound(v, optr, iptr, sym) < row_bound(u, optr, iptr, sym):
             a, b = v, u
-        mine = buf[numba.get_thread_id()]
-        k = gather(a, optr, oidx, iptr, iidx, sym, mine)
-        common = 0  # N(u) & N(v) - {u, v}
-        both = 0  # N(u) & N(v)
-        s = 0.0
-        # ascending lookups in b's rows: each cursor gallops forward from the last hit
-        oc = optr[b]
-        oe = optr[b + 1]
-        ic = iptr[b]
-        ie = iptr[b + 1]
-        for i in range(k):
-            w = mine[i]
-            oc = gallop(oidx, oc, oe, w)
-            found = oc < oe and oidx[oc] == w
-            if not found and not sym:
-                ic = gallop(iidx, ic, ie, w)
-                found = ic < ie and iidx[ic] == w
-            if found:
-                both += 1
-                if w != u and w != v:
-                    common += 1
-                    if method == ADAMIC_ADAR or method == RESOURCE_ALLOCATION:
-                        s += _weight(method, nx_degree(w, optr, oidx, iptr, iidx, sym, memo))
-        if method == CN:
-            out[p] = common
-        elif method == JACCARD:
-            union = k + (view_code(b, optr, oidx, iptr, iidx, sym, memo) >> 1) - both
-            out[p] = common / union if union > 0 else 0.0
+        if sym == UNIQUE:
+            lo = optr[a]
+            hi = optr[a + 1]
+            out[p] = _score(oidx[lo:hi], hi - lo, u, v, b, optr, oidx, iptr, iidx, sym,
+                            method, memo)
         else:
-            out[p] = s
+            mine = buf[numba.get_thread_id()]
+            k = gather(a, optr, oidx, iptr, iidx, sym, mine)
+            out[p] = _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo)
 
 
 @numba.njit(inline="always")

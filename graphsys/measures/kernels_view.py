@@ -1,7 +1,11 @@
 """Numba helpers over the undirected view of an edge set: the neighbours of ``u`` are the
 union of its out-row (CSR) and in-row (CSC), each sorted, duplicates (parallel edges,
-reciprocal pairs) counted once. ``sym`` True: the edge set stores both directions, so the
-out-row alone is the view and the in-arrays are not read.
+reciprocal pairs) counted once. ``sym`` says what the rows are: :data:`DIRECTED` (0) the
+CSR and CSC of a directed edge set, merged as they are read; :data:`SYMMETRIC` (1) a CSR
+holding both directions of every edge (an edge set ingested ``undirected``), whose rows may
+repeat a neighbour (parallel edges), the in-arrays unused; :data:`UNIQUE` (2) such a CSR
+without repeats (ingested with ``dedupe``, or the stored ``sym`` index), so a row's length
+is the neighbourhood's size.
 
 ``memo`` int64 (N,) caches, per node, ``2 * |N(w)| + loop + 1`` (``loop`` = 1 when ``w`` is
 its own neighbour), 0 until first asked (so a fresh memo is zeroed pages, faulted in only
@@ -14,6 +18,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+
+DIRECTED, SYMMETRIC, UNIQUE = 0, 1, 2
 
 
 @numba.njit(inline="always")
@@ -57,61 +63,6 @@ def gather(u, optr, oidx, iptr, iidx, sym, buf):
 
 
 @numba.njit(inline="always")
-def view_code(w, optr, oidx, iptr, iidx, sym, memo):
-    """``2 * |N(w)| + loop`` (see the module docstring), computed once per node."""
-    c = memo[w]
-    if c > 0:
-        return c - 1
-    a, ae, b, be = _rows(w, optr, iptr, sym)
-    size = 0
-    loop = 0
-    last = np.int64(-1)
-    while a < ae or b < be:
-        x, a, b = _pick(a, ae, b, be, oidx, iidx)
-        if x != last:
-            size += 1
-            last = x
-            if x == w:
-                loop = 1
-    c = 2 * size + loop
-    memo[w] = c + 1
-    return c
-
-
-@numba.njit(inline="always")
-def nx_degree(w, optr, oidx, iptr, iidx, sym, memo):
-    """NetworkX's degree of ``w`` in the undirected view (a self-loop counts twice)."""
-    c = view_code(w, optr, oidx, iptr, iidx, sym, memo)
-    return (c >> 1) + (c & 1)
-
-
-@numba.njit(inline="always")
-def adjacent(b, x, optr, oidx, iptr, iidx, sym):
-    """Whether ``x`` is in ``N(b)``: a binary search of ``b``'s out-row (and in-row)."""
-    lo = optr[b]
-    hi = optr[b + 1]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if oidx[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < optr[b + 1] and oidx[lo] == x:
-        return True
-    if sym:
-        return False
-    lo = iptr[b]
-    hi = iptr[b + 1]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if iidx[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < iptr[b + 1] and iidx[lo] == x
-
-
-@numba.njit(inline="always")
 def gallop(idx, lo, hi, x):
     """The first position in ``idx[lo:hi]`` (ascending) holding a value >= ``x`` (``hi`` if
     none): exponential steps from ``lo``, then a binary search, so a run of ascending
@@ -132,6 +83,40 @@ def gallop(idx, lo, hi, x):
         else:
             cur = mid
     return prev
+
+
+@numba.njit(inline="always")
+def view_code(w, optr, oidx, iptr, iidx, sym, memo):
+    """``2 * |N(w)| + loop`` (see the module docstring), computed once per node."""
+    c = memo[w]
+    if c > 0:
+        return c - 1
+    a, ae, b, be = _rows(w, optr, iptr, sym)
+    size = 0
+    loop = 0
+    last = np.int64(-1)
+    if sym == UNIQUE:  # the row's length; a self-loop found by binary search
+        size = ae - a
+        k = gallop(oidx, a, ae, w)
+        loop = 1 if k < ae and oidx[k] == w else 0
+        a = ae
+    while a < ae or b < be:
+        x, a, b = _pick(a, ae, b, be, oidx, iidx)
+        if x != last:
+            size += 1
+            last = x
+            if x == w:
+                loop = 1
+    c = 2 * size + loop
+    memo[w] = c + 1
+    return c
+
+
+@numba.njit(inline="always")
+def nx_degree(w, optr, oidx, iptr, iidx, sym, memo):
+    """NetworkX's degree of ``w`` in the undirected view (a self-loop counts twice)."""
+    c = view_code(w, optr, oidx, iptr, iidx, sym, memo)
+    return (c >> 1) + (c & 1)
 
 
 @numba.njit(cache=True, nogil=True)

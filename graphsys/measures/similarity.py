@@ -192,15 +192,11 @@ def common_neighbors(graph, u, v, *, edge_set: str | None = None, internal: bool
     nv = nv[:_gather(view, b, nv)]
     common = np.intersect1d(nu, nv, assume_unique=True)
     common = common[(common != a) & (common != b)]
-    return common if internal else _originals(graph, common)
+    return common if internal else view.original(common)
 
 
 def _gather(view, u: int, buf: np.ndarray) -> int:
     return gather(u, view.optr, view.oidx, view.iptr, view.iidx, view.sym, buf)
-
-
-def _originals(graph, internal: np.ndarray):
-    return graph.to_original(internal)
 
 
 @dataclass
@@ -313,5 +309,5 @@ def top_links(graph, nodes=None, k: int = 10, method: str = "jaccard", *,
     keep = np.arange(k)[None, :] < counts[:, None]
     src = np.repeat(queries, counts)
     dst = out_nodes[keep]
-    return TopLinks(_originals(graph, src), _originals(graph, dst), out_scores[keep], src, dst,
+    return TopLinks(view.original(src), view.original(dst), out_scores[keep], src, dst,
                     method)

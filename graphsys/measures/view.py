@@ -1,9 +1,16 @@
-"""The undirected view of an edge set that the measures read: the sorted out-rows (CSR) and,
-for a directed edge set, the in-rows (CSC) of a stored graph, the stored adjacency index
-mapped where the graph has one (``graphsys index``), else built once. A view is kept per
-opened :class:`~graphsys.storage.graph.Graph` and edge set, with its per-node memo of
-neighbourhood sizes (:mod:`graphsys.measures.kernels_view`), so later calls pay only for
-the nodes they touch.
+"""The undirected view of an edge set that the measures read, from the stored adjacency
+indexes where the graph has them (``graphsys index``: mapped, nothing built), else built
+once per opened graph:
+
+* the ``sym`` index (``graphsys index GRAPH --undirected``): the undirected view itself,
+  each row sorted and without repeats;
+* an edge set ingested ``undirected``: its CSR (without repeats when ingested with
+  ``dedupe`` and one relation);
+* a directed edge set: its CSR and CSC, each row's union read as it is needed.
+
+A view is kept per opened :class:`~graphsys.storage.graph.Graph` and edge set, with its
+per-node memo of neighbourhood sizes (:mod:`graphsys.measures.kernels_view`) and the
+original ids, so later calls pay only for the nodes they touch.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.measures.kernels_view import max_row_bound
+from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC, UNIQUE, max_row_bound
 
 _VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -32,9 +39,10 @@ class View:
     optr, oidx : numpy.ndarray
         The CSR: out-rows, each ascending.
     iptr, iidx : numpy.ndarray
-        The CSC of a directed edge set; the CSR again when ``sym``.
-    sym : bool
-        The edge set stores both directions (ingested ``undirected``).
+        The CSC of a directed edge set; the CSR again otherwise.
+    sym : int
+        What the rows are (:data:`~graphsys.measures.kernels_view.DIRECTED`,
+        ``SYMMETRIC`` or ``UNIQUE``).
     """
 
     graph: object
@@ -43,9 +51,10 @@ class View:
     oidx: np.ndarray
     iptr: np.ndarray
     iidx: np.ndarray
-    sym: bool
+    sym: int
     _memo: np.ndarray | None = field(default=None, repr=False)
     _bound: int | None = field(default=None, repr=False)
+    _ids: object = field(default=None, repr=False)
 
     @property
     def num_nodes(self) -> int:
@@ -69,6 +78,16 @@ class View:
     def args(self) -> tuple:
         return self.optr, self.oidx, self.iptr, self.iidx, self.sym
 
+    def original(self, internal: np.ndarray):
+        """Original ids of internal ids (the graph's ids, read once per view)."""
+        if self._ids is None:
+            self._ids = self.graph.node_ids()
+        if isinstance(self._ids, np.ndarray):
+            return self._ids[internal]
+        import pyarrow as pa
+
+        return self._ids.take(pa.array(np.asarray(internal, np.int64)))
+
 
 def undirected_view(graph, edge_set: str | None = None) -> View:
     """The :class:`View` of ``graph``'s edge set, built on first use and kept while the
@@ -85,13 +104,19 @@ def undirected_view(graph, edge_set: str | None = None) -> View:
     es = graph.edge_set(edge_set)
     views = _VIEWS.setdefault(graph, {})
     if es.name not in views:
-        out = graph.csr(es.name, weights=False)
-        if es.undirected:
-            inn = out
+        stored = graph.adjacency_index(es.name, "sym")
+        if stored is not None:
+            rows, kind = (stored.indptr, stored.indices), UNIQUE
+            inn = rows
+        elif es.undirected:
+            out = graph.csr(es.name, weights=False)
+            rows = inn = (out.indptr, out.indices)
+            kind = UNIQUE if es.dedupe and not es.has_rel else SYMMETRIC
         else:
-            inn = graph.csc(es.name, weights=False)
-        views[es.name] = View(graph, es.name, out.indptr, out.indices, inn.indptr,
-                              inn.indices, bool(es.undirected))
+            out = graph.csr(es.name, weights=False)
+            csc = graph.csc(es.name, weights=False)
+            rows, inn, kind = (out.indptr, out.indices), (csc.indptr, csc.indices), DIRECTED
+        views[es.name] = View(graph, es.name, *rows, *inn, kind)
     return views[es.name]
 
 
