@@ -145,3 +145,29 @@ def test_enron_jaccard_matches_igraph(real):
     ref = G.similarity_jaccard(pairs=pairs.tolist(), loops=False)  # NetworkX: no implied loops
     np.testing.assert_allclose(link_scores(r.graph, pairs, "jaccard", internal=True), ref,
                                rtol=1e-12)
+
+
+def test_stored_sym_index_gives_the_same_scores(tmp_path):
+    """A directed graph with its ``sym`` index (``graphsys index --undirected``): the view
+    reads the index's unique rows; scores, candidates and the diameter are unchanged."""
+    from graphsys import open_graph
+    from graphsys.measures import diameter, eccentricity
+    from graphsys.measures.kernels_view import UNIQUE
+    from graphsys.measures.view import undirected_view
+    from graphsys.storage.adjacency_index import build_index
+
+    t = small_graph(tmp_path, 7, True, n=30, m=110, dedupe=False)
+    indexed = open_graph(t.graph.path)
+    build_index(indexed, ("sym",))
+    indexed = open_graph(t.graph.path)
+    assert undirected_view(indexed).sym == UNIQUE
+    nodes = list(t.U)
+    rng = np.random.default_rng(2)
+    pairs = [(nodes[a], nodes[b]) for a, b in rng.integers(0, len(nodes), (80, 2))]
+    for method in NX:
+        np.testing.assert_allclose(link_scores(indexed, pairs, method),
+                                   [nx_score(t.U, method, u, v) for u, v in pairs])
+        assert list(top_links(indexed, k=3, method=method)) == list(
+            top_links(t.graph, k=3, method=method))
+    assert diameter(indexed, exact=True).value == diameter(t.graph, exact=True).value
+    np.testing.assert_array_equal(eccentricity(indexed), eccentricity(t.graph))
