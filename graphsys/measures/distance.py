@@ -74,6 +74,9 @@ class _Searcher:
         self.view, self.args = view, view.args()
         self.dist = np.full(n, -1, np.int32)
         self.queue = np.empty(n, np.int64)
+        #: an upper bound of every node's eccentricity, from the searches so far
+        #: (``d(x, s) + ecc(s)``, Takes and Kosters' bound)
+        self.upper = np.full(n, np.iinfo(np.int32).max, np.int32)
         self.searches = 0
         self._many: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -86,6 +89,7 @@ class _Searcher:
         self.searches += 1
         far = int(self.queue[count - 1])
         ecc = int(self.dist[far])
+        kd.tighten(self.upper, self.dist, self.queue, count, ecc)
         mid = far
         for _ in range(ecc // 2 if middle else 0):
             mid = int(kd.step_back(mid, *self.args, self.dist))
@@ -100,6 +104,7 @@ class _Searcher:
         self.searches += 1
         order = self.queue[:count].copy()
         d = self.dist[order]
+        kd.tighten(self.upper, self.dist, self.queue, count, int(d[-1]))
         kd.reset(self.dist, self.queue, count)
         return order, np.searchsorted(d, np.arange(int(d[-1]) + 2))
 
@@ -228,36 +233,49 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
 def _component(search: _Searcher, start: tuple[int, int | None], size: int, exact: bool,
                known: int, bar) -> tuple[int, int, tuple[int, int]]:
     """(lower bound, upper bound, endpoints of the lower bound) of the diameter of a
-    component of ``size`` nodes: the 4-sweep from ``start`` (its node of largest degree and,
-    when already searched, the farthest node from it), then iFUB while the bounds differ
-    and ``exact``."""
+    component of ``size`` nodes, from its node of largest degree ``r1`` (and, when already
+    searched, the farthest node from it, ``a1``).
+
+    The 4-sweep: ``a1`` farthest from ``r1``, ``b1`` farthest from ``a1`` and ``r2`` halfway
+    between them; ``a2`` farthest from ``r2``, ``b2`` from ``a2`` and ``u`` halfway. Every
+    search also bounds every node's eccentricity (``d(x, s) + ecc(s)``), so the diameter is
+    at most the largest bound: after the search from ``r2`` that often meets the lower
+    bound already (a road network: three searches). Then iFUB from ``u`` while the bounds
+    differ and ``exact``, searching only the fringe nodes whose bound exceeds the lower
+    bound."""
     r1, a1 = start
     if a1 is None:
         a1, _, _ = search.sweep(r1)
-    # b1 farthest from a1, r2 the middle of a shortest path a1 .. b1 (stepping back from b1
-    # in a1's search), and again from r2
     b1, e1, r2 = search.sweep(a1, middle=True)
-    a2, _, _ = search.sweep(r2)
+    lower, pair = e1, (a1, b1)
+    order, starts = search.levels(r2)
+    upper = min(2 * (len(starts) - 2), size - 1, int(search.upper[order].max()))
+    bar.update(3)
+    if lower >= upper:
+        return lower, lower, pair
+    a2 = int(order[-1])
     b2, e2, u = search.sweep(a2, middle=True)
-    lower, pair = (e1, (a1, b1)) if e1 >= e2 else (e2, (a2, b2))
+    if e2 > lower:
+        lower, pair = e2, (a2, b2)
     order, starts = search.levels(u)
     ecc_u = len(starts) - 2
-    if ecc_u > lower:
-        lower, pair = ecc_u, (u, int(order[-1]))
-    upper = min(2 * ecc_u, size - 1)
-    bar.update(5)
+    # no node's eccentricity exceeds its bound from the searches made
+    upper = min(upper, 2 * ecc_u, int(search.upper[order].max()))
+    bar.update(2)
     i = ecc_u
     while exact and lower < upper and max(lower, known) < upper:
         fringe = order[starts[i]:starts[i + 1]]
-        ecc, far = search.many(fringe)
-        bar.update(len(fringe))
-        j = int(np.argmax(ecc))
-        if ecc[j] > lower:
-            lower, pair = int(ecc[j]), (int(fringe[j]), int(far[j]))
+        fringe = fringe[search.upper[fringe] > lower]  # the others cannot beat lower
+        if len(fringe):
+            ecc, far = search.many(fringe)
+            bar.update(len(fringe))
+            j = int(np.argmax(ecc))
+            if ecc[j] > lower:
+                lower, pair = int(ecc[j]), (int(fringe[j]), int(far[j]))
         if lower > 2 * (i - 1):
             upper = lower
             break
-        upper = 2 * (i - 1)
+        upper = min(upper, 2 * (i - 1))
         i -= 1
     return lower, max(upper, lower), pair
 

@@ -140,6 +140,17 @@ def bfs_top_down(source, optr, oidx, iptr, iidx, sym, dist, queue):
 
 
 @numba.njit(cache=True, nogil=True)
+def tighten(upper, dist, queue, count, ecc):
+    """After a search of eccentricity ``ecc``: ``upper[x] = min(upper[x], d(x) + ecc)`` for
+    every reached ``x`` (an upper bound of ``x``'s eccentricity)."""
+    for i in range(count):
+        x = queue[i]
+        b = dist[x] + ecc
+        if b < upper[x]:
+            upper[x] = b
+
+
+@numba.njit(cache=True, nogil=True)
 def reset(dist, queue, count):
     for i in range(count):
         dist[queue[i]] = -1
