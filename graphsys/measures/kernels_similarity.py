@@ -27,6 +27,9 @@ from graphsys.measures.kernels_view import (
 )
 
 CN, JACCARD, ADAMIC_ADAR, RESOURCE_ALLOCATION, PREFERENTIAL_ATTACHMENT = 0, 1, 2, 3, 4
+#: A pair's rows are merged when the longer is at most this many times the shorter, else
+#: the shorter's entries gallop through the longer
+MERGE_RATIO = 8
 
 
 @numba.njit(inline="always")
@@ -40,10 +43,22 @@ def _weight(method, d):
 
 
 @numba.njit(inline="always")
+def _seek(idx, lo, hi, x, linear):
+    """The first position in ``idx[lo:hi]`` holding a value >= ``x``: a merge's step when
+    ``linear``, else a gallop."""
+    if linear:
+        while lo < hi and idx[lo] < x:
+            lo += 1
+        return lo
+    return gallop(idx, lo, hi, x)
+
+
+@numba.njit(inline="always")
 def _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo):
     """The score of ``(u, v)`` from ``mine[:k]`` (the neighbours of one end, ascending,
-    unique) looked up in the rows of the other end ``b``: each cursor gallops forward from
-    its last hit."""
+    unique) looked up in the rows of the other end ``b``: a merge when the rows are of
+    comparable length (at most :data:`MERGE_RATIO` times), else each cursor gallops forward
+    from its last hit."""
     common = 0  # N(u) & N(v) - {u, v}
     both = 0  # N(u) & N(v)
     s = 0.0
@@ -51,12 +66,13 @@ def _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo):
     oe = optr[b + 1]
     ic = iptr[b]
     ie = iptr[b + 1] if sym == DIRECTED else ic
+    linear = (oe - oc) + (ie - ic) <= MERGE_RATIO * k
     for i in range(k):
         w = np.int64(mine[i])
-        oc = gallop(oidx, oc, oe, w)
+        oc = _seek(oidx, oc, oe, w, linear)
         found = oc < oe and oidx[oc] == w
         if not found and ic < ie:
-            ic = gallop(iidx, ic, ie, w)
+            ic = _seek(iidx, ic, ie, w, linear)
             found = ic < ie and iidx[ic] == w
         if found:
             both += 1
