@@ -492,11 +492,11 @@ def peer_python(peer: str, work: Path, given: Path | None = None,
 
 
 def peer_environment(**extra: str) -> dict[str, str]:
-    """The environment a peer runs in: ours without the OpenMP settings ``import graphsys``
-    made (:func:`graphsys.peer_environment`: the peer keeps its own defaults), plus
-    ``extra``."""
+    """The environment a peer runs in: ours without the OpenMP settings graphsys's wait
+    policy exported (:func:`graphsys.openmp.peer_environment`: the peer keeps its own
+    defaults), plus ``extra``."""
     try:
-        from graphsys import peer_environment as graphsys_peer_environment
+        from graphsys.openmp import peer_environment as graphsys_peer_environment
 
         env = graphsys_peer_environment()
     except ImportError:

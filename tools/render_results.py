@@ -18,6 +18,12 @@ A page marks where a table goes with ``<!-- results:NAME -->`` and ``<!-- /resul
 
     python tools/render_results.py           # rewrite the tables in place
     python tools/render_results.py --check   # exit 1 if a page differs from its rendering
+    python tools/render_results.py --gpu OUT/results.jsonl   # GPU rows, then rewrite
+
+``--gpu`` reads the ``results.jsonl`` of ``scripts/gpu_check.py`` and puts each of its
+comparison rows (records carrying ``row``) into ``docs/results/gpu.jsonl`` with the GPU and
+driver the check recorded as the machine: a row replaces the one of the same part and name
+(``key``), so the table keeps one current row per measurement.
 
 The benchmarks (``benchmarks/<area>/*.py``) take ``--record FILE``: the harness's ``emit``
 prints their JSON line and appends it, with the command line and the date, to FILE, from
@@ -136,11 +142,66 @@ def render_page(text: str, results: Path | None = None) -> str:
     return MARKER.sub(one, text)
 
 
+def gpu_rows(records: list[dict]) -> list[dict]:
+    """The results rows of a ``scripts/gpu_check.py`` run (its ``results.jsonl`` records):
+    one per record carrying ``row``, keyed ``part/name``, the machine being the GPU, driver
+    and torch/CUDA of the run's environment record, measured on the record's date. A dry
+    run's (``--tiny``, or not on CUDA) rows are refused: they are no GPU figures."""
+    env = next((r for r in records if r.get("name") == "environment"), None)
+    run = next((r for r in records if r.get("part") == "all"), {})
+    if env is None or run.get("tiny") or not str(run.get("device", "cuda")).startswith("cuda"):
+        raise SystemExit("--gpu: not a GPU run of scripts/gpu_check.py (a --tiny or CPU run, "
+                         "or no environment record)")
+    gpu = env.get("gpu") or "GPU"
+    smi = (env.get("nvidia_smi") or "").split(",")
+    driver = f", driver {smi[1].strip()}" if len(smi) > 1 else ""
+    machine = (f"{gpu}{driver}, torch {env.get('torch')}, CUDA {env.get('torch_cuda')}, "
+               f"{env.get('cpus')} cores")
+    rows = []
+    for r in records:
+        if "row" not in r:
+            continue
+        row = {k: r["row"].get(k) for k in FIELDS if k not in ("machine", "measured_on")}
+        row.update(machine=machine, measured_on=str(r.get("time", ""))[:10],
+                   key=f"{r['part']}/{r['name']}", raw=r)
+        rows.append(row)
+    return rows
+
+
+def merge_rows(old: list[dict], new: list[dict]) -> list[dict]:
+    """``old`` with each row whose ``key`` a row of ``new`` has replaced in place; new keys
+    appended in their order."""
+    fresh = {r["key"]: r for r in new}
+    out = [fresh.pop(r["key"]) if r.get("key") in fresh else r for r in old]
+    return out + [r for r in new if r["key"] in fresh]
+
+
+def record_gpu_rows(path: Path, results: Path | None = None) -> int:
+    """Merge the rows of a gpu_check ``results.jsonl`` into ``results/gpu.jsonl``; returns
+    how many rows it had."""
+    results = RESULTS if results is None else results
+    records = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines()
+               if x.strip()]
+    new = gpu_rows(records)
+    target = results / "gpu.jsonl"
+    old = [json.loads(x) for x in target.read_text(encoding="utf-8").splitlines()
+           if x.strip()] if target.exists() else []
+    rows = merge_rows(old, new)
+    target.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                      encoding="utf-8")
+    return len(new)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 if a page differs from its rendering")
+    ap.add_argument("--gpu", type=Path, metavar="RESULTS",
+                    help="first merge the rows of scripts/gpu_check.py's results.jsonl into "
+                         "docs/results/gpu.jsonl")
     args = ap.parse_args(argv)
+    if args.gpu is not None:
+        print(f"docs/results/gpu.jsonl: {record_gpu_rows(args.gpu)} row(s) from {args.gpu}")
     stale = []
     for page in PAGES:
         old = page.read_text(encoding="utf-8")

@@ -52,9 +52,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 import numpy as np
 
 from benchmarks import harness
+from graphsys.openmp import apply_wait_policy
 
-# first: importing graphsys sets OMP_WAIT_POLICY before any OpenMP pool (numba's) starts
-from graphsys import bsp
+# first: graphsys's OpenMP wait policy, before any OpenMP pool (torch's, numba's, a peer's)
+# starts
+apply_wait_policy()
+
+from graphsys import bsp  # noqa: E402
 
 
 def scipy_pagerank_iter(at, outdeg, iters: int, damping: float = 0.85) -> float:

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from graphsys.storage.append import append_edges
     from graphsys.storage.format import RelationType
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     run = harness.Run("embed/grow", args.record)
     work = args.work
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return EdgeSource([files[name]], edge_set=edge_set, src_col=0, rel_col=1, dst_col=2,
                           header=False)
 
-    opts = IngestOptions(num_partitions=1, relation_types=rels)
+    opts = IngestOptions(partitions=1, relation_types=rels)
     res: dict = {"dataset": "fb15k-237", "dim": args.dim,
                  "model": "ComplEx dot softmax, 1000 uniform + 50 batch negs, lr 0.1",
                  "held_out_entities": len(held), "entities": len(entities),
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     for d in (grown, full, ck_old, ck_inc, ck_ft, ck_full):  # leftovers of an earlier run
         if d.exists():
             shutil.rmtree(d)
-    ingest([source("old", "train")], grown, opts)
+    ingest_sources([source("old", "train")], grown, opts)
     res["old"] = _timed_train(_config(args, args.epochs), grown, "train", ck_old)
     t0 = time.perf_counter()
     rep = append_edges(grown, [source("grow", "grow")], opts)
@@ -152,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         res["fine_tune"] = _timed_train(
             _config(args, args.inc_epochs, [f"init_from=\"{ck_old}\""]), grown, "grow", ck_ft)
         res["fine_tune"].update(_metrics(ck_ft, grown))
-    ingest([source("all", "train"), source("test_new", "test_new"),
-            source("test_old", "test_old")], full, opts)
+    ingest_sources([source("all", "train"), source("test_new", "test_new"),
+                    source("test_old", "test_old")], full, opts)
     res["retrain"] = _timed_train(_config(args, args.epochs), full, "train", ck_full)
     res["retrain"].update(_metrics(ck_full, full))
     res["mrr_ratio_new"] = round(res["incremental"]["test_new"]["mrr"]

@@ -60,7 +60,7 @@ def build(work: Path, nodes: int, features: int) -> dict[str, Path]:
     for chunk in model.nodes():
         label[chunk["id"]] = chunk["label"]
         feat[chunk["id"]] = chunk["feat"]
-    common = dict(num_nodes=nodes, undirected=True, num_partitions=2)
+    common = dict(num_nodes=nodes, undirected=True, partitions=2)
     graphsys.from_numpy(src, dst, out["table"], node_columns={"label": label, "feat": feat},
                         **common)
     g = graphsys.from_numpy(src, dst, out["mapped"], node_columns={"label": label}, **common)

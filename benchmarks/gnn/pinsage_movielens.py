@@ -24,8 +24,8 @@ item graph built from the ``train`` interactions (as its ``process_movielens1m.p
 ML-1M's), without title text (graphsys stores none); its item representations
 (``get_repr``) and scorer bias are scored by the rule above.
 
-DGL runs with graphsys's OpenMP wait policy (``OMP_WAIT_POLICY=PASSIVE``, which ``import
-graphsys`` sets; see ``graphsys/__init__.py``), not OpenMP's busy-waiting default, whose
+DGL runs with graphsys's OpenMP wait policy (``OMP_WAIT_POLICY=PASSIVE``, which this script
+applies first; see ``graphsys/openmp.py``), not OpenMP's busy-waiting default, whose
 spinning threads stall the sampler on a shared machine. Training time is each side's wall
 time from the start of training to the final item embeddings (graphsys's includes its
 per-epoch validation). The sides take turns (graphsys, DGL, graphsys, ...; ``--repeats``,
@@ -220,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     import graphsys
+    from graphsys.openmp import apply_wait_policy
 
+    apply_wait_policy()  # exported to the DGL children too (module docstring)
     if args.threads:
         import torch
 

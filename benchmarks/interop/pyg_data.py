@@ -63,7 +63,7 @@ def child(args) -> None:
     if args.step == "to_pyg":
         if not (out / "manifest.json").exists():
             graphsys.from_pyg(Data(x=x, y=y, edge_index=ei, train_mask=mask), out,
-                              num_partitions=args.partitions)
+                              partitions=args.partitions)
         del Data, ei, x, y, mask
     base = current_memory().total
     t0 = time.perf_counter()
@@ -75,7 +75,7 @@ def child(args) -> None:
     elif args.step == "from_pyg":
         shutil.rmtree(out, ignore_errors=True)
         g = graphsys.from_pyg(Data(x=x, y=y, edge_index=ei, train_mask=mask), out,
-                              num_partitions=args.partitions)
+                              partitions=args.partitions)
         n_edges = g.num_edges()
     else:
         g = graphsys.open_graph(out)

@@ -169,7 +169,8 @@ def prepare(args, work: Path) -> tuple[dict, dict, dict]:
     """The inputs: ``(arrays for DGL, graphsys objects, facts about them)``."""
     from graphsys.gnn.data import open_source
     from graphsys.gnn.inputs import node_task_data
-    from graphsys.sampling import bipartite_adjacency, typed_edges
+    from graphsys.sampling import bipartite_adjacency
+    from graphsys.sampling.adjacency import typed_edges
 
     rng = np.random.default_rng(0)
     arrays, objs, facts = {}, {}, {}

@@ -156,13 +156,13 @@ def stage_baseline(args, work: Path) -> dict:
 def stage_ingest(args, work: Path) -> dict:
     import shutil
 
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     out = args.graph_dir
     shutil.rmtree(out, ignore_errors=True)
-    rep = ingest([EdgeSource([args.edges_file])], out,
-                 IngestOptions(num_partitions=args.partitions,
-                               memory_limit=args.memory_limit_bytes, progress=args.progress))
+    rep = ingest_sources([EdgeSource([args.edges_file])], out, IngestOptions(
+        partitions=args.partitions, memory_limit=args.memory_limit_bytes,
+        progress=args.progress))
     return {"edges": sum(rep.edges.values()), "nodes": sum(rep.nodes.values()),
             "phases": rep.seconds, "memory_limit_bytes": args.memory_limit_bytes}
 

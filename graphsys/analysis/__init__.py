@@ -13,25 +13,11 @@
   per warp instruction of the engine's CUDA kernels (``graphsys profile --ncu``);
 * :mod:`~graphsys.analysis.report`: HTML reports (embedded plots) and advice.
 
-Entry points: :func:`profile_graph`, :func:`write_report`, :func:`simt_model`,
-:func:`demo_step`; on the command line ``graphsys profile``.
+Entry points: :func:`profile_graph`, :func:`write_report`, :func:`key_figures`,
+:func:`simt_model`; on the command line ``graphsys profile``.
 """
 
-from graphsys.analysis.profile import (
-    demo_step,
-    key_figures,
-    profile_graph,
-    write_report,
-)
-from graphsys.analysis.simt import (
-    BANDS,
-    GPUS,
-    MAPPINGS,
-    WARP,
-    SimtAccumulator,
-    resolve_gpu,
-    simt_model,
-)
+from graphsys.analysis.profile import key_figures, profile_graph, write_report
+from graphsys.analysis.simt import simt_model
 
-__all__ = ["BANDS", "GPUS", "MAPPINGS", "WARP", "SimtAccumulator", "demo_step", "key_figures",
-           "profile_graph", "resolve_gpu", "simt_model", "write_report"]
+__all__ = ["key_figures", "profile_graph", "simt_model", "write_report"]

@@ -155,12 +155,17 @@ prints the result.
 
 def run_train(args) -> int:
     from graphsys.embed import load_config, train
+    from graphsys.outputs import check_outputs
     from graphsys.storage.graph import open_graph
 
     trace = trace_path(args)
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     graph = open_graph(args.graph) if args.graph is not None else None
     cfg = load_config(args.config, args.overrides, graph=graph, log=log, device=args.device)
+    check_outputs([("--trace", args.trace, "file"),
+                   ("--out" if args.out is not None else "checkpoint_path",
+                    args.out if args.out is not None else cfg.checkpoint_path, "directory")],
+                  overwrite=args.overwrite)
     if args.init_from is not None:
         cfg.init_from = str(args.init_from)
     if args.freeze_old:
@@ -216,12 +221,11 @@ def run_eval(args) -> int:
 
 
 def run_export(args) -> int:
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_outputs
     from graphsys.progress import progress_bar
 
-    for path in (args.out, args.relations_out):
-        if path is not None:
-            check_output(path, overwrite=args.overwrite, name="out")
+    check_outputs([("--out", args.out, "file"), ("--relations-out", args.relations_out, "file")],
+                  overwrite=args.overwrite)
     emb = _load(args)
     if args.format == "tsv":
         types = emb.entity_types

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
-from graphsys.outputs import check_output_directory
+from graphsys.outputs import check_outputs, check_own_directory
 from graphsys.plugins import GNN_MODELS
 
 
@@ -116,9 +116,10 @@ def register(subparsers) -> None:
                    help="node task: evaluate every node of the graph on full neighbourhoods, "
                         "layer by layer (default: only the validation and test seeds)")
     t.add_argument("--out", type=Path, default=None,
-                   help="directory for the best checkpoint and metrics.jsonl; node task: a "
-                        "rerun with the same directory and settings resumes after the last "
-                        "epoch it finished")
+                   help="directory of the run: run.json, the best checkpoint and "
+                        "metrics.jsonl, held by one run at a time; node task: a rerun with the "
+                        "same directory, settings and graph resumes after the last epoch it "
+                        "finished; a directory holding another run is refused")
     t.add_argument("--config", type=Path, default=None,
                    help="TOML or JSON file of training settings (TrainConfig's fields; a "
                         "[rgcn] table for --model rgcn), e.g. "
@@ -280,7 +281,9 @@ def _train(args) -> int:
         cfg = TrainConfig(**values)
     trace = trace_path(args)
     if args.out is not None:
-        check_output_directory(args.out)
+        check_own_directory(args.out, what="a run")
+    check_outputs([("--out", args.out, "directory"), ("--trace", args.trace, "file")],
+                  overwrite=args.overwrite)
     device = resolve_device(args.device)
     node = cfg.task == "node"
     say = _say(args)
@@ -329,7 +332,7 @@ def _embed(args) -> int:
     from graphsys.gnn.data import open_source
     from graphsys.gnn.embed import embed_checkpoint
 
-    check_output_directory(args.out)
+    check_own_directory(args.out, what="an embedding directory")
     device = resolve_device(args.device)
     say = _say(args)
     graph = None
@@ -359,7 +362,8 @@ def _evaluate(args) -> int:
     _, config, meta = load_checkpoint(args.checkpoint)
     if config.get("model") == RGCN:
         m = evaluate_rgcn(args.checkpoint, graph=args.graph, edge_set=args.edge_set, ks=ks)
-    elif meta.get("task") == "link" and "other_type" in meta:
+    elif meta.get("task") == "link" and ("other_type" in meta
+                                         or len(meta.get("types") or ()) == 2):
         m = evaluate_items(args.checkpoint, graph=args.graph, edge_set=args.edge_set or "test",
                            ks=ks or (10,))
     else:

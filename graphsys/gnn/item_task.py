@@ -28,7 +28,7 @@ from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.batches import eval_blocks, pair_batch, walk_sampler
-from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.checkpoint import graph_identity, save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.inputs import ItemInput
@@ -212,6 +212,8 @@ def run_item_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
     meta = {"task": "link", "entity_type": item_t, "other_type": user_t,
             "graph": str(graph.path), "train_config": config_json(cfg),
             "has_features": feat is not None, "num_items": n_items}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
 
     def save(path: Path):
         state = {f"model.{k}": v for k, v in model.state_dict().items()}

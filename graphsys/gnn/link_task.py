@@ -24,13 +24,19 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from graphsys.errors import ParameterError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.batches import eval_blocks, link_sampler, pair_batch
-from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.checkpoint import (
+    graph_identity,
+    load_module_state,
+    meta_field,
+    save_checkpoint,
+    train_config_of,
+)
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.inputs import link_input
-from graphsys.gnn.link import LinkDecoder, evaluate_links, exclude_pairs, link_data
+from graphsys.gnn.link import LinkData, LinkDecoder, evaluate_links, exclude_pairs, link_data
 from graphsys.gnn.loader import PrefetchLoader
 from graphsys.gnn.loop import (
     GNNResult,
@@ -101,6 +107,8 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
             "types": [list(t) for t in data.types], "graph": str(graph.path),
             "train_config": config_json(cfg), "has_features": inp.emb is None,
             "num_nodes": n}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
 
     def save(path: Path):
         state = {f"model.{k}": v for k, v in model.state_dict().items()}
@@ -184,3 +192,33 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
                      {"input": inp, "decoder": decoder, "embeddings": emb, "data": data,
                       "sampler": sampler, "entity_type": et}, protocol=ranked)
+
+
+def load_link_model(checkpoint: str | Path, state: dict[str, torch.Tensor], config: dict,
+                    meta: dict, graph: Graph) -> tuple[torch.Tensor, LinkDecoder, LinkData]:
+    """``(z, decoder, data)`` of a held-out-edge link checkpoint (loaded by
+    :func:`~graphsys.gnn.checkpoint.load_checkpoint`) on ``graph``: every node's embedding
+    over the training graph, re-derived from the checkpoint's seed and fractions (as the
+    run's evaluation computed them), the trained decoder and the split. ``graph`` must be
+    checked first (:func:`~graphsys.gnn.checkpoint.check_graph`); one whose target types
+    differ from the checkpoint's is refused in one line."""
+    cfg = train_config_of(meta, checkpoint)
+    split = meta_field(meta, "link_split", checkpoint)
+    data = link_data(graph, cfg.entity_type, cfg.link_val_fraction, cfg.link_test_fraction,
+                     cfg.seed, split)
+    if [list(t) for t in data.types] != meta_field(meta, "types", checkpoint, list):
+        raise GraphsysError(f"{checkpoint}: trained on node types {meta['types']}, the graph "
+                            f"{graph.path} gives {[list(t) for t in data.types]}")
+    sampler = link_sampler(cfg, data.adj)
+    inp = link_input(graph, data, cfg.hidden)
+    model = GNN(**config)
+    decoder = LinkDecoder(cfg.link_decoder, cfg.hidden)
+    for module, prefix in ((model, "model."), (inp, "input."), (decoder, "decoder.")):
+        load_module_state(module, state, prefix, checkpoint)
+        module.eval()
+    ranges = (partition_ranges(graph, data.types[0][0]) if len(data.types) == 1
+              else [(a, b) for _, a, b in data.types])
+    with torch.no_grad():
+        z = layerwise_inference(model, inp, data.num_nodes, eval_blocks(sampler, cfg.seed),
+                                ranges)
+    return z, decoder, data

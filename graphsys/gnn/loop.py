@@ -34,8 +34,8 @@ from graphsys.distributed import (
     initialized,
     local_cuda_device,
 )
-from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.gnn.checkpoint import check_graph, load_checkpoint, load_module_state
 from graphsys.gnn.config import TrainConfig
 from graphsys.progress import progress_bar
 from graphsys.storage.graph import Graph
@@ -284,11 +284,13 @@ def set_rng_state(state: torch.Tensor, device: torch.device) -> None:
 
 def resume(last: Path, best: Path, cfg: TrainConfig, world_size: int, model: nn.Module,
            inp: nn.Module, opt: torch.optim.Optimizer, monitor: Monitor, rank: int,
-           device: torch.device) -> tuple[int, bool]:
+           device: torch.device, graph: Graph | None = None) -> tuple[int, bool]:
     """Load the state :func:`~graphsys.gnn.node_task.run_node_task` saved after an epoch into
     ``last`` (the model, the input, the optimiser, the monitor; the kept model from
     ``best``): ``(first epoch to run, whether the run had stopped early)``. A run with
-    other settings (except :data:`RESUMABLE_CHANGES`) or world size is refused."""
+    other settings (except :data:`RESUMABLE_CHANGES`) or world size, or on another graph
+    than ``graph`` (:func:`~graphsys.gnn.checkpoint.check_graph`: the same digest), is
+    refused in one line."""
     state, _, meta = load_checkpoint(last)
 
     def same(c: dict) -> dict:
@@ -299,23 +301,49 @@ def resume(last: Path, best: Path, cfg: TrainConfig, world_size: int, model: nn.
         raise GraphsysError(f"{last.parent}: holds a run with other settings or another "
                             f"world size (resume it with the same ones, or choose a new "
                             f"output directory)")
-    model.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("model.")})
-    inp.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("input.")})
+    if graph is not None:
+        check_graph(meta, graph, last, same_graph=True)
+    load_module_state(model, state, "model.", last)
+    load_module_state(inp, state, "input.", last)
     sd = opt.state_dict()
+    params = [p for group in opt.param_groups for p in group["params"]]
     per: dict[int, dict[str, torch.Tensor]] = {}
     for k, v in state.items():
         if k.startswith("optim."):
             _, i, name = k.split(".", 2)
+            want = () if name == "step" else tuple(params[int(i)].shape) \
+                if i.isdigit() and int(i) < len(params) else None
+            if want is None or tuple(v.shape) != want:
+                raise FormatError(f"{last}: tensor {k} does not fit the optimiser of the "
+                                  f"model rebuilt from its config")
             per.setdefault(int(i), {})[name] = v
     sd["state"] = per
     opt.load_state_dict(sd)
     kept = None
     if (best / "model.json").exists():
-        bstate = load_checkpoint(best)[0]
-        kept = {k[6:]: v for k, v in bstate.items() if k.startswith("model.")}
-    monitor.restore(meta["monitor"], kept)
-    if "rng" in state and state["rng"].shape[0] == world_size:
-        set_rng_state(state["rng"][rank], device)
+        bstate, _, bmeta = load_checkpoint(best)
+        if graph is not None:
+            check_graph(bmeta, graph, best, same_graph=True)
+        if same(bmeta.get("train_config", {})) != same(config_json(cfg)):
+            raise GraphsysError(f"{best}: the best model kept beside {last} is of a run with "
+                                f"other settings (choose a new output directory)")
+        probe = copy.deepcopy(model)
+        load_module_state(probe, bstate, "model.", best)
+        kept = probe.state_dict()
+    monitor_state = meta.get("monitor")
+    if not isinstance(monitor_state, dict) or not isinstance(meta.get("epoch"), int):
+        raise FormatError(f"{last / 'model.json'}: meta.monitor and meta.epoch are missing")
+    try:
+        monitor.restore(monitor_state, kept)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FormatError(f"{last / 'model.json'}: meta.monitor is malformed ({exc})"
+                          ) from None
+    if "rng" in state and state["rng"].dim() == 2 and state["rng"].shape[0] == world_size:
+        try:
+            set_rng_state(state["rng"][rank], device)
+        except (RuntimeError, TypeError, ValueError):
+            raise FormatError(f"{last}: tensor rng is not the random generators' state "
+                              f"{tuple(state['rng'].shape)}") from None
     return int(meta["epoch"]) + 1, bool(meta.get("stopped"))
 
 

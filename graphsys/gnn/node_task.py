@@ -33,7 +33,7 @@ from torch.nn import functional as F
 from graphsys.distributed import check_same_inputs
 from graphsys.errors import GraphsysError
 from graphsys.gnn.batches import eval_blocks, fixed_blocks, node_eval_sampler, node_sampler
-from graphsys.gnn.checkpoint import save_checkpoint
+from graphsys.gnn.checkpoint import graph_identity, save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.custom import EVAL_CHUNK, caller, full_neighbourhood_outputs, load_factory
 from graphsys.gnn.full_graph import full_graph_blocks
@@ -138,6 +138,8 @@ def run_node_task(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = N
     meta = {"task": "node", "entity_type": et, "graph": str(graph.path),
             "train_config": config_json(cfg), "has_features": data["x"] is not None,
             "world_size": ranks.world_size}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
     # a builtin model's input dropout runs where the loader's workers gather the features
     # (a mapped column is gathered and normalised there too: MappedFeatures.rows)
     loader_dropout = (isinstance(model, GNN) and cfg.inputs == "blocks" and not cfg.full_graph
@@ -223,7 +225,7 @@ def run_node_task(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = N
                 joint = seed_outputs(torch.cat(shares)).split([len(i) for i in shares])
             sums, counts = [], []
             for k, ids in enumerate(shares):
-                logits = (full.index_select(0, ids) if full is not None else
+                logits = (full.index_select(0, ids.to(full.device)) if full is not None else
                           joint[k] if joint is not None else
                           seed_outputs(ids, val_plan if names == ("val",) else None))
                 y = labels.index_select(0, ids)
@@ -270,7 +272,7 @@ def run_node_task(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = N
     start, stopped = 1, False
     if last is not None and (last / "model.json").exists():
         start, stopped = resume(last, out / "checkpoint", cfg, W, model, inp, opt, monitor,
-                                 ranks.rank, device)
+                                 ranks.rank, device, graph)
         epoch = start - 1
 
     def save_last(epoch: int, stopped: bool) -> None:

@@ -34,7 +34,13 @@ from torch.nn import functional as F
 
 from graphsys import ranking
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
+from graphsys.gnn.checkpoint import (
+    check_graph,
+    graph_identity,
+    load_checkpoint,
+    load_module_state,
+    save_checkpoint,
+)
 from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.conv.rgcn import RGCNConv
 from graphsys.gnn.hetero import TypedInput
@@ -166,25 +172,30 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
     m = n_all + 1
     filt_tail = KnownAnswers(kr * m + kh, kt, m)
     filt_head = KnownAnswers(kr * m + kt, kh, m)
-    zc = z[torch.from_numpy(cand)]
+    dev = z.device
+
+    def on(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(a).to(dev)
+
+    zc = z[on(cand)]
     out = []
     for anchor, answer, filt in ((h, t, filt_tail), (t, h, filt_head)):
         ranks = np.zeros(len(h))
         for start in range(0, len(h), EVAL_BATCH):
             sl = slice(start, start + EVAL_BATCH)
             a, ans, rr = anchor[sl], answer[sl], r[sl]
-            q = z[torch.from_numpy(a)] * rel[torch.from_numpy(rr)]
+            q = z[on(a)] * rel[on(rr)]
             scores = q @ zc.T
             ap = pos_of[ans]
             if (ap < 0).any():
                 raise ParameterError("candidates", "a true answer is not among the candidates")
-            ar = torch.arange(len(a))
-            pos = scores[ar, torch.from_numpy(ap)]
+            ar = torch.arange(len(a), device=dev)
+            pos = scores[ar, on(ap)]
             qr, other = filt.answers(rr * m + a)
             keep = (other != ans[qr]) & (pos_of[other] >= 0)
-            valid = torch.ones(scores.shape, dtype=torch.bool)
-            valid[torch.from_numpy(qr[keep]), torch.from_numpy(pos_of[other[keep]])] = False
-            valid[ar, torch.from_numpy(ap)] = False           # the answer is not its rival
+            valid = torch.ones(scores.shape, dtype=torch.bool, device=dev)
+            valid[on(qr[keep]), on(pos_of[other[keep]])] = False
+            valid[ar, on(ap)] = False           # the answer is not its rival
             ranks[sl] = ranking.ranks(pos, scores, valid)
         out.append(ranks)
     return np.concatenate(out)
@@ -230,20 +241,23 @@ def encodings(model: RGCNLinkModel, data: RGCNData) -> torch.Tensor:
 
 
 def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, out: Path | None = None,
-                  log: Callable[[dict], None] | None = None, progress: bool = False
-                  ) -> GNNResult:
+                  log: Callable[[dict], None] | None = None, progress: bool = False,
+                  device: torch.device = torch.device("cpu")) -> GNNResult:
     """The link task of :func:`graphsys.gnn.train` with ``model="rgcn"``, which resolves
     its arguments (see the module docstring). Each evaluation record holds ``epoch``,
     ``step``, ``loss`` (the epoch's mean), ``val_mrr``, ``val_hits@k``, ``protocol``,
-    ``seconds`` (wall time so far) and ``train_seconds`` (training steps only)."""
+    ``seconds`` (wall time so far) and ``train_seconds`` (training steps only). The model
+    trains and ranks on ``device``; batches are drawn on the CPU with the same seeds, so a
+    run's batches do not depend on the device."""
     t0 = time.perf_counter()
     seed_all(cfg.seed)
     rs = cfg.rgcn
     data = RGCNData(graph, cfg)
+    data.full = data.full.to(device)
     R = data.num_relations
     model = RGCNLinkModel(data.num_nodes, R, hidden=cfg.hidden, num_layers=rs.num_layers,
                           num_blocks=rs.num_blocks, num_bases=rs.num_bases,
-                          dropout=cfg.dropout)
+                          dropout=cfg.dropout).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     tr = data.train
     n_train = len(tr[0])
@@ -258,6 +272,8 @@ def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, out: Path | None = None,
     val = tuple(x[sel] for x in data.valid)
     meta = {"task": "link", "model": RGCN, "entity_types": list(data.num_nodes),
             "graph": str(graph.path), "train_config": config_json(cfg)}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
 
     def save(path: Path) -> None:
         save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()},
@@ -273,7 +289,7 @@ def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, out: Path | None = None,
                 ts = time.perf_counter()
                 step += 1
                 loss = _step(model, opt, cfg, tr, k, R,
-                             np.random.default_rng(derive_seed(cfg.seed, 2, step)))
+                             np.random.default_rng(derive_seed(cfg.seed, 2, step)), device)
                 loss_sum += finite_loss(loss, epoch, i, out)
                 steps += 1
                 train_s += time.perf_counter() - ts
@@ -299,13 +315,13 @@ def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, out: Path | None = None,
     metrics["count"] = len(data.test[0])
     metrics["val_mrr"] = monitor.best if monitor.best_state is not None else float("nan")
     return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
-                     {"embeddings": z, "steps": step, "train_seconds": round(train_s, 3)},
+                     {"embeddings": z.cpu(), "steps": step, "train_seconds": round(train_s, 3)},
                      protocol=RANKED)
 
 
 def _step(model: RGCNLinkModel, opt: torch.optim.Optimizer, cfg: TrainConfig,
           tr: tuple[np.ndarray, np.ndarray, np.ndarray], k: int, num_relations: int,
-          rng: np.random.Generator) -> float:
+          rng: np.random.Generator, device: torch.device) -> float:
     """One optimiser step on ``k`` training triples drawn by ``rng`` (see the module
     docstring); returns the loss."""
     model.train()
@@ -314,17 +330,17 @@ def _step(model: RGCNLinkModel, opt: torch.optim.Optimizer, cfg: TrainConfig,
     nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
     hl, tl = inv[:k], inv[k:]
     g = max(1, int(round(cfg.rgcn.graph_split * k)))
-    z = model.encode(_graph_block(nodes, hl[:g], r[:g], tl[:g], num_relations))
+    z = model.encode(_graph_block(nodes, hl[:g], r[:g], tl[:g], num_relations).to(device))
     # corrupt the head or the tail of each positive with a uniform batch node
     neg = cfg.negatives_for(RGCN)
     ch, ct, cr = np.repeat(hl, neg), np.repeat(tl, neg), np.repeat(r, neg)
     rand = rng.integers(0, len(nodes), len(ch))
     head_side = rng.random(len(ch)) < 0.5
     ch, ct = np.where(head_side, rand, ch), np.where(head_side, ct, rand)
-    s_idx = torch.from_numpy(np.concatenate([hl, ch]))
-    o_idx = torch.from_numpy(np.concatenate([tl, ct]))
-    r_idx = torch.from_numpy(np.concatenate([r, cr]))
-    labels = torch.cat([torch.ones(k), torch.zeros(len(ch))])
+    s_idx = torch.from_numpy(np.concatenate([hl, ch])).to(device)
+    o_idx = torch.from_numpy(np.concatenate([tl, ct])).to(device)
+    r_idx = torch.from_numpy(np.concatenate([r, cr])).to(device)
+    labels = torch.cat([torch.ones(k, device=device), torch.zeros(len(ch), device=device)])
     loss = F.binary_cross_entropy_with_logits(model.score(z[s_idx], r_idx, z[o_idx]), labels)
     loss = loss + cfg.rgcn.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
     opt.zero_grad()
@@ -338,8 +354,9 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
               ) -> tuple[RGCNLinkModel, Graph, TrainConfig]:
     """The model of an R-GCN checkpoint (``gnn train --model rgcn --out RUN`` writes
     ``RUN/checkpoint``), the graph (default: the one it was trained on) and its training
-    config; a checkpoint of another model, or a graph whose entity types, counts or
-    relations differ from the checkpoint's, is refused in one line."""
+    config; a checkpoint of another model, or a graph whose entity types, counts, node ids
+    (per partition, :func:`~graphsys.gnn.checkpoint.check_graph`) or relations differ from
+    the checkpoint's, is refused in one line."""
     state, config, meta = load_checkpoint(checkpoint)
     if config.get("model") != RGCN:
         raise ParameterError("checkpoint", f"{checkpoint} holds a {config.get('model')!r} "
@@ -352,10 +369,11 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
                                       f"{len(graph.relation_types)} relations; the checkpoint "
                                       f"was trained on {config['num_nodes']} and "
                                       f"{config['num_relations']}")
+    check_graph(meta, graph, checkpoint)
     model = RGCNLinkModel(config["num_nodes"], config["num_relations"],
                           **{k: config[k] for k in ("hidden", "num_layers", "num_blocks",
                                                     "num_bases", "dropout")})
-    model.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("model.")})
+    load_module_state(model, state, "model.", checkpoint)
     values = dict(meta["train_config"])
     values["hard_band"] = tuple(values["hard_band"])
     return model.eval(), graph, TrainConfig(**values)
@@ -395,7 +413,7 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> from graphsys.gnn import TrainConfig, train
     >>> from graphsys.gnn.rgcn_link import evaluate
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -403,8 +421,9 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     >>> for name, part in [("train", rows[:30]), ("valid", rows[30:35]), ("test", rows[35:])]:
     ...     _ = (d / f"{name}.tsv").write_text("".join(f"e{h}\\tr{r}\\te{t}\\n"
     ...                                                  for h, r, t in part))
-    >>> _ = ingest([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-    ...             for n in ("train", "valid", "test")], d / "g", IngestOptions())
+    >>> _ = ingest_sources([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1,
+    ...                                dst_col=2) for n in ("train", "valid", "test")],
+    ...                    d / "g", IngestOptions())
     >>> cfg = TrainConfig(task="link", model="rgcn", hidden=10, epochs=2, batch_size=20)
     >>> res = train(d / "g", cfg, out=d / "run")
     >>> again = evaluate(d / "run" / "checkpoint")

@@ -26,14 +26,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from graphsys import openmp
 from graphsys.distributed import destroy, peer_failures
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import GraphsysError
 from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.item_task import run_item_task
 from graphsys.gnn.link_task import link_split_of, run_link_task
 from graphsys.gnn.loop import GNNResult, distributed_setup
 from graphsys.gnn.node_task import run_node_task
 from graphsys.gnn.rgcn_link import run_rgcn_task
+from graphsys.gnn.run_dir import check_place, run_directory
 from graphsys.storage.graph import Graph, open_graph
 
 
@@ -81,11 +83,15 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     out : str or Path, optional
         Directory for the best checkpoint (``out/checkpoint``, which
         :func:`~graphsys.gnn.embed_checkpoint` reads, and, for R-GCN,
-        :func:`graphsys.gnn.rgcn_link.evaluate`) and ``out/metrics.jsonl``; node
-        task: also the state after the last epoch (``out/last``: the model, the optimiser,
-        the early-stopping state and the random generators), from which a rerun with the
-        same ``out``, settings and world size resumes (``epochs`` and ``patience`` may
-        grow), bit for bit as if never stopped. Distributed: a directory every rank sees.
+        :func:`graphsys.gnn.rgcn_link.evaluate`), ``out/metrics.jsonl`` and the run's
+        record ``out/run.json``; node task: also the state after the last epoch
+        (``out/last``: the model, the optimiser, the early-stopping state and the random
+        generators), from which a rerun with the same ``out``, settings, world size and
+        graph resumes (``epochs`` and ``patience`` may grow), bit for bit as if never
+        stopped. One run at a time holds ``out`` (a second is refused at once); a
+        directory holding another run, or inside a graph or checkpoint directory, is
+        refused before training (:mod:`graphsys.gnn.run_dir`). Distributed: a directory
+        every rank sees.
     log : callable, optional
         Called with each evaluation record (a dict, as in :attr:`GNNResult.history`).
     progress : bool, optional
@@ -126,8 +132,9 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     GraphsysError
         A graph without labels (node task) or without edges (link task; split ``user``:
         without a bipartite relation),
-        ``model``/``loss``/``features`` given to the link task, or a diverged run (a
-        non-finite loss or parameter).
+        ``model``/``loss``/``features`` given to the link task, a diverged run (a
+        non-finite loss or parameter), or an ``out`` that another run holds, that holds
+        another run, or that is or lies inside a graph, checkpoint or embedding directory.
 
     See Also
     --------
@@ -171,14 +178,20 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     >>> sorted(result.metrics)
     ['test_accuracy', 'test_macro_f1', 'val_accuracy', 'val_macro_f1']
     """
+    openmp.apply_wait_policy()
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else TrainConfig()
     device = torch.device(device)
     out = Path(out) if out is not None else None
+    if out is not None:
+        check_place(out)
     distributed, owned, device = distributed_setup(distributed, cfg, device)
     if cfg.task == "node":
         try:
-            with peer_failures(distributed):
+            rank, world = ((torch.distributed.get_rank(), torch.distributed.get_world_size())
+                           if distributed else (0, 1))
+            with peer_failures(distributed), \
+                    run_directory(out, graph, cfg, world, lead=rank == 0):
                 return run_node_task(graph, cfg, model=model, loss=loss, features=features,
                                      device=device, out=out, log=log, progress=progress,
                                      distributed=distributed)
@@ -189,8 +202,9 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
     if cfg.model == RGCN:
-        if device.type != "cpu":
-            raise ParameterError("device", "the rgcn link task trains on the CPU")
-        return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress)
+        with run_directory(out, graph, cfg, 1):
+            return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress,
+                                 device=device)
     task = run_item_task if link_split_of(graph, cfg) == "user" else run_link_task
-    return task(graph, cfg, device=device, out=out, log=log, progress=progress)
+    with run_directory(out, graph, cfg, 1):
+        return task(graph, cfg, device=device, out=out, log=log, progress=progress)

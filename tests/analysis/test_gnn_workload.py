@@ -10,7 +10,7 @@ from graphsys.analysis import gnn_workload as G
 from graphsys.analysis.simt import GPUS
 from graphsys.analysis.workloads import SimtRecorder
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def graph(tmp_path_factory):
     dst = rng.integers(0, 300, len(src))
     f = tmp / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    ingest([EdgeSource([f])], tmp / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=3))
     return open_graph(tmp / "g")
 
 

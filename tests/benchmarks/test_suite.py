@@ -88,7 +88,8 @@ def _commands() -> list[tuple[str, str]]:
 def test_results_pages_name_benchmarks_not_scripts():
     for page in ("benchmarks.md", "scaling.md"):
         text = (REPO / "docs" / page).read_text(encoding="utf-8")
-        assert "scripts/" not in text, page
+        # scripts/ holds the GPU check alone; the benchmarks moved to benchmarks/
+        assert not re.search(r"scripts/(?!gpu_check\.py)", text), page
     assert len(_commands()) >= 20
 
 

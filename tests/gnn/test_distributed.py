@@ -39,12 +39,15 @@ def _env(world_size: int, rank: int, port: int, **extra) -> dict:
                 PYTHONPATH=os.pathsep.join(sys.path), **extra)
 
 
-def _run(graph: Path, cfg: dict, dest: Path, world_size: int = 2, out: Path | None = None):
-    """Launch ``world_size`` ranks of ddp_script.py; rank 0's parameters and result."""
+def _run(graph: Path, cfg: dict, dest: Path, world_size: int = 2, out: Path | None = None,
+         device: str = "cpu"):
+    """Launch ``world_size`` ranks of ddp_script.py (gloo on the CPU, NCCL with one GPU per
+    rank for ``device="cuda"``); rank 0's parameters and result."""
     port = free_port()
     extra = [str(out)] if out is not None else []
     procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(graph), json.dumps(cfg),
-                               str(dest), *extra], env=_env(world_size, r, port),
+                               str(dest), *extra],
+                              env=_env(world_size, r, port, GRAPHSYS_TEST_DDP_DEVICE=device),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r in range(world_size)]
     try:
@@ -81,6 +84,20 @@ def test_two_ranks_follow_one_rank_with_the_same_global_batch(graph, tmp_path):
     assert info["world_size"] == 2 and [r["rank"] for r in info["ranks"]] == [0, 1]
     assert [r["seeds"] for r in info["ranks"]] == [3 * (7 + 7 + 5), 3 * (8 + 8 + 5)]
     assert all(r["seconds"] > 0 for r in info["ranks"])
+
+
+@pytest.mark.multi_gpu
+def test_two_gpus_over_nccl_follow_one_gpu(graph, tmp_path, multi_gpu):
+    """The same comparison on 2 GPUs exchanging gradients over NCCL, against one GPU."""
+    one = train(graph, TrainConfig(**CFG), distributed=False, device="cuda")
+    two, info = _run(graph, CFG, tmp_path / "two", device="cuda")
+    ref = {k: v.cpu().numpy() for k, v in one.model.state_dict().items()}
+    assert sorted(ref) == sorted(two)
+    for k in ref:
+        np.testing.assert_allclose(two[k], ref[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    for h1, h2 in zip(one.history, info["history"]):
+        assert h2["loss"] == pytest.approx(h1["loss"], rel=1e-4)
+    assert info["world_size"] == 2 and info["metrics"] == pytest.approx(one.metrics)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from graphsys.gnn.item_task import rank_metrics
 from graphsys.gnn.recommendation import evaluate, ranking_metrics, recommend
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
 def _brute_temporal(users, items, ts):
@@ -178,9 +178,10 @@ N_USERS, N_ITEMS = 30, 40
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, session_device):
     """A user -> item graph (user ids 1000.., item ids 500..) split by time into train /
-    valid / test, a one-epoch PinSage checkpoint on it, and its raw interactions."""
+    valid / test, a one-epoch PinSage checkpoint on it (trained on the test device), and its
+    raw interactions."""
     work = tmp_path_factory.mktemp("recommend")
     rng = np.random.default_rng(0)
     users = 1000 + rng.integers(0, N_USERS, 700)
@@ -191,13 +192,14 @@ def trained(tmp_path_factory):
                           relation="rated")
                for name, m in zip(("train", "valid", "test"), masks)]
     label = pa.array((np.arange(N_ITEMS) % 3).astype(np.int64))
-    ingest(sources, work / "g",
-           IngestOptions(num_partitions=2,
-                         relation_types=[RelationType("rated", "user", "item")]),
-           nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS), "genre": label}),
-                             "item")])
+    ingest_sources(sources, work / "g",
+                   IngestOptions(partitions=2,
+                                 relation_types=[RelationType("rated", "user", "item")]),
+                   nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS),
+                                               "genre": label}), "item")])
     train(work / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
-                                  fanouts=[3, 3], seed=0), out=work / "run")
+                                  fanouts=[3, 3], seed=0), out=work / "run",
+          device=session_device)
     return {"work": work, "ckpt": work / "run" / "checkpoint", "users": users, "items": items,
             "masks": dict(zip(("train", "valid", "test"), masks))}
 
@@ -349,13 +351,13 @@ def test_movielens_recommendations_show_titles(mirror, tmp_path, capsys):
         r["title"] for r in rows if r["user"] == 2]
 
 
-def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path):
+def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path, device):
     """A graph with a ``valid`` edge set: the link task validates on it and tests on
     ``test`` (as ``evaluate`` ranks them from the checkpoint), training on all of
     ``train``."""
     res = train(trained["work"] / "g", TrainConfig(task="link", model="pinsage", hidden=8,
                                                    epochs=3, fanouts=[3, 3], seed=1),
-                out=tmp_path / "run")
+                out=tmp_path / "run", device=device)
     ckpt = tmp_path / "run" / "checkpoint"
     best = max(res.history, key=lambda r: r["val_mrr"])
     assert [r["best"] for r in res.history].count(True) >= 1
@@ -371,9 +373,86 @@ def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path):
 def test_link_task_refuses_a_valid_edge_set_without_training_edges(tmp_path):
     from graphsys.errors import GraphsysError
 
-    ingest([EdgeSource(table=pa.table({"src": [0, 0, 1, 1], "dst": [5, 6, 5, 7]}),
-                       edge_set="valid", relation="rated")], tmp_path / "g",
-           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    ingest_sources([EdgeSource(table=pa.table({"src": [0, 0, 1, 1], "dst": [5, 6, 5, 7]}),
+                               edge_set="valid", relation="rated")], tmp_path / "g",
+                   IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
     with pytest.raises(GraphsysError, match="has a 'valid' edge set but no training edge set"):
         train(tmp_path / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
                                           fanouts=[2]))
+
+
+@pytest.mark.parametrize("split", ["random", "time"])
+def test_held_out_edge_checkpoints_recommend_with_their_decoder(tmp_path, capsys, split):
+    """A link checkpoint of held-out edges between users and items (split random or
+    time, as MovieLens' ratings would be trained) recommends and evaluates with the scores
+    its own run computed: the decoder over the run's final embeddings, brute force."""
+    from .conftest import write_bipartite
+
+    g = open_graph(write_bipartite(tmp_path / "g", edge_sets=True))
+    res = train(g, TrainConfig(task="link", model="sage", link_split=split, hidden=8,
+                               epochs=1, fanouts=[3, 3], link_decoder="mlp", seed=0),
+                out=tmp_path / "run")
+    ckpt = tmp_path / "run" / "checkpoint"
+    z, dec = res.extra["embeddings"], res.extra["decoder"].eval()
+    (_, ulo, ihi_u), (_, ilo, ihi) = res.extra["data"].types
+    assert ihi_u == ilo
+    with torch.no_grad():
+        ref = np.array([[float(dec(z[ulo + u], z[ilo + j])) for j in range(ihi - ilo)]
+                        for u in range(ilo - ulo)])
+    from graphsys.sampling.adjacency import typed_edges
+
+    train_u, train_i, _ = typed_edges(g, "train", "user", "item")     # type-local ids
+    users = g.to_internal([0, 1], "user")
+    recs = recommend(ckpt, [0, 1], k=5).to_pylist()
+    for r, u in zip((0, 1), users):
+        row = ref[u].copy()
+        row[train_i[train_u == u]] = -np.inf
+        want = np.argsort(-row, kind="stable")[:5]
+        got = [x for x in recs if x["user"] == r]
+        assert [x["item"] for x in got] == g.to_original(want, "item").tolist()
+        np.testing.assert_allclose([x["score"] for x in got], row[want], rtol=1e-4,
+                                   atol=1e-5)
+    test_u, test_i, _ = typed_edges(g, "test", "user", "item")
+    n_users = ilo - ulo
+    want = _brute_metrics(ref, [test_i[test_u == u] for u in range(n_users)],
+                          [train_i[train_u == u] for u in range(n_users)], [5, 10])
+    got = evaluate(ckpt, ks=[5, 10])
+    for key in ("hits@5", "recall@10", "mrr", "users"):
+        assert got[key] == pytest.approx(want[key], abs=1e-5), key
+    code, out, err = _run(["gnn", "recommend", str(ckpt), "--evaluate", "test", "--ks", "5",
+                           "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["hits@5"] == pytest.approx(got["hits@5"])
+    code, out, err = _run(["gnn", "recommend", str(ckpt), "--users", "0", "--k", "2"], capsys)
+    assert code == 0 and len(out.strip().splitlines()) == 2, err
+
+
+def test_a_one_type_link_checkpoint_is_refused_in_one_line(tmp_path):
+    from .conftest import write_sbm
+
+    train(write_sbm(tmp_path / "sbm"), TrainConfig(task="link", model="sage", hidden=8,
+                                                   epochs=1, fanouts=[3]), out=tmp_path / "r")
+    with pytest.raises(ParameterError, match="link checkpoint on one entity type .* "
+                                             "users and items of two entity types"):
+        recommend(tmp_path / "r" / "checkpoint", [0], k=3)
+
+
+def test_movielens_link_checkpoints_of_every_split_recommend(mirror, tmp_path, capsys):
+    """MovieLens-100k with its temporal edge sets: a checkpoint trained with each link
+    split recommends (with titles) and evaluates the test edge set."""
+    from graphsys.gnn.data import open_source
+
+    g = open_source("movielens-100k", mirror=mirror, cache=tmp_path / "cache", split="temporal")
+    for split in ("random", "time"):
+        train(g, TrainConfig(task="link", model="sage", link_split=split, hidden=8,
+                             epochs=1, fanouts=[2], batches_per_epoch=2,
+                             link_eval_negatives=20, seed=0), out=tmp_path / split)
+        ckpt = str(tmp_path / split / "checkpoint")
+        code, out, err = _run(["gnn", "recommend", ckpt, "--users", "1", "--k", "3"], capsys)
+        assert code == 0, err
+        assert len(out.strip().splitlines()) == 3 and "(19" in out     # titles with a year
+        code, out, err = _run(["gnn", "recommend", ckpt, "--evaluate", "test", "--json"],
+                              capsys)
+        assert code == 0, err
+        m = json.loads(out.strip().splitlines()[-1])
+        assert m["users"] == 943 and 0 <= m["hits@10"] <= 1

@@ -24,7 +24,7 @@ from graphsys.gnn import (
 )
 from graphsys.gnn.rgcn_link import evaluate, global_triples, rank_triples
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 SHIFTS = (1, 3, 7, 11)
 SHIPPED = Path(__file__).resolve().parents[2] / "datasets" / "configs" / "fb15k-237-rgcn.toml"
@@ -44,8 +44,8 @@ def kg(tmp_path_factory):
     parts = {"test": rows[:60], "valid": rows[60:120], "train": rows[120:]}
     for name, part in parts.items():
         (root / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
-    ingest([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-            for n in parts], root / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
+                    for n in parts], root / "g", IngestOptions(partitions=2))
     return open_graph(root / "g")
 
 
@@ -83,15 +83,18 @@ def _cfg(**kw):
     return TrainConfig(**{**base, **kw})
 
 
-def test_tiny_run_metrics_match_naive_ranking(kg):
-    res = train(kg, _cfg())                       # 1,080 training triples: 4 steps an epoch
+def test_tiny_run_metrics_match_naive_ranking(kg, device):
+    """Trained and ranked on the test device; the metrics equal a naive float64 ranking of
+    the same encodings on the CPU."""
+    res = train(kg, _cfg(), device=device)        # 1,080 training triples: 4 steps an epoch
+    assert next(res.model.parameters()).device.type == torch.device(device).type
     assert isinstance(res, GNNResult) and res.protocol == "full, filtered, both sides"
     assert [(r["epoch"], r["step"]) for r in res.history] == [(25, 100), (50, 200)]
     assert all(r["protocol"] == res.protocol for r in res.history)
     h, r, t = global_triples(kg, "test")
     known = {tuple(x) for name in kg.edge_sets for x in zip(*global_triples(kg, name),
                                                             strict=True)}
-    ranks = naive_filtered_ranks(res.extra["embeddings"], res.model.rel.detach(),
+    ranks = naive_filtered_ranks(res.extra["embeddings"], res.model.rel.detach().cpu(),
                                  list(zip(h.tolist(), r.tolist(), t.tolist(), strict=True)),
                                  known)
     m = res.metrics
@@ -103,9 +106,9 @@ def test_tiny_run_metrics_match_naive_ranking(kg):
     assert m["mrr"] > 0.08
 
 
-def test_rank_triples_filter_and_candidates():
-    z = torch.tensor([[1.0], [2.0], [3.0], [0.5]])
-    rel = torch.tensor([[1.0]])
+def test_rank_triples_filter_and_candidates(device):
+    z = torch.tensor([[1.0], [2.0], [3.0], [0.5]], device=device)
+    rel = torch.tensor([[1.0]], device=device)
     h, r, t = np.array([0]), np.array([0]), np.array([1])
     # tail query (0, 0, ?): scores 1, 2, 3, .5 -> true 1 is 2nd; head (?, 0, 1): 2, 4, 6, 1
     ranks = rank_triples(z, rel, h, r, t, [(h, r, t)])
@@ -187,6 +190,6 @@ def test_checkpoint_is_read_back_by_embed_and_evaluate(kg, tmp_path, capsys):
 
 def _other_graph(tmp_path):
     (tmp_path / "o.tsv").write_text("a\tr0\tb\n")
-    ingest([EdgeSource([tmp_path / "o.tsv"], src_col=0, rel_col=1, dst_col=2)],
-           tmp_path / "other", IngestOptions())
+    ingest_sources([EdgeSource([tmp_path / "o.tsv"], src_col=0, rel_col=1, dst_col=2)],
+                   tmp_path / "other", IngestOptions())
     return open_graph(tmp_path / "other")

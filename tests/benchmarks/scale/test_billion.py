@@ -37,13 +37,13 @@ def test_every_stage_within_its_memory_bound(tmp_path):
 def test_pagerank_stages_rerun_on_an_existing_graph_without_writing_it(tmp_path):
     import numpy as np
 
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     rng = np.random.default_rng(1)
     edges = tmp_path / "e.tsv"
     edges.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 300, (3000, 2))))
     graph = tmp_path / "g"
-    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([edges])], graph, IngestOptions(partitions=2))
     before = {f: (f.stat().st_size, f.stat().st_mtime_ns) for f in graph.rglob("*")}
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--graph-dir", str(graph),
