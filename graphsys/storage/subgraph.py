@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 __all__ = ["edge_mask_fn", "ego_mask", "node_mask", "node_table", "write_subgraph"]
 
@@ -265,12 +265,12 @@ def write_subgraph(graph, keep_nodes: np.ndarray | None, out: str | Path | None,
         if not kept.any():
             raise GraphsysError("the subgraph has no nodes")
         table = node_table(graph).filter(pa.array(kept))
-        opts = dict(num_partitions=max(1, min(graph.num_partitions, int(kept.sum()))),
+        opts = dict(partitions=max(1, min(graph.num_partitions, int(kept.sum()))),
                     undirected=undirected, dedupe=dedupe, drop_self_loops=drop_loops,
                     relation_types=list(graph.relation_types),
                     metadata={"source": "subgraph", "of": str(graph.path)})
         opts.update(options or {})
-        ingest(sources, out, IngestOptions(**opts), nodes=[NodeSource(table, etype)])
+        ingest_sources(sources, out, IngestOptions(**opts), nodes=[NodeSource(table, etype)])
     except BaseException:
         if temp_root is not None:
             shutil.rmtree(temp_root, ignore_errors=True)

@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 from graphsys import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
 @dataclass
@@ -43,10 +43,10 @@ def small_graph(tmp, seed: int, directed: bool, *, partitions: int = 2, dedupe: 
 
 
 def _ingest(path, s, d, ids, directed, partitions, dedupe):
-    ingest([EdgeSource(table=pa.table({"src": s, "dst": d}))], path,
-           IngestOptions(num_partitions=min(partitions, len(ids)), undirected=not directed,
-                         dedupe=dedupe),
-           nodes=[NodeSource(pa.table({"id": ids}))])
+    ingest_sources([EdgeSource(table=pa.table({"src": s, "dst": d}))], path,
+                   IngestOptions(partitions=min(partitions, len(ids)), undirected=not directed,
+                                 dedupe=dedupe),
+                   nodes=[NodeSource(pa.table({"id": ids}))])
     return open_graph(path)
 
 
@@ -79,8 +79,8 @@ def real(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("measures-real")
     out = {}
     for name, (file, opts, delim) in REAL.items():
-        ingest([EdgeSource([mirror / file], delimiter=delim)], tmp / name,
-               IngestOptions(num_partitions=2, **opts))
+        ingest_sources([EdgeSource([mirror / file], delimiter=delim)], tmp / name,
+                       IngestOptions(partitions=2, **opts))
         g = open_graph(tmp / name)
         c = g.csr(weights=False)
         n = g.num_nodes()

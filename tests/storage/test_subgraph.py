@@ -16,7 +16,7 @@ import pytest
 import graphsys
 from graphsys import open_graph
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
 def stored(tmp: Path, seed: int, *, undirected: bool, partitions: int = 3):
@@ -32,10 +32,10 @@ def stored(tmp: Path, seed: int, *, undirected: bool, partitions: int = 3):
                       "feat": pa.FixedSizeListArray.from_arrays(
                           pa.array(rng.random(2 * n).astype(np.float32)), 2),
                       "train": rng.random(n) < 0.5})
-    ingest([EdgeSource(table=pa.table({"src": s, "dst": d, "weight": w, "ts": ts}),
-                       weight_col="weight", edge_columns=["ts"])], tmp / f"g{seed}",
-           IngestOptions(num_partitions=partitions, undirected=undirected),
-           nodes=[NodeSource(nodes)])
+    ingest_sources([EdgeSource(table=pa.table({"src": s, "dst": d, "weight": w, "ts": ts}),
+                               weight_col="weight", edge_columns=["ts"])], tmp / f"g{seed}",
+                   IngestOptions(partitions=partitions, undirected=undirected),
+                   nodes=[NodeSource(nodes)])
     G = nx.MultiGraph() if undirected else nx.MultiDiGraph()
     G.add_nodes_from(ids.tolist())
     G.add_edges_from((a, b, {"weight": float(x), "ts": int(t)})
