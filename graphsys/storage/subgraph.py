@@ -84,7 +84,8 @@ def _predicate(table: pa.Table, where, what: str) -> np.ndarray:
             raise ParameterError("where", f"must be a pyarrow compute expression or a "
                                           f"callable, got {type(where).__name__}")
     except (pa.ArrowException, KeyError) as exc:
-        raise ParameterError("where", f"cannot be evaluated over the {what} ({exc}); "
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__  # one line
+        raise ParameterError("where", f"cannot be evaluated over the {what} ({first}); "
                                       f"columns: {', '.join(table.column_names)}") from None
     if mask.dtype != bool or mask.shape != (len(table),):
         raise ParameterError("where", f"must give one bool per row of the {what} "
