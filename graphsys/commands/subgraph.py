@@ -11,8 +11,8 @@ import operator
 import time
 from pathlib import Path
 
-from graphsys.commands._common import emit_json, graph_arg
-from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.commands._common import emit_json, graph_arg, read_ids, typed_ids
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.graph import open_graph
 
@@ -44,25 +44,6 @@ def register(subparsers) -> None:
                         "every edge set is kept, induced")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
     p.set_defaults(func=run)
-
-
-def _ids(graph, values: list[str], what: str) -> list:
-    """Original ids typed as the graph stores them (integers or strings)."""
-    if not graph.entity_type().id_type.startswith(("int", "uint")):
-        return values
-    try:
-        return [int(v) for v in values]
-    except ValueError:
-        bad = next(v for v in values if not v.lstrip("-").isdigit())
-        raise InputError(f"{what}: {bad!r} is not an integer node id (the graph's ids are "
-                         f"integers)") from None
-
-
-def _read_nodes(graph, path: Path) -> list:
-    if not path.is_file():
-        raise InputError(f"--nodes: {path} is not a file")
-    values = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    return _ids(graph, [v for v in values if v and not v.startswith("#")], str(path))
 
 
 def parse_where(text: str):
@@ -98,7 +79,7 @@ def run(args) -> int:
     graph = open_graph(args.graph)
     where = parse_where(args.where) if args.where is not None else None
     if args.center is not None:
-        center = _ids(graph, args.center, "--ego")
+        center = typed_ids(graph, args.center, "--ego")
         if where is not None:  # the ego nodes that satisfy the predicate
             from graphsys.storage import subgraph as sub
 
@@ -109,7 +90,7 @@ def run(args) -> int:
             h = graph.ego_graph(center, args.radius, args.out, undirected=args.undirected,
                                 edge_set=args.edge_set)
     else:
-        nodes = _read_nodes(graph, args.nodes) if args.nodes is not None else None
+        nodes = read_ids(graph, args.nodes, "--nodes") if args.nodes is not None else None
         h = graph.subgraph(nodes, args.out, where=where)
     seconds = time.perf_counter() - t0
     edges = {name: h.num_edges(name) for name in h.edge_sets}
