@@ -387,7 +387,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         loop = _Supersteps(program, edges, ctx, state, stats, progress)
         solved = None  # vertices a declared whole-graph algorithm left active
         if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
-                and edges.use_numba and edges.comm.world_size == 1):
+                and edges.backend == "numba" and edges.comm.world_size == 1):
             solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
                                      progress)
         if solved is not None:  # a declared whole-graph algorithm ran: converged if done
@@ -398,6 +398,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
             loop.run(active, max_iters, fuse and edges.relaxes)
         local = checks.values(program, "result", program.result(ctx, state), n_local, dev_,
                               what="the result", any_width=True)
+        stats.scores = dict(getattr(program, "scores", None) or {})
         sizes = [int(b - a) for a, b in itertools.pairwise(edges.bounds)]
         values = edges.comm.allgather(local, sizes).cpu().numpy()
         stats.seconds = time.perf_counter() - t_start

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, graph_arg, trace_path
-from graphsys.errors import GraphsysError
+from graphsys.errors import ConvergenceWarning, GraphsysError
 from graphsys.plugins import ALGORITHMS
 
 
@@ -58,10 +59,18 @@ def register(subparsers) -> None:
                         "error bounded by (in-degree + 1) * 2^-24 per sum, see docs)")
     p.add_argument("--weights", dest="weighted", choices=("auto", "use", "ignore"),
                    default="auto",
-                   help="pagerank, ppr, hits: follow the edge weights (networkx's default "
-                        "weight='weight'): auto (default) when the edge set has them, use "
-                        "(refused without them), ignore (every edge counts 1); the summary "
-                        "line and --json's 'weighted' say which ran")
+                   help="pagerank, ppr, hits, louvain, leiden: follow the edge weights "
+                        "(networkx's default weight='weight'): auto (default) when the edge "
+                        "set has them, use (refused without them), ignore (every edge counts "
+                        "1); betweenness, closeness, harmonic: weights as lengths with use "
+                        "(default: hops, networkx's weight=None); the summary line and "
+                        "--json's 'weighted' say which ran")
+    p.add_argument("--set", dest="params", action="append", default=[], metavar="NAME=VALUE",
+                   help="an algorithm parameter, as the Python function takes it (VALUE a "
+                        "TOML literal): betweenness/closeness/harmonic k=50 seed=1 "
+                        "sources=[1,2] normalized=false endpoints=true wf_improved=false; "
+                        "louvain/leiden resolution=0.5 seed=1 directed=false, leiden "
+                        "iterations=-1 theta=0.01; kcore self_loops=refuse")
     p.add_argument("--allow-unconverged", action="store_true",
                    help="accept a run that stops at --max-iters before converging (exit 0, "
                         "a warning, the last iterate written); without it such a run exits "
@@ -162,6 +171,7 @@ def run(args) -> int:
     elif args.weighted != "auto":
         raise GraphsysError(f"--weights applies to {_taking('weighted')}, not "
                             f"{args.algorithm}")
+    kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
     source = _parse_source(graph, args.source) if needs_source else None
     rank0 = not distributed or _rank() == 0
     show = rank0 and not args.json and not args.quiet
@@ -176,7 +186,8 @@ def run(args) -> int:
                   f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
 
     try:
-        with peer_failures(distributed), recording(trace, device):
+        with peer_failures(distributed), recording(trace, device), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # refused or warned below
             result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
                 graph, progress=progress, **kwargs)
     finally:
@@ -206,11 +217,38 @@ def run(args) -> int:
                   f"(setup {stats.setup_seconds:.3f} s), mode {stats.mode}, device "
                   f"{stats.device}, backend {stats.backend}"
                   + (", weighted" if stats.weighted else "")
+                  + "".join(f", {k} {v:.6g}" for k, v in stats.scores.items())
                   + (f", wrote {out}" if out else ""))
         if not stats.converged:
             print(f"warning: {args.algorithm} stopped at --max-iters "
                   f"({stats.num_supersteps} supersteps) before converging", file=sys.stderr)
     return 0
+
+
+#: parameters with flags of their own (not set with --set)
+_FLAGGED = {"tol": "--tol", "damping": "--damping", "sum_dtype": "--sum-dtype",
+            "weighted": "--weights"}
+
+
+def _algorithm_params(algorithm: str, pairs: list[str], parameters) -> dict:
+    """The ``--set NAME=VALUE`` pairs as keyword parameters of ``algorithm``."""
+    from graphsys.config_values import parse_value
+
+    out = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise GraphsysError(f"--set {pair!r}: expected NAME=VALUE")
+        if name in _FLAGGED:
+            raise GraphsysError(f"--set {name}: use {_FLAGGED[name]}")
+        if name not in parameters:
+            known = [p for p in parameters if p not in _FLAGGED]
+            raise GraphsysError(f"--set {name}: {algorithm} takes no parameter {name} ("
+                                + (f"its parameters: {', '.join(known)})" if known else
+                                   "it takes none)"))
+        out[name] = parse_value(text)
+    return out
 
 
 def _taking(parameter: str) -> str:

@@ -8,6 +8,7 @@ default superstep limit from the spec registered under ``ALGO`` in
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from graphsys.bsp.algorithms.common import open_if_path
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,18 @@ class AlgorithmSpec:
     def run(self, graph, source=None, *, max_iters: int | None = None, **kwargs: Any) -> Result:
         """Run on ``graph`` (an opened Graph or a directory): ``kwargs`` among
         :attr:`parameters` configure the program, the rest go to
-        :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...)."""
+        :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...). A run that
+        stops at ``max_iters`` before converging issues a :class:`ConvergenceWarning` (its
+        ``result.stats.converged`` is False)."""
         openmp.apply_wait_policy()
         graph = open_if_path(graph)
         params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}
         self.check_source(source)
         prog = self.make(graph, source=source, edge_set=kwargs.get("edge_set"), **params)
-        result = run_program(graph, prog, max_iters=self.max_iters(graph, max_iters), **kwargs)
+        limit = self.max_iters(graph, max_iters)
+        result = run_program(graph, prog, max_iters=limit, **kwargs)
+        if not result.stats.converged:
+            warnings.warn(f"{self.name} did not converge within {limit:,} supersteps (its "
+                          f"max_iters): the values are the last iterate", ConvergenceWarning,
+                          stacklevel=3)
         return self.finish(result) if self.finish is not None else result
