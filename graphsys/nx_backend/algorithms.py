@@ -6,9 +6,12 @@ Python scalars keyed by node, generators of sets) and failures NetworkX's except
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from graphsys import bsp
+from graphsys.errors import ConvergenceWarning
 
 #: Products with ``A`` and ``A^T`` in one of ARPACK's iterations for NetworkX's ``svds``
 #: call (``ncv = max(2k + 1, 20)`` vectors for ``k = 1``).
@@ -42,15 +45,17 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
         raise nx.PowerIterationFailedConvergence(max_iter)
     weighted = G.weight is not None and weight is not None
     opts = dict(damping=alpha, tol=n * tol, max_iters=max_iter, weighted=weighted)
-    if personalization:
-        keys = [k for k in personalization if k in G]
-        weights = np.array([personalization[k] for k in keys], np.float64)
-        if not len(keys) or weights.sum() == 0:
-            raise ZeroDivisionError
-        res = bsp.personalized_pagerank(G.graph, G.graph.to_original(G.internal(keys)),
-                                        weights=weights, **opts)
-    else:
-        res = bsp.pagerank(G.graph, **opts)
+    with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if personalization:
+            keys = [k for k in personalization if k in G]
+            weights = np.array([personalization[k] for k in keys], np.float64)
+            if not len(keys) or weights.sum() == 0:
+                raise ZeroDivisionError
+            res = bsp.personalized_pagerank(G.graph, G.graph.to_original(G.internal(keys)),
+                                            weights=weights, **opts)
+        else:
+            res = bsp.pagerank(G.graph, **opts)
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values)
@@ -69,8 +74,10 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
         raise nx.PowerIterationFailedConvergence(max_iter)
     # NetworkX's max_iter counts ARPACK restarts, each up to ncv = 20 products with A and
     # A^T for k = 1: the same budget of power iterations (two supersteps each)
-    res = bsp.hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
-                   weighted=G.weight is not None)
+    with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = bsp.hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
+                       weighted=G.weight is not None)
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values[:, 0]), G.node_dict(res.values[:, 1])

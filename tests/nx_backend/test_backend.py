@@ -5,11 +5,14 @@ installed, as CI installs it)."""
 
 from __future__ import annotations
 
+import warnings
+
 import networkx as nx
 import numpy as np
 import pytest
 
 import graphsys
+from graphsys.errors import ConvergenceWarning
 from graphsys.nx_backend import BackendGraph, BackendInterface, from_graph
 
 B = BackendInterface
@@ -108,8 +111,12 @@ def test_stored_graphs_and_checks(tmp_path, graphs):
     assert B.can_run("pagerank", (D,), {}) is True
     assert B.can_run("diameter", (D,), {}) is not True  # directed distances
     assert B.can_run("pagerank", (nx.MultiGraph(),), {}) is not True
-    with pytest.raises(nx.PowerIterationFailedConvergence):
-        B.pagerank(bg, max_iter=1)
+    with warnings.catch_warnings():  # NetworkX's exception, not graphsys's warning too
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(nx.PowerIterationFailedConvergence):
+            B.pagerank(bg, max_iter=1)
+        with pytest.raises(nx.PowerIterationFailedConvergence):
+            B.hits(bg, max_iter=1, tol=1e-30)
     back = B.convert_to_nx(convert(D))
     assert sorted(back.edges(data="weight")) == sorted(D.edges(data="weight"))
     assert B.pagerank(convert(nx.DiGraph())) == {}
