@@ -28,6 +28,11 @@ FUNCTIONS = {
     "number_weakly_connected_components":
         "graphsys.nx_backend.algorithms:number_weakly_connected_components",
     "is_weakly_connected": "graphsys.nx_backend.algorithms:is_weakly_connected",
+    "strongly_connected_components":
+        "graphsys.nx_backend.algorithms:strongly_connected_components",
+    "number_strongly_connected_components":
+        "graphsys.nx_backend.algorithms:number_strongly_connected_components",
+    "is_strongly_connected": "graphsys.nx_backend.algorithms:is_strongly_connected",
     "core_number": "graphsys.nx_backend.algorithms:core_number",
     # link prediction
     "jaccard_coefficient": "graphsys.nx_backend.measures:jaccard_coefficient",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 
+import numba
 import numpy as np
 
 from graphsys import bsp
@@ -123,8 +124,12 @@ def _labels(G) -> np.ndarray:
     return bsp.wcc(G.graph).values if G.graph is not None else np.zeros(0)
 
 
-def _components(G):
-    labels = _labels(G)
+def _scc_labels(G) -> np.ndarray:
+    return bsp.scc(G.graph).values if G.graph is not None else np.zeros(0)
+
+
+def _components(G, labels=None):
+    labels = _labels(G) if labels is None else labels
     order = np.argsort(labels, kind="stable")
     bounds = np.flatnonzero(np.diff(labels[order])) + 1
     for part in np.split(order, bounds) if len(order) else ():
@@ -141,8 +146,8 @@ def weakly_connected_components(G):
     yield from _components(G)
 
 
-def _count(G) -> int:
-    labels = _labels(G)
+def _count(G, labels=None) -> int:
+    labels = _labels(G) if labels is None else labels
     return int(len(np.unique(labels)))
 
 
@@ -156,10 +161,10 @@ def number_weakly_connected_components(G):
     return _count(G)
 
 
-def _is_connected(G) -> bool:
+def _is_connected(G, labels=None) -> bool:
     if len(G) == 0:
         raise _nx().NetworkXPointlessConcept("Connectivity is undefined for the null graph.")
-    return _count(G) == 1
+    return _count(G, labels) == 1
 
 
 def is_connected(G):
@@ -170,6 +175,69 @@ def is_connected(G):
 def is_weakly_connected(G):
     """``nx.is_weakly_connected``."""
     return _is_connected(G)
+
+
+@numba.njit(cache=True)
+def _sinks_first(src, dst, count):
+    """The components in reverse topological order of the condensation (sinks first, as
+    Tarjan's algorithm yields them): Kahn's order over the reversed component edges."""
+    out_deg = np.zeros(count, np.int64)
+    rptr = np.zeros(count + 1, np.int64)
+    for e in range(src.shape[0]):
+        out_deg[src[e]] += 1
+        rptr[dst[e] + 1] += 1
+    for c in range(count):
+        rptr[c + 1] += rptr[c]
+    preds = np.empty(src.shape[0], np.int64)
+    fill = rptr[:-1].copy()
+    for e in range(src.shape[0]):
+        preds[fill[dst[e]]] = src[e]
+        fill[dst[e]] += 1
+    order = np.empty(count, np.int64)
+    tail = 0
+    for c in range(count):
+        if out_deg[c] == 0:
+            order[tail] = c
+            tail += 1
+    head = 0
+    while head < tail:
+        c = order[head]
+        head += 1
+        for e in range(rptr[c], rptr[c + 1]):
+            p = preds[e]
+            out_deg[p] -= 1
+            if out_deg[p] == 0:
+                order[tail] = p
+                tail += 1
+    return order
+
+
+def strongly_connected_components(G):
+    """``nx.strongly_connected_components``: a generator of node sets (graphsys's SCC), in
+    NetworkX's order: a component after every component it reaches."""
+    if G.graph is None:
+        return
+    _, comp = np.unique(_scc_labels(G), return_inverse=True)
+    count = int(comp.max()) + 1
+    pairs = [np.stack([comp[s], comp[d]]) for s, d, *_ in G.graph.iter_edges()]
+    edges = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int64)
+    edges = np.unique(edges[:, edges[0] != edges[1]], axis=1)
+    rank = np.empty(count, np.int64)
+    rank[_sinks_first(edges[0], edges[1], count)] = np.arange(count)
+    order = np.argsort(rank[comp], kind="stable")
+    bounds = np.flatnonzero(np.diff(rank[comp][order])) + 1
+    for part in np.split(order, bounds):
+        yield {G.keys[i] for i in part.tolist()}
+
+
+def number_strongly_connected_components(G):
+    """``nx.number_strongly_connected_components``."""
+    return _count(G, _scc_labels(G))
+
+
+def is_strongly_connected(G):
+    """``nx.is_strongly_connected``."""
+    return _is_connected(G, _scc_labels(G) if len(G) else None)
 
 
 def node_connected_component(G, n):

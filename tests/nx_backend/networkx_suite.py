@@ -29,6 +29,7 @@ MODULES = (
     "algorithms/shortest_paths/tests/test_weighted.py",
     "algorithms/components/tests/test_connected.py",
     "algorithms/components/tests/test_weakly_connected.py",
+    "algorithms/components/tests/test_strongly_connected.py",
     "algorithms/tests/test_core.py",
     "algorithms/tests/test_link_prediction.py",
     "algorithms/tests/test_distance_measures.py",

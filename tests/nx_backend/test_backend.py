@@ -67,6 +67,13 @@ def test_builtin_algorithms_match_networkx(graphs):
     assert sorted(map(sorted, B.weakly_connected_components(convert(D)))) == sorted(
         map(sorted, nx.weakly_connected_components(D)))
     assert B.core_number(convert(U, None)) == nx.core_number(U)
+    S = nx.gnm_random_graph(60, 90, seed=4, directed=True)
+    got = list(B.strongly_connected_components(convert(S, None)))
+    assert sorted(map(sorted, got)) == sorted(map(sorted, nx.strongly_connected_components(S)))
+    where = {n: i for i, c in enumerate(got) for n in c}  # a component after those it reaches
+    assert all(where[u] >= where[v] for u, v in S.edges())
+    assert B.number_strongly_connected_components(convert(S, None)) == len(got)
+    assert not B.is_strongly_connected(convert(S, None))
     assert B.is_connected(convert(U, None)) and B.number_connected_components(
         convert(U, None)) == 1
     with pytest.raises(nx.NodeNotFound):
