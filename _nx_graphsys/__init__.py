@@ -34,6 +34,8 @@ FUNCTIONS = {
         "graphsys.nx_backend.algorithms:number_strongly_connected_components",
     "is_strongly_connected": "graphsys.nx_backend.algorithms:is_strongly_connected",
     "core_number": "graphsys.nx_backend.algorithms:core_number",
+    # centrality
+    "betweenness_centrality": "graphsys.nx_backend.algorithms:betweenness_centrality",
     # link prediction
     "jaccard_coefficient": "graphsys.nx_backend.measures:jaccard_coefficient",
     "adamic_adar_index": "graphsys.nx_backend.measures:adamic_adar_index",
@@ -78,6 +80,7 @@ def get_info() -> dict:
 _DOCS = {
     "pagerank": "nstart and dangling are not supported (the call stays in NetworkX).",
     "hits": "Power iteration to tol (NetworkX uses ARPACK); nstart is not supported.",
+    "betweenness_centrality": "Every source, unweighted; k and weight stay in NetworkX.",
     "diameter": "Undirected graphs; iFUB with a 4-sweep start.",
     "eccentricity": "Undirected graphs; Takes and Kosters' bounds for every node.",
 }

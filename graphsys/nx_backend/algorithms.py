@@ -261,3 +261,14 @@ def core_number(G):
                 "Input graph has self loops which is not permitted; "
                 "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
     return {k: int(v) for k, v in zip(G.keys, bsp.kcore(G.graph).values.tolist())}
+
+
+def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
+                           seed=None):
+    """``nx.betweenness_centrality`` over every source, unweighted (graphsys's Brandes;
+    ``k`` and ``weight`` are declined: NetworkX's source sample and float64 path lengths
+    stay in NetworkX)."""
+    if G.graph is None:
+        return {}
+    res = bsp.betweenness(G.graph, normalized=normalized, endpoints=endpoints)
+    return G.node_dict(res.values)

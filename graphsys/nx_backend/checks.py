@@ -40,6 +40,9 @@ def _declined(name: str, a: dict) -> str | None:
         p = a.get("personalization")
         if p and any(not isinstance(v, (int, float)) or v < 0 for v in p.values()):
             return "personalization values must be non-negative numbers"
+    if name == "betweenness_centrality" and (a.get("k") is not None
+                                             or a.get("weight") is not None):
+        return "a sample of k sources and weighted paths are not supported"
     if name == "hits" and not a.get("normalized", True):
         return "normalized=False is not supported"
     if callable(a.get("weight")):

@@ -67,6 +67,12 @@ def test_builtin_algorithms_match_networkx(graphs):
     assert sorted(map(sorted, B.weakly_connected_components(convert(D)))) == sorted(
         map(sorted, nx.weakly_connected_components(D)))
     assert B.core_number(convert(U, None)) == nx.core_number(U)
+    for G in (D, U):
+        for normalized, endpoints in ((True, False), (False, True)):
+            close(B.betweenness_centrality(convert(G, None), normalized=normalized,
+                                           endpoints=endpoints),
+                  nx.betweenness_centrality(G, normalized=normalized, endpoints=endpoints))
+    assert B.can_run("betweenness_centrality", (U,), {"k": 5}) is not True
     S = nx.gnm_random_graph(60, 90, seed=4, directed=True)
     got = list(B.strongly_connected_components(convert(S, None)))
     assert sorted(map(sorted, got)) == sorted(map(sorted, nx.strongly_connected_components(S)))
