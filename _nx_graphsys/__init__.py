@@ -36,6 +36,7 @@ FUNCTIONS = {
     "core_number": "graphsys.nx_backend.algorithms:core_number",
     # centrality
     "betweenness_centrality": "graphsys.nx_backend.algorithms:betweenness_centrality",
+    "closeness_centrality": "graphsys.nx_backend.algorithms:closeness_centrality",
     # link prediction
     "jaccard_coefficient": "graphsys.nx_backend.measures:jaccard_coefficient",
     "adamic_adar_index": "graphsys.nx_backend.measures:adamic_adar_index",
@@ -81,6 +82,7 @@ _DOCS = {
     "pagerank": "nstart and dangling are not supported (the call stays in NetworkX).",
     "hits": "Power iteration to tol (NetworkX uses ARPACK); nstart is not supported.",
     "betweenness_centrality": "Every source, unweighted; k and weight stay in NetworkX.",
+    "closeness_centrality": "Every node, unweighted; u and distance stay in NetworkX.",
     "diameter": "Undirected graphs; iFUB with a 4-sweep start.",
     "eccentricity": "Undirected graphs; Takes and Kosters' bounds for every node.",
 }

@@ -272,3 +272,22 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
         return {}
     res = bsp.betweenness(G.graph, normalized=normalized, endpoints=endpoints)
     return G.node_dict(res.values)
+
+
+def closeness_centrality(G, u=None, distance=None, wf_improved=True):
+    """``nx.closeness_centrality`` of every node, unweighted (incoming distances on a
+    directed graph, as NetworkX; ``u`` and ``distance`` are declined). With
+    ``wf_improved`` graphsys runs twice, with and without the scaling, to read each node's
+    reach and scale in NetworkX's order of operations: the values equal NetworkX's to the
+    last bit, as its own tests compare them."""
+    if G.graph is None:
+        return {}
+    base = bsp.closeness(G.graph, wf_improved=False).values  # (r - 1) / total, as NetworkX
+    if not wf_improved or len(G) < 2:
+        return G.node_dict(base)
+    scaled = bsp.closeness(G.graph).values  # base * (r - 1) / (N - 1)
+    others = len(G) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.where(base > 0, np.rint(scaled * others / base), 0.0)
+    # NetworkX's order of operations, so the values equal its own to the last bit
+    return G.node_dict(base * (reach / others))

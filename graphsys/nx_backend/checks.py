@@ -43,6 +43,9 @@ def _declined(name: str, a: dict) -> str | None:
     if name == "betweenness_centrality" and (a.get("k") is not None
                                              or a.get("weight") is not None):
         return "a sample of k sources and weighted paths are not supported"
+    if name == "closeness_centrality" and (a.get("u") is not None
+                                           or a.get("distance") is not None):
+        return "one node's closeness and weighted distances are not supported"
     if name == "hits" and not a.get("normalized", True):
         return "normalized=False is not supported"
     if callable(a.get("weight")):

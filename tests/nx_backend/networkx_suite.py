@@ -32,6 +32,7 @@ MODULES = (
     "algorithms/components/tests/test_strongly_connected.py",
     "algorithms/tests/test_core.py",
     "algorithms/centrality/tests/test_betweenness_centrality.py",
+    "algorithms/centrality/tests/test_closeness_centrality.py",
     "algorithms/tests/test_link_prediction.py",
     "algorithms/tests/test_distance_measures.py",
     "algorithms/tests/test_reciprocity.py",

@@ -73,6 +73,10 @@ def test_builtin_algorithms_match_networkx(graphs):
                                            endpoints=endpoints),
                   nx.betweenness_centrality(G, normalized=normalized, endpoints=endpoints))
     assert B.can_run("betweenness_centrality", (U,), {"k": 5}) is not True
+    for G in (D, U):
+        for wf in (True, False):
+            assert B.closeness_centrality(convert(G, None), wf_improved=wf) == \
+                nx.closeness_centrality(G, wf_improved=wf)  # to the last bit
     S = nx.gnm_random_graph(60, 90, seed=4, directed=True)
     got = list(B.strongly_connected_components(convert(S, None)))
     assert sorted(map(sorted, got)) == sorted(map(sorted, nx.strongly_connected_components(S)))
