@@ -20,6 +20,10 @@ JSON layout (every figure a plain number, list or string):
   (the ``edge-balanced`` mapping's), ``measured_utilization`` (Nsight Compute, edge
   kernels), ``abs_difference``, ``kernels`` (every profiled kernel grouped by function
   name), launch counts, the ``command`` that ran and the ncu ``version``;
+* ``time``: the wall time split into named parts (:func:`graphsys.analysis.timing.account`),
+  ``threads`` (the other threads' CPU seconds and what each spent them on,
+  :class:`graphsys.analysis.threads.ThreadSampler`) and ``overhead`` (the profiler's own
+  seconds and peak memory, :func:`overhead`);
 * ``advice``: list of strings; ``mappings``; ``graph``; ``workload``; ``seconds``.
 """
 
@@ -321,7 +325,31 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     out["time"]["profiler"].append({"name": "SIMT model, balance, dense reference and "
                                             "advice (after the run)",
                                     "seconds": time.perf_counter() - t_run})
+    out["time"]["overhead"] = overhead(out["time"], t0 if started is None else started,
+                                       w["stats"].timing)
     return out
+
+
+def overhead(tm: dict[str, Any], start: float, timing: dict[str, Any]) -> dict[str, Any]:
+    """The profiler's own cost, as far as one run can tell it: ``profiler_seconds`` (its
+    work outside the run: start, stop, event analysis, model, advice; the ``profiler``
+    parts), ``total_seconds`` (from ``start`` until now), ``share`` of it, ``events``
+    (records analysed), ``peak_rss_run_bytes`` (the process's peak by the end of the run:
+    the run and the profiler's records), ``peak_rss_bytes`` (the peak until now) and
+    ``peak_rss_after_run_bytes`` (how much the analysis raised it). Recording slows the
+    run itself too (a record per operator): only a plain run of the same command
+    measures that (``benchmarks/analysis/profile_overhead.py``)."""
+    from graphsys.memory import lifetime_peak_rss
+
+    own = sum(p["seconds"] for p in tm["profiler"])
+    total = time.perf_counter() - start
+    peak = lifetime_peak_rss()
+    run_peak = int(timing.get("peak_rss_run") or 0)
+    return {"profiler_seconds": own, "total_seconds": total,
+            "share": own / total if total > 0 else None,
+            "events": int(timing.get("events") or 0),
+            "peak_rss_run_bytes": run_peak, "peak_rss_bytes": peak,
+            "peak_rss_after_run_bytes": max(0, peak - run_peak)}
 
 
 def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[str, float],
@@ -350,6 +378,7 @@ def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[st
     out = account(wall, before, tm["window_end"] - tm["window_start"], tm["parts"],
                   tm["phases"], after)
     out["from"] = "process start" if process else "profile_graph call"
+    out["threads"] = tm.get("threads", [])
     return out
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+import warnings
 from pathlib import Path
 
 from graphsys.commands._common import add_quiet_arg, column_arg, emit_json, show_progress
+from graphsys.errors import GraphsysError
 from graphsys.outputs import check_output_directory
 from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.storage.format import DEFAULT_EDGE_SET
 from graphsys.storage.ingest_files import ingest
+from graphsys.storage.ingest_inputs import SmallBudgetWarning, small_budget
+from graphsys.units import parse_size
 from partitioners import DEFAULT_PARTITIONER
 
 
@@ -59,7 +64,7 @@ def register(subparsers) -> None:
     p.add_argument("--drop-self-loops", action="store_true")
     p.add_argument("--memory-limit", default="2GB",
                    help="memory budget for edge buffers, e.g. 1GB, 512MiB (default 2GB; at "
-                        "least 64KiB)")
+                        "least 64KiB; below 16MiB its smallest buffers overrun it: warned)")
     p.add_argument("--on-bad-line", choices=("error", "skip"), default="error")
     p.add_argument("--index", default="",
                    help="indexes to build after ingest, comma-separated among csr, csc, "
@@ -74,7 +79,28 @@ def run(args) -> int:
     # partitions), so the library's parameter errors read as these flags
     appending = args.append_to is not None
     out = args.append_to if appending else check_output_directory(args.out)
-    graph, report = ingest(
+    with warnings.catch_warnings():
+        # said once, in one line, before the run (the library warns from inside it)
+        warnings.simplefilter("ignore", SmallBudgetWarning)
+        _say_small_budget(args.memory_limit)
+        graph, report = _ingest(args, out, appending)
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        edges = ", ".join(f"{k}: {v:,}" for k, v in report.edges.items())
+        nodes_s = ", ".join(f"{k}: {v:,}" for k, v in report.nodes.items())
+        verb = "appended to" if appending else "ingested"
+        added = "new nodes" if appending else "nodes"
+        print(f"{verb} {out}: {added} ({nodes_s}), edges ({edges}), "
+              f"{report.num_partitions} partition(s) by {report.partitioner['name']}, "
+              f"{report.seconds['total']:.2f} s"
+              + (f", {report.skipped_lines} bad line(s) skipped" if report.skipped_lines else ""))
+    return 0
+
+
+def _ingest(args, out, appending: bool):
+    """The library's ingest (or append) with the command's arguments."""
+    return ingest(
         [Path(x) for x in args.inputs], out, partitions=args.partitions,
         partitioner=args.partitioner, seed=args.seed, format=args.format,
         src_col=column_arg(args.src_col), dst_col=column_arg(args.dst_col),
@@ -88,18 +114,19 @@ def run(args) -> int:
         memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,
         append=appending, progress=show_progress(args), relation_types=args.relation_types,
         return_report=True)
-    if args.json:
-        emit_json(report.to_json())
-    else:
-        edges = ", ".join(f"{k}: {v:,}" for k, v in report.edges.items())
-        nodes_s = ", ".join(f"{k}: {v:,}" for k, v in report.nodes.items())
-        verb = "appended to" if appending else "ingested"
-        added = "new nodes" if appending else "nodes"
-        print(f"{verb} {out}: {added} ({nodes_s}), edges ({edges}), "
-              f"{report.num_partitions} partition(s) by {report.partitioner['name']}, "
-              f"{report.seconds['total']:.2f} s"
-              + (f", {report.skipped_lines} bad line(s) skipped" if report.skipped_lines else ""))
-    return 0
+
+
+def _say_small_budget(memory_limit: str) -> None:
+    """One line on stderr when ``--memory-limit`` is below the least an ingest keeps to
+    (:func:`graphsys.storage.ingest_inputs.small_budget`); a size that does not parse is
+    left to the ingest's own one-line error."""
+    try:
+        message = small_budget(parse_size(memory_limit, field="memory_limit"))
+    except GraphsysError:
+        return
+    if message is not None:
+        print("graphsys ingest: warning: --memory-limit " + message.split(" ", 1)[1],
+              file=sys.stderr)
 
 
 def _edge_columns(spec: str) -> dict[str, str | int]:

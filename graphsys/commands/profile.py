@@ -11,6 +11,10 @@ The measured section splits the wall time, from the process's start, into named 
 start-up and imports, graph open, preparation, JIT compilation, setup (layout build,
 index mapping), each numba kernel and torch operator with its invocation count, transfers,
 the engine's Python between kernels, I/O waits, sampling, evaluation, checkpoints.
+The other threads (sampler and loader workers, bucket readers, native pools) get a line
+each: their CPU time beside that wall time and what they spent it on. The profiler's own
+cost (its seconds outside the run, the events it analysed, the process's peak RSS) is
+stated last.
 
 The report's "what to change" section is derived from the measured figures and names the
 flag or config key that acts on each item. The modelled SIMT / SM / warp figures are
@@ -23,6 +27,7 @@ edge kernels with the edge-balanced model (the report's "Model vs Nsight Compute
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from graphsys.commands._common import (
@@ -211,8 +216,10 @@ def run(args) -> int:
                          ncu_launch_count=args.ncu_launch_count, trace=trace,
                          embed_config=embed_config, gnn_config=gnn_config)
     paths = None
+    t_report = time.perf_counter()
     if args.report is not None:
         paths = write_report(prof, args.report, overwrite=args.overwrite)
+    t_report = time.perf_counter() - t_report
     if args.json:
         emit_json(prof)
         return 0
@@ -231,6 +238,9 @@ def run(args) -> int:
         print(f"  {sum(p['seconds'] for p in rest):>9.4f} s "
               f"{sum(p['share'] for p in rest):>6.1%}  {len(rest)} smaller parts (see --json "
               f"or --report)")
+    for line in thread_lines(tm.get("threads", [])):
+        print(line)
+    print(overhead_line(tm["overhead"], t_report, started))
     k = prof["kernels"]
     print(f"invocations: {k['invocations_per_step']:.3g} per step, "
           + (f"{k['invocations_per_edge']:.3g} per edge, " if k.get("invocations_per_edge")
@@ -263,6 +273,39 @@ def run(args) -> int:
     if paths:
         print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
     return 0
+
+
+def thread_lines(threads: list[dict], rows: int = 6) -> list[str]:
+    """The other threads' lines of the summary: CPU seconds (beside the wall time above,
+    not part of it) and what each spent them on."""
+    if not threads:
+        return []
+    out = ["other threads (CPU time while the run ran, beside its wall time):"]
+    for t in threads[:rows]:
+        spent = ", ".join(f"{s['what']} {s['share']:.0%}" for s in t["spent_on"][:3])
+        many = f" ({t['threads']} threads)" if t["threads"] > 1 else ""
+        out.append(f"  {t['cpu_seconds']:>9.4f} s CPU  {t['thread']}{many}"
+                   + (f": {spent}" if spent else " (no Python frames)"))
+    if len(threads) > rows:
+        out.append(f"  {sum(t['cpu_seconds'] for t in threads[rows:]):>9.4f} s CPU  "
+                   f"{len(threads) - rows} more threads (see --json or --report)")
+    return out
+
+
+def overhead_line(o: dict, report_seconds: float, started: float | None) -> str:
+    """The profiler's own cost in one line: its seconds outside the run (and the
+    report's), the process's seconds so far and its peak resident memory."""
+    from graphsys.memory import lifetime_peak_rss
+
+    own = o["profiler_seconds"] + report_seconds
+    total = (time.perf_counter() - started if started is not None
+             else o["total_seconds"] + report_seconds)
+    gb = 1e9
+    return (f"profiler's own cost: {own:.2f} s of the process's {total:.2f} s "
+            f"({own / total:.0%}: start, stop, analysis of {o['events']:,} events, model"
+            + (", report" if report_seconds > 0.0005 else "") + "); peak RSS "
+            f"{lifetime_peak_rss() / gb:.2f} GB, {o['peak_rss_run_bytes'] / gb:.2f} GB by "
+            f"the end of the run")
 
 
 def _f(v) -> str:

@@ -76,6 +76,10 @@ def register(subparsers) -> None:
                         "a warning, the last iterate written); without it such a run exits "
                         "non-zero and writes nothing")
     p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
+    p.add_argument("--until", metavar="T",
+                   help="run on the graph as of time T: only the edges whose timestamp edge "
+                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
+                        "read as Unix seconds, UTC)")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
     p.add_argument("--schedule", default="auto",
                    help="auto (default: bfs and wcc in memory on CPU run their own "
@@ -147,7 +151,7 @@ def run(args) -> int:
     distributed = init_from_env(device)
     # opened once; each file the run reads is hash-checked as it is first read (buckets,
     # adjacency index, node ids), so verifying costs no pass of its own over the edges
-    graph = open_graph(args.graph)
+    graph = open_graph(args.graph, until=args.until)
     graph.verify_hashes = not args.no_verify
     kwargs = {"mode": args.mode, "device": str(device), "backend": args.backend,
               "edge_set": args.edges, "distributed": distributed,

@@ -89,6 +89,20 @@ def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
     _check_dropout(where, config["dropout"])
 
 
+def _check_tgn_config(where: Path, config: dict[str, Any]) -> None:
+    """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
+    :meth:`TGN.config <graphsys.gnn.temporal.TGN.config>` writes."""
+    want = {"model", "num_nodes", "dim", "raw_dim", "heads"}
+    if set(config) != want:
+        odd = sorted(set(config) ^ want)[0]
+        what = "is missing" if odd in want else "is not a field of a tgn model"
+        raise FormatError(f"{where}: config.{odd} {what}")
+    for key, low in (("num_nodes", 1), ("dim", 1), ("raw_dim", 0), ("heads", 1)):
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
+
+
 def _check_dropout(where: Path, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
             math.isfinite(value) and 0 <= value < 1):
@@ -98,17 +112,17 @@ def _check_dropout(where: Path, value: Any) -> None:
 def _check_model_config(where: Path, config: dict[str, Any]) -> None:
     """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
     :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions;
-    the R-GCN link model: :func:`_check_rgcn_config`)."""
-    from graphsys.gnn.config import RGCN
+    the R-GCN link model: :func:`_check_rgcn_config`; TGN: :func:`_check_tgn_config`)."""
+    from graphsys.gnn.config import RGCN, TGN
     from graphsys.plugins import GNN_MODELS
 
     model = config.get("model")
-    if model == RGCN:
-        _check_rgcn_config(where, config)
+    if model in (RGCN, TGN):
+        (_check_rgcn_config if model == RGCN else _check_tgn_config)(where, config)
         return
     if not isinstance(model, str) or (model not in GNN_MODELS and ":" not in model):
         raise FormatError(f"{where}: config.model is {model!r}, not one of "
-                          f"{', '.join(GNN_MODELS.names())} or module:Factory")
+                          f"{', '.join(GNN_MODELS.names())}, {RGCN}, {TGN} or module:Factory")
     builtin = ":" not in model
     for key, value in config.items():
         if key == "model":

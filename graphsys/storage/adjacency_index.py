@@ -87,7 +87,8 @@ _UINT32_MAX = 2**32 - 1
 
 
 #: The ``graphsys index`` option that builds each kind (named by :func:`build_command`).
-_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected"}
+_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected",
+                 "temporal": "--temporal"}
 
 
 def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) -> str:
@@ -538,6 +539,9 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
         remove_leftover_temps(graph.path)
         for name in names:
             for kind in kinds:
+                if kind == "temporal" and edge_sets is None and "timestamp" not in {
+                        c.name for c in manifest.edge_sets[name].columns}:
+                    continue          # every edge set: the timestamped ones
                 current = manifest.indexes.get(name, {}).get(kind)
                 if (current is not None and not force
                         and current.edges_digest == edges_digest(manifest, name)):
@@ -547,6 +551,8 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 try:
                     tmp.mkdir(parents=True)
                     info = (_build_push(graph, name, tmp, progress) if kind == "push" else
+                            _build_temporal(graph, name, tmp, progress)
+                            if kind == "temporal" else
                             _build_sym(graph, name, tmp, progress, memory_limit)
                             if kind == "sym" else
                             _build_one(graph, name, kind, tmp, progress, memory_limit))
@@ -584,6 +590,13 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     return built
 
 
+def _build_temporal(graph, edge_set: str, directory: Path, progress: bool) -> IndexInfo:
+    from graphsys.storage.temporal_index import build_temporal
+
+    return build_temporal(graph, edge_set, directory, edges_digest(graph.manifest, edge_set),
+                          progress)
+
+
 def leftover_temps(path: Path) -> list[Path]:
     """The ``index/.tmp-*`` build directories under the graph directory ``path``: indexes
     are built only under the writer lock, so any found while holding it (or by ``verify``)
@@ -599,3 +612,10 @@ def remove_leftover_temps(path: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+
+
+def _build_temporal(graph, edge_set: str, directory: Path, progress: bool) -> IndexInfo:
+    from graphsys.storage.temporal_index import build_temporal
+
+    return build_temporal(graph, edge_set, directory, edges_digest(graph.manifest, edge_set),
+                          progress)

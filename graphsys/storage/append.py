@@ -60,6 +60,7 @@ from graphsys.storage.ingest_inputs import (
     IngestOptions,
     IngestReport,
     check_memory_limit,
+    warn_small_budget,
 )
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.lock import writer_lock
@@ -99,6 +100,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
     openmp.apply_wait_policy()
     t0 = time.perf_counter()
     check_memory_limit((options or IngestOptions()).memory_limit)
+    warn_small_budget((options or IngestOptions()).memory_limit)
     # through a symbolic link: the real directory is swapped and the link keeps naming it
     graph = Path(graph).resolve()
     m = read_manifest(graph)

@@ -172,8 +172,8 @@ def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
     if info is None:
         return None
     es = graph.edge_set(edge_set)
-    # a sym index holds each stored edge at most twice (once per direction) after dedupe
-    entries_ok = (info.num_edges <= 2 * es.num_edges if kind == "sym"
+    # a sym (temporal) index holds each stored edge at most twice (once per direction)
+    entries_ok = (info.num_edges <= 2 * es.num_edges if kind in ("sym", "temporal")
                   else info.num_edges == es.num_edges)
     if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
             not entries_ok or info.num_nodes != graph.num_nodes()):

@@ -368,7 +368,7 @@ class Manifest:
         return manifest
 
 
-INDEX_KINDS = ("csr", "csc", "push", "sym")
+INDEX_KINDS = ("csr", "csc", "push", "sym", "temporal")
 #: Columns of a ``push`` index (:mod:`graphsys.storage.push_layout`), in file order.
 PUSH_COLUMNS = ("order", "bounds", "edge_ptr", "src", "dst", "runs")
 
@@ -406,6 +406,8 @@ class IndexInfo:
     def columns(self) -> list[str]:
         if self.kind == "push":
             return list(PUSH_COLUMNS)
+        if self.kind == "temporal":   # graphsys.storage.temporal_index
+            return ["indptr", "indices", "time", "eid"]
         return ["indptr", "indices"] + (["weight"] if self.weighted else [])
 
     def to_json(self) -> dict[str, Any]:

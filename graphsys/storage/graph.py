@@ -614,7 +614,8 @@ class Graph(GraphSchema, SubgraphMethods):
         return open_graph(path)
 
 
-def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -> Graph:
+def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
+               until=None, time_column: str = "timestamp") -> Graph:
     """Open a stored graph directory.
 
     Reads and validates the manifest (as untrusted input:
@@ -632,6 +633,12 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -
         ``hdfs://...``, ``file:///data/g``).
     filesystem : pyarrow.fs.FileSystem, optional
         A filesystem in which ``path`` is a path.
+    until : int, float, str or datetime, optional
+        Open the graph as of this time: only the edges whose ``time_column`` is ``<=
+        until`` (a :class:`~graphsys.storage.time_view.TimeView`, which every engine reads
+        as the graph).
+    time_column : str, default "timestamp"
+        The edge column ``until`` bounds.
 
     Returns
     -------
@@ -668,5 +675,9 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -
                               f"{entry.get('bytes')} (truncated or modified)")
     graph = Graph(loc.root, manifest, loc)
     check_node_rows(graph)
+    if until is not None:
+        from graphsys.storage.time_view import TimeView
+
+        return TimeView(graph, until, time_column)
     return graph
 

@@ -105,7 +105,9 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     drop_self_loops : bool, default False
         Drop edges from a node to itself.
     memory_limit : int or str, default "2GB"
-        Budget for the edge buffers: bytes, or a size such as ``"512MiB"``.
+        Budget for the edge buffers: bytes, or a size such as ``"512MiB"``; at least
+        64KiB, and below 16MiB (whose smallest buffers overrun it) a
+        :class:`~graphsys.storage.ingest_inputs.SmallBudgetWarning` says so.
     on_bad_line : {"error", "skip"}, default "error"
         What a malformed line does: stop the ingest naming file and line, or be skipped
         and counted.

@@ -110,3 +110,39 @@ def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
     g = graphsys.open_graph(tmp_path / "g")
     assert g.num_partitions == 2 and "csr" in g.manifest.indexes["default"]
     assert np.array_equal(np.sort(g.node_ids()), [1, 2, 3])
+
+
+def test_a_budget_below_full_speed_is_warned_in_one_line_naming_the_minimum(
+        tmp_path, edges, capsys):
+    """Below 16MiB an ingest's smallest buffers overrun its budget: it goes on, warned once,
+    in one line that names the minimum; from 16MiB on nothing is said."""
+    import warnings
+
+    from graphsys.storage.ingest_inputs import SmallBudgetWarning
+
+    with pytest.warns(SmallBudgetWarning) as caught:
+        g = graphsys.ingest(edges, tmp_path / "g", memory_limit="1MB")
+    assert g.num_edges() > 0 and len(caught) == 1
+    message = str(caught[0].message)
+    assert "\n" not in message and message.startswith(
+        "memory_limit 1,000,000 bytes is below 16,777,216 (16MiB)")
+    assert message.endswith("give at least 16MiB")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graphsys.ingest(edges, tmp_path / "h", memory_limit="16MiB")
+        graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tmp_path / "i",
+                            memory_limit=16 << 20)
+    with pytest.warns(SmallBudgetWarning):
+        graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tmp_path / "j",
+                            memory_limit=1 << 20)
+    # the command says it once, in one line, before the run; no Python warning text
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["ingest", str(edges), "--out", str(tmp_path / "k"), "--memory-limit",
+                     "1MB", "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["graphsys ingest: warning: --memory-limit 1,000,000 bytes is below "
+                   "16,777,216 (16MiB), the least an ingest keeps to: its smallest buffers "
+                   "(65,536 edges, 1MiB of ids) do not shrink below it and overrun a smaller "
+                   "budget; give at least 16MiB"]
