@@ -10,8 +10,9 @@ same ``0..N-1`` numbering, which is what CSR/CSC, degrees and the BSP engine use
 mappings kept); its methods are thin calls into the modules that do each job:
 :mod:`~graphsys.storage.schema` (the manifest's schema and counts, its base class),
 :mod:`~graphsys.storage.edges` (buckets, edge streams, degrees),
-:mod:`~graphsys.storage.csr` (CSR/CSC built or mapped from the stored indexes) and
-:mod:`~graphsys.storage.node_reads` (node ids and columns).
+:mod:`~graphsys.storage.csr` (CSR/CSC built or mapped from the stored indexes),
+:mod:`~graphsys.storage.node_reads` (node ids and columns) and
+:mod:`~graphsys.storage.subgraph_methods` (subgraphs, a second base class).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from graphsys.storage.format import Manifest, read_manifest
 from graphsys.storage.location import GraphLocation
 from graphsys.storage.schema import GraphSchema
 from graphsys.storage.structure import BucketBounds, check_listed, check_node_rows
+from graphsys.storage.subgraph_methods import SubgraphMethods
 
 
-class Graph(GraphSchema):
+class Graph(GraphSchema, SubgraphMethods):
     """A stored graph, opened read-only by :func:`open_graph` (or returned by
     :func:`graphsys.ingest` and the ``from_*`` functions).
 
@@ -605,6 +607,10 @@ class Graph(GraphSchema):
         """Names of the node columns of an entity type (None: the only one); see
         :meth:`node_column`."""
         return [c.name for c in self.entity_type(entity_type).columns]
+
+    def _open_written(self, path: Path) -> Graph:
+        """Open a graph directory this one wrote (a subgraph: :class:`SubgraphMethods`)."""
+        return open_graph(path)
 
 
 def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
