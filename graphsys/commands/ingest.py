@@ -88,10 +88,11 @@ def run(args) -> int:
     appending = args.append_to is not None
     out = args.append_to if appending else check_output_directory(args.out)
     with warnings.catch_warnings():
-        # said once, in one line, before the run (the library warns from inside it)
+        # said once, in one line, once the run has gone through (the library warns from
+        # inside it; a run refused for another reason says only why)
         warnings.simplefilter("ignore", SmallBudgetWarning)
-        _say_small_budget(args.memory_limit)
         graph, report = _ingest(args, out, appending)
+    _say_small_budget(args.memory_limit)
     if args.json:
         emit_json(report.to_json())
     else:

@@ -238,7 +238,7 @@ def load_registry(directory: str | Path | None = None) -> dict[str, Dataset]:
     >>> from graphsys.datasets import load_registry
     >>> registry = load_registry()
     >>> [name for name in registry if name.startswith("c")]
-    ['ca-grqc', 'ca-hepth', 'citeseer', 'cora']
+    ['ca-grqc', 'ca-hepth', 'citeseer', 'collegemsg', 'cora']
     """
     root = Path(directory) if directory is not None else registry_dir()
     datasets = {}
@@ -278,7 +278,7 @@ def get_dataset(name: str, directory: str | Path | None = None) -> Dataset:
     >>> get_dataset("nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    graphsys.errors.GraphsysError: unknown dataset 'nope'; known datasets: ca-grqc, ...
+    graphsys.errors.GraphsysError: unknown dataset 'nope'; known datasets: bitcoin-alpha, ...
     """
     datasets = load_registry(directory)
     if name not in datasets:

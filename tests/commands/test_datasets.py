@@ -50,7 +50,7 @@ def test_list(capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split()[:4] == ["NAME", "KIND", "NODES", "EDGES"]
-    assert len(lines) == 14
+    assert len(lines) == 17
     assert any(line.startswith("movielens-100k") and "[no redistribution]" in line
                for line in lines)
 
@@ -58,7 +58,7 @@ def test_list(capsys):
 def test_list_json(capsys):
     code, out, _ = run(capsys, "list", "--json")
     entries = {e["name"]: e for e in json.loads(out)}
-    assert code == 0 and len(entries) == 13
+    assert code == 0 and len(entries) == 16
     assert entries["movielens-100k"]["licence"]["redistribute"] is False
     cora_url = entries["cora"]["files"][0]["url"]
     assert cora_url == "https://linqs-data.soe.ucsc.edu/public/lbc/cora.tgz"
@@ -68,7 +68,7 @@ def test_list_json(capsys):
 def test_unknown_dataset(capsys, tmp_path):
     code, out, err = run(capsys, "fetch", "kora", "--cache", str(tmp_path))
     assert code == 2 and out == ""
-    assert err.startswith("error: unknown dataset 'kora'; known datasets: ca-grqc, ")
+    assert err.startswith("error: unknown dataset 'kora'; known datasets: bitcoin-alpha, ")
     assert err.count("\n") == 1
 
 

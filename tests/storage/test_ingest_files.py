@@ -136,7 +136,7 @@ def test_a_budget_below_full_speed_is_warned_in_one_line_naming_the_minimum(
     with pytest.warns(SmallBudgetWarning):
         graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tmp_path / "j",
                             memory_limit=1 << 20)
-    # the command says it once, in one line, before the run; no Python warning text
+    # the command says it once, in one line, after the run; no Python warning text
     capsys.readouterr()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
