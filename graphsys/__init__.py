@@ -38,6 +38,10 @@ def peer_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in OPENMP_SET_HERE}
 
 
+# before any kernel module is imported: graphsys kernels cache across processes and installs
+from graphsys import jit as _jit  # noqa: E402
+
+_jit.install()
 from graphsys._version import __version__  # noqa: E402
 from graphsys.interop import (  # noqa: E402
     from_arrow,
