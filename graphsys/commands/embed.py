@@ -297,7 +297,7 @@ def run_index(args) -> int:
     if r.get("reached") is False:
         print(f"warning: the target recall {r['target']} was not reached at the largest "
               f"{setting.split()[0]} (recall {r['tuned_recall']:.3f} on the tuning "
-              f"queries): a larger --hnsw-m (hnsw) or --nlist (ivf) builds a finer index",
+              f"queries): a larger --hnsw-m builds a finer hnsw index",
               file=sys.stderr)
     return 0
 
