@@ -83,7 +83,8 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
         ``cache`` (the kernel cache directory, :func:`graphsys.jit.cache_location`),
         ``seconds``, ``compiled`` and ``loaded`` (kernel
         signatures compiled and loaded from the cache), and per algorithm the same three
-        figures under ``algorithms``.
+        figures under ``algorithms`` (and ``skipped``: the runs an algorithm refused, such
+        as a graph shape or schedule it does not take, each with its one-line reason).
 
     Raises
     ------
@@ -98,7 +99,7 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     (['wcc'], True)
     """
     from graphsys import jit
-    from graphsys.bsp.algorithms.spec import AlgorithmSpec  # noqa: F401 (registry entries)
+    from graphsys.errors import GraphsysError
     from graphsys.plugins import ALGORITHMS
 
     names = list(algorithms) if algorithms is not None else ALGORITHMS.names()
@@ -111,17 +112,23 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
         for name, spec in specs.items():
             t0 = time.perf_counter()
             before = jit.cache_counts()
-            for _, graph, mode in runs:
+            skipped = []
+            for label, graph, mode in runs:
                 source = graph.to_original(np.zeros(1, np.int64))[0].item()
                 # "auto": the CLI's and the whole-graph front-ends' default (bfs, wcc);
                 # "sync": the others'
                 for schedule in ("auto", "sync") if mode == "memory" else ("sync",):
-                    spec.run(graph, source if spec.needs_source else None, mode=mode,
-                             schedule=schedule)
+                    try:
+                        spec.run(graph, source if spec.needs_source else None, mode=mode,
+                                 schedule=schedule)
+                    except GraphsysError as exc:  # not for this graph or schedule
+                        skipped.append(f"{label}, {schedule}: {str(exc).splitlines()[0]}")
             after = jit.cache_counts()
             out[name] = {"seconds": round(time.perf_counter() - t0, 3),
                          "compiled": after["compiled"] - before["compiled"],
                          "loaded": after["loaded"] - before["loaded"]}
+            if skipped:
+                out[name]["skipped"] = skipped
             if progress is not None:
                 progress(f"{name}: {out[name]['compiled']} kernel signatures compiled, "
                          f"{out[name]['loaded']} loaded ({out[name]['seconds']:.2f} s)")
