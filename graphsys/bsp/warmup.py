@@ -90,6 +90,8 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     ------
     GraphsysError
         An algorithm name that is not registered.
+    ParameterError
+        A negative or non-integer ``seed``.
 
     Examples
     --------
@@ -99,9 +101,11 @@ def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
     (['wcc'], ['compiled', 'loaded', 'seconds'])
     """
     from graphsys import jit
-    from graphsys.errors import GraphsysError
+    from graphsys.errors import GraphsysError, ParameterError
     from graphsys.plugins import ALGORITHMS
 
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ParameterError("seed", f"must be a non-negative integer, got {seed!r}")
     names = list(algorithms) if algorithms is not None else ALGORITHMS.names()
     specs = {name: ALGORITHMS.get(name) for name in names}  # unknown names fail here
     t_all = time.perf_counter()

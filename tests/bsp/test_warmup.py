@@ -43,6 +43,8 @@ def test_first_calls_after_warmup_compile_nothing(tmp_path):
     assert again["compiled"] == 0
 
 
-def test_unknown_algorithm_is_refused():
+def test_bad_input_is_refused_in_one_line():
     with pytest.raises(GraphsysError, match="nosuch"):
         warmup(["nosuch"])
+    with pytest.raises(GraphsysError, match="seed"):
+        warmup(["wcc"], seed=-1)
