@@ -135,6 +135,30 @@ def machine() -> dict[str, Any]:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
+def source() -> dict[str, Any]:
+    """Which graphsys was measured: the directory it was imported from, its git commit and
+    the files changed since (``git status``), where git can tell."""
+    root = REPO
+    try:
+        import graphsys
+
+        root = Path(graphsys.__file__).resolve().parents[1]
+    except ImportError:
+        pass
+    info: dict[str, Any] = {"path": str(root)}
+    try:
+        git = ["git", "-C", str(root)]
+        info["commit"] = subprocess.run(git + ["rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True,
+                                        check=True).stdout.strip()
+        status = subprocess.run(git + ["status", "--porcelain", "--", "graphsys"],
+                                capture_output=True, text=True, check=True).stdout
+        info["uncommitted"] = sorted(ln[3:] for ln in status.splitlines() if ln.strip())
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return info
+
+
 def emit(line: Mapping[str, Any], record: Path | None = None) -> None:
     """Print one JSON line on stdout; with ``record``, also append it to that jsonl file as
     a results record: ``{"measured_on", "machine", "command", "raw": line}``. A record
@@ -156,11 +180,12 @@ def emit(line: Mapping[str, Any], record: Path | None = None) -> None:
 class Run:
     """One benchmark run and its JSON line.
 
-    Created at the start of the measurement: it records the date, the machine and the
-    load average, and samples this process's peak RSS and peak anonymous RSS
-    (:class:`graphsys.memory.PeakMemory`) until :meth:`emit`. :meth:`missing` names an
-    input (a dataset, a peer) without which some rows cannot be measured; the line lists
-    them under ``missing`` and each is said on stderr as it is found.
+    Created at the start of the measurement: it records the date, the machine, the
+    graphsys measured (``source``: :func:`source`) and the load average, and samples this
+    process's peak RSS and peak anonymous RSS (:class:`graphsys.memory.PeakMemory`) until
+    :meth:`emit`. :meth:`missing` names an input (a dataset, a peer) without which some rows
+    cannot be measured; the line lists them under ``missing`` and each is said on stderr as
+    it is found.
 
     Parameters
     ----------
@@ -177,12 +202,14 @@ class Run:
         self.line: dict[str, Any] = {
             "bench": bench,
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            **machine(), "load_avg_start": load_average()}
+            **machine(), "source": source(), "load_avg_start": load_average()}
         self._peak = None
         if memory:
             from graphsys.memory import PeakMemory
 
-            self._peak = PeakMemory()
+            # ten samples a second: a whole run's peak is long-lived, and a timed loop
+            # should share its cores with as little sampling as possible
+            self._peak = PeakMemory(interval=0.1)
             self._peak.__enter__()
 
     def missing(self, what: str, reason: str) -> None:
@@ -204,8 +231,11 @@ class Run:
         self.line.update(fields)
         self.line["load_avg_end"] = load_average()
         if self._peak is not None:
+            from graphsys.memory import lifetime_peak_rss
+
             self._peak.__exit__(None, None, None)
-            self.line["peak_rss_bytes"] = self._peak.peak_total
+            # the kernel's exact total peak where it is higher than the samples'
+            self.line["peak_rss_bytes"] = max(self._peak.peak_total, lifetime_peak_rss())
             self.line["peak_rss_anon_bytes"] = self._peak.peak_anon
             self._peak = None
         emit(self.line, self.record)
@@ -254,13 +284,19 @@ def pair_ratios(numerators: Sequence[float], denominators: Sequence[float],
             "median": round(median(r), digits) if r else None}
 
 
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """The wall seconds of one call of ``fn`` and its result."""
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
 def median_seconds(fn: Callable[[], T], repeats: int) -> tuple[float, T]:
     """The median wall seconds of ``repeats`` calls of ``fn`` and the last call's result."""
     times, out = [], None
     for _ in range(max(1, repeats)):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
+        seconds, out = timed(fn)
+        times.append(seconds)
     return median(times), out
 
 
@@ -298,8 +334,8 @@ class Child:
 
 def run_child(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str] | None = None,
               cwd: str | os.PathLike | None = None, timeout: float | None = None,
-              stream_stderr: bool = False, check: bool = True,
-              interval: float = 0.02) -> Child:
+              stream_stderr: bool = False, check: bool = True, interval: float = 0.02,
+              started: Callable[[int], None] | None = None) -> Child:
     """Run ``cmd`` to its end, sampling its resident memory (``VmRSS``, ``RssAnon``)
     every ``interval`` seconds from this process.
 
@@ -308,7 +344,8 @@ def run_child(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str] | None
     ``check``: a non-zero exit raises ``SystemExit`` with the command and the tail of its
     stderr. ``timeout`` stops the child's whole process group (its worker processes too)
     and returns what it printed, with ``timed_out`` set. The peaks are the child's own
-    process's (not its workers').
+    process's (not its workers'). ``started(pid)`` is called once the child runs (the child
+    leads a process group of its own: a benchmark can watch its workers).
     """
     from graphsys.memory import PeakMemory
 
@@ -318,6 +355,8 @@ def run_child(cmd: Sequence[str | os.PathLike], *, env: Mapping[str, str] | None
                             env=None if env is None else dict(env), start_new_session=True)
     sampler = PeakMemory(interval, pid=proc.pid)
     sampler.__enter__()
+    if started is not None:
+        started(proc.pid)
     err: list[str] = []
 
     def pump() -> None:
@@ -453,11 +492,11 @@ def peer_python(peer: str, work: Path, given: Path | None = None,
 
 
 def peer_environment(**extra: str) -> dict[str, str]:
-    """The environment a peer runs in: ours without the OpenMP settings ``import graphsys``
-    made (:func:`graphsys.peer_environment`: the peer keeps its own defaults), plus
-    ``extra``."""
+    """The environment a peer runs in: ours without the OpenMP settings graphsys's wait
+    policy exported (:func:`graphsys.openmp.peer_environment`: the peer keeps its own
+    defaults), plus ``extra``."""
     try:
-        from graphsys import peer_environment as graphsys_peer_environment
+        from graphsys.openmp import peer_environment as graphsys_peer_environment
 
         env = graphsys_peer_environment()
     except ImportError:
@@ -476,6 +515,21 @@ def mirror() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def add_mirror_argument(ap: argparse.ArgumentParser) -> None:
+    """``--mirror DIR``: the dataset mirror for this run (:func:`use_mirror` applies it)."""
+    ap.add_argument("--mirror", type=Path, default=None,
+                    help="dataset mirror (default: $GRAPHSYS_MIRROR, else ../shared/datasets "
+                         "beside the repository)")
+
+
+def use_mirror(path: str | os.PathLike | None) -> Path | None:
+    """Make ``path`` (when given) the dataset mirror of this process and its children
+    (``GRAPHSYS_MIRROR``); return the mirror in use (:func:`mirror`)."""
+    if path:
+        os.environ["GRAPHSYS_MIRROR"] = str(Path(path).absolute())
+    return mirror()
 
 
 def dataset(run: Run | None, name: str, out: Path, **kwargs: Any):
@@ -506,7 +560,7 @@ def _missing_dataset(run: Run | None, name: str, exc: Exception) -> None:
         why += " (no dataset mirror: set GRAPHSYS_MIRROR)"
     if run is None:
         raise SystemExit(f"dataset {name}: {why}") from None
-    run.missing(name, why)
+    run.missing(f"{name} rows", why)
 
 
 def dataset_files(run: Run | None, name: str, cache: Path):
@@ -537,16 +591,19 @@ def rmat_arrays(nodes: int, edges: int, seed: int = 0):
 
 
 def rmat_graph(work: Path, edges: int, nodes: int, *, partitions: int, seed: int = 1,
+               partition_seed: int | None = None,
                memory_limit: int | str = "2GB") -> tuple[Path, dict[str, Any]]:
     """A seeded R-MAT graph stored under ``work`` (``rmat-E-N-sS-pP``): generated to
-    Parquet (:func:`graphsys.generators.rmat_edges`), ingested with ``partitions``
-    partitions (hash partitioner, ``seed``) and the Parquet file removed; reused when its
-    manifest is there. Returns the directory and how it was built (seconds, or
-    ``reused``)."""
+    Parquet (:func:`graphsys.generators.rmat_edges`, ``seed``), ingested with
+    ``partitions`` partitions (hash partitioner seeded with ``partition_seed``, default
+    ``seed``) and the Parquet file removed; reused when its manifest is there. Returns the
+    directory and how it was built (seconds, or ``reused``)."""
     import graphsys
     from graphsys.generators import rmat_edges, write_edges
 
-    graph = Path(work) / f"rmat-{edges}-{nodes}-s{seed}-p{partitions}"
+    partition_seed = seed if partition_seed is None else partition_seed
+    graph = Path(work) / (f"rmat-{edges}-{nodes}-s{seed}-p{partitions}"
+                          + ("" if partition_seed == seed else f"-ps{partition_seed}"))
     if (graph / "manifest.json").is_file():
         return graph, {"reused": True}
     Path(work).mkdir(parents=True, exist_ok=True)
@@ -556,7 +613,7 @@ def rmat_graph(work: Path, edges: int, nodes: int, *, partitions: int, seed: int
     write_edges(rmat_edges(nodes, edges, seed=seed), edge_file, overwrite=True)
     t1 = time.perf_counter()
     log(f"ingesting into {partitions} partitions")
-    graphsys.ingest(edge_file, graph, partitions=partitions, seed=seed,
+    graphsys.ingest(edge_file, graph, partitions=partitions, seed=partition_seed,
                     memory_limit=memory_limit)
     edge_file.unlink()
     return graph, {"generate_seconds": round(t1 - t0, 1),

@@ -10,14 +10,25 @@ command line could not be parsed (argparse's usage dump is replaced by a pointer
 :class:`~graphsys.errors.ParameterError` names the library parameter; it is shown as the
 flag of the command that set it (:func:`flag_for`, with :data:`PARAMETER_DESTS` for the
 parameters whose flag has another name).
+
+SIGTERM (what ``timeout``, Slurm, systemd and Kubernetes send) is handled as Ctrl-C is: it
+raises :class:`Terminated`, a :class:`KeyboardInterrupt`, in the command, so every writer's
+cleanup runs (a staging directory, an index build directory, a temporary file is removed;
+a graph or checkpoint keeps its last complete state), and the command exits with 143
+after one ``error:`` line. A second SIGTERM during that cleanup is ignored (SIGKILL still
+stops the process at once).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 
+from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
@@ -95,14 +106,41 @@ def user_message(exc: GraphsysError, parser: argparse.ArgumentParser,
     return str(exc)
 
 
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM received by a command: raised in its main thread like Ctrl-C's
+    :class:`KeyboardInterrupt`, so the same cleanup runs."""
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt():
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (once: a
+    later SIGTERM is ignored while the cleanup runs); the previous handler is restored
+    after. Off the main thread (where no handler can be set) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
+    openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's own parser, which points at its own --help
         command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return int(args.func(args) or 0)
+        with terminate_as_interrupt():
+            return int(args.func(args) or 0)
     except GraphsysError as exc:
         print(f"error: {user_message(exc, parser, args)}", file=sys.stderr)
         return exc.exit_code
@@ -112,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("error: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

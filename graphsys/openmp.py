@@ -1,22 +1,29 @@
-"""The wait policy of GNU OpenMP runtimes that started before ``import graphsys``.
+"""graphsys's OpenMP wait policy, applied where the engines start, never at import.
 
-GNU OpenMP (libgomp) reads ``OMP_WAIT_POLICY`` and ``GOMP_SPINCOUNT`` once, when it is
-loaded, and has no call to change them afterwards. ``import graphsys`` puts them in the
-environment, which reaches every runtime loaded later; but ``import torch`` loads torch's
-own libgomp, so with torch imported first that runtime has already read an environment
-without them and keeps its default: every idle worker polls about 300,000 times after each
-parallel region before it sleeps. numba's ``omp`` threading layer then runs its parallel
-kernels on that same runtime (its ``GOMP_*`` calls bind to the libgomp torch made global),
-so torch's and numba's workers and the sampling threads compete for cores with workers that
-spin while they have nothing to do.
+numba's parallel kernels (its ``omp`` threading layer) and torch's intra-op parallelism run
+on GNU OpenMP (libgomp) thread teams, whose idle workers by default poll about 300,000 times
+after each parallel region before they sleep; on a machine with few cores they take the
+cores that the other team, the sampling threads and Python need. :func:`apply_wait_policy`,
+called first by every entry point that runs parallel numba or torch work (the CLI's
+``main``, :func:`graphsys.bsp.run` and the BSP algorithms, :func:`graphsys.embed.train`,
+:func:`graphsys.gnn.train`, :func:`graphsys.ingest` and the ``from_*`` conversions, index
+builds), exports :data:`WAIT_POLICY` (``OMP_WAIT_POLICY=PASSIVE``, ``GOMP_SPINCOUNT=3000``:
+workers poll briefly, then sleep) for the runtimes loaded from then on, unless the
+environment sets either. A program that imports torch (or another OpenMP library) itself
+gets the variables read by that runtime too by calling it first, before that import, or by
+exporting them; code that runs its own OpenMP work (a peer library timed in the same
+process) may call it likewise.
 
-The one lever libgomp leaves is documented with ``GOMP_SPINCOUNT``: while the runtime manages
-more threads than there are available CPUs, a waiting thread polls only a short fixed count
-(100 without a wait policy) before it sleeps. :func:`hold_idle_team` makes that the case for
-good: a thread that stays blocked holds a team of ``os.cpu_count() + 1`` threads of the
-runtime, which sleep from then on (they are woken for no region). ``import graphsys`` does
-this (:func:`hold_loaded_runtimes`) for every libgomp already mapped into the process when
-the environment set neither variable; a wait policy the user exported is left alone.
+libgomp reads those variables once, when it is loaded, and has no call to change them
+afterwards; ``import torch`` loads torch's own libgomp, and numba's ``omp`` layer then runs
+on that same runtime (its ``GOMP_*`` calls bind to the copy torch made global). The one
+lever libgomp leaves is documented with ``GOMP_SPINCOUNT``: while the runtime manages more
+threads than there are available CPUs, a waiting thread polls only a short fixed count (100
+without a wait policy) before it sleeps. So when the environment set neither variable,
+:func:`apply_wait_policy` also holds, in every libgomp already mapped into the process
+(:func:`hold_loaded_runtimes`), a team of ``os.cpu_count() + 1`` threads asleep for the
+life of the process (:func:`hold_idle_team`). A wait policy the user exported is left
+alone, and ``import graphsys`` changes neither the environment nor any runtime.
 """
 
 from __future__ import annotations
@@ -25,9 +32,19 @@ import ctypes
 import os
 import threading
 
+#: The OpenMP settings :func:`apply_wait_policy` exports: workers wait passively after a
+#: short spin (GNU OpenMP's workers poll ``GOMP_SPINCOUNT`` times for the next parallel
+#: region before they sleep; ``PASSIVE`` alone: no spin), so back-to-back regions, such as
+#: the iterations of an in-memory PageRank, skip the futex wake-up, and the spin costs a
+#: core at most its own length per region.
+WAIT_POLICY = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "3000"}
+#: The variables of :data:`WAIT_POLICY` that :func:`apply_wait_policy` set in this process
+#: (the environment had none of them); :func:`peer_environment` leaves them out.
+SET_HERE: list[str] = []
 #: Paths of the libgomp copies whose idle waits :func:`hold_idle_team` shortened in this
 #: process.
 HELD: list[str] = []
+_applied = False
 
 
 def loaded_runtimes() -> list[str]:
@@ -105,9 +122,9 @@ def hold_idle_team(path: str) -> bool:
 
 
 def hold_loaded_runtimes() -> list[str]:
-    """:func:`hold_idle_team` for every libgomp mapped into the process (what ``import
-    graphsys`` calls when the environment sets neither ``OMP_WAIT_POLICY`` nor
-    ``GOMP_SPINCOUNT``).
+    """:func:`hold_idle_team` for every libgomp mapped into the process (what
+    :func:`apply_wait_policy` calls when the environment sets neither ``OMP_WAIT_POLICY``
+    nor ``GOMP_SPINCOUNT``).
 
     Returns
     -------
@@ -123,3 +140,57 @@ def hold_loaded_runtimes() -> list[str]:
     for path in loaded_runtimes():
         hold_idle_team(path)
     return HELD
+
+
+def apply_wait_policy() -> list[str]:
+    """Apply graphsys's OpenMP wait policy to this process, once: what every engine entry
+    point calls first.
+
+    Exports the variables of :data:`WAIT_POLICY` that the environment does not set (for
+    the OpenMP runtimes loaded from then on) and, when it set neither, holds an idle team
+    in each runtime already loaded (:func:`hold_loaded_runtimes`), so that their idle
+    workers also sleep after a short poll. A later call does nothing: runtimes loaded after
+    the first one read the exported variables.
+
+    Returns
+    -------
+    list of str
+        :data:`SET_HERE`: the variables this process's policy exported (empty when the
+        environment set both, or the user set them before the first call).
+
+    Examples
+    --------
+    >>> import os
+    >>> from graphsys.openmp import WAIT_POLICY, apply_wait_policy
+    >>> set_here = apply_wait_policy()
+    >>> all(os.environ[k] == WAIT_POLICY[k] for k in set_here)
+    True
+    """
+    global _applied
+    if not _applied:
+        _applied = True
+        SET_HERE.extend(k for k in WAIT_POLICY if k not in os.environ)
+        os.environ.update({k: WAIT_POLICY[k] for k in SET_HERE})
+        if len(SET_HERE) == len(WAIT_POLICY):
+            hold_loaded_runtimes()
+    return SET_HERE
+
+
+def peer_environment() -> dict[str, str]:
+    """``os.environ`` without the variables :func:`apply_wait_policy` exported: the
+    environment in which a benchmark runs another library (PyTorch-BigGraph, DGL) in a
+    child process, on that library's own defaults.
+
+    Returns
+    -------
+    dict of str to str
+
+    Examples
+    --------
+    >>> import os
+    >>> from graphsys.openmp import SET_HERE, peer_environment
+    >>> env = peer_environment()
+    >>> not any(k in env for k in SET_HERE) and env.get("PATH") == os.environ.get("PATH")
+    True
+    """
+    return {k: v for k, v in os.environ.items() if k not in SET_HERE}

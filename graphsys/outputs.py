@@ -13,9 +13,13 @@ any work starts:
   a file written there can replace the manifest and leave a graph that no longer opens,
   or be an unlisted file that the checkpoint's reader refuses.
 
-It returns an :class:`OutputPath`: a path that remembers ``overwrite``, so a library
-function handed a path its caller already checked (``fit(trace=...)``) checks it again with
-the caller's choice.
+A command with several outputs checks them together with :func:`check_outputs`, which
+also refuses two outputs naming one file (``--report R.html`` writes ``R.json``, which a
+``--trace R.json`` would name too) and an output inside a directory another one creates.
+
+:func:`check_output` returns an :class:`OutputPath`: a path that remembers ``overwrite``, so
+a library function handed a path its caller already checked (``fit(trace=...)``) checks it
+again with the caller's choice.
 """
 
 from __future__ import annotations
@@ -158,3 +162,117 @@ def _refuse_inside(path, inside: tuple[Path, str] | None) -> None:
         root, kind = inside
         raise GraphsysError(f"{path}: inside the {kind} directory {root}; outputs are "
                             f"written outside graph and checkpoint directories")
+
+
+def check_outputs(outputs, *, overwrite: bool = False) -> list[Path | None]:
+    """Check every output of one command before any work starts: each path by the rule of
+    this module, and the paths against each other.
+
+    Two outputs may not name the same file (after ``..`` and symbolic links are resolved),
+    and no output may lie inside a directory that another output of the same command
+    creates (a checkpoint, an export directory): one would replace or pollute the other
+    after the work is done.
+
+    Parameters
+    ----------
+    outputs : iterable of (str, path or None, str)
+        ``(name, path, kind)`` per output, ``kind`` ``"file"`` (:func:`check_output`:
+        an existing file only with ``overwrite``) or ``"directory"``
+        (:func:`check_output_directory`: the command's own rule decides about an existing
+        one); ``name`` (a parameter, or the flag that set it) is named by the messages. A
+        None path is skipped.
+    overwrite : bool, default False
+        Allow replacing existing files.
+
+    Returns
+    -------
+    list of Path or None
+        The checked paths in the order given (files as :class:`OutputPath`).
+
+    Raises
+    ------
+    GraphsysError
+        Two outputs name one file, an output lies inside another one's directory, or an
+        output lies inside a graph, checkpoint or embedding directory.
+    ParameterError
+        A file exists and ``overwrite`` is not set.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from graphsys.outputs import check_outputs
+    >>> d = tempfile.mkdtemp()
+    >>> check_outputs([("report", d + "/r.json", "file"), ("trace", d + "/./r.json", "file")])
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: report and trace both name .../r.json: give each output ...
+    """
+    outputs = list(outputs)
+    items = [(name, path, kind) for name, path, kind in outputs if path is not None]
+    real = [Path(os.path.realpath(path)) for _, path, _ in items]
+    for a, (name_a, path_a, _) in enumerate(items):
+        for b, (name_b, path_b, kind_b) in enumerate(items):
+            if b > a and (real[a] == real[b] or _same_file(real[a], real[b])):
+                raise GraphsysError(f"{name_a} and {name_b} both name {real[a]}: give each "
+                                    f"output a path of its own")
+            if kind_b == "directory" and real[b] in real[a].parents:
+                raise GraphsysError(f"{name_a} {path_a} lies inside {path_b}, the directory "
+                                    f"{name_b} creates: write it outside")
+    checked = [check_output_directory(path) if kind == "directory" else
+               check_output(path, overwrite=overwrite, name=name.lstrip("-"))
+               for name, path, kind in items]
+    it = iter(checked)
+    return [None if path is None else next(it) for _, path, _ in outputs]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Two existing paths of one file (hard links)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_own_directory(path: str | os.PathLike, *, what: str = "this output") -> Path:
+    """Refuse, in one line, a directory that a command writes as its own (a GNN run, an
+    embedding directory) when it is, or lies inside, a graph, checkpoint or embedding
+    directory: unlike :func:`check_output_directory`, ``path`` itself is checked too.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The directory to create or fill.
+    what : str
+        What is written there, for the message.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    GraphsysError
+        ``path`` is or lies inside a graph, checkpoint or embedding directory.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.outputs import check_own_directory
+    >>> root = tempfile.mkdtemp()
+    >>> check_own_directory(root + "/run").name
+    'run'
+    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), root + "/g")
+    >>> check_own_directory(root + "/g", what="a run")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.GraphsysError: .../g: is the graph directory .../g; a run is written ...
+    """
+    found = protected_directory(path)
+    if found is not None:
+        root, kind = found
+        where = (f"is the {kind} directory {root}" if Path(os.path.abspath(path)) == Path(
+            os.path.abspath(root)) else f"lies inside the {kind} directory {root}")
+        raise GraphsysError(f"{path}: {where}; {what} is written outside graph and "
+                            f"checkpoint directories (choose another directory)")
+    return Path(path)

@@ -6,7 +6,7 @@ Kernels that update an array at random rows known ahead of time (a bucket's targ
 offsets) issue it a few dozen edges early, so the cache misses of consecutive edges overlap
 instead of queueing behind the out-of-order window. It pays where the updated array
 outgrows the last-level cache (the streamed PageRank pass over a billion-edge R-MAT,
-``scripts/bench_billion.py``); the timings are on docs/benchmarks.md.
+``benchmarks/scale/billion.py``); the timings are on docs/benchmarks.md.
 """
 
 from __future__ import annotations

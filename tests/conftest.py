@@ -53,3 +53,172 @@ def run_guide():
         return ns
 
     return run
+
+
+# ---- the test device -------------------------------------------------------------------
+# ``pytest --device cuda`` (or GRAPHSYS_TEST_DEVICE=cuda) runs every test that takes the
+# ``device`` fixture on that device, each against the same CPU reference it uses on CPU;
+# ``pytest -m device`` selects those tests. The default is ``cpu``: the suite as it always
+# ran. ``lazy`` runs them on torch's lazy-tensor backend (TorchScript, on the CPU): a
+# device that is not the CPU, so a tensor left on the host, mixed into a device op or read
+# through NumPy fails there as it would on CUDA; no GPU needed to check device discipline.
+# It is slow (TorchScript graphs per step) and has holes of its own, which the tests that
+# meet them skip on it: a bmm of a transposed view comes back on the CPU, views fail under
+# a TorchDispatchMode (the profiler's transfer counter), a float32 gradient copy is typed
+# float64; and it lets a few mixed-device ops pass that CUDA refuses (torch.where).
+
+def pytest_addoption(parser):
+    parser.addoption("--device", default=None, metavar="NAME",
+                     help="device of the tests marked 'device': cpu (default), cuda, cuda:k "
+                          "or lazy (torch's lazy tensors on the CPU); or GRAPHSYS_TEST_DEVICE")
+
+
+def chosen_device(config) -> str:
+    """The test device: ``--device``, else $GRAPHSYS_TEST_DEVICE, else ``cpu``."""
+    return (config.getoption("--device") or os.environ.get("GRAPHSYS_TEST_DEVICE")
+            or "cpu").strip()
+
+
+def _device_unavailable(name: str) -> str | None:
+    """Why ``name`` cannot run here (None: it can)."""
+    import torch
+
+    if name == "cpu":
+        return None
+    if name == "lazy":
+        try:
+            import torch._lazy.ts_backend  # noqa: F401
+        except ImportError as e:
+            return f"torch {torch.__version__} has no lazy-tensor backend ({e})"
+        return None
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            return f"no CUDA device (torch {torch.__version__}, CUDA {torch.version.cuda})"
+        index = torch.device(name).index
+        if index is not None and index >= torch.cuda.device_count():
+            return f"only {torch.cuda.device_count()} CUDA device(s)"
+        return None
+    return f"unknown test device {name!r} (choose from cpu, cuda, cuda:k, lazy)"
+
+
+def _emulate_lazy_device() -> None:
+    """Let graphsys resolve ``lazy`` as a device: the library's resolver accepts cpu, cuda
+    and auto, so the resolver every module bound is wrapped (tests only)."""
+    import sys
+
+    import torch
+    import torch._lazy.ts_backend
+
+    import graphsys.device
+
+    real = graphsys.device.resolve_device
+    if getattr(real, "_lazy_wrapper", False):
+        return
+    torch._lazy.ts_backend.init()
+
+    def resolve_device(device):
+        return torch.device("lazy") if str(device) == "lazy" else real(device)
+
+    resolve_device._lazy_wrapper = True
+    names = graphsys.device.DEVICES
+    import graphsys.embed.config  # noqa: F401  (validates device names against DEVICES)
+
+    for mod in list(sys.modules.values()):
+        if not getattr(mod, "__name__", "").startswith("graphsys"):
+            continue
+        if getattr(mod, "resolve_device", None) is real:
+            mod.resolve_device = resolve_device
+        if getattr(mod, "DEVICES", None) is names:
+            mod.DEVICES = (*names, "lazy")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "device: runs on the test device (--device, "
+                                       "GRAPHSYS_TEST_DEVICE; cpu by default)")
+    config.addinivalue_line("markers", "host: a row of a device test that runs on the CPU "
+                                       "whatever the test device (the numba backend)")
+    config.addinivalue_line("markers", "multi_gpu: needs 2 or more CUDA devices (NCCL)")
+    if chosen_device(config) == "lazy" and _device_unavailable("lazy") is None:
+        _emulate_lazy_device()
+    if chosen_device(config).startswith("cuda"):
+        # cuBLAS's deterministic workspace: needed by the tests that compare two GPU runs
+        # bit for bit (set before the first cuBLAS handle)
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
+def pytest_report_header(config):
+    name = chosen_device(config)
+    why = _device_unavailable(name)
+    extra = f" (not available: {why}; its tests skip)" if why else ""
+    if why is None and name.startswith("cuda"):
+        import torch
+
+        extra = f" ({torch.cuda.get_device_name(torch.device(name))})"
+    return f"graphsys test device: {name}{extra}"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))
+        if uses & {"device", "session_device", "multi_gpu"} and \
+                item.get_closest_marker("host") is None:
+            item.add_marker(pytest.mark.device)
+
+
+@pytest.fixture
+def device(request) -> str:
+    """The device this test runs on: the test device for tests marked ``device`` (every
+    test taking this fixture, except rows marked ``host``), ``cpu`` otherwise; the test
+    skips where the test device is not available."""
+    if request.node.get_closest_marker("host") is not None:
+        return "cpu"
+    name = chosen_device(request.config)
+    why = _device_unavailable(name)
+    if why:
+        pytest.skip(f"test device {name}: {why}")
+    if name == "lazy":
+        _emulate_lazy_device()  # modules imported since configure bound the real resolver
+    return name
+
+
+@pytest.fixture(scope="session")
+def session_device(request) -> str:
+    """The test device, for session- and module-scoped fixtures that train a model once
+    (the tests using them are marked ``device``); skips where it is not available."""
+    name = chosen_device(request.config)
+    why = _device_unavailable(name)
+    if why:
+        pytest.skip(f"test device {name}: {why}")
+    if name == "lazy":
+        _emulate_lazy_device()
+    return name
+
+
+@pytest.fixture
+def deterministic(device):
+    """Deterministic CUDA kernels for this test (index_add_, scatter_add_ and the sum
+    scatter_reduce without float atomics; warnings, not errors, for kernels that have no
+    such variant), so that two runs on the GPU agree bit for bit as on the CPU."""
+    import torch
+
+    if not device.startswith("cuda"):
+        yield
+        return
+    before, warn = (torch.are_deterministic_algorithms_enabled(),
+                    torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=warn)
+
+
+@pytest.fixture
+def multi_gpu() -> int:
+    """The number of CUDA devices, for a data-parallel test over NCCL (skips below 2)."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count < 2:
+        pytest.skip(f"needs 2 or more CUDA devices for NCCL ({count} here)")
+    return count

@@ -7,11 +7,11 @@ import pytest
 from graphsys import cli
 from graphsys.bsp.algorithms.pagerank import PageRank
 from graphsys.errors import ParameterError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def test_library_error_names_the_parameter_not_a_flag():
-    with pytest.raises(ParameterError, match=r"^tol must be positive, got 0\.0$"):
+    with pytest.raises(ParameterError, match=r"^tol must be positive and finite, got 0\.0$"):
         PageRank(tol=0.0)
 
 
@@ -19,11 +19,11 @@ def test_cli_reports_the_flag_that_set_the_parameter(tmp_path, capsys):
     edges = tmp_path / "e.tsv"
     edges.write_text("0\t1\n1\t2\n2\t0\n")
     graph = tmp_path / "g"
-    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
+    ingest_sources([EdgeSource([edges])], graph, IngestOptions(partitions=1))
     rc = cli.main(["run", "pagerank", str(graph), "--tol", "0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
-    assert err[-1] == "error: --tol must be positive, got 0.0"
+    assert err[-1] == "error: --tol must be positive and finite, got 0.0"
     rc = cli.main(["run", "pagerank", str(graph), "--max-iters", "0"])
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "error: --max-iters must be a positive integer, got 0")
@@ -58,12 +58,12 @@ def test_parameter_without_a_flag_keeps_its_library_name():
      "error: --device 'tpu': unknown device (choose from cpu, cuda, auto)"),
 ])
 def test_library_parameters_read_as_flags(tmp_path, capsys, argv, line):
-    """Library errors name parameters (ingest's num_partitions, the profiler's block_size,
+    """Library errors name parameters (ingest's partitions, the profiler's block_size,
     ...); each command's parser maps them to its own flags."""
     edges = tmp_path / "e.tsv"
     edges.write_text("0\t1\n1\t2\n2\t0\n")
     graph = tmp_path / "g"
-    ingest([EdgeSource([edges])], graph, IngestOptions(num_partitions=1))
+    ingest_sources([EdgeSource([edges])], graph, IngestOptions(partitions=1))
     capsys.readouterr()
     argv = [a.format(e=edges, g=graph, t=tmp_path) for a in argv]
     assert cli.main(argv) == 2
@@ -107,3 +107,27 @@ def test_parameter_aliases_name_the_flag(tmp_path, capsys):
                    "--out", str(tmp_path / "kg.tsv")])
     assert rc == 2
     assert capsys.readouterr().err.startswith("error: --edges must be <= ")
+
+
+def test_sigterm_is_an_interrupt_on_the_main_thread_only(tmp_path, capsys):
+    """Within a command SIGTERM raises ``cli.Terminated`` (a KeyboardInterrupt, so every
+    writer's cleanup runs); the handler is restored after, and a command run off the main
+    thread (where no handler can be set) runs as before."""
+    import os
+    import signal
+    import threading
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(cli.Terminated), cli.terminate_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.pause()
+    assert signal.getsignal(signal.SIGTERM) is before and issubclass(cli.Terminated,
+                                                                       KeyboardInterrupt)
+    edges = tmp_path / "e.tsv"
+    edges.write_text("0\t1\n")
+    rc = []
+    t = threading.Thread(target=lambda: rc.append(cli.main(
+        ["ingest", str(edges), "--out", str(tmp_path / "g")])))
+    t.start()
+    t.join()
+    assert rc == [0] and (tmp_path / "g" / "manifest.json").is_file()

@@ -1,5 +1,6 @@
-"""``import graphsys`` sets the OpenMP wait policy (passive, after a short spin) before any
-OpenMP runtime starts, and leaves a user's own settings alone."""
+"""``import graphsys`` leaves the environment alone; the OpenMP wait policy (passive, after a
+short spin) is applied by the engines' entry points (``graphsys.openmp.apply_wait_policy``),
+leaving a user's own settings alone; the top-level API."""
 
 from __future__ import annotations
 
@@ -9,25 +10,28 @@ import sys
 
 import pytest
 
-PROBE = ("import os, graphsys; "
+PROBE = ("import os, graphsys, graphsys.openmp as o; "
+         "print(os.environ.get('OMP_WAIT_POLICY'), os.environ.get('GOMP_SPINCOUNT')); "
+         "o.apply_wait_policy(); "
          "print(os.environ['OMP_WAIT_POLICY'], os.environ['GOMP_SPINCOUNT'])")
 
 
-@pytest.mark.parametrize("given, want", [
-    ({}, "PASSIVE 3000"),
-    ({"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "77"}, "ACTIVE 77"),
+@pytest.mark.parametrize("given, at_import, want", [
+    ({}, "None None", "PASSIVE 3000"),
+    ({"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "77"}, "ACTIVE 77", "ACTIVE 77"),
 ])
-def test_openmp_wait_settings(given, want):
+def test_openmp_wait_settings(given, at_import, want):
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")} | given
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
                          text=True, check=True)
-    assert out.stdout.split("\n")[-2] == want
+    assert out.stdout.split("\n")[-3:-1] == [at_import, want]
 
 
-def test_peer_environment_drops_only_what_the_import_set():
+def test_peer_environment_drops_only_what_the_policy_set():
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    probe = ("import graphsys, json; e = graphsys.peer_environment(); "
+    probe = ("import graphsys.openmp as o, json; o.apply_wait_policy(); "
+             "e = o.peer_environment(); "
              "print(json.dumps([e.get('OMP_WAIT_POLICY'), e.get('GOMP_SPINCOUNT')]))")
     for given, want in (({}, "[null, null]"), ({"GOMP_SPINCOUNT": "5"}, '[null, "5"]')):
         out = subprocess.run([sys.executable, "-c", probe], env=env | given,
@@ -60,3 +64,24 @@ def test_storage_package_imports_none_of_its_modules():
     tree = ast.parse(open(storage.__file__).read())
     assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert "graph" in storage.__all__ and storage.__doc__
+
+
+#: Internal helpers that once were exported from a package: each lives in its module only.
+INTERNAL = {
+    "bsp": ["ALGORITHMS", "resolve_device"],
+    "embed": ["bucket_order", "config_from_dict", "min_swaps", "plan_buffer"],
+    "sampling": ["parse_fanouts", "typed_edges"],
+    "analysis": ["BANDS", "GPUS", "MAPPINGS", "WARP", "SimtAccumulator", "demo_step",
+                 "resolve_gpu"],
+    "generators": ["TableWriter", "default_grid_edges", "max_grid_edges", "node_table_path"],
+}
+
+
+@pytest.mark.parametrize("package", sorted(INTERNAL))
+def test_packages_export_entry_points_and_types_not_internals(package):
+    import importlib
+
+    module = importlib.import_module(f"graphsys.{package}")
+    assert all(hasattr(module, name) for name in module.__all__)
+    assert not set(INTERNAL[package]) & set(module.__all__)
+    assert not [name for name in INTERNAL[package] if name in vars(module)]

@@ -2,7 +2,7 @@
 
 Code keeps the mechanism and the rule; timings, speed-ups and rates live on the results
 page (docs/benchmarks.md). The rules of what counts as a figure are
-``scripts/check_figures.py``'s; this test runs them over the library and names every
+``tools/check_figures.py``'s; this test runs them over the library and names every
 offending line.
 """
 
@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _check_figures():
     spec = importlib.util.spec_from_file_location("check_figures",
-                                                  REPO / "scripts" / "check_figures.py")
+                                                  REPO / "tools" / "check_figures.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from graphsys import cli, plugins
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def chain(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("plugins")
     f = tmp / "e.tsv"
     f.write_text("0\t1\n1\t2\n2\t3\n7\t8\n")
-    ingest([EdgeSource([f])], tmp / "g", IngestOptions())
+    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions())
     return tmp / "g"
 
 
@@ -109,8 +109,8 @@ def test_partitioner(plugin_module, chain, tmp_path):
     assert "parity" in _help(["ingest"])
     f = tmp_path / "e.tsv"
     f.write_text("0\t1\n1\t2\n2\t3\n")
-    rep = ingest([EdgeSource([f])], tmp_path / "g",
-                 IngestOptions(num_partitions=2, partitioner="parity"))
+    rep = ingest_sources([EdgeSource([f])], tmp_path / "g",
+                         IngestOptions(partitions=2, partitioner="parity"))
     assert rep.partitioner["name"] == "parity"
     manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
     assert manifest["partitioner"]["name"] == "parity"
@@ -215,7 +215,7 @@ def test_input_format(plugin_module, tmp_path):
     f = tmp_path / "e.jsonl"
     f.write_text('{"from": 5, "to": 6}\n{"from": 6, "to": 7}\n')
     for fmt in ("auto", "jsonl"):
-        rep = ingest([EdgeSource([f], format=fmt)], tmp_path / fmt, IngestOptions())
+        rep = ingest_sources([EdgeSource([f], format=fmt)], tmp_path / fmt, IngestOptions())
         assert rep.edges == {"default": 2} and rep.nodes == {"node": 3}
     shutil.rmtree(tmp_path / "auto")
     out = tmp_path / "cli"

@@ -1,12 +1,13 @@
 """graphsys.units: counts and sizes as users type them (the CLI's flags and the benchmarks
-read both through here)."""
+read both through here): sizes in every unit up to EiB, one ceiling (8 EiB) however a size
+is written, and a floor named by the caller."""
 
 from __future__ import annotations
 
 import pytest
 
 from graphsys.errors import GraphsysError
-from graphsys.units import parse_count, parse_size
+from graphsys.units import MAX_SIZE, parse_count, parse_size
 
 
 @pytest.mark.parametrize("text, want", [
@@ -31,3 +32,36 @@ def test_parse_size():
     assert parse_size("2GB") == 2 * 10**9 and parse_size("512MiB") == 512 << 20
     with pytest.raises(GraphsysError, match="memory_limit: cannot parse size"):
         parse_size("lots", field="memory_limit")
+
+
+@pytest.mark.parametrize("text,want", [
+    ("2GB", 2 * 10**9), ("512MiB", 512 << 20), (4096, 4096), ("1e9", 10**9), ("1.5kb", 1500),
+    ("3PB", 3 * 10**15), ("2PiB", 2 << 50), ("1EiB", 1 << 60), (" 7 tib ", 7 << 40),
+    ("8EiB", None), (str(MAX_SIZE), MAX_SIZE),
+])
+def test_sizes(text, want):
+    if want is None:  # 8 EiB is one byte more than an int64 holds
+        with pytest.raises(GraphsysError, match="more than 8 EiB"):
+            parse_size(text)
+        return
+    assert parse_size(text) == want
+
+
+@pytest.mark.parametrize("text,match", [
+    ("1e99", r"^memory_limit: size '1e99' is more than 8 EiB \(9,223,372,036,854,775,807 "
+             r"bytes\)$"),
+    ("100000PB", "more than 8 EiB"), (2**70, "more than 8 EiB"),
+    ("0", "size must be positive"), ("0.4", "size must be positive"), ("-1", "cannot parse"),
+    ("lots", "cannot parse size 'lots'"), ("nan", "cannot parse"), (True, "cannot parse"),
+    (1.5, "cannot parse"),
+])
+def test_refused_sizes_are_one_line(text, match):
+    with pytest.raises(GraphsysError, match=match):
+        parse_size(text, field="memory_limit")
+
+
+def test_minimum_is_named():
+    assert parse_size("64MiB", minimum=64 << 20) == 64 << 20
+    with pytest.raises(GraphsysError, match=r"^x: size '1' is less than 1,000,000 bytes, the "
+                                            r"least that can work$"):
+        parse_size("1", field="x", minimum=1_000_000)

@@ -7,30 +7,17 @@
 * :mod:`~graphsys.analysis.timing`: the wall time of the profiled run split into named
   parts (start-up, JIT, setup, each kernel and operator, I/O, sampling, evaluation, ...);
 * :mod:`~graphsys.analysis.balance`: partition, bucket and per-rank balance from storage;
-* :mod:`~graphsys.analysis.workloads`: BSP, embedding and GNN workloads to profile;
+* :mod:`~graphsys.analysis.workloads`: BSP and embedding workloads to profile,
+  :mod:`~graphsys.analysis.gnn_workload` the GNN one;
 * :mod:`~graphsys.analysis.ncu`: the model checked against Nsight Compute's measured threads
   per warp instruction of the engine's CUDA kernels (``graphsys profile --ncu``);
 * :mod:`~graphsys.analysis.report`: HTML reports (embedded plots) and advice.
 
-Entry points: :func:`profile_graph`, :func:`write_report`, :func:`simt_model`,
-:func:`demo_step`; on the command line ``graphsys profile``.
+Entry points: :func:`profile_graph`, :func:`write_report`, :func:`key_figures`,
+:func:`simt_model`; on the command line ``graphsys profile``.
 """
 
-from graphsys.analysis.profile import (
-    demo_step,
-    key_figures,
-    profile_graph,
-    write_report,
-)
-from graphsys.analysis.simt import (
-    BANDS,
-    GPUS,
-    MAPPINGS,
-    WARP,
-    SimtAccumulator,
-    resolve_gpu,
-    simt_model,
-)
+from graphsys.analysis.profile import key_figures, profile_graph, write_report
+from graphsys.analysis.simt import simt_model
 
-__all__ = ["BANDS", "GPUS", "MAPPINGS", "WARP", "SimtAccumulator", "demo_step", "key_figures",
-           "profile_graph", "resolve_gpu", "simt_model", "write_report"]
+__all__ = ["key_figures", "profile_graph", "simt_model", "write_report"]

@@ -156,7 +156,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         a small model of ``dimension``).
     gnn_config : TrainConfig, optional
         The user's :class:`~graphsys.gnn.TrainConfig` for ``workload="gnn"`` (default:
-        :data:`~graphsys.analysis.workloads.GNN_DEFAULTS`).
+        :data:`~graphsys.analysis.gnn_workload.GNN_DEFAULTS`).
 
     Returns
     -------
@@ -212,6 +212,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         rank_split,
         storage_balance,
     )
+    from graphsys.analysis.gnn_workload import profile_gnn
     from graphsys.analysis.kernels import dense_reference
     from graphsys.analysis.ncu import (
         ENGINE_MAPPING,
@@ -221,12 +222,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     )
     from graphsys.analysis.ncu_target import target_command
     from graphsys.analysis.report import advice, modelled_notes
-    from graphsys.analysis.workloads import (
-        SimtRecorder,
-        profile_bsp,
-        profile_embed,
-        profile_gnn,
-    )
+    from graphsys.analysis.workloads import SimtRecorder, profile_bsp, profile_embed
     from graphsys.device import resolve_device
     from graphsys.storage.graph import Graph, open_graph
 

@@ -10,15 +10,16 @@ engine options and returning a :class:`Result` (float64 values by internal id, m
 original ids by ``top``/``value``/``to_dict``/``to_table``, and :class:`RunStats`).
 ``docs/programs.md`` is the guide to writing programs.
 
-``import graphsys`` sets ``OMP_WAIT_POLICY=PASSIVE`` and ``GOMP_SPINCOUNT=3000`` unless
-already set: numba's and torch's OpenMP pools both busy-wait at length by default, and two
-spinning pools starve each other on a small machine (a superstep that should take a
-millisecond waits for the other pool's spinning threads); a short poll before sleeping
-keeps back-to-back parallel calls from paying a futex wake-up each.
+:func:`run` and the algorithms first apply graphsys's OpenMP wait policy
+(:func:`graphsys.openmp.apply_wait_policy`: ``OMP_WAIT_POLICY=PASSIVE`` and
+``GOMP_SPINCOUNT=3000`` unless already set): numba's and torch's OpenMP pools both
+busy-wait at length by default, and two spinning pools starve each other on a small machine
+(a superstep that should take a millisecond waits for the other pool's spinning threads); a
+short poll before sleeping keeps back-to-back parallel calls from paying a futex wake-up
+each.
 """
 
 from graphsys.bsp.algorithms import (
-    ALGORITHMS,
     BFS,
     HITS,
     SSSP,
@@ -38,10 +39,8 @@ from graphsys.bsp.algorithms import (
 from graphsys.bsp.engine import Result, run
 from graphsys.bsp.program import Combiner, Context, ModeCombiner, VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats
-from graphsys.device import resolve_device
 
 __all__ = [
-    "ALGORITHMS",
     "BFS",
     "HITS",
     "SSSP",
@@ -62,7 +61,6 @@ __all__ = [
     "label_propagation",
     "pagerank",
     "personalized_pagerank",
-    "resolve_device",
     "run",
     "sssp",
     "wcc",

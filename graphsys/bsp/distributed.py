@@ -12,22 +12,14 @@ combiner). Aggregators and the frontier size are ``all_reduce``d at the barrier.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-from collections.abc import Iterator
-from datetime import timedelta
 
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError, ParameterError
-
-#: Environment variable: seconds a collective waits for a peer (default DEFAULT_TIMEOUT_S).
-ENV_TIMEOUT = "GRAPHSYS_DIST_TIMEOUT"
-DEFAULT_TIMEOUT_S = 300.0
-_REDUCE = {"sum": "SUM", "min": "MIN", "max": "MAX"}
+from graphsys.distributed import Collectives
+from graphsys.errors import ParameterError
 
 
 def rank_split(num_partitions: int, world_size: int) -> list[range]:
@@ -74,35 +66,14 @@ class LocalComm:
         return local
 
 
-class TorchComm:
+class TorchComm(Collectives):
     """Ranks of the default ``torch.distributed`` process group (initialised by the caller,
-    or from the ``torchrun`` environment by :func:`init_from_env`)."""
-
-    def __init__(self, device: torch.device):
-        import torch.distributed as dist
-
-        if not dist.is_initialized():
-            raise GraphsysError("distributed run: torch.distributed is not initialised "
-                                "(launch with torchrun, or call init_process_group first)")
-        self.dist = dist
-        self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
-        # gloo exchanges CPU tensors; NCCL needs them on the GPU
-        self.device = device if dist.get_backend() == "nccl" else torch.device("cpu")
+    or from the ``torchrun`` environment by :func:`graphsys.distributed.init_from_env`),
+    with the BSP engine's partition ownership and message exchange on top of the
+    :class:`~graphsys.distributed.Collectives` sums and gathers."""
 
     def owned_partitions(self, num_partitions: int) -> range:
         return rank_split(num_partitions, self.world_size)[self.rank]
-
-    def allreduce(self, values: list[float], ops: list[str]) -> list[float]:
-        """Reduce each value with its op over all ranks: one all_reduce per distinct op."""
-        out = [0.0] * len(values)
-        for op in sorted(set(ops)):
-            pos = [k for k, o in enumerate(ops) if o == op]
-            t = torch.tensor([float(values[k]) for k in pos], dtype=torch.float64,
-                             device=self.device)
-            self.dist.all_reduce(t, op=getattr(self.dist.ReduceOp, _REDUCE[op]))
-            for k, v in zip(pos, t.tolist()):
-                out[k] = v
-        return out
 
     def exchange(self, index: torch.Tensor, values: torch.Tensor,
                  bounds: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -132,27 +103,6 @@ class TorchComm:
         got = pairs[:, 1:].reshape(-1, *values.shape[1:])
         return (pairs[:, 0].to(torch.int64) - lo).to(dev_in), got.to(dev_in), sent_remote
 
-    def allgather(self, local: torch.Tensor, sizes: list[int]) -> torch.Tensor:
-        """Concatenate every rank's ``local`` float64 (n_r,) vector or (n_r, d) rows (rank
-        order); ``sizes`` are the ranks' n_r."""
-        m = max(sizes)
-        buf = torch.zeros((m, *local.shape[1:]), dtype=torch.float64, device=self.device)
-        buf[:len(local)] = local.to(self.device)
-        parts = [torch.empty_like(buf) for _ in range(self.world_size)]
-        self.dist.all_gather(parts, buf)
-        return torch.cat([p[:s] for p, s in zip(parts, sizes)])
-
-
-def graph_digest(graph) -> str:
-    """sha256 (hex) of what makes a graph the same graph on every rank: its manifest's
-    partitioning, types, edge sets and the sha256 of every node and bucket file. Provenance
-    (``created_by``, ``metadata``) and adjacency indexes (a rank may have built one, another
-    not) are left out."""
-    m = graph.manifest.to_json()
-    m = {k: v for k, v in m.items() if k not in ("created_by", "metadata", "indexes")}
-    m["files"] = {k: v for k, v in m["files"].items() if not k.startswith("index/")}
-    return hashlib.sha256(json.dumps(m, sort_keys=True, default=str).encode()).hexdigest()
-
 
 def program_digest(program) -> str:
     """sha256 (hex) of a vertex program's class and its scalar settings (numbers, strings,
@@ -163,75 +113,3 @@ def program_digest(program) -> str:
     text = json.dumps([cls.__module__, cls.__qualname__, settings], sort_keys=True,
                       default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def check_same_inputs(what: dict[str, str]) -> None:
-    """Fail on every rank, in one line, unless all ranks of the initialised process group
-    hold the same ``what`` (name -> digest, e.g. the graph's and the program's): an
-    ``all_gather`` of the digests before the first superstep or batch. Ranks given different
-    graph directories (another partitioner or seed, same counts) would otherwise run to
-    completion on inconsistent data."""
-    import torch.distributed as dist
-
-    names = sorted(what)
-    local = torch.tensor([int(what[n][:15], 16) for n in names], dtype=torch.int64)
-    if dist.get_backend() == "nccl":
-        local = local.cuda()
-    parts = [torch.empty_like(local) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, local)
-    rows = torch.stack(parts).cpu()
-    for k, name in enumerate(names):
-        bad = [r for r in range(rows.shape[0]) if rows[r, k] != rows[0, k]]
-        if bad:
-            raise GraphsysError(f"distributed run: rank {bad[0]} has another {name} than rank 0 "
-                                f"(every rank must open the same graph and run the same "
-                                f"program and settings)")
-
-
-def process_group_timeout() -> float:
-    """Seconds a collective may wait for a peer before every rank fails:
-    ``GRAPHSYS_DIST_TIMEOUT`` if set, else :data:`DEFAULT_TIMEOUT_S`."""
-    value = os.environ.get(ENV_TIMEOUT)
-    if value is None:
-        return DEFAULT_TIMEOUT_S
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds > 0:
-        raise GraphsysError(f"{ENV_TIMEOUT}={value!r}: must be a positive number of seconds")
-    return seconds
-
-
-def init_from_env(device: torch.device) -> bool:
-    """Initialise the default process group from the ``torchrun`` environment
-    (``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR``/``MASTER_PORT``) when ``WORLD_SIZE`` > 1 and
-    it is not initialised yet; NCCL for CUDA devices, gloo otherwise, with the
-    :func:`process_group_timeout`. Returns whether the run is distributed."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_world_size() > 1
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return False
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                            timeout=timedelta(seconds=process_group_timeout()))
-    return True
-
-
-@contextlib.contextmanager
-def peer_failures(distributed: bool) -> Iterator[None]:
-    """Turn the error a rank gets when a peer died, froze past the timeout or closed its
-    connection (a ``RuntimeError`` from the backend) into one line naming this rank."""
-    try:
-        yield
-    except RuntimeError as exc:
-        if not distributed:
-            raise
-        import torch.distributed as dist
-
-        rank = dist.get_rank() if dist.is_initialized() else "?"
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise GraphsysError(f"rank {rank}: a peer rank died, froze for more than "
-                            f"{process_group_timeout():.0f} s ({ENV_TIMEOUT}) or failed: "
-                            f"{first}") from None

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from graphsys.bsp import kernels
+from graphsys.bsp import checks, kernels
 from graphsys.bsp.distributed import LocalComm
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
 from graphsys.bsp.provider import EdgeResult
@@ -113,7 +113,7 @@ def _torch_messages(program: VertexProgram, xs: torch.Tensor,
     of a vector program)."""
     msg = program.message
     if callable(msg):
-        return msg(xs, w).to(torch.float64)
+        return checks.messages(program, msg(xs, w), tuple(xs.shape), xs.device)
     if msg == "copy":
         return xs
     wd = w.to(torch.float64) if w is not None else torch.ones(len(xs), dtype=torch.float64,

@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from graphsys import openmp
+from graphsys.bsp import checks
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
@@ -34,6 +36,7 @@ from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
 from graphsys.device import host_array, resolve_device
+from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
 
@@ -216,12 +219,13 @@ def open_edges(graph, edge_set: str, program: VertexProgram, device: torch.devic
 def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
                        max_iters: int, schedule: str) -> None:
     """Every rank of a distributed run opened the same graph and runs the same program with
-    the same settings (:func:`~graphsys.bsp.distributed.check_same_inputs`)."""
+    the same settings (:func:`~graphsys.distributed.check_same_inputs`)."""
     import hashlib
 
     import torch.distributed as dist
 
-    from graphsys.bsp.distributed import check_same_inputs, graph_digest, program_digest
+    from graphsys.bsp.distributed import program_digest
+    from graphsys.distributed import check_same_inputs, graph_digest
 
     if not (dist.is_available() and dist.is_initialized()):
         return  # the edge provider refuses the run in one line
@@ -328,6 +332,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
     >>> result.stats.num_supersteps, result.stats.converged
     (1, True)
     """
+    openmp.apply_wait_policy()
     if isinstance(graph, (str, Path)):
         from graphsys.storage.graph import open_graph
 
@@ -355,6 +360,8 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         import numba
 
         threads = numba.get_num_threads()
+    if distributed and dev.type == "cuda" and dev.index is None and initialized():
+        dev = local_cuda_device()  # NCCL: one GPU per rank
     if distributed:
         _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,
@@ -371,7 +378,10 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
                          backend=backend, world_size=edges.comm.world_size,
                          num_nodes=ctx.num_nodes, num_edges=es.num_edges,
                          weighted=bool(program.uses_weights and es.has_weight))
-        state, active = program.init(ctx)
+        n_local, dev_ = ctx.num_local, ctx.device
+        state, active = checks.pair(program, "init", program.init(ctx), "state", "frontier")
+        checks.state(program, "init", state, n_local, dev_)
+        active = checks.mask(program, "init", active, n_local, dev_)
         stats.setup_seconds = time.perf_counter() - t_start
         stats.setup_bytes_h2d = edges.bytes_h2d
         loop = _Supersteps(program, edges, ctx, state, stats, progress)
@@ -383,10 +393,11 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         if solved is not None:  # a declared whole-graph algorithm ran: converged if done
             stats.converged = solved == 0
         elif schedule == "async":
-            loop.run_async(active.to(dev))
+            loop.run_async(active)
         else:
-            loop.run(active.to(dev), max_iters, fuse and edges.relaxes)
-        local = program.result(ctx, state).to(torch.float64)
+            loop.run(active, max_iters, fuse and edges.relaxes)
+        local = checks.values(program, "result", program.result(ctx, state), n_local, dev_,
+                              what="the result", any_width=True)
         sizes = [int(b - a) for a, b in itertools.pairwise(edges.bounds)]
         values = edges.comm.allgather(local, sizes).cpu().numpy()
         stats.seconds = time.perf_counter() - t_start
@@ -452,14 +463,18 @@ class _Supersteps:
                                             self.edges)
         ss = SuperstepStats(superstep=step, active=num_active, direction="")
         program.check()  # direction may change between supersteps: each one is valid
-        ctx.aggregates = _reduce_dict(comm, program.aggregate(ctx, state))
+        ctx.aggregates = _reduce_dict(comm, checks.reductions(
+            program, "aggregate", program.aggregate(ctx, state)))
         t1 = time.perf_counter()
         ss.seconds["aggregate"] = t1 - t0
         build0 = edges.build_seconds
-        x = program.send(ctx, state).to(torch.float64)
-        if program.width is not None:
-            x = _rows(program, x, self.num_local)
+        n_local, dev = self.num_local, self.device
+        x = checks.values(program, "send", program.send(ctx, state), n_local, dev,
+                          width=program.width)
         accept = program.accepts(ctx, state)
+        if accept is not None:
+            accept = checks.mask(program, "accepts", accept, n_local, dev,
+                                 what="the accepted targets")
         if num_active == 0:  # nothing is sent: skip the edge pass
             res = empty_result(program, ctx.num_nodes, self.device)
         else:  # a rank with no active vertex skips all its buckets
@@ -477,9 +492,12 @@ class _Supersteps:
         (ss.edges_scanned, ss.messages_sent, ss.messages_combined, ss.bytes_read,
          ss.bytes_h2d, ss.messages_exchanged) = (int(c) for c in counts)
         ss.direction = res.direction
-        active, votes = program.update(ctx, state, combined, received)
-        active = active.to(self.device)
-        votes = _reduce_dict(comm, votes)
+        active, votes = checks.pair(program, "update",
+                                    program.update(ctx, state, combined, received),
+                                    "frontier", "votes")
+        active = checks.mask(program, "update", active, n_local, dev)
+        checks.relax_state(program, "update", state, n_local, dev)
+        votes = _reduce_dict(comm, checks.reductions(program, "update", votes))
         ss.seconds["update"] = time.perf_counter() - t3
         if edges.streams:
             ss.disk_read_bytes = int(comm.allreduce([disk_read_bytes() - disk0], ["sum"])[0])
@@ -502,7 +520,10 @@ class _Supersteps:
             idx, val = idx[keep], val[keep]
         received = torch.zeros(self.num_local, dtype=torch.bool, device=self.device)
         received[idx] = True
-        return program.combiner.combine(idx, val, self.num_local), received
+        combined = checks.values(program, "combiner.combine",
+                                 program.combiner.combine(idx, val, self.num_local),
+                                 self.num_local, self.device, what="the combined messages")
+        return combined, received
 
     def _deliver_combined(self, res: EdgeResult, x: torch.Tensor, active: torch.Tensor,
                           accept: torch.Tensor | None, ss: SuperstepStats
@@ -596,11 +617,3 @@ def _reduce_dict(comm, parts: dict[str, tuple]) -> dict[str, float]:
     vals = comm.allreduce([float(parts[n][0]) for n in names], [parts[n][1] for n in names])
     return dict(zip(names, vals))
 
-
-def _rows(program: VertexProgram, x: torch.Tensor, num_local: int) -> torch.Tensor:
-    """A vector program's sent values as contiguous float64 (N_local, width) rows; one
-    line naming the program when :meth:`VertexProgram.send` returned another shape."""
-    if tuple(x.shape) != (num_local, program.width):
-        raise GraphsysError(f"{program.name}: send returned shape {tuple(x.shape)}, expected "
-                            f"({num_local}, {program.width}) (width {program.width})")
-    return x.contiguous()

@@ -27,7 +27,8 @@ from graphsys.storage.kernels import gather  # noqa: F401 (the one gather kernel
 MSG_COPY, MSG_ADD_WEIGHT, MSG_MUL_WEIGHT = 0, 1, 2
 COMB_SUM, COMB_MIN, COMB_MAX = 0, 1, 2
 #: Vertex passes over fewer items than this run on one thread: below it, waking numba's
-#: thread pool (``OMP_WAIT_POLICY=PASSIVE``) costs more than the work it shares.
+#: thread pool (passive after a short spin: :mod:`graphsys.openmp`) costs more than the
+#: work it shares.
 PARALLEL_MIN_ITEMS = 1 << 18
 
 

@@ -23,17 +23,22 @@ def free_port() -> int:
 
 
 def _worker(rank: int, world_size: int, port: int, graph_dir: str,
-            jobs: list[tuple[str, tuple, dict]], out_dir: str) -> None:
+            jobs: list[tuple[str, tuple, dict]], out_dir: str, device: str = "cpu") -> None:
+    import torch
     import torch.distributed as dist
 
     from graphsys import bsp, open_graph
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    if device == "cuda":  # one GPU per rank, NCCL between them
+        torch.cuda.set_device(rank)
+    dist.init_process_group("nccl" if device == "cuda" else "gloo",
+                            init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world_size)
     try:
         graph = open_graph(graph_dir)
+        on = {"device": f"cuda:{rank}"} if device == "cuda" else {}
         for k, (name, args, kwargs) in enumerate(jobs):
-            result = getattr(bsp, name)(graph, *args, distributed=True, **kwargs)
+            result = getattr(bsp, name)(graph, *args, distributed=True, **on, **kwargs)
             if rank == 0:
                 np.save(Path(out_dir) / f"{k}.npy", result.values)
                 Path(out_dir, f"{k}.json").write_text(_json(result.stats.to_dict()))
@@ -48,16 +53,27 @@ def _json(obj) -> str:
 
 
 def spawn(graph_dir: str | Path, jobs: list[tuple[str, tuple, dict]],
-          world_size: int = 2) -> list[tuple[np.ndarray, dict]]:
+          world_size: int = 2, device: str = "cpu") -> list[tuple[np.ndarray, dict]]:
     """Run each job ``(function name in graphsys.bsp, args, kwargs)`` in ``world_size``
-    gloo processes (one process group for all jobs); returns ``(values float64 (N,),
-    stats dict)`` per job, as seen by rank 0."""
+    processes (one process group for all jobs): gloo on the CPU (``device="cpu"``), or
+    NCCL with rank ``r`` on GPU ``r`` (``device="cuda"``, ``world_size`` GPUs at least).
+    Returns ``(values float64 (N,), stats dict)`` per job, as seen by rank 0."""
     import json
 
+    import torch
     import torch.multiprocessing as mp
 
+    from graphsys.errors import ParameterError
+
+    if device not in ("cpu", "cuda"):
+        raise ParameterError("device", f"{device!r}: spawn runs on cpu or cuda")
+    if device == "cuda" and (not torch.cuda.is_available()
+                             or torch.cuda.device_count() < world_size):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        raise ParameterError("device", f"cuda: {world_size} ranks need {world_size} GPUs, "
+                                       f"{count} visible")
     with tempfile.TemporaryDirectory() as tmp:
-        mp.spawn(_worker, args=(world_size, free_port(), str(graph_dir), jobs, tmp),
+        mp.spawn(_worker, args=(world_size, free_port(), str(graph_dir), jobs, tmp, device),
                  nprocs=world_size, join=True)
         return [(np.load(Path(tmp) / f"{k}.npy"),
                  json.loads(Path(tmp, f"{k}.json").read_text())) for k in range(len(jobs))]

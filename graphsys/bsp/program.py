@@ -264,7 +264,9 @@ class VertexProgram(ABC):
     next frontier; the run stops when :meth:`halt` says so, no vertex is active, or
     ``max_iters`` supersteps ran. Run it with :func:`graphsys.bsp.run`; the same program
     runs in memory, out of core, on CUDA and distributed (``docs/programs.md`` is the
-    guide).
+    guide). Every array a method returns is checked (type, shape, dtype, device) before
+    the engine or a kernel reads it (:mod:`graphsys.bsp.checks`): a mismatch is one
+    :class:`~graphsys.errors.GraphsysError` naming the method.
 
     Attributes
     ----------
@@ -373,7 +375,8 @@ class VertexProgram(ABC):
         -------
         state : dict of str to torch.Tensor
             Per-vertex tensors, (N_local,) or (N_local, d), on ``ctx.device`` (other
-            entries, e.g. Python numbers, are allowed and passed back unchanged).
+            entries, e.g. Python numbers or 0-d tensors, are allowed and passed back
+            unchanged; a tensor of one or more dimensions must have N_local rows).
         active : torch.Tensor
             bool (N_local,): the vertices that send in superstep 0.
         """

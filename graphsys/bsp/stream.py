@@ -27,7 +27,7 @@ from graphsys.bsp.provider import EdgeResult
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.storage import pages
-from graphsys.storage.adjacency_index import chunks
+from graphsys.storage.csr import chunks
 from graphsys.storage.kernels import count_into
 from graphsys.trace import trace_range, traced
 

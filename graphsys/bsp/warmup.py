@@ -46,16 +46,16 @@ def _graphs(work: Path, seed: int) -> list[tuple[str, Any, str]]:
     chunks = list(rmat_edges(RMAT_NODES, RMAT_EDGES, seed=seed))
     src = np.concatenate([c["src"] for c in chunks])
     dst = np.concatenate([c["dst"] for c in chunks])
-    rmat = from_numpy(src, dst, work / "rmat", num_partitions=2, seed=seed)
-    indexed = from_numpy(src, dst, work / "rmat-indexed", num_partitions=2, seed=seed)
+    rmat = from_numpy(src, dst, work / "rmat", partitions=2, seed=seed)
+    indexed = from_numpy(src, dst, work / "rmat-indexed", partitions=2, seed=seed)
     build_index(indexed, ("csr", "csc", "push"))
     weight = np.random.default_rng(seed).random(len(src))
-    weighted = from_numpy(src, dst, work / "rmat-weighted", num_partitions=2, seed=seed,
+    weighted = from_numpy(src, dst, work / "rmat-weighted", partitions=2, seed=seed,
                           weight=weight)
     ring = np.arange(RING_NODES)
     lattice = from_numpy(np.concatenate([ring, ring]),
                          np.concatenate([(ring + 1) % RING_NODES, (ring + 2) % RING_NODES]),
-                         work / "ring", num_partitions=2, seed=seed)
+                         work / "ring", partitions=2, seed=seed)
     return [("R-MAT, in memory", rmat, "memory"), ("R-MAT, indexed", indexed, "memory"),
             ("ring lattice, in memory", lattice, "memory"),
             ("R-MAT, out of core", rmat, "out-of-core"),

@@ -51,7 +51,8 @@ def register(subparsers) -> None:
                           "(MovieLens) the leave-last-out split by timestamp: edge sets "
                           "train, valid, test")
     ing.add_argument("--memory-limit", default="2GB",
-                     help="memory budget of the ingest, e.g. 1GB, 512MiB (default 2GB)")
+                     help="memory budget of the ingest, e.g. 1GB, 512MiB (default 2GB; at least "
+                          "64KiB)")
     ing.add_argument("--json", action="store_true", help="print one JSON line")
     ing.set_defaults(func=run)
 
@@ -77,7 +78,7 @@ def run(args) -> int:
     fetched = fetch(dataset, cache=args.cache, mirror=args.mirror, log=log)
     if args.datasets_command == "fetch":
         return _fetched(args, fetched)
-    opts = IngestOptions(num_partitions=args.num_partitions, partitioner=args.partitioner,
+    opts = IngestOptions(partitions=args.num_partitions, partitioner=args.partitioner,
                          memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
                          progress=show_progress(args))
     report, metadata = ingest_dataset(fetched, args.out, opts, args.split)

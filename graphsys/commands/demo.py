@@ -66,11 +66,11 @@ def _generate(d: _Demo) -> tuple[str, dict]:
 
 
 def _ingest(d: _Demo) -> tuple[str, dict]:
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
-    report = ingest([EdgeSource([d.edge_file])], d.graph_dir,
-                    IngestOptions(num_partitions=d.args.num_partitions, seed=d.args.seed,
-                                  progress=show_progress(d.args)))
+    report = ingest_sources([EdgeSource([d.edge_file])], d.graph_dir,
+                            IngestOptions(partitions=d.args.num_partitions, seed=d.args.seed,
+                                          progress=show_progress(d.args)))
     return (f"ingested {report.nodes['node']:,} nodes, {report.edges['default']:,} edges into "
             f"{d.args.num_partitions} partitions (hash) -> {d.graph_dir}", report.to_json())
 
@@ -106,15 +106,15 @@ def _embed(d: _Demo) -> tuple[str, dict]:
     from graphsys.embed import evaluate, train
     from graphsys.generators import edge_schema, knowledge_graph, split_paths, write_split_edges
     from graphsys.storage.graph import open_graph
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     kg = knowledge_graph(500, 8000, relations=8, seed=d.args.seed)
     paths = split_paths(d.work / "kg.parquet")
     write_split_edges(kg.split((0.9, 0.05, 0.05)), paths, edge_schema(paths["train"], rel=True),
                       rel_names=kg.relation_names)
     graph_dir = d.work / "kg-graph"
-    ingest([EdgeSource([p], edge_set=name, rel_col="rel") for name, p in paths.items()],
-           graph_dir, IngestOptions(num_partitions=2, seed=d.args.seed))
+    ingest_sources([EdgeSource([p], edge_set=name, rel_col="rel") for name, p in paths.items()],
+                   graph_dir, IngestOptions(partitions=2, seed=d.args.seed))
     graph = open_graph(graph_dir)
     config = {"dimension": 32, "operator": "complex_diagonal", "comparator": "dot",
               "loss_fn": "softmax", "lr": 0.1, "batch_size": 200, "num_uniform_negs": 50,
@@ -137,16 +137,16 @@ def _gnn(d: _Demo) -> tuple[str, dict]:
     from graphsys.generators import sbm, write_edges, write_nodes
     from graphsys.gnn import TrainConfig, train
     from graphsys.storage.graph import open_graph
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
     model = sbm(2000, 20_000, blocks=4, features=16, seed=d.args.seed)
     edges, nodes = d.work / "sbm.parquet", d.work / "sbm.nodes.parquet"
     write_edges(model.edges(), edges)
     write_nodes(model.nodes(), nodes, features=16)
     graph_dir = d.work / "sbm-graph"
-    ingest([EdgeSource([edges])], graph_dir,
-           IngestOptions(num_partitions=2, undirected=True, seed=d.args.seed),
-           [NodeSource(pq.read_table(nodes))])
+    ingest_sources([EdgeSource([edges])], graph_dir,
+                   IngestOptions(partitions=2, undirected=True, seed=d.args.seed),
+                   [NodeSource(pq.read_table(nodes))])
     result = train(open_graph(graph_dir), TrainConfig(model="sage", fanouts=[10, 10], epochs=20,
                                                       seed=d.args.seed))
     acc = result.metrics["test_accuracy"]
@@ -156,7 +156,7 @@ def _gnn(d: _Demo) -> tuple[str, dict]:
 
 
 def _profile(d: _Demo) -> tuple[str, dict]:
-    from graphsys.analysis import demo_step
+    from graphsys.analysis.profile import demo_step
 
     out = demo_step(d.graph_dir, d.work / "profile")
     return f"profiling report of PageRank -> {out['report']}", out

@@ -61,7 +61,7 @@ def register(subparsers) -> None:
     e.add_argument("--edges", default="test", help="edge set to rank (default test)")
     e.add_argument("--filtered", action="store_true",
                    help="filter out other true triples of every edge set (the standard "
-                   "protocol; printed as protocol filtered, else full or sampled@N)")
+                   "protocol; the printed protocol says filtered or raw)")
     e.add_argument("--candidates", default="auto",
                    help="all, auto, or a number of sampled candidates (default auto)")
     e.add_argument("--relation-wise", action="store_true", help="also report per relation")
@@ -160,12 +160,17 @@ prints the result.
 
 def run_train(args) -> int:
     from graphsys.embed import load_config, train
+    from graphsys.outputs import check_outputs
     from graphsys.storage.graph import open_graph
 
     trace = trace_path(args)
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
     graph = open_graph(args.graph) if args.graph is not None else None
     cfg = load_config(args.config, args.overrides, graph=graph, log=log, device=args.device)
+    check_outputs([("--trace", args.trace, "file"),
+                   ("--out" if args.out is not None else "checkpoint_path",
+                    args.out if args.out is not None else cfg.checkpoint_path, "directory")],
+                  overwrite=args.overwrite)
     if args.init_from is not None:
         cfg.init_from = str(args.init_from)
     if args.freeze_old:
@@ -210,8 +215,8 @@ def run_eval(args) -> int:
     if args.json:
         emit_json(res)
     else:
-        print(f"protocol {res['protocol']} on {args.edges} ({res['count']} triples, both "
-              f"sides): MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
+        print(f"protocol {res['protocol']} on {args.edges} ({res['count']} triples): "
+              f"MRR {res['mrr']:.4f}  Hits@1 {res['hits@1']:.4f}  "
               f"Hits@3 {res['hits@3']:.4f}  Hits@10 {res['hits@10']:.4f}  "
               f"mean rank {res['mean_rank']:.1f}")
         for name, d in res.get("relations", {}).items():
@@ -221,12 +226,11 @@ def run_eval(args) -> int:
 
 
 def run_export(args) -> int:
-    from graphsys.outputs import check_output
+    from graphsys.outputs import check_outputs
     from graphsys.progress import progress_bar
 
-    for path in (args.out, args.relations_out):
-        if path is not None:
-            check_output(path, overwrite=args.overwrite, name="out")
+    check_outputs([("--out", args.out, "file"), ("--relations-out", args.relations_out, "file")],
+                  overwrite=args.overwrite)
     emb = _load(args)
     if args.format == "tsv":
         types = emb.entity_types

@@ -28,11 +28,9 @@ from tqdm import tqdm
 from graphsys.commands._common import emit_json, show_progress
 from graphsys.errors import GraphsysError
 from graphsys.generators import (
-    default_grid_edges,
     edge_schema,
     grid_edges,
     knowledge_graph,
-    node_table_path,
     rmat_edges,
     sbm,
     split_paths,
@@ -41,10 +39,11 @@ from graphsys.generators import (
     write_split_edges,
 )
 from graphsys.generators._validate import check_float, check_int, check_seed
+from graphsys.generators.grid import default_grid_edges
 from graphsys.generators.kg import check_fractions
 from graphsys.generators.rmat import RNG_BLOCK_EDGES, check_rmat_params
-from graphsys.generators.writer import check_writable, output_format
-from graphsys.outputs import check_output
+from graphsys.generators.writer import check_writable, node_table_path, output_format
+from graphsys.outputs import check_output, check_outputs
 from graphsys.progress import progress_bar
 from graphsys.units import parse_count
 
@@ -141,7 +140,10 @@ def _number(text: str, option: str, **bounds) -> float:
 
 
 def _outputs_free(paths: list[Path], overwrite: bool) -> None:
-    """Check every output up front, so nothing is written when one of them is taken."""
+    """Check every output up front, so nothing is written when one of them is taken (or
+    two of them are one file)."""
+    check_outputs([("--out" if k == 0 else f"output {path}", path, "file")
+                   for k, path in enumerate(paths) if not path.is_dir()], overwrite=overwrite)
     for path in paths:
         if not path.is_dir():  # a directory is refused by check_writable below
             check_output(path, overwrite=overwrite, name="out")

@@ -3,8 +3,9 @@
 ``graphsys gnn train --dataset cora --task node --model sage --json`` trains and prints
 test metrics; with ``--json`` the last line is one JSON object holding ``test_accuracy``
 (node task) or ``hits@10`` and ``mrr`` (link task; on held-out edges, ``--link-split
-random``, also ``hits@K`` and ``recall@K`` for each ``--metrics-k`` and ``auc``), plus
-``epochs`` and ``seconds``.
+random``, also ``hits@K`` and ``recall@K`` for each ``--metrics-k`` and ``auc``) with the
+``protocol`` they were ranked under (``sampled@1000, filtered``, ``full, filtered``, or
+``full, filtered, both sides`` for R-GCN), plus ``epochs`` and ``seconds``.
 ``--out DIR`` keeps the best checkpoint (``DIR/checkpoint``) and ``DIR/metrics.jsonl``.
 ``graphsys gnn embed --checkpoint DIR/checkpoint --out EMB`` runs streaming inference,
 partition by partition, writing Arrow embedding files that ``graphsys.embed.Embeddings.load``
@@ -22,6 +23,12 @@ agree in distribution only, as each rank draws dropout masks over its own batch.
 ``feat`` column, in the node table or in a file of its own (``write_node_column``), is
 memory-mapped, so the ranks share it through the page cache.
 
+R-GCN on a typed graph's train/valid/test edge sets: ``graphsys gnn train --graph G --config
+datasets/configs/fb15k-237-rgcn.toml --out RUN`` (a TOML file of training settings, its
+``[rgcn]`` table the model's own); ``graphsys gnn evaluate RUN/checkpoint --edge-set test``
+ranks an edge set again under the saved model (filtered, both sides; an item checkpoint: as
+``gnn recommend --evaluate``).
+
 ``graphsys gnn recommend DIR/checkpoint --users 1,2 --k 10`` prints each user's top-k
 items of a link-task checkpoint (original ids, with a ``title`` item column when there is
 one); ``--evaluate test --ks 10,20`` prints hits@K, recall@K and MRR of the held-out edge
@@ -38,7 +45,7 @@ from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, show_progress, trace_path
 from graphsys.errors import GraphsysError
-from graphsys.outputs import check_output_directory
+from graphsys.outputs import check_outputs, check_own_directory
 from graphsys.plugins import GNN_MODELS
 
 
@@ -109,9 +116,15 @@ def register(subparsers) -> None:
                    help="node task: evaluate every node of the graph on full neighbourhoods, "
                         "layer by layer (default: only the validation and test seeds)")
     t.add_argument("--out", type=Path, default=None,
-                   help="directory for the best checkpoint and metrics.jsonl; node task: a "
-                        "rerun with the same directory and settings resumes after the last "
-                        "epoch it finished")
+                   help="directory of the run: run.json, the best checkpoint and "
+                        "metrics.jsonl, held by one run at a time; node task: a rerun with the "
+                        "same directory, settings and graph resumes after the last epoch it "
+                        "finished; a directory holding another run is refused")
+    t.add_argument("--config", type=Path, default=None,
+                   help="TOML or JSON file of training settings (TrainConfig's fields; a "
+                        "[rgcn] table for --model rgcn), e.g. "
+                        "datasets/configs/fb15k-237-rgcn.toml; a flag given with a value "
+                        "other than its default overrides the file's")
     _link_args(t, field)
     add_trace_arg(t)
     _device_args(t, seed=field["seed"])
@@ -124,6 +137,19 @@ def register(subparsers) -> None:
     e.add_argument("--out", type=Path, required=True, help="embedding directory to create")
     _device_args(e)
     e.set_defaults(func=run)
+
+    v = sub.add_parser("evaluate", help="rank an edge set under a checkpoint: R-GCN "
+                                        "(filtered, both sides) or item recommendation")
+    v.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
+                   help="checkpoint directory written by gnn train --task link --out")
+    v.add_argument("--graph", type=Path, default=None,
+                   help="graph directory (default: the one the checkpoint was trained on)")
+    v.add_argument("--edge-set", default=None,
+                   help="the held-out edges to rank (default: the run's test edge set)")
+    v.add_argument("--ks", default=None,
+                   help="comma-separated K of hits@K (default: the run's metrics_k)")
+    v.add_argument("--json", action="store_true", help="last line: one JSON object")
+    v.set_defaults(func=_evaluate)
 
     r = sub.add_parser("recommend", help="top-k items per user from a link-task checkpoint, "
                                          "or hits@K / recall@K / MRR of held-out edges")
@@ -158,9 +184,9 @@ def _link_args(t, field: dict) -> None:
     t.add_argument("--link-split", choices=LINK_SPLITS, default=field["link_split"],
                    help=f"link task: hold out one interaction per user of a bipartite graph "
                         f"(user, PinSage recommendation), a seeded share of the edges of any "
-                        f"graph (random), or the latest edges (time: needs edge timestamps, "
-                        f"which storage does not carry yet); auto = user on a graph joining "
-                        f"two entity types, else random (default {field['link_split']})")
+                        f"graph (random), or the latest edges by their timestamp edge column "
+                        f"(time); auto = user on a graph joining two entity types, else "
+                        f"random (default {field['link_split']})")
     for flag, what in (("--link-val-fraction", "validation"), ("--link-test-fraction", "test")):
         name = flag[2:].replace("-", "_")
         t.add_argument(flag, type=float, default=field[name], metavar="F",
@@ -222,14 +248,14 @@ def run(args) -> int:
 
 def _train(args) -> int:
     from graphsys.device import resolve_device
-    from graphsys.gnn import TrainConfig, train
+    from graphsys.gnn import TrainConfig, load_train_config, train
     from graphsys.gnn.data import open_source
     from graphsys.sampling.neighbor import parse_fanouts
     from graphsys.trace import recording
 
     fanouts = parse_fanouts(args.fanouts) if args.fanouts is not None else None
     # TrainConfig checks every value (ParameterError: shown as the flag that set it)
-    cfg = TrainConfig(
+    values = dict(
         task=args.task, model=args.model, fanouts=fanouts, hidden=args.hidden,
         epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, dropout=args.dropout,
         weight_decay_layers=args.weight_decay_layers, full_graph=args.full_graph,
@@ -244,11 +270,22 @@ def _train(args) -> int:
         eval_fanouts=(parse_fanouts(args.eval_fanouts) if args.eval_fanouts is not None
                       else None),
         layerwise_inference=args.layerwise_inference)
+    if args.config is not None:
+        # the file's settings, and over them the flags given other than at their default
+        defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+        given = {k: v for k, v in values.items()
+                 if (tuple(v) if isinstance(v, list) and k == "metrics_k" else v)
+                 != defaults[k]}
+        cfg = load_train_config(args.config, given)
+    else:
+        cfg = TrainConfig(**values)
     trace = trace_path(args)
     if args.out is not None:
-        check_output_directory(args.out)
+        check_own_directory(args.out, what="a run")
+    check_outputs([("--out", args.out, "directory"), ("--trace", args.trace, "file")],
+                  overwrite=args.overwrite)
     device = resolve_device(args.device)
-    node = args.task == "node"
+    node = cfg.task == "node"
     say = _say(args)
     graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
                         split=args.split, log=say)
@@ -266,6 +303,8 @@ def _train(args) -> int:
     metrics = {k: round(v, 4) for k, v in res.metrics.items() if math.isfinite(v)}
     summary = {"task": cfg.task, "model": cfg.model, "graph": str(graph.path), **metrics,
                "epochs": res.epochs, "seconds": round(seconds, 3), "device": str(device)}
+    if res.protocol is not None:
+        summary["protocol"] = res.protocol
     if node:
         summary.update({k: res.extra[k] for k in ("train_seconds", "eval_seconds",
                                                    "world_size", "ranks") if k in res.extra})
@@ -293,7 +332,7 @@ def _embed(args) -> int:
     from graphsys.gnn.data import open_source
     from graphsys.gnn.embed import embed_checkpoint
 
-    check_output_directory(args.out)
+    check_own_directory(args.out, what="an embedding directory")
     device = resolve_device(args.device)
     say = _say(args)
     graph = None
@@ -309,6 +348,40 @@ def _embed(args) -> int:
     else:
         print(f"wrote {info['num_nodes']:,} {info['entity_type']} embeddings of dimension "
               f"{info['dimension']} to {info['out']} in {info['seconds']} s")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from graphsys.gnn.checkpoint import load_checkpoint
+    from graphsys.gnn.config import RGCN
+    from graphsys.gnn.recommendation import evaluate as evaluate_items
+    from graphsys.gnn.rgcn_link import evaluate as evaluate_rgcn
+
+    t0 = time.perf_counter()
+    ks = _ints(args.ks, "ks") if args.ks is not None else None
+    _, config, meta = load_checkpoint(args.checkpoint)
+    if config.get("model") == RGCN:
+        m = evaluate_rgcn(args.checkpoint, graph=args.graph, edge_set=args.edge_set, ks=ks)
+    elif meta.get("task") == "link" and ("other_type" in meta
+                                         or len(meta.get("types") or ()) == 2):
+        m = evaluate_items(args.checkpoint, graph=args.graph, edge_set=args.edge_set or "test",
+                           ks=ks or (10,))
+    else:
+        raise GraphsysError(f"{args.checkpoint}: a {meta.get('task')}-task checkpoint of "
+                            f"{config.get('model')}; gnn evaluate ranks R-GCN and item "
+                            f"(link task, split user) checkpoints, gnn train reports the "
+                            f"others' test metrics")
+    m["seconds"] = round(time.perf_counter() - t0, 3)
+    return _print_metrics(args, m)
+
+
+def _print_metrics(args, m: dict) -> int:
+    """An evaluation's metrics: one JSON object with ``--json``, else ``key value`` pairs."""
+    if args.json:
+        emit_json({"checkpoint": str(args.checkpoint), **m})
+    else:
+        print("  ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
+                        for k, v in m.items()))
     return 0
 
 
@@ -336,12 +409,7 @@ def _recommend(args) -> int:
                 raise
             raise ParameterError(renamed, exc.message) from None
         m["seconds"] = round(time.perf_counter() - t0, 3)
-        if args.json:
-            emit_json({"checkpoint": str(args.checkpoint), **m})
-        else:
-            print("  ".join(f"{k} {round(v, 4) if isinstance(v, float) else v}"
-                            for k, v in m.items()))
-        return 0
+        return _print_metrics(args, m)
     users = [u.strip() for u in args.users.split(",") if u.strip()]
     recs = recommend(args.checkpoint, users, args.k, graph=args.graph,
                      exclude_seen=not args.include_seen, edge_set=args.edge_set,

@@ -58,7 +58,8 @@ def register(subparsers) -> None:
     p.add_argument("--dedupe", action="store_true", help="drop duplicate (src, dst, rel) edges")
     p.add_argument("--drop-self-loops", action="store_true")
     p.add_argument("--memory-limit", default="2GB",
-                   help="memory budget for edge buffers, e.g. 1GB, 512MiB (default 2GB)")
+                   help="memory budget for edge buffers, e.g. 1GB, 512MiB (default 2GB; at "
+                        "least 64KiB)")
     p.add_argument("--on-bad-line", choices=("error", "skip"), default="error")
     p.add_argument("--index", default="",
                    help="indexes to build after ingest, comma-separated among csr, csc, "

@@ -123,6 +123,7 @@ def run(args) -> int:
         report_paths,
         write_report,
     )
+    from graphsys.outputs import check_outputs
 
     t = args.targets
     if args.workload == "bsp":
@@ -140,10 +141,13 @@ def run(args) -> int:
     if args.report is not None and not args.report.parent.is_dir():
         raise GraphsysError(f"--report {args.report}: directory {args.report.parent} does "
                             f"not exist")
+    html = page_json = None
     if args.report is not None:
         # the page and its JSON, checked before the run so that no profile is thrown away
-        report_paths(args.report, overwrite=args.overwrite)
+        html, page_json = report_paths(args.report, overwrite=args.overwrite)
     trace = trace_path(args)
+    check_outputs([("--report", html, "file"), ("--report's JSON", page_json, "file"),
+                   ("--trace", args.trace, "file")], overwrite=args.overwrite)
     if args.max_iters is not None and args.max_iters < 1:
         raise GraphsysError(f"--max-iters must be a positive integer, got {args.max_iters}")
     if not args.ncu and (args.ncu_path is not None or args.ncu_launch_count is not None):
@@ -165,7 +169,7 @@ def run(args) -> int:
 
         embed_config = load_config(args.config, args.overrides, graph=graph)
     if args.workload == "gnn":
-        from graphsys.analysis.workloads import GNN_DEFAULTS
+        from graphsys.analysis.gnn_workload import GNN_DEFAULTS
         from graphsys.gnn.overrides import train_config_from_overrides
 
         model = [] if args.model is None else [f"model={args.model}"]

@@ -92,10 +92,10 @@ def run(args) -> int:
     import numba
 
     from graphsys import open_graph
-    from graphsys.bsp.distributed import init_from_env, peer_failures
     from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
     from graphsys.device import resolve_device
-    from graphsys.outputs import check_output
+    from graphsys.distributed import init_from_env, peer_failures
+    from graphsys.outputs import check_output, check_outputs
     from graphsys.storage.atomic import atomic_path
     from graphsys.trace import recording
 
@@ -134,6 +134,8 @@ def run(args) -> int:
             raise GraphsysError(f"--out {out}: directory {out.parent} does not exist")
         out = check_output(out, overwrite=args.overwrite, name="out")
     trace = trace_path(args)
+    check_outputs([("--out", out, "file"), ("--trace", args.trace, "file")],
+                  overwrite=args.overwrite)
     device = resolve_device(args.device)
     distributed = init_from_env(device)
     # opened once; each file the run reads is hash-checked as it is first read (buckets,

@@ -1,9 +1,16 @@
 """``graphsys verify``: check every checksum, count and offset of a stored graph.
 
 ``--quick`` checks the structure only (counts, schemas, offset ranges, sort order; no
-sha256): what every engine also checks on first touch, minutes faster on a large graph."""
+sha256): what every engine also checks on first touch, minutes faster on a large graph.
+
+What an interrupted writer left (an index build directory, a temporary file, a staging
+directory beside the graph) is not damage: the graph verifies, and one ``note:`` line on
+stderr names the leftovers: safe to delete (the next ``graphsys index`` removes index build
+directories, the next ingest or append to the same path staging directories)."""
 
 from __future__ import annotations
+
+import sys
 
 from graphsys.commands._common import emit_json, graph_arg
 from graphsys.storage.verify import verify_graph
@@ -27,4 +34,10 @@ def run(args) -> int:
     else:
         print(f"ok: {args.graph}: {result['files']} files, {result['bytes']:,} bytes, "
               f"{result['nodes']:,} nodes, {result['edges']:,} edges {what}")
+    left = result["leftovers"]
+    if left:
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        print(f"note: {left[0]}{more}: left by an interrupted write, not part of the graph, "
+              f"which is intact; safe to delete (the next graphsys index removes index build "
+              f"directories, the next ingest or append staging directories)", file=sys.stderr)
     return 0

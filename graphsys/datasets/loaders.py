@@ -1,4 +1,4 @@
-"""Turn a fetched dataset into inputs of :func:`graphsys.storage.ingest.ingest`.
+"""Turn a fetched dataset into inputs of :func:`graphsys.storage.ingest.ingest_sources`.
 
 One function ``FetchResult -> IngestPlan`` per dataset family, registered by name in
 :data:`graphsys.plugins.DATASET_LOADERS` and selected by the registry's ``loader`` key
@@ -46,14 +46,20 @@ from graphsys.datasets.registry import DataFile, DatasetLoader
 from graphsys.errors import GraphsysError, InputError
 from graphsys.plugins import DATASET_LOADERS
 from graphsys.storage.format import RelationType
-from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource, ingest
+from graphsys.storage.ingest import (
+    EdgeSource,
+    IngestOptions,
+    IngestReport,
+    NodeSource,
+    ingest_sources,
+)
 
 
 #: File written beside ``manifest.json`` by :func:`ingest_dataset`: provenance, licence,
 #: label names and split of the dataset (not part of the manifest's file list).
 @dataclass
 class IngestPlan:
-    """Everything :func:`graphsys.storage.ingest.ingest` needs for one dataset.
+    """Everything :func:`graphsys.storage.ingest.ingest_sources` needs for one dataset.
 
     ``undirected``, ``dedupe`` and ``relation_types`` override the corresponding
     :class:`IngestOptions`; ``metadata`` is JSON-able (label names, split, features).
@@ -399,7 +405,8 @@ def temporal_split(users: np.ndarray, items: np.ndarray, timestamps: np.ndarray
     Parameters
     ----------
     users, items, timestamps : numpy.ndarray
-        One row per interaction: user id, item id, time (any integer or float unit).
+        One row per interaction: user id, item id, time (any integer or float unit,
+        compared in its own type; NaN or infinite times are refused).
 
     Returns
     -------
@@ -420,6 +427,11 @@ def temporal_split(users: np.ndarray, items: np.ndarray, timestamps: np.ndarray
     if not len(items) == len(timestamps) == e:
         raise InputError(f"users, items and timestamps differ in length ({e}, {len(items)}, "
                          f"{len(timestamps)})")
+    if timestamps.dtype.kind == "f" and not np.isfinite(timestamps).all():
+        row = int(np.flatnonzero(~np.isfinite(timestamps))[0])
+        raise InputError(f"timestamp of row {row} is {timestamps[row]}: every interaction "
+                         f"needs a finite one")
+    # in the stamps' own type: int64 nanoseconds stay exact (float64 would tie them)
     order = np.lexsort((items, timestamps, users))      # by user, then time, then item
     u_sorted = users[order]
     ends = np.flatnonzero(np.r_[u_sorted[1:] != u_sorted[:-1], True])   # last row per user
@@ -589,7 +601,7 @@ def ingest_dataset(fetched: FetchResult, out: str | Path,
     opts = dataclasses.replace(options or IngestOptions(), undirected=plan.undirected,
                                dedupe=plan.dedupe, relation_types=plan.relation_types,
                                metadata=metadata)
-    report = ingest(plan.edges, out, opts, plan.nodes)
+    report = ingest_sources(plan.edges, out, opts, plan.nodes)
     return report, metadata
 
 
@@ -668,7 +680,7 @@ def load_dataset(name: str, out: str | Path, *, partitions: int = 1,
     from graphsys.units import parse_size
 
     fetched = fetch(get_dataset(name), cache=cache, mirror=mirror, log=log)
-    opts = IngestOptions(num_partitions=partitions, partitioner=partitioner,
+    opts = IngestOptions(partitions=partitions, partitioner=partitioner,
                          memory_limit=parse_size(memory_limit, field="memory_limit"),
                          progress=progress)
     ingest_dataset(fetched, out, opts, split)

@@ -20,11 +20,10 @@ The guide (the model, configs, buffers, protocols, serving, growing): ``docs/emb
 """
 
 from graphsys.embed.api import EmbedResult, load_config, train
-from graphsys.embed.config import EmbedConfig, config_from_dict
+from graphsys.embed.config import EmbedConfig
 from graphsys.embed.embeddings import Embeddings
 from graphsys.embed.evaluation import evaluate
 from graphsys.embed.model import COMPARATORS, LOSSES, OPERATORS
-from graphsys.embed.schedule import bucket_order, min_swaps, plan_buffer
 
 __all__ = [
            "COMPARATORS",
@@ -33,14 +32,10 @@ __all__ = [
            "EmbedConfig",
            "EmbedResult",
            "Embeddings",
-           "bucket_order",
-           "config_from_dict",
            "evaluate",
            "import_pbg_checkpoint",
            "import_pbg_config",
            "load_config",
-           "min_swaps",
-           "plan_buffer",
            "train",
 ]
 

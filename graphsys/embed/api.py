@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from graphsys import openmp
 from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.embed.config import load_config as _load_plain_config
 from graphsys.embed.embeddings import Embeddings
@@ -330,8 +331,9 @@ def train(graph: str | Path | Graph | None, config: EmbedConfig | dict | str | P
     .. [5] T. Lacroix, N. Usunier, G. Obozinski, "Canonical Tensor Decomposition for
        Knowledge Base Completion", ICML 2018.
     """
-    from graphsys.bsp.distributed import init_from_env, peer_failures
+    openmp.apply_wait_policy()
     from graphsys.device import resolve_device
+    from graphsys.distributed import init_from_env, peer_failures
     from graphsys.trace import recording
 
     cfg, g, out = _resolve(graph, config, edges, out, log)

@@ -84,11 +84,10 @@ class PartitionBuffer:
                 raise diverged(self.storage.root, self.committed,
                                f"non-finite embedding in entity type {etype!r}, partition {p}")
 
-    @staticmethod
-    def _checked(path: Path, shape: tuple[int, ...]) -> np.ndarray:
+    def _checked(self, path: Path, shape: tuple[int, ...]) -> np.ndarray:
         """The float32 array of ``path``, mapped, after checking its dtype and shape (the
         kernels index rows without bounds checks)."""
-        arr = load_npy(path, mmap=True)
+        arr = load_npy(path, mmap=True, root=self.storage.root)
         if arr.dtype != np.float32 or arr.shape != shape:
             raise FormatError(f"{path}: {arr.dtype} {arr.shape}, expected float32 {shape}")
         return arr
@@ -151,5 +150,5 @@ class PartitionBuffer:
                     try:
                         os.link(src, dst)
                     except OSError:
-                        written += save_npy(dst, load_npy(src))
+                        written += save_npy(dst, load_npy(src, root=self.storage.root))
         return written

@@ -40,6 +40,7 @@ from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.embed.model import init_embeddings
 from graphsys.embed.stats import EpochStats
 from graphsys.errors import ConfigError, GraphsysError
+from graphsys.storage.lock import LOCK_FILE
 
 if TYPE_CHECKING:
     from graphsys.embed.relations import RelationModel
@@ -55,7 +56,7 @@ TUNABLE_KEYS = {"lr", "relation_lr", "batch_size", "num_batch_negs", "num_unifor
                 "degree_neg_fraction", "regularization_coef", "relation_prediction_weight",
                 "margin", "max_norm", "loss_fn", "bucket_order", "freeze_old"}
 #: What may sit in a directory before its first commit (an initialisation killed early).
-_INIT_ENTRIES = ("embeddings", "optim", "model", "config.json")
+_INIT_ENTRIES = ("embeddings", "optim", "model", "config.json", LOCK_FILE)
 
 
 def stream_seed(*parts: int) -> int:

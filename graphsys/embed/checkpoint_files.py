@@ -40,7 +40,6 @@ another order is refused instead of attaching vectors to other entities.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -49,16 +48,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from graphsys.embed.stats import EpochStats
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage import file_rules
 from graphsys.storage.atomic import (
            atomic_path,
            fsync_path,
            sha256_file,
            sync_filesystem,
            write_bytes_atomic,
+)
+from graphsys.storage.identity import (  # noqa: F401 (the digests of checkpoint.json)
+           check_nodes,
+           id_digest,
+           id_digests,
 )
 
 if TYPE_CHECKING:
@@ -110,37 +114,6 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
         raise FormatError(f"{path}: field 'stats' is malformed ({exc})") from None
 
 
-def id_digest(ids) -> str:
-    """sha256 (hex) of original ids in order: int64 NumPy ids, or a pyarrow string array
-    (its lengths and bytes, whatever its offset in a larger buffer)."""
-    h = hashlib.sha256()
-    if isinstance(ids, np.ndarray):
-        h.update(b"i")
-        h.update(np.ascontiguousarray(ids, dtype="<i8").tobytes())
-        return h.hexdigest()
-    arr = ids.cast(pa.large_string()) if isinstance(ids, pa.Array) else pa.array(
-        ids, pa.large_string())
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype="<i8")[arr.offset:arr.offset + len(arr) + 1]
-    h.update(b"s")
-    h.update((offsets - offsets[0]).tobytes())
-    if bufs[2] is not None and len(arr):
-        h.update(memoryview(bufs[2])[int(offsets[0]):int(offsets[-1])])
-    return h.hexdigest()
-
-
-def id_digests(graph: Graph, etype: str, rows: list[int] | None = None) -> list[str]:
-    """:func:`id_digest` of each partition of ``etype`` in ``graph``, over its first
-    ``rows[p]`` nodes when given (the rows a checkpoint grown from this one inherits)."""
-    out = []
-    for p in range(graph.num_partitions):
-        ids = graph.node_ids(etype, partition=p)
-        if rows is not None:
-            ids = ids[:rows[p]] if isinstance(ids, np.ndarray) else ids.slice(0, rows[p])
-        out.append(id_digest(ids))
-    return out
-
-
 def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
     """Raise :class:`GraphsysError` unless ``graph`` is shaped like the one the embeddings
     ``where`` were trained on: ``meta`` (a ``checkpoint.json``) records, per entity type, the
@@ -149,26 +122,7 @@ def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
     ids are local to a partition, so another graph (or another partitioning of the same one)
     would silently index the wrong rows, or past the end."""
     hint = "(wrong --graph, or re-ingested with other partitions?)"
-    for etype, info in meta["entity_types"].items():
-        if etype not in graph.entity_types:
-            raise GraphsysError(f"{where}: trained on entity type {etype!r}, which the graph "
-                                f"{graph.path} does not have ({', '.join(graph.entity_types)}) "
-                                f"{hint}")
-        want = [int(x) for x in info["partition_sizes"]]
-        have = [int(x) for x in graph.partition_sizes(etype)]
-        if want != have:
-            raise GraphsysError(f"{where}: entity type {etype!r} had {sum(want):,} nodes in "
-                                f"{len(want)} partitions {want[:8]}, the graph {graph.path} "
-                                f"has {sum(have):,} in {len(have)} {have[:8]} {hint}")
-        digests = info.get("id_digests")
-        if digests is not None:
-            now = id_digests(graph, etype)
-            bad = next((p for p, (a, b) in enumerate(zip(digests, now)) if a != b), None)
-            if bad is not None:
-                raise GraphsysError(f"{where}: partition {bad} of entity type {etype!r} holds "
-                                    f"other ids (or the same in another order) than it was "
-                                    f"trained on; the graph {graph.path} is not that graph "
-                                    f"{hint}")
+    check_nodes(meta["entity_types"], graph, str(where), hint)
     rels = meta.get("relations") or []
     want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in rels]
     have_rels = [(r.name, r.lhs, r.rhs) for r in graph.relation_types]
@@ -204,11 +158,14 @@ def save_npy(path: Path, array: np.ndarray, *, durable: bool = True) -> int:
     return path.stat().st_size
 
 
-def load_npy(path: Path, *, mmap: bool = False) -> np.ndarray:
-    try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise FormatError(f"{path}: cannot read ({exc})") from None
+def load_npy(path: Path, *, mmap: bool = False, root: Path | None = None) -> np.ndarray:
+    """The array of the checkpoint file ``path`` under the checkpoint directory ``root``
+    (default: the file's own directory), read by the file rules of
+    :mod:`graphsys.storage.file_rules`: inside ``root``, a regular file, its size that of its
+    header (never a FIFO, a device, a symlink out, a truncated file or pickled objects);
+    ``mmap``: a read-only memory map."""
+    path = Path(path)
+    return file_rules.load_npy(path.parent if root is None else root, path, mmap=mmap)
 
 
 class CheckpointStorage:
@@ -234,12 +191,10 @@ class CheckpointStorage:
         its version is checked against its recorded sha256 first."""
         path = self.root / META
         try:
-            meta = json.loads(path.read_text())
-        except FileNotFoundError:
+            meta = file_rules.read_json(self.root, META)
+        except file_rules.MissingFile:
             raise GraphsysError(f"{self.root}: not an embedding checkpoint (no {META})") from None
-        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
-            raise FormatError(f"{path}: unreadable ({exc})") from None
-        if meta.get("format") != FORMAT:
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise FormatError(f"{path}: not a graphsys embedding checkpoint")
         if meta.get("format_version") != FORMAT_VERSION:
             raise FormatError(f"{path}: format_version {meta.get('format_version')} is not "
@@ -272,7 +227,7 @@ class CheckpointStorage:
             f = self.root / rel
             if rel not in on_disk:
                 raise FormatError(f"{f}: missing (listed in {META})")
-            if sha256_file(f) != digest:
+            if file_rules.sha256(self.root, f) != digest:
                 raise FormatError(f"{f}: sha256 mismatch (corrupted or modified file)")
 
     def write_meta(self, meta: dict[str, Any]) -> None:
@@ -289,10 +244,10 @@ class CheckpointStorage:
                            json.dumps(config, indent=1).encode() + b"\n")
 
     def read_config(self) -> dict[str, Any]:
-        try:
-            return json.loads((self.root / "config.json").read_text())
-        except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
-            raise FormatError(f"{self.root / 'config.json'}: unreadable ({exc})") from None
+        config = file_rules.read_json(self.root, "config.json")
+        if not isinstance(config, dict):
+            raise FormatError(f"{self.root / 'config.json'}: not a JSON object")
+        return config
 
     def versioned_files(self) -> list[tuple[Path, int]]:
         out = []

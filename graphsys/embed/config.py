@@ -190,7 +190,7 @@ class EmbedConfig:
         "writes the changed partitions (n_p x (d + 1) x 4 bytes each) and the relation "
         "parameters, and hard-links the other files", default=False)
     workers: int = _h("HOGWILD worker threads over shared embeddings", default=1)
-    device: str = _h("cpu, cuda or auto", default="cpu")
+    device: str = _h("cpu, cuda, cuda:k or auto", default="cpu")
     seed: int = _h("seed of init, shuffling, negatives and bucket order", default=0)
     # -- growing a trained model (graphsys.embed.grow) -------------------------------------
     init_from: str | None = _h(
@@ -276,6 +276,8 @@ class EmbedConfig:
                                   f"{', '.join(reg.names())})")
         for key, choices in (("bucket_order", BUCKET_ORDERS), ("device", DEVICES),
                              ("embedding_adagrad", EMBEDDING_ADAGRADS)):
+            if key == "device" and re.fullmatch(r"cuda:\d+", str(self.device)):
+                continue  # GPU k of several
             if getattr(self, key) not in choices:
                 raise ConfigError(f"{key}: must be one of {', '.join(choices)}, got "
                                   f"{getattr(self, key)!r}")

@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from graphsys.bsp.distributed import graph_digest
 from graphsys.device import resolve_device
+from graphsys.distributed import graph_digest
 from graphsys.embed.config import EmbedConfig
 from graphsys.embed.relations import SIDES
 from graphsys.embed.schedule import Bucket, plan_rounds
@@ -108,7 +108,7 @@ class DistributedTrainer(Trainer):
     def _digest(self) -> int:
         """63-bit digest of what every rank must agree on: the config (paths aside, they
         may differ between hosts), the partition count, the training edges and the graph
-        itself (:func:`~graphsys.bsp.distributed.graph_digest`: the same partitioning and
+        itself (:func:`~graphsys.distributed.graph_digest`: the same partitioning and
         files, not only the same counts)."""
         cfg = {k: v for k, v in self.checkpoint.config_json().items()
                if k not in ("graph", "checkpoint_path")}

@@ -218,7 +218,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
             parts = []
             for p, rows in enumerate(sizes):
                 f = self.storage.emb_path(t, p, self.version)
-                arr = require_finite(load_npy(f, mmap=True), f)
+                arr = require_finite(load_npy(f, mmap=True, root=self.storage.root), f)
                 if arr.dtype != np.float32 or arr.shape != (rows, self.dimension):
                     raise FormatError(f"{f}: {arr.dtype} {arr.shape}, the checkpoint says "
                                       f"float32 ({rows}, {self.dimension})")

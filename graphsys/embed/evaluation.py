@@ -17,24 +17,11 @@ import numpy as np
 import torch
 
 from graphsys.embed.embeddings import Embeddings
-from graphsys.embed.triples import KnownAnswers, triples
+from graphsys.ranking import protocol, ranks
 from graphsys.storage.graph import Graph
+from graphsys.storage.triples import KnownAnswers, triples
 
 EVAL_BATCH = 500
-
-
-def _ranks(scores: torch.Tensor, pos: torch.Tensor) -> np.ndarray:
-    """Float64 ranks ``(q,)`` of the positives ``pos`` ``(q,)`` among ``scores`` ``(q, c)``.
-    A NaN ranks worst, never best: a NaN candidate is below every number, and a NaN positive
-    gets rank ``c`` (every comparison with NaN is false, so counting alone would say 1)."""
-    nan_pos = pos.isnan()
-    scores = scores.masked_fill(scores.isnan(), float("-inf"))
-    pos = pos.masked_fill(nan_pos, float("-inf"))
-    gt = (scores > pos[:, None]).sum(1)
-    eq = (scores == pos[:, None]).sum(1)
-    ranks = 1.0 + gt + 0.5 * (eq - 1).clamp_min(0)
-    ranks = torch.where(nan_pos, torch.full_like(ranks, float(max(scores.shape[1], 1))), ranks)
-    return ranks.numpy().astype(np.float64)
 
 
 def metrics(ranks: np.ndarray) -> dict[str, float]:
@@ -49,12 +36,12 @@ def metrics(ranks: np.ndarray) -> dict[str, float]:
 def protocol_name(filtered: bool, candidates: str | int | list) -> str:
     """The name of a ranking protocol, as :func:`evaluate` reports it in ``protocol``.
 
-    ``"full"``: the true answer ranked among every entity of its type (raw);
-    ``"filtered"``: the same with every other true answer removed first (the standard
-    knowledge-graph protocol, both sides); ``"sampled@N"``: ranked among ``N`` uniformly
-    sampled candidates (PyTorch-BigGraph's); ``"filtered sampled@N"``: sampled candidates
-    that are true answers removed. Entity types evaluated under different candidate
-    counts give the names joined by ``" + "``.
+    The names are :func:`graphsys.ranking.protocol`'s, shared by every engine: candidates
+    (``full``: every entity of the type; ``sampled@N``: ``N`` uniformly sampled ones, as
+    PyTorch-BigGraph evaluates large graphs), then ``filtered`` (every other true answer
+    removed first, the standard knowledge-graph protocol) or ``raw``, then ``both sides``
+    (each triple's tail and head are ranked). Entity types evaluated under different
+    candidate counts give the names joined by ``" + "``.
 
     Parameters
     ----------
@@ -71,18 +58,17 @@ def protocol_name(filtered: bool, candidates: str | int | list) -> str:
     Examples
     --------
     >>> from graphsys.embed.evaluation import protocol_name
-    >>> protocol_name(True, "all"), protocol_name(False, "all")
-    ('filtered', 'full')
-    >>> protocol_name(False, 1000), protocol_name(True, 1000)
-    ('sampled@1000', 'filtered sampled@1000')
+    >>> protocol_name(True, "all")
+    'full, filtered, both sides'
+    >>> protocol_name(False, 1000)
+    'sampled@1000, raw, both sides'
     >>> protocol_name(True, ["all", 1000])
-    'filtered + filtered sampled@1000'
+    'full, filtered, both sides + sampled@1000, filtered, both sides'
     """
     if isinstance(candidates, list):
         return " + ".join(protocol_name(filtered, c) for c in candidates)
-    if candidates == "all":
-        return "filtered" if filtered else "full"
-    return f"filtered sampled@{candidates}" if filtered else f"sampled@{candidates}"
+    return protocol(None if candidates == "all" else int(candidates), filtered=filtered,
+                    both_sides=True)
 
 
 def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = True,
@@ -149,10 +135,10 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
     >>> emb = graphsys.embed.train(g, config, out=tempfile.mkdtemp()).embeddings
     >>> res = graphsys.embed.evaluate(emb, g, g.edge_set().name)
     >>> res["count"], res["protocol"], 0 < res["mrr"] <= 1
-    (150, 'filtered', True)
+    (150, 'full, filtered, both sides', True)
     >>> graphsys.embed.evaluate(emb, g, g.edge_set().name, filtered=False,
     ...                         candidates=10)["protocol"]
-    'sampled@10'
+    'sampled@10, raw, both sides'
 
     References
     ----------
@@ -215,12 +201,13 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
                         cands = cand_matrix(cand_t)
                         scores = emb.comparator.neg(q, cands)
                         ar = torch.arange(len(rows))
-                        pos = scores[ar, torch.from_numpy(answer)].clone()
+                        pos = scores[ar, torch.from_numpy(answer)]
+                        valid = torch.ones(scores.shape, dtype=torch.bool)
+                        valid[ar, torch.from_numpy(answer)] = False
                         if filt is not None:
                             qr, ans = filt.answers(r * m + anchor)
                             keep = ans != answer[qr]
-                            scores[torch.from_numpy(qr[keep]), torch.from_numpy(ans[keep])] = \
-                                float("-inf")
+                            valid[torch.from_numpy(qr[keep]), torch.from_numpy(ans[keep])] = False
                     else:
                         n = emb.num_entities(cand_t)
                         cidx = gen.integers(0, n, size=k)
@@ -231,9 +218,8 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
                         drop = cidx[None, :] == answer[:, None]
                         if filt is not None:
                             drop |= filt.contains(r * m + anchor, cidx)
-                        scores[torch.from_numpy(drop)] = float("-inf")
-                        scores = torch.cat([scores, pos[:, None]], dim=1)
-                    out[rows] = _ranks(scores, pos)
+                        valid = torch.from_numpy(~drop)
+                    out[rows] = ranks(pos, scores, valid)
                 if progress is not None:
                     progress(len(rows))
     result = metrics(np.concatenate([ranks_tail, ranks_head]))

@@ -110,7 +110,7 @@ def neighbour_means(graph: Graph, edge_set: str, source: CheckpointStorage, vers
     for t, sizes in old.items():
         now = graph.partition_sizes(t)
         for p, n_old in enumerate(sizes):
-            emb = load_npy(source.emb_path(t, p, version), mmap=True)
+            emb = load_npy(source.emb_path(t, p, version), mmap=True, root=source.root)
             d = emb.shape[1]
             n_new = int(now[p]) - n_old
             acc[(t, p)] = (np.zeros((n_new, d)), np.zeros(n_new, np.int64))
@@ -136,7 +136,7 @@ def _accumulate(acc, source: CheckpointStorage, version: int, old: dict[str, lis
         return
     sums, counts = acc[(tt, tp)]
     rows = tidx[keep] - n_to
-    emb = load_npy(source.emb_path(ft, fp, version), mmap=True)
+    emb = load_npy(source.emb_path(ft, fp, version), mmap=True, root=source.root)
     np.add.at(sums, rows, np.asarray(emb[fidx[keep]], np.float64))
     np.add.at(counts, rows, 1)
 
@@ -148,11 +148,11 @@ def grown_partition(fresh: np.ndarray, state: np.ndarray, source: CheckpointStor
     Adagrad state ``state`` (zeros, float32 ``(n,)`` or ``(n, d)``) of partition ``p`` in
     place: the old rows copied from ``source``, new rows with old neighbours set to their
     mean."""
-    emb = load_npy(source.emb_path(etype, p, version))
+    emb = load_npy(source.emb_path(etype, p, version), root=source.root)
     if emb.shape != (n_old, fresh.shape[1]):
         raise GraphsysError(f"init_from {source.root}: {source.emb_path(etype, p, version)} "
                             f"has shape {emb.shape}, expected ({n_old}, {fresh.shape[1]})")
-    optim = load_npy(source.optim_path(etype, p, version))
+    optim = load_npy(source.optim_path(etype, p, version), root=source.root)
     if optim.shape != (n_old, *state.shape[1:]):
         raise GraphsysError(f"init_from {source.root}: {source.optim_path(etype, p, version)} "
                             f"has shape {optim.shape}, expected {(n_old, *state.shape[1:])} "

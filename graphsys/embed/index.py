@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.storage import file_rules
 from graphsys.storage.atomic import atomic_path, write_bytes_atomic
 
 KINDS = ("flat", "ivf", "hnsw")
@@ -402,10 +403,7 @@ def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
     data, meta_path = index_paths(ckpt, entity_type, by)
     if not meta_path.is_file():
         return None
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{meta_path}: unreadable ({exc})") from None
+    meta = file_rules.read_json(ckpt, meta_path)  # a regular file inside the checkpoint
     if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
         raise FormatError(f"{meta_path}: not a graphsys faiss index")
     built = meta.get("checkpoint_version")
@@ -421,10 +419,7 @@ def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
                           f"{dimension}")
     if meta.get("kind") not in KINDS:
         raise FormatError(f"{meta_path}: unknown index kind {meta.get('kind')!r}")
-    try:
-        digest = _sha256(data)
-    except OSError as exc:
-        raise FormatError(f"{data}: unreadable ({exc.strerror or exc})") from None
+    digest = file_rules.sha256(ckpt, data)
     if digest != meta.get("sha256"):
         raise FormatError(f"{data}: sha256 {digest[:12]}... does not match the "
                           f"{meta_path.name} record (damaged or replaced; rebuild it)")

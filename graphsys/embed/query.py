@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from graphsys.embed.model import COMPARATORS
-from graphsys.embed.triples import KnownAnswers, triples
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.triples import KnownAnswers, triples
 
 #: Rows per block of the blocked matmuls in nearest() / predict_tails().
 BLOCK_ROWS = 1 << 16
@@ -415,7 +415,7 @@ class EmbeddingQueries:
 
     def _known(self, edge_sets, side: str):
         """The known answers on ``side`` of the triples of ``edge_sets`` (``True``: all), as
-        :class:`graphsys.embed.triples.KnownAnswers` keyed by ``rel * M + anchor``; cached."""
+        :class:`graphsys.storage.triples.KnownAnswers` keyed by ``rel * M + anchor``; cached."""
         g = self.graph
         names = (tuple(g.edge_sets) if edge_sets is True else
                  (edge_sets,) if isinstance(edge_sets, str) else tuple(edge_sets))

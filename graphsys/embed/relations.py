@@ -196,10 +196,11 @@ class RelationModel:
 
     def load(self, storage: CheckpointStorage, version: int, *, with_state: bool = True) -> None:
         for side, g, k in self.keys():
-            arr = load_npy(storage.model_path(f"{side}.g{g}.{k}", version))
+            arr = load_npy(storage.model_path(f"{side}.g{g}.{k}", version), root=storage.root)
             self.params[side][g][k] = torch.from_numpy(np.array(arr)).to(self.device)
             if with_state:
-                st = load_npy(storage.model_path(f"{side}.g{g}.{k}.adagrad", version))
+                st = load_npy(storage.model_path(f"{side}.g{g}.{k}.adagrad", version),
+                              root=storage.root)
                 self.state[side][g][k] = torch.from_numpy(np.array(st)).to(self.device)
 
     def relation_params(self, rel: int) -> dict[str, dict[str, np.ndarray]]:

@@ -64,7 +64,9 @@ from graphsys.embed.stats import EpochStats, RankStats
 from graphsys.embed.step import MinibatchStep
 from graphsys.errors import ConfigError, GraphsysError
 from graphsys.progress import progress_bar
+from graphsys.storage import file_rules
 from graphsys.storage.graph import Graph
+from graphsys.storage.lock import writer_lock
 from graphsys.trace import traced
 
 __all__ = ["Trainer"]
@@ -288,11 +290,35 @@ class Trainer(MinibatchStep):
     def run(self) -> list[EpochStats]:
         """Train the epochs not done yet, committing a checkpoint version after each.
 
+        The checkpoint directory is held for the whole run (rank 0 takes its writer lock,
+        :func:`~graphsys.storage.lock.writer_lock`): a second run on it at once is refused
+        in one line, as is a directory holding a symlink or a special file
+        (:func:`~graphsys.storage.file_rules.check_tree`).
+
         Returns
         -------
         list of EpochStats
             Every epoch's figures, the ones of a resumed run's earlier epochs included.
         """
+        with self._hold_checkpoint():
+            return self._run()
+
+    def _hold_checkpoint(self) -> contextlib.AbstractContextManager:
+        """Rank 0's writer lock on the checkpoint directory (created if missing)."""
+        if self.rank != 0:
+            return contextlib.nullcontext()
+        if self.out.exists() and not self.out.is_dir():
+            raise GraphsysError(f"{self.out}: exists and is not an embedding checkpoint "
+                                f"(choose another checkpoint directory)")
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GraphsysError(f"{self.out}: cannot create the checkpoint directory "
+                                f"({exc.strerror or exc})") from None
+        file_rules.check_tree(self.out, what="checkpoint")
+        return writer_lock(self.out)
+
+    def _run(self) -> list[EpochStats]:
         cfg = self.cfg
         done, progress = self._prepare()
         counts = self.graph.bucket_counts(self.edge_set)

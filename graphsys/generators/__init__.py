@@ -24,22 +24,19 @@ Examples
 16384
 """
 
-from graphsys.generators.grid import default_grid_edges, grid_edges, max_grid_edges
+from graphsys.generators.grid import grid_edges
 from graphsys.generators.kg import KnowledgeGraph, knowledge_graph
 from graphsys.generators.rmat import rmat_edges
 from graphsys.generators.sbm import SBM, sbm
 from graphsys.generators.writer import (
-                                        TableWriter,
-                                        edge_schema,
-                                        node_table_path,
-                                        split_paths,
-                                        write_edges,
-                                        write_nodes,
-                                        write_split_edges,
+    edge_schema,
+    split_paths,
+    write_edges,
+    write_nodes,
+    write_split_edges,
 )
 
 __all__ = [
-    "KnowledgeGraph", "SBM", "TableWriter", "default_grid_edges", "edge_schema", "grid_edges",
-    "knowledge_graph", "max_grid_edges", "node_table_path", "rmat_edges", "sbm",
-    "split_paths", "write_edges", "write_nodes", "write_split_edges",
+    "KnowledgeGraph", "SBM", "edge_schema", "grid_edges", "knowledge_graph", "rmat_edges",
+    "sbm", "split_paths", "write_edges", "write_nodes", "write_split_edges",
 ]

@@ -5,8 +5,8 @@
 * Typed graphs: :class:`RGCNConv` (relational, basis / block-diagonal weights) over
   :class:`~graphsys.sampling.TypedBlock` s, :class:`HeteroConv` (one conv per relation)
   over :class:`~graphsys.sampling.HeteroBlock` s, :class:`TypedInput` (per-type features
-  or learned embeddings); :func:`graphsys.gnn.rgcn_link.train_rgcn_link` trains R-GCN +
-  DistMult link prediction (FB15k-237).
+  or learned embeddings); :func:`train` with ``TrainConfig(model="rgcn")`` trains R-GCN +
+  DistMult link prediction (FB15k-237; :class:`RGCNSettings`).
 * :func:`train` also takes the caller's own ``nn.Module``, loss and features
   (:mod:`graphsys.gnn.custom`); :func:`propagate` writes SGC/SIGN features out of core.
 * :class:`GNN`: a stack of one of them; :func:`train`, the one training entry point (node
@@ -21,16 +21,17 @@
 """
 
 from graphsys.gnn.checkpoint import load_checkpoint, save_checkpoint
-from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.config import RGCNSettings, TrainConfig, load_train_config
 from graphsys.gnn.conv import GATConv, GCNConv, GINConv, PinSageConv, RGCNConv, SAGEConv
 from graphsys.gnn.embed import embed_checkpoint
 from graphsys.gnn.hetero import HeteroConv, TypedInput
 from graphsys.gnn.inference import layerwise_inference
 from graphsys.gnn.loader import NodeLoader
+from graphsys.gnn.loop import GNNResult
 from graphsys.gnn.model import GNN
 from graphsys.gnn.propagate import propagate, read_hop, sign_features
 from graphsys.gnn.recommendation import recommend
-from graphsys.gnn.training import GNNResult, train
+from graphsys.gnn.training import train
 
 __all__ = [
     "GNN",
@@ -42,12 +43,14 @@ __all__ = [
     "NodeLoader",
     "PinSageConv",
     "RGCNConv",
+    "RGCNSettings",
     "SAGEConv",
     "TrainConfig",
     "TypedInput",
     "embed_checkpoint",
     "layerwise_inference",
     "load_checkpoint",
+    "load_train_config",
     "propagate",
     "read_hop",
     "recommend",

@@ -12,12 +12,25 @@ A save commits atomically: it writes a new version directory ``tensors.v{N+1}`` 
 temp + fsync + rename), fsyncs it, then replaces ``model.json`` (temp + fsync + rename) and
 only then deletes older version directories. A kill at any moment leaves either the old
 ``model.json`` with its intact tensors, or the new one: never a mix. Loading checks every
-tensor's sha256, shape and dtype, refuses non-finite values and paths outside the directory,
-and never unpickles anything. Saving refuses non-finite tensors (a diverged model). The
+tensor's sha256, shape and dtype, refuses non-finite values, and reads every file by the
+rules of :mod:`graphsys.storage.file_rules` (regular files inside the directory, never a
+FIFO or a symlink out; sizes checked against ``model.json`` before a byte of data is read);
+it never unpickles anything. Saving refuses non-finite tensors (a diverged model) and takes
+the directory's writer lock (:func:`graphsys.storage.lock.writer_lock`): a second saver at
+once is refused in one line. The
 ``config`` (a builtin model's constructor arguments, or a user model's dimensions) and
 ``meta.train_config`` (a :class:`~graphsys.gnn.config.TrainConfig`) are checked field by
 field on load: a hand-edited value is refused in one line naming ``model.json`` and the
 field.
+
+Which graph: a model's per-node rows (a learned id embedding, the item bias) and the splits
+it re-derives attach to nodes by position, so ``meta.graph_identity`` (:func:`
+graph_identity`) records the training graph's digest
+(:func:`graphsys.distributed.graph_digest`) and, per entity type, the nodes of each
+partition and the sha256 of their original ids (:func:`graphsys.storage.identity.
+node_record`). :func:`check_graph` compares them with the graph a checkpoint is used on:
+the same ids in the same partitions and order (embedding, recommending, evaluating), and
+for a resumed run the very same graph.
 """
 
 from __future__ import annotations
@@ -36,7 +49,10 @@ import numpy as np
 import torch
 
 from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.storage import file_rules
 from graphsys.storage.atomic import fsync_path, write_bytes_atomic
+from graphsys.storage.identity import check_nodes, check_record, node_record
+from graphsys.storage.lock import writer_lock
 
 FORMAT = "graphsys-gnn-checkpoint"
 VERSION = 1
@@ -51,12 +67,45 @@ _TENSOR_FILE = re.compile(r"^tensors\.v\d{6,}/\d{4,}\.npy$")
 _MODEL_INTS = ("in_dim", "hidden_dim", "out_dim", "num_layers", "heads")
 
 
+def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
+    """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
+    :meth:`RGCNLinkModel.config <graphsys.gnn.rgcn_link.RGCNLinkModel.config>` writes."""
+    want = {"model", "num_nodes", "num_relations", "hidden", "num_layers", "num_blocks",
+            "num_bases", "dropout"}
+    if set(config) != want:
+        odd = sorted(set(config) ^ want)[0]
+        what = "is missing" if odd in want else "is not a field of an rgcn model"
+        raise FormatError(f"{where}: config.{odd} {what}")
+    nodes = config["num_nodes"]
+    if not isinstance(nodes, dict) or not nodes or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            for k, v in nodes.items()):
+        raise FormatError(f"{where}: config.num_nodes must map entity types to node counts")
+    for key, low in (("num_relations", 1), ("hidden", 1), ("num_layers", 1),
+                     ("num_blocks", 0), ("num_bases", 0)):
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
+    _check_dropout(where, config["dropout"])
+
+
+def _check_dropout(where: Path, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            math.isfinite(value) and 0 <= value < 1):
+        raise FormatError(f"{where}: config.dropout is {value!r}, not a number in [0, 1)")
+
+
 def _check_model_config(where: Path, config: dict[str, Any]) -> None:
     """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
-    :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions)."""
+    :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions;
+    the R-GCN link model: :func:`_check_rgcn_config`)."""
+    from graphsys.gnn.config import RGCN
     from graphsys.plugins import GNN_MODELS
 
     model = config.get("model")
+    if model == RGCN:
+        _check_rgcn_config(where, config)
+        return
     if not isinstance(model, str) or (model not in GNN_MODELS and ":" not in model):
         raise FormatError(f"{where}: config.model is {model!r}, not one of "
                           f"{', '.join(GNN_MODELS.names())} or module:Factory")
@@ -65,10 +114,7 @@ def _check_model_config(where: Path, config: dict[str, Any]) -> None:
         if key == "model":
             continue
         if key == "dropout":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and 0 <= value < 1):
-                raise FormatError(f"{where}: config.dropout is {value!r}, not a number in "
-                                  f"[0, 1)")
+            _check_dropout(where, value)
         elif key in _MODEL_INTS or not builtin:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= 1")
@@ -118,9 +164,20 @@ def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: di
         if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
             raise GraphsysError(f"{path}: tensor {name!r} holds NaN or infinity; not saved "
                                 f"(the checkpoint keeps its last good model)")
-    vdir = None
     try:
         path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GraphsysError(f"{path}: cannot create the checkpoint directory "
+                            f"({exc.strerror or exc})") from None
+    file_rules.check_tree(path, what="checkpoint")
+    with writer_lock(path):
+        return _save(path, arrays, config, meta)
+
+
+def _save(path: Path, arrays: dict[str, np.ndarray], config: dict[str, Any],
+          meta: dict[str, Any] | None) -> Path:
+    vdir = None
+    try:
         old = _versions(path)
         version = old[-1][0] + 1 if old else 1
         vdir = path / f"tensors.v{version:06d}"
@@ -157,11 +214,9 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
     path = Path(path)
     where = path / "model.json"
     try:
-        header = json.loads(where.read_text())
-    except FileNotFoundError:
+        header = file_rules.read_json(path, "model.json")
+    except file_rules.MissingFile:
         raise GraphsysError(f"{path}: not a GNN checkpoint (no model.json)") from None
-    except (OSError, ValueError) as exc:
-        raise FormatError(f"{where}: unreadable ({exc})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT \
             or header.get("version") != VERSION:
         raise FormatError(f"{where}: not a {FORMAT} version {VERSION} file")
@@ -172,6 +227,8 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
     _check_model_config(where, header["config"])
     if "train_config" in header.get("meta", {}):
         _check_train_config(where, header["meta"]["train_config"])
+    if "graph_identity" in header.get("meta", {}):
+        _check_identity(where, header["meta"]["graph_identity"])
     state = {}
     for name, entry in tensors.items():
         if not isinstance(entry, dict) or not all(
@@ -184,20 +241,105 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str
                               f"tensors.vNNNNNN/NNNN.npy inside the checkpoint")
         f = path / entry["file"]
         try:
-            data = f.read_bytes()
-        except OSError as exc:
-            raise FormatError(f"{f}: unreadable tensor {name!r} ({exc.strerror or exc})") from None
-        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            raise FormatError(f"{f}: sha256 mismatch for tensor {name!r} (corrupted or "
-                              f"modified file)")
+            shape = tuple(int(d) for d in entry["shape"])
+            dtype = np.dtype(entry["dtype"])
+        except (TypeError, ValueError) as exc:
+            raise FormatError(f"{where}: tensor {name!r} has a bad shape or dtype ({exc})"
+                              ) from None
         try:
-            arr = np.load(io.BytesIO(data), allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise FormatError(f"{f}: unreadable tensor {name!r} ({exc})") from None
-        if list(arr.shape) != entry["shape"] or str(arr.dtype) != entry["dtype"]:
-            raise FormatError(f"{f}: tensor {name!r} is {arr.dtype}{list(arr.shape)}, "
-                              f"model.json says {entry['dtype']}{entry['shape']}")
+            arr = file_rules.load_npy(path, entry["file"], shape=shape, dtype=dtype,
+                                      sha256=entry["sha256"])
+        except file_rules.MissingFile:
+            raise FormatError(f"{f}: missing (tensor {name!r} of model.json)") from None
+        except FormatError as exc:
+            raise FormatError(f"{exc} (tensor {name!r})") from None
         if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
             raise FormatError(f"{f}: tensor {name!r} holds NaN or infinity")
         state[name] = torch.from_numpy(arr)
     return state, header["config"], header.get("meta", {})
+
+
+def graph_identity(graph) -> dict[str, Any]:
+    """What a checkpoint records of its training graph (``meta.graph_identity``):
+    ``digest`` (:func:`graphsys.distributed.graph_digest`: partitioning, types, edge sets
+    and every node and bucket file) and ``nodes`` (per entity type, the nodes of each
+    partition and the sha256 of their original ids: :func:`~graphsys.storage.identity.
+    node_record`)."""
+    from graphsys.distributed import graph_digest
+
+    return {"digest": graph_digest(graph), "nodes": node_record(graph)}
+
+
+def _check_identity(where: Path, identity: Any) -> None:
+    if not isinstance(identity, dict) or not isinstance(identity.get("digest"), str):
+        raise FormatError(f"{where}: meta.graph_identity must hold a digest and nodes")
+    check_record(identity.get("nodes"), f"{where}: meta.graph_identity.nodes")
+
+
+def check_graph(meta: dict[str, Any], graph, where: str | Path, *,
+                same_graph: bool = False) -> None:
+    """Refuse, in one line naming ``where``, to use a checkpoint whose ``meta`` (as
+    :func:`load_checkpoint` returns it) was trained on a graph whose nodes are not those of
+    ``graph`` in the same partitions and order: its per-node rows (learned embeddings, item
+    biases) and the splits it re-derives attach by position. ``same_graph`` (resuming a
+    run): the graph must be the very one (its digest), edges included. A checkpoint written
+    before graphs were recorded is compared by node counts only, as its loaders do."""
+    from graphsys.distributed import graph_digest
+
+    identity = meta.get("graph_identity")
+    if identity is None:
+        return
+    if same_graph and identity["digest"] != graph_digest(graph):
+        raise GraphsysError(f"{where}: trained on another graph ({meta.get('graph')}) than "
+                            f"{graph.path}, whose nodes, edges or partitions differ; a run "
+                            f"resumes on its own graph only (choose a new output directory)")
+    check_nodes(identity["nodes"], graph, str(where))
+
+
+def load_module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str,
+                      where: str | Path, *, strict: bool = True) -> None:
+    """Load the tensors ``prefix.*`` of a checkpoint's ``state`` into ``module``, each
+    checked first (name and shape): a checkpoint that does not fit the model rebuilt from
+    its config is a one-line :class:`FormatError` naming ``where`` and the tensor, never
+    torch's multi-line error. ``strict=False``: tensors the module lacks, and ones the
+    checkpoint lacks, are left out."""
+    sub = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    own = module.state_dict()
+    if strict:
+        missing, extra = sorted(set(own) - set(sub)), sorted(set(sub) - set(own))
+        if missing or extra:
+            name = (missing or extra)[0]
+            what = "is missing" if missing else "is not a tensor of the model"
+            raise FormatError(f"{where}: tensor {prefix}{name} {what} (a checkpoint of "
+                              f"another model?)")
+    for k, v in sub.items():
+        if k in own and tuple(v.shape) != tuple(own[k].shape):
+            raise FormatError(f"{where}: tensor {prefix}{k} is {tuple(v.shape)}, the model "
+                              f"rebuilt from its config has {tuple(own[k].shape)}")
+    module.load_state_dict({k: v for k, v in sub.items() if k in own}, strict=strict)
+
+
+_JSON_TYPES = {str: "string", int: "integer", list: "list", dict: "object", bool: "boolean"}
+
+
+def meta_field(meta: dict[str, Any], key: str, where: str | Path, kind: type = str) -> Any:
+    """``meta[key]`` of a checkpoint at ``where`` if it is a JSON ``kind``, else a one-line
+    :class:`FormatError` (``model.json`` carries no checksum of its own: an edited or
+    damaged one must not surface as a KeyError deep in a reader)."""
+    value = meta.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise FormatError(f"{Path(where) / 'model.json'}: meta.{key} is "
+                          f"{'missing' if value is None else repr(value)}, not a "
+                          f"{_JSON_TYPES.get(kind, kind.__name__)}")
+    return value
+
+
+def train_config_of(meta: dict[str, Any], where: str | Path):
+    """The :class:`~graphsys.gnn.config.TrainConfig` a checkpoint at ``where`` was trained
+    with (``meta.train_config``, checked on load), or a one-line :class:`FormatError`."""
+    from graphsys.gnn.config import TrainConfig
+
+    values = dict(meta_field(meta, "train_config", where, dict))
+    if isinstance(values.get("hard_band"), list):
+        values["hard_band"] = tuple(values["hard_band"])
+    return TrainConfig(**values)

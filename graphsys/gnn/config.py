@@ -1,15 +1,20 @@
 """The GNN training configuration: :class:`TrainConfig`, the one set of defaults that
 ``graphsys gnn train`` shows and the library uses (:data:`TASK_DEFAULTS`,
-:data:`MODEL_DEFAULTS` for the values that depend on the task and model)."""
+:data:`MODEL_DEFAULTS` for the values that depend on the task and model), with a nested
+table per model that has settings of its own (:class:`RGCNSettings`, PyTorch-BigGraph
+style); :func:`load_train_config` reads one from a TOML or JSON file."""
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, fields, replace
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Any
 
-from graphsys.errors import ParameterError
+from graphsys.errors import ConfigError, ParameterError
 from graphsys.gnn.full_graph import check_full_graph
 from graphsys.plugins import GNN_MODELS
 
@@ -37,7 +42,8 @@ LINK_SPLITS = ("auto", "user", "random", "time")
 #: ``<z_h, diag(r), z_t>`` with a learned ``r``, or a two-layer perceptron on ``z_h * z_t``
 LINK_DECODERS = ("dot", "distmult", "mlp")
 #: The link task's relational model: R-GCN encoder + DistMult decoder on a typed graph
-#: (:func:`graphsys.gnn.rgcn_link.train_rgcn_link`, Schlichtkrull et al. 2018).
+#: (:mod:`graphsys.gnn.rgcn_link`, Schlichtkrull et al. 2018); its own settings:
+#: :class:`RGCNSettings`.
 RGCN = "rgcn"
 MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     # the paper's FB15k-237 setup: Adam lr 0.01, dropout 0.2, edge batches of 30,000 triples
@@ -82,6 +88,113 @@ def _check_number(name: str, value) -> None:
 
 
 @dataclass
+class RGCNSettings:
+    """The settings of the R-GCN link model that :class:`TrainConfig` has no field for
+    (``TrainConfig(model="rgcn", rgcn=RGCNSettings(...))``; a ``[rgcn]`` table in a TOML
+    config). The shared ones come from :class:`TrainConfig`: ``hidden`` (encoding width),
+    ``epochs``, ``lr``, ``dropout``, ``batch_size`` (training triples drawn per step; an
+    epoch is as many steps as cover the training edges once), ``num_negatives``
+    (corruptions per positive), ``eval_every``, ``patience``, ``weight_decay``, ``seed``
+    and ``metrics_k``.
+
+    Parameters
+    ----------
+    num_layers : int
+        R-GCN layers (default 2, the paper's on FB15k-237).
+    num_blocks : int, optional
+        Block-diagonal decomposition: blocks per relation weight (0: none). None (default):
+        the paper's 5 x 5 blocks, ``hidden // 5``, when 5 divides ``hidden``, else none.
+    num_bases : int
+        Basis decomposition: shared bases (default 0: none); at most one of the two.
+    reg : float
+        Weight of the squared-norm regulariser of encodings and relation vectors (default
+        0.01).
+    grad_norm : float
+        Gradient clipping, the largest L2 norm (default 1.0).
+    graph_split : float
+        Share of a step's triples that forms the graph the encoder runs on, in (0, 1]
+        (default 0.5, as the paper's edge sampling).
+    eval_max : int
+        Validation triples ranked per evaluation, a seeded sample (default 2000; 0: all).
+        The test edge set is always ranked whole.
+    max_seconds : float, optional
+        Stop after this much training time in seconds, evaluations excluded (it ends with
+        an evaluation and keeps the best model, as at the end); default None: no limit.
+    train_edges, valid_edges, test_edges : str
+        The edge sets that train, select the model, and give the test metrics (defaults
+        ``train``, ``valid``, ``test``, as ``graphsys datasets ingest fb15k-237`` stores
+        them).
+
+    Examples
+    --------
+    >>> from graphsys.gnn import RGCNSettings, TrainConfig
+    >>> cfg = TrainConfig(task="link", model="rgcn", hidden=200,
+    ...                   rgcn=RGCNSettings(max_seconds=60))
+    >>> cfg.rgcn.num_blocks, cfg.rgcn.max_seconds             # 5 x 5 blocks of 200
+    (40, 60)
+    >>> TrainConfig(task="link", model="rgcn", rgcn={"reg": 0.0}).rgcn.reg
+    0.0
+    """
+
+    num_layers: int = 2
+    num_blocks: int | None = None
+    num_bases: int = 0
+    reg: float = 0.01
+    grad_norm: float = 1.0
+    graph_split: float = 0.5
+    eval_max: int = 2000
+    max_seconds: float | None = None
+    train_edges: str = "train"
+    valid_edges: str = "valid"
+    test_edges: str = "test"
+
+    def __post_init__(self):
+        """Check every value: a :class:`ParameterError` naming ``rgcn.<field>``."""
+        for name, low in (("num_layers", 1), ("num_blocks", 0), ("num_bases", 0),
+                          ("eval_max", 0)):
+            value = getattr(self, name)
+            if value is None and name == "num_blocks":
+                continue
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+                raise ParameterError(f"rgcn.{name}", f"must be an integer >= {low}, got "
+                                                     f"{value!r}")
+        for name, low, closed in (("reg", 0.0, True), ("grad_norm", 0.0, False),
+                                  ("max_seconds", 0.0, False)):
+            value = getattr(self, name)
+            if value is None and name == "max_seconds":
+                continue
+            if (isinstance(value, bool) or not isinstance(value, Real)
+                    or not math.isfinite(value) or value < low or (value == low and not closed)):
+                raise ParameterError(f"rgcn.{name}", f"must be a finite number "
+                                                     f"{'>=' if closed else '>'} {low:g}, got "
+                                                     f"{value!r}")
+        if (isinstance(self.graph_split, bool) or not isinstance(self.graph_split, Real)
+                or not 0.0 < self.graph_split <= 1.0):
+            raise ParameterError("rgcn.graph_split", f"must be in (0, 1], got "
+                                                     f"{self.graph_split!r}")
+        if self.num_blocks and self.num_bases:
+            raise ParameterError("rgcn.num_bases", "give num_blocks or num_bases, not both")
+        for name in ("train_edges", "valid_edges", "test_edges"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ParameterError(f"rgcn.{name}", f"must be an edge set name, got "
+                                                     f"{getattr(self, name)!r}")
+
+    @classmethod
+    def from_dict(cls, values: dict) -> RGCNSettings:
+        """From a mapping (the ``[rgcn]`` table of a TOML config); an unknown key is one
+        :class:`ParameterError` naming it and the known ones."""
+        if not isinstance(values, dict):
+            raise ParameterError("rgcn", f"must be a table of R-GCN settings, got "
+                                         f"{values!r}")
+        known = [f.name for f in fields(cls)]
+        bad = sorted(set(values) - set(known))
+        if bad:
+            raise ParameterError(f"rgcn.{bad[0]}", f"is not an R-GCN setting (known: "
+                                                   f"{', '.join(known)})")
+        return cls(**values)
+
+
+@dataclass
 class TrainConfig:
     """Hyperparameters and run options of :func:`graphsys.gnn.train` (JSON-able; stored
     in checkpoints).
@@ -98,7 +211,10 @@ class TrainConfig:
         graph (default ``"node"``).
     model : str
         A builtin model (``"sage"``, ``"gcn"``, ``"gat"``, ``"gin"``, ``"pinsage"``; see
-        :class:`~graphsys.gnn.GNN`) or a ``"module:Factory"`` spec (default ``"sage"``).
+        :class:`~graphsys.gnn.GNN`), a ``"module:Factory"`` spec (default ``"sage"``), or
+        ``"rgcn"`` (task link: R-GCN encoder and DistMult decoder on a typed graph's
+        ``train`` / ``valid`` / ``test`` edge sets, :mod:`graphsys.gnn.rgcn_link`; its
+        settings in ``rgcn``).
     fanouts : list of int, optional
         Neighbours per layer, input layer first (-1 = all); its length is the number of
         layers. None: every neighbour in 2 layers (node task), ``[10, 10]`` (link task).
@@ -139,7 +255,7 @@ class TrainConfig:
         neighbourhood of a builtin model is computed layer by layer over the nodes it needs.
         A sample is drawn once per run (the same at every evaluation), and a builtin
         model's validation sample is kept between evaluations while its blocks take at most
-        ``graphsys.gnn.training.EVAL_PLAN_BYTES`` (512 MiB).
+        ``graphsys.gnn.node_task.EVAL_PLAN_BYTES`` (512 MiB).
     layerwise_inference : bool
         Node task: evaluate on every node of the graph instead, with full neighbourhoods
         (a builtin model layer by layer over all nodes, a model of one's own on each
@@ -179,8 +295,8 @@ class TrainConfig:
         Link task: how edges are held out. ``user``: one validation and one test
         interaction per user of a bipartite graph, PinSage item recommendation; ``random``:
         a seeded ``link_val_fraction`` / ``link_test_fraction`` of the distinct edges, on
-        one entity type or two (:mod:`graphsys.gnn.link`); ``time``: the latest edges
-        (needs per-edge timestamps, which graph storage does not carry yet). ``auto``
+        one entity type or two (:mod:`graphsys.gnn.link`); ``time``: the latest edges by
+        the ``timestamp`` edge column (:func:`graphsys.gnn.link.edge_timestamps`). ``auto``
         (default): ``user`` on a graph whose relation joins two entity types, else
         ``random``.
     link_val_fraction, link_test_fraction : float
@@ -206,6 +322,10 @@ class TrainConfig:
     metrics_k : tuple of int
         Link task: the ``k`` of the reported ``hits@k`` and ``recall@k`` (default
         ``(1, 3, 10, 20)``).
+    rgcn : RGCNSettings or dict, optional
+        ``model="rgcn"``: the R-GCN settings :class:`TrainConfig` has no field for (a dict
+        is read by :meth:`RGCNSettings.from_dict`); default ``RGCNSettings()``. Refused
+        with any other model.
 
     Examples
     --------
@@ -258,6 +378,7 @@ class TrainConfig:
     link_eval_negatives: int = 1000
     link_exclude_targets: bool = True
     metrics_k: tuple[int, ...] = (1, 3, 10, 20)
+    rgcn: RGCNSettings | None = None
 
     def negatives_for(self, split: str) -> int:
         """``num_negatives``, or its default for the link task's ``split`` (resolved: not
@@ -349,6 +470,44 @@ class TrainConfig:
                 raise ParameterError("full_graph", "applies to the node task only")
             check_full_graph(self.model, self.fanouts)
         self._check_link_keys()
+        self._check_rgcn()
+
+    def _check_rgcn(self) -> None:
+        """The R-GCN settings: only with ``model="rgcn"``, which takes them (default
+        ``RGCNSettings()``) and no ``fanouts`` (it encodes whole edge-sampled graphs;
+        ``rgcn.num_layers`` sets the layers)."""
+        if self.model != RGCN:
+            if self.rgcn is not None:
+                raise ParameterError("rgcn", f"holds the settings of model rgcn, not "
+                                             f"{self.model!r}")
+            return
+        self.rgcn = (RGCNSettings() if self.rgcn is None else self.rgcn
+                     if isinstance(self.rgcn, RGCNSettings) else RGCNSettings.from_dict(
+                         self.rgcn))
+        if self.fanouts is not None:
+            raise ParameterError("fanouts", "does not apply to rgcn, which encodes whole "
+                                            "edge-sampled graphs (rgcn.num_layers sets its "
+                                            "layers)")
+        if self.rgcn.num_blocks is None:    # a copy: the caller's settings stay as given
+            self.rgcn = replace(self.rgcn, num_blocks=self.hidden // 5
+                                if self.hidden % 5 == 0 else 0)
+        if self.rgcn.num_blocks and self.hidden % self.rgcn.num_blocks:
+            raise ParameterError("rgcn.num_blocks", f"{self.rgcn.num_blocks} blocks must "
+                                                    f"divide hidden {self.hidden}")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        """From a mapping (a TOML or JSON config: the fields, and a ``rgcn`` table); an
+        unknown key is one :class:`ParameterError` naming it."""
+        known = [f.name for f in fields(cls)]
+        bad = sorted(set(values) - set(known))
+        if bad:
+            raise ParameterError(bad[0], f"is not a GNN training setting (known: "
+                                         f"{', '.join(known)})")
+        values = dict(values)
+        if isinstance(values.get("hard_band"), list):
+            values["hard_band"] = tuple(values["hard_band"])
+        return cls(**values)
 
     def _check_link_keys(self) -> None:
         """The link task's held-out-edge keys."""
@@ -375,3 +534,58 @@ class TrainConfig:
         if not ks or any(int(k) != k or k < 1 for k in ks):
             raise ParameterError("metrics_k", f"must be integers >= 1, got {self.metrics_k}")
         self.metrics_k = tuple(sorted({int(k) for k in ks}))
+
+
+def load_train_config(path: str | Path, overrides: dict[str, Any] | None = None
+                      ) -> TrainConfig:
+    """A :class:`TrainConfig` from a ``.toml`` or ``.json`` file: top-level keys are its
+    fields, a ``[rgcn]`` table the :class:`RGCNSettings`; ``overrides`` (field -> value)
+    replace the file's values.
+
+    Parameters
+    ----------
+    path : str or Path
+        The config file, e.g. ``datasets/configs/fb15k-237-rgcn.toml``.
+    overrides : dict, optional
+        Fields set over the file's (``rgcn`` merged key by key).
+
+    Returns
+    -------
+    TrainConfig
+
+    Raises
+    ------
+    ConfigError
+        An unreadable file or invalid TOML / JSON, naming the file.
+    ParameterError
+        An unknown key or a bad value, naming the key.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from graphsys.gnn import load_train_config
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "kg.toml"
+    >>> _ = p.write_text('task = "link"\\nmodel = "rgcn"\\nhidden = 20\\n'
+    ...                  '[rgcn]\\nnum_layers = 1\\nmax_seconds = 30\\n')
+    >>> cfg = load_train_config(p, {"epochs": 2})
+    >>> cfg.epochs, cfg.rgcn.num_layers, cfg.rgcn.num_blocks, cfg.rgcn.max_seconds
+    (2, 1, 4, 30)
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the config ({exc})") from None
+    try:
+        values = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid {path.suffix.lstrip('.') or 'toml'}: {exc}"
+                          ) from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: a config is a table of settings")
+    for key, value in (overrides or {}).items():
+        if key == "rgcn" and isinstance(values.get("rgcn"), dict) and isinstance(value, dict):
+            values["rgcn"] = {**values["rgcn"], **value}
+        else:
+            values[key] = value
+    return TrainConfig.from_dict(values)

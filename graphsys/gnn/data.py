@@ -42,5 +42,5 @@ def open_source(dataset: str | None = None, graph: str | Path | None = None, *,
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (out / "manifest.json").is_file():
                 fetched = fetch(ds, cache=cache, mirror=mirror, log=log)
-                ingest_dataset(fetched, out, IngestOptions(num_partitions=partitions), split)
+                ingest_dataset(fetched, out, IngestOptions(partitions=partitions), split)
     return open_graph(out)

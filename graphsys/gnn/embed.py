@@ -5,7 +5,8 @@ embedding to Arrow files (layout: :mod:`graphsys.storage.embedding_files`), whic
 Node task: the embedding is the model's output (class scores, float32 (N, classes)).
 Link task: the item embedding (float32 (N, hidden)), computed over the same training graph
 (the checkpoint's seed re-derives the held-out split) with fixed-seed PinSage
-neighbourhoods, as at evaluation time.
+neighbourhoods, as at evaluation time. R-GCN: every node's encoding over the training edge
+set, as at evaluation time (a graph of one entity type).
 """
 
 from __future__ import annotations
@@ -16,44 +17,64 @@ from typing import Any
 import torch
 
 from graphsys.errors import GraphsysError
-from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.batches import eval_blocks, link_sampler, node_sampler, walk_sampler
+from graphsys.gnn.checkpoint import (
+    check_graph,
+    load_checkpoint,
+    load_module_state,
+    meta_field,
+    train_config_of,
+)
+from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
+from graphsys.gnn.inputs import ItemInput, NodeInput, link_input, node_task_data
+from graphsys.gnn.item_task import interaction_split
 from graphsys.gnn.link import link_data
 from graphsys.gnn.model import GNN
-from graphsys.gnn.training import (
-    ItemInput,
-    NodeInput,
-    TrainConfig,
-    eval_blocks,
-    interaction_split,
-    link_input,
-    link_sampler,
-    node_sampler,
-    node_task_data,
-    walk_sampler,
-)
+from graphsys.gnn.rgcn_link import RGCNData, encodings, load_rgcn
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency
 from graphsys.storage.embedding_files import EmbeddingWriter
 from graphsys.storage.graph import Graph, open_graph
 
 
-def _split_state(state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
-    return {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
-
-
 def _held_out_edges_model(graph: Graph, cfg: TrainConfig, meta: dict, checkpoint):
     """Layer-0 input and evaluation blocks of a link checkpoint trained on held-out edges:
     the training graph re-derived from the checkpoint's seed and fractions."""
-    if len(meta["types"]) != 1:
+    types = meta_field(meta, "types", checkpoint, list)
+    if len(types) != 1:
         raise GraphsysError(f"{checkpoint}: a link model over two entity types "
-                            f"({', '.join(t[0] for t in meta['types'])}); streaming inference "
+                            f"({', '.join(str(t[0]) for t in types)}); streaming inference "
                             f"embeds one entity type (train's result holds every node's "
                             f"embedding in extra['embeddings'])")
     data = link_data(graph, meta["entity_type"], cfg.link_val_fraction,
                      cfg.link_test_fraction, cfg.seed, meta["link_split"])
     inp = link_input(graph, data, cfg.hidden)
     return inp, eval_blocks(link_sampler(cfg, data.adj), cfg.seed)
+
+
+def _embed_rgcn(checkpoint, out, graph: Graph | None, log) -> dict[str, Any]:
+    """An R-GCN checkpoint's node encodings over its training graph (as its evaluation
+    computes them), partition by partition; a graph of one entity type."""
+    model, graph, cfg = load_rgcn(checkpoint, graph)
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"{checkpoint}: an R-GCN model over {len(graph.entity_types)} "
+                            f"entity types ({', '.join(graph.entity_types)}); an embedding "
+                            f"directory holds one (train's result holds every node's "
+                            f"encoding in extra['embeddings'])")
+    et = graph.entity_types[0]
+    z = encodings(model, RGCNData(graph, cfg))
+    writer = EmbeddingWriter(out, graph, et)
+    try:
+        for k, (a, b) in enumerate(partition_ranges(graph, et)):
+            writer(k, z[a:b])
+            if log:
+                log(f"partition {k}: {b - a:,} embeddings written")
+        writer.finish({"checkpoint": str(checkpoint), "task": "link", "model": RGCN})
+    finally:  # finished or not, the directory is released
+        writer.close()
+    return {"entity_type": et, "num_nodes": graph.num_nodes(et), "dimension": writer.dim,
+            "out": str(out), "files": writer.files}
 
 
 def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
@@ -66,7 +87,8 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     partition by partition, writing each partition's embeddings as soon as they are ready
     (layout: :mod:`graphsys.storage.embedding_files`). Node task: the model's outputs (class
     scores); link task: the item embeddings, on the training graph with fixed-seed PinSage
-    neighbourhoods, as at evaluation time.
+    neighbourhoods, as at evaluation time; R-GCN: the node encodings over the training
+    edge set (a graph of one entity type).
 
     Parameters
     ----------
@@ -120,13 +142,15 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     (200, 4)
     """
     state, config, meta = load_checkpoint(checkpoint)
+    if config.get("model") == RGCN:
+        return _embed_rgcn(checkpoint, out, graph, log)
     if graph is None:
-        graph = open_graph(meta["graph"])
-    cfg_d = dict(meta["train_config"])
-    cfg_d["hard_band"] = tuple(cfg_d["hard_band"])
-    cfg = TrainConfig(**cfg_d)
+        graph = open_graph(meta_field(meta, "graph", checkpoint))
+    check_graph(meta, graph, checkpoint)
+    cfg = train_config_of(meta, checkpoint)
     device = torch.device(device)
-    et = meta["entity_type"]
+    et = meta_field(meta, "entity_type", checkpoint)
+    task = meta_field(meta, "task", checkpoint)
     if et not in graph.entity_types:
         raise GraphsysError(f"checkpoint is for entity type {et!r}, which {graph.path} lacks")
     if config.get("model") not in GNN_MODELS:
@@ -134,9 +158,9 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
                             f"inference embeds the builtin models "
                             f"({', '.join(GNN_MODELS.names())}) only")
     model = GNN(**config).to(device)
-    model.load_state_dict(_split_state(state, "model."))
+    load_module_state(model, state, "model.", checkpoint)
     n = graph.num_nodes(et)
-    if meta["task"] == "node":
+    if task == "node":
         data = node_task_data(graph, et, cfg.seed)
         inp = NodeInput(data["x"], n, cfg.hidden)
         adj = homogeneous_adjacency(graph, et, symmetric=True)
@@ -144,16 +168,17 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     elif meta.get("link_split") in ("random", "time"):
         inp, block_fn = _held_out_edges_model(graph, cfg, meta, checkpoint)
     else:
-        other = meta["other_type"]
-        feat = torch.from_numpy(graph.node_column("feat", et)) if meta["has_features"] else None
+        other = meta_field(meta, "other_type", checkpoint)
+        if other not in graph.entity_types:
+            raise GraphsysError(f"checkpoint's user type {other!r} is not in {graph.path}")
+        feat = (torch.from_numpy(graph.node_column("feat", et))
+                if meta_field(meta, "has_features", checkpoint, bool) else None)
         inp = ItemInput(n, feat, cfg.hidden)
         users, items, train_m, _, _ = interaction_split(graph, et, other, cfg.seed)
         fw = from_coo(items[train_m], users[train_m], n, graph.num_nodes(other))
         bw = fw.transpose()
         block_fn = eval_blocks(walk_sampler(cfg, fw, bw, cfg.fanouts or [10, 10]), cfg.seed)
-    missing, _ = inp.load_state_dict(_split_state(state, "input."), strict=False)
-    if missing:
-        raise GraphsysError(f"{checkpoint}: checkpoint lacks input parameters {missing}")
+    load_module_state(inp, state, "input.", checkpoint)
     inp = inp.to(device).eval()
     writer = EmbeddingWriter(out, graph, et)
     ranges = partition_ranges(graph, et)
@@ -163,8 +188,11 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         if log:
             log(f"partition {k}: {h.shape[0]:,} embeddings written")
 
-    layerwise_inference(model, inp, n, block_fn, ranges, device=device,
-                        on_partition=on_partition, progress=progress)
-    writer.finish({"checkpoint": str(checkpoint), "task": meta["task"]})
+    try:
+        layerwise_inference(model, inp, n, block_fn, ranges, device=device,
+                            on_partition=on_partition, progress=progress)
+        writer.finish({"checkpoint": str(checkpoint), "task": task})
+    finally:  # finished or not, the directory is released
+        writer.close()
     return {"entity_type": et, "num_nodes": n, "dimension": writer.dim, "out": str(out),
             "files": writer.files}

@@ -18,9 +18,9 @@ against ``negatives`` uniform candidate tails per positive (fixed by the seed, t
 every evaluation), or against every candidate tail (``negatives=-1``); negatives that are
 true edges of the graph (in any split) or the head itself are filtered out. ``mrr``,
 ``hits@k``, and ``recall@k`` (per head: the share of its held-out tails in its top ``k``,
-averaged over heads) follow from the ranks (:mod:`graphsys.gnn.metrics`); ``auc`` pools the
-positives' scores against the filtered negatives' (with ``negatives=-1``: one filtered
-uniform negative per positive).
+averaged over heads) follow from the ranks (:mod:`graphsys.ranking`'s rule: ties count half,
+NaN ranks worst; :mod:`graphsys.gnn.metrics`); ``auc`` pools the positives' scores against
+the filtered negatives' (with ``negatives=-1``: one filtered uniform negative per positive).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from torch import nn
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import LINK_DECODERS
-from graphsys.gnn.metrics import auc, filtered_ranks, group_positions, ranking_metrics
+from graphsys.gnn.metrics import group_positions, ranking_metrics
+from graphsys.ranking import auc, ranks
 from graphsys.sampling.adjacency import Adjacency, from_coo, typed_edges
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
@@ -46,10 +47,23 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
 
     Without ``time``: a ``numpy.random.default_rng(seed)`` permutation; its first
     ``round(test_fraction * E)`` edges are test, the next ``round(val_fraction * E)``
-    validation, the rest training. With ``time`` (one timestamp per edge): the latest
-    ``round(test_fraction * E)`` edges are test, the ones before them validation (equal
-    timestamps in a seeded random order), so the model is trained on the past and asked
-    about the future.
+    validation, the rest training. With ``time`` (one timestamp per edge; ``seed`` unused):
+    the edges ordered by timestamp in the column's own type (int64 nanoseconds stay exact),
+    the latest ``round(test_fraction * E)`` test, the ``round(val_fraction * E)`` before
+    them validation, so the model is trained on the past and asked about the future.
+
+    Ties: a cut never splits equal timestamps. Edges stamped like the last edge before a
+    cut go to the earlier side (training before validation, validation before test, as
+    TGL's and TGB's ``t <= cut`` splits do), so every validation stamp is strictly later
+    than every training stamp and every test stamp strictly later than both; a held-out
+    side can hold fewer edges than its fraction asks, and a side the ties leave empty is
+    refused.
+
+    Raises
+    ------
+    ParameterError
+        A fraction outside [0, 1), fractions leaving no training edge, ``time`` not one
+        finite number (or datetime) per edge, or ties leaving a held-out side empty.
 
     Examples
     --------
@@ -57,6 +71,13 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
     >>> train, val, test = split_edges(10, 0.1, 0.2, seed=0, time=range(10, 0, -1))
     >>> int(train.sum()), val.nonzero()[0].tolist(), test.nonzero()[0].tolist()
     (7, [2], [0, 1])
+
+    Validation asks for 2 edges, but the earlier of them ties with a training edge (stamp
+    3): both stay in training, and validation holds the one later edge:
+
+    >>> train, val, test = split_edges(6, 0.34, 0.17, seed=0, time=[3, 5, 1, 4, 3, 2])
+    >>> train.nonzero()[0].tolist(), val.nonzero()[0].tolist(), test.nonzero()[0].tolist()
+    ([0, 2, 4, 5], [3], [1])
     """
     for name, f in (("link_val_fraction", val_fraction), ("link_test_fraction", test_fraction)):
         if not 0 <= f < 1:
@@ -65,20 +86,57 @@ def split_edges(num_edges: int, val_fraction: float, test_fraction: float, seed:
     if n_test + n_val >= num_edges:
         raise ParameterError("link_test_fraction", f"and link_val_fraction leave no training "
                                                    f"edge of {num_edges:,}")
-    rng = np.random.default_rng(seed)
-    if time is None:
-        order = rng.permutation(num_edges)
-    else:
-        t = np.asarray(time)
-        if t.shape != (num_edges,):
-            raise ParameterError("time", f"must hold one timestamp per edge ({num_edges:,}), "
-                                         f"got shape {t.shape}")
-        order = np.lexsort((rng.random(num_edges), -t.astype(np.float64)))   # latest first
     masks = [np.zeros(num_edges, bool) for _ in range(3)]
-    masks[2][order[:n_test]] = True
-    masks[1][order[n_test:n_test + n_val]] = True
-    masks[0][order[n_test + n_val:]] = True
+    if time is None:
+        order = np.random.default_rng(seed).permutation(num_edges)
+        masks[2][order[:n_test]] = True
+        masks[1][order[n_test:n_test + n_val]] = True
+        masks[0][order[n_test + n_val:]] = True
+        return masks[0], masks[1], masks[2]
+    t = _checked_times(time, num_edges)
+    order = np.argsort(t, kind="stable")  # earliest first, exact in the stamps' own type
+    ts = t[order]
+    val_cut, test_cut = (_tie_cut(ts, num_edges - n_test - n_val),
+                         _tie_cut(ts, num_edges - n_test))
+    val_cut = min(val_cut, test_cut)
+    for name, want, cut, got in (
+            ("link_test_fraction", n_test, num_edges - n_test, num_edges - test_cut),
+            ("link_val_fraction", n_val, num_edges - n_test - n_val, test_cut - val_cut)):
+        if want and not got:
+            raise ParameterError(name, f"asks for {want:,} held-out edges, but the edges "
+                                       f"from the cut on share the timestamp "
+                                       f"{ts[cut - 1]} of the edge before it, and a cut "
+                                       f"never splits equal timestamps: none is left")
+    masks[0][order[:val_cut]] = True
+    masks[1][order[val_cut:test_cut]] = True
+    masks[2][order[test_cut:]] = True
     return masks[0], masks[1], masks[2]
+
+
+def _checked_times(time, num_edges: int) -> np.ndarray:
+    """``time`` as one integer, float or datetime64 stamp per edge (ParameterError
+    otherwise: another shape or kind, NaN, infinity or NaT)."""
+    t = np.asarray(time)
+    if t.shape != (num_edges,):
+        raise ParameterError("time", f"must hold one timestamp per edge ({num_edges:,}), "
+                                     f"got shape {t.shape}")
+    if t.dtype.kind not in "iufM":
+        raise ParameterError("time", f"must hold integer, float or datetime64 timestamps, "
+                                     f"got dtype {t.dtype}")
+    bad = (np.isnat(t) if t.dtype.kind == "M" else ~np.isfinite(t) if t.dtype.kind == "f"
+           else np.zeros(num_edges, bool))
+    if bad.any():
+        raise ParameterError("time", f"edge {int(np.argmax(bad))} has timestamp "
+                                     f"{t[np.argmax(bad)]}: every edge needs a finite one")
+    return t
+
+
+def _tie_cut(ts: np.ndarray, cut: int) -> int:
+    """The cut ``cut`` of the sorted stamps ``ts`` moved later past the stamps equal to
+    the last one before it (ties go to the earlier side)."""
+    if cut <= 0 or cut >= len(ts):
+        return cut
+    return int(np.searchsorted(ts, ts[cut - 1], side="right"))
 
 
 #: The edge column :func:`edge_timestamps` reads.
@@ -104,7 +162,8 @@ def edge_timestamps(graph: Graph, entity_type: str | None = None) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        float64 (E,) timestamps, aligned with :func:`target_edges`' head and tail.
+        (E,) timestamps in the column's own dtype (int64, float32 or float64), aligned with
+        :func:`target_edges`' head and tail.
 
     Raises
     ------
@@ -121,7 +180,7 @@ def edge_timestamps(graph: Graph, entity_type: str | None = None) -> np.ndarray:
     >>> g = graphsys.from_arrow(edges, d + "/g", edge_columns=["timestamp"])
     >>> head, tail = target_edges(g)[:2]
     >>> sorted(zip(head.tolist(), tail.tolist(), edge_timestamps(g).tolist()))
-    [(0, 1, 20.0), (1, 2, 10.0), (2, 0, 30.0)]
+    [(0, 1, 20), (1, 2, 10), (2, 0, 30)]
     """
     es = graph.edge_set(None)
     if TIME_COLUMN not in {c.name for c in es.columns}:
@@ -190,7 +249,7 @@ def _typed_times(graph: Graph, lhs: str, rhs: str) -> np.ndarray:
     lo_d, hi_d = toff[rhs], toff[rhs] + graph.num_nodes(rhs)
     out = [t[(s >= lo_s) & (s < hi_s) & (d >= lo_d) & (d < hi_d)]
            for (s, d, _, _), t in zip(graph.iter_edges(None), graph.edge_column(TIME_COLUMN))]
-    return np.concatenate(out).astype(np.float64) if out else np.zeros(0)
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 def _first_pairs(key: np.ndarray, time: np.ndarray | None
@@ -202,7 +261,7 @@ def _first_pairs(key: np.ndarray, time: np.ndarray | None
         first.sort()
         return first, None
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    earliest = np.full(len(first), np.inf)
+    earliest = time[first]  # in the stamps' own type: int64 nanoseconds stay exact
     np.minimum.at(earliest, inverse.ravel(), time)
     order = np.argsort(first, kind="stable")
     return first[order], earliest[order]
@@ -370,7 +429,7 @@ def evaluate_scores(pairs, every, data: LinkData, mask: np.ndarray, negatives: i
     heads, tails = data.head[mask], data.tail[mask]
     lo, hi = data.tails
     rng = np.random.default_rng(seed)
-    ranks, pos_all, aucneg = [], [], []
+    rank_parts, pos_all, aucneg = [], [], []
     neg_ids = rng.integers(lo, hi, (len(heads), negatives if negatives > 0 else 1))
     for a in range(0, len(heads), chunk):
         h, t, neg = heads[a:a + chunk], tails[a:a + chunk], neg_ids[a:a + chunk]
@@ -379,14 +438,14 @@ def evaluate_scores(pairs, every, data: LinkData, mask: np.ndarray, negatives: i
         sampled = np.asarray(pairs(h, neg), np.float64)
         aucneg.append(sampled[valid])
         if negatives > 0:
-            ranks.append(filtered_ranks(pos, sampled, valid))
+            rank_parts.append(ranks(pos, sampled, valid))
         else:
             ok = ~data.known[h][:, lo:hi].toarray().astype(bool)
             inside = (h >= lo) & (h < hi)
             ok[np.flatnonzero(inside), h[inside] - lo] = False        # the head itself
-            ranks.append(filtered_ranks(pos, np.asarray(every(h), np.float64), ok))
+            rank_parts.append(ranks(pos, np.asarray(every(h), np.float64), ok))
         pos_all.append(pos)
-    rank = np.concatenate(ranks) if ranks else np.zeros(0)
+    rank = np.concatenate(rank_parts) if rank_parts else np.zeros(0)
     pos = np.concatenate(pos_all) if pos_all else np.zeros(0)
     out = ranking_metrics(rank, group_positions(rank, pos, heads), heads, ks)
     neg = np.concatenate(aucneg) if aucneg else np.zeros(0)

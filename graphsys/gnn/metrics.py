@@ -1,12 +1,12 @@
-"""Evaluation metrics of GNN training: ranking metrics of link prediction (filtered MRR,
-Hits@K, recall@K), ROC AUC, and macro-F1 of node classification.
+"""Evaluation metrics of GNN training: ranking metrics of link prediction (MRR, Hits@K,
+recall@K), and macro-F1 of node classification.
 
-The ranking metrics follow OGB's link-prediction evaluators: a positive edge's score is
-compared with the scores of its negatives (sampled, or every candidate), negatives that are
-known true edges having been removed ("filtered"); its rank is ``1 + #(negatives scored
-higher) + #(negatives scored equal) / 2`` (the mean of the optimistic and pessimistic rank,
-so ties neither help nor hurt). Every function takes torch tensors or NumPy arrays and
-returns plain Python floats.
+Ranks follow the one rule of :mod:`graphsys.ranking` (:func:`~graphsys.ranking.ranks`: ties
+count half, a NaN score ranks worst; :func:`~graphsys.ranking.auc` pools positives against
+negatives under the same order), as OGB's link-prediction evaluators: a positive edge's score
+is compared with the scores of its negatives (sampled, or every candidate), negatives that
+are known true edges having been removed ("filtered"). Every function takes torch tensors or
+NumPy arrays and returns plain Python floats.
 """
 
 from __future__ import annotations
@@ -19,40 +19,6 @@ from graphsys.errors import ParameterError
 
 def _np(x) -> np.ndarray:
     return x.detach().cpu().numpy() if torch.is_tensor(x) else np.asarray(x)
-
-
-def filtered_ranks(pos, neg, valid=None) -> np.ndarray:
-    """The rank of each positive among its negatives, ties counted half (OGB's rule).
-
-    Parameters
-    ----------
-    pos : array (P,)
-        Score of each positive.
-    neg : array (P, M)
-        Scores of the negatives of each positive.
-    valid : bool array (P, M), optional
-        Which negatives count (False: a known true edge, filtered out); default all.
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 (P,): ``1 + #(valid neg > pos) + #(valid neg == pos) / 2``.
-
-    Examples
-    --------
-    >>> from graphsys.gnn.metrics import filtered_ranks
-    >>> filtered_ranks([0.5, 0.9], [[0.7, 0.1, 0.5], [0.95, 0.99, 0.1]],
-    ...                [[True, True, True], [True, False, True]]).tolist()
-    [2.5, 2.0]
-    """
-    pos, neg = _np(pos).astype(np.float64), _np(neg).astype(np.float64)
-    if neg.ndim != 2 or pos.shape != neg.shape[:1]:
-        raise ParameterError("neg", f"must have shape (P, M) with P = len(pos) = {len(pos)}, "
-                                    f"got {neg.shape}")
-    valid = np.ones(neg.shape, bool) if valid is None else _np(valid).astype(bool)
-    above = ((neg > pos[:, None]) & valid).sum(1)
-    tied = ((neg == pos[:, None]) & valid).sum(1)
-    return 1.0 + above + 0.5 * tied
 
 
 def mrr(ranks) -> float:
@@ -89,7 +55,8 @@ def group_positions(ranks, scores, groups) -> np.ndarray:
 
     ``position = rank + #(same-group positives scored higher) + #(same-group positives
     scored equal, itself excluded) / 2``, ``rank`` being its rank among its (filtered)
-    negatives (:func:`filtered_ranks`, which leaves the other positives out).
+    negatives (:func:`graphsys.ranking.ranks`, which leaves the other positives out); a NaN
+    score ranks worst, as there.
 
     Examples
     --------
@@ -104,8 +71,11 @@ def group_positions(ranks, scores, groups) -> np.ndarray:
                                        "positive")
     if len(ranks) == 0:
         return ranks
-    # dense score ranks, then a key per (group, score) that sorts by group, then score
-    _, dense = np.unique(scores, return_inverse=True)
+    # dense score ranks (NaN below every number), then a key per (group, score) that sorts
+    # by group, then score
+    nan = np.isnan(scores)
+    _, dense = np.unique(np.where(nan, 0.0, scores), return_inverse=True)
+    dense = np.where(nan, 0, dense.reshape(-1) + 1)
     span = int(dense.max()) + 2
     _, g = np.unique(groups, return_inverse=True)
     key = g * span + dense
@@ -113,7 +83,10 @@ def group_positions(ranks, scores, groups) -> np.ndarray:
     right = np.searchsorted(srt, key, "right")
     left = np.searchsorted(srt, key, "left")
     end = np.searchsorted(srt, g * span + span, "left")
-    return ranks + (end - right) + 0.5 * (right - left - 1)
+    out = ranks + (end - right) + 0.5 * (right - left - 1)
+    # a NaN positive ranks after every other positive of its group (NaN ones too)
+    size = np.bincount(g)[g]
+    return np.where(nan, ranks + size - 1, out)
 
 
 def recall_at_k(positions, groups, k: int) -> float:
@@ -136,31 +109,6 @@ def recall_at_k(positions, groups, k: int) -> float:
     _, g, counts = np.unique(groups, return_inverse=True, return_counts=True)
     hit = np.bincount(g, weights=(pos <= k).astype(np.float64), minlength=len(counts))
     return float((hit / counts).mean())
-
-
-def auc(pos, neg) -> float:
-    """ROC AUC of positive against negative scores: the Mann-Whitney U statistic over
-    ``len(pos) * len(neg)``, ties counted half (the probability that a random positive
-    scores above a random negative).
-
-    Parameters
-    ----------
-    pos, neg : array
-        Scores of the positives and of the negatives (1-D; both non-empty).
-
-    Examples
-    --------
-    >>> from graphsys.gnn.metrics import auc
-    >>> auc([0.9, 0.4], [0.5, 0.1, 0.4])
-    0.75
-    """
-    pos, neg = _np(pos).astype(np.float64).ravel(), _np(neg).astype(np.float64).ravel()
-    if len(pos) == 0 or len(neg) == 0:
-        raise ParameterError("pos", "and neg must both be non-empty for an AUC")
-    srt = np.sort(neg)
-    below = np.searchsorted(srt, pos, "left")
-    tied = np.searchsorted(srt, pos, "right") - below
-    return float((below.sum() + 0.5 * tied.sum()) / (len(pos) * len(neg)))
 
 
 def macro_f1(pred, labels) -> float:

@@ -187,8 +187,13 @@ class GNN(nn.Module):
 
 
 def _owns_storage(h: torch.Tensor, source: torch.Tensor) -> bool:
-    """``h`` is no view and shares no storage with ``source`` (a dense or CSR input)."""
+    """``h`` is no view and shares no storage with ``source`` (a dense or CSR input); False
+    for tensors without a storage of their own (lazy or traced ones): not written in place."""
     if h._base is not None or h.is_sparse or h.layout != torch.strided:
         return False
-    return is_sparse(source) or h.untyped_storage().data_ptr() != \
-        source.untyped_storage().data_ptr()
+    if is_sparse(source):
+        return True
+    try:
+        return h.untyped_storage().data_ptr() != source.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return False

@@ -37,6 +37,8 @@ import torch
 from tqdm import tqdm
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.outputs import check_own_directory
+from graphsys.storage import file_rules
 from graphsys.storage.atomic import staging_directory, write_bytes_atomic
 from graphsys.storage.graph import Graph
 
@@ -129,6 +131,7 @@ def propagate(graph: Graph, out: str | Path, *, hops: int = 2, column: str = "fe
     """
     if hops < 1:
         raise GraphsysError(f"hops must be >= 1, got {hops}")
+    check_own_directory(out, what="propagated features")
     if len(graph.entity_types) != 1:
         raise GraphsysError(f"propagate needs a graph with one entity type; {graph.path} has "
                             f"{', '.join(graph.entity_types)}")
@@ -190,20 +193,38 @@ def read_hop(out: str | Path, hop: int) -> np.ndarray:
     """``X^(hop)`` written by :func:`propagate`, float32 (N, dim) in the graph's
     type-global node order."""
     out = Path(out)
-    try:
-        header = json.loads((out / INDEX).read_text())
-    except (OSError, ValueError) as exc:
-        raise FormatError(f"{out / INDEX}: cannot read ({exc})") from None
-    if header.get("format") != FORMAT:
-        raise FormatError(f"{out / INDEX}: not a {FORMAT} index")
+    header = _header(out)
     if str(hop) not in header["files"]:
         raise GraphsysError(f"{out}: hop {hop} not written (hops 0..{header['hops']})")
-    parts = [np.array(_read(out / f, header["column"], header["dim"]))
-             for f in header["files"][str(hop)]]
+    files = header["files"][str(hop)]
+    if not isinstance(files, list):
+        raise FormatError(f"{out / INDEX}: files of hop {hop} must be a list")
+    parts = []
+    for f in files:
+        path = file_rules.inside(out, f, source=str(out / INDEX), field=f"files.{hop}")
+        file_rules.file_size(out, path)                  # a regular file: never a FIFO
+        try:
+            parts.append(np.array(_read(path, header["column"], header["dim"])))
+        except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
+            raise FormatError(f"{path}: cannot read hop {hop} "
+                              f"({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
     return np.concatenate(parts)
+
+
+def _header(out: Path) -> dict:
+    """The index of a propagation directory, read by :mod:`graphsys.storage.file_rules`."""
+    header = file_rules.read_json(out, INDEX)
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise FormatError(f"{out / INDEX}: not a {FORMAT} index")
+    if not isinstance(header.get("files"), dict) or not isinstance(header.get("hops"), int) \
+            or not isinstance(header.get("dim"), int) or not isinstance(header.get("column"),
+                                                                        str):
+        raise FormatError(f"{out / INDEX}: needs files (an object), hops and dim (integers) "
+                          f"and column (a name)")
+    return header
 
 
 def sign_features(out: str | Path) -> np.ndarray:
     """SIGN's input ``[X^(0), ..., X^(k)]``, float32 (N, (k+1) dim)."""
-    header = json.loads((Path(out) / INDEX).read_text())
+    header = _header(Path(out))
     return np.concatenate([read_hop(out, k) for k in range(header["hops"] + 1)], axis=1)

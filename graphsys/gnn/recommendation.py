@@ -14,7 +14,7 @@ per-user leave-last-out ``--split temporal`` at ingest, a graph ingested whole c
 by time at training (``link_split="time"``: the latest ratings are held out,
 :func:`graphsys.gnn.link.edge_timestamps`).
 
-Scoring is the link task's (:mod:`graphsys.gnn.training`), read from the checkpoint: the
+Scoring is the item task's (:mod:`graphsys.gnn.item_task`), read from the checkpoint: the
 item embeddings ``z`` are the checkpoint's model over its training graph with fixed-seed
 PinSage neighbourhoods (:func:`~graphsys.gnn.embed_checkpoint`), ``b`` is the learned
 per-item bias (checkpoint tensor ``input.bias``). User ``u``'s query is the normalised mean
@@ -22,6 +22,15 @@ of the unit embeddings of ``H(u)``, the items of ``u``'s edges in the *history* 
 (default: the training edge set, ``train`` when the graph has one), and item ``j`` scores
 ``<q_u, z_j / |z_j|> + b_j``. A user without history has ``q_u = 0``: the bias alone,
 the items' learned popularity, ranks the items.
+
+A checkpoint of the link task on held-out edges between two entity types (``link_split``
+``random`` or ``time``, e.g. MovieLens' ``user -> item`` ratings) is scored as that task
+scored its edges: every node's embedding over the run's training graph (re-derived from the
+checkpoint's seed and fractions), and ``s(z_u, z_j)`` of its decoder (``mlp``, ``dot`` or
+``distmult``) for user ``u`` (a node of the relation's left type) and item ``j`` (its right
+type); the history edge set only says which items are not ranked. Either checkpoint is used
+only on a graph with the nodes it was trained on, in the same partitions and order
+(:func:`~graphsys.gnn.checkpoint.check_graph`).
 """
 
 from __future__ import annotations
@@ -33,10 +42,15 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import torch
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.checkpoint import check_graph, load_checkpoint, meta_field
+from graphsys.gnn.config import RGCN
+from graphsys.gnn.item_task import RANKED
+from graphsys.ranking import ranks
 from graphsys.sampling.adjacency import typed_edges
+from graphsys.storage.embedding_files import read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
 
 #: Users scored per matrix product (bounds the (users, items) score matrix in memory).
@@ -55,42 +69,72 @@ class _Interactions:
 
 
 class _Scorer:
-    """The link task's scoring rule over one checkpoint and graph (see the module
-    docstring)."""
+    """The scoring rule of one link-task checkpoint on one graph (see the module
+    docstring): an item checkpoint (split ``user``) scores ``<q_u, unit(z_j)> + b_j``, a
+    held-out-edge checkpoint between two entity types (split ``random`` or ``time``) its
+    decoder's ``s(z_u, z_j)``."""
 
     def __init__(self, checkpoint: str | Path, graph: Graph | str | Path | None):
-        from graphsys.embed import Embeddings
+        state, config, meta = load_checkpoint(checkpoint)
+        if meta.get("task") != "link" or config.get("model") == RGCN:
+            what = "an R-GCN" if config.get("model") == RGCN else f"a {meta.get('task')!r}-task"
+            raise ParameterError("checkpoint", f"{checkpoint} is {what} checkpoint; "
+                                               f"recommendations need one of the link task "
+                                               f"on a bipartite user-item graph")
+        if graph is None:
+            graph = meta_field(meta, "graph", checkpoint)
+        self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
+        check_graph(meta, self.graph, checkpoint)
+        self.pairs = "other_type" not in meta
+        if self.pairs:
+            self._held_out_edges(checkpoint, state, config, meta)
+        else:
+            self._items(checkpoint, state, meta)
+        self.num_items = self.graph.num_nodes(self.item_type)
+        self.rel = next(r for r in self.graph.relation_types
+                        if {r.lhs, r.rhs} == {self.item_type, self.user_type})
+        self._interactions: dict[str, _Interactions] = {}
+
+    def _items(self, checkpoint, state: dict, meta: dict) -> None:
+        """An item-task checkpoint: unit item embeddings and the item bias."""
         from graphsys.gnn.embed import embed_checkpoint
 
-        state, _, meta = load_checkpoint(checkpoint)
-        if meta.get("task") != "link":
-            raise ParameterError("checkpoint", f"{checkpoint} is a {meta.get('task')!r}-task "
-                                               f"checkpoint; recommendations need one of the "
-                                               f"link task (a bipartite user-item graph)")
-        if graph is None:
-            graph = meta["graph"]
-        self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
-        self.item_type, self.user_type = meta["entity_type"], meta["other_type"]
+        self.item_type = meta_field(meta, "entity_type", checkpoint)
+        self.user_type = meta_field(meta, "other_type", checkpoint)
         for t in (self.item_type, self.user_type):
             if t not in self.graph.entity_types:
                 raise ParameterError("graph", f"{self.graph.path} has no entity type {t!r} "
                                               f"(the checkpoint's)")
-        self.num_items = self.graph.num_nodes(self.item_type)
+        num_items = self.graph.num_nodes(self.item_type)
         if "input.bias" not in state:
             raise GraphsysError(f"{checkpoint}: checkpoint lacks the item bias tensor "
                                 f"'input.bias'")
         self.bias = state["input.bias"].numpy().astype(np.float32)
-        if self.bias.shape != (self.num_items,):
-            raise ParameterError("graph", f"has {self.num_items:,} {self.item_type!r} nodes, "
+        if self.bias.shape != (num_items,):
+            raise ParameterError("graph", f"has {num_items:,} {self.item_type!r} nodes, "
                                           f"the checkpoint's item bias {self.bias.shape[0]:,}")
         with tempfile.TemporaryDirectory(prefix="graphsys-recommend-") as work:
             embed_checkpoint(checkpoint, Path(work) / "emb", graph=self.graph)
-            z = Embeddings.load(Path(work) / "emb", self.graph).to_numpy(self.item_type)
+            files = read_embedding_files(Path(work) / "emb")
+            z = np.concatenate(files.partitions) if files.partitions else np.zeros((0, 0))
         norm = np.linalg.norm(z, axis=1, keepdims=True)
         self.unit = (z / np.maximum(norm, 1e-12)).astype(np.float32)
-        self.rel = next(r for r in self.graph.relation_types
-                        if {r.lhs, r.rhs} == {self.item_type, self.user_type})
-        self._interactions: dict[str, _Interactions] = {}
+
+    def _held_out_edges(self, checkpoint, state: dict, config: dict, meta: dict) -> None:
+        """A checkpoint of the link task on held-out edges between two entity types:
+        every node's embedding over its training graph, and its decoder."""
+        from graphsys.gnn.link_task import load_link_model
+
+        types = meta_field(meta, "types", checkpoint, list)
+        if len(types) != 2:
+            raise ParameterError("checkpoint", f"{checkpoint} is a link checkpoint on one "
+                                               f"entity type ({types[0][0] if types else '?'}, "
+                                               f"split {meta.get('link_split')!r}); "
+                                               f"recommendations need users and items of two "
+                                               f"entity types (a bipartite graph)")
+        z, self.decoder, data = load_link_model(checkpoint, state, config, meta, self.graph)
+        (self.user_type, ulo, _), (self.item_type, ilo, ihi) = data.types
+        self.z_users, self.z_items = z[ulo:ilo].float(), z[ilo:ihi].float()
 
     def edge_set_name(self, edge_set: str | None, param: str) -> str:
         """The name of ``edge_set`` (None: the graph's training edge set)."""
@@ -111,7 +155,10 @@ class _Scorer:
         return self._interactions[edge_set]
 
     def scores(self, users: np.ndarray, history: _Interactions) -> np.ndarray:
-        """float32 (len(users), num_items): ``<q_u, unit(z_j)> + b_j``."""
+        """float32 (len(users), num_items): ``<q_u, unit(z_j)> + b_j`` (item checkpoint),
+        or the decoder's ``s(z_u, z_j)`` (held-out-edge checkpoint)."""
+        if self.pairs:
+            return self._pair_scores(users)
         q = np.zeros((len(users), self.unit.shape[1]), np.float32)
         for r, u in enumerate(users):
             seen = history.of(u)
@@ -119,6 +166,18 @@ class _Scorer:
                 q[r] = self.unit[seen].mean(0)
         q /= np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
         return q @ self.unit.T + self.bias[None, :]
+
+    @torch.no_grad()
+    def _pair_scores(self, users: np.ndarray) -> np.ndarray:
+        zu = self.z_users[torch.as_tensor(np.asarray(users, np.int64))]
+        n, d = self.z_items.shape
+        out = np.empty((len(users), n), np.float32)
+        # the decoder sees (user, item) pairs: at most 2**22 products' elements at a time
+        step = max(1, (1 << 22) // max(1, n * d))
+        for a in range(0, len(users), step):
+            h = zu[a:a + step].unsqueeze(1)
+            out[a:a + step] = self.decoder(h, self.z_items.unsqueeze(0)).numpy()
+        return out
 
 
 def _user_ids(scorer: _Scorer, users) -> tuple[list, np.ndarray]:
@@ -178,7 +237,8 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
     Item ``j`` scores ``<q_u, z_j / |z_j|> + b_j`` for user ``u``: ``z`` are the
     checkpoint's item embeddings (as :func:`~graphsys.gnn.embed_checkpoint` computes
     them), ``b`` its learned item bias, and ``q_u`` the normalised mean of the unit
-    embeddings of the items of ``u``'s edges in ``edge_set`` (see
+    embeddings of the items of ``u``'s edges in ``edge_set``; a checkpoint of held-out
+    edges (split ``random`` or ``time``) scores with its decoder (see
     :mod:`graphsys.gnn.recommendation`). Items tie-break by internal id.
 
     Parameters
@@ -214,8 +274,11 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
     Raises
     ------
     ParameterError
-        A node-task checkpoint, an unknown user id or edge set, ``k`` not a positive
-        integer, a ``title_column`` the item type lacks.
+        A node-task or R-GCN checkpoint, a link checkpoint on one entity type, an unknown
+        user id or edge set, ``k`` not a positive integer, a ``title_column`` the item type
+        lacks.
+    GraphsysError
+        A graph whose nodes are not the checkpoint's (other ids, or another partitioning).
 
     See Also
     --------
@@ -234,15 +297,15 @@ def recommend(checkpoint: str | Path, users, k: int = 10, *,
 
     >>> import tempfile, numpy as np, pyarrow as pa
     >>> from graphsys.storage.format import RelationType
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> from graphsys.gnn import TrainConfig, train
     >>> from graphsys.gnn import recommend
     >>> rng = np.random.default_rng(0)
     >>> users, items = rng.integers(0, 30, 600), rng.integers(100, 140, 600)
     >>> work = tempfile.mkdtemp()
-    >>> _ = ingest([EdgeSource(table=pa.table({"src": users, "dst": items}), relation="rated")],
-    ...            work + "/g", IngestOptions(relation_types=[RelationType("rated", "user",
-    ...                                                                     "item")]))
+    >>> rated = EdgeSource(table=pa.table({"src": users, "dst": items}), relation="rated")
+    >>> _ = ingest_sources([rated], work + "/g", IngestOptions(
+    ...     relation_types=[RelationType("rated", "user", "item")]))
     >>> _ = train(work + "/g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
     ...                                     fanouts=[3, 3]), out=work + "/run")
     >>> recs = recommend(work + "/run/checkpoint", [0, 1], k=3)
@@ -289,8 +352,10 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
 
     For each row ``u`` (a user) with at least one target: the candidates are every item
     except ``excluded[u]`` (targets stay candidates even when excluded); target ``t``
-    ranks ``1 + #{candidates j : scores[u, j] > scores[u, t]}`` (ties count in the
-    target's favour, as :func:`~graphsys.gnn.training` ranks its held-out items).
+    ranks ``1 + #{candidates j != t : scores[u, j] > scores[u, t]} + #{candidates j != t :
+    scores[u, j] = scores[u, t]} / 2``, a NaN score below every number (the rule of
+    :func:`graphsys.ranking.ranks`, as :func:`~graphsys.gnn.item_task.rank_metrics` ranks
+    its held-out items: a model scoring every item the same gets the middle rank).
     ``hits@K`` = 1 if some target ranks <= K; ``recall@K`` = the share of the targets that
     rank <= K; reciprocal rank = 1 / the best target's rank. Each is averaged over the
     rows with targets; rows without are skipped.
@@ -328,10 +393,11 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
         tgt = np.unique(np.asarray(targets[u], np.int64))
         if len(tgt) == 0:
             continue
-        row = np.array(scores[u], np.float64)
-        drop = np.setdiff1d(np.asarray(excluded[u], np.int64), tgt)
-        row[drop] = -np.inf
-        rank = 1 + (row[None, :] > row[tgt][:, None]).sum(1)
+        row = np.asarray(scores[u], np.float64)
+        valid = np.ones((len(tgt), len(row)), bool)
+        valid[:, np.setdiff1d(np.asarray(excluded[u], np.int64), tgt)] = False
+        valid[np.arange(len(tgt)), tgt] = False              # not its own rival
+        rank = ranks(row[tgt], np.broadcast_to(row, valid.shape), valid)
         for k in ks:
             hits[k].append(float((rank <= k).any()))
             recall[k].append(float((rank <= k).mean()))
@@ -379,8 +445,10 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     Returns
     -------
     dict
-        ``users`` evaluated, ``hits@K`` and ``recall@K`` for each K, ``mrr``, and the
-        ``edge_set``, ``history`` and ``exclude`` used.
+        ``users`` evaluated, ``hits@K`` and ``recall@K`` for each K, ``mrr``, their
+        ``protocol`` (``"full, filtered"``: every item ranked, the user's known ones left
+        out; :func:`graphsys.ranking.protocol`), and the ``edge_set``, ``history`` and
+        ``exclude`` used.
 
     Raises
     ------
@@ -399,7 +467,7 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
 
     >>> import tempfile, numpy as np, pyarrow as pa
     >>> from graphsys.storage.format import RelationType
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> from graphsys.gnn import TrainConfig, train
     >>> from graphsys.gnn.recommendation import evaluate
     >>> rng = np.random.default_rng(0)
@@ -408,8 +476,8 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
     >>> sources = [EdgeSource(table=pa.table({"src": users[a:b], "dst": items[a:b]}),
     ...                       relation="rated", edge_set=name)
     ...            for name, a, b in (("train", 0, 570), ("test", 570, 600))]
-    >>> _ = ingest(sources, work + "/g",
-    ...            IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    >>> _ = ingest_sources(sources, work + "/g",
+    ...                    IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
     >>> _ = train(work + "/g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
     ...                                     fanouts=[3, 3]), out=work + "/run")
     >>> m = evaluate(work + "/run/checkpoint", ks=[5, 10])
@@ -449,4 +517,5 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
                                          f"between {scorer.user_type!r} and "
                                          f"{scorer.item_type!r} nodes")
     return {"users": count, **{key: v / count for key, v in totals.items()},
-            "edge_set": held, "history": hist, "exclude": list(exclude)}
+            "protocol": RANKED, "edge_set": held, "history": hist,
+            "exclude": list(exclude)}

@@ -1,25 +1,30 @@
-"""R-GCN link prediction: an R-GCN encoder and a DistMult decoder (Schlichtkrull et al.
+"""R-GCN link prediction, the link task of :func:`graphsys.gnn.train` with
+``TrainConfig(model="rgcn")``: an R-GCN encoder and a DistMult decoder (Schlichtkrull et al.
 2018), trained on edge-sampled graph batches and ranked with the filtered protocol.
 
-Training (the paper's, DGL's ``rgcn`` link example's): every step draws ``batch_edges``
-training triples uniformly; a ``graph_split`` fraction of them (with their inverse
+Training (the paper's, DGL's ``rgcn`` link example's): every step draws ``batch_size``
+training triples uniformly; an ``rgcn.graph_split`` share of them (with their inverse
 relations ``r + R``) is the graph the encoder runs on, every drawn triple is a positive,
 and each positive gets ``num_negatives`` corruptions of its head or tail by a uniform node
 of the batch graph. The loss is binary cross-entropy of the DistMult scores
 :math:`f(s, r, o) = \\mathbf{e}_s^\\top \\operatorname{diag}(\\mathbf{R}_r) \\mathbf{e}_o`
-plus ``reg`` times the mean squares of the node encodings and relation vectors.
+plus ``rgcn.reg`` times the mean squares of the node encodings and relation vectors. An
+epoch is as many steps as cover the training triples once.
 
 Evaluation encodes every node over the whole training graph (both directions), then ranks
-each test triple's tail among all entities for ``(h, r, ?)`` and its head for ``(?, r, t)``,
+each triple's tail among all entities for ``(h, r, ?)`` and its head for ``(?, r, t)``,
 removing every other candidate that forms a true triple in any edge set of the graph
-(*filtered*); ranks count ties half, as :mod:`graphsys.embed.evaluation`.
+(*filtered*, protocol ``"full, filtered, both sides"``); ranks count ties half and a NaN
+score worst (:mod:`graphsys.ranking`). Validation ranks a seeded sample of
+``rgcn.eval_max`` triples and selects the model; the test edge set is ranked whole. A run
+with ``out`` checkpoints the best model, which :func:`evaluate` ranks again and
+:func:`~graphsys.gnn.embed_checkpoint` writes as node embeddings.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -27,90 +32,36 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from graphsys.embed.evaluation import _ranks, metrics
-from graphsys.embed.triples import KnownAnswers, triples
-from graphsys.errors import ParameterError
+from graphsys import ranking
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.gnn.checkpoint import (
+    check_graph,
+    graph_identity,
+    load_checkpoint,
+    load_module_state,
+    save_checkpoint,
+)
+from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.conv.rgcn import RGCNConv
 from graphsys.gnn.hetero import TypedInput
+from graphsys.gnn.loop import (
+    GNNResult,
+    Monitor,
+    batch_bar,
+    config_json,
+    finite_loss,
+    finite_params,
+    seed_all,
+)
+from graphsys.gnn.metrics import hits_at_k, mrr
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.hetero import TypedBlock
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.triples import KnownAnswers, triples
 
 EVAL_BATCH = 256
-
-
-@dataclass
-class RGCNLinkConfig:
-    """Hyperparameters of :func:`train_rgcn_link` (defaults: the paper's FB15k-237 setup
-    where it states one, DGL's example otherwise).
-
-    Attributes:
-        hidden: encoding width (paper: 500).
-        num_layers: R-GCN layers (paper: 2 on FB15k-237).
-        num_blocks: block-diagonal decomposition blocks (paper: 5 x 5 blocks, i.e.
-            ``hidden // 5``); 0 for none.
-        num_bases: basis decomposition bases (0: none); at most one of the two.
-        dropout: dropout on the input and between layers.
-        lr: Adam learning rate.
-        reg: weight of the squared-norm regulariser of encodings and relation vectors.
-        grad_norm: gradient clipping (max L2 norm).
-        batch_edges: training triples drawn per step (paper: 30,000).
-        graph_split: fraction of them that forms the encoder's graph.
-        num_negatives: corruptions per positive.
-        steps: optimisation steps.
-        eval_every: steps between validation evaluations (0: only at the end).
-        eval_max: validation triples ranked per evaluation (0: all).
-        seed: every random choice (init, batches, negatives).
-        train_edges / valid_edges / test_edges: edge set names.
-    """
-
-    hidden: int = 500
-    num_layers: int = 2
-    num_blocks: int = 100
-    num_bases: int = 0
-    dropout: float = 0.2
-    lr: float = 0.01
-    reg: float = 0.01
-    grad_norm: float = 1.0
-    batch_edges: int = 30000
-    graph_split: float = 0.5
-    num_negatives: int = 10
-    steps: int = 6000
-    eval_every: int = 500
-    eval_max: int = 2000
-    seed: int = 0
-    train_edges: str = "train"
-    valid_edges: str = "valid"
-    test_edges: str = "test"
-
-    def __post_init__(self):
-        pos = ("hidden", "num_layers", "batch_edges", "num_negatives", "steps")
-        for name in pos:
-            if int(getattr(self, name)) < 1:
-                raise ParameterError(name, f"must be a positive integer, got "
-                                     f"{getattr(self, name)!r}")
-        for name in ("num_blocks", "num_bases", "eval_every", "eval_max"):
-            if int(getattr(self, name)) < 0:
-                raise ParameterError(name, f"must be >= 0, got {getattr(self, name)!r}")
-        if self.num_blocks and self.num_bases:
-            raise ParameterError("num_bases", "give num_blocks or num_bases, not both")
-        if self.num_blocks and self.hidden % self.num_blocks:
-            raise ParameterError("num_blocks", f"{self.num_blocks} blocks must divide hidden "
-                                 f"{self.hidden}")
-        if not 0.0 < self.graph_split <= 1.0:
-            raise ParameterError("graph_split", f"must be in (0, 1], got {self.graph_split}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ParameterError("dropout", f"must be in [0, 1), got {self.dropout}")
-
-    @classmethod
-    def from_dict(cls, values: dict) -> RGCNLinkConfig:
-        """From a mapping (a TOML table); unknown keys are refused in one line."""
-        known = {f.name for f in fields(cls)}
-        bad = sorted(set(values) - known)
-        if bad:
-            raise ParameterError(bad[0], f"unknown R-GCN link setting {bad[0]!r} (known: "
-                                 f"{', '.join(sorted(known))})")
-        return cls(**values)
+#: How a triple is ranked: its tail among every entity, then its head, true triples left out
+RANKED = ranking.protocol(both_sides=True)
 
 
 class RGCNLinkModel(nn.Module):
@@ -123,8 +74,13 @@ class RGCNLinkModel(nn.Module):
         ``{entity type: count}`` in the graph's type order.
     num_relations : int
         Stored relations ``R``; the encoder also has their inverses (``2R`` relation ids).
-    hidden, num_layers, num_blocks, num_bases, dropout
-        As :class:`RGCNLinkConfig`.
+    hidden : int
+        Encoding width (:attr:`TrainConfig.hidden <graphsys.gnn.TrainConfig>`).
+    num_layers, num_blocks, num_bases : int
+        As :class:`~graphsys.gnn.RGCNSettings` (0 blocks or bases: a full weight per
+        relation).
+    dropout : float
+        Dropout on the input and between layers.
     features : mapping, optional
         Per-type input features (:class:`~graphsys.gnn.TypedInput`).
 
@@ -153,6 +109,15 @@ class RGCNLinkModel(nn.Module):
         self.rel = nn.Parameter(torch.empty(self.num_relations, hidden))
         nn.init.xavier_uniform_(self.rel, gain=nn.init.calculate_gain("relu"))
         self.dropout = dropout
+        self.settings = {"num_nodes": {str(k): int(v) for k, v in dict(num_nodes).items()},
+                         "num_relations": self.num_relations, "hidden": int(hidden),
+                         "num_layers": int(num_layers), "num_blocks": int(num_blocks or 0),
+                         "num_bases": int(num_bases or 0), "dropout": float(dropout)}
+
+    def config(self) -> dict:
+        """The constructor's arguments (without ``features``) and ``model: "rgcn"``, as a
+        checkpoint stores them."""
+        return {"model": RGCN, **self.settings}
 
     def encode(self, block: TypedBlock) -> torch.Tensor:
         """Encodings (block.num_dst_nodes, hidden) over one block used by every layer
@@ -181,7 +146,7 @@ def _graph_block(nodes: np.ndarray, s: np.ndarray, r: np.ndarray, o: np.ndarray,
                       torch.from_numpy(dst), None, torch.from_numpy(et))
 
 
-def _global_triples(graph: Graph, edge_set: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def global_triples(graph: Graph, edge_set: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(h, r, t)`` int64 of an edge set in global node ids."""
     tr = triples(graph, edge_set)
     toff = graph.type_offsets
@@ -207,191 +172,271 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
     m = n_all + 1
     filt_tail = KnownAnswers(kr * m + kh, kt, m)
     filt_head = KnownAnswers(kr * m + kt, kh, m)
-    zc = z[torch.from_numpy(cand)]
+    dev = z.device
+
+    def on(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(a).to(dev)
+
+    zc = z[on(cand)]
     out = []
     for anchor, answer, filt in ((h, t, filt_tail), (t, h, filt_head)):
         ranks = np.zeros(len(h))
         for start in range(0, len(h), EVAL_BATCH):
             sl = slice(start, start + EVAL_BATCH)
             a, ans, rr = anchor[sl], answer[sl], r[sl]
-            q = z[torch.from_numpy(a)] * rel[torch.from_numpy(rr)]
+            q = z[on(a)] * rel[on(rr)]
             scores = q @ zc.T
             ap = pos_of[ans]
             if (ap < 0).any():
                 raise ParameterError("candidates", "a true answer is not among the candidates")
-            ar = torch.arange(len(a))
-            pos = scores[ar, torch.from_numpy(ap)].clone()
+            ar = torch.arange(len(a), device=dev)
+            pos = scores[ar, on(ap)]
             qr, other = filt.answers(rr * m + a)
             keep = (other != ans[qr]) & (pos_of[other] >= 0)
-            scores[torch.from_numpy(qr[keep]), torch.from_numpy(pos_of[other[keep]])] = \
-                float("-inf")
-            ranks[sl] = _ranks(scores, pos)
+            valid = torch.ones(scores.shape, dtype=torch.bool, device=dev)
+            valid[on(qr[keep]), on(pos_of[other[keep]])] = False
+            valid[ar, on(ap)] = False           # the answer is not its rival
+            ranks[sl] = ranking.ranks(pos, scores, valid)
         out.append(ranks)
     return np.concatenate(out)
 
 
-@dataclass
-class RGCNLinkResult:
-    """What :func:`train_rgcn_link` returns: test ``metrics`` (filtered ``mrr``,
-    ``hits@1``, ``hits@3``, ``hits@10``, ``mean_rank``, ``count``) of the best-validation
-    model, the evaluation ``history``, training ``seconds`` (evaluations excluded), the
-    trained ``model`` and the node encodings ``z`` (N, hidden)."""
-
-    metrics: dict
-    history: list[dict]
-    seconds: float
-    model: RGCNLinkModel
-    z: torch.Tensor
-    config: dict
+def triple_metrics(ranks: np.ndarray, ks=(1, 3, 10)) -> dict[str, float]:
+    """``mrr``, ``hits@k`` for each ``k`` in ``ks`` and ``mean_rank`` of float ranks (n,)
+    (zeros for none)."""
+    return {"mrr": mrr(ranks), **{f"hits@{k}": hits_at_k(ranks, k) for k in ks},
+            "mean_rank": float(np.mean(ranks)) if len(ranks) else 0.0}
 
 
-def train_rgcn_link(graph: Graph | str | Path, config: RGCNLinkConfig | None = None, *,
-                    features=None, log: Callable[[dict], None] | None = None,
-                    max_seconds: float | None = None) -> RGCNLinkResult:
-    """Train R-GCN + DistMult link prediction on a typed graph; filtered test metrics.
+class RGCNData:
+    """The edge sets of an R-GCN run in global node ids: ``train``, ``valid``, ``test``
+    (each ``(h, r, t)`` int64) and ``known`` (every edge set: the filter)."""
+
+    def __init__(self, graph: Graph, cfg: TrainConfig):
+        rs = cfg.rgcn
+        names = (rs.train_edges, rs.valid_edges, rs.test_edges)
+        missing = [e for e in names if e not in graph.edge_sets]
+        if missing:
+            raise GraphsysError(f"{graph.path}: the rgcn link task trains on edge set "
+                                f"{rs.train_edges!r}, selects on {rs.valid_edges!r} and tests "
+                                f"on {rs.test_edges!r} (rgcn.train_edges, ...); this graph has "
+                                f"{', '.join(graph.edge_sets)}")
+        self.train, self.valid, self.test = (global_triples(graph, e) for e in names)
+        self.known = [global_triples(graph, name) for name in graph.edge_sets]
+        self.num_nodes = {t: graph.num_nodes(t) for t in graph.entity_types}
+        self.num_relations = len(graph.relation_types)
+        self.full = _graph_block(np.arange(sum(self.num_nodes.values()), dtype=np.int64),
+                                 *self.train, self.num_relations)
+
+    def ranks(self, model: RGCNLinkModel, z: torch.Tensor, which: tuple) -> np.ndarray:
+        """Filtered ranks of the triples ``which``, tails then heads."""
+        return rank_triples(z, model.rel.detach(), *which, self.known)
+
+
+@torch.no_grad()
+def encodings(model: RGCNLinkModel, data: RGCNData) -> torch.Tensor:
+    """Every node's encoding (N, hidden) over the whole training graph, in eval mode."""
+    model.eval()
+    return model.encode(data.full)
+
+
+def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, out: Path | None = None,
+                  log: Callable[[dict], None] | None = None, progress: bool = False,
+                  device: torch.device = torch.device("cpu")) -> GNNResult:
+    """The link task of :func:`graphsys.gnn.train` with ``model="rgcn"``, which resolves
+    its arguments (see the module docstring). Each evaluation record holds ``epoch``,
+    ``step``, ``loss`` (the epoch's mean), ``val_mrr``, ``val_hits@k``, ``protocol``,
+    ``seconds`` (wall time so far) and ``train_seconds`` (training steps only). The model
+    trains and ranks on ``device``; batches are drawn on the CPU with the same seeds, so a
+    run's batches do not depend on the device."""
+    t0 = time.perf_counter()
+    seed_all(cfg.seed)
+    rs = cfg.rgcn
+    data = RGCNData(graph, cfg)
+    data.full = data.full.to(device)
+    R = data.num_relations
+    model = RGCNLinkModel(data.num_nodes, R, hidden=cfg.hidden, num_layers=rs.num_layers,
+                          num_blocks=rs.num_blocks, num_bases=rs.num_bases,
+                          dropout=cfg.dropout).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    tr = data.train
+    n_train = len(tr[0])
+    if n_train == 0:
+        raise GraphsysError(f"{graph.path}: edge set {rs.train_edges!r} is empty")
+    k = min(cfg.batch_size, n_train)
+    per_epoch = max(1, -(-n_train // cfg.batch_size))
+    n_val = len(data.valid[0])
+    gen = np.random.default_rng(derive_seed(cfg.seed, 1))
+    sel = (np.sort(gen.choice(n_val, rs.eval_max, replace=False))
+           if rs.eval_max and rs.eval_max < n_val else np.arange(n_val))
+    val = tuple(x[sel] for x in data.valid)
+    meta = {"task": "link", "model": RGCN, "entity_types": list(data.num_nodes),
+            "graph": str(graph.path), "train_config": config_json(cfg)}
+    if out is not None:  # which nodes its rows belong to (read back by check_graph)
+        meta["graph_identity"] = graph_identity(graph)
+
+    def save(path: Path) -> None:
+        save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()},
+                        model.config(), meta)
+
+    monitor = Monitor(cfg, out, log, save)
+    step, epoch, train_s = 0, 0, 0.0
+    with batch_bar(cfg, per_epoch, progress) as bar:
+        for epoch in range(1, cfg.epochs + 1):
+            bar.set_description(f"train rgcn epoch {epoch}/{cfg.epochs}", refresh=False)
+            loss_sum, steps, out_of_time = 0.0, 0, False
+            for i in range(per_epoch):
+                ts = time.perf_counter()
+                step += 1
+                loss = _step(model, opt, cfg, tr, k, R,
+                             np.random.default_rng(derive_seed(cfg.seed, 2, step)), device)
+                loss_sum += finite_loss(loss, epoch, i, out)
+                steps += 1
+                train_s += time.perf_counter() - ts
+                bar.update(1)
+                out_of_time = rs.max_seconds is not None and train_s >= rs.max_seconds
+                if out_of_time:
+                    break
+            finite_params((model,), epoch, out)
+            if epoch % cfg.eval_every and epoch != cfg.epochs and not out_of_time:
+                continue
+            m = triple_metrics(data.ranks(model, encodings(model, data), val), cfg.metrics_k)
+            record = {"epoch": epoch, "step": step, "loss": loss_sum / max(steps, 1),
+                      **{f"val_{key}": v for key, v in m.items() if key != "mean_rank"},
+                      "protocol": RANKED, "seconds": round(time.perf_counter() - t0, 3),
+                      "train_seconds": round(train_s, 3)}
+            bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
+            if monitor.step(model, record, m["mrr"]) or out_of_time:
+                break
+    if monitor.best_state is not None:
+        model.load_state_dict(monitor.best_state)
+    z = encodings(model, data)
+    metrics = triple_metrics(data.ranks(model, z, data.test), cfg.metrics_k)
+    metrics["count"] = len(data.test[0])
+    metrics["val_mrr"] = monitor.best if monitor.best_state is not None else float("nan")
+    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
+                     {"embeddings": z.cpu(), "steps": step, "train_seconds": round(train_s, 3)},
+                     protocol=RANKED)
+
+
+def _step(model: RGCNLinkModel, opt: torch.optim.Optimizer, cfg: TrainConfig,
+          tr: tuple[np.ndarray, np.ndarray, np.ndarray], k: int, num_relations: int,
+          rng: np.random.Generator, device: torch.device) -> float:
+    """One optimiser step on ``k`` training triples drawn by ``rng`` (see the module
+    docstring); returns the loss."""
+    model.train()
+    pick = rng.choice(len(tr[0]), k, replace=False)
+    h, r, t = tr[0][pick], tr[1][pick], tr[2][pick]
+    nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
+    hl, tl = inv[:k], inv[k:]
+    g = max(1, int(round(cfg.rgcn.graph_split * k)))
+    z = model.encode(_graph_block(nodes, hl[:g], r[:g], tl[:g], num_relations).to(device))
+    # corrupt the head or the tail of each positive with a uniform batch node
+    neg = cfg.negatives_for(RGCN)
+    ch, ct, cr = np.repeat(hl, neg), np.repeat(tl, neg), np.repeat(r, neg)
+    rand = rng.integers(0, len(nodes), len(ch))
+    head_side = rng.random(len(ch)) < 0.5
+    ch, ct = np.where(head_side, rand, ch), np.where(head_side, ct, rand)
+    s_idx = torch.from_numpy(np.concatenate([hl, ch])).to(device)
+    o_idx = torch.from_numpy(np.concatenate([tl, ct])).to(device)
+    r_idx = torch.from_numpy(np.concatenate([r, cr])).to(device)
+    labels = torch.cat([torch.ones(k, device=device), torch.zeros(len(ch), device=device)])
+    loss = F.binary_cross_entropy_with_logits(model.score(z[s_idx], r_idx, z[o_idx]), labels)
+    loss = loss + cfg.rgcn.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
+    opt.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), cfg.rgcn.grad_norm)
+    opt.step()
+    return float(loss.detach())
+
+
+def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
+              ) -> tuple[RGCNLinkModel, Graph, TrainConfig]:
+    """The model of an R-GCN checkpoint (``gnn train --model rgcn --out RUN`` writes
+    ``RUN/checkpoint``), the graph (default: the one it was trained on) and its training
+    config; a checkpoint of another model, or a graph whose entity types, counts, node ids
+    (per partition, :func:`~graphsys.gnn.checkpoint.check_graph`) or relations differ from
+    the checkpoint's, is refused in one line."""
+    state, config, meta = load_checkpoint(checkpoint)
+    if config.get("model") != RGCN:
+        raise ParameterError("checkpoint", f"{checkpoint} holds a {config.get('model')!r} "
+                                           f"model, not an R-GCN one")
+    graph = meta["graph"] if graph is None else graph
+    graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
+    nodes = {t: graph.num_nodes(t) for t in graph.entity_types}
+    if nodes != config["num_nodes"] or len(graph.relation_types) != config["num_relations"]:
+        raise ParameterError("graph", f"{graph.path} has entity types {nodes} and "
+                                      f"{len(graph.relation_types)} relations; the checkpoint "
+                                      f"was trained on {config['num_nodes']} and "
+                                      f"{config['num_relations']}")
+    check_graph(meta, graph, checkpoint)
+    model = RGCNLinkModel(config["num_nodes"], config["num_relations"],
+                          **{k: config[k] for k in ("hidden", "num_layers", "num_blocks",
+                                                    "num_bases", "dropout")})
+    load_module_state(model, state, "model.", checkpoint)
+    values = dict(meta["train_config"])
+    values["hard_band"] = tuple(values["hard_band"])
+    return model.eval(), graph, TrainConfig(**values)
+
+
+def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
+             edge_set: str | None = None, ks=None) -> dict:
+    """Filtered link-prediction metrics of an R-GCN checkpoint on an edge set.
+
+    Encodes every node over the checkpoint's training edge set and ranks each triple of
+    ``edge_set`` both sides among every entity, true triples of every edge set left out
+    (protocol ``"full, filtered, both sides"``, see the module docstring): what
+    :func:`graphsys.gnn.train` reported for its test edge set.
 
     Parameters
     ----------
-    graph : Graph or str
-        An opened graph or a graph directory with ``train`` / ``valid`` / ``test`` edge
-        sets (names in ``config``), e.g. ``graphsys datasets ingest fb15k-237``.
-    config : RGCNLinkConfig, optional
-        Hyperparameters (default: the paper's FB15k-237 setup).
-    features : mapping, optional
-        ``{entity type: float tensor (n_t, F_t)}``; other types learn an embedding.
-    log : callable, optional
-        Called with each evaluation record (``step``, ``loss``, ``val_mrr``, ``seconds``).
-    max_seconds : float, optional
-        Stop training after this much training time (evaluations excluded); the run
-        keeps its best-validation model as at the end.
+    checkpoint : str or Path
+        An R-GCN checkpoint directory (``RUN/checkpoint`` of a run with ``out=RUN``).
+    graph : Graph, str or Path, optional
+        The graph (default: the one the checkpoint was trained on).
+    edge_set : str, optional
+        The triples to rank (default: the run's ``rgcn.test_edges``).
+    ks : iterable of int, optional
+        The ``k`` of ``hits@k`` (default: the run's ``metrics_k``).
 
     Returns
     -------
-    RGCNLinkResult
+    dict
+        ``mrr``, ``hits@k``, ``mean_rank``, ``count`` (triples), ``protocol`` and
+        ``edge_set``.
 
     Raises
     ------
     ParameterError
-        An edge set missing, or a bad setting.
-
-    References
-    ----------
-    .. [1] M. Schlichtkrull, T. N. Kipf, P. Bloem, R. van den Berg, I. Titov and
-       M. Welling, "Modeling Relational Data with Graph Convolutional Networks", ESWC 2018,
-       https://arxiv.org/abs/1703.06103.
-    .. [2] B. Yang, W. Yih, X. He, J. Gao and L. Deng, "Embedding Entities and Relations for
-       Learning and Inference in Knowledge Bases", ICLR 2015 (DistMult),
-       https://arxiv.org/abs/1412.6575.
+        Not an R-GCN checkpoint, a graph unlike the checkpoint's, an unknown edge set.
 
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
-    >>> from graphsys.gnn.rgcn_link import RGCNLinkConfig, train_rgcn_link
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+    >>> from graphsys.gnn import TrainConfig, train
+    >>> from graphsys.gnn.rgcn_link import evaluate
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> rows = [(h, h % 3, (h * 7 + h % 3) % 40) for h in range(40)]
     >>> for name, part in [("train", rows[:30]), ("valid", rows[30:35]), ("test", rows[35:])]:
     ...     _ = (d / f"{name}.tsv").write_text("".join(f"e{h}\\tr{r}\\te{t}\\n"
     ...                                                  for h, r, t in part))
-    >>> _ = ingest([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-    ...             for n in ("train", "valid", "test")], d / "g", IngestOptions())
-    >>> cfg = RGCNLinkConfig(hidden=8, num_blocks=2, batch_edges=20, steps=3, eval_every=0)
-    >>> res = train_rgcn_link(d / "g", cfg)
-    >>> sorted(res.metrics)
-    ['count', 'hits@1', 'hits@10', 'hits@3', 'mean_rank', 'mrr']
+    >>> _ = ingest_sources([EdgeSource([d / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1,
+    ...                                dst_col=2) for n in ("train", "valid", "test")],
+    ...                    d / "g", IngestOptions())
+    >>> cfg = TrainConfig(task="link", model="rgcn", hidden=10, epochs=2, batch_size=20)
+    >>> res = train(d / "g", cfg, out=d / "run")
+    >>> again = evaluate(d / "run" / "checkpoint")
+    >>> again["protocol"], again["count"], again["mrr"] == res.metrics["mrr"]
+    ('full, filtered, both sides', 5, True)
     """
-    graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
-    cfg = config if config is not None else RGCNLinkConfig()
-    for name in (cfg.train_edges, cfg.valid_edges, cfg.test_edges):
-        if name not in graph.edge_sets:
-            raise ParameterError("edge_set", f"graph has no edge set {name!r} (it has "
-                                 f"{', '.join(graph.edge_sets)})")
-    torch.manual_seed(cfg.seed)
-    num_nodes = {t: graph.num_nodes(t) for t in graph.entity_types}
-    n_all = sum(num_nodes.values())
-    R = len(graph.relation_types)
-    tr = _global_triples(graph, cfg.train_edges)
-    va = _global_triples(graph, cfg.valid_edges)
-    te = _global_triples(graph, cfg.test_edges)
-    known = [_global_triples(graph, name) for name in graph.edge_sets]
-    model = RGCNLinkModel(num_nodes, R, hidden=cfg.hidden, num_layers=cfg.num_layers,
-                          num_blocks=cfg.num_blocks, num_bases=cfg.num_bases,
-                          dropout=cfg.dropout, features=features)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    all_nodes = np.arange(n_all, dtype=np.int64)
-    full = _graph_block(all_nodes, *tr, R)
-    gen = np.random.default_rng(derive_seed(cfg.seed, 1))
-    sel_val = (np.sort(gen.choice(len(va[0]), cfg.eval_max, replace=False))
-               if cfg.eval_max and cfg.eval_max < len(va[0]) else np.arange(len(va[0])))
-    n_train = len(tr[0])
-    k = min(cfg.batch_edges, n_train)
-
-    def evaluate(h, r, t) -> tuple[dict, torch.Tensor]:
-        model.eval()
-        with torch.no_grad():
-            z = model.encode(full)
-            ranks = rank_triples(z, model.rel, h, r, t, known)
-        return metrics(ranks), z
-
-    history: list[dict] = []
-    best, best_state = -1.0, None
-    train_s, loss_sum, loss_n = 0.0, 0.0, 0
-    step = 0
-    for step in range(1, cfg.steps + 1):
-        t0 = time.perf_counter()
-        model.train()
-        rng = np.random.default_rng(derive_seed(cfg.seed, 2, step))
-        pick = rng.choice(n_train, k, replace=False)
-        h, r, t = tr[0][pick], tr[1][pick], tr[2][pick]
-        nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
-        hl, tl = inv[:k], inv[k:]
-        g = max(1, int(round(cfg.graph_split * k)))
-        block = _graph_block(nodes, hl[:g], r[:g], tl[:g], R)
-        z = model.encode(block)
-        # corrupt the head or the tail of each positive with a uniform batch node
-        nn_ = cfg.num_negatives
-        ch = np.repeat(hl, nn_)
-        ct = np.repeat(tl, nn_)
-        cr = np.repeat(r, nn_)
-        rand = rng.integers(0, len(nodes), len(ch))
-        head_side = rng.random(len(ch)) < 0.5
-        ch = np.where(head_side, rand, ch)
-        ct = np.where(head_side, ct, rand)
-        s_idx = torch.from_numpy(np.concatenate([hl, ch]))
-        o_idx = torch.from_numpy(np.concatenate([tl, ct]))
-        r_idx = torch.from_numpy(np.concatenate([r, cr]))
-        labels = torch.cat([torch.ones(k), torch.zeros(len(ch))])
-        logits = model.score(z[s_idx], r_idx, z[o_idx])
-        loss = F.binary_cross_entropy_with_logits(logits, labels)
-        loss = loss + cfg.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_norm)
-        opt.step()
-        lv = float(loss.detach())
-        if not np.isfinite(lv):
-            raise ParameterError("lr", f"the loss became {lv} at step {step}; lower lr")
-        loss_sum, loss_n = loss_sum + lv, loss_n + 1
-        train_s += time.perf_counter() - t0
-        out_of_time = max_seconds is not None and train_s >= max_seconds
-        last = step == cfg.steps or out_of_time
-        if (cfg.eval_every and step % cfg.eval_every == 0) or last:
-            m, _ = evaluate(va[0][sel_val], va[1][sel_val], va[2][sel_val])
-            rec = {"step": step, "loss": loss_sum / loss_n, "val_mrr": m["mrr"],
-                   "val_hits@10": m["hits@10"], "seconds": round(train_s, 3)}
-            loss_sum, loss_n = 0.0, 0
-            history.append(rec)
-            if log is not None:
-                log(rec)
-            if m["mrr"] > best:
-                best = m["mrr"]
-                best_state = {kk: v.detach().clone() for kk, v in model.state_dict().items()}
-        if out_of_time:
-            break
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    test_m, z = evaluate(*te)
-    test_m["count"] = len(te[0])
-    cfg_d = asdict(cfg)
-    cfg_d["steps_run"] = step
-    return RGCNLinkResult(test_m, history, train_s, model, z, cfg_d)
+    model, graph, cfg = load_rgcn(checkpoint, graph)
+    name = edge_set if edge_set is not None else cfg.rgcn.test_edges
+    if name not in graph.edge_sets:
+        raise ParameterError("edge_set", f"{graph.path} has no edge set {name!r} (it has "
+                                         f"{', '.join(graph.edge_sets)})")
+    data = RGCNData(graph, cfg)
+    which = global_triples(graph, name)
+    m = triple_metrics(data.ranks(model, encodings(model, data), which),
+                       cfg.metrics_k if ks is None else sorted({int(k) for k in ks}))
+    return {**m, "count": len(which[0]), "protocol": RANKED, "edge_set": name}

@@ -3,9 +3,10 @@ graph out as NumPy arrays in a fixed node order, behind a size guard.
 
 In: :func:`ingest_arrays` turns ``src``/``dst`` id arrays, optional edge weights and node
 columns into a :class:`pyarrow.Table` edge source and a node table and calls
-:func:`graphsys.storage.ingest.ingest` (partitioners, memory budget, validation and the
+:func:`graphsys.storage.ingest.ingest_sources` (partitioners, memory budget, validation and the
 atomic output all as for files). Node columns by dtype: float (N, F) = ``features``,
-integer (N,) = ``label`` (-1 = unknown), bool (N,) = ``mask``.
+integer (N,) = ``label`` (-1 = unknown), bool (N,) = ``mask``, strings (N,) = a string
+column.
 
 Out: :func:`export_arrays` gives nodes in ascending original-id order (``0..N-1`` for every
 graph built by ``from_*``, whatever the partitioning), so ``to_x(from_x(obj))`` keeps node
@@ -14,7 +15,7 @@ positions; it refuses, in one line, a graph with more edges than ``max_edges``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,29 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 #: Default ``max_edges`` of the exports: 100 M edges = a 1.6 GB int64 edge_index.
 DEFAULT_MAX_EDGES = 100_000_000
+#: Names a user may guess for an ingest option, and the option they mean.
+GUESSED_OPTIONS = {"num_partitions": "partitions"}
+
+
+def ingest_options(options: dict[str, Any]) -> IngestOptions:
+    """The ``**options`` of a ``from_*`` function as :class:`IngestOptions`; a name that is
+    not one of its fields is a one-line :class:`ParameterError` that names the option meant
+    (``num_partitions``: ``partitions``) or lists the options."""
+    known = [f.name for f in fields(IngestOptions)]
+    for name, value in options.items():
+        if name in GUESSED_OPTIONS:
+            raise ParameterError(name, f"is not an ingest option: pass "
+                                       f"{GUESSED_OPTIONS[name]}={value!r}")
+        if name not in known:
+            raise ParameterError(name, f"is not an ingest option (options: "
+                                       f"{', '.join(known)})")
+    return IngestOptions(**options)
 
 
 def node_table(num_nodes: int, columns: dict[str, Any], ids: np.ndarray | None = None
@@ -52,10 +70,13 @@ def node_table(num_nodes: int, columns: dict[str, Any], ids: np.ndarray | None =
             arrays[name] = pa.array(v.astype(np.int64, copy=False))
         elif v.dtype.kind == "b" and v.ndim == 1:
             arrays[name] = pa.array(v)
+        elif v.dtype.kind in "OU" and v.ndim == 1 and all(
+                x is None or isinstance(x, str) for x in v.tolist()):
+            arrays[name] = pa.array(v.tolist(), pa.string())
         else:
             raise InputError(f"node column {name!r}: dtype {v.dtype} and shape {v.shape} "
-                             f"(expected float (N, F) features, integer (N,) labels or bool "
-                             f"(N,) masks)")
+                             f"(expected float (N, F) features, integer (N,) labels, bool "
+                             f"(N,) masks or strings (N,))")
     return pa.table(arrays)
 
 
@@ -69,7 +90,7 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
     the dtype allows); ``weight``: float (E,) or None; ``num_nodes``: nodes ``0..N-1``
     (isolated ones included) when the ids are positions; ``node_ids``: the original id of
     each node column row instead (int64 or str); ``options``: :class:`IngestOptions`
-    fields (``num_partitions``, ``partitioner``, ``memory_limit``, ``undirected``, ...).
+    fields (``partitions``, ``partitioner``, ``memory_limit``, ``undirected``, ...).
     """
     cols = {"src": _arrow(src, "src"), "dst": _arrow(dst, "dst")}
     if len(cols["src"]) != len(cols["dst"]):
@@ -85,7 +106,7 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
             if lo.as_py() < 0 or hi.as_py() >= num_nodes:
                 raise InputError(f"{role} ids span {lo.as_py()}..{hi.as_py()}, outside "
                                  f"0..{num_nodes - 1} (num_nodes={num_nodes})")
-    opts = IngestOptions(**(options or {}))
+    opts = ingest_options(options or {})
     opts.metadata = {**(metadata or {}), **opts.metadata}
     nodes = []
     if num_nodes is not None or node_ids is not None or node_columns:
@@ -95,7 +116,7 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
         nodes.append(NodeSource(node_table(n, node_columns or {}, node_ids)))
     edges = [EdgeSource(table=pa.table(cols), weight_col="weight" if weight is not None
                         else None)]
-    ingest(edges, out, opts, nodes=nodes)
+    ingest_sources(edges, out, opts, nodes=nodes)
     return open_graph(out)
 
 
@@ -189,14 +210,17 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
 
     ``nodes``: ``(entity_type, num_nodes, columns)`` per type (nodes ``0..num_nodes-1``);
     ``edges``: ``(src_type, relation, dst_type, src, dst, weight)`` per relation, ids
-    type-local, ``weight`` float (E,) or None (stored only when every relation has one).
-    Relation names must be distinct (graphsys names each relation once); ``what`` names the
-    caller in errors.
+    type-local (an id outside its type's ``0..num_nodes-1`` is refused), ``weight`` float
+    (E,) or None. When some relations have weights and others none, the others get weight
+    1.0 (unweighted, as PyG's and DGL's layers read a missing weight), listed in the
+    metadata's ``filled``. Relation names must be distinct (graphsys names each relation
+    once); ``what`` names the caller in errors.
     """
     from graphsys.storage.format import RelationType
 
     if not edges:
         raise InputError(f"{what}: the graph has no edge types")
+    sizes = {t: int(n) for t, n, _ in nodes}
     rels, srcs, dsts, codes, weights = [], [], [], [], []
     seen: dict[str, tuple] = {}
     for k, (s_t, name, d_t, src, dst, w) in enumerate(edges):
@@ -211,20 +235,39 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
         if len(srcs[-1]) != len(dsts[-1]):
             raise InputError(f"{what}: edge type {seen[name]} has {len(srcs[-1])} sources "
                              f"and {len(dsts[-1])} destinations")
+        for role, ids, t in (("source", srcs[-1], s_t), ("destination", dsts[-1], d_t)):
+            _check_typed_ids(what, seen[name], role, ids, t, sizes)
         codes.append(np.full(len(srcs[-1]), k, np.int32))
         weights.append(None if w is None else np.asarray(_arrow(w, "weight"), np.float32))
     cols = {"src": pa.array(np.concatenate(srcs)), "dst": pa.array(np.concatenate(dsts)),
             "rel": pa.array([r.name for r in rels]).take(pa.array(np.concatenate(codes)))}
-    weighted = all(w is not None for w in weights)
+    weighted = any(w is not None for w in weights)
     if weighted:
-        cols["weight"] = pa.array(np.concatenate(weights))
-    opts = IngestOptions(**options)
+        filled = [str(seen[r.name]) for r, w in zip(rels, weights) if w is None]
+        if filled:
+            metadata = {**metadata, "filled": [f"{et}.weight=1.0" for et in filled]}
+        cols["weight"] = pa.array(np.concatenate(
+            [np.ones(len(s), np.float32) if w is None else w for s, w in zip(srcs, weights)]))
+    opts = ingest_options(options)
     opts.relation_types = rels
     opts.metadata = {**metadata, **opts.metadata}
-    ingest([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
-                       weight_col="weight" if weighted else None)], out, opts,
-           nodes=[NodeSource(node_table(n, c), t) for t, n, c in nodes])
+    ingest_sources([EdgeSource(table=pa.table(cols), src_col="src", dst_col="dst", rel_col="rel",
+                               weight_col="weight" if weighted else None)], out, opts,
+                   nodes=[NodeSource(node_table(n, c), t) for t, n, c in nodes])
     return open_graph(out)
+
+
+def _check_typed_ids(what: str, edge_type: tuple, role: str, ids: np.ndarray, entity_type: str,
+                     sizes: dict[str, int]) -> None:
+    """InputError unless every id of ``ids`` is a node of ``entity_type`` (``0..n-1``)."""
+    if entity_type not in sizes:
+        raise InputError(f"{what}: edge type {edge_type} names node type {entity_type!r}, "
+                         f"which has no nodes")
+    n = sizes[entity_type]
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n):
+        raise InputError(f"{what}: edge type {edge_type} has {role} ids "
+                         f"{int(ids.min())}..{int(ids.max())}, outside 0..{n - 1} "
+                         f"({entity_type!r} has {n} nodes)")
 
 
 @dataclass

@@ -8,9 +8,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from graphsys.interop._common import ingest_arrays
+from graphsys.interop._common import ingest_arrays, ingest_options
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, NodeSource, ingest_sources
 
 
 def from_numpy(src, dst, out: str | Path, *, num_nodes: int | None = None, weight=None,
@@ -35,7 +35,7 @@ def from_numpy(src, dst, out: str | Path, *, num_nodes: int | None = None, weigh
         Node columns, row ``i`` = node ``i`` (needs ``num_nodes``): float (N, F) features,
         integer (N,) labels (-1 = unknown), bool (N,) masks.
     **options
-        Fields of :class:`~graphsys.storage.ingest.IngestOptions`: ``num_partitions``
+        Fields of :class:`~graphsys.storage.ingest.IngestOptions`: ``partitions``
         (default 1), ``partitioner`` (default ``"hash"``), ``seed``, ``undirected``,
         ``dedupe``, ``drop_self_loops``, ``memory_limit`` (bytes), ``progress``, ...
 
@@ -95,7 +95,7 @@ def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
     edge_columns : sequence of str or dict, default ()
         Numeric columns to keep beside the edges, as for :func:`graphsys.ingest`.
     **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
         ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
@@ -111,9 +111,9 @@ def from_arrow(edges, out: str | Path, *, nodes: pa.Table | None = None,
     >>> g.num_nodes(), g.to_internal("c").tolist()
     (3, [2])
     """
-    opts = IngestOptions(**options)
+    opts = ingest_options(options)
     opts.metadata = {"source": "arrow", **opts.metadata}
     source = EdgeSource(table=edges, src_col=src_col, dst_col=dst_col, weight_col=weight_col,
                         rel_col=rel_col, edge_columns=edge_columns)
-    ingest([source], out, opts, nodes=[NodeSource(nodes)] if nodes is not None else [])
+    ingest_sources([source], out, opts, nodes=[NodeSource(nodes)] if nodes is not None else [])
     return open_graph(out)

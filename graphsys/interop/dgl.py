@@ -6,6 +6,7 @@ dst_type)`` relation types."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from graphsys.errors import GraphsysError, InputError
@@ -60,9 +61,10 @@ def from_dgl(g, out: str | Path, **options) -> Graph:
     ``relation`` from ``src_type`` to ``dst_type`` per canonical edge type (relation names
     must be distinct). Node data become node columns under their names, per type (DGL's
     ``feat``/``label``/``*_mask`` match graphsys's: float features, integer labels, bool
-    masks); edge data ``weight`` (1-D) is the edge weight (of a heterograph: when every
-    edge type has one). Other node and edge data are listed in the manifest's metadata
-    (``dropped``), not stored.
+    masks); edge data ``weight`` (1-D) is the edge weight (in a heterograph where only
+    some edge types carry one, the others get weight 1.0, listed in the manifest's
+    metadata ``filled``). Other node and edge data are listed in the manifest's metadata
+    (``dropped``), not stored. Edge ids must be nodes of their type.
 
     Parameters
     ----------
@@ -71,7 +73,7 @@ def from_dgl(g, out: str | Path, **options) -> Graph:
     out : str or Path
         The graph directory to create.
     **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
         ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
@@ -125,8 +127,6 @@ def _from_hetero(g, out: str | Path, options: dict) -> Graph:
         w = _weight(frame, g.num_edges(cet))
         dropped += [f"{cet}.{k}" for k in frame.keys() if not (k == "weight" and w is not None)]
         edges.append((*cet, src, dst, w))
-    if any(e[5] is None for e in edges):
-        dropped += [f"{e[:3]}.weight" for e in edges if e[5] is not None]
     return ingest_typed(nodes, edges, out, what="from_dgl", options=options,
                         metadata={"source": "dgl", "dropped": dropped})
 
@@ -142,7 +142,8 @@ def to_dgl(graph: Graph, *, edge_set: str | None = None,
     weighted). Otherwise (one entity type, relations ignored): nodes in ascending
     original-id order (``0..N-1`` for a graph built by a ``from_*`` function, whatever its
     partitioning); node columns go to ``ndata`` under their names, with ``ndata["n_id"]``
-    the original integer ids; ``edata["weight"]`` when weighted.
+    the original integer ids; ``edata["weight"]`` when weighted. String node columns
+    (MovieLens' ``title``) are left out with a warning: DGL node data are tensors.
 
     Parameters
     ----------
@@ -182,8 +183,8 @@ def to_dgl(graph: Graph, *, edge_set: str | None = None,
     ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_dgl")
     g = dgl.graph((torch.from_numpy(ex.src), torch.from_numpy(ex.dst)),
                   num_nodes=ex.num_nodes)
-    for name, col in ex.columns.items():
-        g.ndata[name] = torch.from_numpy(col)
+    for name, col in _tensor_columns(ex.columns):
+        g.ndata[name] = col
     if ex.weight is not None:
         g.edata["weight"] = torch.from_numpy(ex.weight)
     if hasattr(ex.ids, "dtype"):
@@ -200,11 +201,26 @@ def _to_hetero(graph: Graph, edge_set: str | None, max_edges: int | None, dgl):
                          for lhs, name, rhs, s, d, _ in ex.edges},
                         num_nodes_dict={t: v[0] for t, v in ex.nodes.items()})
     for t, (_, ids, cols) in ex.nodes.items():
-        for name, col in cols.items():
-            g.nodes[t].data[name] = torch.from_numpy(col)
+        for name, col in _tensor_columns(cols, t):
+            g.nodes[t].data[name] = col
         if ids is not None:
             g.nodes[t].data["n_id"] = torch.from_numpy(ids)
     for lhs, name, rhs, _, _, w in ex.edges:
         if w is not None:
             g.edges[(lhs, name, rhs)].data["weight"] = torch.from_numpy(w)
     return g
+
+
+def _tensor_columns(columns: dict, entity_type: str | None = None):
+    """``(name, tensor)`` of the node columns DGL can hold: a string column (torch has no
+    string tensors) is left out with a warning naming it."""
+    import torch
+
+    for name, col in columns.items():
+        if col.dtype == object:
+            where = f" of node type {entity_type!r}" if entity_type else ""
+            warnings.warn(f"to_dgl: string node column {name!r}{where} left out (DGL node "
+                          f"data are tensors; graphsys.to_pyg keeps it as a list)",
+                          stacklevel=3)
+            continue
+        yield name, torch.from_numpy(col)

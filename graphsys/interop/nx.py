@@ -35,7 +35,7 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
     weight : str or None, default "weight"
         The edge attribute read as edge weight when every edge has it (None: no weights).
     **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
         ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
@@ -57,7 +57,7 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
     >>> import tempfile, networkx as nx, graphsys
     >>> G = nx.karate_club_graph()
     >>> g = graphsys.from_networkx(G, tempfile.mkdtemp() + "/g", node_attrs=(),
-    ...                            num_partitions=2)
+    ...                            partitions=2)
     >>> g.num_nodes(), g.num_edges(), g.edge_set().undirected
     (34, 156, True)
     """

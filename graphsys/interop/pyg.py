@@ -38,9 +38,12 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     below. Otherwise nodes are ``0..num_nodes-1`` (isolated ones kept); edges ``edge_index[0] ->
     edge_index[1]`` as given (PyG's undirected graphs already hold both directions).
     Node-level tensors (first dimension ``num_nodes``: float features, integer labels, bool
-    masks) become node columns, ``x`` as ``feat`` and ``y`` as ``label``; a 1-D
-    ``edge_weight`` or ``edge_attr`` becomes the edge weight. Other attributes are listed in
-    the manifest's metadata (``dropped``), not stored.
+    masks) become node columns, ``x`` as ``feat`` and ``y`` as ``label``, and a list of
+    ``num_nodes`` strings a string node column; a 1-D ``edge_weight`` or ``edge_attr``
+    becomes the edge weight (in a ``HeteroData`` where only some edge types carry one, the
+    others get weight 1.0, listed in the manifest's metadata ``filled``). Other attributes
+    are listed in the manifest's metadata (``dropped``), not stored. Edge ids must be nodes:
+    ``0..num_nodes-1`` of their type.
 
     Parameters
     ----------
@@ -49,7 +52,7 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     out : str or Path
         The graph directory to create.
     **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
         ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns
@@ -60,8 +63,9 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     Raises
     ------
     InputError
-        No ``edge_index``, or one not of shape (2, E); a ``HeteroData`` whose edge types
-        repeat a relation name.
+        No ``edge_index``, or one not of shape (2, E); an edge id that is negative or not
+        below its node type's ``num_nodes``; a ``HeteroData`` whose edge types repeat a
+        relation name.
 
     See Also
     --------
@@ -73,7 +77,7 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     >>> from torch_geometric.data import Data
     >>> data = Data(x=torch.eye(3), y=torch.tensor([0, 1, 0]),
     ...             edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]))
-    >>> g = graphsys.from_pyg(data, tempfile.mkdtemp() + "/g", num_partitions=2)
+    >>> g = graphsys.from_pyg(data, tempfile.mkdtemp() + "/g", partitions=2)
     >>> sorted(g.node_columns()), g.num_edges()
     (['feat', 'label'], 3)
     """
@@ -96,7 +100,9 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
                 and value.dim() == 1 and value.shape[0] == ei.shape[1]:
             weight = value
             continue
-        if (torch.is_tensor(value) and data.is_node_attr(key) and value.shape[:1] == (n,)
+        if _is_strings(value, n):
+            columns[key] = np.asarray(value, dtype=object)
+        elif (torch.is_tensor(value) and data.is_node_attr(key) and value.shape[:1] == (n,)
                 and (value.is_floating_point() or value.dim() == 1)):
             array = value.detach().cpu().numpy()
             if key == "y" and array.dtype.kind == "f":
@@ -129,8 +135,9 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
 
     Nodes are in ascending original-id order (``0..N-1`` for a graph built by a ``from_*``
     function, whatever its partitioning). Node columns map back as PyG names them
-    (``feat`` as ``x``, ``label`` as ``y``, masks by name); ``edge_weight`` when weighted;
-    ``n_id`` holds the original ids (integer ids).
+    (``feat`` as ``x``, ``label`` as ``y``, masks by name; a string column, such as
+    MovieLens' ``title``, as a Python list of ``str``, None where null); ``edge_weight``
+    when weighted; ``n_id`` holds the original ids (integer ids).
 
     Parameters
     ----------
@@ -186,7 +193,7 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
     data = pyg.data.Data(edge_index=torch.from_numpy(np.stack([ex.src, ex.dst])),
                          num_nodes=ex.num_nodes)
     for name, col in ex.columns.items():
-        data[_TO_PYG.get(name, name)] = torch.from_numpy(col)
+        data[_TO_PYG.get(name, name)] = _pyg_value(col)
     if ex.weight is not None:
         data.edge_weight = torch.from_numpy(ex.weight)
     if isinstance(ex.ids, np.ndarray):
@@ -203,7 +210,9 @@ def _node_columns(store, n: int) -> tuple[dict[str, np.ndarray], list[str]]:
     for key, value in store.items():
         if key == "num_nodes":
             continue
-        if (torch.is_tensor(value) and value.shape[:1] == (n,)
+        if _is_strings(value, n):
+            columns[key] = np.asarray(value, dtype=object)
+        elif (torch.is_tensor(value) and value.shape[:1] == (n,)
                 and (value.is_floating_point() or value.dim() == 1)):
             array = value.detach().cpu().numpy()
             if key == "y" and array.dtype.kind == "f":
@@ -230,14 +239,36 @@ def _from_hetero(data, out: str | Path, options: dict) -> Graph:
         ei = store.get("edge_index")
         if ei is None or ei.dim() != 2 or ei.shape[0] != 2:
             raise InputError(f"from_pyg: edge type {et} has no (2, E) edge_index")
-        w = store.get("edge_weight", store.get("edge_attr"))
-        w = w.detach() if w is not None and w.dim() == 1 and w.shape[0] == ei.shape[1] \
-            else None
-        edges.append((*et, ei[0], ei[1], w))
-        dropped += [f"{et}.{k}" for k in store.keys() if k not in ("edge_index",
-                                                                     "edge_weight", "edge_attr")]
+        # the edge weight: edge_weight, else a 1-D edge_attr (as for a Data); an edge type
+        # without one gets weight 1.0 when others have one (ingest_typed: "filled")
+        used = next((k for k in ("edge_weight", "edge_attr") if _is_edge_vector(
+            store.get(k), ei.shape[1])), None)
+        edges.append((*et, ei[0], ei[1], store[used].detach() if used else None))
+        dropped += [f"{et}.{k}" for k in store.keys() if k not in ("edge_index", used)]
     return ingest_typed(nodes, edges, out, what="from_pyg", options=options,
                         metadata={"source": "torch_geometric", "dropped": dropped})
+
+
+def _is_edge_vector(value, num_edges: int) -> bool:
+    """``value`` is a 1-D tensor of one number per edge (an edge weight)."""
+    import torch
+
+    return torch.is_tensor(value) and value.dim() == 1 and value.shape[0] == num_edges
+
+
+def _is_strings(value, n: int) -> bool:
+    """``value`` is a list of ``n`` strings (a None among them is refused at ingest: string
+    columns hold no nulls): a string node column (PyG keeps such attributes as lists)."""
+    return (isinstance(value, (list, tuple)) and len(value) == n and n > 0
+            and all(v is None or isinstance(v, str) for v in value))
+
+
+def _pyg_value(col: np.ndarray):
+    """A node column as PyG holds it: a tensor, or a list of ``str`` for a string column
+    (torch has no string tensors; PyG treats a list of N items as a node attribute)."""
+    import torch
+
+    return col.tolist() if col.dtype == object else torch.from_numpy(col)
 
 
 def _to_hetero(graph: Graph, edge_set: str | None, max_edges: int | None, pyg):
@@ -254,7 +285,7 @@ def _to_hetero(graph: Graph, edge_set: str | None, max_edges: int | None, pyg):
         if ids is not None:
             store.n_id = torch.from_numpy(ids)
         for name, col in cols.items():
-            store[_TO_PYG.get(name, name)] = torch.from_numpy(col)
+            store[_TO_PYG.get(name, name)] = _pyg_value(col)
     for lhs, name, rhs, s, d, w in ex.edges:
         store = data[lhs, name, rhs]
         store.edge_index = torch.from_numpy(np.stack([s, d]))

@@ -30,7 +30,7 @@ def from_scipy(matrix, out: str | Path, *, weighted: bool | None = None,
     node_columns : dict of str to array-like, optional
         As for :func:`from_numpy`.
     **options
-        Ingest options, as for :func:`graphsys.from_numpy` (``num_partitions``,
+        Ingest options, as for :func:`graphsys.from_numpy` (``partitions``,
         ``partitioner``, ``undirected``, ``memory_limit``, ...).
 
     Returns

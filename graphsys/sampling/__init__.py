@@ -29,7 +29,6 @@ from graphsys.sampling.adjacency import (
                                          from_coo,
                                          homogeneous_adjacency,
                                          mapped_adjacency,
-                                         typed_edges,
 )
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block, MiniBatch
@@ -39,7 +38,7 @@ from graphsys.sampling.negative import (
                                          UniformNegativeSampler,
                                          metapath_ppr,
 )
-from graphsys.sampling.neighbor import NeighborSampler, parse_fanouts, sample_neighbors
+from graphsys.sampling.neighbor import NeighborSampler, sample_neighbors
 from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
 
 __all__ = [
@@ -47,6 +46,5 @@ __all__ = [
     "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
     "RandomWalkNeighborSampler", "Sampler", "TypedBlock",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
-    "mapped_adjacency", "metapath_ppr",
-    "parse_fanouts", "sample_neighbors", "typed_edges",
+    "mapped_adjacency", "metapath_ppr", "sample_neighbors",
 ]

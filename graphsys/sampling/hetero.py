@@ -297,12 +297,12 @@ class HeteroNeighborSampler(LayerwiseSampler):
     >>> import tempfile, pyarrow as pa
     >>> from graphsys.sampling import HeteroNeighborSampler
     >>> from graphsys.storage.graph import open_graph
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> edges = pa.table({"src": [0, 0, 1], "dst": [1, 2, 2],
     ...                   "rel": ["likes", "knows", "knows"]})
     >>> out = tempfile.mkdtemp() + "/kg"
-    >>> _ = ingest([EdgeSource(table=edges, src_col="src", dst_col="dst", rel_col="rel")],
-    ...            out, IngestOptions())
+    >>> _ = ingest_sources([EdgeSource(table=edges, src_col="src", dst_col="dst", rel_col="rel")],
+    ...                    out, IngestOptions())
     >>> sampler = HeteroNeighborSampler(open_graph(out), [-1], reverse=False)
     >>> sampler.relations
     [('node', 'likes', 'node'), ('node', 'knows', 'node')]

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.sampling._util import as_seed_array
 from graphsys.sampling.adjacency import Adjacency, available_memory
 
@@ -76,6 +76,7 @@ def metapath_ppr(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
     adjacencies as they are (mapped ones too: nothing is copied). Cost
     ``O(num_iters * Q * (nnz(fw) + nnz(bw)))`` time and ``O(Q * N)`` memory: use batches.
     """
+    damping, num_iters = _check_walk(damping, num_iters)
     queries = np.asarray(queries, np.int64)
     cols = np.arange(len(queries))
     x = np.zeros((fw.num_rows, len(queries)))
@@ -88,6 +89,19 @@ def metapath_ppr(fw: Adjacency, bw: Adjacency, queries: np.ndarray, *,
         np.multiply(step, damping, out=x)
         x[queries, cols] += 1.0 - damping
     return x.T
+
+
+def _check_walk(damping, num_iters) -> tuple[float, int]:
+    """``damping`` a finite number in [0, 1) and ``num_iters`` a non-negative integer (a
+    NaN damping would rank every node by NaN scores); ParameterError otherwise."""
+    if (isinstance(damping, (bool, np.bool_))
+            or not isinstance(damping, (int, float, np.integer, np.floating))
+            or not 0.0 <= damping < 1.0):
+        raise ParameterError("damping", f"must be in [0, 1), got {damping!r}")
+    if (isinstance(num_iters, (bool, np.bool_)) or not isinstance(num_iters, (int, np.integer))
+            or num_iters < 0):
+        raise ParameterError("num_iters", f"must be a non-negative integer, got {num_iters!r}")
+    return float(damping), int(num_iters)
 
 
 class PPRHardNegativeSampler:
@@ -133,6 +147,7 @@ class PPRHardNegativeSampler:
                  num_negatives: int = 1, *, damping: float = 0.85, num_iters: int = 20,
                  memory_limit: int | None = None):
         n = fw.num_rows
+        damping, num_iters = _check_walk(damping, num_iters)
         if not 0 <= rank_lo < rank_hi:
             raise GraphsysError(f"hard-negative band must satisfy 0 <= lo < hi, got "
                                 f"[{rank_lo}, {rank_hi})")

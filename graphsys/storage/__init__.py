@@ -11,8 +11,11 @@ The user-facing entry points are at the top level of :mod:`graphsys`:
 :class:`graphsys.Graph` (read), and the ``from_*``/``to_*`` conversions of
 :mod:`graphsys.interop`. The modules here:
 
-* :mod:`~graphsys.storage.graph`: :class:`~graphsys.storage.graph.Graph`, its buckets,
-  CSR/CSC, degrees, node ids and node columns;
+* :mod:`~graphsys.storage.graph`: :class:`~graphsys.storage.graph.Graph`, thin methods
+  over the modules that read: :mod:`~graphsys.storage.schema` (schema and counts, from the
+  manifest), :mod:`~graphsys.storage.edges` (buckets, edge streams, degrees),
+  :mod:`~graphsys.storage.csr` (CSR/CSC, built or mapped from a stored index) and
+  :mod:`~graphsys.storage.node_reads` (node ids and node columns);
 * :mod:`~graphsys.storage.ingest_files`: :func:`graphsys.ingest`, the Python face of
   ``graphsys ingest``; :mod:`~graphsys.storage.ingest`: the out-of-core passes under it,
   for inputs given as :class:`~graphsys.storage.ingest.EdgeSource` /
@@ -30,5 +33,5 @@ The user-facing entry points are at the top level of :mod:`graphsys`:
 Importing this package imports none of them; ``__all__`` names them.
 """
 
-__all__ = ["adjacency_index", "append", "export", "format", "graph", "info", "ingest",
-           "ingest_files", "location", "verify"]
+__all__ = ["adjacency_index", "append", "csr", "edges", "export", "format", "graph", "info",
+           "ingest", "ingest_files", "location", "node_reads", "schema", "verify"]

@@ -32,34 +32,33 @@ one sequential write (random writes to a shared mapping make the kernel write th
 pages back again and again) or, when the buffer does not fit the budget, straight into the
 mapping. Anonymous memory: the cursor (8 bytes per node), one record batch, and the buffer. The
 manifest is rewritten last (atomically), so an interrupted build (or a full disk) leaves no
-index in the manifest.
+index in the manifest. Reading an index (mapped, checked against the manifest and its values
+in range) is :mod:`graphsys.storage.csr`'s job.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import numba
 import numpy as np
 
-from graphsys.errors import FormatError, GraphsysError
+from graphsys import openmp
+from graphsys.errors import GraphsysError
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.progress import progress_bar
-from graphsys.storage import pages
-from graphsys.storage.atomic import fsync_path, sha256_file, write_bytes_atomic
-from graphsys.storage.column_file import allocate_column, map_column
+from graphsys.storage.atomic import disk_full, fsync_path, sha256_file, write_bytes_atomic
+from graphsys.storage.column_file import allocate_column
+from graphsys.storage.csr import CHECK_CHUNK, chunks, edges_digest, map_index
+from graphsys.storage.edges import rel_bases
 from graphsys.storage.format import (
     INDEX_KINDS,
     MANIFEST,
     IndexInfo,
-    Manifest,
-    bucket_file,
     index_file,
 )
 from graphsys.storage.kernels import count_into
@@ -68,7 +67,6 @@ from graphsys.storage.push_layout import (
     count_heavy,
     degree_order,
     fill_blocks,
-    layout_problem,
     min_blocks,
     new_ids,
     plan_blocks,
@@ -86,33 +84,6 @@ PUSH_BUILD_BYTES_PER_NODE = 28
 PUSH_GROUP_BLOCKS = 4
 _INT32_MAX = 2**31 - 1
 _UINT32_MAX = 2**32 - 1
-
-
-@dataclass(frozen=True)
-class MappedIndex:
-    """One adjacency index mapped read-only: ``indptr`` int64 (N+1,), ``indices`` int32 or
-    int64 (M,), ``weight`` float32 (M,) or None; views of the mapped files (page cache)."""
-
-    info: IndexInfo
-    indptr: np.ndarray
-    indices: np.ndarray
-    weight: np.ndarray | None
-
-
-#: Entries per slice of a mapped column read in one go by a checking or counting pass
-#: (:func:`chunks`): 64 MiB of int32
-CHECK_CHUNK = 1 << 24
-
-
-def edges_digest(manifest: Manifest, edge_set: str) -> str:
-    """sha256 over the (path, sha256) of every bucket file of ``edge_set``: what an index
-    was built from."""
-    es = manifest.edge_sets[edge_set]
-    h = hashlib.sha256()
-    for (i, j) in sorted(es.buckets):
-        rel = bucket_file(edge_set, i, j)
-        h.update(f"{rel}:{manifest.files.get(rel, {}).get('sha256', '')}\n".encode())
-    return h.hexdigest()
 
 
 #: The ``graphsys index`` option that builds each kind (named by :func:`build_command`).
@@ -161,27 +132,6 @@ def min_build_memory(num_nodes: int, kinds: tuple[str, ...] = ("csr", "csc")) ->
     if "push" in kinds:
         per_node = PUSH_BUILD_BYTES_PER_NODE + BUILD_BYTES_PER_NODE * numba.get_num_threads()
     return per_node * num_nodes + BUILD_FIXED_BYTES
-
-
-@dataclass(frozen=True)
-class MappedPush:
-    """A ``push`` index mapped read-only and checked (:func:`map_index`): the arrays of
-    :mod:`graphsys.storage.push_layout` as views of the mapped files, ``heavy``, and
-    ``receivers`` (targets with at least one in-edge, counted by the check)."""
-
-    info: IndexInfo
-    order: np.ndarray
-    bounds: np.ndarray
-    edge_ptr: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-    runs: np.ndarray
-    heavy: int
-    receivers: int
-
-    def layout(self) -> tuple:
-        """``(bounds, edge_ptr, src, dst, runs, heavy)``: the push step's layout arguments."""
-        return self.bounds, self.edge_ptr, self.src, self.dst, self.runs, self.heavy
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,42 +242,6 @@ def _region_end(raw_ptr, r0, spare, entry_bytes):
     return r
 
 
-@numba.njit(cache=True, nogil=True)
-def _unsorted_row(indptr, indices):
-    """0 if every row of the CSR ascends strictly (sorted, no repeated neighbour); else the
-    first bad row + 1."""
-    for r in range(indptr.shape[0] - 1):
-        for k in range(indptr[r] + 1, indptr[r + 1]):
-            if indices[k] <= indices[k - 1]:
-                return r + 1
-    return 0
-
-
-@numba.njit(cache=True, nogil=True)
-def _indptr_problem(indptr, num_edges):
-    """0 if ``indptr`` starts at 0, never decreases and ends at ``num_edges``; else the
-    first bad position + 1."""
-    if indptr.shape[0] == 0 or indptr[0] != 0:
-        return 1
-    for k in range(1, indptr.shape[0]):
-        if indptr[k] < indptr[k - 1]:
-            return k + 1
-    if indptr[indptr.shape[0] - 1] != num_edges:
-        return indptr.shape[0]
-    return 0
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _out_of_range(indices, n):
-    """Number of entries outside ``[0, n)``."""
-    bad = 0
-    for k in numba.prange(indices.shape[0]):
-        v = indices[k]
-        if v < 0 or v >= n:
-            bad += 1
-    return bad
-
-
 # ---------------------------------------------------------------------------------------------
 # building
 
@@ -351,7 +265,7 @@ def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool,
     es = graph.edge_set(edge_set)
     n, m = graph.num_nodes(), es.num_edges
     index_dtype = np.dtype(np.int32 if n <= _INT32_MAX else np.int64)
-    src_base, dst_base = graph._rel_bases(es)
+    src_base, dst_base = rel_bases(graph, es)
     row_base, col_base = (src_base, dst_base) if kind == "csr" else (dst_base, src_base)
     order = ("row-major" if kind == "csr" else "col-major")
     indptr = allocate_column(directory / f"{kind}-indptr.arrow", "indptr", np.dtype(np.int64),
@@ -413,7 +327,7 @@ def _build_one(graph, edge_set: str, kind: str, directory: Path, progress: bool,
 def _endpoint_hulls(graph, es) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per partition, the global id range ``[lo, hi)`` that holds the sources (first pair)
     and the destinations (second pair) of its buckets' edges, over every relation."""
-    src_base, dst_base = graph._rel_bases(es)
+    src_base, dst_base = rel_bases(graph, es)
     rels = graph.relation_types
     src_end = np.stack([src_base[k] + graph.partition_sizes(r.lhs) for k, r in enumerate(rels)])
     dst_end = np.stack([dst_base[k] + graph.partition_sizes(r.rhs) for k, r in enumerate(rels)])
@@ -430,7 +344,7 @@ def _build_sym(graph, edge_set: str, directory: Path, progress: bool,
     es = graph.edge_set(edge_set)
     n = graph.num_nodes()
     index_dtype = np.dtype(np.int32 if n <= _INT32_MAX else np.int64)
-    src_base, dst_base = graph._rel_bases(es)
+    src_base, dst_base = rel_bases(graph, es)
     no_rel, no_w = np.zeros(0, np.int32), np.zeros(0, np.float32)
     bar = progress_bar(total=2 * es.num_edges, unit="edge", unit_scale=True, desc="index sym",
                        disable=not progress)
@@ -594,6 +508,7 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     >>> g.csr().indices.dtype  # mapped from the index
     dtype('int32')
     """
+    openmp.apply_wait_policy()
     graph.location.require_local("building an index")
     bad = [k for k in kinds if k not in INDEX_KINDS]
     if bad or not kinds:
@@ -629,8 +544,8 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                     continue
                 tmp = (graph.path / "index"
                        / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}")
-                tmp.mkdir(parents=True)
                 try:
+                    tmp.mkdir(parents=True)
                     info = (_build_push(graph, name, tmp, progress) if kind == "push" else
                             _build_sym(graph, name, tmp, progress, memory_limit)
                             if kind == "sym" else
@@ -638,13 +553,22 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                     final_dir = graph.path / "index" / name
                     final_dir.mkdir(parents=True, exist_ok=True)
                     entries = {}
-                    for column in info.columns():
+                    for column in info.columns():  # on disk (a full one fails here) ...
                         src = tmp / f"{kind}-{column}.arrow"
                         fsync_path(src)
-                        rel = index_file(name, kind, column)
-                        entries[rel] = {"sha256": sha256_file(src),
-                                        "bytes": src.stat().st_size}
-                        os.replace(src, graph.path / rel)
+                        entries[index_file(name, kind, column)] = {
+                            "sha256": sha256_file(src), "bytes": src.stat().st_size}
+                except OSError as exc:
+                    if not disk_full(exc, graph.path):
+                        raise
+                    raise GraphsysError(
+                        f"{graph.path}: the disk is full: no space for the {kind} index of "
+                        f"edge set {name!r}; the graph is intact (that index is not added)"
+                    ) from None
+                else:
+                    for column in info.columns():  # ... before any file is put in place
+                        os.replace(tmp / f"{kind}-{column}.arrow",
+                                   graph.path / index_file(name, kind, column))
                     fsync_path(final_dir)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
@@ -675,122 +599,3 @@ def remove_leftover_temps(path: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# mapping and checking
-
-
-def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
-    """The manifest's entry of the ``kind`` index of ``edge_set`` (None if it lists none),
-    refused as stale when it was built for other edges."""
-    info = graph.manifest.indexes.get(edge_set, {}).get(kind)
-    if info is None:
-        return None
-    es = graph.edge_set(edge_set)
-    # a sym index holds each stored edge at most twice (once per direction) after dedupe
-    entries_ok = (info.num_edges <= 2 * es.num_edges if kind == "sym"
-                  else info.num_edges == es.num_edges)
-    if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
-            not entries_ok or info.num_nodes != graph.num_nodes()):
-        first = graph.location.file(index_file(edge_set, kind, info.columns()[0]))
-        raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
-                          f"again)")
-    return info
-
-
-def _offsets(graph, edge_set: str, kind: str, info: IndexInfo) -> np.ndarray:
-    """The mapped ``indptr`` of a CSR/CSC index, checked (O(N))."""
-    rel = index_file(edge_set, kind, "indptr")
-    loc = graph.location
-    indptr = map_column(loc.file(rel), np.dtype(np.int64), info.num_nodes + 1,
-                        what="index column", location=loc, rel=rel)
-    bad = _indptr_problem(indptr, info.num_edges)
-    if bad:
-        raise FormatError(f"{loc.file(rel)}: offsets corrupted at entry {bad - 1}")
-    return indptr
-
-
-def map_offsets(graph, edge_set: str, kind: str) -> np.ndarray | None:
-    """Only the row offsets (int64 (N+1,)) of the ``csr``/``csc`` index of ``edge_set``,
-    mapped and checked in O(N) (not the neighbour ids): what the degrees need. None if the
-    manifest lists no such index; stale or corrupted offsets raise :class:`FormatError`."""
-    info = _current(graph, edge_set, kind)
-    return None if info is None else _offsets(graph, edge_set, kind, info)
-
-
-def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
-              ) -> MappedIndex | MappedPush | None:
-    """Map the ``kind`` index of ``edge_set`` if the manifest lists one (else None), after
-    checking that it matches the current edges (digest, counts) and that its offsets and
-    ids are in range (``check_values``: O(N + M) reads of page cache; always for a push
-    index, whose check also counts its receivers); a stale, truncated or corrupted index
-    raises :class:`FormatError` naming its file."""
-    info = _current(graph, edge_set, kind)
-    if info is None:
-        return None
-    loc = graph.location
-    n, m = info.num_nodes, info.num_edges
-
-    def column(name: str, dtype: np.dtype, length: int) -> np.ndarray:
-        rel = index_file(edge_set, kind, name)
-        return map_column(loc.file(rel), dtype, length, what="index column", location=loc,
-                          rel=rel)
-
-    if kind == "push":
-        nb, heavy = info.num_blocks, info.heavy
-        arrays = [column("order", np.dtype(np.int64), n),
-                  column("bounds", np.dtype(np.int64), nb + 1),
-                  column("edge_ptr", np.dtype(np.int64), nb + 1),
-                  column("src", np.dtype(np.uint32), m), column("dst", np.dtype(np.uint16), m),
-                  column("runs", np.dtype(np.int64), nb * (heavy + 1))]
-        bad, receivers = layout_problem(*arrays, heavy)
-        if bad:
-            name = ("order", "bounds", "edge_ptr", "runs", "src", "dst")[bad - 1]
-            raise FormatError(f"{loc.file(index_file(edge_set, kind, name))}: push index "
-                              f"{name} out of range (corrupted)")
-        return MappedPush(info, *arrays, heavy, int(receivers))
-
-    indptr = (_offsets(graph, edge_set, kind, info) if check_values
-              else column("indptr", np.dtype(np.int64), n + 1))
-    ipath = loc.file(index_file(edge_set, kind, "indices"))
-    indices = column("indices", np.dtype(info.index_dtype), m)
-    weight = column("weight", np.dtype(np.float32), m) if info.weighted else None
-    if check_values:
-        if loc.local:  # read: the pages stay in the page cache, not in the resident set
-            pages.release(pages.extent(indptr), indptr)
-        for part in chunks(indices):
-            if _out_of_range(part, n):
-                raise FormatError(f"{ipath}: neighbour id out of range [0, {n}) (corrupted)")
-            if loc.local:
-                pages.release(pages.extent(part), part)
-        bad_row = _unsorted_row(indptr, indices) if kind == "sym" else 0
-        if kind == "sym" and loc.local:  # the sortedness pass read both columns whole
-            pages.release(pages.extent(indptr), indptr)
-            pages.release(pages.extent(indices), indices)
-        if bad_row:
-            raise FormatError(f"{ipath}: row {bad_row - 1} is not sorted and deduplicated "
-                              f"(corrupted)")
-    return MappedIndex(info, indptr, indices, weight)
-
-
-def chunks(column: np.ndarray, size: int = CHECK_CHUNK) -> list[np.ndarray]:
-    """``column`` as consecutive views of ``size`` entries: a pass over a mapped column
-    releases each one once read, so its resident pages stay bounded by one chunk."""
-    return [column[lo:lo + size] for lo in range(0, len(column), size)]
-
-
-def verify_indexes(graph) -> int:
-    """Map and check every index listed in ``graph``'s manifest (hashes are checked with the
-    other files by :func:`graphsys.storage.verify.verify_graph`); returns how many."""
-    count = 0
-    for name, kinds in graph.manifest.indexes.items():
-        for kind, info in kinds.items():
-            for column in info.columns():
-                rel = index_file(name, kind, column)
-                if rel not in graph.manifest.files:
-                    raise FormatError(f"{graph.location.file(rel)}: not listed in the "
-                                      f"manifest")
-            map_index(graph, name, kind)
-            count += 1
-    return count

@@ -5,11 +5,11 @@ local offset (so trained embeddings of the graph stay valid row for row), and ea
 is appended to the end of a partition: new nodes of a type go round-robin over the
 partitions, the smallest partition first (ties: the lower index), in sorted id order.
 
-The new edges are read, validated and bucketed by the same passes as :func:`ingest`; their
-relations must be relation types of the graph (a new relation would change a model's
-shape). A new id that already names an entity of another type (in a graph with several
-entity types) is refused with one line naming the id, as is a non-integer id for an entity
-type with integer ids.
+The new edges are read, validated and bucketed by the same passes as
+:func:`~graphsys.storage.ingest.ingest_sources`; their relations must be relation types of
+the graph (a new relation would change a model's shape). A new id that already names an
+entity of another type (in a graph with several entity types) is refused with one line
+naming the id, as is a non-integer id for an entity type with integer ids.
 
 Crash safety: the new graph is built in a staging directory beside the old one (unchanged
 files are hard links, rewritten node partitions and the new buckets are new files, the
@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
+from graphsys import openmp
 from graphsys.errors import GraphsysError, InputError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.atomic import replacement_directory, sync_filesystem, write_bytes_atomic
@@ -54,7 +55,12 @@ from graphsys.storage.format import (
 from graphsys.storage.graph import open_graph
 from graphsys.storage.ids import IdIndex
 from graphsys.storage.ingest import edge_set_names, write_edge_sets
-from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport
+from graphsys.storage.ingest_inputs import (
+    EdgeSource,
+    IngestOptions,
+    IngestReport,
+    check_memory_limit,
+)
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.lock import writer_lock
 from graphsys.storage.node_files import file_entry, write_string_column
@@ -90,7 +96,9 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         An existing edge set name, a relation the graph does not have, or a graph whose
         node columns are stored in files of their own.
     """
+    openmp.apply_wait_policy()
     t0 = time.perf_counter()
+    check_memory_limit((options or IngestOptions()).memory_limit)
     # through a symbolic link: the real directory is swapped and the link keeps naming it
     graph = Path(graph).resolve()
     m = read_manifest(graph)
@@ -107,7 +115,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
             raise GraphsysError(f"{graph}: entity type {et.name!r} has node column "
                                 f"{mapped[0]!r} in a file of its own; appending nodes to it "
                                 f"is not supported")
-    opts = replace(options or IngestOptions(), num_partitions=m.num_partitions,
+    opts = replace(options or IngestOptions(), partitions=m.num_partitions,
                    relation_types=list(m.relation_types), metadata=m.metadata)
     if opts.undirected and any(r.lhs != r.rhs for r in m.relation_types):
         raise GraphsysError("undirected needs relations whose lhs and rhs entity types are "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import hashlib
 import os
 import secrets
@@ -13,7 +14,8 @@ from pathlib import Path
 
 from graphsys.errors import GraphsysError
 
-_STAGING_MARK = ".staging-"
+#: In the name of a staging directory beside its graph: ``.NAME.staging-PID-HEX``.
+STAGING_MARK = ".staging-"
 
 
 def fsync_path(path: Path) -> None:
@@ -116,6 +118,22 @@ def atomic_path(path: Path, *, overwrite: bool = False) -> Iterator[Path]:
         raise
 
 
+def disk_full(exc: OSError, path: Path) -> bool:
+    """Whether ``exc``, raised while writing under ``path``, means the filesystem is full:
+    ENOSPC or EDQUOT; or, with almost no space left (under 1 MiB), EFAULT (a ``write()``
+    whose source is a mapped file that tmpfs could not give a page) or no errno at all
+    (NumPy's ``tofile`` reports a short write as "N requested and M written"). Call it
+    before freeing what the failed write used."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if exc.errno not in (errno.EFAULT, errno.EFBIG, None):
+        return False
+    try:
+        return shutil.disk_usage(path).free < (1 << 20)
+    except OSError:
+        return False
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -163,7 +181,7 @@ def staging_directory(out: Path) -> Iterator[Path]:
 def _new_staging_name(out: Path) -> Path:
     """A fresh staging path beside ``out`` (holding this pid), after removing the staging
     directories of dead processes."""
-    prefix = f".{out.name}{_STAGING_MARK}"
+    prefix = f".{out.name}{STAGING_MARK}"
     for stale in out.parent.glob(prefix + "*"):
         pid = stale.name[len(prefix):].split("-")[0]
         if pid.isdigit() and not pid_alive(int(pid)):

@@ -11,8 +11,9 @@ The format that ``graphsys gnn embed`` writes (:class:`EmbeddingWriter`) and
 
 Writing: each partition file appears atomically (temp name, fsync, rename) as soon as it is
 complete, and the index last, so a directory without ``embeddings.json`` holds no
-embeddings. Reading treats the directory as untrusted input: the index is a regular file
-of at most :data:`MAX_INDEX_BYTES`, every partition a relative path that stays inside the
+embeddings. Reading treats the directory as untrusted input (the rules of
+:mod:`graphsys.storage.file_rules`): the index is a regular file inside the directory of at
+most :data:`MAX_INDEX_BYTES`, every partition a relative path that stays inside the
 directory and names a regular file, every embedding column float32 of the index's dimension
 without nulls, and the rows add up to ``num_nodes``; anything else is a one-line
 :class:`~graphsys.errors.FormatError` naming the file. The embedding columns are
@@ -21,9 +22,8 @@ memory-mapped, read-only (no copy).
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,10 @@ import pyarrow as pa
 import pyarrow.ipc as paipc
 
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage import file_rules
 from graphsys.storage.atomic import atomic_path, write_bytes_atomic
-from graphsys.storage.format import SAFE_NAME, safe_relative_path
+from graphsys.storage.format import SAFE_NAME
+from graphsys.storage.lock import writer_lock
 
 #: The index file of an Arrow embedding directory.
 ARROW_INDEX = "embeddings.json"
@@ -75,17 +77,6 @@ class EmbeddingFiles:
 def is_embedding_directory(path: str | Path) -> bool:
     """Whether ``path`` holds an Arrow embedding index (``embeddings.json``)."""
     return (Path(path) / ARROW_INDEX).is_file()
-
-
-def _regular_size(file: Path) -> int:
-    """The size of ``file`` if it is a regular file, else a :class:`FormatError`."""
-    try:
-        st = os.stat(file)
-    except OSError as exc:
-        raise FormatError(f"{file}: cannot read ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise FormatError(f"{file}: not a regular file")
-    return st.st_size
 
 
 def _count(header: dict, key: str, index: Path, least: int, most: int | None = None) -> int:
@@ -134,12 +125,7 @@ def read_embedding_files(path: str | Path) -> EmbeddingFiles:
     """
     path = Path(path)
     index = path / ARROW_INDEX
-    if _regular_size(index) > MAX_INDEX_BYTES:
-        raise FormatError(f"{index}: larger than {MAX_INDEX_BYTES} bytes")
-    try:
-        header = json.loads(index.read_bytes())
-    except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8
-        raise FormatError(f"{index}: unreadable ({exc})") from None
+    header = file_rules.read_json(path, ARROW_INDEX, max_bytes=MAX_INDEX_BYTES)
     if not isinstance(header, dict):
         raise FormatError(f"{index}: not a JSON object")
     if header.get("format") != ARROW_FORMAT:
@@ -155,17 +141,18 @@ def read_embedding_files(path: str | Path) -> EmbeddingFiles:
     if not isinstance(header.get("graph", ""), str) or not isinstance(
             header.get("meta", {}), dict):
         raise FormatError(f"{index}: graph must be a path and meta an object")
-    parts = [_read_partition(safe_relative_path(path, rel, source=str(index),
-                                                field="partitions"), dim) for rel in files]
+    parts = [_read_partition(path, file_rules.inside(path, rel, source=str(index),
+                                                     field="partitions"), dim)
+             for rel in files]
     rows = sum(len(p) for p in parts)
     if rows != num_nodes:
         raise FormatError(f"{path}: partitions hold {rows} rows, the index says {num_nodes}")
     return EmbeddingFiles(path, header, et, dim, parts)
 
 
-def _read_partition(file: Path, dim: int) -> np.ndarray:
+def _read_partition(path: Path, file: Path, dim: int) -> np.ndarray:
     """The embedding column of one partition file as float32 ``(n, dim)``, memory-mapped."""
-    _regular_size(file)
+    file_rules.file_size(path, file)
     try:
         col = paipc.open_file(pa.memory_map(str(file))).read_all().column("embedding")
     except (OSError, KeyError, pa.ArrowException) as exc:
@@ -204,7 +191,10 @@ class EmbeddingWriter:
     Raises
     ------
     GraphsysError
-        ``out`` already holds embeddings.
+        ``out`` already holds embeddings, is or lies inside a graph or checkpoint
+        directory, holds a symlink or a special file, or is being written by another
+        process (a writer holds ``out``'s lock, :func:`~graphsys.storage.lock.writer_lock`,
+        from here to :meth:`finish` or :meth:`close`).
 
     Examples
     --------
@@ -212,14 +202,36 @@ class EmbeddingWriter:
     """
 
     def __init__(self, out: str | Path, graph, entity_type: str):
+        from graphsys.outputs import check_own_directory
+
         self.out = Path(out)
         if (self.out / ARROW_INDEX).exists():
             raise GraphsysError(f"{self.out}: already holds embeddings (choose a new output "
                                 f"directory)")
-        (self.out / entity_type).mkdir(parents=True, exist_ok=True)
+        check_own_directory(self.out, what="an embedding directory")
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GraphsysError(f"{self.out}: cannot create it ({exc.strerror or exc})"
+                                ) from None
+        file_rules.check_tree(self.out, what="embedding directory")
+        self._lock = contextlib.ExitStack()
+        self._lock.enter_context(writer_lock(self.out))
+        try:
+            if (self.out / ARROW_INDEX).exists():     # finished meanwhile by another writer
+                raise GraphsysError(f"{self.out}: already holds embeddings (choose a new "
+                                    f"output directory)")
+            (self.out / entity_type).mkdir(exist_ok=True)
+        except BaseException:
+            self._lock.close()
+            raise
         self.graph, self.etype = graph, entity_type
         self.files: list[str] = []
         self.dim: int | None = None
+
+    def close(self) -> None:
+        """Release the directory (done by :meth:`finish`; call it when giving up)."""
+        self._lock.close()
 
     def __call__(self, partition: int, emb) -> None:
         """Write partition ``partition``'s vectors: float ``(n_p, d)`` (an array, or a CPU
@@ -241,5 +253,8 @@ class EmbeddingWriter:
         header = {"format": ARROW_FORMAT, "entity_type": self.etype, "dimension": self.dim,
                   "num_nodes": self.graph.num_nodes(self.etype), "partitions": self.files,
                   "graph": str(self.graph.path), "meta": meta or {}}
-        write_bytes_atomic(self.out / ARROW_INDEX, json.dumps(header, indent=1).encode())
+        try:
+            write_bytes_atomic(self.out / ARROW_INDEX, json.dumps(header, indent=1).encode())
+        finally:
+            self.close()
         return self.out

@@ -57,7 +57,7 @@ def export_edges(graph: Graph, out: str | Path, edge_set: str | None = None, *,
     >>> import tempfile, pyarrow.parquet as pq, graphsys
     >>> from graphsys.storage.export import export_edges
     >>> d = tempfile.mkdtemp()
-    >>> g = graphsys.from_numpy([10, 20, 30], [20, 30, 10], d + "/g", num_partitions=2)
+    >>> g = graphsys.from_numpy([10, 20, 30], [20, 30, 10], d + "/g", partitions=2)
     >>> export_edges(g, d + "/edges.parquet")
     3
     >>> sorted(pq.read_table(d + "/edges.parquet").to_pylist(), key=lambda r: r["src"])

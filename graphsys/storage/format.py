@@ -141,7 +141,9 @@ def _node_column(raw: Any, ctx: str, source: str) -> NodeColumn:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(
             raw.get("kind"), str):
         raise FormatError(f"{source}: field '{ctx}' must be an object with name and kind")
-    col = NodeColumn(raw["name"], raw["kind"], int(raw.get("dim", 1)), str(raw.get("dtype", "")))
+    reader = _FieldReader(source)
+    col = NodeColumn(raw["name"], raw["kind"], reader.optional(raw, "dim", int, ctx, 1),
+                     reader.optional(raw, "dtype", str, ctx, ""))
     if col.dtype:
         if col.dtype not in MAPPED_COLUMN_DTYPES.get(col.kind, ()):
             raise FormatError(f"{source}: field '{ctx}.dtype' {col.dtype!r} does not suit kind "
@@ -298,9 +300,10 @@ class Manifest:
                                   f"int64 or string")
             cols = [_node_column(c, f"entity_types.{name}.columns[{k}]", source) for k, c in
                     enumerate(reader.get(et, "columns", list, f"entity_types.{name}"))]
-            if "num_nodes" in et and et["num_nodes"] != sum(sizes):
+            num_nodes = reader.optional(et, "num_nodes", int, f"entity_types.{name}", None)
+            if num_nodes is not None and num_nodes != sum(sizes):
                 raise FormatError(f"{source}: field 'entity_types.{name}.num_nodes' "
-                                  f"({et['num_nodes']}) differs from the sum of its "
+                                  f"({num_nodes}) differs from the sum of its "
                                   f"partition_sizes ({sum(sizes)})")
             entity_types[name] = EntityType(name, id_type, sizes, cols)
         relation_types = []
@@ -331,10 +334,10 @@ class Manifest:
                 name, num_edges, buckets,
                 has_rel=reader.get(es, "has_rel", bool, ctx),
                 has_weight=reader.get(es, "has_weight", bool, ctx),
-                undirected=bool(es.get("undirected", False)),
-                dedupe=bool(es.get("dedupe", False)),
-                drop_self_loops=bool(es.get("drop_self_loops", False)),
-                skipped_lines=int(es.get("skipped_lines", 0)),
+                undirected=reader.optional(es, "undirected", bool, ctx, False),
+                dedupe=reader.optional(es, "dedupe", bool, ctx, False),
+                drop_self_loops=reader.optional(es, "drop_self_loops", bool, ctx, False),
+                skipped_lines=reader.optional(es, "skipped_lines", int, ctx, 0),
                 columns=[_edge_column(c, f"{ctx}.columns[{k}]", source) for k, c in
                          enumerate(reader.get(es, "columns", list, ctx) if "columns" in es
                                    else [])],
@@ -459,8 +462,14 @@ class _FieldReader:
         value = obj[key]
         if typ is int and isinstance(value, bool) or not isinstance(value, typ):
             raise FormatError(f"{self.source}: field '{name}' must be {typ.__name__}, "
-                              f"got {type(value).__name__}")
+                              f"got {type(value).__name__} {value!r:.40}")
         return value
+
+    def optional(self, obj: Any, key: str, typ: type, ctx: str, default: Any) -> Any:
+        """Field ``key`` of ``obj`` checked like :meth:`get` when present (a string
+        ``"846"`` where a count belongs is refused, not compared or coerced), else
+        ``default``."""
+        return self.get(obj, key, typ, ctx) if isinstance(obj, dict) and key in obj else default
 
 
 def read_manifest(directory: str | Path | GraphLocation) -> Manifest:

@@ -162,14 +162,16 @@ def id_column(arr: pa.Array | pa.ChunkedArray, role: str, path: Path) -> pa.Arra
     return arr
 
 
-#: Integer text of at most 18 significant digits (always within int64).
-_INT_TEXT = r"^-?0*[0-9]{1,18}$"
+#: Integer text of at most 18 significant digits (always within int64), surrounding
+#: whitespace allowed (as the text readers parse an integer column).
+_INT_TEXT = r"^\s*[+-]?0*[0-9]{1,18}\s*$"
 
 
 def ids_array(arr: pa.Array) -> np.ndarray | pa.Array:
     """int64 NumPy ids when every value is an integer, else the ids as a large_string array
-    in which integer text is canonical (``"01"``, ``"+1"`` and ``1`` are the same node in
-    both cases: the result does not depend on the other ids of the input)."""
+    in which integer text is canonical (``"01"``, ``"+1"``, ``" 1"`` and ``1`` are the same
+    node in both cases: the result does not depend on the other ids of the input; a string
+    id that is not integer text keeps its whitespace)."""
     if pa.types.is_integer(arr.type):
         return arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
@@ -178,7 +180,7 @@ def ids_array(arr: pa.Array) -> np.ndarray | pa.Array:
         try:
             # Arrow's cast also reads hexadecimal text ("0x10" as 16): such text is a string
             # id whatever the rest of the column holds
-            if pc.any(pc.match_substring_regex(arr, r"^[+-]?0[xX]")).as_py():
+            if pc.any(pc.match_substring_regex(arr, r"^\s*[+-]?0[xX]")).as_py():
                 raise pa.ArrowInvalid("hexadecimal text")
             return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:
@@ -186,8 +188,11 @@ def ids_array(arr: pa.Array) -> np.ndarray | pa.Array:
             is_int = pc.fill_null(pc.match_substring_regex(arr, _INT_TEXT), False)
             if not pc.any(is_int).as_py():
                 return arr
-            ints = pc.cast(pc.if_else(is_int, arr, pa.scalar("0", pa.large_string())),
-                           pa.int64())
+            text = pc.utf8_trim_whitespace(pc.if_else(is_int, arr,
+                                                      pa.scalar("0", pa.large_string())))
+            ints = pc.cast(pc.replace_substring_regex(text, r"^\+", ""), pa.int64())
+            if pc.all(is_int).as_py():  # integers with whitespace: still an integer type
+                return ints.to_numpy(zero_copy_only=False)
             return pc.if_else(is_int, pc.cast(ints, pa.large_string()), arr)
     return arr.cast(pa.large_string())
 

@@ -41,7 +41,7 @@ def graph_info(graph: Graph) -> dict[str, Any]:
     >>> import tempfile, graphsys
     >>> from graphsys.storage.info import graph_info
     >>> g = graphsys.from_numpy([0, 1, 2, 3], [1, 2, 3, 0], tempfile.mkdtemp() + "/g",
-    ...                         num_partitions=2, partitioner="range")
+    ...                         partitions=2, partitioner="range")
     >>> info = graph_info(g)
     >>> info["edge_sets"]["default"]["buckets"], info["edge_sets"]["default"]["edge_cut"]
     ([[1, 1], [1, 1]], 0.5)

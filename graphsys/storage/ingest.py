@@ -31,7 +31,8 @@ and the directory renamed into place only when complete (see :mod:`graphsys.stor
 
 Modules: :mod:`~graphsys.storage.ingest_inputs` (sources, options, report),
 :mod:`~graphsys.storage.formats` (input formats), :mod:`~graphsys.storage.ids` (node ids),
-:mod:`~graphsys.storage.ingest_job` (the passes), :mod:`~graphsys.storage.edge_runs` (the
+:mod:`~graphsys.storage.ingest_job` (the passes; a batch's checks in
+:mod:`~graphsys.storage.ingest_validate`), :mod:`~graphsys.storage.edge_runs` (the
 external sort), :mod:`~graphsys.storage.node_files`; this module runs them into a staging
 directory and writes the manifest.
 """
@@ -46,6 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from graphsys import openmp
 from graphsys._version import __version__
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
@@ -58,23 +60,29 @@ from graphsys.storage.atomic import (
 )
 from graphsys.storage.format import MANIFEST, MAX_PARTITIONS, EdgeSet, Manifest, bucket_file
 from graphsys.storage.ids import IdIndex
-from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, IngestReport, NodeSource
+from graphsys.storage.ingest_inputs import (
+    EdgeSource,
+    IngestOptions,
+    IngestReport,
+    NodeSource,
+    check_memory_limit,
+)
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.node_files import file_entry, write_node_files
 
 __all__ = [
     "MAX_PARTITION_NODES", "EdgeSource", "IngestOptions", "IngestReport", "NodeSource",
-    "edge_set_names", "ingest", "write_edge_sets",
+    "edge_set_names", "ingest_sources", "write_edge_sets",
 ]
 
 
-def _check_partitions(num_partitions: int, index: dict[str, IdIndex]) -> None:
+def _check_partitions(partitions: int, index: dict[str, IdIndex]) -> None:
     """Refuse more partitions than the largest entity type has nodes (empty partitions
     only cost buckets and memory)."""
     most = max((len(ix) for ix in index.values()), default=0)
-    if num_partitions > max(most, 1):
-        raise GraphsysError(f"num_partitions {num_partitions} is more than the nodes of the "
-                            f"largest entity type ({most})")
+    if partitions > max(most, 1):
+        raise ParameterError("partitions", f"{partitions} is more than the nodes of the "
+                                           f"largest entity type ({most})")
 
 
 def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
@@ -83,7 +91,7 @@ def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
     """Passes 2 and 3 for the edge sets ``names`` of a job whose nodes are partitioned: write
     their bucket files under ``staging``, add them to ``files`` and return the edge sets.
     ``seconds`` (when given) gets ``route``: the seconds of pass 2, summed over edge sets."""
-    opts, p = job.opts, job.opts.num_partitions
+    opts, p = job.opts, job.opts.partitions
     edge_sets: dict[str, EdgeSet] = {}
     for name in names:
         t = time.perf_counter()
@@ -131,8 +139,9 @@ def edge_set_names(edges: Sequence[EdgeSource]) -> set[str]:
     return names
 
 
-def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions | None = None,
-           nodes: Sequence[NodeSource] = ()) -> IngestReport:
+def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
+                   options: IngestOptions | None = None,
+                   nodes: Sequence[NodeSource] = ()) -> IngestReport:
     """Build a graph directory from edge sources (and optional node tables).
 
     The layer under :func:`graphsys.ingest` (which reads one set of edge files) and the
@@ -167,28 +176,30 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
     Examples
     --------
     >>> import tempfile, pyarrow as pa, graphsys
-    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    >>> from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     >>> d = tempfile.mkdtemp()
     >>> follows = EdgeSource(table=pa.table({"src": [1, 2], "dst": [2, 3]}), edge_set="follows")
     >>> likes = EdgeSource(table=pa.table({"src": [3], "dst": [1]}), edge_set="likes")
-    >>> report = ingest([follows, likes], d + "/g", IngestOptions(num_partitions=2))
+    >>> report = ingest_sources([follows, likes], d + "/g", IngestOptions(partitions=2))
     >>> report.edges
     {'follows': 2, 'likes': 1}
     >>> graphsys.open_graph(d + "/g").edge_sets
     ['follows', 'likes']
     """
+    openmp.apply_wait_policy()
     opts = options or IngestOptions()
-    if not isinstance(opts.num_partitions, int) or opts.num_partitions < 1:
-        raise ParameterError("num_partitions", f"must be a positive integer, got "
-                                               f"{opts.num_partitions!r}")
-    if opts.num_partitions > MAX_PARTITIONS:
-        raise GraphsysError(f"num_partitions {opts.num_partitions} is above the maximum, "
-                            f"{MAX_PARTITIONS} (P x P buckets)")
+    if not isinstance(opts.partitions, int) or opts.partitions < 1:
+        raise ParameterError("partitions", f"must be a positive integer, got "
+                                           f"{opts.partitions!r}")
+    if opts.partitions > MAX_PARTITIONS:
+        raise ParameterError("partitions", f"{opts.partitions} is above the maximum, "
+                                           f"{MAX_PARTITIONS} (P x P buckets)")
     if opts.on_bad_line not in ("error", "skip"):
         raise ParameterError("on_bad_line", f"must be 'error' or 'skip', got "
                                             f"{opts.on_bad_line!r}")
     if opts.max_batch_rows < 1:
         raise GraphsysError("max_batch_rows must be positive")
+    check_memory_limit(opts.memory_limit)
     if not edges and not nodes:
         raise InputError("no input given")
     names = edge_set_names(edges)
@@ -198,7 +209,7 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
     with staging_directory(out) as staging:
         job = IngestJob(edges, nodes, opts, staging)
         job.read_all()
-        _check_partitions(opts.num_partitions, job.index)
+        _check_partitions(opts.partitions, job.index)
         if opts.undirected and any(r.lhs != r.rhs for r in job.relations):
             raise ParameterError("undirected", "needs relations whose lhs and rhs entity "
                                                "types are the same")
@@ -212,7 +223,7 @@ def ingest(edges: Sequence[EdgeSource], out: str | Path, options: IngestOptions 
         edge_sets = write_edge_sets(job, sorted(names), staging, files, seconds)
         seconds["route_and_merge"] = time.perf_counter() - t2
         shutil.rmtree(job.spill)
-        p = opts.num_partitions
+        p = opts.partitions
         manifest = Manifest(
             num_partitions=p, offset_dtype="int32",
             max_batch_rows=max((job.batch_rows(n) for n in names), default=opts.max_batch_rows),

@@ -2,7 +2,7 @@
 
 The command line and this function are one code path: the command maps its flags onto
 these keyword parameters and prints the report. Underneath, the passes of
-:func:`graphsys.storage.ingest.ingest` read the files (the layer to use for inputs this
+:func:`graphsys.storage.ingest.ingest_sources` read the files (the layer to use for inputs this
 function has no keyword for: several sources, in-memory tables, several node tables).
 """
 
@@ -18,8 +18,14 @@ from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage.format import DEFAULT_EDGE_SET, INDEX_KINDS, RelationType
 from graphsys.storage.graph import Graph, open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, IngestReport, NodeSource
-from graphsys.storage.ingest import ingest as ingest_sources
+from graphsys.storage.ingest import (
+    EdgeSource,
+    IngestOptions,
+    IngestReport,
+    NodeSource,
+    ingest_sources,
+)
+from graphsys.storage.ingest_inputs import check_memory_limit
 from graphsys.units import parse_size
 
 __all__ = ["ingest", "index_kinds", "read_node_table"]
@@ -172,8 +178,10 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     try:
         limit = parse_size(memory_limit, field="memory_limit")
     except GraphsysError:
-        raise ParameterError("memory_limit", f"must be a positive size such as 2GB, 512MiB "
-                                             f"or a byte count, got {memory_limit!r}") from None
+        raise ParameterError("memory_limit", f"must be a positive size of at most 8 EiB such "
+                                             f"as 2GB, 512MiB or a byte count, got "
+                                             f"{memory_limit!r}") from None
+    check_memory_limit(limit)
     paths = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
     source = EdgeSource(
         paths=[Path(p) for p in paths], edge_set=edge_set, format=format, src_col=src_col,
@@ -181,7 +189,7 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         delimiter=delimiter, header=header, edge_columns=edge_columns)
     source.column_roles()  # a bad name is refused before any input is read
     opts = IngestOptions(
-        num_partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
+        partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
         dedupe=dedupe, drop_self_loops=drop_self_loops, memory_limit=limit,
         on_bad_line=on_bad_line, progress=progress,
         relation_types=_relation_types(relation_types) if relation_types else None)

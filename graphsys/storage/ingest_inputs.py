@@ -1,4 +1,4 @@
-"""What :func:`graphsys.storage.ingest.ingest` reads (:class:`EdgeSource`,
+"""What :func:`graphsys.storage.ingest.ingest_sources` reads (:class:`EdgeSource`,
 :class:`NodeSource`), how (:class:`IngestOptions`) and what it reports
 (:class:`IngestReport`)."""
 
@@ -80,11 +80,26 @@ class NodeSource:
     entity_type: str = DEFAULT_ENTITY_TYPE
 
 
+#: The least ``memory_limit`` of an ingest or append (64 KiB): one bucket batch of the
+#: smallest size an ingest writes (4,096 edges of 16 bytes); a smaller budget (a size
+#: written without its unit, ``1`` for ``1GB``) could not hold even that.
+MIN_MEMORY_LIMIT = 1 << 16
+
+
+def check_memory_limit(value) -> None:
+    """ParameterError unless ``value`` is an int of at least :data:`MIN_MEMORY_LIMIT`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_MEMORY_LIMIT:
+        raise ParameterError("memory_limit", f"must be at least {MIN_MEMORY_LIMIT:,} bytes "
+                                             f"(64KiB: one batch of 4,096 edges), got "
+                                             f"{value!r}")
+
+
 @dataclass
 class IngestOptions:
-    """Options of :func:`ingest`; ``memory_limit`` is in bytes."""
+    """Options of :func:`~graphsys.storage.ingest.ingest_sources`: ``partitions`` is the
+    number of node partitions ``P``; ``memory_limit`` is in bytes."""
 
-    num_partitions: int = 1
+    partitions: int = 1
     partitioner: str = "hash"
     partitioner_params: dict[str, Any] | None = None
     seed: int = 0

@@ -1,7 +1,8 @@
-"""The ingest job: pass 1 (read every input through its format, validate, collect node ids,
-spill the parsed columns), the partitioning of every entity type, and passes 2 and 3 for one
-edge set (route edges into buckets, sort or merge each bucket into its file); the passes are
-described in :mod:`graphsys.storage.ingest`."""
+"""The ingest job: pass 1 (read every input through its format, validate each batch with
+:mod:`~graphsys.storage.ingest_validate`, collect node ids, spill the parsed columns), the
+partitioning of every entity type, and passes 2 and 3 for one edge set (route edges into
+buckets, sort or merge each bucket into its file); the passes are described in
+:mod:`graphsys.storage.ingest`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 import partitioners
@@ -39,6 +39,7 @@ from graphsys.storage.format import (
 from graphsys.storage.formats import InputFormat, resolve_format
 from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
+from graphsys.storage.ingest_validate import common_dtype, validate_batch
 from graphsys.storage.readers import NeedCarefulRead, read_ahead, read_memory
 
 #: Transient copies an edge buffer goes through (group by bucket, sort, convert): each
@@ -186,7 +187,8 @@ class IngestJob:
             if "id" not in ns.table.column_names:
                 raise InputError(f"node table for entity type {ns.entity_type!r} has no 'id' "
                                  f"column")
-            ids = ns.table.column("id").combine_chunks()
+            ids = id_column(ns.table.column("id"), f"node table for {ns.entity_type!r}: id",
+                            None)  # integers or strings, as an edge file's id columns
             if ids.null_count:
                 raise InputError(f"node table for {ns.entity_type!r}: null id")
             self.collector(ns.entity_type).add(ids_array(ids))
@@ -223,7 +225,7 @@ class IngestJob:
             self.entity_types.append(DEFAULT_ENTITY_TYPE)
         # a rel column is stored iff the graph has several relation types
         self.has_rel = {s.edge_set: len(self.relations) > 1 for s in self.sources}
-        self.edge_columns = {name: [EdgeColumn(c, _common_dtype(dts)) for c, dts in cols.items()]
+        self.edge_columns = {name: [EdgeColumn(c, common_dtype(dts)) for c, dts in cols.items()]
                              for name, cols in self.column_dtypes.items()}
         jit.join()
         for sp in self.spills:
@@ -282,7 +284,7 @@ class IngestJob:
         number of rows dropped."""
         skipped = 0
         for k, batch in enumerate(batches):
-            cols, dropped = self._validate(batch, path)
+            cols, dropped = validate_batch(batch, path, self.relation, self.opts.on_bad_line)
             skipped += dropped
             if len(cols["src"]) == 0:
                 continue
@@ -312,91 +314,6 @@ class IngestJob:
         if sp.table is not None:
             self.held_bytes -= sp.table.nbytes
         sp.discard()
-
-    def _validate(self, batch, path: Path) -> tuple[dict[str, Any], int]:
-        """Check one batch; return its columns (ids as int64 ndarray or string array, rel
-        int32, weight float32) and the number of rows dropped. Bad rows raise, or are
-        dropped with ``on_bad_line="skip"``."""
-        n = batch.num_rows
-        bad = np.zeros(n, bool)
-        problems: list[tuple[int, str]] = []
-        cols: dict[str, Any] = {}
-        for role in ("src", "dst"):
-            arr = id_column(batch.columns[role], role, path)
-            if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-                empty = pc.fill_null(pc.equal(pc.utf8_length(arr), 0), True)
-                nul = pc.fill_null(pc.match_substring(arr, "\x00"), False).to_numpy(
-                    zero_copy_only=False)
-                if nul.any():
-                    problems.append((int(np.flatnonzero(nul)[0]), f"NUL byte in {role} id"))
-                    bad |= nul
-            else:
-                empty = pc.is_null(arr) if arr.null_count else None
-            empty = None if empty is None else empty.to_numpy(zero_copy_only=False)
-            if empty is not None and empty.any():
-                i = int(np.flatnonzero(empty)[0])
-                problems.append((i, f"empty {role} id"))
-                bad |= empty
-            cols[role] = arr
-        if "weight" in batch.columns:
-            w = batch.columns["weight"]
-            if isinstance(w, pa.ChunkedArray):
-                w = w.combine_chunks()
-            if pa.types.is_floating(w.type) or pa.types.is_integer(w.type):
-                wv = w.cast(pa.float64())
-                nulls = pc.is_null(wv).to_numpy(zero_copy_only=False)
-                weights = pc.fill_null(wv, 0.0).to_numpy()
-            else:
-                try:
-                    weights = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
-                    nulls = np.isnan(weights) & ~_is_nan_text(w)
-                except pa.ArrowInvalid:
-                    weights, nulls = _parse_floats(w)
-            if nulls.any():
-                i = int(np.flatnonzero(nulls)[0])
-                problems.append((i, f"non-numeric weight {_value(batch.columns['weight'], i)!r}"))
-                bad |= nulls
-            with np.errstate(over="ignore"):
-                weights = weights.astype(np.float32)
-            infinite = ~nulls & ~np.isfinite(weights)
-            if infinite.any():  # NaN, +-inf, or beyond float32
-                i = int(np.flatnonzero(infinite)[0])
-                problems.append((i, f"non-finite weight {_value(batch.columns['weight'], i)!r} "
-                                    f"(as float32)"))
-                bad |= infinite
-            cols["weight"] = weights.astype(np.float32)
-        for role in batch.columns:
-            if role.startswith(COLUMN_PREFIX):
-                cols[role] = _edge_column_values(batch.columns[role], role[len(COLUMN_PREFIX):],
-                                                 problems, bad, path)
-        if "rel" in batch.columns:
-            r = batch.columns["rel"]
-            if isinstance(r, pa.ChunkedArray):
-                r = r.combine_chunks()
-            r = r.cast(pa.large_string())
-            empty = pc.fill_null(pc.equal(pc.utf8_length(r), 0), True).to_numpy(
-                zero_copy_only=False)
-            if empty.any():
-                problems.append((int(np.flatnonzero(empty)[0]), "empty relation"))
-                bad |= empty
-            enc = r.dictionary_encode()
-            mapping = np.array([self.relation(str(v), str(path)) if v.is_valid and str(v) else -1
-                                for v in enc.dictionary] or [0], np.int32)
-            codes = pc.fill_null(enc.indices, 0).to_numpy(zero_copy_only=False)
-            cols["rel"] = mapping[codes] if len(enc.dictionary) else np.zeros(n, np.int32)
-        if problems:
-            if self.opts.on_bad_line == "error":
-                if batch.line_of is None:
-                    raise NeedCarefulRead(problems[0][1])
-                i, what = min(problems)
-                raise InputError(what, path=path, line=batch.line_of(i))
-            keep = ~bad
-            cols = {k: (v.filter(pa.array(keep)) if isinstance(v, pa.Array) else v[keep])
-                    for k, v in cols.items()}
-        # ids: integers when every id parses as one, else strings
-        for role in ("src", "dst"):
-            cols[role] = ids_array(cols[role])
-        return cols, int(bad.sum())
 
     def _collect_ids(self, sp: _Spill) -> None:
         """Add the ids of one spilled batch to the collectors of their entity types."""
@@ -446,7 +363,7 @@ class IngestJob:
                 yield pair, mask
 
     def partition(self) -> dict[str, Any]:
-        p = self.opts.num_partitions
+        p = self.opts.partitions
         params = dict(self.opts.partitioner_params or {})
         try:
             strategy = partitioners.get_partitioner(self.opts.partitioner, p,
@@ -527,7 +444,7 @@ class IngestJob:
         uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
         arrays, or the heads of ``buffer``'s (large enough) when it is given (with room for
         the routed rows too: :meth:`RoutedBuckets.routing_scratch`)."""
-        p = self.opts.num_partitions
+        p = self.opts.partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
         ends = np.cumsum([0] + [len(part[0][1]) * (2 if self.opts.undirected else 1)
                                 for part in parts])
@@ -589,7 +506,7 @@ class IngestJob:
             w = _NO_F32 if w_all is None else w_all if mask is None else w_all[mask]
             yield ((lhs, src_ids if mask is None else take_rows(src_ids, mask)),
                    (rhs, dst_ids if mask is None else take_rows(dst_ids, mask)),
-                   self._route_codes(lhs), self._route_codes(rhs), self.opts.num_partitions,
+                   self._route_codes(lhs), self._route_codes(rhs), self.opts.partitions,
                    bool(self.opts.drop_self_loops and lhs == rhs), self.opts.undirected,
                    rel if routed.has_rel else _NO_I32,
                    -1 if sp.rel_fixed is None else sp.rel_fixed,
@@ -703,62 +620,6 @@ class IngestJob:
                        max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
 
 
-def _common_dtype(dtypes: set[str]) -> str:
-    """The dtype an edge column is stored with, from those its batches came in: their one
-    dtype, else float64 (integers and floats mixed, as in a text column whose later lines
-    hold decimals)."""
-    return next(iter(dtypes)) if len(dtypes) == 1 else "float64"
-
-
-def _edge_column_values(arr, name: str, problems: list[tuple[int, str]], bad: np.ndarray,
-                        path: Path) -> np.ndarray:
-    """One input batch's values of the edge column ``name`` as int64, float32 or float64
-    (typed from the input: integers as int64, float32 as float32, other floats as float64;
-    text as int64 when every value of the batch is an integer, else float64). Rows that are
-    missing, non-numeric or not finite are added to ``problems`` and ``bad``."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    typ = arr.type
-    nulls = (pc.is_null(arr).to_numpy(zero_copy_only=False) if arr.null_count
-             else np.zeros(len(arr), bool))
-    nonnum = np.zeros(len(arr), bool)
-    if pa.types.is_integer(typ):
-        try:
-            out = pc.cast(pc.fill_null(arr, 0), pa.int64()).to_numpy()
-        except pa.ArrowInvalid:
-            raise InputError(f"edge column {name!r}: an integer beyond int64", path=path) from None
-    elif pa.types.is_floating(typ):
-        want = pa.float64() if typ == pa.float64() else pa.float32()
-        out = pc.cast(pc.fill_null(arr, 0), want).to_numpy()
-    elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        text = pc.utf8_trim_whitespace(arr)
-        try:
-            out = pc.cast(pc.fill_null(text, "0"), pa.int64()).to_numpy()
-        except pa.ArrowInvalid:
-            try:
-                out = pc.cast(pc.fill_null(text, "0"), pa.float64()).to_numpy(
-                    zero_copy_only=False)
-            except pa.ArrowInvalid:
-                out, nonnum = _parse_floats(text)
-                nonnum &= ~nulls
-    else:
-        raise InputError(f"edge column {name!r} has type {typ}; edge columns hold integers "
-                         f"or floats", path=path)
-    for rows, what in ((nulls, "missing"), (nonnum, "non-numeric")):
-        if rows.any():
-            i = int(np.flatnonzero(rows)[0])
-            problems.append((i, f"{what} {name}" + (f" {_value(arr, i)!r}" if what ==
-                                                      "non-numeric" else "")))
-            bad |= rows
-    if out.dtype.kind == "f":
-        infinite = ~nulls & ~nonnum & ~np.isfinite(out)
-        if infinite.any():
-            i = int(np.flatnonzero(infinite)[0])
-            problems.append((i, f"non-finite {name} {_value(arr, i)!r}"))
-            bad |= infinite
-    return out
-
-
 def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:
     """A spilled id column as the routing kernels read it: integer ids as they are (int32 or
     int64, no copy), string ids as :func:`~graphsys.storage.ids.ids_array` gives them."""
@@ -773,26 +634,3 @@ def _narrow(ids: np.ndarray) -> np.ndarray:
             ids.min() >= np.iinfo(np.int32).min and ids.max() <= np.iinfo(np.int32).max):
         return ids.astype(np.int32)
     return ids
-
-
-def _value(arr, i: int) -> str:
-    """Row ``i`` of ``arr`` as Python ("" for null), for messages."""
-    v = arr[i]
-    return v.as_py() if v.is_valid else ""
-
-
-def _is_nan_text(arr: pa.Array) -> np.ndarray:
-    return pc.fill_null(pc.match_substring_regex(arr, r"(?i)^\s*[+-]?nan\s*$"), False).to_numpy(
-        zero_copy_only=False)
-
-
-def _parse_floats(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Slow path for a block holding a non-numeric weight: (values, bad mask)."""
-    out = np.zeros(len(arr), np.float64)
-    bad = np.zeros(len(arr), bool)
-    for i, v in enumerate(arr.to_pylist()):
-        try:
-            out[i] = float(v)
-        except (TypeError, ValueError):
-            bad[i] = True
-    return out, bad

@@ -15,6 +15,7 @@ writing (indexes, node columns) needs a local copy.
 from __future__ import annotations
 
 import hashlib
+import stat
 from pathlib import Path
 
 import pyarrow as pa
@@ -82,6 +83,27 @@ class GraphLocation:
             return f.stat().st_size if f.is_file() else None
         info = self._info(rel)
         return info.size if info.type == pafs.FileType.File else None
+
+    def not_a_file(self, rel: str) -> str:
+        """Why :meth:`size` found no regular file ``rel``, for messages: ``missing``, or
+        ``not a regular file (a FIFO)`` (a directory, a device, a socket...)."""
+        if self.local:
+            try:
+                mode = (self.root / rel).stat().st_mode
+            except FileNotFoundError:
+                return "missing"
+            except OSError as exc:
+                return f"cannot stat ({exc.strerror or exc})"
+            kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"),
+                     (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                     (stat.S_ISBLK, "a block device"))
+            kind = next((name for test, name in kinds if test(mode)), "not a regular file")
+        else:
+            kind = {pafs.FileType.NotFound: None, pafs.FileType.Directory: "a directory"}.get(
+                self._info(rel).type, "not a regular file")
+            if kind is None:
+                return "missing"
+        return f"not a regular file ({kind})" if kind != "not a regular file" else kind
 
     def _info(self, rel: str) -> pafs.FileInfo:
         try:

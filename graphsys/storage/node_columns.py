@@ -159,6 +159,14 @@ def _write_values(tmp: Path, name: str, kind: str, fill: Callable, n: int, dim: 
             raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) "
                                 f"returned shape {chunk.shape}, expected "
                                 f"{values[start:stop].shape}")
+        if kind == "features":
+            with np.errstate(over="ignore"):
+                bad = ~np.isfinite(chunk.astype(values.dtype))
+            if bad.any():
+                row = start + int(np.flatnonzero(bad.any(axis=1))[0])
+                raise GraphsysError(f"node column {name!r}: fill({start}, {stop}) returned "
+                                    f"a non-finite feature ({dtype}) for internal id {row}: "
+                                    f"features must be finite")
         values[start:stop] = chunk
     if isinstance(values, np.memmap):
         values.flush()

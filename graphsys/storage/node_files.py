@@ -16,7 +16,7 @@ import pyarrow.ipc as paipc
 from graphsys.errors import InputError
 from graphsys.storage.atomic import sha256_file
 from graphsys.storage.format import EntityType, NodeColumn, node_column_file, node_file
-from graphsys.storage.ids import ids_array
+from graphsys.storage.ids import id_column, ids_array
 
 if TYPE_CHECKING:
     from graphsys.storage.ingest_job import IngestJob
@@ -31,7 +31,8 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
     for ns in job.node_sources:
         if ns.entity_type != etype:
             continue
-        ids = ids_array(ns.table.column("id").combine_chunks())
+        ids = ids_array(id_column(ns.table.column("id"), f"node table for {etype!r}: id",
+                                  None))
         dense = job.index[etype].lookup(ids)
         if len(np.unique(dense)) != len(dense):
             raise InputError(f"node table for {etype!r}: duplicate ids")
@@ -43,7 +44,7 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
             if pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type):
                 dim = t.list_size
                 arr = np.zeros((n, dim), np.float32)
-                flat = col.flatten().cast(pa.float32()).to_numpy(zero_copy_only=False)
+                flat = _finite_features(col, etype, name, ids)
                 arr[dense] = flat.reshape(-1, dim)
                 columns.append(NodeColumn(name, "features", dim))
             elif pa.types.is_integer(t):
@@ -51,8 +52,15 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
                 arr[dense] = pc.fill_null(col.cast(pa.int64()), -1).to_numpy()
                 columns.append(NodeColumn(name, "label"))
             elif pa.types.is_string(t) or pa.types.is_large_string(t):
+                if col.null_count:  # the format holds no null string: '' would be a guess
+                    row = int(np.flatnonzero(pc.is_null(col).to_numpy(
+                        zero_copy_only=False))[0])
+                    raise InputError(f"node table for {etype!r}: column {name!r} is null for "
+                                     f"node {_node_id(ids, row)!r} ({col.null_count} null in "
+                                     f"all); string columns hold no nulls: fill them first "
+                                     f"(e.g. with '')")
                 arr = np.full(n, "", object)
-                arr[dense] = pc.fill_null(col, "").to_numpy(zero_copy_only=False)
+                arr[dense] = col.to_numpy(zero_copy_only=False)
                 columns.append(NodeColumn(name, "string", 1, "large_string"))
             elif pa.types.is_boolean(t):
                 arr = np.zeros(n, bool)
@@ -68,11 +76,40 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
     return columns, values
 
 
+def _finite_features(col: pa.FixedSizeListArray, etype: str, name: str, ids) -> np.ndarray:
+    """A features column's values as float32, flat; InputError naming the column and the
+    node when a row is null or a value is NaN, infinite or beyond float32 (a model trained
+    on it would fail far from the cause, or write NaN embeddings)."""
+    if col.null_count:
+        row = int(np.flatnonzero(pc.is_null(col).to_numpy(zero_copy_only=False))[0])
+        raise InputError(f"node table for {etype!r}: column {name!r} has no features for node "
+                         f"{_node_id(ids, row)!r} (a null row)")
+    values = col.flatten()
+    with np.errstate(over="ignore"):
+        flat = values.cast(pa.float32(), safe=False).to_numpy(zero_copy_only=False)
+    bad = ~np.isfinite(flat)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        v = values[k].as_py()
+        text = "null" if v is None else repr(v)
+        raise InputError(f"node table for {etype!r}: column {name!r} has feature {text} "
+                         f"for node "
+                         f"{_node_id(ids, k // max(col.type.list_size, 1))!r}: features must "
+                         f"be finite (float32)")
+    return flat
+
+
+def _node_id(ids, row: int):
+    """The original id of row ``row`` of a node table (for messages)."""
+    v = ids[row]
+    return v.as_py() if hasattr(v, "as_py") else v.item() if hasattr(v, "item") else v
+
+
 def write_node_files(job: IngestJob, staging: Path, files: dict[str, dict[str, Any]]) -> dict[
         str, EntityType]:
     """Write every entity type's node files of ``job`` (partitioned) under ``staging``, add
     them to ``files`` and return the entity types."""
-    p = job.opts.num_partitions
+    p = job.opts.partitions
     types = {}
     for etype in job.entity_types:
         columns, values = _node_columns(job, etype)

@@ -1,6 +1,6 @@
 """Structural checks of a graph's files: cheap, no hashes; files are untrusted input.
 
-Every engine reads edges through :meth:`graphsys.storage.graph.Bucket.batches`, which runs
+Every engine reads edges through :meth:`graphsys.storage.edges.Bucket.batches`, which runs
 :func:`check_bucket_file` when a bucket file is first opened (schema and row counts, from the
 Arrow metadata alone) and :func:`check_edge_batch` on each record batch the first time it is
 touched (offsets inside their partitions, relation indices inside the relation types:
@@ -215,7 +215,7 @@ def check_structure(graph) -> dict[str, int]:
     check_listed(m, graph.location)
     for t in m.entity_types:
         for p in range(m.num_partitions):
-            graph._node_table(t, p)  # checked on read (ids unique within the partition)
+            graph.node_ids(t, p)  # checked on read (ids unique within the partition)
         ids = graph.node_ids(t)  # and across partitions
         if len(ids) and pc.count_distinct(pa.chunked_array([ids])).as_py() != len(ids):
             raise FormatError(f"{graph.location.file('manifest.json')}: entity type {t!r} "

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import glob
+import os
+import re
 from pathlib import Path
 
 import pyarrow.fs as pafs
 
 from graphsys.errors import FormatError
-from graphsys.storage.adjacency_index import leftover_temps, verify_indexes
+from graphsys.storage.adjacency_index import leftover_temps
+from graphsys.storage.atomic import STAGING_MARK, pid_alive
+from graphsys.storage.csr import verify_indexes
 from graphsys.storage.graph import open_graph
 from graphsys.storage.structure import check_listed, check_structure
 
@@ -17,8 +22,11 @@ def verify_graph(path: str | Path, *, quick: bool = False,
     """Check the integrity of a stored graph: every file, count, offset and hash.
 
     Raises on the first bad file (missing, truncated, wrong hash, wrong schema or count,
-    offsets out of range, unsorted), or on a temporary file an interrupted index build
-    left (the next ``graphsys index`` or append removes it). ``quick`` skips the sha256
+    offsets out of range, unsorted). What an interrupted writer left is not damage: the
+    manifest never names it, so the graph is intact; it is listed under ``leftovers``
+    (:func:`leftovers`: safe to delete; the next index build removes index build
+    directories, the next ingest or append to the same path staging directories).
+    ``quick`` skips the sha256
     of every file (the cost that grows with the bytes stored) and checks the structure only
     (:func:`~graphsys.storage.structure.check_structure`): what keeps every engine's memory
     accesses in bounds, and what engines also check on first touch. ``graphsys verify`` runs
@@ -38,7 +46,7 @@ def verify_graph(path: str | Path, *, quick: bool = False,
     dict
         Counts of what was checked: ``files``, ``bytes``, ``nodes``, ``edges`` and
         ``indexes`` (adjacency indexes: counts, offsets and neighbour ids; their hashes with
-        the other files).
+        the other files); ``leftovers``: the paths (str) of :func:`leftovers`.
 
     Raises
     ------
@@ -57,10 +65,7 @@ def verify_graph(path: str | Path, *, quick: bool = False,
     """
     graph = open_graph(path, filesystem=filesystem)
     m, loc = graph.manifest, graph.location
-    left = leftover_temps(graph.path) if loc.local else []
-    if left:
-        raise FormatError(f"{left[0]}: temporary file of an interrupted index build (the "
-                          f"next graphsys index or append removes it)")
+    left = leftovers(graph.path) if loc.local else []
     check_listed(m, loc)
     if not quick:
         for rel, entry in sorted(m.files.items()):
@@ -69,4 +74,51 @@ def verify_graph(path: str | Path, *, quick: bool = False,
                                   f"file)")
     counts = check_structure(graph)
     counts["indexes"] = verify_indexes(graph)
+    counts["leftovers"] = [str(p) for p in left]
     return counts
+
+
+#: A temporary file of :mod:`graphsys.storage.atomic` or a node column being written:
+#: ``.NAME.tmp`` or ``.NAME.tmp-PID-HEX``.
+_TEMP_NAME = re.compile(r"^\..+\.tmp(-\d+-[0-9a-f]+)?$")
+
+
+def leftovers(path: str | Path) -> list[Path]:
+    """What interrupted writers left in or beside the graph directory ``path``, none of it
+    part of the graph (the manifest names none of it): index build directories
+    (``index/.tmp-*``), temporary files (``.NAME.tmp``, ``.NAME.tmp-PID-HEX``) anywhere
+    under ``path``, and the staging directories of dead processes beside it
+    (``.NAME.staging-PID-*``, an interrupted ingest or append). A running writer's files
+    are listed too while it runs.
+
+    Parameters
+    ----------
+    path : str or Path
+        A local graph directory.
+
+    Returns
+    -------
+    list of Path
+        Sorted.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.storage.verify import leftovers
+    >>> d = tempfile.mkdtemp() + "/g"
+    >>> _ = graphsys.from_numpy([0, 1], [1, 2], d)
+    >>> leftovers(d)
+    []
+    """
+    path = Path(path)
+    found = set(leftover_temps(path))
+    for root, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            if _TEMP_NAME.match(name):
+                found.add(Path(root) / name)
+    prefix = f".{path.name}{STAGING_MARK}"
+    for staging in path.parent.glob(glob.escape(prefix) + "*"):
+        pid = staging.name[len(prefix):].split("-")[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            found.add(staging)
+    return sorted(found)

@@ -17,7 +17,7 @@ from graphsys.analysis.balance import (
 from graphsys.analysis.kernels import dense_reference, profile_call
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def test_known_number_of_operator_launches():
@@ -101,7 +101,7 @@ def test_storage_balance_matches_graph(tmp_path):
     f = tmp_path / "e.tsv"
     rng = np.random.default_rng(1)
     f.write_text("".join(f"{s}\t{d}\n" for s, d in rng.integers(0, 60, (400, 2))))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=4))
     g = open_graph(tmp_path / "g")
     st = storage_balance(g, ranks=2)
     counts = g.bucket_counts()

@@ -62,7 +62,7 @@ from graphsys import cli, device
 from graphsys.analysis import ncu as N
 from graphsys.analysis.ncu_target import run_target, target_command
 from graphsys.errors import GraphsysError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 # x[src]: gather through index (composed from the captured prefix "void
 # at::native::index_elementwise_kernel<(int)128, (int)4, void at::native::gpu_index_kernel<void
@@ -212,7 +212,7 @@ def graph_dir(tmp_path_factory):
     dst = rng.integers(0, 400, len(src))
     f = tmp / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    ingest([EdgeSource([f])], tmp / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=4))
     return tmp / "g"
 
 

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from hypothesis import strategies as st
 
 from graphsys import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
 def pytest_configure(config):
@@ -53,10 +53,10 @@ def build(tmp: Path, name: str, src, dst, *, num_nodes: int, partitions: int,
                                                  else [])
     f.write_text("".join("\t".join(str(c) for c in row) + "\n" for row in zip(*cols)))
     out = tmp / name
-    ingest([EdgeSource([f], weight_col=2 if weights is not None else None)], out,
-           IngestOptions(num_partitions=partitions, undirected=undirected, dedupe=dedupe,
-                         drop_self_loops=True),
-           nodes=[NodeSource(pa.table({"id": pa.array(np.arange(num_nodes), pa.int64())}))])
+    ingest_sources([EdgeSource([f], weight_col=2 if weights is not None else None)], out,
+                   IngestOptions(partitions=partitions, undirected=undirected, dedupe=dedupe,
+                                 drop_self_loops=True),
+                   nodes=[NodeSource(pa.table({"id": pa.array(np.arange(num_nodes), pa.int64())}))])
     g = open_graph(out)
     n = g.num_nodes()
     rows, cols_, ws = [], [], []
@@ -98,9 +98,11 @@ def graphs(tmp_path_factory) -> dict[str, TestGraph]:
 
 
 GRAPH_KEYS = ["directed-p1", "directed-p3", "undirected-p1", "undirected-p3"]
-#: (mode, backend) combinations every algorithm is checked in
-MODES = [("memory", "numba"), ("out-of-core", "numba"), ("memory", "torch"),
-         ("out-of-core", "torch")]
+#: (mode, backend) combinations every algorithm is checked in: the numba rows run on the CPU
+#: (marked ``host``), the torch rows on the test device of a test taking ``device``
+MODES = [pytest.param("memory", "numba", marks=pytest.mark.host),
+         pytest.param("out-of-core", "numba", marks=pytest.mark.host),
+         ("memory", "torch"), ("out-of-core", "torch")]
 
 
 def to_global(tg: TestGraph, original_id: int) -> int:

@@ -69,7 +69,7 @@ if __name__ == "__main__":
     import torch.distributed as dist
 
     from graphsys import open_graph
-    from graphsys.bsp.distributed import init_from_env
+    from graphsys.distributed import init_from_env
 
     init_from_env(torch.device("cpu"))
     graph_dir, out, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])

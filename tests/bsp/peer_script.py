@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from graphsys.bsp.distributed import init_from_env, peer_failures
+from graphsys.distributed import init_from_env, peer_failures
 from graphsys.errors import GraphsysError
 
 if __name__ == "__main__":

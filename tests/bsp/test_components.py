@@ -23,9 +23,9 @@ def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_wcc(graphs, key, mode, backend):
+def test_wcc(graphs, key, mode, backend, device):
     tg = graphs[key]
-    res = bsp.wcc(tg.graph, mode=mode, backend=backend)
+    res = bsp.wcc(tg.graph, mode=mode, backend=backend, device=device)
     ncomp, ref = csgraph.connected_components(tg.count, directed=True, connection="weak")
     assert same_partition(res.values, ref)
     assert len(np.unique(res.values)) == ncomp > 12  # isolated vertices are components
@@ -44,9 +44,9 @@ def nx_graph(tg, directed: bool):
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_kcore(graphs, key, mode, backend):
+def test_kcore(graphs, key, mode, backend, device):
     tg = graphs[key]
-    res = bsp.kcore(tg.graph, mode=mode, backend=backend)
+    res = bsp.kcore(tg.graph, mode=mode, backend=backend, device=device)
     ref = nx.core_number(nx_graph(tg, directed=not tg.undirected))
     np.testing.assert_array_equal(res.values, [ref[v] for v in range(tg.n)])
     assert res.values.max() >= 3
@@ -78,10 +78,11 @@ def lpa_reference(tg, max_iters: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
-@pytest.mark.parametrize("mode,backend", MODES[:2])
-def test_label_propagation(graphs, key, mode, backend):
+@pytest.mark.parametrize("mode,backend", MODES)
+def test_label_propagation(graphs, key, mode, backend, device):
     tg = graphs[key]
-    res = bsp.label_propagation(tg.graph, max_iters=30, mode=mode, backend=backend)
+    res = bsp.label_propagation(tg.graph, max_iters=30, mode=mode, backend=backend,
+                                device=device)
     np.testing.assert_array_equal(res.values, lpa_reference(tg, 30))
 
 

@@ -35,6 +35,16 @@ def test_two_processes(graphs):
     check_same(tg, results)
 
 
+@pytest.mark.multi_gpu
+def test_two_gpus_over_nccl(graphs, multi_gpu):
+    """The same jobs on 2 GPUs exchanging over NCCL (PageRank within 1e-9: the GPU sums
+    messages with atomics, in no fixed order)."""
+    tg = graphs["directed-p3"]
+    results = spawn(tg.path, JOBS, world_size=2, device="cuda")
+    assert results[0][1]["device"].startswith("cuda")
+    check_same(tg, results)
+
+
 @pytest.mark.dist4
 @pytest.mark.skipif(os.environ.get("GRAPHSYS_TEST_DIST4") != "1",
                     reason="4-process run: set GRAPHSYS_TEST_DIST4=1")

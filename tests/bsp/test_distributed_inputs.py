@@ -13,15 +13,16 @@ import pyarrow as pa
 
 from graphsys import open_graph
 from graphsys.bsp.algorithms.pagerank import PAGERANK_SPEC
-from graphsys.bsp.distributed import graph_digest, program_digest
+from graphsys.bsp.distributed import program_digest
 from graphsys.bsp.launch import free_port
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.distributed import graph_digest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def _graph(path, seed):
     rng = np.random.default_rng(0)
     table = pa.table({"src": rng.integers(0, 60, 400), "dst": rng.integers(0, 60, 400)})
-    ingest([EdgeSource(table=table)], path, IngestOptions(num_partitions=2, seed=seed))
+    ingest_sources([EdgeSource(table=table)], path, IngestOptions(partitions=2, seed=seed))
     return path
 
 

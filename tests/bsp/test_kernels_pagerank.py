@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from graphsys import bsp, open_graph
 from graphsys.bsp.algorithms.pagerank import PageRankRows
 from graphsys.bsp.kernels_pagerank import bfs_order, renumber
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 from .conftest import GRAPH_KEYS
 
@@ -90,7 +90,7 @@ def test_sparse_graph_runs_in_bfs_order(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(rng.integers(0, n, m),
                                                        rng.integers(0, n, m))))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=3))
     g = open_graph(tmp_path / "g")
     fused = bsp.pagerank(g, tol=1e-12, weighted=False)
     loop = bsp.pagerank(g, tol=1e-12, fuse=False, weighted=False)

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from graphsys import bsp
+from graphsys.errors import GraphsysError, ParameterError
 
 from .conftest import GRAPH_KEYS, MODES, to_global
 
@@ -33,11 +34,12 @@ def scipy_pagerank(count: sp.csr_matrix, damping=0.85, p=None, tol=1e-14, max_it
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
 @pytest.mark.parametrize("weighted", [None, False])
-def test_pagerank_matches_power_iteration(graphs, key, mode, backend, weighted):
+def test_pagerank_matches_power_iteration(graphs, key, mode, backend, weighted, device):
     """The graphs are weighted: by default the walk follows the weights, weighted=False
     counts every edge once."""
     tg = graphs[key]
-    res = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend, weighted=weighted)
+    res = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend, weighted=weighted,
+                       device=device)
     ref = scipy_pagerank(tg.count if weighted is False else tg.adj)
     assert res.stats.weighted is (weighted is None)
     assert np.abs(res.values - ref).sum() < 1e-6
@@ -61,8 +63,8 @@ def test_pagerank_matches_networkx(graphs, key, weighted):
     assert np.abs(res.values - np.array([ref[v] for v in range(tg.n)])).sum() < 1e-6
 
 
-@pytest.mark.parametrize("mode,backend", MODES[:2])
-def test_personalized_pagerank(graphs, mode, backend):
+@pytest.mark.parametrize("mode,backend", MODES)
+def test_personalized_pagerank(graphs, mode, backend, device):
     tg = graphs["directed-p3"]
     sources = [3, 17]
     p = np.zeros(tg.n)
@@ -70,7 +72,7 @@ def test_personalized_pagerank(graphs, mode, backend):
         p[to_global(tg, s)] = 1.0
     for weighted, matrix in ((None, tg.adj), (False, tg.count)):
         res = bsp.personalized_pagerank(tg.graph, sources, tol=1e-12, mode=mode,
-                                        backend=backend, weighted=weighted)
+                                        backend=backend, weighted=weighted, device=device)
         assert np.abs(res.values - scipy_pagerank(matrix, p=p)).sum() < 1e-6
     assert res.stats.algorithm == "ppr"
 
@@ -88,6 +90,48 @@ def test_pagerank_rejects_bad_parameters(graphs):
         bsp.pagerank(g, tol=0)
     with pytest.raises(bsp.engine.GraphsysError, match="not in the graph"):
         bsp.personalized_pagerank(g, [10_000])
+    for kw in ({"damping": float("nan")}, {"damping": "0.5"}, {"tol": float("nan")},
+               {"tol": float("inf")}):
+        name = next(iter(kw))
+        with pytest.raises(ParameterError, match=f"^{name} must be"):
+            bsp.pagerank(g, **kw)
+    with pytest.raises(ParameterError, match="^tol must be positive and finite, got nan"):
+        bsp.hits(g, tol=float("nan"))
+
+
+@pytest.mark.parametrize("mode,backend", MODES[:2])
+def test_huge_source_weights_are_scaled_not_overflowed(graphs, mode, backend):
+    """Weights whose sum overflows float64 teleport as their ratios do."""
+    g = graphs["directed-p3"].graph
+    want = bsp.personalized_pagerank(g, [3, 17, 5], weights=[1, 1, 0.5], tol=1e-12).values
+    got = bsp.personalized_pagerank(g, [3, 17, 5], weights=[1e308, 1e308, 5e307], tol=1e-12,
+                                    mode=mode, backend=backend)
+    np.testing.assert_allclose(got.values, want, rtol=1e-12, atol=1e-15)
+    assert got.stats.converged and abs(got.values.sum() - 1) < 1e-9
+    # a repeated source adds its weights after scaling: no overflow either
+    twice = bsp.personalized_pagerank(g, [3, 3], weights=[1e308, 1e308], tol=1e-12)
+    np.testing.assert_allclose(twice.values, bsp.personalized_pagerank(g, [3], tol=1e-12).values,
+                               rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("weights,match", [
+    ([1, float("nan")], "got nan at position 1"), ([float("inf"), 1], "got inf at position 0"),
+    ([1, -1], "got -1.0 at position 1"), ([0, 0], "got all zero"),
+    (["a", 1], "must be numbers"), ([1], "one per source: 1 weights for 2 sources"),
+])
+def test_bad_source_weights_are_refused(graphs, weights, match):
+    with pytest.raises(GraphsysError, match=f"^personalization weights .*{match}"):
+        bsp.personalized_pagerank(graphs["directed-p1"].graph, [3, 17], weights=weights)
+
+
+def test_pagerank_program_checks_its_personalization(graphs):
+    g = graphs["directed-p1"].graph
+    p = np.zeros(g.num_nodes())
+    p[4] = np.nan
+    with pytest.raises(GraphsysError, match="^personalization must be finite"):
+        bsp.PageRank(personalization=p)
+    with pytest.raises(GraphsysError, match=r"^personalization has 3 weights for 240 nodes"):
+        bsp.run(g, bsp.PageRank(personalization=np.ones(3)))
 
 
 @pytest.mark.parametrize("key", ["directed-p3", "undirected-p1"])

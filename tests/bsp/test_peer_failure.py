@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from graphsys.bsp.distributed import process_group_timeout
 from graphsys.bsp.launch import free_port
+from graphsys.distributed import process_group_timeout
 from graphsys.errors import GraphsysError
 
 SCRIPT = Path(__file__).with_name("peer_script.py")

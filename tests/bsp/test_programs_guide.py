@@ -57,7 +57,7 @@ def test_guide_programs_on_generated_graphs(guide, tmp_path, directed, mode):
     """The guide's classes, unchanged, on other graphs: components against networkx's
     (weakly) connected components, personalized PageRank against networkx's."""
     G = nx.gnm_random_graph(60, 45, seed=11, directed=directed)
-    g = graphsys.from_networkx(G, tmp_path / "g", num_partitions=3)
+    g = graphsys.from_networkx(G, tmp_path / "g", partitions=3)
     components = (nx.weakly_connected_components if directed else nx.connected_components)(G)
     want = sorted(sorted(c) for c in components)
     for program in (guide["MaxLabel"](), guide["MinLabel"]()):
@@ -67,3 +67,10 @@ def test_guide_programs_on_generated_graphs(guide, tmp_path, directed, mode):
                   max_iters=1000).to_dict()
     ref = nx.pagerank(G, personalization=dict.fromkeys(sources, 1), tol=1e-13, max_iter=1000)
     np.testing.assert_allclose([ppr[k] for k in ref], list(ref.values()), atol=1e-9)
+
+
+def test_guide_short_frontier_is_refused(guide):
+    n = guide["g"].num_nodes()
+    assert guide["refusal"] == (f"program: init() returned the frontier as a bool tensor of "
+                                f"shape ({n - 1},), expected bool ({n},): one flag per owned "
+                                f"vertex")

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from graphsys import bsp, open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +23,9 @@ def real(tmp_path_factory, request):
     tmp = tmp_path_factory.mktemp("real")
     out = {}
     for name, undirected, p in (("ca-GrQc", True, 4), ("wiki-Vote", False, 3)):
-        ingest([EdgeSource([mirror / "snap" / f"{name}.txt.gz"])], tmp / name,
-               IngestOptions(num_partitions=p, undirected=undirected, dedupe=True,
-                             drop_self_loops=True))
+        ingest_sources([EdgeSource([mirror / "snap" / f"{name}.txt.gz"])], tmp / name,
+                       IngestOptions(partitions=p, undirected=undirected, dedupe=True,
+                                     drop_self_loops=True))
         g = open_graph(tmp / name)
         s, d = zip(*[(s, d) for s, d, _, _ in g.iter_edges()])
         s, d = np.concatenate(s), np.concatenate(d)
@@ -72,8 +72,8 @@ def road(tmp_path_factory):
     if path is None or not path.exists():
         pytest.skip("luxembourg-osm not in the dataset mirror (set GRAPHSYS_MIRROR)")
     out = tmp_path_factory.mktemp("road") / "lux"
-    ingest([EdgeSource([path], delimiter=" ")], out,
-           IngestOptions(num_partitions=4, undirected=True))
+    ingest_sources([EdgeSource([path], delimiter=" ")], out,
+                   IngestOptions(partitions=4, undirected=True))
     g = open_graph(out)
     c = g.csr(weights=False)
     n = g.num_nodes()
@@ -112,7 +112,7 @@ def ratings(tmp_path_factory):
     import graphsys
 
     g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("ml") / "g", weight=w,
-                            num_partitions=3)
+                            partitions=3)
     G = nx.DiGraph()
     G.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), w.tolist()))
     return g, G

@@ -9,18 +9,18 @@ from scipy.sparse import csgraph
 from graphsys import bsp
 from graphsys.bsp.algorithms import PageRank
 from graphsys.errors import GraphsysError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 from .conftest import GRAPH_KEYS, MODES, to_global
 
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_bfs_levels(graphs, key, mode, backend):
+def test_bfs_levels(graphs, key, mode, backend, device):
     tg = graphs[key]
     for source in (0, 5):
         s = to_global(tg, source)
-        res = bsp.bfs(tg.graph, source, mode=mode, backend=backend)
+        res = bsp.bfs(tg.graph, source, mode=mode, backend=backend, device=device)
         ref = csgraph.shortest_path(tg.count, method="D", unweighted=True, indices=s)
         np.testing.assert_array_equal(res.values, ref)
         assert np.isinf(res.values).any()  # isolated vertices are unreachable
@@ -52,10 +52,10 @@ def test_bfs_on_a_long_chain(graphs):
 
 @pytest.mark.parametrize("key", GRAPH_KEYS)
 @pytest.mark.parametrize("mode,backend", MODES)
-def test_sssp_distances(graphs, key, mode, backend):
+def test_sssp_distances(graphs, key, mode, backend, device):
     tg = graphs[key]
     s = to_global(tg, 2)
-    res = bsp.sssp(tg.graph, 2, mode=mode, backend=backend)
+    res = bsp.sssp(tg.graph, 2, mode=mode, backend=backend, device=device)
     # multi-edges collapse to their lightest copy in a shortest path; dedupe=True has none
     ref = csgraph.dijkstra(tg.adj, indices=s)
     np.testing.assert_allclose(res.values, ref, rtol=1e-6)
@@ -65,7 +65,7 @@ def test_sssp_distances(graphs, key, mode, backend):
 def test_sssp_rejects_negative_weights(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\t0.5\n2\t3\t-1.0\n")
-    ingest([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions())
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions())
     with pytest.raises(GraphsysError, match="non-negative.*-1.0"):
         bsp.sssp(tmp_path / "g", 1)
 

@@ -24,10 +24,11 @@ from .vector_programs import JOBS, Propagate, features, reference
 @pytest.mark.parametrize("key", ["directed-p1", "directed-p3"])
 @pytest.mark.parametrize("combiner,direction", [("sum", "in"), ("min", "out"),
                                                 ("max", "in"), ("sum", "both")])
-def test_propagate_matches_scipy(graphs, key, mode, backend, combiner, direction):
+def test_propagate_matches_scipy(graphs, key, mode, backend, combiner, direction, device):
     tg = graphs[key]
     x = features(tg.n, 5)
-    res = bsp.run(tg.graph, Propagate(x, 3, combiner, direction), mode=mode, backend=backend)
+    res = bsp.run(tg.graph, Propagate(x, 3, combiner, direction), mode=mode, backend=backend,
+                  device=device)
     adj = tg.adj + tg.adj.T if direction == "both" else tg.adj
     want = reference(adj, x, 3, combiner, "in" if direction == "both" else direction)
     np.testing.assert_allclose(res.values, want, rtol=1e-12, atol=1e-12)
@@ -36,23 +37,26 @@ def test_propagate_matches_scipy(graphs, key, mode, backend, combiner, direction
 
 @pytest.mark.parametrize("mode,backend", MODES)
 @pytest.mark.parametrize("key", GRAPH_KEYS)
-def test_pagerank_width_one_is_the_scalar_pagerank(graphs, key, mode, backend):
+def test_pagerank_width_one_is_the_scalar_pagerank(graphs, key, mode, backend, device):
     tg = graphs[key]
-    scalar = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend, weighted=False)
-    rows = bsp.run(tg.graph, PageRankRows(tol=1e-12), mode=mode, backend=backend)
+    scalar = bsp.pagerank(tg.graph, tol=1e-12, mode=mode, backend=backend, weighted=False,
+                          device=device)
+    rows = bsp.run(tg.graph, PageRankRows(tol=1e-12), mode=mode, backend=backend,
+                   device=device)
     np.testing.assert_allclose(rows.values, scalar.values, rtol=1e-12, atol=1e-15)
     assert rows.stats.num_supersteps == scalar.stats.num_supersteps
 
 
 @pytest.mark.parametrize("mode,backend", MODES)
 @pytest.mark.parametrize("key", GRAPH_KEYS)
-def test_hits_matches_networkx(graphs, key, mode, backend):
+def test_hits_matches_networkx(graphs, key, mode, backend, device):
     tg = graphs[key]
     # the stored edges as networkx sees them (an undirected set stores both directions,
     # each with the weight of the input edge it came from)
     g = nx.from_scipy_sparse_array(tg.adj, create_using=nx.DiGraph)
     hubs, auths = nx.hits(g, max_iter=2000, tol=1e-12)  # networkx 3.7: 100 may not do
-    res = bsp.hits(tg.graph, tol=1e-13, max_iters=2000, mode=mode, backend=backend)
+    res = bsp.hits(tg.graph, tol=1e-13, max_iters=2000, mode=mode, backend=backend,
+                   device=device)
     assert res.stats.converged and res.values.shape == (tg.n, 2)
     np.testing.assert_allclose(res.values[:, 0], [hubs[v] for v in range(tg.n)], atol=1e-9)
     np.testing.assert_allclose(res.values[:, 1], [auths[v] for v in range(tg.n)], atol=1e-9)
@@ -91,7 +95,8 @@ class _Wrong(Propagate):
 
 
 @pytest.mark.parametrize("width,match", [(0, "width must be None"), (2.0, "width must be"),
-                                         (None, "send returned shape")])
+                                         (None, r"send\(\) returned the values as a float64 "
+                                                r"tensor of shape")])
 def test_bad_width_is_one_line(graphs, width, match):
     prog = _Wrong(features(graphs["directed-p1"].n, 2), 1)
     if width is not None:
@@ -119,7 +124,7 @@ class _FewSenders(Propagate):
 
     def init(self, ctx):
         state, _ = super().init(ctx)
-        self.active = torch.zeros(ctx.num_local, dtype=torch.bool)
+        self.active = torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device)
         self.active[[s - ctx.lo for s in self.SENDERS if ctx.lo <= s < ctx.hi]] = True
         return state, self.active
 
@@ -129,10 +134,11 @@ class _FewSenders(Propagate):
 
 @pytest.mark.parametrize("mode,backend", MODES)
 @pytest.mark.parametrize("combiner", ["sum", "max"])
-def test_sparse_frontier_pushes_rows(graphs, mode, backend, combiner):
+def test_sparse_frontier_pushes_rows(graphs, mode, backend, combiner, device):
     tg = graphs["directed-p3"]
     x = features(tg.n, 3)
-    res = bsp.run(tg.graph, _FewSenders(x, 2, combiner, "out"), mode=mode, backend=backend)
+    res = bsp.run(tg.graph, _FewSenders(x, 2, combiner, "out"), mode=mode, backend=backend,
+                  device=device)
     if mode == "memory":
         assert {s.direction for s in res.stats.supersteps} == {"push"}
     keep = np.zeros(tg.n)

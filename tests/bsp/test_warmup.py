@@ -31,7 +31,7 @@ def test_first_calls_after_warmup_compile_nothing(tmp_path):
     assert report["cache"] and report["compiled"] + report["loaded"] > 0
     rng = np.random.default_rng(7)
     src, dst = rng.integers(0, 3000, 40_000), rng.integers(0, 3000, 40_000)
-    graphs = [from_numpy(src, dst, tmp_path / "directed", num_partitions=3,
+    graphs = [from_numpy(src, dst, tmp_path / "directed", partitions=3,
                          weight=rng.random(40_000)),
               from_numpy(src, dst, tmp_path / "undirected", undirected=True)]
     before = _signatures()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from graphsys import cli
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(autouse=True)
@@ -35,9 +35,8 @@ def graph(tmp_path_factory):
     (root / "train.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in rows[80:]))
     (root / "test.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in rows[:80]))
     out = root / "g"
-    ingest([EdgeSource([root / "train.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2),
-            EdgeSource([root / "test.tsv"], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
-           out, IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([root / f"{s}.tsv"], edge_set=s, src_col=0, rel_col=1, dst_col=2)
+                    for s in ("train", "test")], out, IngestOptions(partitions=2))
     return out
 
 
@@ -60,16 +59,17 @@ def test_train_eval_export_nearest(graph, config, tmp_path, capsys):
                      "--filtered", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert set(res) >= {"mrr", "hits@1", "hits@3", "hits@10", "mean_rank", "count"}
-    assert res["count"] == 80 and res["mrr"] > 0.5 and res["protocol"] == "filtered"
+    assert res["count"] == 80 and res["mrr"] > 0.5
+    assert res["protocol"] == "full, filtered, both sides"
     assert cli.main(["embed", "eval", str(ck), "--edges", "test", "--relation-wise",
                      "--json"]) == 0
     raw = json.loads(capsys.readouterr().out)
     assert raw["mrr"] <= res["mrr"] and set(raw["relations"]) == {"r0", "r1", "r2"}
-    assert raw["protocol"] == "full"
+    assert raw["protocol"] == "full, raw, both sides"
     # the text output names the protocol beside the metric names
     assert cli.main(["embed", "eval", str(ck), "--edges", "test", "--candidates", "7"]) == 0
-    assert capsys.readouterr().out.startswith("protocol sampled@7 on test (80 triples, "
-                                              "both sides): MRR ")
+    assert capsys.readouterr().out.startswith("protocol sampled@7, raw, both sides on test "
+                                              "(80 triples): MRR ")
     tsv, rel = tmp_path / "e.tsv", tmp_path / "r.tsv"
     assert cli.main(["embed", "export", str(ck), "--format", "tsv", "--out", str(tsv),
                      "--relations-out", str(rel)]) == 0
@@ -116,9 +116,9 @@ def other_graph(tmp_path_factory):
     root = tmp_path_factory.mktemp("other")
     (root / "e.tsv").write_text("".join(f"{h}\tr{h % 3}\t{(h * 7) % 30}\n" for h in range(30)))
     out = root / "g"
-    ingest([EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2),
-            EdgeSource([root / "e.tsv"], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
-           out, IngestOptions(num_partitions=1))
+    ingest_sources([EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2),
+                    EdgeSource([root / "e.tsv"], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
+                   out, IngestOptions(partitions=1))
     return out
 
 
@@ -217,8 +217,8 @@ def two_types(tmp_path_factory):
     rng = np.random.default_rng(1)
     rows = {(int(rng.integers(30)), 100 + int(rng.integers(12))) for _ in range(200)}
     (root / "rated.tsv").write_text("".join(f"{u}\t{i}\n" for u, i in sorted(rows)))
-    ingest([EdgeSource([root / "rated.tsv"], relation="rated")], root / "g",
-           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    ingest_sources([EdgeSource([root / "rated.tsv"], relation="rated")], root / "g",
+                   IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
     train(root / "g", {"dimension": 4, "num_epochs": 1, "batch_size": 50},
           out=root / "ck")
     return root / "ck"

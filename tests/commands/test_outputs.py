@@ -19,7 +19,7 @@ from graphsys.outputs import (
     protected_directory,
 )
 from graphsys.storage.format import MANIFEST
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,8 @@ def graph(tmp_path_factory):
     rows = {(int(rng.integers(40)), int(rng.integers(2)), int(rng.integers(40)))
             for _ in range(300)}
     (root / "e.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in sorted(rows)))
-    ingest([EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2)],
-           root / "g", IngestOptions(num_partitions=2))
+    train = EdgeSource([root / "e.tsv"], edge_set="train", src_col=0, rel_col=1, dst_col=2)
+    ingest_sources([train], root / "g", IngestOptions(partitions=2))
     return root / "g"
 
 
@@ -198,3 +198,64 @@ def test_directory_outputs_stay_out_of_graphs_and_checkpoints(graph, checkpoint,
     assert not (checkpoint / "demo").exists()
     # the directory itself may be one (training on resumes a checkpoint): only its parents
     assert check_output_directory(checkpoint) == checkpoint
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_profile_report_json_and_trace_naming_one_file(graph, tmp_path, capsys, overwrite):
+    """``--report R.html --trace R.json``: refused before the profile runs (it used to run
+    the whole profile, then refuse its own report, or replace the trace with it)."""
+    argv = ["profile", "pagerank", str(graph), "--max-iters", "2", "--no-dense", "--json",
+            "--report", str(tmp_path / "R.html"), "--trace", str(tmp_path / "R.json"),
+            *overwrite]
+    assert cli.main(argv) == 2
+    assert _one_line_error(capsys) == (f"error: --report's JSON and --trace both name "
+                                       f"{tmp_path / 'R.json'}: give each output a path of "
+                                       f"its own")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_outputs_of_one_command_are_distinct(graph, checkpoint, tmp_path, capsys):
+    # a symbolic link is the file it names
+    (tmp_path / "t.json").symlink_to(tmp_path / "pr.parquet")
+    assert _run(graph, "--out", str(tmp_path / "pr.parquet"), "--trace",
+                str(tmp_path / "t.json"), "--overwrite") == 2
+    assert "both name" in _one_line_error(capsys)
+    assert not (tmp_path / "pr.parquet").exists()
+    # a trace inside the checkpoint the command creates (or fills: an empty directory)
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "run").mkdir()
+    assert cli.main(["embed", "train", "--graph", str(graph), "--out", str(tmp_path / "ck"),
+                     "--set", "dimension=4", "--set", "num_epochs=1", "--trace",
+                     str(tmp_path / "ck" / "t.json")]) == 2
+    assert _one_line_error(capsys) == (f"error: --trace {tmp_path / 'ck' / 't.json'} lies "
+                                       f"inside {tmp_path / 'ck'}, the directory --out "
+                                       f"creates: write it outside")
+    assert not any((tmp_path / "ck").iterdir())
+    assert cli.main(["gnn", "train", "--graph", str(graph), "--out", str(tmp_path / "run"),
+                     "--trace", str(tmp_path / "run" / "t.json")]) == 2
+    assert "lies inside" in _one_line_error(capsys)
+    assert not any((tmp_path / "run").iterdir())
+    # two exports into one file
+    assert cli.main(["embed", "export", str(checkpoint), "--out", str(tmp_path / "e.tsv"),
+                     "--relations-out", str(tmp_path / "e.tsv")]) == 2
+    assert "--out and --relations-out both name" in _one_line_error(capsys)
+    assert not (tmp_path / "e.tsv").exists()
+
+
+def test_check_outputs_library(tmp_path):
+    from graphsys.outputs import check_outputs
+
+    a, b = tmp_path / "a.json", tmp_path / "sub" / ".." / "a.json"
+    with pytest.raises(GraphsysError, match=f"^report and trace both name {a}"):
+        check_outputs([("report", a, "file"), ("trace", b, "file")])
+    a.write_text("x")
+    (tmp_path / "hard.json").hardlink_to(a)
+    with pytest.raises(GraphsysError, match="^x and y both name"):
+        check_outputs([("x", a, "file"), ("y", tmp_path / "hard.json", "file")],
+                      overwrite=True)
+    with pytest.raises(ParameterError, match="^overwrite is needed to replace"):
+        check_outputs([("x", a, "file"), ("y", tmp_path / "c.json", "file")])
+    got = check_outputs([("out", tmp_path / "d", "directory"), ("none", None, "file"),
+                         ("trace", tmp_path / "t.json", "file")])
+    assert got == [tmp_path / "d", None, tmp_path / "t.json"]
+    assert isinstance(got[2], OutputPath)

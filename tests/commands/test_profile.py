@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from graphsys import cli
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def _imports(module: str) -> bool:
@@ -41,7 +41,7 @@ def graph_dir(tmp_path_factory):
     f = tmp / "e.tsv"
     f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
     out = tmp / "g"
-    ingest([EdgeSource([f])], out, IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], out, IngestOptions(partitions=4))
     return out
 
 
@@ -326,3 +326,31 @@ def test_cpu_profile_carries_no_gpu_advice(main, graph_dir, capsys, tmp_path):
     assert main(["profile", "pagerank", str(graph_dir), "--model-gpu", "h100"]) == 0
     out = capsys.readouterr().out
     assert "modelled for GPU H100 (not measured)" in out
+
+
+@pytest.mark.parametrize("argv, steps", [
+    (["pagerank", "{g}", "--max-iters", "2", "--schedule", "sync"], 2),
+    (["bfs", "{g}", "--source", "0", "--max-iters", "3", "--schedule", "sync"], None),
+    (["--workload", "gnn", "{g}", "--steps", "2", "--batch-size", "32"], 2),
+    (["--workload", "embed", "{g}", "--steps", "2", "--batch-size", "200"], None),
+], ids=["pagerank", "bfs", "gnn", "embed"])
+def test_profile_on_the_device(main, graph_dir, capsys, device, argv, steps):
+    """Every workload profiles on the test device: its invocations charged to its steps,
+    and on a device other than the CPU the copies to it counted (CUDA kernels on CUDA)."""
+    if device == "lazy":
+        pytest.skip("torch's lazy tensors cannot run views under a TorchDispatchMode (the "
+                    "transfer counter)")
+    argv = [a.format(g=graph_dir) for a in argv]
+    assert main(["profile", *argv, "--device", device, "--mapping", "edge-balanced",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    k, t = doc["kernels"], doc["transfers"]
+    assert str(doc["workload"]["device"]).startswith(device)
+    assert k["invocations"] > 0
+    if steps is not None:
+        assert len(k["per_step"]) == steps and sum(k["per_step"]) > 0
+    assert doc["dense_reference"]["kernels"]["invocations"] > 0
+    if device != "cpu":
+        assert t["h2d"] > 0 and t["bytes"] > 0 and t["counted"].startswith("every")
+    if device.startswith("cuda"):
+        assert k["unit"] == "CUDA kernels"

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from graphsys import bsp, cli
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture
@@ -39,10 +39,10 @@ def graph_dir(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run-cli")
     f = tmp / "e.tsv"
     f.write_text("10\t11\t1.0\n11\t12\t2.5\n12\t10\t1.0\n10\t13\t4.0\n14\t15\t1.0\n")
-    ingest([EdgeSource([f], weight_col=2)], tmp / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp / "g", IngestOptions(partitions=2))
     neg = tmp / "neg.tsv"
     neg.write_text("1\t2\t1.0\n2\t3\t-0.5\n")
-    ingest([EdgeSource([neg], weight_col=2)], tmp / "neg", IngestOptions())
+    ingest_sources([EdgeSource([neg], weight_col=2)], tmp / "neg", IngestOptions())
     return tmp
 
 
@@ -229,7 +229,7 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
 
     import graphsys
     from graphsys.bsp import engine
-    from graphsys.storage import graph as graph_module
+    from graphsys.storage import edges as edges_module
     from graphsys.storage.adjacency_index import build_index
 
     g = tmp_path / "g"
@@ -240,7 +240,7 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
     reads: list[tuple[int, int]] = []
     opens: list[object] = []
     at_superstep_0: list[int] = []
-    batches, open_graph, loop = (graph_module.Bucket.batches, graphsys.open_graph,
+    batches, open_graph, loop = (edges_module.Bucket.batches, graphsys.open_graph,
                                  engine._Supersteps.run)
 
     def counting_batches(self):
@@ -255,7 +255,7 @@ def test_pagerank_opens_the_graph_once_and_reads_each_bucket_once(
         at_superstep_0.append(len(reads))
         return loop(self, *args, **kwargs)
 
-    monkeypatch.setattr(graph_module.Bucket, "batches", counting_batches)
+    monkeypatch.setattr(edges_module.Bucket, "batches", counting_batches)
     monkeypatch.setattr(graphsys, "open_graph", counting_open)
     monkeypatch.setattr(engine._Supersteps, "run", first_superstep)
     solve = engine.solve_in_memory

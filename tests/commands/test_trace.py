@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphsys import cli
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 _spec = importlib.util.spec_from_file_location(
     "graphsys_tests_gnn_sbm_trace", Path(__file__).resolve().parents[1] / "gnn" / "conftest.py")
@@ -29,8 +29,8 @@ def kg(tmp_path_factory):
             for _ in range(800)}
     (root / "train.tsv").write_text("".join(f"{h}\tr{r}\t{t}\n" for h, r, t in sorted(rows)))
     out = root / "g"
-    ingest([EdgeSource([root / "train.tsv"], edge_set="train", src_col=0, rel_col=1,
-                       dst_col=2)], out, IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([root / "train.tsv"], edge_set="train", src_col=0, rel_col=1,
+                               dst_col=2)], out, IngestOptions(partitions=2))
     return out
 
 
@@ -117,3 +117,27 @@ def test_unwritable_trace_fails_before_the_run(kg, tmp_path, capsys, argv, bad, 
     err = capsys.readouterr().err
     assert rc != 0 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "ck").exists()
+
+
+@pytest.mark.parametrize("argv, ranges", [
+    (["run", "pagerank", "{g}", "--mode", "out-of-core", "--max-iters", "3", "--backend",
+      "torch", "--allow-unconverged", "--device", "{device}"], ("bsp.superstep", "bsp.edges")),
+    (["embed", "train", "--graph", "{g}", "--out", "{tmp}/ck", "--set", "dimension=8", "--set",
+      "num_epochs=1", "--set", "batch_size=100", "--set", "device=\"{device}\""],
+     ("embed.bucket", "embed.minibatch")),
+    (["gnn", "train", "--graph", "{sbm}", "--model", "sage", "--fanouts", "5,5", "--epochs",
+      "1", "--hidden", "8", "--batch-size", "32", "--device", "{device}"],
+     ("gnn.sample", "gnn.load", "gnn.step")),
+], ids=["run", "embed", "gnn"])
+def test_trace_on_the_device(kg, tmp_path, capsys, device, argv, ranges):
+    """Each engine's ranges are recorded on the test device; on CUDA the trace also holds
+    the GPU's kernels (CUDA activity) and the ranges are NVTX ranges as well."""
+    sbm = _sbm.write_sbm(tmp_path / "sbm") if "{sbm}" in argv else None
+    fill = {"g": str(kg), "tmp": str(tmp_path), "sbm": str(sbm), "device": device}
+    trace = tmp_path / "t.json"
+    assert cli.main([a.format(**fill) for a in argv] + ["--json", "--trace", str(trace)]) == 0
+    got = _ranges(trace)
+    assert all(got.get(r, 0) >= 1 for r in ranges), got
+    if device.startswith("cuda"):
+        cats = {e.get("cat") for e in json.loads(trace.read_text())["traceEvents"]}
+        assert "kernel" in cats, cats

@@ -22,7 +22,7 @@ def ingested(fetched, tmp_path):
 
 
 def test_cora(ingested):
-    g, report, metadata = ingested("cora", "random", num_partitions=2)
+    g, report, metadata = ingested("cora", "random", partitions=2)
     assert g.num_nodes() == 2708 and g.num_edges() == 5429
     feat = g.node_column("feat")
     assert feat.shape == (2708, 1433) and feat.dtype == np.float32
@@ -46,7 +46,7 @@ def test_cora(ingested):
 @pytest.mark.parametrize("name,nodes,edges", [("cora", 2708, 10556), ("citeseer", 3327, 9104)])
 def test_public_split_is_the_default(ingested, name, nodes, edges):
     """The Planetoid graph: PyG's Planetoid counts (edges in both directions)."""
-    g, _, metadata = ingested(name, num_partitions=2)
+    g, _, metadata = ingested(name, partitions=2)
     assert g.num_nodes() == nodes and g.num_edges() == edges and g.edge_set().undirected
     assert metadata["split"]["method"] == "public"
     assert int(g.node_column("test_mask").sum()) == 1000
@@ -95,7 +95,7 @@ def test_movielens(ingested):
 
 def test_snap_ca_grqc(ingested, registry):
     stats = registry["ca-grqc"].stats
-    g, _, _ = ingested("ca-grqc", num_partitions=2)
+    g, _, _ = ingested("ca-grqc", partitions=2)
     assert g.num_nodes() == stats["nodes"] == 5242
     # undirected: both directions of every pair stored, self-loops once
     pairs = stats["edges"] - stats["self_loops"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 SHIFTS = (1, 3, 7, 11)
 
@@ -40,9 +40,8 @@ def build_kg(root: Path, partitions: int, *, num_entities: int = 200, num_triple
         files[name].write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
     out = root / f"kg{partitions}"
     if not out.exists():
-        ingest([EdgeSource([files["train"]], edge_set="train", src_col=0, rel_col=1, dst_col=2),
-                EdgeSource([files["test"]], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
-               out, IngestOptions(num_partitions=partitions))
+        ingest_sources([EdgeSource([files[s]], edge_set=s, src_col=0, rel_col=1, dst_col=2)
+                        for s in ("train", "test")], out, IngestOptions(partitions=partitions))
     return out
 
 
@@ -78,9 +77,10 @@ def kg4(kg_root):
 
 
 @pytest.fixture(scope="session")
-def trained_ckpt(kg4, tmp_path_factory):
-    """A checkpoint of a small ComplEx / dot / softmax model (d = 16, 3 epochs) on ``kg4``;
-    read it only (copy it to build indexes in it)."""
+def trained_ckpt(kg4, tmp_path_factory, session_device):
+    """A checkpoint of a small ComplEx / dot / softmax model (d = 16, 3 epochs) on ``kg4``,
+    trained on the test device (evaluation and serving read it on the CPU); read it only
+    (copy it to build indexes in it)."""
     from graphsys.embed import load_config, train
 
     old = torch.get_num_threads()
@@ -88,12 +88,16 @@ def trained_ckpt(kg4, tmp_path_factory):
     out = tmp_path_factory.mktemp("ck") / "ck"
     train(kg4, load_config(None, ["dimension=16", "operator=\"complex_diagonal\"",
                              "comparator=\"dot\"", "loss_fn=\"softmax\"", "lr=0.1",
-                             "num_epochs=3", "batch_size=100"]), out=out)
+                             "num_epochs=3", "batch_size=100",
+                             f"device=\"{session_device}\""]), out=out)
     torch.set_num_threads(old)
     return out
 
 
 @pytest.fixture
-def small():
-    """``--set`` overrides of a small ComplEx / softmax model that fits the planted KG."""
-    return list(SMALL)
+def small(request):
+    """``--set`` overrides of a small ComplEx / softmax model that fits the planted KG; in a
+    test marked ``device``, training on the test device."""
+    if request.node.get_closest_marker("device") is None:
+        return list(SMALL)
+    return SMALL + [f"device=\"{request.getfixturevalue('device')}\""]

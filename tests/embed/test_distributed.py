@@ -129,6 +129,20 @@ def test_two_ranks_train_as_well_as_one_and_never_share_a_partition(two_ranks, k
         assert st["loads"] == sum(r["loads"] for r in ranks) > 0
 
 
+@pytest.mark.multi_gpu
+def test_two_gpus_over_nccl_train_as_well_as_one(kg4, tmp_path, multi_gpu):
+    """2 ranks, each on its GPU (cuda:LOCAL_RANK), exchanging over NCCL: the planted KG is
+    learned as by one process on the CPU."""
+    graph = open_graph(kg4)
+    out = tmp_path / "nccl"
+    (line,), _ = (o.splitlines() for o in _finish(_launch(kg4, out, ARGS + ['device="cuda"'])))
+    assert json.loads(line)["epochs"] == EPOCHS
+    mrr = evaluate(Embeddings.load(out, graph=graph), graph, "test", filtered=True)["mrr"]
+    single = train(kg4, load_config(None, ARGS), edges="train", out=tmp_path / "one")
+    mrr1 = evaluate(single.embeddings, graph, "test", filtered=True)["mrr"]
+    assert mrr >= mrr1 - 0.02, (mrr1, mrr)
+
+
 def test_killed_run_resumes_bit_for_bit_under_torchrun(two_ranks, kg4, tmp_path):
     out = tmp_path / "killed"
     args = [*ARGS, "checkpoint_buckets=true"]

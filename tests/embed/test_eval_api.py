@@ -8,7 +8,7 @@ import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, evaluate
-from graphsys.embed.triples import triples
+from graphsys.storage.triples import triples
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_metrics_match_brute_force(trained, kg4, filtered):
     got = evaluate(trained, graph, "test", filtered=filtered, candidates="all")
     want = _brute(trained, graph, filtered)
     assert got["count"] == want["count"]
-    assert got["protocol"] == ("filtered" if filtered else "full")
+    assert got["protocol"] == f"full, {'filtered' if filtered else 'raw'}, both sides"
     for k in ("mrr", "hits@1", "hits@3", "hits@10", "mean_rank"):
         assert got[k] == pytest.approx(want[k], rel=1e-4, abs=1e-4), k
 
@@ -61,7 +61,7 @@ def test_sampled_candidates_and_relation_wise(trained, kg4):
     full = evaluate(trained, graph, "test", filtered=True, candidates="all")
     sampled = evaluate(trained, graph, "test", filtered=True, candidates=20,
                        relation_wise=True)
-    assert sampled["candidates"] == 20 and sampled["protocol"] == "filtered sampled@20"
+    assert sampled["candidates"] == 20 and sampled["protocol"] == "sampled@20, filtered, both sides"
     assert sampled["mean_rank"] <= 21 and sampled["mrr"] >= full["mrr"] - 1e-9
     per = sampled["relations"]
     assert sum(d["count"] for d in per.values()) == sampled["count"]
@@ -132,9 +132,9 @@ def test_auto_candidates_sample_above_the_full_ranking_limit(trained, kg4, monke
     monkeypatch.setattr(trained.config, "eval_num_uniform_negs", 30)
     res = evaluate(trained, graph, "test")
     assert res["candidates"] == 30 and res["mean_rank"] <= 31
-    assert res["protocol"] == "filtered sampled@30"
+    assert res["protocol"] == "sampled@30, filtered, both sides"
     raw = evaluate(trained, graph, "test", filtered=False)
-    assert raw["protocol"] == "sampled@30" and raw["candidates"] == 30
+    assert raw["protocol"] == "sampled@30, raw, both sides" and raw["candidates"] == 30
 
 
 def test_relation_tsv_has_pbg_sides_and_names(trained, tmp_path):

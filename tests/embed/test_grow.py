@@ -15,7 +15,7 @@ from graphsys.embed.trainer import Trainer
 from graphsys.errors import ConfigError, GraphsysError
 from graphsys.storage.append import append_edges
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 from .conftest import SMALL, planted_triples
 
@@ -36,8 +36,8 @@ def grown(tmp_path_factory):
     for name, part in (("old", old), ("new", new)):
         (root / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
     g = root / "g"
-    ingest([EdgeSource([root / "old.tsv"], edge_set="train", src_col=0, rel_col=1,
-                       dst_col=2)], g, IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([root / "old.tsv"], edge_set="train", src_col=0, rel_col=1,
+                               dst_col=2)], g, IngestOptions(partitions=2))
     ck = root / "ck0"
     train(g, load_config(None, SMALL + ["num_epochs=2"]), out=ck)
     append_edges(g, [EdgeSource([root / "new.tsv"], edge_set="grow", src_col=0, rel_col=1,

@@ -25,7 +25,7 @@ from graphsys.embed import Embeddings, load_config, train
 from graphsys.embed.interop.pbg_checkpoint import import_pbg_checkpoint
 from graphsys.embed.interop.pbg_config import import_pbg_config
 from graphsys.errors import ConfigError, FormatError, GraphsysError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 h5py = pytest.importorskip("h5py")
 
@@ -581,8 +581,8 @@ def test_integer_ids_single_relation_and_cos(tmp_path):
     tsv = tmp_path / "e.tsv"
     tsv.write_text("".join(f"{i}\t{(i * 7 + 1) % 50}\n" for i in range(50)))
     g = tmp_path / "g"
-    ingest([EdgeSource([tsv], edge_set="train", src_col=0, dst_col=1)], g,
-           IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([tsv], edge_set="train", src_col=0, dst_col=1)], g,
+                   IngestOptions(partitions=2))
     rng = np.random.default_rng(3)
     names = [[str(i) for i in range(0, 50, 2)] + ["alice"], [str(i) for i in range(1, 50, 2)]]
     embs = [rng.normal(0, 1, (len(p), 8)).astype(np.float32) for p in names]

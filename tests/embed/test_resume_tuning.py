@@ -11,6 +11,7 @@ from graphsys.embed import Embeddings, load_config, train
 from graphsys.errors import GraphsysError
 
 
+@pytest.mark.device
 def test_resume_with_another_lr_is_recorded(kg4, tmp_path, small):
     out = tmp_path / "ck"
     train(kg4, load_config(None, small + ["num_epochs=1"]), out=out)
@@ -28,6 +29,7 @@ def test_resume_with_another_lr_is_recorded(kg4, tmp_path, small):
     assert Embeddings.load(out).meta["epochs_done"] == 3
 
 
+@pytest.mark.device
 def test_resume_with_another_shape_is_refused(kg4, tmp_path, small):
     out = tmp_path / "ck"
     train(kg4, load_config(None, small + ["num_epochs=1"]), out=out)

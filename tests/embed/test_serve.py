@@ -15,8 +15,8 @@ import torch
 from graphsys import open_graph
 from graphsys.cli import main
 from graphsys.embed import Embeddings
-from graphsys.embed.triples import triples
 from graphsys.errors import GraphsysError
+from graphsys.storage.triples import triples
 
 
 @pytest.fixture(scope="module")
@@ -311,11 +311,11 @@ def test_several_entity_types_need_entity_type(tmp_path):
     from graphsys.embed import train
     from graphsys.errors import ParameterError
     from graphsys.storage.format import RelationType
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
     (tmp_path / "rated.tsv").write_text("".join(f"{u}\t{100 + u % 7}\n" for u in range(40)))
-    ingest([EdgeSource([tmp_path / "rated.tsv"], relation="rated")], tmp_path / "g",
-           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    ingest_sources([EdgeSource([tmp_path / "rated.tsv"], relation="rated")], tmp_path / "g",
+                   IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
     emb = train(tmp_path / "g", {"dimension": 4, "num_epochs": 1},
                 out=tmp_path / "ck").embeddings
     for call in (lambda: emb.nearest(3), lambda: emb.vector(3), lambda: emb.to_numpy()):

@@ -17,8 +17,8 @@ import torch
 
 from graphsys import open_graph
 from graphsys.embed import Embeddings, EmbedResult, evaluate, load_config, train
-from graphsys.embed.triples import triples
 from graphsys.errors import ConfigError, GraphsysError
+from graphsys.storage.triples import triples
 
 EPOCHS = 40
 
@@ -29,6 +29,7 @@ def _mrr(kg, out, small, *extra, epochs=EPOCHS):
     return evaluate(emb, open_graph(kg), "test", filtered=True)["mrr"], emb
 
 
+@pytest.mark.device
 def test_planted_kg_is_recovered_and_p4_matches_p1(kg1, kg4, small, tmp_path):
     mrr1, _emb1 = _mrr(kg1, tmp_path / "p1", small)
     assert mrr1 > 0.85
@@ -39,6 +40,7 @@ def test_planted_kg_is_recovered_and_p4_matches_p1(kg1, kg4, small, tmp_path):
     assert raw["mrr"] < mrr4
 
 
+@pytest.mark.device
 def test_swapping_buffer_order_trains_as_well(kg4, small, tmp_path):
     mrr, _emb = _mrr(kg4, tmp_path / "b", small, "bucket_order=\"buffer\"",
                     "buffer_partitions=2", epochs=15)
@@ -52,12 +54,14 @@ def test_swapping_buffer_order_trains_as_well(kg4, small, tmp_path):
     assert versions == {f"{15:06d}.npy"}
 
 
+@pytest.mark.device
 def test_hogwild_workers_and_degree_negatives(kg1, small, tmp_path):
     mrr, _ = _mrr(kg1, tmp_path / "w", small, "workers=2", "degree_neg_fraction=0.5",
                     epochs=15)
     assert mrr > 0.8
 
 
+@pytest.mark.device
 def test_memory_budget_too_small_is_an_error(kg4, small, tmp_path):
     cfg = load_config(None, small + ["memory_budget=100"])
     with pytest.raises(GraphsysError, match="^memory_budget"):
@@ -73,6 +77,7 @@ def test_cuda_without_gpu_is_a_clear_error(kg1, small, tmp_path):
         train(kg1, load_config(None, small + ["device=\"cuda\""]), out=tmp_path / "g")
 
 
+@pytest.mark.device
 def test_changed_config_refuses_to_resume(kg1, small, tmp_path):
     train(kg1, load_config(None, small + ["num_epochs=1"]), out=tmp_path / "c")
     with pytest.raises(GraphsysError, match="operator"):  # lr may change (see
@@ -140,6 +145,49 @@ def test_resume_after_kill_is_bit_for_bit(kg4, small, tmp_path, per_bucket):
     assert resumed.meta["epochs_done"] == epochs and "progress" not in resumed.meta
     stats = resumed.meta["stats"]
     assert [s["edges"] for s in stats] == [s["edges"] for s in ref.meta["stats"]]
+    a, b = _arrays(tmp_path / "ref"), _arrays(out)
+    assert a.keys() == b.keys() and a
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("per_bucket", [False, True], ids=["epoch", "bucket"])
+def test_stopped_and_resumed_run_ends_as_an_uninterrupted_one(kg4, small, tmp_path, per_bucket,
+                                                             deterministic):
+    """In process, on the test device: a run stopped after 2 of 4 epochs (or, with
+    checkpoint_buckets, inside epoch 3) and resumed ends with the tensors of an
+    uninterrupted run, bit for bit (deterministic kernels on CUDA)."""
+    from graphsys.embed.trainer import Trainer
+
+    args = small + ["buffer_partitions=2", "bucket_order=\"buffer\"", "seed=7", "num_epochs=4"]
+    calls = [0]
+
+    def count() -> None:
+        calls[0] += 1
+
+    Trainer(load_config(None, args), open_graph(kg4), tmp_path / "ref", on_batch=count).run()
+    batches, calls[0] = calls[0] // 4, 0  # per epoch
+    out = tmp_path / "resumed"
+    if per_bucket:
+        cfg = load_config(None, args + ["checkpoint_buckets=true"])
+
+        class Stop(Exception):
+            pass
+
+        def stop_in_epoch_three() -> None:
+            calls[0] += 1
+            if calls[0] > 2 * batches + batches // 2:
+                raise Stop
+
+        with pytest.raises(Stop):
+            Trainer(cfg, open_graph(kg4), out, on_batch=stop_in_epoch_three).run()
+        meta = json.loads((out / "checkpoint.json").read_text())
+        assert meta["epochs_done"] == 2 and meta["progress"]["buckets_done"]
+    else:
+        train(kg4, load_config(None, args[:-1] + ["num_epochs=2"]), out=out)
+    resumed = train(kg4, load_config(None, args), out=out).embeddings
+    assert resumed.meta["epochs_done"] == 4 and "progress" not in resumed.meta
     a, b = _arrays(tmp_path / "ref"), _arrays(out)
     assert a.keys() == b.keys() and a
     for k in a:
@@ -247,8 +295,9 @@ def test_checkpoint_buckets_must_be_a_boolean(small):
         load_config(None, small + ["checkpoint_buckets=1"])
 
 
+@pytest.mark.device
 def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_path,
-                                                               monkeypatch):
+                                                               monkeypatch, deterministic):
     """With 3 of 4 partitions resident, the next bucket's loads run on the prefetch thread
     while the current bucket trains (the plan keeps one slot free for them: more loads than
     without prefetch, never more than 3 resident); the tensors are those of a run without
@@ -287,6 +336,7 @@ def test_prefetch_loads_in_the_background_and_changes_nothing(kg4, small, tmp_pa
         assert np.array_equal(a[k], b[k]), k
 
 
+@pytest.mark.device
 def test_on_batch_hook_sees_every_batch_and_can_stop_the_run(kg1, small, tmp_path):
     """The trainer's public per-batch hook (what ``graphsys profile`` bounds an epoch with):
     called once per batch of ``batch_size`` edges; raising from it fails the run, which
@@ -369,6 +419,7 @@ def _hits4(emb, graph, side):
     return float(((s > true[:, None]).sum(1) < 4).double().mean())
 
 
+@pytest.mark.device
 def test_reciprocal_relations_train_both_directions(kg1, small, tmp_path):
     """Each edge (h, r, t) also trains (t, r^-1, h): r^-1 is the lhs operator, trained, not
     tied to r, and head prediction is tail prediction with it."""
@@ -385,7 +436,8 @@ def test_reciprocal_relations_train_both_directions(kg1, small, tmp_path):
     assert _hits4(emb, graph, "lhs") < 0.5
 
 
-def test_one_vs_all_n3_same_seed_same_result(kg1, small, tmp_path):
+@pytest.mark.device
+def test_one_vs_all_n3_same_seed_same_result(kg1, small, tmp_path, deterministic):
     for name in ("a", "b"):
         train(kg1, load_config(None, small + ONE_VS_ALL_N3 + ["num_epochs=2", "seed=3"]),
               edges="train", out=tmp_path / name)
@@ -406,12 +458,15 @@ def _relation_cross_entropy(emb, graph):
     return float(torch.nn.functional.cross_entropy(logits, target))
 
 
+@pytest.mark.device
 @pytest.mark.parametrize("negatives", [[], ONE_VS_ALL_N3], ids=["sampled", "1-vs-all+N3"])
-def test_relation_prediction_learns_relations(kg1, small, tmp_path, negatives):
+def test_relation_prediction_learns_relations(kg1, small, tmp_path, negatives, device):
     """``relation_prediction_weight`` trains the relation of each test triple to be
     predictable from its two entities, without costing link prediction. The planted KG's
     relation is a function of the two clusters, so a model trained without it predicts
     relations too (cross-entropy 0.05-0.10); with it the cross-entropy is 2-10x lower."""
+    if device == "lazy":  # the same torch path passes on the CPU (the numba kernels off)
+        pytest.skip("torch's lazy backend mistypes a float32 gradient copy as float64")
     mrr_on, on = _mrr(kg1, tmp_path / "on", small, *negatives, "relation_prediction_weight=1",
                       epochs=10)
     _, off = _mrr(kg1, tmp_path / "off", small, *negatives, epochs=10)
@@ -421,6 +476,7 @@ def test_relation_prediction_learns_relations(kg1, small, tmp_path, negatives):
     assert ce_on < 0.6 * ce_off, (ce_on, ce_off)
 
 
+@pytest.mark.device
 def test_element_adagrad_trains_resumes_and_checks_its_state(kg1, small, tmp_path):
     """``embedding_adagrad = "element"``: (n, d) state files, a planted KG learned, resume
     continues, a resume with row-wise state is refused, and a state file of the wrong shape

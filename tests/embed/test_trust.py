@@ -15,8 +15,8 @@ import torch
 from graphsys import open_graph
 from graphsys.embed import Embeddings, evaluate, load_config, train
 from graphsys.embed.checkpoint import CheckpointStorage
-from graphsys.embed.evaluation import _ranks
 from graphsys.errors import FormatError, GraphsysError
+from graphsys.ranking import ranks
 
 
 def _train(kg, small, out, *extra, epochs=2):
@@ -133,6 +133,6 @@ def test_edited_checkpoint_json_is_refused_in_one_line(trained, tmp_path, edit, 
 def test_nan_ranks_worst_never_best():
     scores = torch.tensor([[0.5, 0.2, float("nan")], [float("nan")] * 3])
     pos = torch.tensor([0.3, float("nan")])
-    ranks = _ranks(scores, pos)
-    assert ranks[0] == 2.0  # only 0.5 is better; the NaN candidate is below everything
-    assert ranks[1] == 3.0  # a NaN positive is last among 3 candidates, not first
+    got = ranks(pos, scores)
+    assert got[0] == 2.0  # only 0.5 is better; the NaN candidate is below everything
+    assert got[1] == 4.0  # a NaN positive is last among 3 candidates, not first

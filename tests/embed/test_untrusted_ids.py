@@ -14,7 +14,7 @@ import pytest
 import graphsys.embed
 from graphsys.embed.index import IndexParams
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def emb(tmp_path_factory):
     root = tmp_path_factory.mktemp("ids")
     t = pa.table({"src": ["a", "b", "c\td", "e"], "rel": ["r"] * 4,
                   "dst": ["b", "c\td", "e", "a"]})
-    ingest([EdgeSource(table=t, rel_col="rel")], root / "g", IngestOptions())
+    ingest_sources([EdgeSource(table=t, rel_col="rel")], root / "g", IngestOptions())
     res = graphsys.embed.train(root / "g", {"dimension": 8, "num_epochs": 1, "seed": 0},
                                out=root / "ck")
     return res.embeddings, root
@@ -66,7 +66,7 @@ def test_numpy_k_reaches_faiss_as_an_int(tmp_path):
     rng = np.random.default_rng(0)
     t = pa.table({"src": rng.integers(0, 100, 800), "rel": ["r"] * 800,
                   "dst": rng.integers(0, 100, 800)})
-    ingest([EdgeSource(table=t, rel_col="rel")], tmp_path / "g", IngestOptions())
+    ingest_sources([EdgeSource(table=t, rel_col="rel")], tmp_path / "g", IngestOptions())
     graphsys.embed.train(tmp_path / "g", {"dimension": 8, "num_epochs": 1, "seed": 0},
                          out=tmp_path / "ck")
     r = subprocess.run([sys.executable, "-m", "graphsys", "embed", "index", str(tmp_path / "ck"),

@@ -25,7 +25,7 @@ from graphsys.gnn import TrainConfig
 from graphsys.gnn import train as gnn_train
 from graphsys.gnn.checkpoint import load_checkpoint
 from graphsys.storage.adjacency_index import build_index
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.verify import verify_graph
 
 from .conftest import FUZZ, TALLY
@@ -78,9 +78,9 @@ def test_ingest_text(lines, header, partitions, trailing_newline):
         f.write_bytes(("\n".join(lines) + ("\n" if trailing_newline else "")).encode(
             "utf-8", "surrogateescape"))
         out = Path(tmp) / "g"
-        done = outcome("ingest_text", lambda: ingest(
+        done = outcome("ingest_text", lambda: ingest_sources(
             [EdgeSource([f], header=header, delimiter="\t")], out,
-            IngestOptions(num_partitions=partitions)))
+            IngestOptions(partitions=partitions)))
         if done is None:
             assert not out.exists()  # nothing half-written
             return
@@ -146,8 +146,8 @@ def small_graph(tmp_path_factory):
                       "train_mask": pa.array(np.arange(n) % 2 == 0),
                       "val_mask": pa.array(np.arange(n) % 4 == 1),
                       "test_mask": pa.array(np.arange(n) % 4 == 3)})
-    ingest([EdgeSource([root / "e.tsv"], weight_col=2)], root / "g",
-           IngestOptions(num_partitions=3), nodes=[NodeSource(nodes)])
+    ingest_sources([EdgeSource([root / "e.tsv"], weight_col=2)], root / "g",
+                   IngestOptions(partitions=3), nodes=[NodeSource(nodes)])
     build_index(open_graph(root / "g"), ("csr", "csc", "push"))
     return root / "g"
 

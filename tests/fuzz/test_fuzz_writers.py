@@ -106,7 +106,7 @@ def test_appends_and_index_builds_keep_every_edge_set(ops, capsys):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         g = tmp / "g"
-        graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), g, num_partitions=2)
+        graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), g, partitions=2)
         want = {"default": 2}
         for k, (op, arg) in enumerate(ops):
             if op == "append":

@@ -8,7 +8,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from graphsys.errors import GraphsysError
-from graphsys.generators import default_grid_edges, grid, grid_edges, max_grid_edges
+from graphsys.generators import grid, grid_edges
+from graphsys.generators.grid import default_grid_edges, max_grid_edges
 
 
 def _collect(chunks):

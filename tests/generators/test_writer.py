@@ -17,14 +17,13 @@ from graphsys.generators import (
     edge_schema,
     grid_edges,
     knowledge_graph,
-    node_table_path,
     sbm,
     split_paths,
     write_edges,
     write_nodes,
     write_split_edges,
 )
-from graphsys.generators.writer import EXTENSIONS
+from graphsys.generators.writer import EXTENSIONS, node_table_path
 
 TEXT = {".tsv": "\t", ".tsv.gz": "\t", ".csv": ",", ".csv.gz": ","}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 from graphsys.storage.node_columns import write_node_column
 
 
@@ -44,9 +44,9 @@ def write_sbm(out: Path, *, blocks=4, size=50, p_in=0.15, p_out=0.005, dim=8, no
     if labels:
         cols.update({"label": pa.array(y.astype(np.int64)), "train_mask": pa.array(train),
                      "val_mask": pa.array(val), "test_mask": pa.array(test)})
-    ingest([EdgeSource([edges], header=False)], out,
-           IngestOptions(num_partitions=partitions, undirected=True),
-           nodes=[NodeSource(pa.table(cols))])
+    ingest_sources([EdgeSource([edges], header=False)], out,
+                   IngestOptions(partitions=partitions, undirected=True),
+                   nodes=[NodeSource(pa.table(cols))])
     if mapped_features:
         rows = x[open_graph(out).node_ids()]             # internal-id order
         write_node_column(out, "feat", "features", lambda a, b: rows[a:b], dim=dim)
@@ -55,3 +55,22 @@ def write_sbm(out: Path, *, blocks=4, size=50, p_in=0.15, p_out=0.005, dim=8, no
 
 def sbm_graph(tmp_path, **kw):
     return open_graph(write_sbm(tmp_path / "sbm", **kw))
+
+
+def write_bipartite(out: Path, *, partitions=1, seed=0, edge_sets=False) -> Path:
+    """A random ``user -> item`` graph (30 users 0.., 40 items 100..; 600 ratings with a
+    ``timestamp`` edge column); with ``edge_sets``, its last 60 ratings are a ``test`` edge
+    set beside ``train``."""
+    from graphsys.storage.format import RelationType
+
+    rng = np.random.default_rng(seed)
+    users, items = rng.integers(0, 30, 600), rng.integers(100, 140, 600)
+    ts = rng.integers(0, 10_000, 600)
+    parts = [("train", 0, 540), ("test", 540, 600)] if edge_sets else [("default", 0, 600)]
+    ingest_sources([EdgeSource(table=pa.table({"src": users[a:b], "dst": items[a:b],
+                                               "timestamp": ts[a:b]}), relation="rated",
+                               edge_set=name, edge_columns=["timestamp"])
+                    for name, a, b in parts],
+                   out, IngestOptions(partitions=partitions,
+                                      relation_types=[RelationType("rated", "user", "item")]))
+    return out

@@ -6,6 +6,7 @@ final parameters and the result to ``argv[3]`` (``.npz``) and ``argv[3] + ".json
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -17,12 +18,13 @@ if __name__ == "__main__":
     graph, cfg, dest = sys.argv[1], TrainConfig(**json.loads(sys.argv[2])), sys.argv[3]
     try:
         res = train(graph, cfg, distributed=None,
-                    out=sys.argv[4] if len(sys.argv) > 4 else None)
+                    out=sys.argv[4] if len(sys.argv) > 4 else None,
+                    device=os.environ.get("GRAPHSYS_TEST_DDP_DEVICE", "cpu"))
     except GraphsysError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     if res.extra["rank"] == 0:
-        np.savez(dest, **{k: v.numpy() for k, v in res.model.state_dict().items()})
+        np.savez(dest, **{k: v.cpu().numpy() for k, v in res.model.state_dict().items()})
         with open(dest + ".json", "w") as f:
             json.dump({"metrics": res.metrics, "history": res.history,
                        "world_size": res.extra["world_size"], "ranks": res.extra["ranks"]}, f)

@@ -156,10 +156,10 @@ def test_full_disk_during_save_is_one_line_and_leaves_the_old_save(tmp_path, mon
 def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, value, says):
     """model.json's config and training settings are checked field by field on load: a
     hand edit is one line naming the file and the field, never a traceback later."""
-    from graphsys.gnn.training import _cfg_json
+    from graphsys.gnn.loop import config_json
 
     ck = tmp_path / "ck"
-    save_checkpoint(ck, _state(1.0), CFG, {"train_config": _cfg_json(TrainConfig())})
+    save_checkpoint(ck, _state(1.0), CFG, {"train_config": config_json(TrainConfig())})
     load_checkpoint(ck)
     header = json.loads((ck / "model.json").read_text())
     where = header
@@ -172,3 +172,72 @@ def test_hand_edited_model_json_is_refused_naming_the_field(tmp_path, field, val
         load_checkpoint(ck)
     assert str(err.value).startswith(f"{ck / 'model.json'}: ") and says in str(err.value)
     assert "\n" not in str(err.value)
+
+
+# -- which graph a checkpoint's rows belong to ---------------------------------------------
+
+def _kg(root, partitions):
+    """A small typed graph with train/valid/test edge sets, for R-GCN."""
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+    rows = [(h, h % 3, (h * 7 + h % 3) % 40) for h in range(40)]
+    root.mkdir(parents=True, exist_ok=True)
+    for name, part in [("train", rows[:30]), ("valid", rows[30:35]), ("test", rows[35:])]:
+        (root / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
+    ingest_sources([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
+            for n in ("train", "valid", "test")], root / "g",
+           IngestOptions(partitions=partitions))
+    return root / "g"
+
+
+def _use(kind, ckpt, out):
+    """Every reader of a checkpoint of ``kind`` on its recorded graph."""
+    from graphsys.gnn import embed_checkpoint
+    from graphsys.gnn.recommendation import evaluate, recommend
+    from graphsys.gnn.rgcn_link import evaluate as evaluate_rgcn
+
+    if kind in ("item", "pairs"):
+        return [lambda: recommend(ckpt, [0, 1], k=3).to_pylist(),
+                lambda: evaluate(ckpt, ks=[5])]
+    if kind == "rgcn":
+        return [lambda: evaluate_rgcn(ckpt), lambda: embed_checkpoint(ckpt, out)]
+    return [lambda: embed_checkpoint(ckpt, out)]
+
+
+@pytest.mark.parametrize("kind", ["item", "pairs", "node", "rgcn"])
+def test_rows_never_attach_to_a_reingested_graph_with_other_partitions(tmp_path, kind):
+    """The same edges ingested again at the checkpoint's graph path into another partition
+    count: the same node counts, other nodes at each row. Every reader of the checkpoint
+    (recommending, evaluating, embedding) refuses it in one line; re-ingested as before, it
+    gives the same answers."""
+    import shutil
+
+    from .conftest import write_bipartite, write_sbm
+
+    def build(partitions):
+        if kind in ("item", "pairs"):
+            return write_bipartite(tmp_path / "g", partitions=partitions, edge_sets=True)
+        if kind == "rgcn":
+            return _kg(tmp_path / "kg", partitions)
+        return write_sbm(tmp_path / "sbm", partitions=partitions)
+
+    cfg = {"item": dict(task="link", model="pinsage", hidden=8, epochs=1, fanouts=[3, 3]),
+           "pairs": dict(task="link", model="sage", link_split="random", hidden=8,
+                         epochs=1, fanouts=[3, 3]),
+           "node": dict(model="sage", fanouts=[3, 3], hidden=8, epochs=1),
+           "rgcn": dict(task="link", model="rgcn", hidden=8, epochs=1, batch_size=20)}[kind]
+    g = build(2)
+    train(g, TrainConfig(**cfg), out=tmp_path / "run")
+    ckpt = tmp_path / "run" / "checkpoint"
+    first = [call() for call in _use(kind, ckpt, tmp_path / "e1")]
+    shutil.rmtree(g)
+    build(3)
+    for call in _use(kind, ckpt, tmp_path / "e2"):
+        with pytest.raises(GraphsysError, match=r"in 2 partitions .* has .* in 3 ") as err:
+            call()
+        assert "\n" not in str(err.value)
+    shutil.rmtree(g)
+    build(2)                                    # as before: the same nodes in each row
+    again = [call() for call in _use(kind, ckpt, tmp_path / "e3")]
+    same = [(a, b) for a, b in zip(first, again) if not (isinstance(a, dict) and "out" in a)]
+    assert all(a == b for a, b in same)

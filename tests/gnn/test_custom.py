@@ -50,14 +50,14 @@ CFG = dict(fanouts=[5, 5], hidden=16, epochs=30, batch_size=16, patience=30, see
 
 
 @pytest.mark.parametrize("model,inputs", [(PygSage, "blocks"), (PygSageAdjs, "adjs")])
-def test_pyg_model_trains_on_graphsys_blocks(tmp_path, model, inputs):
+def test_pyg_model_trains_on_graphsys_blocks(tmp_path, model, inputs, device):
     g = sbm_graph(tmp_path)
-    res = train(g, TrainConfig(**CFG, inputs=inputs), model=model(8, 16, 4))
+    res = train(g, TrainConfig(**CFG, inputs=inputs), model=model(8, 16, 4), device=device)
     assert res.metrics["test_accuracy"] >= 0.85, res.metrics
     assert res.model.__class__ is model
 
 
-def test_user_loss_and_features_are_used(tmp_path):
+def test_user_loss_and_features_are_used(tmp_path, device):
     g = sbm_graph(tmp_path)
     calls = []
 
@@ -66,11 +66,12 @@ def test_user_loss_and_features_are_used(tmp_path):
         return nn.functional.cross_entropy(logits, y)
 
     one_hot = np.eye(4, dtype=np.float32)[g.node_column("label")]    # features = the label
-    res = train(g, TrainConfig(**CFG), model=PygSage(4, 16, 4), loss=loss, features=one_hot)
+    res = train(g, TrainConfig(**CFG), model=PygSage(4, 16, 4), loss=loss, features=one_hot,
+                device=device)
     assert calls and all(s[1] == 4 for s in calls)
     assert res.metrics["test_accuracy"] == 1.0
     with pytest.raises(GraphsysError, match=r"features has shape \(3, 4\)"):
-        train(g, TrainConfig(**CFG), model=PygSage(4, 16, 4), features=one_hot[:3])
+        train(g, TrainConfig(**CFG), model=PygSage(4, 16, 4), features=one_hot[:3], device=device)
 
 
 def test_factory_spec_in_config_and_errors(tmp_path, monkeypatch):

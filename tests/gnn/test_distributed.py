@@ -39,12 +39,15 @@ def _env(world_size: int, rank: int, port: int, **extra) -> dict:
                 PYTHONPATH=os.pathsep.join(sys.path), **extra)
 
 
-def _run(graph: Path, cfg: dict, dest: Path, world_size: int = 2, out: Path | None = None):
-    """Launch ``world_size`` ranks of ddp_script.py; rank 0's parameters and result."""
+def _run(graph: Path, cfg: dict, dest: Path, world_size: int = 2, out: Path | None = None,
+         device: str = "cpu"):
+    """Launch ``world_size`` ranks of ddp_script.py (gloo on the CPU, NCCL with one GPU per
+    rank for ``device="cuda"``); rank 0's parameters and result."""
     port = free_port()
     extra = [str(out)] if out is not None else []
     procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(graph), json.dumps(cfg),
-                               str(dest), *extra], env=_env(world_size, r, port),
+                               str(dest), *extra],
+                              env=_env(world_size, r, port, GRAPHSYS_TEST_DDP_DEVICE=device),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r in range(world_size)]
     try:
@@ -83,6 +86,20 @@ def test_two_ranks_follow_one_rank_with_the_same_global_batch(graph, tmp_path):
     assert all(r["seconds"] > 0 for r in info["ranks"])
 
 
+@pytest.mark.multi_gpu
+def test_two_gpus_over_nccl_follow_one_gpu(graph, tmp_path, multi_gpu):
+    """The same comparison on 2 GPUs exchanging gradients over NCCL, against one GPU."""
+    one = train(graph, TrainConfig(**CFG), distributed=False, device="cuda")
+    two, info = _run(graph, CFG, tmp_path / "two", device="cuda")
+    ref = {k: v.cpu().numpy() for k, v in one.model.state_dict().items()}
+    assert sorted(ref) == sorted(two)
+    for k in ref:
+        np.testing.assert_allclose(two[k], ref[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    for h1, h2 in zip(one.history, info["history"]):
+        assert h2["loss"] == pytest.approx(h1["loss"], rel=1e-4)
+    assert info["world_size"] == 2 and info["metrics"] == pytest.approx(one.metrics)
+
+
 @pytest.fixture(scope="module")
 def mapped_graph(tmp_path_factory):
     """``graph`` with its features in a memory-mapped column file of their own."""
@@ -91,7 +108,7 @@ def mapped_graph(tmp_path_factory):
 
 
 def test_mapped_features_train_as_the_same_features_in_memory(graph, mapped_graph):
-    from graphsys.gnn.training import MappedFeatures, node_task_data
+    from graphsys.gnn.inputs import MappedFeatures, node_task_data
     from graphsys.storage.graph import open_graph
 
     data = node_task_data(open_graph(mapped_graph), mapped=True)
@@ -163,7 +180,7 @@ def test_one_process_resumes_and_refuses_other_settings(graph, tmp_path):
 def test_a_dead_peer_ends_the_run_with_one_line(graph, tmp_path):
     port = free_port()
     env = dict(GRAPHSYS_DIST_TIMEOUT="5")
-    dead = ("import os, torch; from graphsys.bsp.distributed import init_from_env; "
+    dead = ("import os, torch; from graphsys.distributed import init_from_env; "
             "init_from_env(torch.device('cpu')); os._exit(1)")
     procs = [subprocess.Popen([sys.executable, "-m", "graphsys", "gnn", "train", "--graph",
                                str(graph), "--epochs", "2", "--json"],

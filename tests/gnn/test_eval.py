@@ -4,6 +4,8 @@ layer-wise over only the nodes they need, against the whole-graph evaluation
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -26,14 +28,18 @@ def _adj(n=60, m=200, seed=0):
 # gcn normalises by the out-degrees inside a block, which depend on the block's other
 # destinations: its layer-wise outputs depend on how destinations are chunked
 @pytest.mark.parametrize("model", ["sage", "gat", "gin"])
-def test_layerwise_on_seeds_equals_layerwise_on_all_nodes(model):
+def test_layerwise_on_seeds_equals_layerwise_on_all_nodes(model, device):
+    """On the test device, the seeds' layer-wise outputs equal the CPU's whole-graph
+    layer-wise pass and a forward over their own blocks (1e-5: GPU sums run in any order)."""
     adj, x = _adj(), torch.randn(60, 5)
     net = GNN(model, 5, 8, 3, num_layers=3).eval()
     full = NeighborSampler(adj, [-1])
     block_fn = lambda dst, layer: full.sample_blocks(dst)[0]  # noqa: E731
     every = layerwise_inference(net, lambda ids: x[ids], 60, block_fn, [(0, 60)])
     seeds = torch.tensor([17, 3, 42, 3 + 1, 59])
-    mine = layerwise_inference_on(net, lambda ids: x[ids], seeds, block_fn, chunk_rows=2)
+    on, xd = copy.deepcopy(net).to(device), x.to(device)
+    mine = layerwise_inference_on(on, lambda ids: xd[ids.to(device)], seeds, block_fn,
+                                  chunk_rows=2, device=device).cpu()
     torch.testing.assert_close(mine, every[seeds], atol=1e-5, rtol=1e-5)
     # and the brute-force forward on the seeds' own 3-hop blocks
     blocks = NeighborSampler(adj, [-1, -1, -1]).sample_blocks(seeds.numpy())
@@ -85,7 +91,7 @@ def test_row_reading_layer_refuses_mismatched_rows():
 def test_fixed_sample_outputs_do_not_depend_on_the_other_seeds_or_threads():
     """The final evaluation runs the test and validation seeds in one pass, on every
     thread: each seed's outputs on a fixed sample equal those of a separate serial pass."""
-    from graphsys.gnn.training import fixed_blocks
+    from graphsys.gnn.batches import fixed_blocks
     from graphsys.sampling._util import serial_kernels
 
     adj, x = _adj(200, 900), torch.randn(200, 5)
@@ -113,13 +119,14 @@ class Plain(torch.nn.Module):
 
 
 @pytest.mark.parametrize("own", [False, True])
-def test_full_eval_fanouts_give_the_whole_graph_evaluation(tmp_path, own):
+def test_full_eval_fanouts_give_the_whole_graph_evaluation(tmp_path, own, device):
     g = sbm_graph(tmp_path)
     base = dict(fanouts=[4, 4], hidden=16, epochs=3, batch_size=16, seed=2, dropout=0.0)
     runs = []
     for kw in ({"eval_fanouts": [-1]}, {"layerwise_inference": True}):
         torch.manual_seed(0)
-        runs.append(train(g, TrainConfig(**base, **kw), model=Plain(8, 4) if own else None))
+        runs.append(train(g, TrainConfig(**base, **kw), model=Plain(8, 4) if own else None,
+                          device=device))
     a, b = runs
     assert a.metrics == pytest.approx(b.metrics)
     assert [h["val_accuracy"] for h in a.history] == [h["val_accuracy"] for h in b.history]
@@ -127,11 +134,11 @@ def test_full_eval_fanouts_give_the_whole_graph_evaluation(tmp_path, own):
         [h["val_loss"] for h in b.history], rel=1e-5)
 
 
-def test_sampled_evaluation_is_fixed_and_eval_every_skips(tmp_path):
+def test_sampled_evaluation_is_fixed_and_eval_every_skips(tmp_path, device, deterministic):
     g = sbm_graph(tmp_path)
     cfg = TrainConfig(fanouts=[3, 3], eval_fanouts=[2, 2], hidden=8, epochs=5, eval_every=2,
                       batch_size=16, seed=1)
-    a, b = train(g, cfg), train(g, cfg)
+    a, b = train(g, cfg, device=device), train(g, cfg, device=device)
     assert [h["epoch"] for h in a.history] == [2, 4, 5]
     assert a.metrics == b.metrics and a.history[-1]["val_loss"] == b.history[-1]["val_loss"]
     h = a.history[-1]

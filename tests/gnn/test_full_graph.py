@@ -38,15 +38,15 @@ def test_gcn_on_the_full_graph_block_is_the_dense_formula():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_full_graph_training_learns_the_blocks(tmp_path):
+def test_full_graph_training_learns_the_blocks(tmp_path, device, deterministic):
     g = sbm_graph(tmp_path)
     cfg = TrainConfig(model="gcn", hidden=16, epochs=100, patience=100, seed=0,
                       full_graph=True)
-    res = train(g, cfg)
+    res = train(g, cfg, device=device)
     # features alone are right about half the time with noise 2; the graph makes it easy
     assert res.metrics["test_accuracy"] >= 0.85, res.metrics
     assert res.epochs == 100 and len(res.history) == 100
-    assert train(g, cfg).metrics == res.metrics
+    assert train(g, cfg, device=device).metrics == res.metrics
 
 
 @pytest.mark.parametrize("kwargs, message", [

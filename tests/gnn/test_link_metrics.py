@@ -18,41 +18,37 @@ from graphsys.gnn.link import (
     evaluate_scores,
     split_edges,
 )
-from graphsys.gnn.metrics import (
-    auc,
-    filtered_ranks,
-    group_positions,
-    hits_at_k,
-    macro_f1,
-    mrr,
-    recall_at_k,
-)
+from graphsys.gnn.metrics import group_positions, hits_at_k, macro_f1, mrr, recall_at_k
+from graphsys.ranking import auc, ranks
 from graphsys.sampling.adjacency import from_coo
 
 
 def _naive_rank(p, negs):
+    """One per rival above, a half per rival tied; NaN worst (a NaN positive is below
+    every rival, a NaN rival below every positive with a number)."""
     r = 1.0
     for s in negs:
-        r += 1.0 if s > p else 0.5 if s == p else 0.0
+        r += 1.0 if np.isnan(p) else 0.0 if np.isnan(s) else 1.0 if s > p else \
+            0.5 if s == p else 0.0
     return r
 
 
-def test_filtered_ranks_mrr_hits_against_a_loop():
+def test_ranks_mrr_hits_against_a_loop():
     rng = np.random.default_rng(0)
     pos = rng.integers(0, 6, 200).astype(float)            # small integers: many ties
     neg = rng.integers(0, 6, (200, 30)).astype(float)
     valid = rng.random((200, 30)) < 0.7
-    ranks = filtered_ranks(pos, neg, valid)
+    got = ranks(pos, neg, valid)
     naive = [_naive_rank(pos[i], neg[i][valid[i]]) for i in range(200)]
-    assert ranks.tolist() == naive
-    assert mrr(ranks) == pytest.approx(sum(1 / r for r in naive) / 200)
+    assert got.tolist() == naive
+    assert mrr(got) == pytest.approx(sum(1 / r for r in naive) / 200)
     for k in (1, 3, 10):
-        assert hits_at_k(ranks, k) == pytest.approx(sum(r <= k for r in naive) / 200)
-    assert filtered_ranks(pos, neg).tolist() == [_naive_rank(pos[i], neg[i]) for i in range(200)]
-    with pytest.raises(ParameterError, match="^neg must have shape"):
-        filtered_ranks(pos, neg[:5])
+        assert hits_at_k(got, k) == pytest.approx(sum(r <= k for r in naive) / 200)
+    assert ranks(pos, neg).tolist() == [_naive_rank(pos[i], neg[i]) for i in range(200)]
+    with pytest.raises(ParameterError, match="^scores must have shape"):
+        ranks(pos, neg[:5])
     with pytest.raises(ParameterError, match="^k must be >= 1"):
-        hits_at_k(ranks, 0)
+        hits_at_k(got, 0)
 
 
 def test_auc_is_the_mann_whitney_u_statistic():
@@ -75,9 +71,10 @@ def test_recall_at_k_against_explicit_ranked_lists():
     groups = rng.integers(0, 25, n)
     pos = rng.integers(0, 8, n).astype(float)
     neg = rng.integers(0, 8, (n, 12)).astype(float)
+    pos[rng.random(n) < 0.1] = np.nan                    # NaN positives rank last
+    neg[rng.random((n, 12)) < 0.1] = np.nan
     valid = rng.random((n, 12)) < 0.8
-    ranks = filtered_ranks(pos, neg, valid)
-    positions = group_positions(ranks, pos, groups)
+    positions = group_positions(ranks(pos, neg, valid), pos, groups)
     naive_pos = []
     for i in range(n):
         others = [pos[j] for j in range(n) if groups[j] == groups[i] and j != i]

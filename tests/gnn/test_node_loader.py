@@ -22,7 +22,7 @@ def graph(tmp_path_factory):
             "label": rng.integers(0, 4, n)}
     g = graphsys.from_numpy(src[keep], dst[keep], tmp_path_factory.mktemp("nl") / "g",
                             num_nodes=n, node_columns=cols, undirected=True,
-                            num_partitions=2)
+                            partitions=2)
     return g, src[keep], dst[keep]
 
 
@@ -121,13 +121,16 @@ def test_seed_set_covered_once_per_epoch(graph):
     assert torch.equal(torch.cat([b.seeds for b in by_mask]), torch.from_numpy(seeds))
 
 
-def test_features_and_labels_equal_a_direct_gather(graph):
+def test_features_and_labels_equal_a_direct_gather(graph, device):
     g = graph[0]
     feat = torch.from_numpy(np.asarray(g.node_column("feat")))
     label = torch.from_numpy(np.asarray(g.node_column("label")))
-    for batch in _loader(g):
-        assert torch.equal(batch.x, feat[batch.blocks[0].src_nodes])
-        assert torch.equal(batch.y, label[batch.seeds])
+    kind = torch.device(device).type
+    for batch in _loader(g, device=device):  # delivered on the test device
+        assert batch.x.device.type == kind and batch.blocks[0].device.type == kind
+        src = batch.blocks[0].src_nodes.cpu()
+        assert torch.equal(batch.x.cpu(), feat[src])
+        assert torch.equal(batch.y.cpu(), label[batch.seeds.cpu()])
     doubled = _loader(g, features=2 * feat.numpy().astype(np.float64), labels=label + 1,
                       num_workers=2)
     for batch in doubled:
@@ -243,7 +246,7 @@ def test_node_table_features_are_gathered_mapped_with_the_same_dropout(tmp_path)
     rng = np.random.default_rng(0)
     feat = rng.random((60, 7), dtype=np.float32)
     src, dst = rng.integers(0, 60, 300), rng.integers(0, 60, 300)
-    g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=60, num_partitions=3,
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=60, partitions=3,
                             node_columns={"feat": feat})
     sampler = NeighborSampler(g, [4, 4])
     kw = dict(batch_size=16, labels=None, input_dropout=0.5, num_workers=2)

@@ -36,7 +36,7 @@ def test_propagation_matches_scipy(tmp_path, partitions, self_loops, undirected)
     src, dst = rng.integers(0, n, 700), rng.integers(0, n, 700)
     x = rng.normal(size=(n, 5)).astype(np.float32)
     g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=n, node_columns={"feat": x},
-                            num_partitions=partitions, undirected=undirected)
+                            partitions=partitions, undirected=undirected)
     out = propagate(g, tmp_path / "p", hops=3, self_loops=self_loops, chunk_bytes=64)
     ref = _reference(g, x, 3, self_loops)
     order = np.argsort(g.node_ids())                      # internal rows of ids 0..N-1

@@ -17,11 +17,11 @@ from graphsys.embed import Embeddings
 from graphsys.errors import ParameterError
 from graphsys.gnn import TrainConfig, embed_checkpoint, train
 from graphsys.gnn.checkpoint import load_checkpoint
+from graphsys.gnn.item_task import rank_metrics
 from graphsys.gnn.recommendation import evaluate, ranking_metrics, recommend
-from graphsys.gnn.training import rank_metrics
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
 def _brute_temporal(users, items, ts):
@@ -92,7 +92,8 @@ def test_movielens_temporal_ingest(mirror, tmp_path):
 
 
 def _brute_metrics(scores, targets, excluded, ks):
-    """Python loops: sort each user's candidates and read off the targets' positions."""
+    """Python loops over each user's candidates: one per candidate above a target, a half
+    per candidate tied with it (the target itself aside)."""
     out = {f"{m}@{k}": [] for m in ("hits", "recall") for k in ks}
     rr = []
     for u in range(scores.shape[0]):
@@ -100,7 +101,8 @@ def _brute_metrics(scores, targets, excluded, ks):
         if not tgt:
             continue
         cand = [j for j in range(scores.shape[1]) if j in tgt or j not in set(excluded[u])]
-        ranks = [1 + sum(scores[u, j] > scores[u, t] for j in cand) for t in tgt]
+        ranks = [1 + sum((scores[u, j] > scores[u, t]) + 0.5 * (scores[u, j] == scores[u, t])
+                         for j in cand if j != t) for t in tgt]
         for k in ks:
             out[f"hits@{k}"].append(any(r <= k for r in ranks))
             out[f"recall@{k}"].append(sum(r <= k for r in ranks) / len(ranks))
@@ -152,15 +154,34 @@ def test_ranking_metrics_agree_with_the_trainers_rank_metrics():
     assert got["recall@10"] == got["hits@10"]                     # one target per user
 
 
+def test_a_model_scoring_every_item_the_same_is_not_perfect():
+    """Ties count half: constant scores put every held-out item in the middle of the
+    ranking (hits@10 = 0 among 60 items, MRR 1 / 30.5), not first (which gave 1.0)."""
+    n_users, n_items = 12, 61
+    user_items = [np.array([u]) for u in range(n_users)]
+    target = np.arange(n_users) + 20
+    no_excl = [np.zeros(0, np.int64)] * n_users
+    flat = rank_metrics(torch.ones(n_items, 4), user_items, no_excl, target, ks=(10,))
+    assert flat["hits@10"] == 0.0 and flat["mrr"] == pytest.approx(1 / 30.5)
+    m = ranking_metrics(np.zeros((n_users, n_items)), [np.atleast_1d(t) for t in target],
+                        user_items, ks=[10])
+    assert m["hits@10"] == 0.0 and m["mrr"] == pytest.approx(1 / 30.5)
+    nan = np.zeros((1, n_items))
+    nan[0, 5] = np.nan                                            # a NaN target is last
+    assert ranking_metrics(nan, [np.array([5])], [np.zeros(0, int)], ks=[10])["mrr"] == \
+        pytest.approx(1 / n_items)
+
+
 # -- a small trained model -------------------------------------------------------------------
 
 N_USERS, N_ITEMS = 30, 40
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, session_device):
     """A user -> item graph (user ids 1000.., item ids 500..) split by time into train /
-    valid / test, a one-epoch PinSage checkpoint on it, and its raw interactions."""
+    valid / test, a one-epoch PinSage checkpoint on it (trained on the test device), and its
+    raw interactions."""
     work = tmp_path_factory.mktemp("recommend")
     rng = np.random.default_rng(0)
     users = 1000 + rng.integers(0, N_USERS, 700)
@@ -171,13 +192,14 @@ def trained(tmp_path_factory):
                           relation="rated")
                for name, m in zip(("train", "valid", "test"), masks)]
     label = pa.array((np.arange(N_ITEMS) % 3).astype(np.int64))
-    ingest(sources, work / "g",
-           IngestOptions(num_partitions=2,
-                         relation_types=[RelationType("rated", "user", "item")]),
-           nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS), "genre": label}),
-                             "item")])
+    ingest_sources(sources, work / "g",
+                   IngestOptions(partitions=2,
+                                 relation_types=[RelationType("rated", "user", "item")]),
+                   nodes=[NodeSource(pa.table({"id": np.arange(500, 500 + N_ITEMS),
+                                               "genre": label}), "item")])
     train(work / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
-                                  fanouts=[3, 3], seed=0), out=work / "run")
+                                  fanouts=[3, 3], seed=0), out=work / "run",
+          device=session_device)
     return {"work": work, "ckpt": work / "run" / "checkpoint", "users": users, "items": items,
             "masks": dict(zip(("train", "valid", "test"), masks))}
 
@@ -263,6 +285,7 @@ def test_evaluate_matches_a_brute_force_loop(trained):
     want = _brute_metrics(ref, targets, excluded, [1, 5, 10])
     got = evaluate(trained["ckpt"], ks=[10, 1, 5])
     assert (got["edge_set"], got["history"], got["exclude"]) == ("test", "train", ["valid"])
+    assert got["protocol"] == "full, filtered"          # every item, known ones left out
     for key in want:
         assert got[key] == pytest.approx(want[key], abs=1e-5), key
     # the valid set ranked the same way, test items excluded
@@ -294,6 +317,7 @@ def test_cli_recommend_and_evaluate(trained, capsys):
     m = json.loads(out.strip().splitlines()[-1])
     want = evaluate(trained["ckpt"], ks=[1, 10])
     assert m["hits@10"] == pytest.approx(want["hits@10"]) and m["users"] == want["users"]
+    assert m["protocol"] == "full, filtered"
     code, _, err = _run(["gnn", "recommend", ckpt, "--users", "1003", "--k", "0"], capsys)
     assert code != 0 and "--k must be a positive integer" in err
     code, _, err = _run(["gnn", "recommend", ckpt, "--evaluate", "train"], capsys)
@@ -327,13 +351,13 @@ def test_movielens_recommendations_show_titles(mirror, tmp_path, capsys):
         r["title"] for r in rows if r["user"] == 2]
 
 
-def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path):
+def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path, device):
     """A graph with a ``valid`` edge set: the link task validates on it and tests on
     ``test`` (as ``evaluate`` ranks them from the checkpoint), training on all of
     ``train``."""
     res = train(trained["work"] / "g", TrainConfig(task="link", model="pinsage", hidden=8,
                                                    epochs=3, fanouts=[3, 3], seed=1),
-                out=tmp_path / "run")
+                out=tmp_path / "run", device=device)
     ckpt = tmp_path / "run" / "checkpoint"
     best = max(res.history, key=lambda r: r["val_mrr"])
     assert [r["best"] for r in res.history].count(True) >= 1
@@ -349,9 +373,86 @@ def test_link_task_selects_on_the_stored_valid_edge_set(trained, tmp_path):
 def test_link_task_refuses_a_valid_edge_set_without_training_edges(tmp_path):
     from graphsys.errors import GraphsysError
 
-    ingest([EdgeSource(table=pa.table({"src": [0, 0, 1, 1], "dst": [5, 6, 5, 7]}),
-                       edge_set="valid", relation="rated")], tmp_path / "g",
-           IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
+    ingest_sources([EdgeSource(table=pa.table({"src": [0, 0, 1, 1], "dst": [5, 6, 5, 7]}),
+                               edge_set="valid", relation="rated")], tmp_path / "g",
+                   IngestOptions(relation_types=[RelationType("rated", "user", "item")]))
     with pytest.raises(GraphsysError, match="has a 'valid' edge set but no training edge set"):
         train(tmp_path / "g", TrainConfig(task="link", model="pinsage", hidden=8, epochs=1,
                                           fanouts=[2]))
+
+
+@pytest.mark.parametrize("split", ["random", "time"])
+def test_held_out_edge_checkpoints_recommend_with_their_decoder(tmp_path, capsys, split):
+    """A link checkpoint of held-out edges between users and items (split random or
+    time, as MovieLens' ratings would be trained) recommends and evaluates with the scores
+    its own run computed: the decoder over the run's final embeddings, brute force."""
+    from .conftest import write_bipartite
+
+    g = open_graph(write_bipartite(tmp_path / "g", edge_sets=True))
+    res = train(g, TrainConfig(task="link", model="sage", link_split=split, hidden=8,
+                               epochs=1, fanouts=[3, 3], link_decoder="mlp", seed=0),
+                out=tmp_path / "run")
+    ckpt = tmp_path / "run" / "checkpoint"
+    z, dec = res.extra["embeddings"], res.extra["decoder"].eval()
+    (_, ulo, ihi_u), (_, ilo, ihi) = res.extra["data"].types
+    assert ihi_u == ilo
+    with torch.no_grad():
+        ref = np.array([[float(dec(z[ulo + u], z[ilo + j])) for j in range(ihi - ilo)]
+                        for u in range(ilo - ulo)])
+    from graphsys.sampling.adjacency import typed_edges
+
+    train_u, train_i, _ = typed_edges(g, "train", "user", "item")     # type-local ids
+    users = g.to_internal([0, 1], "user")
+    recs = recommend(ckpt, [0, 1], k=5).to_pylist()
+    for r, u in zip((0, 1), users):
+        row = ref[u].copy()
+        row[train_i[train_u == u]] = -np.inf
+        want = np.argsort(-row, kind="stable")[:5]
+        got = [x for x in recs if x["user"] == r]
+        assert [x["item"] for x in got] == g.to_original(want, "item").tolist()
+        np.testing.assert_allclose([x["score"] for x in got], row[want], rtol=1e-4,
+                                   atol=1e-5)
+    test_u, test_i, _ = typed_edges(g, "test", "user", "item")
+    n_users = ilo - ulo
+    want = _brute_metrics(ref, [test_i[test_u == u] for u in range(n_users)],
+                          [train_i[train_u == u] for u in range(n_users)], [5, 10])
+    got = evaluate(ckpt, ks=[5, 10])
+    for key in ("hits@5", "recall@10", "mrr", "users"):
+        assert got[key] == pytest.approx(want[key], abs=1e-5), key
+    code, out, err = _run(["gnn", "recommend", str(ckpt), "--evaluate", "test", "--ks", "5",
+                           "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["hits@5"] == pytest.approx(got["hits@5"])
+    code, out, err = _run(["gnn", "recommend", str(ckpt), "--users", "0", "--k", "2"], capsys)
+    assert code == 0 and len(out.strip().splitlines()) == 2, err
+
+
+def test_a_one_type_link_checkpoint_is_refused_in_one_line(tmp_path):
+    from .conftest import write_sbm
+
+    train(write_sbm(tmp_path / "sbm"), TrainConfig(task="link", model="sage", hidden=8,
+                                                   epochs=1, fanouts=[3]), out=tmp_path / "r")
+    with pytest.raises(ParameterError, match="link checkpoint on one entity type .* "
+                                             "users and items of two entity types"):
+        recommend(tmp_path / "r" / "checkpoint", [0], k=3)
+
+
+def test_movielens_link_checkpoints_of_every_split_recommend(mirror, tmp_path, capsys):
+    """MovieLens-100k with its temporal edge sets: a checkpoint trained with each link
+    split recommends (with titles) and evaluates the test edge set."""
+    from graphsys.gnn.data import open_source
+
+    g = open_source("movielens-100k", mirror=mirror, cache=tmp_path / "cache", split="temporal")
+    for split in ("random", "time"):
+        train(g, TrainConfig(task="link", model="sage", link_split=split, hidden=8,
+                             epochs=1, fanouts=[2], batches_per_epoch=2,
+                             link_eval_negatives=20, seed=0), out=tmp_path / split)
+        ckpt = str(tmp_path / split / "checkpoint")
+        code, out, err = _run(["gnn", "recommend", ckpt, "--users", "1", "--k", "3"], capsys)
+        assert code == 0, err
+        assert len(out.strip().splitlines()) == 3 and "(19" in out     # titles with a year
+        code, out, err = _run(["gnn", "recommend", ckpt, "--evaluate", "test", "--json"],
+                              capsys)
+        assert code == 0, err
+        m = json.loads(out.strip().splitlines()[-1])
+        assert m["users"] == 943 and 0 <= m["hits@10"] <= 1

@@ -3,6 +3,8 @@ TypedInput."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -40,7 +42,9 @@ def dense_reference(conv: RGCNConv, x: torch.Tensor, block: TypedBlock) -> torch
 @pytest.mark.parametrize("kw", [{}, {"num_bases": 3}, {"num_blocks": 2},
                                 {"num_blocks": 4, "aggr": "sum"},
                                 {"num_bases": 2, "root_weight": False, "bias": False}])
-def test_dense_reference(kw):
+def test_dense_reference(kw, device):
+    """On the test device, against the dense reference on the CPU (1e-5: GPU sums run in
+    any order)."""
     torch.manual_seed(0)
     conv = RGCNConv(8, 4, 4, **kw)
     with torch.no_grad():
@@ -48,7 +52,9 @@ def test_dense_reference(kw):
             conv.bias.normal_()
     block = random_block()
     x = torch.randn(block.num_src_nodes, 8)
-    got = conv(x, block)
+    if device == "lazy" and kw.get("num_blocks"):
+        pytest.skip("torch's lazy backend puts a bmm of a transposed view on the CPU")
+    got = copy.deepcopy(conv).to(device)(x.to(device), block.to(device)).cpu()
     assert got.shape == (5, 4)
     torch.testing.assert_close(got.double(), dense_reference(conv, x, block),
                                rtol=1e-5, atol=1e-5)

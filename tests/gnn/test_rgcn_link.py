@@ -1,17 +1,33 @@
-"""R-GCN + DistMult link prediction: the filtered metrics vs a naive ranking loop."""
+"""R-GCN + DistMult link prediction through graphsys.gnn.train: the filtered metrics vs a
+naive ranking loop, the nested settings and the shipped config, checkpoints that gnn embed
+and gnn evaluate read back, and progress on the command line."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from graphsys.errors import GraphsysError
-from graphsys.gnn.rgcn_link import RGCNLinkConfig, rank_triples, train_rgcn_link
+from graphsys.cli import main
+from graphsys.embed import Embeddings
+from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.gnn import (
+    GNNResult,
+    RGCNSettings,
+    TrainConfig,
+    embed_checkpoint,
+    load_train_config,
+    train,
+)
+from graphsys.gnn.rgcn_link import evaluate, global_triples, rank_triples
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 SHIFTS = (1, 3, 7, 11)
+SHIPPED = Path(__file__).resolve().parents[2] / "datasets" / "configs" / "fb15k-237-rgcn.toml"
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +44,8 @@ def kg(tmp_path_factory):
     parts = {"test": rows[:60], "valid": rows[60:120], "train": rows[120:]}
     for name, part in parts.items():
         (root / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
-    ingest([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
-            for n in parts], root / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([root / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1, dst_col=2)
+                    for n in parts], root / "g", IngestOptions(partitions=2))
     return open_graph(root / "g")
 
 
@@ -60,34 +76,39 @@ def naive_filtered_ranks(z, rel, test, known):
     return np.array(tails + heads)
 
 
-def stored(graph, name):
-    from graphsys.gnn.rgcn_link import _global_triples
+def _cfg(**kw):
+    base = dict(task="link", model="rgcn", hidden=16, batch_size=300, epochs=50,
+                eval_every=25, lr=0.05, num_negatives=10, seed=0,
+                rgcn=RGCNSettings(num_blocks=4))
+    return TrainConfig(**{**base, **kw})
 
-    return _global_triples(graph, name)
 
-
-def test_tiny_run_metrics_match_naive_ranking(kg):
-    cfg = RGCNLinkConfig(hidden=16, num_blocks=4, batch_edges=300, steps=200, eval_every=100,
-                         lr=0.05, seed=0)
-    res = train_rgcn_link(kg, cfg)
-    assert [r["step"] for r in res.history] == [100, 200]
-    h, r, t = stored(kg, "test")
-    known = {tuple(x) for name in kg.edge_sets for x in zip(*stored(kg, name), strict=True)}
-    ranks = naive_filtered_ranks(res.z, res.model.rel.detach(),
+def test_tiny_run_metrics_match_naive_ranking(kg, device):
+    """Trained and ranked on the test device; the metrics equal a naive float64 ranking of
+    the same encodings on the CPU."""
+    res = train(kg, _cfg(), device=device)        # 1,080 training triples: 4 steps an epoch
+    assert next(res.model.parameters()).device.type == torch.device(device).type
+    assert isinstance(res, GNNResult) and res.protocol == "full, filtered, both sides"
+    assert [(r["epoch"], r["step"]) for r in res.history] == [(25, 100), (50, 200)]
+    assert all(r["protocol"] == res.protocol for r in res.history)
+    h, r, t = global_triples(kg, "test")
+    known = {tuple(x) for name in kg.edge_sets for x in zip(*global_triples(kg, name),
+                                                            strict=True)}
+    ranks = naive_filtered_ranks(res.extra["embeddings"], res.model.rel.detach().cpu(),
                                  list(zip(h.tolist(), r.tolist(), t.tolist(), strict=True)),
                                  known)
     m = res.metrics
     assert m["count"] == 60
     assert m["mrr"] == pytest.approx(np.mean(1 / ranks), abs=1e-6)
-    for k in (1, 3, 10):
+    for k in (1, 3, 10, 20):                      # TrainConfig's metrics_k
         assert m[f"hits@{k}"] == pytest.approx(np.mean(ranks <= k), abs=1e-9)
     # it learns the planted structure: above a random ranking (MRR ~ 0.045 of 120)
     assert m["mrr"] > 0.08
 
 
-def test_rank_triples_filter_and_candidates():
-    z = torch.tensor([[1.0], [2.0], [3.0], [0.5]])
-    rel = torch.tensor([[1.0]])
+def test_rank_triples_filter_and_candidates(device):
+    z = torch.tensor([[1.0], [2.0], [3.0], [0.5]], device=device)
+    rel = torch.tensor([[1.0]], device=device)
     h, r, t = np.array([0]), np.array([0]), np.array([1])
     # tail query (0, 0, ?): scores 1, 2, 3, .5 -> true 1 is 2nd; head (?, 0, 1): 2, 4, 6, 1
     ranks = rank_triples(z, rel, h, r, t, [(h, r, t)])
@@ -97,31 +118,78 @@ def test_rank_triples_filter_and_candidates():
     assert ranks.tolist() == [1.0, 2.0]
 
 
-def test_config_errors(kg):
-    with pytest.raises(GraphsysError, match="must divide hidden"):
-        RGCNLinkConfig(hidden=10, num_blocks=4)
-    with pytest.raises(GraphsysError, match="unknown R-GCN link setting 'hiden'"):
-        RGCNLinkConfig.from_dict({"hiden": 3})
-    with pytest.raises(GraphsysError, match="no edge set 'dev'"):
-        train_rgcn_link(kg, RGCNLinkConfig(hidden=8, num_blocks=2, valid_edges="dev"))
-
-
-def test_rgcn_is_the_link_task_of_gnn_train(kg, tmp_path):
-    """One entry point: ``graphsys.gnn.train`` with ``model="rgcn"`` (and ``graphsys gnn
-    train --task link --model rgcn``) runs the R-GCN link predictor."""
-    from graphsys.cli import main
-    from graphsys.errors import ParameterError
-    from graphsys.gnn import GNNResult, TrainConfig, train
-
-    cfg = TrainConfig(task="link", model="rgcn", hidden=20, epochs=2, batch_size=500, seed=0)
-    result = train(kg, cfg)
-    assert isinstance(result, GNNResult) and result.epochs == 2
-    assert {"mrr", "hits@1", "hits@3", "hits@10"} <= set(result.metrics)
-    assert result.extra["embeddings"].shape == (kg.num_nodes(), 20)
+def test_settings_are_nested_and_checked(kg):
+    assert TrainConfig(task="link", model="rgcn", hidden=60).rgcn == RGCNSettings(num_blocks=12)
+    with pytest.raises(ParameterError, match="^rgcn.num_blocks 4 blocks must divide hidden"):
+        TrainConfig(task="link", model="rgcn", hidden=10, rgcn=RGCNSettings(num_blocks=4))
+    with pytest.raises(ParameterError, match="^rgcn.hiden is not an R-GCN setting"):
+        TrainConfig(task="link", model="rgcn", rgcn={"hiden": 3})
+    with pytest.raises(ParameterError, match="^rgcn.graph_split must be in"):
+        RGCNSettings(graph_split=0)
+    with pytest.raises(ParameterError, match="^rgcn holds the settings of model rgcn"):
+        TrainConfig(task="link", rgcn=RGCNSettings())
+    with pytest.raises(ParameterError, match="^fanouts does not apply to rgcn"):
+        TrainConfig(task="link", model="rgcn", fanouts=[5, 5])
     with pytest.raises(ParameterError, match="task link"):
         TrainConfig(task="node", model="rgcn")
-    with pytest.raises(ParameterError, match="^out .*writes no checkpoint"):
-        train(kg, cfg, out=tmp_path / "ck")
-    rc = main(["gnn", "train", "--graph", str(kg.path), "--task", "link", "--model", "rgcn",
-               "--hidden", "20", "--epochs", "1", "--batch-size", "500", "--json"])
-    assert rc == 0
+    with pytest.raises(GraphsysError, match="selects on 'dev'"):
+        train(kg, _cfg(rgcn=RGCNSettings(num_blocks=4, valid_edges="dev")))
+
+
+def test_shipped_config_loads_and_runs(kg):
+    """datasets/configs/fb15k-237-rgcn.toml is a TrainConfig with an [rgcn] table; it runs
+    as shipped (here one epoch of its 10,000-triple batches on the small graph)."""
+    cfg = load_train_config(SHIPPED)
+    assert (cfg.model, cfg.hidden, cfg.batch_size, cfg.epochs) == ("rgcn", 200, 10000, 215)
+    assert (cfg.rgcn.num_blocks, cfg.rgcn.max_seconds, cfg.metrics_k) == (40, 1200, (1, 3, 10))
+    res = train(kg, load_train_config(SHIPPED, {"epochs": 1}))
+    assert res.extra["steps"] == 1 and {"mrr", "hits@10", "val_mrr"} <= set(res.metrics)
+    # the time cap ends the run with an evaluation after the step that reaches it
+    capped = train(kg, _cfg(rgcn=RGCNSettings(num_blocks=4, max_seconds=1e-9)))
+    assert capped.extra["steps"] == 1 and len(capped.history) == 1
+
+
+def test_checkpoint_is_read_back_by_embed_and_evaluate(kg, tmp_path, capsys):
+    """``out`` keeps the best model: gnn embed writes its encodings, gnn evaluate ranks
+    the test set again to the same figures; the command line shows progress and takes a
+    config file with flags over it."""
+    res = train(kg, _cfg(epochs=4, eval_every=2), out=tmp_path / "run")
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text()
+               .splitlines()]
+    assert [r["epoch"] for r in records] == [2, 4] and records[0]["protocol"] == res.protocol
+    again = evaluate(tmp_path / "run" / "checkpoint")
+    assert again["mrr"] == pytest.approx(res.metrics["mrr"], abs=1e-9)
+    assert (again["count"], again["edge_set"]) == (60, "test")
+    info = embed_checkpoint(tmp_path / "run" / "checkpoint", tmp_path / "emb")
+    assert (info["num_nodes"], info["dimension"]) == (120, 16)
+    z = Embeddings.load(tmp_path / "emb").to_numpy()
+    np.testing.assert_allclose(z, res.extra["embeddings"].numpy(), atol=1e-6)
+    # the command line: a config file, flags over it, per-evaluation lines on stderr
+    (tmp_path / "kg.toml").write_text('task = "link"\nmodel = "rgcn"\nhidden = 16\n'
+                                      'epochs = 50\nbatch_size = 300\n[rgcn]\nnum_blocks = 4\n')
+    rc = main(["gnn", "train", "--graph", str(kg.path), "--config", str(tmp_path / "kg.toml"),
+               "--epochs", "2", "--out", str(tmp_path / "cli")])
+    captured = capsys.readouterr()
+    lines = [x for x in captured.err.splitlines() if x.startswith("epoch")]
+    assert rc == 0 and len(lines) == 2 and "val_mrr" in lines[0], captured.err
+    assert "protocol full, filtered, both sides" in captured.out
+    rc = main(["gnn", "evaluate", str(tmp_path / "cli" / "checkpoint"), "--edge-set", "valid",
+               "--ks", "1,10", "--json"])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and out["edge_set"] == "valid" and out["count"] == 60
+    assert {"mrr", "hits@1", "hits@10"} <= set(out) and "hits@3" not in out
+    with pytest.raises(ParameterError, match="^graph .* the checkpoint was trained on"):
+        evaluate(tmp_path / "run" / "checkpoint", graph=_other_graph(tmp_path))
+    # the model's settings are checked field by field, as a builtin model's
+    header = json.loads((tmp_path / "run" / "checkpoint" / "model.json").read_text())
+    header["config"]["num_blocks"] = -1
+    (tmp_path / "run" / "checkpoint" / "model.json").write_text(json.dumps(header))
+    with pytest.raises(FormatError, match="config.num_blocks is -1, not an integer >= 0"):
+        evaluate(tmp_path / "run" / "checkpoint")
+
+
+def _other_graph(tmp_path):
+    (tmp_path / "o.tsv").write_text("a\tr0\tb\n")
+    ingest_sources([EdgeSource([tmp_path / "o.tsv"], src_col=0, rel_col=1, dst_col=2)],
+                   tmp_path / "other", IngestOptions())
+    return open_graph(tmp_path / "other")

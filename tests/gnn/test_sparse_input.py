@@ -70,7 +70,7 @@ def test_sage_full_neighbourhood_layer_on_csr_input():
 
 
 def test_full_graph_training_with_sparse_features_is_the_dense_run(tmp_path, monkeypatch):
-    train_module = importlib.import_module("graphsys.gnn.training")
+    train_module = importlib.import_module("graphsys.gnn.node_task")
     g = sbm_graph(tmp_path)
     n = g.num_nodes()
     y = np.asarray(g.node_column("label"))  # by the graph's node order, as features are

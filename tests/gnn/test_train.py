@@ -20,7 +20,7 @@ from .conftest import sbm_graph
 @pytest.mark.parametrize("model,fanouts", [("sage", [5, 5]), ("gcn", None),
                                            ("pinsage", [5, 5]), ("gat", [5, 5]),
                                            ("gin", [5, 5])])
-def test_sbm_node_classification(tmp_path, model, fanouts):
+def test_sbm_node_classification(tmp_path, model, fanouts, device):
     g = sbm_graph(tmp_path)
     # features alone are right about half the time with noise 2; the graph lifts it. Over
     # seeds 1-10 (120 test nodes) the mean test accuracy is 0.93 (sage) and 0.76 (pinsage,
@@ -31,34 +31,34 @@ def test_sbm_node_classification(tmp_path, model, fanouts):
     for seed in (1, 2, 3, 4) if model == "gat" else (1,):
         cfg = TrainConfig(model=model, fanouts=fanouts, hidden=16, epochs=30, batch_size=16,
                           num_random_walks=10, patience=30, seed=seed)
-        res = train(g, cfg)
+        res = train(g, cfg, device=device)
         accs.append(res.metrics["test_accuracy"])
         assert res.epochs == 30 and len(res.history) == 30
     assert np.mean(accs) >= (0.65 if model in ("pinsage", "gat") else 0.75), accs
 
 
-def test_deterministic_with_several_workers(tmp_path):
+def test_deterministic_with_several_workers(tmp_path, device, deterministic):
     g = sbm_graph(tmp_path)
     base = dict(model="sage", fanouts=[3, 3], hidden=8, epochs=4, batch_size=8, seed=3)
-    a = train(g, TrainConfig(**base, num_workers=1))
-    b = train(g, TrainConfig(**base, num_workers=3, prefetch=4))
+    a = train(g, TrainConfig(**base, num_workers=1), device=device)
+    b = train(g, TrainConfig(**base, num_workers=3, prefetch=4), device=device)
     assert [h["loss"] for h in a.history] == [h["loss"] for h in b.history]
     assert a.metrics == b.metrics
-    c = train(g, TrainConfig(**{**base, "seed": 4}))
+    c = train(g, TrainConfig(**{**base, "seed": 4}), device=device)
     assert [h["loss"] for h in a.history] != [h["loss"] for h in c.history]
 
 
-def test_early_stopping_checkpoint_and_embed(tmp_path):
+def test_early_stopping_checkpoint_and_embed(tmp_path, device):
     g = sbm_graph(tmp_path)
     out = tmp_path / "run"
     res = train(g, TrainConfig(model="sage", hidden=8, epochs=200, patience=3, seed=0),
-                out=out)
+                out=out, device=device)
     assert res.epochs < 200                              # stopped early
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(lines) == res.epochs and {"epoch", "loss", "val_accuracy"} <= set(lines[0])
     _state, config, meta = load_checkpoint(out / "checkpoint")
     assert config["model"] == "sage" and meta["task"] == "node"
-    info = embed_checkpoint(out / "checkpoint", tmp_path / "emb", graph=g)
+    info = embed_checkpoint(out / "checkpoint", tmp_path / "emb", graph=g, device=device)
     emb = Embeddings.load(tmp_path / "emb")
     E = emb.to_numpy()
     assert info["num_nodes"] == 200 == emb.num_entities() and E.shape == (200, 4)
@@ -70,7 +70,7 @@ def test_early_stopping_checkpoint_and_embed(tmp_path):
     acc = (E.argmax(1) == labels)[test].mean()
     assert abs(acc - res.metrics["test_accuracy"]) < 1e-6
     with pytest.raises(GraphsysError, match="already holds"):
-        embed_checkpoint(out / "checkpoint", tmp_path / "emb", graph=g)
+        embed_checkpoint(out / "checkpoint", tmp_path / "emb", graph=g, device=device)
 
 
 @pytest.fixture(scope="module")
@@ -128,10 +128,10 @@ def test_embeddings_nearest_on_gnn_output_matches_brute_force(gnn_embeddings, by
         assert np.allclose(scores, s[want], atol=1e-5)
 
 
-def test_node_task_without_labels(tmp_path):
+def test_node_task_without_labels(tmp_path, device):
     g = sbm_graph(tmp_path, labels=False)
     with pytest.raises(GraphsysError, match="label"):
-        train(g, TrainConfig(epochs=1))
+        train(g, TrainConfig(epochs=1), device=device)
 
 
 def _ingest(mirror, tmp_path, name):
@@ -139,20 +139,21 @@ def _ingest(mirror, tmp_path, name):
     return open_source(name, mirror=mirror, cache=tmp_path / "cache")
 
 
-def test_graphsage_on_cora_reaches_published_range(mirror, tmp_path):
+def test_graphsage_on_cora_reaches_published_range(mirror, tmp_path, device):
     """Full-neighbour 2-layer GraphSAGE-mean, hidden 128, 60 epochs, best validation
     model; split = the public Planetoid split (PyG's example: 0.81)."""
     g = _ingest(mirror, tmp_path, "cora")
-    res = train(g, TrainConfig(model="sage", hidden=128, epochs=60, patience=100, seed=0))
+    res = train(g, TrainConfig(model="sage", hidden=128, epochs=60, patience=100, seed=0),
+                device=device)
     assert res.metrics["test_accuracy"] >= 0.79, res.metrics
 
 
-def test_pinsage_link_prediction_on_movielens(mirror, tmp_path):
+def test_pinsage_link_prediction_on_movielens(mirror, tmp_path, device):
     g = _ingest(mirror, tmp_path, "movielens-100k")
     cfg = TrainConfig(task="link", model="pinsage", fanouts=[10, 10], hidden=32, epochs=3,
                       batches_per_epoch=25, batch_size=256, lr=0.003, weight_decay=0.0,
                       dropout=0.0, num_random_walks=20, seed=0)
-    res = train(g, cfg)
+    res = train(g, cfg, device=device)
     # random ranking gives hits@10 ~ 10/1682 = 0.006 and MRR ~ 0.004
     assert res.metrics["hits@10"] > 0.03 and res.metrics["mrr"] > 0.012, res.metrics
     assert res.extra["embeddings"].shape == (g.num_nodes("item"), 32)
@@ -164,7 +165,7 @@ def test_weight_decay_on_the_first_layer_only():
 
     from graphsys.errors import ParameterError
     from graphsys.gnn.model import GNN
-    from graphsys.gnn.training import adam
+    from graphsys.gnn.optim import adam
 
     model, inp = GNN("gcn", 5, 4, 3, num_layers=2), nn.Linear(2, 5)
     groups = adam(model, inp, 0.01, 5e-4, "first").param_groups
@@ -184,14 +185,14 @@ def test_gat_selection_rule_keeps_the_model_both_metrics_agree_on():
     """``selection="val_accuracy_and_loss"`` (Veličković et al.'s GAT code): patience
     restarts when accuracy (>=) or loss (<=) reaches its best, and the model is kept only
     when both do; the default keeps the best accuracy (strictly better)."""
-    from graphsys.gnn.training import _Monitor
+    from graphsys.gnn.loop import Monitor
 
     evals = [(0.50, 1.0), (0.60, 1.2), (0.60, 0.9), (0.55, 0.8), (0.55, 0.85), (0.58, 0.81),
              (0.59, 0.82)]
     model = torch.nn.Linear(1, 1)
 
     def run(selection):
-        mon = _Monitor(TrainConfig(patience=2, selection=selection), None, None, None)
+        mon = Monitor(TrainConfig(patience=2, selection=selection), None, None, None)
         kept, stop_at = [], None
         for k, (acc, loss) in enumerate(evals):
             with torch.no_grad():
@@ -241,7 +242,7 @@ def test_one_training_entry_point():
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_partitioned_feature_rows_normalise_as_the_column_in_memory(dtype):
-    from graphsys.gnn.training import MappedFeatures, row_sums
+    from graphsys.gnn.inputs import MappedFeatures, row_sums
     from graphsys.storage.partitioned_rows import PartitionedRows
 
     whole = np.random.default_rng(4).normal(size=(70, 9)).astype(dtype)
@@ -255,7 +256,7 @@ def test_partitioned_feature_rows_normalise_as_the_column_in_memory(dtype):
 
 
 def test_node_table_features_stay_mapped_and_train_as_in_memory(tmp_path):
-    from graphsys.gnn.training import MappedFeatures, node_task_data
+    from graphsys.gnn.inputs import MappedFeatures, node_task_data
     from graphsys.storage.partitioned_rows import PartitionedRows
 
     g = sbm_graph(tmp_path, partitions=3)                # feat in the node table

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 import graphsys
-from graphsys.errors import InputError
+from graphsys.errors import InputError, ParameterError
 from graphsys.storage.verify import verify_graph
 
 
@@ -24,7 +24,7 @@ def test_from_numpy_keeps_edges_isolated_nodes_and_columns(tmp_path, partitions)
     y = rng.integers(0, 3, 45)
     g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=45,
                             node_columns={"feat": x, "label": y, "m": y > 0},
-                            num_partitions=partitions)
+                            partitions=partitions)
     assert g.num_nodes() == 45 and g.num_edges() == 200       # nodes 40..44 are isolated
     assert g.manifest.metadata["source"] == "numpy"
     order = np.argsort(g.node_ids())                           # internal -> original rows
@@ -40,6 +40,27 @@ def test_from_numpy_refuses_ids_outside_num_nodes(tmp_path):
     with pytest.raises(InputError, match="outside 0..9"):
         graphsys.from_numpy([0, 12], [1, 2], tmp_path / "g", num_nodes=10)
     assert not (tmp_path / "g").exists()
+
+
+
+@pytest.mark.parametrize("convert", ["numpy", "arrow"])
+def test_a_guessed_or_unknown_option_is_one_line_naming_the_option(tmp_path, convert):
+    """``num_partitions=`` (what ``partitions=`` is called elsewhere) names the option meant;
+    an unknown option lists them; neither is a TypeError, and nothing is written."""
+    def call(**options):
+        if convert == "numpy":
+            return graphsys.from_numpy([0, 1], [1, 0], tmp_path / "g", **options)
+        return graphsys.from_arrow(pa.table({"src": [0, 1], "dst": [1, 0]}), tmp_path / "g",
+                                   **options)
+
+    with pytest.raises(ParameterError, match=r"^num_partitions is not an ingest option: pass "
+                                             r"partitions=2$"):
+        call(num_partitions=2)
+    with pytest.raises(ParameterError, match=r"^parts is not an ingest option \(options: "
+                                             r"partitions, partitioner, "):
+        call(parts=2)
+    assert not (tmp_path / "g").exists()
+    assert call(partitions=2).num_partitions == 2
 
 
 def test_from_numpy_refuses_bad_node_column(tmp_path):
@@ -64,5 +85,5 @@ def test_from_arrow_record_batches_and_options(tmp_path):
                pa.record_batch({"src": [1, 2], "dst": [0, 2]})]
     g = graphsys.from_arrow(batches, tmp_path / "g", dedupe=True, drop_self_loops=True)
     assert g.num_edges() == 2
-    with pytest.raises(TypeError):
+    with pytest.raises(ParameterError, match="^no_such_option is not an ingest option"):
         graphsys.from_arrow(batches, tmp_path / "g2", no_such_option=1)

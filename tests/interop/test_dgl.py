@@ -38,7 +38,7 @@ def test_dgl_round_trip(tmp_path):
     dg.ndata["feat"] = torch.randn(5, 3)
     dg.ndata["label"] = torch.tensor([0, 1, 0, 1, 1])
     dg.edata["weight"] = torch.rand(4)
-    g = graphsys.from_dgl(dg, tmp_path / "g", num_partitions=2)
+    g = graphsys.from_dgl(dg, tmp_path / "g", partitions=2)
     back = graphsys.to_dgl(g)
     assert back.num_nodes() == 5 and back.num_edges() == 4
     assert torch.equal(back.ndata["feat"], dg.ndata["feat"])
@@ -53,16 +53,16 @@ def _typed_graph(path):
     import pyarrow as pa
 
     from graphsys.storage.format import RelationType
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
     edges = pa.table({"src": [0, 1, 1, 0], "dst": [2, 0, 1, 1],
                       "rel": ["rates", "rates", "rates", "follows"],
                       "weight": [5.0, 3.0, 4.0, 1.0]})
-    ingest([EdgeSource(table=edges, rel_col="rel", weight_col="weight")], path,
-           IngestOptions(relation_types=[RelationType("rates", "user", "item"),
-                                         RelationType("follows", "user", "user")]),
-           nodes=[NodeSource(pa.table({"id": [0, 1]}), "user"),
-                  NodeSource(pa.table({"id": [0, 1, 2]}), "item")])
+    ingest_sources([EdgeSource(table=edges, rel_col="rel", weight_col="weight")], path,
+                   IngestOptions(relation_types=[RelationType("rates", "user", "item"),
+                                                 RelationType("follows", "user", "user")]),
+                   nodes=[NodeSource(pa.table({"id": [0, 1]}), "user"),
+                          NodeSource(pa.table({"id": [0, 1, 2]}), "item")])
     return graphsys.open_graph(path)
 
 
@@ -100,7 +100,7 @@ def _canon(hg, cet):
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_dgl_hetero_round_trip(tmp_path, partitions):
     hg = _hetero()
-    g = graphsys.from_dgl(hg, tmp_path / "g", num_partitions=partitions)
+    g = graphsys.from_dgl(hg, tmp_path / "g", partitions=partitions)
     assert sorted(g.entity_types) == ["item", "user"]
     assert [(r.lhs, r.name, r.rhs) for r in g.relation_types] == list(hg.canonical_etypes)
     assert g.num_nodes("user") == 6 and g.num_nodes("item") == 5
@@ -133,11 +133,11 @@ def test_dgl_hetero_matches_pyg_hetero(tmp_path):
 def test_dgl_kg_one_node_type_and_partial_weights(tmp_path):
     hg = DGL.heterograph({("e", "r0", "e"): ([0, 1], [1, 2]), ("e", "r1", "e"): ([3], [0])},
                          num_nodes_dict={"e": 4})
-    hg.edges["r0"].data["weight"] = torch.tensor([1.0, 2.0])  # r1 has none: not stored
+    hg.edges["r0"].data["weight"] = torch.tensor([1.0, 2.0])  # r1 has none: weight 1.0
     g = graphsys.from_dgl(hg, tmp_path / "kg")
     assert g.entity_types == ["e"] and len(g.relation_types) == 2
-    assert not g.edge_set().has_weight
-    assert g.manifest.metadata["dropped"] == ["('e', 'r0', 'e').weight"]
+    assert g.edge_set().has_weight and g.manifest.metadata["dropped"] == []
+    assert g.manifest.metadata["filled"] == ["('e', 'r1', 'e').weight=1.0"]
     plain = graphsys.to_dgl(g)                    # one type: a homogeneous graph unless asked
     assert plain.canonical_etypes == [("_N", "_E", "_N")] and plain.num_edges() == 3
     back = graphsys.to_dgl(g, hetero=True)

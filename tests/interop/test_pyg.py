@@ -35,7 +35,7 @@ def test_pyg_round_trip(tmp_path, partitions):
     data = _data()
     data.edge_weight = torch.rand(data.num_edges)
     data.graph_name = "toy"                                  # not node-level: dropped
-    g = graphsys.from_pyg(data, tmp_path / "g", num_partitions=partitions)
+    g = graphsys.from_pyg(data, tmp_path / "g", partitions=partitions)
     assert g.manifest.metadata["dropped"] == ["graph_name"]
     back = graphsys.to_pyg(g)
     assert back.num_nodes == data.num_nodes                   # 5 isolated nodes kept
@@ -44,6 +44,23 @@ def test_pyg_round_trip(tmp_path, partitions):
     for key in ("x", "y", "train_mask"):
         assert torch.equal(back[key], data[key]), key
     assert torch.equal(back.n_id, torch.arange(data.num_nodes))
+
+
+def test_string_node_attribute_round_trips_as_a_list(tmp_path):
+    data = _data(n=8, e=10)
+    data.title = [f"node {i}" for i in range(8)]
+    g = graphsys.from_pyg(data, tmp_path / "g")
+    assert g.node_column("title").tolist() == data.title
+    back = graphsys.to_pyg(g)
+    assert back.title == data.title and back.is_node_attr("title")
+
+
+@pytest.mark.parametrize("bad", [-1, 70])
+def test_out_of_range_edge_ids_are_refused(tmp_path, bad):
+    data = _data()
+    data.edge_index[1, 3] = bad
+    with pytest.raises(GraphsysError, match=r"^dst ids span .* outside 0\.\.69"):
+        graphsys.from_pyg(data, tmp_path / "bad")
 
 
 def test_to_pyg_size_guard_and_hetero_refusal(tmp_path):
@@ -61,7 +78,7 @@ def _block(n=30, seed=0):
 
 
 def test_block_edge_index_runs_pyg_sageconv_like_graphsys_sage(tmp_path):
-    g = graphsys.from_pyg(_data(n=200, e=1500), tmp_path / "g", num_partitions=2)
+    g = graphsys.from_pyg(_data(n=200, e=1500), tmp_path / "g", partitions=2)
     adj = homogeneous_adjacency(g, symmetric=True)
     blocks = NeighborSampler(adj, [5, 3]).sample_blocks(np.arange(10), 0, parallel=False)
     torch.manual_seed(0)

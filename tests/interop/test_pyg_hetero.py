@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -39,7 +41,7 @@ def canon(store):
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_hetero_roundtrip(tmp_path, partitions):
     hd = hetero_data()
-    g = graphsys.from_pyg(hd, tmp_path / "g", num_partitions=partitions)
+    g = graphsys.from_pyg(hd, tmp_path / "g", partitions=partitions)
     assert sorted(g.entity_types) == ["item", "user"]
     assert [(r.lhs, r.name, r.rhs) for r in g.relation_types] == list(hd.edge_types)
     assert g.num_nodes("user") == 6 and g.num_nodes("item") == 5
@@ -90,3 +92,73 @@ def test_two_types_without_hetero_still_refused(tmp_path):
     with pytest.raises(GraphsysError, match="one entity type"):
         graphsys.to_pyg(g, hetero=False)
     assert np.asarray(g.num_edges()) > 0
+
+
+def test_partial_edge_weights_are_filled_and_recorded(tmp_path):
+    """Only some edge types carry a weight: the others get 1.0 (what PyG's convs read for
+    a missing edge_weight), listed in ``filled``; an unused edge_attr is listed in
+    ``dropped``."""
+    hd = hetero_data()
+    del hd["user", "follows", "user"].edge_weight
+    hd["user", "rates", "item"].edge_attr = torch.rand(5, 4)  # 2-D: not a weight
+    g = graphsys.from_pyg(hd, tmp_path / "g")
+    assert g.edge_set().has_weight
+    meta = g.manifest.metadata
+    assert meta["filled"] == ["('user', 'follows', 'user').weight=1.0"]
+    assert meta["dropped"] == ["('user', 'rates', 'item').edge_attr"]
+    back = graphsys.to_pyg(g)
+    for et in [("user", "rates", "item"), ("item", "rated_by", "user")]:
+        assert canon(back[et]) == canon(hd[et])
+    assert back["user", "follows", "user"].edge_weight.tolist() == [1.0, 1.0]
+
+
+def test_one_dimensional_edge_attr_is_the_weight(tmp_path):
+    hd = hetero_data()
+    for et in hd.edge_types:
+        hd[et].edge_attr = hd[et].edge_weight * 2
+        del hd[et].edge_weight
+    g = graphsys.from_pyg(hd, tmp_path / "g")
+    back = graphsys.to_pyg(g)
+    want = sorted(w * 2 for w in [5.0, 3.0, 4.0, 1.0, 2.0])
+    assert sorted(back["user", "rates", "item"].edge_weight.tolist()) == want
+    assert g.manifest.metadata["dropped"] == [] and "filled" not in g.manifest.metadata
+
+
+@pytest.mark.parametrize("et,row,ids,match", [
+    (("user", "rates", "item"), 1, [4, 0, 1, 1, 5], r"destination ids 0\.\.5, outside "
+                                                    r"0\.\.4 \('item' has 5 nodes\)"),
+    (("user", "rates", "item"), 0, [0, -1, 1, 2, 3], r"source ids -1\.\.3, outside 0\.\.5"),
+    (("user", "follows", "user"), 0, [0, 6], r"source ids 0\.\.6, outside 0\.\.5"),
+])
+def test_out_of_range_edge_ids_are_refused(tmp_path, et, row, ids, match):
+    hd = hetero_data()
+    hd[et].edge_index[row] = torch.tensor(ids)
+    with pytest.raises(GraphsysError, match=rf"^from_pyg: edge type {re.escape(str(et))} "
+                                            rf"has {match}"):
+        graphsys.from_pyg(hd, tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
+def test_string_node_columns_round_trip(tmp_path):
+    hd = hetero_data()
+    hd["item"].title = ["a", "b", "c", "d", "é"]
+    g = graphsys.from_pyg(hd, tmp_path / "g")
+    assert g.node_column("title", "item").tolist() == ["a", "b", "c", "d", "é"]
+    back = graphsys.to_pyg(g)
+    assert back["item"].title == ["a", "b", "c", "d", "é"]
+
+
+def test_movielens_exports_its_titles(mirror, tmp_path):
+    """MovieLens-100k (users and movies, a string ``title`` column) exports as HeteroData,
+    the titles as a Python list aligned with the movies' n_id."""
+    from graphsys.gnn.data import open_source
+
+    g = open_source("movielens-100k", mirror=mirror, cache=tmp_path / "cache")
+    data = graphsys.to_pyg(g)
+    item = next(t for t in g.entity_types if "title" in g.node_columns(t))
+    titles = data[item].title
+    assert isinstance(titles, list) and len(titles) == data[item].num_nodes == 1682
+    ids = g.node_ids(item)
+    want = dict(zip(ids.tolist(), g.node_column("title", item).tolist()))
+    assert titles == [want[i] for i in data[item].n_id.tolist()]
+    assert titles[0] == "Toy Story (1995)"

@@ -13,7 +13,7 @@ from graphsys.errors import GraphsysError
 
 def test_scipy_round_trip_with_weights(tmp_path):
     a = sp.random(60, 60, density=0.05, random_state=0, format="csr", dtype=np.float32)
-    g = graphsys.from_scipy(a, tmp_path / "g", num_partitions=4)
+    g = graphsys.from_scipy(a, tmp_path / "g", partitions=4)
     assert g.num_nodes() == 60 and g.num_edges() == a.nnz and g.edge_set().has_weight
     b = graphsys.to_scipy(g)
     assert (abs(b - a) > 1e-6).nnz == 0
@@ -32,7 +32,7 @@ def test_networkx_round_trip_undirected_string_keys(tmp_path):
     G = nx.les_miserables_graph()                   # str node keys, weighted, undirected
     for i, v in enumerate(G.nodes):
         G.nodes[v]["label"] = i % 3
-    g = graphsys.from_networkx(G, tmp_path / "g", num_partitions=2)
+    g = graphsys.from_networkx(G, tmp_path / "g", partitions=2)
     assert g.num_nodes() == G.number_of_nodes()
     assert g.num_edges() == 2 * G.number_of_edges()           # both directions stored
     H = graphsys.to_networkx(g)

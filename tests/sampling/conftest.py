@@ -8,7 +8,7 @@ import pytest
 
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 #: user -> item interactions of a tiny bipartite graph (4 users, 5 items; item 4 isolated
 #: from user 3's side so that degrees differ).
@@ -21,11 +21,11 @@ def write_bipartite(tmp_path, edges=BIPARTITE, partitions=2):
     users = sorted({f"u{u}" for u, _ in edges})
     items = sorted({f"i{i}" for _, i in edges})
     out = tmp_path / "bipartite"
-    ingest([EdgeSource([path], relation="rated", header=False)], out,
-           IngestOptions(num_partitions=partitions,
-                         relation_types=[RelationType("rated", "user", "item")]),
-           nodes=[NodeSource(pa.table({"id": pa.array(users)}), "user"),
-                  NodeSource(pa.table({"id": pa.array(items)}), "item")])
+    ingest_sources([EdgeSource([path], relation="rated", header=False)], out,
+                   IngestOptions(partitions=partitions,
+                                 relation_types=[RelationType("rated", "user", "item")]),
+                   nodes=[NodeSource(pa.table({"id": pa.array(users)}), "user"),
+                          NodeSource(pa.table({"id": pa.array(items)}), "item")])
     return open_graph(out)
 
 
@@ -33,9 +33,9 @@ def write_homogeneous(tmp_path, edges, num_nodes, partitions=2, name="g"):
     path = tmp_path / f"{name}.tsv"
     path.write_text("".join(f"{s}\t{d}\n" for s, d in edges))
     out = tmp_path / name
-    ingest([EdgeSource([path], header=False)], out,
-           IngestOptions(num_partitions=partitions, undirected=False),
-           nodes=[NodeSource(pa.table({"id": pa.array(np.arange(num_nodes, dtype=np.int64))}))])
+    ingest_sources([EdgeSource([path], header=False)], out,
+                   IngestOptions(partitions=partitions, undirected=False),
+                   nodes=[NodeSource(pa.table({"id": np.arange(num_nodes, dtype=np.int64)}))])
     return open_graph(out)
 
 

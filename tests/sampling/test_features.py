@@ -31,12 +31,12 @@ def test_float32_rows_and_tensor_ids():
 def test_mapped_column(tmp_path):
     """A mapped float16 node column (what the billion-edge GNN reads) gives its rows."""
     from graphsys import open_graph
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     from graphsys.storage.node_columns import write_node_column
 
     f = tmp_path / "e.tsv"
     f.write_text("".join(f"{i}\t{(i * 7) % 50}\n" for i in range(50)))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=2))
     feats = np.random.default_rng(2).standard_normal((50, 8)).astype(np.float16)
     write_node_column(tmp_path / "g", "x", "features", lambda lo, hi: feats[lo:hi], dim=8,
                       dtype="float16")

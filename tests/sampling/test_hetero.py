@@ -13,7 +13,7 @@ from graphsys.errors import GraphsysError
 from graphsys.sampling import HeteroNeighborSampler, TypedBlock
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 RELS = [RelationType("rates", "user", "item"), RelationType("follows", "user", "user"),
         RelationType("similar", "item", "item")]
@@ -27,8 +27,8 @@ def typed_graph(root, partitions=2, num_edges=300, seed=0):
     dst = np.where(r == 1, rng.integers(0, 20, num_edges), rng.integers(0, 15, num_edges))
     names = np.array([x.name for x in RELS])[r]
     t = pa.table({"src": pa.array(src), "dst": pa.array(dst), "rel": pa.array(names)})
-    ingest([EdgeSource(table=t, src_col="src", dst_col="dst", rel_col="rel")], root / "g",
-           IngestOptions(relation_types=RELS, num_partitions=partitions))
+    ingest_sources([EdgeSource(table=t, src_col="src", dst_col="dst", rel_col="rel")], root / "g",
+                   IngestOptions(relation_types=RELS, partitions=partitions))
     return open_graph(root / "g")
 
 
@@ -163,8 +163,8 @@ def test_mapped_index_single_relation(tmp_path):
     t = pa.table({"src": pa.array(rng.integers(0, 12, 80)),
                   "dst": pa.array(rng.integers(0, 9, 80))})
     rel = [RelationType("rates", "user", "item")]
-    ingest([EdgeSource(table=t, src_col="src", dst_col="dst", relation="rates")], tmp_path / "g",
-           IngestOptions(relation_types=rel, num_partitions=2))
+    ingest_sources([EdgeSource(table=t, src_col="src", dst_col="dst", relation="rates")],
+                   tmp_path / "g", IngestOptions(relation_types=rel, partitions=2))
     g = open_graph(tmp_path / "g")
     ram = HeteroNeighborSampler(g, [-1])
     build_index(g, ("csr", "csc"))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.sampling import (
     PPRHardNegativeSampler,
     UniformNegativeSampler,
@@ -67,3 +67,16 @@ def test_bad_band():
         PPRHardNegativeSampler(fw, bw, 5, 5)
     with pytest.raises(GraphsysError, match="only"):
         PPRHardNegativeSampler(fw, bw, 50, 60)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"damping": float("nan")}, r"^damping must be in \[0, 1\), got nan"),
+    ({"damping": 1.0}, r"^damping must be in \[0, 1\)"),
+    ({"num_iters": -1}, "^num_iters must be a non-negative integer"),
+])
+def test_walk_parameters_are_checked(kw, match):
+    fw, bw = _chain_bipartite()
+    with pytest.raises(ParameterError, match=match):
+        metapath_ppr(fw, bw, np.array([0]), **kw)
+    with pytest.raises(ParameterError, match=match):
+        PPRHardNegativeSampler(fw, bw, 3, 6, **kw)

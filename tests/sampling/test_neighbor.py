@@ -12,9 +12,9 @@ from graphsys.sampling import (
     NeighborSampler,
     from_coo,
     homogeneous_adjacency,
-    parse_fanouts,
     sample_neighbors,
 )
+from graphsys.sampling.neighbor import parse_fanouts
 
 from .conftest import random_graph_edges, write_homogeneous
 

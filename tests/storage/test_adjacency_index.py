@@ -21,7 +21,7 @@ from graphsys.storage.adjacency_index import build_index, min_build_memory
 from graphsys.storage.column_file import data_offset
 from graphsys.storage.format import index_file, read_manifest
 from graphsys.storage.graph import Graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.verify import verify_graph
 
 
@@ -39,7 +39,7 @@ def _edges(tmp_path, weighted: bool, n_edges: int = 6000, seed: int = 3):
 @pytest.fixture
 def graph_dir(tmp_path):
     f, s, d, w = _edges(tmp_path, weighted=True)
-    ingest([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(partitions=4))
     return tmp_path / "g", s, d, w
 
 
@@ -168,11 +168,71 @@ def test_disk_full_leaves_no_index_in_the_manifest(graph_dir, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(adjacency_index, "_scatter_rows", full)
-    with pytest.raises(OSError):
+    with pytest.raises(GraphsysError, match=f"^{path}: the disk is full: no space for the csr "
+                                            f"index of edge set 'default'; the graph is intact"):
         build_index(open_graph(path), ("csr",))
     assert (path / "manifest.json").read_bytes() == before
     assert not list((path / "index").rglob("*.arrow"))
     open_graph(path)
+
+
+def _short_write(*args, **kwargs):
+    raise OSError("2999876 requested and 903168 written")  # numpy's tofile, no errno
+
+
+def _efault(*args, **kwargs):
+    raise OSError(errno.EFAULT, "Error writing bytes to file. Detail: [errno 14] Bad address")
+
+
+def _enospc(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("flag,builder", [("--csr", "_build_one"), ("--csc", "_build_one"),
+                                          ("--undirected", "_build_sym"),
+                                          ("--push", "_build_one")])
+@pytest.mark.parametrize("failure", [_enospc, _efault, _short_write])
+def test_a_full_disk_is_one_line_saying_so(graph_dir, monkeypatch, capsys, flag, builder,
+                                           failure):
+    """A full disk fails a build with ENOSPC, with EFAULT (a write from a mapped sparse file
+    tmpfs cannot back: "Bad address") or with NumPy's short write (no errno): every form is
+    one line saying the disk is full and the graph is intact."""
+    from graphsys.storage import atomic
+
+    path, *_ = graph_dir
+    before = (path / "manifest.json").read_bytes()
+
+    def partial(graph, name, *args, **kwargs):
+        tmp = next(a for a in args if hasattr(a, "mkdir"))
+        (tmp / "partial.arrow").write_bytes(b"x" * 100)
+        failure()
+
+    monkeypatch.setattr(adjacency_index, builder, partial)
+    monkeypatch.setattr(atomic.shutil, "disk_usage",  # what a full disk reports
+                        lambda p: shutil._ntuple_diskusage(10 << 30, 10 << 30, 4096))
+    assert main(["index", str(path), flag]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    kind = {"--undirected": "sym", "--push": "csc"}.get(flag, flag[2:])
+    assert err == [f"error: {path}: the disk is full: no space for the {kind} index of edge "
+                   f"set 'default'; the graph is intact (that index is not added)"]
+    assert (path / "manifest.json").read_bytes() == before
+    assert not (path / "index").exists() or not any((path / "index").iterdir())
+    assert verify_graph(path)["leftovers"] == []
+
+
+def test_efault_with_space_left_is_not_called_a_full_disk(graph_dir, monkeypatch, capsys):
+    from graphsys.storage import atomic
+    from graphsys.storage.atomic import disk_full
+
+    path, *_ = graph_dir
+    monkeypatch.setattr(adjacency_index, "_build_one", _efault)
+    monkeypatch.setattr(atomic.shutil, "disk_usage",
+                        lambda p: shutil._ntuple_diskusage(10 << 30, 1 << 30, 9 << 30))
+    assert main(["index", str(path), "--csr"]) == 1
+    assert capsys.readouterr().err == ("error: Error writing bytes to file. Detail: [errno "
+                                       "14] Bad address\n")
+    assert disk_full(OSError(errno.ENOSPC, "x"), path)
+    assert not disk_full(OSError(errno.EACCES, "x"), path)
 
 
 def test_unweighted_multi_partition_int32_and_engines_map_it(tmp_path):
@@ -226,7 +286,7 @@ def test_build_memory_is_page_cache_not_heap(tmp_path):
 
     pq.write_table(pa.table({"src": rng.integers(0, 1 << 16, 2_000_000),
                              "dst": rng.integers(0, 1 << 16, 2_000_000)}), f)
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=4))
     build_index(open_graph(tmp_path / "g"), ("csr",))  # compile the kernels
     shutil.rmtree(tmp_path / "g" / "index")
     m = read_manifest(tmp_path / "g")
@@ -244,8 +304,8 @@ def test_symmetric_sampler_view_maps_undirected_deduped_graph(tmp_path):
     from graphsys.sampling import homogeneous_adjacency, mapped_adjacency
 
     f, *_ = _edges(tmp_path, weighted=False)
-    ingest([EdgeSource([f])], tmp_path / "g",
-           IngestOptions(num_partitions=2, undirected=True, dedupe=True))
+    ingest_sources([EdgeSource([f])], tmp_path / "g",
+                   IngestOptions(partitions=2, undirected=True, dedupe=True))
     g = open_graph(tmp_path / "g")
     ram = homogeneous_adjacency(g, symmetric=True)
     assert mapped_adjacency(g, symmetric=True) is None  # no index yet
@@ -292,3 +352,36 @@ def test_index_offsets_checks_only_the_offsets(graph_dir):
     del arr
     with pytest.raises(FormatError, match=f"{ptr}: offsets corrupted at entry 2"):
         open_graph(path).index_offsets(kind="csr")
+
+
+def test_a_real_full_disk(tmp_path, capsys):
+    """On a tmpfs just larger than the graph (Linux, where this process may mount one):
+    every kind of build fails in one line and the graph verifies."""
+    import subprocess
+    import sys
+
+    import graphsys
+
+    if not sys.platform.startswith("linux") or shutil.which("mount") is None:
+        pytest.skip("needs Linux mount")
+    rng = np.random.default_rng(0)
+    g0 = tmp_path / "g0"
+    graphsys.from_numpy(rng.integers(0, 20_000, 150_000), rng.integers(0, 20_000, 150_000), g0,
+                        partitions=2)
+    size = sum(f.stat().st_size for f in g0.rglob("*") if f.is_file()) + (64 << 10)
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        shutil.copytree(g0, mnt / "g")
+        for flag, kind in (("--csr", "csr"), ("--undirected", "sym"), ("--push", "csc")):
+            assert main(["index", str(mnt / "g"), flag, "--quiet"]) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert err == [f"error: {mnt / 'g'}: the disk is full: no space for the {kind} "
+                           f"index of edge set 'default'; the graph is intact (that index is "
+                           f"not added)"], err
+            assert verify_graph(mnt / "g") == verify_graph(g0)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)

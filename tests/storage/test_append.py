@@ -13,7 +13,7 @@ from graphsys.cli import main
 from graphsys.errors import GraphsysError, InputError
 from graphsys.storage.append import append_edges
 from graphsys.storage.format import RelationType
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def _mapping(graph, etype):
@@ -47,8 +47,8 @@ def kg(tmp_path):
     f.write_text("".join(f"e{a}\tr{r}\te{b}\n" for a, r, b in
                          zip(rng.integers(0, 60, 500), rng.integers(0, 3, 500),
                              rng.integers(0, 60, 500))))
-    ingest([EdgeSource([f], edge_set="train", src_col=0, rel_col=1, dst_col=2)],
-           tmp_path / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f], edge_set="train", src_col=0, rel_col=1, dst_col=2)],
+                   tmp_path / "g", IngestOptions(partitions=3))
     return tmp_path / "g"
 
 
@@ -102,8 +102,8 @@ def test_id_of_another_entity_type_refused_naming_it(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("u1\ti1\nu2\ti2\n")
     rels = [RelationType("buys", "user", "item")]
-    ingest([EdgeSource([f], relation="buys")], tmp_path / "g",
-           IngestOptions(relation_types=rels))
+    ingest_sources([EdgeSource([f], relation="buys")], tmp_path / "g",
+                   IngestOptions(relation_types=rels))
     manifest = (tmp_path / "g" / "manifest.json").read_bytes()
     bad = tmp_path / "bad.tsv"
     bad.write_text("u3\ti3\ni1\ti4\n")  # i1 is an item, used as a user

@@ -7,7 +7,7 @@ import gzip
 import pytest
 
 from graphsys.errors import GraphsysError, InputError, ParameterError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def _fails(tmp_path, text: str, match: str, name: str = "e.tsv", **source):
@@ -15,7 +15,7 @@ def _fails(tmp_path, text: str, match: str, name: str = "e.tsv", **source):
     f.write_text(text)
     out = tmp_path / "g"
     with pytest.raises(GraphsysError, match=match) as err:
-        ingest([EdgeSource([f], **source)], out)
+        ingest_sources([EdgeSource([f], **source)], out)
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".g")]  # no staging left
     assert "\n" not in str(err.value)
@@ -51,7 +51,7 @@ def test_repeated_header_names(tmp_path):
 
     f = tmp_path / "r.tsv"
     f.write_text("12\t12\nb\t60\n12\té\n")
-    ingest([EdgeSource([f], header=True)], tmp_path / "ok")
+    ingest_sources([EdgeSource([f], header=True)], tmp_path / "ok")
     g = open_graph(tmp_path / "ok")
     ids = [str(x) for x in g.node_ids().tolist()]
     got = sorted((ids[s], ids[d]) for src, dst, _, _ in g.iter_edges()
@@ -71,7 +71,7 @@ def test_empty_input(tmp_path):
 
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="no such file"):
-        ingest([EdgeSource([tmp_path / "nope.tsv"])], tmp_path / "g")
+        ingest_sources([EdgeSource([tmp_path / "nope.tsv"])], tmp_path / "g")
 
 
 def test_truncated_gzip(tmp_path):
@@ -79,23 +79,23 @@ def test_truncated_gzip(tmp_path):
     f = tmp_path / "e.tsv.gz"
     f.write_bytes(data[: len(data) // 2])
     with pytest.raises(InputError, match=r"e\.tsv\.gz: truncated or corrupt gzip"):
-        ingest([EdgeSource([f])], tmp_path / "g")
+        ingest_sources([EdgeSource([f])], tmp_path / "g")
     assert not (tmp_path / "g").exists()
 
 
 def test_output_already_holds_graph(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n")
-    ingest([EdgeSource([f])], tmp_path / "g")
+    ingest_sources([EdgeSource([f])], tmp_path / "g")
     with pytest.raises(GraphsysError, match="already holds a graph"):
-        ingest([EdgeSource([f])], tmp_path / "g")
+        ingest_sources([EdgeSource([f])], tmp_path / "g")
 
 
 def test_skip_bad_lines_counts_them(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\t1.0\n2\t3\n3\t4\tx\n4\t5\t2.0\n\t6\t1\n")
-    rep = ingest([EdgeSource([f], weight_col=2)], tmp_path / "g",
-                 IngestOptions(on_bad_line="skip"))
+    rep = ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g",
+                         IngestOptions(on_bad_line="skip"))
     assert rep.skipped_lines == 3
     assert rep.edges == {"default": 2}
 
@@ -104,10 +104,10 @@ def test_bad_options(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n")
     with pytest.raises(GraphsysError, match="unknown partitioner 'nope'"):
-        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=2,
-                                                                 partitioner="nope"))
-    with pytest.raises(ParameterError, match="^num_partitions must be a positive integer"):
-        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=0))
+        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=2,
+                                                                         partitioner="nope"))
+    with pytest.raises(ParameterError, match="^partitions must be a positive integer"):
+        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=0))
     with pytest.raises(ParameterError, match="^on_bad_line must be 'error' or 'skip'"):
-        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(on_bad_line="warn"))
+        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(on_bad_line="warn"))
     assert not (tmp_path / "g").exists()

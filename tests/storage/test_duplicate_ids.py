@@ -14,14 +14,14 @@ import pytest
 from graphsys import cli, open_graph
 from graphsys.errors import FormatError
 from graphsys.storage.format import MANIFEST, node_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.verify import verify_graph
 
 
 def _graph(tmp_path, ids):
     src = np.array(ids)
     table = pa.table({"src": src, "dst": np.roll(src, 1)})
-    ingest([EdgeSource(table=table)], tmp_path / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource(table=table)], tmp_path / "g", IngestOptions(partitions=2))
     return tmp_path / "g"
 
 

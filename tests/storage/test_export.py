@@ -13,7 +13,7 @@ import pytest
 from graphsys import open_graph
 from graphsys.errors import GraphsysError
 from graphsys.storage.export import export_edges
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def rows(table: pa.Table) -> collections.Counter:
@@ -32,8 +32,8 @@ def test_round_trip_weighted_kg(tmp_path, suffix):
     })
     f = tmp_path / "in.parquet"
     pq.write_table(table, f)
-    ingest([EdgeSource([f], rel_col="rel", weight_col="weight")], tmp_path / "g",
-           IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f], rel_col="rel", weight_col="weight")], tmp_path / "g",
+                   IngestOptions(partitions=3))
     out = tmp_path / f"out.{suffix}"
     assert export_edges(open_graph(tmp_path / "g"), out) == n
     back = (pq.read_table(out) if suffix == "parquet" else pacsv.read_csv(
@@ -46,7 +46,8 @@ def test_round_trip_weighted_kg(tmp_path, suffix):
 def test_round_trip_undirected_writes_each_edge_once(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n3\t2\n4\t4\n")
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(undirected=True, num_partitions=2))
+    ingest_sources([EdgeSource([f])], tmp_path / "g",
+                   IngestOptions(undirected=True, partitions=2))
     out = tmp_path / "o.parquet"
     export_edges(open_graph(tmp_path / "g"), out)
     got = {tuple(sorted(r)) for r in rows(pq.read_table(out))}
@@ -56,7 +57,7 @@ def test_round_trip_undirected_writes_each_edge_once(tmp_path):
 def test_export_refuses_existing_and_bad_suffix(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n")
-    ingest([EdgeSource([f])], tmp_path / "g")
+    ingest_sources([EdgeSource([f])], tmp_path / "g")
     g = open_graph(tmp_path / "g")
     with pytest.raises(GraphsysError, match="must end in"):
         export_edges(g, tmp_path / "o.xlsx")

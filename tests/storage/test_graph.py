@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from graphsys import open_graph
 from graphsys.errors import GraphsysError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def weighted(tmp_path_factory):
     w = rng.integers(1, 100, n_edges) / 4
     f = tmp / "e.tsv"
     f.write_text("".join(f"{a}\t{b}\t{x}\n" for a, b, x in zip(s, d, w)))
-    ingest([EdgeSource([f], weight_col=2)], tmp / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp / "g", IngestOptions(partitions=4))
     return open_graph(tmp / "g"), s, d, w
 
 

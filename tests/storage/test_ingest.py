@@ -13,7 +13,7 @@ import pytest
 from graphsys import open_graph
 from graphsys.errors import GraphsysError
 from graphsys.storage.format import RelationType
-from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
 def edges_of(graph, edge_set=None):
@@ -46,8 +46,8 @@ def test_round_trip_multiset(tmp_path, partitions, partitioner):
     s, d = random_edges(rng, 200, 3000)
     f = tmp_path / "e.tsv"
     f.write_text("".join(f"{a}\t{b}\n" for a, b in zip(s * 7 + 3, d * 7 + 3)))
-    ingest([EdgeSource([f])], tmp_path / "g",
-           IngestOptions(num_partitions=partitions, partitioner=partitioner))
+    ingest_sources([EdgeSource([f])], tmp_path / "g",
+                   IngestOptions(partitions=partitions, partitioner=partitioner))
     g = open_graph(tmp_path / "g")
     assert edges_of(g) == collections.Counter(zip((s * 7 + 3).tolist(), (d * 7 + 3).tolist()))
     assert g.num_nodes() == len(np.unique(np.concatenate([s, d])))
@@ -59,7 +59,7 @@ def test_buckets_sorted_and_partition_consistent(tmp_path):
     s, d = random_edges(rng, 500, 5000)
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": s, "dst": d}), f)
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=4))
     g = open_graph(tmp_path / "g")
     sizes = g.partition_sizes()
     assert sizes.sum() == g.num_nodes()
@@ -78,7 +78,7 @@ def test_string_ids_weights_and_gzip(tmp_path):
     with gzip.open(f, "wt") as fh:
         fh.write("# a comment\n")
         fh.writelines(f"{a}\t{b}\t{w}\n" for a, b, w in rows)
-    ingest([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([f], weight_col=2)], tmp_path / "g", IngestOptions(partitions=2))
     g = open_graph(tmp_path / "g")
     assert g.manifest.entity_types["node"].id_type == "string"
     assert edges_of(g) == collections.Counter(rows)
@@ -89,11 +89,12 @@ def test_string_ids_weights_and_gzip(tmp_path):
 def test_undirected_dedupe_self_loops(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n2\t1\n1\t2\n3\t3\n2\t3\n")
-    ingest([EdgeSource([f])], tmp_path / "g",
-           IngestOptions(num_partitions=2, undirected=True, dedupe=True, drop_self_loops=True))
+    ingest_sources([EdgeSource([f])], tmp_path / "g",
+                   IngestOptions(partitions=2, undirected=True, dedupe=True,
+                                 drop_self_loops=True))
     g = open_graph(tmp_path / "g")
     assert edges_of(g) == collections.Counter({(1, 2): 1, (2, 1): 1, (2, 3): 1, (3, 2): 1})
-    ingest([EdgeSource([f])], tmp_path / "h", IngestOptions(undirected=True))
+    ingest_sources([EdgeSource([f])], tmp_path / "h", IngestOptions(undirected=True))
     h = open_graph(tmp_path / "h")
     # self-loop stored once; each other edge in both directions
     assert edges_of(h) == collections.Counter({(1, 2): 3, (2, 1): 3, (3, 3): 1, (2, 3): 1,
@@ -105,9 +106,9 @@ def test_knowledge_graph_edge_sets_share_node_mapping(tmp_path):
     test = tmp_path / "test.txt"
     train.write_text("/m/a\tlikes\t/m/b\n/m/b\tknows\t/m/c\n/m/c\tlikes\t/m/a\n")
     test.write_text("/m/a\tknows\t/m/c\n")
-    ingest([EdgeSource([train], edge_set="train", src_col=0, rel_col=1, dst_col=2),
-            EdgeSource([test], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
-           tmp_path / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource([train], edge_set="train", src_col=0, rel_col=1, dst_col=2),
+                    EdgeSource([test], edge_set="test", src_col=0, rel_col=1, dst_col=2)],
+                   tmp_path / "g", IngestOptions(partitions=2))
     g = open_graph(tmp_path / "g")
     assert sorted(g.edge_sets) == ["test", "train"]
     assert [r.name for r in g.relation_types] == ["likes", "knows"]
@@ -119,9 +120,10 @@ def test_typed_bipartite_graph_with_node_table(tmp_path):
     f = tmp_path / "ratings.tsv"
     f.write_text("1\t10\t5\n2\t10\t3\n1\t11\t4\n")
     users = pa.table({"id": pa.array([1, 2, 3]), "age": pa.array([30, 40, 50])})
-    ingest([EdgeSource([f], relation="rated", weight_col=2)], tmp_path / "g",
-           IngestOptions(num_partitions=2, relation_types=[RelationType("rated", "user", "item")]),
-           nodes=[NodeSource(users, "user")])
+    ingest_sources([EdgeSource([f], relation="rated", weight_col=2)], tmp_path / "g",
+                   IngestOptions(partitions=2,
+                                 relation_types=[RelationType("rated", "user", "item")]),
+                   nodes=[NodeSource(users, "user")])
     g = open_graph(tmp_path / "g")
     assert g.num_nodes("user") == 3 and g.num_nodes("item") == 2
     # user 1 and item 10 are different nodes although... ids overlap across types is fine
@@ -140,8 +142,8 @@ def test_node_features_labels_masks(tmp_path):
         "label": pa.array([3, 2, 1, 0]),
         "train_mask": pa.array([True, False, True, False]),
     })
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3),
-           nodes=[NodeSource(table)])
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=3),
+                   nodes=[NodeSource(table)])
     g = open_graph(tmp_path / "g")
     ids = g.node_ids()
     assert g.num_nodes() == 4  # node 3 has no edges but is in the table
@@ -157,8 +159,8 @@ def test_many_runs_merge_with_tiny_memory_limit(tmp_path):
     w = rng.random(300_000).astype(np.float32)
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": s, "dst": d, "w": w}), f)
-    opts = IngestOptions(num_partitions=2, memory_limit=2_000_000, dedupe=True)
-    ingest([EdgeSource([f], weight_col="w")], tmp_path / "g", opts)
+    opts = IngestOptions(partitions=2, memory_limit=2_000_000, dedupe=True)
+    ingest_sources([EdgeSource([f], weight_col="w")], tmp_path / "g", opts)
     g = open_graph(tmp_path / "g")
     # reference dedupe keeps the first occurrence of each (src, dst) in input order
     seen = {}
@@ -174,7 +176,7 @@ def test_many_runs_merge_with_tiny_memory_limit(tmp_path):
 def test_zero_copy_bucket_access(tmp_path):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n2\t3\n")
-    ingest([EdgeSource([f])], tmp_path / "g")
+    ingest_sources([EdgeSource([f])], tmp_path / "g")
     b = open_graph(tmp_path / "g").bucket(0, 0)
     src = b.src
     assert not src.flags.owndata and not src.flags.writeable
@@ -190,17 +192,17 @@ def test_in_memory_table_source_matches_the_file_source(tmp_path):
     pairs = rng.integers(0, 30, (300, 2))
     f = tmp_path / "e.tsv"
     f.write_text("".join(f"{a}\t{b}\n" for a, b in pairs))
-    opts = IngestOptions(num_partitions=3, dedupe=True)
-    ingest([EdgeSource([f])], tmp_path / "a", opts)
+    opts = IngestOptions(partitions=3, dedupe=True)
+    ingest_sources([EdgeSource([f])], tmp_path / "a", opts)
     table = pa.table({"src": pairs[:, 0], "dst": pairs[:, 1]})
-    ingest([EdgeSource(table=table)], tmp_path / "b", opts)
+    ingest_sources([EdgeSource(table=table)], tmp_path / "b", opts)
     a, b = open_graph(tmp_path / "a"), open_graph(tmp_path / "b")
     assert np.array_equal(a.bucket_counts(), b.bucket_counts())
     assert np.array_equal(a.node_ids(), b.node_ids())
     for (sa, da, _, _), (sb, db, _, _) in zip(a.iter_edges(), b.iter_edges(), strict=True):
         assert np.array_equal(sa, sb) and np.array_equal(da, db)
     with pytest.raises(GraphsysError, match="paths or an in-memory table, not both"):
-        ingest([EdgeSource([f], table=table)], tmp_path / "c", opts)
+        ingest_sources([EdgeSource([f], table=table)], tmp_path / "c", opts)
 
 
 @pytest.mark.parametrize("ids", ["int", "sparse", "negative", "string"])
@@ -227,9 +229,9 @@ def test_in_memory_and_on_disk_routes_store_the_same_rows(tmp_path, ids, options
     pq.write_table(pa.table({"src": cast(s), "dst": cast(d), "w": w, "rel": rel}), f,
                    row_group_size=3_000)
     src = EdgeSource([f], weight_col="w", rel_col="rel")
-    ingest([src], tmp_path / "mem", IngestOptions(num_partitions=3, **options))
-    ingest([src], tmp_path / "disk",
-           IngestOptions(num_partitions=3, memory_limit=1_000_000, **options))
+    ingest_sources([src], tmp_path / "mem", IngestOptions(partitions=3, **options))
+    ingest_sources([src], tmp_path / "disk",
+                   IngestOptions(partitions=3, memory_limit=1_000_000, **options))
     mem, disk = open_graph(tmp_path / "mem"), open_graph(tmp_path / "disk")
     assert not any(p.name.startswith(".") for p in (tmp_path / "mem").iterdir())
     for i in range(3):

@@ -7,7 +7,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from graphsys import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture
@@ -15,7 +15,7 @@ def graph(tmp_path):
     rng = np.random.default_rng(0)
     f = tmp_path / "e.tsv"
     f.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 50, (500, 2))))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=3))
     return open_graph(tmp_path / "g")
 
 

@@ -18,9 +18,9 @@ from graphsys.errors import FormatError
 
 SCRIPT = """
 import sys
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
-ingest([EdgeSource([sys.argv[1]])], sys.argv[2],
-       IngestOptions(num_partitions=4, memory_limit=1_000_000, dedupe=True))
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+ingest_sources([EdgeSource([sys.argv[1]])], sys.argv[2],
+               IngestOptions(partitions=4, memory_limit=1_000_000, dedupe=True))
 """
 
 
@@ -65,7 +65,7 @@ def test_a_failed_bucket_write_stops_the_buckets_not_started(tmp_path, monkeypat
     from concurrent.futures import ThreadPoolExecutor
 
     from graphsys.errors import GraphsysError
-    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
     from graphsys.storage.ingest_job import IngestJob
 
     rng = np.random.default_rng(1)
@@ -92,7 +92,7 @@ def test_a_failed_bucket_write_stops_the_buckets_not_started(tmp_path, monkeypat
     monkeypatch.setattr(IngestJob, "write_workers", lambda self, routed: 2)
     monkeypatch.setattr(ThreadPoolExecutor, "shutdown", shutdown_after_error)
     with pytest.raises(GraphsysError, match="cannot write .No space left on device.; nothing"):
-        ingest([EdgeSource([src])], tmp_path / "g", IngestOptions(num_partitions=4))
+        ingest_sources([EdgeSource([src])], tmp_path / "g", IngestOptions(partitions=4))
     # of 16 buckets: the failed one, and at most one more per worker (those the workers took
     # before the caller saw the error and cancelled the rest)
     assert 0 in started and set(started) <= {0, 1, 2}

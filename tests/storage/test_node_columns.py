@@ -19,7 +19,7 @@ from graphsys import open_graph
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.sampling.features import feature_rows
 from graphsys.storage.format import MANIFEST, node_column_file, node_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.node_columns import write_node_column
 from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.storage.verify import verify_graph
@@ -30,7 +30,7 @@ def graph_dir(tmp_path):
     f = tmp_path / "e.tsv"
     rng = np.random.default_rng(0)
     f.write_text("".join(f"{a}\t{b}\n" for a, b in rng.integers(0, 300, (2000, 2))))
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=3))
     return tmp_path / "g"
 
 
@@ -79,7 +79,7 @@ def _table_graph(path: Path, partitions: int, n: int = 400, dim: int = 6):
     rng = np.random.default_rng(partitions)
     feat = rng.normal(size=(n, dim)).astype(np.float32)
     return graphsys.from_numpy(rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n), path,
-                               num_nodes=n, num_partitions=partitions,
+                               num_nodes=n, partitions=partitions,
                                node_columns={"feat": feat, "label": np.arange(n) % 3})
 
 
@@ -182,3 +182,37 @@ def test_a_truncated_or_garbled_node_table_is_refused_in_one_line(tmp_path):
         except FormatError:
             continue
         assert feature_rows(rows, np.arange(400)).shape == (400, 6)
+
+
+@pytest.mark.parametrize("rows,match", [
+    ([[1.0, 2.0], [np.nan, 1.0], [0.0, 0.0]], "has feature nan for node 20: features must be "
+                                              r"finite \(float32\)"),
+    ([[1.0, 2.0], [1.0, -np.inf], [0.0, 0.0]], "has feature -inf for node 20"),
+    ([[1.0, 2.0], [0.0, 0.0], [1e39, 0.0]], "has feature 1e\\+39 for node 30"),
+    ([[1.0, 2.0], None, [0.0, 0.0]], r"has no features for node 20 \(a null row\)"),
+    ([[1.0, 2.0], [None, 0.0], [0.0, 0.0]], "has feature null for node 20"),
+])
+def test_non_finite_features_are_refused_naming_the_column(tmp_path, rows, match):
+    """A feature column refuses NaN, infinity, overflow and nulls at ingest, as edge weights
+    and edge columns do (a model would fail far from the cause)."""
+    feat = pa.array(rows, pa.list_(pa.float64(), 2))
+    nodes = pa.table({"id": [10, 20, 30], "feat": feat})
+    from graphsys.storage.ingest import NodeSource
+
+    with pytest.raises(GraphsysError, match=f"^node table for 'node': column 'feat' {match}"):
+        ingest_sources([EdgeSource(table=pa.table({"src": [10, 20], "dst": [20, 30]}))],
+               tmp_path / "g", IngestOptions(), nodes=[NodeSource(nodes)])
+    assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("dtype,bad", [("float32", np.nan), ("float16", 1e5)])
+def test_streamed_features_must_be_finite(graph_dir, dtype, bad):
+    n = open_graph(graph_dir).num_nodes()
+    full = np.zeros((n, 2))
+    full[n - 1, 1] = bad
+    with pytest.raises(GraphsysError, match=rf"^node column 'feat': fill\(0, {n}\) returned a "
+                                            rf"non-finite feature \({dtype}\) for internal "
+                                            rf"id {n - 1}"):
+        write_node_column(graph_dir, "feat", "features", lambda a, b: full[a:b], dim=2,
+                          dtype=dtype)
+    assert "feat" not in open_graph(graph_dir).node_columns()

@@ -12,7 +12,7 @@ import pytest
 
 from graphsys import open_graph
 from graphsys.storage import pages
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 linux_only = pytest.mark.skipif(pages._madvise is None, reason="needs Linux madvise")
 
@@ -32,7 +32,7 @@ def big_bucket(tmp_path_factory):
     feather.write_feather(pa.table({"src": rng.integers(0, 50_000, n),
                                     "dst": rng.integers(0, 50_000, n)}), f,
                           compression="uncompressed")
-    ingest([EdgeSource([f])], tmp / "g", IngestOptions(num_partitions=1))
+    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=1))
     return open_graph(tmp / "g").bucket(0, 0)
 
 

@@ -18,7 +18,7 @@ from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage.adjacency_index import build_index, min_build_memory
 from graphsys.storage.column_file import data_offset
 from graphsys.storage.format import PUSH_COLUMNS, index_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.push_layout import (
     PUSH_MIN_BLOCKS,
     PUSH_PARALLEL_MIN_NODES,
@@ -40,7 +40,7 @@ def skewed_dir(tmp_path_factory):
     src[:n], dst[:n] = np.arange(n) * 3 + 1, np.roll(np.arange(n), 7) * 3 + 1  # every id
     table = pa.table({"src": src, "dst": dst})
     out = tmp_path_factory.mktemp("push") / "g"
-    ingest([EdgeSource(table=table)], out, IngestOptions(num_partitions=3))
+    ingest_sources([EdgeSource(table=table)], out, IngestOptions(partitions=3))
     return out
 
 
@@ -97,7 +97,7 @@ def test_sparse_graph_keeps_its_ell_pull(tmp_path):
     used: the breadth-first ELL pull is faster there."""
     n = 5000
     ring = pa.table({"src": np.arange(n), "dst": np.roll(np.arange(n), 1)})
-    ingest([EdgeSource(table=ring)], tmp_path / "g", IngestOptions(num_partitions=2))
+    ingest_sources([EdgeSource(table=ring)], tmp_path / "g", IngestOptions(partitions=2))
     build_index(open_graph(tmp_path / "g"), ("push",))
     res = bsp.pagerank(open_graph(tmp_path / "g"), tol=1e-12)
     assert res.stats.method == "fused-pagerank (bfs order, ell)"
@@ -193,7 +193,7 @@ def test_push_build_refuses_a_corrupted_csc_and_a_full_disk_lists_no_push(skewed
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(adjacency_index, "fill_blocks", full)
-    with pytest.raises(OSError):
+    with pytest.raises(GraphsysError, match="the disk is full: no space for the push index"):
         build_index(open_graph(path), ("push",))
     assert set(open_graph(path).manifest.indexes["default"]) == {"csc"}
     assert not list((path / "index").rglob("push-*.arrow"))

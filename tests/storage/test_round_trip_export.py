@@ -14,7 +14,7 @@ import pytest
 from graphsys import open_graph
 from graphsys.errors import GraphsysError
 from graphsys.storage.export import export_edges
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 def edges_of(graph):
@@ -35,7 +35,7 @@ def edges_of(graph):
 
 def _ingest(path, out, **cols):
     opts = {k: cols.pop(k) for k in ("undirected", "dedupe") if k in cols}
-    ingest([EdgeSource([path], **cols)], out, IngestOptions(num_partitions=2, **opts))
+    ingest_sources([EdgeSource([path], **cols)], out, IngestOptions(partitions=2, **opts))
     return open_graph(out)
 
 
@@ -133,8 +133,8 @@ def test_several_entity_types_write_each_endpoints_type(tmp_path):
     table = pa.table({"src": [1, 2, 1], "rel": ["rates", "rates", "follows"],
                       "dst": [2, 1, 2]})
     rels = [RelationType("rates", "user", "item"), RelationType("follows", "user", "user")]
-    ingest([EdgeSource(table=table, rel_col="rel")], tmp_path / "g",
-           IngestOptions(num_partitions=1, relation_types=rels))
+    ingest_sources([EdgeSource(table=table, rel_col="rel")], tmp_path / "g",
+                   IngestOptions(partitions=1, relation_types=rels))
     g = open_graph(tmp_path / "g")
     export_edges(g, tmp_path / "out.parquet")
     rows = sorted(pq.read_table(tmp_path / "out.parquet").to_pylist(),
@@ -158,8 +158,8 @@ def test_several_types_with_string_and_integer_ids_share_one_schema(tmp_path):
     table = pa.table({"src": ["u1", "u2", "u1"], "rel": ["rates", "rates", "follows"],
                       "dst": ["7", "8", "u2"]})
     rels = [RelationType("rates", "user", "item"), RelationType("follows", "user", "user")]
-    ingest([EdgeSource(table=table, rel_col="rel")], tmp_path / "g",
-           IngestOptions(num_partitions=2, relation_types=rels, max_batch_rows=1))
+    ingest_sources([EdgeSource(table=table, rel_col="rel")], tmp_path / "g",
+                   IngestOptions(partitions=2, relation_types=rels, max_batch_rows=1))
     g = open_graph(tmp_path / "g")
     export_edges(g, tmp_path / "out.parquet")
     got = pq.read_table(tmp_path / "out.parquet")
@@ -176,9 +176,9 @@ def test_typed_graph_round_trips_with_its_relation_types(tmp_path, suffix):
     table = pa.table({"src": [1, 2, 1, 3], "rel": ["rates", "rates", "follows", "rates"],
                       "dst": [2, 1, 2, 1], "weight": [4.0, 5.0, 1.0, 3.0]})
     specs = ["rates:user:item", "follows:user:user"]
-    ingest([EdgeSource(table=table, rel_col="rel", weight_col="weight")], tmp_path / "g",
-           IngestOptions(num_partitions=2,
-                         relation_types=[RelationType(*s.split(":")) for s in specs]))
+    ingest_sources([EdgeSource(table=table, rel_col="rel", weight_col="weight")], tmp_path / "g",
+                   IngestOptions(partitions=2,
+                                 relation_types=[RelationType(*s.split(":")) for s in specs]))
     g = open_graph(tmp_path / "g")
     export_edges(g, tmp_path / f"out{suffix}")
     back = graphsys.ingest(tmp_path / f"out{suffix}", tmp_path / "back", partitions=2,

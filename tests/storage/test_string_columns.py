@@ -27,7 +27,7 @@ def graph(tmp_path):
     nodes = pa.table({"id": list(TITLES), "title": list(TITLES.values()),
                       "label": list(range(len(TITLES)))})
     return graphsys.from_arrow(pa.table({"src": s, "dst": d}), tmp_path / "g", nodes=nodes,
-                               num_partitions=3)
+                               partitions=3)
 
 
 def test_titles_round_trip_per_node_id(graph):

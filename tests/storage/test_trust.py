@@ -21,7 +21,7 @@ import pytest
 from graphsys import cli, open_graph
 from graphsys.errors import FormatError, GraphsysError, InputError
 from graphsys.storage.format import MANIFEST, bucket_file, node_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.verify import verify_graph
 
 
@@ -68,6 +68,12 @@ def _rename_entity_type(data, new):
     (lambda d: d["entity_types"]["node"].update({"columns": [{"name": "x"}]}),
      "must be an object with name and kind"),
     (lambda d: d.update({"num_partitions": 10 ** 9}), "num_partitions' must be in"),
+    (lambda d: d["entity_types"]["node"].update({"num_nodes": "846"}),
+     "field 'entity_types.node.num_nodes' must be int, got str '846'"),
+    (lambda d: d["edge_sets"]["default"].update({"undirected": "false"}),
+     "field 'edge_sets.default.undirected' must be bool, got str 'false'"),
+    (lambda d: d["edge_sets"]["default"].update({"skipped_lines": 1.5}),
+     "field 'edge_sets.default.skipped_lines' must be int, got float 1.5"),
 ])
 def test_hostile_manifests_are_refused(graph_dir, edit, message):
     _edit_manifest(graph_dir, edit)
@@ -172,7 +178,7 @@ def _ingest_text(tmp_path, text, **kw):
     f = tmp_path / "in.tsv"
     f.write_text(text)
     out = tmp_path / f"g{len(list(tmp_path.iterdir()))}"
-    ingest([EdgeSource([f], **kw)], out)
+    ingest_sources([EdgeSource([f], **kw)], out)
     return open_graph(out)
 
 
@@ -218,7 +224,7 @@ def test_partitions_are_bounded(tmp_path, p, message):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n2\t3\n3\t1\n")
     with pytest.raises(GraphsysError, match=message):
-        ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=p))
+        ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=p))
     assert not (tmp_path / "g").exists()
 
 
@@ -237,7 +243,7 @@ def test_parquet_id_columns_of_other_types_are_one_line(tmp_path, column, messag
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": column, "dst": pa.array([1, 2])}), f)
     with pytest.raises(InputError, match=message):
-        ingest([EdgeSource([f])], tmp_path / "g")
+        ingest_sources([EdgeSource([f])], tmp_path / "g")
     assert not (tmp_path / "g").exists()
 
 
@@ -312,6 +318,7 @@ def test_node_column_with_nulls_is_refused(tmp_path):
     """A node partition whose label or feature column holds nulls (graphsys writes none; a
     fuzzed validity buffer made pyarrow raise deep in a reader) is refused naming the file."""
     from graphsys.storage.ingest import NodeSource
+    from graphsys.storage.node_reads import node_table
     from graphsys.storage.structure import check_node_table
 
     n = 12
@@ -319,10 +326,10 @@ def test_node_column_with_nulls_is_refused(tmp_path):
     nodes = pa.table({"id": pa.array(np.arange(n)), "label": pa.array(np.arange(n) % 3),
                       "feat": pa.FixedSizeListArray.from_arrays(
                           pa.array(np.ones(2 * n, np.float32)), 2)})
-    ingest([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(num_partitions=1),
-           nodes=[NodeSource(nodes)])
+    ingest_sources([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g",
+                   IngestOptions(partitions=1), nodes=[NodeSource(nodes)])
     g = open_graph(tmp_path / "g")
-    table = g._node_table("node", 0)
+    table = node_table(g, "node", 0)
     labels = table.column("label").to_pylist()
     bad = table.set_column(table.column_names.index("label"), "label",
                            pa.array([None] + labels[1:], pa.int64()))
@@ -346,7 +353,76 @@ def test_label_beyond_the_node_count_is_refused(tmp_path):
     labels = np.arange(n) % 2
     labels[5] = 2**40
     nodes = pa.table({"id": pa.array(np.arange(n)), "label": pa.array(labels)})
-    ingest([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(num_partitions=1),
-           nodes=[NodeSource(nodes)])
+    ingest_sources([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g",
+                   IngestOptions(partitions=1), nodes=[NodeSource(nodes)])
     with pytest.raises(GraphsysError, match=r"label 1,099,511,627,776 is outside -1"):
         train(open_graph(tmp_path / "g"), TrainConfig(model="sage", epochs=1, hidden=4))
+
+
+# -- round four: small ones -----------------------------------------------------------------------
+
+def test_a_fifo_in_place_of_a_listed_file_is_named_as_one(graph_dir):
+    bucket = next(p for p in (graph_dir / "edges").rglob("*.arrow"))
+    bucket.unlink()
+    os.mkfifo(bucket)
+    with pytest.raises(FormatError, match=f"^{bucket}: not a regular file \\(a FIFO\\) "
+                                          f"\\(listed in the manifest\\)$"):
+        open_graph(graph_dir)
+    bucket.unlink()
+    bucket.mkdir()
+    with pytest.raises(FormatError, match=r"not a regular file \(a directory\)"):
+        open_graph(graph_dir)
+    bucket.rmdir()
+    with pytest.raises(FormatError, match=f"^{bucket}: missing \\(listed"):
+        open_graph(graph_dir)
+
+
+def test_node_table_ids_follow_the_edge_files_rule(tmp_path):
+    """``' 2'`` and ``'03'`` in a node table are nodes 2 and 3 of the edges, as they are in
+    an edge file; float ids are refused as in a Parquet edge file, not turned into text."""
+    from graphsys.storage.ingest import NodeSource
+
+    (tmp_path / "e.tsv").write_text("1\t2\n3\t4\n")
+    edges = [EdgeSource([tmp_path / "e.tsv"])]
+    nodes = pa.table({"id": ["1", " 2", "03", "4 "], "label": [0, 1, 0, 1]})
+    ingest_sources(edges, tmp_path / "g", IngestOptions(), nodes=[NodeSource(nodes)])
+    g = open_graph(tmp_path / "g")
+    assert g.num_nodes() == 4 and g.manifest.entity_types["node"].id_type == "int64"
+    assert dict(zip(g.node_ids().tolist(), g.node_column("label").tolist())) == {
+        1: 0, 2: 1, 3: 0, 4: 1}
+    for k, ids in enumerate(([1, 2, 3, 1.5], [1.0, 2.0, 3.0, 4.0])):
+        with pytest.raises(InputError, match="^node table for 'node': id column has type "
+                                             "double: ids must be integers or strings"):
+            ingest_sources(edges, tmp_path / f"f{k}", IngestOptions(),
+                   nodes=[NodeSource(pa.table({"id": ids}))])
+    # whitespace around integer text in a string-id edge file: the integer too
+    (tmp_path / "m.tsv").write_text("a\t 2\n3\t4 \n")
+    ingest_sources([EdgeSource([tmp_path / "m.tsv"])], tmp_path / "m", IngestOptions())
+    assert sorted(open_graph(tmp_path / "m").node_ids().to_pylist()) == ["2", "3", "4", "a"]
+
+
+def test_null_strings_in_a_node_table_are_refused(tmp_path):
+    from graphsys.storage.ingest import NodeSource
+
+    (tmp_path / "e.tsv").write_text("1\t2\n3\t4\n")
+    nodes = pa.table({"id": [1, 2, 3, 4], "title": ["a", None, "c", None]})
+    with pytest.raises(InputError, match="^node table for 'node': column 'title' is null for "
+                                         "node 2 \\(2 null in all\\); string columns hold "
+                                         "no nulls"):
+        ingest_sources([EdgeSource([tmp_path / "e.tsv"])], tmp_path / "g", IngestOptions(),
+               nodes=[NodeSource(nodes)])
+    assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("limit,message", [
+    ("1", "--memory-limit must be at least 65,536 bytes"),
+    ("1e99", "--memory-limit must be a positive size of at most 8 EiB"),
+    ("100000PB", "--memory-limit must be a positive size of at most 8 EiB"),
+])
+def test_memory_limits_that_cannot_work_are_refused(tmp_path, capsys, limit, message):
+    (tmp_path / "e.tsv").write_text("1\t2\n")
+    assert cli.main(["ingest", str(tmp_path / "e.tsv"), "--out", str(tmp_path / "g"),
+                     "--memory-limit", limit]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {message}"), err
+    assert not (tmp_path / "g").exists()

@@ -13,11 +13,11 @@ import scipy.sparse as sp
 from graphsys import open_graph
 from graphsys.cli import main
 from graphsys.errors import FormatError
-from graphsys.storage import adjacency_index
+from graphsys.storage import adjacency_index, csr
 from graphsys.storage.adjacency_index import build_index, min_build_memory
 from graphsys.storage.column_file import data_offset
 from graphsys.storage.format import index_file
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 from graphsys.storage.verify import verify_graph
 
 
@@ -33,8 +33,8 @@ def _graph(tmp_path, seed: int, partitions: int, weighted: bool, n_nodes=300, n_
     f.write_text("".join(f"{a}\t{b}\t{x}\n" if weighted else f"{a}\t{b}\n"
                          for a, b, x in zip(s, d, w)))
     out = tmp_path / f"g{seed}"
-    ingest([EdgeSource([f], weight_col=2 if weighted else None)], out,
-           IngestOptions(num_partitions=partitions))
+    ingest_sources([EdgeSource([f], weight_col=2 if weighted else None)], out,
+                   IngestOptions(partitions=partitions))
     return out, s, d, w
 
 
@@ -122,7 +122,7 @@ def test_corrupted_sym_index_refused(tmp_path):
         verify_graph(path)  # the sha256 differs
     # the structural check alone (hashes not consulted) refuses it too
     with pytest.raises(FormatError, match=f"{f}: row 0 is not sorted and deduplicated"):
-        adjacency_index.map_index(open_graph(path), "default", "sym")
+        csr.map_index(open_graph(path), "default", "sym")
 
 
 def test_sym_index_of_two_entity_types_over_global_ids(tmp_path):
@@ -135,10 +135,11 @@ def test_sym_index_of_two_entity_types_over_global_ids(tmp_path):
     users, items = rng.integers(0, 40, 600), rng.integers(0, 25, 600)
     f = tmp_path / "bip.tsv"
     f.write_text("".join(f"u{u}\ti{i}\n" for u, i in zip(users, items)))
-    ingest([EdgeSource([f], relation="rated", header=False)], tmp_path / "g",
-           IngestOptions(num_partitions=3, relation_types=[RelationType("rated", "user", "item")]),
-           nodes=[NodeSource(pa.table({"id": pa.array([f"u{k}" for k in range(40)])}), "user"),
-                  NodeSource(pa.table({"id": pa.array([f"i{k}" for k in range(25)])}), "item")])
+    ingest_sources([EdgeSource([f], relation="rated", header=False)], tmp_path / "g",
+                   IngestOptions(partitions=3,
+                                 relation_types=[RelationType("rated", "user", "item")]),
+                   nodes=[NodeSource(pa.table({"id": [f"u{k}" for k in range(40)]}), "user"),
+                          NodeSource(pa.table({"id": [f"i{k}" for k in range(25)]}), "item")])
     g = open_graph(tmp_path / "g")
     build_index(g, ("sym",), memory_limit=min_build_memory(g.num_nodes()) + 512)
     s, d = (np.concatenate(x) for x in zip(*[(a, b) for a, b, _, _ in g.iter_edges()]))
@@ -184,7 +185,7 @@ def test_sym_build_memory_is_bounded_by_the_budget(tmp_path):
     f = tmp_path / "e.parquet"
     pq.write_table(pa.table({"src": rng.integers(0, 1 << 16, 1_000_000),
                              "dst": rng.integers(0, 1 << 16, 1_000_000)}), f)
-    ingest([EdgeSource([f])], tmp_path / "g", IngestOptions(num_partitions=4))
+    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=4))
     small, *_ = _graph(tmp_path, 9, 2, False, n_edges=100)
     (tmp_path / "out").mkdir()
     out = subprocess.run([sys.executable, "-c", _BOUNDED_PROBE, str(tmp_path / "g"),

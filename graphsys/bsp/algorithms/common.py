@@ -3,6 +3,7 @@ graph, map source ids, check weights, run."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,38 @@ def resolve_weighted(graph, edge_set: str | None, weighted) -> bool:
     if weighted and not es.has_weight:
         raise ParameterError("weighted", f"is True but edge set {es.name!r} has no weights")
     return bool(weighted)
+
+
+def check_number(value, name: str, *, low: float = 0.0, high: float = math.inf,
+                 open_high: bool = False) -> float:
+    """``value`` as a finite float with ``low < value <= high`` (``< high`` with
+    ``open_high``); else a ParameterError naming ``name`` (NaN and infinity included: a
+    comparison alone lets NaN through where it is written ``not value <= x``)."""
+    ok = (isinstance(value, (int, float, np.integer, np.floating))
+          and not isinstance(value, (bool, np.bool_)) and math.isfinite(value)
+          and low < value and (value < high if open_high else value <= high))
+    if not ok:
+        bound = (f"in ({low:g}, {high:g}{')' if open_high else ']'}" if math.isfinite(high)
+                 else "positive and finite" if low == 0 else f"finite and > {low:g}")
+        raise ParameterError(name, f"must be {bound}, got {value!r}")
+    return float(value)
+
+
+def teleport_weights(weights, what: str) -> np.ndarray:
+    """``weights`` as float64 scaled to a maximum of 1 (so that summing them cannot
+    overflow, as ``[1e308, 1e308]`` would); GraphsysError naming ``what`` unless they are
+    finite, non-negative and not all zero."""
+    try:
+        w = np.asarray(weights, np.float64)
+    except (TypeError, ValueError):
+        raise GraphsysError(f"{what} must be numbers, got {weights!r}") from None
+    bad = np.flatnonzero(~np.isfinite(w) | (w < 0)) if w.ndim == 1 else np.array([0])
+    if bad.size or not (w > 0).any():
+        got = (f"{w.ravel()[bad[0]]} at position {bad[0]}" if bad.size and w.ndim == 1
+               else "all zero" if w.ndim == 1 else f"shape {w.shape}")
+        raise GraphsysError(f"{what} must be finite, non-negative and not all zero (one "
+                            f"number each), got {got}")
+    return w / w.max()
 
 
 def execute(graph, program: VertexProgram, max_iters: int, **kwargs) -> Result:

@@ -20,13 +20,12 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from graphsys.bsp.algorithms.common import resolve_weighted
+from graphsys.bsp.algorithms.common import check_number, resolve_weighted
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.program import VertexProgram
-from graphsys.errors import ParameterError
 
 
 class HITS(VertexProgram):
@@ -38,8 +37,7 @@ class HITS(VertexProgram):
     uses_weights = True
 
     def __init__(self, tol: float = 1e-8, weighted: bool = True):
-        if not tol > 0:
-            raise ParameterError("tol", f"must be positive, got {tol!r}")
+        tol = check_number(tol, "tol")
         self.tol, self.step, self.hub_max = tol, 0, 1.0
         if not weighted:  # every edge counts 1: the weights are not even read
             self.message, self.uses_weights = "copy", False

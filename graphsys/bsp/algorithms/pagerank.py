@@ -51,10 +51,12 @@ import numpy as np
 import torch
 
 from graphsys.bsp.algorithms.common import (
+    check_number,
     execute,
     open_if_path,
     resolve_weighted,
     source_index,
+    teleport_weights,
 )
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import cite, document_options, fill_doc
@@ -137,16 +139,17 @@ class PageRank(VertexProgram):
     def __init__(self, damping: float = 0.85, tol: float = 1e-6,
                  personalization: np.ndarray | None = None, sum_dtype: str = "auto",
                  weighted: bool = False):
-        if not 0.0 < damping < 1.0:
-            raise ParameterError("damping", f"must be in (0, 1), got {damping!r}")
-        if not tol > 0:
-            raise ParameterError("tol", f"must be positive, got {tol!r}")
+        damping = check_number(damping, "damping", high=1.0, open_high=True)
+        tol = check_number(tol, "tol")
         #: whether the fused in-memory loop sends float32 values
         self.fused_float32 = sum_dtype == "float32"
         if sum_dtype == "auto":  # the engine's passes (and out of core) stay float64
             self.fused_float32 = not weighted and tol >= AUTO_FLOAT32_MIN_TOL
             sum_dtype = "float64"
         self.damping, self.tol, self.personalization = damping, tol, personalization
+        #: the teleport vector scaled to a maximum of 1 (its sum cannot overflow)
+        self._teleport = (None if personalization is None else
+                          teleport_weights(personalization, "personalization"))
         self.sum_dtype, self.weighted = sum_dtype, bool(weighted)
         if self.weighted:  # x_u / weighted degree, times the edge weight on each edge
             self.message, self.uses_weights = "mul_weight", True
@@ -160,7 +163,10 @@ class PageRank(VertexProgram):
         if self.personalization is None:
             p = None  # uniform: the teleport term is a scalar
         else:
-            pv = np.asarray(self.personalization, np.float64)
+            pv = self._teleport
+            if pv.shape != (n,):
+                raise GraphsysError(f"personalization has {len(pv)} weights for {n} nodes "
+                                    f"(one per internal id)")
             p = torch.as_tensor(pv[ctx.lo:ctx.hi] / pv.sum()).to(ctx.device)
         deg = ctx.degree("out-weight" if self.weighted else "out")
         # 1/deg, 0 for dangling vertices: send() is then one multiply
@@ -516,8 +522,9 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     ParameterError
         ``sources`` empty, or a bad ``damping``, ``tol`` or engine option.
     GraphsysError
-        A source id that is not a node of the graph, or ``weights`` negative, all zero or
-        not one per source.
+        A source id that is not a node of the graph, or ``weights`` negative, NaN,
+        infinite, all zero or not one per source (finite weights of any magnitude are
+        scaled before they are summed: ``[1e308, 1e308]`` is ``[1, 1]``).
 
     References
     ----------
@@ -539,10 +546,11 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
         raise ParameterError("sources", "must hold at least one node id (personalized "
                                         "pagerank)")
     idx = graph.to_internal(list(src.tolist()))
-    w = np.ones(len(idx)) if weights is None else np.asarray(weights, np.float64)
-    if w.shape != idx.shape or (w < 0).any() or w.sum() <= 0:
-        raise GraphsysError("personalization weights must be non-negative, one per source, "
-                            "and not all zero")
+    w = teleport_weights(np.ones(len(idx)) if weights is None else weights,
+                         "personalization weights")
+    if w.shape != idx.shape:
+        raise GraphsysError(f"personalization weights must be one per source: "
+                            f"{w.size} weights for {len(idx)} sources")
     p = np.zeros(graph.num_nodes(), np.float64)
     np.add.at(p, idx, w)
     prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from graphsys import openmp
 from graphsys.bsp.algorithms.common import open_if_path
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
@@ -80,6 +81,7 @@ class AlgorithmSpec:
         """Run on ``graph`` (an opened Graph or a directory): ``kwargs`` among
         :attr:`parameters` configure the program, the rest go to
         :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...)."""
+        openmp.apply_wait_policy()
         graph = open_if_path(graph)
         params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}
         self.check_source(source)

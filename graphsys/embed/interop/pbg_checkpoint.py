@@ -97,10 +97,12 @@ from graphsys.embed.interop.pbg_config import (
 )
 from graphsys.embed.interop.pbg_files import (
     epochs_done,
+    h5_errors,
     h5py_module,
     open_h5,
     pbg_row_adagrad,
     read_count,
+    read_dataset,
     read_model,
     read_names,
     read_optim_blob,
@@ -482,15 +484,16 @@ def _fill_entities(h5py, src: Path, ent_dir: Path, version: int, ptype: str, ppa
     part_of = np.searchsorted(np.asarray(part_start), src_row, side="right") - 1
     for q in range(pparts):
         path = src / f"embeddings_{ptype}_{q}.v{version}.h5"
-        with open_h5(h5py, path) as hf:
+        with open_h5(h5py, path) as hf, h5_errors(path):
             if "embeddings" not in hf:
                 raise FormatError(f"{path}: no 'embeddings' dataset")
             ds = hf["embeddings"]
             n_q = part_start[q + 1] - part_start[q]
-            if ds.shape != (n_q, dim):
-                raise FormatError(f"{path}: embeddings have shape {ds.shape}, expected "
-                                  f"({n_q}, {dim}) (names x dimension)")
-            data = np.asarray(ds[...], np.float32)
+            if not isinstance(ds, h5py.Dataset) or ds.shape != (n_q, dim):
+                raise FormatError(f"{path}: embeddings have shape "
+                                  f"{getattr(ds, 'shape', None)}, expected ({n_q}, {dim}) "
+                                  f"(names x dimension)")
+            data = read_dataset(h5py, ds, path, "embeddings")
             sums, why = pbg_row_adagrad(read_optim_blob(h5py, hf), n_q)
         if sums is None:
             stats["adagrad_restarted"] += 1

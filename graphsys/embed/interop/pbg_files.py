@@ -2,16 +2,22 @@
 embedding and model files, entity count / name files, and the row-wise Adagrad sums inside
 PBG's ``torch.save`` optimizer blobs, read as raw storage with :mod:`zipfile` (never
 unpickled). The layout is in :mod:`graphsys.embed.interop.pbg_checkpoint`; every reader
-raises :class:`~graphsys.errors.FormatError` naming the file. ``h5py`` is imported lazily
+raises :class:`~graphsys.errors.FormatError` naming the file, whatever a damaged file makes
+h5py raise (:func:`h5_errors`); a dataset is read only once its size fits in its file, and
+non-finite values are refused. ``h5py`` is imported lazily
 (``pip install graphsys[pbg]``)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
+import struct
 import sys
 import zipfile
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,18 +77,60 @@ def read_pbg_version(pbg_ckpt: Path) -> int:
     return int(text)
 
 
+#: What h5py (and the HDF5 library under it) raises on a damaged file: a bad address or
+#: size is an OSError, KeyError or ValueError, a bad datatype or header a RuntimeError or
+#: TypeError, a bad string a UnicodeDecodeError, an impossible dimension an OverflowError.
+H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError,
+             OverflowError, UnicodeDecodeError, MemoryError)
+
+
+@contextlib.contextmanager
+def h5_errors(path: Path) -> Iterator[None]:
+    """Within the block, whatever h5py raises on a damaged file becomes one
+    :class:`FormatError` naming ``path``."""
+    try:
+        yield
+    except H5_ERRORS as exc:
+        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise FormatError(f"{path}: damaged or unreadable HDF5 file ({detail})") from None
+
+
 def open_h5(h5py, path: Path):
     if not path.is_file():
         raise FormatError(f"{path}: missing (PBG checkpoint file)")
     try:
         hf = h5py.File(path, "r")
-    except OSError as exc:
+    except H5_ERRORS as exc:
         raise FormatError(f"{path}: not a readable HDF5 file ({exc})") from None
-    if hf.attrs.get("format_version", None) != PBG_FORMAT_VERSION:
+    with h5_errors(path):
+        version = hf.attrs.get("format_version", None)
+    if version != PBG_FORMAT_VERSION:
         hf.close()
-        raise FormatError(f"{path}: PBG format_version {hf.attrs.get('format_version')!r} is "
-                          f"not {PBG_FORMAT_VERSION}")
+        raise FormatError(f"{path}: PBG format_version {version!r} is not "
+                          f"{PBG_FORMAT_VERSION}")
     return hf
+
+
+def read_dataset(h5py, obj, path: Path, name: str) -> np.ndarray:
+    """A dataset's values as float32, after checking that it is one as PBG writes it (IEEE
+    float32: a damaged datatype message can describe another float layout of the same
+    bytes, which HDF5 would convert silently), that its bytes fit in the file (a damaged
+    shape cannot ask for more memory than the file holds) and that every value is finite
+    (a damaged value read as NaN or infinity would be imported silently)."""
+    if not isinstance(obj, h5py.Dataset) or not any(
+            obj.id.get_type().equal(t) for t in (h5py.h5t.IEEE_F32LE, h5py.h5t.IEEE_F32BE)):
+        raise FormatError(f"{path}: {name} is not an IEEE float32 dataset (as PBG writes its "
+                          f"tensors)")
+    size = path.stat().st_size
+    if obj.size * obj.dtype.itemsize > size:
+        raise FormatError(f"{path}: {name} claims {obj.shape} values of {obj.dtype}, more "
+                          f"than the file's {size:,} bytes")
+    arr = np.asarray(obj[...], np.float32)
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise FormatError(f"{path}: {name} holds a non-finite value ({arr.flat[bad[0]]} at "
+                          f"flat position {bad[0]})")
+    return arr
 
 
 def read_model(h5py, path: Path):
@@ -91,7 +139,7 @@ def read_model(h5py, path: Path):
     optimizer blob)."""
     params: dict[tuple[int, str, str], np.ndarray] = {}
     globals_: dict[str, np.ndarray] = {}
-    with open_h5(h5py, path) as hf:
+    with open_h5(h5py, path) as hf, h5_errors(path):
         attrs = {k: hf.attrs[k] for k in hf.attrs}
         if "model" in hf:
             names: list[str] = []
@@ -102,10 +150,10 @@ def read_model(h5py, path: Path):
                     continue
                 m, g = _MODEL_PARAM.fullmatch(name), _GLOBAL_EMB.fullmatch(name)
                 if m:
-                    params[(int(m.group(1)), m.group(2), m.group(3))] = \
-                        np.asarray(obj[...], np.float32)
+                    params[(int(m.group(1)), m.group(2), m.group(3))] = read_dataset(
+                        h5py, obj, path, f"model/{name}")
                 elif g:
-                    globals_[g.group(1)] = np.asarray(obj[...], np.float32)
+                    globals_[g.group(1)] = read_dataset(h5py, obj, path, f"model/{name}")
                 else:
                     raise FormatError(f"{path}: unknown PBG model dataset model/{name}")
     return params, globals_, attrs
@@ -120,6 +168,8 @@ def read_optim_blob(h5py, hf) -> bytes | None:
     obj = hf.get(_OPTIM_DATASET)
     if not isinstance(obj, h5py.Dataset) or obj.ndim != 1:
         return None
+    if obj.size * obj.dtype.itemsize > Path(hf.filename).stat().st_size:
+        return None  # a damaged size: the blob cannot be larger than its file
     return obj[...].tobytes()
 
 
@@ -134,8 +184,22 @@ def pbg_row_adagrad(blob: bytes | None, n: int) -> tuple[np.ndarray | None, str]
     if blob is None:
         return None, "no optimizer/state_dict dataset"
     try:
+        return _row_adagrad(blob, n)
+    except _ZIP_ERRORS as exc:  # a damaged archive: the sums restart, with the reason
+        return None, (f"optimizer state archive unreadable ({type(exc).__name__}: "
+                      f"{' '.join(str(exc).split())[:120]})")
+
+
+#: What :mod:`zipfile` raises on a damaged archive (a bad header, version, CRC or
+#: compressed stream).
+_ZIP_ERRORS = (zipfile.BadZipFile, ValueError, OSError, NotImplementedError, RuntimeError,
+               EOFError, zlib.error, struct.error, UnicodeDecodeError, KeyError)
+
+
+def _row_adagrad(blob: bytes, n: int) -> tuple[np.ndarray | None, str]:
+    try:
         zf = zipfile.ZipFile(io.BytesIO(blob))
-    except (zipfile.BadZipFile, ValueError, OSError):
+    except _ZIP_ERRORS:
         return None, "optimizer state is not a torch.save zip archive"
     with zf:
         infos = zf.infolist()
@@ -166,7 +230,7 @@ def pbg_row_adagrad(blob: bytes | None, n: int) -> tuple[np.ndarray | None, str]
             return None, f"optimizer state byte order {order[:20]!r}, expected 'little'"
         try:
             raw = zf.read(info)
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
+        except _ZIP_ERRORS as exc:
             return None, f"optimizer state storage {info.filename} unreadable ({exc})"
     if len(raw) != 4 * n:
         return None, f"optimizer state storage {info.filename} is truncated"

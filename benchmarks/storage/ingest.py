@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Ingest of R-MAT edge lists beside pyarrow's read and write of the same bytes: seconds,
+edges/s, peak RSS and peak anonymous RSS.
+
+For each size (edges) a seeded R-MAT TSV (or, with ``--input parquet``, Parquet) file is
+generated (``graphsys.generators``; edge factor 16: nodes = the power of two nearest
+edges/16), then, each in a fresh process whose memory is sampled from outside:
+
+- the peer: pyarrow reads the same file (the multi-threaded CSV reader; for Parquet, record
+  batch by record batch, as ingest does) and writes one uncompressed Arrow IPC (Feather)
+  file: the raw read + write cost of the bytes;
+- graphsys: ``graphsys.ingest`` with P = each of ``--partitions`` (hash partitioner) under
+  ``--memory-limit`` (the bound of the anonymous peak), which also partitions, sorts every
+  bucket, writes node files, hashes every file and syncs before the manifest names them.
+
+The JSON line holds, per size, the peer's and graphsys's seconds, edges/s and peaks, and
+``ratio`` = the peer's seconds / graphsys's seconds. Usage::
+
+    python benchmarks/storage/ingest.py --sizes 1M,10M,100M --partitions 1,4,16 \\
+        --memory-limit 1GB
+    python benchmarks/storage/ingest.py --input parquet --sizes 20M --partitions 16
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
+
+from benchmarks import harness
+
+BASELINE = r"""
+import json, sys, time
+import pyarrow.csv as csv, pyarrow.feather as feather
+t = time.perf_counter()
+table = csv.read_csv(sys.argv[1], read_options=csv.ReadOptions(column_names=["src", "dst"]),
+                     parse_options=csv.ParseOptions(delimiter="\t"))
+feather.write_feather(table, sys.argv[2], compression="uncompressed")
+print(json.dumps({"seconds": time.perf_counter() - t, "rows": table.num_rows}))
+"""
+
+BASELINE_PARQUET = r"""
+import json, sys, time
+import pyarrow.ipc as ipc, pyarrow.parquet as pq
+t = time.perf_counter()
+pf = pq.ParquetFile(sys.argv[1], pre_buffer=False)
+rows = 0
+with ipc.new_file(sys.argv[2], pf.schema_arrow) as w:
+    for batch in pf.iter_batches(batch_size=1 << 20):
+        w.write_batch(batch)
+        rows += batch.num_rows
+print(json.dumps({"seconds": time.perf_counter() - t, "rows": rows}))
+"""
+
+INGEST = r"""
+import json, sys
+import graphsys
+_, report = graphsys.ingest(sys.argv[1], sys.argv[2], partitions=int(sys.argv[3]),
+                            memory_limit=int(sys.argv[4]), return_report=True)
+print(json.dumps(report.to_json()))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = harness.parser(__doc__)
+    ap.add_argument("--sizes", type=harness.counts, default=harness.counts("1M,10M"),
+                    help="edge counts, e.g. 1M,10M,100M (default 1M,10M)")
+    ap.add_argument("--partitions", type=harness.counts, default=[1, 4, 16],
+                    help="partition counts P (default 1,4,16)")
+    ap.add_argument("--memory-limit", type=harness.size, default=harness.size("1GB"),
+                    help="ingest's memory budget (default 1GB)")
+    ap.add_argument("--work", "--workdir", type=Path, dest="work",
+                    help="scratch directory (default: a temporary one, removed)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--input", choices=("tsv", "parquet"), default="tsv",
+                    help="edge file format (default tsv)")
+    args = ap.parse_args(argv)
+
+    from graphsys.generators import rmat_edges, write_edges
+
+    run = harness.Run("storage/ingest", args.record, memory=False)
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    work.mkdir(parents=True, exist_ok=True)
+    python = sys.executable
+    results = []
+    for size in args.sizes:
+        nodes = 1 << max(1, round(size / 16).bit_length() - 1)
+        edge_file = work / f"rmat-{size}.{args.input}"
+        t = time.perf_counter()
+        write_edges(rmat_edges(nodes, size, seed=args.seed), edge_file, overwrite=True)
+        entry = {"edges": size, "nodes_ids": nodes, "input_bytes": edge_file.stat().st_size,
+                 "generate_seconds": round(time.perf_counter() - t, 2)}
+        base = harness.run_child([python, "-c", BASELINE if args.input == "tsv" else
+                                  BASELINE_PARQUET, edge_file, work / "raw.arrow"])
+        (work / "raw.arrow").unlink()
+        secs = base.json["seconds"]
+        entry["baseline"] = {"seconds": round(secs, 3), "edges_per_s": round(size / secs),
+                             **base.peaks()}
+        entry["graphsys"] = {}
+        for p in args.partitions:
+            out = work / f"g-{size}-{p}"
+            child = harness.run_child([python, "-c", INGEST, edge_file, out, str(p),
+                                       str(args.memory_limit)])
+            shutil.rmtree(out)
+            rep = child.json
+            total = rep["seconds"]["total"]
+            entry["graphsys"][f"P{p}"] = {
+                "seconds": total, "phases": rep["seconds"], "edges_per_s": round(size / total),
+                **child.peaks(), "ratio": round(secs / total, 3)}
+        edge_file.unlink()
+        results.append(entry)
+    if args.work is None:
+        shutil.rmtree(work)
+    run.emit(input=args.input, memory_limit_bytes=args.memory_limit, results=results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,268 @@
+"""The GNN workload ``graphsys profile --workload gnn`` measures (:func:`profile_gnn`).
+
+On a graph with a ``label`` column: :func:`graphsys.gnn.train` itself (what ``graphsys gnn
+train --out`` runs: its epochs, evaluations and checkpoints; :data:`GNN_DEFAULTS` bound the
+epochs to one unless the config sets them), with named ranges on evaluation, checkpoints,
+data loading and the adjacency build. Otherwise ``steps`` synthetic minibatch steps of the
+user's node-task :class:`graphsys.gnn.TrainConfig` (model, fanouts, hidden, heads, dropout,
+lr, ...; default :data:`GNN_DEFAULTS`), the model built and the blocks sampled as
+:func:`graphsys.gnn.train` does (undirected graph), on the graph's ``feat``/``label`` node
+columns when present (used as stored, not row-normalised), else seeded random features (16
+floats) and 4 random classes. The SIMT model runs over each block's per-destination
+in-degrees (the aggregation loops), one kernel per block.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphsys.analysis.kernels import StepMarker, profile_call
+from graphsys.analysis.workloads import SimtRecorder
+from graphsys.errors import GraphsysError
+
+#: the GNN profile's config when the user gives none, and its base under ``key=value``
+#: overrides: the trainer's defaults (GraphSAGE, hidden 64, lr 0.01, batch 256) with a
+#: bounded two-layer neighbourhood (10 then 5 neighbours; the trainer's default is all)
+GNN_DEFAULTS = {"fanouts": [10, 5], "epochs": 1}
+
+
+def block_in_degrees(edge_dst, num_dst: int) -> np.ndarray:
+    """In-degree (int64 (num_dst,)) of every destination of a sampled block whose edges end
+    at ``edge_dst`` (an int tensor of local destination ids). Reads the tensor with
+    ``Tensor.numpy()``, which dispatches torch operators: call it outside profiled code."""
+    return np.bincount(edge_dst.cpu().numpy(), minlength=num_dst)
+
+
+@contextmanager
+def _wrapped(module, wrappers: dict[str, Callable[[Any], Any]]):
+    """Replace ``module``'s global functions/classes ``name`` by ``wrappers[name](original)``
+    inside the block (names the module no longer has are left out), restored after."""
+    saved = {n: getattr(module, n) for n in wrappers if hasattr(module, n)}
+    try:
+        for n, orig in saved.items():
+            setattr(module, n, wrappers[n](orig))
+        yield
+    finally:
+        for n, orig in saved.items():
+            setattr(module, n, orig)
+
+
+def _ranged(name: str, before: Callable[[], None] | None = None):
+    """A wrapper factory: every call of the function is the trace range ``name``
+    (``before`` called first, outside the range)."""
+    from graphsys.trace import trace_range
+
+    def wrap(fn):
+        def inner(*args, **kwargs):
+            if before is not None:
+                before()
+            with trace_range(name):
+                return fn(*args, **kwargs)
+        return inner
+    return wrap
+
+
+def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
+                       steps: int | None, trace=None, progress: bool = False
+                       ) -> dict[str, Any]:
+    """:func:`graphsys.gnn.train` itself, as ``graphsys gnn train --out`` runs it (the
+    epochs, evaluations and checkpoints of ``cfg``, into a temporary directory), with named
+    ranges on its evaluation, checkpoints, data loading and adjacency build; at most
+    ``steps`` training batches per epoch when given. The blocks of the first
+    :data:`GNN_MODEL_STEPS` batches feed the SIMT model after the run."""
+    import graphsys.gnn.node_task as T
+    from graphsys.gnn import train
+
+    state: dict[str, Any] = {"marker": None, "blocks": [], "batches": 0, "x_dim": None}
+
+    def finish():
+        if state["marker"] is not None:
+            state["marker"].finish()
+
+    def loader(cls):
+        class Loader(cls):
+            def __iter__(self):
+                for k, batch in enumerate(super().__iter__()):
+                    if steps is not None and k >= steps:
+                        return
+                    state["marker"].step()
+                    state["batches"] += 1
+                    if len(state["blocks"]) < GNN_MODEL_STEPS:
+                        state["blocks"].append([(b.edge_dst, b.num_dst_nodes, b.num_edges)
+                                                for b in batch.blocks])
+                        if batch.x is not None:
+                            state["x_dim"] = int(batch.x.shape[1])
+                    yield batch
+                finish()
+        Loader.__name__ = Loader.__qualname__ = cls.__name__
+        return Loader
+
+    wrappers = {"NodeLoader": loader,
+                "layerwise_inference": _ranged("gnn.evaluate", finish),
+                "full_neighbourhood_outputs": _ranged("gnn.evaluate", finish),
+                "save_checkpoint": _ranged("gnn.checkpoint", finish),
+                "node_task_data": _ranged("gnn.data"),
+                "homogeneous_adjacency": _ranged("gnn.adjacency")}
+    with tempfile.TemporaryDirectory(prefix="graphsys-profile-gnn-") as tmp:
+        def work(marker: StepMarker):
+            state["marker"] = marker
+            with _wrapped(T, wrappers):
+                res = train(graph, cfg, device=device, out=Path(tmp) / "out",
+                            progress=progress)
+            marker.finish()
+            return res
+
+        res, stats = profile_call(work, device=device, trace=trace,
+                                  count_transfers=str(device) != "cpu")
+    n_steps = len(stats.per_step)
+    stats.finish_invocations += 0
+    labels = graph.node_column("label", graph.entity_types[0])
+    classes = int(np.max(labels)) + 1 if len(labels) else 1
+    layers = len(state["blocks"][0]) if state["blocks"] else 1
+    dims = [state["x_dim"] or cfg.hidden] + [cfg.hidden] * (layers - 1) + [classes]
+    flops = 0.0
+    for k, blocks in enumerate(state["blocks"]):
+        for (_, n_dst, n_edges), (a, c) in zip(blocks, zip(dims[:-1], dims[1:])):
+            flops += 3 * (2.0 * n_edges * a + 4.0 * n_dst * a * c)
+        recorder.step({"step": k, "direction": "pull", "active": blocks[-1][1]},
+                      [(lambda d=block_in_degrees(dst, n): iter([d])) for dst, n, _ in blocks])
+    # FLOPs of the modelled batches, scaled to every batch that ran
+    stats.flops = flops * state["batches"] / max(len(state["blocks"]), 1)
+    return {"stats": stats, "steps": max(n_steps, 1), "flops": stats.flops,
+            "workload": {"kind": "gnn", "path": "graphsys.gnn.train (as graphsys gnn "
+                                                "train --out), node task",
+                         "model": cfg.model, "epochs": res.epochs,
+                         "steps": state["batches"], "batch_size": cfg.batch_size,
+                         "fanouts": cfg.fanouts, "hidden": cfg.hidden, "heads": cfg.heads,
+                         "dropout": cfg.dropout, "lr": cfg.lr, "classes": classes,
+                         "num_workers": cfg.num_workers, "eval_every": cfg.eval_every,
+                         "device": device, "modelled_flops": stats.flops,
+                         "metrics": res.metrics,
+                         "parameters": {k: list(v.shape) for k, v in
+                                        res.model.named_parameters()},
+                         "features": "as graphsys gnn train reads them",
+                         "simt_source": "per-destination in-degrees of the sampled blocks "
+                                        f"of the first {GNN_MODEL_STEPS} batches",
+                         "trainer": "graphsys.gnn.train itself: batches, evaluation, "
+                                    "checkpoints"
+                                    + ("" if steps is None else
+                                       f" (at most {steps} batches per epoch)")}}
+
+
+#: Batches whose blocks the SIMT model of a GNN profile reads.
+GNN_MODEL_STEPS = 20
+
+
+def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int | None = None,
+                config=None, batch_size: int | None = None, trace=None,
+                progress: bool = False) -> dict[str, Any]:
+    """``steps`` minibatch steps of the node task (see the module docstring); ``trace`` as
+    :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.TrainConfig`
+    (model, fanouts, hidden, heads, dropout, lr, weight_decay, batch_size, seed; default
+    :data:`GNN_DEFAULTS`); the model is built by the trainer's
+    :func:`~graphsys.gnn.node_task.build_node_model` and sampled by its
+    :func:`~graphsys.gnn.batches.node_sampler`.
+    ``batch_size``, when given, replaces the config's."""
+    from dataclasses import replace
+
+    import torch
+
+    from graphsys.gnn.batches import node_sampler
+    from graphsys.gnn.node_task import build_node_model, node_model_dims
+    from graphsys.gnn.overrides import train_config_from_overrides
+    from graphsys.sampling.adjacency import homogeneous_adjacency
+
+    cfg = config if config is not None else train_config_from_overrides([], GNN_DEFAULTS)
+    if batch_size is not None:
+        cfg = replace(cfg, batch_size=batch_size)
+    if ((steps is not None and steps < 1) or cfg.batch_size < 1):
+        raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "
+                            f"{cfg.batch_size}")
+    if (len(graph.entity_types) == 1 and "label" in graph.node_columns(graph.entity_types[0])
+            and cfg.task == "node"):
+        return _profile_gnn_train(graph, cfg, recorder=recorder, device=device, steps=steps,
+                                  trace=trace, progress=progress)
+    steps = 5 if steps is None else steps
+    if steps < 1 or cfg.batch_size < 1:
+        raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "
+                            f"{cfg.batch_size}")
+    if cfg.task != "node":
+        raise GraphsysError(f"task: the GNN profile runs the node task, got {cfg.task!r}")
+    et = graph.entity_types[0] if len(graph.entity_types) == 1 else None
+    if et is None:
+        raise GraphsysError("the GNN workload profiles graphs with one entity type")
+    n = graph.num_nodes()
+    cols = graph.node_columns(et)
+    seed = cfg.seed
+    rng = np.random.default_rng(seed)
+    if "feat" in cols:
+        feats = torch.as_tensor(graph.node_column("feat", et))
+    else:
+        feats = torch.as_tensor(rng.standard_normal((n, 16), dtype=np.float32))
+    if "label" in cols:
+        labels = torch.as_tensor(np.maximum(graph.node_column("label", et), 0))
+    else:
+        labels = torch.as_tensor(rng.integers(0, 4, n))
+    classes = int(labels.max()) + 1 if n else 1
+    torch.manual_seed(seed)
+    sampler = node_sampler(cfg, homogeneous_adjacency(graph, et, symmetric=True))
+    dims = node_model_dims(cfg, feats.shape[1], classes, sampler.num_layers)
+    model = build_node_model(cfg, dims)
+    hidden = cfg.hidden
+    dev = torch.device(device)
+    model.to(dev)
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    batches = [rng.choice(n, size=min(cfg.batch_size, n), replace=False) for _ in range(steps)]
+    # each step's blocks' (destination ids, destinations), read after the profiled run:
+    # Tensor.numpy() inside it would add operators to the counts
+    block_dst: list[list[tuple[Any, int]]] = []
+    flops = {"v": 0.0}
+
+    def work(marker: StepMarker):
+        for k, seeds in enumerate(batches):
+            marker.step()
+            blocks = sampler.sample_blocks(np.sort(seeds), seed + k, parallel=False)
+            block_dst.append([(b.edge_dst, b.num_dst_nodes) for b in blocks])
+            x = feats[blocks[0].src_nodes].to(dev)
+            y = labels[blocks[-1].dst_nodes].to(dev)
+            blocks = [b.to(dev) for b in blocks]
+            loss = torch.nn.functional.cross_entropy(model(blocks, x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            dims = [feats.shape[1]] + [hidden] * (sampler.num_layers - 1) + [classes]
+            for b, (a, c) in zip(blocks, zip(dims[:-1], dims[1:])):
+                flops["v"] += 3 * (2.0 * b.num_edges * a + 4.0 * b.num_dst_nodes * a * c)
+        marker.finish()
+
+    _, stats = profile_call(work, device=device, trace=trace)
+    stats.flops = flops["v"]
+    for k, blocks in enumerate(block_dst):
+        degs = [block_in_degrees(dst, n_dst) for dst, n_dst in blocks]
+        recorder.step({"step": k, "direction": "pull", "active": len(batches[k])},
+                      [(lambda d=d: iter([d])) for d in degs])
+    return {"stats": stats, "steps": steps, "flops": stats.flops,
+            "workload": {"kind": "gnn", "model": cfg.model, "steps": steps,
+                         "batch_size": cfg.batch_size,
+                         "fanouts": cfg.fanouts or [-1] * sampler.num_layers,
+                         "hidden": hidden, "heads": cfg.heads, "dropout": cfg.dropout,
+                         "lr": cfg.lr, "classes": classes, "device": device,
+                         "modelled_flops": stats.flops,
+                         "parameters": {k: list(v.shape) for k, v in
+                                        model.named_parameters()},
+                         "features": "feat column" if "feat" in cols else "random (16)",
+                         "path": "synthetic steps (the graph has no label column, which "
+                                 "graphsys gnn train needs): the trainer's sampler, model "
+                                 "and Adam, random labels",
+                         "num_workers": 0, "eval_every": None,
+                         "simt_source": "per-destination in-degrees of every sampled block",
+                         "trainer": "the trainer's block sampler, build_node_model and "
+                                    "Adam (graphsys.gnn.node_task), not train() itself"}}
+

@@ -1,0 +1,198 @@
+"""Process groups of data-parallel runs, shared by every engine (BSP, embeddings, GNNs).
+
+A run of several processes is launched by ``torchrun`` (or initialised by the caller) as
+``torch.distributed``'s default process group: gloo on CPU, NCCL on GPUs. This module holds
+what every engine needs of it and nothing engine-specific: initialising the group from the
+``torchrun`` environment (:func:`init_from_env`) with one timeout (:func:`process_group_timeout`),
+this process's place in it (:func:`rank_and_world_size`, :func:`local_cuda_device`), sums and
+gathers of small values (:class:`Collectives`), the check that every rank holds the same graph
+and settings before the first step (:func:`graph_digest`, :func:`check_same_inputs`), the
+one-line error of a rank whose peer died (:func:`peer_failures`), and tearing the group down
+(:func:`destroy`). Which rank owns which partitions is each engine's business
+(:mod:`graphsys.bsp.distributed` for the BSP engine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from datetime import timedelta
+
+import torch
+
+from graphsys.errors import GraphsysError
+
+#: Environment variable: seconds a collective waits for a peer (default DEFAULT_TIMEOUT_S).
+ENV_TIMEOUT = "GRAPHSYS_DIST_TIMEOUT"
+DEFAULT_TIMEOUT_S = 300.0
+_REDUCE = {"sum": "SUM", "min": "MIN", "max": "MAX"}
+
+
+def initialized() -> bool:
+    """Whether ``torch.distributed``'s default process group is initialised."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def rank_and_world_size() -> tuple[int, int]:
+    """``(rank, world_size)`` of this process in the default process group; ``(0, 1)``
+    when none is initialised."""
+    if not initialized():
+        return 0, 1
+    import torch.distributed as dist
+
+    return dist.get_rank(), dist.get_world_size()
+
+
+def process_group_timeout() -> float:
+    """Seconds a collective may wait for a peer before every rank fails:
+    ``GRAPHSYS_DIST_TIMEOUT`` if set, else :data:`DEFAULT_TIMEOUT_S`."""
+    value = os.environ.get(ENV_TIMEOUT)
+    if value is None:
+        return DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise GraphsysError(f"{ENV_TIMEOUT}={value!r}: must be a positive number of seconds")
+    return seconds
+
+
+def init_from_env(device: torch.device) -> bool:
+    """Initialise the default process group from the ``torchrun`` environment
+    (``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR``/``MASTER_PORT``) when ``WORLD_SIZE`` > 1 and
+    it is not initialised yet; NCCL for CUDA devices, gloo otherwise, with the
+    :func:`process_group_timeout`. Returns whether the run is distributed."""
+    import torch.distributed as dist
+
+    if initialized():
+        return dist.get_world_size() > 1
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return False
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                            timeout=timedelta(seconds=process_group_timeout()))
+    return True
+
+
+def local_cuda_device() -> torch.device:
+    """This rank's GPU, ``cuda:LOCAL_RANK`` (``torchrun`` sets it; else the rank modulo the
+    visible GPUs), made the current CUDA device."""
+    import torch.distributed as dist
+
+    local = int(os.environ.get("LOCAL_RANK", dist.get_rank() % torch.cuda.device_count()))
+    torch.cuda.set_device(local)
+    return torch.device("cuda", local)
+
+
+def destroy() -> None:
+    """Destroy the default process group, after collecting garbage: objects in reference
+    cycles that hold the group (a ``DistributedDataParallel`` wrapper and its reducer) go
+    first; left to interpreter exit, gloo's threads are torn down during static
+    destruction, which can abort the process."""
+    import gc
+
+    import torch.distributed as dist
+
+    gc.collect()
+    dist.destroy_process_group()
+
+
+class Collectives:
+    """Sums and gathers of small values over the ranks of the default process group
+    (initialised by the caller, or by :func:`init_from_env`): float64 tensors on the CPU
+    for gloo, on ``device`` for NCCL."""
+
+    def __init__(self, device: torch.device):
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            raise GraphsysError("distributed run: torch.distributed is not initialised "
+                                "(launch with torchrun, or call init_process_group first)")
+        self.dist = dist
+        self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+        # gloo exchanges CPU tensors; NCCL needs them on the GPU
+        self.device = device if dist.get_backend() == "nccl" else torch.device("cpu")
+
+    def allreduce(self, values: list[float], ops: list[str]) -> list[float]:
+        """Reduce each value with its op (``sum``, ``min``, ``max``) over all ranks: one
+        all_reduce per distinct op."""
+        out = [0.0] * len(values)
+        for op in sorted(set(ops)):
+            pos = [k for k, o in enumerate(ops) if o == op]
+            t = torch.tensor([float(values[k]) for k in pos], dtype=torch.float64,
+                             device=self.device)
+            self.dist.all_reduce(t, op=getattr(self.dist.ReduceOp, _REDUCE[op]))
+            for k, v in zip(pos, t.tolist()):
+                out[k] = v
+        return out
+
+    def allgather(self, local: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+        """Concatenate every rank's ``local`` float64 (n_r,) vector or (n_r, d) rows (rank
+        order); ``sizes`` are the ranks' n_r."""
+        m = max(sizes)
+        buf = torch.zeros((m, *local.shape[1:]), dtype=torch.float64, device=self.device)
+        buf[:len(local)] = local.to(self.device)
+        parts = [torch.empty_like(buf) for _ in range(self.world_size)]
+        self.dist.all_gather(parts, buf)
+        return torch.cat([p[:s] for p, s in zip(parts, sizes)])
+
+    def barrier(self) -> None:
+        """Wait until every rank gets here."""
+        self.allreduce([0.0], ["sum"])
+
+
+def graph_digest(graph) -> str:
+    """sha256 (hex) of what makes a graph the same graph on every rank: its manifest's
+    partitioning, types, edge sets and the sha256 of every node and bucket file. Provenance
+    (``created_by``, ``metadata``) and adjacency indexes (a rank may have built one, another
+    not) are left out."""
+    m = graph.manifest.to_json()
+    m = {k: v for k, v in m.items() if k not in ("created_by", "metadata", "indexes")}
+    m["files"] = {k: v for k, v in m["files"].items() if not k.startswith("index/")}
+    return hashlib.sha256(json.dumps(m, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def check_same_inputs(what: dict[str, str]) -> None:
+    """Fail on every rank, in one line, unless all ranks of the initialised process group
+    hold the same ``what`` (name -> digest, e.g. the graph's and the program's): an
+    ``all_gather`` of the digests before the first superstep or batch. Ranks given different
+    graph directories (another partitioner or seed, same counts) would otherwise run to
+    completion on inconsistent data."""
+    import torch.distributed as dist
+
+    names = sorted(what)
+    local = torch.tensor([int(what[n][:15], 16) for n in names], dtype=torch.int64)
+    if dist.get_backend() == "nccl":
+        local = local.cuda()
+    parts = [torch.empty_like(local) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, local)
+    rows = torch.stack(parts).cpu()
+    for k, name in enumerate(names):
+        bad = [r for r in range(rows.shape[0]) if rows[r, k] != rows[0, k]]
+        if bad:
+            raise GraphsysError(f"distributed run: rank {bad[0]} has another {name} than rank 0 "
+                                f"(every rank must open the same graph and run the same "
+                                f"program and settings)")
+
+
+@contextlib.contextmanager
+def peer_failures(distributed: bool) -> Iterator[None]:
+    """Turn the error a rank gets when a peer died, froze past the timeout or closed its
+    connection (a ``RuntimeError`` from the backend) into one line naming this rank."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if not distributed:
+            raise
+        import torch.distributed as dist
+
+        rank = dist.get_rank() if dist.is_initialized() else "?"
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise GraphsysError(f"rank {rank}: a peer rank died, froze for more than "
+                            f"{process_group_timeout():.0f} s ({ENV_TIMEOUT}) or failed: "
+                            f"{first}") from None

@@ -1,0 +1,102 @@
+"""The samplers and batches of each task of :func:`graphsys.gnn.train`.
+
+Training draws fresh neighbourhoods every batch: :func:`node_sampler` (node task),
+:func:`link_sampler` (held-out-edge link task), :func:`walk_sampler` (PinSage walks over a
+meta-path; the item task), and :func:`pair_batch` cuts a link task's (head, positive,
+negatives) batch into the blocks of its distinct nodes. Evaluation runs on fixed blocks,
+the same at every evaluation: :func:`eval_blocks` (full neighbourhoods, or a walk sample
+fixed by the seed; streaming inference), :func:`node_eval_sampler` and
+:func:`fixed_blocks` (the node task's validation and test seeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.conv.spec import random_walk_sampling
+from graphsys.sampling._util import derive_seed
+from graphsys.sampling.adjacency import Adjacency
+from graphsys.sampling.block import Block, MiniBatch
+from graphsys.sampling.neighbor import NeighborSampler
+from graphsys.sampling.pinsage import RandomWalkNeighborSampler
+
+
+def node_sampler(cfg: TrainConfig, adj: Adjacency) -> NeighborSampler | RandomWalkNeighborSampler:
+    """The node task's training sampler over ``adj``: uniform neighbours with
+    ``cfg.fanouts`` (default every neighbour, 2 layers), or PinSage walks for a model that
+    samples by random walks (``fanouts[l]`` neighbours in layer ``l``, 10 for -1)."""
+    fanouts = cfg.fanouts or [-1, -1]
+    if random_walk_sampling(cfg.model):
+        return walk_sampler(cfg, adj, adj, fanouts)
+    return NeighborSampler(adj, fanouts)
+
+
+def walk_sampler(cfg: TrainConfig, fw: Adjacency, bw: Adjacency, fanouts: list[int]
+                 ) -> RandomWalkNeighborSampler:
+    """PinSage walks over the meta-path ``fw``, ``bw`` with ``cfg``'s walk parameters,
+    ``fanouts[l]`` neighbours in layer ``l`` (10 for -1)."""
+    return RandomWalkNeighborSampler(fw, bw, cfg.num_traversals, cfg.termination_prob,
+                                     cfg.num_random_walks, [f if f > 0 else 10 for f in fanouts])
+
+
+def eval_blocks(sampler: NeighborSampler | RandomWalkNeighborSampler, seed: int
+                ) -> Callable[[np.ndarray, int], Block]:
+    """``(dst, layer) -> Block``: the blocks evaluation and streaming inference run on:
+    full neighbourhoods (uniform sampler), or a PinSage sample fixed by ``seed``."""
+    if isinstance(sampler, RandomWalkNeighborSampler):
+        return lambda dst, layer: sampler._layer_block(
+            dst, layer, derive_seed(seed, 7919, layer), parallel=False, check=False)
+    full = NeighborSampler(sampler.adj, [-1] * sampler.num_layers)
+    return lambda dst, layer: full._layer_block(dst, layer, 0, parallel=False, check=False)
+
+
+def node_eval_sampler(cfg: TrainConfig, adj: Adjacency, sampler: NeighborSampler |
+                      RandomWalkNeighborSampler) -> NeighborSampler | RandomWalkNeighborSampler:
+    """The sampler of the node task's validation and test neighbourhoods:
+    ``cfg.eval_fanouts`` (``[-1]``: every neighbour in every layer), else the training
+    ``cfg.fanouts``; PinSage walks for a model that samples by random walks."""
+    fanouts = cfg.eval_fanouts or cfg.fanouts or [-1, -1]
+    if len(fanouts) == 1:
+        fanouts = fanouts * sampler.num_layers
+    if random_walk_sampling(cfg.model):
+        return walk_sampler(cfg, adj, adj, fanouts)
+    return NeighborSampler(adj, fanouts)
+
+
+def fixed_blocks(sampler: NeighborSampler | RandomWalkNeighborSampler, seed: int
+                 ) -> Callable[[np.ndarray, int], Block]:
+    """``(dst, layer) -> Block``: ``sampler``'s layer-``layer`` block of ``dst``, drawn
+    with a seed fixed by ``seed`` and the layer (the same sample at every evaluation).
+    Uniform picks are drawn on every thread (each node's picks depend on the seed and the
+    node alone); walks on the calling thread."""
+    par = None if isinstance(sampler, NeighborSampler) else False
+    return lambda dst, layer: sampler._layer_block(
+        dst, layer, derive_seed(seed, 7919, layer), parallel=par, check=False)
+
+
+def link_sampler(cfg: TrainConfig, adj: Adjacency
+                 ) -> NeighborSampler | RandomWalkNeighborSampler:
+    """The held-out-edge link task's sampler over the training graph ``adj``: uniform
+    neighbours with ``cfg.fanouts`` (default ``[10, 10]``), or PinSage walks for a model
+    that samples by random walks."""
+    fanouts = cfg.fanouts or [10, 10]
+    if random_walk_sampling(cfg.model):
+        return walk_sampler(cfg, adj, adj, fanouts)
+    return NeighborSampler(adj, fanouts)
+
+
+def pair_batch(sampler, heads: np.ndarray, pos: np.ndarray, neg: np.ndarray,
+               rng_seed: int) -> MiniBatch:
+    """A link task batch: the blocks of the distinct nodes among ``heads`` (B,), their
+    positives ``pos`` (B,) and negatives ``neg`` (B, K), seeds in ascending id order;
+    ``extra`` maps each to its seed row (``head``, ``pos`` (B,), ``neg`` (B, K))."""
+    nodes, inv = np.unique(np.concatenate([heads, pos, neg.ravel()]), return_inverse=True)
+    b = len(heads)
+    blocks = sampler.sample_blocks(nodes, rng_seed, parallel=False)
+    extra = {"head": torch.from_numpy(inv[:b]), "pos": torch.from_numpy(inv[b:2 * b]),
+             "neg": torch.from_numpy(inv[2 * b:].reshape(b, -1))}
+    return MiniBatch(torch.from_numpy(nodes), blocks, extra)

@@ -1,0 +1,341 @@
+"""CSR / CSC reads: a graph's adjacency over global node ids, built in RAM from the buckets
+or mapped from the stored indexes.
+
+:func:`build_csr` builds the out-neighbour (or, transposed, in-neighbour) lists with two
+streaming passes over the buckets (degrees, then a scatter): memory is the output plus one
+record batch. The indexes :mod:`graphsys.storage.adjacency_index` stores (``csr``, ``csc``,
+``sym``, ``push``; their files are described there) are mapped instead by :func:`map_index`,
+which checks them against the manifest (stale ones refused) and their values in range, and
+:func:`map_offsets` maps only a ``csr``/``csc`` index's row offsets (the degrees) in O(N).
+:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>`, ``csc``, ``adjacency_index`` and
+``index_offsets`` are thin calls into this module (each index mapped and checked once per
+:class:`~graphsys.storage.graph.Graph`, by :func:`mapped_index` and :func:`mapped_offsets`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from graphsys.errors import FormatError
+from graphsys.storage import kernels, pages
+from graphsys.storage.column_file import map_column
+from graphsys.storage.edges import iter_edges
+from graphsys.storage.format import IndexInfo, Manifest, bucket_file, index_file
+from graphsys.storage.push_layout import layout_problem
+
+#: Entries per slice of a mapped column read in one go by a checking or counting pass
+#: (:func:`chunks`): 64 MiB of int32
+CHECK_CHUNK = 1 << 24
+
+
+@dataclass
+class CSR:
+    """Compressed sparse rows over global node ids, from :meth:`Graph.csr` / :meth:`Graph.csc`.
+
+    Row ``v``'s neighbours are ``indices[indptr[v]:indptr[v + 1]]``, ascending.
+
+    Attributes
+    ----------
+    indptr : numpy.ndarray
+        int64 (N+1,) row offsets.
+    indices : numpy.ndarray
+        int64 (E,) neighbours (int32 when mapped from a stored adjacency index of a graph
+        with fewer than 2**31 nodes; every array is then a read-only view of page cache).
+    weight : numpy.ndarray or None
+        float32 (E,) edge weights, or None.
+    edge_ids : numpy.ndarray or None
+        int64 (E,) position of each entry in the bucket stream (row-major bucket order),
+        present only when asked for.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+    ...                         tempfile.mkdtemp() + "/g", partitions=2)
+    >>> c = g.csr()
+    >>> c.num_nodes, c.indptr.tolist(), c.indices.tolist()
+    (4, [0, 1, 3, 4, 5], [2, 0, 2, 3, 1])
+    >>> c.to_scipy().shape
+    (4, 4)
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    weight: np.ndarray | None = None
+    edge_ids: np.ndarray | None = None
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of rows ``N``."""
+        return len(self.indptr) - 1
+
+    def to_scipy(self):
+        """The rows as a ``scipy.sparse.csr_matrix`` (N, N): entries are the weights, or 1."""
+        import scipy.sparse as sp
+
+        data = self.weight if self.weight is not None else np.ones(len(self.indices), np.float32)
+        n = self.num_nodes
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=(n, n))
+
+
+@dataclass(frozen=True)
+class MappedIndex:
+    """One adjacency index mapped read-only: ``indptr`` int64 (N+1,), ``indices`` int32 or
+    int64 (M,), ``weight`` float32 (M,) or None; views of the mapped files (page cache)."""
+
+    info: IndexInfo
+    indptr: np.ndarray
+    indices: np.ndarray
+    weight: np.ndarray | None
+
+
+
+@dataclass(frozen=True)
+class MappedPush:
+    """A ``push`` index mapped read-only and checked (:func:`map_index`): the arrays of
+    :mod:`graphsys.storage.push_layout` as views of the mapped files, ``heavy``, and
+    ``receivers`` (targets with at least one in-edge, counted by the check)."""
+
+    info: IndexInfo
+    order: np.ndarray
+    bounds: np.ndarray
+    edge_ptr: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    runs: np.ndarray
+    heavy: int
+    receivers: int
+
+    def layout(self) -> tuple:
+        """``(bounds, edge_ptr, src, dst, runs, heavy)``: the push step's layout arguments."""
+        return self.bounds, self.edge_ptr, self.src, self.dst, self.runs, self.heavy
+
+
+
+
+def edges_digest(manifest: Manifest, edge_set: str) -> str:
+    """sha256 over the (path, sha256) of every bucket file of ``edge_set``: what an index
+    was built from."""
+    es = manifest.edge_sets[edge_set]
+    h = hashlib.sha256()
+    for (i, j) in sorted(es.buckets):
+        rel = bucket_file(edge_set, i, j)
+        h.update(f"{rel}:{manifest.files.get(rel, {}).get('sha256', '')}\n".encode())
+    return h.hexdigest()
+
+
+
+@numba.njit(cache=True, nogil=True)
+def _unsorted_row(indptr, indices):
+    """0 if every row of the CSR ascends strictly (sorted, no repeated neighbour); else the
+    first bad row + 1."""
+    for r in range(indptr.shape[0] - 1):
+        for k in range(indptr[r] + 1, indptr[r + 1]):
+            if indices[k] <= indices[k - 1]:
+                return r + 1
+    return 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _indptr_problem(indptr, num_edges):
+    """0 if ``indptr`` starts at 0, never decreases and ends at ``num_edges``; else the
+    first bad position + 1."""
+    if indptr.shape[0] == 0 or indptr[0] != 0:
+        return 1
+    for k in range(1, indptr.shape[0]):
+        if indptr[k] < indptr[k - 1]:
+            return k + 1
+    if indptr[indptr.shape[0] - 1] != num_edges:
+        return indptr.shape[0]
+    return 0
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _out_of_range(indices, n):
+    """Number of entries outside ``[0, n)``."""
+    bad = 0
+    for k in numba.prange(indices.shape[0]):
+        v = indices[k]
+        if v < 0 or v >= n:
+            bad += 1
+    return bad
+
+
+def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
+    """The manifest's entry of the ``kind`` index of ``edge_set`` (None if it lists none),
+    refused as stale when it was built for other edges."""
+    info = graph.manifest.indexes.get(edge_set, {}).get(kind)
+    if info is None:
+        return None
+    es = graph.edge_set(edge_set)
+    # a sym index holds each stored edge at most twice (once per direction) after dedupe
+    entries_ok = (info.num_edges <= 2 * es.num_edges if kind == "sym"
+                  else info.num_edges == es.num_edges)
+    if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
+            not entries_ok or info.num_nodes != graph.num_nodes()):
+        first = graph.location.file(index_file(edge_set, kind, info.columns()[0]))
+        raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
+                          f"again)")
+    return info
+
+
+def _offsets(graph, edge_set: str, kind: str, info: IndexInfo) -> np.ndarray:
+    """The mapped ``indptr`` of a CSR/CSC index, checked (O(N))."""
+    rel = index_file(edge_set, kind, "indptr")
+    loc = graph.location
+    indptr = map_column(loc.file(rel), np.dtype(np.int64), info.num_nodes + 1,
+                        what="index column", location=loc, rel=rel)
+    bad = _indptr_problem(indptr, info.num_edges)
+    if bad:
+        raise FormatError(f"{loc.file(rel)}: offsets corrupted at entry {bad - 1}")
+    return indptr
+
+
+def map_offsets(graph, edge_set: str, kind: str) -> np.ndarray | None:
+    """Only the row offsets (int64 (N+1,)) of the ``csr``/``csc`` index of ``edge_set``,
+    mapped and checked in O(N) (not the neighbour ids): what the degrees need. None if the
+    manifest lists no such index; stale or corrupted offsets raise :class:`FormatError`."""
+    info = _current(graph, edge_set, kind)
+    return None if info is None else _offsets(graph, edge_set, kind, info)
+
+
+def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
+              ) -> MappedIndex | MappedPush | None:
+    """Map the ``kind`` index of ``edge_set`` if the manifest lists one (else None), after
+    checking that it matches the current edges (digest, counts) and that its offsets and
+    ids are in range (``check_values``: O(N + M) reads of page cache; always for a push
+    index, whose check also counts its receivers); a stale, truncated or corrupted index
+    raises :class:`FormatError` naming its file."""
+    info = _current(graph, edge_set, kind)
+    if info is None:
+        return None
+    loc = graph.location
+    n, m = info.num_nodes, info.num_edges
+
+    def column(name: str, dtype: np.dtype, length: int) -> np.ndarray:
+        rel = index_file(edge_set, kind, name)
+        return map_column(loc.file(rel), dtype, length, what="index column", location=loc,
+                          rel=rel)
+
+    if kind == "push":
+        nb, heavy = info.num_blocks, info.heavy
+        arrays = [column("order", np.dtype(np.int64), n),
+                  column("bounds", np.dtype(np.int64), nb + 1),
+                  column("edge_ptr", np.dtype(np.int64), nb + 1),
+                  column("src", np.dtype(np.uint32), m), column("dst", np.dtype(np.uint16), m),
+                  column("runs", np.dtype(np.int64), nb * (heavy + 1))]
+        bad, receivers = layout_problem(*arrays, heavy)
+        if bad:
+            name = ("order", "bounds", "edge_ptr", "runs", "src", "dst")[bad - 1]
+            raise FormatError(f"{loc.file(index_file(edge_set, kind, name))}: push index "
+                              f"{name} out of range (corrupted)")
+        return MappedPush(info, *arrays, heavy, int(receivers))
+
+    indptr = (_offsets(graph, edge_set, kind, info) if check_values
+              else column("indptr", np.dtype(np.int64), n + 1))
+    ipath = loc.file(index_file(edge_set, kind, "indices"))
+    indices = column("indices", np.dtype(info.index_dtype), m)
+    weight = column("weight", np.dtype(np.float32), m) if info.weighted else None
+    if check_values:
+        if loc.local:  # read: the pages stay in the page cache, not in the resident set
+            pages.release(pages.extent(indptr), indptr)
+        for part in chunks(indices):
+            if _out_of_range(part, n):
+                raise FormatError(f"{ipath}: neighbour id out of range [0, {n}) (corrupted)")
+            if loc.local:
+                pages.release(pages.extent(part), part)
+        bad_row = _unsorted_row(indptr, indices) if kind == "sym" else 0
+        if kind == "sym" and loc.local:  # the sortedness pass read both columns whole
+            pages.release(pages.extent(indptr), indptr)
+            pages.release(pages.extent(indices), indices)
+        if bad_row:
+            raise FormatError(f"{ipath}: row {bad_row - 1} is not sorted and deduplicated "
+                              f"(corrupted)")
+    return MappedIndex(info, indptr, indices, weight)
+
+
+def chunks(column: np.ndarray, size: int = CHECK_CHUNK) -> list[np.ndarray]:
+    """``column`` as consecutive views of ``size`` entries: a pass over a mapped column
+    releases each one once read, so its resident pages stay bounded by one chunk."""
+    return [column[lo:lo + size] for lo in range(0, len(column), size)]
+
+
+def verify_indexes(graph) -> int:
+    """Map and check every index listed in ``graph``'s manifest (hashes are checked with the
+    other files by :func:`graphsys.storage.verify.verify_graph`); returns how many."""
+    count = 0
+    for name, kinds in graph.manifest.indexes.items():
+        for kind, info in kinds.items():
+            for column in info.columns():
+                rel = index_file(name, kind, column)
+                if rel not in graph.manifest.files:
+                    raise FormatError(f"{graph.location.file(rel)}: not listed in the "
+                                      f"manifest")
+            map_index(graph, name, kind)
+            count += 1
+    return count
+
+
+def build_csr(graph, edge_set: str | None = None, *, transpose: bool = False,
+              weights: bool = True, edge_ids: bool = False) -> CSR:
+    """The CSR (or with ``transpose`` the CSC) of an edge set: the stored index mapped when
+    there is one and ``edge_ids`` is not asked for, else built in two streaming passes over
+    the buckets (:meth:`Graph.csr <graphsys.storage.graph.Graph.csr>` holds the contract)."""
+    es = graph.edge_set(edge_set)
+    if not edge_ids:
+        mapped = mapped_index(graph, es.name, "csc" if transpose else "csr")
+        if mapped is not None:
+            return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
+    n = graph.num_nodes()
+    deg = graph.degrees(es.name, "in" if transpose else "out")
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(deg, out=indptr[1:])
+    m = int(indptr[-1])
+    indices = np.empty(m, np.int64)
+    weight = np.empty(m, np.float32) if (weights and es.has_weight) else None
+    perm = np.empty(m, np.int64) if edge_ids else np.zeros(0, np.int64)
+    no_w = np.zeros(0, np.float32)
+    cursor = indptr[:-1].copy()
+    pos = 0
+    for s, d, _, w in iter_edges(graph, es):
+        rows, cols = (d, s) if transpose else (s, d)
+        kernels.csr_fill(rows, cols, 0, cursor, indices, w if weight is not None else no_w,
+                         weight if weight is not None else no_w, perm, pos)
+        pos += len(s)
+    return CSR(indptr, indices, weight, perm if edge_ids else None)
+
+
+def mapped_index(graph, edge_set: str | None = None, kind: str = "csr"
+                 ) -> MappedIndex | MappedPush | None:
+    """:func:`map_index` once per Graph (kept in ``graph._mapped_indexes``), each of the
+    index's files hash-checked first when the graph verifies hashes; None without an
+    index."""
+    key = (graph.edge_set(edge_set).name, kind)
+    cache = graph._mapped_indexes
+    if key not in cache:
+        info = graph.manifest.indexes.get(key[0], {}).get(kind)
+        for column in info.columns() if info is not None else ():
+            graph.check_hash(index_file(key[0], kind, column))
+        cache[key] = map_index(graph, key[0], kind)
+    return cache[key]
+
+
+def mapped_offsets(graph, edge_set: str | None = None, kind: str = "csr"
+                   ) -> np.ndarray | None:
+    """:func:`map_offsets` once per Graph: the ``indptr`` of an index already mapped whole,
+    else only its offsets, mapped and checked in O(N); None without an index."""
+    key = (graph.edge_set(edge_set).name, kind, "offsets")
+    cache = graph._mapped_indexes
+    if key not in cache:
+        mapped = cache.get(key[:2])
+        if mapped is not None:
+            cache[key] = mapped.indptr
+        else:
+            if kind in graph.manifest.indexes.get(key[0], {}):
+                graph.check_hash(index_file(key[0], kind, "indptr"))
+            cache[key] = map_offsets(graph, key[0], kind)
+    return cache[key]

@@ -1,0 +1,188 @@
+"""Pass 1's check of one input batch (:mod:`graphsys.storage.ingest`): ids present and
+free of NUL bytes, weights numeric and finite as float32, edge columns typed from the input,
+relations known; each bad row named by file and line, or dropped and counted with
+``on_bad_line="skip"``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphsys.errors import InputError
+from graphsys.storage.edge_runs import COLUMN_PREFIX
+from graphsys.storage.ids import id_column, ids_array
+from graphsys.storage.readers import NeedCarefulRead
+
+
+def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_bad_line: str
+                   ) -> tuple[dict[str, Any], int]:
+    """Check one input batch; return its columns (ids as int64 ndarray or string array, rel
+    int32, weight float32, edge columns as :func:`edge_column_values` types them) and the
+    number of rows dropped. ``relation(name, where)`` gives a relation name's index (and
+    refuses an unknown one). Bad rows raise :class:`InputError` naming file and line (or
+    :class:`NeedCarefulRead` when the batch cannot name its lines), or are dropped with
+    ``on_bad_line="skip"``."""
+    n = batch.num_rows
+    bad = np.zeros(n, bool)
+    problems: list[tuple[int, str]] = []
+    cols: dict[str, Any] = {}
+    for role in ("src", "dst"):
+        arr = id_column(batch.columns[role], role, path)
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            empty = pc.fill_null(pc.equal(pc.utf8_length(arr), 0), True)
+            nul = pc.fill_null(pc.match_substring(arr, "\x00"), False).to_numpy(
+                zero_copy_only=False)
+            if nul.any():
+                problems.append((int(np.flatnonzero(nul)[0]), f"NUL byte in {role} id"))
+                bad |= nul
+        else:
+            empty = pc.is_null(arr) if arr.null_count else None
+        empty = None if empty is None else empty.to_numpy(zero_copy_only=False)
+        if empty is not None and empty.any():
+            i = int(np.flatnonzero(empty)[0])
+            problems.append((i, f"empty {role} id"))
+            bad |= empty
+        cols[role] = arr
+    if "weight" in batch.columns:
+        w = batch.columns["weight"]
+        if isinstance(w, pa.ChunkedArray):
+            w = w.combine_chunks()
+        if pa.types.is_floating(w.type) or pa.types.is_integer(w.type):
+            wv = w.cast(pa.float64())
+            nulls = pc.is_null(wv).to_numpy(zero_copy_only=False)
+            weights = pc.fill_null(wv, 0.0).to_numpy()
+        else:
+            try:
+                weights = pc.cast(w, pa.float64()).to_numpy(zero_copy_only=False)
+                nulls = np.isnan(weights) & ~_is_nan_text(w)
+            except pa.ArrowInvalid:
+                weights, nulls = _parse_floats(w)
+        if nulls.any():
+            i = int(np.flatnonzero(nulls)[0])
+            problems.append((i, f"non-numeric weight {_value(batch.columns['weight'], i)!r}"))
+            bad |= nulls
+        with np.errstate(over="ignore"):
+            weights = weights.astype(np.float32)
+        infinite = ~nulls & ~np.isfinite(weights)
+        if infinite.any():  # NaN, +-inf, or beyond float32
+            i = int(np.flatnonzero(infinite)[0])
+            problems.append((i, f"non-finite weight {_value(batch.columns['weight'], i)!r} "
+                                f"(as float32)"))
+            bad |= infinite
+        cols["weight"] = weights.astype(np.float32)
+    for role in batch.columns:
+        if role.startswith(COLUMN_PREFIX):
+            cols[role] = edge_column_values(batch.columns[role], role[len(COLUMN_PREFIX):],
+                                             problems, bad, path)
+    if "rel" in batch.columns:
+        r = batch.columns["rel"]
+        if isinstance(r, pa.ChunkedArray):
+            r = r.combine_chunks()
+        r = r.cast(pa.large_string())
+        empty = pc.fill_null(pc.equal(pc.utf8_length(r), 0), True).to_numpy(
+            zero_copy_only=False)
+        if empty.any():
+            problems.append((int(np.flatnonzero(empty)[0]), "empty relation"))
+            bad |= empty
+        enc = r.dictionary_encode()
+        mapping = np.array([relation(str(v), str(path)) if v.is_valid and str(v) else -1
+                            for v in enc.dictionary] or [0], np.int32)
+        codes = pc.fill_null(enc.indices, 0).to_numpy(zero_copy_only=False)
+        cols["rel"] = mapping[codes] if len(enc.dictionary) else np.zeros(n, np.int32)
+    if problems:
+        if on_bad_line == "error":
+            if batch.line_of is None:
+                raise NeedCarefulRead(problems[0][1])
+            i, what = min(problems)
+            raise InputError(what, path=path, line=batch.line_of(i))
+        keep = ~bad
+        cols = {k: (v.filter(pa.array(keep)) if isinstance(v, pa.Array) else v[keep])
+                for k, v in cols.items()}
+    # ids: integers when every id parses as one, else strings
+    for role in ("src", "dst"):
+        cols[role] = ids_array(cols[role])
+    return cols, int(bad.sum())
+
+
+def common_dtype(dtypes: set[str]) -> str:
+    """The dtype an edge column is stored with, from those its batches came in: their one
+    dtype, else float64 (integers and floats mixed, as in a text column whose later lines
+    hold decimals)."""
+    return next(iter(dtypes)) if len(dtypes) == 1 else "float64"
+
+
+def edge_column_values(arr, name: str, problems: list[tuple[int, str]], bad: np.ndarray,
+                        path: Path) -> np.ndarray:
+    """One input batch's values of the edge column ``name`` as int64, float32 or float64
+    (typed from the input: integers as int64, float32 as float32, other floats as float64;
+    text as int64 when every value of the batch is an integer, else float64). Rows that are
+    missing, non-numeric or not finite are added to ``problems`` and ``bad``."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    typ = arr.type
+    nulls = (pc.is_null(arr).to_numpy(zero_copy_only=False) if arr.null_count
+             else np.zeros(len(arr), bool))
+    nonnum = np.zeros(len(arr), bool)
+    if pa.types.is_integer(typ):
+        try:
+            out = pc.cast(pc.fill_null(arr, 0), pa.int64()).to_numpy()
+        except pa.ArrowInvalid:
+            raise InputError(f"edge column {name!r}: an integer beyond int64", path=path) from None
+    elif pa.types.is_floating(typ):
+        want = pa.float64() if typ == pa.float64() else pa.float32()
+        out = pc.cast(pc.fill_null(arr, 0), want).to_numpy()
+    elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        text = pc.utf8_trim_whitespace(arr)
+        try:
+            out = pc.cast(pc.fill_null(text, "0"), pa.int64()).to_numpy()
+        except pa.ArrowInvalid:
+            try:
+                out = pc.cast(pc.fill_null(text, "0"), pa.float64()).to_numpy(
+                    zero_copy_only=False)
+            except pa.ArrowInvalid:
+                out, nonnum = _parse_floats(text)
+                nonnum &= ~nulls
+    else:
+        raise InputError(f"edge column {name!r} has type {typ}; edge columns hold integers "
+                         f"or floats", path=path)
+    for rows, what in ((nulls, "missing"), (nonnum, "non-numeric")):
+        if rows.any():
+            i = int(np.flatnonzero(rows)[0])
+            problems.append((i, f"{what} {name}" + (f" {_value(arr, i)!r}" if what ==
+                                                      "non-numeric" else "")))
+            bad |= rows
+    if out.dtype.kind == "f":
+        infinite = ~nulls & ~nonnum & ~np.isfinite(out)
+        if infinite.any():
+            i = int(np.flatnonzero(infinite)[0])
+            problems.append((i, f"non-finite {name} {_value(arr, i)!r}"))
+            bad |= infinite
+    return out
+
+
+def _value(arr, i: int) -> str:
+    """Row ``i`` of ``arr`` as Python ("" for null), for messages."""
+    v = arr[i]
+    return v.as_py() if v.is_valid else ""
+
+
+def _is_nan_text(arr: pa.Array) -> np.ndarray:
+    return pc.fill_null(pc.match_substring_regex(arr, r"(?i)^\s*[+-]?nan\s*$"), False).to_numpy(
+        zero_copy_only=False)
+
+
+def _parse_floats(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Slow path for a block holding a non-numeric weight: (values, bad mask)."""
+    out = np.zeros(len(arr), np.float64)
+    bad = np.zeros(len(arr), bool)
+    for i, v in enumerate(arr.to_pylist()):
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            bad[i] = True
+    return out, bad

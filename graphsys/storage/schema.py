@@ -1,0 +1,256 @@
+"""What a graph's manifest says, read without opening a data file: its schema (entity
+types, relation types, edge sets) and its counts (nodes, edges, partition sizes and offsets,
+edges per bucket).
+
+:class:`GraphSchema` is the base of :class:`~graphsys.storage.graph.Graph`, which adds the
+reads of the files (buckets, CSR/CSC, node ids and columns); every method here answers from
+:attr:`GraphSchema.manifest` alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphsys.errors import GraphsysError
+from graphsys.storage.format import EdgeSet, EntityType, Manifest, RelationType
+
+
+class GraphSchema:
+    """The schema and counts of a stored graph, from its manifest: the base of
+    :class:`~graphsys.storage.graph.Graph` (documented there, with its examples).
+
+    Attributes
+    ----------
+    manifest : Manifest
+        The parsed manifest (:class:`~graphsys.storage.format.Manifest`).
+    """
+
+    def __init__(self, manifest: Manifest):
+        self.manifest = manifest
+
+    # -- schema ------------------------------------------------------------------------------
+    @property
+    def num_partitions(self) -> int:
+        """Number of node partitions ``P`` (the graph has ``P x P`` buckets)."""
+        return self.manifest.num_partitions
+
+    @property
+    def entity_types(self) -> list[str]:
+        """Names of the entity (node) types, in manifest order."""
+        return list(self.manifest.entity_types)
+
+    @property
+    def relation_types(self) -> list[RelationType]:
+        """The relation types (name, lhs and rhs entity types), in index order."""
+        return list(self.manifest.relation_types)
+
+    @property
+    def edge_sets(self) -> list[str]:
+        """Names of the edge sets."""
+        return list(self.manifest.edge_sets)
+
+    def entity_type(self, entity_type: str | None = None) -> EntityType:
+        """The manifest record of one entity type: name, node count, partition sizes, columns.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            Its name; None for the only one.
+
+        Returns
+        -------
+        EntityType
+
+        Raises
+        ------
+        GraphsysError
+            An unknown name, or None in a graph of several entity types.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
+        >>> g.entity_type()
+        EntityType(name='node', id_type='int64', partition_sizes=[1, 3], columns=[])
+        """
+        if entity_type is None:
+            if len(self.manifest.entity_types) != 1:
+                raise GraphsysError(f"graph has entity types {self.entity_types}: name one")
+            return next(iter(self.manifest.entity_types.values()))
+        try:
+            return self.manifest.entity_types[entity_type]
+        except KeyError:
+            raise GraphsysError(f"unknown entity type {entity_type!r} (types: "
+                                f"{', '.join(self.entity_types)})") from None
+
+    def edge_set(self, name: str | None = None) -> EdgeSet:
+        """The manifest record of one edge set: name, edge count, edges per bucket, flags.
+
+        Parameters
+        ----------
+        name : str, optional
+            The edge set; None for the only one, or ``default`` / ``train`` when present.
+
+        Returns
+        -------
+        EdgeSet
+
+        Raises
+        ------
+        GraphsysError
+            An unknown name, or None that matches no edge set.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
+        >>> es = g.edge_set()
+        >>> es.name, es.num_edges, es.has_weight
+        ('default', 5, False)
+        """
+        sets = self.manifest.edge_sets
+        if name is None:
+            if len(sets) == 1:
+                return next(iter(sets.values()))
+            for candidate in ("default", "train"):
+                if candidate in sets:
+                    return sets[candidate]
+            raise GraphsysError(f"graph has edge sets {self.edge_sets}: name one")
+        try:
+            return sets[name]
+        except KeyError:
+            raise GraphsysError(f"unknown edge set {name!r} (edge sets: "
+                                f"{', '.join(self.edge_sets)})") from None
+
+    # -- counts ------------------------------------------------------------------------------
+    def num_nodes(self, entity_type: str | None = None) -> int:
+        """Number of nodes of one entity type, or of all types.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            The entity type; None counts the nodes of every type.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
+        >>> g.num_nodes()
+        4
+        """
+        if entity_type is None:
+            return sum(e.num_nodes for e in self.manifest.entity_types.values())
+        return self.entity_type(entity_type).num_nodes
+
+    def num_edges(self, edge_set: str | None = None) -> int:
+        """Number of edges of one edge set.
+
+        Parameters
+        ----------
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
+        >>> g.num_edges()
+        5
+        """
+        return self.edge_set(edge_set).num_edges
+
+    def partition_sizes(self, entity_type: str | None = None) -> np.ndarray:
+        """Nodes per partition.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            The entity type; None for the only one.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 (P,).
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
+        >>> g.partition_sizes().tolist()
+        [1, 3]
+        """
+        return np.asarray(self.entity_type(entity_type).partition_sizes, dtype=np.int64)
+
+    def partition_offsets(self, entity_type: str | None = None) -> np.ndarray:
+        """Internal id (within the entity type) of each partition's first node.
+
+        Parameters
+        ----------
+        entity_type : str, optional
+            The entity type; None for the only one.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 (P+1,); the last entry is the node count.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
+        >>> g.partition_offsets().tolist()
+        [0, 1, 4]
+        """
+        out = np.zeros(self.num_partitions + 1, np.int64)
+        np.cumsum(self.partition_sizes(entity_type), out=out[1:])
+        return out
+
+    @property
+    def type_offsets(self) -> dict[str, int]:
+        """Global id of each entity type's first node (types in manifest order)."""
+        out, base = {}, 0
+        for name, et in self.manifest.entity_types.items():
+            out[name] = base
+            base += et.num_nodes
+        return out
+
+    def bucket_counts(self, edge_set: str | None = None) -> np.ndarray:
+        """Edges per bucket.
+
+        Parameters
+        ----------
+        edge_set : str, optional
+            The edge set (default: see :meth:`edge_set`).
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 (P, P); row ``i`` = source partition ``i``.
+
+        Examples
+        --------
+        >>> import tempfile, graphsys
+        >>> g = graphsys.from_numpy([10, 10, 20, 30, 40], [20, 30, 30, 40, 10],
+        ...                         tempfile.mkdtemp() + "/g", partitions=2)
+        >>> g.bucket_counts().tolist()
+        [[0, 1], [1, 3]]
+        """
+        p = self.num_partitions
+        counts = np.zeros((p, p), np.int64)
+        for (i, j), n in self.edge_set(edge_set).buckets.items():
+            counts[i, j] = n
+        return counts

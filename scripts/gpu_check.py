@@ -1,0 +1,1265 @@
+#!/usr/bin/env python
+"""The GPU check: every engine's CUDA path, its tests and its GPU peers, in one command.
+
+    python scripts/gpu_check.py [--device cuda] [--data DIR] [--parts env,tests,...] OUTDIR
+    python scripts/gpu_check.py --device cpu --tiny OUTDIR     # the CPU dry run (CI runs it)
+
+A GPU machine may be lent for minutes at a time: this one command (one process tree) runs
+every part below in priority order, each in a child process with its own time cap, and writes
+each part's results before the next part starts, so a run that is cut off still returns the
+parts it finished. On an NVIDIA H100 (16 cores, torch 2.11 + CUDA 13) it is planned to end
+within 8 minutes (the caps add up to 480 s; ``--budget`` bounds the whole run, default 480 s,
+and a part starting late gets what is left).
+
+Parts (``--parts``, in this order; cap seconds on the GPU / in the ``--tiny`` dry run):
+
+========  ====  ====  ==================================================================
+part      cap   tiny  what it measures
+========  ====  ====  ==================================================================
+env       15    20    GPU, driver, torch/CUDA, numba(-cuda), CuPy, PyG, pyg-lib, ncu, pytest
+tests     130   60    ``pytest -m device --device cuda`` (every test that runs on the test
+                      device), per-test timeout ``--test-timeout`` (pytest-timeout), spread
+                      over ``--test-workers`` pytest-xdist workers when installed
+bsp       110   30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, default 100M
+                      edges over 2**23 ids, P = 8) held in GPU memory and streamed from the
+                      host buckets (out of core): edges/s per iteration, bytes copied host
+                      to device per superstep, beside torch's CSR SpMV (cuSPARSE) on the same
+                      matrix and device
+gnn       85    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
+                      25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
+                      first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
+                      SAGEConv fed by its NeighborLoader on the same GPU and arrays; share of
+                      each step waiting for the CPU sampler; GPU utilisation sampled every
+                      50 ms (NVML)
+embed     85    35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
+                      1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
+                      edges/s and filtered test MRR on the GPU beside the same run on the CPU;
+                      R-GCN + DistMult (``gnn.train``'s rgcn link task, the shipped
+                      fb15k-237-rgcn.toml with the paper's batches of 30,000 triples) trained
+                      ``--rgcn-seconds`` (30) on the GPU: filtered MRR beside the paper's
+                      0.248
+profile   55    45    ``graphsys profile pagerank|bfs --device cuda --ncu`` (R-MAT 2M edges)
+                      and ``--workload gnn`` (SBM 20k nodes): modelled edge-kernel lane
+                      utilisation beside Nsight Compute's, per kernel; kernel launches,
+                      transfers and synchronisations per step beside a dense MLP step
+========  ====  ====  ==================================================================
+
+Expected on an H100 (planned from CPU timings, not yet measured there): env 5 s, tests
+60-130 s, bsp 70-110 s (generating and ingesting the R-MAT about half of it; PageRank in
+memory and its SpMV peer come first), gnn 40-85 s (the SBM's generation about a third),
+embed 50-85 s, profile 30-55 s (ncu replays each of the first 200 kernel launches): 5-8
+minutes in all. A part needing what the machine lacks (CUDA, ncu, the FB15k-237 files)
+records why and is marked ``skipped``. In the ``--tiny`` dry run on the CPU every part runs
+on small inputs (the GPU-only pieces recorded as skipped) within 3 minutes (its budget,
+178 s; about a minute of CPU time).
+
+Peers, each named with its version in the output: torch's sparse CSR matrix-vector product
+(``torch.sparse_csr_tensor @ x``: cuSPARSE SpMV on CUDA) for BSP; PyG (torch_geometric, 2.8
+on the GPU image) ``SAGEConv`` with ``NeighborLoader`` when pyg-lib or torch-sparse is
+installed, else the same PyG ``SAGEConv`` model fed by graphsys's sampler (the JSON says
+which); graphsys's own CPU run for embeddings (same config, seed and machine); the R-GCN
+paper (Schlichtkrull et al. 2018, FB15k-237 filtered MRR 0.248); Nsight Compute (``ncu
+--version``) for the SIMT model; a dense two-layer MLP step of equal FLOPs
+(``graphsys profile``'s reference) for launches per step.
+
+Output, under OUTDIR (at most 8 files, none in sub-folders; scratch data goes to ``--work``,
+default a temporary directory removed at the end):
+
+* ``results.jsonl``: one JSON object per measurement (``part``, ``name``, ``device``, figures;
+  a comparison carries ``row``: workload, peer, peer_figure, graphsys_figure, unit, ratio, for
+  the results page) and one ``"name": "summary"`` object per part (``status`` ok, failed,
+  timeout or skipped, ``reason``, ``seconds``, ``cap_s``), then one for the whole run.
+* ``env.log``, ``tests.log``, ``bsp.log``, ``gnn.log``, ``embed.log``, ``profile.log``: each
+  part's output.
+
+``python tools/render_results.py --gpu OUTDIR/results.jsonl`` turns the rows into the GPU
+table of docs/benchmarks.md.
+
+**Datasets on the GPU machine.** The machine has no network, and the dataset mirror
+(``../shared/datasets``, 15.4 MiB) lies outside the repository, which is all that travels.
+Copy it into the git-ignored folder ``.gpu-data/`` of the repository before the call
+(``mkdir -p .gpu-data && cp -r ../shared/datasets/. .gpu-data/``), name ``.gpu-data`` in the
+device call's ``carry`` (``--data`` defaults to that folder when it is there): the embed
+part reads ``.gpu-data/fb15k-237`` (only that folder is needed, 5.9 MB), and the tests part
+uses the folder as ``GRAPHSYS_MIRROR``, so the tests on Cora, MovieLens and SNAP graphs run
+on the GPU too. Without it the embed part records ``skipped`` and those tests skip.
+
+On the GPU machine install graphsys first: ``pip install --no-deps --no-build-isolation -e .``
+(the image has every dependency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = "results.jsonl"
+#: (part, cap seconds on the GPU, cap seconds in the --tiny dry run), in priority order
+PARTS = (("env", 15, 20), ("tests", 130, 60), ("bsp", 110, 30), ("gnn", 85, 30),
+         ("embed", 85, 35), ("profile", 55, 45))
+BUDGET, TINY_BUDGET = 480, 178
+#: a part's child exits with this when the whole part was skipped (its reason recorded)
+SKIPPED = 3
+PAPER_RGCN_MRR = 0.248  # Schlichtkrull et al. 2018, FB15k-237, filtered MRR
+#: the tests the dry run runs (a handful: the full subset runs on the GPU)
+TINY_TESTS = ("tests/bsp/test_traversal.py::test_bfs_levels", "-k", "directed-p1")
+
+
+class Skip(Exception):
+    """The whole part cannot run here (its reason is recorded)."""
+
+
+# -- the parent ---------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path, help="output directory (results.jsonl and logs)")
+    ap.add_argument("--device", default="cuda", help="cuda (default), cuda:k or cpu")
+    ap.add_argument("--tiny", action="store_true",
+                    help="small inputs everywhere (the CPU dry run; minutes, not a figure)")
+    ap.add_argument("--parts", default=",".join(p for p, _, _ in PARTS),
+                    help="comma-separated parts to run, in the fixed order (default: all)")
+    ap.add_argument("--cap", action="append", default=[], metavar="PART=SECONDS",
+                    help="another time cap for a part (repeatable)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help=f"seconds for the whole run (default {BUDGET}, {TINY_BUDGET} with "
+                         f"--tiny)")
+    ap.add_argument("--data", type=Path, default=None,
+                    help="a dataset mirror holding fb15k-237/ (see the docstring; default "
+                         ".gpu-data of the repository when it is there)")
+    ap.add_argument("--work", type=Path, default=None,
+                    help="scratch directory (default: a temporary one, removed at the end)")
+    ap.add_argument("--bsp-edges", type=int, default=None,
+                    help="R-MAT edges of the bsp part (default 100M; 200k with --tiny)")
+    ap.add_argument("--rgcn-seconds", type=float, default=None,
+                    help="R-GCN training seconds (default 30; 2 with --tiny)")
+    ap.add_argument("--test-timeout", type=int, default=60, help="seconds per test (60)")
+    ap.add_argument("--test-workers", type=int, default=None,
+                    help="pytest-xdist workers for the tests part (default: min(8, cores / "
+                         "2) on CUDA when pytest-xdist is installed, else 1)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    known = [p for p, _, _ in PARTS]
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    bad = [p for p in parts if p not in known]
+    if bad:
+        ap.error(f"--parts: unknown part(s) {', '.join(bad)} (choose from {', '.join(known)})")
+    args.parts = [p for p in known if p in parts]
+    caps = {p: (tiny if args.tiny else gpu) for p, gpu, tiny in PARTS}
+    for item in args.cap:
+        name, _, value = item.partition("=")
+        if name not in caps:
+            ap.error(f"--cap {item}: unknown part {name!r}")
+        try:
+            caps[name] = float(value)
+        except ValueError:
+            ap.error(f"--cap {item}: expected PART=SECONDS")
+    args.caps = caps
+    if args.budget is None:
+        args.budget = TINY_BUDGET if args.tiny else BUDGET
+    if args.data is None and (REPO / ".gpu-data").is_dir() and not args.child:
+        args.data = REPO / ".gpu-data"
+    if args.data is not None and not args.data.is_dir():
+        ap.error(f"--data {args.data}: not a directory")
+    return args
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def append_record(out: Path, obj: dict) -> None:
+    """Append one JSON line to OUTDIR/results.jsonl (open, write, flush, close: a killed run
+    keeps every line written before)."""
+    with (out / RESULTS).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(obj, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def part_command(args: argparse.Namespace, part: str) -> str:
+    """The command that reruns one part (the rows' ``command``)."""
+    cmd = ["python", "scripts/gpu_check.py", "--device", args.device, "--parts", part]
+    if args.tiny:
+        cmd.append("--tiny")
+    if args.data is not None and part == "embed":
+        cmd += ["--data", "DATA"]
+    return shlex.join(cmd + ["OUT"])
+
+
+def child_argv(args: argparse.Namespace, part: str, work: Path, cap: float) -> list[str]:
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", part, "--device",
+            args.device, "--work", str(work), "--test-timeout", str(args.test_timeout),
+            "--cap", f"{part}={cap:.1f}"]
+    for flag, value in (("--data", args.data), ("--bsp-edges", args.bsp_edges),
+                        ("--rgcn-seconds", args.rgcn_seconds),
+                        ("--test-workers", args.test_workers)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.tiny:
+        argv.append("--tiny")
+    return argv + [str(args.out)]
+
+
+def last_record(out: Path, part: str) -> dict | None:
+    rec = None
+    with contextlib.suppress(OSError):
+        for line in (out / RESULTS).read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                obj = json.loads(line)
+                if obj.get("part") == part:
+                    rec = obj
+    return rec
+
+
+def log_tail(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+        return lines[-1][:300] if lines else ""
+    return ""
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """End a part's child and everything it started (its own process group)."""
+    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+            return
+
+
+def run_parts(args: argparse.Namespace) -> int:
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RESULTS).write_text("")
+    own_work = args.work is None
+    work = Path(tempfile.mkdtemp(prefix="gpu-check-")) if own_work else args.work
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    deadline = start + args.budget
+    statuses: dict[str, str] = {}
+    print(f"gpu_check: device {args.device}{' (tiny)' if args.tiny else ''}, parts "
+          f"{', '.join(args.parts)}, budget {args.budget:.0f} s, output {out}", flush=True)
+    try:
+        for part in args.parts:
+            left = deadline - time.monotonic()
+            cap = min(args.caps[part], left)
+            summary = {"part": part, "name": "summary", "device": args.device,
+                       "cap_s": round(cap, 1), "command": part_command(args, part)}
+            if cap < 5:
+                summary.update(status="skipped", seconds=0.0,
+                               reason=f"{left:.0f} s left of the {args.budget:.0f} s budget")
+                append_record(out, summary)
+                statuses[part] = "skipped"
+                continue
+            log = out / f"{part}.log"
+            t0 = time.monotonic()
+            with log.open("w") as fh:
+                proc = subprocess.Popen(child_argv(args, part, work, cap), stdout=fh,
+                                        stderr=subprocess.STDOUT, cwd=REPO,
+                                        start_new_session=True,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                try:
+                    rc = proc.wait(cap)
+                except subprocess.TimeoutExpired:
+                    kill_tree(proc)
+                    rc = None
+            seconds = round(time.monotonic() - t0, 1)
+            if rc is None:
+                status, reason = "timeout", f"stopped at its cap of {cap:.0f} s"
+            elif rc == 0:
+                status, reason = "ok", ""
+            elif rc == SKIPPED:
+                status = "skipped"
+                reason = (last_record(out, part) or {}).get("reason", "")
+            else:
+                status, reason = "failed", f"exit {rc}: {log_tail(log)}"
+            summary.update(status=status, seconds=seconds, reason=reason)
+            append_record(out, summary)
+            statuses[part] = status
+            print(f"gpu_check: {part}: {status} in {seconds} s{': ' + reason if reason else ''}",
+                  flush=True)
+    finally:
+        if own_work:
+            shutil.rmtree(work, ignore_errors=True)
+    total = round(time.monotonic() - start, 1)
+    append_record(out, {"part": "all", "name": "summary", "device": args.device,
+                        "tiny": args.tiny, "seconds": total, "budget_s": args.budget,
+                        "parts": statuses, "finished": now()})
+    print(f"gpu_check: done in {total} s: {statuses}", flush=True)
+    return 0 if all(s in ("ok", "skipped") for s in statuses.values()) else 1
+
+
+# -- what every part shares ---------------------------------------------------------------
+
+
+class Ctx:
+    """One part's settings and its record writer (in the part's child process)."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.part, self.out, self.tiny = args.child, args.out, args.tiny
+        self.data, self.args = args.data, args
+        self.work = args.work / args.child
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.device = args.device
+        self.cuda = self.device.startswith("cuda")
+        self.started = time.monotonic()
+        self.cap = args.caps[args.child]
+        self.command = part_command(args, args.child)
+        self.errors: list[str] = []
+
+    def left(self) -> float:
+        """Seconds left of this part's cap."""
+        return self.cap - (time.monotonic() - self.started)
+
+    def record(self, name: str, **fields) -> None:
+        rec = {"part": self.part, "name": name, "device": self.device, "time": now(), **fields}
+        if "row" in rec:
+            rec["row"] = {**rec["row"], "command": self.command}
+        append_record(self.out, rec)
+        print(f"[{self.part}] {name}: " + json.dumps(fields, default=str)[:400], flush=True)
+
+    def sync(self) -> None:
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize()
+
+    def attempt(self, name: str, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``; on an exception its traceback goes to the log, a record
+        ``name`` with status ``error`` to the results, and the part carries on with its next
+        measurement (it ends as failed). Returns fn's result, None after an error."""
+        try:
+            return fn(*args, **kwargs)
+        except (Skip, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            traceback.print_exc()
+            self.errors.append(name)
+            self.record(name, status="error", reason=f"{type(exc).__name__}: {str(exc)[:300]}")
+            return None
+
+
+def ratio(peer: float | None, ours: float | None) -> float | None:
+    """How many times better graphsys is (the caller orders: peer time over ours, our rate
+    over the peer's)."""
+    if not peer or not ours:
+        return None
+    return round(peer / ours, 3)
+
+
+def median(values: list[float]) -> float | None:
+    import statistics
+
+    return statistics.median(values) if values else None
+
+
+def version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def run_quiet(cmd: list[str], timeout: float = 30) -> str | None:
+    """A small command's stdout (None when it is missing or fails)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+# -- env ----------------------------------------------------------------------------------
+
+
+def part_env(ctx: Ctx) -> None:
+    import platform
+
+    import torch
+
+    import graphsys
+
+    info = {"python": platform.python_version(), "platform": platform.platform(),
+            "cpus": os.cpu_count(), "graphsys": graphsys.__version__,
+            "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+            "cuda_available": torch.cuda.is_available()}
+    with contextlib.suppress(OSError, ValueError):
+        mem = Path("/proc/meminfo").read_text().split("\n")[0].split()
+        info["memory_gb"] = round(int(mem[1]) / 2**20, 1)
+    for dist in ("numpy", "scipy", "numba", "numba-cuda", "pyarrow", "cupy-cuda13x",
+                 "cupy-cuda12x", "torch-geometric", "pyg-lib", "torch-sparse", "pytest",
+                 "pytest-timeout", "pytest-xdist", "nvidia-ml-py", "networkx"):
+        info[dist] = version(dist)
+    smi = run_quiet(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                     "--format=csv,noheader"])
+    info["nvidia_smi"] = smi
+    ncu = shutil.which("ncu")
+    info["ncu"] = ncu
+    if ncu:
+        text = run_quiet([ncu, "--version"], timeout=60) or ""
+        info["ncu_version"] = text.splitlines()[-1] if text else None
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(gpu=props.name, gpu_count=torch.cuda.device_count(),
+                    capability=f"{props.major}.{props.minor}",
+                    gpu_memory_gb=round(props.total_memory / 2**30, 1),
+                    multiprocessors=props.multi_processor_count)
+    try:
+        from numba import cuda as numba_cuda
+
+        info["numba_cuda_available"] = bool(numba_cuda.is_available())
+    except Exception as exc:  # numba without its CUDA target, or no driver
+        info["numba_cuda_available"] = f"no ({type(exc).__name__})"
+    ctx.record("environment", **info)
+    if ctx.cuda:
+        if not torch.cuda.is_available():
+            raise SystemExit(f"device {ctx.device}: torch {torch.__version__} sees no CUDA GPU")
+        dev = torch.device(ctx.device)
+        t0 = time.perf_counter()
+        x = torch.randn(4096, 4096, device=dev)
+        y = (x @ x).sum().item()
+        ctx.record("cuda-smoke", ok=bool(y == y), seconds=round(time.perf_counter() - t0, 3))
+
+
+# -- tests --------------------------------------------------------------------------------
+
+RESULT = re.compile(r"\b(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+NODEID = re.compile(r"(tests/\S+?\.py::\S+)")
+COLLECTED = re.compile(r"(\d+)(?:/(\d+))? tests? collected(?: \((\d+) deselected\))?")
+
+
+def parse_test_line(line: str) -> tuple[str, str] | None:
+    """(node id, outcome) of a ``pytest -v`` result line (plain or pytest-xdist's
+    ``[gw0] [ 10%] PASSED tests/...``), else None."""
+    m, n = RESULT.search(line), NODEID.search(line)
+    if not m or not n or "::" not in n.group(1):
+        return None
+    return n.group(1), m.group(1)
+
+
+def test_device(ctx: Ctx) -> str:
+    """The device the tests run on: the check's device; in the CPU dry run, torch's lazy
+    tensors when torch has them (a device that is not the CPU: the device discipline is
+    exercised), else the CPU."""
+    if ctx.cuda or not ctx.tiny:
+        return ctx.device
+    try:
+        import torch._lazy.ts_backend  # noqa: F401
+    except ImportError:
+        return "cpu"
+    return "lazy"
+
+
+def part_tests(ctx: Ctx) -> None:
+    import importlib.util
+
+    device = test_device(ctx)
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "device",
+            "--device", device, "-o", "console_output_style=classic"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if ctx.data is not None:
+        env["GRAPHSYS_MIRROR"] = str(ctx.data.resolve())
+    try:
+        co = subprocess.run(base + ["--collect-only", "-q", "tests"], capture_output=True,
+                            text=True, cwd=REPO, env=env, timeout=max(20.0, ctx.left() - 25))
+    except subprocess.TimeoutExpired:
+        ctx.record("collected", test_device=device, status="timeout",
+                   reason="collecting the suite outran the part's cap")
+    else:
+        m = None
+        for line in co.stdout.splitlines()[::-1]:
+            m = COLLECTED.search(line)
+            if m:
+                break
+        ctx.record("collected", test_device=device, device_tests=int(m.group(1)) if m else None,
+                   all_tests=int(m.group(2)) if m and m.group(2) else None,
+                   exit_code=co.returncode)
+    cmd = base + ["-v", "-rfE"]
+    if importlib.util.find_spec("pytest_timeout") is not None:
+        cmd += ["--timeout", str(ctx.args.test_timeout)]
+    workers = ctx.args.test_workers
+    if workers is None:
+        workers = min(8, max(1, (os.cpu_count() or 2) // 2)) if ctx.cuda else 1
+    if workers > 1 and importlib.util.find_spec("xdist") is not None:
+        cmd += ["-n", str(workers)]
+    else:
+        workers = 1
+    cmd += list(TINY_TESTS) if ctx.tiny else ["tests"]
+    outcomes: dict[str, str] = {}
+    last = ""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=REPO, env=env, start_new_session=True)
+    timer = threading.Timer(max(5.0, ctx.left() - 10), kill_tree, (proc,))
+    timer.start()
+    try:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            got = parse_test_line(line)
+            if got:
+                outcomes[got[0]] = got[1]
+            if line.strip():
+                last = line.strip()
+        rc = proc.wait()
+    finally:
+        timer.cancel()
+    counts: dict[str, int] = {}
+    for outcome in outcomes.values():
+        counts[outcome.lower()] = counts.get(outcome.lower(), 0) + 1
+    bad = sorted(k for k, v in outcomes.items() if v in ("FAILED", "ERROR"))
+    ctx.record("results", test_device=device, exit_code=rc, finished=rc in (0, 1, 5),
+               workers=workers, ran=len(outcomes), **counts, failures=bad[:100],
+               summary=last[:300], command=shlex.join(cmd[1:]))
+    if rc not in (0, 5):
+        raise SystemExit(f"pytest exited {rc}: {len(bad)} failed; {last[:200]}")
+
+
+# -- bsp ----------------------------------------------------------------------------------
+
+
+def build_rmat(ctx: Ctx, num_nodes: int, num_edges: int, partitions: int, seed: int = 1):
+    """Generate (seeded) an R-MAT graph in memory and ingest it under the part's work dir;
+    reused when it is there already."""
+    import numpy as np
+
+    import graphsys
+    from graphsys.generators import rmat_edges
+
+    out = ctx.work / f"rmat-{num_edges}-{num_nodes}-p{partitions}"
+    if (out / "manifest.json").exists():
+        return graphsys.open_graph(out), {}
+    t0 = time.perf_counter()
+    chunks = list(rmat_edges(num_nodes, num_edges, seed=seed))
+    src = np.concatenate([c["src"] for c in chunks])
+    dst = np.concatenate([c["dst"] for c in chunks])
+    del chunks
+    t1 = time.perf_counter()
+    g = graphsys.from_numpy(src, dst, out, partitions=partitions, memory_limit=8 << 30)
+    return g, {"generate_s": round(t1 - t0, 1), "ingest_s": round(time.perf_counter() - t1, 1)}
+
+
+def superstep_figures(stats) -> dict:
+    """Per superstep seconds (all phases), edges scanned and bytes copied host to device;
+    their medians over supersteps 1.. (superstep 0 warms up), edges/s of that median."""
+    steps = [{"superstep": s.superstep, "seconds": round(sum(s.seconds.values()), 6),
+              "edges": s.edges_scanned, "bytes_h2d": s.bytes_h2d, "direction": s.direction}
+             for s in stats.supersteps]
+    body = steps[1:] or steps
+    sec = median([s["seconds"] for s in body])
+    edges = median([s["edges"] for s in body])
+    return {"supersteps": steps, "median_seconds": sec, "median_edges": edges,
+            "edges_per_s": round(edges / sec) if sec else None,
+            "median_bytes_h2d": median([s["bytes_h2d"] for s in body]),
+            "setup_s": round(stats.setup_seconds, 3), "setup_bytes_h2d": stats.setup_bytes_h2d}
+
+
+def spmv_peer(ctx: Ctx, g, reps: int) -> dict:
+    """torch's CSR SpMV ``y = Aᵀ x`` (float64, one entry per stored edge, duplicates kept:
+    the matrix graphsys's pull scans) on the check's device: cuSPARSE on CUDA."""
+    import numpy as np
+    import torch
+
+    dev = torch.device(ctx.device)
+    src, dst = [], []
+    for s, d, _, _ in g.iter_edges():
+        src.append(np.asarray(s))
+        dst.append(np.asarray(d))
+    n = g.num_nodes()
+    s_t = torch.from_numpy(np.concatenate(src).astype(np.int64)).to(dev)
+    d_t = torch.from_numpy(np.concatenate(dst).astype(np.int64)).to(dev)
+    del src, dst
+    order = torch.argsort(d_t, stable=True)
+    col = s_t[order]
+    crow = torch.zeros(n + 1, dtype=torch.int64, device=dev)
+    torch.cumsum(torch.bincount(d_t, minlength=n), 0, out=crow[1:])
+    del s_t, d_t, order
+    with warnings.catch_warnings():  # "beta" and invariant-check notices of sparse CSR
+        warnings.simplefilter("ignore", UserWarning)
+        a = torch.sparse_csr_tensor(crow, col, torch.ones(len(col), dtype=torch.float64,
+                                                           device=dev), (n, n))
+    x = torch.rand(n, dtype=torch.float64, device=dev)
+    times = []
+    for k in range(reps + 2):
+        ctx.sync()
+        t0 = time.perf_counter()
+        y = a @ x
+        ctx.sync()
+        if k >= 2:
+            times.append(time.perf_counter() - t0)
+    sec = median(times)
+    return {"peer": f"torch {torch.__version__} sparse CSR SpMV"
+                    + (f" (cuSPARSE, CUDA {torch.version.cuda})" if ctx.cuda else " (CPU)"),
+            "nnz": int(len(col)), "median_seconds": sec, "reps": reps,
+            "edges_per_s": round(len(col) / sec) if sec else None,
+            "checksum": float(y.sum())}
+
+
+def part_bsp(ctx: Ctx) -> None:
+    from graphsys import bsp
+
+    edges = ctx.args.bsp_edges or (200_000 if ctx.tiny else 100_000_000)
+    nodes = 1 << (14 if ctx.tiny else 23 if edges <= 200_000_000 else 25)
+    parts = 4 if ctx.tiny else 8 if edges <= 200_000_000 else 16
+    iters = 5 if ctx.tiny else 10
+    g, built = build_rmat(ctx, nodes, edges, parts)
+    ctx.record("graph", kind="R-MAT (Graph500 a, b, c = 0.57, 0.19, 0.19), seed 1",
+               nodes=g.num_nodes(), edges=g.num_edges(), partitions=parts, **built)
+    deg = g.degrees(direction="out")
+    hub = g.to_original([int(deg.argmax())])
+    hub = hub.tolist()[0] if hasattr(hub, "tolist") else hub.to_pylist()[0]
+    label = f"R-MAT {edges / 1e6:g}M edges"
+    where = {"memory": f"held in {'GPU' if ctx.cuda else 'device'} memory",
+             "out-of-core": "streamed from the host buckets"}
+    peer = None
+    # most telling first: PageRank in memory, its SpMV peer, then streamed, then BFS
+    for algo, mode in (("pagerank", "memory"), ("peer", None), ("pagerank", "out-of-core"),
+                       ("bfs", "memory"), ("bfs", "out-of-core")):
+        if algo != "peer" and ctx.left() < 15:
+            ctx.record(f"{algo}-{mode}", status="skipped", reason="out of time")
+            continue
+        if algo == "peer":
+            peer = ctx.attempt("spmv-peer", spmv_peer, ctx, g, reps=3 if ctx.tiny else 10)
+            if peer is not None:
+                ctx.record("spmv-peer", graph=label, **peer)
+            continue
+        t0 = time.perf_counter()
+        if algo == "pagerank":
+            res = ctx.attempt(f"{algo}-{mode}", bsp.pagerank, g, tol=1e-30,
+                              max_iters=iters if mode == "memory" else max(3, iters // 2),
+                              mode=mode, device=ctx.device, backend="torch", weighted=False)
+        else:
+            res = ctx.attempt(f"{algo}-{mode}", bsp.bfs, g, hub, mode=mode, device=ctx.device,
+                              backend="torch", schedule="sync")
+        if res is None:
+            continue
+        figs = superstep_figures(res.stats)
+        ctx.record(f"{algo}-{mode}", graph=label, backend="torch",
+                   wall_s=round(time.perf_counter() - t0, 3), converged=res.stats.converged,
+                   **figs, note=f"{algo} {where[mode]}; edges/s = median edges scanned per "
+                                f"superstep / median superstep seconds (supersteps 1..)")
+        if algo == "pagerank" and peer is not None:
+            ctx.record(f"row-pagerank-{mode}", row={
+                "workload": f"PageRank, {label}, {where[mode]}, time per iteration (torch "
+                            f"backend; {figs['median_bytes_h2d']:,} bytes host to device per "
+                            f"superstep)",
+                "peer": peer["peer"], "peer_figure": round(peer["median_seconds"] * 1e3, 3),
+                "graphsys_figure": round(figs["median_seconds"] * 1e3, 3), "unit": "ms",
+                "ratio": ratio(peer["median_seconds"], figs["median_seconds"])})
+        if algo == "bfs":
+            total = sum(s["edges"] for s in figs["supersteps"])
+            secs = sum(s["seconds"] for s in figs["supersteps"])
+            ctx.record(f"row-bfs-{mode}", row={
+                "workload": f"BFS from the highest-degree vertex, {label}, {where[mode]}: "
+                            f"edges scanned per second over the run ({len(figs['supersteps'])}"
+                            f" supersteps)", "peer": None, "peer_figure": None,
+                "graphsys_figure": round(total / secs) if secs else None, "unit": "edges/s",
+                "ratio": None})
+
+
+# -- gnn ----------------------------------------------------------------------------------
+
+HIDDEN, FANOUTS, BATCH, LR, DROPOUT = 256, (15, 10), 1024, 0.003, 0.5
+
+
+def sbm_arrays(ctx: Ctx, nodes: int, edges: int, features: int, classes: int) -> dict:
+    """The CPU GNN benchmark's inputs: a labelled SBM (``edges / 2`` undirected pairs stored
+    both ways), Gaussian features, 100k training seeds (scaled down with the graph) and 20k
+    test nodes; CSR of in-neighbours. Generated with :func:`graphsys.generators.sbm`."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from graphsys.generators import sbm
+
+    t0 = time.perf_counter()
+    train = min(100_000, nodes // 10)
+    model = sbm(nodes, edges // 2, blocks=classes, features=features, feature_noise=8.0,
+                train_per_class=train // classes, num_val=0,
+                num_test=min(20_000, nodes // 5), seed=0)
+    feat = np.empty((nodes, features), np.float32)
+    label = np.empty(nodes, np.int64)
+    tr, te = [], []
+    for chunk in model.nodes():
+        ids = chunk["id"]
+        feat[ids] = chunk["feat"]
+        label[ids] = chunk["label"]
+        tr.append(ids[chunk["train_mask"]])
+        te.append(ids[chunk["test_mask"]])
+    src = np.concatenate([c["src"] for c in model.edges()]).astype(np.int64)
+    dst = np.concatenate([c["dst"] for c in model.edges()]).astype(np.int64)
+    src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    adj = sp.csr_matrix((np.ones(len(src), np.float32), (dst, src)), shape=(nodes, nodes))
+    adj.sort_indices()  # row v: the in-neighbours of v (duplicates summed, as the CPU bench)
+    return {"src": src, "dst": dst, "indptr": adj.indptr.astype(np.int64),
+            "indices": adj.indices.astype(np.int64), "feat": feat, "label": label,
+            "train": np.sort(np.concatenate(tr)), "test": np.sort(np.concatenate(te)),
+            "classes": classes, "generate_s": round(time.perf_counter() - t0, 1)}
+
+
+class GpuUtilisation:
+    """Samples the GPU's utilisation (NVML, every 50 ms) in a thread while in use."""
+
+    def __init__(self, ctx: Ctx):
+        self.samples: list[int] = []
+        self.reason = None
+        self.handle = None
+        self._stop = threading.Event()
+        if not ctx.cuda:
+            self.reason = "not a CUDA run"
+            return
+        try:
+            import pynvml
+            import torch
+
+            pynvml.nvmlInit()
+            index = torch.cuda.current_device()
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            self._nvml = pynvml
+        except Exception as exc:  # nvidia-ml-py missing or NVML unusable
+            self.reason = f"NVML unavailable ({type(exc).__name__}: {exc})"
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            with contextlib.suppress(Exception):
+                self.samples.append(
+                    self._nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+
+    def __enter__(self):
+        if self.handle is not None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self.handle is not None:
+            self._thread.join()
+
+    def summary(self) -> dict:
+        if not self.samples:
+            return {"gpu_utilisation": None, "gpu_utilisation_note": self.reason}
+        return {"gpu_utilisation_mean": round(sum(self.samples) / len(self.samples), 1),
+                "gpu_utilisation_median": median(self.samples),
+                "gpu_utilisation_samples": len(self.samples)}
+
+
+def timed_epoch(ctx: Ctx, batches, step, max_steps: int | None) -> dict:
+    """Run ``step(batch)`` over ``batches``; per step the seconds waiting for the next
+    batch and the seconds of the step (synchronised with the GPU)."""
+    waits, steps = [], []
+    it = iter(batches)
+    t_epoch = time.perf_counter()
+    with GpuUtilisation(ctx) as util:
+        while max_steps is None or len(steps) < max_steps:
+            t0 = time.perf_counter()
+            batch = next(it, None)
+            t1 = time.perf_counter()
+            if batch is None:
+                break
+            step(batch)
+            ctx.sync()
+            waits.append(t1 - t0)
+            steps.append(time.perf_counter() - t1)
+    epoch = time.perf_counter() - t_epoch
+    total = sum(waits) + sum(steps)
+    return {"epoch_s": round(epoch, 3), "steps": len(steps),
+            "wait_share": round(sum(waits) / total, 4) if total else None,
+            "median_wait_share": median([w / (w + s) for w, s in zip(waits, steps)]),
+            "median_step_s": median(steps), **util.summary()}
+
+
+def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from graphsys.gnn import GNN, NodeLoader
+    from graphsys.sampling import Adjacency, NeighborSampler
+
+    dev = torch.device(ctx.device)
+    torch.manual_seed(0)
+    adj = Adjacency(d["indptr"], d["indices"], len(d["indptr"]) - 1)
+    sampler = NeighborSampler(adj, list(FANOUTS))
+    label = torch.from_numpy(d["label"])
+    model = GNN("sage", d["feat"].shape[1], HIDDEN, d["classes"], num_layers=2,
+                dropout=DROPOUT).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+
+    def loader(ids, shuffle, dropout=0.0):
+        return NodeLoader(None, sampler, ids, batch_size=BATCH, shuffle=shuffle, seed=0,
+                          features=d["feat"], labels=label, input_dropout=dropout,
+                          device=dev, num_workers=workers)
+
+    def step(batch):
+        loss = F.cross_entropy(model(batch.blocks, batch.x, input_dropout=False), batch.y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    model.train()
+    timed_epoch(ctx, loader(d["train"], True, DROPOUT), step, 3)  # warm-up
+    out = timed_epoch(ctx, loader(d["train"], True, DROPOUT), step, steps)
+    model.eval()
+    right = 0
+    with torch.no_grad():
+        for batch in loader(d["test"], False):
+            right += int((model(batch.blocks, batch.x).argmax(1) == batch.y).sum())
+    out["test_accuracy"] = round(right / len(d["test"]), 4)
+    out["sampler_workers"] = workers
+    return out
+
+
+def pyg_sampling_backend() -> str | None:
+    """The neighbour-sampling library PyG's NeighborLoader needs, when installed."""
+    try:
+        import torch_geometric.typing as pt
+    except ImportError:
+        return None
+    return "pyg-lib" if pt.WITH_PYG_LIB else "torch-sparse" if pt.WITH_TORCH_SPARSE else None
+
+
+def gnn_pyg(ctx: Ctx, d: dict, steps: int | None, workers: int) -> dict:
+    """PyG's ``SAGEConv`` (mean aggregation, root weight) two-layer model on the same
+    arrays: fed by ``NeighborLoader`` (num_neighbors 10, 15: hop 1 is the output layer's
+    fanout) when pyg-lib or torch-sparse is installed, else by graphsys's sampler."""
+    import torch
+    import torch.nn.functional as F
+    import torch_geometric
+    from torch_geometric.nn import SAGEConv
+
+    from graphsys.gnn import NodeLoader
+    from graphsys.sampling import Adjacency, NeighborSampler
+
+    dev = torch.device(ctx.device)
+    torch.manual_seed(0)
+
+    class SAGE(torch.nn.Module):
+        def __init__(self, i, h, o):
+            super().__init__()
+            self.c1, self.c2 = SAGEConv(i, h), SAGEConv(h, o)
+
+        def forward_edges(self, x, edge_index, input_dropout=True):
+            x = F.dropout(x, DROPOUT, self.training and input_dropout)
+            h = F.relu(self.c1(x, edge_index))
+            return self.c2(F.dropout(h, DROPOUT, self.training), edge_index)
+
+        def forward_blocks(self, blocks, x):
+            h = x
+            for k, (b, conv) in enumerate(zip(blocks, (self.c1, self.c2))):
+                if k:
+                    h = F.dropout(F.relu(h), DROPOUT, self.training)
+                ei = torch.stack([b.edge_src, b.edge_dst])
+                h = conv((h, h[:b.num_dst_nodes]), ei, size=(b.num_src_nodes, b.num_dst_nodes))
+            return h
+
+    model = SAGE(d["feat"].shape[1], HIDDEN, d["classes"]).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    backend = pyg_sampling_backend()
+    label = torch.from_numpy(d["label"])
+
+    def train_step(out, y):
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    if backend is not None:
+        from torch_geometric.data import Data
+        from torch_geometric.loader import NeighborLoader
+
+        data = Data(x=torch.from_numpy(d["feat"]), y=label,
+                    edge_index=torch.stack([torch.from_numpy(d["src"]),
+                                            torch.from_numpy(d["dst"])]),
+                    num_nodes=len(d["label"]))
+
+        def loader(ids, shuffle):
+            return NeighborLoader(data, num_neighbors=list(FANOUTS[::-1]), batch_size=BATCH,
+                                  input_nodes=torch.from_numpy(ids), shuffle=shuffle,
+                                  num_workers=workers, pin_memory=ctx.cuda)
+
+        def step(batch):
+            batch = batch.to(dev, non_blocking=True)
+            n = batch.batch_size
+            train_step(model.forward_edges(batch.x, batch.edge_index)[:n], batch.y[:n])
+
+        def predict(batch):
+            batch = batch.to(dev)
+            n = batch.batch_size
+            return model.forward_edges(batch.x, batch.edge_index)[:n].argmax(1), batch.y[:n]
+        sampler_name = f"PyG NeighborLoader ({backend} {version(backend)}, {workers} workers)"
+    else:
+        adj = Adjacency(d["indptr"], d["indices"], len(d["indptr"]) - 1)
+        sampler = NeighborSampler(adj, list(FANOUTS))
+
+        def loader(ids, shuffle):  # the input dropout in the loader, as graphsys's side
+            return NodeLoader(None, sampler, ids, batch_size=BATCH, shuffle=shuffle, seed=0,
+                              features=d["feat"], labels=label, device=dev,
+                              num_workers=workers, input_dropout=DROPOUT if shuffle else 0.0)
+
+        def step(batch):
+            train_step(model.forward_blocks(batch.blocks, batch.x), batch.y)
+
+        def predict(batch):
+            return model.forward_blocks(batch.blocks, batch.x).argmax(1), batch.y
+        sampler_name = ("graphsys NeighborSampler (PyG's NeighborLoader needs pyg-lib or "
+                        "torch-sparse, neither installed)")
+    model.train()
+    timed_epoch(ctx, loader(d["train"], True), step, 3)  # warm-up
+    out = timed_epoch(ctx, loader(d["train"], True), step, steps)
+    model.eval()
+    right = 0
+    with torch.no_grad():
+        for batch in loader(d["test"], False):
+            pred, y = predict(batch)
+            right += int((pred == y).sum())
+    out.update(test_accuracy=round(right / len(d["test"]), 4), sampler=sampler_name,
+               torch_geometric=torch_geometric.__version__)
+    return out
+
+
+def part_gnn(ctx: Ctx) -> None:
+    if ctx.tiny:
+        nodes, edges, features, classes, steps = 4000, 40_000, 16, 4, 6
+    else:
+        nodes, edges, features, classes, steps = 1_000_000, 25_000_000, 100, 8, None
+    d = sbm_arrays(ctx, nodes, edges, features, classes)
+    ctx.record("data", nodes=nodes, directed_edges=len(d["src"]), features=features,
+               classes=classes, train=len(d["train"]), test=len(d["test"]),
+               generate_s=d["generate_s"])
+    workers = min(4, max(1, (os.cpu_count() or 2) // 4)) if ctx.cuda else 1
+    ours = ctx.attempt("graphsys", gnn_graphsys, ctx, d, steps, workers)
+    if ours is not None:
+        ctx.record("graphsys", model="graphsys GNN('sage'), NodeLoader", **ours)
+    if ctx.left() < (5 if ctx.tiny else 20):
+        raise SystemExit("out of time before the PyG side")
+    try:
+        import torch_geometric  # noqa: F401
+    except ImportError as exc:
+        ctx.record("pyg", status="skipped", reason=f"torch_geometric not importable ({exc})")
+        return
+    peer = ctx.attempt("pyg", gnn_pyg, ctx, d, steps, workers)
+    if peer is None or ours is None:
+        return
+    ctx.record("pyg", model="torch_geometric.nn.SAGEConv x 2", **peer)
+    shape = (f"SBM {nodes:,} nodes / {len(d['src']):,} edges, {features} features, fanouts "
+             f"15,10, batch 1024, hidden 256")
+    ctx.record("row-epoch", row={
+        "workload": f"GraphSAGE minibatch epoch, {shape} ({ours['steps']} steps; waiting for "
+                    f"the sampler {ours['wait_share']:.1%} of a step; test accuracy "
+                    f"{ours['test_accuracy']} vs {peer['test_accuracy']})",
+        "peer": f"PyG {peer['torch_geometric']} SAGEConv, {peer['sampler']}",
+        "peer_figure": peer["epoch_s"], "graphsys_figure": ours["epoch_s"], "unit": "s",
+        "ratio": ratio(peer["epoch_s"], ours["epoch_s"])})
+
+
+# -- embed --------------------------------------------------------------------------------
+
+
+def tiny_kg(ctx: Ctx):
+    """A generated knowledge graph with train / valid / test edge sets (the dry run)."""
+    import numpy as np
+
+    import graphsys
+
+    out = ctx.work / "kg"
+    if (out / "manifest.json").exists():
+        return graphsys.open_graph(out)
+    rng = np.random.default_rng(0)
+    n, rels = 300, 4
+    heads = rng.integers(0, n, 6000)
+    r = rng.integers(0, rels, 6000)
+    tails = (heads // 4 * 4 + 4 * (r + 1) + rng.integers(0, 4, 6000)) % n
+    rows = sorted(set(zip(heads.tolist(), r.tolist(), tails.tolist())))
+    rng.shuffle(rows)
+    k = len(rows) // 10
+    parts = {"test": rows[:k], "valid": rows[k:2 * k], "train": rows[2 * k:]}
+    for name, part in parts.items():
+        (ctx.work / f"{name}.tsv").write_text("".join(f"e{h}\tr{x}\te{t}\n"
+                                                      for h, x, t in part))
+    for k, name in enumerate(("train", "valid", "test")):
+        graphsys.ingest(ctx.work / f"{name}.tsv", out, src_col=0, rel_col=1, dst_col=2,
+                        edge_set=name, append=k > 0)
+    return graphsys.open_graph(out)
+
+
+def fb15k237(ctx: Ctx):
+    from graphsys.datasets import load_dataset
+
+    if ctx.data is None or not (ctx.data / "fb15k-237").is_dir():
+        where = "no --data given" if ctx.data is None else f"no {ctx.data}/fb15k-237"
+        raise Skip(f"FB15k-237 is not on this machine ({where}): copy the mirror's "
+                   f"fb15k-237/ into .gpu-data/, carry .gpu-data and pass --data .gpu-data")
+    return load_dataset("fb15k-237", ctx.work / "fb15k-237", mirror=ctx.data)
+
+
+def train_embeddings(ctx: Ctx, graph, overrides: list[str], device: str, name: str) -> dict:
+    import torch
+
+    from graphsys.embed import evaluate, load_config, train
+
+    cfg = load_config(None, overrides + [f'device="{device}"'])
+    t0 = time.perf_counter()
+    emb = train(graph, cfg, edges="train", out=ctx.work / name).embeddings
+    wall = time.perf_counter() - t0
+    stats = emb.meta["stats"]
+    seconds = sum(s["seconds"] for s in stats)
+    edges = sum(s["edges"] for s in stats)
+    t1 = time.perf_counter()
+    mrr = evaluate(emb, graph, "test", filtered=True)["mrr"]
+    return {"device": device, "epochs": len(stats), "train_seconds": round(seconds, 2),
+            "wall_s": round(wall, 2), "edges_per_s": round(edges / seconds) if seconds else None,
+            "filtered_test_mrr": round(mrr, 4), "eval_s": round(time.perf_counter() - t1, 2),
+            "torch_threads": torch.get_num_threads()}
+
+
+def train_rgcn(ctx: Ctx, graph, seconds: float) -> dict:
+    """R-GCN + DistMult link prediction (Schlichtkrull et al. 2018), ``graphsys.gnn.train``'s
+    rgcn link task, on the check's device for at most ``seconds`` of training:
+    datasets/configs/fb15k-237-rgcn.toml with the paper's batches of 30,000 triples (a tiny
+    model in the dry run); its figures."""
+    from graphsys.gnn import RGCNSettings, TrainConfig, load_train_config, train
+
+    if ctx.tiny:
+        cfg = TrainConfig(task="link", model="rgcn", hidden=16, batch_size=500, epochs=4,
+                          eval_every=2, seed=0,
+                          rgcn=RGCNSettings(num_blocks=4, eval_max=200, max_seconds=seconds))
+    else:  # the config's 10,000 triples a step suit one CPU core; the paper's are 30,000
+        cfg = load_train_config(REPO / "datasets" / "configs" / "fb15k-237-rgcn.toml",
+                                {"batch_size": 30_000, "rgcn": {"max_seconds": seconds}})
+    res = train(graph, cfg, device=ctx.device)
+    return {"steps": res.extra["steps"], "batch_edges": cfg.batch_size, "hidden": cfg.hidden,
+            "train_seconds": res.extra["train_seconds"], "epochs": res.epochs,
+            **{k: round(v, 4) if isinstance(v, float) else v for k, v in res.metrics.items()},
+            "protocol": res.protocol, "history": res.history[-5:]}
+
+
+def part_embed(ctx: Ctx) -> None:
+    import torch
+
+    if ctx.tiny:
+        graph = tiny_kg(ctx)
+        overrides = ["dimension=32", 'operator="complex_diagonal"', 'comparator="dot"',
+                     'loss_fn="softmax"', "lr=0.1", "num_epochs=1", "batch_size=200",
+                     "num_uniform_negs=50", "num_batch_negs=10"]
+        label = "generated KG"
+    else:
+        graph = fb15k237(ctx)
+        overrides = ["dimension=400", 'operator="complex_diagonal"', 'comparator="dot"',
+                     'loss_fn="softmax"', "lr=0.1", "num_epochs=3", "batch_size=1000",
+                     "num_uniform_negs=1000", "num_batch_negs=50"]
+        label = "FB15k-237, ComplEx d = 400, PBG's settings, 3 epochs"
+    torch.set_num_threads(os.cpu_count() or 1)
+    dev = ctx.attempt("embed-device", train_embeddings, ctx, graph, overrides, ctx.device,
+                      "emb-device")
+    if dev is not None:
+        ctx.record("embed-device", graph=label, **dev)
+    cpu = None
+    if ctx.left() < 45 and not ctx.tiny:
+        ctx.record("embed-cpu", status="skipped", reason="out of time")
+    else:
+        cpu = ctx.attempt("embed-cpu", train_embeddings, ctx, graph, overrides, "cpu",
+                          "emb-cpu")
+    if cpu is not None:
+        ctx.record("embed-cpu", graph=label, **cpu)
+    if cpu is not None and dev is not None:
+        ctx.record("row-embed-speed", row={
+            "workload": f"embeddings, {label}: edges/s on {ctx.device} (the CPU: same machine,"
+                        f" {cpu['torch_threads']} threads)",
+            "peer": "graphsys on the CPU", "peer_figure": cpu["edges_per_s"],
+            "graphsys_figure": dev["edges_per_s"], "unit": "edges/s",
+            "ratio": ratio(dev["edges_per_s"], cpu["edges_per_s"])})
+        ctx.record("row-embed-mrr", row={
+            "workload": f"embeddings, {label}: filtered test MRR on {ctx.device}",
+            "peer": "graphsys on the CPU, same seed", "peer_figure": cpu["filtered_test_mrr"],
+            "graphsys_figure": dev["filtered_test_mrr"], "unit": "",
+            "ratio": ratio(dev["filtered_test_mrr"], cpu["filtered_test_mrr"])})
+    seconds = ctx.args.rgcn_seconds or (2.0 if ctx.tiny else 30.0)
+    seconds = max(1.0, min(seconds, ctx.left() - 20))
+    name = label.split(",")[0]
+    rg = ctx.attempt("rgcn", train_rgcn, ctx, graph, seconds)
+    if rg is None:
+        return
+    ctx.record("rgcn", graph=name, **rg)
+    ctx.record("row-rgcn", row={
+        "workload": f"R-GCN + DistMult, {name}, {rg['train_seconds']:.0f} s of training on "
+                    f"{ctx.device} ({rg['steps']} steps of {rg['batch_edges']:,} triples, "
+                    f"d = {rg['hidden']}): filtered test MRR",
+        "peer": "R-GCN paper (Schlichtkrull et al. 2018), d = 500, trained to convergence",
+        "peer_figure": PAPER_RGCN_MRR, "graphsys_figure": rg["mrr"], "unit": "",
+        "ratio": ratio(rg["mrr"], PAPER_RGCN_MRR)})
+
+
+# -- profile ------------------------------------------------------------------------------
+
+
+def profile_cli(ctx: Ctx, argv: list[str], timeout: float) -> dict:
+    """``python -m graphsys profile ARGV --json``: its JSON (stderr to the log)."""
+    cmd = [sys.executable, "-m", "graphsys", "profile", *argv, "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    sys.stdout.write(proc.stderr[-4000:])
+    if proc.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd[2:])} exited {proc.returncode}: "
+                           f"{(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def profile_figures(prof: dict) -> dict:
+    """What the GPU table keeps of a profile: launches, transfers and syncs per step beside
+    the dense reference's, and the ncu comparison per kernel."""
+    k, t = prof.get("kernels", {}), prof.get("transfers", {})
+    steps = max(1, k.get("steps") or 1)
+    ref = prof.get("dense_reference") or {}
+    rk = ref.get("kernels", {})
+    rsteps = max(1, rk.get("steps") or 1)
+    out = {"steps": k.get("steps"), "unit": k.get("unit"),
+           "invocations_per_step": k.get("invocations_per_step"),
+           "dense_invocations_per_step": k.get("dense_invocations_per_step"),
+           "invocations_over_dense": k.get("invocations_per_step_over_dense"),
+           "transfers_per_step": t.get("per_step"),
+           "transfer_bytes": t.get("bytes"),
+           "syncs_per_step": (k.get("syncs") or 0) / steps,
+           "dense_transfers_per_step": (ref.get("transfers") or {}).get("per_step"),
+           "dense_syncs_per_step": (rk.get("syncs") or 0) / rsteps if rk else None,
+           "device": prof.get("workload", {}).get("device")}
+    n = prof.get("ncu")
+    if n:
+        out["ncu"] = {key: n.get(key) for key in (
+            "version", "mapping", "model_utilization", "measured_utilization",
+            "abs_difference", "launches", "edge_launches")}
+        out["ncu"]["kernels"] = [{key: kern.get(key) for key in (
+            "name", "edge", "launches", "utilization", "warp_instructions")}
+            for kern in n.get("kernels", [])[:12]]
+    return out
+
+
+def part_profile(ctx: Ctx) -> None:
+    import numpy as np
+
+    import graphsys
+
+    g, _ = build_rmat(ctx, 1 << (12 if ctx.tiny else 18), 20_000 if ctx.tiny else 2_000_000, 4)
+    deg = g.degrees(direction="out")
+    hub = g.to_original([int(deg.argmax())])
+    hub = hub.tolist()[0] if hasattr(hub, "tolist") else hub.to_pylist()[0]
+    n = 2000 if ctx.tiny else 20_000
+    sbm_dir = ctx.work / f"sbm-{n}"
+    if not (sbm_dir / "manifest.json").exists():
+        d = sbm_arrays(ctx, n, 10 * n, 16, 4)
+        train = np.zeros(n, bool)
+        train[d["train"]] = True
+        half = len(d["src"]) // 2  # sbm_arrays stores both ways; ingest undirected
+        graphsys.from_numpy(d["src"][:half], d["dst"][:half], sbm_dir, num_nodes=n,
+                            node_columns={"feat": d["feat"], "label": d["label"],
+                                          "train_mask": train}, undirected=True,
+                            partitions=2)
+    ncu = ctx.cuda and shutil.which("ncu") is not None
+    if not ncu:
+        why = "not a CUDA run" if not ctx.cuda else "ncu not on PATH"
+        ctx.record("ncu", status="skipped", reason=why)
+    runs = [("pagerank", ["pagerank", str(g.path), "--max-iters", "2"], True),
+            ("gnn", ["--workload", "gnn", str(sbm_dir), "--steps", "5", "--batch-size", "256"],
+             False),
+            ("bfs", ["bfs", str(g.path), "--max-iters", "2", "--source", str(hub)], True)]
+    if ctx.tiny:  # bfs takes pagerank's path through the profiler
+        runs = runs[:2]
+    for name, argv, with_ncu in runs:
+        extra = ["--device", ctx.device, "--schedule", "sync"] if name != "gnn" else \
+            ["--device", ctx.device]
+        if ncu and with_ncu:
+            extra += ["--ncu", "--ncu-launch-count", "200"]
+        if ctx.left() < 10:
+            ctx.record(name, status="skipped", reason="out of time")
+            continue
+        t0 = time.perf_counter()
+        prof = ctx.attempt(name, profile_cli, ctx, argv + extra,
+                           timeout=max(5.0, ctx.left() - 5))
+        if prof is None:
+            continue
+        figs = profile_figures(prof)
+        ctx.record(name, seconds=round(time.perf_counter() - t0, 1),
+                   command="graphsys profile " + shlex.join(argv + extra), **figs)
+        what = {"pagerank": "PageRank superstep (R-MAT 2M edges)",
+                "bfs": "BFS superstep (R-MAT 2M edges)",
+                "gnn": "GraphSAGE training step (SBM 20k nodes, batch 256)"}[name]
+        ctx.record(f"row-{name}-launches", row={
+            "workload": f"kernel launches per {what} on {ctx.device}; transfers "
+                        f"{figs['transfers_per_step']} and syncs {figs['syncs_per_step']} "
+                        f"per step",
+            "peer": "dense MLP step of equal FLOPs, same device",
+            "peer_figure": figs["dense_invocations_per_step"],
+            "graphsys_figure": figs["invocations_per_step"], "unit": "launches",
+            "ratio": ratio(figs["dense_invocations_per_step"], figs["invocations_per_step"])})
+        nc = figs.get("ncu")
+        if nc and nc.get("measured_utilization") is not None:
+            ctx.record(f"row-{name}-ncu", row={
+                "workload": f"SIMT model, {what.split(' superstep')[0]}: edge-kernel lanes "
+                            f"busy (edge-balanced model)",
+                "peer": f"Nsight Compute {nc.get('version') or ''}, threads per warp "
+                        f"instruction / 32".replace("  ", " "),
+                "peer_figure": nc["measured_utilization"],
+                "graphsys_figure": nc["model_utilization"], "unit": "",
+                "ratio": ratio(nc["model_utilization"], nc["measured_utilization"])})
+
+
+# -- the child ----------------------------------------------------------------------------
+
+PART_FUNCTIONS = {"env": part_env, "tests": part_tests, "bsp": part_bsp, "gnn": part_gnn,
+                  "embed": part_embed, "profile": part_profile}
+
+
+def run_child(args: argparse.Namespace) -> int:
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(args.work / "numba-cache"))
+    ctx = Ctx(args)
+    if ctx.part != "env" and ctx.part != "tests" and ctx.cuda:
+        import torch
+
+        if not torch.cuda.is_available():
+            ctx.record("skipped", reason=f"device {ctx.device}: no CUDA GPU visible")
+            return SKIPPED
+    try:
+        PART_FUNCTIONS[ctx.part](ctx)
+        if ctx.errors:
+            raise SystemExit(f"{len(ctx.errors)} measurement(s) failed: {', '.join(ctx.errors)}")
+    except Skip as exc:
+        ctx.record("skipped", reason=str(exc))
+        return SKIPPED
+    except SystemExit as exc:
+        if exc.code in (None, 0):
+            return 0
+        print(f"{ctx.part}: {exc.code}", flush=True)
+        ctx.record("error", reason=str(exc.code))
+        return 1
+    except Exception as exc:
+        traceback.print_exc()
+        ctx.record("error", reason=f"{type(exc).__name__}: {str(exc)[:300]}")
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        return run_child(args)
+    return run_parts(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""scripts/gpu_check.py: the CPU dry run (``--device cpu --tiny``) runs every part and
+records each one's result in the output layout the GPU machine returns (at most 8 files, no
+sub-folders), so the GPU command cannot rot between GPU runs; its parsing helpers; and the
+results renderer's GPU rows."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "tools"))
+
+import gpu_check  # noqa: E402
+import render_results  # noqa: E402
+
+PARTS = [p for p, _, _ in gpu_check.PARTS]
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    """One dry run for the module: (the process, output dir, records). Its caps are the
+    dry run's own (within 3 minutes on a quiet 2-core machine) times 4, so that a machine
+    shared with other jobs does not cut a part short."""
+    out = tmp_path_factory.mktemp("gpu-check") / "out"
+    caps = [f"--cap={part}={4 * tiny}" for part, _, tiny in gpu_check.PARTS]
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--device",
+                           "cpu", "--tiny", "--budget", str(4 * gpu_check.TINY_BUDGET), *caps,
+                           str(out)], capture_output=True, text=True, timeout=1200, cwd=REPO)
+    records = [json.loads(x) for x in (out / gpu_check.RESULTS).read_text().splitlines()]
+    return proc, out, records
+
+
+def test_dry_run_runs_every_part(dry_run):
+    proc, out, records = dry_run
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = {r["part"]: r for r in records if r["name"] == "summary"}
+    assert list(summary) == PARTS + ["all"]
+    for part in PARTS:
+        s = summary[part]
+        assert s["status"] == "ok", (part, s)
+        assert s["seconds"] <= s["cap_s"] + 10
+    assert summary["all"]["tiny"] and set(summary["all"]["parts"].values()) == {"ok"}
+    # what needs CUDA or ncu says why it did not run
+    skipped = [r for r in records if r.get("status") == "skipped"]
+    assert any(r["part"] == "profile" and r["name"] == "ncu" for r in skipped)
+    assert all(r["reason"] for r in skipped)
+
+
+def test_dry_run_output_fits_what_the_gpu_machine_returns(dry_run):
+    _, out, _ = dry_run
+    files = sorted(p for p in out.rglob("*"))
+    assert all(p.is_file() and p.parent == out for p in files), files
+    assert len(files) <= 8
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", p.name) for p in files)
+    assert {p.name for p in files} == {gpu_check.RESULTS} | {f"{p}.log" for p in PARTS}
+
+
+def test_dry_run_records_each_parts_figures(dry_run):
+    _, _, records = dry_run
+    names = {(r["part"], r["name"]) for r in records}
+    for want in [("env", "environment"), ("tests", "collected"), ("tests", "results"),
+                 ("bsp", "pagerank-memory"), ("bsp", "pagerank-out-of-core"),
+                 ("bsp", "bfs-memory"), ("bsp", "spmv-peer"), ("gnn", "graphsys"),
+                 ("gnn", "pyg"), ("embed", "embed-device"), ("embed", "embed-cpu"),
+                 ("embed", "rgcn"), ("profile", "pagerank"), ("profile", "gnn")]:
+        assert want in names, want
+    by = {(r["part"], r["name"]): r for r in records}
+    assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset
+    assert by["tests", "results"]["passed"] >= 1 and not by["tests", "results"]["failures"]
+    rows = [r for r in records if "row" in r]
+    assert {r["part"] for r in rows} == {"bsp", "gnn", "embed", "profile"}
+    for r in rows:
+        assert set(r["row"]) >= {"workload", "peer", "peer_figure", "graphsys_figure", "unit",
+                                 "ratio", "command"}
+        assert r["row"]["command"].startswith("python scripts/gpu_check.py")
+
+
+def test_rows_of_a_gpu_run_render_and_a_dry_run_is_refused(dry_run, tmp_path):
+    _, _, records = dry_run
+    with pytest.raises(SystemExit, match="not a GPU run"):
+        render_results.gpu_rows(records)
+    # the same records as a GPU run would write them
+    fake = [dict(r) for r in records]
+    for r in fake:
+        r["device"] = "cuda"
+        if r["part"] == "all":
+            r["tiny"] = False
+        if r["name"] == "environment":
+            r.update(gpu="NVIDIA H100 80GB HBM3", nvidia_smi="NVIDIA H100, 580.1, 81559 MiB")
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in fake))
+    (tmp_path / "gpu.jsonl").write_text("")
+    n = render_results.record_gpu_rows(results, tmp_path)
+    assert n == sum("row" in r for r in fake) > 0
+    assert render_results.record_gpu_rows(results, tmp_path) == n  # replaced, not appended
+    rows = render_results.load_rows(tmp_path / "gpu.jsonl")
+    assert len(rows) == n and all("H100" in r["machine"] and "580.1" in r["machine"]
+                                  for r in rows)
+    page = "<!-- results:gpu -->\n<!-- /results:gpu -->\n"
+    assert render_results.render_page(page, tmp_path).count("\n| ") == n + 1
+
+
+@pytest.mark.parametrize("line, want", [
+    ("tests/bsp/test_x.py::test_y[memory-torch] PASSED   [ 12%]",
+     ("tests/bsp/test_x.py::test_y[memory-torch]", "PASSED")),
+    ("[gw3] [ 40%] FAILED tests/embed/test_t.py::test_a ", ("tests/embed/test_t.py::test_a",
+                                                          "FAILED")),
+    ("tests/gnn/test_g.py::test_b SKIPPED (needs 2 GPUs)   [ 50%]",
+     ("tests/gnn/test_g.py::test_b", "SKIPPED")),
+    ("ERROR tests/a/test_c.py::test_d - RuntimeError: boom", ("tests/a/test_c.py::test_d",
+                                                             "ERROR")),
+    ("============ 4 passed in 9.18s ============", None),
+])
+def test_pytest_lines_are_parsed(line, want):
+    assert gpu_check.parse_test_line(line) == want
+
+
+def test_collected_counts_are_parsed():
+    m = gpu_check.COLLECTED.search("212/1990 tests collected (1778 deselected) in 12.1s")
+    assert m.groups() == ("212", "1990", "1778")
+
+
+def test_unknown_parts_and_caps_are_refused(capsys):
+    for argv in (["--parts", "bsp,gpu", "OUT"], ["--cap", "nope=3", "OUT"],
+                 ["--cap", "bsp=x", "OUT"]):
+        with pytest.raises(SystemExit):
+            gpu_check.parse_args(argv)
+    assert "unknown part" in capsys.readouterr().err
+    args = gpu_check.parse_args(["--parts", "profile,env", "--cap", "env=7", "OUT"])
+    assert args.parts == ["env", "profile"] and args.caps["env"] == 7.0
+    assert sum(cap for _, cap, _ in gpu_check.PARTS) <= gpu_check.BUDGET <= 480
+    assert gpu_check.TINY_BUDGET <= 180  # the dry run's own limit: 3 minutes

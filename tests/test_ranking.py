@@ -1,0 +1,104 @@
+"""graphsys.ranking, the one rank rule of every metric, against brute-force loops: ties
+count half, a NaN candidate never outranks, a NaN positive ranks last; AUC as the
+Mann-Whitney count over every pair under the same rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys.errors import ParameterError
+from graphsys.ranking import auc, protocol, ranks
+
+NAN, INF = float("nan"), float("inf")
+
+
+def naive_rank(p: float, candidates) -> float:
+    """1 + one per candidate above, a half per candidate tied; a NaN positive is below
+    every candidate, a NaN candidate below every positive with a number."""
+    r = 1.0
+    for c in candidates:
+        if math.isnan(p):
+            r += 1.0
+        elif math.isnan(c):
+            continue
+        elif c > p:
+            r += 1.0
+        elif c == p:
+            r += 0.5
+    return r
+
+
+def naive_auc(pos, neg) -> float:
+    """The share of pairs won by the positive (ties half) under the same rule."""
+    won = 0.0
+    for p in pos:
+        for n in neg:
+            if math.isnan(p):
+                continue
+            won += 1.0 if math.isnan(n) or p > n else 0.5 if p == n else 0.0
+    return won / (len(pos) * len(neg))
+
+
+def _scores(rng, shape):
+    """Small integers (many ties) with NaN and infinities sprinkled in."""
+    x = rng.integers(0, 5, shape).astype(np.float64)
+    x[rng.random(shape) < 0.1] = NAN
+    x[rng.random(shape) < 0.05] = -INF
+    x[rng.random(shape) < 0.05] = INF
+    return x
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ranks_match_a_loop_with_ties_nans_and_masks(seed):
+    rng = np.random.default_rng(seed)
+    pos, scores = _scores(rng, 80), _scores(rng, (80, 25))
+    valid = rng.random((80, 25)) < 0.7
+    want = [naive_rank(pos[i], scores[i][valid[i]]) for i in range(80)]
+    assert ranks(pos, scores, valid).tolist() == want
+    assert ranks(pos, scores).tolist() == [naive_rank(pos[i], scores[i]) for i in range(80)]
+    # tensors of another float type give the same ranks (scores as a model returns them)
+    got = ranks(torch.from_numpy(pos).float(), torch.from_numpy(scores).float(),
+                torch.from_numpy(valid))
+    assert got.dtype == np.float64 and got.tolist() == want
+
+
+def test_a_constant_model_ranks_in_the_middle_and_nan_last():
+    """A model that scores everything the same is no perfect model: the middle rank, so
+    hits@10 and MRR among 100 candidates are far from 1; a NaN positive is last even
+    among NaN candidates, a NaN candidate never beats a positive."""
+    r = ranks(np.zeros(7), np.zeros((7, 99)))
+    assert r.tolist() == [50.5] * 7
+    assert ranks([NAN, NAN], [[NAN, NAN, NAN], [1.0, -INF, 2.0]]).tolist() == [4.0, 4.0]
+    assert ranks([0.0], [[NAN, NAN, -1.0]]).tolist() == [1.0]
+
+
+def test_auc_matches_every_pair():
+    rng = np.random.default_rng(7)
+    pos, neg = _scores(rng, 40), _scores(rng, 55)
+    assert auc(pos, neg) == pytest.approx(naive_auc(pos, neg))
+    assert auc(torch.tensor(pos), torch.tensor(neg)) == pytest.approx(naive_auc(pos, neg))
+    assert auc([NAN], [0.1, 0.2]) == 0.0         # a NaN positive never wins
+    assert auc([NAN, NAN], [NAN]) == 0.0
+    assert auc([0.0], [NAN]) == 1.0
+    assert auc([1.0, 1.0], [1.0]) == 0.5
+
+
+def test_protocol_names_the_candidates():
+    assert protocol() == "full, filtered"
+    assert protocol(1000) == "sampled@1000, filtered"
+    assert protocol(filtered=False, both_sides=True) == "full, raw, both sides"
+    with pytest.raises(ParameterError, match="^negatives must be a positive count"):
+        protocol(0)
+
+
+def test_bad_shapes_are_one_line_errors():
+    with pytest.raises(ParameterError, match="^scores must have shape"):
+        ranks([1.0, 2.0], [[1.0]])
+    with pytest.raises(ParameterError, match="^valid must have the shape"):
+        ranks([1.0], [[1.0, 2.0]], [[True]])
+    with pytest.raises(ParameterError, match="non-empty"):
+        auc([], [1.0])
