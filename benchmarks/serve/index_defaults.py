@@ -39,12 +39,13 @@ FIXED = {"hnsw": {"ef_search": 128}, "ivf": {"nprobe": 32}}
 
 
 def embeddings(work: Path, args) -> Path:
-    """The trained checkpoint (reused when there)."""
+    """The trained checkpoint (reused when one epoch is done)."""
     from graphsys.embed import train
 
     ck = work / f"emb-{args.edges}-{args.nodes}-d{args.dim}-p{args.partitions}"
-    if (ck / "checkpoint.json").exists():
-        return ck
+    record = ck / "checkpoint.json"
+    if record.exists() and json.loads(record.read_text()).get("epochs_done", 0) >= 1:
+        return ck  # a trained checkpoint (a run cut short leaves epoch 0's)
     graph, _ = harness.rmat_graph(work, args.edges, args.nodes, partitions=args.partitions,
                                   seed=args.seed)
     harness.log(f"training d = {args.dim}, 1 epoch")
