@@ -64,3 +64,29 @@ class ParameterError(GraphsysError):
         super().__init__(f"{parameter} {message}")
         self.parameter = parameter
         self.message = message
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative algorithm stopped at its iteration limit before its convergence rule
+    held: the values returned are the last iterate (``result.stats.converged`` is False).
+    The CLI refuses such a run instead, unless told to keep it.
+
+    Examples
+    --------
+    >>> import tempfile, warnings, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> from graphsys.errors import ConvergenceWarning
+    >>> g = graphsys.from_numpy(np.array([1, 1, 2, 3]), np.array([2, 3, 3, 1]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always", ConvergenceWarning)
+    ...     result = bsp.pagerank(g, tol=1e-15, max_iters=2)
+    >>> result.stats.converged, caught[0].category.__name__
+    (False, 'ConvergenceWarning')
+    >>> with warnings.catch_warnings():  # an unconverged run as an error
+    ...     warnings.simplefilter("error", ConvergenceWarning)
+    ...     bsp.pagerank(g, tol=1e-15, max_iters=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    graphsys.errors.ConvergenceWarning: pagerank did not converge within 2 supersteps ...
+    """

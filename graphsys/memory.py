@@ -9,6 +9,7 @@ Linux reports ``RssAnon`` (heap, NumPy/torch arrays: what a memory budget bounds
 
 from __future__ import annotations
 
+import os
 import resource
 import threading
 from dataclasses import dataclass
@@ -90,3 +91,23 @@ class PeakMemory:
 def lifetime_peak_rss() -> int:
     """Peak total resident bytes over the life of this process (``ru_maxrss``, KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def available_memory() -> int:
+    """Bytes of RAM the kernel reports available for new allocations (``MemAvailable`` of
+    ``/proc/meminfo``; where that is unreadable, physical memory): the default budget of a
+    build in RAM.
+
+    Examples
+    --------
+    >>> available_memory() > 0
+    True
+    """
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -294,31 +294,35 @@ def check_trace_path(path: str | Path, *, overwrite: bool = False) -> Path:
 
 
 def make_profiler(device: Any = "cpu", *, all_threads: bool = True):
-    """A ``torch.profiler.profile`` of the CPU (and CUDA when ``device`` is a CUDA device)
-    that records every thread (``all_threads``) or only the calling one."""
-    from torch._C._profiler import _ExperimentalConfig
-    from torch.profiler import ProfilerActivity, profile
+    """A kineto profiler of the CPU (and CUDA when ``device`` is a CUDA device) that records
+    every thread (``all_threads``) or only the calling one; :func:`profiling` starts and
+    stops it.
 
-    acts = [ProfilerActivity.CPU]
-    if str(device).startswith("cuda"):
-        acts.append(ProfilerActivity.CUDA)
-    return profile(activities=acts, record_shapes=False, with_stack=False,
+    It is ``torch.autograd.profiler.profile``, which ``torch.profiler.profile`` wraps:
+    the wrapper's start asks ``hasattr(torch, "_inductor")``, which imports inductor,
+    dynamo and sympy (seconds, and memory, that the profiled program never spends)."""
+    from torch._C._profiler import _ExperimentalConfig
+    from torch.autograd.profiler import profile
+
+    return profile(use_cpu=True, use_device="cuda" if str(device).startswith("cuda") else None,
+                   use_kineto=True, record_shapes=False, with_stack=False,
                    experimental_config=_ExperimentalConfig(profile_all_threads=all_threads))
 
 
 @contextmanager
 def profiling(device: Any = "cpu", *, all_threads: bool = True) -> Iterator[Any]:
     """Run the block under :func:`make_profiler` with ranges on; the profiler's start and
-    stop messages are kept off stderr. Yields the (stopped, after the block) profiler."""
+    stop messages are kept off stderr. Yields the (stopped, after the block) profiler: its
+    raw records are ``prof.kineto_results``."""
     prof = make_profiler(device, all_threads=all_threads)
     with quiet_stderr():
-        prof.start()
+        prof.__enter__()
     try:
         with ranges_on():
             yield prof
     finally:
         with quiet_stderr():
-            prof.stop()
+            prof.__exit__(None, None, None)
 
 
 def write_trace(prof, path: str | Path) -> Path:

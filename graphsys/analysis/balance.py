@@ -59,11 +59,10 @@ def storage_balance(graph, edge_set: str | None = None, ranks: int = 1) -> dict[
     (max/mean and CV over all P x P buckets, non-empty count), ``edge_cut`` (fraction, 0..1)
     and, with ``ranks`` > 1, ``ranks`` (nodes and edges per rank, max/mean, CV).
     """
-    from graphsys.storage.info import graph_info
+    from graphsys.storage.info import edge_set_stats, graph_info
 
     info = graph_info(graph)
-    es = graph.edge_set(edge_set)
-    e = info["edge_sets"][es.name]
+    e = edge_set_stats(graph, edge_set)
     etypes = info["entity_types"]
     nodes = np.sum([np.asarray(t["nodes_per_partition"], np.int64) for t in etypes.values()],
                    axis=0)

@@ -20,6 +20,7 @@ measured with :mod:`torch.profiler`, plus the dense reference workload of the pa
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections import Counter
@@ -33,7 +34,10 @@ import torch
 from torch.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from graphsys.analysis.events import raw_events, self_time_table
+from graphsys.analysis.threads import ThreadSampler
 from graphsys.analysis.timing import attribute
+from graphsys.memory import lifetime_peak_rss
 from graphsys.trace import COMPILE, NUMBA_PREFIX, numba_ranges, profiling, write_trace
 
 STEP_PREFIX = "graphsys.step#"
@@ -274,12 +278,15 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
 
     ``trace``: also write the profiler's Chrome trace there (:mod:`graphsys.trace`: the
     engines' named ranges are on during the run; only the calling thread is recorded, as
-    counted)."""
+    counted). The other threads are sampled meanwhile
+    (:class:`graphsys.analysis.threads.ThreadSampler`: CPU time and what each spent it
+    on)."""
     cuda = str(device).startswith("cuda")
     marker = StepMarker()
     counter = TransferCounter() if count_transfers else None
     t_start = time.perf_counter()
-    with profiling(device, all_threads=False) as prof, numba_ranges():
+    with (profiling(device, all_threads=False) as prof, numba_ranges(),
+          ThreadSampler() as threads):
         t0 = time.perf_counter()
         marker.start()
         try:
@@ -295,15 +302,25 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
         t1 = time.perf_counter()
         seconds = t1 - t0
     t_stopped = time.perf_counter()
+    peak_run = lifetime_peak_rss()
     if trace is not None:
         write_trace(prof, trace)
-    events = prof.events()
-    self_time = _self_time_table(prof, cuda)
-    ranges = _range_spans(events)
-    counts, top, op_s, mem_s, rt_syncs, reads = _analyse(events, str(device))
-    main = next((e.thread for e in events if e.name == "graphsys.setup"), None)
-    parts = attribute(events, thread=main, cuda=cuda)
-    phases = attribute(events, thread=main, cuda=cuda, phases=True)
+    # hundreds of thousands of small objects, none of them in a cycle: the collector's
+    # passes over them would take longer than building them
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        events = raw_events(prof, cuda=cuda)
+        del prof  # the records are read: the profiler's own copy can go
+        self_time = _self_time_table(events, cuda)
+        ranges = _range_spans(events)
+        counts, top, op_s, mem_s, rt_syncs, reads = _analyse(events, str(device))
+        main = next((e.thread for e in events if e.name == "graphsys.setup"), None)
+        parts = attribute(events, thread=main, cuda=cuda)
+        phases = attribute(events, thread=main, cuda=cuda, phases=True)
+    finally:
+        if collecting:
+            gc.enable()
     per_step = [counts.get(f"{STEP_PREFIX}{k}", 0) for k in range(marker.steps)]
     numba_calls = counts.pop("numba calls")
     total = sum(counts.values())
@@ -319,6 +336,8 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
                         "torch_operators": total - numba_calls})
     stats.timing = {"start": t_start, "window_start": t0, "window_end": t1,
                     "stopped": t_stopped, "parts": parts, "phases": phases,
+                    "threads": threads.result(), "events": len(events),
+                    "peak_rss_run": peak_run,
                     "analysis_seconds": time.perf_counter() - t_stopped}
     return out, stats
 
@@ -328,18 +347,13 @@ SELF_TIME_ROWS = 15
 MAX_RANGES = 4000
 
 
-def _self_time_table(prof, cuda: bool) -> list[dict[str, Any]]:
+def _self_time_table(events, cuda: bool) -> list[dict[str, Any]]:
     """Operators (CUDA kernels on CUDA) by measured self time, most first: ``name``,
-    ``count``, ``self_seconds``, ``total_seconds`` (torch.profiler's key averages)."""
-    rows = []
-    for a in prof.key_averages():
-        if not _is_op(a.key) and not cuda:
-            continue
-        self_us = a.self_device_time_total if cuda else a.self_cpu_time_total
-        total_us = a.device_time_total if cuda else a.cpu_time_total
-        if self_us > 0:
-            rows.append({"name": a.key, "count": int(a.count),
-                         "self_seconds": self_us / 1e6, "total_seconds": total_us / 1e6})
+    ``count``, ``self_seconds``, ``total_seconds`` (as torch.profiler's key averages,
+    :func:`graphsys.analysis.events.self_time_table`)."""
+    table = self_time_table(events, (lambda name: True) if cuda else _is_op, cuda=cuda)
+    rows = [{"name": n, "count": int(c), "self_seconds": s / 1e6, "total_seconds": t / 1e6}
+            for n, (c, s, t) in table.items() if s > 0]
     rows.sort(key=lambda r: (-r["self_seconds"], r["name"]))
     return rows[:SELF_TIME_ROWS]
 

@@ -20,6 +20,10 @@ JSON layout (every figure a plain number, list or string):
   (the ``edge-balanced`` mapping's), ``measured_utilization`` (Nsight Compute, edge
   kernels), ``abs_difference``, ``kernels`` (every profiled kernel grouped by function
   name), launch counts, the ``command`` that ran and the ncu ``version``;
+* ``time``: the wall time split into named parts (:func:`graphsys.analysis.timing.account`),
+  ``threads`` (the other threads' CPU seconds and what each spent them on,
+  :class:`graphsys.analysis.threads.ThreadSampler`) and ``overhead`` (the profiler's own
+  seconds and peak memory, :func:`overhead`);
 * ``advice``: list of strings; ``mappings``; ``graph``; ``workload``; ``seconds``.
 """
 
@@ -42,7 +46,7 @@ from graphsys.errors import GraphsysError, ParameterError
 
 __all__ = ["demo_step", "key_figures", "profile_graph", "write_report"]
 
-WORKLOADS = ("bsp", "embed", "gnn")
+WORKLOADS = ("bsp", "embed", "gnn", "mining")
 
 
 def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
@@ -78,8 +82,10 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     algorithm : str, optional
         The BSP algorithm to run (``"pagerank"``, ``"bfs"``, ``"sssp"``, ...); required by
         the ``"bsp"`` workload, ignored otherwise.
-    workload : {"bsp", "embed", "gnn"}, default "bsp"
-        What to profile: a BSP algorithm, embedding training steps or GNN training steps.
+    workload : {"bsp", "embed", "gnn", "mining"}, default "bsp"
+        What to profile: a BSP algorithm, embedding training steps, GNN training steps or
+        a triangle count (:mod:`graphsys.analysis.mining_workload`: the intersection work
+        per vertex and its split over threads, in ``workload["balance"]``).
     mappings : list of str, optional
         Vertex-to-thread mappings the SIMT model evaluates (default: every one of
         :data:`~graphsys.analysis.simt.MAPPINGS`). With one mapping the ``simt`` and
@@ -230,15 +236,15 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     jit_before = jit.cache_counts()
     stamps: dict[str, float] = {}
     if workload not in WORKLOADS:
-        raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, or a BSP "
-                            f"algorithm)")
+        raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, mining, "
+                            f"or a BSP algorithm)")
     if embed_config is not None and workload != "embed":
         raise GraphsysError("embed_config applies to the embed workload")
     if gnn_config is not None and workload != "gnn":
         raise GraphsysError("gnn_config applies to the gnn workload")
     if ncu and workload != "bsp":
         raise ParameterError("ncu", "validates the BSP engine's kernels: name a BSP "
-                                    "algorithm, not the embed or gnn workload")
+                                    "algorithm, not the embed, gnn or mining workload")
     if ncu_launch_count is not None and ncu_launch_count < 1:
         raise ParameterError("ncu_launch_count", f"must be a positive integer, got "
                                                  f"{ncu_launch_count}")
@@ -269,6 +275,10 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                         backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set,
                         schedule=schedule, threads=threads, damping=damping, tol=tol,
                         sum_dtype=sum_dtype, rank_work=ranked, trace=trace)
+    elif workload == "mining":
+        from graphsys.analysis.mining_workload import profile_mining
+
+        w = profile_mining(g, recorder=rec, threads=threads, edge_set=edge_set, trace=trace)
     elif workload == "embed":
         w = profile_embed(g, recorder=rec, device=dev, dimension=dimension,
                           batch_size=batch_size, edge_set=edge_set, trace=trace,
@@ -327,7 +337,31 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     out["time"]["profiler"].append({"name": "SIMT model, balance, dense reference and "
                                             "advice (after the run)",
                                     "seconds": time.perf_counter() - t_run})
+    out["time"]["overhead"] = overhead(out["time"], t0 if started is None else started,
+                                       w["stats"].timing)
     return out
+
+
+def overhead(tm: dict[str, Any], start: float, timing: dict[str, Any]) -> dict[str, Any]:
+    """The profiler's own cost, as far as one run can tell it: ``profiler_seconds`` (its
+    work outside the run: start, stop, event analysis, model, advice; the ``profiler``
+    parts), ``total_seconds`` (from ``start`` until now), ``share`` of it, ``events``
+    (records analysed), ``peak_rss_run_bytes`` (the process's peak by the end of the run:
+    the run and the profiler's records), ``peak_rss_bytes`` (the peak until now) and
+    ``peak_rss_after_run_bytes`` (how much the analysis raised it). Recording slows the
+    run itself too (a record per operator): only a plain run of the same command
+    measures that (``benchmarks/analysis/profile_overhead.py``)."""
+    from graphsys.memory import lifetime_peak_rss
+
+    own = sum(p["seconds"] for p in tm["profiler"])
+    total = time.perf_counter() - start
+    peak = lifetime_peak_rss()
+    run_peak = int(timing.get("peak_rss_run") or 0)
+    return {"profiler_seconds": own, "total_seconds": total,
+            "share": own / total if total > 0 else None,
+            "events": int(timing.get("events") or 0),
+            "peak_rss_run_bytes": run_peak, "peak_rss_bytes": peak,
+            "peak_rss_after_run_bytes": max(0, peak - run_peak)}
 
 
 def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[str, float],
@@ -356,6 +390,7 @@ def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[st
     out = account(wall, before, tm["window_end"] - tm["window_start"], tm["parts"],
                   tm["phases"], after)
     out["from"] = "process start" if process else "profile_graph call"
+    out["threads"] = tm.get("threads", [])
     return out
 
 

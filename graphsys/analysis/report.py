@@ -550,7 +550,37 @@ def _time_html(tm: dict[str, Any] | None) -> str:
                "the kernels and operators inside it.</p>"
                + _table(["phase", "seconds", "share of wall"], phases) if phases else "")
             + (f"<p class='note'>The profiler's own work, not part of the run: {prof}.</p>"
-               if prof else ""))
+               if prof else "")
+            + _threads_html(tm.get("threads", [])) + _overhead_html(tm.get("overhead")))
+
+
+def _threads_html(threads: list[dict[str, Any]]) -> str:
+    """The other threads' CPU time and what each spent it on, as a table."""
+    if not threads:
+        return ""
+    rows = [[t["thread"] + (f" ({t['threads']} threads)" if t["threads"] > 1 else ""),
+             t["cpu_seconds"],
+             "; ".join(f"{s['what']} {s['share']:.0%}" for s in t["spent_on"])
+             or "(no Python frames: a native pool)"] for t in threads]
+    return ("<h3>Other threads</h3><p class='note'>CPU time of the threads beside the "
+            "profiled one while the run ran (sampler and loader workers, prefetch and "
+            "bucket readers, native pools): beside the wall time above, not part of it. "
+            "What each spent it on: shares of its Python stack samples by innermost "
+            "graphsys function.</p>"
+            + _table(["thread", "CPU seconds", "spent on"], rows))
+
+
+def _overhead_html(o: dict[str, Any] | None) -> str:
+    """The profiler's own cost: seconds outside the run and peak memory."""
+    if not o:
+        return ""
+    gb = 1e9
+    return (f"<p class='note'><b>The profiler's own cost</b>: {o['profiler_seconds']:.3f} s "
+            f"of {o['total_seconds']:.3f} s ({o['share']:.0%}) outside the run (start, "
+            f"stop, analysis of {o['events']:,} events, model and advice); peak RSS "
+            f"{o['peak_rss_bytes'] / gb:.3f} GB, {o['peak_rss_run_bytes'] / gb:.3f} GB by "
+            f"the end of the run (the run and the profiler's records). Recording also "
+            f"slows the run itself: compare with the plain command.</p>")
 
 
 def _close(parts: list[str], profile: dict[str, Any]) -> str:

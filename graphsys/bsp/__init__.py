@@ -5,9 +5,11 @@ halt, aggregators) runs in memory (CSR/CSC with Ligra's push/pull switch), out o
 (buckets streamed from the mapped Arrow files), on CPU (numba kernels) or CUDA (torch), and
 across ``torch.distributed`` ranks. Run a program with :func:`run`; the algorithms
 (:func:`pagerank`, :func:`personalized_pagerank`, :func:`bfs`, :func:`sssp`, :func:`wcc`,
-:func:`kcore`, :func:`hits`, :func:`label_propagation`) are front-ends taking the same
-engine options and returning a :class:`Result` (float64 values by internal id, mapped to
-original ids by ``top``/``value``/``to_dict``/``to_table``, and :class:`RunStats`).
+:func:`scc`, :func:`kcore`, :func:`hits`, :func:`betweenness`, :func:`closeness`,
+:func:`harmonic`, :func:`louvain`, :func:`leiden`, :func:`label_propagation`) are
+front-ends taking the same engine options and returning a :class:`Result` (float64 values
+by internal id, mapped to original ids by ``top``/``value``/``to_dict``/``to_table``, and
+:class:`RunStats`); :func:`modularity` scores any labelling.
 ``docs/programs.md`` is the guide to writing programs.
 
 :func:`run` and the algorithms first apply graphsys's OpenMP wait policy
@@ -22,17 +24,28 @@ each.
 from graphsys.bsp.algorithms import (
     BFS,
     HITS,
+    SCC,
     SSSP,
     WCC,
+    Betweenness,
+    Closeness,
     KCore,
     LabelPropagation,
+    Louvain,
     PageRank,
+    betweenness,
     bfs,
+    closeness,
+    harmonic,
     hits,
     kcore,
     label_propagation,
+    leiden,
+    louvain,
+    modularity,
     pagerank,
     personalized_pagerank,
+    scc,
     sssp,
     wcc,
 )
@@ -42,26 +55,37 @@ from graphsys.bsp.stats import RunStats, SuperstepStats
 
 __all__ = [
     "BFS",
+    "Betweenness",
+    "Closeness",
     "HITS",
+    "SCC",
     "SSSP",
     "WCC",
     "Combiner",
     "Context",
     "KCore",
     "LabelPropagation",
+    "Louvain",
     "ModeCombiner",
     "PageRank",
     "Result",
     "RunStats",
     "SuperstepStats",
     "VertexProgram",
+    "betweenness",
     "bfs",
+    "closeness",
+    "harmonic",
     "hits",
     "kcore",
     "label_propagation",
+    "leiden",
+    "louvain",
+    "modularity",
     "pagerank",
     "personalized_pagerank",
     "run",
+    "scc",
     "sssp",
     "wcc",
 ]

@@ -23,8 +23,10 @@ OPTION_DOCS = {
     "threads": """threads : int, optional
     Worker threads of an out-of-core or distributed pass (default: numba's thread
     count).""",
-    "edge_set": """edge_set : str, optional
-    The edge set whose edges carry messages (default: the graph's default edge set).""",
+    "edge_set": """edge_set : str or sequence of str, optional
+    The edge set whose edges carry messages, or several read as one (a list, names joined
+    by commas, or ``"all"``); default: the graph's default view, the default edge set with
+    the edge sets appended to it (:mod:`graphsys.storage.edge_views`).""",
     "distributed": """distributed : bool, default False
     Run as one rank of the initialised ``torch.distributed`` process group: each rank owns
     a contiguous range of partitions and streams their edges; every rank receives all
@@ -36,6 +38,13 @@ OPTION_DOCS = {
     "dense_divisor": """dense_divisor : float, default 20
     Ligra's direction rule: a superstep pulls when ``|F| + outdeg(F) > m /
     dense_divisor`` (``F`` the frontier, ``m`` the edges), else pushes.""",
+    "init": """init : str, Path, pyarrow.Table or Result, optional
+    A previous result of this algorithm (a ``graphsys run --out`` Parquet file,
+    ``Result.to_table()`` or the Result) on an earlier version of the edges read, e.g.
+    before an append: the run starts from it (PageRank from its ranks, WCC from its
+    components and the new edges only, BFS/SSSP from its distances) and ends where a run
+    from scratch does (:mod:`graphsys.bsp.incremental`). Refused in one line when it was
+    computed on other edges.""",
     "fuse": """fuse : bool, default True
     Let declared fast paths run inside numba calls (in memory, numba backend, one
     process): the supersteps of min-relaxation programs (BFS, SSSP, WCC), PageRank's fused

@@ -209,6 +209,19 @@ def build_adjacency(graph, edge_set: str, kind: str, weights: bool
     return indptr, indices, weight
 
 
+def numpy_adjacency(edges, kind: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """``kind``'s (indptr int64 (N+1,), indices) as NumPy arrays for a whole-graph method
+    (:meth:`~graphsys.bsp.program.VertexProgram.solve_in_memory`) of ``edges``, a
+    :class:`MemoryEdges`: its own arrays on the numba path, else read once with
+    :func:`build_adjacency` (the mapped index where the graph has one); and the seconds a
+    build took (setup)."""
+    if edges.use_numba:
+        return *edges.adjacency(kind)[:2], 0.0
+    t0 = time.perf_counter()
+    indptr, idx, _ = build_adjacency(edges.graph, edges.edge_set, kind, False)
+    return indptr, idx, time.perf_counter() - t0
+
+
 class MemoryEdges:
     """The ``memory`` :class:`~graphsys.bsp.provider.EdgeProvider`: CSR (out-edges) and CSC
     (in-edges) of the whole graph in memory, each built on first use with one read of the

@@ -17,6 +17,7 @@ one entity type (relations are ignored: every edge of the edge set carries messa
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
 
+#: The schema metadata key of :meth:`Result.to_table` that holds the run's provenance.
+RESULT_METADATA = "graphsys.result"
 MODES = ("memory", "out-of-core")
 BACKENDS = ("auto", "numba", "torch")
 SCHEDULES = ("sync", "async", "auto")
@@ -64,6 +67,11 @@ class Result:
         The run's statistics (``print(result.stats)`` shows one screen of totals).
     graph : Graph
         The graph the run read (maps internal ids to original ones).
+    provenance : dict
+        What a later run needs to start from this one (set by the algorithm front-ends and
+        ``graphsys run``): the algorithm, its source and parameters, and the edge sets read
+        with the digests of their buckets (:mod:`graphsys.bsp.incremental`); written into
+        :meth:`to_table`'s schema metadata.
 
     Examples
     --------
@@ -85,6 +93,7 @@ class Result:
     values: np.ndarray
     stats: RunStats
     graph: object
+    provenance: dict | None = None
 
     def __repr__(self) -> str:
         return (f"Result({self.stats.algorithm}: values float64 {self.values.shape}, "
@@ -99,14 +108,20 @@ class Result:
         pyarrow.Table
             Columns ``node`` (original id: int64 or string) and ``value`` (float64, or
             ``fixed_size_list<float64>[d]`` for (N, d) values), one row per node in
-            internal id order.
+            internal id order; the schema metadata ``graphsys.result`` holds
+            :attr:`provenance` as JSON, so a Parquet file of it can start a later run
+            (``init=``).
         """
         if self.values.ndim == 2:
             value = pa.FixedSizeListArray.from_arrays(
                 pa.array(self.values.reshape(-1), pa.float64()), self.values.shape[1])
         else:
             value = pa.array(self.values, pa.float64())
-        return pa.table({"node": pa.array(self.graph.node_ids()), "value": value})
+        table = pa.table({"node": pa.array(self.graph.node_ids()), "value": value})
+        if self.provenance:
+            table = table.replace_schema_metadata(
+                {RESULT_METADATA: json.dumps(self.provenance, sort_keys=True)})
+        return table
 
     def to_dict(self) -> dict:
         """The values keyed by original node id.
@@ -387,7 +402,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
         loop = _Supersteps(program, edges, ctx, state, stats, progress)
         solved = None  # vertices a declared whole-graph algorithm left active
         if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
-                and edges.use_numba and edges.comm.world_size == 1):
+                and edges.backend == "numba" and edges.comm.world_size == 1):
             solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
                                      progress)
         if solved is not None:  # a declared whole-graph algorithm ran: converged if done
@@ -398,6 +413,7 @@ def run(graph, program: VertexProgram, *, mode: str = "memory", device: str = "c
             loop.run(active, max_iters, fuse and edges.relaxes)
         local = checks.values(program, "result", program.result(ctx, state), n_local, dev_,
                               what="the result", any_width=True)
+        stats.scores = dict(getattr(program, "scores", None) or {})
         sizes = [int(b - a) for a, b in itertools.pairwise(edges.bounds)]
         values = edges.comm.allgather(local, sizes).cpu().numpy()
         stats.seconds = time.perf_counter() - t_start

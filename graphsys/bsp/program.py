@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from graphsys.bsp import kernels
@@ -47,6 +48,9 @@ COMBINERS = {"sum": (kernels.COMB_SUM, 0.0, "sum"),
 #: Reductions allowed for aggregators.
 REDUCTIONS = ("sum", "min", "max")
 DIRECTIONS = ("out", "in", "both")
+#: torch dtypes :meth:`Context.full` fills with NumPy on the CPU
+_NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32,
+                 torch.int64: np.int64, torch.bool: np.bool_}
 #: dtypes a scalar copy/sum program may sum its messages in (:attr:`VertexProgram.sum_dtype`)
 SUM_DTYPES = ("float64", "float32")
 
@@ -207,10 +211,12 @@ class Context:
         """Vertices this process owns (``hi - lo``)."""
         return self.hi - self.lo
 
-    def node_range(self) -> torch.Tensor:
-        """Internal (global) ids of the owned vertices, int64 (N_local,) on the run's
-        device."""
-        return torch.arange(self.lo, self.hi, dtype=torch.int64, device=self.device)
+    def node_range(self, dtype=torch.int64) -> torch.Tensor:
+        """Internal (global) ids of the owned vertices, ``dtype`` (default int64)
+        (N_local,) on the run's device."""
+        if self.device.type == "cpu" and dtype in _NUMPY_DTYPES:  # NumPy: see full()
+            return torch.from_numpy(np.arange(self.lo, self.hi, dtype=_NUMPY_DTYPES[dtype]))
+        return torch.arange(self.lo, self.hi, dtype=dtype, device=self.device)
 
     def degree(self, direction: str = "out") -> torch.Tensor:
         """Degrees of the owned vertices in the run's edge set.
@@ -227,8 +233,8 @@ class Context:
         """
         if direction not in self._degrees:
             deg = self._degree_fn(direction)
-            self._degrees[direction] = torch.as_tensor(
-                deg[self.lo:self.hi], dtype=torch.float64).to(self.device)
+            own = np.asarray(deg[self.lo:self.hi], dtype=np.float64)  # NumPy: see full()
+            self._degrees[direction] = torch.from_numpy(own).to(self.device)
         return self._degrees[direction]
 
     def full(self, value: float, dtype=torch.float64, width: int | None = None) -> torch.Tensor:
@@ -249,6 +255,10 @@ class Context:
             On the run's device.
         """
         shape = (self.num_local,) if width is None else (self.num_local, width)
+        if self.device.type == "cpu" and dtype in _NUMPY_DTYPES:
+            # NumPy: a torch fill of a CPU tensor of more than 32k elements wakes torch's
+            # thread pool, which costs more than the fill (milliseconds on a busy machine)
+            return torch.from_numpy(np.full(shape, value, dtype=_NUMPY_DTYPES[dtype]))
         return torch.full(shape, value, dtype=dtype, device=self.device)
 
 
@@ -475,7 +485,10 @@ class VertexProgram(ABC):
         answer into ``state``. The engine calls it in memory, on the numba backend, in one
         process, with ``fuse`` on, before any superstep; ``edges`` is the run's
         :class:`~graphsys.bsp.edges.MemoryEdges` (``adjacency("csr" | "csc")``: indptr int64
-        (N+1,), indices int32 (E,), weight). ``schedule`` is the run's (``sync``, ``auto``):
+        (N+1,), indices int32 (E,), weight; a program with a custom :class:`Combiner` reads
+        torch tensors there, and NumPy arrays with
+        :func:`~graphsys.bsp.edges.numpy_adjacency`). ``schedule`` is the run's (``sync``,
+        ``auto``):
         a program whose method changes the supersteps answers only ``auto``. Returns None
         (default: no fast path, the superstep loop runs) or a :class:`Solved`."""
         return None

@@ -106,12 +106,17 @@ class RunStats:
         What ran: ``supersteps`` (the BSP loop), ``async`` (a work list), or the
         whole-graph algorithm a program declared
         (:meth:`~graphsys.bsp.program.VertexProgram.solve_in_memory`:
-        ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``).
+        ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``,
+        ``pivot-tarjan``, ``bucket-peel``, ``level-peel``, ``fused-hits``, ``brandes``,
+        ``parallel-searches``, ``louvain``, ``leiden``, ``semi-synchronous``).
     supersteps : list of SuperstepStats
         One record per superstep, in order.
     weighted : bool
         Whether edge weights entered the messages (a weighted PageRank, HITS or SSSP on an
         edge set with weights); False where every edge counted as 1.
+    scores : dict of str to float
+        Scores of the answer that a program reports in its ``scores`` attribute (Louvain
+        and Leiden: ``modularity``, ``communities``); empty for most.
 
     Examples
     --------
@@ -143,6 +148,7 @@ class RunStats:
     method: str = "supersteps"
     supersteps: list[SuperstepStats] = field(default_factory=list)
     weighted: bool = False
+    scores: dict[str, float] = field(default_factory=dict)
 
     @property
     def num_supersteps(self) -> int:

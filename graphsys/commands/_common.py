@@ -1,4 +1,4 @@
-"""Helpers shared by CLI commands: JSON output and column arguments."""
+"""Helpers shared by CLI commands: JSON output, column arguments and node-id files."""
 
 from __future__ import annotations
 
@@ -64,3 +64,36 @@ def show_progress(args) -> bool:
     if getattr(args, "quiet", False):
         return False
     return not (getattr(args, "json", False) and sys.stderr.isatty())
+
+
+def typed_ids(graph, values: list[str], what: str) -> list:
+    """Original ids given as text, typed as the graph stores them (integers or strings);
+    ``what`` (a flag or a file) names them in the one-line error."""
+    from graphsys.errors import InputError
+
+    if not graph.entity_type().id_type.startswith(("int", "uint")):
+        return values
+    try:
+        return [int(v) for v in values]
+    except ValueError:
+        bad = next(v for v in values if not v.lstrip("-").isdigit())
+        raise InputError(f"{what}: {bad!r} is not an integer node id (the graph's ids are "
+                         f"integers)") from None
+
+
+def read_ids(graph, path: Path, flag: str, per_line: int = 1) -> list:
+    """The node ids of a text file, ``per_line`` whitespace-separated ids on each line
+    (blank lines and ``#`` comments skipped), typed by :func:`typed_ids`: a flat list, or
+    for ``per_line`` > 1 a list of tuples."""
+    from graphsys.errors import InputError
+
+    if not Path(path).is_file():
+        raise InputError(f"{flag}: {path} is not a file")
+    rows = [line.split() for line in Path(path).read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+    bad = next((n for n, r in enumerate(rows) if len(r) != per_line), None)
+    if bad is not None:
+        raise InputError(f"{flag}: {path}: a line holds {len(rows[bad])} fields, not "
+                         f"{per_line}: {' '.join(rows[bad])[:80]!r}")
+    flat = typed_ids(graph, [v for r in rows for v in r], f"{flag} {path}")
+    return flat if per_line == 1 else list(zip(*(flat[i::per_line] for i in range(per_line))))

@@ -37,7 +37,13 @@ def register(subparsers) -> None:
                        description=TRAIN_DESCRIPTION, epilog="config keys:\n" + config_help(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--graph", type=Path, help="graph directory (else the config's graph)")
-    t.add_argument("--edges", help="training edge set (default: train, or the only one)")
+    t.add_argument("--edges", help="training edge set, or several joined by commas "
+                   "(default,day2) or all (default: train, or the only one, with the edge "
+                   "sets appended to it)")
+    t.add_argument("--until", metavar="T",
+                   help="train on the graph as of time T: only the edges whose timestamp edge "
+                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
+                        "read as Unix seconds, UTC)")
     t.add_argument("--config", type=Path, help="TOML or JSON config file, or a PyTorch-BigGraph "
                    "config (.py: parsed, never run; matched to --graph)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -165,7 +171,8 @@ def run_train(args) -> int:
 
     trace = trace_path(args)
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
-    graph = open_graph(args.graph) if args.graph is not None else None
+    graph = (open_graph(args.graph, until=getattr(args, "until", None))
+             if args.graph is not None else None)
     cfg = load_config(args.config, args.overrides, graph=graph, log=log, device=args.device)
     check_outputs([("--trace", args.trace, "file"),
                    ("--out" if args.out is not None else "checkpoint_path",

@@ -13,7 +13,14 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="export an edge set as Parquet or TSV",
                               description=__doc__)
     p.add_argument("graph", type=graph_arg, metavar="DIR|URI")
-    p.add_argument("--edges", metavar="SET", help="edge set (default: the only/default one)")
+    p.add_argument("--edges", metavar="SET",
+                   help="edge set; several read as one joined by commas (default,day2), "
+                        "or all (default: the graph's default view, which includes the edge "
+                        "sets appended to it)")
+    p.add_argument("--until", metavar="T",
+                   help="export the edge set as of time T: only the edges whose timestamp edge "
+                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
+                        "read as Unix seconds, UTC)")
     p.add_argument("--out", required=True, type=Path, help="FILE.parquet, FILE.tsv or FILE.tsv.gz")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--json", action="store_true")
@@ -21,7 +28,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    rows = export_edges(open_graph(args.graph), args.out, args.edges, overwrite=args.overwrite)
+    rows = export_edges(open_graph(args.graph, until=args.until), args.out, args.edges,
+                        overwrite=args.overwrite)
     if args.json:
         emit_json({"out": str(args.out), "rows": rows})
     else:

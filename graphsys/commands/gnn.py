@@ -61,8 +61,10 @@ def register(subparsers) -> None:
 
     t = sub.add_parser("train", help="train a GNN and print test metrics")
     _source_args(t)
-    t.add_argument("--task", choices=("node", "link"), default=field["task"],
-                   help=f"node classification or link prediction (default {field['task']})")
+    t.add_argument("--task", choices=("node", "link", "temporal-link"), default=field["task"],
+                   help=f"node classification, link prediction, or temporal link prediction "
+                        f"on timestamped edges (model tgn, a chronological split) (default "
+                        f"{field['task']})")
     t.add_argument("--model", default=field["model"], metavar="MODEL",
                    help=f"{', '.join(GNN_MODELS.names())} (default {field['model']}), "
                         "rgcn (task link on a typed graph with train/valid/test edge sets: "
@@ -205,6 +207,21 @@ def _link_args(t, field: dict) -> None:
                    help=f"link task, random/time split: uniform negatives each held-out edge "
                         f"is ranked against, true edges filtered out; -1 = every candidate "
                         f"node (default {field['link_eval_negatives']})")
+    t.add_argument("--until", metavar="T", default=None,
+                   help="train on the graph as of time T: only the edges whose timestamp edge "
+                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
+                        "read as Unix seconds, UTC)")
+    for flag, what in (("--valid-from", "validation edges (up to --test-from)"),
+                       ("--test-from", "test edges")):
+        t.add_argument(flag, metavar="T", default=None,
+                       help=f"link split time and task temporal-link: the edges stamped from "
+                            f"T on are {what}, instead of the latest fractions (both flags or "
+                            f"neither)")
+    t.add_argument("--temporal-strategy", choices=("recent", "uniform"),
+                   default=field["temporal_strategy"],
+                   help=f"task temporal-link: each event's --fanouts neighbours among the "
+                        f"edges strictly before it, the most recent or uniform ones (default "
+                        f"{field['temporal_strategy']})")
     t.add_argument("--metrics-k", default=",".join(map(str, field["metrics_k"])), metavar="K,K",
                    help=f"link task: the k of hits@k and recall@k (default "
                         f"{','.join(map(str, field['metrics_k']))})")
@@ -269,7 +286,9 @@ def _train(args) -> int:
         metrics_k=_ints(args.metrics_k, "metrics_k"), eval_every=args.eval_every,
         eval_fanouts=(parse_fanouts(args.eval_fanouts) if args.eval_fanouts is not None
                       else None),
-        layerwise_inference=args.layerwise_inference)
+        layerwise_inference=args.layerwise_inference, until=args.until,
+        valid_from=args.valid_from, test_from=args.test_from,
+        temporal_strategy=args.temporal_strategy)
     if args.config is not None:
         # the file's settings, and over them the flags given other than at their default
         defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}

@@ -27,8 +27,14 @@ def register(subparsers) -> None:
                    help="both directions of every edge, each neighbour once: the view "
                         "samplers walk by default (symmetric), memory-mapped instead of "
                         "built in RAM")
+    p.add_argument("--temporal", action="store_true",
+                   help="every node's events in time order, by the timestamp edge column "
+                        "(neighbour, time, edge id; both directions): what the temporal "
+                        "samplers draw from, memory-mapped instead of built in RAM")
     p.add_argument("--edge-set", action="append", dest="edge_sets",
-                   help="edge set to index (repeatable; default: every edge set)")
+                   help="edge set to index (repeatable; several joined by commas index "
+                        "each; default: every edge set); an edge set keeps the indexes it "
+                        "has, so after an append only the new one's are built")
     p.add_argument("--memory-limit", default="2GB",
                    help="anonymous memory budget, e.g. 1GB (default 2GB; the build needs "
                         "8 bytes per node + 64 MiB, --push 28 + 8 per thread)")
@@ -38,18 +44,18 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def parse_kinds(csr: bool, csc: bool, push: bool, undirected: bool = False
-                ) -> tuple[str, ...]:
+def parse_kinds(csr: bool, csc: bool, push: bool, undirected: bool = False,
+                temporal: bool = False) -> tuple[str, ...]:
     """The kinds named by the flags (``undirected``: ``sym``); none means csr and csc."""
     kinds = tuple(k for k, on in (("csr", csr), ("csc", csc), ("push", push),
-                                  ("sym", undirected)) if on)
+                                  ("sym", undirected), ("temporal", temporal)) if on)
     return kinds or ("csr", "csc")
 
 
 def run(args) -> int:
     t0 = time.perf_counter()
     built = build_index(open_graph(args.graph), parse_kinds(args.csr, args.csc, args.push,
-                                                       args.undirected),
+                                                       args.undirected, args.temporal),
                         edge_sets=args.edge_sets,
                         memory_limit=parse_size(args.memory_limit, field="--memory-limit"),
                         force=args.force, progress=show_progress(args))

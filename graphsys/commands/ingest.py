@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+import warnings
 from pathlib import Path
 
 from graphsys.commands._common import add_quiet_arg, column_arg, emit_json, show_progress
+from graphsys.errors import GraphsysError
 from graphsys.outputs import check_output_directory
 from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
 from graphsys.storage.format import DEFAULT_EDGE_SET
 from graphsys.storage.ingest_files import ingest
+from graphsys.storage.ingest_inputs import SmallBudgetWarning, small_budget
+from graphsys.units import parse_size
 from partitioners import DEFAULT_PARTITIONER
 
 
@@ -51,6 +56,14 @@ def register(subparsers) -> None:
     p.add_argument("--no-header", action="store_true", help="same as --header no")
     p.add_argument("--edge-set", default=DEFAULT_EDGE_SET,
                    help=f"name of the edge set (default {DEFAULT_EDGE_SET!r})")
+    joining = p.add_mutually_exclusive_group()
+    joining.add_argument("--join", metavar="SET",
+                         help="with --append-to: the edge set whose view the new edges join "
+                              "(default: the graph's default edge set, so every engine reads "
+                              "old and new edges together unless told --edges)")
+    joining.add_argument("--no-join", action="store_true",
+                         help="with --append-to: keep the new edge set apart (read only by "
+                              "naming it, e.g. --edges default,NAME)")
     p.add_argument("--nodes", type=Path,
                    help="node table (Parquet/Arrow) with column id and label/feature/mask columns")
     p.add_argument("--undirected", action="store_true",
@@ -59,7 +72,7 @@ def register(subparsers) -> None:
     p.add_argument("--drop-self-loops", action="store_true")
     p.add_argument("--memory-limit", default="2GB",
                    help="memory budget for edge buffers, e.g. 1GB, 512MiB (default 2GB; at "
-                        "least 64KiB)")
+                        "least 64KiB; below 16MiB its smallest buffers overrun it: warned)")
     p.add_argument("--on-bad-line", choices=("error", "skip"), default="error")
     p.add_argument("--index", default="",
                    help="indexes to build after ingest, comma-separated among csr, csc, "
@@ -74,20 +87,11 @@ def run(args) -> int:
     # partitions), so the library's parameter errors read as these flags
     appending = args.append_to is not None
     out = args.append_to if appending else check_output_directory(args.out)
-    graph, report = ingest(
-        [Path(x) for x in args.inputs], out, partitions=args.partitions,
-        partitioner=args.partitioner, seed=args.seed, format=args.format,
-        src_col=column_arg(args.src_col), dst_col=column_arg(args.dst_col),
-        rel_col=column_arg(args.rel_col), weight_col=column_arg(args.weight_col),
-        edge_columns=_edge_columns(args.edge_columns),
-        relation=args.relation, delimiter=args.delimiter,
-        header=False if args.no_header else {"auto": None, "yes": True, "no": False}[
-            args.header],
-        edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
-        dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
-        memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,
-        append=appending, progress=show_progress(args), relation_types=args.relation_types,
-        return_report=True)
+    with warnings.catch_warnings():
+        # said once, in one line, before the run (the library warns from inside it)
+        warnings.simplefilter("ignore", SmallBudgetWarning)
+        _say_small_budget(args.memory_limit)
+        graph, report = _ingest(args, out, appending)
     if args.json:
         emit_json(report.to_json())
     else:
@@ -100,6 +104,38 @@ def run(args) -> int:
               f"{report.seconds['total']:.2f} s"
               + (f", {report.skipped_lines} bad line(s) skipped" if report.skipped_lines else ""))
     return 0
+
+
+def _ingest(args, out, appending: bool):
+    """The library's ingest (or append) with the command's arguments."""
+    return ingest(
+        [Path(x) for x in args.inputs], out, partitions=args.partitions,
+        partitioner=args.partitioner, seed=args.seed, format=args.format,
+        src_col=column_arg(args.src_col), dst_col=column_arg(args.dst_col),
+        rel_col=column_arg(args.rel_col), weight_col=column_arg(args.weight_col),
+        edge_columns=_edge_columns(args.edge_columns),
+        relation=args.relation, delimiter=args.delimiter,
+        header=False if args.no_header else {"auto": None, "yes": True, "no": False}[
+            args.header],
+        edge_set=args.edge_set, nodes=args.nodes, undirected=args.undirected,
+        dedupe=args.dedupe, drop_self_loops=args.drop_self_loops,
+        memory_limit=args.memory_limit, on_bad_line=args.on_bad_line, index=args.index,
+        append=appending, join=False if args.no_join else (args.join or True),
+        progress=show_progress(args), relation_types=args.relation_types,
+        return_report=True)
+
+
+def _say_small_budget(memory_limit: str) -> None:
+    """One line on stderr when ``--memory-limit`` is below the least an ingest keeps to
+    (:func:`graphsys.storage.ingest_inputs.small_budget`); a size that does not parse is
+    left to the ingest's own one-line error."""
+    try:
+        message = small_budget(parse_size(memory_limit, field="memory_limit"))
+    except GraphsysError:
+        return
+    if message is not None:
+        print("graphsys ingest: warning: --memory-limit " + message.split(" ", 1)[1],
+              file=sys.stderr)
 
 
 def _edge_columns(spec: str) -> dict[str, str | int]:

@@ -1,6 +1,8 @@
 """``graphsys profile``: kernel invocations, transfers, SIMT lane utilization and load balance
 of a BSP algorithm (``graphsys profile ALGO DIR``) or a training workload (``graphsys profile
---workload embed|gnn DIR``), as a self-contained HTML report plus JSON. ``--workload embed``
+--workload embed|gnn|mining DIR``), as a self-contained HTML report plus JSON. ``--workload
+mining`` profiles a triangle count (``graphsys mine triangles``) and tells how its
+intersection work spreads over vertices and threads. ``--workload embed``
 profiles your embedding config (``--config``, ``--set``), ``--workload gnn`` your ``gnn train``
 setup (``--model``, ``--set hidden=128``, ``--set fanouts=15,10``): ``graphsys gnn train``
 itself, one epoch unless ``--set epochs=N``, evaluation and checkpoints included.
@@ -11,6 +13,10 @@ The measured section splits the wall time, from the process's start, into named 
 start-up and imports, graph open, preparation, JIT compilation, setup (layout build,
 index mapping), each numba kernel and torch operator with its invocation count, transfers,
 the engine's Python between kernels, I/O waits, sampling, evaluation, checkpoints.
+The other threads (sampler and loader workers, bucket readers, native pools) get a line
+each: their CPU time beside that wall time and what they spent it on. The profiler's own
+cost (its seconds outside the run, the events it analysed, the process's peak RSS) is
+stated last.
 
 The report's "what to change" section is derived from the measured figures and names the
 flag or config key that acts on each item. The modelled SIMT / SM / warp figures are
@@ -23,6 +29,7 @@ edge kernels with the edge-balanced model (the report's "Model vs Nsight Compute
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from graphsys.commands._common import (
@@ -42,9 +49,10 @@ def register(subparsers) -> None:
     p.add_argument("targets", nargs="+", metavar="[ALGO] DIR",
                    help=f"a BSP algorithm ({', '.join(ALGORITHMS.names())}) and a graph "
                         f"directory; only DIR "
-                        "with --workload embed|gnn")
-    p.add_argument("--workload", choices=("bsp", "embed", "gnn"), default="bsp",
-                   help="what to profile (default: the BSP algorithm ALGO)")
+                        "with --workload embed|gnn|mining")
+    p.add_argument("--workload", choices=("bsp", "embed", "gnn", "mining"), default="bsp",
+                   help="what to profile (default: the BSP algorithm ALGO); mining: a "
+                        "triangle count and its intersection work per vertex and thread")
     p.add_argument("--mapping", action="append", metavar="NAME",
                    help="vertex-to-thread mapping(s), repeatable or comma-separated: "
                         "thread-per-vertex, warp-per-vertex, cta-per-vertex, edge-balanced "
@@ -73,7 +81,10 @@ def register(subparsers) -> None:
                    help="merge-path items per thread (default 4)")
     p.add_argument("--max-iters", type=int, metavar="N", help="most supersteps")
     p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
-    p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
+    p.add_argument("--edges", metavar="SET",
+                   help="edge set; several read as one joined by commas (default,day2), "
+                        "or all (default: the graph's default view, which includes the edge "
+                        "sets appended to it)")
     p.add_argument("--ranks", type=int, default=1,
                    help="also report the balance of this many distributed ranks: their "
                         "partitions' nodes and edges, and (BSP) every superstep's active "
@@ -128,7 +139,7 @@ def run(args) -> int:
     t = args.targets
     if args.workload == "bsp":
         if len(t) != 2:
-            raise GraphsysError("give ALGO DIR, or --workload embed|gnn DIR (see graphsys "
+            raise GraphsysError("give ALGO DIR, or --workload embed|gnn|mining DIR (see graphsys "
                                 "profile --help)")
         algo, graph = t[0], Path(t[1])
         ALGORITHMS.get(algo).check_source(args.source)
@@ -162,7 +173,7 @@ def run(args) -> int:
         raise GraphsysError("--model applies to --workload gnn")
     if args.config is not None and args.workload != "embed":
         raise GraphsysError("--config applies to --workload embed")
-    if args.overrides and args.workload == "bsp":
+    if args.overrides and args.workload in ("bsp", "mining"):
         raise GraphsysError("--set applies to --workload embed|gnn")
     if args.workload == "embed" and (args.config is not None or args.overrides):
         from graphsys.embed import load_config
@@ -186,7 +197,8 @@ def run(args) -> int:
         raise GraphsysError(f"--threads must be positive, got {args.threads}")
     if args.workload != "bsp":
         for flag, given in (("--schedule", args.schedule != "auto"),
-                            ("--threads", args.threads is not None),
+                            ("--threads", args.threads is not None
+                             and args.workload != "mining"),
                             ("--backend", args.backend != "auto"),
                             ("--tol", args.tol is not None), ("--damping", args.damping != 0.85),
                             ("--sum-dtype", args.sum_dtype != "auto")):
@@ -211,8 +223,10 @@ def run(args) -> int:
                          ncu_launch_count=args.ncu_launch_count, trace=trace,
                          embed_config=embed_config, gnn_config=gnn_config)
     paths = None
+    t_report = time.perf_counter()
     if args.report is not None:
         paths = write_report(prof, args.report, overwrite=args.overwrite)
+    t_report = time.perf_counter() - t_report
     if args.json:
         emit_json(prof)
         return 0
@@ -231,6 +245,9 @@ def run(args) -> int:
         print(f"  {sum(p['seconds'] for p in rest):>9.4f} s "
               f"{sum(p['share'] for p in rest):>6.1%}  {len(rest)} smaller parts (see --json "
               f"or --report)")
+    for line in thread_lines(tm.get("threads", [])):
+        print(line)
+    print(overhead_line(tm["overhead"], t_report, started))
     k = prof["kernels"]
     print(f"invocations: {k['invocations_per_step']:.3g} per step, "
           + (f"{k['invocations_per_edge']:.3g} per edge, " if k.get("invocations_per_edge")
@@ -257,12 +274,56 @@ def run(args) -> int:
               f"{_f(n['abs_difference'])}")
     for a in prof["modelled"]:
         print(f"  - {a}")
+    if w["kind"] == "mining":
+        b = w["balance"]
+        print(f"triangles: {w['triangles']:,} from the {w['kernel']} vertex, "
+              f"{b['total']:,} probes")
+        if b["per_vertex"]:
+            pv, st, ts = b["per_vertex"], b["static_split"], b["task_split"]
+            print(f"  per vertex: max/mean {pv['max_over_mean']:.3g}, CV {pv['cv']:.3g}, "
+                  f"heaviest 1% {pv['top_1pct_share']:.1%} of the work")
+            print(f"  {st['threads']} threads: static ranges max/mean "
+                  f"{st['max_over_mean']:.3f}, equal-work tasks ({ts['tasks']:,}) "
+                  f"{ts['max_over_mean']:.3f} (bound {ts['bound']:.3f})")
     print("what to change:")
     for a in prof["advice"]:
         print(f"  - {a}")
     if paths:
         print(f"wrote {paths[0]} and {paths[1]}", file=sys.stderr)
     return 0
+
+
+def thread_lines(threads: list[dict], rows: int = 6) -> list[str]:
+    """The other threads' lines of the summary: CPU seconds (beside the wall time above,
+    not part of it) and what each spent them on."""
+    if not threads:
+        return []
+    out = ["other threads (CPU time while the run ran, beside its wall time):"]
+    for t in threads[:rows]:
+        spent = ", ".join(f"{s['what']} {s['share']:.0%}" for s in t["spent_on"][:3])
+        many = f" ({t['threads']} threads)" if t["threads"] > 1 else ""
+        out.append(f"  {t['cpu_seconds']:>9.4f} s CPU  {t['thread']}{many}"
+                   + (f": {spent}" if spent else " (no Python frames)"))
+    if len(threads) > rows:
+        out.append(f"  {sum(t['cpu_seconds'] for t in threads[rows:]):>9.4f} s CPU  "
+                   f"{len(threads) - rows} more threads (see --json or --report)")
+    return out
+
+
+def overhead_line(o: dict, report_seconds: float, started: float | None) -> str:
+    """The profiler's own cost in one line: its seconds outside the run (and the
+    report's), the process's seconds so far and its peak resident memory."""
+    from graphsys.memory import lifetime_peak_rss
+
+    own = o["profiler_seconds"] + report_seconds
+    total = (time.perf_counter() - started if started is not None
+             else o["total_seconds"] + report_seconds)
+    gb = 1e9
+    return (f"profiler's own cost: {own:.2f} s of the process's {total:.2f} s "
+            f"({own / total:.0%}: start, stop, analysis of {o['events']:,} events, model"
+            + (", report" if report_seconds > 0.0005 else "") + "); peak RSS "
+            f"{lifetime_peak_rss() / gb:.2f} GB, {o['peak_rss_run_bytes'] / gb:.2f} GB by "
+            f"the end of the run")
 
 
 def _f(v) -> str:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from graphsys.commands._common import add_trace_arg, emit_json, graph_arg, trace_path
-from graphsys.errors import GraphsysError
+from graphsys.errors import ConvergenceWarning, GraphsysError
 from graphsys.plugins import ALGORITHMS
 
 
@@ -60,15 +61,38 @@ def register(subparsers) -> None:
                         "sum, see docs)")
     p.add_argument("--weights", dest="weighted", choices=("auto", "use", "ignore"),
                    default="auto",
-                   help="pagerank, ppr, hits: follow the edge weights (networkx's default "
-                        "weight='weight'): auto (default) when the edge set has them, use "
-                        "(refused without them), ignore (every edge counts 1); the summary "
-                        "line and --json's 'weighted' say which ran")
+                   help="pagerank, ppr, hits, louvain, leiden: follow the edge weights "
+                        "(networkx's default weight='weight'): auto (default) when the edge "
+                        "set has them, use (refused without them), ignore (every edge counts "
+                        "1); betweenness, closeness, harmonic: weights as lengths with use "
+                        "(default: hops, networkx's weight=None); the summary line and "
+                        "--json's 'weighted' say which ran")
+    p.add_argument("--set", dest="params", action="append", default=[], metavar="NAME=VALUE",
+                   help="an algorithm parameter, as the Python function takes it (VALUE a "
+                        "TOML literal): betweenness/closeness/harmonic k=50 seed=1 "
+                        "sources=[1,2] normalized=false endpoints=true wf_improved=false; "
+                        "louvain/leiden resolution=0.5 seed=1 directed=false, leiden "
+                        "iterations=-1 theta=0.01; kcore self_loops=refuse")
     p.add_argument("--allow-unconverged", action="store_true",
                    help="accept a run that stops at --max-iters before converging (exit 0, "
                         "a warning, the last iterate written); without it such a run exits "
                         "non-zero and writes nothing")
-    p.add_argument("--edges", metavar="SET", help="edge set (default: the graph's default)")
+    p.add_argument("--edges", metavar="SET",
+                   help="edge set; several read as one joined by commas (default,day2), "
+                        "or all (default: the graph's default view, which includes the edge "
+                        "sets appended to it)")
+    p.add_argument("--until", metavar="T",
+                   help="run on the graph as of time T: only the edges whose timestamp edge "
+                        "column is <= T (a number in the column's unit, or an ISO-8601 date "
+                        "read as Unix seconds, UTC)")
+    p.add_argument("--init", default="auto", metavar="PREV.parquet|auto|none",
+                   help="start from a previous result of this algorithm on an earlier "
+                        "version of the edges, e.g. before an append: pagerank/ppr from its "
+                        "ranks, wcc from its components and the new edges only, bfs/sssp "
+                        "from its distances; the answer is a run from scratch's (pagerank "
+                        "to --tol). auto (default): the --out file being replaced "
+                        "(--overwrite) when it is such a result of the same run; none: from "
+                        "scratch")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
     p.add_argument("--schedule", default="auto",
                    help="auto (default: bfs and wcc in memory on CPU run their own "
@@ -103,10 +127,12 @@ def run(args) -> int:
         raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
     if args.program is not None:
         func, needs_source, parameters = _user_program(args), False, ()
-        args.algorithm = args.program
+        args.algorithm, spec = args.program, None
     else:
         spec = ALGORITHMS.get(args.algorithm)
         func, needs_source, parameters = spec.run, spec.needs_source, spec.parameters
+    if args.init not in ("auto", "none") and (spec is None or spec.warm_start is None):
+        raise GraphsysError(f"--init applies to {_taking_init()}, not {args.algorithm}")
     if args.mode not in MODES:
         raise GraphsysError(f"--mode: unknown mode {args.mode!r} (choose from "
                             f"{', '.join(MODES)})")
@@ -140,7 +166,7 @@ def run(args) -> int:
     distributed = init_from_env(device)
     # opened once; each file the run reads is hash-checked as it is first read (buckets,
     # adjacency index, node ids), so verifying costs no pass of its own over the edges
-    graph = open_graph(args.graph)
+    graph = open_graph(args.graph, until=args.until)
     graph.verify_hashes = not args.no_verify
     kwargs = {"mode": args.mode, "device": str(device), "backend": args.backend,
               "edge_set": args.edges, "distributed": distributed,
@@ -164,7 +190,11 @@ def run(args) -> int:
     elif args.weighted != "auto":
         raise GraphsysError(f"--weights applies to {_taking('weighted')}, not "
                             f"{args.algorithm}")
+    kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
     source = _parse_source(graph, args.source) if needs_source else None
+    init = _previous_result(args, spec, graph, source, out, kwargs)
+    if init is not None:
+        kwargs["init"] = init
     rank0 = not distributed or _rank() == 0
     show = rank0 and not args.json and not args.quiet
     if show:
@@ -178,7 +208,8 @@ def run(args) -> int:
                   f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
 
     try:
-        with peer_failures(distributed), recording(trace, device):
+        with peer_failures(distributed), recording(trace, device), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # refused or warned below
             result = func(graph, source, progress=progress, **kwargs) if needs_source else func(
                 graph, progress=progress, **kwargs)
     finally:
@@ -208,11 +239,66 @@ def run(args) -> int:
                   f"(setup {stats.setup_seconds:.3f} s), mode {stats.mode}, device "
                   f"{stats.device}, backend {stats.backend}"
                   + (", weighted" if stats.weighted else "")
+                  + "".join(f", {k} {v:.6g}" for k, v in stats.scores.items())
+                  + (f", started from {init}" if init is not None else "")
                   + (f", wrote {out}" if out else ""))
         if not stats.converged:
             print(f"warning: {args.algorithm} stopped at --max-iters "
                   f"({stats.num_supersteps} supersteps) before converging", file=sys.stderr)
     return 0
+
+
+def _taking_init() -> str:
+    """The registered algorithms that start from a previous result, for a message."""
+    return ", ".join(n for n, spec in ALGORITHMS.items() if spec.warm_start is not None)
+
+
+def _previous_result(args, spec, graph, source, out, kwargs) -> Path | None:
+    """The previous result ``--init`` names: the file given, or with ``auto`` the ``--out``
+    file being replaced when it is a result of the same run on an earlier version of the
+    edges read (else None: from scratch)."""
+    if args.init == "none" or spec is None or spec.warm_start is None:
+        return None
+    if args.init != "auto":
+        return Path(args.init)
+    if out is None or not args.overwrite or not Path(out).is_file():
+        return None
+    from graphsys.bsp import incremental
+
+    params = {k: kwargs[k] for k in spec.parameters if k in kwargs}
+    if not incremental.same_run(out, spec.name, params):
+        return None
+    try:
+        incremental.read_previous(graph, out, spec.name, args.edges, source)
+    except GraphsysError:
+        return None  # of other edges, or unreadable: from scratch
+    return Path(out)
+
+
+#: parameters with flags of their own (not set with --set)
+_FLAGGED = {"tol": "--tol", "damping": "--damping", "sum_dtype": "--sum-dtype",
+            "weighted": "--weights"}
+
+
+def _algorithm_params(algorithm: str, pairs: list[str], parameters) -> dict:
+    """The ``--set NAME=VALUE`` pairs as keyword parameters of ``algorithm``."""
+    from graphsys.config_values import parse_value
+
+    out = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise GraphsysError(f"--set {pair!r}: expected NAME=VALUE")
+        if name in _FLAGGED:
+            raise GraphsysError(f"--set {name}: use {_FLAGGED[name]}")
+        if name not in parameters:
+            known = [p for p in parameters if p not in _FLAGGED]
+            raise GraphsysError(f"--set {name}: {algorithm} takes no parameter {name} ("
+                                + (f"its parameters: {', '.join(known)})" if known else
+                                   "it takes none)"))
+        out[name] = parse_value(text)
+    return out
 
 
 def _taking(parameter: str) -> str:

@@ -35,6 +35,7 @@ from graphsys.embed.checkpoint_files import (
            id_digests,
            load_npy,
            save_npy,
+           stream_seed,  # the trainer's too
 )
 from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.embed.model import init_embeddings
@@ -57,13 +58,6 @@ TUNABLE_KEYS = {"lr", "relation_lr", "batch_size", "num_batch_negs", "num_unifor
                 "margin", "max_norm", "loss_fn", "bucket_order", "freeze_old"}
 #: What may sit in a directory before its first commit (an initialisation killed early).
 _INIT_ENTRIES = ("embeddings", "optim", "model", "config.json", LOCK_FILE)
-
-
-def stream_seed(*parts: int) -> int:
-    """The seed (uint32 range) of the generator of one purpose of a run, from the config's
-    ``seed`` and the purpose's coordinates (each taken modulo 2**32); stable across runs,
-    processes and platforms."""
-    return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
 
 
 @dataclass

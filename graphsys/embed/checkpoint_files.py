@@ -82,6 +82,13 @@ META_REQUIRED = ("epochs_done", "dimension", "entity_types")
 _JSON_NAMES = {int: "integer", dict: "object", list: "list"}
 
 
+def stream_seed(*parts: int) -> int:
+    """The seed (uint32 range) of the generator of one purpose of a run, from the config's
+    ``seed`` and the purpose's coordinates (each taken modulo 2**32); stable across runs,
+    processes and platforms."""
+    return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
+
+
 def check_fields(meta: dict[str, Any], path: Path) -> None:
     """Raise :class:`FormatError` naming the first field of ``meta`` (a ``checkpoint.json``
     at ``path``) that a reader would index and that has the wrong shape: the file carries no
@@ -114,15 +121,18 @@ def check_fields(meta: dict[str, Any], path: Path) -> None:
         raise FormatError(f"{path}: field 'stats' is malformed ({exc})") from None
 
 
-def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
+def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path, *,
+                grown: bool = False) -> dict[str, list[int]] | None:
     """Raise :class:`GraphsysError` unless ``graph`` is shaped like the one the embeddings
     ``where`` were trained on: ``meta`` (a ``checkpoint.json``) records, per entity type, the
     nodes of each partition (``entity_types[t]["partition_sizes"]``) and, in index order, the
     relation types with their lhs/rhs types (``relations``; empty for GNN embeddings). Node
     ids are local to a partition, so another graph (or another partitioning of the same one)
-    would silently index the wrong rows, or past the end."""
+    would silently index the wrong rows, or past the end. ``grown``: the graph may have
+    grown by appends since (:func:`~graphsys.storage.identity.check_nodes`); returns then
+    the trained rows per partition of every entity type, None when it did not grow."""
     hint = "(wrong --graph, or re-ingested with other partitions?)"
-    check_nodes(meta["entity_types"], graph, str(where), hint)
+    old = check_nodes(meta["entity_types"], graph, str(where), hint, grown=grown)
     rels = meta.get("relations") or []
     want_rels = [(r["name"], r["lhs"], r["rhs"]) for r in rels]
     have_rels = [(r.name, r.lhs, r.rhs) for r in graph.relation_types]
@@ -134,6 +144,7 @@ def check_graph(meta: dict[str, Any], graph: Graph, where: str | Path) -> None:
         raise GraphsysError(f"{where}: relation {k} was {was} (name, lhs, rhs), the graph "
                             f"{graph.path} has {got} ({len(want_rels)} vs {len(have_rels)} "
                             f"relation types) {hint}")
+    return old
 
 
 def save_npy(path: Path, array: np.ndarray, *, durable: bool = True) -> int:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from graphsys.embed import grow
 from graphsys.embed.checkpoint_files import CheckpointStorage, check_graph, load_npy
 from graphsys.embed.config import config_from_dict
 from graphsys.embed.export import EmbeddingExports
@@ -97,11 +98,18 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
     def __init__(self, path: Path, meta: dict[str, Any], config, graph: Graph | None):
         self.path, self.meta, self.config = path, meta, config
         self._graph = None
-        if graph is not None:
-            self._set_graph(graph)
+        #: trained rows per partition of every entity type when the graph grew since
+        #: training (:meth:`_set_graph`), else None
+        self._grown: dict[str, list[int]] | None = None
+        self._parts: dict[str, list[np.ndarray]] = {}
+        self._indexes: dict[tuple[str, str], Any] = {}
+        self._offsets = {t: np.concatenate([[0], np.cumsum(v["partition_sizes"])]).astype(np.int64)
+                         for t, v in meta["entity_types"].items()}
         self.version = int(meta["version"])
         self.dimension = int(meta["dimension"])
         self.storage = CheckpointStorage(path)
+        if graph is not None:
+            self._set_graph(graph)
         self.entity_types = list(meta["entity_types"])
         try:  # checkpoint.json carries no checksum: its model fields are checked here
             self.relations = meta["relations"]
@@ -118,11 +126,7 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
             if not bool(torch.isfinite(self.relmodel.params[side][g][k]).all()):
                 raise FormatError(f"{self.storage.model_path(f'{side}.g{g}.{k}', self.version)}"
                                   f": non-finite relation parameter (NaN or infinity)")
-        self._parts: dict[str, list[np.ndarray]] = {}
-        self._indexes: dict[tuple[str, str], Any] = {}
         self._filters: dict[tuple[tuple[str, ...], str], Any] = {}
-        self._offsets = {t: np.concatenate([[0], np.cumsum(v["partition_sizes"])]).astype(np.int64)
-                         for t, v in meta["entity_types"].items()}
 
     @classmethod
     def load(cls, path: str | Path, graph: str | Path | Graph | None = None) -> Embeddings:
@@ -191,10 +195,37 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
         return self._graph
 
     def _set_graph(self, graph: Graph) -> None:
-        """Use ``graph`` to map node ids, once it is checked to be the training graph's
-        shape (:func:`~graphsys.embed.checkpoint.check_graph`)."""
-        check_graph(self.meta, graph, self.path)
+        """Use ``graph`` to map node ids, once it is checked to be the training graph or
+        that graph grown by appends (:func:`~graphsys.embed.checkpoint.check_graph`): then
+        every old entity keeps its trained row and each new one is served the row
+        ``init_from`` would start it from (:func:`graphsys.embed.grow.served_rows`)."""
+        old = check_graph(self.meta, graph, self.path, grown=True)
         self._graph = graph
+        if old is not None:
+            self._grown = old
+            self._offsets = {t: np.concatenate([[0], np.cumsum(graph.partition_sizes(t))])
+                             .astype(np.int64) for t in old}
+            self._parts.clear()
+            self._indexes.clear()
+
+    @property
+    def grown(self) -> dict[str, int]:
+        """Entities per type the graph gained since training (appended to it), served the
+        rows ``init_from`` starts new entities from: the mean of their old neighbours'
+        embeddings in the edges appended, else the seeded random initialisation; empty
+        when the graph is the training graph."""
+        self._open_recorded_graph()
+        if self._grown is None:
+            return {}
+        return {t: int(self._offsets[t][-1]) - sum(s) for t, s in self._grown.items()}
+
+    def _open_recorded_graph(self) -> None:
+        """Open the recorded graph, when it is there and none was given, so that rows of
+        entities appended to it since training are served (a graph that is gone is opened
+        only when ids must be mapped)."""
+        if self._graph is None and self.storage is not None and Path(
+                str(self.meta.get("graph", ""))).is_dir():
+            _ = self.graph
 
     # -- raw access -------------------------------------------------------------------------
     def _etype(self, entity_type: str | None) -> str:
@@ -213,8 +244,12 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
     def partitions(self, entity_type: str | None = None) -> list[np.ndarray]:
         """Memory-mapped float32 ``(n_p, d)`` arrays, one per partition."""
         t = self._etype(entity_type)
+        self._open_recorded_graph()
         if t not in self._parts:
             sizes = self.meta["entity_types"][t]["partition_sizes"]
+            new = ({} if self._grown is None else grow.served_rows(
+                self.graph, self.storage, self.version, self.config, self._grown,
+                self.meta.get("edges")))
             parts = []
             for p, rows in enumerate(sizes):
                 f = self.storage.emb_path(t, p, self.version)
@@ -222,11 +257,13 @@ class Embeddings(EmbeddingQueries, EmbeddingExports):
                 if arr.dtype != np.float32 or arr.shape != (rows, self.dimension):
                     raise FormatError(f"{f}: {arr.dtype} {arr.shape}, the checkpoint says "
                                       f"float32 ({rows}, {self.dimension})")
-                parts.append(arr)
+                # entities appended since training: the partition is read into memory
+                parts.append(np.concatenate([arr, new[(t, p)]]) if (t, p) in new else arr)
             self._parts[t] = parts
         return self._parts[t]
 
     def num_entities(self, entity_type: str | None = None) -> int:
+        self._open_recorded_graph()
         return int(self._offsets[self._etype(entity_type)][-1])
 
     def to_numpy(self, entity_type: str | None = None) -> np.ndarray:
@@ -376,7 +413,7 @@ class ArrowEmbeddings(Embeddings):
         parts = [require_finite(p, path / rel)
                  for p, rel in zip(files.partitions, files.header["partitions"])]
         sizes = [len(x) for x in parts]
-        self.path, self.config, self._graph = path, None, None
+        self.path, self.config, self._graph, self._grown = path, None, None, None
         self.meta = {**files.header, "entity_types": {et: {"partition_sizes": sizes}}}
         if graph is not None:
             self._set_graph(graph)
@@ -387,6 +424,12 @@ class ArrowEmbeddings(Embeddings):
         self._parts = {et: parts}
         self._indexes, self._filters = {}, {}
         self._offsets = {et: np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)}
+
+    def _set_graph(self, graph: Graph) -> None:
+        """The graph the embeddings were computed on, exactly: a GNN embeds a grown graph's
+        new nodes when run on it again (``embed_checkpoint``)."""
+        check_graph(self.meta, graph, self.path)
+        self._graph = graph
 
 
 def require_finite(arr: np.ndarray, file: Path, block_rows: int = BLOCK_ROWS) -> np.ndarray:

@@ -29,8 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
-from graphsys.embed.checkpoint_files import CheckpointStorage, id_digests, load_npy
+from graphsys.embed.checkpoint_files import (
+    CheckpointStorage,
+    id_digests,
+    load_npy,
+    stream_seed,
+)
+from graphsys.embed.model import init_embeddings
 from graphsys.errors import GraphsysError
 from graphsys.storage.graph import Graph
 
@@ -162,3 +169,44 @@ def grown_partition(fresh: np.ndarray, state: np.ndarray, source: CheckpointStor
     has = counts > 0
     fresh[n_old:][has] = (sums[has] / counts[has, None]).astype(np.float32)
     state[:n_old] = optim
+
+
+def new_edge_sets(graph: Graph, trained_on: str) -> list[str]:
+    """The edge sets appended to the view ``trained_on`` since a checkpoint was trained on
+    it (:func:`graphsys.storage.edge_views.appended`): the only ones that can name a new
+    entity, since the old edge sets were stored before it existed."""
+    from graphsys.storage import edge_views
+
+    m = graph.manifest
+    try:
+        old = edge_views.members(m, trained_on)
+    except GraphsysError:  # the training edge set is gone: nothing to take means from
+        return []
+    return [s for base in old for s in edge_views.appended(m, base) if s not in old]
+
+
+def served_rows(graph: Graph, source: CheckpointStorage, version: int, config,
+                old: dict[str, list[int]], trained_on: str
+                ) -> dict[tuple[str, int], np.ndarray]:
+    """The rows a checkpoint lacks for the entities appended to its graph since training,
+    as ``init_from`` starts them (see the module docstring): per (entity type, partition)
+    that grew, float32 ``(n_new, d)``; a new entity with an old neighbour in the edge sets
+    appended to ``trained_on`` (:func:`new_edge_sets`) gets their mean, any other the
+    seeded ``N(0, init_scale)`` draw of a fresh run (its seed, the partition's stream)."""
+    sets = new_edge_sets(graph, trained_on)
+    means = neighbour_means(graph, sets, source, version, old) if sets else {}
+    out = {}
+    for ti, (t, sizes) in enumerate(old.items()):
+        now = graph.partition_sizes(t)
+        for p, n_old in enumerate(sizes):
+            if int(now[p]) == n_old:
+                continue
+            gen = torch.Generator().manual_seed(stream_seed(config.seed, 1, ti, p))
+            rows = init_embeddings(int(now[p]), config.dimension, config.init_scale,
+                                   gen).numpy()[n_old:]
+            if (t, p) in means:
+                sums, counts = means[(t, p)]
+                has = counts > 0
+                rows[has] = (sums[has] / counts[has, None]).astype(np.float32)
+            out[(t, p)] = rows
+    return out

@@ -67,6 +67,12 @@ class EmbeddingQueries:
 
         t = self._etype(entity_type)
         key = (t, by)
+        if key not in self._indexes and self.grown.get(t):
+            self._indexes[key] = None  # built before the graph grew: it lacks the new rows
+            if self.storage is not None and (self.path / "index").exists():
+                warnings.warn(f"{self.path}: the graph gained {self.grown[t]:,} {t} "
+                              f"entities since training, which a stored index lacks; "
+                              f"searching exactly", stacklevel=3)
         if key not in self._indexes:
             try:
                 self._indexes[key] = None if self.storage is None else open_index(

@@ -89,6 +89,20 @@ def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
     _check_dropout(where, config["dropout"])
 
 
+def _check_tgn_config(where: Path, config: dict[str, Any]) -> None:
+    """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
+    :meth:`TGN.config <graphsys.gnn.temporal.TGN.config>` writes."""
+    want = {"model", "num_nodes", "dim", "raw_dim", "heads"}
+    if set(config) != want:
+        odd = sorted(set(config) ^ want)[0]
+        what = "is missing" if odd in want else "is not a field of a tgn model"
+        raise FormatError(f"{where}: config.{odd} {what}")
+    for key, low in (("num_nodes", 1), ("dim", 1), ("raw_dim", 0), ("heads", 1)):
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
+
+
 def _check_dropout(where: Path, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
             math.isfinite(value) and 0 <= value < 1):
@@ -98,17 +112,17 @@ def _check_dropout(where: Path, value: Any) -> None:
 def _check_model_config(where: Path, config: dict[str, Any]) -> None:
     """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
     :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions;
-    the R-GCN link model: :func:`_check_rgcn_config`)."""
-    from graphsys.gnn.config import RGCN
+    the R-GCN link model: :func:`_check_rgcn_config`; TGN: :func:`_check_tgn_config`)."""
+    from graphsys.gnn.config import RGCN, TGN
     from graphsys.plugins import GNN_MODELS
 
     model = config.get("model")
-    if model == RGCN:
-        _check_rgcn_config(where, config)
+    if model in (RGCN, TGN):
+        (_check_rgcn_config if model == RGCN else _check_tgn_config)(where, config)
         return
     if not isinstance(model, str) or (model not in GNN_MODELS and ":" not in model):
         raise FormatError(f"{where}: config.model is {model!r}, not one of "
-                          f"{', '.join(GNN_MODELS.names())} or module:Factory")
+                          f"{', '.join(GNN_MODELS.names())}, {RGCN}, {TGN} or module:Factory")
     builtin = ":" not in model
     for key, value in config.items():
         if key == "model":
@@ -277,23 +291,79 @@ def _check_identity(where: Path, identity: Any) -> None:
 
 
 def check_graph(meta: dict[str, Any], graph, where: str | Path, *,
-                same_graph: bool = False) -> None:
+                same_graph: bool = False, grown: bool = False) -> dict[str, list[int]] | None:
     """Refuse, in one line naming ``where``, to use a checkpoint whose ``meta`` (as
     :func:`load_checkpoint` returns it) was trained on a graph whose nodes are not those of
     ``graph`` in the same partitions and order: its per-node rows (learned embeddings, item
     biases) and the splits it re-derives attach by position. ``same_graph`` (resuming a
     run): the graph must be the very one (its digest), edges included. A checkpoint written
-    before graphs were recorded is compared by node counts only, as its loaders do."""
+    before graphs were recorded is compared by node counts only, as its loaders do.
+    ``grown`` (inference): the graph may also be the training graph grown by appends
+    (:func:`~graphsys.storage.identity.check_nodes`); returns then the trained nodes per
+    partition of every entity type (see :func:`grown_rows`), None when it did not grow."""
     from graphsys.distributed import graph_digest
 
     identity = meta.get("graph_identity")
     if identity is None:
-        return
+        return None
     if same_graph and identity["digest"] != graph_digest(graph):
         raise GraphsysError(f"{where}: trained on another graph ({meta.get('graph')}) than "
                             f"{graph.path}, whose nodes, edges or partitions differ; a run "
                             f"resumes on its own graph only (choose a new output directory)")
-    check_nodes(identity["nodes"], graph, str(where))
+    return check_nodes(identity["nodes"], graph, str(where), grown=grown and not same_graph)
+
+
+def grown_rows(state: dict[str, torch.Tensor], prefix: str, graph, etype: str,
+               old: list[int]) -> dict[str, torch.Tensor]:
+    """``state`` with the per-node rows of ``etype`` under ``prefix`` (a learned id
+    embedding, an item bias: tensors whose first dimension is the trained node count
+    ``sum(old)``) laid out for ``graph``, the training graph grown by appends: each old
+    node's row moves to its new type-global id (partition ``p``'s first ``old[p]`` nodes
+    are the trained ones), and a new node gets the mean of its old neighbours' rows in the
+    graph's default view when the graph has one entity type, else the mean of every old
+    row (a bias: 0)."""
+    now = [int(x) for x in graph.partition_sizes(etype)]
+    old_start = np.concatenate([[0], np.cumsum(old)]).astype(np.int64)
+    new_start = np.concatenate([[0], np.cumsum(now)]).astype(np.int64)
+    where = np.concatenate([np.arange(new_start[p], new_start[p] + old[p])
+                            for p in range(len(old))]).astype(np.int64)
+    is_new = np.ones(int(new_start[-1]), np.bool_)
+    is_new[where] = False
+    out = dict(state)
+    for key, value in state.items():
+        if not key.startswith(prefix) or value.ndim == 0 or value.shape[0] != old_start[-1]:
+            continue
+        rows = value.new_zeros((int(new_start[-1]), *value.shape[1:]))
+        rows[torch.from_numpy(where)] = value
+        if value.ndim == 2:  # embeddings: new nodes from their old neighbours
+            fill = value.mean(0, keepdim=True).expand(int(is_new.sum()), -1).clone()
+            if len(graph.entity_types) == 1:
+                sums, counts = _neighbour_sums(graph, is_new, where, value)
+                has = counts > 0
+                fill[torch.from_numpy(has)] = torch.from_numpy(
+                    sums[has] / counts[has, None]).to(value.dtype)
+            rows[torch.from_numpy(is_new)] = fill
+        out[key] = rows
+    return out
+
+
+def _neighbour_sums(graph, is_new: np.ndarray, where: np.ndarray, value: torch.Tensor):
+    """Per new node (in id order): the sum of its old neighbours' rows of ``value`` (rows
+    of old nodes in trained order) over the default view, either direction, and their
+    count."""
+    old_of = np.full(len(is_new), -1, np.int64)
+    old_of[where] = np.arange(len(where))
+    new_of = np.cumsum(is_new) - 1
+    rows = value.detach().numpy().astype(np.float64)
+    sums = np.zeros((int(is_new.sum()), rows.shape[1]))
+    counts = np.zeros(int(is_new.sum()), np.int64)
+    for s, d, _, _ in graph.iter_edges():
+        s, d = np.asarray(s, np.int64), np.asarray(d, np.int64)
+        for a, b in ((s, d), (d, s)):
+            m = is_new[a] & ~is_new[b]
+            np.add.at(sums, new_of[a[m]], rows[old_of[b[m]]])
+            np.add.at(counts, new_of[a[m]], 1)
+    return sums, counts
 
 
 def load_module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str,

@@ -28,6 +28,9 @@ TASK_DEFAULTS: dict[str, dict[str, Any]] = {
              "batch_size": 256, "patience": 50},
     "link": {"epochs": 20, "lr": 0.003, "weight_decay": 0.0, "dropout": 0.0,
              "batch_size": 512, "patience": 5},
+    # TGN's setup (Rossi et al. 2020; PyG's tgn.py): batches of 200 events in time order
+    "temporal-link": {"epochs": 10, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.1,
+                      "batch_size": 200, "patience": 3},
 }
 #: Where ``weight_decay`` applies: every layer, or the first (and the layer-0 input) only.
 WEIGHT_DECAY_LAYERS = ("all", "first")
@@ -36,6 +39,11 @@ SELECTIONS = ("val_accuracy", "val_accuracy_and_loss")
 #: How a caller's own model is called (:mod:`graphsys.gnn.custom`): ``model(blocks, x)`` or,
 #: as models written for PyG's ``NeighborSampler``, ``model(x, adjs)``.
 INPUTS = ("blocks", "adjs")
+#: The temporal link model (:mod:`graphsys.gnn.temporal_task`): memory, time encoding and
+#: attention over the most recent (or uniform) earlier neighbours; ``task="temporal-link"``
+TGN = "tgn"
+#: How the temporal neighbours of an event are drawn (:attr:`TrainConfig.temporal_strategy`)
+TEMPORAL_STRATEGIES = ("recent", "uniform")
 #: How the link task holds out edges (:attr:`TrainConfig.link_split`)
 LINK_SPLITS = ("auto", "user", "random", "time")
 #: Edge scores of the link task's held-out-edge splits: ``<z_h, z_t>``, DistMult's
@@ -326,6 +334,18 @@ class TrainConfig:
         ``model="rgcn"``: the R-GCN settings :class:`TrainConfig` has no field for (a dict
         is read by :meth:`RGCNSettings.from_dict`); default ``RGCNSettings()``. Refused
         with any other model.
+    until : int, float, str or datetime, optional
+        Train on the graph as of this time: only the edges whose ``timestamp`` edge column
+        is ``<= until`` (:class:`~graphsys.storage.time_view.TimeView`); any task.
+    valid_from, test_from : int, float, str or datetime, optional
+        Link task with ``link_split="time"``, and ``task="temporal-link"``: split at these
+        times instead of by fractions: training before ``valid_from``, validation before
+        ``test_from``, test from it on (:mod:`graphsys.gnn.time_split`; numbers in the
+        column's unit, or ISO-8601 dates read as Unix seconds, UTC). Both or neither.
+    temporal_strategy : {"recent", "uniform"}
+        ``task="temporal-link"``: each event's ``fanouts[0]`` neighbours among the edges
+        strictly before it, the most recent ones or uniform ones
+        (:class:`~graphsys.sampling.TemporalNeighborSampler`; default ``"recent"``).
 
     Examples
     --------
@@ -379,6 +399,10 @@ class TrainConfig:
     link_exclude_targets: bool = True
     metrics_k: tuple[int, ...] = (1, 3, 10, 20)
     rgcn: RGCNSettings | None = None
+    until: Any = None
+    valid_from: Any = None
+    test_from: Any = None
+    temporal_strategy: str = "recent"
 
     def negatives_for(self, split: str) -> int:
         """``num_negatives``, or its default for the link task's ``split`` (resolved: not
@@ -407,8 +431,15 @@ class TrainConfig:
         """Fill the task's defaults, then check every value: a :class:`ParameterError`
         naming the field (the CLI shows it as the flag that set it)."""
         if self.task not in TASK_DEFAULTS:
-            raise ParameterError("task", f"must be node or link, got {self.task!r}")
-        if self.model == RGCN:
+            raise ParameterError("task", f"must be node, link or temporal-link, got "
+                                         f"{self.task!r}")
+        self._check_temporal_keys()
+        if self.task == "temporal-link":
+            pass
+        elif self.model == TGN:
+            raise ParameterError("model", "tgn is the temporal link model: task "
+                                          "temporal-link")
+        elif self.model == RGCN:
             if self.task != "link":
                 raise ParameterError("model", "rgcn (R-GCN encoder, DistMult decoder) is a "
                                               "link-prediction model of typed graphs: task link")
@@ -471,6 +502,38 @@ class TrainConfig:
             check_full_graph(self.model, self.fanouts)
         self._check_link_keys()
         self._check_rgcn()
+
+    def _check_temporal_keys(self) -> None:
+        """``until``, ``valid_from``/``test_from`` (times, checked by parsing; kept as
+        given) and, for ``task="temporal-link"``, the model (``tgn``; the default
+        ``sage`` becomes it) and ``temporal_strategy``."""
+        from graphsys.storage.time_view import parse_time
+
+        for name in ("until", "valid_from", "test_from"):
+            if getattr(self, name) is not None:
+                parse_time(getattr(self, name), name=name)
+        if (self.valid_from is None) != (self.test_from is None):
+            raise ParameterError("valid_from" if self.valid_from is None else "test_from",
+                                 "and the other cut time go together (train before "
+                                 "valid_from, validation before test_from, test from it on)")
+        if self.valid_from is not None and not (
+                self.task == "temporal-link" or self.link_split == "time"):
+            raise ParameterError("valid_from", "splits by time: task temporal-link, or task "
+                                               "link with link_split time")
+        if self.temporal_strategy not in TEMPORAL_STRATEGIES:
+            raise ParameterError("temporal_strategy", f"must be one of "
+                                 f"{', '.join(TEMPORAL_STRATEGIES)}, got "
+                                 f"{self.temporal_strategy!r}")
+        if self.task == "temporal-link":
+            if self.model == "sage":
+                self.model = TGN
+            if self.model != TGN:
+                raise ParameterError("model", f"of task temporal-link must be {TGN}, got "
+                                              f"{self.model!r}")
+            if self.fanouts is not None and len(self.fanouts) != 1:
+                raise ParameterError("fanouts", f"of task temporal-link is one number, the "
+                                                f"temporal neighbours per event, got "
+                                                f"{self.fanouts!r}")
 
     def _check_rgcn(self) -> None:
         """The R-GCN settings: only with ``model="rgcn"``, which takes them (default

@@ -20,6 +20,7 @@ from graphsys.errors import GraphsysError
 from graphsys.gnn.batches import eval_blocks, link_sampler, node_sampler, walk_sampler
 from graphsys.gnn.checkpoint import (
     check_graph,
+    grown_rows,
     load_checkpoint,
     load_module_state,
     meta_field,
@@ -97,7 +98,11 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     out : str or Path
         The embedding directory to create.
     graph : Graph, optional
-        The graph to embed (default: the one the checkpoint was trained on).
+        The graph to embed (default: the one the checkpoint was trained on), or that graph
+        grown by appends since: the new nodes are embedded inductively (their features and
+        sampled neighbours through the trained weights; a learned per-node input gives
+        them their old neighbours' mean row, :func:`~graphsys.gnn.checkpoint.grown_rows`).
+        A graph whose old nodes moved is refused in one line.
     device : str or torch.device, optional
         Where inference runs (default ``"cpu"``).
     log : callable, optional
@@ -146,7 +151,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         return _embed_rgcn(checkpoint, out, graph, log)
     if graph is None:
         graph = open_graph(meta_field(meta, "graph", checkpoint))
-    check_graph(meta, graph, checkpoint)
+    old = check_graph(meta, graph, checkpoint, grown=True)
     cfg = train_config_of(meta, checkpoint)
     device = torch.device(device)
     et = meta_field(meta, "entity_type", checkpoint)
@@ -178,6 +183,8 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
         fw = from_coo(items[train_m], users[train_m], n, graph.num_nodes(other))
         bw = fw.transpose()
         block_fn = eval_blocks(walk_sampler(cfg, fw, bw, cfg.fanouts or [10, 10]), cfg.seed)
+    if old is not None and et in old:  # grown by appends: per-node rows of the new nodes
+        state = grown_rows(state, "input.", graph, et, old[et])
     load_module_state(inp, state, "input.", checkpoint)
     inp = inp.to(device).eval()
     writer = EmbeddingWriter(out, graph, et)

@@ -295,16 +295,22 @@ def _targets(graph: Graph, entity_type: str | None, time: bool = False):
 
 
 def link_data(graph: Graph, entity_type: str | None, val_fraction: float,
-              test_fraction: float, seed: int, split: str = "random") -> LinkData:
+              test_fraction: float, seed: int, split: str = "random", *,
+              cut=None) -> LinkData:
     """The target edges of ``graph`` (:func:`target_edges`) split ``split`` (``random``:
     seeded; ``time``: by timestamp, :func:`edge_timestamps`) into train/val/test
-    (:func:`split_edges`), with the training graph and the filter of known edges."""
+    (:func:`split_edges`; with ``time`` and ``cut``, ``cut(stamps)`` gives the masks, e.g.
+    :func:`graphsys.gnn.time_split.split_at_times` at given times), with the training graph
+    and the filter of known edges."""
     head, tail, n, tails, symmetric, types = target_edges(graph, entity_type)
     if len(head) < 3:
         raise GraphsysError(f"the link task needs at least 3 distinct edges to split, "
                             f"{graph.path} has {len(head)}")
     time = edge_timestamps(graph, entity_type) if split == "time" else None
-    train, val, test = split_edges(len(head), val_fraction, test_fraction, seed, time)
+    if time is not None and cut is not None:
+        train, val, test = cut(time)
+    else:
+        train, val, test = split_edges(len(head), val_fraction, test_fraction, seed, time)
     h, t = head[train], tail[train]
     adj = from_coo(np.r_[h, t], np.r_[t, h], n, n)
     rows, cols = (np.r_[head, tail], np.r_[tail, head]) if symmetric else (head, tail)

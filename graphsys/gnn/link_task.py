@@ -49,6 +49,7 @@ from graphsys.gnn.loop import (
 )
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
+from graphsys.gnn.time_split import split_at_times
 from graphsys.plugins import GNN_MODELS
 from graphsys.ranking import protocol
 from graphsys.sampling._util import derive_seed
@@ -81,8 +82,10 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
         raise ParameterError("model", f"of the link task must be a builtin "
                                       f"({', '.join(GNN_MODELS.names())}), got {cfg.model!r}")
     split = link_split_of(graph, cfg)
+    cut = (None if cfg.valid_from is None else
+           lambda t: split_at_times(t, cfg.valid_from, cfg.test_from))
     data = link_data(graph, cfg.entity_type, cfg.link_val_fraction, cfg.link_test_fraction,
-                     cfg.seed, split)
+                     cfg.seed, split, cut=cut)
     n = data.num_nodes
     lo, hi = data.tails
     sampler = link_sampler(cfg, data.adj)

@@ -45,7 +45,7 @@ import pyarrow as pa
 import torch
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import check_graph, load_checkpoint, meta_field
+from graphsys.gnn.checkpoint import check_graph, grown_rows, load_checkpoint, meta_field
 from graphsys.gnn.config import RGCN
 from graphsys.gnn.item_task import RANKED
 from graphsys.ranking import ranks
@@ -84,11 +84,18 @@ class _Scorer:
         if graph is None:
             graph = meta_field(meta, "graph", checkpoint)
         self.graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
-        check_graph(meta, self.graph, checkpoint)
+        old = check_graph(meta, self.graph, checkpoint, grown=True)
         self.pairs = "other_type" not in meta
+        if self.pairs and old is not None:
+            raise GraphsysError(f"{checkpoint}: a held-out-edge checkpoint serves the graph it "
+                                f"was trained on, and {self.graph.path} grew since (entities "
+                                f"appended); train on the grown graph")
         if self.pairs:
             self._held_out_edges(checkpoint, state, config, meta)
         else:
+            item_type = meta_field(meta, "entity_type", checkpoint)
+            if old is not None and item_type in old:  # new items: bias 0, rows from neighbours
+                state = grown_rows(state, "input.", self.graph, item_type, old[item_type])
             self._items(checkpoint, state, meta)
         self.num_items = self.graph.num_nodes(self.item_type)
         self.rel = next(r for r in self.graph.relation_types

@@ -181,6 +181,10 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     openmp.apply_wait_policy()
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else TrainConfig()
+    if cfg.until is not None:                  # the graph as of a time
+        from graphsys.storage.time_view import until
+
+        graph = until(graph, cfg.until)
     device = torch.device(device)
     out = Path(out) if out is not None else None
     if out is not None:
@@ -201,6 +205,12 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     if model is not None or loss is not None or features is not None:
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
+    if cfg.task == "temporal-link":
+        from graphsys.gnn.temporal_task import run_temporal_task
+
+        with run_directory(out, graph, cfg, 1):
+            return run_temporal_task(graph, cfg, out=out, log=log, progress=progress,
+                                     device=device)
     if cfg.model == RGCN:
         with run_directory(out, graph, cfg, 1):
             return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress,

@@ -9,6 +9,9 @@
   importance neighbourhoods (DGL's arguments), blocks weighted by visit counts.
 * :class:`HeteroNeighborSampler`: per-relation fanouts on a typed graph, returning
   :class:`TypedBlock` s (edges carry relation ids) or per-type :class:`HeteroBlock` s.
+* :class:`TemporalNeighborSampler`: for each event ``(node, t)``, the most recent or
+  uniform neighbours among the edges strictly before ``t`` (TGAT / TGN), on the temporal
+  adjacency index.
 * :class:`UniformNegativeSampler`, :class:`PPRHardNegativeSampler`: link-prediction
   negatives.
 
@@ -40,11 +43,13 @@ from graphsys.sampling.negative import (
 )
 from graphsys.sampling.neighbor import NeighborSampler, sample_neighbors
 from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
+from graphsys.sampling.temporal import TemporalNeighbors, TemporalNeighborSampler
 
 __all__ = [
     "Adjacency", "Block", "HeteroBlock", "HeteroNeighborSampler", "MiniBatch",
     "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
-    "RandomWalkNeighborSampler", "Sampler", "TypedBlock",
+    "RandomWalkNeighborSampler", "Sampler", "TemporalNeighborSampler", "TemporalNeighbors",
+    "TypedBlock",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
     "mapped_adjacency", "metapath_ppr", "sample_neighbors",
 ]

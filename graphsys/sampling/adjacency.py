@@ -15,13 +15,13 @@ that exceeds the budget: ``memory_limit`` if given, else the RAM the kernel repo
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from graphsys.errors import GraphsysError
+from graphsys.memory import available_memory
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.graph import Graph
 
@@ -109,31 +109,6 @@ def typed_edges(graph: Graph, edge_set: str | None, lhs: str, rhs: str
     cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
     return (cat(ss, np.int64), cat(ds, np.int64),
             cat(ws, np.float32) if has_w and ws else None)
-
-
-def available_memory() -> int:
-    """Bytes of RAM the kernel reports available for new allocations.
-
-    The default budget of a build in RAM (:func:`check_ram_build`).
-
-    Returns
-    -------
-    int
-        ``MemAvailable`` of ``/proc/meminfo``; where that is unreadable, physical memory.
-
-    Examples
-    --------
-    >>> available_memory() > 0
-    True
-    """
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def ram_build_bytes(graph: Graph, edge_set: str | None, *, symmetric: bool) -> int:

@@ -53,7 +53,7 @@ from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.progress import progress_bar
 from graphsys.storage.atomic import disk_full, fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column
-from graphsys.storage.csr import CHECK_CHUNK, chunks, edges_digest, map_index
+from graphsys.storage.csr import CHECK_CHUNK, chunks, edges_digest, index_state, map_index
 from graphsys.storage.edges import rel_bases
 from graphsys.storage.format import (
     INDEX_KINDS,
@@ -87,7 +87,8 @@ _UINT32_MAX = 2**32 - 1
 
 
 #: The ``graphsys index`` option that builds each kind (named by :func:`build_command`).
-_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected"}
+_KIND_OPTIONS = {"csr": "--csr", "csc": "--csc", "push": "--push", "sym": "--undirected",
+                 "temporal": "--temporal"}
 
 
 def build_command(graph, kinds: tuple[str, ...], edge_set: str | None = None) -> str:
@@ -477,12 +478,16 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     kinds : tuple of str, default ("csr", "csc")
         Among ``csr``, ``csc`` and ``push``.
     edge_sets : list of str, optional
-        The edge sets to index (default: every edge set).
+        The edge sets to index (default: every edge set); a view (``"default,day2"``,
+        ``"all"``) names its members. Each keeps the indexes it has: after an append only
+        the new edge set's are built, and a view reads its members' merged
+        (:mod:`graphsys.storage.index_merge`).
     memory_limit : int, default 2_000_000_000
         Bound on anonymous memory, in bytes; below :func:`min_build_memory` it is refused up
         front.
     force : bool, default False
-        Rebuild an index that is listed and current (by default it is kept).
+        Rebuild an index that is listed and current (by default it is kept), or one built
+        before an append (by default read renumbered; rebuilt, it maps with no copy).
     progress : bool, default False
         Show progress bars on stderr.
 
@@ -522,12 +527,19 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
         raise GraphsysError(f"memory_limit {memory_limit:,} bytes is too small to index "
                             f"{graph.num_nodes():,} nodes: it needs at least {need:,} bytes "
                             f"({per_node} per node + {BUILD_FIXED_BYTES >> 20} MiB)")
-    names = graph.edge_sets if edge_sets is None else [graph.edge_set(e).name for e in edge_sets]
+    names = graph.edge_sets if edge_sets is None else list(dict.fromkeys(
+        m for e in edge_sets for m in graph.edge_set(e).parts))
     manifest = graph.manifest
+
+    def kept(name: str, kind: str) -> bool:
+        """Current, or built before an append and read renumbered (not a push or temporal
+        index: those are built again)."""
+        state = index_state(manifest, name, kind)
+        return not force and (state == "current"
+                                 or state == "grown" and kind not in ("push", "temporal"))
+
     built: dict[str, dict[str, IndexInfo]] = {}
-    if not force and all(name in manifest.indexes and kind in manifest.indexes[name] and
-                         manifest.indexes[name][kind].edges_digest ==
-                         edges_digest(manifest, name) for name in names for kind in kinds):
+    if all(kept(name, kind) for name in names for kind in kinds):
         if leftover_temps(graph.path):  # only then a lock: a read-only graph stays usable
             with writer_lock(graph.path, manifest):
                 remove_leftover_temps(graph.path)
@@ -538,15 +550,18 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
         remove_leftover_temps(graph.path)
         for name in names:
             for kind in kinds:
-                current = manifest.indexes.get(name, {}).get(kind)
-                if (current is not None and not force
-                        and current.edges_digest == edges_digest(manifest, name)):
+                if kind == "temporal" and edge_sets is None and "timestamp" not in {
+                        c.name for c in manifest.edge_sets[name].columns}:
+                    continue          # every edge set: the timestamped ones
+                if kept(name, kind):
                     continue
                 tmp = (graph.path / "index"
                        / f".tmp-{name}-{kind}-{os.getpid()}-{secrets.token_hex(4)}")
                 try:
                     tmp.mkdir(parents=True)
                     info = (_build_push(graph, name, tmp, progress) if kind == "push" else
+                            _build_temporal(graph, name, tmp, progress)
+                            if kind == "temporal" else
                             _build_sym(graph, name, tmp, progress, memory_limit)
                             if kind == "sym" else
                             _build_one(graph, name, kind, tmp, progress, memory_limit))
@@ -584,6 +599,13 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     return built
 
 
+def _build_temporal(graph, edge_set: str, directory: Path, progress: bool) -> IndexInfo:
+    from graphsys.storage.temporal_index import build_temporal
+
+    return build_temporal(graph, edge_set, directory, edges_digest(graph.manifest, edge_set),
+                          progress)
+
+
 def leftover_temps(path: Path) -> list[Path]:
     """The ``index/.tmp-*`` build directories under the graph directory ``path``: indexes
     are built only under the writer lock, so any found while holding it (or by ``verify``)
@@ -599,3 +621,10 @@ def remove_leftover_temps(path: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+
+
+def _build_temporal(graph, edge_set: str, directory: Path, progress: bool) -> IndexInfo:
+    from graphsys.storage.temporal_index import build_temporal
+
+    return build_temporal(graph, edge_set, directory, edges_digest(graph.manifest, edge_set),
+                          progress)

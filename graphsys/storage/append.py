@@ -15,11 +15,20 @@ Crash safety: the new graph is built in a staging directory beside the old one (
 files are hard links, rewritten node partitions and the new buckets are new files, the
 manifest is written last) and swapped with it in one atomic rename
 (:func:`~graphsys.storage.atomic.replacement_directory`): readers see the old graph or the
-new one. Adjacency indexes of the old edge sets are dropped when nodes were added (they
-are over global ids, which move when a partition grows): rebuild them with ``graphsys
-index``. Node columns stored in files of their own (``dtype`` set) are not extended: such
+new one. Node columns stored in files of their own (``dtype`` set) are not extended: such
 graphs are refused, but for string columns, which are rewritten with ``""`` for each new
 node.
+
+The default view. A new edge set joins the default edge set's view (``appended_to`` in the
+manifest, :mod:`graphsys.storage.edge_views`) unless asked not to: engines that are not
+told which edge set to read then read the old and new edges together. It must then have
+the default edge set's shape (weighted or not, relation column or not, undirected or not).
+
+Indexes. The adjacency indexes of the old edge sets stay: when nodes were added, the
+global ids they list moved (a partition grew), so each records the partition sizes it was
+built with (``layout``) and is read renumbered (:mod:`graphsys.storage.index_merge`);
+``graphsys index`` then builds only the new edge set's. A ``push`` index (a PageRank
+layout in degree order) is dropped when nodes were added.
 """
 
 from __future__ import annotations
@@ -39,13 +48,15 @@ import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 from graphsys import openmp
-from graphsys.errors import GraphsysError, InputError
+from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
+from graphsys.storage import edge_views, index_merge
 from graphsys.storage.atomic import replacement_directory, sync_filesystem, write_bytes_atomic
 from graphsys.storage.format import (
     MANIFEST,
     SAFE_NAME,
     EntityType,
+    IndexInfo,
     Manifest,
     index_file,
     node_column_file,
@@ -60,6 +71,7 @@ from graphsys.storage.ingest_inputs import (
     IngestOptions,
     IngestReport,
     check_memory_limit,
+    warn_small_budget,
 )
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.lock import writer_lock
@@ -67,7 +79,8 @@ from graphsys.storage.node_files import file_entry, write_string_column
 
 
 def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
-                 options: IngestOptions | None = None) -> IngestReport:
+                 options: IngestOptions | None = None, *,
+                 join: bool | str = True) -> IngestReport:
     """Add new edge sets, and the new nodes they name, to an existing graph directory.
 
     Ids not yet in the graph become new nodes appended to its partitions; existing nodes keep
@@ -84,6 +97,11 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         The partition count, partitioner and relation types are the graph's own;
         ``undirected``, ``dedupe``, ``drop_self_loops``, ``on_bad_line``, ``memory_limit``
         and ``progress`` apply to the new edges.
+    join : bool or str, default True
+        The view the new edge sets join: True, the graph's default edge set's (what engines
+        read when not told an edge set: :mod:`graphsys.storage.edge_views`); an edge set
+        name, that edge set's (one not itself appended); False, none (the new edges are
+        read only by name).
 
     Returns
     -------
@@ -93,12 +111,29 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
     Raises
     ------
     GraphsysError
-        An existing edge set name, a relation the graph does not have, or a graph whose
-        node columns are stored in files of their own.
+        An existing edge set name, a relation the graph does not have, a graph whose
+        node columns are stored in files of their own, or new edges that cannot join the
+        view (another shape, or no default edge set to join).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, graphsys
+    >>> from graphsys.storage.append import append_edges
+    >>> from graphsys.storage.ingest_inputs import EdgeSource
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> g = graphsys.from_numpy([1, 2], [2, 3], d / "g")
+    >>> _ = (d / "day2.tsv").write_text("3\\t4\\n4\\t1\\n")
+    >>> report = append_edges(d / "g", [EdgeSource([d / "day2.tsv"], edge_set="day2")])
+    >>> report.nodes, report.edges
+    ({'node': 1}, {'day2': 2})
+    >>> g = graphsys.open_graph(d / "g")
+    >>> g.edge_set().name, g.num_edges(), g.num_edges("default")  # the default view grew
+    ('default,day2', 4, 2)
     """
     openmp.apply_wait_policy()
     t0 = time.perf_counter()
     check_memory_limit((options or IngestOptions()).memory_limit)
+    warn_small_budget((options or IngestOptions()).memory_limit)
     # through a symbolic link: the real directory is swapped and the link keeps naming it
     graph = Path(graph).resolve()
     m = read_manifest(graph)
@@ -115,6 +150,7 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
             raise GraphsysError(f"{graph}: entity type {et.name!r} has node column "
                                 f"{mapped[0]!r} in a file of its own; appending nodes to it "
                                 f"is not supported")
+    base = _joined(graph, m, join)
     opts = replace(options or IngestOptions(), partitions=m.num_partitions,
                    relation_types=list(m.relation_types), metadata=m.metadata)
     if opts.undirected and any(r.lhs != r.rhs for r in m.relation_types):
@@ -142,19 +178,16 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
                                     staging, files)
             _write_grown_strings(graph, m.entity_types[etype], new_part, staging, files)
         edge_sets = dict(m.edge_sets)
-        edge_sets.update(write_edge_sets(job, sorted(names), staging, files))
+        new_sets = write_edge_sets(job, sorted(names), staging, files)
+        edge_sets.update({n: replace(es, appended_to=base) for n, es in new_sets.items()})
         shutil.rmtree(job.spill)
-        indexes = m.indexes
-        if any(added.values()):  # global ids moved: indexes of the old edge sets are stale
-            for es, kinds in m.indexes.items():
-                for kind, info in kinds.items():
-                    for column in info.columns():
-                        files.pop(index_file(es, kind, column), None)
-            indexes = {}
+        indexes = _grown_indexes(m, files) if any(added.values()) else m.indexes
         _link_unchanged(graph, staging, files)
         manifest = replace(
             m, entity_types=entity_types, edge_sets=edge_sets, files=files, indexes=indexes,
             max_batch_rows=max([m.max_batch_rows] + [job.batch_rows(n) for n in names]))
+        if base:
+            _check_joinable(manifest, base, names)
         sync_filesystem(staging)  # every data file is on disk before the manifest names it
         write_bytes_atomic(staging / MANIFEST,
                            json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
@@ -164,6 +197,54 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         skipped_lines=job.skipped, input_bytes=job.input_bytes,
         seconds={"total": round(time.perf_counter() - t0, 3)},
         peak_rss_bytes=lifetime_peak_rss())
+
+
+def _joined(graph: Path, m: Manifest, join: bool | str) -> str:
+    """The edge set whose view the appended edge sets join (``append_edges``' ``join``),
+    or "" for none."""
+    if join is False:
+        return ""
+    if join is True:
+        try:
+            return edge_views.default_base(m)
+        except GraphsysError:
+            raise GraphsysError(f"{graph}: has edge sets {', '.join(m.edge_sets)} and no "
+                                f"default one for the new edges to join; name one to join, "
+                                f"or append them apart (join=False)") from None
+    if not isinstance(join, str) or join not in m.edge_sets or m.edge_sets[join].appended_to:
+        raise ParameterError("join", f"must be True, False or an edge set of {graph} that "
+                                     f"is not itself appended, got {join!r}")
+    return join
+
+
+def _check_joinable(manifest: Manifest, base: str, names: set[str]) -> None:
+    """GraphsysError (before anything is committed) when the new edge sets cannot be read
+    with ``base`` as one edge set."""
+    for name in sorted(names):
+        try:
+            edge_views.union(manifest, (base, name))
+        except GraphsysError as exc:
+            raise GraphsysError(f"{exc}: the new edges cannot join the view of {base!r} "
+                                f"(append them apart: join=False)") from None
+
+
+def _grown_indexes(m: Manifest, files: dict[str, dict[str, Any]]
+                   ) -> dict[str, dict[str, IndexInfo]]:
+    """The old edge sets' indexes once nodes were added: each records the numbering it was
+    built in (``layout``) and is read renumbered; push indexes, and any that did not match
+    the graph's numbering, are dropped (their files unlisted)."""
+    old = index_merge.layout(m)
+    out: dict[str, dict[str, IndexInfo]] = {}
+    for es, kinds in m.indexes.items():
+        for kind, info in kinds.items():
+            keep = kind != "push" and (index_merge.grown_from(info.layout, old)
+                                       if info.layout else info.num_nodes == sum(old))
+            if keep:
+                out.setdefault(es, {})[kind] = replace(info, layout=info.layout or old)
+                continue
+            for column in info.columns():
+                files.pop(index_file(es, kind, column), None)
+    return out
 
 
 def _match_edge_columns(graph: Path, m: Manifest, job: IngestJob, names: set[str]) -> None:

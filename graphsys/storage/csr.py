@@ -15,13 +15,13 @@ which checks them against the manifest (stale ones refused) and their values in 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
 
 from graphsys.errors import FormatError
-from graphsys.storage import kernels, pages
+from graphsys.storage import index_merge, kernels, pages
 from graphsys.storage.column_file import map_column
 from graphsys.storage.edges import iter_edges
 from graphsys.storage.format import IndexInfo, Manifest, bucket_file, index_file
@@ -165,18 +165,40 @@ def _out_of_range(indices, n):
     return bad
 
 
+def index_state(manifest: Manifest, edge_set: str, kind: str) -> str:
+    """Whether the ``kind`` index of the stored ``edge_set`` is ``current`` (built over its
+    edges in the graph's numbering), ``grown`` (built over its edges before an append grew
+    the partitions: read renumbered, :mod:`graphsys.storage.index_merge`, but for a
+    ``push`` index, which is then not read), ``stale`` (built over other edges), or
+    ``missing``."""
+    info = manifest.indexes.get(edge_set, {}).get(kind)
+    if info is None:
+        return "missing"
+    if info.edges_digest != edges_digest(manifest, edge_set):
+        return "stale"
+    now = index_merge.layout(manifest)
+    if not info.layout or tuple(info.layout) == now:
+        return "current" if info.num_nodes == sum(now) else "stale"
+    return "grown" if index_merge.grown_from(info.layout, now) else "stale"
+
+
 def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
-    """The manifest's entry of the ``kind`` index of ``edge_set`` (None if it lists none),
-    refused as stale when it was built for other edges."""
+    """The manifest's entry of the ``kind`` index of ``edge_set`` (None if it lists none,
+    or for a ``push`` index built before an append, which is not renumbered), refused as
+    stale when it was built for other edges."""
     info = graph.manifest.indexes.get(edge_set, {}).get(kind)
     if info is None:
         return None
     es = graph.edge_set(edge_set)
-    # a sym index holds each stored edge at most twice (once per direction) after dedupe
-    entries_ok = (info.num_edges <= 2 * es.num_edges if kind == "sym"
+    state = index_state(graph.manifest, edge_set, kind)
+    if kind == "push" and state == "grown":
+        return None  # built before an append: the push step then builds its own layout
+    if kind == "temporal" and state == "grown":
+        state = "stale"  # a temporal index is not read renumbered: built again after an append
+    # a sym (temporal) index holds each stored edge at most twice (once per direction) after dedupe
+    entries_ok = (info.num_edges <= 2 * es.num_edges if kind in ("sym", "temporal")
                   else info.num_edges == es.num_edges)
-    if info.edges_digest != edges_digest(graph.manifest, edge_set) or (
-            not entries_ok or info.num_nodes != graph.num_nodes()):
+    if state == "stale" or not entries_ok:
         first = graph.location.file(index_file(edge_set, kind, info.columns()[0]))
         raise FormatError(f"{first}: stale index (built for other edges; run graphsys index "
                           f"again)")
@@ -235,6 +257,9 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
                               f"{name} out of range (corrupted)")
         return MappedPush(info, *arrays, heavy, int(receivers))
 
+    # an index built before an append is read whole to renumber it: checked first
+    grown = bool(info.layout) and tuple(info.layout) != index_merge.layout(graph.manifest)
+    check_values = check_values or grown
     indptr = (_offsets(graph, edge_set, kind, info) if check_values
               else column("indptr", np.dtype(np.int64), n + 1))
     ipath = loc.file(index_file(edge_set, kind, "indices"))
@@ -255,6 +280,37 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
         if bad_row:
             raise FormatError(f"{ipath}: row {bad_row - 1} is not sorted and deduplicated "
                               f"(corrupted)")
+    if grown:  # built before an append: renumbered into the grown partitions (RAM)
+        indptr, indices = index_merge.remap_index(indptr, indices, info.layout,
+                                                  index_merge.layout(graph.manifest))
+        info = replace(info, num_nodes=graph.num_nodes(), index_dtype=str(indices.dtype),
+                       layout=())
+        _read_only(indptr, indices)
+    return MappedIndex(info, indptr, indices, weight)
+
+
+def _read_only(*arrays: np.ndarray | None) -> None:
+    """Mark arrays built on read as read-only, as mapped ones are: they are kept per Graph
+    and shared by every engine (one that renumbers in place copies first)."""
+    for a in arrays:
+        if a is not None:
+            a.flags.writeable = False
+
+
+def merged_index(graph, es, kind: str) -> MappedIndex | None:
+    """The ``kind`` (``csr``, ``csc``, ``sym``) index of an edge set view: the members'
+    indexes merged (:func:`graphsys.storage.index_merge.merge`) when every member has one,
+    else None; a ``push`` index is never merged (None)."""
+    if kind not in ("csr", "csc", "sym"):
+        return None
+    parts = [mapped_index(graph, name, kind) for name in es.members]
+    if any(p is None for p in parts):
+        return None
+    n = graph.num_nodes()
+    indptr, indices, weight = index_merge.merge(
+        [(p.indptr, p.indices, p.weight) for p in parts], n, dedupe=kind == "sym")
+    _read_only(indptr, indices, weight)
+    info = IndexInfo(kind, str(indices.dtype), n, len(indices), weight is not None, "")
     return MappedIndex(info, indptr, indices, weight)
 
 
@@ -306,6 +362,8 @@ def build_csr(graph, edge_set: str | None = None, *, transpose: bool = False,
         kernels.csr_fill(rows, cols, 0, cursor, indices, w if weight is not None else no_w,
                          weight if weight is not None else no_w, perm, pos)
         pos += len(s)
+    if es.members:  # several edge sets: each row ascends, as one ingest of them all
+        index_merge.sort_rows(indptr, indices, weight if weight is not None else no_w, perm)
     return CSR(indptr, indices, weight, perm if edge_ids else None)
 
 
@@ -314,8 +372,11 @@ def mapped_index(graph, edge_set: str | None = None, kind: str = "csr"
     """:func:`map_index` once per Graph (kept in ``graph._mapped_indexes``), each of the
     index's files hash-checked first when the graph verifies hashes; None without an
     index."""
-    key = (graph.edge_set(edge_set).name, kind)
+    es = graph.edge_set(edge_set)
+    key = (es.name, kind)
     cache = graph._mapped_indexes
+    if key not in cache and es.members:
+        cache[key] = merged_index(graph, es, kind)
     if key not in cache:
         info = graph.manifest.indexes.get(key[0], {}).get(kind)
         for column in info.columns() if info is not None else ():
@@ -328,11 +389,16 @@ def mapped_offsets(graph, edge_set: str | None = None, kind: str = "csr"
                    ) -> np.ndarray | None:
     """:func:`map_offsets` once per Graph: the ``indptr`` of an index already mapped whole,
     else only its offsets, mapped and checked in O(N); None without an index."""
-    key = (graph.edge_set(edge_set).name, kind, "offsets")
+    es = graph.edge_set(edge_set)
+    key = (es.name, kind, "offsets")
     cache = graph._mapped_indexes
     if key not in cache:
         mapped = cache.get(key[:2])
-        if mapped is not None:
+        if mapped is None and (es.members or index_state(
+                graph.manifest, es.name, kind) == "grown"):
+            mapped = mapped_index(graph, es.name, kind)  # the offsets come with the ids
+            cache[key] = None if mapped is None else mapped.indptr
+        elif mapped is not None:
             cache[key] = mapped.indptr
         else:
             if kind in graph.manifest.indexes.get(key[0], {}):

@@ -1,4 +1,4 @@
-"""The on-disk graph format, version 5: paths, manifest schema, reading and validation.
+"""The on-disk graph format, version 6: paths, manifest schema, reading and validation.
 
 A graph is a directory (see ``docs/format.md``)::
 
@@ -29,13 +29,15 @@ from graphsys.errors import FormatError
 from graphsys.storage.location import GraphLocation
 
 FORMAT_NAME = "graphsys-graph"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 #: Versions this graphsys reads: version 1 is version 2 without adjacency indexes, version 2
 #: is version 3 without a ``push`` index, version 3 is version 4 without a ``sym`` index,
-#: version 4 is version 5 without edge columns. A manifest is written with the lowest
-#: version that describes it (:meth:`Manifest.version`), so older readers still open graphs
-#: that do not use what a later version added.
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+#: version 4 is version 5 without edge columns, version 5 is version 6 without appended
+#: edge sets that join the default view (``appended_to``) and without indexes built before
+#: an append (``layout``). A manifest is written with the lowest version that describes it
+#: (:meth:`Manifest.version`), so older readers still open graphs that do not use what a
+#: later version added.
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
@@ -185,6 +187,17 @@ class EdgeSet:
     skipped_lines: int = 0
     #: Extra numeric columns stored beside the edges (:class:`EdgeColumn`, version 5).
     columns: list[EdgeColumn] = field(default_factory=list)
+    #: Version 6: the edge set this one was appended to (``ingest --append-to``) and whose
+    #: default view it joins (:mod:`graphsys.storage.edge_views`); "" for none.
+    appended_to: str = ""
+    #: Several stored edge sets read as one (:func:`graphsys.storage.edge_views.union`):
+    #: their names, in reading order; empty for a stored edge set. Never in a manifest.
+    members: tuple[str, ...] = ()
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The stored edge sets this one reads: its :attr:`members`, or its own name."""
+        return self.members or (self.name,)
 
     def column(self, name: str) -> EdgeColumn:
         """The edge column ``name``; a :class:`FormatError` naming those there are."""
@@ -215,8 +228,13 @@ class Manifest:
 
     # -- serialisation -------------------------------------------------------------------------
     def version(self) -> int:
-        """The format version this manifest is written with: 5 with edge columns or string
-        node columns, 4 with a ``sym`` index, 3 with a ``push`` index, else 2."""
+        """The format version this manifest is written with: 6 with an edge set appended
+        to another (``appended_to``) or an index built before an append (``layout``), 5
+        with edge columns or string node columns, 4 with a ``sym`` index, 3 with a ``push``
+        index, else 2."""
+        if any(es.appended_to for es in self.edge_sets.values()) or any(
+                info.layout for kinds in self.indexes.values() for info in kinds.values()):
+            return 6
         if any(es.columns for es in self.edge_sets.values()) or any(
                 c.kind == "string" for et in self.entity_types.values() for c in et.columns):
             return 5
@@ -256,6 +274,7 @@ class Manifest:
                     "drop_self_loops": es.drop_self_loops,
                     "skipped_lines": es.skipped_lines,
                     **({"columns": [c.to_json() for c in es.columns]} if es.columns else {}),
+                    **({"appended_to": es.appended_to} if es.appended_to else {}),
                     "buckets": {f"{i}-{j}": n for (i, j), n in sorted(es.buckets.items())},
                 }
                 for name, es in self.edge_sets.items()
@@ -341,6 +360,8 @@ class Manifest:
                 columns=[_edge_column(c, f"{ctx}.columns[{k}]", source) for k, c in
                          enumerate(reader.get(es, "columns", list, ctx) if "columns" in es
                                    else [])],
+                appended_to=reader.get(es, "appended_to", str, ctx) if "appended_to" in es
+                else "",
             )
             names = [c.name for c in edge_sets[name].columns]
             if len(set(names)) != len(names):
@@ -359,8 +380,16 @@ class Manifest:
             else {},
             indexes=_parse_indexes(data.get("indexes", {}), edge_sets, reader),
         )
+        for name, es in edge_sets.items():
+            base = edge_sets.get(es.appended_to)
+            if es.appended_to and (base is None or base.appended_to or base is es):
+                raise FormatError(f"{source}: field 'edge_sets.{name}.appended_to' must name "
+                                  f"another edge set that is not itself appended, got "
+                                  f"{es.appended_to!r}")
         if manifest.version() > max(version, 2):  # version 1 is read as version 2
-            what = ("edge columns or string node columns" if manifest.version() == 5 else
+            what = ("an appended edge set or an index built before an append"
+                    if manifest.version() == 6 else
+                    "edge columns or string node columns" if manifest.version() == 5 else
                     "field 'indexes' lists a sym index" if manifest.version() == 4 else
                     "field 'indexes' lists a push index")
             raise FormatError(f"{source}: {what}, which needs format_version "
@@ -368,7 +397,7 @@ class Manifest:
         return manifest
 
 
-INDEX_KINDS = ("csr", "csc", "push", "sym")
+INDEX_KINDS = ("csr", "csc", "push", "sym", "temporal")
 #: Columns of a ``push`` index (:mod:`graphsys.storage.push_layout`), in file order.
 PUSH_COLUMNS = ("order", "bounds", "edge_ptr", "src", "dst", "runs")
 
@@ -392,6 +421,11 @@ class IndexInfo:
     edges, or for ``sym`` its deduplicated neighbours in both directions, at most twice the
     edges). ``num_blocks`` and ``heavy``: a ``push`` index's
     destination blocks and heavy sources (:mod:`graphsys.storage.push_layout`; 0 otherwise).
+    ``layout`` (version 6): the partition sizes of every entity type (manifest order, one
+    after the other) when the index was built, recorded when an append has since grown
+    them: the index's global ids are then mapped to the grown numbering on read
+    (:mod:`graphsys.storage.index_merge`); empty while the index is in the graph's current
+    numbering.
     """
 
     kind: str
@@ -402,10 +436,13 @@ class IndexInfo:
     edges_digest: str
     num_blocks: int = 0
     heavy: int = 0
+    layout: tuple[int, ...] = ()
 
     def columns(self) -> list[str]:
         if self.kind == "push":
             return list(PUSH_COLUMNS)
+        if self.kind == "temporal":   # graphsys.storage.temporal_index
+            return ["indptr", "indices", "time", "eid"]
         return ["indptr", "indices"] + (["weight"] if self.weighted else [])
 
     def to_json(self) -> dict[str, Any]:
@@ -414,6 +451,8 @@ class IndexInfo:
                "edges_digest": self.edges_digest}
         if self.kind == "push":
             out.update(num_blocks=self.num_blocks, heavy=self.heavy)
+        if self.layout:
+            out["layout"] = list(self.layout)
         return out
 
 
@@ -441,10 +480,16 @@ def _parse_indexes(raw: Any, edge_sets: dict[str, EdgeSet], reader: _FieldReader
                                   f"{' or '.join(allowed)}")
             push = ((reader.get(entry, "num_blocks", int, kctx),
                      reader.get(entry, "heavy", int, kctx)) if kind == "push" else (0, 0))
+            layout = reader.get(entry, "layout", list, kctx) if "layout" in entry else []
+            if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                       for s in layout) or (layout and sum(layout) != entry.get("num_nodes")):
+                raise FormatError(f"{reader.source}: field '{kctx}.layout' must hold "
+                                  f"non-negative integers summing to its num_nodes")
             info = IndexInfo(kind, dtype, reader.get(entry, "num_nodes", int, kctx),
                              reader.get(entry, "num_edges", int, kctx),
                              reader.get(entry, "weighted", bool, kctx),
-                             reader.get(entry, "edges_digest", str, kctx), *push)
+                             reader.get(entry, "edges_digest", str, kctx), *push,
+                             layout=tuple(layout))
             if min(info.num_nodes, info.num_edges, info.num_blocks, info.heavy) < 0:
                 raise FormatError(f"{reader.source}: field '{kctx}' has a negative count")
             out[name][kind] = info

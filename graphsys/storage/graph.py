@@ -10,8 +10,9 @@ same ``0..N-1`` numbering, which is what CSR/CSC, degrees and the BSP engine use
 mappings kept); its methods are thin calls into the modules that do each job:
 :mod:`~graphsys.storage.schema` (the manifest's schema and counts, its base class),
 :mod:`~graphsys.storage.edges` (buckets, edge streams, degrees),
-:mod:`~graphsys.storage.csr` (CSR/CSC built or mapped from the stored indexes) and
-:mod:`~graphsys.storage.node_reads` (node ids and columns).
+:mod:`~graphsys.storage.csr` (CSR/CSC built or mapped from the stored indexes),
+:mod:`~graphsys.storage.node_reads` (node ids and columns) and
+:mod:`~graphsys.storage.subgraph_methods` (subgraphs, a second base class).
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ import pyarrow.fs as pafs
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.storage import csr, edges, node_reads
 from graphsys.storage.csr import CSR
+from graphsys.storage.edge_views import EdgeSets, UnionBucket
 from graphsys.storage.edges import Bucket
 from graphsys.storage.format import Manifest, read_manifest
 from graphsys.storage.location import GraphLocation
 from graphsys.storage.schema import GraphSchema
 from graphsys.storage.structure import BucketBounds, check_listed, check_node_rows
+from graphsys.storage.subgraph_methods import SubgraphMethods
 
 
-class Graph(GraphSchema):
+class Graph(GraphSchema, SubgraphMethods):
     """A stored graph, opened read-only by :func:`open_graph` (or returned by
     :func:`graphsys.ingest` and the ``from_*`` functions).
 
@@ -146,14 +149,14 @@ class Graph(GraphSchema):
         self._hashed.add(rel)
 
     # -- edges -------------------------------------------------------------------------------
-    def bucket(self, i: int, j: int, edge_set: str | None = None) -> Bucket:
+    def bucket(self, i: int, j: int, edge_set: EdgeSets = None) -> Bucket:
         """The bucket of edges from partition ``i`` to partition ``j``.
 
         Parameters
         ----------
         i, j : int
             Source and destination partition, in ``0..P-1``.
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
 
         Returns
@@ -181,10 +184,12 @@ class Graph(GraphSchema):
         if not (0 <= i < p and 0 <= j < p):
             raise GraphsysError(f"bucket ({i}, {j}) out of range for {p} partitions")
         es = self.edge_set(edge_set)
+        if es.members:  # several edge sets read as one
+            return UnionBucket(self, es, i, j)
         return Bucket(self, es.name, i, j, es.buckets.get((i, j), 0))
 
     def buckets(self, order: str | Iterable[tuple[int, int]] = "row-major",
-                edge_set: str | None = None, *, skip_empty: bool = True) -> Iterator[Bucket]:
+                edge_set: EdgeSets = None, *, skip_empty: bool = True) -> Iterator[Bucket]:
         """Iterate the buckets of an edge set in a given order.
 
         Parameters
@@ -192,7 +197,7 @@ class Graph(GraphSchema):
         order : {"row-major", "col-major"} or iterable of (int, int), default "row-major"
             By source partition, by destination partition, or an explicit sequence of
             ``(i, j)`` pairs.
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
         skip_empty : bool, default True
             Leave out buckets without edges.
@@ -220,14 +225,14 @@ class Graph(GraphSchema):
             if b.num_edges or not skip_empty:
                 yield b
 
-    def iter_edges(self, edge_set: str | None = None) -> Iterator[tuple[np.ndarray, ...]]:
+    def iter_edges(self, edge_set: EdgeSets = None) -> Iterator[tuple[np.ndarray, ...]]:
         """Stream the edges of an edge set in internal ids, one record batch at a time.
 
         Memory is one batch, whatever the graph's size; batches come in row-major bucket order.
 
         Parameters
         ----------
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
 
         Yields
@@ -249,7 +254,7 @@ class Graph(GraphSchema):
         """
         yield from edges.iter_edges(self, self.edge_set(edge_set))
 
-    def edge_column(self, name: str, edge_set: str | None = None) -> Iterator[np.ndarray]:
+    def edge_column(self, name: str, edge_set: EdgeSets = None) -> Iterator[np.ndarray]:
         """Stream an edge column (a numeric column kept beside the edges at ingest, such as
         a rating's ``timestamp``), one record batch at a time, in the order of
         :meth:`iter_edges`: the ``k``-th array is row for row with the ``k``-th batch of
@@ -259,7 +264,7 @@ class Graph(GraphSchema):
         ----------
         name : str
             The edge column (``graphsys info`` lists an edge set's columns).
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
 
         Yields
@@ -288,12 +293,12 @@ class Graph(GraphSchema):
         """
         yield from edges.edge_column(self, name, self.edge_set(edge_set))
 
-    def degrees(self, edge_set: str | None = None, direction: str = "out") -> np.ndarray:
+    def degrees(self, edge_set: EdgeSets = None, direction: str = "out") -> np.ndarray:
         """Out-, in- or total degree of every node, streamed over the buckets.
 
         Parameters
         ----------
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
         direction : {"out", "in", "both"}, default "out"
             Which edges count.
@@ -313,7 +318,7 @@ class Graph(GraphSchema):
         """
         return edges.degrees(self, edge_set, direction)
 
-    def csr(self, edge_set: str | None = None, *, transpose: bool = False,
+    def csr(self, edge_set: EdgeSets = None, *, transpose: bool = False,
             weights: bool = True, edge_ids: bool = False) -> CSR:
         """The out-neighbour lists of an edge set as CSR over internal ids.
 
@@ -324,7 +329,7 @@ class Graph(GraphSchema):
 
         Parameters
         ----------
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
         transpose : bool, default False
             Build the CSC instead: the CSR of the reversed graph (:meth:`csc`).
@@ -349,14 +354,14 @@ class Graph(GraphSchema):
         return csr.build_csr(self, edge_set, transpose=transpose, weights=weights,
                              edge_ids=edge_ids)
 
-    def adjacency_index(self, edge_set: str | None = None, kind: str = "csr"):
+    def adjacency_index(self, edge_set: EdgeSets = None, kind: str = "csr"):
         """The stored ``kind`` index (``csr``, ``csc`` or ``push``) of an edge set, mapped and
         checked once per Graph (:func:`graphsys.storage.csr.map_index`), or None if
         the graph has none.
         """
         return csr.mapped_index(self, edge_set, kind)
 
-    def index_offsets(self, edge_set: str | None = None, kind: str = "csr"
+    def index_offsets(self, edge_set: EdgeSets = None, kind: str = "csr"
                       ) -> np.ndarray | None:
         """Only the row offsets, int64 (N+1,), of the stored ``kind`` (``csr``/``csc``) index,
         mapped and checked in O(N) once per Graph
@@ -365,9 +370,7 @@ class Graph(GraphSchema):
         none."""
         return csr.mapped_offsets(self, edge_set, kind)
 
-        return {}
-
-    def csc(self, edge_set: str | None = None, *, weights: bool = True,
+    def csc(self, edge_set: EdgeSets = None, *, weights: bool = True,
             edge_ids: bool = False) -> CSR:
         """The in-neighbour lists of an edge set: the CSR of the reversed graph.
 
@@ -414,8 +417,6 @@ class Graph(GraphSchema):
         ([20, 10, 30, 40], [20])
         """
         return node_reads.node_ids(self, entity_type, partition)
-
-        return {}
 
     def to_internal(self, ids, entity_type: str | None = None) -> np.ndarray:
         """Internal ids of original node ids.
@@ -608,8 +609,13 @@ class Graph(GraphSchema):
         :meth:`node_column`."""
         return [c.name for c in self.entity_type(entity_type).columns]
 
+    def _open_written(self, path: Path) -> Graph:
+        """Open a graph directory this one wrote (a subgraph: :class:`SubgraphMethods`)."""
+        return open_graph(path)
 
-def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -> Graph:
+
+def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
+               until=None, time_column: str = "timestamp") -> Graph:
     """Open a stored graph directory.
 
     Reads and validates the manifest (as untrusted input:
@@ -627,6 +633,12 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -
         ``hdfs://...``, ``file:///data/g``).
     filesystem : pyarrow.fs.FileSystem, optional
         A filesystem in which ``path`` is a path.
+    until : int, float, str or datetime, optional
+        Open the graph as of this time: only the edges whose ``time_column`` is ``<=
+        until`` (a :class:`~graphsys.storage.time_view.TimeView`, which every engine reads
+        as the graph).
+    time_column : str, default "timestamp"
+        The edge column ``until`` bounds.
 
     Returns
     -------
@@ -663,5 +675,9 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None) -
                               f"{entry.get('bytes')} (truncated or modified)")
     graph = Graph(loc.root, manifest, loc)
     check_node_rows(graph)
+    if until is not None:
+        from graphsys.storage.time_view import TimeView
+
+        return TimeView(graph, until, time_column)
     return graph
 

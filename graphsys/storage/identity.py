@@ -99,11 +99,21 @@ def check_record(record: Any, where: str) -> None:
 
 
 def check_nodes(record: dict[str, dict[str, list]], graph: Graph, where: str,
-                hint: str = "(another graph, or re-ingested with other partitions or ids?)"
-                ) -> None:
+                hint: str = "(another graph, or re-ingested with other partitions or ids?)",
+                *, grown: bool = False) -> dict[str, list[int]] | None:
     """Raise a one-line :class:`GraphsysError` naming ``where`` unless ``graph`` holds, per
     entity type of ``record`` (:func:`node_record`), the same nodes in the same partitions
-    and order: the rows recorded would otherwise attach to other nodes."""
+    and order: the rows recorded would otherwise attach to other nodes.
+
+    ``grown``: also accept the graph grown from the recorded one by appends
+    (:mod:`graphsys.storage.append`), which keep every old node at its partition and
+    offset and add new nodes at the ends of partitions: each partition at least as large,
+    its first recorded rows holding the recorded ids. Returns, when the graph grew, the
+    recorded nodes per partition of every entity type of ``record`` (the rows a model has;
+    the others are new), else None. A graph whose old entities moved (re-ingested rather
+    than appended to) is refused saying which partition and rows changed."""
+    sizes: dict[str, list[int]] = {}
+    grew = False
     for etype, info in record.items():
         if etype not in graph.entity_types:
             raise GraphsysError(f"{where}: trained on entity type {etype!r}, which the graph "
@@ -111,16 +121,28 @@ def check_nodes(record: dict[str, dict[str, list]], graph: Graph, where: str,
                                 f"{hint}")
         want = [int(x) for x in info["partition_sizes"]]
         have = [int(x) for x in graph.partition_sizes(etype)]
+        sizes[etype] = want
         if want != have:
-            raise GraphsysError(f"{where}: entity type {etype!r} had {sum(want):,} nodes in "
-                                f"{len(want)} partitions {want[:8]}, the graph {graph.path} "
-                                f"has {sum(have):,} in {len(have)} {have[:8]} {hint}")
+            if not grown or len(want) != len(have) or any(
+                    a > b for a, b in zip(want, have)):
+                raise GraphsysError(f"{where}: entity type {etype!r} had {sum(want):,} nodes "
+                                    f"in {len(want)} partitions {want[:8]}, the graph "
+                                    f"{graph.path} has {sum(have):,} in {len(have)} "
+                                    f"{have[:8]} {hint}")
+            grew = True
         if info.get("id_digests") is None:     # recorded before ids were: counts only
             continue
-        now = id_digests(graph, etype)
+        now = id_digests(graph, etype, want if grown else None)
         bad = next((p for p, (a, b) in enumerate(zip(info["id_digests"], now)) if a != b),
                    None)
+        if bad is not None and want != have:
+            raise GraphsysError(f"{where}: the first {want[bad]:,} nodes of partition {bad} of "
+                                f"entity type {etype!r} in {graph.path} are not the entities "
+                                f"it was trained on (other ids, or another order): the "
+                                f"entities moved, as a re-ingest of old and new edges moves "
+                                f"them; an append to the old graph keeps them in place")
         if bad is not None:
             raise GraphsysError(f"{where}: partition {bad} of entity type {etype!r} holds "
                                 f"other ids (or the same in another order) than it was "
                                 f"trained on; the graph {graph.path} is not that graph {hint}")
+    return sizes if grew else None

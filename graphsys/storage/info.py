@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from graphsys.errors import GraphsysError
 from graphsys.storage.format import index_file
 from graphsys.storage.graph import Graph
 
@@ -33,8 +34,9 @@ def graph_info(graph: Graph) -> dict[str, Any]:
         sums), ``buckets`` (P x P counts), balances (max / mean, 1.0 = perfectly balanced),
         ``edge_cut`` (the fraction of edges whose endpoints lie in different partitions: the
         edges outside the diagonal buckets) and ``indexes`` (each stored index's manifest
-        entry and the bytes of its files). ``graphsys info`` prints it
-        (:func:`format_info`).
+        entry and the bytes of its files; ``appended_to`` for an appended one);
+        ``default_view``: the edge sets read when none is named. ``graphsys info`` prints
+        it (:func:`format_info`).
 
     Examples
     --------
@@ -65,31 +67,46 @@ def graph_info(graph: Graph) -> dict[str, Any]:
             "nodes_per_partition": sizes.tolist(), "node_balance": round(_balance(sizes), 4),
             "columns": [{"name": c.name, "kind": c.kind, "dim": c.dim} for c in et.columns],
         }
-    for name, es in m.edge_sets.items():
-        counts = graph.bucket_counts(name)
-        total = int(counts.sum())
-        rows = counts.sum(axis=1)
-        nonempty = counts[counts > 0]
-        out["edge_sets"][name] = {
-            "edges": total,
-            "undirected": es.undirected,
-            "has_weight": es.has_weight,
-            "has_rel": es.has_rel,
-            "columns": [c.to_json() for c in es.columns],
-            "skipped_lines": es.skipped_lines,
-            "edges_per_partition": rows.tolist(),
-            "edge_balance": round(_balance(rows), 4),
-            "buckets": counts.tolist(),
-            "nonempty_buckets": int(len(nonempty)),
-            "bucket_balance": round(_balance(counts.ravel()), 4),
-            "edge_cut": round(float(total - np.trace(counts)) / total, 6) if total else 0.0,
-            "indexes": {kind: {**info.to_json(), "bytes": sum(
-                m.files.get(index_file(name, kind, c), {}).get("bytes", 0)
-                for c in info.columns())}
-                for kind, info in sorted(m.indexes.get(name, {}).items())},
-        }
+    for name in m.edge_sets:
+        out["edge_sets"][name] = edge_set_stats(graph, name)
+    try:
+        out["default_view"] = list(graph.edge_set().parts)
+    except GraphsysError:  # several edge sets, none the default
+        out["default_view"] = []
     out["edges"] = sum(v["edges"] for v in out["edge_sets"].values())
     return out
+
+
+def edge_set_stats(graph: Graph, edge_set: str | None) -> dict[str, Any]:
+    """The statistics :func:`graph_info` lists per edge set, of one edge set or of several
+    read as one (a view, :mod:`graphsys.storage.edge_views`: its members' buckets summed,
+    no stored index of its own)."""
+    m = graph.manifest
+    es = graph.edge_set(edge_set)
+    counts = graph.bucket_counts(es.name)
+    total = int(counts.sum())
+    rows = counts.sum(axis=1)
+    nonempty = counts[counts > 0]
+    return {
+        "edges": total,
+        "undirected": es.undirected,
+        "has_weight": es.has_weight,
+        "has_rel": es.has_rel,
+        "columns": [c.to_json() for c in es.columns],
+        "skipped_lines": es.skipped_lines,
+        **({"appended_to": es.appended_to} if es.appended_to else {}),
+        **({"members": list(es.members)} if es.members else {}),
+        "edges_per_partition": rows.tolist(),
+        "edge_balance": round(_balance(rows), 4),
+        "buckets": counts.tolist(),
+        "nonempty_buckets": int(len(nonempty)),
+        "bucket_balance": round(_balance(counts.ravel()), 4),
+        "edge_cut": round(float(total - np.trace(counts)) / total, 6) if total else 0.0,
+        "indexes": {kind: {**info.to_json(), "bytes": sum(
+            m.files.get(index_file(es.name, kind, c), {}).get("bytes", 0)
+            for c in info.columns())}
+            for kind, info in sorted(m.indexes.get(es.name, {}).items())},
+    }
 
 
 def format_info(info: dict[str, Any]) -> str:
@@ -114,8 +131,14 @@ def format_info(info: dict[str, Any]) -> str:
                      + (", weighted" if es["has_weight"] else "")
                      + (", edge columns: " + ", ".join(f"{c['name']}({c['dtype']})"
                                                         for c in es["columns"])
-                        if es.get("columns") else ""))
+                        if es.get("columns") else "")
+                     + (f", appended to {es['appended_to']}" if es.get("appended_to") else ""))
         if es["indexes"]:
             lines.append("    indexes: " + ", ".join(
-                f"{kind} ({ix['bytes'] / 2**20:,.1f} MiB)" for kind, ix in es["indexes"].items()))
+                f"{kind} ({ix['bytes'] / 2**20:,.1f} MiB"
+                + (", built before an append: read renumbered" if ix.get("layout") else "")
+                + ")" for kind, ix in es["indexes"].items()))
+    if len(info.get("default_view", [])) > 1:
+        lines.append(f"  default view: {', '.join(info['default_view'])} (read together "
+                     f"when no edge set is named)")
     return "\n".join(lines)

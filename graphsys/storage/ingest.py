@@ -66,6 +66,7 @@ from graphsys.storage.ingest_inputs import (
     IngestReport,
     NodeSource,
     check_memory_limit,
+    warn_small_budget,
 )
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
 from graphsys.storage.node_files import file_entry, write_node_files
@@ -200,6 +201,7 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
     if opts.max_batch_rows < 1:
         raise GraphsysError("max_batch_rows must be positive")
     check_memory_limit(opts.memory_limit)
+    warn_small_budget(opts.memory_limit)
     if not edges and not nodes:
         raise InputError("no input given")
     names = edge_set_names(edges)

@@ -42,7 +42,8 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
            edge_set: str = DEFAULT_EDGE_SET, nodes: str | Path | pa.Table | None = None,
            undirected: bool = False, dedupe: bool = False, drop_self_loops: bool = False,
            memory_limit: int | str = "2GB", on_bad_line: str = "error",
-           index: str | Sequence[str] = (), append: bool = False, progress: bool = False,
+           index: str | Sequence[str] = (), append: bool = False, join: bool | str = True,
+           progress: bool = False,
            relation_types: Sequence[str | tuple[str, str, str]] | None = None,
            return_report: bool = False) -> Graph | tuple[Graph, IngestReport]:
     """Ingest edge list files into a partitioned graph directory and open it.
@@ -105,7 +106,9 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     drop_self_loops : bool, default False
         Drop edges from a node to itself.
     memory_limit : int or str, default "2GB"
-        Budget for the edge buffers: bytes, or a size such as ``"512MiB"``.
+        Budget for the edge buffers: bytes, or a size such as ``"512MiB"``; at least
+        64KiB, and below 16MiB (whose smallest buffers overrun it) a
+        :class:`~graphsys.storage.ingest_inputs.SmallBudgetWarning` says so.
     on_bad_line : {"error", "skip"}, default "error"
         What a malformed line does: stop the ingest naming file and line, or be skipped
         and counted.
@@ -117,6 +120,11 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         ids not yet in the graph become new nodes appended to its partitions, existing
         nodes keep their ids (``partitions``, ``partitioner`` and ``seed`` are the graph's
         own).
+    join : bool or str, default True
+        With ``append``: the view the new edge set joins
+        (:func:`~graphsys.storage.append.append_edges`): True, the default edge set's, so
+        engines read the old and new edges together unless told an edge set; an edge set
+        name, that one's; False, none.
     progress : bool, default False
         Show progress bars on stderr.
     relation_types : sequence of str or tuple, optional
@@ -196,6 +204,8 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     if append and relation_types:
         raise ParameterError("relation_types", "cannot be given when appending to a graph "
                                                "(its relation types are its own)")
+    if not append and join is not True:
+        raise ParameterError("join", "applies when appending to a graph (append=True)")
     if append and nodes is not None:
         raise ParameterError("nodes", "cannot be given when appending to a graph")
     node_sources = []
@@ -205,7 +215,7 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
     if append:
         from graphsys.storage.append import append_edges
 
-        result = append_edges(out, [source], opts)
+        result = append_edges(out, [source], opts, join=join)
     else:
         result = ingest_sources([source], out, opts, node_sources)
     graph = open_graph(out)

@@ -86,6 +86,37 @@ class NodeSource:
 MIN_MEMORY_LIMIT = 1 << 16
 
 
+#: The least ``memory_limit`` an ingest keeps to (16 MiB): below it the smallest chunks no
+#: longer shrink with the budget (65,536 routed edges a buffer, about 1.3-2.1 MB with their
+#: routing scratch, a few at once; 1 MiB of ids), so they overrun it.
+CHUNKED_MEMORY_LIMIT = 16 << 20
+
+
+class SmallBudgetWarning(UserWarning):
+    """A ``memory_limit`` below :data:`CHUNKED_MEMORY_LIMIT` (:func:`small_budget`)."""
+
+
+def small_budget(value: int) -> str | None:
+    """The one-line warning for a ``memory_limit`` (bytes) below
+    :data:`CHUNKED_MEMORY_LIMIT`, naming that minimum; None for a budget at least that, and
+    for one below :data:`MIN_MEMORY_LIMIT`, which :func:`check_memory_limit` refuses."""
+    if value >= CHUNKED_MEMORY_LIMIT or value < MIN_MEMORY_LIMIT:
+        return None
+    return (f"memory_limit {value:,} bytes is below {CHUNKED_MEMORY_LIMIT:,} (16MiB), the "
+            f"least an ingest keeps to: its smallest buffers (65,536 edges, 1MiB of ids) "
+            f"do not shrink below it and overrun a smaller budget; give at least 16MiB")
+
+
+def warn_small_budget(value: int) -> None:
+    """Warn (:class:`SmallBudgetWarning`) about a ``memory_limit`` that :func:`small_budget`
+    finds too small; the ingest goes on."""
+    import warnings
+
+    message = small_budget(value)
+    if message is not None:
+        warnings.warn(message, SmallBudgetWarning, stacklevel=3)
+
+
 def check_memory_limit(value) -> None:
     """ParameterError unless ``value`` is an int of at least :data:`MIN_MEMORY_LIMIT`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < MIN_MEMORY_LIMIT:

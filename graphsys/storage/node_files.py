@@ -23,19 +23,47 @@ if TYPE_CHECKING:
 
 
 
-def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[str, np.ndarray]]:
-    """Node columns of one type, as dense-order arrays of length N."""
+class _Rows:
+    """A node column of one node table in its table's row order, read in dense node order
+    (:meth:`take`): the table's rows are gathered straight into each partition's order,
+    with no dense-order copy of the whole column first (features are the bulk of a node
+    table). ``rows``: the table row of every dense node index, -1 where the table has none
+    (``fill`` then), or None when row ``i`` is node ``i``."""
+
+    def __init__(self, values: np.ndarray, rows: np.ndarray | None, fill) -> None:
+        self.values, self.rows, self.fill = values, rows, fill
+
+    def take(self, sel: np.ndarray) -> np.ndarray:
+        if self.rows is None:
+            if len(sel) and int(sel[-1]) - int(sel[0]) + 1 == len(sel):
+                return self.values[int(sel[0]):int(sel[-1]) + 1]  # increasing: a slice
+            return self.values[sel]
+        r = self.rows[sel]
+        have = r >= 0
+        if have.all():
+            return self.values[r]
+        out = np.full((len(sel),) + self.values.shape[1:], self.fill, self.values.dtype)
+        out[have] = self.values[r[have]]
+        return out
+
+
+def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[str, _Rows]]:
+    """Node columns of one type, each readable in dense node order (:class:`_Rows`)."""
     n = len(job.index[etype])
     columns: list[NodeColumn] = []
-    values: dict[str, np.ndarray] = {}
+    values: dict[str, _Rows] = {}
     for ns in job.node_sources:
         if ns.entity_type != etype:
             continue
         ids = ids_array(id_column(ns.table.column("id"), f"node table for {etype!r}: id",
                                   None))
         dense = job.index[etype].lookup(ids)
-        if len(np.unique(dense)) != len(dense):
+        rows = np.full(n, -1, np.int64)
+        rows[dense] = np.arange(len(dense), dtype=np.int64)
+        if int((rows >= 0).sum()) != len(dense):
             raise InputError(f"node table for {etype!r}: duplicate ids")
+        if len(dense) == n and (dense == np.arange(n)).all():
+            rows = None  # row i is node i (from_numpy, from_pyg): read rows as they are
         for name in ns.table.column_names:
             if name == "id":
                 continue
@@ -43,13 +71,11 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
             t = col.type
             if pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type):
                 dim = t.list_size
-                arr = np.zeros((n, dim), np.float32)
                 flat = _finite_features(col, etype, name, ids)
-                arr[dense] = flat.reshape(-1, dim)
+                arr = _Rows(flat.reshape(-1, dim), rows, 0.0)
                 columns.append(NodeColumn(name, "features", dim))
             elif pa.types.is_integer(t):
-                arr = np.full(n, -1, np.int64)
-                arr[dense] = pc.fill_null(col.cast(pa.int64()), -1).to_numpy()
+                arr = _Rows(pc.fill_null(col.cast(pa.int64()), -1).to_numpy(), rows, -1)
                 columns.append(NodeColumn(name, "label"))
             elif pa.types.is_string(t) or pa.types.is_large_string(t):
                 if col.null_count:  # the format holds no null string: '' would be a guess
@@ -59,12 +85,11 @@ def _node_columns(job: IngestJob, etype: str) -> tuple[list[NodeColumn], dict[st
                                      f"node {_node_id(ids, row)!r} ({col.null_count} null in "
                                      f"all); string columns hold no nulls: fill them first "
                                      f"(e.g. with '')")
-                arr = np.full(n, "", object)
-                arr[dense] = col.to_numpy(zero_copy_only=False)
+                arr = _Rows(col.to_numpy(zero_copy_only=False).astype(object), rows, "")
                 columns.append(NodeColumn(name, "string", 1, "large_string"))
             elif pa.types.is_boolean(t):
-                arr = np.zeros(n, bool)
-                arr[dense] = pc.fill_null(col, False).to_numpy(zero_copy_only=False)
+                arr = _Rows(pc.fill_null(col, False).to_numpy(zero_copy_only=False), rows,
+                            False)
                 columns.append(NodeColumn(name, "mask"))
             else:
                 raise InputError(f"node table for {etype!r}: column {name!r} has type {t}; "
@@ -120,8 +145,8 @@ def write_node_files(job: IngestJob, staging: Path, files: dict[str, dict[str, A
         for c in columns:
             if c.kind == "string":  # type-local id order: partition by partition
                 rel = node_column_file(etype, c.name)
-                write_string_column(staging / rel, c.name, pa.array(values[c.name][order],
-                                                                    pa.large_string()))
+                write_string_column(staging / rel, c.name,
+                                    pa.array(values[c.name].take(order), pa.large_string()))
                 files[rel] = file_entry(staging / rel)
         for part in range(p):
             sel = order[starts[part]:starts[part + 1]]
@@ -131,7 +156,7 @@ def write_node_files(job: IngestJob, staging: Path, files: dict[str, dict[str, A
             for c in columns:
                 if c.kind == "string":
                     continue
-                v = values[c.name][sel]
+                v = values[c.name].take(sel)
                 if c.kind == "features":
                     arrays[c.name] = pa.FixedSizeListArray.from_arrays(
                         pa.array(v.reshape(-1)), c.dim)

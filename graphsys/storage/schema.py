@@ -9,9 +9,12 @@ reads of the files (buckets, CSR/CSC, node ids and columns); every method here a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from graphsys.errors import GraphsysError
+from graphsys.storage import edge_views
 from graphsys.storage.format import EdgeSet, EntityType, Manifest, RelationType
 
 
@@ -84,22 +87,29 @@ class GraphSchema:
             raise GraphsysError(f"unknown entity type {entity_type!r} (types: "
                                 f"{', '.join(self.entity_types)})") from None
 
-    def edge_set(self, name: str | None = None) -> EdgeSet:
-        """The manifest record of one edge set: name, edge count, edges per bucket, flags.
+    def edge_set(self, name: str | Sequence[str] | None = None) -> EdgeSet:
+        """The manifest record of an edge set, or of several read as one: name, edge count,
+        edges per bucket, flags.
 
         Parameters
         ----------
-        name : str, optional
-            The edge set; None for the only one, or ``default`` / ``train`` when present.
+        name : str or sequence of str, optional
+            A stored edge set; several, as a list or joined by commas (``"default,day2"``);
+            ``"all"`` for every one; None for the default view: the default edge set (the
+            only one, else ``default``, else ``train``) with the edge sets appended to it
+            (:mod:`graphsys.storage.edge_views`).
 
         Returns
         -------
         EdgeSet
+            A stored edge set's record, or for several the view's (its ``name`` joins the
+            names with commas, ``members`` lists them).
 
         Raises
         ------
         GraphsysError
-            An unknown name, or None that matches no edge set.
+            An unknown name, None that matches no edge set, or edge sets of different
+            shapes (weighted and not, ...) named together.
 
         Examples
         --------
@@ -110,19 +120,15 @@ class GraphSchema:
         >>> es.name, es.num_edges, es.has_weight
         ('default', 5, False)
         """
+        names = edge_views.members(self.manifest, name)
         sets = self.manifest.edge_sets
-        if name is None:
-            if len(sets) == 1:
-                return next(iter(sets.values()))
-            for candidate in ("default", "train"):
-                if candidate in sets:
-                    return sets[candidate]
-            raise GraphsysError(f"graph has edge sets {self.edge_sets}: name one")
-        try:
-            return sets[name]
-        except KeyError:
-            raise GraphsysError(f"unknown edge set {name!r} (edge sets: "
-                                f"{', '.join(self.edge_sets)})") from None
+        if len(names) == 1:
+            return sets[names[0]]
+        if getattr(self, "_views_of", None) is not sets:  # the manifest's edge sets changed
+            self._views_of, self._views = sets, {}
+        if names not in self._views:
+            self._views[names] = edge_views.union(self.manifest, names)
+        return self._views[names]
 
     # -- counts ------------------------------------------------------------------------------
     def num_nodes(self, entity_type: str | None = None) -> int:
@@ -149,12 +155,12 @@ class GraphSchema:
             return sum(e.num_nodes for e in self.manifest.entity_types.values())
         return self.entity_type(entity_type).num_nodes
 
-    def num_edges(self, edge_set: str | None = None) -> int:
+    def num_edges(self, edge_set: str | Sequence[str] | None = None) -> int:
         """Number of edges of one edge set.
 
         Parameters
         ----------
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
 
         Returns
@@ -228,12 +234,12 @@ class GraphSchema:
             base += et.num_nodes
         return out
 
-    def bucket_counts(self, edge_set: str | None = None) -> np.ndarray:
+    def bucket_counts(self, edge_set: str | Sequence[str] | None = None) -> np.ndarray:
         """Edges per bucket.
 
         Parameters
         ----------
-        edge_set : str, optional
+        edge_set : str or sequence of str, optional
             The edge set (default: see :meth:`edge_set`).
 
         Returns

@@ -130,3 +130,19 @@ def random_digraphs(draw, max_nodes: int, max_edges: int):
     a = sp.csr_matrix((np.ones(m), (src, dst)), shape=(n, n))
     a.sum_duplicates()
     return a
+
+
+def nx_graph(g, undirected: bool, weights: bool = True):
+    """A stored graph in networkx (``Graph`` or ``DiGraph``), nodes by original id in
+    internal id order, weights as ``weight`` (unless ``weights`` is False)."""
+    import networkx as nx
+
+    G = nx.Graph() if undirected else nx.DiGraph()
+    G.add_nodes_from(g.node_ids().tolist())
+    for s, d, _, w in g.iter_edges():
+        s, d = g.to_original(s).tolist(), g.to_original(d).tolist()
+        if w is not None and weights:
+            G.add_weighted_edges_from(zip(s, d, w.astype(np.float64).tolist()))
+        else:
+            G.add_edges_from(zip(s, d))
+    return G

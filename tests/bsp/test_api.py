@@ -12,7 +12,8 @@ from graphsys import bsp
 from graphsys.bsp.docstrings import ENGINE_OPTIONS
 
 ALGORITHMS = [bsp.pagerank, bsp.personalized_pagerank, bsp.bfs, bsp.sssp, bsp.wcc, bsp.kcore,
-              bsp.hits, bsp.label_propagation]
+              bsp.hits, bsp.label_propagation, bsp.scc, bsp.betweenness, bsp.closeness,
+              bsp.harmonic, bsp.louvain, bsp.leiden]
 
 
 @pytest.mark.parametrize("func", ALGORITHMS, ids=lambda f: f.__name__)
@@ -24,8 +25,8 @@ def test_engine_options_are_explicit_keywords(func):
         assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
         if name != "max_iters":  # None: the algorithm's own default
             assert params[name].default == run[name].default, name
-    if "schedule" in params:
-        assert func in (bsp.bfs, bsp.sssp, bsp.wcc)
+    if "schedule" in params:  # the algorithms with a whole-graph method or a work list
+        assert func not in (bsp.pagerank, bsp.personalized_pagerank)
 
 
 @pytest.mark.parametrize("func", [*ALGORITHMS, bsp.run], ids=lambda f: f.__name__)

@@ -1,9 +1,7 @@
-"""WCC against scipy.csgraph, k-core against networkx, label propagation against a plain
-Python implementation of the same synchronous rule."""
+"""WCC against scipy.csgraph, k-core against networkx (the bucket-queue fast path and the
+supersteps; self-loops ignored or refused)."""
 
 from __future__ import annotations
-
-import collections
 
 import networkx as nx
 import numpy as np
@@ -11,8 +9,9 @@ import pytest
 from scipy.sparse import csgraph
 
 from graphsys import bsp
+from graphsys.errors import GraphsysError, ParameterError
 
-from .conftest import GRAPH_KEYS, MODES, build
+from .conftest import GRAPH_KEYS, MODES
 
 
 def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -50,51 +49,59 @@ def test_kcore(graphs, key, mode, backend, device):
     ref = nx.core_number(nx_graph(tg, directed=not tg.undirected))
     np.testing.assert_array_equal(res.values, [ref[v] for v in range(tg.n)])
     assert res.values.max() >= 3
+    fast = mode == "memory" and backend == "numba"
+    assert res.stats.method in (("bucket-peel", "level-peel") if fast else ("supersteps",))
+    if fast:
+        sync = bsp.kcore(tg.graph, schedule="sync")
+        np.testing.assert_array_equal(sync.values, res.values)
 
 
-def lpa_reference(tg, max_iters: int) -> np.ndarray:
-    """Synchronous LPA, dict by dict: most frequent label among neighbours (both edge
-    directions unless stored undirected) and self; ties -> smallest label."""
-    nbrs = collections.defaultdict(list)
-    r, c = tg.count.nonzero()
-    counts = tg.count.tocsr()
-    for u, v in zip(r.tolist(), c.tolist()):
-        k = int(counts[u, v])
-        nbrs[v] += [u] * k
-        if not tg.undirected:
-            nbrs[u] += [v] * k
-    label = list(range(tg.n))
-    for _ in range(max_iters):
-        new = []
-        for v in range(tg.n):
-            cnt = collections.Counter(label[u] for u in nbrs[v])
-            cnt[label[v]] += 1
-            best = max(cnt.values())
-            new.append(min(lab for lab, k in cnt.items() if k == best))
-        if new == label:
-            break
-        label = new
-    return np.array(label, np.float64)
+@pytest.mark.parametrize("undirected", [False, True])
+def test_kcore_self_loops(tmp_path, undirected):
+    """Self-loops count nothing (the core numbers of the graph without them, networkx's
+    advice); self_loops="refuse" is networkx's rule."""
+    import graphsys
+
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 60, 400), rng.integers(0, 60, 400)
+    src[:30] = dst[:30]  # self-loops, some repeated
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", undirected=undirected, dedupe=True,
+                            partitions=3)
+    G = nx.Graph() if undirected else nx.DiGraph()
+    G.add_nodes_from(g.node_ids().tolist())
+    for s, d, _, _ in g.iter_edges():
+        G.add_edges_from(zip(g.to_original(s).tolist(), g.to_original(d).tolist()))
+    assert nx.number_of_selfloops(G) > 0
+    with pytest.raises(nx.NetworkXNotImplemented):
+        nx.core_number(G)
+    G.remove_edges_from(list(nx.selfloop_edges(G)))
+    ref = nx.core_number(G)
+    for kw in ({}, {"schedule": "sync"}, {"mode": "out-of-core"}):
+        assert bsp.kcore(g, **kw).to_dict() == {k: float(v) for k, v in ref.items()}, kw
+    with pytest.raises(GraphsysError, match="self-loops, which networkx's core numbers "
+                                            "refuse"):
+        bsp.kcore(g, self_loops="refuse")
+    with pytest.raises(ParameterError, match="^self_loops must be one of ignore, refuse"):
+        bsp.kcore(g, self_loops="count")
 
 
-@pytest.mark.parametrize("key", GRAPH_KEYS)
-@pytest.mark.parametrize("mode,backend", MODES)
-def test_label_propagation(graphs, key, mode, backend, device):
-    tg = graphs[key]
-    res = bsp.label_propagation(tg.graph, max_iters=30, mode=mode, backend=backend,
-                                device=device)
-    np.testing.assert_array_equal(res.values, lpa_reference(tg, 30))
+def test_kcore_both_peelings(graphs, tmp_path):
+    """The bucket queue (sparse graphs) and the level peeling (denser ones) agree with
+    networkx, and with each other on one graph."""
+    from graphsys.bsp.algorithms.kcore import LEVELS_MIN_DEGREE
+    from graphsys.bsp.kernels_components import core_levels, core_numbers
 
-
-def test_label_propagation_finds_cliques(tmp_path):
-    # three 6-cliques joined in a ring by single edges: three communities
-    edges = [(a + 6 * k, b + 6 * k) for k in range(3) for a in range(6) for b in range(a)]
-    edges += [(0, 6), (7, 12), (13, 1)]
-    s, d = zip(*edges)
-    tg = build(tmp_path, "cliques", s, d, num_nodes=18, partitions=2, undirected=True)
-    res = bsp.label_propagation(tg.graph)
-    ids = tg.graph.node_ids()
-    groups = {frozenset(int(ids[v]) for v in np.flatnonzero(res.values == lab))
-              for lab in np.unique(res.values)}
-    assert groups == {frozenset(range(6 * k, 6 * k + 6)) for k in range(3)}
-    assert res.stats.converged
+    tg = graphs["chain"]
+    res = bsp.kcore(tg.graph)
+    assert res.stats.method == "bucket-peel"
+    ref = nx.core_number(nx_graph(tg, directed=True))
+    np.testing.assert_array_equal(res.values, [ref[v] for v in range(tg.n)])
+    dense = graphs["undirected-p3"]
+    assert dense.count.nnz > LEVELS_MIN_DEGREE * dense.n
+    assert bsp.kcore(dense.graph).stats.method == "level-peel"
+    c = dense.count.tocsr()
+    deg = np.diff(c.indptr).astype(np.int32)
+    a, b = np.empty(dense.n, np.int64), np.empty(dense.n, np.int64)
+    core_numbers(c.indptr, c.indices, c.indptr, c.indices, False, deg.copy(), a)
+    core_levels(c.indptr, c.indices, c.indptr, c.indices, False, deg.copy(), b)
+    np.testing.assert_array_equal(a, b)

@@ -14,7 +14,8 @@ from graphsys.errors import GraphsysError, ParameterError
 
 JOBS = [("pagerank", (), {"tol": 1e-12}), ("pagerank", (), {"tol": 1e-12, "weighted": False}),
         ("bfs", (0,), {}), ("sssp", (2,), {}),
-        ("wcc", (), {}), ("label_propagation", (), {}), ("kcore", (), {})]
+        ("wcc", (), {}), ("label_propagation", (), {}), ("kcore", (), {}), ("scc", (), {}),
+        ("betweenness", (), {"k": 20, "seed": 1}), ("closeness", (), {"k": 20, "seed": 1})]
 
 
 def check_same(tg, results):
@@ -22,6 +23,8 @@ def check_same(tg, results):
         ref = getattr(bsp, name)(tg.graph, *args, **kwargs)
         if name == "pagerank":
             assert np.abs(values - ref.values).sum() < 1e-9
+        elif name in ("betweenness", "closeness"):  # summed in another order
+            np.testing.assert_allclose(values, ref.values, rtol=1e-12, atol=1e-15)
         else:
             np.testing.assert_array_equal(values, ref.values, err_msg=name)
         assert stats["mode"] == "distributed" and stats["converged"]

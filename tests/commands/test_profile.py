@@ -255,6 +255,25 @@ def test_report_measures_first(main, graph_dir, tmp_path, capsys):
     assert "Modelled for GPU H100: SIMT lane utilization" in page and "not measured" in page
 
 
+def test_profile_states_its_own_cost(main, graph_dir, tmp_path, capsys):
+    """The summary, the JSON and the report say what the profiler itself cost (seconds
+    outside the run, events analysed, peak memory) and list the other threads."""
+    report = tmp_path / "own.html"
+    rc = main(["profile", "--workload", "gnn", str(graph_dir), "--steps", "2", "--no-dense",
+               "--mapping", "edge-balanced", "--report", str(report)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("profiler's own cost: "))
+    assert "events" in line and "peak RSS" in line and "GB by the end of the run" in line
+    doc = json.loads(report.with_suffix(".json").read_text())
+    own = doc["time"]["overhead"]
+    assert 0 < own["profiler_seconds"] <= own["total_seconds"]
+    assert own["share"] == own["profiler_seconds"] / own["total_seconds"]
+    assert own["events"] > 0 and 0 < own["peak_rss_run_bytes"] <= own["peak_rss_bytes"]
+    assert isinstance(doc["time"]["threads"], list)
+    assert "The profiler's own cost" in report.read_text()
+
+
 def test_embed_workload_profiles_the_users_config(main, graph_dir, tmp_path, capsys):
     cfg = tmp_path / "c.toml"
     cfg.write_text('dimension = 24\noperator = "diagonal"\ncomparator = "dot"\n'

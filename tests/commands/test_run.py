@@ -396,3 +396,45 @@ def test_weights_flag_and_non_convergence(main, tmp_path, capsys):
     assert "--weights is True but edge set" in capsys.readouterr().err
     assert main(["run", "bfs", str(g), "--source", "1", "--weights", "ignore"]) == 2
     assert "--weights applies to" in capsys.readouterr().err
+
+
+def test_analytics_take_parameters_with_set(main, graph_dir, tmp_path, capsys):
+    """scc, betweenness, closeness, harmonic, louvain, leiden run through the registry;
+    --set passes an algorithm's parameters as the Python function takes them."""
+    g = str(graph_dir / "g")
+    out = tmp_path / "s.parquet"
+    assert main(["run", "scc", g, "--out", str(out)]) == 0
+    assert read_out(out) == bsp.scc(g).to_dict()
+    assert main(["run", "betweenness", g, "--out", str(out), "--overwrite", "--set", "k=3",
+                 "--set", "seed=2", "--set", "normalized=false"]) == 0
+    assert read_out(out) == bsp.betweenness(g, k=3, seed=2, normalized=False).to_dict()
+    assert main(["run", "closeness", g, "--out", str(out), "--overwrite", "--set",
+                 "sources=[10, 14]", "--weights", "use"]) == 0
+    assert read_out(out) == bsp.closeness(g, sources=[10, 14], weighted=True).to_dict()
+    capsys.readouterr()
+    assert main(["run", "louvain", g, "--out", str(out), "--overwrite", "--set",
+                 "resolution=0.5", "--set", "directed=false", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    ref = bsp.louvain(g, resolution=0.5, directed=False)
+    assert read_out(out) == ref.to_dict()
+    assert stats["scores"]["modularity"] == ref.stats.scores["modularity"]
+    assert main(["run", "leiden", g, "--quiet"]) == 0
+    summary = capsys.readouterr().out
+    assert summary.startswith("leiden: ") and ", modularity 0." in summary
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["kcore", "--set", "self_loops=count"], "self_loops must be one of ignore, refuse"),
+    (["kcore", "--set", "nope=1"], "--set nope: kcore takes no parameter nope (its "
+                                   "parameters: self_loops)"),
+    (["wcc", "--set", "k=1"], "--set k: wcc takes no parameter k (it takes none)"),
+    (["betweenness", "--set", "tol=1"], "--set tol: use --tol"),
+    (["betweenness", "--set", "k"], "--set 'k': expected NAME=VALUE"),
+    (["betweenness", "--set", "k=0"], "k must be an integer from 1 to the 6 nodes"),
+    (["louvain", "--mode", "out-of-core"], "louvain runs in memory on the CPU"),
+    (["lpa", "--tol", "1e-3"], "--tol applies to hits, pagerank, ppr, not lpa"),
+])
+def test_analytics_errors_are_one_line(main, graph_dir, capsys, argv, message):
+    assert main(["run", argv[0], str(graph_dir / "g"), *argv[1:]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err

@@ -136,3 +136,42 @@ def test_load_dataset_unknown_name_lists_the_known(tmp_path):
 
     with pytest.raises(GraphsysError, match=r"^unknown dataset 'nope'; known datasets: .*cora"):
         load_dataset("nope", tmp_path / "g")
+
+
+def _lines(mirror, path: str, sep: str) -> list[list[str]]:
+    """The edge lines of a mirror file, split, without a header line (one independent
+    reading of the file, with the standard library)."""
+    rows = [line.split(sep) for line in (mirror / path).read_text().splitlines() if line]
+    return [r for r in rows if r[0].lstrip("-").isdigit()]
+
+
+@pytest.mark.parametrize("name, path, sep, weighted", [
+    ("collegemsg", "snap-temporal/CollegeMsg.txt", " ", False),
+    ("bitcoin-alpha", "snap-temporal/soc-sign-bitcoinalpha.csv", ",", True),
+    ("bitcoin-otc", "snap-temporal/soc-sign-bitcoinotc.csv", ",", True),
+])
+def test_snap_temporal(ingested, registry, mirror, name, path, sep, weighted):
+    from decimal import Decimal
+
+    stats = registry[name].stats
+    g, _, metadata = ingested(name)
+    assert (g.num_nodes(), g.num_edges()) == (stats["nodes"], stats["edges"])
+    assert {c.name: c.dtype for c in g.edge_set().columns}["timestamp"] == "int64"
+    rows = _lines(mirror, path, sep)
+    assert len(rows) == stats["edges"]
+    # every line is an edge: (src, dst, weight, time) as a multiset, times exact
+    want = sorted((int(r[0]), int(r[1]), float(r[2]) if weighted else None,
+                   int(Decimal(r[-1]) * 10**6)) for r in rows)
+    s, d, w, ts = (np.concatenate(x) for x in zip(*[
+        (a, b, c if c is not None else np.zeros(len(a)), t) for (a, b, _, c), t in
+        zip(g.iter_edges(), g.edge_column("timestamp"))]))
+    us = (np.concatenate(list(g.edge_column("timestamp_us"))) if name == "bitcoin-otc"
+          else ts * 10**6)
+    assert name == "bitcoin-otc" or "timestamp_us" not in metadata["time"]
+    np.testing.assert_array_equal(ts, us // 10**6)            # whole seconds, rounded down
+    ids = g.to_original(np.arange(g.num_nodes()))
+    got = sorted(zip(ids[s].tolist(), ids[d].tolist(),
+                     w.tolist() if weighted else [None] * len(s), us.tolist()))
+    assert got == want
+    if weighted:
+        assert g.edge_set().has_weight and (w.min(), w.max()) == (-10, 10)

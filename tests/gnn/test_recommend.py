@@ -456,3 +456,34 @@ def test_movielens_link_checkpoints_of_every_split_recommend(mirror, tmp_path, c
         assert code == 0, err
         m = json.loads(out.strip().splitlines()[-1])
         assert m["users"] == 943 and 0 <= m["hits@10"] <= 1
+
+
+def test_recommend_on_the_graph_grown_since_training(trained, tmp_path):
+    """New items appended after training are scored and recommended beside the old
+    ones."""
+    import shutil
+
+    from graphsys.storage.append import append_edges
+
+    grown = tmp_path / "g"
+    shutil.copytree(trained["work"] / "g", grown)
+    new = pa.table({"src": np.array([1003, 1003, 1017, 1005]),
+                    "dst": np.array([600, 601, 600, 602])})
+    append_edges(grown, [EdgeSource(table=new, edge_set="day2", relation="rated")])
+    g = open_graph(grown)
+    recs = recommend(trained["ckpt"], [1010], k=N_ITEMS + 3, graph=g, exclude_seen=False)
+    assert sorted(recs.column("item").to_pylist()) == list(range(500, 500 + N_ITEMS)) + [
+        600, 601, 602]
+    # brute force: the grown graph's item embeddings, old items' learned bias, new ones' 0
+    embed_checkpoint(trained["ckpt"], tmp_path / "emb", graph=g)
+    ids = list(range(500, 500 + N_ITEMS)) + [600, 601, 602]
+    z = Embeddings.load(tmp_path / "emb", g).vectors(ids, "item")
+    unit = z / np.linalg.norm(z, axis=1, keepdims=True)
+    trained_bias = load_checkpoint(trained["ckpt"])[0]["input.bias"].numpy()
+    old_g = open_graph(trained["work"] / "g")
+    bias = np.concatenate([trained_bias[old_g.to_internal(ids[:N_ITEMS], "item")], [0, 0, 0]])
+    seen = trained["items"][trained["masks"]["train"] & (trained["users"] == 1010)] - 500
+    q = unit[seen].mean(0)
+    want = dict(zip(ids, unit @ (q / np.linalg.norm(q)) + bias))
+    for item, score in zip(recs.column("item").to_pylist(), recs.column("score").to_pylist()):
+        assert score == pytest.approx(want[item], rel=1e-5, abs=1e-5)

@@ -120,17 +120,24 @@ def test_string_id_for_integer_type_refused(graph_dir, tmp_path):
         append_edges(graph_dir, [EdgeSource([f], edge_set="x")])
 
 
-def test_integer_graph_grows_and_indexes_are_dropped(graph_dir, tmp_path):
+def test_integer_graph_grows_and_old_indexes_are_read_renumbered(graph_dir, tmp_path):
     from graphsys.storage.adjacency_index import build_index
 
-    build_index(open_graph(graph_dir), ("csr",))
-    assert open_graph(graph_dir).manifest.indexes
+    build_index(open_graph(graph_dir), ("csr", "csc", "push"))
     f = tmp_path / "new.tsv"
     f.write_text("5\t1000\n1000\t1001\n")
     report = append_edges(graph_dir, [EdgeSource([f], edge_set="x")])
     assert report.nodes == {"node": 2}
     g = open_graph(graph_dir)
-    assert not g.manifest.indexes and not (graph_dir / "index").exists()
+    # the push layout is dropped, csr/csc stay with the numbering they were built in
+    assert sorted(g.manifest.indexes["default"]) == ["csc", "csr"]
+    assert not list((graph_dir / "index" / "default").glob("push-*"))
+    assert g.manifest.indexes["default"]["csr"].layout == (51, 49)
+    for kind, transpose in (("csr", False), ("csc", True)):
+        mapped = g.adjacency_index("default", kind)
+        built = g.csr("default", transpose=transpose, edge_ids=True)  # from the buckets
+        assert mapped.indptr.tolist() == built.indptr.tolist()
+        assert mapped.indices.tolist() == built.indices.tolist()
     assert _edges(g, "x") == collections.Counter({(5, 1000, "default"): 1,
                                                   (1000, 1001, "default"): 1})
 

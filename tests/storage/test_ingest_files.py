@@ -73,7 +73,8 @@ def test_append(tmp_path, edges):
     ({"memory_limit": 1}, r"memory_limit must be at least 65,536 bytes \(64KiB: one batch "
                           r"of 4,096 edges\), got 1"),
     ({"memory_limit": "65535"}, "memory_limit must be at least 65,536 bytes"),
-    ({"index": "csr,bsr"}, "index must name index kinds among csr, csc, push, sym, got 'csr,bsr'"),
+    ({"index": "csr,bsr"},
+     "index must name index kinds among csr, csc, push, sym, temporal, got 'csr,bsr'"),
     ({"on_bad_line": "ignore"}, "on_bad_line must be 'error' or 'skip'"),
 ])
 def test_bad_parameters(tmp_path, edges, kwargs, message):
@@ -96,9 +97,9 @@ def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
     sub = next(a for a in parser._actions if a.dest == "command").choices["ingest"]
     dests = {a.dest for a in sub._actions if a.option_strings} - {"help"}
     keywords = set(inspect.signature(graphsys.ingest).parameters)
-    # --append-to DIR is out with append; --no-header is header=False; --json prints;
-    # --quiet is progress=False
-    assert dests - keywords == {"append_to", "no_header", "json", "quiet"}
+    # --append-to DIR is out with append; --no-header is header=False; --no-join is
+    # join=False; --json prints; --quiet is progress=False
+    assert dests - keywords == {"append_to", "no_header", "no_join", "json", "quiet"}
     assert keywords - dests == {"inputs", "append", "progress", "return_report"}
     assert main(["ingest", str(edges), "--out", str(tmp_path / "g"), "--memory-limit",
                  "lots"]) == 2
@@ -110,3 +111,39 @@ def test_cli_flags_are_the_keywords(tmp_path, edges, capsys):
     g = graphsys.open_graph(tmp_path / "g")
     assert g.num_partitions == 2 and "csr" in g.manifest.indexes["default"]
     assert np.array_equal(np.sort(g.node_ids()), [1, 2, 3])
+
+
+def test_a_budget_below_full_speed_is_warned_in_one_line_naming_the_minimum(
+        tmp_path, edges, capsys):
+    """Below 16MiB an ingest's smallest buffers overrun its budget: it goes on, warned once,
+    in one line that names the minimum; from 16MiB on nothing is said."""
+    import warnings
+
+    from graphsys.storage.ingest_inputs import SmallBudgetWarning
+
+    with pytest.warns(SmallBudgetWarning) as caught:
+        g = graphsys.ingest(edges, tmp_path / "g", memory_limit="1MB")
+    assert g.num_edges() > 0 and len(caught) == 1
+    message = str(caught[0].message)
+    assert "\n" not in message and message.startswith(
+        "memory_limit 1,000,000 bytes is below 16,777,216 (16MiB)")
+    assert message.endswith("give at least 16MiB")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graphsys.ingest(edges, tmp_path / "h", memory_limit="16MiB")
+        graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tmp_path / "i",
+                            memory_limit=16 << 20)
+    with pytest.warns(SmallBudgetWarning):
+        graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tmp_path / "j",
+                            memory_limit=1 << 20)
+    # the command says it once, in one line, before the run; no Python warning text
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["ingest", str(edges), "--out", str(tmp_path / "k"), "--memory-limit",
+                     "1MB", "--quiet"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["graphsys ingest: warning: --memory-limit 1,000,000 bytes is below "
+                   "16,777,216 (16MiB), the least an ingest keeps to: its smallest buffers "
+                   "(65,536 edges, 1MiB of ids) do not shrink below it and overrun a smaller "
+                   "budget; give at least 16MiB"]

@@ -216,3 +216,42 @@ def test_streamed_features_must_be_finite(graph_dir, dtype, bad):
         write_node_column(graph_dir, "feat", "features", lambda a, b: full[a:b], dim=2,
                           dtype=dtype)
     assert "feat" not in open_graph(graph_dir).node_columns()
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_node_table_in_any_row_order_and_partial_lands_on_its_nodes(tmp_path, partitions):
+    """Rows of a node table are read in their own order and gathered into each partition:
+    shuffled rows, nodes the table leaves out (features 0, label -1, mask False, title
+    ''), and a duplicate id refused."""
+    from graphsys.storage.ingest import NodeSource
+
+    rng = np.random.default_rng(3)
+    edges = pa.table({"src": rng.integers(0, 50, 300) * 7, "dst": rng.integers(0, 50, 300) * 7})
+    ids = np.unique(np.concatenate([edges["src"].to_numpy(), edges["dst"].to_numpy()]))
+    given = rng.permutation(ids)[: len(ids) - 5]  # shuffled, five nodes left out
+    feat = rng.normal(size=(len(given), 3)).astype(np.float32)
+    label = rng.integers(0, 4, len(given))
+    mask = rng.random(len(given)) < 0.5
+    title = np.array([f"n{i}" for i in given], object)
+    nodes = pa.table({"id": given, "feat": pa.FixedSizeListArray.from_arrays(
+        pa.array(feat.reshape(-1)), 3), "label": label, "mask": mask,
+        "title": pa.array(title.tolist())})
+    ingest_sources([EdgeSource(table=edges)], tmp_path / "g",
+                   IngestOptions(partitions=partitions), nodes=[NodeSource(nodes)])
+    g = open_graph(tmp_path / "g")
+    row = {int(i): k for k, i in enumerate(given)}
+    got_ids = np.asarray(g.node_ids())
+    got = {c: g.node_column(c) for c in ("feat", "label", "mask", "title")}
+    for internal, original in enumerate(got_ids.tolist()):
+        k = row.get(original)
+        if k is None:
+            assert not got["feat"][internal].any() and got["label"][internal] == -1
+            assert not got["mask"][internal] and got["title"][internal] == ""
+        else:
+            np.testing.assert_array_equal(got["feat"][internal], feat[k])
+            assert got["label"][internal] == label[k] and got["mask"][internal] == mask[k]
+            assert got["title"][internal] == title[k]
+    dup = pa.table({"id": np.concatenate([given[:3], given[:1]]), "label": [1, 2, 3, 4]})
+    with pytest.raises(GraphsysError, match="duplicate ids"):
+        ingest_sources([EdgeSource(table=edges)], tmp_path / "h", IngestOptions(),
+                       nodes=[NodeSource(dup)])

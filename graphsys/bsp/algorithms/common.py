@@ -104,3 +104,17 @@ def split_seconds(seconds: float, work: np.ndarray) -> list[float]:
     if total == 0:
         return [seconds / max(len(work), 1)] * len(work)
     return (seconds * work / total).tolist()
+
+
+def self_loop_counts(graph, edge_set: str | None) -> np.ndarray:
+    """Stored self-loops ``v -> v`` per vertex, int64 (N,), counted from the diagonal
+    buckets ``(i, i)`` (the only ones that hold loops), streamed one batch at a time."""
+    out = np.zeros(graph.num_nodes(), np.int64)
+    offsets = graph.partition_offsets()
+    es = graph.edge_set(edge_set)
+    for b in graph.buckets([(i, i) for i in range(graph.num_partitions)], es.name):
+        for eb in b.batches():
+            hit = eb.src[eb.src == eb.dst]
+            if len(hit):
+                np.add.at(out, int(offsets[b.i]) + hit.astype(np.int64), 1)
+    return out

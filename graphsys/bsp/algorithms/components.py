@@ -1,4 +1,4 @@
-"""Weakly connected components (min-label propagation) and label propagation communities."""
+"""Weakly connected components (min-label propagation; in memory, Afforest or union-find)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,18 @@ import torch
 from graphsys.bsp import afforest
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.docstrings import cite, document_options, fill_doc
+from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.program import ModeCombiner, Solved, VertexProgram
+from graphsys.bsp.incremental import components_from
+from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 
 
 class _LabelProgram(VertexProgram):
-    """Shared part of WCC and LPA: labels start as global ids, every vertex sends its
-    label, along out-edges or both ways, and the answer is the final label."""
+    """Labels start as global ids, every vertex sends its label, along out-edges or both
+    ways, and the answer is the final label."""
 
     def __init__(self, both_ways: bool = True):
         self.direction = "both" if both_ways else "out"
@@ -75,34 +76,13 @@ class WCC(_LabelProgram):
         return Solved(method, [ss], 0)
 
 
-class LabelPropagation(_LabelProgram):
-    """Synchronous label propagation: each vertex takes the most frequent label among its
-    neighbours and itself (ties: smallest label); labels start as global ids. All vertices
-    send every superstep; halts when no label changes."""
-
-    name = "lpa"
-    message = "copy"
-    combiner = ModeCombiner()
-    include_self = True
-
-    def update(self, ctx, state, combined, received):
-        new = torch.where(received, combined, state["label"])
-        changed = int((new != state["label"]).sum())
-        state["label"] = new
-        return torch.ones_like(received), {"changed": (changed, "sum")}
-
-    def halt(self, ctx, votes):
-        return votes["changed"] == 0
-
-
-
-@document_options()
+@document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(references=cite("afforest", "pregel"))
 def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
         device: str = "cpu", backend: str = "auto", threads: int | None = None,
         edge_set: str | None = None, distributed: bool = False,
         progress: Callable | None = None, readahead: int = 4,
-        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
     """Weakly connected components: each node's label is the smallest internal id in its
     component.
 
@@ -153,70 +133,11 @@ def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     >>> sorted(components.values())
     [[1, 2, 3], [4, 5, 6]]
     """
-    return WCC_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
-
-
-@document_options()
-def label_propagation(graph, *, max_iters: int | None = None, mode: str = "memory",
-                      device: str = "cpu", backend: str = "auto", threads: int | None = None,
-                      edge_set: str | None = None, distributed: bool = False,
-                      progress: Callable | None = None, readahead: int = 4,
-                      dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
-    """Communities by synchronous label propagation.
-
-    Labels start as internal ids; every superstep each node takes the most frequent label
-    among its neighbours and itself (ties: the smallest label), following edges both ways
-    (once where the edge set is stored undirected), until no label changes [1]_.
-    Synchronous updates can oscillate between two labelings, hence the small default
-    ``max_iters``.
-
-    Parameters
-    ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
-    max_iters : int, optional
-        Most supersteps (default 20).
-    %(engine_options)s
-
-    Returns
-    -------
-    Result
-        ``values``: float64 (N,) community labels (internal ids) by internal node id;
-        ``result.stats.converged`` is False if the labels still changed at ``max_iters``.
-
-    Raises
-    ------
-    ParameterError
-        An unknown ``mode``, ``backend`` or ``device``.
-
-    References
-    ----------
-    .. [1] U. N. Raghavan, R. Albert, S. Kumara, "Near linear time algorithm to detect
-       community structures in large-scale networks", Physical Review E 76, 2007.
-
-    Examples
-    --------
-    >>> import tempfile, numpy as np, graphsys
-    >>> from graphsys import bsp
-    >>> src = np.array([0, 0, 1, 3, 3, 4, 2])
-    >>> dst = np.array([1, 2, 2, 4, 5, 5, 3])
-    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
-    >>> communities = {}
-    >>> for node, label in bsp.label_propagation(g).to_dict().items():
-    ...     communities.setdefault(label, []).append(node)
-    >>> sorted(communities.values())
-    [[0, 1, 2], [3, 4, 5]]
-    """
-    return LPA_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
+    return WCC_SPEC.run(graph, max_iters=max_iters, init=init, **engine_options(locals()))
 
 
 def _wcc_program(graph, *, edge_set=None):
     return WCC(both_ways=not symmetric(graph, edge_set))
 
 
-def _lpa_program(graph, *, edge_set=None):
-    return LabelPropagation(both_ways=not symmetric(graph, edge_set))
-
-
-WCC_SPEC = AlgorithmSpec("wcc", _wcc_program, lambda n: n + 1)
-LPA_SPEC = AlgorithmSpec("lpa", _lpa_program, lambda n: 20)
+WCC_SPEC = AlgorithmSpec("wcc", _wcc_program, lambda n: n + 1, warm_start=components_from)

@@ -1,17 +1,33 @@
-"""k-core decomposition by BSP peeling (core numbers as networkx ``core_number``)."""
+"""k-core decomposition (core numbers as networkx ``core_number``): BSP peeling, and in
+memory a bucket-queue peeling kernel."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
-from graphsys.bsp.algorithms.common import symmetric
+from graphsys.bsp.algorithms.common import self_loop_counts, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.program import VertexProgram
+from graphsys.bsp.kernels_components import core_levels, core_numbers, loop_counts
+from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import host_array
+from graphsys.errors import GraphsysError, ParameterError
+
+#: How :func:`kcore` treats self-loops
+SELF_LOOPS = ("ignore", "refuse")
+#: In memory, peel level by level (:func:`~graphsys.bsp.kernels_components.core_levels`)
+#: where the neighbour entries per vertex exceed this, else with Batagelj and Zaversnik's
+#: bucket queue (:func:`~graphsys.bsp.kernels_components.core_numbers`): the levels touch
+#: two arrays per edge, the bucket queue four, but rescan the vertices left per level,
+#: which costs more than it saves on sparse graphs (road networks)
+LEVELS_MIN_DEGREE = 4
 
 
 class KCore(VertexProgram):
@@ -19,22 +35,39 @@ class KCore(VertexProgram):
     which lower their degree. When a superstep removes nothing, k rises to the smallest
     remaining degree (a global min aggregator). A vertex's core number is the k at which it
     is removed. Degree = in + out on a directed edge set (networkx's convention), the stored
-    out-degree on an undirected one."""
+    out-degree on an undirected one, less the self-loops, which never count: ``loops``
+    int64 (N,) per vertex (stored entries ``v -> v``), or None to count them when first
+    needed (from the diagonal buckets before superstep 0's aggregate, from the CSR in
+    :meth:`solve_in_memory`)."""
 
     name = "kcore"
     message, combiner = "copy", "sum"
     halt_when_inactive = False
 
-    def __init__(self, both_ways: bool = True):
+    def __init__(self, both_ways: bool = True, loops: np.ndarray | None = None):
         self.direction = "both" if both_ways else "out"
+        self.given, self.loops = loops, loops
+
+    def _loops(self, lo: int, hi: int) -> np.ndarray:
+        """Degree the self-loops of vertices ``lo..hi-1`` add (each stored loop is an out-
+        and, both ways, an in-entry)."""
+        return self.loops[lo:hi] * (2 if self.direction == "both" else 1)
 
     def init(self, ctx):
-        deg = ctx.degree("both" if self.direction == "both" else "out").clone()
-        state = {"deg": deg, "alive": torch.ones_like(deg, dtype=torch.bool),
-                 "core": torch.zeros_like(deg), "k": 0.0}
-        return state, torch.zeros_like(deg, dtype=torch.bool)
+        self.loops = self.given
+        deg = ctx.degree("both" if self.direction == "both" else "out")
+        deg = torch.from_numpy(deg.numpy().copy()) if deg.device.type == "cpu" else deg.clone()
+        state = {"deg": deg, "alive": ctx.full(True, torch.bool), "core": ctx.full(0.0),
+                 "k": 0.0, "loops_out": False}
+        return state, ctx.full(False, torch.bool)
 
     def aggregate(self, ctx, state):
+        if not state["loops_out"]:  # superstep 0: the self-loops leave the degrees
+            if self.loops is None:
+                self.loops = self_loop_counts(ctx.graph, ctx.edge_set)
+            loops = torch.as_tensor(self._loops(ctx.lo, ctx.hi), dtype=state["deg"].dtype)
+            state["deg"] = state["deg"] - loops.to(state["deg"].device)
+            state["loops_out"] = True
         alive_deg = state["deg"][state["alive"]]
         low = alive_deg.min() if alive_deg.numel() else float("inf")
         return {"min_degree": (low, "min")}
@@ -58,27 +91,74 @@ class KCore(VertexProgram):
     def result(self, ctx, state):
         return state["core"]
 
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """``schedule="auto"``: peeling in one numba call, level by level on graphs with
+        more than :data:`LEVELS_MIN_DEGREE` neighbour entries per vertex
+        (:func:`~graphsys.bsp.kernels_components.core_levels`), else Batagelj and
+        Zaversnik's O(N + E) bucket queue
+        (:func:`~graphsys.bsp.kernels_components.core_numbers`); recorded as one superstep
+        (``stats.method``: ``level-peel`` or ``bucket-peel``), the same core numbers.
+        ``max_iters`` not applied."""
+        if schedule != "auto":
+            return None
+        two = self.direction == "both"
+        out = edges.adjacency("csr")[:2]
+        into = edges.adjacency("csc")[:2] if two else out
+        t0 = time.perf_counter()
+        if self.loops is None:
+            self.loops = np.zeros(ctx.num_nodes, np.int64)
+            loop_counts(*out, self.loops)
+        deg = np.diff(out[0]) + (np.diff(into[0]) if two else 0) - self._loops(0, ctx.num_nodes)
+        if ctx.num_nodes < 2**31 and (len(deg) == 0 or deg.max() < 2**31):
+            deg = deg.astype(np.int32)
+        core = np.empty(ctx.num_nodes, np.int64)
+        entries = int(out[0][-1]) + (int(into[0][-1]) if two else 0)
+        if entries > LEVELS_MIN_DEGREE * ctx.num_nodes:
+            method, read = "level-peel", core_levels(*out, *into, two, deg, core)
+        else:
+            method, read = "bucket-peel", core_numbers(*out, *into, two, deg, core)
+        host_array(state["core"])[:] = core
+        ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
+                            edges_scanned=int(read), messages_sent=0, fused=True)
+        ss.seconds["edges"] = time.perf_counter() - t0
+        return Solved(method, [ss], 0)
+
 
 @document_options()
-def kcore(graph, *, max_iters: int | None = None, mode: str = "memory", device: str = "cpu",
+def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
+          schedule: str = "auto", mode: str = "memory", device: str = "cpu",
           backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
           distributed: bool = False, progress: Callable | None = None, readahead: int = 4,
           dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
     """Core number of every node (the largest ``k`` of a k-core containing it).
 
-    The values of networkx's :func:`networkx.core_number` (the decomposition of [1]_),
-    computed by peeling in supersteps: every node of degree at most ``k`` is removed at
-    once and its neighbours' degrees drop; when a superstep removes nothing, ``k`` rises
-    to the smallest remaining degree (a global min aggregator). Degree is in + out on a
-    directed edge set (networkx's convention), the stored degree on an undirected one;
-    multi-edges count with their multiplicity.
+    The values of networkx's :func:`networkx.core_number` (the decomposition of [1]_).
+    In memory on CPU the default schedule peels in one numba call: Batagelj and
+    Zaversnik's O(N + E) bucket queue on sparse graphs, level by level (every vertex of
+    degree at most ``k`` and those that fall to it, then ``k + 1``) on denser ones;
+    otherwise peeling in supersteps: every node of
+    degree at most ``k`` is removed at once and its neighbours' degrees drop; when a
+    superstep removes nothing, ``k`` rises to the smallest remaining degree (a global min
+    aggregator). Degree is in + out on a directed edge set (networkx's convention), the
+    stored degree on an undirected one; multi-edges count with their multiplicity,
+    self-loops never (networkx refuses a graph with self-loops; ``self_loops="refuse"``
+    does the same).
 
     Parameters
     ----------
     graph : Graph or str or Path
         An opened graph or a graph directory.
+    self_loops : {"ignore", "refuse"}, default "ignore"
+        ``ignore``: a self-loop adds nothing to a degree (the core numbers of the graph
+        without its self-loops, what networkx asks users to compute with
+        ``G.remove_edges_from(nx.selfloop_edges(G))``). ``refuse``: networkx's rule, an
+        error when the edge set has a self-loop (found by reading the diagonal buckets).
     max_iters : int, optional
         Most supersteps (default 4N + 4: every superstep removes a node or raises ``k``).
+    schedule : {"auto", "sync"}, default "auto"
+        ``auto``: in memory on CPU, the peeling in numba (recorded as one superstep,
+        ``result.stats.method`` ``"bucket-peel"`` or ``"level-peel"``), else ``sync``;
+        ``sync``: BSP supersteps.
     %(engine_options)s
 
     Returns
@@ -89,7 +169,9 @@ def kcore(graph, *, max_iters: int | None = None, mode: str = "memory", device: 
     Raises
     ------
     ParameterError
-        An unknown ``mode``, ``backend`` or ``device``.
+        An unknown ``self_loops``, ``schedule``, ``mode``, ``backend`` or ``device``.
+    GraphsysError
+        ``self_loops="refuse"`` and the edge set has a self-loop.
 
     References
     ----------
@@ -107,12 +189,25 @@ def kcore(graph, *, max_iters: int | None = None, mode: str = "memory", device: 
     >>> bsp.kcore(g).to_dict()
     {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
     """
-    return KCORE_SPEC.run(graph, max_iters=max_iters, **engine_options(locals()))
+    return KCORE_SPEC.run(graph, max_iters=max_iters, self_loops=self_loops,
+                          **engine_options(locals()))
 
 
-def _kcore_program(graph, *, edge_set=None):
-    return KCore(both_ways=not symmetric(graph, edge_set))
+def _kcore_program(graph, *, edge_set=None, self_loops: str = "ignore"):
+    if self_loops not in SELF_LOOPS:
+        raise ParameterError("self_loops", f"must be one of {', '.join(SELF_LOOPS)}, got "
+                                           f"{self_loops!r}")
+    loops = None
+    if self_loops == "refuse":
+        loops = self_loop_counts(graph, edge_set)
+        found = int(loops.sum())
+        if found:
+            raise GraphsysError(f"kcore: edge set {graph.edge_set(edge_set).name!r} has "
+                                f"{found:,} self-loops, which networkx's core numbers refuse "
+                                f"(leave them out with self_loops='ignore')")
+    return KCore(both_ways=not symmetric(graph, edge_set), loops=loops)
 
 
 #: At most 4N + 4 supersteps: every superstep removes at least one node or raises k.
-KCORE_SPEC = AlgorithmSpec("kcore", _kcore_program, lambda n: 4 * n + 4)
+KCORE_SPEC = AlgorithmSpec("kcore", _kcore_program, lambda n: 4 * n + 4,
+                           parameters=("self_loops",))

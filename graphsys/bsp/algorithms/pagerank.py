@@ -59,9 +59,10 @@ from graphsys.bsp.algorithms.common import (
     teleport_weights,
 )
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.docstrings import cite, document_options, fill_doc
+from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
 from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.incremental import pagerank_from
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_pagerank import (
     bfs_order,
@@ -135,6 +136,9 @@ class PageRank(VertexProgram):
 
     name = "pagerank"
     message, combiner, direction = "copy", "sum", "out"
+    #: float64 (N,) ranks summing to 1 the iteration starts from (a warm start,
+    #: :mod:`graphsys.bsp.incremental`); None: the uniform vector
+    initial: np.ndarray | None = None
 
     def __init__(self, damping: float = 0.85, tol: float = 1e-6,
                  personalization: np.ndarray | None = None, sum_dtype: str = "auto",
@@ -171,7 +175,8 @@ class PageRank(VertexProgram):
         deg = ctx.degree("out-weight" if self.weighted else "out")
         # 1/deg, 0 for dangling vertices: send() is then one multiply
         inv_deg = torch.where(deg > 0, 1.0 / torch.where(deg > 0, deg, 1.0), 0.0)
-        rank = ctx.full(1.0 / n)
+        rank = ctx.full(1.0 / n) if self.initial is None else torch.as_tensor(
+            np.array(self.initial[ctx.lo:ctx.hi], np.float64)).to(ctx.device)
         everyone = torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
         state = {"rank": rank, "p": p, "inv_deg": inv_deg, "send": rank * inv_deg,
                  # local dangling mass of ``rank``: the aggregator of the next superstep
@@ -401,7 +406,7 @@ weighted : bool, optional
     and non-negative; a node whose out-weights sum to 0 is dangling.
     ``result.stats.weighted`` records which was computed."""
 
-@document_options()
+@document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
           references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
@@ -410,7 +415,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
              distributed: bool = False, progress: Callable | None = None,
              readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
-             fuse: bool = True) -> Result:
+             fuse: bool = True, init=None) -> Result:
     """PageRank of every node, as networkx's :func:`networkx.pagerank` defines it.
 
     Power iteration of :math:`x \\leftarrow \\alpha (A^\\top D^{-1} x + p \\sum_{d_u = 0}
@@ -478,7 +483,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     """
     return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
                              sum_dtype=sum_dtype, weighted=weighted,
-                             **engine_options(locals()))
+                             init=init, **engine_options(locals()))
 
 
 @document_options()
@@ -577,9 +582,11 @@ def _ppr_program(graph, *, source, edge_set=None, damping: float = 0.85, tol: fl
 
 
 PAGERANK_SPEC = AlgorithmSpec("pagerank", _pagerank_program, lambda n: 100,
-                              parameters=("damping", "tol", "sum_dtype", "weighted"))
+                              parameters=("damping", "tol", "sum_dtype", "weighted"),
+                              warm_start=pagerank_from)
 PPR_SPEC = AlgorithmSpec("ppr", _ppr_program, lambda n: 100, needs_source=True,
-                         parameters=("damping", "tol", "sum_dtype", "weighted"))
+                         parameters=("damping", "tol", "sum_dtype", "weighted"),
+                         warm_start=pagerank_from)
 
 
 class PageRankRows(PageRank):

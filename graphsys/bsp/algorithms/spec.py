@@ -8,16 +8,18 @@ default superstep limit from the spec registered under ``ALGO`` in
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from graphsys import openmp
+from graphsys.bsp import incremental
 from graphsys.bsp.algorithms.common import open_if_path
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import ConvergenceWarning, GraphsysError, ParameterError
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,11 @@ class AlgorithmSpec:
     finish : callable, optional
         ``finish(result) -> Result`` applied to the engine's result (e.g. HITS normalises
         its scores); not part of what the profiler measures.
+    warm_start : callable, optional
+        ``warm_start(spec, graph, previous, source=, params=, max_iters=, **engine_options)
+        -> Result``: the run started from a stored result of an earlier version of the
+        edges (:mod:`graphsys.bsp.incremental`), for :meth:`run`'s ``init``; None: the
+        algorithm takes no ``init``.
     """
 
     name: str
@@ -52,6 +59,7 @@ class AlgorithmSpec:
     needs_source: bool = False
     parameters: tuple[str, ...] = ()
     finish: Callable[[Result], Result] | None = None
+    warm_start: Callable[..., Result] | None = None
 
     def max_iters(self, graph, max_iters: int | None = None) -> int:
         """``max_iters`` when given, else the default limit for ``graph``."""
@@ -77,14 +85,37 @@ class AlgorithmSpec:
             return self.program(graph, source=source, edge_set=edge_set, **given)
         return self.program(graph, edge_set=edge_set, **given)
 
-    def run(self, graph, source=None, *, max_iters: int | None = None, **kwargs: Any) -> Result:
+    def run(self, graph, source=None, *, max_iters: int | None = None, init=None,
+            **kwargs: Any) -> Result:
         """Run on ``graph`` (an opened Graph or a directory): ``kwargs`` among
         :attr:`parameters` configure the program, the rest go to
-        :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...)."""
+        :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...); ``init``
+        (a previous result: a Parquet file, a table or a Result) starts the run from it
+        (:attr:`warm_start`). The result records its :attr:`Result.provenance
+        <graphsys.bsp.engine.Result.provenance>`. A run that stops at ``max_iters`` before
+        converging issues a :class:`ConvergenceWarning` (its ``result.stats.converged`` is
+        False)."""
         openmp.apply_wait_policy()
         graph = open_if_path(graph)
         params = {k: kwargs.pop(k) for k in self.parameters if k in kwargs}
         self.check_source(source)
-        prog = self.make(graph, source=source, edge_set=kwargs.get("edge_set"), **params)
-        result = run_program(graph, prog, max_iters=self.max_iters(graph, max_iters), **kwargs)
-        return self.finish(result) if self.finish is not None else result
+        edge_set = kwargs.get("edge_set")
+        limit = self.max_iters(graph, max_iters)
+        if init is not None:
+            if self.warm_start is None:
+                raise ParameterError("init", f"{self.name} does not start from a previous "
+                                             f"result")
+            previous = incremental.read_previous(graph, init, self.name, edge_set, source)
+            result = self.warm_start(self, graph, previous, source=source,
+                                     params={k: v for k, v in params.items() if v is not None},
+                                     max_iters=max_iters, **kwargs)
+        else:
+            prog = self.make(graph, source=source, edge_set=edge_set, **params)
+            result = run_program(graph, prog, max_iters=limit, **kwargs)
+        if not result.stats.converged:
+            warnings.warn(f"{self.name} did not converge within {limit:,} supersteps (its "
+                          f"max_iters): the values are the last iterate", ConvergenceWarning,
+                          stacklevel=3)
+        result = self.finish(result) if self.finish is not None else result
+        result.provenance = incremental.provenance(self.name, graph, edge_set, source, params)
+        return result

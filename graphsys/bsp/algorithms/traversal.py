@@ -15,9 +15,10 @@ from graphsys.bsp.algorithms.common import (
     symmetric,
 )
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
-from graphsys.bsp.docstrings import cite, document_options, fill_doc
+from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.incremental import distances_from
 from graphsys.bsp.kernels_bfs import bfs_solve
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
@@ -124,13 +125,13 @@ _SOURCE_DOC = """graph : Graph or str or Path
 source : int or str
     Original id of the node the search starts from."""
 
-@document_options()
+@document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(source=_SOURCE_DOC, references=cite("pregel", "beamer", "ligra"))
 def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
         mode: str = "memory", device: str = "cpu", backend: str = "auto",
         threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
         progress: Callable | None = None, readahead: int = 4,
-        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
     """Breadth-first search levels (hops from ``source`` along edge direction).
 
     Parameters
@@ -177,16 +178,17 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
     >>> result.top(2)
     [(5, inf), (4, 2.0)]
     """
-    return BFS_SPEC.run(graph, source, max_iters=max_iters, **engine_options(locals()))
+    return BFS_SPEC.run(graph, source, max_iters=max_iters, init=init,
+                       **engine_options(locals()))
 
 
-@document_options()
+@document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(source=_SOURCE_DOC, references=cite("pregel"))
 def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
          mode: str = "memory", device: str = "cpu", backend: str = "auto",
          threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
          progress: Callable | None = None, readahead: int = 4,
-         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
     """Single-source shortest-path distances (label-correcting Bellman-Ford supersteps).
 
     Every node whose distance dropped sends ``distance + weight`` along its out-edges;
@@ -230,7 +232,8 @@ def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
     >>> bsp.sssp(g, 1).to_dict()
     {1: 0.0, 2: 1.0, 3: 2.5, 4: 3.0}
     """
-    return SSSP_SPEC.run(graph, source, max_iters=max_iters, **engine_options(locals()))
+    return SSSP_SPEC.run(graph, source, max_iters=max_iters, init=init,
+                        **engine_options(locals()))
 
 
 def _bfs_program(graph, *, source, edge_set=None):
@@ -242,5 +245,7 @@ def _sssp_program(graph, *, source, edge_set=None):
     return SSSP(source_index(graph, source))
 
 
-BFS_SPEC = AlgorithmSpec("bfs", _bfs_program, lambda n: n + 1, needs_source=True)
-SSSP_SPEC = AlgorithmSpec("sssp", _sssp_program, lambda n: n + 1, needs_source=True)
+BFS_SPEC = AlgorithmSpec("bfs", _bfs_program, lambda n: n + 1, needs_source=True,
+                         warm_start=distances_from)
+SSSP_SPEC = AlgorithmSpec("sssp", _sssp_program, lambda n: n + 1, needs_source=True,
+                          warm_start=distances_from)

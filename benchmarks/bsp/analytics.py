@@ -1,0 +1,437 @@
+#!/usr/bin/env python
+"""Everyday analyses (strongly connected components, betweenness from k sampled sources,
+closeness from k sampled sources, Louvain, k-core) beside igraph and NetworKit, and
+networkx with ``--networkx``, on email-Enron, soc-Slashdot0902, luxembourg-osm and a
+seeded R-MAT graph.
+
+Every side computes the same thing on the same graph with 2 threads
+(``NUMBA_NUM_THREADS``, ``networkit.setNumberOfThreads``; igraph runs one): graphsys reads
+the graph directory with its CSR/CSC adjacency index (``graphsys index``, built first and
+not timed), the peers their in-memory graphs (built from the same edges, not timed). The
+sides take turns (graphsys, igraph, NetworKit, ...) ``--turns`` times; a figure is the
+median of a side's wall seconds and the ratio the median of the per-turn ratios peer /
+graphsys. networkx (``--networkx``, graphs up to ``--networkx-max-edges``) runs one turn.
+
+What is compared, and how equality is checked (``equal`` in the line):
+
+* ``scc``: the partition into strongly connected components (igraph
+  ``connected_components("strong")``; NetworKit ``StronglyConnectedComponents``, or
+  ``ConnectedComponents`` on an undirected graph), the same grouping;
+* ``kcore``: core numbers with self-loops left out (igraph ``coreness("all")``, NetworKit
+  ``CoreDecomposition``; networkx ``core_number``), equal (on a directed graph NetworKit
+  peels another degree than networkx's in + out: its answer differs and is not compared);
+* ``betweenness``: ``k`` sources drawn once; graphsys ``betweenness(sources=S)``, igraph
+  ``betweenness(sources=S)`` (the dependencies of the same sources, scaled back and
+  compared to 1e-9); NetworKit ``EstimateBetweenness(k)`` draws its own sources (timed,
+  not compared); networkx ``betweenness_centrality_subset``;
+* ``closeness``: the same ``k`` sources; graphsys ``closeness(sources=S)``; igraph
+  ``distances(S)`` and NetworKit one ``BFS`` per source, then the same estimate in NumPy
+  (compared to 1e-9);
+* ``louvain``: graphsys ``louvain(seed=turn)``, igraph ``community_multilevel``,
+  NetworKit ``PLM``, networkx ``louvain_communities``, on the undirected graph (Slashdot
+  and R-MAT ingested a second time undirected, as networkx's ``Graph`` reads them);
+  ``equal`` holds when graphsys's median modularity is at least each peer's;
+* ``pagerank`` (damping 0.85, to an L1 change below 1e-10; igraph's PRPACK, NetworKit's
+  ``PageRank`` with sinks distributed, networkx ``pagerank``: L1 distance of the
+  normalised vectors below 1e-6), ``bfs`` (levels from the node of largest out-degree;
+  igraph ``distances``, NetworKit ``BFS``, networkx
+  ``single_source_shortest_path_length``: equal) and ``wcc`` (the weak components, the
+  same grouping): the BSP algorithms beside the same peers.
+
+Usage::
+
+    python benchmarks/bsp/analytics.py --work DIR [--graphs enron,slashdot,lux,rmat]
+        [--workloads scc,kcore,betweenness,closeness,louvain] [--turns 3] [--k 50]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
+
+from benchmarks import harness  # noqa: E402
+
+GRAPHS = {"enron": "email-enron", "slashdot": "soc-slashdot0902", "lux": "luxembourg-osm"}
+WORKLOADS = ("scc", "kcore", "betweenness", "closeness", "louvain", "pagerank", "bfs", "wcc")
+
+
+def edges_of(g):
+    """(src, dst) int64 of the stored edges; an undirected store keeps each edge once."""
+    import numpy as np
+
+    s, d = zip(*[(a, b) for a, b, _, _ in g.iter_edges()])
+    s, d = np.concatenate(s), np.concatenate(d)
+    if g.edge_set().undirected:
+        keep = s <= d
+        s, d = s[keep], d[keep]
+    return s, d
+
+
+class Peers:
+    """igraph and NetworKit (and networkx) graphs of one stored graph."""
+
+    def __init__(self, g, networkx: bool):
+        import igraph as ig
+        import networkit as nk
+        import numpy as np
+        import scipy.sparse as sp
+
+        self.n = g.num_nodes()
+        self.directed = not g.edge_set().undirected
+        s, d = edges_of(g)
+        self.ig = ig.Graph(n=self.n, edges=np.column_stack([s, d]), directed=self.directed)
+        coo = sp.coo_matrix((np.ones(len(s)), (s, d)), shape=(self.n, self.n))
+        self.nk = nk.GraphFromCoo(coo, self.n, directed=self.directed)
+        self.nk_plain = nk.Graph(self.nk)
+        self.nk_plain.removeSelfLoops()
+        self.ig_plain = self.ig.copy()
+        self.ig_plain.simplify(multiple=False, loops=True)
+        self.nx = None
+        if networkx:
+            import networkx as nx
+
+            self.nx = nx.DiGraph() if self.directed else nx.Graph()
+            self.nx.add_nodes_from(range(self.n))
+            self.nx.add_edges_from(zip(s.tolist(), d.tolist()))
+
+
+def same_partition(a, b) -> bool:
+    import numpy as np
+
+    a, b = np.asarray(a), np.asarray(b)
+    pairs = len(set(zip(a.tolist(), b.tolist())))
+    return pairs == len(np.unique(a)) == len(np.unique(b))
+
+
+def estimate(dist, n: int, sources):
+    """Closeness from a (k, N) distance matrix (inf: unreached), as graphsys estimates it."""
+    import numpy as np
+
+    far = np.isfinite(dist) & (dist > 0)
+    total = np.where(far, dist, 0).sum(0)
+    reached = far.sum(0).astype(float)
+    others = np.full(n, float(len(sources)))
+    others[sources] -= 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(total > 0, reached / total, 0.0)
+        return np.where(others > 0, value * reached / others, 0.0)
+
+
+def workload(name: str, g, peers: Peers, k: int, seed: int):
+    """{side: callable returning (seconds, answer)} and a check(answers) -> bool."""
+    import networkit as nk
+    import numpy as np
+
+    from graphsys import bsp
+
+    n = g.num_nodes()
+    S = np.sort(np.random.default_rng(seed).choice(n, k, replace=False))
+    ids = g.node_ids()[S].tolist()
+
+    def timed(fn):
+        def call():
+            t0 = time.perf_counter()
+            out = fn()
+            return time.perf_counter() - t0, out
+        return call
+
+    sides, nxs = {}, None
+    if name == "scc":
+        sides["graphsys"] = timed(lambda: bsp.scc(g).values)
+        sides["igraph"] = timed(lambda: peers.ig.connected_components("strong").membership)
+
+        def nk_scc():
+            algo = (nk.components.StronglyConnectedComponents if peers.directed else
+                    nk.components.ConnectedComponents)(peers.nk)
+            algo.run()
+            return algo.getPartition().getVector()
+        sides["networkit"] = timed(nk_scc)
+        if peers.nx is not None:
+            import networkx as nx
+
+            def nx_scc():
+                comps = (nx.strongly_connected_components(peers.nx) if peers.directed else
+                         nx.connected_components(peers.nx))
+                lab = np.empty(n, np.int64)
+                for i, c in enumerate(comps):
+                    lab[list(c)] = i
+                return lab
+            nxs = timed(nx_scc)
+
+        def check(answers):
+            return {side: same_partition(answers["graphsys"], a)
+                    for side, a in answers.items() if side != "graphsys"}
+    elif name == "kcore":
+        sides["graphsys"] = timed(lambda: bsp.kcore(g).values)
+        sides["igraph"] = timed(lambda: np.array(peers.ig_plain.coreness("all"), float))
+
+        def nk_core():
+            cd = nk.centrality.CoreDecomposition(peers.nk_plain)
+            cd.run()
+            return np.array(cd.scores(), float)
+        sides["networkit"] = timed(nk_core)
+        if peers.nx is not None:
+            import networkx as nx
+
+            def nx_core():
+                G = peers.nx.copy()
+                G.remove_edges_from(list(nx.selfloop_edges(G)))
+                core = nx.core_number(G)
+                return np.array([core[v] for v in range(n)], float)
+            nxs = timed(nx_core)
+
+        def check(answers):
+            ref = answers["graphsys"]
+            return {side: bool(np.array_equal(ref, a)) for side, a in answers.items()
+                    if side != "graphsys"}
+    elif name == "betweenness":
+        sides["graphsys"] = timed(lambda: bsp.betweenness(g, sources=ids,
+                                                          normalized=False).values)
+        sides["igraph"] = timed(lambda: np.array(peers.ig.betweenness(sources=S.tolist()),
+                                                 float))
+
+        def nk_btw():
+            algo = nk.centrality.EstimateBetweenness(peers.nk, k, False, True)
+            algo.run()
+            return None  # its own sample: not comparable
+        sides["networkit"] = timed(nk_btw)
+        if peers.nx is not None:
+            import networkx as nx
+
+            def nx_btw():
+                b = nx.betweenness_centrality_subset(peers.nx, S.tolist(), list(range(n)))
+                return np.array([b[v] for v in range(n)], float)
+            nxs = timed(nx_btw)
+
+        def check(answers):
+            ours = answers["graphsys"]  # scaled up from the sample: scale back to the sums
+            scale = np.full(n, k / (n - 1))
+            scale[S] = (k - 1) / (n - 1)
+            raw = ours * scale
+            out = {}
+            for side, a in answers.items():
+                if side != "graphsys" and a is not None:
+                    out[side] = bool(np.allclose(raw, a, rtol=1e-9, atol=1e-9))
+            return out
+    elif name == "closeness":
+        sides["graphsys"] = timed(lambda: bsp.closeness(g, sources=ids).values)
+        mode = "out"
+        sides["igraph"] = timed(lambda: estimate(
+            np.array(peers.ig.distances(source=S.tolist(), mode=mode), float), n, S))
+
+        def nk_clo():
+            rows = []
+            for s in S.tolist():
+                bfs = nk.distance.BFS(peers.nk, s, storePaths=False)
+                bfs.run()
+                rows.append(bfs.getDistances())
+            d = np.array(rows, float)
+            d[d > 1e300] = np.inf
+            return estimate(d, n, S)
+        sides["networkit"] = timed(nk_clo)
+
+        def check(answers):
+            ref = answers["graphsys"]
+            return {side: bool(np.allclose(ref, a, rtol=1e-9, atol=1e-12))
+                    for side, a in answers.items() if side != "graphsys"}
+    elif name == "pagerank":  # damping 0.85, to an L1 change below 1e-10
+        sides["graphsys"] = timed(lambda: bsp.pagerank(g, tol=1e-10, max_iters=1000).values)
+        sides["igraph"] = timed(lambda: np.array(peers.ig.pagerank(damping=0.85), float))
+
+        def nk_pr():
+            sinks = nk.centrality.SinkHandling.DistributeSinks
+            pr = nk.centrality.PageRank(peers.nk, 0.85, 1e-12, normalized=False,
+                                        distributeSinks=sinks)
+            pr.run()
+            return np.array(pr.scores(), float)
+        sides["networkit"] = timed(nk_pr)
+        if peers.nx is not None:
+            import networkx as nx
+
+            def nx_pr():
+                pr = nx.pagerank(peers.nx, tol=1e-12, max_iter=1000)
+                return np.array([pr[v] for v in range(n)], float)
+            nxs = timed(nx_pr)
+
+        def check(answers):
+            ref = answers["graphsys"]
+            return {side: bool(np.abs(a / a.sum() - ref).sum() < 1e-6)
+                    for side, a in answers.items() if side != "graphsys"}
+    elif name == "bfs":  # levels from the node of largest out-degree
+        hub = int(np.argmax(g.degrees()))
+        hub_id = g.node_ids()[hub].item()
+        sides["graphsys"] = timed(lambda: bsp.bfs(g, hub_id).values)
+        sides["igraph"] = timed(lambda: np.array(peers.ig.distances(source=[hub], mode="out")[0],
+                                                 float))
+
+        def nk_bfs():
+            bfs = nk.distance.BFS(peers.nk, hub, storePaths=False)
+            bfs.run()
+            d = np.array(bfs.getDistances(), float)
+            d[d > 1e300] = np.inf
+            return d
+        sides["networkit"] = timed(nk_bfs)
+        if peers.nx is not None:
+            import networkx as nx
+
+            def nx_bfs():
+                lv = nx.single_source_shortest_path_length(peers.nx, hub)
+                return np.array([lv.get(v, np.inf) for v in range(n)], float)
+            nxs = timed(nx_bfs)
+
+        def check(answers):
+            ref = answers["graphsys"]
+            return {side: bool(np.array_equal(ref, a)) for side, a in answers.items()
+                    if side != "graphsys"}
+    elif name == "wcc":
+        sides["graphsys"] = timed(lambda: bsp.wcc(g).values)
+        sides["igraph"] = timed(lambda: peers.ig.connected_components("weak").membership)
+
+        def nk_wcc():
+            algo = (nk.components.WeaklyConnectedComponents if peers.directed else
+                    nk.components.ConnectedComponents)(peers.nk)
+            algo.run()
+            return algo.getPartition().getVector() if not peers.directed else [
+                algo.componentOfNode(v) for v in range(n)]
+        sides["networkit"] = timed(nk_wcc)
+        if peers.nx is not None:
+            import networkx as nx
+
+            def nx_wcc():
+                comps = (nx.weakly_connected_components(peers.nx) if peers.directed else
+                         nx.connected_components(peers.nx))
+                lab = np.empty(n, np.int64)
+                for i, c in enumerate(comps):
+                    lab[list(c)] = i
+                return lab
+            nxs = timed(nx_wcc)
+
+        def check(answers):
+            return {side: same_partition(answers["graphsys"], a)
+                    for side, a in answers.items() if side != "graphsys"}
+    else:  # louvain, on an undirected store
+        turn = {"n": 0}
+
+        def ours():
+            turn["n"] += 1
+            return bsp.louvain(g, seed=turn["n"]).stats.scores["modularity"]
+        sides["graphsys"] = timed(ours)
+        sides["igraph"] = timed(lambda: peers.ig.community_multilevel().modularity)
+
+        def nk_plm():
+            plm = nk.community.PLM(peers.nk, refine=False)
+            plm.run()
+            return nk.community.Modularity().getQuality(plm.getPartition(), peers.nk)
+        sides["networkit"] = timed(nk_plm)
+        if peers.nx is not None:
+            import networkx as nx
+
+            def nx_louvain():
+                comms = nx.community.louvain_communities(peers.nx, seed=1)
+                return nx.community.modularity(peers.nx, comms)
+            nxs = timed(nx_louvain)
+        check = None
+    return sides, nxs, check
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = harness.parser(__doc__)
+    ap.add_argument("--work", type=Path, required=True, help="graphs are stored here")
+    ap.add_argument("--graphs", default="enron,slashdot,lux,rmat")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--k", type=int, default=50, help="sampled sources")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rmat-edges", type=harness.count, default=harness.count("20M"))
+    ap.add_argument("--networkx", action="store_true", help="networkx too, one turn")
+    ap.add_argument("--networkx-max-edges", type=harness.count,
+                    default=harness.count("1M"))
+    args = ap.parse_args(argv)
+    import networkit as nk
+
+    import graphsys
+
+    nk.setNumberOfThreads(2)
+    run = harness.Run("bsp/analytics", args.record)
+    run["threads"] = {"numba": int(os.environ["NUMBA_NUM_THREADS"]), "networkit": 2,
+                      "igraph": 1}
+    rows = []
+    for gname in args.graphs.split(","):
+        stores = {}
+        if gname == "rmat":
+            src, dst = harness.rmat_arrays(1 << 21, args.rmat_edges, seed=1)
+            for und in (False, True):
+                out = args.work / f"rmat-{args.rmat_edges}{'-u' if und else ''}"
+                if not (out / "manifest.json").is_file():
+                    harness.log(f"ingesting {out.name}")
+                    graphsys.from_numpy(src, dst, out, dedupe=True, undirected=und,
+                                        partitions=4)
+                stores[und] = graphsys.open_graph(out)
+            del src, dst
+        else:
+            g = harness.dataset(run, GRAPHS[gname], args.work / gname)
+            if g is None:
+                continue
+            stores[False] = stores[True] = g
+            if not g.edge_set().undirected:
+                out = args.work / f"{gname}-u"
+                if not (out / "manifest.json").is_file():
+                    s, d = edges_of(g)
+                    ids = g.node_ids()
+                    graphsys.from_numpy(ids[s], ids[d], out, dedupe=True, undirected=True,
+                                        partitions=4)
+                stores[True] = graphsys.open_graph(out)
+        for store in {id(v): v for v in stores.values()}.values():
+            subprocess.run([sys.executable, "-m", "graphsys", "index", str(store.path),
+                            "--csr", "--csc", "--quiet"], check=True)
+        peers = {}
+        for wname in args.workloads.split(","):
+            g = stores[wname == "louvain"]
+            key = id(g)
+            if key not in peers:
+                small = g.num_edges() <= args.networkx_max_edges
+                harness.log(f"{gname}: building the peers' graphs")
+                peers[key] = Peers(g, args.networkx and small)
+            sides, nxs, check = workload(wname, graphsys.open_graph(g.path), peers[key],
+                                         args.k, args.seed)
+            sides["graphsys"]()  # compile / load the kernels: not timed
+            harness.log(f"{gname} {wname}: {args.turns} turns")
+            turns = harness.alternate(sides, args.turns)
+            seconds = {s: [t for t, _ in v] for s, v in turns.items()}
+            answers = {s: v[-1][1] for s, v in turns.items()}
+            row = {"graph": gname, "workload": wname, "nodes": g.num_nodes(),
+                   "edges": g.num_edges(),
+                   "seconds": {s: harness.spread(v) for s, v in seconds.items()},
+                   "ratio": {s: harness.pair_ratios(v, seconds["graphsys"])
+                             for s, v in seconds.items() if s != "graphsys"}}
+            if nxs is not None:
+                t, answer = nxs()
+                row["seconds"]["networkx"] = {"median": t, "min": t, "max": t}
+                row["ratio"]["networkx"] = {"median": round(t / harness.median(
+                    seconds["graphsys"]), 3)}
+                answers["networkx"] = answer
+            fastest = min(row["seconds"][s]["median"] for s in ("igraph", "networkit"))
+            row["vs_fastest"] = round(fastest / row["seconds"]["graphsys"]["median"], 3)
+            if wname == "louvain":
+                q = {s: [a for _, a in v] for s, v in turns.items()}
+                if "networkx" in answers:
+                    q["networkx"] = [answers["networkx"]]
+                row["modularity"] = {s: harness.median(v) for s, v in q.items()}
+                row["equal"] = {s: row["modularity"]["graphsys"] >= m - 1e-12
+                                for s, m in row["modularity"].items() if s != "graphsys"}
+            else:
+                row["equal"] = check(answers)
+            harness.log(str(row))
+            rows.append(row)
+    run.emit(k=args.k, turns=args.turns, rows=rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,662 @@
+"""Shortest-path centralities: betweenness (Brandes), closeness and harmonic centrality,
+exact or from a sample of sources, with networkx's conventions.
+
+In memory on CPU each runs in numba, parallel over sources
+(:mod:`graphsys.bsp.kernels_centrality`); otherwise (out of core, CUDA, distributed) as a
+vector program that runs :data:`SOURCES_PER_PASS` searches at once, one column each.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numba
+import numpy as np
+import torch
+
+from graphsys.bsp.algorithms.common import resolve_weighted, symmetric
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import document_options, fill_doc
+from graphsys.bsp.edges import DENSE_DIVISOR
+from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.kernels_centrality import brandes, distance_sums
+from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import host_array
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.progress import progress_bar
+
+INF = float("inf")
+#: Searches one superstep of the vector programs carries (its message width): the state is
+#: a few float64 (N, SOURCES_PER_PASS) arrays
+SOURCES_PER_PASS = 16
+#: Sources per numba call in memory (times the thread count): the progress granularity
+SOURCES_PER_CALL = 32
+
+
+def sample_sources(graph, k, seed, sources) -> np.ndarray | None:
+    """The sources of a run as sorted internal ids, or None for every node: ``sources``
+    (original ids) when given, else ``k`` drawn without replacement by
+    ``numpy.random.default_rng(seed)``; ``k`` = N means every node (as networkx's)."""
+    n = graph.num_nodes()
+    if sources is not None:
+        if k is not None:
+            raise ParameterError("k", "and sources exclude each other: give one")
+        ids = np.asarray(graph.to_internal(list(sources)), np.int64)
+        if len(ids) == 0:
+            raise ParameterError("sources", "is empty: give at least one node id")
+        if len(np.unique(ids)) != len(ids):
+            raise ParameterError("sources", "lists a node twice")
+        return np.sort(ids)
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+        raise ParameterError("k", f"must be an integer from 1 to the {n:,} nodes, got {k!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ParameterError("seed", f"must be an integer, got {seed!r}")
+    if k == n:
+        return None
+    return np.sort(np.random.default_rng(int(seed)).choice(n, int(k), replace=False))
+
+
+def check_positive_weights(graph, edge_set: str | None, name: str) -> None:
+    """GraphsysError when an edge weight is not a positive finite number (streamed)."""
+    for _, _, _, w in graph.iter_edges(edge_set):
+        if w is None or len(w) == 0:
+            continue
+        bad = np.flatnonzero(~((w > 0) & np.isfinite(w)))
+        if bad.size:
+            raise GraphsysError(f"{name} reads edge weights as lengths and needs them positive "
+                                f"and finite; found {float(w[bad[0]])!r} (weighted=False "
+                                f"counts every edge as 1)")
+
+
+def rescale(values: np.ndarray, n: int, *, normalized: bool, directed: bool,
+            endpoints: bool, sampled: np.ndarray | None, lo: int = 0) -> np.ndarray:
+    """networkx's betweenness scaling (``_rescale`` of networkx 3.6) of the summed
+    dependencies ``values`` of the nodes ``lo..lo+len(values)-1``: by the (s, t) pairs a
+    node can lie between, halved on an undirected graph unless normalized, and for a
+    sample of ``k`` sources without endpoints, sampled and other nodes apart."""
+    big = n if endpoints else n - 1
+    if big < 2:
+        return values
+    k = big if sampled is None else len(sampled)
+    correction = 1 if directed else 2
+    if sampled is None or endpoints:
+        scale = 1 / (k * (big - 1)) if normalized else big / (k * correction)
+        return values * scale
+    if normalized:
+        source = 1 / ((k - 1) * (big - 1)) if k > 1 else math.nan
+        other = 1 / (k * (big - 1))
+    else:
+        source = big / ((k - 1) * correction) if k > 1 else math.nan
+        other = big / (k * correction)
+    scale = np.full(len(values), other)
+    mine = sampled[(sampled >= lo) & (sampled < lo + len(values))] - lo
+    scale[mine] = source
+    return values * scale
+
+
+class _SourceSearches(VertexProgram):
+    """Shared part of the centrality programs: the sources (global ids; every node when
+    ``sampled`` is None), their searches in batches of :data:`SOURCES_PER_PASS` columns,
+    and the in-memory path that runs a numba kernel over chunks of sources."""
+
+    message, combiner = "copy", "sum"
+    halt_when_inactive = False
+
+    def __init__(self, num_nodes: int, sampled: np.ndarray | None, weighted: bool):
+        self.num_nodes = num_nodes
+        self.sampled = sampled
+        self.sources = np.arange(num_nodes, dtype=np.int64) if sampled is None else sampled
+        self.width = max(1, min(SOURCES_PER_PASS, len(self.sources)))
+        self.uses_weights = weighted
+        self.batch, self.phase, self.depth = -1, "next-batch", 0
+
+    def _batch_sources(self) -> np.ndarray:
+        b = self.batch
+        return self.sources[b * self.width:(b + 1) * self.width]
+
+    def _start_batch(self, ctx, state) -> torch.Tensor:
+        """Columns reset for the next batch, each source at distance 0; returns the rows
+        of the sources this process owns (the first frontier)."""
+        self.batch += 1
+        srcs = self._batch_sources()
+        dist = ctx.full(INF, width=self.width)
+        mine = np.flatnonzero((srcs >= ctx.lo) & (srcs < ctx.hi))
+        rows = torch.as_tensor(srcs[mine] - ctx.lo, device=ctx.device)
+        cols = torch.as_tensor(mine, device=ctx.device)
+        dist[rows, cols] = 0.0
+        state["dist"] = dist
+        active = torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device)
+        active[rows] = True
+        return active
+
+    def _idle(self, ctx) -> torch.Tensor:
+        return ctx.full(0.0, width=self.width)
+
+    def _numba_calls(self, ctx, edges, kernel, desc: str, *outputs) -> list:
+        """Run ``kernel(indptr, indices, weight, weighted, sources, *outputs)`` over the
+        sources in chunks (one recorded superstep each, a progress bar on long runs)."""
+        indptr, idx, w = edges.adjacency("csr")
+        lanes = outputs[0].shape[0]
+        chunk = lanes * SOURCES_PER_CALL
+        steps = []
+        with progress_bar(total=len(self.sources), unit="source", desc=desc) as bar:
+            for i, lo in enumerate(range(0, len(self.sources), chunk)):
+                srcs = self.sources[lo:lo + chunk]
+                t0 = time.perf_counter()
+                chunk_size = numba.set_parallel_chunksize(1)  # one source at a time
+                try:
+                    read = kernel(indptr, idx, w, self.uses_weights, srcs, *outputs)
+                finally:
+                    numba.set_parallel_chunksize(chunk_size)
+                ss = SuperstepStats(superstep=i, active=len(srcs), direction=desc,
+                                    edges_scanned=int(read.sum()), fused=True)
+                ss.seconds["edges"] = time.perf_counter() - t0
+                steps.append(ss)
+                bar.update(len(srcs))
+        return steps
+
+    def _refuse_weighted(self) -> None:
+        if self.uses_weights:
+            raise GraphsysError(f"weighted {self.name} runs in memory on the CPU (numba "
+                                f"backend, schedule auto); the supersteps search by hops "
+                                f"(weighted=False)")
+
+
+class Betweenness(_SourceSearches):
+    """Brandes' betweenness. Vector program, per batch of sources (one column each):
+    **forward** supersteps are a breadth-first search that counts shortest paths (vertices
+    at the current depth send their path counts along out-edges; an unreached receiver
+    takes the sum and the next depth); **backward** supersteps walk the depths down, each
+    vertex sending ``(1 + delta) / sigma`` against its in-edges, and a vertex one level up
+    adding ``sigma`` times the sum to its ``delta``. Between phases and batches one empty
+    superstep starts the next (decided by the halting vote)."""
+
+    name = "betweenness"
+
+    def __init__(self, num_nodes: int, sampled: np.ndarray | None, *, normalized: bool,
+                 endpoints: bool, undirected: bool, weighted: bool):
+        super().__init__(num_nodes, sampled, weighted)
+        self.normalized, self.endpoints, self.undirected = normalized, endpoints, undirected
+        self.pending: list[tuple[int, float]] = []  # (source, nodes it reached) to add
+
+    @property
+    def direction(self) -> str:
+        return "in" if self.phase.endswith("backward") else "out"
+
+    def init(self, ctx):
+        self.batch, self.phase, self.depth, self.pending = -1, "next-batch", 0, []
+        return {"bc": ctx.full(0.0)}, ctx.full(False, torch.bool)
+
+    def send(self, ctx, state):
+        if self.phase in ("forward", "backward"):
+            self._refuse_weighted()
+            dist = state["dist"]
+            at = dist == self.depth
+            if self.phase == "forward":
+                return torch.where(at, state["sigma"], 0.0)
+            sigma = torch.where(at, state["sigma"], 1.0)
+            return torch.where(at, (1.0 + state["delta"]) / sigma, 0.0)
+        return self._idle(ctx)
+
+    def update(self, ctx, state, combined, received):
+        if self.phase == "next-batch":
+            active = self._start_batch(ctx, state)
+            state["sigma"] = (state["dist"] == 0).to(torch.float64)
+            state["delta"] = ctx.full(0.0, width=self.width)
+            return active, {}
+        dist = state["dist"]
+        if self.phase == "forward":
+            new = (combined > 0) & torch.isinf(dist)
+            state["dist"] = torch.where(new, float(self.depth + 1), dist)
+            state["sigma"] = torch.where(new, combined, state["sigma"])
+            return new.any(1), {"new": (int(new.sum()), "sum")}
+        if self.phase == "start-backward":
+            return (dist == self.depth).any(1), {}
+        up = dist == self.depth - 1  # backward: the level above the senders
+        state["delta"] = torch.where(up, state["delta"] + state["sigma"] * combined,
+                                     state["delta"])
+        if self.depth > 1:
+            return up.any(1), {}
+        return self._finish_batch(ctx, state)
+
+    def _finish_batch(self, ctx, state):
+        """Add the batch's dependencies to ``bc``; votes the nodes each source reached."""
+        dist = state["dist"]
+        between = torch.isfinite(dist) & (dist > 0)
+        extra = 1.0 if self.endpoints else 0.0
+        state["bc"] = state["bc"] + torch.where(between, state["delta"] + extra, 0.0).sum(1)
+        reached = torch.isfinite(dist).sum(0).tolist()
+        votes = {f"reached{j}": (reached[j], "sum") for j in range(len(self._batch_sources()))}
+        return torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device), votes
+
+    def halt(self, ctx, votes):
+        if self.phase == "next-batch":
+            self.phase, self.depth = "forward", 0
+        elif self.phase == "forward" and votes["new"] > 0:
+            self.depth += 1
+        elif self.phase == "forward":
+            self.phase = "start-backward"
+            if self.depth == 0:  # the sources reached nobody
+                return self._next_batch(
+                    {f"reached{j}": 1.0 for j in range(len(self._batch_sources()))})
+        elif self.phase == "start-backward":
+            self.phase = "backward"
+        elif self.depth > 1:
+            self.depth -= 1
+        else:
+            return self._next_batch(votes)
+        return False
+
+    def _next_batch(self, votes) -> bool:
+        self.pending += [(int(s), votes[f"reached{j}"])
+                         for j, s in enumerate(self._batch_sources())]
+        self.phase = "next-batch"
+        return (self.batch + 1) * self.width >= len(self.sources)
+
+    def result(self, ctx, state):
+        bc = host_array(state["bc"].cpu()).copy()
+        if self.endpoints:
+            for s, reached in self.pending:
+                if ctx.lo <= s < ctx.hi:
+                    bc[s - ctx.lo] += reached - 1
+        scaled = rescale(bc, self.num_nodes, normalized=self.normalized,
+                         directed=not self.undirected, endpoints=self.endpoints,
+                         sampled=self.sampled, lo=ctx.lo)
+        return torch.as_tensor(scaled, device=ctx.device)
+
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """``schedule="auto"``: Brandes' algorithm in numba, parallel over the sources
+        (:func:`~graphsys.bsp.kernels_centrality.brandes`), one recorded superstep per chunk
+        of sources; the same values. ``max_iters`` not applied."""
+        if schedule != "auto":
+            return None
+        acc = np.zeros((numba.get_num_threads(), ctx.num_nodes))
+        steps = self._numba_calls(ctx, edges, _brandes(self.endpoints), "brandes", acc)
+        host_array(state["bc"])[:] = acc.sum(0)
+        self.pending = []  # the kernel added the endpoints' own terms
+        return Solved("brandes", steps, 0)
+
+
+def _brandes(endpoints: bool):
+    def kernel(indptr, idx, w, weighted, srcs, acc):
+        return brandes(indptr, idx, w, weighted, srcs, endpoints, acc)
+    return kernel
+
+
+class Closeness(_SourceSearches):
+    """Closeness or harmonic centrality from the distances of the sources to every node.
+    Vector program, per batch of sources (one column each): a breadth-first search (a
+    min-relaxation of ``distance + 1``; ``distance + weight``, Bellman-Ford, when
+    weighted) until no distance drops anywhere; each node then adds its distances from the
+    batch's sources (their sum, count and reciprocals)."""
+
+    def __init__(self, num_nodes: int, sampled: np.ndarray | None, *, harmonic: bool,
+                 wf_improved: bool, weighted: bool):
+        super().__init__(num_nodes, sampled, weighted)
+        self.name = "harmonic" if harmonic else "closeness"
+        self.harmonic, self.wf_improved = harmonic, wf_improved
+        self.combiner, self.direction = "min", "out"
+        self.message = "add_weight" if weighted else "copy"
+
+    def init(self, ctx):
+        self.batch, self.phase = -1, "next-batch"
+        state = {"total": ctx.full(0.0), "reached": ctx.full(0.0), "inverse": ctx.full(0.0)}
+        return state, ctx.full(False, torch.bool)
+
+    def send(self, ctx, state):
+        if self.phase == "search":
+            return state["dist"] if self.uses_weights else state["dist"] + 1.0
+        return self._idle(ctx)
+
+    def update(self, ctx, state, combined, received):
+        if self.phase == "next-batch":
+            self._add_batch(state)
+            return self._start_batch(ctx, state), {}
+        lower = combined < state["dist"]
+        state["dist"] = torch.where(lower, combined, state["dist"])
+        return lower.any(1), {"lowered": (int(lower.sum()), "sum")}
+
+    def _add_batch(self, state) -> None:
+        """Add the distances of the batch just searched (if any) to the sums."""
+        if "dist" not in state:
+            return
+        dist = state.pop("dist")
+        far = torch.isfinite(dist) & (dist > 0)
+        state["total"] = state["total"] + torch.where(far, dist, 0.0).sum(1)
+        state["reached"] = state["reached"] + far.sum(1).to(torch.float64)
+        state["inverse"] = state["inverse"] + torch.where(far, 1.0 / dist, 0.0).sum(1)
+
+    def halt(self, ctx, votes):
+        if self.phase == "next-batch":
+            self.phase = "search"
+            return False
+        if votes["lowered"] > 0:
+            return False
+        self.phase = "next-batch"
+        return (self.batch + 1) * self.width >= len(self.sources)
+
+    def result(self, ctx, state):
+        self._add_batch(state)
+        total, reached, inverse = (host_array(state[k].cpu()) for k in
+                                   ("total", "reached", "inverse"))
+        return torch.as_tensor(self.finish(total, reached, inverse, ctx.lo), device=ctx.device)
+
+    def finish(self, total, reached, inverse, lo: int = 0) -> np.ndarray:
+        """Closeness or harmonic values of nodes ``lo..`` from their distance sums:
+        networkx's ``(r - 1) / total`` (times ``(r - 1) / (N - 1)`` with ``wf_improved``)
+        and ``sum of 1 / d``, with ``r - 1`` and ``N - 1`` the sources other than the node
+        that reach it and all the sources other than the node (the estimate from a sample;
+        exact when every node is a source)."""
+        n = self.num_nodes
+        others = np.full(len(total), float(len(self.sources)))
+        if self.sampled is not None:
+            mine = self.sampled[(self.sampled >= lo) & (self.sampled < lo + len(total))] - lo
+            others[mine] -= 1
+        else:
+            others -= 1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.harmonic:
+                scale = (n - 1) / others if self.sampled is not None else 1.0
+                return np.where(others > 0, inverse * scale, 0.0)
+            value = np.where(total > 0, reached / total, 0.0)
+            if self.wf_improved:
+                value = np.where(others > 0, value * reached / others, 0.0)
+        return value
+
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """``schedule="auto"``: a search from every source in numba, parallel over the
+        sources (:func:`~graphsys.bsp.kernels_centrality.distance_sums`), one recorded
+        superstep per chunk of sources; the same values. ``max_iters`` not applied."""
+        if schedule != "auto":
+            return None
+        lanes = numba.get_num_threads()
+        total = np.zeros((lanes, ctx.num_nodes))
+        reached = np.zeros((lanes, ctx.num_nodes), np.int64)
+        inverse = np.zeros((lanes, ctx.num_nodes))
+        steps = self._numba_calls(ctx, edges, distance_sums, "searches", total, reached,
+                                  inverse)
+        for key, arr in (("total", total), ("reached", reached), ("inverse", inverse)):
+            host_array(state[key])[:] = arr.sum(0)
+        return Solved("parallel-searches", steps, 0)
+
+
+_SAMPLE_DOC = """k : int, optional
+    Sample ``k`` source nodes (drawn without replacement with
+    ``numpy.random.default_rng(seed)``) and scale their sums into an estimate; None
+    (default): every node is a source (exact). ``k`` = N is exact too.
+seed : int, default 0
+    Seed of the sample of ``k`` sources.
+sources : list of node ids, optional
+    The sample itself (original ids), instead of ``k`` and ``seed``; scaled as a sample
+    of ``len(sources)``.
+weighted : bool, default False
+    Edge weights as lengths (positive; True requires the edge set to have them); False
+    (networkx's ``weight=None``) counts hops. Weighted searches (Dijkstra) run in memory
+    on CPU; the supersteps count hops.
+max_iters : int, optional
+    Most supersteps of the vector program (default: more than any run takes: two per
+    depth and batch of sources, plus a few).
+schedule : {"auto", "sync"}, default "auto"
+    ``auto``: in memory on CPU, numba kernels parallel over the sources (one thread per
+    lane, each with its own buffers; one recorded superstep per chunk of sources), else
+    ``sync``; ``sync``: the vector program in BSP supersteps, %(width)d sources at a
+    time."""
+
+
+_RAISES_DOC = """ParameterError
+    ``k`` not in 1..N, both ``k`` and ``sources``, an empty or repeated ``sources``,
+    ``weighted`` True without weights, or an unknown ``schedule``, ``mode``, ``backend``
+    or ``device``.
+GraphsysError
+    A weight that is not positive and finite (weighted), a node of ``sources`` not in the
+    graph, or a weighted run in supersteps."""
+
+
+def _sample_doc() -> str:
+    return _SAMPLE_DOC.replace("%(width)d", str(SOURCES_PER_PASS))
+
+
+@document_options()
+@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+def betweenness(graph, *, k: int | None = None, seed: int = 0, sources=None,
+                normalized: bool = True, endpoints: bool = False,
+                weighted: bool = False, max_iters: int | None = None,
+                schedule: str = "auto", mode: str = "memory", device: str = "cpu",
+                backend: str = "auto", threads: int | None = None,
+                edge_set: str | None = None, distributed: bool = False,
+                progress: Callable | None = None, readahead: int = 4,
+                dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    r"""Betweenness centrality: the share of shortest paths between other nodes that pass
+    through each node, as networkx's :func:`~networkx.betweenness_centrality`.
+
+    .. math::
+        c_B(v) = \sum_{s \ne v \ne t} \frac{\sigma(s, t \mid v)}{\sigma(s, t)}
+
+    :math:`\sigma(s, t)` the number of shortest paths from :math:`s` to :math:`t`,
+    :math:`\sigma(s, t \mid v)` those through :math:`v`. Brandes' algorithm [1]_: one
+    search per source counts the paths, a pass back over the nodes in reverse distance
+    order sums the dependencies. Paths follow edge direction (both ways where the edge set
+    is stored undirected); a multi-edge counts as that many paths. Scaling is networkx's:
+    ``normalized`` divides by the ordered pairs ``(N - 1)(N - 2)`` (``N(N - 1)`` with
+    ``endpoints``); unnormalized values of an undirected edge set are halved (each pair
+    once); a sample of ``k`` sources is scaled up to all of them, sampled and other nodes
+    apart when endpoints are left out (networkx 3.6's rule).
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    %(sample)s
+    normalized : bool, default True
+        Divide by the number of pairs a node can lie between.
+    endpoints : bool, default False
+        Count a path's two ends as on it.
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) betweenness by internal node id.
+
+    Raises
+    ------
+    %(raises)s
+
+    References
+    ----------
+    .. [1] U. Brandes, "A faster algorithm for betweenness centrality", Journal of
+       Mathematical Sociology 25(2), 2001.
+    .. [2] U. Brandes, C. Pich, "Centrality estimation in large networks", International
+       Journal of Bifurcation and Chaos 17(7), 2007.
+
+    Examples
+    --------
+    A path 1 - 2 - 3 - 4: the inner nodes each lie on two of the three pairs around them.
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3]), np.array([2, 3, 4])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
+    >>> bsp.betweenness(g).to_dict()
+    {1: 0.0, 2: 0.6666666666666666, 3: 0.6666666666666666, 4: 0.0}
+    >>> bsp.betweenness(g, normalized=False).to_dict()
+    {1: 0.0, 2: 2.0, 3: 2.0, 4: 0.0}
+    >>> bsp.betweenness(g, mode="out-of-core").to_dict() == bsp.betweenness(g).to_dict()
+    True
+    """
+    return BETWEENNESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
+                                normalized=normalized, endpoints=endpoints, weighted=weighted,
+                                **engine_options(locals()))
+
+
+@document_options()
+@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+def closeness(graph, *, k: int | None = None, seed: int = 0, sources=None,
+              wf_improved: bool = True, weighted: bool = False,
+              max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
+              device: str = "cpu", backend: str = "auto", threads: int | None = None,
+              edge_set: str | None = None, distributed: bool = False,
+              progress: Callable | None = None, readahead: int = 4,
+              dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    r"""Closeness centrality, as networkx's :func:`~networkx.closeness_centrality`.
+
+    .. math::
+        C(u) = \frac{r_u - 1}{\sum_{v \to u} d(v, u)} \cdot \frac{r_u - 1}{N - 1}
+
+    over the nodes :math:`v` that reach :math:`u` (distances *to* :math:`u`, along edge
+    direction: networkx's incoming distance on a directed graph), :math:`r_u - 1` of them;
+    the second factor is Wasserman and Faust's scaling for graphs that are not connected
+    (``wf_improved``, networkx's default) [1]_. With a sample of ``k`` sources the sums run
+    over the sampled sources and :math:`N - 1` becomes the sampled sources other than
+    :math:`u`: the mean distance and the reached share are estimated from the sample
+    (Eppstein and Wang's sampling [2]_).
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    %(sample)s
+    wf_improved : bool, default True
+        Scale by the share of other nodes that reach the node.
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) closeness by internal node id (0 where nothing reaches
+        the node).
+
+    Raises
+    ------
+    %(raises)s
+
+    References
+    ----------
+    .. [1] S. Wasserman, K. Faust, "Social Network Analysis: Methods and Applications",
+       Cambridge University Press, 1994.
+    .. [2] D. Eppstein, J. Wang, "Fast approximation of centrality", Journal of Graph
+       Algorithms and Applications 8(1), 2004.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3]), np.array([2, 3, 4])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
+    >>> {node: round(c, 4) for node, c in bsp.closeness(g).to_dict().items()}
+    {1: 0.5, 2: 0.75, 3: 0.75, 4: 0.5}
+    >>> bsp.closeness(g, k=4).to_dict() == bsp.closeness(g).to_dict()
+    True
+    """
+    return CLOSENESS_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
+                              wf_improved=wf_improved, weighted=weighted,
+                              **engine_options(locals()))
+
+
+@document_options()
+@fill_doc(sample=_sample_doc(), raises=_RAISES_DOC)
+def harmonic(graph, *, k: int | None = None, seed: int = 0, sources=None,
+             weighted: bool = False, max_iters: int | None = None,
+             schedule: str = "auto", mode: str = "memory", device: str = "cpu",
+             backend: str = "auto", threads: int | None = None,
+             edge_set: str | None = None, distributed: bool = False,
+             progress: Callable | None = None, readahead: int = 4,
+             dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    r"""Harmonic centrality, as networkx's :func:`~networkx.harmonic_centrality`.
+
+    .. math::
+        H(u) = \sum_{v \ne u} \frac{1}{d(v, u)}
+
+    distances *to* :math:`u` along edge direction (:math:`1/\infty = 0`) [1]_. With a
+    sample of ``k`` sources the sum runs over them and is scaled by :math:`(N - 1)` over
+    the sampled sources other than :math:`u`, an unbiased estimate (networkx's
+    ``harmonic_centrality(G, sources=S)`` is the unscaled sum: multiply by the sampled
+    sources other than :math:`u` and divide by :math:`N - 1`).
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    %(sample)s
+    %(engine_options)s
+
+    Returns
+    -------
+    Result
+        ``values``: float64 (N,) harmonic centrality by internal node id.
+
+    Raises
+    ------
+    %(raises)s
+
+    References
+    ----------
+    .. [1] P. Boldi, S. Vigna, "Axioms for centrality", Internet Mathematics 10(3-4),
+       2014.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 2, 3]), np.array([2, 3, 4])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
+    >>> {node: round(h, 4) for node, h in bsp.harmonic(g).to_dict().items()}
+    {1: 1.8333, 2: 2.5, 3: 2.5, 4: 1.8333}
+    """
+    return HARMONIC_SPEC.run(graph, max_iters=max_iters, k=k, seed=seed, sources=sources,
+                             weighted=weighted, **engine_options(locals()))
+
+
+def _weighted(graph, edge_set, weighted, name: str) -> bool:
+    use = resolve_weighted(graph, edge_set, _check_flag("weighted", weighted))
+    if use:
+        check_positive_weights(graph, edge_set, name)
+    return use
+
+
+def _check_flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ParameterError(name, f"must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _betweenness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
+                         normalized=True, endpoints=False, weighted=False):
+    return Betweenness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
+                       normalized=_check_flag("normalized", normalized),
+                       endpoints=_check_flag("endpoints", endpoints),
+                       undirected=symmetric(graph, edge_set),
+                       weighted=_weighted(graph, edge_set, weighted, "betweenness"))
+
+
+def _closeness_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
+                       wf_improved=True, weighted=False):
+    return Closeness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
+                     harmonic=False, wf_improved=_check_flag("wf_improved", wf_improved),
+                     weighted=_weighted(graph, edge_set, weighted, "closeness"))
+
+
+def _harmonic_program(graph, *, edge_set=None, k=None, seed=0, sources=None,
+                      weighted=False):
+    return Closeness(graph.num_nodes(), sample_sources(graph, k, seed, sources),
+                     harmonic=True, wf_improved=False,
+                     weighted=_weighted(graph, edge_set, weighted, "harmonic"))
+
+
+def _most_supersteps(n: int) -> int:
+    """Two supersteps per depth and batch of sources, plus four per batch."""
+    return (n // SOURCES_PER_PASS + 1) * (2 * n + 8)
+
+
+_SAMPLED = ("k", "seed", "sources", "weighted")
+BETWEENNESS_SPEC = AlgorithmSpec("betweenness", _betweenness_program, _most_supersteps,
+                                 parameters=(*_SAMPLED, "normalized", "endpoints"))
+CLOSENESS_SPEC = AlgorithmSpec("closeness", _closeness_program, _most_supersteps,
+                               parameters=(*_SAMPLED, "wf_improved"))
+HARMONIC_SPEC = AlgorithmSpec("harmonic", _harmonic_program, _most_supersteps,
+                              parameters=_SAMPLED)

@@ -1,0 +1,605 @@
+"""Communities: Louvain and Leiden modularity optimisation and the modularity of any
+labelling (label propagation: :mod:`graphsys.bsp.algorithms.label_propagation`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from graphsys.bsp import kernels_community as kc
+from graphsys.bsp.algorithms.common import open_if_path, resolve_weighted, symmetric
+from graphsys.bsp.algorithms.spec import AlgorithmSpec
+from graphsys.bsp.docstrings import document_options, fill_doc
+from graphsys.bsp.edges import DENSE_DIVISOR, build_adjacency
+from graphsys.bsp.engine import Result, engine_options
+from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.device import host_array
+from graphsys.errors import GraphsysError, ParameterError
+
+#: Louvain and Leiden stop adding levels (and Louvain its sweeps over a level) when one
+#: gains at most this much modularity (networkx's ``threshold``)
+THRESHOLD = 1e-7
+#: Most sweeps of Louvain's local moving over one level
+MAX_SWEEPS = 1000
+#: Leiden's randomness in the refinement (``theta``; igraph's ``beta``), in units of edge
+#: weight (the modularity gain times the total edge weight)
+THETA = 0.01
+
+
+class Level:
+    """One level of a modularity optimisation: the symmetrised adjacency without self
+    entries (``sptr``, ``sidx``, ``sw``), self-loop arc weights, out- and in-strengths
+    and the total arc weight ``m`` (see :mod:`graphsys.bsp.kernels_community`)."""
+
+    def __init__(self, sptr, sidx, sw, loops, kout, kin, m: float):
+        self.sptr, self.sidx, self.sw, self.loops = sptr, sidx, sw, loops
+        self.kout, self.kin, self.m = kout, kin, float(m)
+
+    @property
+    def n(self) -> int:
+        return len(self.kout)
+
+    @property
+    def arrays(self) -> tuple:
+        return self.sptr, self.sidx, self.sw
+
+    @classmethod
+    def from_adjacency(cls, out: tuple, into: tuple | None, directed: bool) -> Level:
+        """Level 0 of a stored edge set: ``out`` its CSR (indptr, indices, weight float32
+        or empty), ``into`` its CSC (None: the edge set is stored undirected, both
+        directions). ``directed``: Leicht-Newman's directed modularity (a directed edge
+        set only); otherwise every edge counts as undirected, a self-loop twice in its
+        node's degree (networkx's conventions)."""
+        ptr, idx, w = out
+        rows = _row_sums(ptr, w)
+        if into is None:  # stored both ways: A symmetric
+            sptr, sidx, sw, loops = kc.symmetrise(ptr, idx, w, ptr, idx, w, False, 2.0, 2.0)
+            k = _row_sums(sptr, sw) / 2 + loops
+            return cls(sptr, sidx, sw, loops, k, k, k.sum())
+        iptr, iidx, iw = into
+        cols = _row_sums(iptr, iw)
+        if directed:
+            sptr, sidx, sw, loops = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 1.0, 1.0)
+            return cls(sptr, sidx, sw, loops, rows, cols, rows.sum())
+        sptr, sidx, sw, loops = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0, 2.0)
+        k = rows + cols
+        return cls(sptr, sidx, sw, loops, k, k, k.sum())
+
+    def modularity(self, comm: np.ndarray, gamma: float) -> float:
+        if self.m == 0:
+            return float("nan")
+        return float(kc.modularity(*self.arrays, self.loops, self.kout, self.kin, self.m,
+                                   gamma, comm))
+
+    def aggregate(self, comm: np.ndarray, ncomm: int) -> Level:
+        out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm)
+        return Level(*out, self.m)
+
+
+def _row_sums(ptr: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per-row sums of weights ``w`` (empty: 1 per entry) of a CSR, float64 (N,)."""
+    if len(w) == 0:
+        return np.diff(ptr).astype(np.float64)
+    c = np.concatenate([[0.0], np.cumsum(w, dtype=np.float64)])
+    return c[ptr[1:]] - c[ptr[:-1]]
+
+
+def canonical(comm: np.ndarray) -> np.ndarray:
+    """Labels ``comm`` (N,) renamed to each group's smallest node id, float64."""
+    n = len(comm)
+    first = np.full(int(comm.max()) + 1 if n else 0, n, np.int64)
+    np.minimum.at(first, comm, np.arange(n))
+    return first[comm].astype(np.float64)
+
+
+def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
+                   start: np.ndarray | None = None, threshold: float = THRESHOLD,
+                   max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
+    """One pass of Louvain (Blondel et al.) from the partition ``start`` (None: every node
+    alone): local moving in a random order (drawn once per level from ``rng``), then
+    aggregation, until a level moves no node, gains at most ``threshold`` or ``max_levels``
+    ran; then, from the top level down, the communities found are refined by local moving
+    on each level's graph, started from them (NetworKit's PLM refinement: a group of nodes
+    merged early may fit another community better once the communities have grown).
+    Returns (community of every node, int64 (N,), one record per level: nodes, moves,
+    sweeps, visits, modularity gained, and the moves of its refinement)."""
+    levels: list[tuple[Level, np.ndarray]] = []  # each level and its nodes' communities
+    records: list[dict] = []
+    while max_levels is None or len(records) < max_levels:
+        if start is not None and not records:
+            comm = start.copy()
+        else:
+            comm = np.arange(level.n, dtype=np.int64)
+        moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
+                                                      level.m, gamma, comm,
+                                                      rng.permutation(level.n), threshold,
+                                                      MAX_SWEEPS)
+        records.append({"nodes": level.n, "moves": int(moves), "sweeps": int(sweeps),
+                        "visits": int(visits), "gained": float(gained), "refined": 0})
+        ncomm = kc.relabel(comm, comm)
+        levels.append((level, comm))
+        if ncomm == level.n or gained <= threshold:
+            break
+        level = level.aggregate(comm, ncomm)
+    part = levels[-1][1]
+    for i in range(len(levels) - 2, -1, -1):  # refine on the way down
+        level, comm = levels[i]
+        part = part[comm]
+        moves, _, _, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m, gamma,
+                                       part, rng.permutation(level.n), threshold, MAX_SWEEPS,
+                                       True)
+        records[i]["refined"] = int(moves)
+        kc.relabel(part, part)
+    return part, records
+
+
+def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
+                  start: np.ndarray | None = None, theta: float = THETA,
+                  max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
+    """One pass of Leiden (Traag, Waltman, van Eck) from the partition ``start`` (None:
+    every node alone): fast local moving, refinement within each community, aggregation by
+    the refined communities (the coarse ones as the next level's start), until every
+    community is one node or ``max_levels`` ran. Returns (community of every node, int64
+    (N,), one record per level: nodes, moves, visits, merges)."""
+    comm = np.arange(level.n, dtype=np.int64) if start is None else start.copy()
+    member = np.arange(level.n, dtype=np.int64)
+    records: list[dict] = []
+    while max_levels is None or len(records) < max_levels:
+        moves, visits = kc.move_nodes_fast(*level.arrays, level.kout, level.kin, level.m,
+                                           gamma, comm, rng.permutation(level.n))
+        ncomm = kc.relabel(comm, comm)
+        records.append({"nodes": level.n, "moves": int(moves), "visits": int(visits),
+                        "merges": 0})
+        if ncomm == level.n:
+            break
+        ref = np.empty(level.n, np.int64)
+        merges = kc.refine(*level.arrays, level.kout, level.kin, level.m, gamma, theta, comm,
+                           rng.permutation(level.n), int(rng.integers(2**31)), ref)
+        records[-1]["merges"] = int(merges)
+        if merges == 0:  # nothing to refine: aggregate by the communities themselves
+            ref = comm.copy()
+        nref = kc.relabel(ref, ref)
+        coarse = np.empty(nref, np.int64)
+        coarse[ref] = comm
+        member = ref[member]
+        level = level.aggregate(ref, nref)
+        comm = coarse
+    return comm[member], records
+
+
+def optimise(level: Level, gamma: float, seed: int, *, leiden: bool = False,
+             iterations: int = -1, theta: float = THETA, threshold: float = THRESHOLD,
+             max_levels: int | None = None) -> tuple[np.ndarray, float, list[dict]]:
+    """Passes of Louvain or Leiden (:func:`louvain_levels`, :func:`leiden_levels`), each
+    from the partition the last one found, ``iterations`` of them (negative: until a pass
+    gains at most ``threshold``); the best partition is kept. Random orders from
+    ``numpy.random.default_rng(seed)``. Returns (community of every node, int64 (N,), its
+    modularity, one record per level of every pass)."""
+    rng = np.random.default_rng(seed)
+    best, best_q = None, -np.inf
+    records: list[dict] = []
+    done = 0
+    while iterations < 0 or done < iterations:
+        done += 1
+        if leiden:
+            member, recs = leiden_levels(level, gamma, rng, start=best, theta=theta,
+                                         max_levels=max_levels)
+        else:
+            member, recs = louvain_levels(level, gamma, rng, start=best, threshold=threshold,
+                                          max_levels=max_levels)
+        records += [dict(r, iteration=done) for r in recs]
+        q = level.modularity(member, gamma)
+        gained = q - best_q
+        if gained > 0 or best is None:
+            best, best_q = member, q
+        if not gained > threshold:
+            break
+    return best, float(best_q), records
+
+
+class Louvain(VertexProgram):
+    """Louvain (and, with ``leiden=True``, Leiden) as a whole-graph method of the engine:
+    :meth:`solve_in_memory` runs the levels in numba and writes each node's community
+    (its smallest internal id); there is no superstep form (a run out of core, on CUDA or
+    with ``schedule="sync"`` is refused in one line)."""
+
+    message, combiner = "copy", "sum"
+
+    def __init__(self, *, resolution: float, seed: int, weighted: bool, directed: bool,
+                 undirected_store: bool, leiden: bool = False, theta: float = THETA,
+                 iterations: int = 2):
+        self.name = "leiden" if leiden else "louvain"
+        self.resolution, self.seed, self.leiden = resolution, seed, leiden
+        self.theta, self.iterations = theta, iterations
+        self.uses_weights, self.directed = weighted, directed
+        self.undirected_store = undirected_store
+        #: what the run reached (:attr:`~graphsys.bsp.stats.RunStats.scores`)
+        self.scores: dict[str, float] = {}
+
+    def init(self, ctx):
+        return {"label": ctx.full(0.0)}, ctx.full(True, torch.bool)
+
+    def send(self, ctx, state):
+        raise GraphsysError(f"{self.name} runs in memory on the CPU (mode memory, numba "
+                            f"backend, schedule auto, one process)")
+
+    def update(self, ctx, state, combined, received):  # pragma: no cover - never reached
+        return received, {}
+
+    def result(self, ctx, state):
+        return state["label"]
+
+    def level0(self, edges) -> Level:
+        out = edges.adjacency("csr")
+        into = None if self.undirected_store else edges.adjacency("csc")
+        return Level.from_adjacency(out, into, self.directed)
+
+    def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
+        """``schedule="auto"``: the levels in numba; one recorded superstep per level
+        (``active`` its nodes, ``messages_combined`` the nodes that moved)."""
+        if schedule != "auto":
+            return None
+        t0 = time.perf_counter()
+        level = self.level0(edges)
+        setup = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        member, q, records = optimise(level, self.resolution, self.seed, leiden=self.leiden,
+                                      iterations=self.iterations, theta=self.theta,
+                                      max_levels=max_iters)
+        seconds = time.perf_counter() - t0
+        self.scores = {"modularity": q, "communities": float(len(np.unique(member)))}
+        host_array(state["label"])[:] = canonical(member)
+        edges_read = int(level.sptr[-1])
+        steps = []
+        for i, rec in enumerate(records):
+            ss = SuperstepStats(superstep=i, active=rec["nodes"], direction=self.name,
+                                edges_scanned=edges_read, messages_combined=rec["moves"],
+                                fused=True)
+            ss.seconds["edges"] = seconds / len(records)
+            steps.append(ss)
+        return Solved(self.name, steps, 0, setup_seconds=setup)
+
+
+_RETURNS_DOC = """Result
+    ``values``: float64 (N,) community labels by internal node id (a community's smallest
+    internal id); ``result.stats.scores["modularity"]`` the modularity reached,
+    ``["communities"]`` their number; one recorded superstep per level."""
+_COMMUNITY_DOC = """resolution : float, default 1.0
+    The resolution ``gamma`` of the modularity (larger: more, smaller communities).
+seed : int, default 0
+    Seed of the random node orders (``numpy.random.default_rng(seed)``): the same seed,
+    graph and thread count give the same communities.
+weighted : bool, optional
+    Edge weights as strengths: None (default) when the edge set has them (networkx's
+    ``weight="weight"``), True requires them, False counts every edge as 1.
+directed : bool, optional
+    Optimise the directed modularity of Leicht and Newman (networkx's on a ``DiGraph``):
+    None (default) on a directed edge set, never on an undirected one; False treats every
+    edge as undirected (igraph's and NetworKit's, which take undirected graphs).
+max_iters : int, optional
+    Most levels of a pass (default 64; a level at least halves the nodes or ends the
+    pass).
+schedule : {"auto"}, default "auto"
+    The levels run in memory on CPU, in numba; ``result.stats.method`` names the method."""
+
+
+@document_options("edge_set", "progress", "device", "backend", "mode", "threads",
+                  "distributed", "readahead", "dense_divisor", "fuse")
+@fill_doc(community=_COMMUNITY_DOC, returns=_RETURNS_DOC)
+def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | None = None,
+            directed: bool | None = None, iterations: int = 1, max_iters: int | None = None,
+            schedule: str = "auto", mode: str = "memory", device: str = "cpu",
+            backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
+            distributed: bool = False, progress: Callable | None = None,
+            readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
+            fuse: bool = True) -> Result:
+    """Communities by Louvain modularity optimisation, as networkx's
+    :func:`~networkx.algorithms.community.louvain_communities`.
+
+    Levels of local moving and aggregation [1]_: each node, in a random order, moves to
+    the neighbouring community that raises the modularity most, in sweeps until a sweep
+    gains at most 1e-7; then every community becomes one node of the next level. The
+    levels stop when one moves nothing or gains at most 1e-7 (networkx's ``threshold``).
+    Then, level by level back down, the final communities are refined by the same local
+    moving on each level's graph, started from them (NetworKit's PLM refinement [2]_):
+    nodes merged early into one group may fit another community better once the
+    communities have grown. A sweep visits only the nodes a neighbour of which changed
+    community since their last visit (Ozaki, Tezuka and Inaba's pruning [3]_). Modularity
+    is Newman's, with resolution ``gamma``; on a directed edge set Leicht and Newman's
+    directed form unless ``directed=False`` (see :func:`modularity`).
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    %(community)s
+    iterations : int, default 1
+        Passes, each from the partition the last found (its communities as the first
+        level's start; the best is kept); negative: until a pass gains at most 1e-7.
+    %(engine_options)s
+
+    Returns
+    -------
+    %(returns)s
+
+    Raises
+    ------
+    ParameterError
+        ``resolution`` not positive, ``seed`` not an integer, ``iterations`` 0,
+        ``weighted`` True without weights, ``directed`` True on an undirected edge set, or
+        an unknown ``mode``, ``backend`` or ``device``.
+    GraphsysError
+        A negative or non-finite weight, or a run that is not in memory on the CPU.
+
+    See Also
+    --------
+    leiden : the refined method, with communities that are guaranteed connected.
+    modularity : the score of any labelling.
+
+    References
+    ----------
+    .. [1] V. D. Blondel, J.-L. Guillaume, R. Lambiotte, E. Lefebvre, "Fast unfolding of
+       communities in large networks", Journal of Statistical Mechanics, P10008, 2008.
+    .. [2] C. L. Staudt, H. Meyerhenke, "Engineering parallel algorithms for community
+       detection in massive networks", IEEE TPDS 27(1), 2016 (PLM's refinement).
+    .. [3] N. Ozaki, H. Tezuka, M. Inaba, "A simple acceleration method for the Louvain
+       algorithm", International Journal of Computer and Electrical Engineering 8(3),
+       2016.
+
+    Examples
+    --------
+    Two triangles joined by one edge:
+
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 1, 2, 4, 4, 5, 3]), np.array([2, 3, 3, 5, 6, 6, 4])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
+    >>> result = bsp.louvain(g)
+    >>> communities = {}
+    >>> for node, label in result.to_dict().items():
+    ...     communities.setdefault(label, []).append(node)
+    >>> sorted(communities.values())
+    [[1, 2, 3], [4, 5, 6]]
+    >>> round(result.stats.scores["modularity"], 4)
+    0.3571
+    """
+    return LOUVAIN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
+                            weighted=weighted, directed=directed, iterations=iterations,
+                            **engine_options(locals()))
+
+
+@document_options("edge_set", "progress", "device", "backend", "mode", "threads",
+                  "distributed", "readahead", "dense_divisor", "fuse")
+@fill_doc(community=_COMMUNITY_DOC, returns=_RETURNS_DOC)
+def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | None = None,
+           directed: bool | None = None, iterations: int = 2, theta: float = THETA,
+           max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
+           device: str = "cpu", backend: str = "auto", threads: int | None = None,
+           edge_set: str | None = None, distributed: bool = False,
+           progress: Callable | None = None, readahead: int = 4,
+           dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:
+    """Communities by the Leiden algorithm (modularity), as igraph's
+    ``community_leiden(objective_function="modularity")``.
+
+    Leiden [1]_ refines Louvain: a queue-based local moving (a node that moved queues its
+    neighbours outside its new community), then, within each community, a refinement that
+    merges well-connected nodes into well-connected sub-communities, drawn at random with
+    probability ``exp(gain / theta)``; the aggregate graph has one node per refined
+    community, started in its coarse community. Every community found is connected. The
+    whole procedure runs ``iterations`` times, each from the partition the last found.
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    %(community)s
+    iterations : int, default 2
+        Passes of the whole procedure (igraph's ``n_iterations``, default 2); negative:
+        until a pass gains at most 1e-7 in modularity (each pass usually still gains a
+        little: many passes).
+    theta : float, default 0.01
+        Randomness of the refinement (igraph's ``beta``): a merge is drawn with
+        probability proportional to ``exp(gain / theta)``, the gain in units of edge
+        weight (the modularity gain times the total edge weight); 0 merges greedily.
+    %(engine_options)s
+
+    Returns
+    -------
+    %(returns)s
+
+    Raises
+    ------
+    ParameterError
+        ``resolution`` not positive, ``theta`` negative, ``iterations`` 0, ``seed`` not
+        an integer, ``weighted`` True without weights, ``directed`` True on an undirected
+        edge set, or an unknown ``mode``, ``backend`` or ``device``.
+    GraphsysError
+        A negative or non-finite weight, or a run that is not in memory on the CPU.
+
+    References
+    ----------
+    .. [1] V. A. Traag, L. Waltman, N. J. van Eck, "From Louvain to Leiden: guaranteeing
+       well-connected communities", Scientific Reports 9, 5233, 2019.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 1, 2, 4, 4, 5, 3]), np.array([2, 3, 3, 5, 6, 6, 4])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
+    >>> result = bsp.leiden(g)
+    >>> len(set(result.to_dict().values())), round(result.stats.scores["modularity"], 4)
+    (2, 0.3571)
+    """
+    return LEIDEN_SPEC.run(graph, max_iters=max_iters, resolution=resolution, seed=seed,
+                           weighted=weighted, directed=directed, iterations=iterations,
+                           theta=theta, **engine_options(locals()))
+
+
+def modularity(graph, communities, *, resolution: float = 1.0, weighted: bool | None = None,
+               directed: bool | None = None, edge_set: str | None = None) -> float:
+    r"""The modularity of a labelling of the nodes, as networkx's
+    :func:`~networkx.algorithms.community.modularity`.
+
+    .. math::
+        Q = \sum_c \left( \frac{L_c}{M} - \gamma \left(\frac{d_c}{2M}\right)^2 \right)
+
+    :math:`L_c` the (weighted) edges inside community :math:`c`, :math:`d_c` its summed
+    degrees (a self-loop counts twice), :math:`M` all edges. On a directed edge set (unless
+    ``directed=False``) Leicht and Newman's directed form, :math:`\sum_c L_c / M - \gamma
+    d^{out}_c d^{in}_c / M^2` (networkx's on a ``DiGraph``). The adjacency is read once
+    (mapped where the graph has an adjacency index).
+
+    Parameters
+    ----------
+    graph : Graph or str or Path
+        An opened graph or a graph directory.
+    communities : Result or array-like or dict or list of sets
+        The labelling: a :class:`~graphsys.bsp.Result` of :func:`louvain`, :func:`wcc`,
+        ...; N labels by internal node id; ``{original id: label}`` for every node; or
+        networkx's form, a list of disjoint sets of original ids covering the nodes.
+    resolution : float, default 1.0
+        The resolution ``gamma``.
+    weighted : bool, optional
+        None (default): edge weights when the edge set has them; True requires them;
+        False counts every edge as 1.
+    directed : bool, optional
+        None (default): the directed form on a directed edge set; False: every edge as
+        undirected.
+    edge_set : str, optional
+        The edge set (default: the graph's default).
+
+    Returns
+    -------
+    float
+        The modularity (NaN for a graph without edges).
+
+    Raises
+    ------
+    ParameterError
+        A labelling of the wrong length, a dict or list that misses or repeats a node,
+        ``resolution`` not positive, ``weighted`` True without weights, ``directed`` True
+        on an undirected edge set.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys import bsp
+    >>> src, dst = np.array([1, 1, 2, 4, 4, 5, 3]), np.array([2, 3, 3, 5, 6, 6, 4])
+    >>> g = graphsys.from_numpy(src, dst, tempfile.mkdtemp() + "/g", undirected=True)
+    >>> round(bsp.modularity(g, [{1, 2, 3}, {4, 5, 6}]), 4)
+    0.3571
+    >>> round(bsp.modularity(g, {1: 0, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0}), 4)
+    0.0
+    """
+    graph = open_if_path(graph)
+    comm = _labels(graph, communities)
+    program = _community_program(graph, edge_set=edge_set, resolution=resolution,
+                                 weighted=weighted, directed=directed)
+    es = graph.edge_set(edge_set).name
+    out = build_adjacency(graph, es, "csr", program.uses_weights)
+    into = None if program.undirected_store else build_adjacency(graph, es, "csc",
+                                                                  program.uses_weights)
+    none = np.zeros(0, np.float32)
+    level = Level.from_adjacency((out[0], out[1], out[2] if out[2] is not None else none),
+                                 None if into is None else
+                                 (into[0], into[1], into[2] if into[2] is not None else none),
+                                 program.directed)
+    return level.modularity(comm, program.resolution)
+
+
+def _labels(graph, communities) -> np.ndarray:
+    """A labelling as int64 (N,) labels 0..C-1 by internal id, numbered by first
+    appearance."""
+    n = graph.num_nodes()
+    if isinstance(communities, Result):
+        raw = np.asarray(communities.values)
+    elif isinstance(communities, dict):
+        if len(communities) != n:
+            raise ParameterError("communities", f"labels {len(communities):,} nodes; the "
+                                                f"graph has {n:,}")
+        idx = graph.to_internal(list(communities))
+        raw = np.empty(n, object)
+        raw[idx] = list(communities.values())
+        if len(np.unique(idx)) != n:
+            raise ParameterError("communities", "labels a node twice")
+    elif isinstance(communities, (list, tuple)) and communities and not np.isscalar(
+            communities[0]):
+        raw = np.full(n, -1, np.int64)
+        for c, group in enumerate(communities):
+            idx = graph.to_internal(list(group))
+            if (raw[idx] != -1).any():
+                raise ParameterError("communities", "puts a node in two communities")
+            raw[idx] = c
+        if (raw == -1).any():
+            raise ParameterError("communities", f"leaves {int((raw == -1).sum()):,} nodes "
+                                                f"out of every community")
+    else:
+        raw = np.asarray(communities)
+    if raw.ndim != 1 or len(raw) != n:
+        raise ParameterError("communities", f"must label each of the {n:,} nodes once, got "
+                                            f"shape {raw.shape}")
+    _, comm = np.unique(raw.astype(str) if raw.dtype == object else raw, return_inverse=True)
+    comm = comm.astype(np.int64)
+    kc.relabel(comm, comm)  # by first appearance: the same grouping, the same sums
+    return comm
+
+
+def _check_number(name: str, value, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not (
+            value > 0 if positive else value >= 0) or not np.isfinite(value):
+        raise ParameterError(name, f"must be a {'positive' if positive else 'non-negative'} "
+                                   f"finite number, got {value!r}")
+    return float(value)
+
+
+def _community_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted=None,
+                       directed=None, leiden=False, theta=THETA, iterations=2) -> Louvain:
+    resolution = _check_number("resolution", resolution)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ParameterError("seed", f"must be an integer, got {seed!r}")
+    if directed is not None and not isinstance(directed, (bool, np.bool_)):
+        raise ParameterError("directed", f"must be True, False or None, got {directed!r}")
+    store = symmetric(graph, edge_set)
+    if directed and store:
+        raise ParameterError("directed", "is True but the edge set is stored undirected")
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or (
+            iterations == 0):
+        raise ParameterError("iterations", f"must be a non-zero integer, got {iterations!r}")
+    use = resolve_weighted(graph, edge_set, weighted)
+    if use:
+        for _, _, _, w in graph.iter_edges(edge_set):
+            if w is not None and len(w) and not ((w >= 0) & np.isfinite(w)).all():
+                bad = w[~((w >= 0) & np.isfinite(w))][0]
+                raise GraphsysError(f"modularity needs non-negative finite edge weights; "
+                                    f"found {float(bad)!r} (weighted=False counts every "
+                                    f"edge as 1)")
+    return Louvain(resolution=resolution, seed=int(seed), weighted=use,
+                   directed=not store and directed is not False, undirected_store=store,
+                   leiden=leiden, theta=_check_number("theta", theta, positive=False),
+                   iterations=int(iterations))
+
+
+def _louvain_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted=None,
+                     directed=None, iterations=1):
+    return _community_program(graph, edge_set=edge_set, resolution=resolution, seed=seed,
+                              weighted=weighted, directed=directed, iterations=iterations)
+
+
+def _leiden_program(graph, *, edge_set=None, resolution=1.0, seed=0, weighted=None,
+                    directed=None, iterations=2, theta=THETA):
+    return _community_program(graph, edge_set=edge_set, resolution=resolution, seed=seed,
+                              weighted=weighted, directed=directed, leiden=True,
+                              theta=theta, iterations=iterations)
+
+
+_COMMUNITY_PARAMETERS = ("resolution", "seed", "weighted", "directed")
+#: max_iters counts the levels of a pass: 64 is ample
+LOUVAIN_SPEC = AlgorithmSpec("louvain", _louvain_program, lambda n: 64,
+                             parameters=(*_COMMUNITY_PARAMETERS, "iterations"))
+LEIDEN_SPEC = AlgorithmSpec("leiden", _leiden_program, lambda n: 64,
+                            parameters=(*_COMMUNITY_PARAMETERS, "iterations", "theta"))

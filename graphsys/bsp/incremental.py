@@ -1,0 +1,442 @@
+"""Runs that start from a stored result of the same algorithm on an earlier version of the
+graph: after edges were appended (:mod:`graphsys.storage.append`), PageRank starts from the
+old ranks, weakly connected components merge the old components along the new edges only,
+and BFS/SSSP lower the old distances from where the new edges improve them.
+
+Every result written by ``graphsys run --out`` or :meth:`Result.to_table
+<graphsys.bsp.engine.Result.to_table>` carries its provenance in the table's schema
+metadata (``graphsys.result``): the algorithm, its source and parameters, and each edge
+set it read with the digest of its buckets. A run given ``init=PREV`` (``graphsys run
+--init PREV.parquet``) starts from PREV when PREV is a result of the same algorithm (and
+source) on an *earlier version of the edges it reads*: every edge set PREV read is among
+those the run reads, with the same buckets; the edge sets it did not read are the new
+edges. Anything else is refused in one line saying what differs. Nodes are matched by
+original id, so the old nodes keep their values wherever an append moved their internal
+ids; nodes PREV does not list are the new nodes.
+
+* **PageRank, personalized PageRank** (:func:`pagerank_from`): the power iteration starts
+  from PREV's ranks (new nodes at ``1/N``, then scaled to sum 1) instead of the uniform
+  vector, and stops by the same rule (L1 change below ``tol``), so the result is the
+  fixed point to the same tolerance as a run from scratch, in fewer iterations when the
+  ranks moved little. Only the start changes: the kernels and the layout are the cold
+  run's.
+* **WCC** (:func:`components_from`): edges are only added, so components only merge. Each
+  old component becomes one union-find tree rooted at its smallest (new) internal id,
+  every new node its own tree; the new edges alone are then unioned, the larger root under
+  the smaller, so every root is its component's smallest id: the label a run from scratch
+  gives. The old edges are not read; the cost is O(N) plus the new edges.
+* **BFS, SSSP** (:func:`distances_from`): an added edge ``u -> v`` can only lower
+  distances, and only through it, so the distances are a fixed point again once every
+  vertex lowered by ``d(u) + w(u, v) < d(v)`` has relaxed its out-edges (KickStarter's
+  observation for monotonic algorithms under insertions [1]_). The run lowers the targets
+  of the new edges, then runs the min-relaxation supersteps from those vertices alone
+  over the whole edge set read.
+
+Examples
+--------
+>>> import tempfile, pathlib, graphsys
+>>> from graphsys import bsp
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> g = graphsys.from_numpy([1, 2, 4], [2, 3, 5], d / "g")
+>>> before = bsp.wcc(g).to_table()            # components {1, 2, 3} and {4, 5}
+>>> _ = (d / "day2.tsv").write_text("3\\t4\\n5\\t6\\n")
+>>> _ = graphsys.ingest(d / "day2.tsv", d / "g", append=True, edge_set="day2")
+>>> g = graphsys.open_graph(d / "g")         # the default view reads both days
+>>> after = bsp.wcc(g, init=before)          # union-find over the two new edges
+>>> after.stats.method, len(set(after.values))
+('union-find over the new edges', 1)
+>>> bool((after.values == bsp.wcc(g).values).all())
+True
+
+References
+----------
+.. [1] K. Vora, R. Gupta and G. Xu, "KickStarter: Fast and Accurate Computations on
+   Streaming Graphs via Trimmed Approximations", ASPLOS 2017.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from graphsys.bsp.engine import RESULT_METADATA, Result
+from graphsys.bsp.engine import run as run_program
+from graphsys.bsp.program import VertexProgram
+from graphsys.bsp.stats import RunStats, SuperstepStats
+from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.storage.csr import edges_digest
+
+#: Largest result file read as a previous result (bytes): a Parquet of node ids and values
+#: is about 16 bytes per node, so 2**36 covers four billion nodes.
+MAX_RESULT_BYTES = 1 << 36
+
+
+@dataclass(frozen=True)
+class Previous:
+    """A stored result matched to the graph a run reads (:func:`read_previous`).
+
+    Attributes
+    ----------
+    values : numpy.ndarray
+        float64 (N,) by the graph's internal id: PREV's value where it lists the node, NaN
+        where it does not (a new node).
+    known : numpy.ndarray
+        bool (N,): the nodes PREV lists.
+    new_edge_sets : tuple of str
+        The edge sets the run reads that PREV did not: the new edges.
+    source : str
+        Where PREV came from (its path, or ``"a table"``), for messages.
+    """
+
+    values: np.ndarray
+    known: np.ndarray
+    new_edge_sets: tuple[str, ...]
+    source: str
+
+
+def provenance(algorithm: str, graph, edge_set, source=None,
+               params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a result records of its run (``Result.provenance``): ``algorithm``,
+    ``source`` (an original id, or None), ``params`` (JSON values), ``edge_sets`` (each
+    edge set read and the digest of its buckets), ``until`` (a time view's bound, or
+    None) and ``num_nodes``."""
+    es = graph.edge_set(edge_set)
+    stored = getattr(graph, "stored", graph)  # a time view's buckets are the stored ones
+    source = source.item() if isinstance(source, np.generic) else source
+    return {"algorithm": algorithm, "source": source,
+            "params": {k: v for k, v in (params or {}).items()
+                       if isinstance(v, (bool, int, float, str)) or v is None},
+            "edge_sets": {name: edges_digest(stored.manifest, name) for name in es.parts},
+            "until": getattr(graph, "until", None), "num_nodes": graph.num_nodes(),
+            "partition_sizes": [int(x) for x in graph.partition_sizes()]}
+
+
+def _table(init) -> tuple[pa.Table, str]:
+    """The previous result as a table: a Parquet file (a regular file, size checked), a
+    table, or a :class:`~graphsys.bsp.engine.Result`."""
+    if isinstance(init, Result):
+        try:
+            return init.to_table(), "a result"
+        except GraphsysError as exc:  # its Graph's files were replaced (an append)
+            raise GraphsysError(f"init: the graph of this result changed on disk since it "
+                                f"was computed ({exc}); start from its to_table(), taken "
+                                f"before the change") from None
+    if isinstance(init, pa.Table):
+        return init, "a table"
+    if not isinstance(init, (str, os.PathLike)):
+        raise ParameterError("init", f"must be a result file (.parquet), a table or a Result, "
+                                     f"got {type(init).__name__}")
+    path = Path(init)
+    if not path.is_file() or path.is_symlink():
+        raise ParameterError("init", f"{path}: not a regular file")
+    if path.stat().st_size > MAX_RESULT_BYTES:
+        raise FormatError(f"{path}: {path.stat().st_size:,} bytes, larger than a result "
+                          f"file can be ({MAX_RESULT_BYTES:,})")
+    try:
+        return pq.read_table(path), str(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise FormatError(f"{path}: not a readable Parquet result ({exc})") from None
+
+
+def result_provenance(init) -> tuple[pa.Table, dict[str, Any], str]:
+    """(table, provenance, where) of a previous result; a one-line error when it holds none
+    (not written by graphsys, or written before results recorded it)."""
+    table, where = _table(init)
+    raw = (table.schema.metadata or {}).get(RESULT_METADATA.encode())
+    if raw is None:
+        raise FormatError(f"{where}: no graphsys run recorded in it (not a result of "
+                          f"graphsys's run, or one written before results recorded it)")
+    try:
+        meta = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise FormatError(f"{where}: its {RESULT_METADATA} metadata is not JSON") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("edge_sets"), dict):
+        raise FormatError(f"{where}: its {RESULT_METADATA} metadata has no edge sets")
+    return table, meta, where
+
+
+def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Previous:
+    """Match a previous result of ``algorithm`` to the edges a run reads (see the module
+    docstring).
+
+    Parameters
+    ----------
+    graph : Graph
+        The graph the run reads.
+    init : str, Path, pyarrow.Table or Result
+        The previous result.
+    algorithm : str
+        The run's algorithm (``pagerank``, ``wcc``, ...).
+    edge_set : str or sequence of str, optional
+        The edge set(s) the run reads (default: the default view).
+    source : int or str, optional
+        The run's source node (BFS, SSSP, personalized PageRank).
+
+    Returns
+    -------
+    Previous
+
+    Raises
+    ------
+    ParameterError
+        ``init`` is not a file, table or result.
+    FormatError
+        An unreadable file, no recorded run, values that are not one float per node.
+    GraphsysError
+        A result of another algorithm or source, of edges the run does not read or that
+        changed since, or of a node the graph does not have (each naming it).
+    """
+    table, meta, where = result_provenance(init)
+    if meta.get("algorithm") != algorithm:
+        raise GraphsysError(f"{where} holds a {meta.get('algorithm')} result, not {algorithm}")
+    if meta.get("source") != (source.item() if isinstance(source, np.generic) else source):
+        raise GraphsysError(f"{where} was computed from source {meta.get('source')!r}, this "
+                            f"run starts from {source!r}")
+    if meta.get("until") != getattr(graph, "until", None):
+        raise GraphsysError(f"{where} was computed on the graph until "
+                            f"{meta.get('until')!r}, this run reads it until "
+                            f"{getattr(graph, 'until', None)!r}")
+    es = graph.edge_set(edge_set)
+    stored = getattr(graph, "stored", graph)
+    for name, digest in meta["edge_sets"].items():
+        if name not in es.parts:
+            raise GraphsysError(f"{where} was computed on edge set {name!r}, which this run "
+                                f"does not read (it reads {', '.join(es.parts)})")
+        if edges_digest(stored.manifest, name) != digest:
+            raise GraphsysError(f"edge set {name!r} changed since {where} was computed (its "
+                                f"buckets differ): start from scratch")
+    if set(table.column_names) != {"node", "value"} or not pa.types.is_floating(
+            table.schema.field("value").type):
+        raise FormatError(f"{where}: expected columns node and value (float), got "
+                          f"{', '.join(f'{f.name} ({f.type})' for f in table.schema)}")
+    ids = table.column("node").combine_chunks()
+    internal = _appended_layout(graph, ids, meta.get("partition_sizes"))
+    if internal is None:
+        try:
+            internal = graph.to_internal(ids.to_numpy(zero_copy_only=False)
+                                         if pa.types.is_integer(ids.type) else ids.to_pylist())
+        except GraphsysError as exc:
+            raise GraphsysError(f"{where}: {exc}") from None
+    n = graph.num_nodes()
+    known = np.zeros(n, np.bool_)
+    known[internal] = True
+    if int(known.sum()) != len(internal):
+        raise FormatError(f"{where}: a node is listed twice")
+    values = np.full(n, np.nan)
+    values[internal] = table.column("value").to_numpy().astype(np.float64)
+    new = tuple(m for m in es.parts if m not in meta["edge_sets"])
+    return Previous(values, known, new, where)
+
+
+def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
+    """The internal ids of a previous result's rows when the graph is the one it was
+    computed on, or that graph grown by appends (which keep every old node at its partition
+    and offset: :mod:`graphsys.storage.append`), checked by comparing the ids; None
+    otherwise (then they are looked up one by one)."""
+    now = [int(x) for x in graph.partition_sizes()]
+    if (not isinstance(old, list) or len(old) != len(now) or not all(
+            isinstance(x, int) and 0 <= x <= y for x, y in zip(old, now))
+            or sum(old) != len(ids)):
+        return None
+    start = np.concatenate([[0], np.cumsum(now)])
+    internal = np.concatenate([np.arange(start[p], start[p] + old[p]) for p in range(len(old))]
+                              ).astype(np.int64)
+    have = graph.node_ids()
+    if isinstance(have, np.ndarray) and pa.types.is_integer(ids.type):
+        same = np.array_equal(have[internal], ids.to_numpy(zero_copy_only=False))
+    else:
+        same = pa.array(have).take(pa.array(internal)).cast(pa.large_string()).equals(
+            ids.cast(pa.large_string())) if not pa.types.is_integer(ids.type) else False
+    return internal if same else None
+
+
+def same_run(init, algorithm: str, params: dict[str, Any]) -> bool:
+    """Whether the result ``init`` is of ``algorithm`` with the same ``params`` (what
+    ``graphsys run --init auto`` requires before starting from its ``--out`` file); False
+    for anything unreadable."""
+    try:
+        _, meta, _ = result_provenance(init)
+    except GraphsysError:
+        return False
+    keep = {k: v for k, v in params.items() if isinstance(v, (bool, int, float, str))}
+    return meta.get("algorithm") == algorithm and all(
+        meta.get("params", {}).get(k) == v for k, v in keep.items() if k != "tol")
+
+
+def _new_edges(graph, previous: Previous):
+    """Record batches ``(src, dst, rel, weight)`` of the edge sets PREV did not read."""
+    if previous.new_edge_sets:
+        yield from graph.iter_edges(list(previous.new_edge_sets))
+
+
+# -- PageRank -----------------------------------------------------------------------------------
+def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
+                  max_iters: int | None = None, **kwargs) -> Result:
+    """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
+    ``1/N``, the vector scaled to sum 1; the run is otherwise the cold one (``spec``'s
+    program and defaults)."""
+    start = previous.values.copy()
+    if not np.all(np.isfinite(start[previous.known])) or (start[previous.known] < 0).any():
+        raise FormatError(f"{previous.source}: ranks must be finite and non-negative")
+    start[~previous.known] = 1.0 / graph.num_nodes()
+    if start.sum() <= 0:
+        start[:] = 1.0
+    program = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"),
+                        **(params or {}))
+    program.initial = start / start.sum()
+    result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters), **kwargs)
+    result.stats.method += ", warm start"
+    return result
+
+
+# -- WCC ----------------------------------------------------------------------------------------
+@numba.njit(cache=True, nogil=True)
+def _find(parent, v):
+    root = v
+    while parent[root] != root:
+        root = parent[root]
+    while parent[v] != root:  # path compression
+        nxt = parent[v]
+        parent[v] = root
+        v = nxt
+    return root
+
+
+@numba.njit(cache=True, nogil=True)
+def _old_trees(old_ids, labels, parent, first):
+    """One tree per old component, rooted at its smallest id (``old_ids`` ascend): every
+    node's parent is the first node seen with its label."""
+    for k in range(old_ids.shape[0]):
+        lab = labels[k]
+        if first[lab] < 0:
+            first[lab] = old_ids[k]
+        parent[old_ids[k]] = first[lab]
+
+
+@numba.njit(cache=True, nogil=True)
+def _union(parent, src, dst):
+    """Union the endpoints of every edge, the larger root under the smaller; returns the
+    merges made."""
+    merged = 0
+    for k in range(src.shape[0]):
+        a = _find(parent, src[k])
+        b = _find(parent, dst[k])
+        if a != b:
+            if a < b:
+                parent[b] = a
+            else:
+                parent[a] = b
+            merged += 1
+    return merged
+
+
+@numba.njit(cache=True, nogil=True)
+def _roots(parent, out):
+    for v in range(parent.shape[0]):
+        out[v] = _find(parent, v)
+
+
+def components_from(spec, graph, previous: Previous, *, source=None, params=None,
+                    max_iters: int | None = None, edge_set=None, **kwargs) -> Result:
+    """Weakly connected components from ``previous``'s labels and the new edges only (see
+    the module docstring); in memory, on the CPU, whatever ``mode`` and ``device`` say.
+    Labels are the component's smallest internal id, as a run from scratch gives."""
+    t0 = time.perf_counter()
+    n = graph.num_nodes()
+    old_ids = np.flatnonzero(previous.known)
+    raw = previous.values[old_ids]
+    labels = raw.astype(np.int64)
+    if len(raw) and (not np.array_equal(labels, raw) or labels.min() < 0
+                     or labels.max() >= len(raw)):
+        raise FormatError(f"{previous.source}: component labels must be node numbers in "
+                          f"0..{len(raw) - 1}")
+    parent = np.arange(n, dtype=np.int64)
+    _old_trees(old_ids, labels, parent, np.full(len(raw), -1, np.int64))
+    setup = time.perf_counter() - t0
+    scanned = merged = 0
+    for s, d, _, _ in _new_edges(graph, previous):
+        merged += int(_union(parent, s.astype(np.int64, copy=False),
+                             d.astype(np.int64, copy=False)))
+        scanned += len(s)
+    label = np.empty(n, np.int64)
+    _roots(parent, label)
+    es = graph.edge_set(edge_set)
+    step = SuperstepStats(superstep=0, active=n, direction="union-find", edges_scanned=scanned,
+                          messages_sent=scanned, messages_combined=merged, fused=True)
+    step.seconds["edges"] = time.perf_counter() - t0 - setup
+    stats = RunStats(algorithm=spec.name, mode="memory", device="cpu", backend="numba",
+                     world_size=1, num_nodes=n, num_edges=es.num_edges, setup_seconds=setup,
+                     seconds=time.perf_counter() - t0, converged=True,
+                     method="union-find over the new edges", supersteps=[step])
+    return Result(values=label.astype(np.float64), stats=stats, graph=graph)
+
+
+# -- BFS, SSSP ----------------------------------------------------------------------------------
+class Repair(VertexProgram):
+    """A min-relaxation program (``base``: BFS, SSSP, a program declaring ``relax_state``)
+    resumed from ``values`` float64 (N,) with the vertices ``seeds`` bool (N,) active: the
+    same messages and updates, every target accepting (not only unreached ones), so the
+    run lowers what the seeds can improve and stops at the fixed point."""
+
+    def __init__(self, base: VertexProgram, values: np.ndarray, seeds: np.ndarray):
+        self.base, self.values, self.seeds = base, values, seeds
+        self.name = base.name
+        self.message, self.combiner, self.direction = base.message, "min", base.direction
+        self.uses_weights = base.uses_weights
+        self.relax_state, self.relax_offset = base.relax_state, base.relax_offset
+
+    def init(self, ctx):
+        value = torch.from_numpy(self.values[ctx.lo:ctx.hi].copy()).to(ctx.device)
+        active = torch.from_numpy(self.seeds[ctx.lo:ctx.hi].copy()).to(ctx.device)
+        return {self.relax_state: value}, active
+
+    def send(self, ctx, state):
+        return self.base.send(ctx, state)
+
+    def update(self, ctx, state, combined, received):
+        key = self.relax_state
+        lower = received & (combined < state[key])
+        state[key] = torch.where(lower, combined, state[key])
+        return lower, {}
+
+    def result(self, ctx, state):
+        return state[self.relax_state]
+
+
+def distances_from(spec, graph, previous: Previous, *, source=None, params=None,
+                   max_iters: int | None = None, **kwargs) -> Result:
+    """BFS levels or SSSP distances repaired from ``previous``'s after edges were added (see
+    the module docstring): the targets the new edges improve are lowered, then relaxed
+    from; ``schedule`` ``auto`` runs the fused supersteps (``sync``)."""
+    base = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"), **(params or {}))
+    if base.relax_state is None or base.direction != "out":
+        raise GraphsysError(f"{spec.name}: distances are repaired for min-relaxation "
+                            f"programs along out-edges")
+    values = previous.values.copy()
+    values[~previous.known] = np.inf
+    seeds = np.zeros(len(values), np.bool_)
+    add_weight = base.message == "add_weight"
+    for s, d, _, w in _new_edges(graph, previous):
+        step = base.relax_offset + (w.astype(np.float64) if add_weight and w is not None
+                                    else (1.0 if add_weight else 0.0))
+        cand = values[s] + step
+        lower = cand < values[d]
+        if lower.any():
+            np.minimum.at(values, d[lower], cand[lower])
+            seeds[d[lower]] = True
+    if kwargs.get("schedule") == "auto":
+        kwargs["schedule"] = "sync"
+    result = run_program(graph, Repair(base, values, seeds),
+                         max_iters=spec.max_iters(graph, max_iters), **kwargs)
+    result.stats.method += ", repaired from the new edges"
+    return result

@@ -1,0 +1,384 @@
+"""Numba kernels of the shortest-path centralities (in memory, CPU), parallel over
+sources: Brandes' betweenness (:func:`brandes`) and the distance sums of closeness and
+harmonic centrality (:func:`distance_sums`); and HITS' power iteration
+(:func:`hits_solve`).
+
+Each of the ``T`` threads owns its scratch arrays (int32 levels, or float64 distances and
+a heap when weighted; path counts, dependencies, the visit order: row ``t`` of (T, N)
+arrays) and its row of the output; the sources are handed out one at a time (a ``prange``
+run with ``numba.set_parallel_chunksize(1)``), so a thread that a busy machine deschedules
+holds up no other. No atomics; the rows are summed afterwards, so a value's last bits
+depend on which thread summed which sources (unweighted distance sums are exact). A search
+is a breadth-first search on an unweighted run and Dijkstra's algorithm with an indexed
+binary heap (O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the
+order they were settled, which the dependency pass walks backwards, reading each vertex's
+out-edges to its successors on shortest paths (no predecessor lists).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(inline="always")
+def _sift_up(heap, hpos, key, i):
+    v = heap[i]
+    kv = key[v]
+    while i > 0:
+        parent = (i - 1) >> 1
+        p = heap[parent]
+        if key[p] <= kv:
+            break
+        heap[i] = p
+        hpos[p] = i
+        i = parent
+    heap[i] = v
+    hpos[v] = i
+
+
+@numba.njit(inline="always")
+def _sift_down(heap, hpos, key, i, size):
+    v = heap[i]
+    kv = key[v]
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        c = heap[child]
+        if child + 1 < size and key[heap[child + 1]] < key[c]:
+            child += 1
+            c = heap[child]
+        if key[c] >= kv:
+            break
+        heap[i] = c
+        hpos[c] = i
+        i = child
+    heap[i] = v
+    hpos[v] = i
+
+
+@numba.njit(inline="always")
+def _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos,
+            count_paths):
+    """Shortest paths from ``s``: ``dist`` (inf where unreached on entry) and, when
+    ``count_paths``, ``sigma`` (zeros on entry) the number of shortest paths; ``order``
+    gets the settled vertices by distance. Returns how many were settled (``s``
+    included)."""
+    dist[s] = 0.0
+    if count_paths:
+        sigma[s] = 1.0
+    if not weighted:
+        order[0] = s
+        head, tail = 0, 1
+        while head < tail:
+            u = order[head]
+            head += 1
+            du = dist[u] + 1.0
+            for e in range(indptr[u], indptr[u + 1]):
+                v = indices[e]
+                if dist[v] == np.inf:
+                    dist[v] = du
+                    order[tail] = v
+                    tail += 1
+                if count_paths and dist[v] == du:
+                    sigma[v] += sigma[u]
+        return tail
+    heap[0] = s
+    hpos[s] = 0
+    size = 1
+    settled = 0
+    while size > 0:
+        u = heap[0]
+        hpos[u] = -2  # settled
+        size -= 1
+        if size > 0:
+            heap[0] = heap[size]
+            hpos[heap[0]] = 0
+            _sift_down(heap, hpos, dist, 0, size)
+        order[settled] = u
+        settled += 1
+        du = dist[u]
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            nd = du + np.float64(weight[e])
+            dv = dist[v]
+            if nd < dv:
+                dist[v] = nd
+                if count_paths:
+                    sigma[v] = sigma[u]
+                if hpos[v] == -1:
+                    heap[size] = v
+                    hpos[v] = size
+                    size += 1
+                    _sift_up(heap, hpos, dist, size - 1)
+                else:
+                    _sift_up(heap, hpos, dist, hpos[v])
+            elif count_paths and nd == dv and hpos[v] != -2:
+                sigma[v] += sigma[u]
+    return settled
+
+
+@numba.njit(inline="always")
+def _reset(order, count, dist, sigma, delta, hpos):
+    for j in range(count):
+        v = order[j]
+        dist[v] = np.inf
+        sigma[v] = 0.0
+        delta[v] = 0.0
+        hpos[v] = -1
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def brandes(indptr, indices, weight, weighted, sources, endpoints, acc):
+    """Add every source's dependencies to ``acc`` float64 (T, N): for source ``s`` and
+    vertex ``v != s`` reached from it, ``delta_s(v) = sum over successors w of v on
+    shortest paths of sigma(v) / sigma(w) * (1 + delta_s(w))`` (Brandes 2001), plus 1 with
+    ``endpoints`` (``v`` as a path's end), and ``s`` gets the number of other vertices it
+    reaches with ``endpoints`` (networkx's ``_accumulate_endpoints``). ``weight`` float32
+    (E,), read when ``weighted`` (positive weights). Each thread adds into its row; call
+    it with ``numba.set_parallel_chunksize(1)`` so that the sources are handed out one at
+    a time (a thread descheduled by a busy machine holds up no other). Returns the edges
+    read, int64 (T,)."""
+    lanes, n = acc.shape
+    read = np.zeros(lanes, np.int64)
+    sigma = np.zeros((lanes, n))
+    coef = np.zeros((lanes, n))
+    order = np.empty((lanes, n), np.int64)
+    if weighted:
+        dist = np.full((lanes, n), np.inf)
+        heap = np.empty((lanes, n), np.int64)
+        hpos = np.full((lanes, n), -1, np.int64)
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
+                                     sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
+    else:
+        level = np.full((lanes, n), -1, np.int32)
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _dependencies_hops(indptr, indices, sources[i], endpoints, level[t],
+                                          sigma[t], coef[t], order[t], acc[t])
+    return read
+
+
+@numba.njit(inline="always")
+def _dependencies_hops(indptr, indices, s, endpoints, level, sigma, coef, order, row):
+    """One source's breadth-first search (int32 levels, -1 unreached; path counts) and its
+    dependency pass (see :func:`brandes`), added into ``row``. A vertex done keeps
+    ``coef = (1 + delta) / sigma``, so a predecessor sums its successors' coefficients and
+    multiplies once. Scratch left as found. Returns the edges read."""
+    level[s] = 0
+    sigma[s] = 1.0
+    order[0] = s
+    head, tail = 0, 1
+    while head < tail:
+        u = order[head]
+        head += 1
+        nxt = level[u] + 1
+        su = sigma[u]
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            lv = level[v]
+            if lv < 0:
+                level[v] = nxt
+                order[tail] = v
+                tail += 1
+                sigma[v] = su
+            elif lv == nxt:
+                sigma[v] += su
+    scanned = 0
+    for j in range(tail - 1, -1, -1):
+        v = order[j]
+        nxt = level[v] + 1
+        c = 0.0
+        for e in range(indptr[v], indptr[v + 1]):
+            w = indices[e]
+            if level[w] == nxt:
+                c += coef[w]
+        scanned += indptr[v + 1] - indptr[v]
+        d = sigma[v] * c
+        coef[v] = (1.0 + d) / sigma[v]
+        if v != s:
+            row[v] += d + 1.0 if endpoints else d
+    if endpoints:
+        row[s] += tail - 1
+    for j in range(tail):
+        v = order[j]
+        level[v] = -1
+        sigma[v] = 0.0
+        coef[v] = 0.0
+    return 2 * scanned
+
+
+@numba.njit(inline="always")
+def _dependencies(indptr, indices, weight, s, endpoints, dist, sigma, coef, order, heap,
+                  hpos, row):
+    """One source's Dijkstra search and dependency pass (see :func:`brandes`), added into
+    ``row``; ``coef`` as in :func:`_dependencies_hops`. Scratch left as found. Returns the
+    edges read."""
+    count = _search(indptr, indices, weight, True, s, dist, sigma, order, heap, hpos, True)
+    for j in range(count - 1, -1, -1):
+        v = order[j]
+        dv = dist[v]
+        c = 0.0
+        for e in range(indptr[v], indptr[v + 1]):
+            w = indices[e]
+            if dist[w] == dv + np.float64(weight[e]):
+                c += coef[w]
+        d = sigma[v] * c
+        coef[v] = (1.0 + d) / sigma[v]
+        if v != s:
+            row[v] += d + 1.0 if endpoints else d
+    if endpoints:
+        row[s] += count - 1
+    scanned = 0
+    for j in range(count):
+        v = order[j]
+        scanned += indptr[v + 1] - indptr[v]
+    _reset(order, count, dist, sigma, coef, hpos)
+    return 2 * scanned
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def distance_sums(indptr, indices, weight, weighted, sources, total, reached, harmonic):
+    """For every source ``s`` and every vertex ``v != s`` it reaches at distance ``d``:
+    ``total[t, v] += d``, ``reached[t, v] += 1``, ``harmonic[t, v] += 1 / d`` (float64,
+    int64, float64 (T, N)), ``t`` the thread that took ``s`` (one source at a time, as
+    :func:`brandes`). Returns the edges read, int64 (T,)."""
+    lanes, n = total.shape
+    read = np.zeros(lanes, np.int64)
+    order = np.empty((lanes, n), np.int64)
+    if weighted:
+        dist = np.full((lanes, n), np.inf)
+        sigma = np.zeros((lanes, 0))
+        heap = np.empty((lanes, n), np.int64)
+        hpos = np.full((lanes, n), -1, np.int64)
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _distances(indptr, indices, weight, sources[i], dist[t], sigma[t],
+                                  order[t], heap[t], hpos[t], total[t], reached[t],
+                                  harmonic[t])
+    else:
+        level = np.full((lanes, n), -1, np.int32)
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _hops(indptr, indices, sources[i], level[t], order[t], total[t],
+                             reached[t], harmonic[t])
+    return read
+
+
+@numba.njit(inline="always")
+def _hops(indptr, indices, s, level, order, total, reached, harmonic):
+    """One source's breadth-first search (int32 levels, -1 unreached), its hop counts added
+    into the rows (see :func:`distance_sums`); levels left as found. Returns the edges
+    read."""
+    level[s] = 0
+    order[0] = s
+    head, tail = 0, 1
+    scanned = 0
+    while head < tail:
+        u = order[head]
+        head += 1
+        nxt = level[u] + 1
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            if level[v] < 0:
+                level[v] = nxt
+                order[tail] = v
+                tail += 1
+        scanned += indptr[u + 1] - indptr[u]
+    for j in range(1, tail):
+        v = order[j]
+        d = np.float64(level[v])
+        total[v] += d
+        reached[v] += 1
+        harmonic[v] += 1.0 / d
+    for j in range(tail):
+        level[order[j]] = -1
+    return scanned
+
+
+@numba.njit(inline="always")
+def _distances(indptr, indices, weight, s, dist, sigma, order, heap, hpos, total, reached,
+               harmonic):
+    """One source's Dijkstra search, its distances added into the rows (see
+    :func:`distance_sums`). Returns the edges read."""
+    count = _search(indptr, indices, weight, True, s, dist, sigma, order, heap, hpos, False)
+    for j in range(1, count):
+        v = order[j]
+        d = dist[v]
+        total[v] += d
+        reached[v] += 1
+        harmonic[v] += 1.0 / d
+    scanned = 0
+    for j in range(count):
+        v = order[j]
+        scanned += indptr[v + 1] - indptr[v]
+        dist[v] = np.inf
+        hpos[v] = -1
+    return scanned
+
+
+@numba.njit(inline="always")
+def _pull_row(indptr, indices, weight, weighted, x, v):
+    s = 0.0
+    for e in range(indptr[v], indptr[v + 1]):
+        s += x[indices[e]] * (np.float64(weight[e]) if weighted else 1.0)
+    return s
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _pull(indptr, indices, weight, weighted, x, out, parallel):
+    """``out[v]`` = sum over the row of ``v`` of ``x[u]`` (times the edge weight); rows in
+    parallel when ``parallel``."""
+    if parallel:
+        for v in numba.prange(out.shape[0]):
+            out[v] = _pull_row(indptr, indices, weight, weighted, x, v)
+    else:
+        for v in range(out.shape[0]):
+            out[v] = _pull_row(indptr, indices, weight, weighted, x, v)
+
+
+@numba.njit(cache=True, nogil=True)
+def _change_and_max(hub, last, scaled):
+    """(L1 distance of ``hub`` to ``last``, max of ``scaled``)."""
+    change = 0.0
+    top = 0.0
+    for v in range(hub.shape[0]):
+        change += abs(hub[v] - last[v])
+        if scaled[v] > top:
+            top = scaled[v]
+    return change, top
+
+
+@numba.njit(cache=True, nogil=True)
+def hits_solve(csc_ptr, csc_idx, csc_w, csr_ptr, csr_idx, csr_w, weighted, tol, max_steps,
+               parallel, hub, auth):
+    """HITS' power iteration as :class:`~graphsys.bsp.algorithms.hits.HITS` runs it, two
+    supersteps per iteration (authorities pulled over the CSC, hubs over the CSR, scaled by
+    their max), stopping after the authorities of a hub vector whose L1 change is below
+    ``tol`` or at ``max_steps`` supersteps; ``hub``/``auth`` float64 (N,) written (hub
+    starts at 1); rows pulled in parallel when ``parallel``. Returns (supersteps run,
+    converged)."""
+    last = np.zeros_like(hub)
+    fresh = np.empty_like(hub)
+    hub[:] = 1.0
+    steps = 0
+    while steps < max_steps:
+        _pull(csc_ptr, csc_idx, csc_w, weighted, hub, auth, parallel)
+        steps += 1
+        change, _ = _change_and_max(hub, last, hub)
+        if change < tol:
+            return steps, True
+        if steps == max_steps:
+            break
+        _pull(csr_ptr, csr_idx, csr_w, weighted, auth, fresh, parallel)
+        steps += 1
+        _, top = _change_and_max(hub, last, fresh)
+        if top == 0.0:
+            top = 1.0
+        for v in range(hub.shape[0]):
+            last[v] = hub[v]
+            hub[v] = fresh[v] / top
+    return steps, False

@@ -1,0 +1,413 @@
+r"""Numba kernels of modularity-based community detection (in memory, CPU): Louvain's local
+moving (:func:`move_nodes`), Leiden's queue-based moving (:func:`move_nodes_fast`) and
+refinement (:func:`refine`), the aggregation of a level (:func:`aggregate`) and the
+modularity of a labelling (:func:`modularity`).
+
+A level is a graph of ``n`` nodes held as its *symmetrised* adjacency without self
+entries: ``S = A + A^T`` off the diagonal (``sptr`` int64 (n+1,), ``sidx`` int64 (nnz,),
+``sw`` float64 (nnz,)), the arc weight of each node's self-loops ``loops`` (``A_ii``), its
+out- and in-strengths ``kout``/``kin`` (row and column sums of ``A``, loops included) and
+``m``, the total arc weight. Modularity with resolution :math:`\gamma` is Leicht and
+Newman's directed form
+
+.. math::
+    Q = \frac{1}{m} \sum_c \Big( W_c - \gamma \frac{K^{out}_c K^{in}_c}{m} \Big),
+
+:math:`W_c` the arc weight inside community :math:`c`, :math:`K_c` its summed strengths;
+an undirected graph is the special case of symmetric arcs (each edge stored both ways, a
+self-loop once with twice its weight), where it is Newman's :math:`\sum_c L_c/M -
+\gamma (d_c / 2M)^2` (networkx's :func:`~networkx.algorithms.community.modularity`). The
+gain of putting node :math:`v` (taken out of its community) into community :math:`c` is,
+times :math:`m`, :math:`S_{vc} - \gamma (k^{out}_v K^{in}_c + k^{in}_v K^{out}_c)/m`
+(:math:`S_{vc}` the symmetrised weight between :math:`v` and :math:`c`).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(inline="always")
+def _gather(v, sptr, sidx, sw, comm, nw, touched):
+    """Sum ``v``'s symmetrised weights per neighbouring community into ``nw`` (zeros on
+    entry) and list those communities in ``touched``; returns how many."""
+    nt = 0
+    for e in range(sptr[v], sptr[v + 1]):
+        c = comm[sidx[e]]
+        if nw[c] == 0.0:
+            touched[nt] = c
+            nt += 1
+        nw[c] += sw[e]
+    return nt
+
+
+@numba.njit(inline="always")
+def _best(v, cv, nt, touched, nw, kout, kin, tout, tin, gamma_m):
+    """The community of largest gain for ``v`` (already taken out of ``cv``): ``cv`` unless
+    another one gains strictly more. Returns (community, its gain, the gain of ``cv``)."""
+    stay = nw[cv] - gamma_m * (kout[v] * tin[cv] + kin[v] * tout[cv])
+    best, best_gain = cv, stay
+    for i in range(nt):
+        c = touched[i]
+        g = nw[c] - gamma_m * (kout[v] * tin[c] + kin[v] * tout[c])
+        if g > best_gain:
+            best, best_gain = c, g
+    return best, best_gain, stay
+
+
+@numba.njit(inline="always")
+def _totals(comm, kout, kin):
+    """Summed out- and in-strengths per community of ``comm``."""
+    n = kout.shape[0]
+    tout = np.zeros(n)
+    tin = np.zeros(n)
+    for v in range(n):
+        tout[comm[v]] += kout[v]
+        tin[comm[v]] += kin[v]
+    return tout, tin
+
+
+@numba.njit(inline="always")
+def _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout, kin, tout, tin, gamma_m):
+    """Take ``v`` out of ``cv``, put it into its best community (:func:`_best`) and update
+    the totals (not ``comm``); ``nw`` is left zero. Returns :func:`_best`'s answer."""
+    nt = _gather(v, sptr, sidx, sw, comm, nw, touched)
+    tout[cv] -= kout[v]
+    tin[cv] -= kin[v]
+    best, best_gain, stay = _best(v, cv, nt, touched, nw, kout, kin, tout, tin, gamma_m)
+    tout[best] += kout[v]
+    tin[best] += kin[v]
+    nw[cv] = 0.0
+    for j in range(nt):
+        nw[touched[j]] = 0.0
+    return best, best_gain, stay
+
+
+@numba.njit(cache=True, nogil=True)
+def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps,
+               boundary_only=False):
+    """Louvain's local moving: sweeps over the nodes in ``order``, each node moving to the
+    neighbouring community of largest modularity gain (staying unless another gains
+    strictly more), until a sweep moves no node, gains at most ``tol`` in modularity, or
+    ``max_sweeps`` ran. A sweep visits only the nodes a neighbour of which moved away from
+    their community or into another one since their last visit (all of them the first
+    time): the others would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
+    Leiden's rule: a move leaves alone the neighbours in the community moved into).
+    ``comm`` int64 (n,) updated in place. ``boundary_only``: the first sweep visits only
+    the nodes with a neighbour in another community (a node whose neighbours all share its
+    community has no other community to move to). Returns (moves, sweeps, modularity
+    gained, nodes visited)."""
+    n = kout.shape[0]
+    tout, tin = _totals(comm, kout, kin)
+    nw = np.zeros(n)
+    touched = np.empty(n + 1, np.int64)
+    stale = np.ones(n, np.uint8)
+    if boundary_only:
+        for v in range(n):
+            stale[v] = 0
+            cv = comm[v]
+            for e in range(sptr[v], sptr[v + 1]):
+                if comm[sidx[e]] != cv:
+                    stale[v] = 1
+                    break
+    gamma_m = gamma / m
+    moves = 0
+    visits = 0
+    gained = 0.0
+    sweeps = 0
+    while sweeps < max_sweeps:
+        sweeps += 1
+        moved = 0
+        sweep_gain = 0.0
+        for i in range(n):
+            v = order[i]
+            if not stale[v]:
+                continue
+            stale[v] = 0
+            visits += 1
+            cv = comm[v]
+            best, best_gain, stay = _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout,
+                                          kin, tout, tin, gamma_m)
+            if best != cv:
+                comm[v] = best
+                moved += 1
+                sweep_gain += best_gain - stay
+                for e in range(sptr[v], sptr[v + 1]):
+                    u = sidx[e]
+                    if comm[u] != best:
+                        stale[u] = 1
+        moves += moved
+        gained += sweep_gain / m
+        if moved == 0 or sweep_gain / m <= tol:
+            break
+    return moves, sweeps, gained, visits
+
+
+@numba.njit(cache=True, nogil=True)
+def move_nodes_fast(sptr, sidx, sw, kout, kin, m, gamma, comm, order):
+    """Leiden's fast local moving: a queue, first holding every node in ``order``; a node
+    popped moves to its community of largest gain (staying unless another gains strictly
+    more), and a node that moved queues its neighbours outside its new community that are
+    not queued. ``comm`` int64 (n,) updated in place. Returns (moves, nodes visited)."""
+    n = kout.shape[0]
+    tout, tin = _totals(comm, kout, kin)
+    nw = np.zeros(n)
+    touched = np.empty(n + 1, np.int64)
+    queue = order.copy()
+    queued = np.ones(n, np.uint8)
+    head, size = 0, n
+    gamma_m = gamma / m
+    moves = 0
+    visits = 0
+    while size > 0:
+        v = queue[head]
+        head = head + 1 if head + 1 < n else 0
+        size -= 1
+        queued[v] = 0
+        visits += 1
+        cv = comm[v]
+        best, _, _ = _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout, kin, tout, tin,
+                           gamma_m)
+        if best != cv:
+            comm[v] = best
+            moves += 1
+            for e in range(sptr[v], sptr[v + 1]):
+                u = sidx[e]
+                if not queued[u] and comm[u] != best:
+                    tail = head + size
+                    queue[tail - n if tail >= n else tail] = u
+                    size += 1
+                    queued[u] = 1
+    return moves, visits
+
+
+@numba.njit(cache=True, nogil=True)
+def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
+    """Leiden's refinement: within each community of ``comm``, nodes that are still alone
+    in the refined partition and well connected to their community (in ``order``) join a
+    refined community of the same community that is well connected too and that they do
+    not make worse, drawn with probability proportional to ``exp(gain / theta)`` (staying
+    alone among the choices, at gain 0; the gain in units of edge weight, half the
+    symmetrised weight, as igraph's ``beta``; ``theta`` 0: the best).
+    ``ref`` int64 (n,) written: each node's refined community (a node id). Returns the
+    merges made."""
+    n = kout.shape[0]
+    np.random.seed(seed)
+    ctout = np.zeros(n)
+    ctin = np.zeros(n)
+    for v in range(n):
+        ctout[comm[v]] += kout[v]
+        ctin[comm[v]] += kin[v]
+    rtout = kout.copy()
+    rtin = kin.copy()
+    ext = np.zeros(n)  # symmetrised weight from a refined community to the rest of its own
+    for v in range(n):
+        ref[v] = v
+        cv = comm[v]
+        for e in range(sptr[v], sptr[v + 1]):
+            if comm[sidx[e]] == cv:
+                ext[v] += sw[e]
+    alone = np.ones(n, np.uint8)
+    nw = np.zeros(n)
+    touched = np.empty(n + 1, np.int64)
+    gains = np.empty(n + 1)
+    gamma_m = gamma / m
+    merges = 0
+    for i in range(n):
+        v = order[i]
+        if not alone[v]:
+            continue
+        c = comm[v]
+        if ext[v] < gamma_m * (kout[v] * (ctin[c] - kin[v]) + kin[v] * (ctout[c] - kout[v])):
+            continue  # not well connected to its community
+        nt = 0
+        for e in range(sptr[v], sptr[v + 1]):
+            u = sidx[e]
+            if comm[u] != c:
+                continue
+            r = ref[u]
+            if nw[r] == 0.0:
+                touched[nt] = r
+                nt += 1
+            nw[r] += sw[e]
+        best, best_gain = v, 0.0
+        total = 0.0
+        kept = 0
+        for j in range(nt):
+            r = touched[j]
+            ok = ext[r] >= gamma_m * (rtout[r] * (ctin[c] - rtin[r])
+                                      + rtin[r] * (ctout[c] - rtout[r]))
+            g = nw[r] - gamma_m * (kout[v] * rtin[r] + kin[v] * rtout[r])
+            if ok and g >= 0.0:
+                touched[kept] = r
+                gains[kept] = g
+                kept += 1
+                if g > best_gain:
+                    best, best_gain = r, g
+        if kept > 0 and theta > 0.0:  # draw: exp(gain / theta), staying alone at gain 0
+            scale = 0.5 / theta  # the gains here are in symmetrised weight
+            for j in range(kept):
+                total += np.exp((gains[j] - best_gain) * scale)
+            total += np.exp(-best_gain * scale)
+            x = np.random.random() * total
+            best = v
+            for j in range(kept):
+                x -= np.exp((gains[j] - best_gain) * scale)
+                if x < 0.0:
+                    best = touched[j]
+                    break
+        for e in range(sptr[v], sptr[v + 1]):  # (``touched`` now holds the kept ones)
+            nw[ref[sidx[e]]] = 0.0
+        if best == v:
+            continue
+        link = 0.0
+        for e in range(sptr[v], sptr[v + 1]):
+            if ref[sidx[e]] == best:
+                link += sw[e]
+        ref[v] = best
+        alone[v] = 0
+        alone[best] = 0
+        rtout[best] += kout[v]
+        rtin[best] += kin[v]
+        ext[best] += ext[v] - 2.0 * link
+        merges += 1
+    return merges
+
+
+@numba.njit(cache=True, nogil=True)
+def relabel(comm, out):
+    """``out`` int64 (n,) = ``comm`` renumbered 0..C-1 in order of first appearance;
+    returns C."""
+    n = comm.shape[0]
+    new = np.full(n, -1, np.int64)
+    c = 0
+    for v in range(n):
+        x = comm[v]
+        if new[x] == -1:
+            new[x] = c
+            c += 1
+        out[v] = new[x]
+    return c
+
+
+@numba.njit(cache=True, nogil=True)
+def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm):
+    """The level whose nodes are the communities ``comm`` (int64 (n,), 0..ncomm-1): the
+    symmetrised weights between communities summed, the weight inside each one its
+    self-loop arcs, strengths summed. Returns (sptr, sidx, sw, loops, kout, kin)."""
+    n = kout.shape[0]
+    start = np.zeros(ncomm + 1, np.int64)
+    for v in range(n):
+        start[comm[v] + 1] += 1
+    for c in range(ncomm):
+        start[c + 1] += start[c]
+    members = np.empty(n, np.int64)
+    fill = start[:-1].copy()
+    for v in range(n):
+        members[fill[comm[v]]] = v
+        fill[comm[v]] += 1
+    nptr = np.zeros(ncomm + 1, np.int64)
+    nidx = np.empty(sidx.shape[0], np.int64)
+    nsw = np.empty(sidx.shape[0])
+    nloops = np.zeros(ncomm)
+    nkout = np.zeros(ncomm)
+    nkin = np.zeros(ncomm)
+    acc = np.zeros(ncomm)
+    touched = np.empty(ncomm, np.int64)
+    k = 0
+    for c in range(ncomm):
+        nt = 0
+        inside = 0.0
+        for i in range(start[c], start[c + 1]):
+            v = members[i]
+            nloops[c] += loops[v]
+            nkout[c] += kout[v]
+            nkin[c] += kin[v]
+            for e in range(sptr[v], sptr[v + 1]):
+                d = comm[sidx[e]]
+                if d == c:
+                    inside += sw[e]
+                    continue
+                if acc[d] == 0.0:
+                    touched[nt] = d
+                    nt += 1
+                acc[d] += sw[e]
+        nloops[c] += 0.5 * inside  # each arc inside is in S twice, once per end
+        for j in range(nt):
+            d = touched[j]
+            nidx[k] = d
+            nsw[k] = acc[d]
+            acc[d] = 0.0
+            k += 1
+        nptr[c + 1] = k
+    return nptr, nidx[:k].copy(), nsw[:k].copy(), nloops, nkout, nkin
+
+
+@numba.njit(cache=True, nogil=True)
+def modularity(sptr, sidx, sw, loops, kout, kin, m, gamma, comm):
+    """Modularity of ``comm`` (int64 (n,), labels 0..n-1) at resolution ``gamma``."""
+    n = kout.shape[0]
+    inside = 0.0
+    tout = np.zeros(n)
+    tin = np.zeros(n)
+    for v in range(n):
+        c = comm[v]
+        tout[c] += kout[v]
+        tin[c] += kin[v]
+        inside += loops[v]
+        half = 0.0
+        for e in range(sptr[v], sptr[v + 1]):
+            if comm[sidx[e]] == c:
+                half += sw[e]
+        inside += 0.5 * half
+    expected = 0.0
+    for c in range(n):
+        expected += tout[c] * tin[c]
+    return inside / m - gamma * expected / (m * m)
+
+
+@numba.njit(inline="always")
+def _weight(w, e):
+    return np.float64(w[e]) if w.shape[0] > 0 else 1.0
+
+
+@numba.njit(cache=True, nogil=True)
+def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, loop_scale):
+    """The level-0 arrays of a stored adjacency: each node's out-entries (and in-entries
+    when ``two_ways``) other than self-loops, weights times ``scale``, as ``S``; the
+    self-loop entries' weights times ``loop_scale`` as ``loops``; weights ``out_w``/``in_w``
+    float32 (E,), or empty for 1. Returns (sptr, sidx, sw, loops)."""
+    n = out_ptr.shape[0] - 1
+    sptr = np.zeros(n + 1, np.int64)
+    loops = np.zeros(n)
+    for v in range(n):
+        k = 0
+        for e in range(out_ptr[v], out_ptr[v + 1]):
+            if out_idx[e] == v:
+                loops[v] += loop_scale * _weight(out_w, e)
+            else:
+                k += 1
+        if two_ways:
+            for e in range(in_ptr[v], in_ptr[v + 1]):
+                if in_idx[e] != v:
+                    k += 1
+        sptr[v + 1] = sptr[v] + k
+    sidx = np.empty(sptr[n], np.int64)
+    sw = np.empty(sptr[n])
+    for v in range(n):
+        k = sptr[v]
+        for e in range(out_ptr[v], out_ptr[v + 1]):
+            u = out_idx[e]
+            if u != v:
+                sidx[k] = u
+                sw[k] = scale * _weight(out_w, e)
+                k += 1
+        if two_ways:
+            for e in range(in_ptr[v], in_ptr[v + 1]):
+                u = in_idx[e]
+                if u != v:
+                    sidx[k] = u
+                    sw[k] = scale * _weight(in_w, e)
+                    k += 1
+    return sptr, sidx, sw, loops

@@ -1,0 +1,256 @@
+"""Temporal link prediction, ``task="temporal-link"`` of :func:`graphsys.gnn.train`: TGN
+(:mod:`graphsys.gnn.temporal`) on the timestamped edges of a one-type graph.
+
+Data. Every stored edge of the default edge set is an event ``(src, dst, t)`` (a pair seen
+several times is several events), ordered by ``(timestamp, edge id)``; the edge weight, when
+the edge set has one, is the event's raw feature (scaled by its largest magnitude). The
+split is chronological (:mod:`graphsys.gnn.time_split`): the latest ``link_test_fraction``
+of the events are test and the ``link_val_fraction`` before them validation, or the events
+from ``valid_from`` / ``test_from`` on; ties never straddle a cut. ``until`` first restricts
+the graph to the events up to a time.
+
+Training. Each epoch starts from an empty memory and walks the training events in time
+order, ``batch_size`` at a time; every event gets ``num_negatives`` uniform negative
+destinations (default 1, as TGN), and the loss is binary cross-entropy. Neighbours are the
+``fanouts[0]`` (default 10) events of each node strictly before the batch's first event,
+most recent (``temporal_strategy="recent"``, TGN's) or uniform
+(:class:`~graphsys.sampling.TemporalNeighborSampler`); so no event of the batch, or later,
+reaches its own prediction.
+
+Evaluation. After every ``eval_every`` epochs the memory goes on through the validation and
+then the test events, batch by batch: each batch is scored first, then its true events
+update the memory (TGN's streaming protocol). Each event is scored against
+``link_eval_negatives`` uniform candidate destinations, drawn from a seed fixed per split
+(the same at every evaluation and for every model): ``mrr`` and ``hits@k`` under the
+protocol ``sampled@N, raw`` (candidates that are true destinations are not filtered out);
+and against one more uniform negative per event, ``ap`` and ``auc`` (TGN's and PyG's
+``examples/tgn.py`` protocol, random negatives). The model of the best validation MRR is
+kept; ``metrics`` are its test metrics (each evaluation computes both, so the test figures
+are those of the same pass over time).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from graphsys.errors import GraphsysError
+from graphsys.gnn.checkpoint import graph_identity, save_checkpoint
+from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.loop import (
+    GNNResult,
+    Monitor,
+    batch_bar,
+    config_json,
+    finite_loss,
+    finite_params,
+    seed_all,
+)
+from graphsys.gnn.metrics import group_positions, ranking_metrics
+from graphsys.gnn.temporal import TGN, average_precision
+from graphsys.gnn.time_split import chronological_split
+from graphsys.ranking import auc, protocol, ranks
+from graphsys.sampling._util import derive_seed
+from graphsys.sampling.temporal import TemporalNeighborSampler
+from graphsys.storage.graph import Graph
+
+#: The edge column the events' times come from.
+TIME_COLUMN = "timestamp"
+#: Attention heads of the TGN embedding (TGN's example).
+HEADS = 2
+
+
+class Events:
+    """The events of a graph in time order: ``src``, ``dst`` (int64), ``time`` (the
+    column's dtype), ``eid`` (int64 edge ids), ``raw`` float32 (E, r) features."""
+
+    def __init__(self, graph: Graph):
+        if len(graph.entity_types) != 1:
+            raise GraphsysError(f"the temporal link task reads a graph of one entity type; "
+                                f"{graph.path} has {', '.join(graph.entity_types)}")
+        es = graph.edge_set(None)
+        if TIME_COLUMN not in {c.name for c in es.columns}:
+            raise GraphsysError(f"the temporal link task needs the edge column "
+                                f"{TIME_COLUMN!r} ({graph.path}, edge set {es.name!r}; keep "
+                                f"it at ingest as an edge column)")
+        parts = [(s, d, w, t) for (s, d, _, w), t in zip(graph.iter_edges(es.name),
+                                                         graph.edge_column(TIME_COLUMN,
+                                                                           es.name))]
+        if not parts or sum(len(p[0]) for p in parts) < 3:
+            raise GraphsysError(f"the temporal link task needs at least 3 events, "
+                                f"{graph.path} has {sum(len(p[0]) for p in parts)}")
+        src = np.concatenate([p[0] for p in parts])
+        dst = np.concatenate([p[1] for p in parts])
+        t = np.concatenate([p[3] for p in parts])
+        eid = np.arange(len(src), dtype=np.int64)
+        order = np.lexsort((eid, t))
+        self.src, self.dst, self.time, self.eid = src[order], dst[order], t[order], eid[order]
+        if es.has_weight:
+            w = np.concatenate([p[2] for p in parts]).astype(np.float32)
+            scale = float(np.abs(w).max()) or 1.0
+            self.raw_by_eid = (w / scale).reshape(-1, 1)
+        else:
+            self.raw_by_eid = np.zeros((len(src), 0), np.float32)
+        self.raw = self.raw_by_eid[self.eid]
+        self.origin = self.time[0]
+        self.num_nodes = graph.num_nodes()
+
+    def seconds(self, t: np.ndarray) -> np.ndarray:
+        """Times as float64 offsets from the first event (what the time encodings see)."""
+        return (np.asarray(t) - self.origin).astype(np.float64)
+
+
+def eval_candidates(num_events: int, num_nodes: int, negatives: int, seed: int, which: int
+                    ) -> np.ndarray:
+    """int64 (E, M + 1) candidate destinations of ``num_events`` held-out events: ``M =
+    negatives`` uniform nodes (-1: every node, in id order) for the ranking, and one more
+    uniform node for AP / AUC; seeded by ``(seed, which)`` (1: validation, 2: test), so
+    every model is ranked against the same candidates."""
+    rng = np.random.default_rng(derive_seed(seed, 7919, which))
+    cand = (rng.integers(0, num_nodes, (num_events, negatives)) if negatives > 0
+            else np.broadcast_to(np.arange(num_nodes), (num_events, num_nodes)))
+    return np.concatenate([cand, rng.integers(0, num_nodes, (num_events, 1))], axis=1)
+
+
+def event_metrics(pos: np.ndarray, neg: np.ndarray, heads: np.ndarray, ks) -> dict[str, float]:
+    """``mrr`` and ``hits@k`` of each event's score ``pos`` among its candidates'
+    ``neg[:, :-1]`` (sampled, raw), and ``ap`` / ``auc`` of ``pos`` against the one extra
+    negative ``neg[:, -1]`` per event (:func:`eval_candidates`' layout)."""
+    rank = ranks(pos, neg[:, :-1])
+    out = ranking_metrics(rank, group_positions(rank, pos, heads), heads, ks)
+    out = {key: v for key, v in out.items() if not key.startswith("recall@")}
+    out["ap"], out["auc"] = average_precision(pos, neg[:, -1]), auc(pos, neg[:, -1])
+    return out
+
+
+def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | None = None,
+                      log: Callable[[dict], None] | None = None, progress: bool = False
+                      ) -> GNNResult:
+    """Train TGN for temporal link prediction (see the module docstring)."""
+    t0 = time.perf_counter()
+    seed_all(cfg.seed)
+    ev = Events(graph)
+    train_m, val_m, test_m = chronological_split(
+        ev.time, val_fraction=cfg.link_val_fraction, test_fraction=cfg.link_test_fraction,
+        valid_from=cfg.valid_from, test_from=cfg.test_from)
+    n = ev.num_nodes
+    k = (cfg.fanouts or [10])[0]
+    sampler = TemporalNeighborSampler(graph, k, strategy=cfg.temporal_strategy)
+    model = TGN(n, cfg.hidden, ev.raw.shape[1], heads=HEADS, dropout=cfg.dropout).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    raw_by_eid = torch.from_numpy(ev.raw_by_eid).to(device)
+    negatives = cfg.num_negatives or 1
+    ranked = protocol(cfg.link_eval_negatives if cfg.link_eval_negatives > 0 else None,
+                      filtered=False)
+    train_idx = np.flatnonzero(train_m)
+    per_epoch = -(-len(train_idx) // cfg.batch_size)
+    meta = {"task": "temporal-link", "graph": str(graph.path), "train_config": config_json(cfg),
+            "num_nodes": n, "events": {"train": int(train_m.sum()), "valid": int(val_m.sum()),
+                                       "test": int(test_m.sum())}}
+    if out is not None:  # which nodes its memory rows belong to
+        meta["graph_identity"] = graph_identity(graph)
+
+    def save(path: Path):
+        save_checkpoint(path, dict(model.state_dict()), model.config(), meta)
+
+    def step(idx: np.ndarray, cand: np.ndarray | None, *, grad: bool):
+        """One batch of events ``idx`` (time order): scores of the true destinations and of
+        ``cand`` (B, M) candidates; then the memory takes the batch's events."""
+        s, d = ev.src[idx], ev.dst[idx]
+        query = np.unique(np.concatenate([s, d, cand.ravel()]))
+        hop = sampler.sample_hop(query, ev.time[idx[:1]].repeat(len(query)), k)
+        used = hop.mask
+        nodes = np.unique(np.concatenate([query, hop.nbr[used]]))
+        nodes_t = torch.from_numpy(nodes).to(device)
+        with torch.set_grad_enabled(grad):
+            mem, last = model.memory.read(nodes_t)
+            qpos = torch.from_numpy(np.searchsorted(nodes, query)).to(device)
+            npos = torch.from_numpy(np.searchsorted(nodes, np.where(used, hop.nbr, nodes[0])))
+            # each event's gap: its neighbour's last update minus the event's time (PyG's
+            # TGN example's; whether the neighbour was active since)
+            t_edge = torch.from_numpy(ev.seconds(hop.time)).to(device)
+            delta = last.index_select(0, npos.reshape(-1).to(device)).view(npos.shape) - t_edge
+            raw = raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0)).to(device)]
+            mask = torch.from_numpy(used).to(device)
+            z = model.embed(F.embedding(qpos, mem), mem, npos.to(device),
+                            raw * mask.unsqueeze(-1),
+                            delta.masked_fill(~mask, 0.0), mask)
+            at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
+            si = at(s)
+            pos = model.predictor.pairs(z, si, at(d))
+            neg = model.predictor.pairs(z, si, at(cand))
+        # the batch's ends keep their updated memory; its events become pending messages
+        ends = np.unique(np.concatenate([s, d]))
+        epos = torch.from_numpy(np.searchsorted(nodes, ends)).to(device)
+        model.memory.commit(torch.from_numpy(ends).to(device), mem[epos], last[epos])
+        model.memory.store(torch.from_numpy(s).to(device), torch.from_numpy(d).to(device),
+                           torch.from_numpy(ev.seconds(ev.time[idx])).to(device),
+                           raw_by_eid[torch.from_numpy(ev.eid[idx]).to(device)])
+        return pos, neg
+
+    def run_events(mask: np.ndarray, which: int) -> dict[str, float]:
+        """Stream the events under ``mask``: score, then update the memory."""
+        idx_all = np.flatnonzero(mask)
+        cand_all = eval_candidates(len(idx_all), n, cfg.link_eval_negatives, cfg.seed, which)
+        pos_all, neg_all = [], []
+        model.eval()
+        with torch.no_grad():
+            for a in range(0, len(idx_all), cfg.batch_size):
+                pos, neg = step(idx_all[a:a + cfg.batch_size],
+                                cand_all[a:a + cfg.batch_size], grad=False)
+                pos_all.append(pos.double().cpu().numpy())
+                neg_all.append(neg.double().cpu().numpy())
+        return event_metrics(np.concatenate(pos_all), np.concatenate(neg_all),
+                             ev.src[idx_all], cfg.metrics_k)
+
+    monitor = Monitor(cfg, out, log, save)
+    best_test: dict[str, float] = {}
+    epoch = 0
+    with batch_bar(cfg, per_epoch, progress) as bar:
+        for epoch in range(1, cfg.epochs + 1):
+            model.train()
+            model.memory.reset()
+            bar.set_description(f"train tgn epoch {epoch}/{cfg.epochs}", refresh=False)
+            rng = np.random.default_rng(derive_seed(cfg.seed, epoch))
+            loss_sum, e0 = 0.0, time.perf_counter()
+            for b in range(per_epoch):
+                idx = train_idx[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+                cand = rng.integers(0, n, (len(idx), negatives))
+                pos, neg = step(idx, cand, grad=True)
+                loss = (F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
+                        + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg)))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss_sum += finite_loss(float(loss.detach()), epoch, b, out)
+                bar.update(1)
+            epoch_seconds = time.perf_counter() - e0
+            finite_params((model,), epoch, out)
+            if epoch % cfg.eval_every and epoch != cfg.epochs:
+                continue
+            val = run_events(val_m, 1)
+            test = run_events(test_m, 2)
+            record = {"epoch": epoch, "loss": loss_sum / per_epoch,
+                      **{f"val_{key}": v for key, v in val.items()}, "protocol": ranked,
+                      "epoch_seconds": round(epoch_seconds, 3),
+                      "seconds": round(time.perf_counter() - t0, 3)}
+            bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{val['mrr']:.4f}")
+            stop = monitor.step(model, record, val["mrr"])
+            if record["best"]:
+                best_test = copy.deepcopy(test)
+            if stop:
+                break
+    if monitor.best_state is not None:
+        model.load_state_dict(monitor.best_state)
+    metrics = dict(best_test)
+    metrics["val_mrr"] = monitor.best if monitor.best_state is not None else float("nan")
+    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
+                     {"sampler": sampler, "events": ev,
+                      "split": {"train": train_m, "valid": val_m, "test": test_m}},
+                     protocol=ranked)

@@ -1,0 +1,265 @@
+"""Numba kernels of the distance measures (:mod:`graphsys.measures.distance`): breadth-first
+searches over the undirected view (:mod:`graphsys.measures.kernels_view`), one per call or
+many at once (one per thread), components, and Takes and Kosters' bounds on
+eccentricities.
+
+A search is direction-optimizing (Beamer, Asanovic and Patterson, SC 2012), on one thread:
+top-down steps expand the frontier's rows; once those rows hold more than the unvisited
+nodes' rows / :data:`ALPHA` entries, bottom-up steps let every unvisited node look for one
+neighbour in the frontier (the level just set) and stop at the first, until the frontier
+holds fewer than N / :data:`BETA` nodes. On a small-world graph the middle levels then read
+a fraction of the edges; on a road network every step is top-down.
+
+``dist`` arrays are int32 (N,) and -1 outside a search; a search leaves its visited nodes in
+``queue[:count]`` (BFS order, level by level), so the caller resets only those (no O(N)
+pass per search).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from graphsys.measures.kernels_view import row_bound
+
+ALPHA = 14.0
+BETA = 24.0
+#: A frontier of fewer than N / SMALL_FRONTIER nodes stays top-down without reading its rows
+SMALL_FRONTIER = 256
+
+
+@numba.njit(inline="always")
+def _visit(v, d, dist, queue, tail):
+    if dist[v] < 0:
+        dist[v] = d
+        queue[tail] = v
+        return tail + 1
+    return tail
+
+
+@numba.njit(inline="always")
+def _in_frontier(v, level, optr, oidx, iptr, iidx, sym, dist):
+    """Whether a neighbour of ``v`` is at distance ``level``."""
+    for e in range(optr[v], optr[v + 1]):
+        if dist[oidx[e]] == level:
+            return True
+    if not sym:
+        for e in range(iptr[v], iptr[v + 1]):
+            if dist[iidx[e]] == level:
+                return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_down_step(lo, hi, tail, d, optr, oidx, iptr, iidx, sym, dist, queue):
+    """Expand ``queue[lo:hi]`` (the frontier) to distance ``d``; returns the new tail."""
+    for i in range(lo, hi):
+        u = queue[i]
+        for e in range(optr[u], optr[u + 1]):
+            tail = _visit(oidx[e], d, dist, queue, tail)
+        if not sym:
+            for e in range(iptr[u], iptr[u + 1]):
+                tail = _visit(iidx[e], d, dist, queue, tail)
+    return tail
+
+
+@numba.njit(cache=True, nogil=True)
+def _bottom_up_step(tail, level, optr, oidx, iptr, iidx, sym, dist, queue):
+    """Every unreached node with a neighbour at ``level`` joins at ``level + 1``."""
+    for v in range(optr.shape[0] - 1):
+        if dist[v] < 0 and _in_frontier(v, level, optr, oidx, iptr, iidx, sym, dist):
+            dist[v] = level + 1
+            queue[tail] = v
+            tail += 1
+    return tail
+
+
+@numba.njit(cache=True, nogil=True)
+def _rows_of(lo, hi, optr, iptr, sym, queue):
+    total = 0
+    for i in range(lo, hi):
+        total += row_bound(queue[i], optr, iptr, sym)
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def bfs(source, optr, oidx, iptr, iidx, sym, dist, queue):
+    """Direction-optimizing breadth-first search from ``source``: fills ``dist`` for the
+    reached nodes, lists them in ``queue[:count]`` level by level; returns ``count`` (the
+    last one is at the largest distance)."""
+    n = optr.shape[0] - 1
+    unexplored = optr[n] - optr[0]  # row entries of the nodes not reached yet
+    if not sym:
+        unexplored += iptr[n] - iptr[0]
+    dist[source] = 0
+    queue[0] = source
+    head = 0
+    tail = 1
+    level = 0
+    bottom_up = False
+    while head < tail:
+        lo = head
+        hi = tail
+        if bottom_up:
+            bottom_up = hi - lo >= n / BETA
+        elif (hi - lo) * SMALL_FRONTIER >= n:
+            # the rule reads the frontier's rows; a frontier this small stays top-down
+            # unread (``unexplored`` then overstates what is left: a later switch only
+            # comes later; a road network's thousand small levels read nothing extra)
+            frontier_rows = _rows_of(lo, hi, optr, iptr, sym, queue)
+            unexplored -= frontier_rows
+            bottom_up = frontier_rows > unexplored / ALPHA
+        if bottom_up:
+            tail = _bottom_up_step(tail, level, optr, oidx, iptr, iidx, sym, dist, queue)
+        else:
+            tail = _top_down_step(lo, hi, tail, level + 1, optr, oidx, iptr, iidx, sym, dist,
+                                  queue)
+        head = hi
+        level += 1
+    return tail
+
+
+@numba.njit(cache=True, nogil=True)
+def bfs_top_down(source, optr, oidx, iptr, iidx, sym, dist, queue):
+    """A top-down breadth-first search (for components: many small searches, where a
+    bottom-up step's pass over every node would cost the most)."""
+    dist[source] = 0
+    queue[0] = source
+    head = 0
+    tail = 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        d = dist[u] + 1
+        for e in range(optr[u], optr[u + 1]):
+            tail = _visit(oidx[e], d, dist, queue, tail)
+        if not sym:
+            for e in range(iptr[u], iptr[u + 1]):
+                tail = _visit(iidx[e], d, dist, queue, tail)
+    return tail
+
+
+@numba.njit(cache=True, nogil=True)
+def tighten(upper, dist, queue, count, ecc):
+    """After a search of eccentricity ``ecc``: ``upper[x] = min(upper[x], d(x) + ecc)`` for
+    every reached ``x`` (an upper bound of ``x``'s eccentricity)."""
+    for i in range(count):
+        x = queue[i]
+        b = dist[x] + ecc
+        if b < upper[x]:
+            upper[x] = b
+
+
+@numba.njit(cache=True, nogil=True)
+def reset(dist, queue, count):
+    for i in range(count):
+        dist[queue[i]] = -1
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def eccentricities(sources, optr, oidx, iptr, iidx, sym, dists, queues, out, far):
+    """``out[i]`` = the eccentricity of ``sources[i]`` in its component and ``far[i]`` a
+    node at that distance; one search per source, sources spread over threads
+    (``dists``/``queues``: one (N,) row per thread, ``dists`` all -1)."""
+    for i in numba.prange(sources.shape[0]):
+        t = numba.get_thread_id()
+        dist = dists[t]
+        queue = queues[t]
+        count = bfs(sources[i], optr, oidx, iptr, iidx, sym, dist, queue)
+        far[i] = queue[count - 1]
+        out[i] = dist[far[i]]
+        reset(dist, queue, count)
+
+
+@numba.njit(cache=True, nogil=True)
+def components(optr, oidx, iptr, iidx, sym, label, dist, queue, first):
+    """Label every node not labelled yet (``label`` < 0) with its component, numbering them
+    ``first``, ``first + 1``, ... in order of smallest node id; ``dist`` int32 (N,) -1 on
+    entry and on return. Returns the new components' sizes, int64."""
+    n = optr.shape[0] - 1
+    sizes = np.zeros(n, np.int64)
+    c = 0
+    for s in range(n):
+        if label[s] >= 0:
+            continue
+        count = bfs_top_down(s, optr, oidx, iptr, iidx, sym, dist, queue)
+        for i in range(count):
+            label[queue[i]] = first + c
+        reset(dist, queue, count)
+        sizes[c] = count
+        c += 1
+    return sizes[:c]
+
+
+@numba.njit(cache=True, nogil=True)
+def step_back(v, optr, oidx, iptr, iidx, sym, dist):
+    """A neighbour of ``v`` one step closer to the search's source."""
+    want = dist[v] - 1
+    for e in range(optr[v], optr[v + 1]):
+        if dist[oidx[e]] == want:
+            return np.int64(oidx[e])
+    if not sym:
+        for e in range(iptr[v], iptr[v + 1]):
+            if dist[iidx[e]] == want:
+                return np.int64(iidx[e])
+    return np.int64(-1)
+
+
+@numba.njit(cache=True, nogil=True)
+def bounding_eccentricities(members, optr, oidx, iptr, iidx, sym, dist, queue, ecc):
+    """Exact eccentricities of the nodes of one component (``members``), by Takes and
+    Kosters' bounds: after a search from ``v``, every ``w`` has
+    ``max(ecc(v) - d(v, w), d(v, w)) <= ecc(w) <= ecc(v) + d(v, w)``; the next source
+    alternates between the candidate with the largest upper and the smallest lower bound,
+    until every bound meets. Writes ``ecc[members]``; returns the searches made."""
+    m = members.shape[0]
+    lower = np.zeros(m, np.int64)
+    upper = np.full(m, np.iinfo(np.int64).max, np.int64)
+    done = np.zeros(m, np.bool_)
+    left = m
+    searches = 0
+    pick_upper = False
+    # the first source: the member of largest degree (a hub, near the centre)
+    best = 0
+    bestd = -1
+    for i in range(m):
+        u = members[i]
+        d = optr[u + 1] - optr[u]
+        if not sym:
+            d += iptr[u + 1] - iptr[u]
+        if d > bestd:
+            bestd = d
+            best = i
+    v = best
+    while left > 0:
+        count = bfs(members[v], optr, oidx, iptr, iidx, sym, dist, queue)
+        searches += 1
+        e = dist[queue[count - 1]]
+        for i in range(m):
+            if done[i]:
+                continue
+            d = dist[members[i]]
+            lo = e - d if e - d > d else d
+            if lo > lower[i]:
+                lower[i] = lo
+            if e + d < upper[i]:
+                upper[i] = e + d
+            if lower[i] == upper[i]:
+                done[i] = True
+                ecc[members[i]] = lower[i]
+                left -= 1
+        reset(dist, queue, count)
+        # next: alternate the largest upper and the smallest lower bound (ties: the first)
+        v = -1
+        for i in range(m):
+            if done[i]:
+                continue
+            if v < 0:
+                v = i
+            elif pick_upper:
+                if upper[i] > upper[v]:
+                    v = i
+            elif lower[i] < lower[v]:
+                v = i
+        pick_upper = not pick_upper
+    return searches

@@ -1,0 +1,136 @@
+"""The undirected view of an edge set that the measures read, from the stored adjacency
+indexes where the graph has them (``graphsys index``: mapped, nothing built), else built
+once per opened graph:
+
+* the ``sym`` index (``graphsys index GRAPH --undirected``): the undirected view itself,
+  each row sorted and without repeats;
+* an edge set ingested ``undirected``: its CSR (without repeats when ingested with
+  ``dedupe`` and one relation);
+* a directed edge set: its CSR and CSC, each row's union read as it is needed.
+
+A view is kept per opened :class:`~graphsys.storage.graph.Graph` and edge set, with its
+per-node memo of neighbourhood sizes (:mod:`graphsys.measures.kernels_view`) and the
+original ids, so later calls pay only for the nodes they touch.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC, UNIQUE, max_row_bound
+
+_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class View:
+    """The rows of one edge set's undirected view.
+
+    Attributes
+    ----------
+    graph : Graph
+        The stored graph.
+    edge_set : str
+        The edge set's name.
+    optr, oidx : numpy.ndarray
+        The CSR: out-rows, each ascending.
+    iptr, iidx : numpy.ndarray
+        The CSC of a directed edge set; the CSR again otherwise.
+    sym : int
+        What the rows are (:data:`~graphsys.measures.kernels_view.DIRECTED`,
+        ``SYMMETRIC`` or ``UNIQUE``).
+    """
+
+    graph: object
+    edge_set: str
+    optr: np.ndarray
+    oidx: np.ndarray
+    iptr: np.ndarray
+    iidx: np.ndarray
+    sym: int
+    _memo: np.ndarray | None = field(default=None, repr=False)
+    _bound: int | None = field(default=None, repr=False)
+    _ids: object = field(default=None, repr=False)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.optr) - 1
+
+    @property
+    def memo(self) -> np.ndarray:
+        """int64 (N,) ``2 * |N(w)| + loop + 1`` per node, 0 until computed (zeroed pages,
+        faulted in only where written)."""
+        if self._memo is None:
+            self._memo = np.zeros(self.num_nodes, np.int64)
+        return self._memo
+
+    @property
+    def bound(self) -> int:
+        """The largest out-row plus in-row length: the size of a gather buffer."""
+        if self._bound is None:
+            self._bound = int(max_row_bound(self.optr, self.iptr, self.sym))
+        return self._bound
+
+    def args(self) -> tuple:
+        return self.optr, self.oidx, self.iptr, self.iidx, self.sym
+
+    def original(self, internal: np.ndarray):
+        """Original ids of internal ids (the graph's ids, read once per view)."""
+        if self._ids is None:
+            self._ids = self.graph.node_ids()
+        if isinstance(self._ids, np.ndarray):
+            return self._ids[internal]
+        import pyarrow as pa
+
+        return self._ids.take(pa.array(np.asarray(internal, np.int64)))
+
+
+def undirected_view(graph, edge_set: str | None = None) -> View:
+    """The :class:`View` of ``graph``'s edge set, built on first use and kept while the
+    Graph lives.
+
+    Raises
+    ------
+    GraphsysError
+        A graph with several entity types (the measures number nodes ``0..N-1`` of one).
+    """
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"{graph.path} has entity types "
+                            f"{', '.join(graph.entity_types)}: the measures need one")
+    es = graph.edge_set(edge_set)
+    views = _VIEWS.setdefault(graph, {})
+    if es.name not in views:
+        stored = graph.adjacency_index(es.name, "sym")
+        if stored is not None:
+            rows, kind = (stored.indptr, stored.indices), UNIQUE
+            inn = rows
+        elif es.undirected:
+            out = graph.csr(es.name, weights=False)
+            rows = inn = (out.indptr, out.indices)
+            kind = UNIQUE if es.dedupe and not es.has_rel else SYMMETRIC
+        else:
+            out = graph.csr(es.name, weights=False)
+            csc = graph.csc(es.name, weights=False)
+            rows, inn, kind = (out.indptr, out.indices), (csc.indptr, csc.indices), DIRECTED
+        views[es.name] = View(graph, es.name, *rows, *inn, kind)
+    return views[es.name]
+
+
+def internal_ids(graph, ids, name: str, *, internal: bool) -> np.ndarray:
+    """``ids`` (original ids, or internal ids when ``internal``) as int64 internal ids;
+    one-line errors name ``name``."""
+    if internal:
+        try:
+            arr = np.asarray(ids, dtype=np.int64).reshape(-1)
+        except (TypeError, ValueError):
+            raise ParameterError(name, "must hold integer internal ids") from None
+        n = graph.num_nodes()
+        if len(arr) and (arr.min() < 0 or arr.max() >= n):
+            bad = arr[(arr < 0) | (arr >= n)][0]
+            raise ParameterError(name, f"holds internal id {int(bad)}, outside 0..{n - 1}")
+        return arr
+    return graph.to_internal(ids)

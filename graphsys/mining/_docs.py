@@ -1,0 +1,39 @@
+"""The parameter texts the mining functions share, substituted into their docstrings."""
+
+from __future__ import annotations
+
+PARAMETERS = {
+    "graph": """graph : Graph or str or Path
+        An opened graph or a graph directory (one entity type).""",
+    "edge_set": """edge_set : str, optional
+        The edge set (default: the graph's default); its undirected simple view is used.""",
+    "mode": """mode : {"auto", "memory", "out-of-core"}, default "auto"
+        ``memory``: the oriented graph in RAM; ``out-of-core``: row blocks of the stored
+        ``sym`` index within ``memory_limit`` (:mod:`graphsys.mining.outofcore`); ``auto``:
+        in RAM when that fits the budget, else out of core.""",
+    "threads": """threads : int, optional
+        numba threads (default: numba's current count).""",
+    "memory_limit": """memory_limit : int, optional
+        Anonymous bytes the oriented graph may take in RAM (default: the RAM available
+        now).""",
+    "distributed": """distributed : bool, default False
+        Split the roots over the ranks of the initialised ``torch.distributed`` process
+        group (each rank owns a range of oriented vertices of about equal work; the counts
+        are summed with ``all_reduce``; every rank returns the whole answer).""",
+    "progress": """progress : bool, default False
+        A progress bar (a line every ``GRAPHSYS_PROGRESS_SECONDS`` off a terminal).""",
+}
+
+
+PARAMETERS["options"] = "\n    ".join(
+    PARAMETERS[k] for k in ("threads", "memory_limit", "distributed", "progress"))
+PARAMETERS["triangle_options"] = "\n    ".join((PARAMETERS["mode"], PARAMETERS["options"]))
+
+
+def document(func):
+    """Replace ``%(name)s`` in ``func``'s docstring by the text of :data:`PARAMETERS`."""
+    doc = func.__doc__
+    for name, text in PARAMETERS.items():
+        doc = doc.replace(f"%({name})s", text)
+    func.__doc__ = doc
+    return func

@@ -1,0 +1,170 @@
+"""Numba kernels of user-pattern matching (:mod:`graphsys.mining.pattern`): depth-first
+extension along a compiled plan, with symmetry breaking."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def _contains(idx, lo, hi, x):
+    """Whether the sorted ``idx[lo:hi]`` holds ``x`` (binary search)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        y = idx[mid]
+        if y < x:
+            lo = mid + 1
+        elif y > x:
+            hi = mid
+        else:
+            return True
+    return False
+
+
+@numba.njit(cache=True, nogil=True)
+def _lower_bound(idx, lo, hi, x):
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if idx[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, ncand, pos,
+                m, out, out_count, limit):
+    """Matches of the plan with level 0 mapped to root ``r``. ``adj[i, j]``: level ``i``'s
+    vertex must be adjacent to level ``j``'s (``j < i``), ``nonadj`` must not be (induced
+    matching), ``greater``/``less``: its id must be above/below level ``j``'s (symmetry
+    breaking); ``plabel[i]``: its label (-1: any). Candidates of level ``i`` are the
+    neighbours of its first adjacent earlier level, filtered. Writes up to ``limit``
+    matches into ``out`` (levels' ids; ``out`` empty: count only). Returns the count."""
+    k = adj.shape[0]
+    has_labels = labels.shape[0] > 0
+    listing = out.shape[0] > 0
+    if has_labels and plabel[0] >= 0 and labels[r] != plabel[0]:
+        return 0
+    m[0] = r
+    if k == 1:
+        if listing:
+            slot = out_count[0]
+            if slot < limit:
+                out[slot, 0] = r
+            out_count[0] = slot + 1
+        return 1
+    total = 0
+    level = 1
+    ncand[1] = -1
+    while level >= 1:
+        if ncand[level] < 0:  # fill the candidates of this level
+            anchor = -1
+            best = 1 << 62
+            for j in range(level):
+                if adj[level, j]:
+                    x = m[j]
+                    dlen = ptr[x + 1] - ptr[x]
+                    if dlen < best:
+                        best = dlen
+                        anchor = j
+            x = m[anchor]
+            lo_id = -1
+            hi_id = 1 << 62
+            for j in range(level):
+                if greater[level, j] and m[j] > lo_id:
+                    lo_id = m[j]
+                if less[level, j] and m[j] < hi_id:
+                    hi_id = m[j]
+            start = _lower_bound(idx, ptr[x], ptr[x + 1], lo_id + 1)
+            c = 0
+            for q in range(start, ptr[x + 1]):
+                y = idx[q]
+                if y >= hi_id:
+                    break
+                ok = True
+                if has_labels and plabel[level] >= 0 and labels[y] != plabel[level]:
+                    ok = False
+                j = 0
+                while ok and j < level:
+                    if m[j] == y:
+                        ok = False
+                    elif adj[level, j] and j != anchor:
+                        z = m[j]
+                        if not _contains(idx, ptr[z], ptr[z + 1], y):
+                            ok = False
+                    elif nonadj[level, j]:
+                        z = m[j]
+                        if _contains(idx, ptr[z], ptr[z + 1], y):
+                            ok = False
+                    j += 1
+                if ok:
+                    cand[level, c] = y
+                    c += 1
+            ncand[level] = c
+            pos[level] = 0
+            if level == k - 1:  # the last level: every candidate is a match
+                if listing:
+                    for s in range(c):
+                        slot = out_count[0]
+                        if slot >= limit:
+                            return total
+                        for j in range(level):
+                            out[slot, j] = m[j]
+                        out[slot, level] = cand[level, s]
+                        out_count[0] = slot + 1
+                total += c
+                level -= 1
+                continue
+        if pos[level] >= ncand[level]:
+            level -= 1
+            continue
+        m[level] = cand[level, pos[level]]
+        pos[level] += 1
+        level += 1
+        ncand[level] = -1
+    return total
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, max_row,
+                per_root):
+    """The matches of a plan (see :func:`_match_root`) over every root of ``tasks``
+    (``per_root``: each root's count, or empty). Returns the total."""
+    k = adj.shape[0]
+    total = 0
+    no_out = np.zeros((0, k), np.int64)
+    for t in numba.prange(tasks.shape[0] - 1):
+        cand = np.empty((k, max(max_row, 1)), np.int64)
+        ncand = np.empty(k, np.int64)
+        pos = np.empty(k, np.int64)
+        m = np.empty(k, np.int64)
+        one = np.zeros(1, np.int64)
+        found = 0
+        for r in range(tasks[t], tasks[t + 1]):
+            c = _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand,
+                            ncand, pos, m, no_out, one, 0)
+            if per_root.shape[0] > 0:
+                per_root[r] = c
+            found += c
+        total += found
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, max_row, limit, out):
+    """The first ``limit`` matches of a plan in root order (then depth-first order) as rows
+    of ``out`` (int64 (limit, k), one id per level). Returns how many were written."""
+    k = adj.shape[0]
+    cand = np.empty((k, max(max_row, 1)), np.int64)
+    ncand = np.empty(k, np.int64)
+    pos = np.empty(k, np.int64)
+    m = np.empty(k, np.int64)
+    count = np.zeros(1, np.int64)
+    for r in range(ptr.shape[0] - 1):
+        _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, ncand, pos,
+                    m, out, count, limit)
+        if count[0] >= limit:
+            return limit
+    return count[0]

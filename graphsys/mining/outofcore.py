@@ -1,0 +1,326 @@
+"""Triangles over row blocks of the mapped ``sym`` index: the whole graph as one block in
+RAM, or out of core, two blocks at a time, for a graph whose oriented adjacency does not fit.
+
+**Orientation.** Vertices are ranked by (simple degree, global id); each edge goes from its
+lower- to its higher-ranked endpoint. A vertex's *row* holds the ranks of its higher-ranked
+neighbours, ascending (``d+(u)`` of them, at most ``sqrt(2M)``).
+
+**Count.** Each triangle ``u < v < w`` (by rank) is counted once, by one of two kernels
+(:func:`from_middle` picks the cheaper by a cost model):
+
+* from its *lowest* vertex ``u`` (:func:`~graphsys.mining.kernels.triangles_lowest`):
+  ``u``'s row is marked in a per-thread array (a byte per vertex up to 4 Mi vertices, a
+  bit beyond) and the row of each ``v`` in it is probed against the marks, stopping past
+  the largest of them: ``sum over edges u -> v of d+(v)`` probes; rows hold ids, ascending
+  as the index holds them;
+* from its *middle* vertex ``v`` (:func:`~graphsys.mining.kernels.triangles_middle`): the
+  triangle is the wedge ``v - u - w`` of ``u``'s row closed by the edge ``v -> w``;
+  ``v``'s row is marked, and for every in-neighbour ``u`` of ``v`` (an *in-list*: where
+  ``v`` sits in ``u``'s row) the rest of ``u``'s row, its vertices ranked above ``v``, is
+  probed: at most ``sum over u of C(d+(u), 2)`` probes (every wedge of every row once);
+  rows hold ranks, sorted.
+
+**Row blocks.** Global ids are partition-major, so the rows of consecutive partitions of the
+``P x P`` bucket layout are one contiguous range of the ``sym`` index (a *row block*),
+filtered to oriented rows as it is read. A triangle's lowest vertex ``u`` lies in some
+block A and its middle vertex ``v`` in some block B: for every *outer* block A (its rows in
+RAM), every *inner* block B is read in turn and the kernel runs over the pair (from the
+middle vertex, after B's in-lists from A are built: a counting sort of A's entries that
+fall in B), so every triangle is counted once, at its pair (A, B). In RAM, A = B = the
+whole graph.
+
+**Memory** (anonymous): 24 bytes per node (the order, its inverse, the row offsets; 8 more
+for per-node counts), the marks, an outer block at 12 bytes per entry (its values, and at
+most as many in-list entries: position and row) and an inner block at 8, sized so that the
+whole fits ``memory_limit``: the outer block takes three quarters of what is left, the
+inner one a quarter. The index is read sequentially, once per outer block (its pages are
+page cache, dropped under pressure): with ``q`` outer blocks, ``q`` passes, ``q ~ 16 M /
+(budget - 24 N)`` for ``M`` kept edges.
+
+Across ranks: in RAM, rank ``r`` of ``W`` takes a range of middle vertices of about equal
+work; out of core, the outer blocks ``r, r + W, ...``; the counts are summed with
+``all_reduce``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from graphsys.errors import GraphsysError
+from graphsys.mining import kernels
+from graphsys.mining.oriented import (
+    _by_rows,
+    _count_higher,
+    _order_by,
+    _simple_degree,
+    check_budget,
+    mapped_symmetric,
+)
+from graphsys.mining.parallel import Ranks, run_tasks
+from graphsys.progress import progress_bar
+from graphsys.storage.adjacency_index import build_command
+
+#: Anonymous bytes per node out of core: the order and its inverse (16), the oriented row
+#: offsets (8).
+OOC_BYTES_PER_NODE = 24
+#: Anonymous bytes per oriented entry of an outer block: its value (4) and, at most, its
+#: place in an inner block's in-lists (position and row, 8).
+OUTER_BYTES_PER_ENTRY = 12
+#: Anonymous bytes per oriented entry of an inner block (its value), and per row (offsets
+#: and in-list offsets) counted with it.
+INNER_BYTES_PER_ENTRY = 8
+#: Fixed part of the budget: the interpreter, one batch of conversions.
+OOC_FIXED_BYTES = 64 << 20
+
+
+def plan_blocks(dptr: np.ndarray, partition_offsets: np.ndarray, max_entries: int
+                ) -> list[tuple[int, int]]:
+    """Row blocks ``[lo, hi)`` of at most ``max_entries`` oriented entries each: whole
+    partitions (consecutive ones together while they fit), a partition too large for one
+    block cut by rows; a row longer than ``max_entries`` is a block of its own.
+
+    Examples
+    --------
+    >>> dptr = np.array([0, 2, 4, 6, 8, 10])  # 5 rows of 2 entries
+    >>> plan_blocks(dptr, np.array([0, 2, 5]), 4)
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    blocks: list[tuple[int, int]] = []
+    lo = 0
+    n = len(dptr) - 1
+    parts = [int(x) for x in partition_offsets[1:]]
+    while lo < n:
+        # the furthest partition end that fits, else the furthest row that fits
+        hi = lo
+        for end in parts:
+            if end > lo and dptr[end] - dptr[lo] <= max_entries:
+                hi = end
+        if hi == lo:
+            hi = int(np.searchsorted(dptr, dptr[lo] + max_entries, side="right")) - 1
+            hi = max(hi, lo + 1)
+            nxt = next((e for e in parts if e > lo), n)
+            hi = min(hi, nxt)
+        blocks.append((lo, hi))
+        lo = hi
+    return blocks
+
+
+def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
+                        threads: int, ranks: Ranks, progress: bool = False,
+                        whole: bool = False, block_entries: int | None = None):
+    """``(total, counts by global id or None, simple degree by global id)`` over row blocks
+    of the mapped ``sym`` index (see the module's notes). ``whole``: the whole oriented
+    graph is one block, in RAM (the in-memory path; the roots are then split across ranks
+    by work). ``block_entries``: the oriented entries of a block (outer and inner), instead
+    of sizes derived from the budget.
+
+    Raises
+    ------
+    GraphsysError
+        The graph has no ``sym`` index (one line naming the command that builds it), or the
+        budget is below the per-node arrays plus room for two blocks.
+    """
+    sym = mapped_symmetric(graph, edge_set)
+    if sym is None:
+        raise GraphsysError(f"counting triangles out of core reads the undirected index, "
+                            f"which the graph has not: "
+                            f"{build_command(graph, ('sym',), edge_set)}")
+    indptr, indices, _ = sym
+    n = len(indptr) - 1
+    if not whole:
+        limit = check_budget(memory_limit)
+        marks = 1 if n <= kernels.BYTE_MARKS_UP_TO else 1 / 8
+        per_node = OOC_BYTES_PER_NODE + (8 if per_vertex else 0) + threads * marks
+        left = limit - OOC_FIXED_BYTES - per_node * n - 16 * n  # + the degree while ranking
+        min_block = 4 * int(np.max(np.diff(indptr))) if n else 0
+        if left < 2 * max(min_block, 1 << 20):
+            need = (OOC_FIXED_BYTES + (per_node + 16) * n + 2 * max(min_block, 1 << 20)) / 1e9
+            raise GraphsysError(f"counting triangles out of core needs at least {need:.2f} "
+                                f"GB of memory_limit for {n:,} nodes, got {limit / 1e9:.2f} "
+                                f"GB")
+    degree = np.empty(n, np.int64)
+    _simple_degree(indptr, indices, degree)
+    order, rank = _order_by(degree)
+    lengths = np.empty(n, np.int64)
+    _count_higher(indptr, indices, rank, lengths, False)
+    dptr = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=dptr[1:])
+    del lengths
+    counts = np.zeros(n if per_vertex else 0, np.int64)
+    marks = kernels.mark_array(threads, n)
+    middle = from_middle(degree, np.diff(dptr))
+    values = _value_dtype(n)
+    if whole:
+        rows = load_block(indptr, indices, rank, dptr, 0, n, values, middle)
+        total = count_pair(rows, 0, rows, 0, order if middle else None, marks, per_vertex,
+                           counts, threads, ranks=ranks, progress=progress,
+                           in_degree=degree - np.diff(dptr) if middle else None)
+    else:
+        offsets = graph.partition_offsets()
+        if block_entries is None:
+            outer = plan_blocks(dptr, offsets, max(int(left * 0.75) // OUTER_BYTES_PER_ENTRY,
+                                                   min_block // 4, 1))
+            inner = plan_blocks(dptr, offsets, max(int(left * 0.25) // INNER_BYTES_PER_ENTRY,
+                                                   min_block // 4, 1))
+        else:
+            outer = inner = plan_blocks(dptr, offsets, int(block_entries))
+        mine = outer[ranks.rank::ranks.world_size]
+        total = 0
+        with progress_bar(total=len(mine) * len(inner), unit="block pair",
+                          desc="triangles out of core", disable=not progress) as bar:
+            for a_lo, a_hi in mine:
+                a_rows = load_block(indptr, indices, rank, dptr, a_lo, a_hi, values, middle)
+                for b_lo, b_hi in inner:
+                    if a_lo <= b_lo and b_hi <= a_hi:  # inside the outer block: use it
+                        b_rows = (a_rows[0][b_lo - a_lo:b_hi - a_lo + 1], a_rows[1])
+                    else:
+                        b_rows = load_block(indptr, indices, rank, dptr, b_lo, b_hi, values,
+                                            middle)
+                    total += count_pair(a_rows, a_lo, b_rows, b_lo,
+                                        order if middle else None, marks, per_vertex,
+                                        counts, threads)
+                    bar.update(1)
+    total = int(ranks.sum(np.array([total], np.int64))[0])
+    return total, (ranks.sum(counts) if per_vertex else None), degree
+
+
+#: The cost model that picks the triangle kernel (nanoseconds, measured on the results
+#: page's machine): a probe from the lowest vertex (a sequential row, an L1/L2 mark), one
+#: from the middle vertex (a jump to another row first), and the middle kernel's extra
+#: pass per entry (rows sorted by rank, in-lists built).
+LOWEST_PROBE_NS = 1.5
+MIDDLE_PROBE_NS = 3.0
+MIDDLE_BUILD_NS = 32.0
+
+
+def from_middle(degree: np.ndarray, out_degree: np.ndarray) -> bool:
+    """Whether counting from the middle vertex is cheaper than from the lowest one, by
+    :data:`LOWEST_PROBE_NS` and its siblings: the lowest-vertex kernel probes ``sum over
+    v of in(v) d+(v)`` entries (``in(v) = d(v) - d+(v)`` edges point at ``v``), the middle
+    one ``sum over u of C(d+(u), 2)`` (every wedge of every row) after a pass per entry."""
+    d_out = out_degree.astype(np.float64)
+    lowest = float(((degree - out_degree) * d_out).sum())
+    middle = float((d_out * (d_out - 1) / 2).sum())
+    return (LOWEST_PROBE_NS * lowest
+            > MIDDLE_PROBE_NS * middle + MIDDLE_BUILD_NS * float(out_degree.sum()))
+
+
+def _value_dtype(n: int) -> np.dtype:
+    return np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
+
+
+def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
+               marks: np.ndarray, per_vertex: bool, counts: np.ndarray, threads: int, *,
+               ranks: Ranks | None = None, progress: bool = False,
+               in_degree: np.ndarray | None = None) -> int:
+    """Triangles whose lowest vertex's row is in block A and whose middle vertex's row is in
+    block B (``(ptr, values)`` pairs, rows numbered from ``a_lo`` and ``b_lo``).
+
+    With ``order`` (values are positions in the orientation's order, ``order`` maps them to
+    row ids; rows ascend by them), from the middle vertex: B's in-lists from A (from
+    ``in_degree`` when A and B are the whole graph), then
+    :func:`~graphsys.mining.kernels.triangles_middle` over B's rows. Without (values are row
+    ids, rows ascend by id), from the lowest vertex:
+    :func:`~graphsys.mining.kernels.triangles_lowest` over A's rows. With ``ranks``, this
+    rank's share of the rows, by work."""
+    aptr, aidx = a_rows
+    bptr, bidx = b_rows
+    na, nb = len(aptr) - 1, len(bptr) - 1
+    if order is None:
+        work = np.diff(aptr)
+        work = work * (work + 1)
+        lo, hi = ranks.roots(work) if ranks is not None else (0, na)
+        args = (aptr, aidx, a_lo, bptr, bidx, b_lo, b_lo + nb, np.zeros(0, np.int64))
+        return run_tasks(
+            lambda tasks: kernels.triangles_lowest(*args, tasks + a_lo, marks, per_vertex,
+                                                   counts),
+            work, lo, hi, threads, progress=progress, desc="triangles",
+            serial=lambda u0, u1: kernels.triangles_lowest_rows(*args, u0 + a_lo, u1 + a_lo,
+                                                                marks[0], per_vertex,
+                                                                counts))
+    iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree)
+    work = np.empty(nb, np.int64)
+    kernels.middle_work(aptr, bptr, iptr, ipos, irow, work)
+    lo, hi = ranks.roots(work) if ranks is not None else (0, nb)
+    args = (aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, order)
+    return run_tasks(
+        lambda tasks: kernels.triangles_middle(*args, tasks, marks, per_vertex, counts),
+        work, lo, hi, threads, progress=progress, desc="triangles",
+        serial=lambda v0, v1: kernels.triangles_middle_rows(*args, v0, v1, marks[0],
+                                                            per_vertex, counts))
+
+
+def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | None = None):
+    """``(iptr, ipos, irow)``: for every row ``v`` of block B (``[b_lo, b_hi)``), the
+    entries of block A's rows that hold it: ``ipos`` (the entry's position) and ``irow``
+    (its row, from 0), grouped by ``v`` (``iptr``, from 0). ``in_degree``: their number
+    per row of B when known (else counted)."""
+    nb = b_hi - b_lo
+    if in_degree is None:
+        counts = np.zeros(nb, np.int64)
+        _by_rows(aptr, lambda a, b: kernels.inlist_count_rows(aptr, aidx, order, b_lo, b_hi,
+                                                              a, b, counts),
+                 lambda bounds: kernels.inlist_count(aptr, aidx, order, b_lo, b_hi, bounds,
+                                                     counts))
+    else:
+        counts = in_degree
+    iptr = np.zeros(nb + 1, np.int64)
+    np.cumsum(counts, out=iptr[1:])
+    cursor = iptr[:-1].copy()
+    m = int(iptr[-1])
+    ipos = np.empty(m, _value_dtype(len(aidx)))
+    irow = np.empty(m, _value_dtype(len(aptr)))
+    _by_rows(aptr, lambda a, b: kernels.inlist_fill_rows(aptr, aidx, order, b_lo, b_hi, a, b,
+                                                         cursor, ipos, irow),
+             lambda bounds: kernels.inlist_fill(aptr, aidx, order, b_lo, b_hi, bounds, cursor,
+                                                ipos, irow))
+    return iptr, ipos, irow
+
+
+def load_block(indptr, indices, rank, dptr, lo: int, hi: int, values: np.dtype,
+               ranked: bool = True):
+    """The oriented rows ``[lo, hi)`` in RAM: offsets (from 0) and, per row, its
+    higher-ranked neighbours: their ranks, ascending (``ranked``), or their ids, ascending
+    as the index holds them."""
+    bptr = np.asarray(dptr[lo:hi + 1] - dptr[lo])
+    bidx = np.empty(int(bptr[-1]), values)
+    _by_rows(indptr[lo:hi + 1],
+             lambda a, b: _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, ranked,
+                                           lo + a, lo + b),
+             lambda bounds: _fill_block_par(indptr, indices, rank, lo, bptr, bidx, ranked,
+                                            bounds + lo))
+    return bptr, bidx
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, ranked, r0, r1):
+    for u in range(r0, r1):
+        ru = rank[u]
+        start = bptr[u - lo]
+        pos = start
+        small = bptr[u - lo + 1] - start <= 32
+        for k in range(indptr[u], indptr[u + 1]):
+            v = indices[k]
+            r = rank[v]
+            if r > ru:
+                if not ranked:
+                    bidx[pos] = v
+                    pos += 1
+                    continue
+                q = pos
+                if small:  # insertion as written
+                    while q > start and bidx[q - 1] > r:
+                        bidx[q] = bidx[q - 1]
+                        q -= 1
+                bidx[q] = r
+                pos += 1
+        if ranked and not small:
+            bidx[start:pos].sort()
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _fill_block_par(indptr, indices, rank, lo, bptr, bidx, ranked, bounds):
+    for t in numba.prange(bounds.shape[0] - 1):
+        _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, ranked, bounds[t],
+                         bounds[t + 1])

@@ -1,0 +1,211 @@
+"""How mining work is split: across the threads of one process and across the ranks of a
+``torch.distributed`` job.
+
+Every mining kernel loops over *roots*: the vertices of the oriented graph, each the
+lowest-ranked vertex of the subgraphs it finds. A root's work is very uneven (a hub's
+neighbourhood against a leaf's), so the roots are cut into *tasks*: contiguous ranges of
+about equal estimated work (:func:`tasks_by_work`; a vertex heavier than one task's share
+is a task of its own), and the kernels run ``prange`` over the tasks with a chunk size of
+one (:func:`scheduled`), so that a thread that finishes its task takes the next one (numba's
+dynamic scheduling) instead of a fixed share of the range.
+
+Across ranks (:class:`Ranks`), rank ``r`` of ``W`` owns the ``r``-th of ``W`` ranges of
+roots of about equal work (:func:`rank_range`): it runs the same kernels on its roots only,
+and the counts (integers: exact) are summed over the ranks with ``all_reduce``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.progress import progress_bar
+
+#: Tasks per thread the roots are cut into (more: finer balance, more scheduling steps).
+TASKS_PER_THREAD = 64
+#: Estimated work (row entries read) per kernel call: a long pass is several calls, so its
+#: progress moves and each call still holds many tasks per thread.
+WORK_PER_CALL = 1 << 28
+#: Below this much estimated work a pass runs in the calling thread: waking a thread team
+#: and waiting at its barrier costs more than the work (and, on a loaded machine, a
+#: scheduler time slice).
+SERIAL_WORK = 1 << 21
+
+
+def check_threads(threads: int | None) -> int:
+    """``threads`` as a thread count for numba's kernels (None: numba's current count).
+
+    Raises
+    ------
+    ParameterError
+        ``threads`` is not a positive integer, or exceeds the threads numba started with
+        (``NUMBA_NUM_THREADS``).
+    """
+    if threads is None:
+        return numba.get_num_threads()
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ParameterError("threads", f"must be a positive integer, got {threads!r}")
+    most = numba.config.NUMBA_NUM_THREADS
+    if threads > most:
+        raise ParameterError("threads", f"{threads} is more than the {most} threads numba "
+                                        f"runs with (set NUMBA_NUM_THREADS before starting)")
+    return int(threads)
+
+
+@contextlib.contextmanager
+def scheduled(threads: int | None) -> Iterator[int]:
+    """Run the enclosed kernels on ``threads`` numba threads (None: as set), one task per
+    ``prange`` chunk (dynamic scheduling); both settings are restored on exit. Yields the
+    thread count."""
+    count = check_threads(threads)
+    before = numba.get_num_threads()
+    numba.set_num_threads(count)
+    try:
+        with numba.parallel_chunksize(1):
+            yield count
+    finally:
+        numba.set_num_threads(before)
+
+
+def tasks_by_work(work: np.ndarray, lo: int, hi: int, num_tasks: int) -> np.ndarray:
+    """Cut the roots ``[lo, hi)`` into at most ``num_tasks`` contiguous ranges of about
+    equal total ``work``.
+
+    Parameters
+    ----------
+    work : numpy.ndarray
+        int64 (N,) estimated work per root (any non-negative figure).
+    lo, hi : int
+        The roots to cut.
+    num_tasks : int
+        The most ranges.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 (T+1,) increasing bounds from ``lo`` to ``hi``: task ``t`` is
+        ``[b[t], b[t+1])``. A root heavier than ``total / num_tasks`` starts a task.
+
+    Examples
+    --------
+    >>> tasks_by_work(np.array([1, 1, 1, 1, 100, 1, 1, 1]), 0, 8, 4).tolist()
+    [0, 4, 5, 8]
+    """
+    if hi <= lo:
+        return np.array([lo, lo], np.int64)
+    prefix = np.cumsum(np.asarray(work[lo:hi], np.int64) + 1)  # +1: an empty root costs a step
+    total = int(prefix[-1])
+    num_tasks = max(1, min(int(num_tasks), hi - lo))
+    targets = (np.arange(1, num_tasks, dtype=np.float64) * (total / num_tasks))
+    cuts = np.searchsorted(prefix, targets, side="right")
+    # a root heavier than a share starts a task of its own
+    share = total / num_tasks
+    heavy = np.flatnonzero(np.asarray(work[lo:hi], np.int64) + 1 > share)
+    bounds = np.unique(np.concatenate([[0], cuts, heavy, heavy + 1, [hi - lo]]))
+    bounds = bounds[(bounds >= 0) & (bounds <= hi - lo)]
+    return (bounds + lo).astype(np.int64)
+
+
+def run_tasks(call: Callable[[np.ndarray], int], work: np.ndarray, lo: int, hi: int,
+              threads: int, *, progress: bool = False, desc: str = "mining",
+              serial: Callable[[int, int], int] | None = None) -> int:
+    """Run ``call(tasks)`` (a kernel over task bounds, returning a count) over the roots
+    ``[lo, hi)`` cut by :func:`tasks_by_work`, in calls of about :data:`WORK_PER_CALL` work
+    each, with a progress bar in units of ``work``; or, below :data:`SERIAL_WORK` (or on one
+    thread), ``serial(lo, hi)`` when given, else ``call`` over one task on one numba thread.
+    Returns the sum of the calls."""
+    total = int(np.asarray(work[lo:hi], np.int64).sum()) if hi > lo else 0
+    if total < SERIAL_WORK or threads == 1:
+        if serial is not None:
+            return int(serial(lo, hi))
+        with scheduled(1):
+            return int(call(np.array([lo, hi], np.int64)))
+    calls = int(max(1, min(hi - lo, total // WORK_PER_CALL)))
+    tasks = tasks_by_work(work, lo, hi, TASKS_PER_THREAD * threads * calls)
+    prefix = np.concatenate([[0], np.cumsum(np.asarray(work, np.int64)[lo:hi])])
+    done = prefix[tasks - lo]  # work before each task bound
+    cuts = np.unique(np.searchsorted(done, np.linspace(0, total, calls + 1), side="left"))
+    cuts = np.unique(np.concatenate([[0], cuts, [len(tasks) - 1]]))
+    found = 0
+    with progress_bar(total=total, unit="entry", unit_scale=True, desc=desc,
+                      disable=not progress) as bar:
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            found += int(call(tasks[a:b + 1]))
+            bar.update(int(done[b] - done[a]))
+    return found
+
+
+def rank_range(work: np.ndarray, rank: int, world_size: int) -> tuple[int, int]:
+    """The roots ``[lo, hi)`` rank ``rank`` of ``world_size`` owns: the ``rank``-th of
+    ``world_size`` contiguous ranges of about equal ``work`` (int64 (N,)).
+
+    Examples
+    --------
+    >>> rank_range(np.array([4, 1, 1, 1, 1]), 0, 2), rank_range(np.array([4, 1, 1, 1, 1]), 1, 2)
+    ((0, 1), (1, 5))
+    """
+    n = len(work)
+    if world_size <= 1:
+        return 0, n
+    prefix = np.cumsum(np.asarray(work, np.int64) + 1)
+    total = int(prefix[-1]) if n else 0
+    cuts = [0] + [int(np.searchsorted(prefix, total * r / world_size, side="left"))
+                  for r in range(1, world_size)] + [n]
+    cuts = np.maximum.accumulate(np.clip(cuts, 0, n))
+    return int(cuts[rank]), int(cuts[rank + 1])
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """The processes a mining call runs on: one (``world_size`` 1), or the ranks of the
+    initialised default ``torch.distributed`` process group."""
+
+    rank: int = 0
+    world_size: int = 1
+
+    @staticmethod
+    def of(distributed: bool, graph=None) -> Ranks:
+        """This process alone, or (``distributed``) its rank in the default process group;
+        with ``graph``, every rank is first checked to hold the same graph (one line on
+        every rank otherwise).
+
+        Raises
+        ------
+        GraphsysError
+            ``distributed`` while torch.distributed is not initialised, or ranks holding
+            different graphs.
+        """
+        if not distributed:
+            return Ranks()
+        from graphsys import distributed as dist
+
+        if not dist.initialized():
+            raise GraphsysError("distributed mining: torch.distributed is not initialised "
+                                "(launch with torchrun, or call init_process_group first)")
+        rank, world = dist.rank_and_world_size()
+        if graph is not None and world > 1:
+            dist.check_same_inputs({"graph": dist.graph_digest(graph)})
+        return Ranks(rank, world)
+
+    def roots(self, work: np.ndarray) -> tuple[int, int]:
+        """This rank's roots ``[lo, hi)`` (:func:`rank_range`)."""
+        return rank_range(work, self.rank, self.world_size)
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (int64 or float64) summed over the ranks, elementwise; returned as
+        is by one process."""
+        if self.world_size == 1:
+            return values
+        import torch
+        import torch.distributed as dist
+
+        t = torch.from_numpy(np.ascontiguousarray(values))
+        if dist.get_backend() == "nccl":
+            t = t.cuda()
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        return t.cpu().numpy()

@@ -1,0 +1,116 @@
+"""graphsys as a NetworkX backend: ``nx.pagerank(G, backend="graphsys")``, or every
+dispatched call with ``NETWORKX_BACKEND_PRIORITY=graphsys`` (``NETWORKX_AUTOMATIC_BACKENDS``
+before NetworkX 3.4), runs graphsys on a NetworkX graph with no other change [1]_.
+
+NetworkX (>= 3.2) finds the backend by its entry points (``pyproject.toml``):
+``networkx.backends`` names :class:`BackendInterface`, ``networkx.backend_info`` names
+``_nx_graphsys.get_info``, whose table :data:`_nx_graphsys.FUNCTIONS` lists the functions
+graphsys implements (one line each, NetworkX's name to ``"module:function"``); the rest stay
+in NetworkX. A NetworkX graph is converted into a temporary graph directory
+(:func:`~graphsys.nx_backend.graph.from_networkx`; cached on the graph by NetworkX), and a
+stored graph is used directly with :func:`from_graph`::
+
+    nx.pagerank(from_graph(graphsys.open_graph("web")))  # no conversion
+
+Each function keeps NetworkX's signature, defaults, result types and errors; arguments
+graphsys does not support (``nstart``, a callable ``weight``, ...) are declined by
+:meth:`BackendInterface.can_run`, so NetworkX runs those calls itself. With automatic
+dispatch, graphs under ``nx.config.backends.graphsys.min_edges`` edges (default 10,000) stay
+in NetworkX (:meth:`BackendInterface.should_run`): converting them costs more than graphsys
+saves.
+
+References
+----------
+.. [1] NetworkX developers, "Backends",
+   https://networkx.org/documentation/stable/reference/backends.html
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from _nx_graphsys import FUNCTIONS
+from graphsys.nx_backend.graph import BackendGraph, from_graph, from_networkx
+
+__all__ = ["BackendGraph", "BackendInterface", "from_graph"]
+
+
+def _weight_attr(edge_attrs, preserve_edge_attrs) -> tuple[str | None, object]:
+    """The edge attribute (and its default) to store as the weight: the one attribute
+    NetworkX asks for, or ``weight`` when it asks to keep every attribute."""
+    if edge_attrs:
+        (name, default), *_ = edge_attrs.items()
+        return name, 1 if default is None else default
+    if preserve_edge_attrs is True:
+        return "weight", 1
+    return None, 1
+
+
+def _lazy(name: str, target: str) -> Callable:
+    module, attr = target.split(":")
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"graphsys's {name} ({target}), NetworkX's signature."
+    return call
+
+
+class BackendInterface:
+    """The ``networkx.backends`` entry point: conversions, the dispatch checks and, as
+    attributes, the functions of :data:`_nx_graphsys.FUNCTIONS` (imported on first call)."""
+
+    @staticmethod
+    def convert_from_nx(G, edge_attrs=None, node_attrs=None, preserve_edge_attrs=False,
+                        preserve_node_attrs=False, preserve_graph_attrs=False, name=None,
+                        graph_name=None):
+        if isinstance(G, BackendGraph):
+            return G
+        weight, default = _weight_attr(edge_attrs, preserve_edge_attrs)
+        return from_networkx(G, weight, default)
+
+    @staticmethod
+    def convert_to_nx(obj, *, name=None):
+        if isinstance(obj, BackendGraph):
+            import networkx as nx
+
+            G = nx.DiGraph() if obj.directed else nx.Graph()
+            G.add_nodes_from(obj.keys)
+            for s, d, _, w in obj.graph.iter_edges() if obj.graph is not None else ():
+                keys = [obj.keys[i] for i in s.tolist()], [obj.keys[i] for i in d.tolist()]
+                if w is None or obj.weight is None:
+                    G.add_edges_from(zip(*keys))
+                else:
+                    G.add_weighted_edges_from(zip(*keys, w.tolist()), weight=obj.weight)
+            return G
+        return obj
+
+    @staticmethod
+    def can_run(name: str, args, kwargs) -> bool | str:
+        """True, or why graphsys declines these arguments (NetworkX then runs the call)."""
+        from graphsys.nx_backend import checks
+
+        return checks.can_run(name, args, kwargs)
+
+    @staticmethod
+    def should_run(name: str, args, kwargs) -> bool | str:
+        """Whether automatic dispatch should convert and run: graphs of at least
+        ``nx.config.backends.graphsys.min_edges`` edges (or already graphsys graphs)."""
+        from graphsys.nx_backend import checks
+
+        return checks.should_run(name, args, kwargs)
+
+    @staticmethod
+    def on_start_tests(items) -> None:
+        """NetworkX's test suite run against this backend: mark the tests whose
+        expectations differ by design (listed with the reason in
+        :data:`graphsys.nx_backend.checks.KNOWN_DIFFERENCES`)."""
+        from graphsys.nx_backend import checks
+
+        checks.mark_tests(items)
+
+
+for _name, _target in FUNCTIONS.items():
+    setattr(BackendInterface, _name, staticmethod(_lazy(_name, _target)))

@@ -1,0 +1,293 @@
+"""graphsys's builtin vertex algorithms (:mod:`graphsys.bsp`) behind NetworkX's signatures:
+PageRank (personalized too), HITS, BFS and Dijkstra path lengths, connected and weakly
+connected components, core numbers. Arguments graphsys declines are filtered before a call
+reaches here (:mod:`graphsys.nx_backend.checks`); results are NetworkX's types (dicts of
+Python scalars keyed by node, generators of sets) and failures NetworkX's exceptions."""
+
+from __future__ import annotations
+
+import warnings
+
+import numba
+import numpy as np
+
+from graphsys import bsp
+from graphsys.errors import ConvergenceWarning
+
+#: Products with ``A`` and ``A^T`` in one of ARPACK's iterations for NetworkX's ``svds``
+#: call (``ncv = max(2k + 1, 20)`` vectors for ``k = 1``).
+ARPACK_NCV = 20
+
+
+def _nx():
+    import networkx as nx
+
+    return nx
+
+
+def _check_node(G, node, what: str = "Source") -> int:
+    if node not in G:
+        raise _nx().NodeNotFound(f"{what} {node} is not in G" if what == "Source"
+                                 else f"{what} {node} not found in graph")
+    return int(G.index[node])
+
+
+def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
+             weight="weight", dangling=None):
+    """``nx.pagerank``: graphsys's PageRank with NetworkX's stopping rule (the L1 change
+    below ``N * tol``), personalization dicts and convergence error. ``nstart`` is accepted
+    and not used: the iteration starts uniform and reaches the same fixed point within
+    ``tol`` (``dangling`` is declined by the checks)."""
+    nx = _nx()
+    n = len(G)
+    if n == 0:
+        return {}
+    if max_iter <= 0:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    weighted = G.weight is not None and weight is not None
+    opts = dict(damping=alpha, tol=n * tol, max_iters=max_iter, weighted=weighted)
+    with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if personalization:
+            keys = [k for k in personalization if k in G]
+            weights = np.array([personalization[k] for k in keys], np.float64)
+            if not len(keys) or weights.sum() == 0:
+                raise ZeroDivisionError
+            res = bsp.personalized_pagerank(G.graph, G.graph.to_original(G.internal(keys)),
+                                            weights=weights, **opts)
+        else:
+            res = bsp.pagerank(G.graph, **opts)
+    if not res.stats.converged:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    return G.node_dict(res.values)
+
+
+def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
+    """``nx.hits``: power iteration to a tolerance tighter than NetworkX's ARPACK one (the
+    hub vector's L1 change below ``min(tol, 1e-10) / N``), at most :data:`ARPACK_NCV` power
+    iterations per ``max_iter``; ``nstart`` is accepted and not used (the same singular
+    vectors, from a uniform start)."""
+    nx = _nx()
+    n = len(G)
+    if n == 0:
+        return {}, {}
+    if max_iter <= 0:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    # NetworkX's max_iter counts ARPACK restarts, each up to ncv = 20 products with A and
+    # A^T for k = 1: the same budget of power iterations (two supersteps each)
+    with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = bsp.hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
+                       weighted=G.weight is not None)
+    if not res.stats.converged:
+        raise nx.PowerIterationFailedConvergence(max_iter)
+    return G.node_dict(res.values[:, 0]), G.node_dict(res.values[:, 1])
+
+
+def single_source_shortest_path_length(G, source, cutoff=None):
+    """``nx.single_source_shortest_path_length``: graphsys's BFS, levels up to ``cutoff``."""
+    s = _check_node(G, source)
+    if G.graph is None or len(G) == 1:
+        return {source: 0}
+    return _within(G, bsp.bfs(G.graph, G.graph.to_original(s)).values, cutoff, int)
+
+
+def _within(G, dist: np.ndarray, cutoff, kind) -> dict:
+    """``{key: distance}`` of the nodes reached within ``cutoff``, nearest first."""
+    reach = np.isfinite(dist)
+    if cutoff is not None:
+        reach &= dist <= cutoff
+    idx = np.flatnonzero(reach)
+    order = idx[np.argsort(dist[idx], kind="stable")]
+    return {G.keys[i]: kind(dist[i]) for i in order.tolist()}
+
+
+def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
+    """``nx.single_source_dijkstra_path_length``: graphsys's SSSP over the weights."""
+    s = _check_node(G, source, "Node")
+    if G.graph is None or len(G) == 1:
+        return {source: 0}
+    if G.weight is None or weight is None:
+        dist = bsp.bfs(G.graph, G.graph.to_original(s)).values
+    elif not G.exact_weights:
+        raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
+                                  "stores float32 weights)")
+    else:
+        for _, _, _, w in G.graph.iter_edges():
+            if w is not None and (w < 0).any():
+                raise ValueError("Contradictory paths found: negative weights?")
+        dist = bsp.sssp(G.graph, G.graph.to_original(s)).values
+    return _within(G, dist, cutoff, int if G.weight is None or weight is None else float)
+
+
+def _labels(G) -> np.ndarray:
+    return bsp.wcc(G.graph).values if G.graph is not None else np.zeros(0)
+
+
+def _scc_labels(G) -> np.ndarray:
+    return bsp.scc(G.graph).values if G.graph is not None else np.zeros(0)
+
+
+def _components(G, labels=None):
+    labels = _labels(G) if labels is None else labels
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    for part in np.split(order, bounds) if len(order) else ():
+        yield {G.keys[i] for i in part.tolist()}
+
+
+def connected_components(G):
+    """``nx.connected_components``: a generator of node sets (graphsys's WCC)."""
+    yield from _components(G)
+
+
+def weakly_connected_components(G):
+    """``nx.weakly_connected_components``."""
+    yield from _components(G)
+
+
+def _count(G, labels=None) -> int:
+    labels = _labels(G) if labels is None else labels
+    return int(len(np.unique(labels)))
+
+
+def number_connected_components(G):
+    """``nx.number_connected_components``."""
+    return _count(G)
+
+
+def number_weakly_connected_components(G):
+    """``nx.number_weakly_connected_components``."""
+    return _count(G)
+
+
+def _is_connected(G, labels=None) -> bool:
+    if len(G) == 0:
+        raise _nx().NetworkXPointlessConcept("Connectivity is undefined for the null graph.")
+    return _count(G, labels) == 1
+
+
+def is_connected(G):
+    """``nx.is_connected``."""
+    return _is_connected(G)
+
+
+def is_weakly_connected(G):
+    """``nx.is_weakly_connected``."""
+    return _is_connected(G)
+
+
+@numba.njit(cache=True)
+def _sinks_first(src, dst, count):
+    """The components in reverse topological order of the condensation (sinks first, as
+    Tarjan's algorithm yields them): Kahn's order over the reversed component edges."""
+    out_deg = np.zeros(count, np.int64)
+    rptr = np.zeros(count + 1, np.int64)
+    for e in range(src.shape[0]):
+        out_deg[src[e]] += 1
+        rptr[dst[e] + 1] += 1
+    for c in range(count):
+        rptr[c + 1] += rptr[c]
+    preds = np.empty(src.shape[0], np.int64)
+    fill = rptr[:-1].copy()
+    for e in range(src.shape[0]):
+        preds[fill[dst[e]]] = src[e]
+        fill[dst[e]] += 1
+    order = np.empty(count, np.int64)
+    tail = 0
+    for c in range(count):
+        if out_deg[c] == 0:
+            order[tail] = c
+            tail += 1
+    head = 0
+    while head < tail:
+        c = order[head]
+        head += 1
+        for e in range(rptr[c], rptr[c + 1]):
+            p = preds[e]
+            out_deg[p] -= 1
+            if out_deg[p] == 0:
+                order[tail] = p
+                tail += 1
+    return order
+
+
+def strongly_connected_components(G):
+    """``nx.strongly_connected_components``: a generator of node sets (graphsys's SCC), in
+    NetworkX's order: a component after every component it reaches."""
+    if G.graph is None:
+        return
+    _, comp = np.unique(_scc_labels(G), return_inverse=True)
+    count = int(comp.max()) + 1
+    pairs = [np.stack([comp[s], comp[d]]) for s, d, *_ in G.graph.iter_edges()]
+    edges = np.concatenate(pairs, axis=1) if pairs else np.zeros((2, 0), np.int64)
+    edges = np.unique(edges[:, edges[0] != edges[1]], axis=1)
+    rank = np.empty(count, np.int64)
+    rank[_sinks_first(edges[0], edges[1], count)] = np.arange(count)
+    order = np.argsort(rank[comp], kind="stable")
+    bounds = np.flatnonzero(np.diff(rank[comp][order])) + 1
+    for part in np.split(order, bounds):
+        yield {G.keys[i] for i in part.tolist()}
+
+
+def number_strongly_connected_components(G):
+    """``nx.number_strongly_connected_components``."""
+    return _count(G, _scc_labels(G))
+
+
+def is_strongly_connected(G):
+    """``nx.is_strongly_connected``."""
+    return _is_connected(G, _scc_labels(G) if len(G) else None)
+
+
+def node_connected_component(G, n):
+    """``nx.node_connected_component``: the set of nodes in ``n``'s component."""
+    i = _check_node(G, n, "Node")
+    labels = _labels(G)
+    if not len(labels):
+        return {n}
+    return {G.keys[j] for j in np.flatnonzero(labels == labels[i]).tolist()}
+
+
+def core_number(G):
+    """``nx.core_number``: graphsys's k-core peeling (self-loops refused, as NetworkX
+    does)."""
+    nx = _nx()
+    if G.graph is None:
+        return {}
+    for s, d, _, _ in G.graph.iter_edges():
+        if (s == d).any():
+            raise nx.NetworkXNotImplemented(
+                "Input graph has self loops which is not permitted; "
+                "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
+    return {k: int(v) for k, v in zip(G.keys, bsp.kcore(G.graph).values.tolist())}
+
+
+def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
+                           seed=None):
+    """``nx.betweenness_centrality`` over every source, unweighted (graphsys's Brandes;
+    ``k`` and ``weight`` are declined: NetworkX's source sample and float64 path lengths
+    stay in NetworkX)."""
+    if G.graph is None:
+        return {}
+    res = bsp.betweenness(G.graph, normalized=normalized, endpoints=endpoints)
+    return G.node_dict(res.values)
+
+
+def closeness_centrality(G, u=None, distance=None, wf_improved=True):
+    """``nx.closeness_centrality`` of every node, unweighted (incoming distances on a
+    directed graph, as NetworkX; ``u`` and ``distance`` are declined). With
+    ``wf_improved`` graphsys runs twice, with and without the scaling, to read each node's
+    reach and scale in NetworkX's order of operations: the values equal NetworkX's to the
+    last bit, as its own tests compare them."""
+    if G.graph is None:
+        return {}
+    base = bsp.closeness(G.graph, wf_improved=False).values  # (r - 1) / total, as NetworkX
+    if not wf_improved or len(G) < 2:
+        return G.node_dict(base)
+    scaled = bsp.closeness(G.graph).values  # base * (r - 1) / (N - 1)
+    others = len(G) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.where(base > 0, np.rint(scaled * others / base), 0.0)
+    # NetworkX's order of operations, so the values equal its own to the last bit
+    return G.node_dict(base * (reach / others))

@@ -1,0 +1,192 @@
+"""graphsys's measures (:mod:`graphsys.measures`) behind NetworkX's signatures: link
+prediction scores, density, reciprocity, degree assortativity, eccentricity, diameter,
+radius, center and periphery (hops)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from graphsys import measures
+
+
+def _nx():
+    import networkx as nx
+
+    return nx
+
+
+#: Pairs scored per call when NetworkX asks for every non-edge (``ebunch=None``).
+CHUNK = 1 << 16
+
+
+def _checked(G, ebunch) -> list | None:
+    """``ebunch`` as a list of pairs whose nodes are all in ``G`` (NetworkX checks them
+    before it scores any), or None for every non-edge."""
+    if ebunch is None:
+        return None
+    pairs = list(ebunch)
+    for u, v in pairs:
+        for node in (u, v):
+            if node not in G:
+                raise _nx().NodeNotFound(f"Node {node} not in G.")
+    return pairs
+
+
+def _pairs(G, pairs) -> Iterator[tuple[list, np.ndarray, np.ndarray]]:
+    """(key pairs, first internal ids, second internal ids) in chunks: ``pairs``, or
+    every pair of distinct non-adjacent nodes (``nx.non_edges``) when None."""
+    if pairs is not None:
+        if pairs:
+            yield pairs, G.internal([p[0] for p in pairs]), G.internal([p[1] for p in pairs])
+        return
+    n = len(G)
+    if G.graph is None:
+        return
+    c = G.graph.csr(weights=False)
+    for u in range(n):
+        adjacent = np.zeros(n - u - 1, bool)
+        row = np.asarray(c.indices[c.indptr[u]:c.indptr[u + 1]], np.int64)
+        row = row[row > u] - u - 1
+        adjacent[row] = True
+        vs = u + 1 + np.flatnonzero(~adjacent)
+        for lo in range(0, len(vs), CHUNK):
+            part = vs[lo:lo + CHUNK]
+            us = np.full(len(part), u, np.int64)
+            yield [(G.keys[u], G.keys[v]) for v in part.tolist()], us, part
+
+
+def _predict(G, ebunch, method: str, integral: bool = False):
+    pairs = _checked(G, ebunch)
+
+    def scores():
+        for keys, us, vs in _pairs(G, pairs):
+            values = measures.link_scores(G.graph, np.column_stack([us, vs]), method,
+                                          internal=True).tolist()
+            for (u, v), s in zip(keys, values):
+                yield u, v, int(s) if integral else s
+
+    return scores()
+
+
+def jaccard_coefficient(G, ebunch=None):
+    """``nx.jaccard_coefficient``."""
+    return _predict(G, ebunch, "jaccard")
+
+
+def adamic_adar_index(G, ebunch=None):
+    """``nx.adamic_adar_index``."""
+    return _predict(G, ebunch, "adamic_adar")
+
+
+def resource_allocation_index(G, ebunch=None):
+    """``nx.resource_allocation_index``."""
+    return _predict(G, ebunch, "resource_allocation")
+
+
+def preferential_attachment(G, ebunch=None):
+    """``nx.preferential_attachment`` (integer products, as NetworkX's)."""
+    return _predict(G, ebunch, "preferential_attachment", integral=True)
+
+
+def density(G):
+    """``nx.density``."""
+    return 0.0 if G.graph is None else measures.density(G.graph)
+
+
+def overall_reciprocity(G):
+    """``nx.overall_reciprocity``."""
+    value = measures.reciprocity(G.graph) if G.graph is not None else float("nan")
+    if np.isnan(value):
+        raise _nx().NetworkXError("Not defined for empty graphs")
+    return value
+
+
+def reciprocity(G, nodes=None):
+    """``nx.reciprocity``: overall, of one node, or a dict over ``nodes``."""
+    nx = _nx()
+    if nodes is None:
+        return overall_reciprocity(G)
+    if nodes in G:
+        value = float(measures.reciprocity(G.graph, [G.index[nodes]], internal=True)[0])
+        if np.isnan(value):
+            raise nx.NetworkXError("Not defined for isolated nodes.")
+        return value
+    keys = [k for k in nodes if k in G]
+    if G.graph is None:
+        return {k: None for k in keys}
+    values = measures.reciprocity(G.graph, G.internal(keys), internal=True)
+    return {k: (None if np.isnan(v) else v) for k, v in zip(keys, values.tolist())}
+
+
+def degree_assortativity_coefficient(G, x="out", y="in", weight=None, nodes=None):
+    """``nx.degree_assortativity_coefficient`` (and the same Pearson coefficient of
+    ``nx.degree_pearson_correlation_coefficient``)."""
+    if G.graph is None:
+        return float("nan")
+    return measures.degree_assortativity(G.graph, x, y)
+
+
+def _unweighted(G, weight) -> None:
+    if weight is not None and G.weight is not None:
+        raise NotImplementedError("graphsys: weighted distances are not supported")
+
+
+def _check_connected(G) -> None:
+    from graphsys.measures.distance import components
+    from graphsys.measures.view import undirected_view
+
+    if len(components(undirected_view(G.graph))[2]) > 1:
+        raise _nx().NetworkXError(
+            "Found infinite path length because the graph is not connected")
+
+
+def _eccentricities(G, weight) -> np.ndarray:
+    _unweighted(G, weight)
+    if G.graph is None:
+        return np.zeros(0, np.int64)
+    _check_connected(G)
+    return measures.eccentricity(G.graph)
+
+
+def eccentricity(G, v=None, sp=None, weight=None):
+    """``nx.eccentricity``: of one node, or a dict over ``v`` (default every node)."""
+    nx = _nx()
+    ecc = _eccentricities(G, weight)
+    if v is None:
+        return G.node_dict(ecc)
+    if v in G:
+        return int(ecc[G.index[v]])
+    try:
+        keys = [k for k in v if k in G]
+    except TypeError:
+        raise nx.NetworkXError(f"nbunch is not a node or a sequence of nodes: {v}") from None
+    return {k: int(ecc[G.index[k]]) for k in keys}
+
+
+def diameter(G, e=None, usebounds=False, weight=None):
+    """``nx.diameter`` (iFUB; connected undirected graphs, as NetworkX requires)."""
+    _unweighted(G, weight)
+    if G.graph is None:
+        raise ValueError("max() iterable argument is empty")
+    _check_connected(G)
+    return measures.diameter(G.graph, exact=True).value
+
+
+def radius(G, e=None, usebounds=False, weight=None):
+    """``nx.radius``."""
+    ecc = _eccentricities(G, weight)
+    return int(ecc.min())
+
+
+def center(G, e=None, usebounds=False, weight=None):
+    """``nx.center``."""
+    ecc = _eccentricities(G, weight)
+    return [G.keys[i] for i in np.flatnonzero(ecc == ecc.min()).tolist()]
+
+
+def periphery(G, e=None, usebounds=False, weight=None):
+    """``nx.periphery``."""
+    ecc = _eccentricities(G, weight)
+    return [G.keys[i] for i in np.flatnonzero(ecc == ecc.max()).tolist()]

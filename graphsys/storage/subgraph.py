@@ -1,0 +1,349 @@
+"""Subgraphs of a stored graph, written as new graph directories through the ingest path.
+
+The methods :meth:`Graph.subgraph <graphsys.storage.graph.Graph.subgraph>`,
+:meth:`~graphsys.storage.graph.Graph.edge_subgraph` and
+:meth:`~graphsys.storage.graph.Graph.ego_graph` select nodes or edges here and write the
+result: the kept edges of every edge set are streamed from the buckets, batch by batch, into
+an Arrow IPC file beside the output (memory: one batch), then ingested with a node table
+of the kept nodes (so isolated members stay, with their original ids and every node
+column); weights, relations and edge columns stay with their edges, and the edge sets keep
+their ``undirected``/``dedupe``/``drop_self_loops`` rules. The ingest builds the directory
+beside ``out`` and renames it into place when complete (crash-safe, one writer), and the
+spill file is removed whatever happens.
+
+Without ``out`` the result lives in a temporary directory (:func:`tempfile.mkdtemp`;
+``dir`` chooses where, e.g. ``/dev/shm`` for memory), removed when the returned Graph is
+garbage collected or the process exits.
+
+Node selections are boolean masks over internal ids: :func:`node_mask` (ids, a mask, or a
+predicate over the node table), :func:`ego_mask` (nodes within ``radius`` hops of centres).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as paipc
+
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
+
+__all__ = ["edge_mask_fn", "ego_mask", "node_mask", "node_table", "write_subgraph"]
+
+
+def _one_type(graph) -> str:
+    if len(graph.entity_types) != 1:
+        raise GraphsysError(f"{graph.path} has entity types {', '.join(graph.entity_types)}: "
+                            f"subgraphs need a graph with one")
+    return graph.entity_types[0]
+
+
+def node_table(graph, columns: bool = True) -> pa.Table:
+    """The nodes as a table in internal-id order: ``id`` (original ids) and, when
+    ``columns``, every node column (features as fixed-size lists, labels, masks, strings):
+    what a ``where`` predicate of :func:`node_mask` sees."""
+    et = graph.entity_type(_one_type(graph))
+    arrays: dict[str, Any] = {"id": graph.node_ids()}
+    for col in et.columns if columns else ():
+        if col.kind == "string":
+            arrays[col.name] = graph.string_column(col.name)
+        elif col.kind == "features":
+            v = np.ascontiguousarray(graph.node_column(col.name), np.float32)
+            arrays[col.name] = pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)),
+                                                                 v.shape[1])
+        else:
+            arrays[col.name] = graph.node_column(col.name)
+    return pa.table(arrays)
+
+
+def _predicate(table: pa.Table, where, what: str) -> np.ndarray:
+    """Evaluate ``where`` (a pyarrow compute Expression, or a callable of the table
+    returning one bool per row) over ``table``: a bool mask."""
+    try:
+        if isinstance(where, pc.Expression):
+            mask = table.append_column("__row", pa.array(np.arange(len(table)))).filter(
+                where).column("__row").to_numpy()
+            out = np.zeros(len(table), bool)
+            out[mask] = True
+            return out
+        if callable(where):
+            mask = where(table)
+            if isinstance(mask, (pa.Array, pa.ChunkedArray)):
+                mask = mask.to_numpy(zero_copy_only=False)
+            mask = np.asarray(mask)
+        else:
+            raise ParameterError("where", f"must be a pyarrow compute expression or a "
+                                          f"callable, got {type(where).__name__}")
+    except (pa.ArrowException, KeyError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__  # one line
+        raise ParameterError("where", f"cannot be evaluated over the {what} ({first}); "
+                                      f"columns: {', '.join(table.column_names)}") from None
+    if mask.dtype != bool or mask.shape != (len(table),):
+        raise ParameterError("where", f"must give one bool per row of the {what} "
+                                      f"({len(table)}), got {mask.dtype} {mask.shape}")
+    return mask
+
+
+def node_mask(graph, nodes=None, where=None, *, internal: bool = False) -> np.ndarray:
+    """The kept nodes as a bool mask (N,) over internal ids: ``nodes`` (original ids, or
+    internal ones when ``internal``, or a bool mask (N,)), and/or ``where`` over
+    :func:`node_table` (both: nodes that are in ``nodes`` and satisfy ``where``)."""
+    _one_type(graph)
+    n = graph.num_nodes()
+    if nodes is None and where is None:
+        raise ParameterError("nodes", "or where is needed to choose the nodes")
+    keep = np.ones(n, bool)
+    if nodes is not None:
+        arr = nodes if isinstance(nodes, (np.ndarray, pa.Array)) else None
+        if arr is not None and arr.dtype == bool:
+            if arr.shape != (n,):
+                raise ParameterError("nodes", f"as a mask must have {n} entries (one per "
+                                              f"node), got {arr.shape}")
+            keep = np.asarray(arr).copy()
+        else:
+            keep[:] = False
+            if internal:
+                idx = np.asarray(nodes, np.int64).reshape(-1)
+                if len(idx) and (idx.min() < 0 or idx.max() >= n):
+                    raise ParameterError("nodes", f"holds internal ids outside 0..{n - 1}")
+            else:
+                idx = graph.to_internal(list(nodes) if not isinstance(
+                    nodes, (np.ndarray, pa.Array)) else nodes)
+            keep[idx] = True
+    if where is not None:
+        keep &= _predicate(node_table(graph), where, "node table")
+    return keep
+
+
+@numba.njit(cache=True, nogil=True)
+def _within(sources, radius, optr, oidx, iptr, iidx, both, dist, queue):
+    """Mark (``dist`` >= 0) the nodes within ``radius`` hops of ``sources`` (out-edges,
+    and in-edges when ``both``); ``dist`` int32 (N,) -1 on entry. Returns the count."""
+    tail = 0
+    for s in sources:
+        if dist[s] < 0:
+            dist[s] = 0
+            queue[tail] = s
+            tail += 1
+    head = 0
+    while head < tail:
+        u = queue[head]
+        head += 1
+        if dist[u] >= radius:
+            continue
+        for e in range(optr[u], optr[u + 1]):
+            v = oidx[e]
+            if dist[v] < 0:
+                dist[v] = dist[u] + 1
+                queue[tail] = v
+                tail += 1
+        if both:
+            for e in range(iptr[u], iptr[u + 1]):
+                v = iidx[e]
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    queue[tail] = v
+                    tail += 1
+    return tail
+
+
+def ego_mask(graph, centers, radius: int = 1, *, undirected: bool = False,
+             edge_set: str | None = None, internal: bool = False) -> np.ndarray:
+    """The nodes within ``radius`` hops of any of ``centers`` (following out-edges, or
+    edges either way when ``undirected``), as a bool mask (N,) over internal ids. Reads
+    the CSR (and CSC): the stored adjacency index where the graph has one."""
+    _one_type(graph)
+    if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or radius < 0:
+        raise ParameterError("radius", f"must be a non-negative integer, got {radius!r}")
+    es = graph.edge_set(edge_set)
+    scalar = np.isscalar(centers) or isinstance(centers, str)
+    ids = [centers] if scalar else centers
+    src = (np.asarray(ids, np.int64).reshape(-1) if internal else graph.to_internal(ids))
+    n = graph.num_nodes()
+    if internal and len(src) and (src.min() < 0 or src.max() >= n):
+        raise ParameterError("centers", f"holds internal ids outside 0..{n - 1}")
+    out = graph.csr(es.name, weights=False)
+    both = bool(undirected) and not es.undirected
+    inn = graph.csc(es.name, weights=False) if both else out
+    dist = np.full(n, -1, np.int32)
+    _within(src, int(min(radius, n)), out.indptr, out.indices, inn.indptr, inn.indices, both,
+            dist, np.empty(n, np.int64))
+    return dist >= 0
+
+
+def edge_mask_fn(graph, edges=None, where=None, *, internal: bool = False,
+                 edge_set: str | None = None) -> Callable[[np.ndarray, np.ndarray, pa.Table],
+                                                          np.ndarray]:
+    """A function ``(src, dst, batch) -> bool mask`` (``batch()`` builds the batch's
+    table when a predicate needs it) keeping the edges of ``edges`` (pairs
+    of original ids, or internal ones when ``internal``; every parallel copy, and for an
+    undirected edge set both directions) and/or those satisfying ``where`` over the edge
+    batch (columns ``src``, ``dst`` original ids, ``weight``, ``rel``, edge columns)."""
+    if edges is None and where is None:
+        raise ParameterError("edges", "or where is needed to choose the edges")
+    n = graph.num_nodes()
+    keys = None
+    if edges is not None:
+        pairs = np.asarray(edges, dtype=object if not internal else np.int64)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            try:
+                pairs = np.asarray([tuple(p) for p in edges], dtype=object)
+            except TypeError:
+                pairs = np.zeros((0, 3))
+            if pairs.ndim != 2 or pairs.shape[1] != 2:
+                raise ParameterError("edges", "must be a sequence of (u, v) pairs")
+        if internal:
+            u, v = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+        else:
+            u = graph.to_internal(pairs[:, 0].tolist())
+            v = graph.to_internal(pairs[:, 1].tolist())
+        keys = np.unique(np.concatenate([u * n + v] + (
+            [v * n + u] if graph.edge_set(edge_set).undirected else [])))
+
+    def keep(src: np.ndarray, dst: np.ndarray, batch: Callable[[], pa.Table]) -> np.ndarray:
+        mask = np.ones(len(src), bool)
+        if keys is not None:
+            mask &= np.isin(src * n + dst, keys)
+        if where is not None and mask.any():
+            mask &= _predicate(batch(), where, "edges")
+        return mask
+
+    return keep
+
+
+def write_subgraph(graph, keep_nodes: np.ndarray | None, out: str | Path | None, *,
+                   keep_edges: Callable | None = None, edge_sets=None, dir=None,
+                   options: dict[str, Any] | None = None) -> tuple[Path, Path | None]:
+    """Write the subgraph: every edge of ``edge_sets`` (default all) whose two ends are in
+    ``keep_nodes`` and that ``keep_edges`` keeps; nodes ``keep_nodes`` (None: the ends of the
+    kept edges, as ``nx.edge_subgraph``). Returns ``(path, temporary root or None)``;
+    ``options``: :class:`IngestOptions` fields overriding the defaults (the graph's
+    partition count, capped at the kept nodes; the hash partitioner)."""
+    etype = _one_type(graph)
+    names = list(graph.edge_sets) if edge_sets is None else (
+        [edge_sets] if isinstance(edge_sets, str) else list(edge_sets))
+    sets = [graph.edge_set(name) for name in names]
+    rules = {(es.undirected, es.dedupe, es.drop_self_loops) for es in sets}
+    if len(rules) > 1:
+        raise GraphsysError(f"{graph.path}: edge sets {', '.join(names)} differ in "
+                            f"undirected/dedupe/drop_self_loops; take a subgraph of one at "
+                            f"a time (edge_sets=)")
+    undirected, dedupe, drop_loops = rules.pop() if rules else (False, False, False)
+    temp_root = None
+    if out is None:
+        temp_root = Path(tempfile.mkdtemp(prefix="graphsys-subgraph-", dir=dir))
+        out = temp_root / "graph"
+    out = Path(out)
+    if out.exists():
+        raise GraphsysError(f"{out} already exists")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spill = Path(tempfile.mkdtemp(prefix=f".{out.name}.subgraph-", dir=out.parent))
+    try:
+        ids = graph.node_ids()
+        seen = np.zeros(graph.num_nodes(), bool) if keep_nodes is None else None
+        sources = []
+        for es in sets:
+            path = spill / f"{es.name}.arrow"
+            schema = _spill_edges(graph, es, ids, keep_nodes, keep_edges, seen, path)
+            # an edge set left without edges stays, empty (an in-memory table of no rows)
+            where = dict(paths=[path], format="arrow") if path.exists() else dict(
+                table=schema.empty_table())
+            sources.append(EdgeSource(
+                **where, edge_set=es.name, src_col="src", dst_col="dst",
+                weight_col="weight" if es.has_weight else None,
+                rel_col="rel" if es.has_rel else None,
+                edge_columns=[c.name for c in es.columns]))
+        kept = keep_nodes if keep_nodes is not None else seen
+        if not kept.any():
+            raise GraphsysError("the subgraph has no nodes")
+        table = node_table(graph).filter(pa.array(kept))
+        opts = dict(partitions=max(1, min(graph.num_partitions, int(kept.sum()))),
+                    undirected=undirected, dedupe=dedupe, drop_self_loops=drop_loops,
+                    relation_types=list(graph.relation_types),
+                    metadata={"source": "subgraph", "of": str(graph.path)})
+        opts.update(options or {})
+        ingest_sources(sources, out, IngestOptions(**opts), nodes=[NodeSource(table, etype)])
+    except BaseException:
+        if temp_root is not None:
+            shutil.rmtree(temp_root, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+    return out, temp_root
+
+
+def _spill_edges(graph, es, ids, keep_nodes, keep_edges, seen, path: Path) -> pa.Schema:
+    """Stream ``es``'s kept edges into the Arrow IPC file ``path`` (removed when none is
+    kept); returns the file's schema. An undirected edge set gives each stored pair once (``src <=
+    dst``): the ingest stores both directions again."""
+    offsets = graph.partition_offsets()
+    rel_names = np.asarray([r.name for r in graph.relation_types], dtype=object)
+    fields = [("src", pa.int64() if isinstance(ids, np.ndarray) else pa.large_string()),
+              ("dst", pa.int64() if isinstance(ids, np.ndarray) else pa.large_string())]
+    if es.has_weight:
+        fields.append(("weight", pa.float32()))
+    if es.has_rel:
+        fields.append(("rel", pa.large_string()))
+    fields += [(c.name, pa.from_numpy_dtype(np.dtype(c.dtype))) for c in es.columns]
+    schema = pa.schema(fields)
+    count = 0
+    with paipc.new_file(str(path), schema) as writer:
+        for b in graph.buckets("row-major", es.name):
+            for eb in b.batches():
+                s = offsets[b.i] + eb.src.astype(np.int64)
+                d = offsets[b.j] + eb.dst.astype(np.int64)
+                mask = np.ones(len(s), bool) if not es.undirected else s <= d
+                if keep_nodes is not None:
+                    mask &= keep_nodes[s] & keep_nodes[d]
+                if keep_edges is not None and mask.any():
+                    mask &= keep_edges(s, d, lambda s=s, d=d, eb=eb: _batch(
+                        ids, s, d, eb, es, rel_names, schema))
+                if not mask.any():
+                    continue
+                idx = np.flatnonzero(mask)
+                writer.write_table(_batch(ids, s[idx], d[idx], eb, es, rel_names, schema,
+                                          idx))
+                if seen is not None:
+                    seen[s[idx]] = True
+                    seen[d[idx]] = True
+                count += len(idx)
+    if not count:
+        path.unlink()
+    return schema
+
+
+def _batch(ids, s, d, eb, es, rel_names, schema, idx=None) -> pa.Table:
+    """The edges ``s -> d`` (rows ``idx`` of batch ``eb``) with original ids, weight,
+    relation names and edge columns."""
+    def rows(a):
+        return a if idx is None else a[idx]
+
+    def orig(x):
+        return ids[x] if isinstance(ids, np.ndarray) else ids.take(pa.array(x))
+
+    cols = [orig(s), orig(d)]
+    if es.has_weight:
+        cols.append(rows(eb.weight))
+    if es.has_rel:
+        cols.append(pa.array(rel_names[rows(eb.rel)], pa.large_string()))
+    cols += [rows(eb.columns[c.name]) for c in es.columns]
+    return pa.Table.from_arrays([pa.array(c) if not isinstance(c, pa.Array) else c
+                                 for c in cols], schema=schema)
+
+
+def open_result(written: tuple[Path, Path | None], open_graph):
+    """Open a written subgraph; a temporary one is removed with its Graph (or at exit)."""
+    path, temp_root = written
+    g = open_graph(path)
+    if temp_root is not None:
+        weakref.finalize(g, shutil.rmtree, temp_root, True)
+    return g

@@ -1,0 +1,286 @@
+"""A stored graph as of a time: :class:`TimeView`, what ``open_graph(path, until=t)`` returns.
+
+A graph whose edge sets carry a timestamp edge column (``timestamp`` by default, kept at
+ingest: ``graphsys ingest --edge-columns timestamp``, or a registry dataset that has one)
+can be read as it stood at time ``t``: only the edges stamped ``<= t`` exist. The view is a
+:class:`~graphsys.storage.graph.Graph`, so every engine that reads edges through the Graph
+API reads the view unchanged: BSP runs (``graphsys run --until``), embedding and GNN
+training and the samplers (``graphsys embed train --until``, ``graphsys gnn train
+--until``, ``TrainConfig(until=...)``), export and ``info``. Nodes stay: a node with no edge
+before ``t`` is still a node (isolated in the view), so ids and node columns are the
+stored graph's.
+
+How. Opening the view reads the time column once (one pass over the buckets, 8 bytes per
+edge of page cache) and counts each bucket's edges in the view; the view's manifest holds
+those counts and no adjacency index (a stored index covers every edge), so engines build
+what they need from the view's buckets, whose record batches are the stored ones filtered
+row for row (a batch entirely inside the view stays a zero-copy view of the mapped file).
+Comparisons run in the column's own type: an integer column is compared with an integer
+``until`` exactly (a fractional ``until`` is rounded down, which selects the same edges).
+
+Times. ``until`` is a number in the column's unit, or a date: a ``datetime.date``,
+``datetime.datetime`` or ISO-8601 string (``"2004-06-01"``, ``"2004-06-01T12:00:00"``) is
+read as Unix seconds, UTC where it names no zone (the unit of every registry dataset's
+``timestamp``): :func:`parse_time`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import functools
+import math
+from collections.abc import Iterator
+from numbers import Integral, Real
+
+import numpy as np
+
+from graphsys.errors import GraphsysError, ParameterError
+
+#: The edge column a time view (and the temporal samplers and splits) read by default.
+TIME_COLUMN = "timestamp"
+
+
+def parse_time(value, *, name: str = "until"):
+    """A time as an ``int`` or ``float`` in the time column's unit.
+
+    Parameters
+    ----------
+    value : int, float, str, datetime.date or datetime.datetime
+        A number (an integral string such as ``"1082040961"`` is an int), or a date or
+        ISO-8601 date-time, converted to Unix seconds (UTC when it names no zone).
+    name : str, optional
+        The parameter named by a refusal.
+
+    Returns
+    -------
+    int or float
+
+    Raises
+    ------
+    ParameterError
+        Anything else: a bool, NaN, infinity, a string that is neither a number nor an
+        ISO-8601 date.
+
+    Examples
+    --------
+    >>> parse_time(1082040961), parse_time("2004-04-15"), parse_time("2004-04-15T14:56:01")
+    (1082040961, 1081987200, 1082040961)
+    >>> parse_time("1.5")
+    1.5
+    """
+    if isinstance(value, bool) or value is None:
+        raise ParameterError(name, f"must be a time (a number, or an ISO-8601 date), got "
+                                   f"{value!r}")
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        if not math.isfinite(value):
+            raise ParameterError(name, f"must be a finite time, got {value!r}")
+        return float(value)
+    if isinstance(value, _dt.datetime):
+        when = value if value.tzinfo else value.replace(tzinfo=_dt.UTC)
+        seconds = when.timestamp()
+        return int(seconds) if seconds == int(seconds) else seconds
+    if isinstance(value, _dt.date):
+        return parse_time(_dt.datetime(value.year, value.month, value.day), name=name)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+        if number is not None:
+            return parse_time(number, name=name)
+        try:
+            return parse_time(_dt.datetime.fromisoformat(text), name=name)
+        except ValueError:
+            pass
+    raise ParameterError(name, f"must be a time (a number in the time column's unit, or an "
+                               f"ISO-8601 date such as 2004-06-01), got {value!r}")
+
+
+def time_bound(value, dtype: np.dtype, *, name: str = "until", up: bool = False):
+    """``value`` (:func:`parse_time`) as a bound comparable with a column of ``dtype``
+    exactly: for an integer column ``floor(value)`` (``up``: ``ceil``) as that integer
+    type, so ``t <= bound`` selects what ``t <= value`` does (``up``: ``t >= bound`` what
+    ``t >= value`` does), clipped to the type's range; for a float column the float."""
+    t = parse_time(value, name=name)
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        whole = t if isinstance(t, int) else (math.ceil(t) if up else math.floor(t))
+        return dtype.type(min(max(whole, int(info.min)), int(info.max)))
+    return dtype.type(t)
+
+
+def _column_dtype(graph, edge_set: str, column: str) -> np.dtype | None:
+    cols = {c.name: c.dtype for c in graph.edge_set(edge_set).columns}
+    return np.dtype(cols[column]) if column in cols else None
+
+
+@functools.cache
+def _subclass(mixin: type, base: type) -> type:
+    """``mixin`` over ``base`` (the stored graph's or bucket's own class), built once: the
+    view is that class, so it is a :class:`~graphsys.storage.graph.Graph` (a
+    :class:`~graphsys.storage.graph.Bucket`) whatever module defines it."""
+    return type(mixin.__name__, (mixin, base), {"__module__": mixin.__module__,
+                                               "__doc__": mixin.__doc__})
+
+
+class ViewBucket:
+    """A bucket of a :class:`TimeView`: the stored bucket's edges stamped ``<= until``,
+    batch for batch (``num_edges``: those in the view); an instance is also a
+    :class:`~graphsys.storage.graph.Bucket`."""
+
+    def __new__(cls, view, stored, num_edges: int):
+        if cls is ViewBucket:
+            cls = _subclass(ViewBucket, type(stored))
+        return object.__new__(cls)
+
+    def __init__(self, view, stored, num_edges: int):
+        super().__init__(view, stored.edge_set, stored.i, stored.j, num_edges)
+        self._stored = stored
+        self._bound = view._bounds_by_set[stored.edge_set]
+
+    @property
+    def mapped_region(self) -> tuple[int, int]:
+        return self._stored.mapped_region
+
+    def batches(self) -> Iterator:
+        if self.num_edges == 0:
+            return
+        column, bound = self._bound
+        start = 0
+        for eb in self._stored.batches():
+            keep = eb.columns[column] <= bound
+            kept = int(np.count_nonzero(keep))
+            if kept == len(eb):
+                yield dataclasses.replace(eb, start=start)
+            elif kept:
+                yield dataclasses.replace(
+                    eb, start=start, src=eb.src[keep], dst=eb.dst[keep],
+                    rel=None if eb.rel is None else eb.rel[keep],
+                    weight=None if eb.weight is None else eb.weight[keep],
+                    columns={k: v[keep] for k, v in eb.columns.items()})
+            start += kept
+
+
+class TimeView:
+    """A stored graph as of a time: the edges whose time column is ``<= until`` (see the
+    module docstring). Obtained from :func:`graphsys.open_graph` with ``until`` (or built
+    over an opened graph); an instance is a :class:`~graphsys.storage.graph.Graph`, which
+    engines read as any other.
+
+    Parameters
+    ----------
+    graph : Graph
+        The stored graph (opened).
+    until : int, float, str or datetime
+        The last time in the view, inclusive (:func:`parse_time`).
+    column : str, optional
+        The time edge column (default ``timestamp``). Edge sets without it cannot be read
+        through the view (one line naming the edge set); their counts are kept.
+
+    Attributes
+    ----------
+    stored : Graph
+        The graph the view reads.
+    until : int or float
+        The bound as given (parsed).
+    column : str
+        The time column.
+
+    Raises
+    ------
+    ParameterError
+        ``until`` is not a time; no edge set has the column.
+
+    Examples
+    --------
+    >>> import tempfile, pyarrow as pa, graphsys
+    >>> d = tempfile.mkdtemp()
+    >>> edges = pa.table({"src": [1, 2, 3, 1], "dst": [2, 3, 1, 3],
+    ...                   "timestamp": [10, 20, 30, 40]})
+    >>> g = graphsys.from_arrow(edges, d + "/g", edge_columns=["timestamp"])
+    >>> view = graphsys.open_graph(d + "/g", until=25)
+    >>> view.num_nodes(), view.num_edges(), isinstance(view, graphsys.Graph)
+    (3, 2, True)
+    >>> [(s.tolist(), d.tolist()) for s, d, _, _ in view.iter_edges()]
+    [([0, 1], [1, 2])]
+    """
+
+    def __new__(cls, graph, until, column: str = TIME_COLUMN):
+        if cls is TimeView:
+            stored = graph.stored if isinstance(graph, TimeView) else graph
+            cls = _subclass(TimeView, type(stored))
+        return object.__new__(cls)
+
+    def __init__(self, graph, until, column: str = TIME_COLUMN):
+        if isinstance(graph, TimeView):
+            graph = graph.stored
+        self.stored = graph
+        self.until = parse_time(until)
+        self.column = column
+        self._bounds_by_set: dict[str, tuple[str, object]] = {}
+        manifest = graph.manifest
+        sets = {}
+        for name, es in manifest.edge_sets.items():
+            dtype = _column_dtype(graph, name, column)
+            if dtype is None:
+                sets[name] = es
+                continue
+            bound = time_bound(self.until, dtype)
+            self._bounds_by_set[name] = (column, bound)
+            counts = {}
+            for b in graph.buckets("row-major", name):
+                kept = sum(int(np.count_nonzero(eb.columns[column] <= bound))
+                           for eb in b.batches())
+                if kept:
+                    counts[(b.i, b.j)] = kept
+            sets[name] = dataclasses.replace(es, num_edges=sum(counts.values()),
+                                             buckets=counts)
+        if not self._bounds_by_set:
+            have = sorted({c.name for es in manifest.edge_sets.values() for c in es.columns})
+            raise ParameterError("until", f"needs the edge column {column!r}, which no edge "
+                                          f"set of {graph.path} has (edge columns: "
+                                          f"{', '.join(have) or 'none'}; keep it at ingest "
+                                          f"as an edge column)")
+        view_manifest = dataclasses.replace(manifest, edge_sets=sets, indexes={})
+        verify = graph.verify_hashes
+        super().__init__(graph.path, view_manifest, graph.location)
+        graph.verify_hashes = verify  # the base __init__ reset it through the setter
+
+    @property
+    def verify_hashes(self) -> bool:
+        """The stored graph's ``verify_hashes`` (set through the view)."""
+        return self.stored.verify_hashes
+
+    @verify_hashes.setter
+    def verify_hashes(self, value: bool) -> None:
+        self.stored.verify_hashes = value
+
+    def check_hash(self, rel: str) -> None:
+        self.stored.check_hash(rel)
+
+    def __repr__(self) -> str:
+        return f"TimeView({super().__repr__()}, {self.column} <= {self.until!r})"
+
+    def bucket(self, i: int, j: int, edge_set: str | None = None):
+        es = self.edge_set(edge_set)
+        if es.name not in self._bounds_by_set:
+            raise GraphsysError(f"edge set {es.name!r} of {self.path} has no edge column "
+                                f"{self.column!r}: a view until a time reads only "
+                                f"timestamped edge sets")
+        stored = self.stored.bucket(i, j, es.name)
+        return ViewBucket(self, stored, es.buckets.get((i, j), 0))
+
+
+def until(graph, until, column: str = TIME_COLUMN) -> TimeView:
+    """``graph`` as of ``until``: :class:`TimeView` (what ``open_graph(path, until=t)``
+    returns); a view of a view reads the stored graph with the new bound."""
+    return TimeView(graph, until, column)

@@ -1,0 +1,157 @@
+"""Betweenness, closeness and harmonic centrality against networkx (exact, sampled with
+networkx's own sample and scaling, weighted), in memory (numba, parallel over sources) and
+in supersteps (memory, out of core, torch), and brute force on small random graphs."""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import graphsys
+from graphsys import bsp
+from graphsys.errors import GraphsysError, ParameterError
+
+from .conftest import GRAPH_KEYS, MODES, nx_graph
+
+
+def close(got: dict, want: dict, tol: float = 1e-9) -> bool:
+    return got.keys() == want.keys() and all(abs(got[k] - want[k]) <= tol * max(1, abs(want[k]))
+                                             for k in want)
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+def test_betweenness_matches_networkx(graphs, key):
+    tg = graphs[key]
+    G = nx_graph(tg.graph, tg.undirected)
+    for normalized in (True, False):
+        for endpoints in (False, True):
+            res = bsp.betweenness(tg.graph, normalized=normalized, endpoints=endpoints)
+            assert res.stats.method == "brandes"
+            want = nx.betweenness_centrality(G, normalized=normalized, endpoints=endpoints)
+            assert close(res.to_dict(), want), (normalized, endpoints)
+    res = bsp.betweenness(tg.graph, weighted=True)
+    assert res.stats.weighted
+    assert close(res.to_dict(), nx.betweenness_centrality(G, weight="weight"))
+
+
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p1"])
+@pytest.mark.parametrize("k,seed", [(7, 1), (40, 5)])
+def test_sampled_betweenness_is_networkx_scaling(graphs, key, k, seed):
+    """networkx's own sample of k sources given as ``sources``: its values, sampled and
+    other nodes scaled apart (networkx 3.6)."""
+    tg = graphs[key]
+    G = nx_graph(tg.graph, tg.undirected)
+    sample = random.Random(seed).sample(list(G.nodes()), k)
+    for normalized in (True, False):
+        for endpoints in (False, True):
+            want = nx.betweenness_centrality(G, k=k, seed=seed, normalized=normalized,
+                                             endpoints=endpoints)
+            got = bsp.betweenness(tg.graph, sources=sample, normalized=normalized,
+                                  endpoints=endpoints).to_dict()
+            assert close(got, want), (normalized, endpoints)
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+@pytest.mark.parametrize("mode,backend", MODES)
+def test_supersteps_give_the_kernels_values(graphs, key, mode, backend):
+    """The vector program (16 searches a superstep) equals the numba kernels."""
+    tg = graphs[key]
+    fast = bsp.betweenness(tg.graph, k=20, seed=3, endpoints=True)
+    res = bsp.betweenness(tg.graph, k=20, seed=3, endpoints=True, mode=mode, backend=backend,
+                          schedule="sync")
+    assert res.stats.method == "supersteps" and res.stats.converged
+    np.testing.assert_allclose(res.values, fast.values, rtol=1e-12, atol=1e-15)
+    for func in (bsp.closeness, bsp.harmonic):
+        fast = func(tg.graph, k=20, seed=3)
+        res = func(tg.graph, k=20, seed=3, mode=mode, backend=backend, schedule="sync")
+        np.testing.assert_allclose(res.values, fast.values, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+def test_closeness_and_harmonic_match_networkx(graphs, key):
+    tg = graphs[key]
+    G = nx_graph(tg.graph, tg.undirected)
+    for wf in (True, False):
+        assert close(bsp.closeness(tg.graph, wf_improved=wf).to_dict(),
+                     nx.closeness_centrality(G, wf_improved=wf))
+        assert close(bsp.closeness(tg.graph, wf_improved=wf, weighted=True).to_dict(),
+                     nx.closeness_centrality(G, distance="weight", wf_improved=wf))
+    assert close(bsp.harmonic(tg.graph).to_dict(), nx.harmonic_centrality(G))
+    assert close(bsp.harmonic(tg.graph, weighted=True).to_dict(),
+                 nx.harmonic_centrality(G, distance="weight"))
+    assert bsp.closeness(tg.graph, k=tg.n).to_dict() == bsp.closeness(tg.graph).to_dict()
+
+
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p3"])
+def test_sampled_closeness_is_the_sample_estimate(graphs, key):
+    """From the distances of the k sampled sources (networkx): closeness (c / D) * (c / k_u)
+    and harmonic sum(1 / d) * (N - 1) / k_u, k_u the sources other than u."""
+    tg = graphs[key]
+    G = nx_graph(tg.graph, tg.undirected)
+    n, k = tg.n, 30
+    sources = np.sort(np.random.default_rng(11).choice(n, k, replace=False))
+    ids = tg.graph.node_ids().tolist()
+    total, count, inverse = (dict.fromkeys(ids, 0.0) for _ in range(3))
+    for s in sources:
+        for u, d in nx.single_source_shortest_path_length(G, ids[s]).items():
+            if d > 0:
+                total[u] += d
+                count[u] += 1
+                inverse[u] += 1 / d
+    others = {u: k - (i in set(sources.tolist())) for i, u in enumerate(ids)}
+    clo = {u: (count[u] / total[u]) * (count[u] / others[u]) if total[u] else 0.0
+           for u in ids}
+    har = {u: inverse[u] * (n - 1) / others[u] for u in ids}
+    assert close(bsp.closeness(tg.graph, k=k, seed=11).to_dict(), clo)
+    assert close(bsp.harmonic(tg.graph, k=k, seed=11).to_dict(), har)
+    by_id = bsp.closeness(tg.graph, sources=[ids[s] for s in sources]).to_dict()
+    assert close(by_id, clo)
+
+
+def test_centrality_errors(graphs):
+    g = graphs["directed-p1"].graph
+    with pytest.raises(ParameterError, match="^k must be an integer from 1 to the 240 nodes"):
+        bsp.betweenness(g, k=0)
+    with pytest.raises(ParameterError, match="^k and sources exclude each other"):
+        bsp.closeness(g, k=3, sources=[1, 2])
+    with pytest.raises(ParameterError, match="^sources lists a node twice"):
+        bsp.harmonic(g, sources=[1, 1])
+    with pytest.raises(ParameterError, match="^normalized must be True or False"):
+        bsp.betweenness(g, normalized="yes")
+    with pytest.raises(GraphsysError, match="^weighted betweenness runs in memory on the CPU"):
+        bsp.betweenness(g, weighted=True, schedule="sync")
+    chain = graphs["chain"].graph
+    with pytest.raises(ParameterError, match="^weighted is True but edge set 'default' has "
+                                             "no weights"):
+        bsp.closeness(chain, weighted=True)
+
+
+def test_weights_must_be_positive(tmp_path):
+    g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tmp_path / "g",
+                            weight=np.array([1.0, 0.0]))
+    with pytest.raises(GraphsysError, match="^closeness reads edge weights as lengths and "
+                                            "needs them positive and finite; found 0.0"):
+        bsp.closeness(g, weighted=True)
+    assert bsp.closeness(g).stats.converged  # hops: the weights are not read
+
+
+EDGES = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)).filter(
+    lambda e: e[0] != e[1]), min_size=1, max_size=60)
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(edges=EDGES, undirected=st.booleans())
+def test_small_random_graphs(tmp_path_factory, edges, undirected):
+    src, dst = (np.array(x) for x in zip(*edges))
+    g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("c") / "g", num_nodes=21,
+                            dedupe=True, undirected=undirected, partitions=2)
+    G = nx_graph(g, undirected)
+    assert close(bsp.betweenness(g).to_dict(), nx.betweenness_centrality(G))
+    assert close(bsp.closeness(g).to_dict(), nx.closeness_centrality(G))
+    assert close(bsp.harmonic(g).to_dict(), nx.harmonic_centrality(G))

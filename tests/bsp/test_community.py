@@ -1,0 +1,172 @@
+"""Modularity, Louvain and Leiden against networkx (and igraph's modularity), and
+semi-synchronous label propagation against networkx's label_propagation_communities, in
+memory (numba) and in supersteps."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import graphsys
+from graphsys import bsp
+from graphsys.errors import GraphsysError, ParameterError
+
+from .conftest import GRAPH_KEYS, MODES, build, nx_graph
+
+
+def groups(labels: dict) -> list[set]:
+    out: dict = {}
+    for node, label in labels.items():
+        out.setdefault(label, set()).add(node)
+    return list(out.values())
+
+
+@pytest.fixture(scope="module")
+def looped(tmp_path_factory):
+    """A weighted graph with self-loops and multi-edges merged (dedupe), both ways."""
+    rng = np.random.default_rng(2)
+    src, dst = rng.integers(0, 90, 500), rng.integers(0, 90, 500)
+    src[:25] = dst[:25]
+    w = np.round(rng.uniform(0.5, 3.0, 500), 2)
+    out = {}
+    for undirected in (True, False):
+        out[undirected] = graphsys.from_numpy(
+            src, dst, tmp_path_factory.mktemp("looped") / "g", weight=w, dedupe=True,
+            undirected=undirected, partitions=3)
+    return out
+
+
+@pytest.mark.parametrize("undirected", [True, False])
+def test_modularity_matches_networkx(looped, undirected):
+    g = looped[undirected]
+    rng = np.random.default_rng(0)
+    ids = g.node_ids().tolist()
+    for resolution in (1.0, 0.4, 2.5):
+        labels = rng.integers(0, 6, len(ids))
+        parts = groups(dict(zip(ids, labels.tolist())))
+        for weighted, weight in ((None, "weight"), (False, None)):
+            G = nx_graph(g, undirected, weights=weight is not None)
+            want = nx.community.modularity(G, parts, resolution=resolution, weight=weight)
+            got = bsp.modularity(g, parts, resolution=resolution, weighted=weighted)
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
+        by_dict = bsp.modularity(g, dict(zip(ids, labels.tolist())), resolution=resolution)
+        by_array = bsp.modularity(g, labels, resolution=resolution)
+        assert by_dict == by_array == bsp.modularity(g, parts, resolution=resolution)
+    if not undirected:  # every edge as undirected: networkx's to_undirected with summed weights
+        H = nx.Graph()
+        H.add_nodes_from(ids)
+        for u, v, d in nx_graph(g, False).edges(data=True):
+            w = H[u][v]["weight"] + d["weight"] if H.has_edge(u, v) else d["weight"]
+            H.add_edge(u, v, weight=w)
+        labels = rng.integers(0, 4, len(ids))
+        parts = groups(dict(zip(ids, labels.tolist())))
+        assert bsp.modularity(g, labels, directed=False) == pytest.approx(
+            nx.community.modularity(H, parts), rel=1e-12)
+
+
+def test_modularity_errors(looped):
+    g = looped[True]
+    with pytest.raises(ParameterError, match="^communities must label each of the"):
+        bsp.modularity(g, [0, 1, 2])
+    with pytest.raises(ParameterError, match="^communities puts a node in two communities"):
+        bsp.modularity(g, [set(g.node_ids().tolist()), {int(g.node_ids()[0])}])
+    with pytest.raises(ParameterError, match="^resolution must be a positive finite number"):
+        bsp.modularity(g, np.zeros(g.num_nodes()), resolution=0)
+    with pytest.raises(ParameterError, match="^directed is True but the edge set is stored "
+                                             "undirected"):
+        bsp.modularity(g, np.zeros(g.num_nodes()), directed=True)
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+def test_louvain_and_leiden(graphs, key):
+    """The reported modularity is networkx's of the communities; it reaches at least
+    networkx's Louvain (same graph, several seeds, on average); Leiden's communities are
+    connected."""
+    tg = graphs[key]
+    G = nx_graph(tg.graph, tg.undirected)
+    ours, theirs = [], []
+    for seed in range(3):
+        res = bsp.louvain(tg.graph, seed=seed)
+        parts = groups(res.to_dict())
+        q = nx.community.modularity(G, parts)
+        assert res.stats.scores["modularity"] == pytest.approx(q, rel=1e-10)
+        assert res.stats.method == "louvain" and res.stats.converged
+        ours.append(q)
+        theirs.append(nx.community.modularity(G, nx.community.louvain_communities(G, seed=seed)))
+        lei = bsp.leiden(tg.graph, seed=seed)
+        assert lei.stats.scores["modularity"] == pytest.approx(
+            nx.community.modularity(G, groups(lei.to_dict())), rel=1e-10)
+        U = G.to_undirected()
+        for part in groups(lei.to_dict()):
+            assert nx.is_connected(U.subgraph(part))
+        # a label is the community's smallest internal id
+        for label in np.unique(res.values):
+            assert label == np.flatnonzero(res.values == label).min()
+    assert np.mean(ours) >= np.mean(theirs) - 1e-3, (ours, theirs)
+    again = bsp.louvain(tg.graph, seed=1)
+    assert again.to_dict() == bsp.louvain(tg.graph, seed=1).to_dict()
+
+
+def test_community_refuses_supersteps(graphs):
+    g = graphs["undirected-p1"].graph
+    with pytest.raises(GraphsysError, match="^louvain runs in memory on the CPU"):
+        bsp.louvain(g, mode="out-of-core")
+    with pytest.raises(GraphsysError, match="^leiden runs in memory on the CPU"):
+        bsp.leiden(g, backend="torch")
+    with pytest.raises(ParameterError, match="^iterations must be a non-zero integer"):
+        bsp.louvain(g, iterations=0)
+
+
+@pytest.mark.parametrize("key", ["undirected-p1", "undirected-p3"])
+@pytest.mark.parametrize("mode,backend", MODES)
+def test_label_propagation_matches_networkx(graphs, key, mode, backend):
+    tg = graphs[key]
+    G = nx_graph(tg.graph, True, weights=False)
+    want = sorted(sorted(c) for c in nx.community.label_propagation_communities(G))
+    res = bsp.label_propagation(tg.graph, mode=mode, backend=backend)
+    assert sorted(sorted(c) for c in groups(res.to_dict())) == want
+    assert res.stats.converged
+    fast = mode == "memory" and backend == "numba"
+    assert res.stats.method == ("semi-synchronous" if fast else "supersteps")
+
+
+def test_label_propagation_finds_cliques(tmp_path):
+    # three 6-cliques joined in a ring by single edges: three communities
+    edges = [(a + 6 * k, b + 6 * k) for k in range(3) for a in range(6) for b in range(a)]
+    edges += [(0, 6), (7, 12), (13, 1)]
+    s, d = zip(*edges)
+    tg = build(tmp_path, "cliques", s, d, num_nodes=18, partitions=2, undirected=True)
+    for schedule in ("auto", "sync"):
+        res = bsp.label_propagation(tg.graph, schedule=schedule)
+        assert {frozenset(c) for c in groups(res.to_dict())} == {
+            frozenset(range(6 * k, 6 * k + 6)) for k in range(3)}
+        assert res.stats.converged
+
+
+def test_label_propagation_warns_when_it_stops_early(graphs):
+    from graphsys.errors import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="^lpa did not converge within 1 supersteps"):
+        res = bsp.label_propagation(graphs["undirected-p1"].graph, max_iters=1)
+    assert not res.stats.converged
+
+
+EDGES = st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)).filter(
+    lambda e: e[0] != e[1]), min_size=1, max_size=60)
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(edges=EDGES)
+def test_label_propagation_small_random_graphs(tmp_path_factory, edges):
+    src, dst = (np.array(x) for x in zip(*edges))
+    g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("lpa") / "g", num_nodes=21,
+                            undirected=True, dedupe=True, partitions=2)
+    G = nx_graph(g, True)
+    want = sorted(sorted(c) for c in nx.community.label_propagation_communities(G))
+    for schedule in ("auto", "sync"):
+        got = groups(bsp.label_propagation(g, schedule=schedule).to_dict())
+        assert sorted(sorted(c) for c in got) == want

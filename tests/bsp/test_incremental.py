@@ -1,0 +1,173 @@
+"""Runs started from a stored result after an append equal runs from scratch and networkx
+(PageRank to the tolerance; WCC, BFS, SSSP exactly); results of other edges, algorithms or
+sources are refused in one line."""
+
+from __future__ import annotations
+
+import collections
+
+import networkx as nx
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import graphsys
+from graphsys import bsp, open_graph
+from graphsys.bsp import incremental
+from graphsys.cli import main
+from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.plugins import ALGORITHMS
+
+
+def _day(seed: int, n: int, m: int, weighted: bool = False) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    cols = {"src": rng.integers(0, n, m) * 2, "dst": rng.integers(0, n, m) * 2}
+    if weighted:
+        cols["w"] = rng.integers(1, 9, m).astype(np.float64)  # sums exact in float32
+    return pa.table(cols)
+
+
+def _grow(tmp_path, *, undirected=False, weighted=False):
+    """A graph of day 1 and the results of every algorithm on it, then days 2 and 3
+    appended (new nodes); returns (graph, results, the networkx graph of all days)."""
+    days = [_day(1, 400, 1500, weighted), _day(2, 460, 40, weighted), _day(3, 470, 30, weighted)]
+    for k, t in enumerate(days):
+        pq.write_table(t, tmp_path / f"day{k}.parquet")
+    opts = {"weight_col": "w"} if weighted else {}
+    g = graphsys.ingest(tmp_path / "day0.parquet", tmp_path / "g", partitions=3,
+                        undirected=undirected, **opts)
+    src = int(days[0]["src"][0].as_py())
+    results = {"pagerank": bsp.pagerank(g, tol=1e-10), "wcc": bsp.wcc(g),
+               "bfs": bsp.bfs(g, src), "sssp": bsp.sssp(g, src)}
+    for name, r in results.items():
+        pq.write_table(r.to_table(), tmp_path / f"{name}.parquet")
+    for k in (1, 2):
+        graphsys.ingest(tmp_path / f"day{k}.parquet", tmp_path / "g", append=True,
+                        edge_set=f"day{k}", undirected=undirected, **opts)
+    ref = nx.MultiGraph() if undirected else nx.MultiDiGraph()
+    g = open_graph(tmp_path / "g")
+    ref.add_nodes_from(g.node_ids().tolist())
+    for t in days:
+        w = t["w"].to_pylist() if weighted else [1.0] * len(t)
+        ref.add_weighted_edges_from(zip(t["src"].to_pylist(), t["dst"].to_pylist(), w))
+    return g, src, ref
+
+
+@pytest.mark.parametrize("undirected", [False, True])
+def test_started_runs_equal_runs_from_scratch_and_networkx(tmp_path, undirected):
+    g, src, ref = _grow(tmp_path, undirected=undirected)
+    cold = bsp.pagerank(g, tol=1e-10)
+    warm = bsp.pagerank(g, tol=1e-10, init=tmp_path / "pagerank.parquet")
+    assert "warm start" in warm.stats.method
+    assert warm.stats.num_supersteps < cold.stats.num_supersteps
+    assert np.abs(warm.values - cold.values).sum() < 1e-8
+    if not undirected:
+        pr = nx.pagerank(ref, tol=1e-12, weight=None)
+        got = warm.to_dict()
+        assert max(abs(got[k] - pr[k]) for k in pr) < 1e-9
+    wcc = bsp.wcc(g, init=tmp_path / "wcc.parquet")
+    assert wcc.stats.method == "union-find over the new edges"
+    assert np.array_equal(wcc.values, bsp.wcc(g).values)
+    comps = collections.defaultdict(set)
+    for node, label in wcc.to_dict().items():
+        comps[label].add(node)
+    parts = (nx.connected_components(ref) if undirected
+             else nx.weakly_connected_components(ref))
+    assert sorted(map(sorted, comps.values())) == sorted(map(sorted, parts))
+    lengths = nx.single_source_shortest_path_length(ref, src)
+    bfs = bsp.bfs(g, src, init=tmp_path / "bfs.parquet")
+    assert "repaired" in bfs.stats.method
+    assert np.array_equal(bfs.values, bsp.bfs(g, src).values)
+    assert all(bfs.value(k) == lengths.get(k, np.inf) for k in ref.nodes)
+
+
+def test_started_runs_on_the_device(tmp_path, device):
+    g, src, ref = _grow(tmp_path, weighted=True)
+    got = bsp.sssp(g, src, init=tmp_path / "sssp.parquet", device=device)
+    assert np.array_equal(got.values, bsp.sssp(g, src).values)
+    dist = nx.single_source_dijkstra_path_length(ref, src)
+    assert all(got.value(k) == dist.get(k, np.inf) for k in ref.nodes)
+    # the result of a started run starts the next one (its provenance is recorded)
+    again = bsp.sssp(g, src, init=got, device=device)
+    assert np.array_equal(again.values, got.values)
+    ranks = bsp.pagerank(g, tol=1e-10, init=tmp_path / "pagerank.parquet", device=device)
+    assert np.abs(ranks.values - bsp.pagerank(g, tol=1e-10).values).sum() < 1e-8
+
+
+def test_a_result_whose_graph_grew_since_is_refused(tmp_path):
+    pq.write_table(_day(1, 50, 100), tmp_path / "a.parquet")
+    pq.write_table(_day(2, 60, 10), tmp_path / "b.parquet")
+    g = graphsys.ingest(tmp_path / "a.parquet", tmp_path / "g")
+    kept = bsp.wcc(g)  # its graph's files are replaced by the append
+    graphsys.ingest(tmp_path / "b.parquet", tmp_path / "g", append=True, edge_set="b")
+    with pytest.raises(GraphsysError, match="changed on disk since it was computed"):
+        bsp.wcc(open_graph(tmp_path / "g"), init=kept)
+
+
+def test_results_of_other_runs_are_refused(tmp_path):
+    g, src, _ = _grow(tmp_path)
+    with pytest.raises(GraphsysError, match="holds a pagerank result, not wcc"):
+        bsp.wcc(g, init=tmp_path / "pagerank.parquet")
+    with pytest.raises(GraphsysError, match="was computed from source"):
+        bsp.bfs(g, src + 2, init=tmp_path / "bfs.parquet")
+    with pytest.raises(GraphsysError, match="computed on edge set 'default', which this run "
+                                            "does not read \\(it reads day1\\)"):
+        bsp.wcc(g, edge_set="day1", init=tmp_path / "wcc.parquet")
+    other = graphsys.from_numpy([0, 2], [2, 4], tmp_path / "other")
+    with pytest.raises(GraphsysError, match="edge set 'default' changed since"):
+        bsp.wcc(other, init=tmp_path / "wcc.parquet")
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"node": [0], "value": [0.0]}), plain)
+    with pytest.raises(FormatError, match="no graphsys run recorded"):
+        bsp.wcc(g, init=plain)
+    with pytest.raises(ParameterError, match="not a regular file"):
+        bsp.wcc(g, init=tmp_path / "missing.parquet")
+    with pytest.raises(ParameterError, match="kcore does not start from a previous result"):
+        ALGORITHMS.get("kcore").run(g, init=tmp_path / "wcc.parquet")
+
+
+def test_cli_starts_from_the_result_it_replaces(tmp_path, capsys):
+    g, src, _ = _grow(tmp_path)
+    out = tmp_path / "pr.parquet"
+    (tmp_path / "pagerank.parquet").rename(out)
+    assert main(["run", "pagerank", str(g.path), "--out", str(out), "--overwrite",
+                 "--tol", "1e-10", "--quiet"]) == 0
+    assert f"started from {out}" in capsys.readouterr().out
+    warm = pq.read_table(out)
+    cold = tmp_path / "cold.parquet"
+    assert main(["run", "pagerank", str(g.path), "--out", str(cold), "--init", "none",
+                 "--tol", "1e-10", "--quiet"]) == 0
+    assert "started from" not in capsys.readouterr().out
+    assert np.abs(np.asarray(warm["value"]) - np.asarray(pq.read_table(cold)["value"])
+                  ).sum() < 1e-8
+    # another algorithm's result in --out is replaced from scratch, not started from
+    assert main(["run", "wcc", str(g.path), "--out", str(cold), "--overwrite"]) == 0
+    assert "started from" not in capsys.readouterr().out
+    assert main(["run", "wcc", str(g.path), "--init", str(out)]) != 0
+    assert "holds a pagerank result, not wcc" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("strings", [False, True])
+def test_previous_rows_matched_by_id_in_any_order(tmp_path, strings):
+    """Rows in the stored order are placed by the grown layout (checked by id); rows in
+    another order, or string ids, are looked up by id: the same answer either way."""
+    days = [_day(1, 300, 700), _day(2, 330, 40)]
+    if strings:
+        days = [pa.table({c: pa.array([f"n{x}" for x in t[c].to_pylist()]) for c in t.column_names})
+                for t in days]
+    for k, t in enumerate(days):
+        pq.write_table(t, tmp_path / f"d{k}.parquet")
+    g = graphsys.ingest(tmp_path / "d0.parquet", tmp_path / "g", partitions=3)
+    before = bsp.wcc(g).to_table()
+    g = graphsys.ingest(tmp_path / "d1.parquet", tmp_path / "g", append=True, edge_set="d1")
+    shuffled = before.take(np.random.default_rng(0).permutation(before.num_rows))
+    assert shuffled.schema.metadata == before.schema.metadata
+    want = bsp.wcc(g).values
+    for prev in (before, shuffled):
+        assert np.array_equal(bsp.wcc(g, init=prev).values, want)
+    sizes = incremental.result_provenance(before)[1]["partition_sizes"]
+    placed = incremental._appended_layout(g, before.column("node").combine_chunks(), sizes)
+    assert np.array_equal(placed, g.to_internal(before.column("node").to_pylist()))
+    assert incremental._appended_layout(g, shuffled.column("node").combine_chunks(),
+                                        sizes) is None

@@ -1,0 +1,50 @@
+"""``graphsys info --degrees --diameter``: the measures of graphsys.measures, in text and
+JSON (NaN, undefined, as null)."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+
+import graphsys
+from graphsys.cli import main
+
+
+def test_degrees_and_diameter(tmp_path, capsys):
+    G = nx.gnm_random_graph(60, 150, seed=2, directed=True)
+    G.add_edge(3, 3)
+    g = graphsys.from_networkx(G, tmp_path / "g")
+    assert main(["info", str(tmp_path / "g"), "--degrees", "--diameter", "exact",
+                 "--json"]) == 0
+    m = json.loads(capsys.readouterr().out)["edge_sets"]["default"]["measures"]
+    both, out, inn = m["degrees"]
+    assert (both["direction"], out["direction"], inn["direction"]) == ("both", "out", "in")
+    assert both["max"] == max(d for _, d in G.degree()) and out["self_loops"] == 1
+    assert dict(map(tuple, out["distribution"])) == _hist(G.out_degree())
+    assert abs(m["reciprocity"] - nx.overall_reciprocity(G)) < 1e-12
+    assert abs(m["assortativity"]["out-in"] - nx.degree_assortativity_coefficient(G)) < 1e-9
+    U = G.to_undirected()
+    diam = max(max(nx.eccentricity(U.subgraph(c)).values())
+               for c in nx.connected_components(U))
+    assert m["diameter"]["diameter"] == diam and m["diameter"]["exact"]
+    assert main(["info", str(tmp_path / "g"), "--degrees", "--diameter", "estimate"]) == 0
+    text = capsys.readouterr().out
+    assert "out-degree: min" in text and "nodes by degree:" in text and "diameter" in text
+    assert g.num_nodes() == 60
+
+
+def _hist(view) -> dict:
+    out: dict = {}
+    for _, d in view:
+        out[d] = out.get(d, 0) + 1
+    return out
+
+
+def test_undefined_values_are_null(tmp_path, capsys):
+    graphsys.from_numpy([0, 1], [1, 0], tmp_path / "g", num_nodes=3)
+    assert main(["info", str(tmp_path / "g"), "--degrees", "--json"]) == 0
+    m = json.loads(capsys.readouterr().out)["edge_sets"]["default"]["measures"]
+    assert m["assortativity"]["out-in"] is None  # every degree is 1: no variance
+    assert main(["info", str(tmp_path / "g"), "--degrees"]) == 0
+    assert "undefined" in capsys.readouterr().out

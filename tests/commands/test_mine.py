@@ -1,0 +1,127 @@
+"""``graphsys mine``: every sub-command's answer, its JSON and --out, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from graphsys import cli, from_numpy
+from graphsys.storage.adjacency_index import build_index
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    """A directed graph with ids 10.., three triangles and a 4-clique, and its networkx
+    twin; node column ``label`` (id parity)."""
+    rng = np.random.default_rng(1)
+    src, dst = rng.integers(0, 14, 40) + 10, rng.integers(0, 14, 40) + 10
+    src = np.concatenate([src, [30, 30, 30, 31, 31, 32]])
+    dst = np.concatenate([dst, [31, 32, 33, 32, 33, 33]])
+    ids = np.unique(np.concatenate([src, dst]))
+    path = tmp_path_factory.mktemp("mine") / "g"
+    from_numpy(src, dst, path, partitions=2)
+    n = int(ids.max()) + 1
+    from_numpy(src, dst, path.parent / "lab", partitions=2, num_nodes=n,
+               node_columns={"label": np.arange(n) % 2})
+    G = nx.Graph((int(a), int(b)) for a, b in zip(src, dst) if a != b)
+    D = nx.DiGraph((int(a), int(b)) for a, b in zip(src, dst) if a != b)
+    return path, path.parent / "lab", G, D
+
+
+def run(args, capsys) -> dict:
+    assert cli.main(["mine", *args, "--json", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_triangles_and_clustering(graph, capsys, tmp_path):
+    path, _, G, _ = graph
+    got = run(["triangles", str(path)], capsys)
+    assert got["triangles"] == sum(nx.triangles(G).values()) // 3
+    assert got["transitivity"] == pytest.approx(nx.transitivity(G))
+    out = tmp_path / "t.parquet"
+    got = run(["clustering", str(path), "--out", str(out)], capsys)
+    assert got["average_clustering"] == pytest.approx(
+        sum(nx.clustering(G).values()) / got_nodes(path))
+    t = pq.read_table(out)
+    assert t.column_names == ["node", "clustering"]
+    values = dict(zip(t.column("node").to_pylist(), t.column("clustering").to_pylist()))
+    assert all(values[v] == pytest.approx(c) for v, c in nx.clustering(G).items())
+    out2 = tmp_path / "t2.parquet"
+    run(["triangles", str(path), "--out", str(out2)], capsys)
+    t = pq.read_table(out2)
+    assert dict(zip(t.column("node").to_pylist(),
+                    t.column("triangles").to_pylist())) == {
+        v: nx.triangles(G).get(v, 0) for v in t.column("node").to_pylist()}
+
+
+def got_nodes(path) -> int:
+    from graphsys import open_graph
+
+    return open_graph(path).num_nodes()
+
+
+def test_out_of_core_mode(graph, capsys, tmp_path):
+    path, _, G, _ = graph
+    copy = tmp_path / "g"
+    import shutil
+
+    shutil.copytree(path, copy)
+    assert cli.main(["mine", "triangles", str(copy), "--mode", "out-of-core"]) == 2
+    assert "graphsys index" in capsys.readouterr().err
+    from graphsys import open_graph
+
+    build_index(open_graph(copy), ("sym",))
+    got = run(["triangles", str(copy), "--mode", "out-of-core"], capsys)
+    assert got["triangles"] == sum(nx.triangles(G).values()) // 3
+
+
+def test_triads_cliques_motifs(graph, capsys):
+    path, _, G, D = graph
+    census = run(["triads", str(path)], capsys)["census"]
+    assert {k: v for k, v in census.items() if k != "003"} == {
+        k: v for k, v in nx.triadic_census(D).items() if k != "003"}
+    got = run(["cliques", str(path), "-k", "4", "--list", "2"], capsys)
+    four = [c for c in nx.enumerate_all_cliques(G) if len(c) == 4]
+    assert got["cliques"] == len(four) and len(got["listed"]) == min(2, len(four))
+    motifs = run(["motifs", str(path), "--size", "4"], capsys)
+    assert motifs["counts"]["4-clique"] == len(four) and motifs["method"] == "exact"
+    sampled = run(["motifs", str(path), "--size", "4", "--samples", "500", "--seed", "3"],
+                  capsys)
+    assert sampled["method"] == "sampled" and sampled["samples"] == 500
+
+
+def test_pattern(graph, capsys, tmp_path):
+    _, lab, G, _ = graph
+    got = run(["pattern", str(lab), "0-1,1-2,2-0"], capsys)
+    assert got["matches"] == sum(nx.triangles(G).values()) // 3
+    out = tmp_path / "m.parquet"
+    got = run(["pattern", str(lab), "wedge", "--induced", "--labels", "label",
+               "--pattern-labels", "0,*,0", "--out", str(out)], capsys)
+    rows = pq.read_table(out).to_pylist()
+    assert len(rows) == got["matches"]
+    for r in rows:
+        a, b, c = r["node0"], r["node1"], r["node2"]
+        assert G.has_edge(a, b) and G.has_edge(b, c) and not G.has_edge(a, c)
+        assert a % 2 == 0 and c % 2 == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["cliques", "{g}", "-k", "9"], "-k must be an integer from 3 to 8"),
+    (["motifs", "{g}", "--size", "5"], "--size must be 3 or 4"),
+    (["motifs", "{g}", "--size", "3", "--samples", "100"], "--samples applies"),
+    (["triangles", "{g}", "--mode", "gpu"], "--mode must be one of"),
+    (["triangles", "{g}", "--threads", "0"], "--threads must be a positive integer"),
+    (["pattern", "{g}", "0-1,2-3"], "pattern must be connected"),
+    (["pattern", "{g}", "0-1-2"], "each edge is two node numbers"),
+    (["pattern", "{g}", "wedge", "--pattern-labels", "1,2,3"], "needs --labels"),
+    (["triangles", "{g}", "--memory-limit", "1kB"], "graphsys index"),
+])
+def test_bad_input_is_one_line(graph, capsys, args, message):
+    path = graph[0]
+    assert cli.main(["mine", *[a.format(g=path) for a in args]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and message in err, err

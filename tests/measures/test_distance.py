@@ -1,0 +1,79 @@
+"""Eccentricity and diameter against NetworkX on random graphs (several components,
+directed ones in their undirected view) and against breadth-first searches of scipy on the
+real graphs."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from scipy.sparse import csgraph
+
+from graphsys.errors import ParameterError
+from graphsys.measures import diameter, eccentricity
+from tests.measures.conftest import small_graph
+
+
+def nx_eccentricities(U) -> dict:
+    out = {}
+    for comp in nx.connected_components(U):
+        out.update(nx.eccentricity(U.subgraph(comp)))
+    return out
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_small_graphs_match_networkx(tmp_path, directed):
+    for seed in range(8):
+        t = small_graph(tmp_path, seed, directed, dedupe=seed % 2 == 0)
+        ref = nx_eccentricities(t.U)
+        ids = t.graph.node_ids().tolist()
+        assert eccentricity(t.graph).tolist() == [ref[v] for v in ids]
+        assert eccentricity(t.graph, ids[:3]).tolist() == [ref[v] for v in ids[:3]]
+        diam = max(ref.values())
+        for exact in (True, False):
+            d = diameter(t.graph, exact=exact)
+            assert d.lower <= diam <= d.upper and d.value == d.lower
+            assert nx.shortest_path_length(t.U, *d.endpoints) == d.value
+            assert d.components == nx.number_connected_components(t.U)
+        assert d.exact or d.upper > d.lower
+        assert diameter(t.graph, exact=True).value == diam
+
+
+def test_path_cycle_and_isolated_nodes(tmp_path):
+    import graphsys
+
+    g = graphsys.from_numpy(np.arange(9), np.arange(1, 10), tmp_path / "p", num_nodes=12)
+    d = diameter(g, exact=True)
+    assert (d.value, d.exact, sorted(d.endpoints), d.components) == (9, True, [0, 9], 3)
+    assert eccentricity(g, [10, 11, 4]).tolist() == [0, 0, 5]
+    c = graphsys.from_numpy(np.arange(10), (np.arange(10) + 1) % 10, tmp_path / "c")
+    assert diameter(c, exact=True).value == 5
+    with pytest.raises(ParameterError, match="exact"):
+        diameter(c, exact="yes")
+
+
+@pytest.mark.parametrize("name", ["email-enron", "soc-slashdot0902", "luxembourg-osm"])
+def test_real_graphs(real, name):
+    r = real[name]
+    d = diameter(r.graph, exact=True)
+    assert d.exact and d.lower == d.upper == d.value
+    a, b = r.graph.to_internal(list(d.endpoints)).tolist()
+    dist = csgraph.shortest_path(r.sym, unweighted=True, indices=[a, b])
+    assert dist[0, b] == d.value  # the endpoints are that far apart
+    assert np.nanmax(np.where(np.isinf(dist), np.nan, dist)) == d.value
+    est = diameter(r.graph)
+    assert est.lower <= d.value <= est.upper
+    rng = np.random.default_rng(0)
+    nodes = rng.integers(0, r.sym.shape[0], 8)
+    ref = csgraph.shortest_path(r.sym, unweighted=True, indices=nodes)
+    ref[np.isinf(ref)] = -1
+    assert eccentricity(r.graph, nodes, internal=True).tolist() == ref.max(axis=1).tolist()
+
+
+def test_enron_eccentricities_bound_the_diameter(real):
+    r = real["email-enron"]
+    ecc = eccentricity(r.graph)
+    assert ecc.max() == diameter(r.graph, exact=True).value
+    labels = csgraph.connected_components(r.sym)[1]
+    giant = np.flatnonzero(labels == np.bincount(labels).argmax())
+    assert ecc[giant].min() * 2 >= ecc.max()  # radius >= diameter / 2

@@ -1,0 +1,173 @@
+"""Link scores and top-k candidates against NetworkX (random graphs, self-loops, parallel and
+reciprocal edges, directed ones in their undirected view), brute force over scipy rows and
+igraph on the real graphs."""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.measures import common_neighbors, link_scores, top_links
+from tests.measures.conftest import small_graph
+
+NX = {
+    "jaccard": nx.jaccard_coefficient,
+    "adamic_adar": nx.adamic_adar_index,
+    "resource_allocation": nx.resource_allocation_index,
+    "preferential_attachment": nx.preferential_attachment,
+    "common": None,
+}
+
+
+def nx_score(U, method, u, v):
+    if method == "common":
+        return len(nx.common_neighbors(U, u, v))
+    try:
+        return next(NX[method](U, [(u, v)]))[2]
+    except ZeroDivisionError:  # a common neighbour of degree 1 (u == v only)
+        return math.inf
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("dedupe", [True, False])
+def test_pairs_match_networkx(tmp_path, directed, dedupe):
+    rng = np.random.default_rng(5)
+    for seed in range(4):
+        t = small_graph(tmp_path, seed + 10 * dedupe, directed, dedupe=dedupe)
+        nodes = list(t.U)
+        pairs = [(nodes[a], nodes[b]) for a, b in rng.integers(0, len(nodes), (60, 2))]
+        for method in NX:
+            got = link_scores(t.graph, pairs, method)
+            ref = [nx_score(t.U, method, u, v) for u, v in pairs]
+            np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=method)
+        for u, v in pairs[:15]:
+            assert set(common_neighbors(t.graph, u, v).tolist()) == nx.common_neighbors(t.U, u, v)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_top_links_are_the_best_two_hop_candidates(tmp_path, directed):
+    t = small_graph(tmp_path, 3, directed, n=35, m=90)
+    g, U = t.graph, t.U
+    rank = dict(zip(g.node_ids().tolist(), range(g.num_nodes())))  # ties: smaller internal id
+    for method in NX:
+        res = top_links(g, k=4, method=method)
+        got: dict = {}
+        for u, v, s in res:
+            got.setdefault(u, []).append((v, s))
+        for u in U:
+            two = {x for w in U[u] if w != u for x in U[w]} - set(U[u]) - {u}
+            scores = {x: nx_score(U, method, u, x) for x in two}
+            want = sorted(two, key=lambda x: (-scores[x], rank[x]))[:4]
+            row = got.get(u, [])
+            assert [x for x, _ in row] == want, (method, u)
+            np.testing.assert_allclose([s for _, s in row], [scores[x] for x in want])
+    one = top_links(g, [int(g.node_ids()[0])], k=2)
+    assert set(one.source.tolist()) <= {int(g.node_ids()[0])}
+    assert one.to_table().column_names == ["source", "target", "score"]
+
+
+def test_string_ids_and_internal_ids(tmp_path):
+    import graphsys
+
+    G = nx.Graph([("a", "b"), ("b", "c"), ("a", "c"), ("c", "d")])
+    g = graphsys.from_networkx(G, tmp_path / "g")
+    assert link_scores(g, [("a", "d")], "common").tolist() == [1.0]
+    a, d = g.to_internal(["a", "d"]).tolist()
+    assert link_scores(g, np.array([[a, d]]), "common", internal=True).tolist() == [1.0]
+    assert common_neighbors(g, "a", "d").to_pylist() == ["c"]
+    assert list(top_links(g, ["d"], k=3, method="jaccard")) == [("d", "a", 0.5),
+                                                                  ("d", "b", 0.5)]
+
+
+def test_bad_input_is_one_line(tmp_path):
+    t = small_graph(tmp_path, 1, False, n=5, m=6)
+    with pytest.raises(ParameterError, match="method must be one of"):
+        link_scores(t.graph, [(3, 10)], "cosine")
+    with pytest.raises(ParameterError, match="pairs"):
+        link_scores(t.graph, [(3, 10, 17)])
+    with pytest.raises(GraphsysError, match="node id 4 is not in the graph"):
+        link_scores(t.graph, [(3, 4)])
+    with pytest.raises(ParameterError, match="internal id 99"):
+        link_scores(t.graph, [(0, 99)], internal=True)
+    with pytest.raises(ParameterError, match="k must be"):
+        top_links(t.graph, k=-1)
+    assert link_scores(t.graph, np.zeros((0, 2), np.int64)).shape == (0,)
+
+
+def brute_scores(sym, method, u, v):
+    """The scores from Python sets over the rows of the binary symmetric matrix."""
+    nb = [set(sym.indices[sym.indptr[x]:sym.indptr[x + 1]].tolist()) for x in (u, v)]
+
+    def deg(w):
+        row = sym.indices[sym.indptr[w]:sym.indptr[w + 1]]
+        return len(row) + int(w in row)
+
+    common = (nb[0] & nb[1]) - {u, v}
+    if method == "common":
+        return len(common)
+    if method == "jaccard":
+        union = len(nb[0] | nb[1])
+        return len(common) / union if union else 0.0
+    if method == "adamic_adar":
+        return sum(1 / math.log(deg(w)) for w in common)
+    if method == "resource_allocation":
+        return sum(1 / deg(w) for w in common)
+    return deg(u) * deg(v)
+
+
+@pytest.mark.parametrize("name", ["email-enron", "soc-slashdot0902", "luxembourg-osm"])
+def test_real_graphs_match_brute_force(real, name):
+    r = real[name]
+    rng = np.random.default_rng(0)
+    src = np.repeat(np.arange(r.sym.shape[0]), np.diff(r.sym.indptr))
+    e = rng.integers(0, len(src), (400, 2))  # degree-biased pairs: ends of random edges
+    pairs = np.column_stack([src[e[:, 0]], r.sym.indices[e[:, 1]]])
+    for method in NX:
+        got = link_scores(r.graph, pairs, method, internal=True)
+        ref = [brute_scores(r.sym, method, u, v) for u, v in pairs.tolist()]
+        np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=method)
+
+
+def test_enron_jaccard_matches_igraph(real):
+    ig = pytest.importorskip("igraph")
+    r = real["email-enron"]
+    n = r.sym.shape[0]
+    coo = r.sym.tocoo()
+    keep = coo.row < coo.col
+    G = ig.Graph(n=n, edges=np.column_stack([coo.row[keep], coo.col[keep]]).tolist())
+    rng = np.random.default_rng(1)
+    pairs = rng.integers(0, n, (300, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    ref = G.similarity_jaccard(pairs=pairs.tolist(), loops=False)  # NetworkX: no implied loops
+    np.testing.assert_allclose(link_scores(r.graph, pairs, "jaccard", internal=True), ref,
+                               rtol=1e-12)
+
+
+def test_stored_sym_index_gives_the_same_scores(tmp_path):
+    """A directed graph with its ``sym`` index (``graphsys index --undirected``): the view
+    reads the index's unique rows; scores, candidates and the diameter are unchanged."""
+    from graphsys import open_graph
+    from graphsys.measures import diameter, eccentricity
+    from graphsys.measures.kernels_view import UNIQUE
+    from graphsys.measures.view import undirected_view
+    from graphsys.storage.adjacency_index import build_index
+
+    t = small_graph(tmp_path, 7, True, n=30, m=110, dedupe=False)
+    indexed = open_graph(t.graph.path)
+    build_index(indexed, ("sym",))
+    indexed = open_graph(t.graph.path)
+    assert undirected_view(indexed).sym == UNIQUE
+    nodes = list(t.U)
+    rng = np.random.default_rng(2)
+    pairs = [(nodes[a], nodes[b]) for a, b in rng.integers(0, len(nodes), (80, 2))]
+    for method in NX:
+        np.testing.assert_allclose(link_scores(indexed, pairs, method),
+                                   [nx_score(t.U, method, u, v) for u, v in pairs])
+        assert list(top_links(indexed, k=3, method=method)) == list(
+            top_links(t.graph, k=3, method=method))
+    assert diameter(indexed, exact=True).value == diameter(t.graph, exact=True).value
+    np.testing.assert_array_equal(eccentricity(indexed), eccentricity(t.graph))

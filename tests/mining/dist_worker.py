@@ -1,0 +1,45 @@
+"""The body of each rank of the distributed mining test (imported by the spawned
+processes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def worker(rank: int, world_size: int, port: int, graph_dir: str, out_dir: str) -> None:
+    import torch.distributed as dist
+
+    from graphsys import mining, open_graph
+    from graphsys.mining.outofcore import triangles_by_blocks
+    from graphsys.mining.parallel import Ranks
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world_size)
+    try:
+        g = open_graph(graph_dir)
+        opts = {"distributed": True, "threads": 1}
+        stats = mining.triangle_stats(g, per_node=True, mode="memory", **opts)
+        # out of core in row blocks of 40 entries: the outer blocks dealt over the ranks
+        total, counts, _ = triangles_by_blocks(g, "default", per_vertex=True,
+                                               memory_limit=None, threads=1,
+                                               ranks=Ranks.of(True), block_entries=40)
+        out = {"count": stats.count, "transitivity": stats.transitivity,
+               "triangles": stats.triangles.values.tolist(),
+               "ooc_count": total, "ooc_triangles": counts.tolist(),
+               "cliques4": mining.clique_count(g, 4, **opts),
+               "clique_counts4": mining.clique_counts(g, 4, **opts).values.tolist(),
+               "motifs4": mining.motifs(g, 4, **opts).counts,
+               "sampled4": mining.motifs(g, 4, method="sampled", samples=500, seed=1,
+                                         **opts).counts,
+               "triads": mining.triad_census(g, **opts),
+               "pattern": mining.count(g, "4-cycle", induced=True, **opts)}
+        Path(out_dir, f"{rank}.json").write_text(json.dumps(out, default=_plain))
+    finally:
+        dist.destroy_process_group()
+
+
+def _plain(x):
+    return x.item() if isinstance(x, np.generic) else str(x)

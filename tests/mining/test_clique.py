@@ -1,0 +1,67 @@
+"""k-cliques against networkx's enumerate_all_cliques on random graphs of every size up
+to 12 nodes, and dense ones (many cliques per root)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from graphsys import mining
+from graphsys.errors import ParameterError
+from tests.mining.conftest import random_edges, simple_graph
+
+
+def reference(G: nx.Graph) -> dict[int, list[tuple]]:
+    out: dict[int, list[tuple]] = {}
+    for c in nx.enumerate_all_cliques(G):
+        out.setdefault(len(c), []).append(tuple(sorted(c)))
+    return out
+
+
+def check(g, G) -> None:
+    ref = reference(G)
+    for k in range(3, 9):
+        want = ref.get(k, [])
+        assert mining.clique_count(g, k) == len(want), k
+        per_node = Counter(v for c in want for v in c)
+        assert mining.clique_counts(g, k).to_dict() == {v: per_node.get(v, 0) for v in G}
+        listed = mining.cliques(g, k, limit=None)
+        assert listed.shape == (len(want), k)
+        assert sorted(tuple(sorted(r)) for r in listed.tolist()) == sorted(want)
+
+
+@pytest.mark.parametrize("n", range(1, 13))
+def test_every_size(graph_of, n):
+    for seed, density in ((n, 1.5), (n + 50, 4.0)):
+        src, dst = random_edges(n, int(density * n) + 1, seed)
+        check(graph_of(src, dst, n), simple_graph(src, dst, n))
+
+
+def test_dense_graphs(graph_of):
+    """A dense random graph (rows longer than 64: several bitset words) and K_10."""
+    rng = np.random.default_rng(0)
+    n = 90
+    pairs = np.array([p for p in itertools.combinations(range(n), 2) if rng.random() < 0.5])
+    check(graph_of(pairs[:, 0], pairs[:, 1], n), simple_graph(pairs[:, 0], pairs[:, 1], n))
+    src, dst = np.triu_indices(10, 1)
+    g = graph_of(src, dst, 10)
+    assert [mining.clique_count(g, k) for k in range(3, 9)] == [
+        120, 210, 252, 210, 120, 45]
+
+
+def test_limit(graph_of):
+    src, dst = np.triu_indices(8, 1)
+    g = graph_of(src, dst, 8)
+    first = mining.cliques(g, 4, limit=7)
+    assert first.shape == (7, 4)
+    np.testing.assert_array_equal(first, mining.cliques(g, 4, limit=None)[:7])
+    assert mining.cliques(g, 4, limit=0).shape == (0, 4)
+    with pytest.raises(ParameterError, match="limit"):
+        mining.cliques(g, 4, limit=-1)
+    for bad in (2, 9, 3.0):
+        with pytest.raises(ParameterError, match="k must be"):
+            mining.clique_count(g, bad)

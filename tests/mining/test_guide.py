@@ -1,0 +1,45 @@
+"""docs/mining.md runs as written: its ``python`` blocks are executed in order in one
+namespace (they assert against networkx themselves), and the answers they leave behind are
+checked once more here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "mining.md"
+
+
+@pytest.fixture(scope="module")
+def guide():
+    blocks = re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
+    assert len(blocks) >= 6
+    ns: dict = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"{GUIDE.name} python block {i + 1}", "exec"), ns)
+    return ns
+
+
+def test_guide_counts(guide):
+    G = guide["G"]
+    assert guide["stats"].count == sum(nx.triangles(G).values()) // 3
+    assert guide["stats"].transitivity == pytest.approx(nx.transitivity(G))
+    four = [c for c in nx.enumerate_all_cliques(G) if len(c) == 4]
+    assert guide["k4"] == guide["census"]["4-clique"] == len(four)
+    assert guide["through"].values.sum() == 4 * len(four)
+    assert guide["n_house"] > 0 and guide["house"].automorphisms() == 2
+
+
+def test_guide_names_every_cli_subcommand():
+    from graphsys.cli import build_parser
+
+    text = GUIDE.read_text()
+    parser = build_parser(["mine"])
+    sub = next(a for a in parser._actions if hasattr(a, "choices") and a.choices)
+    mine = sub.choices["mine"]
+    names = next(a for a in mine._actions if hasattr(a, "choices") and a.choices).choices
+    for name in names:
+        assert f"graphsys mine {name}" in text, name

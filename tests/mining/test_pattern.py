@@ -1,0 +1,100 @@
+"""User patterns against brute force (injective maps over automorphisms) on random graphs
+of every size up to 12 nodes: every connected 3- and 4-node pattern, induced or not,
+labelled or not, and larger patterns up to 8 nodes."""
+
+from __future__ import annotations
+
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from graphsys import mining
+from graphsys.errors import ParameterError
+from graphsys.mining.pattern import NAMED, Pattern
+from tests.mining.conftest import brute_matches, random_edges, simple_graph
+
+SMALL = ["edge", "wedge", "triangle", "4-path", "3-star", "4-cycle", "tailed-triangle",
+         "diamond", "4-clique"]
+
+
+def check(g, G, pattern: Pattern, labels=None, node_label=None) -> None:
+    for induced in (False, True):
+        want = brute_matches(G, pattern.edges, pattern.num_nodes, induced,
+                             list(pattern.labels), node_label)
+        assert mining.count(g, pattern, induced=induced, labels=labels) == want, (
+            pattern, induced)
+        rows = mining.matches(g, pattern, induced=induced, labels=labels, limit=None)
+        assert rows.shape == (want, pattern.num_nodes)
+        seen = set()
+        for r in rows.tolist():  # every row is a match, each subgraph once
+            assert len(set(r)) == pattern.num_nodes
+            for a, b in itertools.combinations(range(pattern.num_nodes), 2):
+                has = G.has_edge(r[a], r[b])
+                want_edge = (a, b) in pattern.edges
+                assert has or not want_edge
+                assert not (induced and has and not want_edge)
+            for i, lab in enumerate(pattern.labels):
+                assert lab < 0 or node_label[r[i]] == lab
+            # a subgraph once per assignment of the pattern's labels (a wildcard node and a
+            # labelled one swapped are two matches)
+            key = (frozenset(frozenset((r[a], r[b])) for a, b in pattern.edges),
+                   frozenset(zip(r, pattern.labels)))
+            assert key not in seen
+            seen.add(key)
+
+
+@pytest.mark.parametrize("n", range(1, 13))
+def test_every_small_pattern(graph_of, n):
+    src, dst = random_edges(n, 2 * n + 1, n)
+    g = graph_of(src, dst, n)
+    G = simple_graph(src, dst, n)
+    for name in SMALL:
+        if Pattern.named(name).num_nodes <= n:
+            check(g, G, Pattern.named(name))
+
+
+def test_labelled_patterns(graph_of):
+    n = 10
+    src, dst = random_edges(n, 30, 11)
+    labels = np.random.default_rng(2).integers(0, 2, n)
+    g = graph_of(src, dst, n, node_columns={"label": labels})
+    G = simple_graph(src, dst, n)
+    node_label = dict(enumerate(labels.tolist()))
+    for edges, lab in (([(0, 1), (1, 2)], [0, 1, 0]), ([(0, 1), (1, 2)], [1, None, 0]),
+                       ([(0, 1), (1, 2), (0, 2)], [1, 1, 0]),
+                       (NAMED["4-cycle"], [0, 1, 0, 1]), (NAMED["diamond"], [0, 0, 1, None])):
+        check(g, G, Pattern(edges, labels=lab), labels="label", node_label=node_label)
+    with pytest.raises(ParameterError, match="labels"):
+        mining.count(g, Pattern([(0, 1)], labels=[0, 1]))
+
+
+@pytest.mark.parametrize("k", [5, 6, 7, 8])
+def test_larger_patterns(graph_of, k):
+    """Random connected patterns of k nodes on random graphs small enough for brute
+    force."""
+    rng = np.random.default_rng(k)
+    n = {5: 9, 6: 8, 7: 8, 8: 9}[k]
+    src, dst = random_edges(n, 4 * n, k + 1)
+    g = graph_of(src, dst, n)
+    G = simple_graph(src, dst, n)
+    for _ in range(2):
+        T = nx.random_labeled_tree(k, seed=int(rng.integers(1 << 30)))
+        extra = [e for e in itertools.combinations(range(k), 2)
+                 if not T.has_edge(*e) and rng.random() < 0.25]
+        check(g, G, Pattern(list(T.edges) + extra))
+    check(g, G, Pattern.named(f"{k}-clique") if k <= 6 else Pattern.named("house"))
+
+
+def test_patterns_and_errors():
+    assert Pattern.named("4-cycle").automorphisms() == 8
+    assert Pattern.named("3-star").automorphisms() == 6
+    assert Pattern.named("6-clique").automorphisms() == 720
+    for bad, match in (([], "at least one edge"), ([(0, 0)], "self-loop"),
+                       ([(0, 1), (2, 3)], "connected"), ([(0, 2)], "numbered"),
+                       ([(i, i + 1) for i in range(9)], "more than 8")):
+        with pytest.raises(ParameterError, match=match):
+            Pattern(bad)
+    with pytest.raises(ParameterError, match="unknown pattern"):
+        Pattern.named("pentagram")

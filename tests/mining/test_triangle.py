@@ -1,0 +1,134 @@
+"""Triangles, clustering, transitivity and the triad census against networkx, on random
+graphs of every size up to 12 nodes (parallel edges, both directions, self-loops)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphsys import mining, open_graph
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.adjacency_index import build_index
+from tests.mining.conftest import directed_graph, random_edges, simple_graph
+
+SIZES = range(1, 13)
+
+
+@pytest.fixture(params=["lowest", "middle"])
+def kernel(request, monkeypatch):
+    """Both triangle kernels: from the lowest vertex, from the middle one (the cost model
+    picks one per graph; the answers must not depend on it)."""
+    from graphsys.mining import outofcore
+
+    monkeypatch.setattr(outofcore, "from_middle", lambda *a: request.param == "middle")
+    return request.param
+
+
+def check_triangles(g, G, **kwargs) -> None:
+    want = nx.triangles(G)
+    got = mining.triangles(g, **kwargs).to_dict()
+    assert got == want
+    assert mining.triangle_count(g, **kwargs) == sum(want.values()) // 3
+    clus = mining.clustering(g, **kwargs).to_dict()
+    ref = nx.clustering(G)
+    assert clus.keys() == ref.keys()
+    np.testing.assert_allclose([clus[v] for v in ref], list(ref.values()), atol=1e-12)
+    assert mining.transitivity(g, **kwargs) == pytest.approx(nx.transitivity(G), abs=1e-12)
+    assert mining.average_clustering(g, **kwargs) == pytest.approx(
+        nx.average_clustering(G), abs=1e-12)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_every_size_against_networkx(graph_of, n, kernel):
+    for seed, density in ((n, 1.0), (n + 100, 2.5)):
+        src, dst = random_edges(n, int(density * n) + 1, seed)
+        g = graph_of(src, dst, n)
+        check_triangles(g, simple_graph(src, dst, n))
+        census = mining.triad_census(g)
+        assert census == nx.triadic_census(directed_graph(src, dst, n)) if n >= 3 else True
+        assert sum(census.values()) == n * (n - 1) * (n - 2) // 6
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(3, 12), m=st.integers(0, 60), seed=st.integers(0, 2**31),
+       undirected=st.booleans())
+def test_random_graphs(tmp_path_factory, n, m, seed, undirected):
+    from tests.mining.conftest import store
+
+    src, dst = random_edges(n, m, seed)
+    g = store(tmp_path_factory.mktemp("g") / "g", src, dst, n, undirected=undirected)
+    check_triangles(g, simple_graph(src, dst, n))
+    D = simple_graph(src, dst, n).to_directed() if undirected else directed_graph(src, dst, n)
+    assert mining.triad_census(g) == nx.triadic_census(D)
+
+
+def test_complete_graph_census(graph_of):
+    n = 6
+    src, dst = np.triu_indices(n, 1)
+    g = graph_of(src, dst, n, undirected=True)
+    census = mining.triad_census(g)
+    assert census["300"] == 20 and sum(census.values()) == 20
+    assert mining.triangle_count(g) == 20
+    assert mining.transitivity(g) == 1.0
+
+
+def test_sym_index_and_buckets_agree(graph_of, kernel):
+    src, dst = random_edges(12, 40, 7)
+    g = graph_of(src, dst, 12)
+    before = mining.triangles(g).values.copy()
+    build_index(g, ("sym",))
+    from graphsys.mining.oriented import oriented
+
+    g = open_graph(g.path)  # a Graph maps an index once: reopen to see the new one
+    view = oriented(g)
+    assert view.source == "sym index"
+    np.testing.assert_array_equal(mining.triangles(g).values, before)
+
+
+def test_out_of_core_blocks(graph_of, kernel):
+    """Row blocks of every size, down to one row: the same counts."""
+    from graphsys.mining.outofcore import triangles_by_blocks
+    from graphsys.mining.parallel import Ranks
+
+    n = 12
+    src, dst = random_edges(n, 50, 3)
+    g = graph_of(src, dst, n)
+    build_index(g, ("sym",))
+    G = simple_graph(src, dst, n)
+    want = nx.triangles(G)
+    for entries in (1, 2, 5, 1000):
+        total, counts, degree = triangles_by_blocks(g, "default", per_vertex=True,
+                                                      memory_limit=None, threads=2,
+                                                      ranks=Ranks(), block_entries=entries)
+        assert total == sum(want.values()) // 3
+        assert dict(zip(g.node_ids().tolist(), counts.tolist())) == want
+        assert dict(zip(g.node_ids().tolist(), degree.tolist())) == dict(G.degree)
+    check_triangles(g, G, mode="out-of-core")
+
+
+def test_out_of_core_needs_the_index(graph_of):
+    g = graph_of([0, 1], [1, 2], 3)
+    with pytest.raises(GraphsysError, match="--undirected"):
+        mining.triangle_count(g, mode="out-of-core")
+
+
+def test_budget_refusal_names_the_index_command(graph_of):
+    g = graph_of([0, 1, 2], [1, 2, 0], 3)
+    with pytest.raises(GraphsysError, match=r"needs about .* GB.*graphsys index .* "
+                                            r"--undirected"):
+        mining.triangle_count(g, memory_limit=10)
+
+
+def test_bad_parameters(graph_of):
+    g = graph_of([0, 1, 2], [1, 2, 0], 3)
+    with pytest.raises(ParameterError, match="mode"):
+        mining.triangle_count(g, mode="gpu")
+    with pytest.raises(ParameterError, match="threads"):
+        mining.triangle_count(g, threads=0)
+    with pytest.raises(ParameterError, match="memory_limit"):
+        mining.triangle_count(g, memory_limit=-1)
+    with pytest.raises(ParameterError, match="graph"):
+        mining.triangle_count(42)

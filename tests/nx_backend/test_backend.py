@@ -1,0 +1,168 @@
+"""The NetworkX backend: its functions against NetworkX's (called directly, so these run
+without the installed entry point), dispatch through ``backend="graphsys"``, and NetworkX's
+own tests of the dispatched functions in its backend test mode (both need graphsys
+installed, as CI installs it)."""
+
+from __future__ import annotations
+
+import warnings
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import graphsys
+from graphsys.errors import ConvergenceWarning
+from graphsys.nx_backend import BackendGraph, BackendInterface, from_graph
+
+B = BackendInterface
+
+
+def installed() -> bool:
+    return "graphsys" in nx.utils.backends.backends
+
+
+needs_entry_point = pytest.mark.skipif(
+    not installed(), reason="graphsys is not installed as a NetworkX backend (pip install -e .)")
+
+
+def convert(G, weight="weight"):
+    return B.convert_from_nx(G, edge_attrs={weight: 1} if weight else None)
+
+
+def close(a: dict, b: dict, tol=1e-8):
+    assert a.keys() == b.keys()
+    np.testing.assert_allclose([a[k] for k in b], list(b.values()), atol=tol)
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    rng = np.random.default_rng(4)
+    D = nx.gnp_random_graph(60, 0.06, seed=4, directed=True)
+    for u, v in D.edges:
+        D[u][v]["weight"] = float(rng.integers(1, 5))
+    U = nx.relabel_nodes(nx.karate_club_graph(), {i: f"n{i}" for i in range(34)})
+    return D, U
+
+
+def test_builtin_algorithms_match_networkx(graphs):
+    D, U = graphs
+    for G in (D, U):
+        g = convert(G)
+        close(B.pagerank(g, tol=1e-12), nx.pagerank(G, tol=1e-12))
+        some = list(G)[:3]
+        close(B.pagerank(g, personalization={k: 1 for k in some}, tol=1e-12),
+              nx.pagerank(G, personalization={k: 1 for k in some}, tol=1e-12))
+        h, a = B.hits(convert(G), tol=1e-12)
+        hr, ar = nx.hits(G, tol=1e-12)
+        close(h, hr, 1e-6)
+        close(a, ar, 1e-6)
+        src = list(G)[0]
+        assert B.single_source_shortest_path_length(g, src) == \
+            nx.single_source_shortest_path_length(G, src)
+        assert B.single_source_shortest_path_length(g, src, cutoff=2) == \
+            nx.single_source_shortest_path_length(G, src, cutoff=2)
+        assert B.single_source_dijkstra_path_length(g, src) == \
+            nx.single_source_dijkstra_path_length(G, src)
+    assert sorted(map(sorted, B.weakly_connected_components(convert(D)))) == sorted(
+        map(sorted, nx.weakly_connected_components(D)))
+    assert B.core_number(convert(U, None)) == nx.core_number(U)
+    for G in (D, U):
+        for normalized, endpoints in ((True, False), (False, True)):
+            close(B.betweenness_centrality(convert(G, None), normalized=normalized,
+                                           endpoints=endpoints),
+                  nx.betweenness_centrality(G, normalized=normalized, endpoints=endpoints))
+    assert B.can_run("betweenness_centrality", (U,), {"k": 5}) is not True
+    for G in (D, U):
+        for wf in (True, False):
+            assert B.closeness_centrality(convert(G, None), wf_improved=wf) == \
+                nx.closeness_centrality(G, wf_improved=wf)  # to the last bit
+    S = nx.gnm_random_graph(60, 90, seed=4, directed=True)
+    got = list(B.strongly_connected_components(convert(S, None)))
+    assert sorted(map(sorted, got)) == sorted(map(sorted, nx.strongly_connected_components(S)))
+    where = {n: i for i, c in enumerate(got) for n in c}  # a component after those it reaches
+    assert all(where[u] >= where[v] for u, v in S.edges())
+    assert B.number_strongly_connected_components(convert(S, None)) == len(got)
+    assert not B.is_strongly_connected(convert(S, None))
+    assert B.is_connected(convert(U, None)) and B.number_connected_components(
+        convert(U, None)) == 1
+    with pytest.raises(nx.NodeNotFound):
+        B.single_source_shortest_path_length(convert(U), "nope")
+
+
+def test_measures_match_networkx(graphs):
+    D, U = graphs
+    g = convert(U, None)
+    pairs = [("n0", "n33"), ("n1", "n2"), ("n5", "n16")]
+    for name in ("jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
+                 "preferential_attachment"):
+        got = list(getattr(B, name)(g, pairs))
+        want = list(getattr(nx, name)(U, pairs))
+        assert [x[:2] for x in got] == [x[:2] for x in want]
+        np.testing.assert_allclose([x[2] for x in got], [x[2] for x in want])
+        every = {frozenset(x[:2]): x[2] for x in getattr(B, name)(g)}  # all non-edges
+        want = {frozenset(x[:2]): x[2] for x in getattr(nx, name)(U)}
+        assert every.keys() == want.keys()
+        np.testing.assert_allclose([every[k] for k in want], list(want.values()))
+    assert B.diameter(g) == nx.diameter(U) and B.radius(g) == nx.radius(U)
+    assert B.eccentricity(g) == nx.eccentricity(U)
+    assert B.center(g) == nx.center(U) and B.periphery(g) == nx.periphery(U)
+    assert B.density(g) == pytest.approx(nx.density(U))
+    assert B.degree_assortativity_coefficient(g) == pytest.approx(
+        nx.degree_assortativity_coefficient(U))
+    d = convert(D, None)
+    assert B.overall_reciprocity(d) == pytest.approx(nx.overall_reciprocity(D))
+    assert B.reciprocity(d, [0, 1, 2]) == pytest.approx(nx.reciprocity(D, [0, 1, 2]))
+    two = nx.Graph([(0, 1), (2, 3)])
+    with pytest.raises(nx.NetworkXError, match="not connected"):
+        B.diameter(convert(two, None))
+
+
+def test_stored_graphs_and_checks(tmp_path, graphs):
+    D, _ = graphs
+    g = graphsys.from_networkx(D, tmp_path / "d")
+    bg = from_graph(g)
+    assert isinstance(bg, BackendGraph) and bg.is_directed() and bg.weight == "weight"
+    close(B.pagerank(bg, tol=1e-12), nx.pagerank(D, tol=1e-12))
+    assert B.can_run("pagerank", (D,), {"dangling": {0: 1}}).startswith("graphsys:")
+    assert B.can_run("pagerank", (D,), {}) is True
+    assert B.can_run("diameter", (D,), {}) is not True  # directed distances
+    assert B.can_run("pagerank", (nx.MultiGraph(),), {}) is not True
+    with warnings.catch_warnings():  # NetworkX's exception, not graphsys's warning too
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(nx.PowerIterationFailedConvergence):
+            B.pagerank(bg, max_iter=1)
+        with pytest.raises(nx.PowerIterationFailedConvergence):
+            B.hits(bg, max_iter=1, tol=1e-30)
+    back = B.convert_to_nx(convert(D))
+    assert sorted(back.edges(data="weight")) == sorted(D.edges(data="weight"))
+    assert B.pagerank(convert(nx.DiGraph())) == {}
+
+
+@needs_entry_point
+def test_dispatch(graphs):
+    D, U = graphs
+    close(nx.pagerank(D, backend="graphsys", tol=1e-12), nx.pagerank(D, tol=1e-12))
+    assert nx.diameter(U, backend="graphsys") == nx.diameter(U)
+    assert "graphsys" in nx.pagerank.backends
+    small = nx.path_graph(5)
+    assert B.should_run("pagerank", (small,), {}) is not True  # stays in NetworkX
+    with pytest.raises(NotImplementedError):  # declined arguments, backend forced
+        nx.pagerank(D, backend="graphsys", dangling={0: 1})
+
+
+@needs_entry_point
+def test_networkx_suite_passes_through_graphsys(monkeypatch):
+    """NetworkX's tests of the dispatched functions, at most 3 parametrizations of each
+    test function, in NetworkX's backend test mode with fallback: all pass, and graphsys
+    ran in at least 150 of them."""
+    from tests.nx_backend.networkx_suite import run
+
+    monkeypatch.setenv("GRAPHSYS_NX_SUITE_SAMPLE", "3")
+    out = run(fallback=True, timeout=900)
+    summary = out["graphsys"]
+    assert out["returncode"] == 0 and not out.get("failed"), out["output"][-3000:]
+    assert summary["ran_graphsys"] >= 150, summary
+    assert summary["ran_graphsys_by_outcome"].get("failed", 0) == 0
+    print(f"networkx suite: {out.get('passed')} passed; graphsys ran in "
+          f"{summary['ran_graphsys']} ({summary['ran_graphsys_by_outcome']})")

@@ -1,0 +1,158 @@
+"""The temporal neighbour sampler against brute force: no edge at or after an event's time
+ever reaches its sample, and the picks are the latest (or uniform distinct) earlier edges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import graphsys
+from graphsys.errors import GraphsysError
+from graphsys.sampling import TemporalNeighborSampler
+from graphsys.sampling.temporal import temporal_adjacency
+from graphsys.storage.adjacency_index import build_index
+from graphsys.storage.temporal_index import map_temporal
+
+
+def _graph(tmp_path, seed: int, float_time: bool = False, parts: int = 2):
+    rng = np.random.default_rng(seed)
+    n, m = 40, 900
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    ts = rng.integers(0, 60, m)                      # many ties, self-loops, repeats
+    if float_time:
+        ts = ts + rng.choice([0.0, 0.25, 0.5], m)
+    from dataclasses import fields
+
+    from graphsys.storage.ingest_inputs import IngestOptions
+
+    key = "partitions" if "partitions" in {f.name for f in fields(IngestOptions)} \
+        else "num_partitions"
+    g = graphsys.from_arrow(pa.table({"src": src, "dst": dst, "timestamp": ts}),
+                            tmp_path / f"g{seed}", edge_columns=["timestamp"], **{key: parts})
+    # the edges in bucket-stream order: edge id -> (u, v, t), internal ids
+    s, d, t = (np.concatenate(x) for x in zip(*[
+        (a, b, c) for (a, b, _, _), c in zip(g.iter_edges(), g.edge_column("timestamp"))]))
+    return g, s, d, t
+
+
+def _brute(s, d, t, node, at):
+    """Edge ids touching ``node`` strictly before ``at``, ordered by (time, edge id)."""
+    ids = np.flatnonzero(((s == node) | (d == node)) & (t < at))
+    return ids[np.lexsort((ids, t[ids]))]
+
+
+@pytest.mark.parametrize("seed, float_time", [(0, False), (1, True)])
+@pytest.mark.parametrize("strategy", ["recent", "uniform"])
+def test_no_future_edge_ever(tmp_path, seed, float_time, strategy):
+    g, s, d, t = _graph(tmp_path, seed, float_time)
+    sampler = TemporalNeighborSampler(g, 7, strategy=strategy)
+    rng = np.random.default_rng(seed + 10)
+    nodes = rng.integers(0, g.num_nodes(), 3000)
+    at = rng.integers(-1, 62, 3000).astype(float) + (0.5 if float_time else 0.0) * (
+        rng.random(3000) < 0.3)
+    # the event times also hit the stamps exactly: ties with the event are excluded
+    hit = rng.integers(0, len(t), 1000)
+    nodes[:1000], at[:1000] = s[hit], t[hit]
+    for parallel in (True, False):
+        hop = sampler.sample_hop(nodes, at, 7, rng_seed=5, parallel=parallel)
+        for i in range(len(nodes)):
+            want = _brute(s, d, t, nodes[i], at[i])
+            c = hop.count[i]
+            ids = hop.eid[i, :c]
+            assert c == min(7, len(want))
+            # no future edge: every picked edge is strictly before the event, touches it,
+            # and its recorded neighbour and time are the stored edge's
+            assert (t[ids] < at[i]).all()
+            other = np.where(s[ids] == nodes[i], d[ids], s[ids])
+            assert (hop.nbr[i, :c] == other).all() and (hop.time[i, :c] == t[ids]).all()
+            assert (hop.nbr[i, c:] == -1).all() and (hop.eid[i, c:] == -1).all()
+            if strategy == "recent":
+                np.testing.assert_array_equal(ids, want[len(want) - c:])
+            else:
+                assert len(set(ids.tolist())) == c and set(ids.tolist()) <= set(want.tolist())
+                assert (np.diff(t[ids]) >= 0).all()         # oldest first
+
+
+def test_a_future_edge_would_be_caught(tmp_path):
+    """The property above fails on a sampler that lets one edge at the event's time in."""
+    g, s, d, t = _graph(tmp_path, 2)
+    adj = temporal_adjacency(g)
+    leaky = type(adj)(adj.indptr, adj.indices, adj.time - (adj.time == 30), adj.eid)
+    hop = TemporalNeighborSampler(leaky, 50).sample_hop(np.arange(40), np.full(40, 30), 50)
+    assert any((t[hop.eid[i, :hop.count[i]]] >= 30).any() for i in range(40))
+
+
+def test_uniform_is_uniform_and_keyed_by_event(tmp_path):
+    g, s, d, t = _graph(tmp_path, 3)
+    sampler = TemporalNeighborSampler(g, 2, strategy="uniform")
+    node = int(np.bincount(np.r_[s, d]).argmax())
+    want = _brute(s, d, t, node, 61)
+    counts = np.zeros(len(t), int)
+    for seed in range(600):
+        hop = sampler.sample_hop([node], [61], 2, rng_seed=seed)
+        counts[hop.eid[0]] += 1
+        again = sampler.sample_hop([3, node, 7], [10, 61, 5], 2, rng_seed=seed)
+        assert (again.eid[1] == hop.eid[0]).all()        # the batch does not matter
+    freq = counts[want] / counts[want].sum()
+    assert counts.sum() == 1200 and np.abs(freq - 1 / len(want)).max() < 0.06
+
+
+def test_stored_index_equals_ram_build_and_is_checked(tmp_path):
+    g, *_ = _graph(tmp_path, 4)
+    ram = temporal_adjacency(g)
+    assert not ram.mapped
+    build_index(g, ("temporal",))
+    stored = map_temporal(graphsys.open_graph(g.path))
+    assert stored.mapped and stored.indices.dtype == np.int32
+    for a, b in zip((ram.indptr, ram.indices, ram.time, ram.eid),
+                    (stored.indptr, stored.indices, stored.time, stored.eid)):
+        np.testing.assert_array_equal(a, b)
+    from graphsys.storage.verify import verify_graph
+
+    verify_graph(g.path)                  # the manifest lists the index's files
+    # a corrupted time column (a row out of order) is refused in one line
+    rel = g.path / "index" / "default" / "temporal-time.arrow"
+    from graphsys.storage.column_file import data_offset
+
+    raw = np.memmap(rel, np.int64, "r+", offset=data_offset(rel), shape=len(stored.time))
+    row = int(np.argmax(np.diff(stored.indptr) > 2))
+    lo = stored.indptr[row]
+    raw[lo] = raw[lo + 1] + 5
+    raw.flush()
+    del raw
+    from graphsys.errors import FormatError
+
+    with pytest.raises(FormatError, match="not in time order"):
+        map_temporal(graphsys.open_graph(g.path))
+
+
+def test_hops_and_views(tmp_path):
+    g, s, d, t = _graph(tmp_path, 5)
+    hops = TemporalNeighborSampler(g, [4, 3]).sample(np.arange(40), np.full(40, 50))
+    first, second = hops
+    assert second.nodes.shape == (160,)
+    for i in range(160):
+        c = second.count[i]
+        if first.nbr.ravel()[i] < 0:
+            assert c == 0
+        else:     # the neighbour's own edges before the edge that reached it
+            assert (t[second.eid[i, :c]] < first.time.ravel()[i]).all()
+    # on a view until 20 no edge after 20 exists, whatever the event time
+    view = graphsys.open_graph(g.path, until=20)
+    hop = TemporalNeighborSampler(view, 50).sample_hop(np.arange(40), np.full(40, 99), 50)
+    assert hop.time[hop.mask].max() <= 20
+    assert hop.num_edges == 2 * (t <= 20).sum() - ((s == d) & (t <= 20)).sum()
+
+
+def test_refusals(tmp_path):
+    g, *_ = _graph(tmp_path, 6)
+    with pytest.raises(GraphsysError, match="strategy"):
+        TemporalNeighborSampler(g, 3, strategy="last")
+    with pytest.raises(GraphsysError, match="outside the graph"):
+        TemporalNeighborSampler(g, 3).sample_hop([99], [1], 3)
+    plain = graphsys.from_numpy([0, 1], [1, 0], tmp_path / "plain")
+    with pytest.raises(GraphsysError, match="no 'timestamp' edge column"):
+        TemporalNeighborSampler(plain, 3)
+    with pytest.raises(GraphsysError, match="graphsys index .* --temporal"):
+        temporal_adjacency(g, memory_limit=10)

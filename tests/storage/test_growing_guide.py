@@ -1,0 +1,97 @@
+"""docs/growing.md runs as written: its ``python`` blocks are executed in order in one
+namespace, then their answers are checked: the grown graph reads as a fresh ingest of both
+days, the started runs equal networkx on the union, the old model's rows are its trained
+ones; against brute force on the guide's events, the view's edges, the split's sides, every
+sampled neighbour, the model's protocol."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import graphsys
+from graphsys import bsp
+from graphsys.embed.checkpoint import CheckpointStorage, load_npy
+
+
+@pytest.fixture(scope="module")
+def guide(run_guide):
+    return run_guide("growing.md")
+
+
+def _unix(day: str) -> int:
+    return int(datetime.datetime.fromisoformat(day).replace(tzinfo=datetime.UTC).timestamp())
+
+
+def test_view_is_the_edges_until_the_date(guide):
+    t = guide["events"]["timestamp"].to_numpy()
+    assert guide["june"].num_edges() == (t <= _unix("2004-06-01")).sum()
+    assert len(guide["ranks_june"].to_table()) == guide["msgs"].num_nodes()
+
+
+def test_split_sides_by_brute_force(guide):
+    t = guide["t"]
+    lo, hi = _unix("2004-09-01"), _unix("2004-10-01")
+    np.testing.assert_array_equal(guide["train_mask"], t < lo)
+    np.testing.assert_array_equal(guide["test_mask"], t >= hi)
+
+
+def test_sampled_events_are_the_latest_earlier_ones(guide):
+    msgs, hop = guide["msgs"], guide["hop"]
+    s, d, t = (np.concatenate(x) for x in zip(*[
+        (a, b, c) for (a, b, _, _), c in zip(msgs.iter_edges(), msgs.edge_column("timestamp"))]))
+    for i, (node, at) in enumerate(zip(guide["seeds"], guide["when"])):
+        ids = np.flatnonzero(((s == node) | (d == node)) & (t < at))
+        ids = ids[np.lexsort((ids, t[ids]))][-5:]
+        np.testing.assert_array_equal(hop.eid[i, :hop.count[i]], ids)
+
+
+def test_tgn_states_its_protocol_and_learns(guide):
+    run = guide["tgn_run"]
+    assert run.protocol == "sampled@50, raw"
+    assert run.metrics["auc"] > 0.6 and run.metrics["mrr"] > 1 / 51
+
+
+def _union(ns):
+    d1, d2 = ns["day1"], ns["day2"]
+    return (np.concatenate([d1["src"], d2["src"]]), np.concatenate([d1["dst"], d2["dst"]]))
+
+
+def test_grown_graph_reads_as_a_fresh_ingest(guide, tmp_path):
+    src, dst = _union(guide)
+    fresh = graphsys.from_numpy(src, dst, tmp_path / "fresh", partitions=4)
+    g = guide["g"]
+    assert g.num_edges() == fresh.num_edges() == len(src)
+    a, b = bsp.pagerank(g, tol=1e-10).to_dict(), bsp.pagerank(fresh, tol=1e-10).to_dict()
+    assert a.keys() == b.keys() and max(abs(a[k] - b[k]) for k in a) < 1e-12
+
+
+def test_started_runs_equal_networkx_on_the_union(guide):
+    src, dst = _union(guide)
+    ref = nx.MultiDiGraph()
+    ref.add_edges_from(zip(src.tolist(), dst.tolist()))
+    pr = nx.pagerank(ref, tol=1e-12)
+    got = guide["ranks"].to_dict()
+    assert max(abs(got[k] - pr[k]) for k in pr) < 1e-9
+    comps = collections.defaultdict(set)
+    for node, label in guide["components"].to_dict().items():
+        comps[label].add(node)
+    assert sorted(map(sorted, comps.values())) == sorted(
+        map(sorted, nx.weakly_connected_components(ref)))
+
+
+def test_old_entities_keep_their_trained_rows(guide):
+    emb, work = guide["emb"], guide["work"]
+    st = CheckpointStorage(work / "ckpt")
+    v = st.read_meta()["version"]
+    g = graphsys.open_graph(work / "kg")
+    for p, n_old in enumerate(st.read_meta()["entity_types"]["node"]["partition_sizes"]):
+        trained = load_npy(st.emb_path("node", p, v))
+        ids = g.node_ids("node", partition=p)[:n_old]
+        np.testing.assert_array_equal(emb.vectors(ids), trained)
+    assert emb.grown == {"node": g.num_nodes() - sum(
+        st.read_meta()["entity_types"]["node"]["partition_sizes"])}

@@ -1,0 +1,122 @@
+"""The graph as of a time (graphsys.storage.time_view): every engine that reads the view
+sees exactly the edges stamped <= until, checked against networkx/scipy on those edges."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+import networkx as nx
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import graphsys
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.ingest_inputs import IngestOptions
+from graphsys.storage.time_view import TimeView, parse_time
+
+#: the partition-count option's name (renamed by the storage API)
+PARTS = "partitions" if "partitions" in {f.name for f in dataclasses.fields(IngestOptions)} \
+    else "num_partitions"
+
+
+@pytest.fixture(scope="module")
+def timed(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    n, m = 60, 700
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    ts = rng.integers(0, 50, m)                      # many equal stamps
+    w = rng.random(m).astype(np.float32) + 0.5
+    edges = pa.table({"src": src * 7 + 3, "dst": dst * 7 + 3, "w": w, "timestamp": ts})
+    d = tmp_path_factory.mktemp("tv")
+    g = graphsys.from_arrow(edges, d / "g", weight_col="w", edge_columns=["timestamp"],
+                            **{PARTS: 3})
+    return g, (src * 7 + 3, dst * 7 + 3, w, ts)
+
+
+@pytest.mark.parametrize("t", [-1, 0, 17, 17.9, 49, 1000])
+def test_view_edges_are_the_ones_stamped_until(timed, t):
+    g, (src, dst, w, ts) = timed
+    view = graphsys.open_graph(g.path, until=t)
+    keep = ts <= t
+    assert view.num_nodes() == g.num_nodes() and view.num_edges() == int(keep.sum())
+    assert view.bucket_counts().sum() == keep.sum()
+    got = sorted(zip(*[np.concatenate(x).tolist() if x else [] for x in zip(*[
+        (view.to_original(s), view.to_original(d), ww, tt)
+        for (s, d, _, ww), tt in zip(view.iter_edges(), view.edge_column("timestamp"))])]))
+    want = sorted(zip(src[keep].tolist(), dst[keep].tolist(), w[keep].tolist(),
+                      ts[keep].tolist()))
+    assert got == want
+    # the CSR (built from the view: no stored index serves it) against scipy's
+    import scipy.sparse as sp
+
+    ids = view.to_internal(src[keep]), view.to_internal(dst[keep])
+    ref = sp.csr_matrix((w[keep].astype(np.float64), ids), shape=(g.num_nodes(),) * 2)
+    assert abs(view.csr().to_scipy() - ref).max() < 1e-5 if keep.any() else \
+        view.csr().indices.size == 0
+    np.testing.assert_array_equal(view.degrees(direction="in"), np.bincount(ids[1], minlength=60))
+
+
+def test_pagerank_on_the_view_equals_networkx(timed):
+    from graphsys.bsp.algorithms.pagerank import pagerank
+    from graphsys.storage.adjacency_index import build_index
+
+    g, (src, dst, _, ts) = timed
+    build_index(g, ("csr", "csc"))          # a stored index covers every edge: never used
+    view = graphsys.open_graph(g.path, until=20)
+    res = pagerank(view, weighted=False, tol=1e-12, max_iters=1000)
+    keep = ts <= 20
+    ref = nx.MultiDiGraph()                 # parallel edges count, as stored
+    ref.add_nodes_from(np.unique(np.r_[src, dst]).tolist())
+    ref.add_edges_from(zip(src[keep].tolist(), dst[keep].tolist()))
+    for node, value in nx.pagerank(ref, tol=1e-13, max_iter=1000).items():
+        assert res.value(node) == pytest.approx(value, abs=1e-7)
+
+
+def test_samplers_and_gnn_read_the_view(timed):
+    from graphsys.sampling import NeighborSampler
+
+    g, (src, dst, _, ts) = timed
+    view = graphsys.open_graph(g.path, until=10)
+    keep = ts <= 10
+    allowed = {(int(a), int(b)) for a, b in zip(view.to_internal(src[keep]),
+                                                view.to_internal(dst[keep]))}
+    blocks = NeighborSampler(view, [-1], symmetric=False).sample_blocks(np.arange(60), 0)
+    b = blocks[0]
+    pairs = {(int(b.src_nodes[s]), int(b.src_nodes[d])) for s, d in
+             zip(b.edge_src.tolist(), b.edge_dst.tolist())}
+    assert pairs == allowed     # in-neighbours: (source, destination) of every view edge
+
+
+def test_view_refusals(timed, tmp_path):
+    g, _ = timed
+    with pytest.raises(ParameterError, match="until must be a time"):
+        graphsys.open_graph(g.path, until="yesterday")
+    plain = graphsys.from_numpy([0, 1], [1, 0], tmp_path / "plain")
+    with pytest.raises(ParameterError, match="needs the edge column 'timestamp'"):
+        graphsys.open_graph(plain.path, until=3)
+    two = graphsys.ingest_sources if hasattr(graphsys, "ingest_sources") else None
+    del two
+    view = TimeView(g, 5)
+    assert TimeView(view, 7).until == 7 and TimeView(view, 7).stored is g
+    with pytest.raises(GraphsysError):
+        view.bucket(0, 0, "no-such-set")
+
+
+def test_parse_time():
+    assert parse_time("2004-04-15T00:00:00+02:00") == 1081980000
+    assert parse_time(datetime.date(1970, 1, 2)) == 86400
+    assert parse_time(np.int64(5)) == 5 and parse_time(2.5) == 2.5
+    for bad in (True, float("nan"), "2004-13-01", None):
+        with pytest.raises(ParameterError):
+            parse_time(bad)
+
+
+def test_embeddings_train_on_the_view(timed, tmp_path):
+    from graphsys.embed import train
+
+    g, (_, _, _, ts) = timed
+    view = graphsys.open_graph(g.path, until=12)
+    res = train(view, {"dimension": 8, "num_epochs": 1}, out=tmp_path / "emb")
+    assert res.summary()["epoch_stats"][0]["edges"] == (ts <= 12).sum()
