@@ -6,8 +6,12 @@ NetworkX, PyG and DGL), vertex-centric analytics (:mod:`graphsys.bsp`), graph em
 (:mod:`graphsys.embed`) and GNN training (:mod:`graphsys.gnn`) over the stored buckets.
 """
 
-from graphsys._version import __version__
-from graphsys.interop import (
+# before any kernel module is imported: graphsys kernels cache across processes and installs
+from graphsys import jit as _jit
+
+_jit.install()
+from graphsys._version import __version__  # noqa: E402
+from graphsys.interop import (  # noqa: E402
     from_arrow,
     from_dgl,
     from_networkx,

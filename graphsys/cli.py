@@ -32,7 +32,7 @@ from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
-            "embed", "profile", "gnn", "mine", "subgraph", "links")
+            "embed", "profile", "gnn", "mine", "subgraph", "links", "warmup")
 #: Library parameter -> the argparse destinations of flags that set it under another name
 #: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
 #: ``edge_set``, ``--partitions`` sets ``partitions`` or ``num_partitions``); a parameter

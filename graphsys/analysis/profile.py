@@ -54,7 +54,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   backend: str = "auto", mode: str = "memory", gpu: str | None = None,
                   schedule: str = "auto", threads: int | None = None,
                   damping: float = 0.85, tol: float | None = None,
-                  sum_dtype: str = "float64", model_gpu: bool | None = None,
+                  sum_dtype: str = "auto", model_gpu: bool | None = None,
                   started: float | None = None, progress: bool = False,
                   block_size: int = DEFAULT_BLOCK,
                   items_per_thread: int = DEFAULT_ITEMS_PER_THREAD,
@@ -211,6 +211,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     >>> prof["modelled"]  # a CPU run: the GPU model gives no advice
     []
     """
+    from graphsys import jit
     from graphsys.analysis.balance import (
         RankWork,
         rank_bounds,
@@ -232,6 +233,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     from graphsys.storage.graph import Graph, open_graph
 
     t0 = time.perf_counter()
+    jit_before = jit.cache_counts()
     stamps: dict[str, float] = {}
     if workload not in WORKLOADS:
         raise GraphsysError(f"unknown workload {workload!r} (choose from embed, gnn, mining, "
@@ -285,6 +287,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         w = profile_gnn(g, recorder=rec, device=dev, steps=steps, config=gnn_config,
                         batch_size=batch_size, trace=trace, progress=progress)
     t_run = time.perf_counter()
+    jit_after = jit.cache_counts()
     d = w["stats"].to_dict()
     if d["kernels"].get("steps", 0) == 0:
         d["kernels"]["steps"] = w["steps"]
@@ -294,6 +297,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   "edge_set": es.name, "num_partitions": g.num_partitions},
         "workload": w["workload"], "mappings": maps,
         "kernels": d["kernels"], "transfers": d["transfers"],
+        # kernel signatures compiled (cache misses) and loaded from the kernel cache
+        "jit": {k: jit_after[k] - jit_before[k] for k in jit_after} | {
+            "cache": jit.cache_location()},
     }
     if dense:
         fps = w["flops"] / max(w["steps"], 1)

@@ -46,6 +46,35 @@ def _share(profile: dict[str, Any], *names: str, kind: str | None = None) -> tup
     return secs, (secs / wall if wall else 0.0)
 
 
+def _jit_advice(profile: dict[str, Any]) -> str | None:
+    """The JIT item of :func:`advice`, when compiling or loading kernels took a significant
+    share of the run. The advice depends on what happened (``profile["jit"]``: kernel
+    signatures compiled and loaded, the cache directory): a compilation into a writable
+    cache is paid once per install (later runs load it; ``graphsys warmup`` pays it ahead);
+    ``NUMBA_CACHE_DIR`` is advised only where the cache directory cannot be written, so
+    every run compiles again."""
+    import os
+
+    secs, share = _share(profile, kind="jit")
+    if share <= SIGNIFICANT:
+        return None
+    head = f"JIT: numba compiled or loaded kernels for {secs:.2f} s ({share:.0%} of the run)"
+    info = profile.get("jit")
+    if not info:  # a profile without the counts: what it can say
+        return f"{head}; give one process more work (a longer run amortises it)."
+    compiled, cache = info.get("compiled", 0), info.get("cache")
+    if compiled and (cache is None or not os.access(cache, os.W_OK)):
+        return (f"{head}: {compiled} kernel signatures were compiled and {cache or 'no'} "
+                f"cache directory is writable, so every run compiles them again: point the "
+                f"NUMBA_CACHE_DIR environment variable at a persistent, writable directory.")
+    if compiled:
+        return (f"{head}: {compiled} kernel signatures were compiled on their first use "
+                f"here and cached in {cache}; later runs load them (graphsys warmup "
+                f"compiles every algorithm's kernels ahead of a first run).")
+    return (f"{head}: {info.get('loaded', 0)} kernel signatures were loaded from the cache; "
+            f"give one process more work (a longer run amortises the loading).")
+
+
 def advice(profile: dict[str, Any]) -> list[str]:
     """What the run can change, from its measured figures: each item quotes the numbers it
     comes from and names the flag or config key that acts on it. The modelled GPU figures
@@ -57,12 +86,9 @@ def advice(profile: dict[str, Any]) -> list[str]:
     kind = w.get("kind", "bsp")
     cuda = str(w.get("device", "cpu")).startswith("cuda")
     k = profile["kernels"]
-    jit, jit_share = _share(profile, kind="jit")
-    if jit_share > SIGNIFICANT:
-        out.append(f"JIT: numba compiled or loaded its kernels for {jit:.2f} s "
-                   f"({jit_share:.0%} of the run): point the NUMBA_CACHE_DIR environment "
-                   f"variable at a persistent, writable directory so that later runs load "
-                   f"them, and give one process more work (a longer run amortises it).")
+    jit_advice = _jit_advice(profile)
+    if jit_advice:
+        out.append(jit_advice)
     cores = os.cpu_count() or 1
     if kind == "bsp":
         if w.get("backend") == "torch" and not cuda:

@@ -59,8 +59,8 @@ def pull(indptr, indices, weight, x, active, use_active, accept, use_accept, msg
 
     Returns (edges scanned, messages) as int64."""
     n = indptr.shape[0] - 1
-    scanned = np.zeros(n, np.int64)
-    sent = np.zeros(n, np.int64)
+    scanned = 0  # scalar reductions: one parfor (arrays and their sums would be three)
+    sent = 0
     for v in numba.prange(n):
         if use_accept and accept[v] == 0:
             continue
@@ -80,9 +80,9 @@ def pull(indptr, indices, weight, x, active, use_active, accept, use_accept, msg
                 break
         acc[v] = a
         received[v] = got
-        scanned[v] = k
-        sent[v] = m
-    return scanned.sum(), sent.sum()
+        scanned += k
+        sent += m
+    return scanned, sent
 
 
 @numba.njit(inline="always")
@@ -419,7 +419,8 @@ def relax_run(push_a, push_b, pull_a, pull_b, two_ways, have_pull, use_weight, f
     nxt = np.empty(n, np.int64)
     sent_value = np.empty(n, np.float64)
     k_front = frontier.shape[0]
-    cur[:k_front] = frontier
+    for k in range(k_front):  # a loop: a slice copy compiles numba's shape-error message
+        cur[k] = frontier[k]
     steps = 0
     while steps < max_steps and k_front > 0:
         front = cur[:k_front]
@@ -455,7 +456,7 @@ def relax_run(push_a, push_b, pull_a, pull_b, two_ways, have_pull, use_weight, f
             count, scanned, combined = _relax_pass(push_a[0], push_a[1], push_a[2],
                                                    use_weight, first_wins, front,
                                                    sent_value, value, stamp, recv,
-                                                   improved, nxt, 0)
+                                                   improved, nxt, np.int64(0))
             if two_ways:
                 count, s2, c2 = _relax_pass(push_b[0], push_b[1], push_b[2], use_weight,
                                             first_wins, front, sent_value, value, stamp,

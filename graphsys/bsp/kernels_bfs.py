@@ -68,8 +68,9 @@ def _concat(buf, starts, counts):
     out = np.empty(counts.sum(), np.int64)
     k = 0
     for c in range(counts.shape[0]):
-        out[k:k + counts[c]] = buf[starts[c]:starts[c] + counts[c]]
-        k += counts[c]
+        for i in range(starts[c], starts[c] + counts[c]):
+            out[k] = buf[i]
+            k += 1
     return out
 
 
@@ -158,7 +159,9 @@ def _bottom_up(indptr, indices, level, depth, front, nxt):
     awake = 0
     scanned = 0
     for w in numba.prange(front.shape[0]):
-        word, cnt, sc = _bottom_up_word(indptr, indices, level, depth, front, w)
+        # int64 as the loop index is typed before the parfor pass makes it unsigned: one
+        # compilation of the callee, not two
+        word, cnt, sc = _bottom_up_word(indptr, indices, level, depth, front, np.int64(w))
         nxt[w] = word
         awake += cnt
         scanned += sc
@@ -179,7 +182,8 @@ def _grow(a, size):
     if size < a.shape[0]:
         return a
     b = np.zeros(2 * a.shape[0], np.int64)
-    b[:a.shape[0]] = a
+    for i in range(a.shape[0]):
+        b[i] = a[i]
     return b
 
 
@@ -191,6 +195,21 @@ def _queue(frontier, n, like):
     for i in range(frontier.shape[0]):
         q[i] = frontier[i]
     return q
+
+
+@numba.njit(cache=True, nogil=True)
+def _at_level(level, depth):
+    """The vertices whose level is ``depth``, ascending, int64."""
+    k = 0
+    for v in range(level.shape[0]):
+        k += level[v] == depth
+    out = np.empty(k, np.int64)
+    k = 0
+    for v in range(level.shape[0]):
+        if level[v] == depth:
+            out[k] = v
+            k += 1
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -219,9 +238,14 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, max_steps
     n = level.shape[0]
     m = out_indptr[n]
     level[source] = 0
-    q = _queue(np.full(1, source, np.int64), n, out_indices)
-    lo, hi = 0, 1
-    nf = 1
+    # counters start as int64 values, not literal constants: a callee typed with a literal
+    # argument would be compiled once more for it (every call below takes them)
+    zero, one = np.int64(0), np.int64(1)
+    first = np.empty(1, np.int64)
+    first[0] = source
+    q = _queue(first, n, out_indices)
+    lo, hi = zero, one
+    nf = one
     front = np.zeros((n + 63) // 64, np.uint64)
     nxt = np.zeros((n + 63) // 64, np.uint64)
     act = np.zeros(64, np.int64)
@@ -229,7 +253,7 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, max_steps
     pulled = np.zeros(64, np.int64)
     to_check = m  # out-edges of vertices not yet expanded
     bottom_up = False
-    step = 0
+    step = zero
     while nf > 0 and step < max_steps:
         if step == act.shape[0]:  # not reassigned every level: spares reference counts
             act, scanned, pulled = _grow(act, step), _grow(scanned, step), _grow(pulled, step)
@@ -249,14 +273,14 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, max_steps
             pulled[step] = 1
             if nf < n / BETA and nf < old:
                 q = _queue(bitmap_ids(front, nf), n, out_indices)
-                lo, hi = 0, nf
+                lo, hi = zero, nf
                 bottom_up = False
         elif nf * max_degree >= TOP_DOWN_PARALLEL_EDGES and nthreads > 1 and (
                 _out_edges(q, lo, hi, out_indptr) >= TOP_DOWN_PARALLEL_EDGES):
             frontier, sc = _top_down_parallel(q[lo:hi], nf, out_indptr, out_indices, level,
                                               step + 1, min(nf, 8 * nthreads))
             q = _queue(frontier, n, out_indices)
-            lo, hi = 0, frontier.shape[0]
+            lo, hi = zero, np.int64(frontier.shape[0])
             nf = hi
             to_check -= sc
         else:
@@ -271,7 +295,7 @@ def bfs_levels(out_indptr, out_indices, in_indptr, in_indices, source, max_steps
     elif bottom_up:
         left = bitmap_ids(front, nf)
     else:
-        left = np.unique(q[lo:hi]).astype(np.int64)
+        left = _at_level(level, step)  # q[lo:hi], without a parallel step's repeats
     return level, step, act[:step], scanned[:step], pulled[:step], left
 
 

@@ -61,6 +61,30 @@ def _in_order(chunks):
 
 
 @numba.njit(inline="always")
+def _row_sum(a, b, indices, send):
+    """The sum of ``send`` over ``indices[a:b]`` (uint64 offsets) in four interleaved
+    partial sums, added as ``(s0 + s1) + (s2 + s3)``: four independent chains of float
+    additions instead of one, so a row's gathers are not serialised by the latency of
+    each addition (the order is fixed: results do not depend on threads)."""
+    four = np.uint64(4)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    e = a
+    while e + four <= b:
+        s0 += send[np.uint64(indices[e])]
+        s1 += send[np.uint64(indices[e + np.uint64(1)])]
+        s2 += send[np.uint64(indices[e + np.uint64(2)])]
+        s3 += send[np.uint64(indices[e + np.uint64(3)])]
+        e += four
+    while e < b:
+        s0 += send[np.uint64(indices[e])]
+        e += np.uint64(1)
+    return (s0 + s1) + (s2 + s3)
+
+
+@numba.njit(inline="always")
 def _rows(lo, hi, indptr, indices, slot, send, new_send, rank, inv_deg, p, damping, base,
           scale):
     """Pull and update rows ``lo:hi``; returns their (L1 change, dangling mass). Each row's
@@ -70,13 +94,11 @@ def _rows(lo, hi, indptr, indices, slot, send, new_send, rank, inv_deg, p, dampi
     renumbered = slot.shape[0] > 0
     delta = 0.0
     dangling = 0.0
-    a = indptr[lo]
+    a = np.uint64(indptr[lo])
     for r in range(lo, hi):
         v = np.uint64(r)  # unsigned indices: no negative-index test on any access
-        b = indptr[v + np.uint64(1)]
-        s = 0.0
-        for e in range(a, b):
-            s += send[np.uint64(indices[np.uint64(e)])]
+        b = np.uint64(indptr[v + np.uint64(1)])
+        s = _row_sum(a, b, indices, send)
         a = b
         at = np.uint64(slot[v]) if renumbered else v
         c, d = settle_vertex(v, at, s, rank, inv_deg, new_send, p, damping, base, scale)

@@ -112,9 +112,14 @@ def register(subparsers) -> None:
     ix.add_argument("--by", choices=("cos", "dot"), default="cos", help="similarity (cos)")
     ix.add_argument("--entity-type", help="entity type (default the only one)")
     ix.add_argument("--nlist", type=int, help="ivf cells (default sqrt(N))")
-    ix.add_argument("--nprobe", type=int, default=32, help="ivf cells searched (32)")
+    ix.add_argument("--nprobe", type=int,
+                    help="ivf cells searched (default: picked for --target-recall)")
     ix.add_argument("--hnsw-m", type=int, default=32, help="hnsw links per node (32)")
-    ix.add_argument("--ef-search", type=int, default=128, help="hnsw search list (128)")
+    ix.add_argument("--ef-search", type=int,
+                    help="hnsw search list (default: picked for --target-recall)")
+    ix.add_argument("--target-recall", type=float, default=0.95,
+                    help="recall@10 against the exact top 10 that the default --nprobe / "
+                         "--ef-search is picked to reach (0.95)")
     ix.add_argument("--seed", type=int, default=0, help="seed of the ivf training sample")
     ix.add_argument("--json", action="store_true", help="print the index record as JSON")
     ix.set_defaults(func=run_index)
@@ -285,14 +290,26 @@ def run_index(args) -> int:
 
     emb = Embeddings.load(args.checkpoint)
     params = IndexParams(nlist=args.nlist, nprobe=args.nprobe, hnsw_m=args.hnsw_m,
-                         ef_search=args.ef_search, seed=args.seed)
+                         ef_search=args.ef_search, seed=args.seed,
+                         target_recall=args.target_recall)
     rec = build_and_save(emb, args.kind, args.by, args.entity_type, params)
     if args.json:
         emit_json(rec)
-    else:
-        print(f"built a {rec['kind']} index ({rec['by']}) of {rec['num_entities']:,} "
-              f"{rec['entity_type']} rows x {rec['dimension']} for checkpoint version "
-              f"{rec['checkpoint_version']} in {rec['seconds']:.1f} s")
+        return 0
+    print(f"built a {rec['kind']} index ({rec['by']}) of {rec['num_entities']:,} "
+          f"{rec['entity_type']} rows x {rec['dimension']} for checkpoint version "
+          f"{rec['checkpoint_version']} in {rec['seconds']:.1f} s")
+    r = rec["recall"]
+    setting = next((f"{name} {r[name]}" for name in ("nprobe", "ef_search") if name in r), "")
+    how = (f"; {setting}, picked for target {r['target']}" if "target" in r else
+           f"; {setting}" if setting else "")
+    print(f"recall@{r['k']} {r['recall']:.3f} against the exact top {r['k']} on "
+          f"{r['queries']} held-out queries{how}")
+    if r.get("reached") is False:
+        print(f"warning: the target recall {r['target']} was not reached at the largest "
+              f"{setting.split()[0]} (recall {r['tuned_recall']:.3f} on the tuning "
+              f"queries): a larger --hnsw-m builds a finer hnsw index",
+              file=sys.stderr)
     return 0
 
 

@@ -68,8 +68,8 @@ def register(subparsers) -> None:
                                                "graphsys run (default: numba's)")
     p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
     p.add_argument("--tol", type=float, metavar="X", help="PageRank / HITS tolerance")
-    p.add_argument("--sum-dtype", choices=("float64", "float32"), default="float64",
-                   help="PageRank sum dtype on CPU, as graphsys run (default float64)")
+    p.add_argument("--sum-dtype", choices=("auto", "float64", "float32"), default="auto",
+                   help="PageRank sum dtype on CPU, as graphsys run (default auto)")
     p.add_argument("--gpu", help="GPU the SM model assumes: H100 (132 SMs), H200, A100, V100, "
                                  "L4, T4, RTX4090, B200 or auto (default: present GPU, else H100)")
     p.add_argument("--model-gpu", metavar="GPU", nargs="?", const="auto",
@@ -201,7 +201,7 @@ def run(args) -> int:
                              and args.workload != "mining"),
                             ("--backend", args.backend != "auto"),
                             ("--tol", args.tol is not None), ("--damping", args.damping != 0.85),
-                            ("--sum-dtype", args.sum_dtype != "float64")):
+                            ("--sum-dtype", args.sum_dtype != "auto")):
             if given:
                 raise GraphsysError(f"{flag} applies to a BSP algorithm, not --workload "
                                     f"{args.workload}")

@@ -53,10 +53,12 @@ def register(subparsers) -> None:
     p.add_argument("--tol", type=float, metavar="X",
                    help="PageRank L1 tolerance (1e-6); HITS hub L1 change (1e-8)")
     p.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
-    p.add_argument("--sum-dtype", choices=("float64", "float32"), default="float64",
+    p.add_argument("--sum-dtype", choices=("auto", "float64", "float32"), default="auto",
                    help="PageRank: the dtype messages are sent and summed in on CPU "
-                        "(default float64; float32 halves the cache footprint, relative "
-                        "error bounded by (in-degree + 1) * 2^-24 per sum, see docs)")
+                        "(default auto: float32 sent values in memory when --tol >= 1e-6 "
+                        "and unweighted, float64 otherwise; float32 halves the cache "
+                        "footprint, relative error bounded by (in-degree + 1) * 2^-24 per "
+                        "sum, see docs)")
     p.add_argument("--weights", dest="weighted", choices=("auto", "use", "ignore"),
                    default="auto",
                    help="pagerank, ppr, hits, louvain, leiden: follow the edge weights "
@@ -180,7 +182,7 @@ def run(args) -> int:
                             f"{args.algorithm}")
     if "sum_dtype" in parameters:
         kwargs["sum_dtype"] = args.sum_dtype
-    elif args.sum_dtype != "float64":
+    elif args.sum_dtype != "auto":
         raise GraphsysError(f"--sum-dtype applies to {_taking('sum_dtype')}, not "
                             f"{args.algorithm}")
     if "weighted" in parameters:

@@ -9,12 +9,21 @@ normalised to unit length, inner product) or ``dot`` (inner product of the raw r
 measures of :meth:`Embeddings.nearest <graphsys.embed.embeddings.Embeddings.nearest>`.
 Row ``i`` of the index is the entity with type-global id ``i``.
 
+An approximate index is tuned when it is built: unless ``nprobe`` / ``ef_search`` is given,
+the smallest setting whose recall@10 against the exact top 10 reaches ``target_recall``
+(0.95 by default) on 500 rows of the table, with a margin of two standard errors, is kept,
+and the recall is then measured on 500 other rows, held out (:func:`tune_search`). A fixed
+setting cannot promise a recall: it depends on the rows (clustered rows are easy,
+near-uniform ones of rarely trained entities hard), so the setting follows the data and the
+record states what it reached.
+
 Stored in the checkpoint directory, beside the versions it was built from (no pickle)::
 
     CKPT/index/{entity_type}.{by}.faiss   faiss.write_index's own binary format
     CKPT/index/{entity_type}.{by}.json    {"format": INDEX_FORMAT, "checkpoint_version",
                                            "entity_type", "by", "kind", "num_entities",
-                                           "dimension", "params", "sha256", "seconds"}
+                                           "dimension", "params", "sha256", "seconds",
+                                           "recall": {"k", "recall", "queries", ...}}
 
 Both are written atomically, the JSON last; the JSON records the checkpoint version the rows
 came from and the faiss file's sha256, checked before faiss reads the file (a truncated or
@@ -40,6 +49,21 @@ from graphsys.storage import file_rules
 from graphsys.storage.atomic import atomic_path, write_bytes_atomic
 
 KINDS = ("flat", "ivf", "hnsw")
+#: The recall@k (against the exact top-k, on rows of the table as queries) that an index
+#: built without an explicit ``ef_search`` / ``nprobe`` is tuned to reach
+TARGET_RECALL = 0.95
+#: k of the recall an index is tuned for and reported with (``nearest``'s default k)
+RECALL_K = 10
+#: Queries a recall is tuned on, and as many others, held out, on which it is reported
+RECALL_QUERIES = 500
+#: A setting is kept when the tuning queries' mean recall, less this many standard errors
+#: of that mean, reaches the target: the recall of other queries then does too, but for
+#: about one time in 40 (recall varies widely from query to query on hard tables)
+RECALL_MARGIN_SE = 2.0
+#: The search settings tried, smallest first, when tuning: HNSW's ``ef_search`` and IVF's
+#: ``nprobe`` double from these until the target recall is reached (or the largest)
+EF_SEARCH_STEPS = tuple(16 << i for i in range(9))  # 16 ... 4096
+NPROBE_STEPS = tuple(1 << i for i in range(15))  # 1 ... 16384 (capped at nlist)
 MEASURES = ("cos", "dot")
 INDEX_FORMAT = "graphsys-faiss-index"
 INDEX_DIR = "index"
@@ -67,15 +91,18 @@ class IndexParams:
     IVF cells searched per query; ``train_rows``: rows sampled (seeded by ``seed``) to train
     the IVF quantizer (default ``min(N, 64 * nlist)``); ``hnsw_m``: HNSW links per node;
     ``ef_construction`` / ``ef_search``: HNSW candidate-list lengths when building /
-    searching."""
+    searching. ``nprobe`` / ``ef_search`` left None are picked by :func:`tune_search`: the
+    smallest of :data:`NPROBE_STEPS` / :data:`EF_SEARCH_STEPS` whose recall@``RECALL_K``
+    on a sample of the table reaches ``target_recall``; ``seed`` also draws that sample."""
 
     nlist: int | None = None
-    nprobe: int = 32
+    nprobe: int | None = None
     train_rows: int | None = None
     hnsw_m: int = 32
     ef_construction: int = 80
-    ef_search: int = 128
+    ef_search: int | None = None
     seed: int = 0
+    target_recall: float = TARGET_RECALL
 
     #: What faiss accepts, checked before any value reaches it: HNSW's level generator
     #: divides by ``log(M)``, so ``hnsw_m = 1`` crashes the process; the upper bounds keep an
@@ -85,6 +112,9 @@ class IndexParams:
               "seed": (0, 2**32 - 1)}
 
     def check(self) -> None:
+        t = self.target_recall
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 < t <= 1.0:
+            raise ParameterError("target_recall", f"must be a number in (0, 1], got {t!r}")
         for name, (lo, hi) in self.LIMITS.items():
             v = getattr(self, name)
             if v is None:
@@ -168,7 +198,7 @@ def build_index(parts: list[np.ndarray], kind: str, by: str = "cos",
     elif kind == "hnsw":
         index = faiss.IndexHNSWFlat(d, params.hnsw_m, metric)
         index.hnsw.efConstruction = params.ef_construction
-        index.hnsw.efSearch = params.ef_search
+        index.hnsw.efSearch = params.ef_search or EF_SEARCH_STEPS[3]  # until tuned
     else:
         nlist = params.nlist or int(round(np.sqrt(n)))
         nlist = max(1, min(nlist, n // 39 or 1))
@@ -179,7 +209,7 @@ def build_index(parts: list[np.ndarray], kind: str, by: str = "cos",
         sample = np.sort(rng.choice(n, want, replace=False)) if want < n else np.arange(n)
         index.cp.seed = params.seed
         index.train(_prepared(rows.take(sample), by))
-        index.nprobe = params.nprobe
+        index.nprobe = params.nprobe or NPROBE_STEPS[5]  # until tuned
     for block in rows.blocks():
         index.add(_prepared(block, by))
     return index
@@ -215,6 +245,14 @@ class NearestIndex:
             scores = scores[keep].reshape(len(ids), kk - 1)
         return ids[:, :k], scores[:, :k]
 
+    def set_search(self, value: int) -> None:
+        """Set the search setting of an approximate index: ``nprobe`` (ivf) or
+        ``ef_search`` (hnsw), in the index and its :attr:`params`."""
+        if self.kind == "ivf":
+            self.index.nprobe = self.params.nprobe = int(value)
+        elif self.kind == "hnsw":
+            self.index.hnsw.efSearch = self.params.ef_search = int(value)
+
     def _search(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         if len(x) >= FEW_QUERIES:
             return self.index.search(x, k)
@@ -227,9 +265,11 @@ class NearestIndex:
             faiss.omp_set_num_threads(threads)
 
     def save(self, ckpt: str | Path, entity_type: str, version: int,
-             seconds: float = 0.0) -> tuple[Path, Path]:
+             seconds: float = 0.0, recall: dict[str, Any] | None = None
+             ) -> tuple[Path, Path]:
         """Write the index into ``ckpt``'s index directory for ``entity_type`` (see the
-        module docstring); returns the faiss file's and the JSON's paths."""
+        module docstring), with its measured ``recall`` (:func:`tune_search`); returns the
+        faiss file's and the JSON's paths."""
         faiss = require_faiss()
         data, meta_path = index_paths(ckpt, entity_type, self.by)
         data.parent.mkdir(parents=True, exist_ok=True)
@@ -242,10 +282,102 @@ class NearestIndex:
                     "num_entities": self.num_entities, "dimension": int(self.index.d),
                     "params": asdict(self.params), "sha256": digest,
                     "seconds": round(seconds, 3)}
+            if recall is not None:
+                meta["recall"] = recall
             write_bytes_atomic(meta_path, json.dumps(meta, indent=1).encode() + b"\n")
         except OSError as exc:
             raise GraphsysError(f"{data}: cannot write ({exc.strerror or exc})") from None
         return data, meta_path
+
+
+def exact_neighbours(rows: _Rows, ids: np.ndarray, by: str, k: int) -> np.ndarray:
+    """The exact ``k`` best rows of each query row ``ids`` (int64, type-global) by ``by``,
+    leaving out the query itself: int64 ``(q, k)``, best first. One blocked pass over the
+    rows (:data:`ADD_ROWS` at a time, float32 matrix products), a running top-k."""
+    q = _prepared(rows.take(np.sort(ids)), by)[np.argsort(np.argsort(ids))]
+    best_s = np.full((len(ids), k), -np.inf, np.float32)
+    best_i = np.full((len(ids), k), -1, np.int64)
+    start = 0
+    for block in rows.blocks():
+        scores = q @ _prepared(block, by).T
+        here = np.arange(start, start + len(block))
+        scores[here[None, :] == ids[:, None]] = -np.inf  # not the query itself
+        kk = min(k, scores.shape[1])
+        top = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]
+        cand_s = np.concatenate([best_s, np.take_along_axis(scores, top, 1)], axis=1)
+        cand_i = np.concatenate([best_i, top + start], axis=1)
+        keep = np.argsort(-cand_s, axis=1, kind="stable")[:, :k]
+        best_s = np.take_along_axis(cand_s, keep, 1)
+        best_i = np.take_along_axis(cand_i, keep, 1)
+        start += len(block)
+    return best_i
+
+
+def recall_at_k(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Per query, the share of ``want``'s ids (the exact top-k, ``(q, k)``) that ``got``
+    (``(q, k)``) holds: float64 ``(q,)``; its mean is the recall@k."""
+    return np.array([len(set(a.tolist()) & set(b.tolist())) / len(b)
+                     for a, b in zip(got, want)], np.float64)
+
+
+def tune_search(built: NearestIndex, rows: _Rows, *, k: int = RECALL_K,
+                queries: int = RECALL_QUERIES) -> dict[str, Any]:
+    """Measure the recall@``k`` of ``built`` against the exact top-``k``
+    (:func:`exact_neighbours`) and, for an approximate index whose search setting was not
+    given (``nprobe`` for ivf, ``ef_search`` for hnsw left None in its params), pick the
+    smallest setting of :data:`NPROBE_STEPS` / :data:`EF_SEARCH_STEPS` whose recall on
+    ``queries`` rows of the table reaches ``params.target_recall`` with a margin (the mean
+    less :data:`RECALL_MARGIN_SE` standard errors; the largest setting when none does). The
+    recall is then reported on ``queries`` *other* rows, held out from the tuning. Queries
+    are rows drawn with ``params.seed``, as ``nearest(id, k)`` asks: the query row itself
+    never counts.
+
+    Returns
+    -------
+    dict
+        ``k``, ``recall`` (held out), ``queries`` (held out), ``tuned_recall`` and
+        ``tuned_lower`` (mean and its margin-lowered value on the tuning queries, when
+        tuned), ``target`` and ``reached`` (when tuned), and the setting: ``nprobe`` or
+        ``ef_search`` (picked or given).
+    """
+    n = built.num_entities
+    k = min(k, n - 1)
+    if k < 1:
+        return {"k": k, "recall": 1.0, "queries": 0}
+    rng = np.random.default_rng(built.params.seed)
+    draw = rng.choice(n, min(n, 2 * queries), replace=False)
+    tune_ids, held_ids = draw[: len(draw) // 2], draw[len(draw) // 2:]
+    if len(tune_ids) == 0:
+        tune_ids = held_ids
+    want = exact_neighbours(rows, draw, built.by, k)
+    want_tune, want_held = want[: len(tune_ids)], want[len(draw) - len(held_ids):]
+    name = {"ivf": "nprobe", "hnsw": "ef_search"}.get(built.kind)
+
+    def recall(ids: np.ndarray, truth: np.ndarray) -> np.ndarray:
+        got, _ = built.search(rows.take(np.sort(ids))[np.argsort(np.argsort(ids))], k,
+                              exclude=ids)
+        return recall_at_k(got, truth)
+
+    out: dict[str, Any] = {"k": k}
+    if name is not None and getattr(built.params, name) is None:
+        target = built.params.target_recall
+        steps = EF_SEARCH_STEPS if name == "ef_search" else [
+            s for s in NPROBE_STEPS if s < built.params.nlist] + [built.params.nlist]
+        mean = lower = 0.0
+        for value in steps:
+            built.set_search(value)
+            per_query = recall(tune_ids, want_tune)
+            mean = float(per_query.mean())
+            lower = mean - RECALL_MARGIN_SE * float(per_query.std() / np.sqrt(len(per_query)))
+            if lower >= target:
+                break
+        out.update(tuned_recall=round(mean, 4), tuned_lower=round(lower, 4), target=target,
+                   reached=bool(lower >= target))
+    if name is not None:
+        out[name] = getattr(built.params, name)
+    out.update(recall=round(float(recall(held_ids, want_held).mean()), 4),
+               queries=len(held_ids))
+    return out
 
 
 def index_paths(ckpt: str | Path, entity_type: str, by: str) -> tuple[Path, Path]:
@@ -303,9 +435,9 @@ def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
     fields = IndexParams.__dataclass_fields__
     params = IndexParams(**{k: v for k, v in (meta.get("params") or {}).items()
                             if k in fields})
-    if meta["kind"] == "ivf":
+    if meta["kind"] == "ivf" and params.nprobe is not None:
         index.nprobe = params.nprobe
-    elif meta["kind"] == "hnsw":
+    elif meta["kind"] == "hnsw" and params.ef_search is not None:
         index.hnsw.efSearch = params.ef_search
     return NearestIndex(index, meta["kind"], by, params)
 
@@ -313,15 +445,21 @@ def open_index(ckpt: str | Path, entity_type: str, by: str, *, version: int,
 def build_and_save(emb, kind: str, by: str = "cos", entity_type: str | None = None,
                    params: IndexParams | None = None) -> dict[str, Any]:
     """Build the ``kind`` index of ``entity_type`` of the checkpoint embeddings ``emb``
-    (:class:`~graphsys.embed.embeddings.Embeddings`) and store it in its directory; returns
-    the recorded figures (the index JSON)."""
+    (:class:`~graphsys.embed.embeddings.Embeddings`), tune its search setting to
+    ``params.target_recall`` when none is given and measure its recall@10 on held-out
+    queries (:func:`tune_search`), and store it in its directory; returns the recorded
+    figures (the index JSON, with ``recall``)."""
     if emb.storage is None:
         raise GraphsysError(f"{emb.path}: indexes are stored in embedding checkpoints; this "
                             f"is a GNN embedding directory")
     t = emb._etype(entity_type)
     params = params or IndexParams()
     t0 = time.perf_counter()
-    built = NearestIndex(build_index(emb.partitions(t), kind, by, params), kind, by, params)
-    _, meta_path = built.save(emb.path, t, emb.version, time.perf_counter() - t0)
+    parts = emb.partitions(t)
+    built = NearestIndex(build_index(parts, kind, by, params), kind, by, params)
+    seconds = time.perf_counter() - t0
+    recall = tune_search(built, _Rows(parts))
+    recall["seconds"] = round(time.perf_counter() - t0 - seconds, 3)
+    _, meta_path = built.save(emb.path, t, emb.version, seconds, recall)
     emb.forget_index(t, by)
     return json.loads(meta_path.read_text())

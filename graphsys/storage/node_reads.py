@@ -60,7 +60,7 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
     (:meth:`Graph.to_internal <graphsys.storage.graph.Graph.to_internal>`)."""
     et = graph.entity_type(entity_type)
     if et.name not in graph._id_index:
-        orig = node_ids(graph, et.name)
+        orig = original_ids(graph, et.name)
         if et.id_type == "int64":
             order = np.argsort(orig, kind="stable")
             graph._id_index[et.name] = (orig[order], order)
@@ -90,10 +90,22 @@ def to_internal(graph, ids, entity_type: str | None = None) -> np.ndarray:
     return out
 
 
+def original_ids(graph, entity_type: str):
+    """:func:`node_ids` of every partition, read once per Graph (a query that names a few
+    nodes, such as a nearest-neighbour lookup, then reads no node table); read-only."""
+    ids = graph._original_ids.get(entity_type)
+    if ids is None:
+        ids = node_ids(graph, entity_type)
+        if isinstance(ids, np.ndarray):
+            ids.flags.writeable = False
+        graph._original_ids[entity_type] = ids
+    return ids
+
+
 def to_original(graph, internal, entity_type: str | None = None):
     """Original ids of internal ids, range-checked (:meth:`Graph.to_original
     <graphsys.storage.graph.Graph.to_original>`)."""
-    ids = node_ids(graph, entity_type)
+    ids = original_ids(graph, graph.entity_type(entity_type).name)
     idx = integer_ids(internal, "internal ids are integers")
     bad = (idx < 0) | (idx >= len(ids))
     if bad.any():

@@ -91,11 +91,29 @@ def test_cpu_advice_names_the_flag():
         {"name": "JIT compilation and cache loads (numba, first calls)", "seconds": 3.0,
          "count": 4, "kind": "jit"},
         {"name": "setup: open edges", "seconds": 4.0, "count": 0, "kind": "python"}]}
+    prof["jit"] = {"compiled": 4, "loaded": 0, "cache": "/proc/no-such-cache"}
     out = advice(prof)
     assert any("NUMBA_CACHE_DIR" in a and "3.00 s (30% of the run)" in a for a in out)
     assert any("--backend auto" in a for a in out)
     assert any("graphsys index DIR" in a and "graphsys index --push" in a for a in out)
     assert any("--schedule auto" in a for a in out)
+
+
+def test_jit_advice_names_the_cache_only_when_it_cannot_be_written(tmp_path):
+    """A compilation into a writable cache is paid once per install: the advice says so
+    and names graphsys warmup, not NUMBA_CACHE_DIR; loads alone never advise a cache."""
+    prof = _profile(dict.fromkeys(MAPS, 0.9))
+    prof["time"] = {"wall_seconds": 10.0, "parts": [
+        {"name": "JIT compilation and cache loads (numba, first calls)", "seconds": 3.0,
+         "count": 4, "kind": "jit"}]}
+    prof["jit"] = {"compiled": 4, "loaded": 0, "cache": str(tmp_path)}
+    (item,) = [a for a in advice(prof) if a.startswith("JIT")]
+    assert "NUMBA_CACHE_DIR" not in item and "graphsys warmup" in item and str(tmp_path) in item
+    prof["jit"] = {"compiled": 0, "loaded": 4, "cache": str(tmp_path)}
+    (item,) = [a for a in advice(prof) if a.startswith("JIT")]
+    assert "NUMBA_CACHE_DIR" not in item and "4 kernel signatures were loaded" in item
+    prof["time"]["parts"][0]["seconds"] = 0.01  # negligible: no JIT item at all
+    assert not [a for a in advice(prof) if a.startswith("JIT")]
 
 
 def test_html_tables_are_formatted():

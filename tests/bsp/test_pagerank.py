@@ -208,3 +208,48 @@ def test_sum_dtype_is_checked(graphs):
     with pytest.raises(bsp.engine.ParameterError, match="^sum_dtype float32 sums apply to "
                                                         "unweighted runs"):
         bsp.pagerank(g, sum_dtype="float32")
+
+
+def test_default_path_sends_float32_where_the_tolerance_allows(tmp_path):
+    """The README's path (ingest, then ``bsp.pagerank(g)`` on its defaults; ``graphsys run
+    pagerank`` alike) runs the fused in-memory loop with float32 sent values: within the
+    documented bound of the float64 ranks, summing to 1. A tighter ``tol``, out of core,
+    weighted runs and an explicit float64 keep float64."""
+
+    import graphsys
+    from graphsys.bsp.algorithms.pagerank import AUTO_FLOAT32_MIN_TOL
+    from graphsys.generators import rmat_edges, write_edges
+
+    write_edges(rmat_edges(1 << 12, 40_000, seed=3), tmp_path / "e.parquet")
+    g = graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g", partitions=2)
+    assert not g.manifest.indexes  # the README's path stores no index
+    auto = bsp.pagerank(g)
+    assert auto.stats.method == "fused-pagerank, float32 sends"
+    f64 = bsp.pagerank(g, sum_dtype="float64")
+    assert f64.stats.method == "fused-pagerank"
+    # the rounding moves the fixed point by at most damping * 2^-24 / (1 - damping) in L1,
+    # far below what the stopping rule leaves (tol * damping / (1 - damping))
+    assert np.abs(auto.values - f64.values).sum() < 0.85 * 2.0**-24 / 0.15 + 1e-12
+    assert auto.values.sum() == pytest.approx(1.0, abs=1e-12)
+    assert bsp.pagerank(g, tol=AUTO_FLOAT32_MIN_TOL / 10).stats.method == "fused-pagerank"
+    assert bsp.pagerank(g, mode="out-of-core").stats.method == "supersteps"
+    w = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]), tmp_path / "w",
+                            weight=np.array([1.0, 2.0, 3.0]))
+    assert "float32" not in bsp.pagerank(w).stats.method
+
+
+def test_cli_default_names_the_float32_sends(tmp_path, capsys):
+    import json
+
+    import graphsys
+    from graphsys.cli import main
+    from graphsys.generators import rmat_edges, write_edges
+
+    write_edges(rmat_edges(1 << 10, 8_000, seed=4), tmp_path / "e.parquet")
+    graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g")
+    assert main(["run", "pagerank", str(tmp_path / "g"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert "float32 sends" in json.dumps(out)
+    assert main(["run", "pagerank", str(tmp_path / "g"), "--sum-dtype", "float64",
+                 "--json"]) == 0
+    assert "float32 sends" not in capsys.readouterr().out

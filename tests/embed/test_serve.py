@@ -232,10 +232,71 @@ def test_nearest_after_more_training_searches_exactly(ckpt, kg4, tmp_path, capsy
     assert Embeddings.load(ck).ann_index() is not None
 
 
+def test_exact_neighbours_match_brute_force():
+    from graphsys.embed.index import _Rows, exact_neighbours
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 8)).astype(np.float32)
+    rows = _Rows([x[:120], x[120:]])  # two partitions, as a checkpoint's
+    ids = np.array([250, 3, 119, 120], np.int64)
+    for by in ("cos", "dot"):
+        y = x / np.linalg.norm(x, axis=1, keepdims=True) if by == "cos" else x
+        s = y[ids] @ y.T
+        s[np.arange(len(ids)), ids] = -np.inf  # not the query itself
+        want = np.argsort(-s, axis=1, kind="stable")[:, :10]
+        np.testing.assert_array_equal(exact_neighbours(rows, ids, by, 10), want)
+
+
+def test_search_setting_is_picked_for_the_target_recall():
+    """Left unset, ef_search (hnsw) and nprobe (ivf) are the smallest steps whose recall on
+    the tuning queries reaches the target; the recall reported is on held-out queries."""
+    from graphsys.embed.index import (
+        EF_SEARCH_STEPS,
+        IndexParams,
+        NearestIndex,
+        _Rows,
+        build_index,
+        tune_search,
+    )
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4000, 24)).astype(np.float32)  # no clusters: a hard table
+    for kind, params in (("hnsw", IndexParams(hnsw_m=4, ef_construction=16)),
+                         ("ivf", IndexParams(nlist=64))):
+        built = NearestIndex(build_index([x], kind, "cos", params), kind, "cos", params)
+        rec = tune_search(built, _Rows([x]), queries=100)
+        name = "ef_search" if kind == "hnsw" else "nprobe"
+        assert rec["target"] == 0.95 and rec["reached"] and rec["tuned_lower"] >= 0.95
+        assert rec[name] == getattr(params, name) and rec["k"] == 10
+        assert rec["queries"] == 100 and rec["recall"] >= 0.85  # held out: near the target
+        if rec[name] > (EF_SEARCH_STEPS[0] if kind == "hnsw" else 1):  # the step below misses
+            built.set_search(rec[name] // 2)
+            below = tune_search(built, _Rows([x]), queries=100)
+            assert below["recall"] < rec["recall"] or below["recall"] < 0.95
+    fixed = IndexParams(ef_search=16, hnsw_m=4, ef_construction=16)
+    built = NearestIndex(build_index([x], "hnsw", "cos", fixed), "hnsw", "cos", fixed)
+    rec = tune_search(built, _Rows([x]), queries=100)
+    assert rec["ef_search"] == 16 and "target" not in rec  # given: measured, not tuned
+
+
+def test_target_recall_is_checked():
+    from graphsys.embed.index import IndexParams
+    from graphsys.errors import ParameterError
+
+    for bad in (0.0, 1.5, True, "high"):
+        with pytest.raises(ParameterError, match="target_recall"):
+            IndexParams(target_recall=bad).check()
+
+
 def test_embed_index_cli(ckpt, capsys):
+    assert main(["embed", "index", str(ckpt), "--kind", "hnsw", "--by", "dot"]) == 0
+    out = capsys.readouterr().out
+    assert "recall@10 " in out and "held-out queries; ef_search " in out
+    assert "picked for target 0.95" in out
     assert main(["embed", "index", str(ckpt), "--kind", "hnsw", "--by", "dot", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["kind"] == "hnsw" and rec["by"] == "dot" and rec["num_entities"] == 200
+    assert rec["recall"]["recall"] >= 0.95 and rec["params"]["ef_search"] in (16, 32, 64)
     assert main(["embed", "nearest", str(ckpt), "e3", "-k", "4", "--by", "dot",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

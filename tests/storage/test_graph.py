@@ -77,6 +77,28 @@ def test_partition_numbering(weighted):
         assert (np.diff(part) > 0).all()  # sorted original ids within a partition
 
 
+def test_to_original_reads_the_node_tables_once(weighted, monkeypatch):
+    """A lookup of a few ids (a nearest-neighbour query's answer) reads no node table after
+    the first; the answers stay those of the node tables, and callers cannot change them."""
+    from graphsys.storage import node_reads
+
+    g = open_graph(weighted[0].path)
+    want = g.node_ids()
+    reads = []
+    real = node_reads.node_table
+    monkeypatch.setattr(node_reads, "node_table", lambda *a, **k: reads.append(a) or real(*a, **k))
+    for q in ([0, 5], [g.num_nodes() - 1], 7, [3, 3, 1]):
+        np.testing.assert_array_equal(g.to_original(q), want[q])
+    assert len(reads) == g.num_partitions  # each partition's table once
+    np.testing.assert_array_equal(g.to_internal(want[[4, 2]]), [4, 2])
+    assert len(reads) == g.num_partitions  # the id index sorts the same ids
+    out = g.to_original([0, 1])
+    out[:] = -1
+    np.testing.assert_array_equal(g.to_original([0, 1]), want[:2])
+    with pytest.raises(GraphsysError, match="outside"):
+        g.to_original([g.num_nodes()])
+
+
 def test_bucket_orders(weighted):
     g, *_ = weighted
     rows = [(b.i, b.j) for b in g.buckets("row-major", skip_empty=False)]

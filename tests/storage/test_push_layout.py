@@ -88,7 +88,7 @@ def test_pagerank_pushes_over_the_index_with_the_supersteps_ranks(skewed_dir, tm
                                bsp.personalized_pagerank(plain, ids, tol=1e-10).values,
                                rtol=1e-12, atol=1e-15)
     f32 = bsp.pagerank(g, tol=1e-10, sum_dtype="float32")
-    assert f32.stats.method == "fused-pagerank (push index, degree order)"
+    assert f32.stats.method == "fused-pagerank (push index, degree order), float32 sends"
     np.testing.assert_allclose(f32.values, bsp.pagerank(plain, tol=1e-10).values, rtol=1e-4)
 
 

@@ -1,0 +1,142 @@
+"""Compile the kernels of every registered vertex algorithm ahead of a first run.
+
+A graphsys kernel is compiled on its first call in a new install and cached for every later
+process (:mod:`graphsys.jit`): seconds the first time, milliseconds afterwards. :func:`warmup`
+(``graphsys warmup``; ``graphsys demo`` runs it first) pays those seconds up front: it runs
+every algorithm of :data:`graphsys.plugins.ALGORITHMS` on small generated graphs, in the
+ways a default run takes them, so that their kernels are in the cache before a user's first
+call:
+
+* in memory, on a graph with several in-edges per vertex (R-MAT) and on a sparse one (a
+  ring lattice, which PageRank renumbers and pulls over fixed slots), each built in memory,
+  with the ``auto`` schedule (the whole-graph algorithms) and the ``sync`` one;
+* in memory on the same R-MAT graph with stored CSR, CSC and push indexes (mapped arrays
+  are read-only, which numba compiles for separately);
+* out of core, streaming the R-MAT graph's buckets;
+* in memory and out of core on the R-MAT graph with edge weights (which SSSP follows, and
+  PageRank and HITS by default).
+
+Kernels that only graphs beyond the last-level cache reach (PageRank's hub order) or only
+graphs of 2**31 nodes and more (int64 neighbour ids) are compiled on their first use, where
+the run itself is long.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: The generated graphs' sizes: large enough for every layout rule to pick the path a
+#: default run of its shape takes, small enough that the runs themselves take milliseconds.
+RMAT_NODES, RMAT_EDGES = 1 << 10, 1 << 14
+RING_NODES = 1 << 11
+
+
+def _graphs(work: Path, seed: int) -> list[tuple[str, Any, str]]:
+    """(label, graph, mode) of each run every algorithm gets."""
+    from graphsys.generators import rmat_edges
+    from graphsys.interop import from_numpy
+    from graphsys.storage.adjacency_index import build_index
+
+    chunks = list(rmat_edges(RMAT_NODES, RMAT_EDGES, seed=seed))
+    src = np.concatenate([c["src"] for c in chunks])
+    dst = np.concatenate([c["dst"] for c in chunks])
+    rmat = from_numpy(src, dst, work / "rmat", partitions=2, seed=seed)
+    indexed = from_numpy(src, dst, work / "rmat-indexed", partitions=2, seed=seed)
+    build_index(indexed, ("csr", "csc", "push"))
+    weight = np.random.default_rng(seed).random(len(src))
+    weighted = from_numpy(src, dst, work / "rmat-weighted", partitions=2, seed=seed,
+                          weight=weight)
+    ring = np.arange(RING_NODES)
+    lattice = from_numpy(np.concatenate([ring, ring]),
+                         np.concatenate([(ring + 1) % RING_NODES, (ring + 2) % RING_NODES]),
+                         work / "ring", partitions=2, seed=seed)
+    return [("R-MAT, in memory", rmat, "memory"), ("R-MAT, indexed", indexed, "memory"),
+            ("ring lattice, in memory", lattice, "memory"),
+            ("R-MAT, out of core", rmat, "out-of-core"),
+            ("weighted R-MAT, in memory", weighted, "memory"),
+            ("weighted R-MAT, out of core", weighted, "out-of-core")]
+
+
+def warmup(algorithms: list[str] | None = None, *, seed: int = 0,
+           progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run each algorithm on small generated graphs so that its kernels are compiled and
+    cached (see the module docstring); a second call loads them all.
+
+    Parameters
+    ----------
+    algorithms : list of str, optional
+        Names in :data:`graphsys.plugins.ALGORITHMS` (default: every registered one).
+    seed : int, default 0
+        Seed of the generated graphs.
+    progress : callable, optional
+        Called with one line per algorithm as it finishes.
+
+    Returns
+    -------
+    dict
+        ``cache`` (the kernel cache directory, :func:`graphsys.jit.cache_location`),
+        ``seconds``, ``compiled`` and ``loaded`` (kernel
+        signatures compiled and loaded from the cache), and per algorithm the same three
+        figures under ``algorithms`` (and ``skipped``: the runs an algorithm refused, such
+        as a graph shape or schedule it does not take, each with its one-line reason).
+
+    Raises
+    ------
+    GraphsysError
+        An algorithm name that is not registered.
+    ParameterError
+        A negative or non-integer ``seed``.
+
+    Examples
+    --------
+    >>> from graphsys.bsp.warmup import warmup
+    >>> report = warmup(["wcc"])
+    >>> sorted(report["algorithms"]), sorted(report["algorithms"]["wcc"])
+    (['wcc'], ['compiled', 'loaded', 'seconds'])
+    """
+    from graphsys import jit
+    from graphsys.errors import GraphsysError, ParameterError
+    from graphsys.plugins import ALGORITHMS
+
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ParameterError("seed", f"must be a non-negative integer, got {seed!r}")
+    names = list(algorithms) if algorithms is not None else ALGORITHMS.names()
+    specs = {name: ALGORITHMS.get(name) for name in names}  # unknown names fail here
+    t_all = time.perf_counter()
+    before_all = jit.cache_counts()
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="graphsys-warmup-") as tmp:
+        runs = _graphs(Path(tmp), seed)
+        for name, spec in specs.items():
+            t0 = time.perf_counter()
+            before = jit.cache_counts()
+            skipped = []
+            for label, graph, mode in runs:
+                source = graph.to_original(np.zeros(1, np.int64))[0].item()
+                # "auto": the CLI's and the whole-graph front-ends' default (bfs, wcc);
+                # "sync": the others'
+                for schedule in ("auto", "sync") if mode == "memory" else ("sync",):
+                    try:
+                        spec.run(graph, source if spec.needs_source else None, mode=mode,
+                                 schedule=schedule)
+                    except GraphsysError as exc:  # not for this graph or schedule
+                        skipped.append(f"{label}, {schedule}: {str(exc).splitlines()[0]}")
+            after = jit.cache_counts()
+            out[name] = {"seconds": round(time.perf_counter() - t0, 3),
+                         "compiled": after["compiled"] - before["compiled"],
+                         "loaded": after["loaded"] - before["loaded"]}
+            if skipped:
+                out[name]["skipped"] = skipped
+            if progress is not None:
+                progress(f"{name}: {out[name]['compiled']} kernel signatures compiled, "
+                         f"{out[name]['loaded']} loaded ({out[name]['seconds']:.2f} s)")
+    after_all = jit.cache_counts()
+    return {"cache": jit.cache_location(), "seconds": round(time.perf_counter() - t_all, 3),
+            "compiled": after_all["compiled"] - before_all["compiled"],
+            "loaded": after_all["loaded"] - before_all["loaded"], "algorithms": out}

@@ -1,0 +1,50 @@
+"""``warmup`` compiles what a default first call of every algorithm needs: afterwards the
+front-ends add no kernel signature, on graphs unlike the warm-up's own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphsys import bsp, from_numpy, jit
+from graphsys.bsp.warmup import warmup
+from graphsys.errors import GraphsysError
+
+
+def _signatures() -> int:
+    return sum(len(d.signatures) for d in jit.kernels())
+
+
+def _calls(g) -> dict:
+    s = int(g.node_ids()[0])
+    return {"bfs": lambda: bsp.bfs(g, s), "sssp": lambda: bsp.sssp(g, s),
+            "wcc": lambda: bsp.wcc(g), "kcore": lambda: bsp.kcore(g),
+            "pagerank": lambda: bsp.pagerank(g), "hits": lambda: bsp.hits(g),
+            "lpa": lambda: bsp.label_propagation(g),
+            "ppr": lambda: bsp.personalized_pagerank(g, [s])}
+
+
+def test_first_calls_after_warmup_compile_nothing(tmp_path):
+    report = warmup()
+    assert set(report["algorithms"]) >= {"bfs", "sssp", "wcc", "kcore", "pagerank", "hits",
+                                         "lpa"}
+    assert report["cache"] and report["compiled"] + report["loaded"] > 0
+    rng = np.random.default_rng(7)
+    src, dst = rng.integers(0, 3000, 40_000), rng.integers(0, 3000, 40_000)
+    graphs = [from_numpy(src, dst, tmp_path / "directed", partitions=3,
+                         weight=rng.random(40_000)),
+              from_numpy(src, dst, tmp_path / "undirected", undirected=True)]
+    before = _signatures()
+    for g in graphs:
+        for name, call in _calls(g).items():
+            call()
+            assert _signatures() == before, f"{name} compiled a kernel after warmup"
+    again = warmup(["wcc"])  # everything is compiled in this process already
+    assert again["compiled"] == 0
+
+
+def test_bad_input_is_refused_in_one_line():
+    with pytest.raises(GraphsysError, match="nosuch"):
+        warmup(["nosuch"])
+    with pytest.raises(GraphsysError, match="seed"):
+        warmup(["wcc"], seed=-1)

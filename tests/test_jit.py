@@ -1,0 +1,104 @@
+"""graphsys kernels cache under one directory per source digest, shared by every install of
+the same sources (read-only ones included); NUMBA_CACHE_DIR still wins."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from graphsys import jit
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: A child that calls one small kernel and says where it is cached and what it cost.
+CHILD = """
+import json, numpy as np, graphsys
+from graphsys import jit
+from graphsys.storage.kernels import count_into
+counts = np.zeros(4, np.int64)
+count_into(np.array([1, 2, 2], np.int32), counts)
+path, hits, misses = jit.kernel_cache(count_into)
+print(json.dumps({"path": path, "hits": hits, "misses": misses, "counts": counts.tolist(),
+                  "package": graphsys.__file__, "digest": jit.source_digest()}))
+"""
+
+
+def _install(root: Path) -> Path:
+    """A read-only copy of the packages at a new path (a fresh install)."""
+    for package in ("graphsys", "partitioners"):
+        shutil.copytree(REPO / package, root / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [root, *root.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return root
+
+
+def _child(install: Path, cache: Path, cwd: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
+    env.update(PYTHONPATH=str(install), XDG_CACHE_HOME=str(cache), PYTHONDONTWRITEBYTECODE="1")
+    out = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=cwd, capture_output=True,
+                         text=True, timeout=600, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_read_only_installs_share_one_cache(tmp_path):
+    """The first install compiles into XDG_CACHE_HOME/graphsys/numba/DIGEST (its package
+    directory is read-only: nothing is written beside the sources); a second install of
+    the same sources at another path loads the kernel instead of compiling it."""
+    cache = tmp_path / "cache"
+    first = _child(_install(tmp_path / "a"), cache, tmp_path)
+    assert first["package"].startswith(str(tmp_path / "a"))
+    assert first["counts"] == [0, 1, 2, 0] and first["misses"] == 1
+    expected = cache / "graphsys" / "numba" / jit.source_digest() / "storage"
+    assert first["digest"] == jit.source_digest() and first["path"] == str(expected)
+    assert list(expected.glob("kernels.count_into-*.nbi"))
+    assert not list((tmp_path / "a").rglob("*.nbi"))
+    second = _child(_install(tmp_path / "b"), cache, tmp_path)
+    assert second["package"].startswith(str(tmp_path / "b"))
+    assert (second["hits"], second["misses"]) == (1, 0) and second["path"] == first["path"]
+
+
+def test_numba_cache_dir_wins(monkeypatch):
+    """With NUMBA_CACHE_DIR set (as the test suite runs), kernels cache there, as numba
+    lays it out."""
+    from graphsys.storage.kernels import count_into
+
+    path, _, _ = jit.kernel_cache(count_into)
+    root = os.environ.get("NUMBA_CACHE_DIR")
+    if root:
+        assert Path(path).is_relative_to(Path(root).resolve()) or path.startswith(root)
+    else:
+        assert Path(path).is_relative_to(jit.cache_dir())
+
+
+def test_digest_follows_every_source_file(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    before = jit.digest_of(pkg)
+    assert len(before) == 16 and before == jit.digest_of(pkg)
+    (pkg / "sub" / "b.py").write_text("y = 3\n")  # a callee's module changed
+    assert jit.digest_of(pkg) != before
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    assert jit.digest_of(pkg) == before
+    (pkg / "sub" / "notes.txt").write_text("not a source file")
+    assert jit.digest_of(pkg) == before
+
+
+def test_locator_is_installed_for_graphsys_sources_only():
+    import numba
+
+    assert jit.install()  # idempotent: import graphsys installed it already
+
+    @numba.njit(cache=True)
+    def outside(x):  # this test file is not graphsys's: numba's own locators decide
+        return x + 1
+
+    assert outside(1) == 2
+    assert not Path(outside.stats.cache_path).is_relative_to(jit.cache_root())
