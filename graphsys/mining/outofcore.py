@@ -3,7 +3,12 @@ RAM, or out of core, two blocks at a time, for a graph whose oriented adjacency 
 
 **Orientation.** Vertices are ranked by (simple degree, global id); each edge goes from its
 lower- to its higher-ranked endpoint. A vertex's *row* holds the ranks of its higher-ranked
-neighbours, ascending (``d+(u)`` of them, at most ``sqrt(2M)``).
+neighbours, ascending (``d+(u)`` of them, at most ``sqrt(2M)``). An edge is oriented by
+comparing two keys (:func:`degree_key`: ``degree * N + id``), with no sort of the
+vertices; the vertices are sorted only for rows of ranks. In RAM, a graph small enough for
+one thread is oriented in one pass over the index (:func:`orient_serial`: each row written
+after the last, an entry kept when its key is higher); otherwise a pass counts each row's
+kept entries and a parallel one fills them.
 
 **Count.** Each triangle ``u < v < w`` (by rank) is counted once, by one of two kernels
 (:func:`from_middle` picks the cheaper by a cost model):
@@ -53,11 +58,10 @@ from graphsys.mining.oriented import (
     _by_rows,
     _count_higher,
     _order_by,
-    _simple_degree,
     check_budget,
     mapped_symmetric,
 )
-from graphsys.mining.parallel import Ranks, run_tasks
+from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks
 from graphsys.progress import progress_bar
 from graphsys.storage.adjacency_index import build_command
 
@@ -140,19 +144,28 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
                                 f"GB of memory_limit for {n:,} nodes, got {limit / 1e9:.2f} "
                                 f"GB")
     degree = np.empty(n, np.int64)
-    _simple_degree(indptr, indices, degree)
-    order, rank = _order_by(degree)
-    lengths = np.empty(n, np.int64)
-    _count_higher(indptr, indices, rank, lengths, False)
-    dptr = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=dptr[1:])
-    del lengths
+    key = degree_key(indptr, indices, degree)
+    values = _value_dtype(n)
+    rows = None
+    if whole and (int(indptr[-1]) + n < SERIAL_WORK or threads == 1):
+        rows = orient_serial(indptr, indices, key, degree, values)  # one pass, ids
+        dptr = rows[0]
+    else:
+        lengths = np.empty(n, np.int64)
+        _count_higher(indptr, indices, key, lengths, False)
+        dptr = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=dptr[1:])
+        del lengths
     counts = np.zeros(n if per_vertex else 0, np.int64)
     marks = kernels.mark_array(threads, n)
     middle = from_middle(degree, np.diff(dptr))
-    values = _value_dtype(n)
+    order = rank = None
+    if middle:  # rows of ranks, sorted: the order itself
+        order, rank = _order_by(degree)
     if whole:
-        rows = load_block(indptr, indices, rank, dptr, 0, n, values, middle)
+        if rows is None or middle:
+            rows = load_block(indptr, indices, rank if middle else key, dptr, 0, n, values,
+                              middle)
         total = count_pair(rows, 0, rows, 0, order if middle else None, marks, per_vertex,
                            counts, threads, ranks=ranks, progress=progress,
                            in_degree=degree - np.diff(dptr) if middle else None)
@@ -170,13 +183,14 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
         with progress_bar(total=len(mine) * len(inner), unit="block pair",
                           desc="triangles out of core", disable=not progress) as bar:
             for a_lo, a_hi in mine:
-                a_rows = load_block(indptr, indices, rank, dptr, a_lo, a_hi, values, middle)
+                a_rows = load_block(indptr, indices, rank if middle else key, dptr, a_lo,
+                                    a_hi, values, middle)
                 for b_lo, b_hi in inner:
                     if a_lo <= b_lo and b_hi <= a_hi:  # inside the outer block: use it
                         b_rows = (a_rows[0][b_lo - a_lo:b_hi - a_lo + 1], a_rows[1])
                     else:
-                        b_rows = load_block(indptr, indices, rank, dptr, b_lo, b_hi, values,
-                                            middle)
+                        b_rows = load_block(indptr, indices, rank if middle else key, dptr,
+                                            b_lo, b_hi, values, middle)
                     total += count_pair(a_rows, a_lo, b_rows, b_lo,
                                         order if middle else None, marks, per_vertex,
                                         counts, threads)
@@ -278,11 +292,76 @@ def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | Non
     return iptr, ipos, irow
 
 
+def degree_key(indptr, indices, degree: np.ndarray) -> np.ndarray:
+    """Fill ``degree`` (int64 (N,)) with the simple degrees of the mapped symmetric rows and
+    return a key that ranks the vertices as the orientation does, by (simple degree, id):
+    ``degree * N + id`` (int64 (N,)), or the ranks themselves where that could overflow.
+    Comparing keys orients an edge without sorting the vertices."""
+    n = len(indptr) - 1
+    key = np.empty(n, np.int64)
+    _degree_key(indptr, indices, degree, key)
+    if n and int(degree.max(initial=0)) >= (np.iinfo(np.int64).max - n) // n:
+        key = _order_by(degree)[1]
+    return key
+
+
+@numba.njit(cache=True, nogil=True)
+def _degree_key(indptr, indices, degree, key):
+    n = indptr.shape[0] - 1
+    for u in range(n):
+        lo, hi = indptr[u], indptr[u + 1]
+        a, b = lo, hi
+        while a < b:  # the self-loop's place (rows ascend)
+            m = (a + b) >> 1
+            if indices[m] < u:
+                a = m + 1
+            else:
+                b = m
+        d = hi - lo - (1 if a < hi and indices[a] == u else 0)
+        degree[u] = d
+        key[u] = d * n + u
+
+
+def orient_serial(indptr, indices, key, degree, values: np.dtype):
+    """The whole oriented graph in one pass in the calling thread: ``(dptr, didx)``, each
+    row ``u``'s neighbours keyed above it (ids, ascending as the index holds them); the
+    rows are written back to back, each entry stored and kept only when its key is
+    higher."""
+    n = len(indptr) - 1
+    kept = int(degree.sum()) // 2
+    dptr = np.empty(n + 1, np.int64)
+    # room for one row past the kept entries: a dropped entry is written, then overwritten
+    didx = np.empty(kept + (int(degree.max()) + 1 if n else 1), values)
+    if _orient_rows(indptr, indices, key, dptr, didx) != kept:
+        raise GraphsysError("the undirected (sym) index is not symmetric: a neighbour is "
+                            "missing from its neighbour's row; rebuild the index")
+    return dptr, didx[:kept]
+
+
+@numba.njit(cache=True, nogil=True)
+def _orient_rows(indptr, indices, key, dptr, didx):
+    """Returns the entries kept, or -1 where a row would run past ``didx``."""
+    pos = 0
+    room = didx.shape[0]
+    for u in range(indptr.shape[0] - 1):
+        dptr[u] = pos
+        ku = key[u]
+        if pos + indptr[u + 1] - indptr[u] > room:
+            return -1
+        for k in range(indptr[u], indptr[u + 1]):
+            v = indices[k]
+            didx[pos] = v
+            pos += 1 if key[v] > ku else 0
+    dptr[indptr.shape[0] - 1] = pos
+    return pos
+
+
 def load_block(indptr, indices, rank, dptr, lo: int, hi: int, values: np.dtype,
                ranked: bool = True):
     """The oriented rows ``[lo, hi)`` in RAM: offsets (from 0) and, per row, its
     higher-ranked neighbours: their ranks, ascending (``ranked``), or their ids, ascending
-    as the index holds them."""
+    as the index holds them (``rank`` then any key that orders the vertices as the ranks
+    do, :func:`degree_key`)."""
     bptr = np.asarray(dptr[lo:hi + 1] - dptr[lo])
     bidx = np.empty(int(bptr[-1]), values)
     _by_rows(indptr[lo:hi + 1],
