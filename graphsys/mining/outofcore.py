@@ -1,10 +1,11 @@
 """Triangles over row blocks of the mapped ``sym`` index: the whole graph as one block in
 RAM, or out of core, two blocks at a time, for a graph whose oriented adjacency does not fit.
 
-**Orientation.** Vertices are ranked by (simple degree, global id); each edge goes from its
-lower- to its higher-ranked endpoint. A vertex's *row* holds the ranks of its higher-ranked
+**Orientation.** Vertices are ranked by (degree, global id), the degree as the index stores
+it (a self-loop, at most one per row, counts one); each edge goes from its lower- to its
+higher-ranked endpoint. A vertex's *row* holds the ranks of its higher-ranked
 neighbours, ascending (``d+(u)`` of them, at most ``sqrt(2M)``). An edge is oriented by
-comparing two keys (:func:`degree_key`: ``degree * N + id``), with no sort of the
+comparing two keys (:func:`degree_key`: ``length * N + id``), with no sort of the
 vertices; the vertices are sorted only for rows of ranks. In RAM, a graph small enough for
 one thread is oriented in one pass over the index (:func:`orient_serial`: each row written
 after the last, an entry kept when its key is higher); otherwise a pass counts each row's
@@ -58,6 +59,7 @@ from graphsys.mining.oriented import (
     _by_rows,
     _count_higher,
     _order_by,
+    _simple_degree,
     check_budget,
     mapped_symmetric,
 )
@@ -143,14 +145,15 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
             raise GraphsysError(f"counting triangles out of core needs at least {need:.2f} "
                                 f"GB of memory_limit for {n:,} nodes, got {limit / 1e9:.2f} "
                                 f"GB")
-    degree = np.empty(n, np.int64)
-    key = degree_key(indptr, indices, degree)
+    key, stored = degree_key(indptr)
     values = _value_dtype(n)
+    degree = np.empty(n, np.int64)
     rows = None
     if whole and (int(indptr[-1]) + n < SERIAL_WORK or threads == 1):
         rows = orient_serial(indptr, indices, key, degree, values)  # one pass, ids
         dptr = rows[0]
     else:
+        _simple_degree(indptr, indices, degree)
         lengths = np.empty(n, np.int64)
         _count_higher(indptr, indices, key, lengths, False)
         dptr = np.zeros(n + 1, np.int64)
@@ -161,7 +164,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
     middle = from_middle(degree, np.diff(dptr))
     order = rank = None
     if middle:  # rows of ranks, sorted: the order itself
-        order, rank = _order_by(degree)
+        order, rank = _order_by(stored)
     if whole:
         if rows is None or middle:
             rows = load_block(indptr, indices, rank if middle else key, dptr, 0, n, values,
@@ -292,66 +295,69 @@ def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | Non
     return iptr, ipos, irow
 
 
-def degree_key(indptr, indices, degree: np.ndarray) -> np.ndarray:
-    """Fill ``degree`` (int64 (N,)) with the simple degrees of the mapped symmetric rows and
-    return a key that ranks the vertices as the orientation does, by (simple degree, id):
-    ``degree * N + id`` (int64 (N,)), or the ranks themselves where that could overflow.
-    Comparing keys orients an edge without sorting the vertices."""
+def degree_key(indptr) -> tuple[np.ndarray, np.ndarray]:
+    """``(key, length)``: a key that ranks the vertices as the orientation does, by (stored
+    row length, id), ``length * N + id`` (int64 (N,); the ranks themselves where that could
+    overflow), and the row lengths (int64 (N,)). Comparing keys orients an edge without
+    sorting the vertices."""
     n = len(indptr) - 1
     key = np.empty(n, np.int64)
-    _degree_key(indptr, indices, degree, key)
-    if n and int(degree.max(initial=0)) >= (np.iinfo(np.int64).max - n) // n:
-        key = _order_by(degree)[1]
-    return key
+    length = np.empty(n, np.int64)
+    longest = _degree_key(indptr, key, length)
+    if n and longest >= (np.iinfo(np.int64).max - n) // n:
+        key = _order_by(length)[1]
+    return key, length
 
 
 @numba.njit(cache=True, nogil=True)
-def _degree_key(indptr, indices, degree, key):
+def _degree_key(indptr, key, length):
     n = indptr.shape[0] - 1
+    longest = 0
     for u in range(n):
-        lo, hi = indptr[u], indptr[u + 1]
-        a, b = lo, hi
-        while a < b:  # the self-loop's place (rows ascend)
-            m = (a + b) >> 1
-            if indices[m] < u:
-                a = m + 1
-            else:
-                b = m
-        d = hi - lo - (1 if a < hi and indices[a] == u else 0)
-        degree[u] = d
+        d = indptr[u + 1] - indptr[u]
+        length[u] = d
         key[u] = d * n + u
+        if d > longest:
+            longest = d
+    return longest
 
 
 def orient_serial(indptr, indices, key, degree, values: np.dtype):
     """The whole oriented graph in one pass in the calling thread: ``(dptr, didx)``, each
     row ``u``'s neighbours keyed above it (ids, ascending as the index holds them); the
-    rows are written back to back, each entry stored and kept only when its key is
-    higher."""
+    rows are written back to back, each entry stored and kept only when its key is higher.
+    ``degree`` (int64 (N,)) gets the simple degrees (the row lengths less a self-loop)."""
     n = len(indptr) - 1
-    kept = int(degree.sum()) // 2
+    stored = int(indptr[-1]) - int(indptr[0])
     dptr = np.empty(n + 1, np.int64)
     # room for one row past the kept entries: a dropped entry is written, then overwritten
-    didx = np.empty(kept + (int(degree.max()) + 1 if n else 1), values)
-    if _orient_rows(indptr, indices, key, dptr, didx) != kept:
+    longest = int(np.max(np.diff(indptr))) if n else 0
+    didx = np.empty(stored // 2 + longest + 1, values)
+    kept = _orient_rows(indptr, indices, key, dptr, didx, degree)
+    if kept < 0 or 2 * kept != int(degree.sum()):
         raise GraphsysError("the undirected (sym) index is not symmetric: a neighbour is "
                             "missing from its neighbour's row; rebuild the index")
     return dptr, didx[:kept]
 
 
 @numba.njit(cache=True, nogil=True)
-def _orient_rows(indptr, indices, key, dptr, didx):
+def _orient_rows(indptr, indices, key, dptr, didx, degree):
     """Returns the entries kept, or -1 where a row would run past ``didx``."""
     pos = 0
     room = didx.shape[0]
     for u in range(indptr.shape[0] - 1):
         dptr[u] = pos
         ku = key[u]
-        if pos + indptr[u + 1] - indptr[u] > room:
+        lo, hi = indptr[u], indptr[u + 1]
+        if pos + hi - lo > room:
             return -1
-        for k in range(indptr[u], indptr[u + 1]):
+        d = hi - lo
+        for k in range(lo, hi):
             v = indices[k]
             didx[pos] = v
             pos += 1 if key[v] > ku else 0
+            d -= 1 if v == u else 0
+        degree[u] = d
     dptr[indptr.shape[0] - 1] = pos
     return pos
 

@@ -109,6 +109,24 @@ def test_out_of_core_blocks(graph_of, kernel):
     check_triangles(g, G, mode="out-of-core")
 
 
+def test_one_pass_orientation_refuses_an_asymmetric_index():
+    """The one-pass orientation writes rows back to back: an index whose rows are not
+    symmetric is refused in one line, not read past its end or counted wrong."""
+    from graphsys.mining.outofcore import degree_key, orient_serial
+
+    indptr = np.array([0, 2, 3, 4])  # 0: 1 2; 1: 0; 2: 1 (0 - 2 and 2 - 1 one-sided)
+    indices = np.array([1, 2, 0, 1], np.int32)
+    key, _ = degree_key(indptr)
+    with pytest.raises(GraphsysError, match="not symmetric"):
+        orient_serial(indptr, indices, key, np.empty(3, np.int64), np.dtype(np.int32))
+    indptr, indices = np.array([0, 2, 4, 6]), np.array([1, 2, 0, 2, 0, 1], np.int32)
+    degree = np.empty(3, np.int64)
+    dptr, didx = orient_serial(indptr, indices, degree_key(indptr)[0], degree,
+                               np.dtype(np.int32))
+    assert dptr.tolist() == [0, 2, 3, 3] and didx.tolist() == [1, 2, 2]
+    assert degree.tolist() == [2, 2, 2]
+
+
 def test_out_of_core_needs_the_index(graph_of):
     g = graph_of([0, 1], [1, 2], 3)
     with pytest.raises(GraphsysError, match="--undirected"):
