@@ -202,6 +202,13 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
     return total, (ranks.sum(counts) if per_vertex else None), degree
 
 
+#: Below this much estimated work (entries read) a triangle pass runs in the calling thread:
+#: a pass this short takes a few tens of milliseconds in one thread, and a numba thread team
+#: idle since the last parallel call (asleep after the caller did other work) takes
+#: milliseconds to wake on a busy machine, about what a second thread saves.
+TRIANGLE_SERIAL_WORK = 1 << 24
+
+
 #: The cost model that picks the triangle kernel (nanoseconds, measured on the results
 #: page's machine): a probe from the lowest vertex (a sequential row, an L1/L2 mark), one
 #: from the middle vertex (a jump to another row first), and the middle kernel's extra
@@ -255,7 +262,8 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
             work, lo, hi, threads, progress=progress, desc="triangles",
             serial=lambda u0, u1: kernels.triangles_lowest_rows(*args, u0 + a_lo, u1 + a_lo,
                                                                 marks[0], per_vertex,
-                                                                counts))
+                                                                counts),
+            serial_work=TRIANGLE_SERIAL_WORK)
     iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree)
     work = np.empty(nb, np.int64)
     kernels.middle_work(aptr, bptr, iptr, ipos, irow, work)
@@ -265,7 +273,8 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
         lambda tasks: kernels.triangles_middle(*args, tasks, marks, per_vertex, counts),
         work, lo, hi, threads, progress=progress, desc="triangles",
         serial=lambda v0, v1: kernels.triangles_middle_rows(*args, v0, v1, marks[0],
-                                                            per_vertex, counts))
+                                                            per_vertex, counts),
+        serial_work=TRIANGLE_SERIAL_WORK)
 
 
 def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | None = None):

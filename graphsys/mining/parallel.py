@@ -113,14 +113,15 @@ def tasks_by_work(work: np.ndarray, lo: int, hi: int, num_tasks: int) -> np.ndar
 
 def run_tasks(call: Callable[[np.ndarray], int], work: np.ndarray, lo: int, hi: int,
               threads: int, *, progress: bool = False, desc: str = "mining",
-              serial: Callable[[int, int], int] | None = None) -> int:
+              serial: Callable[[int, int], int] | None = None,
+              serial_work: int = SERIAL_WORK) -> int:
     """Run ``call(tasks)`` (a kernel over task bounds, returning a count) over the roots
     ``[lo, hi)`` cut by :func:`tasks_by_work`, in calls of about :data:`WORK_PER_CALL` work
-    each, with a progress bar in units of ``work``; or, below :data:`SERIAL_WORK` (or on one
-    thread), ``serial(lo, hi)`` when given, else ``call`` over one task on one numba thread.
-    Returns the sum of the calls."""
+    each, with a progress bar in units of ``work``; or, below ``serial_work`` (default
+    :data:`SERIAL_WORK`) or on one thread, ``serial(lo, hi)`` when given, else ``call`` over
+    one task on one numba thread. Returns the sum of the calls."""
     total = int(np.asarray(work[lo:hi], np.int64).sum()) if hi > lo else 0
-    if total < SERIAL_WORK or threads == 1:
+    if total < serial_work or threads == 1:
         if serial is not None:
             return int(serial(lo, hi))
         with scheduled(1):

@@ -109,6 +109,20 @@ def test_out_of_core_blocks(graph_of, kernel):
     check_triangles(g, G, mode="out-of-core")
 
 
+def test_parallel_passes_on_a_small_graph(graph_of, kernel, monkeypatch):
+    """The passes a small graph runs in one thread (the one-pass orientation, the count),
+    forced parallel: the same answers."""
+    from graphsys.mining import oriented, outofcore
+
+    for module in (oriented, outofcore):
+        monkeypatch.setattr(module, "SERIAL_WORK", 0)
+    monkeypatch.setattr(outofcore, "TRIANGLE_SERIAL_WORK", 0)
+    src, dst = random_edges(12, 40, 11)
+    g = graph_of(src, dst, 12)
+    build_index(g, ("sym",))
+    check_triangles(open_graph(g.path), simple_graph(src, dst, 12), threads=2)
+
+
 def test_one_pass_orientation_refuses_an_asymmetric_index():
     """The one-pass orientation writes rows back to back: an index whose rows are not
     symmetric is refused in one line, not read past its end or counted wrong."""
