@@ -19,7 +19,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from graphsys.mining._atomic import atomic_add
+from graphsys.mining._atomic import atomic_add, prefetch
 
 
 def _mark(marks, v):
@@ -112,11 +112,17 @@ def triangles_lowest_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, order, u0, u
             _mark(marks, x)
             if x > top:
                 top = x
+            if not by_order:
+                prefetch(bptr, x - b_lo)  # the offsets of the rows probed next
         here = 0
         for k in range(lo, hi):
             v = order[aidx[k]] if by_order else aidx[k]
             if v < b_lo or v >= b_hi:
                 continue
+            if k + 1 < hi:  # the next probed row's first entries, while this one is read
+                nxt = order[aidx[k + 1]] if by_order else aidx[k + 1]
+                if b_lo <= nxt < b_hi:
+                    prefetch(bidx, bptr[nxt - b_lo])
             c = 0
             q0, q1 = bptr[v - b_lo], bptr[v - b_lo + 1]
             if per_vertex:
