@@ -163,10 +163,13 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
     marks = kernels.mark_array(threads, n)
     middle = from_middle(degree, np.diff(dptr))
     order = rank = None
-    if middle:  # rows of ranks, sorted: the order itself
+    if middle:  # rows of ranks, sorted: the order itself (in place of the keys)
+        key = None
         order, rank = _order_by(stored)
+    del stored
     if whole:
         if rows is None or middle:
+            rows = None  # the rows of ids go before the rows of ranks are built
             rows = load_block(indptr, indices, rank if middle else key, dptr, 0, n, values,
                               middle)
         total = count_pair(rows, 0, rows, 0, order if middle else None, marks, per_vertex,
