@@ -43,7 +43,7 @@ def atomic_add(typingctx, arr, index, value):
 @intrinsic
 def prefetch(typingctx, arr, index):
     """Ask the CPU to bring ``arr[index]`` into cache (LLVM's ``llvm.prefetch``, for a read):
-    a hint, never a load, so an index past the array's ends is harmless.
+    a hint, never a load (the kernels still pass indices inside the array).
 
     The triangle kernels jump from row to row; fetching the next row's offsets and first
     entries while the current row is scanned hides most of each jump's cache miss.

@@ -112,7 +112,7 @@ def triangles_lowest_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, b_hi, order, u0, u
             _mark(marks, x)
             if x > top:
                 top = x
-            if not by_order:
+            if not by_order and b_lo <= x < b_hi:
                 prefetch(bptr, x - b_lo)  # the offsets of the rows probed next
         here = 0
         for k in range(lo, hi):
