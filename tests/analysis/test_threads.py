@@ -12,13 +12,16 @@ def _busy(seconds: float) -> int:
     end, n = time.thread_time() + seconds, 0
     while time.thread_time() < end:
         n += 1
+    # CPU time is read from /proc while a thread lives: stay (asleep, using no CPU) long
+    # enough for the sampler to read the burnt time however loaded the machine is
+    time.sleep(0.5)
     return n
 
 
 def test_a_busy_thread_gets_its_cpu_time_and_function():
     with ThreadSampler(interval=0.01) as sampler:
         worker = threading.Thread(target=_busy, args=(0.3,), name="busy-worker")
-        idle = threading.Thread(target=time.sleep, args=(0.3,), name="idle-worker")
+        idle = threading.Thread(target=time.sleep, args=(0.8,), name="idle-worker")
         worker.start()
         idle.start()
         worker.join()
