@@ -61,7 +61,7 @@ DATASET_LOADERS.register_lazy("linqs", "graphsys.datasets.loaders:LINQS")
 DATASET_LOADERS.register_lazy("kg_triples", "graphsys.datasets.loaders:KG_TRIPLES")
 DATASET_LOADERS.register_lazy("movielens", "graphsys.datasets.loaders:MOVIELENS")
 DATASET_LOADERS.register_lazy("planetoid", "graphsys.datasets.loaders:PLANETOID")
-DATASET_LOADERS.register_lazy("temporal_edges", "graphsys.datasets.loaders:TEMPORAL_EDGES")
+DATASET_LOADERS.register_lazy("temporal_edges", "graphsys.datasets.temporal_edges:TEMPORAL_EDGES")
 
 #: Edge-list input formats (``graphsys ingest --format``; ``auto`` picks by file name).
 INPUT_FORMATS: Registry[Any] = Registry("input_format")

@@ -26,7 +26,7 @@ registry entry, not from code:
                 timestamped edge per line, every line kept (repeated pairs are separate
                 events), the time as the int64 edge column ``timestamp`` (Unix seconds;
                 fractional seconds also exactly as ``timestamp_us``), an optional weight
-                column as the edge weight (:func:`load_temporal_edges`).
+                column as the edge weight (:mod:`graphsys.datasets.temporal_edges`).
 
 Text inputs are read with the encoding of their ``[files.format]``; gzip files (mirror
 form) and plain files (download form) are both accepted, recognised by their magic bytes.
@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +48,7 @@ import pyarrow.csv as pacsv
 
 from graphsys.datasets.fetch import FetchResult
 from graphsys.datasets.registry import DataFile, DatasetLoader
+from graphsys.datasets.splits import per_class_split
 from graphsys.errors import GraphsysError, InputError
 from graphsys.plugins import DATASET_LOADERS
 from graphsys.storage.format import RelationType
@@ -230,35 +230,6 @@ def read_linqs_content(path: Path, f: DataFile, *, feature_dim: int, id_type: st
     classes, labels = np.unique(names, return_inverse=True)
     return LinqsContent(table.column(id_col).combine_chunks(), features,
                         labels.astype(np.int64), [str(c) for c in classes])
-
-
-def per_class_split(labels: np.ndarray, num_classes: int, *, seed: int, train_per_class: int,
-                    val: int, test: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Planetoid-style random split of labelled nodes; returns three bool masks (N,).
-
-    ``perm = numpy.random.default_rng(seed).permutation(N)`` over the rows; training takes
-    the first ``train_per_class`` nodes of each class in ``perm`` order; of the remaining
-    labelled nodes (``labels >= 0``) in ``perm`` order, the next ``val`` are validation and
-    the following ``test`` are test nodes. The masks are disjoint.
-    """
-    n = len(labels)
-    perm = np.random.default_rng(seed).permutation(n)
-    train = np.zeros(n, bool)
-    for c in range(num_classes):
-        members = perm[labels[perm] == c]
-        if len(members) < train_per_class:
-            raise InputError(f"class {c} has {len(members)} nodes, fewer than "
-                             f"train_per_class = {train_per_class}")
-        train[members[:train_per_class]] = True
-    rest = perm[~train[perm] & (labels[perm] >= 0)]
-    if len(rest) < val + test:
-        raise InputError(f"only {len(rest)} labelled nodes remain for val = {val} and "
-                         f"test = {test}")
-    val_mask = np.zeros(n, bool)
-    test_mask = np.zeros(n, bool)
-    val_mask[rest[:val]] = True
-    test_mask[rest[val:val + test]] = True
-    return train, val_mask, test_mask
 
 
 def load_linqs(fetched: FetchResult) -> IngestPlan:
@@ -490,121 +461,6 @@ MOVIELENS = DatasetLoader(load_movielens, {
     "item_type": ("str", True),
     "num_genres": ("int", True),
     "timestamp": ("column:ratings", False),
-})
-
-
-# -- timestamped edge lists (SNAP temporal) -----------------------------------------------------
-
-#: The edge column of whole Unix seconds, and the one of exact microseconds that a file
-#: with fractional seconds also gets (:func:`parse_seconds`).
-TIMESTAMP_COLUMN = "timestamp"
-TIMESTAMP_US_COLUMN = "timestamp_us"
-
-
-def parse_seconds(text: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
-    """Decimal Unix-second strings to int64 whole seconds (rounded down) and, when any has
-    a fractional part, int64 microseconds, both exact (never through a float).
-
-    Parameters
-    ----------
-    text : pyarrow.Array
-        Strings ``"1289241911.72836"``, ``"1082040961"``, ``"-5.5"``; at most 6 decimals.
-
-    Returns
-    -------
-    seconds : numpy.ndarray
-        int64 ``floor(t)``.
-    micros : numpy.ndarray or None
-        int64 ``t * 10**6`` exactly, or None when every stamp is whole seconds.
-
-    Raises
-    ------
-    InputError
-        A stamp that is not a decimal number with at most 6 decimals.
-
-    Examples
-    --------
-    >>> import pyarrow as pa
-    >>> s, us = parse_seconds(pa.array(["1289241911.72836", "10", "-5.5"]))
-    >>> s.tolist(), us.tolist()
-    ([1289241911, 10, -6], [1289241911728360, 10000000, -5500000])
-    >>> parse_seconds(pa.array(["7", "8"]))[1] is None
-    True
-    """
-    strings = [str(v) for v in text.to_pylist()]
-    whole = np.empty(len(strings), np.int64)
-    micros = np.empty(len(strings), np.int64)
-    fractional = False
-    for k, v in enumerate(strings):
-        m = _DECIMAL.fullmatch(v.strip())
-        if m is None:
-            raise InputError(f"timestamp {v!r} (row {k}) is not a decimal number of seconds "
-                             f"with at most 6 decimals")
-        sign = -1 if m.group(1) == "-" else 1
-        frac = (m.group(3) or "").ljust(6, "0")
-        fractional |= any(c != "0" for c in frac)
-        us = sign * (int(m.group(2)) * 1_000_000 + int(frac))
-        micros[k] = us
-        whole[k] = us // 1_000_000
-    return whole, (micros if fractional else None)
-
-
-_DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d{0,6}))?")
-
-
-def load_temporal_edges(fetched: FetchResult) -> IngestPlan:
-    """A timestamped edge list: one edge set ``default``, every line an edge (a pair seen
-    several times is several events), directed as ``graph.directed`` says.
-
-    The ``graph.time`` column becomes the int64 edge column ``timestamp`` (whole Unix
-    seconds, rounded down); where the file has fractional seconds (bitcoin-otc) the exact
-    time also becomes ``timestamp_us`` (int64 microseconds), so no ordering the file holds
-    is lost. ``graph.weight``, when named, is the float32 edge weight (bitcoin's trust,
-    -10..+10) and is also kept as the int64 edge column ``weight_value`` when it is
-    integral. Rows keep any order the file has (bitcoin-alpha's is not by time): engines
-    read times from the column.
-    """
-    ds, g = fetched.dataset, fetched.dataset.graph
-    f = ds.file(g["edges"])
-    types = {g["src"]: pa.int64(), g["dst"]: pa.int64(), g["time"]: pa.string()}
-    if "weight" in g:
-        types[g["weight"]] = pa.float64()
-    table = read_text_table(fetched.path(g["edges"]), f, types)
-    seconds, micros = parse_seconds(table.column(g["time"]))
-    columns = {"src": table.column(g["src"]), "dst": table.column(g["dst"]),
-               TIMESTAMP_COLUMN: seconds}
-    kept = [TIMESTAMP_COLUMN]
-    if micros is not None:
-        columns[TIMESTAMP_US_COLUMN] = micros
-        kept.append(TIMESTAMP_US_COLUMN)
-    weight_col = None
-    if "weight" in g:
-        w = table.column(g["weight"]).to_numpy()
-        if not np.isfinite(w).all():
-            raise InputError(f"non-finite {g['weight']!r} value", path=fetched.path(g["edges"]))
-        columns["weight"] = w.astype(np.float32)
-        weight_col = "weight"
-    plan = IngestPlan(edges=[EdgeSource(table=pa.table(columns), weight_col=weight_col,
-                                        edge_columns=kept)],
-                      undirected=not g["directed"])
-    plan.metadata.update({
-        "directed": g["directed"],
-        "time": {TIMESTAMP_COLUMN: f"{g['edges']} column {g['time']!r}: whole Unix seconds "
-                                   f"(UTC), rounded down",
-                 **({TIMESTAMP_US_COLUMN: "the same time in exact microseconds"}
-                    if micros is not None else {})},
-        **({"weight": f"{g['edges']} column {g['weight']!r}"} if "weight" in g else {}),
-    })
-    return plan
-
-
-TEMPORAL_EDGES = DatasetLoader(load_temporal_edges, {
-    "edges": ("file", True),
-    "src": ("column:edges", True),
-    "dst": ("column:edges", True),
-    "time": ("column:edges", True),
-    "weight": ("column:edges", False),
-    "directed": ("bool", True),
 })
 
 

@@ -8,12 +8,8 @@ import gzip
 import numpy as np
 import pytest
 
-from graphsys.datasets.loaders import (
-    per_class_split,
-    plan_ingest,
-    read_linqs_content,
-    read_movielens_items,
-)
+from graphsys.datasets.loaders import plan_ingest, read_linqs_content, read_movielens_items
+from graphsys.datasets.splits import per_class_split
 from graphsys.errors import InputError
 
 
