@@ -53,7 +53,14 @@ from graphsys.prefetch import PREFETCH_EDGES, prefetch
 from graphsys.progress import progress_bar
 from graphsys.storage.atomic import disk_full, fsync_path, sha256_file, write_bytes_atomic
 from graphsys.storage.column_file import allocate_column
-from graphsys.storage.csr import CHECK_CHUNK, chunks, edges_digest, index_state, map_index
+from graphsys.storage.csr import (
+    CHECK_CHUNK,
+    chunks,
+    edges_digest,
+    forget_mapped,
+    index_state,
+    map_index,
+)
 from graphsys.storage.edges import rel_bases
 from graphsys.storage.format import (
     INDEX_KINDS,
@@ -593,6 +600,7 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 manifest.files.update(entries)
                 manifest.indexes.setdefault(name, {})[kind] = info
                 built.setdefault(name, {})[kind] = info
+                forget_mapped(graph, kind)  # this Graph maps the new one from now on
                 # manifest last: the files it names are complete and on disk
                 write_bytes_atomic(graph.path / MANIFEST,
                                    json.dumps(manifest.to_json(), indent=1).encode() + b"\n")

@@ -385,6 +385,15 @@ def mapped_index(graph, edge_set: str | None = None, kind: str = "csr"
     return cache[key]
 
 
+def forget_mapped(graph, kind: str) -> None:
+    """Drop what :func:`mapped_index` and :func:`mapped_offsets` keep of ``graph``'s
+    ``kind`` indexes (of every edge set and view): an index just built or rebuilt is mapped
+    on next use, not an earlier absence or copy."""
+    cache = graph._mapped_indexes
+    for key in [k for k in cache if k[1] == kind]:
+        del cache[key]
+
+
 def mapped_offsets(graph, edge_set: str | None = None, kind: str = "csr"
                    ) -> np.ndarray | None:
     """:func:`map_offsets` once per Graph: the ``indptr`` of an index already mapped whole,
