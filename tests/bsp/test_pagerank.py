@@ -253,3 +253,44 @@ def test_cli_default_names_the_float32_sends(tmp_path, capsys):
     assert main(["run", "pagerank", str(tmp_path / "g"), "--sum-dtype", "float64",
                  "--json"]) == 0
     assert "float32 sends" not in capsys.readouterr().out
+
+
+def test_default_path_stores_and_maps_the_push_index(tmp_path, monkeypatch):
+    """The README's path on a graph in the push window: the first ``bsp.pagerank(g)`` stores
+    the push index (and its CSC) and pushes over it from the first iteration; a later run on
+    a fresh open maps it, with the same ranks, within the float32 bound of scipy's power
+    iteration. Where it cannot be written (another writer holds the lock), the run pulls."""
+    import importlib
+    import shutil
+
+    import graphsys
+    from graphsys.generators import rmat_edges, write_edges
+    from graphsys.storage.lock import writer_lock
+
+    # the module (the package's ``pagerank`` name is the front-end function); the test
+    # graph's rank vector fits any L2: the floor is lifted to put it in the window
+    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
+    monkeypatch.setattr(pagerank_module, "PUSH_STORE_MIN_BYTES", 0)
+    write_edges(rmat_edges(1 << 13, 80_000, seed=5), tmp_path / "e.parquet")
+    g = graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g", partitions=2)
+    shutil.copytree(tmp_path / "g", tmp_path / "locked")
+    assert not g.manifest.indexes
+    first = bsp.pagerank(g)
+    assert first.stats.method == ("fused-pagerank (push index, stored by this run, degree "
+                                  "order), float32 sends")
+    assert all(s.direction == "push" for s in first.stats.supersteps)
+    assert set(g.manifest.indexes["default"]) == {"csc", "push"}
+    again = bsp.pagerank(graphsys.open_graph(tmp_path / "g"))
+    assert again.stats.method == "fused-pagerank (push index, degree order), float32 sends"
+    np.testing.assert_array_equal(again.values, first.values)
+    c = g.csr(weights=False)
+    n = g.num_nodes()
+    count = sp.csr_matrix((np.ones(len(c.indices)), c.indices, c.indptr), shape=(n, n))
+    count.sum_duplicates()
+    # the stopping rule leaves tol * a / (1 - a) in L1, the float32 sends a * 2^-24 / (1 - a)
+    assert np.abs(first.values - scipy_pagerank(count)).sum() < (1e-6 + 2.0**-24) * 0.85 / 0.15
+    with writer_lock(tmp_path / "locked"):
+        pulled = bsp.pagerank(graphsys.open_graph(tmp_path / "locked"))
+    assert pulled.stats.method == "fused-pagerank, float32 sends"
+    assert not graphsys.open_graph(tmp_path / "locked").manifest.indexes
+    assert np.abs(pulled.values - first.values).sum() < 2e-6 * 0.85 / 0.15

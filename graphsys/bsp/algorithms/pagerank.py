@@ -77,6 +77,7 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.push_layout import degree_order, min_blocks, push_layout
 
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
@@ -92,6 +93,12 @@ PUSH_MIN_BYTES = cache_bytes(level=2, default=1 << 20)
 #: ... and while they fit in half the last-level cache: a push sweeps them once per
 #: destination block, which costs more than the pull's gathers once they spill out of it
 PUSH_MAX_BYTES = cache_bytes() // 2
+
+#: The fused loop stores the graph's ``push`` index (:func:`store_push_index`) when it has
+#: none and its float64 sent values exceed this (and fit :data:`PUSH_MAX_BYTES`), with at
+#: least :data:`LOCALITY_MAX_DEGREE` edges per vertex: one core's L2, the floor under which
+#: the pull's gathers already hit L2 (:data:`PUSH_MIN_BYTES`' value, kept apart from it)
+PUSH_STORE_MIN_BYTES = PUSH_MIN_BYTES
 
 #: ``sum_dtype="auto"``: the fused in-memory loop sends float32 values when ``tol`` is at
 #: least this (the rounding then stays 16 times below the stopping rule's own error; see
@@ -249,8 +256,13 @@ class PageRank(VertexProgram):
         :data:`PUSH_MAX_BYTES` is pushed over it from the first iteration: no build is paid
         per run, so the L2 floor and the forecast do not apply. Sparser graphs keep the
         breadth-first ELL pull (a push cannot beat the locality of a road network's
-        breadth-first order), larger rank vectors the pull. docs/benchmarks.md has the
-        timings behind these rules.
+        breadth-first order), larger rank vectors the pull. A graph without one whose sent
+        values exceed :data:`PUSH_STORE_MIN_BYTES` (and fit :data:`PUSH_MAX_BYTES`, with
+        :data:`LOCALITY_MAX_DEGREE` edges per vertex) gets it from its first run
+        (:func:`store_push_index`: built out of core, stored with the CSC it is built from,
+        ``stats.method`` saying so), so every later run maps it; where it cannot be
+        written, the run goes on with the layouts above. docs/scaling.md has the disk cost
+        and docs/benchmarks.md the timings behind these rules.
 
         Layouts are built in the setup (its seconds); ranks are mapped back at the end.
         A weighted run declines (returns None): these layouts carry no weights, and the
@@ -261,8 +273,12 @@ class PageRank(VertexProgram):
         if self.width is not None or self.weighted:
             return None  # the engine's supersteps: their pulls multiply by the weights
         t0 = time.perf_counter()
-        stored = (ctx.graph.adjacency_index(ctx.edge_set, "push") if (
-            edges.num_edges >= LOCALITY_MAX_DEGREE * n and 8 * n <= PUSH_MAX_BYTES) else None)
+        stored, stored_now = None, False
+        if edges.num_edges >= LOCALITY_MAX_DEGREE * n and 8 * n <= PUSH_MAX_BYTES:
+            stored = ctx.graph.adjacency_index(ctx.edge_set, "push")
+            if stored is None and 8 * n > PUSH_STORE_MIN_BYTES:
+                stored = store_push_index(ctx.graph, ctx.edge_set)
+                stored_now = stored is not None
         map_seconds = time.perf_counter() - t0
         hub = stored is None and edges._hub_sorts("csc")
         if stored is None:
@@ -281,6 +297,8 @@ class PageRank(VertexProgram):
             order = stored.order
             layout, step = stored.layout() + (np.zeros(n),), pagerank_push_step
             method, direction = "fused-pagerank (push index, degree order)", "push"
+            if stored_now:
+                method = "fused-pagerank (push index, stored by this run, degree order)"
         elif hub:
             slot = np.empty(n, idx.dtype)  # where each vertex's sent value goes
             slot[hub_order] = np.arange(n, dtype=idx.dtype)
@@ -345,6 +363,23 @@ class PageRank(VertexProgram):
         if dtype == np.float32:
             method += ", float32 sends"
         return Solved(method, steps, 0 if converged else ctx.num_local, setup)
+
+
+def store_push_index(graph, edge_set: str | None):
+    """Build and store the ``push`` index of ``edge_set`` (and the CSC it is built from), as
+    ``graphsys index --push`` does, and return it mapped; None where it cannot be written
+    (a view of several edge sets, a remote or read-only graph, another writer holding the
+    lock, a manifest changed since ``graph`` was opened, a full disk): the run then keeps
+    its in-memory layouts. The files are written out of core, under the writer lock, and
+    listed in the manifest last, as every index is."""
+    es = graph.edge_set(edge_set)
+    if es.members or not graph.location.local:
+        return None
+    try:
+        build_index(graph, ("push",), edge_sets=[es.name])
+    except (GraphsysError, OSError):
+        return None
+    return graph.adjacency_index(es.name, "push")
 
 
 def iterations_left(deltas: list[float], tol: float, cap: int) -> int:
