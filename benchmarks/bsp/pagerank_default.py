@@ -16,12 +16,16 @@ Sides, alternated for ``--turns`` turns, both on numba's thread count:
   the first, which pays page-ins); the whole call's seconds and its setup (adjacency and
   layout builds) beside it. The first call (not timed per turn) is reported apart: its
   seconds, setup and method, and the bytes of the indexes it stored;
+* ``pull``: the same call on the ingested graph with the push index's storing turned off
+  (``PUSH_STORE_MIN_BYTES``): the in-memory pull over a CSC built per call, what the path
+  ran before it stored the index, and what a graph that cannot be written still runs;
 * ``graphblas``: ``y = A^T x`` (``plus_second`` over an iso-valued, pre-transposed matrix,
   python-graphblas), the median of ``--iters`` calls: the floor of any GraphBLAS PageRank
   iteration (no rank update, no convergence test).
 
 ``ratio``: per turn GraphBLAS's seconds over graphsys's, and their median (> 1: graphsys
-faster). The JSON line also names the method the call ran and the indexes the graph has.
+faster); ``pull_ratio`` the same for the pull. The JSON line also names the method each
+call ran and the indexes the graph has.
 Usage::
 
     NUMBA_NUM_THREADS=2 python benchmarks/bsp/pagerank_default.py --work DIR [--turns 5]
@@ -29,6 +33,7 @@ Usage::
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import sys
 import time
@@ -122,19 +127,32 @@ def main(argv: list[str] | None = None) -> int:
         run.missing("GraphBLAS mxv", version)
     calls: list[dict] = []
 
-    def ours() -> float:
-        r = bsp.pagerank(g)
+    def ours(graph=g, into=calls) -> float:
+        r = bsp.pagerank(graph)
         per = [s.total_seconds for s in r.stats.supersteps[1:]]
-        calls.append({"s": r.stats.seconds, "setup_s": r.stats.setup_seconds,
-                      "iterations": r.stats.num_supersteps, "method": r.stats.method})
+        into.append({"s": r.stats.seconds, "setup_s": r.stats.setup_seconds,
+                     "iterations": r.stats.num_supersteps, "method": r.stats.method})
         return harness.median(per)
+
+    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
+    store_floor = pagerank_module.PUSH_STORE_MIN_BYTES
+    pulls: list[dict] = []
+
+    def pull() -> float:  # the pristine graph, which must stay without an index
+        pagerank_module.PUSH_STORE_MIN_BYTES = float("inf")
+        try:
+            return ours(graphsys.open_graph(pristine), pulls)
+        finally:
+            pagerank_module.PUSH_STORE_MIN_BYTES = store_floor
 
     t0 = time.perf_counter()
     ours()  # the graph's first PageRank; then kernels are loaded, files in the page cache
     first = dict(calls.pop(), wall_s=time.perf_counter() - t0)
     index_bytes = sum(f["bytes"] for rel, f in g.manifest.files.items()
                       if rel.startswith("index/"))
-    turns = harness.alternate({"graphsys": ours,
+    pull()  # warm
+    pulls.clear()
+    turns = harness.alternate({"graphsys": ours, "pull": pull,
                                "graphblas": (lambda: peer(args.iters)) if peer else None},
                               args.turns)
     run.emit(graph={"edges": g.num_edges(), "nodes": g.num_nodes(), "ids": args.nodes,
@@ -149,9 +167,14 @@ def main(argv: list[str] | None = None) -> int:
              graphsys_s_per_iter=harness.spread(turns["graphsys"]),
              graphsys_call_s=harness.spread([c["s"] for c in calls]),
              graphsys_setup_s=harness.spread([c["setup_s"] for c in calls]),
+             pull_method=pulls[-1]["method"],
+             pull_s_per_iter=harness.spread(turns["pull"]),
+             pull_call_s=harness.spread([c["s"] for c in pulls]),
              graphblas_version=version if peer else None,
              graphblas_mxv_s=harness.spread(turns["graphblas"]) if peer else None,
              ratio=harness.pair_ratios(turns["graphblas"], turns["graphsys"]) if peer
+             else None,
+             pull_ratio=harness.pair_ratios(turns["graphblas"], turns["pull"]) if peer
              else None)
     return 0
 
