@@ -354,7 +354,11 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     fig, ax = plt.subplots(figsize=FIGSIZE)
     top = [0.0]
     if k.get("per_step"):
-        ax.plot(k["per_step"], "C0", marker="o", ms=3, label="graph workload")
+        xs = (k["sampling"]["recorded"] if k.get("sampling")
+              and len(k["sampling"]["recorded"]) == len(k["per_step"])
+              else range(len(k["per_step"])))
+        ax.plot(list(xs), k["per_step"], "C0", marker="o", ms=3,
+                label="graph workload" + (" (recorded steps)" if k.get("sampling") else ""))
         top += k["per_step"]
     elif k.get("mean_per_step"):  # one profiler range over the epoch: its mean per step
         ax.axhline(k["mean_per_step"], color="C0", label="graph workload (mean per step)")
@@ -488,6 +492,11 @@ def render_html(profile: dict[str, Any]) -> str:
             ["transfer bytes", t["bytes"], ref["transfers"]["bytes"] if ref else None],
             ["transfer seconds", t["seconds"], ref["transfers"]["seconds"] if ref else None]]
     parts.append(_table(["figure", "graph workload", "dense reference (MLP)"], rows))
+    if k.get("sampling"):
+        parts.append(f"<p class='note'>The profiler recorded {k['sampling']['recorded_steps']}"
+                     f" of the {k['sampling']['steps']} steps (and everything outside the "
+                     f"steps): {html.escape(k['sampling']['note'])}; invocations per step "
+                     f"are the recorded steps'.</p>")
     what = "kernel" if k["unit"] == "CUDA kernels" else "operator"
     if k.get("self_time"):
         parts.append(f"<h3>{what.capitalize()}s by self time</h3>")
@@ -544,7 +553,9 @@ def _time_html(tm: dict[str, Any] | None) -> str:
     return (f"<h2>Measured: where the {tm['wall_seconds']:.3f} s went</h2>"
             f"<p class='note'>Wall time from the {html.escape(tm['from'])} to the end of the "
             f"profiled run, split into exclusive parts (a range's own time, without the "
-            f"kernels, operators and ranges inside it).</p>"
+            f"kernels, operators and ranges inside it)"
+            + (f"; {html.escape(tm['sampled']['note'])}" if tm.get("sampled") else "")
+            + ".</p>"
             + _table(["part", "seconds", "share of wall", "invocations"], rows)
             + ("<h3>By phase</h3><p class='note'>The same wall time, each named range with "
                "the kernels and operators inside it.</p>"
