@@ -295,23 +295,25 @@ def _top(per_name: Counter, secs: dict[str, float]) -> list[tuple[str, int, floa
     return [(n, per_name[n], secs[n]) for n in sorted(secs, key=lambda n: (-secs[n], n))[:12]]
 
 
-#: Classes of the profiled section's parts: outside the steps (always recorded, counted as
-#: they are) and the recorded steps (scaled to every step).
+#: Classes of the profiled section's parts: recorded whole and counted as they are (what
+#: runs outside the steps, and the schedule's first steps), and the steps recorded in its
+#: cycles (scaled to every step after the first ones).
 FIXED, STEPS = "fixed", "steps"
 
 
 class _Cycles:
     """The profiler of one profiled run, stopped and started again as a
     :class:`~graphsys.analysis.sampling.StepSchedule` says (the steps it does not record),
-    each stretch of records handed to ``harvest`` when it stops; and the wall time of
-    every step and of the recorded ones, from the step marks."""
+    each stretch of records handed to ``harvest`` when it stops; and, from the step marks,
+    the number and wall time of the steps after the schedule's first ones (``later``) and
+    of those of them recorded (``recorded``)."""
 
     def __init__(self, device: str, schedule: StepSchedule | None,
                  harvest: Callable[[Any], None]) -> None:
         self.device, self.schedule, self.harvest = device, schedule, harvest
         self.prof = None
-        self.steps = self.recorded = 0
-        self.step_seconds = self.recorded_seconds = self.cycle_seconds = 0.0
+        self.steps = self.later = self.recorded = 0
+        self.later_seconds = self.recorded_seconds = self.cycle_seconds = 0.0
         self.cycles = 0
         self._seg: tuple[str | None, float] | None = None  # (action, start)
 
@@ -342,13 +344,16 @@ class _Cycles:
             self.start()
         t2 = time.perf_counter()
         self.cycle_seconds += t2 - t
-        self._seg = (action if step is not None else None, t2)
+        first = step is not None and (self.schedule is None or step < self.schedule.first)
+        self._seg = (None if step is None else "first" if first else action, t2)
 
     def end_segment(self, t: float) -> None:
         if self._seg is not None and self._seg[0] is not None:
             action, t0 = self._seg
             self.steps += 1
-            self.step_seconds += t - t0
+            if action != "first":
+                self.later += 1
+                self.later_seconds += t - t0
             if action == ACTIVE:
                 self.recorded += 1
                 self.recorded_seconds += t - t0
@@ -357,18 +362,22 @@ class _Cycles:
 
 def _merge_parts(dst: dict[str, dict[str, Any]], src: dict[str, dict[str, Any]],
                  seconds: float = 1.0, count: float = 1.0) -> None:
+    """Add time parts ``src`` into ``dst``, seconds times ``seconds`` and counts times
+    ``count`` (compilations, once each, as they are)."""
     for label, p in src.items():
         d = dst.setdefault(label, {"seconds": 0.0, "count": 0, "kind": p["kind"]})
-        d["seconds"] += p["seconds"] * seconds
-        d["count"] += round(p["count"] * count) if count != 1.0 else p["count"]
+        once = p["kind"] == "jit"
+        d["seconds"] += p["seconds"] * (1.0 if once else seconds)
+        d["count"] += p["count"] if once or count == 1.0 else round(p["count"] * count)
 
 
 class _Totals:
     """Running totals of the profiler's records, one stretch at a time (:meth:`add`):
     invocations per range, operator calls and seconds, the self-time table, the time
     parts and phases of the profiled thread, and the named ranges for the timeline; each
-    split into what ran outside the steps (:data:`FIXED`) and in the recorded steps
-    (:data:`STEPS`; a warm-up step's records are dropped)."""
+    split into what is counted as recorded (:data:`FIXED`: outside the steps, and the
+    schedule's first steps) and the steps recorded in its cycles (:data:`STEPS`; a warm-up
+    step's records are dropped)."""
 
     def __init__(self, device: str, schedule: StepSchedule | None) -> None:
         self.device, self.cuda = str(device), str(device).startswith("cuda")
@@ -382,11 +391,12 @@ class _Totals:
                         "parts": {}, "phases": {}} for c in (FIXED, STEPS)}
 
     def _class(self, name: str) -> str | None:
-        if not name.startswith(STEP_PREFIX):
+        if not name.startswith(STEP_PREFIX) or self.schedule is None:
             return FIXED
-        if self.schedule is None:
-            return STEPS
-        return STEPS if self.schedule.action(int(name[len(STEP_PREFIX):])) == ACTIVE else None
+        k = int(name[len(STEP_PREFIX):])
+        if k < self.schedule.first:
+            return FIXED
+        return STEPS if self.schedule.action(k) == ACTIVE else None
 
     def add(self, prof) -> None:
         """Read one stopped profiler's records into the totals (then they can go)."""
@@ -466,9 +476,11 @@ def profile_call(fn: Callable[[StepMarker], Any], *, device: str = "cpu",
     ``schedule``: record only the steps it says (:mod:`graphsys.analysis.sampling`; default
     every step). The profiler then stops before a step left out, its records so far are
     added into running totals and dropped, and it starts again for the next recorded step;
-    what runs outside the steps is always recorded. The recorded steps' seconds are scaled
-    by the wall time of every step over theirs, their counts by the number of steps over
-    theirs (``extra["sampling"]``); ``per_step`` holds the recorded steps' invocations.
+    what runs outside the steps, and the schedule's first steps, are always recorded and
+    counted as they are. The steps after the first ones are estimated from those of them
+    recorded: seconds scaled by the wall time of all of them over theirs, counts by their
+    number over the number recorded (``extra["sampling"]``; compilations are counted once,
+    as they are); ``per_step`` holds the recorded steps' invocations.
 
     ``trace``: also write the profiler's Chrome trace there (:mod:`graphsys.trace`: the
     engines' named ranges are on during the run; only the calling thread is recorded, as
@@ -525,16 +537,18 @@ def _stats(totals: _Totals, cycles: _Cycles, marker: StepMarker,
     """The totals of a profiled run as :class:`KernelStats`: what ran outside the steps as
     recorded, the recorded steps scaled to every step (see :func:`profile_call`)."""
     fx, st = totals.acc[FIXED], totals.acc[STEPS]
-    sampled = cycles.recorded < cycles.steps
+    sampled = cycles.recorded < cycles.later
     if not sampled:
         tscale = cscale = 1.0
     elif cycles.recorded:
-        tscale = cycles.step_seconds / max(cycles.recorded_seconds, 1e-12)
-        cscale = cycles.steps / cycles.recorded
+        tscale = cycles.later_seconds / max(cycles.recorded_seconds, 1e-12)
+        cscale = cycles.later / cycles.recorded
     else:  # no step recorded: nothing to scale
         tscale = cscale = 0.0
-    recorded = [k for k in range(marker.steps) if totals._class(f"{STEP_PREFIX}{k}") == STEPS]
-    per_step = [st["counts"].get(f"{STEP_PREFIX}{k}", 0) for k in recorded]
+    recorded = [k for k in range(marker.steps)
+                if totals._class(f"{STEP_PREFIX}{k}") is not None]
+    per_step = [fx["counts"].get(f"{STEP_PREFIX}{k}", 0)
+                + st["counts"].get(f"{STEP_PREFIX}{k}", 0) for k in recorded]
     numba_calls = fx["counts"].pop("numba calls", 0) + round(
         st["counts"].pop("numba calls", 0) * cscale)
     fx_total = sum(fx["counts"].values())
@@ -555,6 +569,7 @@ def _stats(totals: _Totals, cycles: _Cycles, marker: StepMarker,
         _merge_parts(dst, fx[key])
         _merge_parts(dst, st[key], tscale, cscale)
     reads = fx["reads"] + round(st["reads"] * cscale)
+    first = cycles.steps - cycles.later
     stats = KernelStats(device=device, seconds=0.0, invocations=total, per_step=per_step,
                         setup_invocations=fx["counts"].get("graphsys.setup", 0),
                         finish_invocations=fx["counts"].get("graphsys.finish", 0)
@@ -574,14 +589,17 @@ def _stats(totals: _Totals, cycles: _Cycles, marker: StepMarker,
         "_parts": parts, "_phases": phases})
     if sampled:
         stats.extra["sampling"] = {
-            "steps": cycles.steps, "recorded_steps": cycles.recorded,
-            "recorded": recorded[:1000], "step_seconds": cycles.step_seconds,
-            "recorded_step_seconds": cycles.recorded_seconds, "time_scale": tscale,
+            "steps": cycles.steps, "recorded_steps": len(recorded), "first_steps": first,
+            "recorded": recorded[:1000], "later_steps": cycles.later,
+            "later_seconds": cycles.later_seconds,
+            "recorded_later_steps": cycles.recorded,
+            "recorded_later_seconds": cycles.recorded_seconds, "time_scale": tscale,
             "count_scale": cscale, "schedule": totals.schedule.to_dict(),
             "cycles": cycles.cycles,
-            "note": (f"operator times and counts of the steps sampled from "
-                     f"{cycles.recorded} of {cycles.steps} steps, scaled to all of them "
-                     f"by wall time ({tscale:.3g}x) and by count ({cscale:.3g}x)")}
+            "note": (f"steps sampled: {len(recorded)} of {cycles.steps} recorded (the first "
+                     f"{first}, then {cycles.recorded} of the other {cycles.later}, whose "
+                     f"operator times and counts are scaled to all {cycles.later} by wall "
+                     f"time, {tscale:.3g}x, and by count, {cscale:.3g}x)")}
     return stats
 
 

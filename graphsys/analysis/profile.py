@@ -169,7 +169,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     step_schedule : StepSchedule or None or "auto", default "auto"
         The training steps of the ``gnn`` workload the profiler records
         (:class:`~graphsys.analysis.sampling.StepSchedule`: the first 10, then 3 of every
-        20 by default; None: every step, as with ``trace``); the others run unrecorded
+        40 by default; None: every step, as with ``trace``); the others run unrecorded
         and the recorded steps' times and counts are scaled to every step
         (``time["sampled"]`` says how).
 

@@ -7,15 +7,18 @@ of records at the end costs more. ``torch.profiler.schedule`` answers this with 
 records after a start are distorted: here, ranges opened before the start are missing
 from them), ``active`` steps it records, and at the end of each cycle the records are
 handed to ``on_trace_ready`` and dropped. :class:`StepSchedule` is that cycle, after a
-first stretch of ``first`` steps recorded in full (a short run is recorded whole), and
+first stretch of ``first`` steps recorded in full (a short run is recorded whole; the
+first steps' one-off costs, compilations and first allocations, are counted as they are),
+and entered at its ``active`` steps (the profiler is on after the first stretch, so the
+step after it is recorded and every longer run has a sample).
 :func:`graphsys.analysis.kernels.profile_call` follows it: the profiler stops before a
 ``wait`` step, the records of the stretch it recorded are read, added into running totals
 and dropped, and it starts again at the next ``warmup`` step. What runs outside the steps
 (set-up, evaluation, checkpoints, the finish) is always recorded.
 
-The step times and counts of the whole run then come from the recorded ``active`` steps,
-scaled: seconds by the measured wall time of every step over that of the recorded steps,
-counts by the number of steps over the number recorded.
+The times and counts of the steps after the first stretch then come from their recorded
+``active`` steps, scaled: seconds by the measured wall time of those steps over that of
+the recorded ones, counts by their number over the number recorded.
 """
 
 from __future__ import annotations
@@ -33,20 +36,21 @@ ACTIVE, WARMUP, WAIT = "active", "warmup", "wait"
 @dataclass(frozen=True)
 class StepSchedule:
     """Which steps are recorded: the first ``first`` steps, then cycles of ``wait`` steps
-    not recorded, ``warmup`` steps recorded and discarded and ``active`` steps recorded,
-    ``repeat`` cycles (0: until the run ends), after which no more steps are recorded
-    (``torch.profiler.schedule``'s ``wait``, ``warmup``, ``active``, ``repeat``).
+    not recorded, ``warmup`` steps recorded and discarded and ``active`` steps recorded
+    (``torch.profiler.schedule``'s ``wait``, ``warmup``, ``active``, ``repeat``), the
+    first cycle entered at its ``active`` steps; ``repeat`` cycles (0: until the run
+    ends), after which no more steps are recorded.
 
     Examples
     --------
     >>> from graphsys.analysis.sampling import StepSchedule
     >>> s = StepSchedule(first=2, wait=2, warmup=1, active=1)
-    >>> [s.action(k) for k in range(8)]
-    ['active', 'active', 'wait', 'wait', 'warmup', 'active', 'wait', 'wait']
+    >>> [s.action(k) for k in range(9)]
+    ['active', 'active', 'active', 'wait', 'wait', 'warmup', 'active', 'wait', 'wait']
     """
 
     first: int = 10
-    wait: int = 16
+    wait: int = 36
     warmup: int = 1
     active: int = 3
     repeat: int = 0
@@ -64,7 +68,7 @@ class StepSchedule:
         if step < self.first:
             return ACTIVE
         cycle = self.wait + self.warmup + self.active
-        k, r = divmod(step - self.first, cycle)
+        k, r = divmod(step - self.first + self.wait + self.warmup, cycle)
         if self.repeat and k >= self.repeat:
             return WAIT
         return WAIT if r < self.wait else WARMUP if r < self.wait + self.warmup else ACTIVE
@@ -73,5 +77,6 @@ class StepSchedule:
         return asdict(self)
 
 
-#: The schedule of the GNN profile: the first 10 steps, then 3 of every 20.
+#: The schedule of the GNN profile: the first 10 steps, then 3 of every 40 (the next 3,
+#: 36 not, 1 warm-up, 3, ...).
 DEFAULT_SCHEDULE = StepSchedule()

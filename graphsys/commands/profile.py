@@ -16,7 +16,7 @@ the engine's Python between kernels, I/O waits, sampling, evaluation, checkpoint
 The other threads (sampler and loader workers, bucket readers, native pools) get a line
 each: their CPU time beside that wall time and what they spent it on. The profiler's own
 cost (its seconds outside the run, the events it analysed, the process's peak RSS) is
-stated last. A GNN profile records the first 10 training steps, then 3 of every 20
+stated last. A GNN profile records the first 10 training steps, then 3 of every 40
 (``torch.profiler``'s wait / warm-up / active cycle, each cycle's records read and
 dropped) and everything outside the steps; the recorded steps' operator times and counts
 are scaled to every step by wall time and count, and the summary says from how many
@@ -113,7 +113,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-dense", action="store_true", help="skip the dense MLP reference")
     p.add_argument("--all-steps", action="store_true",
                    help="record every training step of the gnn workload (default: the "
-                        "first 10, then 3 of every 20, scaled to all; more time and memory)")
+                        "first 10, then 3 of every 40, scaled to all; more time and memory)")
     p.add_argument("--ncu", action="store_true",
                    help="validate the SIMT model: run the algorithm on CUDA under Nsight "
                         "Compute and compare the measured threads per warp instruction of "
