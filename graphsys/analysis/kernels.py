@@ -419,17 +419,18 @@ class _Totals:
         if self.main is None and marks:
             self.main = marks[0].thread
         starts = [m.start for m in marks]
+        classes = [self._class(m.name) for m in marks]
 
         def cls(t: float) -> str | None:
             k = bisect_right(starts, t) - 1
-            return self._class(marks[k].name) if k >= 0 and t <= marks[k].end else FIXED
+            return classes[k] if k >= 0 and t <= marks[k].end else FIXED
 
         by: dict[str, list] = {FIXED: [], STEPS: []}
         for e in events:
             c = cls(e.start)
             if c is not None:
                 by[c].append(e)
-        segments = [(m.start / 1e6, m.end / 1e6, self._class(m.name)) for m in marks
+        segments = [(m.start / 1e6, m.end / 1e6, c) for m, c in zip(marks, classes)
                     if m.thread == self.main]
         for key, phases in (("parts", False), ("phases", True)):
             split = attribute(events, thread=self.main, cuda=self.cuda, phases=phases,
