@@ -9,13 +9,17 @@ features, seed 0), then runs, in turns, ``graphsys gnn train --graph G --fanouts
 epochs=E --report R.html`` (the profile of the same training: fanouts 10,5 are the
 profile's defaults), each a fresh process, measuring wall seconds and peak RSS / peak
 anonymous RSS from outside. Quotes the medians and the ratios profile / plain (the goal:
-at most 1.5 for both), and what the profile says its own cost was. Usage::
+at most 1.5 for both), and what the profile says its own cost was. With ``--before SRC``
+(another graphsys source tree, e.g. ``git archive COMMIT | tar -x -C SRC``) that tree's
+``graphsys profile`` runs as a third side in the same turns (``before_*``). Usage::
 
     python benchmarks/analysis/profile_overhead.py [--epochs 3] [--turns 3] [--work DIR]
+        [--before SRC]
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -52,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--work", type=Path, default=Path("/tmp/profile_overhead_bench"))
+    ap.add_argument("--before", type=Path, default=None,
+                    help="another graphsys source tree whose profile runs as a third side")
     args = ap.parse_args(argv)
+    args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     graph = sbm_graph(args.work)
     run = harness.Run("analysis/profile_overhead", args.record, memory=False)
@@ -65,13 +72,28 @@ def main(argv: list[str] | None = None) -> int:
                                        "--epochs", str(args.epochs), "--out", out, "--quiet",
                                        "--json"])
 
-    def profile():
+    def profile(env=None, cwd=None):
         return harness.run_child(gs + ["profile", "--workload", "gnn", graph, "--set",
                                        f"epochs={args.epochs}", "--report", report,
-                                       "--overwrite", "--quiet", "--json"])
+                                       "--overwrite", "--quiet", "--json"], env=env, cwd=cwd)
 
-    turns = harness.alternate({"plain": plain, "profile": profile}, args.turns)
+    sides = {"plain": plain, "profile": profile}
+    if args.before is not None:
+        src = args.before.resolve()  # python -m puts the working directory first
+        env = dict(os.environ, PYTHONPATH=str(src))
+        sides["before"] = lambda: profile(env, src)
+    turns = harness.alternate(sides, args.turns)
     p, q = turns["plain"], turns["profile"]
+    before = {}
+    if args.before is not None:
+        b = turns["before"]
+        before = {"before_source": str(args.before),
+                  "before_seconds": harness.spread([c.seconds for c in b]),
+                  "before_peak_rss_bytes": harness.median(c.peak_rss_bytes for c in b),
+                  "before_time_ratio": harness.pair_ratios([c.seconds for c in b],
+                                                           [c.seconds for c in p]),
+                  "before_rss_ratio": harness.pair_ratios([c.peak_rss_bytes for c in b],
+                                                          [c.peak_rss_bytes for c in p])}
     own = [c.json["time"]["overhead"] for c in q]
     run.emit(graph={"nodes": NODES, "edges": EDGES, "train_nodes": 4 * TRAIN_PER_CLASS,
                     "seed": SEED}, epochs=args.epochs, turns=args.turns,
@@ -87,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
              stated_profiler_seconds=harness.median(o["profiler_seconds"] for o in own),
              stated_events=own[-1]["events"],
              profile_wall_seconds=harness.median(c.json["time"]["wall_seconds"] for c in q),
-             threads=q[-1].json["time"].get("threads", []))
+             sampled=q[-1].json["time"].get("sampled"),
+             threads=q[-1].json["time"].get("threads", []), **before)
     return 0
 
 

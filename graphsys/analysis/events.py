@@ -61,17 +61,19 @@ class Event(list):
     __eq__ = object.__eq__
 
 
-def raw_events(prof, *, cuda: bool = False) -> list[Event]:
+def raw_events(prof, *, cuda: bool = False, base_ns: int | None = None) -> list[Event]:
     """The events of a stopped ``torch.autograd.profiler.profile`` (or of the
     ``torch.profiler.profile`` around one; see the module docstring), read from its kineto
     results without building ``FunctionEvent`` objects. ``cuda``: the profile recorded CUDA
     activity too (device, async and hidden records are then told apart; a CPU-only profile
-    has none of them, and four reads per record instead of seven cost a third less)."""
+    has none of them, and four reads per record instead of seven cost a third less).
+    ``base_ns``: times from this instant of the profiler's clock (default: the trace's
+    start), so that the records of several profilers of one process line up."""
     import torch
 
     cpu = torch.autograd.DeviceType.CPU
     results = getattr(prof, "kineto_results", None) or prof.profiler.kineto_results
-    base = results.trace_start_ns()
+    base = results.trace_start_ns() if base_ns is None else base_ns
     out: list[Event] = []
     append = out.append
     for k in results.events():

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from graphsys.analysis.kernels import StepMarker, profile_call
+from graphsys.analysis.sampling import DEFAULT_SCHEDULE, StepSchedule
 from graphsys.analysis.workloads import SimtRecorder
 from graphsys.errors import GraphsysError
 
@@ -69,8 +70,8 @@ def _ranged(name: str, before: Callable[[], None] | None = None):
 
 
 def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
-                       steps: int | None, trace=None, progress: bool = False
-                       ) -> dict[str, Any]:
+                       steps: int | None, trace=None, progress: bool = False,
+                       schedule: StepSchedule | None = DEFAULT_SCHEDULE) -> dict[str, Any]:
     """:func:`graphsys.gnn.train` itself, as ``graphsys gnn train --out`` runs it (the
     epochs, evaluations and checkpoints of ``cfg``, into a temporary directory), with named
     ranges on its evaluation, checkpoints, data loading and adjacency build; at most
@@ -119,8 +120,8 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
             return res
 
         res, stats = profile_call(work, device=device, trace=trace,
-                                  count_transfers=str(device) != "cpu")
-    n_steps = len(stats.per_step)
+                                  count_transfers=str(device) != "cpu", schedule=schedule)
+    n_steps = stats.num_steps
     stats.finish_invocations += 0
     labels = graph.node_column("label", graph.entity_types[0])
     classes = int(np.max(labels)) + 1 if len(labels) else 1
@@ -161,14 +162,17 @@ GNN_MODEL_STEPS = 20
 
 def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: int | None = None,
                 config=None, batch_size: int | None = None, trace=None,
-                progress: bool = False) -> dict[str, Any]:
+                progress: bool = False,
+                schedule: StepSchedule | None = DEFAULT_SCHEDULE) -> dict[str, Any]:
     """``steps`` minibatch steps of the node task (see the module docstring); ``trace`` as
     :func:`profile_bsp`. ``config``: the user's :class:`~graphsys.gnn.TrainConfig`
     (model, fanouts, hidden, heads, dropout, lr, weight_decay, batch_size, seed; default
     :data:`GNN_DEFAULTS`); the model is built by the trainer's
     :func:`~graphsys.gnn.node_task.build_node_model` and sampled by its
     :func:`~graphsys.gnn.batches.node_sampler`.
-    ``batch_size``, when given, replaces the config's."""
+    ``batch_size``, when given, replaces the config's. ``schedule``: the training steps
+    the profiler records (:mod:`graphsys.analysis.sampling`; None: every step; with
+    ``trace`` every step is recorded)."""
     from dataclasses import replace
 
     import torch
@@ -187,7 +191,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
     if (len(graph.entity_types) == 1 and "label" in graph.node_columns(graph.entity_types[0])
             and cfg.task == "node"):
         return _profile_gnn_train(graph, cfg, recorder=recorder, device=device, steps=steps,
-                                  trace=trace, progress=progress)
+                                  trace=trace, progress=progress, schedule=schedule)
     steps = 5 if steps is None else steps
     if steps < 1 or cfg.batch_size < 1:
         raise GraphsysError(f"steps and batch_size must be positive, got {steps} and "
@@ -242,7 +246,7 @@ def profile_gnn(graph, *, recorder: SimtRecorder, device: str = "cpu", steps: in
                 flops["v"] += 3 * (2.0 * b.num_edges * a + 4.0 * b.num_dst_nodes * a * c)
         marker.finish()
 
-    _, stats = profile_call(work, device=device, trace=trace)
+    _, stats = profile_call(work, device=device, trace=trace, schedule=schedule)
     stats.flops = flops["v"]
     for k, blocks in enumerate(block_dst):
         degs = [block_in_degrees(dst, n_dst) for dst, n_dst in blocks]

@@ -22,8 +22,11 @@ JSON layout (every figure a plain number, list or string):
   name), launch counts, the ``command`` that ran and the ncu ``version``;
 * ``time``: the wall time split into named parts (:func:`graphsys.analysis.timing.account`),
   ``threads`` (the other threads' CPU seconds and what each spent them on,
-  :class:`graphsys.analysis.threads.ThreadSampler`) and ``overhead`` (the profiler's own
-  seconds and peak memory, :func:`overhead`);
+  :class:`graphsys.analysis.threads.ThreadSampler`), ``overhead`` (the profiler's own
+  seconds and peak memory, :func:`overhead`) and, when only some steps were recorded
+  (:mod:`graphsys.analysis.sampling`), ``sampled`` (``steps``, ``recorded_steps``, the
+  ``time_scale`` and ``count_scale`` of the recorded steps' figures, and a ``note``; the
+  same with the recorded step numbers in ``kernels.sampling``);
 * ``advice``: list of strings; ``mappings``; ``graph``; ``workload``; ``seconds``.
 """
 
@@ -63,7 +66,7 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   batch_size: int | None = None,
                   dimension: int = 32, ncu: bool = False, ncu_path: str | None = None,
                   ncu_launch_count: int | None = None, trace=None,
-                  embed_config=None, gnn_config=None) -> dict[str, Any]:
+                  embed_config=None, gnn_config=None, step_schedule="auto") -> dict[str, Any]:
     """Profile one workload on a graph: where it would lose GPU efficiency, and why.
 
     Runs the workload (a BSP algorithm, an embedding model or a GNN) under
@@ -163,6 +166,12 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     gnn_config : TrainConfig, optional
         The user's :class:`~graphsys.gnn.TrainConfig` for ``workload="gnn"`` (default:
         :data:`~graphsys.analysis.gnn_workload.GNN_DEFAULTS`).
+    step_schedule : StepSchedule or None or "auto", default "auto"
+        The training steps of the ``gnn`` workload the profiler records
+        (:class:`~graphsys.analysis.sampling.StepSchedule`: the first 10, then 3 of every
+        40 by default; None: every step, as with ``trace``); the others run unrecorded
+        and the recorded steps' times and counts are scaled to every step
+        (``time["sampled"]`` says how).
 
     Returns
     -------
@@ -284,8 +293,11 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                           batch_size=batch_size, edge_set=edge_set, trace=trace,
                           config=embed_config, steps=steps, progress=progress)
     else:
+        from graphsys.analysis.sampling import DEFAULT_SCHEDULE
+
         w = profile_gnn(g, recorder=rec, device=dev, steps=steps, config=gnn_config,
-                        batch_size=batch_size, trace=trace, progress=progress)
+                        batch_size=batch_size, trace=trace, progress=progress,
+                        schedule=DEFAULT_SCHEDULE if step_schedule == "auto" else step_schedule)
     t_run = time.perf_counter()
     jit_after = jit.cache_counts()
     d = w["stats"].to_dict()
@@ -379,17 +391,26 @@ def _time_section(w: dict[str, Any], start: float, entry: float, stamps: dict[st
     before.append(("graph open (manifest, partitions)", stamps["graph open"]))
     before.append(("preparation (lazy imports of torch/numba modules, program, config, "
                    "sampler, model)", tm["start"] - entry - stamps["graph open"]))
-    # the profiler's start (between the preparation and the run) is not part of the run
-    wall = tm["window_end"] - start - (tm["window_start"] - tm["start"])
-    after = [("profiler start", tm["window_start"] - tm["start"]),
-             ("profiler stop", tm["stopped"] - tm["window_end"]),
-             ("profiler event analysis", tm["analysis_seconds"])]
+    # the profiler's start (between the preparation and the run) is not part of the run,
+    # nor are its stops and restarts between sampled steps
+    cycles = tm.get("cycle_seconds", 0.0)
+    wall = tm["window_end"] - start - (tm["window_start"] - tm["start"]) - cycles
+    after = [("profiler start", tm["window_start"] - tm["start"])]
+    sampling = w["stats"].extra.get("sampling")
+    if sampling:
+        after.append((f"profiler stops, event reading and restarts between sampled steps "
+                      f"({sampling['cycles']} cycles)", cycles))
+    after += [("profiler stop", tm["stopped"] - tm["window_end"]),
+              ("profiler event analysis", tm["analysis_seconds"])]
     if w.get("model_seconds"):
         after.append(("model run for the SIMT frontiers (numba, BSP supersteps)",
                       w["model_seconds"]))
-    out = account(wall, before, tm["window_end"] - tm["window_start"], tm["parts"],
+    out = account(wall, before, tm["window_end"] - tm["window_start"] - cycles, tm["parts"],
                   tm["phases"], after)
     out["from"] = "process start" if process else "profile_graph call"
+    if sampling:
+        out["sampled"] = {k: sampling[k] for k in ("steps", "recorded_steps", "time_scale",
+                                                   "count_scale", "note")}
     out["threads"] = tm.get("threads", [])
     return out
 

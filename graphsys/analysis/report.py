@@ -298,63 +298,70 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     if tl is not None:
         out.append(("Measured: timeline of the named ranges", tl))
 
-    fig, ax = plt.subplots(figsize=FIGSIZE)
-    width = 0.8 / len(maps)
-    for i, m in enumerate(maps):
-        h = np.asarray(simt[m]["histogram"]["warps"], float)
-        ax.bar(np.arange(4) + i * width, h / max(h.sum(), 1), width, label=m)
-    ax.set_xticks(np.arange(4) + 0.4 - width / 2, [f"{b} %" for b in simt[maps[0]][
-        "histogram"]["bands"]])
-    ax.set_ylim(0, 1.05)
-    ax.set_xlabel("warp's SIMT lane utilization (active lane-iterations / 32 x iterations)")
-    ax.set_ylabel("share of non-idle warps")
-    ax.set_title("Modelled: warps by SIMT lane utilization")
-    _legend_below(ax)
-    out.append(("Modelled: warp utilization histogram", _png(fig)))
+    # the modelled plots only where the model is shown (a CUDA run, or asked for): each
+    # costs a figure and a PNG
+    if profile.get("model_gpu", True):
+        fig, ax = plt.subplots(figsize=FIGSIZE)
+        width = 0.8 / len(maps)
+        for i, m in enumerate(maps):
+            h = np.asarray(simt[m]["histogram"]["warps"], float)
+            ax.bar(np.arange(4) + i * width, h / max(h.sum(), 1), width, label=m)
+        ax.set_xticks(np.arange(4) + 0.4 - width / 2, [f"{b} %" for b in simt[maps[0]][
+            "histogram"]["bands"]])
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("warp's SIMT lane utilization (active lane-iterations / 32 x iterations)")
+        ax.set_ylabel("share of non-idle warps")
+        ax.set_title("Modelled: warps by SIMT lane utilization")
+        _legend_below(ax)
+        out.append(("Modelled: warp utilization histogram", _png(fig)))
 
-    steps = simt[maps[0]].get("per_step") or []
-    if len(steps) > 1:
+        steps = simt[maps[0]].get("per_step") or []
+        if len(steps) > 1:
+            fig, ax = plt.subplots(figsize=FIGSIZE)
+            for m in maps:
+                ps = simt[m]["per_step"]
+                ax.plot([p["step"] for p in ps], [p["mean_utilization"] if p["mean_utilization"]
+                                                   is not None else np.nan for p in ps],
+                        marker="o", ms=3, label=m)
+            ax.set_ylim(0, 1.05)
+            ax.set_xlabel("superstep / step")
+            ax.set_ylabel("mean utilization (0-1)")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax2 = ax.twinx()
+            ax2.plot([p["step"] for p in steps], [p["active"] for p in steps], "k:",
+                     label="active vertices (right axis)")
+            # headroom: an all-active run's line would sit on the utilization-1 line
+            ax2.set_ylim(0, 1.25 * max([p["active"] for p in steps] + [1]))
+            ax2.set_ylabel("active vertices")
+            h1, l1 = ax.get_legend_handles_labels()
+            h2, l2 = ax2.get_legend_handles_labels()
+            _legend_below(ax, h1 + h2, l1 + l2)
+            ax.set_title("Modelled: utilization per step")
+            out.append(("Modelled: utilization per step", _png(fig)))
+
         fig, ax = plt.subplots(figsize=FIGSIZE)
         for m in maps:
-            ps = simt[m]["per_step"]
-            ax.plot([p["step"] for p in ps], [p["mean_utilization"] if p["mean_utilization"]
-                                               is not None else np.nan for p in ps],
-                    marker="o", ms=3, label=m)
-        ax.set_ylim(0, 1.05)
-        ax.set_xlabel("superstep / step")
-        ax.set_ylabel("mean utilization (0-1)")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax2 = ax.twinx()
-        ax2.plot([p["step"] for p in steps], [p["active"] for p in steps], "k:",
-                 label="active vertices (right axis)")
-        # headroom: an all-active run's line would sit on the utilization-1 line
-        ax2.set_ylim(0, 1.25 * max([p["active"] for p in steps] + [1]))
-        ax2.set_ylabel("active vertices")
-        h1, l1 = ax.get_legend_handles_labels()
-        h2, l2 = ax2.get_legend_handles_labels()
-        _legend_below(ax, h1 + h2, l1 + l2)
-        ax.set_title("Modelled: utilization per step")
-        out.append(("Modelled: utilization per step", _png(fig)))
-
-    fig, ax = plt.subplots(figsize=FIGSIZE)
-    for m in maps:
-        w = np.asarray(lb[m]["sm"].get("work", []), float)
-        if w.size and w.mean() > 0:
-            ax.plot(np.arange(w.size), w / w.mean(), lw=1, label=m)
-    ax.axhline(1.0, color="grey", lw=0.5)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("SM index (CTAs assigned round-robin)")
-    ax.set_ylabel("work / mean work")
-    ax.set_title(f"Modelled: work per SM, loop iterations over the mean "
-                 f"({lb[maps[0]]['gpu']}, {lb[maps[0]]['num_sms']} SMs)")
-    _legend_below(ax)
-    out.append(("Modelled: work per SM", _png(fig)))
+            w = np.asarray(lb[m]["sm"].get("work", []), float)
+            if w.size and w.mean() > 0:
+                ax.plot(np.arange(w.size), w / w.mean(), lw=1, label=m)
+        ax.axhline(1.0, color="grey", lw=0.5)
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("SM index (CTAs assigned round-robin)")
+        ax.set_ylabel("work / mean work")
+        ax.set_title(f"Modelled: work per SM, loop iterations over the mean "
+                     f"({lb[maps[0]]['gpu']}, {lb[maps[0]]['num_sms']} SMs)")
+        _legend_below(ax)
+        out.append(("Modelled: work per SM", _png(fig)))
 
     k, ref = profile["kernels"], profile.get("dense_reference")
     fig, ax = plt.subplots(figsize=FIGSIZE)
     top = [0.0]
     if k.get("per_step"):
-        ax.plot(k["per_step"], "C0", marker="o", ms=3, label="graph workload")
+        xs = (k["sampling"]["recorded"] if k.get("sampling")
+              and len(k["sampling"]["recorded"]) == len(k["per_step"])
+              else range(len(k["per_step"])))
+        ax.plot(list(xs), k["per_step"], "C0", marker="o", ms=3,
+                label="graph workload" + (" (recorded steps)" if k.get("sampling") else ""))
         top += k["per_step"]
     elif k.get("mean_per_step"):  # one profiler range over the epoch: its mean per step
         ax.axhline(k["mean_per_step"], color="C0", label="graph workload (mean per step)")
@@ -388,8 +395,6 @@ def plots(profile: dict[str, Any]) -> list[tuple[str, str]]:
     ax.set_title(f"Measured: host<->device copies by size ({t['count']:,} copies, "
                  f"{t['bytes']:,} bytes)")
     out.append(("Measured: transfer sizes", _png(fig)))
-    if not profile.get("model_gpu", True):  # a CPU run: the GPU model is not shown
-        out = [(title, png) for title, png in out if not title.startswith("Modelled")]
     return out
 
 
@@ -488,6 +493,11 @@ def render_html(profile: dict[str, Any]) -> str:
             ["transfer bytes", t["bytes"], ref["transfers"]["bytes"] if ref else None],
             ["transfer seconds", t["seconds"], ref["transfers"]["seconds"] if ref else None]]
     parts.append(_table(["figure", "graph workload", "dense reference (MLP)"], rows))
+    if k.get("sampling"):
+        parts.append(f"<p class='note'>The profiler recorded {k['sampling']['recorded_steps']}"
+                     f" of the {k['sampling']['steps']} steps (and everything outside the "
+                     f"steps): {html.escape(k['sampling']['note'])}; invocations per step "
+                     f"are the recorded steps'.</p>")
     what = "kernel" if k["unit"] == "CUDA kernels" else "operator"
     if k.get("self_time"):
         parts.append(f"<h3>{what.capitalize()}s by self time</h3>")
@@ -544,7 +554,9 @@ def _time_html(tm: dict[str, Any] | None) -> str:
     return (f"<h2>Measured: where the {tm['wall_seconds']:.3f} s went</h2>"
             f"<p class='note'>Wall time from the {html.escape(tm['from'])} to the end of the "
             f"profiled run, split into exclusive parts (a range's own time, without the "
-            f"kernels, operators and ranges inside it).</p>"
+            f"kernels, operators and ranges inside it)"
+            + (f"; {html.escape(tm['sampled']['note'])}" if tm.get("sampled") else "")
+            + ".</p>"
             + _table(["part", "seconds", "share of wall", "invocations"], rows)
             + ("<h3>By phase</h3><p class='note'>The same wall time, each named range with "
                "the kernels and operators inside it.</p>"

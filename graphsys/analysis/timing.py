@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+from bisect import bisect_right
 from typing import Any
 
 from graphsys.trace import COMPILE, NUMBA_PREFIX, numba_ranges
@@ -116,7 +117,8 @@ def _range_part(name: str) -> str:
 
 
 def attribute(events, *, thread: int | None = None, cuda: bool = False,
-              phases: bool = False) -> dict[str, dict[str, Any]]:
+              phases: bool = False, segments=None, outside=None
+              ) -> dict[str, dict[str, Any]]:
     """Exclusive seconds and counts per part from a profiler's events (``prof.events()``)
     of one thread (``thread``: its id; default every thread, for a one-thread profile).
 
@@ -130,7 +132,12 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False,
 
     ``phases``: only the named ranges and compilations count (the kernels, operators and
     transfers inside a range are its time): the run by phase (setup, steps, sampling,
-    evaluation, checkpoints, I/O) rather than by kernel."""
+    evaluation, checkpoints, I/O) rather than by kernel.
+
+    ``segments``: ``[(start, end, key), ...]`` in seconds, sorted and not overlapping: the
+    parts are then split by segment, ``{key: parts}`` (a span's time cut at the segment
+    boundaries, its count in the segment it starts in; time outside every segment under
+    ``outside``)."""
     import torch
 
     cpu = torch.autograd.DeviceType.CPU
@@ -163,9 +170,19 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False,
             label = (PHASES.get(base, base) if phases and kind == "python"
                      else _range_part(name))
         spans.append((e.time_range.start / 1e6, e.time_range.end / 1e6, label, kind))
-    parts: dict[str, dict[str, Any]] = {}
-    for _, _, label, kind in spans:
-        p = parts.setdefault(label, {"seconds": 0.0, "count": 0, "kind": kind})
+    segs = sorted(segments or [(float("-inf"), float("inf"), outside)])
+    starts = [s[0] for s in segs]
+    split: dict[Any, dict[str, dict[str, Any]]] = {}
+
+    def part(key, label: str, kind: str) -> dict[str, Any]:
+        parts = split.setdefault(key, {})
+        p = parts.get(label)
+        if p is None:
+            p = parts[label] = {"seconds": 0.0, "count": 0, "kind": kind}
+        return p
+
+    for s, _, label, kind in spans:
+        p = part(_segment_of(s, segs, starts, outside), label, kind)
         if kind != "python":
             p["count"] += 1
     # sweep: boundaries in time order (an end before a start at the same instant)
@@ -176,13 +193,45 @@ def attribute(events, *, thread: int | None = None, cuda: bool = False,
     last = None
     for t, is_start, _, i in marks:
         if stack and last is not None and t > last:
-            parts[spans[stack[-1]][2]]["seconds"] += t - last
+            _, _, label, kind = spans[stack[-1]]
+            if segments is None:
+                part(outside, label, kind)["seconds"] += t - last
+            else:
+                for key, dt in _cut(last, t, segs, starts, outside):
+                    part(key, label, kind)["seconds"] += dt
         last = t
         if is_start:
             stack.append(i)
         else:
             stack.remove(i)
-    return parts
+    if segments is None:
+        return split.get(outside, {})
+    return split
+
+
+def _segment_of(t: float, segs: list, starts: list[float], outside):
+    """The key of the segment holding instant ``t`` (``outside`` where none does)."""
+    i = bisect_right(starts, t) - 1
+    return segs[i][2] if i >= 0 and t < segs[i][1] else outside
+
+
+def _cut(a: float, b: float, segs: list, starts: list[float], outside) -> list:
+    """``[(key, seconds), ...]``: the interval ``[a, b)`` cut at the segment boundaries."""
+    out = []
+    i = max(bisect_right(starts, a) - 1, 0)
+    t = a
+    while t < b:
+        if i < len(segs) and t >= segs[i][1]:
+            i += 1
+        elif i < len(segs) and segs[i][0] <= t:
+            e = min(b, segs[i][1])
+            out.append((segs[i][2], e - t))
+            t, i = e, i + 1
+        else:
+            e = min(b, segs[i][0]) if i < len(segs) else b
+            out.append((outside, e - t))
+            t = e
+    return out
 
 
 def account(wall: float, before: list[tuple[str, float]], window: float,

@@ -16,7 +16,11 @@ the engine's Python between kernels, I/O waits, sampling, evaluation, checkpoint
 The other threads (sampler and loader workers, bucket readers, native pools) get a line
 each: their CPU time beside that wall time and what they spent it on. The profiler's own
 cost (its seconds outside the run, the events it analysed, the process's peak RSS) is
-stated last.
+stated last. A GNN profile records the first 10 training steps, then 3 of every 40
+(``torch.profiler``'s wait / warm-up / active cycle, each cycle's records read and
+dropped) and everything outside the steps; the recorded steps' operator times and counts
+are scaled to every step by wall time and count, and the summary says from how many
+steps. ``--all-steps`` (or ``--trace``) records every step.
 
 The report's "what to change" section is derived from the measured figures and names the
 flag or config key that acts on each item. The modelled SIMT / SM / warp figures are
@@ -107,6 +111,9 @@ def register(subparsers) -> None:
                         "graphsys gnn train --model (same as --set model=MODEL)")
     p.add_argument("--batch-size", type=int, help="embed positives / GNN seeds per batch")
     p.add_argument("--no-dense", action="store_true", help="skip the dense MLP reference")
+    p.add_argument("--all-steps", action="store_true",
+                   help="record every training step of the gnn workload (default: the "
+                        "first 10, then 3 of every 40, scaled to all; more time and memory)")
     p.add_argument("--ncu", action="store_true",
                    help="validate the SIMT model: run the algorithm on CUDA under Nsight "
                         "Compute and compare the measured threads per warp instruction of "
@@ -221,7 +228,8 @@ def run(args) -> int:
                          dense=not args.no_dense, steps=args.steps,
                          batch_size=args.batch_size, ncu=args.ncu, ncu_path=args.ncu_path,
                          ncu_launch_count=args.ncu_launch_count, trace=trace,
-                         embed_config=embed_config, gnn_config=gnn_config)
+                         embed_config=embed_config, gnn_config=gnn_config,
+                         step_schedule=None if args.all_steps else "auto")
     paths = None
     t_report = time.perf_counter()
     if args.report is not None:
@@ -237,6 +245,8 @@ def run(args) -> int:
     tm = prof["time"]
     print(f"wall {tm['wall_seconds']:.3f} s (from {tm['from']}), named parts "
           f"{tm['attributed_share']:.1%}:")
+    if tm.get("sampled"):
+        print(f"  ({tm['sampled']['note']})")
     for part in tm["parts"][:12]:
         count = f" x{part['count']:,}" if part["count"] else ""
         print(f"  {part['seconds']:>9.4f} s {part['share']:>6.1%}  {part['name']}{count}")

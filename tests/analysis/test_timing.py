@@ -123,3 +123,26 @@ def test_improperly_nested_ranges_are_counted_once():
     assert parts["kernel kernel (numba)"] == {"seconds": pytest.approx(30e-6), "count": 1,
                                               "kind": "kernel"}
     assert parts["operator aten::add (torch)"]["count"] == 1  # aten::copy_ is inside it
+
+
+def test_attribute_split_by_segments_adds_up_to_the_whole():
+    """Cut at segment boundaries, each part's seconds over the segments (and outside them)
+    add up to its seconds unsplit; each span is counted in the segment it starts in."""
+    import random
+
+    rng = random.Random(5)
+    events, t = [], 0.0
+    for k in range(30):
+        start = t + rng.random() * 50
+        end = start + 10 + rng.random() * 200
+        name = "numba.kernel" if k % 3 else "graphsys.step"
+        events.append(_Event(name, start, end))
+        t = end if k % 2 else start + 5  # some nested, some overlapping
+    segments = [(0.0, 1e-3, "a"), (1e-3, 2.5e-3, "b"), (4e-3, 9e-3, "a")]
+    whole = attribute(events)
+    split = attribute(events, segments=segments, outside="out")
+    assert set(split) <= {"a", "b", "out"}
+    for label, p in whole.items():
+        assert sum(s.get(label, {}).get("seconds", 0.0) for s in split.values()) == \
+            pytest.approx(p["seconds"])
+        assert sum(s.get(label, {}).get("count", 0) for s in split.values()) == p["count"]

@@ -274,6 +274,29 @@ def test_profile_states_its_own_cost(main, graph_dir, tmp_path, capsys):
     assert "The profiler's own cost" in report.read_text()
 
 
+def test_gnn_profile_samples_steps_and_says_so(main, graph_dir, tmp_path, capsys):
+    """Past its first 10 steps a GNN profile records 3 steps of every 40; the summary, the
+    JSON and the report say from how many steps the times come; --all-steps records
+    every one."""
+    # 14 steps: the first 10, then 10-12 recorded, 13 not
+    report = tmp_path / "sampled.html"
+    args = ["profile", "--workload", "gnn", str(graph_dir), "--steps", "14",
+            "--batch-size", "16", "--no-dense", "--mapping", "edge-balanced"]
+    assert main(args + ["--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "steps sampled: 13 of 14 recorded (the first 10, then 3 of the other 4" in out
+    doc = json.loads(report.with_suffix(".json").read_text())
+    k, sampled = doc["kernels"], doc["time"]["sampled"]
+    assert k["steps"] == 14 and len(k["per_step"]) == 13
+    assert k["sampling"]["recorded"] == list(range(13))
+    assert sampled["recorded_steps"] == 13 and sampled["count_scale"] == pytest.approx(4 / 3)
+    assert "steps sampled: 13 of 14 recorded" in report.read_text()
+    assert main(args + ["--all-steps", "--json"]) == 0
+    whole = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(whole["kernels"]["per_step"]) == 14 and "sampled" not in whole["time"]
+    assert whole["kernels"]["per_step"][:13] == k["per_step"]
+
+
 def test_embed_workload_profiles_the_users_config(main, graph_dir, tmp_path, capsys):
     cfg = tmp_path / "c.toml"
     cfg.write_text('dimension = 24\noperator = "diagonal"\ncomparator = "dot"\n'
