@@ -448,8 +448,8 @@ class IngestJob:
                buffer: dict[str, np.ndarray] | None = None
                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Route the edges of ``spills`` (batches of one edge set, in input order) into one
-        buffer grouped by bucket, in a stable counting sort: every part is routed once
-        (:func:`kernels.route_keys`, two threads) and counted, then scattered in input
+        buffer grouped by bucket, in a stable counting sort: every part is routed and counted
+        in one pass (:func:`kernels.route_keys`, two threads), then scattered in input
         order; the batches are discarded. Returns (starts int64 (P*P+1,), columns ``key``
         uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
         arrays, or the heads of ``buffer``'s (large enough) when it is given (with room for
@@ -467,11 +467,10 @@ class IngestJob:
             # rows of the routing tables: the ids themselves where a type's ids have a
             # direct map, else dense node indices; equal ids give equal rows either way
             src, dst = (self._table_rows(*typed) for typed in parts[k][:2])
-            n = self.kernels.route_keys(src, dst, *parts[k][2:7], bucket[lo:hi], key[lo:hi],
-                                   row[lo:hi] if payload else row)
-            parts[k] = parts[k][7:]  # free its ids and rows once it is routed
             counts = np.zeros(p * p, np.int64)
-            self.kernels.count_into(bucket[lo:lo + n], counts)
+            n = self.kernels.route_keys(src, dst, *parts[k][2:7], bucket[lo:hi], key[lo:hi],
+                                        row[lo:hi] if payload else row, counts)
+            parts[k] = parts[k][7:]  # free its ids and rows once it is routed
             return n, counts
 
         with ThreadPoolExecutor(2) as pool:
@@ -653,7 +652,7 @@ def _small_input(sources: Sequence[EdgeSource]) -> bool:
 def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:
     """A spilled id column as the routing kernels read it: integer ids as they are (int32 or
     int64, no copy), string ids as :func:`~graphsys.storage.ids.ids_array` gives them."""
-    arr = col.combine_chunks()
+    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()  # no copy of one
     return arr.to_numpy() if pa.types.is_integer(arr.type) else ids_array(arr)
 
 

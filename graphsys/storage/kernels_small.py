@@ -105,10 +105,10 @@ def route_codes(part, local, dense, out):
 
 
 def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
-               key, row):
-    """Route one chunk of edges into ``bucket``/``key``/``row`` from index 0 (see the numba
-    twin: loops dropped when asked, each non-loop edge followed by its reverse when
-    ``undirected``); returns how many rows were written."""
+               key, row, counts):
+    """Route one chunk of edges into ``bucket``/``key``/``row`` from index 0 and count them
+    by bucket into ``counts`` (see the numba twin: loops dropped when asked, each non-loop
+    edge followed by its reverse when ``undirected``); returns how many rows were written."""
     src, dst = np.asarray(src), np.asarray(dst)
     k = np.arange(len(src), dtype=np.int64)
     if drop_loops:
@@ -126,6 +126,7 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
     key[:n] = ((a & _LOW).astype(np.uint64) << np.uint64(32)) | (b & _LOW).astype(np.uint64)
     if row.shape[0] > 0:
         row[:n] = k
+    count_into(bucket[:n], counts)
     return n
 
 

@@ -50,9 +50,12 @@ def test_routing_and_scatter_match(drop_loops, undirected):
         room = 2 * m
         bucket, key = np.empty(room, np.int32), np.empty(room, np.uint64)
         row = np.empty(room, np.int64)
-        k = mod.route_keys(src, dst, codes, codes, p, drop_loops, undirected, bucket, key, row)
         counts = np.zeros(p * p, np.int64)
+        k = mod.route_keys(src, dst, codes, codes, p, drop_loops, undirected, bucket, key, row,
+                           counts)
+        np.testing.assert_array_equal(counts, np.bincount(bucket[:k], minlength=p * p))
         mod.count_into(bucket[:k], counts)
+        counts //= 2
         cursor = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         key_out, rel_out = np.empty(k, np.uint64), np.empty(k, np.int32)
         w_out, x_out = np.empty(k, np.float32), np.empty(k)
