@@ -450,8 +450,9 @@ class IngestJob:
         """Route the edges of ``spills`` (batches of one edge set, in input order) into one
         buffer grouped by bucket, in a stable counting sort: every part is routed and counted
         in one pass (:func:`kernels.route_keys`, two threads), then scattered in input
-        order; the batches are discarded. Returns (starts int64 (P*P+1,), columns ``key``
-        uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
+        order (each part from its own cursors, two threads); the batches are discarded.
+        Returns (starts int64 (P*P+1,), columns ``key`` uint64 and, when the edge set has
+        them, ``rel`` int32 and ``weight`` float32): new
         arrays, or the heads of ``buffer``'s (large enough) when it is given (with room for
         the routed rows too: :meth:`RoutedBuckets.routing_scratch`)."""
         p = self.opts.partitions
@@ -481,18 +482,29 @@ class IngestJob:
         n = int(starts[-1])
         cols = ({f: np.empty(n, dt) for f, dt in routed.fields} if buffer is None else
                 {f: buffer[f][:n] for f, _ in routed.fields})
-        cursor = starts[:-1].copy()
-        for k, (n, _) in enumerate(routed_parts):
+        # each part's rows start in every bucket after the rows of the parts before it, so
+        # the parts scatter on two threads into disjoint rows, in input order
+        cursors, cursor = [], starts[:-1].copy()
+        for _, counts in routed_parts:
+            cursors.append(cursor.copy())
+            cursor += counts
+
+        def scatter(k: int) -> None:
+            n, cur = routed_parts[k][0], cursors[k]
             rel, rel_fill, weight, extra = parts[k]
             parts[k] = None
             lo = ends[k]
             for f, _ in routed.columns:  # from the cursor the edges below start from
-                self.kernels.scatter_column(bucket[lo:lo + n], row[lo:lo + n], cursor.copy(),
-                                       extra[f], cols[f])
+                self.kernels.scatter_column(bucket[lo:lo + n], row[lo:lo + n], cur.copy(),
+                                            extra[f], cols[f])
             self.kernels.scatter_by_bucket(bucket[lo:lo + n], key[lo:lo + n],
-                                      row[lo:lo + n] if payload else row, cursor, cols["key"],
-                                      rel, rel_fill, cols.get("rel", _NO_I32), weight,
-                                      cols.get("weight", _NO_F32))
+                                           row[lo:lo + n] if payload else row, cur,
+                                           cols["key"], rel, rel_fill,
+                                           cols.get("rel", _NO_I32), weight,
+                                           cols.get("weight", _NO_F32))
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(scatter, range(len(parts))))
         for sp in spills:
             self._discard(sp)
         return starts, cols
