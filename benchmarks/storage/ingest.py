@@ -13,8 +13,11 @@ edges/16), then, each in a fresh process whose memory is sampled from outside:
   ``--memory-limit`` (the bound of the anonymous peak), which also partitions, sorts every
   bucket, writes node files, hashes every file and syncs before the manifest names them.
 
-The JSON line holds, per size, the peer's and graphsys's seconds, edges/s and peaks, and
-``ratio`` = the peer's seconds / graphsys's seconds. Usage::
+The sides take turns (peer, P=..., peer, ...) ``--repeats`` times. The JSON line holds, per
+size, the peer's and graphsys's median seconds (in the process: the peer's read and write,
+graphsys's ``report.seconds["total"]``) and ``command_seconds`` (the whole command,
+interpreter start-up and imports included), edges/s and peaks, and ``ratio`` /
+``command_ratio`` = the median turn's peer seconds / graphsys seconds. Usage::
 
     python benchmarks/storage/ingest.py --sizes 1M,10M,100M --partitions 1,4,16 \\
         --memory-limit 1GB
@@ -65,6 +68,12 @@ print(json.dumps(report.to_json()))
 """
 
 
+def _peaks(children) -> dict[str, int]:
+    """The largest peaks of a side's turns."""
+    return {"peak_rss_bytes": max(c.peak_rss_bytes for c in children),
+            "peak_rss_anon_bytes": max(c.peak_rss_anon_bytes for c in children)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = harness.parser(__doc__)
     ap.add_argument("--sizes", type=harness.counts, default=harness.counts("1M,10M"),
@@ -76,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", "--workdir", type=Path, dest="work",
                     help="scratch directory (default: a temporary one, removed)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="turns of each side, alternated (default 3); medians are quoted")
     ap.add_argument("--input", choices=("tsv", "parquet"), default="tsv",
                     help="edge file format (default tsv)")
     args = ap.parse_args(argv)
@@ -94,23 +105,44 @@ def main(argv: list[str] | None = None) -> int:
         write_edges(rmat_edges(nodes, size, seed=args.seed), edge_file, overwrite=True)
         entry = {"edges": size, "nodes_ids": nodes, "input_bytes": edge_file.stat().st_size,
                  "generate_seconds": round(time.perf_counter() - t, 2)}
-        base = harness.run_child([python, "-c", BASELINE if args.input == "tsv" else
-                                  BASELINE_PARQUET, edge_file, work / "raw.arrow"])
-        (work / "raw.arrow").unlink()
-        secs = base.json["seconds"]
-        entry["baseline"] = {"seconds": round(secs, 3), "edges_per_s": round(size / secs),
-                             **base.peaks()}
-        entry["graphsys"] = {}
-        for p in args.partitions:
+        raw = work / "raw.arrow"
+
+        def baseline(edge_file=edge_file, raw=raw):
+            child = harness.run_child([python, "-c", BASELINE if args.input == "tsv" else
+                                       BASELINE_PARQUET, edge_file, raw])
+            raw.unlink()
+            return child
+
+        def ingest(p: int, edge_file=edge_file, size=size):
             out = work / f"g-{size}-{p}"
             child = harness.run_child([python, "-c", INGEST, edge_file, out, str(p),
                                        str(args.memory_limit)])
             shutil.rmtree(out)
-            rep = child.json
-            total = rep["seconds"]["total"]
-            entry["graphsys"][f"P{p}"] = {
-                "seconds": total, "phases": rep["seconds"], "edges_per_s": round(size / total),
-                **child.peaks(), "ratio": round(secs / total, 3)}
+            return child
+
+        sides = {"baseline": baseline, **{f"P{p}": (lambda p=p: ingest(p))
+                                          for p in args.partitions}}
+        turns = harness.alternate(sides, args.repeats)
+        base = turns.pop("baseline")
+        secs = [c.json["seconds"] for c in base]
+        command = [c.seconds for c in base]
+        entry["baseline"] = {"seconds": round(harness.median(secs), 3),
+                             "seconds_turns": [round(x, 3) for x in secs],
+                             "command_seconds": round(harness.median(command), 3),
+                             "edges_per_s": round(size / harness.median(secs)),
+                             **_peaks(base)}
+        entry["graphsys"] = {}
+        for name, children in turns.items():
+            totals = [c.json["seconds"]["total"] for c in children]
+            ours = [c.seconds for c in children]
+            total = harness.median(totals)
+            entry["graphsys"][name] = {
+                "seconds": round(total, 3), "seconds_turns": [round(x, 3) for x in totals],
+                "phases": children[-1].json["seconds"],
+                "command_seconds": round(harness.median(ours), 3),
+                "edges_per_s": round(size / total), **_peaks(children),
+                "ratio": harness.pair_ratios(secs, totals)["median"],
+                "command_ratio": harness.pair_ratios(command, ours)["median"]}
         edge_file.unlink()
         results.append(entry)
     if args.work is None:

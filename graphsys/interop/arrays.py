@@ -55,6 +55,18 @@ def from_numpy(src, dst, out: str | Path, *, num_nodes: int | None = None, weigh
     graphsys.ingest : Edge list files.
     graphsys.from_arrow : An Arrow table of edges, with integer or string ids.
 
+    Notes
+    -----
+    What it costs beyond building the arrays in memory (as PyG's ``Data`` does) is the
+    stored graph: ids validated and mapped, nodes partitioned, every edge routed to its
+    bucket and each bucket sorted (the adjacency order the engines read), node columns
+    gathered into partition order, every file written, hashed (the sha256 that
+    ``graphsys verify`` and a hash-checked open compare) and synced before the manifest
+    names it, and the directory renamed into place, so a crash leaves no half-written
+    graph. An input of up to
+    :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges runs on NumPy
+    kernels, without numba's start-up; the node files are written while the edges route.
+
     Examples
     --------
     >>> import tempfile, numpy as np, graphsys

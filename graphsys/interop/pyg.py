@@ -70,6 +70,7 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     See Also
     --------
     to_pyg
+    graphsys.from_numpy : The edge list ingest underneath, and what it costs (Notes).
 
     Examples
     --------

@@ -46,6 +46,7 @@ def from_scipy(matrix, out: str | Path, *, weighted: bool | None = None,
     See Also
     --------
     to_scipy
+    graphsys.from_numpy : The edge list ingest underneath, and what it costs (Notes).
 
     Examples
     --------

@@ -178,8 +178,8 @@ class BucketWriter:
 
 def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray | None,
                    dedupe: bool, presorted: bool = False, sorted_runs: bool = False,
-                   local_bits: int = 32, extra: dict[str, np.ndarray] | None = None
-                   ) -> dict[str, np.ndarray]:
+                   local_bits: int = 32, extra: dict[str, np.ndarray] | None = None,
+                   radix_sort=None) -> dict[str, np.ndarray]:
     """Sort edges by (key, rel), stably (input order among equal edges is kept), and drop
     repeated (key, rel) after the first if ``dedupe``. ``extra``: more columns (edge
     columns) that follow the edges' order as ``weight`` does. ``sorted_runs``: the input is a
@@ -187,7 +187,8 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
     O(n log runs). Else a radix sort (:func:`kernels.radix_sort_edges`: linear in the edges
     and their key's digits, where numpy's comparison sort is O(n log n)) sorts ``key`` in
     place; ``local_bits``: every local offset is below
-    ``2**local_bits``, which sets its number of digits."""
+    ``2**local_bits``, which sets its number of digits. ``radix_sort``: that kernel's
+    twin to use instead (:mod:`~graphsys.storage.kernels_small`'s for a small ingest)."""
     extra = dict(extra or {})
     if not presorted:
         rel_bits = 0 if rel is None or sorted_runs else int(rel.max(initial=0)).bit_length()
@@ -204,7 +205,7 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
         else:
             payload = rel is not None or weight is not None or bool(extra)
             order = np.empty(len(key) if payload else 0, np.int64)
-            key = kernels.radix_sort_edges(np.ascontiguousarray(key),
+            key = (radix_sort or kernels.radix_sort_edges)(np.ascontiguousarray(key),
                                            _NO_REL if rel is None else rel, local_bits,
                                            rel_bits, order)
             rel = rel[order] if rel is not None else None

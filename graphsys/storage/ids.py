@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pyarrow as pa
@@ -31,8 +32,9 @@ class IdCollector:
     then compare by their decimal text).
     """
 
-    def __init__(self, name: str, memory_limit: int):
+    def __init__(self, name: str, memory_limit: int, kernels: ModuleType = kernels):
         self.name = name
+        self.kernels = kernels  # graphsys.storage.kernels, or its NumPy twins
         self.cap = min(2**32, max(memory_limit // 4, 1 << 20))
         self.seen = np.zeros(1 << 10, np.uint64)
         self.bitmap = True
@@ -55,10 +57,10 @@ class IdCollector:
                         grown = np.zeros(max((hi >> 6) + 1, 2 * len(self.seen)), np.uint64)
                         grown[: len(self.seen)] = self.seen
                         self.seen = grown
-                    kernels.mark_seen(ids, self.seen)
+                    self.kernels.mark_seen(ids, self.seen)
                     return
                 self.bitmap = False
-                self.int_runs.append(kernels.seen_ids(self.seen))
+                self.int_runs.append(self.kernels.seen_ids(self.seen))
                 self.seen = np.zeros(0, np.uint64)
             if not self.bitmap:
                 self.int_runs.append(np.unique(ids))
@@ -89,7 +91,7 @@ class IdCollector:
 
     def _int_ids(self) -> np.ndarray:
         if self.bitmap:
-            return kernels.seen_ids(self.seen)
+            return self.kernels.seen_ids(self.seen)
         return np.unique(np.concatenate(self.int_runs)) if self.int_runs else np.zeros(0, np.int64)
 
     def finish(self) -> IdIndex:
@@ -98,13 +100,13 @@ class IdCollector:
                    if self.str_runs else pa.array([], pa.large_string()))
             arr = pc.unique(arr)
             arr = arr.take(pc.sort_indices(arr))
-            return IdIndex(self.name, arr, None)
+            return IdIndex(self.name, arr, None, self.kernels)
         ids = self._int_ids()
         dense = None
         if self.bitmap and len(ids) and int(ids[-1]) + 1 <= DIRECT_MAP_SLOTS * len(ids):
             dense = np.full(int(ids[-1]) + 1, -1, np.int64)
             dense[ids] = np.arange(len(ids), dtype=np.int64)
-        return IdIndex(self.name, ids, dense)
+        return IdIndex(self.name, ids, dense, self.kernels)
 
 
 @dataclass
@@ -114,12 +116,14 @@ class IdIndex:
     name: str
     ids: np.ndarray | pa.Array
     dense: np.ndarray | None  # direct lookup table for small non-negative integer ids
+    #: the kernels that look ids up: graphsys.storage.kernels, or its NumPy twins
+    kernels: ModuleType = field(default=kernels, repr=False, compare=False)
     #: :func:`kernels.id_buckets` of integer ids without a direct map (None without one)
     buckets: tuple | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self):
         if not self.is_string and self.dense is None and len(self.ids):
-            self.buckets = kernels.id_buckets(self.ids)
+            self.buckets = self.kernels.id_buckets(self.ids)
 
     @property
     def is_string(self) -> bool:
@@ -133,11 +137,12 @@ class IdIndex:
         if self.is_string:
             if isinstance(values, np.ndarray):
                 values = pa.array(values).cast(pa.large_string())
-            out = kernels.lookup_strings(self.ids, values)
+            out = self.kernels.lookup_strings(self.ids, values)
         elif self.dense is not None:
-            out = kernels.gather(self.dense, values, np.empty(len(values), self.dense.dtype))
+            out = self.kernels.gather(self.dense, values,
+                                      np.empty(len(values), self.dense.dtype))
         else:
-            out = kernels.lookup_ints(self.ids, values, self.buckets)
+            out = self.kernels.lookup_ints(self.ids, values, self.buckets)
         return out
 
 

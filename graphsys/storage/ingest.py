@@ -219,10 +219,18 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
         t1 = time.perf_counter()
         partitioner = job.partition()
         seconds["partition"] = time.perf_counter() - t1
+        # the node files (features are the bulk of a small graph) are written on a helper
+        # thread while the edges route: gathers, Arrow writes and hashing leave the GIL
         files: dict[str, dict[str, Any]] = {}
-        entity_types = write_node_files(job, staging, files)
+        edge_files: dict[str, dict[str, Any]] = {}
         t2 = time.perf_counter()
-        edge_sets = write_edge_sets(job, sorted(names), staging, files, seconds)
+        with ThreadPoolExecutor(1, thread_name_prefix="graphsys-nodes") as pool:
+            nodes_written = pool.submit(write_node_files, job, staging, files)
+            try:
+                edge_sets = write_edge_sets(job, sorted(names), staging, edge_files, seconds)
+            finally:
+                entity_types = nodes_written.result()
+        files.update(edge_files)
         seconds["route_and_merge"] = time.perf_counter() - t2
         shutil.rmtree(job.spill)
         p = opts.partitions

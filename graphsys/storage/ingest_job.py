@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 import partitioners
 from graphsys.errors import GraphsysError, InputError
 from graphsys.progress import progress_bar
-from graphsys.storage import kernels
+from graphsys.storage import kernels, kernels_small
 from graphsys.storage.edge_runs import (
     COLUMN_PREFIX,
     BucketWriter,
@@ -67,9 +68,9 @@ class _Context:
             deg = np.zeros(self.num_nodes, np.int64)
             for src, dst, lhs, rhs in self._job.iter_dense_edges():
                 if lhs == self._etype:
-                    kernels.count_into(src, deg)
+                    self._job.kernels.count_into(src, deg)
                 if rhs == self._etype:
-                    kernels.count_into(dst, deg)
+                    self._job.kernels.count_into(dst, deg)
             self._degrees = deg
         return self._degrees
 
@@ -78,8 +79,8 @@ class _Context:
         counts = np.zeros(n, np.int64)
         for src, dst, lhs, rhs in self._job.iter_dense_edges():
             if lhs == rhs == self._etype:
-                kernels.count_into(src, counts)
-                kernels.count_into(dst, counts)
+                self._job.kernels.count_into(src, counts)
+                self._job.kernels.count_into(dst, counts)
         indptr = np.zeros(n + 1, np.int64)
         np.cumsum(counts, out=indptr[1:])
         path = self._job.spill / f"adjacency-{self._etype}.bin"
@@ -144,6 +145,9 @@ class IngestJob:
         self.spills: list[_Spill] = []
         self.held_bytes = 0  # bytes of the spills held in memory
         self.codes: dict[str, np.ndarray] = {}  # routing tables, by entity type
+        #: numba's kernels, or their NumPy twins for a small in-memory input
+        self.kernels = kernels_small if _small_input(self.sources) else kernels
+        self._jit: threading.Thread | None = None  # numba's start-up, while it runs
         self.skipped = 0
         self.edge_set_skipped: dict[str, int] = {}
         self.input_bytes = 0
@@ -170,19 +174,24 @@ class IngestJob:
 
     def collector(self, etype: str) -> IdCollector:
         if etype not in self.collectors:
-            self.collectors[etype] = IdCollector(etype, self.opts.memory_limit)
+            self.collectors[etype] = IdCollector(etype, self.opts.memory_limit, self.kernels)
         return self.collectors[etype]
 
     # -- pass 1 ----------------------------------------------------------------------------
     def read_all(self) -> None:
         """Pass 1. Numba's one-time start-up (:func:`~graphsys.storage.kernels.start_up`)
-        runs on a helper thread while the first batches parse. A batch's ids are collected
-        as it is spilled when its read is careful (binary formats, a text file's second
-        read), else once every batch is parsed: a text file's fast read is discarded and
-        read again carefully when it meets a bad line, and the ids of discarded rows must
-        not become nodes."""
-        jit = threading.Thread(target=kernels.start_up, name="graphsys-jit", daemon=True)
-        jit.start()
+        runs on a helper thread while the first batches parse (not at all for a small
+        in-memory input, which runs on :mod:`~graphsys.storage.kernels_small`). A batch's ids
+        are collected as it is spilled when its read is careful (binary formats, a text
+        file's second read) and numba has started (the first kernel call would wait for it,
+        where the batches can go on decoding), else once every batch is parsed: a text
+        file's fast read is discarded and read again carefully when it meets a bad line, and
+        the ids of discarded rows must not become nodes."""
+        jit = None
+        if self.kernels is kernels:
+            jit = threading.Thread(target=kernels.start_up, name="graphsys-jit", daemon=True)
+            jit.start()
+        self._jit = jit
         for ns in self.node_sources:
             if "id" not in ns.table.column_names:
                 raise InputError(f"node table for entity type {ns.entity_type!r} has no 'id' "
@@ -227,7 +236,8 @@ class IngestJob:
         self.has_rel = {s.edge_set: len(self.relations) > 1 for s in self.sources}
         self.edge_columns = {name: [EdgeColumn(c, common_dtype(dts)) for c, dts in cols.items()]
                              for name, cols in self.column_dtypes.items()}
-        jit.join()
+        if jit is not None:
+            jit.join()
         for sp in self.spills:
             if not sp.collected:
                 self._collect_ids(sp)
@@ -288,7 +298,7 @@ class IngestJob:
             skipped += dropped
             if len(cols["src"]) == 0:
                 continue
-            table = pa.table({name: (pa.array(_narrow(v) if name in ("src", "dst") else v)
+            table = pa.table({name: ((_narrow(v) if name in ("src", "dst") else pa.array(v))
                                      if isinstance(v, np.ndarray) else v)
                               for name, v in cols.items()})
             for name, v in cols.items():
@@ -297,8 +307,8 @@ class IngestJob:
                         str(v.dtype))
             spill = _Spill(None, table, src.edge_set, fixed, src.weight_col is not None,
                            table.num_rows)
-            if collect:
-                self._collect_ids(spill)
+            if collect and not (self._jit is not None and self._jit.is_alive()):
+                self._collect_ids(spill)  # else once numba has started (read_all)
             if self.held_bytes + table.nbytes <= self.opts.memory_limit // 4:
                 self.held_bytes += table.nbytes
             else:
@@ -382,7 +392,7 @@ class IngestJob:
                         len(part) and (part.min() < 0 or part.max() >= p)):
                     raise GraphsysError(f"partitioner {strategy.name!r} returned an invalid "
                                         f"assignment")
-            local, sizes = kernels.local_offsets(part, p)
+            local, sizes = self.kernels.local_offsets(part, p)
             if sizes.max(initial=0) > MAX_PARTITION_NODES:
                 raise GraphsysError(f"entity type {etype!r}: a partition would hold "
                                     f"{int(sizes.max())} nodes (> 2**31-1): use more partitions")
@@ -438,10 +448,11 @@ class IngestJob:
                buffer: dict[str, np.ndarray] | None = None
                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Route the edges of ``spills`` (batches of one edge set, in input order) into one
-        buffer grouped by bucket, in a stable counting sort: every part is routed once
-        (:func:`kernels.route_keys`, two threads) and counted, then scattered in input
-        order; the batches are discarded. Returns (starts int64 (P*P+1,), columns ``key``
-        uint64 and, when the edge set has them, ``rel`` int32 and ``weight`` float32): new
+        buffer grouped by bucket, in a stable counting sort: every part is routed and counted
+        in one pass (:func:`kernels.route_keys`, two threads), then scattered in input
+        order (each part from its own cursors, two threads); the batches are discarded.
+        Returns (starts int64 (P*P+1,), columns ``key`` uint64 and, when the edge set has
+        them, ``rel`` int32 and ``weight`` float32): new
         arrays, or the heads of ``buffer``'s (large enough) when it is given (with room for
         the routed rows too: :meth:`RoutedBuckets.routing_scratch`)."""
         p = self.opts.partitions
@@ -457,11 +468,10 @@ class IngestJob:
             # rows of the routing tables: the ids themselves where a type's ids have a
             # direct map, else dense node indices; equal ids give equal rows either way
             src, dst = (self._table_rows(*typed) for typed in parts[k][:2])
-            n = kernels.route_keys(src, dst, *parts[k][2:7], bucket[lo:hi], key[lo:hi],
-                                   row[lo:hi] if payload else row)
-            parts[k] = parts[k][7:]  # free its ids and rows once it is routed
             counts = np.zeros(p * p, np.int64)
-            kernels.count_into(bucket[lo:lo + n], counts)
+            n = self.kernels.route_keys(src, dst, *parts[k][2:7], bucket[lo:hi], key[lo:hi],
+                                        row[lo:hi] if payload else row, counts)
+            parts[k] = parts[k][7:]  # free its ids and rows once it is routed
             return n, counts
 
         with ThreadPoolExecutor(2) as pool:
@@ -472,18 +482,29 @@ class IngestJob:
         n = int(starts[-1])
         cols = ({f: np.empty(n, dt) for f, dt in routed.fields} if buffer is None else
                 {f: buffer[f][:n] for f, _ in routed.fields})
-        cursor = starts[:-1].copy()
-        for k, (n, _) in enumerate(routed_parts):
+        # each part's rows start in every bucket after the rows of the parts before it, so
+        # the parts scatter on two threads into disjoint rows, in input order
+        cursors, cursor = [], starts[:-1].copy()
+        for _, counts in routed_parts:
+            cursors.append(cursor.copy())
+            cursor += counts
+
+        def scatter(k: int) -> None:
+            n, cur = routed_parts[k][0], cursors[k]
             rel, rel_fill, weight, extra = parts[k]
             parts[k] = None
             lo = ends[k]
             for f, _ in routed.columns:  # from the cursor the edges below start from
-                kernels.scatter_column(bucket[lo:lo + n], row[lo:lo + n], cursor.copy(),
-                                       extra[f], cols[f])
-            kernels.scatter_by_bucket(bucket[lo:lo + n], key[lo:lo + n],
-                                      row[lo:lo + n] if payload else row, cursor, cols["key"],
-                                      rel, rel_fill, cols.get("rel", _NO_I32), weight,
-                                      cols.get("weight", _NO_F32))
+                self.kernels.scatter_column(bucket[lo:lo + n], row[lo:lo + n], cur.copy(),
+                                            extra[f], cols[f])
+            self.kernels.scatter_by_bucket(bucket[lo:lo + n], key[lo:lo + n],
+                                           row[lo:lo + n] if payload else row, cur,
+                                           cols["key"], rel, rel_fill,
+                                           cols.get("rel", _NO_I32), weight,
+                                           cols.get("weight", _NO_F32))
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(scatter, range(len(parts))))
         for sp in spills:
             self._discard(sp)
         return starts, cols
@@ -520,7 +541,7 @@ class IngestJob:
         if etype not in self.codes:
             dense = self.index[etype].dense
             rows = len(dense) if dense is not None else len(self.index[etype])
-            self.codes[etype] = kernels.route_codes(
+            self.codes[etype] = self.kernels.route_codes(
                 self.part[etype], self.local[etype],
                 np.zeros(0, np.int64) if dense is None else dense, np.empty(rows, np.int64))
         return self.codes[etype]
@@ -539,7 +560,8 @@ class IngestJob:
                 cols = routed.memory.pop(b) if b in routed.memory else routed.read_all(b)
                 writer.write(sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
                                              self.opts.dedupe, local_bits=self._local_bits(),
-                                             extra=extra_columns(cols)))
+                                             extra=extra_columns(cols),
+                                             radix_sort=self.kernels.radix_sort_edges))
             else:
                 routed.sort_runs(b)
                 self._merge_runs(routed, b, writer)
@@ -620,17 +642,40 @@ class IngestJob:
                        max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
 
 
+def _small_input(sources: Sequence[EdgeSource]) -> bool:
+    """Whether the edges are in-memory tables (or record batches) of at most
+    :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` rows together: an ingest
+    that runs on the NumPy twins of the kernels, sparing numba's start-up."""
+    rows = 0
+    for src in sources:
+        table = src.table
+        if src.paths or table is None:
+            return False
+        if isinstance(table, pa.Table | pa.RecordBatch):
+            rows += table.num_rows
+        elif isinstance(table, list | tuple) and all(isinstance(b, pa.RecordBatch)
+                                                      for b in table):
+            rows += sum(b.num_rows for b in table)
+        else:
+            return False
+    return rows <= kernels_small.SMALL_INGEST_EDGES
+
+
 def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:
     """A spilled id column as the routing kernels read it: integer ids as they are (int32 or
     int64, no copy), string ids as :func:`~graphsys.storage.ids.ids_array` gives them."""
-    arr = col.combine_chunks()
+    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()  # no copy of one
     return arr.to_numpy() if pa.types.is_integer(arr.type) else ids_array(arr)
 
 
-def _narrow(ids: np.ndarray) -> np.ndarray:
-    """int64 ids as int32 when every one fits: half the bytes held or spilled between the
-    passes (the routing kernels read either)."""
-    if ids.dtype == np.int64 and len(ids) and (  # numpy, not numba: see read_all
-            ids.min() >= np.iinfo(np.int32).min and ids.max() <= np.iinfo(np.int32).max):
-        return ids.astype(np.int32)
-    return ids
+def _narrow(ids: np.ndarray) -> pa.Array:
+    """int64 ids as an int32 Arrow array when every one fits (Arrow's checked cast: one
+    pass), else as they are: half the bytes held or spilled between the passes (the routing
+    kernels read either)."""
+    arr = pa.array(ids)
+    if ids.dtype == np.int64:
+        try:
+            return pc.cast(arr, pa.int32())  # safe: raises when an id does not fit
+        except pa.ArrowInvalid:
+            pass
+    return arr

@@ -277,12 +277,13 @@ def route_codes(part, local, dense, out):
 
 @numba.njit(cache=True, nogil=True)
 def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
-               key, row):
+               key, row, counts):
     """Route the edges ``src[k] -> dst[k]`` of one chunk: edge ``k`` goes to bucket
     ``i*P + j`` (int32) with sort key ``local_src << 32 | local_dst`` (uint64), where
     ``codes_l[src[k]] = i << 32 | local_src`` and ``codes_r[dst[k]] = j << 32 | local_dst``
     (:func:`route_codes`). Writes the routed rows' bucket, key and, when ``row`` is
-    non-empty, chunk row ``k`` (int64) from index 0, and returns how many there are.
+    non-empty, chunk row ``k`` (int64) from index 0, adds one to ``counts`` (int64 (P*P,))
+    at each routed row's bucket, and returns how many rows there are.
 
     ``drop_loops``: skip edges with ``src[k] == dst[k]``. ``undirected`` (one entity type on
     both sides): every non-loop edge is also routed reversed, right after the edge itself, so
@@ -305,7 +306,9 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
             continue
         a = codes_l[src[k]]
         b = codes_r[dst[k]]
-        bucket[n] = np.int32((a >> 32) * num_partitions + (b >> 32))
+        c = (a >> 32) * num_partitions + (b >> 32)
+        bucket[n] = np.int32(c)
+        counts[c] += 1
         key[n] = (np.uint64(a & low) << np.uint64(32)) | np.uint64(b & low)
         if with_rows:
             row[n] = k
@@ -313,7 +316,9 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
         if undirected and not loop:  # the reversed edge dst -> src
             a = codes_l[dst[k]]
             b = codes_r[src[k]]
-            bucket[n] = np.int32((a >> 32) * num_partitions + (b >> 32))
+            c = (a >> 32) * num_partitions + (b >> 32)
+            bucket[n] = np.int32(c)
+            counts[c] += 1
             key[n] = (np.uint64(a & low) << np.uint64(32)) | np.uint64(b & low)
             if with_rows:
                 row[n] = k

@@ -1,0 +1,122 @@
+"""The NumPy twins of the ingest kernels against the numba kernels, and an ingest on each
+kind writing the same files."""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import graphsys
+from graphsys.storage import kernels, kernels_small
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+RNG = np.random.default_rng(7)
+
+
+def test_ids_bitmap_and_lookups_match():
+    ids = np.concatenate([RNG.integers(0, 5000, 3000), [0, 63, 64, 4999]])
+    seen = [np.zeros(80, np.uint64), np.zeros(80, np.uint64)]
+    for k, mod in enumerate((kernels, kernels_small)):
+        mod.mark_seen(ids, seen[k])
+        mod.mark_seen(ids[:10].astype(np.int32), seen[k])
+    np.testing.assert_array_equal(seen[0], seen[1])
+    got = kernels_small.seen_ids(seen[1])
+    np.testing.assert_array_equal(got, kernels.seen_ids(seen[0]))
+    np.testing.assert_array_equal(got, np.unique(ids))
+    queries = np.array([-5, 0, 3, 64, 4999, 10**9])
+    np.testing.assert_array_equal(kernels_small.lookup_ints(got, queries),
+                                  kernels.lookup_ints(got, queries))
+    strings = pa.array(["a", "b", "d"], pa.large_string())
+    q = pa.array(["d", "c", "a"])
+    np.testing.assert_array_equal(kernels_small.lookup_strings(strings, q),
+                                  kernels.lookup_strings(strings, q))
+
+
+@pytest.mark.parametrize("drop_loops", [False, True])
+@pytest.mark.parametrize("undirected", [False, True])
+def test_routing_and_scatter_match(drop_loops, undirected):
+    n, p, m = 300, 3, 5000
+    rng = np.random.default_rng(3)
+    part = rng.integers(0, p, n).astype(np.int32)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    src[:50] = dst[:50]  # loops
+    rel, weight = rng.integers(0, 4, m).astype(np.int32), rng.random(m).astype(np.float32)
+    extra = rng.random(m)
+    outs = []
+    for mod in (kernels, kernels_small):
+        local, sizes = mod.local_offsets(part, p)
+        codes = mod.route_codes(part, local, np.zeros(0, np.int64), np.empty(n, np.int64))
+        room = 2 * m
+        bucket, key = np.empty(room, np.int32), np.empty(room, np.uint64)
+        row = np.empty(room, np.int64)
+        counts = np.zeros(p * p, np.int64)
+        k = mod.route_keys(src, dst, codes, codes, p, drop_loops, undirected, bucket, key, row,
+                           counts)
+        np.testing.assert_array_equal(counts, np.bincount(bucket[:k], minlength=p * p))
+        mod.count_into(bucket[:k], counts)
+        counts //= 2
+        cursor = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        key_out, rel_out = np.empty(k, np.uint64), np.empty(k, np.int32)
+        w_out, x_out = np.empty(k, np.float32), np.empty(k)
+        mod.scatter_column(bucket[:k], row[:k], cursor.copy(), extra, x_out)
+        mod.scatter_by_bucket(bucket[:k], key[:k], row[:k], cursor, key_out, rel, -1, rel_out,
+                              weight, w_out)
+        outs.append((local, sizes, codes, k, bucket[:k], key[:k], row[:k], counts, cursor,
+                     key_out, rel_out, w_out, x_out))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("with_rel", [False, True])
+def test_radix_sort_matches(with_rel):
+    key = (RNG.integers(0, 50, 4000).astype(np.uint64) << np.uint64(32)) | RNG.integers(
+        0, 50, 4000).astype(np.uint64)
+    rel = RNG.integers(0, 3, 4000).astype(np.int32) if with_rel else np.zeros(0, np.int32)
+    rel_bits = 2 if with_rel else 0
+    got = []
+    for mod in (kernels, kernels_small):
+        k, order = key.copy(), np.empty(len(key), np.int64)
+        mod.radix_sort_edges(k, rel, 6, rel_bits, order)
+        got.append((k, order))
+    np.testing.assert_array_equal(got[0][0], got[1][0])
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+
+
+def _files(path):
+    return json.loads((path / "manifest.json").read_text())["files"]
+
+
+@pytest.mark.parametrize("options", [
+    {"partitions": 3},
+    {"partitions": 4, "undirected": True, "drop_self_loops": True},
+    {"partitions": 2, "dedupe": True},
+])
+def test_an_ingest_writes_the_same_files_on_either_kernels(tmp_path, monkeypatch, options):
+    """A small in-memory ingest runs on the NumPy twins; forced onto numba (threshold 0)
+    it writes byte-identical files (the manifest's digests)."""
+    rng = np.random.default_rng(1)
+    m, n = 3000, 400
+    src, dst = rng.integers(0, n, m) * 3, rng.integers(0, n, m) * 3  # sparse: no direct map
+    weight = rng.random(m).astype(np.float32)
+    feat = rng.random((n * 3, 4), dtype=np.float32)
+    dirs = []
+    for name, limit in (("small", kernels_small.SMALL_INGEST_EDGES), ("numba", 0)):
+        monkeypatch.setattr(kernels_small, "SMALL_INGEST_EDGES", limit)
+        out = tmp_path / name
+        graphsys.from_numpy(src, dst, out, num_nodes=n * 3, weight=weight,
+                            node_columns={"feat": feat}, **options)
+        dirs.append(out)
+    assert _files(dirs[0]) == _files(dirs[1])
+
+
+def test_string_ids_and_relations_write_the_same_files(tmp_path, monkeypatch):
+    table = pa.table({"src": ["a", "b", "c", "a", "zz"], "dst": ["b", "c", "a", "c", "a"],
+                      "rel": ["x", "y", "x", "x", "y"]})
+    dirs = []
+    for name, limit in (("small", 1 << 20), ("numba", 0)):
+        monkeypatch.setattr(kernels_small, "SMALL_INGEST_EDGES", limit)
+        ingest_sources([EdgeSource(table=table, rel_col="rel")], tmp_path / name,
+                       IngestOptions(partitions=2))
+        dirs.append(tmp_path / name)
+    assert _files(dirs[0]) == _files(dirs[1])
