@@ -179,8 +179,10 @@ class TGN(nn.Module):
         """Embeddings of query nodes from their states ``x`` (Q, d), the states ``x_src``
         (S, d) of the nodes ``nbr`` (Q, k) indexes, the events' raw features (Q, k, raw)
         and time gaps ``delta`` (Q, k) (:math:`\\Delta_j` of
-        :mod:`~graphsys.gnn.conv.temporal_attention`); ``mask`` (Q, k) the used slots."""
-        edge = torch.cat([raw, self.memory.time_enc(delta)], dim=-1)   # shared, as TGN
+        :mod:`~graphsys.gnn.conv.temporal_attention`); ``mask`` (Q, k) the used slots (the
+        others' features and gaps are not read: time encoding and edge projection run on
+        the used slots only)."""
+        edge = torch.cat([raw[mask], self.memory.time_enc(delta[mask])], dim=-1)  # as TGN
         return self.conv(x, x_src, nbr, edge, mask)
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:

@@ -178,9 +178,7 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
             delta = last.index_select(0, npos.reshape(-1).to(device)).view(npos.shape) - t_edge
             raw = raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0)).to(device)]
             mask = torch.from_numpy(used).to(device)
-            z = model.embed(F.embedding(qpos, mem), mem, npos.to(device),
-                            raw * mask.unsqueeze(-1),
-                            delta.masked_fill(~mask, 0.0), mask)
+            z = model.embed(F.embedding(qpos, mem), mem, npos.to(device), raw, delta, mask)
             at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
             si = at(s)
             pos = model.predictor.pairs(z, si, at(d))
