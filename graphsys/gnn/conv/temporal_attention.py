@@ -101,7 +101,8 @@ class TemporalAttentionConv(nn.Module):
         (Q, k) the used slots; returns (Q, out). Keys and values are projected once per
         node of ``x_src``, then gathered for the used slots only (as PyG's
         ``TransformerConv`` projects nodes and gathers per edge): the per-slot work follows
-        the events sampled, not ``Q * k``; only the softmax sees the (Q, k) layout."""
+        the events sampled, not ``Q * k``; only the softmax and the weighted sum see the
+        (Q, k) layout."""
         q_n, k_n = nbr.shape
         h, d = self.heads, self.head_dim
         flat = mask.reshape(-1).nonzero().squeeze(1)                # used slots, row-major
@@ -110,14 +111,25 @@ class TemporalAttentionConv(nn.Module):
         row = torch.div(flat, k_n, rounding_mode="floor")
         src = nbr.reshape(-1).index_select(0, flat)
         e = self.edge(edge)                                         # (U, out)
+        # keys with values, queries with the root term: one product each (same math)
+        kv = _linear2(x_src, self.key, self.value)
+        qr = _linear2(x, self.query, self.root)
         # a gather as an embedding lookup: of torch's CPU gathers, its backward is fastest
-        key = (F.embedding(src, self.key(x_src)) + e).view(-1, h, d)
-        val = (F.embedding(src, self.value(x_src)) + e).view(-1, h, d)
-        q = F.embedding(row, self.query(x)).view(-1, h, d)
+        key, val = (F.embedding(src, kv).view(-1, 2, h * d) + e.unsqueeze(1)).view(
+            -1, 2, h, d).unbind(1)
+        q = F.embedding(row, qr[:, :h * d]).view(-1, h, d)
         score = (q * key).sum(-1) / math.sqrt(d)                    # (U, heads)
         dense = score.new_full((q_n * k_n, h), float("-inf")).index_put((flat,), score)
         alpha = torch.softmax(dense.view(q_n, k_n, h), dim=1)
         alpha = torch.nan_to_num(alpha, nan=0.0)                    # a row with no event
-        alpha = self.dropout(alpha).view(q_n * k_n, h).index_select(0, flat)
-        out = val.new_zeros(q_n, h, d).index_add(0, row, alpha.unsqueeze(-1) * val)
-        return out.reshape(q_n, h * d) + self.root(x)
+        alpha = self.dropout(alpha)
+        # the weighted sum on the (Q, k) layout (unused slots hold zeros): cheaper than a
+        # scatter of the used slots into their rows
+        val = val.new_zeros(q_n * k_n, h, d).index_put((flat,), val).view(q_n, k_n, h, d)
+        out = (alpha.unsqueeze(-1) * val).sum(1)
+        return out.reshape(q_n, h * d) + qr[:, h * d:]
+
+
+def _linear2(x: torch.Tensor, a: nn.Linear, b: nn.Linear) -> torch.Tensor:
+    """``cat([a(x), b(x)], -1)`` as one product (two narrow products cost more on a CPU)."""
+    return F.linear(x, torch.cat([a.weight, b.weight]), torch.cat([a.bias, b.bias]))
