@@ -15,11 +15,11 @@ original id, so the old nodes keep their values wherever an append moved their i
 ids; nodes PREV does not list are the new nodes.
 
 * **PageRank, personalized PageRank** (:func:`pagerank_from`): the power iteration starts
-  from PREV's ranks (new nodes at ``1/N``, then scaled to sum 1) instead of the uniform
-  vector, and stops by the same rule (L1 change below ``tol``), so the result is the
-  fixed point to the same tolerance as a run from scratch, in fewer iterations when the
-  ranks moved little. Only the start changes: the kernels and the layout are the cold
-  run's.
+  from PREV's ranks (new nodes at the smallest old rank, the share of a node without
+  in-edges, then scaled to sum 1) instead of the uniform vector, and stops by the same
+  rule (L1 change below ``tol``), so the result is the fixed point to the same tolerance
+  as a run from scratch, in fewer iterations when the ranks moved little. Only the start
+  changes: the kernels and the layout are the cold run's.
 * **WCC** (:func:`components_from`): edges are only added, so components only merge. Each
   old component becomes one union-find tree rooted at its smallest (new) internal id,
   every new node its own tree; the new edges alone are then unioned, the larger root under
@@ -74,6 +74,7 @@ from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError, ParameterError
+from graphsys.storage import node_reads
 from graphsys.storage.csr import edges_digest
 
 #: Largest result file read as a previous result (bytes): a Parquet of node ids and values
@@ -251,7 +252,7 @@ def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
     start = np.concatenate([[0], np.cumsum(now)])
     internal = np.concatenate([np.arange(start[p], start[p] + old[p]) for p in range(len(old))]
                               ).astype(np.int64)
-    have = graph.node_ids()
+    have = node_reads.original_ids(graph, graph.entity_type(None).name)
     if isinstance(have, np.ndarray) and pa.types.is_integer(ids.type):
         same = np.array_equal(have[internal], ids.to_numpy(zero_copy_only=False))
     else:
@@ -283,12 +284,16 @@ def _new_edges(graph, previous: Previous):
 def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
                   max_iters: int | None = None, **kwargs) -> Result:
     """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
-    ``1/N``, the vector scaled to sum 1; the run is otherwise the cold one (``spec``'s
+    the smallest old rank (a node without in-edges: the teleport and dangling share), the
+    vector scaled to sum 1; the run is otherwise the cold one (``spec``'s
     program and defaults)."""
     start = previous.values.copy()
-    if not np.all(np.isfinite(start[previous.known])) or (start[previous.known] < 0).any():
+    old = start[previous.known]
+    if not np.all(np.isfinite(old)) or (old < 0).any():
         raise FormatError(f"{previous.source}: ranks must be finite and non-negative")
-    start[~previous.known] = 1.0 / graph.num_nodes()
+    # a node with no in-edge holds only its share of the teleport and dangling mass: the
+    # smallest old rank, the value a new node (reached by a few new edges) is nearest to
+    start[~previous.known] = old.min() if len(old) else 1.0 / graph.num_nodes()
     if start.sum() <= 0:
         start[:] = 1.0
     program = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"),

@@ -118,6 +118,7 @@ class LinkPredictor(nn.Module):
 
     def __init__(self, dim: int):
         super().__init__()
+        self.dim = dim
         self.lin_src, self.lin_dst = nn.Linear(dim, dim), nn.Linear(dim, dim)
         self.lin_final = nn.Linear(dim, 1)
 
@@ -128,7 +129,9 @@ class LinkPredictor(nn.Module):
         """Scores of the pairs ``(z[src], z[dst])`` for index tensors ``src`` (B,) and
         ``dst`` (B,) or (B, M): the two projections are taken once per row of ``z`` and
         gathered, so M candidates per source cost one addition each."""
-        a, b = F.embedding(src, self.lin_src(z)), F.embedding(dst, self.lin_dst(z))
+        both = F.linear(z, torch.cat([self.lin_src.weight, self.lin_dst.weight]),
+                        torch.cat([self.lin_src.bias, self.lin_dst.bias]))
+        a, b = F.embedding(src, both[:, :self.dim]), F.embedding(dst, both[:, self.dim:])
         left = a if dst.dim() == 1 else a.unsqueeze(1)
         return self.lin_final(torch.relu(left + b)).squeeze(-1)
 
@@ -179,8 +182,10 @@ class TGN(nn.Module):
         """Embeddings of query nodes from their states ``x`` (Q, d), the states ``x_src``
         (S, d) of the nodes ``nbr`` (Q, k) indexes, the events' raw features (Q, k, raw)
         and time gaps ``delta`` (Q, k) (:math:`\\Delta_j` of
-        :mod:`~graphsys.gnn.conv.temporal_attention`); ``mask`` (Q, k) the used slots."""
-        edge = torch.cat([raw, self.memory.time_enc(delta)], dim=-1)   # shared, as TGN
+        :mod:`~graphsys.gnn.conv.temporal_attention`); ``mask`` (Q, k) the used slots (the
+        others' features and gaps are not read: time encoding and edge projection run on
+        the used slots only)."""
+        edge = torch.cat([raw[mask], self.memory.time_enc(delta[mask])], dim=-1)  # as TGN
         return self.conv(x, x_src, nbr, edge, mask)
 
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:

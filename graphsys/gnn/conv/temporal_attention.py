@@ -21,8 +21,8 @@ the TGN embedding of PyG's example, the neighbour's last memory update minus :ma
 (whether the neighbour was active since). This is PyG's ``TransformerConv`` with
 ``edge_dim`` and a root weight, which TGN's ``GraphAttentionEmbedding`` runs, on the dense
 ``(queries, k)`` layout :class:`~graphsys.sampling.TemporalNeighborSampler` returns: keys and
-values projected once per node and gathered per slot, one batched product per step, no
-scatter.
+values projected once per node and gathered for the used slots only, the softmax taken over
+the ``(queries, k)`` layout.
 """
 
 from __future__ import annotations
@@ -96,21 +96,40 @@ class TemporalAttentionConv(nn.Module):
                 edge: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``x`` (Q, in) query states, ``x_src`` (S, in) the states of the nodes the
         neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot (a row of
-        ``x_src``; any valid row in an unused slot), ``edge`` (Q, k, edge_dim), ``mask`` bool
+        ``x_src``; any valid row in an unused slot), ``edge`` (Q, k, edge_dim), or (U,
+        edge_dim) the used slots' alone in row-major order (``edge[mask]``), ``mask`` bool
         (Q, k) the used slots; returns (Q, out). Keys and values are projected once per
-        node of ``x_src``, then gathered per slot (as PyG's ``TransformerConv`` projects
-        nodes and gathers per edge)."""
+        node of ``x_src``, then gathered for the used slots only (as PyG's
+        ``TransformerConv`` projects nodes and gathers per edge): the per-slot work follows
+        the events sampled, not ``Q * k``; only the softmax and the weighted sum see the
+        (Q, k) layout."""
         q_n, k_n = nbr.shape
         h, d = self.heads, self.head_dim
-        e = self.edge(edge)
-        q = self.query(x).view(q_n, 1, h, d)
+        flat = mask.reshape(-1).nonzero().squeeze(1)                # used slots, row-major
+        if edge.dim() == 3:
+            edge = edge.reshape(q_n * k_n, -1).index_select(0, flat)
+        row = torch.div(flat, k_n, rounding_mode="floor")
+        src = nbr.reshape(-1).index_select(0, flat)
+        e = self.edge(edge)                                         # (U, out)
+        # keys with values, queries with the root term: one product each (same math)
+        kv = _linear2(x_src, self.key, self.value)
+        qr = _linear2(x, self.query, self.root)
         # a gather as an embedding lookup: of torch's CPU gathers, its backward is fastest
-        key = (F.embedding(nbr, self.key(x_src)) + e).view(q_n, k_n, h, d)
-        val = (F.embedding(nbr, self.value(x_src)) + e).view(q_n, k_n, h, d)
-        score = (q * key).sum(-1) / math.sqrt(d)                    # (Q, k, heads)
-        score = score.masked_fill(~mask.unsqueeze(-1), float("-inf"))
-        alpha = torch.softmax(score, dim=1)
+        key, val = (F.embedding(src, kv).view(-1, 2, h * d) + e.unsqueeze(1)).view(
+            -1, 2, h, d).unbind(1)
+        q = F.embedding(row, qr[:, :h * d]).view(-1, h, d)
+        score = (q * key).sum(-1) / math.sqrt(d)                    # (U, heads)
+        dense = score.new_full((q_n * k_n, h), float("-inf")).index_put((flat,), score)
+        alpha = torch.softmax(dense.view(q_n, k_n, h), dim=1)
         alpha = torch.nan_to_num(alpha, nan=0.0)                    # a row with no event
         alpha = self.dropout(alpha)
-        out = (alpha.unsqueeze(-1) * val).sum(1).reshape(q_n, h * d)
-        return out + self.root(x)
+        # the weighted sum on the (Q, k) layout (unused slots hold zeros): cheaper than a
+        # scatter of the used slots into their rows
+        val = val.new_zeros(q_n * k_n, h, d).index_put((flat,), val).view(q_n, k_n, h, d)
+        out = (alpha.unsqueeze(-1) * val).sum(1)
+        return out.reshape(q_n, h * d) + qr[:, h * d:]
+
+
+def _linear2(x: torch.Tensor, a: nn.Linear, b: nn.Linear) -> torch.Tensor:
+    """``cat([a(x), b(x)], -1)`` as one product (two narrow products cost more on a CPU)."""
+    return F.linear(x, torch.cat([a.weight, b.weight]), torch.cat([a.bias, b.bias]))
