@@ -220,12 +220,24 @@ def core_numbers(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core):
 
 
 @numba.njit(cache=True, nogil=True)
-def loop_counts(indptr, indices, out):
-    """``out[v]`` += the entries ``v -> v`` of the CSR (self-loops, with multiplicity)."""
-    for v in range(indptr.shape[0] - 1):
-        for e in range(indptr[v], indptr[v + 1]):
-            if indices[e] == v:
-                out[v] += 1
+def peel_degrees(out_ptr, out_idx, in_ptr, two_ways, loops, count_loops, deg):
+    """The degrees k-core peeling starts from, in one pass: ``deg[v]`` (int32 or
+    int64 (N,), written) = the out-entries of ``v`` (plus its in-entries when
+    ``two_ways``) less its self-loops, once per list they are in. ``loops`` int64 (N,):
+    each vertex's stored entries ``v -> v``, counted here from the CSR when
+    ``count_loops`` (written), else read."""
+    for v in range(deg.shape[0]):
+        lo, hi = out_ptr[v], out_ptr[v + 1]
+        if count_loops:
+            c = 0
+            for e in range(lo, hi):
+                if out_idx[e] == v:
+                    c += 1
+            loops[v] = c
+        d = hi - lo - loops[v]
+        if two_ways:
+            d += in_ptr[v + 1] - in_ptr[v] - loops[v]
+        deg[v] = d
 
 
 @numba.njit(inline="always")

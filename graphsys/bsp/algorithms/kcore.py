@@ -14,7 +14,7 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.kernels_components import core_levels, core_numbers, loop_counts
+from graphsys.bsp.kernels_components import core_levels, core_numbers, peel_degrees
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -105,14 +105,13 @@ class KCore(VertexProgram):
         out = edges.adjacency("csr")[:2]
         into = edges.adjacency("csc")[:2] if two else out
         t0 = time.perf_counter()
-        if self.loops is None:
-            self.loops = np.zeros(ctx.num_nodes, np.int64)
-            loop_counts(*out, self.loops)
-        deg = np.diff(out[0]) + (np.diff(into[0]) if two else 0) - self._loops(0, ctx.num_nodes)
-        if ctx.num_nodes < 2**31 and (len(deg) == 0 or deg.max() < 2**31):
-            deg = deg.astype(np.int32)
-        core = np.empty(ctx.num_nodes, np.int64)
         entries = int(out[0][-1]) + (int(into[0][-1]) if two else 0)
+        count = self.loops is None
+        if count:
+            self.loops = np.empty(ctx.num_nodes, np.int64)
+        deg = np.empty(ctx.num_nodes, np.int32 if entries < 2**31 else np.int64)
+        peel_degrees(*out, into[0], two, self.loops, count, deg)
+        core = np.empty(ctx.num_nodes, np.int64)
         if entries > LEVELS_MIN_DEGREE * ctx.num_nodes:
             method, read = "level-peel", core_levels(*out, *into, two, deg, core)
         else:
