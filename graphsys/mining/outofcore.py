@@ -27,13 +27,14 @@ kept entries and a parallel one fills them.
   rows hold ranks, sorted.
 
 **Row blocks.** Global ids are partition-major, so the rows of consecutive partitions of the
-``P x P`` bucket layout are one contiguous range of the ``sym`` index (a *row block*),
-filtered to oriented rows as it is read. A triangle's lowest vertex ``u`` lies in some
-block A and its middle vertex ``v`` in some block B: for every *outer* block A (its rows in
-RAM), every *inner* block B is read in turn and the kernel runs over the pair (from the
-middle vertex, after B's in-lists from A are built: a counting sort of A's entries that
-fall in B), so every triangle is counted once, at its pair (A, B). In RAM, A = B = the
-whole graph.
+``P x P`` bucket layout are one contiguous range of the ``sym`` index: a *row block* is a
+range of rows (a run of partitions, the first and last possibly in part) that fills its
+share of the budget, filtered to oriented rows as it is read. A triangle's lowest vertex
+``u`` lies in some block A and its middle vertex ``v`` in some block B: for every *outer*
+block A (its rows in RAM), every *inner* block B is read in turn and the kernel runs over
+the pair (from the middle vertex, after B's in-lists from A are built: a counting sort of
+A's entries that fall in B), so every triangle is counted once, at its pair (A, B). In RAM,
+A = B = the whole graph.
 
 **Memory** (anonymous): 24 bytes per node (the order, its inverse, the row offsets; 8 more
 for per-node counts), the marks, an outer block at 13 bytes per entry (its values, the
@@ -83,33 +84,27 @@ INNER_BYTES_PER_ENTRY = 8
 OOC_FIXED_BYTES = 64 << 20
 
 
-def plan_blocks(dptr: np.ndarray, partition_offsets: np.ndarray, max_entries: int
-                ) -> list[tuple[int, int]]:
-    """Row blocks ``[lo, hi)`` of at most ``max_entries`` oriented entries each: whole
-    partitions (consecutive ones together while they fit), a partition too large for one
-    block cut by rows; a row longer than ``max_entries`` is a block of its own.
+def plan_blocks(dptr: np.ndarray, max_entries: int) -> list[tuple[int, int]]:
+    """Row blocks ``[lo, hi)`` of at most ``max_entries`` oriented entries each, consecutive
+    rows taken while they fit; a row longer than ``max_entries`` is a block of its own.
+    Global ids are partition-major, so a block is a run of partitions (the first and last
+    possibly in part), one contiguous range of the index: blocks cut at partition ends
+    instead would leave most blocks part empty (more of them: more passes over the index).
 
     Examples
     --------
     >>> dptr = np.array([0, 2, 4, 6, 8, 10])  # 5 rows of 2 entries
-    >>> plan_blocks(dptr, np.array([0, 2, 5]), 4)
+    >>> plan_blocks(dptr, 4)
     [(0, 2), (2, 4), (4, 5)]
+    >>> plan_blocks(np.array([0, 1, 7, 8]), 4)  # the row of 6 entries alone
+    [(0, 1), (1, 2), (2, 3)]
     """
     blocks: list[tuple[int, int]] = []
     lo = 0
     n = len(dptr) - 1
-    parts = [int(x) for x in partition_offsets[1:]]
     while lo < n:
-        # the furthest partition end that fits, else the furthest row that fits
-        hi = lo
-        for end in parts:
-            if end > lo and dptr[end] - dptr[lo] <= max_entries:
-                hi = end
-        if hi == lo:
-            hi = int(np.searchsorted(dptr, dptr[lo] + max_entries, side="right")) - 1
-            hi = max(hi, lo + 1)
-            nxt = next((e for e in parts if e > lo), n)
-            hi = min(hi, nxt)
+        hi = int(np.searchsorted(dptr, dptr[lo] + max_entries, side="right")) - 1
+        hi = min(max(hi, lo + 1), n)
         blocks.append((lo, hi))
         lo = hi
     return blocks
@@ -179,14 +174,13 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
                            counts, threads, ranks=ranks, progress=progress,
                            in_degree=degree - np.diff(dptr) if middle else None)
     else:
-        offsets = graph.partition_offsets()
         if block_entries is None:
-            outer = plan_blocks(dptr, offsets, max(int(left * 0.75) // OUTER_BYTES_PER_ENTRY,
+            outer = plan_blocks(dptr, max(int(left * 0.75) // OUTER_BYTES_PER_ENTRY,
                                                    min_block // 4, 1))
-            inner = plan_blocks(dptr, offsets, max(int(left * 0.25) // INNER_BYTES_PER_ENTRY,
+            inner = plan_blocks(dptr, max(int(left * 0.25) // INNER_BYTES_PER_ENTRY,
                                                    min_block // 4, 1))
         else:
-            outer = inner = plan_blocks(dptr, offsets, int(block_entries))
+            outer = inner = plan_blocks(dptr, int(block_entries))
         mine = outer[ranks.rank::ranks.world_size]
         total = 0
         with progress_bar(total=len(mine) * len(inner), unit="block pair",
