@@ -23,7 +23,9 @@ files are page cache and count only in the total), ``lifetime_peak_rss_bytes``
   ``sym`` index, which the ``index`` stage then builds too): minibatches/s;
 * ``gnn``: GraphSAGE (2 layers, fanouts 10,25) on memory-mapped float16 features whose class
   is planted (``--classes`` communities: features = class mean + noise), ``--gnn-batches``
-  steps through the prefetching loader: minibatches/s, sampler-wait share, accuracy.
+  steps through the prefetching loader: minibatches/s, sampler-wait share, accuracy;
+* ``triangles``: ``mining.triangle_stats`` out of core within ``--memory-limit`` on the
+  stored ``sym`` index (``index --symmetric`` builds it): the count and the transitivity.
 
     python benchmarks/scale/billion.py --edges 1000M --nodes 32Mi --partitions 16 \\
         --memory-limit 4GB --work DIR
@@ -54,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 from benchmarks import harness
 
 STAGES = ("generate", "baseline", "ingest", "index", "pagerank_ooc", "pagerank_memory",
-          "sample", "features", "gnn")
+          "sample", "features", "gnn", "triangles")
 #: Names that stand for several stages in ``--stages``.
 STAGE_GROUPS = {"pagerank": ("pagerank_ooc", "pagerank_memory")}
 #: Stages sized by ``--nodes`` (the id space), not by a stored graph.
@@ -121,6 +123,8 @@ def bounds(args, num_nodes: int) -> dict[str, int]:
         "sample": INTERPRETER_BYTES + 16 * num_nodes + (512 << 20),
         "features": INTERPRETER_BYTES + (512 << 20),
         "gnn": 4_000_000_000 if num_nodes > 10**7 else INTERPRETER_BYTES + (512 << 20),
+        # out of core: the whole process inside the budget
+        "triangles": limit,
     }
 
 
@@ -349,6 +353,20 @@ def stage_gnn(args, work: Path) -> dict:
             "train_seconds": round(train_seconds, 2), "first_loss": losses[0],
             "last_loss": float(np.mean(losses[-10:])), "test_accuracy": correct / total,
             "chance_accuracy": 1 / args.classes}
+
+
+def stage_triangles(args, work: Path) -> dict:
+    from graphsys import mining, open_graph
+    from graphsys.errors import GraphsysError
+
+    graph = open_graph(args.graph_dir)
+    if graph.adjacency_index(None, "sym") is None:
+        raise GraphsysError("the triangles stage reads the sym index: run the index stage "
+                            "with --symmetric first")
+    stats = mining.triangle_stats(graph, mode="out-of-core", memory_limit=args.memory_limit,
+                                  progress=args.progress)
+    return {"edges": graph.num_edges(), "triangles": stats.count,
+            "transitivity": stats.transitivity, "memory_limit_bytes": args.memory_limit}
 
 
 STAGE_FUNCS = {name: globals()[f"stage_{name}"] for name in STAGES if f"stage_{name}" in

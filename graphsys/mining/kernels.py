@@ -183,30 +183,39 @@ def probe_work(indptr, indices, middle, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def inlist_count_rows(aptr, aidx, order, b_lo, b_hi, u0, u1, counts):
+def inlist_count_rows(aptr, aidx, order, b_lo, b_hi, where, b, u0, u1, counts):
     """For the rows ``u`` in ``[u0, u1)`` of block A, count each entry whose vertex
     (``order[value]``: its row id) lies in block B's rows ``[b_lo, b_hi)`` into
-    ``counts[row - b_lo]`` (atomically)."""
+    ``counts[row - b_lo]`` (atomically). ``where`` (one per entry, or empty): the inner
+    block of each entry's vertex (:func:`tag_entries`), B being block ``b``: only the
+    entries tagged ``b`` are looked up in ``order``."""
+    tagged = where.shape[0] > 0
     for u in range(u0, u1):
         for k in range(aptr[u], aptr[u + 1]):
+            if tagged and where[k] != b:
+                continue
             v = order[aidx[k]]
             if b_lo <= v < b_hi:
                 atomic_add(counts, v - b_lo, 1)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def inlist_count(aptr, aidx, order, b_lo, b_hi, bounds, counts):
+def inlist_count(aptr, aidx, order, b_lo, b_hi, where, b, bounds, counts):
     for t in numba.prange(bounds.shape[0] - 1):
-        inlist_count_rows(aptr, aidx, order, b_lo, b_hi, bounds[t], bounds[t + 1], counts)
+        inlist_count_rows(aptr, aidx, order, b_lo, b_hi, where, b, bounds[t], bounds[t + 1],
+                          counts)
 
 
 @numba.njit(cache=True, nogil=True)
-def inlist_fill_rows(aptr, aidx, order, b_lo, b_hi, u0, u1, cursor, ipos, irow):
+def inlist_fill_rows(aptr, aidx, order, b_lo, b_hi, where, b, u0, u1, cursor, ipos, irow):
     """The in-lists of block B's rows from block A: each entry ``k`` of row ``u`` whose
     vertex is row ``v`` of B is filed under ``v`` (a slot from ``cursor``, atomically) as
-    ``ipos = k``, ``irow = u``."""
+    ``ipos = k``, ``irow = u``; ``where`` and ``b`` as in :func:`inlist_count_rows`."""
+    tagged = where.shape[0] > 0
     for u in range(u0, u1):
         for k in range(aptr[u], aptr[u + 1]):
+            if tagged and where[k] != b:
+                continue
             v = order[aidx[k]]
             if b_lo <= v < b_hi:
                 slot = atomic_add(cursor, v - b_lo, 1)
@@ -215,10 +224,25 @@ def inlist_fill_rows(aptr, aidx, order, b_lo, b_hi, u0, u1, cursor, ipos, irow):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def inlist_fill(aptr, aidx, order, b_lo, b_hi, bounds, cursor, ipos, irow):
+def inlist_fill(aptr, aidx, order, b_lo, b_hi, where, b, bounds, cursor, ipos, irow):
     for t in numba.prange(bounds.shape[0] - 1):
-        inlist_fill_rows(aptr, aidx, order, b_lo, b_hi, bounds[t], bounds[t + 1], cursor,
-                         ipos, irow)
+        inlist_fill_rows(aptr, aidx, order, b_lo, b_hi, where, b, bounds[t], bounds[t + 1],
+                         cursor, ipos, irow)
+
+
+@numba.njit(cache=True, nogil=True)
+def tag_entries_rows(aptr, aidx, order, starts, where, u0, u1):
+    """``where[k]``: the block of ``starts`` (first rows of consecutive blocks, ascending,
+    then the end) that holds entry ``k``'s vertex ``order[aidx[k]]``, for the entries of
+    rows ``[u0, u1)``."""
+    for k in range(aptr[u0], aptr[u1]):
+        where[k] = np.searchsorted(starts, order[aidx[k]], side="right") - 1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def tag_entries(aptr, aidx, order, starts, where, bounds):
+    for t in numba.prange(bounds.shape[0] - 1):
+        tag_entries_rows(aptr, aidx, order, starts, where, bounds[t], bounds[t + 1])
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)

@@ -27,21 +27,24 @@ kept entries and a parallel one fills them.
   rows hold ranks, sorted.
 
 **Row blocks.** Global ids are partition-major, so the rows of consecutive partitions of the
-``P x P`` bucket layout are one contiguous range of the ``sym`` index (a *row block*),
-filtered to oriented rows as it is read. A triangle's lowest vertex ``u`` lies in some
-block A and its middle vertex ``v`` in some block B: for every *outer* block A (its rows in
-RAM), every *inner* block B is read in turn and the kernel runs over the pair (from the
-middle vertex, after B's in-lists from A are built: a counting sort of A's entries that
-fall in B), so every triangle is counted once, at its pair (A, B). In RAM, A = B = the
-whole graph.
+``P x P`` bucket layout are one contiguous range of the ``sym`` index: a *row block* is a
+range of rows (a run of partitions, the first and last possibly in part) that fills its
+share of the budget, filtered to oriented rows as it is read. A triangle's lowest vertex
+``u`` lies in some block A and its middle vertex ``v`` in some block B: for every *outer*
+block A (its rows in RAM), every *inner* block B is read in turn and the kernel runs over
+the pair (from the middle vertex, after B's in-lists from A are built: a counting sort of
+A's entries that fall in B), so every triangle is counted once, at its pair (A, B). In RAM,
+A = B = the whole graph.
 
 **Memory** (anonymous): 24 bytes per node (the order, its inverse, the row offsets; 8 more
-for per-node counts), the marks, an outer block at 12 bytes per entry (its values, and at
-most as many in-list entries: position and row) and an inner block at 8, sized so that the
-whole fits ``memory_limit``: the outer block takes three quarters of what is left, the
-inner one a quarter. The index is read sequentially, once per outer block (its pages are
-page cache, dropped under pressure): with ``q`` outer blocks, ``q`` passes, ``q ~ 16 M /
-(budget - 24 N)`` for ``M`` kept edges.
+for per-node counts), the marks, an outer block at 13 bytes per entry (its values, the
+inner block of each entry's vertex, and at most as many in-list entries: position and row)
+and an inner block at 8, sized so that the whole fits ``memory_limit``: the outer block
+takes three quarters of what is left, the inner one a quarter. The index is read
+sequentially, once per outer block (its pages are page cache, dropped under pressure): with
+``q`` outer blocks, ``q`` passes, ``q ~ 17 M / (budget - 24 N)`` for ``M`` kept edges. The
+outer block's entries are tagged with their vertex's inner block once (one random lookup
+an entry), so that each inner block's in-lists read only their own entries.
 
 Across ranks: in RAM, rank ``r`` of ``W`` takes a range of middle vertices of about equal
 work; out of core, the outer blocks ``r, r + W, ...``; the counts are summed with
@@ -70,9 +73,10 @@ from graphsys.storage.adjacency_index import build_command
 #: Anonymous bytes per node out of core: the order and its inverse (16), the oriented row
 #: offsets (8).
 OOC_BYTES_PER_NODE = 24
-#: Anonymous bytes per oriented entry of an outer block: its value (4) and, at most, its
-#: place in an inner block's in-lists (position and row, 8).
-OUTER_BYTES_PER_ENTRY = 12
+#: Anonymous bytes per oriented entry of an outer block: its value (4), its inner block's
+#: tag (1, :func:`tag_entries`) and, at most, its place in an inner block's in-lists
+#: (position and row, 8).
+OUTER_BYTES_PER_ENTRY = 13
 #: Anonymous bytes per oriented entry of an inner block (its value), and per row (offsets
 #: and in-list offsets) counted with it.
 INNER_BYTES_PER_ENTRY = 8
@@ -80,33 +84,27 @@ INNER_BYTES_PER_ENTRY = 8
 OOC_FIXED_BYTES = 64 << 20
 
 
-def plan_blocks(dptr: np.ndarray, partition_offsets: np.ndarray, max_entries: int
-                ) -> list[tuple[int, int]]:
-    """Row blocks ``[lo, hi)`` of at most ``max_entries`` oriented entries each: whole
-    partitions (consecutive ones together while they fit), a partition too large for one
-    block cut by rows; a row longer than ``max_entries`` is a block of its own.
+def plan_blocks(dptr: np.ndarray, max_entries: int) -> list[tuple[int, int]]:
+    """Row blocks ``[lo, hi)`` of at most ``max_entries`` oriented entries each, consecutive
+    rows taken while they fit; a row longer than ``max_entries`` is a block of its own.
+    Global ids are partition-major, so a block is a run of partitions (the first and last
+    possibly in part), one contiguous range of the index: blocks cut at partition ends
+    instead would leave most blocks part empty (more of them: more passes over the index).
 
     Examples
     --------
     >>> dptr = np.array([0, 2, 4, 6, 8, 10])  # 5 rows of 2 entries
-    >>> plan_blocks(dptr, np.array([0, 2, 5]), 4)
+    >>> plan_blocks(dptr, 4)
     [(0, 2), (2, 4), (4, 5)]
+    >>> plan_blocks(np.array([0, 1, 7, 8]), 4)  # the row of 6 entries alone
+    [(0, 1), (1, 2), (2, 3)]
     """
     blocks: list[tuple[int, int]] = []
     lo = 0
     n = len(dptr) - 1
-    parts = [int(x) for x in partition_offsets[1:]]
     while lo < n:
-        # the furthest partition end that fits, else the furthest row that fits
-        hi = lo
-        for end in parts:
-            if end > lo and dptr[end] - dptr[lo] <= max_entries:
-                hi = end
-        if hi == lo:
-            hi = int(np.searchsorted(dptr, dptr[lo] + max_entries, side="right")) - 1
-            hi = max(hi, lo + 1)
-            nxt = next((e for e in parts if e > lo), n)
-            hi = min(hi, nxt)
+        hi = int(np.searchsorted(dptr, dptr[lo] + max_entries, side="right")) - 1
+        hi = min(max(hi, lo + 1), n)
         blocks.append((lo, hi))
         lo = hi
     return blocks
@@ -176,14 +174,13 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
                            counts, threads, ranks=ranks, progress=progress,
                            in_degree=degree - np.diff(dptr) if middle else None)
     else:
-        offsets = graph.partition_offsets()
         if block_entries is None:
-            outer = plan_blocks(dptr, offsets, max(int(left * 0.75) // OUTER_BYTES_PER_ENTRY,
+            outer = plan_blocks(dptr, max(int(left * 0.75) // OUTER_BYTES_PER_ENTRY,
                                                    min_block // 4, 1))
-            inner = plan_blocks(dptr, offsets, max(int(left * 0.25) // INNER_BYTES_PER_ENTRY,
+            inner = plan_blocks(dptr, max(int(left * 0.25) // INNER_BYTES_PER_ENTRY,
                                                    min_block // 4, 1))
         else:
-            outer = inner = plan_blocks(dptr, offsets, int(block_entries))
+            outer = inner = plan_blocks(dptr, int(block_entries))
         mine = outer[ranks.rank::ranks.world_size]
         total = 0
         with progress_bar(total=len(mine) * len(inner), unit="block pair",
@@ -191,7 +188,8 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
             for a_lo, a_hi in mine:
                 a_rows = load_block(indptr, indices, rank if middle else key, dptr, a_lo,
                                     a_hi, values, middle)
-                for b_lo, b_hi in inner:
+                where = tag_entries(a_rows, order, inner) if middle else None
+                for b, (b_lo, b_hi) in enumerate(inner):
                     if a_lo <= b_lo and b_hi <= a_hi:  # inside the outer block: use it
                         b_rows = (a_rows[0][b_lo - a_lo:b_hi - a_lo + 1], a_rows[1])
                     else:
@@ -199,7 +197,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
                                             b_lo, b_hi, values, middle)
                     total += count_pair(a_rows, a_lo, b_rows, b_lo,
                                         order if middle else None, marks, per_vertex,
-                                        counts, threads)
+                                        counts, threads, where=where, b=b)
                     bar.update(1)
     total = int(ranks.sum(np.array([total], np.int64))[0])
     return total, (ranks.sum(counts) if per_vertex else None), degree
@@ -240,13 +238,15 @@ def _value_dtype(n: int) -> np.dtype:
 def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
                marks: np.ndarray, per_vertex: bool, counts: np.ndarray, threads: int, *,
                ranks: Ranks | None = None, progress: bool = False,
-               in_degree: np.ndarray | None = None) -> int:
+               in_degree: np.ndarray | None = None, where: np.ndarray | None = None,
+               b: int = 0) -> int:
     """Triangles whose lowest vertex's row is in block A and whose middle vertex's row is in
     block B (``(ptr, values)`` pairs, rows numbered from ``a_lo`` and ``b_lo``).
 
     With ``order`` (values are positions in the orientation's order, ``order`` maps them to
     row ids; rows ascend by them), from the middle vertex: B's in-lists from A (from
-    ``in_degree`` when A and B are the whole graph), then
+    ``in_degree`` when A and B are the whole graph; ``where``, ``b``: A's entries tagged
+    by inner block, B being block ``b``, see :func:`tag_entries`), then
     :func:`~graphsys.mining.kernels.triangles_middle` over B's rows. Without (values are row
     ids, rows ascend by id), from the lowest vertex:
     :func:`~graphsys.mining.kernels.triangles_lowest` over A's rows. With ``ranks``, this
@@ -267,7 +267,7 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
                                                                 marks[0], per_vertex,
                                                                 counts),
             serial_work=TRIANGLE_SERIAL_WORK)
-    iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree)
+    iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree, where, b)
     work = np.empty(nb, np.int64)
     kernels.middle_work(aptr, bptr, iptr, ipos, irow, work)
     lo, hi = ranks.roots(work) if ranks is not None else (0, nb)
@@ -280,18 +280,21 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
         serial_work=TRIANGLE_SERIAL_WORK)
 
 
-def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | None = None):
+def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | None = None,
+            where: np.ndarray | None = None, b: int = 0):
     """``(iptr, ipos, irow)``: for every row ``v`` of block B (``[b_lo, b_hi)``), the
     entries of block A's rows that hold it: ``ipos`` (the entry's position) and ``irow``
     (its row, from 0), grouped by ``v`` (``iptr``, from 0). ``in_degree``: their number
-    per row of B when known (else counted)."""
+    per row of B when known (else counted). ``where``: A's entries tagged by inner block
+    (:func:`tag_entries`), B being block ``b``: only B's entries are looked up."""
     nb = b_hi - b_lo
+    where = np.zeros(0, np.uint8) if where is None else where
     if in_degree is None:
         counts = np.zeros(nb, np.int64)
-        _by_rows(aptr, lambda a, b: kernels.inlist_count_rows(aptr, aidx, order, b_lo, b_hi,
-                                                              a, b, counts),
-                 lambda bounds: kernels.inlist_count(aptr, aidx, order, b_lo, b_hi, bounds,
-                                                     counts))
+        _by_rows(aptr, lambda r0, r1: kernels.inlist_count_rows(
+                     aptr, aidx, order, b_lo, b_hi, where, b, r0, r1, counts),
+                 lambda bounds: kernels.inlist_count(aptr, aidx, order, b_lo, b_hi, where, b,
+                                                     bounds, counts))
     else:
         counts = in_degree
     iptr = np.zeros(nb + 1, np.int64)
@@ -300,11 +303,32 @@ def inlists(aptr, aidx, order, b_lo: int, b_hi: int, in_degree: np.ndarray | Non
     m = int(iptr[-1])
     ipos = np.empty(m, _value_dtype(len(aidx)))
     irow = np.empty(m, _value_dtype(len(aptr)))
-    _by_rows(aptr, lambda a, b: kernels.inlist_fill_rows(aptr, aidx, order, b_lo, b_hi, a, b,
-                                                         cursor, ipos, irow),
-             lambda bounds: kernels.inlist_fill(aptr, aidx, order, b_lo, b_hi, bounds, cursor,
-                                                ipos, irow))
+    _by_rows(aptr, lambda r0, r1: kernels.inlist_fill_rows(
+                 aptr, aidx, order, b_lo, b_hi, where, b, r0, r1, cursor, ipos, irow),
+             lambda bounds: kernels.inlist_fill(aptr, aidx, order, b_lo, b_hi, where, b,
+                                                bounds, cursor, ipos, irow))
     return iptr, ipos, irow
+
+
+#: Most inner blocks whose entries are tagged (one byte an entry of the outer block).
+MAX_TAGGED_BLOCKS = 255
+
+
+def tag_entries(a_rows, order: np.ndarray, inner: list[tuple[int, int]]) -> np.ndarray:
+    """For every entry of the outer block ``a_rows`` (ranks), the inner block (an index
+    into ``inner``, uint8) holding its vertex: one lookup in ``order`` an entry, after which
+    each inner block's in-lists read only its own entries (:func:`inlists`) instead of
+    looking every entry up again. Empty (nothing tagged) for one inner block or more than
+    :data:`MAX_TAGGED_BLOCKS`."""
+    if not 1 < len(inner) <= MAX_TAGGED_BLOCKS:
+        return np.zeros(0, np.uint8)
+    aptr, aidx = a_rows
+    starts = np.array([lo for lo, _ in inner] + [inner[-1][1]], np.int64)
+    where = np.empty(len(aidx), np.uint8)
+    _by_rows(aptr, lambda r0, r1: kernels.tag_entries_rows(aptr, aidx, order, starts, where,
+                                                           r0, r1),
+             lambda bounds: kernels.tag_entries(aptr, aidx, order, starts, where, bounds))
+    return where
 
 
 def degree_key(indptr) -> tuple[np.ndarray, np.ndarray]:

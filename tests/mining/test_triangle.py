@@ -109,6 +109,34 @@ def test_out_of_core_blocks(graph_of, kernel):
     check_triangles(g, G, mode="out-of-core")
 
 
+def test_out_of_core_tags_match_a_lookup(graph_of, monkeypatch):
+    """Each outer entry's inner block, tagged once, is the block that holds its vertex
+    (numpy's lookup); untagged (the range test alone), the counts are the same."""
+    from graphsys.mining import outofcore
+    from graphsys.mining.parallel import Ranks
+
+    n = 12
+    src, dst = random_edges(n, 50, 5)
+    g = graph_of(src, dst, n)
+    build_index(g, ("sym",))
+    order = np.random.default_rng(0).permutation(n).astype(np.int64)
+    aptr, aidx = np.array([0, 3, 3, 7]), np.array([1, 4, 11, 0, 5, 7, 9], np.int32)
+    inner = [(0, 4), (4, 5), (5, 12)]
+    starts = np.array([0, 4, 5])
+    want = np.searchsorted(starts, order[aidx], side="right") - 1
+    assert outofcore.tag_entries((aptr, aidx), order, inner).tolist() == want.tolist()
+    assert len(outofcore.tag_entries((aptr, aidx), order, inner[:1])) == 0
+    monkeypatch.setattr(outofcore, "from_middle", lambda *a: True)
+    want = sum(nx.triangles(simple_graph(src, dst, n)).values()) // 3
+    for most in (0, 255):
+        monkeypatch.setattr(outofcore, "MAX_TAGGED_BLOCKS", most)
+        for entries in (2, 5):
+            total, _, _ = outofcore.triangles_by_blocks(
+                g, "default", per_vertex=False, memory_limit=None, threads=2, ranks=Ranks(),
+                block_entries=entries)
+            assert total == want
+
+
 def test_parallel_passes_on_a_small_graph(graph_of, kernel, monkeypatch):
     """The passes a small graph runs in one thread (the one-pass orientation, the count),
     forced parallel: the same answers."""

@@ -17,18 +17,23 @@ def test_every_stage_within_its_memory_bound(tmp_path):
         [sys.executable, str(SCRIPT), "--edges", "2M",
          "--partitions", "4", "--memory-limit", "256MB", "--work", str(tmp_path),
          "--iters", "3", "--sample-batches", "5", "--gnn-batches", "40", "--batch-size", "256",
-         "--push", "--check-bounds"], capture_output=True, text=True, timeout=900)
+         "--push", "--symmetric", "--check-bounds"], capture_output=True, text=True, timeout=900)
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
     stages = {x["stage"]: x for x in lines[1:]}
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     assert set(stages) == {"generate", "baseline", "ingest", "index", "pagerank_ooc",
-                           "pagerank_memory", "sample", "features", "gnn"}
+                           "pagerank_memory", "sample", "features", "gnn", "triangles"}
     for stage, line in stages.items():
         assert line["within_bound"], stage
         assert 0 < line["peak_rss_anon_bytes"] <= line["peak_rss_bytes"]
     assert stages["ingest"]["edges"] == 2_000_000
     # --push: the in-memory stage pushes over the stored layout
     assert stages["pagerank_memory"]["method"] == "fused-pagerank (push index, degree order)"
+    # the triangles stage counts out of core within the budget, as in memory
+    from graphsys import mining, open_graph
+
+    assert stages["triangles"]["triangles"] == mining.triangle_count(
+        open_graph(tmp_path / "graph"), mode="memory") > 0
     gnn = stages["gnn"]
     assert gnn["test_accuracy"] > 2 * gnn["chance_accuracy"]
     assert 0 <= gnn["sampler_wait_share"] <= 1
