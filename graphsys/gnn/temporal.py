@@ -76,12 +76,30 @@ class TemporalMemory(nn.Module):
             return mem, last
         idx = nodes[has]
         delta = (self.msg_time[idx] - self.last_update[idx]).float()
-        msg = torch.cat([self.memory[idx], self.memory[self.msg_other[idx]],
-                         self.time_enc(delta), self.msg_raw[idx]], dim=1)
-        updated = self.gru(msg, self.memory[idx])
+        hx = self.memory[idx]
+        updated = self._gru(hx, self.memory[self.msg_other[idx]], self.time_enc(delta),
+                            self.msg_raw[idx])
         mem = mem.index_put((has.nonzero().squeeze(1),), updated)
         last = torch.where(has, self.msg_time[nodes], last)
         return mem, last
+
+    def _gru(self, hx: torch.Tensor, other: torch.Tensor, enc: torch.Tensor,
+             raw: torch.Tensor) -> torch.Tensor:
+        """``self.gru(cat([hx, other, enc, raw]), hx)`` (the same GRU cell, gate for gate),
+        with the input product split so that the backward computes an input gradient for
+        the time encoding ``enc`` alone: the memory rows and raw features are buffers."""
+        w_ih, d = self.gru.weight_ih, 2 * self.memory_dim
+        t = enc.shape[1]
+        fixed = torch.cat([hx, other, raw], dim=1)
+        gi = torch.addmm(torch.addmm(self.gru.bias_ih, enc, w_ih[:, d:d + t].t()), fixed,
+                         torch.cat([w_ih[:, :d], w_ih[:, d + t:]], dim=1).t())
+        gh = F.linear(hx, self.gru.weight_hh, self.gru.bias_hh)
+        i_r, i_z, i_n = gi.chunk(3, 1)
+        h_r, h_z, h_n = gh.chunk(3, 1)
+        r = torch.sigmoid(i_r + h_r)
+        z = torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return n + z * (hx - n)
 
     @torch.no_grad()
     def commit(self, nodes: torch.Tensor, mem: torch.Tensor, last: torch.Tensor) -> None:
@@ -131,7 +149,8 @@ class LinkPredictor(nn.Module):
         gathered, so M candidates per source cost one addition each."""
         both = F.linear(z, torch.cat([self.lin_src.weight, self.lin_dst.weight]),
                         torch.cat([self.lin_src.bias, self.lin_dst.bias]))
-        a, b = F.embedding(src, both[:, :self.dim]), F.embedding(dst, both[:, self.dim:])
+        z_s, z_d = both.split(self.dim, dim=1)  # one gradient buffer in the backward
+        a, b = F.embedding(src, z_s), F.embedding(dst, z_d)
         left = a if dst.dim() == 1 else a.unsqueeze(1)
         return self.lin_final(torch.relu(left + b)).squeeze(-1)
 

@@ -16,7 +16,7 @@ import graphsys
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.gnn import TrainConfig, train
 from graphsys.gnn.checkpoint import load_checkpoint
-from graphsys.gnn.temporal import average_precision
+from graphsys.gnn.temporal import TemporalMemory, average_precision
 from graphsys.sampling.temporal import TemporalNeighborSampler
 
 
@@ -133,3 +133,21 @@ def test_collegemsg_first_weeks(tmp_path):
                                link_eval_negatives=50))
     assert len(res.extra["events"].src) >= 4000
     assert res.metrics["auc"] > 0.6 and 0 < res.metrics["mrr"] <= 1
+
+
+def test_memory_gru_equals_torch_gru_cell():
+    """The memory's split-input GRU is ``nn.GRUCell`` over the concatenated message: same
+    values, same parameter and time-encoding gradients."""
+    torch.manual_seed(0)
+    m = TemporalMemory(20, 8, 6, 2)
+    hx, other, raw = torch.randn(5, 8), torch.randn(5, 8), torch.randn(5, 2)
+    outs = []
+    for split in (True, False):
+        m.zero_grad()
+        enc = torch.randn(5, 6, generator=torch.Generator().manual_seed(1)).requires_grad_()
+        h = (m._gru(hx, other, enc, raw) if split
+             else m.gru(torch.cat([hx, other, enc, raw], 1), hx))
+        h.pow(2).sum().backward()
+        outs.append([h.detach(), enc.grad] + [p.grad.clone() for p in m.gru.parameters()])
+    for a, b in zip(*outs):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -117,7 +117,9 @@ class TemporalAttentionConv(nn.Module):
         # a gather as an embedding lookup: of torch's CPU gathers, its backward is fastest
         key, val = (F.embedding(src, kv).view(-1, 2, h * d) + e.unsqueeze(1)).view(
             -1, 2, h, d).unbind(1)
-        q = F.embedding(row, qr[:, :h * d]).view(-1, h, d)
+        # split, not two slices: one gradient buffer in the backward, not two zero-filled
+        q_all, root = qr.split(h * d, dim=1)
+        q = F.embedding(row, q_all).view(-1, h, d)
         score = (q * key).sum(-1) / math.sqrt(d)                    # (U, heads)
         dense = score.new_full((q_n * k_n, h), float("-inf")).index_put((flat,), score)
         alpha = torch.softmax(dense.view(q_n, k_n, h), dim=1)
@@ -127,7 +129,7 @@ class TemporalAttentionConv(nn.Module):
         # scatter of the used slots into their rows
         val = val.new_zeros(q_n * k_n, h, d).index_put((flat,), val).view(q_n, k_n, h, d)
         out = (alpha.unsqueeze(-1) * val).sum(1)
-        return out.reshape(q_n, h * d) + qr[:, h * d:]
+        return out.reshape(q_n, h * d) + root
 
 
 def _linear2(x: torch.Tensor, a: nn.Linear, b: nn.Linear) -> torch.Tensor:
