@@ -178,6 +178,9 @@ def run(args) -> int:
     embed_config = gnn_config = None
     if args.model is not None and args.workload != "gnn":
         raise GraphsysError("--model applies to --workload gnn")
+    if args.all_steps and args.workload != "gnn":
+        raise GraphsysError("--all-steps applies to --workload gnn (the other workloads "
+                            "record every step)")
     if args.config is not None and args.workload != "embed":
         raise GraphsysError("--config applies to --workload embed")
     if args.overrides and args.workload in ("bsp", "mining"):

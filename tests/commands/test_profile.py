@@ -156,6 +156,7 @@ def test_gnn_workload_profiles_the_users_config(main, graph_dir, capsys):
     (["profile", "--workload", "gnn", "{g}", "--set", "fanouts=a,b"], "fanouts must be"),
     (["profile", "--workload", "gnn", "{g}", "--model", "gatt"], "model must be"),
     (["profile", "--workload", "embed", "{g}", "--model", "gcn"], "--model applies"),
+    (["profile", "pagerank", "{g}", "--all-steps"], "--all-steps applies"),
     (["profile", "pagerank", "{g}", "--set", "hidden=8"], "--set applies"),
     (["profile", "nope", "{g}"], "unknown algorithm"),
     (["profile", "bfs", "{g}"], "--source is needed by bfs"),
