@@ -300,9 +300,11 @@ def _read_only(*arrays: np.ndarray | None) -> None:
 def merged_index(graph, es, kind: str) -> MappedIndex | None:
     """The ``kind`` (``csr``, ``csc``, ``sym``) index of an edge set view: the members'
     indexes merged (:func:`graphsys.storage.index_merge.merge`) when every member has one,
-    else None; a ``push`` index is never merged (None)."""
-    if kind not in ("csr", "csc", "sym"):
-        return None
+    else None, decided from the manifest before any member's index is mapped; a ``push``
+    index is never merged (None)."""
+    if kind not in ("csr", "csc", "sym") or any(
+            kind not in graph.manifest.indexes.get(name, {}) for name in es.members):
+        return None  # a member without one: mapping (renumbering) the others is wasted
     parts = [mapped_index(graph, name, kind) for name in es.members]
     if any(p is None for p in parts):
         return None

@@ -445,7 +445,7 @@ weighted : bool, optional
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
           references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
-             sum_dtype: str = "auto", weighted: bool | None = None, mode: str = "memory",
+             sum_dtype: str = "auto", weighted: bool | None = None, mode: str = "auto",
              device: str = "cpu",
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
              distributed: bool = False, progress: Callable | None = None,
@@ -527,7 +527,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
                           tol: float = 1e-6, max_iters: int | None = None,
                           sum_dtype: str = "auto", weighted: bool | None = None,
-                          mode: str = "memory",
+                          mode: str = "auto",
                           device: str = "cpu", backend: str = "auto",
                           threads: int | None = None, edge_set: str | None = None,
                           distributed: bool = False, progress: Callable | None = None,
