@@ -46,12 +46,13 @@ RESULT_METADATA = "graphsys.result"
 MODES = ("auto", "memory", "out-of-core")
 #: ``mode="auto"`` streams the edges of a run expected to end within this many supersteps
 #: (:func:`choose_mode`). Building the in-memory adjacency reads every bucket twice and
-#: scatters it (about four in-memory PageRank supersteps of CPU time on a 20M-edge R-MAT),
-#: streaming counts the degrees in one read (under one superstep) and then reads the
-#: buckets every superstep (measured there at 0.8-1.0x an in-memory superstep): with
+#: scatters it (a few in-memory PageRank supersteps of work), streaming counts the degrees
+#: in one read (under one superstep) and then reads the buckets every superstep: with
 #: ``B`` the build and ``D`` the count in supersteps and a streamed superstep ``R`` times
-#: an in-memory one, streaming is cheaper below ``(B - D) / (R - 1)`` supersteps, 16 for
-#: ``R`` up to 1.25 (a graph whose in-memory layout has better locality than its buckets).
+#: an in-memory one, streaming is cheaper below ``(B - D) / (R - 1)`` supersteps (any
+#: count where ``R <= 1``); 16 is that bound for ``B = 4.5``, ``D = 0.5`` and ``R = 1.25``
+#: (a graph whose in-memory layout has better locality than its buckets). The results
+#: page (incremental PageRank) has the measured ``R``.
 STREAM_MAX_SUPERSTEPS = 16
 BACKENDS = ("auto", "numba", "torch")
 SCHEDULES = ("sync", "async", "auto")
