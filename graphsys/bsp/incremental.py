@@ -297,7 +297,9 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
                   max_iters: int | None = None, **kwargs) -> Result:
     """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
     the smallest old rank (a node without in-edges: the teleport and dangling share), the
-    vector scaled to sum 1; the run is otherwise the cold one (``spec``'s
+    vector scaled to sum 1; the program expects at most ``previous``'s superstep count
+    (:attr:`~graphsys.bsp.program.VertexProgram.expected_supersteps`, which ``mode="auto"``
+    weighs against building the adjacency); the run is otherwise the cold one (``spec``'s
     program and defaults)."""
     start = previous.values.copy()
     old = start[previous.known]
