@@ -550,9 +550,11 @@ class IngestJob:
         ix = self.index[etype]
         return ids if ix.dense is not None else ix.lookup(ids)
 
-    def write_bucket(self, routed: RoutedBuckets, b: int, edge_set: str, out: Path) -> int:
+    def write_bucket(self, routed: RoutedBuckets, b: int, edge_set: str, out: Path
+                     ) -> tuple[int, dict[str, Any] | None]:
         """Pass 3 for one bucket: write it from memory, or sort (or k-way merge) its runs, into
-        the bucket's Arrow file. Returns the number of edges written."""
+        the bucket's Arrow file, its write-back to disk started. Returns the number of edges
+        written and the file's manifest entry (sha256 and bytes, hashed as it was written)."""
         writer = BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set),
                               [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])])
         with writer:
@@ -565,7 +567,7 @@ class IngestJob:
             else:
                 routed.sort_runs(b)
                 self._merge_runs(routed, b, writer)
-        return writer.rows
+        return writer.rows, writer.entry
 
     def _local_bits(self) -> int:
         """Bits of the largest local offset of any partition of any entity type."""
