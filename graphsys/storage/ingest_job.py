@@ -41,6 +41,7 @@ from graphsys.storage.formats import InputFormat, resolve_format
 from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
 from graphsys.storage.ingest_validate import common_dtype, validate_batch
+from graphsys.storage.pages import scratch_array
 from graphsys.storage.readers import NeedCarefulRead, read_ahead, read_memory
 
 #: Transient copies an edge buffer goes through (group by bucket, sort, convert): each
@@ -431,7 +432,7 @@ class IngestJob:
         flush_rows = max(self.opts.memory_limit // (_COPIES * row_bytes), 1 << 16)
         # one buffer for every flush (fresh pages would fault in again each time)
         room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
-        buffer = {f: np.empty(room, dt) for f, dt in routed.fields}
+        buffer = {f: scratch_array(room, dt) for f, dt in routed.fields}
         buffer.update(routed.routing_scratch(room))
         pending: list[_Spill] = []
         for sp in spills:
@@ -480,7 +481,7 @@ class IngestJob:
         np.cumsum(sum((c for _, c in routed_parts), np.zeros(p * p, np.int64)),
                   out=starts[1:])
         n = int(starts[-1])
-        cols = ({f: np.empty(n, dt) for f, dt in routed.fields} if buffer is None else
+        cols = ({f: scratch_array(n, dt) for f, dt in routed.fields} if buffer is None else
                 {f: buffer[f][:n] for f, _ in routed.fields})
         # each part's rows start in every bucket after the rows of the parts before it, so
         # the parts scatter on two threads into disjoint rows, in input order
