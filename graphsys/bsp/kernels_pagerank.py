@@ -205,21 +205,24 @@ def pagerank_ell_step(slots, over_ptr, overflow, send, new_send, rank, inv_deg, 
 
 
 @numba.njit(inline="always")
-def _push_block(b, bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send, rank,
+def _push_block(b, bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
                 inv_deg, p, damping, base, scale):
-    """Block ``b`` of :func:`pagerank_push_step`: add its edges into ``acc[bounds[b]:]``,
-    then update its targets (and zero their sums). Returns (L1 change, dangling mass)."""
+    """Block ``b`` of :func:`pagerank_push_step`: add its edges into its sums
+    (``acc[bounds[b] + b:]``, its targets' then its spare one), then update its targets
+    (and zero the sums). Returns (L1 change, dangling mass)."""
     lo = bounds[b]
     hi = bounds[b + 1]
-    sums = acc[lo:hi]
+    sums = acc[lo + b:hi + b + 1]
     row = b * (heavy + 1)
     for s in range(heavy):  # heavy sources: one read of the sent value per run
         x = send[np.uint64(s)]
         for e in range(runs[row + s], runs[row + s + 1]):
             sums[np.uint64(dst[np.uint64(e)])] += x
+    source = np.uint64(heavy)  # light sources: each slot steps past the previous one's
     for e in range(runs[row + heavy], edge_ptr[b + 1]):
         k = np.uint64(e)
-        sums[np.uint64(dst[k])] += send[np.uint64(src[k])]
+        source += np.uint64(step[k])
+        sums[np.uint64(dst[k])] += send[source]
     delta = 0.0
     dangling = 0.0
     for i in range(hi - lo):
@@ -228,29 +231,49 @@ def _push_block(b, bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send,
         sums[i] = 0.0
         delta += c
         dangling += d
+    sums[hi - lo] = 0.0  # the padding slots' spare sum
     return delta, dangling
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def pagerank_push_step(bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send, rank,
+def pagerank_push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
                        inv_deg, p, damping, base, scale):
     """One PageRank iteration pushed over a push layout's blocks
-    (:mod:`graphsys.storage.push_layout`, in its numbering),
+    (:mod:`graphsys.storage.push_layout`, in its numbering: ``step`` / ``dst`` its slots),
     in parallel over the blocks from :data:`FUSED_PARALLEL_MIN_ROWS` targets. ``acc``
-    float64 (N,) of zeros (the sums; left zero); the rest as in :func:`pagerank_step`.
-    Every target sums in float64 whatever ``send``'s dtype. Returns (L1 change of ``rank``,
-    rank mass on dangling vertices)."""
+    float64 of zeros, of :func:`~graphsys.storage.push_layout.sums_length` (the sums and a
+    spare per block; left zero); the rest as in :func:`pagerank_step`. Every target sums in
+    float64 whatever ``send``'s dtype. Returns (L1 change of ``rank``, rank mass on
+    dangling vertices).
+
+    The blocks are handed to the threads one at a time (``numba.set_parallel_chunksize(1)``
+    around the kernel), not cut into one contiguous run per thread: a layout's first blocks
+    hold the hub targets' edges, its last ones many vertices with few, so equal runs of
+    blocks are unequal work (and a thread the machine deschedules holds no fixed share)."""
+    if acc.shape[0] != rank.shape[0] + bounds.shape[0] - 1:
+        raise ValueError("acc must hold a sum per vertex and a spare one per block")
+    chunk = numba.set_parallel_chunksize(1)
+    try:
+        return _push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
+                          inv_deg, p, damping, base, scale)
+    finally:
+        numba.set_parallel_chunksize(chunk)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank, inv_deg,
+               p, damping, base, scale):
+    """:func:`pagerank_push_step`'s kernel."""
     nb = bounds.shape[0] - 1
     deltas = np.zeros(nb)
     masses = np.zeros(nb)
     if rank.shape[0] < FUSED_PARALLEL_MIN_ROWS:
         for b in range(nb):
-            deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, src, dst, runs, heavy,
+            deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, step, dst, runs, heavy,
                                                acc, send, new_send, rank, inv_deg, p,
                                                damping, base, scale)
     else:
         for b in numba.prange(nb):
-            deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, src, dst, runs, heavy,
+            deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, step, dst, runs, heavy,
                                                acc, send, new_send, rank, inv_deg, p,
                                                damping, base, scale)
     return _in_order(deltas), _in_order(masses)
