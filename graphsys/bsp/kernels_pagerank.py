@@ -29,6 +29,10 @@ FUSED_PARALLEL_MIN_ROWS = 1 << 15
 #: (and the next iteration's teleport) do not depend on how many threads ran
 FUSED_CHUNKS = 16
 
+#: A push step's work per target of a block (its update: read, write and zero its sum, rank
+#: and sent value), in slots (one edge's add): what :func:`push_lanes` weighs blocks by
+PUSH_VERTEX_COST = 2
+
 #: Fixed pull slots per row of :func:`ell_layout` (a row's first in-edges; the rest go to
 #: an overflow list). Sparse graphs (fewer than 4 in-edges per vertex: luxembourg-osm has
 #: 99.98 % of its rows within 4) then sum every row with the same branch-free code instead
@@ -235,6 +239,25 @@ def _push_block(b, bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send
     return delta, dangling
 
 
+@numba.njit(cache=True, nogil=True)
+def push_lanes(bounds, edge_ptr, lanes):
+    """int64 (B,): the lane (thread) of each block of a push layout, out of ``lanes``: in
+    block order, each to the lane with the least work so far (ties: the lowest), the work
+    of a block counted as its slots plus :data:`PUSH_VERTEX_COST` per target."""
+    nb = bounds.shape[0] - 1
+    lane_of = np.zeros(nb, np.int64)
+    load = np.zeros(lanes, np.int64)
+    for b in range(nb):
+        best = 0
+        for t in range(1, lanes):
+            if load[t] < load[best]:
+                best = t
+        lane_of[b] = best
+        load[best] += (edge_ptr[b + 1] - edge_ptr[b]
+                       + PUSH_VERTEX_COST * (bounds[b + 1] - bounds[b]))
+    return lane_of
+
+
 def pagerank_push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
                        inv_deg, p, damping, base, scale):
     """One PageRank iteration pushed over a push layout's blocks
@@ -245,37 +268,33 @@ def pagerank_push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_
     float64 whatever ``send``'s dtype. Returns (L1 change of ``rank``, rank mass on
     dangling vertices).
 
-    The blocks are handed to the threads one at a time (``numba.set_parallel_chunksize(1)``
-    around the kernel), not cut into one contiguous run per thread: a layout's first blocks
-    hold the hub targets' edges, its last ones many vertices with few, so equal runs of
-    blocks are unequal work (and a thread the machine deschedules holds no fixed share)."""
+    Each thread takes the blocks :func:`push_lanes` gives it (balanced by their work), not
+    one contiguous run of blocks: a layout's first blocks hold the hub targets' edges, its
+    last ones many vertices with few, so equal runs of blocks are unequal work. Each block
+    keeps its own L1 change and dangling mass, added in block order: the results do not
+    depend on the thread count."""
     if acc.shape[0] != rank.shape[0] + bounds.shape[0] - 1:
         raise ValueError("acc must hold a sum per vertex and a spare one per block")
-    chunk = numba.set_parallel_chunksize(1)
-    try:
-        return _push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
-                          inv_deg, p, damping, base, scale)
-    finally:
-        numba.set_parallel_chunksize(chunk)
+    lanes = numba.get_num_threads() if rank.shape[0] >= FUSED_PARALLEL_MIN_ROWS else 1
+    return _push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
+                      inv_deg, p, damping, base, scale, push_lanes(bounds, edge_ptr, lanes),
+                      lanes)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
 def _push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank, inv_deg,
-               p, damping, base, scale):
-    """:func:`pagerank_push_step`'s kernel."""
+               p, damping, base, scale, lane_of, lanes):
+    """:func:`pagerank_push_step`'s kernel: lane ``t`` (one thread each) updates the blocks
+    ``b`` with ``lane_of[b] == t``."""
     nb = bounds.shape[0] - 1
     deltas = np.zeros(nb)
     masses = np.zeros(nb)
-    if rank.shape[0] < FUSED_PARALLEL_MIN_ROWS:
+    for t in numba.prange(lanes):
         for b in range(nb):
-            deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, step, dst, runs, heavy,
-                                               acc, send, new_send, rank, inv_deg, p,
-                                               damping, base, scale)
-    else:
-        for b in numba.prange(nb):
-            deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, step, dst, runs, heavy,
-                                               acc, send, new_send, rank, inv_deg, p,
-                                               damping, base, scale)
+            if lane_of[b] == t:
+                deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, step, dst, runs,
+                                                   heavy, acc, send, new_send, rank,
+                                                   inv_deg, p, damping, base, scale)
     return _in_order(deltas), _in_order(masses)
 
 

@@ -254,6 +254,22 @@ def test_push_layout_against_brute_force():
     assert heavy == n or new_out[heavy] < PUSH_HEAVY_RUN * nb
 
 
+def test_push_lanes_balance_the_blocks_work():
+    """Each block goes to the lane with the least work so far: the lanes' work differs by
+    at most one block's, and hub blocks (many edges, few targets) alternate rather than
+    fill the first lane."""
+    from graphsys.bsp.kernels_pagerank import PUSH_VERTEX_COST, push_lanes
+
+    bounds = np.array([0, 10, 20, 30, 40, 20_040, 40_040, 60_040])
+    edge_ptr = np.array([0, 900, 1_800, 2_700, 3_600, 3_700, 3_800, 3_900]) * 100
+    work = np.diff(edge_ptr) + PUSH_VERTEX_COST * np.diff(bounds)
+    for lanes in (1, 2, 3):
+        lane_of = push_lanes(bounds, edge_ptr, lanes)
+        load = np.bincount(lane_of, weights=work, minlength=lanes)
+        assert load.max() - load.min() <= work.max() and set(lane_of) == set(range(lanes))
+    np.testing.assert_array_equal(push_lanes(bounds, edge_ptr, 2), [0, 1, 0, 1, 0, 1, 0])
+
+
 def test_push_step_over_padding_slots_matches_scipy():
     """Many small blocks (few edges each, sources far apart, so many padding slots), one
     thread: one push step against scipy's mat-vec; the spare sums are left zero."""
