@@ -14,6 +14,8 @@ iteration, picked by :meth:`~graphsys.bsp.algorithms.pagerank.PageRank.solve_in_
 
 from __future__ import annotations
 
+import sys
+
 import numba
 import numpy as np
 
@@ -209,24 +211,64 @@ def pagerank_ell_step(slots, over_ptr, overflow, send, new_send, rank, inv_deg, 
 
 
 @numba.njit(inline="always")
-def _push_block(b, bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
-                inv_deg, p, damping, base, scale):
+def _light_slot(k, source, step, dst, sums, send):
+    """Add light slot ``k`` (uint64) into ``sums``; returns its source."""
+    source += np.uint64(step[k])
+    sums[np.uint64(dst[k])] += send[source]
+    return source
+
+
+@numba.njit(inline="always")
+def _push_block(b, bounds, edge_ptr, step, dst, step_words, dst_words, runs, heavy, acc,
+                send, new_send, rank, inv_deg, p, damping, base, scale):
     """Block ``b`` of :func:`pagerank_push_step`: add its edges into its sums
     (``acc[bounds[b] + b:]``, its targets' then its spare one), then update its targets
-    (and zero the sums). Returns (L1 change, dangling mass)."""
+    (and zero the sums). Returns (L1 change, dangling mass). The light slots are read 8 at
+    a time where aligned (one uint64 of steps, two of target offsets: ``step_words`` /
+    ``dst_words``, the same bytes): 2 loads for 8 slots instead of 16, in a loop bound by
+    its loads."""
     lo = bounds[b]
     hi = bounds[b + 1]
     sums = acc[lo + b:hi + b + 1]
     row = b * (heavy + 1)
+    four = np.uint64(4)
+    half = np.uint64(0xFFFF)
     for s in range(heavy):  # heavy sources: one read of the sent value per run
         x = send[np.uint64(s)]
-        for e in range(runs[row + s], runs[row + s + 1]):
-            sums[np.uint64(dst[np.uint64(e)])] += x
+        e = np.uint64(runs[row + s])
+        stop = np.uint64(runs[row + s + 1])
+        while e < stop and e % four != 0:
+            sums[np.uint64(dst[e])] += x
+            e += np.uint64(1)
+        while e + four <= stop and dst_words.shape[0] > 0:
+            offsets = dst_words[e // four]
+            sums[offsets & half] += x
+            sums[(offsets >> np.uint64(16)) & half] += x
+            sums[(offsets >> np.uint64(32)) & half] += x
+            sums[offsets >> np.uint64(48)] += x
+            e += four
+        while e < stop:
+            sums[np.uint64(dst[e])] += x
+            e += np.uint64(1)
     source = np.uint64(heavy)  # light sources: each slot steps past the previous one's
-    for e in range(runs[row + heavy], edge_ptr[b + 1]):
-        k = np.uint64(e)
-        source += np.uint64(step[k])
-        sums[np.uint64(dst[k])] += send[source]
+    e = np.uint64(runs[row + heavy])
+    end = np.uint64(edge_ptr[b + 1])
+    eight = np.uint64(8)
+    byte = np.uint64(0xFF)
+    while e < end and e % eight != 0:
+        source = _light_slot(e, source, step, dst, sums, send)
+        e += np.uint64(1)
+    while e + eight <= end and step_words.shape[0] > 0:
+        steps = step_words[e // eight]
+        for w in range(2):
+            offsets = dst_words[e // np.uint64(4) + np.uint64(w)]
+            for j in range(4):
+                source += (steps >> np.uint64(32 * w + 8 * j)) & byte
+                sums[(offsets >> np.uint64(16 * j)) & half] += send[source]
+        e += eight
+    while e < end:
+        source = _light_slot(e, source, step, dst, sums, send)
+        e += np.uint64(1)
     delta = 0.0
     dangling = 0.0
     for i in range(hi - lo):
@@ -276,14 +318,27 @@ def pagerank_push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_
     if acc.shape[0] != rank.shape[0] + bounds.shape[0] - 1:
         raise ValueError("acc must hold a sum per vertex and a spare one per block")
     lanes = numba.get_num_threads() if rank.shape[0] >= FUSED_PARALLEL_MIN_ROWS else 1
-    return _push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
-                      inv_deg, p, damping, base, scale, push_lanes(bounds, edge_ptr, lanes),
-                      lanes)
+    return _push_step(bounds, edge_ptr, step, dst, _words(step), _words(dst), runs, heavy,
+                      acc, send, new_send, rank, inv_deg, p, damping, base, scale,
+                      push_lanes(bounds, edge_ptr, lanes), lanes)
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    """The whole uint64 words of a contiguous array's bytes (the same memory; a copy only
+    where its start is not 8-byte aligned, which mapped columns and NumPy arrays are).
+    Empty on a big-endian machine, where a word's low byte is not the first one: the step
+    then reads every slot alone."""
+    if sys.byteorder != "little":
+        return np.zeros(0, np.uint64)
+    if a.ctypes.data % 8:
+        a = a.copy()
+    whole = a.shape[0] * a.itemsize // 8 * 8 // a.itemsize
+    return a[:whole].view(np.uint64)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank, inv_deg,
-               p, damping, base, scale, lane_of, lanes):
+def _push_step(bounds, edge_ptr, step, dst, step_words, dst_words, runs, heavy, acc, send,
+               new_send, rank, inv_deg, p, damping, base, scale, lane_of, lanes):
     """:func:`pagerank_push_step`'s kernel: lane ``t`` (one thread each) updates the blocks
     ``b`` with ``lane_of[b] == t``."""
     nb = bounds.shape[0] - 1
@@ -292,9 +347,10 @@ def _push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, ra
     for t in numba.prange(lanes):
         for b in range(nb):
             if lane_of[b] == t:
-                deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, step, dst, runs,
-                                                   heavy, acc, send, new_send, rank,
-                                                   inv_deg, p, damping, base, scale)
+                deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, step, dst,
+                                                   step_words, dst_words, runs, heavy, acc,
+                                                   send, new_send, rank, inv_deg, p,
+                                                   damping, base, scale)
     return _in_order(deltas), _in_order(masses)
 
 

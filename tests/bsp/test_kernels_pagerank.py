@@ -298,6 +298,18 @@ def test_push_step_over_padding_slots_matches_scipy():
     np.testing.assert_allclose(rank, want[order], rtol=1e-12)
     assert delta == pytest.approx(np.abs(want - rank0).sum(), rel=1e-9)
     assert not acc.any()
+    # slots read 8 at a time from aligned words: a layout whose arrays start off a word
+    # boundary (copied aligned first) sums the same
+    bounds, edge_ptr, step, dst, runs, heavy = layout
+    odd_step = np.empty(len(step) + 1, np.uint8)[1:]
+    odd_step[:] = step
+    odd_dst = np.empty(2 * len(dst) + 1, np.uint8)[1:].view(np.uint16)
+    odd_dst[:] = dst
+    again = rank0[order].copy()
+    pagerank_push_step(bounds, edge_ptr, odd_step, odd_dst, runs, heavy, acc,
+                       (rank0 * inv_deg)[order], np.zeros(n), again, inv_deg[order],
+                       np.zeros(0), 0.85, 0.15 / n, 0.15)
+    np.testing.assert_array_equal(again, rank)
     with pytest.raises(ValueError, match="a spare one per block"):
         pagerank_push_step(*layout, np.zeros(n), (rank0 * inv_deg)[order], new_send, rank,
                            inv_deg[order], np.zeros(0), 0.85, 0.15 / n, 0.15)
