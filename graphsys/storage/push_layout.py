@@ -136,16 +136,18 @@ def _count_sources(b, indptr, indices, order, new_id, bounds, at):
 def padding_slots(indptr, indices, order, new_id, bounds, heavy):
     """int64 (B,): the padding slots of each block (gaps over :data:`PUSH_STEP_MAX`
     between its successive light sources, from ``heavy``), in parallel over the blocks.
-    Memory: 8 bytes per vertex per thread."""
+    Memory: 1 byte per vertex per thread (which sources the block has)."""
     n = indptr.shape[0] - 1
     nb = bounds.shape[0] - 1
     pads = np.zeros(nb, np.int64)
     for b in numba.prange(nb):
-        at = np.zeros(n, np.int64)
-        _count_sources(b, indptr, indices, order, new_id, bounds, at)
+        seen = np.zeros(n, np.uint8)
+        for k in range(bounds[b], bounds[b + 1]):
+            for e in range(indptr[order[k]], indptr[order[k] + 1]):
+                seen[new_id[indices[e]]] = 1
         prev, got = heavy, 0
         for s in range(heavy, n):
-            if at[s]:
+            if seen[s]:
                 got += (s - prev - 1) // PUSH_STEP_MAX if s - prev > PUSH_STEP_MAX else 0
                 prev = s
         pads[b] = got
