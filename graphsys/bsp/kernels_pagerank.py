@@ -312,7 +312,8 @@ def pagerank_push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_
 
     Each thread takes the blocks :func:`push_lanes` gives it (balanced by their work), not
     one contiguous run of blocks: a layout's first blocks hold the hub targets' edges, its
-    last ones many vertices with few, so equal runs of blocks are unequal work. Each block
+    last ones many vertices with few, so an equal run of blocks balances only where the
+    vertex updates happen to weigh what the edges do. Each block
     keeps its own L1 change and dangling mass, added in block order: the results do not
     depend on the thread count."""
     if acc.shape[0] != rank.shape[0] + bounds.shape[0] - 1:
