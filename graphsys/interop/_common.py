@@ -183,6 +183,8 @@ class Exported:
     ids: Any
     columns: dict[str, np.ndarray]
     undirected: bool
+    #: ``src`` and ``dst`` as the rows of one (2, E) array (PyG's ``edge_index``).
+    edge_index: np.ndarray | None = None
 
 
 def export_arrays(graph: Graph, *, edge_set: str | None = None,
@@ -212,8 +214,8 @@ def export_arrays(graph: Graph, *, edge_set: str | None = None,
         rank = np.empty(n, np.int64)
         rank[order] = np.arange(n, dtype=np.int64)
         ids = ids[order] if isinstance(ids, np.ndarray) else ids.take(pa.array(order))
-    src = np.empty(es.num_edges, np.int64)
-    dst = np.empty(es.num_edges, np.int64)
+    edge_index = np.empty((2, es.num_edges), np.int64)  # PyG's layout: no stack later
+    src, dst = edge_index
     weight = np.empty(es.num_edges, np.float32) if es.has_weight else None
     pos = 0
     for s, d, _, w in graph.iter_edges(es.name):
@@ -225,11 +227,31 @@ def export_arrays(graph: Graph, *, edge_set: str | None = None,
         pos += k
     cols = {}
     if columns:
-        for name in graph.node_columns():
-            v = graph.node_column(name)
-            cols[name] = _owned(v if order is None else v[order])
+        for col in graph.entity_type().columns:
+            if col.kind == "features":  # the mapped blocks put in place: one copy
+                cols[col.name] = _rows_in_order(graph.mapped_features(col.name), rank)
+                continue
+            v = graph.node_column(col.name)
+            cols[col.name] = _owned(v if order is None else v[order])
     ids = _owned(ids) if isinstance(ids, np.ndarray) else ids.to_pylist()
-    return Exported(n, src, dst, weight, ids, cols, es.undirected)
+    return Exported(n, src, dst, weight, ids, cols, es.undirected, edge_index)
+
+
+def _rows_in_order(rows, rank: np.ndarray | None) -> np.ndarray:
+    """A features column (an array or :class:`PartitionedRows` of mapped row blocks, in
+    internal-id order) as a new float32 array whose row ``rank[i]`` is internal row ``i``
+    (the same order when ``rank`` is None)."""
+    blocks = getattr(rows, "blocks", [rows])
+    out = np.empty(rows.shape, np.float32)
+    start = 0
+    for block in blocks:
+        k = len(block)
+        if rank is None:
+            out[start:start + k] = block
+        else:
+            out[rank[start:start + k]] = block
+        start += k
+    return out
 
 
 def _owned(a: np.ndarray) -> np.ndarray:

@@ -191,7 +191,7 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
     if hetero:
         return _to_hetero(graph, edge_set, max_edges, pyg)
     ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_pyg")
-    data = pyg.data.Data(edge_index=torch.from_numpy(np.stack([ex.src, ex.dst])),
+    data = pyg.data.Data(edge_index=torch.from_numpy(ex.edge_index),
                          num_nodes=ex.num_nodes)
     for name, col in ex.columns.items():
         data[_TO_PYG.get(name, name)] = _pyg_value(col)
