@@ -14,12 +14,13 @@ files, digests and manifest; tests/interop/test_dense.py compares the two):
    bucket in one stable radix sort of the bucket; each bucket's keys are then sorted
    when its file is written (a weighted edge's row rides in the low bits, so the sort is
    stable in input order, as the ingest's, and a dedupe keeps the first of equal edges);
-3. every file (one per node partition, one per non-empty bucket) written on two threads
-   through an Arrow IPC writer whose sink hashes the bytes as they pass (the sha256 of
-   the manifest, with no read back; features are gathered into partition order a block
-   at a time as they are written, never whole), its write-back started at once; then
-   every file and directory fsynced (on several threads: the journal commits them
-   together), the manifest written last and the staging directory renamed into place
+3. every file (one per node partition, one per non-empty bucket) written on up to four
+   threads (sorts, gathers, hashing and writes leave the GIL) through an Arrow IPC writer
+   whose sink hashes the bytes as they pass (the sha256 of the manifest, with no read
+   back; features are gathered into partition order a block at a time as they are
+   written, never whole), its write-back started at once; then every file and directory
+   fsynced (on several threads: the journal commits them together), the manifest written
+   last and the staging directory renamed into place
    (:func:`~graphsys.storage.atomic.staging_directory`).
 
 An input it does not take (string node columns, another partitioner, relation types, more
@@ -74,6 +75,8 @@ _PARTITIONERS = ("hash", "range", "degree")
 #: copies, written columns; a weight adds 8 more), and per node (partition, local offset,
 #: routing tables, order).
 _EDGE_BYTES, _NODE_BYTES = 48, 48
+#: Threads writing files (the main thread groups the edges meanwhile).
+_WRITERS = max(1, min(4, os.cpu_count() or 1))
 #: Bytes of features gathered at a time (they stay in cache while hashed and written).
 _GATHER_BYTES = 1 << 21
 
@@ -171,7 +174,7 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
     has_weight = weight is not None
     batch_rows = _batch_rows(opts, has_weight)
     files: dict[str, dict[str, Any]] = {}
-    with staging_directory(out) as staging, ThreadPoolExecutor(2) as pool:
+    with staging_directory(out) as staging, ThreadPoolExecutor(_WRITERS) as pool:
         node_jobs = [pool.submit(_write_nodes, staging, k, order[starts[k]:starts[k + 1]],
                                  columns) for k in range(p)]
         bounds, keys, w = _grouped_edges(src, dst, part, local, bits, p, weight, opts)
@@ -296,7 +299,7 @@ def _write_file(staging: Path, rel: str, schema: pa.Schema, batches: list[pa.Rec
     write-back to disk is started; the fsync comes later, for every file together."""
     path = staging / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    sink = _HashingSink(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), stand_ins)
+    sink = _HashingSink(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), stand_ins)
     try:
         with paipc.new_file(pa.PythonFile(sink, mode="w"), schema) as writer:
             for batch in batches:

@@ -66,7 +66,7 @@ def from_numpy(src, dst, out: str | Path, *, num_nodes: int | None = None, weigh
     ``0..num_nodes-1``, as PyG's ``edge_index`` and a SciPy matrix hold them) and up to
     :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges, the graph is written
     in one pass with no id mapping: the edges grouped by bucket in one radix pass and
-    each bucket sorted, the files written on two threads and hashed as they are written
+    each bucket sorted, the files written on several threads and hashed as they are written
     (the same bytes as the ingest's passes). Other inputs go through those passes (on
     NumPy kernels, without numba's start-up, up to that size).
 

@@ -72,6 +72,15 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     to_pyg
     graphsys.from_numpy : The edge list ingest underneath, and what it costs (Notes).
 
+    Notes
+    -----
+    What it costs beyond PyG's in-memory ``Data`` buys a graph on disk: nodes partitioned,
+    each bucket's edges sorted (the adjacency order the engines read), every file hashed
+    and synced before the manifest names it, the directory renamed into place (a crash
+    leaves nothing half written). A ``Data`` of up to
+    :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges is written in one
+    pass, with no id mapping (:func:`graphsys.from_numpy`, Notes).
+
     Examples
     --------
     >>> import tempfile, torch, graphsys
