@@ -174,27 +174,41 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
     has_weight = weight is not None
     batch_rows = _batch_rows(opts, has_weight)
     files: dict[str, dict[str, Any]] = {}
-    with staging_directory(out) as staging, ThreadPoolExecutor(_WRITERS) as pool:
-        node_jobs = [pool.submit(_write_nodes, staging, k, order[starts[k]:starts[k + 1]],
-                                 columns) for k in range(p)]
+    # every file and directory entry is on disk before the manifest names it: one fsync
+    # each, started as soon as the file is written (its write-back is under way), on
+    # threads of their own (the journal commits them together)
+    with staging_directory(out) as staging, ThreadPoolExecutor(8) as syncs, \
+            ThreadPoolExecutor(_WRITERS) as pool:
+        synced = []
+
+        def sync_when_written(job) -> None:
+            if job.exception() is None:
+                synced.append(syncs.submit(fsync_path, staging / job.result()[0]))
+
+        def submit(fn, *args):
+            job = pool.submit(fn, *args)
+            job.add_done_callback(sync_when_written)
+            return job
+
+        node_jobs = [submit(_write_nodes, staging, k, order[starts[k]:starts[k + 1]], columns)
+                     for k in range(p)]
         bounds, keys, w = _grouped_edges(src, dst, part, local, bits, p, weight, opts)
         schema = BucketWriter(Path(), False, has_weight, batch_rows).schema
         edge_jobs = {}
         for b in np.flatnonzero(np.diff(bounds)):
             lo, hi = int(bounds[b]), int(bounds[b + 1])
             ij = divmod(int(b), p)
-            edge_jobs[ij] = pool.submit(_write_bucket, staging, bucket_file(DEFAULT_EDGE_SET, *ij),
-                                        schema, keys[lo:hi], None if w is None else w[lo:hi],
-                                        bits, batch_rows, opts.dedupe)
+            edge_jobs[ij] = submit(_write_bucket, staging, bucket_file(DEFAULT_EDGE_SET, *ij),
+                                   schema, keys[lo:hi], None if w is None else w[lo:hi], bits,
+                                   batch_rows, opts.dedupe)
         for job in node_jobs + list(edge_jobs.values()):
             rel, files[rel], _ = job.result()
         counts = {ij: job.result()[2] for ij, job in edge_jobs.items()}
-        # every file and directory entry on disk before the manifest names it: one fsync
-        # each, on several threads (the journal commits them together)
-        dirs = [staging / d for d in ("nodes", f"nodes/{DEFAULT_ENTITY_TYPE}", "edges",
-                                      f"edges/{DEFAULT_EDGE_SET}")]
-        with ThreadPoolExecutor(8) as syncs:
-            list(syncs.map(fsync_path, [staging / rel for rel in files] + dirs))
+        pool.shutdown()  # every callback has run: every file's fsync is submitted
+        for d in ("nodes", f"nodes/{DEFAULT_ENTITY_TYPE}", "edges", f"edges/{DEFAULT_EDGE_SET}"):
+            synced.append(syncs.submit(fsync_path, staging / d))
+        for job in synced:
+            job.result()
         entity = EntityType(DEFAULT_ENTITY_TYPE, "int64", [int(s) for s in sizes],
                             [_node_column(name, v) for name, v in columns.items()])
         edge_set = EdgeSet(DEFAULT_EDGE_SET, sum(counts.values()), counts, has_rel=False,
