@@ -336,7 +336,7 @@ def _write_nodes(staging: Path, k: int, sel: np.ndarray, columns: dict[str, np.n
     (a stand-in of their size, a slice of the column itself, takes their place in the
     batch) and each block checked finite (:class:`_NotFinite` after the file is written
     otherwise)."""
-    arrays = {"id": pa.array(sel)}
+    arrays = {"id": _arrow(sel)}
     stand_ins, finite = [], [True]
 
     def pieces(v: np.ndarray, step: int):
@@ -347,17 +347,17 @@ def _write_nodes(staging: Path, k: int, sel: np.ndarray, columns: dict[str, np.n
 
     for name, v in columns.items():
         if v.dtype.kind != "f":
-            arrays[name] = pa.array(v[sel])
+            arrays[name] = _arrow(v[sel])
             continue
         dim = v.shape[1]
         if len(sel) and v.flags.c_contiguous:
-            flat = pa.array(v.reshape(-1)[:len(sel) * dim])  # a stand-in: no copy
+            flat = _arrow(v.reshape(-1)[:len(sel) * dim])  # a stand-in: no copy
             stand_ins.append((flat.buffers()[1].address, flat.nbytes,
                               pieces(v, max(_GATHER_BYTES // (4 * dim), 1))))
         else:
             rows = v[sel]
             finite[0] &= bool(np.isfinite(rows).all())
-            flat = pa.array(rows.reshape(-1))
+            flat = _arrow(rows.reshape(-1))
         arrays[name] = pa.FixedSizeListArray.from_arrays(flat, dim)
     batch = pa.RecordBatch.from_pydict(arrays)
     out = _write_file(staging, node_file(DEFAULT_ENTITY_TYPE, k), batch.schema, [batch],
@@ -396,11 +396,22 @@ def _write_bucket(staging: Path, rel: str, schema: pa.Schema, keys: np.ndarray,
     batches = []
     for lo in range(0, len(keys), batch_rows):
         k = keys[lo:lo + batch_rows]
-        arrays = [pa.array((k >> bits).astype(np.int32)), pa.array((k & mask).astype(np.int32))]
+        arrays = [_arrow((k >> bits).astype(np.int32)), _arrow((k & mask).astype(np.int32))]
         if weight is not None:
-            arrays.append(pa.array(weight[lo:lo + batch_rows]))
+            arrays.append(_arrow(weight[lo:lo + batch_rows]))
         batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
     return _write_file(staging, rel, schema, batches, len(keys))
+
+
+def _arrow(v: np.ndarray) -> pa.Array:
+    """A 1-D array as an Arrow array with no nulls, as ``pa.array`` makes it (its memory
+    as is; bools packed into bits), without ``pa.array``'s first-call import of
+    ``numpy.ma``."""
+    v = np.ascontiguousarray(v)
+    if v.dtype == np.bool_:
+        return pa.Array.from_buffers(pa.bool_(), len(v), [None, pa.py_buffer(
+            np.packbits(v, bitorder="little"))])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(v.dtype), len(v), [None, pa.py_buffer(v)])
 
 
 def _node_column(name: str, v: np.ndarray) -> NodeColumn:
