@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as paipc
 
+import partitioners
 from graphsys._version import __version__
 from graphsys.storage import kernels_small
 from graphsys.storage.atomic import (
@@ -131,8 +132,6 @@ def _prepare(src, dst, n: int, weight, columns: dict[str, np.ndarray], opts: Ing
         if not np.isfinite(weight).all():
             return None
     try:
-        import partitioners
-
         strategy = partitioners.get_partitioner(opts.partitioner, p, seed=opts.seed,
                                                 **dict(opts.partitioner_params or {}))
     except ValueError:
