@@ -15,8 +15,13 @@ independent draws; new nodes among them where the id space allows) are appended 
   default (in memory, numba; WCC by Afforest, BFS direction-optimizing);
 * **started**: the same calls with ``init=`` the Parquet result from before the append
   (reading and matching it by original id is part of the time): PageRank's power iteration
-  from the old ranks, WCC by union-find over the new edges only, BFS repaired from the old
-  levels.
+  from the old ranks (the engine's ``mode="auto"`` streams the edges when the old run
+  took few supersteps: ``mode_started``), WCC by union-find over the new edges only, BFS
+  repaired from the old levels;
+* PageRank only, **scratch streamed**: the run from scratch told ``mode="out-of-core"``,
+  what a run from scratch would cost had it chosen to stream (``ratio_streamed``: it /
+  started), and ``streamed_vs_pulled_superstep``: a streamed superstep's seconds over an
+  in-memory one's (medians of the last turn's supersteps after the first).
 
 Each call opens the graph afresh (as ``graphsys run`` does), so neither side reuses what a
 :class:`~graphsys.storage.graph.Graph` keeps between calls (the original ids it read).
@@ -59,6 +64,11 @@ def _split(chunks, first: int):
         if k < len(c["src"]):
             tail.append({key: v[k:] for key, v in c.items()})
     return head, tail
+
+
+def _superstep_s(result) -> float:
+    """The median seconds of a run's supersteps after the first."""
+    return harness.median(sum(s.seconds.values()) for s in result.stats.supersteps[1:])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,15 +125,18 @@ def main(argv: list[str] | None = None) -> int:
 
     calls = {
         "pagerank": (lambda: bsp.pagerank(fresh(), tol=args.tol),
-                     lambda: bsp.pagerank(fresh(), tol=args.tol, init=prev["pagerank"])),
+                     lambda: bsp.pagerank(fresh(), tol=args.tol, init=prev["pagerank"]),
+                     lambda: bsp.pagerank(fresh(), tol=args.tol, mode="out-of-core")),
         "wcc": (lambda: bsp.wcc(fresh()), lambda: bsp.wcc(fresh(), init=prev["wcc"])),
         "bfs": (lambda: bsp.bfs(fresh(), source),
                 lambda: bsp.bfs(fresh(), source, init=prev["bfs"])),
     }
     rows = {}
-    for name, (scratch, started) in calls.items():
+    for name, (scratch, started, *streamed) in calls.items():
         turns = harness.alternate({"scratch": lambda f=scratch: harness.timed(f),
-                                   "started": lambda f=started: harness.timed(f)}, args.turns)
+                                   "started": lambda f=started: harness.timed(f),
+                                   "scratch_streamed": (lambda f=streamed[0]: harness.timed(f))
+                                   if streamed else None}, args.turns)
         a = [s for s, _ in turns["scratch"]]
         b = [s for s, _ in turns["started"]]
         ra, rb = turns["scratch"][-1][1], turns["started"][-1][1]
@@ -134,7 +147,13 @@ def main(argv: list[str] | None = None) -> int:
                "ratio": harness.pair_ratios(a, b), "method_scratch": ra.stats.method,
                "method_started": rb.stats.method}
         if name == "pagerank":
-            row.update(supersteps_scratch=ra.stats.num_supersteps,
+            c = [s for s, _ in turns["scratch_streamed"]]
+            row.update(scratch_streamed_s=harness.spread(c),
+                       ratio_streamed=harness.pair_ratios(c, b),
+                       mode_started=rb.stats.mode,
+                       streamed_vs_pulled_superstep=round(
+                           _superstep_s(turns["scratch_streamed"][-1][1])
+                           / _superstep_s(ra), 2),supersteps_scratch=ra.stats.num_supersteps,
                        supersteps_started=rb.stats.num_supersteps,
                        l1_difference=float(np.abs(ra.values - rb.values).sum()),
                        max_difference=float(np.abs(ra.values - rb.values).max()))

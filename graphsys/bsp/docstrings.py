@@ -11,10 +11,13 @@ from collections.abc import Callable
 #: front-end (:func:`graphsys.bsp.pagerank`, ...) take them as keyword parameters of the
 #: same meaning
 OPTION_DOCS = {
-    "mode": """mode : {"memory", "out-of-core"}, default "memory"
+    "mode": """mode : {"auto", "memory", "out-of-core"}, default "auto"
     ``memory`` builds the CSR/CSC adjacency once and picks push or pull per superstep
     (Ligra's rule, see ``dense_divisor``); ``out-of-core`` streams the edge buckets from
-    the mapped files every superstep, holding only vertex arrays in memory.""",
+    the mapped files every superstep, holding only vertex arrays in memory. ``auto``:
+    ``memory``, but a CPU run expected to end within a few supersteps (one started from a
+    previous result, ``init``) streams where building the adjacency would cost more
+    (:func:`~graphsys.bsp.engine.choose_mode`); ``result.stats.mode`` says which ran.""",
     "device": """device : str, default "cpu"
     ``cpu``, ``cuda``, ``cuda:K`` or ``auto`` (CUDA when available).""",
     "backend": """backend : {"auto", "numba", "torch"}, default "auto"

@@ -18,8 +18,10 @@ ids; nodes PREV does not list are the new nodes.
   from PREV's ranks (new nodes at the smallest old rank, the share of a node without
   in-edges, then scaled to sum 1) instead of the uniform vector, and stops by the same
   rule (L1 change below ``tol``), so the result is the fixed point to the same tolerance
-  as a run from scratch, in fewer iterations when the ranks moved little. Only the start
-  changes: the kernels and the layout are the cold run's.
+  as a run from scratch, in fewer iterations when the ranks moved little. The kernels
+  are the cold run's; the run expects at most PREV's superstep count (recorded in its
+  provenance), so ``mode="auto"`` streams the edges instead of building the in-memory
+  adjacency when that count is small (:func:`graphsys.bsp.engine.choose_mode`).
 * **WCC** (:func:`components_from`): edges are only added, so components only merge. Each
   old component becomes one union-find tree rooted at its smallest (new) internal id,
   every new node its own tree; the new edges alone are then unioned, the larger root under
@@ -97,20 +99,26 @@ class Previous:
         The edge sets the run reads that PREV did not: the new edges.
     source : str
         Where PREV came from (its path, or ``"a table"``), for messages.
+    supersteps : int or None
+        The supersteps PREV's run took (None where it did not record them): what a run
+        started from it expects at most.
     """
 
     values: np.ndarray
     known: np.ndarray
     new_edge_sets: tuple[str, ...]
     source: str
+    supersteps: int | None = None
 
 
 def provenance(algorithm: str, graph, edge_set, source=None,
-               params: dict[str, Any] | None = None) -> dict[str, Any]:
+               params: dict[str, Any] | None = None,
+               supersteps: int | None = None) -> dict[str, Any]:
     """What a result records of its run (``Result.provenance``): ``algorithm``,
     ``source`` (an original id, or None), ``params`` (JSON values), ``edge_sets`` (each
     edge set read and the digest of its buckets), ``until`` (a time view's bound, or
-    None) and ``num_nodes``."""
+    None), ``num_nodes``, ``partition_sizes`` and ``supersteps`` (the run's count, or
+    None)."""
     es = graph.edge_set(edge_set)
     stored = getattr(graph, "stored", graph)  # a time view's buckets are the stored ones
     source = source.item() if isinstance(source, np.generic) else source
@@ -119,7 +127,8 @@ def provenance(algorithm: str, graph, edge_set, source=None,
                        if isinstance(v, (bool, int, float, str)) or v is None},
             "edge_sets": {name: edges_digest(stored.manifest, name) for name in es.parts},
             "until": getattr(graph, "until", None), "num_nodes": graph.num_nodes(),
-            "partition_sizes": [int(x) for x in graph.partition_sizes()]}
+            "partition_sizes": [int(x) for x in graph.partition_sizes()],
+            "supersteps": None if supersteps is None else int(supersteps)}
 
 
 def _table(init) -> tuple[pa.Table, str]:
@@ -236,7 +245,10 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     values = np.full(n, np.nan)
     values[internal] = table.column("value").to_numpy().astype(np.float64)
     new = tuple(m for m in es.parts if m not in meta["edge_sets"])
-    return Previous(values, known, new, where)
+    steps = meta.get("supersteps")
+    steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 \
+        else None
+    return Previous(values, known, new, where, steps)
 
 
 def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
@@ -285,7 +297,9 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
                   max_iters: int | None = None, **kwargs) -> Result:
     """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
     the smallest old rank (a node without in-edges: the teleport and dangling share), the
-    vector scaled to sum 1; the run is otherwise the cold one (``spec``'s
+    vector scaled to sum 1; the program expects at most ``previous``'s superstep count
+    (:attr:`~graphsys.bsp.program.VertexProgram.expected_supersteps`, which ``mode="auto"``
+    weighs against building the adjacency); the run is otherwise the cold one (``spec``'s
     program and defaults)."""
     start = previous.values.copy()
     old = start[previous.known]
@@ -299,8 +313,15 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
     program = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"),
                         **(params or {}))
     program.initial = start / start.sum()
+    # it ends within the previous run's count (from nearer the fixed point): mode "auto"
+    # streams the edges where building the adjacency would cost more than that many
+    # supersteps save (graphsys.bsp.engine.choose_mode)
+    program.expected_supersteps = previous.supersteps
     result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters), **kwargs)
     result.stats.method += ", warm start"
+    if kwargs.get("mode", "auto") == "auto" and result.stats.mode == "out-of-core":
+        result.stats.method += (f", streamed (the previous run took {previous.supersteps} "
+                                f"supersteps)")
     return result
 
 

@@ -14,6 +14,8 @@ iteration, picked by :meth:`~graphsys.bsp.algorithms.pagerank.PageRank.solve_in_
 
 from __future__ import annotations
 
+import sys
+
 import numba
 import numpy as np
 
@@ -28,6 +30,10 @@ FUSED_PARALLEL_MIN_ROWS = 1 << 15
 #: the thread count: each sums its L1 change and dangling mass in row order, so the sums
 #: (and the next iteration's teleport) do not depend on how many threads ran
 FUSED_CHUNKS = 16
+
+#: A push step's work per target of a block (its update: read, write and zero its sum, rank
+#: and sent value), in slots (one edge's add): what :func:`push_lanes` weighs blocks by
+PUSH_VERTEX_COST = 2
 
 #: Fixed pull slots per row of :func:`ell_layout` (a row's first in-edges; the rest go to
 #: an overflow list). Sparse graphs (fewer than 4 in-edges per vertex: luxembourg-osm has
@@ -205,21 +211,64 @@ def pagerank_ell_step(slots, over_ptr, overflow, send, new_send, rank, inv_deg, 
 
 
 @numba.njit(inline="always")
-def _push_block(b, bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send, rank,
-                inv_deg, p, damping, base, scale):
-    """Block ``b`` of :func:`pagerank_push_step`: add its edges into ``acc[bounds[b]:]``,
-    then update its targets (and zero their sums). Returns (L1 change, dangling mass)."""
+def _light_slot(k, source, step, dst, sums, send):
+    """Add light slot ``k`` (uint64) into ``sums``; returns its source."""
+    source += np.uint64(step[k])
+    sums[np.uint64(dst[k])] += send[source]
+    return source
+
+
+@numba.njit(inline="always")
+def _push_block(b, bounds, edge_ptr, step, dst, step_words, dst_words, runs, heavy, acc,
+                send, new_send, rank, inv_deg, p, damping, base, scale):
+    """Block ``b`` of :func:`pagerank_push_step`: add its edges into its sums
+    (``acc[bounds[b] + b:]``, its targets' then its spare one), then update its targets
+    (and zero the sums). Returns (L1 change, dangling mass). The light slots are read 8 at
+    a time where aligned (one uint64 of steps, two of target offsets: ``step_words`` /
+    ``dst_words``, the same bytes): 2 loads for 8 slots instead of 16, in a loop bound by
+    its loads."""
     lo = bounds[b]
     hi = bounds[b + 1]
-    sums = acc[lo:hi]
+    sums = acc[lo + b:hi + b + 1]
     row = b * (heavy + 1)
+    four = np.uint64(4)
+    half = np.uint64(0xFFFF)
     for s in range(heavy):  # heavy sources: one read of the sent value per run
         x = send[np.uint64(s)]
-        for e in range(runs[row + s], runs[row + s + 1]):
-            sums[np.uint64(dst[np.uint64(e)])] += x
-    for e in range(runs[row + heavy], edge_ptr[b + 1]):
-        k = np.uint64(e)
-        sums[np.uint64(dst[k])] += send[np.uint64(src[k])]
+        e = np.uint64(runs[row + s])
+        stop = np.uint64(runs[row + s + 1])
+        while e < stop and e % four != 0:
+            sums[np.uint64(dst[e])] += x
+            e += np.uint64(1)
+        while e + four <= stop and dst_words.shape[0] > 0:
+            offsets = dst_words[e // four]
+            sums[offsets & half] += x
+            sums[(offsets >> np.uint64(16)) & half] += x
+            sums[(offsets >> np.uint64(32)) & half] += x
+            sums[offsets >> np.uint64(48)] += x
+            e += four
+        while e < stop:
+            sums[np.uint64(dst[e])] += x
+            e += np.uint64(1)
+    source = np.uint64(heavy)  # light sources: each slot steps past the previous one's
+    e = np.uint64(runs[row + heavy])
+    end = np.uint64(edge_ptr[b + 1])
+    eight = np.uint64(8)
+    byte = np.uint64(0xFF)
+    while e < end and e % eight != 0:
+        source = _light_slot(e, source, step, dst, sums, send)
+        e += np.uint64(1)
+    while e + eight <= end and step_words.shape[0] > 0:
+        steps = step_words[e // eight]
+        for w in range(2):
+            offsets = dst_words[e // np.uint64(4) + np.uint64(w)]
+            for j in range(4):
+                source += (steps >> np.uint64(32 * w + 8 * j)) & byte
+                sums[(offsets >> np.uint64(16 * j)) & half] += send[source]
+        e += eight
+    while e < end:
+        source = _light_slot(e, source, step, dst, sums, send)
+        e += np.uint64(1)
     delta = 0.0
     dangling = 0.0
     for i in range(hi - lo):
@@ -228,31 +277,81 @@ def _push_block(b, bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send,
         sums[i] = 0.0
         delta += c
         dangling += d
+    sums[hi - lo] = 0.0  # the padding slots' spare sum
     return delta, dangling
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def pagerank_push_step(bounds, edge_ptr, src, dst, runs, heavy, acc, send, new_send, rank,
+@numba.njit(cache=True, nogil=True)
+def push_lanes(bounds, edge_ptr, lanes):
+    """int64 (B,): the lane (thread) of each block of a push layout, out of ``lanes``: in
+    block order, each to the lane with the least work so far (ties: the lowest), the work
+    of a block counted as its slots plus :data:`PUSH_VERTEX_COST` per target."""
+    nb = bounds.shape[0] - 1
+    lane_of = np.zeros(nb, np.int64)
+    load = np.zeros(lanes, np.int64)
+    for b in range(nb):
+        best = 0
+        for t in range(1, lanes):
+            if load[t] < load[best]:
+                best = t
+        lane_of[b] = best
+        load[best] += (edge_ptr[b + 1] - edge_ptr[b]
+                       + PUSH_VERTEX_COST * (bounds[b + 1] - bounds[b]))
+    return lane_of
+
+
+def pagerank_push_step(bounds, edge_ptr, step, dst, runs, heavy, acc, send, new_send, rank,
                        inv_deg, p, damping, base, scale):
     """One PageRank iteration pushed over a push layout's blocks
-    (:mod:`graphsys.storage.push_layout`, in its numbering),
+    (:mod:`graphsys.storage.push_layout`, in its numbering: ``step`` / ``dst`` its slots),
     in parallel over the blocks from :data:`FUSED_PARALLEL_MIN_ROWS` targets. ``acc``
-    float64 (N,) of zeros (the sums; left zero); the rest as in :func:`pagerank_step`.
-    Every target sums in float64 whatever ``send``'s dtype. Returns (L1 change of ``rank``,
-    rank mass on dangling vertices)."""
+    float64 of zeros, of :func:`~graphsys.storage.push_layout.sums_length` (the sums and a
+    spare per block; left zero); the rest as in :func:`pagerank_step`. Every target sums in
+    float64 whatever ``send``'s dtype. Returns (L1 change of ``rank``, rank mass on
+    dangling vertices).
+
+    Each thread takes the blocks :func:`push_lanes` gives it (balanced by their work), not
+    one contiguous run of blocks: a layout's first blocks hold the hub targets' edges, its
+    last ones many vertices with few, so an equal run of blocks balances only where the
+    vertex updates happen to weigh what the edges do. Each block
+    keeps its own L1 change and dangling mass, added in block order: the results do not
+    depend on the thread count."""
+    if acc.shape[0] != rank.shape[0] + bounds.shape[0] - 1:
+        raise ValueError("acc must hold a sum per vertex and a spare one per block")
+    lanes = numba.get_num_threads() if rank.shape[0] >= FUSED_PARALLEL_MIN_ROWS else 1
+    return _push_step(bounds, edge_ptr, step, dst, _words(step), _words(dst), runs, heavy,
+                      acc, send, new_send, rank, inv_deg, p, damping, base, scale,
+                      push_lanes(bounds, edge_ptr, lanes), lanes)
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    """The whole uint64 words of a contiguous array's bytes (the same memory; a copy only
+    where its start is not 8-byte aligned, which mapped columns and NumPy arrays are).
+    Empty on a big-endian machine, where a word's low byte is not the first one: the step
+    then reads every slot alone."""
+    if sys.byteorder != "little":
+        return np.zeros(0, np.uint64)
+    if a.ctypes.data % 8:
+        a = a.copy()
+    whole = a.shape[0] * a.itemsize // 8 * 8 // a.itemsize
+    return a[:whole].view(np.uint64)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _push_step(bounds, edge_ptr, step, dst, step_words, dst_words, runs, heavy, acc, send,
+               new_send, rank, inv_deg, p, damping, base, scale, lane_of, lanes):
+    """:func:`pagerank_push_step`'s kernel: lane ``t`` (one thread each) updates the blocks
+    ``b`` with ``lane_of[b] == t``."""
     nb = bounds.shape[0] - 1
     deltas = np.zeros(nb)
     masses = np.zeros(nb)
-    if rank.shape[0] < FUSED_PARALLEL_MIN_ROWS:
+    for t in numba.prange(lanes):
         for b in range(nb):
-            deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, src, dst, runs, heavy,
-                                               acc, send, new_send, rank, inv_deg, p,
-                                               damping, base, scale)
-    else:
-        for b in numba.prange(nb):
-            deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, src, dst, runs, heavy,
-                                               acc, send, new_send, rank, inv_deg, p,
-                                               damping, base, scale)
+            if lane_of[b] == t:
+                deltas[b], masses[b] = _push_block(b, bounds, edge_ptr, step, dst,
+                                                   step_words, dst_words, runs, heavy, acc,
+                                                   send, new_send, rank, inv_deg, p,
+                                                   damping, base, scale)
     return _in_order(deltas), _in_order(masses)
 
 

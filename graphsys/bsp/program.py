@@ -325,6 +325,11 @@ class VertexProgram(ABC):
         schedule can run it.
     relax_offset : float, default 0.0
         Added to the sent value of a min-relaxation program (BFS: 1).
+    expected_supersteps : int, optional
+        How many supersteps the run is expected to take, where the program knows (a run
+        started from a previous result: that run's count); ``mode="auto"`` streams the
+        edges rather than building the adjacency when it is small
+        (:func:`~graphsys.bsp.engine.choose_mode`). None: unknown.
 
     References
     ----------
@@ -370,6 +375,7 @@ class VertexProgram(ABC):
     sum_dtype = "float64"
     relax_state: str | None = None
     relax_offset = 0.0
+    expected_supersteps: int | None = None
 
     # -- the program ------------------------------------------------------------------------
     @abstractmethod

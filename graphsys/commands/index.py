@@ -21,7 +21,7 @@ def register(subparsers) -> None:
     p.add_argument("--csc", action="store_true", help="in-neighbour index")
     p.add_argument("--push", action="store_true",
                    help="in-edges in destination blocks, vertices in out-degree order: "
-                        "in-memory PageRank pushes over it with no build (6 bytes per edge; "
+                        "in-memory PageRank pushes over it with no build (3 bytes per edge; "
                         "also builds --csc, its input)")
     p.add_argument("--undirected", action="store_true",
                    help="both directions of every edge, each neighbour once: the view "

@@ -46,7 +46,10 @@ def register(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing --out or --trace file")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    p.add_argument("--mode", default="memory", help="memory or out-of-core (default: memory)")
+    p.add_argument("--mode", default="auto",
+                   help="auto, memory or out-of-core (default: auto: memory, but a run "
+                        "started from a previous result expected to end within a few "
+                        "supersteps streams the edges rather than building the adjacency)")
     p.add_argument("--backend", default="auto", help="auto, numba or torch (default: auto)")
     p.add_argument("--source", metavar="ID", help="source node id (bfs, sssp, ppr)")
     p.add_argument("--max-iters", type=int, metavar="N", help="most supersteps")

@@ -20,7 +20,7 @@ by :func:`_build_sym`: a counting pass over both endpoints, then one scatter per
 per row and appended to a scratch file, then copied into the final column.
 
 An index of kind ``push`` stores the in-edges as :mod:`graphsys.storage.push_layout`'s
-destination blocks in degree order (``push-{order,bounds,edge_ptr,src,dst,runs}.arrow``), so
+destination blocks in degree order (``push-{order,bounds,edge_ptr,step,dst,runs}.arrow``), so
 PageRank's fused loop pushes from its first iteration with no build. It is built from the
 CSC index (built first when missing), in RAM per vertex and into the mapped files per edge.
 
@@ -42,6 +42,7 @@ import json
 import os
 import secrets
 import shutil
+import warnings
 from pathlib import Path
 
 import numba
@@ -65,6 +66,7 @@ from graphsys.storage.edges import rel_bases
 from graphsys.storage.format import (
     INDEX_KINDS,
     MANIFEST,
+    PUSH_STEP_DTYPE,
     IndexInfo,
     index_file,
 )
@@ -76,7 +78,9 @@ from graphsys.storage.push_layout import (
     fill_blocks,
     min_blocks,
     new_ids,
+    padding_slots,
     plan_blocks,
+    slot_offsets,
 )
 
 #: Anonymous bytes per node an index build needs (the int64 scatter cursor).
@@ -423,6 +427,19 @@ def _build_sym(graph, edge_set: str, directory: Path, progress: bool,
                      edges_digest(graph.manifest, edge_set))
 
 
+def warn_outdated_push(graph, edge_set: str) -> bool:
+    """Warn in one line (and return True) when the ``push`` index of ``edge_set`` is in the
+    layout before format version 7 (uint32 source ids), which is listed but not read."""
+    if index_state(graph.manifest, edge_set, "push") != "outdated":
+        return False
+    first = graph.location.file(index_file(edge_set, "push", "order"))
+    warnings.warn(f"{first}: a push index in the layout before format version 7 (uint32 "
+                  f"source ids) is not read: PageRank stores the current one on its next run "
+                  f"where it may write the graph, or run "
+                  f"{build_command(graph, ('push',), edge_set)}", stacklevel=3)
+    return True
+
+
 def _build_push(graph, edge_set: str, directory: Path, progress: bool) -> IndexInfo:
     """Write the ``push`` index files of ``edge_set`` into ``directory`` from its mapped CSC
     index: degrees, order and blocks in RAM (per node), the edges straight into the mapped
@@ -431,7 +448,7 @@ def _build_push(graph, edge_set: str, directory: Path, progress: bool) -> IndexI
     n, m = csc.info.num_nodes, csc.info.num_edges
     if n > _UINT32_MAX:
         raise GraphsysError(f"a push index holds uint32 node ids: {n:,} nodes do not fit")
-    bar = progress_bar(total=2 * m, unit="edge", unit_scale=True, desc="index push",
+    bar = progress_bar(total=3 * m, unit="edge", unit_scale=True, desc="index push",
                disable=not progress)
     out_degree = np.zeros(n, np.int64)
     for part in chunks(csc.indices):
@@ -442,28 +459,32 @@ def _build_push(graph, edge_set: str, directory: Path, progress: bool) -> IndexI
     nb = len(bounds) - 1
     heavy = int(count_heavy(order, out_degree, nb))
     del out_degree
+    new_id = new_ids(order)
+    slot_ptr = slot_offsets(edge_ptr, padding_slots(csc.indptr, csc.indices, order, new_id,
+                                                    bounds, heavy))
+    bar.update(m)
+    slots = int(slot_ptr[-1])
 
     def column(name: str, dtype, length: int) -> np.ndarray:
         return allocate_column(directory / f"push-{name}.arrow", name, np.dtype(dtype), length)
 
     arrays = {"order": column("order", np.int64, n), "bounds": column("bounds", np.int64, nb + 1),
               "edge_ptr": column("edge_ptr", np.int64, nb + 1),
-              "src": column("src", np.uint32, m), "dst": column("dst", np.uint16, m),
+              "step": column("step", np.uint8, slots), "dst": column("dst", np.uint16, slots),
               "runs": column("runs", np.int64, nb * (heavy + 1))}
-    arrays["order"][:], arrays["bounds"][:], arrays["edge_ptr"][:] = order, bounds, edge_ptr
-    new_id = new_ids(order)
+    arrays["order"][:], arrays["bounds"][:], arrays["edge_ptr"][:] = order, bounds, slot_ptr
     group = PUSH_GROUP_BLOCKS * numba.get_num_threads()
     for first in range(0, nb, group):
         last = min(first + group, nb)
-        fill_blocks(csc.indptr, csc.indices, order, new_id, bounds, edge_ptr, heavy,
-                    arrays["src"], arrays["dst"], arrays["runs"], first, last)
+        fill_blocks(csc.indptr, csc.indices, order, new_id, bounds, slot_ptr, heavy,
+                    arrays["step"], arrays["dst"], arrays["runs"], first, last)
         bar.update(int(edge_ptr[last] - edge_ptr[first]))
     bar.close()
     for arr in arrays.values():
         if isinstance(arr, np.memmap):
             arr.flush()
-    return IndexInfo("push", "uint32", n, m, False, edges_digest(graph.manifest, edge_set),
-                     nb, heavy)
+    return IndexInfo("push", PUSH_STEP_DTYPE, n, m, False,
+                     edges_digest(graph.manifest, edge_set), nb, heavy)
 
 
 def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
@@ -604,6 +625,9 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
                 # manifest last: the files it names are complete and on disk
                 write_bytes_atomic(graph.path / MANIFEST,
                                    json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+                for column in set(old.columns() if old else ()) - set(info.columns()):
+                    # a column of an older layout (a push index's uint32 sources)
+                    (graph.path / index_file(name, kind, column)).unlink(missing_ok=True)
     return built
 
 

@@ -24,8 +24,14 @@ from graphsys.errors import FormatError
 from graphsys.storage import index_merge, kernels, pages
 from graphsys.storage.column_file import map_column
 from graphsys.storage.edges import iter_edges
-from graphsys.storage.format import IndexInfo, Manifest, bucket_file, index_file
-from graphsys.storage.push_layout import layout_problem
+from graphsys.storage.format import (
+    PUSH_STEP_DTYPE,
+    IndexInfo,
+    Manifest,
+    bucket_file,
+    index_file,
+)
+from graphsys.storage.push_layout import PUSH_STEP_MAX, layout_problem
 
 #: Entries per slice of a mapped column read in one go by a checking or counting pass
 #: (:func:`chunks`): 64 MiB of int32
@@ -104,15 +110,15 @@ class MappedPush:
     order: np.ndarray
     bounds: np.ndarray
     edge_ptr: np.ndarray
-    src: np.ndarray
+    step: np.ndarray
     dst: np.ndarray
     runs: np.ndarray
     heavy: int
     receivers: int
 
     def layout(self) -> tuple:
-        """``(bounds, edge_ptr, src, dst, runs, heavy)``: the push step's layout arguments."""
-        return self.bounds, self.edge_ptr, self.src, self.dst, self.runs, self.heavy
+        """``(bounds, edge_ptr, step, dst, runs, heavy)``: the push step's layout arguments."""
+        return self.bounds, self.edge_ptr, self.step, self.dst, self.runs, self.heavy
 
 
 
@@ -169,11 +175,14 @@ def index_state(manifest: Manifest, edge_set: str, kind: str) -> str:
     """Whether the ``kind`` index of the stored ``edge_set`` is ``current`` (built over its
     edges in the graph's numbering), ``grown`` (built over its edges before an append grew
     the partitions: read renumbered, :mod:`graphsys.storage.index_merge`, but for a
-    ``push`` index, which is then not read), ``stale`` (built over other edges), or
-    ``missing``."""
+    ``push`` index, which is then not read), ``stale`` (built over other edges),
+    ``outdated`` (a ``push`` index in the layout before format version 7: not read, built
+    again), or ``missing``."""
     info = manifest.indexes.get(edge_set, {}).get(kind)
     if info is None:
         return "missing"
+    if kind == "push" and info.index_dtype != PUSH_STEP_DTYPE:
+        return "outdated"
     if info.edges_digest != edges_digest(manifest, edge_set):
         return "stale"
     now = index_merge.layout(manifest)
@@ -193,6 +202,8 @@ def _current(graph, edge_set: str, kind: str) -> IndexInfo | None:
     state = index_state(graph.manifest, edge_set, kind)
     if kind == "push" and state == "grown":
         return None  # built before an append: the push step then builds its own layout
+    if state == "outdated":
+        return None  # PageRank says so (adjacency_index.warn_outdated_push) and rebuilds it
     if kind == "temporal" and state == "grown":
         state = "stale"  # a temporal index is not read renumbered: built again after an append
     # a sym (temporal) index holds each stored edge at most twice (once per direction) after dedupe
@@ -245,14 +256,21 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
 
     if kind == "push":
         nb, heavy = info.num_blocks, info.heavy
+        edge_ptr = column("edge_ptr", np.dtype(np.int64), nb + 1)
+        # the slots: the edges and the padding between sources more than a step apart
+        # (at most one per PUSH_STEP_MAX vertices per block)
+        slots = int(edge_ptr[nb])
+        if not m <= slots <= m + nb * (n // PUSH_STEP_MAX + 1):
+            raise FormatError(f"{loc.file(index_file(edge_set, kind, 'edge_ptr'))}: push "
+                              f"index edge_ptr out of range (corrupted)")
         arrays = [column("order", np.dtype(np.int64), n),
-                  column("bounds", np.dtype(np.int64), nb + 1),
-                  column("edge_ptr", np.dtype(np.int64), nb + 1),
-                  column("src", np.dtype(np.uint32), m), column("dst", np.dtype(np.uint16), m),
+                  column("bounds", np.dtype(np.int64), nb + 1), edge_ptr,
+                  column("step", np.dtype(np.uint8), slots),
+                  column("dst", np.dtype(np.uint16), slots),
                   column("runs", np.dtype(np.int64), nb * (heavy + 1))]
         bad, receivers = layout_problem(*arrays, heavy)
         if bad:
-            name = ("order", "bounds", "edge_ptr", "runs", "src", "dst")[bad - 1]
+            name = ("order", "bounds", "edge_ptr", "runs", "step", "dst")[bad - 1]
             raise FormatError(f"{loc.file(index_file(edge_set, kind, name))}: push index "
                               f"{name} out of range (corrupted)")
         return MappedPush(info, *arrays, heavy, int(receivers))
@@ -300,9 +318,11 @@ def _read_only(*arrays: np.ndarray | None) -> None:
 def merged_index(graph, es, kind: str) -> MappedIndex | None:
     """The ``kind`` (``csr``, ``csc``, ``sym``) index of an edge set view: the members'
     indexes merged (:func:`graphsys.storage.index_merge.merge`) when every member has one,
-    else None; a ``push`` index is never merged (None)."""
-    if kind not in ("csr", "csc", "sym"):
-        return None
+    else None, decided from the manifest before any member's index is mapped; a ``push``
+    index is never merged (None)."""
+    if kind not in ("csr", "csc", "sym") or any(
+            kind not in graph.manifest.indexes.get(name, {}) for name in es.members):
+        return None  # a member without one: mapping (renumbering) the others is wasted
     parts = [mapped_index(graph, name, kind) for name in es.members]
     if any(p is None for p in parts):
         return None

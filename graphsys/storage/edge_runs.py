@@ -7,6 +7,7 @@ optional ``rel`` (int32) and ``weight`` (float32) columns, and the edge set's ed
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import pyarrow as pa
 import pyarrow.ipc as paipc
 
 from graphsys.storage import kernels
+from graphsys.storage.atomic import start_writeback
+from graphsys.storage.pages import scratch_array
 
 _NO_REL = np.zeros(0, np.int32)
 #: Prefix of an edge column's field in the routed and sorted columns.
@@ -44,10 +47,11 @@ class RoutedBuckets:
     def routing_scratch(self, rows: int) -> dict[str, np.ndarray]:
         """Room for ``rows`` routed edges until their scatter by bucket: ``_bucket`` int32,
         ``_key`` uint64 and, where the edges carry a rel or weight, ``_row`` (the edge's
-        row in its batch, int64; else empty)."""
+        row in its batch, int64; else empty); in small pages
+        (:func:`~graphsys.storage.pages.scratch_array`: written and read in order)."""
         payload = self.has_rel or self.has_weight or bool(self.columns)
-        return {"_bucket": np.empty(rows, np.int32), "_key": np.empty(rows, np.uint64),
-                "_row": np.empty(rows if payload else 0, np.int64)}
+        return {"_bucket": scratch_array(rows, np.int32), "_key": scratch_array(rows, np.uint64),
+                "_row": scratch_array(rows if payload else 0, np.int64)}
 
     @property
     def buckets(self) -> list[int]:
@@ -120,9 +124,50 @@ class RunReader:
         self.buf = {f: v[n:] for f, v in self.buf.items()}
 
 
+class HashingFile:
+    """A new binary file, write-only, that hashes (sha256) the bytes as they are written:
+    the digest a manifest names, without reading the file back. The sink of an Arrow IPC
+    writer (which hands it its column buffers, no copy)."""
+
+    def __init__(self, path: Path):
+        self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self._digest = hashlib.sha256()
+        self.size = 0
+        self.closed = False
+
+    def write(self, data) -> int:
+        self._digest.update(data)  # large buffers are hashed outside the GIL
+        n = self._file.write(data)
+        self.size += n
+        return n
+
+    def tell(self) -> int:
+        return self.size
+
+    def writable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._file.close()
+
+    def entry(self) -> dict[str, int | str]:
+        """The manifest's entry of the file: its sha256 and size in bytes."""
+        return {"sha256": self._digest.hexdigest(), "bytes": self.size}
+
+
 class BucketWriter:
     """Writes sorted (key, rel, weight, edge column) blocks to a bucket's Arrow IPC file in
-    record batches of exactly ``batch_rows`` rows (the last one shorter)."""
+    record batches of exactly ``batch_rows`` rows (the last one shorter). The file is hashed
+    as it is written (:attr:`entry`: its manifest entry, once closed), and its write-back to
+    disk is started when it is closed (:func:`~graphsys.storage.atomic.start_writeback`)."""
 
     def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int,
                  columns: Sequence[tuple[str, str]] = ()):
@@ -143,7 +188,13 @@ class BucketWriter:
         self.rows = 0
 
     def __enter__(self) -> BucketWriter:
-        self.writer = paipc.new_file(str(self.path), self.schema)
+        self.sink = HashingFile(self.path)
+        try:
+            self.writer = paipc.new_file(self.sink, self.schema)
+        except BaseException:
+            self.sink.close()
+            raise
+        self.entry: dict[str, int | str] | None = None
         return self
 
     def write(self, cols: dict[str, np.ndarray]) -> None:
@@ -171,9 +222,16 @@ class BucketWriter:
         self.parts = [rest] if len(rest["key"]) else []
 
     def __exit__(self, exc_type, *exc) -> None:
-        if exc_type is None and self.buffered:
-            self._emit(self.buffered)
-        self.writer.close()
+        try:
+            if exc_type is None and self.buffered:
+                self._emit(self.buffered)
+            self.writer.close()
+            if exc_type is None:
+                self.sink.flush()
+                start_writeback(self.sink.fileno())
+                self.entry = self.sink.entry()
+        finally:
+            self.sink.close()
 
 
 def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray | None,

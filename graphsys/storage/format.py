@@ -1,4 +1,4 @@
-"""The on-disk graph format, version 6: paths, manifest schema, reading and validation.
+"""The on-disk graph format, version 7: paths, manifest schema, reading and validation.
 
 A graph is a directory (see ``docs/format.md``)::
 
@@ -7,7 +7,8 @@ A graph is a directory (see ``docs/format.md``)::
     edges/{edge_set}/bucket-{i:05d}-{j:05d}.arrow   ``src``, ``dst`` local offsets
                                                     [, ``rel``, ``weight``, edge columns]
     index/{edge_set}/{csr|csc}-{column}.arrow       optional adjacency index (version 2)
-    index/{edge_set}/push-{column}.arrow            optional push layout (version 3)
+    index/{edge_set}/push-{column}.arrow            optional push layout (version 3; source
+                                                    steps, version 7)
     index/{edge_set}/sym-{column}.arrow             optional undirected index (version 4)
     nodes/{entity_type}/column-{name}.arrow         optional mapped node column (version 2)
 
@@ -29,15 +30,16 @@ from graphsys.errors import FormatError
 from graphsys.storage.location import GraphLocation
 
 FORMAT_NAME = "graphsys-graph"
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 #: Versions this graphsys reads: version 1 is version 2 without adjacency indexes, version 2
 #: is version 3 without a ``push`` index, version 3 is version 4 without a ``sym`` index,
 #: version 4 is version 5 without edge columns, version 5 is version 6 without appended
 #: edge sets that join the default view (``appended_to``) and without indexes built before
-#: an append (``layout``). A manifest is written with the lowest version that describes it
-#: (:meth:`Manifest.version`), so older readers still open graphs that do not use what a
-#: later version added.
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
+#: an append (``layout``), version 6 is version 7 without a push index in source steps
+#: (``index_dtype`` ``uint8``; before it, ``uint32`` source ids). A manifest is written
+#: with the lowest version that describes it (:meth:`Manifest.version`), so older readers
+#: still open graphs that do not use what a later version added.
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
@@ -228,10 +230,14 @@ class Manifest:
 
     # -- serialisation -------------------------------------------------------------------------
     def version(self) -> int:
-        """The format version this manifest is written with: 6 with an edge set appended
+        """The format version this manifest is written with: 7 with a push index in source
+        steps (:data:`PUSH_STEP_DTYPE`), 6 with an edge set appended
         to another (``appended_to``) or an index built before an append (``layout``), 5
         with edge columns or string node columns, 4 with a ``sym`` index, 3 with a ``push``
         index, else 2."""
+        if any(info.kind == "push" and info.index_dtype == PUSH_STEP_DTYPE
+               for kinds in self.indexes.values() for info in kinds.values()):
+            return 7
         if any(es.appended_to for es in self.edge_sets.values()) or any(
                 info.layout for kinds in self.indexes.values() for info in kinds.values()):
             return 6
@@ -387,7 +393,9 @@ class Manifest:
                                   f"another edge set that is not itself appended, got "
                                   f"{es.appended_to!r}")
         if manifest.version() > max(version, 2):  # version 1 is read as version 2
-            what = ("an appended edge set or an index built before an append"
+            what = ("field 'indexes' lists a push index in source steps"
+                    if manifest.version() == 7 else
+                    "an appended edge set or an index built before an append"
                     if manifest.version() == 6 else
                     "edge columns or string node columns" if manifest.version() == 5 else
                     "field 'indexes' lists a sym index" if manifest.version() == 4 else
@@ -399,7 +407,14 @@ class Manifest:
 
 INDEX_KINDS = ("csr", "csc", "push", "sym", "temporal")
 #: Columns of a ``push`` index (:mod:`graphsys.storage.push_layout`), in file order.
-PUSH_COLUMNS = ("order", "bounds", "edge_ptr", "src", "dst", "runs")
+PUSH_COLUMNS = ("order", "bounds", "edge_ptr", "step", "dst", "runs")
+#: ``index_dtype`` of a ``push`` index in source steps (version 7: uint8 steps, 3 bytes per
+#: edge); :data:`PUSH_IDS_DTYPE` names the layout before it (uint32 source ids in a ``src``
+#: column, 6 bytes per edge), which is listed and removed when rebuilt, never read
+PUSH_STEP_DTYPE = "uint8"
+PUSH_IDS_DTYPE = "uint32"
+#: The columns of the layout before it
+PUSH_IDS_COLUMNS = ("order", "bounds", "edge_ptr", "src", "dst", "runs")
 
 
 def index_file(edge_set: str, kind: str, column: str) -> str:
@@ -415,9 +430,12 @@ class IndexInfo:
     """A stored adjacency index of one edge set over global node ids.
 
     ``index_dtype``: ``int32`` (while every id fits) or ``int64`` indices of a CSR/CSC
-    (``indptr`` is always int64); ``uint32`` source ids of a ``push`` index. ``edges_digest``:
-    sha256 of the edge set's bucket hashes when it was built (an index whose digest differs
-    from the current buckets' is stale). ``num_edges``: the index's entries (the edge set's
+    (``indptr`` is always int64); of a ``push`` index, ``uint8`` for its source steps
+    (:data:`PUSH_STEP_DTYPE`) or ``uint32`` for the source ids of the layout before it
+    (:data:`PUSH_IDS_DTYPE`: listed, not read, rebuilt by ``graphsys index --push``).
+    ``edges_digest``: sha256 of the edge set's bucket hashes when it was built (an index
+    whose digest differs from the current buckets' is stale). ``num_edges``: the index's
+    entries (the edge set's
     edges, or for ``sym`` its deduplicated neighbours in both directions, at most twice the
     edges). ``num_blocks`` and ``heavy``: a ``push`` index's
     destination blocks and heavy sources (:mod:`graphsys.storage.push_layout`; 0 otherwise).
@@ -440,7 +458,8 @@ class IndexInfo:
 
     def columns(self) -> list[str]:
         if self.kind == "push":
-            return list(PUSH_COLUMNS)
+            return list(PUSH_COLUMNS if self.index_dtype == PUSH_STEP_DTYPE
+                        else PUSH_IDS_COLUMNS)
         if self.kind == "temporal":   # graphsys.storage.temporal_index
             return ["indptr", "indices", "time", "eid"]
         return ["indptr", "indices"] + (["weight"] if self.weighted else [])
@@ -474,7 +493,8 @@ def _parse_indexes(raw: Any, edge_sets: dict[str, EdgeSet], reader: _FieldReader
                 raise FormatError(f"{reader.source}: field '{kctx}': unknown index kind "
                                   f"({', '.join(INDEX_KINDS)})")
             dtype = reader.get(entry, "index_dtype", str, kctx)
-            allowed = ("uint32",) if kind == "push" else ("int32", "int64")
+            allowed = ((PUSH_STEP_DTYPE, PUSH_IDS_DTYPE) if kind == "push"
+                       else ("int32", "int64"))
             if dtype not in allowed:
                 raise FormatError(f"{reader.source}: field '{kctx}.index_dtype' must be "
                                   f"{' or '.join(allowed)}")

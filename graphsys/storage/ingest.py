@@ -54,8 +54,7 @@ from graphsys.memory import lifetime_peak_rss
 from graphsys.progress import progress_bar
 from graphsys.storage.atomic import (
     staging_directory,
-    start_writeback,
-    sync_filesystem,
+    sync_files,
     write_bytes_atomic,
 )
 from graphsys.storage.format import MANIFEST, MAX_PARTITIONS, EdgeSet, Manifest, bucket_file
@@ -69,7 +68,7 @@ from graphsys.storage.ingest_inputs import (
     warn_small_budget,
 )
 from graphsys.storage.ingest_job import MAX_PARTITION_NODES, IngestJob
-from graphsys.storage.node_files import file_entry, write_node_files
+from graphsys.storage.node_files import write_node_files
 
 __all__ = [
     "MAX_PARTITION_NODES", "EdgeSource", "IngestOptions", "IngestReport", "NodeSource",
@@ -103,13 +102,12 @@ def write_edge_sets(job: IngestJob, names: Sequence[str], staging: Path,
         def write(b: int, routed=routed, name=name) -> tuple[int, int, dict[str, Any] | None]:
             path = staging / bucket_file(name, *divmod(b, p))
             path.parent.mkdir(parents=True, exist_ok=True)
-            n = job.write_bucket(routed, b, name, path)
+            n, entry = job.write_bucket(routed, b, name, path)  # hashed as it is written
             routed.drop(b)
             if not n:
                 path.unlink()
                 return b, 0, None
-            start_writeback(path)
-            return b, n, file_entry(path)
+            return b, n, entry
 
         counts = {}
         with ThreadPoolExecutor(job.write_workers(routed)) as pool, progress_bar(
@@ -240,7 +238,9 @@ def ingest_sources(edges: Sequence[EdgeSource], out: str | Path,
             partitioner=partitioner, entity_types=entity_types, relation_types=job.relations,
             edge_sets=edge_sets, files=files, created_by=f"graphsys {__version__}",
             metadata=opts.metadata)
-        sync_filesystem(staging)  # every data file is on disk before the manifest names it
+        # every data file is on disk before the manifest names it (only ours: a filesystem-
+        # wide sync would wait for other processes' writes too)
+        sync_files(staging, files)
         write_bytes_atomic(staging / MANIFEST,
                            json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     seconds["total"] = time.perf_counter() - t0

@@ -41,6 +41,7 @@ from graphsys.storage.formats import InputFormat, resolve_format
 from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, take_rows
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
 from graphsys.storage.ingest_validate import common_dtype, validate_batch
+from graphsys.storage.pages import scratch_array
 from graphsys.storage.readers import NeedCarefulRead, read_ahead, read_memory
 
 #: Transient copies an edge buffer goes through (group by bucket, sort, convert): each
@@ -431,7 +432,7 @@ class IngestJob:
         flush_rows = max(self.opts.memory_limit // (_COPIES * row_bytes), 1 << 16)
         # one buffer for every flush (fresh pages would fault in again each time)
         room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
-        buffer = {f: np.empty(room, dt) for f, dt in routed.fields}
+        buffer = {f: scratch_array(room, dt) for f, dt in routed.fields}
         buffer.update(routed.routing_scratch(room))
         pending: list[_Spill] = []
         for sp in spills:
@@ -480,7 +481,7 @@ class IngestJob:
         np.cumsum(sum((c for _, c in routed_parts), np.zeros(p * p, np.int64)),
                   out=starts[1:])
         n = int(starts[-1])
-        cols = ({f: np.empty(n, dt) for f, dt in routed.fields} if buffer is None else
+        cols = ({f: scratch_array(n, dt) for f, dt in routed.fields} if buffer is None else
                 {f: buffer[f][:n] for f, _ in routed.fields})
         # each part's rows start in every bucket after the rows of the parts before it, so
         # the parts scatter on two threads into disjoint rows, in input order
@@ -550,9 +551,11 @@ class IngestJob:
         ix = self.index[etype]
         return ids if ix.dense is not None else ix.lookup(ids)
 
-    def write_bucket(self, routed: RoutedBuckets, b: int, edge_set: str, out: Path) -> int:
+    def write_bucket(self, routed: RoutedBuckets, b: int, edge_set: str, out: Path
+                     ) -> tuple[int, dict[str, Any] | None]:
         """Pass 3 for one bucket: write it from memory, or sort (or k-way merge) its runs, into
-        the bucket's Arrow file. Returns the number of edges written."""
+        the bucket's Arrow file, its write-back to disk started. Returns the number of edges
+        written and the file's manifest entry (sha256 and bytes, hashed as it was written)."""
         writer = BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set),
                               [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])])
         with writer:
@@ -565,7 +568,7 @@ class IngestJob:
             else:
                 routed.sort_runs(b)
                 self._merge_runs(routed, b, writer)
-        return writer.rows
+        return writer.rows, writer.entry
 
     def _local_bits(self) -> int:
         """Bits of the largest local offset of any partition of any entity type."""

@@ -7,9 +7,12 @@ process's resident set (they stay in the page cache, and a later read faults the
 so the resident memory of a pass is bounded by the columns in flight, not by the graph.
 Both are hints: on systems without ``madvise`` they do nothing.
 
-:func:`huge_pages` is the one piece of advice for heap memory: large arrays that are read
-and written at random rows (embedding partitions) ask for transparent huge pages, so a row
-access costs no TLB miss (a 2 MiB page covers 5,000 rows of 100 float32 instead of 10).
+:func:`huge_pages` and :func:`small_pages` are the advice for heap memory: large arrays that
+are read and written at random rows (embedding partitions) ask for transparent huge pages, so a
+row access costs no TLB miss (a 2 MiB page covers 5,000 rows of 100 float32 instead of 10);
+scratch written and read in order (an ingest's routing buffers) asks for none, since a huge
+page's first write can stall in the kernel's memory compaction, which NumPy invites by asking
+for huge pages on every array of 4 MiB and more.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ PAGE = mmap.PAGESIZE
 _WILLNEED = getattr(mmap, "MADV_WILLNEED", 3)
 _DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
 _HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", 14)
+_NOHUGEPAGE = getattr(mmap, "MADV_NOHUGEPAGE", 15)
 HUGE_PAGE = 2 << 20
 
 
@@ -91,3 +95,19 @@ def huge_pages(arr: np.ndarray) -> np.ndarray:
         if hi > lo:
             _madvise(lo, hi - lo, _HUGEPAGE)
     return arr
+
+
+def small_pages(arr: np.ndarray) -> np.ndarray:
+    """Ask for no transparent huge pages on the whole pages of ``arr`` (heap memory, before it
+    is first written): for scratch written and read in order, where a huge page saves no TLB
+    miss but its first write may wait for the kernel to compact memory into a free 2 MiB
+    page (NumPy asks for huge pages on its large arrays). Returns ``arr``; a no-op where the
+    advice is unknown."""
+    _advise(arr, extent(arr), _NOHUGEPAGE, whole_pages_only=True)
+    return arr
+
+
+def scratch_array(n: int, dtype) -> np.ndarray:
+    """An uninitialised array of ``n`` elements of ``dtype`` in small pages
+    (:func:`small_pages`)."""
+    return small_pages(np.empty(n, dtype))

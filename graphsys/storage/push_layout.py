@@ -11,12 +11,21 @@ numbering:
 * ``order`` int64 (N,): new id -> global id;
 * ``bounds`` int64 (B+1,): block b's targets are ``bounds[b]:bounds[b+1]``, at most
   :data:`PUSH_BLOCK_MAX_NODES` of them;
-* ``edge_ptr`` int64 (B+1,): block b's edges are ``edge_ptr[b]:edge_ptr[b+1]``;
-* ``src`` uint32 (E,), ``dst`` uint16 (E,): each edge's source id and target offset in its
-  block (6 bytes per edge);
+* ``edge_ptr`` int64 (B+1,): block b's edge slots are ``edge_ptr[b]:edge_ptr[b+1]`` (its
+  edges, and the padding slots below);
+* ``step`` uint8 (S,), ``dst`` uint16 (S,): per slot, how far its source is past the
+  previous slot's, and its target's offset in the block (3 bytes per edge; S slots, M edges
+  and the padding). A block's sources ascend, so the gaps are small: a gap over
+  :data:`PUSH_STEP_MAX` is crossed by padding slots of that step whose target is the
+  block's spare sum (offset = the block's size, never read);
 * ``runs`` int64 (B * (heavy+1),) and ``heavy``: sources ``0:heavy`` have at least
   :data:`PUSH_HEAVY_RUN` edges per block on average; in block b, heavy source s's edges start
-  at ``runs[b * (heavy+1) + s]`` and the light sources' at ``runs[b * (heavy+1) + heavy]``.
+  at ``runs[b * (heavy+1) + s]`` (their steps are unused: the run names the source), and the
+  light sources' at ``runs[b * (heavy+1) + heavy]``, whose steps count from ``heavy``.
+
+The step coding replaced a uint32 source id per edge (6 bytes per edge): a push step
+streams the layout once per iteration, so its bytes per edge are most of the iteration's
+memory traffic (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -24,9 +33,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-#: A destination block holds at most this many vertices: a local offset is a uint16, and the
-#: block's float64 sums (512 KiB) stay in a 1 MiB L2
-PUSH_BLOCK_MAX_NODES = 1 << 16
+#: A destination block holds at most this many vertices: a local offset (or the spare sum's,
+#: one past them) is a uint16, and the block's float64 sums (512 KiB) stay in a 1 MiB L2
+PUSH_BLOCK_MAX_NODES = (1 << 16) - 1
+
+#: The largest source step of one slot (uint8); a longer gap between a block's sources is
+#: crossed by padding slots
+PUSH_STEP_MAX = 255
 
 #: A source whose out-edges average at least this many per destination block is *heavy*:
 #: its edges of each block are stored as one run (offsets, no source ids), so the step reads
@@ -111,30 +124,89 @@ def new_ids(order):
     return new_id
 
 
+@numba.njit(inline="always")
+def _count_sources(b, indptr, indices, order, new_id, bounds, at):
+    """Add block ``b``'s in-edges per source (new id) into ``at`` (int64 (N,) of zeros)."""
+    for k in range(bounds[b], bounds[b + 1]):
+        for e in range(indptr[order[k]], indptr[order[k] + 1]):
+            at[new_id[indices[e]]] += 1
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
-def fill_blocks(indptr, indices, order, new_id, bounds, edge_ptr, heavy, src, dst, runs,
-                first, last):
-    """Write blocks ``first:last`` of the layout's ``src``, ``dst`` and ``runs``
-    (preallocated: (E,) uint32, (E,) uint16, (B * (heavy+1),) int64; plain arrays or
-    writable maps) from the CSC ``indptr`` / ``indices``, ``order`` and its inverse
-    ``new_id`` (:func:`new_ids`); see the module docstring. Block by block in parallel, a
-    counting sort by source each; every target gets its sources in ascending new id.
-    Memory: 8 bytes per vertex per thread while a block is sorted."""
+def padding_slots(indptr, indices, order, new_id, bounds, heavy):
+    """int64 (B,): the padding slots of each block (gaps over :data:`PUSH_STEP_MAX`
+    between its successive light sources, from ``heavy``), in parallel over the blocks.
+    Memory: 1 byte per vertex per thread (which sources the block has)."""
     n = indptr.shape[0] - 1
-    for b in numba.prange(first, last):
-        at = np.zeros(n + 1, np.int64)
+    nb = bounds.shape[0] - 1
+    pads = np.zeros(nb, np.int64)
+    for b in numba.prange(nb):
+        seen = np.zeros(n, np.uint8)
         for k in range(bounds[b], bounds[b + 1]):
             for e in range(indptr[order[k]], indptr[order[k] + 1]):
-                at[new_id[indices[e]] + 1] += 1
-        at[0] = edge_ptr[b]
-        for s in range(n):
-            at[s + 1] += at[s]
-        for s in range(heavy + 1):
-            runs[b * (heavy + 1) + s] = at[s]
+                seen[new_id[indices[e]]] = 1
+        prev, got = heavy, 0
+        for s in range(heavy, n):
+            if seen[s]:
+                got += (s - prev - 1) // PUSH_STEP_MAX if s - prev > PUSH_STEP_MAX else 0
+                prev = s
+        pads[b] = got
+    return pads
+
+
+def slot_offsets(edge_ptr, pads):
+    """int64 (B+1,): each block's first slot, from its first edge ``edge_ptr`` (B+1,) and
+    its padding slots ``pads`` (B,) (:func:`padding_slots`)."""
+    out = np.array(edge_ptr, np.int64)
+    out[1:] += np.cumsum(pads)
+    return out
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def fill_blocks(indptr, indices, order, new_id, bounds, slot_ptr, heavy, step, dst, runs,
+                first, last):
+    """Write blocks ``first:last`` of the layout's ``step``, ``dst`` and ``runs``
+    (preallocated: (S,) uint8, (S,) uint16, (B * (heavy+1),) int64; plain arrays or
+    writable maps) from the CSC ``indptr`` / ``indices``, ``order`` and its inverse
+    ``new_id`` (:func:`new_ids`), ``slot_ptr`` (:func:`slot_offsets`); see the module
+    docstring. Block by block in parallel, a counting sort by source each; every target
+    gets its sources in ascending new id. Memory: 8 bytes per vertex per thread while a
+    block is sorted."""
+    n = indptr.shape[0] - 1
+    for b in numba.prange(first, last):
+        at = np.zeros(n, np.int64)
+        _count_sources(b, indptr, indices, order, new_id, bounds, at)
+        size = bounds[b + 1] - bounds[b]
+        row = b * (heavy + 1)
+        pos = slot_ptr[b]
+        for s in range(heavy):  # runs: the source is named by the run, steps unused
+            runs[row + s] = pos
+            c = at[s]
+            at[s] = pos
+            for j in range(c):
+                step[pos + j] = 0
+            pos += c
+        runs[row + heavy] = pos
+        prev = heavy
+        for s in range(heavy, n):
+            c = at[s]
+            if c == 0:
+                continue
+            gap = s - prev
+            while gap > PUSH_STEP_MAX:  # padding: into the spare sum
+                step[pos] = PUSH_STEP_MAX
+                dst[pos] = size
+                pos += 1
+                gap -= PUSH_STEP_MAX
+            step[pos] = gap
+            for j in range(1, c):
+                step[pos + j] = 0
+            at[s] = pos
+            pos += c
+            prev = s
         for k in range(bounds[b], bounds[b + 1]):  # targets ascend within each source
             for e in range(indptr[order[k]], indptr[order[k] + 1]):
                 s = new_id[indices[e]]
-                src[at[s]] = s
                 dst[at[s]] = k - bounds[b]
                 at[s] += 1
 
@@ -143,24 +215,53 @@ def push_layout(indptr, indices, order, out_degree, num_min_blocks):
     """The in-edges of a CSC (``indptr`` int64 (N+1,), ``indices`` (E,)) renumbered by
     ``order`` (int64 (N,), new id -> old; :func:`degree_order` of ``out_degree``, (N,) by
     old id, integer or float64 counts) as a push into destination blocks of about E /
-    ``num_min_blocks`` in-edges (:func:`plan_blocks`), in RAM (6 bytes per edge). Returns
-    ``(bounds, edge_ptr, src, dst, runs, heavy)`` as in the module docstring."""
+    ``num_min_blocks`` in-edges (:func:`plan_blocks`), in RAM (3 bytes per edge). Returns
+    ``(bounds, edge_ptr, step, dst, runs, heavy)`` as in the module docstring."""
     bounds, edge_ptr = plan_blocks(indptr, order, num_min_blocks)
     nb = len(bounds) - 1
     heavy = int(count_heavy(order, out_degree, nb))
-    m = int(edge_ptr[-1])
-    src, dst = np.empty(m, np.uint32), np.empty(m, np.uint16)
+    new_id = new_ids(order)
+    slot_ptr = slot_offsets(edge_ptr, padding_slots(indptr, indices, order, new_id, bounds,
+                                                    heavy))
+    slots = int(slot_ptr[-1])
+    step, dst = np.empty(slots, np.uint8), np.empty(slots, np.uint16)
     runs = np.empty(nb * (heavy + 1), np.int64)
-    fill_blocks(indptr, indices, order, new_ids(order), bounds, edge_ptr, heavy, src, dst,
-                runs, 0, nb)
-    return bounds, edge_ptr, src, dst, runs, heavy
+    fill_blocks(indptr, indices, order, new_id, bounds, slot_ptr, heavy, step, dst, runs,
+                0, nb)
+    return bounds, slot_ptr, step, dst, runs, heavy
+
+
+def slot_sources(bounds, edge_ptr, step, dst, runs, heavy):
+    """Decode a layout's slots (NumPy; for checks and tests, not the step): returns
+    ``(source, target)``, int64 (S,) each: every slot's source and target (new ids), the
+    target -1 on padding slots."""
+    source = np.empty(len(step), np.int64)
+    target = np.full(len(step), -1, np.int64)
+    for b in range(len(bounds) - 1):
+        row = runs[b * (heavy + 1):(b + 1) * (heavy + 1)]
+        for s in range(heavy):
+            source[row[s]:row[s + 1]] = s
+        light = slice(row[heavy], edge_ptr[b + 1])
+        source[light] = heavy + np.cumsum(step[light], dtype=np.int64)
+        block = slice(edge_ptr[b], edge_ptr[b + 1])
+        offsets = dst[block].astype(np.int64)
+        size = bounds[b + 1] - bounds[b]
+        target[block] = np.where(offsets < size, bounds[b] + offsets, -1)
+    return source, target
+
+
+def sums_length(num_nodes: int, bounds: np.ndarray) -> int:
+    """The length of a push step's ``acc`` over a layout's ``bounds``: every target's sum
+    and one spare per block (its padding slots' target)."""
+    return num_nodes + len(bounds) - 1
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _edges_problem(bounds, edge_ptr, src, dst, n):
-    """Per block, in parallel (blocks hold disjoint targets): 0 if every source < ``n`` and
-    every target offset < the block's size, else 5 (``src``) or 6 (``dst``); and how many
-    of the block's targets have an in-edge. Returns (first problem, receivers)."""
+def _edges_problem(bounds, edge_ptr, step, dst, runs, heavy, n):
+    """Per block, in parallel (blocks hold disjoint targets): 0 if every light source
+    (``heavy`` plus the steps so far) is < ``n`` and every target offset at most the
+    block's size (its spare sum), else 5 (``step``) or 6 (``dst``); and how many of the
+    block's targets have an in-edge. Returns (first problem, receivers)."""
     nb = bounds.shape[0] - 1
     problems = np.zeros(nb, np.int64)
     counts = np.zeros(nb, np.int64)
@@ -168,15 +269,19 @@ def _edges_problem(bounds, edge_ptr, src, dst, n):
     for b in numba.prange(nb):
         size = bounds[b + 1] - bounds[b]
         got = 0
+        source = heavy
+        light = runs[b * (heavy + 1) + heavy]
         for e in range(edge_ptr[b], edge_ptr[b + 1]):
-            if src[e] >= n:
-                problems[b] = 5
-                break
+            if e >= light:
+                source += step[e]
+                if source >= n:
+                    problems[b] = 5
+                    break
             t = dst[e]
-            if t >= size:
+            if t > size:
                 problems[b] = 6
                 break
-            if not hit[bounds[b] + t]:
+            if t < size and not hit[bounds[b] + t]:
                 hit[bounds[b] + t] = 1
                 got += 1
         counts[b] = got
@@ -187,15 +292,15 @@ def _edges_problem(bounds, edge_ptr, src, dst, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def layout_problem(order, bounds, edge_ptr, src, dst, runs, heavy):
-    """Check a stored layout over ``order.shape[0]`` vertices and ``src.shape[0]`` edges
+def layout_problem(order, bounds, edge_ptr, step, dst, runs, heavy):
+    """Check a stored layout over ``order.shape[0]`` vertices and ``step.shape[0]`` slots
     before a step indexes arrays with it: 0 if every offset and id is in range (a push step
     over it reads and writes only inside its arrays), else a code naming the first bad
     array: 1 ``order`` (not a permutation), 2 ``bounds``, 3 ``edge_ptr``, 4 ``runs``, 5
-    ``src``, 6 ``dst``. Also returns how many targets have an in-edge (0 when bad). The
-    per-edge checks run in parallel over the blocks: one pass over the mapped arrays."""
+    ``step``, 6 ``dst``. Also returns how many targets have an in-edge (0 when bad). The
+    per-slot checks run in parallel over the blocks: one pass over the mapped arrays."""
     n = order.shape[0]
-    m = src.shape[0]
+    m = step.shape[0]
     nb = bounds.shape[0] - 1
     seen = np.zeros(n, np.uint8)
     for k in range(n):
@@ -222,4 +327,4 @@ def layout_problem(order, bounds, edge_ptr, src, dst, runs, heavy):
         for s in range(heavy):
             if runs[row + s + 1] < runs[row + s]:
                 return 4, 0
-    return _edges_problem(bounds, edge_ptr, src, dst, n)
+    return _edges_problem(bounds, edge_ptr, step, dst, runs, heavy, n)

@@ -5,19 +5,23 @@ sources are refused in one line."""
 from __future__ import annotations
 
 import collections
+import json
 
 import networkx as nx
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 import graphsys
 from graphsys import bsp, open_graph
 from graphsys.bsp import incremental
+from graphsys.bsp.engine import STREAM_MAX_SUPERSTEPS, choose_mode
 from graphsys.cli import main
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.plugins import ALGORITHMS
+from graphsys.storage.adjacency_index import build_index
 
 
 def _day(seed: int, n: int, m: int, weighted: bool = False) -> pa.Table:
@@ -171,3 +175,53 @@ def test_previous_rows_matched_by_id_in_any_order(tmp_path, strings):
     assert np.array_equal(placed, g.to_internal(before.column("node").to_pylist()))
     assert incremental._appended_layout(g, shuffled.column("node").combine_chunks(),
                                         sizes) is None
+
+
+def _expecting(path, supersteps: int):
+    """The result file at ``path`` with its recorded superstep count set to
+    ``supersteps``."""
+    table, meta, _ = incremental.result_provenance(path)
+    meta["supersteps"] = supersteps
+    return table.replace_schema_metadata({"graphsys.result": json.dumps(meta)})
+
+
+def test_a_short_started_run_streams_and_equals_networkx(tmp_path):
+    g, _, ref = _grow(tmp_path)
+    # the previous run's superstep count is what a started run expects: a short one
+    # streams the edges (mode "auto"), a long one builds the adjacency as a cold run does
+    assert incremental.result_provenance(tmp_path / "pagerank.parquet")[1]["supersteps"] > \
+        STREAM_MAX_SUPERSTEPS
+    long = bsp.pagerank(g, tol=1e-10, init=tmp_path / "pagerank.parquet")
+    short = bsp.pagerank(g, tol=1e-10, init=_expecting(tmp_path / "pagerank.parquet", 5))
+    assert long.stats.mode == "memory" and short.stats.mode == "out-of-core"
+    assert "streamed (the previous run took 5 supersteps)" in short.stats.method
+    assert bsp.pagerank(g, tol=1e-10).stats.mode == "memory"  # from scratch: unknown count
+    pr = nx.pagerank(ref, tol=1e-12, weight=None)
+    got = short.to_dict()
+    assert max(abs(got[k] - pr[k]) for k in pr) < 1e-9
+    assert np.abs(short.values - long.values).sum() < 1e-8
+    assert short.provenance["supersteps"] == short.stats.num_supersteps
+    # an explicit mode is kept
+    kept = bsp.pagerank(g, tol=1e-10, init=_expecting(tmp_path / "pagerank.parquet", 5),
+                        mode="memory")
+    assert kept.stats.mode == "memory" and "streamed" not in kept.stats.method
+
+
+def test_auto_mode_rule(tmp_path):
+    g, _, _ = _grow(tmp_path)
+    prog = bsp.PageRank()
+    cpu = torch.device("cpu")
+    assert choose_mode(g, None, prog, cpu) == "memory"  # no expected count
+    for expected, mode in ((1, "out-of-core"), (STREAM_MAX_SUPERSTEPS, "out-of-core"),
+                           (STREAM_MAX_SUPERSTEPS + 1, "memory")):
+        prog.expected_supersteps = expected
+        assert choose_mode(g, None, prog, cpu) == mode
+    prog.expected_supersteps = 3
+    assert choose_mode(g, None, prog, torch.device("cuda")) == "memory"
+    # an edge set with a stored index maps it with no build; a view merges its members'
+    # on read (about a build), so it still streams
+    build_index(g, ("csc",), edge_sets=["default"])
+    g = open_graph(tmp_path / "g")
+    assert choose_mode(g, "default", prog, cpu) == "memory"
+    assert choose_mode(g, None, prog, cpu) == "out-of-core"
+    assert choose_mode(g, "day1", prog, cpu) == "out-of-core"

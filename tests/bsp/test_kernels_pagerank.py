@@ -138,7 +138,7 @@ def _layout(kind, ip, idx, outdeg, n):
         pagerank_push_step,
         pagerank_step,
     )
-    from graphsys.storage.push_layout import push_layout
+    from graphsys.storage.push_layout import push_layout, sums_length
 
     if kind == "csc":
         return pagerank_step, (ip, idx, np.zeros(0, idx.dtype)), None, None, 0
@@ -151,7 +151,7 @@ def _layout(kind, ip, idx, outdeg, n):
         return pagerank_ell_step, ell_layout(ip, idx), None, None, 1
     order = np.argsort(-outdeg, kind="stable")
     layout = push_layout(ip, idx, order, outdeg.astype(np.int64), FUSED_CHUNKS)
-    return pagerank_push_step, layout + (np.zeros(n),), order, None, 0
+    return pagerank_push_step, layout + (np.zeros(sums_length(n, layout[0])),), order, None, 0
 
 
 @pytest.mark.parametrize("kind", ["csc", "hub", "ell", "push"])
@@ -207,14 +207,22 @@ def test_parallel_step_matches_numpy(kind, with_p, dtype):
 def test_push_layout_against_brute_force():
     """Blocks cover the targets in order, hold the edges of the renumbered graph with each
     block's edges sorted by source, stay within PUSH_BLOCK_MAX_NODES vertices, and the heavy
-    sources' runs point at exactly their edges."""
-    from graphsys.storage.push_layout import PUSH_BLOCK_MAX_NODES, PUSH_HEAVY_RUN, push_layout
+    sources' runs point at exactly their edges; padding slots only where a gap between
+    light sources exceeds PUSH_STEP_MAX, as few as it takes."""
+    from graphsys.storage.push_layout import (
+        PUSH_BLOCK_MAX_NODES,
+        PUSH_HEAVY_RUN,
+        PUSH_STEP_MAX,
+        push_layout,
+        slot_sources,
+    )
 
     n = PUSH_BLOCK_MAX_NODES + 9_000  # at least two blocks by the vertex cap alone
     _, ip, idx, outdeg = _skewed_csc(n, 3, 5)
     order = np.argsort(-outdeg, kind="stable")
-    bounds, edge_ptr, src, dst, runs, heavy = push_layout(ip, idx, order,
-                                                            outdeg.astype(np.int64), 4)
+    layout = push_layout(ip, idx, order, outdeg.astype(np.int64), 4)
+    bounds, edge_ptr, step, dst, runs, heavy = layout
+    source, target = slot_sources(*layout)
     nb = len(bounds) - 1
     assert bounds[0] == 0 and bounds[-1] == n and nb >= 4
     assert np.diff(bounds).max() <= PUSH_BLOCK_MAX_NODES and np.diff(bounds).min() > 0
@@ -222,24 +230,89 @@ def test_push_layout_against_brute_force():
     new_id[order] = np.arange(n)
     want_t = new_id[np.repeat(np.arange(n), np.diff(ip))]  # renumbered (target, source)
     want_s = new_id[idx]
-    got_t, got_s = [], []
+    real = target >= 0
+    padding = 0
     for b in range(nb):
         e = slice(edge_ptr[b], edge_ptr[b + 1])
-        assert (np.diff(src[e].astype(np.int64)) >= 0).all()  # sorted by source
-        assert (dst[e] < bounds[b + 1] - bounds[b]).all()
-        got_t.append(bounds[b] + dst[e].astype(np.int64))
-        got_s.append(src[e].astype(np.int64))
+        assert (np.diff(source[e]) >= 0).all()  # sorted by source
+        assert (dst[e] <= bounds[b + 1] - bounds[b]).all()  # a target or the spare sum
         row = runs[b * (heavy + 1):(b + 1) * (heavy + 1)]
         for s_ in range(heavy):  # heavy source s_'s run holds its edges of the block
-            assert (src[row[s_]:row[s_ + 1]] == s_).all()
-        assert (src[row[heavy]:edge_ptr[b + 1]] >= heavy).all()
+            assert (source[row[s_]:row[s_ + 1]] == s_).all() and real[row[s_]:row[s_ + 1]].all()
+        assert (source[row[heavy]:edge_ptr[b + 1]] >= heavy).all()
         assert row[0] == edge_ptr[b]
+        light = np.unique(source[row[heavy]:edge_ptr[b + 1]][real[row[heavy]:edge_ptr[b + 1]]])
+        gaps = np.diff(np.concatenate([[heavy], light]))
+        want_pads = int(((gaps[gaps > PUSH_STEP_MAX] - 1) // PUSH_STEP_MAX).sum())
+        assert int((~real[e]).sum()) == want_pads
+        padding += want_pads
+    assert len(step) == len(idx) + padding
     key = lambda t, s_: np.sort(t * n + s_)  # noqa: E731
-    np.testing.assert_array_equal(key(np.concatenate(got_t), np.concatenate(got_s)),
-                                  key(want_t, want_s))
+    np.testing.assert_array_equal(key(target[real], source[real]), key(want_t, want_s))
     new_out = outdeg[order]
     assert heavy > 0 and (new_out[:heavy] >= PUSH_HEAVY_RUN * nb).all()
     assert heavy == n or new_out[heavy] < PUSH_HEAVY_RUN * nb
+
+
+def test_push_lanes_balance_the_blocks_work():
+    """Each block goes to the lane with the least work so far: the lanes' work differs by
+    at most one block's, and hub blocks (many edges, few targets) alternate rather than
+    fill the first lane."""
+    from graphsys.bsp.kernels_pagerank import PUSH_VERTEX_COST, push_lanes
+
+    bounds = np.array([0, 10, 20, 30, 40, 20_040, 40_040, 60_040])
+    edge_ptr = np.array([0, 900, 1_800, 2_700, 3_600, 3_700, 3_800, 3_900]) * 100
+    work = np.diff(edge_ptr) + PUSH_VERTEX_COST * np.diff(bounds)
+    for lanes in (1, 2, 3):
+        lane_of = push_lanes(bounds, edge_ptr, lanes)
+        load = np.bincount(lane_of, weights=work, minlength=lanes)
+        assert load.max() - load.min() <= work.max() and set(lane_of) == set(range(lanes))
+    np.testing.assert_array_equal(push_lanes(bounds, edge_ptr, 2), [0, 1, 0, 1, 0, 1, 0])
+
+
+def test_push_step_over_padding_slots_matches_scipy():
+    """Many small blocks (few edges each, sources far apart, so many padding slots), one
+    thread: one push step against scipy's mat-vec; the spare sums are left zero."""
+    import scipy.sparse as sp
+
+    from graphsys.bsp.kernels_pagerank import pagerank_push_step
+    from graphsys.storage.push_layout import degree_order, push_layout, sums_length
+
+    rng = np.random.default_rng(8)
+    n, m = 3_000, 2_500
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))])
+    indices = src[np.argsort(dst, kind="stable")].astype(np.int32)
+    outdeg = np.bincount(src, minlength=n)
+    order = degree_order(outdeg)
+    layout = push_layout(indptr, indices, order, outdeg, 400)
+    assert len(layout[2]) > m  # padding slots
+    inv_deg = np.divide(1.0, outdeg, out=np.zeros(n), where=outdeg > 0)
+    rank0 = rng.random(n)
+    want = 0.85 * (sp.csr_matrix((np.ones(m), (dst, src)), shape=(n, n)) @ (rank0 * inv_deg))
+    want += 0.15 / n
+    rank, new_send = rank0[order].copy(), np.zeros(n)
+    acc = np.zeros(sums_length(n, layout[0]))
+    delta, _ = pagerank_push_step(*layout, acc, (rank0 * inv_deg)[order], new_send, rank,
+                                  inv_deg[order], np.zeros(0), 0.85, 0.15 / n, 0.15)
+    np.testing.assert_allclose(rank, want[order], rtol=1e-12)
+    assert delta == pytest.approx(np.abs(want - rank0).sum(), rel=1e-9)
+    assert not acc.any()
+    # slots read 8 at a time from aligned words: a layout whose arrays start off a word
+    # boundary (copied aligned first) sums the same
+    bounds, edge_ptr, step, dst, runs, heavy = layout
+    odd_step = np.empty(len(step) + 1, np.uint8)[1:]
+    odd_step[:] = step
+    odd_dst = np.empty(2 * len(dst) + 1, np.uint8)[1:].view(np.uint16)
+    odd_dst[:] = dst
+    again = rank0[order].copy()
+    pagerank_push_step(bounds, edge_ptr, odd_step, odd_dst, runs, heavy, acc,
+                       (rank0 * inv_deg)[order], np.zeros(n), again, inv_deg[order],
+                       np.zeros(0), 0.85, 0.15 / n, 0.15)
+    np.testing.assert_array_equal(again, rank)
+    with pytest.raises(ValueError, match="a spare one per block"):
+        pagerank_push_step(*layout, np.zeros(n), (rank0 * inv_deg)[order], new_send, rank,
+                           inv_deg[order], np.zeros(0), 0.85, 0.15 / n, 0.15)
 
 
 def test_ell_layout_keeps_every_row_in_order():

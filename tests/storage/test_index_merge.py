@@ -68,3 +68,27 @@ def test_remapped_index_keeps_rows_and_order():
         row = idx[indptr[r]:indptr[r + 1]]
         assert r_idx[r_indptr[ids[r]]:r_indptr[ids[r] + 1]].tolist() == ids[row].tolist()
     assert np.diff(r_indptr)[np.setdiff1d(np.arange(sum(new)), ids)].sum() == 0
+
+
+def test_a_view_with_a_member_without_an_index_maps_none_of_them(tmp_path):
+    """The view's index is merged only when every member has one; otherwise no member's
+    index is mapped (renumbering the old one would be thrown away)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import graphsys
+    from graphsys.storage.adjacency_index import build_index
+
+    pq.write_table(pa.table({"src": [1, 2, 3], "dst": [2, 3, 1]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"src": [3, 7], "dst": [7, 1]}), tmp_path / "b.parquet")
+    g = graphsys.ingest(tmp_path / "a.parquet", tmp_path / "g", partitions=2)
+    build_index(g, ("csc",))
+    g = graphsys.ingest(tmp_path / "b.parquet", tmp_path / "g", append=True, edge_set="b")
+    assert g.adjacency_index(None, "csc") is None
+    assert ("default", "csc") not in g._mapped_indexes
+    build_index(g, ("csc",), edge_sets=["b"])
+    g = graphsys.open_graph(tmp_path / "g")
+    merged = g.adjacency_index(None, "csc")
+    built = g.csc(weights=False, edge_ids=True)  # built from the buckets
+    assert merged is not None and np.array_equal(merged.indptr, built.indptr)
+    assert np.array_equal(merged.indices, built.indices)

@@ -89,3 +89,29 @@ def test_checking_passes_leave_no_resident_pages(big_bucket, monkeypatch):
     edges._bucket(0, 0)  # bounds-checks 32 MiB of offsets
     assert rss_file_kib() - before < 16 * 1024  # 48 MiB without the releases
     assert deg.sum() == g.num_edges()
+
+
+def _vm_flags(address: int) -> list[str]:
+    """The VmFlags of this process's mapping holding ``address`` (/proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = re.match(r"^([0-9a-f]+)-([0-9a-f]+) ", line)
+            if head:
+                inside = int(head.group(1), 16) <= address < int(head.group(2), 16)
+            elif inside and line.startswith("VmFlags:"):
+                return line.split()[1:]
+    raise AssertionError("no mapping holds the address")
+
+
+@linux_only
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc smaps")
+def test_scratch_arrays_ask_for_small_pages():
+    # NumPy asks for huge pages on its large arrays ("hg"); ingest's routing scratch, written
+    # and read in order, asks for none ("nh") so its first writes never wait on compaction
+    arr = pages.scratch_array(8 << 20, np.uint64)
+    assert arr.shape == (8 << 20,) and arr.dtype == np.uint64
+    middle = arr.__array_interface__["data"][0] + arr.nbytes // 2
+    flags = _vm_flags(middle)
+    assert "nh" in flags and "hg" not in flags
+    assert pages.scratch_array(0, np.int32).shape == (0,)

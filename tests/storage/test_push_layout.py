@@ -1,8 +1,9 @@
 """The ``push`` index: PageRank's destination-blocked push layout stored in the graph
-directory, equal to the layout built in RAM, listed under format version 3, mapped by the
-fused loop with the same ranks as the engine's supersteps, and refused (one line naming the
-file) when corrupted, before any kernel indexes an array with it (stale: with the CSR's
-case in test_adjacency_index.py)."""
+directory, equal to the layout built in RAM, listed under format version 7 (its source
+steps), mapped by the fused loop with the same ranks as the engine's supersteps, refused (one
+line naming the file) when corrupted, before any kernel indexes an array with it (stale: with
+the CSR's case in test_adjacency_index.py), and an index in the layout before it (uint32
+source ids) not read but built again."""
 
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ def test_stored_layout_equals_the_in_ram_build(skewed_dir, tmp_path):
     assert stored.info.num_blocks == len(want[0]) - 1 >= PUSH_MIN_BLOCKS // 2
     assert stored.heavy == want[5] > 0
     assert stored.receivers == int(np.count_nonzero(np.diff(csc.indptr)))
-    assert not stored.src.flags.writeable  # a view of the mapped file
-    assert stored.src.dtype == np.uint32 and stored.dst.dtype == np.uint16
+    assert not stored.step.flags.writeable  # a view of the mapped file
+    assert stored.step.dtype == np.uint8 and stored.dst.dtype == np.uint16
 
 
 def test_pagerank_pushes_over_the_index_with_the_supersteps_ranks(skewed_dir, tmp_path):
@@ -120,52 +121,116 @@ def test_push_index_needs_the_sent_values_in_half_the_cache(skewed_dir, tmp_path
     assert "push index" in bsp.pagerank(open_graph(path), tol=1e-10).stats.method
 
 
-def test_manifest_version_3_only_with_a_push_index(skewed_dir, tmp_path):
+def test_manifest_version_7_only_with_a_push_index(skewed_dir, tmp_path):
     path = _copy(skewed_dir, tmp_path)
     build_index(open_graph(path), ("csr",))
     assert json.loads((path / "manifest.json").read_text())["format_version"] == 2
     build_index(open_graph(path), ("push",))
     data = json.loads((path / "manifest.json").read_text())
-    assert data["format_version"] == 3
+    assert data["format_version"] == 7
     entry = data["indexes"]["default"]["push"]
-    assert entry["index_dtype"] == "uint32" and entry["num_blocks"] > 1
+    assert entry["index_dtype"] == "uint8" and entry["num_blocks"] > 1
     for column in PUSH_COLUMNS:
         assert len(data["files"][index_file("default", "push", column)]["sha256"]) == 64
     assert verify_graph(path)["indexes"] == 3
     assert build_index(open_graph(path), ("push",)) == {}  # current: nothing to do
-    data["format_version"] = 2  # a version 2 reader does not know push indexes
+    data["format_version"] = 6  # a version 6 reader does not know source steps
     (path / "manifest.json").write_text(json.dumps(data))
-    with pytest.raises(FormatError, match="push index, which needs format_version 3"):
+    with pytest.raises(FormatError, match="push index in source steps, which needs "
+                                          "format_version 7"):
         open_graph(path)
 
 
-def _poke(path, column, dtype, at, value):
+def _as_old_layout(path):
+    """Relist the graph's push index as the layout before format version 7 (uint32 source
+    ids in ``push-src.arrow``; the bytes are never read) under format version 6."""
+    data = json.loads((path / "manifest.json").read_text())
+    data["format_version"] = 6
+    data["indexes"]["default"]["push"]["index_dtype"] = "uint32"
+    step, src = index_file("default", "push", "step"), index_file("default", "push", "src")
+    (path / step).rename(path / src)
+    data["files"][src] = data["files"].pop(step)
+    (path / "manifest.json").write_text(json.dumps(data))
+
+
+@pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
+def test_old_push_layout_is_not_read_but_built_again(skewed_dir, tmp_path, monkeypatch):
+    """A push index of format version 6 and before (uint32 source ids, 6 bytes per edge) is
+    listed but not read: PageRank says so in one line and, where it stores push indexes,
+    stores the current one (the old column's file removed); ``build_index`` rebuilds it."""
+    import importlib
+
+    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
+    path = _copy(skewed_dir, tmp_path)
+    build_index(open_graph(path), ("push",))
+    want = bsp.pagerank(open_graph(path), tol=1e-10).values
+    _as_old_layout(path)
+    assert verify_graph(path)["indexes"] == 2  # hashes still checked
+    monkeypatch.setattr(pagerank_module, "PUSH_STORE_MIN_BYTES", float("inf"))
+    with pytest.warns(UserWarning, match="push-order.arrow: a push index in the layout "
+                                         "before format version 7 .* graphsys index .*--push"):
+        pulled = bsp.pagerank(open_graph(path), tol=1e-10)
+    assert "push" not in pulled.stats.method
+    np.testing.assert_allclose(pulled.values, want, rtol=1e-9)
+    monkeypatch.setattr(pagerank_module, "PUSH_STORE_MIN_BYTES", 0)
+    with pytest.warns(UserWarning, match="not read"):
+        res = bsp.pagerank(open_graph(path), tol=1e-10)
+    assert res.stats.method == "fused-pagerank (push index, stored by this run, degree order)"
+    np.testing.assert_array_equal(res.values, want)
+    data = json.loads((path / "manifest.json").read_text())
+    assert data["format_version"] == 7
+    assert data["indexes"]["default"]["push"]["index_dtype"] == "uint8"
+    assert not (path / index_file("default", "push", "src")).exists()
+    assert index_file("default", "push", "src") not in data["files"]
+    assert verify_graph(path)["indexes"] == 2
+    _as_old_layout(path)
+    assert set(build_index(open_graph(path), ("push",))["default"]) == {"push"}
+    assert open_graph(path).adjacency_index(kind="push").step.dtype == np.uint8
+
+
+def _poke(path, column, dtype, at, value, count=1):
     f = path / index_file("default", "push", column)
-    arr = np.memmap(f, dtype=dtype, mode="r+", offset=data_offset(f), shape=(at + 1,))
-    arr[at] = value
+    arr = np.memmap(f, dtype=dtype, mode="r+", offset=data_offset(f), shape=(at + count,))
+    arr[at:at + count] = value
     arr.flush()
     del arr
     return f
 
 
-@pytest.mark.parametrize("column, dtype, at, value", [
-    ("order", np.int64, 1, 0),             # a duplicate: not a permutation
-    ("order", np.int64, 0, -5),
-    ("bounds", np.int64, 1, 1 << 40),
-    ("edge_ptr", np.int64, 1, -1),
-    ("runs", np.int64, 0, 7),              # block 0's runs start past its edges
-    ("src", np.uint32, 5, 2**32 - 1),
-    ("dst", np.uint16, 3, 65_535),         # past every block's size
+@pytest.mark.parametrize("column, dtype, at, value, count", [
+    ("order", np.int64, 1, 0, 1),             # a duplicate: not a permutation
+    ("order", np.int64, 0, -5, 1),
+    ("bounds", np.int64, 1, 1 << 40, 1),
+    ("edge_ptr", np.int64, 1, -1, 1),
+    ("edge_ptr", np.int64, -1, 1 << 40, 1),   # the last: more slots than the file holds
+    ("runs", np.int64, 0, 7, 1),              # block 0's runs start past its edges
+    ("dst", np.uint16, 3, 65_535, 1),         # past every block's size and spare sum
 ])
 def test_corrupted_push_index_refused_naming_the_file(skewed_dir, tmp_path, column, dtype,
-                                                      at, value):
+                                                      at, value, count):
     path = _copy(skewed_dir, tmp_path)
     build_index(open_graph(path), ("push",))
-    f = _poke(path, column, dtype, at, value)
+    if at < 0:  # the last entries: counted from the end of the column
+        at += len(getattr(open_graph(path).adjacency_index(kind="push"), column)) - count + 1
+    f = _poke(path, column, dtype, at, value, count)
     with pytest.raises(FormatError, match=f"{f}: push index {column} out of range"):
         bsp.pagerank(open_graph(path))
     with pytest.raises(FormatError, match=str(f)):
         verify_graph(path)
+
+
+def test_steps_past_the_last_vertex_refused(skewed_dir, tmp_path):
+    """Light sources are a running sum of steps: steps that carry it past N are refused."""
+    path = _copy(skewed_dir, tmp_path)
+    build_index(open_graph(path), ("push",))
+    stored = open_graph(path).adjacency_index(kind="push")
+    light = int(stored.runs[stored.heavy])  # block 0's light slots
+    count = int(stored.edge_ptr[1]) - light
+    assert count * 255 > stored.info.num_nodes
+    del stored
+    f = _poke(path, "step", np.uint8, light, 255, count)
+    with pytest.raises(FormatError, match=f"{f}: push index step out of range"):
+        bsp.pagerank(open_graph(path))
 
 
 def test_push_build_refuses_a_corrupted_csc_and_a_full_disk_lists_no_push(skewed_dir,
@@ -221,7 +286,7 @@ def test_index_and_ingest_cli_build_a_push_index(tmp_path, capsys):
     assert main(["info", str(tmp_path / "g"), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     listed = info["edge_sets"]["default"]["indexes"]
-    assert info["format_version"] == 3 and set(listed) == {"csc", "push"}
+    assert info["format_version"] == 7 and set(listed) == {"csc", "push"}
     assert listed["push"]["bytes"] == sum(
         (tmp_path / "g" / index_file("default", "push", c)).stat().st_size for c in PUSH_COLUMNS)
     assert main(["info", str(tmp_path / "g")]) == 0

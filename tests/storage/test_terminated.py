@@ -57,7 +57,7 @@ def test_sigterm_during_index(graph_dir, monkeypatch, capsys):
 def test_sigterm_during_ingest_leaves_no_staging_directory(tmp_path, monkeypatch, capsys):
     f = tmp_path / "e.tsv"
     f.write_text("1\t2\n2\t3\n")
-    monkeypatch.setattr(ingest, "sync_filesystem", _terminate_self)
+    monkeypatch.setattr(ingest, "sync_files", _terminate_self)
     assert cli.main(["ingest", str(f), "--out", str(tmp_path / "g")]) == 143
     assert _one_line(capsys) == "error: terminated (SIGTERM)"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.tsv"]

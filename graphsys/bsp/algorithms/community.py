@@ -292,7 +292,7 @@ schedule : {"auto"}, default "auto"
 @fill_doc(community=_COMMUNITY_DOC, returns=_RETURNS_DOC)
 def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | None = None,
             directed: bool | None = None, iterations: int = 1, max_iters: int | None = None,
-            schedule: str = "auto", mode: str = "memory", device: str = "cpu",
+            schedule: str = "auto", mode: str = "auto", device: str = "cpu",
             backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
             distributed: bool = False, progress: Callable | None = None,
             readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
@@ -377,7 +377,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
 @fill_doc(community=_COMMUNITY_DOC, returns=_RETURNS_DOC)
 def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | None = None,
            directed: bool | None = None, iterations: int = 2, theta: float = THETA,
-           max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
+           max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
            device: str = "cpu", backend: str = "auto", threads: int | None = None,
            edge_set: str | None = None, distributed: bool = False,
            progress: Callable | None = None, readahead: int = 4,

@@ -78,7 +78,7 @@ class WCC(_LabelProgram):
 
 @document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(references=cite("afforest", "pregel"))
-def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
+def wcc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
         device: str = "cpu", backend: str = "auto", threads: int | None = None,
         edge_set: str | None = None, distributed: bool = False,
         progress: Callable | None = None, readahead: int = 4,

@@ -112,7 +112,7 @@ class HITS(VertexProgram):
 
 @document_options()
 def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
-         weighted: bool | None = None, schedule: str = "auto", mode: str = "memory",
+         weighted: bool | None = None, schedule: str = "auto", mode: str = "auto",
          device: str = "cpu", backend: str = "auto", threads: int | None = None,
          edge_set: str | None = None, distributed: bool = False,
          progress: Callable | None = None, readahead: int = 4,

@@ -125,7 +125,7 @@ class KCore(VertexProgram):
 
 @document_options()
 def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
-          schedule: str = "auto", mode: str = "memory", device: str = "cpu",
+          schedule: str = "auto", mode: str = "auto", device: str = "cpu",
           backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
           distributed: bool = False, progress: Callable | None = None, readahead: int = 4,
           dense_divisor: float = DENSE_DIVISOR, fuse: bool = True) -> Result:

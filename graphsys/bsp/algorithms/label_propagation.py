@@ -230,7 +230,7 @@ class LabelPropagation(VertexProgram):
 
 @document_options()
 def label_propagation(graph, *, max_iters: int | None = None, schedule: str = "auto",
-                      mode: str = "memory", device: str = "cpu", backend: str = "auto",
+                      mode: str = "auto", device: str = "cpu", backend: str = "auto",
                       threads: int | None = None, edge_set: str | None = None,
                       distributed: bool = False, progress: Callable | None = None,
                       readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,

@@ -77,8 +77,8 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.storage.adjacency_index import build_index
-from graphsys.storage.push_layout import degree_order, min_blocks, push_layout
+from graphsys.storage.adjacency_index import build_index, warn_outdated_push
+from graphsys.storage.push_layout import degree_order, min_blocks, push_layout, sums_length
 
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
 #: breadth-first order (in memory, CPU): on road networks and meshes a locality order puts
@@ -246,7 +246,7 @@ class PageRank(VertexProgram):
           last-level cache (:data:`PUSH_MAX_BYTES`), after
           :data:`PUSH_FORECAST_AFTER` iterations the run switches to a push into
           destination blocks (:func:`~graphsys.storage.push_layout.push_layout`, vertices
-          renumbered by descending out-degree, 6 bytes per edge) when it forecasts
+          renumbered by descending out-degree, 3 bytes per edge) when it forecasts
           (:func:`iterations_left`) at least :data:`PUSH_BREAK_EVEN_ITERATIONS` more
           iterations, enough to pay for the layout's build.
 
@@ -276,6 +276,8 @@ class PageRank(VertexProgram):
         stored, stored_now = None, False
         if edges.num_edges >= LOCALITY_MAX_DEGREE * n and 8 * n <= PUSH_MAX_BYTES:
             stored = ctx.graph.adjacency_index(ctx.edge_set, "push")
+            if stored is None:
+                warn_outdated_push(ctx.graph, ctx.graph.edge_set(ctx.edge_set).name)
             if stored is None and 8 * n > PUSH_STORE_MIN_BYTES:
                 stored = store_push_index(ctx.graph, ctx.edge_set)
                 stored_now = stored is not None
@@ -295,7 +297,8 @@ class PageRank(VertexProgram):
         order = None  # new id -> engine id of every vertex, when renumbered
         if stored is not None:
             order = stored.order
-            layout, step = stored.layout() + (np.zeros(n),), pagerank_push_step
+            layout = stored.layout() + (np.zeros(sums_length(n, stored.bounds)),)
+            step = pagerank_push_step
             method, direction = "fused-pagerank (push index, degree order)", "push"
             if stored_now:
                 method = "fused-pagerank (push index, stored by this run, degree order)"
@@ -331,8 +334,8 @@ class PageRank(VertexProgram):
                 t0 = time.perf_counter()
                 out_degree = host_array(ctx.degree("out"))  # float64, counted by init
                 order = degree_order(out_degree)
-                layout = push_layout(indptr, idx, order, out_degree, min_blocks(n)) + (
-                    np.zeros(n),)
+                layout = push_layout(indptr, idx, order, out_degree, min_blocks(n))
+                layout += (np.zeros(sums_length(n, layout[0])),)
                 step, direction = pagerank_push_step, "push"
                 method = "fused-pagerank (push blocks, degree order)"
                 rank, inv_deg, send = rank[order], inv_deg[order], send[order]
@@ -445,7 +448,7 @@ weighted : bool, optional
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
           references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
-             sum_dtype: str = "auto", weighted: bool | None = None, mode: str = "memory",
+             sum_dtype: str = "auto", weighted: bool | None = None, mode: str = "auto",
              device: str = "cpu",
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
              distributed: bool = False, progress: Callable | None = None,
@@ -527,7 +530,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
                           tol: float = 1e-6, max_iters: int | None = None,
                           sum_dtype: str = "auto", weighted: bool | None = None,
-                          mode: str = "memory",
+                          mode: str = "auto",
                           device: str = "cpu", backend: str = "auto",
                           threads: int | None = None, edge_set: str | None = None,
                           distributed: bool = False, progress: Callable | None = None,

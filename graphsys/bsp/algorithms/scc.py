@@ -152,7 +152,7 @@ class SCC(VertexProgram):
 
 
 @document_options()
-def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "memory",
+def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: str = "auto",
         device: str = "cpu", backend: str = "auto", threads: int | None = None,
         edge_set: str | None = None, distributed: bool = False,
         progress: Callable | None = None, readahead: int = 4,

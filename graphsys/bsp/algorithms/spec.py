@@ -117,5 +117,6 @@ class AlgorithmSpec:
                           f"max_iters): the values are the last iterate", ConvergenceWarning,
                           stacklevel=3)
         result = self.finish(result) if self.finish is not None else result
-        result.provenance = incremental.provenance(self.name, graph, edge_set, source, params)
+        result.provenance = incremental.provenance(self.name, graph, edge_set, source, params,
+                                                   result.stats.num_supersteps)
         return result

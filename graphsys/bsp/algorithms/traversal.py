@@ -128,7 +128,7 @@ source : int or str
 @document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(source=_SOURCE_DOC, references=cite("pregel", "beamer", "ligra"))
 def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
-        mode: str = "memory", device: str = "cpu", backend: str = "auto",
+        mode: str = "auto", device: str = "cpu", backend: str = "auto",
         threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
         progress: Callable | None = None, readahead: int = 4,
         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
@@ -185,7 +185,7 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
 @document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(source=_SOURCE_DOC, references=cite("pregel"))
 def sssp(graph, source, *, max_iters: int | None = None, schedule: str = "sync",
-         mode: str = "memory", device: str = "cpu", backend: str = "auto",
+         mode: str = "auto", device: str = "cpu", backend: str = "auto",
          threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
          progress: Callable | None = None, readahead: int = 4,
          dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
