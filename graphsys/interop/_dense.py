@@ -32,7 +32,6 @@ names the problem as before.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -52,7 +51,7 @@ from graphsys.storage.atomic import (
     start_writeback,
     write_bytes_atomic,
 )
-from graphsys.storage.edge_runs import BucketWriter
+from graphsys.storage.edge_runs import BucketWriter, HashingFile
 from graphsys.storage.format import (
     DEFAULT_EDGE_SET,
     DEFAULT_ENTITY_TYPE,
@@ -260,69 +259,48 @@ def _grouped_edges(src, dst, part, local, bits: int, p: int, weight, opts: Inges
     return bounds, keys[order], None if weight is None else weight[order]
 
 
-class _HashingSink:
-    """A file written once, front to back, whose sha256 is taken from the bytes as they are
-    written (Arrow's writer hands over its column buffers without a copy).
+class _StandInFile(HashingFile):
+    """A :class:`~graphsys.storage.edge_runs.HashingFile` (hashed as it is written) that
+    writes some column buffers in pieces: ``stand_ins`` holds ``(address, size, chunks)``
+    in the order their buffers are written; a buffer at that address and of that size is a
+    stand-in, and the arrays that ``chunks`` yields (its bytes, in pieces) are written in
+    its place, so that a gathered column never exists whole (features are the bulk of a
+    node file)."""
 
-    ``stand_ins``: ``(address, size, chunks)`` in the order their buffers are written: a
-    column buffer at that address and of that size is a stand-in, and the arrays that
-    ``chunks`` yields (its bytes, in pieces) are written in its place, so that a gathered
-    column never exists whole (features are the bulk of a node file)."""
-
-    closed = False
-
-    def __init__(self, fd: int, stand_ins: list | None = None):
-        self.fd = fd
-        self.sha = hashlib.sha256()
-        self.size = 0
+    def __init__(self, path: Path, stand_ins: list | None = None):
+        super().__init__(path)
         self.stand_ins = list(stand_ins or [])
 
     def write(self, data) -> int:
         if self.stand_ins and isinstance(data, pa.Buffer) and (
                 data.address, data.size) == self.stand_ins[0][:2]:
             _, size, chunks = self.stand_ins.pop(0)
-            done = sum(self._put(memoryview(c).cast("B")) for c in chunks)
+            done = sum(super(_StandInFile, self).write(c) for c in chunks)
             if done != size:
                 raise RuntimeError(f"a column written in pieces took {done} bytes, not {size}")
             return size
-        return self._put(memoryview(data).cast("B"))
-
-    def _put(self, view: memoryview) -> int:
-        self.sha.update(view)
-        done = 0
-        while done < len(view):
-            done += os.write(self.fd, view[done:])
-        self.size += done
-        return done
-
-    def tell(self) -> int:
-        return self.size
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+        return super().write(data)
 
 
 def _write_file(staging: Path, rel: str, schema: pa.Schema, batches: list[pa.RecordBatch],
                 rows: int, stand_ins: list | None = None) -> tuple[str, dict[str, Any], int]:
-    """Write ``batches`` as the Arrow IPC file ``rel`` (with :class:`_HashingSink`'s
+    """Write ``batches`` as the Arrow IPC file ``rel`` (with :class:`_StandInFile`'s
     ``stand_ins``); return ``rel``, its manifest entry (sha256, bytes) and ``rows``. Its
-    write-back to disk is started; the fsync comes later, for every file together."""
+    write-back to disk is started; the fsync comes once it is written."""
     path = staging / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    sink = _HashingSink(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), stand_ins)
+    sink = _StandInFile(path, stand_ins)
     try:
-        with paipc.new_file(pa.PythonFile(sink, mode="w"), schema) as writer:
+        with paipc.new_file(sink, schema) as writer:
             for batch in batches:
                 writer.write_batch(batch)
+        if sink.stand_ins:
+            raise RuntimeError(f"{rel}: a column meant to be written in pieces was not met")
+        sink.flush()
+        start_writeback(sink.fileno())
+        return rel, sink.entry(), rows
     finally:
-        os.close(sink.fd)
-    if sink.stand_ins:
-        raise RuntimeError(f"{rel}: a column meant to be written in pieces was not met")
-    start_writeback(path)
-    return rel, {"sha256": sink.sha.hexdigest(), "bytes": sink.size}, rows
+        sink.close()
 
 
 class _NotFinite(Exception):
