@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.interop._dense import write_dense
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
@@ -48,36 +49,50 @@ def ingest_options(options: dict[str, Any]) -> IngestOptions:
     return IngestOptions(**options)
 
 
+def node_column_values(name: str, value: Any, num_nodes: int) -> np.ndarray:
+    """A node column as it is stored: float features as float32 (N, F), integer labels as
+    int64 (N,), bool masks (N,), strings as an object array (N,) of str or None. Raises on
+    a column whose length is not ``num_nodes`` or whose dtype is none of these."""
+    v = np.asarray(value)
+    if v.shape[:1] != (num_nodes,):
+        raise InputError(f"node column {name!r} has shape {v.shape}; expected "
+                         f"{num_nodes} rows (one per node)")
+    if name == "label" and not (v.dtype.kind in "iu" and v.ndim == 1):
+        raise InputError(f"node column 'label' has dtype {v.dtype} and shape {v.shape}: "
+                         f"labels are integer classes (N,), -1 for unknown")
+    if v.dtype.kind == "f":
+        return v.reshape(num_nodes, -1).astype(np.float32, copy=False)
+    if v.dtype.kind in "iu" and v.ndim == 1:
+        return v.astype(np.int64, copy=False)
+    if v.dtype.kind == "b" and v.ndim == 1:
+        return v
+    if v.dtype.kind in "OU" and v.ndim == 1 and all(
+            x is None or isinstance(x, str) for x in v.tolist()):
+        return np.asarray(v.tolist(), dtype=object)
+    raise InputError(f"node column {name!r}: dtype {v.dtype} and shape {v.shape} "
+                     f"(expected float (N, F) features, integer (N,) labels, bool "
+                     f"(N,) masks or strings (N,))")
+
+
 def node_table(num_nodes: int, columns: dict[str, Any], ids: np.ndarray | None = None
                ) -> pa.Table:
     """Node table ``id`` + columns; ``ids`` default ``0..num_nodes-1``. Raises on a column
-    whose length is not ``num_nodes`` or whose dtype is not float / integer / bool."""
+    whose length is not ``num_nodes`` or whose dtype is not float / integer / bool
+    (:func:`node_column_values`)."""
     arrays: dict[str, pa.Array] = {
         "id": pa.array(np.arange(num_nodes, dtype=np.int64) if ids is None else ids)}
     for name, value in columns.items():
-        v = np.asarray(value)
-        if v.shape[:1] != (num_nodes,):
-            raise InputError(f"node column {name!r} has shape {v.shape}; expected "
-                             f"{num_nodes} rows (one per node)")
-        if name == "label" and not (v.dtype.kind in "iu" and v.ndim == 1):
-            raise InputError(f"node column 'label' has dtype {v.dtype} and shape {v.shape}: "
-                             f"labels are integer classes (N,), -1 for unknown")
-        if v.dtype.kind == "f":
-            v = v.reshape(num_nodes, -1).astype(np.float32, copy=False)
-            arrays[name] = pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)),
-                                                             v.shape[1])
-        elif v.dtype.kind in "iu" and v.ndim == 1:
-            arrays[name] = pa.array(v.astype(np.int64, copy=False))
-        elif v.dtype.kind == "b" and v.ndim == 1:
-            arrays[name] = pa.array(v)
-        elif v.dtype.kind in "OU" and v.ndim == 1 and all(
-                x is None or isinstance(x, str) for x in v.tolist()):
-            arrays[name] = pa.array(v.tolist(), pa.string())
-        else:
-            raise InputError(f"node column {name!r}: dtype {v.dtype} and shape {v.shape} "
-                             f"(expected float (N, F) features, integer (N,) labels, bool "
-                             f"(N,) masks or strings (N,))")
+        arrays[name] = _column_array(node_column_values(name, value, num_nodes))
     return pa.table(arrays)
+
+
+def _column_array(v: np.ndarray) -> pa.Array:
+    """A node column (:func:`node_column_values`) as the node table's Arrow column."""
+    if v.dtype.kind == "f":
+        return pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), v.shape[1])
+    if v.dtype.kind == "O":
+        return pa.array(v.tolist(), pa.string())
+    return pa.array(v)
 
 
 def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
@@ -92,19 +107,19 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
     each node column row instead (int64 or str); ``options``: :class:`IngestOptions`
     fields (``partitions``, ``partitioner``, ``memory_limit``, ``undirected``, ...).
     """
-    cols = {"src": _arrow(src, "src"), "dst": _arrow(dst, "dst")}
+    cols = {"src": _values(src, "src"), "dst": _values(dst, "dst")}
     if len(cols["src"]) != len(cols["dst"]):
         raise InputError(f"src has {len(cols['src'])} ids, dst {len(cols['dst'])}")
     if weight is not None:
-        cols["weight"] = _arrow(weight, "weight")
+        cols["weight"] = _values(weight, "weight")
         if len(cols["weight"]) != len(cols["src"]):
             raise InputError(f"weight has {len(cols['weight'])} values for "
                              f"{len(cols['src'])} edges")
     if num_nodes is not None and len(cols["src"]):
         for role in ("src", "dst"):
-            lo, hi = pc.min_max(cols[role]).values()
-            if lo.as_py() < 0 or hi.as_py() >= num_nodes:
-                raise InputError(f"{role} ids span {lo.as_py()}..{hi.as_py()}, outside "
+            lo, hi = _min_max(cols[role])
+            if lo < 0 or hi >= num_nodes:
+                raise InputError(f"{role} ids span {lo}..{hi}, outside "
                                  f"0..{num_nodes - 1} (num_nodes={num_nodes})")
     opts = ingest_options(options or {})
     opts.metadata = {**(metadata or {}), **opts.metadata}
@@ -113,14 +128,29 @@ def ingest_arrays(src, dst, out: str | Path, *, num_nodes: int | None = None,
         n = len(node_ids) if node_ids is not None else num_nodes
         if n is None:
             raise GraphsysError("node_columns need num_nodes or node_ids")
-        nodes.append(NodeSource(node_table(n, node_columns or {}, node_ids)))
-    edges = [EdgeSource(table=pa.table(cols), weight_col="weight" if weight is not None
-                        else None)]
+        values = {name: node_column_values(name, v, n)
+                  for name, v in (node_columns or {}).items()}
+        if node_ids is None and write_dense(cols["src"], cols["dst"], Path(out), n,
+                                            cols.get("weight"), values, opts):
+            return open_graph(out)  # nodes 0..N-1: written directly, as the ingest would
+        nodes.append(NodeSource(node_table(n, values, node_ids)))
+    edges = [EdgeSource(table=pa.table({k: _arrow(v, k) for k, v in cols.items()}),
+                        weight_col="weight" if weight is not None else None)]
     ingest_sources(edges, out, opts, nodes=nodes)
     return open_graph(out)
 
 
-def _arrow(values, name: str) -> pa.Array:
+def _min_max(values) -> tuple[Any, Any]:
+    """The least and greatest id (Python values) of a non-empty id column."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
+        return values.min().item(), values.max().item()
+    lo, hi = pc.min_max(values).values()
+    return lo.as_py(), hi.as_py()
+
+
+def _values(values, name: str) -> np.ndarray | pa.Array | pa.ChunkedArray:
+    """An input column as a 1-D NumPy array (a torch tensor's CPU memory as is), or the
+    Arrow array given."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
     if hasattr(values, "detach"):  # torch tensor: a NumPy view of its CPU memory
@@ -128,7 +158,12 @@ def _arrow(values, name: str) -> pa.Array:
     v = np.asarray(values)
     if v.ndim != 1:
         raise InputError(f"{name} must be one-dimensional, got shape {v.shape}")
-    return pa.array(v)
+    return v
+
+
+def _arrow(values, name: str) -> pa.Array:
+    v = _values(values, name)
+    return v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(v)
 
 
 @dataclass
@@ -148,6 +183,8 @@ class Exported:
     ids: Any
     columns: dict[str, np.ndarray]
     undirected: bool
+    #: ``src`` and ``dst`` as the rows of one (2, E) array (PyG's ``edge_index``).
+    edge_index: np.ndarray | None = None
 
 
 def export_arrays(graph: Graph, *, edge_set: str | None = None,
@@ -177,8 +214,8 @@ def export_arrays(graph: Graph, *, edge_set: str | None = None,
         rank = np.empty(n, np.int64)
         rank[order] = np.arange(n, dtype=np.int64)
         ids = ids[order] if isinstance(ids, np.ndarray) else ids.take(pa.array(order))
-    src = np.empty(es.num_edges, np.int64)
-    dst = np.empty(es.num_edges, np.int64)
+    edge_index = np.empty((2, es.num_edges), np.int64)  # PyG's layout: no stack later
+    src, dst = edge_index
     weight = np.empty(es.num_edges, np.float32) if es.has_weight else None
     pos = 0
     for s, d, _, w in graph.iter_edges(es.name):
@@ -190,11 +227,31 @@ def export_arrays(graph: Graph, *, edge_set: str | None = None,
         pos += k
     cols = {}
     if columns:
-        for name in graph.node_columns():
-            v = graph.node_column(name)
-            cols[name] = _owned(v if order is None else v[order])
+        for col in graph.entity_type().columns:
+            if col.kind == "features":  # the mapped blocks put in place: one copy
+                cols[col.name] = _rows_in_order(graph.mapped_features(col.name), rank)
+                continue
+            v = graph.node_column(col.name)
+            cols[col.name] = _owned(v if order is None else v[order])
     ids = _owned(ids) if isinstance(ids, np.ndarray) else ids.to_pylist()
-    return Exported(n, src, dst, weight, ids, cols, es.undirected)
+    return Exported(n, src, dst, weight, ids, cols, es.undirected, edge_index)
+
+
+def _rows_in_order(rows, rank: np.ndarray | None) -> np.ndarray:
+    """A features column (an array or :class:`PartitionedRows` of mapped row blocks, in
+    internal-id order) as a new float32 array whose row ``rank[i]`` is internal row ``i``
+    (the same order when ``rank`` is None)."""
+    blocks = getattr(rows, "blocks", [rows])
+    out = np.empty(rows.shape, np.float32)
+    start = 0
+    for block in blocks:
+        k = len(block)
+        if rank is None:
+            out[start:start + k] = block
+        else:
+            out[rank[start:start + k]] = block
+        start += k
+    return out
 
 
 def _owned(a: np.ndarray) -> np.ndarray:

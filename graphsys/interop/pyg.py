@@ -72,6 +72,15 @@ def from_pyg(data, out: str | Path, **options) -> Graph:
     to_pyg
     graphsys.from_numpy : The edge list ingest underneath, and what it costs (Notes).
 
+    Notes
+    -----
+    What it costs beyond PyG's in-memory ``Data`` buys a graph on disk: nodes partitioned,
+    each bucket's edges sorted (the adjacency order the engines read), every file hashed
+    and synced before the manifest names it, the directory renamed into place (a crash
+    leaves nothing half written). A ``Data`` of up to
+    :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges is written in one
+    pass, with no id mapping (:func:`graphsys.from_numpy`, Notes).
+
     Examples
     --------
     >>> import tempfile, torch, graphsys
@@ -191,7 +200,7 @@ def to_pyg(graph: Graph, *, edge_set: str | None = None,
     if hetero:
         return _to_hetero(graph, edge_set, max_edges, pyg)
     ex = export_arrays(graph, edge_set=edge_set, max_edges=max_edges, what="to_pyg")
-    data = pyg.data.Data(edge_index=torch.from_numpy(np.stack([ex.src, ex.dst])),
+    data = pyg.data.Data(edge_index=torch.from_numpy(ex.edge_index),
                          num_nodes=ex.num_nodes)
     for name, col in ex.columns.items():
         data[_TO_PYG.get(name, name)] = _pyg_value(col)
