@@ -88,11 +88,14 @@ class TemporalMemory(nn.Module):
         """``self.gru(cat([hx, other, enc, raw]), hx)`` (the same GRU cell, gate for gate),
         with the input product split so that the backward computes an input gradient for
         the time encoding ``enc`` alone: the memory rows and raw features are buffers."""
-        w_ih, d = self.gru.weight_ih, 2 * self.memory_dim
-        t = enc.shape[1]
-        fixed = torch.cat([hx, other, raw], dim=1)
-        gi = torch.addmm(torch.addmm(self.gru.bias_ih, enc, w_ih[:, d:d + t].t()), fixed,
-                         torch.cat([w_ih[:, :d], w_ih[:, d + t:]], dim=1).t())
+        d = 2 * self.memory_dim
+        # split, not slices: one gradient buffer for weight_ih in the backward
+        w_mem, w_t, w_raw = self.gru.weight_ih.split([d, enc.shape[1], self.raw_dim], dim=1)
+        if self.raw_dim:
+            fixed, w_fixed = torch.cat([hx, other, raw], dim=1), torch.cat([w_mem, w_raw], 1)
+        else:
+            fixed, w_fixed = torch.cat([hx, other], dim=1), w_mem
+        gi = torch.addmm(torch.addmm(self.gru.bias_ih, enc, w_t.t()), fixed, w_fixed.t())
         gh = F.linear(hx, self.gru.weight_hh, self.gru.bias_hh)
         i_r, i_z, i_n = gi.chunk(3, 1)
         h_r, h_z, h_n = gh.chunk(3, 1)

@@ -121,13 +121,15 @@ class TemporalAttentionConv(nn.Module):
         q_all, root = qr.split(h * d, dim=1)
         q = F.embedding(row, q_all).view(-1, h, d)
         score = (q * key).sum(-1) / math.sqrt(d)                    # (U, heads)
-        dense = score.new_full((q_n * k_n, h), float("-inf")).index_put((flat,), score)
-        alpha = torch.softmax(dense.view(q_n, k_n, h), dim=1)
-        alpha = torch.nan_to_num(alpha, nan=0.0)                    # a row with no event
-        alpha = self.dropout(alpha)
+        # unused slots at the dtype's lowest finite value: exp() of it is 0 beside a used
+        # slot, and a row with no event weighs zero values (its output 0, no NaN to clear)
+        dense = score.new_full((q_n * k_n, h), torch.finfo(score.dtype).min).index_put_(
+            (flat,), score)
+        alpha = self.dropout(torch.softmax(dense.view(q_n, k_n, h), dim=1))
         # the weighted sum on the (Q, k) layout (unused slots hold zeros): cheaper than a
-        # scatter of the used slots into their rows
-        val = val.new_zeros(q_n * k_n, h, d).index_put((flat,), val).view(q_n, k_n, h, d)
+        # scatter of the used slots into their rows; both layouts are filled in place (a
+        # fresh tensor: no copy of it)
+        val = val.new_zeros(q_n * k_n, h, d).index_put_((flat,), val).view(q_n, k_n, h, d)
         out = (alpha.unsqueeze(-1) * val).sum(1)
         return out.reshape(q_n, h * d) + root
 
