@@ -9,13 +9,14 @@ edges/16), then, each in a fresh process whose memory is sampled from outside:
 - the peer: pyarrow reads the same file (the multi-threaded CSV reader; for Parquet, record
   batch by record batch, as ingest does) and writes one uncompressed Arrow IPC (Feather)
   file: the raw read + write cost of the bytes;
-- graphsys: ``graphsys.ingest`` with P = each of ``--partitions`` (hash partitioner) under
-  ``--memory-limit`` (the bound of the anonymous peak), which also partitions, sorts every
-  bucket, writes node files, hashes every file and syncs before the manifest names them.
+- graphsys: the ``graphsys ingest`` command (``python -m graphsys ingest ... --json``) with
+  P = each of ``--partitions`` (hash partitioner) under ``--memory-limit`` (the bound of
+  the anonymous peak), which also partitions, sorts every bucket, writes node files, hashes
+  every file and syncs before the manifest names them.
 
 The sides take turns (peer, P=..., peer, ...) ``--repeats`` times. The JSON line holds, per
 size, the peer's and graphsys's median seconds (in the process: the peer's read and write,
-graphsys's ``report.seconds["total"]``) and ``command_seconds`` (the whole command,
+the command's reported ``seconds["total"]``) and ``command_seconds`` (the whole command,
 interpreter start-up and imports included), edges/s and peaks, and ``ratio`` /
 ``command_ratio`` = the median turn's peer seconds / graphsys seconds. Usage::
 
@@ -59,13 +60,6 @@ with ipc.new_file(sys.argv[2], pf.schema_arrow) as w:
 print(json.dumps({"seconds": time.perf_counter() - t, "rows": rows}))
 """
 
-INGEST = r"""
-import json, sys
-import graphsys
-_, report = graphsys.ingest(sys.argv[1], sys.argv[2], partitions=int(sys.argv[3]),
-                            memory_limit=int(sys.argv[4]), return_report=True)
-print(json.dumps(report.to_json()))
-"""
 
 
 def _peaks(children) -> dict[str, int]:
@@ -115,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
 
         def ingest(p: int, edge_file=edge_file, size=size):
             out = work / f"g-{size}-{p}"
-            child = harness.run_child([python, "-c", INGEST, edge_file, out, str(p),
-                                       str(args.memory_limit)])
+            child = harness.run_child([python, "-m", "graphsys", "ingest", edge_file,
+                                       "--out", out, "--partitions", str(p),
+                                       "--memory-limit", str(args.memory_limit), "--json"])
             shutil.rmtree(out)
             return child
 
