@@ -251,6 +251,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         raise GraphsysError("embed_config applies to the embed workload")
     if gnn_config is not None and workload != "gnn":
         raise GraphsysError("gnn_config applies to the gnn workload")
+    if not (isinstance(step_schedule, str) and step_schedule == "auto") and workload != "gnn":
+        raise ParameterError("step_schedule", "applies to the gnn workload (the others "
+                                              "record every step)")
     if ncu and workload != "bsp":
         raise ParameterError("ncu", "validates the BSP engine's kernels: name a BSP "
                                     "algorithm, not the embed, gnn or mining workload")

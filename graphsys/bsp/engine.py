@@ -286,7 +286,7 @@ def choose_mode(graph, edge_set: str | None, program: VertexProgram,
     if expected is None or expected > STREAM_MAX_SUPERSTEPS or device.type != "cpu":
         return "memory"
     es = graph.edge_set(edge_set)
-    stored = getattr(graph, "stored", graph).manifest.indexes.get(es.name, {})
+    stored = graph.manifest.indexes.get(es.name, {})  # a time view maps none of them
     if not es.members and any(kind in stored for kind in ("csr", "csc", "push")):
         return "memory"
     return "out-of-core"

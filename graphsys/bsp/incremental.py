@@ -101,7 +101,9 @@ class Previous:
         Where PREV came from (its path, or ``"a table"``), for messages.
     supersteps : int or None
         The supersteps PREV's run took (None where it did not record them): what a run
-        started from it expects at most.
+        started from it, to the same or a looser tolerance, expects at most.
+    tol : float or None
+        The tolerance PREV's run stopped at (None where it did not record one).
     """
 
     values: np.ndarray
@@ -109,6 +111,7 @@ class Previous:
     new_edge_sets: tuple[str, ...]
     source: str
     supersteps: int | None = None
+    tol: float | None = None
 
 
 def provenance(algorithm: str, graph, edge_set, source=None,
@@ -248,7 +251,10 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     steps = meta.get("supersteps")
     steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 \
         else None
-    return Previous(values, known, new, where, steps)
+    tol = meta.get("params", {}).get("tol")
+    tol = float(tol) if isinstance(tol, (int, float)) and not isinstance(tol, bool) \
+        and tol > 0 else None
+    return Previous(values, known, new, where, steps, tol)
 
 
 def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
@@ -297,7 +303,8 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
                   max_iters: int | None = None, **kwargs) -> Result:
     """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
     the smallest old rank (a node without in-edges: the teleport and dangling share), the
-    vector scaled to sum 1; the program expects at most ``previous``'s superstep count
+    vector scaled to sum 1; to ``previous``'s tolerance or a looser one the program expects
+    at most ``previous``'s superstep count
     (:attr:`~graphsys.bsp.program.VertexProgram.expected_supersteps`, which ``mode="auto"``
     weighs against building the adjacency); the run is otherwise the cold one (``spec``'s
     program and defaults)."""
@@ -313,10 +320,13 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
     program = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"),
                         **(params or {}))
     program.initial = start / start.sum()
-    # it ends within the previous run's count (from nearer the fixed point): mode "auto"
-    # streams the edges where building the adjacency would cost more than that many
-    # supersteps save (graphsys.bsp.engine.choose_mode)
-    program.expected_supersteps = previous.supersteps
+    # to the previous run's tolerance or a looser one it ends within the previous run's
+    # count (from nearer the fixed point): mode "auto" streams the edges where building the
+    # adjacency would cost more than that many supersteps save
+    # (graphsys.bsp.engine.choose_mode); to a tighter one the count says nothing
+    tol = getattr(program, "tol", None)
+    if previous.tol is not None and tol is not None and tol >= previous.tol:
+        program.expected_supersteps = previous.supersteps
     result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters), **kwargs)
     result.stats.method += ", warm start"
     if kwargs.get("mode", "auto") == "auto" and result.stats.mode == "out-of-core":

@@ -145,8 +145,11 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
     model = TGN(n, cfg.hidden, ev.raw.shape[1], heads=HEADS, dropout=cfg.dropout).to(device)
     # fused: one kernel per step over all parameters (TGN's are small, and a per-tensor
     # step was a tenth of a training batch on the CPU)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                           fused=True)
+    try:
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                               fused=True)
+    except RuntimeError:  # a torch without a fused CPU Adam (before 2.4): the same step
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     raw_by_eid = torch.from_numpy(ev.raw_by_eid).to(device)
     negatives = cfg.num_negatives or 1
     ranked = protocol(cfg.link_eval_negatives if cfg.link_eval_negatives > 0 else None,

@@ -23,9 +23,10 @@ files, digests and manifest; tests/interop/test_dense.py compares the two):
    last and the staging directory renamed into place
    (:func:`~graphsys.storage.atomic.staging_directory`).
 
-An input it does not take (string node columns, another partitioner, relation types, more
-than :data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges, a memory budget
-too small for its arrays) or one that the ingest would refuse (a non-finite feature or
+An input it does not take (string node columns, another partitioner, relation types, a
+progress bar asked for, more than
+:data:`~graphsys.storage.kernels_small.SMALL_INGEST_EDGES` edges, a memory budget too small
+for its arrays) or one that the ingest would refuse (a non-finite feature or
 weight, more partitions than nodes) goes through ``ingest_sources``, which writes or
 names the problem as before.
 """
@@ -46,6 +47,7 @@ import partitioners
 from graphsys._version import __version__
 from graphsys.storage import kernels_small
 from graphsys.storage.atomic import (
+    SYNC_THREADS,
     fsync_path,
     staging_directory,
     start_writeback,
@@ -67,6 +69,7 @@ from graphsys.storage.format import (
     node_file,
 )
 from graphsys.storage.ingest_inputs import CHUNKED_MEMORY_LIMIT, IngestOptions
+from graphsys.storage.ingest_job import bucket_batch_rows
 
 #: Partitioners whose assignment reads no more than the node count and the degrees, which
 #: this path gives as the ingest does (the others read an adjacency in the ingest's order).
@@ -96,6 +99,8 @@ def write_dense(src, dst, out: Path, num_nodes: int, weight, columns: dict[str, 
         _write(src, dst, num_nodes, weight, columns, part, out, opts)
     except _NotFinite:
         return False  # nothing left at out; the ingest names the node and value
+    except _PiecesMissed:
+        return False  # Arrow wrote the column otherwise than expected: the ingest writes it
     return True
 
 
@@ -105,7 +110,8 @@ def _prepare(src, dst, n: int, weight, columns: dict[str, np.ndarray], opts: Ing
     p = opts.partitions
     if not (isinstance(p, int) and not isinstance(p, bool) and 1 <= p <= min(MAX_PARTITIONS, n)
             and opts.relation_types is None and opts.partitioner in _PARTITIONERS
-            and opts.on_bad_line in ("error", "skip") and isinstance(opts.max_batch_rows, int)
+            and opts.on_bad_line in ("error", "skip") and not opts.progress
+            and isinstance(opts.max_batch_rows, int)
             and opts.max_batch_rows >= 1 and isinstance(opts.memory_limit, int)
             and opts.memory_limit >= CHUNKED_MEMORY_LIMIT):
         return None
@@ -175,7 +181,7 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
     # every file and directory entry is on disk before the manifest names it: one fsync
     # each, started as soon as the file is written (its write-back is under way), on
     # threads of their own (the journal commits them together)
-    with staging_directory(out) as staging, ThreadPoolExecutor(8) as syncs, \
+    with staging_directory(out) as staging, ThreadPoolExecutor(SYNC_THREADS) as syncs, \
             ThreadPoolExecutor(_WRITERS) as pool:
         synced = []
 
@@ -226,8 +232,7 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
 def _batch_rows(opts: IngestOptions, has_weight: bool) -> int:
     """Rows per record batch of the bucket files, as the ingest sizes them
     (:meth:`graphsys.storage.ingest_job.IngestJob.batch_rows`)."""
-    row_bytes = 8 + (4 if has_weight else 0)
-    return int(min(opts.max_batch_rows, max(opts.memory_limit // (16 * row_bytes), 1 << 12)))
+    return bucket_batch_rows(opts, 8 + (4 if has_weight else 0))
 
 
 def _grouped_edges(src, dst, part, local, bits: int, p: int, weight, opts: IngestOptions):
@@ -277,7 +282,7 @@ class _StandInFile(HashingFile):
             _, size, chunks = self.stand_ins.pop(0)
             done = sum(super(_StandInFile, self).write(c) for c in chunks)
             if done != size:
-                raise RuntimeError(f"a column written in pieces took {done} bytes, not {size}")
+                raise _PiecesMissed(f"a column written in pieces took {done} bytes, not {size}")
             return size
         return super().write(data)
 
@@ -295,12 +300,17 @@ def _write_file(staging: Path, rel: str, schema: pa.Schema, batches: list[pa.Rec
             for batch in batches:
                 writer.write_batch(batch)
         if sink.stand_ins:
-            raise RuntimeError(f"{rel}: a column meant to be written in pieces was not met")
+            raise _PiecesMissed(f"{rel}: a column meant to be written in pieces was not met")
         sink.flush()
         start_writeback(sink.fileno())
         return rel, sink.entry(), rows
     finally:
         sink.close()
+
+
+class _PiecesMissed(Exception):
+    """Arrow did not hand a stand-in buffer to the sink as one write (another pyarrow's
+    writer): nothing is kept, and the ingest writes the graph instead."""
 
 
 class _NotFinite(Exception):

@@ -434,8 +434,8 @@ def warn_outdated_push(graph, edge_set: str) -> bool:
         return False
     first = graph.location.file(index_file(edge_set, "push", "order"))
     warnings.warn(f"{first}: a push index in the layout before format version 7 (uint32 "
-                  f"source ids) is not read: PageRank stores the current one on its next run "
-                  f"where it may write the graph, or run "
+                  f"source ids) is not read: PageRank stores the current one where it may "
+                  f"write the graph and its push index pays, or run "
                   f"{build_command(graph, ('push',), edge_set)}", stacklevel=3)
     return True
 

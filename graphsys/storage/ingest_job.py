@@ -641,8 +641,15 @@ class IngestJob:
         row_bytes = 8 + (4 if self.has_rel[edge_set] else 0) + (
             4 if self.has_weight[edge_set] else 0) + sum(
             np.dtype(c.dtype).itemsize for c in self.edge_columns.get(edge_set, []))
-        return int(min(self.opts.max_batch_rows,
-                       max(self.opts.memory_limit // (2 * _COPIES * row_bytes), 1 << 12)))
+        return bucket_batch_rows(self.opts, row_bytes)
+
+
+def bucket_batch_rows(opts: IngestOptions, row_bytes: int) -> int:
+    """Rows per record batch of a bucket file whose rows take ``row_bytes`` bytes:
+    ``opts.max_batch_rows``, or less so that writing one batch (key, columns and their
+    conversions, :data:`_COPIES` copies at most) stays in ``opts.memory_limit``."""
+    return int(min(opts.max_batch_rows, max(opts.memory_limit // (2 * _COPIES * row_bytes),
+                                            1 << 12)))
 
 
 def _small_input(sources: Sequence[EdgeSource]) -> bool:

@@ -66,6 +66,13 @@ def test_pagerank_from_process_start(rmat):
     assert doc["workload"]["backend"] == "numba"
 
 
+def test_a_step_schedule_outside_the_gnn_workload_is_refused(rmat):
+    from graphsys.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="step_schedule.*gnn workload"):
+        profile_graph(rmat, workload="embed", step_schedule=None)
+
+
 def test_embedding_epoch(rmat):
     prof = profile_graph(rmat, workload="embed", mappings=["edge-balanced"], dense=False)
     _covered(prof["time"])

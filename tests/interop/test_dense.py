@@ -124,6 +124,26 @@ def test_inputs_it_does_not_take_go_through_the_ingest(tmp_path, direct):
         graphsys.from_numpy(src, dst, tmp_path / "p", num_nodes=60, partitions=61)
 
 
+def test_a_feature_column_arrow_writes_otherwise_goes_through_the_ingest(tmp_path, direct,
+                                                                          monkeypatch):
+    src, dst, _, cols = _inputs()
+    monkeypatch.setattr(_dense._StandInFile, "write", _dense.HashingFile.write)  # never met
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=500, node_columns=cols,
+                            partitions=3)
+    assert direct.writes == 1 and not list(tmp_path.glob(".*"))   # tried, nothing left over
+    direct.off()
+    graphsys.from_numpy(src, dst, tmp_path / "i", num_nodes=500, node_columns=cols,
+                        partitions=3)
+    assert _manifest(tmp_path / "g")["files"] == _manifest(tmp_path / "i")["files"]
+    verify_graph(g.path)
+
+
+def test_a_progress_bar_goes_through_the_ingest(tmp_path, direct):
+    src, dst, _, cols = _inputs(n=60, m=300)
+    graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=60, partitions=2, progress=True)
+    assert direct.writes == 0
+
+
 def test_a_failed_write_leaves_nothing(tmp_path, direct, monkeypatch):
     src, dst, _, cols = _inputs()
 

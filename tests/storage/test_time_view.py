@@ -120,3 +120,22 @@ def test_embeddings_train_on_the_view(timed, tmp_path):
     view = graphsys.open_graph(g.path, until=12)
     res = train(view, {"dimension": 8, "num_epochs": 1}, out=tmp_path / "emb")
     assert res.summary()["epoch_stats"][0]["edges"] == (ts <= 12).sum()
+
+
+def test_a_view_streams_a_short_run_where_the_stored_graph_has_an_index(tmp_path, timed):
+    # a view maps none of the stored graph's indexes: mode "auto" weighs a build for it
+    import torch
+
+    from graphsys import bsp
+    from graphsys.bsp.engine import choose_mode
+    from graphsys.storage.adjacency_index import build_index
+
+    _, (src, dst, w, ts) = timed
+    g = graphsys.from_arrow(pa.table({"src": src, "dst": dst, "w": w, "timestamp": ts}),
+                            tmp_path / "g", weight_col="w", edge_columns=["timestamp"],
+                            **{PARTS: 3})
+    build_index(g, ("csc",))
+    prog, cpu = bsp.PageRank(), torch.device("cpu")
+    prog.expected_supersteps = 3
+    assert choose_mode(graphsys.open_graph(g.path), None, prog, cpu) == "memory"
+    assert choose_mode(graphsys.open_graph(g.path, until=20), None, prog, cpu) == "out-of-core"
