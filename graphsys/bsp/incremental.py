@@ -82,6 +82,9 @@ from graphsys.storage.csr import edges_digest
 #: Largest result file read as a previous result (bytes): a Parquet of node ids and values
 #: is about 16 bytes per node, so 2**36 covers four billion nodes.
 MAX_RESULT_BYTES = 1 << 36
+#: Parameters that choose what a run may write beside its answer, not the answer (PageRank's
+#: ``store_index``): not recorded in a result's provenance, not compared by :func:`same_run`
+UNRECORDED_PARAMETERS = ("store_index",)
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,8 @@ def provenance(algorithm: str, graph, edge_set, source=None,
     source = source.item() if isinstance(source, np.generic) else source
     return {"algorithm": algorithm, "source": source,
             "params": {k: v for k, v in (params or {}).items()
-                       if isinstance(v, (bool, int, float, str)) or v is None},
+                       if (isinstance(v, (bool, int, float, str)) or v is None)
+                       and k not in UNRECORDED_PARAMETERS},
             "edge_sets": {name: edges_digest(stored.manifest, name) for name in es.parts},
             "until": getattr(graph, "until", None), "num_nodes": graph.num_nodes(),
             "partition_sizes": [int(x) for x in graph.partition_sizes()],
@@ -287,7 +291,8 @@ def same_run(init, algorithm: str, params: dict[str, Any]) -> bool:
         _, meta, _ = result_provenance(init)
     except GraphsysError:
         return False
-    keep = {k: v for k, v in params.items() if isinstance(v, (bool, int, float, str))}
+    keep = {k: v for k, v in params.items() if isinstance(v, (bool, int, float, str))
+            and k not in UNRECORDED_PARAMETERS}
     return meta.get("algorithm") == algorithm and all(
         meta.get("params", {}).get(k) == v for k, v in keep.items() if k != "tol")
 

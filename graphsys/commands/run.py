@@ -70,6 +70,11 @@ def register(subparsers) -> None:
                         "1); betweenness, closeness, harmonic: weights as lengths with use "
                         "(default: hops, networkx's weight=None); the summary line and "
                         "--json's 'weighted' say which ran")
+    p.add_argument("--no-store-index", action="store_true",
+                   help="pagerank, ppr: leave the graph directory untouched (by default an "
+                        "in-memory run on a graph without a push index, where pushing pays, "
+                        "stores one and its CSC there for later runs; graphsys index --push "
+                        "stores it explicitly)")
     p.add_argument("--set", dest="params", action="append", default=[], metavar="NAME=VALUE",
                    help="an algorithm parameter, as the Python function takes it (VALUE a "
                         "TOML literal): betweenness/closeness/harmonic k=50 seed=1 "
@@ -193,6 +198,11 @@ def run(args) -> int:
     elif args.weighted != "auto":
         raise GraphsysError(f"--weights applies to {_taking('weighted')}, not "
                             f"{args.algorithm}")
+    if "store_index" in parameters:
+        kwargs["store_index"] = not args.no_store_index
+    elif args.no_store_index:
+        raise GraphsysError(f"--no-store-index applies to {_taking('store_index')}, not "
+                            f"{args.algorithm}")
     kwargs.update(_algorithm_params(args.algorithm, args.params, parameters))
     source = _parse_source(graph, args.source) if needs_source else None
     init = _previous_result(args, spec, graph, source, out, kwargs)
@@ -280,7 +290,7 @@ def _previous_result(args, spec, graph, source, out, kwargs) -> Path | None:
 
 #: parameters with flags of their own (not set with --set)
 _FLAGGED = {"tol": "--tol", "damping": "--damping", "sum_dtype": "--sum-dtype",
-            "weighted": "--weights"}
+            "weighted": "--weights", "store_index": "--no-store-index"}
 
 
 def _algorithm_params(algorithm: str, pairs: list[str], parameters) -> dict:

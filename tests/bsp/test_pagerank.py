@@ -294,3 +294,39 @@ def test_default_path_stores_and_maps_the_push_index(tmp_path, monkeypatch):
     assert pulled.stats.method == "fused-pagerank, float32 sends"
     assert not graphsys.open_graph(tmp_path / "locked").manifest.indexes
     assert np.abs(pulled.values - first.values).sum() < 2e-6 * 0.85 / 0.15
+
+
+def _directory_bytes(path):
+    """Every file under ``path`` (relative name -> bytes)."""
+    return {str(f.relative_to(path)): f.read_bytes() for f in sorted(path.rglob("*"))
+            if f.is_file()}
+
+
+def test_store_index_false_leaves_the_graph_directory_as_it_was(tmp_path, monkeypatch):
+    """``store_index=False`` on a graph in the push window: no file of the graph directory
+    (the manifest included) changes, and the ranks are the default run's (which stores the
+    push index) to the stopping rule, for PageRank and personalized PageRank alike."""
+    import importlib
+    import shutil
+
+    import graphsys
+    from graphsys.generators import rmat_edges, write_edges
+
+    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
+    monkeypatch.setattr(pagerank_module, "PUSH_STORE_MIN_BYTES", 0)
+    write_edges(rmat_edges(1 << 13, 80_000, seed=5), tmp_path / "e.parquet")
+    graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g", partitions=2)
+    shutil.copytree(tmp_path / "g", tmp_path / "stored")
+    before = _directory_bytes(tmp_path / "g")
+    kept = bsp.pagerank(graphsys.open_graph(tmp_path / "g"), tol=1e-10, store_index=False)
+    ppr_kept = bsp.personalized_pagerank(tmp_path / "g", [0, 1], tol=1e-10, store_index=False)
+    assert _directory_bytes(tmp_path / "g") == before
+    assert "stored by this run" not in kept.stats.method
+    default = bsp.pagerank(graphsys.open_graph(tmp_path / "stored"), tol=1e-10)
+    assert "stored by this run" in default.stats.method  # the default does write
+    assert _directory_bytes(tmp_path / "stored") != before
+    ppr_default = bsp.personalized_pagerank(tmp_path / "stored", [0, 1], tol=1e-10)
+    # both stop 1e-10 in L1 from their last step: within 2 * tol * a / (1 - a) of each other
+    assert np.abs(kept.values - default.values).sum() < 2e-10 * 0.85 / 0.15
+    assert np.abs(ppr_kept.values - ppr_default.values).sum() < 2e-10 * 0.85 / 0.15
+    assert "store_index" not in kept.provenance["params"]  # not part of the answer

@@ -139,6 +139,10 @@ class PageRank(VertexProgram):
     weighted : bool, default False
         Whether the walk follows edges in proportion to their weights (messages
         ``rank / weighted out-degree`` multiplied by the edge weight).
+    store_index : bool, default True
+        Whether the fused in-memory loop may store the graph's ``push`` index where it has
+        none and it pays (:meth:`solve_in_memory`); False leaves the graph directory as it
+        is.
     """
 
     name = "pagerank"
@@ -149,7 +153,7 @@ class PageRank(VertexProgram):
 
     def __init__(self, damping: float = 0.85, tol: float = 1e-6,
                  personalization: np.ndarray | None = None, sum_dtype: str = "auto",
-                 weighted: bool = False):
+                 weighted: bool = False, store_index: bool = True):
         damping = check_number(damping, "damping", high=1.0, open_high=True)
         tol = check_number(tol, "tol")
         #: whether the fused in-memory loop sends float32 values
@@ -162,6 +166,7 @@ class PageRank(VertexProgram):
         self._teleport = (None if personalization is None else
                           teleport_weights(personalization, "personalization"))
         self.sum_dtype, self.weighted = sum_dtype, bool(weighted)
+        self.store_index = bool(store_index)
         if self.weighted:  # x_u / weighted degree, times the edge weight on each edge
             self.message, self.uses_weights = "mul_weight", True
             if sum_dtype == "float32":
@@ -260,9 +265,10 @@ class PageRank(VertexProgram):
         values exceed :data:`PUSH_STORE_MIN_BYTES` (and fit :data:`PUSH_MAX_BYTES`, with
         :data:`LOCALITY_MAX_DEGREE` edges per vertex) gets it from its first run
         (:func:`store_push_index`: built out of core, stored with the CSC it is built from,
-        ``stats.method`` saying so), so every later run maps it; where it cannot be
-        written, the run goes on with the layouts above. docs/scaling.md has the disk cost
-        and docs/benchmarks.md the timings behind these rules.
+        ``stats.method`` saying so), so every later run maps it, unless ``store_index`` is
+        False; where it cannot be written, the run goes on with the layouts above.
+        docs/scaling.md has the disk cost and docs/benchmarks.md the timings behind these
+        rules.
 
         Layouts are built in the setup (its seconds); ranks are mapped back at the end.
         A weighted run declines (returns None): these layouts carry no weights, and the
@@ -278,7 +284,7 @@ class PageRank(VertexProgram):
             stored = ctx.graph.adjacency_index(ctx.edge_set, "push")
             if stored is None:
                 warn_outdated_push(ctx.graph, ctx.graph.edge_set(ctx.edge_set).name)
-            if stored is None and 8 * n > PUSH_STORE_MIN_BYTES:
+            if stored is None and self.store_index and 8 * n > PUSH_STORE_MIN_BYTES:
                 stored = store_push_index(ctx.graph, ctx.edge_set)
                 stored_now = stored is not None
         map_seconds = time.perf_counter() - t0
@@ -442,14 +448,20 @@ weighted : bool, optional
     None (default) when the edge set has weights, True requires them, False ignores
     them (every edge weighs 1, as ``weight=None`` in networkx). Weights must be finite
     and non-negative; a node whose out-weights sum to 0 is dangling.
-    ``result.stats.weighted`` records which was computed."""
+    ``result.stats.weighted`` records which was computed.
+store_index : bool, default True
+    Whether an in-memory run may store the graph's ``push`` index (and the CSC it is built
+    from) into the graph directory, on a graph without one where pushing over it pays (see
+    :meth:`PageRank.solve_in_memory`): every later run then maps it. False leaves the
+    directory untouched (the run builds what it needs in memory); ``graphsys index
+    --push`` stores it explicitly."""
 
 @document_options(*ENGINE_OPTIONS, "init")
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
           references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
-             sum_dtype: str = "auto", weighted: bool | None = None, mode: str = "auto",
-             device: str = "cpu",
+             sum_dtype: str = "auto", weighted: bool | None = None,
+             store_index: bool = True, mode: str = "auto", device: str = "cpu",
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
              distributed: bool = False, progress: Callable | None = None,
              readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
@@ -521,7 +533,8 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     """
     return PAGERANK_SPEC.run(graph, damping=damping, tol=tol, max_iters=max_iters,
                              sum_dtype=sum_dtype, weighted=weighted,
-                             init=init, **engine_options(locals()))
+                             store_index=store_index, init=init,
+                             **engine_options(locals()))
 
 
 @document_options()
@@ -530,7 +543,7 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
 def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85,
                           tol: float = 1e-6, max_iters: int | None = None,
                           sum_dtype: str = "auto", weighted: bool | None = None,
-                          mode: str = "auto",
+                          store_index: bool = True, mode: str = "auto",
                           device: str = "cpu", backend: str = "auto",
                           threads: int | None = None, edge_set: str | None = None,
                           distributed: bool = False, progress: Callable | None = None,
@@ -597,33 +610,40 @@ def personalized_pagerank(graph, sources, *, weights=None, damping: float = 0.85
     p = np.zeros(graph.num_nodes(), np.float64)
     np.add.at(p, idx, w)
     prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype,
-                    weighted=resolve_weighted(graph, edge_set, weighted))
+                    weighted=resolve_weighted(graph, edge_set, weighted),
+                    store_index=store_index)
     prog.name = "ppr"
     return execute(graph, prog, PPR_SPEC.max_iters(graph, max_iters), **engine_options(locals()))
 
 
 def _pagerank_program(graph, *, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
-                      sum_dtype: str = "auto", weighted: bool | None = None):
+                      sum_dtype: str = "auto", weighted: bool | None = None,
+                      store_index: bool = True):
     return PageRank(damping, tol, sum_dtype=sum_dtype,
-                    weighted=resolve_weighted(graph, edge_set, weighted))
+                    weighted=resolve_weighted(graph, edge_set, weighted),
+                    store_index=store_index)
 
 
 def _ppr_program(graph, *, source, edge_set=None, damping: float = 0.85, tol: float = 1e-6,
-                 sum_dtype: str = "auto", weighted: bool | None = None):
+                 sum_dtype: str = "auto", weighted: bool | None = None,
+                 store_index: bool = True):
     """PageRank teleporting to the one node ``source`` (an original id)."""
     p = np.zeros(graph.num_nodes(), np.float64)
     p[source_index(graph, source)] = 1.0
     prog = PageRank(damping, tol, personalization=p, sum_dtype=sum_dtype,
-                    weighted=resolve_weighted(graph, edge_set, weighted))
+                    weighted=resolve_weighted(graph, edge_set, weighted),
+                    store_index=store_index)
     prog.name = "ppr"
     return prog
 
 
 PAGERANK_SPEC = AlgorithmSpec("pagerank", _pagerank_program, lambda n: 100,
-                              parameters=("damping", "tol", "sum_dtype", "weighted"),
+                              parameters=("damping", "tol", "sum_dtype", "weighted",
+                                          "store_index"),
                               warm_start=pagerank_from)
 PPR_SPEC = AlgorithmSpec("ppr", _ppr_program, lambda n: 100, needs_source=True,
-                         parameters=("damping", "tol", "sum_dtype", "weighted"),
+                         parameters=("damping", "tol", "sum_dtype", "weighted",
+                                     "store_index"),
                          warm_start=pagerank_from)
 
 
