@@ -289,7 +289,8 @@ def test_default_path_stores_and_maps_the_push_index(tmp_path, monkeypatch):
     count.sum_duplicates()
     # the stopping rule leaves tol * a / (1 - a) in L1, the float32 sends a * 2^-24 / (1 - a)
     assert np.abs(first.values - scipy_pagerank(count)).sum() < (1e-6 + 2.0**-24) * 0.85 / 0.15
-    with writer_lock(tmp_path / "locked"):
+    with writer_lock(tmp_path / "locked"), pytest.warns(UserWarning,
+                                                        match="another writer holds"):
         pulled = bsp.pagerank(graphsys.open_graph(tmp_path / "locked"))
     assert pulled.stats.method == "fused-pagerank, float32 sends"
     assert not graphsys.open_graph(tmp_path / "locked").manifest.indexes
@@ -330,3 +331,48 @@ def test_store_index_false_leaves_the_graph_directory_as_it_was(tmp_path, monkey
     assert np.abs(kept.values - default.values).sum() < 2e-10 * 0.85 / 0.15
     assert np.abs(ppr_kept.values - ppr_default.values).sum() < 2e-10 * 0.85 / 0.15
     assert "store_index" not in kept.provenance["params"]  # not part of the answer
+
+
+def test_a_failed_store_warns_once_and_is_not_tried_again(tmp_path, monkeypatch):
+    """Where storing the push index fails (a full disk, simulated), the run warns in one
+    line naming the cause and the ways to stop it, keeps its answer (scipy's power
+    iteration's), and later runs on that graph in this process neither warn nor try the
+    write again; ``store_index=False`` never tries it."""
+    import importlib
+    import warnings
+
+    import graphsys
+    from graphsys.generators import rmat_edges, write_edges
+
+    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
+    monkeypatch.setattr(pagerank_module, "PUSH_STORE_MIN_BYTES", 0)
+    monkeypatch.setattr(pagerank_module, "_STORE_FAILED", set())
+    calls = []
+
+    def full_disk(graph, kinds, **kwargs):
+        calls.append(kinds)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pagerank_module, "build_index", full_disk)
+    write_edges(rmat_edges(1 << 13, 80_000, seed=5), tmp_path / "e.parquet")
+    g = graphsys.ingest(tmp_path / "e.parquet", tmp_path / "g", partitions=2)
+    with pytest.warns(UserWarning) as caught:
+        first = bsp.pagerank(g, tol=1e-10)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "\n" not in messages[0], messages
+    assert "could not store the push index" in messages[0]
+    assert "No space left on device" in messages[0]
+    assert "store_index=False" in messages[0] and "graphsys index" in messages[0]
+    assert len(calls) == 1 and "stored by this run" not in first.stats.method
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = bsp.pagerank(graphsys.open_graph(tmp_path / "g"), tol=1e-10)
+        bsp.pagerank(tmp_path / "g", tol=1e-10, store_index=False)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(again.values, first.values)
+    c = g.csr(weights=False)
+    n = g.num_nodes()
+    count = sp.csr_matrix((np.ones(len(c.indices)), c.indices, c.indptr), shape=(n, n))
+    count.sum_duplicates()
+    assert np.abs(first.values - scipy_pagerank(count)).sum() < 1e-10 * 0.85 / 0.15
+    assert not graphsys.open_graph(tmp_path / "g").manifest.indexes

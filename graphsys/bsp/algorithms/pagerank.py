@@ -43,8 +43,11 @@ sends`` when they ran.
 from __future__ import annotations
 
 import math
+import os
 import time
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -77,7 +80,8 @@ from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.storage.adjacency_index import build_index, warn_outdated_push
+from graphsys.storage.adjacency_index import build_command, build_index, warn_outdated_push
+from graphsys.storage.lock import manifest_digest
 from graphsys.storage.push_layout import degree_order, min_blocks, push_layout, sums_length
 
 #: PageRank renumbers the vertices of graphs with fewer in-edges per vertex than this in
@@ -376,19 +380,36 @@ class PageRank(VertexProgram):
 
 def store_push_index(graph, edge_set: str | None):
     """Build and store the ``push`` index of ``edge_set`` (and the CSC it is built from), as
-    ``graphsys index --push`` does, and return it mapped; None where it cannot be written
-    (a view of several edge sets, a remote or read-only graph, another writer holding the
-    lock, a manifest changed since ``graph`` was opened, a full disk): the run then keeps
-    its in-memory layouts. The files are written out of core, under the writer lock, and
-    listed in the manifest last, as every index is."""
+    ``graphsys index --push`` does, and return it mapped; None where it is not written: the
+    run then keeps its in-memory layouts. The files are written out of core, under the
+    writer lock, and listed in the manifest last, as every index is.
+
+    A view of several edge sets, a remote graph and a directory this process may not write
+    are skipped quietly. A store that fails (another writer holding the lock, a manifest
+    changed since ``graph`` was opened, a full disk) warns in one line naming the cause, and
+    is not tried again in this process for that directory, edge set and manifest version
+    (:data:`_STORE_FAILED`): later runs pull without paying the build again."""
     es = graph.edge_set(edge_set)
-    if es.members or not graph.location.local:
+    if es.members or not graph.location.local or not os.access(graph.path, os.W_OK):
+        return None
+    key = (str(Path(graph.path).resolve()), es.name, manifest_digest(graph.manifest))
+    if key in _STORE_FAILED:
         return None
     try:
         build_index(graph, ("push",), edge_sets=[es.name])
-    except (GraphsysError, OSError):
+    except (GraphsysError, OSError) as exc:
+        _STORE_FAILED.add(key)
+        warnings.warn(f"{graph.path}: PageRank could not store the push index of edge set "
+                      f"{es.name!r} ({exc}); it runs without it and does not try again in "
+                      f"this process: pass store_index=False to skip the attempt, or store "
+                      f"it with {build_command(graph, ('push',), es.name)}", stacklevel=2)
         return None
     return graph.adjacency_index(es.name, "push")
+
+
+#: (graph directory, edge set, manifest digest) of every push index whose store failed in
+#: this process (:func:`store_push_index` does not try it again)
+_STORE_FAILED: set[tuple[str, str, str]] = set()
 
 
 def iterations_left(deltas: list[float], tol: float, cap: int) -> int:
