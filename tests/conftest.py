@@ -31,6 +31,24 @@ def mirror() -> Path:
     return path
 
 
+@pytest.fixture
+def fsynced(monkeypatch) -> list[Path]:
+    """The paths ``os.fsync`` is called on while the test runs, in call order (each open
+    file's path as ``/proc/self/fd`` names it: the name it had when it was opened)."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd")
+    paths: list[Path] = []
+    real = os.fsync
+
+    def record(fd):
+        fd = fd if isinstance(fd, int) else fd.fileno()
+        paths.append(Path(os.readlink(f"/proc/self/fd/{fd}")))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", record)
+    return paths
+
+
 def guide_blocks(name: str) -> list[str]:
     """The fenced ``python`` blocks of the guide ``docs/NAME``, in order."""
     text = (REPO / "docs" / name).read_text(encoding="utf-8")

@@ -47,7 +47,7 @@ class PartitionBuffer:
         self.committed = committed
         self.resident: dict[int, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
         self.dirty: set[int] = set()
-        self.unsynced = False  # a write since the last flush
+        self.unsynced: list[Path] = []  # the files written since the last flush
         self.tally = RankStats(0)
         self._lock = threading.Lock()
 
@@ -105,9 +105,12 @@ class PartitionBuffer:
         self.check_finite(p)
         n, v = 0, self.working
         for etype, (emb, st) in self.resident[p].items():
-            n += save_npy(self.storage.emb_path(etype, p, v), emb.cpu().numpy(), durable=False)
-            n += save_npy(self.storage.optim_path(etype, p, v), st.cpu().numpy(), durable=False)
-        self.unsynced = True
+            emb_path, optim_path = self.storage.emb_path(etype, p, v), self.storage.optim_path(
+                etype, p, v)
+            n += save_npy(emb_path, emb.cpu().numpy(), durable=False)
+            n += save_npy(optim_path, st.cpu().numpy(), durable=False)
+            with self._lock:
+                self.unsynced += [emb_path, optim_path]
         return n
 
     @traced("embed.write-back")
@@ -130,9 +133,10 @@ class PartitionBuffer:
         make every partition write since the last flush durable; returns bytes written."""
         written = sum(self._write(p) for p in sorted(self.dirty))
         self.dirty.clear()
-        if self.unsynced:
-            self.storage.sync()
-            self.unsynced = False
+        with self._lock:
+            unsynced, self.unsynced = self.unsynced, []
+        if unsynced:
+            self.storage.sync(unsynced)
         return written
 
     def commit_files(self, num_partitions: int) -> int:

@@ -44,6 +44,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,7 @@ from graphsys.storage.atomic import (
            atomic_path,
            fsync_path,
            sha256_file,
-           sync_filesystem,
+           sync_files,
            write_bytes_atomic,
 )
 from graphsys.storage.identity import (  # noqa: F401 (the digests of checkpoint.json)
@@ -278,10 +279,11 @@ class CheckpointStorage:
             for tmp in (self.root / sub).rglob(".*.tmp-*"):
                 tmp.unlink(missing_ok=True)
 
-    def sync(self) -> None:
-        """Make every file written so far durable (one syncfs of the checkpoint's
-        filesystem, as seen from this host)."""
-        sync_filesystem(self.root)
+    def sync(self, paths: Iterable[Path]) -> None:
+        """Make the files ``paths`` (under :attr:`root`) and their directories durable: an
+        fsync each (:func:`~graphsys.storage.atomic.sync_files`), not a sync of the whole
+        filesystem, which would wait for other processes' writes too."""
+        sync_files(self.root, sorted({Path(p).relative_to(self.root) for p in paths}))
 
     def sync_dirs(self) -> None:
         for sub in ("embeddings", "optim", "model"):

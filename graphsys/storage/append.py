@@ -51,7 +51,7 @@ from graphsys import openmp
 from graphsys.errors import GraphsysError, InputError, ParameterError
 from graphsys.memory import lifetime_peak_rss
 from graphsys.storage import edge_views, index_merge
-from graphsys.storage.atomic import replacement_directory, sync_filesystem, write_bytes_atomic
+from graphsys.storage.atomic import replacement_directory, sync_files, write_bytes_atomic
 from graphsys.storage.format import (
     MANIFEST,
     SAFE_NAME,
@@ -182,13 +182,16 @@ def append_edges(graph: str | Path, edges: Sequence[EdgeSource],
         edge_sets.update({n: replace(es, appended_to=base) for n, es in new_sets.items()})
         shutil.rmtree(job.spill)
         indexes = _grown_indexes(m, files) if any(added.values()) else m.indexes
-        _link_unchanged(graph, staging, files)
+        written = [rel for rel in files if (staging / rel).exists()]
+        linked, copied = _link_unchanged(graph, staging, files)
         manifest = replace(
             m, entity_types=entity_types, edge_sets=edge_sets, files=files, indexes=indexes,
             max_batch_rows=max([m.max_batch_rows] + [job.batch_rows(n) for n in names]))
         if base:
             _check_joinable(manifest, base, names)
-        sync_filesystem(staging)  # every data file is on disk before the manifest names it
+        # every data file is on disk before the manifest names it (only ours: a filesystem-
+        # wide sync would wait for other processes' writes too); the linked ones already were
+        sync_files(staging, written + copied, linked=linked)
         write_bytes_atomic(staging / MANIFEST,
                            json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
     return IngestReport(
@@ -406,9 +409,11 @@ def _write_grown_strings(graph: Path, et: EntityType, new_part: np.ndarray, stag
         files[rel] = file_entry(staging / rel)
 
 
-def _link_unchanged(graph: Path, staging: Path, files: dict[str, dict[str, Any]]) -> None:
+def _link_unchanged(graph: Path, staging: Path, files: dict[str, dict[str, Any]]
+                    ) -> tuple[list[str], list[str]]:
     """Hard-link (or copy, across filesystems) every file of ``files`` not yet in
-    ``staging`` from the old graph directory."""
+    ``staging`` from the old graph directory; returns the names linked and those copied."""
+    linked, copied = [], []
     for rel in files:
         dst = staging / rel
         if dst.exists():
@@ -416,5 +421,8 @@ def _link_unchanged(graph: Path, staging: Path, files: dict[str, dict[str, Any]]
         dst.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(graph / rel, dst)
+            linked.append(rel)
         except OSError:
             shutil.copy2(graph / rel, dst)
+            copied.append(rel)
+    return linked, copied

@@ -50,16 +50,17 @@ def sync_filesystem(path: Path) -> None:
 SYNC_THREADS = 8
 
 
-def sync_files(root: Path, names: Iterable[str]) -> None:
+def sync_files(root: Path, names: Iterable[str], *, linked: Iterable[str] = ()) -> None:
     """Flush the files ``root / name`` and the directories holding them (up to, not
     including, ``root``) to disk: an fsync per file, :data:`SYNC_THREADS` at a time, then
     one per directory. Unlike :func:`sync_filesystem` it waits only for these files, not
     for every dirty page of the filesystem (another process's large write); started early
-    with :func:`start_writeback`, little is left to wait for."""
+    with :func:`start_writeback`, little is left to wait for. ``linked``: names that are
+    new hard links to files already on disk, of which only the directories are flushed."""
     root = Path(root)
     paths = [root / name for name in names]
     dirs: set[Path] = set()
-    for path in paths:
+    for path in [*paths, *(root / name for name in linked)]:
         for parent in path.parents:
             if parent == root or root not in parent.parents:
                 break

@@ -106,3 +106,28 @@ def test_refuses_a_directory_that_is_not_a_checkpoint_and_checks_files(kg1, tmp_
     np.save(path, arr, allow_pickle=False)
     with pytest.raises(FormatError, match="sha256 mismatch"):
         m.load_state(_relmodel(m))
+
+
+def test_partition_writes_are_fsynced_file_by_file_before_the_commit(kg4, tmp_path,
+                                                                      fsynced, monkeypatch):
+    """The partitions training writes without an fsync (evictions, flushes) are fsynced one
+    by one before ``checkpoint.json`` names them; the filesystem is not synced whole (that
+    waits for other processes' writes too)."""
+    import graphsys.storage.atomic as atomic
+
+    def whole(*a):
+        raise AssertionError("a filesystem-wide sync")
+
+    monkeypatch.setattr(atomic, "sync_filesystem", whole)
+    monkeypatch.setattr("os.sync", whole)
+    out = tmp_path / "ck"
+    train(kg4, load_config(None, SMALL + ["num_epochs=1", "buffer_partitions=2",
+                                          "bucket_order=\"buffer\""]), out=out)
+    meta = CheckpointStorage(out).read_meta()
+    assert meta["version"] == 1
+    partitions = {rel for rel in meta["files"] if rel.startswith(("embeddings/", "optim/"))}
+    assert len(partitions) == 8  # one embedding and one Adagrad file per partition
+    root = out.resolve()
+    synced = [p.relative_to(root).as_posix() for p in fsynced if root in p.parents]
+    commit = max(k for k, rel in enumerate(synced) if rel.startswith(".checkpoint.json.tmp"))
+    assert partitions <= set(synced[:commit]), partitions - set(synced[:commit])

@@ -166,3 +166,36 @@ def test_failure_leaves_graph_unchanged(kg, tmp_path, monkeypatch):
     assert (kg / "manifest.json").read_bytes() == manifest
     assert not list(kg.parent.glob(".g*"))
     assert open_graph(kg).edge_sets == ["train"]
+
+
+def test_append_fsyncs_the_files_it_wrote_before_the_manifest(kg, tmp_path, fsynced,
+                                                              monkeypatch):
+    """Every file the append writes (its new edge set, the grown node partitions) is
+    fsynced, file by file, before the new manifest is; the filesystem is not synced whole
+    (that waits for other processes' writes too)."""
+    import json
+
+    import graphsys.storage.atomic as atomic
+
+    def whole(*a):
+        raise AssertionError("a filesystem-wide sync")
+
+    monkeypatch.setattr(atomic, "sync_filesystem", whole)
+    monkeypatch.setattr("os.sync", whole)
+    before = json.loads((kg / "manifest.json").read_text())["files"]
+    f = tmp_path / "new.tsv"
+    f.write_text("e1\tr0\tz9\nz9\tr1\te2\n")
+    append_edges(kg, [EdgeSource([f], edge_set="x", src_col=0, rel_col=1, dst_col=2)])
+    after = json.loads((kg / "manifest.json").read_text())["files"]
+    written = {rel for rel, entry in after.items() if before.get(rel) != entry}
+    assert any(rel.startswith("edges/") for rel in written)  # the new buckets
+    assert any(rel.startswith("nodes/") for rel in written)  # z9 grew a partition
+
+    def in_staging(path):  # the name inside the staging directory the graph was built in
+        parts = path.relative_to(kg.parent.resolve()).parts
+        assert parts[0].startswith(".g.staging-"), path
+        return "/".join(parts[1:])
+
+    synced = [in_staging(p) for p in fsynced if kg.parent.resolve() in p.parents]
+    manifest = next(k for k, rel in enumerate(synced) if rel.startswith(".manifest.json.tmp"))
+    assert written <= set(synced[:manifest]), written - set(synced[:manifest])

@@ -285,7 +285,7 @@ def import_pbg_checkpoint(pbg_ckpt_dir: str | Path, entity_path: str | Path | No
         if unused_types:
             warnings.append(f"PBG entity types not in the graph: {', '.join(unused_types)}")
         manager.write_config()
-        manager.storage.sync()
+        manager.storage.sync(manager.storage.version_files(epochs))
         manager.storage.sync_dirs()
         manager.commit(epochs, epochs, [], imported_from={
             "format": "pytorch-biggraph", "path": str(pbg.root.absolute()),
