@@ -54,7 +54,7 @@ WORKLOADS = ("bsp", "embed", "gnn", "mining")
 
 def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   mappings: list[str] | None = None, device: str = "cpu",
-                  backend: str = "auto", mode: str = "memory", gpu: str | None = None,
+                  backend: str = "auto", mode: str = "auto", gpu: str | None = None,
                   schedule: str = "auto", threads: int | None = None,
                   damping: float = 0.85, tol: float | None = None,
                   sum_dtype: str = "auto", model_gpu: bool | None = None,
@@ -98,8 +98,11 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     backend : {"auto", "numba", "torch"}, default "auto"
         BSP backend of the profiled run, as ``graphsys run --backend`` (``"auto"``: numba
         kernels on the CPU, torch on CUDA; ``"torch"`` on the CPU runs the GPU code path).
-    mode : {"memory", "out-of-core"}, default "memory"
-        BSP mode: the whole graph in memory, or partitions streamed from disk.
+    mode : {"auto", "memory", "out-of-core"}, default "auto"
+        BSP mode, as ``graphsys run --mode``: the whole graph in memory, or partitions
+        streamed from disk; ``"auto"`` picks as the engine does
+        (:func:`~graphsys.bsp.engine.choose_mode`: memory for a run from scratch).
+        ``workload["mode"]`` says which ran.
     gpu : str, optional
         The GPU the SIMT and SM model assumes (its SM count); default the one present,
         else an H100.

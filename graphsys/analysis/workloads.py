@@ -264,7 +264,7 @@ def _passes(direction: str, pull: bool) -> list[str]:
 
 
 def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
-                device: str = "cpu", backend: str = "auto", mode: str = "memory",
+                device: str = "cpu", backend: str = "auto", mode: str = "auto",
                 max_iters: int | None = None, edge_set: str | None = None,
                 damping: float = 0.85, tol: float | None = None,
                 schedule: str = "auto", threads: int | None = None,
@@ -335,6 +335,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
         model_steps = n_steps
         if run.method != "supersteps":
             single = False
+        common["mode"] = run.mode  # the model run reads the edges as the profiled one did
         if not single:  # model run: frontiers in engine order
             log.close()
             log = FrontierLog()
@@ -377,7 +378,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
         degs.clear()
     return {"stats": stats, "run": run.to_dict(), "steps": n_steps, "flops": stats.flops,
             "model_seconds": model_seconds,
-            "workload": {"kind": "bsp", "algorithm": algorithm, "mode": mode,
+            "workload": {"kind": "bsp", "algorithm": algorithm, "mode": run.mode,
                          "device": run.device, "backend": run.backend,
                          "method": run.method, "schedule": schedule, "threads": threads,
                          "path": f"{run.backend} backend, {run.method} (schedule "

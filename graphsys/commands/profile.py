@@ -65,7 +65,9 @@ def register(subparsers) -> None:
     p.add_argument("--backend", default="auto",
                    help="BSP backend, as graphsys run: auto (default: numba on CPU, torch on "
                         "CUDA), numba or torch (on CPU: the GPU code path)")
-    p.add_argument("--mode", default="memory", help="BSP mode: memory or out-of-core")
+    p.add_argument("--mode", default="auto",
+                   help="BSP mode, as graphsys run: auto (default: memory for a run from "
+                        "scratch), memory or out-of-core")
     p.add_argument("--schedule", default="auto",
                    help="BSP schedule, as graphsys run: auto (default), sync or async")
     p.add_argument("--threads", type=int, help="numba / out-of-core worker threads, as "

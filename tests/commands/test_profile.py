@@ -345,8 +345,8 @@ def test_profile_takes_the_path_run_takes(main, graph_dir, capsys, algo, extra):
                  "edge-balanced", "--json"]) == 0
     prof = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     w = prof["workload"]
-    assert (w["backend"], w["method"], w["supersteps"]) == (
-        ran["backend"], ran["method"], ran["num_supersteps"])
+    assert (w["backend"], w["method"], w["supersteps"], w["mode"]) == (
+        ran["backend"], ran["method"], ran["num_supersteps"], ran["mode"])
     assert w["path"].startswith(f"{ran['backend']} backend, {ran['method']}")
     # the text output says which path it took
     assert main(["profile", algo, str(graph_dir), *extra, "--no-dense", "--mapping",
@@ -397,3 +397,15 @@ def test_profile_on_the_device(main, graph_dir, capsys, device, argv, steps):
         assert t["h2d"] > 0 and t["bytes"] > 0 and t["counted"].startswith("every")
     if device.startswith("cuda"):
         assert k["unit"] == "CUDA kernels"
+
+
+def test_profile_and_run_share_their_bsp_defaults():
+    """``profile ALGO DIR`` with no flags runs what ``run ALGO DIR`` runs: the BSP flags the
+    two share default alike (``--mode`` included: auto)."""
+    from graphsys.cli import build_parser
+
+    defaults = {name: build_parser([name]).parse_args([name, "pagerank", "g"])
+                for name in ("run", "profile")}
+    for flag in ("mode", "device", "backend", "schedule", "threads", "damping", "sum_dtype"):
+        assert getattr(defaults["profile"], flag) == getattr(defaults["run"], flag), flag
+    assert defaults["profile"].mode == "auto"
