@@ -331,6 +331,10 @@ def test_store_index_false_leaves_the_graph_directory_as_it_was(tmp_path, monkey
     assert np.abs(kept.values - default.values).sum() < 2e-10 * 0.85 / 0.15
     assert np.abs(ppr_kept.values - ppr_default.values).sum() < 2e-10 * 0.85 / 0.15
     assert "store_index" not in kept.provenance["params"]  # not part of the answer
+    from graphsys.bsp import incremental
+
+    # graphsys run --init auto starts from a default run's output with the switch off
+    assert incremental.same_run(default, "pagerank", {"tol": 1e-10, "store_index": False})
 
 
 def test_a_failed_store_warns_once_and_is_not_tried_again(tmp_path, monkeypatch):
