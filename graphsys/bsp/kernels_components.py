@@ -229,7 +229,7 @@ def scc_multistep(out_ptr, out_idx, in_ptr, in_idx, comp) -> tuple[int, int]:
     as the intersection of its forward and backward closures (two direction-optimizing
     searches, one per thread), then Tarjan's algorithm on the rest, within each of the
     three parts the closures leave (reached forward only, backward only, neither), which
-    no component spans. ``comp`` int64 (N,) is written with each vertex's smallest
+    no component spans. ``comp`` float64 (N,) is written with each vertex's smallest
     component member. Returns (entries read, size of the pivot's component)."""
     n = len(out_ptr) - 1
     if n == 0:
@@ -406,7 +406,7 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
     which is at most its degree.
 
     ``deg`` int32/int64 (N,) consumed: the starting degrees (self-loops left out; entries
-    ``v -> v`` lower only ``v``'s own degree, after its removal); ``core`` int64 (N,)
+    ``v -> v`` lower only ``v``'s own degree, after its removal); ``core`` float64 (N,)
     written; ``left``, ``queue`` (N,) int32/int64 scratch. Returns the entries read."""
     n = deg.shape[0]
     k = deg[0] if n else 0

@@ -135,7 +135,7 @@ def test_core_levels_brute_force():
                 out, into = lists(n, src, dst), lists(n, dst, src)
             else:  # stored both ways: one list
                 out = into = lists(n, np.r_[src, dst], np.r_[dst, src])
-            loops, deg, got = np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.int64)
+            loops, deg, got = np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n)
             peel_degrees(*out, into[0], two_ways, loops, True, deg)
             core_levels(*out, *into, two_ways, deg, got, np.empty(n, np.int32),
                         np.empty(n, np.int32))

@@ -87,7 +87,7 @@ def test_scc_multistep_power_law(seed):
         out = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
         out.sort_indices()
         into = out.tocsc()
-        comp = np.empty(n, np.int64)
+        comp = np.empty(n)
         read, size = scc_multistep(out.indptr.astype(np.int64), out.indices.astype(np.int32),
                                    into.indptr.astype(np.int64), into.indices.astype(np.int32),
                                    comp)

@@ -103,11 +103,10 @@ class KCore(VertexProgram):
             self.loops = np.empty(n, np.int64)
         deg = np.empty(n, np.int32 if entries < 2**31 else np.int64)
         peel_degrees(*out, into[0], two, self.loops, count, deg)
-        core = np.empty(n, np.int64)
         vid = np.int32 if n < 2**31 else np.int64
-        read = core_levels(*out, *into, two, deg, core, np.empty(n, vid), np.empty(n, vid))
+        read = core_levels(*out, *into, two, deg, host_array(state["core"]), np.empty(n, vid),
+                           np.empty(n, vid))
         method = "level-peel"
-        host_array(state["core"])[:] = core
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
         ss.seconds["edges"] = time.perf_counter() - t0

@@ -141,15 +141,16 @@ class SCC(VertexProgram):
             return None
         out = edges.adjacency("csr")[:2]
         t0 = time.perf_counter()
-        comp = np.empty(ctx.num_nodes, np.int64)
+        label = host_array(state["label"])
         if self.undirected:  # the weak components: union-find, or Afforest on dense graphs
+            comp = np.empty(ctx.num_nodes, np.int64)
             method = afforest.choose(ctx.num_nodes, edges.num_edges, False)
             read = (afforest.afforest(*out, *out, False, 0, comp)[0] if method == "afforest"
                     else afforest.union_find_symmetric(*out, comp))
-        else:
+            label[:] = comp
+        else:  # the labels are written straight into the result
             method = "pivot-tarjan"
-            read, _ = scc_multistep(*out, *edges.adjacency("csc")[:2], comp)
-        host_array(state["label"])[:] = comp
+            read, _ = scc_multistep(*out, *edges.adjacency("csc")[:2], label)
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
         ss.seconds["edges"] = time.perf_counter() - t0
