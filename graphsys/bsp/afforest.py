@@ -55,34 +55,19 @@ def _compress(comp):
         comp[v] = comp[comp[v]]  # parents precede children: roots are smallest ids
 
 
-@numba.njit(inline="always")
-def _union_find(indptr, indices, comp, below_only):
-    n = comp.shape[0]
-    for v in range(n):
-        comp[v] = v
-    for u in range(n):
-        for e in range(indptr[u], indptr[u + 1]):
-            w = indices[e]
-            if not below_only or w < u:
-                _link(comp, u, w)
-    _compress(comp)
-    return indptr[n] - indptr[0]
-
-
 @numba.njit(cache=True, nogil=True)
 def union_find(indptr, indices, comp):
     """Component of every vertex (its smallest id) over the edges of CSR ``indptr`` int64
     (N+1,) / ``indices`` (E,) (edge direction ignored); ``comp`` (N,) int, written. Returns
     edges read."""
-    return _union_find(indptr, indices, comp, False)
-
-
-@numba.njit(cache=True, nogil=True)
-def union_find_symmetric(indptr, indices, comp):
-    """:func:`union_find` over a CSR that stores every edge both ways (an undirected edge
-    set): each edge is linked once, from its larger end, half the finds. Returns the
-    entries read."""
-    return _union_find(indptr, indices, comp, True)
+    n = comp.shape[0]
+    for v in range(n):
+        comp[v] = v
+    for u in range(n):
+        for e in range(indptr[u], indptr[u + 1]):
+            _link(comp, u, indices[e])
+    _compress(comp)
+    return indptr[n] - indptr[0]
 
 
 @numba.njit(cache=True, nogil=True)
