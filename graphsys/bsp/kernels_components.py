@@ -254,20 +254,20 @@ def scc_multistep(out_ptr, out_idx, in_ptr, in_idx, comp) -> tuple[int, int]:
 def peel_degrees(out_ptr, out_idx, in_ptr, two_ways, loops, count_loops, deg):
     """The degrees k-core peeling starts from, in one pass: ``deg[v]`` (int32 or
     int64 (N,), written) = the out-entries of ``v`` (plus its in-entries when
-    ``two_ways``) less its self-loops, once per list they are in. ``loops`` int64 (N,):
-    each vertex's stored entries ``v -> v``, counted here from the CSR when
-    ``count_loops`` (written), else read."""
+    ``two_ways``) less its self-loops, once per list they are in. The self-loops are
+    counted here from the CSR when ``count_loops`` (``loops`` then unread), else read from
+    ``loops`` int64 (N,) (each vertex's stored entries ``v -> v``)."""
     for v in range(deg.shape[0]):
         lo, hi = out_ptr[v], out_ptr[v + 1]
         if count_loops:
             c = 0
             for e in range(lo, hi):
-                if out_idx[e] == v:
-                    c += 1
-            loops[v] = c
-        d = hi - lo - loops[v]
+                c += out_idx[e] == v
+        else:
+            c = loops[v]
+        d = hi - lo - c
         if two_ways:
-            d += in_ptr[v + 1] - in_ptr[v] - loops[v]
+            d += in_ptr[v + 1] - in_ptr[v] - c
         deg[v] = d
 
 

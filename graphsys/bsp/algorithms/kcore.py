@@ -98,11 +98,10 @@ class KCore(VertexProgram):
         t0 = time.perf_counter()
         n = ctx.num_nodes
         entries = int(out[0][-1]) + (int(into[0][-1]) if two else 0)
-        count = self.loops is None
-        if count:
-            self.loops = np.empty(n, np.int64)
+        count = self.loops is None  # else the loops read from the buckets
+        loops = np.empty(0, np.int64) if count else self.loops
         deg = np.empty(n, np.int32 if entries < 2**31 else np.int64)
-        peel_degrees(*out, into[0], two, self.loops, count, deg)
+        peel_degrees(*out, into[0], two, loops, count, deg)
         vid = np.int32 if n < 2**31 else np.int64
         read = core_levels(*out, *into, two, deg, host_array(state["core"]), np.empty(n, vid),
                            np.empty(n, vid))
