@@ -135,8 +135,8 @@ class SCC(VertexProgram):
         closures (two direction-optimizing searches on two threads), then Tarjan's
         algorithm on the rest, in numba
         (:func:`~graphsys.bsp.kernels_components.scc_multistep`); on an edge set stored
-        undirected, :func:`wcc`'s union-find or Afforest. Recorded as one superstep, the
-        same labels. ``max_iters`` not applied."""
+        undirected, :func:`wcc`'s union-find (each stored pair linked once) or Afforest.
+        Recorded as one superstep, the same labels. ``max_iters`` not applied."""
         if schedule != "auto":
             return None
         out = edges.adjacency("csr")[:2]
@@ -146,7 +146,7 @@ class SCC(VertexProgram):
             comp = np.empty(ctx.num_nodes, out[1].dtype)  # wcc's kernel signatures
             method = afforest.choose(ctx.num_nodes, edges.num_edges, False)
             read = (afforest.afforest(*out, *out, False, 0, comp)[0] if method == "afforest"
-                    else afforest.union_find(*out, comp))
+                    else afforest.union_find(*out, comp, True))
             label[:] = comp
         else:  # the labels are written straight into the result
             method = "pivot-tarjan"
