@@ -56,16 +56,19 @@ def _compress(comp):
 
 
 @numba.njit(cache=True, nogil=True)
-def union_find(indptr, indices, comp):
+def union_find(indptr, indices, comp, both_ways):
     """Component of every vertex (its smallest id) over the edges of CSR ``indptr`` int64
-    (N+1,) / ``indices`` (E,) (edge direction ignored); ``comp`` (N,) int, written. Returns
-    edges read."""
+    (N+1,) / ``indices`` (E,) (edge direction ignored); ``comp`` (N,) int, written.
+    ``both_ways``: the CSR stores every edge both ways (an undirected edge set), so each is
+    linked once, from its larger end (half the finds). Returns edges read."""
     n = comp.shape[0]
     for v in range(n):
         comp[v] = v
     for u in range(n):
         for e in range(indptr[u], indptr[u + 1]):
-            _link(comp, u, indices[e])
+            w = indices[e]
+            if not both_ways or w < u:
+                _link(comp, u, w)
     _compress(comp)
     return indptr[n] - indptr[0]
 

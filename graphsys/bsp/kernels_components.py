@@ -1,7 +1,6 @@
 """Numba kernels of the whole-graph component and peeling methods (in memory, CPU):
-strongly connected components (:func:`scc_pivot`, :func:`scc_tarjan`, :func:`reach`), k-core
-peeling (:func:`core_numbers`: the bucket queue; :func:`core_levels`: level by level), the
-greedy colouring (:func:`greedy_coloring`) and semi-synchronous
+strongly connected components (:func:`scc_multistep`), k-core peeling level by level
+(:func:`core_levels`), the greedy colouring (:func:`greedy_coloring`) and semi-synchronous
 label propagation (:func:`lpa_semi_sync`).
 
 Every kernel reads an adjacency as (``indptr`` int64 (N+1,), ``indices`` int32/int64 (E,));
@@ -14,60 +13,138 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+#: Direction-optimizing closure (Beamer, Asanovic, Patterson): the top-down steps turn
+#: bottom-up when the frontier's out-entries exceed 1/ALPHA of those not yet scanned, and
+#: back when a bottom-up sweep finds fewer than 1/BETA of the vertices (the GAP
+#: benchmark's constants), at most BOTTOM_UP_RUNS times: a sweep costs a pass over the
+#: vertices, so at most BETA + BOTTOM_UP_RUNS sweeps run, whatever the graph
+ALPHA, BETA, BOTTOM_UP_RUNS = 15, 18, 4
+
 
 @numba.njit(cache=True, nogil=True)
-def reach(indptr, indices, start, alive, mark, stamp, queue):
-    """Mark every vertex reachable from ``start`` along ``indptr``/``indices`` among those
-    with ``alive[v]`` (uint8) with ``mark[v] = stamp`` (int64 (N,)); ``queue`` int64 (N,)
-    scratch. Returns the number marked."""
-    mark[start] = stamp
-    queue[0] = start
-    head, tail = 0, 1
-    while head < tail:
-        u = queue[head]
-        head += 1
-        for e in range(indptr[u], indptr[u + 1]):
-            v = indices[e]
-            if alive[v] and mark[v] != stamp:
-                mark[v] = stamp
-                queue[tail] = v
-                tail += 1
-    return tail
+def _closure(ptr, idx, rptr, ridx, pivot, vis, queue, entries):
+    """Mark ``vis[v] = 1`` for every vertex reachable from ``pivot`` along ``ptr``/``idx``
+    through vertices with ``vis[v] == 0`` (uint8 (N,); 2: left out). ``rptr``/``ridx``:
+    the reverse lists, for the bottom-up sweeps; ``queue`` (N,) scratch; ``entries``: the
+    forward entries of the vertices left in. Bottom-up sweeps mark a vertex as soon as one
+    in-neighbour is marked (marked in any earlier step or earlier in the same sweep), so
+    after a sweep that marks the set F every unmarked vertex with a marked in-neighbour has
+    one in F: the top-down steps resume from F, and a sweep that marks nothing ends the
+    closure. Returns the entries read (a sweep rereads the in-entries of the vertices it
+    does not reach)."""
+    n = vis.shape[0]
+    vis[pivot] = 1
+    queue[0] = pivot
+    lo, hi = 0, 1  # the frontier: queue[lo:hi]
+    scout = ptr[pivot + 1] - ptr[pivot]
+    left = entries - scout
+    read = 0
+    runs = 0
+    while lo < hi:
+        if scout > left // ALPHA and runs < BOTTOM_UP_RUNS:
+            runs += 1
+            while True:
+                first = hi
+                for v in range(n):
+                    if vis[v] != 0:
+                        continue
+                    e, end = rptr[v], rptr[v + 1]
+                    while e < end:
+                        if vis[ridx[e]] == 1:
+                            vis[v] = 1
+                            queue[hi] = v
+                            hi += 1
+                            e += 1
+                            break
+                        e += 1
+                    read += e - rptr[v]
+                if hi == first:
+                    return read
+                if (hi - first) * BETA < n:
+                    break
+            lo = first
+            scout = 0
+            for i in range(lo, hi):
+                u = queue[i]
+                scout += ptr[u + 1] - ptr[u]
+        end = hi
+        nxt = 0
+        for i in range(lo, end):
+            u = queue[i]
+            for e in range(ptr[u], ptr[u + 1]):
+                v = idx[e]
+                if vis[v] == 0:
+                    vis[v] = 1
+                    queue[hi] = v
+                    hi += 1
+                    nxt += ptr[v + 1] - ptr[v]
+        read += scout
+        left -= nxt
+        lo = end
+        scout = nxt
+    return read
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def _reach_both(out_ptr, out_idx, in_ptr, in_idx, pivot, alive, fwd, bwd, qa, qb):
-    """The forward and the backward closure of ``pivot`` at once, one per thread."""
+def _closures(out_ptr, out_idx, in_ptr, in_idx, pivot, fwd, bwd, qa, qb, entries, read):
+    """The forward and the backward closure of ``pivot`` at once, one per thread;
+    ``read`` int64 (2,) written with the entries each read."""
     for side in numba.prange(2):
         if side == 0:
-            reach(out_ptr, out_idx, pivot, alive, fwd, 1, qa)
+            read[0] = _closure(out_ptr, out_idx, in_ptr, in_idx, pivot, fwd, qa, entries[0])
         else:
-            reach(in_ptr, in_idx, pivot, alive, bwd, 1, qb)
+            read[1] = _closure(in_ptr, in_idx, out_ptr, out_idx, pivot, bwd, qb, entries[1])
 
 
 @numba.njit(cache=True, nogil=True)
-def _tarjan(indptr, indices, alive, comp):
-    """Tarjan's algorithm (iterative) over the vertices with ``alive[v]`` (uint8): writes
-    ``comp[v]`` = the smallest id of ``v``'s strongly connected component for each of
-    them. Returns the edges read."""
+def _trim(out_ptr, in_ptr, comp, fwd, bwd, entries):
+    """Multistep's first trim: a vertex without in- or without out-entries is a component
+    of its own (``comp[v] = v``, ``fwd[v] = bwd[v] = 2``: left out of the closures; else
+    0). ``entries`` int64 (2,) written with the out- and in-entries of the vertices left
+    in. Returns the pivot: the vertex left in of largest in x out degree (the first such),
+    -1 when none is left."""
+    best, pivot = -1, -1
+    n = comp.shape[0]
+    out_left = 0
+    in_left = 0
+    for v in range(n):
+        do = out_ptr[v + 1] - out_ptr[v]
+        di = in_ptr[v + 1] - in_ptr[v]
+        if do == 0 or di == 0:
+            comp[v] = v
+            fwd[v] = 2
+            bwd[v] = 2
+            continue
+        fwd[v] = 0
+        bwd[v] = 0
+        out_left += do
+        in_left += di
+        if do * di > best:
+            best, pivot = do * di, v
+    entries[0] = out_left
+    entries[1] = in_left
+    return pivot
+
+
+@numba.njit(cache=True, nogil=True)
+def _tarjan_parts(indptr, indices, part, comp, index, low, stack, call_v, call_e):
+    """Tarjan's algorithm (iterative) over the vertices with ``part[v] != 0`` (uint8),
+    following only edges within a part (a strongly connected component never spans two):
+    writes ``comp[v]`` = the smallest id of ``v``'s component. ``index`` (N,) -1 where
+    ``part`` is set, ``low``, ``stack``, ``call_v`` (N,) and ``call_e`` int64 (N,): scratch.
+    Returns the edges read."""
     n = indptr.shape[0] - 1
-    index = np.full(n, -1, np.int64)
-    low = np.empty(n, np.int64)
-    on_stack = np.zeros(n, np.uint8)
-    stack = np.empty(n, np.int64)
-    call_v = np.empty(n, np.int64)
-    call_e = np.empty(n, np.int64)
     sp = 0
     counter = 0
     read = 0
     for root in range(n):
-        if not alive[root] or index[root] != -1:
+        if part[root] == 0 or index[root] != -1:
             continue
+        p = part[root]
         index[root] = low[root] = counter
         counter += 1
         stack[sp] = root
         sp += 1
-        on_stack[root] = 1
         call_v[0] = root
         call_e[0] = indptr[root]
         depth = 1
@@ -79,25 +156,25 @@ def _tarjan(indptr, indices, alive, comp):
             while e < end:
                 w = indices[e]
                 e += 1
-                read += 1
-                if not alive[w]:
+                if part[w] != p:
                     continue
-                if index[w] == -1:
+                iw = index[w]
+                if iw == -1:
                     call_e[depth - 1] = e
                     index[w] = low[w] = counter
                     counter += 1
                     stack[sp] = w
                     sp += 1
-                    on_stack[w] = 1
                     call_v[depth] = w
                     call_e[depth] = indptr[w]
                     depth += 1
                     descended = True
                     break
-                if on_stack[w] and index[w] < low[v]:
-                    low[v] = index[w]
+                if 0 <= iw < low[v]:  # on the stack (-2: its component is done)
+                    low[v] = iw
             if descended:
                 continue
+            read += end - indptr[v]
             depth -= 1
             if low[v] == index[v]:  # v roots a component: the stack down to v
                 top = sp
@@ -105,13 +182,14 @@ def _tarjan(indptr, indices, alive, comp):
                 while True:
                     sp -= 1
                     w = stack[sp]
-                    on_stack[w] = 0
                     if w < smallest:
                         smallest = w
                     if w == v:
                         break
                 for i in range(sp, top):
-                    comp[stack[i]] = smallest
+                    w = stack[i]
+                    comp[w] = smallest
+                    index[w] = -2  # done: never lowers a low-link again
             if depth > 0:
                 u = call_v[depth - 1]
                 if low[v] < low[u]:
@@ -120,123 +198,76 @@ def _tarjan(indptr, indices, alive, comp):
 
 
 @numba.njit(cache=True, nogil=True)
-def scc_tarjan(indptr, indices, comp):
-    """Strongly connected components of the CSR graph: ``comp`` int64 (N,) written with
-    each vertex's smallest component member. Returns the edges read."""
-    alive = np.ones(indptr.shape[0] - 1, np.uint8)
-    return _tarjan(indptr, indices, alive, comp)
+def _split(fwd, bwd, comp, index):
+    """After the closures: label the pivot's component (``fwd == bwd == 1``) with its
+    smallest member and turn ``fwd`` into Tarjan's parts: 0 done (trimmed or the pivot's
+    component), 1 reached forward only, 2 backward only, 3 neither; ``index`` -1 in the
+    parts, -2 elsewhere. Returns the size of the pivot's component."""
+    first, size = -1, 0
+    for v in range(fwd.shape[0]):
+        f, b = fwd[v], bwd[v]
+        if f == 1 and b == 1:
+            if first < 0:
+                first = v
+            comp[v] = first
+            size += 1
+            fwd[v] = 0
+            index[v] = -2
+        elif f == 2:
+            fwd[v] = 0
+            index[v] = -2
+        else:
+            fwd[v] = 1 if f == 1 else (2 if b == 1 else 3)
+            index[v] = -1
+    return size
 
 
-def scc_pivot(out_ptr, out_idx, in_ptr, in_idx, comp) -> tuple[int, int]:
-    """Strongly connected components by one forward-backward split, then Tarjan: the
+def scc_multistep(out_ptr, out_idx, in_ptr, in_idx, comp) -> tuple[int, int]:
+    """Strongly connected components after Slota, Rajamanickam and Madduri's Multistep:
+    trim the vertices without in- or out-entries (components of their own), split off the
     component of the vertex of largest in x out degree (on power-law graphs the giant one)
-    is the intersection of its forward and backward closures, found by two breadth-first
-    searches on two threads; Tarjan labels the vertices outside it. ``comp`` int64 (N,)
-    is written with each vertex's smallest component member. Returns (edges read, size of
-    the pivot's component)."""
+    as the intersection of its forward and backward closures (two direction-optimizing
+    searches, one per thread), then Tarjan's algorithm on the rest, within each of the
+    three parts the closures leave (reached forward only, backward only, neither), which
+    no component spans. ``comp`` float64 (N,) is written with each vertex's smallest
+    component member. Returns (entries read, size of the pivot's component)."""
     n = len(out_ptr) - 1
     if n == 0:
         return 0, 0
-    deg = np.diff(out_ptr) * np.diff(in_ptr)
-    pivot = int(np.argmax(deg))
-    alive = np.ones(n, np.uint8)
-    fwd = np.zeros(n, np.int64)
-    bwd = np.zeros(n, np.int64)
-    _reach_both(out_ptr, out_idx, in_ptr, in_idx, pivot, alive, fwd, bwd,
-                np.empty(n, np.int64), np.empty(n, np.int64))
-    giant = (fwd == 1) & (bwd == 1)
-    members = np.flatnonzero(giant)
-    comp[members] = members[0]
-    alive = (~giant).astype(np.uint8)
-    read = _tarjan(out_ptr, out_idx, alive, comp)
-    reached = np.flatnonzero((fwd == 1) | (bwd == 1))
-    return int(read + (out_ptr[reached + 1] - out_ptr[reached]).sum()
-               + (in_ptr[reached + 1] - in_ptr[reached]).sum()), len(members)
-
-
-@numba.njit(inline="always")
-def _peel(ptr, idx, v, dv, deg, pos, vert, bins):
-    """Lower the degree of each neighbour ``u`` of ``v`` in the list ``ptr``/``idx``
-    whose degree exceeds ``dv``, moving ``u`` one bucket down. Returns the entries read."""
-    for e in range(ptr[v], ptr[v + 1]):
-        u = idx[e]
-        du = deg[u]
-        if u == v or du <= dv:
-            continue
-        pu = pos[u]
-        pw = bins[du]
-        w = vert[pw]
-        if u != w:  # swap u to the front of its bucket, then shrink the bucket
-            pos[u] = pw
-            vert[pu] = w
-            pos[w] = pu
-            vert[pw] = u
-        bins[du] += 1
-        deg[u] = du - 1
-    return ptr[v + 1] - ptr[v]
-
-
-@numba.njit(cache=True, nogil=True)
-def core_numbers(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core):
-    """Batagelj-Zaversnik's O(m) bucket-queue peeling: ``core`` int64 (N,) written with
-    every vertex's core number. ``deg`` int32 or int64 (N,) (consumed): the degree each
-    vertex starts with (self-loops left out: the kernel skips entries ``v -> v``);
-    neighbours are the out-list, plus the in-list when ``two_ways``. The bucket arrays take
-    ``deg``'s dtype (int32 halves the random accesses' cache footprint). Returns the edges
-    read."""
-    n = deg.shape[0]
-    if n == 0:
-        return 0
-    top = 0
-    for v in range(n):
-        if deg[v] > top:
-            top = deg[v]
-    bins = np.zeros(top + 2, deg.dtype)
-    for v in range(n):
-        bins[deg[v]] += 1
-    start = 0
-    for d in range(top + 1):
-        count = bins[d]
-        bins[d] = start
-        start += count
-    pos = np.empty(n, deg.dtype)
-    vert = np.empty(n, deg.dtype)
-    for v in range(n):
-        pos[v] = bins[deg[v]]
-        vert[pos[v]] = v
-        bins[deg[v]] += 1
-    for d in range(top, 0, -1):
-        bins[d] = bins[d - 1]
-    bins[0] = 0
-    read = 0
-    for i in range(n):
-        v = vert[i]
-        dv = deg[v]
-        core[v] = dv
-        read += _peel(out_ptr, out_idx, v, dv, deg, pos, vert, bins)
-        if two_ways:
-            read += _peel(in_ptr, in_idx, v, dv, deg, pos, vert, bins)
-    return read
+    fwd, bwd = np.empty(n, np.uint8), np.empty(n, np.uint8)
+    entries = np.empty(2, np.int64)
+    pivot = _trim(out_ptr, in_ptr, comp, fwd, bwd, entries)
+    if pivot < 0:
+        return 0, 0
+    vid = np.int32 if n < 2**31 else np.int64
+    qa, qb = np.empty(n, vid), np.empty(n, vid)
+    read = np.zeros(2, np.int64)
+    _closures(out_ptr, out_idx, in_ptr, in_idx, pivot, fwd, bwd, qa, qb, entries, read)
+    index, low = np.empty(n, vid), np.empty(n, vid)
+    size = _split(fwd, bwd, comp, index)
+    read_rest = _tarjan_parts(out_ptr, out_idx, fwd, comp, index, low, qa, qb,
+                              np.empty(n, np.int64))
+    return int(read.sum() + read_rest), size
 
 
 @numba.njit(cache=True, nogil=True)
 def peel_degrees(out_ptr, out_idx, in_ptr, two_ways, loops, count_loops, deg):
     """The degrees k-core peeling starts from, in one pass: ``deg[v]`` (int32 or
     int64 (N,), written) = the out-entries of ``v`` (plus its in-entries when
-    ``two_ways``) less its self-loops, once per list they are in. ``loops`` int64 (N,):
-    each vertex's stored entries ``v -> v``, counted here from the CSR when
-    ``count_loops`` (written), else read."""
+    ``two_ways``) less its self-loops, once per list they are in. The self-loops are
+    counted here from the CSR when ``count_loops`` (``loops`` then unread), else read from
+    ``loops`` int64 (N,) (each vertex's stored entries ``v -> v``)."""
     for v in range(deg.shape[0]):
         lo, hi = out_ptr[v], out_ptr[v + 1]
         if count_loops:
             c = 0
             for e in range(lo, hi):
-                if out_idx[e] == v:
-                    c += 1
-            loops[v] = c
-        d = hi - lo - loops[v]
+                c += out_idx[e] == v
+        else:
+            c = loops[v]
+        d = hi - lo - c
         if two_ways:
-            d += in_ptr[v + 1] - in_ptr[v] - loops[v]
+            d += in_ptr[v + 1] - in_ptr[v] - c
         deg[v] = d
 
 
@@ -348,71 +379,81 @@ def lpa_semi_sync(out_ptr, out_idx, in_ptr, in_idx, two_ways, color, ncolors, la
 
 
 @numba.njit(inline="always")
-def _drop(ptr, idx, v, k, deg, done, queue, tail):
-    """Lower the degree of ``v``'s neighbours not yet removed; queue those that fall to
-    ``k``. Returns the new queue tail."""
+def _lower(ptr, idx, v, k, deg, queue, tail):
+    """Lower the degree of each neighbour of ``v`` in the list ``ptr``/``idx``; queue
+    those it takes from ``k + 1`` to ``k``. Returns the new queue tail."""
     for e in range(ptr[v], ptr[v + 1]):
         u = idx[e]
-        if done[u]:
-            continue
         d = deg[u] - 1
         deg[u] = d
-        if d <= k:
-            done[u] = 1
+        if d == k:
             queue[tail] = u
             tail += 1
     return tail
 
 
 @numba.njit(cache=True, nogil=True)
-def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core):
+def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, queue):
     """Core numbers by peeling level by level (the order of Kabir and Madduri's PKC, run
     on one thread): for k = 0, 1, ..., remove every vertex of degree at most k, and those
-    whose degree falls to k as their neighbours go, with core number k. Per edge one
-    read-modify-write of ``deg`` and a test of ``done`` (BZ's bucket queue touches four
-    arrays); the vertices left are compacted after each level, which also gives the next
-    level (their smallest degree). ``deg`` int32/int64 (N,) consumed (self-loops left
-    out; entries ``v -> v`` are skipped since ``v`` is removed first); ``core`` int64 (N,)
-    written. Returns the edges read."""
+    whose degree falls to k as their neighbours go, with core number k. A removed vertex
+    is never queued again without a mark of its own: degrees only fall, and a vertex is
+    queued when a neighbour's removal takes it from k + 1 to k, or by the scan that starts
+    its level, where its degree is k, so it ends the level below k. Per neighbour entry
+    one read-modify-write of ``deg``; the vertices left (``left``) are compacted after each
+    level, which also queues the next level's (degree k + 1) and finds the smallest degree
+    where none has it. O(N + E): a vertex is scanned once per level up to its core number,
+    which is at most its degree.
+
+    ``deg`` int32/int64 (N,) consumed: the starting degrees (self-loops left out; entries
+    ``v -> v`` lower only ``v``'s own degree, after its removal); ``core`` float64 (N,)
+    written; ``left``, ``queue`` (N,) int32/int64 scratch. Returns the entries read."""
     n = deg.shape[0]
-    done = np.zeros(n, np.uint8)
-    left = np.arange(n)
-    queue = np.empty(n, np.int64)
+    k = deg[0] if n else 0
+    for v in range(n):
+        left[v] = v
+        if deg[v] < k:
+            k = deg[v]
+    tail = 0
+    for v in range(n):
+        if deg[v] == k:
+            queue[tail] = v
+            tail += 1
     nleft = n
     read = 0
-    k = 0
-    if n:
-        k = deg[0]
-        for v in range(n):
-            if deg[v] < k:
-                k = deg[v]
     while nleft > 0:
-        tail = 0
-        for i in range(nleft):
-            v = left[i]
-            if not done[v] and deg[v] <= k:
-                done[v] = 1
-                queue[tail] = v
-                tail += 1
         head = 0
         while head < tail:
             v = queue[head]
             head += 1
             core[v] = k
-            tail = _drop(out_ptr, out_idx, v, k, deg, done, queue, tail)
+            tail = _lower(out_ptr, out_idx, v, k, deg, queue, tail)
             read += out_ptr[v + 1] - out_ptr[v]
             if two_ways:
-                tail = _drop(in_ptr, in_idx, v, k, deg, done, queue, tail)
+                tail = _lower(in_ptr, in_idx, v, k, deg, queue, tail)
                 read += in_ptr[v + 1] - in_ptr[v]
-        kept = 0
+        kept = 0  # every vertex left has degree > k now
         low = -1
+        tail = 0
         for i in range(nleft):
             v = left[i]
-            if not done[v]:
+            d = deg[v]
+            if d > k:
                 left[kept] = v
                 kept += 1
-                if low < 0 or deg[v] < low:
-                    low = deg[v]
+                if low < 0 or d < low:
+                    low = d
+                if d == k + 1:
+                    queue[tail] = v
+                    tail += 1
         nleft = kept
-        k = max(k + 1, low)
+        if low > k + 1:  # no vertex of degree k + 1: the next level is the smallest
+            k = low
+            for i in range(nleft):
+                v = left[i]
+                if deg[v] == k:
+                    queue[tail] = v
+                    tail += 1
+        else:
+            k += 1
     return read

@@ -107,7 +107,7 @@ class RunStats:
         whole-graph algorithm a program declared
         (:meth:`~graphsys.bsp.program.VertexProgram.solve_in_memory`:
         ``fused-pagerank``, ``direction-optimizing-bfs``, ``afforest``, ``union-find``,
-        ``pivot-tarjan``, ``bucket-peel``, ``level-peel``, ``fused-hits``, ``brandes``,
+        ``pivot-tarjan``, ``level-peel``, ``fused-hits``, ``brandes``,
         ``parallel-searches``, ``louvain``, ``leiden``, ``semi-synchronous``).
     supersteps : list of SuperstepStats
         One record per superstep, in order.

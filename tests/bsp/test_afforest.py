@@ -35,12 +35,15 @@ def test_afforest_and_union_find_match_scipy(a, seed, dtype):
     afforest.afforest(ip, idx, t.indptr.astype(np.int64), t.indices.astype(np.int32), True,
                       seed, comp)
     np.testing.assert_array_equal(comp, ref)
-    afforest.union_find(ip, idx, comp)
+    afforest.union_find(ip, idx, comp, False)
     np.testing.assert_array_equal(comp, ref)
     sym = (a + a.T).tocsr()  # symmetric storage: out-edges alone suffice
     afforest.afforest(sym.indptr.astype(np.int64), sym.indices.astype(np.int32),
                       sym.indptr.astype(np.int64), sym.indices.astype(np.int32), False, seed,
                       comp)
+    np.testing.assert_array_equal(comp, ref)
+    comp[:] = -1  # and each stored pair linked once
+    afforest.union_find(sym.indptr.astype(np.int64), sym.indices.astype(np.int32), comp, True)
     np.testing.assert_array_equal(comp, ref)
 
 

@@ -1,5 +1,6 @@
-"""WCC against scipy.csgraph, k-core against networkx (the bucket-queue fast path and the
-supersteps; self-loops ignored or refused)."""
+"""WCC against scipy.csgraph, k-core against networkx (the level-peeling fast path and the
+supersteps; self-loops ignored or refused) and against its definition on random
+multigraphs."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def test_kcore(graphs, key, mode, backend, device):
     np.testing.assert_array_equal(res.values, [ref[v] for v in range(tg.n)])
     assert res.values.max() >= 3
     fast = mode == "memory" and backend == "numba"
-    assert res.stats.method in (("bucket-peel", "level-peel") if fast else ("supersteps",))
+    assert res.stats.method == ("level-peel" if fast else "supersteps")
     if fast:
         sync = bsp.kcore(tg.graph, schedule="sync")
         np.testing.assert_array_equal(sync.values, res.values)
@@ -83,25 +84,64 @@ def test_kcore_self_loops(tmp_path, undirected):
         bsp.kcore(g, self_loops="refuse")
     with pytest.raises(ParameterError, match="^self_loops must be one of ignore, refuse"):
         bsp.kcore(g, self_loops="count")
+    keep = src != dst  # without the loops: refuse reads none and peels the same degrees
+    plain = graphsys.from_numpy(src[keep], dst[keep], tmp_path / "plain", undirected=undirected,
+                                dedupe=True, partitions=3, num_nodes=60)
+    np.testing.assert_array_equal(bsp.kcore(plain, self_loops="refuse").values,
+                                  bsp.kcore(plain).values)
 
 
-def test_kcore_both_peelings(graphs, tmp_path):
-    """The bucket queue (sparse graphs) and the level peeling (denser ones) agree with
-    networkx, and with each other on one graph."""
-    from graphsys.bsp.algorithms.kcore import LEVELS_MIN_DEGREE
-    from graphsys.bsp.kernels_components import core_levels, core_numbers
+def brute_cores(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Core numbers by definition: the k-core is what is left once vertices of degree
+    below k are removed until none is; a vertex's core number is the largest k whose k-core
+    holds it (degree: the edges at a vertex, multi-edges with their multiplicity, self-loops
+    not)."""
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    core, alive, k = np.zeros(n, np.int64), np.ones(n, bool), 1
+    while alive.any():
+        while True:
+            m = alive[src] & alive[dst]
+            deg = np.bincount(src[m], minlength=n) + np.bincount(dst[m], minlength=n)
+            drop = alive & (deg < k)
+            if not drop.any():
+                break
+            alive &= ~drop
+        core[alive] = k
+        k += 1
+    return core
 
-    tg = graphs["chain"]
-    res = bsp.kcore(tg.graph)
-    assert res.stats.method == "bucket-peel"
-    ref = nx.core_number(nx_graph(tg, directed=True))
-    np.testing.assert_array_equal(res.values, [ref[v] for v in range(tg.n)])
-    dense = graphs["undirected-p3"]
-    assert dense.count.nnz > LEVELS_MIN_DEGREE * dense.n
-    assert bsp.kcore(dense.graph).stats.method == "level-peel"
-    c = dense.count.tocsr()
-    deg = np.diff(c.indptr).astype(np.int32)
-    a, b = np.empty(dense.n, np.int64), np.empty(dense.n, np.int64)
-    core_numbers(c.indptr, c.indices, c.indptr, c.indices, False, deg.copy(), a)
-    core_levels(c.indptr, c.indices, c.indptr, c.indices, False, deg.copy(), b)
-    np.testing.assert_array_equal(a, b)
+
+def lists(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (indptr int64, indices int32, rows ascending) of the edges ``src -> dst``, every
+    repeat kept."""
+    order = np.lexsort((dst, src))
+    return (np.r_[0, np.cumsum(np.bincount(src, minlength=n))].astype(np.int64),
+            dst[order].astype(np.int32))
+
+
+def test_core_levels_brute_force():
+    """The level peeling on random multigraphs with self-loops and cliques of several sizes
+    (core numbers that skip levels), directed (out- and in-lists) and stored both ways."""
+    from graphsys.bsp.kernels_components import core_levels, peel_degrees
+
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n = int(rng.integers(1, 40))
+        parts = [rng.integers(0, n, (2, int(rng.integers(0, 3 * n))))]
+        for _ in range(int(rng.integers(0, 3))):  # a clique
+            members = rng.choice(n, int(rng.integers(1, min(n, 9) + 1)), replace=False)
+            a, b = np.meshgrid(members, members)
+            parts.append(np.stack([a[a < b], b[a < b]]))
+        src, dst = np.concatenate(parts, axis=1)
+        want = brute_cores(n, src, dst)
+        for two_ways in (True, False):
+            if two_ways:
+                out, into = lists(n, src, dst), lists(n, dst, src)
+            else:  # stored both ways: one list
+                out = into = lists(n, np.r_[src, dst], np.r_[dst, src])
+            deg, got = np.empty(n, np.int32), np.empty(n)
+            peel_degrees(*out, into[0], two_ways, np.empty(0, np.int64), True, deg)
+            core_levels(*out, *into, two_ways, deg, got, np.empty(n, np.int32),
+                        np.empty(n, np.int32))
+            np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}, {two_ways}")

@@ -65,3 +65,34 @@ def test_scc_brute_force(tmp_path_factory, edges, partitions):
     want = np.array([np.flatnonzero(mutual[v]).min() for v in range(n)], np.float64)
     np.testing.assert_array_equal(bsp.scc(g).values, want)
     np.testing.assert_array_equal(bsp.scc(g, schedule="sync").values, want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_scc_multistep_power_law(seed):
+    """The trimming, the direction-optimizing closures (top-down, bottom-up sweeps and
+    back) and Tarjan on the three parts they leave, against scipy on R-MAT graphs (a giant
+    component, many small ones) and on sparse uniform ones (a pivot of small degree)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    from graphsys.bsp.kernels_components import scc_multistep
+    from graphsys.generators import rmat_edges
+
+    n = 1 << 11
+    chunks = list(rmat_edges(n, 6 * n, seed=seed))
+    rmat = (np.concatenate([c["src"] for c in chunks]), np.concatenate([c["dst"] for c in chunks]))
+    rng = np.random.default_rng(seed)
+    uniform = (rng.integers(0, n, 2 * n), rng.integers(0, n, 2 * n))
+    for src, dst in (rmat, uniform):
+        out = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+        out.sort_indices()
+        into = out.tocsc()
+        comp = np.empty(n)
+        read, size = scc_multistep(out.indptr.astype(np.int64), out.indices.astype(np.int32),
+                                   into.indptr.astype(np.int64), into.indices.astype(np.int32),
+                                   comp)
+        _, label = connected_components(out, directed=True, connection="strong")
+        smallest = np.full(label.max() + 1, n)
+        np.minimum.at(smallest, label, np.arange(n))
+        np.testing.assert_array_equal(comp, smallest[label])
+        assert read > 0 and size == np.bincount(label).max()

@@ -68,7 +68,7 @@ class WCC(_LabelProgram):
         if method == "afforest":
             read, _ = afforest.afforest(indptr, idx, *into, directed, 0, comp)
         else:
-            read = afforest.union_find(indptr, idx, comp)
+            read = afforest.union_find(indptr, idx, comp, not directed)
         host_array(state["label"])[:] = comp
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=int(read), fused=True)

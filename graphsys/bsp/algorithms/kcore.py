@@ -1,5 +1,5 @@
 """k-core decomposition (core numbers as networkx ``core_number``): BSP peeling, and in
-memory a bucket-queue peeling kernel."""
+memory a level-by-level peeling kernel."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.kernels_components import core_levels, core_numbers, peel_degrees
+from graphsys.bsp.kernels_components import core_levels, peel_degrees
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -22,12 +22,6 @@ from graphsys.errors import GraphsysError, ParameterError
 
 #: How :func:`kcore` treats self-loops
 SELF_LOOPS = ("ignore", "refuse")
-#: In memory, peel level by level (:func:`~graphsys.bsp.kernels_components.core_levels`)
-#: where the neighbour entries per vertex exceed this, else with Batagelj and Zaversnik's
-#: bucket queue (:func:`~graphsys.bsp.kernels_components.core_numbers`): the levels touch
-#: two arrays per edge, the bucket queue four, but rescan the vertices left per level,
-#: which costs more than it saves on sparse graphs (road networks)
-LEVELS_MIN_DEGREE = 4
 
 
 class KCore(VertexProgram):
@@ -55,18 +49,18 @@ class KCore(VertexProgram):
 
     def init(self, ctx):
         self.loops = self.given
-        deg = ctx.degree("both" if self.direction == "both" else "out")
-        deg = torch.from_numpy(deg.numpy().copy()) if deg.device.type == "cpu" else deg.clone()
-        state = {"deg": deg, "alive": ctx.full(True, torch.bool), "core": ctx.full(0.0),
-                 "k": 0.0, "loops_out": False}
+        # the core numbers only: the in-memory fast path needs no more (see aggregate)
+        state = {"core": ctx.full(0.0), "k": 0.0, "loops_out": False}
         return state, ctx.full(False, torch.bool)
 
     def aggregate(self, ctx, state):
-        if not state["loops_out"]:  # superstep 0: the self-loops leave the degrees
+        if not state["loops_out"]:  # superstep 0: the degrees, less the self-loops
+            deg = ctx.degree("both" if self.direction == "both" else "out")
             if self.loops is None:
                 self.loops = self_loop_counts(ctx.graph, ctx.edge_set)
-            loops = torch.as_tensor(self._loops(ctx.lo, ctx.hi), dtype=state["deg"].dtype)
-            state["deg"] = state["deg"] - loops.to(state["deg"].device)
+            loops = torch.as_tensor(self._loops(ctx.lo, ctx.hi), dtype=deg.dtype)
+            state["deg"] = deg - loops.to(deg.device)
+            state["alive"] = ctx.full(True, torch.bool)
             state["loops_out"] = True
         alive_deg = state["deg"][state["alive"]]
         low = alive_deg.min() if alive_deg.numel() else float("inf")
@@ -92,31 +86,26 @@ class KCore(VertexProgram):
         return state["core"]
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
-        """``schedule="auto"``: peeling in one numba call, level by level on graphs with
-        more than :data:`LEVELS_MIN_DEGREE` neighbour entries per vertex
-        (:func:`~graphsys.bsp.kernels_components.core_levels`), else Batagelj and
-        Zaversnik's O(N + E) bucket queue
-        (:func:`~graphsys.bsp.kernels_components.core_numbers`); recorded as one superstep
-        (``stats.method``: ``level-peel`` or ``bucket-peel``), the same core numbers.
-        ``max_iters`` not applied."""
+        """``schedule="auto"``: peeling level by level in one numba call
+        (:func:`~graphsys.bsp.kernels_components.core_levels`), recorded as one superstep
+        (``stats.method``: ``level-peel``), the same core numbers. ``max_iters`` not
+        applied."""
         if schedule != "auto":
             return None
         two = self.direction == "both"
         out = edges.adjacency("csr")[:2]
         into = edges.adjacency("csc")[:2] if two else out
         t0 = time.perf_counter()
+        n = ctx.num_nodes
         entries = int(out[0][-1]) + (int(into[0][-1]) if two else 0)
-        count = self.loops is None
-        if count:
-            self.loops = np.empty(ctx.num_nodes, np.int64)
-        deg = np.empty(ctx.num_nodes, np.int32 if entries < 2**31 else np.int64)
-        peel_degrees(*out, into[0], two, self.loops, count, deg)
-        core = np.empty(ctx.num_nodes, np.int64)
-        if entries > LEVELS_MIN_DEGREE * ctx.num_nodes:
-            method, read = "level-peel", core_levels(*out, *into, two, deg, core)
-        else:
-            method, read = "bucket-peel", core_numbers(*out, *into, two, deg, core)
-        host_array(state["core"])[:] = core
+        count = self.loops is None  # else the loops read from the buckets
+        loops = np.empty(0, np.int64) if count else self.loops
+        deg = np.empty(n, np.int32 if entries < 2**31 else np.int64)
+        peel_degrees(*out, into[0], two, loops, count, deg)
+        vid = np.int32 if n < 2**31 else np.int64
+        read = core_levels(*out, *into, two, deg, host_array(state["core"]), np.empty(n, vid),
+                           np.empty(n, vid))
+        method = "level-peel"
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
         ss.seconds["edges"] = time.perf_counter() - t0
@@ -132,10 +121,9 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
     """Core number of every node (the largest ``k`` of a k-core containing it).
 
     The values of networkx's :func:`networkx.core_number` (the decomposition of [1]_).
-    In memory on CPU the default schedule peels in one numba call: Batagelj and
-    Zaversnik's O(N + E) bucket queue on sparse graphs, level by level (every vertex of
-    degree at most ``k`` and those that fall to it, then ``k + 1``) on denser ones;
-    otherwise peeling in supersteps: every node of
+    In memory on CPU the default schedule peels in one numba call, in O(N + E), level by
+    level (every vertex of degree at most ``k`` and those that fall to it, then
+    ``k + 1``); otherwise peeling in supersteps: every node of
     degree at most ``k`` is removed at once and its neighbours' degrees drop; when a
     superstep removes nothing, ``k`` rises to the smallest remaining degree (a global min
     aggregator). Degree is in + out on a directed edge set (networkx's convention), the
@@ -156,7 +144,7 @@ def kcore(graph, *, self_loops: str = "ignore", max_iters: int | None = None,
         Most supersteps (default 4N + 4: every superstep removes a node or raises ``k``).
     schedule : {"auto", "sync"}, default "auto"
         ``auto``: in memory on CPU, the peeling in numba (recorded as one superstep,
-        ``result.stats.method`` ``"bucket-peel"`` or ``"level-peel"``), else ``sync``;
+        ``result.stats.method`` ``"level-peel"``), else ``sync``;
         ``sync``: BSP supersteps.
     %(engine_options)s
 

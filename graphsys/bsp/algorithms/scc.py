@@ -15,7 +15,7 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.kernels_components import scc_pivot
+from graphsys.bsp.kernels_components import scc_multistep
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -64,10 +64,14 @@ class SCC(VertexProgram):
 
     def init(self, ctx):
         self.phase, self.entering = "trim-in", False
-        state = {"id": ctx.node_range(torch.float64), "label": ctx.full(INF),
-                 "color": ctx.node_range(torch.float64),
-                 "alive": ctx.full(True, torch.bool), "indeg": ctx.full(0.0)}
-        return state, ctx.full(True, torch.bool)
+        # the labels only: the in-memory fast path needs no more (see aggregate)
+        return {"label": ctx.full(INF)}, ctx.full(True, torch.bool)
+
+    def aggregate(self, ctx, state):
+        if "id" not in state:  # the first superstep: the rest of the state
+            state.update(id=ctx.node_range(torch.float64), color=ctx.node_range(torch.float64),
+                         alive=ctx.full(True, torch.bool), indeg=ctx.full(0.0))
+        return {}
 
     def send(self, ctx, state):
         if self.phase.startswith("trim"):
@@ -126,25 +130,27 @@ class SCC(VertexProgram):
         return state["label"]
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
-        """``schedule="auto"``: the component of the vertex of largest in x out degree
-        from its forward and backward closures (two breadth-first searches on two threads),
-        then Tarjan's algorithm on the rest, in numba
-        (:func:`~graphsys.bsp.kernels_components.scc_pivot`); on an edge set stored
-        undirected, :func:`wcc`'s union-find or Afforest. Recorded as one superstep, the
-        same labels. ``max_iters`` not applied."""
+        """``schedule="auto"``: the vertices without in- or out-edges trimmed, the
+        component of the vertex of largest in x out degree from its forward and backward
+        closures (two direction-optimizing searches on two threads), then Tarjan's
+        algorithm on the rest, in numba
+        (:func:`~graphsys.bsp.kernels_components.scc_multistep`); on an edge set stored
+        undirected, :func:`wcc`'s union-find (each stored pair linked once) or Afforest.
+        Recorded as one superstep, the same labels. ``max_iters`` not applied."""
         if schedule != "auto":
             return None
         out = edges.adjacency("csr")[:2]
         t0 = time.perf_counter()
-        comp = np.empty(ctx.num_nodes, np.int64)
+        label = host_array(state["label"])
         if self.undirected:  # the weak components: union-find, or Afforest on dense graphs
+            comp = np.empty(ctx.num_nodes, out[1].dtype)  # wcc's kernel signatures
             method = afforest.choose(ctx.num_nodes, edges.num_edges, False)
             read = (afforest.afforest(*out, *out, False, 0, comp)[0] if method == "afforest"
-                    else afforest.union_find(*out, comp))
-        else:
+                    else afforest.union_find(*out, comp, True))
+            label[:] = comp
+        else:  # the labels are written straight into the result
             method = "pivot-tarjan"
-            read, _ = scc_pivot(*out, *edges.adjacency("csc")[:2], comp)
-        host_array(state["label"])[:] = comp
+            read, _ = scc_multistep(*out, *edges.adjacency("csc")[:2], label)
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)
         ss.seconds["edges"] = time.perf_counter() - t0
@@ -164,10 +170,11 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
     (networkx's :func:`~networkx.strongly_connected_components`, igraph's
     ``connected_components(mode="strong")``); on an edge set stored undirected the
     components are the weak ones (found as :func:`wcc` finds them). In memory on CPU the
-    default schedule splits off the
-    component of the vertex of largest in x out degree with a forward and a backward
-    breadth-first search (run at once on two threads; on power-law graphs it is the giant
-    component) and labels the rest with Tarjan's algorithm [1]_, in numba. Otherwise the
+    default schedule follows Multistep [3]_ in numba: the vertices without in- or
+    out-edges are components of their own, the component of the vertex of largest in x
+    out degree (on power-law graphs the giant one) is split off with a forward and a
+    backward direction-optimizing search [4]_ (run at once on two threads), and Tarjan's
+    algorithm [1]_ labels the rest. Otherwise the
     colouring algorithm runs in supersteps [2]_ [3]_, in memory or streaming the buckets
     out of core: rounds of trimming (vertices with no alive in- or out-neighbour), forward
     min-colour propagation, and backward growth of each colour's root component.
@@ -205,6 +212,8 @@ def scc(graph, *, max_iters: int | None = None, schedule: str = "auto", mode: st
        Vrije Universiteit Amsterdam, 2004.
     .. [3] G. M. Slota, S. Rajamanickam, K. Madduri, "BFS and coloring-based parallel
        algorithms for strongly connected components and related problems", IPDPS 2014.
+    .. [4] S. Beamer, K. Asanovic, D. Patterson, "Direction-optimizing breadth-first
+       search", SC 2012.
 
     Examples
     --------
