@@ -3,9 +3,11 @@ labelling (label propagation: :mod:`graphsys.bsp.algorithms.label_propagation`).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
+import numba
 import numpy as np
 import torch
 
@@ -33,6 +35,24 @@ MAX_SWEEPS = 1000
 THETA = 0.01
 
 
+#: Level 0 of a graph with fewer symmetrised arcs is built on one thread: there a
+#: parallel region costs more than it saves (the answer is the same either way)
+PARALLEL_ARCS = 1 << 22
+
+
+@contextlib.contextmanager
+def _threads_for(arcs: int):
+    """The enclosed kernels on numba's threads where ``arcs`` reaches
+    :data:`PARALLEL_ARCS`, else on one."""
+    before = numba.get_num_threads()
+    if arcs < PARALLEL_ARCS:
+        numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 class Level:
     """One level of a modularity optimisation: the symmetrised adjacency without self
     entries (``sptr``, ``sidx``, ``sw``), self-loop arc weights, out- and in-strengths
@@ -57,15 +77,19 @@ class Level:
         directions). ``directed``: Leicht-Newman's directed modularity (a directed edge
         set only); otherwise every edge counts as undirected, a self-loop twice in its
         node's degree (networkx's conventions)."""
+        with _threads_for(len(out[1]) * (1 if into is None else 2)):
+            return cls._symmetrised(out, into, directed)
+
+    @classmethod
+    def _symmetrised(cls, out: tuple, into: tuple | None, directed: bool) -> Level:
         ptr, idx, w = out
-        rows = _row_sums(ptr, w)
         if into is None:  # stored both ways: A symmetric
             sptr, sidx, sw, loops, rows = kc.symmetrise(ptr, idx, w, ptr, idx, w, False, 2.0,
                                                         2.0)
             k = rows / 2 + loops
             return cls(sptr, sidx, sw, loops, k, k, k.sum())
         iptr, iidx, iw = into
-        cols = _row_sums(iptr, iw)
+        rows, cols = _row_sums(ptr, w), _row_sums(iptr, iw)
         if directed:
             sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 1.0,
                                                      1.0)
