@@ -276,6 +276,28 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
 
 
 @numba.njit(cache=True, nogil=True)
+def by_degree(sptr, order):
+    """``order`` (int64 (n,)) stably sorted by the nodes' entry counts in ``sptr``, fewest
+    first (a counting sort)."""
+    n = order.shape[0]
+    top = 0
+    for v in range(n):
+        top = max(top, sptr[v + 1] - sptr[v])
+    start = np.zeros(top + 2, np.int64)
+    for v in range(n):
+        start[sptr[v + 1] - sptr[v] + 1] += 1
+    for d in range(top + 1):
+        start[d + 1] += start[d]
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        v = order[i]
+        d = sptr[v + 1] - sptr[v]
+        out[start[d]] = v
+        start[d] += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def relabel(comm, out):
     """``out`` int64 (n,) = ``comm`` renumbered 0..C-1 in order of first appearance;
     returns C."""

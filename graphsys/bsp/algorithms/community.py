@@ -130,7 +130,7 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                    max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
     """One pass of Louvain (Blondel et al.) from the partition ``start`` (None: every node
     alone): local moving in a random order (drawn once per level from ``rng``; on the
-    first level the nodes of least strength first, ties in that order: they join a
+    first level the nodes of fewest neighbours first, ties in that order: they join a
     neighbour's community before the hubs choose theirs, which gives higher and steadier
     modularity than a random order on social graphs), in sweeps until one gains at most
     ``max(threshold, SWEEP_TOL)``, then aggregation, until a level moves no node, gains
@@ -148,8 +148,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         else:
             comm = np.arange(level.n, dtype=np.int64)
         order = rng.permutation(level.n)
-        if not records:  # the lightest nodes first, ties in random order
-            order = order[np.argsort((level.kout + level.kin)[order], kind="stable")]
+        if not records:  # the nodes of fewest neighbours first, ties in random order
+            order = kc.by_degree(level.sptr, order)
         moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
                                                       level.m, gamma, comm, order,
                                                       max(threshold, SWEEP_TOL), MAX_SWEEPS)
@@ -336,7 +336,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     :func:`~networkx.algorithms.community.louvain_communities`.
 
     Levels of local moving and aggregation [1]_: each node, in a random order (on the
-    first level, the nodes of least strength first, ties in random order), moves to the
+    first level, the nodes of fewest neighbours first, ties in random order), moves to the
     neighbouring community that raises the modularity most, in sweeps until a sweep gains
     at most 1e-4 (the late sweeps revisit the hubs for little gain); then every community
     becomes one node of the next level. The levels stop when one moves nothing or gains
