@@ -276,6 +276,28 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
 
 
 @numba.njit(cache=True, nogil=True)
+def by_degree(sptr, order):
+    """``order`` (int64 (n,)) stably sorted by the nodes' entry counts in ``sptr``, fewest
+    first (a counting sort)."""
+    n = order.shape[0]
+    top = 0
+    for v in range(n):
+        top = max(top, sptr[v + 1] - sptr[v])
+    start = np.zeros(top + 2, np.int64)
+    for v in range(n):
+        start[sptr[v + 1] - sptr[v] + 1] += 1
+    for d in range(top + 1):
+        start[d + 1] += start[d]
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        v = order[i]
+        d = sptr[v + 1] - sptr[v]
+        out[start[d]] = v
+        start[d] += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def relabel(comm, out):
     """``out`` int64 (n,) = ``comm`` renumbered 0..C-1 in order of first appearance;
     returns C."""
@@ -372,16 +394,18 @@ def _weight(w, e):
     return np.float64(w[e]) if w.shape[0] > 0 else 1.0
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, parallel=True)
 def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, loop_scale):
     """The level-0 arrays of a stored adjacency: each node's out-entries (and in-entries
     when ``two_ways``) other than self-loops, weights times ``scale``, as ``S``; the
     self-loop entries' weights times ``loop_scale`` as ``loops``; weights ``out_w``/``in_w``
-    float32 (E,), or empty for 1. Returns (sptr, sidx, sw, loops)."""
+    float32 (E,), or empty for 1. The nodes are split between the threads (each writes its
+    own rows: the same arrays for every thread count). Returns (sptr, sidx, sw, loops, the
+    row sums of ``S``)."""
     n = out_ptr.shape[0] - 1
     sptr = np.zeros(n + 1, np.int64)
     loops = np.zeros(n)
-    for v in range(n):
+    for v in numba.prange(n):
         k = 0
         for e in range(out_ptr[v], out_ptr[v + 1]):
             if out_idx[e] == v:
@@ -392,16 +416,21 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
             for e in range(in_ptr[v], in_ptr[v + 1]):
                 if in_idx[e] != v:
                     k += 1
-        sptr[v + 1] = sptr[v] + k
+        sptr[v + 1] = k
+    for v in range(n):
+        sptr[v + 1] += sptr[v]
     sidx = np.empty(sptr[n], np.int64)
     sw = np.empty(sptr[n])
-    for v in range(n):
+    rows = np.zeros(n)
+    for v in numba.prange(n):
         k = sptr[v]
+        total = 0.0
         for e in range(out_ptr[v], out_ptr[v + 1]):
             u = out_idx[e]
             if u != v:
                 sidx[k] = u
                 sw[k] = scale * _weight(out_w, e)
+                total += sw[k]
                 k += 1
         if two_ways:
             for e in range(in_ptr[v], in_ptr[v + 1]):
@@ -409,5 +438,7 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
                 if u != v:
                     sidx[k] = u
                     sw[k] = scale * _weight(in_w, e)
+                    total += sw[k]
                     k += 1
-    return sptr, sidx, sw, loops
+        rows[v] = total
+    return sptr, sidx, sw, loops, rows

@@ -110,6 +110,26 @@ def test_louvain_and_leiden(graphs, key):
     assert again.to_dict() == bsp.louvain(tg.graph, seed=1).to_dict()
 
 
+def test_louvain_same_for_every_thread_count(looped, monkeypatch):
+    """The level-0 arrays are built in parallel, each node's rows by one thread: the
+    communities and their modularity do not depend on the thread count."""
+    import numba
+
+    from graphsys.bsp.algorithms import community
+
+    monkeypatch.setattr(community, "PARALLEL_ARCS", 0)  # in parallel however small
+    answers = []
+    for threads in (1, numba.config.NUMBA_NUM_THREADS):
+        numba.set_num_threads(threads)
+        try:
+            for undirected in (True, False):
+                res = bsp.louvain(looped[undirected], seed=3)
+                answers.append((res.values.tolist(), res.stats.scores["modularity"]))
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert answers[:2] == answers[2:]
+
+
 def test_community_refuses_supersteps(graphs):
     g = graphs["undirected-p1"].graph
     with pytest.raises(GraphsysError, match="^louvain runs in memory on the CPU"):

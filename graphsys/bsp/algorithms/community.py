@@ -3,9 +3,11 @@ labelling (label propagation: :mod:`graphsys.bsp.algorithms.label_propagation`).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
+import numba
 import numpy as np
 import torch
 
@@ -20,14 +22,35 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
 
-#: Louvain and Leiden stop adding levels (and Louvain its sweeps over a level) when one
-#: gains at most this much modularity (networkx's ``threshold``)
+#: Louvain and Leiden stop adding levels when one gains at most this much modularity
+#: (networkx's ``threshold``)
 THRESHOLD = 1e-7
+#: Louvain's local moving over one level (and its refinement) stops when a sweep gains
+#: at most this much modularity: the late sweeps revisit the hubs for little gain
+SWEEP_TOL = 1e-4
 #: Most sweeps of Louvain's local moving over one level
 MAX_SWEEPS = 1000
 #: Leiden's randomness in the refinement (``theta``; igraph's ``beta``), in units of edge
 #: weight (the modularity gain times the total edge weight)
 THETA = 0.01
+
+
+#: Level 0 of a graph with fewer symmetrised arcs is built on one thread: there a
+#: parallel region costs more than it saves (the answer is the same either way)
+PARALLEL_ARCS = 1 << 22
+
+
+@contextlib.contextmanager
+def _threads_for(arcs: int):
+    """The enclosed kernels on numba's threads where ``arcs`` reaches
+    :data:`PARALLEL_ARCS`, else on one."""
+    before = numba.get_num_threads()
+    if arcs < PARALLEL_ARCS:
+        numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 class Level:
@@ -54,18 +77,24 @@ class Level:
         directions). ``directed``: Leicht-Newman's directed modularity (a directed edge
         set only); otherwise every edge counts as undirected, a self-loop twice in its
         node's degree (networkx's conventions)."""
+        with _threads_for(len(out[1]) * (1 if into is None else 2)):
+            return cls._symmetrised(out, into, directed)
+
+    @classmethod
+    def _symmetrised(cls, out: tuple, into: tuple | None, directed: bool) -> Level:
         ptr, idx, w = out
-        rows = _row_sums(ptr, w)
         if into is None:  # stored both ways: A symmetric
-            sptr, sidx, sw, loops = kc.symmetrise(ptr, idx, w, ptr, idx, w, False, 2.0, 2.0)
-            k = _row_sums(sptr, sw) / 2 + loops
+            sptr, sidx, sw, loops, rows = kc.symmetrise(ptr, idx, w, ptr, idx, w, False, 2.0,
+                                                        2.0)
+            k = rows / 2 + loops
             return cls(sptr, sidx, sw, loops, k, k, k.sum())
         iptr, iidx, iw = into
-        cols = _row_sums(iptr, iw)
+        rows, cols = _row_sums(ptr, w), _row_sums(iptr, iw)
         if directed:
-            sptr, sidx, sw, loops = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 1.0, 1.0)
+            sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 1.0,
+                                                     1.0)
             return cls(sptr, sidx, sw, loops, rows, cols, rows.sum())
-        sptr, sidx, sw, loops = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0, 2.0)
+        sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0, 2.0)
         k = rows + cols
         return cls(sptr, sidx, sw, loops, k, k, k.sum())
 
@@ -100,11 +129,15 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                    start: np.ndarray | None = None, threshold: float = THRESHOLD,
                    max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
     """One pass of Louvain (Blondel et al.) from the partition ``start`` (None: every node
-    alone): local moving in a random order (drawn once per level from ``rng``), then
-    aggregation, until a level moves no node, gains at most ``threshold`` or ``max_levels``
-    ran; then, from the top level down, the communities found are refined by local moving
-    on each level's graph, started from them (NetworKit's PLM refinement: a group of nodes
-    merged early may fit another community better once the communities have grown).
+    alone): local moving in a random order (drawn once per level from ``rng``; on the
+    first level the nodes of fewest neighbours first, ties in that order: they join a
+    neighbour's community before the hubs choose theirs, which gives higher and steadier
+    modularity than a random order on social graphs), in sweeps until one gains at most
+    ``max(threshold, SWEEP_TOL)``, then aggregation, until a level moves no node, gains
+    at most ``threshold`` or ``max_levels`` ran; then, from the top level down, the
+    communities found are refined by local moving on each level's graph, started from
+    them (NetworKit's PLM refinement: a group of nodes merged early may fit another
+    community better once the communities have grown).
     Returns (community of every node, int64 (N,), one record per level: nodes, moves,
     sweeps, visits, modularity gained, and the moves of its refinement)."""
     levels: list[tuple[Level, np.ndarray]] = []  # each level and its nodes' communities
@@ -114,10 +147,12 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             comm = start.copy()
         else:
             comm = np.arange(level.n, dtype=np.int64)
+        order = rng.permutation(level.n)
+        if not records:  # the nodes of fewest neighbours first, ties in random order
+            order = kc.by_degree(level.sptr, order)
         moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
-                                                      level.m, gamma, comm,
-                                                      rng.permutation(level.n), threshold,
-                                                      MAX_SWEEPS)
+                                                      level.m, gamma, comm, order,
+                                                      max(threshold, SWEEP_TOL), MAX_SWEEPS)
         records.append({"nodes": level.n, "moves": int(moves), "sweeps": int(sweeps),
                         "visits": int(visits), "gained": float(gained), "refined": 0})
         ncomm = kc.relabel(comm, comm)
@@ -130,8 +165,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         level, comm = levels[i]
         part = part[comm]
         moves, _, _, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m, gamma,
-                                       part, rng.permutation(level.n), threshold, MAX_SWEEPS,
-                                       True)
+                                       part, rng.permutation(level.n),
+                                       max(threshold, SWEEP_TOL), MAX_SWEEPS, True)
         records[i]["refined"] = int(moves)
         kc.relabel(part, part)
     return part, records
@@ -300,10 +335,12 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     """Communities by Louvain modularity optimisation, as networkx's
     :func:`~networkx.algorithms.community.louvain_communities`.
 
-    Levels of local moving and aggregation [1]_: each node, in a random order, moves to
-    the neighbouring community that raises the modularity most, in sweeps until a sweep
-    gains at most 1e-7; then every community becomes one node of the next level. The
-    levels stop when one moves nothing or gains at most 1e-7 (networkx's ``threshold``).
+    Levels of local moving and aggregation [1]_: each node, in a random order (on the
+    first level, the nodes of fewest neighbours first, ties in random order), moves to the
+    neighbouring community that raises the modularity most, in sweeps until a sweep gains
+    at most 1e-4 (the late sweeps revisit the hubs for little gain); then every community
+    becomes one node of the next level. The levels stop when one moves nothing or gains
+    at most 1e-7 (networkx's ``threshold``).
     Then, level by level back down, the final communities are refined by the same local
     moving on each level's graph, started from them (NetworKit's PLM refinement [2]_):
     nodes merged early into one group may fit another community better once the
