@@ -9,12 +9,30 @@ The names are imported on first use (PEP 562), so a command or module that needs
 (``graphsys ingest``: storage only) does not pay for the others' imports (SciPy, NetworkX).
 """
 
+from typing import TYPE_CHECKING
+
 # before any kernel module is imported: graphsys kernels cache across processes and installs
 from graphsys import jit as _jit
 
 with _jit.gc_paused():  # numba's import: ~10^5 objects, all kept
     _jit.install()
 from graphsys._version import __version__  # noqa: E402
+
+if TYPE_CHECKING:  # type checkers see the names themselves
+    from graphsys.interop import (
+        from_arrow,
+        from_dgl,
+        from_networkx,
+        from_numpy,
+        from_pyg,
+        from_scipy,
+        to_dgl,
+        to_networkx,
+        to_pyg,
+        to_scipy,
+    )
+    from graphsys.storage.graph import Graph, open_graph
+    from graphsys.storage.ingest_files import ingest
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
