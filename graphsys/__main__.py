@@ -1,5 +1,3 @@
-import sys
+from graphsys.cli import program
 
-from graphsys.cli import main
-
-sys.exit(main())
+program()

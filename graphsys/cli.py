@@ -17,19 +17,28 @@ cleanup runs (a staging directory, an index build directory, a temporary file is
 a graph or checkpoint keeps its last complete state), and the command exits with 143
 after one ``error:`` line. A second SIGTERM during that cleanup is ignored (SIGKILL still
 stops the process at once).
+
+The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
+process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
+returned: its output flushed, the interpreter's exit handlers run and its threads joined,
+it leaves without tearing down every imported module's objects (numba's, LLVM's, Arrow's),
+which only frees memory the system frees anyway.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
+import os
 import signal
 import sys
 import threading
 
 from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.jit import gc_paused
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
             "embed", "profile", "gnn", "mine", "subgraph", "links", "warmup")
@@ -67,8 +76,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"graphsys {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     first = next((a for a in (argv or []) if not a.startswith("-")), None)
-    for name in (first,) if first in COMMANDS else COMMANDS:
-        importlib.import_module(f"graphsys.commands.{name}").register(subparsers)
+    with gc_paused():  # imports: every object they make stays
+        for name in (first,) if first in COMMANDS else COMMANDS:
+            importlib.import_module(f"graphsys.commands.{name}").register(subparsers)
     return parser
 
 
@@ -132,12 +142,52 @@ def terminate_as_interrupt():
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` (default ``sys.argv[1:]``); returns its exit code."""
+    return _run(argv)[0]
+
+
+def program() -> None:
+    """The ``graphsys`` program: :func:`main` on ``sys.argv``, then the process exits with
+    its code; after a ``fast_exit`` command that succeeded, without the interpreter's
+    teardown (see the module docstring)."""
+    code, args = _run(None)
+    if code == 0 and getattr(args, "fast_exit", False):
+        _exit_now(code)
+    sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """End the process as the interpreter would, less its teardown of module objects: join
+    the non-daemon threads and run the exit handlers (``atexit``, ``weakref.finalize``,
+    logging's), flush the standard streams, then ``os._exit``. Where this Python has no
+    ``threading._shutdown`` (what the interpreter calls), or a stream cannot be flushed,
+    the normal exit does it all."""
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is None:
+        return
+    shutdown()
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: reported by the normal exit
+        return
+    os._exit(code)
+
+
+def _run(argv: list[str] | None) -> tuple[int, argparse.Namespace | None]:
+    """:func:`main`, with the parsed arguments (None when the command line did not parse)."""
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's own parser, which points at its own --help
         command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    return _command(parser, args), args
+
+
+def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The chosen command's exit code; a user-facing failure printed as one line."""
     try:
         with terminate_as_interrupt():
             return int(args.func(args) or 0)
@@ -159,4 +209,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    program()

@@ -25,9 +25,12 @@ of a first run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 #: The package directory whose source files the locator takes (graphsys/).
@@ -142,6 +145,95 @@ def install() -> bool:
                 or getattr(caching, "_UserProvidedCacheLocator", None))
         classes.insert(1 if classes[:1] == [user] else 0, KernelCacheLocator)
     return not os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES")
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = [0]  # blocks in gc_paused now, in any thread
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Within the block, Python's cyclic garbage collector does not run (it is switched back
+    on when the last such block in any thread ends, if it was on before the first began).
+
+    For numba's imports and start-up: they make some 10^5 objects that all stay alive, so
+    the collections their allocations trigger (a full one among them) find nothing.
+
+    Examples
+    --------
+    >>> import gc
+    >>> from graphsys.jit import gc_paused
+    >>> with gc_paused():
+    ...     gc.isenabled()
+    False
+    """
+    with _gc_lock:
+        if _gc_pauses[0] == 0:
+            _gc_pauses.append(gc.isenabled())
+            gc.disable()
+        _gc_pauses[0] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses[0] -= 1
+            if _gc_pauses[0] == 0 and _gc_pauses.pop():
+                gc.enable()
+
+
+_BLAS_MODULE = "scipy.linalg.cython_blas"
+
+
+@contextlib.contextmanager
+def blas_check_alone():
+    """Within the block, numba's first start-up checks for BLAS without importing
+    ``scipy.linalg``.
+
+    numba's CPU target, when it starts, imports ``numba.np.arraymath``, which checks that a
+    BLAS is there by importing ``scipy.linalg.cython_blas``: that imports all of
+    ``scipy.linalg`` (its LAPACK, its array-API layer), about a third of numba's start-up,
+    for kernels (graphsys's) that never call a BLAS. Within the block the ``cython_blas``
+    extension module is loaded by itself, from the file that import would load, and
+    listed in ``sys.modules`` for that check; after it the entry is removed, so a later
+    import of it goes through ``scipy.linalg`` as usual (and gets the same module: an
+    extension module is initialised once per process). Nothing is done when numba's
+    array support has loaded already, ``cython_blas`` is imported, or its file is not found.
+    """
+    import sys
+
+    added = None
+    if "numba.np.arraymath" not in sys.modules and _BLAS_MODULE not in sys.modules:
+        added = _load_blas_alone()
+    try:
+        yield
+    finally:
+        if added is not None and sys.modules.get(_BLAS_MODULE) is added:
+            del sys.modules[_BLAS_MODULE]
+
+
+def _load_blas_alone():
+    """``scipy.linalg.cython_blas`` loaded from its file without its package, listed in
+    ``sys.modules``; None where it cannot be."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    try:
+        scipy = importlib.util.find_spec("scipy")
+        if scipy is None or not scipy.submodule_search_locations:
+            return None
+        for folder in scipy.submodule_search_locations:
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                path = Path(folder, "linalg", "cython_blas" + suffix)
+                if path.is_file():
+                    spec = importlib.util.spec_from_file_location(_BLAS_MODULE, path)
+                    module = importlib.util.module_from_spec(spec)
+                    spec.loader.exec_module(module)
+                    sys.modules[_BLAS_MODULE] = module
+                    return module
+    except (ImportError, OSError):
+        pass
+    return None
 
 
 def kernel_cache(dispatcher) -> tuple[str | None, int, int]:

@@ -131,3 +131,30 @@ def test_sigterm_is_an_interrupt_on_the_main_thread_only(tmp_path, capsys):
     t.start()
     t.join()
     assert rc == [0] and (tmp_path / "g" / "manifest.json").is_file()
+
+
+def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
+    """``python -m graphsys ingest`` (a ``fast_exit`` command) leaves without the
+    interpreter's teardown: its JSON line is flushed into a pipe, the exit handlers run (a
+    child's atexit line is printed after it) and its code is 0; a failing ingest still exits
+    as before, with its one error line."""
+    import json
+    import subprocess
+    import sys
+
+    edges = tmp_path / "e.tsv"
+    edges.write_text("0\t1\n1\t2\n")
+    child = ("import atexit, sys; atexit.register(print, 'atexit ran'); "
+             "sys.argv[0] = 'graphsys'; from graphsys.cli import program; program()")
+    out = subprocess.run([sys.executable, "-c", child, "ingest", str(edges), "--out",
+                          str(tmp_path / "g"), "--json"], capture_output=True, text=True,
+                         timeout=300)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and lines[-1] == "atexit ran", out.stderr
+    assert json.loads(lines[0])["edges"] == {"default": 2}
+    assert (tmp_path / "g" / "manifest.json").is_file()
+    bad = subprocess.run([sys.executable, "-m", "graphsys", "ingest", str(tmp_path / "no.tsv"),
+                          "--out", str(tmp_path / "h")], capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode != 0 and bad.stderr.startswith("error: ")
+    assert len(bad.stderr.splitlines()) == 1

@@ -85,3 +85,19 @@ def test_packages_export_entry_points_and_types_not_internals(package):
     assert all(hasattr(module, name) for name in module.__all__)
     assert not set(INTERNAL[package]) & set(module.__all__)
     assert not [name for name in INTERNAL[package] if name in vars(module)]
+
+
+def test_names_are_imported_on_first_use():
+    """``import graphsys`` (and the ingest command) imports none of the conversions'
+    modules; each name is imported when first looked up."""
+    child = ("import sys, graphsys, graphsys.commands.ingest; "
+             "before = sorted(m for m in sys.modules if m.startswith('graphsys.interop')); "
+             "f = graphsys.from_numpy; "
+             "print(before, f.__module__, 'from_numpy' in dir(graphsys))")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split("\n")[-2] == "[] graphsys.interop.arrays True"
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        import graphsys
+
+        graphsys.nothing  # noqa: B018

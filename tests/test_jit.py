@@ -102,3 +102,38 @@ def test_locator_is_installed_for_graphsys_sources_only():
 
     assert outside(1) == 2
     assert not Path(outside.stats.cache_path).is_relative_to(jit.cache_root())
+
+
+def test_gc_paused_nests_and_restores_the_collector():
+    """The collector is off within (nested) blocks and back on after the last one, unless it
+    was off before the first."""
+    import gc
+
+    assert gc.isenabled()
+    with jit.gc_paused():
+        with jit.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with jit.gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_start_up_checks_blas_without_importing_scipy_linalg():
+    """numba's start-up (``kernels.start_up``) leaves ``scipy.linalg`` unimported and
+    ``cython_blas`` unlisted; numba found a BLAS, and a later import of ``cython_blas``
+    goes through its package and gets the one module."""
+    child = ("import sys, json; from graphsys.storage import kernels; kernels.start_up(); "
+             "before = ['scipy.linalg' in sys.modules, "
+             "'scipy.linalg.cython_blas' in sys.modules]; "
+             "import numba.np.arraymath as am, scipy.linalg.cython_blas as cb, scipy.linalg; "
+             "print(json.dumps(before + [am._HAVE_BLAS, scipy.linalg.cython_blas is cb, "
+             "'dgemm' in cb.__pyx_capi__]))")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                         timeout=600, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, False, True, True, True]

@@ -79,7 +79,8 @@ def register(subparsers) -> None:
                         "push, sym (the undirected index; as graphsys index; default none)")
     p.add_argument("--json", action="store_true", help="print one JSON line of results")
     add_quiet_arg(p)
-    p.set_defaults(func=run)
+    # its work is on disk when it returns: the program skips the interpreter's teardown
+    p.set_defaults(func=run, fast_exit=True)
 
 
 def run(args) -> int:

@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from graphsys.jit import blas_check_alone, gc_paused
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
 
 #: :func:`count_into` prefetches its slots from this many counts on (int64: 256 KiB, well
@@ -418,8 +419,11 @@ def radix_sort_edges(key, rel, bits, rel_bits, order):
 
 def start_up() -> None:
     """Pay numba's one-time start-up in this process (its lazy imports, LLVM, the cache of
-    one kernel, paid by the first call of any kernel) by calling a small kernel."""
-    count_into(np.zeros(1, np.int64), np.zeros(1, np.int64))
+    one kernel, paid by the first call of any kernel) by calling a small kernel, with the
+    garbage collector paused (:func:`graphsys.jit.gc_paused`) and numba's BLAS check
+    sparing the import of ``scipy.linalg`` (:func:`graphsys.jit.blas_check_alone`)."""
+    with gc_paused(), blas_check_alone():
+        count_into(np.zeros(1, np.int64), np.zeros(1, np.int64))
 
 
 @numba.njit(cache=True, nogil=True)
