@@ -8,7 +8,8 @@ distance within its component. :func:`diameter` estimates by default: the 4-swee
 Crescenzi et al. [1]_ in each component that could hold a longer path (a lower bound,
 usually the diameter, from 4 breadth-first searches), with the upper bound that it proves;
 ``exact=True`` continues with iFUB [1]_ (searches from the nodes farthest from the
-4-sweep's centre, level by level, many at once on numba's threads, until the bounds meet).
+4-sweep's centre, level by level, until the bounds meet: up to 64 of a level in one
+bit-parallel search, more spread over numba's threads).
 :func:`eccentricity` of every node uses Takes and Kosters' bounds [2]_.
 
 References
@@ -79,6 +80,7 @@ class _Searcher:
         self.upper = np.full(n, np.iinfo(np.int32).max, np.int32)
         self.searches = 0
         self._many: tuple[np.ndarray, np.ndarray] | None = None
+        self._words: tuple | None = None
 
     def sweep(self, source: int, middle: bool = False,
               label: np.ndarray | None = None) -> tuple[int, int, int]:
@@ -109,12 +111,29 @@ class _Searcher:
         return order, np.searchsorted(d, np.arange(int(d[-1]) + 2))
 
     def many(self, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(eccentricity, a farthest node) of each source, on numba's threads."""
+        """(eccentricity, a farthest node) of each source: up to 64 (``kd.WORD``) in one
+        bit-parallel search on one thread, more spread over numba's threads."""
+        ecc = np.empty(len(sources), np.int64)
+        far = np.empty(len(sources), np.int64)
+        if len(sources) == 1:
+            count = kd.bfs(sources[0], *self.args, self.dist, self.queue)
+            far[0] = self.queue[count - 1]
+            ecc[0] = self.dist[far[0]]
+            kd.reset(self.dist, self.queue, count)
+            self.searches += 1
+            return ecc, far
+        if len(sources) <= kd.WORD:  # one search for them all, on one thread
+            if self._words is None:
+                n = self.view.num_nodes
+                self._words = (np.zeros(n, np.uint64), np.zeros(n, np.uint64),
+                               np.zeros(n, np.uint64), np.empty(2 * n, np.int64),
+                               np.empty(n, np.int64))
+            kd.multi_eccentricities(sources, *self.args, *self._words, ecc, far)
+            self.searches += len(sources)
+            return ecc, far
         if self._many is None:
             t, n = numba.get_num_threads(), self.view.num_nodes
             self._many = (np.full((t, n), -1, np.int32), np.empty((t, n), np.int64))
-        ecc = np.empty(len(sources), np.int64)
-        far = np.empty(len(sources), np.int64)
         kd.eccentricities(sources, *self.args, *self._many, ecc, far)
         self.searches += len(sources)
         return ecc, far
@@ -143,17 +162,10 @@ def _grouped(label: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return members, starts, sizes
 
 
-def _degrees(view, nodes: np.ndarray | None = None) -> np.ndarray:
-    """Row lengths (out plus in for a directed view) of ``nodes`` (default every node)."""
-    if nodes is None:
-        deg = np.diff(view.optr)
-        return deg if view.sym else deg + np.diff(view.iptr)
-    deg = view.optr[nodes + 1] - view.optr[nodes]
-    return deg if view.sym else deg + (view.iptr[nodes + 1] - view.iptr[nodes])
-
-
-def _hub(view, members: np.ndarray) -> int:
-    return int(members[int(np.argmax(_degrees(view, members)))])
+def _degrees(view) -> np.ndarray:
+    """Row lengths (out plus in for a directed view) of every node."""
+    deg = np.diff(view.optr)
+    return deg if view.sym else deg + np.diff(view.iptr)
 
 
 def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
@@ -208,7 +220,7 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     first, _, _ = search.sweep(hub, label=label)
     rest = kd.components(*view.args(), label, search.dist, search.queue, 1)
     sizes = np.concatenate([[view.num_nodes - int(rest.sum())], rest])
-    grouped = None
+    hubs = None
     lower, upper, ends = 0, 0, (hub, hub)
     with progress_bar(unit="search", desc="diameter", disable=not progress) as bar:
         for c in np.argsort(-sizes, kind="stable"):
@@ -217,10 +229,9 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
             if c == 0:
                 start = (hub, first)
             else:
-                if grouped is None:
-                    grouped = _grouped(label, sizes)
-                members, starts, _ = grouped
-                start = (_hub(view, members[starts[c]:starts[c + 1]]), None)
+                if hubs is None:
+                    hubs = kd.hubs(label, len(sizes), view.optr, view.iptr, view.sym)
+                start = (int(hubs[c]), None)
             lo, hi, pair = _component(search, start, int(sizes[c]), exact, lower, bar)
             if lo > lower:
                 lower, ends = lo, pair
@@ -254,14 +265,15 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     if lower >= upper:
         return lower, lower, pair
     a2 = int(order[-1])
-    b2, e2, u = search.sweep(a2, middle=True)
-    if e2 > lower:
-        lower, pair = e2, (a2, b2)
-    order, starts = search.levels(u)
+    if a2 != a1:  # (else the searches from a1 and r2 again: searches are deterministic)
+        b2, e2, u = search.sweep(a2, middle=True)
+        if e2 > lower:
+            lower, pair = e2, (a2, b2)
+        order, starts = search.levels(u)
+        bar.update(2)
     ecc_u = len(starts) - 2
     # no node's eccentricity exceeds its bound from the searches made
     upper = min(upper, 2 * ecc_u, int(search.upper[order].max()))
-    bar.update(2)
     i = ecc_u
     while exact and lower < upper and max(lower, known) < upper:
         fringe = order[starts[i]:starts[i + 1]]

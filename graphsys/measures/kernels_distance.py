@@ -10,6 +10,8 @@ neighbour in the frontier (the level just set) and stop at the first, until the 
 holds fewer than N / :data:`BETA` nodes. On a small-world graph the middle levels then read
 a fraction of the edges; on a road network every step is top-down.
 
+:func:`multi_eccentricities` searches from up to 64 sources at once, a bit per source.
+
 ``dist`` arrays are int32 (N,) and -1 outside a search; a search leaves its visited nodes in
 ``queue[:count]`` (BFS order, level by level), so the caller resets only those (no O(N)
 pass per search).
@@ -22,8 +24,11 @@ import numpy as np
 
 from graphsys.measures.kernels_view import row_bound
 
-ALPHA = 14.0
-BETA = 24.0
+# Lower than Beamer et al.'s 14 and 24: a bottom-up step here passes over every node and
+# reads whole rows of the nodes the frontier does not reach, so it pays only once the
+# frontier's rows are about half of what is left (email-Enron, soc-Slashdot0902)
+ALPHA = 2.0
+BETA = 8.0
 #: A frontier of fewer than N / SMALL_FRONTIER nodes stays top-down without reading its rows
 SMALL_FRONTIER = 256
 
@@ -171,6 +176,126 @@ def eccentricities(sources, optr, oidx, iptr, iidx, sym, dists, queues, out, far
         reset(dist, queue, count)
 
 
+#: Sources one :func:`multi_eccentricities` call searches from at once (bits of a word)
+WORD = 64
+
+
+@numba.njit(cache=True, nogil=True)
+def multi_eccentricities(sources, optr, oidx, iptr, iidx, sym, seen, cur, nxt, queue,
+                         touched, out, far):
+    """``out[i]`` = the eccentricity of ``sources[i]`` in its component and ``far[i]`` a
+    node at that distance, for up to :data:`WORD` sources in one direction-optimizing
+    search on one thread: each node holds a word with a bit per source (Then et al., "The
+    more the merrier: efficient multi-source graph traversal", VLDB 2014), so a node that
+    several sources reach at the same level is expanded once for all of them. ``seen``/``cur``/
+    ``nxt`` uint64 (N,), all 0 on entry and on return; ``queue`` int64 (2N,) and
+    ``touched`` int64 (N,) scratch."""
+    n = optr.shape[0] - 1
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    front = queue[:n]
+    nfront = queue[n:]
+    fc = 0
+    reached = 0
+    for i in range(sources.shape[0]):
+        s = sources[i]
+        if seen[s] == zero:
+            touched[reached] = s
+            reached += 1
+            front[fc] = s
+            fc += 1
+        seen[s] |= one << np.uint64(i)
+        cur[s] |= one << np.uint64(i)
+        out[i] = 0
+        far[i] = s
+    full = zero
+    for i in range(sources.shape[0]):
+        full |= one << np.uint64(i)
+    unexplored = optr[n] - optr[0]
+    if not sym:
+        unexplored += iptr[n] - iptr[0]
+    bottom_up = False
+    level = 0
+    while fc > 0:
+        # the rule of :func:`bfs`
+        if bottom_up:
+            bottom_up = fc >= n / BETA
+        elif fc * SMALL_FRONTIER >= n:
+            frontier_rows = _rows_of(0, fc, optr, iptr, sym, front)
+            unexplored -= frontier_rows
+            bottom_up = frontier_rows > unexplored / ALPHA
+        nc = 0
+        if bottom_up:
+            # every node that some source has not reached gathers the sources of its
+            # neighbours in the frontier, stopping once it has all it lacks
+            for v in range(n):
+                sv = seen[v]
+                want = full & ~sv
+                if want == zero:
+                    continue
+                got = zero
+                for k in range(2 if not sym else 1):
+                    ptr, idx = (optr, oidx) if k == 0 else (iptr, iidx)
+                    for e in range(ptr[v], ptr[v + 1]):
+                        got |= cur[idx[e]]
+                        if got & want == want:
+                            break
+                got &= want
+                if got != zero:
+                    if sv == zero:
+                        touched[reached] = v
+                        reached += 1
+                    nfront[nc] = v
+                    nc += 1
+                    nxt[v] = got
+                    seen[v] = sv | got
+        else:
+            for j in range(fc):
+                u = front[j]
+                bits = cur[u]
+                # (written out: a helper taking the swapped frontier arrays would count
+                # references on every edge)
+                for k in range(2 if not sym else 1):
+                    ptr, idx = (optr, oidx) if k == 0 else (iptr, iidx)
+                    for e in range(ptr[u], ptr[u + 1]):
+                        v = idx[e]
+                        sv = seen[v]
+                        new = bits & ~sv
+                        if new != zero:  # sources that had not reached v: next level
+                            if sv == zero:
+                                touched[reached] = v
+                                reached += 1
+                            if nxt[v] == zero:
+                                nfront[nc] = v
+                                nc += 1
+                            nxt[v] |= new
+                            seen[v] = sv | new
+        for j in range(fc):
+            cur[front[j]] = zero
+        level += 1
+        # the next frontier's words; the sources it holds are this far at least
+        pending = zero
+        for j in range(nc):
+            v = nfront[j]
+            cur[v] = nxt[v]
+            nxt[v] = zero
+            pending |= cur[v]
+        for j in range(nc):
+            if pending == zero:
+                break
+            hit = cur[nfront[j]] & pending
+            if hit != zero:
+                for i in range(sources.shape[0]):
+                    if (hit >> np.uint64(i)) & one:
+                        out[i] = level
+                        far[i] = nfront[j]
+                pending &= ~hit
+        front, nfront = nfront, front
+        fc = nc
+    for j in range(reached):
+        seen[touched[j]] = zero
+
+
 @numba.njit(cache=True, nogil=True)
 def components(optr, oidx, iptr, iidx, sym, label, dist, queue, first):
     """Label every node not labelled yet (``label`` < 0) with its component, numbering them
@@ -189,6 +314,21 @@ def components(optr, oidx, iptr, iidx, sym, label, dist, queue, first):
         sizes[c] = count
         c += 1
     return sizes[:c]
+
+
+@numba.njit(cache=True, nogil=True)
+def hubs(label, count, optr, iptr, sym):
+    """The node of largest row length (the smallest id of ties) of each component
+    ``0..count-1`` of ``label``, int64."""
+    best = np.full(count, -1, np.int64)
+    most = np.full(count, -1, np.int64)
+    for v in range(label.shape[0]):
+        c = label[v]
+        d = row_bound(v, optr, iptr, sym)
+        if d > most[c]:
+            most[c] = d
+            best[c] = v
+    return best
 
 
 @numba.njit(cache=True, nogil=True)

@@ -39,6 +39,19 @@ def test_small_graphs_match_networkx(tmp_path, directed):
         assert diameter(t.graph, exact=True).value == diam
 
 
+@pytest.mark.parametrize("directed", [False, True])
+def test_many_sources_at_once_match_networkx(tmp_path, directed):
+    # one source, a word of sources searched together (repeats, other components) and more
+    # than a word (the searches spread over threads)
+    t = small_graph(tmp_path, 3, directed, n=90, m=110)
+    ref = nx_eccentricities(t.U)
+    ids = np.array(t.graph.node_ids().tolist())
+    rng = np.random.default_rng(1)
+    for k in (1, 2, 64, 65):
+        nodes = rng.choice(ids, k).tolist()
+        assert eccentricity(t.graph, nodes).tolist() == [ref[v] for v in nodes]
+
+
 def test_path_cycle_and_isolated_nodes(tmp_path):
     import graphsys
 
