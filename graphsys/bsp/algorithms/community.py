@@ -56,11 +56,15 @@ def _threads_for(arcs: int):
 class Level:
     """One level of a modularity optimisation: the symmetrised adjacency without self
     entries (``sptr``, ``sidx``, ``sw``), self-loop arc weights, out- and in-strengths
-    and the total arc weight ``m`` (see :mod:`graphsys.bsp.kernels_community`)."""
+    and the total arc weight ``m`` (see :mod:`graphsys.bsp.kernels_community`); ``sym``:
+    the strengths ``kout`` equal ``kin`` (undirected modularity), ``unit`` > 0: every
+    entry of ``sw`` equals it (an unweighted level 0)."""
 
-    def __init__(self, sptr, sidx, sw, loops, kout, kin, m: float):
+    def __init__(self, sptr, sidx, sw, loops, kout, kin, m: float, *, sym: bool = False,
+                 unit: float = 0.0):
         self.sptr, self.sidx, self.sw, self.loops = sptr, sidx, sw, loops
         self.kout, self.kin, self.m = kout, kin, float(m)
+        self.sym, self.unit = sym, float(unit)
 
     @property
     def n(self) -> int:
@@ -87,7 +91,8 @@ class Level:
             sptr, sidx, sw, loops, rows = kc.symmetrise(ptr, idx, w, ptr, idx, w, False, 2.0,
                                                         2.0)
             k = rows / 2 + loops
-            return cls(sptr, sidx, sw, loops, k, k, k.sum())
+            return cls(sptr, sidx, sw, loops, k, k, k.sum(), sym=True,
+                       unit=2.0 if len(w) == 0 else 0.0)
         iptr, iidx, iw = into
         rows, cols = _row_sums(ptr, w), _row_sums(iptr, iw)
         if directed:
@@ -96,7 +101,8 @@ class Level:
             return cls(sptr, sidx, sw, loops, rows, cols, rows.sum())
         sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0, 2.0)
         k = rows + cols
-        return cls(sptr, sidx, sw, loops, k, k, k.sum())
+        return cls(sptr, sidx, sw, loops, k, k, k.sum(), sym=True,
+                   unit=2.0 if len(w) == 0 else 0.0)
 
     def modularity(self, comm: np.ndarray, gamma: float) -> float:
         if self.m == 0:
@@ -106,7 +112,7 @@ class Level:
 
     def aggregate(self, comm: np.ndarray, ncomm: int) -> Level:
         out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm)
-        return Level(*out, self.m)
+        return Level(*out, self.m, sym=self.sym)
 
 
 def _row_sums(ptr: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -152,7 +158,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             order = kc.by_degree(level.sptr, order)
         moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
                                                       level.m, gamma, comm, order,
-                                                      max(threshold, SWEEP_TOL), MAX_SWEEPS)
+                                                      max(threshold, SWEEP_TOL), MAX_SWEEPS,
+                                                      False, level.unit, level.sym)
         records.append({"nodes": level.n, "moves": int(moves), "sweeps": int(sweeps),
                         "visits": int(visits), "gained": float(gained), "refined": 0})
         ncomm = kc.relabel(comm, comm)
@@ -166,7 +173,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         part = part[comm]
         moves, _, _, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m, gamma,
                                        part, rng.permutation(level.n),
-                                       max(threshold, SWEEP_TOL), MAX_SWEEPS, True)
+                                       max(threshold, SWEEP_TOL), MAX_SWEEPS, True,
+                                       level.unit, level.sym)
         records[i]["refined"] = int(moves)
         kc.relabel(part, part)
     return part, records
