@@ -29,16 +29,17 @@ import numpy as np
 
 
 @numba.njit(inline="always")
-def _gather(v, sptr, sidx, sw, comm, nw, touched):
+def _gather(v, sptr, sidx, sw, comm, nw, touched, unit=0.0):
     """Sum ``v``'s symmetrised weights per neighbouring community into ``nw`` (zeros on
-    entry) and list those communities in ``touched``; returns how many."""
+    entry) and list those communities in ``touched``; returns how many. ``unit`` > 0:
+    every weight is ``unit`` (``sw`` is not read)."""
     nt = 0
     for e in range(sptr[v], sptr[v + 1]):
         c = comm[sidx[e]]
         if nw[c] == 0.0:
             touched[nt] = c
             nt += 1
-        nw[c] += sw[e]
+        nw[c] += unit if unit > 0.0 else sw[e]
     return nt
 
 
@@ -90,13 +91,7 @@ def _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw, touched, k, tot, gamma2_m):
     strengths ``k`` and of totals ``tot``, the gain ``S_vc - 2 gamma k_v K_c / m`` (the
     same floating-point value as :func:`_best`'s: a doubling is exact); every
     symmetrised weight ``unit`` where it is positive (unweighted: ``sw`` not read)."""
-    nt = 0
-    for e in range(sptr[v], sptr[v + 1]):
-        c = comm[sidx[e]]
-        if nw[c] == 0.0:
-            touched[nt] = c
-            nt += 1
-        nw[c] += unit if unit > 0.0 else sw[e]
+    nt = _gather(v, sptr, sidx, sw, comm, nw, touched, unit)
     kv = k[v]
     tot[cv] -= kv
     stay = nw[cv] - gamma2_m * (kv * tot[cv])

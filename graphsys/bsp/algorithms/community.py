@@ -135,10 +135,12 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                    start: np.ndarray | None = None, threshold: float = THRESHOLD,
                    max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
     """One pass of Louvain (Blondel et al.) from the partition ``start`` (None: every node
-    alone): local moving in a random order (drawn once per level from ``rng``; on the
-    first level the nodes of fewest neighbours first, ties in that order: they join a
-    neighbour's community before the hubs choose theirs, which gives higher and steadier
-    modularity than a random order on social graphs), in sweeps until one gains at most
+    alone): local moving in a random order (drawn once per level from ``rng``), except on
+    the first level: the nodes of fewest neighbours first (they join a neighbour's
+    community before the hubs choose theirs, which gives higher and steadier modularity
+    than a random order on social graphs), ties by id (a sweep then reads the arrays
+    nearly in storage order, where a graph's ids keep neighbours close, as a road
+    network's do), in sweeps until one gains at most
     ``max(threshold, SWEEP_TOL)``, then aggregation, until a level moves no node, gains
     at most ``threshold`` or ``max_levels`` ran; then, from the top level down, the
     communities found are refined by local moving on each level's graph, started from
@@ -153,9 +155,10 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             comm = start.copy()
         else:
             comm = np.arange(level.n, dtype=np.int64)
-        order = rng.permutation(level.n)
-        if not records:  # the nodes of fewest neighbours first, ties in random order
-            order = kc.by_degree(level.sptr, order)
+        if records:
+            order = rng.permutation(level.n)
+        else:  # the nodes of fewest neighbours first, ties by id (the stored neighbours)
+            order = kc.by_degree(level.sptr, np.arange(level.n, dtype=np.int64))
         moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
                                                       level.m, gamma, comm, order,
                                                       max(threshold, SWEEP_TOL), MAX_SWEEPS,
@@ -344,7 +347,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     :func:`~networkx.algorithms.community.louvain_communities`.
 
     Levels of local moving and aggregation [1]_: each node, in a random order (on the
-    first level, the nodes of fewest neighbours first, ties in random order), moves to the
+    first level, the nodes of fewest neighbours first, ties by id), moves to the
     neighbouring community that raises the modularity most, in sweeps until a sweep gains
     at most 1e-4 (the late sweeps revisit the hubs for little gain); then every community
     becomes one node of the next level. The levels stop when one moves nothing or gains
