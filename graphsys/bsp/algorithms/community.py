@@ -297,7 +297,8 @@ class Louvain(VertexProgram):
                                       iterations=self.iterations, theta=self.theta,
                                       max_levels=max_iters)
         seconds = time.perf_counter() - t0
-        self.scores = {"modularity": q, "communities": float(len(np.unique(member)))}
+        communities = np.count_nonzero(np.bincount(member))
+        self.scores = {"modularity": q, "communities": float(communities)}
         host_array(state["label"])[:] = canonical(member)
         edges_read = int(level.sptr[-1])
         steps = []
