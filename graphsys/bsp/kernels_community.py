@@ -4,9 +4,10 @@ refinement (:func:`refine`), the aggregation of a level (:func:`aggregate`) and 
 modularity of a labelling (:func:`modularity`).
 
 A level is a graph of ``n`` nodes held as its *symmetrised* adjacency without self
-entries: ``S = A + A^T`` off the diagonal (``sptr`` int64 (n+1,), ``sidx`` int64 (nnz,),
-``sw`` float64 (nnz,)), the arc weight of each node's self-loops ``loops`` (``A_ii``), its
-out- and in-strengths ``kout``/``kin`` (row and column sums of ``A``, loops included) and
+entries: ``S = A + A^T`` off the diagonal (``sptr`` int64 (n+1,), ``sidx`` (nnz,) of the
+stored adjacency's index type, int32 or int64, on every level, ``sw`` float64 (nnz,)),
+the arc weight of each node's self-loops ``loops`` (``A_ii``), its out- and in-strengths
+``kout``/``kin`` (row and column sums of ``A``, loops included) and
 ``m``, the total arc weight. Modularity with resolution :math:`\gamma` is Leicht and
 Newman's directed form
 
@@ -360,7 +361,7 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm):
         members[fill[comm[v]]] = v
         fill[comm[v]] += 1
     nptr = np.zeros(ncomm + 1, np.int64)
-    nidx = np.empty(sidx.shape[0], np.int64)
+    nidx = np.empty(sidx.shape[0], sidx.dtype)
     nsw = np.empty(sidx.shape[0])
     nloops = np.zeros(ncomm)
     nkout = np.zeros(ncomm)
@@ -449,7 +450,7 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
         sptr[v + 1] = k
     for v in range(n):
         sptr[v + 1] += sptr[v]
-    sidx = np.empty(sptr[n], np.int64)
+    sidx = np.empty(sptr[n], out_idx.dtype)
     sw = np.empty(sptr[n])
     rows = np.zeros(n)
     for v in numba.prange(n):
