@@ -4,9 +4,10 @@ refinement (:func:`refine`), the aggregation of a level (:func:`aggregate`) and 
 modularity of a labelling (:func:`modularity`).
 
 A level is a graph of ``n`` nodes held as its *symmetrised* adjacency without self
-entries: ``S = A + A^T`` off the diagonal (``sptr`` int64 (n+1,), ``sidx`` int64 (nnz,),
-``sw`` float64 (nnz,)), the arc weight of each node's self-loops ``loops`` (``A_ii``), its
-out- and in-strengths ``kout``/``kin`` (row and column sums of ``A``, loops included) and
+entries: ``S = A + A^T`` off the diagonal (``sptr`` int64 (n+1,), ``sidx`` (nnz,) of the
+stored adjacency's index type, int32 or int64, on every level, ``sw`` float64 (nnz,)),
+the arc weight of each node's self-loops ``loops`` (``A_ii``), its out- and in-strengths
+``kout``/``kin`` (row and column sums of ``A``, loops included) and
 ``m``, the total arc weight. Modularity with resolution :math:`\gamma` is Leicht and
 Newman's directed form
 
@@ -29,16 +30,17 @@ import numpy as np
 
 
 @numba.njit(inline="always")
-def _gather(v, sptr, sidx, sw, comm, nw, touched):
+def _gather(v, sptr, sidx, sw, comm, nw, touched, unit=0.0):
     """Sum ``v``'s symmetrised weights per neighbouring community into ``nw`` (zeros on
-    entry) and list those communities in ``touched``; returns how many."""
+    entry) and list those communities in ``touched``; returns how many. ``unit`` > 0:
+    every weight is ``unit`` (``sw`` is not read)."""
     nt = 0
     for e in range(sptr[v], sptr[v + 1]):
         c = comm[sidx[e]]
         if nw[c] == 0.0:
             touched[nt] = c
             nt += 1
-        nw[c] += sw[e]
+        nw[c] += unit if unit > 0.0 else sw[e]
     return nt
 
 
@@ -84,9 +86,32 @@ def _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout, kin, tout, tin, gamma_
     return best, best_gain, stay
 
 
+@numba.njit(inline="always")
+def _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw, touched, k, tot, gamma2_m):
+    """:func:`_move` where ``kout`` is ``kin`` (an undirected level): one array of
+    strengths ``k`` and of totals ``tot``, the gain ``S_vc - 2 gamma k_v K_c / m`` (the
+    same floating-point value as :func:`_best`'s: a doubling is exact); every
+    symmetrised weight ``unit`` where it is positive (unweighted: ``sw`` not read)."""
+    nt = _gather(v, sptr, sidx, sw, comm, nw, touched, unit)
+    kv = k[v]
+    tot[cv] -= kv
+    stay = nw[cv] - gamma2_m * (kv * tot[cv])
+    best, best_gain = cv, stay
+    for i in range(nt):
+        c = touched[i]
+        g = nw[c] - gamma2_m * (kv * tot[c])
+        if g > best_gain:
+            best, best_gain = c, g
+    tot[best] += kv
+    nw[cv] = 0.0
+    for j in range(nt):
+        nw[touched[j]] = 0.0
+    return best, best_gain, stay
+
+
 @numba.njit(cache=True, nogil=True)
 def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps,
-               boundary_only=False):
+               boundary_only, unit, sym):
     """Louvain's local moving: sweeps over the nodes in ``order``, each node moving to the
     neighbouring community of largest modularity gain (staying unless another gains
     strictly more), until a sweep moves no node, gains at most ``tol`` in modularity, or
@@ -96,8 +121,10 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
     Leiden's rule: a move leaves alone the neighbours in the community moved into).
     ``comm`` int64 (n,) updated in place. ``boundary_only``: the first sweep visits only
     the nodes with a neighbour in another community (a node whose neighbours all share its
-    community has no other community to move to). Returns (moves, sweeps, modularity
-    gained, nodes visited)."""
+    community has no other community to move to). ``sym``: ``kout`` equals ``kin`` (an
+    undirected level; one array of totals is kept); ``unit`` > 0: every entry of ``sw``
+    equals it (an unweighted level 0; ``sw`` is not read). Returns (moves, sweeps,
+    modularity gained, nodes visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
     nw = np.zeros(n)
@@ -127,8 +154,12 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
             stale[v] = 0
             visits += 1
             cv = comm[v]
-            best, best_gain, stay = _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout,
-                                          kin, tout, tin, gamma_m)
+            if sym:
+                best, best_gain, stay = _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw,
+                                                  touched, kout, tout, 2.0 * gamma_m)
+            else:
+                best, best_gain, stay = _move(v, cv, sptr, sidx, sw, comm, nw, touched,
+                                              kout, kin, tout, tin, gamma_m)
             if best != cv:
                 comm[v] = best
                 moved += 1
@@ -330,7 +361,7 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm):
         members[fill[comm[v]]] = v
         fill[comm[v]] += 1
     nptr = np.zeros(ncomm + 1, np.int64)
-    nidx = np.empty(sidx.shape[0], np.int64)
+    nidx = np.empty(sidx.shape[0], sidx.dtype)
     nsw = np.empty(sidx.shape[0])
     nloops = np.zeros(ncomm)
     nkout = np.zeros(ncomm)
@@ -419,7 +450,7 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
         sptr[v + 1] = k
     for v in range(n):
         sptr[v + 1] += sptr[v]
-    sidx = np.empty(sptr[n], np.int64)
+    sidx = np.empty(sptr[n], out_idx.dtype)
     sw = np.empty(sptr[n])
     rows = np.zeros(n)
     for v in numba.prange(n):

@@ -56,11 +56,15 @@ def _threads_for(arcs: int):
 class Level:
     """One level of a modularity optimisation: the symmetrised adjacency without self
     entries (``sptr``, ``sidx``, ``sw``), self-loop arc weights, out- and in-strengths
-    and the total arc weight ``m`` (see :mod:`graphsys.bsp.kernels_community`)."""
+    and the total arc weight ``m`` (see :mod:`graphsys.bsp.kernels_community`); ``sym``:
+    the strengths ``kout`` equal ``kin`` (undirected modularity), ``unit`` > 0: every
+    entry of ``sw`` equals it (an unweighted level 0)."""
 
-    def __init__(self, sptr, sidx, sw, loops, kout, kin, m: float):
+    def __init__(self, sptr, sidx, sw, loops, kout, kin, m: float, *, sym: bool = False,
+                 unit: float = 0.0):
         self.sptr, self.sidx, self.sw, self.loops = sptr, sidx, sw, loops
         self.kout, self.kin, self.m = kout, kin, float(m)
+        self.sym, self.unit = sym, float(unit)
 
     @property
     def n(self) -> int:
@@ -87,7 +91,8 @@ class Level:
             sptr, sidx, sw, loops, rows = kc.symmetrise(ptr, idx, w, ptr, idx, w, False, 2.0,
                                                         2.0)
             k = rows / 2 + loops
-            return cls(sptr, sidx, sw, loops, k, k, k.sum())
+            return cls(sptr, sidx, sw, loops, k, k, k.sum(), sym=True,
+                       unit=2.0 if len(w) == 0 else 0.0)
         iptr, iidx, iw = into
         rows, cols = _row_sums(ptr, w), _row_sums(iptr, iw)
         if directed:
@@ -96,7 +101,8 @@ class Level:
             return cls(sptr, sidx, sw, loops, rows, cols, rows.sum())
         sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0, 2.0)
         k = rows + cols
-        return cls(sptr, sidx, sw, loops, k, k, k.sum())
+        return cls(sptr, sidx, sw, loops, k, k, k.sum(), sym=True,
+                   unit=2.0 if len(w) == 0 else 0.0)
 
     def modularity(self, comm: np.ndarray, gamma: float) -> float:
         if self.m == 0:
@@ -106,7 +112,7 @@ class Level:
 
     def aggregate(self, comm: np.ndarray, ncomm: int) -> Level:
         out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm)
-        return Level(*out, self.m)
+        return Level(*out, self.m, sym=self.sym)
 
 
 def _row_sums(ptr: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -129,10 +135,12 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                    start: np.ndarray | None = None, threshold: float = THRESHOLD,
                    max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
     """One pass of Louvain (Blondel et al.) from the partition ``start`` (None: every node
-    alone): local moving in a random order (drawn once per level from ``rng``; on the
-    first level the nodes of fewest neighbours first, ties in that order: they join a
-    neighbour's community before the hubs choose theirs, which gives higher and steadier
-    modularity than a random order on social graphs), in sweeps until one gains at most
+    alone): local moving in a random order (drawn once per level from ``rng``), except on
+    the first level: the nodes of fewest neighbours first (they join a neighbour's
+    community before the hubs choose theirs, which gives higher and steadier modularity
+    than a random order on social graphs), ties by id (a sweep then reads the arrays
+    nearly in storage order, where a graph's ids keep neighbours close, as a road
+    network's do), in sweeps until one gains at most
     ``max(threshold, SWEEP_TOL)``, then aggregation, until a level moves no node, gains
     at most ``threshold`` or ``max_levels`` ran; then, from the top level down, the
     communities found are refined by local moving on each level's graph, started from
@@ -147,12 +155,14 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             comm = start.copy()
         else:
             comm = np.arange(level.n, dtype=np.int64)
-        order = rng.permutation(level.n)
-        if not records:  # the nodes of fewest neighbours first, ties in random order
-            order = kc.by_degree(level.sptr, order)
+        if records:
+            order = rng.permutation(level.n)
+        else:  # the nodes of fewest neighbours first, ties by id (the stored neighbours)
+            order = kc.by_degree(level.sptr, np.arange(level.n, dtype=np.int64))
         moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
                                                       level.m, gamma, comm, order,
-                                                      max(threshold, SWEEP_TOL), MAX_SWEEPS)
+                                                      max(threshold, SWEEP_TOL), MAX_SWEEPS,
+                                                      False, level.unit, level.sym)
         records.append({"nodes": level.n, "moves": int(moves), "sweeps": int(sweeps),
                         "visits": int(visits), "gained": float(gained), "refined": 0})
         ncomm = kc.relabel(comm, comm)
@@ -166,7 +176,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         part = part[comm]
         moves, _, _, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m, gamma,
                                        part, rng.permutation(level.n),
-                                       max(threshold, SWEEP_TOL), MAX_SWEEPS, True)
+                                       max(threshold, SWEEP_TOL), MAX_SWEEPS, True,
+                                       level.unit, level.sym)
         records[i]["refined"] = int(moves)
         kc.relabel(part, part)
     return part, records
@@ -286,7 +297,8 @@ class Louvain(VertexProgram):
                                       iterations=self.iterations, theta=self.theta,
                                       max_levels=max_iters)
         seconds = time.perf_counter() - t0
-        self.scores = {"modularity": q, "communities": float(len(np.unique(member)))}
+        communities = np.count_nonzero(np.bincount(member))
+        self.scores = {"modularity": q, "communities": float(communities)}
         host_array(state["label"])[:] = canonical(member)
         edges_read = int(level.sptr[-1])
         steps = []
@@ -336,7 +348,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     :func:`~networkx.algorithms.community.louvain_communities`.
 
     Levels of local moving and aggregation [1]_: each node, in a random order (on the
-    first level, the nodes of fewest neighbours first, ties in random order), moves to the
+    first level, the nodes of fewest neighbours first, ties by id), moves to the
     neighbouring community that raises the modularity most, in sweeps until a sweep gains
     at most 1e-4 (the late sweeps revisit the hubs for little gain); then every community
     becomes one node of the next level. The levels stop when one moves nothing or gains
