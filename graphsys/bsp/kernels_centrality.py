@@ -169,40 +169,47 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
                                      sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
     else:
         val = np.zeros((lanes, n))
-        part = np.empty((lanes, n))
+        part = np.zeros((lanes, n))
         order = np.empty((lanes, n), np.int32)
-        starts = np.empty((lanes, n + 1), np.int64)
+        starts = np.empty((lanes, n + 2), np.int64)
+        dag_at = np.empty((lanes, n + 2), np.int64)
+        # the DAG's edges: at most E, pages touched only as far as a search fills them
+        dag_from = np.empty((lanes, indices.shape[0]), indices.dtype)
+        dag_to = np.empty((lanes, indices.shape[0]), indices.dtype)
         front = np.zeros((lanes, n if in_ptr.shape[0] else 0), np.uint8)
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
                                           endpoints, val[t], part[t], order[t], starts[t],
-                                          front[t], acc[t])
+                                          dag_at[t], dag_from[t], dag_to[t], front[t],
+                                          acc[t])
     return read
 
 
 @numba.njit(inline="always")
 def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part, order,
-                       starts, front, row):
+                       starts, dag_at, dag_from, dag_to, front, row):
     """One source's level-synchronous breadth-first search with path counts and its
-    dependency pass (see :func:`brandes`), added into ``row``, in one float64 array
-    ``val`` (zeros on entry and on return): a reached vertex holds its path count
-    ``sigma`` (> 0; negated while its level is being found), a vertex whose dependency is
-    done ``-(1 + delta) / sigma`` (< 0). The dependency pass walks the levels down; a
-    vertex sums ``-val`` over its out-neighbours that are done (its successors: an
-    out-neighbour lies at most one level deeper, and the vertices of its own level are
-    written once the level is summed, from ``part``), so no level array is read. A search
-    step is top-down (the frontier's out-edges) or, with ``in_ptr``, bottom-up (the
-    unreached vertices' in-edges from ``front``-marked frontier vertices) whichever reads
-    fewer edges; the path counts are integers, exact in any order. Returns the edges
-    read."""
+    dependency pass (see :func:`brandes`), added into ``row``. ``val`` float64 holds a
+    reached vertex's path count ``sigma`` (> 0; negated while its level is being found,
+    which tells a vertex of the next level from one of an earlier level), then
+    ``-(1 + delta) / sigma`` once its dependency is done; ``part`` float64 sums a vertex's
+    successors' ``(1 + delta) / sigma`` (both zeros on entry and on return). The search
+    records the edges of the shortest-path DAG (``dag_from``/``dag_to``, those into level
+    ``L`` from ``dag_at[L]``), and the dependency pass walks the levels down pushing each
+    finished vertex's coefficient to its predecessors over them: it reads the DAG's edges
+    only, not every out-edge of the reached vertices. A search step is top-down (the
+    frontier's out-edges) or, with ``in_ptr``, bottom-up (the unreached vertices' in-edges
+    from ``front``-marked frontier vertices) whichever reads fewer edges; path counts are
+    integers, exact in any order. Returns the edges read."""
     n = val.shape[0]
     bottom_up = in_ptr.shape[0] > 0
     unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
     val[s] = 1.0
     order[0] = s
     starts[0], starts[1] = 0, 1
-    depth, tail, scanned = 0, 1, 0
+    dag_at[0], dag_at[1] = 0, 0
+    depth, tail, scanned, m = 0, 1, 0, 0
     while starts[depth + 1] > starts[depth]:
         lo, hi = starts[depth], starts[depth + 1]
         out_edges = 0
@@ -219,6 +226,9 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                         u = in_idx[e]
                         if front[u]:
                             a += val[u]
+                            dag_from[m] = u
+                            dag_to[m] = v
+                            m += 1
                     scanned += in_ptr[v + 1] - in_ptr[v]
                     if a > 0.0:
                         val[v] = a
@@ -234,12 +244,14 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                 for e in range(indptr[u], indptr[u + 1]):
                     v = indices[e]
                     x = val[v]
-                    if x == 0.0:
-                        val[v] = -su
-                        order[tail] = v
-                        tail += 1
-                    elif x < 0.0:
+                    if x <= 0.0:
+                        if x == 0.0:
+                            order[tail] = v
+                            tail += 1
                         val[v] = x - su
+                        dag_from[m] = u
+                        dag_to[m] = v
+                        m += 1
             for j in range(hi, tail):
                 v = order[j]
                 val[v] = -val[v]
@@ -249,22 +261,19 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                 unreached_in -= in_ptr[v + 1] - in_ptr[v]
         depth += 1
         starts[depth + 1] = tail
+        dag_at[depth + 1] = m
+    scanned += m
     for level in range(depth - 1, -1, -1):
-        lo, hi = starts[level], starts[level + 1]
-        for j in range(lo, hi):
-            v = order[j]
-            c = 0.0
-            for e in range(indptr[v], indptr[v + 1]):
-                c -= min(val[indices[e]], 0.0)
-            part[j] = c
-            scanned += indptr[v + 1] - indptr[v]
-        for j in range(lo, hi):
+        for j in range(starts[level], starts[level + 1]):
             v = order[j]
             sv = val[v]
-            d = sv * part[j]
+            d = sv * part[v]
+            part[v] = 0.0
             val[v] = -((1.0 + d) / sv)
             if v != s:
                 row[v] += d + 1.0 if endpoints else d
+        for p in range(dag_at[level], dag_at[level + 1]):
+            part[dag_from[p]] -= val[dag_to[p]]
     if endpoints:
         row[s] += tail - 1
     if 4 * tail > n:
