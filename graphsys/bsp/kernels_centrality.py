@@ -14,8 +14,9 @@ direction-optimising where the in-edges are at hand (Beamer, Asanovic, Patterson
 step reads the frontier's out-edges top-down, or the unreached vertices' in-edges
 bottom-up, whichever reads fewer), and Dijkstra's algorithm with an indexed binary heap
 (O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the order they
-were settled, which the dependency pass walks backwards, reading each vertex's out-edges to
-its successors on shortest paths (no predecessor lists).
+were settled, which the dependency pass walks backwards: over the edges of the
+shortest-path DAG that the breadth-first search recorded, or (Dijkstra) reading each
+vertex's out-edges to its successors.
 """
 
 from __future__ import annotations
