@@ -133,9 +133,9 @@ def _reset(order, count, dist, sigma, delta, hpos):
         hpos[v] = -1
 
 
-#: Bottom-up search steps (read the unreached vertices' in-edges) when the frontier's
-#: out-edges outnumber the in-edges of the unreached vertices by this factor (path counts:
-#: every in-edge is read, so a bottom-up step pays when it reads fewer edges)
+#: Betweenness takes a bottom-up search step (the unreached vertices' in-edges) when the
+#: frontier's out-edges outnumber this factor times the unreached vertices' in-edges (path
+#: counts read every in-edge, no early exit: the step pays when it reads fewer edges)
 PATHS_BOTTOM_UP = 1.0
 #: Breadth-first search (no path counts): Beamer's rule, bottom-up while the frontier's
 #: out-edges exceed the unreached in-edges over ALPHA and the frontier holds more than

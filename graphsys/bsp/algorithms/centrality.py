@@ -138,8 +138,9 @@ class _SourceSearches(VertexProgram):
         return ctx.full(0.0, width=self.width)
 
     def _numba_calls(self, ctx, edges, kernel, desc: str, *outputs) -> list:
-        """Run ``kernel(indptr, indices, weight, weighted, sources, *outputs)`` over the
-        sources in chunks (one recorded superstep each, a progress bar on long runs)."""
+        """Run ``kernel(indptr, indices, weight, weighted, sources, *outputs, in_ptr,
+        in_idx)`` over the sources in chunks (one recorded superstep each, a progress bar
+        on long runs); ``in_ptr``/``in_idx`` from :meth:`_in_edges`."""
         indptr, idx, w = edges.adjacency("csr")
         in_ptr, in_idx = self._in_edges(edges, indptr, idx)
         lanes = outputs[0].shape[0]
@@ -165,7 +166,8 @@ class _SourceSearches(VertexProgram):
     def _in_edges(self, edges, indptr, idx) -> tuple[np.ndarray, np.ndarray]:
         """The in-edges (CSC) for the kernels' bottom-up search steps: the CSR itself on
         an edge set stored undirected, the mapped CSC index where the graph has one, else
-        empty arrays (top-down steps only; no index is built for them). None weighted."""
+        empty arrays (top-down steps only; no index is built for them); empty on a
+        weighted run (Dijkstra reads the out-edges only)."""
         none = indptr[:0], idx[:0]
         if self.uses_weights:
             return none
