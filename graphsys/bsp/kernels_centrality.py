@@ -3,16 +3,20 @@ sources: Brandes' betweenness (:func:`brandes`) and the distance sums of closene
 harmonic centrality (:func:`distance_sums`); and HITS' power iteration
 (:func:`hits_solve`).
 
-Each of the ``T`` threads owns its scratch arrays (int32 levels, or float64 distances and
-a heap when weighted; path counts, dependencies, the visit order: row ``t`` of (T, N)
-arrays) and its row of the output; the sources are handed out one at a time (a ``prange``
-run with ``numba.set_parallel_chunksize(1)``), so a thread that a busy machine deschedules
-holds up no other. No atomics; the rows are summed afterwards, so a value's last bits
-depend on which thread summed which sources (unweighted distance sums are exact). A search
-is a breadth-first search on an unweighted run and Dijkstra's algorithm with an indexed
-binary heap (O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the
-order they were settled, which the dependency pass walks backwards, reading each vertex's
-out-edges to its successors on shortest paths (no predecessor lists).
+Each of the ``T`` threads owns its scratch arrays (row ``t`` of (T, N) arrays: int32
+levels or one float64 array of path counts and dependencies, or float64 distances and a
+heap when weighted; the visit order) and its row of the output; the sources are handed out
+one at a time (a ``prange`` run with ``numba.set_parallel_chunksize(1)``), so a thread that
+a busy machine deschedules holds up no other. No atomics; the rows are summed afterwards,
+so a value's last bits depend on which thread summed which sources (unweighted distance
+sums are exact). A search is a level-synchronous breadth-first search on an unweighted run,
+direction-optimising where the in-edges are at hand (Beamer, Asanovic, Patterson 2012: a
+step reads the frontier's out-edges top-down, or the unreached vertices' in-edges
+bottom-up, whichever reads fewer), and Dijkstra's algorithm with an indexed binary heap
+(O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the order they
+were settled, which the dependency pass walks backwards: over the edges of the
+shortest-path DAG that the breadth-first search recorded, or (Dijkstra) reading each
+vertex's out-edges to its successors.
 """
 
 from __future__ import annotations
@@ -129,23 +133,34 @@ def _reset(order, count, dist, sigma, delta, hpos):
         hpos[v] = -1
 
 
+#: Betweenness takes a bottom-up search step (the unreached vertices' in-edges) when the
+#: frontier's out-edges outnumber this factor times the unreached vertices' in-edges (path
+#: counts read every in-edge, no early exit: the step pays when it reads fewer edges)
+PATHS_BOTTOM_UP = 1.0
+#: Breadth-first search (no path counts): Beamer's rule, bottom-up while the frontier's
+#: out-edges exceed the unreached in-edges over ALPHA and the frontier holds more than
+#: N / BETA vertices
+ALPHA, BETA = 14.0, 24.0
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
-def brandes(indptr, indices, weight, weighted, sources, endpoints, acc):
+def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, in_idx):
     """Add every source's dependencies to ``acc`` float64 (T, N): for source ``s`` and
     vertex ``v != s`` reached from it, ``delta_s(v) = sum over successors w of v on
     shortest paths of sigma(v) / sigma(w) * (1 + delta_s(w))`` (Brandes 2001), plus 1 with
     ``endpoints`` (``v`` as a path's end), and ``s`` gets the number of other vertices it
     reaches with ``endpoints`` (networkx's ``_accumulate_endpoints``). ``weight`` float32
-    (E,), read when ``weighted`` (positive weights). Each thread adds into its row; call
-    it with ``numba.set_parallel_chunksize(1)`` so that the sources are handed out one at
-    a time (a thread descheduled by a busy machine holds up no other). Returns the edges
-    read, int64 (T,)."""
+    (E,), read when ``weighted`` (positive weights). ``in_ptr``/``in_idx``: the in-edges
+    (CSC) for bottom-up search steps on an unweighted run, or empty (top-down only). Each
+    thread adds into its row; call it with ``numba.set_parallel_chunksize(1)`` so that the
+    sources are handed out one at a time (a thread descheduled by a busy machine holds up
+    no other). Returns the edges read, int64 (T,)."""
     lanes, n = acc.shape
     read = np.zeros(lanes, np.int64)
-    sigma = np.zeros((lanes, n))
-    coef = np.zeros((lanes, n))
-    order = np.empty((lanes, n), np.int64)
     if weighted:
+        sigma = np.zeros((lanes, n))
+        coef = np.zeros((lanes, n))
+        order = np.empty((lanes, n), np.int64)
         dist = np.full((lanes, n), np.inf)
         heap = np.empty((lanes, n), np.int64)
         hpos = np.full((lanes, n), -1, np.int64)
@@ -154,61 +169,120 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc):
             read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
                                      sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
     else:
-        level = np.full((lanes, n), -1, np.int32)
+        val = np.zeros((lanes, n))
+        part = np.zeros((lanes, n))
+        order = np.empty((lanes, n), np.int32)
+        starts = np.empty((lanes, n + 2), np.int64)
+        dag_at = np.empty((lanes, n + 2), np.int64)
+        # the DAG's edges: at most E, pages touched only as far as a search fills them
+        dag_from = np.empty((lanes, indices.shape[0]), indices.dtype)
+        dag_to = np.empty((lanes, indices.shape[0]), indices.dtype)
+        front = np.zeros((lanes, n if in_ptr.shape[0] else 0), np.uint8)
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
-            read[t] += _dependencies_hops(indptr, indices, sources[i], endpoints, level[t],
-                                          sigma[t], coef[t], order[t], acc[t])
+            read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
+                                          endpoints, val[t], part[t], order[t], starts[t],
+                                          dag_at[t], dag_from[t], dag_to[t], front[t],
+                                          acc[t])
     return read
 
 
 @numba.njit(inline="always")
-def _dependencies_hops(indptr, indices, s, endpoints, level, sigma, coef, order, row):
-    """One source's breadth-first search (int32 levels, -1 unreached; path counts) and its
-    dependency pass (see :func:`brandes`), added into ``row``. A vertex done keeps
-    ``coef = (1 + delta) / sigma``, so a predecessor sums its successors' coefficients and
-    multiplies once. Scratch left as found. Returns the edges read."""
-    level[s] = 0
-    sigma[s] = 1.0
+def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part, order,
+                       starts, dag_at, dag_from, dag_to, front, row):
+    """One source's level-synchronous breadth-first search with path counts and its
+    dependency pass (see :func:`brandes`), added into ``row``. ``val`` float64 holds a
+    reached vertex's path count ``sigma`` (> 0; negated while its level is being found,
+    which tells a vertex of the next level from one of an earlier level), then
+    ``-(1 + delta) / sigma`` once its dependency is done; ``part`` float64 sums a vertex's
+    successors' ``(1 + delta) / sigma`` (both zeros on entry and on return). The search
+    records the edges of the shortest-path DAG (``dag_from``/``dag_to``, those into level
+    ``L`` from ``dag_at[L]``), and the dependency pass walks the levels down pushing each
+    finished vertex's coefficient to its predecessors over them: it reads the DAG's edges
+    only, not every out-edge of the reached vertices. A search step is top-down (the
+    frontier's out-edges) or, with ``in_ptr``, bottom-up (the unreached vertices' in-edges
+    from ``front``-marked frontier vertices) whichever reads fewer edges; path counts are
+    integers, exact in any order. Returns the edges read."""
+    n = val.shape[0]
+    bottom_up = in_ptr.shape[0] > 0
+    unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
+    val[s] = 1.0
     order[0] = s
-    head, tail = 0, 1
-    while head < tail:
-        u = order[head]
-        head += 1
-        nxt = level[u] + 1
-        su = sigma[u]
-        for e in range(indptr[u], indptr[u + 1]):
-            v = indices[e]
-            lv = level[v]
-            if lv < 0:
-                level[v] = nxt
-                order[tail] = v
-                tail += 1
-                sigma[v] = su
-            elif lv == nxt:
-                sigma[v] += su
-    scanned = 0
-    for j in range(tail - 1, -1, -1):
-        v = order[j]
-        nxt = level[v] + 1
-        c = 0.0
-        for e in range(indptr[v], indptr[v + 1]):
-            w = indices[e]
-            if level[w] == nxt:
-                c += coef[w]
-        scanned += indptr[v + 1] - indptr[v]
-        d = sigma[v] * c
-        coef[v] = (1.0 + d) / sigma[v]
-        if v != s:
-            row[v] += d + 1.0 if endpoints else d
+    starts[0], starts[1] = 0, 1
+    dag_at[0], dag_at[1] = 0, 0
+    depth, tail, scanned, m = 0, 1, 0, 0
+    while starts[depth + 1] > starts[depth]:
+        lo, hi = starts[depth], starts[depth + 1]
+        out_edges = 0
+        for j in range(lo, hi):
+            u = order[j]
+            out_edges += indptr[u + 1] - indptr[u]
+        if bottom_up and out_edges > PATHS_BOTTOM_UP * unreached_in:
+            for j in range(lo, hi):
+                front[order[j]] = 1
+            for v in range(n):
+                if val[v] == 0.0:
+                    a = 0.0
+                    for e in range(in_ptr[v], in_ptr[v + 1]):
+                        u = in_idx[e]
+                        if front[u]:
+                            a += val[u]
+                            dag_from[m] = u
+                            dag_to[m] = v
+                            m += 1
+                    scanned += in_ptr[v + 1] - in_ptr[v]
+                    if a > 0.0:
+                        val[v] = a
+                        order[tail] = v
+                        tail += 1
+            for j in range(lo, hi):
+                front[order[j]] = 0
+        else:
+            scanned += out_edges
+            for j in range(lo, hi):
+                u = order[j]
+                su = val[u]
+                for e in range(indptr[u], indptr[u + 1]):
+                    v = indices[e]
+                    x = val[v]
+                    if x <= 0.0:
+                        if x == 0.0:
+                            order[tail] = v
+                            tail += 1
+                        val[v] = x - su
+                        dag_from[m] = u
+                        dag_to[m] = v
+                        m += 1
+            for j in range(hi, tail):
+                v = order[j]
+                val[v] = -val[v]
+        if bottom_up:
+            for j in range(hi, tail):
+                v = order[j]
+                unreached_in -= in_ptr[v + 1] - in_ptr[v]
+        depth += 1
+        starts[depth + 1] = tail
+        dag_at[depth + 1] = m
+    scanned += m
+    for level in range(depth - 1, -1, -1):
+        for j in range(starts[level], starts[level + 1]):
+            v = order[j]
+            sv = val[v]
+            d = sv * part[v]
+            part[v] = 0.0
+            val[v] = -((1.0 + d) / sv)
+            if v != s:
+                row[v] += d + 1.0 if endpoints else d
+        for p in range(dag_at[level], dag_at[level + 1]):
+            part[dag_from[p]] -= val[dag_to[p]]
     if endpoints:
         row[s] += tail - 1
-    for j in range(tail):
-        v = order[j]
-        level[v] = -1
-        sigma[v] = 0.0
-        coef[v] = 0.0
-    return 2 * scanned
+    if 4 * tail > n:
+        val[:] = 0.0
+    else:
+        for j in range(tail):
+            val[order[j]] = 0.0
+    return scanned
 
 
 @numba.njit(inline="always")
@@ -241,15 +315,17 @@ def _dependencies(indptr, indices, weight, s, endpoints, dist, sigma, coef, orde
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def distance_sums(indptr, indices, weight, weighted, sources, total, reached, harmonic):
+def distance_sums(indptr, indices, weight, weighted, sources, total, reached, harmonic,
+                  in_ptr, in_idx):
     """For every source ``s`` and every vertex ``v != s`` it reaches at distance ``d``:
     ``total[t, v] += d``, ``reached[t, v] += 1``, ``harmonic[t, v] += 1 / d`` (float64,
     int64, float64 (T, N)), ``t`` the thread that took ``s`` (one source at a time, as
-    :func:`brandes`). Returns the edges read, int64 (T,)."""
+    :func:`brandes`); ``in_ptr``/``in_idx`` as there. Returns the edges read, int64
+    (T,)."""
     lanes, n = total.shape
     read = np.zeros(lanes, np.int64)
-    order = np.empty((lanes, n), np.int64)
     if weighted:
+        order = np.empty((lanes, n), np.int64)
         dist = np.full((lanes, n), np.inf)
         sigma = np.zeros((lanes, 0))
         heap = np.empty((lanes, n), np.int64)
@@ -260,42 +336,87 @@ def distance_sums(indptr, indices, weight, weighted, sources, total, reached, ha
                                   order[t], heap[t], hpos[t], total[t], reached[t],
                                   harmonic[t])
     else:
+        order = np.empty((lanes, n), np.int32)
         level = np.full((lanes, n), -1, np.int32)
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
-            read[t] += _hops(indptr, indices, sources[i], level[t], order[t], total[t],
-                             reached[t], harmonic[t])
+            read[t] += _hops(indptr, indices, in_ptr, in_idx, sources[i], level[t], order[t],
+                             total[t], reached[t], harmonic[t])
     return read
 
 
 @numba.njit(inline="always")
-def _hops(indptr, indices, s, level, order, total, reached, harmonic):
-    """One source's breadth-first search (int32 levels, -1 unreached), its hop counts added
-    into the rows (see :func:`distance_sums`); levels left as found. Returns the edges
-    read."""
+def _hops(indptr, indices, in_ptr, in_idx, s, level, order, total, reached, harmonic):
+    """One source's breadth-first search (int32 levels, -1 unreached; direction-optimising
+    with ``in_ptr``: Beamer's rule, :data:`ALPHA`, :data:`BETA`), its hop counts added
+    into the rows (see :func:`distance_sums`): in node order when it reached a quarter of
+    the nodes, else in the order reached. Levels left as found. Returns the edges read."""
+    n = level.shape[0]
+    bottom_up = in_ptr.shape[0] > 0
+    unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
     level[s] = 0
     order[0] = s
-    head, tail = 0, 1
-    scanned = 0
-    while head < tail:
-        u = order[head]
-        head += 1
-        nxt = level[u] + 1
-        for e in range(indptr[u], indptr[u + 1]):
-            v = indices[e]
-            if level[v] < 0:
-                level[v] = nxt
-                order[tail] = v
-                tail += 1
-        scanned += indptr[u + 1] - indptr[u]
-    for j in range(1, tail):
-        v = order[j]
-        d = np.float64(level[v])
-        total[v] += d
-        reached[v] += 1
-        harmonic[v] += 1.0 / d
-    for j in range(tail):
-        level[order[j]] = -1
+    lo, hi, depth, scanned = 0, 1, 0, 0
+    up = False
+    while lo < hi:
+        tail = hi
+        out_edges = 0
+        for j in range(lo, hi):
+            u = order[j]
+            out_edges += indptr[u + 1] - indptr[u]
+        if bottom_up:
+            if up:
+                up = (hi - lo) * BETA > n
+            else:
+                up = out_edges * ALPHA > unreached_in
+        if up:
+            for v in range(n):
+                if level[v] < 0:
+                    e, stop = in_ptr[v], in_ptr[v + 1]
+                    while e < stop:
+                        if level[in_idx[e]] == depth:
+                            level[v] = depth + 1
+                            order[tail] = v
+                            tail += 1
+                            e += 1
+                            break
+                        e += 1
+                    scanned += e - in_ptr[v]
+        else:
+            nxt = depth + 1
+            for j in range(lo, hi):
+                u = order[j]
+                for e in range(indptr[u], indptr[u + 1]):
+                    v = indices[e]
+                    if level[v] < 0:
+                        level[v] = nxt
+                        order[tail] = v
+                        tail += 1
+            scanned += out_edges
+        if bottom_up:
+            for j in range(hi, tail):
+                v = order[j]
+                unreached_in -= in_ptr[v + 1] - in_ptr[v]
+        lo, hi = hi, tail
+        depth += 1
+    if 4 * hi > n:
+        for v in range(n):
+            lv = level[v]
+            if lv > 0:
+                d = np.float64(lv)
+                total[v] += d
+                reached[v] += 1
+                harmonic[v] += 1.0 / d
+            level[v] = -1
+    else:
+        for j in range(1, hi):
+            v = order[j]
+            d = np.float64(level[v])
+            total[v] += d
+            reached[v] += 1
+            harmonic[v] += 1.0 / d
+        for j in range(hi):
+            level[order[j]] = -1
     return scanned
 
 

@@ -155,3 +155,31 @@ def test_small_random_graphs(tmp_path_factory, edges, undirected):
     assert close(bsp.betweenness(g).to_dict(), nx.betweenness_centrality(G))
     assert close(bsp.closeness(g).to_dict(), nx.closeness_centrality(G))
     assert close(bsp.harmonic(g).to_dict(), nx.harmonic_centrality(G))
+
+
+@pytest.mark.parametrize("undirected", [False, True])
+def test_bottom_up_searches_match_networkx(tmp_path, undirected):
+    """A small-world graph whose searches take bottom-up steps (a mapped CSC index, or an
+    undirected edge set): the same values as networkx, and the same for 1 and 2 threads."""
+    from graphsys.storage.adjacency_index import build_index
+
+    rng = np.random.default_rng(3)
+    n = 400
+    src = rng.integers(0, n, 6000) % (rng.integers(1, n, 6000))  # skewed: hubs at low ids
+    dst = rng.integers(0, n, 6000)
+    keep = src != dst
+    g = graphsys.from_numpy(src[keep], dst[keep], tmp_path / "g", num_nodes=n, dedupe=True,
+                            undirected=undirected, partitions=2)
+    build_index(g, ("csr", "csc"))
+    g = graphsys.open_graph(tmp_path / "g")
+    G = nx_graph(g, undirected)
+    assert close(bsp.betweenness(g).to_dict(), nx.betweenness_centrality(G))
+    sample = random.Random(2).sample(list(G.nodes()), 30)
+    assert close(bsp.betweenness(g, sources=sample).to_dict(),
+                 nx.betweenness_centrality(G, k=30, seed=2))
+    assert close(bsp.betweenness(g, endpoints=True).to_dict(),
+                 nx.betweenness_centrality(G, endpoints=True))
+    assert close(bsp.closeness(g).to_dict(), nx.closeness_centrality(G))
+    assert close(bsp.harmonic(g).to_dict(), nx.harmonic_centrality(G))
+    one = bsp.closeness(g, k=50, threads=1).values
+    assert np.array_equal(one, bsp.closeness(g, k=50, threads=2).values)

@@ -138,9 +138,11 @@ class _SourceSearches(VertexProgram):
         return ctx.full(0.0, width=self.width)
 
     def _numba_calls(self, ctx, edges, kernel, desc: str, *outputs) -> list:
-        """Run ``kernel(indptr, indices, weight, weighted, sources, *outputs)`` over the
-        sources in chunks (one recorded superstep each, a progress bar on long runs)."""
+        """Run ``kernel(indptr, indices, weight, weighted, sources, *outputs, in_ptr,
+        in_idx)`` over the sources in chunks (one recorded superstep each, a progress bar
+        on long runs); ``in_ptr``/``in_idx`` from :meth:`_in_edges`."""
         indptr, idx, w = edges.adjacency("csr")
+        in_ptr, in_idx = self._in_edges(edges, indptr, idx)
         lanes = outputs[0].shape[0]
         chunk = lanes * SOURCES_PER_CALL
         steps = []
@@ -150,7 +152,8 @@ class _SourceSearches(VertexProgram):
                 t0 = time.perf_counter()
                 chunk_size = numba.set_parallel_chunksize(1)  # one source at a time
                 try:
-                    read = kernel(indptr, idx, w, self.uses_weights, srcs, *outputs)
+                    read = kernel(indptr, idx, w, self.uses_weights, srcs, *outputs,
+                                  in_ptr, in_idx)
                 finally:
                     numba.set_parallel_chunksize(chunk_size)
                 ss = SuperstepStats(superstep=i, active=len(srcs), direction=desc,
@@ -159,6 +162,21 @@ class _SourceSearches(VertexProgram):
                 steps.append(ss)
                 bar.update(len(srcs))
         return steps
+
+    def _in_edges(self, edges, indptr, idx) -> tuple[np.ndarray, np.ndarray]:
+        """The in-edges (CSC) for the kernels' bottom-up search steps: the CSR itself on
+        an edge set stored undirected, the mapped CSC index where the graph has one, else
+        empty arrays (top-down steps only; no index is built for them); empty on a
+        weighted run (Dijkstra reads the out-edges only)."""
+        none = indptr[:0], idx[:0]
+        if self.uses_weights:
+            return none
+        if symmetric(edges.graph, edges.edge_set):
+            return indptr, idx
+        if edges.graph.adjacency_index(edges.edge_set, "csc") is None:
+            return none
+        in_ptr, in_idx, _ = edges.adjacency("csc")
+        return in_ptr, in_idx
 
     def _refuse_weighted(self) -> None:
         if self.uses_weights:
@@ -283,8 +301,8 @@ class Betweenness(_SourceSearches):
 
 
 def _brandes(endpoints: bool):
-    def kernel(indptr, idx, w, weighted, srcs, acc):
-        return brandes(indptr, idx, w, weighted, srcs, endpoints, acc)
+    def kernel(indptr, idx, w, weighted, srcs, acc, in_ptr, in_idx):
+        return brandes(indptr, idx, w, weighted, srcs, endpoints, acc, in_ptr, in_idx)
     return kernel
 
 
