@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -286,6 +288,32 @@ class MemoryEdges:
                 self._adj[kind] = tensors
             self.build_seconds += time.perf_counter() - t0
         return self._adj[kind]
+
+    def derived(self, name: str, kinds: tuple[str, ...], build: Callable[[], Any]) -> Any:
+        """``build()``: a value computed from the ``kinds`` adjacency alone (a graph's own
+        quantity, as the degrees a program starts from), kept per Graph beside the mapped
+        index it came from, so that later runs over the same mapped arrays skip its pass.
+        It is computed again once those arrays are no longer the graph's mapped ones (an
+        index rebuilt: :func:`~graphsys.storage.csr.forget_mapped`; a graph reopened after
+        an append maps its own), and never kept where the arrays were built for this run
+        (no index, the torch path): nothing of a run outlives it there. ``name`` names the
+        value among those of the edge set; the caller never writes into it."""
+        arrays = [self.adjacency(k)[:2] for k in kinds]
+        mapped = [self.graph.adjacency_index(self.edge_set, k) for k in kinds]
+        if not self.use_numba or not all(
+                m is not None and m.indptr is a[0] and m.indices is a[1]
+                for m, a in zip(mapped, arrays)):
+            return build()
+        sources = tuple(x for a in arrays for x in a)
+        cache = self.graph._mapped_indexes  # forget_mapped(kinds[0]) drops it too
+        key = (self.edge_set, kinds[0], name)
+        hit = cache.get(key)
+        if hit is not None and len(hit[0]) == len(sources) and all(
+                x is y for x, y in zip(hit[0], sources)):
+            return hit[1]
+        value = build()
+        cache[key] = (sources, value)
+        return value
 
     @property
     def relaxes(self) -> bool:

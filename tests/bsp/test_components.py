@@ -91,6 +91,62 @@ def test_kcore_self_loops(tmp_path, undirected):
                                   bsp.kcore(plain).values)
 
 
+@pytest.mark.parametrize("undirected", [False, True])
+def test_kcore_degrees_kept_per_mapped_index(tmp_path, monkeypatch, undirected):
+    """The starting degrees are counted once per mapped adjacency index (every run where
+    the graph has none), again after a re-index, and a graph reopened after an append
+    counts its own: the core numbers stay networkx's throughout."""
+    import importlib
+
+    import pyarrow as pa
+
+    import graphsys
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.storage.append import append_edges
+    from graphsys.storage.ingest import EdgeSource, IngestOptions
+
+    kcore_module = importlib.import_module("graphsys.bsp.algorithms.kcore")
+    counted = []
+    peel = kcore_module.peel_degrees
+    monkeypatch.setattr(kcore_module, "peel_degrees",
+                        lambda *a: counted.append(1) or peel(*a))
+
+    def reference(g) -> dict:
+        G = nx.Graph() if undirected else nx.DiGraph()
+        G.add_nodes_from(g.node_ids().tolist())
+        for s, d, _, _ in g.iter_edges():
+            G.add_edges_from(zip(g.to_original(s).tolist(), g.to_original(d).tolist()))
+        G.remove_edges_from(list(nx.selfloop_edges(G)))
+        return {k: float(v) for k, v in nx.core_number(G).items()}
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 50, 300), rng.integers(0, 50, 300)
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", undirected=undirected, dedupe=True,
+                            partitions=2)
+    ref = reference(g)
+    for _ in range(2):  # no index: the adjacency is built, and counted, every run
+        assert bsp.kcore(g).to_dict() == ref
+    assert len(counted) == 2
+    build_index(g, ("csr", "csc"))
+    for _ in range(3):
+        assert bsp.kcore(g).to_dict() == ref
+    assert len(counted) == 3
+    build_index(g, ("csr", "csc"), force=True)  # mapped anew: counted anew
+    assert bsp.kcore(g).to_dict() == ref and len(counted) == 4
+    a, b = np.meshgrid(np.arange(45, 60), np.arange(45, 60))  # a 15-clique, new nodes too
+    keep = a < b
+    append_edges(g.path, [EdgeSource(table=pa.table({"src": a[keep], "dst": b[keep]}),
+                                      edge_set="day2")],
+                 IngestOptions(undirected=undirected))
+    grown = graphsys.open_graph(g.path)
+    build_index(grown, ("csr", "csc"))
+    want = reference(grown)
+    assert want != ref and max(want.values()) >= 14
+    for _ in range(2):
+        assert bsp.kcore(grown).to_dict() == want
+    assert len(counted) == 5
+
+
 def brute_cores(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Core numbers by definition: the k-core is what is left once vertices of degree
     below k are removed until none is; a vertex's core number is the largest k whose k-core

@@ -28,8 +28,9 @@ class _LabelProgram(VertexProgram):
         self.direction = "both" if both_ways else "out"
 
     def init(self, ctx):
-        label = ctx.node_range().to(torch.float64)
-        return {"label": label}, torch.ones(ctx.num_local, dtype=torch.bool, device=ctx.device)
+        # filled by Context (NumPy on the CPU: a torch conversion or fill of this size
+        # wakes torch's thread pool, which costs more than the work on a small graph)
+        return {"label": ctx.node_range(torch.float64)}, ctx.full(True, torch.bool)
 
     def send(self, ctx, state):
         return state["label"]

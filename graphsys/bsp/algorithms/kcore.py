@@ -100,8 +100,19 @@ class KCore(VertexProgram):
         entries = int(out[0][-1]) + (int(into[0][-1]) if two else 0)
         count = self.loops is None  # else the loops read from the buckets
         loops = np.empty(0, np.int64) if count else self.loops
-        deg = np.empty(n, np.int32 if entries < 2**31 else np.int64)
-        peel_degrees(*out, into[0], two, loops, count, deg)
+
+        def degrees(keep: bool) -> np.ndarray:
+            deg = np.empty(n, np.int32 if entries < 2**31 else np.int64)
+            peel_degrees(*out, into[0], two, loops, count, deg)
+            deg.setflags(write=not keep)
+            return deg
+
+        if count:  # from the index alone: kept per mapped index, copied (core_levels
+            # consumes its degrees)
+            deg = edges.derived(f"kcore-degrees-{self.direction}", ("csr", "csc")[:1 + two],
+                                lambda: degrees(True)).copy()
+        else:
+            deg = degrees(False)
         vid = np.int32 if n < 2**31 else np.int64
         read = core_levels(*out, *into, two, deg, host_array(state["core"]), np.empty(n, vid),
                            np.empty(n, vid))

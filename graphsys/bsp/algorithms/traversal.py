@@ -43,10 +43,11 @@ class BFS(VertexProgram):
         self.source = source
 
     def init(self, ctx):
-        level = ctx.full(INF)
+        level, frontier = ctx.full(INF), ctx.full(False, torch.bool)  # the source alone
         if ctx.lo <= self.source < ctx.hi:
             level[self.source - ctx.lo] = 0.0
-        return {"level": level}, level == 0
+            frontier[self.source - ctx.lo] = True
+        return {"level": level}, frontier
 
     def send(self, ctx, state):
         return state["level"] + 1.0
@@ -103,10 +104,11 @@ class SSSP(VertexProgram):
         self.source = source
 
     def init(self, ctx):
-        dist = ctx.full(INF)
+        dist, frontier = ctx.full(INF), ctx.full(False, torch.bool)  # the source alone
         if ctx.lo <= self.source < ctx.hi:
             dist[self.source - ctx.lo] = 0.0
-        return {"dist": dist}, dist == 0
+            frontier[self.source - ctx.lo] = True
+        return {"dist": dist}, frontier
 
     def send(self, ctx, state):
         return state["dist"]
