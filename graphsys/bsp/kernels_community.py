@@ -37,9 +37,8 @@ def _gather(v, sptr, sidx, sw, comm, nw, touched, unit=0.0):
     nt = 0
     for e in range(sptr[v], sptr[v + 1]):
         c = comm[sidx[e]]
-        if nw[c] == 0.0:
-            touched[nt] = c
-            nt += 1
+        touched[nt] = c  # kept where ``c`` is new: no branch on a hard-to-predict test
+        nt += nw[c] == 0.0
         nw[c] += unit if unit > 0.0 else sw[e]
     return nt
 
