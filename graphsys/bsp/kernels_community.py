@@ -429,8 +429,9 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
     """The level-0 arrays of a stored adjacency: each node's out-entries (and in-entries
     when ``two_ways``) other than self-loops, weights times ``scale``, as ``S``; the
     self-loop entries' weights times ``loop_scale`` as ``loops``; weights ``out_w``/``in_w``
-    float32 (E,), or empty for 1. The nodes are split between the threads (each writes its
-    own rows: the same arrays for every thread count). Returns (sptr, sidx, sw, loops, the
+    float32 (E,), or empty for 1 (one way, unweighted and loop-free: the stored arrays
+    copied). The nodes are split between the threads (each writes its own rows: the same
+    arrays for every thread count). Returns (sptr, sidx, sw, loops, the
     row sums of ``S``)."""
     n = out_ptr.shape[0] - 1
     sptr = np.zeros(n + 1, np.int64)
@@ -449,6 +450,12 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
         sptr[v + 1] = k
     for v in range(n):
         sptr[v + 1] += sptr[v]
+    if not two_ways and out_w.shape[0] == 0 and sptr[n] == out_ptr[n]:
+        # unweighted, one way, no self-loop: S is the stored adjacency, copied as it is
+        rows = np.empty(n)
+        for v in range(n):
+            rows[v] = scale * (sptr[v + 1] - sptr[v])
+        return sptr, out_idx.copy(), np.full(sptr[n], scale), loops, rows
     sidx = np.empty(sptr[n], out_idx.dtype)
     sw = np.empty(sptr[n])
     rows = np.zeros(n)
