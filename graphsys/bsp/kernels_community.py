@@ -165,8 +165,7 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
                 sweep_gain += best_gain - stay
                 for e in range(sptr[v], sptr[v + 1]):
                     u = sidx[e]
-                    if comm[u] != best:
-                        stale[u] = 1
+                    stale[u] |= comm[u] != best  # (no branch: hard to predict)
         moves += moved
         gained += sweep_gain / m
         if moved == 0 or sweep_gain / m <= tol:
