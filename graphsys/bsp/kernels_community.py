@@ -343,10 +343,11 @@ def relabel(comm, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm):
+def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
     """The level whose nodes are the communities ``comm`` (int64 (n,), 0..ncomm-1): the
     symmetrised weights between communities summed, the weight inside each one its
-    self-loop arcs, strengths summed. Returns (sptr, sidx, sw, loops, kout, kin)."""
+    self-loop arcs, strengths summed; ``unit`` > 0: every entry of ``sw`` equals it (not
+    read). Returns (sptr, sidx, sw, loops, kout, kin)."""
     n = kout.shape[0]
     start = np.zeros(ncomm + 1, np.int64)
     for v in range(n):
@@ -377,13 +378,14 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm):
             nkin[c] += kin[v]
             for e in range(sptr[v], sptr[v + 1]):
                 d = comm[sidx[e]]
+                w = unit if unit > 0.0 else sw[e]
                 if d == c:
-                    inside += sw[e]
+                    inside += w
                     continue
                 if acc[d] == 0.0:
                     touched[nt] = d
                     nt += 1
-                acc[d] += sw[e]
+                acc[d] += w
         nloops[c] += 0.5 * inside  # each arc inside is in S twice, once per end
         for j in range(nt):
             d = touched[j]

@@ -111,7 +111,8 @@ class Level:
                                    gamma, comm))
 
     def aggregate(self, comm: np.ndarray, ncomm: int) -> Level:
-        out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm)
+        out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm,
+                           self.unit)
         return Level(*out, self.m, sym=self.sym)
 
 
