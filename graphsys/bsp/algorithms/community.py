@@ -146,7 +146,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
     at most ``threshold`` or ``max_levels`` ran; then, from the top level down, the
     communities found are refined by local moving on each level's graph, started from
     them (NetworKit's PLM refinement: a group of nodes merged early may fit another
-    community better once the communities have grown).
+    community better once the communities have grown), in a random order, on the first
+    level by id.
     Returns (community of every node, int64 (N,), its modularity: the top level's plus
     the gains of the refinements, one record per level: nodes, moves, sweeps, visits,
     modularity gained, and the moves of its refinement)."""
@@ -177,10 +178,11 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
     for i in range(len(levels) - 2, -1, -1):  # refine on the way down
         level, comm = levels[i]
         part = part[comm]
+        # the first level by id: its sweeps read the arrays in storage order
+        order = rng.permutation(level.n) if i else np.arange(level.n, dtype=np.int64)
         moves, _, gained, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m,
-                                            gamma, part, rng.permutation(level.n),
-                                            max(threshold, SWEEP_TOL), MAX_SWEEPS, True,
-                                            level.unit, level.sym)
+                                            gamma, part, order, max(threshold, SWEEP_TOL),
+                                            MAX_SWEEPS, True, level.unit, level.sym)
         q += gained
         records[i]["refined"] = int(moves)
         kc.relabel(part, part)
