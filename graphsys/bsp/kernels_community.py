@@ -37,9 +37,8 @@ def _gather(v, sptr, sidx, sw, comm, nw, touched, unit=0.0):
     nt = 0
     for e in range(sptr[v], sptr[v + 1]):
         c = comm[sidx[e]]
-        if nw[c] == 0.0:
-            touched[nt] = c
-            nt += 1
+        touched[nt] = c  # kept where ``c`` is new: no branch on a hard-to-predict test
+        nt += nw[c] == 0.0
         nw[c] += unit if unit > 0.0 else sw[e]
     return nt
 
@@ -166,8 +165,7 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
                 sweep_gain += best_gain - stay
                 for e in range(sptr[v], sptr[v + 1]):
                     u = sidx[e]
-                    if comm[u] != best:
-                        stale[u] = 1
+                    stale[u] |= comm[u] != best  # (no branch: hard to predict)
         moves += moved
         gained += sweep_gain / m
         if moved == 0 or sweep_gain / m <= tol:
@@ -345,10 +343,11 @@ def relabel(comm, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm):
+def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
     """The level whose nodes are the communities ``comm`` (int64 (n,), 0..ncomm-1): the
     symmetrised weights between communities summed, the weight inside each one its
-    self-loop arcs, strengths summed. Returns (sptr, sidx, sw, loops, kout, kin)."""
+    self-loop arcs, strengths summed; ``unit`` > 0: every entry of ``sw`` equals it (not
+    read). Returns (sptr, sidx, sw, loops, kout, kin)."""
     n = kout.shape[0]
     start = np.zeros(ncomm + 1, np.int64)
     for v in range(n):
@@ -379,13 +378,14 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm):
             nkin[c] += kin[v]
             for e in range(sptr[v], sptr[v + 1]):
                 d = comm[sidx[e]]
+                w = unit if unit > 0.0 else sw[e]
                 if d == c:
-                    inside += sw[e]
+                    inside += w
                     continue
                 if acc[d] == 0.0:
                     touched[nt] = d
                     nt += 1
-                acc[d] += sw[e]
+                acc[d] += w
         nloops[c] += 0.5 * inside  # each arc inside is in S twice, once per end
         for j in range(nt):
             d = touched[j]
@@ -430,8 +430,9 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
     """The level-0 arrays of a stored adjacency: each node's out-entries (and in-entries
     when ``two_ways``) other than self-loops, weights times ``scale``, as ``S``; the
     self-loop entries' weights times ``loop_scale`` as ``loops``; weights ``out_w``/``in_w``
-    float32 (E,), or empty for 1. The nodes are split between the threads (each writes its
-    own rows: the same arrays for every thread count). Returns (sptr, sidx, sw, loops, the
+    float32 (E,), or empty for 1 (one way, unweighted and loop-free: the stored arrays
+    copied). The nodes are split between the threads (each writes its own rows: the same
+    arrays for every thread count). Returns (sptr, sidx, sw, loops, the
     row sums of ``S``)."""
     n = out_ptr.shape[0] - 1
     sptr = np.zeros(n + 1, np.int64)
@@ -450,6 +451,12 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
         sptr[v + 1] = k
     for v in range(n):
         sptr[v + 1] += sptr[v]
+    if not two_ways and out_w.shape[0] == 0 and sptr[n] == out_ptr[n]:
+        # unweighted, one way, no self-loop: S is the stored adjacency, copied as it is
+        rows = np.empty(n)
+        for v in range(n):
+            rows[v] = scale * (sptr[v + 1] - sptr[v])
+        return sptr, out_idx.copy(), np.full(sptr[n], scale), loops, rows
     sidx = np.empty(sptr[n], out_idx.dtype)
     sw = np.empty(sptr[n])
     rows = np.zeros(n)

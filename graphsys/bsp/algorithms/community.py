@@ -111,7 +111,8 @@ class Level:
                                    gamma, comm))
 
     def aggregate(self, comm: np.ndarray, ncomm: int) -> Level:
-        out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm)
+        out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm,
+                           self.unit)
         return Level(*out, self.m, sym=self.sym)
 
 
@@ -145,9 +146,11 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
     at most ``threshold`` or ``max_levels`` ran; then, from the top level down, the
     communities found are refined by local moving on each level's graph, started from
     them (NetworKit's PLM refinement: a group of nodes merged early may fit another
-    community better once the communities have grown).
-    Returns (community of every node, int64 (N,), one record per level: nodes, moves,
-    sweeps, visits, modularity gained, and the moves of its refinement)."""
+    community better once the communities have grown), in a random order, on the first
+    level by id.
+    Returns (community of every node, int64 (N,), its modularity: the top level's plus
+    the gains of the refinements, one record per level: nodes, moves, sweeps, visits,
+    modularity gained, and the moves of its refinement)."""
     levels: list[tuple[Level, np.ndarray]] = []  # each level and its nodes' communities
     records: list[dict] = []
     while max_levels is None or len(records) < max_levels:
@@ -170,17 +173,20 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         if ncomm == level.n or gained <= threshold:
             break
         level = level.aggregate(comm, ncomm)
-    part = levels[-1][1]
+    top, part = levels[-1]
+    q = top.modularity(part, gamma)  # (the same on every level: aggregation keeps it)
     for i in range(len(levels) - 2, -1, -1):  # refine on the way down
         level, comm = levels[i]
         part = part[comm]
-        moves, _, _, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m, gamma,
-                                       part, rng.permutation(level.n),
-                                       max(threshold, SWEEP_TOL), MAX_SWEEPS, True,
-                                       level.unit, level.sym)
+        # the first level by id: its sweeps read the arrays in storage order
+        order = rng.permutation(level.n) if i else np.arange(level.n, dtype=np.int64)
+        moves, _, gained, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m,
+                                            gamma, part, order, max(threshold, SWEEP_TOL),
+                                            MAX_SWEEPS, True, level.unit, level.sym)
+        q += gained
         records[i]["refined"] = int(moves)
         kc.relabel(part, part)
-    return part, records
+    return part, q, records
 
 
 def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
@@ -234,11 +240,11 @@ def optimise(level: Level, gamma: float, seed: int, *, leiden: bool = False,
         if leiden:
             member, recs = leiden_levels(level, gamma, rng, start=best, theta=theta,
                                          max_levels=max_levels)
+            q = level.modularity(member, gamma)
         else:
-            member, recs = louvain_levels(level, gamma, rng, start=best, threshold=threshold,
-                                          max_levels=max_levels)
+            member, q, recs = louvain_levels(level, gamma, rng, start=best,
+                                             threshold=threshold, max_levels=max_levels)
         records += [dict(r, iteration=done) for r in recs]
-        q = level.modularity(member, gamma)
         gained = q - best_q
         if gained > 0 or best is None:
             best, best_q = member, q
