@@ -7,8 +7,9 @@ source, in ``__pycache__`` (or, when the package directory is read-only, in a us
 directory keyed by the source's path), so a new virtual environment of the same release
 starts cold, and a kernel whose callee in *another* module changed can load stale code.
 
-``import graphsys`` therefore puts :class:`KernelCacheLocator` in front of numba's
-own locators for graphsys's source files only: their kernels are cached under
+``import graphsys`` therefore has :class:`KernelCacheLocator` put in front of numba's
+own locators, as numba is first imported (:func:`install_on_import`; ``import graphsys``
+itself does not import numba), for graphsys's source files only: their kernels are cached under
 :func:`cache_root` (``$XDG_CACHE_HOME/graphsys/numba``, else ``~/.cache/graphsys/numba``),
 in a directory named by a digest of every source file of the installed package
 (:func:`source_digest`). Any install of the same sources, read-only or not, in any
@@ -132,6 +133,12 @@ def locator_class():
     """:class:`KernelCacheLocator` (numba imported on first call); None on a numba without
     the locator interface."""
     return _locator_class()
+
+
+def __getattr__(name: str):
+    if name == "KernelCacheLocator":  # defined on numba's classes: imports numba
+        return locator_class()
+    raise AttributeError(f"module 'graphsys.jit' has no attribute {name!r}")
 
 
 def install() -> bool:
