@@ -11,11 +11,11 @@ The names are imported on first use (PEP 562), so a command or module that needs
 
 from typing import TYPE_CHECKING
 
-# before any kernel module is imported: graphsys kernels cache across processes and installs
+# before any kernel module is imported: graphsys kernels cache across processes and
+# installs (numba itself is imported by the first module that needs it)
 from graphsys import jit as _jit
 
-with _jit.gc_paused():  # numba's import: ~10^5 objects, all kept
-    _jit.install()
+_jit.install_on_import()
 from graphsys._version import __version__  # noqa: E402
 
 if TYPE_CHECKING:  # type checkers see the names themselves

@@ -7,8 +7,9 @@ source, in ``__pycache__`` (or, when the package directory is read-only, in a us
 directory keyed by the source's path), so a new virtual environment of the same release
 starts cold, and a kernel whose callee in *another* module changed can load stale code.
 
-``import graphsys`` therefore puts :class:`KernelCacheLocator` in front of numba's
-own locators for graphsys's source files only: their kernels are cached under
+``import graphsys`` therefore has :class:`KernelCacheLocator` put in front of numba's
+own locators, as numba is first imported (:func:`install_on_import`; ``import graphsys``
+itself does not import numba), for graphsys's source files only: their kernels are cached under
 :func:`cache_root` (``$XDG_CACHE_HOME/graphsys/numba``, else ``~/.cache/graphsys/numba``),
 in a directory named by a digest of every source file of the installed package
 (:func:`source_digest`). Any install of the same sources, read-only or not, in any
@@ -29,7 +30,10 @@ import contextlib
 import functools
 import gc
 import hashlib
+import importlib.abc
+import importlib.util
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -124,14 +128,26 @@ def _locator_class():
     return KernelCacheLocator
 
 
-KernelCacheLocator = _locator_class()
+@functools.cache
+def locator_class():
+    """:class:`KernelCacheLocator` (numba imported on first call); None on a numba without
+    the locator interface."""
+    return _locator_class()
+
+
+def __getattr__(name: str):
+    if name == "KernelCacheLocator":  # defined on numba's classes: imports numba
+        return locator_class()
+    raise AttributeError(f"module 'graphsys.jit' has no attribute {name!r}")
 
 
 def install() -> bool:
     """Put :class:`KernelCacheLocator` first among numba's cache locators, after
-    ``NUMBA_CACHE_DIR``'s (done by ``import graphsys``, before any kernel is defined;
-    idempotent). Returns whether it is installed (False on a numba without the locator
-    interface, or with ``NUMBA_CACHE_LOCATOR_CLASSES`` set, which numba then follows)."""
+    ``NUMBA_CACHE_DIR``'s (before any kernel is defined: :func:`install_on_import` has
+    ``import graphsys`` do it when numba is first imported; idempotent). Returns whether it
+    is installed (False on a numba without the locator interface, or with
+    ``NUMBA_CACHE_LOCATOR_CLASSES`` set, which numba then follows)."""
+    KernelCacheLocator = locator_class()
     if KernelCacheLocator is None:
         return False
     from numba.core import caching
@@ -145,6 +161,51 @@ def install() -> bool:
                 or getattr(caching, "_UserProvidedCacheLocator", None))
         classes.insert(1 if classes[:1] == [user] else 0, KernelCacheLocator)
     return not os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES")
+
+
+class _NumbaHook:
+    """A ``sys.meta_path`` finder that runs :func:`install` right after the ``numba``
+    package is first imported (its import with the collector paused, see
+    :func:`gc_paused`), then takes itself off the path. Every graphsys kernel is defined
+    by a module that imports numba first, so each one finds the locator installed."""
+
+    busy = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "numba" or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        sys.meta_path.remove(self)  # the import stops at this spec: nothing is skipped
+        loader = spec.loader
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                with gc_paused():  # numba's import: ~10^5 objects, all kept
+                    loader.exec_module(module)
+                module.__loader__ = module.__spec__.loader = loader
+                install()
+
+        spec.loader = Loader()
+        return spec
+
+
+def install_on_import() -> None:
+    """Have :func:`install` run once numba is imported: now if it is, else when it is first
+    imported (``import graphsys`` calls this: a command that reads its input before it
+    needs a kernel starts without numba's import; idempotent)."""
+    if "numba" in sys.modules:
+        install()
+    elif not any(isinstance(f, _NumbaHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NumbaHook())
 
 
 _gc_lock = threading.Lock()

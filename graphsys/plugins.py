@@ -28,6 +28,8 @@ PARTITIONERS.register_lazy("hash", "partitioners.hash:HashPartitioner")
 PARTITIONERS.register_lazy("range", "partitioners.range:RangePartitioner")
 PARTITIONERS.register_lazy("degree", "partitioners.degree:DegreePartitioner")
 PARTITIONERS.register_lazy("fennel", "partitioners.fennel:FennelPartitioner")
+#: The partitioner of an ingest that names none.
+DEFAULT_PARTITIONER = "hash"
 
 #: Vertex (BSP) algorithms (``graphsys run ALGO``, ``graphsys profile ALGO``).
 ALGORITHMS: Registry[Any] = Registry("algorithm")

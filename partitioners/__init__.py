@@ -16,15 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphsys.plugins import PARTITIONERS
+from graphsys.plugins import DEFAULT_PARTITIONER, PARTITIONERS
 from partitioners.base import EdgeListContext, PartitionContext, Partitioner
 from partitioners.degree import DegreePartitioner
 from partitioners.fennel import FennelPartitioner
 from partitioners.hash import HashPartitioner
 from partitioners.range import RangePartitioner
-
-#: The strategy used when none is named.
-DEFAULT_PARTITIONER = HashPartitioner.name
 
 
 def get_partitioner(name: str, num_partitions: int, *, seed: int = 0,

@@ -134,6 +134,22 @@ def test_start_up_checks_blas_without_importing_scipy_linalg():
              "import numba.np.arraymath as am, scipy.linalg.cython_blas as cb, scipy.linalg; "
              "print(json.dumps(before + [am._HAVE_BLAS, scipy.linalg.cython_blas is cb, "
              "'dgemm' in cb.__pyx_capi__]))")
-    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                         timeout=600, check=True)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, False, True, True, True]
+    assert json.loads(_stdout(child).strip().splitlines()[-1]) == [False, False, True, True,
+                                                                   True]
+
+
+def test_import_graphsys_defers_numba_and_installs_the_locator_when_it_loads():
+    """``import graphsys`` leaves numba unimported (a command may read its input first);
+    the first import of numba installs the locator before any kernel is defined."""
+    child = ("import sys, graphsys; before = 'numba' in sys.modules; "
+             "from graphsys.storage.kernels import count_into; "
+             "from numba.core import caching; from graphsys import jit; "
+             "impl = getattr(caching, 'CacheImpl', None) or caching._CacheImpl; "
+             "print(before, jit.locator_class() in impl._locator_classes)")
+    assert _stdout(child).split() == ["False", "True"]
+
+
+def _stdout(code: str) -> str:
+    """What a fresh interpreter running ``code`` prints."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, check=True).stdout

@@ -9,12 +9,12 @@ from pathlib import Path
 from graphsys.commands._common import add_quiet_arg, column_arg, emit_json, show_progress
 from graphsys.errors import GraphsysError
 from graphsys.outputs import check_output_directory
-from graphsys.plugins import INPUT_FORMATS, PARTITIONERS
+from graphsys.plugins import DEFAULT_PARTITIONER, INPUT_FORMATS, PARTITIONERS
 from graphsys.storage.format import DEFAULT_EDGE_SET
-from graphsys.storage.ingest_files import ingest
-from graphsys.storage.ingest_inputs import SmallBudgetWarning, small_budget
 from graphsys.units import parse_size
-from partitioners import DEFAULT_PARTITIONER
+
+# the ingest itself (numba's kernels among its imports) is imported once the command runs,
+# after the read of a Parquet input has begun (_start_read)
 
 
 def register(subparsers) -> None:
@@ -88,11 +88,19 @@ def run(args) -> int:
     # partitions), so the library's parameter errors read as these flags
     appending = args.append_to is not None
     out = args.append_to if appending else check_output_directory(args.out)
-    with warnings.catch_warnings():
-        # said once, in one line, once the run has gone through (the library warns from
-        # inside it; a run refused for another reason says only why)
-        warnings.simplefilter("ignore", SmallBudgetWarning)
-        graph, report = _ingest(args, out, appending)
+    from graphsys.storage import readers
+
+    try:
+        _start_read(args)
+        from graphsys.storage.ingest_inputs import SmallBudgetWarning
+
+        with warnings.catch_warnings():
+            # said once, in one line, once the run has gone through (the library warns
+            # from inside it; a run refused for another reason says only why)
+            warnings.simplefilter("ignore", SmallBudgetWarning)
+            graph, report = _ingest(args, out, appending)
+    finally:
+        readers.cancel_table_reads()  # a read begun early that the ingest did not take
     _say_small_budget(args.memory_limit)
     if args.json:
         emit_json(report.to_json())
@@ -108,8 +116,31 @@ def run(args) -> int:
     return 0
 
 
+def _start_read(args) -> None:
+    """Begin decoding the first input while the ingest's modules import, where it is a
+    Parquet file read with the command's columns (the ingest takes the read over:
+    :func:`graphsys.storage.readers.start_table_read`, a quarter of the memory budget
+    decoded ahead, as the ingest's own read)."""
+    from graphsys.storage.formats import resolve_format
+    from graphsys.storage.readers import start_table_read
+
+    path = Path(args.inputs[0])
+    try:
+        limit = parse_size(args.memory_limit, field="memory_limit")
+        name, _ = resolve_format(path, args.format)
+    except GraphsysError:
+        return  # the ingest says why
+    if name != "parquet" or args.edge_columns.strip() or limit < 64 << 10:
+        return
+    roles = {"src": column_arg(args.src_col), "dst": column_arg(args.dst_col),
+             "rel": column_arg(args.rel_col), "weight": column_arg(args.weight_col)}
+    start_table_read(path, roles, limit // 4)
+
+
 def _ingest(args, out, appending: bool):
     """The library's ingest (or append) with the command's arguments."""
+    from graphsys.storage.ingest_files import ingest
+
     return ingest(
         [Path(x) for x in args.inputs], out, partitions=args.partitions,
         partitioner=args.partitioner, seed=args.seed, format=args.format,
@@ -131,6 +162,8 @@ def _say_small_budget(memory_limit: str) -> None:
     """One line on stderr when ``--memory-limit`` is below the least an ingest keeps to
     (:func:`graphsys.storage.ingest_inputs.small_budget`); a size that does not parse is
     left to the ingest's own one-line error."""
+    from graphsys.storage.ingest_inputs import small_budget
+
     try:
         message = small_budget(parse_size(memory_limit, field="memory_limit"))
     except GraphsysError:

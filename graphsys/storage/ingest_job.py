@@ -42,7 +42,8 @@ from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, tak
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
 from graphsys.storage.ingest_validate import common_dtype, validate_batch
 from graphsys.storage.pages import scratch_array
-from graphsys.storage.readers import NeedCarefulRead, read_ahead, read_memory
+from graphsys.storage.read_ahead import read_ahead
+from graphsys.storage.readers import NeedCarefulRead, read_memory
 
 #: Transient copies an edge buffer goes through (group by bucket, sort, convert): each
 #: phase's buffer is sized at ``memory_limit / _COPIES`` bytes.

@@ -8,11 +8,10 @@ time) with the selected columns as Arrow arrays of strings (text) or their store
 
 from __future__ import annotations
 
-import collections
 import io
 import logging
+import os
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import pyarrow.ipc as paipc
 import pyarrow.parquet as pq
 
 from graphsys.errors import InputError
+from graphsys.storage.read_ahead import read_ahead
 
 log = logging.getLogger(__name__)
 
@@ -502,7 +502,15 @@ def _short(exc: BaseException) -> str:
 def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
                progress: Callable[[int], None]) -> Iterator[RawEdgeBatch]:
     """Stream a Parquet or Arrow IPC file by record batches; roles name columns or indices
-    (defaults: ``src``/``dst`` columns if present, else the first two columns)."""
+    (defaults: ``src``/``dst`` columns if present, else the first two columns). A Parquet
+    read of the file and roles that :func:`start_table_read` began is taken over: its
+    batches are decoded ahead already (:func:`read_ahead` passes them through)."""
+    early = _take_early(path, roles) if fmt == "parquet" else None
+    if early is not None:
+        early.progress[0] = progress
+        if early.progress[1]:
+            progress(early.progress[1])  # what it decoded before
+        return early.batches
     try:
         if fmt == "parquet":
             # pre_buffer=False: with read-ahead on, the reader keeps every row group's
@@ -521,16 +529,29 @@ def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"cannot read as {fmt} ({_short(exc)})", path=path) from None
     selected = _select_columns(path, roles, schema.names, has_names=True)
+    if fmt == "parquet":
+        return _parquet_batches(path, pf, selected, progress)
+    batches = (ipc.get_batch(k) for k in range(ipc.num_record_batches)) if hasattr(
+        ipc, "get_batch") else iter(ipc)
+    return _table_batches(path, fmt, batches, selected, None, progress)
+
+
+def _parquet_batches(path: Path, pf: pq.ParquetFile, selected: dict[str, str],
+                     progress: Callable[[int], None]) -> Iterator[RawEdgeBatch]:
+    """:func:`read_table`'s batches of the open Parquet file ``pf``."""
+    batches = pf.iter_batches(batch_size=TABLE_BATCH_ROWS,
+                              columns=list(dict.fromkeys(selected.values())))
+    return _table_batches(path, "parquet", batches, selected,
+                          max(pf.metadata.num_rows, 1), progress)
+
+
+def _table_batches(path: Path, fmt: str, batches: Iterator[pa.RecordBatch],
+                   selected: dict[str, str], nrows: int | None,
+                   progress: Callable[[int], None]) -> Iterator[RawEdgeBatch]:
+    """``batches`` as :class:`RawEdgeBatch` objects, rows numbered from 1; progress in
+    bytes of the file (by rows where ``nrows`` is known)."""
     total = path.stat().st_size
     done = 0
-    if fmt == "parquet":
-        batches = pf.iter_batches(batch_size=TABLE_BATCH_ROWS,
-                                  columns=list(dict.fromkeys(selected.values())))
-        nrows = max(pf.metadata.num_rows, 1)
-    else:
-        batches = (ipc.get_batch(k) for k in range(ipc.num_record_batches)) if hasattr(
-            ipc, "get_batch") else iter(ipc)
-        nrows = None
     try:
         for batch in batches:
             base = done
@@ -542,62 +563,78 @@ def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
         raise InputError(f"cannot read as {fmt} ({_short(exc)})", path=path) from None
 
 
-def read_ahead(batches: Iterator[RawEdgeBatch], max_bytes: int) -> Iterator[RawEdgeBatch]:
-    """Iterate ``batches`` on a helper thread that decodes ahead of the consumer while the
-    decoded batches not yet taken hold at most ``max_bytes`` (Arrow buffer bytes; always at
-    least one batch), so that decoding (pyarrow releases the GIL) overlaps the consumer's
-    work. An exception of ``batches`` is raised here, in its place; closing this iterator
-    early (the consumer raised) stops the helper and closes ``batches``."""
-    ahead: collections.deque = collections.deque()  # (batch, bytes, exception)
-    held = [0]
-    cond = threading.Condition()
-    stop = threading.Event()
-    end = object()
+@dataclass
+class _EarlyRead:
+    """A Parquet read begun by :func:`start_table_read`: the file it reads (its
+    ``os.stat`` identity), its column roles, its batches decoding ahead, and in
+    ``progress`` the callback they report to (None until :func:`read_table` takes it) and
+    the last position they reported."""
 
-    def put(item, nbytes: int = 0, exc: BaseException | None = None) -> bool:
-        with cond:
-            while ahead and held[0] + nbytes > max_bytes and not stop.is_set():
-                cond.wait()
-            if stop.is_set():
-                return False
-            ahead.append((item, nbytes, exc))
-            held[0] += nbytes
-            cond.notify_all()
-            return True
+    key: tuple
+    roles: dict[str, str | int | None]
+    batches: Iterator[RawEdgeBatch]
+    progress: list
 
-    def produce() -> None:
-        try:
-            for batch in batches:
-                if not put(batch, sum(c.nbytes for c in batch.columns.values())):
-                    return
-            put(end)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-            put(None, exc=exc)
-        finally:
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
 
-    helper = threading.Thread(target=produce, name="graphsys-read-ahead", daemon=True)
-    helper.start()
+_early: list[_EarlyRead] = []  # at most one, until read_table takes it or it is cancelled
+
+
+def _file_key(path: Path) -> tuple:
+    st = os.stat(path)
+    return (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def start_table_read(path: Path, roles: dict[str, str | int | None], max_bytes: int) -> bool:
+    """Begin reading the Parquet file ``path`` (the columns of ``roles``, as
+    :func:`read_table` selects them) on a helper thread, decoding up to ``max_bytes`` of
+    batches ahead (as :func:`read_ahead`), so that what runs before the read (a command's
+    imports) overlaps its decoding. :func:`read_table` of the same unchanged file with the
+    same roles takes it over; any other read cancels it, as :func:`cancel_table_reads`
+    does. Returns whether it began: not where the file or its columns cannot be read (the
+    read proper says why)."""
+    cancel_table_reads()
     try:
-        while True:
-            with cond:
-                while not ahead:
-                    cond.wait()
-                batch, nbytes, exc = ahead.popleft()
-                held[0] -= nbytes
-                cond.notify_all()
-            if exc is not None:
-                raise exc
-            if batch is end:
-                return
-            yield batch
-    finally:
-        with cond:
-            stop.set()
-            cond.notify_all()
-        helper.join()
+        key = _file_key(path)
+        pf = pq.ParquetFile(str(path), pre_buffer=False)
+        names = pf.schema_arrow.names
+        selected = _select_columns(path, default_table_roles(roles, names), names,
+                                   has_names=True)
+    except (OSError, pa.ArrowException, InputError):
+        return False
+    slot: list = [None, 0]  # the callback once taken over, the last position reported
+
+    def report(pos: int) -> None:
+        slot[1] = pos
+        if slot[0] is not None:
+            slot[0](pos)
+
+    batches = _parquet_batches(path, pf, selected, report)
+    _early.append(_EarlyRead(key, default_table_roles(roles, names),
+                             read_ahead(batches, max_bytes), slot))
+    return True
+
+
+def _take_early(path: Path, roles: dict[str, str | int | None]) -> _EarlyRead | None:
+    """The early read (:func:`start_table_read`) of ``path`` with ``roles``, taken out of
+    the list; None, with any other early read cancelled, where there is none."""
+    if not _early:
+        return None
+    try:
+        key = _file_key(path)
+    except OSError:
+        key = None
+    early = _early[0]
+    if early.key != key or early.roles != roles:
+        cancel_table_reads()
+        return None
+    _early.clear()
+    return early
+
+
+def cancel_table_reads() -> None:
+    """Stop and drop the read :func:`start_table_read` began, where no read took it over."""
+    while _early:
+        _early.pop().batches.close()
 
 
 def read_memory(table: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch], where: str,

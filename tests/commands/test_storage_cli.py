@@ -70,3 +70,33 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "not a directory" in capsys.readouterr().err
     assert main(["ingest", str(f), "--out", str(tmp_path / "g"), "--memory-limit", "lots"]) != 0
     assert "--memory-limit" in capsys.readouterr().err
+
+
+def test_ingest_of_parquet_takes_over_the_read_begun_before_its_imports(tmp_path, capsys,
+                                                                         monkeypatch):
+    """The command begins decoding a Parquet input before the ingest imports; the ingest's
+    read takes that read over (the same edges stored), and a command that fails leaves no
+    read running."""
+    import threading
+
+    import pyarrow as pa
+
+    from graphsys.storage import readers
+
+    taken = []
+    take = readers._take_early
+    monkeypatch.setattr(readers, "_take_early", lambda *a: taken.append(take(*a)) or taken[-1])
+    rng = np.random.default_rng(1)
+    pairs = rng.integers(0, 300, (2000, 2))
+    f = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"w": np.ones(2000), "dst": pairs[:, 1], "src": pairs[:, 0]}), f)
+    assert main(["ingest", str(f), "--out", str(tmp_path / "g"), "--partitions", "2"]) == 0
+    assert [t is not None for t in taken] == [True]
+    assert main(["export", str(tmp_path / "g"), "--out", str(tmp_path / "o.parquet")]) == 0
+    back = pq.read_table(tmp_path / "o.parquet")
+    assert sorted(zip(back["src"].to_pylist(), back["dst"].to_pylist())) == sorted(
+        map(tuple, pairs.tolist()))
+    assert main(["ingest", str(f), "--out", str(tmp_path / "h"), "--partitions", "0"]) != 0
+    assert "--partitions" in capsys.readouterr().err
+    assert not readers._early
+    assert not any(t.name == "graphsys-read-ahead" for t in threading.enumerate())

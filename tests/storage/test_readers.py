@@ -1,4 +1,4 @@
-"""The read-ahead of edge batches (:func:`graphsys.storage.readers.read_ahead`): order,
+"""The read-ahead of edge batches (:func:`graphsys.storage.read_ahead.read_ahead`): order,
 errors in place, bounded look-ahead, early close."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from graphsys.storage.readers import RawEdgeBatch, read_ahead
+from graphsys.storage.read_ahead import read_ahead
+from graphsys.storage.readers import RawEdgeBatch
 
 
 def batches(n: int, log: list, fail_at: int | None = None):
@@ -51,3 +52,46 @@ def test_reads_ahead_within_its_byte_budget_and_stops_when_closed():
     it.close()
     assert log[-1] == "closed"
     assert not any(t.name == "graphsys-read-ahead" for t in threading.enumerate())
+
+
+def _parquet(path, n: int = 10_000):
+    import pyarrow.parquet as pq
+
+    table = pa.table({"a": pa.array(range(n), pa.int64()), "src": pa.array(range(n), pa.int64()),
+                      "dst": pa.array(range(1, n + 1), pa.int64())})
+    pq.write_table(table, path, row_group_size=1000)
+    return table
+
+
+def _rows(batches) -> list[tuple[int, int]]:
+    return [(s, d) for b in batches for s, d in zip(b.columns["src"].to_pylist(),
+                                                     b.columns["dst"].to_pylist())]
+
+
+def test_a_table_read_begun_early_is_taken_over_by_the_same_read(tmp_path, monkeypatch):
+    """read_table of the file and roles start_table_read began takes its batches (the same
+    rows, progress reported to the new callback); another read cancels it."""
+    from graphsys.storage import readers
+
+    monkeypatch.setattr(readers, "TABLE_BATCH_ROWS", 1000)
+    path = tmp_path / "e.parquet"
+    table = _parquet(path)
+    roles = {"src": None, "dst": None, "rel": None, "weight": None}
+    expected = list(zip(table["src"].to_pylist(), table["dst"].to_pylist()))
+    full = readers.default_table_roles(roles, table.column_names)
+    assert readers.start_table_read(path, roles, 1 << 20)
+    seen: list[int] = []
+    batches = readers.read_table(path, "parquet", full, seen.append)
+    assert readers.read_ahead(batches, 1 << 20) is batches  # decoded ahead already
+    assert _rows(batches) == expected
+    assert seen and seen[-1] == path.stat().st_size
+    # another roles: the early read is dropped, its helper stopped, the read is its own
+    assert readers.start_table_read(path, roles, 1 << 20)
+    other = {**full, "src": "a"}
+    got = _rows(readers.read_table(path, "parquet", other, lambda pos: None))
+    assert got == list(zip(table["a"].to_pylist(), table["dst"].to_pylist()))
+    assert not readers._early
+    assert readers.start_table_read(path, roles, 1 << 20)
+    readers.cancel_table_reads()
+    assert not any(t.name == "graphsys-read-ahead" for t in threading.enumerate())
+    assert not readers.start_table_read(tmp_path / "missing.parquet", roles, 1 << 20)
