@@ -67,6 +67,10 @@ class Diameter:
                 "searches": self.searches, "components": self.components}
 
 
+_NONE64 = np.empty(0, np.int64)
+_NONE32 = np.empty(0, np.int32)
+
+
 class _Searcher:
     """Breadth-first searches over one view, with reusable ``dist``/``queue`` arrays."""
 
@@ -78,36 +82,46 @@ class _Searcher:
         #: an upper bound of every node's eccentricity, from the searches so far
         #: (``d(x, s) + ecc(s)``, Takes and Kosters' bound)
         self.upper = np.full(n, np.iinfo(np.int32).max, np.int32)
+        self.buf = np.empty(n, np.int64)
+        self.counts = np.empty(n // kd.BLOCK + 1, np.int64)
+        self.state = np.zeros(6, np.int64)
         self.searches = 0
         self._many: tuple[np.ndarray, np.ndarray] | None = None
         self._words: tuple | None = None
+
+    def bfs(self, source: int, threads_from: int = kd.THREADS_FROM) -> int:
+        """One search, its large levels spread over numba's threads (the nodes reached in
+        the same order on any number of threads); returns how many, listed in ``queue``."""
+        self.searches += 1
+        state, threads = self.state, numba.get_num_threads()
+        while kd.bfs_levels(source, *self.args, self.dist, self.queue, state, threads_from):
+            kd.level_threads(*self.args, self.dist, self.queue, state, self.buf,
+                             self.counts, threads)
+            source = -1
+        return int(state[1])
 
     def sweep(self, source: int, middle: bool = False,
               label: np.ndarray | None = None) -> tuple[int, int, int]:
         """Search from ``source``: (a farthest node, its distance, and when ``middle`` the
         node halfway back from it to ``source`` on a shortest path); ``label``: set 0 for
         every node reached (the source's component)."""
-        count = kd.bfs(source, *self.args, self.dist, self.queue)
-        self.searches += 1
+        count = self.bfs(source)
         far = int(self.queue[count - 1])
         ecc = int(self.dist[far])
-        kd.tighten(self.upper, self.dist, self.queue, count, ecc)
         mid = far
         for _ in range(ecc // 2 if middle else 0):
             mid = int(kd.step_back(mid, *self.args, self.dist))
-        if label is not None:
-            label[self.queue[:count]] = 0
-        kd.reset(self.dist, self.queue, count)
+        kd.settle(self.upper, self.dist, self.queue, count, ecc,
+                  _NONE64 if label is None else label, _NONE32)
         return far, ecc, mid
 
     def levels(self, source: int) -> tuple[np.ndarray, np.ndarray]:
         """The nodes reached from ``source`` in BFS order, and where each level starts."""
-        count = kd.bfs(source, *self.args, self.dist, self.queue)
-        self.searches += 1
+        count = self.bfs(source)
         order = self.queue[:count].copy()
-        d = self.dist[order]
-        kd.tighten(self.upper, self.dist, self.queue, count, int(d[-1]))
-        kd.reset(self.dist, self.queue, count)
+        d = np.empty(count, np.int32)
+        kd.settle(self.upper, self.dist, self.queue, count, int(self.dist[order[-1]]),
+                  _NONE64, d)
         return order, np.searchsorted(d, np.arange(int(d[-1]) + 2))
 
     def many(self, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -116,11 +130,10 @@ class _Searcher:
         ecc = np.empty(len(sources), np.int64)
         far = np.empty(len(sources), np.int64)
         if len(sources) == 1:
-            count = kd.bfs(sources[0], *self.args, self.dist, self.queue)
+            count = self.bfs(sources[0])
             far[0] = self.queue[count - 1]
             ecc[0] = self.dist[far[0]]
             kd.reset(self.dist, self.queue, count)
-            self.searches += 1
             return ecc, far
         if len(sources) <= kd.WORD:  # one search for them all, on one thread
             if self._words is None:
@@ -251,7 +264,9 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     between them; ``a2`` farthest from ``r2``, ``b2`` from ``a2`` and ``u`` halfway. Every
     search also bounds every node's eccentricity (``d(x, s) + ecc(s)``), so the diameter is
     at most the largest bound: after the search from ``r2`` that often meets the lower
-    bound already (a road network: three searches). Then iFUB from ``u`` while the bounds
+    bound already (a road network: three searches); when one search of the nodes farthest
+    from ``r2`` ends iFUB from it, that search follows at once (email-Enron). Else iFUB
+    from ``u`` while the bounds
     differ and ``exact``, searching only the fringe nodes whose bound exceeds the lower
     bound."""
     r1, a1 = start
@@ -264,8 +279,12 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     bar.update(3)
     if lower >= upper:
         return lower, lower, pair
-    a2 = int(order[-1])
-    if a2 != a1:  # (else the searches from a1 and r2 again: searches are deterministic)
+    a2, e = int(order[-1]), len(starts) - 2
+    # iFUB from r2 at once when one search of its last level ends it: no node nearer r2
+    # than e is more than 2 (e - 1) < lower from another
+    done = lower > 2 * (e - 1) and np.count_nonzero(
+        search.upper[order[starts[e]:]] > lower) <= kd.WORD
+    if a2 != a1 and not done:  # (a2 = a1: the searches from a1 and r2 again)
         b2, e2, u = search.sweep(a2, middle=True)
         if e2 > lower:
             lower, pair = e2, (a2, b2)

@@ -10,6 +10,8 @@ neighbour in the frontier (the level just set) and stop at the first, until the 
 holds fewer than N / :data:`BETA` nodes. On a small-world graph the middle levels then read
 a fraction of the edges; on a road network every step is top-down.
 
+:func:`bfs_levels` and :func:`level_threads` make the same search with its large levels
+spread over numba's threads (the middle levels of a small-world graph).
 :func:`multi_eccentricities` searches from up to 64 sources at once, a bit per source.
 
 ``dist`` arrays are int32 (N,) and -1 outside a search; a search leaves its visited nodes in
@@ -92,36 +94,129 @@ def bfs(source, optr, oidx, iptr, iidx, sym, dist, queue):
     """Direction-optimizing breadth-first search from ``source``: fills ``dist`` for the
     reached nodes, lists them in ``queue[:count]`` level by level; returns ``count`` (the
     last one is at the largest distance)."""
+    state = np.empty(6, np.int64)
+    bfs_levels(source, optr, oidx, iptr, iidx, sym, dist, queue, state, NO_THREADS)
+    return state[1]
+
+
+#: Nodes per block of a level spread over threads: a block's new nodes go to its own stretch
+#: of the scratch array, then to the queue in block order (the same order on any number of
+#: threads)
+BLOCK = 1024
+#: A level is spread over numba's threads once it reads this many row entries (top-down) or
+#: passes over this many nodes (bottom-up); smaller ones stay on one thread
+THREADS_FROM = 1 << 14
+#: ``threads_from`` of a search all on one thread
+NO_THREADS = np.iinfo(np.int64).max
+
+
+@numba.njit(cache=True, nogil=True)
+def bfs_levels(source, optr, oidx, iptr, iidx, sym, dist, queue, state, threads_from):
+    """:func:`bfs`, stopping before each level large enough to spread over threads: a
+    bottom-up level once N >= ``threads_from``, a top-down one reading at least
+    ``threads_from`` row entries and N / 8. Starts from ``source`` (>= 0), else resumes from
+    ``state`` (int64 (6,): frontier start and end, its level, the unexplored row entries,
+    bottom-up, and the mode returned). Returns 0 when the search is done (``state[1]``
+    nodes reached), else the level to run with :func:`level_threads`: 1 bottom-up, 2
+    top-down."""
     n = optr.shape[0] - 1
-    unexplored = optr[n] - optr[0]  # row entries of the nodes not reached yet
-    if not sym:
-        unexplored += iptr[n] - iptr[0]
-    dist[source] = 0
-    queue[0] = source
-    head = 0
-    tail = 1
-    level = 0
-    bottom_up = False
+    if source >= 0:
+        unexplored = optr[n] - optr[0]
+        if not sym:
+            unexplored += iptr[n] - iptr[0]
+        dist[source] = 0
+        queue[0] = source
+        head, tail, level, bottom_up = 0, 1, 0, False
+    else:
+        head, tail, level = state[0], state[1], state[2]
+        unexplored, bottom_up = state[3], state[4] != 0
     while head < tail:
         lo = head
         hi = tail
+        frontier_rows = 0
         if bottom_up:
             bottom_up = hi - lo >= n / BETA
         elif (hi - lo) * SMALL_FRONTIER >= n:
-            # the rule reads the frontier's rows; a frontier this small stays top-down
-            # unread (``unexplored`` then overstates what is left: a later switch only
-            # comes later; a road network's thousand small levels read nothing extra)
             frontier_rows = _rows_of(lo, hi, optr, iptr, sym, queue)
             unexplored -= frontier_rows
             bottom_up = frontier_rows > unexplored / ALPHA
+        mode = 0
         if bottom_up:
-            tail = _bottom_up_step(tail, level, optr, oidx, iptr, iidx, sym, dist, queue)
+            if n >= threads_from:
+                mode = 1
+            else:
+                tail = _bottom_up_step(tail, level, optr, oidx, iptr, iidx, sym, dist, queue)
+        elif frontier_rows >= threads_from and 8 * frontier_rows >= n:
+            mode = 2  # (gathering the new nodes passes over every node)
         else:
             tail = _top_down_step(lo, hi, tail, level + 1, optr, oidx, iptr, iidx, sym, dist,
                                   queue)
+        if mode:
+            state[0], state[1], state[2] = lo, hi, level
+            state[3], state[4], state[5] = unexplored, bottom_up, mode
+            return mode
         head = hi
         level += 1
-    return tail
+    state[0], state[1], state[2], state[5] = head, tail, level, 0
+    return 0
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def level_threads(optr, oidx, iptr, iidx, sym, dist, queue, state, buf, counts, threads):
+    """The level :func:`bfs_levels` stopped at, spread over ``threads`` parts (numba's
+    threads; read in here, ``numba.get_num_threads()`` would keep numba from caching the
+    kernel). Top-down, the frontier's parts set the new nodes' ``dist`` (two threads may
+    both store the same value); bottom-up, every unreached node looks for a neighbour in
+    the frontier. Then blocks of :data:`BLOCK` ids gather their new nodes into their own
+    stretch of ``buf`` (int64 (N,)) and from there, in block order, into the queue
+    (``counts`` int64 (N / BLOCK + 1,) scratch): the same order on any number of threads.
+    Advances ``state`` to the next level."""
+    n = optr.shape[0] - 1
+    nt = threads
+    lo, hi, level, top_down = state[0], state[1], state[2], state[5] == 2
+    d = level + 1
+    if top_down:
+        fblocks = (hi - lo + BLOCK - 1) // BLOCK
+        for t in numba.prange(nt):
+            for b in range(t, fblocks, nt):
+                for i in range(lo + b * BLOCK, min(hi, lo + (b + 1) * BLOCK)):
+                    u = queue[i]
+                    for e in range(optr[u], optr[u + 1]):
+                        if dist[oidx[e]] < 0:
+                            dist[oidx[e]] = d
+                    if not sym:
+                        for e in range(iptr[u], iptr[u + 1]):
+                            if dist[iidx[e]] < 0:
+                                dist[iidx[e]] = d
+    # blocks interleave over the threads: unreached nodes cluster by id
+    blocks = (n + BLOCK - 1) // BLOCK
+    for t in numba.prange(nt):
+        for b in range(t, blocks, nt):
+            k = b * BLOCK
+            for v in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+                if top_down:
+                    if dist[v] == d:
+                        buf[k] = v
+                        k += 1
+                elif dist[v] < 0 and _in_frontier(v, level, optr, oidx, iptr, iidx, sym,
+                                                  dist):
+                    dist[v] = d
+                    buf[k] = v
+                    k += 1
+            counts[b] = k - b * BLOCK
+    tail = hi
+    for b in range(blocks):  # each block's place in the queue
+        c = counts[b]
+        counts[b] = tail
+        tail += c
+    for t in numba.prange(nt):
+        for b in range(t, blocks, nt):
+            stop = counts[b + 1] if b + 1 < blocks else tail
+            at = b * BLOCK
+            for i in range(counts[b], stop):
+                queue[i] = buf[at]
+                at += 1
+    state[0], state[1], state[2] = hi, tail, d
 
 
 @numba.njit(cache=True, nogil=True)
@@ -145,14 +240,23 @@ def bfs_top_down(source, optr, oidx, iptr, iidx, sym, dist, queue):
 
 
 @numba.njit(cache=True, nogil=True)
-def tighten(upper, dist, queue, count, ecc):
-    """After a search of eccentricity ``ecc``: ``upper[x] = min(upper[x], d(x) + ecc)`` for
-    every reached ``x`` (an upper bound of ``x``'s eccentricity)."""
+def settle(upper, dist, queue, count, ecc, label, levels):
+    """After a search of eccentricity ``ecc``, in one pass over the reached nodes ``x``:
+    ``upper[x] = min(upper[x], dist[x] + ecc)`` (an upper bound of ``x``'s eccentricity),
+    ``label[x] = 0`` (when ``label`` is not empty), ``levels[i] = dist[queue[i]]`` (when
+    ``levels`` is not empty), and :func:`reset` ``dist``."""
+    mark = label.shape[0] > 0
+    keep = levels.shape[0] > 0
     for i in range(count):
         x = queue[i]
-        b = dist[x] + ecc
-        if b < upper[x]:
-            upper[x] = b
+        d = dist[x]
+        if d + ecc < upper[x]:
+            upper[x] = d + ecc
+        if mark:
+            label[x] = 0
+        if keep:
+            levels[i] = d
+        dist[x] = -1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -403,3 +507,4 @@ def bounding_eccentricities(members, optr, oidx, iptr, iidx, sym, dist, queue, e
                 v = i
         pick_upper = not pick_upper
     return searches
+

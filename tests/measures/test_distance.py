@@ -90,3 +90,35 @@ def test_enron_eccentricities_bound_the_diameter(real):
     labels = csgraph.connected_components(r.sym)[1]
     giant = np.flatnonzero(labels == np.bincount(labels).argmax())
     assert ecc[giant].min() * 2 >= ecc.max()  # radius >= diameter / 2
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_threaded_search_matches_scipy_on_any_thread_count(tmp_path, directed):
+    # every large level spread over threads (threads_from 0), and none: the same distances
+    # as scipy, and the same queue on 1 and 2 threads
+    import numba
+
+    from graphsys.measures.distance import _Searcher
+    from graphsys.measures.view import undirected_view
+
+    t = small_graph(tmp_path, 5, directed, n=3000, m=9000)
+    view = undirected_view(t.graph)
+    sym = nx.to_scipy_sparse_array(t.U, nodelist=t.graph.node_ids().tolist())
+    ref = csgraph.shortest_path(sym, unweighted=True, indices=[0, 7])
+    before = numba.get_num_threads()
+    try:
+        for source, row in zip((0, 7), ref):
+            queues = {}
+            for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+                numba.set_num_threads(threads)
+                for threads_from in (0, 1 << 62):
+                    s = _Searcher(view)
+                    count = s.bfs(source, threads_from)
+                    assert count == np.isfinite(row).sum()
+                    assert np.array_equal(np.where(np.isfinite(row), row, -1), s.dist)
+                    assert np.all(np.diff(s.dist[s.queue[:count]]) >= 0)  # level by level
+                    queues.setdefault(threads_from, []).append(s.queue[:count].copy())
+            for same in queues.values():
+                assert all(np.array_equal(same[0], q) for q in same)
+    finally:
+        numba.set_num_threads(before)
