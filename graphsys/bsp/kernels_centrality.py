@@ -174,6 +174,8 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
         order = np.empty((lanes, n), np.int32)
         starts = np.empty((lanes, n + 2), np.int64)
         dag_at = np.empty((lanes, n + 2), np.int64)
+        pushed = np.zeros((lanes, n + 2), np.uint8)
+        succ_at = np.empty((lanes, n + 1), np.int64)
         # the DAG's edges: at most E, pages touched only as far as a search fills them
         dag_from = np.empty((lanes, indices.shape[0]), indices.dtype)
         dag_to = np.empty((lanes, indices.shape[0]), indices.dtype)
@@ -182,27 +184,30 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
             t = numba.get_thread_id()
             read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
                                           endpoints, val[t], part[t], order[t], starts[t],
-                                          dag_at[t], dag_from[t], dag_to[t], front[t],
-                                          acc[t])
+                                          dag_at[t], pushed[t], succ_at[t], dag_from[t],
+                                          dag_to[t], front[t], acc[t])
     return read
 
 
 @numba.njit(inline="always")
 def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part, order,
-                       starts, dag_at, dag_from, dag_to, front, row):
+                       starts, dag_at, pushed, succ_at, dag_from, dag_to, front, row):
     """One source's level-synchronous breadth-first search with path counts and its
     dependency pass (see :func:`brandes`), added into ``row``. ``val`` float64 holds a
     reached vertex's path count ``sigma`` (> 0; negated while its level is being found,
-    which tells a vertex of the next level from one of an earlier level), then
-    ``-(1 + delta) / sigma`` once its dependency is done; ``part`` float64 sums a vertex's
-    successors' ``(1 + delta) / sigma`` (both zeros on entry and on return). The search
-    records the edges of the shortest-path DAG (``dag_from``/``dag_to``, those into level
-    ``L`` from ``dag_at[L]``), and the dependency pass walks the levels down pushing each
-    finished vertex's coefficient to its predecessors over them: it reads the DAG's edges
-    only, not every out-edge of the reached vertices. A search step is top-down (the
-    frontier's out-edges) or, with ``in_ptr``, bottom-up (the unreached vertices' in-edges
-    from ``front``-marked frontier vertices) whichever reads fewer edges; path counts are
-    integers, exact in any order. Returns the edges read."""
+    which tells a vertex of the next level from one of an earlier level), then its
+    coefficient ``(1 + delta) / sigma`` once its dependency is done; ``part`` float64 sums
+    the coefficients pushed to a vertex by its successors (both zeros on entry and on
+    return). The search records the edges of the shortest-path DAG, those into level ``L``
+    from ``dag_at[L]``: a top-down step (the frontier's out-edges) as each frontier
+    vertex's successors (``dag_to``, those of the vertex at ``order[j]`` from
+    ``succ_at[j]`` to ``succ_at[j + 1]``), which the dependency pass sums in place; a
+    bottom-up step (the unreached vertices' in-edges from ``front``-marked frontier
+    vertices, with ``in_ptr``; ``pushed[L]`` set) as (``dag_from``, ``dag_to``) pairs,
+    whose coefficients the pass pushes into ``part``. The dependency pass walks the
+    levels down over the DAG's edges only, not every out-edge of the reached vertices. A
+    step is bottom-up where that reads fewer edges; path counts are integers, exact in any
+    order. Returns the edges read."""
     n = val.shape[0]
     bottom_up = in_ptr.shape[0] > 0
     unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
@@ -217,7 +222,9 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
         for j in range(lo, hi):
             u = order[j]
             out_edges += indptr[u + 1] - indptr[u]
-        if bottom_up and out_edges > PATHS_BOTTOM_UP * unreached_in:
+        up = bottom_up and out_edges > PATHS_BOTTOM_UP * unreached_in
+        pushed[depth + 1] = up
+        if up:
             for j in range(lo, hi):
                 front[order[j]] = 1
             for v in range(n):
@@ -242,6 +249,7 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
             for j in range(lo, hi):
                 u = order[j]
                 su = val[u]
+                succ_at[j] = m
                 for e in range(indptr[u], indptr[u + 1]):
                     v = indices[e]
                     x = val[v]
@@ -250,9 +258,9 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                             order[tail] = v
                             tail += 1
                         val[v] = x - su
-                        dag_from[m] = u
                         dag_to[m] = v
                         m += 1
+            succ_at[hi] = m
             for j in range(hi, tail):
                 v = order[j]
                 val[v] = -val[v]
@@ -265,16 +273,22 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
         dag_at[depth + 1] = m
     scanned += m
     for level in range(depth - 1, -1, -1):
+        summed = not pushed[level + 1]
         for j in range(starts[level], starts[level + 1]):
             v = order[j]
-            sv = val[v]
-            d = sv * part[v]
+            c = part[v]
             part[v] = 0.0
-            val[v] = -((1.0 + d) / sv)
+            if summed:
+                for p in range(succ_at[j], succ_at[j + 1]):
+                    c += val[dag_to[p]]
+            sv = val[v]
+            d = sv * c
+            val[v] = (1.0 + d) / sv
             if v != s:
                 row[v] += d + 1.0 if endpoints else d
-        for p in range(dag_at[level], dag_at[level + 1]):
-            part[dag_from[p]] -= val[dag_to[p]]
+        if pushed[level]:
+            for p in range(dag_at[level], dag_at[level + 1]):
+                part[dag_from[p]] += val[dag_to[p]]
     if endpoints:
         row[s] += tail - 1
     if 4 * tail > n:
