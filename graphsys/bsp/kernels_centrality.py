@@ -5,9 +5,10 @@ harmonic centrality (:func:`distance_sums`); and HITS' power iteration
 
 Each of the ``T`` threads owns its scratch arrays (row ``t`` of (T, N) arrays: int32
 levels or one float64 array of path counts and dependencies, or float64 distances and a
-heap when weighted; the visit order) and its row of the output; the sources are handed out
-one at a time (a ``prange`` run with ``numba.set_parallel_chunksize(1)``), so a thread that
-a busy machine deschedules holds up no other. No atomics; the rows are summed afterwards,
+heap when weighted; the visit order) and its row of the output; betweenness hands the
+sources out one at a time from an atomic cursor, the distance sums by ``prange`` (one at a
+time under ``numba.set_parallel_chunksize(1)`` where the threading layer honours it), so a
+thread that a busy machine deschedules holds up no other. The rows are summed afterwards,
 so a value's last bits depend on which thread summed which sources (unweighted distance
 sums are exact). A search is a level-synchronous breadth-first search on an unweighted run,
 direction-optimising where the in-edges are at hand (Beamer, Asanovic, Patterson 2012: a
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+
+from graphsys.atomics import atomic_add
 
 
 @numba.njit(inline="always")
@@ -152,9 +155,9 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
     reaches with ``endpoints`` (networkx's ``_accumulate_endpoints``). ``weight`` float32
     (E,), read when ``weighted`` (positive weights). ``in_ptr``/``in_idx``: the in-edges
     (CSC) for bottom-up search steps on an unweighted run, or empty (top-down only). Each
-    thread adds into its row; call it with ``numba.set_parallel_chunksize(1)`` so that the
-    sources are handed out one at a time (a thread descheduled by a busy machine holds up
-    no other). Returns the edges read, int64 (T,)."""
+    lane (a ``prange`` over the rows) takes the next source from a shared atomic cursor
+    as it finishes one and adds into its row: searches differ in cost, and a thread that a
+    busy machine deschedules holds up no other. Returns the edges read, int64 (T,)."""
     lanes, n = acc.shape
     read = np.zeros(lanes, np.int64)
     if weighted:
@@ -164,10 +167,15 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
         dist = np.full((lanes, n), np.inf)
         heap = np.empty((lanes, n), np.int64)
         hpos = np.full((lanes, n), -1, np.int64)
-        for i in numba.prange(sources.shape[0]):
-            t = numba.get_thread_id()
-            read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
-                                     sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
+        cursor = np.zeros(1, np.int64)
+        for t in numba.prange(lanes):
+            while True:
+                i = atomic_add(cursor, 0, 1)
+                if i >= sources.shape[0]:
+                    break
+                read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints,
+                                         dist[t], sigma[t], coef[t], order[t], heap[t],
+                                         hpos[t], acc[t])
     else:
         val = np.zeros((lanes, n))
         part = np.zeros((lanes, n))
@@ -180,12 +188,16 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
         dag_from = np.empty((lanes, indices.shape[0]), indices.dtype)
         dag_to = np.empty((lanes, indices.shape[0]), indices.dtype)
         front = np.zeros((lanes, n if in_ptr.shape[0] else 0), np.uint8)
-        for i in numba.prange(sources.shape[0]):
-            t = numba.get_thread_id()
-            read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
-                                          endpoints, val[t], part[t], order[t], starts[t],
-                                          dag_at[t], pushed[t], succ_at[t], dag_from[t],
-                                          dag_to[t], front[t], acc[t])
+        cursor = np.zeros(1, np.int64)
+        for t in numba.prange(lanes):
+            while True:
+                i = atomic_add(cursor, 0, 1)
+                if i >= sources.shape[0]:
+                    break
+                read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
+                                              endpoints, val[t], part[t], order[t],
+                                              starts[t], dag_at[t], pushed[t], succ_at[t],
+                                              dag_from[t], dag_to[t], front[t], acc[t])
     return read
 
 
