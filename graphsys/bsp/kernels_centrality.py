@@ -140,6 +140,9 @@ def _reset(order, count, dist, sigma, delta, hpos):
 #: frontier's out-edges outnumber this factor times the unreached vertices' in-edges (path
 #: counts read every in-edge, no early exit: the step pays when it reads fewer edges)
 PATHS_BOTTOM_UP = 1.0
+#: Betweenness sums a top-down step's successors per vertex in the dependency pass where
+#: the frontier's out-edges average at least this many, else pushes them edge by edge
+SUMMED_DEGREE = 4.0
 #: Breadth-first search (no path counts): Beamer's rule, bottom-up while the frontier's
 #: out-edges exceed the unreached in-edges over ALPHA and the frontier holds more than
 #: N / BETA vertices
@@ -215,8 +218,9 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
     vertex's successors (``dag_to``, those of the vertex at ``order[j]`` from
     ``succ_at[j]`` to ``succ_at[j + 1]``), which the dependency pass sums in place; a
     bottom-up step (the unreached vertices' in-edges from ``front``-marked frontier
-    vertices, with ``in_ptr``; ``pushed[L]`` set) as (``dag_from``, ``dag_to``) pairs,
-    whose coefficients the pass pushes into ``part``. The dependency pass walks the
+    vertices, with ``in_ptr``), or a top-down one whose frontier averages fewer than
+    :data:`SUMMED_DEGREE` out-edges, as (``dag_from``, ``dag_to``) pairs (``pushed[L]``
+    set), whose coefficients the pass pushes into ``part``. The dependency pass walks the
     levels down over the DAG's edges only, not every out-edge of the reached vertices. A
     step is bottom-up where that reads fewer edges; path counts are integers, exact in any
     order. Returns the edges read."""
@@ -235,7 +239,10 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
             u = order[j]
             out_edges += indptr[u + 1] - indptr[u]
         up = bottom_up and out_edges > PATHS_BOTTOM_UP * unreached_in
-        pushed[depth + 1] = up
+        # a sparse frontier's few successors each are pushed too (a short loop per vertex
+        # costs more than it saves)
+        push = up or out_edges < SUMMED_DEGREE * (hi - lo)
+        pushed[depth + 1] = push
         if up:
             for j in range(lo, hi):
                 front[order[j]] = 1
@@ -270,6 +277,8 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                             order[tail] = v
                             tail += 1
                         val[v] = x - su
+                        if push:
+                            dag_from[m] = u
                         dag_to[m] = v
                         m += 1
             succ_at[hi] = m
