@@ -5,10 +5,9 @@ harmonic centrality (:func:`distance_sums`); and HITS' power iteration
 
 Each of the ``T`` threads owns its scratch arrays (row ``t`` of (T, N) arrays: int32
 levels or one float64 array of path counts and dependencies, or float64 distances and a
-heap when weighted; the visit order) and its row of the output; betweenness hands the
-sources out one at a time from an atomic cursor, the distance sums by ``prange`` (one at a
-time under ``numba.set_parallel_chunksize(1)`` where the threading layer honours it), so a
-thread that a busy machine deschedules holds up no other. The rows are summed afterwards,
+heap when weighted; the visit order) and its row of the output; the sources are handed out
+one at a time (a ``prange`` run with ``numba.set_parallel_chunksize(1)``), so a thread that
+a busy machine deschedules holds up no other. No atomics; the rows are summed afterwards,
 so a value's last bits depend on which thread summed which sources (unweighted distance
 sums are exact). A search is a level-synchronous breadth-first search on an unweighted run,
 direction-optimising where the in-edges are at hand (Beamer, Asanovic, Patterson 2012: a
@@ -24,8 +23,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-
-from graphsys.atomics import atomic_add
 
 
 @numba.njit(inline="always")
@@ -140,9 +137,6 @@ def _reset(order, count, dist, sigma, delta, hpos):
 #: frontier's out-edges outnumber this factor times the unreached vertices' in-edges (path
 #: counts read every in-edge, no early exit: the step pays when it reads fewer edges)
 PATHS_BOTTOM_UP = 1.0
-#: Betweenness sums a top-down step's successors per vertex in the dependency pass where
-#: the frontier's out-edges average at least this many, else pushes them edge by edge
-SUMMED_DEGREE = 4.0
 #: Breadth-first search (no path counts): Beamer's rule, bottom-up while the frontier's
 #: out-edges exceed the unreached in-edges over ALPHA and the frontier holds more than
 #: N / BETA vertices
@@ -158,9 +152,9 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
     reaches with ``endpoints`` (networkx's ``_accumulate_endpoints``). ``weight`` float32
     (E,), read when ``weighted`` (positive weights). ``in_ptr``/``in_idx``: the in-edges
     (CSC) for bottom-up search steps on an unweighted run, or empty (top-down only). Each
-    lane (a ``prange`` over the rows) takes the next source from a shared atomic cursor
-    as it finishes one and adds into its row: searches differ in cost, and a thread that a
-    busy machine deschedules holds up no other. Returns the edges read, int64 (T,)."""
+    thread adds into its row; call it with ``numba.set_parallel_chunksize(1)`` so that the
+    sources are handed out one at a time (a thread descheduled by a busy machine holds up
+    no other). Returns the edges read, int64 (T,)."""
     lanes, n = acc.shape
     read = np.zeros(lanes, np.int64)
     if weighted:
@@ -170,60 +164,45 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
         dist = np.full((lanes, n), np.inf)
         heap = np.empty((lanes, n), np.int64)
         hpos = np.full((lanes, n), -1, np.int64)
-        cursor = np.zeros(1, np.int64)
-        for t in numba.prange(lanes):
-            while True:
-                i = atomic_add(cursor, 0, 1)
-                if i >= sources.shape[0]:
-                    break
-                read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints,
-                                         dist[t], sigma[t], coef[t], order[t], heap[t],
-                                         hpos[t], acc[t])
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
+                                     sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
     else:
         val = np.zeros((lanes, n))
         part = np.zeros((lanes, n))
         order = np.empty((lanes, n), np.int32)
         starts = np.empty((lanes, n + 2), np.int64)
         dag_at = np.empty((lanes, n + 2), np.int64)
-        pushed = np.zeros((lanes, n + 2), np.uint8)
-        succ_at = np.empty((lanes, n + 1), np.int64)
         # the DAG's edges: at most E, pages touched only as far as a search fills them
         dag_from = np.empty((lanes, indices.shape[0]), indices.dtype)
         dag_to = np.empty((lanes, indices.shape[0]), indices.dtype)
         front = np.zeros((lanes, n if in_ptr.shape[0] else 0), np.uint8)
-        cursor = np.zeros(1, np.int64)
-        for t in numba.prange(lanes):
-            while True:
-                i = atomic_add(cursor, 0, 1)
-                if i >= sources.shape[0]:
-                    break
-                read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
-                                              endpoints, val[t], part[t], order[t],
-                                              starts[t], dag_at[t], pushed[t], succ_at[t],
-                                              dag_from[t], dag_to[t], front[t], acc[t])
+        for i in numba.prange(sources.shape[0]):
+            t = numba.get_thread_id()
+            read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
+                                          endpoints, val[t], part[t], order[t], starts[t],
+                                          dag_at[t], dag_from[t], dag_to[t], front[t],
+                                          acc[t])
     return read
 
 
 @numba.njit(inline="always")
 def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part, order,
-                       starts, dag_at, pushed, succ_at, dag_from, dag_to, front, row):
+                       starts, dag_at, dag_from, dag_to, front, row):
     """One source's level-synchronous breadth-first search with path counts and its
     dependency pass (see :func:`brandes`), added into ``row``. ``val`` float64 holds a
     reached vertex's path count ``sigma`` (> 0; negated while its level is being found,
-    which tells a vertex of the next level from one of an earlier level), then its
-    coefficient ``(1 + delta) / sigma`` once its dependency is done; ``part`` float64 sums
-    the coefficients pushed to a vertex by its successors (both zeros on entry and on
-    return). The search records the edges of the shortest-path DAG, those into level ``L``
-    from ``dag_at[L]``: a top-down step (the frontier's out-edges) as each frontier
-    vertex's successors (``dag_to``, those of the vertex at ``order[j]`` from
-    ``succ_at[j]`` to ``succ_at[j + 1]``), which the dependency pass sums in place; a
-    bottom-up step (the unreached vertices' in-edges from ``front``-marked frontier
-    vertices, with ``in_ptr``), or a top-down one whose frontier averages fewer than
-    :data:`SUMMED_DEGREE` out-edges, as (``dag_from``, ``dag_to``) pairs (``pushed[L]``
-    set), whose coefficients the pass pushes into ``part``. The dependency pass walks the
-    levels down over the DAG's edges only, not every out-edge of the reached vertices. A
-    step is bottom-up where that reads fewer edges; path counts are integers, exact in any
-    order. Returns the edges read."""
+    which tells a vertex of the next level from one of an earlier level), then
+    ``-(1 + delta) / sigma`` once its dependency is done; ``part`` float64 sums a vertex's
+    successors' ``(1 + delta) / sigma`` (both zeros on entry and on return). The search
+    records the edges of the shortest-path DAG (``dag_from``/``dag_to``, those into level
+    ``L`` from ``dag_at[L]``), and the dependency pass walks the levels down pushing each
+    finished vertex's coefficient to its predecessors over them: it reads the DAG's edges
+    only, not every out-edge of the reached vertices. A search step is top-down (the
+    frontier's out-edges) or, with ``in_ptr``, bottom-up (the unreached vertices' in-edges
+    from ``front``-marked frontier vertices) whichever reads fewer edges; path counts are
+    integers, exact in any order. Returns the edges read."""
     n = val.shape[0]
     bottom_up = in_ptr.shape[0] > 0
     unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
@@ -238,12 +217,7 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
         for j in range(lo, hi):
             u = order[j]
             out_edges += indptr[u + 1] - indptr[u]
-        up = bottom_up and out_edges > PATHS_BOTTOM_UP * unreached_in
-        # a sparse frontier's few successors each are pushed too (a short loop per vertex
-        # costs more than it saves)
-        push = up or out_edges < SUMMED_DEGREE * (hi - lo)
-        pushed[depth + 1] = push
-        if up:
+        if bottom_up and out_edges > PATHS_BOTTOM_UP * unreached_in:
             for j in range(lo, hi):
                 front[order[j]] = 1
             for v in range(n):
@@ -268,7 +242,6 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
             for j in range(lo, hi):
                 u = order[j]
                 su = val[u]
-                succ_at[j] = m
                 for e in range(indptr[u], indptr[u + 1]):
                     v = indices[e]
                     x = val[v]
@@ -277,11 +250,9 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                             order[tail] = v
                             tail += 1
                         val[v] = x - su
-                        if push:
-                            dag_from[m] = u
+                        dag_from[m] = u
                         dag_to[m] = v
                         m += 1
-            succ_at[hi] = m
             for j in range(hi, tail):
                 v = order[j]
                 val[v] = -val[v]
@@ -294,22 +265,16 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
         dag_at[depth + 1] = m
     scanned += m
     for level in range(depth - 1, -1, -1):
-        summed = not pushed[level + 1]
         for j in range(starts[level], starts[level + 1]):
             v = order[j]
-            c = part[v]
-            part[v] = 0.0
-            if summed:
-                for p in range(succ_at[j], succ_at[j + 1]):
-                    c += val[dag_to[p]]
             sv = val[v]
-            d = sv * c
-            val[v] = (1.0 + d) / sv
+            d = sv * part[v]
+            part[v] = 0.0
+            val[v] = -((1.0 + d) / sv)
             if v != s:
                 row[v] += d + 1.0 if endpoints else d
-        if pushed[level]:
-            for p in range(dag_at[level], dag_at[level + 1]):
-                part[dag_from[p]] += val[dag_to[p]]
+        for p in range(dag_at[level], dag_at[level + 1]):
+            part[dag_from[p]] -= val[dag_to[p]]
     if endpoints:
         row[s] += tail - 1
     if 4 * tail > n:
