@@ -143,6 +143,14 @@ PATHS_BOTTOM_UP = 1.0
 ALPHA, BETA = 14.0, 24.0
 
 
+@numba.njit(cache=True, nogil=True)
+def _filled(lanes, n, value):
+    """A (lanes, n) array of ``value`` (its type), filled serially: called from a parallel
+    kernel, whose own array initialisations become parallel loops that
+    ``numba.set_parallel_chunksize(1)`` splits into one scheduled task per element."""
+    return np.full((lanes, n), value)
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, in_idx):
     """Add every source's dependencies to ``acc`` float64 (T, N): for source ``s`` and
@@ -158,26 +166,26 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
     lanes, n = acc.shape
     read = np.zeros(lanes, np.int64)
     if weighted:
-        sigma = np.zeros((lanes, n))
-        coef = np.zeros((lanes, n))
+        sigma = _filled(lanes, n, 0.0)
+        coef = _filled(lanes, n, 0.0)
         order = np.empty((lanes, n), np.int64)
-        dist = np.full((lanes, n), np.inf)
+        dist = _filled(lanes, n, np.inf)
         heap = np.empty((lanes, n), np.int64)
-        hpos = np.full((lanes, n), -1, np.int64)
+        hpos = _filled(lanes, n, np.int64(-1))
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
                                      sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
     else:
-        val = np.zeros((lanes, n))
-        part = np.zeros((lanes, n))
+        val = _filled(lanes, n, 0.0)
+        part = _filled(lanes, n, 0.0)
         order = np.empty((lanes, n), np.int32)
         starts = np.empty((lanes, n + 2), np.int64)
         dag_at = np.empty((lanes, n + 2), np.int64)
         # the DAG's edges: at most E, pages touched only as far as a search fills them
         dag_from = np.empty((lanes, indices.shape[0]), indices.dtype)
         dag_to = np.empty((lanes, indices.shape[0]), indices.dtype)
-        front = np.zeros((lanes, n if in_ptr.shape[0] else 0), np.uint8)
+        front = _filled(lanes, n if in_ptr.shape[0] else 0, np.uint8(0))
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
@@ -326,10 +334,10 @@ def distance_sums(indptr, indices, weight, weighted, sources, total, reached, ha
     read = np.zeros(lanes, np.int64)
     if weighted:
         order = np.empty((lanes, n), np.int64)
-        dist = np.full((lanes, n), np.inf)
+        dist = _filled(lanes, n, np.inf)
         sigma = np.zeros((lanes, 0))
         heap = np.empty((lanes, n), np.int64)
-        hpos = np.full((lanes, n), -1, np.int64)
+        hpos = _filled(lanes, n, np.int64(-1))
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _distances(indptr, indices, weight, sources[i], dist[t], sigma[t],
@@ -337,7 +345,7 @@ def distance_sums(indptr, indices, weight, weighted, sources, total, reached, ha
                                   harmonic[t])
     else:
         order = np.empty((lanes, n), np.int32)
-        level = np.full((lanes, n), -1, np.int32)
+        level = _filled(lanes, n, np.int32(-1))
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _hops(indptr, indices, in_ptr, in_idx, sources[i], level[t], order[t],
