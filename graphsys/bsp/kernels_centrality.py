@@ -5,9 +5,10 @@ harmonic centrality (:func:`distance_sums`); and HITS' power iteration
 
 Each of the ``T`` threads owns its scratch arrays (row ``t`` of (T, N) arrays: int32
 levels or one float64 array of path counts and dependencies, or float64 distances and a
-heap when weighted; the visit order) and its row of the output; the sources are handed out
-one at a time (a ``prange`` run with ``numba.set_parallel_chunksize(1)``), so a thread that
-a busy machine deschedules holds up no other. No atomics; the rows are summed afterwards,
+heap when weighted; the visit order, filled serially before the ``prange``) and its row of
+the output; the sources are handed out one at a time where the threading layer schedules a
+``prange`` run with ``numba.set_parallel_chunksize(1)`` dynamically (numba's ``omp`` layer
+gives each thread an equal block). No atomics; the rows are summed afterwards,
 so a value's last bits depend on which thread summed which sources (unweighted distance
 sums are exact). A search is a level-synchronous breadth-first search on an unweighted run,
 direction-optimising where the in-edges are at hand (Beamer, Asanovic, Patterson 2012: a
