@@ -397,7 +397,7 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
             acc[d] = 0.0
             k += 1
         nptr[c + 1] = k
-    return nptr, nidx[:k].copy(), nsw[:k].copy(), nloops, nkout, nkin
+    return nptr, nidx[:k], nsw[:k], nloops, nkout, nkin  # (pages past k never touched)
 
 
 @numba.njit(cache=True, nogil=True)
