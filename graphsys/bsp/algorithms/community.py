@@ -27,7 +27,7 @@ from graphsys.errors import GraphsysError, ParameterError
 THRESHOLD = 1e-7
 #: Louvain's local moving over one level (and its refinement) stops when a sweep gains
 #: at most this much modularity: the late sweeps revisit the hubs for little gain
-SWEEP_TOL = 1e-4
+SWEEP_TOL = 1e-3
 #: Most sweeps of Louvain's local moving over one level
 MAX_SWEEPS = 1000
 #: Leiden's randomness in the refinement (``theta``; igraph's ``beta``), in units of edge
@@ -357,7 +357,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     Levels of local moving and aggregation [1]_: each node, in a random order (on the
     first level, the nodes of fewest neighbours first, ties by id), moves to the
     neighbouring community that raises the modularity most, in sweeps until a sweep gains
-    at most 1e-4 (the late sweeps revisit the hubs for little gain); then every community
+    at most 1e-3 (the late sweeps revisit the hubs for little gain); then every community
     becomes one node of the next level. The levels stop when one moves nothing or gains
     at most 1e-7 (networkx's ``threshold``).
     Then, level by level back down, the final communities are refined by the same local
