@@ -5,7 +5,8 @@ modularity of a labelling (:func:`modularity`).
 
 A level is a graph of ``n`` nodes held as its *symmetrised* adjacency without self
 entries: ``S = A + A^T`` off the diagonal (``sptr`` int64 (n+1,), ``sidx`` (nnz,) of the
-stored adjacency's index type, int32 or int64, on every level, ``sw`` float64 (nnz,)),
+stored adjacency's index type, int32 or int64, on every level, ``sw`` float64 (nnz,), or
+empty where every entry weighs the same ``unit``, which the kernels take instead),
 the arc weight of each node's self-loops ``loops`` (``A_ii``), its out- and in-strengths
 ``kout``/``kin`` (row and column sums of ``A``, loops included) and
 ``m``, the total arc weight. Modularity with resolution :math:`\gamma` is Leicht and
@@ -46,14 +47,17 @@ def _gather(v, sptr, sidx, sw, comm, nw, touched, unit=0.0):
 @numba.njit(inline="always")
 def _best(v, cv, nt, touched, nw, kout, kin, tout, tin, gamma_m):
     """The community of largest gain for ``v`` (already taken out of ``cv``): ``cv`` unless
-    another one gains strictly more. Returns (community, its gain, the gain of ``cv``)."""
+    another one gains strictly more; ``nw`` is left zero. Returns (community, its gain, the
+    gain of ``cv``)."""
     stay = nw[cv] - gamma_m * (kout[v] * tin[cv] + kin[v] * tout[cv])
     best, best_gain = cv, stay
     for i in range(nt):
         c = touched[i]
         g = nw[c] - gamma_m * (kout[v] * tin[c] + kin[v] * tout[c])
+        nw[c] = 0.0
         if g > best_gain:
             best, best_gain = c, g
+    nw[cv] = 0.0
     return best, best_gain, stay
 
 
@@ -70,18 +74,17 @@ def _totals(comm, kout, kin):
 
 
 @numba.njit(inline="always")
-def _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout, kin, tout, tin, gamma_m):
+def _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout, kin, tout, tin, gamma_m,
+          unit=0.0):
     """Take ``v`` out of ``cv``, put it into its best community (:func:`_best`) and update
-    the totals (not ``comm``); ``nw`` is left zero. Returns :func:`_best`'s answer."""
-    nt = _gather(v, sptr, sidx, sw, comm, nw, touched)
+    the totals (not ``comm``); ``nw`` is left zero; every symmetrised weight ``unit`` where
+    it is positive. Returns :func:`_best`'s answer."""
+    nt = _gather(v, sptr, sidx, sw, comm, nw, touched, unit)
     tout[cv] -= kout[v]
     tin[cv] -= kin[v]
     best, best_gain, stay = _best(v, cv, nt, touched, nw, kout, kin, tout, tin, gamma_m)
     tout[best] += kout[v]
     tin[best] += kin[v]
-    nw[cv] = 0.0
-    for j in range(nt):
-        nw[touched[j]] = 0.0
     return best, best_gain, stay
 
 
@@ -99,12 +102,11 @@ def _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw, touched, k, tot, gamma2_m):
     for i in range(nt):
         c = touched[i]
         g = nw[c] - gamma2_m * (kv * tot[c])
+        nw[c] = 0.0
         if g > best_gain:
             best, best_gain = c, g
-    tot[best] += kv
     nw[cv] = 0.0
-    for j in range(nt):
-        nw[touched[j]] = 0.0
+    tot[best] += kv
     return best, best_gain, stay
 
 
@@ -158,7 +160,7 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
                                                   touched, kout, tout, 2.0 * gamma_m)
             else:
                 best, best_gain, stay = _move(v, cv, sptr, sidx, sw, comm, nw, touched,
-                                              kout, kin, tout, tin, gamma_m)
+                                              kout, kin, tout, tin, gamma_m, unit)
             if best != cv:
                 comm[v] = best
                 moved += 1
@@ -174,11 +176,12 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
 
 
 @numba.njit(cache=True, nogil=True)
-def move_nodes_fast(sptr, sidx, sw, kout, kin, m, gamma, comm, order):
+def move_nodes_fast(sptr, sidx, sw, kout, kin, m, gamma, comm, order, unit=0.0):
     """Leiden's fast local moving: a queue, first holding every node in ``order``; a node
     popped moves to its community of largest gain (staying unless another gains strictly
     more), and a node that moved queues its neighbours outside its new community that are
-    not queued. ``comm`` int64 (n,) updated in place. Returns (moves, nodes visited)."""
+    not queued. ``comm`` int64 (n,) updated in place; ``unit`` as in :func:`move_nodes`.
+    Returns (moves, nodes visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
     nw = np.zeros(n)
@@ -197,7 +200,7 @@ def move_nodes_fast(sptr, sidx, sw, kout, kin, m, gamma, comm, order):
         visits += 1
         cv = comm[v]
         best, _, _ = _move(v, cv, sptr, sidx, sw, comm, nw, touched, kout, kin, tout, tin,
-                           gamma_m)
+                           gamma_m, unit)
         if best != cv:
             comm[v] = best
             moves += 1
@@ -212,15 +215,15 @@ def move_nodes_fast(sptr, sidx, sw, kout, kin, m, gamma, comm, order):
 
 
 @numba.njit(cache=True, nogil=True)
-def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
+def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref, unit=0.0):
     """Leiden's refinement: within each community of ``comm``, nodes that are still alone
     in the refined partition and well connected to their community (in ``order``) join a
     refined community of the same community that is well connected too and that they do
     not make worse, drawn with probability proportional to ``exp(gain / theta)`` (staying
     alone among the choices, at gain 0; the gain in units of edge weight, half the
     symmetrised weight, as igraph's ``beta``; ``theta`` 0: the best).
-    ``ref`` int64 (n,) written: each node's refined community (a node id). Returns the
-    merges made."""
+    ``ref`` int64 (n,) written: each node's refined community (a node id); ``unit`` as in
+    :func:`move_nodes`. Returns the merges made."""
     n = kout.shape[0]
     np.random.seed(seed)
     ctout = np.zeros(n)
@@ -236,7 +239,7 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
         cv = comm[v]
         for e in range(sptr[v], sptr[v + 1]):
             if comm[sidx[e]] == cv:
-                ext[v] += sw[e]
+                ext[v] += (unit if unit > 0.0 else sw[e])
     alone = np.ones(n, np.uint8)
     nw = np.zeros(n)
     touched = np.empty(n + 1, np.int64)
@@ -259,7 +262,7 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
             if nw[r] == 0.0:
                 touched[nt] = r
                 nt += 1
-            nw[r] += sw[e]
+            nw[r] += (unit if unit > 0.0 else sw[e])
         best, best_gain = v, 0.0
         total = 0.0
         kept = 0
@@ -293,7 +296,7 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref):
         link = 0.0
         for e in range(sptr[v], sptr[v + 1]):
             if ref[sidx[e]] == best:
-                link += sw[e]
+                link += (unit if unit > 0.0 else sw[e])
         ref[v] = best
         alone[v] = 0
         alone[best] = 0
@@ -394,12 +397,13 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
             acc[d] = 0.0
             k += 1
         nptr[c + 1] = k
-    return nptr, nidx[:k].copy(), nsw[:k].copy(), nloops, nkout, nkin
+    return nptr, nidx[:k], nsw[:k], nloops, nkout, nkin  # (pages past k never touched)
 
 
 @numba.njit(cache=True, nogil=True)
-def modularity(sptr, sidx, sw, loops, kout, kin, m, gamma, comm):
-    """Modularity of ``comm`` (int64 (n,), labels 0..n-1) at resolution ``gamma``."""
+def modularity(sptr, sidx, sw, loops, kout, kin, m, gamma, comm, unit=0.0):
+    """Modularity of ``comm`` (int64 (n,), labels 0..n-1) at resolution ``gamma``;
+    ``unit`` > 0: every entry of ``sw`` equals it (not read)."""
     n = kout.shape[0]
     inside = 0.0
     tout = np.zeros(n)
@@ -412,7 +416,7 @@ def modularity(sptr, sidx, sw, loops, kout, kin, m, gamma, comm):
         half = 0.0
         for e in range(sptr[v], sptr[v + 1]):
             if comm[sidx[e]] == c:
-                half += sw[e]
+                half += unit if unit > 0.0 else sw[e]
         inside += 0.5 * half
     expected = 0.0
     for c in range(n):
@@ -425,15 +429,31 @@ def _weight(w, e):
     return np.float64(w[e]) if w.shape[0] > 0 else 1.0
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
 def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, loop_scale):
     """The level-0 arrays of a stored adjacency: each node's out-entries (and in-entries
     when ``two_ways``) other than self-loops, weights times ``scale``, as ``S``; the
     self-loop entries' weights times ``loop_scale`` as ``loops``; weights ``out_w``/``in_w``
-    float32 (E,), or empty for 1 (one way, unweighted and loop-free: the stored arrays
-    copied). The nodes are split between the threads (each writes its own rows: the same
-    arrays for every thread count). Returns (sptr, sidx, sw, loops, the
-    row sums of ``S``)."""
+    float32 (E,), or empty for 1. Unweighted (both empty): ``sw`` is empty, every entry of
+    ``S`` weighing ``scale`` (a level's ``unit``), and where ``S`` is the stored
+    adjacency itself (one way, no self-loop) ``sidx`` is ``out_idx``, not a copy: the
+    level reads it where it is mapped, and writes no new pages for it. The nodes are split
+    between the threads (each writes its own rows: the same arrays for every thread
+    count). Returns (sptr, sidx, sw, loops, the row sums of ``S``)."""
+    sptr, loops = _symmetrised_rows(out_ptr, out_idx, out_w, in_ptr, in_idx, two_ways,
+                                    loop_scale)
+    weighted = out_w.shape[0] > 0 or (two_ways and in_w.shape[0] > 0)
+    if not weighted:
+        rows = scale * np.diff(sptr).astype(np.float64)
+        if not two_ways and sptr[-1] == out_ptr[-1]:
+            return sptr, out_idx, np.empty(0), loops, rows
+    sidx, sw, rows_w = _symmetrised_fill(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w,
+                                         two_ways, scale, sptr, weighted)
+    return sptr, sidx, sw, loops, rows_w if weighted else rows
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _symmetrised_rows(out_ptr, out_idx, out_w, in_ptr, in_idx, two_ways, loop_scale):
+    """:func:`symmetrise`'s row pointers and self-loop weights."""
     n = out_ptr.shape[0] - 1
     sptr = np.zeros(n + 1, np.int64)
     loops = np.zeros(n)
@@ -451,15 +471,17 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
         sptr[v + 1] = k
     for v in range(n):
         sptr[v + 1] += sptr[v]
-    if not two_ways and out_w.shape[0] == 0 and sptr[n] == out_ptr[n]:
-        # unweighted, one way, no self-loop: S is the stored adjacency, copied as it is
-        rows = np.empty(n)
-        for v in range(n):
-            rows[v] = scale * (sptr[v + 1] - sptr[v])
-        return sptr, out_idx.copy(), np.full(sptr[n], scale), loops, rows
+    return sptr, loops
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _symmetrised_fill(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, sptr,
+                      weighted):
+    """:func:`symmetrise`'s entries (``sw`` empty unless ``weighted``) and row sums."""
+    n = out_ptr.shape[0] - 1
     sidx = np.empty(sptr[n], out_idx.dtype)
-    sw = np.empty(sptr[n])
-    rows = np.zeros(n)
+    sw = np.empty(sptr[n] if weighted else 0)
+    rows = np.zeros(n if weighted else 0)
     for v in numba.prange(n):
         k = sptr[v]
         total = 0.0
@@ -467,16 +489,19 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
             u = out_idx[e]
             if u != v:
                 sidx[k] = u
-                sw[k] = scale * _weight(out_w, e)
-                total += sw[k]
+                if weighted:
+                    sw[k] = scale * _weight(out_w, e)
+                    total += sw[k]
                 k += 1
         if two_ways:
             for e in range(in_ptr[v], in_ptr[v + 1]):
                 u = in_idx[e]
                 if u != v:
                     sidx[k] = u
-                    sw[k] = scale * _weight(in_w, e)
-                    total += sw[k]
+                    if weighted:
+                        sw[k] = scale * _weight(in_w, e)
+                        total += sw[k]
                     k += 1
-        rows[v] = total
-    return sptr, sidx, sw, loops, rows
+        if weighted:
+            rows[v] = total
+    return sidx, sw, rows

@@ -27,7 +27,7 @@ from graphsys.errors import GraphsysError, ParameterError
 THRESHOLD = 1e-7
 #: Louvain's local moving over one level (and its refinement) stops when a sweep gains
 #: at most this much modularity: the late sweeps revisit the hubs for little gain
-SWEEP_TOL = 1e-4
+SWEEP_TOL = 1e-3
 #: Most sweeps of Louvain's local moving over one level
 MAX_SWEEPS = 1000
 #: Leiden's randomness in the refinement (``theta``; igraph's ``beta``), in units of edge
@@ -58,7 +58,7 @@ class Level:
     entries (``sptr``, ``sidx``, ``sw``), self-loop arc weights, out- and in-strengths
     and the total arc weight ``m`` (see :mod:`graphsys.bsp.kernels_community`); ``sym``:
     the strengths ``kout`` equal ``kin`` (undirected modularity), ``unit`` > 0: every
-    entry of ``sw`` equals it (an unweighted level 0)."""
+    entry of ``S`` weighs it and ``sw`` is empty (an unweighted level 0)."""
 
     def __init__(self, sptr, sidx, sw, loops, kout, kin, m: float, *, sym: bool = False,
                  unit: float = 0.0):
@@ -98,17 +98,18 @@ class Level:
         if directed:
             sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 1.0,
                                                      1.0)
-            return cls(sptr, sidx, sw, loops, rows, cols, rows.sum())
+            return cls(sptr, sidx, sw, loops, rows, cols, rows.sum(),
+                       unit=1.0 if len(w) == 0 and len(iw) == 0 else 0.0)
         sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0, 2.0)
         k = rows + cols
         return cls(sptr, sidx, sw, loops, k, k, k.sum(), sym=True,
-                   unit=2.0 if len(w) == 0 else 0.0)
+                   unit=2.0 if len(w) == 0 and len(iw) == 0 else 0.0)
 
     def modularity(self, comm: np.ndarray, gamma: float) -> float:
         if self.m == 0:
             return float("nan")
         return float(kc.modularity(*self.arrays, self.loops, self.kout, self.kin, self.m,
-                                   gamma, comm))
+                                   gamma, comm, self.unit))
 
     def aggregate(self, comm: np.ndarray, ncomm: int) -> Level:
         out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm,
@@ -202,7 +203,7 @@ def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
     records: list[dict] = []
     while max_levels is None or len(records) < max_levels:
         moves, visits = kc.move_nodes_fast(*level.arrays, level.kout, level.kin, level.m,
-                                           gamma, comm, rng.permutation(level.n))
+                                           gamma, comm, rng.permutation(level.n), level.unit)
         ncomm = kc.relabel(comm, comm)
         records.append({"nodes": level.n, "moves": int(moves), "visits": int(visits),
                         "merges": 0})
@@ -210,7 +211,7 @@ def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             break
         ref = np.empty(level.n, np.int64)
         merges = kc.refine(*level.arrays, level.kout, level.kin, level.m, gamma, theta, comm,
-                           rng.permutation(level.n), int(rng.integers(2**31)), ref)
+                           rng.permutation(level.n), int(rng.integers(2**31)), ref, level.unit)
         records[-1]["merges"] = int(merges)
         if merges == 0:  # nothing to refine: aggregate by the communities themselves
             ref = comm.copy()
@@ -356,7 +357,7 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     Levels of local moving and aggregation [1]_: each node, in a random order (on the
     first level, the nodes of fewest neighbours first, ties by id), moves to the
     neighbouring community that raises the modularity most, in sweeps until a sweep gains
-    at most 1e-4 (the late sweeps revisit the hubs for little gain); then every community
+    at most 1e-3 (the late sweeps revisit the hubs for little gain); then every community
     becomes one node of the next level. The levels stop when one moves nothing or gains
     at most 1e-7 (networkx's ``threshold``).
     Then, level by level back down, the final communities are refined by the same local
