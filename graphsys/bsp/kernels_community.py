@@ -429,7 +429,13 @@ def _weight(w, e):
     return np.float64(w[e]) if w.shape[0] > 0 else 1.0
 
 
-def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, loop_scale):
+#: :func:`symmetrise` writes ``S`` in visit order (``visit_order``) where the largest
+#: degree is at least this many times the mean: the hubs of a social graph
+VISIT_ORDER_SKEW = 32.0
+
+
+def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, loop_scale,
+               visit_order=False):
     """The level-0 arrays of a stored adjacency: each node's out-entries (and in-entries
     when ``two_ways``) other than self-loops, weights times ``scale``, as ``S``; the
     self-loop entries' weights times ``loop_scale`` as ``loops``; weights ``out_w``/``in_w``
@@ -438,17 +444,36 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
     adjacency itself (one way, no self-loop) ``sidx`` is ``out_idx``, not a copy: the
     level reads it where it is mapped, and writes no new pages for it. The nodes are split
     between the threads (each writes its own rows: the same arrays for every thread
-    count). Returns (sptr, sidx, sw, loops, the row sums of ``S``)."""
+    count).
+
+    ``visit_order``: where ``S`` is written (weights, both ways or self-loops) and its
+    degrees are skewed (:data:`VISIT_ORDER_SKEW`), its nodes are renumbered in Louvain's
+    first-level order (:func:`by_degree`: fewest neighbours first, ties by id), so that
+    the sweeps read the arrays in storage order rather than at random; ``ids[i]`` is the
+    stored node that node ``i`` is. Returns (sptr, sidx, sw, loops, the row sums of
+    ``S``, ids: int64 (n,), or None where the nodes keep their ids)."""
     sptr, loops = _symmetrised_rows(out_ptr, out_idx, out_w, in_ptr, in_idx, two_ways,
                                     loop_scale)
     weighted = out_w.shape[0] > 0 or (two_ways and in_w.shape[0] > 0)
+    if not weighted and not two_ways and sptr[-1] == out_ptr[-1]:
+        return sptr, out_idx, np.empty(0), loops, scale * np.diff(sptr).astype(np.float64), None
+    n = len(sptr) - 1
+    deg = np.diff(sptr)
+    ids = None
+    if visit_order and n and deg.max() >= VISIT_ORDER_SKEW * max(deg.mean(), 1.0):
+        ids = by_degree(sptr, np.arange(n, dtype=np.int64))
+        inv = np.empty(n, np.int64)
+        inv[ids] = np.arange(n, dtype=np.int64)
+        wptr = np.zeros(n + 1, np.int64)
+        np.cumsum(deg[ids], out=wptr[1:])
+        loops = loops[ids]
+    else:
+        ids, inv, wptr = np.empty(0, np.int64), np.empty(0, np.int64), sptr
+    sidx, sw, rows = _symmetrised_fill(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w,
+                                       two_ways, scale, wptr, weighted, ids, inv)
     if not weighted:
-        rows = scale * np.diff(sptr).astype(np.float64)
-        if not two_ways and sptr[-1] == out_ptr[-1]:
-            return sptr, out_idx, np.empty(0), loops, rows
-    sidx, sw, rows_w = _symmetrised_fill(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w,
-                                         two_ways, scale, sptr, weighted)
-    return sptr, sidx, sw, loops, rows_w if weighted else rows
+        rows = scale * np.diff(wptr).astype(np.float64)
+    return wptr, sidx, sw, loops, rows, ids if len(ids) else None
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -476,19 +501,23 @@ def _symmetrised_rows(out_ptr, out_idx, out_w, in_ptr, in_idx, two_ways, loop_sc
 
 @numba.njit(cache=True, nogil=True, parallel=True)
 def _symmetrised_fill(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, sptr,
-                      weighted):
-    """:func:`symmetrise`'s entries (``sw`` empty unless ``weighted``) and row sums."""
+                      weighted, ids, inv):
+    """:func:`symmetrise`'s entries (``sw`` empty unless ``weighted``) and row sums; row
+    ``r`` is stored node ``ids[r]``'s, entries renumbered by ``inv`` (both empty: the
+    stored ids)."""
     n = out_ptr.shape[0] - 1
     sidx = np.empty(sptr[n], out_idx.dtype)
     sw = np.empty(sptr[n] if weighted else 0)
-    rows = np.zeros(n if weighted else 0)
-    for v in numba.prange(n):
-        k = sptr[v]
+    rows = np.empty(n if weighted else 0)
+    renumber = ids.shape[0] > 0
+    for r in numba.prange(n):
+        v = np.int64(ids[r]) if renumber else np.int64(r)
+        k = sptr[r]
         total = 0.0
         for e in range(out_ptr[v], out_ptr[v + 1]):
             u = out_idx[e]
             if u != v:
-                sidx[k] = u
+                sidx[k] = inv[u] if renumber else u
                 if weighted:
                     sw[k] = scale * _weight(out_w, e)
                     total += sw[k]
@@ -497,11 +526,11 @@ def _symmetrised_fill(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, s
             for e in range(in_ptr[v], in_ptr[v + 1]):
                 u = in_idx[e]
                 if u != v:
-                    sidx[k] = u
+                    sidx[k] = inv[u] if renumber else u
                     if weighted:
                         sw[k] = scale * _weight(in_w, e)
                         total += sw[k]
                     k += 1
         if weighted:
-            rows[v] = total
+            rows[r] = total
     return sidx, sw, rows

@@ -130,6 +130,26 @@ def test_louvain_same_for_every_thread_count(looped, monkeypatch):
     assert answers[:2] == answers[2:]
 
 
+@pytest.mark.parametrize("undirected", [True, False])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_louvain_in_visit_order(looped, monkeypatch, undirected, weighted):
+    """Level 0 renumbered in visit order (forced here for any degrees) gives communities by
+    the stored ids whose modularity is the one reported, as networkx scores it."""
+    from graphsys.bsp import kernels_community as kc
+
+    g = looped[undirected]
+    G = nx_graph(g, undirected, weights=weighted)
+    monkeypatch.setattr(kc, "VISIT_ORDER_SKEW", 0.0)
+    for seed in range(3):
+        res = bsp.louvain(g, seed=seed, weighted=weighted)
+        parts = groups(res.to_dict())
+        assert res.stats.scores["modularity"] == pytest.approx(
+            nx.community.modularity(G, parts), rel=1e-10)
+        assert res.stats.scores["modularity"] == pytest.approx(
+            bsp.modularity(g, res, weighted=weighted), rel=1e-10)
+        assert len(parts) == res.stats.scores["communities"]
+
+
 def test_community_refuses_supersteps(graphs):
     g = graphs["undirected-p1"].graph
     with pytest.raises(GraphsysError, match="^louvain runs in memory on the CPU"):

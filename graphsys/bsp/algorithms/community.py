@@ -58,13 +58,14 @@ class Level:
     entries (``sptr``, ``sidx``, ``sw``), self-loop arc weights, out- and in-strengths
     and the total arc weight ``m`` (see :mod:`graphsys.bsp.kernels_community`); ``sym``:
     the strengths ``kout`` equal ``kin`` (undirected modularity), ``unit`` > 0: every
-    entry of ``S`` weighs it and ``sw`` is empty (an unweighted level 0)."""
+    entry of ``S`` weighs it and ``sw`` is empty (an unweighted level 0); ``ids``: the
+    stored node that each node is, where level 0 renumbered them (else None)."""
 
     def __init__(self, sptr, sidx, sw, loops, kout, kin, m: float, *, sym: bool = False,
-                 unit: float = 0.0):
+                 unit: float = 0.0, ids: np.ndarray | None = None):
         self.sptr, self.sidx, self.sw, self.loops = sptr, sidx, sw, loops
         self.kout, self.kin, self.m = kout, kin, float(m)
-        self.sym, self.unit = sym, float(unit)
+        self.sym, self.unit, self.ids = sym, float(unit), ids
 
     @property
     def n(self) -> int:
@@ -75,35 +76,47 @@ class Level:
         return self.sptr, self.sidx, self.sw
 
     @classmethod
-    def from_adjacency(cls, out: tuple, into: tuple | None, directed: bool) -> Level:
+    def from_adjacency(cls, out: tuple, into: tuple | None, directed: bool, *,
+                       visit_order: bool = False) -> Level:
         """Level 0 of a stored edge set: ``out`` its CSR (indptr, indices, weight float32
         or empty), ``into`` its CSC (None: the edge set is stored undirected, both
         directions). ``directed``: Leicht-Newman's directed modularity (a directed edge
         set only); otherwise every edge counts as undirected, a self-loop twice in its
-        node's degree (networkx's conventions)."""
+        node's degree (networkx's conventions). ``visit_order``: the nodes may be
+        renumbered in Louvain's first-level order (see
+        :func:`~graphsys.bsp.kernels_community.symmetrise`); ``ids`` maps them back."""
         with _threads_for(len(out[1]) * (1 if into is None else 2)):
-            return cls._symmetrised(out, into, directed)
+            return cls._symmetrised(out, into, directed, visit_order)
 
     @classmethod
-    def _symmetrised(cls, out: tuple, into: tuple | None, directed: bool) -> Level:
+    def _symmetrised(cls, out: tuple, into: tuple | None, directed: bool,
+                     visit_order: bool) -> Level:
         ptr, idx, w = out
         if into is None:  # stored both ways: A symmetric
-            sptr, sidx, sw, loops, rows = kc.symmetrise(ptr, idx, w, ptr, idx, w, False, 2.0,
-                                                        2.0)
+            sptr, sidx, sw, loops, rows, ids = kc.symmetrise(ptr, idx, w, ptr, idx, w, False,
+                                                             2.0, 2.0, visit_order)
             k = rows / 2 + loops
             return cls(sptr, sidx, sw, loops, k, k, k.sum(), sym=True,
-                       unit=2.0 if len(w) == 0 else 0.0)
+                       unit=2.0 if len(w) == 0 else 0.0, ids=ids)
         iptr, iidx, iw = into
         rows, cols = _row_sums(ptr, w), _row_sums(iptr, iw)
+        unit = len(w) == 0 and len(iw) == 0
         if directed:
-            sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 1.0,
-                                                     1.0)
-            return cls(sptr, sidx, sw, loops, rows, cols, rows.sum(),
-                       unit=1.0 if len(w) == 0 and len(iw) == 0 else 0.0)
-        sptr, sidx, sw, loops, _ = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0, 2.0)
+            sptr, sidx, sw, loops, _, ids = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True,
+                                                          1.0, 1.0, visit_order)
+            m = rows.sum()
+            if ids is not None:
+                rows, cols = rows[ids], cols[ids]
+            return cls(sptr, sidx, sw, loops, rows, cols, m, unit=1.0 if unit else 0.0,
+                       ids=ids)
+        sptr, sidx, sw, loops, _, ids = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0,
+                                                      2.0, visit_order)
         k = rows + cols
-        return cls(sptr, sidx, sw, loops, k, k, k.sum(), sym=True,
-                   unit=2.0 if len(w) == 0 and len(iw) == 0 else 0.0)
+        m = k.sum()
+        if ids is not None:
+            k = k[ids]
+        return cls(sptr, sidx, sw, loops, k, k, m, sym=True, unit=2.0 if unit else 0.0,
+                   ids=ids)
 
     def modularity(self, comm: np.ndarray, gamma: float) -> float:
         if self.m == 0:
@@ -148,7 +161,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
     communities found are refined by local moving on each level's graph, started from
     them (NetworKit's PLM refinement: a group of nodes merged early may fit another
     community better once the communities have grown), in a random order, on the first
-    level by id.
+    level by id (in storage order: where level 0 renumbered its nodes in visit order,
+    :attr:`Level.ids`, that order).
     Returns (community of every node, int64 (N,), its modularity: the top level's plus
     the gains of the refinements, one record per level: nodes, moves, sweeps, visits,
     modularity gained, and the moves of its refinement)."""
@@ -289,7 +303,7 @@ class Louvain(VertexProgram):
     def level0(self, edges) -> Level:
         out = edges.adjacency("csr")
         into = None if self.undirected_store else edges.adjacency("csc")
-        return Level.from_adjacency(out, into, self.directed)
+        return Level.from_adjacency(out, into, self.directed, visit_order=not self.leiden)
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: the levels in numba; one recorded superstep per level
@@ -304,6 +318,10 @@ class Louvain(VertexProgram):
                                       iterations=self.iterations, theta=self.theta,
                                       max_levels=max_iters)
         seconds = time.perf_counter() - t0
+        if level.ids is not None:  # back to the stored ids
+            stored = np.empty_like(member)
+            stored[level.ids] = member
+            member = stored
         communities = np.count_nonzero(np.bincount(member))
         self.scores = {"modularity": q, "communities": float(communities)}
         host_array(state["label"])[:] = canonical(member)
