@@ -7,12 +7,12 @@ cores that the other team, the sampling threads and Python need. :func:`apply_wa
 called first by every entry point that runs parallel numba or torch work (the CLI's
 ``main``, :func:`graphsys.bsp.run` and the BSP algorithms, :func:`graphsys.embed.train`,
 :func:`graphsys.gnn.train`, :func:`graphsys.ingest` and the ``from_*`` conversions, index
-builds), exports :data:`WAIT_POLICY` (``OMP_WAIT_POLICY=PASSIVE``, ``GOMP_SPINCOUNT=3000``:
-workers poll briefly, then sleep) for the runtimes loaded from then on, unless the
-environment sets either. A program that imports torch (or another OpenMP library) itself
-gets the variables read by that runtime too by calling it first, before that import, or by
-exporting them; code that runs its own OpenMP work (a peer library timed in the same
-process) may call it likewise.
+builds, the measures and the mining kernels), exports :data:`WAIT_POLICY`
+(``OMP_WAIT_POLICY=PASSIVE``, ``GOMP_SPINCOUNT=3000``: workers poll briefly, then sleep)
+for the runtimes loaded from then on, unless the environment sets either. A program that
+imports torch (or another OpenMP library) itself gets the variables read by that runtime
+too by calling it first, before that import, or by exporting them; code that runs its own
+OpenMP work (a peer library timed in the same process) may call it likewise.
 
 libgomp reads those variables once, when it is loaded, and has no call to change them
 afterwards; ``import torch`` loads torch's own libgomp, and numba's ``omp`` layer then runs

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC, UNIQUE, max_row_bound
 
@@ -98,6 +99,7 @@ def undirected_view(graph, edge_set: str | None = None) -> View:
     GraphsysError
         A graph with several entity types (the measures number nodes ``0..N-1`` of one).
     """
+    openmp.apply_wait_policy()  # the measures' kernels run parallel regions
     if len(graph.entity_types) != 1:
         raise GraphsysError(f"{graph.path} has entity types "
                             f"{', '.join(graph.entity_types)}: the measures need one")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.progress import progress_bar
 
@@ -62,6 +63,7 @@ def scheduled(threads: int | None) -> Iterator[int]:
     """Run the enclosed kernels on ``threads`` numba threads (None: as set), one task per
     ``prange`` chunk (dynamic scheduling); both settings are restored on exit. Yields the
     thread count."""
+    openmp.apply_wait_policy()  # every mining kernel runs under this
     count = check_threads(threads)
     before = numba.get_num_threads()
     numba.set_num_threads(count)
