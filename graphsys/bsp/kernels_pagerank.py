@@ -56,6 +56,13 @@ def settle_vertex(v, at, s, rank, inv_deg, new_send, p, damping, base, scale):
     return change, (new if inv == 0.0 else 0.0)
 
 
+@numba.njit(cache=True, nogil=True)
+def _zeros(n):
+    """float64 zeros (n,), filled serially: called from a parallel kernel, whose own
+    ``np.zeros`` would be a parallel loop, and a parallel region launched, of its own."""
+    return np.zeros(n)
+
+
 @numba.njit(inline="always")
 def _in_order(chunks):
     """The sum of float64 ``chunks`` in index order (an array ``.sum()`` in a parallel
@@ -136,8 +143,8 @@ def pagerank_step(indptr, indices, slot, send, new_send, rank, inv_deg, p, dampi
     for c in range(FUSED_CHUNKS + 1):
         bounds[c] = np.searchsorted(indptr, indptr[0] + m * c // FUSED_CHUNKS)
     bounds[0], bounds[FUSED_CHUNKS] = 0, n
-    deltas = np.zeros(FUSED_CHUNKS)
-    masses = np.zeros(FUSED_CHUNKS)
+    deltas = _zeros(FUSED_CHUNKS)
+    masses = _zeros(FUSED_CHUNKS)
     for c in numba.prange(FUSED_CHUNKS):
         deltas[c], masses[c] = _rows(bounds[c], bounds[c + 1], indptr, indices, slot, send,
                                      new_send, rank, inv_deg, p, damping, base, scale)
@@ -343,8 +350,8 @@ def _push_step(bounds, edge_ptr, step, dst, step_words, dst_words, runs, heavy, 
     """:func:`pagerank_push_step`'s kernel: lane ``t`` (one thread each) updates the blocks
     ``b`` with ``lane_of[b] == t``."""
     nb = bounds.shape[0] - 1
-    deltas = np.zeros(nb)
-    masses = np.zeros(nb)
+    deltas = _zeros(nb)
+    masses = _zeros(nb)
     for t in numba.prange(lanes):
         for b in range(nb):
             if lane_of[b] == t:

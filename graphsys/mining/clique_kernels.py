@@ -160,7 +160,7 @@ def cliques(indptr, indices, tasks, roots, k, max_row, node_counts, per_root):
     each root, by root id. Returns the total."""
     words = max(1, (max_row + 63) >> 6)
     total = 0
-    no_out = np.zeros((0, k), np.int64)
+    no_out = np.empty((0, k), np.int64)  # np.zeros here would be a parallel loop of its own
     for t in numba.prange(tasks.shape[0] - 1):
         adj = np.empty((max(max_row, 1), words), np.uint64)
         cand = np.empty((max(k - 2, 1), words), np.uint64)

@@ -134,7 +134,7 @@ def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, max
     (``per_root``: each root's count, or empty). Returns the total."""
     k = adj.shape[0]
     total = 0
-    no_out = np.zeros((0, k), np.int64)
+    no_out = np.empty((0, k), np.int64)  # np.zeros here would be a parallel loop of its own
     for t in numba.prange(tasks.shape[0] - 1):
         cand = np.empty((k, max(max_row, 1)), np.int64)
         ncand = np.empty(k, np.int64)

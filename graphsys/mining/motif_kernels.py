@@ -107,7 +107,7 @@ def sample_wedges(ptr, idx, cum, draws, out):
     ``C(d, 2)``; two distinct neighbours of it), and ``out[s]``: the common neighbours of
     ``a`` and ``b`` besides ``c`` (the wedges closing a 4-cycle with it)."""
     total = cum[cum.shape[0] - 1]
-    none = np.zeros(0, idx.dtype)
+    none = np.empty(0, idx.dtype)  # np.zeros here would be a parallel loop of its own
     for s in numba.prange(draws.shape[0]):
         c = np.searchsorted(cum, draws[s, 0] * total, side="right")
         d = ptr[c + 1] - ptr[c]
