@@ -42,6 +42,10 @@ from graphsys.jit import gc_paused
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
             "embed", "profile", "gnn", "mine", "subgraph", "links", "warmup")
+#: Commands that call no BLAS routine: they run with one OpenBLAS thread unless the
+#: environment sets ``OPENBLAS_NUM_THREADS`` (each OpenBLAS that loads, NumPy's and SciPy's,
+#: otherwise starts a worker per core, which polls for work for about 0.1 s of CPU first).
+SERIAL_BLAS = ("ingest",)
 #: Library parameter -> the argparse destinations of flags that set it under another name
 #: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
 #: ``edge_set``, ``--partitions`` sets ``partitions`` or ``num_partitions``); a parameter
@@ -75,11 +79,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"graphsys {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    first = next((a for a in (argv or []) if not a.startswith("-")), None)
+    first = _command_name(argv)
     with gc_paused():  # imports: every object they make stays
         for name in (first,) if first in COMMANDS else COMMANDS:
             importlib.import_module(f"graphsys.commands.{name}").register(subparsers)
     return parser
+
+
+def _command_name(argv: list[str] | None) -> str | None:
+    """The command ``argv`` names: its first argument that is not an option."""
+    return next((a for a in (argv or []) if not a.startswith("-")), None)
 
 
 def command_parser(parser: argparse.ArgumentParser,
@@ -179,6 +188,8 @@ def _run(argv: list[str] | None) -> tuple[int, argparse.Namespace | None]:
     """:func:`main`, with the parsed arguments (None when the command line did not parse)."""
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
+    if _command_name(argv) in SERIAL_BLAS and "numpy" not in sys.modules:  # before it loads
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's own parser, which points at its own --help
