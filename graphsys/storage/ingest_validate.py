@@ -109,7 +109,7 @@ def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_ba
         arr = cols[role]  # int32 ids (narrowed as they were read) stay int32
         cols[role] = (arr.to_numpy(zero_copy_only=False) if arr.type == pa.int32()
                       else ids_array(arr))
-    return cols, int(bad.sum())
+    return cols, int(np.count_nonzero(bad))
 
 
 def common_dtype(dtypes: set[str]) -> str:
