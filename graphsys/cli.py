@@ -22,7 +22,8 @@ The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``
 process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
 returned: its output flushed, the interpreter's exit handlers run and its threads joined,
 it leaves without tearing down every imported module's objects (numba's, LLVM's, Arrow's),
-which only frees memory the system frees anyway.
+which only frees memory the system frees anyway; for the same reason those objects are kept
+out of the cyclic collector's scans while it runs (:func:`graphsys.jit.freeze_long_lived`).
 """
 
 from __future__ import annotations
@@ -38,10 +39,14 @@ import threading
 
 from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.jit import gc_paused
+from graphsys.jit import freeze_long_lived, gc_paused
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
             "embed", "profile", "gnn", "mine", "subgraph", "links", "warmup")
+#: Commands that call no BLAS routine: they run with one OpenBLAS thread unless the
+#: environment sets ``OPENBLAS_NUM_THREADS`` (each OpenBLAS that loads, NumPy's and SciPy's,
+#: otherwise starts a worker per core, which polls for work for about 0.1 s of CPU first).
+SERIAL_BLAS = ("ingest",)
 #: Library parameter -> the argparse destinations of flags that set it under another name
 #: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
 #: ``edge_set``, ``--partitions`` sets ``partitions`` or ``num_partitions``); a parameter
@@ -75,11 +80,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"graphsys {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    first = next((a for a in (argv or []) if not a.startswith("-")), None)
+    first = _command_name(argv)
     with gc_paused():  # imports: every object they make stays
         for name in (first,) if first in COMMANDS else COMMANDS:
             importlib.import_module(f"graphsys.commands.{name}").register(subparsers)
     return parser
+
+
+def _command_name(argv: list[str] | None) -> str | None:
+    """The command ``argv`` names: its first argument that is not an option."""
+    return next((a for a in (argv or []) if not a.startswith("-")), None)
 
 
 def command_parser(parser: argparse.ArgumentParser,
@@ -150,7 +160,7 @@ def program() -> None:
     """The ``graphsys`` program: :func:`main` on ``sys.argv``, then the process exits with
     its code; after a ``fast_exit`` command that succeeded, without the interpreter's
     teardown (see the module docstring)."""
-    code, args = _run(None)
+    code, args = _run(None, program=True)
     if code == 0 and getattr(args, "fast_exit", False):
         _exit_now(code)
     sys.exit(code)
@@ -175,14 +185,20 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _run(argv: list[str] | None) -> tuple[int, argparse.Namespace | None]:
-    """:func:`main`, with the parsed arguments (None when the command line did not parse)."""
+def _run(argv: list[str] | None, program: bool = False
+         ) -> tuple[int, argparse.Namespace | None]:
+    """:func:`main`, with the parsed arguments (None when the command line did not parse);
+    ``program``: the process is :func:`program`'s, which ends after the command."""
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
+    if _command_name(argv) in SERIAL_BLAS and "numpy" not in sys.modules:  # before it loads
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's own parser, which points at its own --help
         command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    if program and getattr(args, "fast_exit", False):
+        freeze_long_lived()  # the process exits without teardown once the command returns
     return _command(parser, args), args
 
 

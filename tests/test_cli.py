@@ -137,20 +137,24 @@ def test_program_ends_the_process_after_a_fast_exit_command(tmp_path):
     """``python -m graphsys ingest`` (a ``fast_exit`` command) leaves without the
     interpreter's teardown: its JSON line is flushed into a pipe, the exit handlers run (a
     child's atexit line is printed after it) and its code is 0; a failing ingest still exits
-    as before, with its one error line."""
+    as before, with its one error line. The ingest ran with one OpenBLAS thread (the
+    environment set none) and the imports' objects frozen out of the collector's scans."""
     import json
+    import os
     import subprocess
     import sys
 
     edges = tmp_path / "e.tsv"
     edges.write_text("0\t1\n1\t2\n")
-    child = ("import atexit, sys; atexit.register(print, 'atexit ran'); "
+    child = ("import atexit, gc, os, sys; atexit.register(lambda: print('atexit ran', "
+             "os.environ.get('OPENBLAS_NUM_THREADS'), gc.get_freeze_count() > 0)); "
              "sys.argv[0] = 'graphsys'; from graphsys.cli import program; program()")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", child, "ingest", str(edges), "--out",
                           str(tmp_path / "g"), "--json"], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, env=env)
     lines = out.stdout.splitlines()
-    assert out.returncode == 0 and lines[-1] == "atexit ran", out.stderr
+    assert out.returncode == 0 and lines[-1] == "atexit ran 1 True", out.stderr
     assert json.loads(lines[0])["edges"] == {"default": 2}
     assert (tmp_path / "g" / "manifest.json").is_file()
     bad = subprocess.run([sys.executable, "-m", "graphsys", "ingest", str(tmp_path / "no.tsv"),

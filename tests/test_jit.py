@@ -124,6 +124,31 @@ def test_gc_paused_nests_and_restores_the_collector():
         gc.enable()
 
 
+def test_freeze_long_lived_freezes_now_and_after_each_pause():
+    """After freeze_long_lived (in a process of its own: it is for the whole process), the
+    objects alive then and those made within a later gc_paused block are in the permanent
+    generation; objects made outside a block are not."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        import gc
+        from graphsys import jit
+        assert gc.get_freeze_count() == 0
+        jit.freeze_long_lived()
+        n = gc.get_freeze_count()
+        assert n > 0
+        young = [[] for _ in range(50)]
+        assert gc.get_freeze_count() == n
+        with jit.gc_paused():
+            kept = [[] for _ in range(1000)]
+        assert gc.get_freeze_count() >= n + 1050 and gc.isenabled()
+        print("ok")
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
 def test_start_up_checks_blas_without_importing_scipy_linalg():
     """numba's start-up (``kernels.start_up``) leaves ``scipy.linalg`` unimported and
     ``cython_blas`` unlisted; numba found a BLAS, and a later import of ``cython_blas``

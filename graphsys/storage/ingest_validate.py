@@ -21,7 +21,8 @@ from graphsys.storage.readers import NeedCarefulRead
 
 def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_bad_line: str
                    ) -> tuple[dict[str, Any], int]:
-    """Check one input batch; return its columns (ids as int64 ndarray or string array, rel
+    """Check one input batch; return its columns (ids as int64 ndarray, int32 where they
+    came as int32, or string array, rel
     int32, weight float32, edge columns as :func:`edge_column_values` types them) and the
     number of rows dropped. ``relation(name, where)`` gives a relation name's index (and
     refuses an unknown one). Bad rows raise :class:`InputError` naming file and line (or
@@ -105,8 +106,10 @@ def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_ba
                 for k, v in cols.items()}
     # ids: integers when every id parses as one, else strings
     for role in ("src", "dst"):
-        cols[role] = ids_array(cols[role])
-    return cols, int(bad.sum())
+        arr = cols[role]  # int32 ids (narrowed as they were read) stay int32
+        cols[role] = (arr.to_numpy(zero_copy_only=False) if arr.type == pa.int32()
+                      else ids_array(arr))
+    return cols, int(np.count_nonzero(bad))
 
 
 def common_dtype(dtypes: set[str]) -> str:

@@ -95,3 +95,33 @@ def test_a_table_read_begun_early_is_taken_over_by_the_same_read(tmp_path, monke
     readers.cancel_table_reads()
     assert not any(t.name == "graphsys-read-ahead" for t in threading.enumerate())
     assert not readers.start_table_read(tmp_path / "missing.parquet", roles, 1 << 20)
+
+
+def test_table_ids_read_as_int32_where_a_batch_fits_and_ingest_the_same(tmp_path, monkeypatch):
+    """A batch's int64 id columns come as int32 where every id fits, else as read; an
+    ingest of batches of both kinds has the input's edges."""
+    import pyarrow.parquet as pq
+
+    import graphsys
+    from graphsys.storage import readers
+
+    small = pa.array([1, -5, 2**31 - 1], pa.int64())
+    assert readers._narrow_ids(small).type == pa.int32()
+    assert readers._narrow_ids(small).to_pylist() == small.to_pylist()
+    big = pa.array([1, 2**31], pa.int64())
+    assert readers._narrow_ids(big) is big
+    assert readers._narrow_ids(pa.array(["a"])).type == pa.string()
+    monkeypatch.setattr(readers, "TABLE_BATCH_ROWS", 3)
+    src = [1, 2, 3, 2**40, 7, -2, 4, 5, 6, 2**31, 1, 3]
+    dst = [2, 3, 1, 1, 2**40, 7, 5, 6, 4, 2, -2, 2**31]
+    path = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": pa.array(src, pa.int64()),
+                             "dst": pa.array(dst, pa.int64())}), path)
+    rows = readers.read_table(path, "parquet", {"src": "src", "dst": "dst", "rel": None,
+                                                "weight": None}, lambda pos: None)
+    assert [b.columns["src"].type for b in rows] == [pa.int32(), pa.int64(), pa.int32(),
+                                                      pa.int64()]
+    g = graphsys.ingest(path, tmp_path / "g", partitions=2)
+    got = sorted((int(g.to_original([s])[0]), int(g.to_original([d])[0]))
+                 for s, d, _, _ in g.iter_edges() for s, d in zip(s.tolist(), d.tolist()))
+    assert got == sorted(zip(src, dst))
