@@ -28,23 +28,6 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def sync_filesystem(path: Path) -> None:
-    """Flush every written file of the filesystem holding ``path`` to disk: one ``syncfs``
-    instead of an fsync per file (many bucket files); ``os.sync`` where syncfs is missing."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        syncfs = libc.syncfs
-    except (OSError, AttributeError):
-        os.sync()
-        return
-    fd = os.open(str(path), os.O_RDONLY)
-    try:
-        if syncfs(fd) != 0:
-            os.sync()
-    finally:
-        os.close(fd)
-
-
 #: Threads that fsync a directory's files at once: an fsync mostly waits on the disk, and
 #: concurrent ones share the filesystem's journal commits.
 SYNC_THREADS = 8
@@ -53,8 +36,8 @@ SYNC_THREADS = 8
 def sync_files(root: Path, names: Iterable[str], *, linked: Iterable[str] = ()) -> None:
     """Flush the files ``root / name`` and the directories holding them (up to, not
     including, ``root``) to disk: an fsync per file, :data:`SYNC_THREADS` at a time, then
-    one per directory. Unlike :func:`sync_filesystem` it waits only for these files, not
-    for every dirty page of the filesystem (another process's large write); started early
+    one per directory. Unlike a filesystem-wide ``syncfs`` it waits only for these files,
+    not for every dirty page of the filesystem (another process's large write); started early
     with :func:`start_writeback`, little is left to wait for. ``linked``: names that are
     new hard links to files already on disk, of which only the directories are flushed."""
     root = Path(root)
@@ -79,7 +62,7 @@ def sync_files(root: Path, names: Iterable[str], *, linked: Iterable[str] = ()) 
 def start_writeback(path: Path | int) -> None:
     """Ask the kernel to start writing the dirty pages of ``path`` (or of the open file
     descriptor ``path``) to disk now, without waiting (Linux ``sync_file_range``), so that
-    a later :func:`sync_files` or :func:`sync_filesystem` finds less left to write; a no-op
+    a later :func:`sync_files` finds less left to write; a no-op
     where the call is missing. It makes nothing durable by itself."""
     if _sync_file_range is None:
         return

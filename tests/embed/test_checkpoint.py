@@ -113,12 +113,9 @@ def test_partition_writes_are_fsynced_file_by_file_before_the_commit(kg4, tmp_pa
     """The partitions training writes without an fsync (evictions, flushes) are fsynced one
     by one before ``checkpoint.json`` names them; the filesystem is not synced whole (that
     waits for other processes' writes too)."""
-    import graphsys.storage.atomic as atomic
-
     def whole(*a):
         raise AssertionError("a filesystem-wide sync")
 
-    monkeypatch.setattr(atomic, "sync_filesystem", whole)
     monkeypatch.setattr("os.sync", whole)
     out = tmp_path / "ck"
     train(kg4, load_config(None, SMALL + ["num_epochs=1", "buffer_partitions=2",

@@ -175,12 +175,9 @@ def test_append_fsyncs_the_files_it_wrote_before_the_manifest(kg, tmp_path, fsyn
     (that waits for other processes' writes too)."""
     import json
 
-    import graphsys.storage.atomic as atomic
-
     def whole(*a):
         raise AssertionError("a filesystem-wide sync")
 
-    monkeypatch.setattr(atomic, "sync_filesystem", whole)
     monkeypatch.setattr("os.sync", whole)
     before = json.loads((kg / "manifest.json").read_text())["files"]
     f = tmp_path / "new.tsv"
