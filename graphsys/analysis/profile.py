@@ -57,8 +57,9 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
                   backend: str = "auto", mode: str = "auto", gpu: str | None = None,
                   schedule: str = "auto", threads: int | None = None,
                   damping: float = 0.85, tol: float | None = None,
-                  sum_dtype: str = "auto", model_gpu: bool | None = None,
-                  started: float | None = None, progress: bool = False,
+                  sum_dtype: str = "auto", store_index: bool = True,
+                  model_gpu: bool | None = None, started: float | None = None,
+                  progress: bool = False,
                   block_size: int = DEFAULT_BLOCK,
                   items_per_thread: int = DEFAULT_ITEMS_PER_THREAD,
                   max_iters: int | None = None, source=None, edge_set: str | None = None,
@@ -115,6 +116,10 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
     damping, tol, sum_dtype :
         PageRank's parameters, as ``graphsys run`` takes them (for the algorithms that
         take them).
+    store_index : bool, default True
+        PageRank's: False leaves the graph directory untouched (by default an in-memory
+        run without a stored push index, where pushing pays, stores one there, as
+        ``graphsys run`` does; ``graphsys run --no-store-index``).
     model_gpu : bool, optional
         Whether the modelled SIMT / SM / warp notes (``modelled``, each labelled "Modelled
         for GPU <name>") and the model's section of the HTML report are given: default
@@ -289,7 +294,8 @@ def profile_graph(graph, *, algorithm: str | None = None, workload: str = "bsp",
         w = profile_bsp(g, algorithm, recorder=rec, source=source, device=dev,
                         backend=backend, mode=mode, max_iters=max_iters, edge_set=edge_set,
                         schedule=schedule, threads=threads, damping=damping, tol=tol,
-                        sum_dtype=sum_dtype, rank_work=ranked, trace=trace)
+                        sum_dtype=sum_dtype, store_index=store_index, rank_work=ranked,
+                        trace=trace)
     elif workload == "mining":
         from graphsys.analysis.mining_workload import profile_mining
 

@@ -238,7 +238,7 @@ def trim_heap() -> None:
 
 def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
                  tol: float | None = None, edge_set: str | None = None,
-                 sum_dtype: str = "float64"):
+                 sum_dtype: str = "float64", store_index: bool = True):
     """The vertex program the ``graphsys run ALGO`` front-end would run, and its default
     superstep limit, both from the algorithm's registered
     :class:`~graphsys.bsp.algorithms.spec.AlgorithmSpec` (an unknown name is an error
@@ -247,7 +247,8 @@ def make_program(graph, algorithm: str, *, source=None, damping: float = 0.85,
 
     spec = ALGORITHMS.get(algorithm)
     spec.check_source(source)
-    params = {"damping": damping, "tol": tol, "sum_dtype": sum_dtype}
+    params = {"damping": damping, "tol": tol, "sum_dtype": sum_dtype,
+              "store_index": store_index}
     prog = spec.make(graph, source=source, edge_set=edge_set,
                      **{k: v for k, v in params.items() if k in spec.parameters})
     return prog, spec.max_iters(graph)
@@ -268,7 +269,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
                 max_iters: int | None = None, edge_set: str | None = None,
                 damping: float = 0.85, tol: float | None = None,
                 schedule: str = "auto", threads: int | None = None,
-                sum_dtype: str = "float64",
+                sum_dtype: str = "float64", store_index: bool = True,
                 rank_work: RankWork | None = None, trace=None) -> dict[str, Any]:
     """Profile ``algorithm`` on ``graph`` as ``graphsys run`` runs it (the same backend,
     schedule, mode, threads and parameters, whose defaults are ``run``'s); fills
@@ -283,7 +284,7 @@ def profile_bsp(graph, algorithm: str, *, recorder: SimtRecorder, source=None,
 
     def program():
         return make_program(graph, algorithm, source=source, damping=damping, tol=tol,
-                            edge_set=edge_set, sum_dtype=sum_dtype)
+                            edge_set=edge_set, sum_dtype=sum_dtype, store_index=store_index)
 
     prog, limit = program()
     iters = max_iters if max_iters is not None else limit

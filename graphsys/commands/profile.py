@@ -76,6 +76,10 @@ def register(subparsers) -> None:
     p.add_argument("--tol", type=float, metavar="X", help="PageRank / HITS tolerance")
     p.add_argument("--sum-dtype", choices=("auto", "float64", "float32"), default="auto",
                    help="PageRank sum dtype on CPU, as graphsys run (default auto)")
+    p.add_argument("--no-store-index", action="store_true",
+                   help="pagerank, ppr: leave the graph directory untouched, as graphsys run "
+                        "--no-store-index (by default an in-memory run without a push index, "
+                        "where pushing pays, stores one there)")
     p.add_argument("--gpu", help="GPU the SM model assumes: H100 (132 SMs), H200, A100, V100, "
                                  "L4, T4, RTX4090, B200 or auto (default: present GPU, else H100)")
     p.add_argument("--model-gpu", metavar="GPU", nargs="?", const="auto",
@@ -152,6 +156,11 @@ def run(args) -> int:
                                 "profile --help)")
         algo, graph = t[0], Path(t[1])
         ALGORITHMS.get(algo).check_source(args.source)
+        if args.no_store_index and "store_index" not in ALGORITHMS.get(algo).parameters:
+            from graphsys.commands.run import _taking
+
+            raise GraphsysError(f"--no-store-index applies to {_taking('store_index')}, not "
+                                f"{algo}")
     else:
         if len(t) != 1:
             raise GraphsysError(f"--workload {args.workload} takes only DIR")
@@ -213,7 +222,8 @@ def run(args) -> int:
                              and args.workload != "mining"),
                             ("--backend", args.backend != "auto"),
                             ("--tol", args.tol is not None), ("--damping", args.damping != 0.85),
-                            ("--sum-dtype", args.sum_dtype != "auto")):
+                            ("--sum-dtype", args.sum_dtype != "auto"),
+                            ("--no-store-index", args.no_store_index)):
             if given:
                 raise GraphsysError(f"{flag} applies to a BSP algorithm, not --workload "
                                     f"{args.workload}")
@@ -225,6 +235,7 @@ def run(args) -> int:
                          device=args.device, backend=args.backend, mode=args.mode,
                          schedule=args.schedule, threads=args.threads, damping=args.damping,
                          tol=args.tol, sum_dtype=args.sum_dtype,
+                         store_index=not args.no_store_index,
                          model_gpu=True if args.model_gpu is not None else None,
                          started=started, progress=show_progress(args),
                          gpu=args.gpu, block_size=args.block_size,
