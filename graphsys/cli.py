@@ -45,7 +45,7 @@ COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "
             "embed", "profile", "gnn", "mine", "subgraph", "links", "warmup")
 #: Commands that call no BLAS routine: they run with one OpenBLAS thread unless the
 #: environment sets ``OPENBLAS_NUM_THREADS`` (each OpenBLAS that loads, NumPy's and SciPy's,
-#: otherwise starts a worker per core, which polls for work for about 0.1 s of CPU first).
+#: otherwise starts a worker per core, each of which spins waiting for work before it sleeps).
 SERIAL_BLAS = ("ingest",)
 #: Library parameter -> the argparse destinations of flags that set it under another name
 #: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets

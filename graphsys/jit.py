@@ -219,7 +219,7 @@ def freeze_long_lived() -> None:
     every later :func:`gc_paused` block, into its permanent generation (:func:`gc.freeze`),
     where no collection scans them again. Those are the imports' objects (numba's some
     10^5 among them), alive until the process ends; left young, the first collections
-    after a pause would traverse them all (~0.2 s). Not for a long-lived process: a cycle
+    after a pause would traverse them all. Not for a long-lived process: a cycle
     among frozen objects that becomes garbage is never collected."""
     with _gc_lock:
         _freezing[0] = True
