@@ -35,6 +35,19 @@ _ONE = np.uint64(1)
 
 
 @numba.njit(inline="always")
+def first_marked(ptr, idx, v, mark, target):
+    """A bottom-up step's scan of ``v``'s list ``ptr``/``idx``: whether an entry ``u`` with
+    ``mark[u] == target`` (a frontier vertex) is in it, and the entries read up to the
+    first one (all of them where none is)."""
+    e, end = ptr[v], ptr[v + 1]
+    while e < end:
+        if mark[idx[e]] == target:
+            return True, e + 1 - ptr[v]
+        e += 1
+    return False, end - ptr[v]
+
+
+@numba.njit(inline="always")
 def _top_down_chunk(c, nchunks, frontier, nf, indptr, indices, level, depth, buf, starts,
                     counts):
     """Expand frontier[nf*c//nchunks : nf*(c+1)//nchunks] into buf[starts[c]:]."""

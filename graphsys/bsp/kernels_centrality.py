@@ -25,6 +25,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphsys.bsp.kernels_bfs import first_marked
+
 
 @numba.njit(inline="always")
 def _sift_up(heap, hpos, key, i):
@@ -381,16 +383,12 @@ def _hops(indptr, indices, in_ptr, in_idx, s, level, order, total, reached, harm
         if up:
             for v in range(n):
                 if level[v] < 0:
-                    e, stop = in_ptr[v], in_ptr[v + 1]
-                    while e < stop:
-                        if level[in_idx[e]] == depth:
-                            level[v] = depth + 1
-                            order[tail] = v
-                            tail += 1
-                            e += 1
-                            break
-                        e += 1
-                    scanned += e - in_ptr[v]
+                    found, read = first_marked(in_ptr, in_idx, v, level, depth)
+                    scanned += read
+                    if found:
+                        level[v] = depth + 1
+                        order[tail] = v
+                        tail += 1
         else:
             nxt = depth + 1
             for j in range(lo, hi):

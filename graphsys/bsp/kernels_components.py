@@ -13,6 +13,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphsys.bsp.kernels_bfs import first_marked
+
 #: Direction-optimizing closure (Beamer, Asanovic, Patterson): the top-down steps turn
 #: bottom-up when the frontier's out-entries exceed 1/ALPHA of those not yet scanned, and
 #: back when a bottom-up sweep finds fewer than 1/BETA of the vertices (the GAP
@@ -48,16 +50,12 @@ def _closure(ptr, idx, rptr, ridx, pivot, vis, queue, entries):
                 for v in range(n):
                     if vis[v] != 0:
                         continue
-                    e, end = rptr[v], rptr[v + 1]
-                    while e < end:
-                        if vis[ridx[e]] == 1:
-                            vis[v] = 1
-                            queue[hi] = v
-                            hi += 1
-                            e += 1
-                            break
-                        e += 1
-                    read += e - rptr[v]
+                    found, scanned = first_marked(rptr, ridx, v, vis, 1)
+                    read += scanned
+                    if found:
+                        vis[v] = 1
+                        queue[hi] = v
+                        hi += 1
                 if hi == first:
                     return read
                 if (hi - first) * BETA < n:

@@ -149,30 +149,16 @@ def test_gnn_workload_profiles_the_users_config(main, graph_dir, capsys):
         len([k for k in w["parameters"] if k.endswith("weight")])
 
 
-def test_no_store_index_leaves_the_graph_untouched(main, tmp_path, monkeypatch, capsys):
+def test_no_store_index_leaves_the_graph_untouched(main, push_twins, tree_bytes, capsys):
     """``profile pagerank --no-store-index`` writes nothing into the graph directory, where
     a plain profile stores the push index as ``graphsys run`` does."""
-    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
-    monkeypatch.setattr(pagerank_module, "PUSH_STORE_MIN_BYTES", 0)  # a small graph stores
-    n = 40
-    src = np.repeat(np.arange(n), 5)
-    dst = (src * 7 + np.tile(np.arange(1, 6), n)) % n
-    f = tmp_path / "e.tsv"
-    f.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src, dst)))
-    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=2))
-    shutil.copytree(tmp_path / "g", tmp_path / "stored")
-
-    def files(path):
-        return {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*")
-                if p.is_file()}
-
-    before = files(tmp_path / "g")
+    g, stored = push_twins
+    before = tree_bytes(g)
     argv = ["--max-iters", "3", "--no-dense", "--json"]
-    assert main(["profile", "pagerank", str(tmp_path / "g"), "--no-store-index", *argv]) == 0
-    assert files(tmp_path / "g") == before
-    assert main(["profile", "pagerank", str(tmp_path / "stored"), *argv]) == 0
-    assert "push" in json.loads((tmp_path / "stored" / "manifest.json").read_text()
-                                )["indexes"]["default"]
+    assert main(["profile", "pagerank", str(g), "--no-store-index", *argv]) == 0
+    assert tree_bytes(g) == before
+    assert main(["profile", "pagerank", str(stored), *argv]) == 0
+    assert "push" in json.loads((stored / "manifest.json").read_text())["indexes"]["default"]
     capsys.readouterr()
 
 

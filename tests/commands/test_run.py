@@ -298,37 +298,20 @@ def test_sum_dtype_flag(main, graph_dir, tmp_path, capsys):
     assert "--sum-dtype applies to" in err and err.count("\n") == 1, err
 
 
-def test_no_store_index_flag(main, tmp_path, monkeypatch, capsys):
+def test_no_store_index_flag(main, push_twins, tree_bytes, capsys):
     """``--no-store-index`` leaves the graph directory byte for byte as it was, where a
     plain run stores the push index; other algorithms and ``--set`` refuse it in one line."""
-    import shutil
-
-    pagerank_module = importlib.import_module("graphsys.bsp.algorithms.pagerank")
-    monkeypatch.setattr(pagerank_module, "PUSH_STORE_MIN_BYTES", 0)  # a small graph stores
-    n = 40
-    src = np.repeat(np.arange(n), 5)
-    dst = (src * 7 + np.tile(np.arange(1, 6), n)) % n
-    f = tmp_path / "e.tsv"
-    f.write_text("".join(f"{a}\t{b}\n" for a, b in zip(src, dst)))
-    ingest_sources([EdgeSource([f])], tmp_path / "g", IngestOptions(partitions=2))
-    shutil.copytree(tmp_path / "g", tmp_path / "stored")
-
-    def files(path):
-        return {str(p.relative_to(path)): p.read_bytes() for p in path.rglob("*")
-                if p.is_file()}
-
-    before = files(tmp_path / "g")
-    assert main(["run", "pagerank", str(tmp_path / "g"), "--no-store-index", "--quiet"]) == 0
-    assert main(["run", "ppr", str(tmp_path / "g"), "--source", "3", "--no-store-index",
-                 "--quiet"]) == 0
-    assert files(tmp_path / "g") == before
-    assert main(["run", "pagerank", str(tmp_path / "stored"), "--quiet"]) == 0
-    assert "push" in json.loads((tmp_path / "stored" / "manifest.json").read_text()
-                                )["indexes"]["default"]
+    g, stored = push_twins
+    before = tree_bytes(g)
+    assert main(["run", "pagerank", str(g), "--no-store-index", "--quiet"]) == 0
+    assert main(["run", "ppr", str(g), "--source", "3", "--no-store-index", "--quiet"]) == 0
+    assert tree_bytes(g) == before
+    assert main(["run", "pagerank", str(stored), "--quiet"]) == 0
+    assert "push" in json.loads((stored / "manifest.json").read_text())["indexes"]["default"]
     capsys.readouterr()
-    for argv, message in ((["run", "bfs", str(tmp_path / "g"), "--source", "3",
+    for argv, message in ((["run", "bfs", str(g), "--source", "3",
                             "--no-store-index"], "--no-store-index applies to pagerank, ppr"),
-                          (["run", "pagerank", str(tmp_path / "g"), "--set",
+                          (["run", "pagerank", str(g), "--set",
                             "store_index=false"], "--set store_index: use --no-store-index")):
         assert main(argv) == 2
         err = capsys.readouterr().err
