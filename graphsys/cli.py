@@ -43,9 +43,11 @@ from graphsys.jit import freeze_long_lived, gc_paused
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
             "embed", "profile", "gnn", "mine", "subgraph", "links", "warmup")
-#: Commands that call no BLAS routine: they run with one OpenBLAS thread unless the
-#: environment sets ``OPENBLAS_NUM_THREADS`` (each OpenBLAS that loads, NumPy's and SciPy's,
-#: otherwise starts a worker per core, each of which spins waiting for work before it sleeps).
+#: Commands that call no BLAS routine: run as the graphsys program (not through an
+#: in-process :func:`main`, whose environment is the caller's), they run with one OpenBLAS
+#: thread unless the environment sets ``OPENBLAS_NUM_THREADS`` (each OpenBLAS that loads,
+#: NumPy's and SciPy's, otherwise starts a worker per core, each of which spins waiting for
+#: work before it sleeps).
 SERIAL_BLAS = ("ingest",)
 #: Library parameter -> the argparse destinations of flags that set it under another name
 #: (``graphsys generate --nodes`` sets ``num_nodes``, ``graphsys run --edges`` sets
@@ -160,6 +162,8 @@ def program() -> None:
     """The ``graphsys`` program: :func:`main` on ``sys.argv``, then the process exits with
     its code; after a ``fast_exit`` command that succeeded, without the interpreter's
     teardown (see the module docstring)."""
+    if _command_name(sys.argv[1:]) in SERIAL_BLAS and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads
     code, args = _run(None, program=True)
     if code == 0 and getattr(args, "fast_exit", False):
         _exit_now(code)
@@ -191,8 +195,6 @@ def _run(argv: list[str] | None, program: bool = False
     ``program``: the process is :func:`program`'s, which ends after the command."""
     openmp.apply_wait_policy()  # before any command loads an OpenMP runtime
     argv = sys.argv[1:] if argv is None else argv
-    if _command_name(argv) in SERIAL_BLAS and "numpy" not in sys.modules:  # before it loads
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's own parser, which points at its own --help

@@ -551,3 +551,12 @@ def add_into(idx, w, out):
     """``out[idx[e]] += w[e]`` for every ``e`` (a weighted count: float64 ``out``)."""
     for e in range(idx.shape[0]):
         out[idx[e]] += w[e]
+
+
+@numba.njit(cache=True, nogil=True)
+def filled(shape, value):
+    """``np.full(shape, value)`` filled serially, for a parallel kernel's scratch: there an
+    array initialisation of the kernel's own (``np.zeros``, ``np.ones``) is lowered to a
+    parallel loop, a parallel region launched of its own, which
+    ``numba.set_parallel_chunksize(1)`` would split into one task per element."""
+    return np.full(shape, value)

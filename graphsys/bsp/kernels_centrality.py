@@ -25,6 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from graphsys.bsp.kernels import filled
 from graphsys.bsp.kernels_bfs import first_marked
 
 
@@ -146,61 +147,68 @@ PATHS_BOTTOM_UP = 1.0
 ALPHA, BETA = 14.0, 24.0
 
 
-@numba.njit(cache=True, nogil=True)
-def _filled(lanes, n, value):
-    """A (lanes, n) array of ``value`` (its type), filled serially: called from a parallel
-    kernel, whose own array initialisations become parallel loops that
-    ``numba.set_parallel_chunksize(1)`` splits into one scheduled task per element."""
-    return np.full((lanes, n), value)
+#: Betweenness records each thread's shortest-path DAG (two index arrays of up to E
+#: entries per thread) where they take at most this many bytes in all; above it, its
+#: dependency pass reads out-edges instead (:func:`dag_fits`)
+DAG_BYTES = 1 << 30
+
+
+def dag_fits(lanes: int, indices: np.ndarray) -> bool:
+    """Whether ``lanes`` threads' DAG buffers over ``indices`` fit :data:`DAG_BYTES`."""
+    return 2 * lanes * indices.nbytes <= DAG_BYTES
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, in_idx):
+def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, in_idx,
+            dag=True):
     """Add every source's dependencies to ``acc`` float64 (T, N): for source ``s`` and
     vertex ``v != s`` reached from it, ``delta_s(v) = sum over successors w of v on
     shortest paths of sigma(v) / sigma(w) * (1 + delta_s(w))`` (Brandes 2001), plus 1 with
     ``endpoints`` (``v`` as a path's end), and ``s`` gets the number of other vertices it
     reaches with ``endpoints`` (networkx's ``_accumulate_endpoints``). ``weight`` float32
     (E,), read when ``weighted`` (positive weights). ``in_ptr``/``in_idx``: the in-edges
-    (CSC) for bottom-up search steps on an unweighted run, or empty (top-down only). Each
-    thread adds into its row; call it with ``numba.set_parallel_chunksize(1)`` so that the
-    sources are handed out one at a time (a thread descheduled by a busy machine holds up
-    no other). Returns the edges read, int64 (T,)."""
+    (CSC) for bottom-up search steps on an unweighted run, or empty (top-down only).
+    ``dag`` (unweighted): each thread records its searches' shortest-path DAG, up to E
+    entries each (:func:`dag_fits` says whether that stays within :data:`DAG_BYTES`);
+    without it the dependency pass reads out-edges instead. Each thread adds into its row
+    (see the module docstring for how the sources are handed out). Returns the edges read,
+    int64 (T,)."""
     lanes, n = acc.shape
     read = np.zeros(lanes, np.int64)
     if weighted:
-        sigma = _filled(lanes, n, 0.0)
-        coef = _filled(lanes, n, 0.0)
+        sigma = filled((lanes, n), 0.0)
+        coef = filled((lanes, n), 0.0)
         order = np.empty((lanes, n), np.int64)
-        dist = _filled(lanes, n, np.inf)
+        dist = filled((lanes, n), np.inf)
         heap = np.empty((lanes, n), np.int64)
-        hpos = _filled(lanes, n, np.int64(-1))
+        hpos = filled((lanes, n), np.int64(-1))
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
                                      sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
     else:
-        val = _filled(lanes, n, 0.0)
-        part = _filled(lanes, n, 0.0)
-        order = np.empty((lanes, n), np.int32)
+        val = filled((lanes, n), 0.0)
+        part = filled((lanes, n), 0.0)
+        order = np.empty((lanes, n), indices.dtype)
         starts = np.empty((lanes, n + 2), np.int64)
         dag_at = np.empty((lanes, n + 2), np.int64)
         # the DAG's edges: at most E, pages touched only as far as a search fills them
-        dag_from = np.empty((lanes, indices.shape[0]), indices.dtype)
-        dag_to = np.empty((lanes, indices.shape[0]), indices.dtype)
-        front = _filled(lanes, n if in_ptr.shape[0] else 0, np.uint8(0))
+        dag_from = np.empty((lanes, indices.shape[0] if dag else 0), indices.dtype)
+        dag_to = np.empty((lanes, indices.shape[0] if dag else 0), indices.dtype)
+        lvl = filled((lanes, 0 if dag else n), np.int32(-1))
+        front = filled((lanes, n if in_ptr.shape[0] else 0), np.uint8(0))
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
                                           endpoints, val[t], part[t], order[t], starts[t],
                                           dag_at[t], dag_from[t], dag_to[t], front[t],
-                                          acc[t])
+                                          acc[t], dag, lvl[t])
     return read
 
 
 @numba.njit(inline="always")
 def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part, order,
-                       starts, dag_at, dag_from, dag_to, front, row):
+                       starts, dag_at, dag_from, dag_to, front, row, dag, lvl):
     """One source's level-synchronous breadth-first search with path counts and its
     dependency pass (see :func:`brandes`), added into ``row``. ``val`` float64 holds a
     reached vertex's path count ``sigma`` (> 0; negated while its level is being found,
@@ -213,7 +221,10 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
     only, not every out-edge of the reached vertices. A search step is top-down (the
     frontier's out-edges) or, with ``in_ptr``, bottom-up (the unreached vertices' in-edges
     from ``front``-marked frontier vertices) whichever reads fewer edges; path counts are
-    integers, exact in any order. Returns the edges read."""
+    integers, exact in any order. Without ``dag`` (the DAG's buffers would exceed
+    :data:`DAG_BYTES`) nothing is recorded: ``lvl`` int32 (all -1 on entry and on return)
+    takes each reached vertex's level and the pass reads each vertex's out-edges into the
+    next level instead. Returns the edges read."""
     n = val.shape[0]
     bottom_up = in_ptr.shape[0] > 0
     unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
@@ -238,9 +249,10 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                         u = in_idx[e]
                         if front[u]:
                             a += val[u]
-                            dag_from[m] = u
-                            dag_to[m] = v
-                            m += 1
+                            if dag:
+                                dag_from[m] = u
+                                dag_to[m] = v
+                                m += 1
                     scanned += in_ptr[v + 1] - in_ptr[v]
                     if a > 0.0:
                         val[v] = a
@@ -261,9 +273,10 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
                             order[tail] = v
                             tail += 1
                         val[v] = x - su
-                        dag_from[m] = u
-                        dag_to[m] = v
-                        m += 1
+                        if dag:
+                            dag_from[m] = u
+                            dag_to[m] = v
+                            m += 1
             for j in range(hi, tail):
                 v = order[j]
                 val[v] = -val[v]
@@ -275,17 +288,34 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
         starts[depth + 1] = tail
         dag_at[depth + 1] = m
     scanned += m
+    if not dag:  # each reached vertex's level, for the pass over out-edges
+        for level in range(depth):
+            for j in range(starts[level], starts[level + 1]):
+                lvl[order[j]] = level
     for level in range(depth - 1, -1, -1):
         for j in range(starts[level], starts[level + 1]):
             v = order[j]
             sv = val[v]
-            d = sv * part[v]
-            part[v] = 0.0
+            if dag:
+                d = sv * part[v]
+                part[v] = 0.0
+            else:  # the successors' coefficients, over v's out-edges into the next level
+                c = 0.0
+                if level + 1 < depth:
+                    for e in range(indptr[v], indptr[v + 1]):
+                        w = indices[e]
+                        if lvl[w] == level + 1:
+                            c -= val[w]
+                    scanned += indptr[v + 1] - indptr[v]
+                d = sv * c
             val[v] = -((1.0 + d) / sv)
             if v != s:
                 row[v] += d + 1.0 if endpoints else d
         for p in range(dag_at[level], dag_at[level + 1]):
             part[dag_from[p]] -= val[dag_to[p]]
+    if not dag:
+        for j in range(tail):
+            lvl[order[j]] = -1
     if endpoints:
         row[s] += tail - 1
     if 4 * tail > n:
@@ -337,18 +367,18 @@ def distance_sums(indptr, indices, weight, weighted, sources, total, reached, ha
     read = np.zeros(lanes, np.int64)
     if weighted:
         order = np.empty((lanes, n), np.int64)
-        dist = _filled(lanes, n, np.inf)
+        dist = filled((lanes, n), np.inf)
         sigma = np.zeros((lanes, 0))
         heap = np.empty((lanes, n), np.int64)
-        hpos = _filled(lanes, n, np.int64(-1))
+        hpos = filled((lanes, n), np.int64(-1))
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _distances(indptr, indices, weight, sources[i], dist[t], sigma[t],
                                   order[t], heap[t], hpos[t], total[t], reached[t],
                                   harmonic[t])
     else:
-        order = np.empty((lanes, n), np.int32)
-        level = _filled(lanes, n, np.int32(-1))
+        order = np.empty((lanes, n), indices.dtype)
+        level = filled((lanes, n), np.int32(-1))
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
             read[t] += _hops(indptr, indices, in_ptr, in_idx, sources[i], level[t], order[t],

@@ -19,6 +19,8 @@ import sys
 import numba
 import numpy as np
 
+from graphsys.bsp.kernels import filled
+
 #: The fused step runs on one thread below this many targets. Lower than the engine's
 #: :data:`~graphsys.bsp.kernels.PARALLEL_MIN_ITEMS`: one pass does the pull and the update,
 #: so there is more work per wake-up of the pool, and a road network of some 10^5
@@ -54,13 +56,6 @@ def settle_vertex(v, at, s, rank, inv_deg, new_send, p, damping, base, scale):
     inv = inv_deg[v]
     new_send[at] = new * inv
     return change, (new if inv == 0.0 else 0.0)
-
-
-@numba.njit(cache=True, nogil=True)
-def _zeros(n):
-    """float64 zeros (n,), filled serially: called from a parallel kernel, whose own
-    ``np.zeros`` would be a parallel loop, and a parallel region launched, of its own."""
-    return np.zeros(n)
 
 
 @numba.njit(inline="always")
@@ -143,8 +138,8 @@ def pagerank_step(indptr, indices, slot, send, new_send, rank, inv_deg, p, dampi
     for c in range(FUSED_CHUNKS + 1):
         bounds[c] = np.searchsorted(indptr, indptr[0] + m * c // FUSED_CHUNKS)
     bounds[0], bounds[FUSED_CHUNKS] = 0, n
-    deltas = _zeros(FUSED_CHUNKS)
-    masses = _zeros(FUSED_CHUNKS)
+    deltas = filled(FUSED_CHUNKS, 0.0)
+    masses = filled(FUSED_CHUNKS, 0.0)
     for c in numba.prange(FUSED_CHUNKS):
         deltas[c], masses[c] = _rows(bounds[c], bounds[c + 1], indptr, indices, slot, send,
                                      new_send, rank, inv_deg, p, damping, base, scale)
@@ -350,8 +345,8 @@ def _push_step(bounds, edge_ptr, step, dst, step_words, dst_words, runs, heavy, 
     """:func:`pagerank_push_step`'s kernel: lane ``t`` (one thread each) updates the blocks
     ``b`` with ``lane_of[b] == t``."""
     nb = bounds.shape[0] - 1
-    deltas = _zeros(nb)
-    masses = _zeros(nb)
+    deltas = filled(nb, 0.0)
+    masses = filled(nb, 0.0)
     for t in numba.prange(lanes):
         for b in range(nb):
             if lane_of[b] == t:

@@ -280,9 +280,10 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
     if lower >= upper:
         return lower, lower, pair
     a2, e = int(order[-1]), len(starts) - 2
-    # iFUB from r2 at once when one search of its last level ends it: no node nearer r2
-    # than e is more than 2 (e - 1) < lower from another
-    done = lower > 2 * (e - 1) and np.count_nonzero(
+    # exact: iFUB from r2 at once when one search of its last level ends it (no node nearer
+    # r2 than e is more than 2 (e - 1) < lower from another); an estimate takes the second
+    # half of the 4-sweep
+    done = exact and lower > 2 * (e - 1) and np.count_nonzero(
         search.upper[order[starts[e]:]] > lower) <= kd.WORD
     if a2 != a1 and not done:  # (a2 = a1: the searches from a1 and r2 again)
         b2, e2, u = search.sweep(a2, middle=True)

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as paipc
 
 import partitioners
@@ -43,7 +42,7 @@ from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
 from graphsys.storage.ingest_validate import common_dtype, validate_batch
 from graphsys.storage.pages import scratch_array
 from graphsys.storage.read_ahead import read_ahead
-from graphsys.storage.readers import NeedCarefulRead, read_memory
+from graphsys.storage.readers import NeedCarefulRead, narrow_ids, read_memory
 
 #: Transient copies an edge buffer goes through (group by bucket, sort, convert): each
 #: phase's buffer is sized at ``memory_limit / _COPIES`` bytes.
@@ -300,8 +299,8 @@ class IngestJob:
             skipped += dropped
             if len(cols["src"]) == 0:
                 continue
-            table = pa.table({name: ((_narrow(v) if name in ("src", "dst") else pa.array(v))
-                                     if isinstance(v, np.ndarray) else v)
+            table = pa.table({name: ((narrow_ids(pa.array(v)) if name in ("src", "dst")
+                                      else pa.array(v)) if isinstance(v, np.ndarray) else v)
                               for name, v in cols.items()})
             for name, v in cols.items():
                 if name.startswith(COLUMN_PREFIX):
@@ -679,14 +678,3 @@ def _id_rows(col: pa.ChunkedArray) -> np.ndarray | pa.Array:
     return arr.to_numpy() if pa.types.is_integer(arr.type) else ids_array(arr)
 
 
-def _narrow(ids: np.ndarray) -> pa.Array:
-    """int64 ids as an int32 Arrow array when every one fits (Arrow's checked cast: one
-    pass), else as they are: half the bytes held or spilled between the passes (the routing
-    kernels read either)."""
-    arr = pa.array(ids)
-    if ids.dtype == np.int64:
-        try:
-            return pc.cast(arr, pa.int32())  # safe: raises when an id does not fit
-        except pa.ArrowInvalid:
-            pass
-    return arr

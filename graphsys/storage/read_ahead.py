@@ -29,7 +29,7 @@ class ReadAhead:
             self.close()
             raise
         if batch is _AheadQueue.END:
-            self.close()
+            self.close()  # (later calls find the queue stopped and empty: END again)
             raise StopIteration
         return batch
 
@@ -81,8 +81,14 @@ class _AheadQueue:
                 close()
 
     def take(self):
+        """The next batch, or :data:`END` once the consumer closed (after the end or an
+        error was handed over, or early: the batches left are dropped)."""
         with self.cond:
-            while not self.ahead:
+            while not self.ahead or self.stopped:
+                if self.stopped:
+                    self.ahead.clear()
+                    self.held = 0
+                    return self.END
                 self.cond.wait()
             batch, nbytes, exc = self.ahead.popleft()
             self.held -= nbytes

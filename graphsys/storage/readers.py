@@ -557,18 +557,20 @@ def _table_batches(path: Path, fmt: str, batches: Iterator[pa.RecordBatch],
             base = done
             done += batch.num_rows
             progress(int(total * done / nrows) if nrows else total)
-            yield RawEdgeBatch({r: _narrow_ids(batch.column(c)) if r in ("src", "dst")
+            yield RawEdgeBatch({r: narrow_ids(batch.column(c)) if r in ("src", "dst")
                                 else batch.column(c) for r, c in selected.items()},
                                lambda i, base=base: base + i + 1, total)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"cannot read as {fmt} ({_short(exc)})", path=path) from None
 
 
-def _narrow_ids(arr: pa.Array) -> pa.Array:
+def narrow_ids(arr: pa.Array) -> pa.Array:
     """An int64 id column as int32 where every id fits (Arrow's checked cast, one pass),
-    else as it is. Done as the batch is read, on the read-ahead's thread: the decoded int64
-    buffers are freed at once, so the next batch decodes into their pages rather than into
-    fresh ones (which the kernel zeroes first), and half the bytes wait in the queue."""
+    else as it is: half the bytes held, queued or spilled (the routing kernels read
+    either). A table reader's batches are narrowed as they are read, on the read-ahead's
+    thread, so their int64 buffers are freed at once and the next batch decodes into
+    their pages rather than into fresh ones; the ingest narrows every batch again as it
+    spills (a no-op where it is int32 already)."""
     if arr.type == pa.int64():
         try:
             return arr.cast(pa.int32())  # safe: raises where an id does not fit

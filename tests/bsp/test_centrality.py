@@ -39,6 +39,21 @@ def test_betweenness_matches_networkx(graphs, key):
     assert close(res.to_dict(), nx.betweenness_centrality(G, weight="weight"))
 
 
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+def test_betweenness_without_the_dag_buffers(graphs, key, monkeypatch):
+    """Where the DAG buffers would exceed their byte budget, the dependency pass reads
+    out-edges instead: the same values as networkx."""
+    from graphsys.bsp import kernels_centrality
+
+    monkeypatch.setattr(kernels_centrality, "DAG_BYTES", 0)
+    tg = graphs[key]
+    G = nx_graph(tg.graph, tg.undirected)
+    for endpoints in (False, True):
+        res = bsp.betweenness(tg.graph, endpoints=endpoints)
+        want = nx.betweenness_centrality(G, endpoints=endpoints)
+        assert close(res.to_dict(), want), endpoints
+
+
 @pytest.mark.parametrize("key", ["directed-p3", "undirected-p1"])
 @pytest.mark.parametrize("k,seed", [(7, 1), (40, 5)])
 def test_sampled_betweenness_is_networkx_scaling(graphs, key, k, seed):

@@ -31,6 +31,24 @@ def test_yields_every_batch_in_order():
     assert log[-1] == "closed"
 
 
+def test_an_ended_or_closed_read_ends_again():
+    """Asked again after its end, after an error or once closed, the iterator ends at once
+    (a generator's behaviour) rather than waiting for a helper that has stopped."""
+    log: list = []
+    done = read_ahead(batches(3, log), 1 << 20)
+    assert len(list(done)) == 3
+    assert next(done, "end") == "end" and next(done, "end") == "end"
+    failed = read_ahead(batches(3, log, fail_at=1), 1 << 20)
+    next(failed)
+    with pytest.raises(ValueError, match="bad batch 1"):
+        next(failed)
+    assert next(failed, "end") == "end"
+    closed = read_ahead(batches(100, log), 1 << 20)
+    next(closed)
+    closed.close()
+    assert next(closed, "end") == "end"
+
+
 def test_an_error_of_the_reader_is_raised_in_its_place():
     log: list = []
     got = []
@@ -106,11 +124,11 @@ def test_table_ids_read_as_int32_where_a_batch_fits_and_ingest_the_same(tmp_path
     from graphsys.storage import readers
 
     small = pa.array([1, -5, 2**31 - 1], pa.int64())
-    assert readers._narrow_ids(small).type == pa.int32()
-    assert readers._narrow_ids(small).to_pylist() == small.to_pylist()
+    assert readers.narrow_ids(small).type == pa.int32()
+    assert readers.narrow_ids(small).to_pylist() == small.to_pylist()
     big = pa.array([1, 2**31], pa.int64())
-    assert readers._narrow_ids(big) is big
-    assert readers._narrow_ids(pa.array(["a"])).type == pa.string()
+    assert readers.narrow_ids(big) is big
+    assert readers.narrow_ids(pa.array(["a"])).type == pa.string()
     monkeypatch.setattr(readers, "TABLE_BATCH_ROWS", 3)
     src = [1, 2, 3, 2**40, 7, -2, 4, 5, 6, 2**31, 1, 3]
     dst = [2, 3, 1, 1, 2**40, 7, 5, 6, 4, 2, -2, 2**31]

@@ -21,7 +21,7 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.kernels_centrality import brandes, distance_sums
+from graphsys.bsp.kernels_centrality import brandes, dag_fits, distance_sums
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
@@ -302,7 +302,8 @@ class Betweenness(_SourceSearches):
 
 def _brandes(endpoints: bool):
     def kernel(indptr, idx, w, weighted, srcs, acc, in_ptr, in_idx):
-        return brandes(indptr, idx, w, weighted, srcs, endpoints, acc, in_ptr, in_idx)
+        return brandes(indptr, idx, w, weighted, srcs, endpoints, acc, in_ptr, in_idx,
+                       dag_fits(acc.shape[0], idx))
     return kernel
 
 

@@ -148,7 +148,7 @@ def canonical(comm: np.ndarray) -> np.ndarray:
 
 def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                    start: np.ndarray | None = None, threshold: float = THRESHOLD,
-                   max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
+                   max_levels: int | None = None) -> tuple[np.ndarray, float, list[dict]]:
     """One pass of Louvain (Blondel et al.) from the partition ``start`` (None: every node
     alone): local moving in a random order (drawn once per level from ``rng``), except on
     the first level: the nodes of fewest neighbours first (they join a neighbour's
@@ -175,6 +175,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             comm = np.arange(level.n, dtype=np.int64)
         if records:
             order = rng.permutation(level.n)
+        elif level.ids is not None:  # level 0 renumbered in that order already
+            order = np.arange(level.n, dtype=np.int64)
         else:  # the nodes of fewest neighbours first, ties by id (the stored neighbours)
             order = kc.by_degree(level.sptr, np.arange(level.n, dtype=np.int64))
         moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
