@@ -111,14 +111,15 @@ def _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw, touched, k, tot, gamma2_m):
 
 
 @numba.njit(cache=True, nogil=True)
-def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps,
+def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, share, max_sweeps,
                boundary_only, unit, sym):
     """Louvain's local moving: sweeps over the nodes in ``order``, each node moving to the
     neighbouring community of largest modularity gain (staying unless another gains
-    strictly more), until a sweep moves no node, gains at most ``tol`` in modularity, or
-    ``max_sweeps`` ran. A sweep visits only the nodes a neighbour of which moved away from
-    their community or into another one since their last visit (all of them the first
-    time): the others would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
+    strictly more), until a sweep moves no node, gains at most ``tol`` in modularity or
+    less than ``share`` times what the sweeps before it gained, or ``max_sweeps`` ran.
+    A sweep visits only the nodes a neighbour of which moved away from their community or
+    into another one since their last visit (all of them the first time): the others
+    would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
     Leiden's rule: a move leaves alone the neighbours in the community moved into).
     ``comm`` int64 (n,) updated in place. ``boundary_only``: the first sweep visits only
     the nodes with a neighbour in another community (a node whose neighbours all share its
@@ -169,8 +170,9 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
                     u = sidx[e]
                     stale[u] |= comm[u] != best  # (no branch: hard to predict)
         moves += moved
+        before = gained
         gained += sweep_gain / m
-        if moved == 0 or sweep_gain / m <= tol:
+        if moved == 0 or sweep_gain / m <= tol or sweep_gain / m < share * before:
             break
     return moves, sweeps, gained, visits
 
@@ -350,24 +352,40 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
     """The level whose nodes are the communities ``comm`` (int64 (n,), 0..ncomm-1): the
     symmetrised weights between communities summed, the weight inside each one its
     self-loop arcs, strengths summed; ``unit`` > 0: every entry of ``sw`` equals it (not
-    read). Returns (sptr, sidx, sw, loops, kout, kin)."""
+    read). Returns (sptr, sidx, sw, loops, kout, kin).
+
+    Two passes: the rows in storage order, each entry's neighbour community written to
+    its own community's run of a buffer (the rows are read in sequence, not member by
+    member); then each community's run summed by neighbour community."""
     n = kout.shape[0]
     start = np.zeros(ncomm + 1, np.int64)
-    for v in range(n):
-        start[comm[v] + 1] += 1
-    for c in range(ncomm):
-        start[c + 1] += start[c]
-    members = np.empty(n, np.int64)
-    fill = start[:-1].copy()
-    for v in range(n):
-        members[fill[comm[v]]] = v
-        fill[comm[v]] += 1
-    nptr = np.zeros(ncomm + 1, np.int64)
-    nidx = np.empty(sidx.shape[0], sidx.dtype)
-    nsw = np.empty(sidx.shape[0])
     nloops = np.zeros(ncomm)
     nkout = np.zeros(ncomm)
     nkin = np.zeros(ncomm)
+    for v in range(n):
+        c = comm[v]
+        start[c + 1] += sptr[v + 1] - sptr[v]
+        nloops[c] += loops[v]
+        nkout[c] += kout[v]
+        nkin[c] += kin[v]
+    for c in range(ncomm):
+        start[c + 1] += start[c]
+    nnz = sidx.shape[0]
+    other = np.empty(nnz, sidx.dtype)  # each entry's neighbour community, by community
+    weight = np.empty(0 if unit > 0.0 else nnz)
+    fill = start[:-1].copy()
+    for v in range(n):
+        c = comm[v]
+        f = fill[c]
+        for e in range(sptr[v], sptr[v + 1]):
+            other[f] = comm[sidx[e]]
+            if unit <= 0.0:
+                weight[f] = sw[e]
+            f += 1
+        fill[c] = f
+    nptr = np.zeros(ncomm + 1, np.int64)
+    nidx = np.empty(nnz, sidx.dtype)
+    nsw = np.empty(nnz)
     acc = np.zeros(ncomm)
     touched = np.empty(ncomm, np.int64)
     k = 0
@@ -375,20 +393,15 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
         nt = 0
         inside = 0.0
         for i in range(start[c], start[c + 1]):
-            v = members[i]
-            nloops[c] += loops[v]
-            nkout[c] += kout[v]
-            nkin[c] += kin[v]
-            for e in range(sptr[v], sptr[v + 1]):
-                d = comm[sidx[e]]
-                w = unit if unit > 0.0 else sw[e]
-                if d == c:
-                    inside += w
-                    continue
-                if acc[d] == 0.0:
-                    touched[nt] = d
-                    nt += 1
-                acc[d] += w
+            d = other[i]
+            w = unit if unit > 0.0 else weight[i]
+            if d == c:
+                inside += w
+                continue
+            if acc[d] == 0.0:
+                touched[nt] = d
+                nt += 1
+            acc[d] += w
         nloops[c] += 0.5 * inside  # each arc inside is in S twice, once per end
         for j in range(nt):
             d = touched[j]
