@@ -310,9 +310,27 @@ class Louvain(VertexProgram):
         return state["label"]
 
     def level0(self, edges) -> Level:
+        """Level 0 of the edge set. Where it reads the stored index itself (stored both
+        ways, unweighted, no self-loop: :func:`~graphsys.bsp.kernels_community.symmetrise`)
+        it holds only per-node arrays beside the mapped index, and is kept with it
+        (:meth:`~graphsys.bsp.edges.MemoryEdges.derived`): later runs skip the pass over the
+        entries that looks for self-loops."""
         out = edges.adjacency("csr")
-        into = None if self.undirected_store else edges.adjacency("csc")
-        return Level.from_adjacency(out, into, self.directed, visit_order=not self.leiden)
+        if not self.undirected_store:
+            return Level.from_adjacency(out, edges.adjacency("csc"), self.directed,
+                                        visit_order=not self.leiden)
+        built: list[Level] = []
+
+        def build() -> Level | None:
+            built.append(Level.from_adjacency(out, None, self.directed,
+                                              visit_order=not self.leiden))
+            return built[0] if built[0].sidx is out[1] else None  # (else it is written)
+
+        level = edges.derived("community-level0", ("csr",), build)
+        if level is not None:
+            return level
+        return built[0] if built else Level.from_adjacency(out, None, self.directed,
+                                                           visit_order=not self.leiden)
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: the levels in numba; one recorded superstep per level
