@@ -110,6 +110,34 @@ def _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw, touched, k, tot, gamma2_m):
     return best, best_gain, stay
 
 
+@numba.njit(inline="always")
+def _move_count(v, cv, sptr, sidx, unit, comm, count, touched, k, tot, gamma2_m):
+    """:func:`_move_sym` on an unweighted level: the entries to each neighbouring
+    community counted in ``count`` (int32, zeros on entry and left so), the weight
+    between ``v`` and a community ``unit`` times the count (the same floating-point value
+    as a sum of ``unit``\ s: both are exact; an integer add is the shorter step where
+    consecutive entries hit one community)."""
+    nt = 0
+    for e in range(sptr[v], sptr[v + 1]):
+        c = comm[sidx[e]]
+        touched[nt] = c
+        nt += count[c] == 0
+        count[c] += 1
+    kv = k[v]
+    tot[cv] -= kv
+    stay = unit * count[cv] - gamma2_m * (kv * tot[cv])
+    best, best_gain = cv, stay
+    for i in range(nt):
+        c = touched[i]
+        g = unit * count[c] - gamma2_m * (kv * tot[c])
+        count[c] = 0
+        if g > best_gain:
+            best, best_gain = c, g
+    count[cv] = 0
+    tot[best] += kv
+    return best, best_gain, stay
+
+
 @numba.njit(cache=True, nogil=True)
 def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, share, max_sweeps,
                boundary_only, unit, sym):
@@ -129,7 +157,9 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, share, max
     modularity gained, nodes visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
-    nw = np.zeros(n)
+    counted = sym and unit > 0.0  # (:func:`_move_count`)
+    nw = np.zeros(0 if counted else n)
+    count = np.zeros(n if counted else 0, np.int32)
     touched = np.empty(n + 1, np.int64)
     stale = np.ones(n, np.uint8)
     if boundary_only:
@@ -156,7 +186,10 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, share, max
             stale[v] = 0
             visits += 1
             cv = comm[v]
-            if sym:
+            if counted:
+                best, best_gain, stay = _move_count(v, cv, sptr, sidx, unit, comm, count,
+                                                    touched, kout, tout, 2.0 * gamma_m)
+            elif sym:
                 best, best_gain, stay = _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw,
                                                   touched, kout, tout, 2.0 * gamma_m)
             else:
@@ -386,28 +419,43 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
     nptr = np.zeros(ncomm + 1, np.int64)
     nidx = np.empty(nnz, sidx.dtype)
     nsw = np.empty(nnz)
-    acc = np.zeros(ncomm)
+    acc = np.zeros(0 if unit > 0.0 else ncomm)  # summed weights, or
+    count = np.zeros(ncomm if unit > 0.0 else 0, np.int64)  # entries of weight ``unit``
     touched = np.empty(ncomm, np.int64)
     k = 0
     for c in range(ncomm):
         nt = 0
         inside = 0.0
-        for i in range(start[c], start[c + 1]):
-            d = other[i]
-            w = unit if unit > 0.0 else weight[i]
-            if d == c:
-                inside += w
-                continue
-            if acc[d] == 0.0:
+        if unit > 0.0:
+            for i in range(start[c], start[c + 1]):
+                d = other[i]
+                if d == c:
+                    inside += unit
+                    continue
                 touched[nt] = d
-                nt += 1
-            acc[d] += w
+                nt += count[d] == 0
+                count[d] += 1
+        else:
+            for i in range(start[c], start[c + 1]):
+                d = other[i]
+                w = weight[i]
+                if d == c:
+                    inside += w
+                    continue
+                if acc[d] == 0.0:
+                    touched[nt] = d
+                    nt += 1
+                acc[d] += w
         nloops[c] += 0.5 * inside  # each arc inside is in S twice, once per end
         for j in range(nt):
             d = touched[j]
             nidx[k] = d
-            nsw[k] = acc[d]
-            acc[d] = 0.0
+            if unit > 0.0:
+                nsw[k] = unit * count[d]
+                count[d] = 0
+            else:
+                nsw[k] = acc[d]
+                acc[d] = 0.0
             k += 1
         nptr[c + 1] = k
     return nptr, nidx[:k], nsw[:k], nloops, nkout, nkin  # (pages past k never touched)
