@@ -115,8 +115,8 @@ def _move_count(v, cv, sptr, sidx, unit, comm, count, touched, k, tot, gamma2_m)
     """:func:`_move_sym` on an unweighted level: the entries to each neighbouring
     community counted in ``count`` (int32, zeros on entry and left so), the weight
     between ``v`` and a community ``unit`` times the count (the same floating-point value
-    as the sum of that many ``unit`` weights: both are exact; an integer add is the shorter step where
-    consecutive entries hit one community)."""
+    as the sum of that many ``unit`` weights: both are exact; an integer add is the
+    shorter step where consecutive entries hit one community)."""
     nt = 0
     for e in range(sptr[v], sptr[v + 1]):
         c = comm[sidx[e]]
