@@ -110,15 +110,44 @@ def _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw, touched, k, tot, gamma2_m):
     return best, best_gain, stay
 
 
+@numba.njit(inline="always")
+def _move_count(v, cv, sptr, sidx, unit, comm, count, touched, k, tot, gamma2_m):
+    """:func:`_move_sym` on an unweighted level: the entries to each neighbouring
+    community counted in ``count`` (int32, zeros on entry and left so), the weight
+    between ``v`` and a community ``unit`` times the count (the same floating-point value
+    as the sum of that many ``unit`` weights: both are exact; an integer add is the
+    shorter step where consecutive entries hit one community)."""
+    nt = 0
+    for e in range(sptr[v], sptr[v + 1]):
+        c = comm[sidx[e]]
+        touched[nt] = c
+        nt += count[c] == 0
+        count[c] += 1
+    kv = k[v]
+    tot[cv] -= kv
+    stay = unit * count[cv] - gamma2_m * (kv * tot[cv])
+    best, best_gain = cv, stay
+    for i in range(nt):
+        c = touched[i]
+        g = unit * count[c] - gamma2_m * (kv * tot[c])
+        count[c] = 0
+        if g > best_gain:
+            best, best_gain = c, g
+    count[cv] = 0
+    tot[best] += kv
+    return best, best_gain, stay
+
+
 @numba.njit(cache=True, nogil=True)
-def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps,
+def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, share, max_sweeps,
                boundary_only, unit, sym):
     """Louvain's local moving: sweeps over the nodes in ``order``, each node moving to the
     neighbouring community of largest modularity gain (staying unless another gains
-    strictly more), until a sweep moves no node, gains at most ``tol`` in modularity, or
-    ``max_sweeps`` ran. A sweep visits only the nodes a neighbour of which moved away from
-    their community or into another one since their last visit (all of them the first
-    time): the others would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
+    strictly more), until a sweep moves no node, gains at most ``tol`` in modularity or
+    less than ``share`` times what the sweeps before it gained, or ``max_sweeps`` ran.
+    A sweep visits only the nodes a neighbour of which moved away from their community or
+    into another one since their last visit (all of them the first time): the others
+    would stay where they are (Ozaki, Tezuka and Inaba's pruning, with
     Leiden's rule: a move leaves alone the neighbours in the community moved into).
     ``comm`` int64 (n,) updated in place. ``boundary_only``: the first sweep visits only
     the nodes with a neighbour in another community (a node whose neighbours all share its
@@ -128,7 +157,9 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
     modularity gained, nodes visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
-    nw = np.zeros(n)
+    counted = sym and unit > 0.0  # (:func:`_move_count`)
+    nw = np.zeros(0 if counted else n)
+    count = np.zeros(n if counted else 0, np.int32)
     touched = np.empty(n + 1, np.int64)
     stale = np.ones(n, np.uint8)
     if boundary_only:
@@ -155,7 +186,10 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
             stale[v] = 0
             visits += 1
             cv = comm[v]
-            if sym:
+            if counted:
+                best, best_gain, stay = _move_count(v, cv, sptr, sidx, unit, comm, count,
+                                                    touched, kout, tout, 2.0 * gamma_m)
+            elif sym:
                 best, best_gain, stay = _move_sym(v, cv, sptr, sidx, sw, unit, comm, nw,
                                                   touched, kout, tout, 2.0 * gamma_m)
             else:
@@ -169,8 +203,9 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, max_sweeps
                     u = sidx[e]
                     stale[u] |= comm[u] != best  # (no branch: hard to predict)
         moves += moved
+        before = gained
         gained += sweep_gain / m
-        if moved == 0 or sweep_gain / m <= tol:
+        if moved == 0 or sweep_gain / m <= tol or sweep_gain / m < share * before:
             break
     return moves, sweeps, gained, visits
 
@@ -350,38 +385,60 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
     """The level whose nodes are the communities ``comm`` (int64 (n,), 0..ncomm-1): the
     symmetrised weights between communities summed, the weight inside each one its
     self-loop arcs, strengths summed; ``unit`` > 0: every entry of ``sw`` equals it (not
-    read). Returns (sptr, sidx, sw, loops, kout, kin)."""
+    read). Returns (sptr, sidx, sw, loops, kout, kin).
+
+    Two passes: the rows in storage order, each entry's neighbour community written to
+    its own community's run of a buffer (the rows are read in sequence, not member by
+    member); then each community's run summed by neighbour community."""
     n = kout.shape[0]
     start = np.zeros(ncomm + 1, np.int64)
-    for v in range(n):
-        start[comm[v] + 1] += 1
-    for c in range(ncomm):
-        start[c + 1] += start[c]
-    members = np.empty(n, np.int64)
-    fill = start[:-1].copy()
-    for v in range(n):
-        members[fill[comm[v]]] = v
-        fill[comm[v]] += 1
-    nptr = np.zeros(ncomm + 1, np.int64)
-    nidx = np.empty(sidx.shape[0], sidx.dtype)
-    nsw = np.empty(sidx.shape[0])
     nloops = np.zeros(ncomm)
     nkout = np.zeros(ncomm)
     nkin = np.zeros(ncomm)
-    acc = np.zeros(ncomm)
+    for v in range(n):
+        c = comm[v]
+        start[c + 1] += sptr[v + 1] - sptr[v]
+        nloops[c] += loops[v]
+        nkout[c] += kout[v]
+        nkin[c] += kin[v]
+    for c in range(ncomm):
+        start[c + 1] += start[c]
+    nnz = sidx.shape[0]
+    other = np.empty(nnz, sidx.dtype)  # each entry's neighbour community, by community
+    weight = np.empty(0 if unit > 0.0 else nnz)
+    fill = start[:-1].copy()
+    for v in range(n):
+        c = comm[v]
+        f = fill[c]
+        for e in range(sptr[v], sptr[v + 1]):
+            other[f] = comm[sidx[e]]
+            if unit <= 0.0:
+                weight[f] = sw[e]
+            f += 1
+        fill[c] = f
+    nptr = np.zeros(ncomm + 1, np.int64)
+    nidx = np.empty(nnz, sidx.dtype)
+    nsw = np.empty(nnz)
+    acc = np.zeros(0 if unit > 0.0 else ncomm)  # summed weights, or
+    count = np.zeros(ncomm if unit > 0.0 else 0, np.int64)  # entries of weight ``unit``
     touched = np.empty(ncomm, np.int64)
     k = 0
     for c in range(ncomm):
         nt = 0
         inside = 0.0
-        for i in range(start[c], start[c + 1]):
-            v = members[i]
-            nloops[c] += loops[v]
-            nkout[c] += kout[v]
-            nkin[c] += kin[v]
-            for e in range(sptr[v], sptr[v + 1]):
-                d = comm[sidx[e]]
-                w = unit if unit > 0.0 else sw[e]
+        if unit > 0.0:
+            for i in range(start[c], start[c + 1]):
+                d = other[i]
+                if d == c:
+                    inside += unit
+                    continue
+                touched[nt] = d
+                nt += count[d] == 0
+                count[d] += 1
+        else:
+            for i in range(start[c], start[c + 1]):
+                d = other[i]
+                w = weight[i]
                 if d == c:
                     inside += w
                     continue
@@ -393,8 +450,12 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
         for j in range(nt):
             d = touched[j]
             nidx[k] = d
-            nsw[k] = acc[d]
-            acc[d] = 0.0
+            if unit > 0.0:
+                nsw[k] = unit * count[d]
+                count[d] = 0
+            else:
+                nsw[k] = acc[d]
+                acc[d] = 0.0
             k += 1
         nptr[c + 1] = k
     return nptr, nidx[:k], nsw[:k], nloops, nkout, nkin  # (pages past k never touched)

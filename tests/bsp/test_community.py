@@ -210,3 +210,58 @@ def test_label_propagation_small_random_graphs(tmp_path_factory, edges):
     for schedule in ("auto", "sync"):
         got = groups(bsp.label_propagation(g, schedule=schedule).to_dict())
         assert sorted(sorted(c) for c in got) == want
+
+
+def test_louvain_level0_kept_per_mapped_index(tmp_path, monkeypatch):
+    """An undirected, unweighted, loop-free edge set's level 0 is built once per mapped
+    index (every run where the graph has none), again after a re-index, and a graph
+    reopened after an append builds its own: the communities stay those of a fresh
+    build, their modularity networkx's; a graph with a self-loop is built every run."""
+    import importlib
+
+    import pyarrow as pa
+
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.storage.append import append_edges
+    from graphsys.storage.ingest import EdgeSource, IngestOptions
+
+    community = importlib.import_module("graphsys.bsp.algorithms.community")
+    built = []
+    symmetrised = community.Level._symmetrised.__func__
+    monkeypatch.setattr(community.Level, "_symmetrised", classmethod(
+        lambda cls, *a: built.append(1) or symmetrised(cls, *a)))
+
+    def check(g) -> dict:
+        res = bsp.louvain(g, seed=3)
+        G = nx.Graph()
+        G.add_nodes_from(g.node_ids().tolist())
+        for s, d, _, _ in g.iter_edges():
+            G.add_edges_from(zip(g.to_original(s).tolist(), g.to_original(d).tolist()))
+        assert res.stats.scores["modularity"] == pytest.approx(
+            nx.community.modularity(G, groups(res.to_dict())), rel=1e-10)
+        return res.to_dict()
+
+    rng = np.random.default_rng(4)
+    src, dst = rng.integers(0, 60, 400), rng.integers(0, 60, 400)
+    keep = src != dst
+    g = graphsys.from_numpy(src[keep], dst[keep], tmp_path / "g", undirected=True,
+                            dedupe=True, partitions=2)
+    want = check(g)
+    assert check(g) == want and len(built) == 2  # no index: built every run
+    build_index(g, ("csr",))
+    for _ in range(3):
+        assert check(g) == want
+    assert len(built) == 3
+    build_index(g, ("csr",), force=True)  # mapped anew: built anew
+    assert check(g) == want and len(built) == 4
+    append_edges(g.path, [EdgeSource(table=pa.table({"src": [70, 71], "dst": [71, 72]}),
+                                     edge_set="day2")], IngestOptions(undirected=True))
+    grown = graphsys.open_graph(g.path)
+    build_index(grown, ("csr",))
+    grew = check(grown)
+    assert len(grew) == len(want) + 3 and check(grown) == grew and len(built) == 5
+    looped = graphsys.from_numpy(np.r_[src, 5], np.r_[dst, 5], tmp_path / "looped",
+                                 undirected=True, dedupe=True, partitions=2)
+    build_index(looped, ("csr",))
+    check(looped), check(looped)
+    assert len(built) == 7  # written (self-loops): never kept

@@ -28,6 +28,11 @@ THRESHOLD = 1e-7
 #: Louvain's local moving over one level (and its refinement) stops when a sweep gains
 #: at most this much modularity: the late sweeps revisit the hubs for little gain
 SWEEP_TOL = 1e-3
+#: Louvain's local moving over one level (and its refinement) also stops when a sweep
+#: gains less than this share of what the sweeps before it gained: on social graphs the
+#: sweeps after that gain a few thousandths of the level's modularity, and the refinement
+#: and the next levels recover most of it
+SWEEP_SHARE = 0.05
 #: Most sweeps of Louvain's local moving over one level
 MAX_SWEEPS = 1000
 #: Leiden's randomness in the refinement (``theta``; igraph's ``beta``), in units of edge
@@ -156,7 +161,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
     than a random order on social graphs), ties by id (a sweep then reads the arrays
     nearly in storage order, where a graph's ids keep neighbours close, as a road
     network's do), in sweeps until one gains at most
-    ``max(threshold, SWEEP_TOL)``, then aggregation, until a level moves no node, gains
+    ``max(threshold, SWEEP_TOL)`` or less than :data:`SWEEP_SHARE` of what the sweeps
+    before it gained, then aggregation, until a level moves no node, gains
     at most ``threshold`` or ``max_levels`` ran; then, from the top level down, the
     communities found are refined by local moving on each level's graph, started from
     them (NetworKit's PLM refinement: a group of nodes merged early may fit another
@@ -181,8 +187,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
             order = kc.by_degree(level.sptr, np.arange(level.n, dtype=np.int64))
         moves, sweeps, gained, visits = kc.move_nodes(*level.arrays, level.kout, level.kin,
                                                       level.m, gamma, comm, order,
-                                                      max(threshold, SWEEP_TOL), MAX_SWEEPS,
-                                                      False, level.unit, level.sym)
+                                                      max(threshold, SWEEP_TOL), SWEEP_SHARE,
+                                                      MAX_SWEEPS, False, level.unit, level.sym)
         records.append({"nodes": level.n, "moves": int(moves), "sweeps": int(sweeps),
                         "visits": int(visits), "gained": float(gained), "refined": 0})
         ncomm = kc.relabel(comm, comm)
@@ -199,7 +205,8 @@ def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         order = rng.permutation(level.n) if i else np.arange(level.n, dtype=np.int64)
         moves, _, gained, _ = kc.move_nodes(*level.arrays, level.kout, level.kin, level.m,
                                             gamma, part, order, max(threshold, SWEEP_TOL),
-                                            MAX_SWEEPS, True, level.unit, level.sym)
+                                            SWEEP_SHARE, MAX_SWEEPS, True, level.unit,
+                                            level.sym)
         q += gained
         records[i]["refined"] = int(moves)
         kc.relabel(part, part)
@@ -303,9 +310,27 @@ class Louvain(VertexProgram):
         return state["label"]
 
     def level0(self, edges) -> Level:
+        """Level 0 of the edge set. Where it reads the stored index itself (stored both
+        ways, unweighted, no self-loop: :func:`~graphsys.bsp.kernels_community.symmetrise`)
+        it holds only per-node arrays beside the mapped index, and is kept with it
+        (:meth:`~graphsys.bsp.edges.MemoryEdges.derived`): later runs skip the pass over the
+        entries that looks for self-loops."""
         out = edges.adjacency("csr")
-        into = None if self.undirected_store else edges.adjacency("csc")
-        return Level.from_adjacency(out, into, self.directed, visit_order=not self.leiden)
+        if not self.undirected_store:
+            return Level.from_adjacency(out, edges.adjacency("csc"), self.directed,
+                                        visit_order=not self.leiden)
+        built: list[Level] = []
+
+        def build() -> Level | None:
+            built.append(Level.from_adjacency(out, None, self.directed,
+                                              visit_order=not self.leiden))
+            return built[0] if built[0].sidx is out[1] else None  # (else it is written)
+
+        level = edges.derived("community-level0", ("csr",), build)
+        if level is not None:
+            return level
+        return built[0] if built else Level.from_adjacency(out, None, self.directed,
+                                                           visit_order=not self.leiden)
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: the levels in numba; one recorded superstep per level
@@ -377,7 +402,8 @@ def louvain(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | N
     Levels of local moving and aggregation [1]_: each node, in a random order (on the
     first level, the nodes of fewest neighbours first, ties by id), moves to the
     neighbouring community that raises the modularity most, in sweeps until a sweep gains
-    at most 1e-3 (the late sweeps revisit the hubs for little gain); then every community
+    at most 1e-3, or less than a twentieth of what the sweeps before it gained (the late
+    sweeps revisit the hubs for little gain); then every community
     becomes one node of the next level. The levels stop when one moves nothing or gains
     at most 1e-7 (networkx's ``threshold``).
     Then, level by level back down, the final communities are refined by the same local
