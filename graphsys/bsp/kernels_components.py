@@ -421,7 +421,6 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
         queue[tail] = v
         tail += deg[v] == k
     nleft = n
-    read = 0
     top = np.iinfo(deg.dtype).max
     while nleft > 0:
         head = 0
@@ -443,10 +442,8 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
             v = queue[head]
             head += 1
             tail = _lower(out_ptr, out_idx, v, k, deg, queue, tail)
-            read += out_ptr[v + 1] - out_ptr[v]
             if two_ways:
                 tail = _lower(in_ptr, in_idx, v, k, deg, queue, tail)
-                read += in_ptr[v + 1] - in_ptr[v]
         kept = 0  # every vertex left has degree > k now
         low = top
         tail = 0
@@ -470,4 +467,4 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
                 tail += deg[v] == k
         else:
             k += 1
-    return read
+    return out_ptr[n] + (in_ptr[n] if two_ways else 0)  # every list is read once
