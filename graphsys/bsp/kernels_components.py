@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from graphsys.bsp.kernels_bfs import first_marked
+from graphsys.prefetch import prefetch
 
 #: Direction-optimizing closure (Beamer, Asanovic, Patterson): the top-down steps turn
 #: bottom-up when the frontier's out-entries exceed 1/ALPHA of those not yet scanned, and
@@ -21,6 +22,8 @@ from graphsys.bsp.kernels_bfs import first_marked
 #: benchmark's constants), at most BOTTOM_UP_RUNS times: a sweep costs a pass over the
 #: vertices, so at most BETA + BOTTOM_UP_RUNS sweeps run, whatever the graph
 ALPHA, BETA, BOTTOM_UP_RUNS = 15, 18, 4
+#: How many queued vertices ahead the k-core peel prefetches a list (:func:`core_levels`)
+PEEL_AHEAD = 8
 
 
 @numba.njit(cache=True, nogil=True)
@@ -398,10 +401,12 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
     is never queued again without a mark of its own: degrees only fall, and a vertex is
     queued when a neighbour's removal takes it from k + 1 to k, or by the scan that starts
     its level, where its degree is k, so it ends the level below k. Per neighbour entry
-    one read-modify-write of ``deg``; the vertices left (``left``) are compacted after each
-    level, which also queues the next level's (degree k + 1) and finds the smallest degree
-    where none has it. O(N + E): a vertex is scanned once per level up to its core number,
-    which is at most its degree.
+    one read-modify-write of ``deg``; the vertices left (``left``, in id order) are
+    compacted after each level, which writes the core numbers of those it drops (degree
+    at most k: the level's removals, in id order rather than at random), queues the next
+    level's (degree k + 1) and finds the smallest degree where none has it; the scans
+    branch only where a vertex is dropped. O(N + E): a vertex is scanned once per level up
+    to its core number, which is at most its degree.
 
     ``deg`` int32/int64 (N,) consumed: the starting degrees (self-loops left out; entries
     ``v -> v`` lower only ``v``'s own degree, after its removal); ``core`` float64 (N,)
@@ -410,48 +415,56 @@ def core_levels(out_ptr, out_idx, in_ptr, in_idx, two_ways, deg, core, left, que
     k = deg[0] if n else 0
     for v in range(n):
         left[v] = v
-        if deg[v] < k:
-            k = deg[v]
+        k = min(k, deg[v])
     tail = 0
     for v in range(n):
-        if deg[v] == k:
-            queue[tail] = v
-            tail += 1
+        queue[tail] = v
+        tail += deg[v] == k
     nleft = n
-    read = 0
+    top = np.iinfo(deg.dtype).max
     while nleft > 0:
         head = 0
         while head < tail:
+            # the lists of the vertices queued PEEL_AHEAD places on, and their ptr entries
+            # twice as far: a queue of cascading removals visits the lists in no order the
+            # hardware prefetcher can follow (written out: as an inlined helper it runs
+            # slower)
+            if head + 2 * PEEL_AHEAD < tail:
+                w = queue[head + 2 * PEEL_AHEAD]
+                prefetch(out_ptr, w)
+                if two_ways:
+                    prefetch(in_ptr, w)
+            if head + PEEL_AHEAD < tail:
+                w = queue[head + PEEL_AHEAD]
+                prefetch(out_idx, out_ptr[w])
+                if two_ways:
+                    prefetch(in_idx, in_ptr[w])
             v = queue[head]
             head += 1
-            core[v] = k
             tail = _lower(out_ptr, out_idx, v, k, deg, queue, tail)
-            read += out_ptr[v + 1] - out_ptr[v]
             if two_ways:
                 tail = _lower(in_ptr, in_idx, v, k, deg, queue, tail)
-                read += in_ptr[v + 1] - in_ptr[v]
         kept = 0  # every vertex left has degree > k now
-        low = -1
+        low = top
         tail = 0
         for i in range(nleft):
             v = left[i]
             d = deg[v]
-            if d > k:
-                left[kept] = v
-                kept += 1
-                if low < 0 or d < low:
-                    low = d
-                if d == k + 1:
-                    queue[tail] = v
-                    tail += 1
+            live = d > k
+            if not live:
+                core[v] = k
+            left[kept] = v
+            kept += live
+            low = min(low, d if live else top)
+            queue[tail] = v
+            tail += d == k + 1
         nleft = kept
-        if low > k + 1:  # no vertex of degree k + 1: the next level is the smallest
-            k = low
+        if nleft > 0 and low > k + 1:  # no vertex of degree k + 1: the next level is
+            k = low  # the smallest
             for i in range(nleft):
                 v = left[i]
-                if deg[v] == k:
-                    queue[tail] = v
-                    tail += 1
+                queue[tail] = v
+                tail += deg[v] == k
         else:
             k += 1
-    return read
+    return out_ptr[n] + (in_ptr[n] if two_ways else 0)  # every list is read once
