@@ -381,6 +381,23 @@ def relabel(comm, out):
 
 
 @numba.njit(cache=True, nogil=True)
+def smallest_member(comm, out):
+    """``out`` (n,) = each node's group in ``comm`` (labels 0..n-1) named by the group's
+    smallest node id, in one pass (the first node met with a label is its smallest);
+    returns the number of groups."""
+    n = comm.shape[0]
+    first = np.full(n, -1, np.int64)
+    groups = 0
+    for v in range(n):
+        c = comm[v]
+        if first[c] < 0:
+            first[c] = v
+            groups += 1
+        out[v] = first[c]
+    return groups
+
+
+@numba.njit(cache=True, nogil=True)
 def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
     """The level whose nodes are the communities ``comm`` (int64 (n,), 0..ncomm-1): the
     symmetrised weights between communities summed, the weight inside each one its

@@ -143,14 +143,6 @@ def _row_sums(ptr: np.ndarray, w: np.ndarray) -> np.ndarray:
     return c[ptr[1:]] - c[ptr[:-1]]
 
 
-def canonical(comm: np.ndarray) -> np.ndarray:
-    """Labels ``comm`` (N,) renamed to each group's smallest node id, float64."""
-    n = len(comm)
-    first = np.full(int(comm.max()) + 1 if n else 0, n, np.int64)
-    np.minimum.at(first, comm, np.arange(n))
-    return first[comm].astype(np.float64)
-
-
 def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                    start: np.ndarray | None = None, threshold: float = THRESHOLD,
                    max_levels: int | None = None) -> tuple[np.ndarray, float, list[dict]]:
@@ -349,9 +341,8 @@ class Louvain(VertexProgram):
             stored = np.empty_like(member)
             stored[level.ids] = member
             member = stored
-        communities = np.count_nonzero(np.bincount(member))
+        communities = kc.smallest_member(member, host_array(state["label"]))
         self.scores = {"modularity": q, "communities": float(communities)}
-        host_array(state["label"])[:] = canonical(member)
         edges_read = int(level.sptr[-1])
         steps = []
         for i, rec in enumerate(records):
