@@ -31,6 +31,11 @@ log = logging.getLogger(__name__)
 TEXT_BLOCK_BYTES = 16 << 20
 #: Rows per batch read from Parquet/Arrow inputs.
 TABLE_BATCH_ROWS = 1 << 20
+#: Bytes of a Parquet file read at a time (pyarrow's buffered stream): its pages are read
+#: through this buffer into page-sized allocations that the next pages reuse, rather than
+#: each column chunk into one allocation of its whole size (megabytes per row group, new
+#: memory that the system must fault in and zero each time).
+PARQUET_READ_BUFFER = 256 << 10
 
 
 @dataclass
@@ -516,7 +521,7 @@ def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
             # pre_buffer=False: with read-ahead on, the reader keeps every row group's
             # compressed pages it has read until the file is closed (the whole file, ~12
             # bytes per int64 edge: 14 GB at 1B edges); off, memory is one row group
-            pf = pq.ParquetFile(str(path), pre_buffer=False)
+            pf = _parquet_file(path)
             schema = pf.schema_arrow
         else:
             source = pa.memory_map(str(path))
@@ -534,6 +539,12 @@ def read_table(path: Path, fmt: str, roles: dict[str, str | int | None],
     batches = (ipc.get_batch(k) for k in range(ipc.num_record_batches)) if hasattr(
         ipc, "get_batch") else iter(ipc)
     return _table_batches(path, fmt, batches, selected, None, progress)
+
+
+def _parquet_file(path: Path) -> pq.ParquetFile:
+    """``path`` opened as :func:`read_table` reads it: no pre-buffering (see there), pages
+    read through a :data:`PARQUET_READ_BUFFER` buffer."""
+    return pq.ParquetFile(str(path), pre_buffer=False, buffer_size=PARQUET_READ_BUFFER)
 
 
 def _parquet_batches(path: Path, pf: pq.ParquetFile, selected: dict[str, str],
@@ -611,7 +622,7 @@ def start_table_read(path: Path, roles: dict[str, str | int | None], max_bytes: 
     cancel_table_reads()
     try:
         key = _file_key(path)
-        pf = pq.ParquetFile(str(path), pre_buffer=False)
+        pf = _parquet_file(path)
         names = pf.schema_arrow.names
         selected = _select_columns(path, default_table_roles(roles, names), names,
                                    has_names=True)
