@@ -43,7 +43,39 @@ def current_memory(pid: int | None = None) -> MemorySample:
     return MemorySample(fields["VmRSS:"], fields["RssAnon:"], fields["RssFile:"])
 
 
-class PeakMemory:
+class BackgroundSampler:
+    """Base of a context manager that calls :meth:`sample` every ``interval`` seconds on a
+    daemon thread named :attr:`thread_name` while it is open, and once more when it closes
+    (after the thread has stopped), so the last reading is taken at the block's end."""
+
+    thread_name = "graphsys-sampler"
+
+    def __init__(self, interval: float):
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> None:
+        """Take one reading (subclasses)."""
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
+
+
+class PeakMemory(BackgroundSampler):
     """Context manager recording the peak resident bytes (total, anonymous, file) while
     it is open, sampling every ``interval`` seconds (by default fifty times a second); a
     spike shorter than the interval can be missed (:func:`lifetime_peak_rss` is the
@@ -53,12 +85,12 @@ class PeakMemory:
     of this one; its samples stop counting once it has exited.
     """
 
+    thread_name = "peak-memory"
+
     def __init__(self, interval: float = 0.02, *, pid: int | None = None):
-        self.interval = interval
+        super().__init__(interval)
         self.pid = pid
         self.peak_total = self.peak_anon = self.peak_file = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def sample(self) -> None:
         now = current_memory(self.pid)
@@ -66,21 +98,9 @@ class PeakMemory:
         self.peak_anon = max(self.peak_anon, now.anon)
         self.peak_file = max(self.peak_file, now.file)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sample()
-
     def __enter__(self) -> PeakMemory:
         self.sample()
-        self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.sample()
+        return super().__enter__()
 
     def to_json(self) -> dict[str, int]:
         """``peak_rss_bytes``, ``peak_rss_anon_bytes``, ``peak_rss_file_bytes``."""

@@ -112,6 +112,23 @@ def same_partition(a, b) -> bool:
     return pairs == len(np.unique(a)) == len(np.unique(b))
 
 
+def component_labels(components, n: int):
+    """int64 (n,) labels numbering ``components`` (an iterable of node sets, as networkx
+    yields them) in the order they come."""
+    import numpy as np
+
+    lab = np.empty(n, np.int64)
+    for i, c in enumerate(components):
+        lab[list(c)] = i
+    return lab
+
+
+def against_ours(answers: dict, agrees) -> dict:
+    """{side: ``agrees(graphsys's answer, side's answer)`` as a bool} for every other side."""
+    ref = answers["graphsys"]
+    return {side: bool(agrees(ref, a)) for side, a in answers.items() if side != "graphsys"}
+
+
 def estimate(dist, n: int, sources):
     """Closeness from a (k, N) distance matrix (inf: unreached), as graphsys estimates it."""
     import numpy as np
@@ -159,17 +176,13 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
             import networkx as nx
 
             def nx_scc():
-                comps = (nx.strongly_connected_components(peers.nx) if peers.directed else
-                         nx.connected_components(peers.nx))
-                lab = np.empty(n, np.int64)
-                for i, c in enumerate(comps):
-                    lab[list(c)] = i
-                return lab
+                return component_labels(nx.strongly_connected_components(peers.nx)
+                                        if peers.directed else
+                                        nx.connected_components(peers.nx), n)
             nxs = timed(nx_scc)
 
         def check(answers):
-            return {side: same_partition(answers["graphsys"], a)
-                    for side, a in answers.items() if side != "graphsys"}
+            return against_ours(answers, same_partition)
     elif name == "kcore":
         sides["graphsys"] = timed(lambda: bsp.kcore(g).values)
         sides["igraph"] = timed(lambda: np.array(peers.ig_plain.coreness("all"), float))
@@ -190,9 +203,7 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
             nxs = timed(nx_core)
 
         def check(answers):
-            ref = answers["graphsys"]
-            return {side: bool(np.array_equal(ref, a)) for side, a in answers.items()
-                    if side != "graphsys"}
+            return against_ours(answers, np.array_equal)
     elif name == "betweenness":
         sides["graphsys"] = timed(lambda: bsp.betweenness(g, sources=ids,
                                                           normalized=False).values)
@@ -240,9 +251,8 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
         sides["networkit"] = timed(nk_clo)
 
         def check(answers):
-            ref = answers["graphsys"]
-            return {side: bool(np.allclose(ref, a, rtol=1e-9, atol=1e-12))
-                    for side, a in answers.items() if side != "graphsys"}
+            return against_ours(answers, lambda ref, a: np.allclose(ref, a, rtol=1e-9,
+                                                                    atol=1e-12))
     elif name == "pagerank":  # damping 0.85, to an L1 change below 1e-10
         sides["graphsys"] = timed(lambda: bsp.pagerank(g, tol=1e-10, max_iters=1000).values)
         sides["igraph"] = timed(lambda: np.array(peers.ig.pagerank(damping=0.85), float))
@@ -263,9 +273,7 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
             nxs = timed(nx_pr)
 
         def check(answers):
-            ref = answers["graphsys"]
-            return {side: bool(np.abs(a / a.sum() - ref).sum() < 1e-6)
-                    for side, a in answers.items() if side != "graphsys"}
+            return against_ours(answers, lambda ref, a: np.abs(a / a.sum() - ref).sum() < 1e-6)
     elif name == "bfs":  # levels from the node of largest out-degree
         hub = int(np.argmax(g.degrees()))
         hub_id = g.node_ids()[hub].item()
@@ -289,9 +297,7 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
             nxs = timed(nx_bfs)
 
         def check(answers):
-            ref = answers["graphsys"]
-            return {side: bool(np.array_equal(ref, a)) for side, a in answers.items()
-                    if side != "graphsys"}
+            return against_ours(answers, np.array_equal)
     elif name == "wcc":
         sides["graphsys"] = timed(lambda: bsp.wcc(g).values)
         sides["igraph"] = timed(lambda: peers.ig.connected_components("weak").membership)
@@ -307,17 +313,13 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
             import networkx as nx
 
             def nx_wcc():
-                comps = (nx.weakly_connected_components(peers.nx) if peers.directed else
-                         nx.connected_components(peers.nx))
-                lab = np.empty(n, np.int64)
-                for i, c in enumerate(comps):
-                    lab[list(c)] = i
-                return lab
+                return component_labels(nx.weakly_connected_components(peers.nx)
+                                        if peers.directed else
+                                        nx.connected_components(peers.nx), n)
             nxs = timed(nx_wcc)
 
         def check(answers):
-            return {side: same_partition(answers["graphsys"], a)
-                    for side, a in answers.items() if side != "graphsys"}
+            return against_ours(answers, same_partition)
     else:  # louvain, on an undirected store
         turn = {"n": 0}
 

@@ -27,6 +27,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from graphsys.memory import BackgroundSampler
+
 __all__ = ["ThreadSampler"]
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -79,16 +81,16 @@ def _what(frame) -> str:
     return f"{mod}.{frame.f_code.co_name}"
 
 
-class ThreadSampler:
+class ThreadSampler(BackgroundSampler):
     """Context manager sampling the process's threads while it is open (see the module
     docstring). ``exclude``: the native id of the thread the profiler follows (default
     the thread that enters the block), left out of :meth:`result`."""
 
+    thread_name = "graphsys-thread-sampler"
+
     def __init__(self, interval: float = 0.05, *, exclude: int | None = None) -> None:
-        self.interval = interval
+        super().__init__(interval)
         self.exclude = exclude
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._start: dict[int, int] = {}
         self._last: dict[int, tuple[int, str]] = {}
         self._names: dict[int, str] = {}
@@ -107,24 +109,11 @@ class ThreadSampler:
             self._names[t.native_id] = t.name
             self._samples.setdefault(t.native_id, Counter())[_what(frame)] += 1
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sample()
-
     def __enter__(self) -> ThreadSampler:
         if self.exclude is None:
             self.exclude = threading.get_native_id()
         self._start = {tid: ticks for tid, (ticks, _) in _cpu_ticks().items()}
-        self._thread = threading.Thread(target=self._run, name="graphsys-thread-sampler",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.sample()
+        return super().__enter__()
 
     def result(self, min_seconds: float = 0.01) -> list[dict[str, Any]]:
         """The threads (other than the excluded one and the sampler) by name, those that

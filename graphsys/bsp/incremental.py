@@ -73,7 +73,7 @@ import torch
 
 from graphsys.bsp.engine import RESULT_METADATA, Result
 from graphsys.bsp.engine import run as run_program
-from graphsys.bsp.program import VertexProgram
+from graphsys.bsp.program import VertexProgram, lower_to_min
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import node_reads
@@ -445,10 +445,7 @@ class Repair(VertexProgram):
         return self.base.send(ctx, state)
 
     def update(self, ctx, state, combined, received):
-        key = self.relax_state
-        lower = received & (combined < state[key])
-        state[key] = torch.where(lower, combined, state[key])
-        return lower, {}
+        return lower_to_min(state, self.relax_state, combined, received)
 
     def result(self, ctx, state):
         return state[self.relax_state]

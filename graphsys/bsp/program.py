@@ -558,3 +558,14 @@ class VertexProgram(ABC):
     def raw_messages(self) -> bool:
         """True when messages reach the combiner uncombined (custom :class:`Combiner`)."""
         return isinstance(self.combiner, Combiner)
+
+
+def lower_to_min(state: dict[str, torch.Tensor], key: str, combined: torch.Tensor,
+                 received: torch.Tensor) -> tuple[torch.Tensor, dict]:
+    """The :meth:`VertexProgram.update` of a min-relaxation program
+    (:attr:`VertexProgram.relax_state` ``key``): ``state[key]`` is lowered to ``combined``
+    where a message was ``received`` and is smaller; returns the vertices it lowered (the
+    next frontier) and no aggregator values."""
+    lower = received & (combined < state[key])
+    state[key] = torch.where(lower, combined, state[key])
+    return lower, {}

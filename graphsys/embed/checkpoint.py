@@ -41,6 +41,7 @@ from graphsys.embed.config import EmbedConfig, config_from_dict
 from graphsys.embed.model import init_embeddings
 from graphsys.embed.stats import EpochStats
 from graphsys.errors import ConfigError, GraphsysError
+from graphsys.storage.atomic import make_directory
 from graphsys.storage.lock import LOCK_FILE
 
 if TYPE_CHECKING:
@@ -201,11 +202,7 @@ class CheckpointManager:
                 p.name not in _INIT_ENTRIES for p in root.iterdir())):
             raise GraphsysError(f"{root}: exists and is not an embedding checkpoint (choose "
                                 f"another checkpoint directory)")
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise GraphsysError(f"{root}: cannot create the checkpoint directory "
-                                f"({exc.strerror or exc})") from None
+        make_directory(root, "the checkpoint directory")
         for path, _ in st.versioned_files():  # leftovers of an init killed before commit
             path.unlink(missing_ok=True)
         source, means = self._init_source()

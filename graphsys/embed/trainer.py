@@ -65,6 +65,7 @@ from graphsys.embed.step import MinibatchStep
 from graphsys.errors import ConfigError, GraphsysError
 from graphsys.progress import progress_bar
 from graphsys.storage import file_rules
+from graphsys.storage.atomic import make_directory
 from graphsys.storage.graph import Graph
 from graphsys.storage.lock import writer_lock
 from graphsys.trace import traced
@@ -310,11 +311,7 @@ class Trainer(MinibatchStep):
         if self.out.exists() and not self.out.is_dir():
             raise GraphsysError(f"{self.out}: exists and is not an embedding checkpoint "
                                 f"(choose another checkpoint directory)")
-        try:
-            self.out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise GraphsysError(f"{self.out}: cannot create the checkpoint directory "
-                                f"({exc.strerror or exc})") from None
+        make_directory(self.out, "the checkpoint directory")
         file_rules.check_tree(self.out, what="checkpoint")
         return writer_lock(self.out)
 

@@ -50,7 +50,7 @@ import torch
 
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.storage import file_rules
-from graphsys.storage.atomic import fsync_path, write_bytes_atomic
+from graphsys.storage.atomic import fsync_path, make_directory, write_bytes_atomic
 from graphsys.storage.identity import check_nodes, check_record, node_record
 from graphsys.storage.lock import writer_lock
 
@@ -178,11 +178,7 @@ def save_checkpoint(path: str | Path, state: dict[str, torch.Tensor], config: di
         if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
             raise GraphsysError(f"{path}: tensor {name!r} holds NaN or infinity; not saved "
                                 f"(the checkpoint keeps its last good model)")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise GraphsysError(f"{path}: cannot create the checkpoint directory "
-                            f"({exc.strerror or exc})") from None
+    make_directory(path, "the checkpoint directory")
     file_rules.check_tree(path, what="checkpoint")
     with writer_lock(path):
         return _save(path, arrays, config, meta)

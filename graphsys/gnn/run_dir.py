@@ -43,7 +43,7 @@ from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.loop import RESUMABLE_CHANGES, config_json
 from graphsys.outputs import check_own_directory
 from graphsys.storage import file_rules
-from graphsys.storage.atomic import write_bytes_atomic
+from graphsys.storage.atomic import make_directory, write_bytes_atomic
 from graphsys.storage.graph import Graph
 from graphsys.storage.lock import LOCK_FILE, writer_lock
 
@@ -168,11 +168,7 @@ def run_directory(out: str | Path | None, graph: Graph, cfg: TrainConfig, world_
     if not lead:
         yield out
         return
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise GraphsysError(f"{out}: cannot create the run directory "
-                            f"({exc.strerror or exc})") from None
+    make_directory(out, "the run directory")
     file_rules.check_tree(out, what="run directory")
     with writer_lock(out):
         record = run_record(graph, cfg, world_size)

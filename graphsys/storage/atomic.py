@@ -90,6 +90,16 @@ _SYNC_FILE_RANGE_WRITE = 2
 _sync_file_range = _libc_sync_file_range()
 
 
+def make_directory(path: Path, what: str) -> None:
+    """Create directory ``path`` and its parents where missing; refuse in one line
+    (:class:`~graphsys.errors.GraphsysError` naming ``path`` and ``what``, e.g. "the
+    checkpoint directory") when the system cannot."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GraphsysError(f"{path}: cannot create {what} ({exc.strerror or exc})") from None
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same directory, fsync, rename."""
     path = Path(path)

@@ -3,26 +3,11 @@ profiled run."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from graphsys.analysis import gnn_workload as G
 from graphsys.analysis.simt import GPUS
 from graphsys.analysis.workloads import SimtRecorder
-from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
-
-
-@pytest.fixture(scope="module")
-def graph(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("gnn_workload")
-    rng = np.random.default_rng(3)
-    src = np.concatenate([rng.integers(0, 4, 300), rng.integers(0, 300, 700)])
-    dst = rng.integers(0, 300, len(src))
-    f = tmp / "e.tsv"
-    f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=3))
-    return open_graph(tmp / "g")
 
 
 def _recorder():

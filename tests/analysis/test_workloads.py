@@ -11,20 +11,6 @@ from graphsys.analysis.kernels import profile_call
 from graphsys.analysis.simt import GPUS
 from graphsys.bsp import run as bsp_run
 from graphsys.bsp.algorithms.common import source_index
-from graphsys.storage.graph import open_graph
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
-
-
-@pytest.fixture(scope="module")
-def graph(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("workloads")
-    rng = np.random.default_rng(3)
-    src = np.concatenate([rng.integers(0, 4, 300), rng.integers(0, 300, 700)])
-    dst = rng.integers(0, 300, len(src))
-    f = tmp / "e.tsv"
-    f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=3))
-    return open_graph(tmp / "g")
 
 
 def test_recording_dispatches_no_operator():

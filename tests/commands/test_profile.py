@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import shutil
 import subprocess
@@ -10,25 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from graphsys import cli
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
-
-
-def _imports(module: str) -> bool:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.fixture
-def main(monkeypatch):
-    """cli.main over the command modules that import (others may be mid-development)."""
-    present = tuple(c for c in cli.COMMANDS if _imports(f"graphsys.commands.{c}"))
-    assert "profile" in present
-    monkeypatch.setattr(cli, "COMMANDS", present)
-    return cli.main
 
 
 @pytest.fixture(scope="module")

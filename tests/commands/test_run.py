@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import numpy as np
@@ -11,26 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from graphsys import bsp, cli
+from graphsys import bsp
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
-
-
-@pytest.fixture
-def main(monkeypatch):
-    """cli.main over the command modules that import in this checkout (other commands may
-    be mid-development)."""
-    present = tuple(c for c in cli.COMMANDS if _imports(f"graphsys.commands.{c}"))
-    assert "run" in present
-    monkeypatch.setattr(cli, "COMMANDS", present)
-    return cli.main
-
-
-def _imports(module: str) -> bool:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")

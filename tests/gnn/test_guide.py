@@ -5,29 +5,17 @@ protocols every ranking metric states, and each task above chance."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "gnn.md"
-
-
-def guide_blocks() -> list[str]:
-    """The fenced ``python`` blocks of the guide, in order."""
-    return re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
-
 
 @pytest.fixture(scope="module")
-def guide():
-    """The namespace the guide's blocks leave behind."""
-    blocks = guide_blocks()
+def guide(run_guide):
+    """The namespace the guide's blocks leave behind (``run_guide``: tests/conftest.py)."""
+    blocks = []
+    ns = run_guide("gnn.md", lambda i, block, ns: blocks.append(block))
     assert len(blocks) >= 10
-    ns: dict = {}
-    for i, block in enumerate(blocks):
-        exec(compile(block, f"{GUIDE.name} python block {i + 1}", "exec"), ns)
     return ns
 
 

@@ -4,7 +4,6 @@ checked once more here."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import networkx as nx
@@ -14,12 +13,11 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "mining.md"
 
 
 @pytest.fixture(scope="module")
-def guide():
-    blocks = re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(), re.S | re.M)
+def guide(run_guide):
+    """The namespace the guide's blocks leave behind (``run_guide``: tests/conftest.py)."""
+    blocks = []
+    ns = run_guide(GUIDE.name, lambda i, block, ns: blocks.append(block))
     assert len(blocks) >= 6
-    ns: dict = {}
-    for i, block in enumerate(blocks):
-        exec(compile(block, f"{GUIDE.name} python block {i + 1}", "exec"), ns)
     return ns
 
 

@@ -15,7 +15,7 @@ from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.incremental import components_from
-from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.program import Solved, VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 
@@ -49,9 +49,7 @@ class WCC(_LabelProgram):
     relax_state = "label"
 
     def update(self, ctx, state, combined, received):
-        new = received & (combined < state["label"])
-        state["label"] = torch.where(new, combined, state["label"])
-        return new, {}
+        return lower_to_min(state, "label", combined, received)
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: union-find in one numba call, Afforest or a one-pass

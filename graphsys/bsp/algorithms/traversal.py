@@ -20,14 +20,37 @@ from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
 from graphsys.bsp.incremental import distances_from
 from graphsys.bsp.kernels_bfs import bfs_solve
-from graphsys.bsp.program import Solved, VertexProgram
+from graphsys.bsp.program import Solved, VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 
 INF = float("inf")
 
 
-class BFS(VertexProgram):
+class _FromSource(VertexProgram):
+    """A min-relaxation from one ``source`` (global id): the state :attr:`relax_state`
+    starts at ``inf`` everywhere but 0 at the source, the only active vertex; a received
+    minimum below a vertex's value lowers it and makes the vertex active. Subclasses name
+    the state (``relax_state``) and say what a vertex sends."""
+
+    def __init__(self, source: int):
+        self.source = source
+
+    def init(self, ctx):
+        value, frontier = ctx.full(INF), ctx.full(False, torch.bool)  # the source alone
+        if ctx.lo <= self.source < ctx.hi:
+            value[self.source - ctx.lo] = 0.0
+            frontier[self.source - ctx.lo] = True
+        return {self.relax_state: value}, frontier
+
+    def update(self, ctx, state, combined, received):
+        return lower_to_min(state, self.relax_state, combined, received)
+
+    def result(self, ctx, state):
+        return state[self.relax_state]
+
+
+class BFS(_FromSource):
     """Hop levels from ``source`` (global id) along edge direction; ``inf`` = unreachable.
 
     Frontier = vertices reached in the previous superstep; a pull only visits unreached
@@ -39,29 +62,11 @@ class BFS(VertexProgram):
     first_message_wins = True
     relax_state, relax_offset = "level", 1.0
 
-    def __init__(self, source: int):
-        self.source = source
-
-    def init(self, ctx):
-        level, frontier = ctx.full(INF), ctx.full(False, torch.bool)  # the source alone
-        if ctx.lo <= self.source < ctx.hi:
-            level[self.source - ctx.lo] = 0.0
-            frontier[self.source - ctx.lo] = True
-        return {"level": level}, frontier
-
     def send(self, ctx, state):
         return state["level"] + 1.0
 
     def accepts(self, ctx, state):
         return torch.isinf(state["level"])
-
-    def update(self, ctx, state, combined, received):
-        new = received & (combined < state["level"])
-        state["level"] = torch.where(new, combined, state["level"])
-        return new, {}
-
-    def result(self, ctx, state):
-        return state["level"]
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: direction-optimizing BFS
@@ -91,7 +96,7 @@ class BFS(VertexProgram):
         return Solved("direction-optimizing-bfs", supersteps, num_left)
 
 
-class SSSP(VertexProgram):
+class SSSP(_FromSource):
     """Shortest-path distances (sum of float32 weights, 1 where unweighted) from ``source``;
     a vertex whose distance dropped sends ``dist + w`` along its out-edges."""
 
@@ -100,25 +105,7 @@ class SSSP(VertexProgram):
     uses_weights = True
     relax_state = "dist"
 
-    def __init__(self, source: int):
-        self.source = source
-
-    def init(self, ctx):
-        dist, frontier = ctx.full(INF), ctx.full(False, torch.bool)  # the source alone
-        if ctx.lo <= self.source < ctx.hi:
-            dist[self.source - ctx.lo] = 0.0
-            frontier[self.source - ctx.lo] = True
-        return {"dist": dist}, frontier
-
     def send(self, ctx, state):
-        return state["dist"]
-
-    def update(self, ctx, state, combined, received):
-        better = received & (combined < state["dist"])
-        state["dist"] = torch.where(better, combined, state["dist"])
-        return better, {}
-
-    def result(self, ctx, state):
         return state["dist"]
 
 

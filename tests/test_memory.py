@@ -1,0 +1,41 @@
+"""Memory sampling: the background sampler's cycle and PeakMemory's peaks."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from graphsys.memory import BackgroundSampler, PeakMemory, current_memory
+
+
+class _Count(BackgroundSampler):
+    thread_name = "test-sampler"
+
+    def __init__(self):
+        super().__init__(0.001)
+        self.threads = []
+
+    def sample(self):
+        self.threads.append(threading.current_thread().name)
+
+
+def test_sampler_samples_on_its_thread_and_once_more_on_exit():
+    with _Count() as s:
+        while "test-sampler" not in s.threads:
+            threading.Event().wait(0.001)
+    assert s.threads[-1] == threading.current_thread().name  # the closing reading
+    assert not s._thread.is_alive()
+
+
+def test_peak_memory_sees_an_array_held_in_the_block():
+    before = current_memory().anon
+    with PeakMemory(interval=0.002) as pm:
+        block = np.ones(64 << 20, np.uint8)  # 64 MiB, touched
+        threading.Event().wait(0.02)
+        del block
+    if before:  # /proc available
+        assert pm.peak_anon >= before + (48 << 20)
+        assert pm.peak_total >= pm.peak_anon
+    assert set(pm.to_json()) == {"peak_rss_bytes", "peak_rss_anon_bytes",
+                                 "peak_rss_file_bytes"}
