@@ -38,9 +38,10 @@ def _gather(v, sptr, sidx, sw, comm, nw, touched, unit=0.0):
     nt = 0
     for e in range(sptr[v], sptr[v + 1]):
         c = comm[sidx[e]]
+        w = unit if unit > 0.0 else sw[e]
         touched[nt] = c  # kept where ``c`` is new: no branch on a hard-to-predict test
-        nt += nw[c] == 0.0
-        nw[c] += unit if unit > 0.0 else sw[e]
+        nt += (nw[c] == 0.0) & (w != 0.0)  # (a zero weight adds nothing: never listed)
+        nw[c] += w
     return nt
 
 
@@ -157,7 +158,7 @@ def move_nodes(sptr, sidx, sw, kout, kin, m, gamma, comm, order, tol, share, max
     modularity gained, nodes visited)."""
     n = kout.shape[0]
     tout, tin = _totals(comm, kout, kin)
-    counted = sym and unit > 0.0  # (:func:`_move_count`)
+    counted = sym and unit > 0.0 and sptr[n] < 2**31  # (:func:`_move_count`: int32)
     nw = np.zeros(0 if counted else n)
     count = np.zeros(n if counted else 0, np.int32)
     touched = np.empty(n + 1, np.int64)
@@ -294,10 +295,11 @@ def refine(sptr, sidx, sw, kout, kin, m, gamma, theta, comm, order, seed, ref, u
             if comm[u] != c:
                 continue
             r = ref[u]
-            if nw[r] == 0.0:
+            w = unit if unit > 0.0 else sw[e]
+            if nw[r] == 0.0 and w != 0.0:  # (a zero weight adds nothing: never listed)
                 touched[nt] = r
                 nt += 1
-            nw[r] += (unit if unit > 0.0 else sw[e])
+            nw[r] += w
         best, best_gain = v, 0.0
         total = 0.0
         kept = 0
@@ -397,16 +399,45 @@ def smallest_member(comm, out):
     return groups
 
 
+#: :func:`aggregate` groups a level's entries by community in a buffer (the rows then read
+#: in storage order) where the buffer takes at most this many bytes; past it, it reads
+#: each community's members' rows in turn and writes no buffer
+AGGREGATE_BUFFER_BYTES = 1 << 30
+
+
+@numba.njit(inline="always")
+def _tally(c, d, w, unit, acc, count, touched, nt, inside):
+    """:func:`aggregate`'s step for one entry of community ``c`` to community ``d`` of
+    weight ``w``: inside weight, or the weight to ``d`` (``unit`` > 0: counted) and ``d``
+    listed in ``touched`` the first time (a zero weight adds nothing: not listed).
+    Returns (listed, inside)."""
+    if d == c:
+        return nt, inside + w
+    if unit > 0.0:
+        touched[nt] = d
+        nt += count[d] == 0
+        count[d] += 1
+    elif w != 0.0:
+        if acc[d] == 0.0:
+            touched[nt] = d
+            nt += 1
+        acc[d] += w
+    return nt, inside
+
+
 @numba.njit(cache=True, nogil=True)
-def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
+def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit,
+              buffer_bytes=AGGREGATE_BUFFER_BYTES):
     """The level whose nodes are the communities ``comm`` (int64 (n,), 0..ncomm-1): the
     symmetrised weights between communities summed, the weight inside each one its
     self-loop arcs, strengths summed; ``unit`` > 0: every entry of ``sw`` equals it (not
-    read). Returns (sptr, sidx, sw, loops, kout, kin).
+    read; the entries to each community are counted). Returns (sptr, sidx, sw, loops,
+    kout, kin).
 
-    Two passes: the rows in storage order, each entry's neighbour community written to
-    its own community's run of a buffer (the rows are read in sequence, not member by
-    member); then each community's run summed by neighbour community."""
+    Where the entries' communities (and weights) fit ``buffer_bytes``, the rows are read
+    in storage order, each entry's neighbour community written to its own community's run
+    of a buffer, and then each run is summed; past it, each community's members' rows are
+    read in turn (no buffer; the rows at random). The same level either way."""
     n = kout.shape[0]
     start = np.zeros(ncomm + 1, np.int64)
     nloops = np.zeros(ncomm)
@@ -421,18 +452,31 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
     for c in range(ncomm):
         start[c + 1] += start[c]
     nnz = sidx.shape[0]
-    other = np.empty(nnz, sidx.dtype)  # each entry's neighbour community, by community
-    weight = np.empty(0 if unit > 0.0 else nnz)
-    fill = start[:-1].copy()
-    for v in range(n):
-        c = comm[v]
-        f = fill[c]
-        for e in range(sptr[v], sptr[v + 1]):
-            other[f] = comm[sidx[e]]
-            if unit <= 0.0:
-                weight[f] = sw[e]
-            f += 1
-        fill[c] = f
+    buffered = nnz * (sidx.itemsize + (0 if unit > 0.0 else 8)) <= buffer_bytes
+    other = np.empty(nnz if buffered else 0, sidx.dtype)  # neighbour communities, by
+    weight = np.empty(nnz if buffered and unit <= 0.0 else 0)  # community, and weights
+    mstart = np.zeros(1 if buffered else ncomm + 1, np.int64)  # or the nodes, by
+    members = np.empty(0 if buffered else n, np.int64)  # community
+    if buffered:
+        fill = start[:-1].copy()
+        for v in range(n):
+            c = comm[v]
+            f = fill[c]
+            for e in range(sptr[v], sptr[v + 1]):
+                other[f] = comm[sidx[e]]
+                if unit <= 0.0:
+                    weight[f] = sw[e]
+                f += 1
+            fill[c] = f
+    else:
+        for v in range(n):
+            mstart[comm[v] + 1] += 1
+        for c in range(ncomm):
+            mstart[c + 1] += mstart[c]
+        fill = mstart[:-1].copy()
+        for v in range(n):
+            members[fill[comm[v]]] = v
+            fill[comm[v]] += 1
     nptr = np.zeros(ncomm + 1, np.int64)
     nidx = np.empty(nnz, sidx.dtype)
     nsw = np.empty(nnz)
@@ -443,8 +487,8 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
     for c in range(ncomm):
         nt = 0
         inside = 0.0
-        if unit > 0.0:
-            for i in range(start[c], start[c + 1]):
+        if buffered and unit > 0.0:  # (the hot loops written out: through _tally they
+            for i in range(start[c], start[c + 1]):  # run slower)
                 d = other[i]
                 if d == c:
                     inside += unit
@@ -452,17 +496,23 @@ def aggregate(sptr, sidx, sw, loops, kout, kin, comm, ncomm, unit):
                 touched[nt] = d
                 nt += count[d] == 0
                 count[d] += 1
-        else:
+        elif buffered:
             for i in range(start[c], start[c + 1]):
                 d = other[i]
                 w = weight[i]
                 if d == c:
                     inside += w
                     continue
-                if acc[d] == 0.0:
+                if acc[d] == 0.0 and w != 0.0:  # (a zero weight adds nothing: not listed)
                     touched[nt] = d
                     nt += 1
                 acc[d] += w
+        else:
+            for i in range(mstart[c], mstart[c + 1]):  # the members' rows in turn
+                v = members[i]
+                for e in range(sptr[v], sptr[v + 1]):
+                    nt, inside = _tally(c, comm[sidx[e]], unit if unit > 0.0 else sw[e],
+                                        unit, acc, count, touched, nt, inside)
         nloops[c] += 0.5 * inside  # each arc inside is in S twice, once per end
         for j in range(nt):
             d = touched[j]
@@ -533,8 +583,9 @@ def symmetrise(out_ptr, out_idx, out_w, in_ptr, in_idx, in_w, two_ways, scale, l
     sptr, loops = _symmetrised_rows(out_ptr, out_idx, out_w, in_ptr, in_idx, two_ways,
                                     loop_scale)
     weighted = out_w.shape[0] > 0 or (two_ways and in_w.shape[0] > 0)
-    if not weighted and not two_ways and sptr[-1] == out_ptr[-1]:
-        return sptr, out_idx, np.empty(0), loops, scale * np.diff(sptr).astype(np.float64), None
+    if not weighted and not two_ways and sptr[-1] == out_ptr[-1]:  # S is the stored rows
+        return (out_ptr, out_idx, np.empty(0), loops,
+                scale * np.diff(out_ptr).astype(np.float64), None)
     n = len(sptr) - 1
     deg = np.diff(sptr)
     ids = None

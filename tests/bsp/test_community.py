@@ -265,3 +265,57 @@ def test_louvain_level0_kept_per_mapped_index(tmp_path, monkeypatch):
     build_index(looped, ("csr",))
     check(looped), check(looped)
     assert len(built) == 7  # written (self-loops): never kept
+
+
+def test_louvain_weighted_after_unweighted_on_one_graph(tmp_path):
+    """The level 0 kept for unweighted runs is never a weighted run's: a weighted run
+    after an unweighted one on the same opened graph gives the fresh weighted answer."""
+    from graphsys.storage.adjacency_index import build_index
+
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 40, 200), rng.integers(0, 40, 200)
+    keep = src != dst
+    w = np.round(rng.uniform(0.1, 9.0, keep.sum()), 2)
+    path = tmp_path / "g"
+    graphsys.from_numpy(src[keep], dst[keep], path, weight=w, undirected=True, dedupe=True,
+                        partitions=2)
+    fresh = graphsys.open_graph(path)
+    build_index(fresh, ("csr",))
+    for algo in (bsp.louvain, bsp.leiden):
+        want = algo(graphsys.open_graph(path), seed=2)
+        g = graphsys.open_graph(path)
+        unweighted = algo(g, seed=2, weighted=False)
+        got = algo(g, seed=2)
+        assert got.to_dict() == want.to_dict()
+        assert got.stats.scores["modularity"] == want.stats.scores["modularity"]
+        assert unweighted.stats.scores["modularity"] != got.stats.scores["modularity"]
+
+
+def test_louvain_zero_weight_edges(tmp_path):
+    """Edges of weight 0 add nothing: two 10-cliques joined by 100 zero-weight edges are
+    two communities, as networkx finds, by Louvain and Leiden."""
+    a, b = np.triu_indices(10, 1)
+    src = np.r_[a, a + 10, np.repeat(np.arange(10), 10)]
+    dst = np.r_[b, b + 10, np.tile(np.arange(10, 20), 10)]
+    w = np.r_[np.ones(2 * len(a)), np.zeros(100)]
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", weight=w, undirected=True,
+                            partitions=2)
+    G = nx.Graph()
+    G.add_weighted_edges_from(zip(src.tolist(), dst.tolist(), w.tolist()))
+    want = nx.community.modularity(G, [set(range(10)), set(range(10, 20))])
+    for algo in (bsp.louvain, bsp.leiden):
+        res = algo(g, seed=0)
+        assert sorted(map(sorted, groups(res.to_dict()))) == [list(range(10)),
+                                                              list(range(10, 20))]
+        assert res.stats.scores["modularity"] == pytest.approx(want, rel=1e-12)
+
+
+def test_louvain_without_edges(tmp_path):
+    """A graph without edges: every node alone (networkx's louvain_communities gives the
+    same), modularity NaN, by Louvain and Leiden."""
+    g = graphsys.from_numpy(np.zeros(0, np.int64), np.zeros(0, np.int64), tmp_path / "g",
+                            num_nodes=5, undirected=True)
+    for algo in (bsp.louvain, bsp.leiden):
+        res = algo(g, seed=0)
+        assert sorted(map(sorted, groups(res.to_dict()))) == [[i] for i in range(5)]
+        assert np.isnan(res.stats.scores["modularity"])

@@ -246,7 +246,11 @@ def optimise(level: Level, gamma: float, seed: int, *, leiden: bool = False,
     from the partition the last one found, ``iterations`` of them (negative: until a pass
     gains at most ``threshold``); the best partition is kept. Random orders from
     ``numpy.random.default_rng(seed)``. Returns (community of every node, int64 (N,), its
-    modularity, one record per level of every pass)."""
+    modularity, one record per level of every pass); a level without edges: every node
+    alone, modularity NaN."""
+    if level.m == 0:  # no edge: every node alone (as networkx's), modularity undefined
+        return np.arange(level.n, dtype=np.int64), float("nan"), [{"nodes": level.n,
+                                                                   "moves": 0}]
     rng = np.random.default_rng(seed)
     best, best_q = None, -np.inf
     records: list[dict] = []
@@ -302,27 +306,23 @@ class Louvain(VertexProgram):
         return state["label"]
 
     def level0(self, edges) -> Level:
-        """Level 0 of the edge set. Where it reads the stored index itself (stored both
-        ways, unweighted, no self-loop: :func:`~graphsys.bsp.kernels_community.symmetrise`)
-        it holds only per-node arrays beside the mapped index, and is kept with it
-        (:meth:`~graphsys.bsp.edges.MemoryEdges.derived`): later runs skip the pass over the
-        entries that looks for self-loops."""
+        """Level 0 of the edge set; where it reads the stored index itself (stored both
+        ways, unweighted, no self-loop) it is kept beside the mapped index
+        (:meth:`~graphsys.bsp.edges.MemoryEdges.derived`): later runs skip its pass."""
         out = edges.adjacency("csr")
-        if not self.undirected_store:
-            return Level.from_adjacency(out, edges.adjacency("csc"), self.directed,
-                                        visit_order=not self.leiden)
+        into = None if self.undirected_store else edges.adjacency("csc")
         built: list[Level] = []
 
-        def build() -> Level | None:
-            built.append(Level.from_adjacency(out, None, self.directed,
+        def build() -> Level | None:  # the level where it holds no entries of its own
+            built.append(Level.from_adjacency(out, into, self.directed,
                                               visit_order=not self.leiden))
-            return built[0] if built[0].sidx is out[1] else None  # (else it is written)
+            return built[-1] if built[-1].sidx is out[1] else None
 
-        level = edges.derived("community-level0", ("csr",), build)
-        if level is not None:
-            return level
-        return built[0] if built else Level.from_adjacency(out, None, self.directed,
-                                                           visit_order=not self.leiden)
+        if into is None and not len(out[2]):  # unweighted, stored both ways
+            level = edges.derived("community-level0-unweighted", ("csr",), build)
+            if level is not None:
+                return level
+        return built[-1] if built else build() or built[-1]
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: the levels in numba; one recorded superstep per level
@@ -356,8 +356,9 @@ class Louvain(VertexProgram):
 
 _RETURNS_DOC = """Result
     ``values``: float64 (N,) community labels by internal node id (a community's smallest
-    internal id); ``result.stats.scores["modularity"]`` the modularity reached,
-    ``["communities"]`` their number; one recorded superstep per level."""
+    internal id); ``result.stats.scores["modularity"]`` the modularity reached (NaN on a
+    graph without edges, where every node is alone), ``["communities"]`` their number;
+    one recorded superstep per level."""
 _COMMUNITY_DOC = """resolution : float, default 1.0
     The resolution ``gamma`` of the modularity (larger: more, smaller communities).
 seed : int, default 0
