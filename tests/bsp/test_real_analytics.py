@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import random
 
-import igraph as ig
 import numpy as np
 import pytest
 
 from graphsys import bsp, open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+ig = pytest.importorskip("igraph")  # the reference (not installed on every machine)
 
 FILES = {"slashdot": ("snap/soc-Slashdot0902.txt.gz", False, {}),
          "enron": ("snap/email-Enron.txt.gz", True, {}),

@@ -69,7 +69,9 @@ def test_user_loss_and_features_are_used(tmp_path, device):
     res = train(g, TrainConfig(**CFG), model=PygSage(4, 16, 4), loss=loss, features=one_hot,
                 device=device)
     assert calls and all(s[1] == 4 for s in calls)
-    assert res.metrics["test_accuracy"] == 1.0
+    # the features are the labels: every node right, or all but one or two on CUDA, where
+    # atomic sums make the training vary from run to run (0.992 seen on an H200)
+    assert res.metrics["test_accuracy"] >= 0.98, res.metrics
     with pytest.raises(GraphsysError, match=r"features has shape \(3, 4\)"):
         train(g, TrainConfig(**CFG), model=PygSage(4, 16, 4), features=one_hot[:3], device=device)
 
