@@ -9,6 +9,7 @@ Linux reports ``RssAnon`` (heap, NumPy/torch arrays: what a memory budget bounds
 
 from __future__ import annotations
 
+import abc
 import os
 import resource
 import threading
@@ -43,10 +44,11 @@ def current_memory(pid: int | None = None) -> MemorySample:
     return MemorySample(fields["VmRSS:"], fields["RssAnon:"], fields["RssFile:"])
 
 
-class BackgroundSampler:
+class BackgroundSampler(abc.ABC):
     """Base of a context manager that calls :meth:`sample` every ``interval`` seconds on a
     daemon thread named :attr:`thread_name` while it is open, and once more when it closes
-    (after the thread has stopped), so the last reading is taken at the block's end."""
+    (after the thread has stopped), so the last reading is taken at the block's end; a
+    subclass defines :meth:`sample`."""
 
     thread_name = "graphsys-sampler"
 
@@ -55,9 +57,9 @@ class BackgroundSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @abc.abstractmethod
     def sample(self) -> None:
-        """Take one reading (subclasses)."""
-        raise NotImplementedError
+        """Take one reading."""
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

@@ -15,6 +15,25 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("GRAPHSYS_PROGRESS_SECONDS", "3600")
 
 
+def hub_graph_dir(tmp: Path, *, hubs: int, hub_edges: int, nodes: int, edges: int,
+                  partitions: int, seed: int) -> Path:
+    """A seeded graph with skewed out-degrees ingested from a TSV file into ``tmp / "g"``:
+    ``hub_edges`` edges leave nodes ``0..hubs-1``, the other ``edges - hub_edges`` any of
+    ``nodes`` nodes (the profiling tests' load-balance inputs). Returns the directory."""
+    import numpy as np
+
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+    rng = np.random.default_rng(seed)
+    src = np.concatenate([rng.integers(0, hubs, hub_edges),
+                          rng.integers(0, nodes, edges - hub_edges)])
+    dst = rng.integers(0, nodes, len(src))
+    f = tmp / "e.tsv"
+    f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
+    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=partitions))
+    return tmp / "g"
+
+
 def mirror_dir() -> Path | None:
     """The local dataset mirror: $GRAPHSYS_MIRROR, else ../shared/datasets beside the repo."""
     env = os.environ.get("GRAPHSYS_MIRROR")

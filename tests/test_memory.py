@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from graphsys.memory import BackgroundSampler, PeakMemory, current_memory
 
@@ -42,3 +43,9 @@ def test_peak_memory_sees_an_array_held_in_the_block():
         assert pm.peak_total >= pm.peak_anon
     assert set(pm.to_json()) == {"peak_rss_bytes", "peak_rss_anon_bytes",
                                  "peak_rss_file_bytes"}
+
+
+def test_sampler_without_a_reading_is_refused():
+    """The base class has no reading of its own: it cannot be made without one."""
+    with pytest.raises(TypeError):
+        BackgroundSampler(0.01)

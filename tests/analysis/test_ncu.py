@@ -54,7 +54,6 @@ import os
 import shutil
 import sys
 
-import numpy as np
 import pytest
 import torch
 
@@ -62,7 +61,6 @@ from graphsys import cli, device
 from graphsys.analysis import ncu as N
 from graphsys.analysis.ncu_target import run_target, target_command
 from graphsys.errors import GraphsysError
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 # x[src]: gather through index (composed from the captured prefix "void
 # at::native::index_elementwise_kernel<(int)128, (int)4, void at::native::gpu_index_kernel<void
@@ -206,14 +204,10 @@ def fake_ncu(directory, *, log: str, rc: int = 0, stderr: str = "", rename: bool
 
 @pytest.fixture(scope="module")
 def graph_dir(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ncu")
-    rng = np.random.default_rng(0)
-    src = np.concatenate([rng.integers(0, 5, 600), rng.integers(0, 400, 900)])
-    dst = rng.integers(0, 400, len(src))
-    f = tmp / "e.tsv"
-    f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    ingest_sources([EdgeSource([f])], tmp / "g", IngestOptions(partitions=4))
-    return tmp / "g"
+    from tests.conftest import hub_graph_dir
+
+    return hub_graph_dir(tmp_path_factory.mktemp("ncu"), hubs=5, hub_edges=600,
+                         nodes=400, edges=1500, partitions=4, seed=0)
 
 
 @pytest.fixture

@@ -6,24 +6,15 @@ import json
 import shutil
 import subprocess
 
-import numpy as np
 import pytest
-
-from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
 @pytest.fixture(scope="module")
 def graph_dir(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("profile-cli")
-    rng = np.random.default_rng(0)
-    # skewed degrees: a few hubs, many leaves
-    src = np.concatenate([rng.integers(0, 5, 600), rng.integers(0, 400, 900)])
-    dst = rng.integers(0, 400, len(src))
-    f = tmp / "e.tsv"
-    f.write_text("".join(f"{s}\t{d}\n" for s, d in zip(src, dst)))
-    out = tmp / "g"
-    ingest_sources([EdgeSource([f])], out, IngestOptions(partitions=4))
-    return out
+    from tests.conftest import hub_graph_dir
+
+    return hub_graph_dir(tmp_path_factory.mktemp("profile-cli"), hubs=5, hub_edges=600,
+                         nodes=400, edges=1500, partitions=4, seed=0)
 
 
 REQUIRED = ("mean_utilization", "histogram")
