@@ -17,7 +17,6 @@ import pyarrow.ipc as paipc
 
 from graphsys.storage import kernels
 from graphsys.storage.atomic import start_writeback
-from graphsys.storage.pages import scratch_array
 
 _NO_REL = np.zeros(0, np.int32)
 #: Prefix of an edge column's field in the routed and sorted columns.
@@ -43,15 +42,6 @@ class RoutedBuckets:
             [("weight", np.float32)] if has_weight else []) + self.columns
         self.runs: dict[int, list[int]] = {}
         self.memory: dict[int, dict[str, np.ndarray]] = {}
-
-    def routing_scratch(self, rows: int) -> dict[str, np.ndarray]:
-        """Room for ``rows`` routed edges until their scatter by bucket: ``_bucket`` int32,
-        ``_key`` uint64 and, where the edges carry a rel or weight, ``_row`` (the edge's
-        row in its batch, int64; else empty); in small pages
-        (:func:`~graphsys.storage.pages.scratch_array`: written and read in order)."""
-        payload = self.has_rel or self.has_weight or bool(self.columns)
-        return {"_bucket": scratch_array(rows, np.int32), "_key": scratch_array(rows, np.uint64),
-                "_row": scratch_array(rows if payload else 0, np.int64)}
 
     @property
     def buckets(self) -> list[int]:

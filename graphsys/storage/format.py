@@ -572,12 +572,15 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def safe_relative_path(directory: str | Path | None, rel: object, *, source: str,
-                       field: str) -> Path:
+                       field: str, resolved: dict[str, str] | None = None) -> Path:
     """``directory / rel`` if ``rel`` is a relative POSIX path of safe components that stays
     inside ``directory`` once symlinks are resolved; else a :class:`FormatError` naming
     ``source`` and ``field``. Files are untrusted input: nothing outside is ever read.
     ``directory`` None: the files are on a filesystem without symlinks (object storage,
-    :mod:`graphsys.storage.location`): the lexical checks alone apply; returns ``rel``."""
+    :mod:`graphsys.storage.location`): the lexical checks alone apply; returns ``rel``.
+    ``resolved``: the resolved directories of earlier calls (a dict kept between the calls
+    for one directory's files), so that each file costs one ``lstat`` of its own name,
+    not one of every component of its path."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\0" in rel:
         raise FormatError(f"{source}: {field}: {rel!r} is not a relative path")
     parts = rel.split("/")
@@ -588,10 +591,28 @@ def safe_relative_path(directory: str | Path | None, rel: object, *, source: str
         return Path(rel)
     base = Path(directory)
     target = base / rel
-    root = os.path.realpath(base)
-    if os.path.commonpath([root, os.path.realpath(target)]) != root:
+    cache = {} if resolved is None else resolved
+    root = _realpath(str(base), cache)
+    if os.path.commonpath([root, _resolve(str(target), cache)]) != root:
         raise FormatError(f"{source}: {field}: {rel!r} resolves outside {base} (a symlink)")
     return target
+
+
+def _realpath(path: str, cache: dict[str, str]) -> str:
+    """``os.path.realpath(path)`` of a directory, remembered in ``cache``."""
+    real = cache.get(path)
+    if real is None:
+        real = cache[path] = os.path.realpath(path)
+    return real
+
+
+def _resolve(path: str, cache: dict[str, str]) -> str:
+    """``os.path.realpath(path)`` (whose last component is a name, not ``.`` or ``..``):
+    its directory resolved once per ``cache``, then the name itself where it is a symlink
+    (a path resolves as its resolved directory joined with its name)."""
+    parent, name = os.path.split(path)
+    joined = os.path.join(_realpath(parent, cache), name)
+    return os.path.realpath(joined) if os.path.islink(joined) else joined
 
 
 def validate_manifest(m: Manifest, directory: str | Path | None, *,
@@ -621,8 +642,9 @@ def validate_manifest(m: Manifest, directory: str | Path | None, *,
                               f"{len(m.relation_types)} relation types")
     if m.max_batch_rows < 1:
         raise FormatError(f"{source}: field 'max_batch_rows' must be >= 1")
+    resolved: dict[str, str] = {}
     for rel, entry in m.files.items():
-        safe_relative_path(directory, rel, source=source, field="files")
+        safe_relative_path(directory, rel, source=source, field="files", resolved=resolved)
         if not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int) \
                 or isinstance(entry.get("bytes"), bool) or entry["bytes"] < 0 \
                 or not isinstance(entry.get("sha256"), str) \

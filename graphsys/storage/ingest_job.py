@@ -414,11 +414,10 @@ class IngestJob:
         columns = [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])]
         routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight, columns)
         routed.rundir.mkdir()
-        payload = (4 if has_rel else 0) + (4 if has_weight else 0) + sum(
+        # per routed row: its grouped columns (its place in the buffer, for the edge columns'
+        # scatter, is per batch)
+        row_bytes = 8 + (4 if has_rel else 0) + (4 if has_weight else 0) + sum(
             np.dtype(dt).itemsize for _, dt in columns)
-        # per routed row: its grouped columns, and its bucket, key and (with a payload) row
-        # until the scatter
-        row_bytes = 8 + payload + 12 + (8 if payload else 0)
         spills = [sp for sp in self.spills if sp.edge_set == edge_set]
         lookups = any(ix.dense is None for ix in self.index.values())
         out_rows = sum(sp.rows for sp in spills) * (2 if self.opts.undirected else 1)
@@ -433,7 +432,6 @@ class IngestJob:
         # one buffer for every flush (fresh pages would fault in again each time)
         room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
         buffer = {f: scratch_array(room, dt) for f, dt in routed.fields}
-        buffer.update(routed.routing_scratch(room))
         pending: list[_Spill] = []
         for sp in spills:
             pending.append(sp)
@@ -449,34 +447,25 @@ class IngestJob:
                buffer: dict[str, np.ndarray] | None = None
                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Route the edges of ``spills`` (batches of one edge set, in input order) into one
-        buffer grouped by bucket, in a stable counting sort: every part is routed and counted
-        in one pass (:func:`kernels.route_keys`, two threads), then scattered in input
-        order (each part from its own cursors, two threads); the batches are discarded.
-        Returns (starts int64 (P*P+1,), columns ``key`` uint64 and, when the edge set has
-        them, ``rel`` int32 and ``weight`` float32): new
-        arrays, or the heads of ``buffer``'s (large enough) when it is given (with room for
-        the routed rows too: :meth:`RoutedBuckets.routing_scratch`)."""
+        buffer grouped by bucket, in a stable counting sort: every part is counted by bucket
+        (:func:`kernels.count_routes`, two threads), then routed again and scattered in
+        input order (:func:`kernels.scatter_routes`, each part from its own cursors, two
+        threads); the batches are discarded. Returns (starts int64 (P*P+1,), columns
+        ``key`` uint64 and, when the edge set has them, ``rel`` int32, ``weight`` float32
+        and the edge columns): new arrays, or the heads of ``buffer``'s (large enough)."""
         p = self.opts.partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
-        ends = np.cumsum([0] + [len(part[0][1]) * (2 if self.opts.undirected else 1)
-                                for part in parts])
-        payload = routed.has_rel or routed.has_weight or bool(routed.columns)
-        scratch = routed.routing_scratch(int(ends[-1])) if buffer is None else buffer
-        bucket, key, row = (scratch[f] for f in ("_bucket", "_key", "_row"))
 
-        def route(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
-            lo, hi = ends[k], ends[k + 1]
+        def count(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
             # rows of the routing tables: the ids themselves where a type's ids have a
             # direct map, else dense node indices; equal ids give equal rows either way
             src, dst = (self._table_rows(*typed) for typed in parts[k][:2])
+            parts[k] = (src, dst, *parts[k][2:])  # the scatter reads the same rows
             counts = np.zeros(p * p, np.int64)
-            n = self.kernels.route_keys(src, dst, *parts[k][2:7], bucket[lo:hi], key[lo:hi],
-                                        row[lo:hi] if payload else row, counts)
-            parts[k] = parts[k][7:]  # free its ids and rows once it is routed
-            return n, counts
+            return self.kernels.count_routes(src, dst, *parts[k][2:7], counts), counts
 
         with ThreadPoolExecutor(2) as pool:
-            routed_parts = list(pool.map(route, range(len(parts))))
+            routed_parts = list(pool.map(count, range(len(parts))))
         starts = np.zeros(p * p + 1, np.int64)
         np.cumsum(sum((c for _, c in routed_parts), np.zeros(p * p, np.int64)),
                   out=starts[1:])
@@ -491,18 +480,17 @@ class IngestJob:
             cursor += counts
 
         def scatter(k: int) -> None:
-            n, cur = routed_parts[k][0], cursors[k]
-            rel, rel_fill, weight, extra = parts[k]
+            src, dst, codes_l, codes_r, _, drop_loops, undirected, rel, rel_fill, weight, \
+                extra = parts[k]
             parts[k] = None
-            lo = ends[k]
-            for f, _ in routed.columns:  # from the cursor the edges below start from
-                self.kernels.scatter_column(bucket[lo:lo + n], row[lo:lo + n], cur.copy(),
-                                            extra[f], cols[f])
-            self.kernels.scatter_by_bucket(bucket[lo:lo + n], key[lo:lo + n],
-                                           row[lo:lo + n] if payload else row, cur,
-                                           cols["key"], rel, rel_fill,
-                                           cols.get("rel", _NO_I32), weight,
-                                           cols.get("weight", _NO_F32))
+            dest = np.empty(routed_parts[k][0] if routed.columns else 0, np.int64)
+            self.kernels.scatter_routes(src, dst, codes_l, codes_r, p, drop_loops, undirected,
+                                        cursors[k], cols["key"], rel, rel_fill,
+                                        cols.get("rel", _NO_I32), weight,
+                                        cols.get("weight", _NO_F32), dest)
+            for f, _ in routed.columns:
+                self.kernels.scatter_column(src, dst, drop_loops, undirected, dest, extra[f],
+                                            cols[f])
 
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(scatter, range(len(parts))))
@@ -513,8 +501,8 @@ class IngestJob:
     def _route_parts(self, sp: _Spill, routed: RoutedBuckets):
         """For each (lhs, rhs) type group of one spilled batch: its source and target ids
         with their entity types (made rows of the routing tables by :meth:`_table_rows`),
-        the rest of :func:`kernels.route_keys`'s arguments, and those of
-        :func:`kernels.scatter_by_bucket` (rel, rel_fill, weight) and the edge columns
+        the rest of :func:`kernels.count_routes`'s arguments, and those of
+        :func:`kernels.scatter_routes` (rel, rel_fill, weight) and the edge columns
         (by field, in their stored dtype)."""
         table = sp.read()
         rel_all = table.column("rel").to_numpy() if "rel" in table.column_names else None

@@ -276,23 +276,32 @@ def route_codes(part, local, dense, out):
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _route(a, b, num_partitions):
+    """Bucket ``i*P + j`` and sort key ``local_src << 32 | local_dst`` (uint64) of an edge
+    whose endpoints' routing codes (:func:`route_codes`) are ``a = i << 32 | local_src``
+    and ``b = j << 32 | local_dst``."""
+    low = np.int64(0xFFFFFFFF)
+    return ((a >> 32) * num_partitions + (b >> 32),
+            (np.uint64(a & low) << np.uint64(32)) | np.uint64(b & low))
+
+
 @numba.njit(cache=True, nogil=True)
-def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
-               key, row, counts):
-    """Route the edges ``src[k] -> dst[k]`` of one chunk: edge ``k`` goes to bucket
-    ``i*P + j`` (int32) with sort key ``local_src << 32 | local_dst`` (uint64), where
-    ``codes_l[src[k]] = i << 32 | local_src`` and ``codes_r[dst[k]] = j << 32 | local_dst``
-    (:func:`route_codes`). Writes the routed rows' bucket, key and, when ``row`` is
-    non-empty, chunk row ``k`` (int64) from index 0, adds one to ``counts`` (int64 (P*P,))
-    at each routed row's bucket, and returns how many rows there are.
+def count_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, counts):
+    """Pass one of routing the edges ``src[k] -> dst[k]`` of one chunk into buckets: edge
+    ``k`` goes to bucket ``i*P + j``, where ``codes_l[src[k]] = i << 32 | local_src`` and
+    ``codes_r[dst[k]] = j << 32 | local_dst`` (:func:`route_codes`). Adds one to ``counts``
+    (int64 (P*P,)) at each routed row's bucket and returns how many rows there are.
 
     ``drop_loops``: skip edges with ``src[k] == dst[k]``. ``undirected`` (one entity type on
     both sides): every non-loop edge is also routed reversed, right after the edge itself, so
     the routed rows keep the input order of the unordered pairs (a dedupe that keeps the first
-    occurrence then keeps the same input row for both directions); the outputs then need room
-    for ``2 * len(src)`` rows."""
-    low = np.int64(0xFFFFFFFF)
-    with_rows = row.shape[0] > 0
+    occurrence then keeps the same input row for both directions).
+
+    Nothing is written per row: :func:`scatter_routes` routes the chunk again from the
+    codes, whose rows are mostly in cache, which costs less than first-touched scratch
+    pages for every row's bucket and key. (The loops of both passes are written out in
+    full, not through a shared helper: numba compiles a call per edge there.)"""
     m = src.shape[0]
     n = 0
     for k in range(m):
@@ -305,57 +314,87 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
         loop = src[k] == dst[k]
         if drop_loops and loop:
             continue
-        a = codes_l[src[k]]
-        b = codes_r[dst[k]]
-        c = (a >> 32) * num_partitions + (b >> 32)
-        bucket[n] = np.int32(c)
+        c, _ = _route(codes_l[src[k]], codes_r[dst[k]], num_partitions)
         counts[c] += 1
-        key[n] = (np.uint64(a & low) << np.uint64(32)) | np.uint64(b & low)
-        if with_rows:
-            row[n] = k
         n += 1
         if undirected and not loop:  # the reversed edge dst -> src
-            a = codes_l[dst[k]]
-            b = codes_r[src[k]]
-            c = (a >> 32) * num_partitions + (b >> 32)
-            bucket[n] = np.int32(c)
+            c, _ = _route(codes_l[dst[k]], codes_r[src[k]], num_partitions)
             counts[c] += 1
-            key[n] = (np.uint64(a & low) << np.uint64(32)) | np.uint64(b & low)
-            if with_rows:
-                row[n] = k
             n += 1
     return n
 
 
 @numba.njit(cache=True, nogil=True)
-def scatter_by_bucket(bucket, key, row, cursor, key_out, rel, rel_fill, rel_out, weight,
-                      w_out):
-    """The scatter of a stable counting sort by bucket: routed row ``k`` (see
-    :func:`route_keys`) goes to row ``cursor[bucket[k]]`` (then advanced) of ``key_out``,
-    and, where they are non-empty, of ``rel_out`` (``rel[row[k]]``, or ``rel_fill`` where
-    ``rel`` is empty) and ``w_out`` (``weight[row[k]]``, or 1 where ``weight`` is empty).
-    ``cursor`` int64 (P*P,) starts at each bucket's first row."""
-    for k in range(bucket.shape[0]):
-        b = bucket[k]
-        p = cursor[b]
-        key_out[p] = key[k]
-        if rel_out.shape[0] > 0:
-            rel_out[p] = rel[row[k]] if rel.shape[0] > 0 else rel_fill
-        if w_out.shape[0] > 0:
-            w_out[p] = weight[row[k]] if weight.shape[0] > 0 else np.float32(1.0)
-        cursor[b] = p + 1
+def scatter_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected,
+                   cursor, key_out, rel, rel_fill, rel_out, weight, w_out, dest):
+    """Pass two: the scatter of a stable counting sort by bucket. Each routed row of the
+    chunk (as :func:`count_routes` routes and counts it) goes to row ``cursor[bucket]``
+    (then advanced) of ``key_out`` (its key), and, where they are non-empty, of ``rel_out``
+    (``rel[k]``, or ``rel_fill`` where ``rel`` is empty) and ``w_out`` (``weight[k]``, or 1
+    where ``weight`` is empty); ``dest``, where non-empty, receives each routed row's place
+    in routed order (for :func:`scatter_column`). ``cursor`` int64 (P*P,) starts at each
+    bucket's first row for this chunk."""
+    m = src.shape[0]
+    payload = rel_out.shape[0] > 0 or w_out.shape[0] > 0 or dest.shape[0] > 0
+    if not (payload or drop_loops or undirected):  # keys alone, one row per edge
+        for k in range(m):
+            if k + PREFETCH_EDGES < m:
+                prefetch(codes_l, src[k + PREFETCH_EDGES])
+                prefetch(codes_r, dst[k + PREFETCH_EDGES])
+            c, key = _route(codes_l[src[k]], codes_r[dst[k]], num_partitions)
+            p = cursor[c]
+            key_out[p] = key
+            cursor[c] = p + 1
+        return
+    n = 0
+    for k in range(m):
+        if k + PREFETCH_EDGES < m:
+            prefetch(codes_l, src[k + PREFETCH_EDGES])
+            prefetch(codes_r, dst[k + PREFETCH_EDGES])
+            if undirected:
+                prefetch(codes_l, dst[k + PREFETCH_EDGES])
+                prefetch(codes_r, src[k + PREFETCH_EDGES])
+        loop = src[k] == dst[k]
+        if drop_loops and loop:
+            continue
+        for reverse in range(2 if undirected and not loop else 1):  # then dst -> src
+            a = codes_l[dst[k]] if reverse else codes_l[src[k]]
+            b = codes_r[src[k]] if reverse else codes_r[dst[k]]
+            c, key = _route(a, b, num_partitions)
+            p = cursor[c]
+            key_out[p] = key
+            cursor[c] = p + 1
+            if payload:
+                _scatter_payload(k, p, n, rel, rel_fill, rel_out, weight, w_out, dest)
+            n += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _scatter_payload(k, p, n, rel, rel_fill, rel_out, weight, w_out, dest):
+    """Input row ``k``'s rel and weight into row ``p`` of the outputs that are non-empty,
+    and ``p`` into ``dest[n]`` where it is."""
+    if rel_out.shape[0] > 0:
+        rel_out[p] = rel[k] if rel.shape[0] > 0 else rel_fill
+    if w_out.shape[0] > 0:
+        w_out[p] = weight[k] if weight.shape[0] > 0 else np.float32(1.0)
+    if dest.shape[0] > 0:
+        dest[n] = p
 
 
 @numba.njit(cache=True, nogil=True)
-def scatter_column(bucket, row, cursor, values, out):
-    """:func:`scatter_by_bucket` for one more column: ``out[cursor[bucket[k]]] =
-    values[row[k]]``, the cursor advanced as there (give a copy of the cursor that
-    :func:`scatter_by_bucket` starts from, so rows land where its rows do)."""
-    for k in range(bucket.shape[0]):
-        b = bucket[k]
-        p = cursor[b]
-        out[p] = values[row[k]]
-        cursor[b] = p + 1
+def scatter_column(src, dst, drop_loops, undirected, dest, values, out):
+    """:func:`scatter_routes` for one more column: ``out[dest[r]] = values[k]`` for each
+    routed row ``r`` of input row ``k``, enumerated as the routing enumerates them."""
+    n = 0
+    for k in range(src.shape[0]):
+        loop = src[k] == dst[k]
+        if drop_loops and loop:
+            continue
+        out[dest[n]] = values[k]
+        n += 1
+        if undirected and not loop:
+            out[dest[n]] = values[k]
+            n += 1
 
 
 #: Bits per digit of :func:`radix_sort_edges` (a 2,048-slot count fits in L1)

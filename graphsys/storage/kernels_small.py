@@ -104,11 +104,10 @@ def route_codes(part, local, dense, out):
     return out
 
 
-def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
-               key, row, counts):
-    """Route one chunk of edges into ``bucket``/``key``/``row`` from index 0 and count them
-    by bucket into ``counts`` (see the numba twin: loops dropped when asked, each non-loop
-    edge followed by its reverse when ``undirected``); returns how many rows were written."""
+def _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected):
+    """The routed rows of one chunk, in routing order (see the numba twins: loops dropped
+    when asked, each non-loop edge followed by its reverse when ``undirected``): their
+    bucket (int64), key (uint64) and input row (int64)."""
     src, dst = np.asarray(src), np.asarray(dst)
     k = np.arange(len(src), dtype=np.int64)
     if drop_loops:
@@ -121,13 +120,18 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
         s[second], d[second] = dst[reps == 2], src[reps == 2]
         src, dst = s, d
     a, b = codes_l[src], codes_r[dst]
-    n = len(a)
-    bucket[:n] = (a >> 32) * num_partitions + (b >> 32)
-    key[:n] = ((a & _LOW).astype(np.uint64) << np.uint64(32)) | (b & _LOW).astype(np.uint64)
-    if row.shape[0] > 0:
-        row[:n] = k
-    count_into(bucket[:n], counts)
-    return n
+    bucket = (a >> 32) * num_partitions + (b >> 32)
+    key = ((a & _LOW).astype(np.uint64) << np.uint64(32)) | (b & _LOW).astype(np.uint64)
+    return bucket, key, k
+
+
+def count_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, counts):
+    """Count one chunk's routed rows by bucket into ``counts``; returns how many there are
+    (see the numba twin)."""
+    bucket, _, _ = _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops,
+                           undirected)
+    count_into(bucket, counts)
+    return len(bucket)
 
 
 def _places(bucket, cursor):
@@ -145,20 +149,32 @@ def _places(bucket, cursor):
     return places
 
 
-def scatter_by_bucket(bucket, key, row, cursor, key_out, rel, rel_fill, rel_out, weight,
-                      w_out):
-    """The scatter of a stable counting sort by bucket (see the numba twin)."""
+def scatter_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected,
+                   cursor, key_out, rel, rel_fill, rel_out, weight, w_out, dest):
+    """The scatter of a stable counting sort by bucket of one chunk's routed rows (see the
+    numba twin)."""
+    bucket, key, row = _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops,
+                               undirected)
     places = _places(bucket, cursor)
     key_out[places] = key
     if rel_out.shape[0] > 0:
         rel_out[places] = rel[row] if rel.shape[0] > 0 else rel_fill
     if w_out.shape[0] > 0:
         w_out[places] = weight[row] if weight.shape[0] > 0 else np.float32(1.0)
+    if dest.shape[0] > 0:
+        dest[:len(places)] = places
 
 
-def scatter_column(bucket, row, cursor, values, out):
-    """:func:`scatter_by_bucket` for one more column: ``out[place] = values[row[k]]``."""
-    out[_places(bucket, cursor)] = values[row]
+def scatter_column(src, dst, drop_loops, undirected, dest, values, out):
+    """:func:`scatter_routes` for one more column: ``out[dest[r]] = values[k]`` for each
+    routed row ``r`` of input row ``k``."""
+    src, dst = np.asarray(src), np.asarray(dst)
+    k = np.arange(len(src), dtype=np.int64)
+    if drop_loops:
+        k = k[src != dst]
+    if undirected:
+        k = np.repeat(k, 1 + (src[k] != dst[k]))
+    out[dest[:len(k)]] = values[k]
 
 
 def radix_sort_edges(key, rel, bits, rel_bits, order):

@@ -48,23 +48,20 @@ def test_routing_and_scatter_match(drop_loops, undirected):
     for mod in (kernels, kernels_small):
         local, sizes = mod.local_offsets(part, p)
         codes = mod.route_codes(part, local, np.zeros(0, np.int64), np.empty(n, np.int64))
-        room = 2 * m
-        bucket, key = np.empty(room, np.int32), np.empty(room, np.uint64)
-        row = np.empty(room, np.int64)
         counts = np.zeros(p * p, np.int64)
-        k = mod.route_keys(src, dst, codes, codes, p, drop_loops, undirected, bucket, key, row,
-                           counts)
-        np.testing.assert_array_equal(counts, np.bincount(bucket[:k], minlength=p * p))
-        mod.count_into(bucket[:k], counts)
-        counts //= 2
+        k = mod.count_routes(src, dst, codes, codes, p, drop_loops, undirected, counts)
+        loops = int((src == dst).sum())
+        assert k == counts.sum() == (m - loops) * (1 + undirected) + loops * (not drop_loops)
         cursor = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         key_out, rel_out = np.empty(k, np.uint64), np.empty(k, np.int32)
-        w_out, x_out = np.empty(k, np.float32), np.empty(k)
-        mod.scatter_column(bucket[:k], row[:k], cursor.copy(), extra, x_out)
-        mod.scatter_by_bucket(bucket[:k], key[:k], row[:k], cursor, key_out, rel, -1, rel_out,
-                              weight, w_out)
-        outs.append((local, sizes, codes, k, bucket[:k], key[:k], row[:k], counts, cursor,
-                     key_out, rel_out, w_out, x_out))
+        w_out, x_out, dest = np.empty(k, np.float32), np.empty(k), np.empty(k, np.int64)
+        mod.scatter_routes(src, dst, codes, codes, p, drop_loops, undirected, cursor, key_out,
+                           rel, -1, rel_out, weight, w_out, dest)
+        np.testing.assert_array_equal(cursor, np.cumsum(counts))
+        np.testing.assert_array_equal(np.sort(dest), np.arange(k))
+        mod.scatter_column(src, dst, drop_loops, undirected, dest, extra, x_out)
+        outs.append((local, sizes, codes, k, counts, cursor, dest, key_out, rel_out, w_out,
+                     x_out))
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
 

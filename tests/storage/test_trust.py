@@ -93,6 +93,25 @@ def test_symlink_leaving_the_directory_is_refused(graph_dir, tmp_path):
         open_graph(graph_dir)
 
 
+def test_symlinked_directory_leaving_the_directory_is_refused(graph_dir, tmp_path):
+    # the files' directory, not a file, links out: each file's directory is resolved too
+    inner = (graph_dir / bucket_file("default", 0, 1)).parent
+    outside = tmp_path / "elsewhere"
+    shutil.copytree(inner, outside)
+    shutil.rmtree(inner)
+    inner.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(FormatError, match="resolves outside"):
+        open_graph(graph_dir)
+
+
+def test_symlink_inside_the_directory_is_followed(graph_dir):
+    target = graph_dir / bucket_file("default", 0, 1)
+    moved = target.with_name("moved.arrow")
+    target.rename(moved)
+    target.symlink_to(moved.name)  # relative, and still inside
+    assert open_graph(graph_dir).num_edges() > 0
+
+
 def test_unlisted_file_is_refused_at_open(graph_dir):
     _edit_manifest(graph_dir, lambda d: d["files"].pop(bucket_file("default", 1, 0)))
     with pytest.raises(FormatError, match=r"bucket-00001-00000\.arrow: not listed"):
