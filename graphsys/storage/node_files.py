@@ -139,7 +139,8 @@ def write_node_files(job: IngestJob, staging: Path, files: dict[str, dict[str, A
     for etype in job.entity_types:
         columns, values = _node_columns(job, etype)
         ids = job.index[etype].ids
-        order = np.argsort(job.part[etype], kind="stable")
+        # a stable sort of 16-bit keys is NumPy's radix sort (P <= MAX_PARTITIONS < 2**16)
+        order = np.argsort(job.part[etype].astype(np.uint16), kind="stable")
         starts = np.zeros(p + 1, np.int64)
         np.cumsum(np.bincount(job.part[etype], minlength=p), out=starts[1:])
         for c in columns:
