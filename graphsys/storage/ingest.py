@@ -13,9 +13,10 @@ copies of it, unless the whole edge set fits as described below:
    temporary Arrow files (so the text is parsed once).
 2. **route**: map ids to dense node indices, let the partitioner assign partitions, compute
    local offsets, add reverse edges (``undirected``), drop self-loops, and group the edges
-   by bucket in a stable counting sort (each edge routed once and counted, on two threads,
-   then scattered; integer ids too sparse for a direct map are found by a binary search
-   within a bucket of their high bits). An edge set whose grouped columns fit half the
+   by bucket in a stable counting sort (each edge routed and counted, on two threads, then
+   routed again and scattered, so that no per-edge scratch is written; integer ids too
+   sparse for a direct map are found by a binary search within a bucket of their high
+   bits, once). An edge set whose grouped columns fit half the
    budget is grouped in memory at once; a larger one a buffer at a time, each buffer
    appended to its buckets' runs on disk, in input order.
 3. **merge**: per bucket, sort its rows (in memory, or its runs read whole; an LSD radix
