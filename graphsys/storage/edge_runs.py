@@ -17,6 +17,7 @@ import pyarrow.ipc as paipc
 
 from graphsys.storage import kernels
 from graphsys.storage.atomic import start_writeback
+from graphsys.storage.pages import scratch_array
 
 _NO_REL = np.zeros(0, np.int32)
 #: Prefix of an edge column's field in the routed and sorted columns.
@@ -42,6 +43,16 @@ class RoutedBuckets:
             [("weight", np.float32)] if has_weight else []) + self.columns
         self.runs: dict[int, list[int]] = {}
         self.memory: dict[int, dict[str, np.ndarray]] = {}
+
+    def routing_scratch(self, rows: int) -> dict[str, np.ndarray]:
+        """Room for ``rows`` routed edges of a reused buffer until their scatter by bucket
+        (:func:`~graphsys.storage.kernels.route_keys`): ``_bucket`` int32, ``_key`` uint64
+        and, where the edges carry a rel, weight or edge columns, ``_row`` (the edge's row
+        in its batch, int64; else empty); in small pages
+        (:func:`~graphsys.storage.pages.scratch_array`: written and read in order)."""
+        payload = self.has_rel or self.has_weight or bool(self.columns)
+        return {"_bucket": scratch_array(rows, np.int32), "_key": scratch_array(rows, np.uint64),
+                "_row": scratch_array(rows if payload else 0, np.int64)}
 
     @property
     def buckets(self) -> list[int]:

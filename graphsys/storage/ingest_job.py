@@ -406,18 +406,22 @@ class IngestJob:
 
         While the whole edge set fits half the memory limit (its grouped columns, 8 bytes
         per edge plus its rel and weight, and the dense indices of ids that have no direct
-        map, 16 bytes per edge), its buckets are grouped in memory in one counting sort;
-        past that, each full buffer becomes one run per bucket on disk. Either way rows keep
-        their input order within a bucket, and are sorted when the bucket is written.
+        map, 16 bytes per edge), its buckets are grouped in memory in one counting sort
+        whose two passes write nothing per edge but the grouped columns (:meth:`_group`);
+        past that, a reused buffer at a time, each full buffer one run per bucket on disk,
+        routed in one pass through per-edge scratch in the buffer, whose pages stay warm
+        from flush to flush (:meth:`_group_buffered`). Either way rows keep their input
+        order within a bucket, and are sorted when the bucket is written.
         """
         has_rel, has_weight = self.has_rel[edge_set], self.has_weight[edge_set]
         columns = [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])]
         routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight, columns)
         routed.rundir.mkdir()
-        # per routed row: its grouped columns (its place in the buffer, for the edge columns'
-        # scatter, is per batch)
-        row_bytes = 8 + (4 if has_rel else 0) + (4 if has_weight else 0) + sum(
+        payload = (4 if has_rel else 0) + (4 if has_weight else 0) + sum(
             np.dtype(dt).itemsize for _, dt in columns)
+        # per routed row: its grouped columns (its place, for the edge columns' scatter, is
+        # per batch)
+        row_bytes = 8 + payload
         spills = [sp for sp in self.spills if sp.edge_set == edge_set]
         lookups = any(ix.dense is None for ix in self.index.values())
         out_rows = sum(sp.rows for sp in spills) * (2 if self.opts.undirected else 1)
@@ -428,37 +432,38 @@ class IngestJob:
                 lo, hi = starts[b], starts[b + 1]
                 routed.memory[int(b)] = {f: v[lo:hi] for f, v in cols.items()}
             return routed
+        # and in the buffer, its bucket, key and (with a payload) row until the scatter
+        row_bytes += 12 + (8 if payload else 0)
         flush_rows = max(self.opts.memory_limit // (_COPIES * row_bytes), 1 << 16)
         # one buffer for every flush (fresh pages would fault in again each time)
         room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
         buffer = {f: scratch_array(room, dt) for f, dt in routed.fields}
+        buffer.update(routed.routing_scratch(room))
         pending: list[_Spill] = []
         for sp in spills:
             pending.append(sp)
             if sum(x.rows for x in pending) >= flush_rows or sp is spills[-1]:
-                starts, cols = self._group(pending, routed, buffer)
+                starts, cols = self._group_buffered(pending, routed, buffer)
                 for b in np.flatnonzero(np.diff(starts)):
                     lo, hi = starts[b], starts[b + 1]
                     routed.append_run(int(b), {f: v[lo:hi] for f, v in cols.items()})
                 pending = []
         return routed
 
-    def _group(self, spills: list[_Spill], routed: RoutedBuckets,
-               buffer: dict[str, np.ndarray] | None = None
+    def _group(self, spills: list[_Spill], routed: RoutedBuckets
                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Route the edges of ``spills`` (batches of one edge set, in input order) into one
-        buffer grouped by bucket, in a stable counting sort: every part is counted by bucket
+        """Route the edges of ``spills`` (batches of one edge set, in input order) into new
+        arrays grouped by bucket, in a stable counting sort: every part is counted by bucket
         (:func:`kernels.count_routes`, two threads), then routed again and scattered in
         input order (:func:`kernels.scatter_routes`, each part from its own cursors, two
-        threads); the batches are discarded. Returns (starts int64 (P*P+1,), columns
-        ``key`` uint64 and, when the edge set has them, ``rel`` int32, ``weight`` float32
-        and the edge columns): new arrays, or the heads of ``buffer``'s (large enough)."""
+        threads); the batches are discarded. The second routing reads the routing tables
+        again, mostly from cache, where per-edge scratch would be pages first touched, once.
+        Returns (starts int64 (P*P+1,), columns ``key`` uint64 and, when the edge set has
+        them, ``rel`` int32, ``weight`` float32 and the edge columns)."""
         p = self.opts.partitions
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
 
         def count(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
-            # rows of the routing tables: the ids themselves where a type's ids have a
-            # direct map, else dense node indices; equal ids give equal rows either way
             src, dst = (self._table_rows(*typed) for typed in parts[k][:2])
             parts[k] = (src, dst, *parts[k][2:])  # the scatter reads the same rows
             counts = np.zeros(p * p, np.int64)
@@ -466,18 +471,8 @@ class IngestJob:
 
         with ThreadPoolExecutor(2) as pool:
             routed_parts = list(pool.map(count, range(len(parts))))
-        starts = np.zeros(p * p + 1, np.int64)
-        np.cumsum(sum((c for _, c in routed_parts), np.zeros(p * p, np.int64)),
-                  out=starts[1:])
-        n = int(starts[-1])
-        cols = ({f: scratch_array(n, dt) for f, dt in routed.fields} if buffer is None else
-                {f: buffer[f][:n] for f, _ in routed.fields})
-        # each part's rows start in every bucket after the rows of the parts before it, so
-        # the parts scatter on two threads into disjoint rows, in input order
-        cursors, cursor = [], starts[:-1].copy()
-        for _, counts in routed_parts:
-            cursors.append(cursor.copy())
-            cursor += counts
+        starts, cursors = _cursors(p, [c for _, c in routed_parts])
+        cols = {f: scratch_array(int(starts[-1]), dt) for f, dt in routed.fields}
 
         def scatter(k: int) -> None:
             src, dst, codes_l, codes_r, _, drop_loops, undirected, rel, rel_fill, weight, \
@@ -498,11 +493,61 @@ class IngestJob:
             self._discard(sp)
         return starts, cols
 
+    def _group_buffered(self, spills: list[_Spill], routed: RoutedBuckets,
+                        buffer: dict[str, np.ndarray]
+                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """:meth:`_group` into the heads of ``buffer``'s arrays (large enough, with room for
+        the routed rows' scratch: :meth:`RoutedBuckets.routing_scratch`), in one routing
+        pass: every part is routed and counted (:func:`kernels.route_keys`, two threads),
+        its rows' bucket, key and input row written to the scratch, then scattered from it
+        in input order (two threads). The buffer is reused from flush to flush, so its
+        scratch costs no first touch after the first, where a second routing would miss in
+        the routing tables again (large, for the node counts of an out-of-core ingest)."""
+        p = self.opts.partitions
+        parts = [part for sp in spills for part in self._route_parts(sp, routed)]
+        ends = np.cumsum([0] + [len(part[0][1]) * (2 if self.opts.undirected else 1)
+                                for part in parts])
+        payload = routed.has_rel or routed.has_weight or bool(routed.columns)
+        bucket, key, row = (buffer[f] for f in ("_bucket", "_key", "_row"))
+
+        def route(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
+            lo, hi = ends[k], ends[k + 1]
+            src, dst = (self._table_rows(*typed) for typed in parts[k][:2])
+            counts = np.zeros(p * p, np.int64)
+            n = self.kernels.route_keys(src, dst, *parts[k][2:7], bucket[lo:hi], key[lo:hi],
+                                        row[lo:hi] if payload else row, counts)
+            parts[k] = parts[k][7:]  # free its ids and rows once it is routed
+            return n, counts
+
+        with ThreadPoolExecutor(2) as pool:
+            routed_parts = list(pool.map(route, range(len(parts))))
+        starts, cursors = _cursors(p, [c for _, c in routed_parts])
+        cols = {f: buffer[f][:int(starts[-1])] for f, _ in routed.fields}
+
+        def scatter(k: int) -> None:
+            n, cur, lo = routed_parts[k][0], cursors[k], ends[k]
+            rel, rel_fill, weight, extra = parts[k]
+            parts[k] = None
+            for f, _ in routed.columns:  # from the cursor the edges below start from
+                self.kernels.scatter_column_rows(bucket[lo:lo + n], row[lo:lo + n],
+                                                 cur.copy(), extra[f], cols[f])
+            self.kernels.scatter_by_bucket(bucket[lo:lo + n], key[lo:lo + n],
+                                           row[lo:lo + n] if payload else row, cur,
+                                           cols["key"], rel, rel_fill,
+                                           cols.get("rel", _NO_I32), weight,
+                                           cols.get("weight", _NO_F32))
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(scatter, range(len(parts))))
+        for sp in spills:
+            self._discard(sp)
+        return starts, cols
+
     def _route_parts(self, sp: _Spill, routed: RoutedBuckets):
         """For each (lhs, rhs) type group of one spilled batch: its source and target ids
         with their entity types (made rows of the routing tables by :meth:`_table_rows`),
-        the rest of :func:`kernels.count_routes`'s arguments, and those of
-        :func:`kernels.scatter_routes` (rel, rel_fill, weight) and the edge columns
+        the rest of :func:`kernels.count_routes`'s (and :func:`kernels.route_keys`'s) arguments, and
+        those of :func:`kernels.scatter_routes` (rel, rel_fill, weight) and the edge columns
         (by field, in their stored dtype)."""
         table = sp.read()
         rel_all = table.column("rel").to_numpy() if "rel" in table.column_names else None
@@ -630,6 +675,19 @@ class IngestJob:
             4 if self.has_weight[edge_set] else 0) + sum(
             np.dtype(c.dtype).itemsize for c in self.edge_columns.get(edge_set, []))
         return bucket_batch_rows(self.opts, row_bytes)
+
+
+def _cursors(p: int, counts: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The bucket starts (int64 (P*P+1,)) of routed parts with these bucket counts, and each
+    part's cursors: its rows start in every bucket after the rows of the parts before it,
+    so the parts scatter on two threads into disjoint rows, in input order."""
+    starts = np.zeros(p * p + 1, np.int64)
+    np.cumsum(sum(counts, np.zeros(p * p, np.int64)), out=starts[1:])
+    cursors, cursor = [], starts[:-1].copy()
+    for c in counts:
+        cursors.append(cursor.copy())
+        cursor += c
+    return starts, cursors
 
 
 def bucket_batch_rows(opts: IngestOptions, row_bytes: int) -> int:

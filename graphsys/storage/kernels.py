@@ -397,6 +397,77 @@ def scatter_column(src, dst, drop_loops, undirected, dest, values, out):
             n += 1
 
 
+@numba.njit(cache=True, nogil=True)
+def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
+               key, row, counts):
+    """One-pass routing, for a buffer that is reused (an out-of-core ingest's, whose
+    pages are warm after its first flush): route the edges ``src[k] -> dst[k]`` of one
+    chunk as :func:`count_routes` routes them, bucket (int32) and sort key (uint64) from
+    :func:`_route`. Writes the routed rows' bucket, key and, when ``row`` is
+    non-empty, chunk row ``k`` (int64) from index 0, adds one to ``counts`` (int64 (P*P,))
+    at each routed row's bucket, and returns how many rows there are.
+
+    ``drop_loops``: skip edges with ``src[k] == dst[k]``. ``undirected`` (one entity type on
+    both sides): every non-loop edge is also routed reversed, right after the edge itself, so
+    the routed rows keep the input order of the unordered pairs (a dedupe that keeps the first
+    occurrence then keeps the same input row for both directions); the outputs then need room
+    for ``2 * len(src)`` rows."""
+    with_rows = row.shape[0] > 0
+    m = src.shape[0]
+    n = 0
+    for k in range(m):
+        if k + PREFETCH_EDGES < m:  # the tables' rows are cache misses: ask for them early
+            prefetch(codes_l, src[k + PREFETCH_EDGES])
+            prefetch(codes_r, dst[k + PREFETCH_EDGES])
+            if undirected:
+                prefetch(codes_l, dst[k + PREFETCH_EDGES])
+                prefetch(codes_r, src[k + PREFETCH_EDGES])
+        loop = src[k] == dst[k]
+        if drop_loops and loop:
+            continue
+        for reverse in range(2 if undirected and not loop else 1):  # then dst -> src
+            a = codes_l[dst[k]] if reverse else codes_l[src[k]]
+            b = codes_r[src[k]] if reverse else codes_r[dst[k]]
+            c, key[n] = _route(a, b, num_partitions)
+            bucket[n] = np.int32(c)
+            counts[c] += 1
+            if with_rows:
+                row[n] = k
+            n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def scatter_by_bucket(bucket, key, row, cursor, key_out, rel, rel_fill, rel_out, weight,
+                      w_out):
+    """The scatter of a stable counting sort by bucket: routed row ``k`` (see
+    :func:`route_keys`) goes to row ``cursor[bucket[k]]`` (then advanced) of ``key_out``,
+    and, where they are non-empty, of ``rel_out`` (``rel[row[k]]``, or ``rel_fill`` where
+    ``rel`` is empty) and ``w_out`` (``weight[row[k]]``, or 1 where ``weight`` is empty).
+    ``cursor`` int64 (P*P,) starts at each bucket's first row."""
+    for k in range(bucket.shape[0]):
+        b = bucket[k]
+        p = cursor[b]
+        key_out[p] = key[k]
+        if rel_out.shape[0] > 0:
+            rel_out[p] = rel[row[k]] if rel.shape[0] > 0 else rel_fill
+        if w_out.shape[0] > 0:
+            w_out[p] = weight[row[k]] if weight.shape[0] > 0 else np.float32(1.0)
+        cursor[b] = p + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def scatter_column_rows(bucket, row, cursor, values, out):
+    """:func:`scatter_by_bucket` for one more column: ``out[cursor[bucket[k]]] =
+    values[row[k]]``, the cursor advanced as there (give a copy of the cursor that
+    :func:`scatter_by_bucket` starts from, so rows land where its rows do)."""
+    for k in range(bucket.shape[0]):
+        b = bucket[k]
+        p = cursor[b]
+        out[p] = values[row[k]]
+        cursor[b] = p + 1
+
+
 #: Bits per digit of :func:`radix_sort_edges` (a 2,048-slot count fits in L1)
 RADIX_BITS = 11
 

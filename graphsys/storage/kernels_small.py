@@ -155,14 +155,21 @@ def scatter_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undir
     numba twin)."""
     bucket, key, row = _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops,
                                undirected)
-    places = _places(bucket, cursor)
+    places = _scatter_at(_places(bucket, cursor), key, row, key_out, rel, rel_fill, rel_out,
+                         weight, w_out)
+    if dest.shape[0] > 0:
+        dest[:len(places)] = places
+
+
+def _scatter_at(places, key, row, key_out, rel, rel_fill, rel_out, weight, w_out):
+    """Routed rows (``key``, input ``row``) into rows ``places`` of the outputs that are
+    non-empty; returns ``places``."""
     key_out[places] = key
     if rel_out.shape[0] > 0:
         rel_out[places] = rel[row] if rel.shape[0] > 0 else rel_fill
     if w_out.shape[0] > 0:
         w_out[places] = weight[row] if weight.shape[0] > 0 else np.float32(1.0)
-    if dest.shape[0] > 0:
-        dest[:len(places)] = places
+    return places
 
 
 def scatter_column(src, dst, drop_loops, undirected, dest, values, out):
@@ -175,6 +182,32 @@ def scatter_column(src, dst, drop_loops, undirected, dest, values, out):
     if undirected:
         k = np.repeat(k, 1 + (src[k] != dst[k]))
     out[dest[:len(k)]] = values[k]
+
+
+def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
+               key, row, counts):
+    """Route one chunk of edges into ``bucket``/``key``/``row`` from index 0 and count them
+    by bucket into ``counts`` (see the numba twin); returns how many rows were written."""
+    b, k, r = _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected)
+    n = len(b)
+    bucket[:n] = b
+    key[:n] = k
+    if row.shape[0] > 0:
+        row[:n] = r
+    count_into(b, counts)
+    return n
+
+
+def scatter_by_bucket(bucket, key, row, cursor, key_out, rel, rel_fill, rel_out, weight,
+                      w_out):
+    """The scatter of a stable counting sort by bucket (see the numba twin)."""
+    _scatter_at(_places(bucket, cursor), key, row, key_out, rel, rel_fill, rel_out, weight,
+                w_out)
+
+
+def scatter_column_rows(bucket, row, cursor, values, out):
+    """:func:`scatter_by_bucket` for one more column: ``out[place] = values[row[k]]``."""
+    out[_places(bucket, cursor)] = values[row]
 
 
 def radix_sort_edges(key, rel, bits, rel_bits, order):

@@ -34,16 +34,22 @@ def test_ids_bitmap_and_lookups_match():
                                   kernels.lookup_strings(strings, q))
 
 
-@pytest.mark.parametrize("drop_loops", [False, True])
-@pytest.mark.parametrize("undirected", [False, True])
-def test_routing_and_scatter_match(drop_loops, undirected):
+def _routing_case(seed: int):
+    """300 nodes in 3 partitions, 5,000 edges (the first 50 loops) with a rel, a weight and
+    an edge column."""
     n, p, m = 300, 3, 5000
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     part = rng.integers(0, p, n).astype(np.int32)
     src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
     src[:50] = dst[:50]  # loops
     rel, weight = rng.integers(0, 4, m).astype(np.int32), rng.random(m).astype(np.float32)
-    extra = rng.random(m)
+    return n, p, m, part, src, dst, rel, weight, rng.random(m)
+
+
+@pytest.mark.parametrize("drop_loops", [False, True])
+@pytest.mark.parametrize("undirected", [False, True])
+def test_routing_and_scatter_match(drop_loops, undirected):
+    n, p, m, part, src, dst, rel, weight, extra = _routing_case(3)
     outs = []
     for mod in (kernels, kernels_small):
         local, sizes = mod.local_offsets(part, p)
@@ -62,6 +68,39 @@ def test_routing_and_scatter_match(drop_loops, undirected):
         mod.scatter_column(src, dst, drop_loops, undirected, dest, extra, x_out)
         outs.append((local, sizes, codes, k, counts, cursor, dest, key_out, rel_out, w_out,
                      x_out))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("drop_loops", [False, True])
+@pytest.mark.parametrize("undirected", [False, True])
+def test_one_pass_routing_matches_and_agrees_with_two_passes(drop_loops, undirected):
+    # the buffered (out-of-core) path's routing: the same grouped rows as the two passes
+    n, p, m, part, src, dst, rel, weight, extra = _routing_case(4)
+    outs = []
+    for mod in (kernels, kernels_small):
+        local, _ = mod.local_offsets(part, p)
+        codes = mod.route_codes(part, local, np.zeros(0, np.int64), np.empty(n, np.int64))
+        bucket, key = np.empty(2 * m, np.int32), np.empty(2 * m, np.uint64)
+        row, counts = np.empty(2 * m, np.int64), np.zeros(p * p, np.int64)
+        k = mod.route_keys(src, dst, codes, codes, p, drop_loops, undirected, bucket, key, row,
+                           counts)
+        np.testing.assert_array_equal(counts, np.bincount(bucket[:k], minlength=p * p))
+        cursor = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        key_out, rel_out = np.empty(k, np.uint64), np.empty(k, np.int32)
+        w_out, x_out = np.empty(k, np.float32), np.empty(k)
+        mod.scatter_column_rows(bucket[:k], row[:k], cursor.copy(), extra, x_out)
+        mod.scatter_by_bucket(bucket[:k], key[:k], row[:k], cursor, key_out, rel, -1, rel_out,
+                              weight, w_out)
+        two = [np.zeros(p * p, np.int64)]
+        mod.count_routes(src, dst, codes, codes, p, drop_loops, undirected, two[0])
+        c2 = np.concatenate([[0], np.cumsum(two[0])[:-1]]).astype(np.int64)
+        k2, r2, w2 = np.empty(k, np.uint64), np.empty(k, np.int32), np.empty(k, np.float32)
+        mod.scatter_routes(src, dst, codes, codes, p, drop_loops, undirected, c2, k2, rel, -1,
+                           r2, weight, w2, np.zeros(0, np.int64))
+        for a, b in ((key_out, k2), (rel_out, r2), (w_out, w2), (counts, two[0])):
+            np.testing.assert_array_equal(a, b)
+        outs.append((k, bucket[:k], key[:k], row[:k], key_out, rel_out, w_out, x_out))
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
 
