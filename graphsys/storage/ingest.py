@@ -13,12 +13,13 @@ copies of it, unless the whole edge set fits as described below:
    temporary Arrow files (so the text is parsed once).
 2. **route**: map ids to dense node indices, let the partitioner assign partitions, compute
    local offsets, add reverse edges (``undirected``), drop self-loops, and group the edges
-   by bucket in a stable counting sort (each edge routed and counted, on two threads, then
-   routed again and scattered, so that no per-edge scratch is written; integer ids too
-   sparse for a direct map are found by a binary search within a bucket of their high
-   bits, once). An edge set whose grouped columns fit half the
-   budget is grouped in memory at once; a larger one a buffer at a time, each buffer
-   appended to its buckets' runs on disk, in input order.
+   by bucket in a stable counting sort on two threads (integer ids too sparse for a direct
+   map are found by a binary search within a bucket of their high bits). An edge set whose
+   grouped columns fit half the budget is grouped in memory at once, each edge routed and
+   counted, then routed again and scattered (no per-edge scratch: its pages would be touched
+   once); a larger one a reused buffer at a time, each edge routed once into the buffer's
+   scratch and scattered from it, each buffer appended to its buckets' runs on disk, in
+   input order.
 3. **merge**: per bucket, sort its rows (in memory, or its runs read whole; an LSD radix
    sort of the packed ``(src, dst[, rel])``) when that fits half the budget (the common
    case: a bucket holds ~M/P² edges), else sort each run in place and k-way merge them
