@@ -34,7 +34,8 @@ and the directory renamed into place only when complete (see :mod:`graphsys.stor
 Modules: :mod:`~graphsys.storage.ingest_inputs` (sources, options, report),
 :mod:`~graphsys.storage.formats` (input formats), :mod:`~graphsys.storage.ids` (node ids),
 :mod:`~graphsys.storage.ingest_job` (the passes; a batch's checks in
-:mod:`~graphsys.storage.ingest_validate`), :mod:`~graphsys.storage.edge_runs` (the
+:mod:`~graphsys.storage.ingest_validate`, what a partitioner sees in
+:mod:`~graphsys.storage.partition_context`), :mod:`~graphsys.storage.edge_runs` (the
 external sort), :mod:`~graphsys.storage.node_files`; this module runs them into a staging
 directory and writes the manifest.
 """

@@ -41,6 +41,7 @@ from graphsys.storage.ids import IdCollector, IdIndex, id_column, ids_array, tak
 from graphsys.storage.ingest_inputs import EdgeSource, IngestOptions, NodeSource
 from graphsys.storage.ingest_validate import common_dtype, validate_batch
 from graphsys.storage.pages import scratch_array
+from graphsys.storage.partition_context import SpilledEdges
 from graphsys.storage.read_ahead import read_ahead
 from graphsys.storage.readers import NeedCarefulRead, narrow_ids, read_memory
 
@@ -51,50 +52,6 @@ _NO_I32 = np.zeros(0, np.int32)
 _NO_F32 = np.zeros(0, np.float32)
 #: Largest partition: local offsets are stored as int32.
 MAX_PARTITION_NODES = 2**31 - 1
-
-
-class _Context:
-    """:class:`partitioners.base.PartitionContext` over the spilled edges of one entity type."""
-
-    def __init__(self, job: IngestJob, etype: str):
-        self._job = job
-        self._etype = etype
-        self.ids = job.index[etype].ids
-        self.num_nodes = len(job.index[etype])
-        self.memory_limit = job.opts.memory_limit
-        self._degrees: np.ndarray | None = None
-
-    def degrees(self) -> np.ndarray:
-        if self._degrees is None:
-            deg = np.zeros(self.num_nodes, np.int64)
-            for src, dst, lhs, rhs in self._job.iter_dense_edges():
-                if lhs == self._etype:
-                    self._job.kernels.count_into(src, deg)
-                if rhs == self._etype:
-                    self._job.kernels.count_into(dst, deg)
-            self._degrees = deg
-        return self._degrees
-
-    def adjacency(self) -> tuple[np.ndarray, np.ndarray]:
-        n = self.num_nodes
-        counts = np.zeros(n, np.int64)
-        for src, dst, lhs, rhs in self._job.iter_dense_edges():
-            if lhs == rhs == self._etype:
-                self._job.kernels.count_into(src, counts)
-                self._job.kernels.count_into(dst, counts)
-        indptr = np.zeros(n + 1, np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        path = self._job.spill / f"adjacency-{self._etype}.bin"
-        total = int(indptr[-1])
-        indices = (np.memmap(path, dtype=np.int64, mode="w+", shape=(total,)) if total
-                   else np.zeros(0, np.int64))
-        cursor = indptr[:-1].copy()
-        no_w, no_perm = np.zeros(0, np.float32), np.zeros(0, np.int64)
-        for src, dst, lhs, rhs in self._job.iter_dense_edges():
-            if lhs == rhs == self._etype:
-                kernels.csr_fill(src, dst, 0, cursor, indices, no_w, no_w, no_perm, 0)
-                kernels.csr_fill(dst, src, 0, cursor, indices, no_w, no_w, no_perm, 0)
-        return indptr, indices
 
 
 @dataclass
@@ -388,7 +345,9 @@ class IngestJob:
             if p == 1:
                 part = np.zeros(len(self.index[etype]), np.int32)
             else:
-                part = np.ascontiguousarray(strategy.assign(_Context(self, etype)), np.int32)
+                part = np.ascontiguousarray(strategy.assign(SpilledEdges(
+                    etype, self.index[etype], self.opts.memory_limit, self.iter_dense_edges,
+                    self.kernels, self.spill)), np.int32)
                 if part.shape != (len(self.index[etype]),) or (
                         len(part) and (part.min() < 0 or part.max() >= p)):
                     raise GraphsysError(f"partitioner {strategy.name!r} returned an invalid "
