@@ -423,6 +423,8 @@ class IngestJob:
         parts = [part for sp in spills for part in self._route_parts(sp, routed)]
 
         def count(k: int) -> tuple[int, np.ndarray]:  # part k's rows and bucket counts
+            # rows of the routing tables: the ids themselves where a type's ids have a
+            # direct map, else dense node indices; equal ids give equal rows either way
             src, dst = (self._table_rows(*typed) for typed in parts[k][:2])
             parts[k] = (src, dst, *parts[k][2:])  # the scatter reads the same rows
             counts = np.zeros(p * p, np.int64)
@@ -505,9 +507,9 @@ class IngestJob:
     def _route_parts(self, sp: _Spill, routed: RoutedBuckets):
         """For each (lhs, rhs) type group of one spilled batch: its source and target ids
         with their entity types (made rows of the routing tables by :meth:`_table_rows`),
-        the rest of :func:`kernels.count_routes`'s (and :func:`kernels.route_keys`'s) arguments, and
-        those of :func:`kernels.scatter_routes` (rel, rel_fill, weight) and the edge columns
-        (by field, in their stored dtype)."""
+        the rest of the arguments of :func:`kernels.count_routes` (and
+        :func:`kernels.route_keys`), and those of :func:`kernels.scatter_routes` (rel,
+        rel_fill, weight) and the edge columns (by field, in their stored dtype)."""
         table = sp.read()
         rel_all = table.column("rel").to_numpy() if "rel" in table.column_names else None
         w_all = table.column("weight").to_numpy() if "weight" in table.column_names else None

@@ -17,6 +17,7 @@ from graphsys.storage.ids import IdIndex
 #: indices of their types.
 DenseEdges = Callable[[], Iterator[tuple[np.ndarray, np.ndarray, str, str]]]
 
+
 class SpilledEdges:
     """:class:`partitioners.base.PartitionContext` over the spilled edges of one entity type
     (``etype``, its nodes ``index``): ``edges`` iterates them, ``counting`` is the module

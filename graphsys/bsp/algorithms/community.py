@@ -322,7 +322,9 @@ class Louvain(VertexProgram):
             level = edges.derived("community-level0-unweighted", ("csr",), build)
             if level is not None:
                 return level
-        return built[-1] if built else build() or built[-1]
+        if not built:  # not kept (weighted, one way, self-loops), or kept as not kept
+            build()
+        return built[-1]
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: the levels in numba; one recorded superstep per level
