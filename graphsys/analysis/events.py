@@ -13,6 +13,13 @@ fraction of that, in time and memory.
 The events are the ones ``prof.events()`` gives (the same name filter, hidden events left
 out), sorted by start (an enclosing event before the ones it contains), times in
 microseconds from the trace's start.
+
+A CUDA kernel (or copy) runs when the device gets to it, which can be after the step that
+launched it has ended on the host; charged by its own start, a kernel would move between
+steps with the device's queue. Each device record therefore also carries ``launch``: the
+start of the CPU operator that launched it (kineto's ``linked_correlation_id``, as torch
+ties kernels to operators), or its own start where it names none (a kernel launched outside
+a torch operator).
 """
 
 from __future__ import annotations
@@ -28,18 +35,20 @@ FILTERED = frozenset({"[memory]", "[OutOfMemory]", "profiler::_record_function_e
                       "aten::_version"})
 
 
-_NAME, _THREAD, _DEVICE, _START, _END, _PARENT, _CHILD_US = range(7)
+_NAME, _THREAD, _DEVICE, _START, _END, _PARENT, _CHILD_US, _LAUNCH = range(8)
 
 
 class Event(list):
     """One profiler record: ``name``, ``thread`` (the thread it started on),
     ``device_type``, ``start`` and ``end`` (microseconds), ``cpu_parent`` (the innermost
     CPU event of the same thread that contains it, or None) and ``child_us`` (the
-    durations of its direct CPU children). ``time_range`` is the event itself
-    (``.start``, ``.end``, ``.elapsed_us()``), as on a ``FunctionEvent``.
+    durations of its direct CPU children), ``launch`` (microseconds: when the CPU operator
+    that launched a device record started; ``start`` for every other record).
+    ``time_range`` is the event itself (``.start``, ``.end``, ``.elapsed_us()``), as on a
+    ``FunctionEvent``.
 
-    A list underneath (``Event((name, thread, device_type, start, end, None, 0.0))``):
-    made and read at C speed, hundreds of thousands of them per profile."""
+    A list underneath (``Event((name, thread, device_type, start, end, None, 0.0,
+    start))``): made and read at C speed, hundreds of thousands of them per profile."""
 
     __slots__ = ()
     name = property(itemgetter(_NAME))
@@ -49,6 +58,7 @@ class Event(list):
     end = property(itemgetter(_END))
     cpu_parent = property(itemgetter(_PARENT))
     child_us = property(itemgetter(_CHILD_US))
+    launch = property(itemgetter(_LAUNCH))
 
     @property
     def time_range(self) -> Event:
@@ -76,6 +86,8 @@ def raw_events(prof, *, cuda: bool = False, base_ns: int | None = None) -> list[
     base = results.trace_start_ns() if base_ns is None else base_ns
     out: list[Event] = []
     append = out.append
+    launched_at: dict[int, float] = {}  # a CPU operator's correlation id -> its start
+    linked: list[tuple[Event, int]] = []  # device records and the operator they name
     for k in results.events():
         name = k.name()
         if name in FILTERED:
@@ -83,14 +95,23 @@ def raw_events(prof, *, cuda: bool = False, base_ns: int | None = None) -> list[
         start = (k.start_ns() - base) / 1000.0
         end = start + k.duration_ns() / 1000.0
         if not cuda:
-            append(Event((name, k.start_thread_id(), cpu, start, end, None, 0.0)))
+            append(Event((name, k.start_thread_id(), cpu, start, end, None, 0.0, start)))
             continue
         if k.is_hidden_event():
             continue
         device = k.device_type()
         if device == cpu:  # the one CPU member: the tree below tests identity
             device = None if k.is_async() else cpu  # async: no nesting (as torch)
-        append(Event((name, k.start_thread_id(), device, start, end, None, 0.0)))
+        ev = Event((name, k.start_thread_id(), device, start, end, None, 0.0, start))
+        append(ev)
+        if device is cpu:
+            launched_at[k.correlation_id()] = start
+        elif device is not None:
+            op = k.linked_correlation_id()
+            if op > 0:
+                linked.append((ev, op))
+    for ev, op in linked:
+        ev[_LAUNCH] = launched_at.get(op, ev[_START])
     # start order, an enclosing event before the ones it contains: by end descending,
     # then (stable) by start
     out.sort(key=itemgetter(_END), reverse=True)

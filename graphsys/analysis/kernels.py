@@ -229,11 +229,16 @@ def _called_directly(e) -> bool:
 
 def _analyse(events, device: str) -> tuple[Counter, Counter, dict[str, float], float,
                                           float, int, int]:
-    """Charge invocations to ranges. Returns (per-range counts, calls and seconds per
-    operator name, op seconds, memcpy seconds, runtime syncs, scalar reads
-    (``aten::_local_scalar_dense`` events))."""
+    """Charge invocations to ranges: an operator or numba kernel to the range it started in,
+    a CUDA kernel to the range its operator was launched in (``Event.launch``; the device
+    may run it after that range has ended). The ranges are the host's (CPU records; a
+    device's copy of an annotation spans when its kernels ran). Returns (per-range counts,
+    calls and seconds per operator name, op seconds, memcpy seconds, runtime syncs, scalar
+    reads (``aten::_local_scalar_dense`` events))."""
+    cpu = torch.autograd.DeviceType.CPU
     ranges = sorted(((e.time_range.start, e.time_range.end, e.name) for e in events
-                     if e.name.startswith(STEP_PREFIX) or e.name in RANGES),
+                     if (e.name.startswith(STEP_PREFIX) or e.name in RANGES)
+                     and e.device_type == cpu),
                     key=lambda r: r[0])
     starts = np.asarray([r[0] for r in ranges], np.float64)
     counts: Counter[str] = Counter()
@@ -258,6 +263,8 @@ def _analyse(events, device: str) -> tuple[Counter, Counter, dict[str, float], f
         if cuda:
             if e.device_type != torch.autograd.DeviceType.CUDA:
                 continue
+            if name.startswith(STEP_PREFIX) or name in RANGES:
+                continue  # the device's copy of a range: not a kernel
             dur = e.time_range.elapsed_us() / 1e6
             if name.startswith(("Memcpy", "Memset")):
                 memcpy_seconds += dur
@@ -282,7 +289,7 @@ def _analyse(events, device: str) -> tuple[Counter, Counter, dict[str, float], f
             if nested:
                 continue
             dur = e.time_range.elapsed_us() / 1e6
-        counts[charge(e.time_range.start, e.time_range.end)] += 1
+        counts[charge(e.launch, e.time_range.end)] += 1  # the step that launched it
         per_name[name] += 1
         secs[name] = secs.get(name, 0.0) + dur
         op_seconds += dur
@@ -415,7 +422,9 @@ class _Totals:
 
     def _add(self, events: list) -> None:
         self.events += len(events)
-        marks = [e for e in events if e.name.startswith(STEP_PREFIX) or e.name in RANGES]
+        cpu = torch.autograd.DeviceType.CPU  # the host's ranges, not a device's copy
+        marks = [e for e in events if (e.name.startswith(STEP_PREFIX) or e.name in RANGES)
+                 and e.device_type == cpu]
         if self.main is None and marks:
             self.main = marks[0].thread
         starts = [m.start for m in marks]
@@ -427,7 +436,7 @@ class _Totals:
 
         by: dict[str, list] = {FIXED: [], STEPS: []}
         for e in events:
-            c = cls(e.start)
+            c = cls(e.launch)  # a kernel: the step that launched it, not where it ran
             if c is not None:
                 by[c].append(e)
         segments = [(m.start / 1e6, m.end / 1e6, c) for m, c in zip(marks, classes)

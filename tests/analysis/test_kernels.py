@@ -135,3 +135,69 @@ def test_scalar_reads_without_transfer_counter_match_the_counter():
     assert with_counter.per_step == without.per_step
     assert not without.transfers
     assert without.to_dict()["transfers"]["counted"].startswith("not instrumented")
+
+
+class _Record:
+    """A kineto record as :func:`graphsys.analysis.events.raw_events` reads it."""
+
+    def __init__(self, name, start_us, dur_us, device, corr=0, linked=0):
+        self._name, self._start, self._dur = name, start_us * 1000, dur_us * 1000
+        self._device, self._corr, self._linked = device, corr, linked
+
+    def name(self):
+        return self._name
+
+    def start_ns(self):
+        return self._start
+
+    def duration_ns(self):
+        return self._dur
+
+    def start_thread_id(self):
+        return 1 if self._device == torch.autograd.DeviceType.CPU else 7
+
+    def is_hidden_event(self):
+        return False
+
+    def is_async(self):
+        return False
+
+    def device_type(self):
+        return self._device
+
+    def correlation_id(self):
+        return self._corr
+
+    def linked_correlation_id(self):
+        return self._linked
+
+
+def test_a_cuda_kernel_counts_in_the_step_that_launched_it():
+    """The device runs a kernel when its queue gets there, possibly after the launching step
+    has ended on the host: it is charged to that step (its operator's start), not to the
+    step running when it started; a device's copy of a step range is neither a range nor a
+    kernel."""
+    from types import SimpleNamespace
+
+    from graphsys.analysis.events import raw_events
+    from graphsys.analysis.kernels import STEP_PREFIX, _analyse
+
+    cpu, gpu = torch.autograd.DeviceType.CPU, torch.autograd.DeviceType.CUDA
+    records = [
+        _Record(f"{STEP_PREFIX}0", 0, 100, cpu),
+        _Record("aten::add", 10, 5, cpu, corr=41),
+        _Record(f"{STEP_PREFIX}1", 100, 100, cpu),
+        _Record(f"{STEP_PREFIX}0", 20, 150, gpu),   # the device's copy of step 0
+        _Record("add_kernel", 150, 5, gpu, linked=41),  # launched in step 0, ran in step 1
+        _Record("aten::mul", 120, 5, cpu, corr=42),
+        _Record("mul_kernel", 160, 5, gpu, linked=42),
+        _Record("raw_kernel", 170, 5, gpu),  # no operator named: its own start
+    ]
+    results = SimpleNamespace(trace_start_ns=lambda: 0, events=lambda: records)
+    events = raw_events(SimpleNamespace(kineto_results=results), cuda=True)
+    launch = {e.name: e.launch for e in events if e.device_type == gpu}
+    assert launch == {f"{STEP_PREFIX}0": 20.0, "add_kernel": 10.0, "mul_kernel": 120.0,
+                      "raw_kernel": 170.0}
+    counts = _analyse(events, "cuda")[0]
+    kernels = {k: v for k, v in counts.items() if k != "numba calls"}
+    assert kernels == {f"{STEP_PREFIX}0": 1, f"{STEP_PREFIX}1": 2}
