@@ -6,7 +6,9 @@ combined messages per target: :class:`~graphsys.bsp.provider.EdgeResult` with ``
 float64 (N_targets,), ``received`` bool (N_targets,), or — for custom combiners — the raw
 messages ``(index int64 (M,), values float64 (M,))``. Two implementations of every pass:
 fused numba kernels (CPU, builtin message and combiner) and torch gather +
-``scatter_reduce_`` (any device, any program).
+``scatter_reduce_`` (any device, any program; an all-active copy/sum pull, PageRank's
+superstep, is one sparse matrix-vector product instead, cuSPARSE on CUDA). Streamed
+batches reach a GPU through pinned memory (:func:`_staged`).
 """
 
 from __future__ import annotations
@@ -107,6 +109,29 @@ def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tenso
         warnings.simplefilter("ignore", UserWarning)
         t = torch.from_numpy(arr)
     return t.to(device=device, dtype=dtype or t.dtype)
+
+
+def _staged(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tensor:
+    """``arr`` on ``device`` as :func:`_as_tensor` gives it, copied to a CUDA device through
+    page-locked memory: torch's threads copy it into a block of torch's pinned host cache,
+    and the device copies that block asynchronously (converting to ``dtype`` there).
+
+    A copy from pageable memory (a mapped bucket file) goes through the driver's small
+    bounce buffer at a fraction of the bus's speed, and the host waits for it; from pinned
+    memory the device's copy engine reads at the bus's speed while the host stages the next
+    batch. The block goes back to torch's cache when the tensor here is dropped, and is not
+    handed out again before the copy recorded on it has finished (torch records an event on
+    every asynchronous copy from pinned memory), so streaming reuses a few blocks of a
+    record batch's size."""
+    if device.type != "cuda":
+        return _as_tensor(arr, device, dtype)
+    with warnings.catch_warnings():  # read-only mapped memory: we never write through it
+        warnings.simplefilter("ignore", UserWarning)
+        t = torch.from_numpy(arr)
+    pinned = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    pinned.copy_(t)
+    out = pinned.to(device, non_blocking=True)
+    return out if dtype is None or out.dtype == dtype else out.to(dtype)
 
 
 def _torch_messages(program: VertexProgram, xs: torch.Tensor,
@@ -276,18 +301,36 @@ class MemoryEdges:
             if self.use_numba:
                 self._adj[kind] = (indptr, idx, w)
             else:
-                indptr = _as_tensor(indptr, self.device)
+                if self.device.type != "cpu":  # what crosses the bus (rows are made there)
+                    self.bytes_h2d += indptr.nbytes + idx.nbytes + w.nbytes
+                indptr_t = _as_tensor(indptr, self.device)
                 rows = torch.repeat_interleave(
                     torch.arange(self.num_nodes, device=self.device),
-                    indptr[1:] - indptr[:-1])
-                tensors = (indptr, _as_tensor(idx, self.device, torch.int64),
-                           _as_tensor(w, self.device) if len(w) else None, rows)
-                if self.device.type != "cpu":
-                    self.bytes_h2d += sum(int(t.numel() * t.element_size())
-                                          for t in tensors if t is not None)
-                self._adj[kind] = tensors
+                    indptr_t[1:] - indptr_t[:-1])
+                # the ids cross as stored (int32 where they fit) and are widened there
+                self._adj[kind] = (indptr_t, _as_tensor(idx, self.device).to(torch.int64),
+                                   _as_tensor(w, self.device) if len(w) else None, rows)
             self.build_seconds += time.perf_counter() - t0
         return self._adj[kind]
+
+    def _pull_matrix(self, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``kind`` adjacency (torch path) as a sparse CSR matrix of ones, a row per
+        target and its senders' ids as columns, and whether each row has an entry: the
+        all-active copy/sum pull (PageRank's superstep) is then one SpMV (cuSPARSE on CUDA)
+        instead of a gather of every edge's value and a scatter of it with atomics. Made
+        once (float64 values beside the ids: 8 bytes an edge) and kept with the adjacency."""
+        key = f"{kind}-spmv"
+        if key not in self._adj:
+            indptr, idx, _, _ = self.adjacency(kind)
+            ones = torch.ones(idx.numel(), dtype=torch.float64, device=self.device)
+            with warnings.catch_warnings():  # "sparse CSR support is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                # the index was checked where it was read or built: not checked again
+                mat = torch.sparse_csr_tensor(indptr, idx, ones,
+                                              size=(self.num_nodes, self.num_nodes),
+                                              check_invariants=False)
+            self._adj[key] = (mat, indptr[1:] > indptr[:-1])
+        return self._adj[key]
 
     def derived(self, name: str, kinds: tuple[str, ...], build: Callable[[], Any]) -> Any:
         """``build()``: a value computed from the ``kinds`` adjacency alone (a graph's own
@@ -529,7 +572,16 @@ class MemoryEdges:
             return EdgeResult(acc, received, None, direction, scanned, sent)
         sink = _Sink(prog, self.num_nodes, self.device)
         scanned = sent = 0
+        spmv = (pull and all_active and accept is None and not sink.raw
+                and prog.message == "copy" and prog.combiner == "sum" and prog.width is None)
         for pull_kind, push_kind in self._passes():
+            if spmv:  # every vertex sends its value: the sums are one matrix-vector product
+                mat, has_in = self._pull_matrix(pull_kind)
+                sink.acc += mat @ x.to(torch.float64)
+                sink.received |= has_in
+                scanned += mat.values().numel()
+                sent += mat.values().numel()
+                continue
             if pull:
                 _, idx, w, rows = self.adjacency(pull_kind)
                 src, dst = idx, rows

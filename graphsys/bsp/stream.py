@@ -16,9 +16,9 @@ import torch
 from graphsys.bsp import kernels
 from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
 from graphsys.bsp.edges import (
-    _as_tensor,
     _host_accumulators,
     _Sink,
+    _staged,
     _torch_messages,
     check_weights,
 )
@@ -355,11 +355,11 @@ class StreamEdges:
     def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:
         dev = self.device
         bi, bj = int(self.offsets[i]), int(self.offsets[j])
-        src = _as_tensor(eb.src, dev, torch.int64)
-        dst = _as_tensor(eb.dst, dev, torch.int64)
+        src = _staged(eb.src, dev, torch.int64)  # int32 over the bus, widened there
+        dst = _staged(eb.dst, dev, torch.int64)
         w = None
         if self.program.uses_weights:
-            w = _as_tensor(self._weights(eb), dev)
+            w = _staged(self._weights(eb), dev)
         if dev.type != "cpu":
             c[3] += len(eb) * 8 + (len(eb) * 4 if w is not None else 0)
         if rev:
