@@ -111,6 +111,11 @@ def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tenso
     return t.to(device=device, dtype=dtype or t.dtype)
 
 
+#: Devices whose torch backend multiplies a sparse CSR matrix (others, as torch's lazy
+#: tensors, take the gather-and-scatter pull)
+SPARSE_CSR_DEVICES = ("cpu", "cuda")
+
+
 def _staged(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tensor:
     """``arr`` on ``device`` as :func:`_as_tensor` gives it, copied to a CUDA device through
     page-locked memory: torch's threads copy it into a block of torch's pinned host cache,
@@ -573,7 +578,8 @@ class MemoryEdges:
         sink = _Sink(prog, self.num_nodes, self.device)
         scanned = sent = 0
         spmv = (pull and all_active and accept is None and not sink.raw
-                and prog.message == "copy" and prog.combiner == "sum" and prog.width is None)
+                and prog.message == "copy" and prog.combiner == "sum" and prog.width is None
+                and self.device.type in SPARSE_CSR_DEVICES)
         for pull_kind, push_kind in self._passes():
             if spmv:  # every vertex sends its value: the sums are one matrix-vector product
                 mat, has_in = self._pull_matrix(pull_kind)

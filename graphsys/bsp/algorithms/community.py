@@ -112,16 +112,14 @@ class Level:
             m = rows.sum()
             if ids is not None:
                 rows, cols = rows[ids], cols[ids]
-            return cls(sptr, sidx, sw, loops, rows, cols, m, unit=1.0 if unit else 0.0,
-                       ids=ids)
+            return cls(sptr, sidx, sw, loops, rows, cols, m, unit=1.0 if unit else 0.0, ids=ids)
         sptr, sidx, sw, loops, _, ids = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0,
                                                       2.0, visit_order)
         k = rows + cols
         m = k.sum()
         if ids is not None:
             k = k[ids]
-        return cls(sptr, sidx, sw, loops, k, k, m, sym=True, unit=2.0 if unit else 0.0,
-                   ids=ids)
+        return cls(sptr, sidx, sw, loops, k, k, m, sym=True, unit=2.0 if unit else 0.0, ids=ids)
 
     def modularity(self, comm: np.ndarray, gamma: float) -> float:
         if self.m == 0:
@@ -130,8 +128,7 @@ class Level:
                                    gamma, comm, self.unit))
 
     def aggregate(self, comm: np.ndarray, ncomm: int) -> Level:
-        out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm,
-                           self.unit)
+        out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm, self.unit)
         return Level(*out, self.m, sym=self.sym)
 
 
