@@ -21,7 +21,8 @@ file's content).
 numba lays it out. Where neither directory can be written, numba's defaults apply
 (``__pycache__``, then its user directory); :func:`kernel_cache` says which one a kernel
 uses. ``graphsys warmup`` compiles every builtin algorithm's kernels into the cache ahead
-of a first run.
+of a first run. Loading a graphsys kernel from the cache skips numba's refresh of its
+compiler's registries, which only compiling needs (:func:`install`).
 """
 
 from __future__ import annotations
@@ -106,26 +107,45 @@ def _locator_class():
 
     class KernelCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
         """numba cache locator of graphsys's source files: :func:`cache_dir`, one
-        subdirectory per package directory (file names are only unique within one)."""
+        subdirectory per package directory (file names are only unique within one).
+        Every kernel is located as its module is imported (some forty for the storage
+        modules alone), so the directory of each source file is worked out once, and each
+        directory's check that it can be written (numba writes and removes a file in it)
+        is made once per process."""
+
+        _writable: set[str] = set()
 
         def __init__(self, py_func, py_file):
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
-            rel = Path(py_file).resolve().parent.relative_to(PACKAGE)
-            self._cache_path = str(cache_dir().joinpath(*(rel.parts or ("_",))))
+            self._cache_path = _kernel_dir(py_file)
 
         def get_cache_path(self):
             return self._cache_path
 
+        def ensure_cache_path(self):
+            if self._cache_path not in self._writable:
+                super().ensure_cache_path()
+                self._writable.add(self._cache_path)
+
         @classmethod
         def from_function(cls, py_func, py_file):
-            try:
-                Path(py_file).resolve().relative_to(PACKAGE)
-            except (OSError, ValueError):
+            if _kernel_dir(py_file) is None:
                 return None  # not graphsys's: numba's own locators decide
             return super().from_function(py_func, py_file)
 
     return KernelCacheLocator
+
+
+@functools.cache
+def _kernel_dir(py_file: str) -> str | None:
+    """The cache directory of the kernels of the source file ``py_file``; None when the
+    file is not graphsys's."""
+    try:
+        rel = Path(py_file).resolve().parent.relative_to(PACKAGE)
+    except (OSError, ValueError):
+        return None
+    return str(cache_dir().joinpath(*(rel.parts or ("_",))))
 
 
 @functools.cache
@@ -146,7 +166,8 @@ def install() -> bool:
     ``NUMBA_CACHE_DIR``'s (before any kernel is defined: :func:`install_on_import` has
     ``import graphsys`` do it when numba is first imported; idempotent). Returns whether it
     is installed (False on a numba without the locator interface, or with
-    ``NUMBA_CACHE_LOCATOR_CLASSES`` set, which numba then follows)."""
+    ``NUMBA_CACHE_LOCATOR_CLASSES`` set, which numba then follows). Also has a cache load
+    of a graphsys kernel skip numba's refresh of its target (:func:`_load_without_refresh`)."""
     KernelCacheLocator = locator_class()
     if KernelCacheLocator is None:
         return False
@@ -160,7 +181,51 @@ def install() -> bool:
         user = (getattr(caching, "UserProvidedCacheLocator", None)
                 or getattr(caching, "_UserProvidedCacheLocator", None))
         classes.insert(1 if classes[:1] == [user] else 0, KernelCacheLocator)
+    _load_without_refresh(caching)
     return not os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES")
+
+
+def _load_without_refresh(caching) -> None:
+    """Have a cache load of a graphsys kernel skip numba's refresh of its target context.
+
+    Before every cache load numba refreshes the CPU target: it imports and installs every
+    typing and lowering registry (NumPy's array functions, typed containers, unicode, cffi:
+    some 90 modules, most of numba's start-up). Code loaded from the cache needs none of
+    them: its machine code is linked already, and what it calls at run time is numba's
+    runtime (NRT), which is initialised here as the refresh would. The registries are
+    needed to compile, and numba's compiler refreshes both contexts itself, so a cache
+    miss, any kernel without ``cache=True``, other targets' caches (CUDA's) and every other
+    package's functions are as before; a load that fails here is retried the usual way.
+    A loaded kernel's environment may import a module of numba's (``numba.np.arraymath``
+    for ``np.arange``): its BLAS check spares ``scipy.linalg`` (:func:`blas_check_alone`),
+    as in :func:`graphsys.storage.kernels.start_up`'s refresh. graphsys's kernels use no
+    object mode (whose cached code calls back into numba's Python side). A no-op on a
+    numba without these internals."""
+    cache = getattr(caching, "Cache", None)
+    cpu_cache = getattr(caching, "FunctionCache", None)  # the CPU target's (njit) cache
+    usual = getattr(cache, "load_overload", None)
+    if usual is None or cpu_cache is None or getattr(usual, "graphsys_lazy", False) or not all(
+            hasattr(cache, a) for a in ("_load_overload", "_guard_against_spurious_io_errors")):
+        return
+    try:
+        from numba.core.runtime import rtsys
+    except ImportError:
+        return
+
+    def load_overload(self, sig, target_context):
+        module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
+        if type(self) is not cpu_cache or not module.startswith("graphsys.") or not hasattr(
+                rtsys, "initialize"):
+            return usual(self, sig, target_context)
+        try:
+            rtsys.initialize(target_context)
+            with blas_check_alone(), self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+        except Exception:  # noqa: BLE001 - numba's own path (refresh, then load) decides
+            return usual(self, sig, target_context)
+
+    load_overload.graphsys_lazy = True
+    cache.load_overload = load_overload
 
 
 class _NumbaHook:

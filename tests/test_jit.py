@@ -178,3 +178,44 @@ def _stdout(code: str) -> str:
     """What a fresh interpreter running ``code`` prints."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=600, check=True).stdout
+
+
+def test_a_cached_kernel_loads_without_numbas_registries():
+    """A graphsys kernel loaded from the cache skips numba's refresh of its CPU target (the
+    typing and lowering registries, some 90 modules): numba's heapq and typed
+    dict support stay unimported, and so does ``scipy.linalg`` when a loaded kernel's
+    environment imports ``numba.np.arraymath`` (``np.arange``). The loaded code
+    runs right, and a function compiled afterwards (the compiler refreshes) does too."""
+    import numpy as np
+
+    from graphsys.storage import kernels
+
+    key = np.array([3 << 32 | 1, 1 << 32 | 2, 1 << 32 | 1], np.uint64)
+    kernels.radix_sort_edges(key.copy(), np.zeros(0, np.int32), 8, 0, np.empty(3, np.int64))
+    kernels.count_into(np.zeros(1, np.int64), np.zeros(1, np.int64))  # both cached now
+    child = """if True:
+        import json, sys
+        import numpy as np
+        from graphsys import jit
+        from graphsys.storage import kernels
+        kernels.start_up()
+        key = np.array([3 << 32 | 1, 1 << 32 | 2, 1 << 32 | 1], np.uint64)
+        order = np.empty(3, np.int64)
+        kernels.radix_sort_edges(key, np.zeros(0, np.int32), 8, 0, order)
+        loaded = [m in sys.modules for m in ("numba.cpython.heapq", "numba.typed.typeddict",
+                                             "scipy.linalg")]
+        hits = [jit.kernel_cache(k)[1] for k in (kernels.count_into, kernels.radix_sort_edges)]
+        import numba
+
+        @numba.njit
+        def total(x):
+            return np.sum(x) + len(str(3))
+
+        print(json.dumps([key.tolist(), order.tolist(), loaded, hits,
+                          int(total(np.arange(4)))]))
+    """
+    got = json.loads(_stdout(child).strip().splitlines()[-1])
+    assert got[0] == [1 << 32 | 1, 1 << 32 | 2, 3 << 32 | 1] and got[1] == [2, 1, 0]
+    assert got[2] == [False, False, False]
+    assert got[3] == [1, 1]
+    assert got[4] == 7

@@ -168,10 +168,12 @@ class BucketWriter:
     """Writes sorted (key, rel, weight, edge column) blocks to a bucket's Arrow IPC file in
     record batches of exactly ``batch_rows`` rows (the last one shorter). The file is hashed
     as it is written (:attr:`entry`: its manifest entry, once closed), and its write-back to
-    disk is started when it is closed (:func:`~graphsys.storage.atomic.start_writeback`)."""
+    disk is started when it is closed (:func:`~graphsys.storage.atomic.start_writeback`).
+    ``split_keys``: the kernel that splits the packed keys into the ``src`` and ``dst``
+    columns (:func:`kernels.split_keys`, or its NumPy twin for a small ingest)."""
 
     def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int,
-                 columns: Sequence[tuple[str, str]] = ()):
+                 columns: Sequence[tuple[str, str]] = (), split_keys=None):
         fields = [pa.field("src", pa.int32(), nullable=False),
                   pa.field("dst", pa.int32(), nullable=False)]
         if has_rel:
@@ -184,6 +186,7 @@ class BucketWriter:
         self.schema = pa.schema(fields)
         self.path = path
         self.batch_rows = batch_rows
+        self.split_keys = split_keys or kernels.split_keys
         self.parts: list[dict[str, np.ndarray]] = []
         self.buffered = 0
         self.rows = 0
@@ -210,8 +213,9 @@ class BucketWriter:
         head = {f: v[:n] for f, v in merged.items()}
         rest = {f: v[n:] for f, v in merged.items()}
         key = head["key"]
-        arrays = [pa.array((key >> np.uint64(32)).astype(np.int32)),
-                  pa.array((key & np.uint64(0xFFFFFFFF)).astype(np.int32))]
+        src, dst = np.empty(len(key), np.int32), np.empty(len(key), np.int32)
+        self.split_keys(key, src, dst)
+        arrays = [pa.array(src), pa.array(dst)]
         if "rel" in self.schema.names:
             arrays.append(pa.array(head["rel"]))
         if "weight" in self.schema.names:

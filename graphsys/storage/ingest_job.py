@@ -551,7 +551,8 @@ class IngestJob:
         the bucket's Arrow file, its write-back to disk started. Returns the number of edges
         written and the file's manifest entry (sha256 and bytes, hashed as it was written)."""
         writer = BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set),
-                              [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])])
+                              [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])],
+                              split_keys=self.kernels.split_keys)
         with writer:
             if b in routed.memory or self._bucket_fits(routed, b):
                 cols = routed.memory.pop(b) if b in routed.memory else routed.read_all(b)

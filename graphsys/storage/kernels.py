@@ -481,50 +481,78 @@ def radix_sort_edges(key, rel, bits, rel_bits, order):
     sorted in place. ``rel`` int32 (n,) in ``0 .. 2**rel_bits - 1``, or empty with
     ``rel_bits`` 0 (not written: gather it with ``order``). ``order`` int64 (n,) receives
     the stable sorting permutation (input order among equal edges is kept), or is empty
-    when not wanted. ``2 * bits + rel_bits`` <= 64. Scratch: 8 bytes per edge, and 16 more
-    with ``order``. Digits that every edge shares are skipped. Returns ``key``."""
+    when not wanted. ``2 * bits + rel_bits`` <= 64. Packed values of at most 32 bits (a
+    bucket of partitions below 65,536 nodes, no rel) are sorted as uint32, half the bytes
+    moved per pass. One pass counts every digit; digits that every edge shares are skipped.
+    Scratch: 8 bytes per edge, and 16 more with ``order``. Returns ``key``."""
+    if 2 * bits + rel_bits <= 32:
+        return _radix_sort_packed(key, rel, bits, rel_bits, order,
+                                  np.empty(key.shape[0], np.uint32),
+                                  np.empty(key.shape[0], np.uint32))
+    # the keys are packed into the first buffer: their array is the other one
+    return _radix_sort_packed(key, rel, bits, rel_bits, order,
+                              np.empty(key.shape[0], np.uint64), key)
+
+
+@numba.njit(cache=True, nogil=True)
+def _radix_sort_packed(key, rel, bits, rel_bits, order, a, b):
+    """:func:`radix_sort_edges` with the packed values in ``a`` and ``b`` (two buffers of
+    n, uint32 or uint64, wide enough for ``2 * bits + rel_bits``)."""
     n = key.shape[0]
     with_order = order.shape[0] > 0
     sh = np.uint64(bits)
     rs = np.uint64(rel_bits)
     low = np.uint64(0xFFFFFFFF)
-    a = np.empty(n, np.uint64)
-    for i in range(n):
+    total = 2 * bits + rel_bits
+    slots = 1 << RADIX_BITS
+    passes = max((total + RADIX_BITS - 1) // RADIX_BITS, 1)
+    digit_mask = np.uint64(slots - 1)
+    cnt = np.zeros((passes, slots), np.int64)
+    for i in range(n):  # pack, and count every digit at once
         v = (((key[i] >> np.uint64(32)) << sh) | (key[i] & low)) << rs
-        a[i] = v | np.uint64(rel[i]) if rel_bits > 0 else v
-    b = key  # the keys are packed: their array is the other buffer
+        if rel_bits > 0:
+            v |= np.uint64(rel[i])
+        a[i] = v
+        for q in range(passes):
+            cnt[q, (v >> np.uint64(q * RADIX_BITS)) & digit_mask] += 1
     oa = np.arange(n) if with_order else order
     ob = np.empty(n, np.int64) if with_order else order
-    slots = 1 << RADIX_BITS
-    digit_mask = np.uint64(slots - 1)
-    for shift in range(0, 2 * bits + rel_bits, RADIX_BITS):
-        s = np.uint64(shift)
-        cnt = np.zeros(slots, np.int64)
-        for i in range(n):
-            cnt[(a[i] >> s) & digit_mask] += 1
-        if cnt.max() == n:  # one digit value: the order stands
+    for q in range(passes):
+        s = np.uint64(q * RADIX_BITS)
+        c = cnt[q]
+        if c.max() == n:  # one digit value: the order stands
             continue
         pos = 0
         for d in range(slots):
-            c = cnt[d]
-            cnt[d] = pos
-            pos += c
+            k = c[d]
+            c[d] = pos
+            pos += k
         for i in range(n):
             v = a[i]
-            d = (v >> s) & digit_mask
-            b[cnt[d]] = v
+            d = (np.uint64(v) >> s) & digit_mask
+            b[c[d]] = v
             if with_order:
-                ob[cnt[d]] = oa[i]
-            cnt[d] += 1
+                ob[c[d]] = oa[i]
+            c[d] += 1
         a, b = b, a
         oa, ob = ob, oa
     mask = (np.uint64(1) << sh) - np.uint64(1)
     for i in range(n):  # a may be key itself: element by element in place
-        v = a[i] >> rs
+        v = np.uint64(a[i]) >> rs
         key[i] = ((v >> sh) << np.uint64(32)) | (v & mask)
     if with_order:
         order[:] = oa
     return key
+
+
+@numba.njit(cache=True, nogil=True)
+def split_keys(key, src, dst):
+    """``src[i] = key[i] >> 32`` and ``dst[i] = key[i] & 0xFFFFFFFF`` as int32 (a bucket's
+    packed local offsets, each below 2**31), in one pass."""
+    low = np.uint64(0xFFFFFFFF)
+    for i in range(key.shape[0]):
+        src[i] = np.int32(key[i] >> np.uint64(32))
+        dst[i] = np.int32(key[i] & low)
 
 
 def start_up() -> None:

@@ -219,3 +219,9 @@ def radix_sort_edges(key, rel, bits, rel_bits, order):
     if order.shape[0] > 0:
         order[:] = o
     return key
+
+
+def split_keys(key, src, dst):
+    """``src = key >> 32``, ``dst = key & 0xFFFFFFFF`` as int32 (see the numba twin)."""
+    src[:] = key >> np.uint64(32)
+    dst[:] = key & np.uint64(0xFFFFFFFF)

@@ -105,19 +105,35 @@ def test_one_pass_routing_matches_and_agrees_with_two_passes(drop_loops, undirec
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("with_rel", [False, True])
-def test_radix_sort_matches(with_rel):
-    key = (RNG.integers(0, 50, 4000).astype(np.uint64) << np.uint64(32)) | RNG.integers(
-        0, 50, 4000).astype(np.uint64)
-    rel = RNG.integers(0, 3, 4000).astype(np.int32) if with_rel else np.zeros(0, np.int32)
-    rel_bits = 2 if with_rel else 0
+@pytest.mark.parametrize("bits,rel_bits", [(6, 0), (6, 2), (16, 0), (13, 6), (16, 2), (31, 2)])
+@pytest.mark.parametrize("with_order", [False, True])
+def test_radix_sort_matches(bits, rel_bits, with_order):
+    """Packed values of up to 32 bits sort as uint32, wider ones as uint64: either way the
+    keys and the permutation are the comparison sort's (stable: many repeated edges)."""
+    top = min(1 << bits, 50 if bits < 16 else 1 << bits)
+    key = (RNG.integers(0, top, 4000).astype(np.uint64) << np.uint64(32)) | RNG.integers(
+        top - 50 if bits >= 16 else 0, top, 4000).astype(np.uint64)
+    rel = RNG.integers(0, 1 << rel_bits, 4000).astype(np.int32) if rel_bits else np.zeros(
+        0, np.int32)
     got = []
     for mod in (kernels, kernels_small):
-        k, order = key.copy(), np.empty(len(key), np.int64)
-        mod.radix_sort_edges(k, rel, 6, rel_bits, order)
+        k, order = key.copy(), np.empty(len(key) if with_order else 0, np.int64)
+        mod.radix_sort_edges(k, rel, bits, rel_bits, order)
         got.append((k, order))
     np.testing.assert_array_equal(got[0][0], got[1][0])
     np.testing.assert_array_equal(got[0][1], got[1][1])
+    assert (np.diff(got[0][0].astype(np.float64)) >= 0).all()
+
+
+def test_split_keys_matches():
+    src = RNG.integers(0, 2**31 - 1, 1000)
+    dst = RNG.integers(0, 2**31 - 1, 1000)
+    key = (src.astype(np.uint64) << np.uint64(32)) | dst.astype(np.uint64)
+    for mod in (kernels, kernels_small):
+        s, d = np.empty(1000, np.int32), np.empty(1000, np.int32)
+        mod.split_keys(key, s, d)
+        np.testing.assert_array_equal(s, src)
+        np.testing.assert_array_equal(d, dst)
 
 
 def _files(path):
