@@ -110,9 +110,9 @@ def test_one_pass_routing_matches_and_agrees_with_two_passes(drop_loops, undirec
 def test_radix_sort_matches(bits, rel_bits, with_order):
     """Packed values of up to 32 bits sort as uint32, wider ones as uint64: either way the
     keys and the permutation are the comparison sort's (stable: many repeated edges)."""
-    top = min(1 << bits, 50 if bits < 16 else 1 << bits)
-    key = (RNG.integers(0, top, 4000).astype(np.uint64) << np.uint64(32)) | RNG.integers(
-        top - 50 if bits >= 16 else 0, top, 4000).astype(np.uint64)
+    top = 1 << bits  # each side draws from 50 values below it: many repeated edges
+    key = (RNG.integers(max(top - 50, 0), top, 4000).astype(np.uint64) << np.uint64(32)) | (
+        RNG.integers(max(top - 50, 0), top, 4000).astype(np.uint64))
     rel = RNG.integers(0, 1 << rel_bits, 4000).astype(np.int32) if rel_bits else np.zeros(
         0, np.int32)
     got = []
