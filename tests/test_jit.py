@@ -190,7 +190,7 @@ def test_a_cached_kernel_loads_without_numbas_registries():
 
     from graphsys.storage import kernels
 
-    key = np.array([3 << 32 | 1, 1 << 32 | 2, 1 << 32 | 1], np.uint64)
+    key = np.array([3 << 8 | 1, 1 << 8 | 2, 1 << 8 | 1], np.uint64)
     kernels.radix_sort_edges(key.copy(), np.zeros(0, np.int32), 8, 0, np.empty(3, np.int64))
     kernels.count_into(np.zeros(1, np.int64), np.zeros(1, np.int64))  # both cached now
     child = """if True:
@@ -199,7 +199,7 @@ def test_a_cached_kernel_loads_without_numbas_registries():
         from graphsys import jit
         from graphsys.storage import kernels
         kernels.start_up()
-        key = np.array([3 << 32 | 1, 1 << 32 | 2, 1 << 32 | 1], np.uint64)
+        key = np.array([3 << 8 | 1, 1 << 8 | 2, 1 << 8 | 1], np.uint64)
         order = np.empty(3, np.int64)
         kernels.radix_sort_edges(key, np.zeros(0, np.int32), 8, 0, order)
         loaded = [m in sys.modules for m in ("numba.cpython.heapq", "numba.typed.typeddict",
@@ -215,7 +215,7 @@ def test_a_cached_kernel_loads_without_numbas_registries():
                           int(total(np.arange(4)))]))
     """
     got = json.loads(_stdout(child).strip().splitlines()[-1])
-    assert got[0] == [1 << 32 | 1, 1 << 32 | 2, 3 << 32 | 1] and got[1] == [2, 1, 0]
+    assert got[0] == [1 << 8 | 1, 1 << 8 | 2, 3 << 8 | 1] and got[1] == [2, 1, 0]
     assert got[2] == [False, False, False]
     assert got[3] == [1, 1]
     assert got[4] == 7

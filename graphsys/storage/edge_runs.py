@@ -1,7 +1,8 @@
 """The external sort of ingest's passes 2 and 3: an edge set's buckets as sorted in-memory
 columns or on-disk runs (:class:`RoutedBuckets`), read back in blocks (:class:`RunReader`),
 and written to a bucket's Arrow IPC file in fixed-size record batches
-(:class:`BucketWriter`). Edges are ``key = src << 32 | dst`` (uint64, local offsets) with
+(:class:`BucketWriter`). Edges are ``key = src << local_bits | dst`` (local offsets, each
+below ``2**local_bits``; uint32 when two fit it, else uint64: :func:`key_dtype`) with
 optional ``rel`` (int32) and ``weight`` (float32) columns, and the edge set's edge columns
 (:class:`~graphsys.storage.format.EdgeColumn`) as fields ``col:NAME`` of their dtype."""
 
@@ -24,6 +25,13 @@ _NO_REL = np.zeros(0, np.int32)
 COLUMN_PREFIX = "col:"
 
 
+def key_dtype(local_bits: int) -> np.dtype:
+    """The dtype of the packed key ``src << local_bits | dst`` of local offsets below
+    ``2**local_bits``: uint32 when both fit it (partitions below 65,536 nodes), else
+    uint64."""
+    return np.dtype(np.uint32 if 2 * local_bits <= 32 else np.uint64)
+
+
 def extra_columns(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The edge columns (fields ``col:NAME``) of a dict of routed columns."""
     return {f: v for f, v in cols.items() if f.startswith(COLUMN_PREFIX)}
@@ -32,26 +40,31 @@ def extra_columns(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 class RoutedBuckets:
     """The buckets of one edge set after routing, in input order: columns in memory
     (``memory[b]``), or runs on disk (``rundir/{b}.key``, ``.rel``, ``.weight``; ``runs[b]`` =
-    the runs' lengths); each bucket is sorted when it is written."""
+    the runs' lengths); each bucket is sorted when it is written. ``local_bits``: every
+    local offset is below ``2**local_bits``; the keys are ``src << local_bits | dst``
+    (:func:`key_dtype`)."""
 
     def __init__(self, rundir: Path, has_rel: bool, has_weight: bool,
-                 columns: Sequence[tuple[str, str]] = ()):
+                 columns: Sequence[tuple[str, str]] = (), local_bits: int = 31):
         self.rundir = rundir
         self.has_rel, self.has_weight = has_rel, has_weight
+        self.local_bits = local_bits
         self.columns = [(COLUMN_PREFIX + name, np.dtype(dtype)) for name, dtype in columns]
-        self.fields = [("key", np.uint64)] + ([("rel", np.int32)] if has_rel else []) + (
+        self.fields = [("key", key_dtype(local_bits))] + (
+            [("rel", np.int32)] if has_rel else []) + (
             [("weight", np.float32)] if has_weight else []) + self.columns
         self.runs: dict[int, list[int]] = {}
         self.memory: dict[int, dict[str, np.ndarray]] = {}
 
     def routing_scratch(self, rows: int) -> dict[str, np.ndarray]:
         """Room for ``rows`` routed edges of a reused buffer until their scatter by bucket
-        (:func:`~graphsys.storage.kernels.route_keys`): ``_bucket`` int32, ``_key`` uint64
-        and, where the edges carry a rel, weight or edge columns, ``_row`` (the edge's row
-        in its batch, int64; else empty); in small pages
+        (:func:`~graphsys.storage.kernels.route_keys`): ``_bucket`` int32, ``_key`` (the
+        keys' dtype) and, where the edges carry a rel, weight or edge columns, ``_row``
+        (the edge's row in its batch, int64; else empty); in small pages
         (:func:`~graphsys.storage.pages.scratch_array`: written and read in order)."""
         payload = self.has_rel or self.has_weight or bool(self.columns)
-        return {"_bucket": scratch_array(rows, np.int32), "_key": scratch_array(rows, np.uint64),
+        return {"_bucket": scratch_array(rows, np.int32),
+                "_key": scratch_array(rows, key_dtype(self.local_bits)),
                 "_row": scratch_array(rows if payload else 0, np.int64)}
 
     @property
@@ -80,7 +93,7 @@ class RoutedBuckets:
                     fh.seek(start * np.dtype(dt).itemsize)
                     cols[f] = np.fromfile(fh, dtype=dt, count=n)
             cols = sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"), False,
-                                  extra=extra_columns(cols))
+                                  local_bits=self.local_bits, extra=extra_columns(cols))
             for f, dt in self.fields:
                 with open(self.rundir / f"{b}.{f}", "r+b") as fh:
                     fh.seek(start * np.dtype(dt).itemsize)
@@ -170,10 +183,12 @@ class BucketWriter:
     as it is written (:attr:`entry`: its manifest entry, once closed), and its write-back to
     disk is started when it is closed (:func:`~graphsys.storage.atomic.start_writeback`).
     ``split_keys``: the kernel that splits the packed keys into the ``src`` and ``dst``
-    columns (:func:`kernels.split_keys`, or its NumPy twin for a small ingest)."""
+    columns (:func:`kernels.split_keys`, or its NumPy twin for a small ingest);
+    ``local_bits``: the keys are ``src << local_bits | dst``."""
 
     def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int,
-                 columns: Sequence[tuple[str, str]] = (), split_keys=None):
+                 columns: Sequence[tuple[str, str]] = (), split_keys=None,
+                 local_bits: int = 31):
         fields = [pa.field("src", pa.int32(), nullable=False),
                   pa.field("dst", pa.int32(), nullable=False)]
         if has_rel:
@@ -187,6 +202,7 @@ class BucketWriter:
         self.path = path
         self.batch_rows = batch_rows
         self.split_keys = split_keys or kernels.split_keys
+        self.local_bits = local_bits
         self.parts: list[dict[str, np.ndarray]] = []
         self.buffered = 0
         self.rows = 0
@@ -214,7 +230,7 @@ class BucketWriter:
         rest = {f: v[n:] for f, v in merged.items()}
         key = head["key"]
         src, dst = np.empty(len(key), np.int32), np.empty(len(key), np.int32)
-        self.split_keys(key, src, dst)
+        self.split_keys(key, self.local_bits, src, dst)
         arrays = [pa.array(src), pa.array(dst)]
         if "rel" in self.schema.names:
             arrays.append(pa.array(head["rel"]))
@@ -241,7 +257,7 @@ class BucketWriter:
 
 def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray | None,
                    dedupe: bool, presorted: bool = False, sorted_runs: bool = False,
-                   local_bits: int = 32, extra: dict[str, np.ndarray] | None = None,
+                   local_bits: int = 31, extra: dict[str, np.ndarray] | None = None,
                    radix_sort=None) -> dict[str, np.ndarray]:
     """Sort edges by (key, rel), stably (input order among equal edges is kept), and drop
     repeated (key, rel) after the first if ``dedupe``. ``extra``: more columns (edge
@@ -249,8 +265,8 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
     concatenation of sorted runs (a merge), which a stable sort (timsort) merges in
     O(n log runs). Else a radix sort (:func:`kernels.radix_sort_edges`: linear in the edges
     and their key's digits, where numpy's comparison sort is O(n log n)) sorts ``key`` in
-    place; ``local_bits``: every local offset is below
-    ``2**local_bits``, which sets its number of digits. ``radix_sort``: that kernel's
+    place; ``local_bits``: the keys are ``src << local_bits | dst``
+    (:func:`key_dtype`), which sets their number of digits. ``radix_sort``: that kernel's
     twin to use instead (:mod:`~graphsys.storage.kernels_small`'s for a small ingest)."""
     extra = dict(extra or {})
     if not presorted:

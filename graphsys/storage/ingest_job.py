@@ -363,24 +363,29 @@ class IngestJob:
     def route(self, edge_set: str) -> RoutedBuckets:
         """Pass 2 for one edge set: map, partition and group edges into buckets.
 
-        While the whole edge set fits half the memory limit (its grouped columns, 8 bytes
-        per edge plus its rel and weight, and the dense indices of ids that have no direct
-        map, 16 bytes per edge), its buckets are grouped in memory in one counting sort
-        whose two passes write nothing per edge but the grouped columns (:meth:`_group`);
-        past that, a reused buffer at a time, each full buffer one run per bucket on disk,
-        routed in one pass through per-edge scratch in the buffer, whose pages stay warm
-        from flush to flush (:meth:`_group_buffered`). Either way rows keep their input
-        order within a bucket, and are sorted when the bucket is written.
+        Keys pack two local offsets of ``self._local_bits()`` bits each: 4 bytes per edge
+        where partitions hold fewer than 65,536 nodes, else 8
+        (:func:`~graphsys.storage.edge_runs.key_dtype`). While the whole edge set fits half
+        the memory limit (its grouped columns, the key plus its rel and weight, and the
+        dense indices of ids that have no direct map, 16 bytes per edge), its buckets are
+        grouped in memory in one counting sort whose two passes write nothing per edge but
+        the grouped columns (:meth:`_group`); past that, a reused buffer at a time, each
+        full buffer one run per bucket on disk, routed in one pass through per-edge scratch
+        in the buffer, whose pages stay warm from flush to flush (:meth:`_group_buffered`).
+        Either way rows keep their input order within a bucket, and are sorted when the
+        bucket is written.
         """
         has_rel, has_weight = self.has_rel[edge_set], self.has_weight[edge_set]
         columns = [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])]
-        routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight, columns)
+        routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight, columns,
+                               local_bits=self._local_bits())
         routed.rundir.mkdir()
+        key_bytes = routed.fields[0][1].itemsize
         payload = (4 if has_rel else 0) + (4 if has_weight else 0) + sum(
             np.dtype(dt).itemsize for _, dt in columns)
         # per routed row: its grouped columns (its place, for the edge columns' scatter, is
         # per batch)
-        row_bytes = 8 + payload
+        row_bytes = key_bytes + payload
         spills = [sp for sp in self.spills if sp.edge_set == edge_set]
         lookups = any(ix.dense is None for ix in self.index.values())
         out_rows = sum(sp.rows for sp in spills) * (2 if self.opts.undirected else 1)
@@ -392,7 +397,7 @@ class IngestJob:
                 routed.memory[int(b)] = {f: v[lo:hi] for f, v in cols.items()}
             return routed
         # and in the buffer, its bucket, key and (with a payload) row until the scatter
-        row_bytes += 12 + (8 if payload else 0)
+        row_bytes += 4 + key_bytes + (8 if payload else 0)
         flush_rows = max(self.opts.memory_limit // (_COPIES * row_bytes), 1 << 16)
         # one buffer for every flush (fresh pages would fault in again each time)
         room = (flush_rows + max(sp.rows for sp in spills)) * (2 if self.opts.undirected else 1)
@@ -441,7 +446,7 @@ class IngestJob:
             parts[k] = None
             dest = np.empty(routed_parts[k][0] if routed.columns else 0, np.int64)
             self.kernels.scatter_routes(src, dst, codes_l, codes_r, p, drop_loops, undirected,
-                                        cursors[k], cols["key"], rel, rel_fill,
+                                        cursors[k], cols["key"], routed.local_bits, rel, rel_fill,
                                         cols.get("rel", _NO_I32), weight,
                                         cols.get("weight", _NO_F32), dest)
             for f, _ in routed.columns:
@@ -476,7 +481,8 @@ class IngestJob:
             src, dst = (self._table_rows(*typed) for typed in parts[k][:2])
             counts = np.zeros(p * p, np.int64)
             n = self.kernels.route_keys(src, dst, *parts[k][2:7], bucket[lo:hi], key[lo:hi],
-                                        row[lo:hi] if payload else row, counts)
+                                        routed.local_bits, row[lo:hi] if payload else row,
+                                        counts)
             parts[k] = parts[k][7:]  # free its ids and rows once it is routed
             return n, counts
 
@@ -552,12 +558,12 @@ class IngestJob:
         written and the file's manifest entry (sha256 and bytes, hashed as it was written)."""
         writer = BucketWriter(out, routed.has_rel, routed.has_weight, self.batch_rows(edge_set),
                               [(c.name, c.dtype) for c in self.edge_columns.get(edge_set, [])],
-                              split_keys=self.kernels.split_keys)
+                              split_keys=self.kernels.split_keys, local_bits=routed.local_bits)
         with writer:
             if b in routed.memory or self._bucket_fits(routed, b):
                 cols = routed.memory.pop(b) if b in routed.memory else routed.read_all(b)
                 writer.write(sorted_columns(cols["key"], cols.get("rel"), cols.get("weight"),
-                                             self.opts.dedupe, local_bits=self._local_bits(),
+                                             self.opts.dedupe, local_bits=routed.local_bits,
                                              extra=extra_columns(cols),
                                              radix_sort=self.kernels.radix_sort_edges))
             else:
@@ -608,7 +614,8 @@ class IngestJob:
             open_runs = [r for r in runs if not r.exhausted]
             bound = min((int(r.buf["key"][-1]) for r in open_runs), default=None)
             take = [len(r.buf["key"]) if bound is None else
-                    int(np.searchsorted(r.buf["key"], np.uint64(bound), side="left"))
+                    int(np.searchsorted(r.buf["key"], r.buf["key"].dtype.type(bound),
+                                        side="left"))
                     for r in live]
             if sum(take) == 0:  # a long run of equal keys at the bound: read further
                 for r in open_runs:

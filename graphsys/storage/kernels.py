@@ -277,13 +277,13 @@ def route_codes(part, local, dense, out):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _route(a, b, num_partitions):
-    """Bucket ``i*P + j`` and sort key ``local_src << 32 | local_dst`` (uint64) of an edge
-    whose endpoints' routing codes (:func:`route_codes`) are ``a = i << 32 | local_src``
-    and ``b = j << 32 | local_dst``."""
+def _route(a, b, num_partitions, key_bits):
+    """Bucket ``i*P + j`` and sort key ``local_src << key_bits | local_dst`` (uint64) of an
+    edge whose endpoints' routing codes (:func:`route_codes`) are ``a = i << 32 |
+    local_src`` and ``b = j << 32 | local_dst``."""
     low = np.int64(0xFFFFFFFF)
     return ((a >> 32) * num_partitions + (b >> 32),
-            (np.uint64(a & low) << np.uint64(32)) | np.uint64(b & low))
+            (np.uint64(a & low) << np.uint64(key_bits)) | np.uint64(b & low))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -314,11 +314,11 @@ def count_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirec
         loop = src[k] == dst[k]
         if drop_loops and loop:
             continue
-        c, _ = _route(codes_l[src[k]], codes_r[dst[k]], num_partitions)
+        c, _ = _route(codes_l[src[k]], codes_r[dst[k]], num_partitions, 0)
         counts[c] += 1
         n += 1
         if undirected and not loop:  # the reversed edge dst -> src
-            c, _ = _route(codes_l[dst[k]], codes_r[src[k]], num_partitions)
+            c, _ = _route(codes_l[dst[k]], codes_r[src[k]], num_partitions, 0)
             counts[c] += 1
             n += 1
     return n
@@ -326,10 +326,11 @@ def count_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirec
 
 @numba.njit(cache=True, nogil=True)
 def scatter_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected,
-                   cursor, key_out, rel, rel_fill, rel_out, weight, w_out, dest):
+                   cursor, key_out, key_bits, rel, rel_fill, rel_out, weight, w_out, dest):
     """Pass two: the scatter of a stable counting sort by bucket. Each routed row of the
     chunk (as :func:`count_routes` routes and counts it) goes to row ``cursor[bucket]``
-    (then advanced) of ``key_out`` (its key), and, where they are non-empty, of ``rel_out``
+    (then advanced) of ``key_out`` (its key ``local_src << key_bits | local_dst``, uint32
+    when two local offsets fit it, else uint64), and, where they are non-empty, of ``rel_out``
     (``rel[k]``, or ``rel_fill`` where ``rel`` is empty) and ``w_out`` (``weight[k]``, or 1
     where ``weight`` is empty); ``dest``, where non-empty, receives each routed row's place
     in routed order (for :func:`scatter_column`). ``cursor`` int64 (P*P,) starts at each
@@ -341,7 +342,7 @@ def scatter_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undir
             if k + PREFETCH_EDGES < m:
                 prefetch(codes_l, src[k + PREFETCH_EDGES])
                 prefetch(codes_r, dst[k + PREFETCH_EDGES])
-            c, key = _route(codes_l[src[k]], codes_r[dst[k]], num_partitions)
+            c, key = _route(codes_l[src[k]], codes_r[dst[k]], num_partitions, key_bits)
             p = cursor[c]
             key_out[p] = key
             cursor[c] = p + 1
@@ -360,7 +361,7 @@ def scatter_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undir
         for reverse in range(2 if undirected and not loop else 1):  # then dst -> src
             a = codes_l[dst[k]] if reverse else codes_l[src[k]]
             b = codes_r[src[k]] if reverse else codes_r[dst[k]]
-            c, key = _route(a, b, num_partitions)
+            c, key = _route(a, b, num_partitions, key_bits)
             p = cursor[c]
             key_out[p] = key
             cursor[c] = p + 1
@@ -399,10 +400,11 @@ def scatter_column(src, dst, drop_loops, undirected, dest, values, out):
 
 @numba.njit(cache=True, nogil=True)
 def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
-               key, row, counts):
+               key, key_bits, row, counts):
     """One-pass routing, for a buffer that is reused (an out-of-core ingest's, whose
     pages are warm after its first flush): route the edges ``src[k] -> dst[k]`` of one
-    chunk as :func:`count_routes` routes them, bucket (int32) and sort key (uint64) from
+    chunk as :func:`count_routes` routes them, bucket (int32) and sort key
+    ``local_src << key_bits | local_dst`` (uint32 or uint64, ``key``'s dtype) from
     :func:`_route`. Writes the routed rows' bucket, key and, when ``row`` is
     non-empty, chunk row ``k`` (int64) from index 0, adds one to ``counts`` (int64 (P*P,))
     at each routed row's bucket, and returns how many rows there are.
@@ -428,7 +430,7 @@ def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirecte
         for reverse in range(2 if undirected and not loop else 1):  # then dst -> src
             a = codes_l[dst[k]] if reverse else codes_l[src[k]]
             b = codes_r[src[k]] if reverse else codes_r[dst[k]]
-            c, key[n] = _route(a, b, num_partitions)
+            c, key[n] = _route(a, b, num_partitions, key_bits)
             bucket[n] = np.int32(c)
             counts[c] += 1
             if with_rows:
@@ -475,44 +477,45 @@ RADIX_BITS = 11
 @numba.njit(cache=True, nogil=True)
 def radix_sort_edges(key, rel, bits, rel_bits, order):
     """Sort a bucket's edges by ``(key, rel)``, stably, in O(n) per 11-bit digit: an LSD
-    radix sort of the packed value ``(src << bits | dst) << rel_bits | rel``.
+    radix sort of the packed value ``key << rel_bits | rel``.
 
-    ``key`` uint64 (n,) ``src << 32 | dst`` with ``src`` and ``dst`` below ``2**bits``,
-    sorted in place. ``rel`` int32 (n,) in ``0 .. 2**rel_bits - 1``, or empty with
-    ``rel_bits`` 0 (not written: gather it with ``order``). ``order`` int64 (n,) receives
-    the stable sorting permutation (input order among equal edges is kept), or is empty
-    when not wanted. ``2 * bits + rel_bits`` <= 64. Packed values of at most 32 bits (a
-    bucket of partitions below 65,536 nodes, no rel) are sorted as uint32, half the bytes
-    moved per pass. One pass counts every digit; digits that every edge shares are skipped.
-    Scratch: 8 bytes per edge, and 16 more with ``order``. Returns ``key``."""
-    if 2 * bits + rel_bits <= 32:
-        return _radix_sort_packed(key, rel, bits, rel_bits, order,
-                                  np.empty(key.shape[0], np.uint32),
-                                  np.empty(key.shape[0], np.uint32))
-    # the keys are packed into the first buffer: their array is the other one
-    return _radix_sort_packed(key, rel, bits, rel_bits, order,
-                              np.empty(key.shape[0], np.uint64), key)
+    ``key`` uint32 or uint64 (n,) ``src << bits | dst`` with ``src`` and ``dst`` below
+    ``2**bits``, sorted in place. ``rel`` int32 (n,) in ``0 .. 2**rel_bits - 1``, or empty
+    with ``rel_bits`` 0 (not written: gather it with ``order``). ``order`` int64 (n,)
+    receives the stable sorting permutation (input order among equal edges is kept), or
+    is empty when not wanted. ``2 * bits + rel_bits`` <= 64. Packed values that fit
+    ``key``'s dtype are sorted in it (uint32 keys: half the bytes moved per pass of 64-bit
+    ones), others as uint64. One pass counts every digit; digits that every edge shares
+    are skipped. Scratch: one buffer of the packed values (two where they are wider than
+    ``key``), and 16 bytes per edge with ``order``. Returns ``key``."""
+    total = 2 * bits + rel_bits
+    if total <= 8 * key.itemsize:  # the packed values fit key's own dtype: sorted in it
+        return _radix_sort_packed(key, rel, rel_bits, total, order, True, key,
+                                  np.empty_like(key))
+    n = key.shape[0]
+    return _radix_sort_packed(key, rel, rel_bits, total, order, False,
+                              np.empty(n, np.uint64), np.empty(n, np.uint64))
 
 
 @numba.njit(cache=True, nogil=True)
-def _radix_sort_packed(key, rel, bits, rel_bits, order, a, b):
-    """:func:`radix_sort_edges` with the packed values in ``a`` and ``b`` (two buffers of
-    n, uint32 or uint64, wide enough for ``2 * bits + rel_bits``)."""
+def _radix_sort_packed(key, rel, rel_bits, total, order, in_place, a, b):
+    """:func:`radix_sort_edges` with the packed values (``total`` bits) in ``a`` and ``b``
+    (two buffers of n, uint32 or uint64, wide enough; ``a`` is ``key`` itself where
+    ``in_place``)."""
     n = key.shape[0]
     with_order = order.shape[0] > 0
-    sh = np.uint64(bits)
     rs = np.uint64(rel_bits)
-    low = np.uint64(0xFFFFFFFF)
-    total = 2 * bits + rel_bits
     slots = 1 << RADIX_BITS
     passes = max((total + RADIX_BITS - 1) // RADIX_BITS, 1)
     digit_mask = np.uint64(slots - 1)
     cnt = np.zeros((passes, slots), np.int64)
+    a_is_key = in_place
     for i in range(n):  # pack, and count every digit at once
-        v = (((key[i] >> np.uint64(32)) << sh) | (key[i] & low)) << rs
+        v = np.uint64(key[i]) << rs
         if rel_bits > 0:
             v |= np.uint64(rel[i])
-        a[i] = v
+        if rel_bits > 0 or not in_place:
+            a[i] = v
         for q in range(passes):
             cnt[q, (v >> np.uint64(q * RADIX_BITS)) & digit_mask] += 1
     oa = np.arange(n) if with_order else order
@@ -536,23 +539,26 @@ def _radix_sort_packed(key, rel, bits, rel_bits, order, a, b):
             c[d] += 1
         a, b = b, a
         oa, ob = ob, oa
-    mask = (np.uint64(1) << sh) - np.uint64(1)
-    for i in range(n):  # a may be key itself: element by element in place
-        v = np.uint64(a[i]) >> rs
-        key[i] = ((v >> sh) << np.uint64(32)) | (v & mask)
+        if in_place:
+            a_is_key = not a_is_key
+    if rel_bits > 0 or not a_is_key:
+        for i in range(n):  # a may be key itself: element by element in place
+            key[i] = np.uint64(a[i]) >> rs
     if with_order:
         order[:] = oa
     return key
 
 
 @numba.njit(cache=True, nogil=True)
-def split_keys(key, src, dst):
-    """``src[i] = key[i] >> 32`` and ``dst[i] = key[i] & 0xFFFFFFFF`` as int32 (a bucket's
-    packed local offsets, each below 2**31), in one pass."""
-    low = np.uint64(0xFFFFFFFF)
+def split_keys(key, bits, src, dst):
+    """``src[i] = key[i] >> bits`` and ``dst[i] = key[i] & (2**bits - 1)`` as int32 (a
+    bucket's packed local offsets, each below 2**31), in one pass."""
+    sh = np.uint64(bits)
+    mask = (np.uint64(1) << sh) - np.uint64(1)
     for i in range(key.shape[0]):
-        src[i] = np.int32(key[i] >> np.uint64(32))
-        dst[i] = np.int32(key[i] & low)
+        v = np.uint64(key[i])
+        src[i] = np.int32(v >> sh)
+        dst[i] = np.int32(v & mask)
 
 
 def start_up() -> None:

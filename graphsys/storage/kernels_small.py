@@ -104,10 +104,11 @@ def route_codes(part, local, dense, out):
     return out
 
 
-def _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected):
+def _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, key_bits=0):
     """The routed rows of one chunk, in routing order (see the numba twins: loops dropped
     when asked, each non-loop edge followed by its reverse when ``undirected``): their
-    bucket (int64), key (uint64) and input row (int64)."""
+    bucket (int64), key ``local_src << key_bits | local_dst`` (uint64) and input row
+    (int64)."""
     src, dst = np.asarray(src), np.asarray(dst)
     k = np.arange(len(src), dtype=np.int64)
     if drop_loops:
@@ -121,7 +122,7 @@ def _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected):
         src, dst = s, d
     a, b = codes_l[src], codes_r[dst]
     bucket = (a >> 32) * num_partitions + (b >> 32)
-    key = ((a & _LOW).astype(np.uint64) << np.uint64(32)) | (b & _LOW).astype(np.uint64)
+    key = ((a & _LOW).astype(np.uint64) << np.uint64(key_bits)) | (b & _LOW).astype(np.uint64)
     return bucket, key, k
 
 
@@ -150,11 +151,11 @@ def _places(bucket, cursor):
 
 
 def scatter_routes(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected,
-                   cursor, key_out, rel, rel_fill, rel_out, weight, w_out, dest):
+                   cursor, key_out, key_bits, rel, rel_fill, rel_out, weight, w_out, dest):
     """The scatter of a stable counting sort by bucket of one chunk's routed rows (see the
     numba twin)."""
     bucket, key, row = _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops,
-                               undirected)
+                               undirected, key_bits)
     places = _scatter_at(_places(bucket, cursor), key, row, key_out, rel, rel_fill, rel_out,
                          weight, w_out)
     if dest.shape[0] > 0:
@@ -185,10 +186,11 @@ def scatter_column(src, dst, drop_loops, undirected, dest, values, out):
 
 
 def route_keys(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected, bucket,
-               key, row, counts):
+               key, key_bits, row, counts):
     """Route one chunk of edges into ``bucket``/``key``/``row`` from index 0 and count them
     by bucket into ``counts`` (see the numba twin); returns how many rows were written."""
-    b, k, r = _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected)
+    b, k, r = _routed(src, dst, codes_l, codes_r, num_partitions, drop_loops, undirected,
+                      key_bits)
     n = len(b)
     bucket[:n] = b
     key[:n] = k
@@ -221,7 +223,8 @@ def radix_sort_edges(key, rel, bits, rel_bits, order):
     return key
 
 
-def split_keys(key, src, dst):
-    """``src = key >> 32``, ``dst = key & 0xFFFFFFFF`` as int32 (see the numba twin)."""
-    src[:] = key >> np.uint64(32)
-    dst[:] = key & np.uint64(0xFFFFFFFF)
+def split_keys(key, bits, src, dst):
+    """``src = key >> bits``, ``dst = key & (2**bits - 1)`` as int32 (see the numba
+    twin)."""
+    src[:] = key >> key.dtype.type(bits)
+    dst[:] = key & key.dtype.type((1 << bits) - 1)

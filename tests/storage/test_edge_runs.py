@@ -1,13 +1,13 @@
 """Sorting a bucket's edges (:func:`graphsys.storage.edge_runs.sorted_columns`): the radix
 sort orders keys, relations and weights as numpy's stable sorts do, for any number of
-local-offset bits."""
+local-offset bits, uint32 keys (two offsets of up to 16 bits) and uint64 ones."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from graphsys.storage.edge_runs import sorted_columns
+from graphsys.storage.edge_runs import key_dtype, sorted_columns
 
 
 def _keys(rng, bits: int, n: int) -> np.ndarray:
@@ -15,21 +15,21 @@ def _keys(rng, bits: int, n: int) -> np.ndarray:
     dst = rng.integers(0, 2**bits, n).astype(np.uint64)
     dst[:10] = 2**bits - 1  # the largest offsets survive the packing
     src[10:20] = 2**bits - 1
-    return (src << np.uint64(32)) | dst
+    return ((src << np.uint64(bits)) | dst).astype(key_dtype(bits))  # as the routing packs
 
 
-@pytest.mark.parametrize("bits", [1, 9, 16, 21, 32])
+@pytest.mark.parametrize("bits", [1, 9, 16, 17, 21, 31])
 def test_radix_sort_matches_numpy(bits):
     rng = np.random.default_rng(bits)
     key = _keys(rng, bits, 50_000)
     got = sorted_columns(key.copy(), None, None, dedupe=True, local_bits=bits)["key"]
-    assert got.dtype == np.uint64
+    assert got.dtype == (np.uint32 if bits <= 16 else np.uint64)
     np.testing.assert_array_equal(got, np.unique(key))
     merged = sorted_columns(key.copy(), None, None, dedupe=False, sorted_runs=True)["key"]
     np.testing.assert_array_equal(merged, np.sort(key))
 
 
-@pytest.mark.parametrize("bits", [3, 21])
+@pytest.mark.parametrize("bits", [3, 15, 21])
 @pytest.mark.parametrize("with_rel", [False, True])
 def test_radix_sort_is_stable_with_payload(bits, with_rel):
     """Equal (key, rel) keep their input order: the weights, all distinct, say which row

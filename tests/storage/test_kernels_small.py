@@ -48,9 +48,11 @@ def _routing_case(seed: int):
 
 @pytest.mark.parametrize("drop_loops", [False, True])
 @pytest.mark.parametrize("undirected", [False, True])
-def test_routing_and_scatter_match(drop_loops, undirected):
+@pytest.mark.parametrize("key_type", [np.uint32, np.uint64])
+def test_routing_and_scatter_match(drop_loops, undirected, key_type):
     n, p, m, part, src, dst, rel, weight, extra = _routing_case(3)
     outs = []
+    bits = 7 if key_type is np.uint32 else 31  # local offsets below 2**7 (300 nodes / 3)
     for mod in (kernels, kernels_small):
         local, sizes = mod.local_offsets(part, p)
         codes = mod.route_codes(part, local, np.zeros(0, np.int64), np.empty(n, np.int64))
@@ -59,35 +61,45 @@ def test_routing_and_scatter_match(drop_loops, undirected):
         loops = int((src == dst).sum())
         assert k == counts.sum() == (m - loops) * (1 + undirected) + loops * (not drop_loops)
         cursor = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        key_out, rel_out = np.empty(k, np.uint64), np.empty(k, np.int32)
+        key_out, rel_out = np.empty(k, key_type), np.empty(k, np.int32)
         w_out, x_out, dest = np.empty(k, np.float32), np.empty(k), np.empty(k, np.int64)
         mod.scatter_routes(src, dst, codes, codes, p, drop_loops, undirected, cursor, key_out,
-                           rel, -1, rel_out, weight, w_out, dest)
+                           bits, rel, -1, rel_out, weight, w_out, dest)
         np.testing.assert_array_equal(cursor, np.cumsum(counts))
         np.testing.assert_array_equal(np.sort(dest), np.arange(k))
         mod.scatter_column(src, dst, drop_loops, undirected, dest, extra, x_out)
+        srcs, dsts = np.empty(k, np.int32), np.empty(k, np.int32)
+        mod.split_keys(key_out, bits, srcs, dsts)  # the routed edges' local offsets
+        s, d = (src[src != dst], dst[src != dst]) if drop_loops else (src, dst)
+        if undirected:
+            s, d = np.concatenate([s, d[s != d]]), np.concatenate([d, s[s != d]])
+        want = np.sort(local[s].astype(np.int64) << 32 | local[d])
+        np.testing.assert_array_equal(np.sort(srcs.astype(np.int64) << 32 | dsts), want)
         outs.append((local, sizes, codes, k, counts, cursor, dest, key_out, rel_out, w_out,
-                     x_out))
+                     x_out, srcs, dsts))
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("drop_loops", [False, True])
 @pytest.mark.parametrize("undirected", [False, True])
-def test_one_pass_routing_matches_and_agrees_with_two_passes(drop_loops, undirected):
+@pytest.mark.parametrize("key_type", [np.uint32, np.uint64])
+def test_one_pass_routing_matches_and_agrees_with_two_passes(drop_loops, undirected,
+                                                              key_type):
     # the buffered (out-of-core) path's routing: the same grouped rows as the two passes
     n, p, m, part, src, dst, rel, weight, extra = _routing_case(4)
     outs = []
+    bits = 7 if key_type is np.uint32 else 31
     for mod in (kernels, kernels_small):
         local, _ = mod.local_offsets(part, p)
         codes = mod.route_codes(part, local, np.zeros(0, np.int64), np.empty(n, np.int64))
-        bucket, key = np.empty(2 * m, np.int32), np.empty(2 * m, np.uint64)
+        bucket, key = np.empty(2 * m, np.int32), np.empty(2 * m, key_type)
         row, counts = np.empty(2 * m, np.int64), np.zeros(p * p, np.int64)
-        k = mod.route_keys(src, dst, codes, codes, p, drop_loops, undirected, bucket, key, row,
-                           counts)
+        k = mod.route_keys(src, dst, codes, codes, p, drop_loops, undirected, bucket, key, bits,
+                           row, counts)
         np.testing.assert_array_equal(counts, np.bincount(bucket[:k], minlength=p * p))
         cursor = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        key_out, rel_out = np.empty(k, np.uint64), np.empty(k, np.int32)
+        key_out, rel_out = np.empty(k, key_type), np.empty(k, np.int32)
         w_out, x_out = np.empty(k, np.float32), np.empty(k)
         mod.scatter_column_rows(bucket[:k], row[:k], cursor.copy(), extra, x_out)
         mod.scatter_by_bucket(bucket[:k], key[:k], row[:k], cursor, key_out, rel, -1, rel_out,
@@ -95,9 +107,9 @@ def test_one_pass_routing_matches_and_agrees_with_two_passes(drop_loops, undirec
         two = [np.zeros(p * p, np.int64)]
         mod.count_routes(src, dst, codes, codes, p, drop_loops, undirected, two[0])
         c2 = np.concatenate([[0], np.cumsum(two[0])[:-1]]).astype(np.int64)
-        k2, r2, w2 = np.empty(k, np.uint64), np.empty(k, np.int32), np.empty(k, np.float32)
-        mod.scatter_routes(src, dst, codes, codes, p, drop_loops, undirected, c2, k2, rel, -1,
-                           r2, weight, w2, np.zeros(0, np.int64))
+        k2, r2, w2 = np.empty(k, key_type), np.empty(k, np.int32), np.empty(k, np.float32)
+        mod.scatter_routes(src, dst, codes, codes, p, drop_loops, undirected, c2, k2, bits, rel,
+                           -1, r2, weight, w2, np.zeros(0, np.int64))
         for a, b in ((key_out, k2), (rel_out, r2), (w_out, w2), (counts, two[0])):
             np.testing.assert_array_equal(a, b)
         outs.append((k, bucket[:k], key[:k], row[:k], key_out, rel_out, w_out, x_out))
@@ -105,14 +117,17 @@ def test_one_pass_routing_matches_and_agrees_with_two_passes(drop_loops, undirec
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("bits,rel_bits", [(6, 0), (6, 2), (16, 0), (13, 6), (16, 2), (31, 2)])
+@pytest.mark.parametrize("bits,rel_bits", [(6, 0), (6, 2), (16, 0), (13, 6), (16, 2), (31, 2),
+                                           (31, 0)])
 @pytest.mark.parametrize("with_order", [False, True])
 def test_radix_sort_matches(bits, rel_bits, with_order):
-    """Packed values of up to 32 bits sort as uint32, wider ones as uint64: either way the
+    """uint32 keys (two offsets of up to 16 bits) whose packed values fit 32 bits sort in
+    place as uint32, wider packed values as uint64, uint64 keys as uint64: either way the
     keys and the permutation are the comparison sort's (stable: many repeated edges)."""
     top = 1 << bits  # each side draws from 50 values below it: many repeated edges
-    key = (RNG.integers(max(top - 50, 0), top, 4000).astype(np.uint64) << np.uint64(32)) | (
+    key = (RNG.integers(max(top - 50, 0), top, 4000).astype(np.uint64) << np.uint64(bits)) | (
         RNG.integers(max(top - 50, 0), top, 4000).astype(np.uint64))
+    key = key.astype(np.uint32 if 2 * bits <= 32 else np.uint64)
     rel = RNG.integers(0, 1 << rel_bits, 4000).astype(np.int32) if rel_bits else np.zeros(
         0, np.int32)
     got = []
@@ -125,13 +140,16 @@ def test_radix_sort_matches(bits, rel_bits, with_order):
     assert (np.diff(got[0][0].astype(np.float64)) >= 0).all()
 
 
-def test_split_keys_matches():
-    src = RNG.integers(0, 2**31 - 1, 1000)
-    dst = RNG.integers(0, 2**31 - 1, 1000)
-    key = (src.astype(np.uint64) << np.uint64(32)) | dst.astype(np.uint64)
+@pytest.mark.parametrize("bits", [1, 16, 31])
+def test_split_keys_matches(bits):
+    src = RNG.integers(0, 2**bits, 1000)
+    dst = RNG.integers(0, 2**bits, 1000)
+    src[0], dst[1] = 2**bits - 1, 2**bits - 1
+    key = ((src.astype(np.uint64) << np.uint64(bits)) | dst.astype(np.uint64)).astype(
+        np.uint32 if 2 * bits <= 32 else np.uint64)
     for mod in (kernels, kernels_small):
         s, d = np.empty(1000, np.int32), np.empty(1000, np.int32)
-        mod.split_keys(key, s, d)
+        mod.split_keys(key, bits, s, d)
         np.testing.assert_array_equal(s, src)
         np.testing.assert_array_equal(d, dst)
 
