@@ -144,7 +144,9 @@ def link_scores(graph, pairs, method: str = "jaccard", *, edge_set: str | None =
     if len(us):
         bound = int(max(_row_lengths(view, us).max(), _row_lengths(view, vs).max()))
         buf = np.empty((numba.get_num_threads(), max(bound, 1)), np.int64)
-        ks.pair_scores(us, vs, *view.args(), code, view.memo, buf, out)
+        # contiguous int64 pairs: one compiled specialisation for every caller's pairs
+        ks.pair_scores(np.ascontiguousarray(us, np.int64), np.ascontiguousarray(vs, np.int64),
+                       *view.args(), code, view.memo, buf, out)
     return out
 
 
