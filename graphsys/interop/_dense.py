@@ -197,7 +197,7 @@ def _write(src: np.ndarray, dst: np.ndarray, n: int, weight: np.ndarray | None,
         node_jobs = [submit(_write_nodes, staging, k, order[starts[k]:starts[k + 1]], columns)
                      for k in range(p)]
         bounds, keys, w = _grouped_edges(src, dst, part, local, bits, p, weight, opts)
-        schema = BucketWriter(Path(), False, has_weight, batch_rows).schema
+        schema = BucketWriter(Path(), False, has_weight, batch_rows, local_bits=bits).schema
         edge_jobs = {}
         for b in np.flatnonzero(np.diff(bounds)):
             lo, hi = int(bounds[b]), int(bounds[b + 1])

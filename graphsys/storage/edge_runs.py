@@ -45,7 +45,7 @@ class RoutedBuckets:
     (:func:`key_dtype`)."""
 
     def __init__(self, rundir: Path, has_rel: bool, has_weight: bool,
-                 columns: Sequence[tuple[str, str]] = (), local_bits: int = 31):
+                 columns: Sequence[tuple[str, str]] = (), *, local_bits: int):
         self.rundir = rundir
         self.has_rel, self.has_weight = has_rel, has_weight
         self.local_bits = local_bits
@@ -187,8 +187,8 @@ class BucketWriter:
     ``local_bits``: the keys are ``src << local_bits | dst``."""
 
     def __init__(self, path: Path, has_rel: bool, has_weight: bool, batch_rows: int,
-                 columns: Sequence[tuple[str, str]] = (), split_keys=None,
-                 local_bits: int = 31):
+                 columns: Sequence[tuple[str, str]] = (), split_keys=None, *,
+                 local_bits: int):
         fields = [pa.field("src", pa.int32(), nullable=False),
                   pa.field("dst", pa.int32(), nullable=False)]
         if has_rel:
@@ -266,7 +266,8 @@ def sorted_columns(key: np.ndarray, rel: np.ndarray | None, weight: np.ndarray |
     O(n log runs). Else a radix sort (:func:`kernels.radix_sort_edges`: linear in the edges
     and their key's digits, where numpy's comparison sort is O(n log n)) sorts ``key`` in
     place; ``local_bits``: the keys are ``src << local_bits | dst``
-    (:func:`key_dtype`), which sets their number of digits. ``radix_sort``: that kernel's
+    (:func:`key_dtype`), which sets their number of digits (the default, 31, covers any
+    key). ``radix_sort``: that kernel's
     twin to use instead (:mod:`~graphsys.storage.kernels_small`'s for a small ingest)."""
     extra = dict(extra or {})
     if not presorted:

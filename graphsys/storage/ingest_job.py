@@ -28,6 +28,7 @@ from graphsys.storage.edge_runs import (
     RoutedBuckets,
     RunReader,
     extra_columns,
+    key_dtype,
     sorted_columns,
 )
 from graphsys.storage.format import (
@@ -380,7 +381,7 @@ class IngestJob:
         routed = RoutedBuckets(self.spill / f"runs-{edge_set}", has_rel, has_weight, columns,
                                local_bits=self._local_bits())
         routed.rundir.mkdir()
-        key_bytes = routed.fields[0][1].itemsize
+        key_bytes = key_dtype(routed.local_bits).itemsize
         payload = (4 if has_rel else 0) + (4 if has_weight else 0) + sum(
             np.dtype(dt).itemsize for _, dt in columns)
         # per routed row: its grouped columns (its place, for the edge columns' scatter, is
