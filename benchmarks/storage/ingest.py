@@ -6,9 +6,13 @@ For each size (edges) a seeded R-MAT TSV (or, with ``--input parquet``, Parquet)
 generated (``graphsys.generators``; edge factor 16: nodes = the power of two nearest
 edges/16), then, each in a fresh process whose memory is sampled from outside:
 
-- the peer: pyarrow reads the same file (the multi-threaded CSV reader; for Parquet, record
-  batch by record batch, as ingest does) and writes one uncompressed Arrow IPC (Feather)
-  file: the raw read + write cost of the bytes;
+- the peers: pyarrow reads the same file and writes one uncompressed Arrow IPC (Feather)
+  file, the raw read + write cost of the bytes. TSV: ``csv.read_csv`` (multi-threaded) then
+  ``feather.write_feather`` (``pyarrow-csv``). Parquet, two ways: ``pq.read_table`` (its
+  threaded column decoding, the whole table in memory) then ``feather.write_feather``
+  (``pyarrow-read_table``, the stronger), and ``ParquetFile.iter_batches`` (1M rows,
+  ``pre_buffer=False``, one decoding thread) into ``ipc.new_file``, one batch in memory at
+  a time (``pyarrow-iter_batches``);
 - graphsys: the ``graphsys ingest`` command (``python -m graphsys ingest ... --json``) with
   P = each of ``--partitions`` (hash partitioner) under ``--memory-limit`` (the bound of
   the anonymous peak), which also partitions, sorts every bucket, writes node files, hashes
@@ -20,11 +24,13 @@ as it installs it; pyarrow's is in the environment already): where the environme
 the children write their bytecode under the scratch directory (``PYTHONPYCACHEPREFIX``),
 compiled by one import (and numba's start-up) before the turns.
 
-The sides take turns (peer, P=..., peer, ...) ``--repeats`` times. The JSON line holds, per
-size, the peer's and graphsys's median seconds (in the process: the peer's read and write,
-the command's reported ``seconds["total"]``) and ``command_seconds`` (the whole command,
-interpreter start-up and imports included), edges/s and peaks, and ``ratio`` /
-``command_ratio`` = the median turn's peer seconds / graphsys seconds. Usage::
+The sides take turns (peers, P=..., peers, ...) ``--repeats`` times. The JSON line holds,
+per size, each peer's and graphsys's median seconds (in the process: the peer's read and
+write, the command's reported ``seconds["total"]``) and ``command_seconds`` (the whole
+command, interpreter start-up and imports included), edges/s and peaks; per graphsys side,
+``ratio`` / ``command_ratio`` = the median of the per-turn ratios peer seconds / graphsys
+seconds against the strongest peer (``strongest_peer``, the lowest median), and the same
+against every peer under ``ratios``. Usage::
 
     python benchmarks/storage/ingest.py --sizes 1M,10M,100M --partitions 1,4,16 \\
         --memory-limit 1GB
@@ -45,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 
 from benchmarks import harness
 
-BASELINE = r"""
+CSV_PEER = r"""
 import json, sys, time
 import pyarrow.csv as csv, pyarrow.feather as feather
 t = time.perf_counter()
@@ -55,7 +61,7 @@ feather.write_feather(table, sys.argv[2], compression="uncompressed")
 print(json.dumps({"seconds": time.perf_counter() - t, "rows": table.num_rows}))
 """
 
-BASELINE_PARQUET = r"""
+PARQUET_STREAM_PEER = r"""
 import json, sys, time
 import pyarrow.ipc as ipc, pyarrow.parquet as pq
 t = time.perf_counter()
@@ -67,6 +73,20 @@ with ipc.new_file(sys.argv[2], pf.schema_arrow) as w:
         rows += batch.num_rows
 print(json.dumps({"seconds": time.perf_counter() - t, "rows": rows}))
 """
+
+PARQUET_TABLE_PEER = r"""
+import json, sys, time
+import pyarrow.feather as feather, pyarrow.parquet as pq
+t = time.perf_counter()
+table = pq.read_table(sys.argv[1])
+feather.write_feather(table, sys.argv[2], compression="uncompressed")
+print(json.dumps({"seconds": time.perf_counter() - t, "rows": table.num_rows}))
+"""
+
+#: The peers of each input format, by the name the JSON line gives them.
+PEERS = {"tsv": {"pyarrow-csv": CSV_PEER},
+         "parquet": {"pyarrow-read_table": PARQUET_TABLE_PEER,
+                     "pyarrow-iter_batches": PARQUET_STREAM_PEER}}
 
 
 
@@ -121,9 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                  "generate_seconds": round(time.perf_counter() - t, 2)}
         raw = work / "raw.arrow"
 
-        def baseline(edge_file=edge_file, raw=raw):
-            child = harness.run_child([python, "-c", BASELINE if args.input == "tsv" else
-                                       BASELINE_PARQUET, edge_file, raw], env=env)
+        def peer(script: str, edge_file=edge_file, raw=raw):
+            child = harness.run_child([python, "-c", script, edge_file, raw], env=env)
             raw.unlink()
             return child
 
@@ -136,29 +155,38 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(out)
             return child
 
-        sides = {"baseline": baseline, **{f"P{p}": (lambda p=p: ingest(p))
-                                          for p in args.partitions}}
+        peers = PEERS[args.input]
+        sides = {**{name: (lambda s=script: peer(s)) for name, script in peers.items()},
+                 **{f"P{p}": (lambda p=p: ingest(p)) for p in args.partitions}}
         turns = harness.alternate(sides, args.repeats)
-        base = turns.pop("baseline")
-        secs = [c.json["seconds"] for c in base]
-        command = [c.seconds for c in base]
-        entry["baseline"] = {"seconds": round(harness.median(secs), 3),
-                             "seconds_turns": [round(x, 3) for x in secs],
-                             "command_seconds": round(harness.median(command), 3),
-                             "edges_per_s": round(size / harness.median(secs)),
-                             **_peaks(base)}
+        entry["peers"], peer_turns = {}, {}
+        for name in peers:
+            children = turns.pop(name)
+            secs = [c.json["seconds"] for c in children]
+            command = [c.seconds for c in children]
+            peer_turns[name] = (secs, command)
+            entry["peers"][name] = {"seconds": round(harness.median(secs), 3),
+                                    "seconds_turns": [round(x, 3) for x in secs],
+                                    "command_seconds": round(harness.median(command), 3),
+                                    "edges_per_s": round(size / harness.median(secs)),
+                                    **_peaks(children)}
+        strongest = min(entry["peers"], key=lambda n: entry["peers"][n]["seconds"])
+        entry["strongest_peer"] = strongest
         entry["graphsys"] = {}
         for name, children in turns.items():
             totals = [c.json["seconds"]["total"] for c in children]
             ours = [c.seconds for c in children]
             total = harness.median(totals)
+            ratios = {peer_name: {
+                "ratio": harness.pair_ratios(secs, totals)["median"],
+                "command_ratio": harness.pair_ratios(command, ours)["median"]}
+                for peer_name, (secs, command) in peer_turns.items()}
             entry["graphsys"][name] = {
                 "seconds": round(total, 3), "seconds_turns": [round(x, 3) for x in totals],
                 "phases": children[-1].json["seconds"],
                 "command_seconds": round(harness.median(ours), 3),
                 "edges_per_s": round(size / total), **_peaks(children),
-                "ratio": harness.pair_ratios(secs, totals)["median"],
-                "command_ratio": harness.pair_ratios(command, ours)["median"]}
+                **ratios[strongest], "ratios": ratios}
         edge_file.unlink()
         results.append(entry)
     if args.work is None:
