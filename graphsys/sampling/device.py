@@ -11,7 +11,7 @@ by ``(rng_seed, layer, node)``, written here in int64 torch arithmetic. The uint
 the CPU kernels are held as int64 with the same 64 bits: addition, multiplication and xor
 give the same bits in two's complement (torch's integer arithmetic wraps, on the CPU and on
 CUDA), and the right shifts, arithmetic on int64, are made logical by masking off the
-copied sign bits (:func:`_srl`). The conversion to a float in [0, 1) keeps the top 53 bits,
+copied sign bits (:func:`srl64`). The conversion to a float in [0, 1) keeps the top 53 bits,
 exactly as the CPU kernel does, and the picks truncate the same float64 products.
 
 Host synchronisation: the layers are drawn into buffers of a size bound known on the host
@@ -38,19 +38,19 @@ from graphsys.sampling.neighbor import NeighborSampler, parse_fanouts
 _U64 = 1 << 64
 
 
-def _signed(x: int) -> int:
+def as_int64(x: int) -> int:
     """The uint64 ``x`` (reduced mod 2**64) as the int64 of the same bits."""
     x %= _U64
     return x - _U64 if x >= 1 << 63 else x
 
 
-_GOLDEN = _signed(0x9E3779B97F4A7C15)
-_M1 = _signed(0xBF58476D1CE4E5B9)
-_M2 = _signed(0x94D049BB133111EB)
+_GOLDEN = as_int64(0x9E3779B97F4A7C15)
+_M1 = as_int64(0xBF58476D1CE4E5B9)
+_M2 = as_int64(0x94D049BB133111EB)
 _INV53 = 1.0 / 9007199254740992.0  # 2**-53
 
 
-def _srl(z: torch.Tensor, s: int) -> torch.Tensor:
+def srl64(z: torch.Tensor, s: int) -> torch.Tensor:
     """Logical right shift of the uint64 words ``z`` (int64 bits) by ``0 < s < 64``."""
     return (z >> s) & ((1 << (64 - s)) - 1)
 
@@ -69,14 +69,14 @@ def mix64(z: torch.Tensor) -> torch.Tensor:
     ...       == _mix(z)).all())
     True
     """
-    z = (z ^ _srl(z, 30)) * _M1
-    z = (z ^ _srl(z, 27)) * _M2
-    return z ^ _srl(z, 31)
+    z = (z ^ srl64(z, 30)) * _M1
+    z = (z ^ srl64(z, 27)) * _M2
+    return z ^ srl64(z, 31)
 
 
 def node_streams(rng_seed: int, nodes: torch.Tensor) -> torch.Tensor:
     """int64 (S,): the initial stream state of each node id (``_kernels._stream``)."""
-    seed_term = _signed(int(rng_seed) * 0x9E3779B97F4A7C15)
+    seed_term = as_int64(int(rng_seed) * 0x9E3779B97F4A7C15)
     return mix64(mix64(nodes + _GOLDEN) ^ seed_term)
 
 
@@ -85,7 +85,7 @@ def stream_uniforms(state: torch.Tensor, k: int) -> torch.Tensor:
     called ``k`` times: the ``j``-th advances the state by ``(j + 1)`` golden steps)."""
     steps = torch.arange(1, k + 1, dtype=torch.int64, device=state.device) * _GOLDEN
     words = mix64(state.unsqueeze(1) + steps)
-    return _srl(words, 11).to(torch.float64) * _INV53
+    return srl64(words, 11).to(torch.float64) * _INV53
 
 
 def _floyd(u: torch.Tensor, deg: torch.Tensor, k: int) -> torch.Tensor:

@@ -216,3 +216,18 @@ def test_one_host_read_per_batch(fanouts, reads):
         for i in range(3):
             dev.sample_blocks(seeds, i)
     assert counts["n"] == 3 * reads
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_blocks_identical_on_the_test_device(device, replace):
+    """On the test device (CUDA in the GPU check): the CPU sampler's blocks, seeds given
+    on the device."""
+    adj = GRAPHS["hub"]
+    cpu = NeighborSampler(adj, [6, 4], replace=replace)
+    dev = DeviceNeighborSampler(adj, [6, 4], replace=replace, device=device)
+    seeds = np.arange(0, 120, 5)
+    for rng_seed in (0, 3):
+        got = dev.sample_blocks(torch.from_numpy(seeds).to(device), rng_seed)
+        assert all(b.device == torch.device(device) for b in got)
+        want = cpu.sample_blocks(seeds, rng_seed)
+        assert all(_same(a, b.to("cpu")) for a, b in zip(want, got))
