@@ -49,7 +49,8 @@ from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
 from graphsys.sampling.temporal import TemporalNeighbors, TemporalNeighborSampler
 
 __all__ = [
-    "Adjacency", "Block", "DeviceNeighborSampler", "HeteroBlock", "HeteroNeighborSampler", "MiniBatch",
+    "Adjacency", "Block", "DeviceNeighborSampler", "HeteroBlock", "HeteroNeighborSampler",
+    "MiniBatch",
     "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
     "RandomWalkNeighborSampler", "Sampler", "TemporalNeighborSampler", "TemporalNeighbors",
     "TypedBlock",

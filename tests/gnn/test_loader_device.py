@@ -14,6 +14,7 @@ from graphsys.gnn.dropout import feature_dropout
 from graphsys.gnn.loader import device_feature_dropout, on_device
 from graphsys.sampling import NeighborSampler, PinSAGESampler
 from graphsys.sampling.device import DeviceNeighborSampler
+from tests.sampling.conftest import count_host_reads
 
 from .conftest import write_sbm
 
@@ -90,3 +91,16 @@ def test_train_config_sampler(tmp_path):
     b = train(g, TrainConfig(**base, sampler="device"))
     assert [h["loss"] for h in a.history] == [h["loss"] for h in b.history]
     assert a.metrics == b.metrics
+
+
+def test_one_host_read_per_loader_batch(graph):
+    """Tables on the sampling device: a batch reads the device once (its blocks' sizes);
+    the seeds, the gathers and the edge groupings stay there."""
+    feat = torch.from_numpy(graph.node_column("feat"))
+    label = torch.as_tensor(graph.node_column("label"))
+    loader = NodeLoader(None, NeighborSampler(graph, [5, 3]), np.arange(150), batch_size=40,
+                        features=feat, labels=label, num_workers=0, device_sampling=True)
+    it = iter(loader)
+    with count_host_reads() as counts:
+        batches = list(it)
+    assert len(batches) == 4 and counts["n"] == 4

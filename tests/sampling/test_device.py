@@ -5,7 +5,6 @@ per batch."""
 from __future__ import annotations
 
 import itertools
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -22,7 +21,7 @@ from graphsys.sampling.device import (
     stream_uniforms,
 )
 
-from .conftest import random_graph_edges, write_homogeneous
+from .conftest import count_host_reads, random_graph_edges, write_homogeneous
 
 
 def _graphs():
@@ -170,41 +169,6 @@ def test_uniform_draws_with_replacement():
     assert (picks[:, 0] == picks[:, 1]).any()
 
 
-_HOST_READS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__",
-               "__index__", "nonzero", "unique")
-
-
-@contextmanager
-def _count_host_reads():
-    """Count calls of the tensor methods that read a device value on the host (or that
-    synchronise for a data-dependent size), and of boolean-mask indexing."""
-    counts = {"n": 0}
-    saved = {name: getattr(torch.Tensor, name) for name in _HOST_READS}
-    getitem = torch.Tensor.__getitem__
-
-    def counting(fn):
-        def wrapper(*args, **kwargs):
-            counts["n"] += 1
-            return fn(*args, **kwargs)
-        return wrapper
-
-    def checked_getitem(self, idx):
-        parts = idx if isinstance(idx, tuple) else (idx,)
-        if any(torch.is_tensor(p) and p.dtype == torch.bool for p in parts):
-            counts["n"] += 1
-        return getitem(self, idx)
-
-    try:
-        for name, fn in saved.items():
-            setattr(torch.Tensor, name, counting(fn))
-        torch.Tensor.__getitem__ = checked_getitem
-        yield counts
-    finally:
-        for name, fn in saved.items():
-            setattr(torch.Tensor, name, fn)
-        torch.Tensor.__getitem__ = getitem
-
-
 @pytest.mark.parametrize("fanouts,reads", [([15, 10], 1), ([5, 5, 5], 1), ([-1, 4], 2)])
 def test_one_host_read_per_batch(fanouts, reads):
     """Seeds already on the sampling device: one read of the blocks' sizes per batch
@@ -212,7 +176,7 @@ def test_one_host_read_per_batch(fanouts, reads):
     dev = DeviceNeighborSampler(GRAPHS["hub"], fanouts, device="cpu")
     seeds = torch.arange(0, 100, 3)
     dev.sample_blocks(seeds, 0)                       # warm
-    with _count_host_reads() as counts:
+    with count_host_reads() as counts:
         for i in range(3):
             dev.sample_blocks(seeds, i)
     assert counts["n"] == 3 * reads
