@@ -90,14 +90,15 @@ def stream_uniforms(state: torch.Tensor, k: int) -> torch.Tensor:
 
 def _floyd(u: torch.Tensor, deg: torch.Tensor, k: int) -> torch.Tensor:
     """int64 (S, k): Floyd's uniform ``k``-subsets of ``range(deg)`` in the CPU kernel's
-    draw order (positions in each row; rows with ``deg <= k`` are left undefined)."""
-    chosen = torch.empty(u.shape, dtype=torch.int64, device=u.device)
-    for c in range(k):
-        t = deg - k + c
-        r = (u[:, c] * (t + 1).to(torch.float64)).to(torch.int64)
-        if c:
-            r = torch.where((chosen[:, :c] == r.unsqueeze(1)).any(1), t, r)
-        chosen[:, c] = r
+    draw order (positions in each row; rows with ``deg <= k`` are left undefined). Step
+    ``c`` draws ``r`` in ``[0, t]`` for ``t = deg - k + c`` and keeps ``t`` instead when
+    ``r`` was chosen before: the draws are made for all steps at once, the repeats
+    resolved step by step (four operations a step)."""
+    top = deg.unsqueeze(1) - k + torch.arange(k, dtype=torch.int64, device=u.device)
+    chosen = (u * (top + 1).to(torch.float64)).to(torch.int64)
+    for c in range(1, k):
+        seen = (chosen[:, :c] == chosen[:, c:c + 1]).any(1)
+        chosen[:, c] = torch.where(seen, top[:, c], chosen[:, c])
     return chosen
 
 
