@@ -104,3 +104,15 @@ def test_one_host_read_per_loader_batch(graph):
     with count_host_reads() as counts:
         batches = list(it)
     assert len(batches) == 4 and counts["n"] == 4
+
+
+def test_a_run_resumes_with_the_other_sampler(tmp_path):
+    """Where the batches are drawn does not change them: a node run resumes with it."""
+    g = write_sbm(tmp_path / "sbm")
+    base = dict(model="sage", fanouts=[4, 3], hidden=8, batch_size=16, seed=2)
+    whole = train(g, TrainConfig(**base, epochs=2, sampler="cpu"))
+    run = tmp_path / "run"
+    train(g, TrainConfig(**base, epochs=1, sampler="cpu"), out=run)
+    res = train(g, TrainConfig(**base, epochs=2, sampler="device"), out=run)
+    assert [h["epoch"] for h in res.history] == [1, 2]
+    assert [h["loss"] for h in res.history] == [h["loss"] for h in whole.history]
