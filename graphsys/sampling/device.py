@@ -304,7 +304,10 @@ class DeviceNeighborSampler(Sampler):
                 raise GraphsysError(f"seed ids must be integers, got dtype {seeds.dtype}")
             s = seeds.reshape(-1).to(torch.int64)
             return s, ((s < 0) | (s >= self.num_nodes)).any()
-        return torch.from_numpy(as_seed_array(seeds, self.num_nodes)).to(dev), None
+        host = torch.from_numpy(as_seed_array(seeds, self.num_nodes))
+        if dev.type == "cuda":      # one copy in, from pinned memory: no wait for it
+            return host.pin_memory().to(dev, non_blocking=True), None
+        return host.to(dev), None
 
     def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
                       ) -> list[Block]:
