@@ -29,8 +29,11 @@ gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
                       SAGEConv fed by its NeighborLoader on the same GPU and arrays; share of
-                      each step waiting for the CPU sampler; GPU utilisation sampled every
-                      50 ms (NVML)
+                      each step waiting for the sampler; GPU utilisation sampled every
+                      50 ms (NVML); the same epoch with its batches sampled on the device
+                      (DeviceNeighborSampler) beside the CPU sampler, one row (the PyG row
+                      compares NodeLoader's default on the device: the device sampler on
+                      CUDA)
 embed     85    35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
                       1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
                       edges/s and filtered test MRR on the GPU beside the same run on the CPU;
@@ -798,7 +801,11 @@ def timed_epoch(ctx: Ctx, batches, step, max_steps: int | None) -> dict:
             "median_step_s": median(steps), **util.summary()}
 
 
-def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int) -> dict:
+def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
+                 device_sampling: bool = False) -> dict:
+    """graphsys's GraphSAGE epoch: batches from the CPU sampler (``workers`` threads) or,
+    with ``device_sampling``, drawn on the check's device (DeviceNeighborSampler: the same
+    blocks; on CUDA the features and labels gathered there)."""
     import torch
     import torch.nn.functional as F
 
@@ -817,7 +824,7 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int) -> dict:
     def loader(ids, shuffle, dropout=0.0):
         return NodeLoader(None, sampler, ids, batch_size=BATCH, shuffle=shuffle, seed=0,
                           features=d["feat"], labels=label, input_dropout=dropout,
-                          device=dev, num_workers=workers)
+                          device=dev, num_workers=workers, device_sampling=device_sampling)
 
     def step(batch):
         loss = F.cross_entropy(model(batch.blocks, batch.x, input_dropout=False), batch.y)
@@ -835,6 +842,8 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int) -> dict:
             right += int((model(batch.blocks, batch.x).argmax(1) == batch.y).sum())
     out["test_accuracy"] = round(right / len(d["test"]), 4)
     out["sampler_workers"] = workers
+    out["sampler"] = (f"DeviceNeighborSampler on {ctx.device}" if device_sampling else
+                      f"NeighborSampler (numba, {workers} threads)")
     return out
 
 
@@ -956,9 +965,28 @@ def part_gnn(ctx: Ctx) -> None:
                classes=classes, train=len(d["train"]), test=len(d["test"]),
                generate_s=d["generate_s"])
     workers = min(4, max(1, (os.cpu_count() or 2) // 4)) if ctx.cuda else 1
-    ours = ctx.attempt("graphsys", gnn_graphsys, ctx, d, steps, workers)
-    if ours is not None:
-        ctx.record("graphsys", model="graphsys GNN('sage'), NodeLoader", **ours)
+    host = ctx.attempt("graphsys", gnn_graphsys, ctx, d, steps, workers)
+    if host is not None:
+        ctx.record("graphsys", model="graphsys GNN('sage'), NodeLoader", **host)
+    # the device sampler: one loader thread (its work is launching the device's ops)
+    on_dev = ctx.attempt("graphsys-device-sampler", gnn_graphsys, ctx, d, steps, 1, True)
+    if on_dev is not None:
+        ctx.record("graphsys-device-sampler",
+                   model="graphsys GNN('sage'), NodeLoader(device_sampling=True)", **on_dev)
+    shape = (f"SBM {nodes:,} nodes / {len(d['src']):,} edges, {features} features, fanouts "
+             f"15,10, batch 1024, hidden 256")
+    if host is not None and on_dev is not None:
+        ctx.record("row-device-sampler", row={
+            "workload": f"GraphSAGE minibatch epoch sampled on the device "
+                        f"(DeviceNeighborSampler, the CPU sampler's blocks), {shape} "
+                        f"({on_dev['steps']} steps; waiting for the sampler "
+                        f"{on_dev['wait_share']:.1%} of a step against "
+                        f"{host['wait_share']:.1%}; test accuracy {on_dev['test_accuracy']} "
+                        f"vs {host['test_accuracy']})",
+            "peer": f"graphsys {host['sampler']}, the same run",
+            "peer_figure": host["epoch_s"], "graphsys_figure": on_dev["epoch_s"],
+            "unit": "s", "ratio": ratio(host["epoch_s"], on_dev["epoch_s"])})
+    ours = on_dev if ctx.cuda else host     # NodeLoader's default sampler on this device
     if ctx.left() < (5 if ctx.tiny else 20):
         raise SystemExit("out of time before the PyG side")
     try:
@@ -970,10 +998,9 @@ def part_gnn(ctx: Ctx) -> None:
     if peer is None or ours is None:
         return
     ctx.record("pyg", model="torch_geometric.nn.SAGEConv x 2", **peer)
-    shape = (f"SBM {nodes:,} nodes / {len(d['src']):,} edges, {features} features, fanouts "
-             f"15,10, batch 1024, hidden 256")
     ctx.record("row-epoch", row={
-        "workload": f"GraphSAGE minibatch epoch, {shape} ({ours['steps']} steps; waiting for "
+        "workload": f"GraphSAGE minibatch epoch, {shape} ({ours['steps']} steps, "
+                    f"{ours['sampler']}; waiting for "
                     f"the sampler {ours['wait_share']:.1%} of a step; test accuracy "
                     f"{ours['test_accuracy']} vs {peer['test_accuracy']})",
         "peer": f"PyG {peer['torch_geometric']} SAGEConv, {peer['sampler']}",

@@ -51,7 +51,7 @@ from graphsys.plugins import GNN_MODELS
 
 def register(subparsers) -> None:
     # the defaults are TrainConfig's: one set, shown here
-    from graphsys.gnn.config import SELECTIONS, WEIGHT_DECAY_LAYERS, TrainConfig
+    from graphsys.gnn.config import SAMPLERS, SELECTIONS, WEIGHT_DECAY_LAYERS, TrainConfig
 
     field = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN, GAT, GIN, or "
@@ -105,6 +105,10 @@ def register(subparsers) -> None:
         name = "num_workers" if flag == "--workers" else flag[2:]
         t.add_argument(flag, dest=name, type=int, default=field[name], metavar="N",
                        help=f"{what} (default {field[name]})")
+    t.add_argument("--sampler", choices=SAMPLERS, default=field["sampler"],
+                   help=f"node task: where the training batches are sampled: on the training "
+                        f"device (torch ops, the same blocks), on the CPU (numba threads), or "
+                        f"auto: the device on CUDA (default {field['sampler']})")
     t.add_argument("--batches-per-epoch", type=int, default=field["batches_per_epoch"],
                    help="cap on steps per epoch (link task)")
     t.add_argument("--eval-every", type=int, default=field["eval_every"], metavar="N",
@@ -279,7 +283,8 @@ def _train(args) -> int:
         selection=args.selection,
         heads=args.heads, batch_size=args.batch_size,
         batches_per_epoch=args.batches_per_epoch, patience=args.patience, seed=args.seed,
-        num_workers=args.num_workers, prefetch=args.prefetch, link_split=args.link_split,
+        num_workers=args.num_workers, prefetch=args.prefetch, sampler=args.sampler,
+        link_split=args.link_split,
         link_val_fraction=args.link_val_fraction, link_test_fraction=args.link_test_fraction,
         link_decoder=args.link_decoder, link_eval_negatives=args.link_eval_negatives,
         link_exclude_targets=not args.link_keep_targets,

@@ -44,6 +44,8 @@ INPUTS = ("blocks", "adjs")
 TGN = "tgn"
 #: How the temporal neighbours of an event are drawn (:attr:`TrainConfig.temporal_strategy`)
 TEMPORAL_STRATEGIES = ("recent", "uniform")
+#: Where the node task draws its uniform neighbour samples (:attr:`TrainConfig.sampler`)
+SAMPLERS = ("auto", "cpu", "device")
 #: How the link task holds out edges (:attr:`TrainConfig.link_split`)
 LINK_SPLITS = ("auto", "user", "random", "time")
 #: Edge scores of the link task's held-out-edge splits: ``<z_h, z_t>``, DistMult's
@@ -276,6 +278,12 @@ class TrainConfig:
         Sampling threads (default 1; 0 samples in the training thread).
     prefetch : int
         Batches sampled ahead of the training step, at most (default 2).
+    sampler : {"auto", "cpu", "device"}
+        Node task, uniform neighbours: where the training batches are drawn. ``cpu``:
+        :class:`~graphsys.sampling.NeighborSampler` in the loader's threads; ``device``:
+        :class:`~graphsys.sampling.DeviceNeighborSampler` on the training device (the same
+        blocks, features gathered there when they fit); ``auto`` (default): the device on
+        CUDA, else the CPU.
     num_traversals, termination_prob, num_random_walks : int, float, int
         PinSage walks (:class:`~graphsys.sampling.RandomWalkNeighborSampler`; defaults 3,
         0.5, 50).
@@ -381,6 +389,7 @@ class TrainConfig:
     seed: int = 0
     num_workers: int = 1
     prefetch: int = 2
+    sampler: str = "auto"
     num_traversals: int = 3
     termination_prob: float = 0.5
     num_random_walks: int = 50
@@ -477,6 +486,9 @@ class TrainConfig:
                                               f"{self.selection!r}")
         if self.selection != "val_accuracy" and self.task != "node":
             raise ParameterError("selection", "applies to the node task only")
+        if self.sampler not in SAMPLERS:
+            raise ParameterError("sampler", f"must be one of {', '.join(SAMPLERS)}, got "
+                                            f"{self.sampler!r}")
         if self.inputs not in INPUTS:
             raise ParameterError("inputs", f"must be one of {', '.join(INPUTS)}, got "
                                            f"{self.inputs!r}")

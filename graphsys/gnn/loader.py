@@ -27,7 +27,9 @@ from graphsys.gnn.dropout import feature_dropout
 from graphsys.sampling._util import as_seed_array, derive_seed, serial_kernels
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block, MiniBatch
+from graphsys.sampling.device import DeviceNeighborSampler, as_int64, mix64, srl64
 from graphsys.sampling.features import feature_rows
+from graphsys.sampling.neighbor import NeighborSampler
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.storage.partitioned_rows import PartitionedRows
 from graphsys.trace import trace_range, traced
@@ -57,7 +59,10 @@ class PrefetchLoader:
     @traced("gnn.sample")
     def _produce(self, i: int) -> MiniBatch:
         batch = self.make_batch(i)
-        return batch.pin_memory() if self.device.type == "cuda" else batch
+        if self.device.type != "cuda":
+            return batch
+        # host tensors are pinned for a non-blocking copy; those made on a device stay
+        return batch._map(lambda t: t.pin_memory() if t.device.type == "cpu" else t)
 
     def __iter__(self) -> Iterator[MiniBatch]:
         """Batches in order; while tracing, the consumer's work on each batch (between two
@@ -92,6 +97,78 @@ class PrefetchLoader:
     @traced("gnn.load")
     def _to_device(self, batch: MiniBatch) -> MiniBatch:
         return batch.to(self.device, non_blocking=self.device.type == "cuda")
+
+
+def on_device(sampler: Sampler, device: torch.device, device_sampling: bool | None
+              ) -> Sampler:
+    """The sampler a loader on ``device`` draws from: ``sampler``, or for
+    ``device_sampling`` (None: on CUDA) a NeighborSampler's
+    :class:`~graphsys.sampling.device.DeviceNeighborSampler` on ``device``, made once per
+    sampler and device (its CSR copied there once)."""
+    if device_sampling is None:
+        device_sampling = device.type == "cuda" and type(sampler) is NeighborSampler
+    if not device_sampling or isinstance(sampler, DeviceNeighborSampler):
+        return sampler
+    if type(sampler) is not NeighborSampler:
+        raise ParameterError("device_sampling", f"samples a NeighborSampler's blocks on the "
+                                                f"device, not a {type(sampler).__name__}'s")
+    made = sampler.__dict__.setdefault("_device_copies", {})
+    if device not in made:
+        made[device] = DeviceNeighborSampler(sampler, device=device)
+    return made[device]
+
+
+def resident_table(column, device: torch.device):
+    """``column`` (features or labels: a tensor, array or row source of N rows) copied to
+    ``device`` when it takes at most half of the device's free memory, else as given."""
+    if column is None or (torch.is_tensor(column) and column.device == device):
+        return column
+    n = column.shape[0]
+    width = column.shape[1] if len(column.shape) > 1 else 1
+    item = 4 if not torch.is_tensor(column) else column.element_size()
+    free, _ = torch.cuda.mem_get_info(device)
+    if n * width * item > free // 2:
+        return column
+    if torch.is_tensor(column):
+        return column.to(device)
+    if isinstance(column, np.ndarray) and column.dtype == np.float32:
+        return torch.from_numpy(column).to(device)
+    return NodeLoader._gather(column, torch.arange(n)).to(device)
+
+
+def device_feature_dropout(table: torch.Tensor, ids: torch.Tensor, p: float, key: int
+                           ) -> torch.Tensor:
+    """:func:`~graphsys.gnn.dropout.feature_dropout` in torch ops on ``table``'s device:
+    rows ``ids`` of ``table`` (N, F), element ``(r, c)`` kept (and scaled by ``1 / (1 -
+    p)``) by the same half of the same SplitMix64 draw of node ``ids[r]``'s column pair, so
+    the rows equal the CPU gather's bit for bit; a float16 table is masked in float32.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from graphsys.gnn.dropout import feature_dropout
+    >>> from graphsys.gnn.loader import device_feature_dropout
+    >>> table = np.random.default_rng(0).random((20, 5), np.float32)
+    >>> ids = torch.tensor([3, 0, 17])
+    >>> torch.equal(device_feature_dropout(torch.from_numpy(table), ids, 0.5, 42),
+    ...             feature_dropout(table, ids, 0.5, 42))
+    True
+    """
+    x = table.detach().index_select(0, ids)
+    if p == 0:
+        return x
+    if p >= 1:
+        return torch.zeros_like(x)
+    width = x.shape[1]
+    pairs = (width + 1) // 2
+    golden = 0x9E3779B97F4A7C15
+    first = as_int64(key) + ids.to(torch.int64) * as_int64(pairs * golden)
+    steps = torch.arange(pairs, dtype=torch.int64, device=ids.device) * as_int64(golden)
+    z = mix64(first.unsqueeze(1) + steps)
+    halves = torch.stack([z & 0xFFFFFFFF, srl64(z, 32)], 2).reshape(len(ids), 2 * pairs)
+    keep = halves[:, :width] >= min(round(p * 2.0 ** 32), 2 ** 32 - 1)
+    work = x if x.dtype in (torch.float32, torch.float64) else x.float()
+    return (work * (keep.to(work.dtype) * (1.0 / (1.0 - p)))).to(x.dtype)
 
 
 class RowBuffers:
@@ -187,6 +264,14 @@ class NodeLoader:
         ``rng_seed = derive_seed(seed, e, i)``, and the built-in samplers key their random
         streams by node id, so a rank's blocks hold exactly the neighbourhoods its seeds
         have in the blocks of the whole global batch.
+    device_sampling : bool, optional
+        Sample on ``device`` (:class:`~graphsys.sampling.device.DeviceNeighborSampler`,
+        the same blocks as the :class:`~graphsys.sampling.NeighborSampler` given, drawn by
+        torch ops where its CSR is copied once): True, False (the given sampler, on the
+        host) or None (default): on a CUDA ``device`` when ``sampler`` is a
+        NeighborSampler. Sampling on the device, a feature table or label column that
+        takes at most half the device's free memory is copied there once and gathered
+        there; a larger one is gathered on the host and copied per batch.
     input_dropout : float, optional
         Dropout probability applied to ``x`` as the worker gathers it (default 0: none), in
         the same pass (:func:`~graphsys.gnn.dropout.feature_dropout`): the input dropout of
@@ -254,10 +339,12 @@ class NodeLoader:
                  batch_size: int = 512, shuffle: bool = True, seed: int = 0,
                  num_workers: int = 1, prefetch: int = 2, features="feat", labels="label",
                  device: str | torch.device = "cpu", drop_last: bool = False,
-                 rank: int = 0, world_size: int = 1, input_dropout: float = 0.0):
+                 rank: int = 0, world_size: int = 1, input_dropout: float = 0.0,
+                 device_sampling: bool | None = None):
         if not isinstance(sampler, Sampler):
             raise ParameterError("sampler", f"must be a graphsys.sampling.Sampler, got "
                                             f"{type(sampler).__name__}")
+        sampler = on_device(sampler, torch.device(device), device_sampling)
         for name, value, lo in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0),
                                 ("prefetch", prefetch, 1), ("world_size", world_size, 1),
                                 ("rank", rank, 0)):
@@ -281,6 +368,9 @@ class NodeLoader:
         self.input_dropout = float(input_dropout)
         self.features = self._column("features", features, 2)
         self.labels = self._column("labels", labels, 1)
+        if isinstance(sampler, DeviceNeighborSampler) and self.device.type == "cuda":
+            self.features = resident_table(self.features, self.device)
+            self.labels = resident_table(self.labels, self.device)
         # the batches in the queue, the one in the step, and one its caller still holds
         self._buffers = RowBuffers(self.prefetch + 2)
         self.epoch = 0
@@ -365,6 +455,8 @@ class NodeLoader:
             seeds = seeds[r * b // w:(r + 1) * b // w]
         with serial_kernels():
             blocks = self.sampler.sample_blocks(seeds, rng_seed)
+        if blocks and blocks[-1].device != seeds.device:    # made on the device: the
+            seeds = blocks[-1].dst_nodes                    # seeds went there once
         for k, b in enumerate(blocks):   # the aggregations' edge grouping, here rather
             if isinstance(b, Block):       # than in the step; by source for the backward
                 _ = b.dst_offsets          # of the layers fed by a layer (a gradient)
@@ -375,8 +467,12 @@ class NodeLoader:
         out = (self._buffers.take(len(ids), f.shape[1])
                if (isinstance(f, (np.ndarray, PartitionedRows)) and f.dtype == np.float32)
                or hasattr(f, "rows_into") else None)
-        x = (feature_dropout(self.features, ids, self.input_dropout, derive_seed(key, i), out)
-             if self.input_dropout else self._gather(self.features, ids, out))
+        if not self.input_dropout:
+            x = self._gather(self.features, ids, out)
+        elif torch.is_tensor(f) and f.device.type != "cpu" and f.device == ids.device:
+            x = device_feature_dropout(f, ids, self.input_dropout, derive_seed(key, i))
+        else:
+            x = feature_dropout(f, ids, self.input_dropout, derive_seed(key, i), out)
         return MiniBatch(seeds, blocks, x=x, y=self._gather(self.labels, seeds))
 
     def __iter__(self) -> Iterator[MiniBatch]:

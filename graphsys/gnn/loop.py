@@ -261,8 +261,9 @@ def inputs_digest(graph: Graph, cfg: TrainConfig, model: nn.Module,
                           None if x is None else list(x.shape)])}
 
 
-#: TrainConfig fields a resumed run may change: it trains on with more epochs or patience
-RESUMABLE_CHANGES = ("epochs", "patience")
+#: TrainConfig fields a resumed run may change: it trains on with more epochs or patience,
+#: or samples its (identical) batches elsewhere
+RESUMABLE_CHANGES = ("epochs", "patience", "sampler")
 
 
 def rng_state(device: torch.device) -> torch.Tensor:

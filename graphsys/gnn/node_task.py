@@ -66,6 +66,8 @@ from graphsys.trace import trace_range
 #: Bytes of sampled blocks a node-task run keeps between its validation passes (each pass
 #: evaluates the same fixed sample); larger samples are drawn again at every evaluation.
 EVAL_PLAN_BYTES = 512 << 20
+#: ``TrainConfig.sampler`` as NodeLoader's ``device_sampling`` (None: on CUDA)
+DEVICE_SAMPLING = {"auto": None, "cpu": False, "device": True}
 
 
 def node_model_dims(cfg: TrainConfig, in_dim: int, out_dim: int, num_layers: int
@@ -200,8 +202,8 @@ def run_node_task(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = N
         loader = NodeLoader(None, eval_sampler, ids, batch_size=EVAL_CHUNK, shuffle=False,
                             seed=derive_seed(cfg.seed, 7919), num_workers=cfg.num_workers,
                             prefetch=cfg.prefetch, features=data["x"],
-                            labels=None,
-                            device=device)
+                            labels=None, device=device,
+                            device_sampling=DEVICE_SAMPLING[cfg.sampler])
         parts = [call(b.blocks, b.x if b.x is not None else inp(b.input_nodes)).float().cpu()
                  for b in loader]
         return torch.cat(parts) if parts else torch.zeros(0, data["num_classes"])
@@ -264,7 +266,8 @@ def run_node_task(graph: Graph, cfg: TrainConfig, *, model: nn.Module | None = N
                          num_workers=cfg.num_workers, prefetch=cfg.prefetch,
                          features=data["x"], labels=labels,
                          device=device, rank=ranks.rank, world_size=ranks.world_size,
-                         input_dropout=cfg.dropout if loader_dropout else 0.0)
+                         input_dropout=cfg.dropout if loader_dropout else 0.0,
+                         device_sampling=DEVICE_SAMPLING[cfg.sampler])
               if whole is None else None)
     n_train, B, W = len(train_ids), cfg.batch_size, ranks.world_size
     my_seeds, train_seconds, eval_seconds = 0, 0.0, 0.0

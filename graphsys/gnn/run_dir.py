@@ -23,10 +23,10 @@ training and checks, in this order, refusing in one line with nothing written:
   refused at once; the kernel releases the lock of a killed run);
 * ``RUN`` holds no other run: an existing ``run.json`` must record the same task, world
   size, graph (digest) and settings. A node-task run may change only
-  :data:`~graphsys.gnn.loop.RESUMABLE_CHANGES` (``epochs``, ``patience``) and resumes from
-  ``last/``; the other tasks do not resume, so the same run (every setting equal) starts
-  afresh and any other is refused. Run files without a ``run.json`` (another tool's, or an
-  older graphsys's) are refused too.
+  :data:`~graphsys.gnn.loop.RESUMABLE_CHANGES` (``epochs``, ``patience``, ``sampler``) and
+  resumes from ``last/``; the other tasks do not resume, so the same run (every setting
+  equal) starts afresh and any other is refused. Run files without a ``run.json``
+  (another tool's, or an older graphsys's) are refused too.
 """
 
 from __future__ import annotations

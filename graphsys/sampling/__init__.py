@@ -5,6 +5,8 @@
   ``num_layers``; :class:`graphsys.gnn.NodeLoader` batches seeds through one.
 * :class:`NeighborSampler`: uniform per-layer fanouts (GraphSAGE), with or without
   replacement.
+* :class:`DeviceNeighborSampler`: the same blocks drawn by torch ops where the CSR is
+  held (GPU memory; the CPU, where it is tested), :mod:`graphsys.sampling.device`.
 * :class:`PinSAGESampler` / :class:`RandomWalkNeighborSampler`: PinSage random-walk
   importance neighbourhoods (DGL's arguments), blocks weighted by visit counts.
 * :class:`HeteroNeighborSampler`: per-relation fanouts on a typed graph, returning
@@ -35,6 +37,7 @@ from graphsys.sampling.adjacency import (
 )
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block, MiniBatch
+from graphsys.sampling.device import DeviceNeighborSampler
 from graphsys.sampling.hetero import HeteroBlock, HeteroNeighborSampler, TypedBlock
 from graphsys.sampling.negative import (
                                          PPRHardNegativeSampler,
@@ -46,7 +49,8 @@ from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
 from graphsys.sampling.temporal import TemporalNeighbors, TemporalNeighborSampler
 
 __all__ = [
-    "Adjacency", "Block", "HeteroBlock", "HeteroNeighborSampler", "MiniBatch",
+    "Adjacency", "Block", "DeviceNeighborSampler", "HeteroBlock", "HeteroNeighborSampler",
+    "MiniBatch",
     "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
     "RandomWalkNeighborSampler", "Sampler", "TemporalNeighborSampler", "TemporalNeighbors",
     "TypedBlock",

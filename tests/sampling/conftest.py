@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pyarrow as pa
 import pytest
+import torch
 
 from graphsys.storage.format import RelationType
 from graphsys.storage.graph import open_graph
@@ -50,3 +53,38 @@ def random_graph_edges(num_nodes=60, num_edges=300, seed=0):
     d = rng.integers(0, num_nodes, num_edges)
     keep = s != d
     return list(zip(s[keep].tolist(), d[keep].tolist()))
+
+
+_HOST_READS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__",
+               "__index__", "nonzero", "unique")
+
+
+@contextmanager
+def count_host_reads():
+    """Count calls of the tensor methods that read a device value on the host (or that
+    synchronise for a data-dependent size), and of boolean-mask indexing."""
+    counts = {"n": 0}
+    saved = {name: getattr(torch.Tensor, name) for name in _HOST_READS}
+    getitem = torch.Tensor.__getitem__
+
+    def counting(fn):
+        def wrapper(*args, **kwargs):
+            counts["n"] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    def checked_getitem(self, idx):
+        parts = idx if isinstance(idx, tuple) else (idx,)
+        if any(torch.is_tensor(p) and p.dtype == torch.bool for p in parts):
+            counts["n"] += 1
+        return getitem(self, idx)
+
+    try:
+        for name, fn in saved.items():
+            setattr(torch.Tensor, name, counting(fn))
+        torch.Tensor.__getitem__ = checked_getitem
+        yield counts
+    finally:
+        for name, fn in saved.items():
+            setattr(torch.Tensor, name, fn)
+        torch.Tensor.__getitem__ = getitem

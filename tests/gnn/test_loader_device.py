@@ -1,0 +1,118 @@
+"""NodeLoader sampling on the device: the same batches as on the host (blocks, features
+with and without input dropout, labels), the choice of sampler, and the training option."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import graphsys
+from graphsys.errors import ParameterError
+from graphsys.gnn import NodeLoader, TrainConfig, train
+from graphsys.gnn.dropout import feature_dropout
+from graphsys.gnn.loader import device_feature_dropout, on_device
+from graphsys.sampling import NeighborSampler, PinSAGESampler
+from graphsys.sampling.device import DeviceNeighborSampler
+from tests.sampling.conftest import count_host_reads
+
+from .conftest import write_sbm
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    rng = np.random.default_rng(5)
+    n = 150
+    src, dst = rng.integers(0, n - 10, 700), rng.integers(0, n - 10, 700)   # 10 isolated
+    cols = {"feat": rng.standard_normal((n, 7)).astype(np.float32),
+            "label": rng.integers(0, 3, n)}
+    return graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("ld") / "g", num_nodes=n,
+                               node_columns=cols, undirected=True, partitions=2)
+
+
+def _host(batch):
+    return batch.to("cpu")
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+def test_device_sampling_gives_the_host_batches(graph, device, dropout):
+    sampler = NeighborSampler(graph, [5, 3])
+    kw = dict(batch_size=32, num_workers=1, input_dropout=dropout, device=device)
+    torch.manual_seed(1)
+    want = [_host(b) for b in NodeLoader(graph, sampler, np.arange(0, 150, 2),
+                                         device_sampling=False, **kw)]
+    torch.manual_seed(1)
+    loader = NodeLoader(graph, sampler, np.arange(0, 150, 2), device_sampling=True, **kw)
+    assert isinstance(loader.sampler, DeviceNeighborSampler)
+    got = [_host(b) for b in loader]
+    assert len(got) == len(want) == 3
+    for a, b in zip(want, got):
+        assert torch.equal(a.seeds, b.seeds) and torch.equal(a.y, b.y)
+        assert torch.equal(a.x, b.x)
+        for x, y in zip(a.blocks, b.blocks):
+            assert torch.equal(x.src_nodes, y.src_nodes) and x.num_dst_nodes == y.num_dst_nodes
+            assert torch.equal(x.edge_src, y.edge_src) and torch.equal(x.edge_dst, y.edge_dst)
+
+
+@pytest.mark.parametrize("width", [1, 2, 5, 8])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_device_feature_dropout_is_the_host_mask(width, p):
+    table = np.random.default_rng(width).standard_normal((40, width)).astype(np.float32)
+    ids = torch.tensor([39, 0, 7, 7, 12])
+    key = 2**63 + 12345
+    want = feature_dropout(table, ids, p, key)
+    assert torch.equal(device_feature_dropout(torch.from_numpy(table), ids, p, key), want)
+    t64 = torch.from_numpy(table).double()
+    assert torch.equal(device_feature_dropout(t64, ids, p, key),
+                       feature_dropout(t64, ids, p, key))
+    t16 = torch.from_numpy(table).half()
+    assert torch.equal(device_feature_dropout(t16, ids, p, key),
+                       feature_dropout(t16, ids, p, key))
+
+
+def test_sampler_choice(graph):
+    cpu = NeighborSampler(graph, [2])
+    assert on_device(cpu, torch.device("cpu"), None) is cpu
+    assert on_device(cpu, torch.device("cpu"), False) is cpu
+    made = on_device(cpu, torch.device("cpu"), True)
+    assert isinstance(made, DeviceNeighborSampler)
+    assert on_device(cpu, torch.device("cpu"), True) is made      # the CSR copied once
+    assert on_device(made, torch.device("cpu"), None) is made
+    with pytest.raises(ParameterError, match="device_sampling"):
+        on_device(PinSAGESampler.__new__(PinSAGESampler), torch.device("cpu"), True)
+
+
+def test_train_config_sampler(tmp_path):
+    with pytest.raises(ParameterError, match="sampler"):
+        TrainConfig(sampler="gpu")
+    g = write_sbm(tmp_path / "sbm")
+    base = dict(model="sage", fanouts=[4, 3], hidden=8, epochs=2, batch_size=16, seed=2)
+    a = train(g, TrainConfig(**base, sampler="cpu"))
+    b = train(g, TrainConfig(**base, sampler="device"))
+    assert [h["loss"] for h in a.history] == [h["loss"] for h in b.history]
+    assert a.metrics == b.metrics
+
+
+def test_one_host_read_per_loader_batch(graph):
+    """Tables on the sampling device: a batch reads the device once (its blocks' sizes);
+    the seeds, the gathers and the edge groupings stay there."""
+    feat = torch.from_numpy(graph.node_column("feat"))
+    label = torch.as_tensor(graph.node_column("label"))
+    loader = NodeLoader(None, NeighborSampler(graph, [5, 3]), np.arange(150), batch_size=40,
+                        features=feat, labels=label, num_workers=0, device_sampling=True)
+    it = iter(loader)
+    with count_host_reads() as counts:
+        batches = list(it)
+    assert len(batches) == 4 and counts["n"] == 4
+
+
+def test_a_run_resumes_with_the_other_sampler(tmp_path):
+    """Where the batches are drawn does not change them: a node run resumes with it."""
+    g = write_sbm(tmp_path / "sbm")
+    base = dict(model="sage", fanouts=[4, 3], hidden=8, batch_size=16, seed=2)
+    whole = train(g, TrainConfig(**base, epochs=2, sampler="cpu"))
+    run = tmp_path / "run"
+    train(g, TrainConfig(**base, epochs=1, sampler="cpu"), out=run)
+    res = train(g, TrainConfig(**base, epochs=2, sampler="device"), out=run)
+    assert [h["epoch"] for h in res.history] == [1, 2]
+    assert [h["loss"] for h in res.history] == [h["loss"] for h in whole.history]

@@ -1,0 +1,197 @@
+"""The torch-op neighbour sampler: the CPU sampler's blocks bit for bit (run on CPU
+tensors), its random stream, the uniformity of its picks, its errors, and its host reads
+per batch."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from graphsys.errors import GraphsysError
+from graphsys.sampling import NeighborSampler, from_coo
+from graphsys.sampling import _kernels as K
+from graphsys.sampling.device import (
+    DeviceNeighborSampler,
+    mix64,
+    node_streams,
+    stream_uniforms,
+)
+
+from .conftest import count_host_reads, random_graph_edges, write_homogeneous
+
+
+def _graphs():
+    """Adjacencies with isolated nodes, degrees below and above the fanouts, a hub,
+    self-loops and repeated edges (merged by from_coo)."""
+    rng = np.random.default_rng(7)
+    out = {}
+    n = 120
+    s, d = rng.integers(0, 100, 900), rng.integers(0, 100, 900)   # 100..119 isolated
+    out["random+isolated"] = from_coo(s, d, n, n)
+    hub_s = np.concatenate([np.zeros(95, np.int64), rng.integers(0, 100, 300)])
+    hub_d = np.concatenate([np.arange(5, 100), rng.integers(0, 100, 300)])
+    out["hub"] = from_coo(np.concatenate([hub_s, hub_d]), np.concatenate([hub_d, hub_s]),
+                          n, n)
+    loops = np.arange(0, 100, 3)
+    out["self-loops"] = from_coo(np.concatenate([s[:200], loops]),
+                                 np.concatenate([d[:200], loops]), n, n)
+    out["path"] = from_coo(np.arange(n - 1), np.arange(1, n), n, n)
+    return out
+
+
+GRAPHS = _graphs()
+FANOUTS = [[2], [3, 5], [10, 2, 4], [-1, 3], [4, -1], [25, 25]]
+
+
+def _same(a, b) -> bool:
+    """Blocks equal in every tensor and in their edge groupings."""
+    if a.num_dst_nodes != b.num_dst_nodes:
+        return False
+    tensors = [(a.src_nodes, b.src_nodes), (a.edge_src, b.edge_src),
+               (a.edge_dst, b.edge_dst), (a.dst_offsets[0], b.dst_offsets[0]),
+               (a.src_offsets[0], b.src_offsets[0]), (a.src_offsets[1], b.src_offsets[1])]
+    return all(x.dtype == y.dtype and torch.equal(x, y) for x, y in tensors) and \
+        b.dst_offsets[1] is None
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_blocks_identical_to_cpu_sampler(name, replace, index_dtype):
+    adj = GRAPHS[name]
+    rng = np.random.default_rng(3)
+    for fanouts in FANOUTS:
+        cpu = NeighborSampler(adj, fanouts, replace=replace)
+        dev = DeviceNeighborSampler(adj, fanouts, replace=replace, device="cpu",
+                                    index_dtype=index_dtype)
+        for rng_seed in (0, 1, 2**62 + 12345):
+            seeds = rng.choice(adj.num_rows, int(rng.integers(1, 40)), replace=False)
+            want = cpu.sample_blocks(seeds, rng_seed)
+            for given in (seeds, torch.from_numpy(seeds), seeds.tolist()):
+                got = dev.sample_blocks(given, rng_seed)
+                assert len(got) == len(want)
+                assert all(_same(a, b) for a, b in zip(want, got)), (fanouts, rng_seed)
+
+
+def test_stored_graph_and_from_sampler(tmp_path):
+    g = write_homogeneous(tmp_path, random_graph_edges(), 60)
+    cpu = NeighborSampler(g, [4, 3])
+    for dev in (DeviceNeighborSampler(g, [4, 3], device="cpu"),
+                DeviceNeighborSampler(cpu, device="cpu")):
+        assert dev.entity_type == cpu.entity_type and dev.num_nodes == 60
+        want, got = cpu.sample_blocks([1, 2, 30], 9), dev.sample_blocks([1, 2, 30], 9)
+        assert all(_same(a, b) for a, b in zip(want, got))
+    assert "csr=cpu int32" in repr(dev)
+
+
+def test_stream_bits_match_the_numba_kernels():
+    rng = np.random.default_rng(0)
+    words = np.concatenate([rng.integers(0, 2**63, 500, dtype=np.uint64) * np.uint64(2)
+                            + rng.integers(0, 2, 500, dtype=np.uint64),
+                            np.array([0, 1, 2**63 - 1, 2**63, 2**64 - 1], np.uint64)])
+    got = mix64(torch.from_numpy(words.view(np.int64))).numpy().view(np.uint64)
+    assert (got == K._mix(words)).all()
+    nodes = np.array([0, 1, 5, 2**31, 2**40 + 3], np.int64)
+    with np.errstate(over="ignore"):           # uint64 wraparound in the reference
+        _check_streams(nodes)
+
+
+def _check_streams(nodes):
+    for seed in (0, 7, 2**63 - 1):
+        states = node_streams(seed, torch.from_numpy(nodes))
+        u = stream_uniforms(states, 4).numpy()
+        for i, v in enumerate(nodes):
+            st = K._stream(seed, v)
+            assert np.uint64(st) == np.int64(states[i]).view(np.uint64)
+            for j in range(4):
+                st, want = K._uniform(st)
+                assert u[i, j] == want          # bit-identical float64
+
+
+def test_errors_match_cpu_sampler():
+    adj = GRAPHS["random+isolated"]
+    dev = DeviceNeighborSampler(adj, [3, 3], device="cpu")
+    for seeds in ([1, 2, 1], torch.tensor([5, 5])):
+        with pytest.raises(GraphsysError, match="unique"):
+            dev.sample_blocks(seeds)
+    for seeds in ([1, 500], torch.tensor([3, -1])):
+        with pytest.raises(GraphsysError, match="outside the graph"):
+            dev.sample_blocks(seeds)
+    with pytest.raises(GraphsysError, match="integers"):
+        dev.sample_blocks(torch.tensor([1.0]))
+    with pytest.raises(GraphsysError, match="fanouts"):
+        DeviceNeighborSampler(adj, [0], device="cpu")
+    with pytest.raises(GraphsysError, match="index_dtype"):
+        DeviceNeighborSampler(adj, [2], device="cpu", index_dtype=torch.float32)
+    if not torch.cuda.is_available():
+        with pytest.raises(GraphsysError, match="CUDA"):
+            DeviceNeighborSampler(adj, [2], pin_memory=True)
+
+
+def test_empty_batch_and_edgeless_graph():
+    empty = from_coo(np.zeros(0, np.int64), np.zeros(0, np.int64), 5, 5)
+    for adj, seeds in ((empty, [0, 3]), (GRAPHS["hub"], [])):
+        want = NeighborSampler(adj, [2, -1]).sample_blocks(seeds, 4)
+        got = DeviceNeighborSampler(adj, [2, -1], device="cpu").sample_blocks(seeds, 4)
+        assert all(_same(a, b) for a, b in zip(want, got))
+
+
+def _star_picks(replace: bool, rng_seeds) -> np.ndarray:
+    """Picks of 2 among the 6 neighbours 0..5 of each of the nodes 6..2005, over
+    ``rng_seeds``: rows of neighbour ids."""
+    leaves = np.arange(6, 2006)
+    src = np.repeat(leaves, 6)
+    adj = from_coo(src, np.tile(np.arange(6), len(leaves)), 2006, 2006)
+    dev = DeviceNeighborSampler(adj, [2], replace=replace, device="cpu")
+    rows = []
+    for s in rng_seeds:
+        b = dev.sample_blocks(torch.from_numpy(leaves), s)[0]
+        rows.append(b.src_nodes[b.edge_src].view(-1, 2).numpy())
+    return np.concatenate(rows)
+
+
+def test_uniform_subsets_without_replacement():
+    picks = _star_picks(False, range(5))
+    assert (picks[:, 0] != picks[:, 1]).all()
+    pairs = {p: k for k, p in enumerate(itertools.combinations(range(6), 2))}
+    counts = np.bincount([pairs[tuple(sorted(r))] for r in picks.tolist()], minlength=15)
+    assert stats.chisquare(counts).pvalue > 1e-3          # 10,000 draws over 15 subsets
+
+
+def test_uniform_draws_with_replacement():
+    picks = _star_picks(True, range(5))
+    counts = np.bincount(picks[:, 0] * 6 + picks[:, 1], minlength=36)   # ordered pairs
+    assert stats.chisquare(counts).pvalue > 1e-3
+    assert (picks[:, 0] == picks[:, 1]).any()
+
+
+@pytest.mark.parametrize("fanouts,reads", [([15, 10], 1), ([5, 5, 5], 1), ([-1, 4], 2)])
+def test_one_host_read_per_batch(fanouts, reads):
+    """Seeds already on the sampling device: one read of the blocks' sizes per batch
+    (plus one per fanout -1 layer), no boolean masks, no data-dependent shapes."""
+    dev = DeviceNeighborSampler(GRAPHS["hub"], fanouts, device="cpu")
+    seeds = torch.arange(0, 100, 3)
+    dev.sample_blocks(seeds, 0)                       # warm
+    with count_host_reads() as counts:
+        for i in range(3):
+            dev.sample_blocks(seeds, i)
+    assert counts["n"] == 3 * reads
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_blocks_identical_on_the_test_device(device, replace):
+    """On the test device (CUDA in the GPU check): the CPU sampler's blocks, seeds given
+    on the device."""
+    adj = GRAPHS["hub"]
+    cpu = NeighborSampler(adj, [6, 4], replace=replace)
+    dev = DeviceNeighborSampler(adj, [6, 4], replace=replace, device=device)
+    seeds = np.arange(0, 120, 5)
+    for rng_seed in (0, 3):
+        got = dev.sample_blocks(torch.from_numpy(seeds).to(device), rng_seed)
+        assert all(b.device == torch.device(device) for b in got)
+        want = cpu.sample_blocks(seeds, rng_seed)
+        assert all(_same(a, b.to("cpu")) for a, b in zip(want, got))
