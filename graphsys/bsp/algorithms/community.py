@@ -388,12 +388,22 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
     """Communities by the Leiden algorithm (modularity), as igraph's
     ``community_leiden(objective_function="modularity")``.
 
-    Leiden [1]_ refines Louvain: a queue-based local moving (a node that moved queues its
-    neighbours outside its new community), then, within each community, a refinement that
-    merges well-connected nodes into well-connected sub-communities, drawn at random with
-    probability ``exp(gain / theta)``; the aggregate graph has one node per refined
-    community, started in its coarse community. Every community found is connected. The
-    whole procedure runs ``iterations`` times, each from the partition the last found.
+    Leiden [1]_ refines Louvain: a queue-based local moving (a node moves to the
+    neighbouring community that raises the modularity most, or leaves to be alone where
+    that beats them all; a node that moved queues its neighbours outside its new
+    community), then, within each community, a refinement that merges well-connected
+    nodes into well-connected sub-communities, drawn at random with probability
+    ``exp(gain / theta)``; the aggregate graph has one node per refined community, started
+    in its coarse community. The levels end when every community is one node.
+    Every community found is connected: a refined community grows only by a node linked
+    to it (by an edge of positive weight), so every node of every level is a connected
+    group of the graph's nodes, and so is each final community, one such node. Where a
+    refinement merges nothing (its refined communities would be the level's nodes again),
+    the level is aggregated by the connected parts of its communities, each part its own
+    community (parts of one community share no edge: splitting raises the modularity);
+    where ``max_iters`` ends a pass first, its communities are split into their connected
+    parts the same way. The whole procedure runs ``iterations`` times, each from the
+    partition the last found.
 
     Parameters
     ----------
