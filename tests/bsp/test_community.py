@@ -115,9 +115,9 @@ def test_louvain_same_for_every_thread_count(looped, monkeypatch):
     communities and their modularity do not depend on the thread count."""
     import numba
 
-    from graphsys.bsp.algorithms import community
+    from graphsys.bsp.algorithms import community_level
 
-    monkeypatch.setattr(community, "PARALLEL_ARCS", 0)  # in parallel however small
+    monkeypatch.setattr(community_level, "PARALLEL_ARCS", 0)  # in parallel however small
     answers = []
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
         numba.set_num_threads(threads)

@@ -3,16 +3,16 @@ labelling (label propagation: :mod:`graphsys.bsp.algorithms.label_propagation`).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 
-import numba
 import numpy as np
 import torch
 
 from graphsys.bsp import kernels_community as kc
+from graphsys.bsp import kernels_leiden as kl
 from graphsys.bsp.algorithms.common import open_if_path, resolve_weighted, symmetric
+from graphsys.bsp.algorithms.community_level import Level
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, build_adjacency
@@ -38,106 +38,6 @@ MAX_SWEEPS = 1000
 #: Leiden's randomness in the refinement (``theta``; igraph's ``beta``), in units of edge
 #: weight (the modularity gain times the total edge weight)
 THETA = 0.01
-
-
-#: Level 0 of a graph with fewer symmetrised arcs is built on one thread: there a
-#: parallel region costs more than it saves (the answer is the same either way)
-PARALLEL_ARCS = 1 << 22
-
-
-@contextlib.contextmanager
-def _threads_for(arcs: int):
-    """The enclosed kernels on numba's threads where ``arcs`` reaches
-    :data:`PARALLEL_ARCS`, else on one."""
-    before = numba.get_num_threads()
-    if arcs < PARALLEL_ARCS:
-        numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
-
-
-class Level:
-    """One level of a modularity optimisation: the symmetrised adjacency without self
-    entries (``sptr``, ``sidx``, ``sw``), self-loop arc weights, out- and in-strengths
-    and the total arc weight ``m`` (see :mod:`graphsys.bsp.kernels_community`); ``sym``:
-    the strengths ``kout`` equal ``kin`` (undirected modularity), ``unit`` > 0: every
-    entry of ``S`` weighs it and ``sw`` is empty (an unweighted level 0); ``ids``: the
-    stored node that each node is, where level 0 renumbered them (else None)."""
-
-    def __init__(self, sptr, sidx, sw, loops, kout, kin, m: float, *, sym: bool = False,
-                 unit: float = 0.0, ids: np.ndarray | None = None):
-        self.sptr, self.sidx, self.sw, self.loops = sptr, sidx, sw, loops
-        self.kout, self.kin, self.m = kout, kin, float(m)
-        self.sym, self.unit, self.ids = sym, float(unit), ids
-
-    @property
-    def n(self) -> int:
-        return len(self.kout)
-
-    @property
-    def arrays(self) -> tuple:
-        return self.sptr, self.sidx, self.sw
-
-    @classmethod
-    def from_adjacency(cls, out: tuple, into: tuple | None, directed: bool, *,
-                       visit_order: bool = False) -> Level:
-        """Level 0 of a stored edge set: ``out`` its CSR (indptr, indices, weight float32
-        or empty), ``into`` its CSC (None: the edge set is stored undirected, both
-        directions). ``directed``: Leicht-Newman's directed modularity (a directed edge
-        set only); otherwise every edge counts as undirected, a self-loop twice in its
-        node's degree (networkx's conventions). ``visit_order``: the nodes may be
-        renumbered in Louvain's first-level order (see
-        :func:`~graphsys.bsp.kernels_community.symmetrise`); ``ids`` maps them back."""
-        with _threads_for(len(out[1]) * (1 if into is None else 2)):
-            return cls._symmetrised(out, into, directed, visit_order)
-
-    @classmethod
-    def _symmetrised(cls, out: tuple, into: tuple | None, directed: bool,
-                     visit_order: bool) -> Level:
-        ptr, idx, w = out
-        if into is None:  # stored both ways: A symmetric
-            sptr, sidx, sw, loops, rows, ids = kc.symmetrise(ptr, idx, w, ptr, idx, w, False,
-                                                             2.0, 2.0, visit_order)
-            k = rows / 2 + loops
-            return cls(sptr, sidx, sw, loops, k, k, k.sum(), sym=True,
-                       unit=2.0 if len(w) == 0 else 0.0, ids=ids)
-        iptr, iidx, iw = into
-        rows, cols = _row_sums(ptr, w), _row_sums(iptr, iw)
-        unit = len(w) == 0 and len(iw) == 0
-        if directed:
-            sptr, sidx, sw, loops, _, ids = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True,
-                                                          1.0, 1.0, visit_order)
-            m = rows.sum()
-            if ids is not None:
-                rows, cols = rows[ids], cols[ids]
-            return cls(sptr, sidx, sw, loops, rows, cols, m, unit=1.0 if unit else 0.0, ids=ids)
-        sptr, sidx, sw, loops, _, ids = kc.symmetrise(ptr, idx, w, iptr, iidx, iw, True, 2.0,
-                                                      2.0, visit_order)
-        k = rows + cols
-        m = k.sum()
-        if ids is not None:
-            k = k[ids]
-        return cls(sptr, sidx, sw, loops, k, k, m, sym=True, unit=2.0 if unit else 0.0, ids=ids)
-
-    def modularity(self, comm: np.ndarray, gamma: float) -> float:
-        if self.m == 0:
-            return float("nan")
-        return float(kc.modularity(*self.arrays, self.loops, self.kout, self.kin, self.m,
-                                   gamma, comm, self.unit))
-
-    def aggregate(self, comm: np.ndarray, ncomm: int) -> Level:
-        out = kc.aggregate(*self.arrays, self.loops, self.kout, self.kin, comm, ncomm, self.unit)
-        return Level(*out, self.m, sym=self.sym)
-
-
-def _row_sums(ptr: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Per-row sums of weights ``w`` (empty: 1 per entry) of a CSR, float64 (N,)."""
-    if len(w) == 0:
-        return np.diff(ptr).astype(np.float64)
-    c = np.concatenate([[0.0], np.cumsum(w, dtype=np.float64)])
-    return c[ptr[1:]] - c[ptr[:-1]]
 
 
 def louvain_levels(level: Level, gamma: float, rng: np.random.Generator, *,
@@ -206,15 +106,22 @@ def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
                   start: np.ndarray | None = None, theta: float = THETA,
                   max_levels: int | None = None) -> tuple[np.ndarray, list[dict]]:
     """One pass of Leiden (Traag, Waltman, van Eck) from the partition ``start`` (None:
-    every node alone): fast local moving, refinement within each community, aggregation by
-    the refined communities (the coarse ones as the next level's start), until every
-    community is one node or ``max_levels`` ran. Returns (community of every node, int64
+    every node alone): fast local moving (a node may leave to be alone), refinement within
+    each community, aggregation by the refined communities (the coarse ones as the next
+    level's start), until every community is one node (a refined community of the level
+    below, or an input node: connected) or ``max_levels`` ran. Where a refinement merges
+    nothing, its refined partition is the level's nodes (aggregating by it would give the
+    same level again, and the pass would not end): the level is aggregated by the
+    connected parts of its communities instead, each part its own community (a community
+    in two parts has no edge between them: splitting it raises the modularity), never by
+    a community in pieces. Where ``max_levels`` stops the pass, its communities are split
+    into their connected parts the same way. Returns (community of every node, int64
     (N,), one record per level: nodes, moves, visits, merges)."""
     comm = np.arange(level.n, dtype=np.int64) if start is None else start.copy()
     member = np.arange(level.n, dtype=np.int64)
     records: list[dict] = []
     while max_levels is None or len(records) < max_levels:
-        moves, visits = kc.move_nodes_fast(*level.arrays, level.kout, level.kin, level.m,
+        moves, visits = kl.move_nodes_fast(*level.arrays, level.kout, level.kin, level.m,
                                            gamma, comm, rng.permutation(level.n), level.unit)
         ncomm = kc.relabel(comm, comm)
         records.append({"nodes": level.n, "moves": int(moves), "visits": int(visits),
@@ -222,18 +129,21 @@ def leiden_levels(level: Level, gamma: float, rng: np.random.Generator, *,
         if ncomm == level.n:
             break
         ref = np.empty(level.n, np.int64)
-        merges = kc.refine(*level.arrays, level.kout, level.kin, level.m, gamma, theta, comm,
+        merges = kl.refine(*level.arrays, level.kout, level.kin, level.m, gamma, theta, comm,
                            rng.permutation(level.n), int(rng.integers(2**31)), ref, level.unit)
         records[-1]["merges"] = int(merges)
-        if merges == 0:  # nothing to refine: aggregate by the communities themselves
-            ref = comm.copy()
+        if merges == 0:  # the communities' connected parts, each a community of its own
+            kl.connected_parts(*level.arrays, comm, ref, level.unit)
+            comm = ref
         nref = kc.relabel(ref, ref)
         coarse = np.empty(nref, np.int64)
         coarse[ref] = comm
         member = ref[member]
         level = level.aggregate(ref, nref)
         comm = coarse
-    return comm[member], records
+    parts = np.empty(level.n, np.int64)  # (the communities themselves unless max_levels)
+    kl.connected_parts(*level.arrays, comm, parts, level.unit)
+    return parts[member], records
 
 
 def optimise(level: Level, gamma: float, seed: int, *, leiden: bool = False,
@@ -478,12 +388,22 @@ def leiden(graph, *, resolution: float = 1.0, seed: int = 0, weighted: bool | No
     """Communities by the Leiden algorithm (modularity), as igraph's
     ``community_leiden(objective_function="modularity")``.
 
-    Leiden [1]_ refines Louvain: a queue-based local moving (a node that moved queues its
-    neighbours outside its new community), then, within each community, a refinement that
-    merges well-connected nodes into well-connected sub-communities, drawn at random with
-    probability ``exp(gain / theta)``; the aggregate graph has one node per refined
-    community, started in its coarse community. Every community found is connected. The
-    whole procedure runs ``iterations`` times, each from the partition the last found.
+    Leiden [1]_ refines Louvain: a queue-based local moving (a node moves to the
+    neighbouring community that raises the modularity most, or leaves to be alone where
+    that beats them all; a node that moved queues its neighbours outside its new
+    community), then, within each community, a refinement that merges well-connected
+    nodes into well-connected sub-communities, drawn at random with probability
+    ``exp(gain / theta)``; the aggregate graph has one node per refined community, started
+    in its coarse community. The levels end when every community is one node.
+    Every community found is connected: a refined community grows only by a node linked
+    to it (by an edge of positive weight), so every node of every level is a connected
+    group of the graph's nodes, and so is each final community, one such node. Where a
+    refinement merges nothing (its refined communities would be the level's nodes again),
+    the level is aggregated by the connected parts of its communities, each part its own
+    community (parts of one community share no edge: splitting raises the modularity);
+    where ``max_iters`` ends a pass first, its communities are split into their connected
+    parts the same way. The whole procedure runs ``iterations`` times, each from the
+    partition the last found.
 
     Parameters
     ----------
