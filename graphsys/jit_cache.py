@@ -115,16 +115,18 @@ def unframe(blob: bytes) -> bytes:
     return body
 
 
-def write_atomic(path: str, blob: bytes) -> None:
+def write_atomic(path: str, blob: bytes, sync: bool = True) -> None:
     """Write ``blob`` to ``path`` whole: a new file under a temporary name beside it, flushed
-    to disk, then renamed over ``path`` (mode ``0o666`` less the umask, as numba's)."""
+    to disk (unless not ``sync``), then renamed over ``path`` (mode ``0o666`` less the
+    umask, as numba's)."""
     tmp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -183,6 +185,7 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
 def _module_file(name: str) -> Path | None:
     """The source file of the graphsys module ``name``; None when it is not graphsys's or
     names no module (a name inside a module)."""
@@ -212,9 +215,10 @@ def _top_level(tree: ast.Module):
 
 
 def imported_names(source: bytes, module: str, is_package: bool) -> list[str]:
-    """The absolute module names a module's top-level imports may bind (each prefix of
-    ``import a.b.c``; ``a.b`` and ``a.b.x`` for ``from a.b import x``), relative ones
-    resolved against ``module``."""
+    """What a module's top-level imports read, as absolute names, relative ones resolved
+    against ``module``: each package and module of ``import a.b.c`` (``a``, ``a.b``,
+    ``a.b.c``), and ``a.b:x`` for ``from a.b import x`` (the submodule ``a.b.x`` where
+    there is one, else a name of ``a.b``; :func:`_resolve`)."""
     package = module.split(".") if is_package else module.split(".")[:-1]
     names = set()
     for node in _top_level(ast.parse(source)):
@@ -226,9 +230,17 @@ def imported_names(source: bytes, module: str, is_package: bool) -> list[str]:
             base = node.module or ""
             if node.level:
                 base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
-            names.add(base)
-            names.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
-    return sorted(n for n in names if n.split(".")[0] == PACKAGE.name)
+            names.update(f"{base}:{a.name}" if a.name != "*" else base for a in node.names)
+    return sorted(n for n in names if n.split(".")[0].split(":")[0] == PACKAGE.name)
+
+
+def _resolve(name: str) -> Path | None:
+    """The graphsys source file an :func:`imported_names` entry reads: ``a.b:x`` is the
+    module ``a.b.x`` where there is one (``from a.b import x`` of a submodule reads that
+    module, not the package's ``__init__``), else the module ``a.b``."""
+    base, _, attr = name.partition(":")
+    found = _module_file(f"{base}.{attr}") if attr else None
+    return found if found is not None else _module_file(base)
 
 
 class _ImportMemo:
@@ -255,14 +267,19 @@ class _ImportMemo:
         except Exception:  # noqa: BLE001 - absent or unusable: parse again
             pass
 
-    def imports(self, path: Path) -> list[str]:
-        source = path.read_bytes()
+    def imports(self, path: Path) -> tuple[str, list[str]]:
+        """(a SHA-256 of the file's bytes, the names its top-level imports bind); an
+        unreadable file has none."""
+        try:
+            source = path.read_bytes()
+        except OSError:
+            return "unreadable", []
         module = _module_name(path)
         key = hashlib.sha256(module.encode() + b"\0" + source).hexdigest()[:32]
         if key not in self.entries:
             self.entries[key] = imported_names(source, module, path.name == "__init__.py")
             self.new = True
-        return self.entries[key]
+        return key, self.entries[key]
 
     def save(self) -> None:
         if not self.new or self.path is None:
@@ -271,10 +288,16 @@ class _ImportMemo:
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             body = json.dumps({"imports": dict(list(self.entries.items())[-4096:])})
-            write_atomic(str(self.path), frame(body.encode()))
+            write_atomic(str(self.path), frame(body.encode()), sync=False)  # a memo only
 
 
 _memo = _ImportMemo()
+
+
+@functools.cache
+def _source(path: Path) -> tuple[str, list[str]]:
+    """:meth:`_ImportMemo.imports` of ``path``, once per process."""
+    return _memo.imports(path)
 
 
 @functools.cache
@@ -293,8 +316,8 @@ def module_sources(py_file: str, memo_dir: str | None = None) -> tuple[str, ...]
         if path in seen:
             continue
         seen.add(path)
-        for name in _memo.imports(path):
-            found = _module_file(name)
+        for name in _source(path)[1]:
+            found = _resolve(name)
             if found is not None and found not in seen:
                 stack.append(found)
     _memo.save()
@@ -305,7 +328,7 @@ def module_sources(py_file: str, memo_dir: str | None = None) -> tuple[str, ...]
 def module_digest(py_file: str, memo_dir: str | None = None) -> str:
     """16 hex digits naming the cache directory of the kernels of ``py_file``: a SHA-256
     of :data:`FORMAT`, numba's, llvmlite's and Python's versions, and the relative path
-    and bytes of each of :func:`module_sources`.
+    and a SHA-256 of the bytes of each of :func:`module_sources`.
 
     Examples
     --------
@@ -320,12 +343,7 @@ def module_digest(py_file: str, memo_dir: str | None = None) -> str:
                        f"\0llvmlite {llvmlite.__version__}\0".encode())
     for source in module_sources(py_file, memo_dir):
         path = Path(source)
-        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
-        try:
-            h.update(path.read_bytes())
-        except OSError:  # unreadable: its name still counts
-            pass
-        h.update(b"\0")
+        h.update(f"{path.relative_to(PACKAGE).as_posix()}\0{_source(path)[0]}\0".encode())
     return h.hexdigest()[:16]
 
 
@@ -437,3 +455,10 @@ def describe(exc: BaseException) -> str:
         return exc.strerror.lower()
     text = str(exc).splitlines()[0][:120] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def forget() -> None:
+    """Drop what this process remembers of the sources (their import lists and digests),
+    for a caller that edits them."""
+    for cached in (module_sources, module_digest, _source, _module_file):
+        cached.cache_clear()

@@ -245,16 +245,13 @@ def package(tmp_path, monkeypatch) -> Path:
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(text)
     monkeypatch.setattr(jit_cache, "PACKAGE", pkg)
-    jit_cache.module_sources.cache_clear()
-    jit_cache.module_digest.cache_clear()
+    jit_cache.forget()
     yield pkg
-    jit_cache.module_sources.cache_clear()
-    jit_cache.module_digest.cache_clear()
+    jit_cache.forget()
 
 
 def _digest(pkg: Path) -> str:
-    jit_cache.module_sources.cache_clear()
-    jit_cache.module_digest.cache_clear()
+    jit_cache.forget()
     return jit_cache.module_digest(str(pkg / "kern.py"))
 
 
@@ -267,11 +264,13 @@ def test_module_sources_follow_top_level_imports(package):
 
 @pytest.mark.parametrize(("edited", "changes"), [
     ("orchestration.py", False), ("typing_only.py", False),
-    ("kern.py", True), ("helper.py", True), ("consts.py", True), ("sub/deep.py", True)])
+    ("kern.py", True), ("helper.py", True), ("consts.py", True), ("sub/deep.py", True),
+    ("sub/__init__.py", True)])
 def test_a_kernel_modules_key_follows_what_it_compiles_from(package, edited, changes):
     """Editing a module the kernel module does not import (orchestration that imports
     it, one imported only for type checkers or inside a function) leaves its key;
-    editing it or anything it imports, directly or transitively, changes it."""
+    editing it or anything it imports, directly or transitively (a package whose module
+    ``import a.b.c`` reads included), changes it."""
     before = _digest(package)
     assert len(before) == 16 and _digest(package) == before
     with (package / edited).open("a") as f:
