@@ -104,7 +104,8 @@ def kernel_dir(py_file: str) -> str | None:
     """The cache directory of the kernels of the source file ``py_file``:
     :func:`cache_root` / its package directories / ``<module>-<digest>``, the digest
     :func:`graphsys.jit_cache.module_digest` of what the module compiles from; None when
-    the file is not graphsys's. numba is imported.
+    the file is not graphsys's (or its sources cannot be read as Python). numba is
+    imported.
 
     Examples
     --------
@@ -123,7 +124,10 @@ def kernel_dir(py_file: str) -> str | None:
         return None
     root = cache_root()
     memo = None if jit_cache.open_to_others(str(root), str(root)) else str(root)
-    digest = jit_cache.module_digest(str(path), memo)
+    try:
+        digest = jit_cache.module_digest(str(path), memo)
+    except Exception:  # noqa: BLE001 - no key, no graphsys cache: numba's locators decide
+        return None
     return str(root.joinpath(*rel.parts, f"{path.stem}-{digest}"))
 
 
