@@ -1,4 +1,5 @@
-"""Where graphsys's numba kernels are cached between processes and installs.
+"""Where graphsys's numba kernels are cached between processes and installs, and what
+``import graphsys`` installs in numba for that.
 
 Every graphsys kernel is compiled with ``cache=True``: the first call of a kernel in a new
 install compiles it (seconds for the larger ones), later processes load the machine code
@@ -7,30 +8,60 @@ source, in ``__pycache__`` (or, when the package directory is read-only, in a us
 directory keyed by the source's path), so a new virtual environment of the same release
 starts cold, and a kernel whose callee in *another* module changed can load stale code.
 
-``import graphsys`` therefore has :class:`KernelCacheLocator` put in front of numba's
-own locators, as numba is first imported (:func:`install_on_import`; ``import graphsys``
-itself does not import numba), for graphsys's source files only: their kernels are cached under
-:func:`cache_root` (``$XDG_CACHE_HOME/graphsys/numba``, else ``~/.cache/graphsys/numba``),
-in a directory named by a digest of every source file of the installed package
-(:func:`source_digest`). Any install of the same sources, read-only or not, in any
-environment, shares one cache; any change to any source file starts a new one. Beside it,
-each entry keeps numba's own checks (the numba and Python versions, the CPU, the source
-file's content).
+**Location and keys.** graphsys's kernels are cached under :func:`cache_root`
+(``$NUMBA_CACHE_DIR/graphsys`` when ``NUMBA_CACHE_DIR`` is set, else
+``$XDG_CACHE_HOME/graphsys/numba``, else ``~/.cache/graphsys/numba``), one directory per
+kernel module, ``<package dirs>/<module>-<digest>`` (:func:`kernel_dir`;
+``storage/kernels-0123456789abcdef``). The digest
+(:func:`graphsys.jit_cache.module_digest`) covers what the module compiles from: its own
+source and the graphsys modules it imports, transitively, read statically; numba's,
+llvmlite's and Python's versions. So any install of the same sources, read-only or not, in
+any environment, shares one cache; a commit that touches no kernel module nor anything one
+imports recompiles nothing; a change to a kernel's module or to a module it imports gives
+that module a new directory. Beside it, each entry keeps numba's own checks (the numba
+version, the CPU, the source file's content, the function's bytecode). Directories of
+older sources are never read again; deleting any of the cache, at any time, only costs
+compilations. Where the directory cannot be written, numba's defaults apply
+(``__pycache__``, then its user directory) and, where neither can be written either (a
+read-only install without a writable home), the graphsys directory is read as it is and
+a kernel it lacks is compiled in each process (:class:`ReadOnlyKernelCacheLocator`);
+:func:`kernel_cache` says which one a kernel uses. ``graphsys warmup`` compiles every
+builtin algorithm's kernels into the cache ahead of a first run, and replaces any entry
+that does not load.
 
-``NUMBA_CACHE_DIR``, when set, wins as numba documents: every kernel is cached there, as
-numba lays it out. Where neither directory can be written, numba's defaults apply
-(``__pycache__``, then its user directory); :func:`kernel_cache` says which one a kernel
-uses. ``graphsys warmup`` compiles every builtin algorithm's kernels into the cache ahead
-of a first run. Loading a graphsys kernel from the cache skips numba's refresh of its
-compiler's registries, which only compiling needs (:func:`install`).
+**Trust.** A cache entry is a pickle, and unpickling runs code: the cache is trusted as
+the user's own files are. It lives in the user's cache directory (or one the user names
+with ``NUMBA_CACHE_DIR``); whoever can write there can also change the user's shell
+start-up files or the installed sources, so a planted pickle gives them nothing new. What
+graphsys does check: a cache directory owned by another user (neither this one nor root)
+or writable by every user, from the kernel's directory up to :func:`cache_root`, is not
+used (one line says so); every entry carries a SHA-256 of its contents, checked before it
+is unpickled, so a truncated, garbled or empty file, a crash mid-write or a file of another
+format is never unpickled: it is reported in one line, the kernel is compiled, and the
+entry is replaced (:mod:`graphsys.jit_cache`). The checksum guards against accidents, not
+against someone who can write the directory.
+
+**What ``import graphsys`` installs.** :func:`install_on_import` puts a finder on
+``sys.meta_path`` (``import graphsys`` itself does not import numba); when numba is first
+imported, the finder imports it with the garbage collector paused (:func:`gc_paused`),
+takes itself off the path and calls :func:`install`, which (1) puts
+:class:`KernelCacheLocator` first and :class:`ReadOnlyKernelCacheLocator` last in numba's
+list of cache locators (``CacheImpl._locator_classes``), which take graphsys's source
+files only, and (2) replaces numba's ``Cache.load_overload`` and ``Cache.save_overload``
+with versions that pass every other package's functions to numba's own unchanged, and for
+graphsys's kernels read and write the checked entries, skip numba's refresh of its compiler
+registries on a load (:func:`_patch_cache`), and turn an entry that does not load, or a
+save that fails, into one line instead of an exception. No environment variable, thread or
+other module is changed. ``NUMBA_CACHE_LOCATOR_CLASSES``, when set, is followed as numba
+documents (the locators are then not used).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import gc
-import hashlib
 import importlib.abc
 import importlib.util
 import os
@@ -38,13 +69,16 @@ import sys
 import threading
 from pathlib import Path
 
+from graphsys import jit_cache
+
 #: The package directory whose source files the locator takes (graphsys/).
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = jit_cache.PACKAGE
 
 
 def cache_root() -> Path:
     """The directory under which graphsys keeps its kernel caches, one subdirectory per
-    :func:`source_digest`: ``$XDG_CACHE_HOME/graphsys/numba``, else
+    kernel module and digest (:func:`kernel_dir`): ``$NUMBA_CACHE_DIR/graphsys`` when
+    ``NUMBA_CACHE_DIR`` is set, else ``$XDG_CACHE_HOME/graphsys/numba``, else
     ``~/.cache/graphsys/numba``.
 
     Returns
@@ -55,70 +89,70 @@ def cache_root() -> Path:
     Examples
     --------
     >>> from graphsys.jit import cache_root
-    >>> cache_root().parts[-2:]
-    ('graphsys', 'numba')
+    >>> cache_root().name in ("numba", "graphsys")
+    True
     """
+    numba_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if numba_dir:
+        return Path(numba_dir) / "graphsys"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "graphsys" / "numba"
 
 
 @functools.cache
-def source_digest() -> str:
-    """A digest of the installed package's sources: the relative path and the bytes of
-    every ``.py`` file under ``graphsys/``, sorted; 16 hex digits. It names the kernel
-    cache directory, so a cached kernel never outlives a change to its own module or to a
-    module it calls into.
+def kernel_dir(py_file: str) -> str | None:
+    """The cache directory of the kernels of the source file ``py_file``:
+    :func:`cache_root` / its package directories / ``<module>-<digest>``, the digest
+    :func:`graphsys.jit_cache.module_digest` of what the module compiles from; None when
+    the file is not graphsys's (or its sources cannot be read as Python). numba is
+    imported.
 
-    Returns
-    -------
-    str
-        16 lowercase hex digits.
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from graphsys import jit
+    >>> from graphsys.storage import kernels
+    >>> Path(jit.kernel_dir(kernels.__file__)).parent.name
+    'storage'
     """
-    return digest_of(PACKAGE)
+    try:
+        path = Path(py_file).resolve()
+        rel = path.parent.relative_to(PACKAGE)
+    except (OSError, ValueError):
+        return None
+    if path.suffix != ".py":
+        return None
+    root = cache_root()
+    memo = None if jit_cache.open_to_others(str(root), str(root)) else str(root)
+    try:
+        digest = jit_cache.module_digest(str(path), memo)
+    except Exception:  # noqa: BLE001 - no key, no graphsys cache: numba's locators decide
+        return None
+    return str(root.joinpath(*rel.parts, f"{path.stem}-{digest}"))
 
 
-def digest_of(package: Path) -> str:
-    """:func:`source_digest` of the package directory ``package``."""
-    h = hashlib.sha256()
-    for path in sorted(Path(package).rglob("*.py")):
-        h.update(path.relative_to(package).as_posix().encode() + b"\0")
-        try:
-            h.update(path.read_bytes())
-        except OSError:  # unreadable: its name still counts
-            pass
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-def cache_dir() -> Path:
-    """The kernel cache directory of these sources: :func:`cache_root` /
-    :func:`source_digest`, with one subdirectory per package directory
-    (``bsp``, ``storage``, ...; the package's own files in ``_``)."""
-    return cache_root() / source_digest()
-
-
-def _locator_class():
-    """:class:`KernelCacheLocator`, defined on numba's locator base classes; None when this
-    numba has none of that shape (then numba's defaults apply)."""
+def _locator_classes():
+    """(:class:`KernelCacheLocator`, :class:`ReadOnlyKernelCacheLocator`), defined on
+    numba's locator base classes; None when this numba has none of that shape (then
+    numba's defaults apply)."""
     try:
         from numba.core.caching import _CacheLocator, _SourceFileBackedLocatorMixin
     except ImportError:
         return None
 
     class KernelCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
-        """numba cache locator of graphsys's source files: :func:`cache_dir`, one
-        subdirectory per package directory (file names are only unique within one).
-        Every kernel is located as its module is imported (some forty for the storage
-        modules alone), so the directory of each source file is worked out once, and each
-        directory's check that it can be written (numba writes and removes a file in it)
-        is made once per process."""
+        """numba cache locator of graphsys's source files: :func:`kernel_dir`, where it
+        can be written and no other user can write it. Every kernel is located as its
+        module is imported (some forty for the storage modules alone), so the directory of
+        each source file is worked out once, and each directory's check that it can be
+        written (numba writes and removes a file in it) is made once per process."""
 
         _writable: set[str] = set()
 
         def __init__(self, py_func, py_file):
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
-            self._cache_path = _kernel_dir(py_file)
+            self._cache_path = kernel_dir(py_file)
 
         def get_cache_path(self):
             return self._cache_path
@@ -130,46 +164,72 @@ def _locator_class():
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if _kernel_dir(py_file) is None:
-                return None  # not graphsys's: numba's own locators decide
+            if not _usable(py_file):
+                return None  # not graphsys's, or open to others: numba's locators decide
             return super().from_function(py_func, py_file)
 
-    return KernelCacheLocator
+    class ReadOnlyKernelCacheLocator(KernelCacheLocator):
+        """The last of numba's locators, for graphsys's source files where no other can
+        write: :func:`kernel_dir` as it is (entries there load; nothing is saved, a kernel
+        not there is compiled in each process) instead of numba's error that no locator
+        is available."""
+
+        def ensure_cache_path(self):
+            raise OSError(errno.EROFS, "the kernel cache is read-only here", self._cache_path)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not _usable(py_file) or not os.path.exists(py_file):
+                return None
+            return cls(py_func, py_file)
+
+    return KernelCacheLocator, ReadOnlyKernelCacheLocator
+
+
+def _usable(py_file: str) -> bool:
+    """Whether ``py_file`` is graphsys's and its :func:`kernel_dir` is not open to other
+    users (that is said once)."""
+    path = kernel_dir(py_file)
+    if path is None:
+        return False
+    why = jit_cache.open_to_others(path, str(cache_root()))
+    if why is not None:
+        jit_cache.say(str(cache_root()), f"kernel cache directory {why}: not used (numba's "
+                                         "default cache locations apply)")
+    return why is None
 
 
 @functools.cache
-def _kernel_dir(py_file: str) -> str | None:
-    """The cache directory of the kernels of the source file ``py_file``; None when the
-    file is not graphsys's."""
-    try:
-        rel = Path(py_file).resolve().parent.relative_to(PACKAGE)
-    except (OSError, ValueError):
-        return None
-    return str(cache_dir().joinpath(*(rel.parts or ("_",))))
+def locator_classes():
+    """(:class:`KernelCacheLocator`, :class:`ReadOnlyKernelCacheLocator`) (numba imported
+    on first call); None on a numba without the locator interface."""
+    return _locator_classes()
 
 
-@functools.cache
 def locator_class():
     """:class:`KernelCacheLocator` (numba imported on first call); None on a numba without
     the locator interface."""
-    return _locator_class()
+    classes = locator_classes()
+    return classes[0] if classes else None
 
 
 def __getattr__(name: str):
-    if name == "KernelCacheLocator":  # defined on numba's classes: imports numba
-        return locator_class()
+    classes = ("KernelCacheLocator", "ReadOnlyKernelCacheLocator")
+    if name in classes:  # defined on numba's classes: imports numba
+        found = locator_classes()
+        return found[classes.index(name)] if found else None
     raise AttributeError(f"module 'graphsys.jit' has no attribute {name!r}")
 
 
 def install() -> bool:
-    """Put :class:`KernelCacheLocator` first among numba's cache locators, after
-    ``NUMBA_CACHE_DIR``'s (before any kernel is defined: :func:`install_on_import` has
-    ``import graphsys`` do it when numba is first imported; idempotent). Returns whether it
-    is installed (False on a numba without the locator interface, or with
-    ``NUMBA_CACHE_LOCATOR_CLASSES`` set, which numba then follows). Also has a cache load
-    of a graphsys kernel skip numba's refresh of its target (:func:`_load_without_refresh`)."""
-    KernelCacheLocator = locator_class()
-    if KernelCacheLocator is None:
+    """Put :class:`KernelCacheLocator` first and :class:`ReadOnlyKernelCacheLocator` last
+    among numba's cache locators (before any kernel is defined: :func:`install_on_import`
+    has ``import graphsys`` do it when numba is first imported; idempotent), and have
+    numba's cache loads and saves of graphsys kernels go through :func:`_patch_cache`.
+    Returns whether the locators are installed (False on a numba without the locator
+    interface, or with ``NUMBA_CACHE_LOCATOR_CLASSES`` set, which numba then follows)."""
+    found = locator_classes()
+    if found is None:
         return False
     from numba.core import caching
 
@@ -177,55 +237,110 @@ def install() -> bool:
     classes = getattr(impl, "_locator_classes", None)
     if not isinstance(classes, list):
         return False
-    if KernelCacheLocator not in classes:
-        user = (getattr(caching, "UserProvidedCacheLocator", None)
-                or getattr(caching, "_UserProvidedCacheLocator", None))
-        classes.insert(1 if classes[:1] == [user] else 0, KernelCacheLocator)
-    _load_without_refresh(caching)
+    first, last = found
+    if first not in classes:
+        classes.insert(0, first)
+    if last not in classes:
+        classes.append(last)
+    _patch_cache(caching)
     return not os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES")
 
 
-def _load_without_refresh(caching) -> None:
-    """Have a cache load of a graphsys kernel skip numba's refresh of its target context.
+def _patch_cache(caching) -> None:
+    """Have numba's cache loads and saves of graphsys kernels read and write checked
+    entries (:func:`graphsys.jit_cache.checked_file_class`), fail closed, and load without
+    numba's refresh of its target context.
 
-    Before every cache load numba refreshes the CPU target: it imports and installs every
-    typing and lowering registry (NumPy's array functions, typed containers, unicode, cffi:
-    some 90 modules, most of numba's start-up). Code loaded from the cache needs none of
-    them: its machine code is linked already, and what it calls at run time is numba's
-    runtime (NRT), which is initialised here as the refresh would. The registries are
-    needed to compile, and numba's compiler refreshes both contexts itself, so a cache
-    miss, any kernel without ``cache=True``, other targets' caches (CUDA's) and every other
-    package's functions are as before; a load that fails here is retried the usual way.
-    A loaded kernel's environment may import a module of numba's (``numba.np.arraymath``
-    for ``np.arange``): its BLAS check spares ``scipy.linalg`` (:func:`blas_check_alone`),
-    as in :func:`graphsys.storage.kernels.start_up`'s refresh. graphsys's kernels use no
-    object mode (whose cached code calls back into numba's Python side). A no-op on a
-    numba without these internals."""
+    **Fail closed.** An entry that does not load (a file that does not check out, a data
+    file of another signature, a compile result that does not rebuild) is said in one line
+    and loads as a miss: the dispatcher compiles the kernel and saves it over the entry. A
+    save that fails (a directory that became read-only, a full disk) is said in one line;
+    the compiled kernel runs. Nothing is saved through :class:`ReadOnlyKernelCacheLocator`.
+
+    **No refresh.** Before every cache load numba refreshes the CPU target: it imports and
+    installs every typing and lowering registry (NumPy's array functions, typed containers,
+    unicode, cffi: some 90 modules, most of numba's start-up). Code loaded from the cache
+    needs none of them: its machine code is linked already, and what it calls at run time
+    is numba's runtime (NRT), which is initialised here as the refresh would. The
+    registries are needed to compile, and numba's compiler refreshes both contexts itself,
+    so a cache miss, any kernel without ``cache=True``, other targets' caches (CUDA's) and
+    every other package's functions are as before; a load that fails here is retried with
+    the refresh. A loaded kernel's environment may import a module of numba's
+    (``numba.np.arraymath`` for ``np.arange``): its BLAS check spares ``scipy.linalg``
+    (:func:`blas_check_alone`), as in :func:`graphsys.storage.kernels.start_up`'s refresh.
+    graphsys's kernels use no object mode (whose cached code calls back into numba's
+    Python side). A no-op on a numba without these internals."""
     cache = getattr(caching, "Cache", None)
     cpu_cache = getattr(caching, "FunctionCache", None)  # the CPU target's (njit) cache
-    usual = getattr(cache, "load_overload", None)
-    if usual is None or cpu_cache is None or getattr(usual, "graphsys_lazy", False) or not all(
-            hasattr(cache, a) for a in ("_load_overload", "_guard_against_spurious_io_errors")):
+    usual_load = getattr(cache, "load_overload", None)
+    usual_save = getattr(cache, "save_overload", None)
+    checked = jit_cache.checked_file_class()
+    if (usual_load is None or usual_save is None or cpu_cache is None or checked is None
+            or getattr(usual_load, "graphsys", False)
+            or not all(hasattr(cache, a) for a in ("_load_overload", "_save_overload"))):
         return
     try:
+        from numba.core import sigutils
         from numba.core.runtime import rtsys
     except ImportError:
         return
 
-    def load_overload(self, sig, target_context):
+    def ours(self) -> bool:
         module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
-        if type(self) is not cpu_cache or not module.startswith("graphsys.") or not hasattr(
-                rtsys, "initialize"):
-            return usual(self, sig, target_context)
-        try:
-            rtsys.initialize(target_context)
-            with blas_check_alone(), self._guard_against_spurious_io_errors():
-                return self._load_overload(sig, target_context)
-        except Exception:  # noqa: BLE001 - numba's own path (refresh, then load) decides
-            return usual(self, sig, target_context)
+        if not module.startswith("graphsys.") or type(
+                getattr(self, "_cache_file", None)) not in (checked.__base__, checked):
+            return False
+        self._cache_file.__class__ = checked
+        return True
 
-    load_overload.graphsys_lazy = True
+    def load(self, sig, target_context):
+        cres = self._load_overload(sig, target_context)
+        if cres is not None and hasattr(cres, "signature"):
+            args, ret = sigutils.normalize_signature(sig)
+            if tuple(cres.signature.args) != tuple(args) or ret not in (
+                    None, cres.signature.return_type):
+                raise jit_cache.BadEntry("it holds another signature than its index says")
+        return cres
+
+    def load_overload(self, sig, target_context):
+        if not ours(self):
+            return usual_load(self, sig, target_context)
+        try:
+            if type(self) is cpu_cache and hasattr(rtsys, "initialize"):
+                try:
+                    rtsys.initialize(target_context)
+                    with blas_check_alone():
+                        return load(self, sig, target_context)
+                except jit_cache.BadEntry:
+                    raise
+                except Exception:  # noqa: BLE001 - retried with numba's refresh
+                    pass
+            target_context.refresh()
+            return load(self, sig, target_context)
+        except Exception as exc:  # noqa: BLE001 - fail closed: compiled as on a miss
+            path = self._cache_file.loading or self._cache_file._index_path
+            jit_cache.say(path, f"kernel cache entry did not load "
+                                f"({jit_cache.describe(exc)}); compiling the kernel again")
+            return None
+
+    def save_overload(self, sig, data):
+        if not ours(self):
+            return usual_save(self, sig, data)
+        classes = locator_classes()
+        if isinstance(self._impl.locator, classes[1]):
+            return None  # read-only here: compiled in each process
+        try:
+            self._save_overload(sig, data)
+        except Exception as exc:  # noqa: BLE001 - the compiled kernel runs regardless
+            jit_cache.say(self._cache_file._index_path,
+                          f"kernel cache entry could not be written "
+                          f"({jit_cache.describe(exc)}); the kernel is compiled "
+                          "in each process")
+        return None
+
+    load_overload.graphsys = save_overload.graphsys = True
     cache.load_overload = load_overload
+    cache.save_overload = save_overload
 
 
 class _NumbaHook:
@@ -423,7 +538,7 @@ def cache_counts() -> dict[str, int]:
 
 def cache_location() -> str | None:
     """The directory holding the caches of the graphsys kernels imported so far (their
-    common parent: :func:`cache_dir`, ``NUMBA_CACHE_DIR``, or numba's defaults where
-    neither can be written); None when no cached kernel is imported."""
+    common parent: under :func:`cache_root`, or numba's defaults where it cannot be
+    written); None when no cached kernel is imported."""
     paths = [d.stats.cache_path for d in kernels()]
     return os.path.commonpath(paths) if paths else None

@@ -1,0 +1,312 @@
+"""The kernel cache fails closed and survives edits: an entry that does not load (truncated,
+garbled, empty, of another version or format, of another signature, unreadable, in a
+read-only directory) is compiled again with at most one line said, never a traceback, and
+replaced where it can be; a kernel module's key follows what it compiles from, not the
+whole package; two processes saving at once leave whole entries."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphsys import jit_cache
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: A child that calls one small kernel with two signatures (int32 and int64 indices).
+CHILD = """
+import json, numpy as np
+from graphsys import jit
+from graphsys.storage.kernels import count_into
+out = []
+for dtype in (np.int32, np.int64):
+    counts = np.zeros(4, np.int64)
+    count_into(np.array([1, 2, 2], dtype), counts)
+    out.append(counts.tolist())
+path, hits, misses = jit.kernel_cache(count_into)
+print(json.dumps({"counts": out, "hits": hits, "misses": misses, "path": path}))
+"""
+RIGHT = [[0, 1, 2, 0], [0, 1, 2, 0]]
+
+
+def _env(root: Path, install: Path = REPO) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
+    env.update(PYTHONPATH=str(install), XDG_CACHE_HOME=str(root / "xdg"),
+               PYTHONDONTWRITEBYTECODE="1", PYTHONWARNINGS="default")
+    return env
+
+
+def _child(root: Path, install: Path = REPO, wrap: list[str] | None = None) -> tuple[dict, str]:
+    """Run CHILD; (its JSON line, its stderr). A traceback fails the test."""
+    out = subprocess.run([*(wrap or []), sys.executable, "-c", CHILD], env=_env(root, install),
+                         cwd=root, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def _entry(root: Path) -> tuple[Path, list[Path]]:
+    """count_into's index file and its data files under root's cache."""
+    [index] = (root / "xdg").rglob("kernels.count_into-*.nbi")
+    return index, sorted(index.parent.glob("kernels.count_into-*.nbc"))
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory) -> Path:
+    """A cache holding count_into's two signatures."""
+    root = tmp_path_factory.mktemp("warm")
+    got, err = _child(root)
+    assert got["counts"] == RIGHT and got["misses"] == 2 and not err.strip()
+    return root
+
+
+def _copy(warm: Path, tmp_path: Path) -> Path:
+    shutil.copytree(warm / "xdg", tmp_path / "xdg")
+    return tmp_path
+
+
+def _garble(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + 64] = bytes(b ^ 0x5A for b in data[mid:mid + 64])
+    path.write_bytes(bytes(data))
+
+
+def _reframe_index(index: Path, version: str) -> None:
+    """Rewrite the index as written by numba ``version``."""
+    f = io.BytesIO(jit_cache.unframe(index.read_bytes()))
+    pickle.load(f)
+    index.write_bytes(jit_cache.frame(pickle.dumps(version, protocol=-1) + f.read()))
+
+
+def _swap_data(data: list[Path]) -> None:
+    a, b = data[0].read_bytes(), data[1].read_bytes()
+    data[0].write_bytes(b)
+    data[1].write_bytes(a)
+
+
+CORRUPTIONS = {
+    "data truncated": (lambda i, d: d[0].write_bytes(d[0].read_bytes()[:700]), 1),
+    "index truncated": (lambda i, d: i.write_bytes(i.read_bytes()[:40]), 1),
+    "data garbled": (lambda i, d: _garble(d[0]), 1),  # machine code: unpickles, then crashes
+    "index garbled": (lambda i, d: i.write_bytes(os.urandom(300)), 1),
+    "data empty": (lambda i, d: d[1].write_bytes(b""), 1),
+    "index empty": (lambda i, d: i.write_bytes(b""), 1),
+    "index of another numba": (lambda i, d: _reframe_index(i, "0.1.0"), 0),
+    "index in numba's format": (lambda i, d: i.write_bytes(pickle.dumps("0.1.0") + b"x"), 0),
+    "data of another signature": (lambda i, d: _swap_data(d), 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPTIONS))
+def test_an_entry_that_does_not_load_is_compiled_said_once_and_replaced(case, warm, tmp_path):
+    """Each corruption gives the right answer with at most one line per damaged file
+    (naming it), the kernel compiled again and the entry replaced: the next process loads
+    both signatures and says nothing."""
+    root = _copy(warm, tmp_path)
+    index, data = _entry(root)
+    corrupt, files = CORRUPTIONS[case]
+    corrupt(index, data)
+    got, err = _child(root)
+    lines = err.strip().splitlines()
+    assert got["counts"] == RIGHT and got["misses"] >= 1, (got, err)
+    assert len(lines) <= files and all("KernelCacheWarning" in ln and ".nb" in ln
+                                       for ln in lines), err
+    again, err = _child(root)
+    assert again["counts"] == RIGHT and (again["hits"], again["misses"]) == (2, 0), (again, err)
+    assert not err.strip()
+
+
+def test_an_unreadable_index_is_compiled_around_in_one_line(warm, tmp_path):
+    """An index that cannot be read (a directory in its place: unreadable to any user,
+    root included) costs a compilation and one line per process; nothing is removed."""
+    root = _copy(warm, tmp_path)
+    index, _ = _entry(root)
+    index.unlink()
+    index.mkdir()
+    for _ in range(2):
+        got, err = _child(root)
+        assert got["counts"] == RIGHT and got["misses"] == 2
+        assert len(err.strip().splitlines()) == 1 and str(index) in err
+    assert index.is_dir()
+
+
+def _read_only_runner(root: Path) -> list[str] | None:
+    """A prefix that runs a command with ``root`` read-only (a read-only bind mount for
+    root, which permissions do not stop), or [] where permissions suffice; None where
+    neither can be had."""
+    if os.geteuid() != 0:
+        for path in [root, *root.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        return []
+    if shutil.which("unshare") is None:
+        return None
+    wrap = ["unshare", "-m", "sh", "-c", f'mount --bind -o ro "{root}" "{root}" && exec "$0" "$@"']
+    probe = subprocess.run([*wrap, "true"], capture_output=True)
+    return wrap if probe.returncode == 0 else None
+
+
+def test_a_bad_entry_in_a_read_only_cache_of_a_read_only_install(warm, tmp_path):
+    """Nothing can be written (the install and every cache directory read-only): the
+    kernels are still defined (numba alone has no locator left and fails at import), a
+    damaged entry is compiled around in at most one line, the whole entry still loads."""
+    root = _copy(warm, tmp_path)
+    for package in ("graphsys", "partitioners"):
+        shutil.copytree(REPO / package, root / "install" / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    index, data = _entry(root)
+    data[0].write_bytes(data[0].read_bytes()[:700])
+    wrap = _read_only_runner(root)
+    if wrap is None:
+        pytest.skip("no way to make a directory read-only for this user here")
+    try:
+        got, err = _child(root, root / "install", wrap)
+        assert got["counts"] == RIGHT and (got["hits"], got["misses"]) == (1, 1)
+        assert got["path"] == str(index.parent)
+        assert len(err.strip().splitlines()) <= 1 and str(data[0]) in err, err
+    finally:
+        for path in [root, *root.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def test_two_processes_saving_at_once_leave_one_whole_entry(tmp_path):
+    """Two processes compile count_into into one empty cache at once, each a different
+    signature: the entry holds both (the index is updated under a lock, each data file is
+    named by its signature), and a third process loads both."""
+    children = ["import numpy as np\nfrom graphsys.storage.kernels import count_into\n"
+                f"count_into(np.array([1], np.{t}), np.zeros(4, np.int64))" for t in
+                ("int32", "int64")]
+    procs = [subprocess.Popen([sys.executable, "-c", c], env=_env(tmp_path), cwd=tmp_path,
+                              stderr=subprocess.PIPE, text=True) for c in children]
+    for p in procs:
+        assert p.wait(timeout=900) == 0 and not p.stderr.read().strip()
+    got, err = _child(tmp_path)
+    assert got["counts"] == RIGHT and (got["hits"], got["misses"]) == (2, 0) and not err.strip()
+    assert not list((tmp_path / "xdg").rglob("*.tmp"))
+
+
+def test_frame_checks_every_byte():
+    body = b"kernel" * 100
+    blob = jit_cache.frame(body)
+    assert jit_cache.unframe(blob) == body
+    for bad in (b"", blob[:10], blob[:-1], blob[:60] + b"x" + blob[61:], b"junk" + blob):
+        with pytest.raises(jit_cache.BadEntry):
+            jit_cache.unframe(bad)
+    with pytest.raises(jit_cache.ForeignEntry):
+        jit_cache.unframe(pickle.dumps(("numba's", "own")))
+
+
+def test_a_directory_open_to_other_users_is_not_used(tmp_path):
+    check = jit_cache.open_to_others.__wrapped__  # uncached
+    root = tmp_path / "root"
+    (root / "storage").mkdir(parents=True)
+    assert check(str(root / "storage"), str(root)) is None
+    root.chmod(0o777)
+    assert "every user" in check(str(root / "storage"), str(root))
+    root.chmod(0o755)
+    (root / "storage").chmod(0o757)
+    assert "every user" in check(str(root / "storage"), str(root))
+
+
+# -- keys -----------------------------------------------------------------------------
+
+PACKAGE = {
+    "__init__.py": "",
+    "kern.py": ("import numba\nfrom graphsys import helper\nfrom .consts import K\n"
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from graphsys import typing_only\n"
+                "def run():\n    from graphsys import orchestration\n"),
+    "helper.py": "import graphsys.sub.deep as deep\nX = 1\n",
+    "consts.py": "K = 3\n",
+    "sub/__init__.py": "",
+    "sub/deep.py": "D = 4\n",
+    "orchestration.py": "from graphsys import kern\n",
+    "typing_only.py": "T = 0\n",
+}
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch) -> Path:
+    """A small package named graphsys whose kernel module (kern.py) imports a helper, a
+    constant (relatively) and, through the helper, a subpackage's module; an orchestration
+    module imports it."""
+    pkg = tmp_path / "graphsys"
+    for name, text in PACKAGE.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    monkeypatch.setattr(jit_cache, "PACKAGE", pkg)
+    jit_cache.forget()
+    yield pkg
+    jit_cache.forget()
+
+
+def _digest(pkg: Path) -> str:
+    jit_cache.forget()
+    return jit_cache.module_digest(str(pkg / "kern.py"))
+
+
+def test_module_sources_follow_top_level_imports(package):
+    names = {Path(p).relative_to(package).as_posix()
+             for p in jit_cache.module_sources(str(package / "kern.py"))}
+    assert names == {"kern.py", "helper.py", "consts.py", "__init__.py", "sub/__init__.py",
+                     "sub/deep.py"}
+
+
+@pytest.mark.parametrize(("edited", "changes"), [
+    ("orchestration.py", False), ("typing_only.py", False),
+    ("kern.py", True), ("helper.py", True), ("consts.py", True), ("sub/deep.py", True),
+    ("sub/__init__.py", True)])
+def test_a_kernel_modules_key_follows_what_it_compiles_from(package, edited, changes):
+    """Editing a module the kernel module does not import (orchestration that imports
+    it, one imported only for type checkers or inside a function) leaves its key;
+    editing it or anything it imports, directly or transitively (a package whose module
+    ``import a.b.c`` reads included), changes it."""
+    before = _digest(package)
+    assert len(before) == 16 and _digest(package) == before
+    with (package / edited).open("a") as f:
+        f.write("EDITED = 1\n")
+    assert (_digest(package) != before) == changes
+
+
+def test_no_kernel_module_compiles_from_the_command_line_layer():
+    """A commit that touches only the CLI (commands, cli.py) recompiles no kernel."""
+    pkg = jit_cache.PACKAGE
+    kernel_modules = [p for p in pkg.rglob("*.py") if "cache=True" in p.read_text()]
+    assert len(kernel_modules) > 20
+    for path in kernel_modules:
+        for source in jit_cache.module_sources(str(path)):
+            rel = Path(source).relative_to(pkg).as_posix()
+            assert not rel.startswith("commands/") and rel != "cli.py", (path, rel)
+
+
+def test_import_lists_are_kept_across_processes(package, tmp_path):
+    """The import lists are written beside the cache; a later process reads them instead
+    of parsing, and a file that does not check out is ignored."""
+    memo = tmp_path / "memo"
+    monkeypatch_memo = jit_cache._ImportMemo()
+    old, jit_cache._memo = jit_cache._memo, monkeypatch_memo
+    try:
+        with_memo = jit_cache.module_digest(str(package / "kern.py"), str(memo))
+        saved = memo / f"imports-{jit_cache.FORMAT}"
+        entries = json.loads(jit_cache.unframe(saved.read_bytes()))["imports"]
+        assert len(entries) == len(PACKAGE) - 2  # kern.py's closure
+        fresh = jit_cache._ImportMemo()
+        fresh.attach(saved)
+        assert fresh.entries == entries
+        saved.write_bytes(saved.read_bytes()[:-5])
+        broken = jit_cache._ImportMemo()
+        broken.attach(saved)
+        assert broken.entries == {}
+    finally:
+        jit_cache._memo = old
+    assert with_memo == _digest(package)
