@@ -6,7 +6,6 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from graphsys.jit import blas_check_alone, gc_paused
 from graphsys.prefetch import PREFETCH_EDGES, prefetch
 
 #: :func:`count_into` prefetches its slots from this many counts on (int64: 256 KiB, well
@@ -565,7 +564,11 @@ def start_up() -> None:
     """Pay numba's one-time start-up in this process (its lazy imports, LLVM, the cache of
     one kernel, paid by the first call of any kernel) by calling a small kernel, with the
     garbage collector paused (:func:`graphsys.jit.gc_paused`) and numba's BLAS check
-    sparing the import of ``scipy.linalg`` (:func:`graphsys.jit.blas_check_alone`)."""
+    sparing the import of ``scipy.linalg`` (:func:`graphsys.jit.blas_check_alone`).
+    Imported here, not at module level, so that the cache code is not part of what this
+    module's kernels are keyed by (an edit to it recompiles no kernel)."""
+    from graphsys.jit import blas_check_alone, gc_paused
+
     with gc_paused(), blas_check_alone():
         count_into(np.zeros(1, np.int64), np.zeros(1, np.int64))
 
