@@ -124,3 +124,34 @@ def parse_count(text: str | int, field: str = "count") -> int:
     if not math.isfinite(value) or value != int(value):
         raise GraphsysError(f"{field} must be a whole number, got {text!r}")
     return int(value)
+
+
+def format_size(nbytes: int | float) -> str:
+    """A byte count as a message shows it: bytes below 1 KB, else KB, MB, GB, TB (powers of
+    1000, as :func:`parse_size` reads them) with three significant digits, so that two
+    sizes compared in a message never both read 0.
+
+    Parameters
+    ----------
+    nbytes : int or float
+        Bytes (non-negative).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from graphsys.units import format_size
+    >>> format_size(1), format_size(2_136_064), format_size(16_500), format_size(4e9)
+    ('1 byte', '2.14 MB', '16.5 KB', '4 GB')
+    """
+    value = float(nbytes)
+    if value < 1000:
+        return f"{int(value):,} byte{'' if int(value) == 1 else 's'}"
+    units, k = ("KB", "MB", "GB", "TB"), 0
+    value /= 1000
+    while k < len(units) - 1 and float(f"{value:.3g}") >= 1000:  # as printed, below 1000
+        value /= 1000
+        k += 1
+    return f"{value:.3g} {units[k]}" if value < 1000 else f"{value:,.0f} {units[k]}"

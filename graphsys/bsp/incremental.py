@@ -12,7 +12,11 @@ source) on an *earlier version of the edges it reads*: every edge set PREV read 
 those the run reads, with the same buckets; the edge sets it did not read are the new
 edges. Anything else is refused in one line saying what differs. Nodes are matched by
 original id, so the old nodes keep their values wherever an append moved their internal
-ids; nodes PREV does not list are the new nodes.
+ids; nodes PREV does not list are the new nodes. The provenance also records whether PREV's
+run converged: WCC, BFS and SSSP repair PREV from the new edges alone, which is right only
+from a fixed point, so they refuse a PREV that stopped at ``max_iters`` (``graphsys run
+--allow-unconverged``) or does not say (written before results recorded it); PageRank
+iterates to ``tol`` from any start and takes it.
 
 * **PageRank, personalized PageRank** (:func:`pagerank_from`): the power iteration starts
   from PREV's ranks (new nodes at the smallest old rank, the share of a node without
@@ -107,6 +111,8 @@ class Previous:
         started from it, to the same or a looser tolerance, expects at most.
     tol : float or None
         The tolerance PREV's run stopped at (None where it did not record one).
+    converged : bool or None
+        Whether PREV's run converged (None where it did not record it).
     """
 
     values: np.ndarray
@@ -115,16 +121,30 @@ class Previous:
     source: str
     supersteps: int | None = None
     tol: float | None = None
+    converged: bool | None = None
+
+    def check_fixed_point(self, algorithm: str) -> None:
+        """A one-line ParameterError unless PREV's run converged: what a warm start that repairs
+        PREV from the new edges alone (WCC, BFS, SSSP) needs."""
+        if self.converged is True:
+            return
+        why = ("stopped at max_iters before converging (its last iterate was kept)"
+               if self.converged is False else "does not record whether it converged "
+               "(written before results recorded it)")
+        raise ParameterError("init", f"{self.source}: its {algorithm} run {why}; "
+                                     f"{algorithm} repairs converged results only: run "
+                                     f"from scratch instead (without a previous result)")
 
 
 def provenance(algorithm: str, graph, edge_set, source=None,
                params: dict[str, Any] | None = None,
-               supersteps: int | None = None) -> dict[str, Any]:
+               supersteps: int | None = None, converged: bool | None = None
+               ) -> dict[str, Any]:
     """What a result records of its run (``Result.provenance``): ``algorithm``,
     ``source`` (an original id, or None), ``params`` (JSON values), ``edge_sets`` (each
     edge set read and the digest of its buckets), ``until`` (a time view's bound, or
-    None), ``num_nodes``, ``partition_sizes`` and ``supersteps`` (the run's count, or
-    None)."""
+    None), ``num_nodes``, ``partition_sizes``, ``supersteps`` (the run's count, or
+    None) and ``converged`` (whether the run converged, or None)."""
     es = graph.edge_set(edge_set)
     stored = getattr(graph, "stored", graph)  # a time view's buckets are the stored ones
     source = source.item() if isinstance(source, np.generic) else source
@@ -135,7 +155,8 @@ def provenance(algorithm: str, graph, edge_set, source=None,
             "edge_sets": {name: edges_digest(stored.manifest, name) for name in es.parts},
             "until": getattr(graph, "until", None), "num_nodes": graph.num_nodes(),
             "partition_sizes": [int(x) for x in graph.partition_sizes()],
-            "supersteps": None if supersteps is None else int(supersteps)}
+            "supersteps": None if supersteps is None else int(supersteps),
+            "converged": None if converged is None else bool(converged)}
 
 
 def _table(init) -> tuple[pa.Table, str]:
@@ -160,9 +181,14 @@ def _table(init) -> tuple[pa.Table, str]:
         raise FormatError(f"{path}: {path.stat().st_size:,} bytes, larger than a result "
                           f"file can be ({MAX_RESULT_BYTES:,})")
     try:
-        return pq.read_table(path), str(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise FormatError(f"{path}: not a readable Parquet result ({exc})") from None
+        # pages written with a CRC (graphsys run --out) are checked: a garbled value is
+        # refused rather than repaired from
+        table = pq.read_table(path, page_checksum_verification=True)
+        table.schema.names  # noqa: B018 - a garbled footer's name may not be UTF-8
+        return table, str(path)
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
+        detail = " ".join(str(exc).split())[:300]  # Arrow's text may span lines
+        raise FormatError(f"{path}: not a readable Parquet result ({detail})") from None
 
 
 def result_provenance(init) -> tuple[pa.Table, dict[str, Any], str]:
@@ -258,7 +284,9 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     tol = meta.get("params", {}).get("tol")
     tol = float(tol) if isinstance(tol, (int, float)) and not isinstance(tol, bool) \
         and tol > 0 else None
-    return Previous(values, known, new, where, steps, tol)
+    converged = meta.get("converged")
+    return Previous(values, known, new, where, steps, tol,
+                    converged if isinstance(converged, bool) else None)
 
 
 def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
@@ -330,7 +358,8 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
     # adjacency would cost more than that many supersteps save
     # (graphsys.bsp.engine.choose_mode); to a tighter one the count says nothing
     tol = getattr(program, "tol", None)
-    if previous.tol is not None and tol is not None and tol >= previous.tol:
+    if previous.tol is not None and tol is not None and tol >= previous.tol \
+            and previous.converged:
         program.expected_supersteps = previous.supersteps
     result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters), **kwargs)
     result.stats.method += ", warm start"
@@ -392,6 +421,7 @@ def components_from(spec, graph, previous: Previous, *, source=None, params=None
     """Weakly connected components from ``previous``'s labels and the new edges only (see
     the module docstring); in memory, on the CPU, whatever ``mode`` and ``device`` say.
     Labels are the component's smallest internal id, as a run from scratch gives."""
+    previous.check_fixed_point(spec.name)
     t0 = time.perf_counter()
     n = graph.num_nodes()
     old_ids = np.flatnonzero(previous.known)
@@ -456,11 +486,15 @@ def distances_from(spec, graph, previous: Previous, *, source=None, params=None,
     """BFS levels or SSSP distances repaired from ``previous``'s after edges were added (see
     the module docstring): the targets the new edges improve are lowered, then relaxed
     from; ``schedule`` ``auto`` runs the fused supersteps (``sync``)."""
+    previous.check_fixed_point(spec.name)
     base = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"), **(params or {}))
     if base.relax_state is None or base.direction != "out":
         raise GraphsysError(f"{spec.name}: distances are repaired for min-relaxation "
                             f"programs along out-edges")
     values = previous.values.copy()
+    old = values[previous.known]
+    if (np.isnan(old) | (old < 0)).any():
+        raise FormatError(f"{previous.source}: distances must be non-negative or inf")
     values[~previous.known] = np.inf
     seeds = np.zeros(len(values), np.bool_)
     add_weight = base.message == "add_weight"

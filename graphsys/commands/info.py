@@ -16,12 +16,15 @@ def register(subparsers) -> None:
     p.add_argument("graph", type=graph_arg, metavar="DIR|URI")
     p.add_argument("--json", action="store_true", help="print one JSON line")
     p.add_argument("--degrees", action="store_true",
-                   help="also, per edge set: degree statistics and distribution (out, in and "
+                   help="also, of the default view (what the engines read: the default edge "
+                        "set and those appended to it) and then of each stored edge set: "
+                        "degree statistics and distribution (out, in and "
                         "total for a directed one), density, reciprocity and degree "
                         "assortativity, as NetworkX defines them (one pass over the edges; "
                         "reciprocity reads the sorted adjacency)")
     p.add_argument("--diameter", choices=("estimate", "exact"),
-                   help="also, per edge set: the diameter in hops of its undirected view "
+                   help="also, of the default view and each edge set: the diameter in hops "
+                        "of its undirected view "
                         "(longest finite shortest path): the 4-sweep estimate with the "
                         "bounds it proves, or exact (iFUB)")
     p.set_defaults(func=run)
@@ -31,14 +34,20 @@ def run(args) -> int:
     graph = open_graph(args.graph)
     info = graph_info(graph)
     extra = {}
+    view = info.get("default_view") or []
+    if len(view) > 1 and (args.degrees or args.diameter):
+        # what the engines read when no edge set is named: its members as one edge set
+        label = f"the default view ({', '.join(view)})"
+        extra[label] = info["default_view_measures"] = _measures(graph, ",".join(view), args)
     for name in graph.edge_sets if (args.degrees or args.diameter) else ():
-        extra[name] = info["edge_sets"][name]["measures"] = _measures(graph, name, args)
+        extra[f"edge set {name}"] = info["edge_sets"][name]["measures"] = _measures(
+            graph, name, args)
     if args.json:
         emit_json(info)
     else:
         print(format_info(info))
-        for name, m in extra.items():
-            print("\n".join(_lines(name, m)))
+        for label, m in extra.items():
+            print("\n".join(_lines(label, m)))
     return 0
 
 
@@ -72,9 +81,10 @@ def _text(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.4f}"
 
 
-def _lines(name: str, m: dict) -> list[str]:
-    """The text lines of one edge set's measures; distributions binned by powers of 2."""
-    lines = [f"  measures of edge set {name}:"]
+def _lines(label: str, m: dict) -> list[str]:
+    """The text lines of the measures of ``label`` (``edge set NAME``, or the default view);
+    distributions binned by powers of 2."""
+    lines = [f"  measures of {label}:"]
     for s in m.get("degrees", ()):
         pct = ", ".join(f"p{k} {v:g}" for k, v in s["percentiles"].items())
         which = {"both": "degree", "out": "out-degree", "in": "in-degree"}[s["direction"]]

@@ -98,9 +98,9 @@ def register(subparsers) -> None:
                         "version of the edges, e.g. before an append: pagerank/ppr from its "
                         "ranks, wcc from its components and the new edges only, bfs/sssp "
                         "from its distances; the answer is a run from scratch's (pagerank "
-                        "to --tol). auto (default): the --out file being replaced "
-                        "(--overwrite) when it is such a result of the same run; none: from "
-                        "scratch")
+                        "to --tol; wcc, bfs and sssp refuse a PREV that did not converge). "
+                        "auto (default): the --out file being replaced (--overwrite) when it "
+                        "is such a converged result of the same run; none: from scratch")
     p.add_argument("--threads", type=int, help="out-of-core worker threads")
     p.add_argument("--schedule", default="auto",
                    help="auto (default: bfs and wcc in memory on CPU run their own "
@@ -231,9 +231,12 @@ def run(args) -> int:
 
             dist.destroy_process_group()
     stats = result.stats
+    # an unconverged run ran to its limit; a fused run records fewer rows (BFS: one per
+    # phase of levels), so the count said is the limit, not stats.num_supersteps
+    limit = _max_iters(args, spec, graph)
     if not stats.converged and not args.allow_unconverged:
         raise GraphsysError(f"{args.algorithm} did not converge within "
-                            f"{stats.num_supersteps} supersteps; nothing written (raise "
+                            f"{limit:,} supersteps; nothing written (raise "
                             f"--max-iters or --tol, or keep the last iterate with "
                             f"--allow-unconverged)")
     if rank0:
@@ -241,12 +244,14 @@ def run(args) -> int:
             import pyarrow.parquet as pq
 
             with atomic_path(out, overwrite=args.overwrite) as tmp:
-                pq.write_table(result.to_table(), tmp)
+                # page CRCs: a later --init PREV refuses a garbled page (incremental)
+                pq.write_table(result.to_table(), tmp, write_page_checksum=True)
         if args.json:
             emit_json({"ok": True, "out": str(out) if out else None, **stats.to_dict()})
         else:
             t = stats.totals()
-            print(f"{args.algorithm}: {stats.num_supersteps} supersteps, "
+            print(f"{args.algorithm}: "
+                  f"{stats.num_supersteps if stats.converged else limit} supersteps, "
                   f"{'converged' if stats.converged else 'NOT converged'}, "
                   f"{t['edges_scanned']:,} edges scanned, {stats.seconds:.3f} s "
                   f"(setup {stats.setup_seconds:.3f} s), mode {stats.mode}, device "
@@ -256,9 +261,18 @@ def run(args) -> int:
                   + (f", started from {init}" if init is not None else "")
                   + (f", wrote {out}" if out else ""))
         if not stats.converged:
-            print(f"warning: {args.algorithm} stopped at --max-iters "
-                  f"({stats.num_supersteps} supersteps) before converging", file=sys.stderr)
+            print(f"warning: {args.algorithm} stopped at --max-iters {limit:,} "
+                  f"({limit:,} supersteps) before converging", file=sys.stderr)
     return 0
+
+
+def _max_iters(args, spec, graph) -> int:
+    """The superstep limit the run had: ``--max-iters``, else the algorithm's default."""
+    from graphsys.bsp.engine import DEFAULT_MAX_ITERS
+
+    if args.max_iters is not None:
+        return args.max_iters
+    return spec.max_iters(graph) if spec is not None else DEFAULT_MAX_ITERS
 
 
 def _taking_init() -> str:
@@ -282,10 +296,11 @@ def _previous_result(args, spec, graph, source, out, kwargs) -> Path | None:
     if not incremental.same_run(out, spec.name, params):
         return None
     try:
-        incremental.read_previous(graph, out, spec.name, args.edges, source)
+        previous = incremental.read_previous(graph, out, spec.name, args.edges, source)
     except GraphsysError:
         return None  # of other edges, or unreadable: from scratch
-    return Path(out)
+    # a run that stopped at --max-iters (or does not say): from scratch, never repaired
+    return Path(out) if previous.converged else None
 
 
 #: parameters with flags of their own (not set with --set)

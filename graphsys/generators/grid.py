@@ -141,9 +141,14 @@ def _check_weight_range(weight_range: tuple[float, float]) -> tuple[float, float
     except (TypeError, ValueError):
         raise ParameterError(
             "weight_range", f"must be a (low, high) pair, got {weight_range!r}") from None
-    try:
+    f32 = np.finfo(np.float32)  # weights are float32: no zero, no inf from a diagonal's
+    try:                        # sqrt(2) (the ingest refuses both, named by line)
         low = check_float(low, "low", minimum=0.0, strict_minimum=True)
-        high = check_float(high, "high", minimum=low)
+        high = check_float(high, "high", minimum=low,
+                           maximum=float(f32.max) / math.sqrt(2.0) * (1 - 1e-6))
+        if low < float(f32.tiny):
+            raise ParameterError("low", f"must be at least {float(f32.tiny):.3g} (the "
+                                        f"smallest normal float32), got {low:g}")
     except ParameterError as exc:
         raise ParameterError("weight_range", str(exc)) from None
     return low, high

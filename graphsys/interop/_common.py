@@ -295,7 +295,8 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
         for role, ids, t in (("source", srcs[-1], s_t), ("destination", dsts[-1], d_t)):
             _check_typed_ids(what, seen[name], role, ids, t, sizes)
         codes.append(np.full(len(srcs[-1]), k, np.int32))
-        weights.append(None if w is None else np.asarray(_arrow(w, "weight"), np.float32))
+        # as given (float64 at most): the ingest refuses what float32 cannot hold
+        weights.append(None if w is None else np.asarray(_arrow(w, "weight"), np.float64))
     cols = {"src": pa.array(np.concatenate(srcs)), "dst": pa.array(np.concatenate(dsts)),
             "rel": pa.array([r.name for r in rels]).take(pa.array(np.concatenate(codes)))}
     weighted = any(w is not None for w in weights)
@@ -304,7 +305,7 @@ def ingest_typed(nodes: list[tuple[str, int, dict[str, Any]]],
         if filled:
             metadata = {**metadata, "filled": [f"{et}.weight=1.0" for et in filled]}
         cols["weight"] = pa.array(np.concatenate(
-            [np.ones(len(s), np.float32) if w is None else w for s, w in zip(srcs, weights)]))
+            [np.ones(len(s), np.float64) if w is None else w for s, w in zip(srcs, weights)]))
     opts = ingest_options(options)
     opts.relation_types = rels
     opts.metadata = {**metadata, **opts.metadata}

@@ -70,6 +70,7 @@ from graphsys.storage.format import (
 )
 from graphsys.storage.ingest_inputs import CHUNKED_MEMORY_LIMIT, IngestOptions
 from graphsys.storage.ingest_job import bucket_batch_rows
+from graphsys.storage.ingest_validate import float32_weights
 
 #: Partitioners whose assignment reads no more than the node count and the degrees, which
 #: this path gives as the ingest does (the others read an adjacency in the ingest's order).
@@ -132,10 +133,9 @@ def _prepare(src, dst, n: int, weight, columns: dict[str, np.ndarray], opts: Ing
         w = np.asarray(weight.detach().cpu().numpy() if hasattr(weight, "detach") else weight)
         if w.ndim != 1 or len(w) != len(src) or w.dtype.kind not in "fiu":
             return None
-        with np.errstate(over="ignore"):
-            weight = w.astype(np.float64, copy=False).astype(np.float32)  # as the ingest
-        if not np.isfinite(weight).all():
-            return None
+        weight, infinite, tiny = float32_weights(w.astype(np.float64, copy=False))
+        if infinite.any() or tiny.any():
+            return None  # the ingest names the edge and the value
     try:
         strategy = partitioners.get_partitioner(opts.partitioner, p, seed=opts.seed,
                                                 **dict(opts.partitioner_params or {}))

@@ -85,7 +85,7 @@ def from_networkx(G, out: str | Path, *, node_attrs: tuple[str, ...] | None = No
     w = None
     if weight is not None and m and all(weight in d for _, _, d in G.edges(data=True)):
         try:
-            w = np.fromiter((d[weight] for _, _, d in G.edges(data=True)), np.float32, m)
+            w = np.fromiter((d[weight] for _, _, d in G.edges(data=True)), np.float64, m)
         except (TypeError, ValueError):
             u, v, d = next((u, v, d) for u, v, d in G.edges(data=True)
                            if not _is_number(d[weight]))

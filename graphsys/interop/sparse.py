@@ -71,7 +71,7 @@ def from_scipy(matrix, out: str | Path, *, weighted: bool | None = None,
     if weighted is None:
         weighted = bool(len(data)) and not np.all(data == 1)
     return ingest_arrays(coo.row.astype(np.int64), coo.col.astype(np.int64), out, num_nodes=n,
-                         weight=data.astype(np.float32) if weighted else None,
+                         weight=data.astype(np.float64) if weighted else None,
                          node_columns=node_columns, metadata={"source": "scipy.sparse"},
                          options=options)
 

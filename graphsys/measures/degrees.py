@@ -214,7 +214,11 @@ def _reciprocal(graph, edge_set: str | None) -> Reciprocity:
     view = undirected_view(graph, edge_set)
     n = view.num_nodes
     arrs = [np.zeros(n, np.int64) for _ in range(4)]
-    if view.sym:  # every edge has its reverse: rows in = rows out
+    es = graph.edge_set(edge_set)
+    if view.sym and not es.undirected:  # a stored sym index: the view lost the directions
+        out, inn = graph.csr(es.name, weights=False), graph.csc(es.name, weights=False)
+        kg.reciprocal_counts(out.indptr, out.indices, inn.indptr, inn.indices, *arrs)
+    elif view.sym:  # every edge has its reverse: rows in = rows out
         kg.reciprocal_counts(view.optr, view.oidx, view.optr, view.oidx, *arrs)
     else:
         kg.reciprocal_counts(view.optr, view.oidx, view.iptr, view.iidx, *arrs)

@@ -41,6 +41,8 @@ from graphsys.mining._atomic import atomic_add
 from graphsys.mining.parallel import SERIAL_WORK
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.time_view import TimeView
+from graphsys.units import format_size
 
 #: Anonymous bytes per node of an oriented view: offsets (8), order (8), degree (8), the
 #: global-to-new map while it is built (8) and the counting pass's row lengths (8).
@@ -220,17 +222,27 @@ def build_bytes(graph: Graph, edge_set: str | None = None, *, directions: bool =
     return es.num_edges * EDGES_BYTES_PER_EDGE + n * BYTES_PER_NODE
 
 
+def view_index_note(view: TimeView) -> str:
+    """Why a time view has no undirected index to map, and the way to one, for messages: a
+    stored index holds every edge, also those after the view's time."""
+    return (f"ingest the view as a graph of its own and index it (a view until "
+            f"{view.until!r} maps none of the indexes of {view.path}: they hold the edges "
+            f"stamped later too)")
+
+
 def refuse_build(graph: Graph, edge_set: str | None, need: int, limit: int,
                  budget_given: bool, what: str = "the oriented graph") -> GraphsysError:
     """The one-line error for a build of ``need`` bytes over the budget ``limit``."""
     budget = "memory_limit" if budget_given else "available RAM"
-    if mapped_symmetric(graph, edge_set) is None and len(graph.entity_types) == 1:
+    if isinstance(graph, TimeView):
+        fix = f"raise memory_limit, or {view_index_note(graph)}"
+    elif mapped_symmetric(graph, edge_set) is None and len(graph.entity_types) == 1:
         fix = (f"build the undirected index on disk, after which triangles run out of core: "
                f"{build_command(graph, ('sym',), edge_set)}")
     else:
         fix = "raise memory_limit or use a machine with more RAM"
-    return GraphsysError(f"building {what} in RAM needs about {need / 1e9:.2f} GB, more than "
-                         f"the {limit / 1e9:.2f} GB of {budget}; {fix}")
+    return GraphsysError(f"building {what} in RAM needs about {format_size(need)}, more than "
+                         f"the {format_size(limit)} of {budget}; {fix}")
 
 
 def oriented(graph, edge_set: str | None = None, *, directions: bool = False,

@@ -65,10 +65,13 @@ from graphsys.mining.oriented import (
     _simple_degree,
     check_budget,
     mapped_symmetric,
+    view_index_note,
 )
 from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks
 from graphsys.progress import progress_bar
 from graphsys.storage.adjacency_index import build_command
+from graphsys.storage.time_view import TimeView
+from graphsys.units import format_size
 
 #: Anonymous bytes per node out of core: the order and its inverse (16), the oriented row
 #: offsets (8).
@@ -126,6 +129,10 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
         budget is below the per-node arrays plus room for two blocks.
     """
     sym = mapped_symmetric(graph, edge_set)
+    if sym is None and isinstance(graph, TimeView):
+        raise GraphsysError(f"counting triangles out of core reads an undirected index: "
+                            f"count the view in RAM (mode memory), or "
+                            f"{view_index_note(graph)}")
     if sym is None:
         raise GraphsysError(f"counting triangles out of core reads the undirected index, "
                             f"which the graph has not: "
@@ -139,10 +146,10 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
         left = limit - OOC_FIXED_BYTES - per_node * n - 16 * n  # + the degree while ranking
         min_block = 4 * int(np.max(np.diff(indptr))) if n else 0
         if left < 2 * max(min_block, 1 << 20):
-            need = (OOC_FIXED_BYTES + (per_node + 16) * n + 2 * max(min_block, 1 << 20)) / 1e9
-            raise GraphsysError(f"counting triangles out of core needs at least {need:.2f} "
-                                f"GB of memory_limit for {n:,} nodes, got {limit / 1e9:.2f} "
-                                f"GB")
+            need = OOC_FIXED_BYTES + (per_node + 16) * n + 2 * max(min_block, 1 << 20)
+            raise GraphsysError(f"counting triangles out of core needs at least "
+                                f"{format_size(need)} of memory_limit for {n:,} nodes, got "
+                                f"{format_size(limit)}")
     key, stored = degree_key(indptr)
     values = _value_dtype(n)
     degree = np.empty(n, np.int64)

@@ -24,6 +24,7 @@ from graphsys.errors import GraphsysError
 from graphsys.memory import available_memory
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.graph import Graph
+from graphsys.units import format_size
 
 #: Anonymous bytes per stored edge alive at once at the peak of building the symmetric view
 #: in RAM (inside scipy's COO to CSR conversion): int64 endpoints (16) and their both-way
@@ -197,8 +198,8 @@ def check_ram_build(graph: Graph, edge_set: str | None, what: str, need: int,
     fix = (f"build its index once and it is memory-mapped instead: "
            f"{build_command(graph, kinds, edge_set)}" if kinds else
            "no stored index can serve it: raise memory_limit or use a machine with more RAM")
-    raise GraphsysError(f"building {what} in RAM needs about {need / 1e9:.2f} GB, more than "
-                        f"the {limit / 1e9:.2f} GB of {budget}; {fix}")
+    raise GraphsysError(f"building {what} in RAM needs about {format_size(need)}, more than "
+                        f"the {format_size(limit)} of {budget}; {fix}")
 
 
 def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,

@@ -24,6 +24,7 @@ import torch
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.sampling._util import as_seed_array
 from graphsys.sampling.adjacency import Adjacency, available_memory
+from graphsys.units import format_size
 
 #: Queries whose PPR runs together (:meth:`PPRHardNegativeSampler.band`).
 PPR_BATCH = 256
@@ -163,8 +164,8 @@ class PPRHardNegativeSampler:
         if need > limit:
             raise GraphsysError(
                 f"PPR hard negatives over {n:,} nodes with a band of {width:,} ranks need "
-                f"about {need / 1e9:.2f} GB (the band of every node and a PPR batch), more "
-                f"than the {limit / 1e9:.2f} GB of {budget}; narrow the band "
+                f"about {format_size(need)} (the band of every node and a PPR batch), more "
+                f"than the {format_size(limit)} of {budget}; narrow the band "
                 f"(rank_hi - rank_lo) or raise memory_limit")
         self.num_negatives, self.damping = int(num_negatives), damping
         self.num_iters = num_iters

@@ -67,15 +67,16 @@ def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_ba
             i = int(np.flatnonzero(nulls)[0])
             problems.append((i, f"non-numeric weight {_value(batch.columns['weight'], i)!r}"))
             bad |= nulls
-        with np.errstate(over="ignore"):
-            weights = weights.astype(np.float32)
-        infinite = ~nulls & ~np.isfinite(weights)
-        if infinite.any():  # NaN, +-inf, or beyond float32
-            i = int(np.flatnonzero(infinite)[0])
-            problems.append((i, f"non-finite weight {_value(batch.columns['weight'], i)!r} "
-                                f"(as float32)"))
-            bad |= infinite
-        cols["weight"] = weights.astype(np.float32)
+        weights, infinite, tiny = float32_weights(weights)
+        for rows, what in ((infinite & ~nulls, "non-finite weight {!r} (as float32)"),
+                           (tiny & ~nulls, "weight {!r} underflows float32 (a nonzero weight "
+                                           "must be at least " + MIN_WEIGHT_TEXT + " in "
+                                           "magnitude)")):
+            if rows.any():  # NaN, +-inf, beyond float32; nonzero below its normal range
+                i = int(np.flatnonzero(rows)[0])
+                problems.append((i, what.format(_value(batch.columns["weight"], i))))
+                bad |= rows
+        cols["weight"] = weights
     for role in batch.columns:
         if role.startswith(COLUMN_PREFIX):
             cols[role] = edge_column_values(batch.columns[role], role[len(COLUMN_PREFIX):],
@@ -110,6 +111,26 @@ def validate_batch(batch, path: Path, relation: Callable[[str, str], int], on_ba
         cols[role] = (arr.to_numpy(zero_copy_only=False) if arr.type == pa.int32()
                       else ids_array(arr))
     return cols, int(np.count_nonzero(bad))
+
+
+#: The least magnitude of a nonzero weight: float32's smallest normal number. Weights are
+#: stored as float32; below it float32 keeps fewer digits, and below about 1.4e-45 none (the
+#: weight would be stored as 0 and PageRank, SSSP, ... would run on a zero weight).
+MIN_WEIGHT = float(np.finfo(np.float32).tiny)
+MIN_WEIGHT_TEXT = f"{MIN_WEIGHT:.3g}"
+
+
+def float32_weights(values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weights (any real dtype) as stored: ``(float32 values, not finite as float32 (NaN,
+    infinite or beyond float32's range), nonzero but below :data:`MIN_WEIGHT` as float32)``,
+    the masks bool (E,); every write path that stores weights refuses the rows of either
+    mask (the ingest naming the first by file and line)."""
+    values = np.asarray(values)
+    with np.errstate(over="ignore", under="ignore"):
+        out = values.astype(np.float32)
+    infinite = ~np.isfinite(out)
+    tiny = (np.abs(out) < MIN_WEIGHT) & (values != 0)
+    return out, infinite, tiny & ~infinite
 
 
 def common_dtype(dtypes: set[str]) -> str:

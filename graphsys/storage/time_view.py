@@ -36,6 +36,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.edge_views import UnionBucket
 
 #: The edge column a time view (and the temporal samplers and splits) read by default.
 TIME_COLUMN = "timestamp"
@@ -272,6 +273,13 @@ class TimeView:
 
     def bucket(self, i: int, j: int, edge_set: str | None = None):
         es = self.edge_set(edge_set)
+        if es.members:  # several edge sets read as one: each member through the view
+            missing = [m for m in es.members if m not in self._bounds_by_set]
+            if missing:
+                raise GraphsysError(f"edge set {missing[0]!r} of {self.path} has no edge "
+                                    f"column {self.column!r}: a view until a time reads "
+                                    f"only timestamped edge sets")
+            return UnionBucket(self, es, i, j)
         if es.name not in self._bounds_by_set:
             raise GraphsysError(f"edge set {es.name!r} of {self.path} has no edge column "
                                 f"{self.column!r}: a view until a time reads only "

@@ -230,3 +230,41 @@ def test_auto_mode_rule(tmp_path):
     assert choose_mode(g, "default", prog, cpu) == "memory"
     assert choose_mode(g, None, prog, cpu) == "out-of-core"
     assert choose_mode(g, "day1", prog, cpu) == "out-of-core"
+
+
+def test_a_result_that_did_not_converge_is_never_repaired_from(tmp_path, capsys):
+    """``--allow-unconverged`` results: WCC, BFS and SSSP repair only a fixed point, so
+    ``--init PREV`` is refused in one line naming ``--init none``, and ``--init auto`` runs
+    from scratch (issue 71: BFS left reachable nodes at inf, WCC 7 components for 2)."""
+    (tmp_path / "d1.tsv").write_text("0\t1\n1\t2\n2\t3\n3\t4\n5\t6\n6\t7\n")
+    (tmp_path / "d2.tsv").write_text("4\t5\n")
+    g = tmp_path / "g"
+    assert main(["ingest", str(tmp_path / "d1.tsv"), "--out", str(g), "--quiet"]) == 0
+    runs = {"bfs": ["--source", "0"], "wcc": ["--schedule", "sync"], "sssp": ["--source", "0"]}
+    for algo, extra in runs.items():
+        assert main(["run", algo, str(g), *extra, "--max-iters", "1", "--allow-unconverged",
+                     "--out", str(tmp_path / f"{algo}.parquet"), "--quiet"]) == 0
+        meta = incremental.result_provenance(tmp_path / f"{algo}.parquet")[1]
+        assert meta["converged"] is False
+    assert main(["ingest", str(tmp_path / "d2.tsv"), "--append-to", str(g), "--edge-set",
+                 "day2", "--quiet"]) == 0
+    capsys.readouterr()
+    for algo, extra in runs.items():
+        prev = tmp_path / f"{algo}.parquet"
+        assert main(["run", algo, str(g), *extra, "--init", str(prev)]) != 0
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "did not converge" not in err
+        assert err.startswith(f"error: --init {prev}: its {algo} run stopped at max_iters "
+                              f"before converging") and "from scratch" in err
+        # auto: the --out being replaced is not a fixed point: from scratch
+        assert main(["run", algo, str(g), *extra, "--out", str(prev), "--overwrite",
+                     "--quiet"]) == 0
+        assert "started from" not in capsys.readouterr().out
+    bfs = pq.read_table(tmp_path / "bfs.parquet").to_pydict()
+    assert dict(zip(bfs["node"], bfs["value"])) == {k: float(k) for k in range(8)}
+    assert len(set(pq.read_table(tmp_path / "wcc.parquet")["value"].to_pylist())) == 1
+    # PageRank iterates to --tol from any start: an unconverged PREV is taken
+    pr = bsp.pagerank(open_graph(g), max_iters=2, tol=1e-10)
+    assert not pr.stats.converged
+    warm = bsp.pagerank(open_graph(g), tol=1e-10, init=pr.to_table())
+    assert np.abs(warm.values - bsp.pagerank(open_graph(g), tol=1e-10).values).sum() < 1e-8

@@ -48,3 +48,29 @@ def test_undefined_values_are_null(tmp_path, capsys):
     assert m["assortativity"]["out-in"] is None  # every degree is 1: no variance
     assert main(["info", str(tmp_path / "g"), "--degrees"]) == 0
     assert "undefined" in capsys.readouterr().out
+
+
+def test_degrees_describe_the_view_the_engines_read(tmp_path, capsys):
+    """Issue 71: after an append, --degrees described each stored edge set only; the default
+    view (the edge sets read together) is described first, against networkx on all edges."""
+    G1 = nx.gnm_random_graph(30, 60, seed=4, directed=True)
+    G2 = nx.gnm_random_graph(40, 50, seed=5, directed=True)
+    graphsys.from_networkx(G1, tmp_path / "g")
+    (tmp_path / "day2.tsv").write_text("".join(f"{u}\t{v}\n" for u, v in G2.edges()))
+    assert main(["ingest", str(tmp_path / "day2.tsv"), "--append-to", str(tmp_path / "g"),
+                 "--edge-set", "day2", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "g"), "--degrees", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    both, out, _ = info["default_view_measures"]["degrees"]
+    all_edges = nx.MultiDiGraph()
+    all_edges.add_nodes_from(G1)            # day2 adds the nodes its edges name
+    all_edges.add_edges_from(list(G1.edges()) + list(G2.edges()))
+    assert dict(map(tuple, both["distribution"])) == _hist(all_edges.degree())
+    assert dict(map(tuple, out["distribution"])) == _hist(all_edges.out_degree())
+    per_set = info["edge_sets"]["day2"]["measures"]["degrees"][0]
+    assert per_set["max"] == max(d for _, d in G2.degree())
+    assert main(["info", str(tmp_path / "g"), "--degrees"]) == 0
+    text = capsys.readouterr().out
+    assert text.index("measures of the default view (default, day2):") < text.index(
+        "measures of edge set default:") < text.index("measures of edge set day2:")

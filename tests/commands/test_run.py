@@ -439,3 +439,22 @@ def test_analytics_errors_are_one_line(main, graph_dir, capsys, argv, message):
     assert main(["run", argv[0], str(graph_dir / "g"), *argv[1:]]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err
+
+
+def test_an_unconverged_fused_bfs_says_the_supersteps_it_ran(main, tmp_path, capsys):
+    """Issue 71: direction-optimizing BFS records one row per phase of levels, so a run
+    stopped at --max-iters 3 said "(1 supersteps)" while its distances reached 3."""
+    import graphsys
+
+    g = tmp_path / "g"
+    graphsys.from_numpy(np.arange(8), np.arange(1, 9), g)   # a path 0 -> 1 -> ... -> 8
+    out = tmp_path / "bfs.parquet"
+    assert main(["run", "bfs", str(g), "--source", "0", "--max-iters", "3",
+                 "--allow-unconverged", "--out", str(out)]) == 0
+    cap = capsys.readouterr()
+    assert max(v for v in read_out(out).values() if np.isfinite(v)) == 3
+    assert cap.err.strip() == "warning: bfs stopped at --max-iters 3 (3 supersteps) before " \
+                              "converging"
+    assert "bfs: 3 supersteps, NOT converged" in cap.out
+    assert main(["run", "bfs", str(g), "--source", "0", "--max-iters", "3"]) == 2
+    assert "did not converge within 3 supersteps" in capsys.readouterr().err

@@ -84,3 +84,23 @@ def test_real_graphs_match_igraph(real):
     assert degree_stats(e.graph).histogram.tolist() == np.bincount(H.degree()).tolist()
     assert degree_assortativity(e.graph) == pytest.approx(H.assortativity_degree(), abs=1e-10)
     assert density(e.graph) == pytest.approx(H.density())
+
+
+def test_reciprocity_of_a_directed_edge_set_with_a_stored_sym_index(tmp_path):
+    """A directed edge set's undirected (sym) index has every edge both ways: reciprocity
+    read from it said 1.0 (``graphsys info --degrees`` after ``graphsys index
+    --undirected``); it reads the directed rows."""
+    import graphsys
+    from graphsys.storage.adjacency_index import build_index
+
+    rng = np.random.default_rng(7)
+    src, dst = rng.integers(0, 25, 80), rng.integers(0, 25, 80)
+    G = nx.DiGraph(list(zip(src.tolist(), dst.tolist())))
+    g = graphsys.from_numpy(src, dst, tmp_path / "g")
+    build_index(g, ("sym",))
+    g = graphsys.open_graph(tmp_path / "g")
+    assert g.adjacency_index(None, "sym") is not None
+    assert reciprocity(g) == pytest.approx(nx.overall_reciprocity(G))
+    nodes = sorted(G)
+    want = nx.reciprocity(G, nodes)
+    assert reciprocity(g, nodes).tolist() == pytest.approx([want[v] for v in nodes])

@@ -177,9 +177,43 @@ def test_out_of_core_needs_the_index(graph_of):
 
 def test_budget_refusal_names_the_index_command(graph_of):
     g = graph_of([0, 1, 2], [1, 2, 0], 3)
-    with pytest.raises(GraphsysError, match=r"needs about .* GB.*graphsys index .* "
+    with pytest.raises(GraphsysError, match=r"needs about \d+ bytes, more than the 10 "
+                                            r"bytes of memory_limit.*graphsys index .* "
                                             r"--undirected"):
         mining.triangle_count(g, memory_limit=10)
+
+
+def test_budget_refusals_print_sizes_that_show(graph_of):
+    """Issue 71: "needs about 0.00 GB, more than the 0.00 GB" - sizes in units that show
+    them."""
+    g = graph_of([0, 1, 2], [1, 2, 0], 3)
+    build_index(g, ("sym",))
+    with pytest.raises(GraphsysError, match=r"needs at least [\d.]+ MB of memory_limit for 3 "
+                                            r"nodes, got 1 byte$"):
+        mining.triangle_count(g, mode="out-of-core", memory_limit=1)
+
+
+def test_a_time_view_says_why_it_maps_no_index(tmp_path):
+    """Issue 71: out of core, a time view said the graph had no sym index (and named the
+    command that builds it) when the stored graph had one: a view maps no stored index."""
+    import pyarrow as pa
+
+    import graphsys
+
+    src, dst = [0, 1, 2, 0, 2, 3], [1, 2, 0, 3, 3, 1]
+    g = graphsys.from_arrow(pa.table({"src": src, "dst": dst, "timestamp": [1, 1, 1, 2, 2, 3]}),
+                            tmp_path / "g", edge_columns=["timestamp"])
+    build_index(g, ("sym",))
+    view = open_graph(g.path, until=2)
+    for call in (lambda: mining.triangle_count(view, mode="out-of-core"),
+                 lambda: mining.triangle_count(view, memory_limit=1)):
+        with pytest.raises(GraphsysError) as exc:
+            call()
+        msg = str(exc.value)
+        assert "graphsys index" not in msg and "which the graph has not" not in msg
+        assert "a view until 2 maps none of the indexes" in msg
+    G = nx.Graph(list(zip(src[:5], dst[:5])))
+    assert mining.triangle_count(view, mode="memory") == sum(nx.triangles(G).values()) // 3
 
 
 def test_bad_parameters(graph_of):

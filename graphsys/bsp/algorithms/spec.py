@@ -118,5 +118,6 @@ class AlgorithmSpec:
                           stacklevel=3)
         result = self.finish(result) if self.finish is not None else result
         result.provenance = incremental.provenance(self.name, graph, edge_set, source, params,
-                                                   result.stats.num_supersteps)
+                                                   result.stats.num_supersteps,
+                                                   result.stats.converged)
         return result
