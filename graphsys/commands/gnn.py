@@ -66,7 +66,8 @@ def register(subparsers) -> None:
                         f"on timestamped edges (model tgn, a chronological split) (default "
                         f"{field['task']})")
     t.add_argument("--model", default=field["model"], metavar="MODEL",
-                   help=f"{', '.join(GNN_MODELS.names())} (default {field['model']}), "
+                   help=f"{', '.join(GNN_MODELS.names())} (default sage; tgn, the only "
+                        f"model of task temporal-link, there), "
                         "rgcn (task link on a typed graph with train/valid/test edge sets: "
                         "R-GCN encoder, DistMult decoder, filtered MRR / Hits@k), or "
                         "module:Factory: "

@@ -33,6 +33,7 @@ from graphsys.gnn.item_task import interaction_split
 from graphsys.gnn.link import link_data
 from graphsys.gnn.model import GNN
 from graphsys.gnn.rgcn_link import RGCNData, encodings, load_rgcn
+from graphsys.gnn.time_split import pair_cut
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency
 from graphsys.storage.embedding_files import EmbeddingWriter
@@ -49,7 +50,8 @@ def _held_out_edges_model(graph: Graph, cfg: TrainConfig, meta: dict, checkpoint
                             f"embeds one entity type (train's result holds every node's "
                             f"embedding in extra['embeddings'])")
     data = link_data(graph, meta["entity_type"], cfg.link_val_fraction,
-                     cfg.link_test_fraction, cfg.seed, meta["link_split"])
+                     cfg.link_test_fraction, cfg.seed, meta["link_split"],
+                     cut=pair_cut(graph, cfg.valid_from, cfg.test_from))
     inp = link_input(graph, data, cfg.hidden)
     return inp, eval_blocks(link_sampler(cfg, data.adj), cfg.seed)
 

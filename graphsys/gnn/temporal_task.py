@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import graph_identity, save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.loop import (
@@ -129,6 +129,23 @@ def event_metrics(pos: np.ndarray, neg: np.ndarray, heads: np.ndarray, ks) -> di
     return out
 
 
+def event_split(ev: Events, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chronological split of the events (train, valid, test masks; see the module
+    docstring); a side left empty (fractions rounding to no event, say) is refused in one
+    line naming it and the events' time range, before anything trains."""
+    masks = chronological_split(ev.time, val_fraction=cfg.link_val_fraction,
+                                test_fraction=cfg.link_test_fraction,
+                                valid_from=cfg.valid_from, test_from=cfg.test_from)
+    for side, mask, name in zip(("training", "validation", "test"), masks,
+                                ("link_val_fraction", "link_val_fraction",
+                                 "link_test_fraction")):
+        if not mask.any():
+            raise ParameterError(name, f"= {getattr(cfg, name)} leaves no {side} event (the "
+                                       f"{len(ev.time):,} events run from {ev.time[0]} to "
+                                       f"{ev.time[-1]})")
+    return masks
+
+
 def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | None = None,
                       log: Callable[[dict], None] | None = None, progress: bool = False
                       ) -> GNNResult:
@@ -136,9 +153,7 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
     t0 = time.perf_counter()
     seed_all(cfg.seed)
     ev = Events(graph)
-    train_m, val_m, test_m = chronological_split(
-        ev.time, val_fraction=cfg.link_val_fraction, test_fraction=cfg.link_test_fraction,
-        valid_from=cfg.valid_from, test_from=cfg.test_from)
+    train_m, val_m, test_m = event_split(ev, cfg)
     n = ev.num_nodes
     k = (cfg.fanouts or [10])[0]
     sampler = TemporalNeighborSampler(graph, k, strategy=cfg.temporal_strategy)

@@ -151,3 +151,25 @@ def test_memory_gru_equals_torch_gru_cell():
         outs.append([h.detach(), enc.grad] + [p.grad.clone() for p in m.gru.parameters()])
     for a, b in zip(*outs):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("task,model,ok", [
+    ("temporal-link", None, "tgn"), ("temporal-link", "tgn", "tgn"),
+    ("temporal-link", "sage", None), ("temporal-link", "pinsage", None),
+    ("temporal-link", "rgcn", None), ("temporal-link", "m:F", None),
+    ("node", None, "sage"), ("node", "gat", "gat"), ("node", "m:F", "m:F"),
+    ("node", "tgn", None), ("node", "rgcn", None),
+    ("link", None, "sage"), ("link", "rgcn", "rgcn"), ("link", "pinsage", "pinsage"),
+    ("link", "tgn", None), ("link", "m:F", None),
+])
+def test_each_task_takes_its_own_models(task, model, ok):
+    """A model a task does not train is refused in one line naming those it does (the
+    temporal task used to train TGN whatever --model said)."""
+    if ok is not None:
+        assert TrainConfig(task=task, model=model).model == ok
+        return
+    with pytest.raises(ParameterError, match="must be") as info:
+        TrainConfig(task=task, model=model)
+    assert "\n" not in str(info.value) and ("tgn" in str(info.value)) == (task ==
+                                                                         "temporal-link"
+                                                                         or model == "tgn")
