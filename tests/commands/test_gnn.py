@@ -254,6 +254,11 @@ def timed_dir(tmp_path):
      "to 999)"),
     (["--task", "link", "--link-split", "time", "--valid-from", "800", "--test-from", "900"],
      "the edges' stamps run from 1 to 999"),
+    # the link task reported MRR 0.0 of an empty test side as a result
+    (["--task", "link", "--link-split", "time", "--link-test-fraction", "0"],
+     "--link-test-fraction = 0.0 holds out no test edge of 87"),
+    (["--task", "link", "--link-split", "random", "--link-val-fraction", "0"],
+     "--link-val-fraction = 0.0 holds out no validation edge"),
 ])
 def test_temporal_refusals_before_training(timed_dir, capsys, extra, message):
     rc = run_cli(["gnn", "train", "--graph", str(timed_dir), "--epochs", "1", "--quiet"]
