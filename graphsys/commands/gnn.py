@@ -27,7 +27,10 @@ R-GCN on a typed graph's train/valid/test edge sets: ``graphsys gnn train --grap
 datasets/configs/fb15k-237-rgcn.toml --out RUN`` (a TOML file of training settings, its
 ``[rgcn]`` table the model's own); ``graphsys gnn evaluate RUN/checkpoint --edge-set test``
 ranks an edge set again under the saved model (filtered, both sides; an item checkpoint: as
-``gnn recommend --evaluate``).
+``gnn recommend --evaluate``). A TGN checkpoint (``--task temporal-link``): ``gnn evaluate``
+streams the run's validation and test events again from the memory it kept, and ``gnn
+embed`` writes every node's embedding at the end of the events
+(:mod:`graphsys.gnn.temporal_checkpoint`).
 
 ``graphsys gnn recommend DIR/checkpoint --users 1,2 --k 10`` prints each user's top-k
 items of a link-task checkpoint (original ids, with a ``title`` item column when there is

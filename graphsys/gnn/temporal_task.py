@@ -26,7 +26,9 @@ protocol ``sampled@N, raw`` (candidates that are true destinations are not filte
 and against one more uniform negative per event, ``ap`` and ``auc`` (TGN's and PyG's
 ``examples/tgn.py`` protocol, random negatives). The model of the best validation MRR is
 kept; ``metrics`` are its test metrics (each evaluation computes both, so the test figures
-are those of the same pass over time).
+are those of the same pass over time). Its checkpoint (``out/checkpoint``) holds the model
+with its memory after the whole stream and, as :data:`TRAIN_END` tensors, as validation
+began: :mod:`graphsys.gnn.temporal_checkpoint` evaluates it again and embeds every node.
 """
 
 from __future__ import annotations
