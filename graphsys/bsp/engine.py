@@ -17,14 +17,11 @@ one entity type (relations are ignored: every edge of the edge set carries messa
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import torch
 
 from graphsys import openmp
@@ -33,6 +30,7 @@ from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
 from graphsys.bsp.provider import EdgeProvider, EdgeResult, empty_result
+from graphsys.bsp.result import RESULT_METADATA, Result  # noqa: F401 (re-exported)
 from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
@@ -41,8 +39,6 @@ from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
 
-#: The schema metadata key of :meth:`Result.to_table` that holds the run's provenance.
-RESULT_METADATA = "graphsys.result"
 MODES = ("auto", "memory", "out-of-core")
 #: ``mode="auto"`` streams the edges of a run expected to end within this many supersteps
 #: (:func:`choose_mode`). Building the in-memory adjacency reads every bucket twice and
@@ -57,162 +53,6 @@ STREAM_MAX_SUPERSTEPS = 16
 BACKENDS = ("auto", "numba", "torch")
 SCHEDULES = ("sync", "async", "auto")
 DEFAULT_MAX_ITERS = 100
-
-
-@dataclass(repr=False)
-class Result:
-    """A finished run: the value of every node and the run's statistics.
-
-    Values are indexed by *internal* (global) node id ``0..N-1``, the Graph API's
-    partition-major numbering; :meth:`to_table`, :meth:`to_dict`, :meth:`top` and
-    :meth:`value` speak the graph's *original* node ids.
-
-    Attributes
-    ----------
-    values : numpy.ndarray
-        float64 (N,) by internal id (on every rank of a distributed run), or (N, d) rows
-        for a program whose :meth:`~graphsys.bsp.program.VertexProgram.result` returns
-        rows (HITS: hub, authority).
-    stats : RunStats
-        The run's statistics (``print(result.stats)`` shows one screen of totals).
-    graph : Graph
-        The graph the run read (maps internal ids to original ones).
-    provenance : dict
-        What a later run needs to start from this one (set by the algorithm front-ends and
-        ``graphsys run``): the algorithm, its source and parameters, and the edge sets read
-        with the digests of their buckets (:mod:`graphsys.bsp.incremental`); written into
-        :meth:`to_table`'s schema metadata.
-
-    Examples
-    --------
-    >>> import tempfile, numpy as np, graphsys
-    >>> from graphsys import bsp
-    >>> g = graphsys.from_numpy(np.array([10, 20, 30]), np.array([20, 30, 10]),
-    ...                         tempfile.mkdtemp() + "/g")
-    >>> result = bsp.bfs(g, 10)
-    >>> result.to_dict()
-    {10: 0.0, 20: 1.0, 30: 2.0}
-    >>> result.top(2, largest=False)
-    [(10, 0.0), (20, 1.0)]
-    >>> result.value(30)
-    2.0
-    >>> result.to_table().column_names
-    ['node', 'value']
-    """
-
-    values: np.ndarray
-    stats: RunStats
-    graph: object
-    provenance: dict | None = None
-
-    def __repr__(self) -> str:
-        return (f"Result({self.stats.algorithm}: values float64 {self.values.shape}, "
-                f"{self.stats.num_supersteps} supersteps, "
-                f"{'converged' if self.stats.converged else 'NOT converged'})")
-
-    def to_table(self) -> pa.Table:
-        """The values as a table keyed by original node id.
-
-        Returns
-        -------
-        pyarrow.Table
-            Columns ``node`` (original id: int64 or string) and ``value`` (float64, or
-            ``fixed_size_list<float64>[d]`` for (N, d) values), one row per node in
-            internal id order; the schema metadata ``graphsys.result`` holds
-            :attr:`provenance` as JSON, so a Parquet file of it can start a later run
-            (``init=``).
-        """
-        if self.values.ndim == 2:
-            value = pa.FixedSizeListArray.from_arrays(
-                pa.array(self.values.reshape(-1), pa.float64()), self.values.shape[1])
-        else:
-            value = pa.array(self.values, pa.float64())
-        table = pa.table({"node": pa.array(self.graph.node_ids()), "value": value})
-        if self.provenance:
-            table = table.replace_schema_metadata(
-                {RESULT_METADATA: json.dumps(self.provenance, sort_keys=True)})
-        return table
-
-    def to_dict(self) -> dict:
-        """The values keyed by original node id.
-
-        Returns
-        -------
-        dict
-            ``{original_id: value}``: a float, or a list of ``d`` floats for (N, d) values.
-        """
-        return dict(zip(_original_ids(self.graph, None), self.values.tolist()))
-
-    def top(self, k: int = 10, largest: bool = True) -> list[tuple]:
-        """The ``k`` nodes with the largest (or smallest) values.
-
-        Parameters
-        ----------
-        k : int, default 10
-            How many nodes (fewer when the graph has fewer).
-        largest : bool, default True
-            Largest values first; False: smallest first (BFS levels, distances).
-
-        Returns
-        -------
-        list of (original_id, float)
-            Sorted by value; equal values by internal id. ``inf`` (unreachable) counts as
-            large, NaN comes last.
-
-        Raises
-        ------
-        ParameterError
-            ``k`` is not a non-negative integer.
-        GraphsysError
-            The values are (N, d) rows (rank a column of :attr:`values` instead).
-        """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ParameterError("k", f"must be a non-negative integer, got {k!r}")
-        if self.values.ndim != 1:
-            raise GraphsysError(f"top ranks one value per node; this result has "
-                                f"{self.values.shape[1]} per node (rank a column of .values)")
-        key = -self.values if largest else self.values  # ascending key: best first
-        n, k = len(key), min(int(k), len(key))
-        if k == 0:
-            return []
-        if k < n and not np.isnan(key).any():
-            kth = key[np.argpartition(key, k - 1)[k - 1]]
-            cand = np.flatnonzero(key <= kth)  # the k best and any ties at the k-th value
-        else:
-            cand = np.arange(n)
-        best = cand[np.lexsort((cand, key[cand]))][:k]
-        return list(zip(_original_ids(self.graph, best), self.values[best].tolist()))
-
-    def value(self, original_id) -> float:
-        """The value of one node.
-
-        Parameters
-        ----------
-        original_id : int or str
-            The node's id in the graph (as ingested).
-
-        Returns
-        -------
-        float
-            Its value (a list of ``d`` floats for (N, d) values).
-
-        Raises
-        ------
-        GraphsysError
-            ``original_id`` is not a node of the graph (or not of its id type).
-        ParameterError
-            ``original_id`` is not one id (e.g. a list).
-        """
-        if not (np.isscalar(original_id) or isinstance(original_id, str)):
-            raise ParameterError("original_id", f"must be one node id, got {original_id!r}")
-        idx = int(self.graph.to_internal([original_id])[0])
-        return self.values[idx].tolist()
-
-
-def _original_ids(graph, internal: np.ndarray | None) -> list:
-    """Original ids (Python ints or strs) of the internal ids ``internal`` (None: all)."""
-    ids = graph.node_ids() if internal is None else graph.to_original(internal)
-    return ids.tolist() if isinstance(ids, np.ndarray) else ids.to_pylist()
 
 
 def resolve_backend(backend: str, device: torch.device) -> str:

@@ -4,7 +4,7 @@ old ranks, weakly connected components merge the old components along the new ed
 and BFS/SSSP lower the old distances from where the new edges improve them.
 
 Every result written by ``graphsys run --out`` or :meth:`Result.to_table
-<graphsys.bsp.engine.Result.to_table>` carries its provenance in the table's schema
+<graphsys.bsp.result.Result.to_table>` carries its provenance in the table's schema
 metadata (``graphsys.result``): the algorithm, its source and parameters, and each edge
 set it read with the digest of its buckets. A run given ``init=PREV`` (``graphsys run
 --init PREV.parquet``) starts from PREV when PREV is a result of the same algorithm (and
@@ -161,7 +161,7 @@ def provenance(algorithm: str, graph, edge_set, source=None,
 
 def _table(init) -> tuple[pa.Table, str]:
     """The previous result as a table: a Parquet file (a regular file, size checked), a
-    table, or a :class:`~graphsys.bsp.engine.Result`."""
+    table, or a :class:`~graphsys.bsp.result.Result`."""
     if isinstance(init, Result):
         try:
             return init.to_table(), "a result"

@@ -27,7 +27,10 @@ R-GCN on a typed graph's train/valid/test edge sets: ``graphsys gnn train --grap
 datasets/configs/fb15k-237-rgcn.toml --out RUN`` (a TOML file of training settings, its
 ``[rgcn]`` table the model's own); ``graphsys gnn evaluate RUN/checkpoint --edge-set test``
 ranks an edge set again under the saved model (filtered, both sides; an item checkpoint: as
-``gnn recommend --evaluate``).
+``gnn recommend --evaluate``). A TGN checkpoint (``--task temporal-link``): ``gnn evaluate``
+streams the run's validation and test events again from the memory it kept, and ``gnn
+embed`` writes every node's embedding at the end of the events
+(:mod:`graphsys.gnn.temporal_checkpoint`).
 
 ``graphsys gnn recommend DIR/checkpoint --users 1,2 --k 10`` prints each user's top-k
 items of a link-task checkpoint (original ids, with a ``title`` item column when there is
@@ -66,7 +69,8 @@ def register(subparsers) -> None:
                         f"on timestamped edges (model tgn, a chronological split) (default "
                         f"{field['task']})")
     t.add_argument("--model", default=field["model"], metavar="MODEL",
-                   help=f"{', '.join(GNN_MODELS.names())} (default {field['model']}), "
+                   help=f"{', '.join(GNN_MODELS.names())} (default sage; tgn, the only "
+                        f"model of task temporal-link, there), "
                         "rgcn (task link on a typed graph with train/valid/test edge sets: "
                         "R-GCN encoder, DistMult decoder, filtered MRR / Hits@k), or "
                         "module:Factory: "
@@ -145,9 +149,11 @@ def register(subparsers) -> None:
     e.set_defaults(func=run)
 
     v = sub.add_parser("evaluate", help="rank an edge set under a checkpoint: R-GCN "
-                                        "(filtered, both sides) or item recommendation")
+                                        "(filtered, both sides) or item recommendation; "
+                                        "stream a TGN run's validation and test events")
     v.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
-                   help="checkpoint directory written by gnn train --task link --out")
+                   help="checkpoint directory written by gnn train --task link or "
+                        "temporal-link --out")
     v.add_argument("--graph", type=Path, default=None,
                    help="graph directory (default: the one the checkpoint was trained on)")
     v.add_argument("--edge-set", default=None,
@@ -377,14 +383,21 @@ def _embed(args) -> int:
 
 def _evaluate(args) -> int:
     from graphsys.gnn.checkpoint import load_checkpoint
-    from graphsys.gnn.config import RGCN
+    from graphsys.gnn.config import RGCN, TGN
     from graphsys.gnn.recommendation import evaluate as evaluate_items
     from graphsys.gnn.rgcn_link import evaluate as evaluate_rgcn
 
     t0 = time.perf_counter()
     ks = _ints(args.ks, "ks") if args.ks is not None else None
     _, config, meta = load_checkpoint(args.checkpoint)
-    if config.get("model") == RGCN:
+    if config.get("model") == TGN:
+        from graphsys.gnn.temporal_checkpoint import evaluate_temporal
+
+        if args.edge_set is not None:
+            raise GraphsysError("--edge-set: a temporal checkpoint (tgn) streams its run's "
+                                "validation and test events; it ranks no edge set")
+        m = evaluate_temporal(args.checkpoint, graph=_opened(args.graph), ks=ks)
+    elif config.get("model") == RGCN:
         m = evaluate_rgcn(args.checkpoint, graph=args.graph, edge_set=args.edge_set, ks=ks)
     elif meta.get("task") == "link" and ("other_type" in meta
                                          or len(meta.get("types") or ()) == 2):
@@ -392,11 +405,18 @@ def _evaluate(args) -> int:
                            ks=ks or (10,))
     else:
         raise GraphsysError(f"{args.checkpoint}: a {meta.get('task')}-task checkpoint of "
-                            f"{config.get('model')}; gnn evaluate ranks R-GCN and item "
+                            f"{config.get('model')}; gnn evaluate ranks R-GCN, TGN and item "
                             f"(link task, split user) checkpoints, gnn train reports the "
                             f"others' test metrics")
     m["seconds"] = round(time.perf_counter() - t0, 3)
     return _print_metrics(args, m)
+
+
+def _opened(path: Path | None):
+    """The graph at ``path``, opened (None: None)."""
+    from graphsys.storage.graph import open_graph
+
+    return None if path is None else open_graph(path)
 
 
 def _print_metrics(args, m: dict) -> int:

@@ -280,6 +280,7 @@ def parse_pattern(text: str, labels: str | None):
     """The PATTERN argument (a name or ``0-1,1-2``) and ``--pattern-labels`` as a
     :class:`~graphsys.mining.Pattern`."""
     from graphsys.mining import Pattern
+    from graphsys.mining.pattern import NAMED
 
     lab = None
     if labels is not None:
@@ -288,7 +289,8 @@ def parse_pattern(text: str, labels: str | None):
         except ValueError:
             raise GraphsysError(f"--pattern-labels {labels!r}: give integers or * per "
                                 f"pattern node, comma-separated") from None
-    if "-" in text and text[0].isdigit() and not text.endswith("clique"):
+    if text not in NAMED and "-" in text and text[0].isdigit() \
+            and not text.endswith("clique"):  # 0-1,1-2: an edge list, 4-cycle: a name
         try:
             edges = [tuple(int(x) for x in pair.split("-")) for pair in text.split(",")]
         except ValueError:

@@ -574,7 +574,8 @@ def ingest_dataset(fetched: FetchResult, out: str | Path,
     ingest report and that metadata. ``split``: see :func:`plan_ingest`.
     """
     plan = plan_ingest(fetched, split)
-    metadata = dataset_metadata(fetched, plan)
+    metadata = {**dataset_metadata(fetched, plan),
+                "ingest_split": split or default_split(fetched.dataset)}
     opts = dataclasses.replace(options or IngestOptions(), undirected=plan.undirected,
                                dedupe=plan.dedupe, relation_types=plan.relation_types,
                                metadata=metadata)
@@ -602,7 +603,9 @@ def load_dataset(name: str, out: str | Path, *, partitions: int = 1,
         A registry name: ``"cora"``, ``"fb15k-237"``, ... (``graphsys datasets list``, or
         ``graphsys.datasets.load_registry()``).
     out : str or path-like
-        The graph directory to create.
+        The graph directory to create; one that already holds this dataset (the same
+        registry files, split, partitions and partitioner: a second run) is opened as it
+        is, one that holds anything else is refused.
     partitions : int, default 1
         Number of partitions ``P``.
     partitioner : str, default "hash"
@@ -633,7 +636,7 @@ def load_dataset(name: str, out: str | Path, *, partitions: int = 1,
     ------
     GraphsysError
         An unknown dataset name or split, a file whose digest does not match, a failed
-        download, or an ingest failure (e.g. ``out`` already holds a graph).
+        download, an ingest failure, or an ``out`` that holds another graph.
 
     See Also
     --------
@@ -651,12 +654,17 @@ def load_dataset(name: str, out: str | Path, *, partitions: int = 1,
     >>> g.num_nodes(), g.edge_set().num_edges  # doctest: +SKIP
     (2708, 10556)
     """
+    from graphsys.datasets.existing import open_existing
     from graphsys.datasets.fetch import fetch
     from graphsys.datasets.registry import get_dataset
     from graphsys.storage.graph import open_graph
     from graphsys.units import parse_size
 
-    fetched = fetch(get_dataset(name), cache=cache, mirror=mirror, log=log)
+    ds = get_dataset(name)
+    held = open_existing(out, ds, split or default_split(ds), partitions, partitioner)
+    if held is not None:  # a second run: the dataset is there already
+        return held
+    fetched = fetch(ds, cache=cache, mirror=mirror, log=log)
     opts = IngestOptions(partitions=partitions, partitioner=partitioner,
                          memory_limit=parse_size(memory_limit, field="memory_limit"),
                          progress=progress)

@@ -172,9 +172,10 @@ def grown_partition(fresh: np.ndarray, state: np.ndarray, source: CheckpointStor
 
 
 def new_edge_sets(graph: Graph, trained_on: str) -> list[str]:
-    """The edge sets appended to the view ``trained_on`` since a checkpoint was trained on
-    it (:func:`graphsys.storage.edge_views.appended`): the only ones that can name a new
-    entity, since the old edge sets were stored before it existed."""
+    """The edge sets a checkpoint trained on the view ``trained_on`` was not trained on:
+    those appended since (joined to a view or apart, ``join=False``) are the only ones that
+    can name a new entity, and any other, stored before the new entities existed, joins no
+    new entity to an old one (so it adds nothing to a new row's mean)."""
     from graphsys.storage import edge_views
 
     m = graph.manifest
@@ -182,7 +183,7 @@ def new_edge_sets(graph: Graph, trained_on: str) -> list[str]:
         old = edge_views.members(m, trained_on)
     except GraphsysError:  # the training edge set is gone: nothing to take means from
         return []
-    return [s for base in old for s in edge_views.appended(m, base) if s not in old]
+    return [s for s in m.edge_sets if s not in old]
 
 
 def served_rows(graph: Graph, source: CheckpointStorage, version: int, config,
@@ -191,7 +192,7 @@ def served_rows(graph: Graph, source: CheckpointStorage, version: int, config,
     """The rows a checkpoint lacks for the entities appended to its graph since training,
     as ``init_from`` starts them (see the module docstring): per (entity type, partition)
     that grew, float32 ``(n_new, d)``; a new entity with an old neighbour in the edge sets
-    appended to ``trained_on`` (:func:`new_edge_sets`) gets their mean, any other the
+    appended since ``trained_on`` (:func:`new_edge_sets`) gets their mean, any other the
     seeded ``N(0, init_scale)`` draw of a fresh run (its seed, the partition's stream)."""
     sets = new_edge_sets(graph, trained_on)
     means = neighbour_means(graph, sets, source, version, old) if sets else {}

@@ -315,9 +315,10 @@ def grown_rows(state: dict[str, torch.Tensor], prefix: str, graph, etype: str,
     embedding, an item bias: tensors whose first dimension is the trained node count
     ``sum(old)``) laid out for ``graph``, the training graph grown by appends: each old
     node's row moves to its new type-global id (partition ``p``'s first ``old[p]`` nodes
-    are the trained ones), and a new node gets the mean of its old neighbours' rows in the
-    graph's default view when the graph has one entity type, else the mean of every old
-    row (a bias: 0)."""
+    are the trained ones), and a new node gets the mean of its old neighbours' rows in
+    every stored edge set (an append joined to the default view or apart: the edge sets
+    stored before it join no new node to an old one) when the graph has one entity type,
+    else the mean of every old row (a bias: 0)."""
     now = [int(x) for x in graph.partition_sizes(etype)]
     old_start = np.concatenate([[0], np.cumsum(old)]).astype(np.int64)
     new_start = np.concatenate([[0], np.cumsum(now)]).astype(np.int64)
@@ -345,7 +346,7 @@ def grown_rows(state: dict[str, torch.Tensor], prefix: str, graph, etype: str,
 
 def _neighbour_sums(graph, is_new: np.ndarray, where: np.ndarray, value: torch.Tensor):
     """Per new node (in id order): the sum of its old neighbours' rows of ``value`` (rows
-    of old nodes in trained order) over the default view, either direction, and their
+    of old nodes in trained order) over every stored edge set, either direction, and their
     count."""
     old_of = np.full(len(is_new), -1, np.int64)
     old_of[where] = np.arange(len(where))
@@ -353,7 +354,7 @@ def _neighbour_sums(graph, is_new: np.ndarray, where: np.ndarray, value: torch.T
     rows = value.detach().numpy().astype(np.float64)
     sums = np.zeros((int(is_new.sum()), rows.shape[1]))
     counts = np.zeros(int(is_new.sum()), np.int64)
-    for s, d, _, _ in graph.iter_edges():
+    for s, d, _, _ in graph.iter_edges(list(graph.manifest.edge_sets)):
         s, d = np.asarray(s, np.int64), np.asarray(d, np.int64)
         for a, b in ((s, d), (d, s)):
             m = is_new[a] & ~is_new[b]

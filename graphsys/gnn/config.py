@@ -221,10 +221,12 @@ class TrainConfig:
         graph (default ``"node"``).
     model : str
         A builtin model (``"sage"``, ``"gcn"``, ``"gat"``, ``"gin"``, ``"pinsage"``; see
-        :class:`~graphsys.gnn.GNN`), a ``"module:Factory"`` spec (default ``"sage"``), or
-        ``"rgcn"`` (task link: R-GCN encoder and DistMult decoder on a typed graph's
-        ``train`` / ``valid`` / ``test`` edge sets, :mod:`graphsys.gnn.rgcn_link`; its
-        settings in ``rgcn``).
+        :class:`~graphsys.gnn.GNN`), a ``"module:Factory"`` spec (node task), ``"rgcn"``
+        (task link: R-GCN encoder and DistMult decoder on a typed graph's ``train`` /
+        ``valid`` / ``test`` edge sets, :mod:`graphsys.gnn.rgcn_link`; its settings in
+        ``rgcn``) or ``"tgn"`` (task temporal-link, its only model). Default None: ``"sage"``,
+        or ``"tgn"`` for task temporal-link; a model the task does not train is refused in
+        one line naming the ones it does.
     fanouts : list of int, optional
         Neighbours per layer, input layer first (-1 = all); its length is the number of
         layers. None: every neighbour in 2 layers (node task), ``[10, 10]`` (link task).
@@ -370,7 +372,7 @@ class TrainConfig:
     """
 
     task: str = "node"
-    model: str = "sage"
+    model: str | None = None
     fanouts: list[int] | None = None
     hidden: int = 64
     epochs: int | None = None
@@ -443,19 +445,7 @@ class TrainConfig:
             raise ParameterError("task", f"must be node, link or temporal-link, got "
                                          f"{self.task!r}")
         self._check_temporal_keys()
-        if self.task == "temporal-link":
-            pass
-        elif self.model == TGN:
-            raise ParameterError("model", "tgn is the temporal link model: task "
-                                          "temporal-link")
-        elif self.model == RGCN:
-            if self.task != "link":
-                raise ParameterError("model", "rgcn (R-GCN encoder, DistMult decoder) is a "
-                                              "link-prediction model of typed graphs: task link")
-        elif self.model not in GNN_MODELS and ":" not in self.model:
-            raise ParameterError("model", f"must be one of {', '.join(GNN_MODELS.names())}, "
-                                          f"{RGCN} (task link) or module:Factory, got "
-                                          f"{self.model!r}")
+        self._check_model()
         defaults = {**TASK_DEFAULTS[self.task],
                     **MODEL_DEFAULTS.get((self.task, self.model), {})}
         for name, value in defaults.items():
@@ -517,8 +507,7 @@ class TrainConfig:
 
     def _check_temporal_keys(self) -> None:
         """``until``, ``valid_from``/``test_from`` (times, checked by parsing; kept as
-        given) and, for ``task="temporal-link"``, the model (``tgn``; the default
-        ``sage`` becomes it) and ``temporal_strategy``."""
+        given), ``temporal_strategy`` and, for ``task="temporal-link"``, ``fanouts``."""
         from graphsys.storage.time_view import parse_time
 
         for name in ("until", "valid_from", "test_from"):
@@ -537,15 +526,29 @@ class TrainConfig:
                                  f"{', '.join(TEMPORAL_STRATEGIES)}, got "
                                  f"{self.temporal_strategy!r}")
         if self.task == "temporal-link":
-            if self.model == "sage":
-                self.model = TGN
-            if self.model != TGN:
-                raise ParameterError("model", f"of task temporal-link must be {TGN}, got "
-                                              f"{self.model!r}")
             if self.fanouts is not None and len(self.fanouts) != 1:
                 raise ParameterError("fanouts", f"of task temporal-link is one number, the "
                                                 f"temporal neighbours per event, got "
                                                 f"{self.fanouts!r}")
+
+    def _check_model(self) -> None:
+        """``model``: None becomes the task's default (``tgn`` for temporal-link, else
+        ``sage``); a model the task does not train is refused, naming those it does
+        (:func:`task_models`)."""
+        if self.model is None:
+            self.model = TGN if self.task == "temporal-link" else "sage"
+        if not isinstance(self.model, str):
+            raise ParameterError("model", f"must be a model name, got {self.model!r}")
+        ok = (self.model == TGN if self.task == "temporal-link" else
+              self.model in GNN_MODELS or self.model == RGCN and self.task == "link"
+              or ":" in self.model and self.task == "node")
+        if not ok:
+            home = {TGN: "temporal-link", RGCN: "link"}.get(self.model)
+            hint = f" ({self.model} is a model of task {home})" if home else ""
+            models = task_models(self.task)
+            raise ParameterError("model", f"of task {self.task} must be "
+                                          f"{'one of ' if ' or ' in models else ''}{models}, "
+                                          f"got {self.model!r}{hint}")
 
     def _check_rgcn(self) -> None:
         """The R-GCN settings: only with ``model="rgcn"``, which takes them (default
@@ -609,6 +612,21 @@ class TrainConfig:
         if not ks or any(int(k) != k or k < 1 for k in ks):
             raise ParameterError("metrics_k", f"must be integers >= 1, got {self.metrics_k}")
         self.metrics_k = tuple(sorted({int(k) for k in ks}))
+
+
+def task_models(task: str) -> str:
+    """The models ``task`` trains, as one line: ``tgn`` (temporal-link); the builtin
+    models and ``rgcn`` (link); the builtin models and ``module:Factory`` (node).
+
+    Examples
+    --------
+    >>> task_models("temporal-link")
+    'tgn'
+    """
+    if task == "temporal-link":
+        return TGN
+    extra = RGCN if task == "link" else "module:Factory"
+    return f"{', '.join(GNN_MODELS.names())} or {extra}"
 
 
 def load_train_config(path: str | Path, overrides: dict[str, Any] | None = None

@@ -15,7 +15,9 @@ def open_source(dataset: str | None = None, graph: str | Path | None = None, *,
                 partitions: int = 2, split: str | None = None, log=None) -> Graph:
     """Open ``graph``, or fetch + ingest the registry ``dataset`` with ``split`` (``public``
     or ``random``; None = public where the dataset has it) into
-    ``<cache>/graphs/<name>-<split>-p<partitions>`` (reused when present) and open that."""
+    ``<cache>/graphs/<name>-<split>-p<partitions>`` (``<name>-p<partitions>`` for a dataset
+    whose split is not stored in the graph, as a temporal one) (reused when present) and
+    open that."""
     if (dataset is None) == (graph is None):
         raise GraphsysError("give exactly one graph source: dataset (a registry name) or "
                             "graph (a directory)")
@@ -33,7 +35,11 @@ def open_source(dataset: str | None = None, graph: str | Path | None = None, *,
     split = split or default_split(ds)
     if split not in SPLITS:
         raise GraphsysError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    out = cache_dir(cache) / "graphs" / f"{ds.name}-{split}-p{partitions}"
+    # the split names the graph only where it changes what is stored (a dataset without a
+    # stored split, e.g. a temporal one split by time in training, is one graph)
+    named = split != "random" or ds.split.get("method") == "per-class-random"
+    name = f"{ds.name}-{split}" if named else ds.name
+    out = cache_dir(cache) / "graphs" / f"{name}-p{partitions}"
     if not (out / "manifest.json").is_file():
         # the ranks of a torchrun job (or any processes) given the same dataset: the first
         # to take the lock fetches and ingests it, the others wait for it and open its graph

@@ -26,13 +26,14 @@ from graphsys.gnn.checkpoint import (
     meta_field,
     train_config_of,
 )
-from graphsys.gnn.config import RGCN, TrainConfig
+from graphsys.gnn.config import RGCN, TGN, TrainConfig
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.inputs import ItemInput, NodeInput, link_input, node_task_data
 from graphsys.gnn.item_task import interaction_split
 from graphsys.gnn.link import link_data
 from graphsys.gnn.model import GNN
 from graphsys.gnn.rgcn_link import RGCNData, encodings, load_rgcn
+from graphsys.gnn.time_split import pair_cut
 from graphsys.plugins import GNN_MODELS
 from graphsys.sampling.adjacency import from_coo, homogeneous_adjacency
 from graphsys.storage.embedding_files import EmbeddingWriter
@@ -49,7 +50,8 @@ def _held_out_edges_model(graph: Graph, cfg: TrainConfig, meta: dict, checkpoint
                             f"embeds one entity type (train's result holds every node's "
                             f"embedding in extra['embeddings'])")
     data = link_data(graph, meta["entity_type"], cfg.link_val_fraction,
-                     cfg.link_test_fraction, cfg.seed, meta["link_split"])
+                     cfg.link_test_fraction, cfg.seed, meta["link_split"],
+                     cut=pair_cut(graph, cfg.valid_from, cfg.test_from))
     inp = link_input(graph, data, cfg.hidden)
     return inp, eval_blocks(link_sampler(cfg, data.adj), cfg.seed)
 
@@ -89,7 +91,9 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     (layout: :mod:`graphsys.storage.embedding_files`). Node task: the model's outputs (class
     scores); link task: the item embeddings, on the training graph with fixed-seed PinSage
     neighbourhoods, as at evaluation time; R-GCN: the node encodings over the training
-    edge set (a graph of one entity type).
+    edge set (a graph of one entity type); TGN (task temporal-link): every node's
+    embedding at the end of its training graph's events
+    (:func:`~graphsys.gnn.temporal_checkpoint.embed_temporal`).
 
     Parameters
     ----------
@@ -149,6 +153,10 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     state, config, meta = load_checkpoint(checkpoint)
     if config.get("model") == RGCN:
         return _embed_rgcn(checkpoint, out, graph, log)
+    if config.get("model") == TGN:
+        from graphsys.gnn.temporal_checkpoint import embed_temporal
+
+        return embed_temporal(checkpoint, out, graph=graph, device=device, log=log)
     if graph is None:
         graph = open_graph(meta_field(meta, "graph", checkpoint))
     old = check_graph(meta, graph, checkpoint, grown=True)

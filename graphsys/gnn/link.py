@@ -311,6 +311,11 @@ def link_data(graph: Graph, entity_type: str | None, val_fraction: float,
         train, val, test = cut(time)
     else:
         train, val, test = split_edges(len(head), val_fraction, test_fraction, seed, time)
+    for side, mask, name, fraction in (("validation", val, "link_val_fraction", val_fraction),
+                                       ("test", test, "link_test_fraction", test_fraction)):
+        if not mask.any():  # select or report on no edge: refused, not a metric of 0
+            raise ParameterError(name, f"= {fraction} holds out no {side} edge of "
+                                       f"{len(head):,}")
     h, t = head[train], tail[train]
     adj = from_coo(np.r_[h, t], np.r_[t, h], n, n)
     rows, cols = (np.r_[head, tail], np.r_[tail, head]) if symmetric else (head, tail)

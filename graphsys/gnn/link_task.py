@@ -49,7 +49,7 @@ from graphsys.gnn.loop import (
 )
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
-from graphsys.gnn.time_split import split_at_times
+from graphsys.gnn.time_split import pair_cut
 from graphsys.plugins import GNN_MODELS
 from graphsys.ranking import protocol
 from graphsys.sampling._util import derive_seed
@@ -82,10 +82,8 @@ def run_link_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | N
         raise ParameterError("model", f"of the link task must be a builtin "
                                       f"({', '.join(GNN_MODELS.names())}), got {cfg.model!r}")
     split = link_split_of(graph, cfg)
-    cut = (None if cfg.valid_from is None else
-           lambda t: split_at_times(t, cfg.valid_from, cfg.test_from))
     data = link_data(graph, cfg.entity_type, cfg.link_val_fraction, cfg.link_test_fraction,
-                     cfg.seed, split, cut=cut)
+                     cfg.seed, split, cut=pair_cut(graph, cfg.valid_from, cfg.test_from))
     n = data.num_nodes
     lo, hi = data.tails
     sampler = link_sampler(cfg, data.adj)
@@ -208,7 +206,7 @@ def load_link_model(checkpoint: str | Path, state: dict[str, torch.Tensor], conf
     cfg = train_config_of(meta, checkpoint)
     split = meta_field(meta, "link_split", checkpoint)
     data = link_data(graph, cfg.entity_type, cfg.link_val_fraction, cfg.link_test_fraction,
-                     cfg.seed, split)
+                     cfg.seed, split, cut=pair_cut(graph, cfg.valid_from, cfg.test_from))
     if [list(t) for t in data.types] != meta_field(meta, "types", checkpoint, list):
         raise GraphsysError(f"{checkpoint}: trained on node types {meta['types']}, the graph "
                             f"{graph.path} gives {[list(t) for t in data.types]}")

@@ -26,7 +26,9 @@ protocol ``sampled@N, raw`` (candidates that are true destinations are not filte
 and against one more uniform negative per event, ``ap`` and ``auc`` (TGN's and PyG's
 ``examples/tgn.py`` protocol, random negatives). The model of the best validation MRR is
 kept; ``metrics`` are its test metrics (each evaluation computes both, so the test figures
-are those of the same pass over time).
+are those of the same pass over time). Its checkpoint (``out/checkpoint``) holds the model
+with its memory after the whole stream and, as :data:`TRAIN_END` tensors, as validation
+began: :mod:`graphsys.gnn.temporal_checkpoint` evaluates it again and embeds every node.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from graphsys.errors import GraphsysError
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import graph_identity, save_checkpoint
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.loop import (
@@ -129,6 +131,103 @@ def event_metrics(pos: np.ndarray, neg: np.ndarray, heads: np.ndarray, ks) -> di
     return out
 
 
+def event_split(ev: Events, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chronological split of the events (train, valid, test masks; see the module
+    docstring); a side left empty (fractions rounding to no event, say) is refused in one
+    line naming it and the events' time range, before anything trains."""
+    masks = chronological_split(ev.time, val_fraction=cfg.link_val_fraction,
+                                test_fraction=cfg.link_test_fraction,
+                                valid_from=cfg.valid_from, test_from=cfg.test_from)
+    for side, mask, name in zip(("training", "validation", "test"), masks,
+                                ("link_val_fraction", "link_val_fraction",
+                                 "link_test_fraction")):
+        if not mask.any():
+            raise ParameterError(name, f"= {getattr(cfg, name)} leaves no {side} event (the "
+                                       f"{len(ev.time):,} events run from {ev.time[0]} to "
+                                       f"{ev.time[-1]})")
+    return masks
+
+
+#: The checkpoint's tensors of the memory as the validation events began (after the
+#: training events), ``train_end.memory`` ...: what evaluating it again starts from.
+TRAIN_END = "train_end."
+
+
+def memory_state(model: TGN, prefix: str) -> dict[str, torch.Tensor]:
+    """Copies of the memory's buffers (memory, last update, pending messages) of ``model``
+    under ``prefix``."""
+    return {prefix + name: buf.detach().clone() for name, buf in model.memory.named_buffers()}
+
+
+class EventStream:
+    """TGN over the events ``ev``: one batch of events scored and then taken into the memory
+    (:meth:`step`), the streaming evaluation of a split (:meth:`evaluate`), and the
+    embeddings of nodes as of a time (:meth:`embed_at`)."""
+
+    def __init__(self, model: TGN, ev: Events, sampler: TemporalNeighborSampler, k: int,
+                 device):
+        self.model, self.ev, self.sampler, self.k, self.device = model, ev, sampler, k, device
+        self.raw_by_eid = torch.from_numpy(ev.raw_by_eid).to(device)
+
+    def embed_at(self, query: np.ndarray, t0):
+        """Embeddings (Q, d) of the sorted unique nodes ``query`` from their ``k`` events
+        strictly before the time ``t0`` (the column's type), and ``(nodes, mem, last)``:
+        the nodes read and their memory with pending messages applied."""
+        ev, model, device = self.ev, self.model, self.device
+        hop = self.sampler.sample_hop(query, np.asarray(t0).repeat(len(query)), self.k)
+        used = hop.mask
+        nodes = np.unique(np.concatenate([query, hop.nbr[used]]))
+        mem, last = model.memory.read(torch.from_numpy(nodes).to(device))
+        qpos = torch.from_numpy(np.searchsorted(nodes, query)).to(device)
+        npos = torch.from_numpy(np.searchsorted(nodes, np.where(used, hop.nbr, nodes[0])))
+        # each event's gap: its neighbour's last update minus the event's time (PyG's
+        # TGN example's; whether the neighbour was active since)
+        t_edge = torch.from_numpy(ev.seconds(hop.time)).to(device)
+        delta = last.index_select(0, npos.reshape(-1).to(device)).view(npos.shape) - t_edge
+        raw = self.raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0)).to(device)]
+        mask = torch.from_numpy(used).to(device)
+        z = model.embed(F.embedding(qpos, mem), mem, npos.to(device), raw, delta, mask)
+        return z, (nodes, mem, last)
+
+    def step(self, idx: np.ndarray, cand: np.ndarray, *, grad: bool):
+        """One batch of events ``idx`` (time order): scores of the true destinations and of
+        ``cand`` (B, M) candidates; then the memory takes the batch's events."""
+        ev, model, device = self.ev, self.model, self.device
+        s, d = ev.src[idx], ev.dst[idx]
+        query = np.unique(np.concatenate([s, d, cand.ravel()]))
+        with torch.set_grad_enabled(grad):
+            z, (nodes, mem, last) = self.embed_at(query, ev.time[idx[0]])
+            at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
+            si = at(s)
+            pos = model.predictor.pairs(z, si, at(d))
+            neg = model.predictor.pairs(z, si, at(cand))
+        # the batch's ends keep their updated memory; its events become pending messages
+        ends = np.unique(np.concatenate([s, d]))
+        epos = torch.from_numpy(np.searchsorted(nodes, ends)).to(device)
+        model.memory.commit(torch.from_numpy(ends).to(device), mem[epos], last[epos])
+        model.memory.store(torch.from_numpy(s).to(device), torch.from_numpy(d).to(device),
+                           torch.from_numpy(ev.seconds(ev.time[idx])).to(device),
+                           self.raw_by_eid[torch.from_numpy(ev.eid[idx]).to(device)])
+        return pos, neg
+
+    def evaluate(self, mask: np.ndarray, which: int, cfg: TrainConfig) -> dict[str, float]:
+        """Stream the events under ``mask`` (``which``: 1 validation, 2 test), batch by
+        batch: score against the split's fixed candidates, then update the memory."""
+        idx_all = np.flatnonzero(mask)
+        cand_all = eval_candidates(len(idx_all), self.ev.num_nodes, cfg.link_eval_negatives,
+                                   cfg.seed, which)
+        pos_all, neg_all = [], []
+        self.model.eval()
+        with torch.no_grad():
+            for a in range(0, len(idx_all), cfg.batch_size):
+                pos, neg = self.step(idx_all[a:a + cfg.batch_size],
+                                     cand_all[a:a + cfg.batch_size], grad=False)
+                pos_all.append(pos.double().cpu().numpy())
+                neg_all.append(neg.double().cpu().numpy())
+        return event_metrics(np.concatenate(pos_all), np.concatenate(neg_all),
+                             self.ev.src[idx_all], cfg.metrics_k)
+
+
 def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | None = None,
                       log: Callable[[dict], None] | None = None, progress: bool = False
                       ) -> GNNResult:
@@ -136,9 +235,7 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
     t0 = time.perf_counter()
     seed_all(cfg.seed)
     ev = Events(graph)
-    train_m, val_m, test_m = chronological_split(
-        ev.time, val_fraction=cfg.link_val_fraction, test_fraction=cfg.link_test_fraction,
-        valid_from=cfg.valid_from, test_from=cfg.test_from)
+    train_m, val_m, test_m = event_split(ev, cfg)
     n = ev.num_nodes
     k = (cfg.fanouts or [10])[0]
     sampler = TemporalNeighborSampler(graph, k, strategy=cfg.temporal_strategy)
@@ -150,68 +247,25 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
                                fused=True)
     except RuntimeError:  # a torch without a fused CPU Adam (before 2.4): the same step
         opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    raw_by_eid = torch.from_numpy(ev.raw_by_eid).to(device)
     negatives = cfg.num_negatives or 1
     ranked = protocol(cfg.link_eval_negatives if cfg.link_eval_negatives > 0 else None,
                       filtered=False)
     train_idx = np.flatnonzero(train_m)
     per_epoch = -(-len(train_idx) // cfg.batch_size)
     meta = {"task": "temporal-link", "graph": str(graph.path), "train_config": config_json(cfg),
-            "num_nodes": n, "events": {"train": int(train_m.sum()), "valid": int(val_m.sum()),
-                                       "test": int(test_m.sum())}}
+            "num_nodes": n, "entity_type": graph.entity_types[0],
+            "events": {"train": int(train_m.sum()), "valid": int(val_m.sum()),
+                       "test": int(test_m.sum())}, "memory_at_train_end": TRAIN_END}
     if out is not None:  # which nodes its memory rows belong to
         meta["graph_identity"] = graph_identity(graph)
+    train_end: dict[str, torch.Tensor] = {}
 
     def save(path: Path):
-        save_checkpoint(path, dict(model.state_dict()), model.config(), meta)
+        # the memory after the stream (its buffers) and as validation began (train_end)
+        save_checkpoint(path, {**model.state_dict(), **train_end}, model.config(), meta)
 
-    def step(idx: np.ndarray, cand: np.ndarray | None, *, grad: bool):
-        """One batch of events ``idx`` (time order): scores of the true destinations and of
-        ``cand`` (B, M) candidates; then the memory takes the batch's events."""
-        s, d = ev.src[idx], ev.dst[idx]
-        query = np.unique(np.concatenate([s, d, cand.ravel()]))
-        hop = sampler.sample_hop(query, ev.time[idx[:1]].repeat(len(query)), k)
-        used = hop.mask
-        nodes = np.unique(np.concatenate([query, hop.nbr[used]]))
-        nodes_t = torch.from_numpy(nodes).to(device)
-        with torch.set_grad_enabled(grad):
-            mem, last = model.memory.read(nodes_t)
-            qpos = torch.from_numpy(np.searchsorted(nodes, query)).to(device)
-            npos = torch.from_numpy(np.searchsorted(nodes, np.where(used, hop.nbr, nodes[0])))
-            # each event's gap: its neighbour's last update minus the event's time (PyG's
-            # TGN example's; whether the neighbour was active since)
-            t_edge = torch.from_numpy(ev.seconds(hop.time)).to(device)
-            delta = last.index_select(0, npos.reshape(-1).to(device)).view(npos.shape) - t_edge
-            raw = raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0)).to(device)]
-            mask = torch.from_numpy(used).to(device)
-            z = model.embed(F.embedding(qpos, mem), mem, npos.to(device), raw, delta, mask)
-            at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
-            si = at(s)
-            pos = model.predictor.pairs(z, si, at(d))
-            neg = model.predictor.pairs(z, si, at(cand))
-        # the batch's ends keep their updated memory; its events become pending messages
-        ends = np.unique(np.concatenate([s, d]))
-        epos = torch.from_numpy(np.searchsorted(nodes, ends)).to(device)
-        model.memory.commit(torch.from_numpy(ends).to(device), mem[epos], last[epos])
-        model.memory.store(torch.from_numpy(s).to(device), torch.from_numpy(d).to(device),
-                           torch.from_numpy(ev.seconds(ev.time[idx])).to(device),
-                           raw_by_eid[torch.from_numpy(ev.eid[idx]).to(device)])
-        return pos, neg
-
-    def run_events(mask: np.ndarray, which: int) -> dict[str, float]:
-        """Stream the events under ``mask``: score, then update the memory."""
-        idx_all = np.flatnonzero(mask)
-        cand_all = eval_candidates(len(idx_all), n, cfg.link_eval_negatives, cfg.seed, which)
-        pos_all, neg_all = [], []
-        model.eval()
-        with torch.no_grad():
-            for a in range(0, len(idx_all), cfg.batch_size):
-                pos, neg = step(idx_all[a:a + cfg.batch_size],
-                                cand_all[a:a + cfg.batch_size], grad=False)
-                pos_all.append(pos.double().cpu().numpy())
-                neg_all.append(neg.double().cpu().numpy())
-        return event_metrics(np.concatenate(pos_all), np.concatenate(neg_all),
-                             ev.src[idx_all], cfg.metrics_k)
+    stream = EventStream(model, ev, sampler, k, device)
+    step = stream.step
 
     monitor = Monitor(cfg, out, log, save)
     best_test: dict[str, float] = {}
@@ -238,8 +292,9 @@ def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path
             finite_params((model,), epoch, out)
             if epoch % cfg.eval_every and epoch != cfg.epochs:
                 continue
-            val = run_events(val_m, 1)
-            test = run_events(test_m, 2)
+            train_end = memory_state(model, TRAIN_END)
+            val = stream.evaluate(val_m, 1, cfg)
+            test = stream.evaluate(test_m, 2, cfg)
             record = {"epoch": epoch, "loss": loss_sum / per_epoch,
                       **{f"val_{key}": v for key, v in val.items()}, "protocol": ranked,
                       "epoch_seconds": round(epoch_seconds, 3),

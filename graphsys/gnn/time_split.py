@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.gnn.link import split_edges
+from graphsys.gnn.link import TIME_COLUMN, split_edges
 from graphsys.storage.time_view import time_bound
 
 
@@ -38,7 +38,8 @@ def _checked(time) -> np.ndarray:
     return t
 
 
-def split_at_times(time, valid_from, test_from) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def split_at_times(time, valid_from, test_from, *, span: str | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean masks (train, valid, test) of the edges stamped ``time``: before
     ``valid_from``, from ``valid_from`` to before ``test_from``, from ``test_from`` on.
 
@@ -48,7 +49,10 @@ def split_at_times(time, valid_from, test_from) -> tuple[np.ndarray, np.ndarray,
         One integer or float stamp per edge.
     valid_from, test_from : int, float, str or datetime
         The two cut times (:func:`~graphsys.storage.time_view.parse_time`); ``valid_from
-        <= test_from``.
+        < test_from``.
+    span : str, optional
+        What a refusal says the stamps are (default ``"the stamps run from LO to HI"``, the
+        range of ``time``).
 
     Returns
     -------
@@ -58,8 +62,8 @@ def split_at_times(time, valid_from, test_from) -> tuple[np.ndarray, np.ndarray,
     Raises
     ------
     ParameterError
-        Cuts in the wrong order, or a side left empty (naming the cut and the stamps'
-        range).
+        Cuts in the wrong order, or a side left empty: training, validation or test
+        (naming the cut and the stamps' range).
 
     Examples
     --------
@@ -76,11 +80,15 @@ def split_at_times(time, valid_from, test_from) -> tuple[np.ndarray, np.ndarray,
     test = t >= hi
     valid = (t >= lo) & ~test
     train = ~(valid | test)
-    span = f"the stamps run from {t.min()} to {t.max()}" if len(t) else "there are no edges"
-    for name, mask, cut in (("valid_from", train, valid_from), ("test_from", test, test_from)):
+    if span is None:
+        span = (f"the stamps run from {t.min()} to {t.max()}" if len(t)
+                else "there are no edges")
+    for name, mask, side, cut in (("valid_from", train, "training", f"= {valid_from}"),
+                                  ("test_from", valid, "validation",
+                                   f"= {test_from} with valid_from = {valid_from}"),
+                                  ("test_from", test, "test", f"= {test_from}")):
         if not mask.any():
-            side = "training" if name == "valid_from" else "test"
-            raise ParameterError(name, f"= {cut} leaves no {side} edge ({span})")
+            raise ParameterError(name, f"{cut} leaves no {side} edge ({span})")
     return train, valid, test
 
 
@@ -116,3 +124,22 @@ def chronological_split(time, *, val_fraction: float = 0.05, test_fraction: floa
     if valid_from is not None:
         return split_at_times(time, valid_from, test_from)
     return split_by_fractions(time, val_fraction, test_fraction)
+
+
+def pair_cut(graph, valid_from, test_from):
+    """The link task's ``cut`` (:func:`graphsys.gnn.link.link_data`) at the given times,
+    or None when they are None: :func:`split_at_times` of the target pairs' dates (each
+    distinct pair dated by its earliest edge), a refusal naming both the range of those
+    dates and that of the edges' own stamps in ``graph``'s default view."""
+    if valid_from is None:
+        return None
+
+    def cut(dates):
+        stamps = [c for c in graph.edge_column(TIME_COLUMN) if len(c)]
+        edges = (f"; the edges' stamps run from {min(c.min() for c in stamps)} to "
+                 f"{max(c.max() for c in stamps)}" if stamps else "")
+        span = (f"each distinct pair is dated by its earliest edge, and those dates run "
+                f"from {np.min(dates)} to {np.max(dates)}{edges}" if len(dates)
+                else "there are no edges")
+        return split_at_times(dates, valid_from, test_from, span=span)
+    return cut

@@ -69,8 +69,42 @@ def test_string_ids_and_vector_values(tmp_path):
     assert pr.value("b") == pytest.approx(1 / 3)
     hits = bsp.hits(g)
     assert len(hits.value("a")) == 2 and len(hits.to_dict()["c"]) == 2
-    with pytest.raises(GraphsysError, match="2 per node"):
-        hits.top(1)
+    assert hits.columns == ("hub", "authority")
+    assert hits.top(3) == hits.top(3, column="authority") == hits.top(3, column=1)
+    with pytest.raises(ParameterError, match=r"column must be one of the result's columns "
+                                             r"\(hub, authority\), got 'x'"):
+        hits.top(1, column="x")
+    with pytest.raises(ParameterError, match="one value per node"):
+        pr.top(1, column=0)
+
+
+def _reference_top(values, ids, k, largest=True):
+    """The k best (value, then original id order of internal ids) by a full sort."""
+    key = [(-v if largest else v, i) for i, v in enumerate(values)]
+    return [(ids[i], values[i]) for _, i in sorted(key)[:k]]
+
+
+@pytest.mark.parametrize("name", sorted(__import__("graphsys.plugins").plugins.ALGORITHMS
+                                        .names()))
+def test_top_works_for_every_builtin_algorithm(tmp_path, name):
+    """Every built-in algorithm's result ranks with ``top`` (HITS's raised: two values per
+    node); a result of rows ranks each of its columns, the default being the last."""
+    from graphsys.plugins import ALGORITHMS
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 30, 120) + 10, rng.integers(0, 30, 120) + 10
+    g = from_numpy(src, dst, tmp_path / "g", partitions=2)
+    run = getattr(bsp, {"lpa": "label_propagation", "ppr": "personalized_pagerank"}.get(
+        name, name))                                    # the front-end of each built-in
+    res = run(g, int(src[0])) if ALGORITHMS.get(name).needs_source else run(g)
+    ids = g.node_ids().tolist()
+    cols = [res.values] if res.values.ndim == 1 else list(res.values.T)
+    for c, values in enumerate(cols):
+        want = _reference_top(values.tolist(), ids, 3)
+        got = res.top(3) if res.values.ndim == 1 else res.top(3, column=c)
+        assert [n for n, _ in got] == [n for n, _ in want] and got == want
+    if res.values.ndim == 2:
+        assert res.top(3) == res.top(3, column=res.values.shape[1] - 1)
 
 
 def test_run_stats_print_one_screen(path_graph):

@@ -211,3 +211,58 @@ def test_train_defaults_are_the_configs():
     train_help = next(a for a in gnn_parser._actions
                       if isinstance(a, argparse._SubParsersAction)).choices["train"].format_help()
     assert "default 200 node, 20 link" in " ".join(train_help.split())
+
+
+@pytest.fixture
+def timed_dir(tmp_path):
+    """1,000 events over 90 recurring pairs of 60 nodes, stamped 1..999: the pairs are all
+    seen early, so their first stamps end long before the events do."""
+    import numpy as np
+    import pyarrow as pa
+
+    import graphsys
+
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 60, 90), rng.integers(0, 60, 90)
+    k = rng.integers(0, 90, 1000)
+    stamps = np.sort(rng.integers(1, 1000, 1000))
+    stamps[[0, -1]] = 1, 999
+    graphsys.from_arrow(pa.table({"src": a[k], "dst": b[k], "timestamp": stamps}),
+                        tmp_path / "timed", edge_columns=["timestamp"])
+    return tmp_path / "timed"
+
+
+@pytest.mark.parametrize("extra,message", [
+    # the temporal task trains TGN only: another model is refused, not swapped for tgn
+    (["--task", "temporal-link", "--model", "sage"],
+     "--model of task temporal-link must be tgn, got 'sage'"),
+    (["--task", "temporal-link", "--model", "gcn"], "must be tgn, got 'gcn'"),
+    (["--task", "node", "--model", "tgn"], "tgn is a model of task temporal-link"),
+    (["--task", "node", "--model", "rgcn"], "rgcn is a model of task link"),
+    (["--task", "link", "--model", "tgn"], "one of gat, gcn, gin, pinsage, sage or rgcn"),
+    (["--task", "link", "--model", "mod:Factory"], "got 'mod:Factory'"),
+    # empty sides of a split, refused before training
+    (["--task", "temporal-link", "--valid-from", "800", "--test-from", "800"],
+     "--test-from = 800 with valid_from = 800 leaves no validation edge (the stamps run "
+     "from 1 to 999)"),
+    (["--task", "temporal-link", "--valid-from", "1", "--test-from", "900"],
+     "leaves no training edge"),
+    (["--task", "temporal-link", "--valid-from", "800", "--test-from", "1000"],
+     "leaves no test edge"),
+    (["--task", "temporal-link", "--link-val-fraction", "0"],
+     "--link-val-fraction = 0.0 leaves no validation event (the 1,000 events run from 1 "
+     "to 999)"),
+    (["--task", "link", "--link-split", "time", "--valid-from", "800", "--test-from", "900"],
+     "the edges' stamps run from 1 to 999"),
+    # the link task reported MRR 0.0 of an empty test side as a result
+    (["--task", "link", "--link-split", "time", "--link-test-fraction", "0"],
+     "--link-test-fraction = 0.0 holds out no test edge of 87"),
+    (["--task", "link", "--link-split", "random", "--link-val-fraction", "0"],
+     "--link-val-fraction = 0.0 holds out no validation edge"),
+])
+def test_temporal_refusals_before_training(timed_dir, capsys, extra, message):
+    rc = run_cli(["gnn", "train", "--graph", str(timed_dir), "--epochs", "1", "--quiet"]
+                 + extra)
+    err = capsys.readouterr().err
+    assert rc != 0 and err.startswith("error:") and err.count("\n") == 1, err
+    assert message in err and "epoch" not in err

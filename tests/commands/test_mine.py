@@ -125,3 +125,38 @@ def test_bad_input_is_one_line(graph, capsys, args, message):
     assert cli.main(["mine", *[a.format(g=path) for a in args]]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err and message in err, err
+
+
+def _documented_names() -> list[str]:
+    """The pattern names docs/mining.md lists (``K-clique`` as 2..8), checked against the
+    names the library's own refusal lists."""
+    import re
+    from pathlib import Path
+
+    from graphsys.mining.pattern import MAX_NODES, NAMED
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "mining.md").read_text()
+    para = text[text.index("A pattern is an edge list"):]
+    para = para[:para.index("\n\n")]
+    names = re.findall(r"`([a-zK0-9-]+)`", para.split("or a name:", 1)[1])
+    assert set(names) == {*NAMED, "K-clique"}
+    return [n for n in names if n != "K-clique"] + [f"{k}-clique"
+                                                    for k in range(2, MAX_NODES + 1)]
+
+
+@pytest.mark.parametrize("name", _documented_names())
+def test_every_documented_pattern_name(graph, capsys, name):
+    """Each name works on the command line (4-cycle, 4-path, 3-star and 5-cycle were read
+    as edge lists and refused) and counts what the Python API and networkx's subgraph
+    monomorphisms (over the pattern's automorphisms) count."""
+    from networkx.algorithms.isomorphism import GraphMatcher
+
+    from graphsys import mining, open_graph
+    from graphsys.mining import Pattern
+
+    path, _, G, _ = graph
+    got = run(["pattern", str(path), name], capsys)["matches"]
+    p = Pattern.named(name)
+    P = nx.Graph(list(p.edges))
+    copies = sum(1 for _ in GraphMatcher(G, P).subgraph_monomorphisms_iter())
+    assert got == mining.count(open_graph(path), name) == copies // p.automorphisms()

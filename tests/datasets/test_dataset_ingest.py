@@ -130,6 +130,44 @@ def test_load_dataset_by_name(tmp_path, mirror, mirror_cache):
     assert g.manifest.metadata["dataset"] == "email-eu-core"
 
 
+def test_load_dataset_twice_opens_what_is_there(tmp_path, mirror, mirror_cache):
+    """The README's snippet run twice: the second call opens the dataset already in the
+    directory (it used to fail: "already holds a graph"); a directory holding anything else
+    is refused in one line saying what it holds."""
+    import json
+
+    import graphsys
+    from graphsys.datasets import load_dataset
+    from graphsys.errors import GraphsysError
+
+    kw = {"cache": mirror_cache, "mirror": mirror}
+    first = load_dataset("collegemsg", tmp_path / "cm", **kw)
+    manifest = (tmp_path / "cm" / "manifest.json").read_bytes()
+    again = load_dataset("collegemsg", tmp_path / "cm", **kw)
+    assert (tmp_path / "cm" / "manifest.json").read_bytes() == manifest   # not re-ingested
+    assert again.num_edges() == first.num_edges() == 59835
+    assert first.manifest.metadata["ingest_split"] == "random"
+
+    def refused(out, match, **extra):
+        with pytest.raises(GraphsysError, match=match) as info:
+            load_dataset("collegemsg", out, **kw, **extra)
+        assert "\n" not in str(info.value)
+
+    refused(tmp_path / "cm", "in 1 partitions by 'hash', not 2 by 'hash'", partitions=2)
+    refused(tmp_path / "cm", "with the random split, not public", split="public")
+    graphsys.from_numpy([0, 1], [1, 2], tmp_path / "plain")
+    refused(tmp_path / "plain", "holds a graph of no dataset, not dataset 'collegemsg'")
+    load_dataset("email-eu-core", tmp_path / "eu", **kw)
+    refused(tmp_path / "eu", "holds dataset 'email-eu-core', not dataset 'collegemsg'")
+    doc = json.loads(manifest)
+    doc["metadata"]["inputs"]["edges"]["sha256"] = "0" * 64
+    (tmp_path / "cm" / "manifest.json").write_text(json.dumps(doc))
+    refused(tmp_path / "cm", "ingested from files other than the registry's")
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "manifest.json").write_text("{")
+    refused(tmp_path / "junk", "holds no readable graph")
+
+
 def test_load_dataset_unknown_name_lists_the_known(tmp_path):
     from graphsys.datasets import load_dataset
     from graphsys.errors import GraphsysError

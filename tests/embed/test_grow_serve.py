@@ -31,10 +31,14 @@ def _source(path, edge_set):
 @pytest.fixture(scope="module")
 def grown(tmp_path_factory):
     """(root, grown graph, checkpoint trained before the append, the new triples)."""
+    return _grow(tmp_path_factory.mktemp("serve"), join=True)
+
+
+def _grow(root, join: bool):
+    """:func:`grown`'s graph, its new edges appended into the default view or apart."""
     import torch
 
     torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("serve")
     triples = planted_triples(num_entities=120, num_triples=1200)
     old = [t for t in triples if t[0] not in HELD and t[2] not in HELD]
     new = [t for t in triples if t[0] in HELD or t[2] in HELD]
@@ -54,12 +58,21 @@ def grown(tmp_path_factory):
         rows = load_npy(st.emb_path("node", p, v))
         for k, node in enumerate(before.node_ids("node", p).to_pylist()):
             trained[node] = np.array(rows[k])
-    append_edges(g, [_source(root / "new.tsv", "grow")])
+    append_edges(g, [_source(root / "new.tsv", "grow")], join=join)
     return root, g, ck, new, trained
 
 
-def test_old_rows_kept_new_rows_as_init_from(grown, tmp_path):
-    root, g, ck, new, trained = grown
+@pytest.fixture(scope="module")
+def grown_apart(tmp_path_factory):
+    """:func:`grown` with the new edges appended apart (``--no-join``)."""
+    return _grow(tmp_path_factory.mktemp("serve-apart"), join=False)
+
+
+@pytest.mark.parametrize("which", ["grown", "grown_apart"])
+def test_old_rows_kept_new_rows_as_init_from(which, request, tmp_path):
+    """Joined or not (an edge set appended apart is appended since training too: it used
+    to leave its new entities a random row although their old neighbours are in it)."""
+    root, g, ck, new, trained = request.getfixturevalue(which)
     emb = Embeddings.load(ck)  # the recorded graph, grown since
     graph = open_graph(g)
     assert emb.num_entities() == graph.num_nodes() == len(trained) + len(HELD)

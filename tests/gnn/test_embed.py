@@ -59,14 +59,18 @@ def test_new_nodes_embedded_inductively(trained):
     assert not np.allclose(after[200], after[202])
 
 
-def test_learned_rows_follow_their_nodes(tmp_path):
+@pytest.mark.parametrize("join", [True, False])
+def test_learned_rows_follow_their_nodes(tmp_path, join):
+    """Appended into the default view or apart (--no-join: it used to give node 9, whose
+    only old neighbours are in that set, the mean of every row)."""
     g = graphsys.from_numpy([1, 2, 3, 4, 5], [2, 3, 4, 5, 1], tmp_path / "g", partitions=2)
     old_ids = g.node_ids().tolist()
     sizes = [int(x) for x in g.partition_sizes("node")]
     rng = np.random.default_rng(0)
     emb, bias = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=5)
     (tmp_path / "day2.tsv").write_text("9\t1\n9\t2\n8\t9\n7\t6\n")
-    g = graphsys.ingest(tmp_path / "day2.tsv", tmp_path / "g", append=True, edge_set="day2")
+    g = graphsys.ingest(tmp_path / "day2.tsv", tmp_path / "g", append=True, edge_set="day2",
+                        join=join)
     state = {"input.emb.weight": torch.from_numpy(emb), "input.bias": torch.from_numpy(bias),
              "model.w": torch.ones(5, 3)}
     out = grown_rows(state, "input.", g, "node", sizes)

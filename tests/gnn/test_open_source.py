@@ -23,3 +23,15 @@ def test_concurrent_processes_share_one_ingest(mirror, tmp_path):
     graphs = [d for d in (tmp_path / "graphs").iterdir() if not d.name.startswith(".")]
     assert len(graphs) == 1
     assert json.loads((graphs[0] / "manifest.json").read_text())["entity_types"]
+
+
+def test_cache_names_say_what_the_graph_is(mirror, tmp_path):
+    """A dataset whose split is not stored in the graph (a temporal one, split by time in
+    training) is cached under its name alone, not ``-random-p2``; a split that changes the
+    stored masks names it."""
+    from graphsys.gnn.data import open_source
+
+    g = open_source("collegemsg", mirror=mirror, cache=tmp_path)
+    assert g.path.name == "collegemsg-p2"
+    assert open_source("cora", mirror=mirror, cache=tmp_path,
+                       split="random").path.name == "cora-random-p2"

@@ -70,7 +70,10 @@ def test_trains_learns_and_never_sees_the_future(tmp_path, spy):
     assert json.loads((tmp_path / "run" / "run.json").read_text())["task"] == "temporal-link"
     state, config, meta = load_checkpoint(tmp_path / "run" / "checkpoint")
     assert config["model"] == "tgn" and meta["graph_identity"]["digest"]
-    assert set(state) == set(res.model.state_dict())
+    # the model, and its memory as validation began (what evaluating it again starts from)
+    assert set(state) == set(res.model.state_dict()) | {
+        f"train_end.{name}" for name, _ in res.model.memory.named_buffers()}
+    assert meta["entity_type"] == "default" or meta["entity_type"] in g.entity_types
     header = tmp_path / "run" / "checkpoint" / "model.json"
     bad = json.loads(header.read_text())
     bad["config"]["heads"] = 0
@@ -151,3 +154,113 @@ def test_memory_gru_equals_torch_gru_cell():
         outs.append([h.detach(), enc.grad] + [p.grad.clone() for p in m.gru.parameters()])
     for a, b in zip(*outs):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("task,model,ok", [
+    ("temporal-link", None, "tgn"), ("temporal-link", "tgn", "tgn"),
+    ("temporal-link", "sage", None), ("temporal-link", "pinsage", None),
+    ("temporal-link", "rgcn", None), ("temporal-link", "m:F", None),
+    ("node", None, "sage"), ("node", "gat", "gat"), ("node", "m:F", "m:F"),
+    ("node", "tgn", None), ("node", "rgcn", None),
+    ("link", None, "sage"), ("link", "rgcn", "rgcn"), ("link", "pinsage", "pinsage"),
+    ("link", "tgn", None), ("link", "m:F", None),
+])
+def test_each_task_takes_its_own_models(task, model, ok):
+    """A model a task does not train is refused in one line naming those it does (the
+    temporal task used to train TGN whatever --model said)."""
+    if ok is not None:
+        assert TrainConfig(task=task, model=model).model == ok
+        return
+    with pytest.raises(ParameterError, match="must be") as info:
+        TrainConfig(task=task, model=model)
+    assert "\n" not in str(info.value) and ("tgn" in str(info.value)) == (task ==
+                                                                         "temporal-link"
+                                                                         or model == "tgn")
+
+
+@pytest.fixture(scope="module")
+def tgn_run(tmp_path_factory):
+    """A TGN run with a checkpoint: ``(graph, result, checkpoint)``."""
+    tmp = tmp_path_factory.mktemp("tgn-ckpt")
+    g = _recurring(tmp, weighted=True)
+    cfg = TrainConfig(task="temporal-link", hidden=8, epochs=2, batch_size=200,
+                      link_eval_negatives=20, link_val_fraction=0.15, link_test_fraction=0.15)
+    res = train(g, cfg, out=tmp / "run")
+    return g, res, tmp / "run" / "checkpoint"
+
+
+def test_checkpoint_evaluates_again_to_the_runs_metrics(tgn_run, tmp_path):
+    """The checkpoint keeps the memory as validation began: streaming the validation and
+    test events from it gives the run's metrics of its kept model, exactly; the saved
+    end-of-stream memory is what that stream leaves."""
+    from graphsys.gnn.temporal_checkpoint import evaluate_temporal, load_temporal
+    from graphsys.gnn.temporal_task import TRAIN_END, event_split
+
+    g, res, ckpt = tgn_run
+    again = evaluate_temporal(ckpt)
+    for key in ("mrr", "hits@10", "ap", "auc"):
+        assert again[key] == res.metrics[key], key
+    assert again["val_mrr"] == res.metrics["val_mrr"]
+    assert again["protocol"] == res.protocol and again["events"]["test"] == 360
+    assert set(evaluate_temporal(ckpt, ks=[2, 5])) >= {"hits@2", "hits@5"}
+    # the memory saved at the end equals the train_end memory streamed through valid + test
+    stream, cfg, state, _ = load_temporal(ckpt)
+    stream.model.memory.load_state_dict({k[len(TRAIN_END):]: v for k, v in state.items()
+                                         if k.startswith(TRAIN_END)}, strict=False)
+    _, val_m, test_m = event_split(stream.ev, cfg)
+    stream.evaluate(val_m, 1, cfg)
+    stream.evaluate(test_m, 2, cfg)
+    for name, buf in stream.model.memory.named_buffers():
+        torch.testing.assert_close(buf, state[f"memory.{name}"], rtol=0, atol=0)
+
+
+def test_checkpoint_embeds_every_node_at_the_end_of_the_stream(tgn_run, tmp_path):
+    """gnn embed on a TGN checkpoint (it said "meta.entity_type is missing"): one row per
+    node, each TGN's attention over the node's latest events on the end-of-stream memory,
+    as the model embeds a node for an event after the last one."""
+    from graphsys.embed import Embeddings
+    from graphsys.gnn import embed_checkpoint
+    from graphsys.gnn.temporal_checkpoint import load_temporal
+
+    g, res, ckpt = tgn_run
+    info = embed_checkpoint(ckpt, tmp_path / "emb")
+    assert (info["num_nodes"], info["dimension"]) == (g.num_nodes(), 8)
+    vectors = Embeddings.load(tmp_path / "emb").to_numpy()
+    assert vectors.shape == (g.num_nodes(), 8) and np.isfinite(vectors).all()
+    stream, _, _, _ = load_temporal(ckpt)
+    nodes = np.array([3, 17, 40])                                  # internal ids
+    with torch.no_grad():
+        z = stream.embed_at(nodes, stream.ev.time[-1] + 1)[0].numpy()
+    np.testing.assert_allclose(vectors[nodes], z, rtol=1e-5, atol=1e-6)
+
+
+def test_checkpoint_refusals(tgn_run, tmp_path, capsys):
+    """Another graph, an older checkpoint without the train_end memory (it still embeds),
+    and --edge-set: one line each."""
+    import argparse
+    import shutil
+
+    from graphsys.commands import gnn as gnn_command
+    from graphsys.gnn import embed_checkpoint
+    from graphsys.gnn.checkpoint import save_checkpoint
+    from graphsys.gnn.temporal_checkpoint import evaluate_temporal
+    from graphsys.gnn.temporal_task import TRAIN_END
+
+    g, res, ckpt = tgn_run
+    other = _recurring(tmp_path / "other")
+    with pytest.raises(GraphsysError, match="memory belongs to the events it was trained"):
+        evaluate_temporal(ckpt, graph=other)
+    old = tmp_path / "old"
+    shutil.copytree(ckpt, old)
+    state, config, meta = load_checkpoint(old)
+    save_checkpoint(old, {k: v for k, v in state.items() if not k.startswith(TRAIN_END)},
+                    config, meta)
+    with pytest.raises(GraphsysError, match="saved without the memory at the end of its "
+                                            "training events"):
+        evaluate_temporal(old)
+    assert embed_checkpoint(old, tmp_path / "emb")["num_nodes"] == g.num_nodes()
+    parser = argparse.ArgumentParser()
+    gnn_command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["gnn", "evaluate", str(ckpt), "--edge-set", "test"])
+    with pytest.raises(GraphsysError, match="ranks no edge set"):
+        args.func(args)

@@ -16,7 +16,7 @@ from graphsys.gnn.time_split import chronological_split, split_at_times, split_b
 def test_split_at_times_against_brute_force():
     rng = np.random.default_rng(0)
     t = rng.integers(0, 30, 500)
-    for lo, hi in [(5, 20), (5.5, 20.2), ("10", "10"), (0.1, 29)]:
+    for lo, hi in [(5, 20), (5.5, 20.2), ("10", "11"), (0.1, 29)]:   # equal: refused
         tr, va, te = split_at_times(t, lo, hi)
         assert (tr ^ va ^ te).all() and not (tr & va).any()
         flo, fhi = float(lo), float(hi)
@@ -75,3 +75,28 @@ def test_link_task_split_at_times(tmp_path):
     with pytest.raises(ParameterError, match="leaves no test edge"):
         train(g, TrainConfig(task="link", link_split="time", valid_from=70, test_from=85,
                              until=84, epochs=1, fanouts=[3], hidden=8))
+
+
+def test_every_side_must_hold_an_edge():
+    """Equal cut times leave validation empty: refused (it used to train, then fail)."""
+    with pytest.raises(ParameterError, match=r"leaves no validation edge \(the stamps run "
+                                             r"from 5 to 7\)"):
+        split_at_times([5, 6, 7], 6, 6)
+    with pytest.raises(ParameterError, match="leaves no test edge"):
+        split_at_times([5, 6, 7], 6, 8)
+    with pytest.raises(ParameterError, match="as said"):
+        split_at_times([5, 6, 7], 6, 6, span="as said")
+
+
+def test_link_task_cut_names_the_pair_dates_and_the_edge_stamps(tmp_path):
+    """The link task dates each distinct pair by its first edge: a cut past the last such
+    date says so, with the edges' own range (not only the pairs', which reads as wrong)."""
+    from graphsys.gnn.time_split import pair_cut
+
+    g = graphsys.from_arrow(pa.table({"src": [0, 1, 0, 1, 2], "dst": [1, 2, 1, 2, 0],
+                                      "timestamp": [1, 2, 50, 90, 3]}),
+                            tmp_path / "g", edge_columns=["timestamp"])
+    assert pair_cut(g, None, None) is None
+    with pytest.raises(ParameterError, match=r"those dates run from 1 to 3; the edges' "
+                                             r"stamps run from 1 to 90"):
+        pair_cut(g, 40, 80)(np.array([1, 2, 3]))

@@ -154,8 +154,8 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
     Result
         ``values``: float64 (N, 2) by internal node id: column 0 the hub scores, column 1
         the authority scores, each summing to 1. ``result.to_dict()`` maps each original
-        id to ``[hub, authority]`` (``result.top`` ranks one column only: rank
-        ``result.values[:, 1]`` yourself).
+        id to ``[hub, authority]``; ``result.top(k)`` ranks the authorities,
+        ``result.top(k, column="hub")`` the hubs (``result.columns``).
 
     Raises
     ------
@@ -187,9 +187,10 @@ def _hits_program(graph, *, edge_set=None, tol: float = 1e-8, weighted: bool | N
 
 
 def _normalise(res):
-    """Scale each column of ``res.values`` to sum to 1."""
+    """Scale each column of ``res.values`` to sum to 1, and name the columns."""
     total = res.values.sum(axis=0)
     res.values = res.values / np.where(total > 0, total, 1.0)
+    res.columns = ("hub", "authority")
     return res
 
 

@@ -92,7 +92,7 @@ class AlgorithmSpec:
         :func:`graphsys.bsp.engine.run` (mode, device, edge_set, progress, ...); ``init``
         (a previous result: a Parquet file, a table or a Result) starts the run from it
         (:attr:`warm_start`). The result records its :attr:`Result.provenance
-        <graphsys.bsp.engine.Result.provenance>`. A run that stops at ``max_iters`` before
+        <graphsys.bsp.result.Result.provenance>`. A run that stops at ``max_iters`` before
         converging issues a :class:`ConvergenceWarning` (its ``result.stats.converged`` is
         False)."""
         openmp.apply_wait_policy()
