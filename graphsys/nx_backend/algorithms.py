@@ -32,31 +32,43 @@ def _check_node(G, node, what: str = "Source") -> int:
     return int(G.index[node])
 
 
+def _dense(G, values: dict) -> np.ndarray:
+    """``values`` (node -> number) by internal id, 0 for the nodes it leaves out (keys
+    that are not nodes ignored, as NetworkX does)."""
+    keys = [k for k in values if k in G]
+    out = np.zeros(len(G), np.float64)
+    out[G.internal(keys)] = [values[k] for k in keys]
+    return out
+
+
 def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
              weight="weight", dangling=None):
-    """``nx.pagerank``: graphsys's PageRank with NetworkX's stopping rule (the L1 change
-    below ``N * tol``), personalization dicts and convergence error. ``nstart`` is accepted
-    and not used: the iteration starts uniform and reaches the same fixed point within
-    ``tol`` (``dangling`` is declined by the checks)."""
+    """``nx.pagerank``: graphsys's PageRank with NetworkX's iteration: from ``nstart``
+    (divided by its sum) or uniform, teleporting to ``personalization`` (divided by its
+    sum; dangling mass follows it), stopping when the L1 change is below ``N * tol``
+    within ``max_iter`` iterations, else ``PowerIterationFailedConvergence`` (at once
+    where ``tol`` is not positive: NetworkX's test can never hold). Arguments NetworkX
+    takes and graphsys does not (a ``dangling`` dict, negative or non-finite vectors)
+    are declined by the checks."""
     nx = _nx()
     n = len(G)
     if n == 0:
         return {}
-    if max_iter <= 0:
+    if max_iter <= 0 or not tol > 0:
         raise nx.PowerIterationFailedConvergence(max_iter)
-    weighted = G.weight is not None and weight is not None
-    opts = dict(damping=alpha, tol=n * tol, max_iters=max_iter, weighted=weighted)
+    p = None
+    if personalization is not None:
+        p = _dense(G, personalization)
+        if not p.sum() > 0:
+            raise ZeroDivisionError
+    program = bsp.PageRank(alpha, n * tol, personalization=p,
+                           weighted=G.weight is not None and weight is not None)
+    if nstart is not None:
+        start = _dense(G, nstart)
+        program.initial = start / start.sum()
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
-        if personalization:
-            keys = [k for k in personalization if k in G]
-            weights = np.array([personalization[k] for k in keys], np.float64)
-            if not len(keys) or weights.sum() == 0:
-                raise ZeroDivisionError
-            res = bsp.personalized_pagerank(G.graph, G.graph.to_original(G.internal(keys)),
-                                            weights=weights, **opts)
-        else:
-            res = bsp.pagerank(G.graph, **opts)
+        res = bsp.run(G.graph, program, max_iters=int(max_iter))
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values)
@@ -65,8 +77,8 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
 def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     """``nx.hits``: power iteration to a tolerance tighter than NetworkX's ARPACK one (the
     hub vector's L1 change below ``min(tol, 1e-10) / N``), at most :data:`ARPACK_NCV` power
-    iterations per ``max_iter``; ``nstart`` is accepted and not used (the same singular
-    vectors, from a uniform start)."""
+    iterations per ``max_iter``, from a uniform start (a given ``nstart``, ``tol <= 0`` and
+    one-node graphs are declined by the checks: NetworkX runs them)."""
     nx = _nx()
     n = len(G)
     if n == 0:
@@ -241,8 +253,11 @@ def is_strongly_connected(G):
 
 
 def node_connected_component(G, n):
-    """``nx.node_connected_component``: the set of nodes in ``n``'s component."""
-    i = _check_node(G, n, "Node")
+    """``nx.node_connected_component``: the set of nodes in ``n``'s component (KeyError
+    for a node not in ``G``, as NetworkX's)."""
+    if n not in G:
+        raise KeyError(n)
+    i = int(G.index[n])
     labels = _labels(G)
     if not len(labels):
         return {n}
