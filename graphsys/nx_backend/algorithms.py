@@ -78,7 +78,10 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     """``nx.hits``: power iteration to a tolerance tighter than NetworkX's ARPACK one (the
     hub vector's L1 change below ``min(tol, 1e-10) / N``), at most :data:`ARPACK_NCV` power
     iterations per ``max_iter``, from a uniform start (a given ``nstart``, ``tol <= 0`` and
-    one-node graphs are declined by the checks: NetworkX runs them)."""
+    one-node graphs are declined by the checks: NetworkX runs them). Unconverged on a
+    converted NetworkX graph, the call is declined too (NetworkX's ARPACK, a Krylov
+    method, may converge where power iteration did not); on a stored graph
+    ``PowerIterationFailedConvergence``."""
     nx = _nx()
     n = len(G)
     if n == 0:
@@ -91,6 +94,9 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = bsp.hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
                        weighted=G.weight is not None)
+    if not res.stats.converged and G.converted:  # ARPACK may converge where it did not
+        raise NotImplementedError("graphsys: HITS's power iteration did not converge within "
+                                  "max_iter's budget (NetworkX's ARPACK may)")
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values[:, 0]), G.node_dict(res.values[:, 1])
@@ -101,14 +107,19 @@ def single_source_shortest_path_length(G, source, cutoff=None):
     s = _check_node(G, source)
     if G.graph is None or len(G) == 1:
         return {source: 0}
-    return _within(G, bsp.bfs(G.graph, G.graph.to_original(s)).values, cutoff, int)
+    return _within(G, bsp.bfs(G.graph, G.graph.to_original(s)).values, cutoff, int, s,
+                   levels=True)
 
 
-def _within(G, dist: np.ndarray, cutoff, kind) -> dict:
-    """``{key: distance}`` of the nodes reached within ``cutoff``, nearest first."""
+def _within(G, dist: np.ndarray, cutoff, kind, source: int, levels: bool = False) -> dict:
+    """``{key: distance}`` of the nodes reached within ``cutoff``, nearest first, the
+    source always (as NetworkX's). ``levels``: NetworkX's breadth-first rule, a level
+    expanded while ``cutoff`` exceeds it (levels up to ``ceil(cutoff)``)."""
     reach = np.isfinite(dist)
     if cutoff is not None:
-        reach &= dist <= cutoff
+        near = dist - 1 < cutoff if levels else ~(dist > cutoff)  # NaN: as NetworkX
+        near[source] = True
+        reach &= near
     idx = np.flatnonzero(reach)
     order = idx[np.argsort(dist[idx], kind="stable")]
     return {G.keys[i]: kind(dist[i]) for i in order.tolist()}
@@ -129,7 +140,7 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
             if w is not None and (w < 0).any():
                 raise ValueError("Contradictory paths found: negative weights?")
         dist = bsp.sssp(G.graph, G.graph.to_original(s)).values
-    return _within(G, dist, cutoff, int if G.weight is None or weight is None else float)
+    return _within(G, dist, cutoff, int if G.weight is None or weight is None else float, s)
 
 
 def _labels(G) -> np.ndarray:

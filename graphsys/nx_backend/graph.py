@@ -68,6 +68,12 @@ class BackendGraph:
         fresh = from_networkx(G, source.weight, source.default, dir=source.dir)
         self.__dict__.update(fresh.__dict__)
 
+    @property
+    def converted(self) -> bool:
+        """Whether this is a conversion of a NetworkX graph (which NetworkX can run a
+        declined call on), not a stored graph of :func:`from_graph`."""
+        return self._source is not None
+
     def is_directed(self) -> bool:
         return self.directed
 

@@ -99,21 +99,22 @@ def density(G):
 
 def _nbunch(G, nodes) -> list:
     """The nodes of ``nodes`` (a container of nodes) that are in ``G``, in its order;
-    NetworkX's errors (``G.nbunch_iter``) where it is a node not in ``G`` or no
-    container."""
+    NetworkX's errors (``G.nbunch_iter``) where it is a node not in ``G`` or holds an
+    unhashable item."""
     nx = _nx()
-    index = G.index
     try:
-        return [k for k in nodes if k in index]
-    except TypeError as exc:
-        message = str(exc)
-        if "object is not iterable" in message:
-            raise nx.NetworkXError(f"Node {nodes} is not in the graph.") from None
-        if "iter" in message:
-            raise nx.NetworkXError("nbunch is not a node or a sequence of nodes.") from None
-        if "hashable" in message:
-            raise nx.NetworkXError("A node in sequence nbunch is not a valid node.") from None
-        raise
+        items = iter(nodes)
+    except TypeError:
+        raise nx.NetworkXError(f"Node {nodes} is not in the graph.") from None
+    index, out = G.index, []
+    for k in items:
+        try:
+            if k in index:
+                out.append(k)
+        except TypeError:
+            raise nx.NetworkXError(f"Node {k} in sequence nbunch is not a valid "
+                                   f"node.") from None
+    return out
 
 
 def overall_reciprocity(G):
