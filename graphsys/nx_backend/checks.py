@@ -127,9 +127,12 @@ CHECKS = {
 
 
 def _declined(name: str, a: dict) -> str | None:
-    """Why graphsys does not run this call, or None."""
+    """Why graphsys does not run this call, or None (arguments that do not bind to
+    NetworkX's signature: None, NetworkX raises its own TypeError)."""
     G = a.get("G")
-    if G is not None and G.is_multigraph():
+    if G is None:
+        return None
+    if G.is_multigraph():
         return "multigraphs are not supported"
     if callable(a.get("weight")):
         return "a weight function is not supported"
