@@ -79,8 +79,11 @@ def get_info() -> dict:
 
 
 _DOCS = {
-    "pagerank": "nstart and dangling are not supported (the call stays in NetworkX).",
-    "hits": "Power iteration to tol (NetworkX uses ARPACK); nstart is not supported.",
+    "pagerank": ("dangling, and weights float32 does not hold (non-numbers, NaN, inf, "
+                 "negative, beyond float32's range), stay in NetworkX."),
+    "hits": "Power iteration to tol (NetworkX uses ARPACK); nstart stays in NetworkX.",
+    "single_source_dijkstra_path_length": ("Weights float32 does not hold exactly stay in "
+                                           "NetworkX."),
     "betweenness_centrality": "Every source, unweighted; k and weight stay in NetworkX.",
     "closeness_centrality": "Every node, unweighted; u and distance stay in NetworkX.",
     "diameter": "Undirected graphs; iFUB with a 4-sweep start.",

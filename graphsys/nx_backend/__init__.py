@@ -13,8 +13,14 @@ stored graph is used directly with :func:`from_graph`::
     nx.pagerank(from_graph(graphsys.open_graph("web")))  # no conversion
 
 Each function keeps NetworkX's signature, defaults, result types and errors; arguments
-graphsys does not support (``nstart``, a callable ``weight``, ...) are declined by
-:meth:`BackendInterface.can_run`, so NetworkX runs those calls itself. With automatic
+graphsys does not support (PageRank's ``dangling``, HITS's ``nstart``, a callable
+``weight``, ...) are declined by :meth:`BackendInterface.can_run`, and weights graphsys
+does not store as NetworkX reads them (float32: no NaN, infinite, negative or out-of-range
+weight) by the conversion, so NetworkX runs those calls itself; a graphsys error raised
+later is turned into the same decline (``NotImplementedError``). NetworkX's cached
+conversion is checked against the graph on every call
+(:meth:`~graphsys.nx_backend.graph.BackendGraph.refresh`): an edge attribute edited in
+place is seen. With automatic
 dispatch, graphs under ``nx.config.backends.graphsys.min_edges`` edges (default 10,000) stay
 in NetworkX (:meth:`BackendInterface.should_run`): converting them costs more than graphsys
 saves.
@@ -31,6 +37,7 @@ import importlib
 from collections.abc import Callable
 
 from _nx_graphsys import FUNCTIONS
+from graphsys.errors import GraphsysError
 from graphsys.nx_backend.graph import BackendGraph, from_graph, from_networkx
 
 __all__ = ["BackendGraph", "BackendInterface", "from_graph"]
@@ -48,10 +55,20 @@ def _weight_attr(edge_attrs, preserve_edge_attrs) -> tuple[str | None, object]:
 
 
 def _lazy(name: str, target: str) -> Callable:
+    """``target`` behind NetworkX's name: each graph argument refreshed first
+    (:meth:`BackendGraph.refresh`: NetworkX's cached conversion of a graph edited since),
+    and a graphsys error turned into ``NotImplementedError``, so that NetworkX runs the
+    call itself rather than hand its user an exception of graphsys's."""
     module, attr = target.split(":")
 
     def call(*args, **kwargs):
-        return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+        for arg in (*args, *kwargs.values()):
+            if isinstance(arg, BackendGraph):
+                arg.refresh()
+        try:
+            return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+        except GraphsysError as exc:
+            raise NotImplementedError(f"graphsys: {exc}") from exc
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"graphsys's {name} ({target}), NetworkX's signature."

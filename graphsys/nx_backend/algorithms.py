@@ -32,31 +32,43 @@ def _check_node(G, node, what: str = "Source") -> int:
     return int(G.index[node])
 
 
+def _dense(G, values: dict) -> np.ndarray:
+    """``values`` (node -> number) by internal id, 0 for the nodes it leaves out (keys
+    that are not nodes ignored, as NetworkX does)."""
+    keys = [k for k in values if k in G]
+    out = np.zeros(len(G), np.float64)
+    out[G.internal(keys)] = [values[k] for k in keys]
+    return out
+
+
 def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
              weight="weight", dangling=None):
-    """``nx.pagerank``: graphsys's PageRank with NetworkX's stopping rule (the L1 change
-    below ``N * tol``), personalization dicts and convergence error. ``nstart`` is accepted
-    and not used: the iteration starts uniform and reaches the same fixed point within
-    ``tol`` (``dangling`` is declined by the checks)."""
+    """``nx.pagerank``: graphsys's PageRank with NetworkX's iteration: from ``nstart``
+    (divided by its sum) or uniform, teleporting to ``personalization`` (divided by its
+    sum; dangling mass follows it), stopping when the L1 change is below ``N * tol``
+    within ``max_iter`` iterations, else ``PowerIterationFailedConvergence`` (at once
+    where ``tol`` is not positive: NetworkX's test can never hold). Arguments NetworkX
+    takes and graphsys does not (a ``dangling`` dict, negative or non-finite vectors)
+    are declined by the checks."""
     nx = _nx()
     n = len(G)
     if n == 0:
         return {}
-    if max_iter <= 0:
+    if max_iter <= 0 or not tol > 0:
         raise nx.PowerIterationFailedConvergence(max_iter)
-    weighted = G.weight is not None and weight is not None
-    opts = dict(damping=alpha, tol=n * tol, max_iters=max_iter, weighted=weighted)
+    p = None
+    if personalization is not None:
+        p = _dense(G, personalization)
+        if not p.sum() > 0:
+            raise ZeroDivisionError
+    program = bsp.PageRank(alpha, n * tol, personalization=p,
+                           weighted=G.weight is not None and weight is not None)
+    if nstart is not None:
+        start = _dense(G, nstart)
+        program.initial = start / start.sum()
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
-        if personalization:
-            keys = [k for k in personalization if k in G]
-            weights = np.array([personalization[k] for k in keys], np.float64)
-            if not len(keys) or weights.sum() == 0:
-                raise ZeroDivisionError
-            res = bsp.personalized_pagerank(G.graph, G.graph.to_original(G.internal(keys)),
-                                            weights=weights, **opts)
-        else:
-            res = bsp.pagerank(G.graph, **opts)
+        res = bsp.run(G.graph, program, max_iters=int(max_iter))
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values)
@@ -65,8 +77,11 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
 def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     """``nx.hits``: power iteration to a tolerance tighter than NetworkX's ARPACK one (the
     hub vector's L1 change below ``min(tol, 1e-10) / N``), at most :data:`ARPACK_NCV` power
-    iterations per ``max_iter``; ``nstart`` is accepted and not used (the same singular
-    vectors, from a uniform start)."""
+    iterations per ``max_iter``, from a uniform start (a given ``nstart``, ``tol <= 0`` and
+    one-node graphs are declined by the checks: NetworkX runs them). Unconverged on a
+    converted NetworkX graph, the call is declined too (NetworkX's ARPACK, a Krylov
+    method, may converge where power iteration did not); on a stored graph
+    ``PowerIterationFailedConvergence``."""
     nx = _nx()
     n = len(G)
     if n == 0:
@@ -79,6 +94,9 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = bsp.hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
                        weighted=G.weight is not None)
+    if not res.stats.converged and G.converted:  # ARPACK may converge where it did not
+        raise NotImplementedError("graphsys: HITS's power iteration did not converge within "
+                                  "max_iter's budget (NetworkX's ARPACK may)")
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values[:, 0]), G.node_dict(res.values[:, 1])
@@ -89,14 +107,19 @@ def single_source_shortest_path_length(G, source, cutoff=None):
     s = _check_node(G, source)
     if G.graph is None or len(G) == 1:
         return {source: 0}
-    return _within(G, bsp.bfs(G.graph, G.graph.to_original(s)).values, cutoff, int)
+    return _within(G, bsp.bfs(G.graph, G.graph.to_original(s)).values, cutoff, int, s,
+                   levels=True)
 
 
-def _within(G, dist: np.ndarray, cutoff, kind) -> dict:
-    """``{key: distance}`` of the nodes reached within ``cutoff``, nearest first."""
+def _within(G, dist: np.ndarray, cutoff, kind, source: int, levels: bool = False) -> dict:
+    """``{key: distance}`` of the nodes reached within ``cutoff``, nearest first, the
+    source always (as NetworkX's). ``levels``: NetworkX's breadth-first rule, a level
+    expanded while ``cutoff`` exceeds it (levels up to ``ceil(cutoff)``)."""
     reach = np.isfinite(dist)
     if cutoff is not None:
-        reach &= dist <= cutoff
+        near = dist - 1 < cutoff if levels else ~(dist > cutoff)  # NaN: as NetworkX
+        near[source] = True
+        reach &= near
     idx = np.flatnonzero(reach)
     order = idx[np.argsort(dist[idx], kind="stable")]
     return {G.keys[i]: kind(dist[i]) for i in order.tolist()}
@@ -117,7 +140,7 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
             if w is not None and (w < 0).any():
                 raise ValueError("Contradictory paths found: negative weights?")
         dist = bsp.sssp(G.graph, G.graph.to_original(s)).values
-    return _within(G, dist, cutoff, int if G.weight is None or weight is None else float)
+    return _within(G, dist, cutoff, int if G.weight is None or weight is None else float, s)
 
 
 def _labels(G) -> np.ndarray:
@@ -241,8 +264,11 @@ def is_strongly_connected(G):
 
 
 def node_connected_component(G, n):
-    """``nx.node_connected_component``: the set of nodes in ``n``'s component."""
-    i = _check_node(G, n, "Node")
+    """``nx.node_connected_component``: the set of nodes in ``n``'s component (KeyError
+    for a node not in ``G``, as NetworkX's)."""
+    if n not in G:
+        raise KeyError(n)
+    i = int(G.index[n])
     labels = _labels(G)
     if not len(labels):
         return {n}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 import shutil
 import tempfile
@@ -43,6 +44,35 @@ class BackendGraph:
         #: (path lengths) then equal NetworkX's float64 ones
         self.exact_weights = exact_weights
         self._index: dict | None = None
+        #: What :meth:`refresh` compares: the NetworkX graph converted (a weak reference),
+        #: the weight attribute and default asked for, the weights read and, for a view,
+        #: a digest of its nodes and edges
+        self._source: Source | None = None
+
+    def refresh(self) -> None:
+        """Convert again, in place, when the NetworkX graph this was converted from
+        changed since: NetworkX keeps the conversion in ``G.__networkx_cache__``, which
+        its methods (``add_edge``, ...) clear but an edit of an edge attribute
+        (``G.edges[u, v]["weight"] = x``) or of a view's underlying graph does not.
+
+        Raises
+        ------
+        NotImplementedError
+            The graph now holds weights graphsys cannot store (NetworkX then runs the
+            call itself, see :func:`edge_weights`).
+        """
+        source = self._source
+        G = source.graph() if source is not None else None
+        if G is None or source.same(G):
+            return
+        fresh = from_networkx(G, source.weight, source.default, dir=source.dir)
+        self.__dict__.update(fresh.__dict__)
+
+    @property
+    def converted(self) -> bool:
+        """Whether this is a conversion of a NetworkX graph (which NetworkX can run a
+        declined call on), not a stored graph of :func:`from_graph`."""
+        return self._source is not None
 
     def is_directed(self) -> bool:
         return self.directed
@@ -119,6 +149,75 @@ def from_graph(graph, *, edge_set: str | None = None) -> BackendGraph:
     return BackendGraph(graph, keys, not es.undirected, "weight" if es.has_weight else None)
 
 
+class Source:
+    """The NetworkX graph a :class:`BackendGraph` was converted from and what was read of
+    it: the weights (Python values, as the edges held them) and, for a view (whose cache
+    NetworkX does not clear when the graph under it changes), a digest of its nodes and
+    edges."""
+
+    def __init__(self, G, weight: str | None, default: Any, values: list | None,
+                 dir: str | None):
+        self.graph = weakref.ref(G)
+        self.weight, self.default, self.values, self.dir = weight, default, values, dir
+        self.digest = _digest(G)
+
+    def same(self, G) -> bool:
+        """Whether ``G`` still holds what was converted (one pass over its edges when
+        weights were read; a view's nodes and edges once more)."""
+        if self.digest is not None and _digest(G) != self.digest:
+            return False
+        try:
+            return self.weight is None or _values(G, self.weight, self.default) == self.values
+        except (TypeError, ValueError):  # a value whose == is no bool (an array): changed
+            return False
+
+
+def _digest(G) -> int | None:
+    """A hash of a view's nodes and edges (None for a graph that is no view: NetworkX
+    clears its cache on every change of its nodes or edges)."""
+    if getattr(G, "_graph", None) is None:
+        return None
+    return hash((tuple(G), tuple(G.edges())))
+
+
+def _values(G, weight: str, default: Any) -> list:
+    return [d.get(weight, default) for _, _, d in G.edges(data=True)]
+
+
+#: The positive magnitudes a float32 weight holds with float32's full precision (graphsys
+#: stores float32 weights): a smaller one is subnormal or 0, a larger one infinite.
+FLOAT32_RANGE = (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max))
+
+
+def edge_weights(values: list) -> np.ndarray:
+    """Edge weights (Python values) as float64, when graphsys can store each as float32
+    without changing the answer: real numbers, finite, non-negative (the walks and paths
+    of the dispatched functions refuse negative weights) and 0 or of a magnitude between
+    :data:`FLOAT32_RANGE`.
+
+    Raises
+    ------
+    NotImplementedError
+        Naming the first weight that is not, so that NetworkX runs the call itself (its
+        answer or its own exception).
+    """
+    for kind in set(map(type, values)):
+        if not issubclass(kind, numbers.Real):
+            bad = next(v for v in values if type(v) is kind)
+            raise NotImplementedError(f"graphsys: a weight {bad!r} is not a real number")
+    try:
+        w = np.array(values, np.float64)
+    except (OverflowError, TypeError, ValueError):
+        raise NotImplementedError("graphsys: a weight does not fit a float64") from None
+    lo, hi = FLOAT32_RANGE
+    bad = ~((w == 0) | ((w >= lo) & (w <= hi)))  # NaN, inf, negative, out of float32
+    if bad.any():
+        raise NotImplementedError(f"graphsys: a weight of {values[int(np.argmax(bad))]!r} "
+                                  f"is not stored (weights are float32, finite and "
+                                  f"non-negative)")
+    return w
+
+
 def memory_dir() -> str | None:
     """Where converted graphs go: ``nx.config.backends.graphsys.tmpdir`` when set, else
     ``/dev/shm`` (memory: no disk writes, no fsync wait) when it is a writable directory,
@@ -139,39 +238,50 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
     ``list(G)`` at internal id ``i``, a ``Graph`` stored undirected, ``weight`` (an edge
     attribute, ``default`` where missing) as the weights.
 
+    The returned graph remembers ``G`` (:meth:`BackendGraph.refresh`): a call on the
+    conversion NetworkX cached converts again where ``G``'s weights (or a view's nodes
+    and edges) changed since.
+
     Raises
     ------
     NotImplementedError
-        A multigraph (NetworkX then runs the call itself, where falling back is allowed).
+        A multigraph, or weights graphsys cannot store (:func:`edge_weights`): NetworkX
+        then runs the call itself, where falling back is allowed.
     """
-    from graphsys.interop._common import ingest_arrays
-
     if G.is_multigraph():
         raise NotImplementedError("graphsys: multigraphs are not supported")
+    values = _values(G, weight, default) if weight is not None else None
+    w = edge_weights(values) if values else None
+    if w is not None and np.all(w == 1.0):
+        w = None  # all ones: the same as no weights (and the unweighted fast paths)
     keys = list(G)
-    n = len(keys)
-    directed = G.is_directed()
-    if n == 0:
-        return BackendGraph(None, keys, directed, weight)
+    out = BackendGraph(None, keys, G.is_directed(), weight if w is not None else None,
+                       w is None or bool(np.all(w.astype(np.float32) == w)))
+    if keys:
+        out.graph = _ingest(G, keys, w, dir)
+    out._source = Source(G, weight, default, values, dir)
+    return out
+
+
+def _ingest(G, keys: list, w: np.ndarray | None, dir: str | None):
+    """``G``'s edges (node ``i`` of ``keys`` at internal id ``i``) stored in a temporary
+    directory, removed with the returned graph."""
+    from graphsys.interop._common import ingest_arrays
+
     pos = {k: i for i, k in enumerate(keys)}
     m = G.number_of_edges()
     src = np.fromiter((pos[u] for u, _ in G.edges()), np.int64, m)
     dst = np.fromiter((pos[v] for _, v in G.edges()), np.int64, m)
-    w = None
-    if weight is not None and m:
-        w = np.fromiter((d.get(weight, default) for _, _, d in G.edges(data=True)),
-                        np.float64, m)
-        if np.all(w == 1.0):
-            w = None  # all ones: the same as no weights (and the unweighted fast paths)
-    exact = w is None or bool(np.all(w.astype(np.float32) == w))
     root = tempfile.mkdtemp(prefix="graphsys-nx-", dir=dir or memory_dir())
     try:
-        g = ingest_arrays(src, dst, f"{root}/g", num_nodes=n, weight=w,
+        g = ingest_arrays(src, dst, f"{root}/g", num_nodes=len(keys), weight=w,
                           metadata={"source": "networkx backend"},
-                          options={"undirected": not directed})
+                          options={"undirected": not G.is_directed()})
+    except GraphsysError as exc:  # what graphsys cannot store: NetworkX runs the call
+        shutil.rmtree(root, ignore_errors=True)
+        raise NotImplementedError(f"graphsys: {exc}") from exc
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
-    out = BackendGraph(g, keys, directed, weight if w is not None else None, exact)
-    weakref.finalize(out, shutil.rmtree, root, True)
-    return out
+    weakref.finalize(g, shutil.rmtree, root, True)  # with the graph, whoever holds it
+    return g

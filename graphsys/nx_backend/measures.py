@@ -65,6 +65,8 @@ def _predict(G, ebunch, method: str, integral: bool = False):
             values = measures.link_scores(G.graph, np.column_stack([us, vs]), method,
                                           internal=True).tolist()
             for (u, v), s in zip(keys, values):
+                if s == np.inf:  # a common neighbour of degree 1: u == v, 1 / log(1)
+                    raise ZeroDivisionError("float division by zero")
                 yield u, v, int(s) if integral else s
 
     return scores()
@@ -95,8 +97,30 @@ def density(G):
     return 0.0 if G.graph is None else measures.density(G.graph)
 
 
+def _nbunch(G, nodes) -> list:
+    """The nodes of ``nodes`` (a container of nodes) that are in ``G``, in its order;
+    NetworkX's errors (``G.nbunch_iter``) where it is a node not in ``G`` or holds an
+    unhashable item."""
+    nx = _nx()
+    try:
+        items = iter(nodes)
+    except TypeError:
+        raise nx.NetworkXError(f"Node {nodes} is not in the graph.") from None
+    index, out = G.index, []
+    for k in items:
+        try:
+            if k in index:
+                out.append(k)
+        except TypeError:
+            raise nx.NetworkXError(f"Node {k} in sequence nbunch is not a valid "
+                                   f"node.") from None
+    return out
+
+
 def overall_reciprocity(G):
-    """``nx.overall_reciprocity``."""
+    """``nx.overall_reciprocity`` (0 on an undirected graph with edges, as NetworkX's)."""
+    if not G.directed and G.number_of_edges() > 0:
+        return 0.0
     value = measures.reciprocity(G.graph) if G.graph is not None else float("nan")
     if np.isnan(value):
         raise _nx().NetworkXError("Not defined for empty graphs")
@@ -113,7 +137,7 @@ def reciprocity(G, nodes=None):
         if np.isnan(value):
             raise nx.NetworkXError("Not defined for isolated nodes.")
         return value
-    keys = [k for k in nodes if k in G]
+    keys = _nbunch(G, nodes)
     if G.graph is None:
         return {k: None for k in keys}
     values = measures.reciprocity(G.graph, G.internal(keys), internal=True)
@@ -151,17 +175,16 @@ def _eccentricities(G, weight) -> np.ndarray:
 
 
 def eccentricity(G, v=None, sp=None, weight=None):
-    """``nx.eccentricity``: of one node, or a dict over ``v`` (default every node)."""
-    nx = _nx()
+    """``nx.eccentricity``: of one node, or a dict over ``v`` (default every node; nodes
+    of ``v`` not in ``G`` left out, none left: an empty dict)."""
+    keys = None if v is None or v in G else _nbunch(G, v)
+    if keys == []:
+        return {}
     ecc = _eccentricities(G, weight)
     if v is None:
         return G.node_dict(ecc)
-    if v in G:
+    if keys is None:
         return int(ecc[G.index[v]])
-    try:
-        keys = [k for k in v if k in G]
-    except TypeError:
-        raise nx.NetworkXError(f"nbunch is not a node or a sequence of nodes: {v}") from None
     return {k: int(ecc[G.index[k]]) for k in keys}
 
 
@@ -181,7 +204,10 @@ def radius(G, e=None, usebounds=False, weight=None):
 
 
 def center(G, e=None, usebounds=False, weight=None):
-    """``nx.center``."""
+    """``nx.center`` (of the null graph: ``NetworkXPointlessConcept`` unweighted, as
+    NetworkX's tree test raises, else ``ValueError``)."""
+    if len(G) == 0 and weight is None:
+        raise _nx().NetworkXPointlessConcept("G has no nodes.")
     ecc = _eccentricities(G, weight)
     return [G.keys[i] for i in np.flatnonzero(ecc == ecc.min()).tolist()]
 

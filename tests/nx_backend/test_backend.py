@@ -166,3 +166,86 @@ def test_networkx_suite_passes_through_graphsys(monkeypatch):
     assert summary["ran_graphsys_by_outcome"].get("failed", 0) == 0
     print(f"networkx suite: {out.get('passed')} passed; graphsys ran in "
           f"{summary['ran_graphsys']} ({summary['ran_graphsys_by_outcome']})")
+
+
+def test_pagerank_starts_from_nstart():
+    """NetworkX's start vector (divided by its sum; nodes left out start at 0): from the
+    answer, two iterations converge as NetworkX's do; from elsewhere, graphsys needs
+    exactly NetworkX's count of iterations."""
+    G = nx.gnp_random_graph(40, 0.1, seed=3, directed=True)
+    g = convert(G)
+    exact = nx.pagerank(G, tol=1e-14, max_iter=1000)
+    close(B.pagerank(g, nstart=exact, max_iter=2), nx.pagerank(G, nstart=exact, max_iter=2))
+    scaled = {k: 7.0 * v for k, v in exact.items()}
+    close(B.pagerank(g, nstart=scaled, max_iter=2), nx.pagerank(G, nstart=exact, max_iter=2))
+    start = {k: 1.0 + (k % 3) for k in list(G)[:25]}
+    for p in (None, {0: 1, 5: 2}):
+        need = next(k for k in range(1, 200) if _converges(G, nstart=start, max_iter=k,
+                                                           personalization=p))
+        with pytest.raises(nx.PowerIterationFailedConvergence):
+            B.pagerank(g, nstart=start, max_iter=need - 1, personalization=p)
+        close(B.pagerank(g, nstart=start, max_iter=need, personalization=p),
+              nx.pagerank(G, nstart=start, max_iter=need, personalization=p))
+    assert B.can_run("pagerank", (G,), {"nstart": start}) is True
+    for bad in ({0: -1.0}, {0: float("nan")}, {0: 0.0}, {"x": "y"}):
+        assert B.can_run("pagerank", (G,), {"nstart": bad}) is not True
+    assert B.can_run("hits", (G,), {"nstart": start}) is not True  # ARPACK's start
+
+
+def _converges(G, **kwargs) -> bool:
+    try:
+        nx.pagerank(G, **kwargs)
+    except nx.PowerIterationFailedConvergence:
+        return False
+    return True
+
+
+@needs_entry_point
+def test_nstart_under_automatic_dispatch(monkeypatch):
+    G = nx.gnp_random_graph(40, 0.1, seed=3, directed=True)
+    exact = nx.pagerank(G, tol=1e-14, max_iter=1000)
+    monkeypatch.setattr(nx.config.backend_priority, "algos", ["graphsys"])
+    monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", 0)
+    close(nx.pagerank(G, nstart=exact, max_iter=2),
+          nx.pagerank(G, nstart=exact, max_iter=2, backend="networkx"))
+    assert "graphsys" in nx.pagerank.backends
+
+
+def test_weights_graphsys_cannot_store_are_declined():
+    """A weight float32 does not hold (or graphsys's walks refuse) is declined at the
+    conversion (NotImplementedError: NetworkX runs the call), never stored changed."""
+    for w in (1e39, 1e-50, 1e-40, float("inf"), float("nan"), -1.0, "1", None, 1 + 1j):
+        G = nx.DiGraph([(0, 1, {"weight": w}), (1, 2, {"weight": 1.0})])
+        with pytest.raises(NotImplementedError, match="graphsys"):
+            convert(G)
+        assert convert(G, None).weight is None  # an unweighted call still converts
+    for w in (0.0, 3e38, 1.2e-38, 2**70, True):
+        assert convert(nx.DiGraph([(0, 1, {"weight": w}), (1, 2, {"weight": 2.0})]))
+
+
+@needs_entry_point
+def test_cached_conversion_sees_edits(monkeypatch):
+    """NetworkX caches the conversion on the graph and does not clear it when an edge
+    attribute changes (nor a view's, when the graph under it changes): the backend
+    converts again where what it read changed."""
+    monkeypatch.setattr(nx.config, "warnings_to_ignore", {"cache"})
+    G = nx.gnp_random_graph(40, 0.1, seed=5, directed=True)
+    for u, v in G.edges:
+        G[u][v]["weight"] = 1.0 + (u + v) % 3
+    close(nx.pagerank(G, backend="graphsys"), nx.pagerank(G, backend="networkx"))
+    u, v = next(iter(G.edges))
+    G.edges[u, v]["weight"] = 50.0
+    close(nx.pagerank(G, backend="graphsys"), nx.pagerank(G, backend="networkx"))
+    del G[u][v]["weight"]  # the default weight, 1
+    close(nx.pagerank(G, backend="graphsys"), nx.pagerank(G, backend="networkx"))
+    G.edges[u, v]["weight"] = 1e39  # not stored: declined, NetworkX runs it
+    with pytest.raises(NotImplementedError):
+        nx.pagerank(G, backend="graphsys")
+    monkeypatch.setattr(nx.config.backend_priority, "algos", ["graphsys"])
+    monkeypatch.setitem(nx.config.backends.graphsys, "min_edges", 0)
+    close(nx.pagerank(G), nx.pagerank(G, backend="networkx"))
+    P = nx.path_graph(6)
+    V = P.subgraph([0, 1, 2, 3])
+    assert nx.number_connected_components(V) == 1
+    P.remove_edge(1, 2)  # clears P's cache, not the view's
+    assert nx.number_connected_components(V) == 2
