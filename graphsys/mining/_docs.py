@@ -27,7 +27,14 @@ PARAMETERS = {
 
 PARAMETERS["options"] = "\n    ".join(
     PARAMETERS[k] for k in ("threads", "memory_limit", "distributed", "progress"))
-PARAMETERS["triangle_options"] = "\n    ".join((PARAMETERS["mode"], PARAMETERS["options"]))
+#: What a triangle call's budget also covers: the oriented graph it keeps.
+_KEPT = """ In RAM, the oriented graph is kept on the opened Graph and
+        the next count on it reuses it (:mod:`graphsys.mining.view_cache`): the kept
+        structure counts against this budget, on this call and the next ones (dropped when
+        it no longer fits beside what a call needs)."""
+PARAMETERS["triangle_options"] = "\n    ".join((
+    PARAMETERS["mode"], PARAMETERS["threads"], PARAMETERS["memory_limit"] + _KEPT,
+    PARAMETERS["distributed"], PARAMETERS["progress"]))
 
 
 def document(func):

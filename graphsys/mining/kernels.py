@@ -257,6 +257,12 @@ def middle_work(aptr, bptr, iptr, ipos, irow, out):
         out[v] = w
 
 
+#: How many in-neighbours ahead the kernel from the middle vertex prefetches the rest of a
+#: row (each in-neighbour's row is a jump elsewhere: a cache miss that the prefetch
+#: overlaps with the scans of the rows before it).
+MIDDLE_PREFETCH = 4
+
+
 @numba.njit(cache=True, nogil=True)
 def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, order, v0, v1,
                           marks, per_vertex, node_counts):
@@ -267,6 +273,8 @@ def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, 
     ``irow``, ``v`` at position ``ipos``) the rest of ``u``'s row, the candidates ``w > v``,
     is probed against the marks, up to the largest marked value. Each triangle is found
     once, at the wedge ``v - u - w`` it closes: ``C(d+(u), 2)`` probes per ``u`` at most.
+    The rest of the row of the in-neighbour :data:`MIDDLE_PREFETCH` places ahead, and its
+    end, are prefetched while the current one is probed.
     Rows of A and B are numbered from ``a_lo`` and ``b_lo``; ``order`` maps a value to its
     row id. ``per_vertex``: each triangle adds 1 to ``node_counts`` (by row id) of its three
     vertices (atomically). Returns the triangles found."""
@@ -281,6 +289,9 @@ def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, 
             _mark(marks, bidx[k])
         here = 0
         for i in range(i0, i1):
+            if i + MIDDLE_PREFETCH < i1:  # a later in-neighbour's row end and its rest
+                prefetch(aidx, ipos[i + MIDDLE_PREFETCH] + 1)
+                prefetch(aptr, irow[i + MIDDLE_PREFETCH] + 1)
             end = aptr[irow[i] + 1]
             c = 0
             if per_vertex:

@@ -103,6 +103,13 @@ class Oriented:
         """Undirected edges (each once)."""
         return int(self.indptr[-1])
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes its arrays hold."""
+        arrays = [self.indptr, self.indices, self.order, self.degree]
+        return int(sum(a.nbytes for a in arrays) + (self.dirs.nbytes if self.dirs is not None
+                                                     else 0))
+
     def out_degree(self) -> np.ndarray:
         """Row lengths: int64 (N,) higher neighbours of each vertex."""
         return np.diff(self.indptr)

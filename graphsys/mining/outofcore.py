@@ -53,6 +53,8 @@ work; out of core, the outer blocks ``r, r + W, ...``; the counts are summed wit
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba
 import numpy as np
 
@@ -139,22 +141,110 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
                             f"{build_command(graph, ('sym',), edge_set)}")
     indptr, indices, _ = sym
     n = len(indptr) - 1
-    if not whole:
-        limit = check_budget(memory_limit)
-        marks = 1 if n <= kernels.BYTE_MARKS_UP_TO else 1 / 8
-        per_node = OOC_BYTES_PER_NODE + (8 if per_vertex else 0) + threads * marks
-        left = limit - OOC_FIXED_BYTES - per_node * n - 16 * n  # + the degree while ranking
-        min_block = 4 * int(np.max(np.diff(indptr))) if n else 0
-        if left < 2 * max(min_block, 1 << 20):
-            need = OOC_FIXED_BYTES + (per_node + 16) * n + 2 * max(min_block, 1 << 20)
-            raise GraphsysError(f"counting triangles out of core needs at least "
-                                f"{format_size(need)} of memory_limit for {n:,} nodes, got "
-                                f"{format_size(limit)}")
+    if whole:
+        rows = orient_whole(indptr, indices, threads)
+        total, counts = count_whole(rows, per_vertex=per_vertex, threads=threads,
+                                    ranks=ranks, progress=progress)
+        return total, counts, rows.degree
+    limit = check_budget(memory_limit)
+    marks = 1 if n <= kernels.BYTE_MARKS_UP_TO else 1 / 8
+    per_node = OOC_BYTES_PER_NODE + (8 if per_vertex else 0) + threads * marks
+    left = limit - OOC_FIXED_BYTES - per_node * n - 16 * n  # + the degree while ranking
+    min_block = 4 * int(np.max(np.diff(indptr))) if n else 0
+    if left < 2 * max(min_block, 1 << 20):
+        need = OOC_FIXED_BYTES + (per_node + 16) * n + 2 * max(min_block, 1 << 20)
+        raise GraphsysError(f"counting triangles out of core needs at least "
+                            f"{format_size(need)} of memory_limit for {n:,} nodes, got "
+                            f"{format_size(limit)}")
+    key, stored = degree_key(indptr)
+    values = _value_dtype(n)
+    degree = np.empty(n, np.int64)
+    _simple_degree(indptr, indices, degree)
+    lengths = np.empty(n, np.int64)
+    _count_higher(indptr, indices, key, lengths, False)
+    dptr = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=dptr[1:])
+    del lengths
+    counts = np.zeros(n if per_vertex else 0, np.int64)
+    marks = kernels.mark_array(threads, n)
+    middle = from_middle(degree, np.diff(dptr))
+    order = rank = None
+    if middle:  # rows of ranks, sorted: the order itself (in place of the keys)
+        key = None
+        order, rank = _order_by(stored)
+    del stored
+    if block_entries is None:
+        outer = plan_blocks(dptr, max(int(left * 0.75) // OUTER_BYTES_PER_ENTRY,
+                                      min_block // 4, 1))
+        inner = plan_blocks(dptr, max(int(left * 0.25) // INNER_BYTES_PER_ENTRY,
+                                      min_block // 4, 1))
+    else:
+        outer = inner = plan_blocks(dptr, int(block_entries))
+    mine = outer[ranks.rank::ranks.world_size]
+    total = 0
+    with progress_bar(total=len(mine) * len(inner), unit="block pair",
+                      desc="triangles out of core", disable=not progress) as bar:
+        for a_lo, a_hi in mine:
+            a_rows = load_block(indptr, indices, rank if middle else key, dptr, a_lo,
+                                a_hi, values, middle)
+            where = tag_entries(a_rows, order, inner) if middle else None
+            for b, (b_lo, b_hi) in enumerate(inner):
+                if a_lo <= b_lo and b_hi <= a_hi:  # inside the outer block: use it
+                    b_rows = (a_rows[0][b_lo - a_lo:b_hi - a_lo + 1], a_rows[1])
+                else:
+                    b_rows = load_block(indptr, indices, rank if middle else key, dptr,
+                                        b_lo, b_hi, values, middle)
+                total += count_pair(a_rows, a_lo, b_rows, b_lo,
+                                    order if middle else None, marks, per_vertex,
+                                    counts, threads, where=where, b=b)
+                bar.update(1)
+    total = int(ranks.sum(np.array([total], np.int64))[0])
+    return total, (ranks.sum(counts) if per_vertex else None), degree
+
+
+@dataclass(frozen=True)
+class Whole:
+    """The whole oriented graph in RAM as the in-memory triangle count reads it (from the
+    mapped ``sym`` index): what :func:`orient_whole` builds and :func:`count_whole` counts;
+    the structure kept between counts on one opened graph (:mod:`.view_cache`).
+
+    Attributes
+    ----------
+    rows : tuple of numpy.ndarray
+        ``(dptr, didx)``: each row's higher-ranked neighbours, as ranks ascending
+        (``order`` given) or as ids ascending (``order`` None).
+    order : numpy.ndarray or None
+        int64 (N,) rank -> id, for the kernel from the middle vertex; None for the kernel
+        from the lowest one.
+    degree : numpy.ndarray
+        int64 (N,) simple degree by id.
+    inlists : tuple of numpy.ndarray or None
+        ``(iptr, ipos, irow, work)`` of :func:`inlists` and the per-vertex work of the
+        kernel from the middle vertex (None for the other kernel).
+    """
+
+    rows: tuple
+    order: np.ndarray | None
+    degree: np.ndarray
+    inlists: tuple | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the arrays hold."""
+        arrays = [*self.rows, self.degree, *(self.inlists or ())]
+        arrays += [self.order] if self.order is not None else []
+        return int(sum(a.nbytes for a in arrays))
+
+
+def orient_whole(indptr, indices, threads: int) -> Whole:
+    """The :class:`Whole` oriented graph of the symmetric rows ``(indptr, indices)``: the
+    kernel picked by :func:`from_middle`, the rows it reads (and its in-lists)."""
+    n = len(indptr) - 1
     key, stored = degree_key(indptr)
     values = _value_dtype(n)
     degree = np.empty(n, np.int64)
     rows = None
-    if whole and (int(indptr[-1]) + n < SERIAL_WORK or threads == 1):
+    if int(indptr[-1]) + n < SERIAL_WORK or threads == 1:
         rows = orient_serial(indptr, indices, key, degree, values)  # one pass, ids
         dptr = rows[0]
     else:
@@ -164,50 +254,32 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
         dptr = np.zeros(n + 1, np.int64)
         np.cumsum(lengths, out=dptr[1:])
         del lengths
+    if not from_middle(degree, np.diff(dptr)):
+        if rows is None:
+            rows = load_block(indptr, indices, key, dptr, 0, n, values, False)
+        return Whole(rows, None, degree)
+    rows = None  # the rows of ids go before the rows of ranks are built
+    order, rank = _order_by(stored)
+    del stored, key
+    rows = load_block(indptr, indices, rank, dptr, 0, n, values, True)
+    del rank
+    iptr, ipos, irow = inlists(rows[0], rows[1], order, 0, n, degree - np.diff(dptr))
+    work = np.empty(n, np.int64)
+    kernels.middle_work(rows[0], rows[0], iptr, ipos, irow, work)
+    return Whole(rows, order, degree, (iptr, ipos, irow, work))
+
+
+def count_whole(whole: Whole, *, per_vertex: bool, threads: int, ranks: Ranks,
+                progress: bool = False) -> tuple[int, np.ndarray | None]:
+    """Triangles of a :class:`Whole` graph: the total over ranks and, with ``per_vertex``,
+    int64 (N,) counts by id (summed over ranks)."""
+    n = len(whole.degree)
     counts = np.zeros(n if per_vertex else 0, np.int64)
-    marks = kernels.mark_array(threads, n)
-    middle = from_middle(degree, np.diff(dptr))
-    order = rank = None
-    if middle:  # rows of ranks, sorted: the order itself (in place of the keys)
-        key = None
-        order, rank = _order_by(stored)
-    del stored
-    if whole:
-        if rows is None or middle:
-            rows = None  # the rows of ids go before the rows of ranks are built
-            rows = load_block(indptr, indices, rank if middle else key, dptr, 0, n, values,
-                              middle)
-        total = count_pair(rows, 0, rows, 0, order if middle else None, marks, per_vertex,
-                           counts, threads, ranks=ranks, progress=progress,
-                           in_degree=degree - np.diff(dptr) if middle else None)
-    else:
-        if block_entries is None:
-            outer = plan_blocks(dptr, max(int(left * 0.75) // OUTER_BYTES_PER_ENTRY,
-                                                   min_block // 4, 1))
-            inner = plan_blocks(dptr, max(int(left * 0.25) // INNER_BYTES_PER_ENTRY,
-                                                   min_block // 4, 1))
-        else:
-            outer = inner = plan_blocks(dptr, int(block_entries))
-        mine = outer[ranks.rank::ranks.world_size]
-        total = 0
-        with progress_bar(total=len(mine) * len(inner), unit="block pair",
-                          desc="triangles out of core", disable=not progress) as bar:
-            for a_lo, a_hi in mine:
-                a_rows = load_block(indptr, indices, rank if middle else key, dptr, a_lo,
-                                    a_hi, values, middle)
-                where = tag_entries(a_rows, order, inner) if middle else None
-                for b, (b_lo, b_hi) in enumerate(inner):
-                    if a_lo <= b_lo and b_hi <= a_hi:  # inside the outer block: use it
-                        b_rows = (a_rows[0][b_lo - a_lo:b_hi - a_lo + 1], a_rows[1])
-                    else:
-                        b_rows = load_block(indptr, indices, rank if middle else key, dptr,
-                                            b_lo, b_hi, values, middle)
-                    total += count_pair(a_rows, a_lo, b_rows, b_lo,
-                                        order if middle else None, marks, per_vertex,
-                                        counts, threads, where=where, b=b)
-                    bar.update(1)
+    total = count_pair(whole.rows, 0, whole.rows, 0, whole.order,
+                       kernels.mark_array(threads, n), per_vertex, counts, threads,
+                       ranks=ranks, progress=progress, ready=whole.inlists)
     total = int(ranks.sum(np.array([total], np.int64))[0])
-    return total, (ranks.sum(counts) if per_vertex else None), degree
+    return total, (ranks.sum(counts) if per_vertex else None)
 
 
 #: Below this much estimated work (entries read) a triangle pass runs in the calling thread:
@@ -246,7 +318,7 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
                marks: np.ndarray, per_vertex: bool, counts: np.ndarray, threads: int, *,
                ranks: Ranks | None = None, progress: bool = False,
                in_degree: np.ndarray | None = None, where: np.ndarray | None = None,
-               b: int = 0) -> int:
+               b: int = 0, ready: tuple | None = None) -> int:
     """Triangles whose lowest vertex's row is in block A and whose middle vertex's row is in
     block B (``(ptr, values)`` pairs, rows numbered from ``a_lo`` and ``b_lo``).
 
@@ -257,7 +329,8 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
     :func:`~graphsys.mining.kernels.triangles_middle` over B's rows. Without (values are row
     ids, rows ascend by id), from the lowest vertex:
     :func:`~graphsys.mining.kernels.triangles_lowest` over A's rows. With ``ranks``, this
-    rank's share of the rows, by work."""
+    rank's share of the rows, by work. ``ready``: B's in-lists and work, built before
+    (:attr:`Whole.inlists`)."""
     aptr, aidx = a_rows
     bptr, bidx = b_rows
     na, nb = len(aptr) - 1, len(bptr) - 1
@@ -274,9 +347,12 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
                                                                 marks[0], per_vertex,
                                                                 counts),
             serial_work=TRIANGLE_SERIAL_WORK)
-    iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree, where, b)
-    work = np.empty(nb, np.int64)
-    kernels.middle_work(aptr, bptr, iptr, ipos, irow, work)
+    if ready is None:
+        iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree, where, b)
+        work = np.empty(nb, np.int64)
+        kernels.middle_work(aptr, bptr, iptr, ipos, irow, work)
+    else:
+        iptr, ipos, irow, work = ready
     lo, hi = ranks.roots(work) if ranks is not None else (0, nb)
     args = (aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, order)
     return run_tasks(

@@ -6,7 +6,7 @@ lowest-ranked vertex of the subgraphs it finds. A root's work is very uneven (a 
 neighbourhood against a leaf's), so the roots are cut into *tasks*: contiguous ranges of
 about equal estimated work (:func:`tasks_by_work`; a vertex heavier than one task's share
 is a task of its own), and the kernels run ``prange`` over the tasks with a chunk size of
-one (:func:`scheduled`), so that a thread that finishes its task takes the next one (numba's
+one (:func:`run_tasks`), so that a thread that finishes its task takes the next one (numba's
 dynamic scheduling) instead of a fixed share of the range.
 
 Across ranks (:class:`Ranks`), rank ``r`` of ``W`` owns the ``r``-th of ``W`` ranges of
@@ -60,16 +60,18 @@ def check_threads(threads: int | None) -> int:
 
 @contextlib.contextmanager
 def scheduled(threads: int | None) -> Iterator[int]:
-    """Run the enclosed kernels on ``threads`` numba threads (None: as set), one task per
-    ``prange`` chunk (dynamic scheduling); both settings are restored on exit. Yields the
-    thread count."""
+    """Run the enclosed kernels on ``threads`` numba threads (None: as set), restored on
+    exit. Yields the thread count. Only the task loops of :func:`run_tasks` run one task
+    per ``prange`` chunk: any other ``prange`` in the block (a pass over every vertex or
+    entry, a stored index's check as it is mapped) keeps numba's static chunks, since with
+    a chunk per iteration numba's scheduler keeps a record per chunk (gigabytes, and tens
+    of seconds, for a pass over tens of millions of entries)."""
     openmp.apply_wait_policy()  # every mining kernel runs under this
     count = check_threads(threads)
     before = numba.get_num_threads()
     numba.set_num_threads(count)
     try:
-        with numba.parallel_chunksize(1):
-            yield count
+        yield count
     finally:
         numba.set_num_threads(before)
 
@@ -138,7 +140,8 @@ def run_tasks(call: Callable[[np.ndarray], int], work: np.ndarray, lo: int, hi: 
     with progress_bar(total=total, unit="entry", unit_scale=True, desc=desc,
                       disable=not progress) as bar:
         for a, b in zip(cuts[:-1], cuts[1:]):
-            found += int(call(tasks[a:b + 1]))
+            with numba.parallel_chunksize(1):  # a thread done with a task takes the next
+                found += int(call(tasks[a:b + 1]))
             bar.update(int(done[b] - done[a]))
     return found
 

@@ -30,6 +30,7 @@ from graphsys.mining.oriented import (
 )
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
 from graphsys.mining.results import NodeValues
+from graphsys.mining.view_cache import cached
 
 #: Where triangle functions run: ``memory`` (the oriented graph in RAM), ``out-of-core``
 #: (row blocks of the mapped ``sym`` index, :mod:`graphsys.mining.outofcore`) or ``auto``
@@ -133,6 +134,39 @@ def triangle_work(graph, *, edge_set: str | None = None,
     return NodeValues(view.by_global(work), g, "probes"), "middle" if middle else "lowest"
 
 
+def _in_memory(g, edge_set: str, per_node: bool, memory_limit, threads: int, ranks: Ranks,
+               progress: bool) -> tuple[int, np.ndarray | None, np.ndarray]:
+    """``(total, counts or None, degree)`` by global id, counted in RAM on the oriented
+    graph kept on ``g`` (:mod:`graphsys.mining.view_cache`), built first when there is none:
+    from the mapped ``sym`` index (:func:`~graphsys.mining.outofcore.orient_whole`), else
+    :func:`~graphsys.mining.oriented.oriented` from the buckets."""
+    from graphsys.mining.outofcore import count_whole, orient_whole
+
+    limit = check_budget(memory_limit)
+    beside = 16 * g.num_nodes()  # the marks and the per-node counts of the count itself
+    sym = mapped_symmetric(g, edge_set)
+    if sym is None:
+        view = cached(g, (edge_set, "oriented", "degree"),
+                      lambda: oriented(g, edge_set, memory_limit=memory_limit),
+                      nbytes=Oriented.nbytes.fget, budget=limit, beside=beside)
+        total, counts = count_oriented(view, per_vertex=per_node, threads=threads,
+                                       ranks=ranks, progress=progress)
+        return total, (view.by_global(counts) if per_node else None), view.by_global(
+            view.degree)
+
+    def build():
+        need = triangle_bytes(g, edge_set)
+        if need > limit:
+            raise refuse_build(g, edge_set, need, limit, memory_limit is not None)
+        return orient_whole(sym[0], sym[1], threads)
+
+    whole = cached(g, (edge_set, "triangles", "degree"), build,
+                   nbytes=lambda w: w.nbytes, budget=limit, beside=beside)
+    total, counts = count_whole(whole, per_vertex=per_node, threads=threads, ranks=ranks,
+                                progress=progress)
+    return total, counts, whole.degree
+
+
 @dataclass(frozen=True)
 class TriangleStats:
     """What one triangle pass gives: the count and the figures derived from it.
@@ -208,24 +242,15 @@ def triangle_stats(graph, *, per_node: bool = False, edge_set: str | None = None
     ranks = Ranks.of(distributed, g)
     with scheduled(threads) as count:
         run_mode = _mode(mode, g, es.name, memory_limit)
-        if run_mode == "memory" and mapped_symmetric(g, es.name) is not None:
-            # the index's rows, oriented in RAM as one block
-            need = triangle_bytes(g, es.name)
-            limit = check_budget(memory_limit)
-            if need > limit:
-                raise refuse_build(g, es.name, need, limit, memory_limit is not None)
-        if run_mode == "out-of-core" or mapped_symmetric(g, es.name) is not None:
+        if run_mode == "memory":
+            total, counts, degree = _in_memory(g, es.name, per_node, memory_limit, count,
+                                               ranks, progress)
+        else:
             from graphsys.mining.outofcore import triangles_by_blocks
 
             total, counts, degree = triangles_by_blocks(
                 g, es.name, per_vertex=per_node, memory_limit=memory_limit, threads=count,
-                ranks=ranks, progress=progress, whole=run_mode == "memory")
-        else:
-            view = oriented(g, es.name, memory_limit=memory_limit)
-            total, counts = count_oriented(view, per_vertex=per_node, threads=count,
-                                           ranks=ranks, progress=progress)
-            counts = view.by_global(counts) if per_node else None
-            degree = view.by_global(view.degree)
+                ranks=ranks, progress=progress)
     triples = int((degree * (degree - 1)).sum())
     stats = TriangleStats(total, 6.0 * total / triples if triples else 0.0,
                           NodeValues(degree, g, "degree"))
