@@ -25,7 +25,7 @@ from .conftest import SMALL
 
 EPOCHS = 10
 ARGS = [*SMALL, f"num_epochs={EPOCHS}", "seed=3"]
-TIMEOUT = 120
+TIMEOUT = 300
 
 
 def _cli(kg, out, args):
