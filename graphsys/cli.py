@@ -20,9 +20,12 @@ stops the process at once).
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
-returned: its output flushed, the interpreter's exit handlers run and its threads joined,
-it leaves without tearing down every imported module's objects (numba's, LLVM's, Arrow's),
-which only frees memory the system frees anyway; for the same reason those objects are kept
+returned, and once any command that destroyed a process group has (a rank of a distributed
+run, whose gloo threads outlive the group: :func:`graphsys.distributed.destroy`): its output
+flushed, the interpreter's exit handlers run and its threads joined, it leaves without
+tearing down every imported module's objects (numba's, LLVM's, Arrow's), which only frees
+memory the system frees anyway, and which a gloo thread outliving its group can abort
+(SIGABRT); for the same reason those objects are kept
 out of the cyclic collector's scans while it runs (:func:`graphsys.jit.freeze_long_lived`).
 """
 
@@ -198,9 +201,17 @@ def program() -> None:
     if _command_name(sys.argv[1:]) in SERIAL_BLAS and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads
     code, args = _run(None, program=True)
-    if code == 0 and getattr(args, "fast_exit", False):
+    if code == 0 and getattr(args, "fast_exit", False) or _ran_a_process_group():
         _exit_now(code)
     sys.exit(code)
+
+
+def _ran_a_process_group() -> bool:
+    """Whether the command destroyed a ``torch.distributed`` process group, whose gloo
+    threads can outlive it and abort the interpreter's teardown
+    (:func:`graphsys.distributed.destroy`)."""
+    module = sys.modules.get("graphsys.distributed")
+    return module is not None and module.destroyed_a_group()
 
 
 def _exit_now(code: int) -> None:

@@ -35,6 +35,7 @@ _REDUCE = {"sum": "SUM", "min": "MIN", "max": "MAX"}
 #: launcher hosts at ``MASTER_ADDR:MASTER_PORT`` (torchrun's agent does the same).
 AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
 LOCALHOST = "127.0.0.1"
+_destroyed = False
 
 
 def initialized() -> bool:
@@ -177,13 +178,33 @@ def destroy() -> None:
     """Destroy the default process group, after collecting garbage: objects in reference
     cycles that hold the group (a ``DistributedDataParallel`` wrapper and its reducer) go
     first; left to interpreter exit, gloo's threads are torn down during static
-    destruction, which can abort the process."""
+    destruction, which can abort the process.
+
+    A group that a ``DistributedDataParallel`` wrapped a model in outlives this call all
+    the same (torch 2.13: something the wrapper made in C++ keeps it, out of the collector's
+    sight, whether or not the wrapper and the model are gone): its two gloo worker threads
+    (``pt_gloo_runloop``) and its transport loop (``gloo_tcp_loop``) run until the process
+    ends. A worker thread that lets go of a tensor owned by Python once the interpreter has
+    begun to finalise (under load it can still be finishing the last collective's work)
+    cannot take the interpreter's lock; the thread is ended inside a C++ destructor, and
+    the process aborts ("terminate called without an active exception", SIGABRT). A
+    process that destroyed a group (:func:`destroyed_a_group`) therefore ends, once its
+    output is flushed, without the interpreter's teardown: the graphsys program does so
+    (:func:`graphsys.cli.program`)."""
     import gc
 
     import torch.distributed as dist
 
+    global _destroyed
     gc.collect()
     dist.destroy_process_group()
+    _destroyed = True
+
+
+def destroyed_a_group() -> bool:
+    """Whether :func:`destroy` ran in this process (whose group's gloo threads may then
+    still run: see :func:`destroy`)."""
+    return _destroyed
 
 
 class Collectives:

@@ -53,3 +53,36 @@ def test_groups_launched_at_once_meet_their_own_ranks():
                 p.wait()
     assert [p.returncode for p in procs] == [0] * 4, [err[-2000:] for _, err in outs]
     assert [out.strip() for out, _ in outs] == ["[0, 0]", "[0, 0]", "[1, 1]", "[1, 1]"]
+
+
+#: A process that wraps a model in DistributedDataParallel over a one-rank gloo group,
+#: destroys the group, then runs ``graphsys datasets list`` as the graphsys program.
+AFTER_DDP = ("import atexit, os, sys, torch, torch.distributed as dist\n"
+             "from graphsys import distributed\n"
+             "dist.init_process_group('gloo', store=dist.HashStore(), rank=0, world_size=1)\n"
+             "torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))\n"
+             "distributed.destroy()\n"
+             "names = [open(f'/proc/self/task/{t}/comm').read().strip()\n"
+             "         for t in os.listdir('/proc/self/task')]\n"
+             "print('gloo threads after destroy:', 'pt_gloo_runloop' in names, flush=True)\n"
+             "class Teardown:\n"
+             "    def __del__(self):\n"
+             "        print('teardown ran', flush=True)\n"
+             "marker = Teardown()\n"
+             "atexit.register(lambda: print('atexit ran', flush=True))\n"
+             "sys.argv = ['graphsys', 'datasets', 'list']\n"
+             "from graphsys.cli import program\n"
+             "program()\n")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="threads listed by /proc")
+def test_a_rank_that_destroyed_its_group_leaves_without_teardown():
+    """The group outlives destroy() once DistributedDataParallel wrapped a model (its gloo
+    threads still run); the graphsys program then ends after its exit handlers and
+    without the interpreter's teardown (a module's objects are never finalised)."""
+    out = subprocess.run([sys.executable, "-c", AFTER_DDP], capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0] == "gloo threads after destroy: True"
+    assert lines[-1] == "atexit ran" and "teardown ran" not in lines
