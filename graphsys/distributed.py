@@ -165,7 +165,26 @@ def join_local_store(port: int, rank: int, world_size: int, backend: str = "gloo
     """Initialise the default process group as rank ``rank`` of ``world_size``, through
     the :func:`local_store` on ``port`` that the launching process hosts (as a client;
     the rank binds no port of its own for the rendezvous), with the
-    :func:`process_group_timeout`."""
+    :func:`process_group_timeout`.
+
+    Parameters
+    ----------
+    port : int
+        The launcher's store's ``port``.
+    rank, world_size : int
+        This rank and the number of ranks.
+    backend : str
+        ``"gloo"`` (CPU) or ``"nccl"`` (one GPU per rank).
+
+    Examples
+    --------
+    A rank started by ``torch.multiprocessing.spawn(worker, args=(store.port, 2))``:
+
+    >>> def worker(rank, port, world_size):
+    ...     from graphsys.distributed import destroy, join_local_store
+    ...     join_local_store(port, rank, world_size)
+    ...     destroy()
+    """
     import torch.distributed as dist
 
     timeout = timedelta(seconds=process_group_timeout())
@@ -203,7 +222,19 @@ def destroy() -> None:
 
 def destroyed_a_group() -> bool:
     """Whether :func:`destroy` ran in this process (whose group's gloo threads may then
-    still run: see :func:`destroy`)."""
+    still run: see :func:`destroy`).
+
+    Returns
+    -------
+    bool
+        True once :func:`destroy` has run here.
+
+    Examples
+    --------
+    >>> from graphsys.distributed import destroyed_a_group
+    >>> isinstance(destroyed_a_group(), bool)
+    True
+    """
     return _destroyed
 
 
