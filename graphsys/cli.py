@@ -105,10 +105,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def command_help(name: str) -> str | None:
     """The ``help`` that :mod:`graphsys.commands` ``.name``'s ``register`` gives the
     command's parser, read from the module's source without importing it; None when that
-    is not a literal string (the caller then imports the module)."""
+    is not a literal string, or the source cannot be read (the caller then imports the
+    module)."""
     import ast
 
-    source = (Path(__file__).with_name("commands") / f"{name}.py").read_text("utf-8")
+    try:
+        source = (Path(__file__).with_name("commands") / f"{name}.py").read_text("utf-8")
+    except (OSError, UnicodeError):  # an install without sources
+        return None
     start = source.find("\ndef register(")  # parse that function only where it can
     end = source.find("\ndef ", start + 1) if start >= 0 else -1
     try:

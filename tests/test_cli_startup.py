@@ -73,3 +73,4 @@ def test_a_help_line_that_is_not_a_literal_is_read_from_the_module(tmp_path, mon
     source.write_text("def register(subparsers):\n"
                       "    subparsers.add_parser('x', help='one ' 'line')\n")
     assert cli.command_help("x") == "one line"
+    assert cli.command_help("not-there") is None
