@@ -20,9 +20,12 @@ stops the process at once).
 
 The program (:func:`program`: the ``graphsys`` script and ``python -m graphsys``) ends the
 process once a command whose work is all on disk (``fast_exit``, e.g. ``ingest``) has
-returned: its output flushed, the interpreter's exit handlers run and its threads joined,
-it leaves without tearing down every imported module's objects (numba's, LLVM's, Arrow's),
-which only frees memory the system frees anyway; for the same reason those objects are kept
+returned, and once any command that destroyed a process group has (a rank of a distributed
+run, whose gloo threads outlive the group: :func:`graphsys.distributed.destroy`): its output
+flushed, the interpreter's exit handlers run and its threads joined, it leaves without
+tearing down every imported module's objects (numba's, LLVM's, Arrow's), which only frees
+memory the system frees anyway, and which a gloo thread outliving its group can abort
+(SIGABRT); for the same reason those objects are kept
 out of the cyclic collector's scans while it runs (:func:`graphsys.jit.freeze_long_lived`).
 """
 
@@ -36,6 +39,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
@@ -72,8 +76,13 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The full parser; with ``argv`` naming a command, only that command's module is
-    imported (commands import heavy libraries such as torch only when they need them)."""
+    """The parser of the command line ``argv``; None: the full parser, every command's.
+
+    With ``argv`` naming a command, only that command's module is imported (commands
+    import heavy libraries such as torch only when they need them). With ``argv`` naming
+    none (``--version``, ``--help``, no command or an unknown one), no command module is
+    imported: each command is listed with the help line its module registers, read from
+    the module's source (:func:`command_help`), and none can run."""
     parser = ArgumentParser(
         prog="graphsys",
         description="Partitioned Arrow graph storage, BSP analytics, embeddings and GNNs.",
@@ -83,10 +92,41 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"graphsys {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     first = _command_name(argv)
+    listed = {} if argv is None or first in COMMANDS else {n: command_help(n) for n in COMMANDS}
     with gc_paused():  # imports: every object they make stays
         for name in (first,) if first in COMMANDS else COMMANDS:
-            importlib.import_module(f"graphsys.commands.{name}").register(subparsers)
+            if listed.get(name) is not None:
+                subparsers.add_parser(name, help=listed[name], add_help=False)
+            else:
+                importlib.import_module(f"graphsys.commands.{name}").register(subparsers)
     return parser
+
+
+def command_help(name: str) -> str | None:
+    """The ``help`` that :mod:`graphsys.commands` ``.name``'s ``register`` gives the
+    command's parser, read from the module's source without importing it; None when that
+    is not a literal string, or the source cannot be read (the caller then imports the
+    module)."""
+    import ast
+
+    try:
+        source = (Path(__file__).with_name("commands") / f"{name}.py").read_text("utf-8")
+    except (OSError, UnicodeError):  # an install without sources
+        return None
+    start = source.find("\ndef register(")  # parse that function only where it can
+    end = source.find("\ndef ", start + 1) if start >= 0 else -1
+    try:
+        tree = ast.parse(source[start:end] if end > start else source)
+    except SyntaxError:
+        tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_parser" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == name):
+            text = next((k.value for k in node.keywords if k.arg == "help"), None)
+            if isinstance(text, ast.Constant) and isinstance(text.value, str):
+                return text.value
+    return None
 
 
 def _command_name(argv: list[str] | None) -> str | None:
@@ -165,9 +205,17 @@ def program() -> None:
     if _command_name(sys.argv[1:]) in SERIAL_BLAS and "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy loads
     code, args = _run(None, program=True)
-    if code == 0 and getattr(args, "fast_exit", False):
+    if code == 0 and getattr(args, "fast_exit", False) or _ran_a_process_group():
         _exit_now(code)
     sys.exit(code)
+
+
+def _ran_a_process_group() -> bool:
+    """Whether the command destroyed a ``torch.distributed`` process group, whose gloo
+    threads can outlive it and abort the interpreter's teardown
+    (:func:`graphsys.distributed.destroy`)."""
+    module = sys.modules.get("graphsys.distributed")
+    return module is not None and module.destroyed_a_group()
 
 
 def _exit_now(code: int) -> None:

@@ -4,7 +4,9 @@ A run of several processes is launched by ``torchrun`` (or initialised by the ca
 ``torch.distributed``'s default process group: gloo on CPU, NCCL on GPUs. This module holds
 what every engine needs of it and nothing engine-specific: initialising the group from the
 ``torchrun`` environment (:func:`init_from_env`) with one timeout (:func:`process_group_timeout`),
-this process's place in it (:func:`rank_and_world_size`, :func:`local_cuda_device`), sums and
+this process's place in it (:func:`rank_and_world_size`, :func:`local_cuda_device`), the
+rendezvous of ranks launched on this machine (:func:`local_store`, :func:`rank_environment`,
+:func:`join_local_store`), sums and
 gathers of small values (:class:`Collectives`), the check that every rank holds the same graph
 and settings before the first step (:func:`graph_digest`, :func:`check_same_inputs`), the
 one-line error of a rank whose peer died (:func:`peer_failures`), and tearing the group down
@@ -29,6 +31,11 @@ from graphsys.errors import GraphsysError
 ENV_TIMEOUT = "GRAPHSYS_DIST_TIMEOUT"
 DEFAULT_TIMEOUT_S = 300.0
 _REDUCE = {"sum": "SUM", "min": "MIN", "max": "MAX"}
+#: The torchrun variable that makes every rank, rank 0 too, a client of the store that its
+#: launcher hosts at ``MASTER_ADDR:MASTER_PORT`` (torchrun's agent does the same).
+AGENT_STORE = "TORCHELASTIC_USE_AGENT_STORE"
+LOCALHOST = "127.0.0.1"
+_destroyed = False
 
 
 def initialized() -> bool:
@@ -89,17 +96,146 @@ def local_cuda_device() -> torch.device:
     return torch.device("cuda", local)
 
 
+def local_store() -> torch.distributed.TCPStore:
+    """The rendezvous store of ranks that this process launches on this machine: a
+    ``TCPStore`` served by this process on ``127.0.0.1``, on a port the system picks as the
+    store binds it (port 0), held until the store is dropped.
+
+    Every rank connects to it as a client (:func:`rank_environment` for ranks started with
+    torchrun's environment, :func:`join_local_store` for ranks started by
+    ``torch.multiprocessing``). A port picked free beforehand and handed to rank 0 to bind
+    is free only until it is released: until rank 0 has started and bound it, any socket of
+    the machine may take it (each gloo pair listens on a port the system picks from the same
+    range), and two groups launched at once may be handed the same one. The second rank 0
+    then fails to bind while its peers join the other group's store and train with a
+    stranger, or wait for a rank 0 that never comes. A store hosted by the launcher also
+    outlives every rank, so no rank loses the store while a peer still uses it.
+
+    Returns
+    -------
+    torch.distributed.TCPStore
+        The store; its ``port`` is the ranks' ``MASTER_PORT``. Keep it until every rank
+        has exited.
+
+    Examples
+    --------
+    >>> from graphsys.distributed import local_store
+    >>> store = local_store()
+    >>> 0 < store.port < 65536
+    True
+    """
+    from torch.distributed import TCPStore
+
+    return TCPStore(LOCALHOST, 0, is_master=True, wait_for_workers=False,
+                    timeout=timedelta(seconds=process_group_timeout()))
+
+
+def rank_environment(store: torch.distributed.TCPStore, rank: int,
+                     world_size: int) -> dict[str, str]:
+    """The torchrun environment of rank ``rank`` of ``world_size`` ranks on this machine
+    whose rendezvous is ``store`` (:func:`local_store`): ``MASTER_ADDR``/``MASTER_PORT``
+    name the store, and :data:`AGENT_STORE` makes every rank a client of it, so that
+    :func:`init_from_env` in the rank joins that store's group.
+
+    Parameters
+    ----------
+    store : torch.distributed.TCPStore
+        The launcher's store.
+    rank, world_size : int
+        This rank and the number of ranks (also ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``).
+
+    Returns
+    -------
+    dict of str to str
+        The variables to add to the rank's environment.
+
+    Examples
+    --------
+    >>> from graphsys.distributed import local_store, rank_environment
+    >>> env = rank_environment(local_store(), 1, 2)
+    >>> env["RANK"], env["WORLD_SIZE"], env["TORCHELASTIC_USE_AGENT_STORE"]
+    ('1', '2', 'True')
+    """
+    return {"MASTER_ADDR": LOCALHOST, "MASTER_PORT": str(store.port),
+            "WORLD_SIZE": str(world_size), "RANK": str(rank), "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world_size), AGENT_STORE: "True"}
+
+
+def join_local_store(port: int, rank: int, world_size: int, backend: str = "gloo") -> None:
+    """Initialise the default process group as rank ``rank`` of ``world_size``, through
+    the :func:`local_store` on ``port`` that the launching process hosts (as a client;
+    the rank binds no port of its own for the rendezvous), with the
+    :func:`process_group_timeout`.
+
+    Parameters
+    ----------
+    port : int
+        The launcher's store's ``port``.
+    rank, world_size : int
+        This rank and the number of ranks.
+    backend : str
+        ``"gloo"`` (CPU) or ``"nccl"`` (one GPU per rank).
+
+    Examples
+    --------
+    A rank started by ``torch.multiprocessing.spawn(worker, args=(store.port, 2))``:
+
+    >>> def worker(rank, port, world_size):
+    ...     from graphsys.distributed import destroy, join_local_store
+    ...     join_local_store(port, rank, world_size)
+    ...     destroy()
+    """
+    import torch.distributed as dist
+
+    timeout = timedelta(seconds=process_group_timeout())
+    store = dist.TCPStore(LOCALHOST, port, world_size, is_master=False, timeout=timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                            timeout=timeout)
+
+
 def destroy() -> None:
     """Destroy the default process group, after collecting garbage: objects in reference
     cycles that hold the group (a ``DistributedDataParallel`` wrapper and its reducer) go
     first; left to interpreter exit, gloo's threads are torn down during static
-    destruction, which can abort the process."""
+    destruction, which can abort the process.
+
+    A group that a ``DistributedDataParallel`` wrapped a model in outlives this call all
+    the same (torch 2.13: something the wrapper made in C++ keeps it, out of the collector's
+    sight, whether or not the wrapper and the model are gone): its two gloo worker threads
+    (``pt_gloo_runloop``) and its transport loop (``gloo_tcp_loop``) run until the process
+    ends. A worker thread that lets go of a tensor owned by Python once the interpreter has
+    begun to finalise (under load it can still be finishing the last collective's work)
+    cannot take the interpreter's lock; the thread is ended inside a C++ destructor, and
+    the process aborts ("terminate called without an active exception", SIGABRT). A
+    process that destroyed a group (:func:`destroyed_a_group`) therefore ends, once its
+    output is flushed, without the interpreter's teardown: the graphsys program does so
+    (:func:`graphsys.cli.program`)."""
     import gc
 
     import torch.distributed as dist
 
+    global _destroyed
     gc.collect()
     dist.destroy_process_group()
+    _destroyed = True
+
+
+def destroyed_a_group() -> bool:
+    """Whether :func:`destroy` ran in this process (whose group's gloo threads may then
+    still run: see :func:`destroy`).
+
+    Returns
+    -------
+    bool
+        True once :func:`destroy` has run here.
+
+    Examples
+    --------
+    >>> from graphsys.distributed import destroyed_a_group
+    >>> isinstance(destroyed_a_group(), bool)
+    True
+    """
+    return _destroyed
 
 
 class Collectives:

@@ -85,15 +85,13 @@ def worker(graph: str, cfg: str, dest: str) -> None:
 
 def run(graph: Path, cfg: dict, world: int, threads: int, tmp: Path) -> list[dict]:
     """``world`` rank processes of :func:`worker`; each rank's figures, in rank order."""
-    from graphsys.bsp.launch import free_port
+    from graphsys.distributed import local_store, rank_environment
 
-    port = free_port()
+    store = local_store()  # the ranks' rendezvous, held until they have exited
     procs, dests = [], []
     for r in range(world):
-        dest = tmp / f"rank{r}-{port}.json"
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(r),
-                   LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(world))
+        dest = tmp / f"rank{r}-{store.port}.json"
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), **rank_environment(store, r, world))
         procs.append(subprocess.Popen([sys.executable, __file__, "--worker", str(graph),
                                        json.dumps(cfg), str(dest)], env=env))
         dests.append(dest)

@@ -9,17 +9,10 @@ rank 0 writes ``--out``).
 
 from __future__ import annotations
 
-import socket
 import tempfile
 from pathlib import Path
 
 import numpy as np
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _worker(rank: int, world_size: int, port: int, graph_dir: str,
@@ -28,12 +21,11 @@ def _worker(rank: int, world_size: int, port: int, graph_dir: str,
     import torch.distributed as dist
 
     from graphsys import bsp, open_graph
+    from graphsys.distributed import join_local_store
 
     if device == "cuda":  # one GPU per rank, NCCL between them
         torch.cuda.set_device(rank)
-    dist.init_process_group("nccl" if device == "cuda" else "gloo",
-                            init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world_size)
+    join_local_store(port, rank, world_size, "nccl" if device == "cuda" else "gloo")
     try:
         graph = open_graph(graph_dir)
         on = {"device": f"cuda:{rank}"} if device == "cuda" else {}
@@ -72,8 +64,12 @@ def spawn(graph_dir: str | Path, jobs: list[tuple[str, tuple, dict]],
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         raise ParameterError("device", f"cuda: {world_size} ranks need {world_size} GPUs, "
                                        f"{count} visible")
+    from graphsys.distributed import local_store
+
+    # the ranks' rendezvous, hosted here on a port held from the moment it is picked
+    store = local_store()
     with tempfile.TemporaryDirectory() as tmp:
-        mp.spawn(_worker, args=(world_size, free_port(), str(graph_dir), jobs, tmp, device),
+        mp.spawn(_worker, args=(world_size, store.port, str(graph_dir), jobs, tmp, device),
                  nprocs=world_size, join=True)
         return [(np.load(Path(tmp) / f"{k}.npy"),
                  json.loads(Path(tmp, f"{k}.json").read_text())) for k in range(len(jobs))]

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphsys.commands._common import emit_json, show_progress
-from graphsys.datasets.fetch import FetchResult, fetch
-from graphsys.datasets.loaders import ingest_dataset
-from graphsys.datasets.registry import Dataset, get_dataset, load_registry
 from graphsys.outputs import check_output_directory
-from graphsys.plugins import PARTITIONERS
-from graphsys.storage.ingest import IngestOptions
-from graphsys.units import parse_size
-from partitioners import DEFAULT_PARTITIONER
+from graphsys.plugins import DEFAULT_PARTITIONER, PARTITIONERS
+
+if TYPE_CHECKING:
+    from graphsys.datasets.fetch import FetchResult
+    from graphsys.datasets.registry import Dataset
 
 
 def register(subparsers) -> None:
@@ -66,6 +65,12 @@ def _source_args(p) -> None:
 
 
 def run(args) -> int:
+    from graphsys.datasets.fetch import fetch
+    from graphsys.datasets.loaders import ingest_dataset
+    from graphsys.datasets.registry import get_dataset
+    from graphsys.storage.ingest import IngestOptions
+    from graphsys.units import parse_size
+
     if args.datasets_command == "list":
         return _list(args)
     dataset = get_dataset(args.name)
@@ -96,6 +101,8 @@ def run(args) -> int:
 
 
 def _list(args) -> int:
+    from graphsys.datasets.registry import load_registry
+
     datasets = load_registry()
     if args.json:
         emit_json([d.summary() for d in datasets.values()])

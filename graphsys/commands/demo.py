@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from graphsys.commands._common import emit_json, show_progress
 from graphsys.errors import GraphsysError
 from graphsys.outputs import check_output_directory
@@ -100,6 +98,8 @@ def _verify(d: _Demo) -> tuple[str, dict]:
 
 
 def _pagerank(d: _Demo) -> tuple[str, dict]:
+    import numpy as np
+
     from graphsys import bsp
     from graphsys.storage.graph import open_graph
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphsys.commands._common import emit_json, graph_arg
-from graphsys.storage.export import export_edges
-from graphsys.storage.graph import open_graph
 
 
 def register(subparsers) -> None:
@@ -28,6 +26,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from graphsys.storage.export import export_edges
+    from graphsys.storage.graph import open_graph
+
     rows = export_edges(open_graph(args.graph, until=args.until), args.out, args.edges,
                         overwrite=args.overwrite)
     if args.json:

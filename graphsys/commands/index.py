@@ -7,10 +7,6 @@ import time
 from pathlib import Path
 
 from graphsys.commands._common import add_quiet_arg, emit_json, show_progress
-from graphsys.memory import lifetime_peak_rss
-from graphsys.storage.adjacency_index import build_index
-from graphsys.storage.graph import open_graph
-from graphsys.units import parse_size
 
 
 def register(subparsers) -> None:
@@ -53,6 +49,11 @@ def parse_kinds(csr: bool, csc: bool, push: bool, undirected: bool = False,
 
 
 def run(args) -> int:
+    from graphsys.memory import lifetime_peak_rss
+    from graphsys.storage.adjacency_index import build_index
+    from graphsys.storage.graph import open_graph
+    from graphsys.units import parse_size
+
     t0 = time.perf_counter()
     built = build_index(open_graph(args.graph), parse_kinds(args.csr, args.csc, args.push,
                                                        args.undirected, args.temporal),

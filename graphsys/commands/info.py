@@ -7,8 +7,6 @@ from __future__ import annotations
 import math
 
 from graphsys.commands._common import emit_json, graph_arg
-from graphsys.storage.graph import open_graph
-from graphsys.storage.info import format_info, graph_info
 
 
 def register(subparsers) -> None:
@@ -31,6 +29,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from graphsys.storage.graph import open_graph
+    from graphsys.storage.info import format_info, graph_info
+
     graph = open_graph(args.graph)
     info = graph_info(graph)
     extra = {}

@@ -13,8 +13,6 @@ from pathlib import Path
 
 from graphsys.commands._common import emit_json, graph_arg, read_ids, typed_ids
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.memory import lifetime_peak_rss
-from graphsys.storage.graph import open_graph
 
 #: The comparisons ``--where`` takes, longest first (``<=`` before ``<``).
 COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge,
@@ -71,6 +69,9 @@ def parse_where(text: str):
 
 
 def run(args) -> int:
+    from graphsys.memory import lifetime_peak_rss
+    from graphsys.storage.graph import open_graph
+
     if args.nodes is None and args.where is None and args.center is None:
         raise GraphsysError("give --nodes, --where or --ego to choose the nodes")
     if args.nodes is not None and args.center is not None:

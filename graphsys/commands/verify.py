@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 
 from graphsys.commands._common import emit_json, graph_arg
-from graphsys.storage.verify import verify_graph
 
 
 def register(subparsers) -> None:
@@ -27,6 +26,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from graphsys.storage.verify import verify_graph
+
     result = verify_graph(args.graph, quick=args.quick)
     what = "structure verified (no hashes)" if args.quick else "verified"
     if args.json:

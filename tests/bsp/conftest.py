@@ -110,12 +110,11 @@ def to_global(tg: TestGraph, original_id: int) -> int:
 
 
 def torchrun(script: Path, *args) -> None:
-    """Run ``script`` with ``args`` as 2 local gloo processes (one OpenMP thread each)."""
-    from graphsys.bsp.launch import free_port
-
+    """Run ``script`` with ``args`` as 2 local gloo processes (one OpenMP thread each);
+    torchrun's agent hosts their rendezvous on a port it binds itself (``--standalone``)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                    "--master_port", str(free_port()), str(script), *map(str, args)],
+                    "--standalone", str(script), *map(str, args)],
                    check=True, env=env, timeout=300, capture_output=True)
 
 

@@ -14,8 +14,7 @@ import pyarrow as pa
 from graphsys import open_graph
 from graphsys.bsp.algorithms.pagerank import PAGERANK_SPEC
 from graphsys.bsp.distributed import program_digest
-from graphsys.bsp.launch import free_port
-from graphsys.distributed import graph_digest
+from graphsys.distributed import graph_digest, local_store, rank_environment
 from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
 
 
@@ -27,12 +26,11 @@ def _graph(path, seed):
 
 
 def _ranks(args_per_rank, timeout=120):
-    port = free_port()
-    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(port), "GRAPHSYS_DIST_TIMEOUT": "30", "OMP_NUM_THREADS": "1",
+    store = local_store()  # held until both ranks have exited
+    env = {**os.environ, "GRAPHSYS_DIST_TIMEOUT": "30", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join(sys.path)}
     procs = [subprocess.Popen([sys.executable, "-m", "graphsys", *args],
-                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+                              env={**env, **rank_environment(store, r, 2)},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r, args in enumerate(args_per_rank)]
     out = []

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graphsys.bsp.launch import free_port
-from graphsys.distributed import process_group_timeout
+from graphsys.distributed import local_store, process_group_timeout, rank_environment
 from graphsys.errors import GraphsysError
 
 SCRIPT = Path(__file__).with_name("peer_script.py")
@@ -20,11 +19,11 @@ SCRIPT = Path(__file__).with_name("peer_script.py")
 
 @pytest.mark.parametrize("how", ["die", "freeze"])
 def test_surviving_rank_ends_with_one_line(how):
-    port = free_port()
-    env = {**os.environ, "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(port), "GRAPHSYS_DIST_TIMEOUT": "4", "OMP_NUM_THREADS": "1",
+    store = local_store()
+    env = {**os.environ, "GRAPHSYS_DIST_TIMEOUT": "4", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, str(SCRIPT), how], env={**env, "RANK": str(r)},
+    procs = [subprocess.Popen([sys.executable, str(SCRIPT), how],
+                              env={**env, **rank_environment(store, r, 2)},
                               stderr=subprocess.PIPE, text=True) for r in (0, 1)]
     t0 = time.monotonic()
     try:

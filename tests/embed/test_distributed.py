@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from graphsys import open_graph
-from graphsys.bsp.launch import free_port
+from graphsys.distributed import local_store, rank_environment
 from graphsys.embed import Embeddings, evaluate, load_config, train
 from graphsys.embed.distributed import DistributedTrainer
 from graphsys.embed.schedule import bucket_order, plan_rounds
@@ -25,7 +25,7 @@ from .conftest import SMALL
 
 EPOCHS = 10
 ARGS = [*SMALL, f"num_epochs={EPOCHS}", "seed=3"]
-TIMEOUT = 120
+TIMEOUT = 300
 
 
 def _cli(kg, out, args):
@@ -36,21 +36,22 @@ def _cli(kg, out, args):
 
 def _launch(kg, out, args, world_size=2):
     """Start ``world_size`` ranks of ``graphsys embed train`` with the environment torchrun
-    gives its workers (rendezvous on a free localhost port)."""
-    port = str(free_port())
+    gives its workers, their rendezvous a store hosted here); ``(store, processes)``: keep
+    the store until the processes have exited."""
+    store = local_store()
     procs = []
     for rank in range(world_size):
-        env = dict(os.environ, OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
-                   WORLD_SIZE=str(world_size), RANK=str(rank), LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE=str(world_size))
+        env = dict(os.environ, OMP_NUM_THREADS="1", **rank_environment(store, rank, world_size))
         procs.append(subprocess.Popen([sys.executable, *_cli(kg, out, args)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
-    return procs
+    return store, procs
 
 
-def _finish(procs):
-    """Wait for every rank (killing them all on a timeout); returns their stdouts."""
+def _finish(launched):
+    """Wait for every rank of ``_launch``'s (killing them all on a timeout); returns their
+    stdouts."""
+    _, procs = launched
     outs = []
     try:
         for p in procs:
@@ -146,7 +147,7 @@ def test_two_gpus_over_nccl_train_as_well_as_one(kg4, tmp_path, multi_gpu):
 def test_killed_run_resumes_bit_for_bit_under_torchrun(two_ranks, kg4, tmp_path):
     out = tmp_path / "killed"
     args = [*ARGS, "checkpoint_buckets=true"]
-    procs = _launch(kg4, out, args)
+    store, procs = _launch(kg4, out, args)
     meta = out / "checkpoint.json"
     deadline = time.time() + TIMEOUT
     progress = None

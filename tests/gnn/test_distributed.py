@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphsys.bsp.launch import free_port
+from graphsys.distributed import local_store, rank_environment
 from graphsys.gnn import TrainConfig, train
 
 from .conftest import write_sbm
@@ -32,22 +32,22 @@ CFG = dict(model="sage", fanouts=[-1, -1], hidden=8, epochs=3, batch_size=15, dr
            seed=5, num_workers=1)
 
 
-def _env(world_size: int, rank: int, port: int, **extra) -> dict:
-    return dict(os.environ, OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1",
-                MASTER_PORT=str(port), WORLD_SIZE=str(world_size), RANK=str(rank),
-                LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size),
-                PYTHONPATH=os.pathsep.join(sys.path), **extra)
+def _env(world_size: int, rank: int, store, **extra) -> dict:
+    """The torchrun environment of a rank whose rendezvous is ``store``, hosted by the test
+    (:func:`graphsys.distributed.local_store`: no port is released between picking and use)."""
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(sys.path),
+                **rank_environment(store, rank, world_size), **extra)
 
 
 def _run(graph: Path, cfg: dict, dest: Path, world_size: int = 2, out: Path | None = None,
          device: str = "cpu"):
     """Launch ``world_size`` ranks of ddp_script.py (gloo on the CPU, NCCL with one GPU per
     rank for ``device="cuda"``); rank 0's parameters and result."""
-    port = free_port()
+    store = local_store()  # held until every rank has exited
     extra = [str(out)] if out is not None else []
     procs = [subprocess.Popen([sys.executable, str(SCRIPT), str(graph), json.dumps(cfg),
                                str(dest), *extra],
-                              env=_env(world_size, r, port, GRAPHSYS_TEST_DDP_DEVICE=device),
+                              env=_env(world_size, r, store, GRAPHSYS_TEST_DDP_DEVICE=device),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r in range(world_size)]
     try:
@@ -178,15 +178,15 @@ def test_one_process_resumes_and_refuses_other_settings(graph, tmp_path):
 
 
 def test_a_dead_peer_ends_the_run_with_one_line(graph, tmp_path):
-    port = free_port()
+    store = local_store()
     env = dict(GRAPHSYS_DIST_TIMEOUT="5")
     dead = ("import os, torch; from graphsys.distributed import init_from_env; "
             "init_from_env(torch.device('cpu')); os._exit(1)")
     procs = [subprocess.Popen([sys.executable, "-m", "graphsys", "gnn", "train", "--graph",
                                str(graph), "--epochs", "2", "--json"],
-                              env=_env(2, 0, port, **env), stdout=subprocess.PIPE,
+                              env=_env(2, 0, store, **env), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True),
-             subprocess.Popen([sys.executable, "-c", dead], env=_env(2, 1, port, **env))]
+             subprocess.Popen([sys.executable, "-c", dead], env=_env(2, 1, store, **env))]
     try:
         _, err = procs[0].communicate(timeout=TIMEOUT)
     finally:

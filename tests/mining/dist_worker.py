@@ -13,11 +13,11 @@ def worker(rank: int, world_size: int, port: int, graph_dir: str, out_dir: str) 
     import torch.distributed as dist
 
     from graphsys import mining, open_graph
+    from graphsys.distributed import join_local_store
     from graphsys.mining.outofcore import triangles_by_blocks
     from graphsys.mining.parallel import Ranks
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world_size)
+    join_local_store(port, rank, world_size)
     try:
         g = open_graph(graph_dir)
         opts = {"distributed": True, "threads": 1}

@@ -18,13 +18,14 @@ from tests.mining.conftest import random_edges
 def test_two_ranks(graph_of, tmp_path):
     import torch.multiprocessing as mp
 
-    from graphsys.bsp.launch import free_port
+    from graphsys.distributed import local_store
     from tests.mining.dist_worker import worker
 
     src, dst = random_edges(60, 500, 4)
     g = graph_of(src, dst, 60)
     build_index(g, ("sym",))
-    mp.spawn(worker, args=(2, free_port(), str(g.path), str(tmp_path)), nprocs=2, join=True)
+    store = local_store()  # the ranks' rendezvous, held until they have exited
+    mp.spawn(worker, args=(2, store.port, str(g.path), str(tmp_path)), nprocs=2, join=True)
     ranks = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(2)]
     assert ranks[0] == ranks[1]
     got = ranks[0]

@@ -1,0 +1,88 @@
+"""The rendezvous of ranks launched on this machine (graphsys.distributed.local_store): the
+port is the launcher's from the moment it is picked, and groups launched at once each meet
+their own ranks."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from graphsys.distributed import LOCALHOST, local_store, rank_environment
+
+#: One rank: joins its group from the torchrun environment and prints the GROUP of every
+#: rank it met.
+RANK = ("import os, torch, torch.distributed as dist\n"
+        "from graphsys.distributed import destroy, init_from_env\n"
+        "init_from_env(torch.device('cpu'))\n"
+        "mine = torch.tensor([int(os.environ['GROUP'])])\n"
+        "met = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]\n"
+        "dist.all_gather(met, mine)\n"
+        "print(sorted(int(t) for t in met))\n"
+        "destroy()\n")
+
+
+def test_the_store_holds_its_port_until_it_is_dropped():
+    store = local_store()
+    with socket.socket() as s, pytest.raises(OSError) as exc:
+        s.bind((LOCALHOST, store.port))
+    assert exc.value.errno == errno.EADDRINUSE
+    assert local_store().port != store.port
+
+
+def test_groups_launched_at_once_meet_their_own_ranks():
+    """Two 2-rank groups started together, each on its launcher's store: every rank
+    gathers its own group's number from both ranks (no rank joins the other group)."""
+    stores = [local_store(), local_store()]
+    procs = [subprocess.Popen([sys.executable, "-c", RANK], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1", "GROUP": str(g),
+                                   "PYTHONPATH": os.pathsep.join(sys.path),
+                                   **rank_environment(stores[g], r, 2)})
+             for g in (0, 1) for r in (0, 1)]
+    try:
+        outs = [p.communicate(timeout=180) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0] * 4, [err[-2000:] for _, err in outs]
+    assert [out.strip() for out, _ in outs] == ["[0, 0]", "[0, 0]", "[1, 1]", "[1, 1]"]
+
+
+#: A process that wraps a model in DistributedDataParallel over a one-rank gloo group,
+#: destroys the group, then runs ``graphsys datasets list`` as the graphsys program.
+AFTER_DDP = ("import atexit, os, sys, torch, torch.distributed as dist\n"
+             "from graphsys import distributed\n"
+             "dist.init_process_group('gloo', store=dist.HashStore(), rank=0, world_size=1)\n"
+             "torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))\n"
+             "distributed.destroy()\n"
+             "names = [open(f'/proc/self/task/{t}/comm').read().strip()\n"
+             "         for t in os.listdir('/proc/self/task')]\n"
+             "print('gloo threads after destroy:', 'pt_gloo_runloop' in names, flush=True)\n"
+             "class Teardown:\n"
+             "    def __del__(self):\n"
+             "        print('teardown ran', flush=True)\n"
+             "marker = Teardown()\n"
+             "atexit.register(lambda: print('atexit ran', flush=True))\n"
+             "sys.argv = ['graphsys', 'datasets', 'list']\n"
+             "from graphsys.cli import program\n"
+             "program()\n")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="threads listed by /proc")
+def test_a_rank_that_destroyed_its_group_leaves_without_teardown():
+    """The group outlives destroy() once DistributedDataParallel wrapped a model (its gloo
+    threads still run); the graphsys program then ends after its exit handlers and
+    without the interpreter's teardown (a module's objects are never finalised)."""
+    out = subprocess.run([sys.executable, "-c", AFTER_DDP], capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0] == "gloo threads after destroy: True"
+    assert lines[-1] == "atexit ran" and "teardown ran" not in lines
