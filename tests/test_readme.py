@@ -18,7 +18,7 @@ SETUP = [
     "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[plot]' "
     "&& .venv/bin/graphsys demo",
     "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[test]' "
-    "&& .venv/bin/pytest -q",
+    "&& .venv/bin/pytest -q -n 2 --dist loadfile",
 ]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 
