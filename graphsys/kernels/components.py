@@ -1,5 +1,7 @@
 """Weakly connected components by union-find in numba: a one-pass union-find and Afforest
-(Sutton, Ben-Nun, Barak, IPDPS 2018; the GAP benchmark's reference CC).
+(Sutton, Ben-Nun, Barak, IPDPS 2018; the GAP benchmark's reference CC). The one
+components kernel of every engine (the BSP WCC, the distance measures, the NetworkX
+backend through both); :func:`numbered` turns its roots into component numbers.
 
 Both hook the larger root under the smaller (so a component's root is its smallest vertex
 id, the label the BSP WCC program defines) and halve paths while finding roots. Afforest
@@ -113,3 +115,24 @@ def afforest(indptr, indices, in_indptr, in_indices, directed, seed, comp):
                 read += 1
     _compress(comp)
     return read, big
+
+
+def roots(indptr, indices, in_indptr, in_indices, directed: bool) -> np.ndarray:
+    """Each vertex's component root (its smallest id), int64 (N,), by the method
+    :func:`choose` picks: over the out-edges CSR and, when ``directed``, the in-edges CSC
+    (``in_*``; on an undirected edge set, stored both ways, they are ignored)."""
+    n = len(indptr) - 1
+    comp = np.empty(n, np.int64)
+    if choose(n, int(indptr[n] - indptr[0]), directed) == "afforest":
+        afforest(indptr, indices, in_indptr, in_indices, directed, 0, comp)
+    else:
+        union_find(indptr, indices, comp, not directed)
+    return comp
+
+
+def numbered(comp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Component numbers from roots ``comp`` (each vertex's smallest id): (label int64 (N,),
+    components numbered 0, 1, ... in order of their smallest id; sizes int64)."""
+    rank = np.cumsum(comp == np.arange(len(comp))) - 1
+    label = rank[comp]
+    return label, np.bincount(label, minlength=int(rank[-1]) + 1 if len(comp) else 0)
