@@ -1,7 +1,9 @@
 """k-cliques: count, per node, and listing, by kClist over a degeneracy ordering.
 
-The vertices are ordered by a degeneracy (smallest-last) ordering: repeatedly remove a
-vertex of least remaining degree (Matula and Beck; bucket queue, ``O(N + M)``). Orienting
+The vertices are put in a degeneracy ordering: the removal order of the peeling that finds
+core numbers (:func:`graphsys.kernels.cores.core_levels`: for k = 0, 1, ... remove every
+vertex of remaining degree at most k, so each has at most k later neighbours; ``O(N +
+M)``). Orienting
 each edge towards the later vertex bounds every row by the degeneracy ``c`` (the largest
 core number), so a root's out-neighbourhood holds at most ``c`` vertices. kClist [1]_ then
 lists, from every root, the ``(k - 1)``-cliques of its out-neighbourhood, here as bitsets
