@@ -67,12 +67,31 @@ def union_find(indptr, indices, comp, both_ways):
     for v in range(n):
         comp[v] = v
     for u in range(n):
-        for e in range(indptr[u], indptr[u + 1]):
-            w = indices[e]
-            if not both_ways or w < u:
-                _link(comp, u, w)
+        _link_row(indptr, indices, comp, both_ways, u)
     _compress(comp)
     return indptr[n] - indptr[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def union_find_outside(indptr, indices, done, comp, both_ways):
+    """:func:`union_find` over the rows of the vertices not ``done`` (bool (N,)) only: where
+    ``done`` is a union of components (a search's), the others are found in the time of
+    their own rows. ``comp[v] = v`` for a done vertex."""
+    n = comp.shape[0]
+    for v in range(n):
+        comp[v] = v
+    for u in range(n):
+        if not done[u]:
+            _link_row(indptr, indices, comp, both_ways, u)
+    _compress(comp)
+
+
+@numba.njit(inline="always")
+def _link_row(indptr, indices, comp, both_ways, u):
+    for e in range(indptr[u], indptr[u + 1]):
+        w = indices[e]
+        if not both_ways or w < u:
+            _link(comp, u, w)
 
 
 @numba.njit(cache=True, nogil=True)

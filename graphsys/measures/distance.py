@@ -70,6 +70,7 @@ class Diameter:
 
 
 _NONE32 = np.empty(0, np.int32)
+_NONE_BOOL = np.empty(0, np.bool_)
 
 
 class _Searcher:
@@ -101,16 +102,19 @@ class _Searcher:
             source = -1
         return int(state[1])
 
-    def sweep(self, source: int, middle: bool = False) -> tuple[int, int, int]:
+    def sweep(self, source: int, middle: bool = False,
+              reached: np.ndarray | None = None) -> tuple[int, int, int]:
         """Search from ``source``: (a farthest node, its distance, and when ``middle`` the
-        node halfway back from it to ``source`` on a shortest path)."""
+        node halfway back from it to ``source`` on a shortest path); ``reached``: bool (N,),
+        set True for every node reached (the source's component)."""
         count = self.bfs(source)
         far = int(self.queue[count - 1])
         ecc = int(self.dist[far])
         mid = far
         for _ in range(ecc // 2 if middle else 0):
             mid = int(kd.step_back(mid, *self.args, self.dist))
-        kd.settle(self.upper, self.dist, self.queue, count, ecc, _NONE32)
+        kd.settle(self.upper, self.dist, self.queue, count, ecc,
+                  _NONE_BOOL if reached is None else reached, _NONE32)
         return far, ecc, mid
 
     def levels(self, source: int) -> tuple[np.ndarray, np.ndarray]:
@@ -118,7 +122,8 @@ class _Searcher:
         count = self.bfs(source)
         order = self.queue[:count].copy()
         d = np.empty(count, np.int32)
-        kd.settle(self.upper, self.dist, self.queue, count, int(self.dist[order[-1]]), d)
+        kd.settle(self.upper, self.dist, self.queue, count, int(self.dist[order[-1]]),
+                  _NONE_BOOL, d)
         return order, np.searchsorted(d, np.arange(int(d[-1]) + 2))
 
     def many(self, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -175,13 +180,17 @@ def _grouped(label: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return members, starts, sizes
 
 
-def _hub_first(label: np.ndarray, sizes: np.ndarray, hub: int) -> tuple[np.ndarray,
-                                                                         np.ndarray]:
-    """``label``/``sizes`` renumbered with ``hub``'s component 0, the others after it in
-    their order."""
-    c = int(label[hub])
-    label = np.where(label == c, 0, label + (label < c))
-    return label, np.concatenate([sizes[c:c + 1], sizes[:c], sizes[c + 1:]])
+def _hub_first(view, reached: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(component of each node, sizes): the component ``reached`` (a search's) 0, the
+    others after it in order of their smallest internal id, found by union-find over the
+    rows of the nodes outside it only
+    (:func:`graphsys.kernels.components.union_find_outside`)."""
+    n = view.num_nodes
+    comp = np.empty(n, np.int64)
+    kc.union_find_outside(view.optr, view.oidx, reached, comp, view.sym != DIRECTED)
+    rank = np.cumsum((comp == np.arange(n)) & ~reached)
+    label = np.where(reached, 0, rank[comp])
+    return label, np.bincount(label, minlength=int(rank[-1]) + 1)
 
 
 def _degrees(view) -> np.ndarray:
@@ -238,8 +247,9 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     # the component of the node of largest degree first: its first sweep labels it; then
     # the other components (a search each, over the nodes left)
     hub = int(np.argmax(_degrees(view)))
-    first, _, _ = search.sweep(hub)
-    label, sizes = _hub_first(*_labels(view), hub)
+    reached = np.zeros(view.num_nodes, np.bool_)
+    first, _, _ = search.sweep(hub, reached=reached)
+    label, sizes = _hub_first(view, reached)
     hubs = None
     lower, upper, ends = 0, 0, (hub, hub)
     with progress_bar(unit="search", desc="diameter", disable=not progress) as bar:

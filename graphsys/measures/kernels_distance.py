@@ -220,17 +220,20 @@ def level_threads(optr, oidx, iptr, iidx, sym, dist, queue, state, buf, counts, 
 
 
 @numba.njit(cache=True, nogil=True)
-def settle(upper, dist, queue, count, ecc, levels):
+def settle(upper, dist, queue, count, ecc, label, levels):
     """After a search of eccentricity ``ecc``, in one pass over the reached nodes ``x``:
     ``upper[x] = min(upper[x], dist[x] + ecc)`` (an upper bound of ``x``'s eccentricity),
-    ``levels[i] = dist[queue[i]]`` (when ``levels`` is not empty), and :func:`reset`
-    ``dist``."""
+    ``label[x] = True`` (when ``label`` is not empty), ``levels[i] = dist[queue[i]]`` (when
+    ``levels`` is not empty), and :func:`reset` ``dist``."""
+    mark = label.shape[0] > 0
     keep = levels.shape[0] > 0
     for i in range(count):
         x = queue[i]
         d = dist[x]
         if d + ecc < upper[x]:
             upper[x] = d + ecc
+        if mark:
+            label[x] = True
         if keep:
             levels[i] = d
         dist[x] = -1

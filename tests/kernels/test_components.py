@@ -59,9 +59,10 @@ def test_measures_components_and_the_diameter_numbering(tmp_path):
     for c in range(count):
         assert np.array_equal(np.sort(members[starts[c]:starts[c + 1]]),
                               np.flatnonzero(ref == c))
-    hub = int(np.flatnonzero(ref == count // 2)[0])
-    label, sz = _hub_first(ref.astype(np.int64), np.bincount(ref), hub)
-    # the hub's component first, the others after it by smallest id
-    order = [count // 2] + [c for c in range(count) if c != count // 2]
+    h = count // 2
+    label, sz = _hub_first(view, ref == h)
+    # the searched component first, the others after it by smallest id, found from their
+    # own rows
+    order = [h] + [c for c in range(count) if c != h]
     assert np.array_equal(sz, np.bincount(ref)[order])
     assert np.array_equal(label, np.argsort(order)[ref])
