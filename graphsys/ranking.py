@@ -11,6 +11,8 @@ positive ranks last, after every candidate (NaN ones included), so a diverged mo
 looks perfect. :func:`auc` pools positives against negatives under the same rule, and
 :func:`protocol` names the candidates a rank was taken among (``full``, ``sampled@N``;
 ``filtered`` or ``raw``; ``both sides``), which every metrics record states.
+:func:`mrr`, :func:`hits_at_k` and :func:`rank_metrics` summarise ranks for every engine,
+with one rule for no ranks: NaN.
 """
 
 from __future__ import annotations
@@ -179,3 +181,82 @@ def protocol(negatives: int | None = None, *, filtered: bool = True,
     parts = ["full" if negatives is None else f"sampled@{int(negatives)}",
              "filtered" if filtered else "raw"]
     return ", ".join(parts + (["both sides"] if both_sides else []))
+
+
+def _ranks_array(ranks) -> np.ndarray:
+    return _tensor(ranks).to(torch.float64).reshape(-1).numpy()
+
+
+def mrr(ranks) -> float:
+    """Mean reciprocal rank: the mean of ``1 / rank``.
+
+    No ranks give NaN, not 0.0: the mean of nothing is undefined, as NumPy's and torch's
+    ``mean`` of an empty array say (and so OGB's evaluators, whose per-positive
+    reciprocal ranks a caller averages, and PyTorch-BigGraph's averaged ranks); 0.0 would
+    read as a measured score, that of a model ranking every positive last, and an empty
+    evaluation split would pass for one.
+
+    Parameters
+    ----------
+    ranks : array or tensor
+        Ranks (:func:`ranks`; >= 1), flattened.
+
+    Returns
+    -------
+    float
+        In (0, 1]; NaN for no ranks.
+
+    Examples
+    --------
+    >>> from graphsys.ranking import mrr
+    >>> mrr([1, 2, 4])
+    0.5833333333333334
+    >>> mrr([])
+    nan
+    """
+    r = _ranks_array(ranks)
+    return float((1.0 / r).mean()) if len(r) else float("nan")
+
+
+def hits_at_k(ranks, k: int) -> float:
+    """Hits@K: the share of ranks at most ``k`` (NaN for no ranks, as :func:`mrr`).
+
+    Parameters
+    ----------
+    ranks : array or tensor
+        Ranks (:func:`ranks`), flattened.
+    k : int
+        The cut-off, >= 1.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN for no ranks.
+
+    Raises
+    ------
+    ParameterError
+        ``k`` below 1.
+
+    Examples
+    --------
+    >>> from graphsys.ranking import hits_at_k
+    >>> hits_at_k([1, 2.5, 4], 3)
+    0.6666666666666666
+    """
+    if int(k) < 1:
+        raise ParameterError("k", f"must be >= 1, got {k}")
+    r = _ranks_array(ranks)
+    return float((r <= k).mean()) if len(r) else float("nan")
+
+
+def rank_metrics(ranks, ks) -> dict[str, float]:
+    """``mrr`` and ``hits@k`` for each ``k`` in ``ks`` (:func:`mrr`, :func:`hits_at_k`).
+
+    Examples
+    --------
+    >>> from graphsys.ranking import rank_metrics
+    >>> rank_metrics([1, 3], [1, 3])
+    {'mrr': 0.6666666666666666, 'hits@1': 0.5, 'hits@3': 1.0}
+    """
+    return {"mrr": mrr(ranks), **{f"hits@{k}": hits_at_k(ranks, k) for k in ks}}

@@ -102,3 +102,28 @@ def test_bad_shapes_are_one_line_errors():
         ranks([1.0], [[1.0, 2.0]], [[True]])
     with pytest.raises(ParameterError, match="non-empty"):
         auc([], [1.0])
+
+
+def test_every_engine_summarises_ranks_with_the_one_mrr_and_hits_rule():
+    """MRR / Hits@k are written once (graphsys.ranking) and every engine's summary gives
+    the same figures, NaN for no ranks (0.0 would pass for a measured score)."""
+    from graphsys import ranking
+    from graphsys.embed.evaluation import metrics as embed_metrics
+    from graphsys.gnn import metrics as gnn_metrics
+    from graphsys.gnn.recommendation import ranking_metrics as rec_metrics
+
+    assert gnn_metrics.mrr is ranking.mrr and gnn_metrics.hits_at_k is ranking.hits_at_k
+    r = np.array([1.0, 2.5, 4.0, 11.0])
+    want = {"mrr": float(np.mean(1 / r)), "hits@1": 0.25, "hits@3": 0.5, "hits@10": 0.75}
+    assert ranking.rank_metrics(r, (1, 3, 10)) == pytest.approx(want)
+    assert {k: v for k, v in embed_metrics(r).items() if k != "mean_rank"} == \
+        pytest.approx(want)
+    empty = np.zeros(0)
+    assert math.isnan(ranking.mrr(empty)) and math.isnan(ranking.hits_at_k(empty, 3))
+    assert all(math.isnan(v) for v in embed_metrics(empty).values())
+    assert all(math.isnan(v) for k, v in gnn_metrics.ranking_metrics(
+        empty, empty, empty.astype(int), [1, 3]).items())
+    rec = rec_metrics(np.zeros((1, 4)), [np.zeros(0, int)], [np.zeros(0, int)], ks=[1])
+    assert rec["users"] == 0 and all(math.isnan(rec[k]) for k in ("mrr", "hits@1"))
+    with pytest.raises(ParameterError, match="k"):
+        ranking.hits_at_k(r, 0)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from graphsys.embed.embeddings import Embeddings
-from graphsys.ranking import protocol, ranks
+from graphsys.ranking import protocol, rank_metrics, ranks
 from graphsys.storage.graph import Graph
 from graphsys.storage.triples import KnownAnswers, triples
 
@@ -25,12 +25,10 @@ EVAL_BATCH = 500
 
 
 def metrics(ranks: np.ndarray) -> dict[str, float]:
-    """MRR, Hits@1/3/10 and mean rank of float ranks ``(n,)``."""
-    if len(ranks) == 0:
-        return {"mrr": 0.0, "hits@1": 0.0, "hits@3": 0.0, "hits@10": 0.0, "mean_rank": 0.0}
-    return {"mrr": float(np.mean(1.0 / ranks)),
-            "hits@1": float(np.mean(ranks <= 1)), "hits@3": float(np.mean(ranks <= 3)),
-            "hits@10": float(np.mean(ranks <= 10)), "mean_rank": float(np.mean(ranks))}
+    """MRR, Hits@1/3/10 (:func:`graphsys.ranking.rank_metrics`) and mean rank of float
+    ranks ``(n,)``; each NaN for no ranks."""
+    mean = float(np.mean(ranks)) if len(ranks) else float("nan")
+    return {**rank_metrics(ranks, (1, 3, 10)), "mean_rank": mean}
 
 
 def protocol_name(filtered: bool, candidates: str | int | list) -> str:

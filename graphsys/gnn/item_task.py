@@ -44,7 +44,7 @@ from graphsys.gnn.loop import (
 )
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
-from graphsys.ranking import protocol, ranks
+from graphsys.ranking import hits_at_k, mrr, protocol, ranks
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import from_coo, typed_edges
 from graphsys.sampling.block import MiniBatch
@@ -165,9 +165,9 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         raise GraphsysError("no held-out interaction to rank (every user's held-out edge "
                             "sets are empty)")
     rank = np.concatenate(parts)
-    out = {f"hits@{k}": float((rank <= k).mean()) for k in ks}
+    out = {f"hits@{k}": hits_at_k(rank, k) for k in ks}
     out.update({f"recall@{k}": out[f"hits@{k}"] for k in ks})
-    return {**out, "mrr": float((1.0 / rank).mean())}
+    return {**out, "mrr": mrr(rank)}
 
 
 def run_item_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | None = None,

@@ -6,7 +6,8 @@ count half, a NaN score ranks worst; :func:`~graphsys.ranking.auc` pools positiv
 negatives under the same order), as OGB's link-prediction evaluators: a positive edge's score
 is compared with the scores of its negatives (sampled, or every candidate), negatives that
 are known true edges having been removed ("filtered"). Every function takes torch tensors or
-NumPy arrays and returns plain Python floats.
+NumPy arrays and returns plain Python floats. :func:`~graphsys.ranking.mrr` and
+:func:`~graphsys.ranking.hits_at_k` are :mod:`graphsys.ranking`'s (NaN for no ranks).
 """
 
 from __future__ import annotations
@@ -15,38 +16,14 @@ import numpy as np
 import torch
 
 from graphsys.errors import ParameterError
+from graphsys.ranking import hits_at_k, mrr, rank_metrics
+
+__all__ = ["group_positions", "hits_at_k", "macro_f1", "mrr", "rank_metrics",
+           "ranking_metrics", "recall_at_k"]
 
 
 def _np(x) -> np.ndarray:
     return x.detach().cpu().numpy() if torch.is_tensor(x) else np.asarray(x)
-
-
-def mrr(ranks) -> float:
-    """Mean reciprocal rank: the mean of ``1 / rank`` (0.0 for no ranks).
-
-    Examples
-    --------
-    >>> from graphsys.gnn.metrics import mrr
-    >>> mrr([1, 2, 4])
-    0.5833333333333334
-    """
-    r = _np(ranks).astype(np.float64)
-    return float((1.0 / r).mean()) if len(r) else 0.0
-
-
-def hits_at_k(ranks, k: int) -> float:
-    """Hits@K: the share of positives whose rank is at most ``k`` (0.0 for no ranks).
-
-    Examples
-    --------
-    >>> from graphsys.gnn.metrics import hits_at_k
-    >>> hits_at_k([1, 2.5, 4], 3)
-    0.6666666666666666
-    """
-    if int(k) < 1:
-        raise ParameterError("k", f"must be >= 1, got {k}")
-    r = _np(ranks)
-    return float((r <= k).mean()) if len(r) else 0.0
 
 
 def group_positions(ranks, scores, groups) -> np.ndarray:
@@ -92,7 +69,7 @@ def group_positions(ranks, scores, groups) -> np.ndarray:
 def recall_at_k(positions, groups, k: int) -> float:
     """Recall@K averaged over groups (query nodes): for each group, the share of its
     positives at ``positions`` (from :func:`group_positions`) at most ``k``; then the mean
-    over the groups (0.0 for none).
+    over the groups (NaN for none, the rule of :func:`~graphsys.ranking.mrr`).
 
     Examples
     --------
@@ -105,7 +82,7 @@ def recall_at_k(positions, groups, k: int) -> float:
     pos = _np(positions)
     groups = _np(groups).astype(np.int64)
     if len(pos) == 0:
-        return 0.0
+        return float("nan")
     _, g, counts = np.unique(groups, return_inverse=True, return_counts=True)
     hit = np.bincount(g, weights=(pos <= k).astype(np.float64), minlength=len(counts))
     return float((hit / counts).mean())
@@ -151,7 +128,6 @@ def ranking_metrics(ranks, positions, groups, ks) -> dict[str, float]:
     >>> ranking_metrics([1, 3], [1, 4], [0, 0], [1, 3])
     {'mrr': 0.6666666666666666, 'hits@1': 0.5, 'hits@3': 1.0, 'recall@1': 0.5, 'recall@3': 0.5}
     """
-    out = {"mrr": mrr(ranks)}
-    out.update({f"hits@{k}": hits_at_k(ranks, k) for k in ks})
+    out = rank_metrics(ranks, ks)
     out.update({f"recall@{k}": recall_at_k(positions, groups, k) for k in ks})
     return out

@@ -48,7 +48,7 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import check_graph, grown_rows, load_checkpoint, meta_field
 from graphsys.gnn.config import RGCN
 from graphsys.gnn.item_task import RANKED
-from graphsys.ranking import ranks
+from graphsys.ranking import rank_metrics, ranks
 from graphsys.sampling.adjacency import typed_edges
 from graphsys.storage.embedding_files import read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
@@ -393,9 +393,8 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
     ks = sorted({_positive_int(k, "ks") for k in ks})
     if not ks:
         raise ParameterError("ks", "is empty: give at least one cut-off K")
-    hits = {k: [] for k in ks}
     recall = {k: [] for k in ks}
-    rr = []
+    best = []
     for u in range(scores.shape[0]):
         tgt = np.unique(np.asarray(targets[u], np.int64))
         if len(tgt) == 0:
@@ -406,14 +405,12 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
         valid[np.arange(len(tgt)), tgt] = False              # not its own rival
         rank = ranks(row[tgt], np.broadcast_to(row, valid.shape), valid)
         for k in ks:
-            hits[k].append(float((rank <= k).any()))
             recall[k].append(float((rank <= k).mean()))
-        rr.append(1.0 / rank.min())
-    out: dict[str, float] = {"users": len(rr)}
+        best.append(rank.min())
+    # some target within K <=> the best one is: hits@K and MRR of the best ranks
+    out: dict[str, float] = {"users": len(best), **rank_metrics(best, ks)}
     for k in ks:
-        out[f"hits@{k}"] = float(np.mean(hits[k])) if rr else float("nan")
-        out[f"recall@{k}"] = float(np.mean(recall[k])) if rr else float("nan")
-    out["mrr"] = float(np.mean(rr)) if rr else float("nan")
+        out[f"recall@{k}"] = float(np.mean(recall[k])) if best else float("nan")
     return out
 
 

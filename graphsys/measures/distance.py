@@ -28,7 +28,9 @@ import numba
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.kernels import components as kc
 from graphsys.measures import kernels_distance as kd
+from graphsys.measures.kernels_view import DIRECTED
 from graphsys.measures.view import internal_ids, undirected_view
 from graphsys.progress import progress_bar
 
@@ -67,8 +69,8 @@ class Diameter:
                 "searches": self.searches, "components": self.components}
 
 
-_NONE64 = np.empty(0, np.int64)
 _NONE32 = np.empty(0, np.int32)
+_NONE_BOOL = np.empty(0, np.bool_)
 
 
 class _Searcher:
@@ -101,10 +103,10 @@ class _Searcher:
         return int(state[1])
 
     def sweep(self, source: int, middle: bool = False,
-              label: np.ndarray | None = None) -> tuple[int, int, int]:
+              reached: np.ndarray | None = None) -> tuple[int, int, int]:
         """Search from ``source``: (a farthest node, its distance, and when ``middle`` the
-        node halfway back from it to ``source`` on a shortest path); ``label``: set 0 for
-        every node reached (the source's component)."""
+        node halfway back from it to ``source`` on a shortest path); ``reached``: bool (N,),
+        set True for every node reached (the source's component)."""
         count = self.bfs(source)
         far = int(self.queue[count - 1])
         ecc = int(self.dist[far])
@@ -112,7 +114,7 @@ class _Searcher:
         for _ in range(ecc // 2 if middle else 0):
             mid = int(kd.step_back(mid, *self.args, self.dist))
         kd.settle(self.upper, self.dist, self.queue, count, ecc,
-                  _NONE64 if label is None else label, _NONE32)
+                  _NONE_BOOL if reached is None else reached, _NONE32)
         return far, ecc, mid
 
     def levels(self, source: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +123,7 @@ class _Searcher:
         order = self.queue[:count].copy()
         d = np.empty(count, np.int32)
         kd.settle(self.upper, self.dist, self.queue, count, int(self.dist[order[-1]]),
-                  _NONE64, d)
+                  _NONE_BOOL, d)
         return order, np.searchsorted(d, np.arange(int(d[-1]) + 2))
 
     def many(self, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -160,11 +162,14 @@ def components(view) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The connected components of a :class:`~graphsys.measures.view.View`: (members
     grouped by component, each component's start in it, sizes), components numbered in
     order of their smallest internal id."""
-    n = view.num_nodes
-    label = np.full(n, -1, np.int64)
-    sizes = kd.components(*view.args(), label, np.full(n, -1, np.int32),
-                          np.empty(n, np.int64), 0)
-    return _grouped(label, sizes)
+    return _grouped(*_labels(view))
+
+
+def _labels(view) -> tuple[np.ndarray, np.ndarray]:
+    """(component of each node, sizes), numbered in order of their smallest internal id
+    (:func:`graphsys.kernels.components.numbered`)."""
+    return kc.numbered(kc.roots(view.optr, view.oidx, view.iptr, view.iidx,
+                                view.sym == DIRECTED))
 
 
 def _grouped(label: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray,
@@ -173,6 +178,19 @@ def _grouped(label: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarr
     starts = np.zeros(len(sizes) + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])
     return members, starts, sizes
+
+
+def _hub_first(view, reached: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(component of each node, sizes): the component ``reached`` (a search's) 0, the
+    others after it in order of their smallest internal id, found by union-find over the
+    rows of the nodes outside it only
+    (:func:`graphsys.kernels.components.union_find_outside`)."""
+    n = view.num_nodes
+    comp = np.empty(n, np.int64)
+    kc.union_find_outside(view.optr, view.oidx, reached, comp, view.sym != DIRECTED)
+    rank = np.cumsum((comp == np.arange(n)) & ~reached)
+    label = np.where(reached, 0, rank[comp])
+    return label, np.bincount(label, minlength=int(rank[-1]) + 1)
 
 
 def _degrees(view) -> np.ndarray:
@@ -228,11 +246,10 @@ def diameter(graph, *, exact: bool = False, edge_set: str | None = None,
     search = _Searcher(view)
     # the component of the node of largest degree first: its first sweep labels it; then
     # the other components (a search each, over the nodes left)
-    label = np.full(view.num_nodes, -1, np.int64)
     hub = int(np.argmax(_degrees(view)))
-    first, _, _ = search.sweep(hub, label=label)
-    rest = kd.components(*view.args(), label, search.dist, search.queue, 1)
-    sizes = np.concatenate([[view.num_nodes - int(rest.sum())], rest])
+    reached = np.zeros(view.num_nodes, np.bool_)
+    first, _, _ = search.sweep(hub, reached=reached)
+    label, sizes = _hub_first(view, reached)
     hubs = None
     lower, upper, ends = 0, 0, (hub, hub)
     with progress_bar(unit="search", desc="diameter", disable=not progress) as bar:

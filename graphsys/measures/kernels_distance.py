@@ -1,6 +1,6 @@
 """Numba kernels of the distance measures (:mod:`graphsys.measures.distance`): breadth-first
 searches over the undirected view (:mod:`graphsys.measures.kernels_view`), one per call or
-many at once (one per thread), components, and Takes and Kosters' bounds on
+many at once (one per thread), and Takes and Kosters' bounds on
 eccentricities.
 
 A search is direction-optimizing (Beamer, Asanovic and Patterson, SC 2012), on one thread:
@@ -220,30 +220,10 @@ def level_threads(optr, oidx, iptr, iidx, sym, dist, queue, state, buf, counts, 
 
 
 @numba.njit(cache=True, nogil=True)
-def bfs_top_down(source, optr, oidx, iptr, iidx, sym, dist, queue):
-    """A top-down breadth-first search (for components: many small searches, where a
-    bottom-up step's pass over every node would cost the most)."""
-    dist[source] = 0
-    queue[0] = source
-    head = 0
-    tail = 1
-    while head < tail:
-        u = queue[head]
-        head += 1
-        d = dist[u] + 1
-        for e in range(optr[u], optr[u + 1]):
-            tail = _visit(oidx[e], d, dist, queue, tail)
-        if not sym:
-            for e in range(iptr[u], iptr[u + 1]):
-                tail = _visit(iidx[e], d, dist, queue, tail)
-    return tail
-
-
-@numba.njit(cache=True, nogil=True)
 def settle(upper, dist, queue, count, ecc, label, levels):
     """After a search of eccentricity ``ecc``, in one pass over the reached nodes ``x``:
     ``upper[x] = min(upper[x], dist[x] + ecc)`` (an upper bound of ``x``'s eccentricity),
-    ``label[x] = 0`` (when ``label`` is not empty), ``levels[i] = dist[queue[i]]`` (when
+    ``label[x] = True`` (when ``label`` is not empty), ``levels[i] = dist[queue[i]]`` (when
     ``levels`` is not empty), and :func:`reset` ``dist``."""
     mark = label.shape[0] > 0
     keep = levels.shape[0] > 0
@@ -253,7 +233,7 @@ def settle(upper, dist, queue, count, ecc, label, levels):
         if d + ecc < upper[x]:
             upper[x] = d + ecc
         if mark:
-            label[x] = 0
+            label[x] = True
         if keep:
             levels[i] = d
         dist[x] = -1
@@ -398,26 +378,6 @@ def multi_eccentricities(sources, optr, oidx, iptr, iidx, sym, seen, cur, nxt, q
         fc = nc
     for j in range(reached):
         seen[touched[j]] = zero
-
-
-@numba.njit(cache=True, nogil=True)
-def components(optr, oidx, iptr, iidx, sym, label, dist, queue, first):
-    """Label every node not labelled yet (``label`` < 0) with its component, numbering them
-    ``first``, ``first + 1``, ... in order of smallest node id; ``dist`` int32 (N,) -1 on
-    entry and on return. Returns the new components' sizes, int64."""
-    n = optr.shape[0] - 1
-    sizes = np.zeros(n, np.int64)
-    c = 0
-    for s in range(n):
-        if label[s] >= 0:
-            continue
-        count = bfs_top_down(s, optr, oidx, iptr, iidx, sym, dist, queue)
-        for i in range(count):
-            label[queue[i]] = first + c
-        reset(dist, queue, count)
-        sizes[c] = count
-        c += 1
-    return sizes[:c]
 
 
 @numba.njit(cache=True, nogil=True)

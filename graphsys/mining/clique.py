@@ -1,7 +1,9 @@
 """k-cliques: count, per node, and listing, by kClist over a degeneracy ordering.
 
-The vertices are ordered by a degeneracy (smallest-last) ordering: repeatedly remove a
-vertex of least remaining degree (Matula and Beck; bucket queue, ``O(N + M)``). Orienting
+The vertices are put in a degeneracy ordering: the removal order of the peeling that finds
+core numbers (:func:`graphsys.kernels.cores.core_levels`: for k = 0, 1, ... remove every
+vertex of remaining degree at most k, so each has at most k later neighbours; ``O(N +
+M)``). Orienting
 each edge towards the later vertex bounds every row by the degeneracy ``c`` (the largest
 core number), so a root's out-neighbourhood holds at most ``c`` vertices. kClist [1]_ then
 lists, from every root, the ``(k - 1)``-cliques of its out-neighbourhood, here as bitsets
@@ -11,10 +13,10 @@ first, each clique found once, from its earliest vertex. Time ``O(k M (c / 2)^(k
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.kernels.cores import core_levels
 from graphsys.mining import clique_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.oriented import (
@@ -43,12 +45,19 @@ def check_k(k) -> int:
 
 
 def degeneracy_view(view: Oriented) -> tuple[Oriented, int]:
-    """``view`` re-oriented by a degeneracy ordering, and the degeneracy (the largest core
+    """``view`` re-oriented by a degeneracy ordering (the removal order of
+    :func:`graphsys.kernels.cores.core_levels`), and the degeneracy (the largest core
     number). Its ``order`` maps the new ids to global ids."""
     ptr, idx = view.full()
     n = view.num_nodes
     peel = np.empty(n, np.int64)
-    core = int(_degeneracy_order(ptr, idx, view.degree, peel)) if n else 0
+    core = np.zeros(n)
+    vid = np.empty(n, np.int64)
+    # the order of the peeling that finds core numbers (every vertex has at most the
+    # degeneracy of neighbours after it); its list read once
+    core_levels(ptr, idx, ptr, idx, False, view.degree.copy(), core, vid, np.empty_like(vid),
+                peel)
+    core = int(core.max()) if n else 0
     rank = np.empty(n, np.int64)
     rank[peel] = np.arange(n, dtype=np.int64)
     counts = np.empty(n, np.int64)
@@ -209,53 +218,3 @@ def cliques(graph, k: int, *, limit: int | None = DEFAULT_LIMIT, edge_set: str |
     got = int(clique_kernels.list_cliques(view.indptr, view.indices, k, max_row, int(limit), out)) \
         if limit else 0
     return original_ids(g, view.order[out[:got]])
-
-
-@numba.njit(cache=True, nogil=True)
-def _degeneracy_order(ptr, idx, degree, order):
-    """Smallest-last ordering by a bucket queue (Batagelj and Zaversnik): ``order`` gets the
-    vertices in removal order. Returns the degeneracy."""
-    n = ptr.shape[0] - 1
-    deg = degree.copy()
-    md = 0
-    for v in range(n):
-        if deg[v] > md:
-            md = deg[v]
-    bins = np.zeros(md + 2, np.int64)
-    for v in range(n):
-        bins[deg[v]] += 1
-    start = 0
-    for d in range(md + 1):
-        c = bins[d]
-        bins[d] = start
-        start += c
-    pos = np.empty(n, np.int64)
-    vert = np.empty(n, np.int64)
-    for v in range(n):
-        pos[v] = bins[deg[v]]
-        vert[pos[v]] = v
-        bins[deg[v]] += 1
-    for d in range(md, 0, -1):
-        bins[d] = bins[d - 1]
-    bins[0] = 0
-    core = 0
-    for i in range(n):
-        v = vert[i]
-        order[i] = v
-        if deg[v] > core:
-            core = deg[v]
-        for k in range(ptr[v], ptr[v + 1]):
-            u = idx[k]
-            if deg[u] > deg[v]:
-                du = deg[u]
-                pu = pos[u]
-                pw = bins[du]
-                w = vert[pw]
-                if u != w:
-                    pos[u] = pw
-                    vert[pu] = w
-                    pos[w] = pu
-                    vert[pw] = u
-                bins[du] += 1
-                deg[u] = du - 1
-    return core

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy.sparse import csgraph
 
 from graphsys import bsp
-from graphsys.bsp import afforest
+from graphsys.kernels import components as afforest
 
 from .conftest import GRAPH_KEYS, random_digraphs
 

@@ -178,8 +178,10 @@ def lists(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def test_core_levels_brute_force():
     """The level peeling on random multigraphs with self-loops and cliques of several sizes
-    (core numbers that skip levels), directed (out- and in-lists) and stored both ways."""
-    from graphsys.bsp.kernels_components import core_levels, peel_degrees
+    (core numbers that skip levels), directed (out- and in-lists) and stored both ways;
+    the removal order it records is a degeneracy ordering (each vertex has at most its
+    core number of list entries after it, self-loops aside)."""
+    from graphsys.kernels.cores import core_levels, peel_degrees
 
     rng = np.random.default_rng(7)
     for trial in range(60):
@@ -198,6 +200,14 @@ def test_core_levels_brute_force():
                 out = into = lists(n, np.r_[src, dst], np.r_[dst, src])
             deg, got = np.empty(n, np.int32), np.empty(n)
             peel_degrees(*out, into[0], two_ways, np.empty(0, np.int64), True, deg)
+            order = np.empty(n, np.int64)
             core_levels(*out, *into, two_ways, deg, got, np.empty(n, np.int32),
-                        np.empty(n, np.int32))
+                        np.empty(n, np.int32), order)
             np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}, {two_ways}")
+            assert sorted(order.tolist()) == list(range(n))
+            pos = np.empty(n, np.int64)
+            pos[order] = np.arange(n)
+            for v in range(n):
+                later = sum(int(((pos[ls[1][ls[0][v]:ls[0][v + 1]]] > pos[v])).sum())
+                            for ls in ((out, into) if two_ways else (out,)))
+                assert later <= want[v], (trial, two_ways, v)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from graphsys.bsp import afforest
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
@@ -18,6 +17,7 @@ from graphsys.bsp.incremental import components_from
 from graphsys.bsp.program import Solved, VertexProgram, lower_to_min
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.kernels import components as afforest
 
 
 class _LabelProgram(VertexProgram):
@@ -53,7 +53,7 @@ class WCC(_LabelProgram):
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: union-find in one numba call, Afforest or a one-pass
-        union-find as :func:`graphsys.bsp.afforest.choose` picks for the graph's average
+        union-find as :func:`graphsys.kernels.components.choose` picks for the graph's average
         degree (``stats.method``); recorded as one superstep. ``max_iters`` not applied."""
         if schedule != "auto":
             return None

@@ -14,11 +14,11 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.kernels_components import core_levels, peel_degrees
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.kernels.cores import core_levels, peel_degrees
 
 #: How :func:`kcore` treats self-loops
 SELF_LOOPS = ("ignore", "refuse")
@@ -87,7 +87,7 @@ class KCore(VertexProgram):
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: peeling level by level in one numba call
-        (:func:`~graphsys.bsp.kernels_components.core_levels`), recorded as one superstep
+        (:func:`~graphsys.kernels.cores.core_levels`), recorded as one superstep
         (``stats.method``: ``level-peel``), the same core numbers. ``max_iters`` not
         applied."""
         if schedule != "auto":
@@ -115,7 +115,7 @@ class KCore(VertexProgram):
             deg = degrees(False)
         vid = np.int32 if n < 2**31 else np.int64
         read = core_levels(*out, *into, two, deg, host_array(state["core"]), np.empty(n, vid),
-                           np.empty(n, vid))
+                           np.empty(n, vid), np.empty(0, np.int64))
         method = "level-peel"
         ss = SuperstepStats(superstep=0, active=ctx.num_nodes, direction=method,
                             edges_scanned=int(read), messages_sent=0, fused=True)

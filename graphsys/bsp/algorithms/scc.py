@@ -9,7 +9,6 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from graphsys.bsp import afforest
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
@@ -19,6 +18,7 @@ from graphsys.bsp.kernels_components import scc_multistep
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+from graphsys.kernels import components as afforest
 
 INF = float("inf")
 #: what each phase sends, along which edges, combined how (the trims count alive

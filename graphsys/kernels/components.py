@@ -1,5 +1,7 @@
 """Weakly connected components by union-find in numba: a one-pass union-find and Afforest
-(Sutton, Ben-Nun, Barak, IPDPS 2018; the GAP benchmark's reference CC).
+(Sutton, Ben-Nun, Barak, IPDPS 2018; the GAP benchmark's reference CC). The one
+components kernel of every engine (the BSP WCC, the distance measures, the NetworkX
+backend through both); :func:`numbered` turns its roots into component numbers.
 
 Both hook the larger root under the smaller (so a component's root is its smallest vertex
 id, the label the BSP WCC program defines) and halve paths while finding roots. Afforest
@@ -65,12 +67,31 @@ def union_find(indptr, indices, comp, both_ways):
     for v in range(n):
         comp[v] = v
     for u in range(n):
-        for e in range(indptr[u], indptr[u + 1]):
-            w = indices[e]
-            if not both_ways or w < u:
-                _link(comp, u, w)
+        _link_row(indptr, indices, comp, both_ways, u)
     _compress(comp)
     return indptr[n] - indptr[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def union_find_outside(indptr, indices, done, comp, both_ways):
+    """:func:`union_find` over the rows of the vertices not ``done`` (bool (N,)) only: where
+    ``done`` is a union of components (a search's), the others are found in the time of
+    their own rows. ``comp[v] = v`` for a done vertex."""
+    n = comp.shape[0]
+    for v in range(n):
+        comp[v] = v
+    for u in range(n):
+        if not done[u]:
+            _link_row(indptr, indices, comp, both_ways, u)
+    _compress(comp)
+
+
+@numba.njit(inline="always")
+def _link_row(indptr, indices, comp, both_ways, u):
+    for e in range(indptr[u], indptr[u + 1]):
+        w = indices[e]
+        if not both_ways or w < u:
+            _link(comp, u, w)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -113,3 +134,24 @@ def afforest(indptr, indices, in_indptr, in_indices, directed, seed, comp):
                 read += 1
     _compress(comp)
     return read, big
+
+
+def roots(indptr, indices, in_indptr, in_indices, directed: bool) -> np.ndarray:
+    """Each vertex's component root (its smallest id), int64 (N,), by the method
+    :func:`choose` picks: over the out-edges CSR and, when ``directed``, the in-edges CSC
+    (``in_*``; on an undirected edge set, stored both ways, they are ignored)."""
+    n = len(indptr) - 1
+    comp = np.empty(n, np.int64)
+    if choose(n, int(indptr[n] - indptr[0]), directed) == "afforest":
+        afforest(indptr, indices, in_indptr, in_indices, directed, 0, comp)
+    else:
+        union_find(indptr, indices, comp, not directed)
+    return comp
+
+
+def numbered(comp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Component numbers from roots ``comp`` (each vertex's smallest id): (label int64 (N,),
+    components numbered 0, 1, ... in order of their smallest id; sizes int64)."""
+    rank = np.cumsum(comp == np.arange(len(comp))) - 1
+    label = rank[comp]
+    return label, np.bincount(label, minlength=int(rank[-1]) + 1 if len(comp) else 0)
