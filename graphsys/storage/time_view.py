@@ -157,12 +157,19 @@ def in_window(stamps: np.ndarray, since, until) -> np.ndarray:
 
 
 def _window_bounds(since, until, dtype: np.dtype) -> tuple:
-    """``(since, until)`` as bounds of a column of ``dtype`` (None: unbounded on that side;
-    a ``since`` below an integer type's range bounds nothing)."""
+    """``(since, until)`` as bounds of a column of ``dtype`` (None: unbounded on that side).
+    Out of an integer type's range: a ``since`` below it bounds nothing, an ``until`` below
+    it keeps nothing (``since`` becomes the type's maximum, which no stamp is after)."""
     lo = None if since is None else time_bound(since, dtype, name="since")
-    if lo is not None and np.dtype(dtype).kind in "iu" and since < np.iinfo(dtype).min:
-        lo = None
-    return lo, None if until is None else time_bound(until, dtype)
+    hi = None if until is None else time_bound(until, dtype)
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if since is not None and since < info.min:
+            lo = None
+        if until is not None and until < info.min:
+            lo = dtype.type(info.max)
+    return lo, hi
 
 
 class ViewBucket:

@@ -237,3 +237,15 @@ def test_an_incremental_start_from_another_window_is_refused(single, tmp_path, c
                      "--out", str(tmp_path / "again.parquet"), "--quiet"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "since 10" in err[0] and "since 20" in err[0]
+
+
+@pytest.mark.parametrize("since, until, want", [
+    (None, -1, []), (-1, None, [0, 3, 7]), (-10, 3, [0, 3]), (0, 6.5, [3]),
+    (2**40, None, []), (None, 2**40, [0, 3, 7])])
+def test_bounds_out_of_an_unsigned_columns_range(tmp_path, since, until, want):
+    path = tmp_path / "u"
+    graphsys.from_arrow(pa.table({"src": [0, 1, 2], "dst": [1, 2, 0],
+                                  "timestamp": pa.array([0, 3, 7], pa.uint32())}),
+                        path, edge_columns=["timestamp"])
+    view = graphsys.open_graph(path, since=since, until=until)
+    assert sorted(int(t) for c in view.edge_column("timestamp") for t in c) == want
