@@ -142,8 +142,8 @@ def provenance(algorithm: str, graph, edge_set, source=None,
                ) -> dict[str, Any]:
     """What a result records of its run (``Result.provenance``): ``algorithm``,
     ``source`` (an original id, or None), ``params`` (JSON values), ``edge_sets`` (each
-    edge set read and the digest of its buckets), ``until`` (a time view's bound, or
-    None), ``num_nodes``, ``partition_sizes``, ``supersteps`` (the run's count, or
+    edge set read and the digest of its buckets), ``until`` and ``since`` (a time view's
+    bounds, or None), ``num_nodes``, ``partition_sizes``, ``supersteps`` (the run's count, or
     None) and ``converged`` (whether the run converged, or None)."""
     es = graph.edge_set(edge_set)
     stored = getattr(graph, "stored", graph)  # a time view's buckets are the stored ones
@@ -153,7 +153,8 @@ def provenance(algorithm: str, graph, edge_set, source=None,
                        if (isinstance(v, (bool, int, float, str)) or v is None)
                        and k not in UNRECORDED_PARAMETERS},
             "edge_sets": {name: edges_digest(stored.manifest, name) for name in es.parts},
-            "until": getattr(graph, "until", None), "num_nodes": graph.num_nodes(),
+            "until": getattr(graph, "until", None), "since": getattr(graph, "since", None),
+            "num_nodes": graph.num_nodes(),
             "partition_sizes": [int(x) for x in graph.partition_sizes()],
             "supersteps": None if supersteps is None else int(supersteps),
             "converged": None if converged is None else bool(converged)}
@@ -245,10 +246,11 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     if meta.get("source") != (source.item() if isinstance(source, np.generic) else source):
         raise GraphsysError(f"{where} was computed from source {meta.get('source')!r}, this "
                             f"run starts from {source!r}")
-    if meta.get("until") != getattr(graph, "until", None):
-        raise GraphsysError(f"{where} was computed on the graph until "
-                            f"{meta.get('until')!r}, this run reads it until "
-                            f"{getattr(graph, 'until', None)!r}")
+    for bound in ("until", "since"):
+        if meta.get(bound) != getattr(graph, bound, None):
+            raise GraphsysError(f"{where} was computed on the graph {bound} "
+                                f"{meta.get(bound)!r}, this run reads it {bound} "
+                                f"{getattr(graph, bound, None)!r}")
     es = graph.edge_set(edge_set)
     stored = getattr(graph, "stored", graph)
     for name, digest in meta["edge_sets"].items():

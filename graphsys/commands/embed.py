@@ -44,6 +44,10 @@ def register(subparsers) -> None:
                    help="train on the graph as of time T: only the edges whose timestamp edge "
                         "column is <= T (a number in the column's unit, or an ISO-8601 date "
                         "read as Unix seconds, UTC)")
+    t.add_argument("--since", metavar="S",
+                   help="train on only the edges whose timestamp edge column is > S (strictly "
+                        "after S; with --until T the window (S, T], so windows (a, b] and "
+                        "(b, c] tile time; S as --until's T)")
     t.add_argument("--config", type=Path, help="TOML or JSON config file, or a PyTorch-BigGraph "
                    "config (.py: parsed, never run; matched to --graph)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -171,7 +175,8 @@ def run_train(args) -> int:
 
     trace = trace_path(args)
     log = (lambda msg: print(msg, file=sys.stderr)) if not args.json else None
-    graph = (open_graph(args.graph, until=getattr(args, "until", None))
+    graph = (open_graph(args.graph, until=getattr(args, "until", None),
+                        since=getattr(args, "since", None))
              if args.graph is not None else None)
     cfg = load_config(args.config, args.overrides, graph=graph, log=log, device=args.device)
     check_outputs([("--trace", args.trace, "file"),

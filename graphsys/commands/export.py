@@ -19,6 +19,10 @@ def register(subparsers) -> None:
                    help="export the edge set as of time T: only the edges whose timestamp edge "
                         "column is <= T (a number in the column's unit, or an ISO-8601 date "
                         "read as Unix seconds, UTC)")
+    p.add_argument("--since", metavar="S",
+                   help="export only the edges whose timestamp edge column is > S (strictly "
+                        "after S; with --until T the window (S, T], so windows (a, b] and "
+                        "(b, c] tile time; S as --until's T)")
     p.add_argument("--out", required=True, type=Path, help="FILE.parquet, FILE.tsv or FILE.tsv.gz")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--json", action="store_true")
@@ -29,8 +33,8 @@ def run(args) -> int:
     from graphsys.storage.export import export_edges
     from graphsys.storage.graph import open_graph
 
-    rows = export_edges(open_graph(args.graph, until=args.until), args.out, args.edges,
-                        overwrite=args.overwrite)
+    graph = open_graph(args.graph, until=args.until, since=args.since)
+    rows = export_edges(graph, args.out, args.edges, overwrite=args.overwrite)
     if args.json:
         emit_json({"out": str(args.out), "rows": rows})
     else:

@@ -221,6 +221,10 @@ def _link_args(t, field: dict) -> None:
                    help="train on the graph as of time T: only the edges whose timestamp edge "
                         "column is <= T (a number in the column's unit, or an ISO-8601 date "
                         "read as Unix seconds, UTC)")
+    t.add_argument("--since", metavar="S", default=None,
+                   help="train on only the edges whose timestamp edge column is > S (strictly "
+                        "after S; with --until T the window (S, T], so windows (a, b] and "
+                        "(b, c] tile time; S as --until's T)")
     for flag, what in (("--valid-from", "validation edges (up to --test-from)"),
                        ("--test-from", "test edges")):
         t.add_argument(flag, metavar="T", default=None,
@@ -297,7 +301,7 @@ def _train(args) -> int:
         metrics_k=_ints(args.metrics_k, "metrics_k"), eval_every=args.eval_every,
         eval_fanouts=(parse_fanouts(args.eval_fanouts) if args.eval_fanouts is not None
                       else None),
-        layerwise_inference=args.layerwise_inference, until=args.until,
+        layerwise_inference=args.layerwise_inference, until=args.until, since=args.since,
         valid_from=args.valid_from, test_from=args.test_from,
         temporal_strategy=args.temporal_strategy)
     if args.config is not None:

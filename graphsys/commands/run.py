@@ -93,6 +93,10 @@ def register(subparsers) -> None:
                    help="run on the graph as of time T: only the edges whose timestamp edge "
                         "column is <= T (a number in the column's unit, or an ISO-8601 date "
                         "read as Unix seconds, UTC)")
+    p.add_argument("--since", metavar="S",
+                   help="run on only the edges whose timestamp edge column is > S (strictly "
+                        "after S; with --until T the window (S, T], so windows (a, b] and "
+                        "(b, c] tile time; S as --until's T)")
     p.add_argument("--init", default="auto", metavar="PREV.parquet|auto|none",
                    help="start from a previous result of this algorithm on an earlier "
                         "version of the edges, e.g. before an append: pagerank/ppr from its "
@@ -174,7 +178,7 @@ def run(args) -> int:
     distributed = init_from_env(device)
     # opened once; each file the run reads is hash-checked as it is first read (buckets,
     # adjacency index, node ids), so verifying costs no pass of its own over the edges
-    graph = open_graph(args.graph, until=args.until)
+    graph = open_graph(args.graph, until=args.until, since=args.since)
     graph.verify_hashes = not args.no_verify
     kwargs = {"mode": args.mode, "device": str(device), "backend": args.backend,
               "edge_set": args.edges, "distributed": distributed,

@@ -347,6 +347,9 @@ class TrainConfig:
     until : int, float, str or datetime, optional
         Train on the graph as of this time: only the edges whose ``timestamp`` edge column
         is ``<= until`` (:class:`~graphsys.storage.time_view.TimeView`); any task.
+    since : int, float, str or datetime, optional
+        Train only on the edges stamped strictly after ``since`` (with ``until``: the window
+        ``(since, until]``, the same view); ``since > until`` is refused.
     valid_from, test_from : int, float, str or datetime, optional
         Link task with ``link_split="time"``, and ``task="temporal-link"``: split at these
         times instead of by fractions: training before ``valid_from``, validation before
@@ -411,6 +414,7 @@ class TrainConfig:
     metrics_k: tuple[int, ...] = (1, 3, 10, 20)
     rgcn: RGCNSettings | None = None
     until: Any = None
+    since: Any = None
     valid_from: Any = None
     test_from: Any = None
     temporal_strategy: str = "recent"
@@ -506,13 +510,17 @@ class TrainConfig:
         self._check_rgcn()
 
     def _check_temporal_keys(self) -> None:
-        """``until``, ``valid_from``/``test_from`` (times, checked by parsing; kept as
-        given), ``temporal_strategy`` and, for ``task="temporal-link"``, ``fanouts``."""
-        from graphsys.storage.time_view import parse_time
+        """``until``, ``since``, ``valid_from``/``test_from`` (times, checked by parsing;
+        kept as given), ``temporal_strategy`` and, for ``task="temporal-link"``,
+        ``fanouts``."""
+        from graphsys.storage.time_view import check_window, parse_time
 
-        for name in ("until", "valid_from", "test_from"):
+        for name in ("until", "since", "valid_from", "test_from"):
             if getattr(self, name) is not None:
                 parse_time(getattr(self, name), name=name)
+        if self.since is not None:
+            check_window(parse_time(self.since, name="since"),
+                         None if self.until is None else parse_time(self.until))
         if (self.valid_from is None) != (self.test_from is None):
             raise ParameterError("valid_from" if self.valid_from is None else "test_from",
                                  "and the other cut time go together (train before "

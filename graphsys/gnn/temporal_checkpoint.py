@@ -72,10 +72,10 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
                             f"the temporal link model {MODEL_NAME}")
     cfg = train_config_of(meta, checkpoint)
     graph = open_graph(meta_field(meta, "graph", checkpoint)) if graph is None else graph
-    if cfg.until is not None:
+    if cfg.until is not None or cfg.since is not None:
         from graphsys.storage.time_view import until
 
-        graph = until(graph, cfg.until)
+        graph = until(graph, cfg.until, since=cfg.since)
     identity = meta_field(meta, "graph_identity", checkpoint, dict)
     if identity.get("digest") != graph_digest(graph):
         raise GraphsysError(f"{checkpoint}: a temporal model's memory belongs to the events "

@@ -181,10 +181,10 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     openmp.apply_wait_policy()
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else TrainConfig()
-    if cfg.until is not None:                  # the graph as of a time
+    if cfg.until is not None or cfg.since is not None:    # the graph in a time window
         from graphsys.storage.time_view import until
 
-        graph = until(graph, cfg.until)
+        graph = until(graph, cfg.until, since=cfg.since)
     device = torch.device(device)
     out = Path(out) if out is not None else None
     if out is not None:

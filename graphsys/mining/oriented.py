@@ -232,8 +232,8 @@ def build_bytes(graph: Graph, edge_set: str | None = None, *, directions: bool =
 def view_index_note(view: TimeView) -> str:
     """Why a time view has no undirected index to map, and the way to one, for messages: a
     stored index holds every edge, also those after the view's time."""
-    return (f"ingest the view as a graph of its own and index it (a view until "
-            f"{view.until!r} maps none of the indexes of {view.path}: they hold the edges "
+    return (f"ingest the view as a graph of its own and index it (a view "
+            f"{view.window} maps none of the indexes of {view.path}: they hold the edges "
             f"stamped later too)")
 
 

@@ -615,7 +615,7 @@ class Graph(GraphSchema, SubgraphMethods):
 
 
 def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
-               until=None, time_column: str = "timestamp") -> Graph:
+               until=None, time_column: str = "timestamp", since=None) -> Graph:
     """Open a stored graph directory.
 
     Reads and validates the manifest (as untrusted input:
@@ -638,7 +638,11 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
         until`` (a :class:`~graphsys.storage.time_view.TimeView`, which every engine reads
         as the graph).
     time_column : str, default "timestamp"
-        The edge column ``until`` bounds.
+        The edge column ``until`` and ``since`` bound.
+    since : int, float, str or datetime, optional
+        Only the edges whose ``time_column`` is ``> since`` (strictly after; alone or with
+        ``until``: the window ``(since, until]``, so ``since=b`` starts where ``until=b``
+        ends and consecutive windows tile time). ``since > until`` is refused.
 
     Returns
     -------
@@ -675,9 +679,9 @@ def open_graph(path: str | Path, *, filesystem: pafs.FileSystem | None = None,
                               f"{entry.get('bytes')} (truncated or modified)")
     graph = Graph(loc.root, manifest, loc)
     check_node_rows(graph)
-    if until is not None:
+    if until is not None or since is not None:
         from graphsys.storage.time_view import TimeView
 
-        return TimeView(graph, until, time_column)
+        return TimeView(graph, until, time_column, since=since)
     return graph
 

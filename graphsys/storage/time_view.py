@@ -1,12 +1,19 @@
-"""A stored graph as of a time: :class:`TimeView`, what ``open_graph(path, until=t)`` returns.
+"""A stored graph in a time window: :class:`TimeView`, what ``open_graph(path, until=t)``
+and ``open_graph(path, since=s, until=t)`` return.
 
 A graph whose edge sets carry a timestamp edge column (``timestamp`` by default, kept at
 ingest: ``graphsys ingest --edge-columns timestamp``, or a registry dataset that has one)
-can be read as it stood at time ``t``: only the edges stamped ``<= t`` exist. The view is a
+can be read as it stood at time ``t``: only the edges stamped ``<= t`` exist. With
+``since=s`` only the edges stamped ``> s`` (strictly after ``s``) exist: the window is the
+half-open interval ``(since, until]``, ``until`` inclusive as it always was, ``since``
+exclusive, so consecutive windows ``(a, b]``, ``(b, c]`` tile time with no edge in both
+and none in neither (``since`` alone is ``(s, +inf)``, ``until`` alone ``(-inf, t]``).
+Every window is the same filter: each bucket's record batches keep the rows whose stamp is
+in the window, one comparison per bound. The view is a
 :class:`~graphsys.storage.graph.Graph`, so every engine that reads edges through the Graph
-API reads the view unchanged: BSP runs (``graphsys run --until``), embedding and GNN
-training and the samplers (``graphsys embed train --until``, ``graphsys gnn train
---until``, ``TrainConfig(until=...)``), export and ``info``. Nodes stay: a node with no edge
+API reads the view unchanged: BSP runs (``graphsys run --until/--since``), embedding and
+GNN training and the samplers (``graphsys embed train``, ``graphsys gnn train``,
+``TrainConfig(until=..., since=...)``), ``export`` and ``info``. Nodes stay: a node with no edge
 before ``t`` is still a node (isolated in the view), so ids and node columns are the
 stored graph's.
 
@@ -16,12 +23,13 @@ those counts and no adjacency index (a stored index covers every edge), so engin
 what they need from the view's buckets, whose record batches are the stored ones filtered
 row for row (a batch entirely inside the view stays a zero-copy view of the mapped file).
 Comparisons run in the column's own type: an integer column is compared with an integer
-``until`` exactly (a fractional ``until`` is rounded down, which selects the same edges).
+``until`` or ``since`` exactly (a fractional bound is rounded down, which selects the same
+edges: ``t <= 2.5`` iff ``t <= 2``, ``t > 2.5`` iff ``t > 2``).
 
-Times. ``until`` is a number in the column's unit, or a date: a ``datetime.date``,
-``datetime.datetime`` or ISO-8601 string (``"2004-06-01"``, ``"2004-06-01T12:00:00"``) is
-read as Unix seconds, UTC where it names no zone (the unit of every registry dataset's
-``timestamp``): :func:`parse_time`.
+Times. ``until`` and ``since`` are each a number in the column's unit, or a date: a
+``datetime.date``, ``datetime.datetime`` or ISO-8601 string (``"2004-06-01"``,
+``"2004-06-01T12:00:00"``) is read as Unix seconds, UTC where it names no zone (the unit of
+every registry dataset's ``timestamp``): :func:`parse_time`.
 """
 
 from __future__ import annotations
@@ -133,8 +141,40 @@ def _subclass(mixin: type, base: type) -> type:
                                                "__doc__": mixin.__doc__})
 
 
+def in_window(stamps: np.ndarray, since, until) -> np.ndarray:
+    """bool mask of ``stamps`` in the window ``(since, until]`` (a bound of None: no bound
+    on that side), the bounds already in the column's type (:func:`time_bound`).
+
+    Examples
+    --------
+    >>> in_window(np.array([1, 2, 3, 4]), 1, 3).tolist(), in_window(np.arange(3), None, 1).tolist()
+    ([False, True, True, False], [True, True, False])
+    """
+    keep = np.ones(len(stamps), dtype=bool) if until is None else stamps <= until
+    if since is not None:
+        keep &= stamps > since
+    return keep
+
+
+def _window_bounds(since, until, dtype: np.dtype) -> tuple:
+    """``(since, until)`` as bounds of a column of ``dtype`` (None: unbounded on that side).
+    Out of an integer type's range: a ``since`` below it bounds nothing, an ``until`` below
+    it keeps nothing (``since`` becomes the type's maximum, which no stamp is after)."""
+    lo = None if since is None else time_bound(since, dtype, name="since")
+    hi = None if until is None else time_bound(until, dtype)
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if since is not None and since < info.min:
+            lo = None
+        if until is not None and until < info.min:
+            lo = dtype.type(info.max)
+    return lo, hi
+
+
 class ViewBucket:
-    """A bucket of a :class:`TimeView`: the stored bucket's edges stamped ``<= until``,
+    """A bucket of a :class:`TimeView`: the stored bucket's edges stamped in the window
+    ``(since, until]``,
     batch for batch (``num_edges``: those in the view); an instance is also a
     :class:`~graphsys.storage.graph.Bucket`."""
 
@@ -155,10 +195,10 @@ class ViewBucket:
     def batches(self) -> Iterator:
         if self.num_edges == 0:
             return
-        column, bound = self._bound
+        column, lo, hi = self._bound
         start = 0
         for eb in self._stored.batches():
-            keep = eb.columns[column] <= bound
+            keep = in_window(eb.columns[column], lo, hi)
             kept = int(np.count_nonzero(keep))
             if kept == len(eb):
                 yield dataclasses.replace(eb, start=start)
@@ -172,34 +212,39 @@ class ViewBucket:
 
 
 class TimeView:
-    """A stored graph as of a time: the edges whose time column is ``<= until`` (see the
-    module docstring). Obtained from :func:`graphsys.open_graph` with ``until`` (or built
-    over an opened graph); an instance is a :class:`~graphsys.storage.graph.Graph`, which
-    engines read as any other.
+    """A stored graph in a time window: the edges whose time column is in ``(since,
+    until]`` (see the module docstring). Obtained from :func:`graphsys.open_graph` with
+    ``until`` and/or ``since`` (or built over an opened graph); an instance is a
+    :class:`~graphsys.storage.graph.Graph`, which engines read as any other.
 
     Parameters
     ----------
     graph : Graph
-        The stored graph (opened).
-    until : int, float, str or datetime
-        The last time in the view, inclusive (:func:`parse_time`).
+        The stored graph (opened), or a view (its stored graph is read with the new window).
+    until : int, float, str or datetime, optional
+        The last time in the view, inclusive (:func:`parse_time`); None: no upper bound.
     column : str, optional
         The time edge column (default ``timestamp``). Edge sets without it cannot be read
         through the view (one line naming the edge set); their counts are kept.
+    since : int, float, str or datetime, optional
+        The view holds the edges stamped strictly after ``since`` (exclusive, so that
+        ``since=b`` starts where ``until=b`` ends); None: no lower bound. At least one of
+        ``since`` and ``until`` is given.
 
     Attributes
     ----------
     stored : Graph
         The graph the view reads.
-    until : int or float
-        The bound as given (parsed).
+    until, since : int, float or None
+        The bounds as given (parsed).
     column : str
         The time column.
 
     Raises
     ------
     ParameterError
-        ``until`` is not a time; no edge set has the column.
+        ``until`` or ``since`` is not a time, neither is given, ``since > until``; no edge
+        set has the column.
 
     Examples
     --------
@@ -213,21 +258,26 @@ class TimeView:
     (3, 2, True)
     >>> [(s.tolist(), d.tolist()) for s, d, _, _ in view.iter_edges()]
     [([0, 1], [1, 2])]
+    >>> later = graphsys.open_graph(d + "/g", since=20, until=40)   # stamps 30 and 40
+    >>> later.num_edges(), sorted(t for c in later.edge_column("timestamp") for t in c.tolist())
+    (2, [30, 40])
     """
 
-    def __new__(cls, graph, until, column: str = TIME_COLUMN):
+    def __new__(cls, graph, until=None, column: str = TIME_COLUMN, *, since=None):
         if cls is TimeView:
             stored = graph.stored if isinstance(graph, TimeView) else graph
             cls = _subclass(TimeView, type(stored))
         return object.__new__(cls)
 
-    def __init__(self, graph, until, column: str = TIME_COLUMN):
+    def __init__(self, graph, until=None, column: str = TIME_COLUMN, *, since=None):
         if isinstance(graph, TimeView):
             graph = graph.stored
         self.stored = graph
-        self.until = parse_time(until)
+        self.until = None if until is None else parse_time(until)
+        self.since = None if since is None else parse_time(since, name="since")
         self.column = column
-        self._bounds_by_set: dict[str, tuple[str, object]] = {}
+        check_window(self.since, self.until)
+        self._bounds_by_set: dict[str, tuple] = {}
         manifest = graph.manifest
         sets = {}
         for name, es in manifest.edge_sets.items():
@@ -235,11 +285,11 @@ class TimeView:
             if dtype is None:
                 sets[name] = es
                 continue
-            bound = time_bound(self.until, dtype)
-            self._bounds_by_set[name] = (column, bound)
+            lo, hi = _window_bounds(self.since, self.until, dtype)
+            self._bounds_by_set[name] = (column, lo, hi)
             counts = {}
             for b in graph.buckets("row-major", name):
-                kept = sum(int(np.count_nonzero(eb.columns[column] <= bound))
+                kept = sum(int(np.count_nonzero(in_window(eb.columns[column], lo, hi)))
                            for eb in b.batches())
                 if kept:
                     counts[(b.i, b.j)] = kept
@@ -247,14 +297,21 @@ class TimeView:
                                              buckets=counts)
         if not self._bounds_by_set:
             have = sorted({c.name for es in manifest.edge_sets.values() for c in es.columns})
-            raise ParameterError("until", f"needs the edge column {column!r}, which no edge "
-                                          f"set of {graph.path} has (edge columns: "
-                                          f"{', '.join(have) or 'none'}; keep it at ingest "
-                                          f"as an edge column)")
+            raise ParameterError("until" if self.until is not None else "since",
+                                 f"needs the edge column {column!r}, which no edge "
+                                 f"set of {graph.path} has (edge columns: "
+                                 f"{', '.join(have) or 'none'}; keep it at ingest "
+                                 f"as an edge column)")
         view_manifest = dataclasses.replace(manifest, edge_sets=sets, indexes={})
         verify = graph.verify_hashes
         super().__init__(graph.path, view_manifest, graph.location)
         graph.verify_hashes = verify  # the base __init__ reset it through the setter
+
+    @property
+    def window(self) -> str:
+        """The window in words: ``until 40``, ``since 20``, ``since 20 until 40``."""
+        return " ".join(f"{k} {v!r}" for k, v in (("since", self.since),
+                                                   ("until", self.until)) if v is not None)
 
     @property
     def verify_hashes(self) -> bool:
@@ -269,26 +326,39 @@ class TimeView:
         self.stored.check_hash(rel)
 
     def __repr__(self) -> str:
-        return f"TimeView({super().__repr__()}, {self.column} <= {self.until!r})"
+        lo = "" if self.since is None else f"{self.since!r} < "
+        hi = "" if self.until is None else f" <= {self.until!r}"
+        return f"TimeView({super().__repr__()}, {lo}{self.column}{hi})"
 
     def bucket(self, i: int, j: int, edge_set: str | None = None):
         es = self.edge_set(edge_set)
         if es.members:  # several edge sets read as one: each member through the view
-            missing = [m for m in es.members if m not in self._bounds_by_set]
-            if missing:
-                raise GraphsysError(f"edge set {missing[0]!r} of {self.path} has no edge "
-                                    f"column {self.column!r}: a view until a time reads "
-                                    f"only timestamped edge sets")
+            for m in es.members:
+                self._check_stamped(m)
             return UnionBucket(self, es, i, j)
-        if es.name not in self._bounds_by_set:
-            raise GraphsysError(f"edge set {es.name!r} of {self.path} has no edge column "
-                                f"{self.column!r}: a view until a time reads only "
-                                f"timestamped edge sets")
+        self._check_stamped(es.name)
         stored = self.stored.bucket(i, j, es.name)
         return ViewBucket(self, stored, es.buckets.get((i, j), 0))
 
 
-def until(graph, until, column: str = TIME_COLUMN) -> TimeView:
-    """``graph`` as of ``until``: :class:`TimeView` (what ``open_graph(path, until=t)``
-    returns); a view of a view reads the stored graph with the new bound."""
-    return TimeView(graph, until, column)
+    def _check_stamped(self, edge_set: str) -> None:
+        if edge_set not in self._bounds_by_set:
+            raise GraphsysError(f"edge set {edge_set!r} of {self.path} has no edge column "
+                                f"{self.column!r}: a view {self.window} reads only "
+                                f"timestamped edge sets")
+
+
+def check_window(since, until) -> None:
+    """Refuse an empty request and a window that ends before it starts."""
+    if since is None and until is None:
+        raise ParameterError("until", "a time view needs until, since or both")
+    if since is not None and until is not None and since > until:
+        raise ParameterError("since", f"is after until ({since!r} > {until!r}): the window "
+                                      f"(since, until] would run backwards")
+
+
+def until(graph, until=None, column: str = TIME_COLUMN, *, since=None) -> TimeView:
+    """``graph`` in the window ``(since, until]``: :class:`TimeView` (what
+    ``open_graph(path, since=s, until=t)`` returns); a view of a view reads the stored
+    graph with the new window."""
+    return TimeView(graph, until, column, since=since)

@@ -33,6 +33,15 @@ def test_view_is_the_edges_until_the_date(guide):
     assert len(guide["ranks_june"].to_table()) == guide["msgs"].num_nodes()
 
 
+def test_windows_are_the_edges_between_the_dates(guide):
+    t = guide["events"]["timestamp"].to_numpy()
+    june, sept = _unix("2004-06-01"), _unix("2004-09-01")
+    assert guide["summer"].num_edges() == ((t > june) & (t <= sept)).sum()
+    assert guide["autumn"].num_edges() == (t > sept).sum()
+    got = sorted(int(x) for c in guide["summer"].edge_column("timestamp") for x in c)
+    assert got == sorted(t[(t > june) & (t <= sept)].tolist())
+
+
 def test_split_sides_by_brute_force(guide):
     t = guide["t"]
     lo, hi = _unix("2004-09-01"), _unix("2004-10-01")
