@@ -51,7 +51,10 @@ files only, and (2) replaces numba's ``Cache.load_overload`` and ``Cache.save_ov
 with versions that pass every other package's functions to numba's own unchanged, and for
 graphsys's kernels read and write the checked entries, skip numba's refresh of its compiler
 registries on a load (:func:`_patch_cache`), and turn an entry that does not load, or a
-save that fails, into one line instead of an exception. No environment variable, thread or
+save that fails, into one line instead of an exception; it also registers one listener of
+numba's ``numba:compile`` events (numba's public event API, :func:`watch_compiles`), which
+counts compilations of graphsys's kernels (:func:`compile_totals`) and tells an open
+progress display (:mod:`graphsys.progress`) about them. No environment variable, thread or
 other module is changed. ``NUMBA_CACHE_LOCATOR_CLASSES``, when set, is followed as numba
 documents (the locators are then not used).
 """
@@ -67,6 +70,7 @@ import importlib.util
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from graphsys import jit_cache
@@ -345,6 +349,22 @@ def _patch_cache(caching) -> None:
 
 
 _watching = [False]
+_compiled = {"kernels": 0, "seconds": 0.0}  # graphsys kernel compilations in this process
+
+
+def compile_totals() -> dict[str, float]:
+    """The graphsys kernel signatures compiled in this process since numba was imported
+    and their seconds (outermost compilations, by ``time.perf_counter``):
+    ``{"kernels": int, "seconds": float}``, for a caller that reports its own time less
+    compilations (:func:`watch_compiles` counts them; a cache load is no compilation).
+
+    Examples
+    --------
+    >>> from graphsys.jit import compile_totals
+    >>> sorted(compile_totals())
+    ['kernels', 'seconds']
+    """
+    return dict(_compiled)
 
 
 def watch_compiles() -> bool:
@@ -365,6 +385,7 @@ def watch_compiles() -> bool:
 
     class CompileListener(event.Listener):
         depth = kernels = 0
+        t0 = 0.0
 
         def on_start(self, ev):
             module = _kernel_module(ev)
@@ -372,6 +393,7 @@ def watch_compiles() -> bool:
                 self.depth += 1
                 self.kernels += 1
                 if self.depth == 1:
+                    self.t0 = time.perf_counter()
                     _tell("compile_started", module)
 
         def on_end(self, ev):
@@ -380,6 +402,8 @@ def watch_compiles() -> bool:
                 self.depth -= 1
                 if not self.depth:
                     kernels, self.kernels = self.kernels, 0
+                    _compiled["kernels"] += kernels
+                    _compiled["seconds"] += time.perf_counter() - self.t0
                     _tell("compile_ended", module, kernels)
 
     event.register("numba:compile", CompileListener())
