@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import weakref
 
 from tqdm import tqdm
 
@@ -84,7 +85,8 @@ COMPILING = "compiling {family} kernels (once per install; `graphsys warmup` doe
 #: What it says once they are compiled.
 COMPILED = "compiled {count} {family} kernel{s} in {seconds:.1f} s, not counted in the elapsed time"
 
-_open: list[CompileAware] = []  # the displays open now, the last opened last
+#: The displays open now, the last opened last (weak: a display dropped unclosed leaves).
+_open: list[weakref.ref] = []
 
 
 def kernel_family(module: str) -> str:
@@ -112,16 +114,22 @@ def kernel_family(module: str) -> str:
 def compile_started(module: str) -> None:
     """A kernel of the module ``module`` starts compiling (outside any other graphsys
     kernel's compilation): every open display notes the time, the one opened last says it."""
-    for i, bar in enumerate(_open):
-        bar._compile_start(module, announce=i == len(_open) - 1)
+    bars = _displays()
+    for i, bar in enumerate(bars):
+        bar._compile_start(module, announce=i == len(bars) - 1)
 
 
 def compile_ended(module: str, kernels: int = 1) -> None:
     """The compilation :func:`compile_started` noted ended, ``kernels`` kernel signatures
     compiled in it (its own and those it called): every open display leaves its seconds
     out of its elapsed time."""
-    for bar in list(_open):
+    for bar in _displays():
         bar._compile_end(module, kernels)
+
+
+def _displays() -> list[CompileAware]:
+    """The displays open now, the last opened last."""
+    return [bar for bar in (ref() for ref in list(_open)) if bar is not None]
 
 
 class CompileAware(tqdm):
@@ -142,7 +150,7 @@ class CompileAware(tqdm):
         self._compile_t0: float | None = None
         super().__init__(*args, **kwargs)
         if not self.disable:
-            _open.append(self)
+            _open.append(weakref.ref(self))
 
     def _compile_start(self, module: str, announce: bool) -> None:
         self._compile_t0 = self._time()
@@ -199,8 +207,7 @@ class CompileAware(tqdm):
         """Say what was compiled since the loop last advanced; stop listening."""
         if self._phase is not None:
             self._end_phase()
-        if self in _open:
-            _open.remove(self)
+        _open[:] = [ref for ref in _open if ref() is not None and ref() is not self]
 
     def close(self) -> None:
         self._leave()

@@ -87,7 +87,7 @@ def test_log_lines_say_compiling_and_elapsed_leaves_it_out(clock):
     bar.close()
     # no second summary; the loop's own 3 s are shorter than the interval: no other line
     assert len(log.getvalue().splitlines()) == 2
-    assert bar not in progress._open
+    assert bar not in progress._displays()
 
 
 def test_summary_at_close_when_the_loop_never_advances(clock):
@@ -133,6 +133,17 @@ def test_nested_displays_one_says_all_leave_it_out(clock):
     assert outer_log.getvalue() == ""
     assert "batches: compiling embed kernels" in inner_log.getvalue()
     assert outer.format_dict["elapsed"] == inner.format_dict["elapsed"] == 0
+
+
+def test_a_display_dropped_unclosed_stops_listening():
+    log = io.StringIO()
+    LineProgress(total=1, desc="dropped", file=log, every=1000)  # never closed
+    import gc
+
+    gc.collect()
+    compile_started("graphsys.storage.kernels")
+    compile_ended("graphsys.storage.kernels")
+    assert log.getvalue() == ""
 
 
 def test_quiet_says_nothing():
