@@ -113,7 +113,24 @@ def kernel_family(module: str) -> str:
 
 def compile_started(module: str) -> None:
     """A kernel of the module ``module`` starts compiling (outside any other graphsys
-    kernel's compilation): every open display notes the time, the one opened last says it."""
+    kernel's compilation): every open display notes the time, the one opened last says it.
+    :func:`graphsys.jit.watch_compiles` calls it (and :func:`compile_ended`).
+
+    Examples
+    --------
+    >>> import io
+    >>> from graphsys.progress import LineProgress, compile_ended, compile_started
+    >>> log = io.StringIO()
+    >>> with LineProgress(total=1, unit="source", desc="betweenness", file=log) as bar:
+    ...     compile_started("graphsys.bsp.kernels_centrality")
+    ...     compile_ended("graphsys.bsp.kernels_centrality", kernels=2)
+    ...     bar.update(1)
+    >>> print(log.getvalue(), end="")  # doctest: +ELLIPSIS
+    betweenness: compiling centrality kernels (once per install; `graphsys warmup` does it ahead)
+    betweenness: compiled 2 centrality kernels in ... s, not counted in the elapsed time
+    >>> bar.compiled
+    2
+    """
     bars = _displays()
     for i, bar in enumerate(bars):
         bar._compile_start(module, announce=i == len(bars) - 1)
