@@ -51,7 +51,10 @@ files only, and (2) replaces numba's ``Cache.load_overload`` and ``Cache.save_ov
 with versions that pass every other package's functions to numba's own unchanged, and for
 graphsys's kernels read and write the checked entries, skip numba's refresh of its compiler
 registries on a load (:func:`_patch_cache`), and turn an entry that does not load, or a
-save that fails, into one line instead of an exception. No environment variable, thread or
+save that fails, into one line instead of an exception; it also registers one listener of
+numba's ``numba:compile`` events (numba's public event API, :func:`watch_compiles`), which
+counts compilations of graphsys's kernels (:func:`compile_totals`) and tells an open
+progress display (:mod:`graphsys.progress`) about them. No environment variable, thread or
 other module is changed. ``NUMBA_CACHE_LOCATOR_CLASSES``, when set, is followed as numba
 documents (the locators are then not used).
 """
@@ -67,6 +70,7 @@ import importlib.util
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from graphsys import jit_cache
@@ -228,6 +232,7 @@ def install() -> bool:
     numba's cache loads and saves of graphsys kernels go through :func:`_patch_cache`.
     Returns whether the locators are installed (False on a numba without the locator
     interface, or with ``NUMBA_CACHE_LOCATOR_CLASSES`` set, which numba then follows)."""
+    watch_compiles()
     found = locator_classes()
     if found is None:
         return False
@@ -341,6 +346,88 @@ def _patch_cache(caching) -> None:
     load_overload.graphsys = save_overload.graphsys = True
     cache.load_overload = load_overload
     cache.save_overload = save_overload
+
+
+_watching = [False]
+_compiled = {"kernels": 0, "seconds": 0.0}  # graphsys kernel compilations in this process
+
+
+def compile_totals() -> dict[str, float]:
+    """The graphsys kernel signatures compiled in this process since numba was imported
+    and their seconds (outermost compilations, by ``time.perf_counter``):
+    ``{"kernels": int, "seconds": float}``, for a caller that reports its own time less
+    compilations (:func:`watch_compiles` counts them; a cache load is no compilation).
+
+    Examples
+    --------
+    >>> from graphsys.jit import compile_totals
+    >>> sorted(compile_totals())
+    ['kernels', 'seconds']
+    """
+    return dict(_compiled)
+
+
+def watch_compiles() -> bool:
+    """Have numba tell :mod:`graphsys.progress` when a kernel of a ``graphsys.*`` module
+    compiles (a ``numba:compile`` event, numba's public event API; a cache load is none),
+    so that an open progress display says it and leaves its seconds out of the loop's time
+    (:func:`graphsys.progress.compile_started`, :func:`~graphsys.progress.compile_ended`).
+    Only the outermost of nested compilations is told, with the number of graphsys kernel
+    signatures compiled in it. Nothing is imported for it: where ``graphsys.progress`` is
+    not imported, no display is open. :func:`install` calls it (idempotent); returns
+    whether the listener is registered."""
+    if _watching[0]:
+        return True
+    try:
+        from numba.core import event
+    except ImportError:
+        return False
+
+    class CompileListener(event.Listener):
+        depth = kernels = 0
+        t0 = 0.0
+
+        def on_start(self, ev):
+            module = _kernel_module(ev)
+            if module is not None:
+                self.depth += 1
+                self.kernels += 1
+                if self.depth == 1:
+                    self.t0 = time.perf_counter()
+                    _tell("compile_started", module)
+
+        def on_end(self, ev):
+            module = _kernel_module(ev)
+            if module is not None and self.depth:
+                self.depth -= 1
+                if not self.depth:
+                    kernels, self.kernels = self.kernels, 0
+                    _compiled["kernels"] += kernels
+                    _compiled["seconds"] += time.perf_counter() - self.t0
+                    _tell("compile_ended", module, kernels)
+
+    event.register("numba:compile", CompileListener())
+    _watching[0] = True
+    return True
+
+
+def _kernel_module(ev) -> str | None:
+    """The module of the kernel a ``numba:compile`` event compiles, if it is graphsys's."""
+    data = ev.data if isinstance(ev.data, dict) else {}
+    func = getattr(data.get("dispatcher"), "py_func", None)
+    module = getattr(func, "__module__", None) or ""
+    return module if module.startswith("graphsys.") else None
+
+
+def _tell(what: str, *args) -> None:
+    """Call ``graphsys.progress.<what>(*args)`` if that module is imported; a display's
+    failure never fails the compilation."""
+    progress = sys.modules.get("graphsys.progress")
+    if progress is not None:
+        try:
+            getattr(progress, what)(*args)
+        except Exception:  # noqa: BLE001 - progress display only
+            pass
 
 
 class _NumbaHook:

@@ -9,6 +9,19 @@ and the total, the share, the rate and the time left (``epoch 1/5: 1.2M/8.0M edg
 so short runs stay silent; ``disable=True`` (the commands' ``--quiet``) prints nothing at
 all.
 
+**Compilations.** A graphsys kernel compiled while a display is open (its first call in a
+new install) is not the loop's work: the display says so, and its elapsed time, rate and
+time left leave the compilation out. :func:`graphsys.jit.install` has numba tell
+:func:`compile_started` and :func:`compile_ended` when a kernel of a ``graphsys.*`` module
+compiles (numba's ``numba:compile`` events: a kernel loaded from the cache is not
+compiled, so a warm run says nothing); the display opened last says it, named after the
+kernels' module (:func:`kernel_family`): off a terminal one line when compiling starts
+(``betweenness: compiling centrality kernels (once per install; `graphsys warmup` does it
+ahead)``) and one when the loop next advances (``betweenness: compiled 2 centrality kernels
+in 14.1 s, not counted in the elapsed time``); on a terminal the bar's description says it
+while it lasts, and the second line is printed above the bar. Every open display moves its
+start by the compilation's seconds (:attr:`CompileAware.compile_seconds` sums them).
+
 Examples
 --------
 >>> import io
@@ -26,12 +39,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+import weakref
 
 from tqdm import tqdm
 
 from graphsys.errors import GraphsysError
 
-__all__ = ["DEFAULT_SECONDS", "ENV", "LineProgress", "interval", "progress_bar"]
+__all__ = ["DEFAULT_SECONDS", "ENV", "Bar", "CompileAware", "LineProgress", "compile_ended",
+           "compile_started", "interval", "kernel_family", "progress_bar"]
 
 #: Environment variable: seconds between two progress lines when stderr is not a terminal.
 ENV = "GRAPHSYS_PROGRESS_SECONDS"
@@ -65,10 +80,166 @@ def interval() -> float:
     return value
 
 
-class LineProgress(tqdm):
+#: What a display says while graphsys kernels compile (``{family}``: :func:`kernel_family`).
+COMPILING = "compiling {family} kernels (once per install; `graphsys warmup` does it ahead)"
+#: What it says once they are compiled.
+COMPILED = "compiled {count} {family} kernel{s} in {seconds:.1f} s, not counted in the elapsed time"
+
+#: The displays open now, the last opened last (weak: a display dropped unclosed leaves).
+_open: list[weakref.ref] = []
+
+
+def kernel_family(module: str) -> str:
+    """A human name of the kernels of the module ``module``: its last part without
+    ``kernels_`` / ``_kernels`` and a leading underscore, or its package's where nothing
+    is left (``graphsys.bsp.kernels_centrality`` -> ``centrality``,
+    ``graphsys.storage.kernels`` -> ``storage``, ``graphsys.sampling._kernels`` ->
+    ``sampling``).
+
+    Examples
+    --------
+    >>> from graphsys.progress import kernel_family
+    >>> [kernel_family(m) for m in ("graphsys.bsp.kernels_centrality",
+    ...  "graphsys.storage.kernels", "graphsys.mining.motif_kernels", "graphsys.kernels.cores")]
+    ['centrality', 'storage', 'motif', 'cores']
+    """
+    parts = [p for p in module.split(".") if p != "graphsys"] or ["graphsys"]
+    for part in reversed(parts):
+        name = part.lstrip("_").removeprefix("kernels_").removesuffix("_kernels")
+        if name and name != "kernels":
+            return name
+    return "graphsys"
+
+
+def compile_started(module: str) -> None:
+    """A kernel of the module ``module`` starts compiling (outside any other graphsys
+    kernel's compilation): every open display notes the time, the one opened last says it.
+    :func:`graphsys.jit.watch_compiles` calls it (and :func:`compile_ended`).
+
+    Examples
+    --------
+    >>> import io
+    >>> from graphsys.progress import LineProgress, compile_ended, compile_started
+    >>> log = io.StringIO()
+    >>> with LineProgress(total=1, unit="source", desc="betweenness", file=log) as bar:
+    ...     compile_started("graphsys.bsp.kernels_centrality")
+    ...     compile_ended("graphsys.bsp.kernels_centrality", kernels=2)
+    ...     bar.update(1)
+    >>> print(log.getvalue(), end="")  # doctest: +ELLIPSIS
+    betweenness: compiling centrality kernels (once per install; `graphsys warmup` does it ahead)
+    betweenness: compiled 2 centrality kernels in ... s, not counted in the elapsed time
+    >>> bar.compiled
+    2
+    """
+    bars = _displays()
+    for i, bar in enumerate(bars):
+        bar._compile_start(module, announce=i == len(bars) - 1)
+
+
+def compile_ended(module: str, kernels: int = 1) -> None:
+    """The compilation :func:`compile_started` noted ended, ``kernels`` kernel signatures
+    compiled in it (its own and those it called): every open display leaves its seconds
+    out of its elapsed time."""
+    for bar in _displays():
+        bar._compile_end(module, kernels)
+
+
+def _displays() -> list[CompileAware]:
+    """The displays open now, the last opened last."""
+    return [bar for bar in (ref() for ref in list(_open)) if bar is not None]
+
+
+class CompileAware(tqdm):
+    """A tqdm that says when graphsys kernels compile while it is open and leaves their
+    seconds out of its elapsed time and rate (see the module's docstring).
+
+    Attributes
+    ----------
+    compiled : int
+        Kernel signatures compiled while it was open.
+    compile_seconds : float
+        Their seconds, by the display's clock (left out of its elapsed time).
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.compiled, self.compile_seconds = 0, 0.0
+        self._phase: dict | None = None  # the compilations since the loop last advanced
+        self._compile_t0: float | None = None
+        super().__init__(*args, **kwargs)
+        if not self.disable:
+            _open.append(weakref.ref(self))
+
+    def _compile_start(self, module: str, announce: bool) -> None:
+        self._compile_t0 = self._time()
+        family = kernel_family(module)
+        if not announce:
+            return
+        if self._phase is None:
+            self._phase = {"families": [], "count": 0, "seconds": 0.0, "desc": self.desc}
+        if family not in self._phase["families"]:
+            self._phase["families"].append(family)
+            self._say_compiling(COMPILING.format(family=family), self._phase["desc"])
+
+    def _compile_end(self, module: str, kernels: int) -> None:
+        if self._compile_t0 is None:
+            return
+        seconds = max(0.0, self._time() - self._compile_t0)
+        self._compile_t0 = None
+        self.start_t += seconds  # the loop's elapsed time and rate leave it out
+        self.last_print_t += seconds
+        self.compiled += kernels
+        self.compile_seconds += seconds
+        if self._phase is not None:
+            self._phase["count"] += kernels
+            self._phase["seconds"] += seconds
+
+    def _end_phase(self) -> None:
+        """Say what was compiled since the loop last advanced, if anything was."""
+        phase, self._phase = self._phase, None
+        if phase is None or not phase["count"]:
+            return
+        count = phase["count"]
+        line = COMPILED.format(count=count, family=" and ".join(phase["families"]),
+                               s="" if count == 1 else "s", seconds=phase["seconds"])
+        self._say_compiled(line, phase["desc"])
+
+    @staticmethod
+    def _with_desc(text: str, desc: str) -> str:
+        desc = desc.removesuffix(": ")
+        return f"{desc}: {text}" if desc else text
+
+    def _say_compiling(self, text: str, desc: str) -> None:
+        self.set_description_str(self._with_desc(text, desc))
+
+    def _say_compiled(self, text: str, desc: str) -> None:
+        self.set_description_str(desc, refresh=False)
+        self.write(self._with_desc(text, desc), file=self.fp)
+
+    def update(self, n=1):
+        if self._phase is not None:
+            self._end_phase()
+        return super().update(n)
+
+    def _leave(self) -> None:
+        """Say what was compiled since the loop last advanced; stop listening."""
+        if self._phase is not None:
+            self._end_phase()
+        _open[:] = [ref for ref in _open if ref() is not None and ref() is not self]
+
+    def close(self) -> None:
+        self._leave()
+        super().close()
+
+
+class Bar(CompileAware):
+    """tqdm's bar (on a terminal), saying when graphsys kernels compile."""
+
+
+class LineProgress(CompileAware):
     """A tqdm that writes a whole line (no carriage return, no bar) at most every
     ``every`` seconds (default :func:`interval`), and a last line when it closes if it
-    wrote any: for logs, where a redrawn bar is unreadable."""
+    wrote any: for logs, where a redrawn bar is unreadable. Compilations of graphsys
+    kernels are said in a line each when they start and when the loop next advances."""
 
     def __init__(self, *args, every: float | None = None, **kwargs) -> None:
         self._every = interval() if every is None else float(every)
@@ -81,6 +252,17 @@ class LineProgress(tqdm):
         kwargs.pop("ncols", None)
         super().__init__(*args, **kwargs)
         self._last_line = self.start_t if hasattr(self, "start_t") else time.time()
+
+    def _say_compiling(self, text: str, desc: str) -> None:
+        self._line(self._with_desc(text, desc))
+
+    def _say_compiled(self, text: str, desc: str) -> None:
+        self._line(self._with_desc(text, desc))
+
+    def _line(self, text: str) -> None:
+        if not self.disable:
+            self.fp.write(text + "\n")
+            self.fp.flush()
 
     def display(self, msg=None, pos=None) -> bool:
         if self.disable or self._last_line is None:
@@ -104,6 +286,7 @@ class LineProgress(tqdm):
         """The last line (if any was written), without tqdm's trailing newline."""
         if self.disable:
             return
+        self._leave()
         self._closing = True
         self.display()
         self.disable = True
@@ -129,4 +312,4 @@ def progress_bar(*args, **kwargs) -> tqdm:
         tty = file.isatty()
     except (AttributeError, ValueError):
         tty = False
-    return tqdm(*args, **kwargs) if tty else LineProgress(*args, **kwargs)
+    return Bar(*args, **kwargs) if tty else LineProgress(*args, **kwargs)

@@ -211,3 +211,31 @@ def test_a_cached_kernel_loads_without_numbas_registries():
     assert got[2] == [False, False, False]
     assert got[3] == [1, 1]
     assert got[4] == 7
+
+
+def test_compilations_of_graphsys_kernels_are_counted_and_told_once_outermost(monkeypatch):
+    import numba
+
+    from graphsys import progress
+
+    told = []
+    monkeypatch.setattr(progress, "compile_started", lambda m: told.append(("start", m)))
+    monkeypatch.setattr(progress, "compile_ended", lambda m, k: told.append(("end", m, k)))
+    assert jit.watch_compiles()
+
+    def inner(x):
+        return x * 2
+
+    def outer(x):
+        return kernel_inner(x) + 1
+
+    inner.__module__ = outer.__module__ = "graphsys.storage.kernels"
+    kernel_inner = numba.njit(inner)
+    kernel_outer = numba.njit(outer)
+    before = jit.compile_totals()
+    assert kernel_outer(3) == 7 and kernel_outer(4) == 9  # the second call compiles nothing
+    after = jit.compile_totals()
+    assert after["kernels"] - before["kernels"] == 2  # outer and the inner it calls
+    assert after["seconds"] > before["seconds"]
+    assert told == [("start", "graphsys.storage.kernels"),
+                    ("end", "graphsys.storage.kernels", 2)]
