@@ -224,6 +224,9 @@ def run(args) -> int:
                   f" {ss.messages_combined:>12,} {ss.edges_scanned:>13,} "
                   f"{ss.bytes_read / 1e6:>9.1f} {ss.total_seconds:>9.4f}")
 
+    from graphsys.jit import compile_totals
+
+    compiled_before = compile_totals()
     try:
         with peer_failures(distributed), recording(trace, device), warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # refused or warned below
@@ -235,6 +238,10 @@ def run(args) -> int:
 
             dist.destroy_process_group()
     stats = result.stats
+    # kernels compiled inside the run (a first call on a cold cache): said apart from the
+    # algorithm's own time, which the run's seconds include
+    compiled_after = compile_totals()
+    compiled = {k: compiled_after[k] - compiled_before[k] for k in compiled_before}
     # an unconverged run ran to its limit; a fused run records fewer rows (BFS: one per
     # phase of levels), so the count said is the limit, not stats.num_supersteps
     limit = _max_iters(args, spec, graph)
@@ -251,14 +258,19 @@ def run(args) -> int:
                 # page CRCs: a later --init PREV refuses a garbled page (incremental)
                 pq.write_table(result.to_table(), tmp, write_page_checksum=True)
         if args.json:
-            emit_json({"ok": True, "out": str(out) if out else None, **stats.to_dict()})
+            emit_json({"ok": True, "out": str(out) if out else None, **stats.to_dict(),
+                       "compiled_kernels": int(compiled["kernels"]),
+                       "compile_seconds": round(compiled["seconds"], 3)})
         else:
             t = stats.totals()
             print(f"{args.algorithm}: "
                   f"{stats.num_supersteps if stats.converged else limit} supersteps, "
                   f"{'converged' if stats.converged else 'NOT converged'}, "
                   f"{t['edges_scanned']:,} edges scanned, {stats.seconds:.3f} s "
-                  f"(setup {stats.setup_seconds:.3f} s), mode {stats.mode}, device "
+                  f"(setup {stats.setup_seconds:.3f} s"
+                  + (f"; compiling {int(compiled['kernels'])} kernels, once per install, "
+                     f"{compiled['seconds']:.3f} s of it" if compiled["kernels"] else "")
+                  + f"), mode {stats.mode}, device "
                   f"{stats.device}, backend {stats.backend}"
                   + (", weighted" if stats.weighted else "")
                   + "".join(f", {k} {v:.6g}" for k, v in stats.scores.items())

@@ -456,3 +456,21 @@ def test_an_unconverged_fused_bfs_says_the_supersteps_it_ran(main, tmp_path, cap
     assert "bfs: 3 supersteps, NOT converged" in cap.out
     assert main(["run", "bfs", str(g), "--source", "0", "--max-iters", "3"]) == 2
     assert "did not converge within 3 supersteps" in capsys.readouterr().err
+
+
+def test_summary_says_apart_what_compiling_took(main, graph_dir, monkeypatch, capsys):
+    """Kernels compiled inside the run (a cold cache) are said apart from the algorithm's
+    time in the summary and in --json; a warm run says nothing of compiling."""
+    import graphsys.jit as jit
+
+    totals = iter([{"kernels": 0, "seconds": 0.0}, {"kernels": 3, "seconds": 7.25}])
+    monkeypatch.setattr(jit, "compile_totals", lambda: next(totals))
+    assert main(["run", "wcc", str(graph_dir / "g")]) == 0
+    assert "compiling 3 kernels, once per install, 7.250 s of it" in capsys.readouterr().out
+    totals = iter([{"kernels": 3, "seconds": 7.25}, {"kernels": 5, "seconds": 9.5}])
+    assert main(["run", "wcc", str(graph_dir / "g"), "--json"]) == 0
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (line["compiled_kernels"], line["compile_seconds"]) == (2, 2.25)
+    monkeypatch.undo()
+    assert main(["run", "wcc", str(graph_dir / "g")]) == 0
+    assert "compiling" not in capsys.readouterr().out
