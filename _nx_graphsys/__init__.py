@@ -34,6 +34,11 @@ FUNCTIONS = {
         "graphsys.nx_backend.algorithms:number_strongly_connected_components",
     "is_strongly_connected": "graphsys.nx_backend.algorithms:is_strongly_connected",
     "core_number": "graphsys.nx_backend.algorithms:core_number",
+    # triangles and clustering
+    "triangles": "graphsys.nx_backend.cluster:triangles",
+    "clustering": "graphsys.nx_backend.cluster:clustering",
+    "average_clustering": "graphsys.nx_backend.cluster:average_clustering",
+    "transitivity": "graphsys.nx_backend.cluster:transitivity",
     # centrality
     "betweenness_centrality": "graphsys.nx_backend.algorithms:betweenness_centrality",
     "closeness_centrality": "graphsys.nx_backend.algorithms:closeness_centrality",
@@ -86,6 +91,11 @@ _DOCS = {
                                            "NetworkX."),
     "betweenness_centrality": "Every source, unweighted; k and weight stay in NetworkX.",
     "closeness_centrality": "Every node, unweighted; u and distance stay in NetworkX.",
+    "triangles": "Self-loops ignored, as NetworkX.",
+    "clustering": "Undirected graphs, unweighted; weight and directed graphs stay in NetworkX.",
+    "average_clustering": ("Undirected graphs, unweighted; weight and directed graphs stay "
+                           "in NetworkX."),
+    "transitivity": "Undirected graphs; directed graphs stay in NetworkX.",
     "diameter": "Undirected graphs; iFUB with a 4-sweep start.",
     "eccentricity": "Undirected graphs; Takes and Kosters' bounds for every node.",
 }

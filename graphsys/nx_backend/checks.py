@@ -89,6 +89,14 @@ def _distances(G, a: dict) -> str | None:
     return None
 
 
+def _clustering(G, a: dict) -> str | None:
+    if G is not None and G.is_directed():
+        return "directed clustering and transitivity are not supported"
+    if a.get("weight") is not None:
+        return "weighted clustering is not supported"
+    return None
+
+
 def _assortativity(G, a: dict) -> str | None:
     if a.get("weight") is not None or a.get("nodes") is not None:
         return "weighted degrees and node subsets are not supported"
@@ -123,6 +131,8 @@ CHECKS = {
     "degree_pearson_correlation_coefficient": _pearson,
     "reciprocity": _reciprocity,
     **{name: _distances for name in UNDIRECTED_ONLY},
+    **{name: _clustering for name in ("triangles", "clustering", "average_clustering",
+                                      "transitivity")},
 }
 
 

@@ -31,6 +31,7 @@ MODULES = (
     "algorithms/components/tests/test_weakly_connected.py",
     "algorithms/components/tests/test_strongly_connected.py",
     "algorithms/tests/test_core.py",
+    "algorithms/tests/test_cluster.py",
     "algorithms/centrality/tests/test_betweenness_centrality.py",
     "algorithms/centrality/tests/test_closeness_centrality.py",
     "algorithms/tests/test_link_prediction.py",

@@ -249,3 +249,52 @@ def test_cached_conversion_sees_edits(monkeypatch):
     assert nx.number_connected_components(V) == 1
     P.remove_edge(1, 2)  # clears P's cache, not the view's
     assert nx.number_connected_components(V) == 2
+
+
+def test_triangles_and_clustering_equal_networkx(graphs):
+    """NetworkX's values to the last bit and its types (the integer 0 of a node without a
+    triangle), self-loops ignored, ``nodes`` as a node or a container; directed graphs
+    and ``weight`` declined."""
+    D, U = graphs
+    loops = nx.Graph([(0, 0), (0, 1), (1, 2), (2, 2), (2, 0), (2, 3), (5, 5)])
+    R = nx.relabel_nodes(nx.gnp_random_graph(80, 0.1, seed=2), lambda i: f"v{i}")
+    for G in (U, loops, R, nx.empty_graph(3), nx.Graph()):
+        g = convert(G, None)
+        assert B.triangles(g) == nx.triangles(G)
+        got, want = B.clustering(g), nx.clustering(G)
+        assert got == want and list(map(type, got.values())) == list(map(type, want.values()))
+        assert B.transitivity(g) == nx.transitivity(G)
+        assert type(B.transitivity(g)) is type(nx.transitivity(G))
+        for zeros in (True, False):
+            if len(G) and (zeros or G.number_of_edges()):
+                assert B.average_clustering(g, count_zeros=zeros) == nx.average_clustering(
+                    G, count_zeros=zeros)
+            else:  # no node to average over
+                with pytest.raises(ZeroDivisionError):
+                    B.average_clustering(g, count_zeros=zeros)
+        some = list(G)[:3]
+        for nodes in some[:1] + [some + ["absent"]]:
+            assert B.triangles(g, nodes) == nx.triangles(G, nodes)
+            assert B.clustering(g, nodes) == nx.clustering(G, nodes)
+    assert B.average_clustering(convert(U, None), ["n0", "n1"]) == nx.average_clustering(
+        U, ["n0", "n1"])
+    assert B.can_run("clustering", (D,), {}) is not True  # NetworkX's directed clustering
+    assert B.can_run("transitivity", (D,), {}) is not True
+    assert B.can_run("clustering", (U,), {"weight": "weight"}) is not True
+    assert B.can_run("average_clustering", (U,), {"count_zeros": False}) is True
+
+
+@needs_entry_point
+def test_clustering_dispatch_does_not_import_torch():
+    """A dispatched triangle call (conversion included) leaves torch unimported."""
+    import subprocess
+    import sys
+
+    code = ("import sys, networkx as nx\n"
+            "G = nx.karate_club_graph()\n"
+            "for f in (nx.transitivity, nx.clustering, nx.triangles, nx.average_clustering):\n"
+            "    f(G, backend='graphsys')\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

@@ -85,6 +85,12 @@ CALLS: dict[str, list[tuple[tuple, dict]]] = {
     "closeness_centrality": [((), {}), ((), {"wf_improved": False})],
     **{name: [((), {}), ((PAIRS,), {}), (([(0, 99)],), {})]
        for name in LINK_SCORES},
+    **{name: [((), {}), ((), {"nodes": 0}), ((), {"nodes": 99}), ((), {"nodes": [0, 99, 2]}),
+              ((), {"nodes": []}), ((), {"nodes": [[0]]})]
+       for name in ("triangles", "clustering")},
+    "average_clustering": [((), {}), ((), {"count_zeros": False}), ((), {"nodes": [0, 1]}),
+                           ((), {"nodes": 0}), ((), {"nodes": [99]}),
+                           ((), {"weight": "weight"})],
 }
 
 #: Functions of :data:`_nx_graphsys.FUNCTIONS` NetworkX dispatches (``nx.density`` is not
@@ -184,7 +190,10 @@ def test_weights(automatic, w, directed):
                            ("hits", [((), {})] if well_posed_hits(G) else []),
                            ("single_source_dijkstra_path_length", [((0,), {})]),
                            ("eccentricity", [((), {"weight": "weight"})]),
-                           ("betweenness_centrality", [((), {"weight": "weight"})])]:
+                           ("betweenness_centrality", [((), {"weight": "weight"})]),
+                           ("clustering", [((), {}), ((), {"weight": "weight"})]),
+                           ("triangles", [((), {})] if not directed else []),
+                           ("transitivity", [((), {})])]:
         bad += compare(name, G, variants)
     assert bad == []
 
