@@ -61,6 +61,7 @@ from graphsys.bsp.algorithms.common import (
     source_index,
     teleport_weights,
 )
+from graphsys.bsp.algorithms.pagerank_device import solve_on_device
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
@@ -376,6 +377,11 @@ class PageRank(VertexProgram):
         if dtype == np.float32:
             method += ", float32 sends"
         return Solved(method, steps, 0 if converged else ctx.num_local, setup)
+
+    def solve_on_device(self, ctx, edges, state, schedule, max_iters):
+        """The torch backend's supersteps in three ops each (one SpMV), the L1 change read
+        every few supersteps: :mod:`graphsys.bsp.algorithms.pagerank_device`."""
+        return solve_on_device(self, ctx, edges, state, max_iters)
 
 
 def store_push_index(graph, edge_set: str | None):
