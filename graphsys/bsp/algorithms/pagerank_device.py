@@ -50,6 +50,11 @@ from graphsys.device import host_array
 #: would stop at, each one moving the ranks closer to the fixed point
 CHECK_EVERY = 8
 
+#: torch ops (kernel launches on CUDA) of a superstep between two checks
+#: (:func:`lean_superstep`: the SpMV, the rank update, the next vector); a check adds the
+#: L1 change (a difference and a norm) and its read
+OPS_PER_SUPERSTEP = 3
+
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
 
@@ -103,7 +108,7 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     x[n] = 1.0 - a
     torch.mul(rank, scaled, out=x[:n])
     y = torch.empty(n + 1, dtype=dtype, device=dev)
-    steps, converged, t_chunk = [], False, time.perf_counter()
+    steps, converged, first, t_chunk = [], False, 0, time.perf_counter()
     setup = t_chunk - t0
     for it in range(max_iters):
         lean_superstep(mat, x, y, new, scaled, p)
@@ -114,11 +119,10 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
         if (it + 1) % CHECK_EVERY and it + 1 < max_iters:
             continue
         delta = float(torch.dist(rank, new, 1))  # the one host read of the chunk
-        chunk = [s for s in steps if not s.seconds]
         now = time.perf_counter()
-        for s in chunk:  # the device ran the chunk asynchronously: its time split evenly
-            s.seconds["edges"] = (now - t_chunk) / len(chunk)
-        t_chunk = now
+        for s in steps[first:]:  # the device ran the chunk asynchronously: split evenly
+            s.seconds["edges"] = (now - t_chunk) / (len(steps) - first)
+        t_chunk, first = now, len(steps)
         if delta < program.tol:
             converged = True
             break
