@@ -40,10 +40,9 @@ import warnings
 import numpy as np
 import torch
 
-from graphsys.bsp.edges import build_adjacency
+from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
-from graphsys.device import host_array
 
 #: Supersteps between two host reads of the L1 change (and the last one ``max_iters``
 #: allows): at most this many minus one run past the superstep a test on every superstep
@@ -66,7 +65,7 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
     the graph, targets with an in-edge, bytes built on the host for the device)."""
     indptr, idx, _ = build_adjacency(graph, edge_set, "csc", False)
     n, m = len(indptr) - 1, int(indptr[-1] - indptr[0])
-    dangling = host_array(torch.nonzero(inv_deg == 0).flatten())
+    dangling = torch.nonzero(inv_deg == 0).flatten().cpu().numpy()  # one read, in setup
     nnz = m + len(dangling) + 1
     ids = np.int32 if max(nnz, n + 1) <= _INT32_MAX else np.int64
     crow = np.empty(n + 2, ids)
@@ -90,8 +89,9 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
 def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved | None:
     """PageRank's supersteps as the module docstring says, writing the ranks (float64) into
     ``state``; None (the engine's supersteps run) for a weighted run, whose pulls multiply
-    by the edge weights."""
-    if program.weighted or program.width is not None:
+    by the edge weights, and on a device without torch's sparse CSR product."""
+    if (program.weighted or program.width is not None
+            or ctx.device.type not in SPARSE_CSR_DEVICES):
         return None
     t0 = time.perf_counter()
     n, a, dev = ctx.num_nodes, program.damping, ctx.device
