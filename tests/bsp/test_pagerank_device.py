@@ -84,6 +84,19 @@ def test_lean_float64_where_asked_and_personalized(small_graphs):
     assert np.abs(ppr_dev.values - ppr_cpu.values).sum() <= 2e-10 * 0.85 / 0.15
 
 
+def test_int64_ids_where_int32_cannot_hold_them(small_graphs, monkeypatch):
+    """A matrix whose size or entries outgrow int32 (here: a lowered limit) takes int64 ids
+    and gives the same ranks."""
+    from graphsys.bsp.algorithms import pagerank_device
+
+    g = small_graphs["random"]
+    narrow = bsp.pagerank(g, tol=1e-10, backend="torch")
+    monkeypatch.setattr(pagerank_device, "_INT32_MAX", 100)
+    wide = bsp.pagerank(g, tol=1e-10, backend="torch")
+    assert wide.stats.method == "fused-pagerank (device SpMV, int64 ids, float64 ranks)"
+    np.testing.assert_array_equal(wide.values, narrow.values)
+
+
 @pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
 def test_checks_every_few_supersteps(small_graphs):
     """The run stops on a checked superstep (a multiple of CHECK_EVERY or the last one) and

@@ -19,8 +19,19 @@ op: :math:`r' = y_{0..N-1} + y_N / N` (uniform teleport) or :math:`y_{0..N-1} + 
 A third op writes the next vector :math:`x = r' \cdot s` (``s``: :math:`\alpha / d_u`, or
 :math:`\alpha` where dangling). Ids are int32 where the matrix's size and entries allow
 (int64 beyond). Ranks are float32 where ``PageRank.fused_float32`` says the tolerance allows
-(the CPU loop's rule, ``sum_dtype="auto"`` with ``tol >= 1e-6``; the same error bound: the
-module docstring of :mod:`graphsys.bsp.algorithms.pagerank`), float64 otherwise.
+(the CPU loop's rule: ``sum_dtype="auto"``, unweighted, ``tol >= 1e-6``), float64 otherwise
+(``sum_dtype="float64"``, a smaller ``tol``). Unlike the CPU loop, whose float32 sent values
+are summed in float64, the product sums in float32 too (torch's CSR product sums in its
+operands' dtype): a target of in-degree :math:`k` is within a relative :math:`(k + 1)\,u`
+of its exact sum in the worst case (:math:`u = 2^{-24}`; about :math:`\sqrt{k}\,u` for
+rounding errors of random sign, and :math:`O(\log k)\,u` where the product sums in a
+tree), so an iteration's L1 perturbation is at most :math:`\alpha\,\epsilon` with
+:math:`\epsilon = (k_{max} + 1)\,u` (:math:`k_{max}`: the longest row, row :math:`N`'s
+dangling vertices included), and the float32 answer is within
+:math:`(\mathrm{tol} + \epsilon)\,\alpha / (1 - \alpha)` of the fixed point in L1 (the
+float64 one within :math:`\mathrm{tol}\,\alpha / (1 - \alpha)`). Ask for
+``sum_dtype="float64"`` where :math:`\epsilon` is not small beside ``tol`` (hubs of very
+high in-degree at ``tol`` near :math:`10^{-6}`).
 
 Convergence contract: the L1 change :math:`\|r^{(k+1)} - r^{(k)}\|_1` is computed and read on
 the host only on every :data:`CHECK_EVERY`-th superstep and on the last one ``max_iters``
