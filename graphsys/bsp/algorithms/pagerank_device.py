@@ -54,6 +54,7 @@ import torch
 from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
+from graphsys.trace import trace_range
 
 #: Supersteps between two host reads of the L1 change (and the last one ``max_iters``
 #: allows): at most this many minus one run past the superstep a test on every superstep
@@ -122,7 +123,8 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     steps, converged, first, t_chunk = [], False, 0, time.perf_counter()
     setup = t_chunk - t0
     for it in range(max_iters):
-        lean_superstep(mat, x, y, new, scaled, p)
+        with trace_range(f"bsp.superstep#{it}"):  # a range only while a trace records
+            lean_superstep(mat, x, y, new, scaled, p)
         rank, new = new, rank
         steps.append(SuperstepStats(superstep=it, active=n, direction="pull",
                                     edges_scanned=m, messages_sent=m,
