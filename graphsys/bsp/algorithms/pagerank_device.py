@@ -150,7 +150,8 @@ def lean_superstep(mat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, new: tor
     """One superstep in three torch ops (kernel launches on CUDA), no host read:
     ``y = mat @ x``, ``new`` = the new ranks, ``x[:N] = new * scaled`` (the next vector)."""
     n = new.shape[0]
-    torch.mv(mat, x, out=y)
+    with trace_range("bsp.edges"):  # the edge phase, as the engine's supersteps name it
+        torch.mv(mat, x, out=y)
     if p is None:
         torch.add(y[:n], y[n], alpha=1.0 / n, out=new)
     else:
