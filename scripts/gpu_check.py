@@ -24,7 +24,8 @@ bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, de
                       edges over 2**23 ids, P = 8) held in GPU memory and streamed from the
                       host buckets (out of core): edges/s per iteration, bytes copied host
                       to device per superstep, beside torch's CSR SpMV (cuSPARSE) on the same
-                      matrix and device
+                      matrix and device; in memory also with float32 ranks (tol 1e-6), and
+                      the lean supersteps' ops per superstep and supersteps per host read
 gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 1M nodes /
                       25M directed edges, 100 features, 8 classes, fanouts 15,10 input layer
                       first, batch 1024, hidden 256, Adam 0.003, dropout 0.5), beside PyG's
@@ -576,6 +577,17 @@ def superstep_figures(stats) -> dict:
             "setup_s": round(stats.setup_seconds, 3), "setup_bytes_h2d": stats.setup_bytes_h2d}
 
 
+def lean_counts(method: str) -> dict:
+    """What the in-memory PageRank's lean supersteps launch (pinned by
+    tests/bsp/test_pagerank_device.py on the CPU): torch ops per superstep and supersteps
+    per host read of the L1 change; empty for another method."""
+    if "device SpMV" not in method:
+        return {}
+    from graphsys.bsp.algorithms.pagerank_device import CHECK_EVERY, OPS_PER_SUPERSTEP
+
+    return {"ops_per_superstep": OPS_PER_SUPERSTEP, "supersteps_per_host_read": CHECK_EVERY}
+
+
 def spmv_peer(ctx: Ctx, g, reps: int) -> dict:
     """torch's CSR SpMV ``y = Aᵀ x`` (float64, one entry per stored edge, duplicates kept:
     the matrix graphsys's pull scans) on the check's device: cuSPARSE on CUDA."""
@@ -643,11 +655,12 @@ def part_bsp(ctx: Ctx) -> None:
     label = f"R-MAT {edges / 1e6:g}M edges"
     where = {"memory": f"held in {'GPU' if ctx.cuda else 'device'} memory",
              "out-of-core": "streamed from the host buckets"}
+    where["memory-float32"] = where["memory"] + ", float32 ranks (tol 1e-6)"
     peer = None
     pagerank: dict[str, dict] = {}  # mode -> figures, for a row once the peer is measured
     # most telling first: PageRank in memory, its SpMV peer, then streamed, then BFS
-    for algo, mode in (("pagerank", "memory"), ("peer", None), ("pagerank", "out-of-core"),
-                       ("bfs", "memory"), ("bfs", "out-of-core")):
+    for algo, mode in (("pagerank", "memory"), ("peer", None), ("pagerank", "memory-float32"),
+                       ("pagerank", "out-of-core"), ("bfs", "memory"), ("bfs", "out-of-core")):
         if algo != "peer" and ctx.left() < 15:
             ctx.record(f"{algo}-{mode}", status="skipped", reason="out of time")
             continue
@@ -660,18 +673,21 @@ def part_bsp(ctx: Ctx) -> None:
                                                                         figs, peer))
             continue
         t0 = time.perf_counter()
-        if algo == "pagerank":
-            res = ctx.attempt(f"{algo}-{mode}", bsp.pagerank, g, tol=1e-30,
-                              max_iters=iters if mode == "memory" else max(3, iters // 2),
-                              mode=mode, device=ctx.device, backend="torch", weighted=False)
+        if algo == "pagerank":  # in memory: the lean supersteps (float64 at tol 1e-30)
+            res = ctx.attempt(f"{algo}-{mode}", bsp.pagerank, g,
+                              tol=1e-6 if mode == "memory-float32" else 1e-30,
+                              max_iters=iters if mode != "out-of-core" else max(3, iters // 2),
+                              mode=mode.split("-float32")[0], device=ctx.device,
+                              backend="torch", weighted=False)
         else:
             res = ctx.attempt(f"{algo}-{mode}", bsp.bfs, g, hub, mode=mode, device=ctx.device,
                               backend="torch", schedule="sync")
         if res is None:
             continue
         figs = superstep_figures(res.stats)
-        ctx.record(f"{algo}-{mode}", graph=label, backend="torch",
+        ctx.record(f"{algo}-{mode}", graph=label, backend="torch", method=res.stats.method,
                    wall_s=round(time.perf_counter() - t0, 3), converged=res.stats.converged,
+                   **lean_counts(res.stats.method),
                    **figs, note=f"{algo} {where[mode]}; edges/s = median edges scanned per "
                                 f"superstep / median superstep seconds (supersteps 1..)")
         if algo == "pagerank" and peer is not None:

@@ -305,9 +305,9 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         loop = _Supersteps(program, edges, ctx, state, stats, progress)
         solved = None  # vertices a declared whole-graph algorithm left active
         if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
-                and edges.backend == "numba" and edges.comm.world_size == 1):
+                and edges.comm.world_size == 1):
             solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
-                                     progress)
+                                     progress, on_device=edges.backend != "numba")
         if solved is not None:  # a declared whole-graph algorithm ran: converged if done
             stats.converged = solved == 0
         elif schedule == "async":

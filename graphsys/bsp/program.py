@@ -499,6 +499,14 @@ class VertexProgram(ABC):
         (default: no fast path, the superstep loop runs) or a :class:`Solved`."""
         return None
 
+    def solve_on_device(self, ctx: Context, edges: Any, state: dict[str, torch.Tensor],
+                        schedule: str, max_iters: int) -> Solved | None:
+        """:meth:`solve_in_memory` for the torch backend (any device: the same torch ops run
+        on CPU tensors and on CUDA): called where that one would be, with the backend torch
+        (PageRank's lean SpMV supersteps). Returns None (default: the superstep loop runs)
+        or a :class:`Solved`."""
+        return None
+
     # -- engine helpers ---------------------------------------------------------------------
     def check(self) -> None:
         """Validate the configuration; raises :class:`GraphsysError`."""

@@ -66,12 +66,17 @@ def test_dry_run_records_each_parts_figures(dry_run):
     _, _, records = dry_run
     names = {(r["part"], r["name"]) for r in records}
     for want in [("env", "environment"), ("tests", "collected"), ("tests", "results"),
-                 ("bsp", "pagerank-memory"), ("bsp", "pagerank-out-of-core"),
+                 ("bsp", "pagerank-memory"), ("bsp", "pagerank-memory-float32"),
+                 ("bsp", "pagerank-out-of-core"),
                  ("bsp", "bfs-memory"), ("bsp", "spmv-peer"), ("gnn", "graphsys"),
                  ("gnn", "pyg"), ("embed", "embed-device"), ("embed", "embed-cpu"),
                  ("embed", "rgcn"), ("profile", "pagerank"), ("profile", "gnn")]:
         assert want in names, want
     by = {(r["part"], r["name"]): r for r in records}
+    # PageRank in memory takes the lean supersteps, float64 at tol 1e-30, float32 at 1e-6
+    for name, dtype in (("pagerank-memory", "float64"), ("pagerank-memory-float32", "float32")):
+        assert by["bsp", name]["method"].endswith(f"int32 ids, {dtype} ranks)")
+        assert by["bsp", name]["ops_per_superstep"] == 3
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset
     assert by["tests", "results"]["passed"] >= 1 and not by["tests", "results"]["failures"]
     rows = [r for r in records if "row" in r]

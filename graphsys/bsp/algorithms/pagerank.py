@@ -61,6 +61,7 @@ from graphsys.bsp.algorithms.common import (
     source_index,
     teleport_weights,
 )
+from graphsys.bsp.algorithms.pagerank_device import solve_on_device
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
@@ -377,6 +378,11 @@ class PageRank(VertexProgram):
             method += ", float32 sends"
         return Solved(method, steps, 0 if converged else ctx.num_local, setup)
 
+    def solve_on_device(self, ctx, edges, state, schedule, max_iters):
+        """The torch backend's supersteps in three ops each (one SpMV), the L1 change read
+        every few supersteps: :mod:`graphsys.bsp.algorithms.pagerank_device`."""
+        return solve_on_device(self, ctx, edges, state, max_iters)
+
 
 def store_push_index(graph, edge_set: str | None):
     """Build and store the ``push`` index of ``edge_set`` (and the CSC it is built from), as
@@ -463,7 +469,8 @@ sum_dtype : {"auto", "float64", "float32"}, default "auto"
     :mod:`graphsys.bsp.algorithms.pagerank`); the torch backend refuses it, and so does
     a weighted run (it sums in float64). ``auto``: float32 sent values (float64 sums) in
     the fused in-memory loop of an unweighted run with ``tol >= 1e-6``, where their
-    rounding stays far below the stopping rule's error; float64 otherwise.
+    rounding stays far below the stopping rule's error (float32 ranks on the torch
+    backend in memory); float64 otherwise.
 weighted : bool, optional
     Follow edges in proportion to their weights (networkx's default ``weight="weight"``):
     None (default) when the edge set has weights, True requires them, False ignores
@@ -495,9 +502,12 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
     multiplicity. On an edge set with weights :math:`A` holds the weights and :math:`D`
     the weighted out-degrees (``weighted``). Unweighted, in memory on CPU, the iterations
     run as one fused numba loop whose layout (pull, push into destination blocks,
-    breadth-first renumbered pull) is picked from the graph's shape; weighted runs take
-    the engine's supersteps, whose pulls multiply by the weights; ``result.stats.method``
-    names what ran.
+    breadth-first renumbered pull) is picked from the graph's shape; on the torch backend
+    (any device) each iteration is one sparse matrix-vector product and two tensor ops,
+    the L1 change read every few iterations
+    (:mod:`~graphsys.bsp.algorithms.pagerank_device`); weighted runs take the engine's
+    supersteps, whose pulls multiply by the weights; ``result.stats.method`` names what
+    ran.
 
     Parameters
     ----------

@@ -1,0 +1,171 @@
+r"""In-memory PageRank on the torch backend (any device) as lean supersteps: one sparse
+matrix-vector product and one update each, the convergence test read every
+:data:`CHECK_EVERY` supersteps.
+
+The layout (:func:`lean_matrix`): the pull adjacency (a row per target, its sources as
+columns) as a torch sparse CSR matrix, widened by one row and one column:
+
+* row :math:`N` has an entry at every dangling vertex (no out-edges) and at column
+  :math:`N`;
+* the vector is :math:`x_u = \alpha\, r_u / d_u` (:math:`\alpha\, r_u` for a dangling
+  :math:`u`) and :math:`x_N = 1 - \alpha`: the damping and the ``1/out_degree`` scaling are
+  folded into the vector, so every stored value is 1 (a constant array of the rank dtype:
+  torch's CSR needs one, cuSPARSE reads it), never an edge weight.
+
+One product :math:`y = M x` then gives every target's pulled sum in :math:`y_{0..N-1}` and
+the teleport plus dangling mass :math:`y_N = \alpha \sum_{d_u = 0} r_u + (1 - \alpha)` (the
+``scale`` of :class:`~graphsys.bsp.algorithms.pagerank.PageRank`), and the new ranks are one
+op: :math:`r' = y_{0..N-1} + y_N / N` (uniform teleport) or :math:`y_{0..N-1} + y_N\, p`.
+A third op writes the next vector :math:`x = r' \cdot s` (``s``: :math:`\alpha / d_u`, or
+:math:`\alpha` where dangling). Ids are int32 where the matrix's size and entries allow
+(int64 beyond). Ranks are float32 where ``PageRank.fused_float32`` says the tolerance allows
+(the CPU loop's rule: ``sum_dtype="auto"``, unweighted, ``tol >= 1e-6``), float64 otherwise
+(``sum_dtype="float64"``, a smaller ``tol``). Unlike the CPU loop, whose float32 sent values
+are summed in float64, the product sums in float32 too (torch's CSR product sums in its
+operands' dtype): a target of in-degree :math:`k` is within a relative :math:`(k + 1)\,u`
+of its exact sum in the worst case (:math:`u = 2^{-24}`; about :math:`\sqrt{k}\,u` for
+rounding errors of random sign, and :math:`O(\log k)\,u` where the product sums in a
+tree), so an iteration's L1 perturbation is at most :math:`\alpha\,\epsilon` with
+:math:`\epsilon = (k_{max} + 1)\,u` (:math:`k_{max}`: the longest row, row :math:`N`'s
+dangling vertices included), and the float32 answer is within
+:math:`(\mathrm{tol} + \epsilon)\,\alpha / (1 - \alpha)` of the fixed point in L1 (the
+float64 one within :math:`\mathrm{tol}\,\alpha / (1 - \alpha)`). Ask for
+``sum_dtype="float64"`` where :math:`\epsilon` is not small beside ``tol`` (hubs of very
+high in-degree at ``tol`` near :math:`10^{-6}`).
+
+Convergence contract: the L1 change :math:`\|r^{(k+1)} - r^{(k)}\|_1` is computed and read on
+the host only on every :data:`CHECK_EVERY`-th superstep and on the last one ``max_iters``
+allows; no other superstep synchronises with the host. The run stops at the first checked
+superstep whose change is below ``tol`` and returns that superstep's ranks. The change
+contracts by at least :math:`\alpha` per superstep (the iteration matrix is column
+stochastic), so this stops at most ``CHECK_EVERY - 1`` supersteps after the superstep where
+a test on every superstep (the CPU loop) stops, with ranks at least as close to the fixed
+point: within :math:`\mathrm{tol}\,\alpha / (1 - \alpha)` of it in L1, the CPU loop's bound.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import torch
+
+from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
+from graphsys.bsp.program import Solved
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.trace import trace_range
+
+#: Supersteps between two host reads of the L1 change (and the last one ``max_iters``
+#: allows): at most this many minus one run past the superstep a test on every superstep
+#: would stop at, each one moving the ranks closer to the fixed point
+CHECK_EVERY = 8
+
+#: torch ops (kernel launches on CUDA) of a superstep between two checks
+#: (:func:`lean_superstep`: the SpMV, the rank update, the next vector); a check adds the
+#: L1 change (a difference and a norm) and its read
+OPS_PER_SUPERSTEP = 3
+
+#: Largest index int32 ids hold
+_INT32_MAX = 2**31 - 1
+
+
+def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
+                device: torch.device) -> tuple[torch.Tensor, int, int, int]:
+    """The (N+1, N+1) CSR matrix of the module docstring on ``device``: ``inv_deg`` is
+    ``1/out_degree`` (0: dangling), values are ones of ``dtype``. Returns (matrix, edges of
+    the graph, targets with an in-edge, bytes built on the host for the device)."""
+    indptr, idx, _ = build_adjacency(graph, edge_set, "csc", False)
+    n, m = len(indptr) - 1, int(indptr[-1] - indptr[0])
+    dangling = torch.nonzero(inv_deg == 0).flatten().cpu().numpy()  # one read, in setup
+    nnz = m + len(dangling) + 1
+    ids = np.int32 if max(nnz, n + 1) <= _INT32_MAX else np.int64
+    crow = np.empty(n + 2, ids)
+    crow[:n + 1] = indptr - indptr[0]
+    crow[n + 1] = nnz
+    col = np.empty(nnz, ids)
+    col[:m] = idx
+    col[m:-1] = dangling
+    col[-1] = n
+    values = torch.ones(nnz, dtype=dtype, device=device)
+    with warnings.catch_warnings():  # "sparse CSR support is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        # the index was checked where it was read or built: not checked again
+        mat = torch.sparse_csr_tensor(torch.from_numpy(crow).to(device),
+                                      torch.from_numpy(col).to(device), values,
+                                      size=(n + 1, n + 1), check_invariants=False)
+    receivers = int(np.count_nonzero(np.diff(indptr)))
+    return mat, m, receivers, crow.nbytes + col.nbytes
+
+
+def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved | None:
+    """PageRank's supersteps as the module docstring says, writing the ranks (float64) into
+    ``state``; None (the engine's supersteps run) for a weighted run, whose pulls multiply
+    by the edge weights, and on a device without torch's sparse CSR product."""
+    if (program.weighted or program.width is not None
+            or ctx.device.type not in SPARSE_CSR_DEVICES):
+        return None
+    t0 = time.perf_counter()
+    n, a, dev = ctx.num_nodes, program.damping, ctx.device
+    dtype = torch.float32 if program.fused_float32 else torch.float64
+    inv_deg = state["inv_deg"]
+    mat, m, receivers, nbytes = lean_matrix(ctx.graph, ctx.edge_set, inv_deg, dtype, dev)
+    if dev.type != "cpu":
+        edges.bytes_h2d += nbytes
+    scaled = torch.where(inv_deg > 0, inv_deg * a, a).to(dtype)  # x = rank * scaled
+    p = None if state["p"] is None else state["p"].to(dtype)
+    rank = state["rank"].to(dtype, copy=True)
+    new = torch.empty_like(rank)
+    x = torch.empty(n + 1, dtype=dtype, device=dev)
+    x[n] = 1.0 - a
+    torch.mul(rank, scaled, out=x[:n])
+    y = torch.empty(n + 1, dtype=dtype, device=dev)
+    steps, converged, first, t_chunk = [], False, 0, time.perf_counter()
+    setup = t_chunk - t0
+    for it in range(max_iters):
+        with trace_range(f"bsp.superstep#{it}"):  # a range only while a trace records
+            lean_superstep(mat, x, y, new, scaled, p)
+        rank, new = new, rank
+        steps.append(SuperstepStats(superstep=it, active=n, direction="pull",
+                                    edges_scanned=m, messages_sent=m,
+                                    messages_combined=receivers, fused=True))
+        if (it + 1) % CHECK_EVERY and it + 1 < max_iters:
+            continue
+        delta = float(torch.dist(rank, new, 1))  # the one host read of the chunk
+        now = time.perf_counter()
+        for s in steps[first:]:  # the device ran the chunk asynchronously: split evenly
+            s.seconds["edges"] = (now - t_chunk) / (len(steps) - first)
+        t_chunk, first = now, len(steps)
+        if delta < program.tol:
+            converged = True
+            break
+    finish(state, rank, inv_deg, dtype)
+    ids = "int32" if mat.col_indices().dtype == torch.int32 else "int64"
+    method = f"fused-pagerank (device SpMV, {ids} ids, {str(dtype)[6:]} ranks)"
+    return Solved(method, steps, 0 if converged else ctx.num_local, setup)
+
+
+def lean_superstep(mat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, new: torch.Tensor,
+                   scaled: torch.Tensor, p: torch.Tensor | None) -> None:
+    """One superstep in three torch ops (kernel launches on CUDA), no host read:
+    ``y = mat @ x``, ``new`` = the new ranks, ``x[:N] = new * scaled`` (the next vector)."""
+    n = new.shape[0]
+    with trace_range("bsp.edges"):  # the edge phase, as the engine's supersteps name it
+        torch.mv(mat, x, out=y)
+    if p is None:
+        torch.add(y[:n], y[n], alpha=1.0 / n, out=new)
+    else:
+        torch.addcmul(y[:n], p, y[n], out=new)
+    torch.mul(new, scaled, out=x[:n])
+
+
+def finish(state: dict, rank: torch.Tensor, inv_deg: torch.Tensor, dtype) -> None:
+    """Write the float64 ranks into ``state`` (float32 ones rescaled to sum to 1: their
+    rounding leaks about 1e-9 of the mass, as the CPU loop's float32 sends do), with the
+    values to send and the dangling mass that go with them."""
+    out = rank.to(torch.float64)
+    if dtype == torch.float32:
+        out /= out.sum()
+    state["rank"] = out
+    state["send"] = out * inv_deg
+    state["dangling"] = out[inv_deg == 0].sum()

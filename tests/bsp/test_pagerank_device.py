@@ -1,0 +1,160 @@
+"""In-memory PageRank on the torch backend (graphsys.bsp.algorithms.pagerank_device): the
+lean supersteps give the CPU numba loop's ranks, and run in a pinned number of torch ops
+with no host read between two convergence checks (counted on CPU tensors with
+torch.profiler and counting wrappers around the host-reading Tensor methods)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import graphsys
+from graphsys import bsp
+from graphsys.bsp.algorithms.pagerank_device import CHECK_EVERY, OPS_PER_SUPERSTEP
+
+#: ops that launch no kernel: views, metadata, allocation, the scalar read (counted as a
+#: host sync instead)
+_NO_LAUNCH = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::slice",
+              "aten::select", "aten::as_strided", "aten::alias", "aten::view",
+              "aten::_nnz", "aten::crow_indices", "aten::col_indices", "aten::values",
+              "aten::detach", "aten::lift_fresh", "aten::resolve_conj", "aten::resolve_neg",
+              "aten::_local_scalar_dense", "aten::item", "aten::unsqueeze", "aten::squeeze",
+              "aten::expand", "aten::t", "aten::transpose", "aten::reshape",
+              "aten::_reshape_alias", "aten::result_type", "aten::is_nonzero",
+              "aten::numpy_T", "aten::to", "aten::_to_copy"}
+
+#: Tensor methods that read a value back to the host (a device sync on CUDA)
+_HOST_READS = ("item", "cpu", "tolist", "numpy", "__float__", "__int__", "__bool__",
+               "__index__")
+
+
+def _graph(tmp_path, name: str, src, dst, n: int):
+    return graphsys.from_numpy(np.asarray(src), np.asarray(dst), tmp_path / name,
+                               num_nodes=n, partitions=2)
+
+
+@pytest.fixture(scope="module")
+def small_graphs(tmp_path_factory):
+    """Graphs with dangling and isolated vertices and self-loops (and multi-edges)."""
+    tmp = tmp_path_factory.mktemp("lean")
+    rng = np.random.default_rng(7)
+    out = {}
+    src, dst = rng.integers(0, 150, 900), rng.integers(0, 150, 900)
+    keep = src != 3  # 3 has no out-edges; 150..159 are isolated
+    out["random"] = (np.r_[src[keep], 5, 5, 9], np.r_[dst[keep], 5, 5, 9], 160)
+    out["chain"] = (np.arange(40), np.arange(1, 41), 45)  # 40 dangling, 41..44 isolated
+    star_src = np.r_[np.arange(1, 60), 0, 0]
+    out["star"] = (star_src, np.r_[np.zeros(59, int), 0, 7], 64)  # a self-loop on the hub
+    return {k: _graph(tmp, k, *v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("key", ["random", "chain", "star"])
+@pytest.mark.parametrize("tol", [1e-6, 1e-10])
+def test_lean_ranks_match_cpu_loop(small_graphs, key, tol, device):
+    """float32 ranks (tol 1e-6: auto) and float64 ones (tol 1e-10) equal the numba loop's
+    within the stopping rule's bound, tol * damping / (1 - damping) each from the fixed
+    point, so within twice that in L1 of each other."""
+    g = small_graphs[key]
+    cpu = bsp.pagerank(g, tol=tol)
+    dev = bsp.pagerank(g, tol=tol, backend="torch", device=device)
+    dtype = "float32" if tol >= 1e-6 else "float64"
+    if device == "lazy":  # no sparse CSR product there: the engine's supersteps
+        assert dev.stats.method == "supersteps"
+        dtype = "float64"
+    else:
+        assert dev.stats.method == f"fused-pagerank (device SpMV, int32 ids, {dtype} ranks)"
+    assert dev.stats.converged
+    bound = 2 * tol * 0.85 / 0.15 + (1e-6 if dtype == "float32" else 0.0)
+    assert np.abs(dev.values - cpu.values).sum() <= bound
+    np.testing.assert_allclose(dev.values, cpu.values, atol=bound)
+    assert dev.values.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_lean_float64_where_asked_and_personalized(small_graphs):
+    """sum_dtype="float64" keeps float64 ranks at a loose tol; personalized PageRank takes
+    the same supersteps with its teleport vector."""
+    g = small_graphs["random"]
+    res = bsp.pagerank(g, tol=1e-4, sum_dtype="float64", backend="torch")
+    assert res.stats.method.endswith("float64 ranks)")
+    ppr_cpu = bsp.personalized_pagerank(g, [3, 5], tol=1e-10)
+    ppr_dev = bsp.personalized_pagerank(g, [3, 5], tol=1e-10, backend="torch")
+    assert ppr_dev.stats.method.startswith("fused-pagerank (device SpMV")
+    assert np.abs(ppr_dev.values - ppr_cpu.values).sum() <= 2e-10 * 0.85 / 0.15
+
+
+def test_int64_ids_where_int32_cannot_hold_them(small_graphs, monkeypatch):
+    """A matrix whose size or entries outgrow int32 (here: a lowered limit) takes int64 ids
+    and gives the same ranks."""
+    from graphsys.bsp.algorithms import pagerank_device
+
+    g = small_graphs["random"]
+    narrow = bsp.pagerank(g, tol=1e-10, backend="torch")
+    monkeypatch.setattr(pagerank_device, "_INT32_MAX", 100)
+    wide = bsp.pagerank(g, tol=1e-10, backend="torch")
+    assert wide.stats.method == "fused-pagerank (device SpMV, int64 ids, float64 ranks)"
+    np.testing.assert_array_equal(wide.values, narrow.values)
+
+
+@pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
+def test_checks_every_few_supersteps(small_graphs):
+    """The run stops on a checked superstep (a multiple of CHECK_EVERY or the last one) and
+    at most CHECK_EVERY - 1 supersteps after the CPU loop; out of iterations it reports not
+    converged."""
+    g = small_graphs["random"]
+    cpu = bsp.pagerank(g, tol=1e-10, sum_dtype="float64")
+    dev = bsp.pagerank(g, tol=1e-10, backend="torch")
+    n_cpu, n_dev = len(cpu.stats.supersteps), len(dev.stats.supersteps)
+    assert n_dev % CHECK_EVERY == 0 and n_cpu <= n_dev < n_cpu + CHECK_EVERY
+    short = bsp.pagerank(g, tol=1e-30, max_iters=CHECK_EVERY + 3, backend="torch")
+    assert len(short.stats.supersteps) == CHECK_EVERY + 3 and not short.stats.converged
+    # every superstep carries its share of its chunk's time (read at the chunk's check)
+    assert all(s.seconds["edges"] > 0 for s in short.stats.supersteps)
+
+
+def _count_run(g, max_iters: int, monkeypatch, fuse: bool = True) -> tuple[int, int]:
+    """(kernel ops, host reads) of one torch-backend PageRank run of ``max_iters``
+    supersteps (it never converges: tol 1e-30)."""
+    reads = [0]
+
+    def counting(name):
+        original = getattr(torch.Tensor, name)
+
+        def wrapper(self, *args, **kwargs):
+            reads[0] += 1
+            return original(self, *args, **kwargs)
+        return wrapper
+
+    with monkeypatch.context() as m:
+        for name in _HOST_READS:
+            m.setattr(torch.Tensor, name, counting(name))
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            bsp.pagerank(g, tol=1e-30, max_iters=max_iters, backend="torch", fuse=fuse)
+    return _launches(prof.events()), reads[0]
+
+
+def _launches(events) -> int:
+    """aten ops that compute (not in :data:`_NO_LAUNCH`) with no computing op below them:
+    the kernels a CUDA run would launch for them."""
+    def computes(e):
+        return e.name.startswith("aten::") and e.name not in _NO_LAUNCH
+
+    def below(e):  # whether an op below e computes
+        return any(computes(c) or below(c) for c in e.cpu_children)
+    return sum(1 for e in events if computes(e) and not below(e))
+
+
+@pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
+def test_superstep_op_and_sync_budget(small_graphs, monkeypatch):
+    """Between two convergence checks a superstep launches OPS_PER_SUPERSTEP ops and reads
+    nothing back to the host; a check adds the L1 change (two ops) and one host read. The
+    counts are differences of whole runs, so the setup cancels out."""
+    g = small_graphs["random"]
+    k = CHECK_EVERY
+    ops_a, reads_a = _count_run(g, 2 * k - 1, monkeypatch)  # checks after k and 2k - 1
+    ops_b, reads_b = _count_run(g, 2 * k, monkeypatch)  # checks after k and 2k
+    ops_c, reads_c = _count_run(g, k, monkeypatch)  # one check, after k
+    assert reads_b == reads_a and ops_b - ops_a == OPS_PER_SUPERSTEP == 3
+    per_check = ops_b - ops_c - k * OPS_PER_SUPERSTEP
+    assert reads_b - reads_c == 1 and per_check == 2
