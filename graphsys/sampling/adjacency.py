@@ -187,7 +187,7 @@ def check_ram_build(graph: Graph, edge_set: str | None, what: str, need: int,
     ... except GraphsysError as exc:
     ...     print(str(exc).split(";")[0])
     ...     print(str(exc).endswith("/g --undirected"))
-    building the symmetric adjacency in RAM needs about 1.00 GB, more than the 0.00 GB
+    building the symmetric adjacency in RAM needs about 1 GB, more than the 1 MB
     of memory_limit
     True
     """
