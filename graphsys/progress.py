@@ -18,7 +18,7 @@ compiled, so a warm run says nothing); the display opened last says it, named af
 kernels' module (:func:`kernel_family`): off a terminal one line when compiling starts
 (``betweenness: compiling centrality kernels (once per install; `graphsys warmup` does it
 ahead)``) and one when the loop next advances (``betweenness: compiled 2 centrality kernels
-in 14.1 s, not counted in the elapsed time``); on a terminal the bar's description says it
+in S s, not counted in the elapsed time``); on a terminal the bar's description says it
 while it lasts, and the second line is printed above the bar. Every open display moves its
 start by the compilation's seconds (:attr:`CompileAware.compile_seconds` sums them).
 
