@@ -159,12 +159,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
     key, stored = degree_key(indptr)
     values = _value_dtype(n)
     degree = np.empty(n, np.int64)
-    _simple_degree(indptr, indices, degree)
-    lengths = np.empty(n, np.int64)
-    _count_higher(indptr, indices, key, lengths, False)
-    dptr = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=dptr[1:])
-    del lengths
+    dptr = _oriented_offsets(indptr, indices, key, degree)
     counts = np.zeros(n if per_vertex else 0, np.int64)
     marks = kernels.mark_array(threads, n)
     middle = from_middle(degree, np.diff(dptr))
@@ -248,12 +243,7 @@ def orient_whole(indptr, indices, threads: int) -> Whole:
         rows = orient_serial(indptr, indices, key, degree, values)  # one pass, ids
         dptr = rows[0]
     else:
-        _simple_degree(indptr, indices, degree)
-        lengths = np.empty(n, np.int64)
-        _count_higher(indptr, indices, key, lengths, False)
-        dptr = np.zeros(n + 1, np.int64)
-        np.cumsum(lengths, out=dptr[1:])
-        del lengths
+        dptr = _oriented_offsets(indptr, indices, key, degree)
     if not from_middle(degree, np.diff(dptr)):
         if rows is None:
             rows = load_block(indptr, indices, key, dptr, 0, n, values, False)
@@ -528,3 +518,15 @@ def _fill_block_par(indptr, indices, rank, lo, bptr, bidx, ranked, bounds):
     for t in numba.prange(bounds.shape[0] - 1):
         _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, ranked, bounds[t],
                          bounds[t + 1])
+
+
+def _oriented_offsets(indptr, indices, key, degree) -> np.ndarray:
+    """Fill ``degree`` with each vertex's simple degree and return the oriented rows'
+    offsets (int64 (N+1,)): the prefix sums of each vertex's higher neighbours by ``key``."""
+    n = len(indptr) - 1
+    _simple_degree(indptr, indices, degree)
+    lengths = np.empty(n, np.int64)
+    _count_higher(indptr, indices, key, lengths, False)
+    dptr = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=dptr[1:])
+    return dptr
