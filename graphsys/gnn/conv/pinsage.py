@@ -55,6 +55,7 @@ class PinSageConv(nn.Module):
     Examples
     --------
     >>> import torch
+    >>> _ = torch.manual_seed(0)
     >>> from graphsys.gnn import PinSageConv
     >>> from graphsys.sampling import Block
     >>> block = Block(torch.tensor([0, 1, 2]), 1, torch.tensor([1, 2]), torch.tensor([0, 0]),
