@@ -483,6 +483,9 @@ class TrainConfig:
         if self.sampler not in SAMPLERS:
             raise ParameterError("sampler", f"must be one of {', '.join(SAMPLERS)}, got "
                                             f"{self.sampler!r}")
+        if self.sampler != "auto" and self.task != "node":
+            raise ParameterError("sampler", "applies to the node task only (the other tasks "
+                                            "draw their batches on the CPU)")
         if self.inputs not in INPUTS:
             raise ParameterError("inputs", f"must be one of {', '.join(INPUTS)}, got "
                                            f"{self.inputs!r}")

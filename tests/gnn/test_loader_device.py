@@ -85,6 +85,10 @@ def test_sampler_choice(graph):
 def test_train_config_sampler(tmp_path):
     with pytest.raises(ParameterError, match="sampler"):
         TrainConfig(sampler="gpu")
+    for task in ("link", "temporal-link"):  # another task's batches: refused, not ignored
+        with pytest.raises(ParameterError, match="sampler.*node task only"):
+            TrainConfig(task=task, sampler="device")
+    assert TrainConfig(task="link").sampler == "auto"
     g = write_sbm(tmp_path / "sbm")
     base = dict(model="sage", fanouts=[4, 3], hidden=8, epochs=2, batch_size=16, seed=2)
     a = train(g, TrainConfig(**base, sampler="cpu"))
