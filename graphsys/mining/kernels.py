@@ -1,4 +1,4 @@
-"""Numba kernels of triangle counting over oriented rows (:mod:`graphsys.mining.oriented`);
+"""Numba kernels of triangle counting over oriented rows (:mod:`graphsys.views.orient`);
 the clique, motif and matching kernels sit beside it (``clique_kernels``, ``motif_kernels``,
 ``match_kernels``).
 
@@ -8,7 +8,7 @@ lowest-ranked vertex. Rows are sorted; two rows intersect either by a bitmap pro
 root's row marked in a per-thread bitset of N bits, each row of a neighbour probed against
 it) or by a merge (which also yields the positions of the entries matched, for per-edge
 counts). Shared per-vertex or per-edge counters are added atomically
-(:func:`graphsys.mining._atomic.atomic_add`); per-thread scratch is a row of an array
+(:func:`graphsys.kernels.atomic.atomic_add`); per-thread scratch is a row of an array
 indexed by ``numba.get_thread_id()``.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from graphsys.mining._atomic import atomic_add, prefetch
+from graphsys.kernels.atomic import atomic_add, prefetch
 
 
 def _mark(marks, v):
@@ -389,7 +389,7 @@ def triangles_merge(indptr, indices, tasks, edge_counts, node_counts, codes, dir
 def direction_counts(indptr, indices, dirs, out):
     """Per vertex, how many of its neighbours it only sends to (``out[:, 0]``), only
     receives from (``out[:, 1]``), and both (``out[:, 2]``); ``dirs`` as
-    :attr:`~graphsys.mining.oriented.Oriented.dirs`."""
+    :attr:`~graphsys.views.orient.Oriented.dirs`."""
     for u in range(indptr.shape[0] - 1):
         for k in range(indptr[u], indptr[u + 1]):
             v = indices[k]

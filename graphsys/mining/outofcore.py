@@ -60,20 +60,14 @@ import numpy as np
 
 from graphsys.errors import GraphsysError
 from graphsys.mining import kernels
-from graphsys.mining.oriented import (
-    _by_rows,
-    _count_higher,
-    _order_by,
-    _simple_degree,
-    check_budget,
-    mapped_symmetric,
-    view_index_note,
-)
 from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks
 from graphsys.progress import progress_bar
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.time_view import TimeView
 from graphsys.units import format_size
+from graphsys.views import budget, mapped_symmetric
+from graphsys.views.limits import time_view_note
+from graphsys.views.orient import _by_rows, _count_higher, _order_by, _simple_degree
 
 #: Anonymous bytes per node out of core: the order and its inverse (16), the oriented row
 #: offsets (8).
@@ -134,7 +128,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
     if sym is None and isinstance(graph, TimeView):
         raise GraphsysError(f"counting triangles out of core reads an undirected index: "
                             f"count the view in RAM (mode memory), or "
-                            f"{view_index_note(graph)}")
+                            f"{time_view_note(graph)}")
     if sym is None:
         raise GraphsysError(f"counting triangles out of core reads the undirected index, "
                             f"which the graph has not: "
@@ -146,7 +140,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
         total, counts = count_whole(rows, per_vertex=per_vertex, threads=threads,
                                     ranks=ranks, progress=progress)
         return total, counts, rows.degree
-    limit = check_budget(memory_limit)
+    limit = budget(memory_limit)
     marks = 1 if n <= kernels.BYTE_MARKS_UP_TO else 1 / 8
     per_node = OOC_BYTES_PER_NODE + (8 if per_vertex else 0) + threads * marks
     left = limit - OOC_FIXED_BYTES - per_node * n - 16 * n  # + the degree while ranking
@@ -201,7 +195,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
 class Whole:
     """The whole oriented graph in RAM as the in-memory triangle count reads it (from the
     mapped ``sym`` index): what :func:`orient_whole` builds and :func:`count_whole` counts;
-    the structure kept between counts on one opened graph (:mod:`.view_cache`).
+    the structure kept between counts on one opened graph (:mod:`graphsys.views.cache`).
 
     Attributes
     ----------

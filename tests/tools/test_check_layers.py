@@ -171,7 +171,8 @@ def _check_layers():
 
 def test_repository_table_is_the_target_layering():
     """docs/architecture.md's table, as the check reads it: engines side by side (gnn may
-    import sampling only) above the one kernel library, itself directly above storage,
+    import sampling only) above the one view layer and the one kernel library, both
+    directly above storage (views may import kernels, kernels no view),
     process groups and ranking in the base layer, every module of
     graphsys/ placed."""
     check_layers = _check_layers()
@@ -179,8 +180,11 @@ def test_repository_table_is_the_target_layering():
     engines = {m for m, layer in table.members.items() if layer == "engines"}
     assert engines == {"bsp/", "embed/", "gnn/", "sampling/", "mining/", "measures/"}
     assert table.also == {"gnn/": {"sampling/"}}
-    assert table.allowed["engines"] == {"base", "storage", "kernels"}
+    assert table.allowed["engines"] == {"base", "storage", "kernels", "views"}
+    assert table.allowed["views"] == {"base", "storage", "kernels", "views"}
     assert table.allowed["kernels"] == {"base", "storage", "kernels"}
+    assert not table.may_import("storage/", "views/") and not table.may_import("kernels/",
+                                                                                "views/")
     assert table.allowed["base"] == {"base"}
     assert {"distributed", "ranking", "errors"} <= {m for m, layer in table.members.items()
                                                      if layer == "base"}

@@ -1,10 +1,11 @@
-"""The graph as pattern mining reads it: the undirected simple view, oriented.
+"""The ``oriented`` view (:func:`graphsys.views.view`): the undirected simple view of an
+edge set, oriented by degree, as pattern mining reads it.
 
-Every pattern count here runs over the *undirected simple view* of an edge set: ``u`` and
-``v`` are adjacent when any stored edge joins them, in either direction, whatever the
-number of such edges; self-loops are dropped (networkx's ``triangles`` and ``clustering``
-ignore them too). A directed edge set keeps, per adjacent pair, which directions are
-stored (:attr:`Oriented.dirs`), for the directed triad census.
+Every pattern count of :mod:`graphsys.mining` runs over the *undirected simple view* of an
+edge set: ``u`` and ``v`` are adjacent when any stored edge joins them, in either
+direction, whatever the number of such edges; self-loops are dropped (networkx's
+``triangles`` and ``clustering`` ignore them too). A directed edge set keeps, per adjacent
+pair, which directions are stored (:attr:`Oriented.dirs`), for the directed triad census.
 
 :class:`Oriented` is that view with its vertices renumbered by a total order (ascending
 simple degree, ties by global id: the *degree order*) and each edge kept once, in the row of
@@ -21,11 +22,10 @@ Where it comes from (:func:`oriented`), in the order tried:
    lower id, each row sorted and deduplicated, then re-oriented by degree
    (:data:`EDGES_BYTES_PER_EDGE` per stored edge).
 
-Either build is first sized (:func:`build_bytes`) against the memory budget:
-``memory_limit`` if given, else the RAM the kernel reports available. A build over the
-budget is refused in one line; without a ``sym`` index it names the command that builds one
-on disk (within its own budget), after which the triangle functions can run out of core
-(:mod:`graphsys.mining.outofcore`).
+Either build is first sized (:func:`build_bytes`) against the memory budget
+(:mod:`graphsys.views.limits`). A build over the budget is refused in one line; without a
+``sym`` index it names the command that builds one on disk (within its own budget), after
+which the triangle functions can run out of core (:mod:`graphsys.mining.outofcore`).
 """
 
 from __future__ import annotations
@@ -35,14 +35,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from graphsys.errors import GraphsysError, ParameterError
-from graphsys.memory import available_memory
-from graphsys.mining._atomic import atomic_add
-from graphsys.mining.parallel import SERIAL_WORK
-from graphsys.storage.adjacency_index import build_command
-from graphsys.storage.graph import Graph, open_graph
-from graphsys.storage.time_view import TimeView
-from graphsys.units import format_size
+from graphsys.errors import GraphsysError
+from graphsys.kernels.atomic import atomic_add
+from graphsys.storage.graph import Graph
+from graphsys.views.limits import check, one_type
 
 #: Anonymous bytes per node of an oriented view: offsets (8), order (8), degree (8), the
 #: global-to-new map while it is built (8) and the counting pass's row lengths (8).
@@ -55,6 +51,10 @@ BYTES_PER_EDGE = 4
 #: oriented rows (4 + 1).
 EDGES_BYTES_PER_EDGE = 18
 _INT32_MAX = 2**31 - 1
+#: Below this much estimated work a pass runs in the calling thread: waking a thread team
+#: and waiting at its barrier costs more than the work (and, on a loaded machine, a
+#: scheduler time slice).
+SERIAL_WORK = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -144,47 +144,6 @@ class Oriented:
         return ptr, idx
 
 
-def as_graph(graph) -> Graph:
-    """An opened graph, or the graph at a path (``str`` or ``Path``), of one entity type.
-
-    Raises
-    ------
-    GraphsysError
-        The graph has several entity types (mining numbers the nodes of one).
-    """
-    if not isinstance(graph, Graph):
-        if not (hasattr(graph, "__fspath__") or isinstance(graph, str)):
-            raise ParameterError("graph", f"must be a Graph or a graph directory, got "
-                                          f"{type(graph).__name__}")
-        graph = open_graph(graph)
-    if len(graph.entity_types) != 1:
-        raise GraphsysError(f"pattern mining reads graphs of one entity type; "
-                            f"{graph.path} has {len(graph.entity_types)} "
-                            f"({', '.join(graph.entity_types)})")
-    return graph
-
-
-def original_ids(graph: Graph, internal: np.ndarray) -> np.ndarray:
-    """Original ids of an array of internal ids, same shape: int64, or ``object`` (str)
-    for string ids."""
-    ids = graph.node_ids()
-    if not isinstance(ids, np.ndarray):
-        ids = np.asarray(ids.to_numpy(zero_copy_only=False), dtype=object)
-    return ids[np.asarray(internal, np.int64)]
-
-
-def check_budget(memory_limit) -> int:
-    """The memory budget in bytes: ``memory_limit`` (a positive integer) or, when None, the
-    RAM available now."""
-    if memory_limit is None:
-        return available_memory()
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, np.integer)) \
-            or memory_limit < 1:
-        raise ParameterError("memory_limit", f"must be a positive number of bytes, got "
-                                             f"{memory_limit!r}")
-    return int(memory_limit)
-
-
 def mapped_symmetric(graph: Graph, edge_set: str | None = None):
     """``(indptr, indices, kind)`` of a stored index that holds the undirected simple view's
     rows (sorted, each neighbour once, a self-loop at most once), or None: the ``sym``
@@ -229,27 +188,13 @@ def build_bytes(graph: Graph, edge_set: str | None = None, *, directions: bool =
     return es.num_edges * EDGES_BYTES_PER_EDGE + n * BYTES_PER_NODE
 
 
-def view_index_note(view: TimeView) -> str:
-    """Why a time view has no undirected index to map, and the way to one, for messages: a
-    stored index holds every edge, also those after the view's time."""
-    return (f"ingest the view as a graph of its own and index it (a view "
-            f"{view.window} maps none of the indexes of {view.path}: they hold the edges "
-            f"stamped later too)")
-
-
-def refuse_build(graph: Graph, edge_set: str | None, need: int, limit: int,
-                 budget_given: bool, what: str = "the oriented graph") -> GraphsysError:
-    """The one-line error for a build of ``need`` bytes over the budget ``limit``."""
-    budget = "memory_limit" if budget_given else "available RAM"
-    if isinstance(graph, TimeView):
-        fix = f"raise memory_limit, or {view_index_note(graph)}"
-    elif mapped_symmetric(graph, edge_set) is None and len(graph.entity_types) == 1:
-        fix = (f"build the undirected index on disk, after which triangles run out of core: "
-               f"{build_command(graph, ('sym',), edge_set)}")
-    else:
-        fix = "raise memory_limit or use a machine with more RAM"
-    return GraphsysError(f"building {what} in RAM needs about {format_size(need)}, more than "
-                         f"the {format_size(limit)} of {budget}; {fix}")
+def refuse_build(graph, edge_set: str | None, need: int, memory_limit) -> int:
+    """:func:`~graphsys.views.limits.check` of an oriented build of ``need`` bytes: the way
+    out is the undirected index."""
+    kinds = ("sym",) if mapped_symmetric(graph, edge_set) is None and len(
+        graph.entity_types) == 1 else None
+    return check(graph, edge_set, "the oriented graph", need, memory_limit, kinds,
+                 ", and triangles run out of core")
 
 
 def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
@@ -258,8 +203,8 @@ def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
 
     Parameters
     ----------
-    graph : Graph or str or Path
-        An opened graph or a graph directory.
+    graph : Graph
+        An opened graph of one entity type.
     edge_set : str, optional
         The edge set (default: the graph's default).
     directions : bool, default False
@@ -279,7 +224,8 @@ def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
     ------
     GraphsysError
         The build needs more than the budget (one line, naming ``graphsys index
-        --undirected`` when the graph has no ``sym`` index).
+        --undirected`` when the graph has no ``sym`` index), or the graph has several
+        entity types.
 
     Examples
     --------
@@ -294,14 +240,12 @@ def oriented(graph, edge_set: str | None = None, *, directions: bool = False,
     >>> g.to_original(view.order).tolist()  # new id -> original id
     [40, 10, 20, 30]
     """
-    g = as_graph(graph)
+    g = one_type(graph, "the oriented view")
     es = g.edge_set(edge_set)
-    limit = check_budget(memory_limit)
     sym = mapped_symmetric(g, es.name)
     from_index = sym is not None and not (directions and not es.undirected)
-    need = build_bytes(g, es.name, directions=directions, mapped=from_index)
-    if need > limit:
-        raise refuse_build(g, es.name, need, limit, memory_limit is not None)
+    refuse_build(g, es.name, build_bytes(g, es.name, directions=directions, mapped=from_index),
+                 memory_limit)
     if from_index:
         indptr, indices, kind = sym
         view = _from_symmetric(indptr, indices, sort)
@@ -384,7 +328,7 @@ def _from_edges(graph: Graph, edge_set: str, directions: bool, sort: bool = True
 def _by_rows(indptr, serial, parallel) -> None:
     """Run a row kernel over the rows of ``indptr`` (offsets of ``len(indptr) - 1`` rows):
     ``serial(0, rows)`` in the calling thread for a small graph
-    (:data:`~graphsys.mining.parallel.SERIAL_WORK` entries), else ``parallel(bounds)`` over
+    (:data:`SERIAL_WORK` entries), else ``parallel(bounds)`` over
     row ranges of about equal entries (int64 bounds, from 0 to ``rows``)."""
     n = len(indptr) - 1
     first, last = int(indptr[0]), int(indptr[-1])
