@@ -209,11 +209,7 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     if symmetric:
         return from_coo(np.concatenate([s, d]), np.concatenate([d, s]), n, n,
                         None if w is None else np.concatenate([w, w]))
-    if direction == "in":
-        return from_coo(d, s, n, n, w)
-    if direction == "out":
-        return from_coo(s, d, n, n, w)
-    raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
+    return from_coo(d, s, n, n, w) if direction == "in" else from_coo(s, d, n, n, w)
 
 
 def _one_way_kinds(graph: Graph, edge_set: str, ntype: str, other_type: str

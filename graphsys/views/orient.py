@@ -121,10 +121,6 @@ class Oriented:
         d = self.out_degree()
         return d * (d + 1)
 
-    def global_ids(self, new: np.ndarray) -> np.ndarray:
-        """Global (internal) ids of new ids."""
-        return self.order[np.asarray(new, np.int64)]
-
     def by_global(self, values: np.ndarray) -> np.ndarray:
         """Per-vertex ``values`` by new id, reordered by global id."""
         out = np.empty_like(values)
