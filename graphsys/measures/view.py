@@ -9,8 +9,8 @@ graph within the memory budget):
 * a directed edge set: its ``out`` and ``in`` views, each row's union read as it is needed.
 
 A view is kept in the opened graph's one cache (:mod:`graphsys.views.cache`) with its
-per-node memo of neighbourhood sizes (:mod:`graphsys.measures.kernels_view`) and the
-original ids, so later calls pay only for the nodes they touch.
+per-node memo of neighbourhood sizes (:mod:`graphsys.measures.kernels_view`), so later
+calls pay only for the nodes they touch.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ class View:
     sym: int
     _memo: np.ndarray | None = field(default=None, repr=False)
     _bound: int | None = field(default=None, repr=False)
-    _ids: object = field(default=None, repr=False)
 
     @property
     def num_nodes(self) -> int:
@@ -77,14 +76,9 @@ class View:
         return self.optr, self.oidx, self.iptr, self.iidx, self.sym
 
     def original(self, internal: np.ndarray):
-        """Original ids of internal ids (the graph's ids, read once per view)."""
-        if self._ids is None:
-            self._ids = self.graph.node_ids()
-        if isinstance(self._ids, np.ndarray):
-            return self._ids[internal]
-        import pyarrow as pa
-
-        return self._ids.take(pa.array(np.asarray(internal, np.int64)))
+        """Original ids of internal ids (:meth:`Graph.to_original
+        <graphsys.storage.graph.Graph.to_original>`)."""
+        return self.graph.to_original(np.asarray(internal, np.int64))
 
 
 def undirected_view(graph, edge_set: str | None = None) -> View:
