@@ -320,8 +320,8 @@ def update_weights(graph, src: Sequence, dst: Sequence, weight: Sequence, *,
     w32, infinite, tiny = float32_weights(w)
     bad = np.flatnonzero(infinite | tiny | np.isnan(w))
     if len(bad):
-        raise InputError(f"weight {w[bad[0]]!r} of pair {bad[0] + 1} is not a float32 weight "
-                         f"(finite, at most 3.4e38 and, when nonzero, at least "
+        raise InputError(f"weight {float(w[bad[0]])!r} of pair {bad[0] + 1} is not a float32 "
+                         f"weight (finite, at most 3.4e38 and, when nonzero, at least "
                          f"{MIN_WEIGHT_TEXT} in magnitude)")
     return _change_pairs(g, es, "update", src, dst, w32, edge_set, allow_missing)
 
