@@ -63,9 +63,12 @@ class ChangeReport:
     kind : str
         ``delete``, ``update`` or ``compact``.
     pairs : int
-        Distinct pairs written (both directions of an undirected edge count once).
+        The pairs asked for that the default view has (:func:`delete_nodes`: the distinct
+        pairs of the nodes' edges; :func:`~graphsys.storage.compact.compact`: the edge sets
+        folded).
     edges : int
-        Edges of the default view deleted or re-weighted (parallel edges each count).
+        Edges of the default view deleted or re-weighted (parallel edges each count; an
+        undirected edge's two directions count two); compaction's: the edges it wrote.
     missing : int
         Pairs asked for that the default view does not have.
     """

@@ -216,3 +216,20 @@ def test_a_crash_before_the_swap_leaves_the_graph_as_it_was(tmp_path, monkeypatc
     assert (g.path / "manifest.json").read_bytes() == manifest
     assert sorted(os.listdir(tmp_path)) == ["g"]            # the staging directory is gone
     assert graphsys.open_graph(g.path).num_edges() == 3
+
+
+def test_edges_appended_after_a_deletion_stay(tmp_path):
+    stamped = pa.table({"src": [1, 2, 3], "dst": [2, 3, 1], "timestamp": [1, 2, 3]})
+    g = graphsys.from_arrow(stamped, tmp_path / "g", edge_columns=["timestamp"])
+    delete_edges(g.path, [1], [2])
+    pq.write_table(pa.table({"src": [1], "dst": [2], "timestamp": [4]}), tmp_path / "a.parquet")
+    append_edges(g.path, [EdgeSource([tmp_path / "a.parquet"], edge_set="again",
+                                     edge_columns=["timestamp"])])
+    g = graphsys.open_graph(g.path)
+    assert g.edge_set().members == ("default", "delete-1", "again") and g.num_edges() == 3
+    got = sorted((int(a), int(b)) for s, d, _, _ in g.iter_edges()
+                 for a, b in zip(g.to_original(s), g.to_original(d)))
+    assert got == [(1, 2), (2, 3), (3, 1)]
+    pq.write_table(pa.table({"src": [1], "dst": [3]}), tmp_path / "b.parquet")
+    with pytest.raises(GraphsysError, match="edge columns timestamp"):
+        append_edges(g.path, [EdgeSource([tmp_path / "b.parquet"], edge_set="bare")])
