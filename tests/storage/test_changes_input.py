@@ -205,17 +205,23 @@ def test_one_writer_at_a_time(tmp_path):
 
 def test_a_crash_before_the_swap_leaves_the_graph_as_it_was(tmp_path, monkeypatch):
     g = graphsys.from_numpy([1, 2, 3], [2, 3, 1], tmp_path / "g")
-    manifest = (g.path / "manifest.json").read_bytes()
 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
 
+    delete_edges(g.path, [3], [1])
+    manifest = (g.path / "manifest.json").read_bytes()
     monkeypatch.setattr(changes, "write_bytes_atomic", crash)
     with pytest.raises(KeyboardInterrupt):
         delete_edges(g.path, [1], [2])
+    with pytest.raises(KeyboardInterrupt):
+        compact(g.path)
     assert (g.path / "manifest.json").read_bytes() == manifest
     assert sorted(os.listdir(tmp_path)) == ["g"]            # the staging directory is gone
-    assert graphsys.open_graph(g.path).num_edges() == 3
+    assert graphsys.open_graph(g.path).num_edges() == 2
+    monkeypatch.undo()
+    compact(g.path)
+    assert graphsys.open_graph(g.path).num_edges() == 2
 
 
 def test_edges_appended_after_a_deletion_stay(tmp_path):
