@@ -31,8 +31,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from graphsys.errors import GraphsysError
-from graphsys.storage.format import EdgeSet
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.format import MANIFEST, EdgeSet
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,3 +137,26 @@ def removed_counts(graph, name: str) -> dict[tuple[int, int], int]:
         if removed.get(name):
             out[(i, j)] = removed[name]
     return out
+
+
+def verify_changes(graph) -> int:
+    """Recount what each delete set of ``graph`` removes (:func:`removed_counts`) and
+    compare it with its manifest record, as :func:`graphsys.storage.verify.verify_graph`
+    does; returns the change sets checked.
+
+    Raises
+    ------
+    FormatError
+        A delete set whose recorded counts differ from its targets' buckets (the view's
+        counts would be wrong), naming it.
+    """
+    manifest = graph.manifest
+    names = change_members(manifest, manifest.edge_sets)
+    for name in names:
+        change = manifest.edge_sets[name].change
+        found = removed_counts(graph, name)
+        if change.kind == "delete" and found != change.removed:
+            raise FormatError(f"{graph.location.file(MANIFEST)}: delete set {name!r} records "
+                              f"{sum(change.removed.values())} edges removed, its targets' "
+                              f"buckets give {sum(found.values())} (corrupted or modified)")
+    return len(names)

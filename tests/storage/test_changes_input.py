@@ -258,3 +258,20 @@ def test_stored_indexes_do_not_bring_deleted_edges_back(tmp_path):
                ).max() == 0
     assert triangle_count(g) == triangle_count(fresh) == 1
     assert bsp.bfs(g, 2).to_dict() == bsp.bfs(fresh, 2).to_dict()
+
+
+def test_verify_recounts_what_a_delete_set_removes(tmp_path):
+    import json
+
+    from graphsys.errors import FormatError
+    from graphsys.storage.verify import verify_graph
+
+    g = graphsys.from_numpy([1, 2, 3, 1], [2, 3, 1, 2], tmp_path / "g")
+    delete_edges(g.path, [1], [2])
+    assert verify_graph(g.path)["changes"] == 1
+    data = json.loads((g.path / "manifest.json").read_text())
+    data["edge_sets"]["delete-1"]["change"]["removed"] = {"0-0": 1}   # 2 parallel edges
+    (g.path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(FormatError, match="delete set 'delete-1' records 1 edges removed, "
+                                          "its targets' buckets give 2"):
+        verify_graph(g.path)
