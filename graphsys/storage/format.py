@@ -684,7 +684,7 @@ def validate_manifest(m: Manifest, directory: str | Path | None, *,
                 raise FormatError(f"{source}: entity_types.{name}.columns: bad column {c.name!r}"
                                   f" (kind {c.kind!r}, dim {c.dim})")
     for name, es in m.edge_sets.items():
-        if not es.has_rel and len(m.relation_types) != 1:
+        if not es.has_rel and not es.change and len(m.relation_types) != 1:
             raise FormatError(f"{source}: edge_sets.{name} has no rel column but the graph has "
                               f"{len(m.relation_types)} relation types")
     if m.max_batch_rows < 1:

@@ -275,3 +275,21 @@ def test_verify_recounts_what_a_delete_set_removes(tmp_path):
     with pytest.raises(FormatError, match="delete set 'delete-1' records 1 edges removed, "
                                           "its targets' buckets give 2"):
         verify_graph(g.path)
+
+
+def test_relations_of_a_deleted_pair_all_go(tmp_path):
+    from graphsys.storage.ingest import IngestOptions, ingest_sources
+    from graphsys.storage.verify import verify_graph
+
+    (tmp_path / "t.tsv").write_text("a\tr1\tb\na\tr2\tb\nb\tr1\tc\nc\tr2\ta\n")
+    ingest_sources([EdgeSource([tmp_path / "t.tsv"], src_col=0, rel_col=1, dst_col=2)],
+                   tmp_path / "g", IngestOptions(partitions=2))
+    assert delete_edges(tmp_path / "g", ["a"], ["b"]).edges == 2
+    g = graphsys.open_graph(tmp_path / "g")
+    got = sorted((str(a), int(r), str(b)) for s, d, rel, _ in g.iter_edges()
+                 for a, b, r in zip(g.to_original(s).to_pylist(), g.to_original(d).to_pylist(),
+                                    rel))
+    assert got == [("b", 0, "c"), ("c", 1, "a")]
+    compact(g.path)
+    g = graphsys.open_graph(g.path)
+    assert g.num_edges() == 2 and g.edge_set().has_rel and verify_graph(g.path)["edges"] == 2
