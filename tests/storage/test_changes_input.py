@@ -293,3 +293,15 @@ def test_relations_of_a_deleted_pair_all_go(tmp_path):
     compact(g.path)
     g = graphsys.open_graph(g.path)
     assert g.num_edges() == 2 and g.edge_set().has_rel and verify_graph(g.path)["edges"] == 2
+
+
+def test_a_subgraph_of_a_changed_graph_holds_the_remaining_edges(tmp_path):
+    g = graphsys.from_numpy([1, 2, 3, 1, 4], [2, 3, 1, 3, 1], tmp_path / "g")
+    delete_edges(g.path, [1], [2])
+    g = graphsys.open_graph(g.path)
+    assert (g.edge_sets, g.change_sets) == (["default"], ["delete-1"])
+    h = g.subgraph([1, 2, 3], out=tmp_path / "h")
+    assert h.edge_sets == ["default"]
+    got = sorted((int(a), int(b)) for s, d, _, _ in h.iter_edges()
+                 for a, b in zip(h.to_original(s), h.to_original(d)))
+    assert got == [(1, 3), (2, 3), (3, 1)]
