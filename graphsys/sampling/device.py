@@ -389,14 +389,14 @@ class DeviceNeighborSampler(Sampler):
             return self._every_neighbour(dst, lo, deg)
         f = self._fanouts[k]
         words = mix64(mix64(info[:, 2] ^ key).unsqueeze(1) + f.words)       # (D, k)
-        u53 = srl64(words, 11).to(torch.float64)           # the uniform, times 2**53
+        u = srl64(words, 11).to(torch.float64) * _INV53    # the CPU kernel's uniforms
         degc = deg.unsqueeze(1)
         if self.replace:
-            pos = (u53 * (degc * _INV53)).to(torch.int64)
+            pos = (u * degc).to(torch.int64)
             cnt = deg.clamp(max=1) * k
         else:
             top = degc + f.shift
-            r = (u53 * ((top + 1) * _INV53)).to(torch.int64)
+            r = (u * (top + 1)).to(torch.int64)
             pos = torch.where(degc <= k, f.steps, floyd_resolve(r, top, f.tri, f.steps))
             cnt = deg.clamp(max=k)
         mask = f.steps < cnt.unsqueeze(1)
@@ -432,7 +432,7 @@ class DeviceNeighborSampler(Sampler):
         first position is a first appearance, and a running count of those numbers them.
         The padding node is put first, so it takes number -1 whatever the batch holds."""
         n = self.num_nodes
-        cand = torch.cat([self._pad, dst, nbr.to(torch.int64)])
+        cand = torch.cat([self._pad, dst, nbr])             # int64 (cat promotes)
         idx = self._iota(len(cand))
         first = torch.full((n + 1,), len(cand), dtype=torch.int64, device=cand.device)
         first.scatter_reduce_(0, cand, idx, "amin")
