@@ -28,6 +28,7 @@ counts) gives the blocks' sizes and the checks of the seeds; a layer with fanout
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -196,6 +197,12 @@ class DeviceNeighborSampler(Sampler):
         dtype of the device CSR's neighbour ids: ``torch.int32`` (half the memory; default
         when the node and edge counts fit) or ``torch.int64``. The picks do not depend on
         it.
+    cuda_graphs : bool, optional
+        Replay a batch's operators as one CUDA graph, recorded on the first batch of each
+        size (default False): one launch instead of about 80 a layer, then a clone of the
+        output buffers. Host seeds only (seeds already on the device run eagerly); not
+        with fanout -1. Elsewhere than on CUDA the recorded draw is run again on the same
+        buffers (how the tests check their handling).
     **graph_options
         ``entity_type``, ``edge_set``, ``symmetric``, ``direction``, ``memory_limit`` of a
         stored graph, as :class:`~graphsys.sampling.NeighborSampler` takes them.
@@ -204,7 +211,7 @@ class DeviceNeighborSampler(Sampler):
     ------
     GraphsysError
         Fanouts that are not positive integers or -1; ``pin_memory`` without CUDA;
-        repeated or out-of-range seeds (when sampled).
+        ``cuda_graphs`` with fanout -1; repeated or out-of-range seeds (when sampled).
 
     See Also
     --------
@@ -241,7 +248,7 @@ class DeviceNeighborSampler(Sampler):
     def __init__(self, graph, fanouts: Sequence[int] | str | None = None, *,
                  replace: bool | None = None, device: str | torch.device | None = None,
                  pin_memory: bool = False, index_dtype: torch.dtype | None = None,
-                 **graph_options):
+                 cuda_graphs: bool = False, **graph_options):
         if isinstance(graph, NeighborSampler):
             base = graph
             fanouts = base.fanouts if fanouts is None else fanouts
@@ -260,6 +267,12 @@ class DeviceNeighborSampler(Sampler):
         if self.pin_memory and not torch.cuda.is_available():
             raise GraphsysError("pin_memory needs CUDA (pinned host memory is page-locked "
                                 "for a GPU's copies)")
+        self.cuda_graphs = bool(cuda_graphs)
+        if self.cuda_graphs and min(self.fanouts) < 0:
+            raise GraphsysError("cuda_graphs needs fanouts of fixed size (a layer of "
+                                "fanout -1 reads its edge count on the host)")
+        self._graphs: dict[int, tuple] = {}
+        self._graph_lock = threading.Lock()
         self.table, self.indices = self._upload(index_dtype)
         where = self.table.device
         self._fanouts = {k: _Fanout(k, where) for k in set(self.fanouts) if k > 0}
@@ -308,28 +321,6 @@ class DeviceNeighborSampler(Sampler):
                                             dtype=torch.int64, device=self.sample_device)
         return self._iota_cache[:n]
 
-    def _seeds(self, seeds, terms: list[int]) -> tuple[torch.Tensor, list, torch.Tensor | None]:
-        """``seeds`` on the sampling device and the layers' stream keys ``terms``; for a
-        tensor already there, clamped into the table (an id outside the graph reads the
-        padding row) with the device count of ids outside it (checked with the batch's
-        one read); host seeds are checked here and go to the device with the keys, in
-        one copy."""
-        dev = self.sample_device
-        if torch.is_tensor(seeds) and seeds.device == dev:
-            if seeds.is_floating_point() or seeds.dtype == torch.bool:
-                raise GraphsysError(f"seed ids must be integers, got dtype {seeds.dtype}")
-            s = seeds.reshape(-1)
-            d = s.clamp(0, self.num_nodes).to(torch.int64)
-            return d, terms, (d != s).sum()
-        ids = as_seed_array(seeds, self.num_nodes)
-        host = torch.from_numpy(np.concatenate([np.asarray(terms, np.int64), ids]))
-        if dev.type == "cuda":      # from pinned memory: no wait for the copy
-            on_dev = host.pin_memory().to(dev, non_blocking=True)
-        else:
-            on_dev = host.to(dev, copy=True)
-        keys = on_dev[:len(terms)]
-        return on_dev[len(terms):], [keys[i] for i in range(len(terms))], None
-
     def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
                       ) -> list[Block]:
         """The blocks of one batch, input layer first: those of
@@ -357,16 +348,20 @@ class DeviceNeighborSampler(Sampler):
         """
         terms = [as_int64(derive_seed(rng_seed, layer) * 0x9E3779B97F4A7C15)
                  for layer in range(self.num_layers)]
-        dst, keys, bad = self._seeds(seeds, terms)
-        n_seeds = len(dst)
-        layers: list[dict] = []
-        for layer in range(self.num_layers - 1, -1, -1):
-            out = self._layer(dst, layer, keys[layer])
-            layers.insert(0, out)
-            dst = out["src"]
-        counts = [x for o in layers for x in (o["firsts"][-1], o["offsets"][-1])]
-        counts.append(layers[-1]["firsts"][n_seeds])
-        sizes = torch.stack(counts + ([] if bad is None else [bad])).tolist()   # the read
+        dev = self.sample_device
+        if torch.is_tensor(seeds) and seeds.device == dev:
+            dst, bad = self._device_seeds(seeds)
+            layers, sizes = self._draw(dst, terms, bad)
+        else:
+            bad = None
+            ids = as_seed_array(seeds, self.num_nodes)
+            packed = torch.from_numpy(np.concatenate([np.asarray(terms, np.int64), ids]))
+            if self.cuda_graphs:
+                layers, sizes = self._replay(packed)
+            else:
+                layers, sizes = self._draw_packed(self._upload_packed(packed))
+        n_seeds = len(layers[-1]["offsets"]) - 1
+        sizes = sizes.tolist()                                               # the read
         if bad is not None and sizes[-1]:
             as_seed_array(seeds, self.num_nodes)     # raises, naming the first bad id
         if sizes[2 * self.num_layers] != n_seeds + 1:      # the padding node counts once
@@ -375,6 +370,88 @@ class DeviceNeighborSampler(Sampler):
         num_dst = n_src[1:] + [n_seeds]
         return [self._block(o, n_src[k], sizes[2 * k + 1], num_dst[k], k > 0)
                 for k, o in enumerate(layers)]
+
+    def _device_seeds(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Seeds already on the sampling device, clamped into the table (an id outside
+        the graph reads the padding row), and the device count of ids outside it (checked
+        with the batch's one read)."""
+        if seeds.is_floating_point() or seeds.dtype == torch.bool:
+            raise GraphsysError(f"seed ids must be integers, got dtype {seeds.dtype}")
+        s = seeds.reshape(-1)
+        d = s.clamp(0, self.num_nodes).to(torch.int64)
+        return d, (d != s).sum()
+
+    def _upload_packed(self, packed: torch.Tensor) -> torch.Tensor:
+        """The host's stream keys and seed ids to the sampling device, in one copy."""
+        dev = self.sample_device
+        if dev.type == "cuda":      # from pinned memory: no wait for the copy
+            return packed.pin_memory().to(dev, non_blocking=True)
+        return packed.to(dev, copy=True)
+
+    def _draw_packed(self, packed: torch.Tensor) -> tuple[list[dict], torch.Tensor]:
+        """:meth:`_draw` of the uploaded keys and seeds (``packed``: the layers' stream
+        keys, then the seed ids)."""
+        n = self.num_layers
+        return self._draw(packed[n:], [packed[i] for i in range(n)], None)
+
+    def _draw(self, dst: torch.Tensor, keys: list, bad: torch.Tensor | None
+              ) -> tuple[list[dict], torch.Tensor]:
+        """Every layer's padded buffers, input layer first, and the int64 counts the
+        host reads: per layer one more than its sources and its edges, then one more than
+        the distinct seeds, then ``bad`` when given. No host read, and the shapes depend
+        on the batch size only (no fanout -1)."""
+        n_seeds = len(dst)
+        layers: list[dict] = []
+        for layer in range(self.num_layers - 1, -1, -1):
+            out = self._layer(dst, layer, keys[layer])
+            layers.insert(0, out)
+            dst = out["src"]
+        counts = [x for o in layers for x in (o["firsts"][-1], o["offsets"][-1])]
+        counts.append(layers[-1]["firsts"][n_seeds])
+        for o in layers:
+            del o["firsts"]
+        return layers, torch.stack(counts + ([] if bad is None else [bad]))
+
+    def _replay(self, packed: torch.Tensor) -> tuple[list[dict], torch.Tensor]:
+        """:meth:`_draw_packed` by a replay of a CUDA graph recorded for the batch size
+        (on the first batch of that size): the keys and seeds copied into the graph's input
+        buffer, the graph replayed, its output buffers cloned (the next replay overwrites
+        them). The lock keeps the copy, replay and clones of two threads apart; the
+        stream's order keeps a replay after the clones of the one before. Without CUDA (the
+        tests) the recorded draw is run again on the input buffer."""
+        with self._graph_lock:
+            entry = self._graphs.get(len(packed))
+            if entry is None:
+                entry = self._record(packed)
+            static_in, graph, layers, sizes = entry
+            if static_in.device.type == "cuda":
+                static_in.copy_(packed.pin_memory(), non_blocking=True)
+                graph.replay()
+            else:
+                static_in.copy_(packed)
+                layers, sizes = self._draw_packed(static_in)
+            return ([{k: v.clone() for k, v in o.items()} for o in layers], sizes.clone())
+
+    def _record(self, packed: torch.Tensor) -> tuple:
+        """The CUDA graph of :meth:`_draw_packed` for batches of ``packed``'s size (after
+        one warm-up run on a side stream, which also grows the kept ranges): ``(input
+        buffer, graph, output buffers, counts)``; at most four batch sizes are kept."""
+        static_in = self._upload_packed(packed)
+        graph = None
+        layers, sizes = self._draw_packed(static_in)
+        if static_in.device.type == "cuda":
+            side = torch.cuda.Stream(static_in.device)
+            side.wait_stream(torch.cuda.current_stream(static_in.device))
+            with torch.cuda.stream(side):
+                self._draw_packed(static_in)
+            torch.cuda.current_stream(static_in.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                layers, sizes = self._draw_packed(static_in)
+        if len(self._graphs) >= 4:
+            self._graphs.clear()
+        self._graphs[len(packed)] = (static_in, graph, layers, sizes)
+        return self._graphs[len(packed)]
 
     def _layer(self, dst: torch.Tensor, layer: int, key) -> dict:
         """One layer from the destinations ``dst`` (ids, the padding node ``num_nodes``

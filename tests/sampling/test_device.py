@@ -195,3 +195,23 @@ def test_blocks_identical_on_the_test_device(device, replace):
         assert all(b.device == torch.device(device) for b in got)
         want = cpu.sample_blocks(seeds, rng_seed)
         assert all(_same(a, b.to("cpu")) for a, b in zip(want, got))
+
+
+def test_cuda_graph_replays_give_the_same_blocks(device):
+    """Batches replayed from a recorded graph (CUDA; elsewhere the draw rerun on the
+    graph's buffers): the CPU sampler's blocks, for two batch sizes in turn, and a batch's
+    blocks left intact by the replays after it."""
+    adj = GRAPHS["hub"]
+    cpu = NeighborSampler(adj, [6, 4])
+    dev = DeviceNeighborSampler(adj, [6, 4], device=device, cuda_graphs=True)
+    rng = np.random.default_rng(5)
+    batches = [rng.choice(adj.num_rows, size, replace=False) for size in (30, 30, 7, 30, 7)]
+    got = [dev.sample_blocks(s, i) for i, s in enumerate(batches)]
+    assert sorted(dev._graphs) == [2 + 7, 2 + 30]          # keys and seeds, per size
+    for i, (seeds, blocks) in enumerate(zip(batches, got)):
+        want = cpu.sample_blocks(seeds, i)
+        assert all(_same(a, b.to("cpu")) for a, b in zip(want, blocks))
+    with pytest.raises(GraphsysError, match="unique"):
+        dev.sample_blocks([1, 2, 1] + list(range(3, 30)), 0)
+    with pytest.raises(GraphsysError, match="cuda_graphs"):
+        DeviceNeighborSampler(adj, [-1, 3], device=device, cuda_graphs=True)
