@@ -224,7 +224,7 @@ class DeviceNeighborSampler(Sampler):
     the host: ``D * fanout`` picks for ``D`` padded destinations and at most
     ``min(D * (fanout + 1), num_nodes)`` sources, so all of a batch's operators before its
     read have shapes fixed by the batch size. Device memory: 24 bytes a node for the
-    table, 4 or 8 an edge, and per layer of a batch a map of 8 bytes a node.
+    table, 4 or 8 an edge, and per layer of a batch a map of 4 bytes a node.
     ``tests/sampling/test_device_counts.py`` pins the operators, transfers and host
     synchronisations of a batch (:mod:`graphsys.analysis.device_counts`).
 
@@ -278,6 +278,7 @@ class DeviceNeighborSampler(Sampler):
         self._fanouts = {k: _Fanout(k, where) for k in set(self.fanouts) if k > 0}
         self._pad = torch.full((1,), self.num_nodes, dtype=torch.int64, device=where)
         self._iota_cache = torch.arange(1024, dtype=torch.int64, device=where)
+        self._iota32_cache = self._iota_cache.to(torch.int32)
 
     def _upload(self, index_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The node table and the neighbour ids where they are read (a one-off copy); the
@@ -313,13 +314,17 @@ class DeviceNeighborSampler(Sampler):
         """Where the batches are drawn: the CSR's device (the host when pinned)."""
         return self.table.device
 
-    def _iota(self, n: int) -> torch.Tensor:
-        """int64 ``0..n-1`` on the sampling device: a view of a kept range, grown when too
-        short (no operator per batch once it has grown)."""
-        if len(self._iota_cache) < n:
-            self._iota_cache = torch.arange(max(n, 2 * len(self._iota_cache)),
-                                            dtype=torch.int64, device=self.sample_device)
-        return self._iota_cache[:n]
+    def _iota(self, n: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+        """``0..n-1`` (int64, or int32) on the sampling device: a view of a kept range,
+        grown when too short (no operator per batch once it has grown)."""
+        kept = self._iota_cache if dtype == torch.int64 else self._iota32_cache
+        if len(kept) < n:
+            kept = torch.arange(max(n, 2 * len(kept)), dtype=dtype, device=self.sample_device)
+            if dtype == torch.int64:
+                self._iota_cache = kept
+            else:
+                self._iota32_cache = kept
+        return kept[:n]
 
     def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
                       ) -> list[Block]:
@@ -510,8 +515,9 @@ class DeviceNeighborSampler(Sampler):
         The padding node is put first, so it takes number -1 whatever the batch holds."""
         n = self.num_nodes
         cand = torch.cat([self._pad, dst, nbr])             # int64 (cat promotes)
-        idx = self._iota(len(cand))
-        first = torch.full((n + 1,), len(cand), dtype=torch.int64, device=cand.device)
+        pos = torch.int32 if len(cand) < 2**31 - 1 else torch.int64    # half the map
+        idx = self._iota(len(cand), pos)
+        first = torch.full((n + 1,), len(cand), dtype=pos, device=cand.device)
         first.scatter_reduce_(0, cand, idx, "amin")
         at = first.index_select(0, cand)
         is_first = at == idx
