@@ -16,6 +16,7 @@ from graphsys.sampling import NeighborSampler, from_coo
 from graphsys.sampling import _kernels as K
 from graphsys.sampling.device import (
     DeviceNeighborSampler,
+    floyd_resolve,
     mix64,
     node_streams,
     stream_uniforms,
@@ -110,6 +111,23 @@ def _check_streams(nodes):
             for j in range(4):
                 st, want = K._uniform(st)
                 assert u[i, j] == want          # bit-identical float64
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 8, 15, 16, 17, 33])
+def test_floyd_by_pointer_doubling_is_the_sequential_loop(k):
+    """Every draw of Floyd's steps (degrees just above k: many collisions, long chains)
+    resolved as the CPU kernel's loop resolves it, step by step."""
+    rng = np.random.default_rng(k)
+    deg = rng.integers(k + 1, 2 * k + 2, 3000)
+    steps = torch.arange(k)
+    top = torch.from_numpy(deg).unsqueeze(1) - k + steps
+    r = (torch.from_numpy(rng.random((len(deg), k))) * (top + 1)).long()
+    got = floyd_resolve(r, top, steps.unsqueeze(1) > steps, steps)
+    for row, t, g in zip(r.tolist(), top.tolist(), got.tolist()):
+        chosen = []
+        for c in range(k):
+            chosen.append(t[c] if row[c] in chosen else row[c])
+        assert g == chosen
 
 
 def test_errors_match_cpu_sampler():
