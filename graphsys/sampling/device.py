@@ -25,7 +25,6 @@ counts) gives the blocks' sizes and the checks of the seeds; a layer with fanout
 (every neighbour) reads its edge count before it is drawn, one more read each.
 """
 
-
 from __future__ import annotations
 
 import threading
