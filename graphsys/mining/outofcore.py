@@ -385,10 +385,12 @@ def count_whole(whole: Whole, *, per_vertex: bool, threads: int, ranks: Ranks,
 
 
 #: Below this much estimated work (entries read) a triangle pass runs in the calling thread:
-#: a pass this short takes a few tens of milliseconds in one thread, and a numba thread team
-#: idle since the last parallel call (asleep after the caller did other work) takes
-#: milliseconds to wake on a busy machine, about what a second thread saves.
-TRIANGLE_SERIAL_WORK = 1 << 24
+#: a pass this short takes a few milliseconds in one thread, and a numba thread team idle
+#: since the last parallel call (asleep after the caller did other work) takes up to
+#: milliseconds to wake on a busy machine, about what a second thread saves. Above it (a
+#: repeated count on soc-Slashdot0902 from the middle vertex, 5 M entries) the threads
+#: share the pass.
+TRIANGLE_SERIAL_WORK = 1 << 22
 
 
 #: The cost model that picks the triangle kernel (nanoseconds, measured on the results
