@@ -55,12 +55,12 @@ def _mode(mode: str, graph, edge_set, memory_limit) -> str:
 
 def triangle_bytes(graph, edge_set) -> int:
     """Anonymous bytes a triangle count in RAM needs at its peak: the oriented graph
-    (:func:`~graphsys.views.orient.build_bytes`) and its in-lists (8 bytes per edge), the
-    order, the marks and the counts (24 bytes per node)."""
+    (:func:`~graphsys.views.orient.build_bytes`) and its in-lists (12 bytes per edge:
+    position, row end and row), the order, the marks and the counts (24 bytes per node)."""
     es = graph.edge_set(edge_set)
     mapped = mapped_symmetric(graph, es.name) is not None
     edges = es.num_edges if not mapped else build_bytes(graph, es.name, mapped=True) // 4
-    return build_bytes(graph, es.name) + 8 * edges + 24 * graph.num_nodes()
+    return build_bytes(graph, es.name) + 12 * edges + 24 * graph.num_nodes()
 
 
 def count_oriented(view: Oriented, *, per_vertex: bool, threads: int, ranks: Ranks,
@@ -135,7 +135,7 @@ def _in_memory(g, edge_set: str, per_node: bool, memory_limit, threads: int, ran
     graph kept on ``g`` (:mod:`graphsys.views.cache`), built first when there is none:
     from the mapped ``sym`` index (:func:`~graphsys.mining.outofcore.orient_whole`), else
     the ``oriented`` view (:func:`graphsys.views.view`)."""
-    from graphsys.mining.outofcore import count_whole, orient_whole
+    from graphsys.mining.outofcore import count_whole
 
     limit = views.budget(memory_limit)
     beside = 16 * g.num_nodes()  # the marks and the per-node counts of the count itself
@@ -148,15 +148,45 @@ def _in_memory(g, edge_set: str, per_node: bool, memory_limit, threads: int, ran
         return total, (dag.by_global(counts) if per_node else None), dag.by_global(
             dag.degree)
 
+    whole = _kept_whole(g, edge_set, sym, limit, memory_limit, threads, beside,
+                        again=ranks.world_size == 1)
+    total, counts = count_whole(whole, per_vertex=per_node, threads=threads, ranks=ranks,
+                                progress=progress)
+    return total, counts, whole.degree
+
+
+def _kept_whole(g, edge_set: str, sym, limit: int, memory_limit, threads: int, beside: int,
+                again: bool):
+    """The :class:`~graphsys.mining.outofcore.Whole` graph kept on ``g`` for the mapped
+    rows ``sym``, built first when there is none (:func:`~graphsys.mining.outofcore.
+    orient_whole`: the kernel whose build and count together cost least). ``again``: a
+    graph kept for the kernel from the lowest vertex is joined, on this repeated count, by
+    that of the kernel from the middle one where the count alone is cheaper there and it
+    fits the budget beside it (:func:`~graphsys.mining.outofcore.ranked_again`): every
+    later count reads that one. One process only: ranks must split the same structure."""
+    from graphsys.mining.outofcore import orient_whole, ranked_again, ranked_bytes
+
+    key = (edge_set, "triangles", "degree")
+    kept = views.peek(g, key + ("ranked",)) if again else None
+    if kept is not None:  # through cached: its bytes checked against this call's budget
+        return views.cached(g, key + ("ranked",), lambda: kept, nbytes=lambda w: w.nbytes,
+                            budget=limit, beside=beside)
+    first = views.peek(g, key) is None
+
     def build():
         refuse_build(g, edge_set, triangle_bytes(g, edge_set), memory_limit)
         return orient_whole(sym[0], sym[1], threads)
 
-    whole = views.cached(g, (edge_set, "triangles", "degree"), build,
-                         nbytes=lambda w: w.nbytes, budget=limit, beside=beside)
-    total, counts = count_whole(whole, per_vertex=per_node, threads=threads, ranks=ranks,
-                                progress=progress)
-    return total, counts, whole.degree
+    whole = views.cached(g, key, build, nbytes=lambda w: w.nbytes, budget=limit,
+                         beside=beside)
+    if first or not again or whole.order is not None \
+            or views.held_bytes(g) + ranked_bytes(whole) + beside > limit:
+        return whole
+    ranked = ranked_again(whole, sym[0], sym[1])
+    if ranked is None:
+        return whole
+    return views.cached(g, key + ("ranked",), lambda: ranked, nbytes=lambda w: w.nbytes,
+                        budget=limit, beside=beside)
 
 
 @dataclass(frozen=True)
