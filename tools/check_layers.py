@@ -152,6 +152,20 @@ class Table:
                 or imported in self.also.get(importer, set()))
 
 
+def grant_line(table: Table, member: str) -> str:
+    """What member ``member`` (``gnn/``) may import, as its package's README.md says it:
+    ``**Layer:** engines. **May import:** base, storage, kernels, views; also
+    `sampling/`.`` (its layer's grant in the table's row order, ``everything`` for a layer
+    that may import every layer; its own package goes without saying)."""
+    layer = table.members[member]
+    order = list(dict.fromkeys(table.members.values()))
+    allowed = table.allowed[layer]
+    may = ("everything" if allowed == set(order)
+           else ", ".join(name for name in order if name in allowed))
+    also = "".join(f"; also `{m}`" for m in sorted(table.also.get(member, ())))
+    return f"**Layer:** {layer}. **May import:** {may}{also}."
+
+
 def read_table(page: Path) -> Table:
     """Parse the "What may import what" table of ``page`` (docs/architecture.md)."""
     text = page.read_text(encoding="utf-8")
