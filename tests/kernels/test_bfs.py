@@ -68,6 +68,18 @@ def test_dense_middle_goes_bottom_up_and_back():
         assert scanned[pulled == 1].sum() < a.nnz  # bottom-up stops at the first parent
 
 
+def test_no_in_lists_no_bottom_up():
+    """Empty in-lists (no CSC at hand): every step top-down, the same levels."""
+    rng = np.random.default_rng(3)
+    n = 5000
+    a = _csr(n, rng.integers(0, n, 60_000), rng.integers(0, n, 60_000))
+    out_ptr, out_idx, _, _ = _lists(a)
+    level, queue, _, _, _, pulled = kb.levels(out_ptr, out_idx, out_ptr[:0], out_idx[:0],
+                                              False, 0, kb.NO_LIMIT, 2)
+    np.testing.assert_array_equal(level, _reference(a, 0))
+    assert not pulled.any() and len(queue) == (level >= 0).sum()
+
+
 def test_long_search_tail_stays_top_down():
     n = 3000  # an undirected path from 0: the unexplored edges run out at the far end
     src = np.arange(n - 1)
