@@ -34,6 +34,7 @@ from graphsys.measures import kernels_distance as kd
 from graphsys.measures.kernels_view import DIRECTED
 from graphsys.measures.view import internal_ids, undirected_view
 from graphsys.progress import progress_bar
+from graphsys.storage.node_values import FormerArray, NodeValues
 
 
 @dataclass
@@ -329,7 +330,7 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
 
 
 def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bool = False,
-                 progress: bool = False) -> np.ndarray:
+                 progress: bool = False) -> NodeValues | np.ndarray:
     """The eccentricity of nodes in hops: the largest distance from each to a node of its
     component, in the undirected view.
 
@@ -349,8 +350,11 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
 
     Returns
     -------
-    numpy.ndarray
-        int64, one per node of ``nodes`` (every node by internal id when None).
+    NodeValues or numpy.ndarray
+        Of every node (``nodes`` None): :class:`~graphsys.storage.node_values.NodeValues`
+        named ``eccentricity``, int64 by internal id (``top``, ``value``, ``to_dict``,
+        ``to_table``; the bare array it was before is ``.values``: array access on the
+        result itself is deprecated). Of ``nodes``: int64, one per node of ``nodes``.
 
     References
     ----------
@@ -362,8 +366,8 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
     >>> import tempfile, graphsys
     >>> from graphsys.measures import eccentricity
     >>> g = graphsys.from_numpy([0, 1, 2, 3], [1, 2, 3, 4], tempfile.mkdtemp() + "/g")
-    >>> eccentricity(g).tolist(), eccentricity(g, [2]).tolist()
-    ([4, 3, 2, 3, 4], [2])
+    >>> eccentricity(g).to_dict(), eccentricity(g, [2]).tolist()
+    ({0: 4, 1: 3, 2: 2, 3: 3, 4: 4}, [2])
     """
     view = undirected_view(graph, edge_set)
     search = _Searcher(view)
@@ -379,7 +383,7 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
             if len(comp) <= 2:
                 out[comp] = len(comp) - 1
             else:
-                kd.bounding_eccentricities(comp, *search.scratch(), numba.get_num_threads(),
-                                           out)
+                # on one thread: many short searches
+                kd.bounding_eccentricities(comp, *search.scratch(), 1, out)
             bar.update()
-    return out
+    return FormerArray(out, graph, "eccentricity")

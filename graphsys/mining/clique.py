@@ -29,7 +29,7 @@ from graphsys.mining.oriented import (
     original_ids,
 )
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import NodeValues
+from graphsys.storage.node_values import NodeValues
 
 #: The clique sizes the kernels take.
 MIN_K, MAX_K = 3, 8

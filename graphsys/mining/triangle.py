@@ -29,8 +29,8 @@ from graphsys.mining.oriented import (
     refuse_build,
 )
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import NodeValues
 from graphsys.mining.view_cache import cached
+from graphsys.storage.node_values import NodeValues
 
 #: Where triangle functions run: ``memory`` (the oriented graph in RAM), ``out-of-core``
 #: (row blocks of the mapped ``sym`` index, :mod:`graphsys.mining.outofcore`) or ``auto``
