@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from graphsys.bsp.kernels import filled
-from graphsys.kernels.bfs import NO_LIMIT, search
+from graphsys.kernels.bfs import first_marked
 
 
 @numba.njit(inline="always")
@@ -141,6 +141,10 @@ def _reset(order, count, dist, sigma, delta, hpos):
 #: frontier's out-edges outnumber this factor times the unreached vertices' in-edges (path
 #: counts read every in-edge, no early exit: the step pays when it reads fewer edges)
 PATHS_BOTTOM_UP = 1.0
+#: Breadth-first search (no path counts): Beamer's rule, bottom-up while the frontier's
+#: out-edges exceed the unreached in-edges over ALPHA and the frontier holds more than
+#: N / BETA vertices
+ALPHA, BETA = 14.0, 24.0
 
 
 #: Betweenness records each thread's shortest-path DAG (two index arrays of up to E
@@ -373,30 +377,65 @@ def distance_sums(indptr, indices, weight, weighted, sources, total, reached, ha
                                   order[t], heap[t], hpos[t], total[t], reached[t],
                                   harmonic[t])
     else:
-        order = np.empty((lanes, n + 1), indices.dtype)
+        order = np.empty((lanes, n), indices.dtype)
         level = filled((lanes, n), np.int32(-1))
-        front = np.empty((lanes, (n + 63) // 64), np.uint64)
-        nxt = np.empty((lanes, (n + 63) // 64), np.uint64)
-        max_degree = 0
-        for u in range(n):
-            max_degree = max(max_degree, indptr[u + 1] - indptr[u])
         for i in numba.prange(sources.shape[0]):
             t = numba.get_thread_id()
-            read[t] += _hops(indptr, indices, in_ptr, in_idx, max_degree, sources[i], level[t],
-                             order[t], front[t], nxt[t], total[t], reached[t], harmonic[t])
+            read[t] += _hops(indptr, indices, in_ptr, in_idx, sources[i], level[t], order[t],
+                             total[t], reached[t], harmonic[t])
     return read
 
 
 @numba.njit(inline="always")
-def _hops(indptr, indices, in_ptr, in_idx, max_degree, s, level, order, front, nxt, total,
-          reached, harmonic):
-    """One source's breadth-first search (:func:`graphsys.kernels.bfs.search` on this
-    thread; bottom-up steps only with ``in_ptr``), its hop counts added into the rows (see
-    :func:`distance_sums`): in node order when it reached a quarter of the nodes, else in
-    the order reached; ``level`` left all -1. Returns the edges read."""
+def _hops(indptr, indices, in_ptr, in_idx, s, level, order, total, reached, harmonic):
+    """One source's breadth-first search (int32 levels, -1 unreached; direction-optimising
+    with ``in_ptr``: Beamer's rule, :data:`ALPHA`, :data:`BETA`), its hop counts added
+    into the rows (see :func:`distance_sums`): in node order when it reached a quarter of
+    the nodes, else in the order reached. Levels left as found. Returns the edges read."""
     n = level.shape[0]
-    hi, _, _, scanned, _ = search(indptr, indices, in_ptr, in_idx, False, max_degree, level,
-                                  order, front, nxt, s, NO_LIMIT, 1)
+    bottom_up = in_ptr.shape[0] > 0
+    unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
+    level[s] = 0
+    order[0] = s
+    lo, hi, depth, scanned = 0, 1, 0, 0
+    up = False
+    while lo < hi:
+        tail = hi
+        out_edges = 0
+        for j in range(lo, hi):
+            u = order[j]
+            out_edges += indptr[u + 1] - indptr[u]
+        if bottom_up:
+            if up:
+                up = (hi - lo) * BETA > n
+            else:
+                up = out_edges * ALPHA > unreached_in
+        if up:
+            for v in range(n):
+                if level[v] < 0:
+                    found, read = first_marked(in_ptr, in_idx, v, level, depth)
+                    scanned += read
+                    if found:
+                        level[v] = depth + 1
+                        order[tail] = v
+                        tail += 1
+        else:
+            nxt = depth + 1
+            for j in range(lo, hi):
+                u = order[j]
+                for e in range(indptr[u], indptr[u + 1]):
+                    v = indices[e]
+                    if level[v] < 0:
+                        level[v] = nxt
+                        order[tail] = v
+                        tail += 1
+            scanned += out_edges
+        if bottom_up:
+            for j in range(hi, tail):
+                v = order[j]
+                unreached_in -= in_ptr[v + 1] - in_ptr[v]
+        lo, hi = hi, tail
+        depth += 1
     if 4 * hi > n:
         for v in range(n):
             lv = level[v]
@@ -415,7 +454,7 @@ def _hops(indptr, indices, in_ptr, in_idx, max_degree, s, level, order, front, n
             harmonic[v] += 1.0 / d
         for j in range(hi):
             level[order[j]] = -1
-    return scanned.sum()
+    return scanned
 
 
 @numba.njit(inline="always")
