@@ -4,6 +4,7 @@ counts on every rank."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +17,12 @@ from graphsys.storage.adjacency_index import build_index
 from tests.mining.conftest import random_edges
 
 
-def test_two_ranks(graph_of, tmp_path):
+def test_two_ranks(graph_of, tmp_path, monkeypatch):
     import torch.multiprocessing as mp
+
+    # the spawned ranks unpickle ``tests.mining.dist_worker.worker`` with this process's
+    # sys.path, which pytest's importlib mode leaves without the repository root
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
 
     from graphsys.distributed import local_store
     from tests.mining.dist_worker import worker
