@@ -32,6 +32,9 @@ import numpy as np
 #: size, and each call takes milliseconds once compiled.
 NODES, EDGES = 1 << 9, 1 << 12
 
+#: Nodes of each component of the distance measures' larger graph (:func:`_two_components`).
+LARGE_NODES = 1 << 14
+
 #: Node pairs a link score is asked for (original ids; modulo the graph's nodes).
 PAIRS = np.array([[0, 1], [1, 2], [2, 3], [0, 5]], dtype=np.int64)
 
@@ -212,6 +215,39 @@ def _sampling_calls() -> dict[str, Callable]:
     }
 
 
+def _storage_calls() -> dict[str, Callable]:
+    """Ingests of edge files (which run the numba kernels; in-memory arrays of
+    ``from_numpy``'s sizes take NumPy's), an append with its merged index, a subgraph:
+    each ``call(work, seed)`` in a fresh directory."""
+    from graphsys import ingest, open_graph
+    from graphsys.storage.adjacency_index import build_index
+
+    def edge_file(work: Path, seed: int, names: bool) -> Path:
+        rng = np.random.default_rng(seed)
+        src, dst = rng.integers(0, NODES, EDGES), rng.integers(0, NODES, EDGES)
+        rows = (f"{'n' if names else ''}{a}\t{'n' if names else ''}{b}\t{w:.3f}\n"
+                for a, b, w in zip(src, dst, rng.random(EDGES)))
+        path = work / f"edges-{seed}-{int(names)}.tsv"
+        path.write_text("".join(rows), encoding="utf-8")
+        return path
+
+    def files(work, seed):
+        ingest(edge_file(work, seed, False), work / "ints", partitions=2, weight_col=2,
+               dedupe=True, drop_self_loops=True)
+        ingest(edge_file(work, seed, True), work / "names", partitions=2, undirected=True)
+
+    def append(work, seed):
+        g = ingest(edge_file(work, seed, False), work / "grown", partitions=2)
+        build_index(g, ("csr", "csc", "sym"))
+        ingest(edge_file(work, seed + 1, False), work / "grown", append=True,
+               edge_set="more")
+        g = open_graph(work / "grown")
+        g.csr("default,more")
+        g.subgraph(np.arange(0, NODES, 3), work / "sub")
+
+    return {"files": files, "append_index_subgraph": append}
+
+
 def _graphs(work: Path, seed: int) -> list[tuple[str, Any]]:
     """(label, graph) of each layout every call gets: directed and weighted, undirected,
     and undirected with every stored index."""
@@ -229,6 +265,24 @@ def _graphs(work: Path, seed: int) -> list[tuple[str, Any]]:
     build_index(indexed, ("csr", "csc", "push", "sym"))
     return [("directed, weighted", directed), ("undirected", undirected),
             ("undirected, indexed", indexed)]
+
+
+def _two_components(work: Path, seed: int) -> tuple[str, Any]:
+    """Two R-MAT components of :data:`LARGE_NODES` nodes each, undirected: as many nodes as
+    a distance search takes its large levels on threads at
+    (:data:`graphsys.measures.kernels_distance.THREADS_FROM`), and a second component that
+    the diameter searches from its own hub."""
+    from graphsys.generators import rmat_edges
+    from graphsys.interop import from_numpy
+
+    parts = []
+    for k in range(2):
+        chunks = list(rmat_edges(LARGE_NODES, 4 * LARGE_NODES, seed=seed + k))
+        parts.append((np.concatenate([c["src"] for c in chunks]) + k * LARGE_NODES,
+                      np.concatenate([c["dst"] for c in chunks]) + k * LARGE_NODES))
+    src, dst = (np.concatenate(x) for x in zip(*parts))
+    return "two components", from_numpy(src, dst, work / "two-components", undirected=True,
+                                        seed=seed)
 
 
 def _temporal_graph(work: Path, seed: int) -> tuple[str, Any]:
@@ -355,8 +409,13 @@ def warmup_all(*, seed: int = 0, progress: Callable[[str], None] | None = None) 
         areas = {"bsp-api": CALLS["bsp"], "mining": CALLS["mining"],
                  "measures": CALLS["measures"], "sampling": _sampling_calls}
         for name, calls in areas.items():
-            inputs = graphs + ([_temporal_graph(Path(tmp), seed)] if name == "sampling" else [])
+            inputs = graphs + ([_temporal_graph(Path(tmp), seed)] if name == "sampling" else
+                               [_two_components(Path(tmp), seed)] if name == "measures" else [])
             out[name] = _area(name, calls, inputs, first, progress)
+        work = Path(tmp) / "storage"
+        work.mkdir()
+        out["storage"] = _area("storage", _storage_calls, [("edge files", work)],
+                               lambda _: seed, progress)
         with warnings.catch_warnings():  # NetworkX's note on its cache of conversions
             warnings.simplefilter("ignore")
             out["nx_backend"] = _area("nx_backend", CALLS["nx_backend"], _nx_graphs(seed),
