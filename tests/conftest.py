@@ -121,8 +121,8 @@ def pytest_addoption(parser):
 
 #: Tier -> what its tests are, in the order ``--slow`` includes them.
 SLOW_TIERS = {
-    "ci": "minutes of work CI runs (multi-process runs, whole-library kernel compiles)",
-    "full": "tens of seconds of a reference library on a real graph, run by hand",
+    "ci": "work CI runs (multi-process runs, every analysis after warmup --all)",
+    "full": "run by hand: a reference library on a real graph, every kernel compiled cold",
 }
 
 
