@@ -1,6 +1,6 @@
 """``graphsys warmup --all`` reaches every kernel module of the analyses: into an empty
-cache it caches every numba kernel of the packages it covers (but the few that only graphs
-beyond a size reach, each named with its reason), and afterwards the public calls on
+cache it caches every numba kernel of the packages it covers (but those of
+``NOT_WARMED``, a budget), and afterwards the public calls on
 another graph compile nothing."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def test_every_kernel_module_is_warmed_or_left_to_training():
     assert set(w.COVERED) <= packages  # every covered package has kernels
     assert packages - set(w.COVERED) == {"embed", "gnn"}  # model training's, on purpose
     assert "graphsys.sampling.temporal" in modules  # njit(...)(function) counts too
-    for kernel in w.AT_SCALE:
-        module, _, name = kernel.rpartition(".")
+    for kernel in w.NOT_WARMED:
+        module, _, name = f"graphsys.{kernel}".rpartition(".")
         assert module in modules and hasattr(importlib.import_module(module), name), kernel
 
 
@@ -75,7 +75,7 @@ def test_warmup_all_caches_every_kernel_of_the_analyses(tmp_path):
                          env=env, cwd=tmp_path, timeout=3600)
     assert out.returncode == 0, out.stderr[-3000:]
     missing = json.loads(out.stdout.strip().splitlines()[-1])
-    assert [k for k in missing if k not in w.AT_SCALE] == []
+    assert [k for k in missing if k.removeprefix("graphsys.") not in w.NOT_WARMED] == []
 
 
 @pytest.mark.slow("ci")  # compiles the analyses' kernels where the cache lacks them
