@@ -156,7 +156,7 @@ CALLS: dict[str, Callable[[], dict[str, Callable]]] = {
 
 #: The packages whose kernels :func:`warmup_all` compiles; the kernel modules of the others
 #: (model training's) are compiled by a first training step.
-COVERED = ("bsp", "kernels", "measures", "mining", "nx_backend", "sampling", "storage")
+COVERED = ("bsp", "kernels", "measures", "mining", "nx_backend", "sampling", "storage", "views")
 
 
 #: A numba kernel's decorator at the start of a line, or ``name = njit(...)(function)``.
