@@ -39,6 +39,7 @@ from graphsys.storage.temporal_index import (
     map_temporal,
     time_dtype,
 )
+from graphsys.threads import apply_thread_policy
 from graphsys.views import check
 
 #: ``TemporalNeighborSampler(strategy=...)`` choices.
@@ -197,6 +198,13 @@ class TemporalNeighborSampler:
         Budget in bytes of a build in RAM (default: the RAM available); above it the
         sampler is refused in one line naming the command that stores the index.
 
+    Notes
+    -----
+    The constructor applies graphsys's thread policy (:func:`graphsys.threads.apply_thread_policy`,
+    budget ``$GRAPHSYS_THREADS`` or the available cores), so a loop that alternates its
+    numba-parallel hops with torch operators does not oversubscribe the cores; the policy
+    applied is :attr:`threads`.
+
     References
     ----------
     .. [1] D. Xu, C. Ruan, E. Korpeoglu, S. Kumar and K. Achan, "Inductive Representation
@@ -231,6 +239,7 @@ class TemporalNeighborSampler:
             raise GraphsysError(f"strategy must be one of {', '.join(STRATEGIES)}, got "
                                 f"{strategy!r}")
         self.strategy = strategy
+        self.threads = apply_thread_policy()
         self.adj = graph if isinstance(graph, TemporalAdjacency) else temporal_adjacency(
             graph, edge_set, memory_limit=memory_limit)
 
