@@ -17,7 +17,9 @@ The policy, :func:`apply_thread_policy`:
   the pool not running leaves the cores to the one that is;
 - a thread that calls kernels while other threads run torch work (a data loader's worker
   threads) runs them single-threaded (:func:`graphsys.sampling._util.serial_kernels`), so
-  torch threads x numba threads stays within ``B``.
+  torch threads x numba threads stays within ``B``; and a temporal hop too small to pay
+  for a thread team (fewer than
+  :data:`~graphsys.sampling.temporal.PARALLEL_MIN_PICKS` picks) runs serially.
 
 It is applied by :func:`graphsys.gnn.train` and by every
 :class:`~graphsys.sampling.TemporalNeighborSampler` (a custom loop's first graphsys call),

@@ -83,3 +83,30 @@ def test_sampler_applies_the_policy(tmp_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["after"] == [1, 1] and out["policy"] == 1 and out["wait"] == "PASSIVE"
+
+
+def test_small_hops_run_serial_with_the_same_picks(tmp_path, monkeypatch):
+    import numpy as np
+    import pyarrow as pa
+
+    import graphsys
+    from graphsys.sampling import temporal as tmod
+
+    rng = np.random.default_rng(0)
+    m = 3000
+    g = graphsys.from_arrow(pa.table({"src": rng.integers(0, 50, m), "dst": rng.integers(0, 50, m),
+                                      "timestamp": np.sort(rng.integers(0, 10**6, m))}),
+                            tmp_path / "g", edge_columns=["timestamp"])
+    sampler = tmod.TemporalNeighborSampler(g, 10, strategy="uniform")
+    used = []
+    for name in ("_pick_par", "_pick_ser"):
+        real = getattr(tmod, name)
+        monkeypatch.setattr(tmod, name, lambda *a, _r=real, _n=name: (used.append(_n), _r(*a)))
+    nodes, times = rng.integers(0, 50, 2000), rng.integers(0, 10**6, 2000)
+    small = sampler.sample_hop(nodes[:200], times[:200], 10)           # 2,000 picks
+    forced = sampler.sample_hop(nodes[:200], times[:200], 10, parallel=True)
+    big = sampler.sample_hop(nodes, times, 10)                          # 20,000 picks
+    assert used == ["_pick_ser", "_pick_par", "_pick_par"]
+    assert 200 * 10 < tmod.PARALLEL_MIN_PICKS <= 2000 * 10
+    assert (small.nbr == forced.nbr).all() and (small.eid == forced.eid).all()
+    assert (big.nbr[:200] == small.nbr).all()

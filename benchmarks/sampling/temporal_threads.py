@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """A custom loop on ``TemporalNeighborSampler`` under three thread settings, each in a
 fresh process: ``default`` (the libraries' own thread counts and wait policy, no graphsys
-policy), ``one`` (``NUMBA_NUM_THREADS=1``, ``OMP_NUM_THREADS=1``), ``policy``
+policy, every hop numba-parallel: the sampler before the policy), ``one``
+(``NUMBA_NUM_THREADS=1``, ``OMP_NUM_THREADS=1``), ``policy``
 (:func:`graphsys.threads.apply_thread_policy`, as the sampler's constructor applies it).
 
 The loop is TGN's shape: events in time order, ``--batch`` at a time; each batch samples the
@@ -36,9 +37,11 @@ def child(setting: str, graph: str, batch: int, repeats: int) -> dict:
     import graphsys
     from graphsys.sampling import temporal as tmod
 
-    if setting == "default":   # the sampler without the policy, as before it existed
+    parallel = None
+    if setting == "default":   # the sampler as before the policy: none, every hop parallel
         import graphsys.threads as th
         th._applied = th.ThreadPolicy(0, 0, 0)
+        parallel = True
     g = graphsys.open_graph(graph)
     src = np.concatenate([e[0] for e in g.iter_edges()])
     t = np.concatenate(list(g.edge_column("timestamp")))
@@ -53,7 +56,7 @@ def child(setting: str, graph: str, batch: int, repeats: int) -> dict:
         with torch.no_grad():
             for s in range(0, events, batch):
                 hop = sampler.sample_hop(src[s:s + batch], np.full(min(batch, events - s), t[s]),
-                                         10)
+                                         10, parallel=parallel)
                 nbr = torch.from_numpy(np.maximum(hop.nbr, 0))
                 lin(emb[nbr]).relu().mean(1)
         times.append(time.perf_counter() - t0)
