@@ -1,11 +1,13 @@
-"""Parsing of user-facing quantities: byte sizes and counts."""
+"""Parsing of user-facing quantities: byte sizes, counts and decimal times."""
 
 from __future__ import annotations
 
 import math
 import re
 
-from graphsys.errors import GraphsysError
+import numpy as np
+
+from graphsys.errors import GraphsysError, InputError
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
@@ -155,3 +157,54 @@ def format_size(nbytes: int | float) -> str:
         value /= 1000
         k += 1
     return f"{value:.3g} {units[k]}" if value < 1000 else f"{value:,.0f} {units[k]}"
+
+
+def parse_seconds(text) -> tuple[np.ndarray, np.ndarray | None]:
+    """Decimal Unix-second strings to int64 whole seconds (rounded down) and, when any has
+    a fractional part, int64 microseconds, both exact (never through a float).
+
+    Parameters
+    ----------
+    text : pyarrow.Array or sequence of str
+        Strings ``"1289241911.72836"``, ``"1082040961"``, ``"-5.5"``; at most 6 decimals.
+
+    Returns
+    -------
+    seconds : numpy.ndarray
+        int64 ``floor(t)``.
+    micros : numpy.ndarray or None
+        int64 ``t * 10**6`` exactly, or None when every stamp is whole seconds.
+
+    Raises
+    ------
+    InputError
+        A stamp that is not a decimal number with at most 6 decimals.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> s, us = parse_seconds(pa.array(["1289241911.72836", "10", "-5.5"]))
+    >>> s.tolist(), us.tolist()
+    ([1289241911, 10, -6], [1289241911728360, 10000000, -5500000])
+    >>> parse_seconds(pa.array(["7", "8"]))[1] is None
+    True
+    """
+    strings = [str(v) for v in (text.to_pylist() if hasattr(text, "to_pylist") else text)]
+    whole = np.empty(len(strings), np.int64)
+    micros = np.empty(len(strings), np.int64)
+    fractional = False
+    for k, v in enumerate(strings):
+        m = _DECIMAL.fullmatch(v.strip())
+        if m is None:
+            raise InputError(f"timestamp {v!r} (row {k}) is not a decimal number of seconds "
+                             f"with at most 6 decimals")
+        sign = -1 if m.group(1) == "-" else 1
+        frac = (m.group(3) or "").ljust(6, "0")
+        fractional |= any(c != "0" for c in frac)
+        us = sign * (int(m.group(2)) * 1_000_000 + int(frac))
+        micros[k] = us
+        whole[k] = us // 1_000_000
+    return whole, (micros if fractional else None)
+
+
+_DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d{0,6}))?")

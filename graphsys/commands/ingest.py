@@ -34,7 +34,9 @@ def register(subparsers) -> None:
                         f"(default {DEFAULT_PARTITIONER})")
     p.add_argument("--seed", type=int, default=0, help="seed of the partitioner (default 0)")
     p.add_argument("--format", choices=("auto", *INPUT_FORMATS.names()), default="auto",
-                   help="input format (default auto: by the file name, else tsv)")
+                   help="input format (default auto: by the file name, else tsv; jodie: "
+                        "JODIE's Wikipedia/Reddit/MOOC/LastFM interaction files as a "
+                        "bipartite temporal graph, docs/growing.md)")
     p.add_argument("--src-col", help="source column: header name or 0-based index (default 0/src)")
     p.add_argument("--dst-col", help="destination column (default 1/dst)")
     p.add_argument("--rel-col", help="relation column (knowledge graphs)")

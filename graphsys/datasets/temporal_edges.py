@@ -8,8 +8,6 @@ the registry entry (:mod:`graphsys.datasets.loaders` holds the other families).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pyarrow as pa
 
@@ -18,62 +16,14 @@ from graphsys.datasets.loaders import IngestPlan, read_text_table
 from graphsys.datasets.registry import DatasetLoader
 from graphsys.errors import InputError
 from graphsys.storage.ingest import EdgeSource
+from graphsys.units import parse_seconds
+
+__all__ = ["TEMPORAL_EDGES", "load_temporal_edges", "parse_seconds"]
 
 #: The edge column of whole Unix seconds, and the one of exact microseconds that a file
 #: with fractional seconds also gets (:func:`parse_seconds`).
 TIMESTAMP_COLUMN = "timestamp"
 TIMESTAMP_US_COLUMN = "timestamp_us"
-
-
-def parse_seconds(text: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
-    """Decimal Unix-second strings to int64 whole seconds (rounded down) and, when any has
-    a fractional part, int64 microseconds, both exact (never through a float).
-
-    Parameters
-    ----------
-    text : pyarrow.Array
-        Strings ``"1289241911.72836"``, ``"1082040961"``, ``"-5.5"``; at most 6 decimals.
-
-    Returns
-    -------
-    seconds : numpy.ndarray
-        int64 ``floor(t)``.
-    micros : numpy.ndarray or None
-        int64 ``t * 10**6`` exactly, or None when every stamp is whole seconds.
-
-    Raises
-    ------
-    InputError
-        A stamp that is not a decimal number with at most 6 decimals.
-
-    Examples
-    --------
-    >>> import pyarrow as pa
-    >>> s, us = parse_seconds(pa.array(["1289241911.72836", "10", "-5.5"]))
-    >>> s.tolist(), us.tolist()
-    ([1289241911, 10, -6], [1289241911728360, 10000000, -5500000])
-    >>> parse_seconds(pa.array(["7", "8"]))[1] is None
-    True
-    """
-    strings = [str(v) for v in text.to_pylist()]
-    whole = np.empty(len(strings), np.int64)
-    micros = np.empty(len(strings), np.int64)
-    fractional = False
-    for k, v in enumerate(strings):
-        m = _DECIMAL.fullmatch(v.strip())
-        if m is None:
-            raise InputError(f"timestamp {v!r} (row {k}) is not a decimal number of seconds "
-                             f"with at most 6 decimals")
-        sign = -1 if m.group(1) == "-" else 1
-        frac = (m.group(3) or "").ljust(6, "0")
-        fractional |= any(c != "0" for c in frac)
-        us = sign * (int(m.group(2)) * 1_000_000 + int(frac))
-        micros[k] = us
-        whole[k] = us // 1_000_000
-    return whole, (micros if fractional else None)
-
-
-_DECIMAL = re.compile(r"([+-]?)(\d+)(?:\.(\d{0,6}))?")
 
 
 def load_temporal_edges(fetched: FetchResult) -> IngestPlan:

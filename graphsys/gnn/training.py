@@ -26,7 +26,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from graphsys import openmp
 from graphsys.distributed import destroy, peer_failures
 from graphsys.errors import GraphsysError
 from graphsys.gnn.config import RGCN, TrainConfig
@@ -37,6 +36,7 @@ from graphsys.gnn.node_task import run_node_task
 from graphsys.gnn.rgcn_link import run_rgcn_task
 from graphsys.gnn.run_dir import check_place, run_directory
 from graphsys.storage.graph import Graph, open_graph
+from graphsys.threads import apply_thread_policy
 
 
 def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
@@ -178,7 +178,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     >>> sorted(result.metrics)
     ['test_accuracy', 'test_macro_f1', 'val_accuracy', 'val_macro_f1']
     """
-    openmp.apply_wait_policy()
+    apply_thread_policy()   # numba and torch threads within one budget (graphsys.threads)
     graph = open_graph(graph) if isinstance(graph, (str, Path)) else graph
     cfg = config if config is not None else TrainConfig()
     if cfg.until is not None or cfg.since is not None:    # the graph in a time window

@@ -39,6 +39,7 @@ from graphsys.storage.temporal_index import (
     map_temporal,
     time_dtype,
 )
+from graphsys.threads import apply_thread_policy
 from graphsys.views import check
 
 #: ``TemporalNeighborSampler(strategy=...)`` choices.
@@ -138,6 +139,10 @@ def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
 
 
 _pick_par = njit(parallel=True, cache=True)(_pick)
+#: The least number of picks (events x fanout) a hop runs numba-parallel unless told
+#: ``parallel=True``: below it the hop is serial, as its work is less than starting and
+#: joining a thread team (the thread policy, :mod:`graphsys.threads`).
+PARALLEL_MIN_PICKS = 16_384
 _pick_ser = njit(nogil=True, cache=True)(_pick)
 
 
@@ -197,6 +202,13 @@ class TemporalNeighborSampler:
         Budget in bytes of a build in RAM (default: the RAM available); above it the
         sampler is refused in one line naming the command that stores the index.
 
+    Notes
+    -----
+    The constructor applies graphsys's thread policy (:func:`graphsys.threads.apply_thread_policy`,
+    budget ``$GRAPHSYS_THREADS`` or the available cores), so a loop that alternates its
+    numba-parallel hops with torch operators does not oversubscribe the cores; the policy
+    applied is :attr:`threads`.
+
     References
     ----------
     .. [1] D. Xu, C. Ruan, E. Korpeoglu, S. Kumar and K. Achan, "Inductive Representation
@@ -231,6 +243,7 @@ class TemporalNeighborSampler:
             raise GraphsysError(f"strategy must be one of {', '.join(STRATEGIES)}, got "
                                 f"{strategy!r}")
         self.strategy = strategy
+        self.threads = apply_thread_policy()
         self.adj = graph if isinstance(graph, TemporalAdjacency) else temporal_adjacency(
             graph, edge_set, memory_limit=memory_limit)
 
@@ -251,7 +264,10 @@ class TemporalNeighborSampler:
 
     def sample_hop(self, nodes, times, fanout: int, rng_seed: int = 0, *,
                    parallel: bool | None = None) -> TemporalNeighbors:
-        """One hop: up to ``fanout`` neighbours of each event ``(nodes[i], times[i])``."""
+        """One hop: up to ``fanout`` neighbours of each event ``(nodes[i], times[i])``,
+        numba-parallel over the events for ``parallel=True``, or for None outside
+        :func:`~graphsys.sampling._util.serial_kernels` when there are at least
+        :data:`PARALLEL_MIN_PICKS` picks; the same picks either way."""
         nodes = np.ascontiguousarray(nodes, dtype=np.int64).reshape(-1)
         t = self.event_times(times).reshape(-1)
         if len(t) != len(nodes):
@@ -265,7 +281,9 @@ class TemporalNeighborSampler:
         et = np.empty((s, fanout), self.adj.time.dtype)
         eid = np.empty((s, fanout), np.int64)
         count = np.empty(s, np.int64)
-        kernel = _pick_par if run_parallel(parallel) else _pick_ser
+        # a small hop (a batch of TGN's 200 events) costs less than waking a thread team
+        kernel = _pick_par if run_parallel(parallel) and (
+            parallel or s * fanout >= PARALLEL_MIN_PICKS) else _pick_ser
         kernel(self.adj.indptr, self.adj.indices, self.adj.time, self.adj.eid, nodes, t,
                fanout, self.strategy == "recent", np.int64(rng_seed & ((1 << 63) - 1)),
                nbr, et, eid, count)

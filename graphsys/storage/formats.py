@@ -1,5 +1,5 @@
 """Edge-list input formats: :class:`InputFormat` specs registered by name in
-:data:`graphsys.plugins.INPUT_FORMATS` (``tsv``, ``csv``, ``parquet``, ``arrow``).
+:data:`graphsys.plugins.INPUT_FORMATS` (``tsv``, ``csv``, ``parquet``, ``arrow``, ``jodie``).
 
 An :class:`~graphsys.storage.ingest.EdgeSource` names its format (``format="auto"`` picks
 one by the file name, :func:`resolve_format`); ingest reads every file through the format's
@@ -104,3 +104,13 @@ TSV = InputFormat(_delimited("tsv"), text=True)
 CSV = InputFormat(_delimited("csv"), suffixes=(".csv",), text=True)
 PARQUET = InputFormat(_columnar("parquet", _parquet_names), suffixes=(".parquet", ".pq"))
 ARROW = InputFormat(_columnar("arrow", _ipc_names), suffixes=(".arrow", ".feather", ".ipc"))
+
+
+def _jodie(path: Path, roles: dict[str, Any], **kw: Any) -> Iterator[RawEdgeBatch]:
+    from graphsys.storage.jodie import read
+
+    return read(path, roles, **kw)
+
+
+#: JODIE's interaction files (:mod:`graphsys.storage.jodie`); never picked by ``auto``.
+JODIE = InputFormat(_jodie)

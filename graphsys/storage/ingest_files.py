@@ -72,7 +72,10 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
         Seed of the partitioner.
     format : str, default "auto"
         Input format: ``auto`` (by file name, else tsv) or a registered format (``tsv``,
-        ``csv``, ``parquet``, ``arrow``, ...).
+        ``csv``, ``parquet``, ``arrow``, ...). ``jodie``: JODIE's interaction files
+        (Wikipedia, Reddit, MOOC, LastFM), read together as one bipartite temporal graph
+        with the edge columns ``timestamp``, ``state_label`` and ``feature_0``...
+        (:mod:`graphsys.storage.jodie`; the column keywords must then be unset).
     src_col, dst_col : str or int, optional
         Source and destination columns: a header name or a 0-based index (default: the
         columns named ``src``/``dst``, else the first two).
@@ -191,16 +194,30 @@ def ingest(inputs: str | Path | Sequence[str | Path], out: str | Path, *,
                                              f"{memory_limit!r}") from None
     check_memory_limit(limit)
     paths = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
-    source = EdgeSource(
-        paths=[Path(p) for p in paths], edge_set=edge_set, format=format, src_col=src_col,
-        dst_col=dst_col, rel_col=rel_col, weight_col=weight_col, relation=relation,
-        delimiter=delimiter, header=header, edge_columns=edge_columns)
+    metadata = {}
+    if format == "jodie":
+        if append:
+            raise ParameterError("format", "'jodie' ingests a new graph (its item ids are "
+                                           "offset by the files' largest user id); ingest "
+                                           "all the files together instead of appending")
+        from graphsys.storage.jodie import jodie_source
+
+        source, metadata["jodie"] = jodie_source(
+            [Path(p) for p in paths], edge_set, src_col=src_col, dst_col=dst_col,
+            rel_col=rel_col, weight_col=weight_col, edge_columns=edge_columns,
+            relation=relation, delimiter=delimiter, header=header)
+    else:
+        source = EdgeSource(
+            paths=[Path(p) for p in paths], edge_set=edge_set, format=format,
+            src_col=src_col, dst_col=dst_col, rel_col=rel_col, weight_col=weight_col,
+            relation=relation, delimiter=delimiter, header=header, edge_columns=edge_columns)
     source.column_roles()  # a bad name is refused before any input is read
     opts = IngestOptions(
         partitions=partitions, partitioner=partitioner, seed=seed, undirected=undirected,
         dedupe=dedupe, drop_self_loops=drop_self_loops, memory_limit=limit,
         on_bad_line=on_bad_line, progress=progress,
-        relation_types=_relation_types(relation_types) if relation_types else None)
+        relation_types=_relation_types(relation_types) if relation_types else None,
+        metadata=metadata)
     if append and relation_types:
         raise ParameterError("relation_types", "cannot be given when appending to a graph "
                                                "(its relation types are its own)")

@@ -1,0 +1,140 @@
+"""graphsys's thread policy for numba and torch, applied where the engines start.
+
+graphsys's samplers and kernels run numba-parallel regions and its models run torch
+operators, often alternately in one loop (a temporal neighbour hop, then a forward pass).
+Each library keeps a pool of worker threads, and by default each sizes it to every core;
+left to themselves, the idle workers of one pool poll for work while the other pool runs,
+and a loop that alternates the two can run many times slower than with one thread.
+
+The policy, :func:`apply_thread_policy`:
+
+- a **thread budget** ``B``: the ``threads`` argument, else the environment variable
+  :data:`ENV` (``GRAPHSYS_THREADS``), else the cores this process may run on;
+- numba's parallel regions use ``min(B, NUMBA_NUM_THREADS)`` threads and torch's intra-op
+  pool ``B`` threads: the two run one after the other on the calling thread, never at the
+  same time, so each may have the whole budget;
+- idle workers sleep instead of polling (:func:`graphsys.openmp.apply_wait_policy`), so
+  the pool not running leaves the cores to the one that is;
+- a thread that calls kernels while other threads run torch work (a data loader's worker
+  threads) runs them single-threaded (:func:`graphsys.sampling._util.serial_kernels`), so
+  torch threads x numba threads stays within ``B``; and a temporal hop too small to pay
+  for a thread team (fewer than
+  :data:`~graphsys.sampling.temporal.PARALLEL_MIN_PICKS` picks) runs serially.
+
+It is applied by :func:`graphsys.gnn.train` and by every
+:class:`~graphsys.sampling.TemporalNeighborSampler` (a custom loop's first graphsys call),
+once per process unless called again with another budget; ``threads=0`` or
+``GRAPHSYS_THREADS=0`` leaves both libraries' settings alone (the wait policy still
+applies).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from graphsys.errors import ParameterError
+
+#: The environment variable of the thread budget (a positive integer; 0: leave numba's and
+#: torch's thread counts as they are).
+ENV = "GRAPHSYS_THREADS"
+
+
+@dataclass(frozen=True)
+class ThreadPolicy:
+    """What :func:`apply_thread_policy` set: the budget and each pool's threads."""
+
+    budget: int
+    numba: int
+    torch: int
+
+
+_applied: ThreadPolicy | None = None
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else ``os.cpu_count()``)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def thread_budget(threads: int | None = None) -> int:
+    """The budget ``B`` of the policy: ``threads``, else ``$GRAPHSYS_THREADS``, else
+    :func:`available_cores`; 0 means "leave the libraries' settings alone".
+
+    Parameters
+    ----------
+    threads : int, optional
+        A non-negative thread count.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ParameterError
+        ``threads`` (or the variable) is not a non-negative integer.
+
+    Examples
+    --------
+    >>> thread_budget(3)
+    3
+    >>> thread_budget() >= 0
+    True
+    """
+    name, value = "threads", threads
+    if value is None and os.environ.get(ENV, "").strip():
+        name, value = ENV, os.environ[ENV].strip()
+    if value is None:
+        return available_cores()
+    try:
+        count = int(value)
+        if isinstance(value, bool) or count < 0 or str(count) != str(value).strip():
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ParameterError(name, f"must be a non-negative integer (0: leave numba and "
+                                   f"torch as they are), got {value!r}") from None
+    return count
+
+
+def apply_thread_policy(threads: int | None = None) -> ThreadPolicy:
+    """Apply the thread policy (module docstring) to this process and return it.
+
+    Parameters
+    ----------
+    threads : int, optional
+        The budget ``B`` (default: ``$GRAPHSYS_THREADS``, else the available cores).
+        Without it, a process where the policy was applied already keeps it.
+
+    Returns
+    -------
+    ThreadPolicy
+        The budget and the threads numba and torch now use (read back from them).
+
+    Examples
+    --------
+    >>> import numba, torch
+    >>> from graphsys.threads import apply_thread_policy
+    >>> p = apply_thread_policy(1)
+    >>> (p.numba, p.torch) == (numba.get_num_threads(), torch.get_num_threads()) == (1, 1)
+    True
+    """
+    global _applied
+    from graphsys import openmp
+
+    openmp.apply_wait_policy()   # first, so a runtime loaded below reads its variables
+    if threads is None and _applied is not None:
+        return _applied
+    import numba
+    import torch
+
+    budget = thread_budget(threads)
+    if budget > 0:
+        numba.set_num_threads(min(budget, numba.config.NUMBA_NUM_THREADS))
+        if torch.get_num_threads() != budget:
+            torch.set_num_threads(budget)
+    _applied = ThreadPolicy(budget, numba.get_num_threads(), torch.get_num_threads())
+    return _applied
