@@ -14,13 +14,15 @@ original ids). See ``docs/mining.md`` for the algorithms and their costs.
   :func:`cliques`.
 - Motifs (:mod:`graphsys.mining.motif`): :func:`motifs`, exact or sampled.
 - User patterns (:mod:`graphsys.mining.pattern`): :class:`Pattern`, :func:`count`,
-  :func:`matches`.
+  :func:`matches` (a callback with early exit too); :func:`iter_matches`, streamed
+  (:mod:`graphsys.mining.stream`).
 """
 
 from graphsys.mining.clique import clique_count, clique_counts, cliques
 from graphsys.mining.motif import MotifCensus, motifs
 from graphsys.mining.pattern import Pattern, count, matches
 from graphsys.mining.results import NodeValues
+from graphsys.mining.stream import iter_matches
 from graphsys.mining.triangle import (
     TRIAD_NAMES,
     TriangleStats,
@@ -36,5 +38,5 @@ from graphsys.mining.triangle import (
 
 __all__ = ["MotifCensus", "NodeValues", "Pattern", "TRIAD_NAMES", "TriangleStats",
            "average_clustering", "clique_count", "clique_counts", "cliques", "clustering",
-           "count", "matches", "motifs", "transitivity", "triad_census", "triangle_count",
-           "triangle_stats", "triangle_work", "triangles"]
+           "count", "iter_matches", "matches", "motifs", "transitivity", "triad_census",
+           "triangle_count", "triangle_stats", "triangle_work", "triangles"]

@@ -34,18 +34,69 @@ def _lower_bound(idx, lo, hi, x):
 
 
 @numba.njit(cache=True, nogil=True)
+def _candidates(ptr, idx, labels, level, adj, nonadj, greater, less, plabel, m, cand):
+    """Fill ``cand[level]`` with the candidates of ``level`` given the vertices ``m`` of the
+    earlier levels: the neighbours of its adjacent earlier level with the shortest row
+    (the *anchor*), within the ids its conditions bound, adjacent to its other adjacent
+    levels, non-adjacent to its ``nonadj`` ones, distinct, of its label. Returns how many."""
+    has_labels = labels.shape[0] > 0
+    anchor = -1
+    best = 1 << 62
+    for j in range(level):
+        if adj[level, j]:
+            x = m[j]
+            dlen = ptr[x + 1] - ptr[x]
+            if dlen < best:
+                best = dlen
+                anchor = j
+    x = m[anchor]
+    lo_id = -1
+    hi_id = 1 << 62
+    for j in range(level):
+        if greater[level, j] and m[j] > lo_id:
+            lo_id = m[j]
+        if less[level, j] and m[j] < hi_id:
+            hi_id = m[j]
+    start = _lower_bound(idx, ptr[x], ptr[x + 1], lo_id + 1)
+    c = 0
+    for q in range(start, ptr[x + 1]):
+        y = idx[q]
+        if y >= hi_id:
+            break
+        ok = True
+        if has_labels and plabel[level] >= 0 and labels[y] != plabel[level]:
+            ok = False
+        j = 0
+        while ok and j < level:
+            if m[j] == y:
+                ok = False
+            elif adj[level, j] and j != anchor:
+                z = m[j]
+                if not _contains(idx, ptr[z], ptr[z + 1], y):
+                    ok = False
+            elif nonadj[level, j]:
+                z = m[j]
+                if _contains(idx, ptr[z], ptr[z + 1], y):
+                    ok = False
+            j += 1
+        if ok:
+            cand[level, c] = y
+            c += 1
+    return c
+
+
+@numba.njit(cache=True, nogil=True)
 def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, ncand, pos,
                 m, out, out_count, limit):
     """Matches of the plan with level 0 mapped to root ``r``. ``adj[i, j]``: level ``i``'s
     vertex must be adjacent to level ``j``'s (``j < i``), ``nonadj`` must not be (induced
     matching), ``greater``/``less``: its id must be above/below level ``j``'s (symmetry
-    breaking); ``plabel[i]``: its label (-1: any). Candidates of level ``i`` are the
-    neighbours of its first adjacent earlier level, filtered. Writes up to ``limit``
-    matches into ``out`` (levels' ids; ``out`` empty: count only). Returns the count."""
+    breaking); ``plabel[i]``: its label (-1: any). Candidates: :func:`_candidates`.
+    Writes up to ``limit`` matches into ``out`` (levels' ids; ``out`` empty: count only).
+    Returns the count."""
     k = adj.shape[0]
-    has_labels = labels.shape[0] > 0
     listing = out.shape[0] > 0
-    if has_labels and plabel[0] >= 0 and labels[r] != plabel[0]:
+    if labels.shape[0] > 0 and plabel[0] >= 0 and labels[r] != plabel[0]:
         return 0
     m[0] = r
     if k == 1:
@@ -60,48 +111,8 @@ def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, n
     ncand[1] = -1
     while level >= 1:
         if ncand[level] < 0:  # fill the candidates of this level
-            anchor = -1
-            best = 1 << 62
-            for j in range(level):
-                if adj[level, j]:
-                    x = m[j]
-                    dlen = ptr[x + 1] - ptr[x]
-                    if dlen < best:
-                        best = dlen
-                        anchor = j
-            x = m[anchor]
-            lo_id = -1
-            hi_id = 1 << 62
-            for j in range(level):
-                if greater[level, j] and m[j] > lo_id:
-                    lo_id = m[j]
-                if less[level, j] and m[j] < hi_id:
-                    hi_id = m[j]
-            start = _lower_bound(idx, ptr[x], ptr[x + 1], lo_id + 1)
-            c = 0
-            for q in range(start, ptr[x + 1]):
-                y = idx[q]
-                if y >= hi_id:
-                    break
-                ok = True
-                if has_labels and plabel[level] >= 0 and labels[y] != plabel[level]:
-                    ok = False
-                j = 0
-                while ok and j < level:
-                    if m[j] == y:
-                        ok = False
-                    elif adj[level, j] and j != anchor:
-                        z = m[j]
-                        if not _contains(idx, ptr[z], ptr[z + 1], y):
-                            ok = False
-                    elif nonadj[level, j]:
-                        z = m[j]
-                        if _contains(idx, ptr[z], ptr[z + 1], y):
-                            ok = False
-                    j += 1
-                if ok:
-                    cand[level, c] = y
-                    c += 1
+            c = _candidates(ptr, idx, labels, level, adj, nonadj, greater, less, plabel, m,
+                            cand)
             ncand[level] = c
             pos[level] = 0
             if level == k - 1:  # the last level: every candidate is a match
@@ -168,3 +179,57 @@ def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, max_row, li
         if count[0] >= limit:
             return limit
     return count[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def match_resume(ptr, idx, labels, adj, nonadj, greater, less, plabel, state, cand, ncand,
+                 pos, m, out):
+    """Continue a depth-first listing where the last call stopped, until ``out`` (int64
+    (C, k), one id per level) is full or every root is done. ``state``: int64 (2,), the
+    next root and the current level (0: between roots; ``[0, 0]`` to start); ``cand``,
+    ``ncand``, ``pos``, ``m``: the search's stack, kept between calls. Matches come in
+    :func:`match_list`'s order. Returns the rows written (fewer than C: the end)."""
+    k = adj.shape[0]
+    n = ptr.shape[0] - 1
+    cap = out.shape[0]
+    root = state[0]
+    level = state[1]
+    got = 0
+    while got < cap:
+        if level == 0:
+            if root >= n:
+                break
+            r = root
+            root += 1
+            if labels.shape[0] > 0 and plabel[0] >= 0 and labels[r] != plabel[0]:
+                continue
+            m[0] = r
+            if k == 1:
+                out[got, 0] = r
+                got += 1
+                continue
+            level = 1
+            ncand[1] = -1
+            continue
+        if ncand[level] < 0:
+            ncand[level] = _candidates(ptr, idx, labels, level, adj, nonadj, greater, less,
+                                       plabel, m, cand)
+            pos[level] = 0
+        if pos[level] >= ncand[level]:
+            level -= 1
+            continue
+        if level == k - 1:  # the last level: every candidate is a match
+            while pos[level] < ncand[level] and got < cap:
+                for j in range(level):
+                    out[got, j] = m[j]
+                out[got, level] = cand[level, pos[level]]
+                pos[level] += 1
+                got += 1
+            continue
+        m[level] = cand[level, pos[level]]
+        pos[level] += 1
+        level += 1
+        ncand[level] = -1
+    state[0] = root
+    state[1] = level
+    return got

@@ -254,6 +254,73 @@ class Pattern:
         return Plan(np.array(order, np.int64), adj, nonadj, greater, less,
                     np.array([self.labels[v] for v in order], np.int64))
 
+    def explain(self, induced: bool = False) -> str:
+        """The plan the matcher follows, as text: the matching order, what each level's
+        candidates are and must satisfy, and the symmetry-breaking conditions.
+
+        Level ``i`` places one pattern node; its candidates are the neighbours of the
+        vertex matched to one earlier node it is adjacent to (at run time, the one of
+        those with the shortest row), filtered by the other conditions listed. ``id`` is
+        the vertex's rank in the matcher's order (ascending degree, ties by id), and the
+        conditions ``id(a) < id(b)`` make each subgraph match once, not once per
+        automorphism.
+
+        Parameters
+        ----------
+        induced : bool, default False
+            The plan of induced matching (non-adjacency checks added).
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> print(Pattern.named("4-cycle").explain())
+        Pattern([(0, 1), (0, 3), (1, 2), (2, 3)]): 4 nodes, 4 edges, 8 automorphisms
+        non-induced; matching order: 0, 1, 2, 3
+        symmetry breaking: id(0) < id(1), id(0) < id(2), id(0) < id(3), id(1) < id(3)
+        level 0: node 0: every vertex
+        level 1: node 1: neighbours of node 0; id > id(0)
+        level 2: node 2: neighbours of node 1; id > id(0)
+        level 3: node 3: neighbours of node 0 or 2; adjacent to 0, 2; id > id(0), id > id(1)
+        """
+        plan = self.plan(bool(induced))
+        order = plan.order.tolist()
+        conds = self.conditions()
+        lines = [f"{self!r}: {self.num_nodes} nodes, {len(self.edges)} edges, "
+                 f"{self.automorphisms()} automorphisms",
+                 f"{'induced' if induced else 'non-induced'}; matching order: "
+                 + ", ".join(map(str, order)),
+                 "symmetry breaking: " + (", ".join(f"id({a}) < id({b})" for a, b in conds)
+                                          or "none (no automorphism but the identity)")]
+        if self.is_clique and not self.labelled and self.num_nodes > 2:
+            lines.append("count uses the clique kernel; matches and iter_matches this plan")
+        for i, v in enumerate(order):
+            lines.append(f"level {i}: node {v}: " + "; ".join(self._level_text(plan, i)))
+        return "\n".join(lines)
+
+    def _level_text(self, plan: Plan, i: int) -> list[str]:
+        """What level ``i``'s candidates are and the checks they pass."""
+        order = plan.order.tolist()
+        earlier = [order[j] for j in range(i)]
+        adj = [w for j, w in enumerate(earlier) if plan.adj[i, j]]
+        parts = ["every vertex" if i == 0 else
+                 "neighbours of node " + " or ".join(map(str, adj))]
+        if len(adj) > 1:
+            parts.append("adjacent to " + ", ".join(map(str, adj)))
+        non = [w for j, w in enumerate(earlier) if plan.nonadj[i, j]]
+        if non:
+            parts.append("not adjacent to " + ", ".join(map(str, non)))
+        bounds = [f"id > id({w})" for j, w in enumerate(earlier) if plan.greater[i, j]]
+        bounds += [f"id < id({w})" for j, w in enumerate(earlier) if plan.less[i, j]]
+        if bounds:
+            parts.append(", ".join(bounds))
+        if plan.labels[i] >= 0:
+            parts.append(f"label {int(plan.labels[i])}")
+        return parts
+
+
 
 def as_pattern(pattern) -> Pattern:
     """A :class:`Pattern`, a pattern name, or an edge list."""
@@ -367,33 +434,34 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
 
 @document
 def matches(graph, pattern, *, induced: bool = False, labels=None,
-            limit: int | None = DEFAULT_LIMIT, edge_set: str | None = None,
-            memory_limit: int | None = None) -> np.ndarray:
+            limit: int | None = DEFAULT_LIMIT, callback=None, edge_set: str | None = None,
+            memory_limit: int | None = None) -> np.ndarray | int:
     """List matches of ``pattern``: one row per matched subgraph, the graph node of each
-    pattern node.
+    pattern node; or hand each to ``callback`` as it is found.
 
     Matches come in a fixed order (by their node placed first, in ascending degree, then
-    depth first), so the first ``limit`` are the same on every run.
+    depth first), so the first ``limit`` are the same on every run. With ``callback``,
+    nothing is kept: the search runs a chunk ahead (:func:`graphsys.mining.iter_matches`)
+    and stops when the callback returns False or ``limit`` matches were delivered.
 
     Parameters
     ----------
     %(graph)s
-    pattern : Pattern or str or sequence of (int, int)
-        The pattern, a name or an edge list.
-    induced : bool, default False
-        Induced matches only.
-    labels : str or array-like, optional
-        The graph's node labels, required when the pattern has labels (see :func:`count`).
+    %(match)s
     limit : int or None, default 10000
-        The most rows; None: all matches (counted first, to size the answer).
+        The most rows (or callback calls); None: all matches (counted first, to size the
+        answer, when no callback is given).
+    callback : callable, optional
+        ``callback(row)`` per match, ``row`` a tuple of original ids (``row[i]``: pattern
+        node ``i``); returning False stops the search.
     %(edge_set)s
     %(memory_limit)s
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray or int
         (C, k) original node ids (int64, or ``object`` for string ids); column ``i`` is the
-        graph node matched to pattern node ``i``.
+        graph node matched to pattern node ``i``. With ``callback``: the matches delivered.
 
     Examples
     --------
@@ -406,13 +474,27 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
     [[1, 2, 3], [1, 3, 4]]
     >>> mining.matches(g, [(0, 1), (1, 2)], induced=True).shape
     (2, 3)
+
+    Is there a 4-cycle? Stop at the first one:
+
+    >>> found = []
+    >>> mining.matches(g, "4-cycle", callback=lambda row: found.append(row) or False)
+    1
+    >>> sorted(found[0])
+    [1, 2, 3, 4]
     """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(
+            limit, (int, np.integer)) or limit < 0):
+        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+    if callback is not None:
+        from graphsys.mining.stream import deliver
+
+        return deliver(graph, pattern, callback, limit, induced=induced, labels=labels,
+                       edge_set=edge_set, memory_limit=memory_limit)
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
     if limit is None:
         limit = count(g, p, induced=induced, labels=labels, edge_set=edge_set,
                       memory_limit=memory_limit)
-    elif isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
-        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
     plan = p.plan(bool(induced))
     ptr, idx = view.full()
     max_row = int(view.degree.max()) if view.num_nodes else 0
