@@ -4,9 +4,10 @@
     graphsys mine clustering DIR [--out FILE.parquet]
     graphsys mine triads DIR
     graphsys mine cliques DIR -k K [--list N] [--out FILE.parquet]
-    graphsys mine motifs DIR [--size 3|4] [--directed] [--samples N --seed S]
+    graphsys mine motifs DIR [--size 3|4|5] [--directed] [--samples N --seed S]
     graphsys mine pattern DIR PATTERN [--induced] [--labels COLUMN --pattern-labels L,L,...]
         [--list N] [--out FILE.parquet]
+    graphsys mine fsm DIR --labels COLUMN --support N [--max-edges K] [--early-exit]
 
 Every count reads the edge set's undirected simple view (both directions of every edge,
 each adjacent pair once, self-loops dropped), mapped from the graph's undirected index when
@@ -78,9 +79,11 @@ def register(subparsers) -> None:
     _out(q, "per-node output: node (original id), K-cliques")
     q.set_defaults(func=run_cliques)
 
-    m = sub.add_parser("motifs", help="induced counts of every connected 3- or 4-node pattern")
+    m = sub.add_parser("motifs", help="induced counts of every connected 3-, 4- or 5-node "
+                                            "pattern")
     _common(m)
-    m.add_argument("--size", type=int, default=3, help="nodes per pattern: 3 (default) or 4")
+    m.add_argument("--size", type=int, default=3,
+                   help="nodes per pattern: 3 (default), 4 or 5 (the 21 classes)")
     m.add_argument("--directed", action="store_true",
                    help="directed 3-node classes (the connected triads)")
     m.add_argument("--samples", type=int, metavar="N",
@@ -104,6 +107,19 @@ def register(subparsers) -> None:
     _out(r, "the first --list matches (all of them without --list): one column per "
             "pattern node")
     r.set_defaults(func=run_pattern)
+
+    f = sub.add_parser("fsm", help="frequent labelled patterns by MNI support")
+    _common(f)
+    f.add_argument("--labels", metavar="COLUMN", required=True,
+                   help="the graph's node column of non-negative integer labels")
+    f.add_argument("--support", type=int, required=True, metavar="N",
+                   help="MNI threshold: every pattern node mapped to at least N graph nodes")
+    f.add_argument("--max-edges", type=int, default=3, metavar="K",
+                   help="the largest patterns, in edges (default 3)")
+    f.add_argument("--early-exit", action="store_true",
+                   help="stop each pattern's search at the threshold (supports printed are "
+                        "then lower bounds)")
+    f.set_defaults(func=run_fsm)
 
 
 def _setup(args):
@@ -330,5 +346,25 @@ def run_pattern(args) -> int:
             table = pa.table({f"node{i}": pa.array(rows[:, i].tolist())
                               for i in range(pattern.num_nodes)})
         return result, lines, table
+
+    return _run(args, body)
+
+
+def run_fsm(args) -> int:
+    from graphsys import mining
+
+    def body(graph, options):
+        if options["distributed"]:
+            raise GraphsysError("mine fsm runs in one process (not under torchrun)")
+        found = mining.frequent_subgraphs(graph, args.labels, args.support,
+                                          max_edges=args.max_edges,
+                                          exact=not args.early_exit,
+                                          edge_set=options["edge_set"],
+                                          memory_limit=options["memory_limit"])
+        lines = [f"{len(found)} frequent patterns (MNI support >= {args.support:,})"]
+        lines += [f"{f.support:>10,}  {f.pattern}" for f in found]
+        return {"support": args.support, "max_edges": args.max_edges,
+                "exact": not args.early_exit, "patterns": [f.to_dict() for f in found]}, \
+            lines, None
 
     return _run(args, body)

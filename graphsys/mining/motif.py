@@ -1,4 +1,4 @@
-"""Motif census: induced counts of every connected 3- and 4-node pattern.
+"""Motif census: induced counts of every connected 3-, 4- and 5-node pattern.
 
 Nothing is enumerated pattern by pattern. The *non-induced* counts (copies of each pattern
 as a subgraph) follow from a few exact sums, and the induced counts from those by the
@@ -41,6 +41,10 @@ the graph's size.
 
 Directed 3-node motifs are the connected classes of the triad census
 (:func:`graphsys.mining.triad_census`).
+
+The 21 connected 5-node classes (:data:`UNDIRECTED_5`) are each counted by the pattern
+matcher, induced (:func:`graphsys.mining.count`, its symmetry breaking making every node
+set count once): one depth-first search per class, no linear relation.
 """
 
 from __future__ import annotations
@@ -62,6 +66,11 @@ from graphsys.mining.triangle import TRIAD_NAMES, triad_census
 UNDIRECTED_3 = ("wedge", "triangle")
 #: Connected undirected 4-node classes.
 UNDIRECTED_4 = ("4-path", "3-star", "4-cycle", "tailed-triangle", "diamond", "4-clique")
+#: Connected undirected 5-node classes (pattern names, :data:`graphsys.mining.pattern.NAMED`),
+#: by number of edges.
+UNDIRECTED_5 = ("4-star", "fork", "5-path", "cricket", "bull", "lollipop", "banner", "5-cycle",
+                "dart", "kite", "butterfly", "house", "k2-3", "tailed-4-clique", "book", "gem",
+                "k2-3-plus-edge", "k5-minus-wedge", "wheel", "k5-minus-edge", "5-clique")
 #: Connected directed 3-node classes (triad names).
 DIRECTED_3 = tuple(n for n in TRIAD_NAMES if n not in ("003", "012", "102"))
 METHODS = ("exact", "sampled")
@@ -79,7 +88,7 @@ class MotifCensus:
     Attributes
     ----------
     size : int
-        Nodes per pattern (3 or 4).
+        Nodes per pattern (3, 4 or 5).
     directed : bool
         Directed classes (triad names) or undirected ones.
     counts : dict
@@ -113,8 +122,8 @@ class MotifCensus:
 
 
 def _check(size, directed, method, samples, seed) -> None:
-    if size not in (3, 4) or isinstance(size, bool):
-        raise ParameterError("size", f"must be 3 or 4, got {size!r}")
+    if size not in (3, 4, 5) or isinstance(size, bool):
+        raise ParameterError("size", f"must be 3, 4 or 5, got {size!r}")
     if directed and size != 3:
         raise ParameterError("size", "of directed motifs must be 3 (the triad census)")
     if method not in METHODS:
@@ -142,12 +151,13 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     Parameters
     ----------
     %(graph)s
-    size : {3, 4}, default 3
-        Nodes per pattern.
+    size : {3, 4, 5}, default 3
+        Nodes per pattern (5: the 21 classes of :data:`UNDIRECTED_5`, each counted by the
+        pattern matcher).
     directed : bool, default False
         Directed 3-node classes (the 13 connected triad classes, by their M-A-N names);
         otherwise the undirected simple view's classes (:data:`UNDIRECTED_3`,
-        :data:`UNDIRECTED_4`).
+        :data:`UNDIRECTED_4`, :data:`UNDIRECTED_5`).
     method : {"exact", "sampled"}, default "exact"
         ``sampled`` (4-node undirected only): the 4-cycle and 4-clique sums estimated
         from random wedges and edges, see the module's notes; every count is then an
@@ -185,6 +195,10 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     {'diamond': 1}
     >>> {k: v for k, v in mining.motifs(g, 3, directed=True).counts.items() if v}
     {'021C': 2, '030T': 1, '030C': 1}
+    >>> h = graphsys.from_numpy(np.array([1, 2, 3, 4, 1, 1]), np.array([2, 3, 4, 5, 5, 3]),
+    ...                         tempfile.mkdtemp() + "/h")
+    >>> {k: v for k, v in mining.motifs(h, 5).counts.items() if v}
+    {'house': 1}
     """
     _check(size, directed, method, samples, seed)
     g = as_graph(graph)
@@ -194,6 +208,13 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
                               progress=progress)
         counts = {k: census[k] for k in DIRECTED_3}
         return MotifCensus(3, True, counts, stderr=dict.fromkeys(counts, 0.0))
+    if size == 5:
+        from graphsys.mining.pattern import count
+
+        counts = {k: count(g, k, induced=True, edge_set=edge_set, threads=threads,
+                           memory_limit=memory_limit, distributed=distributed,
+                           progress=progress) for k in UNDIRECTED_5}
+        return MotifCensus(5, False, counts, stderr=dict.fromkeys(counts, 0.0))
     ranks = Ranks.of(distributed, g)
     with scheduled(threads) as nthreads:
         view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)

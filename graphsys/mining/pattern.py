@@ -26,13 +26,14 @@ An unlabelled complete pattern is counted by the clique kernel instead
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from graphsys import views
 from graphsys.errors import ParameterError
-from graphsys.mining import match_kernels
+from graphsys.mining import match_kernels, stream
 from graphsys.mining._docs import document
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
 from graphsys.mining.results import as_graph, original_ids
@@ -55,6 +56,25 @@ NAMED = {
     "4-clique": [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)],
     "5-cycle": [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)],
     "house": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (1, 4)],
+    # the other connected 5-node graphs (the 5-node motif census, with 5-clique)
+    "4-star": [(0, 1), (0, 2), (0, 3), (0, 4)],
+    "fork": [(0, 1), (0, 2), (0, 3), (3, 4)],                        # a 3-star, one arm longer
+    "5-path": [(0, 1), (1, 2), (2, 3), (3, 4)],
+    "cricket": [(0, 1), (1, 2), (2, 0), (0, 3), (0, 4)],            # two tails on one node
+    "bull": [(0, 1), (1, 2), (2, 0), (0, 3), (1, 4)],               # tails on two nodes
+    "lollipop": [(0, 1), (1, 2), (2, 0), (0, 3), (3, 4)],           # a tail of two edges
+    "banner": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 4)],             # a 4-cycle with a tail
+    "dart": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (0, 4)],       # diamond, tail on a hub
+    "kite": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (1, 4)],       # diamond, tail on a tip
+    "butterfly": [(0, 1), (1, 2), (2, 0), (0, 3), (3, 4), (4, 0)],  # two triangles, one node
+    "k2-3": [(0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 4)],
+    "tailed-4-clique": [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (3, 4)],
+    "book": [(0, 1), (0, 2), (1, 2), (0, 3), (1, 3), (0, 4), (1, 4)],   # 3 triangles, 1 edge
+    "gem": [(0, 1), (1, 2), (2, 3), (4, 0), (4, 1), (4, 2), (4, 3)],    # a 4-path and a hub
+    "k2-3-plus-edge": [(0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 4), (2, 3)],
+    "k5-minus-wedge": [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (0, 4), (1, 4)],
+    "wheel": [(0, 1), (1, 2), (2, 3), (3, 0), (4, 0), (4, 1), (4, 2), (4, 3)],
+    "k5-minus-edge": [(a, b) for a in range(5) for b in range(a + 1, 5) if (a, b) != (3, 4)],
 }
 
 
@@ -487,10 +507,14 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
             limit, (int, np.integer)) or limit < 0):
         raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
     if callback is not None:
-        from graphsys.mining.stream import deliver
-
-        return deliver(graph, pattern, callback, limit, induced=induced, labels=labels,
-                       edge_set=edge_set, memory_limit=memory_limit)
+        if not callable(callback):
+            raise ParameterError("callback", f"must be callable, got "
+                                             f"{type(callback).__name__}")
+        chunk = stream.DEFAULT_CHUNK if limit is None else max(1, min(int(limit),
+                                                                       stream.DEFAULT_CHUNK))
+        return stream.deliver(iter_matches(graph, pattern, induced=induced, labels=labels,
+                                           edge_set=edge_set, memory_limit=memory_limit,
+                                           chunk=chunk), callback, limit)
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
     if limit is None:
         limit = count(g, p, induced=induced, labels=labels, edge_set=edge_set,
@@ -505,3 +529,48 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
     rows = np.empty((got, p.num_nodes), np.int64)
     rows[:, plan.order] = view.order[out[:got]]
     return original_ids(g, rows)
+
+
+@document
+def iter_matches(graph, pattern, *, induced: bool = False, labels=None,
+                 edge_set: str | None = None, memory_limit: int | None = None,
+                 chunk: int = stream.DEFAULT_CHUNK) -> Iterator[tuple]:
+    """The matches of ``pattern``, one tuple of original node ids per matched subgraph,
+    found as they are taken.
+
+    The search runs ``chunk`` matches ahead of the consumer and keeps its stack between
+    chunks; stop iterating (or ``close()`` the iterator) and it stops. The order is
+    :func:`graphsys.mining.matches`' (by the node placed first, in ascending degree, then
+    depth first), the same on every run.
+
+    Parameters
+    ----------
+    %(graph)s
+    %(match)s
+    %(edge_set)s
+    %(memory_limit)s
+    chunk : int, default 1024
+        Matches the search writes at a time: the memory of the matches in flight.
+
+    Yields
+    ------
+    tuple
+        The graph node of each pattern node (``t[i]`` for pattern node ``i``).
+
+    Examples
+    --------
+    Every triangle of a 4-clique, taken until one holds node 4:
+
+    >>> import tempfile, itertools, numpy as np, graphsys
+    >>> pairs = np.array(list(itertools.combinations([1, 2, 3, 4], 2)))
+    >>> k4 = graphsys.from_numpy(pairs[:, 0], pairs[:, 1], tempfile.mkdtemp() + "/k4")
+    >>> it = graphsys.mining.iter_matches(k4, "triangle")
+    >>> next(t for t in it if 4 in t) is not None
+    True
+    >>> it.close()                                   # the search stops here
+    >>> sum(1 for _ in graphsys.mining.iter_matches(k4, "4-cycle", chunk=1))
+    3
+    """
+    chunk = stream.positive("chunk", chunk)
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
+    return stream.rows_of(stream.chunks(g, view, node_labels, p.plan(bool(induced)), chunk))

@@ -13,7 +13,7 @@ import pytest
 from graphsys import mining
 from graphsys.errors import ParameterError
 from graphsys.mining import stream
-from graphsys.mining.pattern import Pattern
+from graphsys.mining.pattern import Pattern, _prepare
 from tests.mining.conftest import brute_matches, random_edges, simple_graph
 
 PATTERNS = ["edge", "wedge", "triangle", "4-path", "3-star", "4-cycle", "tailed-triangle",
@@ -78,7 +78,8 @@ def test_early_exit_stops_the_search(graph_of):
     assert len(calls) == 3 and total > 3
     assert mining.matches(g, "wedge", callback=calls.append, limit=5) == 5
     # a closed iterator searches no further: a chunk of one row is written per next()
-    it = stream.chunks(g, "wedge", chunk=1)
+    g_, p_, view, lab = _prepare(g, "wedge", None, None, None)
+    it = stream.chunks(g_, view, lab, p_.plan(False), chunk=1)
     first = next(it)
     it.close()
     assert first.shape == (1, 3)
@@ -105,7 +106,7 @@ def test_memory_is_bounded_by_the_chunk(graph_of):
 def test_bad_input(graph_of):
     g = graph_of([0, 1], [1, 2], 3)
     with pytest.raises(ParameterError, match="chunk"):
-        next(mining.iter_matches(g, "edge", chunk=0))
+        mining.iter_matches(g, "edge", chunk=0)
     with pytest.raises(ParameterError, match="callback"):
         mining.matches(g, "edge", callback=3)
     with pytest.raises(ParameterError, match="limit"):
