@@ -6,7 +6,7 @@
     graphsys mine cliques DIR -k K [--list N] [--out FILE.parquet]
     graphsys mine motifs DIR [--size 3|4|5] [--directed] [--samples N --seed S]
     graphsys mine pattern DIR PATTERN [--induced] [--labels COLUMN --pattern-labels L,L,...]
-        [--list N] [--out FILE.parquet]
+        [--anti-edges A-B,...] [--list N] [--out FILE.parquet]
     graphsys mine fsm DIR --labels COLUMN --support N [--max-edges K] [--early-exit]
 
 Every count reads the edge set's undirected simple view (both directions of every edge,
@@ -102,6 +102,8 @@ def register(subparsers) -> None:
                    "pattern's labels refer to")
     r.add_argument("--pattern-labels", metavar="L,L,...",
                    help="one label per pattern node, * for any (needs --labels)")
+    r.add_argument("--anti-edges", metavar="A-B,...",
+                   help="pattern node pairs whose graph nodes must not be adjacent")
     r.add_argument("--list", dest="limit", type=int, default=0, metavar="N",
                    help="also print the first N matches (original ids, pattern node order)")
     _out(r, "the first --list matches (all of them without --list): one column per "
@@ -292,9 +294,21 @@ def run_motifs(args) -> int:
     return _run(args, body)
 
 
-def parse_pattern(text: str, labels: str | None):
-    """The PATTERN argument (a name or ``0-1,1-2``) and ``--pattern-labels`` as a
-    :class:`~graphsys.mining.Pattern`."""
+def _pairs(text: str, what: str) -> list[tuple]:
+    """``0-1,1-2`` as pairs of node numbers."""
+    try:
+        edges = [tuple(int(x) for x in pair.split("-")) for pair in text.split(",")]
+    except ValueError:
+        raise GraphsysError(f"{what} {text!r}: an edge list is pairs a-b of node "
+                            f"numbers, comma-separated (0-1,1-2,2-0)") from None
+    if any(len(e) != 2 for e in edges):
+        raise GraphsysError(f"{what} {text!r}: each edge is two node numbers, a-b")
+    return edges
+
+
+def parse_pattern(text: str, labels: str | None, anti: str | None = None):
+    """The PATTERN argument (a name or ``0-1,1-2``), ``--pattern-labels`` and
+    ``--anti-edges`` as a :class:`~graphsys.mining.Pattern`."""
     from graphsys.mining import Pattern
     from graphsys.mining.pattern import NAMED
 
@@ -307,15 +321,11 @@ def parse_pattern(text: str, labels: str | None):
                                 f"pattern node, comma-separated") from None
     if text not in NAMED and "-" in text and text[0].isdigit() \
             and not text.endswith("clique"):  # 0-1,1-2: an edge list, 4-cycle: a name
-        try:
-            edges = [tuple(int(x) for x in pair.split("-")) for pair in text.split(",")]
-        except ValueError:
-            raise GraphsysError(f"pattern {text!r}: an edge list is pairs a-b of node "
-                                f"numbers, comma-separated (0-1,1-2,2-0)") from None
-        if any(len(e) != 2 for e in edges):
-            raise GraphsysError(f"pattern {text!r}: each edge is two node numbers, a-b")
-        return Pattern(edges, lab)
-    return Pattern.named(text, lab)
+        edges = _pairs(text, "pattern")
+    else:
+        named = Pattern.named(text, lab)
+        edges, lab = named.edges, named.labels
+    return Pattern(edges, lab, _pairs(anti, "--anti-edges") if anti else None)
 
 
 def run_pattern(args) -> int:
@@ -325,7 +335,7 @@ def run_pattern(args) -> int:
 
     if args.pattern_labels is not None and args.labels is None:
         raise GraphsysError("--pattern-labels needs --labels COLUMN (the graph's labels)")
-    pattern = parse_pattern(args.pattern, args.pattern_labels)
+    pattern = parse_pattern(args.pattern, args.pattern_labels, args.anti_edges)
     if args.limit < 0:
         raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
 
@@ -333,6 +343,7 @@ def run_pattern(args) -> int:
         total = mining.count(graph, pattern, induced=args.induced, labels=args.labels,
                              **options)
         result = {"pattern": [list(e) for e in pattern.edges], "induced": args.induced,
+                  "anti_edges": [list(e) for e in pattern.anti_edges],
                   "matches": total}
         lines = [f"{pattern}: {total:,} {'induced ' if args.induced else ''}matches"]
         table = None

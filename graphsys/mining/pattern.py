@@ -102,6 +102,9 @@ class Pattern:
     labels : sequence of int or None, optional
         One label per node (a value of the graph's label column), or None/-1 for a node
         that matches any label.
+    anti_edges : sequence of (int, int), optional
+        Pairs of pattern nodes whose graph nodes must not be adjacent (anti-edges, per
+        pair; ``induced=True`` makes every non-edge one).
 
     Attributes
     ----------
@@ -110,6 +113,8 @@ class Pattern:
         Sorted, each as ``(a, b)`` with ``a < b``.
     labels : tuple of int
         ``-1`` where any label matches.
+    anti_edges : tuple of (int, int)
+        Sorted, each as ``(a, b)`` with ``a < b``.
 
     Examples
     --------
@@ -118,9 +123,11 @@ class Pattern:
     (4, 5, 4)
     >>> Pattern([(0, 1), (1, 2)], labels=[7, None, 7]).labels
     (7, -1, 7)
+    >>> Pattern([(0, 1), (1, 2)], anti_edges=[(2, 0)])    # an open wedge, not a triangle
+    Pattern([(0, 1), (1, 2)], anti_edges=[(0, 2)])
     """
 
-    def __init__(self, edges, labels=None):
+    def __init__(self, edges, labels=None, anti_edges=None):
         try:
             pairs = [(int(a), int(b)) for a, b in edges]
         except (TypeError, ValueError):
@@ -149,6 +156,25 @@ class Pattern:
             self._adj[a, b] = self._adj[b, a] = True
         if not self._connected():
             raise ParameterError("pattern", "must be connected")
+        self.anti_edges = self._anti_edges(anti_edges)
+        self._anti = np.zeros((k, k), bool)
+        for a, b in self.anti_edges:
+            self._anti[a, b] = self._anti[b, a] = True
+
+    def _anti_edges(self, pairs) -> tuple:
+        try:
+            pairs = [(int(a), int(b)) for a, b in (pairs or ())]
+        except (TypeError, ValueError):
+            raise ParameterError("pattern", "anti-edges must be pairs of node numbers") \
+                from None
+        out = {(min(a, b), max(a, b)) for a, b in pairs}
+        for a, b in out:
+            if a == b or a < 0 or b >= self.num_nodes:
+                raise ParameterError("pattern", f"anti-edge {a}-{b} must join two of its "
+                                                f"nodes 0..{self.num_nodes - 1}")
+            if self._adj[a, b]:
+                raise ParameterError("pattern", f"{a}-{b} is both an edge and an anti-edge")
+        return tuple(sorted(out))
 
     @classmethod
     def named(cls, name: str, labels=None) -> Pattern:
@@ -169,14 +195,17 @@ class Pattern:
 
     def __repr__(self) -> str:
         lab = "" if all(x < 0 for x in self.labels) else f", labels={list(self.labels)}"
-        return f"Pattern({list(self.edges)}{lab})"
+        anti = f", anti_edges={list(self.anti_edges)}" if self.anti_edges else ""
+        return f"Pattern({list(self.edges)}{lab}{anti})"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Pattern) and (self.edges, self.labels) == (other.edges,
-                                                                          other.labels)
+        return isinstance(other, Pattern) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.edges, self.labels))
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return self.edges, self.labels, self.anti_edges
 
     @property
     def labelled(self) -> bool:
@@ -198,8 +227,8 @@ class Pattern:
         return len(seen) == self.num_nodes
 
     def automorphism_group(self) -> list[tuple[int, ...]]:
-        """Every permutation of the nodes that keeps the edges and the labels (identity
-        included), found by backtracking."""
+        """Every permutation of the nodes that keeps the edges, the anti-edges and the
+        labels (identity included), found by backtracking."""
         k = self.num_nodes
         deg = self._adj.sum(1)
         out: list[tuple[int, ...]] = []
@@ -213,7 +242,8 @@ class Pattern:
             for c in range(k):
                 if used[c] or deg[c] != deg[i] or self.labels[c] != self.labels[i]:
                     continue
-                if all(self._adj[i, j] == self._adj[c, perm[j]] for j in range(i)):
+                if all(self._adj[i, j] == self._adj[c, perm[j]]
+                       and self._anti[i, j] == self._anti[c, perm[j]] for j in range(i)):
                     perm[i], used[c] = c, True
                     extend(i + 1)
                     perm[i], used[c] = -1, False
@@ -264,7 +294,7 @@ class Pattern:
         for i, v in enumerate(order):
             for j, w in enumerate(order[:i]):
                 adj[i, j] = self._adj[v, w]
-                nonadj[i, j] = induced and not self._adj[v, w]
+                nonadj[i, j] = (induced and not self._adj[v, w]) or self._anti[v, w]
         for a, b in self.conditions():  # id(a) < id(b): checked at the later level
             la, lb = level[a], level[b]
             if la < lb:

@@ -115,6 +115,22 @@ def test_pattern(graph, capsys, tmp_path):
         assert a % 2 == 0 and c % 2 == 0
 
 
+def test_pattern_anti_edges(graph, capsys):
+    """--anti-edges keeps the named pairs apart: a wedge with its ends apart is the induced
+    wedge, a 4-path whose ends are apart counts what the API counts."""
+    from graphsys import mining, open_graph
+    from graphsys.mining import Pattern
+
+    path, _, G, _ = graph
+    got = run(["pattern", str(path), "wedge", "--anti-edges", "0-2"], capsys)
+    assert got["matches"] == run(["pattern", str(path), "wedge", "--induced"],
+                                 capsys)["matches"]
+    assert got["anti_edges"] == [[0, 2]]
+    got = run(["pattern", str(path), "0-1,1-2,2-3", "--anti-edges", "3-0"], capsys)
+    assert got["matches"] == mining.count(open_graph(path), Pattern(
+        [(0, 1), (1, 2), (2, 3)], anti_edges=[(0, 3)]))
+
+
 def test_fsm(graph, capsys):
     """``mine fsm`` prints what ``frequent_subgraphs`` finds (tests/mining/test_fsm.py
     checks that against a brute force); --early-exit the same patterns."""
@@ -132,6 +148,8 @@ def test_fsm(graph, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
+    (["pattern", "{g}", "wedge", "--anti-edges", "0-1"], "both an edge and an anti-edge"),
+    (["pattern", "{g}", "wedge", "--anti-edges", "0-x"], "--anti-edges '0-x'"),
     (["fsm", "{g}", "--labels", "label", "--support", "0"], "--support must be a positive"),
     (["fsm", "{g}", "--labels", "nope", "--support", "2"], "nope"),
     (["cliques", "{g}", "-k", "9"], "-k must be an integer from 3 to 8"),

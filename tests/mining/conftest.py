@@ -67,6 +67,15 @@ def brute_matches(G: nx.Graph, edges, k: int, induced: bool, labels=None,
     return maps // auts
 
 
+def labelled_graph(graph_of, n: int, m: int, seed: int, nlabels: int):
+    """A random stored graph, its networkx twin, its labels ``id % nlabels`` by internal id
+    and the same as ``{id: label}``."""
+    src, dst = random_edges(n, m, seed)
+    g, G = graph_of(src, dst, n), simple_graph(src, dst, n)
+    labels = np.array([v % nlabels for v in g.node_ids()])
+    return g, G, labels, {int(v): int(v) % nlabels for v in g.node_ids()}
+
+
 @pytest.fixture
 def graph_of(tmp_path):
     """``graph_of(src, dst, n, **options)``: a stored graph in a fresh directory."""

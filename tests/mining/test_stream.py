@@ -7,14 +7,13 @@ from __future__ import annotations
 import itertools
 import tracemalloc
 
-import numpy as np
 import pytest
 
 from graphsys import mining
 from graphsys.errors import ParameterError
 from graphsys.mining import stream
 from graphsys.mining.pattern import Pattern, _prepare
-from tests.mining.conftest import brute_matches, random_edges, simple_graph
+from tests.mining.conftest import brute_matches, labelled_graph, random_edges, simple_graph
 
 PATTERNS = ["edge", "wedge", "triangle", "4-path", "3-star", "4-cycle", "tailed-triangle",
             "diamond", "4-clique", "house", "5-cycle"]
@@ -51,11 +50,7 @@ def test_stream_equals_brute_force_and_listing(graph_of, seed):
 
 
 def test_labelled_stream(graph_of):
-    n = 12
-    src, dst = random_edges(n, 36, 5)
-    g, G = graph_of(src, dst, n), simple_graph(src, dst, n)
-    labels = np.array([v % 3 for v in g.node_ids()])
-    node_label = {int(v): int(v) % 3 for v in g.node_ids()}
+    g, G, labels, node_label = labelled_graph(graph_of, 12, 36, 5, 3)
     p = Pattern([(0, 1), (1, 2), (2, 0)], labels=[0, 1, None])
     want = brute_matches(G, p.edges, 3, False, list(p.labels), node_label)
     rows = list(mining.iter_matches(g, p, labels=labels))
