@@ -20,7 +20,9 @@ into tasks of about equal work, ``prange`` with dynamic scheduling; listing runs
 thread, in root order, so the first ``limit`` matches are the same run to run.
 
 An unlabelled complete pattern is counted by the clique kernel instead
-(:mod:`graphsys.mining.clique`).
+(:mod:`graphsys.mining.clique`), and the induced count of an unlabelled 3- or 4-node
+pattern without anti-edges is read from the motif census
+(:mod:`graphsys.mining.census`), which derives it from the triangle pass.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from graphsys import views
 from graphsys.errors import ParameterError
 from graphsys.mining import match_kernels, stream
 from graphsys.mining._docs import document
+from graphsys.mining.census import SHAPES, small_census
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
 from graphsys.mining.results import as_graph, original_ids
 
@@ -372,6 +375,15 @@ class Pattern:
 
 
 
+def census_class(p: Pattern) -> str | None:
+    """The class of the 3- and 4-node census an unlabelled pattern without anti-edges is
+    (its induced count is then read from :func:`~graphsys.mining.census.small_census`),
+    or None. A connected graph of 3 or 4 nodes is known by its edges and degrees."""
+    if p.labelled or p.anti_edges or p.num_nodes not in (3, 4) or p.is_clique:
+        return None
+    return SHAPES[(len(p.edges), tuple(sorted(p._adj.sum(1).tolist())))]
+
+
 def as_pattern(pattern) -> Pattern:
     """A :class:`Pattern`, a pattern name, or an edge list."""
     if isinstance(pattern, Pattern):
@@ -457,6 +469,10 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
     2
     """
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
+    census = census_class(p) if induced else None
+    if census is not None:
+        return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, threads, memory_limit,
+                                distributed, progress)[census])
     ranks = Ranks.of(distributed, g)
     if p.is_clique and not p.labelled:
         if p.num_nodes == 2:
