@@ -6,7 +6,7 @@
     graphsys mine cliques DIR -k K [--list N] [--out FILE.parquet]
     graphsys mine motifs DIR [--size 3|4|5] [--directed] [--samples N --seed S]
     graphsys mine pattern DIR PATTERN [--induced] [--labels COLUMN --pattern-labels L,L,...]
-        [--anti-edges A-B,...] [--list N] [--out FILE.parquet]
+        [--anti-edges A-B,...] [--directed] [--list N] [--out FILE.parquet]
     graphsys mine fsm DIR --labels COLUMN --support N [--max-edges K] [--early-exit]
 
 Every count reads the edge set's undirected simple view (both directions of every edge,
@@ -104,6 +104,8 @@ def register(subparsers) -> None:
                    help="one label per pattern node, * for any (needs --labels)")
     r.add_argument("--anti-edges", metavar="A-B,...",
                    help="pattern node pairs whose graph nodes must not be adjacent")
+    r.add_argument("--directed", action="store_true",
+                   help="each pattern edge a-b needs a stored edge a -> b")
     r.add_argument("--list", dest="limit", type=int, default=0, metavar="N",
                    help="also print the first N matches (original ids, pattern node order)")
     _out(r, "the first --list matches (all of them without --list): one column per "
@@ -306,7 +308,8 @@ def _pairs(text: str, what: str) -> list[tuple]:
     return edges
 
 
-def parse_pattern(text: str, labels: str | None, anti: str | None = None):
+def parse_pattern(text: str, labels: str | None, anti: str | None = None,
+                  directed: bool = False):
     """The PATTERN argument (a name or ``0-1,1-2``), ``--pattern-labels`` and
     ``--anti-edges`` as a :class:`~graphsys.mining.Pattern`."""
     from graphsys.mining import Pattern
@@ -325,7 +328,7 @@ def parse_pattern(text: str, labels: str | None, anti: str | None = None):
     else:
         named = Pattern.named(text, lab)
         edges, lab = named.edges, named.labels
-    return Pattern(edges, lab, _pairs(anti, "--anti-edges") if anti else None)
+    return Pattern(edges, lab, _pairs(anti, "--anti-edges") if anti else None, directed)
 
 
 def run_pattern(args) -> int:
@@ -335,15 +338,18 @@ def run_pattern(args) -> int:
 
     if args.pattern_labels is not None and args.labels is None:
         raise GraphsysError("--pattern-labels needs --labels COLUMN (the graph's labels)")
-    pattern = parse_pattern(args.pattern, args.pattern_labels, args.anti_edges)
+    pattern = parse_pattern(args.pattern, args.pattern_labels, args.anti_edges,
+                            args.directed)
     if args.limit < 0:
         raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
 
     def body(graph, options):
         total = mining.count(graph, pattern, induced=args.induced, labels=args.labels,
                              **options)
-        result = {"pattern": [list(e) for e in pattern.edges], "induced": args.induced,
+        result = {"pattern": [list(e) for e in pattern.arcs or pattern.edges],
+                  "induced": args.induced,
                   "anti_edges": [list(e) for e in pattern.anti_edges],
+                  "directed": pattern.directed,
                   "matches": total}
         lines = [f"{pattern}: {total:,} {'induced ' if args.induced else ''}matches"]
         table = None

@@ -92,6 +92,15 @@ class Plan:
     greater: np.ndarray    # bool (k, k)
     less: np.ndarray       # bool (k, k)
     labels: np.ndarray     # int64 (k,), -1: any
+    dreq: np.ndarray       # uint8 (k, k): directions needed to an earlier level (directed)
+    directed: bool = False
+    dexact: bool = False   # directions exactly dreq (directed and induced)
+
+    def constraints(self, bits: np.ndarray) -> tuple:
+        """The matcher kernels' arguments after the data graph's labels: the plan's
+        arrays and ``bits``, the data rows' directions (empty: undirected)."""
+        return (self.adj, self.nonadj, self.greater, self.less, self.labels, bits,
+                self.dreq, self.dexact)
 
 
 class Pattern:
@@ -108,6 +117,10 @@ class Pattern:
     anti_edges : sequence of (int, int), optional
         Pairs of pattern nodes whose graph nodes must not be adjacent (anti-edges, per
         pair; ``induced=True`` makes every non-edge one).
+    directed : bool, default False
+        Each edge ``(a, b)`` needs a stored edge from ``a``'s graph node to ``b``'s (both
+        ``(a, b)`` and ``(b, a)``: both directions); induced, the stored directions of
+        each matched pair are exactly the pattern's.
 
     Attributes
     ----------
@@ -118,6 +131,8 @@ class Pattern:
         ``-1`` where any label matches.
     anti_edges : tuple of (int, int)
         Sorted, each as ``(a, b)`` with ``a < b``.
+    arcs : tuple of (int, int)
+        A directed pattern's edges as given, sorted (empty when undirected).
 
     Examples
     --------
@@ -128,9 +143,11 @@ class Pattern:
     (7, -1, 7)
     >>> Pattern([(0, 1), (1, 2)], anti_edges=[(2, 0)])    # an open wedge, not a triangle
     Pattern([(0, 1), (1, 2)], anti_edges=[(0, 2)])
+    >>> Pattern([(0, 1), (2, 1)], directed=True).automorphisms()   # 0 -> 1 <- 2
+    2
     """
 
-    def __init__(self, edges, labels=None, anti_edges=None):
+    def __init__(self, edges, labels=None, anti_edges=None, directed: bool = False):
         try:
             pairs = [(int(a), int(b)) for a, b in edges]
         except (TypeError, ValueError):
@@ -148,6 +165,11 @@ class Pattern:
             raise ParameterError("pattern", "has a self-loop")
         self.num_nodes = k
         self.edges = tuple(sorted({(min(a, b), max(a, b)) for a, b in pairs}))
+        self.directed = bool(directed)
+        self.arcs = tuple(sorted(set(pairs))) if self.directed else ()
+        self._dir = np.zeros((k, k), bool)
+        for a, b in self.arcs:
+            self._dir[a, b] = True
         if labels is None:
             labels = [-1] * k
         labels = list(labels)
@@ -199,6 +221,8 @@ class Pattern:
     def __repr__(self) -> str:
         lab = "" if all(x < 0 for x in self.labels) else f", labels={list(self.labels)}"
         anti = f", anti_edges={list(self.anti_edges)}" if self.anti_edges else ""
+        if self.directed:
+            return f"Pattern({list(self.arcs)}{lab}{anti}, directed=True)"
         return f"Pattern({list(self.edges)}{lab}{anti})"
 
     def __eq__(self, other) -> bool:
@@ -208,7 +232,7 @@ class Pattern:
         return hash(self._key())
 
     def _key(self) -> tuple:
-        return self.edges, self.labels, self.anti_edges
+        return self.edges, self.labels, self.anti_edges, self.arcs
 
     @property
     def labelled(self) -> bool:
@@ -230,8 +254,8 @@ class Pattern:
         return len(seen) == self.num_nodes
 
     def automorphism_group(self) -> list[tuple[int, ...]]:
-        """Every permutation of the nodes that keeps the edges, the anti-edges and the
-        labels (identity included), found by backtracking."""
+        """Every permutation of the nodes that keeps the edges (and their directions), the
+        anti-edges and the labels (identity included), found by backtracking."""
         k = self.num_nodes
         deg = self._adj.sum(1)
         out: list[tuple[int, ...]] = []
@@ -246,7 +270,9 @@ class Pattern:
                 if used[c] or deg[c] != deg[i] or self.labels[c] != self.labels[i]:
                     continue
                 if all(self._adj[i, j] == self._adj[c, perm[j]]
-                       and self._anti[i, j] == self._anti[c, perm[j]] for j in range(i)):
+                       and self._anti[i, j] == self._anti[c, perm[j]]
+                       and self._dir[i, j] == self._dir[c, perm[j]]
+                       and self._dir[j, i] == self._dir[perm[j], c] for j in range(i)):
                     perm[i], used[c] = c, True
                     extend(i + 1)
                     perm[i], used[c] = -1, False
@@ -304,8 +330,13 @@ class Pattern:
                 greater[lb, la] = True
             else:
                 less[la, lb] = True
+        dreq = np.zeros((k, k), np.uint8)
+        for i, v in enumerate(order):
+            for j, w in enumerate(order[:i]):  # bit 1: w -> v (earlier to later), bit 2: back
+                dreq[i, j] = (1 if self._dir[w, v] else 0) | (2 if self._dir[v, w] else 0)
         return Plan(np.array(order, np.int64), adj, nonadj, greater, less,
-                    np.array([self.labels[v] for v in order], np.int64))
+                    np.array([self.labels[v] for v in order], np.int64), dreq,
+                    self.directed, self.directed and bool(induced))
 
     def explain(self, induced: bool = False) -> str:
         """The plan the matcher follows, as text: the matching order, what each level's
@@ -369,6 +400,11 @@ class Pattern:
         bounds += [f"id < id({w})" for j, w in enumerate(earlier) if plan.less[i, j]]
         if bounds:
             parts.append(", ".join(bounds))
+        if plan.directed and i > 0:
+            arrows = {1: "{w} -> {v}", 2: "{v} -> {w}", 3: "{w} <-> {v}"}
+            parts.append(("exactly " if plan.dexact else "") + ", ".join(
+                arrows[int(plan.dreq[i, j])].format(w=w, v=order[i])
+                for j, w in enumerate(earlier) if plan.adj[i, j]))
         if plan.labels[i] >= 0:
             parts.append(f"label {int(plan.labels[i])}")
         return parts
@@ -379,7 +415,7 @@ def census_class(p: Pattern) -> str | None:
     """The class of the 3- and 4-node census an unlabelled pattern without anti-edges is
     (its induced count is then read from :func:`~graphsys.mining.census.small_census`),
     or None. A connected graph of 3 or 4 nodes is known by its edges and degrees."""
-    if p.labelled or p.anti_edges or p.num_nodes not in (3, 4) or p.is_clique:
+    if p.labelled or p.anti_edges or p.directed or p.num_nodes not in (3, 4) or p.is_clique:
         return None
     return SHAPES[(len(p.edges), tuple(sorted(p._adj.sum(1).tolist())))]
 
@@ -414,7 +450,8 @@ def _prepare(graph, pattern, labels, edge_set, memory_limit):
     p = as_pattern(pattern)
     if p.labelled and labels is None:
         raise ParameterError("labels", "must name a node column: the pattern has labels")
-    view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+    view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit,
+                      directions=p.directed)
     return g, p, view, _node_labels(g, labels, view)
 
 
@@ -474,7 +511,7 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
         return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, threads, memory_limit,
                                 distributed, progress)[census])
     ranks = Ranks.of(distributed, g)
-    if p.is_clique and not p.labelled:
+    if p.is_clique and not p.labelled and not p.directed:
         if p.num_nodes == 2:
             return view.num_edges
         from graphsys.mining.clique import clique_count
@@ -483,17 +520,15 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
                             memory_limit=memory_limit, distributed=distributed,
                             progress=progress)
     plan = p.plan(bool(induced))
-    ptr, idx = view.full()
+    ptr, idx, bits = stream.symmetric_rows(view, p.directed)
     deg = view.degree
     work = deg * np.minimum(deg, 1 << 20) if p.num_nodes > 2 else deg.copy()
     lo, hi = ranks.roots(work)
     max_row = int(deg.max()) if len(deg) else 0
     none = np.zeros(0, np.int64)
     with scheduled(threads) as nthreads:
-        total = run_tasks(lambda tasks: match_kernels.match_count(ptr, idx, node_labels, tasks,
-                                                            plan.adj, plan.nonadj,
-                                                            plan.greater, plan.less,
-                                                            plan.labels, max_row, none),
+        total = run_tasks(lambda tasks: match_kernels.match_count(
+            ptr, idx, node_labels, tasks, *plan.constraints(bits), max_row, none),
                           work, lo, hi, nthreads, progress=progress, desc="matches")
     return int(ranks.sum(np.array([total], np.int64))[0])
 
@@ -566,11 +601,11 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
         limit = count(g, p, induced=induced, labels=labels, edge_set=edge_set,
                       memory_limit=memory_limit)
     plan = p.plan(bool(induced))
-    ptr, idx = view.full()
+    ptr, idx, bits = stream.symmetric_rows(view, p.directed)
     max_row = int(view.degree.max()) if view.num_nodes else 0
     out = np.empty((int(limit), p.num_nodes), np.int64)
-    got = int(match_kernels.match_list(ptr, idx, node_labels, plan.adj, plan.nonadj, plan.greater,
-                                 plan.less, plan.labels, max_row, int(limit), out)) \
+    got = int(match_kernels.match_list(ptr, idx, node_labels, *plan.constraints(bits), max_row,
+                                       int(limit), out)) \
         if limit else 0
     rows = np.empty((got, p.num_nodes), np.int64)
     rows[:, plan.order] = view.order[out[:got]]

@@ -31,13 +31,26 @@ def positive(name: str, value) -> int:
     return int(value)
 
 
+def symmetric_rows(view, directed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The symmetric rows of an oriented view (:meth:`~graphsys.views.Oriented.full`) and,
+    for a directed pattern, each entry's stored directions (uint8; bit 1: the row's vertex
+    to the entry, bit 2: back; the view built with ``directions=True``), else an empty
+    array."""
+    ptr, idx = view.full()
+    bits = np.zeros(0, np.uint8)
+    if directed:
+        bits = np.empty(len(idx), np.uint8)
+        match_kernels.full_directions(view.indptr, view.indices, view.dirs, ptr, bits)
+    return ptr, idx, bits
+
+
 def chunks(g, view, node_labels, plan, chunk: int = DEFAULT_CHUNK,
            internal: bool = False) -> Iterator[np.ndarray]:
     """The matches of a compiled ``plan`` (:meth:`~graphsys.mining.Pattern.plan`) over an
     oriented ``view`` as arrays of at most ``chunk`` rows (column ``i``: pattern node
     ``i``): original ids, or internal ids with ``internal=True``."""
     chunk = positive("chunk", chunk)
-    ptr, idx = view.full()
+    ptr, idx, bits = symmetric_rows(view, plan.directed)
     k = len(plan.order)
     max_row = int(view.degree.max()) if view.num_nodes else 0
     state = np.zeros(2, np.int64)
@@ -45,9 +58,8 @@ def chunks(g, view, node_labels, plan, chunk: int = DEFAULT_CHUNK,
     ncand, pos, m = (np.zeros(k, np.int64) for _ in range(3))
     out = np.empty((chunk, k), np.int64)
     while True:
-        got = int(match_kernels.match_resume(ptr, idx, node_labels, plan.adj, plan.nonadj,
-                                             plan.greater, plan.less, plan.labels, state,
-                                             cand, ncand, pos, m, out))
+        got = int(match_kernels.match_resume(ptr, idx, node_labels, *plan.constraints(bits),
+                                             state, cand, ncand, pos, m, out))
         if got:
             rows = np.empty((got, k), np.int64)
             rows[:, plan.order] = view.order[out[:got]]

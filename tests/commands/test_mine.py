@@ -131,6 +131,18 @@ def test_pattern_anti_edges(graph, capsys):
         [(0, 1), (1, 2), (2, 3)], anti_edges=[(0, 3)]))
 
 
+def test_pattern_directed(graph, capsys):
+    """--directed reads a-b as a -> b: the directed 3-cycles and feed-forward triangles
+    are networkx's triad census 030C and 030T counts (each 030C triad is one cycle), with
+    the edges as stored."""
+    path, _, _, D = graph
+    census = nx.triadic_census(D)
+    cycles = run(["pattern", str(path), "0-1,1-2,2-0", "--directed", "--induced"], capsys)
+    assert cycles["matches"] == census["030C"] and cycles["directed"]
+    ffl = run(["pattern", str(path), "0-1,1-2,0-2", "--directed", "--induced"], capsys)
+    assert ffl["matches"] == census["030T"] and ffl["pattern"] == [[0, 1], [0, 2], [1, 2]]
+
+
 def test_fsm(graph, capsys):
     """``mine fsm`` prints what ``frequent_subgraphs`` finds (tests/mining/test_fsm.py
     checks that against a brute force); --early-exit the same patterns."""
