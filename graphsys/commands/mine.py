@@ -105,7 +105,8 @@ def register(subparsers) -> None:
     r.add_argument("--anti-edges", metavar="A-B,...",
                    help="pattern node pairs whose graph nodes must not be adjacent")
     r.add_argument("--directed", action="store_true",
-                   help="each pattern edge a-b needs a stored edge a -> b")
+                   help="each pattern edge a-b needs a stored edge a -> b (a name's edges "
+                        "as listed in graphsys.mining.pattern.NAMED, 4-cycle 0-1,1-2,2-3,3-0)")
     r.add_argument("--list", dest="limit", type=int, default=0, metavar="N",
                    help="also print the first N matches (original ids, pattern node order)")
     _out(r, "the first --list matches (all of them without --list): one column per "
@@ -326,8 +327,8 @@ def parse_pattern(text: str, labels: str | None, anti: str | None = None,
             and not text.endswith("clique"):  # 0-1,1-2: an edge list, 4-cycle: a name
         edges = _pairs(text, "pattern")
     else:
-        named = Pattern.named(text, lab)
-        edges, lab = named.edges, named.labels
+        named = Pattern.named(text, lab)  # checks the name and the labels
+        edges = NAMED.get(text, named.edges)  # as listed: --directed reads them as arcs
     return Pattern(edges, lab, _pairs(anti, "--anti-edges") if anti else None, directed)
 
 

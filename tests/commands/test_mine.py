@@ -141,6 +141,8 @@ def test_pattern_directed(graph, capsys):
     assert cycles["matches"] == census["030C"] and cycles["directed"]
     ffl = run(["pattern", str(path), "0-1,1-2,0-2", "--directed", "--induced"], capsys)
     assert ffl["matches"] == census["030T"] and ffl["pattern"] == [[0, 1], [0, 2], [1, 2]]
+    named = run(["pattern", str(path), "triangle", "--directed", "--induced"], capsys)
+    assert named["matches"] == census["030T"]     # 0-1, 1-2, 0-2 as listed: feed-forward
 
 
 def test_fsm(graph, capsys):
