@@ -4,9 +4,10 @@
     graphsys mine clustering DIR [--out FILE.parquet]
     graphsys mine triads DIR
     graphsys mine cliques DIR -k K [--list N] [--out FILE.parquet]
-    graphsys mine motifs DIR [--size 3|4] [--directed] [--samples N --seed S]
+    graphsys mine motifs DIR [--size 3|4|5] [--directed] [--samples N --seed S]
     graphsys mine pattern DIR PATTERN [--induced] [--labels COLUMN --pattern-labels L,L,...]
-        [--list N] [--out FILE.parquet]
+        [--anti-edges A-B,...] [--directed] [--list N] [--out FILE.parquet]
+    graphsys mine fsm DIR --labels COLUMN --support N [--max-edges K] [--early-exit]
 
 Every count reads the edge set's undirected simple view (both directions of every edge,
 each adjacent pair once, self-loops dropped), mapped from the graph's undirected index when
@@ -78,9 +79,11 @@ def register(subparsers) -> None:
     _out(q, "per-node output: node (original id), K-cliques")
     q.set_defaults(func=run_cliques)
 
-    m = sub.add_parser("motifs", help="induced counts of every connected 3- or 4-node pattern")
+    m = sub.add_parser("motifs", help="induced counts of every connected 3-, 4- or 5-node "
+                                            "pattern")
     _common(m)
-    m.add_argument("--size", type=int, default=3, help="nodes per pattern: 3 (default) or 4")
+    m.add_argument("--size", type=int, default=3,
+                   help="nodes per pattern: 3 (default), 4 or 5 (the 21 classes)")
     m.add_argument("--directed", action="store_true",
                    help="directed 3-node classes (the connected triads)")
     m.add_argument("--samples", type=int, metavar="N",
@@ -99,11 +102,29 @@ def register(subparsers) -> None:
                    "pattern's labels refer to")
     r.add_argument("--pattern-labels", metavar="L,L,...",
                    help="one label per pattern node, * for any (needs --labels)")
+    r.add_argument("--anti-edges", metavar="A-B,...",
+                   help="pattern node pairs whose graph nodes must not be adjacent")
+    r.add_argument("--directed", action="store_true",
+                   help="each pattern edge a-b needs a stored edge a -> b (a name's edges "
+                        "as listed in graphsys.mining.pattern.NAMED, 4-cycle 0-1,1-2,2-3,3-0)")
     r.add_argument("--list", dest="limit", type=int, default=0, metavar="N",
                    help="also print the first N matches (original ids, pattern node order)")
     _out(r, "the first --list matches (all of them without --list): one column per "
             "pattern node")
     r.set_defaults(func=run_pattern)
+
+    f = sub.add_parser("fsm", help="frequent labelled patterns by MNI support")
+    _common(f)
+    f.add_argument("--labels", metavar="COLUMN", required=True,
+                   help="the graph's node column of non-negative integer labels")
+    f.add_argument("--support", type=int, required=True, metavar="N",
+                   help="MNI threshold: every pattern node mapped to at least N graph nodes")
+    f.add_argument("--max-edges", type=int, default=3, metavar="K",
+                   help="the largest patterns, in edges (default 3)")
+    f.add_argument("--early-exit", action="store_true",
+                   help="stop each pattern's search at the threshold (supports printed are "
+                        "then lower bounds)")
+    f.set_defaults(func=run_fsm)
 
 
 def _setup(args):
@@ -276,9 +297,22 @@ def run_motifs(args) -> int:
     return _run(args, body)
 
 
-def parse_pattern(text: str, labels: str | None):
-    """The PATTERN argument (a name or ``0-1,1-2``) and ``--pattern-labels`` as a
-    :class:`~graphsys.mining.Pattern`."""
+def _pairs(text: str, what: str) -> list[tuple]:
+    """``0-1,1-2`` as pairs of node numbers."""
+    try:
+        edges = [tuple(int(x) for x in pair.split("-")) for pair in text.split(",")]
+    except ValueError:
+        raise GraphsysError(f"{what} {text!r}: an edge list is pairs a-b of node "
+                            f"numbers, comma-separated (0-1,1-2,2-0)") from None
+    if any(len(e) != 2 for e in edges):
+        raise GraphsysError(f"{what} {text!r}: each edge is two node numbers, a-b")
+    return edges
+
+
+def parse_pattern(text: str, labels: str | None, anti: str | None = None,
+                  directed: bool = False):
+    """The PATTERN argument (a name or ``0-1,1-2``), ``--pattern-labels`` and
+    ``--anti-edges`` as a :class:`~graphsys.mining.Pattern`."""
     from graphsys.mining import Pattern
     from graphsys.mining.pattern import NAMED
 
@@ -291,15 +325,11 @@ def parse_pattern(text: str, labels: str | None):
                                 f"pattern node, comma-separated") from None
     if text not in NAMED and "-" in text and text[0].isdigit() \
             and not text.endswith("clique"):  # 0-1,1-2: an edge list, 4-cycle: a name
-        try:
-            edges = [tuple(int(x) for x in pair.split("-")) for pair in text.split(",")]
-        except ValueError:
-            raise GraphsysError(f"pattern {text!r}: an edge list is pairs a-b of node "
-                                f"numbers, comma-separated (0-1,1-2,2-0)") from None
-        if any(len(e) != 2 for e in edges):
-            raise GraphsysError(f"pattern {text!r}: each edge is two node numbers, a-b")
-        return Pattern(edges, lab)
-    return Pattern.named(text, lab)
+        edges = _pairs(text, "pattern")
+    else:
+        named = Pattern.named(text, lab)  # checks the name and the labels
+        edges = NAMED.get(text, named.edges)  # as listed: --directed reads them as arcs
+    return Pattern(edges, lab, _pairs(anti, "--anti-edges") if anti else None, directed)
 
 
 def run_pattern(args) -> int:
@@ -309,14 +339,18 @@ def run_pattern(args) -> int:
 
     if args.pattern_labels is not None and args.labels is None:
         raise GraphsysError("--pattern-labels needs --labels COLUMN (the graph's labels)")
-    pattern = parse_pattern(args.pattern, args.pattern_labels)
+    pattern = parse_pattern(args.pattern, args.pattern_labels, args.anti_edges,
+                            args.directed)
     if args.limit < 0:
         raise GraphsysError(f"--list must be a non-negative integer, got {args.limit}")
 
     def body(graph, options):
         total = mining.count(graph, pattern, induced=args.induced, labels=args.labels,
                              **options)
-        result = {"pattern": [list(e) for e in pattern.edges], "induced": args.induced,
+        result = {"pattern": [list(e) for e in pattern.arcs or pattern.edges],
+                  "induced": args.induced,
+                  "anti_edges": [list(e) for e in pattern.anti_edges],
+                  "directed": pattern.directed,
                   "matches": total}
         lines = [f"{pattern}: {total:,} {'induced ' if args.induced else ''}matches"]
         table = None
@@ -330,5 +364,25 @@ def run_pattern(args) -> int:
             table = pa.table({f"node{i}": pa.array(rows[:, i].tolist())
                               for i in range(pattern.num_nodes)})
         return result, lines, table
+
+    return _run(args, body)
+
+
+def run_fsm(args) -> int:
+    from graphsys import mining
+
+    def body(graph, options):
+        if options["distributed"]:
+            raise GraphsysError("mine fsm runs in one process (not under torchrun)")
+        found = mining.frequent_subgraphs(graph, args.labels, args.support,
+                                          max_edges=args.max_edges,
+                                          exact=not args.early_exit,
+                                          edge_set=options["edge_set"],
+                                          memory_limit=options["memory_limit"])
+        lines = [f"{len(found)} frequent patterns (MNI support >= {args.support:,})"]
+        lines += [f"{f.support:>10,}  {f.pattern}" for f in found]
+        return {"support": args.support, "max_edges": args.max_edges,
+                "exact": not args.early_exit, "patterns": [f.to_dict() for f in found]}, \
+            lines, None
 
     return _run(args, body)

@@ -1,4 +1,5 @@
-"""Pattern mining over a stored graph: triangles, cliques, motifs and user patterns.
+"""Pattern mining over a stored graph: triangles, cliques, motifs, user patterns and
+frequent subgraphs.
 
 Every function reads the undirected simple view of an edge set (both directions of every
 stored edge, each adjacent pair once, self-loops dropped; :mod:`graphsys.views.orient`),
@@ -14,12 +15,16 @@ original ids). See ``docs/mining.md`` for the algorithms and their costs.
   :func:`cliques`.
 - Motifs (:mod:`graphsys.mining.motif`): :func:`motifs`, exact or sampled.
 - User patterns (:mod:`graphsys.mining.pattern`): :class:`Pattern`, :func:`count`,
-  :func:`matches`.
+  :func:`matches` (a callback with early exit too), :func:`iter_matches` (streamed,
+  :mod:`graphsys.mining.stream`).
+- Frequent subgraph mining (:mod:`graphsys.mining.fsm`): :func:`frequent_subgraphs`, MNI
+  support over node labels.
 """
 
 from graphsys.mining.clique import clique_count, clique_counts, cliques
+from graphsys.mining.fsm import FrequentPattern, frequent_subgraphs
 from graphsys.mining.motif import MotifCensus, motifs
-from graphsys.mining.pattern import Pattern, count, matches
+from graphsys.mining.pattern import Pattern, count, iter_matches, matches
 from graphsys.mining.triangle import (
     TRIAD_NAMES,
     TriangleStats,
@@ -34,7 +39,8 @@ from graphsys.mining.triangle import (
 )
 from graphsys.storage.node_values import NodeValues
 
-__all__ = ["MotifCensus", "NodeValues", "Pattern", "TRIAD_NAMES", "TriangleStats",
-           "average_clustering", "clique_count", "clique_counts", "cliques", "clustering",
-           "count", "matches", "motifs", "transitivity", "triad_census", "triangle_count",
-           "triangle_stats", "triangle_work", "triangles"]
+__all__ = ["FrequentPattern", "MotifCensus", "NodeValues", "Pattern", "TRIAD_NAMES",
+           "TriangleStats", "average_clustering", "clique_count", "clique_counts", "cliques",
+           "clustering", "count", "frequent_subgraphs", "iter_matches", "matches", "motifs",
+           "transitivity", "triad_census", "triangle_count", "triangle_stats",
+           "triangle_work", "triangles"]

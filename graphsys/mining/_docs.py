@@ -22,6 +22,13 @@ PARAMETERS = {
         are summed with ``all_reduce``; every rank returns the whole answer).""",
     "progress": """progress : bool, default False
         A progress bar (a line every ``GRAPHSYS_PROGRESS_SECONDS`` off a terminal).""",
+    "match": """pattern : Pattern or str or sequence of (int, int)
+        The pattern, a name (:meth:`~graphsys.mining.Pattern.named`) or an edge list.
+    induced : bool, default False
+        Induced matches only.
+    labels : str or array-like, optional
+        The graph's node labels (a node column of integers, or one integer per node by
+        internal id), required when the pattern has labels.""",
 }
 
 

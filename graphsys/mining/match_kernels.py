@@ -34,18 +34,90 @@ def _lower_bound(idx, lo, hi, x):
 
 
 @numba.njit(cache=True, nogil=True)
-def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, ncand, pos,
-                m, out, out_count, limit):
+def _directions_ok(have, need, exact):
+    """Whether a pair's stored directions ``have`` hold the pattern's ``need`` (bit 1: the
+    row's vertex to the entry, bit 2: back); ``exact``: and no other (induced)."""
+    if exact:
+        return have == need
+    return (have & need) == need
+
+
+@numba.njit(cache=True, nogil=True)
+def _candidates(ptr, idx, labels, level, adj, nonadj, greater, less, plabel, m, cand, bits,
+                dreq, dexact):
+    """Fill ``cand[level]`` with the candidates of ``level`` given the vertices ``m`` of the
+    earlier levels: the neighbours of its adjacent earlier level with the shortest row
+    (the *anchor*), within the ids its conditions bound, adjacent to its other adjacent
+    levels, non-adjacent to its ``nonadj`` ones, distinct, of its label. A directed
+    pattern (``bits``: each row entry's stored directions, non-empty) also needs, to each
+    adjacent level ``j``, the directions ``dreq[level, j]`` (bit 1: from level ``j``'s
+    vertex to the candidate, bit 2: back). Returns how many."""
+    has_labels = labels.shape[0] > 0
+    has_dirs = bits.shape[0] > 0
+    anchor = -1
+    best = 1 << 62
+    for j in range(level):
+        if adj[level, j]:
+            x = m[j]
+            dlen = ptr[x + 1] - ptr[x]
+            if dlen < best:
+                best = dlen
+                anchor = j
+    x = m[anchor]
+    lo_id = -1
+    hi_id = 1 << 62
+    for j in range(level):
+        if greater[level, j] and m[j] > lo_id:
+            lo_id = m[j]
+        if less[level, j] and m[j] < hi_id:
+            hi_id = m[j]
+    start = _lower_bound(idx, ptr[x], ptr[x + 1], lo_id + 1)
+    c = 0
+    for q in range(start, ptr[x + 1]):
+        y = idx[q]
+        if y >= hi_id:
+            break
+        ok = True
+        if has_labels and plabel[level] >= 0 and labels[y] != plabel[level]:
+            ok = False
+        if ok and has_dirs and not _directions_ok(bits[q], dreq[level, anchor], dexact):
+            ok = False
+        j = 0
+        while ok and j < level:
+            if m[j] == y:
+                ok = False
+            elif adj[level, j] and j != anchor:
+                z = m[j]
+                if has_dirs:
+                    at = _lower_bound(idx, ptr[z], ptr[z + 1], y)
+                    if at == ptr[z + 1] or idx[at] != y or not _directions_ok(
+                            bits[at], dreq[level, j], dexact):
+                        ok = False
+                elif not _contains(idx, ptr[z], ptr[z + 1], y):
+                    ok = False
+            elif nonadj[level, j]:
+                z = m[j]
+                if _contains(idx, ptr[z], ptr[z + 1], y):
+                    ok = False
+            j += 1
+        if ok:
+            cand[level, c] = y
+            c += 1
+    return c
+
+
+@numba.njit(cache=True, nogil=True)
+def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, bits, dreq, dexact,
+                cand, ncand, pos, m, out, out_count, limit):
     """Matches of the plan with level 0 mapped to root ``r``. ``adj[i, j]``: level ``i``'s
     vertex must be adjacent to level ``j``'s (``j < i``), ``nonadj`` must not be (induced
     matching), ``greater``/``less``: its id must be above/below level ``j``'s (symmetry
-    breaking); ``plabel[i]``: its label (-1: any). Candidates of level ``i`` are the
-    neighbours of its first adjacent earlier level, filtered. Writes up to ``limit``
-    matches into ``out`` (levels' ids; ``out`` empty: count only). Returns the count."""
+    breaking); ``plabel[i]``: its label (-1: any). Candidates: :func:`_candidates`.
+    Writes up to ``limit`` matches into ``out`` (levels' ids; ``out`` empty: count only).
+    Returns the count."""
     k = adj.shape[0]
-    has_labels = labels.shape[0] > 0
     listing = out.shape[0] > 0
-    if has_labels and plabel[0] >= 0 and labels[r] != plabel[0]:
+    if labels.shape[0] > 0 and plabel[0] >= 0 and labels[r] != plabel[0]:
         return 0
     m[0] = r
     if k == 1:
@@ -60,48 +132,8 @@ def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, n
     ncand[1] = -1
     while level >= 1:
         if ncand[level] < 0:  # fill the candidates of this level
-            anchor = -1
-            best = 1 << 62
-            for j in range(level):
-                if adj[level, j]:
-                    x = m[j]
-                    dlen = ptr[x + 1] - ptr[x]
-                    if dlen < best:
-                        best = dlen
-                        anchor = j
-            x = m[anchor]
-            lo_id = -1
-            hi_id = 1 << 62
-            for j in range(level):
-                if greater[level, j] and m[j] > lo_id:
-                    lo_id = m[j]
-                if less[level, j] and m[j] < hi_id:
-                    hi_id = m[j]
-            start = _lower_bound(idx, ptr[x], ptr[x + 1], lo_id + 1)
-            c = 0
-            for q in range(start, ptr[x + 1]):
-                y = idx[q]
-                if y >= hi_id:
-                    break
-                ok = True
-                if has_labels and plabel[level] >= 0 and labels[y] != plabel[level]:
-                    ok = False
-                j = 0
-                while ok and j < level:
-                    if m[j] == y:
-                        ok = False
-                    elif adj[level, j] and j != anchor:
-                        z = m[j]
-                        if not _contains(idx, ptr[z], ptr[z + 1], y):
-                            ok = False
-                    elif nonadj[level, j]:
-                        z = m[j]
-                        if _contains(idx, ptr[z], ptr[z + 1], y):
-                            ok = False
-                    j += 1
-                if ok:
-                    cand[level, c] = y
-                    c += 1
+            c = _candidates(ptr, idx, labels, level, adj, nonadj, greater, less, plabel, m,
+                            cand, bits, dreq, dexact)
             ncand[level] = c
             pos[level] = 0
             if level == k - 1:  # the last level: every candidate is a match
@@ -128,8 +160,8 @@ def _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, n
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, max_row,
-                per_root):
+def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, bits, dreq,
+                dexact, max_row, per_root):
     """The matches of a plan (see :func:`_match_root`) over every root of ``tasks``
     (``per_root``: each root's count, or empty). Returns the total."""
     k = adj.shape[0]
@@ -143,8 +175,8 @@ def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, max
         one = np.zeros(1, np.int64)
         found = 0
         for r in range(tasks[t], tasks[t + 1]):
-            c = _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand,
-                            ncand, pos, m, no_out, one, 0)
+            c = _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, bits,
+                            dreq, dexact, cand, ncand, pos, m, no_out, one, 0)
             if per_root.shape[0] > 0:
                 per_root[r] = c
             found += c
@@ -153,7 +185,8 @@ def match_count(ptr, idx, labels, tasks, adj, nonadj, greater, less, plabel, max
 
 
 @numba.njit(cache=True, nogil=True)
-def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, max_row, limit, out):
+def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, bits, dreq, dexact,
+               max_row, limit, out):
     """The first ``limit`` matches of a plan in root order (then depth-first order) as rows
     of ``out`` (int64 (limit, k), one id per level). Returns how many were written."""
     k = adj.shape[0]
@@ -163,8 +196,82 @@ def match_list(ptr, idx, labels, adj, nonadj, greater, less, plabel, max_row, li
     m = np.empty(k, np.int64)
     count = np.zeros(1, np.int64)
     for r in range(ptr.shape[0] - 1):
-        _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, cand, ncand, pos,
-                    m, out, count, limit)
+        _match_root(ptr, idx, labels, r, adj, nonadj, greater, less, plabel, bits, dreq,
+                    dexact, cand, ncand, pos, m, out, count, limit)
         if count[0] >= limit:
             return limit
     return count[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def match_resume(ptr, idx, labels, adj, nonadj, greater, less, plabel, bits, dreq, dexact,
+                 state, cand, ncand, pos, m, out):
+    """Continue a depth-first listing where the last call stopped, until ``out`` (int64
+    (C, k), one id per level) is full or every root is done. ``state``: int64 (2,), the
+    next root and the current level (0: between roots; ``[0, 0]`` to start); ``cand``,
+    ``ncand``, ``pos``, ``m``: the search's stack, kept between calls. Matches come in
+    :func:`match_list`'s order. Returns the rows written (fewer than C: the end)."""
+    k = adj.shape[0]
+    n = ptr.shape[0] - 1
+    cap = out.shape[0]
+    root = state[0]
+    level = state[1]
+    got = 0
+    while got < cap:
+        if level == 0:
+            if root >= n:
+                break
+            r = root
+            root += 1
+            if labels.shape[0] > 0 and plabel[0] >= 0 and labels[r] != plabel[0]:
+                continue
+            m[0] = r
+            if k == 1:
+                out[got, 0] = r
+                got += 1
+                continue
+            level = 1
+            ncand[1] = -1
+            continue
+        if ncand[level] < 0:
+            ncand[level] = _candidates(ptr, idx, labels, level, adj, nonadj, greater, less,
+                                       plabel, m, cand, bits, dreq, dexact)
+            pos[level] = 0
+        if pos[level] >= ncand[level]:
+            level -= 1
+            continue
+        if level == k - 1:  # the last level: every candidate is a match
+            while pos[level] < ncand[level] and got < cap:
+                for j in range(level):
+                    out[got, j] = m[j]
+                out[got, level] = cand[level, pos[level]]
+                pos[level] += 1
+                got += 1
+            continue
+        m[level] = cand[level, pos[level]]
+        pos[level] += 1
+        level += 1
+        ncand[level] = -1
+    state[0] = root
+    state[1] = level
+    return got
+
+
+@numba.njit(cache=True, nogil=True)
+def full_directions(dptr, didx, dbits, ptr, bits):
+    """The stored directions of every entry of the symmetric rows
+    (:meth:`~graphsys.views.Oriented.full`, which writes each row's lower neighbours,
+    then its DAG row) from the DAG's ``dbits``: in row ``v``, entry ``u`` of the DAG edge
+    ``u -> v`` has that edge's bits swapped."""
+    n = dptr.shape[0] - 1
+    at = ptr[:-1].copy()
+    for u in range(n):
+        for e in range(dptr[u], dptr[u + 1]):
+            b = dbits[e]
+            bits[at[didx[e]]] = ((b & 1) << 1) | ((b & 2) >> 1)
+            at[didx[e]] += 1
+    for u in range(n):
+        c = at[u]
+        for e in range(dptr[u], dptr[u + 1]):
+            bits[c] = dbits[e]
+            c += 1

@@ -1,4 +1,4 @@
-"""Motif census: induced counts of every connected 3- and 4-node pattern.
+"""Motif census: induced counts of every connected 3-, 4- and 5-node pattern.
 
 Nothing is enumerated pattern by pattern. The *non-induced* counts (copies of each pattern
 as a subgraph) follow from a few exact sums, and the induced counts from those by the
@@ -41,80 +41,42 @@ the graph's size.
 
 Directed 3-node motifs are the connected classes of the triad census
 (:func:`graphsys.mining.triad_census`).
+
+The 21 connected 5-node classes (:data:`UNDIRECTED_5`) are each counted by the pattern
+matcher, induced (:func:`graphsys.mining.count`, its symmetry breaking making every node
+set count once): one depth-first search per class, no linear relation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from graphsys import views
 from graphsys.errors import ParameterError
-from graphsys.mining import clique_kernels, kernels, motif_kernels
 from graphsys.mining._docs import document
-from graphsys.mining.clique import clique_work
-from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks, scheduled
+from graphsys.mining.census import (
+    DIRECTED_3,
+    METHODS,
+    UNDIRECTED_3,
+    UNDIRECTED_4,
+    MotifCensus,
+    small_census,
+)
+from graphsys.mining.pattern import count
 from graphsys.mining.results import as_graph
-from graphsys.mining.triangle import TRIAD_NAMES, triad_census
+from graphsys.mining.triangle import triad_census
 
-#: Connected undirected 3-node classes.
-UNDIRECTED_3 = ("wedge", "triangle")
-#: Connected undirected 4-node classes.
-UNDIRECTED_4 = ("4-path", "3-star", "4-cycle", "tailed-triangle", "diamond", "4-clique")
-#: Connected directed 3-node classes (triad names).
-DIRECTED_3 = tuple(n for n in TRIAD_NAMES if n not in ("003", "012", "102"))
-METHODS = ("exact", "sampled")
+__all__ = ["DIRECTED_3", "UNDIRECTED_3", "UNDIRECTED_4", "UNDIRECTED_5", "MotifCensus",
+           "motifs"]
 
-#: Each induced 4-node count as (the non-induced counts' sum, coefficient of C4, of K4):
-#: induced = rest + a * C4 + b * K4, where ``rest`` uses the exact sums only.
-_C4_K4 = {"4-path": (-4, -12), "3-star": (0, -4), "4-cycle": (1, 3),
-          "tailed-triangle": (0, 12), "diamond": (0, -6), "4-clique": (0, 1)}
-
-
-@dataclass(frozen=True)
-class MotifCensus:
-    """Induced counts of the connected patterns of one size.
-
-    Attributes
-    ----------
-    size : int
-        Nodes per pattern (3 or 4).
-    directed : bool
-        Directed classes (triad names) or undirected ones.
-    counts : dict
-        ``{class: count}``: ints when exact, floats (estimates) when sampled.
-    method : str
-        ``exact`` or ``sampled``.
-    stderr : dict
-        Per class, the estimate's standard error (0 for exact classes).
-    samples : int or None
-        Draws per estimated sum of a sampled census.
-    seed : int or None
-        Its seed.
-    """
-
-    size: int
-    directed: bool
-    counts: dict
-    method: str = "exact"
-    stderr: dict = field(default_factory=dict)
-    samples: int | None = None
-    seed: int | None = None
-
-    def __getitem__(self, name: str):
-        return self.counts[name]
-
-    def to_dict(self) -> dict:
-        """Everything as plain JSON types."""
-        return {"size": self.size, "directed": self.directed, "method": self.method,
-                "counts": dict(self.counts), "stderr": dict(self.stderr),
-                "samples": self.samples, "seed": self.seed}
-
+#: Connected undirected 5-node classes (pattern names, :data:`graphsys.mining.pattern.NAMED`),
+#: by number of edges.
+UNDIRECTED_5 = ("4-star", "fork", "5-path", "cricket", "bull", "lollipop", "banner", "5-cycle",
+                "dart", "kite", "butterfly", "house", "k2-3", "tailed-4-clique", "book", "gem",
+                "k2-3-plus-edge", "k5-minus-wedge", "wheel", "k5-minus-edge", "5-clique")
 
 def _check(size, directed, method, samples, seed) -> None:
-    if size not in (3, 4) or isinstance(size, bool):
-        raise ParameterError("size", f"must be 3 or 4, got {size!r}")
+    if size not in (3, 4, 5) or isinstance(size, bool):
+        raise ParameterError("size", f"must be 3, 4 or 5, got {size!r}")
     if directed and size != 3:
         raise ParameterError("size", "of directed motifs must be 3 (the triad census)")
     if method not in METHODS:
@@ -142,12 +104,13 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     Parameters
     ----------
     %(graph)s
-    size : {3, 4}, default 3
-        Nodes per pattern.
+    size : {3, 4, 5}, default 3
+        Nodes per pattern (5: the 21 classes of :data:`UNDIRECTED_5`, each counted by the
+        pattern matcher).
     directed : bool, default False
         Directed 3-node classes (the 13 connected triad classes, by their M-A-N names);
         otherwise the undirected simple view's classes (:data:`UNDIRECTED_3`,
-        :data:`UNDIRECTED_4`).
+        :data:`UNDIRECTED_4`, :data:`UNDIRECTED_5`).
     method : {"exact", "sampled"}, default "exact"
         ``sampled`` (4-node undirected only): the 4-cycle and 4-clique sums estimated
         from random wedges and edges, see the module's notes; every count is then an
@@ -185,6 +148,10 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     {'diamond': 1}
     >>> {k: v for k, v in mining.motifs(g, 3, directed=True).counts.items() if v}
     {'021C': 2, '030T': 1, '030C': 1}
+    >>> h = graphsys.from_numpy(np.array([1, 2, 3, 4, 1, 1]), np.array([2, 3, 4, 5, 5, 3]),
+    ...                         tempfile.mkdtemp() + "/h")
+    >>> {k: v for k, v in mining.motifs(h, 5).counts.items() if v}
+    {'house': 1}
     """
     _check(size, directed, method, samples, seed)
     g = as_graph(graph)
@@ -194,118 +161,10 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
                               progress=progress)
         counts = {k: census[k] for k in DIRECTED_3}
         return MotifCensus(3, True, counts, stderr=dict.fromkeys(counts, 0.0))
-    ranks = Ranks.of(distributed, g)
-    with scheduled(threads) as nthreads:
-        view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
-        n, m = view.num_nodes, view.num_edges
-        per_edge = np.zeros(m if size == 4 else 0, np.int64)
-        per_node = np.zeros(n, np.int64)
-        work = view.wedge_work()
-        lo, hi = ranks.roots(work)
-        no_codes, no_dirs = np.zeros((nthreads, 64), np.int64), np.zeros(0, np.uint8)
-        run_tasks(lambda tasks: kernels.triangles_merge(view.indptr, view.indices, tasks,
-                                                        per_edge, per_node, no_codes,
-                                                        no_dirs),
-                  work, lo, hi, nthreads, progress=progress, desc="motifs: triangles")
-        per_node = ranks.sum(per_node)
-        d = view.degree
-        tri = int(per_node.sum()) // 3
-        if size == 3:
-            counts = {"wedge": int((d * (d - 1) // 2).sum()) - 3 * tri, "triangle": tri}
-            return MotifCensus(3, False, counts, stderr=dict.fromkeys(counts, 0.0))
-        per_edge = ranks.sum(per_edge)
-        rows = np.repeat(np.arange(n), view.out_degree())
-        exact = {"3-star": int((d * (d - 1) * (d - 2) // 6).sum()),
-                 "4-path": int(((d[rows] - 1) * (d[view.indices] - 1)).sum()) - 3 * tri,
-                 "tailed-triangle": int((per_node * (d - 2)).clip(0).sum()),
-                 "diamond": int((per_edge * (per_edge - 1) // 2).sum())}
-        if method == "exact":
-            n_c4 = _four_cycles(view, nthreads, ranks, progress)
-            n_k4 = _four_cliques(view, nthreads, ranks, progress)
-            err_c4 = err_k4 = 0.0
-        else:
-            rng = np.random.default_rng(seed)
-            n_c4, err_c4 = _sampled_four_cycles(view, rng, samples, ranks)
-            n_k4, err_k4 = _sampled_four_cliques(view, per_edge, rng, samples, ranks)
-    star, path, paw, dia = (exact["3-star"], exact["4-path"], exact["tailed-triangle"],
-                            exact["diamond"])
-    rest = {"4-path": path - 2 * paw + 6 * dia, "3-star": star - paw + 2 * dia,
-            "4-cycle": -dia, "tailed-triangle": paw - 4 * dia, "diamond": dia,
-            "4-clique": 0}
-    counts = {k: rest[k] + _C4_K4[k][0] * n_c4 + _C4_K4[k][1] * n_k4 for k in UNDIRECTED_4}
-    if method == "exact":
-        return MotifCensus(4, False, {k: int(v) for k, v in counts.items()},
-                           stderr=dict.fromkeys(counts, 0.0))
-    stderr = {k: float(np.hypot(_C4_K4[k][0] * err_c4, _C4_K4[k][1] * err_k4))
-              for k in UNDIRECTED_4}
-    return MotifCensus(4, False, {k: float(v) for k, v in counts.items()}, "sampled", stderr,
-                       int(samples), int(seed))
-
-
-def _mean_and_error(values: np.ndarray, scale: float, ranks: Ranks, draws: int
-                    ) -> tuple[float, float]:
-    """``scale`` times the mean of the draws (over every rank's share) and its standard
-    error."""
-    sums = ranks.sum(np.array([values.sum(), (values * values).sum()], np.float64))
-    mean = sums[0] / draws
-    var = max(sums[1] / draws - mean * mean, 0.0) * draws / (draws - 1)
-    return scale * mean, scale * float(np.sqrt(var / draws))
-
-
-def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, float]:
-    """4-cycles from ``samples`` uniform wedges (see the module's notes)."""
-    ptr, idx = view.full()
-    wedges = view.degree * (view.degree - 1) // 2
-    cum = np.cumsum(wedges, dtype=np.float64)
-    draws = rng.random((samples, 3))
-    if not len(cum) or cum[-1] == 0:
-        return 0.0, 0.0
-    mine = draws[ranks.share(len(draws))]
-    out = np.empty(len(mine), np.float64)
-    motif_kernels.sample_wedges(ptr, idx, cum, mine, out)
-    return _mean_and_error(out, float(cum[-1]) / 4, ranks, samples)
-
-
-def _sampled_four_cliques(view, per_edge, rng, samples: int, ranks: Ranks
-                          ) -> tuple[float, float]:
-    """4-cliques from ``samples`` edges drawn by their diamond pairs (module notes)."""
-    pairs = per_edge * (per_edge - 1) // 2
-    cum = np.cumsum(pairs, dtype=np.float64)
-    draws = rng.random((samples, 3))
-    if not len(cum) or cum[-1] == 0:
-        return 0.0, 0.0
-    ptr, idx = view.full()
-    mine = draws[ranks.share(len(draws))]
-    out = np.empty(len(mine), np.float64)
-    motif_kernels.sample_diamonds(view.indptr, view.indices, ptr, idx, cum, mine, out)
-    return _mean_and_error(out, float(cum[-1]) / 6, ranks, samples)
-
-
-def _four_cycles(view, threads: int, ranks: Ranks, progress: bool) -> int:
-    """4-cycles, each from its highest vertex (summed over the ranks' shares)."""
-    n = view.num_nodes
-    ptr, idx = view.full()
-    work = np.empty(n, np.int64)
-    with scheduled(threads if len(idx) >= SERIAL_WORK else 1):
-        motif_kernels.lower_wedge_work(ptr, idx, work)
-    lo, hi = ranks.roots(work)
-    scratch = np.zeros((threads, n), np.int32)
-    touched = np.empty((threads, n), np.int32)
-    none = np.zeros(0, np.int64)
-    total = run_tasks(lambda tasks: motif_kernels.four_cycles(ptr, idx, tasks, none, scratch,
-                                                        touched, none),
-                      work, lo, hi, threads, progress=progress, desc="motifs: 4-cycles")
-    return int(ranks.sum(np.array([total], np.int64))[0])
-
-
-def _four_cliques(view, threads: int, ranks: Ranks, progress: bool) -> int:
-    """4-cliques, each from its lowest vertex (summed over the ranks' shares)."""
-    d = view.out_degree()
-    work = clique_work(view, 4)
-    lo, hi = ranks.roots(work)
-    max_row = int(d.max()) if len(d) else 0
-    none = np.zeros(0, np.int64)
-    total = run_tasks(lambda tasks: clique_kernels.cliques(
-        view.indptr, view.indices, tasks, none, 4, max_row, none, none),
-                      work, lo, hi, threads, progress=progress, desc="motifs: 4-cliques")
-    return int(ranks.sum(np.array([total], np.int64))[0])
+    if size == 5:
+        counts = {k: count(g, k, induced=True, edge_set=edge_set, threads=threads,
+                           memory_limit=memory_limit, distributed=distributed,
+                           progress=progress) for k in UNDIRECTED_5}
+        return MotifCensus(5, False, counts, stderr=dict.fromkeys(counts, 0.0))
+    return small_census(g, size, method, samples, seed, edge_set, threads, memory_limit,
+                        distributed, progress)

@@ -2,7 +2,8 @@
 induced or not.
 
 A :class:`Pattern` is an edge list over nodes ``0..k-1`` (``k <= 8``), with an optional
-label per node. It is compiled, once, into a *plan* (Peregrine's pattern-aware matching
+label per node, optional anti-edges (pairs that must not be adjacent) and, directed, its
+edges read as arcs. It is compiled, once, into a *plan* (Peregrine's pattern-aware matching
 [1]_): a matching order (a node of most edges first, then repeatedly the node with most
 edges to the nodes already placed, so every step extends a connected match), and
 symmetry-breaking conditions ``id(a) < id(b)`` derived from the pattern's automorphisms
@@ -14,26 +15,34 @@ automorphism.
 The matcher (:func:`graphsys.mining.match_kernels.match_count`) extends a match level by level:
 a level's candidates are the neighbours of its placed neighbour with the shortest row,
 kept when they are adjacent to its other placed neighbours (binary searches in sorted rows),
-non-adjacent to the others (induced matching), above/below the ids its conditions name
-(which also bounds the scan of the row), distinct, and of the right label. Roots are split
+non-adjacent to the others (induced matching) and to its anti-edges' nodes, above/below
+the ids its conditions name (which also bounds the scan of the row), distinct, of the
+right label and, directed, with the stored directions the arcs need (a byte per row entry,
+:func:`graphsys.mining.stream.symmetric_rows`). Roots are split
 into tasks of about equal work, ``prange`` with dynamic scheduling; listing runs in one
-thread, in root order, so the first ``limit`` matches are the same run to run.
+thread, in root order, so the first ``limit`` matches are the same run to run; streaming
+(:func:`iter_matches`, :func:`matches` with a callback) resumes the same search a chunk at a
+time (:mod:`graphsys.mining.stream`). :meth:`Pattern.explain` prints the plan.
 
 An unlabelled complete pattern is counted by the clique kernel instead
-(:mod:`graphsys.mining.clique`).
+(:mod:`graphsys.mining.clique`), and the induced count of an unlabelled 3- or 4-node
+pattern without anti-edges or directions is read from the motif census
+(:mod:`graphsys.mining.census`), which derives it from the triangle pass.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from graphsys import views
 from graphsys.errors import ParameterError
-from graphsys.mining import match_kernels
+from graphsys.mining import match_kernels, stream
 from graphsys.mining._docs import document
+from graphsys.mining.census import SHAPES, small_census
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
 from graphsys.mining.results import as_graph, original_ids
 
@@ -55,6 +64,25 @@ NAMED = {
     "4-clique": [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)],
     "5-cycle": [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)],
     "house": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 4), (1, 4)],
+    # the other connected 5-node graphs (the 5-node motif census, with 5-clique)
+    "4-star": [(0, 1), (0, 2), (0, 3), (0, 4)],
+    "fork": [(0, 1), (0, 2), (0, 3), (3, 4)],                        # a 3-star, one arm longer
+    "5-path": [(0, 1), (1, 2), (2, 3), (3, 4)],
+    "cricket": [(0, 1), (1, 2), (2, 0), (0, 3), (0, 4)],            # two tails on one node
+    "bull": [(0, 1), (1, 2), (2, 0), (0, 3), (1, 4)],               # tails on two nodes
+    "lollipop": [(0, 1), (1, 2), (2, 0), (0, 3), (3, 4)],           # a tail of two edges
+    "banner": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 4)],             # a 4-cycle with a tail
+    "dart": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (0, 4)],       # diamond, tail on a hub
+    "kite": [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (1, 4)],       # diamond, tail on a tip
+    "butterfly": [(0, 1), (1, 2), (2, 0), (0, 3), (3, 4), (4, 0)],  # two triangles, one node
+    "k2-3": [(0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 4)],
+    "tailed-4-clique": [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (3, 4)],
+    "book": [(0, 1), (0, 2), (1, 2), (0, 3), (1, 3), (0, 4), (1, 4)],   # 3 triangles, 1 edge
+    "gem": [(0, 1), (1, 2), (2, 3), (4, 0), (4, 1), (4, 2), (4, 3)],    # a 4-path and a hub
+    "k2-3-plus-edge": [(0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 4), (2, 3)],
+    "k5-minus-wedge": [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (0, 4), (1, 4)],
+    "wheel": [(0, 1), (1, 2), (2, 3), (3, 0), (4, 0), (4, 1), (4, 2), (4, 3)],
+    "k5-minus-edge": [(a, b) for a in range(5) for b in range(a + 1, 5) if (a, b) != (3, 4)],
 }
 
 
@@ -69,6 +97,15 @@ class Plan:
     greater: np.ndarray    # bool (k, k)
     less: np.ndarray       # bool (k, k)
     labels: np.ndarray     # int64 (k,), -1: any
+    dreq: np.ndarray       # uint8 (k, k): directions needed to an earlier level (directed)
+    directed: bool = False
+    dexact: bool = False   # directions exactly dreq (directed and induced)
+
+    def constraints(self, bits: np.ndarray) -> tuple:
+        """The matcher kernels' arguments after the data graph's labels: the plan's
+        arrays and ``bits``, the data rows' directions (empty: undirected)."""
+        return (self.adj, self.nonadj, self.greater, self.less, self.labels, bits,
+                self.dreq, self.dexact)
 
 
 class Pattern:
@@ -82,6 +119,13 @@ class Pattern:
     labels : sequence of int or None, optional
         One label per node (a value of the graph's label column), or None/-1 for a node
         that matches any label.
+    anti_edges : sequence of (int, int), optional
+        Pairs of pattern nodes whose graph nodes must not be adjacent (anti-edges, per
+        pair; ``induced=True`` makes every non-edge one).
+    directed : bool, default False
+        Each edge ``(a, b)`` needs a stored edge from ``a``'s graph node to ``b``'s (both
+        ``(a, b)`` and ``(b, a)``: both directions); induced, the stored directions of
+        each matched pair are exactly the pattern's.
 
     Attributes
     ----------
@@ -90,6 +134,10 @@ class Pattern:
         Sorted, each as ``(a, b)`` with ``a < b``.
     labels : tuple of int
         ``-1`` where any label matches.
+    anti_edges : tuple of (int, int)
+        Sorted, each as ``(a, b)`` with ``a < b``.
+    arcs : tuple of (int, int)
+        A directed pattern's edges as given, sorted (empty when undirected).
 
     Examples
     --------
@@ -98,9 +146,13 @@ class Pattern:
     (4, 5, 4)
     >>> Pattern([(0, 1), (1, 2)], labels=[7, None, 7]).labels
     (7, -1, 7)
+    >>> Pattern([(0, 1), (1, 2)], anti_edges=[(2, 0)])    # an open wedge, not a triangle
+    Pattern([(0, 1), (1, 2)], anti_edges=[(0, 2)])
+    >>> Pattern([(0, 1), (2, 1)], directed=True).automorphisms()   # 0 -> 1 <- 2
+    2
     """
 
-    def __init__(self, edges, labels=None):
+    def __init__(self, edges, labels=None, anti_edges=None, directed: bool = False):
         try:
             pairs = [(int(a), int(b)) for a, b in edges]
         except (TypeError, ValueError):
@@ -118,6 +170,11 @@ class Pattern:
             raise ParameterError("pattern", "has a self-loop")
         self.num_nodes = k
         self.edges = tuple(sorted({(min(a, b), max(a, b)) for a, b in pairs}))
+        self.directed = bool(directed)
+        self.arcs = tuple(sorted(set(pairs))) if self.directed else ()
+        self._dir = np.zeros((k, k), bool)
+        for a, b in self.arcs:
+            self._dir[a, b] = True
         if labels is None:
             labels = [-1] * k
         labels = list(labels)
@@ -129,6 +186,25 @@ class Pattern:
             self._adj[a, b] = self._adj[b, a] = True
         if not self._connected():
             raise ParameterError("pattern", "must be connected")
+        self.anti_edges = self._anti_edges(anti_edges)
+        self._anti = np.zeros((k, k), bool)
+        for a, b in self.anti_edges:
+            self._anti[a, b] = self._anti[b, a] = True
+
+    def _anti_edges(self, pairs) -> tuple:
+        try:
+            pairs = [(int(a), int(b)) for a, b in (pairs or ())]
+        except (TypeError, ValueError):
+            raise ParameterError("pattern", "anti-edges must be pairs of node numbers") \
+                from None
+        out = {(min(a, b), max(a, b)) for a, b in pairs}
+        for a, b in out:
+            if a == b or a < 0 or b >= self.num_nodes:
+                raise ParameterError("pattern", f"anti-edge {a}-{b} must join two of its "
+                                                f"nodes 0..{self.num_nodes - 1}")
+            if self._adj[a, b]:
+                raise ParameterError("pattern", f"{a}-{b} is both an edge and an anti-edge")
+        return tuple(sorted(out))
 
     @classmethod
     def named(cls, name: str, labels=None) -> Pattern:
@@ -149,14 +225,19 @@ class Pattern:
 
     def __repr__(self) -> str:
         lab = "" if all(x < 0 for x in self.labels) else f", labels={list(self.labels)}"
-        return f"Pattern({list(self.edges)}{lab})"
+        anti = f", anti_edges={list(self.anti_edges)}" if self.anti_edges else ""
+        if self.directed:
+            return f"Pattern({list(self.arcs)}{lab}{anti}, directed=True)"
+        return f"Pattern({list(self.edges)}{lab}{anti})"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Pattern) and (self.edges, self.labels) == (other.edges,
-                                                                          other.labels)
+        return isinstance(other, Pattern) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.edges, self.labels))
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        return self.edges, self.labels, self.anti_edges, self.arcs
 
     @property
     def labelled(self) -> bool:
@@ -178,8 +259,8 @@ class Pattern:
         return len(seen) == self.num_nodes
 
     def automorphism_group(self) -> list[tuple[int, ...]]:
-        """Every permutation of the nodes that keeps the edges and the labels (identity
-        included), found by backtracking."""
+        """Every permutation of the nodes that keeps the edges (and their directions), the
+        anti-edges and the labels (identity included), found by backtracking."""
         k = self.num_nodes
         deg = self._adj.sum(1)
         out: list[tuple[int, ...]] = []
@@ -193,7 +274,10 @@ class Pattern:
             for c in range(k):
                 if used[c] or deg[c] != deg[i] or self.labels[c] != self.labels[i]:
                     continue
-                if all(self._adj[i, j] == self._adj[c, perm[j]] for j in range(i)):
+                if all(self._adj[i, j] == self._adj[c, perm[j]]
+                       and self._anti[i, j] == self._anti[c, perm[j]]
+                       and self._dir[i, j] == self._dir[c, perm[j]]
+                       and self._dir[j, i] == self._dir[perm[j], c] for j in range(i)):
                     perm[i], used[c] = c, True
                     extend(i + 1)
                     perm[i], used[c] = -1, False
@@ -244,15 +328,101 @@ class Pattern:
         for i, v in enumerate(order):
             for j, w in enumerate(order[:i]):
                 adj[i, j] = self._adj[v, w]
-                nonadj[i, j] = induced and not self._adj[v, w]
+                nonadj[i, j] = (induced and not self._adj[v, w]) or self._anti[v, w]
         for a, b in self.conditions():  # id(a) < id(b): checked at the later level
             la, lb = level[a], level[b]
             if la < lb:
                 greater[lb, la] = True
             else:
                 less[la, lb] = True
+        dreq = np.zeros((k, k), np.uint8)
+        for i, v in enumerate(order):
+            for j, w in enumerate(order[:i]):  # bit 1: w -> v (earlier to later), bit 2: back
+                dreq[i, j] = (1 if self._dir[w, v] else 0) | (2 if self._dir[v, w] else 0)
         return Plan(np.array(order, np.int64), adj, nonadj, greater, less,
-                    np.array([self.labels[v] for v in order], np.int64))
+                    np.array([self.labels[v] for v in order], np.int64), dreq,
+                    self.directed, self.directed and bool(induced))
+
+    def explain(self, induced: bool = False) -> str:
+        """The plan the matcher follows, as text: the matching order, what each level's
+        candidates are and must satisfy, and the symmetry-breaking conditions.
+
+        Level ``i`` places one pattern node; its candidates are the neighbours of the
+        vertex matched to one earlier node it is adjacent to (at run time, the one of
+        those with the shortest row), filtered by the other conditions listed. ``id`` is
+        the vertex's rank in the matcher's order (ascending degree, ties by id), and the
+        conditions ``id(a) < id(b)`` make each subgraph match once, not once per
+        automorphism.
+
+        Parameters
+        ----------
+        induced : bool, default False
+            The plan of induced matching (non-adjacency checks added).
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> print(Pattern.named("4-cycle").explain())
+        Pattern([(0, 1), (0, 3), (1, 2), (2, 3)]): 4 nodes, 4 edges, 8 automorphisms
+        non-induced; matching order: 0, 1, 2, 3
+        symmetry breaking: id(0) < id(1), id(0) < id(2), id(0) < id(3), id(1) < id(3)
+        level 0: node 0: every vertex
+        level 1: node 1: neighbours of node 0; id > id(0)
+        level 2: node 2: neighbours of node 1; id > id(0)
+        level 3: node 3: neighbours of node 0 or 2; adjacent to 0, 2; id > id(0), id > id(1)
+        """
+        plan = self.plan(bool(induced))
+        order = plan.order.tolist()
+        conds = self.conditions()
+        lines = [f"{self!r}: {self.num_nodes} nodes, {len(self.edges)} edges, "
+                 f"{self.automorphisms()} automorphisms",
+                 f"{'induced' if induced else 'non-induced'}; matching order: "
+                 + ", ".join(map(str, order)),
+                 "symmetry breaking: " + (", ".join(f"id({a}) < id({b})" for a, b in conds)
+                                          or "none (no automorphism but the identity)")]
+        if self.is_clique and not self.labelled and self.num_nodes > 2:
+            lines.append("count uses the clique kernel; matches and iter_matches this plan")
+        for i, v in enumerate(order):
+            lines.append(f"level {i}: node {v}: " + "; ".join(self._level_text(plan, i)))
+        return "\n".join(lines)
+
+    def _level_text(self, plan: Plan, i: int) -> list[str]:
+        """What level ``i``'s candidates are and the checks they pass."""
+        order = plan.order.tolist()
+        earlier = [order[j] for j in range(i)]
+        adj = [w for j, w in enumerate(earlier) if plan.adj[i, j]]
+        parts = ["every vertex" if i == 0 else
+                 "neighbours of node " + " or ".join(map(str, adj))]
+        if len(adj) > 1:
+            parts.append("adjacent to " + ", ".join(map(str, adj)))
+        non = [w for j, w in enumerate(earlier) if plan.nonadj[i, j]]
+        if non:
+            parts.append("not adjacent to " + ", ".join(map(str, non)))
+        bounds = [f"id > id({w})" for j, w in enumerate(earlier) if plan.greater[i, j]]
+        bounds += [f"id < id({w})" for j, w in enumerate(earlier) if plan.less[i, j]]
+        if bounds:
+            parts.append(", ".join(bounds))
+        if plan.directed and i > 0:
+            arrows = {1: "{w} -> {v}", 2: "{v} -> {w}", 3: "{w} <-> {v}"}
+            parts.append(("exactly " if plan.dexact else "") + ", ".join(
+                arrows[int(plan.dreq[i, j])].format(w=w, v=order[i])
+                for j, w in enumerate(earlier) if plan.adj[i, j]))
+        if plan.labels[i] >= 0:
+            parts.append(f"label {int(plan.labels[i])}")
+        return parts
+
+
+
+def census_class(p: Pattern) -> str | None:
+    """The class of the 3- and 4-node census an unlabelled pattern without anti-edges is
+    (its induced count is then read from :func:`~graphsys.mining.census.small_census`),
+    or None. A connected graph of 3 or 4 nodes is known by its edges and degrees."""
+    if p.labelled or p.anti_edges or p.directed or p.num_nodes not in (3, 4) or p.is_clique:
+        return None
+    return SHAPES[(len(p.edges), tuple(sorted(p._adj.sum(1).tolist())))]
 
 
 def as_pattern(pattern) -> Pattern:
@@ -285,7 +455,8 @@ def _prepare(graph, pattern, labels, edge_set, memory_limit):
     p = as_pattern(pattern)
     if p.labelled and labels is None:
         raise ParameterError("labels", "must name a node column: the pattern has labels")
-    view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+    view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit,
+                      directions=p.directed)
     return g, p, view, _node_labels(g, labels, view)
 
 
@@ -340,8 +511,12 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
     2
     """
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
+    census = census_class(p) if induced else None
+    if census is not None:
+        return int(small_census(g, p.num_nodes, "exact", 0, 0, edge_set, threads, memory_limit,
+                                distributed, progress)[census])
     ranks = Ranks.of(distributed, g)
-    if p.is_clique and not p.labelled:
+    if p.is_clique and not p.labelled and not p.directed:
         if p.num_nodes == 2:
             return view.num_edges
         from graphsys.mining.clique import clique_count
@@ -350,50 +525,49 @@ def count(graph, pattern, *, induced: bool = False, labels=None, edge_set: str |
                             memory_limit=memory_limit, distributed=distributed,
                             progress=progress)
     plan = p.plan(bool(induced))
-    ptr, idx = view.full()
+    ptr, idx, bits = stream.symmetric_rows(view, p.directed)
     deg = view.degree
     work = deg * np.minimum(deg, 1 << 20) if p.num_nodes > 2 else deg.copy()
     lo, hi = ranks.roots(work)
     max_row = int(deg.max()) if len(deg) else 0
     none = np.zeros(0, np.int64)
     with scheduled(threads) as nthreads:
-        total = run_tasks(lambda tasks: match_kernels.match_count(ptr, idx, node_labels, tasks,
-                                                            plan.adj, plan.nonadj,
-                                                            plan.greater, plan.less,
-                                                            plan.labels, max_row, none),
+        total = run_tasks(lambda tasks: match_kernels.match_count(
+            ptr, idx, node_labels, tasks, *plan.constraints(bits), max_row, none),
                           work, lo, hi, nthreads, progress=progress, desc="matches")
     return int(ranks.sum(np.array([total], np.int64))[0])
 
 
 @document
 def matches(graph, pattern, *, induced: bool = False, labels=None,
-            limit: int | None = DEFAULT_LIMIT, edge_set: str | None = None,
-            memory_limit: int | None = None) -> np.ndarray:
+            limit: int | None = DEFAULT_LIMIT, callback=None, edge_set: str | None = None,
+            memory_limit: int | None = None) -> np.ndarray | int:
     """List matches of ``pattern``: one row per matched subgraph, the graph node of each
-    pattern node.
+    pattern node; or hand each to ``callback`` as it is found.
 
     Matches come in a fixed order (by their node placed first, in ascending degree, then
-    depth first), so the first ``limit`` are the same on every run.
+    depth first), so the first ``limit`` are the same on every run. With ``callback``,
+    nothing is kept: the search runs a chunk ahead (:func:`graphsys.mining.iter_matches`)
+    and stops when the callback returns False or ``limit`` matches were delivered.
 
     Parameters
     ----------
     %(graph)s
-    pattern : Pattern or str or sequence of (int, int)
-        The pattern, a name or an edge list.
-    induced : bool, default False
-        Induced matches only.
-    labels : str or array-like, optional
-        The graph's node labels, required when the pattern has labels (see :func:`count`).
+    %(match)s
     limit : int or None, default 10000
-        The most rows; None: all matches (counted first, to size the answer).
+        The most rows (or callback calls); None: all matches (counted first, to size the
+        answer, when no callback is given).
+    callback : callable, optional
+        ``callback(row)`` per match, ``row`` a tuple of original ids (``row[i]``: pattern
+        node ``i``); returning False stops the search.
     %(edge_set)s
     %(memory_limit)s
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray or int
         (C, k) original node ids (int64, or ``object`` for string ids); column ``i`` is the
-        graph node matched to pattern node ``i``.
+        graph node matched to pattern node ``i``. With ``callback``: the matches delivered.
 
     Examples
     --------
@@ -406,20 +580,83 @@ def matches(graph, pattern, *, induced: bool = False, labels=None,
     [[1, 2, 3], [1, 3, 4]]
     >>> mining.matches(g, [(0, 1), (1, 2)], induced=True).shape
     (2, 3)
+
+    Is there a 4-cycle? Stop at the first one:
+
+    >>> found = []
+    >>> mining.matches(g, "4-cycle", callback=lambda row: found.append(row) or False)
+    1
+    >>> sorted(found[0])
+    [1, 2, 3, 4]
     """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(
+            limit, (int, np.integer)) or limit < 0):
+        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
+    if callback is not None:
+        if not callable(callback):
+            raise ParameterError("callback", f"must be callable, got "
+                                             f"{type(callback).__name__}")
+        chunk = stream.DEFAULT_CHUNK if limit is None else max(1, min(int(limit),
+                                                                       stream.DEFAULT_CHUNK))
+        return stream.deliver(iter_matches(graph, pattern, induced=induced, labels=labels,
+                                           edge_set=edge_set, memory_limit=memory_limit,
+                                           chunk=chunk), callback, limit)
     g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
     if limit is None:
         limit = count(g, p, induced=induced, labels=labels, edge_set=edge_set,
                       memory_limit=memory_limit)
-    elif isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0:
-        raise ParameterError("limit", f"must be a non-negative integer or None, got {limit!r}")
     plan = p.plan(bool(induced))
-    ptr, idx = view.full()
+    ptr, idx, bits = stream.symmetric_rows(view, p.directed)
     max_row = int(view.degree.max()) if view.num_nodes else 0
     out = np.empty((int(limit), p.num_nodes), np.int64)
-    got = int(match_kernels.match_list(ptr, idx, node_labels, plan.adj, plan.nonadj, plan.greater,
-                                 plan.less, plan.labels, max_row, int(limit), out)) \
+    got = int(match_kernels.match_list(ptr, idx, node_labels, *plan.constraints(bits), max_row,
+                                       int(limit), out)) \
         if limit else 0
     rows = np.empty((got, p.num_nodes), np.int64)
     rows[:, plan.order] = view.order[out[:got]]
     return original_ids(g, rows)
+
+
+@document
+def iter_matches(graph, pattern, *, induced: bool = False, labels=None,
+                 edge_set: str | None = None, memory_limit: int | None = None,
+                 chunk: int = stream.DEFAULT_CHUNK) -> Iterator[tuple]:
+    """The matches of ``pattern``, one tuple of original node ids per matched subgraph,
+    found as they are taken.
+
+    The search runs ``chunk`` matches ahead of the consumer and keeps its stack between
+    chunks; stop iterating (or ``close()`` the iterator) and it stops. The order is
+    :func:`graphsys.mining.matches`' (by the node placed first, in ascending degree, then
+    depth first), the same on every run.
+
+    Parameters
+    ----------
+    %(graph)s
+    %(match)s
+    %(edge_set)s
+    %(memory_limit)s
+    chunk : int, default 1024
+        Matches the search writes at a time: the memory of the matches in flight.
+
+    Yields
+    ------
+    tuple
+        The graph node of each pattern node (``t[i]`` for pattern node ``i``).
+
+    Examples
+    --------
+    Every triangle of a 4-clique, taken until one holds node 4:
+
+    >>> import tempfile, itertools, numpy as np, graphsys
+    >>> pairs = np.array(list(itertools.combinations([1, 2, 3, 4], 2)))
+    >>> k4 = graphsys.from_numpy(pairs[:, 0], pairs[:, 1], tempfile.mkdtemp() + "/k4")
+    >>> it = graphsys.mining.iter_matches(k4, "triangle")
+    >>> next(t for t in it if 4 in t) is not None
+    True
+    >>> it.close()                                   # the search stops here
+    >>> sum(1 for _ in graphsys.mining.iter_matches(k4, "4-cycle", chunk=1))
+    3
+    """
+    chunk = stream.positive("chunk", chunk)
+    g, p, view, node_labels = _prepare(graph, pattern, labels, edge_set, memory_limit)
+    return stream.rows_of(stream.chunks(g, view, node_labels, p.plan(bool(induced)), chunk))

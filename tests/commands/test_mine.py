@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import networkx as nx
@@ -92,6 +93,11 @@ def test_triads_cliques_motifs(graph, capsys):
     sampled = run(["motifs", str(path), "--size", "4", "--samples", "500", "--seed", "3"],
                   capsys)
     assert sampled["method"] == "sampled" and sampled["samples"] == 500
+    five = run(["motifs", str(path), "--size", "5"], capsys)
+    assert five["counts"]["5-clique"] == sum(1 for c in nx.enumerate_all_cliques(G)
+                                             if len(c) == 5)
+    assert sum(five["counts"].values()) == sum(
+        1 for nodes in itertools.combinations(G, 5) if nx.is_connected(G.subgraph(nodes)))
 
 
 def test_pattern(graph, capsys, tmp_path):
@@ -109,9 +115,59 @@ def test_pattern(graph, capsys, tmp_path):
         assert a % 2 == 0 and c % 2 == 0
 
 
+def test_pattern_anti_edges(graph, capsys):
+    """--anti-edges keeps the named pairs apart: a wedge with its ends apart is the induced
+    wedge, a 4-path whose ends are apart counts what the API counts."""
+    from graphsys import mining, open_graph
+    from graphsys.mining import Pattern
+
+    path, _, G, _ = graph
+    got = run(["pattern", str(path), "wedge", "--anti-edges", "0-2"], capsys)
+    assert got["matches"] == run(["pattern", str(path), "wedge", "--induced"],
+                                 capsys)["matches"]
+    assert got["anti_edges"] == [[0, 2]]
+    got = run(["pattern", str(path), "0-1,1-2,2-3", "--anti-edges", "3-0"], capsys)
+    assert got["matches"] == mining.count(open_graph(path), Pattern(
+        [(0, 1), (1, 2), (2, 3)], anti_edges=[(0, 3)]))
+
+
+def test_pattern_directed(graph, capsys):
+    """--directed reads a-b as a -> b: the directed 3-cycles and feed-forward triangles
+    are networkx's triad census 030C and 030T counts (each 030C triad is one cycle), with
+    the edges as stored."""
+    path, _, _, D = graph
+    census = nx.triadic_census(D)
+    cycles = run(["pattern", str(path), "0-1,1-2,2-0", "--directed", "--induced"], capsys)
+    assert cycles["matches"] == census["030C"] and cycles["directed"]
+    ffl = run(["pattern", str(path), "0-1,1-2,0-2", "--directed", "--induced"], capsys)
+    assert ffl["matches"] == census["030T"] and ffl["pattern"] == [[0, 1], [0, 2], [1, 2]]
+    named = run(["pattern", str(path), "triangle", "--directed", "--induced"], capsys)
+    assert named["matches"] == census["030T"]     # 0-1, 1-2, 0-2 as listed: feed-forward
+
+
+def test_fsm(graph, capsys):
+    """``mine fsm`` prints what ``frequent_subgraphs`` finds (tests/mining/test_fsm.py
+    checks that against a brute force); --early-exit the same patterns."""
+    from graphsys import mining, open_graph
+
+    _, lab, _, _ = graph
+    got = run(["fsm", str(lab), "--labels", "label", "--support", "3", "--max-edges", "2"],
+              capsys)
+    want = mining.frequent_subgraphs(open_graph(lab), "label", 3, max_edges=2)
+    assert got["patterns"] == [f.to_dict() for f in want] and len(want) >= 3
+    early = run(["fsm", str(lab), "--labels", "label", "--support", "3", "--max-edges", "2",
+                 "--early-exit"], capsys)
+    assert sorted((p["edges"], p["labels"]) for p in early["patterns"]) == sorted(
+        (p["edges"], p["labels"]) for p in got["patterns"])
+
+
 @pytest.mark.parametrize("args, message", [
+    (["pattern", "{g}", "wedge", "--anti-edges", "0-1"], "both an edge and an anti-edge"),
+    (["pattern", "{g}", "wedge", "--anti-edges", "0-x"], "--anti-edges '0-x'"),
+    (["fsm", "{g}", "--labels", "label", "--support", "0"], "--support must be a positive"),
+    (["fsm", "{g}", "--labels", "nope", "--support", "2"], "nope"),
     (["cliques", "{g}", "-k", "9"], "-k must be an integer from 3 to 8"),
-    (["motifs", "{g}", "--size", "5"], "--size must be 3 or 4"),
+    (["motifs", "{g}", "--size", "6"], "--size must be 3, 4 or 5"),
     (["motifs", "{g}", "--size", "3", "--samples", "100"], "--samples applies"),
     (["triangles", "{g}", "--mode", "gpu"], "--mode must be one of"),
     (["triangles", "{g}", "--threads", "0"], "--threads must be a positive integer"),

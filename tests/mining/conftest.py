@@ -66,6 +66,38 @@ def brute_matches(G: nx.Graph, edges, k: int, induced: bool, labels=None,
     return maps // auts
 
 
+def random_graph(graph_of, n: int, m: int, seed: int, directed: bool = False):
+    """A random stored graph of ``m`` edges over ``n`` nodes and its networkx twin (the
+    undirected simple view, or the directed one)."""
+    src, dst = random_edges(n, m, seed)
+    twin = directed_graph if directed else simple_graph
+    return graph_of(src, dst, n), twin(src, dst, n)
+
+
+def matched_rows(g, pattern, want: int, induced: bool = False, labels=None) -> list[tuple]:
+    """Check that count, the full listing and the stream (chunks of 2) agree on ``want``
+    matches, in the same order; returns the rows."""
+    from graphsys import mining
+
+    assert mining.count(g, pattern, induced=induced, labels=labels) == want, (pattern,
+                                                                           induced)
+    rows = [tuple(r) for r in mining.matches(g, pattern, induced=induced, labels=labels,
+                                             limit=None).tolist()]
+    assert len(rows) == want
+    assert rows == list(mining.iter_matches(g, pattern, induced=induced, labels=labels,
+                                            chunk=2))
+    return rows
+
+
+def labelled_graph(graph_of, n: int, m: int, seed: int, nlabels: int):
+    """A random stored graph, its networkx twin, its labels ``id % nlabels`` by internal id
+    and the same as ``{id: label}``."""
+    src, dst = random_edges(n, m, seed)
+    g, G = graph_of(src, dst, n), simple_graph(src, dst, n)
+    labels = np.array([v % nlabels for v in g.node_ids()])
+    return g, G, labels, {int(v): int(v) % nlabels for v in g.node_ids()}
+
+
 @pytest.fixture
 def graph_of(tmp_path):
     """``graph_of(src, dst, n, **options)``: a stored graph in a fresh directory."""

@@ -41,3 +41,26 @@ def test_guide_names_every_cli_subcommand():
     names = next(a for a in mine._actions if hasattr(a, "choices") and a.choices).choices
     for name in names:
         assert f"graphsys mine {name}" in text, name
+
+
+def test_guide_streaming_explain_and_five_nodes(guide):
+    G, house = guide["G"], guide["house"]
+    text = GUIDE.read_text()
+    printed = text.split("```text\n", 1)[1].split("```", 1)[0]
+    assert printed.strip() == house.explain(induced=True)   # the page shows the real output
+    hub = guide["hub"]
+    assert 0 < len(guide["near"]) <= 10 and all(hub in row for row in guide["near"])
+    for row in guide["near"]:
+        assert all(G.has_edge(row[a], row[b]) for a, b in house.edges)
+    five = [c for c in nx.enumerate_all_cliques(G) if len(c) == 5]
+    assert guide["five"]["5-clique"] == len(five)
+
+
+def test_guide_frequent_subgraphs(guide):
+    """The page's FSM call found patterns of each size up to 3 edges, each once, all at or
+    above the threshold, sorted by size."""
+    found = guide["found"]
+    sizes = [f.num_edges for f in found]
+    assert sizes == sorted(sizes) and set(sizes) == {1, 2, 3}
+    assert all(f.support >= 40 for f in found)
+    assert len({f.pattern for f in found}) == len(found)

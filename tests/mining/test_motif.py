@@ -73,7 +73,7 @@ def test_sampled_estimator_is_unbiased(graph_of):
 def test_bad_parameters(graph_of):
     g = graph_of([0, 1], [1, 2], 3)
     with pytest.raises(ParameterError, match="size"):
-        mining.motifs(g, 5)
+        mining.motifs(g, 6)
     with pytest.raises(ParameterError, match="size"):
         mining.motifs(g, 4, directed=True)
     with pytest.raises(ParameterError, match="method"):

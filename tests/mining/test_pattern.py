@@ -98,3 +98,26 @@ def test_patterns_and_errors():
             Pattern(bad)
     with pytest.raises(ParameterError, match="unknown pattern"):
         Pattern.named("pentagram")
+
+
+def test_induced_small_patterns_read_the_census(graph_of, monkeypatch):
+    """An unlabelled induced 3- or 4-node pattern is counted by the motif census, not the
+    matcher (which is made to fail here), with brute force's answer; a labelled one or one
+    with anti-edges still goes to the matcher."""
+    from graphsys.mining import match_kernels
+
+    n = 12
+    src, dst = random_edges(n, 30, 21)
+    g, G = graph_of(src, dst, n), simple_graph(src, dst, n)
+    want = {name: brute_matches(G, Pattern.named(name).edges, Pattern.named(name).num_nodes,
+                                True) for name in SMALL if name != "edge"}
+
+    def refuse(*args):
+        raise AssertionError("the matcher ran")
+
+    monkeypatch.setattr(match_kernels, "match_count", refuse)
+    for name, value in want.items():
+        assert mining.count(g, name, induced=True) == value, name
+        assert mining.count(g, Pattern.named(name).edges, induced=True) == value, name
+    with pytest.raises(AssertionError, match="the matcher ran"):
+        mining.count(g, Pattern([(0, 1), (1, 2)], anti_edges=[(0, 2)]))

@@ -1,0 +1,197 @@
+"""The exact and sampled census of the connected undirected 3- and 4-node patterns, from
+sums of the triangle pass (:mod:`graphsys.mining.motif` describes the method; its
+``motifs`` is the public entry point)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graphsys import views
+from graphsys.mining import clique_kernels, kernels, motif_kernels
+from graphsys.mining.clique import clique_work
+from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks, scheduled
+from graphsys.mining.triangle import TRIAD_NAMES
+
+#: Connected undirected 3-node classes.
+UNDIRECTED_3 = ("wedge", "triangle")
+#: Connected undirected 4-node classes.
+UNDIRECTED_4 = ("4-path", "3-star", "4-cycle", "tailed-triangle", "diamond", "4-clique")
+#: Connected directed 3-node classes (triad names).
+DIRECTED_3 = tuple(n for n in TRIAD_NAMES if n not in ("003", "012", "102"))
+METHODS = ("exact", "sampled")
+
+#: Each induced 4-node count as (the non-induced counts' sum, coefficient of C4, of K4):
+#: induced = rest + a * C4 + b * K4, where ``rest`` uses the exact sums only.
+_C4_K4 = {"4-path": (-4, -12), "3-star": (0, -4), "4-cycle": (1, 3),
+          "tailed-triangle": (0, 12), "diamond": (0, -6), "4-clique": (0, 1)}
+
+
+
+#: A connected 3- or 4-node pattern's class from (edges, sorted degrees).
+SHAPES = {(2, (1, 1, 2)): "wedge", (3, (2, 2, 2)): "triangle",
+          (3, (1, 1, 2, 2)): "4-path", (3, (1, 1, 1, 3)): "3-star",
+          (4, (2, 2, 2, 2)): "4-cycle", (4, (1, 2, 2, 3)): "tailed-triangle",
+          (5, (2, 2, 3, 3)): "diamond", (6, (3, 3, 3, 3)): "4-clique"}
+
+
+@dataclass(frozen=True)
+class MotifCensus:
+    """Induced counts of the connected patterns of one size.
+
+    Attributes
+    ----------
+    size : int
+        Nodes per pattern (3, 4 or 5).
+    directed : bool
+        Directed classes (triad names) or undirected ones.
+    counts : dict
+        ``{class: count}``: ints when exact, floats (estimates) when sampled.
+    method : str
+        ``exact`` or ``sampled``.
+    stderr : dict
+        Per class, the estimate's standard error (0 for exact classes).
+    samples : int or None
+        Draws per estimated sum of a sampled census.
+    seed : int or None
+        Its seed.
+    """
+
+    size: int
+    directed: bool
+    counts: dict
+    method: str = "exact"
+    stderr: dict = field(default_factory=dict)
+    samples: int | None = None
+    seed: int | None = None
+
+    def __getitem__(self, name: str):
+        return self.counts[name]
+
+    def to_dict(self) -> dict:
+        """Everything as plain JSON types."""
+        return {"size": self.size, "directed": self.directed, "method": self.method,
+                "counts": dict(self.counts), "stderr": dict(self.stderr),
+                "samples": self.samples, "seed": self.seed}
+
+
+def small_census(g, size: int, method: str, samples: int, seed: int, edge_set, threads,
+                 memory_limit, distributed: bool, progress: bool) -> MotifCensus:
+    """The undirected census of ``size`` (3 or 4) nodes of an opened graph (parameters
+    checked by the caller, :func:`graphsys.mining.motifs`)."""
+    ranks = Ranks.of(distributed, g)
+    with scheduled(threads) as nthreads:
+        view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+        n, m = view.num_nodes, view.num_edges
+        per_edge = np.zeros(m if size == 4 else 0, np.int64)
+        per_node = np.zeros(n, np.int64)
+        work = view.wedge_work()
+        lo, hi = ranks.roots(work)
+        no_codes, no_dirs = np.zeros((nthreads, 64), np.int64), np.zeros(0, np.uint8)
+        run_tasks(lambda tasks: kernels.triangles_merge(view.indptr, view.indices, tasks,
+                                                        per_edge, per_node, no_codes,
+                                                        no_dirs),
+                  work, lo, hi, nthreads, progress=progress, desc="motifs: triangles")
+        per_node = ranks.sum(per_node)
+        d = view.degree
+        tri = int(per_node.sum()) // 3
+        if size == 3:
+            counts = {"wedge": int((d * (d - 1) // 2).sum()) - 3 * tri, "triangle": tri}
+            return MotifCensus(3, False, counts, stderr=dict.fromkeys(counts, 0.0))
+        per_edge = ranks.sum(per_edge)
+        rows = np.repeat(np.arange(n), view.out_degree())
+        exact = {"3-star": int((d * (d - 1) * (d - 2) // 6).sum()),
+                 "4-path": int(((d[rows] - 1) * (d[view.indices] - 1)).sum()) - 3 * tri,
+                 "tailed-triangle": int((per_node * (d - 2)).clip(0).sum()),
+                 "diamond": int((per_edge * (per_edge - 1) // 2).sum())}
+        if method == "exact":
+            n_c4 = _four_cycles(view, nthreads, ranks, progress)
+            n_k4 = _four_cliques(view, nthreads, ranks, progress)
+            err_c4 = err_k4 = 0.0
+        else:
+            rng = np.random.default_rng(seed)
+            n_c4, err_c4 = _sampled_four_cycles(view, rng, samples, ranks)
+            n_k4, err_k4 = _sampled_four_cliques(view, per_edge, rng, samples, ranks)
+    star, path, paw, dia = (exact["3-star"], exact["4-path"], exact["tailed-triangle"],
+                            exact["diamond"])
+    rest = {"4-path": path - 2 * paw + 6 * dia, "3-star": star - paw + 2 * dia,
+            "4-cycle": -dia, "tailed-triangle": paw - 4 * dia, "diamond": dia,
+            "4-clique": 0}
+    counts = {k: rest[k] + _C4_K4[k][0] * n_c4 + _C4_K4[k][1] * n_k4 for k in UNDIRECTED_4}
+    if method == "exact":
+        return MotifCensus(4, False, {k: int(v) for k, v in counts.items()},
+                           stderr=dict.fromkeys(counts, 0.0))
+    stderr = {k: float(np.hypot(_C4_K4[k][0] * err_c4, _C4_K4[k][1] * err_k4))
+              for k in UNDIRECTED_4}
+    return MotifCensus(4, False, {k: float(v) for k, v in counts.items()}, "sampled", stderr,
+                       int(samples), int(seed))
+
+
+def _mean_and_error(values: np.ndarray, scale: float, ranks: Ranks, draws: int
+                    ) -> tuple[float, float]:
+    """``scale`` times the mean of the draws (over every rank's share) and its standard
+    error."""
+    sums = ranks.sum(np.array([values.sum(), (values * values).sum()], np.float64))
+    mean = sums[0] / draws
+    var = max(sums[1] / draws - mean * mean, 0.0) * draws / (draws - 1)
+    return scale * mean, scale * float(np.sqrt(var / draws))
+
+
+def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, float]:
+    """4-cycles from ``samples`` uniform wedges (see the module's notes)."""
+    ptr, idx = view.full()
+    wedges = view.degree * (view.degree - 1) // 2
+    cum = np.cumsum(wedges, dtype=np.float64)
+    draws = rng.random((samples, 3))
+    if not len(cum) or cum[-1] == 0:
+        return 0.0, 0.0
+    mine = draws[ranks.share(len(draws))]
+    out = np.empty(len(mine), np.float64)
+    motif_kernels.sample_wedges(ptr, idx, cum, mine, out)
+    return _mean_and_error(out, float(cum[-1]) / 4, ranks, samples)
+
+
+def _sampled_four_cliques(view, per_edge, rng, samples: int, ranks: Ranks
+                          ) -> tuple[float, float]:
+    """4-cliques from ``samples`` edges drawn by their diamond pairs (module notes)."""
+    pairs = per_edge * (per_edge - 1) // 2
+    cum = np.cumsum(pairs, dtype=np.float64)
+    draws = rng.random((samples, 3))
+    if not len(cum) or cum[-1] == 0:
+        return 0.0, 0.0
+    ptr, idx = view.full()
+    mine = draws[ranks.share(len(draws))]
+    out = np.empty(len(mine), np.float64)
+    motif_kernels.sample_diamonds(view.indptr, view.indices, ptr, idx, cum, mine, out)
+    return _mean_and_error(out, float(cum[-1]) / 6, ranks, samples)
+
+
+def _four_cycles(view, threads: int, ranks: Ranks, progress: bool) -> int:
+    """4-cycles, each from its highest vertex (summed over the ranks' shares)."""
+    n = view.num_nodes
+    ptr, idx = view.full()
+    work = np.empty(n, np.int64)
+    with scheduled(threads if len(idx) >= SERIAL_WORK else 1):
+        motif_kernels.lower_wedge_work(ptr, idx, work)
+    lo, hi = ranks.roots(work)
+    scratch = np.zeros((threads, n), np.int32)
+    touched = np.empty((threads, n), np.int32)
+    none = np.zeros(0, np.int64)
+    total = run_tasks(lambda tasks: motif_kernels.four_cycles(ptr, idx, tasks, none, scratch,
+                                                        touched, none),
+                      work, lo, hi, threads, progress=progress, desc="motifs: 4-cycles")
+    return int(ranks.sum(np.array([total], np.int64))[0])
+
+
+def _four_cliques(view, threads: int, ranks: Ranks, progress: bool) -> int:
+    """4-cliques, each from its lowest vertex (summed over the ranks' shares)."""
+    d = view.out_degree()
+    work = clique_work(view, 4)
+    lo, hi = ranks.roots(work)
+    max_row = int(d.max()) if len(d) else 0
+    none = np.zeros(0, np.int64)
+    total = run_tasks(lambda tasks: clique_kernels.cliques(
+        view.indptr, view.indices, tasks, none, 4, max_row, none, none),
+                      work, lo, hi, threads, progress=progress, desc="motifs: 4-cliques")
+    return int(ranks.sum(np.array([total], np.int64))[0])
