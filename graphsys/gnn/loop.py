@@ -5,9 +5,8 @@ validation metric, stops early, checkpoints and logs one JSON record per evaluat
 :func:`finite_loss` / :func:`finite_params` stop a diverged run in one line;
 :func:`batch_bar` is the progress bar over every batch of every epoch; :func:`seed_all`
 seeds torch and NumPy. Data-parallel set-up (:func:`distributed_setup`, :class:`Ranks`,
-:func:`inputs_digest`) runs on :mod:`graphsys.distributed`; a node-task run saves its state
-after every epoch and :func:`resume` continues from it (:func:`rng_state`,
-:func:`config_json`).
+:func:`inputs_digest`) runs on :mod:`graphsys.distributed`; what a resumed run may change:
+:data:`RESUMABLE_CHANGES`. The loop itself: :func:`graphsys.gnn.fit.fit`.
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ from graphsys.distributed import (
     initialized,
     local_cuda_device,
 )
-from graphsys.errors import FormatError, GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import check_graph, load_checkpoint, load_module_state
+from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import TrainConfig
 from graphsys.progress import progress_bar
 from graphsys.storage.graph import Graph
@@ -264,88 +262,6 @@ def inputs_digest(graph: Graph, cfg: TrainConfig, model: nn.Module,
 #: TrainConfig fields a resumed run may change: it trains on with more epochs or patience,
 #: or samples its (identical) batches elsewhere
 RESUMABLE_CHANGES = ("epochs", "patience", "sampler")
-
-
-def rng_state(device: torch.device) -> torch.Tensor:
-    """The torch generators dropout draws from (CPU, and the current CUDA device's), as
-    one uint8 vector."""
-    parts = [torch.get_rng_state()]
-    if device.type == "cuda":
-        parts.append(torch.cuda.get_rng_state(device))
-    return torch.cat(parts)
-
-
-def set_rng_state(state: torch.Tensor, device: torch.device) -> None:
-    """Restore the generators from a :func:`rng_state` vector."""
-    n = len(torch.get_rng_state())
-    torch.set_rng_state(state[:n].clone())
-    if device.type == "cuda":
-        torch.cuda.set_rng_state(state[n:].clone(), device)
-
-
-def resume(last: Path, best: Path, cfg: TrainConfig, world_size: int, model: nn.Module,
-           inp: nn.Module, opt: torch.optim.Optimizer, monitor: Monitor, rank: int,
-           device: torch.device, graph: Graph | None = None) -> tuple[int, bool]:
-    """Load the state :func:`~graphsys.gnn.node_task.run_node_task` saved after an epoch into
-    ``last`` (the model, the input, the optimiser, the monitor; the kept model from
-    ``best``): ``(first epoch to run, whether the run had stopped early)``. A run with
-    other settings (except :data:`RESUMABLE_CHANGES`) or world size, or on another graph
-    than ``graph`` (:func:`~graphsys.gnn.checkpoint.check_graph`: the same digest), is
-    refused in one line."""
-    state, _, meta = load_checkpoint(last)
-
-    def same(c: dict) -> dict:
-        return {k: v for k, v in c.items() if k not in RESUMABLE_CHANGES}
-
-    if same(meta.get("train_config", {})) != same(config_json(cfg)) \
-            or meta.get("world_size") != world_size:
-        raise GraphsysError(f"{last.parent}: holds a run with other settings or another "
-                            f"world size (resume it with the same ones, or choose a new "
-                            f"output directory)")
-    if graph is not None:
-        check_graph(meta, graph, last, same_graph=True)
-    load_module_state(model, state, "model.", last)
-    load_module_state(inp, state, "input.", last)
-    sd = opt.state_dict()
-    params = [p for group in opt.param_groups for p in group["params"]]
-    per: dict[int, dict[str, torch.Tensor]] = {}
-    for k, v in state.items():
-        if k.startswith("optim."):
-            _, i, name = k.split(".", 2)
-            want = () if name == "step" else tuple(params[int(i)].shape) \
-                if i.isdigit() and int(i) < len(params) else None
-            if want is None or tuple(v.shape) != want:
-                raise FormatError(f"{last}: tensor {k} does not fit the optimiser of the "
-                                  f"model rebuilt from its config")
-            per.setdefault(int(i), {})[name] = v
-    sd["state"] = per
-    opt.load_state_dict(sd)
-    kept = None
-    if (best / "model.json").exists():
-        bstate, _, bmeta = load_checkpoint(best)
-        if graph is not None:
-            check_graph(bmeta, graph, best, same_graph=True)
-        if same(bmeta.get("train_config", {})) != same(config_json(cfg)):
-            raise GraphsysError(f"{best}: the best model kept beside {last} is of a run with "
-                                f"other settings (choose a new output directory)")
-        probe = copy.deepcopy(model)
-        load_module_state(probe, bstate, "model.", best)
-        kept = probe.state_dict()
-    monitor_state = meta.get("monitor")
-    if not isinstance(monitor_state, dict) or not isinstance(meta.get("epoch"), int):
-        raise FormatError(f"{last / 'model.json'}: meta.monitor and meta.epoch are missing")
-    try:
-        monitor.restore(monitor_state, kept)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise FormatError(f"{last / 'model.json'}: meta.monitor is malformed ({exc})"
-                          ) from None
-    if "rng" in state and state["rng"].dim() == 2 and state["rng"].shape[0] == world_size:
-        try:
-            set_rng_state(state["rng"][rank], device)
-        except (RuntimeError, TypeError, ValueError):
-            raise FormatError(f"{last}: tensor rng is not the random generators' state "
-                              f"{tuple(state['rng'].shape)}") from None
-    return int(meta["epoch"]) + 1, bool(meta.get("stopped"))
 
 
 def config_json(cfg: TrainConfig) -> dict:
