@@ -366,18 +366,10 @@ def _neighbour_sums(graph, is_new: np.ndarray, where: np.ndarray, value: torch.T
 def load_module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str,
                       where: str | Path, *, strict: bool = True) -> None:
     """Load the tensors ``prefix.*`` of a checkpoint's ``state`` into ``module``, each
-    checked first (:func:`module_state`)."""
-    module.load_state_dict(module_state(module, state, prefix, where, strict=strict),
-                           strict=strict)
-
-
-def module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix: str,
-                 where: str | Path, *, strict: bool = True) -> dict[str, torch.Tensor]:
-    """The tensors ``prefix.*`` of a checkpoint's ``state`` that ``module`` loads (its
-    names), each checked (name and shape): a checkpoint that does not fit the model rebuilt
-    from its config is a one-line :class:`FormatError` naming ``where`` and the tensor,
-    never torch's multi-line error. ``strict=False``: tensors the module lacks, and ones
-    the checkpoint lacks, are left out."""
+    checked first (name and shape): a checkpoint that does not fit the model rebuilt from
+    its config is a one-line :class:`FormatError` naming ``where`` and the tensor, never
+    torch's multi-line error. ``strict=False``: tensors the module lacks, and ones the
+    checkpoint lacks, are left out."""
     sub = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
     own = module.state_dict()
     if strict:
@@ -391,7 +383,7 @@ def module_state(module: torch.nn.Module, state: dict[str, torch.Tensor], prefix
         if k in own and tuple(v.shape) != tuple(own[k].shape):
             raise FormatError(f"{where}: tensor {prefix}{k} is {tuple(v.shape)}, the model "
                               f"rebuilt from its config has {tuple(own[k].shape)}")
-    return {k: v for k, v in sub.items() if k in own}
+    module.load_state_dict({k: v for k, v in sub.items() if k in own}, strict=strict)
 
 
 _JSON_TYPES = {str: "string", int: "integer", list: "list", dict: "object", bool: "boolean"}

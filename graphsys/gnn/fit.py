@@ -5,7 +5,7 @@ its data, modules and optimiser and gives an epoch's batches, a batch's loss, a 
 pass and the kept model's metrics. :func:`fit` owns the rest, the same for every task:
 seeding, the data-parallel wrapper (node task), the progress bar, one optimiser step per
 batch, the non-finite checks, the evaluation cadence (``eval_every``, the last epoch, a
-spent training budget), early stopping (:class:`~graphsys.gnn.loop.Monitor`) and the
+spent training budget), early stopping (:class:`Monitor`), the records and the
 checkpoints: ``out/checkpoint`` (the kept model: each module's tensors under its prefix,
 ``model.``, ``input.``, ``decoder.`` or none, and the task's own) and ``out/last``, the
 state after every epoch (the modules, ``optim.<i>.<name>`` for parameter ``i``, every
@@ -17,12 +17,16 @@ stopped.
 
 from __future__ import annotations
 
+import copy
+import json
+import math
 import time
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -31,22 +35,12 @@ from graphsys.gnn.checkpoint import (
     check_graph,
     graph_identity,
     load_checkpoint,
-    module_state,
+    load_module_state,
     save_checkpoint,
 )
 from graphsys.gnn.config import TrainConfig
-from graphsys.gnn.loop import (
-    RESUMABLE_CHANGES,
-    GNNResult,
-    Monitor,
-    Ranks,
-    batch_bar,
-    config_json,
-    finite_loss,
-    finite_params,
-    inputs_digest,
-    seed_all,
-)
+from graphsys.gnn.loop import RESUMABLE_CHANGES, GNNResult, Ranks, config_json, inputs_digest
+from graphsys.progress import progress_bar
 from graphsys.sampling._util import derive_seed
 from graphsys.storage.graph import Graph
 
@@ -93,17 +87,13 @@ class Task:
         """The checkpoint's ``config``: what rebuilds ``model``."""
         return self.model.config()
 
-    def batches(self, epoch: int) -> Iterable:
-        raise NotImplementedError
+    def batches(self, epoch: int) -> Iterable: ...
 
-    def loss(self, batch, epoch: int, k: int) -> torch.Tensor | Step:
-        raise NotImplementedError
+    def loss(self, batch, epoch: int, k: int) -> torch.Tensor | Step: ...
 
-    def evaluate(self, epoch: int) -> Evaluation:
-        raise NotImplementedError
+    def evaluate(self, epoch: int) -> Evaluation: ...
 
-    def finish(self, best: float | None, clock: Clock) -> tuple[dict[str, float], dict]:
-        raise NotImplementedError
+    def finish(self, best: float | None, clock: Clock) -> tuple[dict[str, float], dict]: ...
 
     def kept(self) -> None:
         """The monitor kept the model of the evaluation just made."""
@@ -125,7 +115,50 @@ class Clock:
     this call) and ``evaluate``."""
 
     def __init__(self):
-        self.start, self.train, self.train_here, self.evaluate = time.perf_counter(), 0, 0, 0
+        self.start, self.train, self.train_here, self.evaluate = time.perf_counter(), 0., 0., 0.
+
+
+class Monitor:
+    """Early stopping on a validation metric (higher is better) and the kept model's
+    state; with a validation loss too, the rule of ``selection="val_accuracy_and_loss"``
+    (:class:`~graphsys.gnn.config.TrainConfig`)."""
+
+    def __init__(self, patience: int):
+        self.patience, self.best, self.best_loss, self.bad = patience, -math.inf, math.inf, 0
+        self.best_state: dict[str, torch.Tensor] | None = None
+        self.history: list[dict[str, Any]] = []
+
+    def state(self) -> dict[str, Any]:
+        """What :meth:`restore` takes back: the bests, the patience count, the history."""
+        return {"best": self.best, "best_loss": self.best_loss, "bad": self.bad,
+                "history": self.history}
+
+    def restore(self, state: dict[str, Any], best_state: dict[str, torch.Tensor] | None):
+        self.best, self.best_loss = float(state["best"]), float(state["best_loss"])
+        self.bad, self.history = int(state["bad"]), list(state["history"])
+        self.best_state = best_state
+
+    def step(self, model, record: dict[str, Any], value: float, loss: float | None = None
+             ) -> bool:
+        """Record an evaluation of ``model`` (its ``state_dict`` kept when ``record["best"]``
+        says so); True when training should stop. Without ``loss`` a better ``value`` keeps
+        the model and restarts the patience; with it (lower is better) either one reaching
+        its best (``>=`` / ``<=``) restarts the patience and both together keep the model."""
+        if loss is None:
+            keep = improved = value > self.best
+        else:
+            keep = value >= self.best and loss <= self.best_loss
+            improved = value >= self.best or loss <= self.best_loss
+            self.best_loss = min(self.best_loss, loss)
+        record["best"] = keep
+        self.history.append(record)
+        if keep:
+            self.best_state = copy.deepcopy(model.state_dict())
+        if improved:
+            self.best, self.bad = max(self.best, value), 0
+            return False
+        self.bad += 1
+        return self.bad >= self.patience
 
 
 def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ranks,
@@ -134,25 +167,27 @@ def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ran
     """Seed, build the task (``build()``) and train it (see the module docstring): the
     :class:`~graphsys.gnn.GNNResult` of :func:`~graphsys.gnn.train`."""
     clock = Clock()
-    seed_all(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    np.random.seed(cfg.seed % (2 ** 32))
     task = build()
     if ranks.distributed:
         _data_parallel(task, cfg, graph, ranks, device)
     lead = ranks.rank == 0
-    run = _Run(task, cfg, graph, ranks, device, out, clock)
-    run.monitor = Monitor(cfg, out if lead else None, log if lead else None, run.save_best)
+    run = _Run(task, cfg, graph, ranks, device, out, clock, log if lead else None)
     resume = out is not None and (out / "last" / "model.json").exists()
-    epoch, stopped = run.resume() if resume else (0, False)
-    with batch_bar(cfg, task.per_epoch, progress and lead) as bar:
+    epoch, stopped = run.resume() if resume else run.start()
+    with progress_bar(total=cfg.epochs * task.per_epoch, unit="batch", dynamic_ncols=True,
+                      desc=f"train {cfg.model}", disable=not (progress and lead)) as bar:
         while not stopped and epoch < cfg.epochs:
             epoch += 1
             bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
             stopped = run.epoch(epoch, bar)
-    if run.monitor.best_state is not None:
-        run.load_state_dict(run.monitor.best_state)
-    best = run.monitor.best if run.monitor.best_state is not None else None
-    metrics, extra = task.finish(best, clock)
-    return GNNResult(metrics, epoch, time.perf_counter() - clock.start, run.monitor.history,
+    monitor = run.monitor
+    if monitor.best_state is not None:
+        run.load_state_dict(monitor.best_state)
+    metrics, extra = task.finish(monitor.best if monitor.best_state is not None else None,
+                                 clock)
+    return GNNResult(metrics, epoch, time.perf_counter() - clock.start, monitor.history,
                      task.model, extra, protocol=task.protocol)
 
 
@@ -181,38 +216,46 @@ def _data_parallel(task: Task, cfg: TrainConfig, graph: Graph, ranks: Ranks,
 
 
 class _Run:
-    """One :func:`fit` run's epochs, checkpoints and resume."""
+    """One :func:`fit` run's epochs, records, checkpoints and resume; ``log`` and the
+    files of ``out`` (but ``last``, which every rank helps write) are rank 0's."""
 
     def __init__(self, task: Task, cfg: TrainConfig, graph: Graph, ranks: Ranks,
-                 device: torch.device, out: Path | None, clock: Clock):
+                 device: torch.device, out: Path | None, clock: Clock, log):
         self.task, self.cfg, self.graph, self.ranks = task, cfg, graph, ranks
-        self.device, self.out, self.clock = device, out, clock
-        self.monitor: Monitor
+        self.device, self.out, self.clock, self.log = device, out, clock, log
+        self.monitor = Monitor(cfg.patience)
         self.meta = {**task.meta, "graph": str(graph.path), "train_config": config_json(cfg),
                      "world_size": ranks.world_size}
         if out is not None:  # which nodes its rows belong to (read back by check_graph)
             self.meta["graph_identity"] = graph_identity(graph)
+        self.records = out / "metrics.jsonl" if out is not None and ranks.rank == 0 else None
+
+    def start(self) -> tuple[int, bool]:
+        """A run from its first epoch: ``(0 epochs run, not stopped)``."""
+        if self.records is not None:
+            self.records.write_text("")
+        return 0, False
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The task's modules as one state (each tensor under its module's prefix)."""
         return {p + k: v for p, m in self.task.modules.items()
                 for k, v in m.state_dict().items()}
 
-    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        for p, m in self.task.modules.items():
-            m.load_state_dict({k[len(p):]: v for k, v in state.items() if k.startswith(p)})
-
-    def checked(self, state: dict[str, torch.Tensor], where: Path,
-                extras: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
-        """The modules' tensors of a checkpoint's ``state`` (not ``rng``, ``optim.*`` or
-        ``extras``), each checked (:func:`~graphsys.gnn.checkpoint.module_state`)."""
+    def load_state_dict(self, state: dict[str, torch.Tensor], where: Path | None = None,
+                        extras: tuple[str, ...] = ()) -> None:
+        """Load the modules' tensors of ``state``; from a checkpoint at ``where``, each
+        checked first (:func:`~graphsys.gnn.checkpoint.load_module_state`), and ``rng``,
+        ``optim.*`` and ``extras`` left out."""
         own = {k: v for k, v in state.items() if not k.startswith(("rng", "optim.", *extras))}
-        return {p + k: v for p, m in self.task.modules.items()
-                for k, v in module_state(m, own, p, where).items()}
+        for p, m in self.task.modules.items():
+            if where is None:
+                m.load_state_dict({k[len(p):]: v for k, v in own.items() if k.startswith(p)})
+            else:
+                load_module_state(m, own, p, where)
 
     def epoch(self, epoch: int, bar) -> bool:
         """Train one epoch and evaluate when due; whether the run stops."""
-        task, cfg = self.task, self.cfg
+        task, cfg, clock = self.task, self.cfg, self.clock
         loss, spent = self.train(epoch, bar)
         finite_params(tuple(task.modules.values()), epoch, self.out)
         if epoch % cfg.eval_every and epoch != cfg.epochs and not spent:
@@ -220,15 +263,22 @@ class _Run:
             return False
         te = time.perf_counter()
         ev = task.evaluate(epoch)
-        self.clock.evaluate += time.perf_counter() - te
-        clock = self.clock
+        clock.evaluate += time.perf_counter() - te
         record = {"epoch": epoch, "loss": loss, **ev.fields,
                   "seconds": round(time.perf_counter() - clock.start, 3),
                   "train_seconds": round(clock.train, 3), "eval_seconds": round(clock.evaluate, 3)}
         bar.set_postfix({"loss": f"{loss:.4f}", task.selects: f"{ev.value:.4f}"})
         stop = self.monitor.step(self, record, ev.value, ev.loss) or spent
+        if self.records is not None:
+            with open(self.records, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        if self.log is not None:
+            self.log(record)
         if record["best"]:
             task.kept()
+            if self.records is not None:
+                save_checkpoint(self.out / "checkpoint", {**self.state_dict(), **task.tensors()},
+                                task.model_config(), self.meta)
         self.save_last(epoch, stop)
         return stop
 
@@ -237,8 +287,6 @@ class _Run:
         task, opt = self.task, self.task.opt
         for m in task.modules.values():
             m.train()
-        if task.net is not None:
-            task.net.train()
         loss_sum, weight, spent = 0.0, 0.0, False
         t0, before = time.perf_counter(), self.clock.train
         for k, batch in enumerate(task.batches(epoch)):
@@ -261,11 +309,6 @@ class _Run:
         self.clock.train_here += self.clock.train - before
         loss_sum, weight = self.ranks.sum([loss_sum, weight])
         return loss_sum / max(weight, 1.0), spent
-
-    def save_best(self, path: Path) -> None:
-        """The kept model's checkpoint (the monitor's ``save``)."""
-        save_checkpoint(path, {**self.state_dict(), **self.task.tensors()},
-                        self.task.model_config(), self.meta)
 
     def save_last(self, epoch: int, stopped: bool) -> None:
         """The state a rerun resumes from (every rank calls it; rank 0 writes), the ranks'
@@ -292,16 +335,14 @@ class _Run:
         last, best = self.out / "last", self.out / "checkpoint"
         state, _, meta = load_checkpoint(last)
         self._check_same(meta, last)
-        if meta.get("world_size", 1) != self.ranks.world_size:
-            raise GraphsysError(f"{self.out}: holds a run with another world size (resume "
-                                f"it with the same one, or choose a new output directory)")
-        self.load_state_dict(self.checked(state, last))
-        load_optimizer(self.task.opt, state, last)
         kept = None
         if (best / "model.json").exists():
             bstate, _, bmeta = load_checkpoint(best)
             self._check_same(bmeta, best)
-            kept = self.checked(bstate, best, self.task.extras)
+            self.load_state_dict(bstate, best, self.task.extras)
+            kept = copy.deepcopy(self.state_dict())
+        self.load_state_dict(state, last)
+        load_optimizer(self.task.opt, state, last)
         monitor = meta.get("monitor")
         if not isinstance(monitor, dict) or not isinstance(meta.get("epoch"), int):
             raise FormatError(f"{last / 'model.json'}: meta.monitor and meta.epoch are missing")
@@ -312,19 +353,9 @@ class _Run:
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"{last / 'model.json'}: meta.monitor or meta.task_state is "
                               f"malformed ({exc})") from None
-        self._restore_rng(state, last)
-        return int(meta["epoch"]), bool(meta.get("stopped"))
-
-    def _check_same(self, meta: dict[str, Any], where: Path) -> None:
-        def same(c: dict) -> dict:
-            return {k: v for k, v in c.items() if k not in RESUMABLE_CHANGES}
-
-        if same(meta.get("train_config", {})) != same(config_json(self.cfg)):
-            raise GraphsysError(f"{where}: holds a run with other settings (resume it with "
-                                f"the same ones, or choose a new output directory)")
-        check_graph(meta, self.graph, where, same_graph=True)
-
-    def _restore_rng(self, state: dict[str, torch.Tensor], last: Path) -> None:
+        if self.records is not None:
+            self.records.write_text("".join(json.dumps(r) + "\n"
+                                            for r in self.monitor.history))
         rng = state.get("rng")
         if rng is not None and rng.dim() == 2 and rng.shape[0] == self.ranks.world_size:
             try:
@@ -332,6 +363,39 @@ class _Run:
             except (RuntimeError, TypeError, ValueError):
                 raise FormatError(f"{last}: tensor rng is not the random generators' state "
                                   f"{tuple(rng.shape)}") from None
+        return int(meta["epoch"]), bool(meta.get("stopped"))
+
+    def _check_same(self, meta: dict[str, Any], where: Path) -> None:
+        def same(c: dict) -> dict:
+            return {k: v for k, v in c.items() if k not in RESUMABLE_CHANGES}
+
+        if same(meta.get("train_config", {})) != same(config_json(self.cfg)) \
+                or meta.get("world_size", 1) != self.ranks.world_size:
+            raise GraphsysError(f"{where}: holds a run with other settings or another world "
+                                f"size (resume it with the same ones, or choose a new output "
+                                f"directory)")
+        check_graph(meta, self.graph, where, same_graph=True)
+
+
+def finite_loss(loss: float, epoch: int, batch: int, out: Path | None, *,
+                what: str = "") -> float:
+    """``loss`` if finite, else the one-line error that stops a diverged run (the last
+    checkpoint written, if any, is the last good model: nothing non-finite is saved)."""
+    if math.isfinite(loss):
+        return loss
+    where = f"{what} after epoch {epoch}" if what else f"loss {loss} in epoch {epoch}, " \
+        f"batch {batch}"
+    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None else ""
+    raise GraphsysError(f"training diverged: {where}{kept} (lower lr?)")
+
+
+def finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None) -> None:
+    """Raise the diverged-run error of :func:`finite_loss` if a parameter of ``modules``
+    holds a NaN or an infinity after ``epoch`` (before it is evaluated or saved)."""
+    for module in modules:
+        for name, param in module.named_parameters():
+            if not bool(torch.isfinite(param).all()):
+                finite_loss(float("nan"), epoch, -1, out, what=f"parameter {name} non-finite")
 
 
 def load_optimizer(opt: torch.optim.Optimizer, state: dict[str, torch.Tensor],

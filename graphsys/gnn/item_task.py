@@ -234,16 +234,14 @@ class ItemTask(Task):
         return F.relu(sn - sp_ + self.cfg.margin).mean()
 
     def evaluate(self, epoch: int) -> Evaluation:
-        with torch.no_grad():
-            m = rank_metrics(self.embed_all(), self.user_items, self.val_excl, self.val_t,
-                             self.cfg.metrics_k, bias=self.inp.bias)
+        m = rank_metrics(self.embed_all(), self.user_items, self.val_excl, self.val_t,
+                         self.cfg.metrics_k, bias=self.inp.bias)   # embedded without gradients
         fields = {**{f"val_{k}": v for k, v in m.items() if k.startswith("hits@")},
                   "val_mrr": m["mrr"], "protocol": RANKED}
         return Evaluation(fields, m["mrr"])
 
     def finish(self, best: float | None, clock) -> tuple[dict[str, float], dict]:
-        with torch.no_grad():
-            emb = self.embed_all()
-            metrics = rank_metrics(emb, self.user_items, self.test_excl, self.test_t,
-                                   self.cfg.metrics_k, bias=self.inp.bias)
+        emb = self.embed_all()
+        metrics = rank_metrics(emb, self.user_items, self.test_excl, self.test_t,
+                               self.cfg.metrics_k, bias=self.inp.bias)
         return metrics, {"input": self.inp, "embeddings": emb, "entity_type": self.item_t}

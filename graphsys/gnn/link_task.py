@@ -52,11 +52,8 @@ def link_split_of(graph: Graph, cfg: TrainConfig) -> str:
 
 
 class LinkTask(Task):
-    """The link task with held-out edges (``link_split`` ``random`` or ``time``) for
-    :func:`~graphsys.gnn.fit.fit`: a GNN encoder over the training edges (each batch's
-    targets removed from its blocks), an MLP, dot-product or DistMult decoder, binary
-    cross-entropy against ``num_negatives`` uniform negative tails per training edge,
-    filtered ranking metrics (:mod:`graphsys.gnn.link`)."""
+    """The link task with held-out edges (``link_split`` ``random`` or ``time``, or the
+    checkpoint's ``split``; see the module docstring)."""
 
     def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device,
                  split: str | None = None):
@@ -138,15 +135,13 @@ class LinkTask(Task):
                               self.cfg.metrics_k, derive_seed(self.cfg.seed, 104729, which))
 
     def evaluate(self, epoch: int) -> Evaluation:
-        with torch.no_grad():
-            m = self.metrics(self.embed_all(), self.data.val, 1)
+        m = self.metrics(self.embed_all(), self.data.val, 1)   # embedded without gradients
         return Evaluation({**{f"val_{k}": v for k, v in m.items()}, "protocol": self.protocol},
                           m["mrr"])
 
     def finish(self, best: float | None, clock) -> tuple[dict[str, float], dict]:
-        with torch.no_grad():
-            emb = self.embed_all()
-            metrics = self.metrics(emb, self.data.test, 2)
+        emb = self.embed_all()
+        metrics = self.metrics(emb, self.data.test, 2)
         metrics["val_mrr"] = best if best is not None else float("nan")
         return metrics, {"input": self.inp, "decoder": self.decoder, "embeddings": emb,
                          "data": self.data, "sampler": self.sampler,
@@ -170,5 +165,4 @@ def load_link_model(checkpoint: str | Path, state: dict[str, torch.Tensor], meta
     for prefix, module in task.modules.items():
         load_module_state(module, state, prefix, checkpoint)
         module.eval()
-    with torch.no_grad():
-        return task.embed_all(), task.decoder, task.data
+    return task.embed_all(), task.decoder, task.data

@@ -1,29 +1,19 @@
-"""The training loop's parts that every task of :func:`graphsys.gnn.train` shares.
-
-:class:`GNNResult` is what a run returns; :class:`Monitor` keeps the best model by the
-validation metric, stops early, checkpoints and logs one JSON record per evaluation;
-:func:`finite_loss` / :func:`finite_params` stop a diverged run in one line;
-:func:`batch_bar` is the progress bar over every batch of every epoch; :func:`seed_all`
-seeds torch and NumPy. Data-parallel set-up (:func:`distributed_setup`, :class:`Ranks`,
-:func:`inputs_digest`) runs on :mod:`graphsys.distributed`; what a resumed run may change:
-:data:`RESUMABLE_CHANGES`. The loop itself: :func:`graphsys.gnn.fit.fit`.
+"""What every task of :func:`graphsys.gnn.train` shares besides the loop itself
+(:func:`graphsys.gnn.fit.fit`): :class:`GNNResult`, what a run returns; the data-parallel
+set-up (:func:`distributed_setup`, :class:`Ranks`, :func:`inputs_digest`) on
+:mod:`graphsys.distributed`; what a resumed run may change (:data:`RESUMABLE_CHANGES`) and
+the config as stored (:func:`config_json`).
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
-import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from graphsys.distributed import (
     Collectives,
@@ -33,9 +23,8 @@ from graphsys.distributed import (
     initialized,
     local_cuda_device,
 )
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys.errors import ParameterError
 from graphsys.gnn.config import TrainConfig
-from graphsys.progress import progress_bar
 from graphsys.storage.graph import Graph
 
 
@@ -96,101 +85,6 @@ class GNNResult:
     model: nn.Module | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     protocol: str | None = None
-
-
-class Monitor:
-    """Early stopping on a validation metric (higher is better), best-state keeping,
-    checkpointing and metric logging; with a validation loss too, the rule of
-    ``selection="val_accuracy_and_loss"`` (:class:`~graphsys.gnn.config.TrainConfig`)."""
-
-    def __init__(self, cfg: TrainConfig, out: Path | None, log: Callable[[dict], None] | None,
-                 save: Callable[[Path], None]):
-        self.cfg, self.out, self.log, self.save = cfg, out, log, save
-        self.best = -float("inf")
-        self.best_loss = float("inf")
-        self.best_state = None
-        self.bad = 0
-        self.history: list[dict[str, Any]] = []
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "metrics.jsonl").write_text("")
-
-    def state(self) -> dict[str, Any]:
-        """What :meth:`restore` takes back: the bests, the patience count, the history."""
-        return {"best": self.best, "best_loss": self.best_loss, "bad": self.bad,
-                "history": self.history}
-
-    def restore(self, state: dict[str, Any], best_state: dict[str, torch.Tensor] | None
-                ) -> None:
-        """Continue from :meth:`state` (and the kept model's ``best_state``); rewrites
-        ``metrics.jsonl`` with the history so far."""
-        self.best, self.best_loss = float(state["best"]), float(state["best_loss"])
-        self.bad, self.history = int(state["bad"]), list(state["history"])
-        self.best_state = best_state
-        if self.out is not None:
-            (self.out / "metrics.jsonl").write_text(
-                "".join(json.dumps(r) + "\n" for r in self.history))
-
-    def step(self, model: nn.Module, record: dict[str, Any], value: float,
-             loss: float | None = None) -> bool:
-        """Record an evaluation; True when training should stop. Without ``loss`` a better
-        ``value`` keeps the model and restarts the patience; with it (lower is better) either
-        one reaching its best (``>=`` / ``<=``) restarts the patience and both together keep
-        the model."""
-        if loss is None:
-            keep = improved = value > self.best
-        else:
-            keep = value >= self.best and loss <= self.best_loss
-            improved = value >= self.best or loss <= self.best_loss
-            self.best_loss = min(self.best_loss, loss)
-        record["best"] = keep
-        self.history.append(record)
-        if self.out is not None:
-            with open(self.out / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(record) + "\n")
-        if self.log is not None:
-            self.log(record)
-        if keep:
-            self.best_state = copy.deepcopy(model.state_dict())
-            if self.out is not None:
-                self.save(self.out / "checkpoint")
-        if improved:
-            self.best, self.bad = max(self.best, value), 0
-            return False
-        self.bad += 1
-        return self.bad >= self.cfg.patience
-
-
-def finite_loss(loss: float, epoch: int, batch: int, out: Path | None, *,
-                 what: str = "") -> float:
-    """``loss`` if finite, else the one-line error that stops a diverged run (the last
-    checkpoint written, if any, is the last good model: nothing non-finite is saved)."""
-    if math.isfinite(loss):
-        return loss
-    where = f"{what} after epoch {epoch}" if what else f"loss {loss} in epoch {epoch}, " \
-        f"batch {batch}"
-    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None else ""
-    raise GraphsysError(f"training diverged: {where}{kept} (lower lr?)")
-
-
-def finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None) -> None:
-    """Raise the diverged-run error of :func:`finite_loss` if a parameter of ``modules``
-    holds a NaN or an infinity after ``epoch`` (before it is evaluated or saved)."""
-    for module in modules:
-        for name, param in module.named_parameters():
-            if not bool(torch.isfinite(param).all()):
-                finite_loss(float("nan"), epoch, -1, out, what=f"parameter {name} non-finite")
-
-
-def batch_bar(cfg: TrainConfig, batches_per_epoch: int, progress: bool) -> tqdm:
-    """A bar over every batch of every epoch (early stopping ends it short)."""
-    return progress_bar(total=cfg.epochs * batches_per_epoch, unit="batch",
-                        dynamic_ncols=True, desc=f"train {cfg.model}", disable=not progress)
-
-
-def seed_all(seed: int) -> None:
-    torch.manual_seed(seed)
-    np.random.seed(seed % (2 ** 32))
 
 
 class Ranks:

@@ -14,8 +14,7 @@ neighbourhoods fixed once per run (``eval_fanouts``): a builtin model layer by l
 the nodes the seeds need, a module of one's own on batches of seeds; or every node on full
 neighbourhoods (``layerwise_inference``). Data-parallel: every rank cuts the same global
 batches and trains its contiguous share, its loss weighted so that DistributedDataParallel's
-averaged gradient is the global batch's; after every epoch the run's state is saved
-(``out/last``) and a rerun resumes from it.
+averaged gradient is the global batch's.
 """
 
 from __future__ import annotations
@@ -130,11 +129,8 @@ class NodeTask(Task):
         self.val_plan: dict = {}  # the validation pass's blocks, the same at every evaluation
         self.f1: dict[str, float] = {}  # macro F1 of the last evaluation of each split
         self.seeds_here, self.seen, self.correct = 0, 0, 0.0
-        self._batches(graph, loader_dropout)
-
-    def _batches(self, graph: Graph, loader_dropout: bool) -> None:
-        """The training batches: a :class:`NodeLoader`, or one full-graph step."""
-        cfg, data, train_ids = self.cfg, self.data, self.data["split"]["train"]
+        # the training batches: a NodeLoader's, or one full-graph step
+        train_ids = data["split"]["train"]
         self.whole = (MiniBatch(train_ids, full_graph_blocks(self.adj, self.sampler.num_layers),
                                 y=self.labels.index_select(0, train_ids)).to(self.device)
                       if cfg.full_graph else None)

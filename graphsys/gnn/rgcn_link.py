@@ -230,17 +230,14 @@ def encodings(model: RGCNLinkModel, data: RGCNData) -> torch.Tensor:
 
 
 class RGCNTask(Task):
-    """The link task of :func:`graphsys.gnn.train` with ``model="rgcn"`` for
-    :func:`~graphsys.gnn.fit.fit` (see the module docstring). Each evaluation record holds
-    ``epoch``, ``loss`` (the epoch's mean), ``step``, ``val_mrr``, ``val_hits@k``,
-    ``protocol``, ``seconds`` (wall time so far) and ``train_seconds`` (training steps
-    only). The model trains and ranks on ``device``; batches are drawn on the CPU with the
-    same seeds, so a run's batches do not depend on the device."""
+    """The link task with ``model="rgcn"`` (see the module docstring; its records add the
+    optimiser ``step``). The model trains and ranks on ``device``; batches are drawn on the
+    CPU with the same seeds, so a run's batches do not depend on the device."""
 
     protocol = RANKED
 
     def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device):
-        rs = self.rs = cfg.rgcn
+        rs = cfg.rgcn
         self.cfg, self.device = cfg, device
         data = self.data = RGCNData(graph, cfg)
         data.full = data.full.to(device)
@@ -271,8 +268,29 @@ class RGCNTask(Task):
             yield np.random.default_rng(derive_seed(self.cfg.seed, 2, self.step))
 
     def loss(self, rng: np.random.Generator, epoch: int, k: int) -> torch.Tensor:
-        return _loss(self.model, self.cfg, self.data.train, self.k, self.data.num_relations,
-                     rng, self.device)
+        """The loss of ``self.k`` training triples drawn by ``rng`` (see the module
+        docstring)."""
+        model, cfg, tr, k, device = self.model, self.cfg, self.data.train, self.k, self.device
+        pick = rng.choice(len(tr[0]), k, replace=False)
+        h, r, t = tr[0][pick], tr[1][pick], tr[2][pick]
+        nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
+        hl, tl = inv[:k], inv[k:]
+        g = max(1, int(round(cfg.rgcn.graph_split * k)))
+        z = model.encode(_graph_block(nodes, hl[:g], r[:g], tl[:g], self.data.num_relations
+                                      ).to(device))
+        # corrupt the head or the tail of each positive with a uniform batch node
+        neg = cfg.negatives_for(RGCN)
+        ch, ct, cr = np.repeat(hl, neg), np.repeat(tl, neg), np.repeat(r, neg)
+        rand = rng.integers(0, len(nodes), len(ch))
+        head_side = rng.random(len(ch)) < 0.5
+        ch, ct = np.where(head_side, rand, ch), np.where(head_side, ct, rand)
+        s_idx = torch.from_numpy(np.concatenate([hl, ch])).to(device)
+        o_idx = torch.from_numpy(np.concatenate([tl, ct])).to(device)
+        r_idx = torch.from_numpy(np.concatenate([r, cr])).to(device)
+        labels = torch.cat([torch.ones(k, device=device), torch.zeros(len(ch), device=device)])
+        loss = F.binary_cross_entropy_with_logits(model.score(z[s_idx], r_idx, z[o_idx]),
+                                                  labels)
+        return loss + cfg.rgcn.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
 
     def evaluate(self, epoch: int) -> Evaluation:
         m = triple_metrics(self.data.ranks(self.model, encodings(self.model, self.data),
@@ -295,30 +313,6 @@ class RGCNTask(Task):
         metrics["val_mrr"] = best if best is not None else float("nan")
         return metrics, {"embeddings": z.cpu(), "steps": self.step,
                          "train_seconds": round(clock.train, 3)}
-
-
-def _loss(model: RGCNLinkModel, cfg: TrainConfig,
-          tr: tuple[np.ndarray, np.ndarray, np.ndarray], k: int, num_relations: int,
-          rng: np.random.Generator, device: torch.device) -> torch.Tensor:
-    """The loss of ``k`` training triples drawn by ``rng`` (see the module docstring)."""
-    pick = rng.choice(len(tr[0]), k, replace=False)
-    h, r, t = tr[0][pick], tr[1][pick], tr[2][pick]
-    nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
-    hl, tl = inv[:k], inv[k:]
-    g = max(1, int(round(cfg.rgcn.graph_split * k)))
-    z = model.encode(_graph_block(nodes, hl[:g], r[:g], tl[:g], num_relations).to(device))
-    # corrupt the head or the tail of each positive with a uniform batch node
-    neg = cfg.negatives_for(RGCN)
-    ch, ct, cr = np.repeat(hl, neg), np.repeat(tl, neg), np.repeat(r, neg)
-    rand = rng.integers(0, len(nodes), len(ch))
-    head_side = rng.random(len(ch)) < 0.5
-    ch, ct = np.where(head_side, rand, ch), np.where(head_side, ct, rand)
-    s_idx = torch.from_numpy(np.concatenate([hl, ch])).to(device)
-    o_idx = torch.from_numpy(np.concatenate([tl, ct])).to(device)
-    r_idx = torch.from_numpy(np.concatenate([r, cr])).to(device)
-    labels = torch.cat([torch.ones(k, device=device), torch.zeros(len(ch), device=device)])
-    loss = F.binary_cross_entropy_with_logits(model.score(z[s_idx], r_idx, z[o_idx]), labels)
-    return loss + cfg.rgcn.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
 
 
 def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None

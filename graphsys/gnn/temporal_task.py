@@ -243,10 +243,8 @@ class TemporalTask(Task):
                                 zip(("train", "valid", "test"), self.split)},
                      "memory_at_train_end": TRAIN_END}
         self.stream = EventStream(self.model, ev, self.sampler, k, device)
-        self.train_end: dict[str, torch.Tensor] = {}
-        self.test: dict[str, float] = {}
-        self.best_test: dict[str, float] = {}
-        self.epoch_seconds = 0.0
+        self.train_end: dict[str, torch.Tensor] = {}   # the memory as validation began
+        self.best_test: dict[str, float] = {}          # the kept model's test metrics
 
     def batches(self, epoch: int):
         """The training events in time order, ``batch_size`` at a time, each with its
