@@ -64,16 +64,12 @@ class Evaluation(NamedTuple):
 
 
 class Task:
-    """One task of :func:`fit`. Its constructor sets ``model`` (what the result returns),
-    ``modules`` (checkpoint prefix -> module, every trained one), ``opt``, ``meta`` (its
-    checkpoints' own fields) and ``per_epoch`` (batches per epoch); :meth:`finish` gives
-    the metrics and extras of the kept model (loaded; ``best``: its value, or None)."""
+    """One task of :func:`fit`. Its constructor sets ``model`` (the module the result
+    returns), ``modules`` (dict: checkpoint prefix -> module, every trained one), ``opt``
+    (the optimiser), ``meta`` (dict: its checkpoints' own fields) and ``per_epoch`` (int:
+    batches per epoch); :meth:`finish` gives the metrics and extras of the kept model
+    (loaded; ``best``: its value, or None)."""
 
-    model: nn.Module
-    modules: dict[str, nn.Module]
-    opt: torch.optim.Optimizer
-    meta: dict[str, Any]
-    per_epoch: int
     selects = "val_mrr"                    # the selection metric, shown beside the bar
     protocol: str | None = None            # the ranking protocol of the metrics
     clip: float | None = None              # the largest gradient norm
@@ -111,8 +107,8 @@ class Task:
 
 
 class Clock:
-    """Seconds of a run: ``train`` (training steps, over resumes too), ``train_here`` (in
-    this call) and ``evaluate``."""
+    """Seconds of a run: ``train`` (training steps, over resumes too: what a training
+    budget counts), ``train_here`` (in this call) and ``evaluate`` (in this call)."""
 
     def __init__(self):
         self.start, self.train, self.train_here, self.evaluate = time.perf_counter(), 0., 0., 0.
@@ -174,8 +170,11 @@ def fit(build: Callable[[], Task], cfg: TrainConfig, graph: Graph, *, ranks: Ran
         _data_parallel(task, cfg, graph, ranks, device)
     lead = ranks.rank == 0
     run = _Run(task, cfg, graph, ranks, device, out, clock, log if lead else None)
-    resume = out is not None and (out / "last" / "model.json").exists()
-    epoch, stopped = run.resume() if resume else run.start()
+    epoch, stopped = 0, False
+    if out is not None and (out / "last" / "model.json").exists():
+        epoch, stopped = run.resume()
+    elif run.records is not None:
+        run.records.write_text("")
     with progress_bar(total=cfg.epochs * task.per_epoch, unit="batch", dynamic_ncols=True,
                       desc=f"train {cfg.model}", disable=not (progress and lead)) as bar:
         while not stopped and epoch < cfg.epochs:
@@ -200,10 +199,9 @@ def _data_parallel(task: Task, cfg: TrainConfig, graph: Graph, ranks: Ranks,
     from graphsys.distributed import check_same_inputs
 
     check_same_inputs(inputs_digest(graph, cfg, task.model, task.features))
-    # the features are read where they are, never broadcast; rank 0's parameters are copied
-    # to every rank when DDP wraps the module, and no buffer is synchronised (torch 2.13
-    # deprecates the flag that says so, in favour of one older releases lack: its warning
-    # is silenced here)
+    # the features are read where they are, never broadcast; rank 0's parameters reach every
+    # rank as DDP wraps the module, no buffer is synchronised (torch 2.13's warning on the
+    # flag, whose successor older releases lack, silenced)
     DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
         task.net, list(task.local_buffers))
     with warnings.catch_warnings():
@@ -230,12 +228,6 @@ class _Run:
             self.meta["graph_identity"] = graph_identity(graph)
         self.records = out / "metrics.jsonl" if out is not None and ranks.rank == 0 else None
 
-    def start(self) -> tuple[int, bool]:
-        """A run from its first epoch: ``(0 epochs run, not stopped)``."""
-        if self.records is not None:
-            self.records.write_text("")
-        return 0, False
-
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The task's modules as one state (each tensor under its module's prefix)."""
         return {p + k: v for p, m in self.task.modules.items()
@@ -243,9 +235,9 @@ class _Run:
 
     def load_state_dict(self, state: dict[str, torch.Tensor], where: Path | None = None,
                         extras: tuple[str, ...] = ()) -> None:
-        """Load the modules' tensors of ``state``; from a checkpoint at ``where``, each
-        checked first (:func:`~graphsys.gnn.checkpoint.load_module_state`), and ``rng``,
-        ``optim.*`` and ``extras`` left out."""
+        """Load the modules' tensors of ``state`` (a checkpoint's at ``where``: each checked
+        by :func:`~graphsys.gnn.checkpoint.load_module_state`; not ``rng``, ``optim.*``,
+        ``extras``)."""
         own = {k: v for k, v in state.items() if not k.startswith(("rng", "optim.", *extras))}
         for p, m in self.task.modules.items():
             if where is None:
@@ -266,7 +258,8 @@ class _Run:
         clock.evaluate += time.perf_counter() - te
         record = {"epoch": epoch, "loss": loss, **ev.fields,
                   "seconds": round(time.perf_counter() - clock.start, 3),
-                  "train_seconds": round(clock.train, 3), "eval_seconds": round(clock.evaluate, 3)}
+                  "train_seconds": round(clock.train_here, 3),
+                  "eval_seconds": round(clock.evaluate, 3)}
         bar.set_postfix({"loss": f"{loss:.4f}", task.selects: f"{ev.value:.4f}"})
         stop = self.monitor.step(self, record, ev.value, ev.loss) or spent
         if self.records is not None:

@@ -46,8 +46,8 @@ class GNNResult:
         Wall-clock time of the whole run, evaluations included.
     history : list of dict
         One record per evaluation, as written to ``<out>/metrics.jsonl``: ``epoch``,
-        ``loss``, the validation metrics (link task: and their ``protocol``), ``seconds``
-        and ``best`` (whether the model was kept).
+        ``loss``, the validation metrics (link task: and their ``protocol``), this call's
+        ``seconds``, ``train_seconds``, ``eval_seconds`` and ``best`` (the model kept).
     model : torch.nn.Module
         The trained model, holding the best-validation weights.
     extra : dict
@@ -55,7 +55,7 @@ class GNNResult:
         ``sampler`` (node task) or ``embeddings`` (link task: every item's embedding).
         Node task also: ``world_size``, this process's ``rank``, ``ranks`` (per rank:
         ``rank``, the training ``seeds`` it stepped on and its training ``seconds``, in
-        this call), ``train_seconds`` and ``eval_seconds`` (this rank's).
+        this call), ``train_seconds`` and ``eval_seconds`` (this rank's, in this call).
     protocol : str or None
         Link task: the ranking protocol of the metrics (:func:`graphsys.ranking.protocol`:
         ``"sampled@1000, filtered"``, ``"full, filtered"``, ``"full, filtered, both

@@ -54,10 +54,18 @@ EVAL_PLAN_BYTES = 512 << 20
 DEVICE_SAMPLING = {"auto": None, "cpu": False, "device": True}
 
 
+def node_model_dims(cfg: TrainConfig, in_dim: int, out_dim: int, num_layers: int
+                    ) -> dict[str, Any]:
+    """The keyword arguments a node-task model is built with: ``in_dim`` input features,
+    ``cfg.hidden`` hidden units, ``out_dim`` classes, ``num_layers`` layers, ``cfg.dropout``."""
+    return {"in_dim": in_dim, "hidden_dim": cfg.hidden, "out_dim": out_dim,
+            "num_layers": num_layers, "dropout": cfg.dropout}
+
+
 def build_node_model(cfg: TrainConfig, dims: dict[str, Any]) -> nn.Module:
     """The node task's model of ``cfg.model``: a builtin :class:`GNN` (``cfg.heads`` heads
-    for gat) or a ``module:Factory`` spec called with ``dims`` (``in_dim``, ``hidden_dim``,
-    ``out_dim``, ``num_layers``, ``dropout``)."""
+    for gat) or a ``module:Factory`` spec called with ``dims``
+    (:func:`node_model_dims`)."""
     if cfg.model in GNN_MODELS:
         return GNN(cfg.model, heads=cfg.heads, **dims)
     model = load_factory(cfg.model)(**dims)
@@ -106,9 +114,8 @@ class NodeTask(Task):
         self.adj = homogeneous_adjacency(graph, data["entity_type"], symmetric=True)
         self.sampler = node_sampler(cfg, self.adj)
         self.inp = NodeInput(data["x"], data["num_nodes"], cfg.hidden).to(device)
-        self.dims = {"in_dim": self.inp.dim, "hidden_dim": cfg.hidden,
-                     "out_dim": data["num_classes"], "num_layers": self.sampler.num_layers,
-                     "dropout": cfg.dropout}
+        self.dims = node_model_dims(cfg, self.inp.dim, data["num_classes"],
+                                    self.sampler.num_layers)
         self.model = (model if model is not None else build_node_model(cfg, self.dims)
                       ).to(device)
         self.modules = {"model.": self.model, "input.": self.inp}
@@ -196,14 +203,13 @@ class NodeTask(Task):
         metrics = {"test_accuracy": final["test"][0], "val_accuracy": final["val"][0],
                    "test_macro_f1": self.f1["test"], "val_macro_f1": self.f1["val"]}
         rows = self.ranks.gather([self.seeds_here, clock.train_here])
-        extra = {"input": self.inp, "sampler": self.sampler,
-                 "entity_type": self.data["entity_type"], "world_size": self.ranks.world_size,
-                 "rank": self.ranks.rank,
-                 "ranks": [{"rank": r, "seeds": int(s), "seconds": round(sec, 3)}
-                           for r, (s, sec) in enumerate(rows)],
-                 "train_seconds": round(clock.train_here, 3),
-                 "eval_seconds": round(clock.evaluate, 3)}
-        return metrics, extra
+        return metrics, {"input": self.inp, "sampler": self.sampler,
+                         "entity_type": self.data["entity_type"],
+                         "world_size": self.ranks.world_size, "rank": self.ranks.rank,
+                         "ranks": [{"rank": r, "seeds": int(s), "seconds": round(sec, 3)}
+                                   for r, (s, sec) in enumerate(rows)],
+                         "train_seconds": round(clock.train_here, 3),
+                         "eval_seconds": round(clock.evaluate, 3)}
 
     def _whole_input(self) -> torch.Tensor:
         """Every node's layer-0 row for a full-graph step: CSR where sparse."""

@@ -312,7 +312,7 @@ class RGCNTask(Task):
         metrics["count"] = len(self.data.test[0])
         metrics["val_mrr"] = best if best is not None else float("nan")
         return metrics, {"embeddings": z.cpu(), "steps": self.step,
-                         "train_seconds": round(clock.train, 3)}
+                         "train_seconds": round(clock.train_here, 3)}
 
 
 def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None

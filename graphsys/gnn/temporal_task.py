@@ -279,7 +279,6 @@ class TemporalTask(Task):
         self.best_test = dict(self.test)
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        # the memory after the stream (the model's buffers) and as validation began
         return self.train_end
 
     def state(self) -> dict:
@@ -290,6 +289,5 @@ class TemporalTask(Task):
 
     def finish(self, best: float | None, clock) -> tuple[dict[str, float], dict]:
         metrics = {**self.best_test, "val_mrr": best if best is not None else float("nan")}
-        train_m, val_m, test_m = self.split
         return metrics, {"sampler": self.sampler, "events": self.ev,
-                         "split": {"train": train_m, "valid": val_m, "test": test_m}}
+                         "split": dict(zip(("train", "valid", "test"), self.split))}

@@ -206,8 +206,7 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
 
 def _task(graph: Graph, cfg: TrainConfig, ranks: Ranks, device: torch.device, *, model,
           loss, features) -> Callable[[], Task]:
-    """What builds the task ``cfg`` names (called by :func:`~graphsys.gnn.fit.fit`, once it
-    has seeded the generators)."""
+    """What builds the task ``cfg`` names (:func:`~graphsys.gnn.fit.fit` calls it, seeded)."""
     if cfg.task == "node":
         return lambda: NodeTask(graph, cfg, ranks, device, model=model, loss=loss,
                                 features=features)

@@ -102,3 +102,20 @@ def test_a_finished_run_reruns_to_its_answer_without_training(tmp_path, task):
     assert all(_same(done.metrics[k], again.metrics[k]) for k in done.metrics)
     for k, v in done.model.state_dict().items():
         assert torch.equal(v, again.model.state_dict()[k]), k
+
+
+def test_a_node_state_saved_before_the_one_loop_still_resumes(tmp_path):
+    """``out/last`` of a node run as written before every task resumed (no
+    ``meta.train_seconds``, no ``meta.task_state``) resumes to the same answer."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    straight = train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "a")
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "b")
+    header_file = tmp_path / "b" / "last" / "model.json"
+    header = json.loads(header_file.read_text())
+    for key in ("train_seconds", "task_state"):
+        del header["meta"][key]
+    header_file.write_text(json.dumps(header))
+    resumed = train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "b")
+    assert resumed.metrics == straight.metrics
+    assert _timeless(resumed.history) == _timeless(straight.history)
