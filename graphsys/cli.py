@@ -46,7 +46,8 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.jit import freeze_long_lived, gc_paused
 
 COMMANDS = ("demo", "ingest", "index", "info", "verify", "export", "generate", "datasets", "run",
-            "embed", "profile", "gnn", "mine", "subgraph", "links", "warmup")
+            "embed", "profile", "gnn", "mine", "subgraph", "links", "warmup", "delete",
+            "update", "compact")
 #: Commands that call no BLAS routine: run as the graphsys program (not through an
 #: in-process :func:`main`, whose environment is the caller's), they run with one OpenBLAS
 #: thread unless the environment sets ``OPENBLAS_NUM_THREADS`` (each OpenBLAS that loads,

@@ -57,6 +57,11 @@ counts compilations of graphsys's kernels (:func:`compile_totals`) and tells an 
 progress display (:mod:`graphsys.progress`) about them. No environment variable, thread or
 other module is changed. ``NUMBA_CACHE_LOCATOR_CLASSES``, when set, is followed as numba
 documents (the locators are then not used).
+
+**Turning it off.** With ``GRAPHSYS_KERNEL_CACHE=numba`` in the environment when graphsys is
+imported, :func:`install_on_import` does nothing (:data:`OFF_SWITCH`): numba is left as it
+is, and graphsys's kernels cache where numba's defaults put them, with numba's checks only
+(no digest of the modules a kernel calls into, no checksums, no compile counts).
 """
 
 from __future__ import annotations
@@ -77,6 +82,8 @@ from graphsys import jit_cache
 
 #: The package directory whose source files the locator takes (graphsys/).
 PACKAGE = jit_cache.PACKAGE
+#: The environment variable and value that leave numba as it is (see the module docstring).
+OFF_SWITCH = ("GRAPHSYS_KERNEL_CACHE", "numba")
 
 
 def cache_root() -> Path:
@@ -468,7 +475,15 @@ class _NumbaHook:
 def install_on_import() -> None:
     """Have :func:`install` run once numba is imported: now if it is, else when it is first
     imported (``import graphsys`` calls this: a command that reads its input before it
-    needs a kernel starts without numba's import; idempotent)."""
+    needs a kernel starts without numba's import; idempotent). Nothing is done where the
+    environment sets :data:`OFF_SWITCH` (``GRAPHSYS_KERNEL_CACHE=numba``)."""
+    name, off = OFF_SWITCH
+    value = os.environ.get(name, "").strip().lower()
+    if value == off:
+        return
+    if value not in ("", "graphsys"):
+        jit_cache.say(name, f"={value} is neither 'graphsys' nor '{off}': graphsys's kernel "
+                            "cache is used")
     if "numba" in sys.modules:
         install()
     elif not any(isinstance(f, _NumbaHook) for f in sys.meta_path):

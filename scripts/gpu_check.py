@@ -818,10 +818,11 @@ def timed_epoch(ctx: Ctx, batches, step, max_steps: int | None) -> dict:
 
 
 def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
-                 device_sampling: bool = False) -> dict:
+                 device_sampling: bool | str = False) -> dict:
     """graphsys's GraphSAGE epoch: batches from the CPU sampler (``workers`` threads) or,
     with ``device_sampling``, drawn on the check's device (DeviceNeighborSampler: the same
-    blocks; on CUDA the features and labels gathered there)."""
+    blocks; on CUDA the features and labels gathered there); ``"graphs"``: the device
+    sampler replaying each batch as a CUDA graph."""
     import torch
     import torch.nn.functional as F
 
@@ -832,6 +833,10 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     torch.manual_seed(0)
     adj = Adjacency(d["indptr"], d["indices"], len(d["indptr"]) - 1)
     sampler = NeighborSampler(adj, list(FANOUTS))
+    if device_sampling == "graphs":
+        from graphsys.sampling import DeviceNeighborSampler
+
+        sampler = DeviceNeighborSampler(sampler, device=dev, cuda_graphs=True)
     label = torch.from_numpy(d["label"])
     model = GNN("sage", d["feat"].shape[1], HIDDEN, d["classes"], num_layers=2,
                 dropout=DROPOUT).to(dev)
@@ -840,7 +845,8 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     def loader(ids, shuffle, dropout=0.0):
         return NodeLoader(None, sampler, ids, batch_size=BATCH, shuffle=shuffle, seed=0,
                           features=d["feat"], labels=label, input_dropout=dropout,
-                          device=dev, num_workers=workers, device_sampling=device_sampling)
+                          device=dev, num_workers=workers,
+                          device_sampling=bool(device_sampling))
 
     def step(batch):
         loss = F.cross_entropy(model(batch.blocks, batch.x, input_dropout=False), batch.y)
@@ -858,7 +864,8 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
             right += int((model(batch.blocks, batch.x).argmax(1) == batch.y).sum())
     out["test_accuracy"] = round(right / len(d["test"]), 4)
     out["sampler_workers"] = workers
-    out["sampler"] = (f"DeviceNeighborSampler on {ctx.device}" if device_sampling else
+    out["sampler"] = (f"DeviceNeighborSampler on {ctx.device}" + (
+        ", CUDA graphs" if device_sampling == "graphs" else "") if device_sampling else
                       f"NeighborSampler (numba, {workers} threads)")
     return out
 
@@ -989,6 +996,15 @@ def part_gnn(ctx: Ctx) -> None:
     if on_dev is not None:
         ctx.record("graphsys-device-sampler",
                    model="graphsys GNN('sage'), NodeLoader(device_sampling=True)", **on_dev)
+    if ctx.cuda:    # the same sampler, each batch one CUDA graph replay
+        graphs = ctx.attempt("graphsys-device-graphs", gnn_graphsys, ctx, d, steps, 1,
+                             "graphs")
+        if graphs is not None:
+            ctx.record("graphsys-device-graphs", model="graphsys GNN('sage'), NodeLoader("
+                       "DeviceNeighborSampler(cuda_graphs=True))", **graphs)
+    else:
+        ctx.record("graphsys-device-graphs", status="skipped",
+                   reason="CUDA graphs need a CUDA device")
     shape = (f"SBM {nodes:,} nodes / {len(d['src']):,} edges, {features} features, fanouts "
              f"15,10, batch 1024, hidden 256")
     if host is not None and on_dev is not None:

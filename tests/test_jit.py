@@ -239,3 +239,37 @@ def test_compilations_of_graphsys_kernels_are_counted_and_told_once_outermost(mo
     assert after["seconds"] > before["seconds"]
     assert told == [("start", "graphsys.storage.kernels"),
                     ("end", "graphsys.storage.kernels", 2)]
+
+
+def test_the_off_switch_leaves_numba_as_it_is(tmp_path):
+    """With GRAPHSYS_KERNEL_CACHE=numba, ``import graphsys`` puts no finder on sys.meta_path
+    and numba's cache keeps its own locators, load and save (docs/architecture.md says how
+    to turn the patch off); a kernel still runs, cached where numba's defaults put it. An
+    unknown value is said in one line and the patch is installed as usual."""
+    code = ("import json, sys, numpy as np, graphsys; from graphsys import jit; "
+            "hook = any(isinstance(f, jit._NumbaHook) for f in sys.meta_path); "
+            "from graphsys.storage.kernels import count_into; "
+            "from numba.core import caching; "
+            "impl = getattr(caching, 'CacheImpl', None) or caching._CacheImpl; "
+            "ours = [c for c in impl._locator_classes if c.__module__ == 'graphsys.jit']; "
+            "c = np.zeros(4, np.int64); count_into(np.array([1, 2, 2], np.int32), c); "
+            "print(json.dumps([hook, len(ours), "
+            "getattr(caching.Cache.load_overload, 'graphsys', False), c.tolist(), "
+            "jit.kernel_cache(count_into)[0]]))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(REPO), NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONDONTWRITEBYTECODE="1")
+    runs = {}
+    for value in ("numba", "bogus"):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=600, check=True, env={**env,
+                                                            "GRAPHSYS_KERNEL_CACHE": value})
+        runs[value] = (json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr)
+    (hook, ours, patched, counts, where), said = runs["numba"]
+    assert (hook, ours, patched, counts) == (False, 0, False, [0, 1, 2, 0]) and not said
+    assert where.startswith(str(tmp_path / "cache"))  # numba's NUMBA_CACHE_DIR locator
+    assert not where.startswith(str(tmp_path / "cache" / "graphsys"))
+    (hook, ours, patched, counts, where), said = runs["bogus"]
+    assert (hook, ours, patched, counts) == (True, 2, True, [0, 1, 2, 0])
+    assert where.startswith(str(tmp_path / "cache" / "graphsys"))
+    assert "GRAPHSYS_KERNEL_CACHE" in said and "neither 'graphsys' nor 'numba'" in said

@@ -24,9 +24,19 @@ Fails (with ``--strict``) on
 * a library ``raise`` whose message names a command-line flag (``--max-iters``): the library
   names parameters (:class:`graphsys.errors.ParameterError`) and the CLI maps them to flags.
 
-It also warns, without failing, of modules of more than ``--max-lines`` (700) lines: a
-proxy for a file doing several jobs, which a reviewer weighs (a hard limit would reward
-squeezed lines rather than files split by job).
+* a function whose body runs past the budget (``--budget``, 80 lines) with no entry in the
+  allow-list ``tools/function_budget.txt``, and an entry there that names a function that
+  no longer exists or is now within the budget (so the list only shrinks). A function's
+  lines are its body's, from the first statement after its docstring to its last line
+  (the signature, decorators and docstring do not count; a nested function or class
+  counts in the function that holds it, and is measured by itself too). A function is
+  named ``module:qualname`` (``graphsys.storage.format:Manifest.from_json``; a nested one
+  ``outer.inner``). Each entry of the list is one line, ``module:function  — reason``: why
+  the function is one piece (one dispatch table, one numba loop nest) or what split is
+  due; a line starting with ``#`` is a comment.
+
+There is no per-file line limit: it rewarded squeezed lines and modules split to stay under
+it rather than by job. What a module's package is for is in its ``README.md``.
 
 Usage, from the repository root::
 
@@ -49,8 +59,10 @@ CLI_MODULES = ("graphsys.commands", "graphsys.cli", "graphsys.__main__")
 #: The page whose table is enforced, and the table's heading.
 ARCHITECTURE = Path("docs") / "architecture.md"
 TABLE_HEADING = "## What may import what"
-#: Modules of more lines than this are reported (a warning).
-MAX_LINES = 700
+#: Lines a function's body may run to without an allow-list entry.
+BUDGET = 80
+#: The allow-list of functions over the budget, each with its reason.
+ALLOW_LIST = Path("tools") / "function_budget.txt"
 #: A flag inside a string: ``--`` then a letter, not preceded by a letter, digit or ``-``.
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
@@ -140,6 +152,20 @@ class Table:
                 or imported in self.also.get(importer, set()))
 
 
+def grant_line(table: Table, member: str) -> str:
+    """What member ``member`` (``gnn/``) may import, as its package's README.md says it:
+    ``**Layer:** engines. **May import:** base, storage, kernels, views; also
+    `sampling/`.`` (its layer's grant in the table's row order, ``everything`` for a layer
+    that may import every layer; its own package goes without saying)."""
+    layer = table.members[member]
+    order = list(dict.fromkeys(table.members.values()))
+    allowed = table.allowed[layer]
+    may = ("everything" if allowed == set(order)
+           else ", ".join(name for name in order if name in allowed))
+    also = "".join(f"; also `{m}`" for m in sorted(table.also.get(member, ())))
+    return f"**Layer:** {layer}. **May import:** {may}{also}."
+
+
 def read_table(page: Path) -> Table:
     """Parse the "What may import what" table of ``page`` (docs/architecture.md)."""
     text = page.read_text(encoding="utf-8")
@@ -205,11 +231,72 @@ def layer_findings(table: Table, sites: dict[str, list[tuple[str, int]]],
     return violations, unplaced
 
 
-def long_modules(files: dict[str, Path], root: Path, limit: int) -> list[str]:
-    """``path (lines)`` of every module of more than ``limit`` lines, longest first."""
-    sizes = [(p.read_text(encoding="utf-8").count("\n"), p) for p in files.values()]
-    return [f"{p.relative_to(root)} ({n})" for n, p in sorted(sizes, key=lambda x: -x[0])
-            if n > limit]
+def function_sizes(name: str, tree: ast.AST) -> dict[str, tuple[int, int]]:
+    """``module:qualname`` -> ``(line of its def, lines of its body)`` for every function
+    of module ``name`` (methods ``Class.method``, nested functions ``outer.inner``). The
+    body runs from the first statement after the docstring to the function's last line;
+    of two definitions of one name, the longer counts."""
+    out: dict[str, tuple[int, int]] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = child.body
+                if ast.get_docstring(child, clean=False) is not None and len(body) > 1:
+                    body = body[1:]
+                key = f"{name}:{prefix}{child.name}"
+                lines = child.end_lineno - body[0].lineno + 1
+                if lines > out.get(key, (0, 0))[1]:
+                    out[key] = (child.lineno, lines)
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return out
+
+
+def read_allow_list(path: Path) -> tuple[dict[str, str], list[str]]:
+    """``(entries, malformed)`` of the allow-list at ``path`` (none when it does not exist):
+    ``module:function`` -> its reason, and ``path:line: text`` of each line that is not
+    ``module:function  — reason`` with a reason, or repeats an entry."""
+    entries: dict[str, str] = {}
+    malformed: list[str] = []
+    if not path.is_file():
+        return entries, malformed
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = "" if raw.lstrip().startswith("#") else raw.strip()
+        if not line:
+            continue
+        function, dash, reason = (part.strip() for part in line.partition("—"))
+        if (not dash or not reason or re.fullmatch(r"[\w.]+:[\w.]+", function) is None
+                or function in entries):
+            malformed.append(f"{path.name}:{number}: {raw.strip()}")
+            continue
+        entries[function] = reason
+    return entries, malformed
+
+
+def budget_findings(sizes: dict[str, tuple[int, int]], files: dict[str, Path], root: Path,
+                    budget: int) -> dict[str, list[str]]:
+    """``over_budget`` (``path:line: module:function (lines)`` of each function over
+    ``budget`` lines with no allow-list entry, longest first), ``stale_allowances``
+    (entries naming a function that no longer exists or is within the budget) and
+    ``bad_allowances`` (malformed lines) of the allow-list under ``root``."""
+    allowed, malformed = read_allow_list(root / ALLOW_LIST)
+    over = sorted(((n, f) for f, (_, n) in sizes.items() if n > budget and f not in allowed),
+                  key=lambda x: (-x[0], x[1]))
+    stale = []
+    for function in sorted(allowed):
+        if function not in sizes:
+            stale.append(f"{function}: no such function")
+        elif sizes[function][1] <= budget:
+            stale.append(f"{function}: {sizes[function][1]} lines, within the budget")
+    return {"over_budget": [f"{files[f.split(':')[0]].relative_to(root)}:{sizes[f][0]}: "
+                            f"{f} ({n} lines)" for n, f in over],
+            "stale_allowances": stale, "bad_allowances": malformed}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -274,19 +361,23 @@ def flag_raises(path: Path, tree: ast.AST) -> list[str]:
     return out
 
 
-def check(root: Path, max_lines: int = MAX_LINES) -> dict[str, list]:
+def check(root: Path, budget: int = BUDGET) -> dict[str, list]:
     """The findings for the package ``root/graphsys`` against ``root/docs/architecture.md``:
     ``layers`` (imports the table does not allow), ``unplaced`` (modules in no layer),
     ``cycles`` (lists of modules), ``cli_imports`` (library modules importing
-    graphsys.commands), ``flag_raises``, and the warnings ``long_modules``."""
+    graphsys.commands), ``flag_raises``, and against the allow-list
+    ``root/tools/function_budget.txt``: ``over_budget``, ``stale_allowances``,
+    ``bad_allowances`` (:func:`budget_findings`)."""
     files = module_files(root / "graphsys")
     known = set(files)
     table = read_table(root / ARCHITECTURE)
     edges: dict[str, set[str]] = {}
     sites: dict[str, list[tuple[str, int]]] = {}
     cli_imports, flags = [], []
+    sizes: dict[str, tuple[int, int]] = {}
     for name, path in files.items():
         tree = ast.parse(path.read_text(), filename=str(path))
+        sizes.update(function_sizes(name, tree))
         sites[name] = import_sites(name, path, tree, known)
         imports = {target for target, _ in sites[name]}
         edges[name] = imports
@@ -300,11 +391,12 @@ def check(root: Path, max_lines: int = MAX_LINES) -> dict[str, list]:
     violations, unplaced = layer_findings(table, sites, files, root)
     return {"layers": violations, "unplaced": unplaced, "cycles": cycles(edges),
             "cli_imports": cli_imports, "flag_raises": flags,
-            "long_modules": long_modules(files, root, max_lines)}
+            **budget_findings(sizes, files, root, budget)}
 
 
-#: The findings that fail ``--strict`` (``long_modules`` only warns).
-FAILING = ("layers", "unplaced", "cycles", "cli_imports", "flag_raises")
+#: The findings that fail ``--strict``.
+FAILING = ("layers", "unplaced", "cycles", "cli_imports", "flag_raises", "over_budget",
+           "stale_allowances", "bad_allowances")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,30 +405,33 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit 1 when anything is found (default: report and exit 0)")
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1],
                     help="repository root (default: this script's)")
-    ap.add_argument("--max-lines", type=int, default=MAX_LINES,
-                    help=f"warn of modules longer than this (default {MAX_LINES})")
+    ap.add_argument("--budget", type=int, default=BUDGET,
+                    help=f"lines a function's body may run to without an entry in "
+                         f"{ALLOW_LIST} (default {BUDGET})")
     args = ap.parse_args(argv)
-    found = check(args.root, args.max_lines)
-    for line in found["layers"]:
-        print(f"import the layer table does not allow: {line}")
-    for name in found["unplaced"]:
-        print(f"module in no layer of the table ({ARCHITECTURE}): {name}")
-    for comp in found["cycles"]:
-        print(f"import cycle among: {', '.join(comp)}")
-    for line in found["cli_imports"]:
-        print(f"library imports the CLI: {line}")
-    for line in found["flag_raises"]:
-        print(f"library raise names a flag: {line}")
-    for line in found["long_modules"]:
-        print(f"warning: module over {args.max_lines} lines: {line}")
+    found = check(args.root, args.budget)
+    headings = {
+        "layers": "import the layer table does not allow",
+        "unplaced": f"module in no layer of the table ({ARCHITECTURE})",
+        "cycles": "import cycle among",
+        "cli_imports": "library imports the CLI",
+        "flag_raises": "library raise names a flag",
+        "over_budget": f"function over {args.budget} lines with no entry in {ALLOW_LIST}",
+        "stale_allowances": f"entry of {ALLOW_LIST} to remove",
+        "bad_allowances": f"entry of {ALLOW_LIST} not 'module:function  — reason'",
+    }
+    for key, heading in headings.items():
+        for item in found[key]:
+            print(f"{heading}: {', '.join(item) if key == 'cycles' else item}")
     total = sum(len(found[k]) for k in FAILING)
     print(f"check_layers: {len(found['layers'])} import(s) against the layer table, "
           f"{len(found['unplaced'])} module(s) in no layer, {len(found['cycles'])} import "
           f"cycle(s), {len(found['cli_imports'])} library module(s) importing "
-          f"graphsys.commands, {len(found['flag_raises'])} library raise(s) naming a flag"
-          + ("" if total else " - clean")
-          + (f"; {len(found['long_modules'])} module(s) over {args.max_lines} lines "
-             f"(warning)" if found["long_modules"] else ""))
+          f"graphsys.commands, {len(found['flag_raises'])} library raise(s) naming a flag, "
+          f"{len(found['over_budget'])} function(s) over {args.budget} lines without a "
+          f"reason, {len(found['stale_allowances']) + len(found['bad_allowances'])} "
+          f"allow-list entr(ies) to remove or fix"
+          + ("" if total else " - clean"))
     if total and not args.strict:
         print("check_layers: reported only (run with --strict to fail on these)")
     return 1 if total and args.strict else 0

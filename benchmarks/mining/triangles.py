@@ -221,7 +221,7 @@ def graphsys_sides(path: Path, threads: int) -> tuple[dict, int]:
     count on a freshly opened graph (opened and its index mapped before the clock), and
     ``graphsys_warm``, a repeated count on one opened graph."""
     from graphsys import mining, open_graph
-    from graphsys.mining import view_cache
+    from graphsys.views import cache as view_cache
 
     def fresh():
         g = open_graph(path)

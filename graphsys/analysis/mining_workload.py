@@ -71,7 +71,7 @@ def profile_mining(graph, *, recorder: SimtRecorder, threads: int | None = None,
     import numba
 
     from graphsys import mining
-    from graphsys.mining.oriented import mapped_symmetric
+    from graphsys.views import mapped_symmetric
 
     threads = threads or numba.get_num_threads()
     out: dict[str, Any] = {}

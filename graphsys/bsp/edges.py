@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from graphsys import views
 from graphsys.bsp import checks, kernels
 from graphsys.bsp.distributed import LocalComm
 from graphsys.bsp.program import COMBINERS, MESSAGES, VertexProgram
@@ -339,29 +340,22 @@ class MemoryEdges:
 
     def derived(self, name: str, kinds: tuple[str, ...], build: Callable[[], Any]) -> Any:
         """``build()``: a value computed from the ``kinds`` adjacency alone (a graph's own
-        quantity, as the degrees a program starts from), kept per Graph beside the mapped
-        index it came from, so that later runs over the same mapped arrays skip its pass.
-        It is computed again once those arrays are no longer the graph's mapped ones (an
-        index rebuilt: :func:`~graphsys.storage.csr.forget_mapped`; a graph reopened after
-        an append maps its own), and never kept where the arrays were built for this run
-        (no index, the torch path): nothing of a run outlives it there. ``name`` names the
-        value among those of the edge set; the caller never writes into it."""
+        quantity, as the degrees a program starts from), kept in the opened graph's one
+        cache (:mod:`graphsys.views.cache`) while those arrays are the graph's mapped index,
+        so that later runs over them skip its pass. It is computed again once they are no
+        longer (an index rebuilt; a graph reopened after an append maps its own), and never
+        kept where the arrays were built for this run (no index, the torch path): nothing
+        of a run outlives it there. ``name`` names the value among those of the edge set;
+        the caller never writes into it."""
         arrays = [self.adjacency(k)[:2] for k in kinds]
         mapped = [self.graph.adjacency_index(self.edge_set, k) for k in kinds]
         if not self.use_numba or not all(
                 m is not None and m.indptr is a[0] and m.indices is a[1]
                 for m, a in zip(mapped, arrays)):
             return build()
-        sources = tuple(x for a in arrays for x in a)
-        cache = self.graph._mapped_indexes  # forget_mapped(kinds[0]) drops it too
-        key = (self.edge_set, kinds[0], name)
-        hit = cache.get(key)
-        if hit is not None and len(hit[0]) == len(sources) and all(
-                x is y for x, y in zip(hit[0], sources)):
-            return hit[1]
-        value = build()
-        cache[key] = (sources, value)
-        return value
+        key = (self.graph.edge_set(self.edge_set).name, kinds[0], name)
+        return views.cached(self.graph, key, build, nbytes=lambda v: getattr(v, "nbytes", 0),
+                            budget=views.budget(None))
 
     @property
     def relaxes(self) -> bool:

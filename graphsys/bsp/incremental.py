@@ -280,6 +280,11 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     values = np.full(n, np.nan)
     values[internal] = table.column("value").to_numpy().astype(np.float64)
     new = tuple(m for m in es.parts if m not in meta["edge_sets"])
+    changed = [m for m in new if stored.manifest.edge_sets[m].change]
+    if changed:  # a repair from new edges alone would read deletions as insertions
+        raise GraphsysError(f"edge set {changed[0]!r} deletes or updates edges since {where} "
+                            f"was computed: a run starts only from a result on the same "
+                            f"edges plus appended ones; start from scratch")
     steps = meta.get("supersteps")
     steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 \
         else None

@@ -85,6 +85,14 @@ def read_ids(graph, path: Path, flag: str, per_line: int = 1) -> list:
     """The node ids of a text file, ``per_line`` whitespace-separated ids on each line
     (blank lines and ``#`` comments skipped), typed by :func:`typed_ids`: a flat list, or
     for ``per_line`` > 1 a list of tuples."""
+    rows = read_rows(path, flag, per_line)
+    flat = typed_ids(graph, [v for r in rows for v in r], f"{flag} {path}")
+    return flat if per_line == 1 else list(zip(*(flat[i::per_line] for i in range(per_line))))
+
+
+def read_rows(path: Path, flag: str, per_line: int) -> list[list[str]]:
+    """The lines of a text file as ``per_line`` whitespace-separated fields each (blank lines
+    and ``#`` comments skipped); a missing file or a line of another width is one line."""
     from graphsys.errors import InputError
 
     if not Path(path).is_file():
@@ -95,5 +103,4 @@ def read_ids(graph, path: Path, flag: str, per_line: int = 1) -> list:
     if bad is not None:
         raise InputError(f"{flag}: {path}: a line holds {len(rows[bad])} fields, not "
                          f"{per_line}: {' '.join(rows[bad])[:80]!r}")
-    flat = typed_ids(graph, [v for r in rows for v in r], f"{flag} {path}")
-    return flat if per_line == 1 else list(zip(*(flat[i::per_line] for i in range(per_line))))
+    return rows

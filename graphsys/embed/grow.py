@@ -175,7 +175,8 @@ def new_edge_sets(graph: Graph, trained_on: str) -> list[str]:
     """The edge sets a checkpoint trained on the view ``trained_on`` was not trained on:
     those appended since (joined to a view or apart, ``join=False``) are the only ones that
     can name a new entity, and any other, stored before the new entities existed, joins no
-    new entity to an old one (so it adds nothing to a new row's mean)."""
+    new entity to an old one (so it adds nothing to a new row's mean). Change sets
+    (deletions, weight updates) hold no edges and are left out."""
     from graphsys.storage import edge_views
 
     m = graph.manifest
@@ -183,7 +184,7 @@ def new_edge_sets(graph: Graph, trained_on: str) -> list[str]:
         old = edge_views.members(m, trained_on)
     except GraphsysError:  # the training edge set is gone: nothing to take means from
         return []
-    return [s for s in m.edge_sets if s not in old]
+    return [s for s in m.edge_sets if s not in old and not m.edge_sets[s].change]
 
 
 def served_rows(graph: Graph, source: CheckpointStorage, version: int, config,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphsys import views
 from graphsys.errors import ParameterError
 from graphsys.measures import kernels_degrees as kg
 from graphsys.measures.view import undirected_view
@@ -42,9 +43,7 @@ class _Counts:
 
 
 def _counts(graph, edge_set: str | None) -> _Counts:
-    es = graph.edge_set(edge_set)
-    if len(graph.entity_types) != 1:
-        undirected_view(graph, edge_set)  # its one-line refusal
+    es = views.one_type(graph, "a measure").edge_set(edge_set)
     n = graph.num_nodes()
     out, inn, loops = (np.zeros(n, np.int64) for _ in range(3))
     for s, d, _, _ in graph.iter_edges(es.name):
@@ -216,7 +215,8 @@ def _reciprocal(graph, edge_set: str | None) -> Reciprocity:
     arrs = [np.zeros(n, np.int64) for _ in range(4)]
     es = graph.edge_set(edge_set)
     if view.sym and not es.undirected:  # a stored sym index: the view lost the directions
-        out, inn = graph.csr(es.name, weights=False), graph.csc(es.name, weights=False)
+        out, inn = views.view(graph, "out", edge_set=es.name), views.view(graph, "in",
+                                                                          edge_set=es.name)
         kg.reciprocal_counts(out.indptr, out.indices, inn.indptr, inn.indices, *arrs)
     elif view.sym:  # every edge has its reverse: rows in = rows out
         kg.reciprocal_counts(view.optr, view.oidx, view.optr, view.oidx, *arrs)

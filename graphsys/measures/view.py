@@ -1,30 +1,27 @@
-"""The undirected view of an edge set that the measures read, from the stored adjacency
-indexes where the graph has them (``graphsys index``: mapped, nothing built), else built
-once per opened graph:
+"""The undirected view of an edge set that the measures read, from the views of
+:mod:`graphsys.views` (mapped where the graph stores the index, else built once per opened
+graph within the memory budget):
 
-* the ``sym`` index (``graphsys index GRAPH --undirected``): the undirected view itself,
-  each row sorted and without repeats;
-* an edge set ingested ``undirected``: its CSR (without repeats when ingested with
-  ``dedupe`` and one relation);
-* a directed edge set: its CSR and CSC, each row's union read as it is needed.
+* the ``sym`` view where it is mapped (the ``sym`` index, or the CSR index of an edge set
+  ingested ``undirected`` with ``dedupe`` and one relation): each row sorted and without
+  repeats;
+* an edge set ingested ``undirected``: its ``out`` view (rows with repeats);
+* a directed edge set: its ``out`` and ``in`` views, each row's union read as it is needed.
 
-A view is kept per opened :class:`~graphsys.storage.graph.Graph` and edge set, with its
-per-node memo of neighbourhood sizes (:mod:`graphsys.measures.kernels_view`) and the
-original ids, so later calls pay only for the nodes they touch.
+A view is kept in the opened graph's one cache (:mod:`graphsys.views.cache`) with its
+per-node memo of neighbourhood sizes (:mod:`graphsys.measures.kernels_view`), so later
+calls pay only for the nodes they touch.
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from graphsys import openmp
-from graphsys.errors import GraphsysError, ParameterError
+from graphsys import openmp, views
+from graphsys.errors import ParameterError
 from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC, UNIQUE, max_row_bound
-
-_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -55,7 +52,6 @@ class View:
     sym: int
     _memo: np.ndarray | None = field(default=None, repr=False)
     _bound: int | None = field(default=None, repr=False)
-    _ids: object = field(default=None, repr=False)
 
     @property
     def num_nodes(self) -> int:
@@ -80,14 +76,9 @@ class View:
         return self.optr, self.oidx, self.iptr, self.iidx, self.sym
 
     def original(self, internal: np.ndarray):
-        """Original ids of internal ids (the graph's ids, read once per view)."""
-        if self._ids is None:
-            self._ids = self.graph.node_ids()
-        if isinstance(self._ids, np.ndarray):
-            return self._ids[internal]
-        import pyarrow as pa
-
-        return self._ids.take(pa.array(np.asarray(internal, np.int64)))
+        """Original ids of internal ids (:meth:`Graph.to_original
+        <graphsys.storage.graph.Graph.to_original>`)."""
+        return self.graph.to_original(np.asarray(internal, np.int64))
 
 
 def undirected_view(graph, edge_set: str | None = None) -> View:
@@ -100,26 +91,22 @@ def undirected_view(graph, edge_set: str | None = None) -> View:
         A graph with several entity types (the measures number nodes ``0..N-1`` of one).
     """
     openmp.apply_wait_policy()  # the measures' kernels run parallel regions
-    if len(graph.entity_types) != 1:
-        raise GraphsysError(f"{graph.path} has entity types "
-                            f"{', '.join(graph.entity_types)}: the measures need one")
-    es = graph.edge_set(edge_set)
-    views = _VIEWS.setdefault(graph, {})
-    if es.name not in views:
-        stored = graph.adjacency_index(es.name, "sym")
-        if stored is not None:
-            rows, kind = (stored.indptr, stored.indices), UNIQUE
-            inn = rows
-        elif es.undirected:
-            out = graph.csr(es.name, weights=False)
-            rows = inn = (out.indptr, out.indices)
+    es = views.one_type(graph, "a measure").edge_set(edge_set)
+
+    def build() -> View:
+        sym = views.mapped_symmetric(graph, es.name)
+        if sym is not None:
+            return View(graph, es.name, sym[0], sym[1], sym[0], sym[1], UNIQUE)
+        out = views.view(graph, "out", edge_set=es.name)
+        if es.undirected:
             kind = UNIQUE if es.dedupe and not es.has_rel else SYMMETRIC
-        else:
-            out = graph.csr(es.name, weights=False)
-            csc = graph.csc(es.name, weights=False)
-            rows, inn, kind = (out.indptr, out.indices), (csc.indptr, csc.indices), DIRECTED
-        views[es.name] = View(graph, es.name, *rows, *inn, kind)
-    return views[es.name]
+            return View(graph, es.name, out.indptr, out.indices, out.indptr, out.indices, kind)
+        inn = views.view(graph, "in", edge_set=es.name)
+        return View(graph, es.name, out.indptr, out.indices, inn.indptr, inn.indices,
+                    DIRECTED)
+
+    return views.cached(graph, (es.name, "measures"), build, budget=views.budget(None),
+                        nbytes=lambda v: 8 * v.num_nodes)  # the memo it fills
 
 
 def internal_ids(graph, ids, name: str, *, internal: bool) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Pattern mining over a stored graph: triangles, cliques, motifs and user patterns.
 
 Every function reads the undirected simple view of an edge set (both directions of every
-stored edge, each adjacent pair once, self-loops dropped; :mod:`graphsys.mining.oriented`),
+stored edge, each adjacent pair once, self-loops dropped; :mod:`graphsys.views.orient`),
 served from the graph's ``sym`` index (``graphsys index --undirected``) when it has one, and
 returns counts over the whole graph or per node (:class:`NodeValues`, keyed back to the
 original ids). See ``docs/mining.md`` for the algorithms and their costs.

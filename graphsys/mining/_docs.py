@@ -29,7 +29,7 @@ PARAMETERS["options"] = "\n    ".join(
     PARAMETERS[k] for k in ("threads", "memory_limit", "distributed", "progress"))
 #: What a triangle call's budget also covers: the oriented graph it keeps.
 _KEPT = """ In RAM, the oriented graph is kept on the opened Graph and
-        the next count on it reuses it (:mod:`graphsys.mining.view_cache`): the kept
+        the next count on it reuses it (:mod:`graphsys.views.cache`): the kept
         structure counts against this budget, on this call and the next ones (dropped when
         it no longer fits beside what a call needs)."""
 PARAMETERS["triangle_options"] = "\n    ".join((

@@ -15,21 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphsys import views
 from graphsys.errors import ParameterError
 from graphsys.kernels.cores import core_levels
 from graphsys.mining import clique_kernels
 from graphsys.mining._docs import document
-from graphsys.mining.oriented import (
-    Oriented,
-    _count_higher,
-    _fill_higher,
-    _index_dtype,
-    as_graph,
-    oriented,
-    original_ids,
-)
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import NodeValues
+from graphsys.mining.results import NodeValues, as_graph, original_ids
+from graphsys.views import Oriented
+from graphsys.views.orient import _count_higher, _fill_higher, _index_dtype
 
 #: The clique sizes the kernels take.
 MIN_K, MAX_K = 3, 8
@@ -70,7 +64,8 @@ def degeneracy_view(view: Oriented) -> tuple[Oriented, int]:
 
 
 def _clique_view(graph, edge_set, memory_limit) -> tuple[Oriented, int]:
-    return degeneracy_view(oriented(graph, edge_set, memory_limit=memory_limit))
+    return degeneracy_view(views.view(graph, "oriented", edge_set=edge_set,
+                                      memory_limit=memory_limit))
 
 
 def clique_work(view: Oriented, k: int) -> np.ndarray:

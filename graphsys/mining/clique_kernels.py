@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphsys.mining._atomic import atomic_add
+from graphsys.kernels.atomic import atomic_add
 
 
 @numba.njit(cache=True, nogil=True)

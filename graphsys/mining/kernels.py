@@ -1,4 +1,4 @@
-"""Numba kernels of triangle counting over oriented rows (:mod:`graphsys.mining.oriented`);
+"""Numba kernels of triangle counting over oriented rows (:mod:`graphsys.views.orient`);
 the clique, motif and matching kernels sit beside it (``clique_kernels``, ``motif_kernels``,
 ``match_kernels``).
 
@@ -8,7 +8,7 @@ lowest-ranked vertex. Rows are sorted; two rows intersect either by a bitmap pro
 root's row marked in a per-thread bitset of N bits, each row of a neighbour probed against
 it) or by a merge (which also yields the positions of the entries matched, for per-edge
 counts). Shared per-vertex or per-edge counters are added atomically
-(:func:`graphsys.mining._atomic.atomic_add`); per-thread scratch is a row of an array
+(:func:`graphsys.kernels.atomic.atomic_add`); per-thread scratch is a row of an array
 indexed by ``numba.get_thread_id()``.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from graphsys.mining._atomic import atomic_add, prefetch
+from graphsys.kernels.atomic import atomic_add, prefetch
 
 
 def _mark(marks, v):
@@ -264,8 +264,8 @@ MIDDLE_PREFETCH = 4
 
 
 @numba.njit(cache=True, nogil=True)
-def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, order, v0, v1,
-                          marks, per_vertex, node_counts):
+def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, iend, order,
+                          v0, v1, marks, per_vertex, node_counts):
     """Triangles ``u < v < w`` (in the orientation's order: rows hold the higher vertices,
     as values sorted ascending) found from their middle vertex ``v``, for the rows ``v`` in
     ``[v0, v1)`` of block B: ``v``'s row is marked in ``marks`` (one thread's row of
@@ -273,11 +273,14 @@ def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, 
     ``irow``, ``v`` at position ``ipos``) the rest of ``u``'s row, the candidates ``w > v``,
     is probed against the marks, up to the largest marked value. Each triangle is found
     once, at the wedge ``v - u - w`` it closes: ``C(d+(u), 2)`` probes per ``u`` at most.
-    The rest of the row of the in-neighbour :data:`MIDDLE_PREFETCH` places ahead, and its
-    end, are prefetched while the current one is probed.
+    ``iend`` (one per in-list entry, or empty): the end of each entry's row, kept beside
+    its position (else read from ``aptr``: one more jump per entry). The rest of the row of
+    the in-neighbour :data:`MIDDLE_PREFETCH` places ahead (and its end) is prefetched while
+    the current one is probed.
     Rows of A and B are numbered from ``a_lo`` and ``b_lo``; ``order`` maps a value to its
     row id. ``per_vertex``: each triangle adds 1 to ``node_counts`` (by row id) of its three
     vertices (atomically). Returns the triangles found."""
+    ends = iend.shape[0] > 0
     found = 0
     for v in range(v0, v1):
         lo, hi = bptr[v], bptr[v + 1]
@@ -289,10 +292,11 @@ def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, 
             _mark(marks, bidx[k])
         here = 0
         for i in range(i0, i1):
-            if i + MIDDLE_PREFETCH < i1:  # a later in-neighbour's row end and its rest
+            if i + MIDDLE_PREFETCH < i1:  # a later in-neighbour's rest (and its row end)
                 prefetch(aidx, ipos[i + MIDDLE_PREFETCH] + 1)
-                prefetch(aptr, irow[i + MIDDLE_PREFETCH] + 1)
-            end = aptr[irow[i] + 1]
+                if not ends:
+                    prefetch(aptr, irow[i + MIDDLE_PREFETCH] + 1)
+            end = iend[i] if ends else aptr[irow[i] + 1]
             c = 0
             if per_vertex:
                 for q in range(ipos[i] + 1, end):
@@ -320,14 +324,14 @@ def triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, 
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def triangles_middle(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, order, tasks, marks,
-                     per_vertex, node_counts):
+def triangles_middle(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, iend, order, tasks,
+                     marks, per_vertex, node_counts):
     """:func:`triangles_middle_rows` over the middle vertices of ``tasks`` (rows of B) in
     parallel, each thread with its row of ``marks``."""
     total = 0
     for t in numba.prange(tasks.shape[0] - 1):
         total += triangles_middle_rows(aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow,
-                                       order, tasks[t], tasks[t + 1],
+                                       iend, order, tasks[t], tasks[t + 1],
                                        marks[numba.get_thread_id()], per_vertex, node_counts)
     return total
 
@@ -389,7 +393,7 @@ def triangles_merge(indptr, indices, tasks, edge_counts, node_counts, codes, dir
 def direction_counts(indptr, indices, dirs, out):
     """Per vertex, how many of its neighbours it only sends to (``out[:, 0]``), only
     receives from (``out[:, 1]``), and both (``out[:, 2]``); ``dirs`` as
-    :attr:`~graphsys.mining.oriented.Oriented.dirs`."""
+    :attr:`~graphsys.views.orient.Oriented.dirs`."""
     for u in range(indptr.shape[0] - 1):
         for k in range(indptr[u], indptr[u + 1]):
             v = indices[k]

@@ -49,12 +49,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphsys import views
 from graphsys.errors import ParameterError
 from graphsys.mining import clique_kernels, kernels, motif_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.clique import clique_work
-from graphsys.mining.oriented import as_graph, oriented
 from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks, scheduled
+from graphsys.mining.results import as_graph
 from graphsys.mining.triangle import TRIAD_NAMES, triad_census
 
 #: Connected undirected 3-node classes.
@@ -195,7 +196,7 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
         return MotifCensus(3, True, counts, stderr=dict.fromkeys(counts, 0.0))
     ranks = Ranks.of(distributed, g)
     with scheduled(threads) as nthreads:
-        view = oriented(g, edge_set, memory_limit=memory_limit)
+        view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
         n, m = view.num_nodes, view.num_edges
         per_edge = np.zeros(m if size == 4 else 0, np.int64)
         per_node = np.zeros(n, np.int64)

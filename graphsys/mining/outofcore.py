@@ -24,7 +24,9 @@ kept entries and a parallel one fills them.
   ``v``'s row is marked, and for every in-neighbour ``u`` of ``v`` (an *in-list*: where
   ``v`` sits in ``u``'s row) the rest of ``u``'s row, its vertices ranked above ``v``, is
   probed: at most ``sum over u of C(d+(u), 2)`` probes (every wedge of every row once);
-  rows hold ranks, sorted.
+  rows hold ranks, sorted. In RAM the graph is renumbered by rank in one pass
+  (:func:`ranked_whole`), and a graph kept for the first kernel gets this one's structure
+  when it is counted again and the count alone is cheaper here (:func:`ranked_again`).
 
 **Row blocks.** Global ids are partition-major, so the rows of consecutive partitions of the
 ``P x P`` bucket layout are one contiguous range of the ``sym`` index: a *row block* is a
@@ -60,20 +62,14 @@ import numpy as np
 
 from graphsys.errors import GraphsysError
 from graphsys.mining import kernels
-from graphsys.mining.oriented import (
-    _by_rows,
-    _count_higher,
-    _order_by,
-    _simple_degree,
-    check_budget,
-    mapped_symmetric,
-    view_index_note,
-)
 from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks
 from graphsys.progress import progress_bar
 from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.time_view import TimeView
 from graphsys.units import format_size
+from graphsys.views import budget, mapped_symmetric
+from graphsys.views.limits import time_view_note
+from graphsys.views.orient import _by_rows, _count_higher, _order_by, _simple_degree
 
 #: Anonymous bytes per node out of core: the order and its inverse (16), the oriented row
 #: offsets (8).
@@ -134,7 +130,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
     if sym is None and isinstance(graph, TimeView):
         raise GraphsysError(f"counting triangles out of core reads an undirected index: "
                             f"count the view in RAM (mode memory), or "
-                            f"{view_index_note(graph)}")
+                            f"{time_view_note(graph)}")
     if sym is None:
         raise GraphsysError(f"counting triangles out of core reads the undirected index, "
                             f"which the graph has not: "
@@ -146,7 +142,7 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
         total, counts = count_whole(rows, per_vertex=per_vertex, threads=threads,
                                     ranks=ranks, progress=progress)
         return total, counts, rows.degree
-    limit = check_budget(memory_limit)
+    limit = budget(memory_limit)
     marks = 1 if n <= kernels.BYTE_MARKS_UP_TO else 1 / 8
     per_node = OOC_BYTES_PER_NODE + (8 if per_vertex else 0) + threads * marks
     left = limit - OOC_FIXED_BYTES - per_node * n - 16 * n  # + the degree while ranking
@@ -201,21 +197,23 @@ def triangles_by_blocks(graph, edge_set: str, *, per_vertex: bool, memory_limit,
 class Whole:
     """The whole oriented graph in RAM as the in-memory triangle count reads it (from the
     mapped ``sym`` index): what :func:`orient_whole` builds and :func:`count_whole` counts;
-    the structure kept between counts on one opened graph (:mod:`.view_cache`).
+    the structure kept between counts on one opened graph (:mod:`graphsys.views.cache`).
 
     Attributes
     ----------
     rows : tuple of numpy.ndarray
-        ``(dptr, didx)``: each row's higher-ranked neighbours, as ranks ascending
-        (``order`` given) or as ids ascending (``order`` None).
+        ``(dptr, didx)``: each row's higher-ranked neighbours; with ``order``, row ``r`` is
+        the vertex of rank ``r`` and holds ranks ascending, else row ``u`` is the vertex
+        ``u`` and holds ids ascending.
     order : numpy.ndarray or None
         int64 (N,) rank -> id, for the kernel from the middle vertex; None for the kernel
         from the lowest one.
     degree : numpy.ndarray
         int64 (N,) simple degree by id.
     inlists : tuple of numpy.ndarray or None
-        ``(iptr, ipos, irow, work)`` of :func:`inlists` and the per-vertex work of the
-        kernel from the middle vertex (None for the other kernel).
+        ``(iptr, ipos, irow, work, iend)`` by rank: the in-lists of :func:`inlists`, the
+        per-vertex work of the kernel from the middle vertex and the end of each in-list
+        entry's row (None for the other kernel).
     """
 
     rows: tuple
@@ -244,19 +242,126 @@ def orient_whole(indptr, indices, threads: int) -> Whole:
         dptr = rows[0]
     else:
         dptr = _oriented_offsets(indptr, indices, key, degree)
-    if not from_middle(degree, np.diff(dptr)):
+    out_degree = np.diff(dptr)
+    if not from_middle(degree, out_degree):
         if rows is None:
             rows = load_block(indptr, indices, key, dptr, 0, n, values, False)
         return Whole(rows, None, degree)
-    rows = None  # the rows of ids go before the rows of ranks are built
-    order, rank = _order_by(stored)
-    del stored, key
-    rows = load_block(indptr, indices, rank, dptr, 0, n, values, True)
-    del rank
-    iptr, ipos, irow = inlists(rows[0], rows[1], order, 0, n, degree - np.diff(dptr))
+    rows = dptr = None  # the rows of ids go before the rows of ranks are built
+    del key
+    order, rank = rank_order(stored, values)
+    del stored
+    return ranked_whole(indptr, indices, order, rank, degree, out_degree)
+
+
+def ranked_again(whole: Whole, indptr, indices) -> Whole | None:
+    """The :class:`Whole` graph of the kernel from the middle vertex, for a graph counted
+    again on the ``whole`` of the kernel from the lowest one, when :func:`from_middle`
+    finds the middle kernel's count alone cheaper (its build then pays for itself over the
+    counts that reuse it); else None. ``(indptr, indices)``: the symmetric rows ``whole``
+    was built from."""
+    out_degree = np.diff(whole.rows[0])
+    if whole.order is not None or not from_middle(whole.degree, out_degree, False):
+        return None
+    order, rank = rank_order(np.diff(indptr), _value_dtype(len(out_degree)))
+    return ranked_whole(indptr, indices, order, rank, whole.degree, out_degree)
+
+
+def rank_order(length: np.ndarray, rank_dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, rank)`` of the vertices by (``length``, id), ``length`` the stored row
+    lengths (int64 (N,), each at most N): int64 (N,) and ``rank_dtype`` (N,), by a counting
+    sort (one pass over the vertices and one over the lengths)."""
+    n = len(length)
+    order, rank = np.empty(n, np.int64), np.empty(n, rank_dtype)
+    _counting_order(length, int(length.max()) if n else 0, order, rank)
+    return order, rank
+
+
+@numba.njit(cache=True, nogil=True)
+def _counting_order(key, top, order, rank):
+    start = np.zeros(top + 2, np.int64)
+    for u in range(key.shape[0]):
+        start[key[u] + 1] += 1
+    for d in range(top + 1):
+        start[d + 1] += start[d]
+    for u in range(key.shape[0]):
+        r = start[key[u]]
+        start[key[u]] = r + 1
+        order[r] = u
+        rank[u] = r
+
+
+def ranked_bytes(whole: Whole) -> int:
+    """Bytes :func:`ranked_again` adds up to at its peak for a graph whose ``whole`` has
+    ``M`` entries and ``N`` nodes: ``16 M`` (rows, in-list positions, row ends and rows),
+    ``12 M`` more while the in-lists are cut to their entries, and ``48 N`` (offsets,
+    in-list offsets, work, order, rank and the build's cursors)."""
+    return 28 * len(whole.rows[1]) + 48 * len(whole.degree)
+
+
+def ranked_whole(indptr, indices, order, rank, degree, out_degree) -> Whole:
+    """The :class:`Whole` graph of the kernel from the middle vertex, renumbered by rank,
+    built in one pass over the vertices in rank order (:func:`_ranked_rows`): each vertex
+    ``u`` of rank ``r`` appends ``r`` to the row of each lower-ranked neighbour, so every
+    row fills in ascending order (no sort), and ``u``'s in-list (where ``r`` went) is
+    written in the same step, with the kernel's work of ``r``. An entry last in its row
+    (nothing after it to probe) is left out of the in-lists. ``degree`` and
+    ``out_degree``: int64 (N,) simple degree and higher neighbours, by id."""
+    n = len(order)
+    dptr = np.zeros(n + 1, np.int64)
+    np.cumsum(out_degree[order], out=dptr[1:])
+    m = int(dptr[-1])
+    didx = np.empty(m, _value_dtype(n))
+    iptr = np.zeros(n + 1, np.int64)
+    ipos, iend = np.empty(m, _value_dtype(m)), np.empty(m, _value_dtype(m))
+    irow = np.empty(m, _value_dtype(n))
     work = np.empty(n, np.int64)
-    kernels.middle_work(rows[0], rows[0], iptr, ipos, irow, work)
-    return Whole(rows, order, degree, (iptr, ipos, irow, work))
+    kept = _ranked_rows(indptr, indices, order, rank, dptr, didx, iptr, ipos, iend, irow,
+                        work)
+    if kept < 0:
+        raise GraphsysError("the undirected (sym) index is not symmetric: a neighbour is "
+                            "missing from its neighbour's row; rebuild the index")
+    ipos, iend, irow = (a[:kept].copy() for a in (ipos, iend, irow))
+    return Whole((dptr, didx), order, degree, (iptr, ipos, irow, work, iend))
+
+
+@numba.njit(cache=True, nogil=True)
+def _ranked_rows(indptr, indices, order, rank, dptr, didx, iptr, ipos, iend, irow, work):
+    """Fill the rows of ranks (``dptr``, ``didx``), the in-lists (``iptr``, ``ipos``,
+    ``iend``, ``irow``) and the work of :func:`ranked_whole`; returns the in-list entries,
+    or -1 where the index is not symmetric (a row would take more or fewer entries than
+    its offsets hold)."""
+    n = order.shape[0]
+    cursor = np.empty((n, 2), np.int64)  # per row: the next slot, the end (one line)
+    for r in range(n):
+        cursor[r, 0] = dptr[r]
+        cursor[r, 1] = dptr[r + 1]
+    fill = 0
+    for r in range(n):
+        u = order[r]
+        tails = 0
+        for k in range(indptr[u], indptr[u + 1]):
+            s = rank[indices[k]]
+            if s >= r:
+                continue
+            pos, end = cursor[s, 0], cursor[s, 1]
+            if pos >= end:
+                return -1
+            didx[pos] = r
+            cursor[s, 0] = pos + 1
+            if pos + 1 < end:  # entries after it: candidates to probe
+                ipos[fill] = pos
+                iend[fill] = end
+                irow[fill] = s
+                fill += 1
+                tails += end - pos - 1
+        iptr[r + 1] = fill
+        own = dptr[r + 1] - dptr[r]
+        work[r] = own + tails if own else 0
+    for r in range(n):
+        if cursor[r, 0] != dptr[r + 1]:
+            return -1
+    return fill
 
 
 def count_whole(whole: Whole, *, per_vertex: bool, threads: int, ranks: Ranks,
@@ -265,39 +370,53 @@ def count_whole(whole: Whole, *, per_vertex: bool, threads: int, ranks: Ranks,
     int64 (N,) counts by id (summed over ranks)."""
     n = len(whole.degree)
     counts = np.zeros(n if per_vertex else 0, np.int64)
-    total = count_pair(whole.rows, 0, whole.rows, 0, whole.order,
+    ranked = whole.order is not None
+    # rows of ranks: a value is its row's id (the kernel reads the map only per vertex)
+    ids = np.arange(n if per_vertex else 0, dtype=np.int64) if ranked else None
+    total = count_pair(whole.rows, 0, whole.rows, 0, ids,
                        kernels.mark_array(threads, n), per_vertex, counts, threads,
                        ranks=ranks, progress=progress, ready=whole.inlists)
     total = int(ranks.sum(np.array([total], np.int64))[0])
+    if per_vertex and ranked:
+        by_id = np.empty_like(counts)
+        by_id[whole.order] = counts
+        counts = by_id
     return total, (ranks.sum(counts) if per_vertex else None)
 
 
 #: Below this much estimated work (entries read) a triangle pass runs in the calling thread:
-#: a pass this short takes a few tens of milliseconds in one thread, and a numba thread team
-#: idle since the last parallel call (asleep after the caller did other work) takes
-#: milliseconds to wake on a busy machine, about what a second thread saves.
-TRIANGLE_SERIAL_WORK = 1 << 24
+#: a pass this short takes a few milliseconds in one thread, and a numba thread team idle
+#: since the last parallel call (asleep after the caller did other work) takes up to
+#: milliseconds to wake on a busy machine, about what a second thread saves. Above it (a
+#: repeated count on soc-Slashdot0902 from the middle vertex, 5 M entries) the threads
+#: share the pass.
+TRIANGLE_SERIAL_WORK = 1 << 22
 
 
 #: The cost model that picks the triangle kernel (nanoseconds, measured on the results
-#: page's machine): a probe from the lowest vertex (a sequential row, an L1/L2 mark), one
-#: from the middle vertex (a jump to another row first), and the middle kernel's extra
-#: pass per entry (rows sorted by rank, in-lists built).
+#: page's machine): a probe from the lowest vertex (a sequential row, an L1/L2 mark); a
+#: probe from the middle vertex and the jump to the in-neighbour's row before its probes
+#: (one per in-list entry); and the middle kernel's extra build per entry (the vertices
+#: ordered by rank, the rows of ranks and the in-lists written, :func:`ranked_whole`).
 LOWEST_PROBE_NS = 1.5
-MIDDLE_PROBE_NS = 3.0
-MIDDLE_BUILD_NS = 32.0
+MIDDLE_PROBE_NS = 1.2
+MIDDLE_ENTRY_NS = 10.0
+MIDDLE_BUILD_NS = 24.0
 
 
-def from_middle(degree: np.ndarray, out_degree: np.ndarray) -> bool:
+def from_middle(degree: np.ndarray, out_degree: np.ndarray, build: bool = True) -> bool:
     """Whether counting from the middle vertex is cheaper than from the lowest one, by
     :data:`LOWEST_PROBE_NS` and its siblings: the lowest-vertex kernel probes ``sum over
     v of in(v) d+(v)`` entries (``in(v) = d(v) - d+(v)`` edges point at ``v``), the middle
-    one ``sum over u of C(d+(u), 2)`` (every wedge of every row) after a pass per entry."""
+    one ``sum over u of C(d+(u), 2)`` (every wedge of every row) from one in-list entry per
+    edge, after (``build``) a pass per entry that builds them; without ``build``, the
+    count alone (its structure built already, or to be kept for later counts)."""
     d_out = out_degree.astype(np.float64)
     lowest = float(((degree - out_degree) * d_out).sum())
     middle = float((d_out * (d_out - 1) / 2).sum())
-    return (LOWEST_PROBE_NS * lowest
-            > MIDDLE_PROBE_NS * middle + MIDDLE_BUILD_NS * float(out_degree.sum()))
+    per_entry = MIDDLE_ENTRY_NS + (MIDDLE_BUILD_NS if build else 0.0)
+    return LOWEST_PROBE_NS * lowest > MIDDLE_PROBE_NS * middle + per_entry * float(
+        out_degree.sum())
 
 
 def _value_dtype(n: int) -> np.dtype:
@@ -319,8 +438,8 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
     :func:`~graphsys.mining.kernels.triangles_middle` over B's rows. Without (values are row
     ids, rows ascend by id), from the lowest vertex:
     :func:`~graphsys.mining.kernels.triangles_lowest` over A's rows. With ``ranks``, this
-    rank's share of the rows, by work. ``ready``: B's in-lists and work, built before
-    (:attr:`Whole.inlists`)."""
+    rank's share of the rows, by work. ``ready``: B's in-lists, work and row ends, built
+    before (:attr:`Whole.inlists`)."""
     aptr, aidx = a_rows
     bptr, bidx = b_rows
     na, nb = len(aptr) - 1, len(bptr) - 1
@@ -341,10 +460,11 @@ def count_pair(a_rows, a_lo: int, b_rows, b_lo: int, order: np.ndarray | None,
         iptr, ipos, irow = inlists(aptr, aidx, order, b_lo, b_lo + nb, in_degree, where, b)
         work = np.empty(nb, np.int64)
         kernels.middle_work(aptr, bptr, iptr, ipos, irow, work)
+        iend = np.zeros(0, np.int64)
     else:
-        iptr, ipos, irow, work = ready
+        iptr, ipos, irow, work, iend = ready
     lo, hi = ranks.roots(work) if ranks is not None else (0, nb)
-    args = (aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, order)
+    args = (aptr, aidx, a_lo, bptr, bidx, b_lo, iptr, ipos, irow, iend, order)
     return run_tasks(
         lambda tasks: kernels.triangles_middle(*args, tasks, marks, per_vertex, counts),
         work, lo, hi, threads, progress=progress, desc="triangles",

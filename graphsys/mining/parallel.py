@@ -26,16 +26,13 @@ import numpy as np
 from graphsys import openmp
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.progress import progress_bar
+from graphsys.views.orient import SERIAL_WORK
 
 #: Tasks per thread the roots are cut into (more: finer balance, more scheduling steps).
 TASKS_PER_THREAD = 64
 #: Estimated work (row entries read) per kernel call: a long pass is several calls, so its
 #: progress moves and each call still holds many tasks per thread.
 WORK_PER_CALL = 1 << 28
-#: Below this much estimated work a pass runs in the calling thread: waking a thread team
-#: and waiting at its barrier costs more than the work (and, on a loaded machine, a
-#: scheduler time slice).
-SERIAL_WORK = 1 << 21
 
 
 def check_threads(threads: int | None) -> int:

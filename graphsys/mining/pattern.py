@@ -30,11 +30,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphsys import views
 from graphsys.errors import ParameterError
 from graphsys.mining import match_kernels
 from graphsys.mining._docs import document
-from graphsys.mining.oriented import as_graph, oriented, original_ids
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
+from graphsys.mining.results import as_graph, original_ids
 
 #: The most nodes a pattern may have.
 MAX_NODES = 8
@@ -284,7 +285,7 @@ def _prepare(graph, pattern, labels, edge_set, memory_limit):
     p = as_pattern(pattern)
     if p.labelled and labels is None:
         raise ParameterError("labels", "must name a node column: the pattern has labels")
-    view = oriented(g, edge_set, memory_limit=memory_limit)
+    view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
     return g, p, view, _node_labels(g, labels, view)
 
 

@@ -1,4 +1,5 @@
-"""What mining calls return: per-node values keyed back to the graph's original ids."""
+"""What mining calls take (:func:`as_graph`) and return: per-node values keyed back to the
+graph's original ids."""
 
 from __future__ import annotations
 
@@ -6,6 +7,35 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
+from graphsys.errors import ParameterError
+from graphsys.storage.graph import Graph, open_graph
+from graphsys.views import one_type
+
+
+def as_graph(graph) -> Graph:
+    """An opened graph, or the graph at a path (``str`` or ``Path``), of one entity type.
+
+    Raises
+    ------
+    GraphsysError
+        The graph has several entity types (mining numbers the nodes of one).
+    """
+    if not isinstance(graph, Graph):
+        if not (hasattr(graph, "__fspath__") or isinstance(graph, str)):
+            raise ParameterError("graph", f"must be a Graph or a graph directory, got "
+                                          f"{type(graph).__name__}")
+        graph = open_graph(graph)
+    return one_type(graph, "pattern mining")
+
+
+def original_ids(graph: Graph, internal: np.ndarray) -> np.ndarray:
+    """Original ids of an array of internal ids, same shape: int64, or ``object`` (str)
+    for string ids."""
+    ids = graph.node_ids()
+    if not isinstance(ids, np.ndarray):
+        ids = np.asarray(ids.to_numpy(zero_copy_only=False), dtype=object)
+    return ids[np.asarray(internal, np.int64)]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Triangles: the count, per node, clustering coefficients, transitivity, and the directed
 triad census.
 
-All run over the undirected simple view of an edge set (:mod:`graphsys.mining.oriented`:
+All run over the undirected simple view of an edge set (:mod:`graphsys.views.orient`:
 a directed edge set's edges are taken both ways, parallel edges once, self-loops dropped),
 as networkx's ``triangles`` does on ``G.to_undirected()``. The kernel orients every edge
 from its lower- to its higher-degree endpoint and finds each triangle once, as a wedge of
@@ -16,21 +16,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from graphsys import views
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.mining import kernels
 from graphsys.mining._docs import document
-from graphsys.mining.oriented import (
+from graphsys.mining.parallel import Ranks, run_tasks, scheduled
+from graphsys.mining.results import NodeValues, as_graph
+from graphsys.views.orient import (
     Oriented,
-    as_graph,
     build_bytes,
-    check_budget,
     mapped_symmetric,
-    oriented,
     refuse_build,
 )
-from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import NodeValues
-from graphsys.mining.view_cache import cached
 
 #: Where triangle functions run: ``memory`` (the oriented graph in RAM), ``out-of-core``
 #: (row blocks of the mapped ``sym`` index, :mod:`graphsys.mining.outofcore`) or ``auto``
@@ -49,23 +46,21 @@ def _mode(mode: str, graph, edge_set, memory_limit) -> str:
         raise ParameterError("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
     if mode != "auto":
         return mode
-    limit = check_budget(memory_limit)
-    if triangle_bytes(graph, edge_set) <= limit:
-        return "memory"
-    if mapped_symmetric(graph, edge_set) is not None:
+    need = triangle_bytes(graph, edge_set)
+    if need > views.budget(memory_limit) and mapped_symmetric(graph, edge_set) is not None:
         return "out-of-core"
-    raise refuse_build(graph, edge_set, triangle_bytes(graph, edge_set), limit,
-                       memory_limit is not None)
+    refuse_build(graph, edge_set, need, memory_limit)  # over the budget: refused
+    return "memory"
 
 
 def triangle_bytes(graph, edge_set) -> int:
     """Anonymous bytes a triangle count in RAM needs at its peak: the oriented graph
-    (:func:`~graphsys.mining.oriented.build_bytes`) and its in-lists (8 bytes per edge), the
-    order, the marks and the counts (24 bytes per node)."""
+    (:func:`~graphsys.views.orient.build_bytes`) and its in-lists (12 bytes per edge:
+    position, row end and row), the order, the marks and the counts (24 bytes per node)."""
     es = graph.edge_set(edge_set)
     mapped = mapped_symmetric(graph, es.name) is not None
     edges = es.num_edges if not mapped else build_bytes(graph, es.name, mapped=True) // 4
-    return build_bytes(graph, es.name) + 8 * edges + 24 * graph.num_nodes()
+    return build_bytes(graph, es.name) + 12 * edges + 24 * graph.num_nodes()
 
 
 def count_oriented(view: Oriented, *, per_vertex: bool, threads: int, ranks: Ranks,
@@ -126,7 +121,7 @@ def triangle_work(graph, *, edge_set: str | None = None,
     from graphsys.mining.outofcore import from_middle
 
     g = as_graph(graph)
-    view = oriented(g, edge_set, memory_limit=memory_limit)
+    view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
     out_degree = view.out_degree()
     middle = from_middle(view.degree, out_degree)
     work = np.empty(view.num_nodes, np.int64)
@@ -137,34 +132,61 @@ def triangle_work(graph, *, edge_set: str | None = None,
 def _in_memory(g, edge_set: str, per_node: bool, memory_limit, threads: int, ranks: Ranks,
                progress: bool) -> tuple[int, np.ndarray | None, np.ndarray]:
     """``(total, counts or None, degree)`` by global id, counted in RAM on the oriented
-    graph kept on ``g`` (:mod:`graphsys.mining.view_cache`), built first when there is none:
+    graph kept on ``g`` (:mod:`graphsys.views.cache`), built first when there is none:
     from the mapped ``sym`` index (:func:`~graphsys.mining.outofcore.orient_whole`), else
-    :func:`~graphsys.mining.oriented.oriented` from the buckets."""
-    from graphsys.mining.outofcore import count_whole, orient_whole
+    the ``oriented`` view (:func:`graphsys.views.view`)."""
+    from graphsys.mining.outofcore import count_whole
 
-    limit = check_budget(memory_limit)
+    limit = views.budget(memory_limit)
     beside = 16 * g.num_nodes()  # the marks and the per-node counts of the count itself
     sym = mapped_symmetric(g, edge_set)
     if sym is None:
-        view = cached(g, (edge_set, "oriented", "degree"),
-                      lambda: oriented(g, edge_set, memory_limit=memory_limit),
-                      nbytes=Oriented.nbytes.fget, budget=limit, beside=beside)
-        total, counts = count_oriented(view, per_vertex=per_node, threads=threads,
+        dag = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit,
+                         beside=beside)
+        total, counts = count_oriented(dag, per_vertex=per_node, threads=threads,
                                        ranks=ranks, progress=progress)
-        return total, (view.by_global(counts) if per_node else None), view.by_global(
-            view.degree)
+        return total, (dag.by_global(counts) if per_node else None), dag.by_global(
+            dag.degree)
 
-    def build():
-        need = triangle_bytes(g, edge_set)
-        if need > limit:
-            raise refuse_build(g, edge_set, need, limit, memory_limit is not None)
-        return orient_whole(sym[0], sym[1], threads)
-
-    whole = cached(g, (edge_set, "triangles", "degree"), build,
-                   nbytes=lambda w: w.nbytes, budget=limit, beside=beside)
+    whole = _kept_whole(g, edge_set, sym, limit, memory_limit, threads, beside,
+                        again=ranks.world_size == 1)
     total, counts = count_whole(whole, per_vertex=per_node, threads=threads, ranks=ranks,
                                 progress=progress)
     return total, counts, whole.degree
+
+
+def _kept_whole(g, edge_set: str, sym, limit: int, memory_limit, threads: int, beside: int,
+                again: bool):
+    """The :class:`~graphsys.mining.outofcore.Whole` graph kept on ``g`` for the mapped
+    rows ``sym``, built first when there is none (:func:`~graphsys.mining.outofcore.
+    orient_whole`: the kernel whose build and count together cost least). ``again``: a
+    graph kept for the kernel from the lowest vertex is joined, on this repeated count, by
+    that of the kernel from the middle one where the count alone is cheaper there and it
+    fits the budget beside it (:func:`~graphsys.mining.outofcore.ranked_again`): every
+    later count reads that one. One process only: ranks must split the same structure."""
+    from graphsys.mining.outofcore import orient_whole, ranked_again, ranked_bytes
+
+    key = (edge_set, "triangles", "degree")
+    kept = views.peek(g, key + ("ranked",)) if again else None
+    if kept is not None:  # through cached: its bytes checked against this call's budget
+        return views.cached(g, key + ("ranked",), lambda: kept, nbytes=lambda w: w.nbytes,
+                            budget=limit, beside=beside)
+    first = views.peek(g, key) is None
+
+    def build():
+        refuse_build(g, edge_set, triangle_bytes(g, edge_set), memory_limit)
+        return orient_whole(sym[0], sym[1], threads)
+
+    whole = views.cached(g, key, build, nbytes=lambda w: w.nbytes, budget=limit,
+                         beside=beside)
+    if first or not again or whole.order is not None \
+            or views.held_bytes(g) + ranked_bytes(whole) + beside > limit:
+        return whole
+    ranked = ranked_again(whole, sym[0], sym[1])
+    if ranked is None:
+        return whole
+    return views.cached(g, key + ("ranked",), lambda: ranked, nbytes=lambda w: w.nbytes,
+                        budget=limit, beside=beside)
 
 
 @dataclass(frozen=True)
@@ -548,7 +570,8 @@ def triad_census(graph, *, edge_set: str | None = None, threads: int | None = No
     g = as_graph(graph)
     ranks = Ranks.of(distributed, g)
     with scheduled(threads) as count:
-        view = oriented(g, edge_set, directions=True, memory_limit=memory_limit)
+        view = views.view(g, "oriented", edge_set=edge_set, directions=True,
+                          memory_limit=memory_limit)
         codes = triangle_codes(view, threads=count, ranks=ranks, progress=progress)
     sides = np.zeros((view.num_nodes, 3), np.int64)
     kernels.direction_counts(view.indptr, view.indices, view.dirs, sides)

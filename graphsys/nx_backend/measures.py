@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from graphsys import measures
+from graphsys import measures, views
 
 
 def _nx():
@@ -44,7 +44,7 @@ def _pairs(G, pairs) -> Iterator[tuple[list, np.ndarray, np.ndarray]]:
     n = len(G)
     if G.graph is None:
         return
-    c = G.graph.csr(weights=False)
+    c = views.view(G.graph, "out")
     for u in range(n):
         adjacent = np.zeros(n - u - 1, bool)
         row = np.asarray(c.indices[c.indptr[u]:c.indptr[u + 1]], np.int64)

@@ -7,6 +7,9 @@
   replacement.
 * :class:`DeviceNeighborSampler`: the same blocks drawn by torch ops where the CSR is
   held (GPU memory; the CPU, where it is tested), :mod:`graphsys.sampling.device`.
+* :class:`DeviceFeatureCache`: the feature rows a sampler reads most (found by
+  :func:`presample_hot_nodes`) on the device, the rest read from the host table,
+  :mod:`graphsys.sampling.feature_cache`.
 * :class:`PinSAGESampler` / :class:`RandomWalkNeighborSampler`: PinSage random-walk
   importance neighbourhoods (DGL's arguments), blocks weighted by visit counts.
 * :class:`HeteroNeighborSampler`: per-relation fanouts on a typed graph, returning
@@ -38,6 +41,7 @@ from graphsys.sampling.adjacency import (
 from graphsys.sampling.base import Sampler
 from graphsys.sampling.block import Block, MiniBatch
 from graphsys.sampling.device import DeviceNeighborSampler
+from graphsys.sampling.feature_cache import DeviceFeatureCache, presample_hot_nodes
 from graphsys.sampling.hetero import HeteroBlock, HeteroNeighborSampler, TypedBlock
 from graphsys.sampling.negative import (
                                          PPRHardNegativeSampler,
@@ -49,11 +53,12 @@ from graphsys.sampling.pinsage import PinSAGESampler, RandomWalkNeighborSampler
 from graphsys.sampling.temporal import TemporalNeighbors, TemporalNeighborSampler
 
 __all__ = [
-    "Adjacency", "Block", "DeviceNeighborSampler", "HeteroBlock", "HeteroNeighborSampler",
+    "Adjacency", "Block", "DeviceFeatureCache", "DeviceNeighborSampler", "HeteroBlock",
+    "HeteroNeighborSampler",
     "MiniBatch",
     "NeighborSampler", "PPRHardNegativeSampler", "PinSAGESampler",
     "RandomWalkNeighborSampler", "Sampler", "TemporalNeighborSampler", "TemporalNeighbors",
     "TypedBlock",
     "UniformNegativeSampler", "bipartite_adjacency", "from_coo", "homogeneous_adjacency",
-    "mapped_adjacency", "metapath_ppr", "sample_neighbors",
+    "mapped_adjacency", "metapath_ppr", "presample_hot_nodes", "sample_neighbors",
 ]

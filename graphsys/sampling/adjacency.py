@@ -21,10 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphsys.errors import GraphsysError
-from graphsys.memory import available_memory
-from graphsys.storage.adjacency_index import build_command
 from graphsys.storage.graph import Graph
-from graphsys.units import format_size
+from graphsys.views import check
 
 #: Anonymous bytes per stored edge alive at once at the peak of building the symmetric view
 #: in RAM (inside scipy's COO to CSR conversion): int64 endpoints (16) and their both-way
@@ -150,58 +148,6 @@ def ram_build_bytes(graph: Graph, edge_set: str | None, *, symmetric: bool) -> i
     return per_edge * es.num_edges + BUILD_BYTES_PER_NODE * graph.num_nodes()
 
 
-def check_ram_build(graph: Graph, edge_set: str | None, what: str, need: int,
-                    memory_limit: int | None, kinds: tuple[str, ...] | None) -> None:
-    """Refuse to build an adjacency in RAM that needs more than the memory budget.
-
-    Parameters
-    ----------
-    graph : Graph
-        An opened graph.
-    edge_set : str or None
-        The edge set (None: the default one).
-    what : str
-        The adjacency, as the message names it.
-    need : int
-        Bytes the build needs (:func:`ram_build_bytes`).
-    memory_limit : int or None
-        The budget in bytes; None: :func:`available_memory`.
-    kinds : tuple of str or None
-        The index kinds that would be mapped instead; None when no index can serve it.
-
-    Raises
-    ------
-    GraphsysError
-        One line, when ``need`` exceeds the budget, naming the ``graphsys index`` command
-        that builds ``kinds``.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> import numpy as np
-    >>> import graphsys
-    >>> g = graphsys.from_numpy(np.array([0, 1]), np.array([1, 2]), tempfile.mkdtemp() + "/g")
-    >>> from graphsys.errors import GraphsysError
-    >>> try:  # doctest: +NORMALIZE_WHITESPACE
-    ...     check_ram_build(g, None, "the symmetric adjacency", 10**9, 10**6, ("sym",))
-    ... except GraphsysError as exc:
-    ...     print(str(exc).split(";")[0])
-    ...     print(str(exc).endswith("/g --undirected"))
-    building the symmetric adjacency in RAM needs about 1 GB, more than the 1 MB
-    of memory_limit
-    True
-    """
-    limit = available_memory() if memory_limit is None else int(memory_limit)
-    if need <= limit:
-        return
-    budget = ("memory_limit" if memory_limit is not None else "available RAM")
-    fix = (f"build its index once and it is memory-mapped instead: "
-           f"{build_command(graph, kinds, edge_set)}" if kinds else
-           "no stored index can serve it: raise memory_limit or use a machine with more RAM")
-    raise GraphsysError(f"building {what} in RAM needs about {format_size(need)}, more than "
-                        f"the {format_size(limit)} of {budget}; {fix}")
-
-
 def mapped_adjacency(graph: Graph, entity_type: str | None = None, *,
                      edge_set: str | None = None, symmetric: bool = True,
                      direction: str = "in") -> Adjacency | None:
@@ -244,7 +190,7 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
     Served from the stored adjacency index with no copy when it can
     (:func:`mapped_adjacency`), else built in RAM (int64 COO, then CSR) unless that needs
     more than ``memory_limit`` bytes (None: the RAM available), which is refused naming
-    the command that builds the index (:func:`check_ram_build`).
+    the command that builds the index (:func:`graphsys.views.check`).
     """
     if direction not in ("in", "out"):
         raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
@@ -254,20 +200,16 @@ def homogeneous_adjacency(graph: Graph, entity_type: str | None = None, *,
         return mapped
     kind = "sym" if symmetric else ("csc" if direction == "in" else "csr")
     view = "the symmetric adjacency" if symmetric else f"the {direction}-neighbour adjacency"
-    check_ram_build(graph, edge_set, f"{view} of edge set {graph.edge_set(edge_set).name!r}",
-                    ram_build_bytes(graph, edge_set, symmetric=symmetric), memory_limit,
-                    (kind,) if len(graph.entity_types) == 1 else None)
+    check(graph, edge_set, f"{view} of edge set {graph.edge_set(edge_set).name!r}",
+          ram_build_bytes(graph, edge_set, symmetric=symmetric), memory_limit,
+          (kind,) if len(graph.entity_types) == 1 else None)
     et = graph.entity_type(entity_type).name
     n = graph.num_nodes(et)
     s, d, w = typed_edges(graph, edge_set, et, et)
     if symmetric:
         return from_coo(np.concatenate([s, d]), np.concatenate([d, s]), n, n,
                         None if w is None else np.concatenate([w, w]))
-    if direction == "in":
-        return from_coo(d, s, n, n, w)
-    if direction == "out":
-        return from_coo(s, d, n, n, w)
-    raise GraphsysError(f"direction must be 'in' or 'out', got {direction!r}")
+    return from_coo(d, s, n, n, w) if direction == "in" else from_coo(s, d, n, n, w)
 
 
 def _one_way_kinds(graph: Graph, edge_set: str, ntype: str, other_type: str
@@ -351,7 +293,7 @@ def bipartite_adjacency(graph: Graph, ntype: str, other_type: str, *,
     With ``ntype == other_type`` both are the symmetric adjacency of that type. Built in RAM
     (type-local ids; :func:`mapped_bipartite` maps the stored indexes instead) unless that
     needs more than ``memory_limit`` bytes (None: the RAM available), which is refused in
-    one line (:func:`check_ram_build`).
+    one line (:func:`graphsys.views.check`).
     """
     for t in (ntype, other_type):
         graph.entity_type(t)
@@ -361,9 +303,9 @@ def bipartite_adjacency(graph: Graph, ntype: str, other_type: str, *,
         return a, a
     es = graph.edge_set(edge_set)
     mappable = _one_way_kinds(graph, es.name, ntype, other_type) is not None
-    check_ram_build(graph, edge_set, f"the {ntype}-{other_type} adjacency of edge set "
-                    f"{es.name!r}", ram_build_bytes(graph, edge_set, symmetric=True),
-                    memory_limit, ("csr", "csc") if mappable else None)
+    check(graph, edge_set, f"the {ntype}-{other_type} adjacency of edge set {es.name!r}",
+          ram_build_bytes(graph, edge_set, symmetric=True), memory_limit,
+          ("csr", "csc") if mappable else None)
     n, m = graph.num_nodes(ntype), graph.num_nodes(other_type)
     s1, d1, w1 = typed_edges(graph, edge_set, ntype, other_type)
     s2, d2, w2 = typed_edges(graph, edge_set, other_type, ntype)

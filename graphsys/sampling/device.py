@@ -3,8 +3,9 @@
 :class:`DeviceNeighborSampler` draws the blocks :class:`~graphsys.sampling.NeighborSampler`
 draws, bit for bit, from a CSR held as torch tensors: in GPU memory (the minibatches of a
 CUDA run are made where they are consumed), or on the CPU, where the same code runs and is
-tested. Every step is a whole-batch tensor operation; the only Python loops run over the
-layers and, without replacement, over the ``fanout`` draws of Floyd's algorithm.
+tested. Every step is a whole-batch tensor operation on buffers whose sizes are bounds
+known on the host, so a batch makes no host read until its end; the only Python loops run
+over the layers and over the ``ceil(log2 fanout)`` rounds of :func:`floyd_resolve`.
 
 The random stream is the CPU sampler's (:mod:`graphsys.sampling._kernels`): SplitMix64 keyed
 by ``(rng_seed, layer, node)``, written here in int64 torch arithmetic. The uint64 words of
@@ -14,15 +15,19 @@ CUDA), and the right shifts, arithmetic on int64, are made logical by masking of
 copied sign bits (:func:`srl64`). The conversion to a float in [0, 1) keeps the top 53 bits,
 exactly as the CPU kernel does, and the picks truncate the same float64 products.
 
-Host synchronisation: the layers are drawn into buffers of a size bound known on the host
-(``fanout`` picks per destination, at most ``num_nodes`` distinct sources), whose valid
-entries form a prefix. One read at the end of the batch (``.tolist()`` of a few counts)
-gives the blocks' sizes and the checks of device seeds; a layer with fanout ``-1`` (every
-neighbour) reads its edge count before it is drawn, one more read each.
+Operations per batch: a layer of fanout ``k`` runs about 80 torch operators (each one
+kernel launch on a GPU): one gather of its destinations' CSR rows, degrees and first
+stream words (a per-node table made once), two SplitMix64 finalisers (the streams and
+their ``k`` words), Floyd's algorithm by pointer doubling, a gather of the picks, a
+numbering of the sources by first appearance through a dense map of the node ids, and the
+compaction of the edges. One host read at the end of the batch (``.tolist()`` of a few
+counts) gives the blocks' sizes and the checks of the seeds; a layer with fanout ``-1``
+(every neighbour) reads its edge count before it is drawn, one more read each.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -88,82 +93,66 @@ def stream_uniforms(state: torch.Tensor, k: int) -> torch.Tensor:
     return srl64(words, 11).to(torch.float64) * _INV53
 
 
-def _floyd(u: torch.Tensor, deg: torch.Tensor, k: int) -> torch.Tensor:
-    """int64 (S, k): Floyd's uniform ``k``-subsets of ``range(deg)`` in the CPU kernel's
-    draw order (positions in each row; rows with ``deg <= k`` are left undefined). Step
-    ``c`` draws ``r`` in ``[0, t]`` for ``t = deg - k + c`` and keeps ``t`` instead when
-    ``r`` was chosen before: the draws are made for all steps at once, the repeats
-    resolved step by step (four operations a step)."""
-    top = deg.unsqueeze(1) - k + torch.arange(k, dtype=torch.int64, device=u.device)
-    chosen = (u * (top + 1).to(torch.float64)).to(torch.int64)
-    for c in range(1, k):
-        seen = (chosen[:, :c] == chosen[:, c:c + 1]).any(1)
-        chosen[:, c] = torch.where(seen, top[:, c], chosen[:, c])
-    return chosen
+def floyd_resolve(r: torch.Tensor, top: torch.Tensor, tri: torch.Tensor,
+                  steps: torch.Tensor) -> torch.Tensor:
+    """int64 (S, k): Floyd's uniform ``k``-subsets from the draws ``r`` (S, k), ``r[:, c]``
+    in ``[0, top[:, c]]`` for ``top[:, c] = deg - k + c``: the CPU kernel's picks, in its
+    order (rows with ``deg <= k`` come out undefined). ``tri``: the bool (k, k) mask
+    ``j < c``; ``steps``: int64 ``0..k-1``.
+
+    Step ``c`` keeps ``top[:, c]`` instead of ``r[:, c]`` when ``r[:, c]`` was chosen
+    before (it *collides*). A value chosen before is an earlier draw, or the ``top[:, j] =
+    deg - k + j`` kept by an earlier collision, that of step ``j = r[:, c] - (deg - k)``
+    when it lies in ``[0, c)``. So ``collided[c] = repeats[c] or collided[j]``: an OR along
+    a chain of strictly decreasing steps, resolved for every step at once by pointer
+    doubling (``ceil(log2 k)`` rounds) instead of a loop over the ``k`` steps.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.sampling.device import floyd_resolve
+    >>> k = 3
+    >>> steps = torch.arange(k)
+    >>> top = 5 - k + steps.unsqueeze(0)          # deg 5: steps draw in [0, 2], [0, 3], [0, 4]
+    >>> r = torch.tensor([[2, 2, 3]])             # step 1 repeats 2 -> keeps 3; step 2 draws
+    >>> floyd_resolve(r, top, steps.unsqueeze(1) > steps, steps).tolist()   # 3: taken -> 4
+    [[2, 3, 4]]
+    """
+    rounds = (r.shape[1] - 1).bit_length()
+    col = ((r.unsqueeze(2) == r.unsqueeze(1)) & tri).any(2)      # an earlier equal draw
+    # the step whose top the draw equals; none (negative) -> a huge value -> the step itself
+    ptr = ((r - top[:, :1]) & ((1 << 63) - 1)).clamp_(max=steps)
+    for rnd in range(rounds):
+        col = col | col.gather(1, ptr)
+        if rnd < rounds - 1:
+            ptr = ptr.gather(1, ptr)
+    return torch.where(col, top, r)
 
 
-def _picks(indptr, dst, valid, fanout, replace, rng_seed):
-    """One layer's picks from the (padded) destinations ``dst``: ``(positions in the
-    CSR's indices, mask of the real picks, their destination rows, counts (D,))``, the
-    first three shaped (D, fanout); with fanout -1, flat, exactly every neighbour (their
-    number read from the device)."""
-    d = torch.where(valid, dst, 0)
-    lo = indptr[d].to(torch.int64)
-    deg = torch.where(valid, indptr[d + 1].to(torch.int64) - lo, 0)
-    ids = torch.arange(len(d), dtype=torch.int64, device=d.device)
-    if fanout < 0:
-        total = int(deg.sum())                        # host read: the layer's edge count
-        rows = torch.repeat_interleave(ids, deg, output_size=total)
-        first = torch.cumsum(deg, 0) - deg
-        eid = lo[rows] + torch.arange(total, device=d.device) - first[rows]
-        return eid, torch.ones(total, dtype=torch.bool, device=d.device), rows, deg
-    k = fanout
-    u = stream_uniforms(node_streams(rng_seed, d), k)
-    if replace:
-        pos = (u * deg.unsqueeze(1).to(torch.float64)).to(torch.int64)
-        cnt = torch.where(deg > 0, k, 0)
-    else:
-        all_j = torch.arange(k, dtype=torch.int64, device=d.device).expand(len(d), k)
-        pos = torch.where((deg <= k).unsqueeze(1), all_j, _floyd(u, deg, k))
-        cnt = torch.clamp(deg, max=k)
-    mask = torch.arange(k, device=d.device).unsqueeze(0) < cnt.unsqueeze(1)
-    rows = ids.unsqueeze(1).expand(len(d), k)
-    return torch.where(mask, lo.unsqueeze(1) + pos, 0), mask, rows, cnt
+class _Fanout:
+    """Constant tensors of one fanout ``k`` on a device: ``steps`` 0..k-1, ``words`` the
+    stream's golden-ratio steps ``(j + 1) * golden``, ``shift`` ``steps - k`` (so that
+    ``deg + shift`` is Floyd's ``top``) and ``tri`` the (k, k) mask ``j < c``."""
+
+    def __init__(self, k: int, device: torch.device):
+        self.k = k
+        self.steps = torch.arange(k, dtype=torch.int64, device=device)
+        self.words = (self.steps + 1) * _GOLDEN
+        self.shift = self.steps - k
+        self.tri = self.steps.unsqueeze(1) > self.steps
 
 
-def _relabel(cand: torch.Tensor, num_nodes: int, cap: int):
-    """Block-local numbering of the candidates ``cand`` (node ids, ``num_nodes`` where
-    padding): the CPU relabel's order (first appearance), by a stable sort. Returns
-    ``(local (L,), src (cap,) padded with num_nodes, number of sources (device scalar))``."""
-    n = len(cand)
-    vals, perm = torch.sort(cand, stable=True)
-    start = torch.ones(n, dtype=torch.bool, device=cand.device)
-    start[1:] = vals[1:] != vals[:-1]
-    idx = torch.arange(n, device=cand.device)
-    group_start = torch.cummax(torch.where(start, idx, 0), 0).values
-    first = torch.zeros(n, dtype=torch.int64, device=cand.device)
-    first[perm] = (start & (vals < num_nodes)).to(torch.int64)   # 1 at first appearances
-    rank = torch.cumsum(first, 0) - 1
-    local = torch.empty(n, dtype=torch.int64, device=cand.device)
-    local[perm] = rank[perm[group_start]]
-    src = torch.full((cap + 1,), num_nodes, dtype=torch.int64, device=cand.device)
-    src.scatter_(0, torch.where(first.bool(), rank, cap), cand)
-    return local, src[:cap], (rank[-1] + 1 if n else
-                              torch.zeros((), dtype=torch.int64, device=cand.device))
-
-
-def _compact(mask: torch.Tensor, *values: torch.Tensor) -> list[torch.Tensor]:
-    """``values`` (each shaped as ``mask``) at ``mask``'s True entries, in row-major
-    order, as a prefix of buffers of ``mask.numel()`` entries (no host read)."""
-    flat = mask.reshape(-1)
-    n = flat.numel()
-    slot = torch.where(flat, torch.cumsum(flat, 0) - 1, n)
-    out = []
-    for v in values:
-        buf = torch.empty(n + 1, dtype=v.dtype, device=v.device)
-        buf.scatter_(0, slot, v.reshape(-1))
-        out.append(buf[:n])
-    return out
+def node_table(indptr: np.ndarray, device: torch.device) -> torch.Tensor:
+    """int64 (N + 1, 3): per node its first CSR position, its degree and the first word of
+    its random streams (``mix64(node + golden)``, shared by every seed and layer); row N, a
+    padding node without neighbours, starts at the CSR's end."""
+    n = len(indptr) - 1
+    ptr = torch.from_numpy(np.ascontiguousarray(indptr, dtype=np.int64)).to(device)
+    table = torch.zeros((n + 1, 3), dtype=torch.int64, device=device)
+    table[:, 0] = ptr
+    table[:n, 1] = ptr[1:] - ptr[:-1]
+    table[:n, 2] = mix64(torch.arange(n, dtype=torch.int64, device=device) + _GOLDEN)
+    return table
 
 
 class DeviceNeighborSampler(Sampler):
@@ -171,14 +160,19 @@ class DeviceNeighborSampler(Sampler):
     :class:`~graphsys.sampling.NeighborSampler` (same arguments, same ``rng_seed``), made
     where the model runs.
 
-    The CSR (``indptr``, ``indices``; int32 when the graph allows, else int64) is copied to
-    ``device`` once. A batch's seeds go to the device in one transfer (none when they are a
-    tensor there already); per layer, the destinations' degrees are gathered, the picks are
+    The CSR goes to ``device`` once, as a per-node table (first position, degree and first
+    stream word, int64; one more row for a padding node without neighbours) and the
+    neighbour ids (int32 when the graph allows, else int64). A batch's seeds go to the
+    device in one transfer, with the layers' stream keys (none when the seeds are a tensor
+    there already); per layer, the destinations' table rows are gathered, the picks are
     drawn from the CPU sampler's counter-based stream (a node's sample is a function of
     ``(rng_seed, layer, node)``), with or without replacement as the CPU sampler draws
-    them, and the sources are numbered in the CPU sampler's order (destinations first, then
-    new nodes in order of first appearance) by a stable sort. The blocks carry their edge
-    groupings (:attr:`Block.dst_offsets`, :attr:`Block.src_offsets`), computed there.
+    them (Floyd's algorithm, :func:`floyd_resolve`), and the sources are numbered in the
+    CPU sampler's order (destinations first, then new nodes in order of first appearance)
+    through a dense map of the node ids (the first position of each id, a scatter-min).
+    The blocks carry their edge groupings (:attr:`Block.dst_offsets`, and
+    :attr:`Block.src_offsets` for every block but the input layer's, which a gradient
+    does not go through), computed there.
 
     Parameters
     ----------
@@ -199,8 +193,15 @@ class DeviceNeighborSampler(Sampler):
         blocks copied to ``device`` without blocking. torch exposes no gather that reads
         host memory from a CUDA kernel, so this does not yet sample on the GPU.
     index_dtype : torch.dtype, optional
-        dtype of the device CSR: ``torch.int32`` (half the memory; default when the
-        node and edge counts fit) or ``torch.int64``. The picks do not depend on it.
+        dtype of the device CSR's neighbour ids: ``torch.int32`` (half the memory; default
+        when the node and edge counts fit) or ``torch.int64``. The picks do not depend on
+        it.
+    cuda_graphs : bool, optional
+        Replay a batch's operators as one CUDA graph, recorded on the first batch of each
+        size (default False): one launch instead of about 80 a layer, then a clone of the
+        output buffers. Host seeds only (seeds already on the device run eagerly); not
+        with fanout -1. Elsewhere than on CUDA the recorded draw is run again on the same
+        buffers (how the tests check their handling).
     **graph_options
         ``entity_type``, ``edge_set``, ``symmetric``, ``direction``, ``memory_limit`` of a
         stored graph, as :class:`~graphsys.sampling.NeighborSampler` takes them.
@@ -209,7 +210,7 @@ class DeviceNeighborSampler(Sampler):
     ------
     GraphsysError
         Fanouts that are not positive integers or -1; ``pin_memory`` without CUDA;
-        repeated or out-of-range seeds (when sampled).
+        ``cuda_graphs`` with fanout -1; repeated or out-of-range seeds (when sampled).
 
     See Also
     --------
@@ -218,9 +219,13 @@ class DeviceNeighborSampler(Sampler):
     Notes
     -----
     Host reads per batch: one (a few counts, after the last layer), plus one per layer of
-    fanout -1 (its largest degree). The sizes of the intermediate buffers are bounds
-    known on the host: ``D * fanout`` picks for ``D`` padded destinations and at most
-    ``min(D * (fanout + 1), num_nodes)`` sources.
+    fanout -1 (its edge count). The sizes of the intermediate buffers are bounds known on
+    the host: ``D * fanout`` picks for ``D`` padded destinations and at most
+    ``min(D * (fanout + 1), num_nodes)`` sources, so all of a batch's operators before its
+    read have shapes fixed by the batch size. Device memory: 24 bytes a node for the
+    table, 4 or 8 an edge, and per layer of a batch a map of 4 bytes a node.
+    ``tests/sampling/test_device_counts.py`` pins the operators, transfers and host
+    synchronisations of a batch (:mod:`graphsys.analysis.device_counts`).
 
     Examples
     --------
@@ -242,7 +247,7 @@ class DeviceNeighborSampler(Sampler):
     def __init__(self, graph, fanouts: Sequence[int] | str | None = None, *,
                  replace: bool | None = None, device: str | torch.device | None = None,
                  pin_memory: bool = False, index_dtype: torch.dtype | None = None,
-                 **graph_options):
+                 cuda_graphs: bool = False, **graph_options):
         if isinstance(graph, NeighborSampler):
             base = graph
             fanouts = base.fanouts if fanouts is None else fanouts
@@ -261,10 +266,23 @@ class DeviceNeighborSampler(Sampler):
         if self.pin_memory and not torch.cuda.is_available():
             raise GraphsysError("pin_memory needs CUDA (pinned host memory is page-locked "
                                 "for a GPU's copies)")
-        self.indptr, self.indices = self._upload(index_dtype)
+        self.cuda_graphs = bool(cuda_graphs)
+        if self.cuda_graphs and min(self.fanouts) < 0:
+            raise GraphsysError("cuda_graphs needs fanouts of fixed size (a layer of "
+                                "fanout -1 reads its edge count on the host)")
+        self._graphs: dict[int, tuple] = {}
+        self._graph_lock = threading.Lock()
+        self.table, self.indices = self._upload(index_dtype)
+        where = self.table.device
+        self._fanouts = {k: _Fanout(k, where) for k in set(self.fanouts) if k > 0}
+        self._pad = torch.full((1,), self.num_nodes, dtype=torch.int64, device=where)
+        self._iota_cache = torch.arange(1024, dtype=torch.int64, device=where)
+        self._iota32_cache = self._iota_cache.to(torch.int32)
 
     def _upload(self, index_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The CSR as tensors where it is read (a one-off copy)."""
+        """The node table and the neighbour ids where they are read (a one-off copy); the
+        ids are followed by ``max(fanouts)`` never-read entries, so that the positions
+        of padded picks stay in range."""
         adj = self.adj
         if index_dtype is None:
             fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
@@ -272,14 +290,15 @@ class DeviceNeighborSampler(Sampler):
         if index_dtype not in (torch.int32, torch.int64):
             raise GraphsysError(f"index_dtype must be torch.int32 or torch.int64, got "
                                 f"{index_dtype}")
-        # an edgeless graph keeps one never-read entry, so that masked gathers stay in range
-        indices = adj.indices if adj.nnz else np.zeros(1, np.int64)
-        out = []
-        for arr in (adj.indptr, indices):
-            t = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.dtype(
-                str(index_dtype).removeprefix("torch."))))
-            out.append(t.pin_memory() if self.pin_memory else t.to(self.device))
-        return out[0], out[1]
+        dtype = np.dtype(str(index_dtype).removeprefix("torch."))
+        pad = max(1, *self.fanouts)
+        indices = np.zeros(adj.nnz + pad, dtype)
+        indices[:adj.nnz] = adj.indices
+        place = "cpu" if self.pin_memory else self.device
+        table, ids = node_table(adj.indptr, place), torch.from_numpy(indices).to(place)
+        if self.pin_memory:
+            table, ids = table.pin_memory(), ids.pin_memory()
+        return table, ids
 
     @property
     def num_nodes(self) -> int:
@@ -292,22 +311,19 @@ class DeviceNeighborSampler(Sampler):
     @property
     def sample_device(self) -> torch.device:
         """Where the batches are drawn: the CSR's device (the host when pinned)."""
-        return self.indptr.device
+        return self.table.device
 
-    def _seeds(self, seeds) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``seeds`` on the sampling device, and for a tensor already there, a device
-        flag of ids outside the graph (checked with the batch's one read); host seeds
-        are checked here."""
-        dev = self.sample_device
-        if torch.is_tensor(seeds) and seeds.device == dev:
-            if seeds.is_floating_point() or seeds.dtype == torch.bool:
-                raise GraphsysError(f"seed ids must be integers, got dtype {seeds.dtype}")
-            s = seeds.reshape(-1).to(torch.int64)
-            return s, ((s < 0) | (s >= self.num_nodes)).any()
-        host = torch.from_numpy(as_seed_array(seeds, self.num_nodes))
-        if dev.type == "cuda":      # one copy in, from pinned memory: no wait for it
-            return host.pin_memory().to(dev, non_blocking=True), None
-        return host.to(dev), None
+    def _iota(self, n: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
+        """``0..n-1`` (int64, or int32) on the sampling device: a view of a kept range,
+        grown when too short (no operator per batch once it has grown)."""
+        kept = self._iota_cache if dtype == torch.int64 else self._iota32_cache
+        if len(kept) < n:
+            kept = torch.arange(max(n, 2 * len(kept)), dtype=dtype, device=self.sample_device)
+            if dtype == torch.int64:
+                self._iota_cache = kept
+            else:
+                self._iota32_cache = kept
+        return kept[:n]
 
     def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
                       ) -> list[Block]:
@@ -334,55 +350,194 @@ class DeviceNeighborSampler(Sampler):
         GraphsysError
             Repeated seeds or an id outside the graph.
         """
-        dst, bad_range = self._seeds(seeds)
+        terms = [as_int64(derive_seed(rng_seed, layer) * 0x9E3779B97F4A7C15)
+                 for layer in range(self.num_layers)]
+        dev = self.sample_device
+        if torch.is_tensor(seeds) and seeds.device == dev:
+            dst, bad = self._device_seeds(seeds)
+            layers, sizes = self._draw(dst, terms, bad)
+        else:
+            bad = None
+            ids = as_seed_array(seeds, self.num_nodes)
+            packed = torch.from_numpy(np.concatenate([np.asarray(terms, np.int64), ids]))
+            if self.cuda_graphs:
+                layers, sizes = self._replay(packed)
+            else:
+                layers, sizes = self._draw_packed(self._upload_packed(packed))
+        n_seeds = len(layers[-1]["offsets"]) - 1
+        sizes = sizes.tolist()                                               # the read
+        if bad is not None and sizes[-1]:
+            as_seed_array(seeds, self.num_nodes)     # raises, naming the first bad id
+        if sizes[2 * self.num_layers] != n_seeds + 1:      # the padding node counts once
+            raise GraphsysError("seed ids must be unique within a batch")
+        n_src = [sizes[2 * k] - 1 for k in range(self.num_layers)]
+        num_dst = n_src[1:] + [n_seeds]
+        return [self._block(o, n_src[k], sizes[2 * k + 1], num_dst[k], k > 0)
+                for k, o in enumerate(layers)]
+
+    def _device_seeds(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Seeds already on the sampling device, clamped into the table (an id outside
+        the graph reads the padding row), and the device count of ids outside it (checked
+        with the batch's one read)."""
+        if seeds.is_floating_point() or seeds.dtype == torch.bool:
+            raise GraphsysError(f"seed ids must be integers, got dtype {seeds.dtype}")
+        s = seeds.reshape(-1)
+        d = s.clamp(0, self.num_nodes).to(torch.int64)
+        return d, (d != s).sum()
+
+    def _upload_packed(self, packed: torch.Tensor) -> torch.Tensor:
+        """The host's stream keys and seed ids to the sampling device, in one copy."""
+        dev = self.sample_device
+        if dev.type == "cuda":      # from pinned memory: no wait for the copy
+            return packed.pin_memory().to(dev, non_blocking=True)
+        return packed.to(dev, copy=True)
+
+    def _draw_packed(self, packed: torch.Tensor) -> tuple[list[dict], torch.Tensor]:
+        """:meth:`_draw` of the uploaded keys and seeds (``packed``: the layers' stream
+        keys, then the seed ids)."""
+        n = self.num_layers
+        return self._draw(packed[n:], [packed[i] for i in range(n)], None)
+
+    def _draw(self, dst: torch.Tensor, keys: list, bad: torch.Tensor | None
+              ) -> tuple[list[dict], torch.Tensor]:
+        """Every layer's padded buffers, input layer first, and the int64 counts the
+        host reads: per layer one more than its sources and its edges, then one more than
+        the distinct seeds, then ``bad`` when given. No host read, and the shapes depend
+        on the batch size only (no fanout -1)."""
         n_seeds = len(dst)
-        valid = (torch.ones(n_seeds, dtype=torch.bool, device=dst.device) if bad_range is None
-                 else (dst >= 0) & (dst < self.num_nodes))
         layers: list[dict] = []
         for layer in range(self.num_layers - 1, -1, -1):
-            out = self._layer(dst, valid, layer, derive_seed(rng_seed, layer))
+            out = self._layer(dst, layer, keys[layer])
             layers.insert(0, out)
             dst = out["src"]
-            valid = torch.arange(len(dst), device=dst.device) < out["n_src"]
-        dup = (layers[-1]["local"][:n_seeds]
-               != torch.arange(n_seeds, device=dst.device)).any()
-        checks = [dup if bad_range is None else bad_range, dup]
-        sizes = torch.stack([x for o in layers for x in (o["n_src"], o["n_edges"])]
-                            + [c.to(torch.int64) for c in checks]).tolist()   # the read
-        if sizes[-2] and bad_range is not None:
-            as_seed_array(seeds, self.num_nodes)     # raises, naming the first bad id
-        if sizes[-1]:
-            raise GraphsysError("seed ids must be unique within a batch")
-        blocks = []
-        num_dst = [sizes[2 * k + 2] for k in range(self.num_layers - 1)] + [n_seeds]
-        for k, o in enumerate(layers):
-            blocks.append(self._block(o, sizes[2 * k], sizes[2 * k + 1], num_dst[k]))
-        return blocks
+        counts = [x for o in layers for x in (o["firsts"][-1], o["offsets"][-1])]
+        counts.append(layers[-1]["firsts"][n_seeds])
+        for o in layers:
+            del o["firsts"]
+        return layers, torch.stack(counts + ([] if bad is None else [bad]))
 
-    def _layer(self, dst: torch.Tensor, valid: torch.Tensor, layer: int, rng_seed: int
-               ) -> dict:
-        """One layer from the padded destinations ``dst`` (valid prefix ``valid``)."""
-        n = self.num_nodes
-        eid, mask, rows, cnt = _picks(self.indptr, dst, valid, self.fanouts[layer],
-                                      self.replace, rng_seed)
-        nbr = torch.where(mask, self.indices[eid].to(torch.int64), n)
-        cand = torch.cat([torch.where(valid, dst, n), nbr.reshape(-1)])
-        local, src, n_src = _relabel(cand, n, min(len(cand), n))
-        edge_src, edge_dst = _compact(mask, local[len(dst):].view(mask.shape), rows)
+    def _replay(self, packed: torch.Tensor) -> tuple[list[dict], torch.Tensor]:
+        """:meth:`_draw_packed` by a replay of a CUDA graph recorded for the batch size
+        (on the first batch of that size): the keys and seeds copied into the graph's input
+        buffer, the graph replayed, its output buffers cloned (the next replay overwrites
+        them). The lock keeps the copy, replay and clones of two threads apart; the
+        stream's order keeps a replay after the clones of the one before. Without CUDA (the
+        tests) the recorded draw is run again on the input buffer."""
+        with self._graph_lock:
+            entry = self._graphs.get(len(packed))
+            if entry is None:
+                entry = self._record(packed)
+            static_in, graph, layers, sizes = entry
+            if static_in.device.type == "cuda":
+                static_in.copy_(packed.pin_memory(), non_blocking=True)
+                graph.replay()
+            else:
+                static_in.copy_(packed)
+                layers, sizes = self._draw_packed(static_in)
+            return ([{k: v.clone() for k, v in o.items()} for o in layers], sizes.clone())
+
+    def _record(self, packed: torch.Tensor) -> tuple:
+        """The CUDA graph of :meth:`_draw_packed` for batches of ``packed``'s size (after
+        one warm-up run on a side stream, which also grows the kept ranges): ``(input
+        buffer, graph, output buffers, counts)``; at most four batch sizes are kept."""
+        static_in = self._upload_packed(packed)
+        graph = None
+        layers, sizes = self._draw_packed(static_in)
+        if static_in.device.type == "cuda":
+            side = torch.cuda.Stream(static_in.device)
+            side.wait_stream(torch.cuda.current_stream(static_in.device))
+            with torch.cuda.stream(side):
+                self._draw_packed(static_in)
+            torch.cuda.current_stream(static_in.device).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                layers, sizes = self._draw_packed(static_in)
+        if len(self._graphs) >= 4:
+            self._graphs.clear()
+        self._graphs[len(packed)] = (static_in, graph, layers, sizes)
+        return self._graphs[len(packed)]
+
+    def _layer(self, dst: torch.Tensor, layer: int, key) -> dict:
+        """One layer from the destinations ``dst`` (ids, the padding node ``num_nodes``
+        after the real ones), its stream key ``key`` (int or 0-dim tensor). Returns padded
+        buffers: ``src`` (padded with ``num_nodes``), ``firsts`` (running count of first
+        appearances; its last entry is one more than the sources), ``edge_src``,
+        ``edge_dst``, ``offsets``."""
+        info = self.table.index_select(0, dst)
+        lo, deg = info[:, 0], info[:, 1]
+        k = self.fanouts[layer]
+        if k < 0:
+            return self._every_neighbour(dst, lo, deg)
+        f = self._fanouts[k]
+        words = mix64(mix64(info[:, 2] ^ key).unsqueeze(1) + f.words)       # (D, k)
+        u = srl64(words, 11).to(torch.float64) * _INV53    # the CPU kernel's uniforms
+        degc = deg.unsqueeze(1)
+        if self.replace:
+            pos = (u * degc).to(torch.int64)
+            cnt = deg.clamp(max=1) * k
+        else:
+            top = degc + f.shift
+            r = (u * (top + 1)).to(torch.int64)
+            pos = torch.where(degc <= k, f.steps, floyd_resolve(r, top, f.tri, f.steps))
+            cnt = deg.clamp(max=k)
+        mask = f.steps < cnt.unsqueeze(1)
+        nbr = torch.where(mask, self.indices[lo.unsqueeze(1) + pos], self.num_nodes)
+        out = self._relabel(dst, nbr.view(-1))
         offsets = torch.zeros(len(dst) + 1, dtype=torch.int64, device=dst.device)
         torch.cumsum(cnt, 0, out=offsets[1:])
-        return {"src": src, "n_src": n_src, "n_edges": offsets[-1], "local": local,
-                "edge_src": edge_src, "edge_dst": edge_dst, "offsets": offsets}
+        cap = mask.numel()
+        slot = torch.where(mask, offsets[:-1].unsqueeze(1) + f.steps, cap)
+        edge_src = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
+        edge_src.index_put_((slot,), out.pop("local")[len(dst) + 1:].view(mask.shape))
+        edge_dst = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
+        edge_dst.index_put_((slot,), self._iota(len(dst)).unsqueeze(1))
+        return {**out, "edge_src": edge_src, "edge_dst": edge_dst, "offsets": offsets}
 
-    def _block(self, o: dict, n_src: int, n_edges: int, n_dst: int) -> Block:
-        """The exact block of a layer's padded buffers, with its edge groupings."""
+    def _every_neighbour(self, dst: torch.Tensor, lo: torch.Tensor, deg: torch.Tensor
+                         ) -> dict:
+        """A layer of fanout -1: every neighbour of ``dst``, after one host read of their
+        number."""
+        total = int(deg.sum())                        # host read: the layer's edge count
+        rows = torch.repeat_interleave(self._iota(len(dst)), deg, output_size=total)
+        offsets = torch.zeros(len(dst) + 1, dtype=torch.int64, device=dst.device)
+        torch.cumsum(deg, 0, out=offsets[1:])
+        eid = (lo - offsets[:-1])[rows] + self._iota(total)
+        out = self._relabel(dst, self.indices[eid])
+        return {**out, "edge_src": out.pop("local")[len(dst) + 1:], "edge_dst": rows,
+                "offsets": offsets}
+
+    def _relabel(self, dst: torch.Tensor, nbr: torch.Tensor) -> dict:
+        """Block-local numbering of ``dst`` then ``nbr`` (ids; ``num_nodes`` is padding) in
+        the CPU relabel's order: first appearances, in order. The first position of every
+        id comes from a scatter-min into a dense map of the node ids; an entry at its id's
+        first position is a first appearance, and a running count of those numbers them.
+        The padding node is put first, so it takes number -1 whatever the batch holds."""
+        n = self.num_nodes
+        cand = torch.cat([self._pad, dst, nbr])             # int64 (cat promotes)
+        pos = torch.int32 if len(cand) < 2**31 - 1 else torch.int64    # half the map
+        idx = self._iota(len(cand), pos)
+        first = torch.full((n + 1,), len(cand), dtype=pos, device=cand.device)
+        first.scatter_reduce_(0, cand, idx, "amin")
+        at = first.index_select(0, cand)
+        is_first = at == idx
+        firsts = torch.cumsum(is_first, 0)           # 1 for the padding node, then 2, ...
+        cap = min(len(cand) - 1, n)
+        src = torch.full((cap + 3,), n, dtype=torch.int64, device=cand.device)
+        src.scatter_(0, torch.where(is_first, firsts, cap + 2), cand)   # the rest: last
+        return {"src": src[2:cap + 2], "firsts": firsts,
+                "local": firsts.index_select(0, at) - 2}
+
+    def _block(self, o: dict, n_src: int, n_edges: int, n_dst: int, by_source: bool
+               ) -> Block:
+        """The exact block of a layer's padded buffers, with its edge groupings (by
+        source when ``by_source``)."""
         edge_src = o["edge_src"][:n_edges]
         block = Block(o["src"][:n_src], n_dst, edge_src, o["edge_dst"][:n_edges])
-        order = torch.argsort(edge_src, stable=True)
-        src_off = torch.searchsorted(edge_src[order], torch.arange(
-            n_src + 1, dtype=torch.int64, device=edge_src.device))
         block.__dict__["dst_offsets"] = (o["offsets"][:n_dst + 1], None)
-        block.__dict__["src_offsets"] = (src_off, order)
+        if by_source:
+            ordered, order = torch.sort(edge_src, stable=True)
+            block.__dict__["src_offsets"] = (
+                torch.searchsorted(ordered, self._iota(n_src + 1)), order)
         if self.sample_device != self.device:
             block = block.to(self.device, non_blocking=True)
         return block
@@ -391,4 +546,4 @@ class DeviceNeighborSampler(Sampler):
         where = "pinned host" if self.pin_memory else str(self.device)
         return (f"DeviceNeighborSampler(fanouts={self.fanouts}, replace={self.replace}, "
                 f"nodes={self.num_nodes}, edges={self.adj.nnz}, csr={where} "
-                f"{str(self.indptr.dtype).removeprefix('torch.')})")
+                f"{str(self.indices.dtype).removeprefix('torch.')})")

@@ -22,8 +22,9 @@ import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.memory import available_memory
 from graphsys.sampling._util import as_seed_array
-from graphsys.sampling.adjacency import Adjacency, available_memory
+from graphsys.sampling.adjacency import Adjacency
 from graphsys.units import format_size
 
 #: Queries whose PPR runs together (:meth:`PPRHardNegativeSampler.band`).

@@ -139,7 +139,7 @@ class NeighborSampler(LayerwiseSampler):
         Bytes the adjacency may take to build in RAM when no stored index serves it
         (default: the RAM available); above it the sampler is refused in one line naming
         the ``graphsys index`` command that builds the index
-        (:func:`~graphsys.sampling.adjacency.check_ram_build`).
+        (:func:`graphsys.views.check`).
 
     Raises
     ------

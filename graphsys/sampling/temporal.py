@@ -29,7 +29,6 @@ from numba import njit, prange
 from graphsys.errors import GraphsysError
 from graphsys.sampling import _kernels as K
 from graphsys.sampling._util import derive_seed, run_parallel
-from graphsys.sampling.adjacency import check_ram_build
 from graphsys.storage.graph import Graph
 from graphsys.storage.temporal_index import (
     KIND,
@@ -40,6 +39,7 @@ from graphsys.storage.temporal_index import (
     map_temporal,
     time_dtype,
 )
+from graphsys.views import check
 
 #: ``TemporalNeighborSampler(strategy=...)`` choices.
 STRATEGIES = ("recent", "uniform")
@@ -130,8 +130,8 @@ def temporal_adjacency(graph: Graph, edge_set: str | None = None, *,
     es = graph.edge_set(edge_set)
     time_dtype(graph, es.name)
     need = RAM_BYTES_PER_ENTRY * 2 * es.num_edges + RAM_BYTES_PER_NODE * graph.num_nodes()
-    check_ram_build(graph, es.name, f"the temporal adjacency of edge set {es.name!r}", need,
-                    memory_limit, (KIND,))
+    check(graph, es.name, f"the temporal adjacency of edge set {es.name!r}", need,
+          memory_limit, (KIND,))
     indptr, indices, time, eid, _ = fill_temporal(
         graph, es.name, lambda name, dtype, length: np.zeros(length, dtype))
     return TemporalAdjacency(indptr, indices, time, eid)

@@ -558,6 +558,7 @@ def build_index(graph, kinds: tuple[str, ...] = ("csr", "csc"), *,
     names = graph.edge_sets if edge_sets is None else list(dict.fromkeys(
         m for e in edge_sets for m in graph.edge_set(e).parts))
     manifest = graph.manifest
+    names = [n for n in names if not manifest.edge_sets[n].change]  # change sets: no index
 
     def kept(name: str, kind: str) -> bool:
         """Current, or built before an append and read renumbered (not a push or temporal

@@ -254,7 +254,7 @@ def _match_edge_columns(graph: Path, m: Manifest, job: IngestJob, names: set[str
     """Require the new edge sets to carry the edge columns the graph's edge sets carry (when
     those agree), by name; each is then stored in the graph's dtype (an integer input column
     may become float, a float one is refused for an int64 column)."""
-    kinds = {tuple(es.columns) for es in m.edge_sets.values()}
+    kinds = {tuple(es.columns) for es in m.edge_sets.values() if not es.change}
     if len(kinds) != 1:
         return
     want = list(next(iter(kinds)))

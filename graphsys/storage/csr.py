@@ -319,9 +319,12 @@ def merged_index(graph, es, kind: str) -> MappedIndex | None:
     """The ``kind`` (``csr``, ``csc``, ``sym``) index of an edge set view: the members'
     indexes merged (:func:`graphsys.storage.index_merge.merge`) when every member has one,
     else None, decided from the manifest before any member's index is mapped; a ``push``
-    index is never merged (None)."""
+    index is never merged (None), nor are those of a view with change sets (deletions,
+    weight updates), which is built from its buckets, read through the changes."""
+    sets = graph.manifest.edge_sets
     if kind not in ("csr", "csc", "sym") or any(
-            kind not in graph.manifest.indexes.get(name, {}) for name in es.members):
+            kind not in graph.manifest.indexes.get(name, {}) or sets[name].change
+            for name in es.members):
         return None  # a member without one: mapping (renumbering) the others is wasted
     parts = [mapped_index(graph, name, kind) for name in es.members]
     if any(p is None for p in parts):

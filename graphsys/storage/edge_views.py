@@ -26,7 +26,9 @@ batches of that bucket one member after the other: within a member they keep the
 are all kept (the members were deduplicated, if at all, each on its own). Read as CSR/CSC
 (:func:`graphsys.storage.csr.build_csr`), a view's rows are sorted by neighbour, so they
 equal those of a fresh ingest of all the edges; stored indexes of the members are merged
-on read (:mod:`graphsys.storage.index_merge`).
+on read (:mod:`graphsys.storage.index_merge`). A view that names change sets (deletions,
+weight updates: :mod:`graphsys.storage.edge_changes`) reads its members through them, and
+its counts are what remains.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 
 from graphsys.errors import GraphsysError
+from graphsys.storage import edge_changes
 from graphsys.storage.edges import Bucket
 from graphsys.storage.format import EdgeSet, Manifest
 
@@ -106,11 +109,13 @@ _SHAPE = (("has_rel", "a relation column"), ("has_weight", "weights"),
 
 def union(manifest: Manifest, names: tuple[str, ...]) -> EdgeSet:
     """The stored edge set of one name, or the :class:`EdgeSet` that reads several as one
-    (see the module docstring); edge sets of different shapes are refused in one line."""
+    (see the module docstring); edge sets of different shapes are refused in one line, as
+    is a change set named without its targets (:mod:`graphsys.storage.edge_changes`)."""
     sets = manifest.edge_sets
     if len(names) == 1:
         return sets[names[0]]
-    parts = [sets[n] for n in names]
+    edge_changes.check_targets(manifest, names)
+    parts = [sets[n] for n in names if not sets[n].change]
     first = parts[0]
     for es in parts[1:]:
         for attr, what in _SHAPE:
@@ -122,8 +127,12 @@ def union(manifest: Manifest, names: tuple[str, ...]) -> EdgeSet:
     for es in parts:
         for key, n in es.buckets.items():
             buckets[key] = buckets.get(key, 0) + n
+    for name in edge_changes.change_members(manifest, names):
+        for key, n in sets[name].change.removed.items():
+            buckets[key] = buckets.get(key, 0) - n
+    buckets = {k: n for k, n in buckets.items() if n}
     columns = [c for c in first.columns if all(c in es.columns for es in parts[1:])]
-    return EdgeSet(SEPARATOR.join(names), sum(es.num_edges for es in parts), buckets,
+    return EdgeSet(SEPARATOR.join(names), sum(buckets.values()), buckets,
                    first.has_rel, first.has_weight, undirected=first.undirected,
                    dedupe=False, drop_self_loops=all(es.drop_self_loops for es in parts),
                    skipped_lines=sum(es.skipped_lines for es in parts), columns=columns,
@@ -132,13 +141,16 @@ def union(manifest: Manifest, names: tuple[str, ...]) -> EdgeSet:
 
 class UnionBucket(Bucket):
     """Bucket ``(i, j)`` of an edge set view: the members' buckets ``(i, j)`` one after the
-    other (:meth:`batches`; ``start`` counts rows across them). Obtained from
+    other (:meth:`batches`; ``start`` counts rows across them), each through the change
+    sets the view names (:func:`graphsys.storage.edge_changes.apply`). Obtained from
     :meth:`Graph.bucket <graphsys.storage.graph.Graph.bucket>` with a view's name."""
 
     def __init__(self, graph, es: EdgeSet, i: int, j: int):
         self.graph, self.edge_set, self.i, self.j = graph, es.name, i, j
-        self.parts = [graph.bucket(i, j, m) for m in es.members]
-        self.num_edges = sum(b.num_edges for b in self.parts)
+        sets = graph.manifest.edge_sets
+        self.changes = edge_changes.change_members(graph.manifest, es.members)
+        self.parts = [graph.bucket(i, j, m) for m in es.members if not sets[m].change]
+        self.num_edges = es.buckets.get((i, j), 0)
         stored = [b for b in self.parts if b.num_edges]
         self.file_name = stored[0].file_name if stored else ""
         self.path = stored[0].path if stored else None
@@ -151,8 +163,12 @@ class UnionBucket(Bucket):
         return stored[0].mapped_region if len(stored) == 1 else (0, 0)
 
     def batches(self) -> Iterator:
+        changes = [edge_changes.load_bucket(self.graph, c, self.i, self.j)
+                   for c in self.changes] if any(b.num_edges for b in self.parts) else []
         start = 0
         for b in self.parts:
             for eb in b.batches():
-                yield dataclasses.replace(eb, start=start + eb.start)
-            start += b.num_edges
+                eb = edge_changes.apply(eb, b.edge_set, changes)
+                if len(eb):
+                    yield dataclasses.replace(eb, start=start)
+                start += len(eb)

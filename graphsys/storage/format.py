@@ -30,7 +30,7 @@ from graphsys.errors import FormatError
 from graphsys.storage.location import GraphLocation
 
 FORMAT_NAME = "graphsys-graph"
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 #: Versions this graphsys reads: version 1 is version 2 without adjacency indexes, version 2
 #: is version 3 without a ``push`` index, version 3 is version 4 without a ``sym`` index,
 #: version 4 is version 5 without edge columns, version 5 is version 6 without appended
@@ -38,8 +38,9 @@ FORMAT_VERSION = 7
 #: an append (``layout``), version 6 is version 7 without a push index in source steps
 #: (``index_dtype`` ``uint8``; before it, ``uint32`` source ids). A manifest is written
 #: with the lowest version that describes it (:meth:`Manifest.version`), so older readers
-#: still open graphs that do not use what a later version added.
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+#: still open graphs that do not use what a later version added. Version 8 adds change sets
+#: (deletions and weight updates, :class:`EdgeChange`).
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 MANIFEST = "manifest.json"
 DEFAULT_EDGE_SET = "default"
 DEFAULT_ENTITY_TYPE = "node"
@@ -171,6 +172,48 @@ class EntityType:
         return int(sum(self.partition_sizes))
 
 
+CHANGE_KINDS = ("delete", "update")  #: Kinds of a change set (:class:`EdgeChange`).
+
+
+@dataclass(frozen=True)
+class EdgeChange:
+    """A change set's record (version 8, :mod:`graphsys.storage.edge_changes`): its rows are
+    the pairs it deletes or re-weights (``kind``) in ``targets``; ``removed``: per bucket,
+    the targets' edges it removes."""
+
+    kind: str
+    targets: tuple[str, ...]
+    removed: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "targets": list(self.targets),
+                "removed": {f"{i}-{j}": n for (i, j), n in sorted(self.removed.items())}}
+
+
+def _edge_change(raw: Any, ctx: str, source: str, p: int) -> EdgeChange:
+    reader = _FieldReader(source)  # a change set's record: kind, targets, removed
+    kind, targets = reader.get(raw, "kind", str, ctx), reader.get(raw, "targets", list, ctx)
+    if kind not in CHANGE_KINDS or not targets or not all(isinstance(t, str) for t in targets):
+        raise FormatError(f"{source}: field '{ctx}' must have kind delete or update and a "
+                          f"list of target edge sets")
+    return EdgeChange(kind, tuple(targets), _bucket_counts(
+        reader.optional(raw, "removed", dict, ctx, {}), f"{ctx}.removed", source, p))
+
+
+def _bucket_counts(raw: dict, ctx: str, source: str, p: int) -> dict[tuple[int, int], int]:
+    """``{"i-j": n}`` as ``{(i, j): n}``, each key in range and each count >= 0."""
+    out = {}
+    for key, n in raw.items():
+        try:
+            i, j = (int(x) for x in key.split("-"))
+        except ValueError:
+            raise FormatError(f"{source}: bad bucket key {key!r} in '{ctx}'") from None
+        if not (0 <= i < p and 0 <= j < p) or type(n) is not int or n < 0:
+            raise FormatError(f"{source}: bad bucket entry {key!r} in '{ctx}'")
+        out[(i, j)] = n
+    return out
+
+
 @dataclass
 class EdgeSet:
     """A named set of edges over the graph's node mapping (e.g. ``train``/``valid``/``test``).
@@ -195,6 +238,8 @@ class EdgeSet:
     #: Several stored edge sets read as one (:func:`graphsys.storage.edge_views.union`):
     #: their names, in reading order; empty for a stored edge set. Never in a manifest.
     members: tuple[str, ...] = ()
+    #: Version 8: a change set's record (deletions, weight updates); None for edges.
+    change: EdgeChange | None = None
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -230,11 +275,14 @@ class Manifest:
 
     # -- serialisation -------------------------------------------------------------------------
     def version(self) -> int:
-        """The format version this manifest is written with: 7 with a push index in source
+        """The format version this manifest is written with: 8 with a change set
+        (:class:`EdgeChange`), 7 with a push index in source
         steps (:data:`PUSH_STEP_DTYPE`), 6 with an edge set appended
         to another (``appended_to``) or an index built before an append (``layout``), 5
         with edge columns or string node columns, 4 with a ``sym`` index, 3 with a ``push``
         index, else 2."""
+        if any(es.change for es in self.edge_sets.values()):
+            return 8
         if any(info.kind == "push" and info.index_dtype == PUSH_STEP_DTYPE
                for kinds in self.indexes.values() for info in kinds.values()):
             return 7
@@ -281,6 +329,7 @@ class Manifest:
                     "skipped_lines": es.skipped_lines,
                     **({"columns": [c.to_json() for c in es.columns]} if es.columns else {}),
                     **({"appended_to": es.appended_to} if es.appended_to else {}),
+                    **({"change": es.change.to_json()} if es.change else {}),
                     "buckets": {f"{i}-{j}": n for (i, j), n in sorted(es.buckets.items())},
                 }
                 for name, es in self.edge_sets.items()
@@ -341,16 +390,8 @@ class Manifest:
         edge_sets = {}
         for name, es in reader.get(data, "edge_sets", dict).items():
             ctx = f"edge_sets.{name}"
-            buckets = {}
-            for key, n in reader.get(es, "buckets", dict, ctx).items():
-                try:
-                    i, j = (int(x) for x in key.split("-"))
-                except ValueError:
-                    raise FormatError(f"{source}: bad bucket key {key!r} in "
-                                      f"'{ctx}.buckets'") from None
-                if not (0 <= i < p and 0 <= j < p) or not isinstance(n, int) or n < 0:
-                    raise FormatError(f"{source}: bad bucket entry {key!r} in '{ctx}.buckets'")
-                buckets[(i, j)] = n
+            buckets = _bucket_counts(reader.get(es, "buckets", dict, ctx), f"{ctx}.buckets",
+                                     source, p)
             num_edges = reader.get(es, "num_edges", int, ctx)
             if sum(buckets.values()) != num_edges:
                 raise FormatError(f"{source}: '{ctx}.num_edges' ({num_edges}) differs from the "
@@ -368,6 +409,8 @@ class Manifest:
                                    else [])],
                 appended_to=reader.get(es, "appended_to", str, ctx) if "appended_to" in es
                 else "",
+                change=_edge_change(es["change"], f"{ctx}.change", source, p)
+                if "change" in es else None,
             )
             names = [c.name for c in edge_sets[name].columns]
             if len(set(names)) != len(names):
@@ -392,8 +435,12 @@ class Manifest:
                 raise FormatError(f"{source}: field 'edge_sets.{name}.appended_to' must name "
                                   f"another edge set that is not itself appended, got "
                                   f"{es.appended_to!r}")
+            if es.change and any(t not in edge_sets or t == name for t in es.change.targets):
+                raise FormatError(f"{source}: field 'edge_sets.{name}.change.targets' must "
+                                  f"name other edge sets")
         if manifest.version() > max(version, 2):  # version 1 is read as version 2
-            what = ("field 'indexes' lists a push index in source steps"
+            what = ("a change set (deletions or weight updates)" if manifest.version() == 8
+                    else "field 'indexes' lists a push index in source steps"
                     if manifest.version() == 7 else
                     "an appended edge set or an index built before an append"
                     if manifest.version() == 6 else
@@ -637,7 +684,7 @@ def validate_manifest(m: Manifest, directory: str | Path | None, *,
                 raise FormatError(f"{source}: entity_types.{name}.columns: bad column {c.name!r}"
                                   f" (kind {c.kind!r}, dim {c.dim})")
     for name, es in m.edge_sets.items():
-        if not es.has_rel and len(m.relation_types) != 1:
+        if not es.has_rel and not es.change and len(m.relation_types) != 1:
             raise FormatError(f"{source}: edge_sets.{name} has no rel column but the graph has "
                               f"{len(m.relation_types)} relation types")
     if m.max_batch_rows < 1:

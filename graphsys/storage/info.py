@@ -34,7 +34,8 @@ def graph_info(graph: Graph) -> dict[str, Any]:
         sums), ``buckets`` (P x P counts), balances (max / mean, 1.0 = perfectly balanced),
         ``edge_cut`` (the fraction of edges whose endpoints lie in different partitions: the
         edges outside the diagonal buckets) and ``indexes`` (each stored index's manifest
-        entry and the bytes of its files; ``appended_to`` for an appended one);
+        entry and the bytes of its files; ``appended_to`` for an appended one; ``change``
+        for a delete or update set: its kind, targets and the edges it removes);
         ``default_view``: the edge sets read when none is named. ``graphsys info`` prints
         it (:func:`format_info`).
 
@@ -73,7 +74,9 @@ def graph_info(graph: Graph) -> dict[str, Any]:
         out["default_view"] = list(graph.edge_set().parts)
     except GraphsysError:  # several edge sets, none the default
         out["default_view"] = []
-    out["edges"] = sum(v["edges"] for v in out["edge_sets"].values())
+    out["edges"] = sum(v["edges"]
+                       for v in out["edge_sets"].values() if "change" not in v) - sum(
+        v["change"]["removed"] for v in out["edge_sets"].values() if "change" in v)
     return out
 
 
@@ -96,6 +99,8 @@ def edge_set_stats(graph: Graph, edge_set: str | None) -> dict[str, Any]:
         "skipped_lines": es.skipped_lines,
         **({"appended_to": es.appended_to} if es.appended_to else {}),
         **({"members": list(es.members)} if es.members else {}),
+        **({"change": {"kind": es.change.kind, "targets": list(es.change.targets),
+                       "removed": sum(es.change.removed.values())}} if es.change else {}),
         "edges_per_partition": rows.tolist(),
         "edge_balance": round(_balance(rows), 4),
         "buckets": counts.tolist(),
@@ -123,6 +128,12 @@ def format_info(info: dict[str, Any]) -> str:
     for r in info["relation_types"]:
         lines.append(f"  relation {r['name']}: {r['lhs']} -> {r['rhs']}")
     for name, es in info["edge_sets"].items():
+        if "change" in es:  # a delete or update set: its pairs, not edges
+            c = es["change"]
+            lines.append(f"  edge set {name}: {c['kind']} set of {es['edges']:,} pairs"
+                         + (f", removes {c['removed']:,} edges" if c["kind"] == "delete"
+                            else "") + f" of {', '.join(c['targets'])}")
+            continue
         lines.append(f"  edge set {name}: {es['edges']:,} edges, edge-cut {es['edge_cut']:.4f}, "
                      f"edges/partition {es['edges_per_partition']} (balance "
                      f"{es['edge_balance']}), {es['nonempty_buckets']} non-empty buckets "

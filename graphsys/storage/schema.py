@@ -49,8 +49,15 @@ class GraphSchema:
 
     @property
     def edge_sets(self) -> list[str]:
-        """Names of the edge sets."""
-        return list(self.manifest.edge_sets)
+        """Names of the edge sets of edges, in manifest order (not the change sets:
+        :attr:`change_sets`)."""
+        return [n for n, es in self.manifest.edge_sets.items() if not es.change]
+
+    @property
+    def change_sets(self) -> list[str]:
+        """Names of the change sets (deletions and weight updates,
+        :mod:`graphsys.storage.edge_changes`), in manifest order: the order they apply in."""
+        return [n for n, es in self.manifest.edge_sets.items() if es.change]
 
     def entity_type(self, entity_type: str | None = None) -> EntityType:
         """The manifest record of one entity type: name, node count, partition sizes, columns.

@@ -223,13 +223,14 @@ def edge_mask_fn(graph, edges=None, where=None, *, internal: bool = False,
 def write_subgraph(graph, keep_nodes: np.ndarray | None, out: str | Path | None, *,
                    keep_edges: Callable | None = None, edge_sets=None, dir=None,
                    options: dict[str, Any] | None = None) -> tuple[Path, Path | None]:
-    """Write the subgraph: every edge of ``edge_sets`` (default all) whose two ends are in
+    """Write the subgraph: every edge of ``edge_sets`` (default all; with change sets,
+    :func:`_default_sets`) whose two ends are in
     ``keep_nodes`` and that ``keep_edges`` keeps; nodes ``keep_nodes`` (None: the ends of the
     kept edges, as ``nx.edge_subgraph``). Returns ``(path, temporary root or None)``;
     ``options``: :class:`IngestOptions` fields overriding the defaults (the graph's
     partition count, capped at the kept nodes; the hash partitioner)."""
     etype = _one_type(graph)
-    names = list(graph.edge_sets) if edge_sets is None else (
+    names = _default_sets(graph) if edge_sets is None else (
         [edge_sets] if isinstance(edge_sets, str) else list(edge_sets))
     sets = [graph.edge_set(name) for name in names]
     rules = {(es.undirected, es.dedupe, es.drop_self_loops) for es in sets}
@@ -258,7 +259,8 @@ def write_subgraph(graph, keep_nodes: np.ndarray | None, out: str | Path | None,
             where = dict(paths=[path], format="arrow") if path.exists() else dict(
                 table=schema.empty_table())
             sources.append(EdgeSource(
-                **where, edge_set=es.name, src_col="src", dst_col="dst",
+                **where, edge_set=es.members[0] if edge_sets is None and es.members
+                else es.name, src_col="src", dst_col="dst",
                 weight_col="weight" if es.has_weight else None,
                 rel_col="rel" if es.has_rel else None,
                 edge_columns=[c.name for c in es.columns]))
@@ -279,6 +281,16 @@ def write_subgraph(graph, keep_nodes: np.ndarray | None, out: str | Path | None,
     finally:
         shutil.rmtree(spill, ignore_errors=True)
     return out, temp_root
+
+
+def _default_sets(graph) -> list:
+    """The edge sets a subgraph takes by default: every stored one; on a graph with change
+    sets (deletions, weight updates) the default view, read through them and written under
+    its default edge set's name, and every edge set outside it that is not a change set."""
+    if not graph.change_sets:
+        return graph.edge_sets
+    view = graph.edge_set(None)
+    return [view.name] + [n for n in graph.edge_sets if n not in view.parts]
 
 
 def _spill_edges(graph, es, ids, keep_nodes, keep_edges, seen, path: Path) -> pa.Schema:

@@ -44,6 +44,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage import edge_changes
 from graphsys.storage.edge_views import UnionBucket
 
 #: The edge column a time view (and the temporal samplers and splits) read by default.
@@ -306,6 +307,13 @@ class TimeView:
         verify = graph.verify_hashes
         super().__init__(graph.path, view_manifest, graph.location)
         graph.verify_hashes = verify  # the base __init__ reset it through the setter
+        for name in edge_changes.change_members(manifest, manifest.edge_sets):
+            change = sets[name].change  # what a delete removes within the window
+            if any(t not in self._bounds_by_set and not sets[t].change
+                   for t in change.targets):
+                continue  # a view of its targets is refused (not timestamped)
+            sets[name] = dataclasses.replace(sets[name], change=dataclasses.replace(
+                change, removed=edge_changes.removed_counts(self, name)))
 
     @property
     def window(self) -> str:
@@ -334,7 +342,8 @@ class TimeView:
         es = self.edge_set(edge_set)
         if es.members:  # several edge sets read as one: each member through the view
             for m in es.members:
-                self._check_stamped(m)
+                if not self.manifest.edge_sets[m].change:  # read from the stored graph
+                    self._check_stamped(m)
             return UnionBucket(self, es, i, j)
         self._check_stamped(es.name)
         stored = self.stored.bucket(i, j, es.name)

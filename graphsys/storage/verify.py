@@ -13,6 +13,7 @@ from graphsys.errors import FormatError
 from graphsys.storage.adjacency_index import leftover_temps
 from graphsys.storage.atomic import STAGING_MARK, pid_alive
 from graphsys.storage.csr import verify_indexes
+from graphsys.storage.edge_changes import verify_changes
 from graphsys.storage.graph import open_graph
 from graphsys.storage.structure import check_listed, check_structure
 
@@ -46,7 +47,8 @@ def verify_graph(path: str | Path, *, quick: bool = False,
     dict
         Counts of what was checked: ``files``, ``bytes``, ``nodes``, ``edges`` and
         ``indexes`` (adjacency indexes: counts, offsets and neighbour ids; their hashes with
-        the other files); ``leftovers``: the paths (str) of :func:`leftovers`.
+        the other files); ``changes``: change sets, whose recorded counts are recounted;
+        ``leftovers``: the paths (str) of :func:`leftovers`.
 
     Raises
     ------
@@ -74,6 +76,7 @@ def verify_graph(path: str | Path, *, quick: bool = False,
                                   f"file)")
     counts = check_structure(graph)
     counts["indexes"] = verify_indexes(graph)
+    counts["changes"] = verify_changes(graph)
     counts["leftovers"] = [str(p) for p in left]
     return counts
 

@@ -135,3 +135,15 @@ def test_freeze_old_without_init_from_refused(grown, tmp_path):
     g, _, _ = grown
     with pytest.raises(ConfigError, match="freeze_old: needs init_from"):
         train(g, load_config(None, SMALL + ["freeze_old=true"]), out=tmp_path / "a")
+
+
+def test_change_sets_are_not_edges_to_take_means_from(tmp_path):
+    import graphsys
+    from graphsys.embed.grow import new_edge_sets
+    from graphsys.storage.changes import delete_edges
+
+    g = graphsys.from_numpy([1, 2, 3], [2, 3, 1], tmp_path / "g")
+    (tmp_path / "d2.tsv").write_text("4\t1\n")
+    append_edges(g.path, [EdgeSource([tmp_path / "d2.tsv"], edge_set="day2")])
+    delete_edges(g.path, [1], [2])
+    assert new_edge_sets(open_graph(g.path), "default") == ["day2"]

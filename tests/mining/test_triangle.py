@@ -80,7 +80,7 @@ def test_sym_index_and_buckets_agree(graph_of, kernel):
     g = graph_of(src, dst, 12)
     before = mining.triangles(g).values.copy()
     build_index(g, ("sym",))
-    from graphsys.mining.oriented import oriented
+    from graphsys.views import oriented
 
     g = open_graph(g.path)  # a Graph maps an index once: reopen to see the new one
     view = oriented(g)
@@ -140,9 +140,10 @@ def test_out_of_core_tags_match_a_lookup(graph_of, monkeypatch):
 def test_parallel_passes_on_a_small_graph(graph_of, kernel, monkeypatch):
     """The passes a small graph runs in one thread (the one-pass orientation, the count),
     forced parallel: the same answers."""
-    from graphsys.mining import oriented, outofcore
+    from graphsys.mining import outofcore
+    from graphsys.views import orient
 
-    for module in (oriented, outofcore):
+    for module in (orient, outofcore):
         monkeypatch.setattr(module, "SERIAL_WORK", 0)
     monkeypatch.setattr(outofcore, "TRIANGLE_SERIAL_WORK", 0)
     src, dst = random_edges(12, 40, 11)
@@ -226,3 +227,59 @@ def test_bad_parameters(graph_of):
         mining.triangle_count(g, memory_limit=-1)
     with pytest.raises(ParameterError, match="graph"):
         mining.triangle_count(42)
+
+
+def test_a_repeated_count_moves_to_the_middle_kernel(graph_of, monkeypatch):
+    """A graph first oriented for the kernel from the lowest vertex (the cheaper build and
+    count together) is counted again from the middle vertex where that count alone is
+    cheaper: the second count replaces the kept structure, later counts reuse it, and the
+    answers do not change."""
+    from graphsys import views
+    from graphsys.mining import outofcore
+
+    monkeypatch.setattr(outofcore, "from_middle", lambda d, o, build=True: not build)
+    src, dst = random_edges(40, 200, 5)
+    g = graph_of(src, dst, 40)
+    build_index(g, ("sym",))
+    g = open_graph(g.path)
+    G = simple_graph(src, dst, 40)
+    assert mining.triangle_count(g) == sum(nx.triangles(G).values()) // 3
+    first = views.held_bytes(g)
+    check_triangles(g, G)
+    assert views.held_bytes(g) > first
+    calls = []
+    monkeypatch.setattr(outofcore, "ranked_whole", lambda *a: calls.append(a))
+    monkeypatch.setattr(outofcore, "orient_whole", lambda *a: calls.append(a))
+    check_triangles(g, G)
+    assert not calls
+
+
+def test_the_ranked_build():
+    """The rows of ranks fill in ascending order with their in-lists (position, row end,
+    row; an entry last in its row is left out) and work; an index whose rows are not
+    symmetric is refused in one line, not written past a row."""
+    from graphsys.mining.outofcore import rank_order, ranked_whole
+
+    indptr, indices = np.array([0, 2, 4, 6]), np.array([1, 2, 0, 2, 0, 1], np.int32)
+    order, rank = rank_order(np.diff(indptr), np.int64)
+    whole = ranked_whole(indptr, indices, order, rank, np.array([2, 2, 2]),
+                         np.array([2, 1, 0]))
+    assert [a.tolist() for a in whole.rows] == [[0, 2, 3, 3], [1, 2, 2]]
+    # only the entry before another in its row is in an in-list: 1 at position 0 of row 0
+    assert [a.tolist() for a in whole.inlists] == [[0, 0, 1, 1], [0], [0], [2, 2, 0], [2]]
+    indptr, indices = np.array([0, 2, 3, 4]), np.array([1, 2, 0, 1], np.int32)
+    order, rank = rank_order(np.diff(indptr), np.int64)
+    with pytest.raises(GraphsysError, match="not symmetric"):
+        ranked_whole(indptr, indices, order, rank, np.array([2, 1, 1]), np.array([0, 1, 0]))
+
+
+def test_the_rank_order_sorts_by_counting_as_argsort_does():
+    from graphsys.mining.outofcore import rank_order
+
+    rng = np.random.default_rng(3)
+    for n, high in ((0, 1), (1, 1), (500, 9), (500, 500)):
+        length = rng.integers(0, high, n)
+        for dtype in (np.int64, np.int32):
+            order, rank = rank_order(length, dtype)
+            assert order.tolist() == np.argsort(length, kind="stable").tolist()
+            assert rank.dtype == dtype and (rank[order] == np.arange(n)).all()

@@ -16,6 +16,7 @@ from graphsys.sampling import NeighborSampler, from_coo
 from graphsys.sampling import _kernels as K
 from graphsys.sampling.device import (
     DeviceNeighborSampler,
+    floyd_resolve,
     mix64,
     node_streams,
     stream_uniforms,
@@ -112,6 +113,23 @@ def _check_streams(nodes):
                 assert u[i, j] == want          # bit-identical float64
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 8, 15, 16, 17, 33])
+def test_floyd_by_pointer_doubling_is_the_sequential_loop(k):
+    """Every draw of Floyd's steps (degrees just above k: many collisions, long chains)
+    resolved as the CPU kernel's loop resolves it, step by step."""
+    rng = np.random.default_rng(k)
+    deg = rng.integers(k + 1, 2 * k + 2, 3000)
+    steps = torch.arange(k)
+    top = torch.from_numpy(deg).unsqueeze(1) - k + steps
+    r = (torch.from_numpy(rng.random((len(deg), k))) * (top + 1)).long()
+    got = floyd_resolve(r, top, steps.unsqueeze(1) > steps, steps)
+    for row, t, g in zip(r.tolist(), top.tolist(), got.tolist()):
+        chosen = []
+        for c in range(k):
+            chosen.append(t[c] if row[c] in chosen else row[c])
+        assert g == chosen
+
+
 def test_errors_match_cpu_sampler():
     adj = GRAPHS["random+isolated"]
     dev = DeviceNeighborSampler(adj, [3, 3], device="cpu")
@@ -195,3 +213,23 @@ def test_blocks_identical_on_the_test_device(device, replace):
         assert all(b.device == torch.device(device) for b in got)
         want = cpu.sample_blocks(seeds, rng_seed)
         assert all(_same(a, b.to("cpu")) for a, b in zip(want, got))
+
+
+def test_cuda_graph_replays_give_the_same_blocks(device):
+    """Batches replayed from a recorded graph (CUDA; elsewhere the draw rerun on the
+    graph's buffers): the CPU sampler's blocks, for two batch sizes in turn, and a batch's
+    blocks left intact by the replays after it."""
+    adj = GRAPHS["hub"]
+    cpu = NeighborSampler(adj, [6, 4])
+    dev = DeviceNeighborSampler(adj, [6, 4], device=device, cuda_graphs=True)
+    rng = np.random.default_rng(5)
+    batches = [rng.choice(adj.num_rows, size, replace=False) for size in (30, 30, 7, 30, 7)]
+    got = [dev.sample_blocks(s, i) for i, s in enumerate(batches)]
+    assert sorted(dev._graphs) == [2 + 7, 2 + 30]          # keys and seeds, per size
+    for i, (seeds, blocks) in enumerate(zip(batches, got)):
+        want = cpu.sample_blocks(seeds, i)
+        assert all(_same(a, b.to("cpu")) for a, b in zip(want, blocks))
+    with pytest.raises(GraphsysError, match="unique"):
+        dev.sample_blocks([1, 2, 1] + list(range(3, 30)), 0)
+    with pytest.raises(GraphsysError, match="cuda_graphs"):
+        DeviceNeighborSampler(adj, [-1, 3], device=device, cuda_graphs=True)

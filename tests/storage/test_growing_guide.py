@@ -104,3 +104,59 @@ def test_old_entities_keep_their_trained_rows(guide):
         np.testing.assert_array_equal(emb.vectors(ids), trained)
     assert emb.grown == {"node": g.num_nodes() - sum(
         st.read_meta()["entity_types"]["node"]["partition_sizes"])}
+
+
+def _remaining(ns):
+    """The guide's day 1 and day 2 edges less its deleted pairs and its erased node's."""
+    src, dst = _union(ns)
+    gone = set(zip(ns["day1"]["src"][:50].tolist(), ns["day1"]["dst"][:50].tolist()))
+    node = ns["node"]
+    return [(a, b) for a, b in zip(src.tolist(), dst.tolist())
+            if (a, b) not in gone and node not in (a, b)]
+
+
+def test_changed_graph_equals_networkx_on_the_remaining_edges(guide):
+    src, dst = _union(guide)
+    ref = nx.MultiDiGraph()
+    ref.add_nodes_from(set(src.tolist()) | set(dst.tolist()))  # the erased node stays
+    ref.add_edges_from(_remaining(guide))
+    want = nx.pagerank(ref, tol=1e-12)
+    got = guide["changed_ranks"].to_dict()
+    assert got.keys() == want.keys() and max(abs(got[k] - want[k]) for k in want) < 1e-9
+    assert guide["gone"].missing == 0 and guide["erased"].edges > 0
+
+
+def test_compaction_keeps_the_answers(guide):
+    h = guide["h"]
+    assert h.edge_sets == ["default"] and h.num_edges() == len(_remaining(guide))
+    np.testing.assert_allclose(guide["compacted_ranks"].values,
+                               guide["changed_ranks"].values, rtol=1e-12, atol=0)
+
+
+def test_updated_weights_are_read(guide):
+    wg, day1 = guide["wg"], guide["day1"]
+    raised = set(zip(day1["src"][:10].tolist(), day1["dst"][:10].tolist()))
+    want = {}
+    for a, b, w in zip(day1["src"].tolist(), day1["dst"].tolist(), guide["weights"].tolist()):
+        want.setdefault((a, b), []).append(100.0 if (a, b) in raised else w)
+    got = {}
+    for s, d, _, w in wg.iter_edges():
+        for a, b, x in zip(wg.to_original(s).tolist(), wg.to_original(d).tolist(), w.tolist()):
+            got.setdefault((a, b), []).append(x)
+    assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in want.items()}
+
+
+def test_a_window_of_a_changed_graph_is_the_remaining_stamped_edges(guide):
+    ev = guide["events"]
+    s, d, t = (ev[c].to_numpy() for c in ("src", "dst", "timestamp"))
+    gone = set(zip(s[:100].tolist(), d[:100].tolist()))
+    june, sept = _unix("2004-06-01"), _unix("2004-09-01")
+    want = sorted((a, b, c) for a, b, c in zip(s.tolist(), d.tolist(), t.tolist())
+                  if (a, b) not in gone and june < c <= sept)
+    view = guide["kept_summer"]
+    got = sorted((a, b, c) for (x, y, _, _), tt in zip(view.iter_edges(),
+                                                       view.edge_column("timestamp"))
+                 for a, b, c in zip(view.to_original(x).tolist(),
+                                    view.to_original(y).tolist(), tt.tolist()))
+    assert got == want and guide["retracted"].edges == int(
+        sum((a, b) in gone for a, b in zip(s.tolist(), d.tolist())))

@@ -6,10 +6,11 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from graphsys import mining, open_graph
+from graphsys import mining, open_graph, views
 from graphsys.errors import GraphsysError
-from graphsys.mining import outofcore, triangle, view_cache
+from graphsys.mining import outofcore
 from graphsys.storage.adjacency_index import build_index
+from graphsys.views import cache as view_cache
 from tests.mining.conftest import random_edges, simple_graph
 
 
@@ -25,7 +26,7 @@ def builds(monkeypatch):
         return wrapper
 
     monkeypatch.setattr(outofcore, "orient_whole", counted("index", outofcore.orient_whole))
-    monkeypatch.setattr(triangle, "oriented", counted("buckets", triangle.oriented))
+    monkeypatch.setattr(views, "oriented", counted("buckets", views.oriented))
     return calls
 
 

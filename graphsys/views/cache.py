@@ -1,42 +1,40 @@
-"""The oriented structures a count keeps on an opened graph, so that the next count on it
-does not orient the graph again.
+"""The one cache of derived structures per opened graph.
 
-One cache per opened :class:`~graphsys.storage.graph.Graph` (held while the Graph lives:
-a weak key), its entries keyed by edge set and what was built (the order and its options,
-e.g. ``("triangles", "degree")``). Each entry remembers the arrays it was built from: the
-mapped stored index (``sym``, or an undirected edge set's ``csr``) when it came from one,
-else the edge set's manifest record (the buckets an opened graph reads do not change under
-it). An entry whose sources are no longer what the graph maps (an index built or rebuilt
-since: :func:`~graphsys.storage.csr.forget_mapped`) is dropped and built again.
+Every view built in RAM (and what an engine derives from one: an oriented graph, the
+measures' memo) is kept on the opened :class:`~graphsys.storage.graph.Graph` it came from
+(``graph._view_cache``, freed with the Graph), keyed by edge set and what was built, e.g.
+``("default", "oriented", "degree")``. Each entry remembers what it was built from: the
+edge set's manifest record and the records of its stored indexes. An entry whose sources
+are no longer the graph's (an index built or rebuilt since, which replaces its record) is
+dropped and built again.
 
 **Memory.** A kept structure is anonymous memory held between calls, and counts against
 the budget of every call that uses the cache: a call finds its entry only when the entry's
-bytes plus what the call needs beside it fit its ``memory_limit`` (else the entry is
-dropped first and the call runs as without a cache: it may then build again, go out of
-core, or be refused); before a new entry is built, the graph's other entries are dropped
-when they would not fit beside it; an entry that does not fit the budget with nothing
-else is not kept.
+bytes plus what the call needs beside it fit the budget (else the entry is dropped first
+and the call runs as without a cache: it may then build again, go out of core, or be
+refused); before a new entry is built, the graph's other entries are dropped when they
+would not fit beside it; an entry that does not fit the budget with nothing else is not
+kept. A view mapped from a stored index holds no anonymous memory (0 bytes).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
-_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+def _entries(graph) -> dict:
+    return graph.__dict__.setdefault("_view_cache", {})
 
 
 def sources_of(graph, edge_set: str) -> tuple:
-    """What an entry of ``edge_set`` is built from: the arrays of the stored index the
-    mining views read (:func:`~graphsys.mining.oriented.mapped_symmetric`), else the edge
-    set's manifest record."""
-    from graphsys.mining.oriented import mapped_symmetric
-
-    sym = mapped_symmetric(graph, edge_set)
-    if sym is not None:
-        return sym[0], sym[1]
-    return (graph.edge_set(edge_set),)
+    """What an entry of ``edge_set`` is built from: its manifest record, and the records
+    of the stored indexes of it (and of its members) that the manifest lists."""
+    es = graph.edge_set(edge_set)
+    indexes = graph.manifest.indexes
+    infos = [info for name in (es.name, *(es.members or ()))
+             for _, info in sorted(indexes.get(name, {}).items())]
+    return (es, *infos)
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -45,14 +43,21 @@ def _same(a: tuple, b: tuple) -> bool:
 
 def held_bytes(graph) -> int:
     """Bytes the cached structures of ``graph`` hold."""
-    return sum(nbytes for _, nbytes, _ in _CACHES.get(graph, {}).values())
+    return sum(nbytes for _, nbytes, _ in _entries(graph).values())
 
 
 def forget(graph, edge_set: str | None = None) -> None:
     """Drop the cached structures of ``graph`` (of one edge set, when given)."""
-    cache = _CACHES.get(graph, {})
+    cache = _entries(graph)
     for key in [k for k in cache if edge_set is None or k[0] == edge_set]:
         del cache[key]
+
+
+def peek(graph, key: tuple) -> Any:
+    """The cached structure ``key`` of ``graph`` if it is still built from the graph's
+    sources, else None (nothing is built or dropped)."""
+    hit = _entries(graph).get(key)
+    return hit[2] if hit is not None and _same(hit[0], sources_of(graph, key[0])) else None
 
 
 def cached(graph, key: tuple, build: Callable[[], Any], *, nbytes: Callable[[Any], int],
@@ -70,7 +75,7 @@ def cached(graph, key: tuple, build: Callable[[], Any], *, nbytes: Callable[[Any
     build : callable
         Builds the structure (called at most once).
     nbytes : callable
-        The bytes a structure holds.
+        The anonymous bytes a structure holds.
     budget : int
         The call's memory budget in bytes.
     beside : int, default 0
@@ -98,7 +103,7 @@ def cached(graph, key: tuple, build: Callable[[], Any], *, nbytes: Callable[[Any
     >>> len(built), held_bytes(g)  # over a smaller budget: built again, not kept
     (2, 0)
     """
-    cache = _CACHES.setdefault(graph, {})
+    cache = _entries(graph)
     sources = sources_of(graph, key[0])
     hit = cache.pop(key, None)
     if hit is not None and _same(hit[0], sources) and hit[1] + beside <= budget:
@@ -110,5 +115,5 @@ def cached(graph, key: tuple, build: Callable[[], Any], *, nbytes: Callable[[Any
     value = build()
     size = int(nbytes(value))
     if size + beside <= budget and held_bytes(graph) + size + beside <= budget:
-        cache[key] = (sources, size, value)
+        cache[key] = (sources_of(graph, key[0]), size, value)
     return value

@@ -1,0 +1,384 @@
+"""Delete edges and nodes, update weights, compact: a graph that changes, not only grows.
+
+A change is written as a *change set* beside the graph's edge sets, as an append writes new
+edges (:mod:`graphsys.storage.edge_changes` says how it is read): :func:`delete_edges`
+writes the pairs whose edges go, :func:`delete_nodes` the pairs of every edge of the nodes,
+:func:`update_weights` the pairs and their new weights. The change set joins the default
+view and changes every edge set of it (its *targets*); engines that read the default view
+read the changed graph from then on. :func:`compact` folds the default view (the default
+edge set, the edge sets appended to it and the change sets) into one edge set of the
+resulting edges.
+
+Pairs are of original ids, the edges of the default view as it reads now: every parallel
+edge of a pair (and every relation between the two nodes) is deleted or re-weighted, and on
+an undirected graph both of its directions. A pair the view does not have is refused: the
+whole request is, in one line saying how many of the pairs are missing and naming the first,
+and nothing is written (``allow_missing=True``, ``--allow-missing``: the others are written
+and a warning says how many were not found). An unknown node id is refused in one line.
+
+Nodes stay. A deleted node loses every edge and stays an isolated node, at its partition
+and row, so ids, node columns, trained rows and stored results stay aligned; ids never
+move. Compaction keeps it too.
+
+Crash safety, as for an append: the new graph is built in a staging directory (unchanged
+files hard-linked, the change set's bucket files new, the manifest written last) and
+swapped with the old one in one atomic rename; one writer at a time
+(:func:`~graphsys.storage.lock.writer_lock`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as paipc
+
+from graphsys.errors import GraphsysError, InputError, ParameterError
+from graphsys.storage import edge_views
+from graphsys.storage.append import _link_unchanged
+from graphsys.storage.atomic import replacement_directory, sync_files, write_bytes_atomic
+from graphsys.storage.edge_changes import pair_keys
+from graphsys.storage.format import MANIFEST, SAFE_NAME, EdgeChange, EdgeSet, bucket_file
+from graphsys.storage.graph import Graph, open_graph
+from graphsys.storage.ingest_validate import MIN_WEIGHT_TEXT, float32_weights
+from graphsys.storage.lock import writer_lock
+from graphsys.storage.node_files import file_entry
+
+
+@dataclasses.dataclass
+class ChangeReport:
+    """What a change wrote.
+
+    Attributes
+    ----------
+    out : str
+        The graph directory.
+    edge_set : str
+        The change set written ("" when nothing was).
+    kind : str
+        ``delete``, ``update`` or ``compact``.
+    pairs : int
+        The pairs asked for that the default view has (:func:`delete_nodes`: the distinct
+        pairs of the nodes' edges; :func:`~graphsys.storage.compact.compact`: the edge sets
+        folded).
+    edges : int
+        Edges of the default view deleted or re-weighted (parallel edges each count; an
+        undirected edge's two directions count two); compaction's: the edges it wrote.
+    missing : int
+        Pairs asked for that the default view does not have.
+    """
+
+    out: str
+    edge_set: str
+    kind: str
+    pairs: int
+    edges: int
+    missing: int = 0
+
+
+def _open(graph) -> tuple[Graph, EdgeSet]:
+    g = graph if isinstance(graph, Graph) else open_graph(Path(graph).resolve())
+    if getattr(g, "stored", None) is not None:
+        raise GraphsysError("a time view cannot be changed: open the graph itself")
+    if len(g.manifest.entity_types) != 1:
+        raise GraphsysError(f"{g.path}: deleting and updating edges needs a graph of one "
+                            f"node type (it has {len(g.manifest.entity_types)})")
+    return g, g.edge_set(None)
+
+
+def _pairs(g: Graph, es: EdgeSet, src, dst) -> tuple[np.ndarray, np.ndarray]:
+    """Original-id pairs as internal ids, with the reverse of each on an undirected graph."""
+    if len(src) != len(dst):
+        raise InputError(f"{len(src)} sources and {len(dst)} destinations")
+    s, d = (g.to_internal(np.asarray(x) if not isinstance(x, list) else x) if len(x) else
+            np.zeros(0, np.int64) for x in (src, dst))
+    if es.undirected:
+        s, d = np.concatenate([s, d]), np.concatenate([d, s])
+    return np.asarray(s, np.int64), np.asarray(d, np.int64)
+
+
+def _locate(g: Graph, s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's bucket (``i * P + j``) and key of local offsets (:func:`pair_keys`)."""
+    offsets = np.asarray(g.partition_offsets(), np.int64)
+    pi = np.searchsorted(offsets, s, "right") - 1
+    pj = np.searchsorted(offsets, d, "right") - 1
+    return pi * g.num_partitions + pj, pair_keys(s - offsets[pi], d - offsets[pj])
+
+
+def _by_bucket(g: Graph, s: np.ndarray, d: np.ndarray, extra=None) -> dict:
+    """``{(i, j): (keys, extra)}``: the pairs' keys per bucket, sorted and distinct (the
+    last of equal pairs keeps its ``extra``)."""
+    bucket, keys = _locate(g, s, d)
+    out = {}
+    for b in np.unique(bucket):
+        sel = np.flatnonzero(bucket == b)[::-1]  # the last of equal pairs first
+        uniq, first = np.unique(keys[sel], return_index=True)
+        out[divmod(int(b), g.num_partitions)] = (
+            uniq, None if extra is None else extra[sel][first])
+    return out
+
+
+def _present(g: Graph, es: EdgeSet, buckets: dict) -> tuple[dict, dict]:
+    """Per bucket: the keys of ``buckets`` the view has, and how many edges match."""
+    found, matched = {}, {}
+    for (i, j), (keys, _) in buckets.items():
+        have = np.zeros(len(keys), bool)
+        count = 0
+        for eb in g.bucket(i, j, es.name).batches():
+            rows = pair_keys(eb.src, eb.dst)
+            hit = np.isin(rows, keys)
+            count += int(np.count_nonzero(hit))
+            have |= np.isin(keys, rows[hit])
+        found[(i, j)], matched[(i, j)] = keys[have], count
+    return found, matched
+
+
+def _missing(g: Graph, src, s: np.ndarray, d: np.ndarray, found: dict, allow: bool,
+             what: str) -> int:
+    """How many requested pairs (the first ``len(src)`` of ``s``, ``d``) the view lacks;
+    refused in one line unless ``allow`` (then a warning)."""
+    n = len(src)
+    bucket, keys = _locate(g, s[:n], d[:n])
+    lacks = np.ones(n, bool)
+    for (i, j), have in found.items():
+        sel = bucket == i * g.num_partitions + j
+        lacks[sel] = ~np.isin(keys[sel], have)
+    count = int(np.count_nonzero(lacks))
+    if count:
+        k = int(np.flatnonzero(lacks)[0])
+        ends = g.to_original(np.array([s[k], d[k]]))
+        a, b = ends.tolist() if hasattr(ends, "tolist") else ends.to_pylist()
+        first = f"{a!r} -> {b!r}"
+        text = f"{count} of {n} edges to {what} are not in {g.path} (first: {first})"
+        if not allow:
+            raise ParameterError("allow_missing", f"is off and {text}: nothing was written "
+                                                  f"(turn it on to {what} the others)")
+        warnings.warn(f"{text}; " + ("the others were written" if count < n else
+                                     "nothing was written"), stacklevel=3)
+    return count
+
+
+def delete_edges(graph, src: Sequence, dst: Sequence, *, edge_set: str | None = None,
+                 allow_missing: bool = False) -> ChangeReport:
+    """Delete the edges between pairs of nodes: write a delete set (see the module
+    docstring).
+
+    Parameters
+    ----------
+    graph : str, Path or Graph
+        The graph directory (a :class:`Graph` opened from it: refused when another writer
+        committed since it was opened).
+    src, dst : sequence of int or str
+        Original ids: every edge ``src[k] -> dst[k]`` of the default view goes (every
+        parallel one, every relation; both directions on an undirected graph).
+    edge_set : str, optional
+        The change set's name (default ``delete-N``, the first free ``N``).
+    allow_missing : bool, default False
+        Write the pairs the view has and warn of the others, rather than refuse them all.
+
+    Returns
+    -------
+    ChangeReport
+
+    Raises
+    ------
+    GraphsysError
+        An unknown node id; a pair the default view lacks (without ``allow_missing``); a
+        graph of several node types; a time view.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.storage.changes import delete_edges
+    >>> d = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy([1, 2, 3, 1], [2, 3, 1, 3], d + "/g")
+    >>> report = delete_edges(d + "/g", [1], [2])
+    >>> report.edge_set, report.edges
+    ('delete-1', 1)
+    >>> g = graphsys.open_graph(d + "/g")
+    >>> g.edge_set().name, g.num_edges(), g.num_edges("default")
+    ('default,delete-1', 3, 4)
+    """
+    g, es = _open(graph)
+    return _change_pairs(g, es, "delete", src, dst, None, edge_set, allow_missing)
+
+
+def _change_pairs(g: Graph, es: EdgeSet, kind: str, src, dst, weight, edge_set: str | None,
+                  allow_missing: bool) -> ChangeReport:
+    """Write the pairs of ``src``, ``dst`` (and their ``weight``) the view has as a change
+    set of ``kind``; the others refused, or warned of (``allow_missing``)."""
+    s, d = _pairs(g, es, src, dst)
+    if weight is not None and es.undirected:
+        weight = np.concatenate([weight, weight])
+    buckets = _by_bucket(g, s, d, weight)
+    found, matched = _present(g, es, buckets)
+    missing = _missing(g, src, s, d, found, allow_missing, kind)
+    kept = {b: (found[b], None if v is None else v[np.isin(k, found[b])])
+            for b, (k, v) in buckets.items() if len(found[b])}
+    if not kept:
+        return ChangeReport(str(g.path), "", kind, 0, 0, missing)
+    name = _write(g, es, kind, kept, matched, edge_set)
+    return ChangeReport(str(g.path), name, kind, len(src) - missing, sum(matched.values()),
+                        missing)
+
+
+def delete_nodes(graph, nodes: Sequence, *, edge_set: str | None = None) -> ChangeReport:
+    """Delete every edge of the nodes ``nodes`` (original ids) from the default view; the
+    nodes stay, isolated (see the module docstring).
+
+    Parameters
+    ----------
+    graph : str, Path or Graph
+        The graph directory.
+    nodes : sequence of int or str
+        Original ids; an unknown one is refused in one line.
+    edge_set : str, optional
+        The change set's name (default ``delete-N``).
+
+    Returns
+    -------
+    ChangeReport
+        ``pairs``: the distinct ``(src, dst)`` pairs of the nodes' edges; nothing is written
+        when they have none.
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.storage.changes import delete_nodes
+    >>> d = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy([1, 2, 3, 1], [2, 3, 1, 3], d + "/g")
+    >>> delete_nodes(d + "/g", [3]).edges
+    3
+    >>> g = graphsys.open_graph(d + "/g")
+    >>> g.num_nodes(), g.num_edges()
+    (3, 1)
+    """
+    g, es = _open(graph)
+    wanted = np.unique(np.asarray(g.to_internal(nodes if isinstance(nodes, list)
+                                               else np.asarray(nodes)), np.int64))
+    s_parts, d_parts = [], []
+    for s, d, _, _ in g.iter_edges(es.name):
+        hit = np.isin(s, wanted) | np.isin(d, wanted)
+        s_parts.append(s[hit])
+        d_parts.append(d[hit])
+    s = np.concatenate(s_parts) if s_parts else np.zeros(0, np.int64)
+    d = np.concatenate(d_parts) if d_parts else np.zeros(0, np.int64)
+    buckets = _by_bucket(g, s, d)
+    found, matched = _present(g, es, buckets)
+    if not buckets:
+        return ChangeReport(str(g.path), "", "delete", 0, 0)
+    name = _write(g, es, "delete", {b: (found[b], None) for b in buckets}, matched, edge_set)
+    return ChangeReport(str(g.path), name, "delete", sum(len(k) for k, _ in buckets.values()),
+                        sum(matched.values()))
+
+
+def update_weights(graph, src: Sequence, dst: Sequence, weight: Sequence, *,
+                   edge_set: str | None = None, allow_missing: bool = False) -> ChangeReport:
+    """Set the weight of the edges between pairs of nodes: write an update set (see the
+    module docstring).
+
+    Parameters
+    ----------
+    graph, src, dst, allow_missing
+        As for :func:`delete_edges`; the default view must be weighted.
+    weight : sequence of float
+        The new weight of every edge of each pair (float32; the last of a pair listed twice
+        wins).
+    edge_set : str, optional
+        The change set's name (default ``update-N``).
+
+    Returns
+    -------
+    ChangeReport
+        As :func:`delete_edges`'s; ``edges``: those re-weighted.
+
+    Raises
+    ------
+    GraphsysError
+        What :func:`delete_edges` refuses; an unweighted graph; a weight float32 cannot
+        hold (non-finite, beyond its range, nonzero below its smallest normal value).
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.storage.changes import update_weights
+    >>> d = tempfile.mkdtemp()
+    >>> g = graphsys.from_numpy([1, 2], [2, 3], d + "/g", weight=[1.0, 2.0])
+    >>> update_weights(d + "/g", [2], [3], [5.0]).edges
+    1
+    >>> [w.tolist() for _, _, _, w in graphsys.open_graph(d + "/g").iter_edges()]
+    [[1.0, 5.0]]
+    """
+    g, es = _open(graph)
+    if not es.has_weight:
+        raise GraphsysError(f"{g.path}: edge set {es.name!r} has no weights to update")
+    w = np.asarray(weight, np.float64)
+    if len(w) != len(src):
+        raise InputError(f"{len(src)} pairs and {len(w)} weights")
+    w32, infinite, tiny = float32_weights(w)
+    bad = np.flatnonzero(infinite | tiny | np.isnan(w))
+    if len(bad):
+        raise InputError(f"weight {float(w[bad[0]])!r} of pair {bad[0] + 1} is not a float32 "
+                         f"weight (finite, at most 3.4e38 and, when nonzero, at least "
+                         f"{MIN_WEIGHT_TEXT} in magnitude)")
+    return _change_pairs(g, es, "update", src, dst, w32, edge_set, allow_missing)
+
+
+def _write(g: Graph, es: EdgeSet, kind: str, buckets: dict, matched: dict, name: str | None
+           ) -> str:
+    """Write the change set (its buckets, then the manifest) and swap it in."""
+    m = g.manifest
+    name = name or _free_name(m, kind)
+    if name in m.edge_sets or not SAFE_NAME.fullmatch(name) or edge_views.SEPARATOR in name:
+        raise GraphsysError(f"{g.path}: edge set {name!r} already exists or is not a valid "
+                            f"name (choose another)")
+    path = Path(g.path)
+    with writer_lock(path, m), replacement_directory(path) as staging:
+        files = dict(m.files)
+        counts = {}
+        for (i, j), (keys, weight) in sorted(buckets.items()):
+            cols = {"src": (keys >> 32).astype(np.int32), "dst": (keys & 0xFFFFFFFF).astype(
+                np.int32)}
+            if weight is not None:
+                cols["weight"] = weight.astype(np.float32)
+            rel = bucket_file(name, i, j)
+            files[rel] = write_bucket(staging / rel, cols, m.max_batch_rows)
+            counts[(i, j)] = len(keys)
+        removed = {b: n for b, n in matched.items() if n} if kind == "delete" else {}
+        change = EdgeChange(kind, es.parts, removed)
+        sets = dict(m.edge_sets)
+        sets[name] = EdgeSet(name, sum(counts.values()), counts, False, kind == "update",
+                             undirected=es.undirected, appended_to=edge_views.default_base(m),
+                             change=change)
+        _commit(path, staging, dataclasses.replace(m, edge_sets=sets, files=files))
+    return name
+
+
+def _commit(path: Path, staging: Path, manifest) -> None:
+    """Link the unchanged files, sync the written ones, write the manifest last."""
+    written = [rel for rel in manifest.files if (staging / rel).exists()]
+    linked, copied = _link_unchanged(path, staging, manifest.files)
+    sync_files(staging, written + copied, linked=linked)
+    write_bytes_atomic(staging / MANIFEST,
+                       json.dumps(manifest.to_json(), indent=1).encode() + b"\n")
+
+
+def _free_name(m, kind: str) -> str:
+    k = 1
+    while f"{kind}-{k}" in m.edge_sets:
+        k += 1
+    return f"{kind}-{k}"
+
+
+def write_bucket(path: Path, cols: dict[str, np.ndarray], max_rows: int) -> dict:
+    """Write one bucket file (columns in order) and return its manifest entry."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.table({k: pa.array(v) for k, v in cols.items()})
+    with paipc.new_file(str(path), table.schema) as w:
+        w.write_table(table, max_chunksize=max(1, max_rows))
+    return file_entry(path)

@@ -1,0 +1,162 @@
+"""Change sets: deletions and weight updates stored as edge sets, applied where a view of
+several edge sets is read.
+
+A graph changes by appending *change sets* beside its edge sets (:mod:`graphsys.storage.
+changes` writes them): a ``delete`` set lists ``(src, dst)`` pairs whose edges no longer
+exist, an ``update`` set lists pairs with a new weight. Each records (``EdgeChange`` in
+the manifest) the edge sets it changes, its *targets*: every member of the default view
+before it, change sets included. Its bucket ``(i, j)`` holds its pairs of that bucket,
+sorted, as int32 local offsets like any bucket.
+
+Reading. A view (:mod:`graphsys.storage.edge_views`) that names a change set reads every
+edge of its other members through the change sets it names, in manifest order: an edge of
+member ``M`` whose ``(src, dst)`` a delete set targeting ``M`` lists is dropped, one an
+update set lists gets its weight (the last update wins). Every parallel edge of a pair, and
+every relation between the two nodes, is matched. The change sets yield no edges of their
+own. This is the one place every engine reads edges from (a view's buckets), so BSP runs,
+measures, mining, sampling, GNN training and exports all read the changed graph. Edges
+appended after a change are not its targets and stay.
+
+Counts. A delete set records how many edges of its targets it removes per bucket (edges an
+earlier delete already removed are not counted again), so a view's counts are the members'
+sums minus those, from the manifest alone, as for any view. A view naming a change set
+must name its targets (one line otherwise); a time view counts again within its window
+(:func:`removed_counts`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import numpy as np
+
+from graphsys.errors import FormatError, GraphsysError
+from graphsys.storage.format import MANIFEST, EdgeSet
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketChange:
+    """One change set's pairs in one bucket: sorted int64 keys (:func:`pair_keys`) and for an
+    update the new weight of each."""
+
+    name: str
+    kind: str
+    targets: frozenset[str]
+    keys: np.ndarray
+    weight: np.ndarray | None
+
+
+def pair_keys(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """One int64 per ``(src, dst)`` pair of local offsets (both below 2**31): ``src << 32 |
+    dst``, ordered as the pairs are.
+
+    Examples
+    --------
+    >>> pair_keys(np.array([0, 1]), np.array([3, 0])).tolist()
+    [3, 4294967296]
+    """
+    return (np.asarray(src, np.int64) << 32) | np.asarray(dst, np.int64)
+
+
+def change_members(manifest, names: Iterable[str]) -> list[str]:
+    """The change sets among ``names``, in manifest order (the order they apply in)."""
+    wanted = set(names)
+    return [n for n, es in manifest.edge_sets.items() if n in wanted and es.change]
+
+
+def check_targets(manifest, names: tuple[str, ...]) -> None:
+    """Refuse, in one line, a view that names a change set without all of its targets."""
+    for name in change_members(manifest, names):
+        missing = [t for t in manifest.edge_sets[name].change.targets if t not in names]
+        if missing:
+            raise GraphsysError(f"edge set {name!r} changes {', '.join(map(repr, missing))}, "
+                                f"which the view does not read: read it with its targets "
+                                f"(or read the default view)")
+
+
+def load_bucket(graph, name: str, i: int, j: int) -> BucketChange:
+    """Change set ``name``'s pairs in bucket ``(i, j)`` (read from the stored graph, so a
+    time view applies every change whatever its window)."""
+    stored = getattr(graph, "stored", graph)
+    es: EdgeSet = stored.manifest.edge_sets[name]
+    bucket = stored.bucket(i, j, name)
+    keys = pair_keys(bucket.src, bucket.dst) if bucket.num_edges else np.zeros(0, np.int64)
+    weight = bucket.weight if es.change.kind == "update" and bucket.num_edges else None
+    return BucketChange(name, es.change.kind, frozenset(es.change.targets), keys,
+                        None if weight is None else np.asarray(weight, np.float32))
+
+
+def apply(eb, member: str, changes: list[BucketChange], removed: dict[str, int] | None = None):
+    """The record batch ``eb`` of edge set ``member`` through ``changes`` (in order): its
+    deleted rows dropped, its updated rows re-weighted; ``eb`` itself when nothing
+    applies. ``removed`` (when given) gets, per delete set, the rows it drops that no
+    earlier one did."""
+    mine = [c for c in changes if member in c.targets and len(c.keys)]
+    if not mine or not len(eb):
+        return eb
+    keys = pair_keys(eb.src, eb.dst)
+    keep = np.ones(len(keys), bool)
+    weight = eb.weight
+    for c in mine:
+        pos = np.minimum(np.searchsorted(c.keys, keys), len(c.keys) - 1)
+        hit = (c.keys[pos] == keys) & keep
+        if not hit.any():
+            continue
+        if c.kind == "delete":
+            keep &= ~hit
+            if removed is not None:
+                removed[c.name] = removed.get(c.name, 0) + int(np.count_nonzero(hit))
+        elif weight is not None:
+            weight = np.array(weight, np.float32)  # a copy: the mapped column is read-only
+            weight[hit] = c.weight[pos[hit]]
+    if keep.all():
+        return eb if weight is eb.weight else dataclasses.replace(eb, weight=weight)
+    return dataclasses.replace(
+        eb, src=eb.src[keep], dst=eb.dst[keep], rel=None if eb.rel is None else eb.rel[keep],
+        weight=None if weight is None else weight[keep],
+        columns={k: v[keep] for k, v in eb.columns.items()})
+
+
+def removed_counts(graph, name: str) -> dict[tuple[int, int], int]:
+    """Per bucket, the edges of change set ``name``'s targets that it removes as ``graph``
+    reads them (a time view: within its window), after the change sets before it."""
+    manifest = getattr(graph, "stored", graph).manifest
+    es = manifest.edge_sets[name]
+    if es.change.kind != "delete":
+        return {}
+    order = change_members(manifest, (*es.change.targets, name))
+    edges = [t for t in es.change.targets if not manifest.edge_sets[t].change]
+    out = {}
+    for i, j in sorted(es.buckets):
+        changes = [load_bucket(graph, c, i, j) for c in order]
+        removed: dict[str, int] = {}
+        for member in edges:
+            for eb in graph.bucket(i, j, member).batches():
+                apply(eb, member, changes, removed)
+        if removed.get(name):
+            out[(i, j)] = removed[name]
+    return out
+
+
+def verify_changes(graph) -> int:
+    """Recount what each delete set of ``graph`` removes (:func:`removed_counts`) and
+    compare it with its manifest record, as :func:`graphsys.storage.verify.verify_graph`
+    does; returns the change sets checked.
+
+    Raises
+    ------
+    FormatError
+        A delete set whose recorded counts differ from its targets' buckets (the view's
+        counts would be wrong), naming it.
+    """
+    manifest = graph.manifest
+    names = change_members(manifest, manifest.edge_sets)
+    for name in names:
+        change = manifest.edge_sets[name].change
+        found = removed_counts(graph, name)
+        if change.kind == "delete" and found != change.removed:
+            raise FormatError(f"{graph.location.file(MANIFEST)}: delete set {name!r} records "
+                              f"{sum(change.removed.values())} edges removed, its targets' "
+                              f"buckets give {sum(found.values())} (corrupted or modified)")
+    return len(names)

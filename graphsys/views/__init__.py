@@ -1,0 +1,157 @@
+"""The graph view layer: the in-memory adjacency every engine reads, written once.
+
+:func:`view` gives an edge set's adjacency of one *kind*:
+
+* ``out`` / ``in``: the out- (CSR) or in-neighbour (CSC) rows over internal ids;
+* ``sym``: the undirected simple rows (each neighbour once, ascending; a self-loop once);
+* ``oriented``: the undirected simple view renumbered by degree, each edge in the row of
+  its lower endpoint (:class:`~graphsys.views.orient.Oriented`), what pattern mining
+  intersects.
+
+A kind the graph stores an index of (``graphsys index``) is mapped (page cache, no build).
+Otherwise it is built in RAM within the one memory-budget rule
+(:mod:`graphsys.views.limits`: sized first, refused in one line naming the command that
+builds the index on disk) from the cheapest neighbour at hand (``oriented`` from the
+``sym`` rows when they are mapped or kept, else from the buckets), and kept in the one
+cache of the opened graph (:mod:`graphsys.views.cache`), where engines keep what they
+derive from a view too. This layer sits directly above storage: engines import it, it
+imports no engine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphsys.errors import ParameterError
+from graphsys.storage.csr import CSR
+from graphsys.views.cache import cached, forget, held_bytes, peek
+from graphsys.views.limits import budget, check, one_type
+from graphsys.views.orient import (
+    Oriented,
+    _from_symmetric,
+    mapped_symmetric,
+    oriented,
+)
+
+KINDS = ("out", "in", "sym", "oriented")
+#: Anonymous bytes of a CSR/CSC built in RAM: int64 ids per edge (8), float32 weights (4),
+#: int64 offsets per node (8).
+CSR_BYTES_PER_EDGE, WEIGHT_BYTES, CSR_BYTES_PER_NODE = 8, 4, 8
+#: Anonymous bytes per stored edge at the peak of a ``sym`` build in RAM: the out rows (8),
+#: scipy's ones and transposed copy (20), the merged rows of both ways and their int64
+#: copy (40).
+SYM_BYTES_PER_EDGE = 68
+
+__all__ = ["KINDS", "Oriented", "budget", "cached", "check", "forget", "held_bytes",
+           "mapped_symmetric", "one_type", "oriented", "view"]
+
+
+def view(graph, kind: str, *, edge_set: str | None = None, memory_limit: int | None = None,
+         weights: bool = False, directions: bool = False, sort: bool = True,
+         beside: int = 0):
+    """The ``kind`` view of an edge set: mapped from a stored index where the graph has
+    one, else built in RAM within the budget and kept on the opened graph.
+
+    Parameters
+    ----------
+    graph : Graph
+        An opened graph (one entity type for ``sym`` and ``oriented``).
+    kind : {"out", "in", "sym", "oriented"}
+        The view (see the module's notes).
+    edge_set : str, optional
+        The edge set (default: the graph's default).
+    memory_limit : int, optional
+        Anonymous bytes a build may take (default: the RAM available now); a kept view
+        counts against it.
+    weights : bool, default False
+        ``out`` / ``in``: the edge weights too, when the edge set has them.
+    directions, sort : bool
+        ``oriented``: keep each pair's stored directions; sort each row
+        (:func:`~graphsys.views.orient.oriented`).
+    beside : int, default 0
+        ``oriented``: bytes the caller needs beside the view; a kept view is used when it
+        fits the budget with them (:func:`~graphsys.views.cache.cached`).
+
+    Returns
+    -------
+    CSR or Oriented
+        A :class:`~graphsys.storage.csr.CSR` (``out``, ``in``, ``sym``; read-only when
+        mapped) or an :class:`~graphsys.views.orient.Oriented`.
+
+    Raises
+    ------
+    GraphsysError
+        The build needs more than the budget (one line, naming the ``graphsys index``
+        command that stores the index mapped instead).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, graphsys
+    >>> from graphsys.views import view
+    >>> g = graphsys.from_numpy(np.array([0, 1, 2]), np.array([1, 2, 0]),
+    ...                         tempfile.mkdtemp() + "/g")
+    >>> view(g, "in").indices.tolist(), view(g, "sym").indices.tolist()
+    ([2, 0, 1], [1, 2, 0, 2, 0, 1])
+    >>> view(g, "oriented").num_edges
+    3
+    >>> view(g, "oriented") is view(g, "oriented")  # kept on the opened graph
+    True
+    """
+    if kind not in KINDS:
+        raise ParameterError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    es = graph.edge_set(edge_set)
+    if kind == "oriented":
+        return _oriented(graph, es.name, memory_limit, directions, sort, beside)
+    if kind == "sym":
+        return _sym(graph, es.name, memory_limit)
+    index = "csr" if kind == "out" else "csc"
+    mapped = graph.adjacency_index(es.name, index)
+    if mapped is not None:
+        return CSR(mapped.indptr, mapped.indices, mapped.weight if weights else None)
+    per_edge = CSR_BYTES_PER_EDGE + (WEIGHT_BYTES if weights and es.has_weight else 0)
+    need = per_edge * es.num_edges + CSR_BYTES_PER_NODE * (graph.num_nodes() + 1)
+    limit = check(graph, es.name, f"the {kind}-neighbour rows of edge set {es.name!r}", need,
+                  memory_limit, (index,))
+    return cached(graph, (es.name, kind, weights), lambda: graph.csr(
+        es.name, transpose=kind == "in", weights=weights), nbytes=_csr_bytes, budget=limit)
+
+
+def _csr_bytes(rows: CSR) -> int:
+    return sum(a.nbytes for a in (rows.indptr, rows.indices, rows.weight) if a is not None)
+
+
+def _sym(graph, edge_set: str, memory_limit) -> CSR:
+    """The undirected simple rows: the mapped ``sym`` index (or an undirected deduplicated
+    edge set's CSR index), else both directions of every stored edge merged in RAM."""
+    one_type(graph, "the sym view")
+    mapped = mapped_symmetric(graph, edge_set)
+    if mapped is not None:
+        return CSR(mapped[0], mapped[1])
+    need = SYM_BYTES_PER_EDGE * graph.edge_set(edge_set).num_edges + 16 * graph.num_nodes()
+    limit = check(graph, edge_set, f"the undirected rows of edge set {edge_set!r}", need,
+                  memory_limit, ("sym",))
+
+    def build() -> CSR:
+        out = view(graph, "out", edge_set=edge_set, memory_limit=memory_limit).to_scipy()
+        both = (out + out.T).tocsr()  # duplicates summed: each neighbour once
+        both.sort_indices()
+        return CSR(both.indptr.astype(np.int64), both.indices.astype(np.int64))
+
+    return cached(graph, (edge_set, "sym"), build, nbytes=_csr_bytes, budget=limit)
+
+
+def _oriented(graph, edge_set: str, memory_limit, directions: bool, sort: bool,
+              beside: int) -> Oriented:
+    """The degree-ordered view, kept; from ``sym`` rows built and kept already (the
+    cheapest neighbour), else :func:`~graphsys.views.orient.oriented`."""
+    limit = budget(memory_limit)
+
+    def build() -> Oriented:
+        rows = None if directions else peek(graph, (edge_set, "sym"))
+        if rows is None:
+            return oriented(graph, edge_set, directions=directions, memory_limit=memory_limit,
+                            sort=sort)
+        return _from_symmetric(rows.indptr, rows.indices, sort)
+
+    return cached(graph, (edge_set, "oriented", "degree", directions, sort), build,
+                  nbytes=Oriented.nbytes.fget, budget=limit, beside=beside)

@@ -1,0 +1,58 @@
+"""DeviceWorkCounter: launches, transfers and host synchronisations of known code, on the
+CPU (the device emulated) and across a real second device (meta)."""
+
+from __future__ import annotations
+
+import torch
+
+from graphsys.analysis.device_counts import DeviceWorkCounter
+
+
+def test_launches_skip_views_and_allocations():
+    x = torch.arange(12)
+    with DeviceWorkCounter(device_tensors=[x]) as c:
+        y = x.view(3, 4)[1:].t().unsqueeze(0).expand(2, 4, 2)   # views: no kernel
+        torch.empty(5)
+        z = (y * 3).sum() + x.cumsum(0)[-1]                     # mul, sum, cumsum, add
+    assert c.launches == 4 and dict(c.ops) == {"mul": 1, "sum": 1, "cumsum": 1, "add": 1}
+    assert c.transfers == 0 and c.syncs == 0 and int(z) == 3 * (4 + 5 + 6 + 7 + 8 + 9 +
+                                                                10 + 11) * 2 + 66
+
+
+def test_data_dependent_sizes_are_syncs():
+    x = torch.arange(10)
+    with DeviceWorkCounter(device_tensors=[x]) as c:
+        x.nonzero()
+        x[x > 4]
+        torch.unique(x)
+        torch.repeat_interleave(x, x)
+        torch.repeat_interleave(x, x, output_size=45)        # size given: no sync
+    assert c.syncs == 4, c.sync_reasons
+
+
+def test_host_reads_of_device_values_only():
+    host = torch.arange(6)
+    with DeviceWorkCounter() as c:
+        host.tolist()                           # a host tensor: no sync, no transfer
+        host[1:3].numpy()
+        int(host[0])
+        dev = host.to("cpu", copy=True)         # addressed to a device: an upload
+        made = torch.arange(3, device="cpu")    # a factory naming the device
+        dev.cpu().numpy()                       # one read (the copy back is host data)
+        made.tolist()
+        bool((dev > 2).any())
+    assert c.records == [("h2d", 48), ("d2h", 48), ("d2h", 24), ("d2h", 1)]
+    assert c.syncs == 3 and c.sync_reasons["scalar read"] == 1
+
+
+def test_a_real_second_device_counts_crossings():
+    x = torch.ones(4)
+    tolist = torch.Tensor.tolist
+    with DeviceWorkCounter(device="meta") as c:
+        m = x.to("meta")                        # crosses: h2d
+        (m * 2).sum()
+        x.to(torch.float64)                     # a dtype conversion on the host: a kernel
+    assert c.records == [("h2d", 16)] and c.launches == 3 and c.syncs == 0
+    with DeviceWorkCounter():
+        pass
+    assert torch.Tensor.tolist is tolist            # the host reads unwrapped again

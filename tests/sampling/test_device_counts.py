@@ -1,0 +1,88 @@
+"""The device sampler's and a device training step's kernel launches, transfers and host
+synchronisations, counted on the CPU (graphsys.analysis.device_counts): upper bounds that
+CI holds (issue 69's goals for a step: at most 2 transfers and 2 synchronisations)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from graphsys.analysis.device_counts import DeviceWorkCounter
+from graphsys.gnn import GNN, NodeLoader
+from graphsys.sampling import NeighborSampler, from_coo
+from graphsys.sampling.device import DeviceNeighborSampler
+
+N = 3000
+
+
+@pytest.fixture(scope="module")
+def adj():
+    rng = np.random.default_rng(11)
+    return from_coo(rng.integers(0, N, 60000), rng.integers(0, N, 60000), N, N)
+
+
+def _count(sampler, seeds, rng_seed=1):
+    sampler.sample_blocks(seeds, 0)                 # warm (the kept ranges grown)
+    with DeviceWorkCounter(device_tensors=[sampler.table, sampler.indices]) as c:
+        sampler.sample_blocks(seeds, rng_seed)
+    return c
+
+
+#: (fanouts, replace, launches at most): GraphSAGE's 15,10 was 313 operators a batch.
+BOUNDS = [([15, 10], False, 153), ([15, 10], True, 111), ([10, 10, 10], False, 230),
+          ([5], False, 73)]
+
+
+@pytest.mark.parametrize("fanouts,replace,bound", BOUNDS)
+def test_sampler_batch_counts(adj, fanouts, replace, bound):
+    """Host seeds: one upload (seeds and stream keys), one read (the blocks' sizes)."""
+    dev = DeviceNeighborSampler(adj, fanouts, replace=replace, device="cpu")
+    seeds = np.random.default_rng(2).choice(N, 1024, replace=False)
+    c = _count(dev, seeds)
+    assert c.launches <= bound, c.ops
+    assert [k for k, _ in c.records] == ["h2d", "d2h"]
+    assert c.syncs == 1, c.sync_reasons
+
+
+def test_seeds_on_the_device_need_no_upload(adj):
+    dev = DeviceNeighborSampler(adj, [15, 10], device="cpu")
+    seeds = torch.from_numpy(np.random.default_rng(3).choice(N, 1024, replace=False))
+    c = _count(dev, seeds.to("cpu", copy=True))
+    assert c.launches <= 160 and [k for k, _ in c.records] == ["d2h"] and c.syncs == 1
+
+
+def test_every_neighbour_layer_reads_its_edge_count(adj):
+    dev = DeviceNeighborSampler(adj, [-1, 10], device="cpu")
+    c = _count(dev, np.arange(0, N, 7))
+    assert c.syncs == 2 and c.transfers == 3
+
+
+def test_training_step_counts(adj):
+    """A GraphSAGE step (2 layers, fanouts 15,10, batch 1024, Adam) on batches drawn by
+    the device sampler, the feature and label tables on the device: sampler, gather,
+    forward, backward and update. Dropout 0: on the CPU the model's dropout runs numba
+    kernels on the host (on CUDA, torch's)."""
+    rng = np.random.default_rng(4)
+    feat = torch.from_numpy(rng.standard_normal((N, 16)).astype(np.float32))
+    label = torch.from_numpy(rng.integers(0, 4, N))
+    torch.manual_seed(0)
+    model = GNN("sage", 16, 32, 4, num_layers=2, dropout=0.0)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    loader = NodeLoader(None, NeighborSampler(adj, [15, 10]), np.arange(N), batch_size=1024,
+                        features=feat, labels=label, num_workers=0, device_sampling=True)
+    it = iter(loader)
+
+    def step():
+        batch = next(it)
+        loss = F.cross_entropy(model(batch.blocks, batch.x), batch.y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    step()
+    with DeviceWorkCounter(device_tensors=[feat, label, *model.parameters()]) as c:
+        step()
+    assert c.launches <= 247, c.ops
+    assert c.transfers <= 2 and c.syncs <= 2, (c.records, c.sync_reasons)

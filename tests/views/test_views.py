@@ -1,0 +1,158 @@
+"""The one graph view layer: each kind equal to an independent reference, mapped or built;
+one budget rule with one refusal; one cache per opened graph, shared by the engines."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import graphsys
+from graphsys import measures, mining, open_graph, views
+from graphsys.errors import GraphsysError, ParameterError
+from graphsys.storage.adjacency_index import build_index
+from tests.mining.conftest import random_edges
+
+
+def _dense(rows, n: int) -> np.ndarray:
+    """The 0/1 matrix of CSR rows (repeats collapsed)."""
+    m = sp.csr_matrix((np.ones(len(rows.indices)), np.asarray(rows.indices, np.int64),
+                       rows.indptr), shape=(n, n)).toarray()
+    return (m > 0).astype(int)
+
+
+def _reference(g, src, dst) -> np.ndarray:
+    """The directed 0/1 matrix over internal ids, from the original edges."""
+    n = g.num_nodes()
+    a = np.zeros((n, n), int)
+    a[g.to_internal(src), g.to_internal(dst)] = 1
+    return a
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_each_kind_equals_the_reference(graph_of, indexed):
+    src, dst = random_edges(25, 90, 3)
+    g = graph_of(src, dst, 25)
+    if indexed:
+        build_index(g, ("csr", "csc", "sym"))
+        g = open_graph(g.path)
+    a = _reference(g, src, dst)
+    n = g.num_nodes()
+    assert (_dense(views.view(g, "out"), n) == a).all()
+    assert (_dense(views.view(g, "in"), n) == a.T).all()
+    sym = views.view(g, "sym")
+    assert (_dense(sym, n) == ((a + a.T) > 0)).all()
+    rows = [sym.indices[sym.indptr[u]:sym.indptr[u + 1]] for u in range(n)]
+    assert all((np.diff(r) > 0).all() for r in rows)  # ascending, each neighbour once
+    dag = views.view(g, "oriented")
+    simple = nx.Graph(zip(src.tolist(), dst.tolist()))
+    simple.remove_edges_from(nx.selfloop_edges(simple))
+    assert dag.num_edges == simple.number_of_edges()
+    want = dict(simple.degree())
+    assert {int(k): int(d) for k, d in zip(g.to_original(dag.order), dag.degree)
+            if int(k) in want} == want
+
+
+def test_weights_of_the_out_view(graph_of):
+    g = graph_of([0, 1, 2], [1, 2, 0], 3, weight=np.array([0.5, 1.5, 2.5]))
+    out = views.view(g, "out", weights=True)
+    assert sorted(out.weight.tolist()) == [0.5, 1.5, 2.5]
+    assert views.view(g, "out").weight is None
+
+
+def test_a_build_over_the_budget_is_refused_in_one_line(graph_of):
+    g = graph_of([0, 1, 2], [1, 2, 0], 3)
+    for kind, flag in (("out", "--csr"), ("in", "--csc"), ("sym", "--undirected"),
+                       ("oriented", "--undirected")):
+        with pytest.raises(GraphsysError) as err:
+            views.view(g, kind, memory_limit=10)
+        message = str(err.value)
+        assert "\n" not in message
+        assert message.startswith("building ") and "more than the 10 bytes of memory_limit" \
+            in message
+        assert f"graphsys index {g.path}" in message and flag in message
+    assert views.held_bytes(g) == 0
+    with pytest.raises(ParameterError, match="memory_limit"):
+        views.view(g, "out", memory_limit=0)
+    with pytest.raises(ParameterError, match="kind"):
+        views.view(g, "both")
+
+
+def test_a_mapped_view_needs_no_budget(graph_of):
+    g = graph_of([0, 1, 2], [1, 2, 0], 3)
+    build_index(g, ("csr", "sym"))
+    g = open_graph(g.path)
+    assert views.view(g, "out", memory_limit=1).indptr.tolist() == [0, 1, 2, 3]
+    assert views.view(g, "sym", memory_limit=1).num_nodes == 3
+    assert views.held_bytes(g) == 0
+
+
+def test_a_time_view_refusal_says_it_maps_no_index(tmp_path):
+    import pyarrow as pa
+
+    edges = pa.table({"src": [1, 2, 3], "dst": [2, 3, 1], "timestamp": [10, 20, 30]})
+    graphsys.from_arrow(edges, tmp_path / "g", edge_columns=["timestamp"])
+    view = open_graph(tmp_path / "g", until=25)
+    with pytest.raises(GraphsysError, match="ingest the view as a graph of its own"):
+        views.view(view, "sym", memory_limit=10)
+    assert views.view(view, "sym").indices.tolist() == [1, 0, 2, 1]
+
+
+def test_built_views_are_kept_once_per_opened_graph(graph_of, monkeypatch):
+    src, dst = random_edges(20, 60, 5)
+    g = graph_of(src, dst, 20)
+    out = views.view(g, "out")
+    assert views.view(g, "out") is out and views.held_bytes(g) > 0
+    assert views.view(open_graph(g.path), "out") is not out  # another opened graph
+    # oriented from the kept sym rows (the cheapest neighbour), not from the buckets
+    calls = []
+    monkeypatch.setattr(views, "oriented", lambda *a, **k: calls.append(1))
+    sym = views.view(g, "sym")
+    dag = views.view(g, "oriented")
+    assert calls == [] and dag.num_edges == (len(sym.indices) - np.count_nonzero(
+        np.repeat(np.arange(20), np.diff(sym.indptr)) == sym.indices)) // 2
+    views.forget(g)
+    assert views.held_bytes(g) == 0 and views.view(g, "out") is not out
+
+
+def test_the_engines_share_the_one_cache(graph_of):
+    """The measures' view and mining's oriented graph sit in the same cache of the opened
+    graph: forgetting it drops both, and the answers stay those of networkx."""
+    from graphsys.measures.view import undirected_view
+
+    src, dst = random_edges(20, 70, 8)
+    g = graph_of(src, dst, 20)
+    simple = nx.Graph(zip(src.tolist(), dst.tolist()))
+    simple.remove_edges_from(nx.selfloop_edges(simple))
+    first = undirected_view(g)
+    assert undirected_view(g) is first
+    assert mining.triangle_count(g) == sum(nx.triangles(simple).values()) // 3
+    held = views.held_bytes(g)
+    assert held > 0
+    views.forget(g)
+    assert views.held_bytes(g) == 0 and undirected_view(g) is not first
+    u, v = int(src[0]), int(dst[1])
+    assert sorted(measures.common_neighbors(g, u, v).tolist()) == sorted(
+        nx.common_neighbors(simple, u, v))
+
+
+def test_a_graph_of_several_entity_types_is_refused_in_one_line(tmp_path):
+    import pyarrow as pa
+
+    from graphsys.measures.view import undirected_view
+    from graphsys.storage.format import RelationType
+    from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
+
+    (tmp_path / "e.tsv").write_text("u1\ti1\nu2\ti1\n")
+    ingest_sources([EdgeSource([tmp_path / "e.tsv"], relation="rated", header=False)],
+                   tmp_path / "g", IngestOptions(relation_types=[
+                       RelationType("rated", "user", "item")]),
+                   nodes=[NodeSource(pa.table({"id": ["u1", "u2"]}), "user"),
+                          NodeSource(pa.table({"id": ["i1"]}), "item")])
+    g = open_graph(tmp_path / "g")
+    for call in (lambda: views.view(g, "sym"), lambda: views.view(g, "oriented"),
+                 lambda: undirected_view(g), lambda: mining.triangle_count(g)):
+        with pytest.raises(GraphsysError, match=r"needs a graph of one entity type; .* has "
+                                                r"2 \("):
+            call()
