@@ -4,14 +4,14 @@ A run of several processes is launched by ``torchrun`` (or initialised by the ca
 ``torch.distributed``'s default process group: gloo on CPU, NCCL on GPUs. This module holds
 what every engine needs of it and nothing engine-specific: initialising the group from the
 ``torchrun`` environment (:func:`init_from_env`) with one timeout (:func:`process_group_timeout`),
-this process's place in it (:func:`rank_and_world_size`, :func:`local_cuda_device`), the
+this process's place in it (:func:`rank_and_world_size`, :func:`local_cuda_device`) and the
+share of a run's items it owns (:func:`rank_share`: partitions, ids, roots, draws), the
 rendezvous of ranks launched on this machine (:func:`local_store`, :func:`rank_environment`,
 :func:`join_local_store`), sums and
 gathers of small values (:class:`Collectives`), the check that every rank holds the same graph
 and settings before the first step (:func:`graph_digest`, :func:`check_same_inputs`), the
 one-line error of a rank whose peer died (:func:`peer_failures`), and tearing the group down
-(:func:`destroy`). Which rank owns which partitions is each engine's business
-(:mod:`graphsys.bsp.distributed` for the BSP engine).
+(:func:`destroy`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 from collections.abc import Iterator
 from datetime import timedelta
 
+import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError
@@ -53,6 +54,32 @@ def rank_and_world_size() -> tuple[int, int]:
     import torch.distributed as dist
 
     return dist.get_rank(), dist.get_world_size()
+
+
+def rank_share(n: int, rank: int, world_size: int, work=None) -> slice:
+    """The items ``[lo, hi)`` of ``n`` that rank ``rank`` of ``world_size`` owns, the
+    ``rank``-th of ``world_size`` contiguous ranges: of about equal count
+    (``[r n // W, (r+1) n // W)``), or, given ``work`` (int (n,)), of about equal work (each
+    item's ``work`` plus one).
+
+    Examples
+    --------
+    >>> from graphsys.distributed import rank_share
+    >>> rank_share(5, 0, 2), rank_share(5, 1, 2)
+    (slice(0, 2, None), slice(2, 5, None))
+    >>> rank_share(5, 0, 2, work=[4, 1, 1, 1, 1]), rank_share(5, 1, 2, work=[4, 1, 1, 1, 1])
+    (slice(0, 1, None), slice(1, 5, None))
+    """
+    if work is None:
+        return slice(rank * n // world_size, (rank + 1) * n // world_size)
+    if world_size <= 1:
+        return slice(0, n)
+    prefix = np.cumsum(np.asarray(work, np.int64) + 1)
+    total = int(prefix[-1]) if n else 0
+    cuts = [0] + [int(np.searchsorted(prefix, total * r / world_size, side="left"))
+                  for r in range(1, world_size)] + [n]
+    cuts = np.maximum.accumulate(np.clip(cuts, 0, n))
+    return slice(int(cuts[rank]), int(cuts[rank + 1]))
 
 
 def process_group_timeout() -> float:

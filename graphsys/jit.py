@@ -26,8 +26,8 @@ compilations. Where the directory cannot be written, numba's defaults apply
 read-only install without a writable home), the graphsys directory is read as it is and
 a kernel it lacks is compiled in each process (:class:`ReadOnlyKernelCacheLocator`);
 :func:`kernel_cache` says which one a kernel uses. ``graphsys warmup`` compiles every
-builtin algorithm's kernels into the cache ahead of a first run, and replaces any entry
-that does not load.
+builtin algorithm's kernels into the cache ahead of a first run (``--all``: every public
+analysis' kernels), and replaces any entry that does not load.
 
 **Trust.** A cache entry is a pickle, and unpickling runs code: the cache is trusted as
 the user's own files are. It lives in the user's cache directory (or one the user names

@@ -81,7 +81,7 @@ def interval() -> float:
 
 
 #: What a display says while graphsys kernels compile (``{family}``: :func:`kernel_family`).
-COMPILING = "compiling {family} kernels (once per install; `graphsys warmup` does it ahead)"
+COMPILING = "compiling {family} kernels (once per install; ahead: `graphsys warmup --all`)"
 #: What it says once they are compiled.
 COMPILED = "compiled {count} {family} kernel{s} in {seconds:.1f} s, not counted in the elapsed time"
 
@@ -126,7 +126,7 @@ def compile_started(module: str) -> None:
     ...     compile_ended("graphsys.bsp.kernels_centrality", kernels=2)
     ...     bar.update(1)
     >>> print(log.getvalue(), end="")  # doctest: +ELLIPSIS
-    betweenness: compiling centrality kernels (once per install; `graphsys warmup` does it ahead)
+    betweenness: compiling centrality kernels (once per install; ahead: `graphsys warmup --all`)
     betweenness: compiled 2 centrality kernels in ... s, not counted in the elapsed time
     >>> bar.compiled
     2

@@ -108,6 +108,39 @@ def pytest_addoption(parser):
     parser.addoption("--device", default=None, metavar="NAME",
                      help="device of the tests marked 'device': cpu (default), cuda, cuda:k "
                           "or lazy (torch's lazy tensors on the CPU); or GRAPHSYS_TEST_DEVICE")
+    parser.addoption("--slow", default="", metavar="TIER", choices=("", *SLOW_TIERS),
+                     help="also run the tests marked slow up to this tier: "
+                          + "; ".join(f"{t}: {why}" for t, why in SLOW_TIERS.items()))
+
+
+# ---- slow tiers ------------------------------------------------------------------------
+# ``@pytest.mark.slow("ci")`` or ``@pytest.mark.slow("full")`` (the marker is registered in
+# pyproject.toml): a test of tens of seconds or more. A plain ``pytest`` skips both tiers;
+# ``--slow ci`` runs the ``ci`` tier (CI runs it: .ci/run), ``--slow full`` both tiers.
+# ``-m slow`` with ``--slow full`` runs the slow tests alone.
+
+#: Tier -> what its tests are, in the order ``--slow`` includes them.
+SLOW_TIERS = {
+    "ci": "work CI runs (multi-process runs, every analysis after warmup --all)",
+    "full": "run by hand: a reference library on a real graph, every kernel compiled cold",
+}
+
+
+def _slow_skip(config, item):
+    """The skip marker of a test marked slow beyond ``--slow``'s tier (None: it runs); a
+    marker without a known tier is a usage error."""
+    mark = item.get_closest_marker("slow")
+    if mark is None:
+        return None
+    tier = mark.args[0] if mark.args else None
+    if tier not in SLOW_TIERS:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.slow takes a tier, one of "
+                                f"{', '.join(SLOW_TIERS)}; got {tier!r}")
+    chosen = config.getoption("--slow")
+    order = list(SLOW_TIERS)
+    if chosen and order.index(tier) <= order.index(chosen):
+        return None
+    return pytest.mark.skip(reason=f"slow ({SLOW_TIERS[tier]}): run with --slow {tier}")
 
 
 def chosen_device(config) -> str:
@@ -196,6 +229,9 @@ def pytest_report_header(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        skip = _slow_skip(config, item)
+        if skip is not None:
+            item.add_marker(skip)
         uses = set(getattr(item, "fixturenames", ()))
         if uses & {"device", "session_device", "multi_gpu"} and \
                 item.get_closest_marker("host") is None:

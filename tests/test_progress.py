@@ -71,8 +71,8 @@ def test_log_lines_say_compiling_and_elapsed_leaves_it_out(clock):
     bar.update(1)
     compile_started("graphsys.bsp.kernels_centrality")
     assert log.getvalue().splitlines() == [
-        "betweenness: compiling centrality kernels (once per install; `graphsys warmup` "
-        "does it ahead)"]
+        "betweenness: compiling centrality kernels (once per install; ahead: `graphsys "
+        "warmup --all`)"]
     clock.now += 30
     compile_ended("graphsys.bsp.kernels_centrality", kernels=3)
     assert len(log.getvalue().splitlines()) == 1  # said when the loop next advances

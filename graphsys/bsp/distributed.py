@@ -18,7 +18,7 @@ import json
 import numpy as np
 import torch
 
-from graphsys.distributed import Collectives
+from graphsys.distributed import Collectives, rank_share
 from graphsys.errors import ParameterError
 
 
@@ -34,7 +34,7 @@ def rank_split(num_partitions: int, world_size: int) -> list[range]:
         raise ParameterError("world_size", f"{w}: a distributed run needs at least one "
                                             f"partition per rank, the graph has {p} (re-ingest "
                                             f"it with at least {w} partitions)")
-    return [range(r * p // w, (r + 1) * p // w) for r in range(w)]
+    return [range(s.start, s.stop) for s in (rank_share(p, r, w) for r in range(w))]
 
 
 def rank_bounds(offsets, world_size: int) -> list[int]:

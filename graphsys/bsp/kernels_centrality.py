@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from graphsys.bsp.kernels import filled
-from graphsys.bsp.kernels_bfs import first_marked
+from graphsys.kernels.bfs import first_marked
 
 
 @numba.njit(inline="always")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphsys.bsp.kernels_bfs import first_marked
+from graphsys.kernels.bfs import first_marked
 
 #: Direction-optimizing closure (Beamer, Asanovic, Patterson): the top-down steps turn
 #: bottom-up when the frontier's out-entries exceed 1/ALPHA of those not yet scanned, and

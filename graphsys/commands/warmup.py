@@ -5,6 +5,9 @@ caches it for every later process and every install of the same sources (see
 ``graphsys.jit``). This command pays that cost once, up front, by running each registered
 algorithm on small generated graphs in memory (with and without stored indexes) and out of
 core; ``graphsys demo`` runs it first. A second run loads every kernel from the cache.
+``--all`` also runs every public analysis (bsp, mining, measures, the samplers, the NetworkX
+backend) on small generated graphs, in each layout the library hands its kernels, with one
+progress line per area.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ def register(subparsers) -> None:
                               description=__doc__)
     p.add_argument("algorithms", nargs="*", metavar="ALGO",
                    help="algorithms to warm (default: every registered one)")
+    p.add_argument("--all", action="store_true", dest="all_kernels",
+                   help="also every public analysis: mining, measures, samplers, the "
+                        "NetworkX backend (takes no ALGO)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the generated graphs (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON line of figures")
@@ -27,12 +33,20 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from graphsys.bsp.warmup import warmup
+    from graphsys.errors import GraphsysError
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    report = warmup(args.algorithms or None, seed=args.seed,
-                    progress=None if args.json else say)
+    progress = None if args.json else say
+    if args.all_kernels:
+        if args.algorithms:
+            raise GraphsysError("--all warms every algorithm: name none")
+        from graphsys.commands.warmup_all import warmup_all
+
+        report = warmup_all(seed=args.seed, progress=progress)
+    else:
+        report = warmup(args.algorithms or None, seed=args.seed, progress=progress)
     if args.json:
         emit_json(report)
     else:

@@ -22,6 +22,7 @@ from graphsys.distributed import (
     init_from_env,
     initialized,
     local_cuda_device,
+    rank_share,
 )
 from graphsys.errors import ParameterError
 from graphsys.gnn.config import TrainConfig
@@ -100,8 +101,7 @@ class Ranks:
 
     def share(self, ids: torch.Tensor) -> torch.Tensor:
         """This rank's contiguous share of ``ids``."""
-        n, r, w = len(ids), self.rank, self.world_size
-        return ids[r * n // w:(r + 1) * n // w]
+        return ids[rank_share(len(ids), self.rank, self.world_size)]
 
     def sum(self, values: list[float]) -> list[float]:
         return self.comm.allreduce(values, ["sum"] * len(values)) if self.distributed \

@@ -28,11 +28,13 @@ import numba
 import numpy as np
 
 from graphsys.errors import ParameterError
+from graphsys.kernels import bfs as kb
 from graphsys.kernels import components as kc
 from graphsys.measures import kernels_distance as kd
 from graphsys.measures.kernels_view import DIRECTED
 from graphsys.measures.view import internal_ids, undirected_view
 from graphsys.progress import progress_bar
+from graphsys.storage.node_values import FormerArray, NodeValues
 
 
 @dataclass
@@ -74,33 +76,31 @@ _NONE_BOOL = np.empty(0, np.bool_)
 
 
 class _Searcher:
-    """Breadth-first searches over one view, with reusable ``dist``/``queue`` arrays."""
+    """Breadth-first searches over one view (:func:`graphsys.kernels.bfs.search`), with
+    reusable buffers."""
 
     def __init__(self, view):
         n = view.num_nodes
         self.view, self.args = view, view.args()
-        self.dist = np.full(n, -1, np.int32)
-        self.queue = np.empty(n, np.int64)
+        #: the view's lists as the search reads them (:mod:`~graphsys.measures.kernels_distance`)
+        self.lists = (*self.args[:4], view.sym == DIRECTED, view.bound)
+        self.dist, self.queue, *self.bitmaps = kb.buffers(n, view.oidx.dtype)
         #: an upper bound of every node's eccentricity, from the searches so far
         #: (``d(x, s) + ecc(s)``, Takes and Kosters' bound)
         self.upper = np.full(n, np.iinfo(np.int32).max, np.int32)
-        self.buf = np.empty(n, np.int64)
-        self.counts = np.empty(n // kd.BLOCK + 1, np.int64)
-        self.state = np.zeros(6, np.int64)
         self.searches = 0
-        self._many: tuple[np.ndarray, np.ndarray] | None = None
+        self._many: tuple | None = None
         self._words: tuple | None = None
 
-    def bfs(self, source: int, threads_from: int = kd.THREADS_FROM) -> int:
+    def scratch(self) -> tuple:
+        """The view's lists and this searcher's buffers, as the kernels take them."""
+        return (*self.lists, self.dist, self.queue, *self.bitmaps)
+
+    def bfs(self, source: int) -> int:
         """One search, its large levels spread over numba's threads (the nodes reached in
         the same order on any number of threads); returns how many, listed in ``queue``."""
         self.searches += 1
-        state, threads = self.state, numba.get_num_threads()
-        while kd.bfs_levels(source, *self.args, self.dist, self.queue, state, threads_from):
-            kd.level_threads(*self.args, self.dist, self.queue, state, self.buf,
-                             self.counts, threads)
-            source = -1
-        return int(state[1])
+        return int(kb.search(*self.scratch(), source, kb.NO_LIMIT, numba.get_num_threads())[0])
 
     def sweep(self, source: int, middle: bool = False,
               reached: np.ndarray | None = None) -> tuple[int, int, int]:
@@ -108,7 +108,7 @@ class _Searcher:
         node halfway back from it to ``source`` on a shortest path); ``reached``: bool (N,),
         set True for every node reached (the source's component)."""
         count = self.bfs(source)
-        far = int(self.queue[count - 1])
+        far = int(kd.farthest(self.dist, self.queue, count))
         ecc = int(self.dist[far])
         mid = far
         for _ in range(ecc // 2 if middle else 0):
@@ -133,7 +133,7 @@ class _Searcher:
         far = np.empty(len(sources), np.int64)
         if len(sources) == 1:
             count = self.bfs(sources[0])
-            far[0] = self.queue[count - 1]
+            far[0] = kd.farthest(self.dist, self.queue, count)
             ecc[0] = self.dist[far[0]]
             kd.reset(self.dist, self.queue, count)
             return ecc, far
@@ -148,8 +148,8 @@ class _Searcher:
             return ecc, far
         if self._many is None:
             t, n = numba.get_num_threads(), self.view.num_nodes
-            self._many = (np.full((t, n), -1, np.int32), np.empty((t, n), np.int64))
-        kd.eccentricities(sources, *self.args, *self._many, ecc, far)
+            self._many = tuple(np.stack([b] * t) for b in kb.buffers(n, self.view.oidx.dtype))
+        kd.eccentricities(sources, *self.lists, *self._many, ecc, far)
         self.searches += len(sources)
         return ecc, far
 
@@ -330,7 +330,7 @@ def _component(search: _Searcher, start: tuple[int, int | None], size: int, exac
 
 
 def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bool = False,
-                 progress: bool = False) -> np.ndarray:
+                 progress: bool = False) -> NodeValues | np.ndarray:
     """The eccentricity of nodes in hops: the largest distance from each to a node of its
     component, in the undirected view.
 
@@ -350,8 +350,11 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
 
     Returns
     -------
-    numpy.ndarray
-        int64, one per node of ``nodes`` (every node by internal id when None).
+    NodeValues or numpy.ndarray
+        Of every node (``nodes`` None): :class:`~graphsys.storage.node_values.NodeValues`
+        named ``eccentricity``, int64 by internal id (``top``, ``value``, ``to_dict``,
+        ``to_table``; the bare array it was before is ``.values``: array access on the
+        result itself is deprecated). Of ``nodes``: int64, one per node of ``nodes``.
 
     References
     ----------
@@ -363,8 +366,8 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
     >>> import tempfile, graphsys
     >>> from graphsys.measures import eccentricity
     >>> g = graphsys.from_numpy([0, 1, 2, 3], [1, 2, 3, 4], tempfile.mkdtemp() + "/g")
-    >>> eccentricity(g).tolist(), eccentricity(g, [2]).tolist()
-    ([4, 3, 2, 3, 4], [2])
+    >>> eccentricity(g).to_dict(), eccentricity(g, [2]).tolist()
+    ({0: 4, 1: 3, 2: 2, 3: 3, 4: 4}, [2])
     """
     view = undirected_view(graph, edge_set)
     search = _Searcher(view)
@@ -380,6 +383,7 @@ def eccentricity(graph, nodes=None, *, edge_set: str | None = None, internal: bo
             if len(comp) <= 2:
                 out[comp] = len(comp) - 1
             else:
-                kd.bounding_eccentricities(comp, *view.args(), search.dist, search.queue, out)
+                # on one thread: many short searches
+                kd.bounding_eccentricities(comp, *search.scratch(), 1, out)
             bar.update()
-    return out
+    return FormerArray(out, graph, "eccentricity")

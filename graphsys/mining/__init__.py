@@ -20,7 +20,6 @@ original ids). See ``docs/mining.md`` for the algorithms and their costs.
 from graphsys.mining.clique import clique_count, clique_counts, cliques
 from graphsys.mining.motif import MotifCensus, motifs
 from graphsys.mining.pattern import Pattern, count, matches
-from graphsys.mining.results import NodeValues
 from graphsys.mining.triangle import (
     TRIAD_NAMES,
     TriangleStats,
@@ -33,6 +32,7 @@ from graphsys.mining.triangle import (
     triangle_work,
     triangles,
 )
+from graphsys.storage.node_values import NodeValues
 
 __all__ = ["MotifCensus", "NodeValues", "Pattern", "TRIAD_NAMES", "TriangleStats",
            "average_clustering", "clique_count", "clique_counts", "cliques", "clustering",

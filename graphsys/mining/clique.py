@@ -21,7 +21,8 @@ from graphsys.kernels.cores import core_levels
 from graphsys.mining import clique_kernels
 from graphsys.mining._docs import document
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import NodeValues, as_graph, original_ids
+from graphsys.mining.results import as_graph, original_ids
+from graphsys.storage.node_values import NodeValues
 from graphsys.views import Oriented
 from graphsys.views.orient import _count_higher, _fill_higher, _index_dtype
 

@@ -252,12 +252,6 @@ def _mean_and_error(values: np.ndarray, scale: float, ranks: Ranks, draws: int
     return scale * mean, scale * float(np.sqrt(var / draws))
 
 
-def _share(draws: np.ndarray, ranks: Ranks) -> np.ndarray:
-    lo = ranks.rank * len(draws) // ranks.world_size
-    hi = (ranks.rank + 1) * len(draws) // ranks.world_size
-    return draws[lo:hi]
-
-
 def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, float]:
     """4-cycles from ``samples`` uniform wedges (see the module's notes)."""
     ptr, idx = view.full()
@@ -266,7 +260,7 @@ def _sampled_four_cycles(view, rng, samples: int, ranks: Ranks) -> tuple[float, 
     draws = rng.random((samples, 3))
     if not len(cum) or cum[-1] == 0:
         return 0.0, 0.0
-    mine = _share(draws, ranks)
+    mine = draws[ranks.share(len(draws))]
     out = np.empty(len(mine), np.float64)
     motif_kernels.sample_wedges(ptr, idx, cum, mine, out)
     return _mean_and_error(out, float(cum[-1]) / 4, ranks, samples)
@@ -281,7 +275,7 @@ def _sampled_four_cliques(view, per_edge, rng, samples: int, ranks: Ranks
     if not len(cum) or cum[-1] == 0:
         return 0.0, 0.0
     ptr, idx = view.full()
-    mine = _share(draws, ranks)
+    mine = draws[ranks.share(len(draws))]
     out = np.empty(len(mine), np.float64)
     motif_kernels.sample_diamonds(view.indptr, view.indices, ptr, idx, cum, mine, out)
     return _mean_and_error(out, float(cum[-1]) / 6, ranks, samples)

@@ -10,8 +10,9 @@ one (:func:`run_tasks`), so that a thread that finishes its task takes the next 
 dynamic scheduling) instead of a fixed share of the range.
 
 Across ranks (:class:`Ranks`), rank ``r`` of ``W`` owns the ``r``-th of ``W`` ranges of
-roots of about equal work (:func:`rank_range`): it runs the same kernels on its roots only,
-and the counts (integers: exact) are summed over the ranks with ``all_reduce``.
+roots of about equal work (:func:`graphsys.distributed.rank_share`): it runs the same
+kernels on its roots only, and the counts (integers: exact) are summed over the ranks with
+``all_reduce``.
 """
 
 from __future__ import annotations
@@ -143,26 +144,6 @@ def run_tasks(call: Callable[[np.ndarray], int], work: np.ndarray, lo: int, hi: 
     return found
 
 
-def rank_range(work: np.ndarray, rank: int, world_size: int) -> tuple[int, int]:
-    """The roots ``[lo, hi)`` rank ``rank`` of ``world_size`` owns: the ``rank``-th of
-    ``world_size`` contiguous ranges of about equal ``work`` (int64 (N,)).
-
-    Examples
-    --------
-    >>> rank_range(np.array([4, 1, 1, 1, 1]), 0, 2), rank_range(np.array([4, 1, 1, 1, 1]), 1, 2)
-    ((0, 1), (1, 5))
-    """
-    n = len(work)
-    if world_size <= 1:
-        return 0, n
-    prefix = np.cumsum(np.asarray(work, np.int64) + 1)
-    total = int(prefix[-1]) if n else 0
-    cuts = [0] + [int(np.searchsorted(prefix, total * r / world_size, side="left"))
-                  for r in range(1, world_size)] + [n]
-    cuts = np.maximum.accumulate(np.clip(cuts, 0, n))
-    return int(cuts[rank]), int(cuts[rank + 1])
-
-
 @dataclass(frozen=True)
 class Ranks:
     """The processes a mining call runs on: one (``world_size`` 1), or the ranks of the
@@ -195,9 +176,18 @@ class Ranks:
             dist.check_same_inputs({"graph": dist.graph_digest(graph)})
         return Ranks(rank, world)
 
+    def share(self, n: int, work=None) -> slice:
+        """This rank's items of ``n`` (:func:`graphsys.distributed.rank_share`)."""
+        if self.world_size == 1:  # (without importing torch)
+            return slice(0, n)
+        from graphsys.distributed import rank_share
+
+        return rank_share(n, self.rank, self.world_size, work)
+
     def roots(self, work: np.ndarray) -> tuple[int, int]:
-        """This rank's roots ``[lo, hi)`` (:func:`rank_range`)."""
-        return rank_range(work, self.rank, self.world_size)
+        """This rank's roots ``[lo, hi)``: its share of about equal ``work``."""
+        share = self.share(len(work), work)
+        return share.start, share.stop
 
     def sum(self, values: np.ndarray) -> np.ndarray:
         """``values`` (int64 or float64) summed over the ranks, elementwise; returned as

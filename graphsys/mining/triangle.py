@@ -21,7 +21,8 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.mining import kernels
 from graphsys.mining._docs import document
 from graphsys.mining.parallel import Ranks, run_tasks, scheduled
-from graphsys.mining.results import NodeValues, as_graph
+from graphsys.mining.results import as_graph
+from graphsys.storage.node_values import NodeValues
 from graphsys.views.orient import (
     Oriented,
     build_bytes,

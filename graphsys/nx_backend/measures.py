@@ -171,7 +171,7 @@ def _eccentricities(G, weight) -> np.ndarray:
     if G.graph is None:
         return np.zeros(0, np.int64)
     _check_connected(G)
-    return measures.eccentricity(G.graph)
+    return measures.eccentricity(G.graph).values
 
 
 def eccentricity(G, v=None, sp=None, weight=None):

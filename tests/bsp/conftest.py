@@ -23,10 +23,6 @@ from graphsys import open_graph
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "dist4: 4-process gloo run (set GRAPHSYS_TEST_DIST4=1)")
-
-
 @dataclass
 class TestGraph:
     """A stored graph plus its adjacency in global ids: ``adj`` scipy CSR float64 (N, N) of

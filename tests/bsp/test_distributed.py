@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -48,9 +46,7 @@ def test_two_gpus_over_nccl(graphs, multi_gpu):
     check_same(tg, results)
 
 
-@pytest.mark.dist4
-@pytest.mark.skipif(os.environ.get("GRAPHSYS_TEST_DIST4") != "1",
-                    reason="4-process run: set GRAPHSYS_TEST_DIST4=1")
+@pytest.mark.slow("ci")  # a 4-process gloo run
 def test_four_processes(graphs, tmp_path):
     from .conftest import build, random_edges
 

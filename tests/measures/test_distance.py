@@ -27,7 +27,7 @@ def test_small_graphs_match_networkx(tmp_path, directed):
         t = small_graph(tmp_path, seed, directed, dedupe=seed % 2 == 0)
         ref = nx_eccentricities(t.U)
         ids = t.graph.node_ids().tolist()
-        assert eccentricity(t.graph).tolist() == [ref[v] for v in ids]
+        assert eccentricity(t.graph).values.tolist() == [ref[v] for v in ids]
         assert eccentricity(t.graph, ids[:3]).tolist() == [ref[v] for v in ids[:3]]
         diam = max(ref.values())
         for exact in (True, False):
@@ -85,7 +85,7 @@ def test_real_graphs(real, name):
 
 def test_enron_eccentricities_bound_the_diameter(real):
     r = real["email-enron"]
-    ecc = eccentricity(r.graph)
+    ecc = eccentricity(r.graph).values
     assert ecc.max() == diameter(r.graph, exact=True).value
     labels = csgraph.connected_components(r.sym)[1]
     giant = np.flatnonzero(labels == np.bincount(labels).argmax())
@@ -94,8 +94,7 @@ def test_enron_eccentricities_bound_the_diameter(real):
 
 @pytest.mark.parametrize("directed", [False, True])
 def test_threaded_search_matches_scipy_on_any_thread_count(tmp_path, directed):
-    # every large level spread over threads (threads_from 0), and none: the same distances
-    # as scipy, and the same queue on 1 and 2 threads
+    # the same distances as scipy, and the same queue on 1 and 2 threads
     import numba
 
     from graphsys.measures.distance import _Searcher
@@ -108,17 +107,27 @@ def test_threaded_search_matches_scipy_on_any_thread_count(tmp_path, directed):
     before = numba.get_num_threads()
     try:
         for source, row in zip((0, 7), ref):
-            queues = {}
+            queues = []
             for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
                 numba.set_num_threads(threads)
-                for threads_from in (0, 1 << 62):
-                    s = _Searcher(view)
-                    count = s.bfs(source, threads_from)
-                    assert count == np.isfinite(row).sum()
-                    assert np.array_equal(np.where(np.isfinite(row), row, -1), s.dist)
-                    assert np.all(np.diff(s.dist[s.queue[:count]]) >= 0)  # level by level
-                    queues.setdefault(threads_from, []).append(s.queue[:count].copy())
-            for same in queues.values():
-                assert all(np.array_equal(same[0], q) for q in same)
+                s = _Searcher(view)
+                count = s.bfs(source)
+                assert count == np.isfinite(row).sum()
+                assert np.array_equal(np.where(np.isfinite(row), row, -1), s.dist)
+                assert np.all(np.diff(s.dist[s.queue[:count]]) >= 0)  # level by level
+                queues.append(s.queue[:count].copy())
+            assert all(np.array_equal(queues[0], q) for q in queues)
     finally:
         numba.set_num_threads(before)
+
+
+def test_farthest_is_the_smallest_id_of_the_last_level():
+    """A search's farthest node does not depend on the order its last level was listed in
+    (top-down as found, bottom-up by id): the diameter's sweeps start from the same nodes
+    whichever direction each level ran in, on any number of threads."""
+    from graphsys.measures.kernels_distance import farthest
+
+    dist = np.array([0, 1, 1, 2, 2, 2, -1], np.int32)
+    queue = np.array([0, 2, 1, 5, 3, 4, 0])
+    assert farthest(dist, queue, 6) == 3
+    assert farthest(dist, queue, 1) == 0

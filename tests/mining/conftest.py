@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 
 import networkx as nx
 import numpy as np
@@ -78,17 +77,3 @@ def graph_of(tmp_path):
 
     return make
 
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "seconds: tens of seconds of networkx/igraph on a real "
-                                       "graph (run with GRAPHSYS_TEST_SECONDS=1)")
-
-
-def pytest_collection_modifyitems(config, items):
-    if os.environ.get("GRAPHSYS_TEST_SECONDS") == "1":
-        return
-    skip = pytest.mark.skip(reason="the reference takes tens of seconds: set "
-                                   "GRAPHSYS_TEST_SECONDS=1")
-    for item in items:
-        if "seconds" in item.keywords:
-            item.add_marker(skip)

@@ -4,19 +4,25 @@ counts on every rank."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from graphsys import mining
+from graphsys.distributed import rank_share
 from graphsys.errors import GraphsysError
-from graphsys.mining.parallel import rank_range, tasks_by_work
+from graphsys.mining.parallel import tasks_by_work
 from graphsys.storage.adjacency_index import build_index
 from tests.mining.conftest import random_edges
 
 
-def test_two_ranks(graph_of, tmp_path):
+def test_two_ranks(graph_of, tmp_path, monkeypatch):
     import torch.multiprocessing as mp
+
+    # the spawned ranks unpickle ``tests.mining.dist_worker.worker`` with this process's
+    # sys.path, which pytest's importlib mode leaves without the repository root
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
 
     from graphsys.distributed import local_store
     from tests.mining.dist_worker import worker
@@ -44,9 +50,9 @@ def test_two_ranks(graph_of, tmp_path):
 def test_rank_ranges_cover_the_roots():
     work = np.array([5, 0, 0, 9, 1, 1, 1, 1, 30, 2])
     for w in (1, 2, 3, 4):
-        spans = [rank_range(work, r, w) for r in range(w)]
-        assert spans[0][0] == 0 and spans[-1][1] == len(work)
-        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        spans = [rank_share(len(work), r, w, work) for r in range(w)]
+        assert spans[0].start == 0 and spans[-1].stop == len(work)
+        assert all(a.stop == b.start for a, b in zip(spans, spans[1:]))
     bounds = tasks_by_work(work, 2, 10, 4)
     assert bounds[0] == 2 and bounds[-1] == 10 and (np.diff(bounds) > 0).all()
     assert 8 in bounds and 9 in bounds  # the heaviest root is a task of its own

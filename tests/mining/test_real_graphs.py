@@ -94,7 +94,7 @@ def test_networkx_triangles_clustering_transitivity(stored):
     assert stats.average_clustering == pytest.approx(nx.average_clustering(G), abs=1e-12)
 
 
-@pytest.mark.seconds
+@pytest.mark.slow("full")
 def test_networkx_triangles_email_enron(stored):
     g = stored("email-enron")
     G = edges_of(g, directed=False)
@@ -134,7 +134,7 @@ def test_igraph_cliques_ca_grqc(stored):
                for i, a in enumerate(row) for b in row[i + 1:])
 
 
-@pytest.mark.seconds
+@pytest.mark.slow("full")
 def test_igraph_five_cliques_ca_grqc(stored):
     g = stored("ca-grqc")
     G = igraph_of(edges_of(g, directed=False))
@@ -162,7 +162,7 @@ def test_igraph_motifs_ca_grqc(stored):
         assert mining.count(g, name, induced=True) == census[name], name
 
 
-@pytest.mark.seconds
+@pytest.mark.slow("full")
 def test_triad_census_networkx_email_eu_core(stored):
     g = stored("email-eu-core")
     assert mining.triad_census(g) == nx.triadic_census(edges_of(g, directed=True))

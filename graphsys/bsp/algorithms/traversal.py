@@ -70,7 +70,8 @@ class BFS(_FromSource):
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: direction-optimizing BFS
-        (:func:`~graphsys.bsp.kernels_bfs.bfs_solve`, one numba call that also writes the
+        (:func:`~graphsys.bsp.kernels_bfs.bfs_solve`: the one search of
+        :mod:`graphsys.kernels.bfs` in one numba call that also writes the
         float levels and sums the phases; bottom-up steps read the CSC, or the CSR of a
         symmetric edge set). One superstep is recorded per *phase*
         (a run of levels in one direction: ``superstep`` = its first level, ``active`` =

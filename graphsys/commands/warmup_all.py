@@ -1,0 +1,478 @@
+"""``graphsys warmup --all``: compile the kernels of every public analysis, not only the
+vertex algorithms'.
+
+:func:`graphsys.bsp.warmup.warmup` runs the registered vertex algorithms; :func:`warmup_all`
+runs it, then every public function of :mod:`graphsys.bsp`, :mod:`graphsys.mining`,
+:mod:`graphsys.measures`, the samplers of :mod:`graphsys.sampling` and the functions of the
+NetworkX backend (:data:`_nx_graphsys.FUNCTIONS`) once on small generated graphs, in each
+layout the library hands its kernels: a directed R-MAT graph (with edge weights), an
+undirected one (both directions stored, as the registry's undirected datasets are), the
+same with stored adjacency indexes (``csr``, ``csc``, ``push``, ``sym``: mapped, read-only
+arrays, which numba compiles for apart), and NetworkX ``Graph`` and ``DiGraph`` objects.
+The calls are the ones a user's first call makes (:data:`CALLS`, :data:`NX_CALLS`), so the
+kernel signatures they compile are the ones real calls look up; the storage and shared
+kernel modules (``storage/``, ``kernels/``) are compiled along the way. One progress line
+per area names the kernel modules it compiled or loaded. The kernels of model training
+(``embed/``, ``gnn/``) are left to a first training step, whose own run is long.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Nodes and edges of the generated graphs: every layout rule takes its default path at this
+#: size, and each call takes milliseconds once compiled.
+NODES, EDGES = 1 << 9, 1 << 12
+
+#: Nodes of each component of the distance measures' larger graph (:func:`_two_components`).
+LARGE_NODES = 1 << 14
+
+#: Node pairs a link score is asked for (original ids; modulo the graph's nodes).
+PAIRS = np.array([[0, 1], [1, 2], [2, 3], [0, 5]], dtype=np.int64)
+
+
+def _link_methods() -> tuple[str, ...]:
+    from graphsys.measures import METHODS
+
+    return tuple(METHODS)
+
+
+def _bsp_calls() -> dict[str, Callable]:
+    from graphsys import bsp
+
+    return {
+        "bfs": lambda g, s: bsp.bfs(g, s), "sssp": lambda g, s: bsp.sssp(g, s),
+        "wcc": lambda g, s: bsp.wcc(g), "scc": lambda g, s: bsp.scc(g),
+        "kcore": lambda g, s: bsp.kcore(g), "pagerank": lambda g, s: bsp.pagerank(g),
+        "personalized_pagerank": lambda g, s: bsp.personalized_pagerank(g, [s]),
+        "hits": lambda g, s: bsp.hits(g),
+        "label_propagation": lambda g, s: bsp.label_propagation(g),
+        "betweenness": lambda g, s: bsp.betweenness(g, k=50),
+        "closeness": lambda g, s: bsp.closeness(g, k=50),
+        "harmonic": lambda g, s: bsp.harmonic(g, k=50),
+        "louvain": lambda g, s: bsp.louvain(g), "leiden": lambda g, s: bsp.leiden(g),
+        "modularity": lambda g, s: bsp.modularity(g, bsp.wcc(g)),
+    }
+
+
+def _mining_calls() -> dict[str, Callable]:
+    from graphsys import mining
+
+    return {
+        "triangle_count": lambda g, s: mining.triangle_count(g),
+        "triangles": lambda g, s: mining.triangles(g),
+        "clustering": lambda g, s: mining.clustering(g),
+        "average_clustering": lambda g, s: mining.average_clustering(g),
+        "transitivity": lambda g, s: mining.transitivity(g),
+        "triangle_stats": lambda g, s: mining.triangle_stats(g, per_node=True),
+        "triangle_work": lambda g, s: mining.triangle_work(g),
+        "triad_census": lambda g, s: mining.triad_census(g),
+        "clique_count": lambda g, s: mining.clique_count(g, 4),
+        "clique_counts": lambda g, s: mining.clique_counts(g, 4),
+        "cliques": lambda g, s: mining.cliques(g, 4, limit=100),
+        "motifs": lambda g, s: mining.motifs(g, 3),
+        "motifs_4": lambda g, s: mining.motifs(g, 4),
+        "motifs_directed": lambda g, s: mining.motifs(g, 3, directed=True),
+        "motifs_sampled": lambda g, s: mining.motifs(g, 4, method="sampled", samples=10_000),
+        "count": lambda g, s: mining.count(g, "diamond"),
+        "count_induced": lambda g, s: mining.count(g, "diamond", induced=True),
+        "matches": lambda g, s: mining.matches(g, "diamond", limit=100),
+    }
+
+
+def _measures_calls() -> dict[str, Callable]:
+    from graphsys import measures
+
+    calls = {
+        "degree_stats": lambda g, s: measures.degree_stats(g),
+        "density": lambda g, s: measures.density(g),
+        "reciprocity": lambda g, s: measures.reciprocity(g),
+        "degree_assortativity": lambda g, s: measures.degree_assortativity(g),
+        "diameter": lambda g, s: measures.diameter(g),
+        "diameter_exact": lambda g, s: measures.diameter(g, exact=True),
+        "eccentricity": lambda g, s: measures.eccentricity(g, [s]),
+        "common_neighbors": lambda g, s: measures.common_neighbors(g, s, s),
+    }
+    for method in _link_methods():
+        calls[f"link_scores_{method}"] = (
+            lambda g, s, m=method: measures.link_scores(g, _pairs(g), m))
+        calls[f"top_links_{method}"] = (
+            lambda g, s, m=method: measures.top_links(g, [s], 10, m))
+    return calls
+
+
+def _pairs(g) -> np.ndarray:
+    ids = g.node_ids()
+    return ids[PAIRS % len(ids)]
+
+
+def _nx_calls() -> dict[str, Callable]:
+    """NetworkX's name -> ``call(G, source)`` through the graphsys backend."""
+    import networkx as nx
+
+    from _nx_graphsys import FUNCTIONS
+
+    args: dict[str, Callable] = {
+        "single_source_shortest_path_length": lambda G, s: (s,),
+        "single_source_dijkstra_path_length": lambda G, s: (s,),
+        "node_connected_component": lambda G, s: (s,),
+    }
+    links = ("jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
+             "preferential_attachment")
+    out = {}
+    for name in FUNCTIONS:
+        if not hasattr(getattr(nx, name), "backends"):
+            continue  # not dispatched by this NetworkX (nx.density): no call reaches graphsys
+        extra = args.get(name, lambda G, s: ())
+        if name in links:
+            out[name] = (lambda G, s, f=getattr(nx, name):
+                         list(f(G, [(s, t) for t in list(G)[:4]], backend="graphsys")))
+        else:
+            out[name] = (lambda G, s, f=getattr(nx, name), a=extra:
+                         _drain(f(G, *a(G, s), backend="graphsys")))
+    return out
+
+
+def _drain(value):
+    """A generator's items (NetworkX returns some results lazily), else the value."""
+    return list(value) if hasattr(value, "__next__") else value
+
+
+#: Area -> a function returning its public calls, ``name -> call(graph, source)`` on a stored
+#: graph and one of its original node ids; ``nx_backend``'s take a NetworkX graph and one
+#: of its nodes instead (each area imports its engine when its calls are built).
+CALLS: dict[str, Callable[[], dict[str, Callable]]] = {
+    "bsp": _bsp_calls, "mining": _mining_calls, "measures": _measures_calls,
+    "nx_backend": _nx_calls}
+
+
+#: The packages whose kernels :func:`warmup_all` compiles; the kernel modules of the others
+#: (model training's) are compiled by a first training step.
+COVERED = ("bsp", "kernels", "measures", "mining", "nx_backend", "sampling", "storage")
+
+
+#: A numba kernel's decorator at the start of a line, or ``name = njit(...)(function)``.
+_DECORATOR = re.compile(r"^(\s*@|\w+ = )(numba\.)?njit\b", re.MULTILINE)
+
+
+#: Kernels (``module.function`` under ``graphsys.``) that have no cache entry of their own
+#: after :func:`warmup_all` into an empty cache: helpers compiled only inside their callers,
+#: and paths that no default call of :data:`CALLS` on email-Enron takes either (other
+#: options, larger or memory-bounded inputs: out-of-core mining blocks, incremental runs,
+#: external-sort ingests, merged-index rebuilds). Their first use compiles them; the list is
+#: a budget that tests/commands/test_warmup_all.py holds, to shrink.
+NOT_WARMED: frozenset[str] = frozenset({
+    "bsp.incremental._find",
+    "bsp.incremental._old_trees",
+    "bsp.incremental._roots",
+    "bsp.incremental._union",
+    "bsp.kernels.pull_copy_sum_rows",
+    "bsp.kernels.relax_async",
+    "bsp.kernels.stream_copy_sum_rows",
+    "mining.kernels._clear_byte",
+    "mining.kernels._clear_word",
+    "mining.kernels._set_bit",
+    "mining.kernels._set_byte",
+    "mining.kernels.inlist_count",
+    "mining.kernels.inlist_count_rows",
+    "mining.kernels.inlist_fill",
+    "mining.kernels.inlist_fill_rows",
+    "mining.kernels.middle_work",
+    "mining.kernels.tag_entries",
+    "mining.kernels.tag_entries_rows",
+    "mining.kernels.triangles_lowest",
+    "mining.kernels.triangles_middle",
+    "mining.kernels.triangles_middle_rows",
+    "mining.oriented._count_higher_par",
+    "mining.oriented._fill_higher_par",
+    "mining.oriented._simple_degree_par",
+    "mining.outofcore._fill_block_par",
+    "mining.outofcore._fill_block_rows",
+    "sampling._kernels._hop_lanes",
+    "sampling._kernels._mix",
+    "sampling._kernels._stream",
+    "sampling._kernels._uniform",
+    "sampling._kernels._walk_topk",
+    "storage.index_merge._collapse",
+    "storage.index_merge._place",
+    "storage.index_merge._remap",
+    "storage.index_merge._unique_counts",
+    "storage.kernels._route",
+    "storage.kernels._scatter_payload",
+    "storage.kernels.gather",
+    "storage.kernels.gather_rows",
+    "storage.kernels.gather_rows_at",
+    "storage.kernels.route_keys",
+    "storage.kernels.scatter_by_bucket",
+    "storage.kernels.scatter_column",
+    "storage.kernels.scatter_column_rows",
+    "storage.structure._first_unsorted",
+    "storage.subgraph._within",
+    "storage.temporal_index._row_problem",
+})
+
+
+def kernel_modules() -> list[str]:
+    """The dotted names of graphsys's modules that define a numba kernel, found by reading
+    the sources (nothing is imported)."""
+    import graphsys
+
+    root = Path(graphsys.__file__).parent
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if _DECORATOR.search(text):
+            parts = path.relative_to(root.parent).with_suffix("").parts
+            out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
+def _import_covered() -> None:
+    """Import every covered kernel module: a kernel declared with its signatures is
+    compiled (or loaded) as its module is imported."""
+    import importlib
+
+    for name in kernel_modules():
+        if name.split(".")[1] in COVERED:
+            importlib.import_module(name)
+
+
+def _sampling_calls() -> dict[str, Callable]:
+    from graphsys import sampling
+
+    def ppr(g, s):
+        fw = sampling.homogeneous_adjacency(g, symmetric=False, direction="out")
+        bw = sampling.homogeneous_adjacency(g, symmetric=False, direction="in")
+        return sampling.PPRHardNegativeSampler(fw, bw, 1, 8, 2)(np.array([0, 1]))
+
+    return {
+        "neighbor": lambda g, s: sampling.NeighborSampler(g, [4, 2]).sample_blocks([0, 1]),
+        "neighbor_replace": lambda g, s: sampling.NeighborSampler(
+            g, [4, 2], replace=True).sample_blocks([0, 1]),
+        "uniform_negative": lambda g, s: sampling.UniformNegativeSampler(
+            g.num_nodes(), 2)(np.array([0, 1])),
+        "ppr_negative": ppr,
+        "temporal_recent": lambda g, s: sampling.TemporalNeighborSampler(g, [3, 2]).sample(
+            [0, 1, 2], [5, 9, 12]),
+        "temporal_uniform": lambda g, s: sampling.TemporalNeighborSampler(
+            g, [3, 2], strategy="uniform").sample([0, 1, 2], [5, 9, 12]),
+    }
+
+
+def _storage_calls() -> dict[str, Callable]:
+    """Ingests of edge files (which run the numba kernels; in-memory arrays of
+    ``from_numpy``'s sizes take NumPy's), an append with its merged index, a subgraph:
+    each ``call(work, seed)`` in a fresh directory."""
+    from graphsys import ingest, open_graph
+    from graphsys.storage.adjacency_index import build_index
+
+    def edge_file(work: Path, seed: int, names: bool) -> Path:
+        rng = np.random.default_rng(seed)
+        src, dst = rng.integers(0, NODES, EDGES), rng.integers(0, NODES, EDGES)
+        rows = (f"{'n' if names else ''}{a}\t{'n' if names else ''}{b}\t{w:.3f}\n"
+                for a, b, w in zip(src, dst, rng.random(EDGES)))
+        path = work / f"edges-{seed}-{int(names)}.tsv"
+        path.write_text("".join(rows), encoding="utf-8")
+        return path
+
+    def files(work, seed):
+        ingest(edge_file(work, seed, False), work / "ints", partitions=2, weight_col=2,
+               dedupe=True, drop_self_loops=True)
+        ingest(edge_file(work, seed, True), work / "names", partitions=2, undirected=True)
+
+    def append(work, seed):
+        g = ingest(edge_file(work, seed, False), work / "grown", partitions=2)
+        build_index(g, ("csr", "csc", "sym"))
+        ingest(edge_file(work, seed + 1, False), work / "grown", append=True,
+               edge_set="more")
+        g = open_graph(work / "grown")
+        g.csr("default,more")
+        g.subgraph(np.arange(0, NODES, 3), work / "sub")
+
+    return {"files": files, "append_index_subgraph": append}
+
+
+def _graphs(work: Path, seed: int) -> list[tuple[str, Any]]:
+    """(label, graph) of each layout every call gets: directed and weighted, undirected,
+    and undirected with every stored index."""
+    from graphsys.generators import rmat_edges
+    from graphsys.interop import from_numpy
+    from graphsys.storage.adjacency_index import build_index
+
+    chunks = list(rmat_edges(NODES, EDGES, seed=seed))
+    src = np.concatenate([c["src"] for c in chunks])
+    dst = np.concatenate([c["dst"] for c in chunks])
+    weight = np.random.default_rng(seed).random(len(src))
+    directed = from_numpy(src, dst, work / "directed", weight=weight, seed=seed)
+    undirected = from_numpy(src, dst, work / "undirected", undirected=True, seed=seed)
+    indexed = from_numpy(src, dst, work / "indexed", undirected=True, seed=seed)
+    build_index(indexed, ("csr", "csc", "push", "sym"))
+    return [("directed, weighted", directed), ("undirected", undirected),
+            ("undirected, indexed", indexed)]
+
+
+def _two_components(work: Path, seed: int) -> tuple[str, Any]:
+    """Two R-MAT components of :data:`LARGE_NODES` nodes each, undirected: as many nodes as
+    a distance search takes its large levels on threads at
+    (:data:`graphsys.measures.kernels_distance.THREADS_FROM`), and a second component that
+    the diameter searches from its own hub."""
+    from graphsys.generators import rmat_edges
+    from graphsys.interop import from_numpy
+
+    parts = []
+    for k in range(2):
+        chunks = list(rmat_edges(LARGE_NODES, 4 * LARGE_NODES, seed=seed + k))
+        parts.append((np.concatenate([c["src"] for c in chunks]) + k * LARGE_NODES,
+                      np.concatenate([c["dst"] for c in chunks]) + k * LARGE_NODES))
+    src, dst = (np.concatenate(x) for x in zip(*parts))
+    return "two components", from_numpy(src, dst, work / "two-components", undirected=True,
+                                        seed=seed)
+
+
+def _temporal_graph(work: Path, seed: int) -> tuple[str, Any]:
+    """A directed graph with a ``timestamp`` per edge (the temporal samplers' input)."""
+    import pyarrow as pa
+
+    from graphsys.interop import from_arrow
+
+    rng = np.random.default_rng(seed)
+    edges = pa.table({"src": rng.integers(0, NODES // 4, EDGES // 4),
+                      "dst": rng.integers(0, NODES // 4, EDGES // 4),
+                      "timestamp": rng.integers(0, 16, EDGES // 4)})
+    return "temporal", from_arrow(edges, work / "temporal", edge_columns=["timestamp"])
+
+
+def _nx_graphs(seed: int) -> list[tuple[str, Any]]:
+    import networkx as nx
+
+    G = nx.gnm_random_graph(NODES // 4, EDGES // 4, seed=seed)
+    for k, (u, v) in enumerate(G.edges):
+        G.edges[u, v]["weight"] = 1.0 + (k % 7)
+    D = nx.gnm_random_graph(NODES // 4, EDGES // 4, seed=seed, directed=True)
+    return [("networkx Graph", G), ("networkx DiGraph", D)]
+
+
+def _module_counts() -> dict[str, dict[str, int]]:
+    """Kernel module -> its signatures compiled and loaded so far in this process."""
+    from graphsys import jit
+
+    out: dict[str, dict[str, int]] = {}
+    for d in jit.kernels():
+        _, hits, misses = jit.kernel_cache(d)
+        row = out.setdefault(d.py_func.__module__, {"compiled": 0, "loaded": 0})
+        row["compiled"] += misses
+        row["loaded"] += hits
+    return out
+
+
+def _delta(before: dict, after: dict) -> dict[str, dict[str, int]]:
+    out = {}
+    for module, row in after.items():
+        old = before.get(module, {"compiled": 0, "loaded": 0})
+        d = {k: row[k] - old[k] for k in ("compiled", "loaded")}
+        if any(d.values()):
+            out[module] = d
+    return out
+
+
+def run_calls(calls: dict[str, Callable], inputs: list[tuple[str, Any]],
+              source: Callable[[Any], Any]) -> list[str]:
+    """Each call on each input; the calls an input does not take (an error of graphsys's,
+    or NetworkX's refusal of a graph kind) as ``"name on label: reason"``."""
+    from graphsys.errors import GraphsysError
+
+    refused = (GraphsysError, NotImplementedError, ImportError)
+    try:
+        import networkx as nx
+
+        refused += (nx.NetworkXException,)
+    except ImportError:
+        pass
+    skipped = []
+    for label, graph in inputs:
+        s = source(graph)
+        for name, call in calls.items():
+            try:
+                call(graph, s)
+            except refused as exc:
+                skipped.append(f"{name} on {label}: {(str(exc).splitlines() or [''])[0]}")
+    return skipped
+
+
+def _area(name: str, calls: Callable[[], dict], inputs, source, progress) -> dict:
+    t0 = time.perf_counter()
+    before = _module_counts()
+    skipped = run_calls(calls(), inputs, source)
+    modules = _delta(before, _module_counts())
+    row = {"seconds": round(time.perf_counter() - t0, 3),
+           "compiled": sum(m["compiled"] for m in modules.values()),
+           "loaded": sum(m["loaded"] for m in modules.values()), "modules": modules}
+    if skipped:
+        row["skipped"] = skipped
+    if progress is not None:
+        names = ", ".join(m.removeprefix("graphsys.") for m in sorted(modules)) or "none"
+        progress(f"{name}: {row['compiled']} kernel signatures compiled, {row['loaded']} "
+                 f"loaded ({row['seconds']:.2f} s; {names})")
+    return row
+
+
+def warmup_all(*, seed: int = 0, progress: Callable[[str], None] | None = None) -> dict:
+    """Compile (or load) the kernels of every public analysis: the vertex algorithms'
+    warm-up (:func:`graphsys.bsp.warmup.warmup`), then every call of :data:`CALLS`,
+    the samplers and the NetworkX backend's functions on small generated graphs (see the
+    module docstring).
+
+    Parameters
+    ----------
+    seed : int, default 0
+        Seed of the generated graphs.
+    progress : callable, optional
+        Called with one line per vertex algorithm and per area as it finishes.
+
+    Returns
+    -------
+    dict
+        ``cache``, ``seconds``, ``compiled``, ``loaded`` (kernel signatures), ``bsp``
+        (:func:`~graphsys.bsp.warmup.warmup`'s report) and per area (``bsp-api``,
+        ``mining``, ``measures``, ``sampling``, ``nx_backend``) its seconds, signatures
+        compiled and loaded, per kernel module, and the calls a graph did not take.
+    """
+    from graphsys import jit
+    from graphsys.bsp.warmup import warmup
+
+    t0 = time.perf_counter()
+    start = jit.cache_counts()
+    _import_covered()
+    out: dict[str, Any] = {"bsp": warmup(seed=seed, progress=progress)}
+    with tempfile.TemporaryDirectory(prefix="graphsys-warmup-all-") as tmp:
+        graphs = _graphs(Path(tmp), seed)
+
+        def first(g):
+            return g.to_original(np.zeros(1, np.int64))[0].item()
+
+        areas = {"bsp-api": CALLS["bsp"], "mining": CALLS["mining"],
+                 "measures": CALLS["measures"], "sampling": _sampling_calls}
+        for name, calls in areas.items():
+            inputs = graphs + ([_temporal_graph(Path(tmp), seed)] if name == "sampling" else
+                               [_two_components(Path(tmp), seed)] if name == "measures" else [])
+            out[name] = _area(name, calls, inputs, first, progress)
+        work = Path(tmp) / "storage"
+        work.mkdir()
+        out["storage"] = _area("storage", _storage_calls, [("edge files", work)],
+                               lambda _: seed, progress)
+        with warnings.catch_warnings():  # NetworkX's note on its cache of conversions
+            warnings.simplefilter("ignore")
+            out["nx_backend"] = _area("nx_backend", CALLS["nx_backend"], _nx_graphs(seed),
+                                      lambda G: next(iter(G)), progress)
+    end = jit.cache_counts()
+    return {"cache": jit.cache_location(), "seconds": round(time.perf_counter() - t0, 3),
+            "compiled": end["compiled"] - start["compiled"],
+            "loaded": end["loaded"] - start["loaded"], **out}
