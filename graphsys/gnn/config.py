@@ -128,8 +128,9 @@ class RGCNSettings:
         Validation triples ranked per evaluation, a seeded sample (default 2000; 0: all).
         The test edge set is always ranked whole.
     max_seconds : float, optional
-        Stop after this much training time in seconds, evaluations excluded (it ends with
-        an evaluation and keeps the best model, as at the end); default None: no limit.
+        Stop after this much training time in seconds, evaluations excluded, a resumed
+        run's earlier epochs included (it ends with an evaluation and keeps the best model,
+        as at the end); default None: no limit.
     train_edges, valid_edges, test_edges : str
         The edge sets that train, select the model, and give the test metrics (defaults
         ``train``, ``valid``, ``test``, as ``graphsys datasets ingest fb15k-237`` stores

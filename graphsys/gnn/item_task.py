@@ -17,31 +17,17 @@ embeddings; every item but the user's training (and other held-out) items is ran
 
 from __future__ import annotations
 
-import copy
-import time
-from collections.abc import Callable
-from pathlib import Path
-
 import numpy as np
 import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.batches import eval_blocks, pair_batch, walk_sampler
-from graphsys.gnn.checkpoint import graph_identity, save_checkpoint
 from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.inputs import ItemInput
 from graphsys.gnn.loader import PrefetchLoader
-from graphsys.gnn.loop import (
-    GNNResult,
-    Monitor,
-    batch_bar,
-    config_json,
-    finite_loss,
-    finite_params,
-    seed_all,
-)
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.ranking import hits_at_k, mrr, protocol, ranks
@@ -170,122 +156,92 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     return {**out, "mrr": mrr(rank)}
 
 
-def run_item_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | None = None,
-                  log: Callable[[dict], None] | None = None, progress: bool = False
-                  ) -> GNNResult:
-    """The link task of :func:`graphsys.gnn.train` with ``link_split="user"``, which
-    resolves its arguments (see the module docstring)."""
-    t0 = time.perf_counter()
-    seed_all(cfg.seed)
-    item_t, user_t = bipartite_types(graph, cfg.entity_type)
-    n_items, n_users = graph.num_nodes(item_t), graph.num_nodes(user_t)
-    users, items, train_m, val_m, test_m = interaction_split(graph, item_t, user_t, cfg.seed)
-    if not test_m.any():                     # a stored split without a test edge set
-        test_m = val_m
-    fw = from_coo(items[train_m], users[train_m], n_items, n_users)    # item -> user
-    bw = fw.transpose()                                                # user -> item
-    fanouts = cfg.fanouts or [10, 10]
-    sampler = walk_sampler(cfg, fw, bw, fanouts)
+class ItemTask(Task):
+    """The link task of :func:`graphsys.gnn.train` with ``link_split="user"`` for
+    :func:`~graphsys.gnn.fit.fit` (see the module docstring)."""
 
-    feat = None
-    if "feat" in graph.node_columns(item_t):
-        feat = torch.from_numpy(graph.node_column("feat", item_t))
-    inp = ItemInput(n_items, feat, cfg.hidden).to(device)
-    model = GNN(cfg.model, cfg.hidden, cfg.hidden, cfg.hidden, len(fanouts),
-                cfg.dropout).to(device)
-    opt = adam(model, inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
-    hard = (PPRHardNegativeSampler(fw, bw, cfg.hard_band[0], cfg.hard_band[1],
-                                   cfg.hard_negatives)
-            if cfg.hard_negatives > 0 and cfg.hard_band[0] < n_items - 1 else None)
+    protocol = RANKED
 
-    # per-user training items, held-out targets
-    user_items = per_user(users[train_m], items[train_m], n_users)
-    val_t = np.stack([users[val_m], items[val_m]], 1)
-    test_t = np.stack([users[test_m], items[test_m]], 1)
-    val_excl = per_user(users[test_m], items[test_m], n_users)
-    test_excl = per_user(users[val_m], items[val_m], n_users)
-    active_items = np.flatnonzero(fw.degrees() > 0)
-    per_epoch = max(1, int(train_m.sum()) // cfg.batch_size)
-    if cfg.batches_per_epoch:
-        per_epoch = min(per_epoch, cfg.batches_per_epoch)
-    ranges = partition_ranges(graph, item_t)
-    meta = {"task": "link", "entity_type": item_t, "other_type": user_t,
-            "graph": str(graph.path), "train_config": config_json(cfg),
-            "has_features": feat is not None, "num_items": n_items}
-    if out is not None:  # which nodes its rows belong to (read back by check_graph)
-        meta["graph_identity"] = graph_identity(graph)
+    def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device):
+        self.cfg, self.device = cfg, device
+        item_t, user_t = bipartite_types(graph, cfg.entity_type)
+        n_items, n_users = graph.num_nodes(item_t), graph.num_nodes(user_t)
+        self.item_t, self.n_items = item_t, n_items
+        users, items, train_m, val_m, test_m = interaction_split(graph, item_t, user_t,
+                                                                 cfg.seed)
+        if not test_m.any():                     # a stored split without a test edge set
+            test_m = val_m
+        self.fw = from_coo(items[train_m], users[train_m], n_items, n_users)  # item -> user
+        self.bw = self.fw.transpose()                                         # user -> item
+        fanouts = cfg.fanouts or [10, 10]
+        self.sampler = walk_sampler(cfg, self.fw, self.bw, fanouts)
+        feat = (torch.from_numpy(graph.node_column("feat", item_t))
+                if "feat" in graph.node_columns(item_t) else None)
+        self.inp = ItemInput(n_items, feat, cfg.hidden).to(device)
+        self.model = GNN(cfg.model, cfg.hidden, cfg.hidden, cfg.hidden, len(fanouts),
+                         cfg.dropout).to(device)
+        self.modules = {"model.": self.model, "input.": self.inp}
+        self.opt = adam(self.model, self.inp, cfg.lr, cfg.weight_decay, cfg.weight_decay_layers)
+        self.hard = (PPRHardNegativeSampler(self.fw, self.bw, cfg.hard_band[0],
+                                            cfg.hard_band[1], cfg.hard_negatives)
+                     if cfg.hard_negatives > 0 and cfg.hard_band[0] < n_items - 1 else None)
+        # per-user training items, held-out targets
+        self.user_items = per_user(users[train_m], items[train_m], n_users)
+        self.val_t = np.stack([users[val_m], items[val_m]], 1)
+        self.test_t = np.stack([users[test_m], items[test_m]], 1)
+        self.val_excl = per_user(users[test_m], items[test_m], n_users)
+        self.test_excl = per_user(users[val_m], items[val_m], n_users)
+        self.active_items = np.flatnonzero(self.fw.degrees() > 0)
+        self.per_epoch = max(1, int(train_m.sum()) // cfg.batch_size)
+        if cfg.batches_per_epoch:
+            self.per_epoch = min(self.per_epoch, cfg.batches_per_epoch)
+        self.ranges = partition_ranges(graph, item_t)
+        self.meta = {"task": "link", "entity_type": item_t, "other_type": user_t,
+                     "has_features": feat is not None, "num_items": n_items}
 
-    def save(path: Path):
-        state = {f"model.{k}": v for k, v in model.state_dict().items()}
-        state.update({f"input.{k}": v for k, v in inp.state_dict().items()})
-        save_checkpoint(path, state, model.config(), meta)
+    def embed_all(self) -> torch.Tensor:
+        self.inp.eval()
+        return layerwise_inference(self.model, self.inp, self.n_items,
+                                   eval_blocks(self.sampler, self.cfg.seed), self.ranges,
+                                   device=self.device)
 
-    def embed_all() -> torch.Tensor:
-        inp.eval()
-        return layerwise_inference(model, inp, n_items, eval_blocks(sampler, cfg.seed),
-                                   ranges, device=device)
-
-    def make_batch(i: int, epoch: int) -> MiniBatch:
+    def make_batch(self, i: int, epoch: int) -> MiniBatch:
+        cfg, fw, bw, n_items = self.cfg, self.fw, self.bw, self.n_items
         rng = np.random.default_rng(derive_seed(cfg.seed, epoch, i))
-        heads = rng.choice(active_items, cfg.batch_size)
+        heads = rng.choice(self.active_items, cfg.batch_size)
         # positive: one item -> user -> item hop on the training graph
         deg = fw.degrees()[heads]
         mid = fw.indices[fw.indptr[heads] + (rng.random(len(heads)) * deg).astype(np.int64)]
         bdeg = bw.degrees()[mid]
         pos = bw.indices[bw.indptr[mid] + (rng.random(len(mid)) * bdeg).astype(np.int64)]
         negs = [rng.integers(0, n_items, (len(heads), cfg.negatives_for("user")))]
-        if hard is not None and epoch > 1:
-            negs.append(hard(heads, derive_seed(cfg.seed, epoch, i, 1)).numpy())
+        if self.hard is not None and epoch > 1:
+            negs.append(self.hard(heads, derive_seed(cfg.seed, epoch, i, 1)).numpy())
         neg = np.concatenate(negs, axis=1)
-        return pair_batch(sampler, heads, pos, neg, derive_seed(cfg.seed, epoch, i, 2))
+        return pair_batch(self.sampler, heads, pos, neg, derive_seed(cfg.seed, epoch, i, 2))
 
-    monitor = Monitor(cfg, out, log, save)
-    epoch = 0
-    with batch_bar(cfg, per_epoch, progress) as bar:
-        for epoch in range(1, cfg.epochs + 1):
-            model.train()
-            inp.train()
-            bar.set_description(f"train {cfg.model} epoch {epoch}/{cfg.epochs}", refresh=False)
-            loader = PrefetchLoader(per_epoch, lambda i, e=epoch: make_batch(i, e),
-                                    num_workers=cfg.num_workers, prefetch=cfg.prefetch,
-                                    device=device)
-            loss_sum = 0.0
-            for k, batch in enumerate(loader):
-                z = F.normalize(model(batch.blocks, inp(batch.input_nodes)), dim=1)
-                ex = batch.extra
-                h, p, n = z[ex["head"]], z[ex["pos"]], z[ex["neg"]]
-                b = inp.bias
-                sp_ = (h * p).sum(1, keepdim=True) + b[batch.seeds[batch.extra["pos"]]
-                                                       ].unsqueeze(1)
-                sn = (h.unsqueeze(1) * n).sum(2) + b[batch.seeds[batch.extra["neg"]]]
-                loss = F.relu(sn - sp_ + cfg.margin).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                loss_sum += finite_loss(float(loss.detach()), epoch, k, out)
-                bar.update(1)
-            finite_params((model, inp), epoch, out)
-            if epoch % cfg.eval_every and epoch != cfg.epochs:
-                continue
-            with torch.no_grad():
-                m = rank_metrics(embed_all(), user_items, val_excl, val_t, cfg.metrics_k,
-                                 bias=inp.bias)
-            record = {"epoch": epoch, "loss": loss_sum / per_epoch,
-                      **{f"val_{k}": v for k, v in m.items() if k.startswith("hits@")},
-                      "val_mrr": m["mrr"], "protocol": RANKED,
-                      "seconds": round(time.perf_counter() - t0, 3)}
-            bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
-            if monitor.step(model, record, m["mrr"]):
-                break
-            if record["best"]:
-                best_inp = copy.deepcopy(inp.state_dict())
-    if monitor.best_state is not None:
-        model.load_state_dict(monitor.best_state)
-        inp.load_state_dict(best_inp)
-    with torch.no_grad():
-        emb = embed_all()
-        metrics = rank_metrics(emb, user_items, test_excl, test_t, cfg.metrics_k,
-                               bias=inp.bias)
-    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
-                     {"input": inp, "embeddings": emb, "entity_type": item_t},
-                     protocol=RANKED)
+    def batches(self, epoch: int) -> PrefetchLoader:
+        return PrefetchLoader(self.per_epoch, lambda i: self.make_batch(i, epoch),
+                              num_workers=self.cfg.num_workers, prefetch=self.cfg.prefetch,
+                              device=self.device)
+
+    def loss(self, batch: MiniBatch, epoch: int, k: int) -> torch.Tensor:
+        z = F.normalize(self.model(batch.blocks, self.inp(batch.input_nodes)), dim=1)
+        ex, b = batch.extra, self.inp.bias
+        h, p, n = z[ex["head"]], z[ex["pos"]], z[ex["neg"]]
+        sp_ = (h * p).sum(1, keepdim=True) + b[batch.seeds[ex["pos"]]].unsqueeze(1)
+        sn = (h.unsqueeze(1) * n).sum(2) + b[batch.seeds[ex["neg"]]]
+        return F.relu(sn - sp_ + self.cfg.margin).mean()
+
+    def evaluate(self, epoch: int) -> Evaluation:
+        m = rank_metrics(self.embed_all(), self.user_items, self.val_excl, self.val_t,
+                         self.cfg.metrics_k, bias=self.inp.bias)   # embedded without gradients
+        fields = {**{f"val_{k}": v for k, v in m.items() if k.startswith("hits@")},
+                  "val_mrr": m["mrr"], "protocol": RANKED}
+        return Evaluation(fields, m["mrr"])
+
+    def finish(self, best: float | None, clock) -> tuple[dict[str, float], dict]:
+        emb = self.embed_all()
+        metrics = rank_metrics(emb, self.user_items, self.test_excl, self.test_t,
+                               self.cfg.metrics_k, bias=self.inp.bias)
+        return metrics, {"input": self.inp, "embeddings": emb, "entity_type": self.item_t}

@@ -1,30 +1,19 @@
-"""The training loop's parts that every task of :func:`graphsys.gnn.train` shares.
-
-:class:`GNNResult` is what a run returns; :class:`Monitor` keeps the best model by the
-validation metric, stops early, checkpoints and logs one JSON record per evaluation;
-:func:`finite_loss` / :func:`finite_params` stop a diverged run in one line;
-:func:`batch_bar` is the progress bar over every batch of every epoch; :func:`seed_all`
-seeds torch and NumPy. Data-parallel set-up (:func:`distributed_setup`, :class:`Ranks`,
-:func:`inputs_digest`) runs on :mod:`graphsys.distributed`; a node-task run saves its state
-after every epoch and :func:`resume` continues from it (:func:`rng_state`,
-:func:`config_json`).
+"""What every task of :func:`graphsys.gnn.train` shares besides the loop itself
+(:func:`graphsys.gnn.fit.fit`): :class:`GNNResult`, what a run returns; the data-parallel
+set-up (:func:`distributed_setup`, :class:`Ranks`, :func:`inputs_digest`) on
+:mod:`graphsys.distributed`; what a resumed run may change (:data:`RESUMABLE_CHANGES`) and
+the config as stored (:func:`config_json`).
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
-import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from graphsys.distributed import (
     Collectives,
@@ -35,10 +24,8 @@ from graphsys.distributed import (
     local_cuda_device,
     rank_share,
 )
-from graphsys.errors import FormatError, GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import check_graph, load_checkpoint, load_module_state
+from graphsys.errors import ParameterError
 from graphsys.gnn.config import TrainConfig
-from graphsys.progress import progress_bar
 from graphsys.storage.graph import Graph
 
 
@@ -60,8 +47,8 @@ class GNNResult:
         Wall-clock time of the whole run, evaluations included.
     history : list of dict
         One record per evaluation, as written to ``<out>/metrics.jsonl``: ``epoch``,
-        ``loss``, the validation metrics (link task: and their ``protocol``), ``seconds``
-        and ``best`` (whether the model was kept).
+        ``loss``, the validation metrics (link task: and their ``protocol``), this call's
+        ``seconds``, ``train_seconds``, ``eval_seconds`` and ``best`` (the model kept).
     model : torch.nn.Module
         The trained model, holding the best-validation weights.
     extra : dict
@@ -69,7 +56,7 @@ class GNNResult:
         ``sampler`` (node task) or ``embeddings`` (link task: every item's embedding).
         Node task also: ``world_size``, this process's ``rank``, ``ranks`` (per rank:
         ``rank``, the training ``seeds`` it stepped on and its training ``seconds``, in
-        this call), ``train_seconds`` and ``eval_seconds`` (this rank's).
+        this call), ``train_seconds`` and ``eval_seconds`` (this rank's, in this call).
     protocol : str or None
         Link task: the ranking protocol of the metrics (:func:`graphsys.ranking.protocol`:
         ``"sampled@1000, filtered"``, ``"full, filtered"``, ``"full, filtered, both
@@ -99,101 +86,6 @@ class GNNResult:
     model: nn.Module | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     protocol: str | None = None
-
-
-class Monitor:
-    """Early stopping on a validation metric (higher is better), best-state keeping,
-    checkpointing and metric logging; with a validation loss too, the rule of
-    ``selection="val_accuracy_and_loss"`` (:class:`~graphsys.gnn.config.TrainConfig`)."""
-
-    def __init__(self, cfg: TrainConfig, out: Path | None, log: Callable[[dict], None] | None,
-                 save: Callable[[Path], None]):
-        self.cfg, self.out, self.log, self.save = cfg, out, log, save
-        self.best = -float("inf")
-        self.best_loss = float("inf")
-        self.best_state = None
-        self.bad = 0
-        self.history: list[dict[str, Any]] = []
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "metrics.jsonl").write_text("")
-
-    def state(self) -> dict[str, Any]:
-        """What :meth:`restore` takes back: the bests, the patience count, the history."""
-        return {"best": self.best, "best_loss": self.best_loss, "bad": self.bad,
-                "history": self.history}
-
-    def restore(self, state: dict[str, Any], best_state: dict[str, torch.Tensor] | None
-                ) -> None:
-        """Continue from :meth:`state` (and the kept model's ``best_state``); rewrites
-        ``metrics.jsonl`` with the history so far."""
-        self.best, self.best_loss = float(state["best"]), float(state["best_loss"])
-        self.bad, self.history = int(state["bad"]), list(state["history"])
-        self.best_state = best_state
-        if self.out is not None:
-            (self.out / "metrics.jsonl").write_text(
-                "".join(json.dumps(r) + "\n" for r in self.history))
-
-    def step(self, model: nn.Module, record: dict[str, Any], value: float,
-             loss: float | None = None) -> bool:
-        """Record an evaluation; True when training should stop. Without ``loss`` a better
-        ``value`` keeps the model and restarts the patience; with it (lower is better) either
-        one reaching its best (``>=`` / ``<=``) restarts the patience and both together keep
-        the model."""
-        if loss is None:
-            keep = improved = value > self.best
-        else:
-            keep = value >= self.best and loss <= self.best_loss
-            improved = value >= self.best or loss <= self.best_loss
-            self.best_loss = min(self.best_loss, loss)
-        record["best"] = keep
-        self.history.append(record)
-        if self.out is not None:
-            with open(self.out / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(record) + "\n")
-        if self.log is not None:
-            self.log(record)
-        if keep:
-            self.best_state = copy.deepcopy(model.state_dict())
-            if self.out is not None:
-                self.save(self.out / "checkpoint")
-        if improved:
-            self.best, self.bad = max(self.best, value), 0
-            return False
-        self.bad += 1
-        return self.bad >= self.cfg.patience
-
-
-def finite_loss(loss: float, epoch: int, batch: int, out: Path | None, *,
-                 what: str = "") -> float:
-    """``loss`` if finite, else the one-line error that stops a diverged run (the last
-    checkpoint written, if any, is the last good model: nothing non-finite is saved)."""
-    if math.isfinite(loss):
-        return loss
-    where = f"{what} after epoch {epoch}" if what else f"loss {loss} in epoch {epoch}, " \
-        f"batch {batch}"
-    kept = f"; {out / 'checkpoint'} keeps the last model saved" if out is not None else ""
-    raise GraphsysError(f"training diverged: {where}{kept} (lower lr?)")
-
-
-def finite_params(modules: tuple[nn.Module, ...], epoch: int, out: Path | None) -> None:
-    """Raise the diverged-run error of :func:`finite_loss` if a parameter of ``modules``
-    holds a NaN or an infinity after ``epoch`` (before it is evaluated or saved)."""
-    for module in modules:
-        for name, param in module.named_parameters():
-            if not bool(torch.isfinite(param).all()):
-                finite_loss(float("nan"), epoch, -1, out, what=f"parameter {name} non-finite")
-
-
-def batch_bar(cfg: TrainConfig, batches_per_epoch: int, progress: bool) -> tqdm:
-    """A bar over every batch of every epoch (early stopping ends it short)."""
-    return progress_bar(total=cfg.epochs * batches_per_epoch, unit="batch",
-                        dynamic_ncols=True, desc=f"train {cfg.model}", disable=not progress)
-
-
-def seed_all(seed: int) -> None:
-    torch.manual_seed(seed)
-    np.random.seed(seed % (2 ** 32))
 
 
 class Ranks:
@@ -264,88 +156,6 @@ def inputs_digest(graph: Graph, cfg: TrainConfig, model: nn.Module,
 #: TrainConfig fields a resumed run may change: it trains on with more epochs or patience,
 #: or samples its (identical) batches elsewhere
 RESUMABLE_CHANGES = ("epochs", "patience", "sampler")
-
-
-def rng_state(device: torch.device) -> torch.Tensor:
-    """The torch generators dropout draws from (CPU, and the current CUDA device's), as
-    one uint8 vector."""
-    parts = [torch.get_rng_state()]
-    if device.type == "cuda":
-        parts.append(torch.cuda.get_rng_state(device))
-    return torch.cat(parts)
-
-
-def set_rng_state(state: torch.Tensor, device: torch.device) -> None:
-    """Restore the generators from a :func:`rng_state` vector."""
-    n = len(torch.get_rng_state())
-    torch.set_rng_state(state[:n].clone())
-    if device.type == "cuda":
-        torch.cuda.set_rng_state(state[n:].clone(), device)
-
-
-def resume(last: Path, best: Path, cfg: TrainConfig, world_size: int, model: nn.Module,
-           inp: nn.Module, opt: torch.optim.Optimizer, monitor: Monitor, rank: int,
-           device: torch.device, graph: Graph | None = None) -> tuple[int, bool]:
-    """Load the state :func:`~graphsys.gnn.node_task.run_node_task` saved after an epoch into
-    ``last`` (the model, the input, the optimiser, the monitor; the kept model from
-    ``best``): ``(first epoch to run, whether the run had stopped early)``. A run with
-    other settings (except :data:`RESUMABLE_CHANGES`) or world size, or on another graph
-    than ``graph`` (:func:`~graphsys.gnn.checkpoint.check_graph`: the same digest), is
-    refused in one line."""
-    state, _, meta = load_checkpoint(last)
-
-    def same(c: dict) -> dict:
-        return {k: v for k, v in c.items() if k not in RESUMABLE_CHANGES}
-
-    if same(meta.get("train_config", {})) != same(config_json(cfg)) \
-            or meta.get("world_size") != world_size:
-        raise GraphsysError(f"{last.parent}: holds a run with other settings or another "
-                            f"world size (resume it with the same ones, or choose a new "
-                            f"output directory)")
-    if graph is not None:
-        check_graph(meta, graph, last, same_graph=True)
-    load_module_state(model, state, "model.", last)
-    load_module_state(inp, state, "input.", last)
-    sd = opt.state_dict()
-    params = [p for group in opt.param_groups for p in group["params"]]
-    per: dict[int, dict[str, torch.Tensor]] = {}
-    for k, v in state.items():
-        if k.startswith("optim."):
-            _, i, name = k.split(".", 2)
-            want = () if name == "step" else tuple(params[int(i)].shape) \
-                if i.isdigit() and int(i) < len(params) else None
-            if want is None or tuple(v.shape) != want:
-                raise FormatError(f"{last}: tensor {k} does not fit the optimiser of the "
-                                  f"model rebuilt from its config")
-            per.setdefault(int(i), {})[name] = v
-    sd["state"] = per
-    opt.load_state_dict(sd)
-    kept = None
-    if (best / "model.json").exists():
-        bstate, _, bmeta = load_checkpoint(best)
-        if graph is not None:
-            check_graph(bmeta, graph, best, same_graph=True)
-        if same(bmeta.get("train_config", {})) != same(config_json(cfg)):
-            raise GraphsysError(f"{best}: the best model kept beside {last} is of a run with "
-                                f"other settings (choose a new output directory)")
-        probe = copy.deepcopy(model)
-        load_module_state(probe, bstate, "model.", best)
-        kept = probe.state_dict()
-    monitor_state = meta.get("monitor")
-    if not isinstance(monitor_state, dict) or not isinstance(meta.get("epoch"), int):
-        raise FormatError(f"{last / 'model.json'}: meta.monitor and meta.epoch are missing")
-    try:
-        monitor.restore(monitor_state, kept)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise FormatError(f"{last / 'model.json'}: meta.monitor is malformed ({exc})"
-                          ) from None
-    if "rng" in state and state["rng"].dim() == 2 and state["rng"].shape[0] == world_size:
-        try:
-            set_rng_state(state["rng"][rank], device)
-        except (RuntimeError, TypeError, ValueError):
-            raise FormatError(f"{last}: tensor rng is not the random generators' state "
-                              f"{tuple(state['rng'].shape)}") from None
-    return int(meta["epoch"]) + 1, bool(meta.get("stopped"))
 
 
 def config_json(cfg: TrainConfig) -> dict:

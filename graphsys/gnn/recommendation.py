@@ -91,7 +91,7 @@ class _Scorer:
                                 f"was trained on, and {self.graph.path} grew since (entities "
                                 f"appended); train on the grown graph")
         if self.pairs:
-            self._held_out_edges(checkpoint, state, config, meta)
+            self._held_out_edges(checkpoint, state, meta)
         else:
             item_type = meta_field(meta, "entity_type", checkpoint)
             if old is not None and item_type in old:  # new items: bias 0, rows from neighbours
@@ -127,7 +127,7 @@ class _Scorer:
         norm = np.linalg.norm(z, axis=1, keepdims=True)
         self.unit = (z / np.maximum(norm, 1e-12)).astype(np.float32)
 
-    def _held_out_edges(self, checkpoint, state: dict, config: dict, meta: dict) -> None:
+    def _held_out_edges(self, checkpoint, state: dict, meta: dict) -> None:
         """A checkpoint of the link task on held-out edges between two entity types:
         every node's embedding over its training graph, and its decoder."""
         from graphsys.gnn.link_task import load_link_model
@@ -139,7 +139,7 @@ class _Scorer:
                                                f"split {meta.get('link_split')!r}); "
                                                f"recommendations need users and items of two "
                                                f"entity types (a bipartite graph)")
-        z, self.decoder, data = load_link_model(checkpoint, state, config, meta, self.graph)
+        z, self.decoder, data = load_link_model(checkpoint, state, meta, self.graph)
         (self.user_type, ulo, _), (self.item_type, ilo, ihi) = data.types
         self.z_users, self.z_items = z[ulo:ilo].float(), z[ilo:ihi].float()
 

@@ -23,8 +23,6 @@ with ``out`` checkpoints the best model, which :func:`evaluate` ranks again and
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -36,23 +34,14 @@ from graphsys import ranking
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import (
     check_graph,
-    graph_identity,
     load_checkpoint,
     load_module_state,
-    save_checkpoint,
+    train_config_of,
 )
 from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.conv.rgcn import RGCNConv
+from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.hetero import TypedInput
-from graphsys.gnn.loop import (
-    GNNResult,
-    Monitor,
-    batch_bar,
-    config_json,
-    finite_loss,
-    finite_params,
-    seed_all,
-)
 from graphsys.gnn.metrics import hits_at_k, mrr
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.hetero import TypedBlock
@@ -240,114 +229,90 @@ def encodings(model: RGCNLinkModel, data: RGCNData) -> torch.Tensor:
     return model.encode(data.full)
 
 
-def run_rgcn_task(graph: Graph, cfg: TrainConfig, *, out: Path | None = None,
-                  log: Callable[[dict], None] | None = None, progress: bool = False,
-                  device: torch.device = torch.device("cpu")) -> GNNResult:
-    """The link task of :func:`graphsys.gnn.train` with ``model="rgcn"``, which resolves
-    its arguments (see the module docstring). Each evaluation record holds ``epoch``,
-    ``step``, ``loss`` (the epoch's mean), ``val_mrr``, ``val_hits@k``, ``protocol``,
-    ``seconds`` (wall time so far) and ``train_seconds`` (training steps only). The model
-    trains and ranks on ``device``; batches are drawn on the CPU with the same seeds, so a
-    run's batches do not depend on the device."""
-    t0 = time.perf_counter()
-    seed_all(cfg.seed)
-    rs = cfg.rgcn
-    data = RGCNData(graph, cfg)
-    data.full = data.full.to(device)
-    R = data.num_relations
-    model = RGCNLinkModel(data.num_nodes, R, hidden=cfg.hidden, num_layers=rs.num_layers,
-                          num_blocks=rs.num_blocks, num_bases=rs.num_bases,
-                          dropout=cfg.dropout).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    tr = data.train
-    n_train = len(tr[0])
-    if n_train == 0:
-        raise GraphsysError(f"{graph.path}: edge set {rs.train_edges!r} is empty")
-    k = min(cfg.batch_size, n_train)
-    per_epoch = max(1, -(-n_train // cfg.batch_size))
-    n_val = len(data.valid[0])
-    gen = np.random.default_rng(derive_seed(cfg.seed, 1))
-    sel = (np.sort(gen.choice(n_val, rs.eval_max, replace=False))
-           if rs.eval_max and rs.eval_max < n_val else np.arange(n_val))
-    val = tuple(x[sel] for x in data.valid)
-    meta = {"task": "link", "model": RGCN, "entity_types": list(data.num_nodes),
-            "graph": str(graph.path), "train_config": config_json(cfg)}
-    if out is not None:  # which nodes its rows belong to (read back by check_graph)
-        meta["graph_identity"] = graph_identity(graph)
+class RGCNTask(Task):
+    """The link task with ``model="rgcn"`` (see the module docstring; its records add the
+    optimiser ``step``). The model trains and ranks on ``device``; batches are drawn on the
+    CPU with the same seeds, so a run's batches do not depend on the device."""
 
-    def save(path: Path) -> None:
-        save_checkpoint(path, {f"model.{k}": v for k, v in model.state_dict().items()},
-                        model.config(), meta)
+    protocol = RANKED
 
-    monitor = Monitor(cfg, out, log, save)
-    step, epoch, train_s = 0, 0, 0.0
-    with batch_bar(cfg, per_epoch, progress) as bar:
-        for epoch in range(1, cfg.epochs + 1):
-            bar.set_description(f"train rgcn epoch {epoch}/{cfg.epochs}", refresh=False)
-            loss_sum, steps, out_of_time = 0.0, 0, False
-            for i in range(per_epoch):
-                ts = time.perf_counter()
-                step += 1
-                loss = _step(model, opt, cfg, tr, k, R,
-                             np.random.default_rng(derive_seed(cfg.seed, 2, step)), device)
-                loss_sum += finite_loss(loss, epoch, i, out)
-                steps += 1
-                train_s += time.perf_counter() - ts
-                bar.update(1)
-                out_of_time = rs.max_seconds is not None and train_s >= rs.max_seconds
-                if out_of_time:
-                    break
-            finite_params((model,), epoch, out)
-            if epoch % cfg.eval_every and epoch != cfg.epochs and not out_of_time:
-                continue
-            m = triple_metrics(data.ranks(model, encodings(model, data), val), cfg.metrics_k)
-            record = {"epoch": epoch, "step": step, "loss": loss_sum / max(steps, 1),
-                      **{f"val_{key}": v for key, v in m.items() if key != "mean_rank"},
-                      "protocol": RANKED, "seconds": round(time.perf_counter() - t0, 3),
-                      "train_seconds": round(train_s, 3)}
-            bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{m['mrr']:.4f}")
-            if monitor.step(model, record, m["mrr"]) or out_of_time:
-                break
-    if monitor.best_state is not None:
-        model.load_state_dict(monitor.best_state)
-    z = encodings(model, data)
-    metrics = triple_metrics(data.ranks(model, z, data.test), cfg.metrics_k)
-    metrics["count"] = len(data.test[0])
-    metrics["val_mrr"] = monitor.best if monitor.best_state is not None else float("nan")
-    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
-                     {"embeddings": z.cpu(), "steps": step, "train_seconds": round(train_s, 3)},
-                     protocol=RANKED)
+    def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device):
+        rs = cfg.rgcn
+        self.cfg, self.device = cfg, device
+        data = self.data = RGCNData(graph, cfg)
+        data.full = data.full.to(device)
+        self.model = RGCNLinkModel(data.num_nodes, data.num_relations, hidden=cfg.hidden,
+                                   num_layers=rs.num_layers, num_blocks=rs.num_blocks,
+                                   num_bases=rs.num_bases, dropout=cfg.dropout).to(device)
+        self.modules = {"model.": self.model}
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
+                                    weight_decay=cfg.weight_decay)
+        self.clip, self.max_seconds = rs.grad_norm, rs.max_seconds
+        n_train = len(data.train[0])
+        if n_train == 0:
+            raise GraphsysError(f"{graph.path}: edge set {rs.train_edges!r} is empty")
+        self.k = min(cfg.batch_size, n_train)
+        self.per_epoch = max(1, -(-n_train // cfg.batch_size))
+        n_val = len(data.valid[0])
+        gen = np.random.default_rng(derive_seed(cfg.seed, 1))
+        sel = (np.sort(gen.choice(n_val, rs.eval_max, replace=False))
+               if rs.eval_max and rs.eval_max < n_val else np.arange(n_val))
+        self.val = tuple(x[sel] for x in data.valid)
+        self.meta = {"task": "link", "model": RGCN, "entity_types": list(data.num_nodes)}
+        self.step = 0
 
+    def batches(self, epoch: int):
+        """Each step's random generator (seeded by the run's step count)."""
+        for _ in range(self.per_epoch):
+            self.step += 1
+            yield np.random.default_rng(derive_seed(self.cfg.seed, 2, self.step))
 
-def _step(model: RGCNLinkModel, opt: torch.optim.Optimizer, cfg: TrainConfig,
-          tr: tuple[np.ndarray, np.ndarray, np.ndarray], k: int, num_relations: int,
-          rng: np.random.Generator, device: torch.device) -> float:
-    """One optimiser step on ``k`` training triples drawn by ``rng`` (see the module
-    docstring); returns the loss."""
-    model.train()
-    pick = rng.choice(len(tr[0]), k, replace=False)
-    h, r, t = tr[0][pick], tr[1][pick], tr[2][pick]
-    nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
-    hl, tl = inv[:k], inv[k:]
-    g = max(1, int(round(cfg.rgcn.graph_split * k)))
-    z = model.encode(_graph_block(nodes, hl[:g], r[:g], tl[:g], num_relations).to(device))
-    # corrupt the head or the tail of each positive with a uniform batch node
-    neg = cfg.negatives_for(RGCN)
-    ch, ct, cr = np.repeat(hl, neg), np.repeat(tl, neg), np.repeat(r, neg)
-    rand = rng.integers(0, len(nodes), len(ch))
-    head_side = rng.random(len(ch)) < 0.5
-    ch, ct = np.where(head_side, rand, ch), np.where(head_side, ct, rand)
-    s_idx = torch.from_numpy(np.concatenate([hl, ch])).to(device)
-    o_idx = torch.from_numpy(np.concatenate([tl, ct])).to(device)
-    r_idx = torch.from_numpy(np.concatenate([r, cr])).to(device)
-    labels = torch.cat([torch.ones(k, device=device), torch.zeros(len(ch), device=device)])
-    loss = F.binary_cross_entropy_with_logits(model.score(z[s_idx], r_idx, z[o_idx]), labels)
-    loss = loss + cfg.rgcn.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
-    opt.zero_grad()
-    loss.backward()
-    nn.utils.clip_grad_norm_(model.parameters(), cfg.rgcn.grad_norm)
-    opt.step()
-    return float(loss.detach())
+    def loss(self, rng: np.random.Generator, epoch: int, k: int) -> torch.Tensor:
+        """The loss of ``self.k`` training triples drawn by ``rng`` (see the module
+        docstring)."""
+        model, cfg, tr, k, device = self.model, self.cfg, self.data.train, self.k, self.device
+        pick = rng.choice(len(tr[0]), k, replace=False)
+        h, r, t = tr[0][pick], tr[1][pick], tr[2][pick]
+        nodes, inv = np.unique(np.concatenate([h, t]), return_inverse=True)
+        hl, tl = inv[:k], inv[k:]
+        g = max(1, int(round(cfg.rgcn.graph_split * k)))
+        z = model.encode(_graph_block(nodes, hl[:g], r[:g], tl[:g], self.data.num_relations
+                                      ).to(device))
+        # corrupt the head or the tail of each positive with a uniform batch node
+        neg = cfg.negatives_for(RGCN)
+        ch, ct, cr = np.repeat(hl, neg), np.repeat(tl, neg), np.repeat(r, neg)
+        rand = rng.integers(0, len(nodes), len(ch))
+        head_side = rng.random(len(ch)) < 0.5
+        ch, ct = np.where(head_side, rand, ch), np.where(head_side, ct, rand)
+        s_idx = torch.from_numpy(np.concatenate([hl, ch])).to(device)
+        o_idx = torch.from_numpy(np.concatenate([tl, ct])).to(device)
+        r_idx = torch.from_numpy(np.concatenate([r, cr])).to(device)
+        labels = torch.cat([torch.ones(k, device=device), torch.zeros(len(ch), device=device)])
+        loss = F.binary_cross_entropy_with_logits(model.score(z[s_idx], r_idx, z[o_idx]),
+                                                  labels)
+        return loss + cfg.rgcn.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
+
+    def evaluate(self, epoch: int) -> Evaluation:
+        m = triple_metrics(self.data.ranks(self.model, encodings(self.model, self.data),
+                                           self.val), self.cfg.metrics_k)
+        return Evaluation({"step": self.step,
+                           **{f"val_{key}": v for key, v in m.items() if key != "mean_rank"},
+                           "protocol": RANKED}, m["mrr"])
+
+    def state(self) -> dict:
+        return {"step": self.step}
+
+    def restore(self, state: dict) -> None:
+        self.step = int(state.get("step", 0))
+
+    def finish(self, best: float | None, clock) -> tuple[dict[str, float], dict]:
+        z = encodings(self.model, self.data)
+        metrics = triple_metrics(self.data.ranks(self.model, z, self.data.test),
+                                 self.cfg.metrics_k)
+        metrics["count"] = len(self.data.test[0])
+        metrics["val_mrr"] = best if best is not None else float("nan")
+        return metrics, {"embeddings": z.cpu(), "steps": self.step,
+                         "train_seconds": round(clock.train_here, 3)}
 
 
 def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
@@ -374,9 +339,7 @@ def load_rgcn(checkpoint: str | Path, graph: Graph | str | Path | None = None
                           **{k: config[k] for k in ("hidden", "num_layers", "num_blocks",
                                                     "num_bases", "dropout")})
     load_module_state(model, state, "model.", checkpoint)
-    values = dict(meta["train_config"])
-    values["hard_band"] = tuple(values["hard_band"])
-    return model.eval(), graph, TrainConfig(**values)
+    return model.eval(), graph, train_config_of(meta, checkpoint)
 
 
 def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,

@@ -5,7 +5,7 @@ Layout::
     RUN/run.json        what run the directory holds (written before anything else)
     RUN/metrics.jsonl   one JSON record per evaluation
     RUN/checkpoint/     the best model (:mod:`graphsys.gnn.checkpoint`)
-    RUN/last/           node task: the state after the last epoch, to resume from
+    RUN/last/           the state after the last epoch, to resume from
 
 ``run.json`` records the task, the :class:`~graphsys.gnn.config.TrainConfig`, the world
 size and the graph (its path and :func:`~graphsys.distributed.graph_digest`: partitioning,
@@ -22,10 +22,9 @@ training and checks, in this order, refusing in one line with nothing written:
   two runs at once never interleave ``metrics.jsonl`` or mix checkpoints (the second is
   refused at once; the kernel releases the lock of a killed run);
 * ``RUN`` holds no other run: an existing ``run.json`` must record the same task, world
-  size, graph (digest) and settings. A node-task run may change only
+  size, graph (digest) and settings; a rerun may change only
   :data:`~graphsys.gnn.loop.RESUMABLE_CHANGES` (``epochs``, ``patience``, ``sampler``) and
-  resumes from ``last/``; the other tasks do not resume, so the same run (every setting
-  equal) starts afresh and any other is refused. Run files without a ``run.json``
+  resumes from ``last/`` (:mod:`graphsys.gnn.fit`). Run files without a ``run.json``
   (another tool's, or an older graphsys's) are refused too.
 """
 
@@ -70,7 +69,7 @@ def check_place(out: str | Path) -> None:
 
 def _difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """What makes the run recorded as ``old`` another run than ``new``, in a few words
-    (None: the same run, or a node-task run that may resume with ``new``)."""
+    (None: the same run, or one that may resume with ``new``)."""
     if old.get("task") != new["task"]:
         return f"a {old.get('task')}-task run, this one is a {new['task']}-task run"
     if old.get("world_size") != new["world_size"]:
@@ -81,9 +80,8 @@ def _difference(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     before, now = old.get("train_config"), new["train_config"]
     if not isinstance(before, dict):
         return "no settings recorded"
-    free = RESUMABLE_CHANGES if new["task"] == "node" else ()
     for key in sorted(set(before) | set(now)):
-        if key not in free and before.get(key) != now.get(key):
+        if key not in RESUMABLE_CHANGES and before.get(key) != now.get(key):
             return f"other settings: {key}={before.get(key)!r}, this run has " \
                    f"{key}={now.get(key)!r}"
     return None
@@ -100,9 +98,8 @@ def check_run(out: Path, record: dict[str, Any]) -> None:
             raise FormatError(f"{out / RUN_FILE}: not a {RUN_FORMAT} record")
         diff = _difference(old, record)
         if diff is not None:
-            hint = "" if record["task"] == "node" else "; only node-task runs resume"
-            raise GraphsysError(f"{out}: holds another run ({diff}){hint}: choose a new "
-                                f"output directory, or remove this one")
+            raise GraphsysError(f"{out}: holds another run ({diff}): choose a new output "
+                                f"directory, or remove this one")
         return
     ours = sorted(names & set(RUN_ENTRIES))
     metrics = out / "metrics.jsonl"
@@ -154,11 +151,11 @@ def run_directory(out: str | Path | None, graph: Graph, cfg: TrainConfig, world_
     >>> with run_directory(work + "/run", g, cfg, 1) as run:
     ...     sorted(p.name for p in run.iterdir())
     ['.lock', 'run.json']
-    >>> with run_directory(work + "/run", g, TrainConfig(task="link", epochs=2), 1):
+    >>> with run_directory(work + "/run", g, TrainConfig(task="link", lr=0.1), 1):
     ...     pass  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    graphsys.errors.GraphsysError: .../run: holds another run (other settings: epochs=1, ...
+    graphsys.errors.GraphsysError: .../run: holds another run (other settings: lr=0.003, ...
     """
     if out is None:
         yield None

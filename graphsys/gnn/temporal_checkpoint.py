@@ -42,15 +42,8 @@ from graphsys.gnn.checkpoint import (
 from graphsys.gnn.config import TGN as MODEL_NAME
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.inference import partition_ranges
-from graphsys.gnn.temporal import TGN
-from graphsys.gnn.temporal_task import (
-    TRAIN_END,
-    Events,
-    EventStream,
-    event_split,
-)
+from graphsys.gnn.temporal_task import TRAIN_END, EventStream, TemporalTask, event_split
 from graphsys.ranking import protocol
-from graphsys.sampling.temporal import TemporalNeighborSampler
 from graphsys.storage.embedding_files import EmbeddingWriter
 from graphsys.storage.graph import Graph, open_graph
 
@@ -81,20 +74,16 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
         raise GraphsysError(f"{checkpoint}: a temporal model's memory belongs to the events "
                             f"it was trained on ({meta.get('graph')}); {graph.path} has other "
                             f"nodes, edges or partitions")
-    device = torch.device(device)
-    ev = Events(graph)
-    model = TGN(config["num_nodes"], config["dim"], config["raw_dim"], heads=config["heads"],
-                dropout=cfg.dropout)
-    if model.num_nodes != ev.num_nodes or model.raw_dim != ev.raw.shape[1]:
-        raise GraphsysError(f"{checkpoint}: trained on {model.num_nodes:,} nodes with "
-                            f"{model.raw_dim} edge features; {graph.path} gives "
+    task = TemporalTask(graph, cfg, torch.device(device))
+    ev = task.ev
+    if (config["num_nodes"], config["raw_dim"]) != (ev.num_nodes, ev.raw.shape[1]):
+        raise GraphsysError(f"{checkpoint}: trained on {config['num_nodes']:,} nodes with "
+                            f"{config['raw_dim']} edge features; {graph.path} gives "
                             f"{ev.num_nodes:,} and {ev.raw.shape[1]}")
     own = {k: v for k, v in state.items() if not k.startswith(TRAIN_END)}
-    load_module_state(model, own, "", checkpoint)
-    model.to(device).eval()
-    k = (cfg.fanouts or [10])[0]
-    sampler = TemporalNeighborSampler(graph, k, strategy=cfg.temporal_strategy)
-    return EventStream(model, ev, sampler, k, device), cfg, state, graph
+    load_module_state(task.model, own, "", checkpoint)
+    task.model.eval()
+    return task.stream, cfg, state, graph
 
 
 def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,

@@ -33,27 +33,15 @@ began: :mod:`graphsys.gnn.temporal_checkpoint` evaluates it again and embeds eve
 
 from __future__ import annotations
 
-import copy
 import time
-from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.checkpoint import graph_identity, save_checkpoint
 from graphsys.gnn.config import TrainConfig
-from graphsys.gnn.loop import (
-    GNNResult,
-    Monitor,
-    batch_bar,
-    config_json,
-    finite_loss,
-    finite_params,
-    seed_all,
-)
+from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.metrics import group_positions, ranking_metrics
 from graphsys.gnn.temporal import TGN, average_precision
 from graphsys.gnn.time_split import chronological_split
@@ -153,12 +141,6 @@ def event_split(ev: Events, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray, n
 TRAIN_END = "train_end."
 
 
-def memory_state(model: TGN, prefix: str) -> dict[str, torch.Tensor]:
-    """Copies of the memory's buffers (memory, last update, pending messages) of ``model``
-    under ``prefix``."""
-    return {prefix + name: buf.detach().clone() for name, buf in model.memory.named_buffers()}
-
-
 class EventStream:
     """TGN over the events ``ev``: one batch of events scored and then taken into the memory
     (:meth:`step`), the streaming evaluation of a split (:meth:`evaluate`), and the
@@ -228,88 +210,84 @@ class EventStream:
                              self.ev.src[idx_all], cfg.metrics_k)
 
 
-def run_temporal_task(graph: Graph, cfg: TrainConfig, *, device="cpu", out: Path | None = None,
-                      log: Callable[[dict], None] | None = None, progress: bool = False
-                      ) -> GNNResult:
-    """Train TGN for temporal link prediction (see the module docstring)."""
-    t0 = time.perf_counter()
-    seed_all(cfg.seed)
-    ev = Events(graph)
-    train_m, val_m, test_m = event_split(ev, cfg)
-    n = ev.num_nodes
-    k = (cfg.fanouts or [10])[0]
-    sampler = TemporalNeighborSampler(graph, k, strategy=cfg.temporal_strategy)
-    model = TGN(n, cfg.hidden, ev.raw.shape[1], heads=HEADS, dropout=cfg.dropout).to(device)
-    # fused: one kernel per step over all parameters (TGN's are small, and a per-tensor
-    # step was a tenth of a training batch on the CPU)
-    try:
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                               fused=True)
-    except RuntimeError:  # a torch without a fused CPU Adam (before 2.4): the same step
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    negatives = cfg.num_negatives or 1
-    ranked = protocol(cfg.link_eval_negatives if cfg.link_eval_negatives > 0 else None,
-                      filtered=False)
-    train_idx = np.flatnonzero(train_m)
-    per_epoch = -(-len(train_idx) // cfg.batch_size)
-    meta = {"task": "temporal-link", "graph": str(graph.path), "train_config": config_json(cfg),
-            "num_nodes": n, "entity_type": graph.entity_types[0],
-            "events": {"train": int(train_m.sum()), "valid": int(val_m.sum()),
-                       "test": int(test_m.sum())}, "memory_at_train_end": TRAIN_END}
-    if out is not None:  # which nodes its memory rows belong to
-        meta["graph_identity"] = graph_identity(graph)
-    train_end: dict[str, torch.Tensor] = {}
+class TemporalTask(Task):
+    """TGN for temporal link prediction (see the module docstring), for
+    :func:`~graphsys.gnn.fit.fit`."""
 
-    def save(path: Path):
-        # the memory after the stream (its buffers) and as validation began (train_end)
-        save_checkpoint(path, {**model.state_dict(), **train_end}, model.config(), meta)
+    extras = (TRAIN_END,)
 
-    stream = EventStream(model, ev, sampler, k, device)
-    step = stream.step
+    def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device):
+        self.cfg = cfg
+        ev = self.ev = Events(graph)
+        self.split = event_split(ev, cfg)
+        k = (cfg.fanouts or [10])[0]
+        self.sampler = TemporalNeighborSampler(graph, k, strategy=cfg.temporal_strategy)
+        self.model = TGN(ev.num_nodes, cfg.hidden, ev.raw.shape[1], heads=HEADS,
+                         dropout=cfg.dropout).to(device)
+        self.modules = {"": self.model}
+        # fused: one kernel per step over all parameters (TGN's are small, and a
+        # per-tensor step was a tenth of a training batch on the CPU)
+        try:
+            self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
+                                        weight_decay=cfg.weight_decay, fused=True)
+        except RuntimeError:  # a torch without a fused CPU Adam (before 2.4): the same step
+            self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
+                                        weight_decay=cfg.weight_decay)
+        self.protocol = protocol(cfg.link_eval_negatives if cfg.link_eval_negatives > 0
+                                 else None, filtered=False)
+        self.train_idx = np.flatnonzero(self.split[0])
+        self.per_epoch = -(-len(self.train_idx) // cfg.batch_size)
+        self.meta = {"task": "temporal-link", "num_nodes": ev.num_nodes,
+                     "entity_type": graph.entity_types[0],
+                     "events": {name: int(m.sum()) for name, m in
+                                zip(("train", "valid", "test"), self.split)},
+                     "memory_at_train_end": TRAIN_END}
+        self.stream = EventStream(self.model, ev, self.sampler, k, device)
+        self.train_end: dict[str, torch.Tensor] = {}   # the memory as validation began
+        self.best_test: dict[str, float] = {}          # the kept model's test metrics
 
-    monitor = Monitor(cfg, out, log, save)
-    best_test: dict[str, float] = {}
-    epoch = 0
-    with batch_bar(cfg, per_epoch, progress) as bar:
-        for epoch in range(1, cfg.epochs + 1):
-            model.train()
-            model.memory.reset()
-            bar.set_description(f"train tgn epoch {epoch}/{cfg.epochs}", refresh=False)
-            rng = np.random.default_rng(derive_seed(cfg.seed, epoch))
-            loss_sum, e0 = 0.0, time.perf_counter()
-            for b in range(per_epoch):
-                idx = train_idx[b * cfg.batch_size:(b + 1) * cfg.batch_size]
-                cand = rng.integers(0, n, (len(idx), negatives))
-                pos, neg = step(idx, cand, grad=True)
-                loss = (F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
-                        + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg)))
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                loss_sum += finite_loss(float(loss.detach()), epoch, b, out)
-                bar.update(1)
-            epoch_seconds = time.perf_counter() - e0
-            finite_params((model,), epoch, out)
-            if epoch % cfg.eval_every and epoch != cfg.epochs:
-                continue
-            train_end = memory_state(model, TRAIN_END)
-            val = stream.evaluate(val_m, 1, cfg)
-            test = stream.evaluate(test_m, 2, cfg)
-            record = {"epoch": epoch, "loss": loss_sum / per_epoch,
-                      **{f"val_{key}": v for key, v in val.items()}, "protocol": ranked,
-                      "epoch_seconds": round(epoch_seconds, 3),
-                      "seconds": round(time.perf_counter() - t0, 3)}
-            bar.set_postfix(loss=f"{record['loss']:.4f}", val_mrr=f"{val['mrr']:.4f}")
-            stop = monitor.step(model, record, val["mrr"])
-            if record["best"]:
-                best_test = copy.deepcopy(test)
-            if stop:
-                break
-    if monitor.best_state is not None:
-        model.load_state_dict(monitor.best_state)
-    metrics = dict(best_test)
-    metrics["val_mrr"] = monitor.best if monitor.best_state is not None else float("nan")
-    return GNNResult(metrics, epoch, time.perf_counter() - t0, monitor.history, model,
-                     {"sampler": sampler, "events": ev,
-                      "split": {"train": train_m, "valid": val_m, "test": test_m}},
-                     protocol=ranked)
+    def batches(self, epoch: int):
+        """The training events in time order, ``batch_size`` at a time, each with its
+        uniform negative destinations; the memory starts empty."""
+        cfg = self.cfg
+        self.model.memory.reset()
+        rng = np.random.default_rng(derive_seed(cfg.seed, epoch))
+        e0 = time.perf_counter()
+        for b in range(self.per_epoch):
+            idx = self.train_idx[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+            yield idx, rng.integers(0, self.ev.num_nodes, (len(idx), cfg.num_negatives or 1))
+        self.epoch_seconds = time.perf_counter() - e0
+
+    def loss(self, batch, epoch: int, k: int) -> torch.Tensor:
+        pos, neg = self.stream.step(*batch, grad=True)
+        return (F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
+                + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg)))
+
+    def evaluate(self, epoch: int) -> Evaluation:
+        """The validation and then the test events streamed on from the training events'
+        memory (kept as :data:`TRAIN_END` for the checkpoint)."""
+        _, val_m, test_m = self.split
+        self.train_end = {TRAIN_END + name: buf.detach().clone()
+                          for name, buf in self.model.memory.named_buffers()}
+        val = self.stream.evaluate(val_m, 1, self.cfg)
+        self.test = self.stream.evaluate(test_m, 2, self.cfg)
+        return Evaluation({**{f"val_{key}": v for key, v in val.items()},
+                           "protocol": self.protocol,
+                           "epoch_seconds": round(self.epoch_seconds, 3)}, val["mrr"])
+
+    def kept(self) -> None:
+        self.best_test = dict(self.test)
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return self.train_end
+
+    def state(self) -> dict:
+        return {"best_test": self.best_test}
+
+    def restore(self, state: dict) -> None:
+        self.best_test = {str(k): float(v) for k, v in state.get("best_test", {}).items()}
+
+    def finish(self, best: float | None, clock) -> tuple[dict[str, float], dict]:
+        metrics = {**self.best_test, "val_mrr": best if best is not None else float("nan")}
+        return metrics, {"sampler": self.sampler, "events": self.ev,
+                         "split": dict(zip(("train", "valid", "test"), self.split))}

@@ -1,17 +1,18 @@
 """GNN training: :func:`train`, the one entry point of :mod:`graphsys.gnn`.
 
 :func:`train` opens the graph, resolves the device and the data-parallel set-up
-(:func:`~graphsys.gnn.loop.distributed_setup`) and dispatches on ``TrainConfig.task`` (and,
-for the link task, the model and ``link_split``) to one task module; each runs the same
-loop of :mod:`graphsys.gnn.loop` (background sampling, one optimiser step per batch,
-validation every ``eval_every`` epochs, the best model kept, early stopping, checkpoints,
-one JSON record per evaluation) and returns a :class:`~graphsys.gnn.GNNResult`:
+(:func:`~graphsys.gnn.loop.distributed_setup`) and picks on ``TrainConfig.task`` (and, for
+the link task, the model and ``link_split``) one task class, which the one loop
+:func:`~graphsys.gnn.fit.fit` trains (one optimiser step per batch, validation every
+``eval_every`` epochs, the best model kept, early stopping, checkpoints and resume, one
+JSON record per evaluation) into a :class:`~graphsys.gnn.GNNResult`:
 
 * :mod:`graphsys.gnn.node_task`: node classification (``task="node"``);
 * :mod:`graphsys.gnn.link_task`: link prediction on held-out edges of any graph
   (``link_split`` ``random`` or ``time``);
 * :mod:`graphsys.gnn.item_task`: PinSage item recommendation on a bipartite graph
   (``link_split="user"``);
+* :mod:`graphsys.gnn.temporal_task`: TGN on timestamped events (``task="temporal-link"``);
 * :mod:`graphsys.gnn.rgcn_link`: R-GCN + DistMult on a typed graph's ``train`` / ``valid``
   / ``test`` edge sets (``model="rgcn"``).
 
@@ -29,11 +30,12 @@ from torch import nn
 from graphsys.distributed import destroy, peer_failures
 from graphsys.errors import GraphsysError
 from graphsys.gnn.config import RGCN, TrainConfig
-from graphsys.gnn.item_task import run_item_task
-from graphsys.gnn.link_task import link_split_of, run_link_task
-from graphsys.gnn.loop import GNNResult, distributed_setup
-from graphsys.gnn.node_task import run_node_task
-from graphsys.gnn.rgcn_link import run_rgcn_task
+from graphsys.gnn.fit import Task, fit
+from graphsys.gnn.item_task import ItemTask
+from graphsys.gnn.link_task import LinkTask, link_split_of
+from graphsys.gnn.loop import GNNResult, Ranks, distributed_setup
+from graphsys.gnn.node_task import NodeTask
+from graphsys.gnn.rgcn_link import RGCNTask
 from graphsys.gnn.run_dir import check_place, run_directory
 from graphsys.storage.graph import Graph, open_graph
 from graphsys.threads import apply_thread_policy
@@ -84,11 +86,11 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
         Directory for the best checkpoint (``out/checkpoint``, which
         :func:`~graphsys.gnn.embed_checkpoint` reads, and, for R-GCN,
         :func:`graphsys.gnn.rgcn_link.evaluate`), ``out/metrics.jsonl`` and the run's
-        record ``out/run.json``; node task: also the state after the last epoch
-        (``out/last``: the model, the optimiser, the early-stopping state and the random
-        generators), from which a rerun with the same ``out``, settings, world size and
-        graph resumes (``epochs`` and ``patience`` may grow), bit for bit as if never
-        stopped. One run at a time holds ``out`` (a second is refused at once); a
+        record ``out/run.json``; also the state after the last epoch (``out/last``: the
+        modules, the optimiser, the early-stopping state and the random generators), from
+        which a rerun with the same ``out``, settings, world size and graph resumes
+        (``epochs`` and ``patience`` may grow), bit for bit as if never stopped
+        (:mod:`graphsys.gnn.fit`). One run at a time holds ``out`` (a second is refused at once); a
         directory holding another run, or inside a graph or checkpoint directory, is
         refused before training (:mod:`graphsys.gnn.run_dir`). Distributed: a directory
         every rank sees.
@@ -190,31 +192,32 @@ def train(graph: Graph | str | Path, config: TrainConfig | None = None, *,
     if out is not None:
         check_place(out)
     distributed, owned, device = distributed_setup(distributed, cfg, device)
+    try:
+        ranks = Ranks(distributed, device)
+        build = _task(graph, cfg, ranks, device, model=model, loss=loss, features=features)
+        with peer_failures(distributed), \
+                run_directory(out, graph, cfg, ranks.world_size, lead=ranks.rank == 0):
+            return fit(build, cfg, graph, ranks=ranks, device=device, out=out, log=log,
+                       progress=progress)
+    finally:
+        if owned:
+            destroy()
+
+
+def _task(graph: Graph, cfg: TrainConfig, ranks: Ranks, device: torch.device, *, model,
+          loss, features) -> Callable[[], Task]:
+    """What builds the task ``cfg`` names (:func:`~graphsys.gnn.fit.fit` calls it, seeded)."""
     if cfg.task == "node":
-        try:
-            rank, world = ((torch.distributed.get_rank(), torch.distributed.get_world_size())
-                           if distributed else (0, 1))
-            with peer_failures(distributed), \
-                    run_directory(out, graph, cfg, world, lead=rank == 0):
-                return run_node_task(graph, cfg, model=model, loss=loss, features=features,
-                                     device=device, out=out, log=log, progress=progress,
-                                     distributed=distributed)
-        finally:
-            if owned:
-                destroy()
+        return lambda: NodeTask(graph, cfg, ranks, device, model=model, loss=loss,
+                                features=features)
     if model is not None or loss is not None or features is not None:
         raise GraphsysError("model, loss and features are taken by the node task; the link "
                             "task trains its builtin models")
     if cfg.task == "temporal-link":
-        from graphsys.gnn.temporal_task import run_temporal_task
+        from graphsys.gnn.temporal_task import TemporalTask
 
-        with run_directory(out, graph, cfg, 1):
-            return run_temporal_task(graph, cfg, out=out, log=log, progress=progress,
-                                     device=device)
+        return lambda: TemporalTask(graph, cfg, device)
     if cfg.model == RGCN:
-        with run_directory(out, graph, cfg, 1):
-            return run_rgcn_task(graph, cfg, out=out, log=log, progress=progress,
-                                 device=device)
-    task = run_item_task if link_split_of(graph, cfg) == "user" else run_link_task
-    with run_directory(out, graph, cfg, 1):
-        return task(graph, cfg, device=device, out=out, log=log, progress=progress)
+        return lambda: RGCNTask(graph, cfg, device)
+    task = ItemTask if link_split_of(graph, cfg) == "user" else LinkTask
+    return lambda: task(graph, cfg, device)

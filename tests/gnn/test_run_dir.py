@@ -64,8 +64,7 @@ def test_resume_checks_the_graph_of_the_saved_state_too(tmp_path):
 
 @pytest.mark.parametrize("second, says", [
     (dict(LINK, seed=1), r"other settings: seed=0, this run has seed=1\)"),
-    (dict(LINK, epochs=2), r"other settings: epochs=1, this run has epochs=2\); only "
-                           r"node-task runs resume"),
+    (dict(LINK, hidden=16), r"other settings: hidden=8, this run has hidden=16\)"),
     (dict(NODE, task="node"), "a link-task run, this one is a node-task run"),
 ])
 def test_a_link_run_never_replaces_another_run(tmp_path, second, says):

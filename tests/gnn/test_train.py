@@ -185,14 +185,14 @@ def test_gat_selection_rule_keeps_the_model_both_metrics_agree_on():
     """``selection="val_accuracy_and_loss"`` (Veličković et al.'s GAT code): patience
     restarts when accuracy (>=) or loss (<=) reaches its best, and the model is kept only
     when both do; the default keeps the best accuracy (strictly better)."""
-    from graphsys.gnn.loop import Monitor
+    from graphsys.gnn.fit import Monitor
 
     evals = [(0.50, 1.0), (0.60, 1.2), (0.60, 0.9), (0.55, 0.8), (0.55, 0.85), (0.58, 0.81),
              (0.59, 0.82)]
     model = torch.nn.Linear(1, 1)
 
     def run(selection):
-        mon = Monitor(TrainConfig(patience=2, selection=selection), None, None, None)
+        mon = Monitor(patience=2)
         kept, stop_at = [], None
         for k, (acc, loss) in enumerate(evals):
             with torch.no_grad():

@@ -1,0 +1,121 @@
+"""Every task of graphsys.gnn.train resumes from ``out/last``: train N epochs straight, or
+k epochs, stop, and rerun the same settings with N: the same weights, history and metrics
+(node, held-out-edge link, item, temporal and R-GCN tasks, on tiny generated graphs)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+import graphsys
+from graphsys.gnn import TrainConfig, train
+from graphsys.storage.ingest import EdgeSource, IngestOptions, ingest_sources
+
+from .conftest import write_bipartite, write_sbm
+
+
+def _events(path):
+    """600 timestamped events among 30 nodes, 40 recurring pairs."""
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(0, 30, (40, 2))[rng.integers(0, 40, 600)]
+    return graphsys.from_arrow(pa.table({"src": pairs[:, 0], "dst": pairs[:, 1],
+                                         "timestamp": np.arange(600)}), path,
+                               edge_columns=["timestamp"]).path
+
+
+def _triples(path):
+    """A typed graph of 40 entities and 3 relations with train/valid/test edge sets."""
+    path.mkdir(parents=True)
+    rows = [(h, h % 3, (h * 7 + h % 3) % 40) for h in range(40)]
+    rows += [(h, (h + 1) % 3, (h * 11 + 5) % 40) for h in range(40)]
+    parts = [("train", rows[:64]), ("valid", rows[64:72]), ("test", rows[72:])]
+    for name, part in parts:
+        (path / f"{name}.tsv").write_text("".join(f"e{h}\tr{r}\te{t}\n" for h, r, t in part))
+    ingest_sources([EdgeSource([path / f"{n}.tsv"], edge_set=n, src_col=0, rel_col=1,
+                               dst_col=2) for n, _ in parts], path / "g", IngestOptions())
+    return path / "g"
+
+
+#: task -> (graph writer, settings); each trains 3 epochs, validating after each
+CASES = {
+    "node": (lambda p: write_sbm(p, partitions=2),
+             dict(model="sage", fanouts=[3, 3], hidden=8, dropout=0.5, seed=5)),
+    "link": (lambda p: write_sbm(p),
+             dict(task="link", link_split="random", model="sage", fanouts=[3, 3], hidden=8,
+                  dropout=0.5, batch_size=64, link_eval_negatives=20, seed=1)),
+    "item": (lambda p: write_bipartite(p),
+             dict(task="link", model="pinsage", fanouts=[3, 3], hidden=8, dropout=0.5,
+                  batch_size=64, seed=2)),
+    "temporal": (_events, dict(task="temporal-link", hidden=8, batch_size=100, dropout=0.2,
+                               link_eval_negatives=20, seed=3)),
+    "rgcn": (_triples, dict(task="link", model="rgcn", hidden=8, batch_size=20, seed=4)),
+}
+
+
+def _same(a, b) -> bool:
+    """Equal, NaN equal to NaN (a metric of no input)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def _timeless(history):
+    return [{k: v for k, v in r.items() if "seconds" not in k} for r in history]
+
+
+@pytest.mark.parametrize("task", sorted(CASES))
+def test_a_stopped_run_resumes_to_the_uninterrupted_answer(tmp_path, task):
+    write, settings = CASES[task]
+    g = write(tmp_path / "g")
+    cfg = TrainConfig(**settings, epochs=3)
+    straight = train(g, cfg, out=tmp_path / "a")
+    first = train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "b")
+    assert first.epochs == 1 and (tmp_path / "b" / "last" / "model.json").exists()
+    resumed = train(g, cfg, out=tmp_path / "b")
+    assert resumed.epochs == straight.epochs == 3
+    want, got = straight.model.state_dict(), resumed.model.state_dict()
+    assert sorted(want) == sorted(got)
+    for k in want:
+        assert torch.equal(want[k], got[k]), k
+    assert sorted(straight.metrics) == sorted(resumed.metrics)
+    assert all(_same(straight.metrics[k], resumed.metrics[k]) for k in straight.metrics), \
+        (straight.metrics, resumed.metrics)
+    assert _timeless(resumed.history) == _timeless(straight.history)
+    lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["epoch"] for x in lines] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("task", ["item", "rgcn"])
+def test_a_finished_run_reruns_to_its_answer_without_training(tmp_path, task):
+    """The same settings again on a finished run: nothing trains, the kept model answers."""
+    write, settings = CASES[task]
+    g = write(tmp_path / "g")
+    cfg = TrainConfig(**settings, epochs=2)
+    done = train(g, cfg, out=tmp_path / "run")
+    again = train(g, cfg, out=tmp_path / "run")
+    assert _timeless(again.history) == _timeless(done.history)
+    assert all(_same(done.metrics[k], again.metrics[k]) for k in done.metrics)
+    for k, v in done.model.state_dict().items():
+        assert torch.equal(v, again.model.state_dict()[k]), k
+
+
+def test_a_node_state_saved_before_the_one_loop_still_resumes(tmp_path):
+    """``out/last`` of a node run as written before every task resumed (no
+    ``meta.train_seconds``, no ``meta.task_state``) resumes to the same answer."""
+    write, settings = CASES["node"]
+    g = write(tmp_path / "g")
+    straight = train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "a")
+    train(g, TrainConfig(**settings, epochs=1), out=tmp_path / "b")
+    header_file = tmp_path / "b" / "last" / "model.json"
+    header = json.loads(header_file.read_text())
+    for key in ("train_seconds", "task_state"):
+        del header["meta"][key]
+    header_file.write_text(json.dumps(header))
+    resumed = train(g, TrainConfig(**settings, epochs=2), out=tmp_path / "b")
+    assert resumed.metrics == straight.metrics
+    assert _timeless(resumed.history) == _timeless(straight.history)
