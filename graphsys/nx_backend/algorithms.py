@@ -130,17 +130,24 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     s = _check_node(G, source, "Node")
     if G.graph is None or len(G) == 1:
         return {source: 0}
+    return _within(G, distances(G, s, weight), cutoff,
+                   int if G.weight is None or weight is None else float, s)
+
+
+def distances(G, s: int, weight=None) -> np.ndarray:
+    """Every node's distance from internal id ``s`` (inf where unreached): graphsys's
+    BFS, or its SSSP over the stored weights when ``weight`` names them."""
+    if len(G) == 1:
+        return np.zeros(1)
     if G.weight is None or weight is None:
-        dist = bsp.bfs(G.graph, G.graph.to_original(s)).values
-    elif not G.exact_weights:
+        return bsp.bfs(G.graph, G.graph.to_original(s)).values
+    if not G.exact_weights:
         raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
                                   "stores float32 weights)")
-    else:
-        for _, _, _, w in G.graph.iter_edges():
-            if w is not None and (w < 0).any():
-                raise ValueError("Contradictory paths found: negative weights?")
-        dist = bsp.sssp(G.graph, G.graph.to_original(s)).values
-    return _within(G, dist, cutoff, int if G.weight is None or weight is None else float, s)
+    for _, _, _, w in G.graph.iter_edges():
+        if w is not None and (w < 0).any():
+            raise ValueError("Contradictory paths found: negative weights?")
+    return bsp.sssp(G.graph, G.graph.to_original(s)).values
 
 
 def _labels(G) -> np.ndarray:
@@ -235,11 +242,10 @@ def _sinks_first(src, dst, count):
     return order
 
 
-def strongly_connected_components(G):
-    """``nx.strongly_connected_components``: a generator of node sets (graphsys's SCC), in
-    NetworkX's order: a component after every component it reaches."""
-    if G.graph is None:
-        return
+def condensation(G) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's strongly connected component, numbered sinks first (a component
+    after every component it reaches, NetworkX's order), and the condensation's edges
+    ``(2, k)`` between those numbers (each once, no loops)."""
     _, comp = np.unique(_scc_labels(G), return_inverse=True)
     count = int(comp.max()) + 1
     pairs = [np.stack([comp[s], comp[d]]) for s, d, *_ in G.graph.iter_edges()]
@@ -247,10 +253,22 @@ def strongly_connected_components(G):
     edges = np.unique(edges[:, edges[0] != edges[1]], axis=1)
     rank = np.empty(count, np.int64)
     rank[_sinks_first(edges[0], edges[1], count)] = np.arange(count)
-    order = np.argsort(rank[comp], kind="stable")
-    bounds = np.flatnonzero(np.diff(rank[comp][order])) + 1
-    for part in np.split(order, bounds):
-        yield {G.keys[i] for i in part.tolist()}
+    return rank[comp], rank[edges]
+
+
+def _parts(G, labels: np.ndarray) -> list[set]:
+    """The node sets of ``labels`` (0..k-1), in label order."""
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    return [{G.keys[i] for i in part.tolist()} for part in np.split(order, bounds)]
+
+
+def strongly_connected_components(G):
+    """``nx.strongly_connected_components``: a generator of node sets (graphsys's SCC), in
+    NetworkX's order: a component after every component it reaches."""
+    if G.graph is None:
+        return
+    yield from _parts(G, condensation(G)[0])
 
 
 def number_strongly_connected_components(G):

@@ -154,7 +154,7 @@ def degree_assortativity_coefficient(G, x="out", y="in", weight=None, nodes=None
 
 def _unweighted(G, weight) -> None:
     if weight is not None and G.weight is not None:
-        raise NotImplementedError("graphsys: weighted distances are not supported")
+        raise NotImplementedError("graphsys: weights other than 1 are not supported here")
 
 
 def _check_connected(G) -> None:
