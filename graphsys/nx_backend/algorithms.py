@@ -11,12 +11,19 @@ import warnings
 import numba
 import numpy as np
 
-from graphsys import bsp
 from graphsys.errors import ConvergenceWarning
 
 #: Products with ``A`` and ``A^T`` in one of ARPACK's iterations for NetworkX's ``svds``
 #: call (``ncv = max(2k + 1, 20)`` vectors for ``k = 1``).
 ARPACK_NCV = 20
+
+
+def _bsp():
+    """:mod:`graphsys.bsp`, imported on first use (it imports torch: the functions that
+    need no BSP run do without it)."""
+    from graphsys import bsp
+
+    return bsp
 
 
 def _nx():
@@ -61,14 +68,14 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
         p = _dense(G, personalization)
         if not p.sum() > 0:
             raise ZeroDivisionError
-    program = bsp.PageRank(alpha, n * tol, personalization=p,
+    program = _bsp().PageRank(alpha, n * tol, personalization=p,
                            weighted=G.weight is not None and weight is not None)
     if nstart is not None:
         start = _dense(G, nstart)
         program.initial = start / start.sum()
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = bsp.run(G.graph, program, max_iters=int(max_iter))
+        res = _bsp().run(G.graph, program, max_iters=int(max_iter))
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values)
@@ -92,7 +99,7 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     # A^T for k = 1: the same budget of power iterations (two supersteps each)
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = bsp.hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
+        res = _bsp().hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
                        weighted=G.weight is not None)
     if not res.stats.converged and G.converted:  # ARPACK may converge where it did not
         raise NotImplementedError("graphsys: HITS's power iteration did not converge within "
@@ -107,7 +114,7 @@ def single_source_shortest_path_length(G, source, cutoff=None):
     s = _check_node(G, source)
     if G.graph is None or len(G) == 1:
         return {source: 0}
-    return _within(G, bsp.bfs(G.graph, G.graph.to_original(s)).values, cutoff, int, s,
+    return _within(G, _bsp().bfs(G.graph, G.graph.to_original(s)).values, cutoff, int, s,
                    levels=True)
 
 
@@ -140,22 +147,29 @@ def distances(G, s: int, weight=None) -> np.ndarray:
     if len(G) == 1:
         return np.zeros(1)
     if G.weight is None or weight is None:
-        return bsp.bfs(G.graph, G.graph.to_original(s)).values
+        return _bsp().bfs(G.graph, G.graph.to_original(s)).values
     if not G.exact_weights:
         raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
                                   "stores float32 weights)")
     for _, _, _, w in G.graph.iter_edges():
         if w is not None and (w < 0).any():
             raise ValueError("Contradictory paths found: negative weights?")
-    return bsp.sssp(G.graph, G.graph.to_original(s)).values
+    return _bsp().sssp(G.graph, G.graph.to_original(s)).values
 
 
 def _labels(G) -> np.ndarray:
-    return bsp.wcc(G.graph).values if G.graph is not None else np.zeros(0)
+    """Each node's (weakly) connected component, as its smallest internal id: graphsys's
+    union-find kernel (:func:`graphsys.kernels.components.roots`) over the adjacency,
+    with no BSP run (and no torch import)."""
+    if G.graph is None:
+        return np.zeros(0, np.int64)
+    from graphsys.kernels.components import roots
+
+    return roots(*G.adjacency(), *G.adjacency(transpose=True), G.directed)
 
 
 def _scc_labels(G) -> np.ndarray:
-    return bsp.scc(G.graph).values if G.graph is not None else np.zeros(0)
+    return _bsp().scc(G.graph).values if G.graph is not None else np.zeros(0)
 
 
 def _components(G, labels=None):
@@ -304,17 +318,25 @@ def core_number(G):
             raise nx.NetworkXNotImplemented(
                 "Input graph has self loops which is not permitted; "
                 "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
-    return {k: int(v) for k, v in zip(G.keys, bsp.kcore(G.graph).values.tolist())}
+    return {k: int(v) for k, v in zip(G.keys, _bsp().kcore(G.graph).values.tolist())}
 
 
 def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
                            seed=None):
-    """``nx.betweenness_centrality`` over every source, unweighted (graphsys's Brandes;
-    ``k`` and ``weight`` are declined: NetworkX's source sample and float64 path lengths
-    stay in NetworkX)."""
+    """``nx.betweenness_centrality``, unweighted (graphsys's Brandes; ``weight`` is
+    declined: NetworkX's float64 path lengths stay in NetworkX). ``k`` sources are drawn
+    as NetworkX draws them, ``seed.sample(list(G), k)`` from the random state NetworkX
+    hands its backends, and scaled as NetworkX scales a sample."""
     if G.graph is None:
         return {}
-    res = bsp.betweenness(G.graph, normalized=normalized, endpoints=endpoints)
+    sources = None
+    if k is not None and k != len(G):
+        import random
+
+        rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+        sources = G.graph.to_original(G.internal(rng.sample(list(G.keys), k)))
+    res = _bsp().betweenness(G.graph, sources=sources, normalized=normalized,
+                          endpoints=endpoints)
     return G.node_dict(res.values)
 
 
@@ -326,10 +348,10 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True):
     last bit, as its own tests compare them."""
     if G.graph is None:
         return {}
-    base = bsp.closeness(G.graph, wf_improved=False).values  # (r - 1) / total, as NetworkX
+    base = _bsp().closeness(G.graph, wf_improved=False).values  # (r - 1) / total, as NetworkX
     if not wf_improved or len(G) < 2:
         return G.node_dict(base)
-    scaled = bsp.closeness(G.graph).values  # base * (r - 1) / (N - 1)
+    scaled = _bsp().closeness(G.graph).values  # base * (r - 1) / (N - 1)
     others = len(G) - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         reach = np.where(base > 0, np.rint(scaled * others / base), 0.0)

@@ -122,8 +122,10 @@ CHECKS = {
     "pagerank": _pagerank,
     "hits": _hits,
     "betweenness_centrality": lambda G, a: (
-        "a sample of k sources and weighted paths are not supported"
-        if a.get("k") is not None or a.get("weight") is not None else None),
+        "weighted paths are not supported" if a.get("weight") is not None
+        else "k must be an integer from 0 to the number of nodes"
+        if a.get("k") is not None and not (isinstance(a["k"], numbers.Integral)
+                                           and 0 <= a["k"] <= len(G)) else None),
     "closeness_centrality": lambda G, a: (
         "one node's closeness and weighted distances are not supported"
         if a.get("u") is not None or a.get("distance") is not None else None),

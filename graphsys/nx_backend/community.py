@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphsys import bsp, mining
+from graphsys import mining
 
 
 def _nx():
@@ -39,6 +39,8 @@ def modularity(G, communities, weight="weight", resolution=1):
     for i, community in enumerate(communities):
         labels[G.internal(community)] = i
     weighted = weight is not None and G.weight is not None
+    from graphsys import bsp  # imports torch
+
     return float(bsp.modularity(G.graph, labels, resolution=resolution, weighted=weighted,
                                 directed=G.directed))
 
