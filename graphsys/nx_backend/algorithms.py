@@ -114,8 +114,7 @@ def single_source_shortest_path_length(G, source, cutoff=None):
     s = _check_node(G, source)
     if G.graph is None or len(G) == 1:
         return {source: 0}
-    return _within(G, _bsp().bfs(G.graph, G.graph.to_original(s)).values, cutoff, int, s,
-                   levels=True)
+    return _within(G, distances(G, s), cutoff, int, s, levels=True)
 
 
 def _within(G, dist: np.ndarray, cutoff, kind, source: int, levels: bool = False) -> dict:
@@ -143,9 +142,14 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
 
 def distances(G, s: int, weight=None) -> np.ndarray:
     """Every node's distance from internal id ``s`` (inf where unreached): graphsys's
-    BFS, or its SSSP over the stored weights when ``weight`` names them."""
+    BFS, or its SSSP over the stored weights when ``weight`` names them. An undirected
+    graph is searched by the distance measures' breadth-first kernel
+    (:func:`graphsys.measures.kernels_distance.bfs`) over its adjacency, with no BSP run;
+    a directed one by the BSP's."""
     if len(G) == 1:
         return np.zeros(1)
+    if (G.weight is None or weight is None) and not G.directed:
+        return _hops(G, s)
     if G.weight is None or weight is None:
         return _bsp().bfs(G.graph, G.graph.to_original(s)).values
     if not G.exact_weights:
@@ -155,6 +159,18 @@ def distances(G, s: int, weight=None) -> np.ndarray:
         if w is not None and (w < 0).any():
             raise ValueError("Contradictory paths found: negative weights?")
     return _bsp().sssp(G.graph, G.graph.to_original(s)).values
+
+
+def _hops(G, s: int) -> np.ndarray:
+    """An undirected graph's hop distances from internal id ``s`` (inf where
+    unreached)."""
+    from graphsys.measures.kernels_distance import bfs
+    from graphsys.measures.kernels_view import SYMMETRIC
+
+    indptr, indices = G.adjacency()
+    dist = np.full(len(G), -1, np.int32)
+    bfs(s, indptr, indices, indptr, indices, SYMMETRIC, dist, np.empty(len(G), np.int64))
+    return np.where(dist < 0, np.inf, dist.astype(np.float64))
 
 
 def _labels(G) -> np.ndarray:
@@ -308,17 +324,29 @@ def node_connected_component(G, n):
 
 
 def core_number(G):
-    """``nx.core_number``: graphsys's k-core peeling (self-loops refused, as NetworkX
-    does)."""
+    """``nx.core_number``: graphsys's k-core peeling kernel
+    (:func:`graphsys.kernels.cores.core_levels`, the BSP k-core's in-memory method, run
+    here without the engine) over NetworkX's degrees: a directed graph's in- plus
+    out-neighbours. Self-loops are refused, as NetworkX refuses them."""
+    from graphsys.kernels.cores import core_levels, peel_degrees
+
     nx = _nx()
     if G.graph is None:
         return {}
-    for s, d, _, _ in G.graph.iter_edges():
-        if (s == d).any():
-            raise nx.NetworkXNotImplemented(
-                "Input graph has self loops which is not permitted; "
-                "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
-    return {k: int(v) for k, v in zip(G.keys, _bsp().kcore(G.graph).values.tolist())}
+    rows, cols = G.edges()
+    if (rows == cols).any():
+        raise nx.NetworkXNotImplemented(
+            "Input graph has self loops which is not permitted; "
+            "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
+    n = len(G)
+    out = G.adjacency()
+    into = G.adjacency(transpose=True) if G.directed else out
+    deg = np.empty(n, np.int64)
+    peel_degrees(*out, into[0], G.directed, np.empty(0, np.int64), True, deg)
+    core = np.zeros(n, np.float64)
+    core_levels(*out, *into, G.directed, deg, core, np.empty(n, np.int64),
+                np.empty(n, np.int64), np.empty(0, np.int64))
+    return G.node_dict(core.astype(np.int64))
 
 
 def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
