@@ -86,6 +86,7 @@ FUNCTIONS = {
     "node_boundary": "graphsys.nx_backend.degrees:node_boundary",
     "node_expansion": "graphsys.nx_backend.degrees:node_expansion",
     "boundary_expansion": "graphsys.nx_backend.degrees:boundary_expansion",
+    "degree_mixing_dict": "graphsys.nx_backend.degrees:degree_mixing_dict",
     # reachability, path lengths and distance sums
     "has_path": "graphsys.nx_backend.paths:has_path",
     "descendants": "graphsys.nx_backend.paths:descendants",
@@ -118,6 +119,7 @@ FUNCTIONS = {
     "is_directed_acyclic_graph": "graphsys.nx_backend.structure:is_directed_acyclic_graph",
     "is_tree": "graphsys.nx_backend.structure:is_tree",
     "is_forest": "graphsys.nx_backend.structure:is_forest",
+    "is_bipartite": "graphsys.nx_backend.structure:is_bipartite",
     "attracting_components": "graphsys.nx_backend.structure:attracting_components",
     "number_attracting_components": "graphsys.nx_backend.structure:number_attracting_components",
     "is_attracting_component": "graphsys.nx_backend.structure:is_attracting_component",

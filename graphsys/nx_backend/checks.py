@@ -245,6 +245,9 @@ MORE_CHECKS = {
     **{name: _node_sets("S", "T", disjoint=True)
        for name in ("normalized_cut_size", "conductance", "edge_expansion")},
     "node_expansion": _node_sets("S", members=True),
+    "degree_mixing_dict": _both(_node_sets("nodes"), lambda G, a: (
+        "x and y must be 'in' or 'out'" if a.get("x") not in ("in", "out")
+        or a.get("y") not in ("in", "out") else None)),
     "boundary_expansion": _node_sets("S"),
     "node_boundary": _node_sets("nbunch1", "nbunch2"),
     **{name: _node_sets("S", members=True) for name in (

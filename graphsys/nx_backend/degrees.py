@@ -279,3 +279,30 @@ def node_expansion(G, S):
 def boundary_expansion(G, S):
     """``nx.boundary_expansion``."""
     return len(node_boundary(G, S)) / len(S)
+
+
+def degree_mixing_dict(G, x="out", y="in", weight=None, nodes=None, normalized=False):
+    """``nx.degree_mixing_dict``, unweighted: how often an edge (each direction of an
+    undirected one, a self-loop once) joins a node of degree ``a`` (``x``) to one of
+    degree ``b`` (``y``), ``{a: {b: count}}`` (fractions when ``normalized``), over the
+    edges within ``nodes`` when given."""
+    _unweighted(G, weight)
+    xdeg = G.degree(x).tolist()
+    ydeg = G.degree(y).tolist()
+    rows, cols = _rows(G)
+    if nodes is not None:
+        keep = _members(G, set(nodes))
+        inside = keep[rows] & keep[cols]
+        rows, cols = rows[inside], cols[inside]
+    d: dict = {}
+    for u, v in zip(rows.tolist(), cols.tolist()):
+        a, b = xdeg[u], ydeg[v]
+        d.setdefault(a, {})
+        d.setdefault(b, {})
+        d[a][b] = d[a].get(b, 0) + 1
+    if normalized:
+        total = float(len(rows))
+        for counts in d.values():
+            for b in counts:
+                counts[b] /= total
+    return d

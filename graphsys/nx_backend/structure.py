@@ -41,6 +41,27 @@ def is_directed_acyclic_graph(G):
     return _count(G, _scc_labels(G)) == len(G) and not (rows == cols).any()
 
 
+def is_bipartite(G):
+    """``nx.is_bipartite``: a breadth-first search from each component's first node
+    (graphsys's distance-measure BFS kernel, over the undirected view of a directed
+    graph); bipartite when no edge joins two nodes at distances of the same parity."""
+    from graphsys.measures.kernels_distance import bfs
+    from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC
+
+    if G.graph is None:
+        return True
+    out = G.adjacency()
+    into = G.adjacency(transpose=True)
+    sym = DIRECTED if G.directed else SYMMETRIC
+    dist = np.full(len(G), -1, np.int32)
+    queue = np.empty(len(G), np.int64)
+    labels = _labels(G)
+    for root in np.flatnonzero(labels == np.arange(len(G))).tolist():
+        bfs(root, *out, *into, sym, dist, queue)
+    rows, cols = G.edges()
+    return not ((dist[rows] - dist[cols]) % 2 == 0).any()
+
+
 def _nonempty(G) -> None:
     if len(G) == 0:
         raise _nx().NetworkXPointlessConcept("G has no nodes.")

@@ -40,6 +40,8 @@ MODULES = (
     "algorithms/assortativity/tests/test_correlation.py",
     "algorithms/assortativity/tests/test_connectivity.py",
     "algorithms/assortativity/tests/test_neighbor_degree.py",
+    "algorithms/assortativity/tests/test_mixing.py",
+    "algorithms/bipartite/tests/test_basic.py",
     "algorithms/centrality/tests/test_degree_centrality.py",
     "algorithms/centrality/tests/test_group.py",
     "algorithms/centrality/tests/test_harmonic_centrality.py",

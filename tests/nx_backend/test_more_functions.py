@@ -98,6 +98,8 @@ CASES = {
     "attracting_components": [()], "number_attracting_components": [()],
     "is_attracting_component": [()], "kosaraju_strongly_connected_components": [()],
     "is_semiconnected": [()], "flow_hierarchy": [()], "triadic_census": [()],
+    "is_bipartite": [()], "degree_mixing_dict": [(), ({"normalized": True},),
+                                                 ({"x": "in", "y": "out"},)],
 }
 
 
@@ -214,6 +216,9 @@ def test_first_calls_without_bsp_do_not_import_torch():
             "G = nx.karate_club_graph(); D = nx.gnp_random_graph(30, 0.1, seed=1, "
             "directed=True)\n"
             "nx.degree_centrality(G, backend='graphsys')\n"
+            "nx.core_number(G, backend='graphsys')\n"
+            "nx.average_shortest_path_length(G, backend='graphsys')\n"
+            "nx.is_bipartite(D, backend='graphsys')\n"
             "list(nx.connected_components(G, backend='graphsys'))\n"
             "nx.is_forest(G, backend='graphsys')\n"
             "nx.average_neighbor_degree(G, backend='graphsys')\n"
