@@ -165,7 +165,8 @@ _DOCS = {
     "hits": "Power iteration to tol (NetworkX uses ARPACK); nstart stays in NetworkX.",
     "single_source_dijkstra_path_length": ("Weights float32 does not hold exactly stay in "
                                            "NetworkX."),
-    "betweenness_centrality": "Every source, unweighted; k and weight stay in NetworkX.",
+    "betweenness_centrality": ("Unweighted; k sources drawn as NetworkX draws them (the same "
+                               "seed, the same sample); weight stays in NetworkX."),
     "closeness_centrality": "Every node, unweighted; u and distance stay in NetworkX.",
     "triangles": "Self-loops ignored, as NetworkX.",
     "clustering": "Undirected graphs, unweighted; weight and directed graphs stay in NetworkX.",
@@ -174,4 +175,11 @@ _DOCS = {
     "transitivity": "Undirected graphs; directed graphs stay in NetworkX.",
     "diameter": "Undirected graphs; iFUB with a 4-sweep start.",
     "eccentricity": "Undirected graphs; Takes and Kosters' bounds for every node.",
+    "ancestors": "Undirected graphs; a directed graph's reversed search stays in NetworkX.",
+    "shortest_path_length": ("A directed graph's target-only form stays in NetworkX; "
+                             "weights float32 does not hold exactly too."),
+    "barycenter": "Unweighted, not a tree; weight, attr and sp stay in NetworkX.",
+    "modularity": "NetworkX's directed modularity on a DiGraph; self-loops as NetworkX.",
+    "ego_graph": "distance, and undirected=True on a directed graph, stay in NetworkX.",
+    "k_core": "A given core_number stays in NetworkX.",
 }
