@@ -161,6 +161,14 @@ def test_modularity_directed_and_self_loops_equal_networkx():
     assert B.is_partition(convert(U, None), [set(range(49))]) is False
 
 
+def test_bipartite_density_equals_networkx():
+    """NetworkX dispatches ``bipartite.density(B, nodes)`` by the name ``density``."""
+    for G in (nx.complete_bipartite_graph(3, 4), nx.DiGraph([(0, 3), (1, 3), (3, 2)]),
+              nx.empty_graph(4)):
+        for nodes in ([0, 1, 2], [0]):
+            assert B.density(convert(G, None), nodes) == nx.bipartite.density(G, nodes)
+
+
 def test_sampled_betweenness_equals_networkx():
     """``k`` sources drawn as NetworkX draws them (the same ``seed``, the same sample),
     scaled as NetworkX scales a sample."""
