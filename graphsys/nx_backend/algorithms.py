@@ -11,12 +11,19 @@ import warnings
 import numba
 import numpy as np
 
-from graphsys import bsp
 from graphsys.errors import ConvergenceWarning
 
 #: Products with ``A`` and ``A^T`` in one of ARPACK's iterations for NetworkX's ``svds``
 #: call (``ncv = max(2k + 1, 20)`` vectors for ``k = 1``).
 ARPACK_NCV = 20
+
+
+def _bsp():
+    """:mod:`graphsys.bsp`, imported on first use (it imports torch: the functions that
+    need no BSP run do without it)."""
+    from graphsys import bsp
+
+    return bsp
 
 
 def _nx():
@@ -61,14 +68,14 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
         p = _dense(G, personalization)
         if not p.sum() > 0:
             raise ZeroDivisionError
-    program = bsp.PageRank(alpha, n * tol, personalization=p,
+    program = _bsp().PageRank(alpha, n * tol, personalization=p,
                            weighted=G.weight is not None and weight is not None)
     if nstart is not None:
         start = _dense(G, nstart)
         program.initial = start / start.sum()
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = bsp.run(G.graph, program, max_iters=int(max_iter))
+        res = _bsp().run(G.graph, program, max_iters=int(max_iter))
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values)
@@ -92,7 +99,7 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     # A^T for k = 1: the same budget of power iterations (two supersteps each)
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = bsp.hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
+        res = _bsp().hits(G.graph, tol=min(tol, 1e-10) / n, max_iters=2 * ARPACK_NCV * max_iter,
                        weighted=G.weight is not None)
     if not res.stats.converged and G.converted:  # ARPACK may converge where it did not
         raise NotImplementedError("graphsys: HITS's power iteration did not converge within "
@@ -107,8 +114,7 @@ def single_source_shortest_path_length(G, source, cutoff=None):
     s = _check_node(G, source)
     if G.graph is None or len(G) == 1:
         return {source: 0}
-    return _within(G, bsp.bfs(G.graph, G.graph.to_original(s)).values, cutoff, int, s,
-                   levels=True)
+    return _within(G, distances(G, s), cutoff, int, s, levels=True)
 
 
 def _within(G, dist: np.ndarray, cutoff, kind, source: int, levels: bool = False) -> dict:
@@ -130,25 +136,56 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     s = _check_node(G, source, "Node")
     if G.graph is None or len(G) == 1:
         return {source: 0}
+    return _within(G, distances(G, s, weight), cutoff,
+                   int if G.weight is None or weight is None else float, s)
+
+
+def distances(G, s: int, weight=None) -> np.ndarray:
+    """Every node's distance from internal id ``s`` (inf where unreached): graphsys's
+    BFS, or its SSSP over the stored weights when ``weight`` names them. An undirected
+    graph is searched by the distance measures' breadth-first kernel
+    (:func:`graphsys.measures.kernels_distance.bfs`) over its adjacency, with no BSP run;
+    a directed one by the BSP's."""
+    if len(G) == 1:
+        return np.zeros(1)
+    if (G.weight is None or weight is None) and not G.directed:
+        return _hops(G, s)
     if G.weight is None or weight is None:
-        dist = bsp.bfs(G.graph, G.graph.to_original(s)).values
-    elif not G.exact_weights:
+        return _bsp().bfs(G.graph, G.graph.to_original(s)).values
+    if not G.exact_weights:
         raise NotImplementedError("graphsys: these weights need float64 sums (graphsys "
                                   "stores float32 weights)")
-    else:
-        for _, _, _, w in G.graph.iter_edges():
-            if w is not None and (w < 0).any():
-                raise ValueError("Contradictory paths found: negative weights?")
-        dist = bsp.sssp(G.graph, G.graph.to_original(s)).values
-    return _within(G, dist, cutoff, int if G.weight is None or weight is None else float, s)
+    for _, _, _, w in G.graph.iter_edges():
+        if w is not None and (w < 0).any():
+            raise ValueError("Contradictory paths found: negative weights?")
+    return _bsp().sssp(G.graph, G.graph.to_original(s)).values
+
+
+def _hops(G, s: int) -> np.ndarray:
+    """An undirected graph's hop distances from internal id ``s`` (inf where
+    unreached)."""
+    from graphsys.measures.kernels_distance import bfs
+    from graphsys.measures.kernels_view import SYMMETRIC
+
+    indptr, indices = G.adjacency()
+    dist = np.full(len(G), -1, np.int32)
+    bfs(s, indptr, indices, indptr, indices, SYMMETRIC, dist, np.empty(len(G), np.int64))
+    return np.where(dist < 0, np.inf, dist.astype(np.float64))
 
 
 def _labels(G) -> np.ndarray:
-    return bsp.wcc(G.graph).values if G.graph is not None else np.zeros(0)
+    """Each node's (weakly) connected component, as its smallest internal id: graphsys's
+    union-find kernel (:func:`graphsys.kernels.components.roots`) over the adjacency,
+    with no BSP run (and no torch import)."""
+    if G.graph is None:
+        return np.zeros(0, np.int64)
+    from graphsys.kernels.components import roots
+
+    return roots(*G.adjacency(), *G.adjacency(transpose=True), G.directed)
 
 
 def _scc_labels(G) -> np.ndarray:
-    return bsp.scc(G.graph).values if G.graph is not None else np.zeros(0)
+    return _bsp().scc(G.graph).values if G.graph is not None else np.zeros(0)
 
 
 def _components(G, labels=None):
@@ -235,11 +272,10 @@ def _sinks_first(src, dst, count):
     return order
 
 
-def strongly_connected_components(G):
-    """``nx.strongly_connected_components``: a generator of node sets (graphsys's SCC), in
-    NetworkX's order: a component after every component it reaches."""
-    if G.graph is None:
-        return
+def condensation(G) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's strongly connected component, numbered sinks first (a component
+    after every component it reaches, NetworkX's order), and the condensation's edges
+    ``(2, k)`` between those numbers (each once, no loops)."""
     _, comp = np.unique(_scc_labels(G), return_inverse=True)
     count = int(comp.max()) + 1
     pairs = [np.stack([comp[s], comp[d]]) for s, d, *_ in G.graph.iter_edges()]
@@ -247,10 +283,22 @@ def strongly_connected_components(G):
     edges = np.unique(edges[:, edges[0] != edges[1]], axis=1)
     rank = np.empty(count, np.int64)
     rank[_sinks_first(edges[0], edges[1], count)] = np.arange(count)
-    order = np.argsort(rank[comp], kind="stable")
-    bounds = np.flatnonzero(np.diff(rank[comp][order])) + 1
-    for part in np.split(order, bounds):
-        yield {G.keys[i] for i in part.tolist()}
+    return rank[comp], rank[edges]
+
+
+def _parts(G, labels: np.ndarray) -> list[set]:
+    """The node sets of ``labels`` (0..k-1), in label order."""
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    return [{G.keys[i] for i in part.tolist()} for part in np.split(order, bounds)]
+
+
+def strongly_connected_components(G):
+    """``nx.strongly_connected_components``: a generator of node sets (graphsys's SCC), in
+    NetworkX's order: a component after every component it reaches."""
+    if G.graph is None:
+        return
+    yield from _parts(G, condensation(G)[0])
 
 
 def number_strongly_connected_components(G):
@@ -276,27 +324,47 @@ def node_connected_component(G, n):
 
 
 def core_number(G):
-    """``nx.core_number``: graphsys's k-core peeling (self-loops refused, as NetworkX
-    does)."""
+    """``nx.core_number``: graphsys's k-core peeling kernel
+    (:func:`graphsys.kernels.cores.core_levels`, the BSP k-core's in-memory method, run
+    here without the engine) over NetworkX's degrees: a directed graph's in- plus
+    out-neighbours. Self-loops are refused, as NetworkX refuses them."""
+    from graphsys.kernels.cores import core_levels, peel_degrees
+
     nx = _nx()
     if G.graph is None:
         return {}
-    for s, d, _, _ in G.graph.iter_edges():
-        if (s == d).any():
-            raise nx.NetworkXNotImplemented(
-                "Input graph has self loops which is not permitted; "
-                "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
-    return {k: int(v) for k, v in zip(G.keys, bsp.kcore(G.graph).values.tolist())}
+    rows, cols = G.edges()
+    if (rows == cols).any():
+        raise nx.NetworkXNotImplemented(
+            "Input graph has self loops which is not permitted; "
+            "Consider using G.remove_edges_from(nx.selfloop_edges(G)).")
+    n = len(G)
+    out = G.adjacency()
+    into = G.adjacency(transpose=True) if G.directed else out
+    deg = np.empty(n, np.int64)
+    peel_degrees(*out, into[0], G.directed, np.empty(0, np.int64), True, deg)
+    core = np.zeros(n, np.float64)
+    core_levels(*out, *into, G.directed, deg, core, np.empty(n, np.int64),
+                np.empty(n, np.int64), np.empty(0, np.int64))
+    return G.node_dict(core.astype(np.int64))
 
 
 def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=False,
                            seed=None):
-    """``nx.betweenness_centrality`` over every source, unweighted (graphsys's Brandes;
-    ``k`` and ``weight`` are declined: NetworkX's source sample and float64 path lengths
-    stay in NetworkX)."""
+    """``nx.betweenness_centrality``, unweighted (graphsys's Brandes; ``weight`` is
+    declined: NetworkX's float64 path lengths stay in NetworkX). ``k`` sources are drawn
+    as NetworkX draws them, ``seed.sample(list(G), k)`` from the random state NetworkX
+    hands its backends, and scaled as NetworkX scales a sample."""
     if G.graph is None:
         return {}
-    res = bsp.betweenness(G.graph, normalized=normalized, endpoints=endpoints)
+    sources = None
+    if k is not None and k != len(G):
+        import random
+
+        rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+        sources = G.graph.to_original(G.internal(rng.sample(list(G.keys), k)))
+    res = _bsp().betweenness(G.graph, sources=sources, normalized=normalized,
+                          endpoints=endpoints)
     return G.node_dict(res.values)
 
 
@@ -308,10 +376,10 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True):
     last bit, as its own tests compare them."""
     if G.graph is None:
         return {}
-    base = bsp.closeness(G.graph, wf_improved=False).values  # (r - 1) / total, as NetworkX
+    base = _bsp().closeness(G.graph, wf_improved=False).values  # (r - 1) / total, as NetworkX
     if not wf_improved or len(G) < 2:
         return G.node_dict(base)
-    scaled = bsp.closeness(G.graph).values  # base * (r - 1) / (N - 1)
+    scaled = _bsp().closeness(G.graph).values  # base * (r - 1) / (N - 1)
     others = len(G) - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         reach = np.where(base > 0, np.rint(scaled * others / base), 0.0)

@@ -122,8 +122,10 @@ CHECKS = {
     "pagerank": _pagerank,
     "hits": _hits,
     "betweenness_centrality": lambda G, a: (
-        "a sample of k sources and weighted paths are not supported"
-        if a.get("k") is not None or a.get("weight") is not None else None),
+        "weighted paths are not supported" if a.get("weight") is not None
+        else "k must be an integer from 0 to the number of nodes"
+        if a.get("k") is not None and not (isinstance(a["k"], numbers.Integral)
+                                           and 0 <= a["k"] <= len(G)) else None),
     "closeness_centrality": lambda G, a: (
         "one node's closeness and weighted distances are not supported"
         if a.get("u") is not None or a.get("distance") is not None else None),
@@ -133,6 +135,124 @@ CHECKS = {
     **{name: _distances for name in UNDIRECTED_ONLY},
     **{name: _clustering for name in ("triangles", "clustering", "average_clustering",
                                       "transitivity")},
+}
+
+
+def _missing(*names: str):
+    """A check declining calls whose node arguments ``names`` (those given) are not
+    nodes of ``G``: NetworkX raises its own exception for each."""
+
+    def check(G, a: dict) -> str | None:
+        for n in names:
+            node = a.get(n)
+            if node is not None and not _has(G, node):
+                return f"{n} is not a node of G"
+        return None
+
+    return check
+
+
+def _has(G, node) -> bool:
+    try:
+        return node in G
+    except TypeError:  # unhashable
+        return False
+
+
+def _given(*names: str, why: str = "is not supported"):
+    """A check declining calls that give any of the arguments ``names``."""
+
+    def check(G, a: dict) -> str | None:
+        given = [n for n in names if a.get(n) is not None]
+        return f"{', '.join(given)} {why}" if given else None
+
+    return check
+
+
+def _node_sets(*names: str, members: bool = False, disjoint: bool = False,
+               pair: bool = False):
+    """A check declining node-set arguments ``names`` that NetworkX reads in ways
+    graphsys does not copy: an iterator (read more than once), a single node, items
+    not in ``G`` (``members``), overlapping sets (``disjoint``), or one set of a directed
+    graph where NetworkX's cut needs two (``pair``)."""
+    from collections.abc import Collection
+
+    def check(G, a: dict) -> str | None:
+        sets = [a.get(n) for n in names if a.get(n) is not None]
+        for value in sets:
+            if not isinstance(value, Collection) or isinstance(value, str) or _has(G, value):
+                return "node sets must be collections of nodes"
+            if members and not all(_has(G, v) for v in value):
+                return "node sets must hold nodes of G"
+        try:
+            if disjoint and len(sets) == 2 and set(sets[0]) & set(sets[1]):
+                return "overlapping node sets are not supported"
+        except TypeError:
+            return "node sets must hold hashable nodes"
+        if pair and len(sets) == 1 and G.is_directed():
+            return "a directed cut needs both node sets"
+        return None
+
+    return check
+
+
+def _both(*checks):
+    def check(G, a: dict) -> str | None:
+        return next((r for r in (c(G, a) for c in checks) if r), None)
+
+    return check
+
+
+def _undirected_only(why: str):
+    return lambda G, a: why if G.is_directed() else None
+
+
+#: Checks of the functions over degrees, paths, structure and communities.
+MORE_CHECKS = {
+    "is_isolate": _missing("n"),
+    "has_path": _missing("source", "target"),
+    "descendants": _missing("source"),
+    "ancestors": _both(_missing("source"), _undirected_only(
+        "a directed graph's ancestors (a reversed search) are not supported")),
+    "efficiency": _missing("u", "v"),
+    "dijkstra_path_length": _missing("source", "target"),
+    "bellman_ford_path_length": _missing("source", "target"),
+    "single_source_bellman_ford_path_length": _missing("source"),
+    "shortest_path_length": _both(_missing("source", "target"), lambda G, a: (
+        "a directed graph's single-target search is not supported"
+        if G.is_directed() and a.get("source") is None and a.get("target") is not None
+        else "method must be 'dijkstra' or 'bellman-ford'"
+        if a.get("method") not in ("dijkstra", "bellman-ford") else None)),
+    "single_target_shortest_path_length": _undirected_only(
+        "a directed graph's single-target search is not supported"),
+    "average_shortest_path_length": lambda G, a: (
+        "only the single-source methods are supported"
+        if a.get("method") not in (None, "unweighted", "dijkstra", "bellman-ford") else None),
+    "barycenter": _given("weight", "attr", "sp"),
+    "harmonic_centrality": _given("nbunch", "sources"),
+    "harmonic_diameter": _given("sp"),
+    "triadic_census": _given("nodelist"),
+    "kosaraju_strongly_connected_components": _given("source"),
+    **{name: _given("core_number") for name in ("k_core", "k_shell", "k_crust", "k_corona")},
+    "ego_graph": _both(_missing("n"), _given("distance"), lambda G, a: (
+        "an undirected search of a directed graph is not supported"
+        if a.get("undirected") and G.is_directed() else None)),
+    "average_neighbor_degree": lambda G, a: (
+        "a single node is not supported" if _has(G, a.get("nodes")) else None),
+    "volume": _node_sets("S"),
+    **{name: _node_sets("S", "T", disjoint=True, pair=True)
+       for name in ("cut_size", "mixing_expansion")},
+    **{name: _node_sets("S", "T", disjoint=True)
+       for name in ("normalized_cut_size", "conductance", "edge_expansion")},
+    "node_expansion": _node_sets("S", members=True),
+    "degree_mixing_dict": _both(_node_sets("nodes"), lambda G, a: (
+        "x and y must be 'in' or 'out'" if a.get("x") not in ("in", "out")
+        or a.get("y") not in ("in", "out") else None)),
+    "boundary_expansion": _node_sets("S"),
+    "node_boundary": _node_sets("nbunch1", "nbunch2"),
+    **{name: _node_sets("S", members=True) for name in (
+        "group_degree_centrality", "group_in_degree_centrality",
+        "group_out_degree_centrality")},
 }
 
 
@@ -146,7 +266,7 @@ def _declined(name: str, a: dict) -> str | None:
         return "multigraphs are not supported"
     if callable(a.get("weight")):
         return "a weight function is not supported"
-    check = CHECKS.get(name)
+    check = CHECKS.get(name) or MORE_CHECKS.get(name)
     return check(G, a) if check is not None else None
 
 

@@ -48,6 +48,9 @@ class BackendGraph:
         #: the weight attribute and default asked for, the weights read and, for a view,
         #: a digest of its nodes and edges
         self._source: Source | None = None
+        #: Arrays read once per conversion (:meth:`adjacency`, :meth:`degree`); replaced
+        #: with the rest of the graph's state by :meth:`refresh`
+        self._cache: dict = {}
 
     def refresh(self) -> None:
         """Convert again, in place, when the NetworkX graph this was converted from
@@ -113,6 +116,40 @@ class BackendGraph:
         """Internal ids of NetworkX node keys (KeyError for a key not in the graph)."""
         index = self.index
         return np.fromiter((index[k] for k in keys), np.int64)
+
+    def adjacency(self, transpose: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, indices)`` of every node's out-neighbours (in-neighbours with
+        ``transpose``) by internal id, int64 (an undirected graph's neighbours either way;
+        a self-loop once)."""
+        key = ("adjacency", transpose and self.directed)
+        if key not in self._cache:
+            if self.graph is None:
+                out = np.zeros(len(self) + 1, np.int64), np.zeros(0, np.int64)
+            else:
+                c = (self.graph.csc if key[1] else self.graph.csr)(weights=False)
+                out = np.asarray(c.indptr, np.int64), np.asarray(c.indices, np.int64)
+            self._cache[key] = out
+        return self._cache[key]
+
+    def degree(self, direction: str = "both") -> np.ndarray:
+        """NetworkX's degree of every node by internal id: ``"out"``, ``"in"`` or
+        ``"both"`` (their sum) of a directed graph; of an undirected one, its neighbours
+        with a self-loop counted twice, whatever ``direction``."""
+        if not self.directed:
+            indptr, indices = self.adjacency()
+            rows = np.repeat(np.arange(len(self)), np.diff(indptr))
+            loops = np.bincount(rows[rows == indices], minlength=len(self))
+            return np.diff(indptr) + loops
+        out = np.diff(self.adjacency()[0])
+        into = np.diff(self.adjacency(transpose=True)[0])
+        return {"out": out, "in": into}.get(direction, out + into)
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each edge once (an undirected edge as ``u <= v``), as internal ids."""
+        indptr, indices = self.adjacency()
+        rows = np.repeat(np.arange(len(self)), np.diff(indptr))
+        keep = slice(None) if self.directed else rows <= indices
+        return rows[keep], indices[keep]
 
     def node_dict(self, values) -> dict:
         """``{key: value}`` for every node, values as Python scalars."""

@@ -92,9 +92,19 @@ def preferential_attachment(G, ebunch=None):
     return _predict(G, ebunch, "preferential_attachment", integral=True)
 
 
-def density(G):
-    """``nx.density``."""
-    return 0.0 if G.graph is None else measures.density(G.graph)
+def density(G, nodes=None):
+    """NetworkX's dispatched ``density``, which is ``nx.bipartite.density(B, nodes)``:
+    the edges over ``len(nodes) * (N - len(nodes))`` (twice that on a directed graph),
+    0.0 without edges. Without ``nodes`` (a direct call): ``nx.density``'s value,
+    graphsys's :func:`graphsys.measures.density`."""
+    if nodes is None:
+        return 0.0 if G.graph is None else measures.density(G.graph)
+    m = len(G.edges()[0])
+    nb = len(nodes)
+    nt = len(G) - nb
+    if m == 0:
+        return 0.0
+    return m / (2 * nb * nt) if G.directed else m / (nb * nt)
 
 
 def _nbunch(G, nodes) -> list:
@@ -154,7 +164,7 @@ def degree_assortativity_coefficient(G, x="out", y="in", weight=None, nodes=None
 
 def _unweighted(G, weight) -> None:
     if weight is not None and G.weight is not None:
-        raise NotImplementedError("graphsys: weighted distances are not supported")
+        raise NotImplementedError("graphsys: weights other than 1 are not supported here")
 
 
 def _check_connected(G) -> None:
