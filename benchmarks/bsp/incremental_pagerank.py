@@ -5,7 +5,8 @@
 
 The graph: ``--edges`` (2M) seeded R-MAT edges over ``--nodes`` (2**18) ids
 (:func:`graphsys.generators.rmat_edges`, Graph500's a, b, c), ingested; PageRank to
-``--tol`` is run on it and written as a Parquet result. For each share a copy of the graph
+``--tol`` is run on it and written as a Parquet result, and its CSR index stored
+(``graphsys index --csr``, which the delta push maps). For each share a copy of the graph
 gets that many more edges of the same R-MAT stream as edge set ``day2``; on it, in
 alternated turns (``--turns``, medians quoted), in process, each call opening the graph
 afresh: **scratch** ``bsp.pagerank(g, tol=)`` and **delta** the same call with ``init=``
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     import graphsys
     from graphsys import bsp
     from graphsys.generators import rmat_edges, write_edges
+    from graphsys.storage.adjacency_index import build_index
 
     run = harness.Run("bsp/incremental_pagerank", args.record)
     work = args.work
@@ -65,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     write_edges(first, work / "day1.parquet", overwrite=True)
     rest = {k: np.concatenate([c[k] for c in rest]) for k in ("src", "dst")}
     g = graphsys.ingest(work / "day1.parquet", work / "base", seed=args.seed)
+    build_index(g, ("csr",))  # the delta push maps the previous edges' CSR (no build)
     prev = work / "pagerank-before.parquet"
     pq.write_table(bsp.pagerank(g, tol=args.tol).to_table(), prev)
     rows = {}

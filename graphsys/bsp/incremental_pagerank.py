@@ -6,8 +6,8 @@ A run given a previous result (``init``, :mod:`graphsys.bsp.incremental`) choose
 start, records it in ``result.stats.start`` and says it in ``result.stats.method``:
 
 * ``delta`` when the new edges are at most :data:`DELTA_MAX_FRACTION` of the edges read,
-  in memory on the CPU, and the previous edges are one edge set with a stored CSR index
-  (``graphsys index --csr``: its out-edges are mapped, not built). The previous ranks
+  in memory on the CPU, and every edge set of the previous edges has a stored CSR index
+  (``graphsys index --csr``: their out-edges are mapped, not built). The previous ranks
   :math:`x` (summing to 1) become the unnormalised values :math:`y = c x` with
   :math:`c = (1-\alpha) \sum_{old} q / s`, where
   :math:`s = \alpha \sum_{u\ \mathrm{dangling}} x_u + 1 - \alpha` is the previous graph's
@@ -128,9 +128,10 @@ def _no_delta(graph, es, previous: Previous, kwargs) -> str | None:
     if not previous.known.any():
         return "the previous result lists no node"
     old = [m for m in es.parts if m not in previous.new_edge_sets]
-    if len(old) != 1 or graph.adjacency_index(old[0], "csr") is None:
+    missing = [m for m in old if graph.adjacency_index(m, "csr") is None]
+    if missing or not old:
         return (f"scratch: the delta push reads the stored CSR index of the previous edges "
-                f"(graphsys index --csr --edge-set {old[0] if old else '...'} "
+                f"(graphsys index --csr --edge-set {','.join(missing) or '...'} "
                 f"{graph.path})")
     return None
 

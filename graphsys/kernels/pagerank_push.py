@@ -128,12 +128,14 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
     while True:
         l1 = 0.0
         s = 0.0
+        top = 0.0
         kept = 0
         for k in range(count):  # drop nodes whose residual is now 0: rounds stay local
             v = touched[k]
             if r[v] != 0.0:
                 l1 += abs(r[v])
                 s += r[v]
+                top = max(top, abs(r[v]))
                 touched[kept] = v
                 kept += 1
             else:
@@ -144,7 +146,7 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
             return rounds, pushes, work, norm, total, True
         if work >= max_work:
             return rounds, pushes, work, norm, total, False
-        theta = l1 / count
+        theta = min(l1 / count, top)  # the mean, rounded, may exceed every value
         chosen = 0
         for k in range(count):
             v = touched[k]
