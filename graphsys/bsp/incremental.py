@@ -18,7 +18,9 @@ from a fixed point, so they refuse a PREV that stopped at ``max_iters`` (``graph
 --allow-unconverged``) or does not say (written before results recorded it); PageRank
 iterates to ``tol`` from any start and takes it.
 
-* **PageRank, personalized PageRank** (:func:`pagerank_from`): the power iteration starts
+* **PageRank, personalized PageRank** (:func:`pagerank_warm_start`, where
+  :func:`graphsys.bsp.incremental_pagerank.pagerank_from` does not push the residual of
+  the new edges or run from scratch): the power iteration starts
   from PREV's ranks (new nodes at the smallest old rank, the share of a node without
   in-edges, then scaled to sum 1) instead of the uniform vector, and stops by the same
   rule (L1 change below ``tol``), so the result is the fixed point to the same tolerance
