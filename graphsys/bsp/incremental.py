@@ -18,7 +18,9 @@ from a fixed point, so they refuse a PREV that stopped at ``max_iters`` (``graph
 --allow-unconverged``) or does not say (written before results recorded it); PageRank
 iterates to ``tol`` from any start and takes it.
 
-* **PageRank, personalized PageRank** (:func:`pagerank_from`): the power iteration starts
+* **PageRank, personalized PageRank** (:func:`pagerank_warm_start`, where
+  :func:`graphsys.bsp.incremental_pagerank.pagerank_from` does not push the residual of
+  the new edges or run from scratch): the power iteration starts
   from PREV's ranks (new nodes at the smallest old rank, the share of a node without
   in-edges, then scaled to sum 1) instead of the uniform vector, and stops by the same
   rule (L1 change below ``tol``), so the result is the fixed point to the same tolerance
@@ -113,6 +115,10 @@ class Previous:
         The tolerance PREV's run stopped at (None where it did not record one).
     converged : bool or None
         Whether PREV's run converged (None where it did not record it).
+    residual : float or None
+        PREV's bound on the L1 change one more power-iteration step would make
+        (:attr:`RunStats.residual <graphsys.bsp.stats.RunStats.residual>`; None where it
+        did not record one).
     """
 
     values: np.ndarray
@@ -122,6 +128,7 @@ class Previous:
     supersteps: int | None = None
     tol: float | None = None
     converged: bool | None = None
+    residual: float | None = None
 
     def check_fixed_point(self, algorithm: str) -> None:
         """A one-line ParameterError unless PREV's run converged: what a warm start that repairs
@@ -138,13 +145,14 @@ class Previous:
 
 def provenance(algorithm: str, graph, edge_set, source=None,
                params: dict[str, Any] | None = None,
-               supersteps: int | None = None, converged: bool | None = None
-               ) -> dict[str, Any]:
+               supersteps: int | None = None, converged: bool | None = None,
+               residual: float | None = None) -> dict[str, Any]:
     """What a result records of its run (``Result.provenance``): ``algorithm``,
     ``source`` (an original id, or None), ``params`` (JSON values), ``edge_sets`` (each
     edge set read and the digest of its buckets), ``until`` and ``since`` (a time view's
     bounds, or None), ``num_nodes``, ``partition_sizes``, ``supersteps`` (the run's count, or
-    None) and ``converged`` (whether the run converged, or None)."""
+    None), ``converged`` (whether the run converged, or None) and ``residual`` (its
+    :attr:`RunStats.residual <graphsys.bsp.stats.RunStats.residual>`, or None)."""
     es = graph.edge_set(edge_set)
     stored = getattr(graph, "stored", graph)  # a time view's buckets are the stored ones
     source = source.item() if isinstance(source, np.generic) else source
@@ -157,7 +165,8 @@ def provenance(algorithm: str, graph, edge_set, source=None,
             "num_nodes": graph.num_nodes(),
             "partition_sizes": [int(x) for x in graph.partition_sizes()],
             "supersteps": None if supersteps is None else int(supersteps),
-            "converged": None if converged is None else bool(converged)}
+            "converged": None if converged is None else bool(converged),
+            "residual": None if residual is None else float(residual)}
 
 
 def _table(init) -> tuple[pa.Table, str]:
@@ -293,7 +302,15 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
         and tol > 0 else None
     converged = meta.get("converged")
     return Previous(values, known, new, where, steps, tol,
-                    converged if isinstance(converged, bool) else None)
+                    converged if isinstance(converged, bool) else None,
+                    _positive(meta.get("residual")))
+
+
+def _positive(value: Any) -> float | None:
+    """``value`` as a float when it is a finite non-negative number, else None."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and np.isfinite(value) and value >= 0
+    return float(value) if ok else None
 
 
 def _appended_layout(graph, ids: pa.Array, old: Any) -> np.ndarray | None:
@@ -339,8 +356,8 @@ def _new_edges(graph, previous: Previous):
 
 
 # -- PageRank -----------------------------------------------------------------------------------
-def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
-                  max_iters: int | None = None, **kwargs) -> Result:
+def pagerank_warm_start(spec, graph, previous: Previous, *, source=None, params=None,
+                        max_iters: int | None = None, **kwargs) -> Result:
     """PageRank (or personalized PageRank) started from ``previous``'s ranks: new nodes at
     the smallest old rank (a node without in-edges: the teleport and dangling share), the
     vector scaled to sum 1; to ``previous``'s tolerance or a looser one the program expects
@@ -370,6 +387,7 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
         program.expected_supersteps = previous.supersteps
     result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters), **kwargs)
     result.stats.method += ", warm start"
+    result.stats.start = "warm"
     if kwargs.get("mode", "auto") == "auto" and result.stats.mode == "out-of-core":
         result.stats.method += (f", streamed (the previous run took {previous.supersteps} "
                                 f"supersteps)")

@@ -117,6 +117,15 @@ class RunStats:
     scores : dict of str to float
         Scores of the answer that a program reports in its ``scores`` attribute (Louvain
         and Leiden: ``modularity``, ``communities``); empty for most.
+    start : str or None
+        How a run given a previous result (``init``) started: ``delta`` (the residual of
+        the changed edges pushed, :mod:`graphsys.bsp.incremental_pagerank`), ``warm`` (the
+        iteration started from the previous values) or ``scratch`` (the previous result
+        set aside, e.g. too much changed); None for a run without one.
+    residual : float or None
+        A bound on the L1 change one more power-iteration step would make to the result
+        (PageRank after a delta push, which stops on it); None where the run does not
+        know one.
 
     Examples
     --------
@@ -149,6 +158,8 @@ class RunStats:
     supersteps: list[SuperstepStats] = field(default_factory=list)
     weighted: bool = False
     scores: dict[str, float] = field(default_factory=dict)
+    start: str | None = None
+    residual: float | None = None
 
     @property
     def num_supersteps(self) -> int:

@@ -274,12 +274,19 @@ def run(args) -> int:
                   f"{stats.device}, backend {stats.backend}"
                   + (", weighted" if stats.weighted else "")
                   + "".join(f", {k} {v:.6g}" for k, v in stats.scores.items())
-                  + (f", started from {init}" if init is not None else "")
+                  + (f", started from {init} ({_START[stats.start]})"
+                     if init is not None and stats.start in _START else
+                     f", started from {init}" if init is not None else "")
                   + (f", wrote {out}" if out else ""))
         if not stats.converged:
             print(f"warning: {args.algorithm} stopped at --max-iters {limit:,} "
                   f"({limit:,} supersteps) before converging", file=sys.stderr)
     return 0
+
+
+#: how a run given a previous result started (RunStats.start), as the summary line says it
+_START = {"delta": "incremental: delta push", "warm": "incremental: warm start",
+          "scratch": "from scratch: too much changed for an incremental run"}
 
 
 def _max_iters(args, spec, graph) -> int:

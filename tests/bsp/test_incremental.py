@@ -16,12 +16,21 @@ import torch
 
 import graphsys
 from graphsys import bsp, open_graph
-from graphsys.bsp import incremental
+from graphsys.bsp import incremental, incremental_pagerank
 from graphsys.bsp.engine import STREAM_MAX_SUPERSTEPS, choose_mode
 from graphsys.cli import main
 from graphsys.errors import FormatError, GraphsysError, ParameterError
 from graphsys.plugins import ALGORITHMS
 from graphsys.storage.adjacency_index import build_index
+
+
+@pytest.fixture(autouse=True)
+def _warm_pagerank(monkeypatch):
+    """PageRank started from a previous result takes the warm start here (the power
+    iteration from the old ranks); the delta push and the choice between them are
+    tests/bsp/test_incremental_pagerank.py's."""
+    monkeypatch.setattr(incremental_pagerank, "_no_delta", lambda *a: "tested apart")
+    monkeypatch.setattr(incremental_pagerank, "DELTA_MAX_FRACTION", 1.0)
 
 
 def _day(seed: int, n: int, m: int, weighted: bool = False) -> pa.Table:

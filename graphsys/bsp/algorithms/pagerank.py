@@ -66,7 +66,7 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, cache_bytes
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.incremental import pagerank_from
+from graphsys.bsp.incremental_pagerank import pagerank_from
 from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_pagerank import (
     bfs_order,

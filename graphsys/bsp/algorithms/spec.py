@@ -119,5 +119,6 @@ class AlgorithmSpec:
         result = self.finish(result) if self.finish is not None else result
         result.provenance = incremental.provenance(self.name, graph, edge_set, source, params,
                                                    result.stats.num_supersteps,
-                                                   result.stats.converged)
+                                                   result.stats.converged,
+                                                   result.stats.residual)
         return result

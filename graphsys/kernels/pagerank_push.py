@@ -1,0 +1,169 @@
+r"""PageRank after a change of edges by pushing residuals, in numba: the residual the
+changed edges create (:func:`edge_change_residual`) and a forward push of it
+(:func:`push`), as in incremental and dynamic PageRank (Ohsaka, Maehara and Kawarabayashi,
+KDD 2015; Zhang, Lofgren and Goel, KDD 2016): Gauss-Southwell relaxation of the linear
+system, applied only where the residual is.
+
+Both work on the *unnormalised* rank equation
+
+.. math::
+    y = \alpha\, A^\top D^{-1} y + (1 - \alpha)\, q,
+    \qquad r(y) = (1 - \alpha)\, q + \alpha\, A^\top D^{-1} y - y,
+
+with :math:`q` the teleport weights (1 on every node for PageRank), :math:`D` the
+(weighted) out-degrees and the mass of dangling nodes leaving the system. When dangling
+mass is spread like the teleport (networkx's default), PageRank is :math:`y / \sum y`: the
+two equations differ by a scalar on :math:`q`. So a new node only brings its own
+:math:`(1 - \alpha) q_v` of residual, whatever the number of nodes, and no push is global.
+
+Pushing node :math:`u` moves its residual into its value and :math:`\alpha r_u / d_u` along
+each out-edge, so the L1 norm of the residual falls by at least :math:`(1 - \alpha)|r_u|`
+(whatever the signs: removed edges give negative residual), and pushes only ever end.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(inline="always")
+def _weight(weights, e):
+    return 1.0 if weights.shape[0] == 0 else weights[e]
+
+
+@numba.njit(cache=True, nogil=True)
+def edge_change_residual(indptr, indices, weights, y, inv_old, inv_new, changed, src, dst,
+                         w, sign, damping, r):
+    """Add to ``r`` the change of the residual :math:`r(y)` when edges change.
+
+    ``indptr``/``indices``/``weights`` are the out-edges (CSR; ``weights`` empty:
+    unweighted) of the graph *before* the change; ``inv_old``/``inv_new`` float64 (N,)
+    the inverse (weighted) out-degree before and after it (0 for a dangling node);
+    ``changed`` int64 the nodes whose out-degree changed; ``src``/``dst``/``w`` (``w``
+    empty: weight 1) the changed edges and ``sign`` (+1 added, -1 removed, int8) what
+    happened to each. A node ``u`` in ``changed`` now sends ``y[u] * inv_new[u]`` per
+    unit of weight along its old edges instead of ``y[u] * inv_old[u]``; an added edge
+    sends ``y[u] * inv_new[u]`` more, a removed one (still in the CSR) the same less, so
+    its residual is the added one's with the opposite sign. Returns the L1 change added."""
+    added = 0.0
+    for k in range(changed.shape[0]):
+        u = changed[k]
+        f = damping * y[u] * (inv_new[u] - inv_old[u])
+        if f == 0.0:
+            continue
+        for e in range(indptr[u], indptr[u + 1]):
+            c = f * _weight(weights, e)
+            r[indices[e]] += c
+            added += abs(c)
+    for k in range(src.shape[0]):
+        u = src[k]
+        c = sign[k] * damping * y[u] * inv_new[u] * _weight(w, k)
+        r[dst[k]] += c
+        added += abs(c)
+    return added
+
+
+@numba.njit(cache=True, nogil=True)
+def _spread(indptr, indices, weights, u, c, r, touched, seen, count):
+    """``r[v] += c * w(u, v)`` along ``u``'s out-edges in one CSR, listing every target
+    not listed yet in ``touched``; returns the count listed."""
+    for e in range(indptr[u], indptr[u + 1]):
+        v = indices[e]
+        r[v] += c * _weight(weights, e)
+        if not seen[v]:
+            seen[v] = True
+            touched[count] = v
+            count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _deviation(r, q, mean, touched, count, uniform, big_q, size):
+    """``||r - mean * q||_1`` for ``r`` zero outside ``touched[:count]`` (``size``:
+    ``|mean| * sum(q)``)."""
+    dev = 0.0
+    held = 0.0
+    for k in range(count):
+        v = touched[k]
+        qv = 1.0 if uniform else q[v]
+        dev += abs(r[v] - mean * qv)
+        held += qv
+    return dev + size * max(0.0, 1.0 - held / big_q)
+
+
+@numba.njit(cache=True, nogil=True)
+def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping, q, y, r,
+         total, target, extra, max_work):
+    """Push the residual ``r`` into ``y`` (both float64 (N,), updated in place) until
+    ``||L(r)||_1 + extra < target * sum(y)``, with ``L(r) = r - sum(r) q / sum(q)``
+    (``q``: the teleport weights, empty for 1 on every node; ``extra``: a residual known
+    only by a bound, kept apart). ``L(r) / sum(y)`` is exactly the change the next
+    power-iteration step would make to the normalised ranks ``y / sum(y)`` (see
+    :mod:`graphsys.kernels.pagerank_push`), so they are then a PageRank iterate whose next
+    step changes them by less than ``target`` in L1.
+
+    The out-edges are two CSRs over the same nodes (a stored graph and the edges added to
+    it; either may have no rows past its own); ``inv_deg`` the inverse (weighted) out-degree
+    over both. Each round pushes, once each, the nodes whose ``|r|`` is at least the mean
+    over the nodes with a residual (what they hold when their turn comes: Gauss-Southwell
+    order by rounds); the norm is then added up again exactly. ``total`` is ``sum(y)`` on entry.
+
+    Returns (rounds, pushes, edges scanned, ``||L(r)||_1``, sum of ``y``, converged): not
+    converged when ``max_work`` edges were scanned first (``y`` and ``r`` are then a
+    consistent pair, the residual still to push)."""
+    n = y.shape[0]
+    touched = np.empty(n, np.int64)
+    seen = np.zeros(n, np.bool_)
+    queue = np.empty(n, np.int64)
+    count = 0
+    for v in range(n):
+        if r[v] != 0.0:
+            seen[v] = True
+            touched[count] = v
+            count += 1
+    rounds = pushes = work = 0
+    uniform = q.shape[0] == 0
+    big_q = float(n) if uniform else q.sum()
+    while True:
+        l1 = 0.0
+        s = 0.0
+        top = 0.0
+        kept = 0
+        for k in range(count):  # drop nodes whose residual is now 0: rounds stay local
+            v = touched[k]
+            if r[v] != 0.0:
+                l1 += abs(r[v])
+                s += r[v]
+                top = max(top, abs(r[v]))
+                touched[kept] = v
+                kept += 1
+            else:
+                seen[v] = False
+        count = kept
+        norm = _deviation(r, q, s / big_q, touched, count, uniform, big_q, abs(s))
+        if norm + extra < target * total:
+            return rounds, pushes, work, norm, total, True
+        if work >= max_work:
+            return rounds, pushes, work, norm, total, False
+        theta = min(l1 / count, top)  # the mean, rounded, may exceed every value
+        chosen = 0
+        for k in range(count):
+            v = touched[k]
+            if abs(r[v]) >= theta:
+                queue[chosen] = v
+                chosen += 1
+        for k in range(chosen):
+            u = queue[k]
+            ru = r[u]
+            r[u] = 0.0
+            y[u] += ru
+            total += ru
+            pushes += 1
+            c = damping * ru * inv_deg[u]
+            if c == 0.0:
+                continue  # dangling: the mass leaves the unnormalised system
+            count = _spread(indptr, indices, weights, u, c, r, touched, seen, count)
+            count = _spread(indptr2, indices2, weights2, u, c, r, touched, seen, count)
+            work += indptr[u + 1] - indptr[u] + indptr2[u + 1] - indptr2[u]
+        rounds += 1
