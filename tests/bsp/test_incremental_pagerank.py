@@ -27,6 +27,7 @@ def _push_to_the_end(monkeypatch):
     """The push runs to the tolerance here, whatever it costs (its work limit is tested
     apart)."""
     monkeypatch.setattr(incremental_pagerank, "PUSH_MAX_SWEEPS", 10**6)
+    monkeypatch.setattr(incremental_pagerank, "LOCAL_MAX_SHARE", 1.0)  # tiny graphs
 
 
 def _edges(seed, n, m, weighted=False):
@@ -135,3 +136,15 @@ def test_a_push_past_its_work_limit_hands_over_to_the_iteration(tmp_path, monkey
     assert got.stats.start == "delta" and "stopped at" in got.stats.method
     pr = nx.pagerank(ref, tol=1e-15, max_iter=1000, weight=None)
     assert _l1(got, pr) < 10 * TOL
+
+
+def test_a_change_that_reaches_many_nodes_runs_from_scratch(tmp_path, monkeypatch):
+    """New edges whose first residual reaches more than LOCAL_MAX_SHARE of the nodes (not a
+    local change) start from scratch, and say so; the answer is scratch's."""
+    monkeypatch.setattr(incremental_pagerank, "LOCAL_MAX_SHARE", 0.0)
+    g, prev, _ = _grow(tmp_path)
+    got = bsp.pagerank(g, tol=TOL, init=str(prev))
+    assert got.stats.start == "scratch" and "of the nodes, above the delta push" in \
+        got.stats.method
+    ref = bsp.pagerank(g, tol=TOL)
+    assert np.abs(got.values - ref.values).sum() < 10 * TOL
