@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repository root
+
+from benchmarks import harness  # noqa: E402
 
 
 def child(setting: str, graph: str, batch: int, repeats: int) -> dict:
@@ -80,17 +83,18 @@ def build(path: str, events: int) -> None:
                         path, edge_columns=["timestamp"])
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    p = harness.parser(__doc__)
     p.add_argument("--events", type=int, default=200_000)
     p.add_argument("--batch", type=int, default=200)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--graph", help=argparse.SUPPRESS)
-    a = p.parse_args()
+    a = p.parse_args(argv)
     if a.child:
         print(json.dumps(child(a.child, a.graph, a.batch, a.repeats)))
         return
+    run = harness.Run("sampling/temporal_threads", a.record, memory=False)
     graph = tempfile.mkdtemp() + "/g"
     subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
                     f"from benchmarks.sampling.temporal_threads import build; "
@@ -107,7 +111,7 @@ def main() -> None:
                                str(a.repeats)], env=env, capture_output=True, text=True,
                               check=True)
         out[setting] = json.loads(done.stdout.strip().splitlines()[-1])
-    print(json.dumps(out))
+    run.emit(**out)
 
 
 if __name__ == "__main__":

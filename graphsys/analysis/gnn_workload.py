@@ -77,6 +77,7 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
     ranges on its evaluation, checkpoints, data loading and adjacency build; at most
     ``steps`` training batches per epoch when given. The blocks of the first
     :data:`GNN_MODEL_STEPS` batches feed the SIMT model after the run."""
+    import graphsys.gnn.fit as F
     import graphsys.gnn.node_task as T
     from graphsys.gnn import train
 
@@ -113,7 +114,8 @@ def _profile_gnn_train(graph, cfg, *, recorder: SimtRecorder, device: str,
     with tempfile.TemporaryDirectory(prefix="graphsys-profile-gnn-") as tmp:
         def work(marker: StepMarker):
             state["marker"] = marker
-            with _wrapped(T, wrappers):
+            # the task's module builds and evaluates; the loop (gnn/fit.py) saves
+            with _wrapped(T, wrappers), _wrapped(F, wrappers):
                 res = train(graph, cfg, device=device, out=Path(tmp) / "out",
                             progress=progress)
             marker.finish()

@@ -49,7 +49,6 @@ def _levels_to_float_parallel(level, out):
         _level_to_float(level, out, v)
 
 
-@numba.njit(cache=True, nogil=True)
 def bfs_solve(out_indptr, out_indices, in_indptr, in_indices, source, out, max_steps,
               nthreads):
     """:func:`~graphsys.kernels.bfs.levels` and what the engine keeps of it, in one call:
@@ -58,8 +57,9 @@ def bfs_solve(out_indptr, out_indices, in_indptr, in_indices, source, out, max_s
     loop, even one that runs serially, slowed the next search's serial kernel on
     luxembourg-osm); returns (:func:`phase_totals` rows, int64 (P, 5); 1 = bottom-up per
     step, int64 (S,); vertices of the last level when ``max_steps`` cut the search short).
-    One call instead of four saves their dispatches and the levels' own allocation from
-    Python."""
+    A Python function over kernels, as :func:`~graphsys.kernels.bfs.levels` is (a cached
+    kernel calling another module's cached parallel kernels can be saved as code that links
+    to one process's copy of them)."""
     level, queue, last, act, scanned, pulled = levels(out_indptr, out_indices, in_indptr,
                                                       in_indices, False, source, max_steps,
                                                       nthreads)

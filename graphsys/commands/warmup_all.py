@@ -120,25 +120,53 @@ def _nx_calls() -> dict[str, Callable]:
 
     from _nx_graphsys import FUNCTIONS
 
-    args: dict[str, Callable] = {
-        "single_source_shortest_path_length": lambda G, s: (s,),
-        "single_source_dijkstra_path_length": lambda G, s: (s,),
-        "node_connected_component": lambda G, s: (s,),
-    }
     links = ("jaccard_coefficient", "adamic_adar_index", "resource_allocation_index",
              "preferential_attachment")
     out = {}
     for name in FUNCTIONS:
-        if not hasattr(getattr(nx, name), "backends"):
+        f = _nx_function(nx, name)
+        if not hasattr(f, "backends"):
             continue  # not dispatched by this NetworkX (nx.density): no call reaches graphsys
-        extra = args.get(name, lambda G, s: ())
         if name in links:
-            out[name] = (lambda G, s, f=getattr(nx, name):
+            out[name] = (lambda G, s, f=f:
                          list(f(G, [(s, t) for t in list(G)[:4]], backend="graphsys")))
         else:
-            out[name] = (lambda G, s, f=getattr(nx, name), a=extra:
+            out[name] = (lambda G, s, f=f, a=_nx_arguments(f):
                          _drain(f(G, *a(G, s), backend="graphsys")))
     return out
+
+
+def _nx_function(nx, name: str):
+    """NetworkX's function ``name``, wherever NetworkX keeps it (top level, community or
+    bipartite), or None."""
+    for where in (nx, nx.community, nx.bipartite):
+        if hasattr(where, name):
+            return getattr(where, name)
+    return None
+
+
+def _nx_arguments(f) -> Callable:
+    """``(G, source)`` -> the required arguments after the graph of NetworkX's ``f``,
+    by their names: a node is ``source``, a second one the graph's last node, a node set the
+    first two nodes, ``k``/``distance`` 1, ``communities`` one community of every node."""
+    import inspect
+
+    names = [p.name for p in list(inspect.signature(f).parameters.values())[1:]
+             if p.default is inspect.Parameter.empty
+             and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def value(G, s, name: str):
+        if name in ("source", "n", "u"):
+            return s
+        if name in ("target", "v"):
+            return list(G)[-1]
+        if name in ("k", "distance"):
+            return 1
+        if name == "communities":
+            return [set(G)]
+        return list(G)[:2]  # S, nbunch1, sources
+
+    return lambda G, s: tuple(value(G, s, n) for n in names)
 
 
 def _drain(value):

@@ -331,23 +331,20 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
     return hi, lo, act[:step], scanned[:step], pulled[:step]
 
 
-@numba.njit(cache=True, nogil=True)
 def levels(out_ptr, out_idx, in_ptr, in_idx, both, source, max_steps, nthreads):
     """One :func:`search` on buffers of its own: (level int32 (N,), -1 = unreached; the
     vertices reached, level by level, of ``out_idx``'s dtype; then :func:`search`'s
-    returns after ``count``). The levels and the largest degree come from one pass (a pass
-    of its own for the degree would read the vertex arrays twice, a cost a short search on
-    a large graph notices)."""
-    n = out_ptr.shape[0] - 1
-    level = np.empty(n, np.int32)
-    max_degree = 0
-    for u in range(n):
-        level[u] = -1
-        max_degree = max(max_degree, entries(u, out_ptr, in_ptr, both))
-    queue = np.empty(n + 1, out_idx.dtype)
-    front = np.empty((n + 63) // 64, np.uint64)
-    nxt = np.empty((n + 63) // 64, np.uint64)
+    returns after ``count``).
+
+    A Python function, not a kernel: a cached kernel that calls :func:`search` (whose
+    parallel steps are cached kernels of their own) can be saved, by a process that loaded
+    :func:`search` first, as code that links to that process's copy, and then crashes the
+    next process that loads it."""
+    degree = np.diff(out_ptr)
+    if both:
+        degree = degree + np.diff(in_ptr)
+    level, queue, front, nxt = buffers(len(out_ptr) - 1, out_idx.dtype)
     count, last, act, scanned, pulled = search(out_ptr, out_idx, in_ptr, in_idx, both,
-                                               max_degree, level, queue, front, nxt, source,
-                                               max_steps, nthreads)
+                                               int(degree.max(initial=0)), level, queue,
+                                               front, nxt, source, max_steps, nthreads)
     return level, queue[:count], last, act, scanned, pulled

@@ -144,7 +144,7 @@ def distances(G, s: int, weight=None) -> np.ndarray:
     """Every node's distance from internal id ``s`` (inf where unreached): graphsys's
     BFS, or its SSSP over the stored weights when ``weight`` names them. An undirected
     graph is searched by the distance measures' breadth-first kernel
-    (:func:`graphsys.measures.kernels_distance.bfs`) over its adjacency, with no BSP run;
+    (:func:`graphsys.kernels.bfs.levels`) over its adjacency, with no BSP run;
     a directed one by the BSP's."""
     if len(G) == 1:
         return np.zeros(1)
@@ -164,12 +164,10 @@ def distances(G, s: int, weight=None) -> np.ndarray:
 def _hops(G, s: int) -> np.ndarray:
     """An undirected graph's hop distances from internal id ``s`` (inf where
     unreached)."""
-    from graphsys.measures.kernels_distance import bfs
-    from graphsys.measures.kernels_view import SYMMETRIC
+    from graphsys.kernels import bfs
 
     indptr, indices = G.adjacency()
-    dist = np.full(len(G), -1, np.int32)
-    bfs(s, indptr, indices, indptr, indices, SYMMETRIC, dist, np.empty(len(G), np.int64))
+    dist = bfs.levels(indptr, indices, indptr, indices, False, s, bfs.NO_LIMIT, 1)[0]
     return np.where(dist < 0, np.inf, dist.astype(np.float64))
 
 

@@ -43,21 +43,22 @@ def is_directed_acyclic_graph(G):
 
 def is_bipartite(G):
     """``nx.is_bipartite``: a breadth-first search from each component's first node
-    (graphsys's distance-measure BFS kernel, over the undirected view of a directed
+    (graphsys's BFS kernel, :func:`graphsys.kernels.bfs.search`, over the undirected view of a directed
     graph); bipartite when no edge joins two nodes at distances of the same parity."""
-    from graphsys.measures.kernels_distance import bfs
-    from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC
+    from graphsys.kernels import bfs
 
     if G.graph is None:
         return True
     out = G.adjacency()
-    into = G.adjacency(transpose=True)
-    sym = DIRECTED if G.directed else SYMMETRIC
-    dist = np.full(len(G), -1, np.int32)
-    queue = np.empty(len(G), np.int64)
+    into = G.adjacency(transpose=True) if G.directed else out
+    degree = np.diff(out[0]) + (np.diff(into[0]) if G.directed else 0)
+    # one set of buffers for every component: a search sets the levels of its own
+    # component only, and clears the bitmaps it uses
+    dist, queue, front, nxt = bfs.buffers(len(G), out[1].dtype)
     labels = _labels(G)
     for root in np.flatnonzero(labels == np.arange(len(G))).tolist():
-        bfs(root, *out, *into, sym, dist, queue)
+        bfs.search(*out, *into, G.directed, int(degree.max(initial=0)), dist, queue, front,
+                   nxt, root, bfs.NO_LIMIT, 1)
     rows, cols = G.edges()
     return not ((dist[rows] - dist[cols]) % 2 == 0).any()
 
