@@ -43,8 +43,9 @@ def is_directed_acyclic_graph(G):
 
 def is_bipartite(G):
     """``nx.is_bipartite``: a breadth-first search from each component's first node
-    (graphsys's BFS kernel, :func:`graphsys.kernels.bfs.search`, over the undirected view of a directed
-    graph); bipartite when no edge joins two nodes at distances of the same parity."""
+    (graphsys's BFS kernel, :func:`graphsys.kernels.bfs.search`, over the undirected view
+    of a directed graph); bipartite when no edge joins two nodes at distances of the same
+    parity."""
     from graphsys.kernels import bfs
 
     if G.graph is None:
