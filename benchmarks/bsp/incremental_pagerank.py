@@ -12,7 +12,7 @@ alternated turns (``--turns``, medians quoted), in process, each call opening th
 afresh: **scratch** ``bsp.pagerank(g, tol=)`` and **delta** the same call with ``init=``
 the result from before (reading it is part of the time). Figures: seconds of each side,
 ``ratio`` scratch / delta, how the delta run started (``stats.start``; above
-:data:`~graphsys.bsp.incremental_pagerank.DELTA_MAX_FRACTION` it runs from scratch), its
+:data:`~graphsys.bsp.incremental_pagerank.DELTA_MAX_FRACTION` it takes the warm start), its
 residual bound, the L1 difference of the two rank vectors and the load average. Usage::
 
     NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental_pagerank.py --work DIR

@@ -25,10 +25,10 @@ start, records it in ``result.stats.start`` and says it in ``result.stats.method
   each time; below :data:`MIN_BUDGET` of ``tol`` the run takes a warm start instead. A push
   that scans more than :data:`PUSH_MAX_SWEEPS` times the edges hands its ranks to the power
   iteration (a warm start from them).
-* ``scratch`` when more changed, or the previous edges have no stored CSR index: a run
-  from scratch, which then costs less than pushing (or building that CSR).
-* ``warm`` elsewhere (another device or mode, a previous run that did not converge or has no
-  tolerance): the power iteration started from the previous ranks
+* ``warm`` elsewhere (more changed; the new edges' first residual reaches more than
+  :data:`LOCAL_MAX_SHARE` of the nodes; the previous edges have no stored CSR index;
+  another device or mode; a previous run that did not converge or has no tolerance): the
+  power iteration started from the previous ranks
   (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
 
 Edges are only added here. A removed edge is the same residual with the opposite sign
@@ -68,8 +68,8 @@ from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError
 from graphsys.kernels.pagerank_push import edge_change_residual, push
 
-#: The largest share of the edges read that may be new for a delta push; above it a run
-#: from scratch (docs/growing.md has the measurements behind it)
+#: The largest share of the edges read that may be new for a delta push; above it the warm
+#: start (docs/growing.md has the measurements behind it)
 DELTA_MAX_FRACTION = 0.01
 #: A push that scans more than this many times the edges read stops and hands its ranks to
 #: the power iteration: where the change reaches a slowly mixing part of the graph (its
@@ -79,7 +79,7 @@ PUSH_MAX_SWEEPS = 2
 #: The largest share of the nodes the new edges' first residual may reach for the push to
 #: go on; beyond it the change is not local (new edges at hubs of a fast-mixing graph: on an
 #: R-MAT of 2M edges a 0.1 % append reached half the nodes, and pushing to ``tol`` cost more
-#: than the ten supersteps of a run from scratch), and the run starts from scratch
+#: than the ten supersteps of a run from scratch), and the run takes the warm start
 LOCAL_MAX_SHARE = 0.02
 #: The least share of ``tol`` a delta push may be left (after the previous run's bound)
 MIN_BUDGET = 1e-3
@@ -88,7 +88,7 @@ MIN_BUDGET = 1e-3
 def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
                   max_iters: int | None = None, **kwargs) -> Result:
     """PageRank (or personalized PageRank) from ``previous``'s ranks on the graph grown
-    since: a delta push, a run from scratch or a warm start, as the module docstring says;
+    since: a delta push or a warm start, as the module docstring says;
     ``result.stats.start`` records which."""
     program = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"),
                         **(params or {}))
@@ -101,34 +101,25 @@ def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
     share = new / max(es.num_edges, 1)
     why = _no_delta(graph, es, previous, kwargs)
     if why is None and share > DELTA_MAX_FRACTION:
-        why = (f"scratch: new edges {share:.2%} of those read, above the delta push's "
+        why = (f"new edges {share:.2%} of those read, above the delta push's "
                f"{DELTA_MAX_FRACTION:.0%}")
-    if why is not None and why.startswith("scratch: "):
-        return _scratch(spec, graph, program, max_iters, kwargs, why[len("scratch: "):])
     if why is None:
         result = _delta(spec, graph, previous, program, max_iters, kwargs)
         if isinstance(result, Result):
             return result
-        if result is not None:  # the change reaches too many nodes to push
-            return _scratch(spec, graph, program, max_iters, kwargs, result)
-        why = f"the previous run's bound leaves less than {MIN_BUDGET:g} of tol"
+        # the change reaches too many nodes to push, or too little of tol is left
+        why = result or f"the previous run's bound leaves less than {MIN_BUDGET:g} of tol"
+    # where the push does not apply or pay: the power iteration from the previous ranks,
+    # which also keeps the previous run's mode (a run that streamed streams again instead
+    # of building the grown graph's layout)
     result = pagerank_warm_start(spec, graph, previous, source=source, params=params,
                                  max_iters=max_iters, **kwargs)
     result.stats.method += f" ({why})"
     return result
 
 
-def _scratch(spec, graph, program, max_iters, kwargs, why: str) -> Result:
-    """A run from scratch, its reason in ``stats.method``."""
-    result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters), **kwargs)
-    result.stats.method += f", from scratch ({why})"
-    result.stats.start = "scratch"
-    return result
-
-
 def _no_delta(graph, es, previous: Previous, kwargs) -> str | None:
-    """Why a delta push does not apply (None: it does; starting ``scratch: ``: a run from
-    scratch costs less than a warm start would)."""
+    """Why a delta push does not apply (None: it does)."""
     if str(kwargs.get("device", "cpu")) != "cpu" or kwargs.get("distributed"):
         return "a delta push runs on one CPU"
     if kwargs.get("mode", "auto") not in ("auto", "memory") \
@@ -141,7 +132,7 @@ def _no_delta(graph, es, previous: Previous, kwargs) -> str | None:
     old = [m for m in es.parts if m not in previous.new_edge_sets]
     missing = [m for m in old if graph.adjacency_index(m, "csr") is None]
     if missing or not old:
-        return (f"scratch: the delta push reads the stored CSR index of the previous edges "
+        return (f"the delta push reads the stored CSR index of the previous edges "
                 f"(graphsys index --csr --edge-set {','.join(missing) or '...'} "
                 f"{graph.path})")
     return None
@@ -189,8 +180,8 @@ def _new_csr(graph, previous: Previous, weighted: bool):
 
 def _delta(spec, graph, previous: Previous, program, max_iters, kwargs
            ) -> Result | str | None:
-    """The delta push (module docstring); None when the budget left is too small, or why a
-    run from scratch costs less (the first residual reaches more than
+    """The delta push (module docstring); None when the budget left is too small, or why
+    pushing would cost more than the warm start (the first residual reaches more than
     :data:`LOCAL_MAX_SHARE` of the nodes)."""
     t0 = time.perf_counter()
     n, a, tol = graph.num_nodes(), program.damping, program.tol
