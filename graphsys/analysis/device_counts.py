@@ -9,6 +9,9 @@ tensor methods that read values on the host, which a CPU tensor serves without a
 * **Launches.** Every operator that would run a kernel on a GPU: all of them except views
   and metadata operators (``slice``, ``view``, ``expand``, ...), uninitialised allocations
   (``empty``), scalar wrapping, scalar reads and copies between devices (counted apart).
+  On a host-only run, an operator on host tensors only (a gather into a host staging
+  buffer, an optimiser's step counter) runs on the CPU of a GPU run too: it is counted
+  apart, in ``host_ops``.
   One operator can launch more than one CUDA kernel (a sort, a scan): the count is of
   operators, the unit of a GPU's launch overhead that the code controls.
 * **Transfers.** A copy between two devices (``aten::_to_copy`` / ``aten::copy_``), and on
@@ -79,6 +82,8 @@ class DeviceWorkCounter(TransferCounter):
     ----------
     launches : int
         Operators that launch a kernel; ``ops`` counts them by name.
+    host_ops : Counter
+        On a host-only run, the operators on host tensors only, by name (no launch).
     syncs : int
         Host synchronisations; ``sync_reasons`` by cause.
     records : list of (str, int)
@@ -105,6 +110,7 @@ class DeviceWorkCounter(TransferCounter):
         self.host_run = self.device.type == "cpu"
         self.launches = 0
         self.ops: Counter[str] = Counter()
+        self.host_ops: Counter[str] = Counter()
         self.sync_reasons: Counter[str] = Counter()
         self._on_device = WeakIdKeyDictionary()
         for t in device_tensors:
@@ -136,6 +142,8 @@ class DeviceWorkCounter(TransferCounter):
             [a for v in args if isinstance(v, (list, tuple)) for a in v
              if isinstance(a, torch.Tensor)]
         crossing = self._crossing(name, args, kwargs)
+        on_device = any(self._is_device(t) for t in tensors) or (
+            not tensors and kwargs.get("device") is not None)
         if crossing:
             self.records.append(crossing)
         elif name == "_local_scalar_dense":
@@ -147,10 +155,12 @@ class DeviceWorkCounter(TransferCounter):
             self._sync(f"data-dependent size ({name})")
             self._count(name)
         elif name not in NO_KERNEL:
-            self._count(name)
+            if on_device or not self.host_run:
+                self._count(name)
+            else:
+                self.host_ops[name] += 1
         out = func(*args, **kwargs)
-        if self.host_run and (crossing or any(self._is_device(t) for t in tensors) or (
-                not tensors and kwargs.get("device") is not None)):
+        if self.host_run and (crossing or on_device):
             for t in (out if isinstance(out, (list, tuple)) else (out,)):
                 if isinstance(t, torch.Tensor):
                     self._on_device[t] = True

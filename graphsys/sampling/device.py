@@ -15,14 +15,18 @@ CUDA), and the right shifts, arithmetic on int64, are made logical by masking of
 copied sign bits (:func:`srl64`). The conversion to a float in [0, 1) keeps the top 53 bits,
 exactly as the CPU kernel does, and the picks truncate the same float64 products.
 
-Operations per batch: a layer of fanout ``k`` runs about 80 torch operators (each one
-kernel launch on a GPU): one gather of its destinations' CSR rows, degrees and first
-stream words (a per-node table made once), two SplitMix64 finalisers (the streams and
-their ``k`` words), Floyd's algorithm by pointer doubling, a gather of the picks, a
-numbering of the sources by first appearance through a dense map of the node ids, and the
-compaction of the edges. One host read at the end of the batch (``.tolist()`` of a few
-counts) gives the blocks' sizes and the checks of the seeds; a layer with fanout ``-1``
-(every neighbour) reads its edge count before it is drawn, one more read each.
+Operations per batch: a layer of fanout ``k`` runs 64 torch operators (each one kernel
+launch on a GPU) for ``k`` from 10 to 17: one gather of its destinations' CSR rows, degrees
+and first stream words (a per-node table made once), the two SplitMix64 finalisers of the
+streams and their ``k`` words (26 operators, int64 arithmetic having no logical shift),
+the draws scaled in float64 (4), Floyd's algorithm by pointer doubling (12, and 2 for rows
+of at most ``k`` neighbours), a gather of the picks (3), and one buffer of candidates and
+kept-pick flags (1) whose sources are numbered by first appearance through a dense map of
+the node ids (8) and whose edges are compacted by a running count (5). One host read at
+the end of the batch (``.tolist()`` of a few counts) gives the blocks' sizes and the
+checks of the seeds; a layer with fanout ``-1`` (every neighbour) reads its edge count
+before it is drawn, one more read each, and with ``csr="staged"`` each layer reads its
+CSR positions on the host (one more read and two transfers a layer).
 """
 
 from __future__ import annotations
@@ -103,9 +107,12 @@ def floyd_resolve(r: torch.Tensor, top: torch.Tensor, tri: torch.Tensor,
     Step ``c`` keeps ``top[:, c]`` instead of ``r[:, c]`` when ``r[:, c]`` was chosen
     before (it *collides*). A value chosen before is an earlier draw, or the ``top[:, j] =
     deg - k + j`` kept by an earlier collision, that of step ``j = r[:, c] - (deg - k)``
-    when it lies in ``[0, c)``. So ``collided[c] = repeats[c] or collided[j]``: an OR along
-    a chain of strictly decreasing steps, resolved for every step at once by pointer
-    doubling (``ceil(log2 k)`` rounds) instead of a loop over the ``k`` steps.
+    when it lies in ``[0, c)``. So ``collided[c] = repeats[c] or collided[j]``: along a
+    chain of strictly decreasing steps, the first step that repeats an earlier draw decides
+    (none does: no collision). Each step points to its ``j`` (a step that repeats, or has
+    no ``j``, to itself; a draw below ``deg - k`` to step 0, which never collides), the
+    pointers are doubled ``ceil(log2(k - 1))`` times, one gather each, and the chain's end
+    says whether it repeats: a loop over the ``k`` steps done in a few whole-batch gathers.
 
     Examples
     --------
@@ -118,28 +125,33 @@ def floyd_resolve(r: torch.Tensor, top: torch.Tensor, tri: torch.Tensor,
     >>> floyd_resolve(r, top, steps.unsqueeze(1) > steps, steps).tolist()   # 3: taken -> 4
     [[2, 3, 4]]
     """
-    rounds = (r.shape[1] - 1).bit_length()
-    col = ((r.unsqueeze(2) == r.unsqueeze(1)) & tri).any(2)      # an earlier equal draw
-    # the step whose top the draw equals; none (negative) -> a huge value -> the step itself
-    ptr = ((r - top[:, :1]) & ((1 << 63) - 1)).clamp_(max=steps)
-    for rnd in range(rounds):
-        col = col | col.gather(1, ptr)
-        if rnd < rounds - 1:
-            ptr = ptr.gather(1, ptr)
-    return torch.where(col, top, r)
+    k = r.shape[1]
+    rep = ((r.unsqueeze(2) == r.unsqueeze(1)) & tri).any(2)      # an earlier equal draw
+    # the step whose top the draw equals (r <= top: at most the step itself; below the
+    # top zone: step 0); rows with deg < k may point past their steps, hence the clamp
+    ptr = torch.clamp(r - top[:, :1], steps[:1], steps)        # steps[:1]: a zero
+    ptr = torch.where(rep, steps, ptr)                          # a repeat ends its chain
+    for _ in range(max(k - 2, 0).bit_length()):
+        ptr = ptr.gather(1, ptr)
+    return torch.where(rep.gather(1, ptr), top, r)
 
 
 class _Fanout:
     """Constant tensors of one fanout ``k`` on a device: ``steps`` 0..k-1, ``words`` the
     stream's golden-ratio steps ``(j + 1) * golden``, ``shift`` ``steps - k`` (so that
-    ``deg + shift`` is Floyd's ``top``) and ``tri`` the (k, k) mask ``j < c``."""
+    ``deg + shift`` is Floyd's ``top``), ``scale`` ``(shift + 1) * 2**-53`` (float64; with
+    ``deg * 2**-53`` added, the factor that takes a draw's 53 bits to ``[0, top]``),
+    ``tri`` the (k, k) mask ``j < c`` and ``lim`` what a step is compared with the degree
+    by (``steps``; zeros with replacement: every step or none is kept)."""
 
-    def __init__(self, k: int, device: torch.device):
+    def __init__(self, k: int, replace: bool, device: torch.device):
         self.k = k
         self.steps = torch.arange(k, dtype=torch.int64, device=device)
         self.words = (self.steps + 1) * _GOLDEN
         self.shift = self.steps - k
+        self.scale = (self.shift + 1).to(torch.float64) * _INV53
         self.tri = self.steps.unsqueeze(1) > self.steps
+        self.lim = torch.zeros_like(self.steps) if replace else self.steps
 
 
 def node_table(indptr: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -153,6 +165,33 @@ def node_table(indptr: np.ndarray, device: torch.device) -> torch.Tensor:
     table[:n, 1] = ptr[1:] - ptr[:-1]
     table[:n, 2] = mix64(torch.arange(n, dtype=torch.int64, device=device) + _GOLDEN)
     return table
+
+
+def uva_view(host: torch.Tensor, device: torch.device) -> torch.Tensor | None:
+    """A CUDA tensor over the pinned host tensor ``host``'s memory (no copy): CUDA kernels
+    given it read host memory across the bus (unified virtual addressing), or None where
+    this cannot be made (``host`` not pinned, no CUDA).
+
+    torch has no public constructor for such a view; it takes any memory described by
+    the CUDA array interface that the CUDA runtime knows (its pointer attributes are not
+    "unregistered"), and page-locked memory from ``torch.Tensor.pin_memory`` is mapped for
+    every device at the same address when addressing is unified (every 64-bit CUDA
+    platform). The view keeps ``host`` alive.
+    """
+    if device.type != "cuda" or not host.is_pinned() or not host.is_contiguous():
+        return None
+    typestr = {torch.int32: "<i4", torch.int64: "<i8"}[host.dtype]
+
+    class _Interface:
+        keep = host
+        __cuda_array_interface__ = {"shape": tuple(host.shape), "typestr": typestr,
+                                    "data": (host.data_ptr(), True), "version": 2,
+                                    "strides": None}
+    try:
+        view = torch.as_tensor(_Interface(), device=device)
+    except (RuntimeError, TypeError, ValueError):
+        return None
+    return view if view.device.type == "cuda" else None
 
 
 class DeviceNeighborSampler(Sampler):
@@ -191,7 +230,7 @@ class DeviceNeighborSampler(Sampler):
         Keep the CSR in pinned host memory instead of on ``device`` (a graph larger than
         the GPU's memory): the batch is drawn by the same torch ops on the host and its
         blocks copied to ``device`` without blocking. torch exposes no gather that reads
-        host memory from a CUDA kernel, so this does not yet sample on the GPU.
+        host memory from a CUDA kernel, so this does not sample on the GPU (``csr`` does).
     index_dtype : torch.dtype, optional
         dtype of the device CSR's neighbour ids: ``torch.int32`` (half the memory; default
         when the node and edge counts fit) or ``torch.int64``. The picks do not depend on
@@ -202,6 +241,21 @@ class DeviceNeighborSampler(Sampler):
         output buffers. Host seeds only (seeds already on the device run eagerly); not
         with fanout -1. Elsewhere than on CUDA the recorded draw is run again on the same
         buffers (how the tests check their handling).
+    csr : {"auto", "device", "uva", "staged"}, optional
+        Where the neighbour ids (4 or 8 bytes an edge, the bulk of the CSR) are read
+        from; the node table (24 bytes a node) is on ``device`` in every case.
+        ``"device"``: copied there. ``"uva"``: kept in pinned host memory that CUDA
+        kernels read across the bus (:func:`uva_view`; the same operators, no transfer;
+        where no such view can be made, ``"staged"``). ``"staged"``: kept in host memory;
+        each layer reads its CSR positions on the host (one synchronisation), gathers the
+        ids there into a pinned staging buffer and copies them to the device without
+        blocking (two transfers). ``"auto"`` (default): ``"device"`` when
+        :meth:`csr_bytes` fits ``device_memory_budget``, else ``"uva"`` on CUDA and
+        ``"staged"`` elsewhere. Off CUDA, ``"uva"`` reads host memory as ``"device"``
+        does. The batches are the same in every case.
+    device_memory_budget : int, optional
+        Bytes the CSR may take on the device with ``csr="auto"`` (default on CUDA: half
+        the device's free memory when the sampler is made; elsewhere no limit).
     **graph_options
         ``entity_type``, ``edge_set``, ``symmetric``, ``direction``, ``memory_limit`` of a
         stored graph, as :class:`~graphsys.sampling.NeighborSampler` takes them.
@@ -210,7 +264,8 @@ class DeviceNeighborSampler(Sampler):
     ------
     GraphsysError
         Fanouts that are not positive integers or -1; ``pin_memory`` without CUDA;
-        ``cuda_graphs`` with fanout -1; repeated or out-of-range seeds (when sampled).
+        ``cuda_graphs`` with fanout -1 or ``csr="staged"``; an unknown ``csr``; repeated or
+        out-of-range seeds (when sampled).
 
     See Also
     --------
@@ -219,11 +274,12 @@ class DeviceNeighborSampler(Sampler):
     Notes
     -----
     Host reads per batch: one (a few counts, after the last layer), plus one per layer of
-    fanout -1 (its edge count). The sizes of the intermediate buffers are bounds known on
-    the host: ``D * fanout`` picks for ``D`` padded destinations and at most
-    ``min(D * (fanout + 1), num_nodes)`` sources, so all of a batch's operators before its
-    read have shapes fixed by the batch size. Device memory: 24 bytes a node for the
-    table, 4 or 8 an edge, and per layer of a batch a map of 4 bytes a node.
+    fanout -1 (its edge count) and, with ``csr="staged"``, one per layer (its positions).
+    The sizes of the intermediate buffers are bounds known on the host: ``D * fanout``
+    picks for ``D`` padded destinations and at most ``min(D * (fanout + 1), num_nodes)``
+    sources, so all of a batch's operators before its read have shapes fixed by the batch
+    size. Device memory: 24 bytes a node for the table, 4 or 8 an edge (none with
+    ``csr`` ``"uva"`` or ``"staged"``), and per layer of a batch a map of 4 bytes a node.
     ``tests/sampling/test_device_counts.py`` pins the operators, transfers and host
     synchronisations of a batch (:mod:`graphsys.analysis.device_counts`).
 
@@ -247,7 +303,8 @@ class DeviceNeighborSampler(Sampler):
     def __init__(self, graph, fanouts: Sequence[int] | str | None = None, *,
                  replace: bool | None = None, device: str | torch.device | None = None,
                  pin_memory: bool = False, index_dtype: torch.dtype | None = None,
-                 cuda_graphs: bool = False, **graph_options):
+                 cuda_graphs: bool = False, csr: str = "auto",
+                 device_memory_budget: int | None = None, **graph_options):
         if isinstance(graph, NeighborSampler):
             base = graph
             fanouts = base.fanouts if fanouts is None else fanouts
@@ -272,32 +329,84 @@ class DeviceNeighborSampler(Sampler):
                                 "fanout -1 reads its edge count on the host)")
         self._graphs: dict[int, tuple] = {}
         self._graph_lock = threading.Lock()
+        index_dtype = self._index_dtype(index_dtype)
+        self.csr = self._placement(csr, device_memory_budget, index_dtype)
+        if self.cuda_graphs and self.csr == "staged":
+            raise GraphsysError("cuda_graphs needs the CSR on the device or read through UVA "
+                                "(csr='staged' reads positions on the host every layer)")
         self.table, self.indices = self._upload(index_dtype)
+        self._staged = self.csr == "staged"
         where = self.table.device
-        self._fanouts = {k: _Fanout(k, where) for k in set(self.fanouts) if k > 0}
+        self._fanouts = {k: _Fanout(k, self.replace, where)
+                         for k in set(self.fanouts) if k > 0}
         self._pad = torch.full((1,), self.num_nodes, dtype=torch.int64, device=where)
-        self._iota_cache = torch.arange(1024, dtype=torch.int64, device=where)
-        self._iota32_cache = self._iota_cache.to(torch.int32)
+        self._zero = torch.zeros(1, dtype=torch.int64, device=where)
+        self._inv53 = torch.tensor(_INV53, dtype=torch.float64, device=where)
+        self._ranges: dict[tuple, torch.Tensor] = {}
 
-    def _upload(self, index_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The node table and the neighbour ids where they are read (a one-off copy); the
-        ids are followed by ``max(fanouts)`` never-read entries, so that the positions
-        of padded picks stay in range."""
+    @staticmethod
+    def _index_dtype(index_dtype: torch.dtype | None) -> torch.dtype | None:
+        if index_dtype not in (None, torch.int32, torch.int64):
+            raise GraphsysError(f"index_dtype must be torch.int32 or torch.int64, got "
+                                f"{index_dtype}")
+        return index_dtype
+
+    def _placement(self, csr: str, budget: int | None, index_dtype) -> str:
+        """Where the neighbour ids are read from: ``"device"``, ``"uva"`` (pinned host
+        memory that CUDA kernels read) or ``"staged"`` (host memory, gathered on the host);
+        ``"auto"``: on the device when the CSR's bytes fit ``budget`` (default on CUDA:
+        half the device's free memory; elsewhere no limit), else through UVA on CUDA and
+        staged elsewhere. With ``pin_memory`` the whole batch is drawn on the host."""
+        if csr not in ("auto", "device", "uva", "staged"):
+            raise GraphsysError(f"csr must be 'auto', 'device', 'uva' or 'staged', got "
+                                f"{csr!r}")
+        if self.pin_memory:
+            if csr not in ("auto", "device"):
+                raise GraphsysError("pin_memory draws the batch on the host: csr must be "
+                                    "'auto' or 'device'")
+            return "host"
+        if csr != "auto":
+            return csr
+        if budget is None and self.device.type == "cuda":
+            budget = torch.cuda.mem_get_info(self.device)[0] // 2
+        return "device" if budget is None or self.csr_bytes(index_dtype) <= budget else (
+            "uva" if self.device.type == "cuda" else "staged")
+
+    def csr_bytes(self, index_dtype: torch.dtype | None = None) -> int:
+        """Bytes of the sampler's CSR where it is read: the node table (24 a node) and the
+        neighbour ids (4 or 8 an edge, ``index_dtype`` as the constructor takes it)."""
         adj = self.adj
         if index_dtype is None:
             fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
             index_dtype = torch.int32 if fits else torch.int64
-        if index_dtype not in (torch.int32, torch.int64):
-            raise GraphsysError(f"index_dtype must be torch.int32 or torch.int64, got "
-                                f"{index_dtype}")
+        width = 4 if index_dtype == torch.int32 else 8
+        return 24 * (adj.num_rows + 1) + width * (adj.nnz + max(1, *self.fanouts))
+
+    def _upload(self, index_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The node table and the neighbour ids where they are read (a one-off copy); the
+        ids are followed by ``max(fanouts)`` never-read entries, so that the positions
+        of padded picks stay in range. The table goes to the device unless the batch is
+        drawn on the host; the ids stay on the host with ``csr`` ``"uva"`` (pinned, seen
+        by CUDA as device memory: :func:`uva_view`) or ``"staged"``."""
+        adj = self.adj
+        if index_dtype is None:
+            fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
+            index_dtype = torch.int32 if fits else torch.int64
         dtype = np.dtype(str(index_dtype).removeprefix("torch."))
         pad = max(1, *self.fanouts)
         indices = np.zeros(adj.nnz + pad, dtype)
         indices[:adj.nnz] = adj.indices
-        place = "cpu" if self.pin_memory else self.device
-        table, ids = node_table(adj.indptr, place), torch.from_numpy(indices).to(place)
-        if self.pin_memory:
-            table, ids = table.pin_memory(), ids.pin_memory()
+        ids = torch.from_numpy(indices)
+        if self.csr == "host":
+            return node_table(adj.indptr, "cpu").pin_memory(), ids.pin_memory()
+        table = node_table(adj.indptr, self.device)
+        if self.csr == "device" or (self.csr == "uva" and self.device.type != "cuda"):
+            return table, ids.to(self.device)
+        if self.csr == "uva":
+            view = uva_view(ids.pin_memory(), self.device)
+            if view is not None:
+                return table, view
+            self.csr = "staged"             # no zero-copy view here: gather on the host
         return table, ids
 
     @property
@@ -310,19 +419,26 @@ class DeviceNeighborSampler(Sampler):
 
     @property
     def sample_device(self) -> torch.device:
-        """Where the batches are drawn: the CSR's device (the host when pinned)."""
+        """Where the batches are drawn: the node table's device (the host when pinned)."""
         return self.table.device
 
-    def _iota(self, n: int, dtype: torch.dtype = torch.int64) -> torch.Tensor:
-        """``0..n-1`` (int64, or int32) on the sampling device: a view of a kept range,
-        grown when too short (no operator per batch once it has grown)."""
-        kept = self._iota_cache if dtype == torch.int64 else self._iota32_cache
-        if len(kept) < n:
-            kept = torch.arange(max(n, 2 * len(kept)), dtype=dtype, device=self.sample_device)
-            if dtype == torch.int64:
-                self._iota_cache = kept
-            else:
-                self._iota32_cache = kept
+    def _iota(self, n: int) -> torch.Tensor:
+        """``0..n-1`` (int64) on the sampling device: a view of a kept range."""
+        return self._kept(n, torch.int64, lead=0)
+
+    def _kept(self, n: int, dtype: torch.dtype, lead: int) -> torch.Tensor:
+        """``[lead, 0, 1, ..., n - 2]`` (``lead`` 0: ``0..n-1``) of ``dtype`` on the sampling
+        device: a view of a kept range, grown when too short (no operator per batch once
+        it has grown)."""
+        key = (dtype, lead)
+        kept = self._ranges.get(key)
+        if kept is None or len(kept) < n:
+            size = max(n, 1024, 2 * (0 if kept is None else len(kept)))
+            kept = torch.arange(size, dtype=dtype, device=self.sample_device)
+            if lead:
+                kept -= 1
+                kept[0] = lead
+            self._ranges[key] = kept
         return kept[:n]
 
     def sample_blocks(self, seeds, rng_seed: int = 0, *, parallel: bool | None = None
@@ -368,9 +484,9 @@ class DeviceNeighborSampler(Sampler):
         sizes = sizes.tolist()                                               # the read
         if bad is not None and sizes[-1]:
             as_seed_array(seeds, self.num_nodes)     # raises, naming the first bad id
-        if sizes[2 * self.num_layers] != n_seeds + 1:      # the padding node counts once
+        if sizes[2 * self.num_layers] != n_seeds:
             raise GraphsysError("seed ids must be unique within a batch")
-        n_src = [sizes[2 * k] - 1 for k in range(self.num_layers)]
+        n_src = [sizes[2 * k] for k in range(self.num_layers)]
         num_dst = n_src[1:] + [n_seeds]
         return [self._block(o, n_src[k], sizes[2 * k + 1], num_dst[k], k > 0)
                 for k, o in enumerate(layers)]
@@ -401,8 +517,8 @@ class DeviceNeighborSampler(Sampler):
     def _draw(self, dst: torch.Tensor, keys: list, bad: torch.Tensor | None
               ) -> tuple[list[dict], torch.Tensor]:
         """Every layer's padded buffers, input layer first, and the int64 counts the
-        host reads: per layer one more than its sources and its edges, then one more than
-        the distinct seeds, then ``bad`` when given. No host read, and the shapes depend
+        host reads: per layer its sources and its edges, then the distinct seeds, then
+        ``bad`` when given. No host read, and the shapes depend
         on the batch size only (no fanout -1)."""
         n_seeds = len(dst)
         layers: list[dict] = []
@@ -410,8 +526,8 @@ class DeviceNeighborSampler(Sampler):
             out = self._layer(dst, layer, keys[layer])
             layers.insert(0, out)
             dst = out["src"]
-        counts = [x for o in layers for x in (o["firsts"][-1], o["offsets"][-1])]
-        counts.append(layers[-1]["firsts"][n_seeds])
+        counts = [x for o in layers for x in (o.pop("n_src"), o.pop("n_edges"))]
+        counts.append(layers[-1]["firsts"][n_seeds])     # the distinct seeds
         for o in layers:
             del o["firsts"]
         return layers, torch.stack(counts + ([] if bad is None else [bad]))
@@ -460,38 +576,38 @@ class DeviceNeighborSampler(Sampler):
     def _layer(self, dst: torch.Tensor, layer: int, key) -> dict:
         """One layer from the destinations ``dst`` (ids, the padding node ``num_nodes``
         after the real ones), its stream key ``key`` (int or 0-dim tensor). Returns padded
-        buffers: ``src`` (padded with ``num_nodes``), ``firsts`` (running count of first
-        appearances; its last entry is one more than the sources), ``edge_src``,
-        ``edge_dst``, ``offsets``."""
+        buffers: ``src`` (padded with ``num_nodes``), ``edge_src``, ``edge_dst``,
+        ``offsets``, and the 0-dim counts ``n_src`` (sources) and ``n_edges``; ``firsts``
+        (running count of first appearances over the padding node, ``dst``, the picks)."""
         info = self.table.index_select(0, dst)
-        lo, deg = info[:, 0], info[:, 1]
+        lo, deg = info[:, :1], info[:, 1:2]
         k = self.fanouts[layer]
         if k < 0:
-            return self._every_neighbour(dst, lo, deg)
+            return self._every_neighbour(dst, info[:, 0], info[:, 1])
         f = self._fanouts[k]
-        words = mix64(mix64(info[:, 2] ^ key).unsqueeze(1) + f.words)       # (D, k)
-        u = srl64(words, 11).to(torch.float64) * _INV53    # the CPU kernel's uniforms
-        degc = deg.unsqueeze(1)
-        if self.replace:
-            pos = (u * degc).to(torch.int64)
-            cnt = deg.clamp(max=1) * k
-        else:
-            top = degc + f.shift
-            r = (u * (top + 1)).to(torch.int64)
-            pos = torch.where(degc <= k, f.steps, floyd_resolve(r, top, f.tri, f.steps))
-            cnt = deg.clamp(max=k)
-        mask = f.steps < cnt.unsqueeze(1)
-        nbr = torch.where(mask, self.indices[lo.unsqueeze(1) + pos], self.num_nodes)
-        out = self._relabel(dst, nbr.view(-1))
-        offsets = torch.zeros(len(dst) + 1, dtype=torch.int64, device=dst.device)
-        torch.cumsum(cnt, 0, out=offsets[1:])
-        cap = mask.numel()
-        slot = torch.where(mask, offsets[:-1].unsqueeze(1) + f.steps, cap)
+        x = srl64(mix64(mix64(info[:, 2] ^ key).unsqueeze(1) + f.words), 11)    # 53 bits
+        if self.replace:    # the CPU kernel's int(u * deg), u = x * 2**-53: exact scaling
+            pos = (x * (deg * self._inv53)).to(torch.int64)
+        else:               # int(u * (top + 1)) as x * ((top + 1) * 2**-53): the same float
+            r = (x * torch.add(f.scale, deg, alpha=_INV53)).to(torch.int64)
+            top = deg + f.shift
+            pos = torch.where(deg <= k, f.steps, floyd_resolve(r, top, f.tri, f.steps))
+        mask = f.lim < deg                        # kept picks: a prefix of each row
+        nbr = torch.where(mask, self._neighbours(lo + pos), self.num_nodes)
+        n_dst, cap = len(dst), mask.numel()
+        # one buffer: the candidates (padding node, dst, picks, padding node), then a zero
+        # and the mask, whose running sum numbers the kept picks and bounds each row's
+        cand = torch.cat([self._pad, dst, nbr.view(-1), self._pad, self._zero,
+                          mask.view(-1)])
+        out = self._relabel(cand[:cap + n_dst + 2], n_dst)
+        kept = torch.cumsum(cand[cap + n_dst + 2:], 0)      # kept[i]: kept picks before i
+        slot = torch.where(mask, kept[1:].view(mask.shape), 0)         # 0: a junk slot
         edge_src = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
-        edge_src.index_put_((slot,), out.pop("local")[len(dst) + 1:].view(mask.shape))
+        edge_src.index_put_((slot,), out.pop("local").view(mask.shape))
         edge_dst = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
-        edge_dst.index_put_((slot,), self._iota(len(dst)).unsqueeze(1))
-        return {**out, "edge_src": edge_src, "edge_dst": edge_dst, "offsets": offsets}
+        edge_dst.index_put_((slot,), self._iota(n_dst).unsqueeze(1))
+        return {**out, "edge_src": edge_src[1:], "edge_dst": edge_dst[1:],
+                "offsets": kept[::k].contiguous(), "n_edges": kept[-1]}
 
     def _every_neighbour(self, dst: torch.Tensor, lo: torch.Tensor, deg: torch.Tensor
                          ) -> dict:
@@ -502,30 +618,48 @@ class DeviceNeighborSampler(Sampler):
         offsets = torch.zeros(len(dst) + 1, dtype=torch.int64, device=dst.device)
         torch.cumsum(deg, 0, out=offsets[1:])
         eid = (lo - offsets[:-1])[rows] + self._iota(total)
-        out = self._relabel(dst, self.indices[eid])
-        return {**out, "edge_src": out.pop("local")[len(dst) + 1:], "edge_dst": rows,
-                "offsets": offsets}
+        cand = torch.cat([self._pad, dst, self._neighbours(eid), self._pad])
+        out = self._relabel(cand, len(dst))
+        return {**out, "edge_src": out.pop("local"), "edge_dst": rows, "offsets": offsets,
+                "n_edges": offsets[-1]}
 
-    def _relabel(self, dst: torch.Tensor, nbr: torch.Tensor) -> dict:
-        """Block-local numbering of ``dst`` then ``nbr`` (ids; ``num_nodes`` is padding) in
-        the CPU relabel's order: first appearances, in order. The first position of every
-        id comes from a scatter-min into a dense map of the node ids; an entry at its id's
-        first position is a first appearance, and a running count of those numbers them.
-        The padding node is put first, so it takes number -1 whatever the batch holds."""
-        n = self.num_nodes
-        cand = torch.cat([self._pad, dst, nbr])             # int64 (cat promotes)
-        pos = torch.int32 if len(cand) < 2**31 - 1 else torch.int64    # half the map
-        idx = self._iota(len(cand), pos)
-        first = torch.full((n + 1,), len(cand), dtype=pos, device=cand.device)
-        first.scatter_reduce_(0, cand, idx, "amin")
+    def _neighbours(self, eid: torch.Tensor) -> torch.Tensor:
+        """The neighbour ids at the CSR positions ``eid`` (any shape), on the sampling
+        device: one gather where the ids are read (device memory, or pinned host memory
+        through UVA), or with ``csr="staged"`` the positions read on the host (a
+        synchronisation), gathered there into a pinned staging buffer and copied to the
+        device without blocking (two transfers)."""
+        if not self._staged:
+            return self.indices.index_select(0, eid.view(-1)).view(eid.shape)
+        host = eid.view(-1).cpu()                                   # the read
+        pin = self.sample_device.type == "cuda"
+        staging = torch.empty(host.shape, dtype=self.indices.dtype, pin_memory=pin)
+        torch.index_select(self.indices, 0, host, out=staging)
+        return staging.to(self.sample_device, non_blocking=pin,
+                          copy=True).view(eid.shape)
+
+    def _relabel(self, cand: torch.Tensor, n_dst: int) -> dict:
+        """Block-local numbering of the candidates ``cand`` (int64: the padding node
+        ``num_nodes``, the ``n_dst`` destinations, the picks, the padding node again) in the
+        CPU relabel's order: first appearances, in order, the padding node left out.
+
+        The first position ``p`` of every id comes from a scatter-min of ``p - 1`` into a
+        dense map of the node ids; the leading padding node scatters -2, so that no padding
+        entry is a first appearance. An entry whose map value is its own ``p - 1`` is a
+        first appearance; a running count of those numbers the sources (``firsts``), and an
+        entry's number is that count just before its first position (``firsts[map]``). The
+        sources are the candidates at the first positions with counts 1, 2, ...: a binary
+        search of the counts (past the last source, the trailing padding node)."""
+        n, size = self.num_nodes, len(cand)
+        pos = torch.int32 if size < 2**31 - 1 else torch.int64    # half the map
+        first = torch.full((n + 1,), torch.iinfo(pos).max, dtype=pos, device=cand.device)
+        first.scatter_reduce_(0, cand, self._kept(size, pos, lead=-2), "amin")
         at = first.index_select(0, cand)
-        is_first = at == idx
-        firsts = torch.cumsum(is_first, 0)           # 1 for the padding node, then 2, ...
-        cap = min(len(cand) - 1, n)
-        src = torch.full((cap + 3,), n, dtype=torch.int64, device=cand.device)
-        src.scatter_(0, torch.where(is_first, firsts, cap + 2), cand)   # the rest: last
-        return {"src": src[2:cap + 2], "firsts": firsts,
-                "local": firsts.index_select(0, at) - 2}
+        firsts = torch.cumsum(at == self._kept(size, pos, lead=-1), 0)
+        cap = min(size - 2, n)
+        src = cand.index_select(0, torch.searchsorted(firsts[:-1], self._iota(cap + 1)[1:]))
+        return {"src": src, "firsts": firsts, "n_src": firsts[-1],
+                "local": firsts[at[n_dst + 1:size - 1]]}     # padding: -2 reads the end
 
     def _block(self, o: dict, n_src: int, n_edges: int, n_dst: int, by_source: bool
                ) -> Block:

@@ -56,3 +56,14 @@ def test_a_real_second_device_counts_crossings():
     with DeviceWorkCounter():
         pass
     assert torch.Tensor.tolist is tolist            # the host reads unwrapped again
+
+
+def test_host_only_operators_are_not_launches():
+    """On a host-only run an operator on host tensors only (a gather into a host staging
+    buffer, an optimiser's CPU step counter) runs on the host of a GPU run too."""
+    host, dev = torch.arange(8), torch.arange(8)
+    with DeviceWorkCounter(device_tensors=[dev]) as c:
+        staged = host.index_select(0, torch.tensor([1, 3]))     # host: no launch
+        staged.to("cpu", copy=True) + dev[:2]                   # upload, then one launch
+    assert c.launches == 1 and dict(c.ops) == {"add": 1}
+    assert c.host_ops["index_select"] == 1 and c.transfers == 1

@@ -23,16 +23,17 @@ def adj():
     return from_coo(rng.integers(0, N, 60000), rng.integers(0, N, 60000), N, N)
 
 
-def _count(sampler, seeds, rng_seed=1):
+def _count(sampler, seeds, rng_seed=1, on_device=()):
     sampler.sample_blocks(seeds, 0)                 # warm (the kept ranges grown)
-    with DeviceWorkCounter(device_tensors=[sampler.table, sampler.indices]) as c:
+    with DeviceWorkCounter(device_tensors=[sampler.table, sampler.indices, *on_device]) as c:
         sampler.sample_blocks(seeds, rng_seed)
     return c
 
 
-#: (fanouts, replace, launches at most): GraphSAGE's 15,10 was 313 operators a batch.
-BOUNDS = [([15, 10], False, 153), ([15, 10], True, 111), ([10, 10, 10], False, 230),
-          ([5], False, 73)]
+#: (fanouts, replace, launches at most): GraphSAGE's 15,10 was 313 operators a batch,
+#: then 153, now 129 (64 a layer: 26 of them the two SplitMix64 finalisers).
+BOUNDS = [([15, 10], False, 129), ([15, 10], True, 99), ([10, 10, 10], False, 194),
+          ([5], False, 62)]
 
 
 @pytest.mark.parametrize("fanouts,replace,bound", BOUNDS)
@@ -49,8 +50,8 @@ def test_sampler_batch_counts(adj, fanouts, replace, bound):
 def test_seeds_on_the_device_need_no_upload(adj):
     dev = DeviceNeighborSampler(adj, [15, 10], device="cpu")
     seeds = torch.from_numpy(np.random.default_rng(3).choice(N, 1024, replace=False))
-    c = _count(dev, seeds.to("cpu", copy=True))
-    assert c.launches <= 160 and [k for k, _ in c.records] == ["d2h"] and c.syncs == 1
+    c = _count(dev, seeds, on_device=[seeds])        # + the check of the ids: 3 operators
+    assert c.launches <= 132 and [k for k, _ in c.records] == ["d2h"] and c.syncs == 1
 
 
 def test_every_neighbour_layer_reads_its_edge_count(adj):
@@ -82,7 +83,9 @@ def test_training_step_counts(adj):
         opt.step()
 
     step()
-    with DeviceWorkCounter(device_tensors=[feat, label, *model.parameters()]) as c:
+    sampler = loader.sampler
+    with DeviceWorkCounter(device_tensors=[feat, label, sampler.table, sampler.indices,
+                                           *model.parameters()]) as c:
         step()
-    assert c.launches <= 247, c.ops
+    assert c.launches <= 203, c.ops         # the sampler's 129 (less the seed checks)
     assert c.transfers <= 2 and c.syncs <= 2, (c.records, c.sync_reasons)
