@@ -677,7 +677,8 @@ class DeviceNeighborSampler(Sampler):
         return block
 
     def __repr__(self) -> str:
-        where = "pinned host" if self.pin_memory else str(self.device)
+        where = {"host": "pinned host", "device": str(self.device)}.get(
+            self.csr, f"{self.csr} {self.device}")
         return (f"DeviceNeighborSampler(fanouts={self.fanouts}, replace={self.replace}, "
                 f"nodes={self.num_nodes}, edges={self.adj.nnz}, csr={where} "
                 f"{str(self.indices.dtype).removeprefix('torch.')})")

@@ -20,6 +20,7 @@ from graphsys.sampling.device import (
     mix64,
     node_streams,
     stream_uniforms,
+    uva_view,
 )
 
 from .conftest import count_host_reads, random_graph_edges, write_homogeneous
@@ -233,3 +234,35 @@ def test_cuda_graph_replays_give_the_same_blocks(device):
         dev.sample_blocks([1, 2, 1] + list(range(3, 30)), 0)
     with pytest.raises(GraphsysError, match="cuda_graphs"):
         DeviceNeighborSampler(adj, [-1, 3], device=device, cuda_graphs=True)
+
+
+@pytest.mark.parametrize("csr", ["staged", "uva"])
+def test_csr_read_from_host_memory_gives_the_same_blocks(csr):
+    """The neighbour ids left in host memory (gathered there and staged to the device, or
+    read through UVA, which off CUDA reads them where they are): the CPU sampler's
+    blocks, every fanout kind, with and without replacement."""
+    adj = GRAPHS["hub"]
+    rng = np.random.default_rng(8)
+    for fanouts, replace in itertools.product(FANOUTS, (False, True)):
+        cpu = NeighborSampler(adj, fanouts, replace=replace)
+        dev = DeviceNeighborSampler(adj, fanouts, replace=replace, device="cpu", csr=csr)
+        assert dev.csr == csr and f"csr={csr} cpu" in repr(dev)
+        seeds = rng.choice(adj.num_rows, 25, replace=False)
+        for rng_seed in (0, 5):
+            want = cpu.sample_blocks(seeds, rng_seed)
+            got = dev.sample_blocks(torch.from_numpy(seeds), rng_seed)
+            assert all(_same(a, b) for a, b in zip(want, got)), (fanouts, replace)
+
+
+def test_csr_placement_follows_the_memory_budget():
+    adj = GRAPHS["random+isolated"]
+    need = DeviceNeighborSampler(adj, [4, 3], device="cpu").csr_bytes()
+    assert need == 24 * (adj.num_rows + 1) + 4 * (adj.nnz + 4)
+    fits = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_memory_budget=need)
+    over = DeviceNeighborSampler(adj, [4, 3], device="cpu", device_memory_budget=need - 1)
+    assert (fits.csr, over.csr) == ("device", "staged")
+    assert uva_view(torch.arange(3), torch.device("cpu")) is None
+    with pytest.raises(GraphsysError, match="csr must be"):
+        DeviceNeighborSampler(adj, [4, 3], device="cpu", csr="disk")
+    with pytest.raises(GraphsysError, match="cuda_graphs"):
+        DeviceNeighborSampler(adj, [4, 3], device="cpu", csr="staged", cuda_graphs=True)

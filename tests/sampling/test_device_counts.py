@@ -89,3 +89,15 @@ def test_training_step_counts(adj):
         step()
     assert c.launches <= 203, c.ops         # the sampler's 129 (less the seed checks)
     assert c.transfers <= 2 and c.syncs <= 2, (c.records, c.sync_reasons)
+
+
+def test_staged_csr_reads_positions_once_a_layer(adj):
+    """Neighbour ids in host memory, staged: per layer one read of the positions and one
+    upload of the ids gathered on the host (no launch there); the rest as on the device."""
+    dev = DeviceNeighborSampler(adj, [15, 10], device="cpu", csr="staged")
+    seeds = np.random.default_rng(2).choice(N, 1024, replace=False)
+    dev.sample_blocks(seeds, 0)
+    with DeviceWorkCounter(device_tensors=[dev.table]) as c:
+        dev.sample_blocks(seeds, 1)
+    assert [k for k, _ in c.records] == ["h2d", "d2h", "h2d", "d2h", "h2d", "d2h"]
+    assert c.syncs == 3 and c.launches <= 127 and c.host_ops == {"index_select": 2}
