@@ -34,7 +34,9 @@ gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 
                       50 ms (NVML); the same epoch with its batches sampled on the device
                       (DeviceNeighborSampler) beside the CPU sampler, one row (the PyG row
                       compares NodeLoader's default on the device: the device sampler on
-                      CUDA)
+                      CUDA); the device sampler with its neighbour ids in pinned host
+                      memory read through UVA (staged on the host in the dry run), its
+                      first batch checked against the CPU sampler's
 embed     85    35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
                       1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
                       edges/s and filtered test MRR on the GPU beside the same run on the CPU;
@@ -822,7 +824,9 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     """graphsys's GraphSAGE epoch: batches from the CPU sampler (``workers`` threads) or,
     with ``device_sampling``, drawn on the check's device (DeviceNeighborSampler: the same
     blocks; on CUDA the features and labels gathered there); ``"graphs"``: the device
-    sampler replaying each batch as a CUDA graph."""
+    sampler replaying each batch as a CUDA graph; ``"uva"`` or ``"staged"``: its neighbour
+    ids left in host memory (read through UVA, or gathered on the host and staged), the
+    first batch's blocks compared with the CPU sampler's (``same_blocks``)."""
     import torch
     import torch.nn.functional as F
 
@@ -833,10 +837,13 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     torch.manual_seed(0)
     adj = Adjacency(d["indptr"], d["indices"], len(d["indptr"]) - 1)
     sampler = NeighborSampler(adj, list(FANOUTS))
-    if device_sampling == "graphs":
+    cpu_sampler = sampler
+    if device_sampling in ("graphs", "uva", "staged"):
         from graphsys.sampling import DeviceNeighborSampler
 
-        sampler = DeviceNeighborSampler(sampler, device=dev, cuda_graphs=True)
+        sampler = (DeviceNeighborSampler(sampler, device=dev, cuda_graphs=True)
+                   if device_sampling == "graphs" else
+                   DeviceNeighborSampler(sampler, device=dev, csr=device_sampling))
     label = torch.from_numpy(d["label"])
     model = GNN("sage", d["feat"].shape[1], HIDDEN, d["classes"], num_layers=2,
                 dropout=DROPOUT).to(dev)
@@ -867,7 +874,22 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     out["sampler"] = (f"DeviceNeighborSampler on {ctx.device}" + (
         ", CUDA graphs" if device_sampling == "graphs" else "") if device_sampling else
                       f"NeighborSampler (numba, {workers} threads)")
+    if device_sampling in ("uva", "staged"):
+        out["sampler"] += f", neighbour ids in host memory (csr={sampler.csr})"
+        out["csr"] = sampler.csr
+        out["same_blocks"] = same_blocks(sampler, cpu_sampler, d["train"][:BATCH])
     return out
+
+
+def same_blocks(dev_sampler, cpu_sampler, seeds) -> bool:
+    """Whether the device sampler draws the CPU sampler's blocks for ``seeds``."""
+    import torch
+
+    got = dev_sampler.sample_blocks(torch.as_tensor(seeds), 7)
+    want = cpu_sampler.sample_blocks(seeds, 7)
+    return all(torch.equal(a.src_nodes, b.src_nodes.cpu())
+               and torch.equal(a.edge_src, b.edge_src.cpu())
+               and torch.equal(a.edge_dst, b.edge_dst.cpu()) for a, b in zip(want, got))
 
 
 def pyg_sampling_backend() -> str | None:
@@ -1005,6 +1027,13 @@ def part_gnn(ctx: Ctx) -> None:
     else:
         ctx.record("graphsys-device-graphs", status="skipped",
                    reason="CUDA graphs need a CUDA device")
+    # the neighbour ids in pinned host memory (a CSR larger than the GPU): read through
+    # UVA on CUDA; the CPU dry run exercises the staged gather instead
+    csr = "uva" if ctx.cuda else "staged"
+    far = ctx.attempt(f"graphsys-device-{csr}", gnn_graphsys, ctx, d, steps, 1, csr)
+    if far is not None:
+        ctx.record(f"graphsys-device-{csr}", model=f"graphsys GNN('sage'), NodeLoader("
+                   f"DeviceNeighborSampler(csr={csr!r}))", **far)
     shape = (f"SBM {nodes:,} nodes / {len(d['src']):,} edges, {features} features, fanouts "
              f"15,10, batch 1024, hidden 256")
     if host is not None and on_dev is not None:

@@ -69,7 +69,7 @@ def test_dry_run_records_each_parts_figures(dry_run):
                  ("bsp", "pagerank-memory"), ("bsp", "pagerank-memory-float32"),
                  ("bsp", "pagerank-out-of-core"),
                  ("bsp", "bfs-memory"), ("bsp", "spmv-peer"), ("gnn", "graphsys"),
-                 ("gnn", "pyg"), ("embed", "embed-device"), ("embed", "embed-cpu"),
+                 ("gnn", "pyg"), ("gnn", "graphsys-device-staged"), ("embed", "embed-device"), ("embed", "embed-cpu"),
                  ("embed", "rgcn"), ("profile", "pagerank"), ("profile", "gnn")]:
         assert want in names, want
     by = {(r["part"], r["name"]): r for r in records}
@@ -77,6 +77,8 @@ def test_dry_run_records_each_parts_figures(dry_run):
     for name, dtype in (("pagerank-memory", "float64"), ("pagerank-memory-float32", "float32")):
         assert by["bsp", name]["method"].endswith(f"int32 ids, {dtype} ranks)")
         assert by["bsp", name]["ops_per_superstep"] == 3
+    # the device sampler with its neighbour ids in host memory draws the CPU's blocks
+    assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset
     assert by["tests", "results"]["passed"] >= 1 and not by["tests", "results"]["failures"]
     rows = [r for r in records if "row" in r]
