@@ -36,7 +36,8 @@ gnn       55    30    GraphSAGE minibatch epoch, the CPU benchmark's shape (SBM 
                       compares NodeLoader's default on the device: the device sampler on
                       CUDA); the device sampler with its neighbour ids in pinned host
                       memory read through UVA (staged on the host in the dry run), its
-                      first batch checked against the CPU sampler's
+                      first batch checked against the CPU sampler's; one batch's launches,
+                      transfers and syncs (picks fused into a jiterator kernel on CUDA)
 embed     85    35    FB15k-237 with PyTorch-BigGraph's settings (ComplEx d = 400, softmax,
                       1000 uniform + 50 batch negatives, batch 1000, lr 0.1, 3 epochs):
                       edges/s and filtered test MRR on the GPU beside the same run on the CPU;
@@ -881,6 +882,26 @@ def gnn_graphsys(ctx: Ctx, d: dict, steps: int | None, workers: int,
     return out
 
 
+def device_sampler_counts(ctx: Ctx, d: dict) -> None:
+    """One GraphSAGE batch of the device sampler on the check's device, counted
+    (DeviceWorkCounter: launches, transfers, syncs; on the CPU the device emulated), with
+    its picks fused into one kernel a layer where that kernel was made (CUDA)."""
+    import torch
+
+    from graphsys.analysis.device_counts import DeviceWorkCounter
+    from graphsys.sampling import Adjacency, DeviceNeighborSampler, NeighborSampler
+
+    adj = Adjacency(d["indptr"], d["indices"], len(d["indptr"]) - 1)
+    cpu = NeighborSampler(adj, list(FANOUTS))
+    dev = DeviceNeighborSampler(cpu, device=torch.device(ctx.device))
+    seeds = d["train"][:BATCH]
+    dev.sample_blocks(seeds, 0)
+    with DeviceWorkCounter(ctx.device, device_tensors=[dev.table, dev.indices]) as c:
+        dev.sample_blocks(seeds, 1)
+    ctx.record("device-sampler-counts", fused=dev.fused, csr=dev.csr, **c.summary(),
+               ops=dict(c.ops), same_blocks=same_blocks(dev, cpu, seeds))
+
+
 def same_blocks(dev_sampler, cpu_sampler, seeds) -> bool:
     """Whether the device sampler draws the CPU sampler's blocks for ``seeds``."""
     import torch
@@ -1027,6 +1048,7 @@ def part_gnn(ctx: Ctx) -> None:
     else:
         ctx.record("graphsys-device-graphs", status="skipped",
                    reason="CUDA graphs need a CUDA device")
+    ctx.attempt("device-sampler-counts", device_sampler_counts, ctx, d)
     # the neighbour ids in pinned host memory (a CSR larger than the GPU): read through
     # UVA on CUDA; the CPU dry run exercises the staged gather instead
     csr = "uva" if ctx.cuda else "staged"

@@ -170,6 +170,11 @@ class DeviceWorkCounter(TransferCounter):
         self.launches += 1
         self.ops[name] += 1
 
+    def note_launch(self, name: str) -> None:
+        """Count a kernel that code launches outside torch's dispatcher (a jiterator
+        kernel), which the code reports to the dispatch modes that are active."""
+        self._count(name)
+
     def _crossing(self, name: str, args, kwargs) -> tuple[str, int] | None:
         """The transfer an operator makes, or None: a copy between devices, or on a
         host-only run one addressed to a device."""

@@ -152,6 +152,71 @@ class _Fanout:
         self.scale = (self.shift + 1).to(torch.float64) * _INV53
         self.tri = self.steps.unsqueeze(1) > self.steps
         self.lim = torch.zeros_like(self.steps) if replace else self.steps
+        self.fused = None
+
+
+#: One CUDA kernel for a layer's picks (compiled at run time by torch's jiterator): per
+#: destination row and step ``c``, the SplitMix64 words of steps 0..c, the draws scaled as
+#: the CPU kernel scales them, Floyd's loop up to step c (or the draw of step c with
+#: replacement; step c itself where the row has at most K neighbours), and the CSR
+#: position of the pick, or PAD (a padding entry that holds the padding node) for a step
+#: past the row's picks; ``kept`` 1 for a pick, else 0. Bits as :func:`mix64` and
+#: :func:`floyd_resolve` (checked against them when a sampler is made).
+_DRAW_CODE = """template <typename T> void gs_neighbour_draw(T w0, T key, T deg, T lo, T step,
+                                               T& pos, T& kept) {
+  const unsigned long long G = 0x9E3779B97F4A7C15ULL;
+  const unsigned long long M1 = 0xBF58476D1CE4E5B9ULL, M2 = 0x94D049BB133111EBULL;
+  unsigned long long z = ((unsigned long long) w0) ^ ((unsigned long long) key);
+  z = (z ^ (z >> 30)) * M1; z = (z ^ (z >> 27)) * M2; z = z ^ (z >> 31);
+  const long long d = (long long) deg, c = (long long) step;
+  long long pick = c;
+  long long chosen[@K@];
+  const long long first = (@REPL@ || d > @K@) ? (@REPL@ ? c : 0) : c + 1;
+  for (long long j = first; j <= c; ++j) {
+    unsigned long long w = z + (unsigned long long) (j + 1) * G;
+    w = (w ^ (w >> 30)) * M1; w = (w ^ (w >> 27)) * M2; w = w ^ (w >> 31);
+    const double u = ((double) (w >> 11)) * 1.1102230246251565e-16;
+    if (@REPL@) {
+      pick = (long long) (u * (double) d);
+    } else {
+      const long long t = d - @K@ + j;
+      const long long r = (long long) (u * (double) (t + 1));
+      bool dup = false;
+      for (long long q = 0; q < j; ++q) dup |= chosen[q] == r;
+      chosen[j] = dup ? t : r;
+      pick = chosen[j];
+    }
+  }
+  const bool keep = @REPL@ ? d > 0 : c < d;
+  kept = keep ? 1 : 0;
+  pos = keep ? ((long long) lo) + pick : (long long) @PAD@;
+}"""
+
+
+def fused_draw(k: int, replace: bool, pad: int, device: torch.device):
+    """The jiterator kernel of a layer's picks (:data:`_DRAW_CODE`) for fanout ``k``, or
+    None off CUDA or where torch cannot compile it: a function of ``(w0, key, deg, lo,
+    steps)`` (int64 tensors broadcast to (D, k)) returning ``(positions, kept)``."""
+    if device.type != "cuda" or not 0 < k <= 64:
+        return None
+    try:
+        from torch.cuda.jiterator import _create_multi_output_jit_fn
+    except ImportError:
+        return None
+    code = (_DRAW_CODE.replace("@K@", str(k)).replace("@REPL@", str(int(replace)))
+            .replace("@PAD@", str(pad)))
+    return _create_multi_output_jit_fn(code, num_outputs=2)
+
+
+def _note_launch(name: str) -> None:
+    """Report a kernel launched outside torch's dispatcher to the active dispatch modes
+    that count launches (:class:`graphsys.analysis.device_counts.DeviceWorkCounter`)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    for mode in _get_current_dispatch_mode_stack():
+        note = getattr(mode, "note_launch", None)
+        if note is not None:
+            note(name)
 
 
 def node_table(indptr: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -256,6 +321,12 @@ class DeviceNeighborSampler(Sampler):
     device_memory_budget : int, optional
         Bytes the CSR may take on the device with ``csr="auto"`` (default on CUDA: half
         the device's free memory when the sampler is made; elsewhere no limit).
+    fused : bool, optional
+        Draw each layer's picks (the streams' words, the scaled draws, Floyd's loop, the
+        CSR positions) in one CUDA kernel that torch's jiterator compiles at run time
+        (:func:`fused_draw`) instead of about 45 torch operators. Default: where it
+        compiles and, on a check batch when the sampler is made, gives the operators'
+        positions bit for bit (CUDA, fanouts up to 64); True raises where it does not.
     **graph_options
         ``entity_type``, ``edge_set``, ``symmetric``, ``direction``, ``memory_limit`` of a
         stored graph, as :class:`~graphsys.sampling.NeighborSampler` takes them.
@@ -264,8 +335,8 @@ class DeviceNeighborSampler(Sampler):
     ------
     GraphsysError
         Fanouts that are not positive integers or -1; ``pin_memory`` without CUDA;
-        ``cuda_graphs`` with fanout -1 or ``csr="staged"``; an unknown ``csr``; repeated or
-        out-of-range seeds (when sampled).
+        ``cuda_graphs`` with fanout -1 or ``csr="staged"``; an unknown ``csr``; ``fused``
+        where no checked kernel can be made; repeated or out-of-range seeds (when sampled).
 
     See Also
     --------
@@ -304,7 +375,8 @@ class DeviceNeighborSampler(Sampler):
                  replace: bool | None = None, device: str | torch.device | None = None,
                  pin_memory: bool = False, index_dtype: torch.dtype | None = None,
                  cuda_graphs: bool = False, csr: str = "auto",
-                 device_memory_budget: int | None = None, **graph_options):
+                 device_memory_budget: int | None = None, fused: bool | None = None,
+                 **graph_options):
         if isinstance(graph, NeighborSampler):
             base = graph
             fanouts = base.fanouts if fanouts is None else fanouts
@@ -343,6 +415,13 @@ class DeviceNeighborSampler(Sampler):
         self._zero = torch.zeros(1, dtype=torch.int64, device=where)
         self._inv53 = torch.tensor(_INV53, dtype=torch.float64, device=where)
         self._ranges: dict[tuple, torch.Tensor] = {}
+        if fused is not False:
+            for k, f in self._fanouts.items():
+                f.fused = self._fuse(k)
+        self.fused = any(f.fused is not None for f in self._fanouts.values())
+        if fused and not self.fused:
+            raise GraphsysError("fused needs CUDA and torch's jiterator (a kernel compiled "
+                                "at run time), whose picks matched the torch operators'")
 
     @staticmethod
     def _index_dtype(index_dtype: torch.dtype | None) -> torch.dtype | None:
@@ -384,8 +463,8 @@ class DeviceNeighborSampler(Sampler):
 
     def _upload(self, index_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The node table and the neighbour ids where they are read (a one-off copy); the
-        ids are followed by ``max(fanouts)`` never-read entries, so that the positions
-        of padded picks stay in range. The table goes to the device unless the batch is
+        ids are followed by ``max(fanouts)`` entries holding the padding node, read for the
+        steps past a row's picks. The table goes to the device unless the batch is
         drawn on the host; the ids stay on the host with ``csr`` ``"uva"`` (pinned, seen
         by CUDA as device memory: :func:`uva_view`) or ``"staged"``."""
         adj = self.adj
@@ -394,7 +473,7 @@ class DeviceNeighborSampler(Sampler):
             index_dtype = torch.int32 if fits else torch.int64
         dtype = np.dtype(str(index_dtype).removeprefix("torch."))
         pad = max(1, *self.fanouts)
-        indices = np.zeros(adj.nnz + pad, dtype)
+        indices = np.full(adj.nnz + pad, adj.num_rows, dtype)     # padding: the padding node
         indices[:adj.nnz] = adj.indices
         ids = torch.from_numpy(indices)
         if self.csr == "host":
@@ -580,11 +659,38 @@ class DeviceNeighborSampler(Sampler):
         ``offsets``, and the 0-dim counts ``n_src`` (sources) and ``n_edges``; ``firsts``
         (running count of first appearances over the padding node, ``dst``, the picks)."""
         info = self.table.index_select(0, dst)
-        lo, deg = info[:, :1], info[:, 1:2]
         k = self.fanouts[layer]
         if k < 0:
             return self._every_neighbour(dst, info[:, 0], info[:, 1])
+        eid, mask = self._picks(info, key, k)
+        nbr = self._neighbours(eid)
+        n_dst, cap = len(dst), mask.numel()
+        # one buffer: the candidates (padding node, dst, picks, padding node), then a zero
+        # and the kept flags, whose running sum numbers the kept picks and bounds each row's
+        cand = torch.cat([self._pad, dst, nbr.view(-1), self._pad, self._zero,
+                          mask.view(-1)])
+        out = self._relabel(cand[:cap + n_dst + 2], n_dst)
+        kept = torch.cumsum(cand[cap + n_dst + 2:], 0)      # kept[i]: kept picks before i
+        slot = kept[1:].view(mask.shape) * mask           # 0 past a row's picks: junk
+        edge_src = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
+        edge_src.index_put_((slot,), out.pop("local").view(mask.shape))
+        edge_dst = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
+        edge_dst.index_put_((slot,), self._iota(n_dst).unsqueeze(1))
+        return {**out, "edge_src": edge_src[1:], "edge_dst": edge_dst[1:],
+                "offsets": kept[::k].contiguous(), "n_edges": kept[-1]}
+
+    def _picks(self, info: torch.Tensor, key, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The CSR positions (D, k) of the picks of the destinations whose table rows are
+        ``info``, past a row's picks the padding position (which holds the padding node),
+        and the kept flags (bool, or 0/1 int64 from the fused kernel): one jiterator kernel
+        (:func:`fused_draw`) where it was compiled and checked, else torch operators."""
         f = self._fanouts[k]
+        lo, deg = info[:, :1], info[:, 1:2]
+        if f.fused is not None:
+            if not torch.is_tensor(key):
+                key = torch.full((), key, dtype=torch.int64, device=info.device)
+            _note_launch("jiterator")
+            return f.fused(info[:, 2:3], key, deg, lo, f.steps)
         x = srl64(mix64(mix64(info[:, 2] ^ key).unsqueeze(1) + f.words), 11)    # 53 bits
         if self.replace:    # the CPU kernel's int(u * deg), u = x * 2**-53: exact scaling
             pos = (x * (deg * self._inv53)).to(torch.int64)
@@ -593,21 +699,30 @@ class DeviceNeighborSampler(Sampler):
             top = deg + f.shift
             pos = torch.where(deg <= k, f.steps, floyd_resolve(r, top, f.tri, f.steps))
         mask = f.lim < deg                        # kept picks: a prefix of each row
-        nbr = torch.where(mask, self._neighbours(lo + pos), self.num_nodes)
-        n_dst, cap = len(dst), mask.numel()
-        # one buffer: the candidates (padding node, dst, picks, padding node), then a zero
-        # and the mask, whose running sum numbers the kept picks and bounds each row's
-        cand = torch.cat([self._pad, dst, nbr.view(-1), self._pad, self._zero,
-                          mask.view(-1)])
-        out = self._relabel(cand[:cap + n_dst + 2], n_dst)
-        kept = torch.cumsum(cand[cap + n_dst + 2:], 0)      # kept[i]: kept picks before i
-        slot = torch.where(mask, kept[1:].view(mask.shape), 0)         # 0: a junk slot
-        edge_src = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
-        edge_src.index_put_((slot,), out.pop("local").view(mask.shape))
-        edge_dst = torch.empty(cap + 1, dtype=torch.int64, device=dst.device)
-        edge_dst.index_put_((slot,), self._iota(n_dst).unsqueeze(1))
-        return {**out, "edge_src": edge_src[1:], "edge_dst": edge_dst[1:],
-                "offsets": kept[::k].contiguous(), "n_edges": kept[-1]}
+        return torch.where(mask, lo + pos, self.adj.nnz), mask
+
+    def _fuse(self, k: int):
+        """:func:`fused_draw` for fanout ``k`` when it compiles and draws what
+        :meth:`_picks`'s torch operators draw on a batch of degrees around ``k`` (none,
+        ``k``, ``k + 1``, large) and random streams; else None."""
+        fused = fused_draw(k, self.replace, self.adj.nnz, self.sample_device)
+        if fused is None:
+            return None
+        gen = torch.Generator().manual_seed(k)
+        deg = torch.cat([torch.tensor([0, 1, k - 1, k, k + 1, k + 2, 2 * k, 10**6, 2**40]),
+                         torch.randint(0, 3 * k + 3, (503,), generator=gen)])
+        info = torch.stack([torch.randint(0, 2**40, deg.shape, generator=gen), deg,
+                            torch.randint(-2**63, 2**63 - 1, deg.shape, generator=gen)], 1)
+        info = info.to(self.sample_device)
+        f, self._fanouts[k].fused = self._fanouts[k], None
+        key = torch.randint(-2**63, 2**63 - 1, (), generator=gen).to(self.sample_device)
+        try:
+            want = self._picks(info, key, k)
+            got = fused(info[:, 2:3], key, info[:, 1:2], info[:, :1], f.steps)
+            same = torch.equal(got[0], want[0]) and torch.equal(got[1].bool(), want[1])
+        except RuntimeError:
+            return None
+        return fused if same else None
 
     def _every_neighbour(self, dst: torch.Tensor, lo: torch.Tensor, deg: torch.Tensor
                          ) -> dict:

@@ -5,6 +5,8 @@ per batch."""
 from __future__ import annotations
 
 import itertools
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from graphsys.errors import GraphsysError
 from graphsys.sampling import NeighborSampler, from_coo
 from graphsys.sampling import _kernels as K
 from graphsys.sampling.device import (
+    _DRAW_CODE,
     DeviceNeighborSampler,
     floyd_resolve,
     mix64,
@@ -266,3 +269,58 @@ def test_csr_placement_follows_the_memory_budget():
         DeviceNeighborSampler(adj, [4, 3], device="cpu", csr="disk")
     with pytest.raises(GraphsysError, match="cuda_graphs"):
         DeviceNeighborSampler(adj, [4, 3], device="cpu", csr="staged", cuda_graphs=True)
+    with pytest.raises(GraphsysError, match="fused needs CUDA"):
+        DeviceNeighborSampler(adj, [4, 3], device="cpu", fused=True)
+    assert not DeviceNeighborSampler(adj, [4, 3], device="cpu").fused
+
+
+def _eager_picks(dev, info, key, k):
+    """The torch operators' picks (positions, kept as 0/1) of ``dev``'s fanout ``k``."""
+    eid, mask = dev._picks(info, key, k)
+    return eid, mask.long()
+
+
+def _check_batch(k):
+    """Table rows (first position, degree, first stream word) with degrees around ``k``,
+    and a stream key."""
+    gen = torch.Generator().manual_seed(k)
+    deg = torch.cat([torch.tensor([0, 1, k - 1, k, k + 1, 2 * k, 10**6, 2**40]),
+                     torch.randint(0, 3 * k + 3, (200,), generator=gen)])
+    return torch.stack([torch.randint(0, 2**40, deg.shape, generator=gen), deg,
+                        torch.randint(-2**63, 2**63 - 1, deg.shape, generator=gen)], 1), \
+        int(torch.randint(-2**63, 2**63 - 1, (), generator=gen))
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler")
+@pytest.mark.parametrize("k,replace", [(1, False), (2, False), (10, False), (15, False),
+                                       (17, False), (10, True)])
+def test_fused_kernel_source_draws_the_operators_picks(tmp_path, k, replace):
+    """The fused kernel's source (compiled by jiterator on CUDA), compiled here as C++
+    for int64: the positions and kept flags of the torch operators, bit for bit."""
+    from torch.cuda.jiterator import _CodeParser
+
+    adj = GRAPHS["hub"]
+    dev = DeviceNeighborSampler(adj, [k], replace=replace, device="cpu")
+    code = (_DRAW_CODE.replace("@K@", str(k)).replace("@REPL@", str(int(replace)))
+            .replace("@PAD@", str(adj.nnz)))
+    assert _CodeParser(code).function_name == "gs_neighbour_draw"
+    main = code + """
+#include <cstdio>
+int main() {
+  long long w0, key, deg, lo, step, pos, kept;
+  while (std::scanf("%lld %lld %lld %lld %lld", &w0, &key, &deg, &lo, &step) == 5) {
+    gs_neighbour_draw<long long>(w0, key, deg, lo, step, pos, kept);
+    std::printf("%lld %lld\\n", pos, kept);
+  }
+}
+"""
+    (tmp_path / "draw.cpp").write_text(main)
+    subprocess.run(["g++", "-O2", "-o", str(tmp_path / "draw"), str(tmp_path / "draw.cpp")],
+                   check=True)
+    info, key = _check_batch(k)
+    rows = [f"{w} {key} {d} {lo} {c}" for lo, d, w in info.tolist() for c in range(k)]
+    out = subprocess.run([str(tmp_path / "draw")], input="\n".join(rows), text=True,
+                         capture_output=True, check=True).stdout.split()
+    got = torch.tensor([int(v) for v in out]).view(len(info), k, 2)
+    eid, kept = _eager_picks(dev, info, key, k)
+    assert torch.equal(got[..., 0], eid) and torch.equal(got[..., 1], kept)

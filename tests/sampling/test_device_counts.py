@@ -101,3 +101,48 @@ def test_staged_csr_reads_positions_once_a_layer(adj):
         dev.sample_blocks(seeds, 1)
     assert [k for k, _ in c.records] == ["h2d", "d2h", "h2d", "d2h", "h2d", "d2h"]
     assert c.syncs == 3 and c.launches <= 127 and c.host_ops == {"index_select": 2}
+
+
+def _emulate_fused(sampler):
+    """Stand-ins for the fused CUDA kernels (:func:`fused_draw`) on the CPU: the torch
+    operators' picks, computed unseen by the counters and reported as one launch, their
+    outputs on the (emulated) device."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    def stand_in(k, f):
+        def fused(w0, key, deg, lo, steps):
+            counters = [m for m in _get_current_dispatch_mode_stack()
+                        if isinstance(m, DeviceWorkCounter)]
+            for m in counters:
+                m._quiet = True
+            f.fused = None
+            try:
+                eid, mask = sampler._picks(torch.cat([lo, deg, w0], 1), key, k)
+                out = eid, mask.long()
+            finally:
+                f.fused = fused
+                for m in counters:
+                    m._quiet = False
+                    m._on_device.update({t: True for t in out})
+            return out
+        return fused
+
+    for k, f in sampler._fanouts.items():
+        f.fused = stand_in(k, f)
+
+
+@pytest.mark.parametrize("fanouts,replace,bound", [([15, 10], False, 37),
+                                                   ([15, 10], True, 37)])
+def test_fused_picks_leave_37_launches(adj, fanouts, replace, bound):
+    """With each layer's picks one kernel (CUDA's jiterator; emulated here) a GraphSAGE
+    batch is 37 launches, the same blocks as the CPU sampler's."""
+    dev = DeviceNeighborSampler(adj, fanouts, replace=replace, device="cpu")
+    _emulate_fused(dev)
+    seeds = np.random.default_rng(2).choice(N, 1024, replace=False)
+    c = _count(dev, seeds)
+    assert c.launches <= bound and c.ops["jiterator"] == 2, c.ops
+    assert [k for k, _ in c.records] == ["h2d", "d2h"] and c.syncs == 1
+    want = NeighborSampler(adj, fanouts, replace=replace).sample_blocks(seeds, 1)
+    got = dev.sample_blocks(seeds, 1)
+    assert all(torch.equal(a.src_nodes, b.src_nodes) and torch.equal(a.edge_src, b.edge_src)
+               and torch.equal(a.edge_dst, b.edge_dst) for a, b in zip(want, got))
