@@ -26,7 +26,10 @@ the node ids (8) and whose edges are compacted by a running count (5). One host 
 the end of the batch (``.tolist()`` of a few counts) gives the blocks' sizes and the
 checks of the seeds; a layer with fanout ``-1`` (every neighbour) reads its edge count
 before it is drawn, one more read each, and with ``csr="staged"`` each layer reads its
-CSR positions on the host (one more read and two transfers a layer).
+CSR positions on the host (one more read and two transfers a layer). On CUDA a layer's
+picks, from the table's gather to the CSR positions (48 operators for ``k = 15``), are one
+kernel compiled at run time by torch's jiterator (:func:`fused_draw`, checked against the
+operators when the sampler is made): 37 launches a GraphSAGE batch instead of 129.
 """
 
 from __future__ import annotations
@@ -250,7 +253,7 @@ def uva_view(host: torch.Tensor, device: torch.device) -> torch.Tensor | None:
     class _Interface:
         keep = host
         __cuda_array_interface__ = {"shape": tuple(host.shape), "typestr": typestr,
-                                    "data": (host.data_ptr(), True), "version": 2,
+                                    "data": (host.data_ptr(), False), "version": 2,
                                     "strides": None}
     try:
         view = torch.as_tensor(_Interface(), device=device)

@@ -204,13 +204,14 @@ def test_one_host_read_per_batch(fanouts, reads):
     assert counts["n"] == 3 * reads
 
 
-@pytest.mark.parametrize("replace", [False, True])
-def test_blocks_identical_on_the_test_device(device, replace):
-    """On the test device (CUDA in the GPU check): the CPU sampler's blocks, seeds given
+@pytest.mark.parametrize("replace,csr", [(False, "device"), (True, "device"), (False, "uva")])
+def test_blocks_identical_on_the_test_device(device, replace, csr):
+    """On the test device (CUDA in the GPU check, the picks fused into one kernel a layer;
+    also with the neighbour ids read through UVA): the CPU sampler's blocks, seeds given
     on the device."""
     adj = GRAPHS["hub"]
     cpu = NeighborSampler(adj, [6, 4], replace=replace)
-    dev = DeviceNeighborSampler(adj, [6, 4], replace=replace, device=device)
+    dev = DeviceNeighborSampler(adj, [6, 4], replace=replace, device=device, csr=csr)
     seeds = np.arange(0, 120, 5)
     for rng_seed in (0, 3):
         got = dev.sample_blocks(torch.from_numpy(seeds).to(device), rng_seed)
