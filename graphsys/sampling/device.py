@@ -199,7 +199,30 @@ _DRAW_CODE = """template <typename T> void gs_neighbour_draw(T w0, T key, T deg,
 def fused_draw(k: int, replace: bool, pad: int, device: torch.device):
     """The jiterator kernel of a layer's picks (:data:`_DRAW_CODE`) for fanout ``k``, or
     None off CUDA or where torch cannot compile it: a function of ``(w0, key, deg, lo,
-    steps)`` (int64 tensors broadcast to (D, k)) returning ``(positions, kept)``."""
+    steps)`` (int64 tensors broadcast to (D, k)) returning ``(positions, kept)``.
+
+    Parameters
+    ----------
+    k : int
+        The fanout (1 to 64: Floyd's chosen values are held in a per-thread array).
+    replace : bool
+        Draw with replacement.
+    pad : int
+        The CSR position read for a step past a row's picks.
+    device : torch.device
+        Where the kernel runs.
+
+    Returns
+    -------
+    callable or None
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.sampling.device import fused_draw
+    >>> fused_draw(15, False, 100, torch.device("cpu")) is None     # jiterator is CUDA's
+    True
+    """
     if device.type != "cuda" or not 0 < k <= 64:
         return None
     try:
@@ -245,6 +268,25 @@ def uva_view(host: torch.Tensor, device: torch.device) -> torch.Tensor | None:
     "unregistered"), and page-locked memory from ``torch.Tensor.pin_memory`` is mapped for
     every device at the same address when addressing is unified (every 64-bit CUDA
     platform). The view keeps ``host`` alive.
+
+    Parameters
+    ----------
+    host : torch.Tensor
+        A contiguous int32 or int64 tensor in pinned host memory.
+    device : torch.device
+        The CUDA device whose kernels read it.
+
+    Returns
+    -------
+    torch.Tensor or None
+        The view, on ``device``, or None.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.sampling.device import uva_view
+    >>> uva_view(torch.arange(4), torch.device("cpu")) is None      # only CUDA reads host memory
+    True
     """
     if device.type != "cuda" or not host.is_pinned() or not host.is_contiguous():
         return None
@@ -456,7 +498,18 @@ class DeviceNeighborSampler(Sampler):
 
     def csr_bytes(self, index_dtype: torch.dtype | None = None) -> int:
         """Bytes of the sampler's CSR where it is read: the node table (24 a node) and the
-        neighbour ids (4 or 8 an edge, ``index_dtype`` as the constructor takes it)."""
+        neighbour ids (4 or 8 an edge, ``index_dtype`` as the constructor takes it), what
+        ``csr="auto"`` compares with ``device_memory_budget``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from graphsys.sampling import from_coo
+        >>> from graphsys.sampling.device import DeviceNeighborSampler
+        >>> adj = from_coo(np.array([0, 1]), np.array([1, 2]), 3, 3)
+        >>> DeviceNeighborSampler(adj, [2], device="cpu").csr_bytes()   # 24 * 4 + 4 * (2 + 2)
+        112
+        """
         adj = self.adj
         if index_dtype is None:
             fits = max(adj.nnz, adj.num_rows) < 2**31 - 1
