@@ -89,6 +89,14 @@ def test_training_step_counts(adj):
         step()
     assert c.launches <= 203, c.ops         # the sampler's 129 (less the seed checks)
     assert c.transfers <= 2 and c.syncs <= 2, (c.records, c.sync_reasons)
+    _emulate_fused(sampler)                 # CUDA's default: each layer's picks one kernel
+    with DeviceWorkCounter(device_tensors=[feat, label, sampler.table, sampler.indices,
+                                           *model.parameters()]) as c:
+        step()
+    # the model: 74; the sampler: 37, and 2 fills of the stream keys (seeds given here on
+    # the sampling device; a CUDA loader uploads host seeds with the keys)
+    assert c.launches <= 113 and c.ops["jiterator"] == 2, c.ops
+    assert c.transfers <= 2 and c.syncs <= 2, (c.records, c.sync_reasons)
 
 
 def test_staged_csr_reads_positions_once_a_layer(adj):
