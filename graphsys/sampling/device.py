@@ -339,8 +339,8 @@ class DeviceNeighborSampler(Sampler):
     pin_memory : bool, optional
         Keep the CSR in pinned host memory instead of on ``device`` (a graph larger than
         the GPU's memory): the batch is drawn by the same torch ops on the host and its
-        blocks copied to ``device`` without blocking. torch exposes no gather that reads
-        host memory from a CUDA kernel, so this does not sample on the GPU (``csr`` does).
+        blocks copied to ``device`` without blocking. ``csr`` (``"uva"``, ``"staged"``)
+        keeps the neighbour ids in host memory and samples on the GPU.
     index_dtype : torch.dtype, optional
         dtype of the device CSR's neighbour ids: ``torch.int32`` (half the memory; default
         when the node and edge counts fit) or ``torch.int64``. The picks do not depend on
