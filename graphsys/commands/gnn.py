@@ -29,8 +29,8 @@ datasets/configs/fb15k-237-rgcn.toml --out RUN`` (a TOML file of training settin
 ranks an edge set again under the saved model (filtered, both sides; an item checkpoint: as
 ``gnn recommend --evaluate``). A TGN checkpoint (``--task temporal-link``): ``gnn evaluate``
 streams the run's validation and test events again from the memory it kept, and ``gnn
-embed`` writes every node's embedding at the end of the events (``--at T``: at a time),
-(:mod:`graphsys.gnn.temporal_checkpoint`); ``gnn score CHECKPOINT --events FILE`` scores new
+embed`` writes every node's embedding at the end of the events (``--at T``: at a time;
+:mod:`graphsys.gnn.temporal_checkpoint`); ``gnn score CHECKPOINT --events FILE`` scores new
 events ``src,dst,timestamp`` (``--update``: each batch then taken into the memory;
 :mod:`graphsys.gnn.temporal_score`). ``--eval-protocol tgb`` ranks held-out events as TGB's
 evaluator does (:mod:`graphsys.gnn.temporal_eval`).
@@ -412,7 +412,7 @@ def _embed(args) -> int:
                             split=args.split, log=say)
     t0 = time.perf_counter()
     if args.at is not None:
-        from graphsys.gnn.temporal_checkpoint import embed_temporal
+        from graphsys.gnn.temporal_score import embed_temporal
 
         info = embed_temporal(args.checkpoint, args.out, graph=graph, at=args.at,
                               device=device, log=say)

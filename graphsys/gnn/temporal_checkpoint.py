@@ -1,27 +1,29 @@
 """A trained TGN checkpoint (``task="temporal-link"``, :mod:`graphsys.gnn.temporal_task`)
-evaluated again and embedded.
+loaded and evaluated again.
 
 What the checkpoint holds. Besides the model's parameters, the memory twice: its buffers
 (``memory.memory``, ``memory.last_update`` and the pending messages) as the run left them,
 after streaming every event of the graph (training, validation, then test), and the same
 buffers as validation began, after the training events (``train_end.*``, the tensors of
-:data:`~graphsys.gnn.temporal_task.TRAIN_END`). Both belong to the nodes and events of the
-training graph, so both uses below refuse, in one line, a graph that is not that very graph
-(its nodes, edges and partitions: :func:`graphsys.distributed.graph_digest`), after the
-run's ``until`` view.
+:data:`~graphsys.gnn.temporal_task.TRAIN_END`); under TGB's protocol also the fixed
+negatives of the validation and test events (``tgb_negatives.valid`` / ``.test``, int32
+or int64 (events, ``link_eval_negatives``), checked on load: shape and node range). The
+neighbour store is the graph's events themselves. The memory belongs to the nodes and
+events of the training graph, so every use refuses, in one line, a graph that is not that
+very graph (its nodes, edges and partitions: :func:`graphsys.distributed.graph_digest`),
+after the run's ``until`` view.
 
 * :func:`evaluate_temporal` (``graphsys gnn evaluate``) starts from the ``train_end``
   memory and streams the validation and then the test events as training evaluated them
   (each batch scored against the split's fixed candidates, then taken into the memory):
-  the same metrics under the same protocol (``sampled@N, raw``) as the run reported for
-  its kept model.
-* :func:`embed_temporal` (``graphsys gnn embed``) writes every node's embedding at the end
-  of the stream: TGN's attention over the node's ``fanouts[0]`` latest (or uniform) events
-  of the whole graph, on the memory after every event (pending messages applied), as the
-  model would embed a node for an event just after the last one.
+  the same metrics under the same protocol as the run reported for its kept model, or
+  under the other protocol (``eval_protocol``).
+* :func:`~graphsys.gnn.temporal_score.embed_temporal` (``graphsys gnn embed``) and
+  :class:`~graphsys.gnn.temporal_score.TemporalScorer` (``graphsys gnn score``) embed
+  nodes at a time and score new events from :func:`load_temporal`'s model.
 
-A TGN checkpoint saved before the ``train_end`` memory was kept embeds, but is refused by
-:func:`evaluate_temporal` in one line (train it again).
+A TGN checkpoint saved before the ``train_end`` memory was kept embeds and scores, but is
+refused by :func:`evaluate_temporal` in one line (train it again).
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from graphsys.gnn.checkpoint import (
 )
 from graphsys.gnn.config import TGN as MODEL_NAME
 from graphsys.gnn.config import TrainConfig
-from graphsys.gnn.inference import partition_ranges
 from graphsys.gnn.temporal_eval import NEGATIVES
 from graphsys.gnn.temporal_task import (
     TRAIN_END,
@@ -53,11 +54,7 @@ from graphsys.gnn.temporal_task import (
     protocol_name,
     stream_held_out,
 )
-from graphsys.storage.embedding_files import EmbeddingWriter
 from graphsys.storage.graph import Graph, open_graph
-
-#: Nodes embedded per batch by :func:`embed_temporal`.
-EMBED_BATCH = 1024
 
 
 def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device="cpu"
@@ -199,36 +196,3 @@ def saved_negatives(state: dict[str, torch.Tensor], cfg: TrainConfig, ev, split,
                               f"holds a node outside the graph")
         out[name] = a
     return out
-
-
-def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
-                   at=None, device="cpu", log=None) -> dict[str, Any]:
-    """Every node's TGN embedding at the end of the stream, or at the time ``at`` (see the
-    module docstring; :class:`~graphsys.gnn.temporal_score.TemporalScorer`), written
-    partition by partition as an Arrow embedding directory
-    (:class:`~graphsys.storage.embedding_files.EmbeddingWriter`); what
-    :func:`~graphsys.gnn.embed_checkpoint` does for a temporal checkpoint. Returns
-    ``entity_type``, ``num_nodes``, ``dimension``, ``out``, ``files`` and ``as_of`` (the
-    last event's time, or ``at``)."""
-    from graphsys.gnn.temporal_score import TemporalScorer
-
-    scorer = TemporalScorer(checkpoint, graph, at=at, device=device)
-    graph = scorer.graph
-    et = graph.entity_types[0]
-    as_of = scorer.time
-    writer = EmbeddingWriter(out, graph, et)
-    try:
-        for p, (a, b) in enumerate(partition_ranges(graph, et)):
-            rows = [torch.from_numpy(scorer.embed(np.arange(lo, min(lo + EMBED_BATCH, b)),
-                                                  internal=True))
-                    for lo in range(a, b, EMBED_BATCH)]
-            z = torch.cat(rows) if rows else torch.zeros(0, scorer.stream.model.dim)
-            writer(p, z)
-            if log:
-                log(f"partition {p}: {b - a:,} embeddings written")
-        writer.finish({"checkpoint": str(checkpoint), "task": "temporal-link",
-                       "model": MODEL_NAME, "as_of": as_of})
-    finally:  # finished or not, the directory is released
-        writer.close()
-    return {"entity_type": et, "num_nodes": graph.num_nodes(et), "dimension": writer.dim,
-            "out": str(out), "files": writer.files, "as_of": as_of}

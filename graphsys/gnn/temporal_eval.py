@@ -26,7 +26,8 @@ TGB's protocol (``eval_protocol="tgb"``, :mod:`graphsys.gnn.temporal_task`), as 
 Inductive metrics (either protocol): the held-out events whose source or destination is in
 no training event (TGN's "new node" events), ranked as the others, their ``mrr`` and ``ap``
 reported as ``inductive_mrr``, ``inductive_ap`` beside their count ``inductive_events``
-(NaN metrics for none). :func:`held_out_metrics` computes every figure from the scores.
+(the count alone when there is none). :func:`held_out_metrics` computes every figure from
+the scores.
 """
 
 from __future__ import annotations
@@ -176,8 +177,8 @@ def held_out_metrics(pos, neg, extra, ks, *, inductive=None) -> dict[str, float]
     ks : sequence of int
         The k of ``hits@k``.
     inductive : bool array (H,), optional
-        The new-node events (:func:`new_node_events`): ``inductive_events``,
-        ``inductive_mrr`` and ``inductive_ap``.
+        The new-node events (:func:`new_node_events`): ``inductive_events``, and when
+        there is one, ``inductive_mrr`` and ``inductive_ap``.
 
     Returns
     -------
@@ -200,7 +201,7 @@ def held_out_metrics(pos, neg, extra, ks, *, inductive=None) -> dict[str, float]
     if inductive is not None:
         new = np.asarray(inductive, bool)
         out["inductive_events"] = int(new.sum())
-        out["inductive_mrr"] = mrr(rank[new])
-        out["inductive_ap"] = (average_precision(pos[new], extra[new]) if new.any()
-                               else float("nan"))
+        if new.any():
+            out["inductive_mrr"] = mrr(rank[new])
+            out["inductive_ap"] = average_precision(pos[new], extra[new])
     return out

@@ -25,16 +25,23 @@ Nothing is written: the checkpoint keeps its own memory.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.gnn.config import TGN as MODEL_NAME
+from graphsys.gnn.inference import partition_ranges
 from graphsys.gnn.temporal_checkpoint import load_temporal, start_of_validation
 from graphsys.gnn.temporal_task import event_split
 from graphsys.sampling.temporal import TemporalNeighborSampler
+from graphsys.storage.embedding_files import EmbeddingWriter
 from graphsys.storage.graph import Graph
 from graphsys.storage.temporal_index import TemporalAdjacency
+
+#: Nodes embedded per batch by :func:`embed_temporal`.
+EMBED_BATCH = 1024
 
 
 def events_adjacency(src, dst, time, eid, num_nodes: int) -> TemporalAdjacency:
@@ -263,6 +270,37 @@ class TemporalScorer:
         last = ev.time[-1]
         after = last + 1 if ev.time.dtype.kind in "iu" else np.nextafter(last, np.inf)
         return np.asarray(after, ev.time.dtype)
+
+
+def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
+                   at=None, device="cpu", log=None) -> dict[str, Any]:
+    """Every node's TGN embedding at the end of the stream, or at the time ``at`` (see the
+    module docstring; :class:`~graphsys.gnn.temporal_score.TemporalScorer`), written
+    partition by partition as an Arrow embedding directory
+    (:class:`~graphsys.storage.embedding_files.EmbeddingWriter`); what
+    :func:`~graphsys.gnn.embed_checkpoint` does for a temporal checkpoint. Returns
+    ``entity_type``, ``num_nodes``, ``dimension``, ``out``, ``files`` and ``as_of`` (the
+    last event's time, or ``at``)."""
+    scorer = TemporalScorer(checkpoint, graph, at=at, device=device)
+    graph = scorer.graph
+    et = graph.entity_types[0]
+    as_of = scorer.time
+    writer = EmbeddingWriter(out, graph, et)
+    try:
+        for p, (a, b) in enumerate(partition_ranges(graph, et)):
+            rows = [torch.from_numpy(scorer.embed(np.arange(lo, min(lo + EMBED_BATCH, b)),
+                                                  internal=True))
+                    for lo in range(a, b, EMBED_BATCH)]
+            z = torch.cat(rows) if rows else torch.zeros(0, scorer.stream.model.dim)
+            writer(p, z)
+            if log:
+                log(f"partition {p}: {b - a:,} embeddings written")
+        writer.finish({"checkpoint": str(checkpoint), "task": "temporal-link",
+                       "model": MODEL_NAME, "as_of": as_of})
+    finally:  # finished or not, the directory is released
+        writer.close()
+    return {"entity_type": et, "num_nodes": graph.num_nodes(et), "dimension": writer.dim,
+            "out": str(out), "files": writer.files, "as_of": as_of}
 
 
 def score_events(checkpoint: str | Path, src, dst, time, *, weight=None,

@@ -19,16 +19,27 @@ reaches its own prediction.
 
 Evaluation. After every ``eval_every`` epochs the memory goes on through the validation and
 then the test events, batch by batch: each batch is scored first, then its true events
-update the memory (TGN's streaming protocol). Each event is scored against
-``link_eval_negatives`` uniform candidate destinations, drawn from a seed fixed per split
-(the same at every evaluation and for every model): ``mrr`` and ``hits@k`` under the
-protocol ``sampled@N, raw`` (candidates that are true destinations are not filtered out);
-and against one more uniform negative per event, ``ap`` and ``auc`` (TGN's and PyG's
-``examples/tgn.py`` protocol, random negatives). The model of the best validation MRR is
-kept; ``metrics`` are its test metrics (each evaluation computes both, so the test figures
-are those of the same pass over time). Its checkpoint (``out/checkpoint``) holds the model
-with its memory after the whole stream and, as :data:`TRAIN_END` tensors, as validation
-began: :mod:`graphsys.gnn.temporal_checkpoint` evaluates it again and embeds every node.
+update the memory (TGN's streaming protocol). Each event is ranked against candidate
+destinations under ``eval_protocol``:
+
+* ``"sampled"`` (default): ``link_eval_negatives`` uniform candidates drawn from a seed
+  fixed per split (the same at every evaluation and for every model), protocol
+  ``sampled@N, raw`` (candidates that are true destinations are not filtered out);
+* ``"tgb"``: TGB's (:mod:`graphsys.gnn.temporal_eval`): ``link_eval_negatives`` fixed
+  negatives per event, half historical (the source's training destinations) and half
+  random, filtered of the query's true destinations, drawn once and saved in the
+  checkpoint; protocol ``tgb@N (hist_rnd), filtered``.
+
+Both give ``mrr`` and ``hits@k`` (an event's rank ``1 + #higher + #tied / 2``), and against
+one more uniform negative per event ``ap`` and ``auc`` (TGN's and PyG's ``examples/tgn.py``
+protocol, random negatives); and the same figures of the new-node events (a source or
+destination in no training event) as ``inductive_mrr``, ``inductive_ap``, with their count
+``inductive_events``. The model of the best validation MRR is kept; ``metrics`` are its test
+metrics (each evaluation computes both, so the test figures are those of the same pass over
+time). Its checkpoint (``out/checkpoint``) holds the model with its memory after the whole
+stream and, as :data:`TRAIN_END` tensors, as validation began:
+:mod:`graphsys.gnn.temporal_checkpoint` evaluates it again, and
+:mod:`graphsys.gnn.temporal_score` embeds nodes at a time and scores new events.
 """
 
 from __future__ import annotations
