@@ -548,6 +548,8 @@ class TrainConfig:
         if self.eval_protocol not in EVAL_PROTOCOLS:
             raise ParameterError("eval_protocol", f"must be one of {', '.join(EVAL_PROTOCOLS)}"
                                                   f", got {self.eval_protocol!r}")
+        if self.eval_protocol != "sampled" and self.task != "temporal-link":
+            raise ParameterError("eval_protocol", "applies to task temporal-link")
         if self.eval_protocol == "tgb" and self.link_eval_negatives < 1:
             raise ParameterError("link_eval_negatives", "of eval_protocol tgb is a count of "
                                                         "fixed negatives per event (>= 1)")

@@ -6,8 +6,9 @@ What the checkpoint holds. Besides the model's parameters, the memory twice: its
 after streaming every event of the graph (training, validation, then test), and the same
 buffers as validation began, after the training events (``train_end.*``, the tensors of
 :data:`~graphsys.gnn.temporal_task.TRAIN_END`); under TGB's protocol also the fixed
-negatives of the validation and test events (``tgb_negatives.valid`` / ``.test``, int32
-or int64 (events, ``link_eval_negatives``), checked on load: shape and node range). The
+negatives of the validation and test events (``tgb_negatives.valid`` / ``.test``, the
+narrowest integer type of the node ids, (events, ``link_eval_negatives``), checked on load:
+shape and node range). The
 neighbour store is the graph's events themselves. The memory belongs to the nodes and
 events of the training graph, so every use refuses, in one line, a graph that is not that
 very graph (its nodes, edges and partitions: :func:`graphsys.distributed.graph_digest`),
@@ -186,8 +187,8 @@ def saved_negatives(state: dict[str, torch.Tensor], cfg: TrainConfig, ev, split,
     for name, mask in (("valid", split[1]), ("test", split[2])):
         arr = state.get(NEGATIVES + name)
         want = (int(mask.sum()), cfg.link_eval_negatives)
-        if arr is None or tuple(arr.shape) != want or arr.dtype not in (torch.int32,
-                                                                         torch.int64):
+        if arr is None or tuple(arr.shape) != want or arr.dtype not in (
+                torch.int16, torch.int32, torch.int64):
             raise FormatError(f"{Path(checkpoint) / 'model.json'}: tensor {NEGATIVES}{name} "
                               f"must be integer {want} (one row of negatives per event)")
         a = arr.numpy().astype(np.int64)

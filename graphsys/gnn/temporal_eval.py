@@ -68,6 +68,15 @@ def _row(uniq, ptr, vals, key) -> np.ndarray:
     return vals[ptr[i]:ptr[i + 1]] if i < len(uniq) and uniq[i] == key else vals[:0]
 
 
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """bool: which ``values`` are in ``sorted_set`` (sorted; ``np.isin`` by binary search,
+    without its set-up cost on the few entries of one query)."""
+    if not len(sorted_set):
+        return np.zeros(len(values), bool)
+    pos = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[pos] == values
+
+
 def tgb_negatives(src, dst, time, train, held_out, negatives: int, seed: int, *,
                   pool=None, hist_ratio: float = HIST_RATIO) -> np.ndarray:
     """TGB's fixed negative destinations of the events under ``held_out`` (see the module
@@ -124,24 +133,24 @@ def tgb_negatives(src, dst, time, train, held_out, negatives: int, seed: int, *,
     for i in range(len(hs)):
         same = _row(*answers, query.reshape(-1)[i])
         old = _row(*seen, hs[i])
-        hist = old[~np.isin(old, same, assume_unique=True)]
+        hist = old[~_member(old, same)]
         k = min(n_hist, len(hist))
         if k:
             out[i, :k] = rng.choice(hist, k, replace=False)
-        out[i, k:] = _random_part(rng, pool, np.union1d(same, old), m - k)
+        out[i, k:] = _random_part(rng, pool, np.sort(np.concatenate([same, old])), m - k)
     return out
 
 
 def _random_part(rng, pool: np.ndarray, invalid: np.ndarray, size: int) -> np.ndarray:
-    """``size`` distinct nodes of ``pool`` not in ``invalid``, uniform (with replacement
-    when fewer are left, ``-1`` for none)."""
+    """``size`` distinct nodes of ``pool`` not in ``invalid`` (sorted), uniform (with
+    replacement when fewer are left, ``-1`` for none)."""
     need = size + len(invalid)
     if need <= len(pool):
         # the first `size` valid nodes of a uniform draw of `need` distinct ones: at most
         # len(invalid) of them are invalid, and they are a uniform subset of the valid ones
         cand = pool[rng.choice(len(pool), need, replace=False)]
-        return cand[~np.isin(cand, invalid)][:size]
-    allowed = np.setdiff1d(pool, invalid, assume_unique=True)
+        return cand[~_member(cand, invalid)][:size]
+    allowed = pool[~_member(pool, invalid)]
     if len(allowed) == 0:
         return np.full(size, -1, np.int64)
     return rng.choice(allowed, size, replace=len(allowed) < size)

@@ -132,12 +132,12 @@ class TemporalScorer:
             stream.model.memory.reset()
             segments = [(0, cut)]
         stream.model.eval()
-        none = np.zeros((0, 0), np.int64)
         with torch.no_grad():
             for lo, hi in segments:
                 for a in range(lo, hi, bs):
                     idx = np.arange(a, min(a + bs, hi))
-                    _, _, read = stream.score(idx, none[:0].reshape(len(idx), 0), grad=False)
+                    _, _, read = stream.score(idx, np.zeros((len(idx), 0), np.int64),
+                                              grad=False)
                     stream.absorb(idx, read)
         for name in ("src", "dst", "time", "eid", "raw"):
             setattr(ev, name, getattr(ev, name)[:cut])
@@ -204,8 +204,9 @@ class TemporalScorer:
                                         f"{n}, {len(d)}, {len(t)}")
         now = self.time
         if n and now is not None and t.min() < now:
-            raise ParameterError("time", f"{t.min()} is before {now}, the latest event the "
-                                         f"memory holds: score events in time order")
+            raise ParameterError("time", f"{t.min()} is before {now}, the scorer's time (its "
+                                         f"latest event, or at): score events in time "
+                                         f"order")
         raw = self._raw(weight, n)
         order = np.argsort(t, kind="stable")
         base = self._append(s[order], d[order], t[order], raw[order])

@@ -355,9 +355,11 @@ class TemporalTask(Task):
         self.best_test = dict(self.test)
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        small = self.ev.num_nodes < 2**31 - 1      # node ids and -1 fit int32
+        # the narrowest integer that holds every node id and -1
+        dtype = next(d for d in (np.int16, np.int32, np.int64)
+                     if self.ev.num_nodes <= np.iinfo(d).max)
         return {**self.train_end,
-                **{NEGATIVES + name: torch.from_numpy(a.astype(np.int32) if small else a)
+                **{NEGATIVES + name: torch.from_numpy(a.astype(dtype))
                    for name, a in (self.negatives or {}).items()}}
 
     def state(self) -> dict:

@@ -56,6 +56,12 @@ def test_tgb_negatives_are_fixed_by_the_seed_historical_random_and_filtered():
 
 
 def test_tgb_negatives_refusals_and_empty_slots():
+    with pytest.raises(ParameterError, match="eval_protocol"):
+        TrainConfig(task="link", eval_protocol="tgb")
+    with pytest.raises(ParameterError, match="eval_protocol"):
+        TrainConfig(task="temporal-link", eval_protocol="ogb")
+    with pytest.raises(ParameterError, match="link_eval_negatives"):
+        TrainConfig(task="temporal-link", eval_protocol="tgb", link_eval_negatives=-1)
     with pytest.raises(ParameterError, match="negatives"):
         tgb_negatives([0], [1], [0], [True], [True], 0, seed=0)
     # every candidate destination is a true answer of the query: slots stay empty
@@ -167,7 +173,7 @@ def test_tgb_negatives_in_the_checkpoint_are_checked(tgb_run, tmp_path):
     save_checkpoint(bad, state, config, meta)
     with pytest.raises(FormatError, match="tgb_negatives.test must be integer"):
         evaluate_temporal(bad)
-    state[NEGATIVES + "test"] = torch.full_like(good, 10**6)
+    state[NEGATIVES + "test"] = torch.full_like(good, 30_000)     # past the 68 nodes
     save_checkpoint(bad, state, config, meta)
     with pytest.raises(FormatError, match="holds a node outside the graph"):
         evaluate_temporal(bad)
