@@ -126,6 +126,21 @@ def eval_candidates(num_events: int, num_nodes: int, negatives: int, seed: int, 
     return np.concatenate([cand, rng.integers(0, num_nodes, (num_events, 1))], axis=1)
 
 
+def held_out_candidates(num_events: int, num_nodes: int, which: int, cfg: TrainConfig,
+                        negatives: np.ndarray | None = None):
+    """The candidates of a held-out split's events in :func:`eval_candidates`' layout
+    (ranked ones, then one uniform negative for AP / AUC): ``cfg``'s uniform ones, or TGB's
+    ``negatives`` (H, M) beside the extra one; and which slots are empty (TGB's ``-1``,
+    given node 0 there, to score and then mask: NaN scores in :func:`event_metrics`)."""
+    if negatives is None:
+        cand = eval_candidates(num_events, num_nodes, cfg.link_eval_negatives, cfg.seed, which)
+    else:
+        extra = eval_candidates(num_events, num_nodes, 0, cfg.seed, which)
+        cand = np.concatenate([negatives, extra], axis=1)
+    empty = cand < 0
+    return np.where(empty, 0, cand), empty
+
+
 def event_metrics(pos: np.ndarray, neg: np.ndarray, ks, *, inductive=None
                   ) -> dict[str, float]:
     """``mrr`` and ``hits@k`` of each event's score ``pos`` among its candidates'
@@ -231,14 +246,8 @@ class EventStream:
         empty slot; default :func:`eval_candidates`), then update the memory; with the
         training events' mask ``train``, the new-node events' figures too."""
         idx_all = np.flatnonzero(mask)
-        if negatives is None:
-            cand_all = eval_candidates(len(idx_all), self.ev.num_nodes,
-                                       cfg.link_eval_negatives, cfg.seed, which)
-        else:
-            extra = eval_candidates(len(idx_all), self.ev.num_nodes, 0, cfg.seed, which)
-            cand_all = np.concatenate([negatives, extra[:, -1:]], axis=1)
-        empty = cand_all < 0
-        cand_all = np.where(empty, 0, cand_all)
+        cand_all, empty = held_out_candidates(len(idx_all), self.ev.num_nodes, which, cfg,
+                                              negatives)
         pos_all, neg_all = [], []
         self.model.eval()
         with torch.no_grad():
