@@ -13,10 +13,13 @@ time-encoding and embedding width ``--dim`` (100, as the example), 10 neighbours
 200 events, Adam at ``--lr``, one uniform negative destination per training event, and run
 ``--epochs`` epochs; each epoch resets the memory, trains in time order, then streams the
 validation and test events (score a batch, then update the memory with it). Each held-out
-event is ranked against the same ``--negatives`` uniform candidates (and one more for AP /
-AUC): ``graphsys.gnn.temporal_task.eval_candidates``, one seed for both sides; the reported
-test metrics are those of the epoch with the best validation MRR. ``mrr`` is under the
-protocol ``sampled@N, raw``; ``ap`` / ``auc`` use one random negative per event (TGN's).
+event is ranked against the same ``--negatives`` candidates (and one more uniform one for
+AP / AUC): ``graphsys.gnn.temporal_task.held_out_candidates``, one seed for both sides; the
+reported test metrics are those of the epoch with the best validation MRR. ``mrr`` is under
+the protocol ``sampled@N, raw`` (uniform candidates), or with ``--eval-protocol tgb``
+under TGB's (``tgb@N (hist_rnd), filtered``: fixed negatives, half historical, filtered;
+:mod:`graphsys.gnn.temporal_eval`), with the new-node events' ``inductive_mrr``; ``ap`` /
+``auc`` use one random negative per event (TGN's).
 ``epoch_seconds`` is the training pass of an epoch (evaluation excluded), the median over
 epochs. The sides alternate ``--pairs`` times per dataset; the ratio is PyG's epoch time
 over graphsys's, per turn.
@@ -24,7 +27,7 @@ over graphsys's, per turn.
 Usage::
 
     python benchmarks/gnn/temporal_link.py --work DIR [--datasets collegemsg,bitcoin-otc]
-        [--epochs 5] [--pairs 1] [--record FILE]
+        [--epochs 5] [--pairs 1] [--eval-protocol sampled|tgb] [--record FILE]
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ import numpy as np
 from benchmarks import harness
 
 VAL, TEST = 0.15, 0.15
+#: The test figures reported per side.
+METRICS = ("mrr", "hits@10", "ap", "auc", "inductive_mrr")
 
 
 def graphsys_side(graph, args) -> dict:
@@ -49,10 +54,10 @@ def graphsys_side(graph, args) -> dict:
                       batch_size=200, fanouts=[10], num_negatives=1, dropout=0.1,
                       link_val_fraction=VAL, link_test_fraction=TEST,
                       link_eval_negatives=args.negatives, patience=args.epochs,
-                      seed=args.seed)
+                      seed=args.seed, eval_protocol=args.eval_protocol)
     res = train(graph, cfg)
     best = max(res.history, key=lambda r: r["val_mrr"])
-    return {**{k: res.metrics[k] for k in ("mrr", "hits@10", "ap", "auc")},
+    return {**{k: res.metrics[k] for k in METRICS if k in res.metrics},
             "val_mrr": best["val_mrr"],
             "epoch_seconds": harness.median(r["epoch_seconds"] for r in res.history)}
 
@@ -64,13 +69,24 @@ def pyg_side(graph, args) -> dict:
     from torch_geometric.nn import TGNMemory, TransformerConv
     from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader
 
-    from graphsys.gnn.temporal_task import Events, eval_candidates, event_metrics
+    from graphsys.gnn import TrainConfig
+    from graphsys.gnn.temporal_eval import new_node_events
+    from graphsys.gnn.temporal_task import (
+        Events,
+        event_metrics,
+        held_out_candidates,
+        held_out_negatives,
+    )
     from graphsys.gnn.time_split import chronological_split
 
     torch.manual_seed(args.seed)
     ev = Events(graph)
     masks = chronological_split(ev.time, val_fraction=VAL, test_fraction=TEST)
     n = ev.num_nodes
+    cfg = TrainConfig(task="temporal-link", link_val_fraction=VAL, link_test_fraction=TEST,
+                      link_eval_negatives=args.negatives, seed=args.seed,
+                      eval_protocol=args.eval_protocol)
+    negatives = held_out_negatives(ev, masks, cfg)      # TGB's, the graphsys side's draw
     src_all = torch.from_numpy(ev.src)
     dst_all = torch.from_numpy(ev.dst)
     t_all = torch.from_numpy((ev.time - ev.origin).astype(np.int64))
@@ -151,7 +167,8 @@ def pyg_side(graph, args) -> dict:
         gnn.eval()
         link_pred.eval()
         idx_all = np.flatnonzero(mask)
-        cand_all = eval_candidates(len(idx_all), n, args.negatives, args.seed, which)
+        cand_all, empty = held_out_candidates(len(idx_all), n, which, cfg,
+                                              negatives.get(("valid", "test")[which - 1]))
         pos_all, neg_all = [], []
         for a in range(0, len(idx_all), 200):
             idx = torch.from_numpy(idx_all[a:a + 200])
@@ -164,8 +181,10 @@ def pyg_side(graph, args) -> dict:
             neg_all.append(link_pred(zs, zc).squeeze(-1).double().numpy())
             memory.update_state(src, dst, t, msg)
             loader.insert(src, dst)
-        return event_metrics(np.concatenate(pos_all), np.concatenate(neg_all),
-                             ev.src[idx_all], (10,))
+        neg = np.concatenate(neg_all)
+        neg[empty] = np.nan
+        return event_metrics(np.concatenate(pos_all), neg, (10,),
+                             inductive=new_node_events(ev.src, ev.dst, masks[0], mask))
 
     best, seconds = None, []
     for epoch in range(1, args.epochs + 1):
@@ -174,7 +193,7 @@ def pyg_side(graph, args) -> dict:
         val, test = stream(masks[1], 1), stream(masks[2], 2)
         if best is None or val["mrr"] > best[0]:
             best = (val["mrr"], test)
-    return {**{k: best[1][k] for k in ("mrr", "hits@10", "ap", "auc")}, "val_mrr": best[0],
+    return {**{k: best[1][k] for k in METRICS if k in best[1]}, "val_mrr": best[0],
             "epoch_seconds": harness.median(seconds)}
 
 
@@ -188,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=0.001)
     ap.add_argument("--negatives", type=int, default=100,
                     help="uniform candidates each held-out event is ranked against")
+    ap.add_argument("--eval-protocol", choices=("sampled", "tgb"), default="sampled",
+                    help="rank among uniform candidates, raw, or TGB's fixed negatives, "
+                         "filtered")
     ap.add_argument("--pairs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -209,8 +231,13 @@ def main(argv: list[str] | None = None) -> int:
             [r["epoch_seconds"] for r in turns["pyg"]],
             [r["epoch_seconds"] for r in turns["graphsys"]])
         harness.log(f"{name}: {out[name]}")
-    run.emit(datasets=out, protocol=f"mrr, hits@10: sampled@{args.negatives}, raw; ap, auc: "
-                                    f"one uniform negative per event")
+    from graphsys.gnn import TrainConfig
+    from graphsys.gnn.temporal_task import protocol_name
+
+    ranked = protocol_name(TrainConfig(task="temporal-link", link_eval_negatives=args.negatives,
+                                       eval_protocol=args.eval_protocol))
+    run.emit(datasets=out, protocol=f"mrr, hits@10: {ranked}; ap, auc: one uniform negative "
+                                    f"per event")
     return 0
 
 

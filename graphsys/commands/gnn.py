@@ -29,8 +29,11 @@ datasets/configs/fb15k-237-rgcn.toml --out RUN`` (a TOML file of training settin
 ranks an edge set again under the saved model (filtered, both sides; an item checkpoint: as
 ``gnn recommend --evaluate``). A TGN checkpoint (``--task temporal-link``): ``gnn evaluate``
 streams the run's validation and test events again from the memory it kept, and ``gnn
-embed`` writes every node's embedding at the end of the events
-(:mod:`graphsys.gnn.temporal_checkpoint`).
+embed`` writes every node's embedding at the end of the events (``--at T``: at a time;
+:mod:`graphsys.gnn.temporal_checkpoint`); ``gnn score CHECKPOINT --events FILE`` scores new
+events ``src,dst,timestamp`` (``--update``: each batch then taken into the memory;
+:mod:`graphsys.gnn.temporal_score`). ``--eval-protocol tgb`` ranks held-out events as TGB's
+evaluator does (:mod:`graphsys.gnn.temporal_eval`).
 
 ``graphsys gnn recommend DIR/checkpoint --users 1,2 --k 10`` prints each user's top-k
 items of a link-task checkpoint (original ids, with a ``title`` item column when there is
@@ -54,7 +57,13 @@ from graphsys.plugins import GNN_MODELS
 
 def register(subparsers) -> None:
     # the defaults are TrainConfig's: one set, shown here
-    from graphsys.gnn.config import SAMPLERS, SELECTIONS, WEIGHT_DECAY_LAYERS, TrainConfig
+    from graphsys.gnn.config import (
+        EVAL_PROTOCOLS,
+        SAMPLERS,
+        SELECTIONS,
+        WEIGHT_DECAY_LAYERS,
+        TrainConfig,
+    )
 
     field = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     p = subparsers.add_parser("gnn", help="train GNNs (PinSage, GraphSAGE, GCN, GAT, GIN, or "
@@ -145,8 +154,28 @@ def register(subparsers) -> None:
                    help="checkpoint directory written by gnn train --out")
     _source_args(e, required=False)
     e.add_argument("--out", type=Path, required=True, help="embedding directory to create")
+    e.add_argument("--at", metavar="T", default=None,
+                   help="a TGN checkpoint: embeddings at time T, from the events before it "
+                        "(default: after the last event)")
     _device_args(e)
     e.set_defaults(func=run)
+
+    c = sub.add_parser("score", help="score new events (src, dst, t) under a TGN checkpoint")
+    c.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
+                   help="checkpoint directory written by gnn train --task temporal-link --out")
+    c.add_argument("--events", type=Path, required=True,
+                   help="CSV file with columns src, dst, timestamp (and weight, when the "
+                        "training graph's edges have one), original node ids")
+    c.add_argument("--update", action="store_true",
+                   help="stream the events: each batch scored, then taken into the memory "
+                        "(default: every event scored against the checkpoint's memory)")
+    c.add_argument("--at", metavar="T", default=None,
+                   help="start from the memory after the events before T (default: after "
+                        "every event)")
+    c.add_argument("--graph", type=Path, default=None,
+                   help="graph directory (default: the one the checkpoint was trained on)")
+    c.add_argument("--json", action="store_true", help="last line: one JSON object")
+    c.set_defaults(func=_score)
 
     v = sub.add_parser("evaluate", help="rank an edge set under a checkpoint: R-GCN "
                                         "(filtered, both sides) or item recommendation; "
@@ -160,6 +189,9 @@ def register(subparsers) -> None:
                    help="the held-out edges to rank (default: the run's test edge set)")
     v.add_argument("--ks", default=None,
                    help="comma-separated K of hits@K (default: the run's metrics_k)")
+    v.add_argument("--eval-protocol", choices=EVAL_PROTOCOLS, default=None,
+                   help="a TGN checkpoint: rank its events as the run did (default), among "
+                        "uniform candidates (sampled) or TGB's fixed negatives (tgb)")
     v.add_argument("--json", action="store_true", help="last line: one JSON object")
     v.set_defaults(func=_evaluate)
 
@@ -191,7 +223,7 @@ def register(subparsers) -> None:
 
 def _link_args(t, field: dict) -> None:
     """The link task's held-out-edge flags (TrainConfig's link_* keys and metrics_k)."""
-    from graphsys.gnn.config import LINK_DECODERS, LINK_SPLITS
+    from graphsys.gnn.config import EVAL_PROTOCOLS, LINK_DECODERS, LINK_SPLITS
 
     t.add_argument("--link-split", choices=LINK_SPLITS, default=field["link_split"],
                    help=f"link task: hold out one interaction per user of a bipartite graph "
@@ -236,6 +268,11 @@ def _link_args(t, field: dict) -> None:
                    help=f"task temporal-link: each event's --fanouts neighbours among the "
                         f"edges strictly before it, the most recent or uniform ones (default "
                         f"{field['temporal_strategy']})")
+    t.add_argument("--eval-protocol", choices=EVAL_PROTOCOLS, default=field["eval_protocol"],
+                   help=f"task temporal-link: rank each held-out event among "
+                        f"--link-eval-negatives uniform candidates, raw (sampled), or among "
+                        f"TGB's fixed negatives, half historical, filtered (tgb) (default "
+                        f"{field['eval_protocol']})")
     t.add_argument("--metrics-k", default=",".join(map(str, field["metrics_k"])), metavar="K,K",
                    help=f"link task: the k of hits@k and recall@k (default "
                         f"{','.join(map(str, field['metrics_k']))})")
@@ -303,7 +340,7 @@ def _train(args) -> int:
                       else None),
         layerwise_inference=args.layerwise_inference, until=args.until, since=args.since,
         valid_from=args.valid_from, test_from=args.test_from,
-        temporal_strategy=args.temporal_strategy)
+        temporal_strategy=args.temporal_strategy, eval_protocol=args.eval_protocol)
     if args.config is not None:
         # the file's settings, and over them the flags given other than at their default
         defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
@@ -374,8 +411,14 @@ def _embed(args) -> int:
         graph = open_source(args.dataset, args.graph, mirror=args.mirror, cache=args.cache,
                             split=args.split, log=say)
     t0 = time.perf_counter()
-    info = embed_checkpoint(args.checkpoint, args.out, graph=graph, device=device,
-                            log=say, progress=show_progress(args))
+    if args.at is not None:
+        from graphsys.gnn.temporal_score import embed_temporal
+
+        info = embed_temporal(args.checkpoint, args.out, graph=graph, at=args.at,
+                              device=device, log=say)
+    else:
+        info = embed_checkpoint(args.checkpoint, args.out, graph=graph, device=device,
+                                log=say, progress=show_progress(args))
     info["seconds"] = round(time.perf_counter() - t0, 3)
     if args.json:
         emit_json(info)
@@ -400,7 +443,10 @@ def _evaluate(args) -> int:
         if args.edge_set is not None:
             raise GraphsysError("--edge-set: a temporal checkpoint (tgn) streams its run's "
                                 "validation and test events; it ranks no edge set")
-        m = evaluate_temporal(args.checkpoint, graph=_opened(args.graph), ks=ks)
+        m = evaluate_temporal(args.checkpoint, graph=_opened(args.graph), ks=ks,
+                              eval_protocol=args.eval_protocol)
+    elif args.eval_protocol is not None:
+        raise GraphsysError("--eval-protocol: ranks a temporal (tgn) checkpoint's events")
     elif config.get("model") == RGCN:
         m = evaluate_rgcn(args.checkpoint, graph=args.graph, edge_set=args.edge_set, ks=ks)
     elif meta.get("task") == "link" and ("other_type" in meta
@@ -414,6 +460,24 @@ def _evaluate(args) -> int:
                             f"others' test metrics")
     m["seconds"] = round(time.perf_counter() - t0, 3)
     return _print_metrics(args, m)
+
+
+def _score(args) -> int:
+    from graphsys.gnn.temporal_score import TemporalScorer, read_events
+
+    t0 = time.perf_counter()
+    events = read_events(args.events)
+    scorer = TemporalScorer(args.checkpoint, _opened(args.graph), at=args.at)
+    scores = scorer.score(events["src"], events["dst"], events["timestamp"],
+                          weight=events.get("weight"), update=args.update)
+    seconds = round(time.perf_counter() - t0, 3)
+    if args.json:
+        emit_json({"checkpoint": str(args.checkpoint), "events": len(scores),
+                   "update": args.update, "scores": scores.tolist(), "seconds": seconds})
+        return 0
+    for s, d, t, v in zip(events["src"], events["dst"], events["timestamp"], scores):
+        print(f"{s} {d} {t} {v:.6f}")
+    return 0
 
 
 def _opened(path: Path | None):

@@ -44,6 +44,8 @@ INPUTS = ("blocks", "adjs")
 TGN = "tgn"
 #: How the temporal neighbours of an event are drawn (:attr:`TrainConfig.temporal_strategy`)
 TEMPORAL_STRATEGIES = ("recent", "uniform")
+#: How ``task="temporal-link"`` ranks held-out events (:attr:`TrainConfig.eval_protocol`)
+EVAL_PROTOCOLS = ("sampled", "tgb")
 #: Where the node task draws its uniform neighbour samples (:attr:`TrainConfig.sampler`)
 SAMPLERS = ("auto", "cpu", "device")
 #: How the link task holds out edges (:attr:`TrainConfig.link_split`)
@@ -360,6 +362,11 @@ class TrainConfig:
         ``task="temporal-link"``: each event's ``fanouts[0]`` neighbours among the edges
         strictly before it, the most recent ones or uniform ones
         (:class:`~graphsys.sampling.TemporalNeighborSampler`; default ``"recent"``).
+    eval_protocol : {"sampled", "tgb"}
+        ``task="temporal-link"``: each held-out event's destination ranked among
+        ``link_eval_negatives`` uniform candidates, raw (``"sampled"``, default), or among
+        TGB's fixed negatives, half historical and half random, filtered, with TGB's
+        evaluator's MRR (``"tgb"``; :mod:`graphsys.gnn.temporal_eval`).
 
     Examples
     --------
@@ -419,6 +426,7 @@ class TrainConfig:
     valid_from: Any = None
     test_from: Any = None
     temporal_strategy: str = "recent"
+    eval_protocol: str = "sampled"
 
     def negatives_for(self, split: str) -> int:
         """``num_negatives``, or its default for the link task's ``split`` (resolved: not
@@ -537,6 +545,14 @@ class TrainConfig:
             raise ParameterError("temporal_strategy", f"must be one of "
                                  f"{', '.join(TEMPORAL_STRATEGIES)}, got "
                                  f"{self.temporal_strategy!r}")
+        if self.eval_protocol not in EVAL_PROTOCOLS:
+            raise ParameterError("eval_protocol", f"must be one of {', '.join(EVAL_PROTOCOLS)}"
+                                                  f", got {self.eval_protocol!r}")
+        if self.eval_protocol != "sampled" and self.task != "temporal-link":
+            raise ParameterError("eval_protocol", "applies to task temporal-link")
+        if self.eval_protocol == "tgb" and self.link_eval_negatives < 1:
+            raise ParameterError("link_eval_negatives", "of eval_protocol tgb is a count of "
+                                                        "fixed negatives per event (>= 1)")
         if self.task == "temporal-link":
             if self.fanouts is not None and len(self.fanouts) != 1:
                 raise ParameterError("fanouts", f"of task temporal-link is one number, the "

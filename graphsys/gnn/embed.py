@@ -93,7 +93,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     neighbourhoods, as at evaluation time; R-GCN: the node encodings over the training
     edge set (a graph of one entity type); TGN (task temporal-link): every node's
     embedding at the end of its training graph's events
-    (:func:`~graphsys.gnn.temporal_checkpoint.embed_temporal`).
+    (:func:`~graphsys.gnn.temporal_score.embed_temporal`).
 
     Parameters
     ----------
@@ -154,7 +154,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     if config.get("model") == RGCN:
         return _embed_rgcn(checkpoint, out, graph, log)
     if config.get("model") == TGN:
-        from graphsys.gnn.temporal_checkpoint import embed_temporal
+        from graphsys.gnn.temporal_score import embed_temporal
 
         return embed_temporal(checkpoint, out, graph=graph, device=device, log=log)
     if graph is None:

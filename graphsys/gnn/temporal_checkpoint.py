@@ -1,31 +1,35 @@
 """A trained TGN checkpoint (``task="temporal-link"``, :mod:`graphsys.gnn.temporal_task`)
-evaluated again and embedded.
+loaded and evaluated again.
 
 What the checkpoint holds. Besides the model's parameters, the memory twice: its buffers
 (``memory.memory``, ``memory.last_update`` and the pending messages) as the run left them,
 after streaming every event of the graph (training, validation, then test), and the same
 buffers as validation began, after the training events (``train_end.*``, the tensors of
-:data:`~graphsys.gnn.temporal_task.TRAIN_END`). Both belong to the nodes and events of the
-training graph, so both uses below refuse, in one line, a graph that is not that very graph
-(its nodes, edges and partitions: :func:`graphsys.distributed.graph_digest`), after the
-run's ``until`` view.
+:data:`~graphsys.gnn.temporal_task.TRAIN_END`); under TGB's protocol also the fixed
+negatives of the validation and test events (``tgb_negatives.valid`` / ``.test``, the
+narrowest integer type of the node ids, (events, ``link_eval_negatives``), checked on load:
+shape and node range). The
+neighbour store is the graph's events themselves. The memory belongs to the nodes and
+events of the training graph, so every use refuses, in one line, a graph that is not that
+very graph (its nodes, edges and partitions: :func:`graphsys.distributed.graph_digest`),
+after the run's ``until`` view.
 
 * :func:`evaluate_temporal` (``graphsys gnn evaluate``) starts from the ``train_end``
   memory and streams the validation and then the test events as training evaluated them
   (each batch scored against the split's fixed candidates, then taken into the memory):
-  the same metrics under the same protocol (``sampled@N, raw``) as the run reported for
-  its kept model.
-* :func:`embed_temporal` (``graphsys gnn embed``) writes every node's embedding at the end
-  of the stream: TGN's attention over the node's ``fanouts[0]`` latest (or uniform) events
-  of the whole graph, on the memory after every event (pending messages applied), as the
-  model would embed a node for an event just after the last one.
+  the same metrics under the same protocol as the run reported for its kept model, or
+  under the other protocol (``eval_protocol``).
+* :func:`~graphsys.gnn.temporal_score.embed_temporal` (``graphsys gnn embed``) and
+  :class:`~graphsys.gnn.temporal_score.TemporalScorer` (``graphsys gnn score``) embed
+  nodes at a time and score new events from :func:`load_temporal`'s model.
 
-A TGN checkpoint saved before the ``train_end`` memory was kept embeds, but is refused by
-:func:`evaluate_temporal` in one line (train it again).
+A TGN checkpoint saved before the ``train_end`` memory was kept embeds and scores, but is
+refused by :func:`evaluate_temporal` in one line (train it again).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +45,17 @@ from graphsys.gnn.checkpoint import (
 )
 from graphsys.gnn.config import TGN as MODEL_NAME
 from graphsys.gnn.config import TrainConfig
-from graphsys.gnn.inference import partition_ranges
-from graphsys.gnn.temporal_task import TRAIN_END, EventStream, TemporalTask, event_split
-from graphsys.ranking import protocol
-from graphsys.storage.embedding_files import EmbeddingWriter
+from graphsys.gnn.temporal_eval import NEGATIVES
+from graphsys.gnn.temporal_task import (
+    TRAIN_END,
+    EventStream,
+    TemporalTask,
+    event_split,
+    held_out_negatives,
+    protocol_name,
+    stream_held_out,
+)
 from graphsys.storage.graph import Graph, open_graph
-
-#: Nodes embedded per batch by :func:`embed_temporal`.
-EMBED_BATCH = 1024
 
 
 def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device="cpu"
@@ -80,14 +87,15 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
         raise GraphsysError(f"{checkpoint}: trained on {config['num_nodes']:,} nodes with "
                             f"{config['raw_dim']} edge features; {graph.path} gives "
                             f"{ev.num_nodes:,} and {ev.raw.shape[1]}")
-    own = {k: v for k, v in state.items() if not k.startswith(TRAIN_END)}
+    own = {k: v for k, v in state.items() if not k.startswith((TRAIN_END, NEGATIVES))}
     load_module_state(task.model, own, "", checkpoint)
     task.model.eval()
     return task.stream, cfg, state, graph
 
 
 def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
-                      ks=None, device="cpu") -> dict[str, Any]:
+                      ks=None, eval_protocol: str | None = None, device="cpu"
+                      ) -> dict[str, Any]:
     """Evaluate a TGN checkpoint again: its validation and test events streamed from the
     memory the training events left (see the module docstring).
 
@@ -99,6 +107,10 @@ def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
         The training graph (default: the one the checkpoint records).
     ks : sequence of int, optional
         The k of ``hits@k`` (default: the run's ``metrics_k``).
+    eval_protocol : {"sampled", "tgb"}, optional
+        The ranking protocol (default: the run's, :attr:`TrainConfig.eval_protocol`); TGB's
+        negatives are the ones the run saved, or, for a run under the sampled protocol,
+        drawn from its seed as training would have.
     device : str or torch.device, optional
         Where the model runs (default ``"cpu"``).
 
@@ -131,6 +143,22 @@ def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
     (True, 'sampled@20, raw')
     """
     stream, cfg, state, _ = load_temporal(checkpoint, graph, device=device)
+    start_of_validation(stream, state, checkpoint)
+    if ks is not None:
+        cfg.metrics_k = tuple(int(k) for k in ks)
+    if eval_protocol is not None:
+        cfg = dataclasses.replace(cfg, eval_protocol=eval_protocol)   # checked
+    split = event_split(stream.ev, cfg)
+    val, test = stream_held_out(stream, split, cfg,
+                                saved_negatives(state, cfg, stream.ev, split, checkpoint))
+    return {**test, **{f"val_{k}": v for k, v in val.items()}, "protocol": protocol_name(cfg),
+            "events": {"valid": int(split[1].sum()), "test": int(split[2].sum())}}
+
+
+def start_of_validation(stream: EventStream, state: dict[str, torch.Tensor],
+                        checkpoint) -> None:
+    """Load the checkpoint's :data:`TRAIN_END` memory (after the training events) into
+    ``stream``'s model; one line for a checkpoint without it."""
     snapshot = {k: v for k, v in state.items() if k.startswith(TRAIN_END)}
     if not snapshot:
         raise GraphsysError(f"{checkpoint}: saved without the memory at the end of its "
@@ -142,44 +170,30 @@ def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
         raise FormatError(f"{Path(checkpoint) / 'model.json'}: tensor {odd} "
                           f"{'is missing' if odd in buffers else 'is not a memory buffer'}")
     load_module_state(stream.model.memory, snapshot, TRAIN_END, checkpoint, strict=False)
-    if ks is not None:
-        cfg.metrics_k = tuple(int(k) for k in ks)
-    _, val_m, test_m = event_split(stream.ev, cfg)
-    val = stream.evaluate(val_m, 1, cfg)
-    test = stream.evaluate(test_m, 2, cfg)
-    ranked = protocol(cfg.link_eval_negatives if cfg.link_eval_negatives > 0 else None,
-                      filtered=False)
-    return {**test, **{f"val_{k}": v for k, v in val.items()}, "protocol": ranked,
-            "events": {"valid": int(val_m.sum()), "test": int(test_m.sum())}}
 
 
-def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
-                   device="cpu", log=None) -> dict[str, Any]:
-    """Every node's TGN embedding at the end of the stream (see the module docstring),
-    written partition by partition as an Arrow embedding directory
-    (:class:`~graphsys.storage.embedding_files.EmbeddingWriter`); what
-    :func:`~graphsys.gnn.embed_checkpoint` does for a temporal checkpoint. Returns
-    ``entity_type``, ``num_nodes``, ``dimension``, ``out``, ``files`` and ``as_of`` (the
-    last event's time)."""
-    stream, _, _, graph = load_temporal(checkpoint, graph, device=device)
-    ev = stream.ev
-    et = graph.entity_types[0]
-    last = ev.time[-1]
-    after = last + 1 if ev.time.dtype.kind in "iu" else np.nextafter(last, np.inf)
-    writer = EmbeddingWriter(out, graph, et)
-    try:
-        for p, (a, b) in enumerate(partition_ranges(graph, et)):
-            with torch.no_grad():
-                rows = [stream.embed_at(np.arange(lo, min(lo + EMBED_BATCH, b)),
-                                        np.asarray(after, ev.time.dtype))[0].cpu()
-                        for lo in range(a, b, EMBED_BATCH)]
-            z = torch.cat(rows) if rows else torch.zeros(0, stream.model.dim)
-            writer(p, z)
-            if log:
-                log(f"partition {p}: {b - a:,} embeddings written")
-        writer.finish({"checkpoint": str(checkpoint), "task": "temporal-link",
-                       "model": MODEL_NAME, "as_of": last.item()})
-    finally:  # finished or not, the directory is released
-        writer.close()
-    return {"entity_type": et, "num_nodes": graph.num_nodes(et), "dimension": writer.dim,
-            "out": str(out), "files": writer.files, "as_of": last.item()}
+def saved_negatives(state: dict[str, torch.Tensor], cfg: TrainConfig, ev, split,
+                    checkpoint) -> dict[str, np.ndarray]:
+    """TGB's negatives of the validation and test events as the run saved them (checked:
+    one row of ``link_eval_negatives`` nodes or -1 per event), or drawn now from the run's
+    seed when it trained under the sampled protocol (the same draw); ``{}`` under the
+    sampled protocol."""
+    if cfg.eval_protocol != "tgb":
+        return {}
+    names = {NEGATIVES + "valid", NEGATIVES + "test"}
+    if not names & set(state):
+        return held_out_negatives(ev, split, cfg)
+    out = {}
+    for name, mask in (("valid", split[1]), ("test", split[2])):
+        arr = state.get(NEGATIVES + name)
+        want = (int(mask.sum()), cfg.link_eval_negatives)
+        if arr is None or tuple(arr.shape) != want or arr.dtype not in (
+                torch.int16, torch.int32, torch.int64):
+            raise FormatError(f"{Path(checkpoint) / 'model.json'}: tensor {NEGATIVES}{name} "
+                              f"must be integer {want} (one row of negatives per event)")
+        a = arr.numpy().astype(np.int64)
+        if len(a) and (a.min() < -1 or a.max() >= ev.num_nodes):
+            raise FormatError(f"{Path(checkpoint) / 'model.json'}: tensor {NEGATIVES}{name} "
+                              f"holds a node outside the graph")
+        out[name] = a
+    return out

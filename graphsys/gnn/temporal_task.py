@@ -19,16 +19,27 @@ reaches its own prediction.
 
 Evaluation. After every ``eval_every`` epochs the memory goes on through the validation and
 then the test events, batch by batch: each batch is scored first, then its true events
-update the memory (TGN's streaming protocol). Each event is scored against
-``link_eval_negatives`` uniform candidate destinations, drawn from a seed fixed per split
-(the same at every evaluation and for every model): ``mrr`` and ``hits@k`` under the
-protocol ``sampled@N, raw`` (candidates that are true destinations are not filtered out);
-and against one more uniform negative per event, ``ap`` and ``auc`` (TGN's and PyG's
-``examples/tgn.py`` protocol, random negatives). The model of the best validation MRR is
-kept; ``metrics`` are its test metrics (each evaluation computes both, so the test figures
-are those of the same pass over time). Its checkpoint (``out/checkpoint``) holds the model
-with its memory after the whole stream and, as :data:`TRAIN_END` tensors, as validation
-began: :mod:`graphsys.gnn.temporal_checkpoint` evaluates it again and embeds every node.
+update the memory (TGN's streaming protocol). Each event is ranked against candidate
+destinations under ``eval_protocol``:
+
+* ``"sampled"`` (default): ``link_eval_negatives`` uniform candidates drawn from a seed
+  fixed per split (the same at every evaluation and for every model), protocol
+  ``sampled@N, raw`` (candidates that are true destinations are not filtered out);
+* ``"tgb"``: TGB's (:mod:`graphsys.gnn.temporal_eval`): ``link_eval_negatives`` fixed
+  negatives per event, half historical (the source's training destinations) and half
+  random, filtered of the query's true destinations, drawn once and saved in the
+  checkpoint; protocol ``tgb@N (hist_rnd), filtered``.
+
+Both give ``mrr`` and ``hits@k`` (an event's rank ``1 + #higher + #tied / 2``), and against
+one more uniform negative per event ``ap`` and ``auc`` (TGN's and PyG's ``examples/tgn.py``
+protocol, random negatives); and the same figures of the new-node events (a source or
+destination in no training event) as ``inductive_mrr``, ``inductive_ap``, with their count
+``inductive_events``. The model of the best validation MRR is kept; ``metrics`` are its test
+metrics (each evaluation computes both, so the test figures are those of the same pass over
+time). Its checkpoint (``out/checkpoint``) holds the model with its memory after the whole
+stream and, as :data:`TRAIN_END` tensors, as validation began:
+:mod:`graphsys.gnn.temporal_checkpoint` evaluates it again, and
+:mod:`graphsys.gnn.temporal_score` embeds nodes at a time and scores new events.
 """
 
 from __future__ import annotations
@@ -42,10 +53,16 @@ from torch.nn import functional as F
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.fit import Evaluation, Task
-from graphsys.gnn.metrics import group_positions, ranking_metrics
-from graphsys.gnn.temporal import TGN, average_precision
+from graphsys.gnn.temporal import TGN
+from graphsys.gnn.temporal_eval import (
+    NEGATIVES,
+    held_out_metrics,
+    new_node_events,
+    tgb_negatives,
+    tgb_protocol,
+)
 from graphsys.gnn.time_split import chronological_split
-from graphsys.ranking import auc, protocol, ranks
+from graphsys.ranking import protocol
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.temporal import TemporalNeighborSampler
 from graphsys.storage.graph import Graph
@@ -83,9 +100,10 @@ class Events:
         self.src, self.dst, self.time, self.eid = src[order], dst[order], t[order], eid[order]
         if es.has_weight:
             w = np.concatenate([p[2] for p in parts]).astype(np.float32)
-            scale = float(np.abs(w).max()) or 1.0
-            self.raw_by_eid = (w / scale).reshape(-1, 1)
+            self.scale = float(np.abs(w).max()) or 1.0
+            self.raw_by_eid = (w / self.scale).reshape(-1, 1)
         else:
+            self.scale = None
             self.raw_by_eid = np.zeros((len(src), 0), np.float32)
         self.raw = self.raw_by_eid[self.eid]
         self.origin = self.time[0]
@@ -99,24 +117,38 @@ class Events:
 def eval_candidates(num_events: int, num_nodes: int, negatives: int, seed: int, which: int
                     ) -> np.ndarray:
     """int64 (E, M + 1) candidate destinations of ``num_events`` held-out events: ``M =
-    negatives`` uniform nodes (-1: every node, in id order) for the ranking, and one more
-    uniform node for AP / AUC; seeded by ``(seed, which)`` (1: validation, 2: test), so
-    every model is ranked against the same candidates."""
+    negatives`` uniform nodes (-1: every node, in id order; 0: none) for the ranking, and
+    one more uniform node for AP / AUC; seeded by ``(seed, which)`` (1: validation, 2:
+    test), so every model is ranked against the same candidates."""
     rng = np.random.default_rng(derive_seed(seed, 7919, which))
-    cand = (rng.integers(0, num_nodes, (num_events, negatives)) if negatives > 0
+    cand = (rng.integers(0, num_nodes, (num_events, negatives)) if negatives >= 0
             else np.broadcast_to(np.arange(num_nodes), (num_events, num_nodes)))
     return np.concatenate([cand, rng.integers(0, num_nodes, (num_events, 1))], axis=1)
 
 
-def event_metrics(pos: np.ndarray, neg: np.ndarray, heads: np.ndarray, ks) -> dict[str, float]:
+def held_out_candidates(num_events: int, num_nodes: int, which: int, cfg: TrainConfig,
+                        negatives: np.ndarray | None = None):
+    """The candidates of a held-out split's events in :func:`eval_candidates`' layout
+    (ranked ones, then one uniform negative for AP / AUC): ``cfg``'s uniform ones, or TGB's
+    ``negatives`` (H, M) beside the extra one; and which slots are empty (TGB's ``-1``,
+    given node 0 there, to score and then mask: NaN scores in :func:`event_metrics`)."""
+    if negatives is None:
+        cand = eval_candidates(num_events, num_nodes, cfg.link_eval_negatives, cfg.seed, which)
+    else:
+        extra = eval_candidates(num_events, num_nodes, 0, cfg.seed, which)
+        cand = np.concatenate([negatives, extra], axis=1)
+    empty = cand < 0
+    return np.where(empty, 0, cand), empty
+
+
+def event_metrics(pos: np.ndarray, neg: np.ndarray, ks, *, inductive=None
+                  ) -> dict[str, float]:
     """``mrr`` and ``hits@k`` of each event's score ``pos`` among its candidates'
-    ``neg[:, :-1]`` (sampled, raw), and ``ap`` / ``auc`` of ``pos`` against the one extra
-    negative ``neg[:, -1]`` per event (:func:`eval_candidates`' layout)."""
-    rank = ranks(pos, neg[:, :-1])
-    out = ranking_metrics(rank, group_positions(rank, pos, heads), heads, ks)
-    out = {key: v for key, v in out.items() if not key.startswith("recall@")}
-    out["ap"], out["auc"] = average_precision(pos, neg[:, -1]), auc(pos, neg[:, -1])
-    return out
+    ``neg[:, :-1]`` (NaN: an empty slot), and ``ap`` / ``auc`` of ``pos`` against the one
+    extra negative ``neg[:, -1]`` per event (:func:`eval_candidates`' layout), with the
+    inductive figures of the events under ``inductive``
+    (:func:`~graphsys.gnn.temporal_eval.held_out_metrics`)."""
+    return held_out_metrics(pos, neg[:, :-1], neg[:, -1], ks, inductive=inductive)
 
 
 def event_split(ev: Events, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -174,30 +206,48 @@ class EventStream:
     def step(self, idx: np.ndarray, cand: np.ndarray, *, grad: bool):
         """One batch of events ``idx`` (time order): scores of the true destinations and of
         ``cand`` (B, M) candidates; then the memory takes the batch's events."""
+        pos, neg, read = self.score(idx, cand, grad=grad)
+        self.absorb(idx, read)
+        return pos, neg
+
+    def score(self, idx: np.ndarray, cand: np.ndarray, *, grad: bool):
+        """Scores of the events ``idx``' true destinations and of ``cand`` (B, M)
+        candidates from the neighbours strictly before the batch's first event, and what
+        :meth:`absorb` takes; the memory is not changed."""
         ev, model, device = self.ev, self.model, self.device
         s, d = ev.src[idx], ev.dst[idx]
         query = np.unique(np.concatenate([s, d, cand.ravel()]))
         with torch.set_grad_enabled(grad):
-            z, (nodes, mem, last) = self.embed_at(query, ev.time[idx[0]])
+            z, read = self.embed_at(query, ev.time[idx[0]])
             at = (lambda ids: torch.from_numpy(np.searchsorted(query, ids)).to(device))
             si = at(s)
             pos = model.predictor.pairs(z, si, at(d))
             neg = model.predictor.pairs(z, si, at(cand))
-        # the batch's ends keep their updated memory; its events become pending messages
+        return pos, neg, read
+
+    def absorb(self, idx: np.ndarray, read) -> None:
+        """The memory takes the events ``idx``: their ends keep their updated memory (``read``
+        of :meth:`score`) and the events become their pending messages."""
+        ev, model, device = self.ev, self.model, self.device
+        nodes, mem, last = read
+        s, d = ev.src[idx], ev.dst[idx]
         ends = np.unique(np.concatenate([s, d]))
         epos = torch.from_numpy(np.searchsorted(nodes, ends)).to(device)
         model.memory.commit(torch.from_numpy(ends).to(device), mem[epos], last[epos])
         model.memory.store(torch.from_numpy(s).to(device), torch.from_numpy(d).to(device),
                            torch.from_numpy(ev.seconds(ev.time[idx])).to(device),
                            self.raw_by_eid[torch.from_numpy(ev.eid[idx]).to(device)])
-        return pos, neg
 
-    def evaluate(self, mask: np.ndarray, which: int, cfg: TrainConfig) -> dict[str, float]:
+    def evaluate(self, mask: np.ndarray, which: int, cfg: TrainConfig, *,
+                 negatives: np.ndarray | None = None, train: np.ndarray | None = None
+                 ) -> dict[str, float]:
         """Stream the events under ``mask`` (``which``: 1 validation, 2 test), batch by
-        batch: score against the split's fixed candidates, then update the memory."""
+        batch: score against the split's fixed candidates (``negatives``, TGB's, -1 an
+        empty slot; default :func:`eval_candidates`), then update the memory; with the
+        training events' mask ``train``, the new-node events' figures too."""
         idx_all = np.flatnonzero(mask)
-        cand_all = eval_candidates(len(idx_all), self.ev.num_nodes, cfg.link_eval_negatives,
-                                   cfg.seed, which)
+        cand_all, empty = held_out_candidates(len(idx_all), self.ev.num_nodes, which, cfg,
+                                              negatives)
         pos_all, neg_all = [], []
         self.model.eval()
         with torch.no_grad():
@@ -206,15 +256,50 @@ class EventStream:
                                      cand_all[a:a + cfg.batch_size], grad=False)
                 pos_all.append(pos.double().cpu().numpy())
                 neg_all.append(neg.double().cpu().numpy())
-        return event_metrics(np.concatenate(pos_all), np.concatenate(neg_all),
-                             self.ev.src[idx_all], cfg.metrics_k)
+        neg = np.concatenate(neg_all)
+        neg[empty] = np.nan
+        inductive = None if train is None else new_node_events(self.ev.src, self.ev.dst,
+                                                               train, mask)
+        return event_metrics(np.concatenate(pos_all), neg, cfg.metrics_k,
+                             inductive=inductive)
+
+
+def held_out_negatives(ev: Events, split, cfg: TrainConfig) -> dict[str, np.ndarray]:
+    """TGB's fixed negatives (:func:`~graphsys.gnn.temporal_eval.tgb_negatives`) of the
+    validation and the test events, ``{"valid": (V, M), "test": (T, M)}``, drawn from
+    seeds derived from ``cfg.seed``; ``{}`` under the sampled protocol."""
+    if cfg.eval_protocol != "tgb":
+        return {}
+    train = split[0]
+    return {name: tgb_negatives(ev.src, ev.dst, ev.time, train, mask, cfg.link_eval_negatives,
+                                derive_seed(cfg.seed, 104729, which))
+            for name, which, mask in (("valid", 1, split[1]), ("test", 2, split[2]))}
+
+
+def stream_held_out(stream: EventStream, split, cfg: TrainConfig,
+                    negatives: dict[str, np.ndarray]):
+    """The validation and then the test events streamed through ``stream`` from its
+    memory (:meth:`EventStream.evaluate`, against ``negatives`` under TGB's protocol):
+    ``(valid metrics, test metrics)``, each with its new-node figures."""
+    train, val_m, test_m = split
+    val = stream.evaluate(val_m, 1, cfg, negatives=negatives.get("valid"), train=train)
+    test = stream.evaluate(test_m, 2, cfg, negatives=negatives.get("test"), train=train)
+    return val, test
+
+
+def protocol_name(cfg: TrainConfig) -> str:
+    """The ranking protocol of ``cfg``'s held-out metrics."""
+    if cfg.eval_protocol == "tgb":
+        return tgb_protocol(cfg.link_eval_negatives)
+    return protocol(cfg.link_eval_negatives if cfg.link_eval_negatives > 0 else None,
+                    filtered=False)
 
 
 class TemporalTask(Task):
     """TGN for temporal link prediction (see the module docstring), for
     :func:`~graphsys.gnn.fit.fit`."""
 
-    extras = (TRAIN_END,)
+    extras = (TRAIN_END, NEGATIVES)
 
     def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device):
         self.cfg = cfg
@@ -233,8 +318,7 @@ class TemporalTask(Task):
         except RuntimeError:  # a torch without a fused CPU Adam (before 2.4): the same step
             self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr,
                                         weight_decay=cfg.weight_decay)
-        self.protocol = protocol(cfg.link_eval_negatives if cfg.link_eval_negatives > 0
-                                 else None, filtered=False)
+        self.protocol = protocol_name(cfg)
         self.train_idx = np.flatnonzero(self.split[0])
         self.per_epoch = -(-len(self.train_idx) // cfg.batch_size)
         self.meta = {"task": "temporal-link", "num_nodes": ev.num_nodes,
@@ -245,6 +329,7 @@ class TemporalTask(Task):
         self.stream = EventStream(self.model, ev, self.sampler, k, device)
         self.train_end: dict[str, torch.Tensor] = {}   # the memory as validation began
         self.best_test: dict[str, float] = {}          # the kept model's test metrics
+        self.negatives: dict[str, np.ndarray] | None = None    # TGB's, drawn once
 
     def batches(self, epoch: int):
         """The training events in time order, ``batch_size`` at a time, each with its
@@ -266,11 +351,11 @@ class TemporalTask(Task):
     def evaluate(self, epoch: int) -> Evaluation:
         """The validation and then the test events streamed on from the training events'
         memory (kept as :data:`TRAIN_END` for the checkpoint)."""
-        _, val_m, test_m = self.split
         self.train_end = {TRAIN_END + name: buf.detach().clone()
                           for name, buf in self.model.memory.named_buffers()}
-        val = self.stream.evaluate(val_m, 1, self.cfg)
-        self.test = self.stream.evaluate(test_m, 2, self.cfg)
+        if self.negatives is None:
+            self.negatives = held_out_negatives(self.ev, self.split, self.cfg)
+        val, self.test = stream_held_out(self.stream, self.split, self.cfg, self.negatives)
         return Evaluation({**{f"val_{key}": v for key, v in val.items()},
                            "protocol": self.protocol,
                            "epoch_seconds": round(self.epoch_seconds, 3)}, val["mrr"])
@@ -279,7 +364,12 @@ class TemporalTask(Task):
         self.best_test = dict(self.test)
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        return self.train_end
+        # the narrowest integer that holds every node id and -1
+        dtype = next(d for d in (np.int16, np.int32, np.int64)
+                     if self.ev.num_nodes <= np.iinfo(d).max)
+        return {**self.train_end,
+                **{NEGATIVES + name: torch.from_numpy(a.astype(dtype))
+                   for name, a in (self.negatives or {}).items()}}
 
     def state(self) -> dict:
         return {"best_test": self.best_test}

@@ -264,3 +264,22 @@ def test_checkpoint_refusals(tgn_run, tmp_path, capsys):
     args = parser.parse_args(["gnn", "evaluate", str(ckpt), "--edge-set", "test"])
     with pytest.raises(GraphsysError, match="ranks no edge set"):
         args.func(args)
+
+
+def test_scoring_new_events_of_a_weighted_graph_takes_their_weights(tgn_run):
+    """The model reads each event's weight (scaled as its training graph's): scoring needs
+    one per event, and an update stores it in the pending messages."""
+    from graphsys.gnn.temporal_score import TemporalScorer
+
+    g, res, ckpt = tgn_run
+    scorer = TemporalScorer(ckpt)
+    t = scorer.time + 1
+    with pytest.raises(ParameterError, match="weight"):
+        scorer.score([1], [2], [t])
+    with pytest.raises(ParameterError, match="weight"):
+        scorer.score([1], [2], [t], weight=[np.nan])
+    scorer.score([1], [2], [t], weight=[5.0], update=True)
+    a, b = g.to_internal([1, 2])
+    mem = scorer.stream.model.memory
+    assert bool(mem.has_msg[a]) and int(mem.msg_other[a]) == b
+    assert float(mem.msg_raw[a, 0]) == pytest.approx(5.0 / scorer.stream.ev.scale)

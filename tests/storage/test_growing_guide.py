@@ -160,3 +160,12 @@ def test_a_window_of_a_changed_graph_is_the_remaining_stamped_edges(guide):
                                     view.to_original(y).tolist(), tt.tolist()))
     assert got == want and guide["retracted"].edges == int(
         sum((a, b) in gone for a, b in zip(s.tolist(), d.tolist())))
+
+
+def test_tgn_checkpoint_under_tgb_protocol_and_serving_new_events(guide):
+    tgb = guide["tgb"]
+    assert tgb["protocol"] == "tgb@50 (hist_rnd), filtered"
+    assert 0 < tgb["mrr"] <= 1 and tgb["events"]["test"] > 0
+    # one batch from the same state: scoring then updating gives the scores of scoring alone
+    np.testing.assert_allclose(guide["after"], guide["before"], rtol=1e-6)
+    assert guide["scorer"].time == guide["later"] + 60
