@@ -1,18 +1,34 @@
-"""The one rank rule of every ranking metric (link prediction, knowledge-graph completion,
-recommendation): ties count half, a NaN score ranks worst.
+"""The metrics of every engine (link prediction, knowledge-graph completion,
+recommendation, temporal links, node classification), written once, with one rank rule and
+one rule for no input.
 
-A positive competes with its candidates (the negatives, or every other item; filtered ones
-left out). Its rank is ``1 + #(candidates scored above it) + #(candidates scored equal) / 2``:
-the mean of the optimistic and the pessimistic rank, so a tie neither helps nor hurts, and a
-model that scores everything the same gets the middle rank, never rank 1 (OGB's evaluators,
-Sun et al. 2020 on KG evaluation protocols). A NaN score ranks worst: a NaN candidate is
-below every number (``-inf`` included) and never outranks or ties a positive, and a NaN
-positive ranks last, after every candidate (NaN ones included), so a diverged model never
-looks perfect. :func:`auc` pools positives against negatives under the same rule, and
-:func:`protocol` names the candidates a rank was taken among (``full``, ``sampled@N``;
-``filtered`` or ``raw``; ``both sides``), which every metrics record states.
-:func:`mrr`, :func:`hits_at_k` and :func:`rank_metrics` summarise ranks for every engine,
-with one rule for no ranks: NaN.
+**Rank rule.** A positive competes with its candidates (the negatives, or every other item;
+filtered ones left out). Its rank is ``1 + #(candidates scored above it) + #(candidates
+scored equal) / 2``: the mean of the optimistic and the pessimistic rank, so a tie neither
+helps nor hurts, and a model that scores everything the same gets the middle rank, never
+rank 1 (OGB's evaluators, TGB's, Sun et al. 2020 on KG evaluation protocols). A NaN score
+ranks worst: a NaN candidate is below every number (``-inf`` included) and never outranks
+or ties a positive, and a NaN positive ranks last, after every candidate (NaN ones
+included), so a diverged model never looks perfect. :func:`protocol` names the candidates
+a rank was taken among (``full``, ``sampled@N``; ``filtered`` or ``raw``; ``both sides``),
+which every metrics record states.
+
+**Ties, metric by metric.** :func:`mrr`, :func:`hits_at_k`, :func:`mean_rank` summarise
+:func:`ranks` (ties half, as above); :func:`group_positions` adds a query's other positives
+under the same rule and :func:`recall_at_k` reads those positions; :func:`auc` counts a
+tied (positive, negative) pair half (the Mann-Whitney U); :func:`average_precision` puts
+tied scores at one threshold (scikit-learn's); :func:`macro_f1` compares class labels
+(no ties).
+
+**No input: NaN.** A metric averaged over nothing (no ranks, no query with a positive, no
+(positive, negative) pair for the AUC, no positive for the average precision, no
+prediction for the F1) is NaN, never 0.0 and never an error: the mean of nothing is
+undefined (NumPy's and torch's ``mean`` of an empty array, scikit-learn's and
+torchmetrics' undefined cases), while 0.0 would read as a measured score (that of a model
+ranking every positive last) and an empty evaluation split would pass for one. The records
+that report a metric report the count it was averaged over beside it (``count``,
+``users``, ``inductive_events``), so a NaN is explained there. Functions that answered
+0.0 for no input before warn (``DeprecationWarning``) when they now answer NaN.
 """
 
 from __future__ import annotations
@@ -33,6 +49,18 @@ def _tensor(x) -> torch.Tensor:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*not writable.*", category=UserWarning)
         return torch.as_tensor(np.asarray(x))
+
+
+def _flat(x) -> np.ndarray:
+    """``x`` flattened to float64 NumPy."""
+    return _tensor(x).to(torch.float64).reshape(-1).numpy()
+
+
+def _was(name: str, old: str) -> float:
+    """NaN, the answer for no input, with a warning that ``name`` answered ``old`` before."""
+    warnings.warn(f"{name} of no input is NaN now (it was {old}); see graphsys.ranking",
+                  DeprecationWarning, stacklevel=3)
+    return float("nan")
 
 
 def ranks(pos, scores, valid=None) -> np.ndarray:
@@ -113,17 +141,13 @@ def auc(pos, neg) -> float:
     Parameters
     ----------
     pos, neg : array or tensor
-        Scores of the positives and of the negatives (flattened; both non-empty).
+        Scores of the positives and of the negatives (flattened).
 
     Returns
     -------
     float
-        In [0, 1]: 1.0 when every positive scores above every negative, 0.5 when all tie.
-
-    Raises
-    ------
-    ParameterError
-        ``pos`` or ``neg`` empty.
+        In [0, 1]: 1.0 when every positive scores above every negative, 0.5 when all tie;
+        NaN when ``pos`` or ``neg`` is empty (no pair).
 
     Examples
     --------
@@ -132,11 +156,12 @@ def auc(pos, neg) -> float:
     0.75
     >>> auc([float("nan")], [0.1, 0.2])              # a NaN positive is below them
     0.0
+    >>> auc([], [0.1])
+    nan
     """
-    p = _tensor(pos).to(torch.float64).reshape(-1).numpy()
-    n = _tensor(neg).to(torch.float64).reshape(-1).numpy()
+    p, n = _flat(pos), _flat(neg)
     if len(p) == 0 or len(n) == 0:
-        raise ParameterError("pos", "and neg must both be non-empty for an AUC")
+        return float("nan")
     n_nan = int(np.isnan(n).sum())
     srt = np.sort(n[~np.isnan(n)])
     num = p[~np.isnan(p)]                    # a NaN positive is above no negative
@@ -183,18 +208,11 @@ def protocol(negatives: int | None = None, *, filtered: bool = True,
     return ", ".join(parts + (["both sides"] if both_sides else []))
 
 
-def _ranks_array(ranks) -> np.ndarray:
-    return _tensor(ranks).to(torch.float64).reshape(-1).numpy()
 
 
 def mrr(ranks) -> float:
-    """Mean reciprocal rank: the mean of ``1 / rank``.
-
-    No ranks give NaN, not 0.0: the mean of nothing is undefined, as NumPy's and torch's
-    ``mean`` of an empty array say (and so OGB's evaluators, whose per-positive
-    reciprocal ranks a caller averages, and PyTorch-BigGraph's averaged ranks); 0.0 would
-    read as a measured score, that of a model ranking every positive last, and an empty
-    evaluation split would pass for one.
+    """Mean reciprocal rank: the mean of ``1 / rank`` (NaN for no ranks, the rule of this
+    module).
 
     Parameters
     ----------
@@ -214,7 +232,7 @@ def mrr(ranks) -> float:
     >>> mrr([])
     nan
     """
-    r = _ranks_array(ranks)
+    r = _flat(ranks)
     return float((1.0 / r).mean()) if len(r) else float("nan")
 
 
@@ -246,17 +264,166 @@ def hits_at_k(ranks, k: int) -> float:
     """
     if int(k) < 1:
         raise ParameterError("k", f"must be >= 1, got {k}")
-    r = _ranks_array(ranks)
+    r = _flat(ranks)
     return float((r <= k).mean()) if len(r) else float("nan")
 
 
-def rank_metrics(ranks, ks) -> dict[str, float]:
-    """``mrr`` and ``hits@k`` for each ``k`` in ``ks`` (:func:`mrr`, :func:`hits_at_k`).
+def mean_rank(ranks) -> float:
+    """The mean rank (NaN for no ranks, as :func:`mrr`).
+
+    Examples
+    --------
+    >>> from graphsys.ranking import mean_rank
+    >>> mean_rank([1, 2.5, 4]), mean_rank([])
+    (2.5, nan)
+    """
+    r = _flat(ranks)
+    return float(np.mean(r)) if len(r) else float("nan")
+
+
+def rank_metrics(ranks, ks, *, mean: bool = False) -> dict[str, float]:
+    """``mrr`` and ``hits@k`` for each ``k`` in ``ks`` (:func:`mrr`, :func:`hits_at_k`),
+    and with ``mean`` the ``mean_rank`` (:func:`mean_rank`); each NaN for no ranks.
 
     Examples
     --------
     >>> from graphsys.ranking import rank_metrics
     >>> rank_metrics([1, 3], [1, 3])
     {'mrr': 0.6666666666666666, 'hits@1': 0.5, 'hits@3': 1.0}
+    >>> rank_metrics([1, 3], [1], mean=True)
+    {'mrr': 0.6666666666666666, 'hits@1': 0.5, 'mean_rank': 2.0}
     """
-    return {"mrr": mrr(ranks), **{f"hits@{k}": hits_at_k(ranks, k) for k in ks}}
+    out = {"mrr": mrr(ranks), **{f"hits@{k}": hits_at_k(ranks, k) for k in ks}}
+    return {**out, "mean_rank": mean_rank(ranks)} if mean else out
+
+
+def _ints(x) -> np.ndarray:
+    return _tensor(x).reshape(-1).numpy().astype(np.int64)
+
+
+def group_positions(ranks, scores, groups) -> np.ndarray:
+    """Each positive's position in the ranked list of its group (its query node), where
+    the group's other positives compete with it too.
+
+    ``position = rank + #(same-group positives scored higher) + #(same-group positives
+    scored equal, itself excluded) / 2``, ``rank`` being its rank among its (filtered)
+    negatives (:func:`ranks`, which leaves the other positives out); a NaN score ranks
+    worst, as there.
+
+    Examples
+    --------
+    >>> from graphsys.ranking import group_positions
+    >>> group_positions([1.0, 1.0, 3.0], [0.9, 0.8, 0.1], [7, 7, 8]).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    ranks, scores, groups = _flat(ranks), _flat(scores), _ints(groups)
+    if not (len(ranks) == len(scores) == len(groups)):
+        raise ParameterError("groups", "ranks, scores and groups must have one entry per "
+                                       "positive")
+    if len(ranks) == 0:
+        return ranks
+    # dense score ranks (NaN below every number), then a key per (group, score) that sorts
+    # by group, then score
+    nan = np.isnan(scores)
+    _, dense = np.unique(np.where(nan, 0.0, scores), return_inverse=True)
+    dense = np.where(nan, 0, dense.reshape(-1) + 1)
+    span = int(dense.max()) + 2
+    _, g = np.unique(groups, return_inverse=True)
+    key = g * span + dense
+    srt = np.sort(key)
+    right = np.searchsorted(srt, key, "right")
+    left = np.searchsorted(srt, key, "left")
+    end = np.searchsorted(srt, g * span + span, "left")
+    out = ranks + (end - right) + 0.5 * (right - left - 1)
+    # a NaN positive ranks after every other positive of its group (NaN ones too)
+    size = np.bincount(g)[g]
+    return np.where(nan, ranks + size - 1, out)
+
+
+def recall_at_k(positions, groups, k: int) -> float:
+    """Recall@K averaged over groups (query nodes): for each group, the share of its
+    positives at ``positions`` (:func:`group_positions`) at most ``k``; then the mean over
+    the groups (NaN for none).
+
+    Examples
+    --------
+    >>> from graphsys.ranking import recall_at_k
+    >>> recall_at_k([1, 2, 5], [7, 7, 8], 2)              # group 7: 2/2, group 8: 0/1
+    0.5
+    """
+    if int(k) < 1:
+        raise ParameterError("k", f"must be >= 1, got {k}")
+    pos, groups = _flat(positions), _ints(groups)
+    if len(pos) == 0:
+        return float("nan")
+    _, g, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    hit = np.bincount(g, weights=(pos <= k).astype(np.float64), minlength=len(counts))
+    return float((hit / counts).mean())
+
+
+def average_precision(pos, neg) -> float:
+    """Average precision of positives against negatives: the area under the step-wise
+    precision-recall curve over the distinct score thresholds (scikit-learn's
+    ``average_precision_score``; tied scores enter at one threshold); NaN for no positive.
+
+    Examples
+    --------
+    >>> from graphsys.ranking import average_precision
+    >>> average_precision([3.0, 1.0], [2.0, 0.0])
+    0.8333333333333333
+    """
+    pos, neg = _flat(pos), _flat(neg)
+    if len(pos) == 0:
+        return _was("average_precision", "0.0")
+    scores = np.concatenate([pos, neg])
+    labels = np.concatenate([np.ones(len(pos)), np.zeros(len(neg))])
+    order = np.argsort(-scores, kind="stable")
+    s, y = scores[order], labels[order]
+    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]     # end of each threshold
+    tp = np.cumsum(y)[last]
+    precision = tp / (last + 1)
+    recall = tp / len(pos)
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+def class_f1(tp, predicted, actual) -> float:
+    """Macro F1 from per-class counts: the mean of ``2 TP / (predicted + actual)`` over
+    the classes predicted or present (NaN for none); :func:`macro_f1` of the counts.
+
+    Examples
+    --------
+    >>> from graphsys.ranking import class_f1
+    >>> class_f1([1, 0, 0], [1, 0, 1], [1, 0, 1])        # class 1 absent from both
+    0.5
+    """
+    tp, both = _flat(tp), _flat(predicted) + _flat(actual)
+    seen = both > 0
+    return float((2 * tp[seen] / both[seen]).mean()) if seen.any() else float("nan")
+
+
+def macro_f1(pred, labels) -> float:
+    """Macro-averaged F1 of class predictions: the unweighted mean over classes of
+    ``2 TP / (2 TP + FP + FN)``, over the classes present in ``labels`` or ``pred`` (as
+    scikit-learn's ``f1_score(average="macro")``); NaN for no predictions.
+
+    Parameters
+    ----------
+    pred, labels : int array (N,)
+        Predicted and true class of each node.
+
+    Examples
+    --------
+    >>> from graphsys.ranking import macro_f1
+    >>> round(macro_f1([0, 0, 1, 2], [0, 1, 1, 2]), 4)    # F1 per class 2/3, 2/3, 1
+    0.7778
+    """
+    pred, labels = _ints(pred), _ints(labels)
+    if pred.shape != labels.shape:
+        raise ParameterError("pred", f"has {len(pred)} entries, labels {len(labels)}")
+    if len(pred) == 0:
+        return _was("macro_f1", "0.0")
+    classes, inv = np.unique(np.concatenate([labels, pred]), return_inverse=True)
+    y, p = inv[:len(labels)], inv[len(labels):]
+    c = len(classes)
+    return class_f1(np.bincount(y[y == p], minlength=c), np.bincount(p, minlength=c),
+                    np.bincount(y, minlength=c))

@@ -100,30 +100,92 @@ def test_bad_shapes_are_one_line_errors():
         ranks([1.0, 2.0], [[1.0]])
     with pytest.raises(ParameterError, match="^valid must have the shape"):
         ranks([1.0], [[1.0, 2.0]], [[True]])
-    with pytest.raises(ParameterError, match="non-empty"):
-        auc([], [1.0])
 
 
 def test_every_engine_summarises_ranks_with_the_one_mrr_and_hits_rule():
     """MRR / Hits@k are written once (graphsys.ranking) and every engine's summary gives
     the same figures, NaN for no ranks (0.0 would pass for a measured score)."""
     from graphsys import ranking
-    from graphsys.embed.evaluation import metrics as embed_metrics
-    from graphsys.gnn import metrics as gnn_metrics
     from graphsys.gnn.recommendation import ranking_metrics as rec_metrics
 
-    assert gnn_metrics.mrr is ranking.mrr and gnn_metrics.hits_at_k is ranking.hits_at_k
     r = np.array([1.0, 2.5, 4.0, 11.0])
     want = {"mrr": float(np.mean(1 / r)), "hits@1": 0.25, "hits@3": 0.5, "hits@10": 0.75}
     assert ranking.rank_metrics(r, (1, 3, 10)) == pytest.approx(want)
-    assert {k: v for k, v in embed_metrics(r).items() if k != "mean_rank"} == \
-        pytest.approx(want)
-    empty = np.zeros(0)
-    assert math.isnan(ranking.mrr(empty)) and math.isnan(ranking.hits_at_k(empty, 3))
-    assert all(math.isnan(v) for v in embed_metrics(empty).values())
-    assert all(math.isnan(v) for k, v in gnn_metrics.ranking_metrics(
-        empty, empty, empty.astype(int), [1, 3]).items())
+    assert ranking.rank_metrics(r, (1, 3, 10), mean=True) == \
+        pytest.approx({**want, "mean_rank": 4.625})
     rec = rec_metrics(np.zeros((1, 4)), [np.zeros(0, int)], [np.zeros(0, int)], ks=[1])
-    assert rec["users"] == 0 and all(math.isnan(rec[k]) for k in ("mrr", "hits@1"))
+    assert rec["users"] == 0 and all(math.isnan(rec[k]) for k in ("mrr", "hits@1", "recall@1"))
     with pytest.raises(ParameterError, match="k"):
         ranking.hits_at_k(r, 0)
+
+
+EMPTY = np.zeros(0)
+#: Every metric of graphsys.ranking on no input, and whether it warns that it answered
+#: otherwise before (0.0) or raised (the AUC).
+EMPTY_CALLS = {
+    "mrr": (lambda m: m.mrr(EMPTY), False),
+    "hits_at_k": (lambda m: m.hits_at_k(EMPTY, 3), False),
+    "mean_rank": (lambda m: m.mean_rank(EMPTY), False),
+    "recall_at_k": (lambda m: m.recall_at_k(EMPTY, EMPTY, 3), False),
+    "auc (no positive)": (lambda m: m.auc(EMPTY, [0.5]), False),
+    "auc (no negative)": (lambda m: m.auc([0.5], EMPTY), False),
+    "average_precision": (lambda m: m.average_precision(EMPTY, [0.5]), True),
+    "macro_f1": (lambda m: m.macro_f1(EMPTY, EMPTY), True),
+    "class_f1": (lambda m: m.class_f1([0, 0], [0, 0], [0, 0]), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_CALLS))
+def test_every_metric_of_no_input_is_nan(name):
+    """The one documented rule for no input (graphsys.ranking's docstring): NaN, with a
+    DeprecationWarning where a public function answered 0.0 before."""
+    from graphsys import ranking
+
+    call, warns = EMPTY_CALLS[name]
+    if warns:
+        with pytest.warns(DeprecationWarning, match="is NaN now"):
+            assert math.isnan(call(ranking))
+    else:
+        assert math.isnan(call(ranking))
+
+
+def test_every_engines_summary_of_no_input_is_nan():
+    """The engines' records built on graphsys.ranking keep its rule: each figure NaN."""
+    from graphsys import ranking
+    from graphsys.gnn.link import LinkData, evaluate_scores
+    from graphsys.gnn.temporal_eval import held_out_metrics
+
+    assert all(math.isnan(v) for v in ranking.rank_metrics(EMPTY, (1, 3), mean=True).values())
+    assert ranking.group_positions(EMPTY, EMPTY, EMPTY).shape == (0,)
+    with pytest.warns(DeprecationWarning):
+        m = held_out_metrics(EMPTY, np.zeros((0, 3)), EMPTY, [1])
+    assert all(math.isnan(m[k]) for k in ("mrr", "hits@1", "ap", "auc"))
+    data = LinkData.__new__(LinkData)
+    data.head = data.tail = np.zeros(0, np.int64)
+    data.tails = (0, 4)
+    m = evaluate_scores(None, None, data, np.zeros(0, bool), 5, [1, 3], 0)
+    assert all(math.isnan(v) for v in m.values()) and set(m) == {
+        "mrr", "hits@1", "hits@3", "recall@1", "recall@3", "auc"}
+
+
+@pytest.mark.parametrize("old", ["gnn.metrics", "rgcn", "embed"])
+def test_the_old_summaries_are_deprecated_with_their_figures(old):
+    """The summaries merged into graphsys.ranking stay for one release with a warning."""
+    import importlib
+    import sys
+
+    from graphsys import ranking
+
+    r = np.array([1.0, 3.0])
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        if old == "gnn.metrics":
+            sys.modules.pop("graphsys.gnn.metrics", None)
+            mod = importlib.import_module("graphsys.gnn.metrics")
+            assert mod.ranking_metrics(r, r, [0, 0], [1]) == {
+                "mrr": ranking.mrr(r), "hits@1": 0.5, "recall@1": 0.5}
+        elif old == "rgcn":
+            from graphsys.gnn.rgcn_link import triple_metrics
+            assert triple_metrics(EMPTY)["mean_rank"] != 0.0
+        else:
+            from graphsys.embed.evaluation import metrics
+            assert metrics(r) == ranking.rank_metrics(r, (1, 3, 10), mean=True)

@@ -13,6 +13,8 @@ true triple in any edge set of the graph. The protocols and when each applies:
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -22,13 +24,15 @@ from graphsys.storage.graph import Graph
 from graphsys.storage.triples import KnownAnswers, triples
 
 EVAL_BATCH = 500
+#: The k of the ``hits@k`` that :func:`evaluate` reports.
+KS = (1, 3, 10)
 
 
 def metrics(ranks: np.ndarray) -> dict[str, float]:
-    """MRR, Hits@1/3/10 (:func:`graphsys.ranking.rank_metrics`) and mean rank of float
-    ranks ``(n,)``; each NaN for no ranks."""
-    mean = float(np.mean(ranks)) if len(ranks) else float("nan")
-    return {**rank_metrics(ranks, (1, 3, 10)), "mean_rank": mean}
+    """Deprecated: ``graphsys.ranking.rank_metrics(ranks, (1, 3, 10), mean=True)``."""
+    warnings.warn("graphsys.embed.evaluation.metrics is deprecated: use graphsys.ranking."
+                  "rank_metrics(ranks, (1, 3, 10), mean=True)", DeprecationWarning, 2)
+    return rank_metrics(ranks, KS, mean=True)
 
 
 def protocol_name(filtered: bool, candidates: str | int | list) -> str:
@@ -220,7 +224,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
                     out[rows] = ranks(pos, scores, valid)
                 if progress is not None:
                     progress(len(rows))
-    result = metrics(np.concatenate([ranks_tail, ranks_head]))
+    result = rank_metrics(np.concatenate([ranks_tail, ranks_head]), KS, mean=True)
     result["count"] = len(test.h)
     result["filtered"] = bool(filtered)
     result["candidates"] = min(used, key=str) if len(used) == 1 else sorted(used, key=str)
@@ -231,7 +235,7 @@ def evaluate(emb: Embeddings, graph: Graph, edge_set: str, *, filtered: bool = T
         per = {}
         for ri in np.unique(test.r):
             sel = test.r == ri
-            d = metrics(np.concatenate([ranks_tail[sel], ranks_head[sel]]))
+            d = rank_metrics(np.concatenate([ranks_tail[sel], ranks_head[sel]]), KS, mean=True)
             d["count"] = int(sel.sum())
             per[rels[ri]["name"]] = d
         result["relations"] = per

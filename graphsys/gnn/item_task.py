@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from graphsys import ranking
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.batches import eval_blocks, pair_batch, walk_sampler
 from graphsys.gnn.config import TrainConfig
@@ -30,7 +31,7 @@ from graphsys.gnn.inputs import ItemInput
 from graphsys.gnn.loader import PrefetchLoader
 from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
-from graphsys.ranking import hits_at_k, mrr, protocol, ranks
+from graphsys.ranking import protocol, ranks
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import from_coo, typed_edges
 from graphsys.sampling.block import MiniBatch
@@ -151,9 +152,8 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
         raise GraphsysError("no held-out interaction to rank (every user's held-out edge "
                             "sets are empty)")
     rank = np.concatenate(parts)
-    out = {f"hits@{k}": hits_at_k(rank, k) for k in ks}
-    out.update({f"recall@{k}": out[f"hits@{k}"] for k in ks})
-    return {**out, "mrr": mrr(rank)}
+    out = ranking.rank_metrics(rank, ks)
+    return {**out, **{f"recall@{k}": out[f"hits@{k}"] for k in ks}}
 
 
 class ItemTask(Task):

@@ -19,7 +19,7 @@ every evaluation), or against every candidate tail (``negatives=-1``); negatives
 true edges of the graph (in any split) or the head itself are filtered out. ``mrr``,
 ``hits@k``, and ``recall@k`` (per head: the share of its held-out tails in its top ``k``,
 averaged over heads) follow from the ranks (:mod:`graphsys.ranking`'s rule: ties count half,
-NaN ranks worst; :mod:`graphsys.gnn.metrics`); ``auc`` pools the positives' scores against
+NaN ranks worst; NaN for no edge); ``auc`` pools the positives' scores against
 the filtered negatives' (with ``negatives=-1``: one filtered uniform negative per positive).
 """
 
@@ -34,8 +34,7 @@ from torch import nn
 
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.config import LINK_DECODERS
-from graphsys.gnn.metrics import group_positions, ranking_metrics
-from graphsys.ranking import auc, ranks
+from graphsys.ranking import auc, group_positions, rank_metrics, ranks, recall_at_k
 from graphsys.sampling.adjacency import Adjacency, from_coo, typed_edges
 from graphsys.sampling.block import Block
 from graphsys.storage.graph import Graph
@@ -458,7 +457,7 @@ def evaluate_scores(pairs, every, data: LinkData, mask: np.ndarray, negatives: i
         pos_all.append(pos)
     rank = np.concatenate(rank_parts) if rank_parts else np.zeros(0)
     pos = np.concatenate(pos_all) if pos_all else np.zeros(0)
-    out = ranking_metrics(rank, group_positions(rank, pos, heads), heads, ks)
+    at = group_positions(rank, pos, heads)
     neg = np.concatenate(aucneg) if aucneg else np.zeros(0)
-    out["auc"] = auc(pos, neg) if len(pos) and len(neg) else float("nan")
-    return out
+    return {**rank_metrics(rank, ks), **{f"recall@{k}": recall_at_k(at, heads, k) for k in ks},
+            "auc": auc(pos, neg)}

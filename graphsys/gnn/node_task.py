@@ -41,6 +41,7 @@ from graphsys.gnn.model import GNN
 from graphsys.gnn.optim import adam
 from graphsys.gnn.sparse_input import as_sparse_features
 from graphsys.plugins import GNN_MODELS
+from graphsys.ranking import class_f1
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.adjacency import homogeneous_adjacency
 from graphsys.sampling.block import Block, MiniBatch
@@ -263,8 +264,8 @@ class NodeTask(Task):
     @torch.no_grad()
     def accuracy(self, names: tuple[str, ...]) -> dict[str, tuple[float, float]]:
         """``name -> (accuracy, mean loss)`` on the splits ``names``, summed over the
-        ranks' shares of each split; their macro F1 (the mean over the classes present in
-        the labels or the predictions of ``2 TP / (2 TP + FP + FN)``) into ``f1``."""
+        ranks' shares of each split; their macro F1 (:func:`graphsys.ranking.class_f1` of the
+        summed per-class counts; NaN for an empty split) into ``f1``."""
         self.model.eval()
         self.inp.eval()
         sums, counts = [], []
@@ -284,11 +285,9 @@ class NodeTask(Task):
         out, pos = {}, 3 * len(names)
         for k, name in enumerate(names):
             c = len(counts[3 * k])
-            tp, pc, lc = (torch.tensor(sums[pos + j * c:pos + (j + 1) * c]) for j in range(3))
+            tp, pc, lc = (sums[pos + j * c:pos + (j + 1) * c] for j in range(3))
             pos += 3 * c
-            seen = (pc + lc) > 0
-            self.f1[name] = (float((2 * tp / (pc + lc).clamp(min=1))[seen].mean())
-                             if seen.any() else 0.0)
+            self.f1[name] = class_f1(tp, pc, lc)
             out[name] = (sums[3 * k] / max(sums[3 * k + 1], 1.0),
                          sums[3 * k + 2] / max(sums[3 * k + 1], 1.0))
         return out

@@ -48,7 +48,7 @@ from graphsys.errors import GraphsysError, ParameterError
 from graphsys.gnn.checkpoint import check_graph, grown_rows, load_checkpoint, meta_field
 from graphsys.gnn.config import RGCN
 from graphsys.gnn.item_task import RANKED
-from graphsys.ranking import rank_metrics, ranks
+from graphsys.ranking import rank_metrics, ranks, recall_at_k
 from graphsys.sampling.adjacency import typed_edges
 from graphsys.storage.embedding_files import read_embedding_files
 from graphsys.storage.graph import Graph, open_graph
@@ -393,8 +393,7 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
     ks = sorted({_positive_int(k, "ks") for k in ks})
     if not ks:
         raise ParameterError("ks", "is empty: give at least one cut-off K")
-    recall = {k: [] for k in ks}
-    best = []
+    parts, users, best = [], [], []
     for u in range(scores.shape[0]):
         tgt = np.unique(np.asarray(targets[u], np.int64))
         if len(tgt) == 0:
@@ -403,15 +402,14 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
         valid = np.ones((len(tgt), len(row)), bool)
         valid[:, np.setdiff1d(np.asarray(excluded[u], np.int64), tgt)] = False
         valid[np.arange(len(tgt)), tgt] = False              # not its own rival
-        rank = ranks(row[tgt], np.broadcast_to(row, valid.shape), valid)
-        for k in ks:
-            recall[k].append(float((rank <= k).mean()))
-        best.append(rank.min())
-    # some target within K <=> the best one is: hits@K and MRR of the best ranks
-    out: dict[str, float] = {"users": len(best), **rank_metrics(best, ks)}
-    for k in ks:
-        out[f"recall@{k}"] = float(np.mean(recall[k])) if best else float("nan")
-    return out
+        parts.append(ranks(row[tgt], np.broadcast_to(row, valid.shape), valid))
+        users.append(np.full(len(tgt), u))
+        best.append(parts[-1].min())
+    # some target within K <=> the best one is: hits@K and MRR of the best ranks; recall@K
+    # per user, the other targets competing (graphsys.ranking.recall_at_k)
+    rank, users = (np.concatenate(x) if x else np.zeros(0) for x in (parts, users))
+    return {"users": len(best), **rank_metrics(best, ks),
+            **{f"recall@{k}": recall_at_k(rank, users, k) for k in ks}}
 
 
 def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,

@@ -23,6 +23,7 @@ with ``out`` checkpoints the best model, which :func:`evaluate` ranks again and
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,6 @@ from graphsys.gnn.config import RGCN, TrainConfig
 from graphsys.gnn.conv.rgcn import RGCNConv
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.hetero import TypedInput
-from graphsys.gnn.metrics import hits_at_k, mrr
 from graphsys.sampling._util import derive_seed
 from graphsys.sampling.hetero import TypedBlock
 from graphsys.storage.graph import Graph, open_graph
@@ -191,10 +191,11 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
 
 
 def triple_metrics(ranks: np.ndarray, ks=(1, 3, 10)) -> dict[str, float]:
-    """``mrr``, ``hits@k`` for each ``k`` in ``ks`` and ``mean_rank`` of float ranks (n,)
-    (zeros for none)."""
-    return {"mrr": mrr(ranks), **{f"hits@{k}": hits_at_k(ranks, k) for k in ks},
-            "mean_rank": float(np.mean(ranks)) if len(ranks) else 0.0}
+    """Deprecated: :func:`graphsys.ranking.rank_metrics` with ``mean=True`` (its
+    ``mean_rank`` of no ranks is NaN, as the others, where this gave 0.0)."""
+    warnings.warn("triple_metrics is deprecated: use graphsys.ranking.rank_metrics(ranks, "
+                  "ks, mean=True)", DeprecationWarning, stacklevel=2)
+    return ranking.rank_metrics(ranks, ks, mean=True)
 
 
 class RGCNData:
@@ -293,8 +294,8 @@ class RGCNTask(Task):
         return loss + cfg.rgcn.reg * (z.pow(2).mean() + model.rel.pow(2).mean())
 
     def evaluate(self, epoch: int) -> Evaluation:
-        m = triple_metrics(self.data.ranks(self.model, encodings(self.model, self.data),
-                                           self.val), self.cfg.metrics_k)
+        m = ranking.rank_metrics(self.data.ranks(self.model, encodings(self.model, self.data),
+                                                 self.val), self.cfg.metrics_k, mean=True)
         return Evaluation({"step": self.step,
                            **{f"val_{key}": v for key, v in m.items() if key != "mean_rank"},
                            "protocol": RANKED}, m["mrr"])
@@ -307,8 +308,8 @@ class RGCNTask(Task):
 
     def finish(self, best: float | None, clock) -> tuple[dict[str, float], dict]:
         z = encodings(self.model, self.data)
-        metrics = triple_metrics(self.data.ranks(self.model, z, self.data.test),
-                                 self.cfg.metrics_k)
+        metrics = ranking.rank_metrics(self.data.ranks(self.model, z, self.data.test),
+                                       self.cfg.metrics_k, mean=True)
         metrics["count"] = len(self.data.test[0])
         metrics["val_mrr"] = best if best is not None else float("nan")
         return metrics, {"embeddings": z.cpu(), "steps": self.step,
@@ -400,6 +401,7 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
                                          f"{', '.join(graph.edge_sets)})")
     data = RGCNData(graph, cfg)
     which = global_triples(graph, name)
-    m = triple_metrics(data.ranks(model, encodings(model, data), which),
-                       cfg.metrics_k if ks is None else sorted({int(k) for k in ks}))
+    m = ranking.rank_metrics(data.ranks(model, encodings(model, data), which),
+                             cfg.metrics_k if ks is None else sorted({int(k) for k in ks}),
+                             mean=True)
     return {**m, "count": len(which[0]), "protocol": RANKED, "edge_set": name}

@@ -26,13 +26,13 @@ One step over a batch of events in time order, first time :math:`t_0`:
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from graphsys.gnn.config import TGN as MODEL_NAME
 from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv, TimeEncoder
+from graphsys.ranking import average_precision as average_precision  # re-exported
 
 
 class TemporalMemory(nn.Module):
@@ -213,24 +213,3 @@ class TGN(nn.Module):
     def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
         """Scores of embedding pairs (broadcasting)."""
         return self.predictor(z_src, z_dst)
-
-
-def average_precision(pos: np.ndarray, neg: np.ndarray) -> float:
-    """Average precision of positives against negatives: the area under the step-wise
-    precision-recall curve over the distinct score thresholds (scikit-learn's
-    ``average_precision_score``; tied scores enter at one threshold).
-
-    Examples
-    --------
-    >>> average_precision(np.array([3.0, 1.0]), np.array([2.0, 0.0]))
-    0.8333333333333333
-    """
-    scores = np.concatenate([pos, neg]).astype(np.float64)
-    labels = np.concatenate([np.ones(len(pos)), np.zeros(len(neg))])
-    order = np.argsort(-scores, kind="stable")
-    s, y = scores[order], labels[order]
-    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]     # end of each threshold
-    tp = np.cumsum(y)[last]
-    precision = tp / (last + 1)
-    recall = tp / max(len(pos), 1)
-    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))

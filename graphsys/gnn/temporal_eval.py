@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphsys.errors import ParameterError
-from graphsys.ranking import auc, mrr, rank_metrics, ranks
+from graphsys.ranking import auc, average_precision, mrr, rank_metrics, ranks
 
 #: Share of TGB's negatives drawn from the source's training destinations.
 HIST_RATIO = 0.5
@@ -201,8 +201,6 @@ def held_out_metrics(pos, neg, extra, ks, *, inductive=None) -> dict[str, float]
     >>> m["mrr"], m["hits@1"], m["inductive_mrr"], m["inductive_events"]
     (0.7, 0.5, 0.4, 1)
     """
-    from graphsys.gnn.temporal import average_precision
-
     pos, neg, extra = (np.asarray(x, np.float64) for x in (pos, neg, extra))
     rank = ranks(pos, neg, ~np.isnan(neg))
     out = rank_metrics(rank, ks)
