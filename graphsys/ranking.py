@@ -2,16 +2,13 @@
 recommendation, temporal links, node classification), written once, with one rank rule and
 one rule for no input.
 
-**Rank rule.** A positive competes with its candidates (the negatives, or every other item;
-filtered ones left out). Its rank is ``1 + #(candidates scored above it) + #(candidates
-scored equal) / 2``: the mean of the optimistic and the pessimistic rank, so a tie neither
-helps nor hurts, and a model that scores everything the same gets the middle rank, never
-rank 1 (OGB's evaluators, TGB's, Sun et al. 2020 on KG evaluation protocols). A NaN score
-ranks worst: a NaN candidate is below every number (``-inf`` included) and never outranks
-or ties a positive, and a NaN positive ranks last, after every candidate (NaN ones
-included), so a diverged model never looks perfect. :func:`protocol` names the candidates
-a rank was taken among (``full``, ``sampled@N``; ``filtered`` or ``raw``; ``both sides``),
-which every metrics record states.
+**Rank rule.** A positive's rank among its candidates (the negatives, or every other item;
+filtered ones left out) is ``1 + #(scored above it) + #(scored equal) / 2``: the mean of the
+optimistic and pessimistic rank, so a model scoring everything the same gets the middle
+rank, never rank 1 (OGB's and TGB's evaluators, Sun et al. 2020). A NaN score ranks worst:
+a NaN candidate never outranks or ties a positive, a NaN positive ranks last, so a
+diverged model never looks perfect. :func:`protocol` names the candidates a rank was taken
+among (``full``, ``sampled@N``; ``filtered`` or ``raw``; ``both sides``).
 
 **Ties, metric by metric.** :func:`mrr`, :func:`hits_at_k`, :func:`mean_rank` summarise
 :func:`ranks` (ties half, as above); :func:`group_positions` adds a query's other positives
@@ -21,14 +18,11 @@ tied scores at one threshold (scikit-learn's); :func:`macro_f1` compares class l
 (no ties).
 
 **No input: NaN.** A metric averaged over nothing (no ranks, no query with a positive, no
-(positive, negative) pair for the AUC, no positive for the average precision, no
-prediction for the F1) is NaN, never 0.0 and never an error: the mean of nothing is
-undefined (NumPy's and torch's ``mean`` of an empty array, scikit-learn's and
-torchmetrics' undefined cases), while 0.0 would read as a measured score (that of a model
-ranking every positive last) and an empty evaluation split would pass for one. The records
-that report a metric report the count it was averaged over beside it (``count``,
-``users``, ``inductive_events``), so a NaN is explained there. Functions that answered
-0.0 for no input before warn (``DeprecationWarning``) when they now answer NaN.
+(positive, negative) pair for the AUC, no positive for the average precision, no class
+for the F1) is NaN, never 0.0 nor an error: the mean of nothing is undefined (NumPy's
+``mean`` of an empty array), while 0.0 would pass for a measured score. Records report
+the count beside the metric (``count``, ``users``, ``inductive_events``). Functions that
+answered 0.0 before warn (``DeprecationWarning``) when they now answer NaN.
 """
 
 from __future__ import annotations
@@ -56,10 +50,9 @@ def _flat(x) -> np.ndarray:
     return _tensor(x).to(torch.float64).reshape(-1).numpy()
 
 
-def _was(name: str, old: str) -> float:
-    """NaN, the answer for no input, with a warning that ``name`` answered ``old`` before."""
-    warnings.warn(f"{name} of no input is NaN now (it was {old}); see graphsys.ranking",
-                  DeprecationWarning, stacklevel=3)
+def _was(name: str) -> float:
+    """NaN, the answer for no input, with a warning that ``name`` answered 0.0 before."""
+    warnings.warn(f"{name} of no input is NaN now (it was 0.0)", DeprecationWarning, 3)
     return float("nan")
 
 
@@ -208,11 +201,8 @@ def protocol(negatives: int | None = None, *, filtered: bool = True,
     return ", ".join(parts + (["both sides"] if both_sides else []))
 
 
-
-
 def mrr(ranks) -> float:
-    """Mean reciprocal rank: the mean of ``1 / rank`` (NaN for no ranks, the rule of this
-    module).
+    """Mean reciprocal rank: the mean of ``1 / rank`` (NaN for no ranks, this module's rule).
 
     Parameters
     ----------
@@ -269,14 +259,7 @@ def hits_at_k(ranks, k: int) -> float:
 
 
 def mean_rank(ranks) -> float:
-    """The mean rank (NaN for no ranks, as :func:`mrr`).
-
-    Examples
-    --------
-    >>> from graphsys.ranking import mean_rank
-    >>> mean_rank([1, 2.5, 4]), mean_rank([])
-    (2.5, nan)
-    """
+    """The mean rank (NaN for no ranks, as :func:`mrr`)."""
     r = _flat(ranks)
     return float(np.mean(r)) if len(r) else float("nan")
 
@@ -374,7 +357,7 @@ def average_precision(pos, neg) -> float:
     """
     pos, neg = _flat(pos), _flat(neg)
     if len(pos) == 0:
-        return _was("average_precision", "0.0")
+        return _was("average_precision")
     scores = np.concatenate([pos, neg])
     labels = np.concatenate([np.ones(len(pos)), np.zeros(len(neg))])
     order = np.argsort(-scores, kind="stable")
@@ -421,7 +404,7 @@ def macro_f1(pred, labels) -> float:
     if pred.shape != labels.shape:
         raise ParameterError("pred", f"has {len(pred)} entries, labels {len(labels)}")
     if len(pred) == 0:
-        return _was("macro_f1", "0.0")
+        return _was("macro_f1")
     classes, inv = np.unique(np.concatenate([labels, pred]), return_inverse=True)
     y, p = inv[:len(labels)], inv[len(labels):]
     c = len(classes)

@@ -168,24 +168,17 @@ def test_every_engines_summary_of_no_input_is_nan():
         "mrr", "hits@1", "hits@3", "recall@1", "recall@3", "auc"}
 
 
-@pytest.mark.parametrize("old", ["gnn.metrics", "rgcn", "embed"])
-def test_the_old_summaries_are_deprecated_with_their_figures(old):
-    """The summaries merged into graphsys.ranking stay for one release with a warning."""
+def test_gnn_metrics_is_deprecated_with_its_figures():
+    """graphsys.gnn.metrics, merged into graphsys.ranking, stays one release with a warning."""
     import importlib
     import sys
 
     from graphsys import ranking
 
     r = np.array([1.0, 3.0])
+    sys.modules.pop("graphsys.gnn.metrics", None)
     with pytest.warns(DeprecationWarning, match="deprecated"):
-        if old == "gnn.metrics":
-            sys.modules.pop("graphsys.gnn.metrics", None)
-            mod = importlib.import_module("graphsys.gnn.metrics")
-            assert mod.ranking_metrics(r, r, [0, 0], [1]) == {
-                "mrr": ranking.mrr(r), "hits@1": 0.5, "recall@1": 0.5}
-        elif old == "rgcn":
-            from graphsys.gnn.rgcn_link import triple_metrics
-            assert triple_metrics(EMPTY)["mean_rank"] != 0.0
-        else:
-            from graphsys.embed.evaluation import metrics
-            assert metrics(r) == ranking.rank_metrics(r, (1, 3, 10), mean=True)
+        mod = importlib.import_module("graphsys.gnn.metrics")
+    assert mod.ranking_metrics(r, r, [0, 0], [1]) == {
+        "mrr": ranking.mrr(r), "hits@1": 0.5, "recall@1": 0.5}
+    assert mod.macro_f1 is ranking.macro_f1

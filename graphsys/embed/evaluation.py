@@ -3,17 +3,14 @@ ranking protocol named in the result (:func:`protocol_name`).
 
 Every test triple ``(h, r, t)`` is ranked on both sides, by tail prediction of
 ``(h, r, ?)`` (``comparator(op_r^rhs(h), c)``) and of ``(t, r^-1, ?)``
-(``comparator(op_r^lhs(t), c)``, the reciprocal relation's operator). Ranks count ties
-half: ``rank = 1 + #{c: s_c > s} + #{c != true: s_c = s} / 2``; a NaN score ranks worst.
-Candidates are every entity of the type, or ``N`` entities sampled uniformly and shared by
-a batch of :data:`EVAL_BATCH` triples; *filtered* removes every other candidate that forms a
-true triple in any edge set of the graph. The protocols and when each applies:
-``docs/embed.md``.
+(``comparator(op_r^lhs(t), c)``, the reciprocal relation's operator), under the rank rule
+of :mod:`graphsys.ranking` (ties half, NaN worst; NaN metrics for no triple). Candidates
+are every entity of the type, or ``N`` entities sampled uniformly and shared by a batch of
+:data:`EVAL_BATCH` triples; *filtered* removes every other candidate that forms a true
+triple in any edge set of the graph. The protocols and when each applies: ``docs/embed.md``.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 import torch
@@ -24,15 +21,7 @@ from graphsys.storage.graph import Graph
 from graphsys.storage.triples import KnownAnswers, triples
 
 EVAL_BATCH = 500
-#: The k of the ``hits@k`` that :func:`evaluate` reports.
-KS = (1, 3, 10)
-
-
-def metrics(ranks: np.ndarray) -> dict[str, float]:
-    """Deprecated: ``graphsys.ranking.rank_metrics(ranks, (1, 3, 10), mean=True)``."""
-    warnings.warn("graphsys.embed.evaluation.metrics is deprecated: use graphsys.ranking."
-                  "rank_metrics(ranks, (1, 3, 10), mean=True)", DeprecationWarning, 2)
-    return rank_metrics(ranks, KS, mean=True)
+KS = (1, 3, 10)  # the k of the hits@k that evaluate reports
 
 
 def protocol_name(filtered: bool, candidates: str | int | list) -> str:

@@ -122,10 +122,8 @@ def rank_metrics(item_emb: torch.Tensor, user_items: list[np.ndarray],
     ``(user, item)`` rows (int (M, 2)), each ranked on its own. The query of user ``u`` is
     the normalised mean of ``user_items[u]``'s unit embeddings, item ``j`` scores
     ``<query, unit(z_j)> + bias[j]``, and the items in ``user_items[u]`` and ``exclude[u]``
-    other than the target are not ranked; the target's rank counts the other items scored
-    above it, and those tied half, a NaN score ranking worst (:func:`graphsys.ranking.ranks`).
-    Averages are over the rows; with one held-out item per user, ``recall@k`` (also
-    returned) equals ``hits@k``."""
+    other than the target are not ranked; the target ranks by :func:`graphsys.ranking.ranks`.
+    Averages are over the rows; ``recall@k`` (also returned) equals ``hits@k``."""
     unit = F.normalize(item_emb.float(), dim=1)
     target = np.asarray(target, np.int64)
     if target.ndim == 1:

@@ -18,9 +18,9 @@ against ``negatives`` uniform candidate tails per positive (fixed by the seed, t
 every evaluation), or against every candidate tail (``negatives=-1``); negatives that are
 true edges of the graph (in any split) or the head itself are filtered out. ``mrr``,
 ``hits@k``, and ``recall@k`` (per head: the share of its held-out tails in its top ``k``,
-averaged over heads) follow from the ranks (:mod:`graphsys.ranking`'s rule: ties count half,
-NaN ranks worst; NaN for no edge); ``auc`` pools the positives' scores against
-the filtered negatives' (with ``negatives=-1``: one filtered uniform negative per positive).
+averaged over heads) follow from the ranks, and ``auc`` pools the positives' scores against
+the filtered negatives' (with ``negatives=-1``: one filtered uniform negative per
+positive), under :mod:`graphsys.ranking`'s rules.
 """
 
 from __future__ import annotations

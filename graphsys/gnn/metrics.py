@@ -1,5 +1,4 @@
-"""Deprecated: the metrics of GNN training live in :mod:`graphsys.ranking`, the one metrics
-module of every engine; this module re-exports them for one release."""
+"""Deprecated: re-exports :mod:`graphsys.ranking`'s metrics for one release."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ warnings.warn("graphsys.gnn.metrics is deprecated: import the metrics from graph
 
 
 def ranking_metrics(ranks, positions, groups, ks) -> dict[str, float]:
-    """Deprecated: :func:`graphsys.ranking.rank_metrics` and
-    :func:`graphsys.ranking.recall_at_k`."""
+    """Deprecated: ``graphsys.ranking``'s ``rank_metrics`` and ``recall_at_k``."""
     return {**rank_metrics(ranks, ks), **{f"recall@{k}": recall_at_k(positions, groups, k)
                                           for k in ks}}

@@ -358,14 +358,11 @@ def ranking_metrics(scores: np.ndarray, targets: Sequence[np.ndarray],
     """hits@K, recall@K and MRR of held-out items under a score matrix.
 
     For each row ``u`` (a user) with at least one target: the candidates are every item
-    except ``excluded[u]`` (targets stay candidates even when excluded); target ``t``
-    ranks ``1 + #{candidates j != t : scores[u, j] > scores[u, t]} + #{candidates j != t :
-    scores[u, j] = scores[u, t]} / 2``, a NaN score below every number (the rule of
-    :func:`graphsys.ranking.ranks`, as :func:`~graphsys.gnn.item_task.rank_metrics` ranks
-    its held-out items: a model scoring every item the same gets the middle rank).
-    ``hits@K`` = 1 if some target ranks <= K; ``recall@K`` = the share of the targets that
-    rank <= K; reciprocal rank = 1 / the best target's rank. Each is averaged over the
-    rows with targets; rows without are skipped.
+    except ``excluded[u]`` (targets stay candidates even when excluded); each target ranks
+    among them by :func:`graphsys.ranking.ranks` (ties half, NaN worst). ``hits@K`` = 1 if
+    some target ranks <= K; ``recall@K`` = the share of the targets that rank <= K;
+    reciprocal rank = 1 / the best target's rank. Each is averaged over the rows with
+    targets (rows without are skipped; NaN for none, :mod:`graphsys.ranking`'s rule).
 
     Parameters
     ----------

@@ -190,11 +190,9 @@ def rank_triples(z: torch.Tensor, rel: torch.Tensor, h: np.ndarray, r: np.ndarra
     return np.concatenate(out)
 
 
-def triple_metrics(ranks: np.ndarray, ks=(1, 3, 10)) -> dict[str, float]:
-    """Deprecated: :func:`graphsys.ranking.rank_metrics` with ``mean=True`` (its
-    ``mean_rank`` of no ranks is NaN, as the others, where this gave 0.0)."""
-    warnings.warn("triple_metrics is deprecated: use graphsys.ranking.rank_metrics(ranks, "
-                  "ks, mean=True)", DeprecationWarning, stacklevel=2)
+def _test_metrics(ranks: np.ndarray, ks) -> dict[str, float]:
+    if not len(ranks):
+        warnings.warn("mean_rank of no triples is NaN now (it was 0.0)", DeprecationWarning, 3)
     return ranking.rank_metrics(ranks, ks, mean=True)
 
 
@@ -295,9 +293,9 @@ class RGCNTask(Task):
 
     def evaluate(self, epoch: int) -> Evaluation:
         m = ranking.rank_metrics(self.data.ranks(self.model, encodings(self.model, self.data),
-                                                 self.val), self.cfg.metrics_k, mean=True)
+                                                 self.val), self.cfg.metrics_k)
         return Evaluation({"step": self.step,
-                           **{f"val_{key}": v for key, v in m.items() if key != "mean_rank"},
+                           **{f"val_{key}": v for key, v in m.items()},
                            "protocol": RANKED}, m["mrr"])
 
     def state(self) -> dict:
@@ -308,8 +306,7 @@ class RGCNTask(Task):
 
     def finish(self, best: float | None, clock) -> tuple[dict[str, float], dict]:
         z = encodings(self.model, self.data)
-        metrics = ranking.rank_metrics(self.data.ranks(self.model, z, self.data.test),
-                                       self.cfg.metrics_k, mean=True)
+        metrics = _test_metrics(self.data.ranks(self.model, z, self.data.test), self.cfg.metrics_k)
         metrics["count"] = len(self.data.test[0])
         metrics["val_mrr"] = best if best is not None else float("nan")
         return metrics, {"embeddings": z.cpu(), "steps": self.step,
@@ -401,7 +398,6 @@ def evaluate(checkpoint: str | Path, *, graph: Graph | str | Path | None = None,
                                          f"{', '.join(graph.edge_sets)})")
     data = RGCNData(graph, cfg)
     which = global_triples(graph, name)
-    m = ranking.rank_metrics(data.ranks(model, encodings(model, data), which),
-                             cfg.metrics_k if ks is None else sorted({int(k) for k in ks}),
-                             mean=True)
+    m = _test_metrics(data.ranks(model, encodings(model, data), which),
+                      cfg.metrics_k if ks is None else sorted({int(k) for k in ks}))
     return {**m, "count": len(which[0]), "protocol": RANKED, "edge_set": name}

@@ -16,12 +16,10 @@ TGB's protocol (``eval_protocol="tgb"``, :mod:`graphsys.gnn.temporal_task`), as 
 * **filtered.** A destination of the same source at the same time in the same split (a true
   answer of that query) is never a negative of it. A source whose every candidate is a
   true answer leaves slots empty (``-1``), which compete with nothing.
-* **evaluator.** An event's rank is ``1 + #(negatives scored higher) + #(negatives scored
-  equal) / 2`` (TGB's mean of its optimistic and pessimistic ranks), its reciprocal rank
-  ``1 / rank``; ``mrr`` is their mean over the events and ``hits@k`` the share of ranks
-  ``<= k`` (:func:`graphsys.ranking.ranks`, which is this rule). TGB's small datasets use
-  up to every destination (tgbl-wiki), tgbl-review 100 and the large ones 20 negatives;
-  here ``M`` is ``link_eval_negatives``.
+* **evaluator.** TGB's rank, the mean of its optimistic and pessimistic ranks, is
+  :mod:`graphsys.ranking`'s rule (ties half), and so are ``mrr`` and ``hits@k``. TGB's small
+  datasets use up to every destination (tgbl-wiki), tgbl-review 100 and the large ones 20
+  negatives; here ``M`` is ``link_eval_negatives``.
 
 Inductive metrics (either protocol): the held-out events whose source or destination is in
 no training event (TGN's "new node" events), ranked as the others, their ``mrr`` and ``ap``
