@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from graphsys.gnn import NodeLoader, TrainConfig, train
-from graphsys.gnn.metrics import macro_f1
+from graphsys.ranking import macro_f1
 from graphsys.sampling import NeighborSampler
 
 from .conftest import sbm_graph
