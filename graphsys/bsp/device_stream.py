@@ -43,17 +43,25 @@ def host_buffer(n: int, pin: bool) -> torch.Tensor:
     return torch.empty(n, dtype=torch.int32, pin_memory=pin)
 
 
+def check_budget(budget) -> None:
+    """ParameterError (one line) unless ``budget`` is None, an int >= 0 or a float in
+    [0, 1] (see :func:`resident_budget`)."""
+    if budget is None:
+        return
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not (
+            budget >= 0) or (isinstance(budget, float) and budget > 1):
+        raise ParameterError("device_budget", f"must be bytes (an int >= 0) or a share of "
+                                              f"free device memory in [0, 1], got {budget!r}")
+
+
 def resident_budget(device: torch.device, budget: int | float | None) -> int:
     """Bytes of edges a run may keep on ``device``: ``budget`` bytes (an int >= 0), or a
     float in [0, 1] as a share of the device memory free now (0 off CUDA); None: the
     default, :data:`RESIDENT_FRACTION` of the free memory on CUDA and 0 elsewhere (a CPU
     run keeps nothing: its batches are read from the mapped files)."""
+    check_budget(budget)
     if budget is None:
         budget = RESIDENT_FRACTION if device.type == "cuda" else 0
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not (
-            budget >= 0) or (isinstance(budget, float) and budget > 1):
-        raise ParameterError("device_budget", f"must be bytes (an int >= 0) or a share of "
-                                              f"free device memory in [0, 1], got {budget!r}")
     if isinstance(budget, float):
         if device.type != "cuda":
             return 0

@@ -26,6 +26,7 @@ import torch
 
 from graphsys import openmp
 from graphsys.bsp import checks
+from graphsys.bsp.device_stream import check_budget
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
@@ -265,6 +266,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                                           f"{', '.join(SCHEDULES)})")
     if not isinstance(max_iters, int) or max_iters < 1:
         raise ParameterError("max_iters", f"must be a positive integer, got {max_iters!r}")
+    check_budget(device_budget)
     if len(graph.entity_types) != 1:
         raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
                             f"{graph.entity_types}")

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from graphsys.bsp import kernels
-from graphsys.bsp.device_stream import DeviceBuckets, resident_budget
+from graphsys.bsp.device_stream import DeviceBuckets, check_budget, resident_budget
 from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
 from graphsys.bsp.edges import (
     _host_accumulators,
@@ -99,8 +99,10 @@ class StreamEdges:
         self._pool: ThreadPoolExecutor | None = None
         #: per direction, the targets of the all-active copy/sum pass (bool (N,))
         self._marked: dict[str, np.ndarray] = {}
-        #: bytes of edges the torch path may keep on the device (checked here, in one line)
-        self.device_budget = resident_budget(device, device_budget)
+        #: the ``device_budget`` option (checked here; its bytes are reckoned by the torch
+        #: path's first pass, with the device memory free then)
+        check_budget(device_budget)
+        self.device_budget = device_budget
         #: the torch path's staging ring and resident batches, made by its first pass
         self.device_buckets: DeviceBuckets | None = None
 
@@ -116,7 +118,8 @@ class StreamEdges:
             keys = {(i, j) for task in self._tasks_of("both") for i, j, _ in task}
             longest = max((len(eb) for i, j in keys for eb in self._bucket(i, j)[1]),
                           default=0)
-            self.device_buckets = DeviceBuckets(self.device, self.device_budget, longest,
+            budget = resident_budget(self.device, self.device_budget)
+            self.device_buckets = DeviceBuckets(self.device, budget, longest,
                                                 bool(self.program.uses_weights))
         return self.device_buckets
 

@@ -136,7 +136,8 @@ def test_budget_option():
             resident_budget(cpu, bad)
 
 
-def test_bad_budget_is_one_line(graphs):
+@pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+def test_bad_budget_is_one_line(graphs, mode):
     with pytest.raises(ParameterError, match="device_budget must be bytes"):
-        bsp.pagerank(graphs["directed-p1"].graph, mode="out-of-core", backend="torch",
+        bsp.pagerank(graphs["directed-p1"].graph, mode=mode, backend="torch",
                      device_budget=-5)
