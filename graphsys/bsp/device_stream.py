@@ -14,8 +14,9 @@ stream; the compute stream waits for that copy's event, and the side stream wait
 it overwrites a slot, for the event recorded after the compute that read the slot. The host
 waits for a slot's previous copy before it writes into it again. So the copy of batch
 ``k + 1`` runs while batch ``k`` is computed. On the CPU the same ring is used with
-ordinary host memory, the device buffer is the host buffer, and the stream operations are
-skipped: the CPU tests run the same code in the same order.
+ordinary host memory, each batch's copy out of its slot is a copy addressed to the device
+(what :class:`~graphsys.analysis.device_counts.DeviceWorkCounter` counts as a transfer),
+and the stream operations are skipped: the CPU tests run the same code in the same order.
 
 Residency: in the first superstep each batch, in the order the pass reads them, is kept on
 the device while the kept bytes stay within the budget (:func:`resident_budget`); later
@@ -71,14 +72,14 @@ def resident_budget(device: torch.device, budget: int | float | None) -> int:
 
 
 class _Slot:
-    """One staging slot: host buffer (pinned on CUDA), its NumPy view, the device buffer,
-    and on CUDA the events of its last copy and of the last compute that read it."""
+    """One staging slot: host buffer (pinned on CUDA), its NumPy view, and on CUDA the
+    device buffer and the events of its last copy and of the last compute that read it."""
 
     def __init__(self, n: int, device: torch.device):
         cuda = device.type == "cuda"
         self.host = host_buffer(n, cuda)
         self.view = self.host.numpy()
-        self.device = torch.empty(n, dtype=torch.int32, device=device) if cuda else self.host
+        self.device = torch.empty(n, dtype=torch.int32, device=device) if cuda else None
         self.copied = torch.cuda.Event() if cuda else None
         self.consumed = torch.cuda.Event() if cuda else None
         self.used = False
@@ -137,8 +138,8 @@ class DeviceBuckets:
                                                   torch.Tensor | None]:
         """The batch ``key`` (int32 ``src``, ``dst`` (n,), float32 ``weight`` (n,) or None)
         on the device, ready for the compute stream: (src int32, dst int32, weight float32
-        or None), views of a staging slot (valid until the next :data:`RING` - 1 fetches)
-        or of the batch's resident copy."""
+        or None), views of a staging slot on CUDA (valid until the next :data:`RING` - 1
+        fetches) or of the batch's resident copy."""
         if key in self.resident:
             return self._split(self.resident[key], len(src))
         n = len(src)
@@ -154,20 +155,22 @@ class DeviceBuckets:
         if weight is not None:
             np.copyto(slot.view[2 * n:3 * n].view(np.float32), weight, casting="same_kind")
         size = n * self.cols
-        out = slot.device[:size]
         if self.cuda:
+            out = slot.device[:size]
             if slot.used:
                 self.side.wait_event(slot.consumed)
             with torch.cuda.stream(self.side):
                 out.copy_(slot.host[:size], non_blocking=True)
                 slot.copied.record(self.side)
             torch.cuda.current_stream(self.device).wait_event(slot.copied)
+        else:  # the copy a GPU run makes, addressed to the device (counted as one)
+            out = slot.host[:size].to(self.device, copy=True)
         slot.used = True
         self._last = slot
         self.moved_bytes += size * 4
         if key not in self.streamed:  # first read: keep it while the budget allows
             if self.resident_bytes + size * 4 <= self.budget:
-                out = out.clone()
+                out = out.clone() if self.cuda else out
                 self.resident[key] = out
                 self.resident_bytes += size * 4
             else:

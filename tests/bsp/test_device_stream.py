@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from graphsys import bsp
+from graphsys.analysis.device_counts import DeviceWorkCounter
 from graphsys.bsp import device_stream
 from graphsys.bsp.algorithms.pagerank import PageRank
 from graphsys.bsp.device_stream import RING, DeviceBuckets, resident_budget
@@ -84,6 +85,31 @@ def test_resident_batches_move_once(graphs):
     assert moved[0] == total and moved[1] == moved[2] == total - buckets.resident_bytes
     assert 0 < buckets.resident_bytes <= BUDGETS["mixed"]
     assert _moved_per_pass(g, BUDGETS["resident"])[0] == [total, 0, 0]
+
+
+@pytest.mark.parametrize("budget", BUDGETS.values(), ids=BUDGETS.keys())
+def test_transfers_a_superstep_are_the_streamed_batches(graphs, budget):
+    """Counted with DeviceWorkCounter (the device emulated on the CPU): after the first
+    pass, a pass makes one host -> device copy per streamed batch (its src and dst in one
+    copy), of the bytes the provider books, and none for a kept batch; no host sync."""
+    g = graphs["directed-p3"].graph
+    edges = open_edges(g, g.edge_set(None).name, PageRank(weighted=False),
+                       torch.device("cpu"), "torch", mode="out-of-core", device_budget=budget)
+    n = g.num_nodes()
+    x, active = torch.rand(n, dtype=torch.float64), torch.ones(n, dtype=torch.bool)
+    try:
+        edges.run(x, active, n, None)
+        buckets = edges.device_buckets
+        before = buckets.moved_bytes
+        with DeviceWorkCounter(device_tensors=[x, active]) as c:
+            edges.run(x, active, n, None)
+    finally:
+        edges.close()
+    h2d = [b for kind, b in c.records if kind == "h2d"]
+    assert len(h2d) == c.transfers == len(buckets.streamed)
+    assert sum(h2d) == buckets.moved_bytes - before == 8 * g.num_edges() - buckets.resident_bytes
+    assert c.syncs == 0
+    assert len(buckets.resident) + len(buckets.streamed) > 3  # several batches
 
 
 @pytest.mark.parametrize("key", ["directed-p1", "directed-p3"])
