@@ -4,8 +4,10 @@ memory budget (:class:`DeviceBuckets`, used by :class:`~graphsys.bsp.stream.Stre
 
 Layout on the device: a record batch's int32 local source and destination offsets (and its
 float32 weights only when the program reads weights), as stored: 8 bytes an edge for an
-unweighted program, 12 weighted. The partition offsets are added, and the ids widened to
-int64 for the scatter, by device ops of the compute.
+unweighted program, 12 weighted; where both partitions of the bucket have fewer than
+:data:`PACK_LIMIT` vertices, the two offsets share one int32 word (``src << 16 | dst``): 4
+bytes an edge unweighted, 8 weighted. The words are split, the partition offsets added, and
+the ids widened to int64 for the scatter, by device ops of the compute.
 
 Mechanism (CUDA): each streamed batch is copied from its mapped bucket file straight into
 one of :data:`RING` page-locked host buffers (``np.copyto`` into a NumPy view of the pinned
@@ -32,6 +34,9 @@ from graphsys.errors import ParameterError
 
 #: Staging slots of the ring: one being copied while the other is computed
 RING = 2
+#: A batch whose local offsets are all below this (both partitions this small) travels as one
+#: int32 word an edge, ``src << 16 | dst``: 4 bytes an edge unweighted instead of 8
+PACK_LIMIT = 1 << 16
 #: The default budget on CUDA: this share of the device memory free when the run starts
 RESIDENT_FRACTION = 0.5
 
@@ -69,6 +74,25 @@ def resident_budget(device: torch.device, budget: int | float | None) -> int:
         free, _ = torch.cuda.mem_get_info(device)
         return int(free * budget)
     return int(budget)
+
+
+def _stage(view: np.ndarray, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None,
+           packed: bool) -> int:
+    """Write a batch's columns into the int32 staging ``view`` straight from its (mapped)
+    arrays: ``src``, ``dst`` (or ``src << 16 | dst`` when ``packed``), then the weights.
+    Returns the int32 words written."""
+    n = len(src)
+    if packed:
+        word = view[:n].view(np.uint32)
+        np.left_shift(src, 16, out=word, casting="unsafe")
+        np.bitwise_or(word, dst, out=word, casting="unsafe")
+    else:
+        np.copyto(view[:n], src, casting="no")
+        np.copyto(view[n:2 * n], dst, casting="no")
+    ids = 1 if packed else 2
+    if weight is not None:
+        np.copyto(view[ids * n:(ids + 1) * n].view(np.float32), weight, casting="same_kind")
+    return n * (ids + (weight is not None))
 
 
 class _Slot:
@@ -133,15 +157,16 @@ class DeviceBuckets:
                       for _ in range(RING)]
         self.staging_allocations += RING
 
-    def fetch(self, key: tuple, src: np.ndarray, dst: np.ndarray,
-              weight: np.ndarray | None) -> tuple[torch.Tensor, torch.Tensor,
-                                                  torch.Tensor | None]:
+    def fetch(self, key: tuple, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None,
+              packed: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The batch ``key`` (int32 ``src``, ``dst`` (n,), float32 ``weight`` (n,) or None)
         on the device, ready for the compute stream: (src int32, dst int32, weight float32
-        or None), views of a staging slot on CUDA (valid until the next :data:`RING` - 1
-        fetches) or of the batch's resident copy."""
+        or None), made from a staging slot on CUDA (valid until the next :data:`RING` - 1
+        fetches) or from the batch's resident copy. ``packed``: every offset is below
+        :data:`PACK_LIMIT` (both partitions are that small), and the batch travels and
+        stays as one int32 word an edge (``src << 16 | dst``), split by the device."""
         if key in self.resident:
-            return self._split(self.resident[key], len(src))
+            return self._split(self.resident[key], len(src), packed)
         n = len(src)
         if self._last is not None and self.cuda:  # the compute that read it is enqueued
             self._last.consumed.record(torch.cuda.current_stream(self.device))
@@ -150,11 +175,7 @@ class DeviceBuckets:
         self._next = (self._next + 1) % RING
         if self.cuda and slot.used:
             slot.copied.synchronize()  # its previous copy has left the host buffer
-        np.copyto(slot.view[:n], src, casting="no")
-        np.copyto(slot.view[n:2 * n], dst, casting="no")
-        if weight is not None:
-            np.copyto(slot.view[2 * n:3 * n].view(np.float32), weight, casting="same_kind")
-        size = n * self.cols
+        size = _stage(slot.view, src, dst, weight, packed)
         if self.cuda:
             out = slot.device[:size]
             if slot.used:
@@ -175,10 +196,14 @@ class DeviceBuckets:
                 self.resident_bytes += size * 4
             else:
                 self.streamed.add(key)
-        return self._split(out, n)
+        return self._split(out, n, packed)
 
-    def _split(self, buf: torch.Tensor, n: int) -> tuple:
-        w = buf[2 * n:3 * n].view(torch.float32) if self.weights else None
+    def _split(self, buf: torch.Tensor, n: int, packed: bool) -> tuple:
+        ids = 1 if packed else 2
+        w = buf[ids * n:(ids + 1) * n].view(torch.float32) if self.weights else None
+        if packed:
+            word = buf[:n]
+            return (word >> 16) & 0xFFFF, word & 0xFFFF, w
         return buf[:n], buf[n:2 * n], w
 
     def finish(self) -> None:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from graphsys.bsp import kernels
+from graphsys.bsp import device_stream, kernels
 from graphsys.bsp.device_stream import DeviceBuckets, check_budget, resident_budget
 from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
 from graphsys.bsp.edges import (
@@ -385,8 +385,12 @@ class StreamEdges:
         resident, or streamed through the staging ring), offset and widened there."""
         buckets = self.device_buckets
         moved = buckets.moved_bytes
+        limit = device_stream.PACK_LIMIT
+        packed = max(self.offsets[i + 1] - self.offsets[i],
+                     self.offsets[j + 1] - self.offsets[j]) <= limit
         src, dst, w = buckets.fetch((i, j, eb.start), eb.src, eb.dst,
-                                    self._weights(eb) if self.program.uses_weights else None)
+                                    self._weights(eb) if self.program.uses_weights else None,
+                                    bool(packed))
         if self.device.type != "cpu":
             c[3] += buckets.moved_bytes - moved
         bi, bj = int(self.offsets[i]), int(self.offsets[j])

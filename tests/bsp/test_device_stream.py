@@ -21,9 +21,24 @@ from tests.bsp.test_pagerank import scipy_pagerank
 BUDGETS = {"streamed": 0, "mixed": 2500, "resident": 1 << 30}
 
 
+def edge_bytes(weighted: bool, packed: bool) -> int:
+    """Bytes an edge on the bus and on the device: int32 src and dst, or one word for both
+    (packed), plus a float32 weight."""
+    return (4 if packed else 8) + (4 if weighted else 0)
+
+
+@pytest.fixture(params=[True, False], ids=["packed", "int32-pairs"])
+def packed(request, monkeypatch) -> bool:
+    """Whether batches travel as one word an edge (the test graphs' partitions are small
+    enough) or as two int32 offsets (packing switched off)."""
+    if not request.param:
+        monkeypatch.setattr(device_stream, "PACK_LIMIT", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("key", ["directed-p3", "undirected-p3"])
 @pytest.mark.parametrize("weighted", [False, None])
-def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device):
+def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device, packed):
     """All-streamed, mixed and all-resident runs give the same ranks bit for bit (the
     scatters run in the same order), scipy's within the tolerance, and the numba out-of-core
     path's within rounding."""
@@ -37,7 +52,7 @@ def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device):
         np.testing.assert_array_equal(r.values, runs["streamed"].values)
         assert np.abs(r.values - ref).sum() < 1e-6
         assert np.abs(r.values - numba).sum() < 1e-9
-    width = 12 if weighted is None else 8  # int32 src, dst (+ float32 weight) an edge
+    width = edge_bytes(weighted is None, packed)
     edges = tg.graph.num_edges()
     assert runs["streamed"].stats.resident_bytes == 0
     assert 0 < runs["mixed"].stats.resident_bytes <= BUDGETS["mixed"]
@@ -45,7 +60,7 @@ def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device):
     assert runs["resident"].stats.resident_bytes == width * edges
 
 
-def test_bfs_same_whatever_the_budget(graphs, device):
+def test_bfs_same_whatever_the_budget(graphs, device, packed):
     """A frontier program (active sources only) reads kept and streamed batches alike."""
     tg = graphs["directed-p3"]
     ref = bsp.bfs(tg.graph, 0).values
@@ -75,11 +90,11 @@ def _moved_per_pass(graph, budget: int, passes: int = 3) -> tuple[list[int], Dev
         edges.device_buckets = buckets
 
 
-def test_resident_batches_move_once(graphs):
+def test_resident_batches_move_once(graphs, packed):
     """The first pass moves every batch; later passes move only the batches over the
     budget: none when all fit, all when the budget is 0, the rest in between."""
     g = graphs["directed-p3"].graph
-    total = 8 * g.num_edges()  # int32 src and dst, no values: an unweighted program
+    total = edge_bytes(False, packed) * g.num_edges()  # no values: an unweighted program
     assert _moved_per_pass(g, 0)[0] == [total] * 3
     moved, buckets = _moved_per_pass(g, BUDGETS["mixed"])
     assert moved[0] == total and moved[1] == moved[2] == total - buckets.resident_bytes
@@ -88,7 +103,7 @@ def test_resident_batches_move_once(graphs):
 
 
 @pytest.mark.parametrize("budget", BUDGETS.values(), ids=BUDGETS.keys())
-def test_transfers_a_superstep_are_the_streamed_batches(graphs, budget):
+def test_transfers_a_superstep_are_the_streamed_batches(graphs, budget, packed):
     """Counted with DeviceWorkCounter (the device emulated on the CPU): after the first
     pass, a pass makes one host -> device copy per streamed batch (its src and dst in one
     copy), of the bytes the provider books, and none for a kept batch; no host sync."""
@@ -107,7 +122,8 @@ def test_transfers_a_superstep_are_the_streamed_batches(graphs, budget):
         edges.close()
     h2d = [b for kind, b in c.records if kind == "h2d"]
     assert len(h2d) == c.transfers == len(buckets.streamed)
-    assert sum(h2d) == buckets.moved_bytes - before == 8 * g.num_edges() - buckets.resident_bytes
+    assert sum(h2d) == buckets.moved_bytes - before == (
+        edge_bytes(False, packed) * g.num_edges() - buckets.resident_bytes)
     assert c.syncs == 0
     assert len(buckets.resident) + len(buckets.streamed) > 3  # several batches
 
@@ -144,12 +160,16 @@ def test_ring_batches_arrive_intact(device):
         ring = DeviceBuckets(dev, budget, (longest + 1) // 2, weights=True)  # grows once
         for _ in range(2):  # the second round reads the kept batches
             got = [tuple(t.clone() for t in ring.fetch(k, *b)) for k, b in enumerate(batches)]
-            for b, g in zip(batches, got, strict=True):
+            got += [tuple(t.clone() for t in ring.fetch(("packed", k), b[0] >> 15, b[1] >> 15,
+                                                        b[2], packed=True))
+                    for k, b in enumerate(batches)]
+            small = [(b[0] >> 15, b[1] >> 15, b[2]) for b in batches]  # 16-bit offsets
+            for b, g in zip(batches + small, got, strict=True):
                 for want, have in zip(b, g, strict=True):
                     assert have.device.type == dev.type
                     np.testing.assert_array_equal(have.cpu().numpy(), want)
         assert ring.staging_allocations == 2 * RING
-        assert len(ring.resident) == (5 if budget else 0)
+        assert len(ring.resident) == (5 if budget else 0)  # the packed ones come later
         ring.finish()
 
 
