@@ -22,7 +22,10 @@ tests     170   60    ``pytest -m device --device cuda`` (every test that runs o
                       over ``--test-workers`` pytest-xdist workers when installed
 bsp       60    30    PageRank and BFS on a generated R-MAT (``--bsp-edges``, default 100M
                       edges over 2**23 ids, P = 8) held in GPU memory and streamed from the
-                      host buckets (out of core): edges/s per iteration, bytes copied host
+                      host buckets (out of core: kept on the GPU after the first superstep
+                      within the default budget, and streamed every superstep with
+                      ``device_budget=0``; resident and streamed bytes per superstep):
+                      edges/s per iteration, bytes copied host
                       to device per superstep, beside torch's CSR SpMV (cuSPARSE) on the same
                       matrix and device; in memory also with float32 ranks (tol 1e-6), and
                       the lean supersteps' ops per superstep and supersteps per host read
@@ -632,6 +635,19 @@ def spmv_peer(ctx: Ctx, g, reps: int) -> dict:
             "checksum": float(y.sum())}
 
 
+def stream_figures(stats, figs: dict) -> dict:
+    """Of an out-of-core run: bytes of edges kept in device memory after the first
+    superstep, bytes copied host to device in the median superstep after it (the streamed
+    ones), and the rate of those copies over the superstep's seconds (GB/s, the figure to
+    hold against the bus's limit); empty for another mode."""
+    if stats.mode != "out-of-core":
+        return {}
+    sec = figs["median_seconds"]
+    return {"resident_bytes": stats.resident_bytes,
+            "streamed_bytes_per_superstep": figs["median_bytes_h2d"],
+            "streamed_gb_per_s": round(figs["median_bytes_h2d"] / sec / 1e9, 2) if sec else None}
+
+
 def pagerank_row(label: str, where: str, figs: dict, peer: dict) -> dict:
     """The results-page row of a PageRank run (:func:`superstep_figures`) beside the SpMV
     peer: milliseconds per iteration, medians of supersteps 1.."""
@@ -657,13 +673,18 @@ def part_bsp(ctx: Ctx) -> None:
     hub = hub.tolist()[0] if hasattr(hub, "tolist") else hub.to_pylist()[0]
     label = f"R-MAT {edges / 1e6:g}M edges"
     where = {"memory": f"held in {'GPU' if ctx.cuda else 'device'} memory",
-             "out-of-core": "streamed from the host buckets"}
+             "out-of-core": "streamed from the host buckets, kept in device memory after the "
+                            "first superstep where they fit (device_budget default)",
+             "out-of-core-streamed": "streamed from the host buckets every superstep "
+                                     "(device_budget=0: a pinned staging ring, copies "
+                                     "overlapped with compute)"}
     where["memory-float32"] = where["memory"] + ", float32 ranks (tol 1e-6)"
     peer = None
     pagerank: dict[str, dict] = {}  # mode -> figures, for a row once the peer is measured
     # most telling first: PageRank in memory, its SpMV peer, then streamed, then BFS
     for algo, mode in (("pagerank", "memory"), ("peer", None), ("pagerank", "memory-float32"),
-                       ("pagerank", "out-of-core"), ("bfs", "memory"), ("bfs", "out-of-core")):
+                       ("pagerank", "out-of-core"), ("pagerank", "out-of-core-streamed"),
+                       ("bfs", "memory"), ("bfs", "out-of-core")):
         if algo != "peer" and ctx.left() < 15:
             ctx.record(f"{algo}-{mode}", status="skipped", reason="out of time")
             continue
@@ -676,12 +697,14 @@ def part_bsp(ctx: Ctx) -> None:
                                                                         figs, peer))
             continue
         t0 = time.perf_counter()
+        run_mode = mode.split("-")[0] if mode.startswith("memory") else "out-of-core"
+        budget = 0 if mode == "out-of-core-streamed" else None  # None: the default budget
         if algo == "pagerank":  # in memory: the lean supersteps (float64 at tol 1e-30)
             res = ctx.attempt(f"{algo}-{mode}", bsp.pagerank, g,
                               tol=1e-6 if mode == "memory-float32" else 1e-30,
-                              max_iters=iters if mode != "out-of-core" else max(3, iters // 2),
-                              mode=mode.split("-float32")[0], device=ctx.device,
-                              backend="torch", weighted=False)
+                              max_iters=iters if run_mode == "memory" else max(3, iters // 2),
+                              mode=run_mode, device=ctx.device, backend="torch",
+                              weighted=False, device_budget=budget)
         else:
             res = ctx.attempt(f"{algo}-{mode}", bsp.bfs, g, hub, mode=mode, device=ctx.device,
                               backend="torch", schedule="sync")
@@ -690,7 +713,7 @@ def part_bsp(ctx: Ctx) -> None:
         figs = superstep_figures(res.stats)
         ctx.record(f"{algo}-{mode}", graph=label, backend="torch", method=res.stats.method,
                    wall_s=round(time.perf_counter() - t0, 3), converged=res.stats.converged,
-                   **lean_counts(res.stats.method),
+                   **lean_counts(res.stats.method), **stream_figures(res.stats, figs),
                    **figs, note=f"{algo} {where[mode]}; edges/s = median edges scanned per "
                                 f"superstep / median superstep seconds (supersteps 1..)")
         if algo == "pagerank" and peer is not None:

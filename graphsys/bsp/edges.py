@@ -8,7 +8,7 @@ messages ``(index int64 (M,), values float64 (M,))``. Two implementations of eve
 fused numba kernels (CPU, builtin message and combiner) and torch gather +
 ``scatter_reduce_`` (any device, any program; an all-active copy/sum pull, PageRank's
 superstep, is one sparse matrix-vector product instead, cuSPARSE on CUDA). Streamed
-batches reach a GPU through pinned memory (:func:`_staged`).
+batches reach a GPU through a ring of pinned buffers (:mod:`graphsys.bsp.device_stream`).
 """
 
 from __future__ import annotations
@@ -115,29 +115,6 @@ def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tenso
 #: Devices whose torch backend multiplies a sparse CSR matrix (others, as torch's lazy
 #: tensors, take the gather-and-scatter pull)
 SPARSE_CSR_DEVICES = ("cpu", "cuda")
-
-
-def _staged(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tensor:
-    """``arr`` on ``device`` as :func:`_as_tensor` gives it, copied to a CUDA device through
-    page-locked memory: torch's threads copy it into a block of torch's pinned host cache,
-    and the device copies that block asynchronously (converting to ``dtype`` there).
-
-    A copy from pageable memory (a mapped bucket file) goes through the driver's small
-    bounce buffer at a fraction of the bus's speed, and the host waits for it; from pinned
-    memory the device's copy engine reads at the bus's speed while the host stages the next
-    batch. The block goes back to torch's cache when the tensor here is dropped, and is not
-    handed out again before the copy recorded on it has finished (torch records an event on
-    every asynchronous copy from pinned memory), so streaming reuses a few blocks of a
-    record batch's size."""
-    if device.type != "cuda":
-        return _as_tensor(arr, device, dtype)
-    with warnings.catch_warnings():  # read-only mapped memory: we never write through it
-        warnings.simplefilter("ignore", UserWarning)
-        t = torch.from_numpy(arr)
-    pinned = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
-    pinned.copy_(t)
-    out = pinned.to(device, non_blocking=True)
-    return out if dtype is None or out.dtype == dtype else out.to(dtype)
 
 
 def _torch_messages(program: VertexProgram, xs: torch.Tensor,

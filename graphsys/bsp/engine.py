@@ -26,6 +26,7 @@ import torch
 
 from graphsys import openmp
 from graphsys.bsp import checks
+from graphsys.bsp.device_stream import check_budget
 from graphsys.bsp.docstrings import ENGINE_OPTIONS, cite, document_options, fill_doc
 from graphsys.bsp.edges import DENSE_DIVISOR, MemoryEdges
 from graphsys.bsp.program import COMBINERS, REDUCTIONS, Context, VertexProgram
@@ -71,13 +72,16 @@ def resolve_backend(backend: str, device: torch.device) -> str:
 def open_edges(graph, edge_set: str, program: VertexProgram, device: torch.device,
                backend: str, *, mode: str = "memory", distributed: bool = False,
                threads: int = 2, readahead: int = 4,
-               dense_divisor: float = DENSE_DIVISOR) -> EdgeProvider:
+               dense_divisor: float = DENSE_DIVISOR,
+               device_budget: int | float | None = None) -> EdgeProvider:
     """The edge provider of a run (see :func:`run` for the arguments): a distributed run
     streams its partitions whatever ``mode`` says."""
     if distributed:
-        return DistributedEdges(graph, edge_set, program, device, backend, threads, readahead)
+        return DistributedEdges(graph, edge_set, program, device, backend, threads, readahead,
+                                device_budget=device_budget)
     if mode == "out-of-core":
-        return StreamEdges(graph, edge_set, program, device, backend, threads, readahead)
+        return StreamEdges(graph, edge_set, program, device, backend, threads, readahead,
+                           device_budget=device_budget)
     return MemoryEdges(graph, edge_set, program, device, backend, dense_divisor)
 
 
@@ -153,16 +157,17 @@ def _check_ranks_agree(graph, program: VertexProgram, edge_set: str, mode: str,
 def engine_options(scope: dict) -> dict:
     """The engine options among a front-end's arguments (``scope``: its ``locals()``), to
     pass on to :func:`run`."""
-    return {k: scope[k] for k in (*ENGINE_OPTIONS, "schedule") if k in scope}
+    return {k: scope[k] for k in (*ENGINE_OPTIONS, "schedule", "device_budget") if k in scope}
 
 
-@document_options()
+@document_options(*ENGINE_OPTIONS, "device_budget")
 @fill_doc(references=cite("pregel", "ligra"))
 def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu",
         backend: str = "auto", max_iters: int = DEFAULT_MAX_ITERS, edge_set: str | None = None,
         distributed: bool = False, threads: int | None = None, readahead: int = 4,
         dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, schedule: str = "sync",
-        progress: Callable[[SuperstepStats], None] | None = None) -> Result:
+        progress: Callable[[SuperstepStats], None] | None = None,
+        device_budget: int | float | None = None) -> Result:
     """Run a vertex program on a graph, superstep by superstep (Pregel's model).
 
     Each superstep reduces the aggregators, lets the active vertices send along their
@@ -261,6 +266,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                                           f"{', '.join(SCHEDULES)})")
     if not isinstance(max_iters, int) or max_iters < 1:
         raise ParameterError("max_iters", f"must be a positive integer, got {max_iters!r}")
+    check_budget(device_budget)
     if len(graph.entity_types) != 1:
         raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
                             f"{graph.entity_types}")
@@ -284,7 +290,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,
                        distributed=distributed, threads=threads, readahead=readahead,
-                       dense_divisor=dense_divisor)
+                       dense_divisor=dense_divisor, device_budget=device_budget)
     try:
         if schedule == "async" and not edges.relaxes:
             raise GraphsysError(f"{program.name}: the async schedule runs min-relaxation "
@@ -317,6 +323,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         local = checks.values(program, "result", program.result(ctx, state), n_local, dev_,
                               what="the result", any_width=True)
         stats.scores = dict(getattr(program, "scores", None) or {})
+        stats.resident_bytes = getattr(edges, "resident_bytes", 0)
         sizes = [int(b - a) for a, b in itertools.pairwise(edges.bounds)]
         values = edges.comm.allgather(local, sizes).cpu().numpy()
         stats.seconds = time.perf_counter() - t_start

@@ -126,6 +126,10 @@ class RunStats:
         A bound on the L1 change one more power-iteration step would make to the result
         (PageRank after a delta push, which stops on it); None where the run does not
         know one.
+    resident_bytes : int
+        Out of core on the torch backend: bytes of edge batches kept in device memory
+        after the first superstep (``device_budget``); the supersteps after it copy only
+        the other batches (their ``bytes_h2d``). 0 elsewhere.
 
     Examples
     --------
@@ -160,6 +164,7 @@ class RunStats:
     scores: dict[str, float] = field(default_factory=dict)
     start: str | None = None
     residual: float | None = None
+    resident_bytes: int = 0
 
     @property
     def num_supersteps(self) -> int:

@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from graphsys.bsp import kernels
+from graphsys.bsp import device_stream, kernels
+from graphsys.bsp.device_stream import DeviceBuckets, check_budget, resident_budget
 from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
 from graphsys.bsp.edges import (
     _host_accumulators,
     _Sink,
-    _staged,
     _torch_messages,
     check_weights,
 )
@@ -69,7 +69,7 @@ class StreamEdges:
 
     def __init__(self, graph, edge_set: str | None, program: VertexProgram,
                  device: torch.device, backend: str, threads: int = 2, readahead: int = 4,
-                 comm=None):
+                 comm=None, device_budget: int | float | None = None):
         self.graph, self.edge_set, self.program = graph, edge_set, program
         self.device, self.backend = device, backend
         self.comm = comm if comm is not None else LocalComm()
@@ -99,6 +99,29 @@ class StreamEdges:
         self._pool: ThreadPoolExecutor | None = None
         #: per direction, the targets of the all-active copy/sum pass (bool (N,))
         self._marked: dict[str, np.ndarray] = {}
+        #: the ``device_budget`` option (checked here; its bytes are reckoned by the torch
+        #: path's first pass, with the device memory free then)
+        check_budget(device_budget)
+        self.device_budget = device_budget
+        #: the torch path's staging ring and resident batches, made by its first pass
+        self.device_buckets: DeviceBuckets | None = None
+
+    @property
+    def resident_bytes(self) -> int:
+        """Bytes of edge batches kept on the device between supersteps (torch path)."""
+        return self.device_buckets.resident_bytes if self.device_buckets else 0
+
+    def _device_buckets(self) -> DeviceBuckets:
+        """The run's :class:`~graphsys.bsp.device_stream.DeviceBuckets`, its ring sized
+        to the longest record batch of the buckets the program may read."""
+        if self.device_buckets is None:
+            keys = {(i, j) for task in self._tasks_of("both") for i, j, _ in task}
+            longest = max((len(eb) for i, j in keys for eb in self._bucket(i, j)[1]),
+                          default=0)
+            budget = resident_budget(self.device, self.device_budget)
+            self.device_buckets = DeviceBuckets(self.device, budget, longest,
+                                                bool(self.program.uses_weights))
+        return self.device_buckets
 
     @property
     def tasks(self) -> list[list[tuple[int, int, bool]]]:
@@ -169,6 +192,9 @@ class StreamEdges:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+        if self.device_buckets is not None:
+            self.device_buckets.finish()
+            self.device_buckets = None
         self._open.clear()
 
     def _bucket(self, i: int, j: int) -> tuple[tuple[int, int], list]:
@@ -220,6 +246,7 @@ class StreamEdges:
         else:
             sink = _Sink(prog, self.num_nodes, self.device)
             workers = 1  # torch ops are themselves multi-threaded
+            self._device_buckets()
         counters = [[0, 0, 0, 0] for _ in range(max(1, workers))]  # scanned, sent, bytes, h2d
         next_task = itertools.count()
         failed = threading.Event()
@@ -353,15 +380,21 @@ class StreamEdges:
                                        use_active, msg, comb, a[db:], r[db:]))
 
     def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:
-        dev = self.device
+        """One record batch on the torch path: its columns on the device
+        (:meth:`DeviceBuckets.fetch <graphsys.bsp.device_stream.DeviceBuckets.fetch>`:
+        resident, or streamed through the staging ring), offset and widened there."""
+        buckets = self.device_buckets
+        moved = buckets.moved_bytes
+        limit = device_stream.PACK_LIMIT
+        packed = max(self.offsets[i + 1] - self.offsets[i],
+                     self.offsets[j + 1] - self.offsets[j]) <= limit
+        src, dst, w = buckets.fetch((i, j, eb.start), eb.src, eb.dst,
+                                    self._weights(eb) if self.program.uses_weights else None,
+                                    bool(packed))
+        if self.device.type != "cpu":
+            c[3] += buckets.moved_bytes - moved
         bi, bj = int(self.offsets[i]), int(self.offsets[j])
-        src = _staged(eb.src, dev, torch.int64)  # int32 over the bus, widened there
-        dst = _staged(eb.dst, dev, torch.int64)
-        w = None
-        if self.program.uses_weights:
-            w = _staged(self._weights(eb), dev)
-        if dev.type != "cpu":
-            c[3] += len(eb) * 8 + (len(eb) * 4 if w is not None else 0)
+        src, dst = src.to(torch.int64), dst.to(torch.int64)
         if rev:
             src, dst = dst + (bj - self.lo), src + bi
         else:
@@ -384,6 +417,7 @@ class DistributedEdges(StreamEdges):
     mode = "distributed"
 
     def __init__(self, graph, edge_set: str | None, program: VertexProgram,
-                 device: torch.device, backend: str, threads: int = 2, readahead: int = 4):
+                 device: torch.device, backend: str, threads: int = 2, readahead: int = 4,
+                 device_budget: int | float | None = None):
         super().__init__(graph, edge_set, program, device, backend, threads, readahead,
-                         comm=TorchComm(device))
+                         comm=TorchComm(device), device_budget=device_budget)

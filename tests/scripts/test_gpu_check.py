@@ -67,7 +67,7 @@ def test_dry_run_records_each_parts_figures(dry_run):
     names = {(r["part"], r["name"]) for r in records}
     for want in [("env", "environment"), ("tests", "collected"), ("tests", "results"),
                  ("bsp", "pagerank-memory"), ("bsp", "pagerank-memory-float32"),
-                 ("bsp", "pagerank-out-of-core"),
+                 ("bsp", "pagerank-out-of-core"), ("bsp", "pagerank-out-of-core-streamed"),
                  ("bsp", "bfs-memory"), ("bsp", "spmv-peer"), ("gnn", "graphsys"),
                  ("gnn", "pyg"), ("gnn", "graphsys-device-staged"),
                  ("embed", "embed-device"), ("embed", "embed-cpu"),
@@ -78,6 +78,10 @@ def test_dry_run_records_each_parts_figures(dry_run):
     for name, dtype in (("pagerank-memory", "float64"), ("pagerank-memory-float32", "float32")):
         assert by["bsp", name]["method"].endswith(f"int32 ids, {dtype} ranks)")
         assert by["bsp", name]["ops_per_superstep"] == 3
+    # streamed PageRank: kept within the default budget, and streamed every superstep
+    for name in ("pagerank-out-of-core", "pagerank-out-of-core-streamed"):
+        assert {"resident_bytes", "streamed_bytes_per_superstep"} <= set(by["bsp", name])
+    assert by["bsp", "pagerank-out-of-core-streamed"]["resident_bytes"] == 0
     # the device sampler with its neighbour ids in host memory draws the CPU's blocks
     assert by["gnn", "graphsys-device-staged"]["same_blocks"] is True
     assert by["tests", "collected"]["device_tests"] >= 150  # the suite's device subset

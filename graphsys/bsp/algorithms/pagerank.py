@@ -484,7 +484,7 @@ store_index : bool, default True
     directory untouched (the run builds what it needs in memory); ``graphsys index
     --push`` stores it explicitly."""
 
-@document_options(*ENGINE_OPTIONS, "init")
+@document_options(*ENGINE_OPTIONS, "init", "device_budget")
 @fill_doc(pagerank_parameters=_PAGERANK_PARAMETERS,
           references=cite("pagerank", "ligra"))
 def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int | None = None,
@@ -493,7 +493,8 @@ def pagerank(graph, *, damping: float = 0.85, tol: float = 1e-6, max_iters: int 
              backend: str = "auto", threads: int | None = None, edge_set: str | None = None,
              distributed: bool = False, progress: Callable | None = None,
              readahead: int = 4, dense_divisor: float = DENSE_DIVISOR,
-             fuse: bool = True, init=None) -> Result:
+             fuse: bool = True, init=None,
+             device_budget: int | float | None = None) -> Result:
     """PageRank of every node, as networkx's :func:`networkx.pagerank` defines it.
 
     Power iteration of :math:`x \\leftarrow \\alpha (A^\\top D^{-1} x + p \\sum_{d_u = 0}

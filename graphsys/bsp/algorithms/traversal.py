@@ -115,13 +115,14 @@ _SOURCE_DOC = """graph : Graph or str or Path
 source : int or str
     Original id of the node the search starts from."""
 
-@document_options(*ENGINE_OPTIONS, "init")
+@document_options(*ENGINE_OPTIONS, "init", "device_budget")
 @fill_doc(source=_SOURCE_DOC, references=cite("pregel", "beamer", "ligra"))
 def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
         mode: str = "auto", device: str = "cpu", backend: str = "auto",
         threads: int | None = None, edge_set: str | None = None, distributed: bool = False,
         progress: Callable | None = None, readahead: int = 4,
-        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None) -> Result:
+        dense_divisor: float = DENSE_DIVISOR, fuse: bool = True, init=None,
+        device_budget: int | float | None = None) -> Result:
     """Breadth-first search levels (hops from ``source`` along edge direction).
 
     Parameters

@@ -1,0 +1,189 @@
+"""Out-of-core batches on the torch path (graphsys.bsp.device_stream): a staging ring
+allocated once per run, batches kept on the device within a budget, the same answers
+whatever the budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from graphsys import bsp
+from graphsys.analysis.device_counts import DeviceWorkCounter
+from graphsys.bsp import device_stream
+from graphsys.bsp.algorithms.pagerank import PageRank
+from graphsys.bsp.device_stream import RING, DeviceBuckets, resident_budget
+from graphsys.bsp.engine import open_edges
+from graphsys.errors import ParameterError
+from tests.bsp.test_pagerank import scipy_pagerank
+
+#: all streamed, some batches kept and some streamed, all kept
+BUDGETS = {"streamed": 0, "mixed": 2500, "resident": 1 << 30}
+
+
+def edge_bytes(weighted: bool, packed: bool) -> int:
+    """Bytes an edge on the bus and on the device: int32 src and dst, or one word for both
+    (packed), plus a float32 weight."""
+    return (4 if packed else 8) + (4 if weighted else 0)
+
+
+@pytest.fixture(params=[True, False], ids=["packed", "int32-pairs"])
+def packed(request, monkeypatch) -> bool:
+    """Whether batches travel as one word an edge (the test graphs' partitions are small
+    enough) or as two int32 offsets (packing switched off)."""
+    if not request.param:
+        monkeypatch.setattr(device_stream, "PACK_LIMIT", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p3"])
+@pytest.mark.parametrize("weighted", [False, None])
+def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device, packed):
+    """All-streamed, mixed and all-resident runs give the same ranks bit for bit (the
+    scatters run in the same order), scipy's within the tolerance, and the numba out-of-core
+    path's within rounding."""
+    tg = graphs[key]
+    runs = {name: bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", backend="torch",
+                               weighted=weighted, device=device, device_budget=b)
+            for name, b in BUDGETS.items()}
+    ref = scipy_pagerank(tg.count if weighted is False else tg.adj)
+    numba = bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", weighted=weighted).values
+    for r in runs.values():
+        np.testing.assert_array_equal(r.values, runs["streamed"].values)
+        assert np.abs(r.values - ref).sum() < 1e-6
+        assert np.abs(r.values - numba).sum() < 1e-9
+    width = edge_bytes(weighted is None, packed)
+    edges = tg.graph.num_edges()
+    assert runs["streamed"].stats.resident_bytes == 0
+    assert 0 < runs["mixed"].stats.resident_bytes <= BUDGETS["mixed"]
+    assert runs["mixed"].stats.resident_bytes < width * edges
+    assert runs["resident"].stats.resident_bytes == width * edges
+
+
+def test_bfs_same_whatever_the_budget(graphs, device, packed):
+    """A frontier program (active sources only) reads kept and streamed batches alike."""
+    tg = graphs["directed-p3"]
+    ref = bsp.bfs(tg.graph, 0).values
+    for b in BUDGETS.values():
+        res = bsp.bfs(tg.graph, 0, mode="out-of-core", backend="torch", device=device,
+                      device_budget=b)
+        np.testing.assert_array_equal(res.values, ref)
+
+
+def _moved_per_pass(graph, budget: int, passes: int = 3) -> tuple[list[int], DeviceBuckets]:
+    """Bytes the torch path's provider moves through its ring in each of ``passes``
+    all-active PageRank edge phases (on the CPU: what a GPU run copies host -> device)."""
+    edges = open_edges(graph, graph.edge_set(None).name, PageRank(weighted=False),
+                       torch.device("cpu"), "torch", mode="out-of-core", device_budget=budget)
+    n = graph.num_nodes()
+    x, active = torch.rand(n, dtype=torch.float64), torch.ones(n, dtype=torch.bool)
+    moved = []
+    try:
+        for _ in range(passes):
+            before = edges.device_buckets.moved_bytes if edges.device_buckets else 0
+            edges.run(x, active, n, None)
+            moved.append(edges.device_buckets.moved_bytes - before)
+        return moved, edges.device_buckets
+    finally:
+        buckets = edges.device_buckets
+        edges.close()
+        edges.device_buckets = buckets
+
+
+def test_resident_batches_move_once(graphs, packed):
+    """The first pass moves every batch; later passes move only the batches over the
+    budget: none when all fit, all when the budget is 0, the rest in between."""
+    g = graphs["directed-p3"].graph
+    total = edge_bytes(False, packed) * g.num_edges()  # no values: an unweighted program
+    assert _moved_per_pass(g, 0)[0] == [total] * 3
+    moved, buckets = _moved_per_pass(g, BUDGETS["mixed"])
+    assert moved[0] == total and moved[1] == moved[2] == total - buckets.resident_bytes
+    assert 0 < buckets.resident_bytes <= BUDGETS["mixed"]
+    assert _moved_per_pass(g, BUDGETS["resident"])[0] == [total, 0, 0]
+
+
+@pytest.mark.parametrize("budget", BUDGETS.values(), ids=BUDGETS.keys())
+def test_transfers_a_superstep_are_the_streamed_batches(graphs, budget, packed):
+    """Counted with DeviceWorkCounter (the device emulated on the CPU): after the first
+    pass, a pass makes one host -> device copy per streamed batch (its src and dst in one
+    copy), of the bytes the provider books, and none for a kept batch; no host sync."""
+    g = graphs["directed-p3"].graph
+    edges = open_edges(g, g.edge_set(None).name, PageRank(weighted=False),
+                       torch.device("cpu"), "torch", mode="out-of-core", device_budget=budget)
+    n = g.num_nodes()
+    x, active = torch.rand(n, dtype=torch.float64), torch.ones(n, dtype=torch.bool)
+    try:
+        edges.run(x, active, n, None)
+        buckets = edges.device_buckets
+        before = buckets.moved_bytes
+        with DeviceWorkCounter(device_tensors=[x, active]) as c:
+            edges.run(x, active, n, None)
+    finally:
+        edges.close()
+    h2d = [b for kind, b in c.records if kind == "h2d"]
+    assert len(h2d) == c.transfers == len(buckets.streamed)
+    assert sum(h2d) == buckets.moved_bytes - before == (
+        edge_bytes(False, packed) * g.num_edges() - buckets.resident_bytes)
+    assert c.syncs == 0
+    assert len(buckets.resident) + len(buckets.streamed) > 3  # several batches
+
+
+@pytest.mark.parametrize("key", ["directed-p1", "directed-p3"])
+def test_staging_buffers_allocated_once_a_run(graphs, key, monkeypatch):
+    """A run allocates RING staging buffers, however many buckets (1 or 9) and supersteps:
+    none per bucket or per superstep."""
+    calls = []
+    real = device_stream.host_buffer
+    monkeypatch.setattr(device_stream, "host_buffer",
+                        lambda n, pin: calls.append(n) or real(n, pin))
+    g = graphs[key].graph
+    res = bsp.pagerank(g, tol=1e-12, mode="out-of-core", backend="torch", device_budget=0)
+    assert res.stats.num_supersteps > 5
+    assert len(calls) == RING
+    moved, buckets = _moved_per_pass(g, 0, passes=4)
+    assert buckets.staging_allocations == RING and len(calls) == 2 * RING
+
+
+def test_ring_batches_arrive_intact(device):
+    """Batches of varying length cross through the two staging slots, each slot written
+    again while the copy or compute of its previous batch may be queued: every batch's
+    columns arrive as they were (copies made on the compute stream right after each fetch,
+    compared at the end), kept ones as well as streamed ones."""
+    rng = np.random.default_rng(0)
+    batches = [(rng.integers(0, 2**31 - 1, m, dtype=np.int32),
+                rng.integers(0, 2**31 - 1, m, dtype=np.int32),
+                rng.random(m, dtype=np.float32))
+               for m in rng.integers(1, 1 << 15, 24)]
+    dev = torch.device(device)
+    longest = max(len(b[0]) for b in batches)
+    for budget in (0, 12 * sum(len(b[0]) for b in batches[:5])):
+        ring = DeviceBuckets(dev, budget, (longest + 1) // 2, weights=True)  # grows once
+        for _ in range(2):  # the second round reads the kept batches
+            got = [tuple(t.clone() for t in ring.fetch(k, *b)) for k, b in enumerate(batches)]
+            got += [tuple(t.clone() for t in ring.fetch(("packed", k), b[0] >> 15, b[1] >> 15,
+                                                        b[2], packed=True))
+                    for k, b in enumerate(batches)]
+            small = [(b[0] >> 15, b[1] >> 15, b[2]) for b in batches]  # 16-bit offsets
+            for b, g in zip(batches + small, got, strict=True):
+                for want, have in zip(b, g, strict=True):
+                    assert have.device.type == dev.type
+                    np.testing.assert_array_equal(have.cpu().numpy(), want)
+        assert ring.staging_allocations == 2 * RING
+        assert len(ring.resident) == (5 if budget else 0)  # the packed ones come later
+        ring.finish()
+
+
+def test_budget_option():
+    cpu = torch.device("cpu")
+    assert resident_budget(cpu, None) == 0 and resident_budget(cpu, 0.5) == 0
+    assert resident_budget(cpu, 1000) == 1000
+    for bad in (-1, 1.5, "all", True, float("nan")):
+        with pytest.raises(ParameterError, match="device_budget"):
+            resident_budget(cpu, bad)
+
+
+@pytest.mark.parametrize("mode", ["memory", "out-of-core"])
+def test_bad_budget_is_one_line(graphs, mode):
+    with pytest.raises(ParameterError, match="device_budget must be bytes"):
+        bsp.pagerank(graphs["directed-p1"].graph, mode=mode, backend="torch",
+                     device_budget=-5)
