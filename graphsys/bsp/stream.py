@@ -9,9 +9,9 @@ from __future__ import annotations
 import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from graphsys.bsp import kernels
 from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
@@ -28,6 +28,9 @@ from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.storage import pages
 from graphsys.storage.csr import chunks
+
+if TYPE_CHECKING:
+    import torch
 from graphsys.storage.kernels import count_into
 from graphsys.trace import trace_range, traced
 
@@ -353,6 +356,8 @@ class StreamEdges:
                                        use_active, msg, comb, a[db:], r[db:]))
 
     def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:
+        import torch
+
         dev = self.device
         bi, bj = int(self.offsets[i]), int(self.offsets[j])
         src = _staged(eb.src, dev, torch.int64)  # int32 over the bus, widened there

@@ -129,7 +129,7 @@ def run(args) -> int:
 
     from graphsys import open_graph
     from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
-    from graphsys.device import resolve_device
+    from graphsys.device import resolve_lazily
     from graphsys.distributed import init_from_env, peer_failures
     from graphsys.outputs import check_output, check_outputs
     from graphsys.storage.atomic import atomic_path
@@ -174,7 +174,7 @@ def run(args) -> int:
     trace = trace_path(args)
     check_outputs([("--out", out, "file"), ("--trace", args.trace, "file")],
                   overwrite=args.overwrite)
-    device = resolve_device(args.device)
+    device = resolve_lazily(args.device)  # the CPU without importing torch
     distributed = init_from_env(device)
     # opened once; each file the run reads is hash-checked as it is first read (buckets,
     # adjacency index, node ids), so verifying costs no pass of its own over the edges
