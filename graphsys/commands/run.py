@@ -125,6 +125,11 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    if args.extra_positionals or (args.algorithm is None) == (args.program is None):
+        raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
+    if args.program is None:  # an unknown name fails before anything heavy is imported
+        spec = ALGORITHMS.get(args.algorithm)
+        func, needs_source, parameters = spec.run, spec.needs_source, spec.parameters
     import numba
 
     from graphsys import open_graph
@@ -135,14 +140,9 @@ def run(args) -> int:
     from graphsys.storage.atomic import atomic_path
     from graphsys.trace import recording
 
-    if args.extra_positionals or (args.algorithm is None) == (args.program is None):
-        raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
     if args.program is not None:
         func, needs_source, parameters = _user_program(args), False, ()
         args.algorithm, spec = args.program, None
-    else:
-        spec = ALGORITHMS.get(args.algorithm)
-        func, needs_source, parameters = spec.run, spec.needs_source, spec.parameters
     if args.init not in ("auto", "none") and (spec is None or spec.warm_start is None):
         raise GraphsysError(f"--init applies to {_taking_init()}, not {args.algorithm}")
     if args.mode not in MODES:
