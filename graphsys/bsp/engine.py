@@ -34,7 +34,7 @@ from graphsys.bsp.result import RESULT_METADATA, Result  # noqa: F401 (re-export
 from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
-from graphsys.device import as_torch, host_array, resolve_lazily
+from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
@@ -287,8 +287,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
     # state stays in NumPy arrays (no torch import) unless the superstep loop must run
     host_run = (program.host_ready and program.builtin and backend == "numba"
                 and mode == "memory" and not distributed and fuse and schedule != "async")
-    if not host_run:
-        dev = as_torch(dev)
+    dev = HOST if host_run else as_torch(dev)  # the CPU however it was named ("auto"...)
     if distributed:
         _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,
