@@ -1,13 +1,63 @@
-"""Device selection shared by every engine: ``device`` is ``cpu``, ``cuda[:k]`` or ``auto``."""
+"""Device selection shared by every engine: ``device`` is ``cpu``, ``cuda[:k]`` or ``auto``.
+
+torch is imported where a device needs it: :func:`resolve_device` returns a
+:class:`torch.device`, while :func:`resolve_lazily` names the CPU :data:`HOST` without
+importing torch (a CPU run of a builtin algorithm computes with NumPy and numba alone).
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 
 from graphsys.errors import ParameterError
 
+if TYPE_CHECKING:
+    import torch
+
 DEVICES = ("cpu", "cuda", "auto")
+
+
+class HostDevice:
+    """The CPU before torch is imported: ``type`` ``"cpu"``, ``index`` None and ``str()``
+    ``"cpu"``, as :class:`torch.device` has them; :func:`as_torch` turns it into
+    ``torch.device("cpu")`` where a tensor is made."""
+
+    type = "cpu"
+    index = None
+
+    def __str__(self) -> str:
+        return "cpu"
+
+    def __repr__(self) -> str:
+        return "HostDevice('cpu')"
+
+
+#: The CPU, named without torch (see :class:`HostDevice`).
+HOST = HostDevice()
+
+
+def resolve_lazily(device) -> torch.device | HostDevice:
+    """:func:`resolve_device`, except that the CPU (``"cpu"``, or :data:`HOST`) is
+    :data:`HOST`: no torch import.
+
+    Examples
+    --------
+    >>> from graphsys.device import resolve_lazily
+    >>> resolve_lazily("cpu")
+    HostDevice('cpu')
+    """
+    if isinstance(device, HostDevice) or (isinstance(device, str) and device == "cpu"):
+        return HOST
+    return resolve_device(device)
+
+
+def as_torch(device) -> torch.device:
+    """``device`` as a :class:`torch.device` (:data:`HOST` as ``torch.device("cpu")``)."""
+    import torch
+
+    return torch.device("cpu") if isinstance(device, HostDevice) else device
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -45,6 +95,8 @@ def resolve_device(device: str | torch.device) -> torch.device:
     ...
     graphsys.errors.ParameterError: device 'tpu': unknown device (choose from cpu, cuda, auto)
     """
+    import torch
+
     name = str(device)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -64,9 +116,9 @@ def resolve_device(device: str | torch.device) -> torch.device:
                                    f"{', '.join(DEVICES)})")
 
 
-def host_array(t: torch.Tensor) -> np.ndarray:
+def host_array(t: torch.Tensor | np.ndarray) -> np.ndarray:
     """A NumPy view (no copy) of a CPU tensor's memory, bool as uint8, taken through DLPack:
     no torch operator is dispatched (``Tensor.numpy()`` dispatches four, which a profiled
-    run would count as the workload's own)."""
-    a = np.from_dlpack(t)
+    run would count as the workload's own). A NumPy array is viewed the same way."""
+    a = t if isinstance(t, np.ndarray) else np.from_dlpack(t)
     return a.view(np.uint8) if a.dtype == np.bool_ else a

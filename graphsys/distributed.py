@@ -20,13 +20,17 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from graphsys.errors import GraphsysError
+
+if TYPE_CHECKING:
+    import torch
 
 #: Environment variable: seconds a collective waits for a peer (default DEFAULT_TIMEOUT_S).
 ENV_TIMEOUT = "GRAPHSYS_DIST_TIMEOUT"
@@ -40,7 +44,10 @@ _destroyed = False
 
 
 def initialized() -> bool:
-    """Whether ``torch.distributed``'s default process group is initialised."""
+    """Whether ``torch.distributed``'s default process group is initialised (False, with no
+    torch import, in a process that never imported ``torch.distributed``)."""
+    if "torch.distributed" not in sys.modules:
+        return False
     import torch.distributed as dist
 
     return dist.is_available() and dist.is_initialized()
@@ -102,12 +109,14 @@ def init_from_env(device: torch.device) -> bool:
     (``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR``/``MASTER_PORT``) when ``WORLD_SIZE`` > 1 and
     it is not initialised yet; NCCL for CUDA devices, gloo otherwise, with the
     :func:`process_group_timeout`. Returns whether the run is distributed."""
-    import torch.distributed as dist
-
     if initialized():
+        import torch.distributed as dist
+
         return dist.get_world_size() > 1
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return False
+    import torch.distributed as dist
+
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                             timeout=timedelta(seconds=process_group_timeout()))
     return True
@@ -116,6 +125,7 @@ def init_from_env(device: torch.device) -> bool:
 def local_cuda_device() -> torch.device:
     """This rank's GPU, ``cuda:LOCAL_RANK`` (``torchrun`` sets it; else the rank modulo the
     visible GPUs), made the current CUDA device."""
+    import torch
     import torch.distributed as dist
 
     local = int(os.environ.get("LOCAL_RANK", dist.get_rank() % torch.cuda.device_count()))
@@ -271,6 +281,7 @@ class Collectives:
     for gloo, on ``device`` for NCCL."""
 
     def __init__(self, device: torch.device):
+        import torch
         import torch.distributed as dist
 
         if not dist.is_initialized():
@@ -284,6 +295,8 @@ class Collectives:
     def allreduce(self, values: list[float], ops: list[str]) -> list[float]:
         """Reduce each value with its op (``sum``, ``min``, ``max``) over all ranks: one
         all_reduce per distinct op."""
+        import torch
+
         out = [0.0] * len(values)
         for op in sorted(set(ops)):
             pos = [k for k, o in enumerate(ops) if o == op]
@@ -297,6 +310,8 @@ class Collectives:
     def allgather(self, local: torch.Tensor, sizes: list[int]) -> torch.Tensor:
         """Concatenate every rank's ``local`` float64 (n_r,) vector or (n_r, d) rows (rank
         order); ``sizes`` are the ranks' n_r."""
+        import torch
+
         m = max(sizes)
         buf = torch.zeros((m, *local.shape[1:]), dtype=torch.float64, device=self.device)
         buf[:len(local)] = local.to(self.device)
@@ -326,6 +341,7 @@ def check_same_inputs(what: dict[str, str]) -> None:
     ``all_gather`` of the digests before the first superstep or batch. Ranks given different
     graph directories (another partitioner or seed, same counts) would otherwise run to
     completion on inconsistent data."""
+    import torch
     import torch.distributed as dist
 
     names = sorted(what)

@@ -8,13 +8,36 @@ Every array a program hands the engine is therefore checked here for its type, s
 dtype and device, and a mismatch is one :class:`~graphsys.errors.GraphsysError` naming the
 program, the method and what was expected. The checks read attributes only: no copy, no
 reduction over the values (a value of another real dtype is converted as before).
+
+A run that keeps the state in NumPy arrays (:attr:`~graphsys.bsp.program.Context.host`,
+its device :data:`graphsys.device.HOST`) is checked the same way with NumPy arrays in place
+of tensors.
 """
 
 from __future__ import annotations
 
-import torch
+import sys
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from graphsys.device import HostDevice
 from graphsys.errors import GraphsysError
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _is_tensor(value) -> bool:
+    """Whether ``value`` is a torch tensor (False, with no torch import, where torch was
+    never imported: then nothing is one)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _dtype(t) -> str:
+    """The name of a tensor's or array's dtype (``float64``, ``bool``...)."""
+    return str(t.dtype).removeprefix("torch.")
 
 
 def _same_device(have: torch.device, want: torch.device) -> bool:
@@ -24,8 +47,8 @@ def _same_device(have: torch.device, want: torch.device) -> bool:
 
 
 def _describe(value) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a {str(value.dtype).removeprefix('torch.')} tensor of shape {tuple(value.shape)}"
+    if _is_tensor(value):
+        return f"a {_dtype(value)} tensor of shape {tuple(value.shape)}"
     return f"a {type(value).__module__}.{type(value).__qualname__}".replace("builtins.", "")
 
 
@@ -36,7 +59,11 @@ def _fail(program, method: str, what: str, value, expected: str) -> GraphsysErro
 
 def _tensor(program, method: str, what: str, value, expected: str,
             device: torch.device) -> torch.Tensor:
-    if not isinstance(value, torch.Tensor):
+    if isinstance(device, HostDevice):  # a NumPy state (Context.host)
+        if not isinstance(value, np.ndarray):
+            raise _fail(program, method, what, value, expected + " (a NumPy array)")
+        return value
+    if not _is_tensor(value):
         raise _fail(program, method, what, value, expected + " (a torch.Tensor)")
     if not _same_device(value.device, device):
         raise GraphsysError(f"{program.name}: {method}() returned {what} on {value.device}, "
@@ -50,9 +77,9 @@ def mask(program, method: str, value, num_local: int, device: torch.device,
     accepted targets); GraphsysError naming ``method`` otherwise."""
     expected = f"bool ({num_local},): one flag per owned vertex"
     t = _tensor(program, method, what, value, expected, device)
-    if t.dtype != torch.bool or tuple(t.shape) != (num_local,):
+    if _dtype(t) != "bool" or tuple(t.shape) != (num_local,):
         raise _fail(program, method, what, t, expected)
-    return t.contiguous()
+    return np.ascontiguousarray(t) if isinstance(t, np.ndarray) else t.contiguous()
 
 
 def values(program, method: str, value, num_local: int, device: torch.device,
@@ -71,9 +98,17 @@ def values(program, method: str, value, num_local: int, device: torch.device,
                     f"float64 {shape}: one row of width {width} per owned vertex")
         ok = (lambda s: s == shape)
     t = _tensor(program, method, what, value, expected, device)
-    if t.is_complex() or not ok(tuple(t.shape)):
+    if _complex(t) or not ok(tuple(t.shape)):
         raise _fail(program, method, what, t, expected)
+    if isinstance(t, np.ndarray):
+        return np.ascontiguousarray(t, np.float64)
+    import torch
+
     return t.to(torch.float64).contiguous()
+
+
+def _complex(t) -> bool:
+    return np.iscomplexobj(t) if isinstance(t, np.ndarray) else t.is_complex()
 
 
 def state(program, method: str, value, num_local: int, device: torch.device) -> dict:
@@ -84,7 +119,7 @@ def state(program, method: str, value, num_local: int, device: torch.device) -> 
     if not isinstance(value, dict):
         raise _fail(program, method, "the state", value, "a dict of str to per-vertex tensors")
     for name, t in value.items():
-        if isinstance(t, torch.Tensor) and t.dim() >= 1:
+        if (_is_tensor(t) or isinstance(t, np.ndarray)) and t.ndim >= 1:
             what = f"state[{name!r}]"
             expected = f"({num_local}, ...): one entry per owned vertex"
             _tensor(program, method, what, t, expected, device)
@@ -106,7 +141,7 @@ def relax_state(program, method: str, value: dict, num_local: int,
     t = value[name]
     expected = f"float64 ({num_local},) (the relax_state the fused supersteps lower in place)"
     _tensor(program, method, f"state[{name!r}]", t, expected, device)
-    if t.dtype != torch.float64 or tuple(t.shape) != (num_local,):
+    if _dtype(t) != "float64" or tuple(t.shape) != (num_local,):
         raise _fail(program, method, f"state[{name!r}]", t, expected)
 
 
@@ -129,7 +164,7 @@ def reductions(program, method: str, parts) -> dict:
                     "a dict of name to (value, 'sum' | 'min' | 'max')")
     for name, part in parts.items():
         ok = isinstance(part, (tuple, list)) and len(part) == 2
-        if ok and isinstance(part[0], torch.Tensor):
+        if ok and _is_tensor(part[0]):
             ok = part[0].numel() == 1 and not part[0].is_complex()
         elif ok:
             ok = isinstance(part[0], (int, float)) or hasattr(part[0], "__float__")
@@ -144,6 +179,8 @@ def messages(program, value, expected_shape: tuple, device: torch.device) -> tor
     """A callable :attr:`~graphsys.bsp.program.VertexProgram.message`'s per-edge messages:
     float64 of the sent rows' shape ((E,) or (E, d)) on ``device``."""
     expected = f"float64 {expected_shape}: one message per edge"
+    import torch
+
     t = _tensor(program, "message", "the messages", value, expected, device)
     if t.is_complex() or tuple(t.shape) != tuple(expected_shape):
         raise _fail(program, "message", "the messages", t, expected)

@@ -27,10 +27,14 @@ supersteps read kept batches where they are and stream only the others.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 
 from graphsys.errors import ParameterError
+
+if TYPE_CHECKING:  # torch is imported where a batch moves: a CPU run never loads it
+    import torch
 
 #: Staging slots of the ring: one being copied while the other is computed
 RING = 2
@@ -46,6 +50,8 @@ def host_buffer(n: int, pin: bool) -> torch.Tensor:
     allocation of a run goes through here (a run makes :data:`RING` of them, sized to the
     longest batch it may read; :data:`RING` more, at least twice as long, only for a batch
     longer than that)."""
+    import torch
+
     return torch.empty(n, dtype=torch.int32, pin_memory=pin)
 
 
@@ -71,6 +77,8 @@ def resident_budget(device: torch.device, budget: int | float | None) -> int:
     if isinstance(budget, float):
         if device.type != "cuda":
             return 0
+        import torch
+
         free, _ = torch.cuda.mem_get_info(device)
         return int(free * budget)
     return int(budget)
@@ -100,6 +108,8 @@ class _Slot:
     device buffer and the events of its last copy and of the last compute that read it."""
 
     def __init__(self, n: int, device: torch.device):
+        import torch
+
         cuda = device.type == "cuda"
         self.host = host_buffer(n, cuda)
         self.view = self.host.numpy()
@@ -134,6 +144,8 @@ class DeviceBuckets:
     """
 
     def __init__(self, device: torch.device, budget: int, max_batch: int, weights: bool):
+        import torch
+
         self.device, self.budget, self.weights = device, budget, weights
         self.cols = 3 if weights else 2
         self.cuda = device.type == "cuda"
@@ -165,6 +177,8 @@ class DeviceBuckets:
         fetches) or from the batch's resident copy. ``packed``: every offset is below
         :data:`PACK_LIMIT` (both partitions are that small), and the batch travels and
         stays as one int32 word an edge (``src << 16 | dst``), split by the device."""
+        import torch
+
         if key in self.resident:
             return self._split(self.resident[key], len(src), packed)
         n = len(src)
@@ -199,6 +213,8 @@ class DeviceBuckets:
         return self._split(out, n, packed)
 
     def _split(self, buf: torch.Tensor, n: int, packed: bool) -> tuple:
+        import torch
+
         ids = 1 if packed else 2
         w = buf[ids * n:(ids + 1) * n].view(torch.float32) if self.weights else None
         if packed:

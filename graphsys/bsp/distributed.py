@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from graphsys.distributed import Collectives, rank_share
 from graphsys.errors import ParameterError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def rank_split(num_partitions: int, world_size: int) -> list[range]:
@@ -81,6 +84,8 @@ class TorchComm(Collectives):
         ``values`` float64 (M,) or (M, d) rows (vector programs); ``bounds`` int64 (W+1,)
         are the ranks' id ranges. Returns the pairs this rank received (local ids), and how
         many pairs it sent to other ranks."""
+        import torch
+
         w = self.world_size
         dev_in = index.device
         index, values = index.to(self.device), values.to(self.device)

@@ -17,10 +17,9 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from graphsys import views
 from graphsys.bsp import checks, kernels
@@ -31,6 +30,9 @@ from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.storage.kernels import count_into, csr_fill
 from graphsys.trace import traced
+
+if TYPE_CHECKING:
+    import torch
 
 #: Ligra's default: go dense (pull) when |F| + outdeg(F) > num_edges / DENSE_DIVISOR.
 DENSE_DIVISOR = 20
@@ -80,6 +82,8 @@ def _host_accumulators(n: int, identity: float,
     identity and ``received`` bool (n,) all False, CPU tensors allocated by NumPy (a torch
     fill of a CPU tensor wakes torch's thread pool, which costs more than the fill itself on
     small graphs)."""
+    import torch
+
     shape = n if width is None else (n, width)
     return torch.from_numpy(np.full(shape, identity)), torch.from_numpy(np.zeros(n, np.bool_))
 
@@ -102,10 +106,12 @@ def check_weights(w: np.ndarray, edge_set: str | None) -> None:
 
 def _host(arr) -> np.ndarray:
     """A NumPy view of an adjacency array (a CPU/GPU tensor on the torch backend)."""
-    return arr.cpu().numpy() if isinstance(arr, torch.Tensor) else arr
+    return arr if isinstance(arr, np.ndarray) else arr.cpu().numpy()
 
 
 def _as_tensor(arr: np.ndarray, device: torch.device, dtype=None) -> torch.Tensor:
+    import torch
+
     with warnings.catch_warnings():  # read-only mapped memory: we never write through it
         warnings.simplefilter("ignore", UserWarning)
         t = torch.from_numpy(arr)
@@ -121,6 +127,8 @@ def _torch_messages(program: VertexProgram, xs: torch.Tensor,
                     w: torch.Tensor | None) -> torch.Tensor:
     """Per-edge messages on the torch path: ``xs`` float64 (E,) source values ((E, d) rows
     of a vector program)."""
+    import torch
+
     msg = program.message
     if callable(msg):
         return checks.messages(program, msg(xs, w), tuple(xs.shape), xs.device)
@@ -137,6 +145,8 @@ class _Sink:
     """Where torch-path messages go: a scatter_reduce into ``acc`` or a raw message list."""
 
     def __init__(self, program: VertexProgram, num_targets: int, device: torch.device):
+        import torch
+
         self.program, self.device = program, device
         self.raw = program.raw_messages
         self.num_targets = num_targets
@@ -163,6 +173,8 @@ class _Sink:
 
     def result(self, direction: str) -> EdgeResult:
         if self.raw:
+            import torch
+
             dev = self.device
             idx = torch.cat(self.index) if self.index else torch.zeros(0, dtype=torch.int64,
                                                                        device=dev)
@@ -284,6 +296,8 @@ class MemoryEdges:
             if self.use_numba:
                 self._adj[kind] = (indptr, idx, w)
             else:
+                import torch
+
                 if self.device.type != "cpu":  # what crosses the bus (rows are made there)
                     self.bytes_h2d += indptr.nbytes + idx.nbytes + w.nbytes
                 indptr_t = _as_tensor(indptr, self.device)
@@ -304,6 +318,8 @@ class MemoryEdges:
         once (float64 values beside the ids: 8 bytes an edge) and kept with the adjacency."""
         key = f"{kind}-spmv"
         if key not in self._adj:
+            import torch
+
             indptr, idx, _, _ = self.adjacency(kind)
             ones = torch.ones(idx.numel(), dtype=torch.float64, device=self.device)
             with warnings.catch_warnings():  # "sparse CSR support is in beta"
@@ -448,6 +464,8 @@ class MemoryEdges:
         threshold = self.num_edges * len(self._passes()) / self.dense_divisor
         if num_active > threshold:
             return True, None
+        import torch
+
         frontier = torch.nonzero(active).squeeze(1)
         outdeg = 0
         for _, push_kind in self._passes():
@@ -506,6 +524,20 @@ class MemoryEdges:
         return kernels.push_rows(indptr, idx, w, xn, host_array(frontier), acc_mask,
                                  use_accept, msg, comb, a, r)
 
+    def _push_edges(self, kind: str, frontier: torch.Tensor) -> tuple:
+        """The out-edges of ``frontier`` (torch path) in ``kind``'s adjacency: (sources,
+        targets, weights or None), int64/float32 tensors on the device."""
+        import torch
+
+        indptr, idx, w, _ = self.adjacency(kind)
+        f = frontier.to(self.device)
+        counts = indptr[f + 1] - indptr[f]
+        src = torch.repeat_interleave(f, counts)
+        # edge positions: start of each source's row + rank within the row
+        starts = torch.repeat_interleave(indptr[f] - torch.cumsum(counts, 0) + counts, counts)
+        pos = starts + torch.arange(src.numel(), device=self.device)
+        return src, idx[pos], (w[pos] if w is not None else None)
+
     @traced("bsp.edges")
     def run(self, x: torch.Tensor, active: torch.Tensor, num_active: int,
             accept: torch.Tensor | None) -> EdgeResult:
@@ -554,7 +586,7 @@ class MemoryEdges:
         for pull_kind, push_kind in self._passes():
             if spmv:  # every vertex sends its value: the sums are one matrix-vector product
                 mat, has_in = self._pull_matrix(pull_kind)
-                sink.acc += mat @ x.to(torch.float64)
+                sink.acc += mat @ x.double()
                 sink.received |= has_in
                 scanned += mat.values().numel()
                 sent += mat.values().numel()
@@ -568,16 +600,7 @@ class MemoryEdges:
                     src, dst = src[keep], dst[keep]
                     w = w[keep] if w is not None else None
             else:
-                indptr, idx, w, _ = self.adjacency(push_kind)
-                f = frontier.to(self.device)
-                counts = indptr[f + 1] - indptr[f]
-                src = torch.repeat_interleave(f, counts)
-                # edge positions: start of each source's row + rank within the row
-                starts = torch.repeat_interleave(indptr[f] - torch.cumsum(counts, 0) + counts,
-                                                 counts)
-                pos = starts + torch.arange(src.numel(), device=self.device)
-                dst = idx[pos]
-                w = w[pos] if w is not None else None
+                src, dst, w = self._push_edges(push_kind, frontier)
                 scanned += src.numel()
             if accept is not None:
                 keep = accept[dst]

@@ -20,9 +20,9 @@ import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from graphsys import openmp
 from graphsys.bsp import checks
@@ -35,10 +35,13 @@ from graphsys.bsp.result import RESULT_METADATA, Result  # noqa: F401 (re-export
 from graphsys.bsp.solve import solve_in_memory
 from graphsys.bsp.stats import RunStats, SuperstepStats, disk_read_bytes
 from graphsys.bsp.stream import DistributedEdges, StreamEdges
-from graphsys.device import host_array, resolve_device
+from graphsys.device import HOST, as_torch, host_array, resolve_lazily
 from graphsys.distributed import initialized, local_cuda_device
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.trace import trace_range
+
+if TYPE_CHECKING:
+    import torch
 
 MODES = ("auto", "memory", "out-of-core")
 #: ``mode="auto"`` streams the edges of a run expected to end within this many supersteps
@@ -271,7 +274,7 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         raise GraphsysError(f"the BSP engine needs a graph with one entity type, this one has "
                             f"{graph.entity_types}")
     program.check()
-    dev = resolve_device(device)
+    dev = resolve_lazily(device)  # the CPU without torch (HOST): see host_run below
     backend = resolve_backend(backend, dev)
     if program.sum_dtype != "float64" and backend != "numba":
         raise ParameterError("sum_dtype", f"{program.sum_dtype} sums run in the numba CPU "
@@ -286,6 +289,11 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         dev = local_cuda_device()  # NCCL: one GPU per rank
     if mode == "auto":
         mode = choose_mode(graph, es.name, program, dev)
+    # a builtin program that takes NumPy state, in memory on the CPU in one process: its
+    # state stays in NumPy arrays (no torch import) unless the superstep loop must run
+    host_run = (program.host_ready and program.builtin and backend == "numba"
+                and mode == "memory" and not distributed and fuse and schedule != "async")
+    dev = HOST if host_run else as_torch(dev)  # the CPU however it was named ("auto"...)
     if distributed:
         _check_ranks_agree(graph, program, es.name, mode, max_iters, schedule)
     edges = open_edges(graph, es.name, program, dev, backend, mode=mode,
@@ -297,7 +305,8 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
                                 f"programs (bfs, sssp, wcc) in memory on the CPU (numba "
                                 f"backend, one process)")
         ctx = Context(graph=graph, num_nodes=graph.num_nodes(), lo=edges.lo, hi=edges.hi,
-                      device=dev, backend=backend, edge_set=es.name, _degree_fn=edges.degrees)
+                      device=dev, backend=backend, edge_set=es.name, _degree_fn=edges.degrees,
+                      host=host_run)
         stats = RunStats(algorithm=program.name, mode=edges.mode, device=str(dev),
                          backend=backend, world_size=edges.comm.world_size,
                          num_nodes=ctx.num_nodes, num_edges=es.num_edges,
@@ -308,28 +317,58 @@ def run(graph, program: VertexProgram, *, mode: str = "auto", device: str = "cpu
         active = checks.mask(program, "init", active, n_local, dev_)
         stats.setup_seconds = time.perf_counter() - t_start
         stats.setup_bytes_h2d = edges.bytes_h2d
-        loop = _Supersteps(program, edges, ctx, state, stats, progress)
-        solved = None  # vertices a declared whole-graph algorithm left active
-        if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
-                and edges.comm.world_size == 1):
-            solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
-                                     progress, on_device=edges.backend != "numba")
-        if solved is not None:  # a declared whole-graph algorithm ran: converged if done
-            stats.converged = solved == 0
-        elif schedule == "async":
-            loop.run_async(active)
-        else:
-            loop.run(active, max_iters, fuse and edges.relaxes)
-        local = checks.values(program, "result", program.result(ctx, state), n_local, dev_,
-                              what="the result", any_width=True)
+        _solve(program, edges, ctx, state, active, stats, progress, schedule, max_iters, fuse)
+        local = checks.values(program, "result", program.result(ctx, state), n_local,
+                              ctx.device, what="the result", any_width=True)
         stats.scores = dict(getattr(program, "scores", None) or {})
         stats.resident_bytes = getattr(edges, "resident_bytes", 0)
         sizes = [int(b - a) for a, b in itertools.pairwise(edges.bounds)]
-        values = edges.comm.allgather(local, sizes).cpu().numpy()
+        values = edges.comm.allgather(local, sizes)
+        if not isinstance(values, np.ndarray):
+            values = values.cpu().numpy()
         stats.seconds = time.perf_counter() - t_start
     finally:
         edges.close()
     return Result(values=np.ascontiguousarray(values, np.float64), stats=stats, graph=graph)
+
+
+def _solve(program: VertexProgram, edges: EdgeProvider, ctx: Context, state: dict, active,
+           stats: RunStats, progress, schedule: str, max_iters: int, fuse: bool) -> None:
+    """Run the program from its initial ``state`` and frontier ``active``: its declared
+    whole-graph algorithm where it has one for this run, else the supersteps (on tensors:
+    a NumPy state becomes them first); ``stats`` records the run."""
+    solved = None  # vertices a declared whole-graph algorithm left active
+    if (schedule != "async" and fuse and isinstance(edges, MemoryEdges)
+            and edges.comm.world_size == 1):
+        solved = solve_in_memory(program, ctx, edges, state, schedule, max_iters, stats,
+                                 progress, on_device=edges.backend != "numba")
+    if solved is not None:  # a declared whole-graph algorithm ran: converged if done
+        stats.converged = solved == 0
+        return
+    if ctx.host:  # the supersteps run on tensors: the state becomes them
+        active = _to_tensors(ctx, edges, state, active)
+    loop = _Supersteps(program, edges, ctx, state, stats, progress)
+    if schedule == "async":
+        loop.run_async(active)
+    else:
+        loop.run(active, max_iters, fuse and edges.relaxes)
+
+
+def _to_tensors(ctx: Context, edges: MemoryEdges, state: dict,
+                active: np.ndarray) -> torch.Tensor:
+    """A NumPy state (:attr:`Context.host`) as CPU tensors sharing its memory, in place
+    (``state``'s arrays, the context's degrees), for the superstep loop; ``ctx`` and
+    ``edges`` then name ``torch.device("cpu")``. Returns the frontier as a tensor."""
+    import torch
+
+    def tensor(value):
+        return torch.from_numpy(value) if isinstance(value, np.ndarray) else value
+
+    ctx.host = False
+    ctx.device = edges.device = torch.device("cpu")
+    ctx._degrees.update({k: tensor(v) for k, v in ctx._degrees.items()})
+    state.update({k: tensor(v) for k, v in state.items()})
+    return tensor(active)
 
 
 class _Supersteps:
@@ -435,6 +474,8 @@ class _Supersteps:
                      ) -> tuple[torch.Tensor, torch.Tensor]:
         """A custom combiner's messages: exchanged raw (global target ids) to the owning
         rank, then combined there. Returns (combined float64 (N_local,), received bool)."""
+        import torch
+
         program, lo = self.program, self.ctx.lo
         idx, val = res.raw
         if program.include_self:
@@ -456,6 +497,8 @@ class _Supersteps:
                           ) -> tuple[torch.Tensor, torch.Tensor]:
         """Locally combined messages; across ranks, the (target, value) pairs of targets
         other ranks own are exchanged and combined again. Masked by ``accept``."""
+        import torch
+
         program, dev = self.program, self.device
         identity = program.identity
         acc, received = res.acc.to(dev), res.received.to(dev)
@@ -505,6 +548,8 @@ class _Supersteps:
             self._record(ss)
         new_active = np.zeros(len(active), np.bool_)
         new_active[nxt] = True
+        import torch
+
         return done, torch.from_numpy(new_active)
 
     def run_async(self, active: torch.Tensor) -> None:

@@ -75,7 +75,6 @@ import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import torch
 
 from graphsys.bsp.engine import RESULT_METADATA, Result
 from graphsys.bsp.engine import run as run_program
@@ -492,6 +491,8 @@ class Repair(VertexProgram):
         self.relax_state, self.relax_offset = base.relax_state, base.relax_offset
 
     def init(self, ctx):
+        import torch
+
         value = torch.from_numpy(self.values[ctx.lo:ctx.hi].copy()).to(ctx.device)
         active = torch.from_numpy(self.seeds[ctx.lo:ctx.hi].copy()).to(ctx.device)
         return {self.relax_state: value}, active

@@ -29,14 +29,16 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from graphsys.bsp import kernels
 from graphsys.bsp.docstrings import cite, fill_doc
 from graphsys.errors import GraphsysError
+
+if TYPE_CHECKING:
+    import torch
 
 #: Builtin per-edge message functions: name -> kernel code.
 MESSAGES = {"copy": kernels.MSG_COPY, "add_weight": kernels.MSG_ADD_WEIGHT,
@@ -48,9 +50,10 @@ COMBINERS = {"sum": (kernels.COMB_SUM, 0.0, "sum"),
 #: Reductions allowed for aggregators.
 REDUCTIONS = ("sum", "min", "max")
 DIRECTIONS = ("out", "in", "both")
-#: torch dtypes :meth:`Context.full` fills with NumPy on the CPU
-_NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32,
-                 torch.int64: np.int64, torch.bool: np.bool_}
+#: the dtypes :meth:`Context.full` fills with NumPy on the CPU, by name (a torch dtype's
+#: ``str`` less ``torch.``, or a NumPy dtype's name)
+_NUMPY_DTYPES = {"float64": np.float64, "float32": np.float32, "int64": np.int64,
+                 "bool": np.bool_}
 #: dtypes a scalar copy/sum program may sum its messages in (:attr:`VertexProgram.sum_dtype`)
 SUM_DTYPES = ("float64", "float32")
 
@@ -123,6 +126,8 @@ class ModeCombiner(Combiner):
     name = "mode"
 
     def combine(self, index, values, num_targets):
+        import torch
+
         out = torch.full((num_targets,), self.identity, dtype=torch.float64,
                          device=values.device)
         if index.numel() == 0:
@@ -177,6 +182,12 @@ class Context:
         The internal id range this process owns.
     device : torch.device
         Where the state lives (``cpu`` or a CUDA device).
+    host : bool
+        True where the run keeps the state in NumPy arrays: a builtin program that declares
+        :attr:`VertexProgram.host_state`, run in memory on the CPU by the numba backend in
+        one process (the run imports no torch); :meth:`full`, :meth:`node_range` and
+        :meth:`degree` then return NumPy arrays, and ``device`` is
+        :data:`graphsys.device.HOST`.
     backend : str
         ``numba`` (CPU kernels: a program may run its own vertex passes in numba too) or
         ``torch`` (the GPU code path, on any device).
@@ -205,18 +216,24 @@ class Context:
     aggregates: dict[str, float] = field(default_factory=dict)
     _degrees: dict[str, torch.Tensor] = field(default_factory=dict)
     _degree_fn: Callable[[str], Any] | None = None
+    host: bool = False
 
     @property
     def num_local(self) -> int:
         """Vertices this process owns (``hi - lo``)."""
         return self.hi - self.lo
 
-    def node_range(self, dtype=torch.int64) -> torch.Tensor:
-        """Internal (global) ids of the owned vertices, ``dtype`` (default int64)
-        (N_local,) on the run's device."""
-        if self.device.type == "cpu" and dtype in _NUMPY_DTYPES:  # NumPy: see full()
-            return torch.from_numpy(np.arange(self.lo, self.hi, dtype=_NUMPY_DTYPES[dtype]))
-        return torch.arange(self.lo, self.hi, dtype=dtype, device=self.device)
+    def node_range(self, dtype=None) -> torch.Tensor:
+        """Internal (global) ids of the owned vertices, ``dtype`` (a torch or NumPy dtype,
+        default int64) (N_local,) on the run's device."""
+        host = _numpy_dtype(dtype, "int64") if self.device.type == "cpu" else None
+        if host is not None:  # NumPy: see full()
+            ids = np.arange(self.lo, self.hi, dtype=host)
+            return ids if self.host else _from_numpy(ids)
+        import torch
+
+        return torch.arange(self.lo, self.hi, dtype=_torch_dtype(dtype, "int64"),
+                            device=self.device)
 
     def degree(self, direction: str = "out") -> torch.Tensor:
         """Degrees of the owned vertices in the run's edge set.
@@ -234,32 +251,67 @@ class Context:
         if direction not in self._degrees:
             deg = self._degree_fn(direction)
             own = np.asarray(deg[self.lo:self.hi], dtype=np.float64)  # NumPy: see full()
-            self._degrees[direction] = torch.from_numpy(own).to(self.device)
+            self._degrees[direction] = own if self.host else _from_numpy(own).to(self.device)
         return self._degrees[direction]
 
-    def full(self, value: float, dtype=torch.float64, width: int | None = None) -> torch.Tensor:
+    def full(self, value: float, dtype=None, width: int | None = None) -> torch.Tensor:
         """A state tensor holding ``value`` for every owned vertex.
 
         Parameters
         ----------
         value : float
             The fill value.
-        dtype : torch.dtype, default torch.float64
-            Its dtype.
+        dtype : torch.dtype or NumPy dtype, optional
+            Its dtype (default float64; ``bool``, ``np.int64``, ``torch.bool`` ... name the
+            same dtypes).
         width : int, optional
             None: shape (N_local,); else (N_local, width) rows (a vector program).
 
         Returns
         -------
         torch.Tensor
-            On the run's device.
+            On the run's device (a NumPy array where :attr:`host`).
         """
         shape = (self.num_local,) if width is None else (self.num_local, width)
-        if self.device.type == "cpu" and dtype in _NUMPY_DTYPES:
+        host = _numpy_dtype(dtype, "float64") if self.device.type == "cpu" else None
+        if host is not None:
             # NumPy: a torch fill of a CPU tensor of more than 32k elements wakes torch's
             # thread pool, which costs more than the fill (milliseconds on a busy machine)
-            return torch.from_numpy(np.full(shape, value, dtype=_NUMPY_DTYPES[dtype]))
-        return torch.full(shape, value, dtype=dtype, device=self.device)
+            filled = np.full(shape, value, dtype=host)
+            return filled if self.host else _from_numpy(filled)
+        import torch
+
+        return torch.full(shape, value, dtype=_torch_dtype(dtype, "float64"),
+                          device=self.device)
+
+
+def _dtype_name(dtype, default: str) -> str:
+    """The name of a torch or NumPy dtype (``float64``, ``bool``...); ``default`` for None."""
+    if dtype is None:
+        return default
+    if type(dtype).__module__.startswith("torch"):
+        return str(dtype).removeprefix("torch.")
+    return np.dtype(dtype).name
+
+
+def _numpy_dtype(dtype, default: str) -> type | None:
+    """The NumPy dtype :meth:`Context.full` fills ``dtype`` with on the CPU, or None."""
+    return _NUMPY_DTYPES.get(_dtype_name(dtype, default))
+
+
+def _torch_dtype(dtype, default: str) -> torch.dtype:
+    """``dtype`` (torch or NumPy, None for ``default``) as a torch dtype."""
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    return getattr(torch, _dtype_name(dtype, default))
+
+
+def _from_numpy(arr: np.ndarray) -> torch.Tensor:
+    import torch
+
+    return torch.from_numpy(arr)
 
 
 @fill_doc(references=cite("pregel", "ligra"))
@@ -330,6 +382,13 @@ class VertexProgram(ABC):
         started from a previous result: that run's count); ``mode="auto"`` streams the
         edges rather than building the adjacency when it is small
         (:func:`~graphsys.bsp.engine.choose_mode`). None: unknown.
+    host_state : bool, default False
+        Declares that :meth:`init`, :meth:`solve_in_memory` and :meth:`result` also take
+        and return NumPy arrays: a run in memory on the CPU (numba backend, one process,
+        ``fuse`` on) then keeps the state in NumPy arrays (:attr:`Context.host`) and
+        imports no torch while the fast path answers; where it declines (returns None),
+        the state becomes torch tensors (sharing the arrays' memory) before the first
+        superstep, so :meth:`send` and :meth:`update` always see tensors.
 
     References
     ----------
@@ -376,6 +435,7 @@ class VertexProgram(ABC):
     relax_state: str | None = None
     relax_offset = 0.0
     expected_supersteps: int | None = None
+    host_state = False
 
     # -- the program ------------------------------------------------------------------------
     @abstractmethod
@@ -552,6 +612,20 @@ class VertexProgram(ABC):
         return (n,) if self.width is None else (n, self.width)
 
     @property
+    def host_ready(self) -> bool:
+        """Whether :attr:`host_state` holds for the methods a run calls on a NumPy state:
+        declared True by a class whose :meth:`init`, :meth:`result` and
+        :meth:`solve_in_memory` are its own or inherited, not overridden below it (a
+        subclass that overrides one of them with torch code and does not declare
+        ``host_state`` itself gets tensors)."""
+        cls = type(self)
+        owner = next((c for c in cls.__mro__ if "host_state" in vars(c)), None)
+        if owner is None or not self.host_state:
+            return False
+        return all(next(c for c in cls.__mro__ if name in vars(c)) in owner.__mro__
+                   for name in ("init", "result", "solve_in_memory"))
+
+    @property
     def builtin(self) -> bool:
         """True when message and combiner have fused numba kernels."""
         return isinstance(self.message, str) and isinstance(self.combiner, str)
@@ -574,6 +648,8 @@ def lower_to_min(state: dict[str, torch.Tensor], key: str, combined: torch.Tenso
     (:attr:`VertexProgram.relax_state` ``key``): ``state[key]`` is lowered to ``combined``
     where a message was ``received`` and is smaller; returns the vertices it lowered (the
     next frontier) and no aggregator values."""
+    import torch
+
     lower = received & (combined < state[key])
     state[key] = torch.where(lower, combined, state[key])
     return lower, {}

@@ -30,12 +30,14 @@ True runs the supersteps of a min-relaxation program
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import torch
 
 from graphsys.bsp.program import VertexProgram
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -63,6 +65,8 @@ class EdgeResult:
 
 def empty_result(program: VertexProgram, num_nodes: int, device: torch.device) -> EdgeResult:
     """The result of a superstep with no active vertex anywhere: nothing sent, no pass."""
+    import torch
+
     raw = None
     if program.raw_messages:
         raw = (torch.zeros(0, dtype=torch.int64, device=device),

@@ -9,9 +9,9 @@ from __future__ import annotations
 import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from graphsys.bsp import device_stream, kernels
 from graphsys.bsp.device_stream import DeviceBuckets, check_budget, resident_budget
@@ -28,6 +28,9 @@ from graphsys.device import host_array
 from graphsys.errors import GraphsysError
 from graphsys.storage import pages
 from graphsys.storage.csr import chunks
+
+if TYPE_CHECKING:
+    import torch
 from graphsys.storage.kernels import count_into
 from graphsys.trace import trace_range, traced
 
@@ -383,6 +386,8 @@ class StreamEdges:
         """One record batch on the torch path: its columns on the device
         (:meth:`DeviceBuckets.fetch <graphsys.bsp.device_stream.DeviceBuckets.fetch>`:
         resident, or streamed through the staging ring), offset and widened there."""
+        import torch
+
         buckets = self.device_buckets
         moved = buckets.moved_bytes
         limit = device_stream.PACK_LIMIT

@@ -125,24 +125,24 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    if args.extra_positionals or (args.algorithm is None) == (args.program is None):
+        raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
+    if args.program is None:  # an unknown name fails before anything heavy is imported
+        spec = ALGORITHMS.get(args.algorithm)
+        func, needs_source, parameters = spec.run, spec.needs_source, spec.parameters
     import numba
 
     from graphsys import open_graph
     from graphsys.bsp.engine import BACKENDS, MODES, SCHEDULES
-    from graphsys.device import resolve_device
+    from graphsys.device import resolve_lazily
     from graphsys.distributed import init_from_env, peer_failures
     from graphsys.outputs import check_output, check_outputs
     from graphsys.storage.atomic import atomic_path
     from graphsys.trace import recording
 
-    if args.extra_positionals or (args.algorithm is None) == (args.program is None):
-        raise GraphsysError("give ALGO DIR, or --program MODULE:CLASS DIR (not both)")
     if args.program is not None:
         func, needs_source, parameters = _user_program(args), False, ()
         args.algorithm, spec = args.program, None
-    else:
-        spec = ALGORITHMS.get(args.algorithm)
-        func, needs_source, parameters = spec.run, spec.needs_source, spec.parameters
     if args.init not in ("auto", "none") and (spec is None or spec.warm_start is None):
         raise GraphsysError(f"--init applies to {_taking_init()}, not {args.algorithm}")
     if args.mode not in MODES:
@@ -174,7 +174,7 @@ def run(args) -> int:
     trace = trace_path(args)
     check_outputs([("--out", out, "file"), ("--trace", args.trace, "file")],
                   overwrite=args.overwrite)
-    device = resolve_device(args.device)
+    device = resolve_lazily(args.device)  # the CPU without importing torch
     distributed = init_from_env(device)
     # opened once; each file the run reads is hash-checked as it is first read (buckets,
     # adjacency index, node ids), so verifying costs no pass of its own over the edges

@@ -19,8 +19,8 @@ ARPACK_NCV = 20
 
 
 def _bsp():
-    """:mod:`graphsys.bsp`, imported on first use (it imports torch: the functions that
-    need no BSP run do without it)."""
+    """:mod:`graphsys.bsp`, imported on first use (the functions that need no BSP run do
+    without it; torch is imported only by a run that needs the superstep loop)."""
     from graphsys import bsp
 
     return bsp

@@ -39,7 +39,7 @@ def modularity(G, communities, weight="weight", resolution=1):
     for i, community in enumerate(communities):
         labels[G.internal(community)] = i
     weighted = weight is not None and G.weight is not None
-    from graphsys import bsp  # imports torch
+    from graphsys import bsp
 
     return float(bsp.modularity(G.graph, labels, resolution=resolution, weighted=weighted,
                                 directed=G.directed))

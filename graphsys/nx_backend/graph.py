@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -218,7 +219,16 @@ def _digest(G) -> int | None:
 
 
 def _values(G, weight: str, default: Any) -> list:
-    return [d.get(weight, default) for _, _, d in G.edges(data=True)]
+    return [value for _, _, value in G.edges(data=weight, default=default)]
+
+
+def _edge_list(G, weight: str | None, default: Any) -> tuple[list, list | None]:
+    """``G``'s edges in one pass (``G.edges()``'s order): ``(u, v)`` or, given ``weight``,
+    ``(u, v, value)`` tuples (``default`` where an edge has none), and the values."""
+    if weight is None:
+        return [e for e in G.edges()], None  # (a comprehension: list() would count first)
+    edges = [e for e in G.edges(data=weight, default=default)]
+    return edges, [e[2] for e in edges]
 
 
 #: The positive magnitudes a float32 weight holds with float32's full precision (graphsys
@@ -287,7 +297,7 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
     """
     if G.is_multigraph():
         raise NotImplementedError("graphsys: multigraphs are not supported")
-    values = _values(G, weight, default) if weight is not None else None
+    edges, values = _edge_list(G, weight, default)
     w = edge_weights(values) if values else None
     if w is not None and np.all(w == 1.0):
         w = None  # all ones: the same as no weights (and the unweighted fast paths)
@@ -295,20 +305,20 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
     out = BackendGraph(None, keys, G.is_directed(), weight if w is not None else None,
                        w is None or bool(np.all(w.astype(np.float32) == w)))
     if keys:
-        out.graph = _ingest(G, keys, w, dir)
+        out.graph = _ingest(G, keys, edges, w, dir)
     out._source = Source(G, weight, default, values, dir)
     return out
 
 
-def _ingest(G, keys: list, w: np.ndarray | None, dir: str | None):
-    """``G``'s edges (node ``i`` of ``keys`` at internal id ``i``) stored in a temporary
-    directory, removed with the returned graph."""
+def _ingest(G, keys: list, edges: list, w: np.ndarray | None, dir: str | None):
+    """``G``'s ``edges`` (node-key tuples, :func:`_edge_list`; node ``i`` of ``keys`` at
+    internal id ``i``) stored in a temporary directory, removed with the returned graph."""
     from graphsys.interop._common import ingest_arrays
 
-    pos = {k: i for i, k in enumerate(keys)}
-    m = G.number_of_edges()
-    src = np.fromiter((pos[u] for u, _ in G.edges()), np.int64, m)
-    dst = np.fromiter((pos[v] for _, v in G.edges()), np.int64, m)
+    index = {k: i for i, k in enumerate(keys)}.__getitem__
+    m = len(edges)
+    src = np.fromiter(map(index, map(itemgetter(0), edges)), np.int64, m)
+    dst = np.fromiter(map(index, map(itemgetter(1), edges)), np.int64, m)
     root = tempfile.mkdtemp(prefix="graphsys-nx-", dir=dir or memory_dir())
     try:
         g = ingest_arrays(src, dst, f"{root}/g", num_nodes=len(keys), weight=w,

@@ -166,3 +166,23 @@ def test_bad_options(graphs):
 
     with pytest.raises(GraphsysError, match="unknown combiner 'median'"):
         bsp.run(g, Bad())
+
+
+@pytest.mark.parametrize("device", ["cpu", "auto", torch.device("cpu")])
+def test_numpy_state_runs_however_the_cpu_is_named(tmp_path, device):
+    """A builtin program's NumPy state (the torch-free CPU run) is taken whether the CPU is
+    named ``"cpu"``, ``"auto"`` on a machine whose pick is the CPU, or a torch.device; a
+    fast path that declines (``schedule="sync"``) hands the superstep loop tensors."""
+    import graphsys
+
+    if device == "auto" and torch.cuda.is_available():
+        pytest.skip("auto picks the GPU here")
+    g = graphsys.from_numpy(np.array([1, 2, 3, 1, 5]), np.array([2, 3, 4, 3, 1]),
+                            tmp_path / "g")
+    want = {1: 0.0, 2: 1.0, 3: 1.0, 4: 2.0, 5: np.inf}
+    fast = bsp.bfs(g, 1, device=device)
+    assert fast.to_dict() == want and fast.stats.method == "direction-optimizing-bfs"
+    assert bsp.bfs(g, 1, device=device, schedule="sync").to_dict() == want
+    assert len(set(bsp.wcc(g, device=device).to_dict().values())) == 1
+    ranks = bsp.pagerank(g, device=device).values
+    assert np.allclose(ranks, bsp.pagerank(g, device=device, backend="torch").values)

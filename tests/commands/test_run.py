@@ -474,3 +474,37 @@ def test_summary_says_apart_what_compiling_took(main, graph_dir, monkeypatch, ca
     monkeypatch.undo()
     assert main(["run", "wcc", str(graph_dir / "g")]) == 0
     assert "compiling" not in capsys.readouterr().out
+
+
+def test_cpu_runs_of_builtin_algorithms_import_no_torch(tmp_path):
+    """``graphsys run`` of bfs, pagerank and wcc on the CPU (in memory, numba) computes with
+    NumPy and numba alone: the whole command, output file included, imports no torch; a
+    run whose program needs the superstep loop (sssp) still gets it."""
+    import os
+    import subprocess
+    import sys
+
+    import graphsys
+
+    g = graphsys.from_numpy(np.array([1, 2, 3, 1, 5, 6]), np.array([2, 3, 4, 3, 1, 5]),
+                            tmp_path / "g")
+    del g
+    graph = str(tmp_path / "g")
+    cpu = [["run", name, graph, *extra, "--out", str(tmp_path / f"{name}.parquet"), "--quiet"]
+           for name, extra in [("bfs", ["--source", "1"]), ("pagerank", []), ("wcc", []),
+                               ("betweenness", []), ("closeness", [])]]
+    loop = ["run", "sssp", graph, "--source", "1", "--quiet"]  # supersteps: tensors
+    code = ("import sys\nfrom graphsys.cli import main\n"
+            f"assert [main(argv) for argv in {cpu!r}] == [0] * {len(cpu)}\n"
+            "print('torch after cpu runs:', 'torch' in sys.modules)\n"
+            f"assert main({loop!r}) == 0\n"
+            "print('torch after sssp:', 'torch' in sys.modules)\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": root},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [line for line in done.stdout.splitlines() if line.startswith("torch after")]
+    assert said == ["torch after cpu runs: False", "torch after sssp: True"]
+    assert read_out(tmp_path / "bfs.parquet") == {1: 0.0, 2: 1.0, 3: 1.0, 4: 2.0, 5: np.inf,
+                                                  6: np.inf}
+    assert len(set(read_out(tmp_path / "wcc.parquet").values())) == 1

@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
-import torch
 
 from graphsys.bsp.algorithms.common import resolve_weighted, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
@@ -27,6 +27,9 @@ from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.progress import progress_bar
+
+if TYPE_CHECKING:
+    import torch
 
 INF = float("inf")
 #: Searches one superstep of the vector programs carries (its message width): the state is
@@ -122,6 +125,8 @@ class _SourceSearches(VertexProgram):
     def _start_batch(self, ctx, state) -> torch.Tensor:
         """Columns reset for the next batch, each source at distance 0; returns the rows
         of the sources this process owns (the first frontier)."""
+        import torch
+
         self.batch += 1
         srcs = self._batch_sources()
         dist = ctx.full(INF, width=self.width)
@@ -133,6 +138,21 @@ class _SourceSearches(VertexProgram):
         active = torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device)
         active[rows] = True
         return active
+
+    @staticmethod
+    def _own(t) -> np.ndarray:
+        """A state entry's values as a NumPy array on the host."""
+        return t if isinstance(t, np.ndarray) else host_array(t.cpu())
+
+    @staticmethod
+    def _values(ctx, values: np.ndarray) -> torch.Tensor:
+        """:meth:`result`'s ``values`` as the state's kind (a tensor on the run's device,
+        or the array itself where :attr:`Context.host`)."""
+        if ctx.host:
+            return values
+        import torch
+
+        return torch.as_tensor(values, device=ctx.device)
 
     def _idle(self, ctx) -> torch.Tensor:
         return ctx.full(0.0, width=self.width)
@@ -195,6 +215,7 @@ class Betweenness(_SourceSearches):
     superstep starts the next (decided by the halting vote)."""
 
     name = "betweenness"
+    host_state = True  # init, solve_in_memory and result (through _own, _values)
 
     def __init__(self, num_nodes: int, sampled: np.ndarray | None, *, normalized: bool,
                  endpoints: bool, undirected: bool, weighted: bool):
@@ -208,9 +229,11 @@ class Betweenness(_SourceSearches):
 
     def init(self, ctx):
         self.batch, self.phase, self.depth, self.pending = -1, "next-batch", 0, []
-        return {"bc": ctx.full(0.0)}, ctx.full(False, torch.bool)
+        return {"bc": ctx.full(0.0)}, ctx.full(False, bool)
 
     def send(self, ctx, state):
+        import torch
+
         if self.phase in ("forward", "backward"):
             self._refuse_weighted()
             dist = state["dist"]
@@ -222,6 +245,8 @@ class Betweenness(_SourceSearches):
         return self._idle(ctx)
 
     def update(self, ctx, state, combined, received):
+        import torch
+
         if self.phase == "next-batch":
             active = self._start_batch(ctx, state)
             state["sigma"] = (state["dist"] == 0).to(torch.float64)
@@ -244,6 +269,8 @@ class Betweenness(_SourceSearches):
 
     def _finish_batch(self, ctx, state):
         """Add the batch's dependencies to ``bc``; votes the nodes each source reached."""
+        import torch
+
         dist = state["dist"]
         between = torch.isfinite(dist) & (dist > 0)
         extra = 1.0 if self.endpoints else 0.0
@@ -277,7 +304,7 @@ class Betweenness(_SourceSearches):
         return (self.batch + 1) * self.width >= len(self.sources)
 
     def result(self, ctx, state):
-        bc = host_array(state["bc"].cpu()).copy()
+        bc = self._own(state["bc"]).copy()
         if self.endpoints:
             for s, reached in self.pending:
                 if ctx.lo <= s < ctx.hi:
@@ -285,7 +312,7 @@ class Betweenness(_SourceSearches):
         scaled = rescale(bc, self.num_nodes, normalized=self.normalized,
                          directed=not self.undirected, endpoints=self.endpoints,
                          sampled=self.sampled, lo=ctx.lo)
-        return torch.as_tensor(scaled, device=ctx.device)
+        return self._values(ctx, scaled)
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
         """``schedule="auto"``: Brandes' algorithm in numba, parallel over the sources
@@ -314,6 +341,8 @@ class Closeness(_SourceSearches):
     weighted) until no distance drops anywhere; each node then adds its distances from the
     batch's sources (their sum, count and reciprocals)."""
 
+    host_state = True  # init, solve_in_memory and result (through _own, _values)
+
     def __init__(self, num_nodes: int, sampled: np.ndarray | None, *, harmonic: bool,
                  wf_improved: bool, weighted: bool):
         super().__init__(num_nodes, sampled, weighted)
@@ -325,7 +354,7 @@ class Closeness(_SourceSearches):
     def init(self, ctx):
         self.batch, self.phase = -1, "next-batch"
         state = {"total": ctx.full(0.0), "reached": ctx.full(0.0), "inverse": ctx.full(0.0)}
-        return state, ctx.full(False, torch.bool)
+        return state, ctx.full(False, bool)
 
     def send(self, ctx, state):
         if self.phase == "search":
@@ -333,6 +362,8 @@ class Closeness(_SourceSearches):
         return self._idle(ctx)
 
     def update(self, ctx, state, combined, received):
+        import torch
+
         if self.phase == "next-batch":
             self._add_batch(state)
             return self._start_batch(ctx, state), {}
@@ -344,6 +375,8 @@ class Closeness(_SourceSearches):
         """Add the distances of the batch just searched (if any) to the sums."""
         if "dist" not in state:
             return
+        import torch
+
         dist = state.pop("dist")
         far = torch.isfinite(dist) & (dist > 0)
         state["total"] = state["total"] + torch.where(far, dist, 0.0).sum(1)
@@ -361,9 +394,8 @@ class Closeness(_SourceSearches):
 
     def result(self, ctx, state):
         self._add_batch(state)
-        total, reached, inverse = (host_array(state[k].cpu()) for k in
-                                   ("total", "reached", "inverse"))
-        return torch.as_tensor(self.finish(total, reached, inverse, ctx.lo), device=ctx.device)
+        total, reached, inverse = (self._own(state[k]) for k in ("total", "reached", "inverse"))
+        return self._values(ctx, self.finish(total, reached, inverse, ctx.lo))
 
     def finish(self, total, reached, inverse, lo: int = 0) -> np.ndarray:
         """Closeness or harmonic values of nodes ``lo..`` from their distance sums:

@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-import torch
 
 from graphsys.bsp import kernels_community as kc
 from graphsys.bsp import kernels_leiden as kl
@@ -200,6 +199,8 @@ class Louvain(VertexProgram):
         self.scores: dict[str, float] = {}
 
     def init(self, ctx):
+        import torch
+
         return {"label": ctx.full(0.0)}, ctx.full(True, torch.bool)
 
     def send(self, ctx, state):

@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-import torch
 
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
@@ -30,7 +29,7 @@ class _LabelProgram(VertexProgram):
     def init(self, ctx):
         # filled by Context (NumPy on the CPU: a torch conversion or fill of this size
         # wakes torch's thread pool, which costs more than the work on a small graph)
-        return {"label": ctx.node_range(torch.float64)}, ctx.full(True, torch.bool)
+        return {"label": ctx.node_range(np.float64)}, ctx.full(True, bool)
 
     def send(self, ctx, state):
         return state["label"]
@@ -47,6 +46,7 @@ class WCC(_LabelProgram):
     name = "wcc"
     message, combiner = "copy", "min"
     relax_state = "label"
+    host_state = True  # init and result are Context calls
 
     def update(self, ctx, state, combined, received):
         return lower_to_min(state, "label", combined, received)

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-import torch
 
 from graphsys.bsp.algorithms.common import check_number, resolve_weighted
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
@@ -56,6 +55,8 @@ class HITS(VertexProgram):
         return "out" if self.step % 2 == 0 else "in"
 
     def init(self, ctx):
+        import torch
+
         self.step, self.hub_max = 0, 1.0
         hub = ctx.full(1.0)
         state = {"hub": hub, "auth": torch.zeros_like(hub), "last": torch.zeros_like(hub)}
@@ -65,6 +66,8 @@ class HITS(VertexProgram):
         return state["hub"] / self.hub_max if self.step % 2 == 0 else state["auth"]
 
     def update(self, ctx, state, combined, received):
+        import torch
+
         got = torch.where(received, combined, 0.0)
         if self.step % 2 == 0:  # authorities of the (scaled) hub vector just sent
             state["hub"] = state["hub"] / self.hub_max
@@ -84,6 +87,8 @@ class HITS(VertexProgram):
         return votes["change"] < self.tol
 
     def result(self, ctx, state):
+        import torch
+
         return torch.stack([state["hub"], state["auth"]], 1)
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):

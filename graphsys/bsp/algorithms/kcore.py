@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-import torch
 
 from graphsys.bsp.algorithms.common import self_loop_counts, symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
@@ -48,12 +47,16 @@ class KCore(VertexProgram):
         return self.loops[lo:hi] * (2 if self.direction == "both" else 1)
 
     def init(self, ctx):
+        import torch
+
         self.loops = self.given
         # the core numbers only: the in-memory fast path needs no more (see aggregate)
         state = {"core": ctx.full(0.0), "k": 0.0, "loops_out": False}
         return state, ctx.full(False, torch.bool)
 
     def aggregate(self, ctx, state):
+        import torch
+
         if not state["loops_out"]:  # superstep 0: the degrees, less the self-loops
             deg = ctx.degree("both" if self.direction == "both" else "out")
             if self.loops is None:
@@ -67,9 +70,13 @@ class KCore(VertexProgram):
         return {"min_degree": (low, "min")}
 
     def send(self, ctx, state):
+        import torch
+
         return torch.ones_like(state["deg"])
 
     def update(self, ctx, state, combined, received):
+        import torch
+
         alive = state["alive"]
         state["deg"] = state["deg"] - torch.where(received, combined, 0.0)
         if ctx.num_active == 0:  # nothing was peeled last superstep: raise k

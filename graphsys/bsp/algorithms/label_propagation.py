@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
@@ -19,6 +19,9 @@ from graphsys.bsp.kernels_components import greedy_coloring, lpa_semi_sync
 from graphsys.bsp.program import Combiner, Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.device import host_array
+
+if TYPE_CHECKING:
+    import torch
 
 
 class _PhaseCombiner(Combiner):
@@ -36,6 +39,8 @@ class _PhaseCombiner(Combiner):
 def _runs(index: torch.Tensor, values: torch.Tensor):
     """The messages sorted by (target, value) and cut into runs of equal pairs: returns
     (target, value, length) per run."""
+    import torch
+
     order = torch.argsort(values, stable=True)
     order = order[torch.argsort(index[order], stable=True)]
     idx, val = index[order], values[order]
@@ -72,6 +77,8 @@ class LabelPropagation(VertexProgram):
         self.phase = "degrees"
 
     def init(self, ctx):
+        import torch
+
         self.phase, self.step, self.changed, self.colors = "degrees", 0, 0, 0
         self.halt_when_inactive = False
         state = {"label": ctx.node_range(torch.float64), "color": ctx.full(-1.0),
@@ -82,6 +89,8 @@ class LabelPropagation(VertexProgram):
     def _priorities(self, ctx) -> torch.Tensor:
         """Every vertex's position in the colouring order (largest degree first, then id),
         streamed from the edge set's degrees; this process's part as float64."""
+        import torch
+
         deg = ctx.graph.degrees(ctx.edge_set, "both" if self.direction == "both" else "out")
         order = np.argsort(-deg, kind="stable")
         rank = np.empty(len(deg), np.float64)
@@ -89,6 +98,8 @@ class LabelPropagation(VertexProgram):
         return torch.as_tensor(rank[ctx.lo:ctx.hi], device=ctx.device)
 
     def send(self, ctx, state):
+        import torch
+
         if self.phase == "count":
             return state["rank"]
         if self.phase == "color":
@@ -108,6 +119,8 @@ class LabelPropagation(VertexProgram):
         return None
 
     def combine(self, index, values, num_targets):
+        import torch
+
         out = torch.zeros(num_targets, dtype=torch.float64, device=values.device)
         if index.numel() == 0:
             return out
@@ -140,6 +153,8 @@ class LabelPropagation(VertexProgram):
         return torch.where(keep, self.current, largest)
 
     def update(self, ctx, state, combined, received):
+        import torch
+
         got = torch.where(received, combined, 0.0)
         nobody = torch.zeros(ctx.num_local, dtype=torch.bool, device=ctx.device)
         if self.phase == "degrees":

@@ -51,7 +51,6 @@ from pathlib import Path
 
 import numba
 import numpy as np
-import torch
 
 from graphsys.bsp.algorithms.common import (
     check_number,
@@ -179,6 +178,8 @@ class PageRank(VertexProgram):
                                                   f"runs; a weighted one sums in float64")
         self.check()  # a bad sum_dtype fails here, not at the first superstep
 
+    host_state = True  # init (NumPy where ctx.host), solve_in_memory and result
+
     def init(self, ctx):
         n = ctx.num_nodes
         if self.personalization is None:
@@ -188,8 +189,14 @@ class PageRank(VertexProgram):
             if pv.shape != (n,):
                 raise GraphsysError(f"personalization has {len(pv)} weights for {n} nodes "
                                     f"(one per internal id)")
-            p = torch.as_tensor(pv[ctx.lo:ctx.hi] / pv.sum()).to(ctx.device)
+            p = pv[ctx.lo:ctx.hi] / pv.sum()
         deg = ctx.degree("out-weight" if self.weighted else "out")
+        if ctx.host:
+            return self._host_init(ctx, p, deg)
+        import torch
+
+        if p is not None:
+            p = torch.as_tensor(p).to(ctx.device)
         # 1/deg, 0 for dangling vertices: send() is then one multiply
         inv_deg = torch.where(deg > 0, 1.0 / torch.where(deg > 0, deg, 1.0), 0.0)
         rank = ctx.full(1.0 / n) if self.initial is None else torch.as_tensor(
@@ -200,6 +207,16 @@ class PageRank(VertexProgram):
                  "dangling": rank[deg == 0].sum(), "everyone": everyone}
         return state, everyone
 
+    def _host_init(self, ctx, p: np.ndarray | None, deg: np.ndarray) -> tuple[dict, np.ndarray]:
+        """:meth:`init` of a NumPy state (:attr:`Context.host`): the same arrays."""
+        inv_deg = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
+        rank = ctx.full(1.0 / ctx.num_nodes) if self.initial is None else np.array(
+            self.initial[ctx.lo:ctx.hi], np.float64)
+        everyone = np.ones(ctx.num_local, np.bool_)
+        state = {"rank": rank, "p": p, "inv_deg": inv_deg, "send": rank * inv_deg,
+                 "dangling": rank[deg == 0].sum(), "everyone": everyone}
+        return state, everyone
+
     def aggregate(self, ctx, state):
         return {"dangling": (state["dangling"], "sum")}
 
@@ -207,6 +224,8 @@ class PageRank(VertexProgram):
         return state["send"]
 
     def update(self, ctx, state, combined, received):
+        import torch
+
         a, p = self.damping, state["p"]
         scale = a * ctx.aggregates["dangling"] + (1.0 - a)  # teleport + dangling mass
         if ctx.backend == "numba":
@@ -372,7 +391,8 @@ class PageRank(VertexProgram):
             rank /= rank.sum()
         if order is not None:
             host_array(state["rank"])[order] = rank
-        torch.mul(state["rank"], state["inv_deg"], out=state["send"])
+        np.multiply(host_array(state["rank"]), host_array(state["inv_deg"]),
+                    out=host_array(state["send"]))
         state["dangling"] = dangling
         if dtype == np.float32:
             method += ", float32 sends"

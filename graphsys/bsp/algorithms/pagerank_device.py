@@ -47,14 +47,17 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
 from graphsys.bsp.program import Solved
 from graphsys.bsp.stats import SuperstepStats
 from graphsys.trace import trace_range
+
+if TYPE_CHECKING:
+    import torch
 
 #: Supersteps between two host reads of the L1 change (and the last one ``max_iters``
 #: allows): at most this many minus one run past the superstep a test on every superstep
@@ -75,6 +78,8 @@ def lean_matrix(graph, edge_set: str, inv_deg: torch.Tensor, dtype: torch.dtype,
     """The (N+1, N+1) CSR matrix of the module docstring on ``device``: ``inv_deg`` is
     ``1/out_degree`` (0: dangling), values are ones of ``dtype``. Returns (matrix, edges of
     the graph, targets with an in-edge, bytes built on the host for the device)."""
+    import torch
+
     indptr, idx, _ = build_adjacency(graph, edge_set, "csc", False)
     n, m = len(indptr) - 1, int(indptr[-1] - indptr[0])
     dangling = torch.nonzero(inv_deg == 0).flatten().cpu().numpy()  # one read, in setup
@@ -102,6 +107,8 @@ def solve_on_device(program, ctx, edges, state: dict, max_iters: int) -> Solved 
     """PageRank's supersteps as the module docstring says, writing the ranks (float64) into
     ``state``; None (the engine's supersteps run) for a weighted run, whose pulls multiply
     by the edge weights, and on a device without torch's sparse CSR product."""
+    import torch
+
     if (program.weighted or program.width is not None
             or ctx.device.type not in SPARSE_CSR_DEVICES):
         return None
@@ -149,6 +156,8 @@ def lean_superstep(mat: torch.Tensor, x: torch.Tensor, y: torch.Tensor, new: tor
                    scaled: torch.Tensor, p: torch.Tensor | None) -> None:
     """One superstep in three torch ops (kernel launches on CUDA), no host read:
     ``y = mat @ x``, ``new`` = the new ranks, ``x[:N] = new * scaled`` (the next vector)."""
+    import torch
+
     n = new.shape[0]
     with trace_range("bsp.edges"):  # the edge phase, as the engine's supersteps name it
         torch.mv(mat, x, out=y)
@@ -163,6 +172,8 @@ def finish(state: dict, rank: torch.Tensor, inv_deg: torch.Tensor, dtype) -> Non
     """Write the float64 ranks into ``state`` (float32 ones rescaled to sum to 1: their
     rounding leaks about 1e-9 of the mass, as the CPU loop's float32 sends do), with the
     values to send and the dangling mass that go with them."""
+    import torch
+
     out = rank.to(torch.float64)
     if dtype == torch.float32:
         out /= out.sum()

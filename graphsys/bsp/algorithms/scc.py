@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-import torch
 
 from graphsys.bsp.algorithms.common import symmetric
 from graphsys.bsp.algorithms.spec import AlgorithmSpec
@@ -63,27 +62,37 @@ class SCC(VertexProgram):
         return _PHASES[self.phase][1]
 
     def init(self, ctx):
+        import torch
+
         self.phase, self.entering = "trim-in", False
         # the labels only: the in-memory fast path needs no more (see aggregate)
         return {"label": ctx.full(INF)}, ctx.full(True, torch.bool)
 
     def aggregate(self, ctx, state):
+        import torch
+
         if "id" not in state:  # the first superstep: the rest of the state
             state.update(id=ctx.node_range(torch.float64), color=ctx.node_range(torch.float64),
                          alive=ctx.full(True, torch.bool), indeg=ctx.full(0.0))
         return {}
 
     def send(self, ctx, state):
+        import torch
+
         if self.phase.startswith("trim"):
             return torch.ones_like(state["color"])
         return state["color"]
 
     def accepts(self, ctx, state):
+        import torch
+
         if self.phase == "backward":
             return state["alive"] & torch.isinf(state["label"])
         return state["alive"]
 
     def update(self, ctx, state, combined, received):
+        import torch
+
         alive, label, color = state["alive"], state["label"], state["color"]
         got = torch.where(received, combined, 0.0)
         if self.entering and self.phase == "backward":  # the roots start their components

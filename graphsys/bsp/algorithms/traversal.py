@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 
 import numba
-import torch
 
 from graphsys.bsp.algorithms.common import (
     check_weights_non_negative,
@@ -37,7 +36,7 @@ class _FromSource(VertexProgram):
         self.source = source
 
     def init(self, ctx):
-        value, frontier = ctx.full(INF), ctx.full(False, torch.bool)  # the source alone
+        value, frontier = ctx.full(INF), ctx.full(False, bool)  # the source alone
         if ctx.lo <= self.source < ctx.hi:
             value[self.source - ctx.lo] = 0.0
             frontier[self.source - ctx.lo] = True
@@ -61,11 +60,14 @@ class BFS(_FromSource):
     message, combiner, direction = "copy", "min", "out"
     first_message_wins = True
     relax_state, relax_offset = "level", 1.0
+    host_state = True  # init and result are Context calls and indexing
 
     def send(self, ctx, state):
         return state["level"] + 1.0
 
     def accepts(self, ctx, state):
+        import torch
+
         return torch.isinf(state["level"])
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
