@@ -286,7 +286,8 @@ def run(args) -> int:
 
 #: how a run given a previous result started (RunStats.start), as the summary line says it
 _START = {"delta": "incremental: delta push", "warm": "incremental: warm start",
-          "scratch": "from scratch: too much changed for an incremental run"}
+          "repair": "incremental: repaired from the changed edges",
+          "scratch": "from scratch: an incremental run does not apply or pay here"}
 
 
 def _max_iters(args, spec, graph) -> int:
