@@ -11,10 +11,11 @@ new weight, plus the edges appended since (read through the change sets after th
 and SSSP on one CPU in memory take this path after a pure append too.
 
 * **WCC**: only an old component that lost an edge can split; in each, a search grows from
-  every end of a deleted edge, smallest degree first, and stops once at most one of them is
-  still growing (:func:`graphsys.kernels.repair.wcc_race`); the other components are kept
-  whole and the appended edges are then unioned (:func:`graphsys.bsp.incremental.
-  components_from`'s union-find).
+  every end of a deleted edge (the one that has scanned least first), searches that meet
+  merge, and it stops once at most one of them is still growing
+  (:func:`graphsys.kernels.repair.wcc_race`); the other components are kept whole and
+  the appended edges are then unioned (the union-find of
+  :func:`graphsys.bsp.incremental.components_from`).
 * **BFS, SSSP**: the targets of deleted and re-weighted edges that lost the in-edge their
   distance came from are invalidated, and so are the nodes whose distance came from them;
   these take the best distance their valid in-neighbours offer, and a Dijkstra-ordered
@@ -107,14 +108,14 @@ class Change:
     pairs: int
 
 
-def _pair_keys(graph, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+def _pair_keys(graph, name: str, loaded: dict) -> tuple[np.ndarray, np.ndarray | None]:
     """Change set ``name``'s pairs as global keys ``u * N + v`` (in its bucket order) and
-    an update set's weights."""
+    an update set's weights; ``loaded`` keeps each bucket read (:func:`_load`)."""
     n = graph.num_nodes()
     off = np.asarray(graph.partition_offsets(), np.int64)
     keys, weights = [], []
     for i, j in sorted(graph.manifest.edge_sets[name].buckets):
-        bc = load_bucket(graph, name, i, j)
+        bc = _load(graph, name, i, j, loaded)
         keys.append((off[i] + (bc.keys >> 32)) * n + off[j] + (bc.keys & 0xFFFFFFFF))
         if bc.weight is not None:
             weights.append(bc.weight)
@@ -123,7 +124,14 @@ def _pair_keys(graph, name: str) -> tuple[np.ndarray, np.ndarray | None]:
         if graph.manifest.edge_sets[name].change.kind == "update" else None
 
 
-def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
+def _load(graph, name: str, i: int, j: int, loaded: dict):
+    """:func:`~graphsys.storage.edge_changes.load_bucket`, each bucket read once."""
+    if (name, i, j) not in loaded:
+        loaded[(name, i, j)] = load_bucket(graph, name, i, j)
+    return loaded[(name, i, j)]
+
+
+def _appended(graph, names: list, changes: list, loaded: dict) -> tuple[np.ndarray, ...]:
     """The edges of the appended edge sets ``names`` through the change sets ``changes``
     after them: (src, dst, weight or None), global ids."""
     off = np.asarray(graph.partition_offsets(), np.int64)
@@ -132,7 +140,8 @@ def _appended(graph, names: list, changes: list) -> tuple[np.ndarray, ...]:
     weighted = all(sets[m].has_weight for m in names)
     for m in names:
         for i, j in sorted(sets[m].buckets):
-            bucket = [load_bucket(graph, c, i, j) for c in changes]
+            bucket = [_load(graph, c, i, j, loaded) for c in changes
+                      if (i, j) in sets[c].buckets]
             for eb in graph.bucket(i, j, m).batches():
                 eb = apply(eb, m, bucket)
                 src.append(off[i] + np.asarray(eb.src, np.int64))
@@ -161,11 +170,12 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
             return f"change set {c!r} does not change every edge set read before alike"
     appended = [m for m in parts if m in new and not sets[m].change]
     after = [c for c in changes if c in new]
-    src, dst, weight = _appended(graph, appended, after)
+    loaded: dict = {}
+    src, dst, weight = _appended(graph, appended, after, loaded)
     deleted, updated, updated_w, since = [], [], [], {"delete": [], "update": []}
     pairs = 0
     for c in changes:
-        keys, w = _pair_keys(graph, c)
+        keys, w = _pair_keys(graph, c, loaded)
         (deleted if w is None else updated).append(keys)
         if w is not None:
             updated_w.append(w)
@@ -338,15 +348,14 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
     empty = np.zeros(0, np.float32)
     checks = np.unique(np.concatenate([change.changed_deleted % n, (
         change.changed_updated % n) if weighted else np.zeros(0, np.int64)]))
-    seeds = np.unique(np.concatenate([change.src, (change.changed_updated // n)
-                                      if weighted else np.zeros(0, np.int64)]))
+    es, ed, estep = _relaxed_edges(change, n, base, use_w, weighted)
     setup = time.perf_counter() - t0
     limit = _limit(graph, kwargs)
     gone, relaxed, work, done = repair.distance_repair(
         n, values, float(base.relax_offset), use_w, out.indptr, out.indices,
         _weights(out, weighted, empty), nip, nix, nw, into.indptr, into.indices,
         _weights(into, weighted, empty), mip, mix, mw, change.deleted, uk, uw, dout, din,
-        checks, seeds, int(base.source), limit)
+        checks, es, ed, estep, int(base.source), limit)
     if not done:
         return f"the repair scanned more than {REPAIR_MAX_SWEEPS}x both ends of the edges"
     step = SuperstepStats(superstep=0, active=int(relaxed), direction="repair",
@@ -357,6 +366,21 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
               f"edges; {int(gone):,} invalidated, {int(relaxed):,} relaxed)")
     return Result(values=values, stats=_stats(spec, graph, kwargs, t0, setup, step, method,
                                               weighted), graph=graph)
+
+
+def _relaxed_edges(change: Change, n: int, base, use_w: bool, weighted: bool):
+    """The edges a distance repair relaxes once: the appended ones and (weighted) the
+    re-weighted pairs still there; (src, dst, step float64)."""
+    w = change.weight.astype(np.float64) if weighted and change.weight is not None \
+        else np.ones(len(change.src))
+    step = base.relax_offset + (w if use_w else np.zeros(len(w)))
+    src, dst = change.src, change.dst
+    if weighted and len(change.changed_updated):
+        keys = change.changed_updated[~np.isin(change.changed_updated, change.deleted)]
+        uw = change.updated_weight[np.searchsorted(change.updated, keys)]
+        src, dst = np.concatenate([src, keys // n]), np.concatenate([dst, keys % n])
+        step = np.concatenate([step, base.relax_offset + uw.astype(np.float64)])
+    return src, dst, np.asarray(step, np.float64)
 
 
 def _weights(adj, weighted: bool, empty: np.ndarray) -> np.ndarray:

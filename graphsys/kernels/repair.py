@@ -17,10 +17,10 @@ edges (CSR ``nip``/``nix``/``nw``, CSC ``mip``/``mix``/``mw``).
   deleted or re-weighted edge keeps its distance when an in-neighbour still valid offers
   it exactly from strictly below; otherwise it is invalidated, and so, in turn, are the
   out-neighbours it offered their distance to. Invalidated nodes take the best offer of
-  their valid in-neighbours, and a Dijkstra-ordered relaxation runs from them and from the
-  sources of inserted and re-weighted edges to the fixed point: every edge's constraint
-  holds and every value is the length of a path of the new graph, so the distances are
-  those of a run from scratch.
+  their valid in-neighbours, the inserted and re-weighted edges are relaxed once, and a
+  Dijkstra-ordered relaxation runs from every node so lowered to the fixed point: every
+  edge's constraint holds and every value is the length of a path of the new graph, so
+  the distances are those of a run from scratch.
 
 Both stop (returning False) once they have scanned ``limit`` edges.
 
@@ -100,38 +100,51 @@ def _root(parent, g):
 
 
 @numba.njit(cache=True, nogil=True)
-def _degree(oip, iip, v):
-    return float(oip[v + 1] - oip[v] + iip[v + 1] - iip[v])
+def _cost(oip, iip, head, spent, g):
+    """A group's priority: the edges it scanned plus those its next node has."""
+    v = head[g]
+    return float(spent[g] + oip[v + 1] - oip[v] + iip[v + 1] - iip[v])
 
 
 @numba.njit(cache=True, nogil=True)
-def _meet(x, g, c, out, ip, ix, flagged, dkeys, n, oip, iip, owner, group, pending, growing,
-          hk, hv, size):
-    """Scan one side of ``x``'s old edges (``out``: its out-edges) for group ``g``: claim
-    the unreached neighbours, merge the groups met. Returns the group, the heap and the
-    edges scanned."""
+def _meet(x, g, c, out, ip, ix, flagged, dkeys, n, owner, group, head, tail, nxt, spent,
+          growing):
+    """Scan one side of ``x``'s old edges (``out``: its out-edges) for group ``g``: queue
+    the unreached neighbours in it, merge the groups met (their queues joined). Returns
+    the group."""
     for e in range(ip[x], ip[x + 1]):
         y = ix[e]
         if flagged and _has(dkeys, x * n + y if out else y * n + x) >= 0:
             continue
         if owner[y] < 0:
             owner[y] = g
-            pending[g] += 1
-            hk, hv, size = _heap_push(hk, hv, size, _degree(oip, iip, y), y)
+            if tail[g] < 0:
+                head[g] = y
+            else:
+                nxt[tail[g]] = y
+            tail[g] = y
             continue
         h = _root(group, owner[y])
         if h != g:  # two groups meet: one fewer growing
             lo, hi = min(g, h), max(g, h)
             group[hi] = lo
-            pending[lo] += pending[hi]
+            if tail[lo] < 0:
+                head[lo], tail[lo] = head[hi], tail[hi]
+            elif tail[hi] >= 0:
+                nxt[tail[lo]] = head[hi]
+                tail[lo] = tail[hi]
+            spent[lo] += spent[hi]
             g = lo
             growing[c] -= 1
-    return g, hk, hv, size, ip[x + 1] - ip[x]
+    return g
 
 
 @numba.njit(cache=True, nogil=True)
 def wcc_race(n, oip, oix, iip, iix, dkeys, dout, din, comp, num_comps, seeds, limit):
-    """Split the old components that lost an edge (module docstring).
+    """Split the old components that lost an edge (module docstring): each group searches
+    breadth-first, the group that has scanned the fewest edges (counting its next node's)
+    first, so the searches from the ends of one deleted edge meet at the cost of the
+    smaller.
 
     ``comp`` int64 (N,): each node's old component (0..``num_comps``-1; -1 for a node the
     old result does not list); ``seeds`` int64: distinct ends of deleted edges, each in an
@@ -140,35 +153,47 @@ def wcc_race(n, oip, oix, iip, iix, dkeys, dout, din, comp, num_comps, seeds, li
     plus the group's first seed for a node of a group that closed."""
     ns = seeds.shape[0]
     owner = np.full(n, -1, np.int64)
+    nxt = np.full(n, -1, np.int64)
     group = np.arange(ns)
-    pending = np.zeros(ns, np.int64)
+    head, tail = seeds.copy(), seeds.copy()
+    spent = np.zeros(ns, np.int64)
+    queued = np.zeros(ns, np.float64)
     closed = np.zeros(ns, np.bool_)
     growing = np.zeros(num_comps, np.int64)
     hk, hv, size = np.empty(max(16, ns), np.float64), np.empty(max(16, ns), np.int64), 0
     for i in range(ns):
-        s = seeds[i]
-        owner[s] = i
-        pending[i] = 1
-        growing[comp[s]] += 1
-        hk, hv, size = _heap_push(hk, hv, size, _degree(oip, iip, s), s)
+        owner[seeds[i]] = i
+        growing[comp[seeds[i]]] += 1
+        queued[i] = _cost(oip, iip, head, spent, i)
+        hk, hv, size = _heap_push(hk, hv, size, queued[i], i)
     work = 0
     while size > 0:
-        _, x, size = _heap_pop(hk, hv, size)
-        g = _root(group, owner[x])
-        pending[g] -= 1
-        c = comp[x]
+        key, g, size = _heap_pop(hk, hv, size)
+        if group[g] != g or closed[g] or key != queued[g]:
+            continue  # merged into another group, or queued again since
+        c = comp[seeds[g]]
         if growing[c] <= 1:
             continue  # settled: the last growing group keeps the old component
-        g, hk, hv, size, w1 = _meet(x, g, c, True, oip, oix, dout[x], dkeys, n, oip, iip,
-                                    owner, group, pending, growing, hk, hv, size)
-        g, hk, hv, size, w2 = _meet(x, g, c, False, iip, iix, din[x], dkeys, n, oip, iip,
-                                    owner, group, pending, growing, hk, hv, size)
-        work += w1 + w2
+        x = head[g]
+        head[g] = nxt[x]
+        if head[g] < 0:
+            tail[g] = -1
+        g = _meet(x, g, c, True, oip, oix, dout[x], dkeys, n, owner, group, head, tail, nxt,
+                  spent, growing)
+        g = _meet(x, g, c, False, iip, iix, din[x], dkeys, n, owner, group, head, tail, nxt,
+                  spent, growing)
+        scanned = oip[x + 1] - oip[x] + iip[x + 1] - iip[x]
+        spent[g] += scanned
+        work += scanned
         if work > limit:
             return owner, work, False
-        if pending[g] == 0 and growing[c] > 1:  # its search ended: a component of its own
-            closed[g] = True
-            growing[c] -= 1
+        if head[g] < 0:
+            if growing[c] > 1:  # its search ended: a component of its own
+                closed[g] = True
+                growing[c] -= 1
+        else:
+            queued[g] = _cost(oip, iip, head, spent, g)
+            hk, hv, size = _heap_push(hk, hv, size, queued[g], g)
     key = comp.copy()
     for v in range(n):
         if owner[v] >= 0:
@@ -258,11 +283,11 @@ def _relax(u, n, d, offset, use_w, ip, ix, ws, old, dkeys, ukeys, uw, flagged, h
 
 @numba.njit(cache=True, nogil=True)
 def distance_repair(n, d, offset, use_w, oip, oix, ow, nip, nix, nw, iip, iix, iw, mip, mix,
-                    mw, dkeys, ukeys, uw, dout, din, checks, seeds, source, limit):
+                    mw, dkeys, ukeys, uw, dout, din, checks, es, ed, estep, source, limit):
     """Repair the distances ``d`` float64 (N,) (module docstring) in place: ``checks`` are
-    the targets of deleted and re-weighted edges, ``seeds`` the sources of inserted and
-    re-weighted ones; an edge's step is ``offset`` plus its weight where ``use_w``.
-    Returns ``(invalidated, relaxed, work, done)``."""
+    the targets of deleted and re-weighted edges, ``es -> ed`` the inserted and re-weighted
+    edges (``estep`` float64: the step along each); an edge's step is ``offset`` plus its
+    weight where ``use_w``. Returns ``(invalidated, relaxed, work, done)``."""
     invalid = np.zeros(n, np.bool_)
     stack, top, work, gone = checks.copy(), checks.shape[0], 0, 0
     while top > 0:
@@ -298,9 +323,11 @@ def distance_repair(n, d, offset, use_w, oip, oix, ow, nip, nix, nw, iip, iix, i
     for v in lost:  # offers between invalidated nodes are relaxed below
         if d[v] < np.inf:
             hk, hv, size = _heap_push(hk, hv, size, d[v], v)
-    for u in seeds:
-        if d[u] < np.inf:
-            hk, hv, size = _heap_push(hk, hv, size, d[u], u)
+    for k in range(es.shape[0]):  # an unchanged node's other edges hold already
+        c = d[es[k]] + estep[k]
+        if c < d[ed[k]]:
+            d[ed[k]] = c
+            hk, hv, size = _heap_push(hk, hv, size, c, ed[k])
     relaxed = 0
     while size > 0:
         k, u, size = _heap_pop(hk, hv, size)
