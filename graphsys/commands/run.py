@@ -101,7 +101,10 @@ def register(subparsers) -> None:
                    help="start from a previous result of this algorithm on an earlier "
                         "version of the edges, e.g. before an append: pagerank/ppr from its "
                         "ranks, wcc from its components and the new edges only, bfs/sssp "
-                        "from its distances; the answer is a run from scratch's (pagerank "
+                        "from its distances (wcc, bfs and sssp also before deletions and "
+                        "weight updates, repairing only what they reach, or from scratch "
+                        "where more than 5%% of the edges changed: the summary line and "
+                        "--json's start say which); the answer is a run from scratch's (pagerank "
                         "to --tol; wcc, bfs and sssp refuse a PREV that did not converge). "
                         "auto (default): the --out file being replaced (--overwrite) when it "
                         "is such a converged result of the same run; none: from scratch")
