@@ -18,6 +18,11 @@ from a fixed point, so they refuse a PREV that stopped at ``max_iters`` (``graph
 --allow-unconverged``) or does not say (written before results recorded it); PageRank
 iterates to ``tol`` from any start and takes it.
 
+After deletions and weight updates (change sets, :mod:`graphsys.storage.changes`, among
+the edge sets PREV did not read), WCC, BFS and SSSP repair PREV where the changed edges
+reach it (:mod:`graphsys.bsp.incremental_changes`, which also says when they run from
+scratch instead); the other algorithms refuse such a PREV in one line.
+
 * **PageRank, personalized PageRank** (:func:`pagerank_warm_start`, where
   :func:`graphsys.bsp.incremental_pagerank.pagerank_from` does not push the residual of
   the new edges or run from scratch): the power iteration starts
@@ -534,9 +539,10 @@ def distances_from(spec, graph, previous: Previous, *, source=None, params=None,
     """BFS levels or SSSP distances repaired from ``previous``'s: on one CPU in memory,
     after appends, deletions and weight updates, by invalidating and relaxing only what the
     changed edges reach (:mod:`graphsys.bsp.incremental_changes`); on another device or
-    mode, after appends only, by lowering the targets the new edges improve and relaxing
-    from them (see the module docstring, ``schedule`` ``auto`` running the fused
-    supersteps, ``sync``), and after a deletion or update from scratch."""
+    mode or a time view, after appends only, by lowering the targets the new edges improve
+    and relaxing from them (see the module docstring, ``schedule`` ``auto`` running the
+    fused supersteps, ``sync``); from scratch after a deletion or update there, and where
+    more changed than a repair pays for."""
     previous.check_fixed_point(spec.name)
     base = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"), **(params or {}))
     if base.relax_state is None or base.direction != "out":
@@ -551,7 +557,7 @@ def distances_from(spec, graph, previous: Previous, *, source=None, params=None,
                                             kwargs)
         if not isinstance(change, str):
             return change
-    if previous.change_sets or changes.repair_applies(kwargs) is None:
+    if previous.change_sets or isinstance(change, changes.Costly):
         return changes.from_scratch(spec, graph, change, source=source, params=params,
                                     max_iters=max_iters, **kwargs)
     seeds = np.zeros(len(values), np.bool_)

@@ -74,6 +74,11 @@ REPAIR_MAX_FRACTION = 0.05
 REPAIR_MAX_SWEEPS = 1
 
 
+class Costly(str):
+    """Why a repair does not pay (more changed, or it reached too far): a run from scratch
+    answers, where another reason leaves an append's start to the engine."""
+
+
 @dataclass
 class Change:
     """What changed between the edges a previous result read and those a run reads.
@@ -237,8 +242,8 @@ def decide(graph, previous, kwargs) -> Change | str:
     read = max(graph.edge_set(kwargs.get("edge_set")).num_edges, 1)
     share = (len(change.src) + change.pairs) / read
     if share > REPAIR_MAX_FRACTION:
-        return (f"changed edges {share:.2%} of those read, above the repair's "
-                f"{REPAIR_MAX_FRACTION:.0%}")
+        return Costly(f"changed edges {share:.2%} of those read, above the repair's "
+                      f"{REPAIR_MAX_FRACTION:.0%}")
     return change
 
 
@@ -290,7 +295,8 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
                                           into.indices, change.deleted, dout, din, comp,
                                           len(known), seeds, limit)
         if not done:
-            return f"the split search scanned more than {REPAIR_MAX_SWEEPS}x both ends of the edges"
+            return Costly(f"the split search scanned more than {REPAIR_MAX_SWEEPS}x both "
+                          f"ends of the edges")
     else:
         setup = time.perf_counter() - t0
     parent = _forest(key)
@@ -357,7 +363,8 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
         _weights(into, weighted, empty), mip, mix, mw, change.deleted, uk, uw, dout, din,
         checks, es, ed, estep, int(base.source), limit)
     if not done:
-        return f"the repair scanned more than {REPAIR_MAX_SWEEPS}x both ends of the edges"
+        return Costly(f"the repair scanned more than {REPAIR_MAX_SWEEPS}x both ends of the "
+                      f"edges")
     step = SuperstepStats(superstep=0, active=int(relaxed), direction="repair",
                           edges_scanned=int(work), messages_sent=int(work),
                           messages_combined=int(gone), fused=True)
