@@ -64,6 +64,8 @@ from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError, GraphsysError
 from graphsys.kernels import repair
+from graphsys.storage import index_merge
+from graphsys.storage.csr import index_file, map_index
 from graphsys.storage.edge_changes import apply, load_bucket
 
 #: The largest share of the edges read that may have changed (appended, deleted or
@@ -212,6 +214,41 @@ def _csr(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None):
     return indptr, dst[order], w
 
 
+def _old_adjacency(graph, old: list, kind: str, weighted: bool):
+    """The edges ``old`` read as ``kind`` (``csr``, ``csc``): ``(indptr, indices, weights
+    or empty)`` and the numbering ``lay`` of :mod:`graphsys.kernels.repair`. One edge set
+    with a stored index is mapped as built (an index built before an append is not
+    renumbered: the kernels translate the ids they touch); otherwise
+    :meth:`~graphsys.storage.graph.Graph.csr` / ``csc`` (a merged or built adjacency)."""
+    empty = np.zeros(0, np.int64)
+    info = graph.manifest.indexes.get(old[0], {}).get(kind) if len(old) == 1 else None
+    mapped = None
+    if info is not None:
+        for column in info.columns():
+            graph.check_hash(index_file(old[0], kind, column))
+        mapped = map_index(graph, old[0], kind, renumber=False)
+    if mapped is None:
+        adj = graph.csr(old, weights=weighted) if kind == "csr" else graph.csc(
+            old, weights=weighted)
+        indptr, indices, weight, lay = adj.indptr, adj.indices, adj.weight, (empty,) * 3
+    else:
+        indptr, indices, weight = mapped.indptr, mapped.indices, mapped.weight
+        lay = _layout(tuple(mapped.info.layout), index_merge.layout(graph.manifest))
+    w = weight if weighted and weight is not None else np.zeros(0, np.float32)
+    return indptr, indices, w, lay
+
+
+def _layout(old: tuple, new: tuple) -> tuple:
+    """``(old_start, new_start, old_size)`` of each partition block, or empty arrays where
+    the numbering has not moved."""
+    if not old or old == new:
+        return (np.zeros(0, np.int64),) * 3
+    size = np.asarray(old, np.int64)
+    starts = [np.concatenate([[0], np.cumsum(x, dtype=np.int64)[:-1]]).astype(np.int64)
+              for x in (size, np.asarray(new, np.int64))]
+    return starts[0], starts[1], size
+
+
 def _flags(n: int, *key_sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows holding a key of ``key_sets``: (by source, by target) bool (N,)."""
     out, into = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
@@ -287,13 +324,12 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
     work = 0
     key = comp
     if len(seeds):
-        out = graph.csr(change.old, weights=False)
-        into = graph.csc(change.old, weights=False)
+        oip, oix, _, lay = _old_adjacency(graph, change.old, "csr", False)
+        iip, iix, _, _ = _old_adjacency(graph, change.old, "csc", False)
         dout, din = _flags(n, change.deleted)
         setup = time.perf_counter() - t0
-        key, work, done = repair.wcc_race(n, out.indptr, out.indices, into.indptr,
-                                          into.indices, change.deleted, dout, din, comp,
-                                          len(known), seeds, limit)
+        key, work, done = repair.wcc_race(n, oip, oix, iip, iix, lay, change.deleted, dout,
+                                          din, comp, len(known), seeds, limit)
         if not done:
             return Costly(f"the split search scanned more than {REPAIR_MAX_SWEEPS}x both "
                           f"ends of the edges")
@@ -343,25 +379,23 @@ def distances_repaired(spec, graph, previous, base, values, change: Change, kwar
         if w is not None and len(w) and (np.isnan(w).any() or (w < 0).any()):
             raise GraphsysError("sssp: a negative (or NaN) edge weight among the changed "
                                 "edges")
-    out = graph.csr(change.old, weights=weighted)
-    into = graph.csc(change.old, weights=weighted)
+    oip, oix, ow, lay = _old_adjacency(graph, change.old, "csr", weighted)
+    iip, iix, iw, _ = _old_adjacency(graph, change.old, "csc", weighted)
     w_new = change.weight if weighted else None
     nip, nix, nw = _csr(n, change.src, change.dst, w_new)
     mip, mix, mw = _csr(n, change.dst, change.src, w_new)
     uk = change.updated if weighted else np.zeros(0, np.int64)
     uw = change.updated_weight if weighted else np.zeros(0, np.float32)
     dout, din = _flags(n, change.deleted, uk)
-    empty = np.zeros(0, np.float32)
     checks = np.unique(np.concatenate([change.changed_deleted % n, (
         change.changed_updated % n) if weighted else np.zeros(0, np.int64)]))
     es, ed, estep = _relaxed_edges(change, n, base, use_w, weighted)
     setup = time.perf_counter() - t0
     limit = _limit(graph, kwargs)
     gone, relaxed, work, done = repair.distance_repair(
-        n, values, float(base.relax_offset), use_w, out.indptr, out.indices,
-        _weights(out, weighted, empty), nip, nix, nw, into.indptr, into.indices,
-        _weights(into, weighted, empty), mip, mix, mw, change.deleted, uk, uw, dout, din,
-        checks, es, ed, estep, int(base.source), limit)
+        n, values, float(base.relax_offset), use_w, oip, oix, ow, nip, nix, nw, iip, iix, iw,
+        mip, mix, mw, lay, change.deleted, uk, uw, dout, din, checks, es, ed, estep,
+        int(base.source), limit)
     if not done:
         return Costly(f"the repair scanned more than {REPAIR_MAX_SWEEPS}x both ends of the "
                       f"edges")
@@ -388,12 +422,6 @@ def _relaxed_edges(change: Change, n: int, base, use_w: bool, weighted: bool):
         src, dst = np.concatenate([src, keys // n]), np.concatenate([dst, keys % n])
         step = np.concatenate([step, base.relax_offset + uw.astype(np.float64)])
     return src, dst, np.asarray(step, np.float64)
-
-
-def _weights(adj, weighted: bool, empty: np.ndarray) -> np.ndarray:
-    if not weighted or adj.weight is None:
-        return empty
-    return adj.weight
 
 
 def check_values(previous, what: str) -> None:

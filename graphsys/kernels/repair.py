@@ -22,7 +22,11 @@ edges (CSR ``nip``/``nix``/``nw``, CSC ``mip``/``mix``/``mw``).
   edge's constraint holds and every value is the length of a path of the new graph, so
   the distances are those of a run from scratch.
 
-Both stop (returning False) once they have scanned ``limit`` edges.
+The adjacency before the change may be numbered as it was before an append grew the
+partitions (a stored index read as built): ``lay`` is ``(old_start, new_start, old_size)``
+int64 per partition block, and the kernels translate the rows and ids they touch; empty
+arrays where the numbering is the current one. Both stop (returning False) once they have
+scanned ``limit`` edges.
 
 References
 ----------
@@ -46,6 +50,40 @@ def _has(keys, k):
 @numba.njit(inline="always")
 def _w(weights, e):
     return 1.0 if weights.shape[0] == 0 else np.float64(weights[e])
+
+
+@numba.njit(inline="always")
+def _row(ip, x, lay):
+    """The entries ``(lo, hi)`` of node ``x`` (current id) in the old adjacency ``ip``
+    numbered by ``lay``: empty for a node added since."""
+    old_start, new_start, old_size = lay
+    if old_start.shape[0] == 0:
+        return ip[x], ip[x + 1]
+    b = np.searchsorted(new_start, x, side="right") - 1
+    at = x - new_start[b]
+    if at >= old_size[b]:
+        return 0, 0
+    r = old_start[b] + at
+    return ip[r], ip[r + 1]
+
+
+@numba.njit(inline="always")
+def _id(y, lay):
+    """The current id of ``y``, an id of the old adjacency numbered by ``lay``."""
+    old_start, new_start, _ = lay
+    if old_start.shape[0] == 0:
+        return np.int64(y)
+    b = np.searchsorted(old_start, y, side="right") - 1
+    return np.int64(y - old_start[b] + new_start[b])
+
+
+@numba.njit(inline="always")
+def _span(ip, x, old, lay):
+    """How many entries node ``x`` has in ``ip`` (``old``: numbered by ``lay``)."""
+    if old:
+        lo, hi = _row(ip, x, lay)
+        return hi - lo
+    return ip[x + 1] - ip[x]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -100,20 +138,21 @@ def _root(parent, g):
 
 
 @numba.njit(cache=True, nogil=True)
-def _cost(oip, iip, head, spent, g):
+def _cost(oip, iip, lay, head, spent, g):
     """A group's priority: the edges it scanned plus those its next node has."""
     v = head[g]
-    return float(spent[g] + oip[v + 1] - oip[v] + iip[v + 1] - iip[v])
+    return float(spent[g] + _span(oip, v, True, lay) + _span(iip, v, True, lay))
 
 
 @numba.njit(cache=True, nogil=True)
-def _meet(x, g, c, out, ip, ix, flagged, dkeys, n, owner, group, head, tail, nxt, spent,
-          growing):
+def _meet(x, g, c, out, ip, ix, lay, flagged, dkeys, n, owner, group, head, tail, nxt,
+          spent, growing):
     """Scan one side of ``x``'s old edges (``out``: its out-edges) for group ``g``: queue
     the unreached neighbours in it, merge the groups met (their queues joined). Returns
     the group."""
-    for e in range(ip[x], ip[x + 1]):
-        y = ix[e]
+    lo, hi = _row(ip, x, lay)
+    for e in range(lo, hi):
+        y = _id(ix[e], lay)
         if flagged and _has(dkeys, x * n + y if out else y * n + x) >= 0:
             continue
         if owner[y] < 0:
@@ -140,7 +179,7 @@ def _meet(x, g, c, out, ip, ix, flagged, dkeys, n, owner, group, head, tail, nxt
 
 
 @numba.njit(cache=True, nogil=True)
-def wcc_race(n, oip, oix, iip, iix, dkeys, dout, din, comp, num_comps, seeds, limit):
+def wcc_race(n, oip, oix, iip, iix, lay, dkeys, dout, din, comp, num_comps, seeds, limit):
     """Split the old components that lost an edge (module docstring): each group searches
     breadth-first, the group that has scanned the fewest edges (counting its next node's)
     first, so the searches from the ends of one deleted edge meet at the cost of the
@@ -164,7 +203,7 @@ def wcc_race(n, oip, oix, iip, iix, dkeys, dout, din, comp, num_comps, seeds, li
     for i in range(ns):
         owner[seeds[i]] = i
         growing[comp[seeds[i]]] += 1
-        queued[i] = _cost(oip, iip, head, spent, i)
+        queued[i] = _cost(oip, iip, lay, head, spent, i)
         hk, hv, size = _heap_push(hk, hv, size, queued[i], i)
     work = 0
     while size > 0:
@@ -178,11 +217,11 @@ def wcc_race(n, oip, oix, iip, iix, dkeys, dout, din, comp, num_comps, seeds, li
         head[g] = nxt[x]
         if head[g] < 0:
             tail[g] = -1
-        g = _meet(x, g, c, True, oip, oix, dout[x], dkeys, n, owner, group, head, tail, nxt,
-                  spent, growing)
-        g = _meet(x, g, c, False, iip, iix, din[x], dkeys, n, owner, group, head, tail, nxt,
-                  spent, growing)
-        scanned = oip[x + 1] - oip[x] + iip[x + 1] - iip[x]
+        g = _meet(x, g, c, True, oip, oix, lay, dout[x], dkeys, n, owner, group, head, tail,
+                  nxt, spent, growing)
+        g = _meet(x, g, c, False, iip, iix, lay, din[x], dkeys, n, owner, group, head, tail,
+                  nxt, spent, growing)
+        scanned = _span(oip, x, True, lay) + _span(iip, x, True, lay)
         spent[g] += scanned
         work += scanned
         if work > limit:
@@ -192,7 +231,7 @@ def wcc_race(n, oip, oix, iip, iix, dkeys, dout, din, comp, num_comps, seeds, li
                 closed[g] = True
                 growing[c] -= 1
         else:
-            queued[g] = _cost(oip, iip, head, spent, g)
+            queued[g] = _cost(oip, iip, lay, head, spent, g)
             hk, hv, size = _heap_push(hk, hv, size, queued[g], g)
     key = comp.copy()
     for v in range(n):
@@ -228,14 +267,15 @@ def _step(ws, e, old, dkeys, ukeys, uw, flagged, k, offset, use_w):
 
 
 @numba.njit(cache=True, nogil=True)
-def _offers(v, n, d, invalid, offset, use_w, ip, ix, ws, old, dkeys, ukeys, uw, flagged,
+def _offers(v, n, d, invalid, offset, use_w, ip, ix, ws, old, lay, dkeys, ukeys, uw, flagged,
             below):
     """The smallest ``d[u] + step`` over one adjacency of ``v``'s in-edges from valid
     ``u`` (``old``: the old edges, through the change); with ``below``, only offers from
     ``d[u] < d[v]``, returning at the first that equals ``d[v]``."""
     best = np.inf
-    for e in range(ip[v], ip[v + 1]):
-        u = ix[e]
+    lo, hi = _row(ip, v, lay) if old else (ip[v], ip[v + 1])
+    for e in range(lo, hi):
+        u = _id(ix[e], lay) if old else np.int64(ix[e])
         if invalid[u] or d[u] == np.inf:
             continue
         step = _step(ws, e, old, dkeys, ukeys, uw, flagged, u * n + v, offset, use_w)
@@ -251,12 +291,13 @@ def _offers(v, n, d, invalid, offset, use_w, ip, ix, ws, old, dkeys, ukeys, uw, 
 
 
 @numba.njit(cache=True, nogil=True)
-def _dependants(v, n, d, invalid, offset, use_w, ip, ix, ws, old, dkeys, ukeys, uw, flagged,
-                stack, top):
+def _dependants(v, n, d, invalid, offset, use_w, ip, ix, ws, old, lay, dkeys, ukeys, uw,
+                flagged, stack, top):
     """Push on ``stack`` the valid out-neighbours of ``v`` whose distance ``v`` offered
     exactly; returns the stack and its top."""
-    for e in range(ip[v], ip[v + 1]):
-        x = ix[e]
+    lo, hi = _row(ip, v, lay) if old else (ip[v], ip[v + 1])
+    for e in range(lo, hi):
+        x = _id(ix[e], lay) if old else np.int64(ix[e])
         step = _step(ws, e, old, dkeys, ukeys, uw, flagged, v * n + x, offset, use_w)
         if step >= 0 and not invalid[x] and d[x] == d[v] + step:
             if top == stack.shape[0]:
@@ -269,10 +310,12 @@ def _dependants(v, n, d, invalid, offset, use_w, ip, ix, ws, old, dkeys, ukeys, 
 
 
 @numba.njit(cache=True, nogil=True)
-def _relax(u, n, d, offset, use_w, ip, ix, ws, old, dkeys, ukeys, uw, flagged, hk, hv, size):
+def _relax(u, n, d, offset, use_w, ip, ix, ws, old, lay, dkeys, ukeys, uw, flagged, hk, hv,
+           size):
     """Lower ``u``'s out-neighbours through one adjacency; returns the heap."""
-    for e in range(ip[u], ip[u + 1]):
-        x = ix[e]
+    lo, hi = _row(ip, u, lay) if old else (ip[u], ip[u + 1])
+    for e in range(lo, hi):
+        x = _id(ix[e], lay) if old else np.int64(ix[e])
         step = _step(ws, e, old, dkeys, ukeys, uw, flagged, u * n + x, offset, use_w)
         c = d[u] + step
         if step >= 0 and c < d[x]:
@@ -283,7 +326,8 @@ def _relax(u, n, d, offset, use_w, ip, ix, ws, old, dkeys, ukeys, uw, flagged, h
 
 @numba.njit(cache=True, nogil=True)
 def distance_repair(n, d, offset, use_w, oip, oix, ow, nip, nix, nw, iip, iix, iw, mip, mix,
-                    mw, dkeys, ukeys, uw, dout, din, checks, es, ed, estep, source, limit):
+                    mw, lay, dkeys, ukeys, uw, dout, din, checks, es, ed, estep, source,
+                    limit):
     """Repair the distances ``d`` float64 (N,) (module docstring) in place: ``checks`` are
     the targets of deleted and re-weighted edges, ``es -> ed`` the inserted and re-weighted
     edges (``estep`` float64: the step along each); an edge's step is ``offset`` plus its
@@ -295,18 +339,18 @@ def distance_repair(n, d, offset, use_w, oip, oix, ow, nip, nix, nw, iip, iix, i
         v = stack[top]
         if v == source or invalid[v] or d[v] == np.inf:
             continue
-        work += iip[v + 1] - iip[v] + mip[v + 1] - mip[v]
-        if _offers(v, n, d, invalid, offset, use_w, iip, iix, iw, True, dkeys, ukeys, uw,
+        work += _span(iip, v, True, lay) + mip[v + 1] - mip[v]
+        if _offers(v, n, d, invalid, offset, use_w, iip, iix, iw, True, lay, dkeys, ukeys, uw,
                    din[v], True) == d[v] or _offers(
-                v, n, d, invalid, offset, use_w, mip, mix, mw, False, dkeys, ukeys, uw,
+                v, n, d, invalid, offset, use_w, mip, mix, mw, False, lay, dkeys, ukeys, uw,
                 False, True) == d[v]:
             continue  # still offered its distance from below
         invalid[v] = True
         gone += 1
-        work += oip[v + 1] - oip[v] + nip[v + 1] - nip[v]
-        stack, top = _dependants(v, n, d, invalid, offset, use_w, oip, oix, ow, True, dkeys,
+        work += _span(oip, v, True, lay) + nip[v + 1] - nip[v]
+        stack, top = _dependants(v, n, d, invalid, offset, use_w, oip, oix, ow, True, lay, dkeys,
                                  ukeys, uw, dout[v], stack, top)
-        stack, top = _dependants(v, n, d, invalid, offset, use_w, nip, nix, nw, False, dkeys,
+        stack, top = _dependants(v, n, d, invalid, offset, use_w, nip, nix, nw, False, lay, dkeys,
                                  ukeys, uw, False, stack, top)
         if work > limit:
             return gone, 0, work, False
@@ -315,11 +359,11 @@ def distance_repair(n, d, offset, use_w, oip, oix, ow, nip, nix, nw, iip, iix, i
         d[v] = np.inf
     hk, hv, size = np.empty(16, np.float64), np.empty(16, np.int64), 0
     for v in lost:
-        d[v] = min(_offers(v, n, d, invalid, offset, use_w, iip, iix, iw, True, dkeys, ukeys,
+        d[v] = min(_offers(v, n, d, invalid, offset, use_w, iip, iix, iw, True, lay, dkeys, ukeys,
                            uw, din[v], False),
-                   _offers(v, n, d, invalid, offset, use_w, mip, mix, mw, False, dkeys, ukeys,
+                   _offers(v, n, d, invalid, offset, use_w, mip, mix, mw, False, lay, dkeys, ukeys,
                            uw, False, False))
-        work += iip[v + 1] - iip[v] + mip[v + 1] - mip[v]
+        work += _span(iip, v, True, lay) + mip[v + 1] - mip[v]
     for v in lost:  # offers between invalidated nodes are relaxed below
         if d[v] < np.inf:
             hk, hv, size = _heap_push(hk, hv, size, d[v], v)
@@ -334,10 +378,10 @@ def distance_repair(n, d, offset, use_w, oip, oix, ow, nip, nix, nw, iip, iix, i
         if k > d[u]:
             continue  # lowered since it was pushed
         relaxed += 1
-        work += oip[u + 1] - oip[u] + nip[u + 1] - nip[u]
-        hk, hv, size = _relax(u, n, d, offset, use_w, oip, oix, ow, True, dkeys, ukeys, uw,
+        work += _span(oip, u, True, lay) + nip[u + 1] - nip[u]
+        hk, hv, size = _relax(u, n, d, offset, use_w, oip, oix, ow, True, lay, dkeys, ukeys, uw,
                               dout[u], hk, hv, size)
-        hk, hv, size = _relax(u, n, d, offset, use_w, nip, nix, nw, False, dkeys, ukeys, uw,
+        hk, hv, size = _relax(u, n, d, offset, use_w, nip, nix, nw, False, lay, dkeys, ukeys, uw,
                               False, hk, hv, size)
         if work > limit:
             return gone, relaxed, work, False

@@ -17,6 +17,7 @@ from graphsys import bsp, open_graph
 from graphsys.bsp import incremental_changes
 from graphsys.cli import main
 from graphsys.errors import GraphsysError
+from graphsys.storage.adjacency_index import build_index
 from graphsys.storage.changes import delete_edges, delete_nodes, update_weights
 
 
@@ -31,14 +32,19 @@ def _write(path, edges) -> None:
     pq.write_table(pa.table({"src": list(s), "dst": list(d), "w": list(w)}), path)
 
 
-def _changed(tmp_path, *, undirected=False, chain=False):
+def _changed(tmp_path, *, undirected=False, chain=False, indexed=False):
     """A sparse graph (many components) and its results, then: 30 pairs deleted, a day
-    appended, a node's edges deleted, 20 pairs re-weighted (up and down). Returns the graph,
-    the source and the networkx graph of the resulting edges."""
+    appended (new nodes among its ends), a node's edges deleted, 20 pairs re-weighted (up
+    and down). Returns the graph, the source and the networkx graph of the resulting
+    edges. ``indexed``: CSR and CSC indexes stored before the changes (read as built, in
+    the numbering before the append)."""
     edges = _edges(1, 600, 700)
     _write(tmp_path / "day0.parquet", edges)
     g = graphsys.ingest(tmp_path / "day0.parquet", tmp_path / "g", partitions=3,
                         undirected=undirected, weight_col="w")
+    if indexed:
+        build_index(g, ("csr", "csc"))
+        g = open_graph(tmp_path / "g")
     source = edges[0][0]
     for name, r in {"wcc": bsp.wcc(g), "bfs": bsp.bfs(g, source),
                     "sssp": bsp.sssp(g, source)}.items():
@@ -94,10 +100,13 @@ def _components(result) -> list[list]:
 
 
 @pytest.mark.usefixtures("_any_share")
-@pytest.mark.parametrize("undirected", [False, True])
-@pytest.mark.parametrize("chain", [False, True])
-def test_repairs_equal_runs_from_scratch_and_networkx(tmp_path, undirected, chain):
-    g, source, ref = _changed(tmp_path, undirected=undirected, chain=chain)
+@pytest.mark.parametrize(("undirected", "chain", "indexed"), [
+    (False, False, False), (True, False, False), (False, True, False), (True, True, False),
+    (False, False, True), (True, True, True)])
+def test_repairs_equal_runs_from_scratch_and_networkx(tmp_path, undirected, chain, indexed):
+    g, source, ref = _changed(tmp_path, undirected=undirected, chain=chain, indexed=indexed)
+    if indexed:  # the indexes were built before the append: their numbering moved since
+        assert g.manifest.indexes["default"]["csr"].layout != tuple(g.partition_sizes())
     wcc = bsp.wcc(g, init=tmp_path / "wcc.parquet")
     assert wcc.stats.start == "repair" and "repaired" in wcc.stats.method
     assert np.array_equal(wcc.values, bsp.wcc(g).values)
