@@ -478,7 +478,7 @@ def components_from(spec, graph, previous: Previous, *, source=None, params=None
         change = changes.decide(graph, previous, kwargs)
         if not isinstance(change, str):
             change = changes.components_repaired(spec, graph, previous, labels, change,
-                                                 kwargs, (_union, _roots))
+                                                 kwargs, (_union, _roots, _old_trees))
         if isinstance(change, str):
             return changes.from_scratch(spec, graph, change, params=params,
                                         max_iters=max_iters, **kwargs)

@@ -309,8 +309,8 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
     """WCC after ``change`` from the old ``labels`` int64 (one per listed node, each below
     their count); a string saying why not when the search reaches too far. ``union_find``:
     :mod:`graphsys.bsp.incremental`'s kernels ``(union(parent, src, dst), roots(parent,
-    out))``."""
-    union, roots = union_find
+    out), trees(ids, labels, parent, first))``."""
+    union, roots, trees = union_find
     t0 = time.perf_counter()
     n = graph.num_nodes()
     known = np.flatnonzero(previous.known)
@@ -335,7 +335,9 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
                           f"ends of the edges")
     else:
         setup = time.perf_counter() - t0
-    parent = _forest(key)
+    parent = np.arange(n, dtype=np.int64)
+    has = np.flatnonzero(key >= 0)  # ascending: each tree rooted at its smallest node
+    trees(has, key[has], parent, np.full(int(key.max(initial=-1)) + 1, -1, np.int64))
     merged = int(union(parent, change.src, change.dst))
     label = np.empty(n, np.int64)
     roots(parent, label)
@@ -351,18 +353,6 @@ def components_repaired(spec, graph, previous, labels, change: Change, kwargs, u
 def _limit(graph, kwargs) -> int:
     """The most edge ends a repair scans before it stops."""
     return 2 * REPAIR_MAX_SWEEPS * graph.edge_set(kwargs.get("edge_set")).num_edges
-
-
-def _forest(key: np.ndarray) -> np.ndarray:
-    """Union-find parents: each node under the smallest node of its ``key`` (a node with a
-    negative key alone)."""
-    n = len(key)
-    parent = np.arange(n, dtype=np.int64)
-    has = np.flatnonzero(key >= 0)
-    if len(has):
-        uniq, first, inverse = np.unique(key[has], return_index=True, return_inverse=True)
-        parent[has] = has[first][inverse]  # has ascends: first is the smallest node
-    return parent
 
 
 def distances_repaired(spec, graph, previous, base, values, change: Change, kwargs
