@@ -194,3 +194,22 @@ def test_cli_repairs_and_says_so(tmp_path, capsys):
     scratch = tmp_path / "scratch.parquet"
     assert main(["run", "wcc", str(g.path), "--out", str(scratch), "--quiet"]) == 0
     assert pq.read_table(out)["value"].equals(pq.read_table(scratch)["value"])
+
+
+def test_a_time_view_after_an_append_keeps_the_engines_repair(tmp_path):
+    """The in-memory repair does not read time views; after an append, BFS there is still
+    repaired from the new edges by the engine's supersteps (not run from scratch)."""
+    rng = np.random.default_rng(0)
+    day = pa.table({"src": rng.integers(0, 300, 2000), "dst": rng.integers(0, 300, 2000),
+                    "timestamp": rng.integers(0, 100, 2000)})
+    graphsys.from_arrow(day, tmp_path / "g", edge_columns=["timestamp"])
+    source = int(day["src"][0].as_py())
+    before = bsp.bfs(open_graph(tmp_path / "g", until=50), source).to_table()
+    pq.write_table(pa.table({"src": rng.integers(0, 320, 30), "dst": rng.integers(0, 320, 30),
+                             "timestamp": rng.integers(0, 100, 30)}), tmp_path / "d2.parquet")
+    graphsys.ingest(tmp_path / "d2.parquet", tmp_path / "g", append=True, edge_set="day2",
+                    edge_columns=["timestamp"])
+    view = open_graph(tmp_path / "g", until=50)
+    got = bsp.bfs(view, source, init=before)
+    assert got.stats.start == "repair" and "repaired from the new edges" in got.stats.method
+    assert np.array_equal(got.values, bsp.bfs(view, source).values)
