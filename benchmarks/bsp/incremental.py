@@ -30,15 +30,35 @@ Figures: wall seconds of each side (and the last turn's setup seconds, the engin
 build that both sides pay), ``ratio`` scratch / started (> 1: starting is faster),
 PageRank's supersteps on each side and the L1 and max difference of the two rank vectors
 (both stop when the L1 change is below ``--tol``); WCC and BFS: whether the two results are
-identical. Usage::
+identical.
+
+With ``--changes``: WCC and BFS started from the result before a change of *deletions and
+insertions* beside runs from scratch, on ``--rmat-edges`` (2M) R-MAT edges over the power of
+two nearest ``--rmat-edges / 8`` ids, ingested with stored CSR and CSC indexes (``graphsys
+index --csr --csc``), for each fraction of ``--fractions`` (0.1 % and 1 %): a copy of that
+graph loses half the fraction of its edges (distinct pairs drawn uniformly from its edges,
+deleted with every parallel edge: ``delete_edges``) and gains the other half (the next R-MAT
+draws, appended as ``day2``). The repair reads the old edges' mapped indexes through the
+deletions (:mod:`graphsys.bsp.incremental_changes`); a run from scratch builds the changed
+view's adjacency from its buckets (a view with change sets has no index). Each side is timed
+in process (``bsp.wcc(g, init=PREV)``, opening the graph afresh each call) and as a whole
+command (``python -m graphsys run wcc DIR --out OUT --init PREV`` against ``--init none``,
+process start and import included), alternated, medians of ``--turns``; ``identical``: the
+two answers equal, ``start``: what the started run did (``repair`` or ``scratch``).
+
+Usage::
 
     NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental.py --work DIR [--edges 20M]
         [--append 1%] [--turns 3]
+    NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental.py --changes --work DIR
+        [--rmat-edges 20M] [--fractions 0.001,0.01] [--turns 3]
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -81,7 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--changes", action="store_true",
+                    help="deletions and insertions, WCC and BFS (see above)")
+    ap.add_argument("--rmat-edges", type=harness.count, default=2_000_000,
+                    help="--changes: R-MAT edges (2M)")
+    ap.add_argument("--fractions", default="0.001,0.01",
+                    help="--changes: the changed fractions of the edges, half deleted and "
+                         "half inserted (0.001,0.01)")
     args = ap.parse_args(argv)
+    if args.changes:
+        return changes(args)
 
     import pyarrow.parquet as pq
 
@@ -167,6 +196,113 @@ def main(argv: list[str] | None = None) -> int:
                     "seed": args.seed, "bfs_source": source},
              ingest_s=round(ingest_s, 1), append_s=round(append_s, 1), tol=args.tol,
              turns=args.turns, **rows)
+    return 0
+
+
+def _command(args: list[str]) -> float:
+    """Wall seconds of ``python -m graphsys ARGS`` (the repository first on its path)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(harness.REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "graphsys", *args], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _change(graph: Path, rest: list, fraction: float, edges: int, seed: int) -> dict:
+    """Delete half of ``fraction`` of the graph's edges (distinct pairs) and append the
+    other half from ``rest`` (the next R-MAT draws)."""
+    import graphsys
+    from graphsys.generators import write_edges
+    from graphsys.storage.changes import delete_edges
+
+    g = graphsys.open_graph(graph)
+    src, dst = (np.concatenate(x) for x in zip(*((s, d) for s, d, _, _ in g.iter_edges())))
+    pairs = np.unique(np.stack([src, dst], 1), axis=0)
+    k = max(1, int(round(fraction * edges / 2)))
+    pick = pairs[np.random.default_rng(seed).choice(len(pairs), k, replace=False)]
+    ids = g.node_ids()
+    t0 = time.perf_counter()
+    report = delete_edges(graph, ids[pick[:, 0]], ids[pick[:, 1]])
+    day2, _ = _split(rest, k)
+    write_edges(day2, graph.parent / "day2.parquet", overwrite=True)
+    graphsys.ingest(graph.parent / "day2.parquet", graph, append=True, edge_set="day2")
+    return {"deleted_pairs": k, "deleted_edges": report.edges, "inserted": k,
+            "change_s": round(time.perf_counter() - t0, 1)}
+
+
+def _sides(name: str, graph: Path, prev: Path, source, turns: int) -> dict:
+    """One algorithm started from ``prev`` and from scratch, in process and as a command."""
+    import graphsys
+    from graphsys import bsp
+
+    def call(init):
+        g = graphsys.open_graph(graph)
+        return bsp.wcc(g, init=init) if name == "wcc" else bsp.bfs(g, source, init=init)
+
+    out = graph.parent / f"{name}-out.parquet"
+    cmd = ["run", name, str(graph), *(["--source", str(source)] if name == "bfs" else []),
+           "--out", str(out), "--overwrite", "--quiet"]
+    call(prev), call(None)  # compiles the kernels (once per install), maps the indexes
+    turns_in = harness.alternate({"scratch": lambda: harness.timed(lambda: call(None)),
+                                  "started": lambda: harness.timed(lambda: call(prev))}, turns)
+    turns_cmd = harness.alternate({"scratch": lambda: _command([*cmd, "--init", "none"]),
+                                   "started": lambda: _command([*cmd, "--init", str(prev)])},
+                                  turns)
+    a, b = [s for s, _ in turns_in["scratch"]], [s for s, _ in turns_in["started"]]
+    ra, rb = turns_in["scratch"][-1][1], turns_in["started"][-1][1]
+    return {"scratch_s": harness.spread(a), "started_s": harness.spread(b),
+            "ratio": harness.pair_ratios(a, b),
+            "command_scratch_s": harness.spread(turns_cmd["scratch"]),
+            "command_started_s": harness.spread(turns_cmd["started"]),
+            "command_ratio": harness.pair_ratios(turns_cmd["scratch"], turns_cmd["started"]),
+            "start": rb.stats.start, "method_started": rb.stats.method,
+            "method_scratch": ra.stats.method,
+            "identical": bool(np.array_equal(ra.values, rb.values))}
+
+
+def changes(args) -> int:
+    """The ``--changes`` runs (module docstring)."""
+    import pyarrow.parquet as pq
+
+    import graphsys
+    from graphsys import bsp
+    from graphsys.generators import rmat_edges, write_edges
+
+    run = harness.Run("bsp/incremental", args.record)
+    work, edges = args.work, args.rmat_edges
+    fractions = [float(x) for x in args.fractions.split(",")]
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    extra = int(max(fractions) * edges) + 1
+    ids = 1 << max(1, round(np.log2(edges / 8)))
+    first, rest = _split(rmat_edges(ids, edges + extra, seed=args.seed), edges)
+    write_edges(first, work / "day1.parquet", overwrite=True)
+    del first
+    base = work / "base" / "g"
+    g = graphsys.ingest(work / "day1.parquet", base, partitions=args.partitions,
+                        seed=args.seed, index=("csr", "csc"))
+    source = g.node_ids()[int(np.argmax(g.degrees(direction="out")))].item()
+    prev = {"wcc": work / "wcc-before.parquet", "bfs": work / "bfs-before.parquet"}
+    pq.write_table(bsp.wcc(g).to_table(), prev["wcc"])
+    pq.write_table(bsp.bfs(g, source).to_table(), prev["bfs"])
+    rows = {}
+    for f in fractions:
+        graph = work / f"changed-{f:g}" / "g"
+        shutil.copytree(base, graph)
+        row = _change(graph, rest, f, edges, args.seed)
+        harness.log(f"{f:.2%}: deleted {row['deleted_pairs']:,} pairs "
+                    f"({row['deleted_edges']:,} edges), appended {row['inserted']:,}")
+        for name in ("wcc", "bfs"):
+            row[name] = _sides(name, graph, prev[name], source, args.turns)
+            harness.log(f"{f:.2%} {name}: {row[name]['start']}, in process "
+                        f"{row[name]['ratio']['median']}x, command "
+                        f"{row[name]['command_ratio']['median']}x")
+        rows[f"{f:g}"] = row
+    run.emit(graph={"edges": edges, "nodes": g.num_nodes(), "partitions": args.partitions,
+                    "seed": args.seed, "bfs_source": source}, turns=args.turns,
+             changes=rows)
     return 0
 
 

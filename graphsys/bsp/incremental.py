@@ -18,6 +18,11 @@ from a fixed point, so they refuse a PREV that stopped at ``max_iters`` (``graph
 --allow-unconverged``) or does not say (written before results recorded it); PageRank
 iterates to ``tol`` from any start and takes it.
 
+After deletions and weight updates (change sets, :mod:`graphsys.storage.changes`, among
+the edge sets PREV did not read), WCC, BFS and SSSP repair PREV where the changed edges
+reach it (:mod:`graphsys.bsp.incremental_changes`, which also says when they run from
+scratch instead); the other algorithms refuse such a PREV in one line.
+
 * **PageRank, personalized PageRank** (:func:`pagerank_warm_start`, where
   :func:`graphsys.bsp.incremental_pagerank.pagerank_from` does not push the residual of
   the new edges or run from scratch): the power iteration starts
@@ -76,6 +81,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from graphsys.bsp import incremental_changes as changes
 from graphsys.bsp.engine import RESULT_METADATA, Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.program import VertexProgram, lower_to_min
@@ -87,6 +93,9 @@ from graphsys.storage.csr import edges_digest
 #: Largest result file read as a previous result (bytes): a Parquet of node ids and values
 #: is about 16 bytes per node, so 2**36 covers four billion nodes.
 MAX_RESULT_BYTES = 1 << 36
+#: Algorithms whose runs repair a previous result after deletions and weight updates
+#: (:mod:`graphsys.bsp.incremental_changes`); the others refuse a result from before one
+REPAIRS_CHANGES = ("wcc", "bfs", "sssp")
 #: Parameters that choose what a run may write beside its answer, not the answer (PageRank's
 #: ``store_index``): not recorded in a result's provenance, not compared by :func:`same_run`
 UNRECORDED_PARAMETERS = ("store_index",)
@@ -118,6 +127,8 @@ class Previous:
         PREV's bound on the L1 change one more power-iteration step would make
         (:attr:`RunStats.residual <graphsys.bsp.stats.RunStats.residual>`; None where it
         did not record one).
+    change_sets : tuple of str
+        The change sets (deletions, weight updates) among ``new_edge_sets``.
     """
 
     values: np.ndarray
@@ -128,6 +139,7 @@ class Previous:
     tol: float | None = None
     converged: bool | None = None
     residual: float | None = None
+    change_sets: tuple[str, ...] = ()
 
     def check_fixed_point(self, algorithm: str) -> None:
         """A one-line ParameterError unless PREV's run converged: what a warm start that repairs
@@ -289,10 +301,12 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     values[internal] = table.column("value").to_numpy().astype(np.float64)
     new = tuple(m for m in es.parts if m not in meta["edge_sets"])
     changed = [m for m in new if stored.manifest.edge_sets[m].change]
-    if changed:  # a repair from new edges alone would read deletions as insertions
+    if changed and algorithm not in REPAIRS_CHANGES:
+        # a start from new edges alone would read deletions as insertions
         raise GraphsysError(f"edge set {changed[0]!r} deletes or updates edges since {where} "
-                            f"was computed: a run starts only from a result on the same "
-                            f"edges plus appended ones; start from scratch")
+                            f"was computed: a {algorithm} run starts only from a result on "
+                            f"the same edges plus appended ones; start from scratch "
+                            f"(without a previous result)")
     steps = meta.get("supersteps")
     steps = steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 \
         else None
@@ -302,7 +316,7 @@ def read_previous(graph, init, algorithm: str, edge_set=None, source=None) -> Pr
     converged = meta.get("converged")
     return Previous(values, known, new, where, steps, tol,
                     converged if isinstance(converged, bool) else None,
-                    _positive(meta.get("residual")))
+                    _positive(meta.get("residual")), tuple(changed))
 
 
 def _positive(value: Any) -> float | None:
@@ -442,9 +456,12 @@ def _roots(parent, out):
 
 def components_from(spec, graph, previous: Previous, *, source=None, params=None,
                     max_iters: int | None = None, edge_set=None, **kwargs) -> Result:
-    """Weakly connected components from ``previous``'s labels and the new edges only (see
-    the module docstring); in memory, on the CPU, whatever ``mode`` and ``device`` say.
-    Labels are the component's smallest internal id, as a run from scratch gives."""
+    """Weakly connected components from ``previous``'s labels: after appends, the new edges
+    only (see the module docstring); after deletions, the components that lost an edge
+    searched (:mod:`graphsys.bsp.incremental_changes`, or a run from scratch where that
+    does not apply). In memory, on the CPU, whatever ``mode`` and ``device`` say, except a
+    run from scratch. Labels are the component's smallest internal id, as a run from
+    scratch gives."""
     previous.check_fixed_point(spec.name)
     t0 = time.perf_counter()
     n = graph.num_nodes()
@@ -455,6 +472,16 @@ def components_from(spec, graph, previous: Previous, *, source=None, params=None
                      or labels.max() >= len(raw)):
         raise FormatError(f"{previous.source}: component labels must be node numbers in "
                           f"0..{len(raw) - 1}")
+    if previous.change_sets:
+        kwargs["edge_set"] = edge_set
+        change = changes.decide(graph, previous, kwargs)
+        if not isinstance(change, str):
+            change = changes.components_repaired(spec, graph, previous, labels, change,
+                                                 kwargs, (_union, _roots, _old_trees))
+        if isinstance(change, str):
+            return changes.from_scratch(spec, graph, change, params=params,
+                                        max_iters=max_iters, **kwargs)
+        return change
     parent = np.arange(n, dtype=np.int64)
     _old_trees(old_ids, labels, parent, np.full(len(raw), -1, np.int64))
     setup = time.perf_counter() - t0
@@ -472,7 +499,8 @@ def components_from(spec, graph, previous: Previous, *, source=None, params=None
     stats = RunStats(algorithm=spec.name, mode="memory", device="cpu", backend="numba",
                      world_size=1, num_nodes=n, num_edges=es.num_edges, setup_seconds=setup,
                      seconds=time.perf_counter() - t0, converged=True,
-                     method="union-find over the new edges", supersteps=[step])
+                     method="union-find over the new edges", supersteps=[step],
+                     start="repair")
     return Result(values=label.astype(np.float64), stats=stats, graph=graph)
 
 
@@ -509,19 +537,30 @@ class Repair(VertexProgram):
 
 def distances_from(spec, graph, previous: Previous, *, source=None, params=None,
                    max_iters: int | None = None, **kwargs) -> Result:
-    """BFS levels or SSSP distances repaired from ``previous``'s after edges were added (see
-    the module docstring): the targets the new edges improve are lowered, then relaxed
-    from; ``schedule`` ``auto`` runs the fused supersteps (``sync``)."""
+    """BFS levels or SSSP distances repaired from ``previous``'s: on one CPU in memory,
+    after appends, deletions and weight updates, by invalidating and relaxing only what the
+    changed edges reach (:mod:`graphsys.bsp.incremental_changes`); on another device or
+    mode or a time view, after appends only, by lowering the targets the new edges improve
+    and relaxing from them (see the module docstring, ``schedule`` ``auto`` running the
+    fused supersteps, ``sync``); from scratch after a deletion or update there, and where
+    more changed than a repair pays for."""
     previous.check_fixed_point(spec.name)
     base = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"), **(params or {}))
     if base.relax_state is None or base.direction != "out":
         raise GraphsysError(f"{spec.name}: distances are repaired for min-relaxation "
                             f"programs along out-edges")
+    changes.check_values(previous, "distances")
     values = previous.values.copy()
-    old = values[previous.known]
-    if (np.isnan(old) | (old < 0)).any():
-        raise FormatError(f"{previous.source}: distances must be non-negative or inf")
     values[~previous.known] = np.inf
+    change = changes.decide(graph, previous, kwargs)
+    if not isinstance(change, str):
+        change = changes.distances_repaired(spec, graph, previous, base, values, change,
+                                            kwargs)
+        if not isinstance(change, str):
+            return change
+    if previous.change_sets or isinstance(change, changes.Costly):
+        return changes.from_scratch(spec, graph, change, source=source, params=params,
+                                    max_iters=max_iters, **kwargs)
     seeds = np.zeros(len(values), np.bool_)
     add_weight = base.message == "add_weight"
     for s, d, _, w in _new_edges(graph, previous):
@@ -537,4 +576,5 @@ def distances_from(spec, graph, previous: Previous, *, source=None, params=None,
     result = run_program(graph, Repair(base, values, seeds),
                          max_iters=spec.max_iters(graph, max_iters), **kwargs)
     result.stats.method += ", repaired from the new edges"
+    result.stats.start = "repair"
     return result

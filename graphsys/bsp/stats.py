@@ -120,7 +120,9 @@ class RunStats:
     start : str or None
         How a run given a previous result (``init``) started: ``delta`` (the residual of
         the changed edges pushed, :mod:`graphsys.bsp.incremental_pagerank`), ``warm`` (the
-        iteration started from the previous values) or ``scratch`` (the previous result
+        iteration started from the previous values), ``repair`` (WCC, BFS, SSSP: the
+        previous answer repaired where the changed edges reach it,
+        :mod:`graphsys.bsp.incremental_changes`) or ``scratch`` (the previous result
         set aside, e.g. too much changed); None for a run without one.
     residual : float or None
         A bound on the L1 change one more power-iteration step would make to the result

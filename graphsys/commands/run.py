@@ -101,7 +101,10 @@ def register(subparsers) -> None:
                    help="start from a previous result of this algorithm on an earlier "
                         "version of the edges, e.g. before an append: pagerank/ppr from its "
                         "ranks, wcc from its components and the new edges only, bfs/sssp "
-                        "from its distances; the answer is a run from scratch's (pagerank "
+                        "from its distances (wcc, bfs and sssp also before deletions and "
+                        "weight updates, repairing only what they reach, or from scratch "
+                        "where more than 5%% of the edges changed: the summary line and "
+                        "--json's start say which); the answer is a run from scratch's (pagerank "
                         "to --tol; wcc, bfs and sssp refuse a PREV that did not converge). "
                         "auto (default): the --out file being replaced (--overwrite) when it "
                         "is such a converged result of the same run; none: from scratch")
@@ -286,7 +289,8 @@ def run(args) -> int:
 
 #: how a run given a previous result started (RunStats.start), as the summary line says it
 _START = {"delta": "incremental: delta push", "warm": "incremental: warm start",
-          "scratch": "from scratch: too much changed for an incremental run"}
+          "repair": "incremental: repaired from the changed edges",
+          "scratch": "from scratch: an incremental run does not apply or pay here"}
 
 
 def _max_iters(args, spec, graph) -> int:

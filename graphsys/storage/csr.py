@@ -236,13 +236,16 @@ def map_offsets(graph, edge_set: str, kind: str) -> np.ndarray | None:
     return None if info is None else _offsets(graph, edge_set, kind, info)
 
 
-def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
-              ) -> MappedIndex | MappedPush | None:
+def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True,
+              renumber: bool = True) -> MappedIndex | MappedPush | None:
     """Map the ``kind`` index of ``edge_set`` if the manifest lists one (else None), after
     checking that it matches the current edges (digest, counts) and that its offsets and
     ids are in range (``check_values``: O(N + M) reads of page cache; always for a push
     index, whose check also counts its receivers); a stale, truncated or corrupted index
-    raises :class:`FormatError` naming its file."""
+    raises :class:`FormatError` naming its file. An index built before an append is
+    renumbered into the grown partitions, unless ``renumber`` is False: then it is returned
+    as built, in the numbering its ``info.layout`` records (a reader that translates the
+    ids it touches, as :mod:`graphsys.kernels.repair` does)."""
     info = _current(graph, edge_set, kind)
     if info is None:
         return None
@@ -298,7 +301,7 @@ def map_index(graph, edge_set: str, kind: str, *, check_values: bool = True
         if bad_row:
             raise FormatError(f"{ipath}: row {bad_row - 1} is not sorted and deduplicated "
                               f"(corrupted)")
-    if grown:  # built before an append: renumbered into the grown partitions (RAM)
+    if grown and renumber:  # built before an append: renumbered into the grown partitions
         indptr, indices = index_merge.remap_index(indptr, indices, info.layout,
                                                   index_merge.layout(graph.manifest))
         info = replace(info, num_nodes=graph.num_nodes(), index_dtype=str(indices.dtype),

@@ -169,3 +169,19 @@ def test_tgn_checkpoint_under_tgb_protocol_and_serving_new_events(guide):
     # one batch from the same state: scoring then updating gives the scores of scoring alone
     np.testing.assert_allclose(guide["after"], guide["before"], rtol=1e-6)
     assert guide["scorer"].time == guide["later"] + 60
+
+
+def test_runs_started_before_the_deletions_repair_and_equal_networkx(guide):
+    h, parts, levels = guide["h"], guide["parts"], guide["levels"]  # h: compacted, same edges
+    assert parts.stats.start == "repair" and levels.stats.start == "repair"
+    ref = nx.DiGraph()
+    ref.add_nodes_from(h.node_ids().tolist())
+    for s, d, _, _ in h.iter_edges():
+        ref.add_edges_from(zip(h.to_original(s).tolist(), h.to_original(d).tolist()))
+    comps = collections.defaultdict(set)
+    for node, label in parts.to_dict().items():
+        comps[label].add(node)
+    assert sorted(map(sorted, comps.values())) == sorted(
+        map(sorted, nx.weakly_connected_components(ref)))
+    hops = nx.single_source_shortest_path_length(ref, guide["origin"])
+    assert all(levels.value(k) == hops.get(k, np.inf) for k in ref.nodes)
