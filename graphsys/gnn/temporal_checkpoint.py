@@ -1,7 +1,8 @@
-"""A trained TGN checkpoint (``task="temporal-link"``, :mod:`graphsys.gnn.temporal_task`)
-evaluated again and embedded.
+"""A trained TGN or TGAT checkpoint (``task="temporal-link"``,
+:mod:`graphsys.gnn.temporal_task`) evaluated again and embedded.
 
-What the checkpoint holds. Besides the model's parameters, the memory twice: its buffers
+What the checkpoint holds. Besides the model's parameters, for TGN the memory twice: its
+buffers
 (``memory.memory``, ``memory.last_update`` and the pending messages) as the run left them,
 after streaming every event of the graph (training, validation, then test), and the same
 buffers as validation began, after the training events (``train_end.*``, the tensors of
@@ -14,11 +15,12 @@ run's ``until`` view.
   memory and streams the validation and then the test events as training evaluated them
   (each batch scored against the split's fixed candidates, then taken into the memory):
   the same metrics under the same protocol (``sampled@N, raw``) as the run reported for
-  its kept model.
+  its kept model; TGAT, which keeps no state, streams them from its parameters alone.
 * :func:`embed_temporal` (``graphsys gnn embed``) writes every node's embedding at the end
-  of the stream: TGN's attention over the node's ``fanouts[0]`` latest (or uniform) events
-  of the whole graph, on the memory after every event (pending messages applied), as the
-  model would embed a node for an event just after the last one.
+  of the stream: TGAT's layers over the node's sampled events of the whole graph, or TGN's
+  attention over the node's ``fanouts[0]`` latest (or uniform) events of the whole graph,
+  on the memory after every event (pending messages applied), as the model
+  would embed a node for an event just after the last one.
 
 A TGN checkpoint saved before the ``train_end`` memory was kept embeds, but is refused by
 :func:`evaluate_temporal` in one line (train it again).
@@ -39,8 +41,7 @@ from graphsys.gnn.checkpoint import (
     meta_field,
     train_config_of,
 )
-from graphsys.gnn.config import TGN as MODEL_NAME
-from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.config import TEMPORAL_MODELS, TrainConfig
 from graphsys.gnn.inference import partition_ranges
 from graphsys.gnn.temporal_task import TRAIN_END, EventStream, TemporalTask, event_split
 from graphsys.ranking import protocol
@@ -53,16 +54,16 @@ EMBED_BATCH = 1024
 
 def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device="cpu"
                   ) -> tuple[EventStream, TrainConfig, dict[str, torch.Tensor], Graph]:
-    """The TGN of a temporal-link checkpoint on its training graph (``graph``, default the
+    """The TGN or TGAT of a temporal-link checkpoint on its training graph (``graph``, default the
     recorded one; the run's ``until`` view applied), its memory as the run left it:
     ``(stream, cfg, state, graph)``. A checkpoint of another model, or a graph other than
     the training graph, is refused in one line."""
     from graphsys.distributed import graph_digest
 
     state, config, meta = load_checkpoint(checkpoint)
-    if config.get("model") != MODEL_NAME:
+    if config.get("model") not in TEMPORAL_MODELS:
         raise GraphsysError(f"{checkpoint}: a checkpoint of {config.get('model')}, not of "
-                            f"the temporal link model {MODEL_NAME}")
+                            f"a temporal link model ({', '.join(TEMPORAL_MODELS)})")
     cfg = train_config_of(meta, checkpoint)
     graph = open_graph(meta_field(meta, "graph", checkpoint)) if graph is None else graph
     if cfg.until is not None or cfg.since is not None:
@@ -88,8 +89,9 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
 
 def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
                       ks=None, device="cpu") -> dict[str, Any]:
-    """Evaluate a TGN checkpoint again: its validation and test events streamed from the
-    memory the training events left (see the module docstring).
+    """Evaluate a TGN or TGAT checkpoint again: its validation and test events streamed
+    as training streamed them (TGN: from the memory its training events left; see the
+    module docstring).
 
     Parameters
     ----------
@@ -132,16 +134,8 @@ def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
     """
     stream, cfg, state, _ = load_temporal(checkpoint, graph, device=device)
     snapshot = {k: v for k, v in state.items() if k.startswith(TRAIN_END)}
-    if not snapshot:
-        raise GraphsysError(f"{checkpoint}: saved without the memory at the end of its "
-                            f"training events (an older temporal checkpoint); it embeds, but "
-                            f"is evaluated again only when trained again")
-    buffers = {TRAIN_END + name for name, _ in stream.model.memory.named_buffers()}
-    if set(snapshot) != buffers:
-        odd = sorted(set(snapshot) ^ buffers)[0]
-        raise FormatError(f"{Path(checkpoint) / 'model.json'}: tensor {odd} "
-                          f"{'is missing' if odd in buffers else 'is not a memory buffer'}")
-    load_module_state(stream.model.memory, snapshot, TRAIN_END, checkpoint, strict=False)
+    if stream.memory is not None:     # TGN's memory as validation began (TGAT has none)
+        _load_train_end(stream, snapshot, checkpoint)
     if ks is not None:
         cfg.metrics_k = tuple(int(k) for k in ks)
     _, val_m, test_m = event_split(stream.ev, cfg)
@@ -153,9 +147,25 @@ def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
             "events": {"valid": int(val_m.sum()), "test": int(test_m.sum())}}
 
 
+def _load_train_end(stream: EventStream, snapshot: dict[str, torch.Tensor], checkpoint
+                    ) -> None:
+    """TGN's memory as the run's validation began (the :data:`TRAIN_END` tensors), or a
+    one-line refusal of a checkpoint saved without it (or with other buffers)."""
+    if not snapshot:
+        raise GraphsysError(f"{checkpoint}: saved without the memory at the end of its "
+                            f"training events (an older temporal checkpoint); it embeds, but "
+                            f"is evaluated again only when trained again")
+    buffers = {TRAIN_END + name for name, _ in stream.memory.named_buffers()}
+    if set(snapshot) != buffers:
+        odd = sorted(set(snapshot) ^ buffers)[0]
+        raise FormatError(f"{Path(checkpoint) / 'model.json'}: tensor {odd} "
+                          f"{'is missing' if odd in buffers else 'is not a memory buffer'}")
+    load_module_state(stream.memory, snapshot, TRAIN_END, checkpoint, strict=False)
+
+
 def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
                    device="cpu", log=None) -> dict[str, Any]:
-    """Every node's TGN embedding at the end of the stream (see the module docstring),
+    """Every node's TGN or TGAT embedding at the end of the stream (see the module docstring),
     written partition by partition as an Arrow embedding directory
     (:class:`~graphsys.storage.embedding_files.EmbeddingWriter`); what
     :func:`~graphsys.gnn.embed_checkpoint` does for a temporal checkpoint. Returns
@@ -178,7 +188,7 @@ def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | No
             if log:
                 log(f"partition {p}: {b - a:,} embeddings written")
         writer.finish({"checkpoint": str(checkpoint), "task": "temporal-link",
-                       "model": MODEL_NAME, "as_of": last.item()})
+                       "model": stream.model.config()["model"], "as_of": last.item()})
     finally:  # finished or not, the directory is released
         writer.close()
     return {"entity_type": et, "num_nodes": graph.num_nodes(et), "dimension": writer.dim,
