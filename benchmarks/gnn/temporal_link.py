@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Temporal link prediction: graphsys's TGN (``task="temporal-link"``) beside PyG's TGN
+"""Temporal link prediction: graphsys's TGN and TGAT (``task="temporal-link"``, ``model``
+``tgn`` and ``tgat``) beside PyG's TGN
 example model (``torch_geometric.nn.TGNMemory`` with ``IdentityMessage`` and
 ``LastAggregator``, ``examples/tgn.py``'s ``GraphAttentionEmbedding`` over a
 ``LastNeighborLoader`` and its ``LinkPredictor``), on the same chronological split, the
@@ -17,14 +18,17 @@ event is ranked against the same ``--negatives`` uniform candidates (and one mor
 AUC): ``graphsys.gnn.temporal_task.eval_candidates``, one seed for both sides; the reported
 test metrics are those of the epoch with the best validation MRR. ``mrr`` is under the
 protocol ``sampled@N, raw``; ``ap`` / ``auc`` use one random negative per event (TGN's).
-``epoch_seconds`` is the training pass of an epoch (evaluation excluded), the median over
-epochs. The sides alternate ``--pairs`` times per dataset; the ratio is PyG's epoch time
-over graphsys's, per turn.
+TGAT (side ``tgat``) has no memory: 2 layers of temporal attention over ``--tgat-fanouts``
+(``10,10``) most recent neighbours, the same width, batches, optimiser, negatives and
+candidates. ``epoch_seconds`` is the training pass of an epoch (evaluation excluded), the
+median over epochs. The sides (``--sides``, default ``graphsys,tgat,pyg``) alternate
+``--pairs`` times per dataset; ``speedup`` is PyG's TGN epoch time over graphsys's TGN's,
+``tgat_speedup`` over graphsys's TGAT's, per turn.
 
 Usage::
 
     python benchmarks/gnn/temporal_link.py --work DIR [--datasets collegemsg,bitcoin-otc]
-        [--epochs 5] [--pairs 1] [--record FILE]
+        [--epochs 5] [--pairs 1] [--sides graphsys,tgat,pyg] [--record FILE]
 """
 
 from __future__ import annotations
@@ -42,11 +46,12 @@ from benchmarks import harness
 VAL, TEST = 0.15, 0.15
 
 
-def graphsys_side(graph, args) -> dict:
+def graphsys_side(graph, args, model: str = "tgn") -> dict:
     from graphsys.gnn import TrainConfig, train
 
-    cfg = TrainConfig(task="temporal-link", hidden=args.dim, epochs=args.epochs, lr=args.lr,
-                      batch_size=200, fanouts=[10], num_negatives=1, dropout=0.1,
+    fanouts = [10] if model == "tgn" else [int(f) for f in args.tgat_fanouts.split(",")]
+    cfg = TrainConfig(task="temporal-link", model=model, hidden=args.dim, epochs=args.epochs,
+                      lr=args.lr, batch_size=200, fanouts=fanouts, num_negatives=1, dropout=0.1,
                       link_val_fraction=VAL, link_test_fraction=TEST,
                       link_eval_negatives=args.negatives, patience=args.epochs,
                       seed=args.seed)
@@ -190,7 +195,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="uniform candidates each held-out event is ranked against")
     ap.add_argument("--pairs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sides", default="graphsys,tgat,pyg",
+                    help="graphsys (TGN), tgat (graphsys's TGAT), pyg (PyG's TGN example)")
+    ap.add_argument("--tgat-fanouts", default="10,10", help="TGAT's neighbours per layer")
     args = ap.parse_args(argv)
+    sides = {"graphsys": graphsys_side, "tgat": lambda g, a: graphsys_side(g, a, "tgat"),
+             "pyg": pyg_side}
+    chosen = args.sides.split(",")
+    if not chosen or any(s not in sides for s in chosen):
+        ap.error(f"--sides: a comma list of {', '.join(sides)}, got {args.sides!r}")
     harness.use_mirror(args.mirror)
     run = harness.Run("gnn/temporal_link", args.record)
     import torch
@@ -202,12 +215,14 @@ def main(argv: list[str] | None = None) -> int:
         if graph is None:
             continue
         harness.log(f"{name}: {args.pairs} alternated pair(s) of {args.epochs} epochs")
-        turns = harness.alternate({"graphsys": lambda g=graph: graphsys_side(g, args),
-                                   "pyg": lambda g=graph: pyg_side(g, args)}, args.pairs)
+        turns = harness.alternate({side: (lambda g=graph, f=sides[side]: f(g, args))
+                                   for side in chosen}, args.pairs)
         out[name] = {side: harness.spread_by_key(runs) for side, runs in turns.items()}
-        out[name]["speedup"] = harness.pair_ratios(
-            [r["epoch_seconds"] for r in turns["pyg"]],
-            [r["epoch_seconds"] for r in turns["graphsys"]])
+        for key, side in (("speedup", "graphsys"), ("tgat_speedup", "tgat")):
+            if "pyg" in turns and side in turns:
+                out[name][key] = harness.pair_ratios(
+                    [r["epoch_seconds"] for r in turns["pyg"]],
+                    [r["epoch_seconds"] for r in turns[side]])
         harness.log(f"{name}: {out[name]}")
     run.emit(datasets=out, protocol=f"mrr, hits@10: sampled@{args.negatives}, raw; ap, auc: "
                                     f"one uniform negative per event")
