@@ -140,7 +140,7 @@ class TGAT(nn.Module):
                 mask = hops[d][0]
                 rows, k = mask.shape
                 if layer_no == 0:                     # h^(0) = 0: one zero row for all
-                    x, x_src = zero.expand(rows, -1), zero
+                    x, x_src = zero, zero
                     nbr = mask.new_zeros(rows, k, dtype=torch.long)
                 else:
                     x, x_src = h[d], h[d + 1]
