@@ -91,7 +91,8 @@ def register(subparsers) -> None:
                         "neighbourhoods), as Kipf & Welling and PyG's Planetoid examples")
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
-                        "(default: all for node, 10,10 for link)")
+                        "(default: all for node, 10,10 for link; temporal-link: 10 for tgn, "
+                        "10,10 for tgat, one hop per layer)")
     # left None, these take the task's (and model's) default in TrainConfig
     for flag, kind, what in (("--epochs", int, "maximum epochs"),
                              ("--lr", float, "Adam learning rate"),
@@ -309,7 +310,7 @@ def _train(args) -> int:
         valid_from=args.valid_from, test_from=args.test_from,
         temporal_strategy=args.temporal_strategy,
         edge_features=(None if args.edge_features is None else
-                       [c for c in args.edge_features.split(",") if c.strip()]))
+                       [c.strip() for c in args.edge_features.split(",") if c.strip()]))
     if args.config is not None:
         # the file's settings, and over them the flags given other than at their default
         defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
