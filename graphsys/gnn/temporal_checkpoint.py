@@ -54,9 +54,11 @@ EMBED_BATCH = 1024
 
 def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device="cpu"
                   ) -> tuple[EventStream, TrainConfig, dict[str, torch.Tensor], Graph]:
-    """The TGN or TGAT of a temporal-link checkpoint on its training graph (``graph``, default the
-    recorded one; the run's ``until`` view applied), its memory as the run left it:
-    ``(stream, cfg, state, graph)``. A checkpoint of another model, or a graph other than
+    """The TGN or TGAT of a temporal-link checkpoint on its training graph (``graph``,
+    default the recorded one; the run's ``until`` view applied), its memory as the run left
+    it: ``(stream, cfg, state, graph)``; the events' features those the run read (a run
+    that recorded none, from before ``feature_*`` columns were read, had the weight or
+    nothing). A checkpoint of another model, or a graph other than
     the training graph, is refused in one line."""
     from graphsys.distributed import graph_digest
 
@@ -75,6 +77,8 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
         raise GraphsysError(f"{checkpoint}: a temporal model's memory belongs to the events "
                             f"it was trained on ({meta.get('graph')}); {graph.path} has other "
                             f"nodes, edges or partitions")
+    if "edge_features" not in meta and not graph.edge_set(None).has_weight:
+        cfg.edge_features = []   # a run from before feature columns were read: no features
     task = TemporalTask(graph, cfg, torch.device(device))
     ev = task.ev
     if (config["num_nodes"], config["raw_dim"]) != (ev.num_nodes, ev.raw.shape[1]):

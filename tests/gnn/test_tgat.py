@@ -149,3 +149,21 @@ def test_tgat_settings():
         TrainConfig(task="temporal-link", fanouts=[10, 5])
     with pytest.raises(ParameterError, match="must be one of tgn or tgat, got 'sage'"):
         TrainConfig(task="temporal-link", model="sage")
+
+
+def test_a_checkpoint_from_before_feature_columns_still_evaluates(tmp_path):
+    """A TGN run that recorded no ``edge_features`` read no feature column (only a weight):
+    its checkpoint evaluates again with the features it was trained on."""
+    import json
+
+    from graphsys.gnn.temporal_checkpoint import evaluate_temporal
+
+    f0 = np.random.default_rng(2).normal(size=40)
+    g = _tiny(tmp_path / "g", feature_0=f0)
+    res = train(g, TrainConfig(task="temporal-link", hidden=8, epochs=1, edge_features=[],
+                               link_eval_negatives=5), out=tmp_path / "run")
+    header = tmp_path / "run" / "checkpoint" / "model.json"
+    old = json.loads(header.read_text())
+    del old["meta"]["edge_features"], old["meta"]["train_config"]["edge_features"]
+    header.write_text(json.dumps(old))
+    assert evaluate_temporal(tmp_path / "run" / "checkpoint")["mrr"] == res.metrics["mrr"]
