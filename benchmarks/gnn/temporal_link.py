@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Temporal link prediction: graphsys's TGN (``task="temporal-link"``) beside PyG's TGN
+"""Temporal link prediction: graphsys's TGN and TGAT (``task="temporal-link"``, ``model``
+``tgn`` and ``tgat``) beside PyG's TGN
 example model (``torch_geometric.nn.TGNMemory`` with ``IdentityMessage`` and
 ``LastAggregator``, ``examples/tgn.py``'s ``GraphAttentionEmbedding`` over a
 ``LastNeighborLoader`` and its ``LinkPredictor``), on the same chronological split, the
@@ -19,15 +20,19 @@ reported test metrics are those of the epoch with the best validation MRR. ``mrr
 the protocol ``sampled@N, raw`` (uniform candidates), or with ``--eval-protocol tgb``
 under TGB's (``tgb@N (hist_rnd), filtered``: fixed negatives, half historical, filtered;
 :mod:`graphsys.gnn.temporal_eval`), with the new-node events' ``inductive_mrr``; ``ap`` /
-``auc`` use one random negative per event (TGN's).
-``epoch_seconds`` is the training pass of an epoch (evaluation excluded), the median over
-epochs. The sides alternate ``--pairs`` times per dataset; the ratio is PyG's epoch time
-over graphsys's, per turn.
+``auc`` use one random negative per event (TGN's). TGAT (side ``tgat``) has no memory: 2
+layers of temporal attention over ``--tgat-fanouts`` (``10,10``) most recent neighbours,
+the same width, batches, optimiser, negatives and candidates. ``epoch_seconds`` is the
+training pass of an epoch (evaluation excluded), the median over epochs. The sides
+(``--sides``, default ``graphsys,tgat,pyg``) alternate ``--pairs`` times per dataset;
+``speedup`` is PyG's TGN epoch time over graphsys's TGN's, ``tgat_speedup`` over
+graphsys's TGAT's, per turn.
 
 Usage::
 
     python benchmarks/gnn/temporal_link.py --work DIR [--datasets collegemsg,bitcoin-otc]
-        [--epochs 5] [--pairs 1] [--eval-protocol sampled|tgb] [--record FILE]
+        [--epochs 5] [--pairs 1] [--eval-protocol sampled|tgb] [--sides graphsys,tgat,pyg]
+        [--record FILE]
 """
 
 from __future__ import annotations
@@ -47,11 +52,12 @@ VAL, TEST = 0.15, 0.15
 METRICS = ("mrr", "hits@10", "ap", "auc", "inductive_mrr")
 
 
-def graphsys_side(graph, args) -> dict:
+def graphsys_side(graph, args, model: str = "tgn") -> dict:
     from graphsys.gnn import TrainConfig, train
 
-    cfg = TrainConfig(task="temporal-link", hidden=args.dim, epochs=args.epochs, lr=args.lr,
-                      batch_size=200, fanouts=[10], num_negatives=1, dropout=0.1,
+    fanouts = [10] if model == "tgn" else [int(f) for f in args.tgat_fanouts.split(",")]
+    cfg = TrainConfig(task="temporal-link", model=model, hidden=args.dim, epochs=args.epochs,
+                      lr=args.lr, batch_size=200, fanouts=fanouts, num_negatives=1, dropout=0.1,
                       link_val_fraction=VAL, link_test_fraction=TEST,
                       link_eval_negatives=args.negatives, patience=args.epochs,
                       seed=args.seed, eval_protocol=args.eval_protocol)
@@ -212,7 +218,15 @@ def main(argv: list[str] | None = None) -> int:
                          "filtered")
     ap.add_argument("--pairs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sides", default="graphsys,tgat,pyg",
+                    help="graphsys (TGN), tgat (graphsys's TGAT), pyg (PyG's TGN example)")
+    ap.add_argument("--tgat-fanouts", default="10,10", help="TGAT's neighbours per layer")
     args = ap.parse_args(argv)
+    sides = {"graphsys": graphsys_side, "tgat": lambda g, a: graphsys_side(g, a, "tgat"),
+             "pyg": pyg_side}
+    chosen = args.sides.split(",")
+    if not chosen or any(s not in sides for s in chosen):
+        ap.error(f"--sides: a comma list of {', '.join(sides)}, got {args.sides!r}")
     harness.use_mirror(args.mirror)
     run = harness.Run("gnn/temporal_link", args.record)
     import torch
@@ -224,12 +238,14 @@ def main(argv: list[str] | None = None) -> int:
         if graph is None:
             continue
         harness.log(f"{name}: {args.pairs} alternated pair(s) of {args.epochs} epochs")
-        turns = harness.alternate({"graphsys": lambda g=graph: graphsys_side(g, args),
-                                   "pyg": lambda g=graph: pyg_side(g, args)}, args.pairs)
+        turns = harness.alternate({side: (lambda g=graph, f=sides[side]: f(g, args))
+                                   for side in chosen}, args.pairs)
         out[name] = {side: harness.spread_by_key(runs) for side, runs in turns.items()}
-        out[name]["speedup"] = harness.pair_ratios(
-            [r["epoch_seconds"] for r in turns["pyg"]],
-            [r["epoch_seconds"] for r in turns["graphsys"]])
+        for key, side in (("speedup", "graphsys"), ("tgat_speedup", "tgat")):
+            if "pyg" in turns and side in turns:
+                out[name][key] = harness.pair_ratios(
+                    [r["epoch_seconds"] for r in turns["pyg"]],
+                    [r["epoch_seconds"] for r in turns[side]])
         harness.log(f"{name}: {out[name]}")
     from graphsys.gnn import TrainConfig
     from graphsys.gnn.temporal_task import protocol_name

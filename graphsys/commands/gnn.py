@@ -27,7 +27,7 @@ R-GCN on a typed graph's train/valid/test edge sets: ``graphsys gnn train --grap
 datasets/configs/fb15k-237-rgcn.toml --out RUN`` (a TOML file of training settings, its
 ``[rgcn]`` table the model's own); ``graphsys gnn evaluate RUN/checkpoint --edge-set test``
 ranks an edge set again under the saved model (filtered, both sides; an item checkpoint: as
-``gnn recommend --evaluate``). A TGN checkpoint (``--task temporal-link``): ``gnn evaluate``
+``gnn recommend --evaluate``). A TGN or TGAT checkpoint (``--task temporal-link``): ``gnn evaluate``
 streams the run's validation and test events again from the memory it kept, and ``gnn
 embed`` writes every node's embedding at the end of the events (``--at T``: at a time;
 :mod:`graphsys.gnn.temporal_checkpoint`); ``gnn score CHECKPOINT --events FILE`` scores new
@@ -75,11 +75,11 @@ def register(subparsers) -> None:
     _source_args(t)
     t.add_argument("--task", choices=("node", "link", "temporal-link"), default=field["task"],
                    help=f"node classification, link prediction, or temporal link prediction "
-                        f"on timestamped edges (model tgn, a chronological split) (default "
+                        f"on timestamped edges (model tgn or tgat, a chronological split) (default "
                         f"{field['task']})")
     t.add_argument("--model", default=field["model"], metavar="MODEL",
-                   help=f"{', '.join(GNN_MODELS.names())} (default sage; tgn, the only "
-                        f"model of task temporal-link, there), "
+                   help=f"{', '.join(GNN_MODELS.names())} (default sage; tgn (default) or "
+                        f"tgat for task temporal-link), "
                         "rgcn (task link on a typed graph with train/valid/test edge sets: "
                         "R-GCN encoder, DistMult decoder, filtered MRR / Hits@k), or "
                         "module:Factory: "
@@ -100,7 +100,8 @@ def register(subparsers) -> None:
                         "neighbourhoods), as Kipf & Welling and PyG's Planetoid examples")
     t.add_argument("--fanouts", default=None,
                    help="neighbours per layer, input layer first, e.g. 10,25; -1 = all "
-                        "(default: all for node, 10,10 for link)")
+                        "(default: all for node, 10,10 for link; temporal-link: 10 for tgn, "
+                        "10,10 for tgat, one hop per layer)")
     # left None, these take the task's (and model's) default in TrainConfig
     for flag, kind, what in (("--epochs", int, "maximum epochs"),
                              ("--lr", float, "Adam learning rate"),
@@ -179,7 +180,7 @@ def register(subparsers) -> None:
 
     v = sub.add_parser("evaluate", help="rank an edge set under a checkpoint: R-GCN "
                                         "(filtered, both sides) or item recommendation; "
-                                        "stream a TGN run's validation and test events")
+                                        "stream a TGN or TGAT run's validation and test events")
     v.add_argument("checkpoint", type=Path, metavar="CHECKPOINT",
                    help="checkpoint directory written by gnn train --task link or "
                         "temporal-link --out")
@@ -273,6 +274,10 @@ def _link_args(t, field: dict) -> None:
                         f"--link-eval-negatives uniform candidates, raw (sampled), or among "
                         f"TGB's fixed negatives, half historical, filtered (tgb) (default "
                         f"{field['eval_protocol']})")
+    t.add_argument("--edge-features", default=None, metavar="COL,COL",
+                   help="task temporal-link: the edge columns that are each event's features "
+                        "(TGN's messages, the attention's edge input); '' for none (default: "
+                        "every feature_* column, else the edge weight)")
     t.add_argument("--metrics-k", default=",".join(map(str, field["metrics_k"])), metavar="K,K",
                    help=f"link task: the k of hits@k and recall@k (default "
                         f"{','.join(map(str, field['metrics_k']))})")
@@ -340,7 +345,9 @@ def _train(args) -> int:
                       else None),
         layerwise_inference=args.layerwise_inference, until=args.until, since=args.since,
         valid_from=args.valid_from, test_from=args.test_from,
-        temporal_strategy=args.temporal_strategy, eval_protocol=args.eval_protocol)
+        temporal_strategy=args.temporal_strategy, eval_protocol=args.eval_protocol,
+        edge_features=(None if args.edge_features is None else
+                       [c.strip() for c in args.edge_features.split(",") if c.strip()]))
     if args.config is not None:
         # the file's settings, and over them the flags given other than at their default
         defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
@@ -430,23 +437,24 @@ def _embed(args) -> int:
 
 def _evaluate(args) -> int:
     from graphsys.gnn.checkpoint import load_checkpoint
-    from graphsys.gnn.config import RGCN, TGN
+    from graphsys.gnn.config import RGCN, TEMPORAL_MODELS
     from graphsys.gnn.recommendation import evaluate as evaluate_items
     from graphsys.gnn.rgcn_link import evaluate as evaluate_rgcn
 
     t0 = time.perf_counter()
     ks = _ints(args.ks, "ks") if args.ks is not None else None
     _, config, meta = load_checkpoint(args.checkpoint)
-    if config.get("model") == TGN:
+    if config.get("model") in TEMPORAL_MODELS:
         from graphsys.gnn.temporal_checkpoint import evaluate_temporal
 
         if args.edge_set is not None:
-            raise GraphsysError("--edge-set: a temporal checkpoint (tgn) streams its run's "
-                                "validation and test events; it ranks no edge set")
+            raise GraphsysError(f"--edge-set: a temporal checkpoint ({config['model']}) "
+                                f"streams its run's validation and test events; it ranks no "
+                                f"edge set")
         m = evaluate_temporal(args.checkpoint, graph=_opened(args.graph), ks=ks,
                               eval_protocol=args.eval_protocol)
     elif args.eval_protocol is not None:
-        raise GraphsysError("--eval-protocol: ranks a temporal (tgn) checkpoint's events")
+        raise GraphsysError("--eval-protocol: ranks a temporal (tgn, tgat) checkpoint's events")
     elif config.get("model") == RGCN:
         m = evaluate_rgcn(args.checkpoint, graph=args.graph, edge_set=args.edge_set, ks=ks)
     elif meta.get("task") == "link" and ("other_type" in meta
@@ -455,7 +463,7 @@ def _evaluate(args) -> int:
                            ks=ks or (10,))
     else:
         raise GraphsysError(f"{args.checkpoint}: a {meta.get('task')}-task checkpoint of "
-                            f"{config.get('model')}; gnn evaluate ranks R-GCN, TGN and item "
+                            f"{config.get('model')}; gnn evaluate ranks R-GCN, TGN, TGAT and item "
                             f"(link task, split user) checkpoints, gnn train reports the "
                             f"others' test metrics")
     m["seconds"] = round(time.perf_counter() - t0, 3)

@@ -89,15 +89,21 @@ def _check_rgcn_config(where: Path, config: dict[str, Any]) -> None:
     _check_dropout(where, config["dropout"])
 
 
-def _check_tgn_config(where: Path, config: dict[str, Any]) -> None:
+def _check_temporal_config(where: Path, config: dict[str, Any]) -> None:
     """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
-    :meth:`TGN.config <graphsys.gnn.temporal.TGN.config>` writes."""
-    want = {"model", "num_nodes", "dim", "raw_dim", "heads"}
+    :meth:`TGN.config <graphsys.gnn.temporal.TGN.config>` or :meth:`TGAT.config
+    <graphsys.gnn.tgat.TGAT.config>` writes."""
+    from graphsys.gnn.config import TGAT
+
+    lows = {"num_nodes": 1, "dim": 1, "raw_dim": 0, "heads": 1}
+    if config["model"] == TGAT:
+        lows["num_layers"] = 1
+    want = {"model", *lows}
     if set(config) != want:
         odd = sorted(set(config) ^ want)[0]
-        what = "is missing" if odd in want else "is not a field of a tgn model"
+        what = "is missing" if odd in want else f"is not a field of a {config['model']} model"
         raise FormatError(f"{where}: config.{odd} {what}")
-    for key, low in (("num_nodes", 1), ("dim", 1), ("raw_dim", 0), ("heads", 1)):
+    for key, low in lows.items():
         value = config[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise FormatError(f"{where}: config.{key} is {value!r}, not an integer >= {low}")
@@ -112,17 +118,19 @@ def _check_dropout(where: Path, value: Any) -> None:
 def _check_model_config(where: Path, config: dict[str, Any]) -> None:
     """FormatError naming ``config.<field>`` of ``where`` unless ``config`` is what
     :meth:`GNN.config` writes (a user model, ``module:Factory``: its integer dimensions;
-    the R-GCN link model: :func:`_check_rgcn_config`; TGN: :func:`_check_tgn_config`)."""
-    from graphsys.gnn.config import RGCN, TGN
+    the R-GCN link model: :func:`_check_rgcn_config`; TGN and TGAT:
+    :func:`_check_temporal_config`)."""
+    from graphsys.gnn.config import RGCN, TEMPORAL_MODELS
     from graphsys.plugins import GNN_MODELS
 
     model = config.get("model")
-    if model in (RGCN, TGN):
-        (_check_rgcn_config if model == RGCN else _check_tgn_config)(where, config)
+    if model == RGCN or model in TEMPORAL_MODELS:
+        (_check_rgcn_config if model == RGCN else _check_temporal_config)(where, config)
         return
     if not isinstance(model, str) or (model not in GNN_MODELS and ":" not in model):
         raise FormatError(f"{where}: config.model is {model!r}, not one of "
-                          f"{', '.join(GNN_MODELS.names())}, {RGCN}, {TGN} or module:Factory")
+                          f"{', '.join(GNN_MODELS.names())}, {RGCN}, "
+                          f"{', '.join(TEMPORAL_MODELS)} or module:Factory")
     builtin = ":" not in model
     for key, value in config.items():
         if key == "model":

@@ -42,6 +42,12 @@ INPUTS = ("blocks", "adjs")
 #: The temporal link model (:mod:`graphsys.gnn.temporal_task`): memory, time encoding and
 #: attention over the most recent (or uniform) earlier neighbours; ``task="temporal-link"``
 TGN = "tgn"
+#: The memoryless temporal link model (:mod:`graphsys.gnn.tgat`, Xu et al. 2020): ``L``
+#: layers of temporal attention over the sampled earlier neighbours, one layer per
+#: ``fanouts`` entry (default ``[10, 10]``)
+TGAT = "tgat"
+#: The models of ``task="temporal-link"``, its default first
+TEMPORAL_MODELS = (TGN, TGAT)
 #: How the temporal neighbours of an event are drawn (:attr:`TrainConfig.temporal_strategy`)
 TEMPORAL_STRATEGIES = ("recent", "uniform")
 #: How ``task="temporal-link"`` ranks held-out events (:attr:`TrainConfig.eval_protocol`)
@@ -61,6 +67,8 @@ MODEL_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
     # the paper's FB15k-237 setup: Adam lr 0.01, dropout 0.2, edge batches of 30,000 triples
     ("link", "rgcn"): {"lr": 0.01, "dropout": 0.2, "batch_size": 30000, "epochs": 20},
     ("node", "gat"): {"lr": 0.005, "dropout": 0.6},
+    # TGL's TGAT: 2 layers of 10 most recent neighbours
+    ("temporal-link", "tgat"): {"fanouts": (10, 10)},
 }
 
 
@@ -227,13 +235,17 @@ class TrainConfig:
         :class:`~graphsys.gnn.GNN`), a ``"module:Factory"`` spec (node task), ``"rgcn"``
         (task link: R-GCN encoder and DistMult decoder on a typed graph's ``train`` /
         ``valid`` / ``test`` edge sets, :mod:`graphsys.gnn.rgcn_link`; its settings in
-        ``rgcn``) or ``"tgn"`` (task temporal-link, its only model). Default None: ``"sage"``,
-        or ``"tgn"`` for task temporal-link; a model the task does not train is refused in
-        one line naming the ones it does.
+        ``rgcn``), or ``"tgn"`` or ``"tgat"`` (task temporal-link: TGN's memory model,
+        :mod:`graphsys.gnn.temporal`, or TGAT's layers of temporal attention,
+        :mod:`graphsys.gnn.tgat`). Default None: ``"sage"``, or ``"tgn"`` for task
+        temporal-link; a model the task does not train is refused in one line naming the
+        ones it does.
     fanouts : list of int, optional
         Neighbours per layer, input layer first (-1 = all); its length is the number of
         layers. None: every neighbour in 2 layers (node task), ``[10, 10]`` (link task).
-        PinSage neighbourhoods keep ``fanouts[l]`` nodes in layer ``l``.
+        PinSage neighbourhoods keep ``fanouts[l]`` nodes in layer ``l``. Task temporal-link:
+        the temporal neighbours per event, one number for TGN (default ``[10]``), one per
+        layer for TGAT (default ``[10, 10]``: 2 layers).
     hidden : int
         Hidden width (default 64).
     epochs : int, optional
@@ -367,6 +379,11 @@ class TrainConfig:
         ``link_eval_negatives`` uniform candidates, raw (``"sampled"``, default), or among
         TGB's fixed negatives, half historical and half random, filtered, with TGB's
         evaluator's MRR (``"tgb"``; :mod:`graphsys.gnn.temporal_eval`).
+    edge_features : list of str, optional
+        ``task="temporal-link"``: the numeric edge columns that are each event's features
+        (TGN's messages, the attention's edge input of TGN and TGAT), each scaled by its
+        largest magnitude. None (default): every ``feature_*`` column when the edge set has
+        any (the JODIE format's), else the edge weight when it has one; ``[]``: none.
 
     Examples
     --------
@@ -427,6 +444,7 @@ class TrainConfig:
     test_from: Any = None
     temporal_strategy: str = "recent"
     eval_protocol: str = "sampled"
+    edge_features: list[str] | None = None
 
     def negatives_for(self, split: str) -> int:
         """``num_negatives``, or its default for the link task's ``split`` (resolved: not
@@ -463,7 +481,7 @@ class TrainConfig:
                     **MODEL_DEFAULTS.get((self.task, self.model), {})}
         for name, value in defaults.items():
             if getattr(self, name) is None:
-                setattr(self, name, value)
+                setattr(self, name, list(value) if isinstance(value, tuple) else value)
         for name in (*INT_FIELDS, *FLOAT_FIELDS):
             value = getattr(self, name)
             if value is not None or name not in ("batch_size", "patience",
@@ -553,11 +571,14 @@ class TrainConfig:
         if self.eval_protocol == "tgb" and self.link_eval_negatives < 1:
             raise ParameterError("link_eval_negatives", "of eval_protocol tgb is a count of "
                                                         "fixed negatives per event (>= 1)")
-        if self.task == "temporal-link":
-            if self.fanouts is not None and len(self.fanouts) != 1:
-                raise ParameterError("fanouts", f"of task temporal-link is one number, the "
-                                                f"temporal neighbours per event, got "
-                                                f"{self.fanouts!r}")
+        if self.edge_features is not None:
+            if self.task != "temporal-link":
+                raise ParameterError("edge_features", "applies to task temporal-link only")
+            if not isinstance(self.edge_features, (list, tuple)) or not all(
+                    isinstance(c, str) and c for c in self.edge_features):
+                raise ParameterError("edge_features", f"must be a list of edge column "
+                                                      f"names, got {self.edge_features!r}")
+            self.edge_features = list(self.edge_features)
 
     def _check_model(self) -> None:
         """``model``: None becomes the task's default (``tgn`` for temporal-link, else
@@ -567,16 +588,21 @@ class TrainConfig:
             self.model = TGN if self.task == "temporal-link" else "sage"
         if not isinstance(self.model, str):
             raise ParameterError("model", f"must be a model name, got {self.model!r}")
-        ok = (self.model == TGN if self.task == "temporal-link" else
+        ok = (self.model in TEMPORAL_MODELS if self.task == "temporal-link" else
               self.model in GNN_MODELS or self.model == RGCN and self.task == "link"
               or ":" in self.model and self.task == "node")
         if not ok:
-            home = {TGN: "temporal-link", RGCN: "link"}.get(self.model)
+            home = {TGN: "temporal-link", TGAT: "temporal-link", RGCN: "link"}.get(self.model)
             hint = f" ({self.model} is a model of task {home})" if home else ""
             models = task_models(self.task)
             raise ParameterError("model", f"of task {self.task} must be "
                                           f"{'one of ' if ' or ' in models else ''}{models}, "
                                           f"got {self.model!r}{hint}")
+        if (self.task == "temporal-link" and self.model == TGN and self.fanouts is not None
+                and len(self.fanouts) != 1):
+            raise ParameterError("fanouts", f"of model tgn is one number, the temporal "
+                                            f"neighbours per event, got {self.fanouts!r} "
+                                            f"(one per layer: model tgat)")
 
     def _check_rgcn(self) -> None:
         """The R-GCN settings: only with ``model="rgcn"``, which takes them (default
@@ -643,16 +669,16 @@ class TrainConfig:
 
 
 def task_models(task: str) -> str:
-    """The models ``task`` trains, as one line: ``tgn`` (temporal-link); the builtin
-    models and ``rgcn`` (link); the builtin models and ``module:Factory`` (node).
+    """The models ``task`` trains, as one line: ``tgn`` or ``tgat`` (temporal-link); the
+    builtin models and ``rgcn`` (link); the builtin models and ``module:Factory`` (node).
 
     Examples
     --------
     >>> task_models("temporal-link")
-    'tgn'
+    'tgn or tgat'
     """
     if task == "temporal-link":
-        return TGN
+        return " or ".join(TEMPORAL_MODELS)
     extra = RGCN if task == "link" else "module:Factory"
     return f"{', '.join(GNN_MODELS.names())} or {extra}"
 

@@ -26,7 +26,7 @@ from graphsys.gnn.checkpoint import (
     meta_field,
     train_config_of,
 )
-from graphsys.gnn.config import RGCN, TGN, TrainConfig
+from graphsys.gnn.config import RGCN, TEMPORAL_MODELS, TrainConfig
 from graphsys.gnn.inference import layerwise_inference, partition_ranges
 from graphsys.gnn.inputs import ItemInput, NodeInput, link_input, node_task_data
 from graphsys.gnn.item_task import interaction_split
@@ -91,7 +91,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     (layout: :mod:`graphsys.storage.embedding_files`). Node task: the model's outputs (class
     scores); link task: the item embeddings, on the training graph with fixed-seed PinSage
     neighbourhoods, as at evaluation time; R-GCN: the node encodings over the training
-    edge set (a graph of one entity type); TGN (task temporal-link): every node's
+    edge set (a graph of one entity type); TGN or TGAT (task temporal-link): every node's
     embedding at the end of its training graph's events
     (:func:`~graphsys.gnn.temporal_score.embed_temporal`).
 
@@ -153,7 +153,7 @@ def embed_checkpoint(checkpoint: str | Path, out: str | Path, *, graph: Graph | 
     state, config, meta = load_checkpoint(checkpoint)
     if config.get("model") == RGCN:
         return _embed_rgcn(checkpoint, out, graph, log)
-    if config.get("model") == TGN:
+    if config.get("model") in TEMPORAL_MODELS:
         from graphsys.gnn.temporal_score import embed_temporal
 
         return embed_temporal(checkpoint, out, graph=graph, device=device, log=log)

@@ -1,7 +1,8 @@
 """A trained TGN checkpoint (``task="temporal-link"``, :mod:`graphsys.gnn.temporal_task`)
 loaded and evaluated again.
 
-What the checkpoint holds. Besides the model's parameters, the memory twice: its buffers
+What the checkpoint holds. Besides the model's parameters, for TGN the memory twice: its
+buffers
 (``memory.memory``, ``memory.last_update`` and the pending messages) as the run left them,
 after streaming every event of the graph (training, validation, then test), and the same
 buffers as validation began, after the training events (``train_end.*``, the tensors of
@@ -43,8 +44,7 @@ from graphsys.gnn.checkpoint import (
     meta_field,
     train_config_of,
 )
-from graphsys.gnn.config import TGN as MODEL_NAME
-from graphsys.gnn.config import TrainConfig
+from graphsys.gnn.config import TEMPORAL_MODELS, TrainConfig
 from graphsys.gnn.temporal_eval import NEGATIVES
 from graphsys.gnn.temporal_task import (
     TRAIN_END,
@@ -60,16 +60,18 @@ from graphsys.storage.graph import Graph, open_graph
 
 def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device="cpu"
                   ) -> tuple[EventStream, TrainConfig, dict[str, torch.Tensor], Graph]:
-    """The TGN of a temporal-link checkpoint on its training graph (``graph``, default the
-    recorded one; the run's ``until`` view applied), its memory as the run left it:
-    ``(stream, cfg, state, graph)``. A checkpoint of another model, or a graph other than
+    """The TGN or TGAT of a temporal-link checkpoint on its training graph (``graph``,
+    default the recorded one; the run's ``until`` view applied), its memory as the run left
+    it: ``(stream, cfg, state, graph)``; the events' features those the run read (a run
+    that recorded none, from before ``feature_*`` columns were read, had the weight or
+    nothing). A checkpoint of another model, or a graph other than
     the training graph, is refused in one line."""
     from graphsys.distributed import graph_digest
 
     state, config, meta = load_checkpoint(checkpoint)
-    if config.get("model") != MODEL_NAME:
+    if config.get("model") not in TEMPORAL_MODELS:
         raise GraphsysError(f"{checkpoint}: a checkpoint of {config.get('model')}, not of "
-                            f"the temporal link model {MODEL_NAME}")
+                            f"a temporal link model ({', '.join(TEMPORAL_MODELS)})")
     cfg = train_config_of(meta, checkpoint)
     graph = open_graph(meta_field(meta, "graph", checkpoint)) if graph is None else graph
     if cfg.until is not None or cfg.since is not None:
@@ -81,6 +83,8 @@ def load_temporal(checkpoint: str | Path, graph: Graph | None = None, *, device=
         raise GraphsysError(f"{checkpoint}: a temporal model's memory belongs to the events "
                             f"it was trained on ({meta.get('graph')}); {graph.path} has other "
                             f"nodes, edges or partitions")
+    if "edge_features" not in meta and not graph.edge_set(None).has_weight:
+        cfg.edge_features = []   # a run from before feature columns were read: no features
     task = TemporalTask(graph, cfg, torch.device(device))
     ev = task.ev
     if (config["num_nodes"], config["raw_dim"]) != (ev.num_nodes, ev.raw.shape[1]):
@@ -158,18 +162,21 @@ def evaluate_temporal(checkpoint: str | Path, graph: Graph | None = None, *,
 def start_of_validation(stream: EventStream, state: dict[str, torch.Tensor],
                         checkpoint) -> None:
     """Load the checkpoint's :data:`TRAIN_END` memory (after the training events) into
-    ``stream``'s model; one line for a checkpoint without it."""
+    ``stream``'s model; one line for a checkpoint without it. TGAT keeps no memory:
+    nothing to load."""
+    if stream.memory is None:
+        return
     snapshot = {k: v for k, v in state.items() if k.startswith(TRAIN_END)}
     if not snapshot:
         raise GraphsysError(f"{checkpoint}: saved without the memory at the end of its "
                             f"training events (an older temporal checkpoint); it embeds, but "
                             f"is evaluated again only when trained again")
-    buffers = {TRAIN_END + name for name, _ in stream.model.memory.named_buffers()}
+    buffers = {TRAIN_END + name for name, _ in stream.memory.named_buffers()}
     if set(snapshot) != buffers:
         odd = sorted(set(snapshot) ^ buffers)[0]
         raise FormatError(f"{Path(checkpoint) / 'model.json'}: tensor {odd} "
                           f"{'is missing' if odd in buffers else 'is not a memory buffer'}")
-    load_module_state(stream.model.memory, snapshot, TRAIN_END, checkpoint, strict=False)
+    load_module_state(stream.memory, snapshot, TRAIN_END, checkpoint, strict=False)
 
 
 def saved_negatives(state: dict[str, torch.Tensor], cfg: TrainConfig, ev, split,

@@ -31,7 +31,6 @@ import numpy as np
 import torch
 
 from graphsys.errors import GraphsysError, ParameterError
-from graphsys.gnn.config import TGN as MODEL_NAME
 from graphsys.gnn.inference import partition_ranges
 from graphsys.gnn.temporal_checkpoint import load_temporal, start_of_validation
 from graphsys.gnn.temporal_task import event_split
@@ -61,7 +60,7 @@ def events_adjacency(src, dst, time, eid, num_nodes: int) -> TemporalAdjacency:
 
 
 class TemporalScorer:
-    """Scores and embeddings of a TGN checkpoint (see the module docstring).
+    """Scores and embeddings of a TGN or TGAT checkpoint (see the module docstring).
 
     Parameters
     ----------
@@ -129,7 +128,8 @@ class TemporalScorer:
             start_of_validation(stream, state, self.checkpoint)
             segments = [(first_val, min(cut, first_test)), (first_test, cut)]
         else:
-            stream.model.memory.reset()
+            if stream.memory is not None:    # TGAT keeps no state
+                stream.memory.reset()
             segments = [(0, cut)]
         stream.model.eval()
         with torch.no_grad():
@@ -164,13 +164,15 @@ class TemporalScorer:
         ev = self.stream.ev
         if ev.raw.shape[1] == 0:
             return np.zeros((n, 0), np.float32)
+        r, names = ev.raw.shape[1], ", ".join(ev.columns)
         if weight is None:
-            raise ParameterError("weight", "is needed: the model reads each event's edge "
-                                           "weight (its training graph's edges have one)")
-        w = np.asarray(weight, np.float64).reshape(-1)
-        if len(w) != n or not np.isfinite(w).all():
-            raise ParameterError("weight", f"must be {n} finite numbers, one per event")
-        return (w / ev.scale).astype(np.float32).reshape(-1, 1)
+            raise ParameterError("weight", f"is needed: the model reads each event's {names} "
+                                           f"(its training graph's events have them)")
+        w = np.asarray(weight, np.float64)
+        if w.size != n * r or not np.isfinite(w).all():
+            raise ParameterError("weight", f"must be {n} rows of {r} finite numbers, one per "
+                                           f"event ({names})")
+        return (w.reshape(n, r) / ev.scales).astype(np.float32)
 
     def score(self, src, dst, time, *, weight=None, update: bool = False,
               internal: bool = False) -> np.ndarray:
@@ -275,8 +277,8 @@ class TemporalScorer:
 
 def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | None = None,
                    at=None, device="cpu", log=None) -> dict[str, Any]:
-    """Every node's TGN embedding at the end of the stream, or at the time ``at`` (see the
-    module docstring; :class:`~graphsys.gnn.temporal_score.TemporalScorer`), written
+    """Every node's TGN or TGAT embedding at the end of the stream, or at the time ``at``
+    (see the module docstring; :class:`~graphsys.gnn.temporal_score.TemporalScorer`), written
     partition by partition as an Arrow embedding directory
     (:class:`~graphsys.storage.embedding_files.EmbeddingWriter`); what
     :func:`~graphsys.gnn.embed_checkpoint` does for a temporal checkpoint. Returns
@@ -297,7 +299,7 @@ def embed_temporal(checkpoint: str | Path, out: str | Path, *, graph: Graph | No
             if log:
                 log(f"partition {p}: {b - a:,} embeddings written")
         writer.finish({"checkpoint": str(checkpoint), "task": "temporal-link",
-                       "model": MODEL_NAME, "as_of": as_of})
+                       "model": scorer.stream.model.config()["model"], "as_of": as_of})
     finally:  # finished or not, the directory is released
         writer.close()
     return {"entity_type": et, "num_nodes": graph.num_nodes(et), "dimension": writer.dim,

@@ -1,9 +1,13 @@
 """Temporal link prediction, ``task="temporal-link"`` of :func:`graphsys.gnn.train`: TGN
-(:mod:`graphsys.gnn.temporal`) on the timestamped edges of a one-type graph.
+(``model="tgn"``, :mod:`graphsys.gnn.temporal`) or TGAT (``model="tgat"``,
+:mod:`graphsys.gnn.tgat`) on the timestamped edges of a one-type graph.
 
 Data. Every stored edge of the default edge set is an event ``(src, dst, t)`` (a pair seen
-several times is several events), ordered by ``(timestamp, edge id)``; the edge weight, when
-the edge set has one, is the event's raw feature (scaled by its largest magnitude). The
+several times is several events), ordered by ``(timestamp, edge id)``. Its features (TGN's
+messages, and the edge input of both models' attention) are the edge columns
+``edge_features`` names, or by default every ``feature_*`` column (the JODIE format's
+``feature_0``..., :mod:`graphsys.storage.jodie`), else the edge weight when the edge set has
+one, else none; each column scaled by its largest magnitude (:func:`feature_columns`). The
 split is chronological (:mod:`graphsys.gnn.time_split`): the latest ``link_test_fraction``
 of the events are test and the ``link_val_fraction`` before them validation, or the events
 from ``valid_from`` / ``test_from`` on; ties never straddle a cut. ``until`` first restricts
@@ -15,12 +19,13 @@ destinations (default 1, as TGN), and the loss is binary cross-entropy. Neighbou
 ``fanouts[0]`` (default 10) events of each node strictly before the batch's first event,
 most recent (``temporal_strategy="recent"``, TGN's) or uniform
 (:class:`~graphsys.sampling.TemporalNeighborSampler`); so no event of the batch, or later,
-reaches its own prediction.
+reaches its own prediction. TGAT draws one hop per layer (``fanouts``, default ``[10,
+10]``): each picked neighbour's own events before the event that reached it.
 
-Evaluation. After every ``eval_every`` epochs the memory goes on through the validation and
+Evaluation. After every ``eval_every`` epochs the model goes on through the validation and
 then the test events, batch by batch: each batch is scored first, then its true events
-update the memory (TGN's streaming protocol). Each event is ranked against candidate
-destinations under ``eval_protocol``:
+update the memory (TGN's streaming protocol; TGAT has no memory). Each event is ranked
+against candidate destinations under ``eval_protocol``:
 
 * ``"sampled"`` (default): ``link_eval_negatives`` uniform candidates drawn from a seed
   fixed per split (the same at every evaluation and for every model), protocol
@@ -37,7 +42,8 @@ destination in no training event) as ``inductive_mrr``, ``inductive_ap``, with t
 ``inductive_events``. The model of the best validation MRR is kept; ``metrics`` are its test
 metrics (each evaluation computes both, so the test figures are those of the same pass over
 time). Its checkpoint (``out/checkpoint``) holds the model with its memory after the whole
-stream and, as :data:`TRAIN_END` tensors, as validation began:
+stream and, as :data:`TRAIN_END` tensors, as validation began (TGN; TGAT's holds its
+parameters alone):
 :mod:`graphsys.gnn.temporal_checkpoint` evaluates it again, and
 :mod:`graphsys.gnn.temporal_score` embeds nodes at a time and scores new events.
 """
@@ -51,6 +57,7 @@ import torch
 from torch.nn import functional as F
 
 from graphsys.errors import GraphsysError, ParameterError
+from graphsys.gnn.config import TGAT as MODEL_TGAT
 from graphsys.gnn.config import TrainConfig
 from graphsys.gnn.fit import Evaluation, Task
 from graphsys.gnn.temporal import TGN
@@ -61,6 +68,7 @@ from graphsys.gnn.temporal_eval import (
     tgb_negatives,
     tgb_protocol,
 )
+from graphsys.gnn.tgat import TGAT
 from graphsys.gnn.time_split import chronological_split
 from graphsys.ranking import protocol
 from graphsys.sampling._util import derive_seed
@@ -75,9 +83,11 @@ HEADS = 2
 
 class Events:
     """The events of a graph in time order: ``src``, ``dst`` (int64), ``time`` (the
-    column's dtype), ``eid`` (int64 edge ids), ``raw`` float32 (E, r) features."""
+    column's dtype), ``eid`` (int64 edge ids), ``raw`` float32 (E, r) features (the
+    columns :func:`feature_columns` picks, each scaled by its largest magnitude; ``columns``
+    names them)."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, edge_features: list[str] | None = None):
         if len(graph.entity_types) != 1:
             raise GraphsysError(f"the temporal link task reads a graph of one entity type; "
                                 f"{graph.path} has {', '.join(graph.entity_types)}")
@@ -98,13 +108,21 @@ class Events:
         eid = np.arange(len(src), dtype=np.int64)
         order = np.lexsort((eid, t))
         self.src, self.dst, self.time, self.eid = src[order], dst[order], t[order], eid[order]
-        if es.has_weight:
-            w = np.concatenate([p[2] for p in parts]).astype(np.float32)
-            self.scale = float(np.abs(w).max()) or 1.0
-            self.raw_by_eid = (w / self.scale).reshape(-1, 1)
+        self.columns = feature_columns(graph, es, edge_features)
+        if self.columns == [WEIGHT]:
+            cols = [np.concatenate([p[2] for p in parts])]
         else:
-            self.scale = None
-            self.raw_by_eid = np.zeros((len(src), 0), np.float32)
+            cols = [np.concatenate(list(graph.edge_column(c, es.name))) for c in self.columns]
+        self.raw_by_eid = np.zeros((len(src), len(cols)), np.float32)
+        #: each column's divisor (its largest magnitude), for new events' features
+        self.scales = np.ones(len(cols), np.float64)
+        for j, (name, col) in enumerate(zip(self.columns, cols)):
+            col = col.astype(np.float64)
+            if not np.isfinite(col).all():
+                raise GraphsysError(f"edge column {name!r} of {graph.path} holds NaN or "
+                                    f"infinity; an event's features must be finite")
+            self.scales[j] = float(np.abs(col).max()) or 1.0
+            self.raw_by_eid[:, j] = col / self.scales[j]
         self.raw = self.raw_by_eid[self.eid]
         self.origin = self.time[0]
         self.num_nodes = graph.num_nodes()
@@ -112,6 +130,33 @@ class Events:
     def seconds(self, t: np.ndarray) -> np.ndarray:
         """Times as float64 offsets from the first event (what the time encodings see)."""
         return (np.asarray(t) - self.origin).astype(np.float64)
+
+
+#: :attr:`Events.columns` of the events whose feature is the edge weight.
+WEIGHT = "(weight)"
+#: The prefix of the edge columns that are an event's features by default (the JODIE
+#: format's ``feature_0``...: :mod:`graphsys.storage.jodie`).
+FEATURE_PREFIX = "feature_"
+
+
+def feature_columns(graph: Graph, es, edge_features: list[str] | None) -> list[str]:
+    """The edge columns of edge set ``es`` that are the events' features: ``edge_features``
+    as given (each a numeric edge column other than the time, else refused in one line
+    naming the ones there are), or for None every ``feature_*`` column in their numeric
+    order, else ``[WEIGHT]`` when the edge set is weighted, else none."""
+    have = [c.name for c in es.columns if c.name != TIME_COLUMN]
+    if edge_features is None:
+        picked = sorted((c for c in have if c.startswith(FEATURE_PREFIX)),
+                        key=lambda c: (len(c), c))
+        return picked or ([WEIGHT] if es.has_weight else [])
+    for c in edge_features:
+        if c not in have:
+            raise ParameterError("edge_features", f"names {c!r}, not an edge column of "
+                                                  f"{graph.path} (edge set {es.name!r} has "
+                                                  f"{', '.join(have) or 'none but the time'})")
+    if len(set(edge_features)) != len(edge_features):
+        raise ParameterError("edge_features", f"names a column twice: {edge_features!r}")
+    return list(edge_features)
 
 
 def eval_candidates(num_events: int, num_nodes: int, negatives: int, seed: int, which: int
@@ -174,19 +219,24 @@ TRAIN_END = "train_end."
 
 
 class EventStream:
-    """TGN over the events ``ev``: one batch of events scored and then taken into the memory
-    (:meth:`step`), the streaming evaluation of a split (:meth:`evaluate`), and the
-    embeddings of nodes as of a time (:meth:`embed_at`)."""
+    """A temporal link model (TGN or TGAT) over the events ``ev``: one batch of events
+    scored and then, for TGN, taken into the memory (:meth:`step`), the streaming
+    evaluation of a split (:meth:`evaluate`), and the embeddings of nodes as of a time
+    (:meth:`embed_at`)."""
 
-    def __init__(self, model: TGN, ev: Events, sampler: TemporalNeighborSampler, k: int,
-                 device):
+    def __init__(self, model: TGN | TGAT, ev: Events, sampler: TemporalNeighborSampler,
+                 k: int, device):
         self.model, self.ev, self.sampler, self.k, self.device = model, ev, sampler, k, device
         self.raw_by_eid = torch.from_numpy(ev.raw_by_eid).to(device)
+        self.memory = getattr(model, "memory", None)   # TGN's; TGAT has none
 
     def embed_at(self, query: np.ndarray, t0):
-        """Embeddings (Q, d) of the sorted unique nodes ``query`` from their ``k`` events
-        strictly before the time ``t0`` (the column's type), and ``(nodes, mem, last)``:
-        the nodes read and their memory with pending messages applied."""
+        """Embeddings (Q, d) of the sorted unique nodes ``query`` from their events
+        strictly before the time ``t0`` (the column's type), and for TGN ``(nodes, mem,
+        last)``: the nodes read and their memory with pending messages applied (TGAT:
+        None)."""
+        if self.memory is None:
+            return self._embed_tgat(query, t0), None
         ev, model, device = self.ev, self.model, self.device
         hop = self.sampler.sample_hop(query, np.asarray(t0).repeat(len(query)), self.k)
         used = hop.mask
@@ -202,6 +252,21 @@ class EventStream:
         mask = torch.from_numpy(used).to(device)
         z = model.embed(F.embedding(qpos, mem), mem, npos.to(device), raw, delta, mask)
         return z, (nodes, mem, last)
+
+    def _embed_tgat(self, query: np.ndarray, t0) -> torch.Tensor:
+        """TGAT's embeddings of ``query`` at ``t0``: every hop of the sampler (each row's
+        events before the time of the event that reached it), as :meth:`TGAT.embed
+        <graphsys.gnn.tgat.TGAT.embed>` reads them."""
+        device, hops = self.device, []
+        for hop in self.sampler.sample(query, np.asarray(t0).repeat(len(query))):
+            used = hop.mask
+            # the gap t - t_j of each used slot (unused ones: 0, not read)
+            gap = np.where(used, hop.times[:, None] - np.where(used, hop.time, 0), 0)
+            hops.append((torch.from_numpy(used).to(device),
+                         torch.from_numpy(gap.astype(np.float64)).to(device),
+                         self.raw_by_eid[torch.from_numpy(np.where(used, hop.eid, 0))
+                                         .to(device)]))
+        return self.model.embed(hops)
 
     def step(self, idx: np.ndarray, cand: np.ndarray, *, grad: bool):
         """One batch of events ``idx`` (time order): scores of the true destinations and of
@@ -227,7 +292,10 @@ class EventStream:
 
     def absorb(self, idx: np.ndarray, read) -> None:
         """The memory takes the events ``idx``: their ends keep their updated memory (``read``
-        of :meth:`score`) and the events become their pending messages."""
+        of :meth:`score`) and the events become their pending messages (TGAT keeps no
+        state: nothing to take)."""
+        if self.memory is None:
+            return
         ev, model, device = self.ev, self.model, self.device
         nodes, mem, last = read
         s, d = ev.src[idx], ev.dst[idx]
@@ -296,19 +364,22 @@ def protocol_name(cfg: TrainConfig) -> str:
 
 
 class TemporalTask(Task):
-    """TGN for temporal link prediction (see the module docstring), for
+    """TGN or TGAT for temporal link prediction (see the module docstring), for
     :func:`~graphsys.gnn.fit.fit`."""
 
     extras = (TRAIN_END, NEGATIVES)
 
     def __init__(self, graph: Graph, cfg: TrainConfig, device: torch.device):
         self.cfg = cfg
-        ev = self.ev = Events(graph)
+        ev = self.ev = Events(graph, cfg.edge_features)
         self.split = event_split(ev, cfg)
-        k = (cfg.fanouts or [10])[0]
-        self.sampler = TemporalNeighborSampler(graph, k, strategy=cfg.temporal_strategy)
-        self.model = TGN(ev.num_nodes, cfg.hidden, ev.raw.shape[1], heads=HEADS,
-                         dropout=cfg.dropout).to(device)
+        fanouts = cfg.fanouts or [10]
+        k = fanouts[0]
+        self.sampler = TemporalNeighborSampler(graph, fanouts, strategy=cfg.temporal_strategy)
+        self.model = (TGAT(ev.num_nodes, cfg.hidden, ev.raw.shape[1], num_layers=len(fanouts),
+                           heads=HEADS, dropout=cfg.dropout) if cfg.model == MODEL_TGAT else
+                      TGN(ev.num_nodes, cfg.hidden, ev.raw.shape[1], heads=HEADS,
+                          dropout=cfg.dropout)).to(device)
         self.modules = {"": self.model}
         # fused: one kernel per step over all parameters (TGN's are small, and a
         # per-tensor step was a tenth of a training batch on the CPU)
@@ -322,7 +393,7 @@ class TemporalTask(Task):
         self.train_idx = np.flatnonzero(self.split[0])
         self.per_epoch = -(-len(self.train_idx) // cfg.batch_size)
         self.meta = {"task": "temporal-link", "num_nodes": ev.num_nodes,
-                     "entity_type": graph.entity_types[0],
+                     "entity_type": graph.entity_types[0], "edge_features": ev.columns,
                      "events": {name: int(m.sum()) for name, m in
                                 zip(("train", "valid", "test"), self.split)},
                      "memory_at_train_end": TRAIN_END}
@@ -335,7 +406,8 @@ class TemporalTask(Task):
         """The training events in time order, ``batch_size`` at a time, each with its
         uniform negative destinations; the memory starts empty."""
         cfg = self.cfg
-        self.model.memory.reset()
+        if self.stream.memory is not None:
+            self.stream.memory.reset()
         rng = np.random.default_rng(derive_seed(cfg.seed, epoch))
         e0 = time.perf_counter()
         for b in range(self.per_epoch):
@@ -351,8 +423,9 @@ class TemporalTask(Task):
     def evaluate(self, epoch: int) -> Evaluation:
         """The validation and then the test events streamed on from the training events'
         memory (kept as :data:`TRAIN_END` for the checkpoint)."""
-        self.train_end = {TRAIN_END + name: buf.detach().clone()
-                          for name, buf in self.model.memory.named_buffers()}
+        memory = self.stream.memory          # TGN's (TGAT has no state to keep)
+        self.train_end = {} if memory is None else {
+            TRAIN_END + name: buf.detach().clone() for name, buf in memory.named_buffers()}
         if self.negatives is None:
             self.negatives = held_out_negatives(self.ev, self.split, self.cfg)
         val, self.test = stream_held_out(self.stream, self.split, self.cfg, self.negatives)

@@ -158,6 +158,7 @@ def test_memory_gru_equals_torch_gru_cell():
 
 @pytest.mark.parametrize("task,model,ok", [
     ("temporal-link", None, "tgn"), ("temporal-link", "tgn", "tgn"),
+    ("temporal-link", "tgat", "tgat"), ("node", "tgat", None), ("link", "tgat", None),
     ("temporal-link", "sage", None), ("temporal-link", "pinsage", None),
     ("temporal-link", "rgcn", None), ("temporal-link", "m:F", None),
     ("node", None, "sage"), ("node", "gat", "gat"), ("node", "m:F", "m:F"),

@@ -94,10 +94,11 @@ class TemporalAttentionConv(nn.Module):
 
     def forward(self, x: torch.Tensor, x_src: torch.Tensor, nbr: torch.Tensor,
                 edge: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``x`` (Q, in) query states, ``x_src`` (S, in) the states of the nodes the
-        neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot (a row of
-        ``x_src``; any valid row in an unused slot), ``edge`` (Q, k, edge_dim), or (U,
-        edge_dim) the used slots' alone in row-major order (``edge[mask]``), ``mask`` bool
+        """``x`` (Q, in) query states (or (1, in): one state every query shares, as
+        TGAT's first layer on graphs without node features), ``x_src`` (S, in) the states
+        of the nodes the neighbours index, ``nbr`` int64 (Q, k) the neighbour of each slot
+        (a row of ``x_src``; any valid row in an unused slot), ``edge`` (Q, k, edge_dim), or
+        (U, edge_dim) the used slots' alone in row-major order (``edge[mask]``), ``mask`` bool
         (Q, k) the used slots; returns (Q, out). Keys and values are projected once per
         node of ``x_src``, then gathered for the used slots only (as PyG's
         ``TransformerConv`` projects nodes and gathers per edge): the per-slot work follows
@@ -119,7 +120,8 @@ class TemporalAttentionConv(nn.Module):
             -1, 2, h, d).unbind(1)
         # split, not two slices: one gradient buffer in the backward, not two zero-filled
         q_all, root = qr.split(h * d, dim=1)
-        q = F.embedding(row, q_all).view(-1, h, d)
+        q = F.embedding(row if x.shape[0] == q_n else torch.zeros_like(row),
+                        q_all).view(-1, h, d)
         score = (q * key).sum(-1) / math.sqrt(d)                    # (U, heads)
         # unused slots at the dtype's lowest finite value: exp() of it is 0 beside a used
         # slot, and a row with no event weighs zero values (its output 0, no NaN to clear)

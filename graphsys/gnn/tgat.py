@@ -1,0 +1,154 @@
+"""TGAT (Xu et al., ICLR 2020, "Inductive Representation Learning on Temporal Graphs"): a
+memoryless temporal link model over graphsys's temporal sampler.
+
+A node's embedding at a time :math:`t` is computed from scratch by ``L`` layers of temporal
+graph attention over its sampled earlier events, each neighbour embedded in turn at the time
+of the event that reached it, down to the node features; nothing is kept from one batch to
+the next (no memory), so a node unseen in training is embedded as any other (inductive).
+
+Time encoding. A gap :math:`\\Delta t \\ge 0` is encoded by TGAT's functional encoding
+:math:`\\phi(\\Delta t) = \\cos(\\omega \\Delta t + b)` with ``dim`` learned frequencies
+:math:`\\omega` and phases :math:`b`
+(:class:`~graphsys.gnn.conv.temporal_attention.TimeEncoder`, one shared by the layers).
+
+Layer :math:`l = 1..L`. For a node :math:`v` at time :math:`t` with sampled earlier events
+:math:`(u_j, t_j, e_j)`, :math:`j = 1..k` (neighbour, time, edge features; the ``k`` most
+recent, or uniform, strictly before :math:`t`,
+:class:`~graphsys.sampling.TemporalNeighborSampler`) and :math:`h^{(0)} = 0` (graphs without
+node features, as TGAT's Wikipedia and Reddit runs),
+
+.. math::
+
+    a_v = \\big\\|_{\\text{heads}} \\sum_j \\operatorname{softmax}_j
+          \\Big(\\frac{q^\\top k_j}{\\sqrt{d}}\\Big)\\, m_j, \\qquad
+    q = W_Q\\, h^{(l-1)}_v(t), \\quad
+    k_j = W_K\\, h^{(l-1)}_{u_j}(t_j) + W_E\\, [\\,e_j \\,\\|\\, \\phi(t - t_j)\\,], \\quad
+    m_j = W_V\\, h^{(l-1)}_{u_j}(t_j) + W_E\\, [\\,e_j \\,\\|\\, \\phi(t - t_j)\\,],
+
+    h^{(l)}_v(t) = W_2\\, \\operatorname{ReLU}\\big(W_1 (a_v + W_R\\, h^{(l-1)}_v(t)) + b_1
+                   \\big) + b_2,
+
+the attention of :class:`~graphsys.gnn.conv.temporal_attention.TemporalAttentionConv`
+(softmax over the used slots; a node without earlier events gets no attention term)
+followed by TGAT's two-layer feed-forward merge. Against the paper's equations: the query's
+time term :math:`\\phi(0)` is a constant, folded into the bias of :math:`W_Q`; the keys' and
+values' edge-and-time projection :math:`W_E` is one matrix (as PyG's ``TransformerConv``
+with ``edge_dim``, which TGN's embedding runs); and the merge
+:math:`\\mathrm{FFN}([a_v \\| h^{(l-1)}_v])` is taken with its first product factored,
+:math:`W_1 (a_v + W_R h)`, the same functions for an invertible :math:`W_1`.
+
+The ``L`` hops. :meth:`~graphsys.sampling.TemporalNeighborSampler.sample` with ``fanouts =
+[k_1, ..., k_L]`` draws the query nodes' ``k_1`` events before :math:`t`, each picked
+neighbour's ``k_2`` events before the time of the event that reached it, and so on: depth
+:math:`d` holds :math:`Q k_1 \\cdots k_d` rows (a slot left unused samples nothing). Layer
+:math:`l` runs on depths :math:`0 .. L - l` (each row's states from the rows below it), so
+layer :math:`L` gives the queries' :math:`h^{(L)}`. A pair is scored by TGN's link predictor
+(:class:`~graphsys.gnn.temporal.LinkPredictor`, TGAT's two-layer perceptron on the pair).
+
+:func:`graphsys.gnn.train` trains it with ``task="temporal-link", model="tgat"``
+(:mod:`graphsys.gnn.temporal_task`: the same events, split, negatives, loss, streaming
+evaluation and checkpoints as TGN).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from graphsys.gnn.config import TGAT as MODEL_NAME
+from graphsys.gnn.conv.temporal_attention import TemporalAttentionConv, TimeEncoder
+from graphsys.gnn.temporal import LinkPredictor
+
+
+class TGATLayer(nn.Module):
+    """One TGAT layer: temporal attention, then the feed-forward merge (the module
+    docstring's :math:`h^{(l)}`)."""
+
+    def __init__(self, dim: int, edge_dim: int, heads: int, dropout: float):
+        super().__init__()
+        self.attn = TemporalAttentionConv(dim, dim, edge_dim, heads=heads, dropout=dropout)
+        self.ffn = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Dropout(dropout),
+                                 nn.Linear(dim, dim))
+
+    def forward(self, x, x_src, nbr, edge, mask):
+        return self.ffn(self.attn(x, x_src, nbr, edge, mask))
+
+
+class TGAT(nn.Module):
+    """``num_layers`` layers of temporal attention and a link predictor (see the module
+    docstring).
+
+    Parameters
+    ----------
+    num_nodes : int
+        Nodes of the graph (recorded; TGAT keeps no state per node).
+    dim : int
+        Time-encoding and embedding width.
+    raw_dim : int
+        Edge-feature width (0: none).
+    num_layers : int, optional
+        Layers, one per hop of the sampler (default 2).
+    heads : int, optional
+        Attention heads (default 2, as TGAT).
+    dropout : float, optional
+        Dropout on the attention weights and in the merge (default 0.1).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from graphsys.gnn.tgat import TGAT
+    >>> model = TGAT(10, 16, raw_dim=3, num_layers=2)
+    >>> hops = [(torch.ones(4, 2, dtype=torch.bool), torch.rand(4, 2), torch.rand(4, 2, 3)),
+    ...         (torch.rand(8, 2) > 0.5, torch.rand(8, 2), torch.rand(8, 2, 3))]
+    >>> z = model.embed(hops)
+    >>> z.shape, model.score(z[:2], z[2:]).shape
+    (torch.Size([4, 16]), torch.Size([2]))
+    """
+
+    def __init__(self, num_nodes: int, dim: int, raw_dim: int = 0, *, num_layers: int = 2,
+                 heads: int = 2, dropout: float = 0.1):
+        super().__init__()
+        self.num_nodes, self.dim, self.raw_dim = num_nodes, dim, raw_dim
+        self.num_layers, self.heads = num_layers, heads
+        self.time_enc = TimeEncoder(dim)
+        self.layers = nn.ModuleList(TGATLayer(dim, raw_dim + dim, heads, dropout)
+                                    for _ in range(num_layers))
+        self.predictor = LinkPredictor(dim)
+
+    def config(self) -> dict:
+        """The constructor's arguments (stored in checkpoints)."""
+        return {"model": MODEL_NAME, "num_nodes": self.num_nodes, "dim": self.dim,
+                "raw_dim": self.raw_dim, "heads": self.heads, "num_layers": self.num_layers}
+
+    def embed(self, hops: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+              ) -> torch.Tensor:
+        """The queries' embeddings (Q, dim) from their ``L`` sampled hops, first hop first:
+        hop ``d`` is ``(mask, delta, raw)``, ``mask`` bool (R_d, k_d) the used slots of the
+        ``R_d`` rows of depth ``d`` (``R_0 = Q``, ``R_{d+1} = R_d k_d``, row ``r k_d + j``
+        of depth ``d + 1`` the neighbour in slot ``j`` of row ``r``), ``delta`` (R_d, k_d)
+        each slot's gap :math:`t - t_j` and ``raw`` (R_d, k_d, raw_dim) its edge features
+        (unused slots are not read)."""
+        if len(hops) != self.num_layers:
+            raise ValueError(f"{len(hops)} hops for {self.num_layers} layers")
+        edges = [torch.cat([raw[mask], self.time_enc(delta[mask])], dim=-1)
+                 for mask, delta, raw in hops]
+        zero = self.time_enc.lin.weight.new_zeros(1, self.dim)
+        h: list[torch.Tensor] = []                    # the states of depths 0 .. L - l
+        for layer_no, layer in enumerate(self.layers):
+            out = []
+            for d in range(self.num_layers - layer_no):
+                mask = hops[d][0]
+                rows, k = mask.shape
+                if layer_no == 0:                     # h^(0) = 0: one zero row for all
+                    x, x_src = zero, zero
+                    nbr = mask.new_zeros(rows, k, dtype=torch.long)
+                else:
+                    x, x_src = h[d], h[d + 1]
+                    nbr = torch.arange(rows * k, device=mask.device).view(rows, k)
+                out.append(layer(x, x_src, nbr, edges[d], mask))
+            h = out
+        return h[0]
+
+    def score(self, z_src: torch.Tensor, z_dst: torch.Tensor) -> torch.Tensor:
+        """Scores of embedding pairs (broadcasting)."""
+        return self.predictor(z_src, z_dst)
