@@ -283,4 +283,4 @@ def test_scoring_new_events_of_a_weighted_graph_takes_their_weights(tgn_run):
     a, b = g.to_internal([1, 2])
     mem = scorer.stream.model.memory
     assert bool(mem.has_msg[a]) and int(mem.msg_other[a]) == b
-    assert float(mem.msg_raw[a, 0]) == pytest.approx(5.0 / scorer.stream.ev.scale)
+    assert float(mem.msg_raw[a, 0]) == pytest.approx(5.0 / scorer.stream.ev.scales[0])
