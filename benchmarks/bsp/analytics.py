@@ -47,9 +47,9 @@ What is compared, and how equality is checked (``equal`` in the line):
 * ``degrees``: the out-degree of every node and their histogram (graphsys
   ``Graph.degrees``, igraph ``degree(mode="out")``, NetworKit ``DegreeCentrality``, each
   followed by ``np.bincount``), equal;
-* ``ego``: the radius-2 ego graph of a node of median degree, in memory: graphsys's node
-  mask (``storage.subgraph.ego_mask``, what ``Graph.ego_graph`` writes out) and the
-  induced edges counted over the CSR, igraph ``induced_subgraph(neighborhood(v, 2))``,
+* ``ego``: the radius-2 ego graph of a node of median degree, in memory: graphsys
+  ``storage.subgraph.ego_adjacency`` (its nodes and induced CSR; ``Graph.ego_graph``
+  writes the same as a directory), igraph ``induced_subgraph(neighborhood(v, 2))``,
   NetworKit a ``BFS`` and ``graphtools.subgraphFromNodes``: the same nodes and edges;
 * ``jaccard``: 1,000 seeded node pairs (graphsys ``measures.link_scores(..., "jaccard")``,
   igraph ``similarity_jaccard(pairs=)``, NetworKit ``JaccardIndex``; to 1e-9; igraph's
@@ -449,16 +449,13 @@ def more_workload(name: str, g, peers: Peers, seed: int, timed):
         def check(ref, a):
             return np.array_equal(ref[0], a[0]) and np.array_equal(ref[1], a[1])
     elif name == "ego":  # radius-2 ego graph of a mid-degree node, in memory
-        from graphsys.storage.subgraph import ego_mask
+        from graphsys.storage.subgraph import ego_adjacency
 
         centre = _ego_node(g)
-        csr = g.csr(weights=False)
-        rows = np.repeat(np.arange(n), np.diff(csr.indptr))
 
         def ours():
-            keep = ego_mask(g, centre, 2, internal=True)
-            inner = keep[rows] & keep[csr.indices]
-            return np.nonzero(keep)[0], np.count_nonzero(inner)
+            nodes, adj = ego_adjacency(g, centre, 2, internal=True)
+            return nodes, len(adj.indices)
         sides["graphsys"] = timed(ours)
 
         def ig_ego():

@@ -297,10 +297,12 @@ def _sampling_calls() -> dict[str, Callable]:
 
 def _storage_calls() -> dict[str, Callable]:
     """Ingests of edge files (which run the numba kernels; in-memory arrays of
-    ``from_numpy``'s sizes take NumPy's), an append with its merged index, a subgraph:
+    ``from_numpy``'s sizes take NumPy's), an append with its merged index, a subgraph and
+    an ego graph in memory:
     each ``call(work, seed)`` in a fresh directory."""
     from graphsys import ingest, open_graph
     from graphsys.storage.adjacency_index import build_index
+    from graphsys.storage.subgraph import ego_adjacency
 
     def edge_file(work: Path, seed: int, names: bool) -> Path:
         rng = np.random.default_rng(seed)
@@ -324,6 +326,7 @@ def _storage_calls() -> dict[str, Callable]:
         g = open_graph(work / "grown")
         g.csr("default,more")
         g.subgraph(np.arange(0, NODES, 3), work / "sub")
+        ego_adjacency(g, 0, 2, internal=True)
 
     return {"files": files, "append_index_subgraph": append}
 
