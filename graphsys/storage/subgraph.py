@@ -206,10 +206,9 @@ def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
     """
     from graphsys.storage.csr import CSR
 
-    _, count, queue, out = _ball(graph, centers, radius, undirected, edge_set, internal)
+    local, count, queue, out = _ball(graph, centers, radius, undirected, edge_set, internal)
     nodes = np.sort(queue[:count])
-    local = np.full(graph.num_nodes(), -1, np.int64)
-    local[nodes] = np.arange(len(nodes))
+    local[nodes] = np.arange(len(nodes))  # the hop counts become positions: -1 stays out
     indptr, indices = _induced(nodes, out.indptr, out.indices, local)
     return nodes, CSR(indptr, indices)
 
@@ -240,7 +239,7 @@ def _ball(graph, centers, radius, undirected, edge_set, internal):
 @numba.njit(cache=True, nogil=True)
 def _induced(nodes, indptr, indices, local):
     """The rows of ``nodes`` (int64 (K,)) of a CSR restricted to the columns with ``local``
-    >= 0 (int64 (N,): a node's position in ``nodes``, else -1), renumbered by ``local``:
+    >= 0 (int32 (N,): a node's position in ``nodes``, else -1), renumbered by ``local``:
     (indptr int64 (K+1,), indices int64)."""
     k = nodes.shape[0]
     out_ptr = np.zeros(k + 1, np.int64)
