@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import weakref
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +164,11 @@ def ego_mask(graph, centers, radius: int = 1, *, undirected: bool = False,
     """The nodes within ``radius`` hops of any of ``centers`` (following out-edges, or
     edges either way when ``undirected``), as a bool mask (N,) over internal ids. Reads
     the CSR (and CSC): the stored adjacency index where the graph has one."""
-    dist = _ball(graph, centers, radius, undirected, edge_set, internal)[0]
-    return dist >= 0
+    with _hops(graph) as dist:
+        count, queue, _ = _ball(graph, centers, radius, undirected, edge_set, internal, dist)
+        mask = dist >= 0
+        dist[queue[:count]] = -1
+    return mask
 
 
 def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
@@ -206,16 +211,45 @@ def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
     """
     from graphsys.storage.csr import CSR
 
-    local, count, queue, out = _ball(graph, centers, radius, undirected, edge_set, internal)
-    nodes = np.sort(queue[:count])
-    local[nodes] = np.arange(len(nodes))  # the hop counts become positions: -1 stays out
-    indptr, indices = _induced(nodes, out.indptr, out.indices, local)
+    with _hops(graph) as local:
+        count, queue, out = _ball(graph, centers, radius, undirected, edge_set, internal,
+                                  local)
+        nodes = np.sort(queue[:count])
+        local[nodes] = np.arange(len(nodes))  # the hop counts become positions
+        indptr, indices = _induced(nodes, out.indptr, out.indices, local)
+        local[nodes] = -1
     return nodes, CSR(indptr, indices)
 
 
-def _ball(graph, centers, radius, undirected, edge_set, internal):
-    """The breadth-first search of :func:`ego_mask`: (``dist`` int32 (N,), -1 outside the
-    ball; how many nodes it holds; the queue, its nodes first; the CSR it followed)."""
+#: graph -> [lock, int32 (N,) of -1]: the hop counts the searches of :func:`_hops` borrow
+_HOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def _hops(graph):
+    """An int32 (N,) array of -1 for one search, to be left all -1 again: the graph's
+    own, kept between calls, so that a small ego graph costs its ball and not an O(N)
+    fill (a fresh one while another thread holds it, or after a search that failed)."""
+    n = graph.num_nodes()
+    entry = _HOPS.get(graph)
+    if entry is None or len(entry[1]) != n:
+        entry = _HOPS[graph] = [threading.Lock(), np.full(n, -1, np.int32)]
+    if not entry[0].acquire(blocking=False):
+        yield np.full(n, -1, np.int32)
+        return
+    try:
+        yield entry[1]
+    except BaseException:
+        entry[1] = np.full(n, -1, np.int32)  # left half marked
+        raise
+    finally:
+        entry[0].release()
+
+
+def _ball(graph, centers, radius, undirected, edge_set, internal, dist):
+    """The breadth-first search of :func:`ego_mask`, marking ``dist`` (int32 (N,) of -1)
+    with the hop counts of the ball: (how many nodes it holds; the queue, its nodes
+    first; the CSR it followed)."""
     _one_type(graph)
     if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or radius < 0:
         raise ParameterError("radius", f"must be a non-negative integer, got {radius!r}")
@@ -229,11 +263,10 @@ def _ball(graph, centers, radius, undirected, edge_set, internal):
     out = graph.csr(es.name, weights=False)
     both = bool(undirected) and not es.undirected
     inn = graph.csc(es.name, weights=False) if both else out
-    dist = np.full(n, -1, np.int32)
     queue = np.empty(n, np.int64)
     count = _within(src, int(min(radius, n)), out.indptr, out.indices, inn.indptr,
                     inn.indices, both, dist, queue)
-    return dist, int(count), queue, out
+    return int(count), queue, out
 
 
 @numba.njit(cache=True, nogil=True)

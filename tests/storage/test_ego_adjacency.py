@@ -44,3 +44,18 @@ def test_several_centres_and_bad_radius(tmp_path):
     assert adj.indptr.tolist() == [0, 1, 1, 2, 2] and adj.indices.tolist() == [1, 3]
     with pytest.raises(ParameterError, match="radius"):
         ego_adjacency(g, 0, -1)
+
+
+def test_searches_leave_their_scratch_clean(tmp_path):
+    """The hop counts a search borrows from the graph are all -1 again after it, whatever
+    it found or raised: later searches see no stale marks."""
+    from graphsys.storage import subgraph
+
+    g = graphsys.from_numpy([0, 1, 2, 3, 10], [1, 2, 3, 4, 11], tmp_path / "g")
+    assert g.to_original(ego_adjacency(g, 0, 4)[0]).tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(ParameterError):
+        ego_mask(g, [0, 999], 2, internal=True)
+    assert np.all(subgraph._HOPS[g][1] == -1)
+    assert g.to_original(ego_adjacency(g, 10, 4)[0]).tolist() == [10, 11]
+    assert ego_mask(g, 3, 1).sum() == 2
+    assert np.all(subgraph._HOPS[g][1] == -1)
