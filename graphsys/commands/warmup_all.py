@@ -100,6 +100,10 @@ def _measures_calls() -> dict[str, Callable]:
         "diameter_exact": lambda g, s: measures.diameter(g, exact=True),
         "eccentricity": lambda g, s: measures.eccentricity(g, [s]),
         "common_neighbors": lambda g, s: measures.common_neighbors(g, s, s),
+        # pairs enough to run on the thread team (PAIRS_PARALLEL_MIN_WORK)
+        "link_scores_many": lambda g, s: measures.link_scores(
+            g, np.random.default_rng(0).integers(0, g.num_nodes(), (1 << 15, 2)),
+            internal=True),
     }
     for method in _link_methods():
         calls[f"link_scores_{method}"] = (
