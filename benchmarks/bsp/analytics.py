@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """Everyday analyses (strongly connected components, betweenness from k sampled sources,
-closeness from k sampled sources, Louvain, k-core) beside igraph and NetworKit, and
-networkx with ``--networkx``, on email-Enron, soc-Slashdot0902, luxembourg-osm and a
-seeded R-MAT graph.
+closeness from k sampled sources, Louvain, k-core, PageRank, BFS, weak components, local
+clustering, transitivity, degrees, ego graphs, Jaccard scores, the exact diameter) beside
+igraph and NetworKit, and networkx with ``--networkx``, on email-Enron, soc-Slashdot0902,
+luxembourg-osm and a seeded R-MAT graph.
 
 Every side computes the same thing on the same graph with 2 threads
 (``NUMBA_NUM_THREADS``, ``networkit.setNumberOfThreads``; igraph runs one): graphsys reads
@@ -38,6 +39,29 @@ What is compared, and how equality is checked (``equal`` in the line):
   ``single_source_shortest_path_length``: equal) and ``wcc`` (the weak components, the
   same grouping): the BSP algorithms beside the same peers.
 
+* ``clustering`` (local clustering coefficients, 0 below degree 2: graphsys
+  ``mining.clustering``, igraph ``transitivity_local_undirected(mode="zero")``, NetworKit
+  ``LocalClusteringCoefficient``) and ``transitivity`` (graphsys ``mining.transitivity``,
+  igraph ``transitivity_undirected``, NetworKit ``ClusteringCoefficient.exactGlobal``), of
+  the simple undirected graph (self-loops left out; to 1e-9);
+* ``degrees``: the out-degree of every node and their histogram (graphsys
+  ``Graph.degrees``, igraph ``degree(mode="out")``, NetworKit ``DegreeCentrality``, each
+  followed by ``np.bincount``), equal;
+* ``ego``: the radius-2 ego graph of a node of median degree, in memory: graphsys
+  ``storage.subgraph.ego_adjacency`` (its nodes and induced CSR; ``Graph.ego_graph``
+  writes the same as a directory), igraph ``induced_subgraph(neighborhood(v, 2))``,
+  NetworKit a ``BFS`` and ``graphtools.subgraphFromNodes``: the same nodes and edges;
+* ``jaccard``: 1,000 seeded node pairs (graphsys ``measures.link_scores(..., "jaccard")``,
+  igraph ``similarity_jaccard(pairs=)``, NetworKit ``JaccardIndex``; to 1e-9; igraph's
+  pairs differ from networkx's ``jaccard_coefficient`` on some pairs, graphsys's and
+  NetworKit's do not);
+* ``diameter``: exact, of the undirected graph over its components (graphsys
+  ``measures.diameter(exact=True)``, NetworKit ``Diameter(EXACT)``; igraph's ``diameter``
+  searches from every node, left out), equal.
+
+``clustering``, ``transitivity``, ``ego``, ``jaccard`` and ``diameter`` read the undirected
+store, as ``louvain`` does.
+
 ``vs_fastest`` is the faster peer's median over graphsys's, the faster of igraph and
 NetworKit among those whose answer was compared and equal (Louvain: of both; ``fastest``
 names it).
@@ -45,7 +69,8 @@ names it).
 Usage::
 
     python benchmarks/bsp/analytics.py --work DIR [--graphs enron,slashdot,lux,rmat]
-        [--workloads scc,kcore,betweenness,closeness,louvain] [--turns 3] [--k 50]
+        [--workloads scc,kcore,betweenness,closeness,louvain,pagerank,bfs,wcc,clustering,
+        transitivity,degrees,ego,jaccard,diameter] [--turns 3] [--k 50]
 """
 
 from __future__ import annotations
@@ -62,7 +87,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 from benchmarks import harness  # noqa: E402
 
 GRAPHS = {"enron": "email-enron", "slashdot": "soc-slashdot0902", "lux": "luxembourg-osm"}
-WORKLOADS = ("scc", "kcore", "betweenness", "closeness", "louvain", "pagerank", "bfs", "wcc")
+WORKLOADS = ("scc", "kcore", "betweenness", "closeness", "louvain", "pagerank", "bfs", "wcc",
+             "clustering", "transitivity", "degrees", "ego", "jaccard", "diameter")
+#: Workloads read on the undirected store (Slashdot and R-MAT ingested a second time
+#: undirected, as networkx's ``Graph`` reads them)
+UNDIRECTED = ("louvain", "clustering", "transitivity", "ego", "jaccard", "diameter")
+#: Node pairs the Jaccard workload scores
+PAIRS = 1000
 
 
 def edges_of(g):
@@ -163,6 +194,8 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
         return call
 
     sides, nxs = {}, None
+    if name in MORE:
+        return more_workload(name, g, peers, seed, timed)
     if name == "scc":
         sides["graphsys"] = timed(lambda: bsp.scc(g).values)
         sides["igraph"] = timed(lambda: peers.ig.connected_components("strong").membership)
@@ -346,6 +379,132 @@ def workload(name: str, g, peers: Peers, k: int, seed: int):
     return sides, nxs, check
 
 
+def _nk_distances(G, source: int):
+    import networkit as nk
+    import numpy as np
+
+    bfs = nk.distance.BFS(G, source, storePaths=False)
+    bfs.run()
+    d = np.array(bfs.getDistances(), float)
+    d[d > 1e300] = np.inf
+    return d
+
+
+def _ego_node(g) -> int:
+    """The internal id of the node of median degree among those of degree >= 2 (the lowest
+    id of that degree): a mid-degree centre."""
+    import numpy as np
+
+    deg = g.degrees()
+    cand = np.nonzero(deg >= 2)[0]
+    want = np.sort(deg[cand])[len(cand) // 2]
+    return int(cand[np.argmax(deg[cand] == want)])
+
+
+def more_workload(name: str, g, peers: Peers, seed: int, timed):
+    """:func:`workload` of clustering, transitivity, degrees, ego, jaccard and diameter."""
+    import networkit as nk
+    import numpy as np
+
+    from graphsys import measures, mining
+
+    n = g.num_nodes()
+    sides = {}
+    close = lambda ref, a: np.allclose(ref, a, rtol=1e-9, atol=1e-12)  # noqa: E731
+    if name == "clustering":  # local clustering of the simple undirected graph
+        sides["graphsys"] = timed(lambda: mining.clustering(g).values)
+        sides["igraph"] = timed(lambda: np.array(
+            peers.ig_plain.transitivity_local_undirected(mode="zero"), float))
+
+        def nk_lcc():
+            lcc = nk.centrality.LocalClusteringCoefficient(peers.nk_plain, turbo=True)
+            lcc.run()
+            return np.array(lcc.scores(), float)
+        sides["networkit"] = timed(nk_lcc)
+        check = close
+    elif name == "transitivity":
+        sides["graphsys"] = timed(lambda: mining.transitivity(g))
+        sides["igraph"] = timed(lambda: peers.ig_plain.transitivity_undirected())
+        sides["networkit"] = timed(
+            lambda: nk.globals.ClusteringCoefficient.exactGlobal(peers.nk_plain))
+        check = close
+    elif name == "degrees":  # out-degrees (degrees on an undirected store) and histogram
+        def ours():
+            deg = g.degrees()
+            return deg, np.bincount(deg)
+        sides["graphsys"] = timed(ours)
+
+        def ig_deg():
+            deg = np.array(peers.ig.degree(mode="out"), np.int64)
+            return deg, np.bincount(deg)
+        sides["igraph"] = timed(ig_deg)
+
+        def nk_deg():
+            dc = nk.centrality.DegreeCentrality(peers.nk, ignoreSelfLoops=False)
+            dc.run()
+            deg = np.array(dc.scores(), np.int64)
+            return deg, np.bincount(deg)
+        sides["networkit"] = timed(nk_deg)
+
+        def check(ref, a):
+            return np.array_equal(ref[0], a[0]) and np.array_equal(ref[1], a[1])
+    elif name == "ego":  # radius-2 ego graph of a mid-degree node, in memory
+        from graphsys.storage.subgraph import ego_adjacency
+
+        centre = _ego_node(g)
+
+        def ours():
+            nodes, adj = ego_adjacency(g, centre, 2, internal=True)
+            return nodes, len(adj.indices)
+        sides["graphsys"] = timed(ours)
+
+        def ig_ego():
+            nodes = peers.ig.neighborhood(centre, order=2)
+            sub = peers.ig.induced_subgraph(nodes)
+            return np.sort(np.array(nodes)), 2 * sub.ecount() - sum(sub.is_loop())
+        sides["igraph"] = timed(ig_ego)
+
+        def nk_ego():
+            d = _nk_distances(peers.nk, centre)
+            nodes = np.nonzero(d <= 2)[0]
+            sub = nk.graphtools.subgraphFromNodes(peers.nk, nodes.tolist())
+            return nodes, 2 * sub.numberOfEdges() - sub.numberOfSelfLoops()
+        sides["networkit"] = timed(nk_ego)
+
+        def check(ref, a):
+            return np.array_equal(ref[0], a[0]) and ref[1] == a[1]
+    elif name == "jaccard":  # a fixed set of node pairs
+        pairs = np.random.default_rng(seed).integers(0, n, (2 * PAIRS, 2))
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]][:PAIRS]
+        sides["graphsys"] = timed(lambda: measures.link_scores(g, pairs, "jaccard",
+                                                               internal=True))
+        sides["igraph"] = timed(lambda: np.array(peers.ig.similarity_jaccard(
+            pairs=pairs.tolist()), float))
+
+        def nk_jac():
+            ji = nk.linkprediction.JaccardIndex(peers.nk)
+            return np.array([ji.run(int(u), int(v)) for u, v in pairs], float)
+        sides["networkit"] = timed(nk_jac)
+        check = close
+    else:  # diameter, exact (igraph's is a search from every node: left out)
+        sides["graphsys"] = timed(lambda: measures.diameter(g, exact=True).value)
+
+        def nk_diam():
+            dm = nk.distance.Diameter(peers.nk, nk.distance.DiameterAlgo.EXACT)
+            dm.run()
+            return dm.getDiameter()[0]
+        sides["networkit"] = timed(nk_diam)
+        check = close
+
+    def checks(answers):
+        return against_ours(answers, check)
+    return sides, None, checks
+
+
+#: The workloads of :func:`more_workload`
+MORE = ("clustering", "transitivity", "degrees", "ego", "jaccard", "diameter")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = harness.parser(__doc__)
     ap.add_argument("--work", type=Path, required=True, help="graphs are stored here")
@@ -398,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
                             "--csr", "--csc", "--quiet"], check=True)
         peers = {}
         for wname in args.workloads.split(","):
-            g = stores[wname == "louvain"]
+            g = stores[wname in UNDIRECTED]
             key = id(g)
             if key not in peers:
                 small = g.num_edges() <= args.networkx_max_edges
@@ -436,9 +595,10 @@ def main(argv: list[str] | None = None) -> int:
                 row["equal"] = check(answers)
             # the faster of the peers whose answer was compared and equal (both where
             # neither's is); Louvain: the faster whatever its modularity (``equal`` says)
-            agree = [s for s in ("igraph", "networkit")
+            peer_sides = [s for s in ("igraph", "networkit") if s in seconds]
+            agree = [s for s in peer_sides
                      if wname == "louvain" or row["equal"].get(s) is True]
-            fastest = min(agree or ("igraph", "networkit"),
+            fastest = min(agree or peer_sides,
                           key=lambda s: row["seconds"][s]["median"])
             row["vs_fastest"] = round(row["seconds"][fastest]["median"]
                                       / row["seconds"]["graphsys"]["median"], 3)

@@ -169,22 +169,30 @@ def ell_layout(indptr, indices):
 
 
 @numba.njit(inline="always")
+def ell_sum(v, slots, over_ptr, overflow, send):
+    """Row ``v``'s (uint64) pulled sum of ``send`` over the slots of :func:`ell_layout`
+    (``ELL_SLOTS`` = 4 loads, no trip-count branch) and its overflow (a loop the rare long
+    rows only take), in the CSC's order."""
+    one = np.uint64(1)
+    k = v * np.uint64(ELL_SLOTS)
+    s = 0.0 + send[np.uint64(slots[k])]
+    s += send[np.uint64(slots[k + one])]
+    s += send[np.uint64(slots[k + np.uint64(2)])]
+    s += send[np.uint64(slots[k + np.uint64(3)])]
+    for e in range(over_ptr[v], over_ptr[v + one]):
+        s += send[np.uint64(overflow[np.uint64(e)])]
+    return s
+
+
+@numba.njit(inline="always")
 def _ell_rows(lo, hi, slots, over_ptr, overflow, send, new_send, rank, inv_deg, p, damping,
               base, scale):
-    """:func:`_rows` over the slots of :func:`ell_layout` (``ELL_SLOTS`` = 4 loads, no
-    trip-count branch; the overflow loop is taken by the rare long rows only)."""
+    """:func:`_rows` over the slots of :func:`ell_layout` (:func:`ell_sum`)."""
     delta = 0.0
     dangling = 0.0
-    one = np.uint64(1)
     for r in range(lo, hi):
         v = np.uint64(r)
-        k = v * np.uint64(ELL_SLOTS)
-        s = 0.0 + send[np.uint64(slots[k])]
-        s += send[np.uint64(slots[k + one])]
-        s += send[np.uint64(slots[k + np.uint64(2)])]
-        s += send[np.uint64(slots[k + np.uint64(3)])]
-        for e in range(over_ptr[v], over_ptr[v + one]):
-            s += send[np.uint64(overflow[np.uint64(e)])]
+        s = ell_sum(v, slots, over_ptr, overflow, send)
         c, d = settle_vertex(v, v, s, rank, inv_deg, new_send, p, damping, base, scale)
         delta += c
         dangling += d

@@ -100,6 +100,10 @@ def _measures_calls() -> dict[str, Callable]:
         "diameter_exact": lambda g, s: measures.diameter(g, exact=True),
         "eccentricity": lambda g, s: measures.eccentricity(g, [s]),
         "common_neighbors": lambda g, s: measures.common_neighbors(g, s, s),
+        # pairs enough to run on the thread team (PAIRS_PARALLEL_MIN_WORK)
+        "link_scores_many": lambda g, s: measures.link_scores(
+            g, np.random.default_rng(0).integers(0, g.num_nodes(), (1 << 15, 2)),
+            internal=True),
     }
     for method in _link_methods():
         calls[f"link_scores_{method}"] = (
@@ -307,10 +311,12 @@ def _sampling_calls() -> dict[str, Callable]:
 
 def _storage_calls() -> dict[str, Callable]:
     """Ingests of edge files (which run the numba kernels; in-memory arrays of
-    ``from_numpy``'s sizes take NumPy's), an append with its merged index, a subgraph:
+    ``from_numpy``'s sizes take NumPy's), an append with its merged index, a subgraph and
+    an ego graph in memory:
     each ``call(work, seed)`` in a fresh directory."""
     from graphsys import ingest, open_graph
     from graphsys.storage.adjacency_index import build_index
+    from graphsys.storage.subgraph import ego_adjacency
 
     def edge_file(work: Path, seed: int, names: bool) -> Path:
         rng = np.random.default_rng(seed)
@@ -334,6 +340,7 @@ def _storage_calls() -> dict[str, Callable]:
         g = open_graph(work / "grown")
         g.csr("default,more")
         g.subgraph(np.arange(0, NODES, 3), work / "sub")
+        ego_adjacency(g, 0, 2, internal=True)
 
     return {"files": files, "append_index_subgraph": append}
 

@@ -88,6 +88,24 @@ def _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo):
     return s
 
 
+@numba.njit(inline="always")
+def _pair(u, v, optr, oidx, iptr, iidx, sym, method, memo, mine):
+    """The score of ``(u, v)``; ``mine``: a gather buffer (unused for UNIQUE rows)."""
+    if method == PREFERENTIAL_ATTACHMENT:
+        return float(nx_degree(u, optr, oidx, iptr, iidx, sym, memo)) * float(
+            nx_degree(v, optr, oidx, iptr, iidx, sym, memo))
+    a, b = u, v
+    if row_bound(v, optr, iptr, sym) < row_bound(u, optr, iptr, sym):
+        a, b = v, u
+    if sym == UNIQUE:
+        lo = optr[a]
+        hi = optr[a + 1]
+        return _score(oidx[lo:hi], hi - lo, u, v, b, optr, oidx, iptr, iidx, sym, method,
+                      memo)
+    k = gather(a, optr, oidx, iptr, iidx, sym, mine)
+    return _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo)
+
+
 @numba.njit(parallel=True, cache=True, nogil=True)
 def pair_scores(us, vs, optr, oidx, iptr, iidx, sym, method, memo, buf, out):
     """``out[p]`` = the score of ``(us[p], vs[p])`` (NetworkX's definitions). ``buf``: int64
@@ -95,24 +113,16 @@ def pair_scores(us, vs, optr, oidx, iptr, iidx, sym, method, memo, buf, out):
     (unused when the rows are :data:`~graphsys.measures.kernels_view.UNIQUE`: a row is
     then read in place)."""
     for p in numba.prange(us.shape[0]):
-        u = us[p]
-        v = vs[p]
-        if method == PREFERENTIAL_ATTACHMENT:
-            out[p] = float(nx_degree(u, optr, oidx, iptr, iidx, sym, memo)) * float(
-                nx_degree(v, optr, oidx, iptr, iidx, sym, memo))
-            continue
-        a, b = u, v
-        if row_bound(v, optr, iptr, sym) < row_bound(u, optr, iptr, sym):
-            a, b = v, u
-        if sym == UNIQUE:
-            lo = optr[a]
-            hi = optr[a + 1]
-            out[p] = _score(oidx[lo:hi], hi - lo, u, v, b, optr, oidx, iptr, iidx, sym,
-                            method, memo)
-        else:
-            mine = buf[numba.get_thread_id()]
-            k = gather(a, optr, oidx, iptr, iidx, sym, mine)
-            out[p] = _score(mine, k, u, v, b, optr, oidx, iptr, iidx, sym, method, memo)
+        out[p] = _pair(us[p], vs[p], optr, oidx, iptr, iidx, sym, method, memo,
+                       buf[numba.get_thread_id()])
+
+
+@numba.njit(cache=True, nogil=True)
+def pair_scores_serial(us, vs, optr, oidx, iptr, iidx, sym, method, memo, buf, out):
+    """:func:`pair_scores` on the calling thread (``buf``: (1, B)), for pairs whose work is
+    less than waking a thread team costs."""
+    for p in range(us.shape[0]):
+        out[p] = _pair(us[p], vs[p], optr, oidx, iptr, iidx, sym, method, memo, buf[0])
 
 
 @numba.njit(inline="always")

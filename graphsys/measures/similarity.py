@@ -142,12 +142,20 @@ def link_scores(graph, pairs, method: str = "jaccard", *, edge_set: str | None =
     vs = internal_ids(graph, second, "pairs", internal=internal)
     out = np.empty(len(us), np.float64)
     if len(us):
-        bound = int(max(_row_lengths(view, us).max(), _row_lengths(view, vs).max()))
-        buf = np.empty((numba.get_num_threads(), max(bound, 1)), np.int64)
+        lu, lv = _row_lengths(view, us), _row_lengths(view, vs)
+        bound = int(max(lu.max(), lv.max()))
+        serial = int(np.minimum(lu, lv).sum()) + len(us) < PAIRS_PARALLEL_MIN_WORK
+        buf = np.empty((1 if serial else numba.get_num_threads(), max(bound, 1)), np.int64)
         # contiguous int64 pairs: one compiled specialisation for every caller's pairs
-        ks.pair_scores(np.ascontiguousarray(us, np.int64), np.ascontiguousarray(vs, np.int64),
-                       *view.args(), code, view.memo, buf, out)
+        (ks.pair_scores_serial if serial else ks.pair_scores)(
+            np.ascontiguousarray(us, np.int64), np.ascontiguousarray(vs, np.int64),
+            *view.args(), code, view.memo, buf, out)
     return out
+
+
+#: :func:`link_scores` runs on threads from this much work (the shorter row of every pair,
+#: plus one a pair): below it the pairs take less than waking the thread team does
+PAIRS_PARALLEL_MIN_WORK = 1 << 17
 
 
 def _row_lengths(view, nodes: np.ndarray) -> np.ndarray:

@@ -294,7 +294,9 @@ class Graph(GraphSchema, SubgraphMethods):
         yield from edges.edge_column(self, name, self.edge_set(edge_set))
 
     def degrees(self, edge_set: EdgeSets = None, direction: str = "out") -> np.ndarray:
-        """Out-, in- or total degree of every node, streamed over the buckets.
+        """Out-, in- or total degree of every node: from the row offsets of the stored
+        ``csr`` (out), ``csc`` (in) or both indexes where the graph has them
+        (:meth:`index_offsets`, O(N)), else streamed over the buckets.
 
         Parameters
         ----------
@@ -316,6 +318,13 @@ class Graph(GraphSchema, SubgraphMethods):
         >>> g.degrees().tolist(), g.degrees(direction="in").tolist()
         ([1, 2, 1, 1], [1, 1, 2, 1])
         """
+        kinds = {"out": ("csr",), "in": ("csc",), "both": ("csr", "csc")}.get(direction, ())
+        offsets = [self.index_offsets(edge_set, kind) for kind in kinds]
+        if offsets and all(o is not None for o in offsets):
+            deg = np.diff(offsets[0]).astype(np.int64)
+            for o in offsets[1:]:
+                deg += np.diff(o)
+            return deg
         return edges.degrees(self, edge_set, direction)
 
     def csr(self, edge_set: EdgeSets = None, *, transpose: bool = False,

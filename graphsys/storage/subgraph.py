@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import weakref
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,8 @@ import pyarrow.ipc as paipc
 from graphsys.errors import GraphsysError, ParameterError
 from graphsys.storage.ingest import EdgeSource, IngestOptions, NodeSource, ingest_sources
 
-__all__ = ["edge_mask_fn", "ego_mask", "node_mask", "node_table", "write_subgraph"]
+__all__ = ["edge_mask_fn", "ego_adjacency", "ego_mask", "node_mask", "node_table",
+           "write_subgraph"]
 
 
 def _one_type(graph) -> str:
@@ -161,6 +164,92 @@ def ego_mask(graph, centers, radius: int = 1, *, undirected: bool = False,
     """The nodes within ``radius`` hops of any of ``centers`` (following out-edges, or
     edges either way when ``undirected``), as a bool mask (N,) over internal ids. Reads
     the CSR (and CSC): the stored adjacency index where the graph has one."""
+    with _hops(graph) as dist:
+        count, queue, _ = _ball(graph, centers, radius, undirected, edge_set, internal, dist)
+        mask = dist >= 0
+        dist[queue[:count]] = -1
+    return mask
+
+
+def ego_adjacency(graph, centers, radius: int = 1, *, undirected: bool = False,
+                  edge_set: str | None = None, internal: bool = False):
+    """The ego graph of ``centers`` in memory: the nodes within ``radius`` hops (as
+    :func:`ego_mask` finds them) and the edges among them, without writing a graph
+    directory (:meth:`~graphsys.storage.graph.Graph.ego_graph` writes one).
+
+    Parameters
+    ----------
+    graph : Graph
+        A stored graph with one entity type.
+    centers : int, str or array-like
+        An original node id (internal when ``internal``), or several.
+    radius : int, default 1
+        Hops.
+    undirected : bool, default False
+        In a directed edge set, follow edges either way (else out-edges only).
+    edge_set : str, optional
+        The edge set.
+    internal : bool, default False
+        ``centers`` holds internal ids.
+
+    Returns
+    -------
+    nodes : numpy.ndarray
+        int64 (K,) internal ids of the ego graph's nodes, ascending.
+    adjacency : CSR
+        The induced out-neighbour lists over positions in ``nodes`` (row ``i`` is node
+        ``nodes[i]``; an undirected edge set's edges both ways, as its CSR holds them).
+
+    Examples
+    --------
+    >>> import tempfile, graphsys
+    >>> from graphsys.storage.subgraph import ego_adjacency
+    >>> g = graphsys.from_numpy([0, 1, 2, 3], [1, 2, 3, 4], tempfile.mkdtemp() + "/g")
+    >>> nodes, adj = ego_adjacency(g, 1, 2)
+    >>> g.to_original(nodes).tolist(), adj.indptr.tolist(), adj.indices.tolist()
+    ([1, 2, 3], [0, 1, 2, 2], [1, 2])
+    """
+    from graphsys.storage.csr import CSR
+
+    with _hops(graph) as local:
+        count, queue, out = _ball(graph, centers, radius, undirected, edge_set, internal,
+                                  local)
+        nodes = np.sort(queue[:count])
+        local[nodes] = np.arange(len(nodes))  # the hop counts become positions
+        indptr, indices = _induced(nodes, out.indptr, out.indices, local)
+        local[nodes] = -1
+    return nodes, CSR(indptr, indices)
+
+
+#: graph -> [lock, int32 (N,) of -1]: the hop counts the searches of :func:`_hops` borrow
+_HOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def _hops(graph):
+    """An int32 (N,) array of -1 for one search, to be left all -1 again: the graph's
+    own, kept between calls, so that a small ego graph costs its ball and not an O(N)
+    fill (a fresh one while another thread holds it, or after a search that failed)."""
+    n = graph.num_nodes()
+    entry = _HOPS.get(graph)
+    if entry is None or len(entry[1]) != n:
+        entry = _HOPS[graph] = [threading.Lock(), np.full(n, -1, np.int32)]
+    if not entry[0].acquire(blocking=False):
+        yield np.full(n, -1, np.int32)
+        return
+    try:
+        yield entry[1]
+    except BaseException:
+        entry[1] = np.full(n, -1, np.int32)  # left half marked
+        raise
+    finally:
+        entry[0].release()
+
+
+def _ball(graph, centers, radius, undirected, edge_set, internal, dist):
+    """The breadth-first search of :func:`ego_mask`, marking ``dist`` (int32 (N,) of -1)
+    with the hop counts of the ball: (how many nodes it holds; the queue, its nodes
+    first; the CSR it followed)."""
     _one_type(graph)
     if isinstance(radius, bool) or not isinstance(radius, (int, np.integer)) or radius < 0:
         raise ParameterError("radius", f"must be a non-negative integer, got {radius!r}")
@@ -174,10 +263,36 @@ def ego_mask(graph, centers, radius: int = 1, *, undirected: bool = False,
     out = graph.csr(es.name, weights=False)
     both = bool(undirected) and not es.undirected
     inn = graph.csc(es.name, weights=False) if both else out
-    dist = np.full(n, -1, np.int32)
-    _within(src, int(min(radius, n)), out.indptr, out.indices, inn.indptr, inn.indices, both,
-            dist, np.empty(n, np.int64))
-    return dist >= 0
+    queue = np.empty(n, np.int64)
+    count = _within(src, int(min(radius, n)), out.indptr, out.indices, inn.indptr,
+                    inn.indices, both, dist, queue)
+    return int(count), queue, out
+
+
+@numba.njit(cache=True, nogil=True)
+def _induced(nodes, indptr, indices, local):
+    """The rows of ``nodes`` (int64 (K,)) of a CSR restricted to the columns with ``local``
+    >= 0 (int32 (N,): a node's position in ``nodes``, else -1), renumbered by ``local``:
+    (indptr int64 (K+1,), indices int64)."""
+    k = nodes.shape[0]
+    out_ptr = np.zeros(k + 1, np.int64)
+    for i in range(k):
+        u = nodes[i]
+        c = 0
+        for e in range(indptr[u], indptr[u + 1]):
+            if local[indices[e]] >= 0:
+                c += 1
+        out_ptr[i + 1] = out_ptr[i] + c
+    out = np.empty(out_ptr[k], np.int64)
+    for i in range(k):
+        u = nodes[i]
+        at = out_ptr[i]
+        for e in range(indptr[u], indptr[u + 1]):
+            w = local[indices[e]]
+            if w >= 0:
+                out[at] = w
+                at += 1
+    return out_ptr, out
 
 
 def edge_mask_fn(graph, edges=None, where=None, *, internal: bool = False,

@@ -33,6 +33,24 @@ def nx_score(U, method, u, v):
 
 
 @pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("threads", ["serial", "parallel"])
+def test_serial_and_threaded_pairs_agree(tmp_path, monkeypatch, directed, threads):
+    """Few pairs run on the calling thread, many on the team: the same scores."""
+    from graphsys.measures import similarity
+
+    monkeypatch.setattr(similarity, "PAIRS_PARALLEL_MIN_WORK",
+                        1 << 62 if threads == "serial" else 0)
+    t = small_graph(tmp_path, 3, directed, dedupe=False)
+    nodes = list(t.U)
+    rng = np.random.default_rng(8)
+    pairs = [(nodes[a], nodes[b]) for a, b in rng.integers(0, len(nodes), (80, 2))]
+    for method in NX:
+        got = link_scores(t.graph, pairs, method)
+        ref = [nx_score(t.U, method, u, v) for u, v in pairs]
+        np.testing.assert_allclose(got, ref, rtol=1e-12, err_msg=method)
+
+
+@pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("dedupe", [True, False])
 def test_pairs_match_networkx(tmp_path, directed, dedupe):
     rng = np.random.default_rng(5)
