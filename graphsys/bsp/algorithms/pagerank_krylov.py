@@ -41,7 +41,6 @@ import time
 from types import SimpleNamespace
 
 import numpy as np
-import torch
 
 from graphsys.bsp.kernels_pagerank import (
     ELL_SLOTS,
@@ -126,7 +125,8 @@ def solve_krylov(prog, ctx, edges, state, max_iters: int, *, max_bytes: int,
     solver_steps = len(work.steps)
     converged, dangling = _finish(prog, work, inv, tele, x, max_iters)
     host_array(state["rank"])[slice(None) if order is None else order] = x
-    torch.mul(state["rank"], state["inv_deg"], out=state["send"])
+    np.multiply(host_array(state["rank"]), host_array(state["inv_deg"]),
+                out=host_array(state["send"]))
     state["dangling"] = dangling
     powers = len(work.steps) - solver_steps
     detail = (f"{solver}{', bfs order' if order is not None else ''}, ell, {powers} power "
