@@ -135,9 +135,12 @@ def _katz_iterate(G, weight, alpha, b, x, max_iter, tol) -> np.ndarray | None:
     product = _operator(G, weight)
     n = len(G)
     for _ in range(max_iter):
-        y = alpha * product(x) + b
-        if np.abs(y - x).sum() < n * tol:
-            return y
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = alpha * product(x) + b
+            if np.abs(y - x).sum() < n * tol:
+                return y
+        if not np.isfinite(y).all():  # diverged: NetworkX's sums never converge either
+            return None
         x = y
     return None
 
