@@ -39,9 +39,14 @@ FUNCTIONS = {
     "clustering": "graphsys.nx_backend.cluster:clustering",
     "average_clustering": "graphsys.nx_backend.cluster:average_clustering",
     "transitivity": "graphsys.nx_backend.cluster:transitivity",
+    "square_clustering": "graphsys.nx_backend.spectral:square_clustering",
     # centrality
     "betweenness_centrality": "graphsys.nx_backend.algorithms:betweenness_centrality",
     "closeness_centrality": "graphsys.nx_backend.algorithms:closeness_centrality",
+    "eigenvector_centrality": "graphsys.nx_backend.spectral:eigenvector_centrality",
+    "eigenvector_centrality_numpy": "graphsys.nx_backend.spectral:eigenvector_centrality_numpy",
+    "katz_centrality": "graphsys.nx_backend.spectral:katz_centrality",
+    "katz_centrality_numpy": "graphsys.nx_backend.spectral:katz_centrality_numpy",
     # link prediction
     "jaccard_coefficient": "graphsys.nx_backend.measures:jaccard_coefficient",
     "adamic_adar_index": "graphsys.nx_backend.measures:adamic_adar_index",

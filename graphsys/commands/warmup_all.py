@@ -135,9 +135,14 @@ def _nx_calls() -> dict[str, Callable]:
             out[name] = (lambda G, s, f=f:
                          list(f(G, [(s, t) for t in list(G)[:4]], backend="graphsys")))
         else:
-            out[name] = (lambda G, s, f=f, a=_nx_arguments(f):
-                         _drain(f(G, *a(G, s), backend="graphsys")))
+            out[name] = (lambda G, s, f=f, a=_nx_arguments(f), kw=NX_KEYWORDS.get(name, {}):
+                         _drain(f(G, *a(G, s), backend="graphsys", **kw)))
     return out
+
+
+#: Keyword arguments of the NetworkX functions whose defaults do not suit the generated
+#: graphs: Katz's default alpha (0.1) diverges where the largest eigenvalue exceeds 10.
+NX_KEYWORDS = {name: {"alpha": 0.01} for name in ("katz_centrality", "katz_centrality_numpy")}
 
 
 def _nx_function(nx, name: str):

@@ -81,6 +81,53 @@ def _hits(G, a: dict) -> str | None:
     return None
 
 
+def _start(G, a: dict) -> str | None:
+    """Why graphsys declines ``nstart`` (read by NetworkX's eigenvector and Katz
+    iterations as a dict over exactly ``G``'s nodes), or None."""
+    nstart = a.get("nstart")
+    if nstart is None:
+        return None
+    if not isinstance(nstart, Mapping) or not all(_has(G, k) for k in nstart) or \
+            len(nstart) != len(G):
+        return "nstart must be a dict over exactly the nodes of G"
+    if not all(_real(v) and math.isfinite(v) for v in nstart.values()):
+        return "nstart values must be finite numbers"
+    if any(nstart.values()) and sum(nstart.values()) == 0 and "alpha" not in a:
+        return "nstart values must not sum to 0"
+    return None
+
+
+def _iteration(G, a: dict) -> str | None:
+    """Why graphsys declines an eigenvector or Katz call's numbers, or None."""
+    tol, max_iter = a.get("tol", 0), a.get("max_iter", 0)
+    if not _real(tol) or not isinstance(max_iter, numbers.Integral):
+        return "tol must be a number and max_iter an integer"
+    if not _real(a.get("alpha", 0)) or not math.isfinite(a.get("alpha", 0)):
+        return "alpha must be a finite number"
+    beta = a.get("beta", 1)
+    if isinstance(beta, Mapping) and not all(_real(v) and math.isfinite(v)
+                                             for v in beta.values()):
+        return "beta values must be finite numbers"
+    if _real(beta) and not math.isfinite(beta):  # not a number: NetworkX's error, here
+        return "beta must be a finite number or a dict"
+    return _start(G, a) or _narrow_weights(G, a)
+
+
+def _narrow_weights(G, a: dict) -> str | None:
+    """Why graphsys declines the weights of a NetworkX graph whose Python iteration
+    (eigenvector, Katz) NetworkX runs in a float type narrower than float64 (a numpy
+    float32 weight makes its sums float32), or None."""
+    import numpy as np
+
+    weight = a.get("weight")
+    if weight is None or getattr(G, "__networkx_backend__", None) == "graphsys":
+        return None
+    for *_, w in G.edges(data=weight):
+        if isinstance(w, np.floating) and np.finfo(w).bits < 64:
+            return "weights of a float type narrower than float64 are not supported"
+    return None
+
+
 def _distances(G, a: dict) -> str | None:
     if G is not None and G.is_directed():
         return "directed distances are not supported"
@@ -132,6 +179,15 @@ CHECKS = {
     "degree_assortativity_coefficient": _assortativity,
     "degree_pearson_correlation_coefficient": _pearson,
     "reciprocity": _reciprocity,
+    **{name: _iteration for name in ("eigenvector_centrality", "katz_centrality")},
+    "katz_centrality_numpy": lambda G, a: (
+        "a graph of one node stays in NetworkX (its solve returns no vector)"
+        if len(G) == 1 else _iteration(G, a)),
+    "eigenvector_centrality_numpy": lambda G, a: (
+        "a graph of one or two nodes stays in NetworkX (its ARPACK call needs three)"
+        if 0 < len(G) < 3 else None),
+    "square_clustering": lambda G, a: (
+        "directed square clustering is not supported" if G.is_directed() else None),
     **{name: _distances for name in UNDIRECTED_ONLY},
     **{name: _clustering for name in ("triangles", "clustering", "average_clustering",
                                       "transitivity")},

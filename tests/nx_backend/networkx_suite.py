@@ -34,6 +34,8 @@ MODULES = (
     "algorithms/tests/test_cluster.py",
     "algorithms/centrality/tests/test_betweenness_centrality.py",
     "algorithms/centrality/tests/test_closeness_centrality.py",
+    "algorithms/centrality/tests/test_eigenvector_centrality.py",
+    "algorithms/centrality/tests/test_katz_centrality.py",
     "algorithms/tests/test_link_prediction.py",
     "algorithms/tests/test_distance_measures.py",
     "algorithms/tests/test_reciprocity.py",

@@ -83,11 +83,21 @@ CALLS: dict[str, list[tuple[tuple, dict]]] = {
                     ((), {"nodes": [0, 1, 99]}), ((), {"nodes": [[0]]})],
     "betweenness_centrality": [((), {}), ((), {"normalized": False, "endpoints": True})],
     "closeness_centrality": [((), {}), ((), {"wf_improved": False})],
+    "eigenvector_centrality": [((), {}), ((), {"max_iter": 0}), ((), {"tol": 0}),
+                               ((), {"nstart": {0: 1.0}}), ((), {"nstart": {99: 1.0}}),
+                               ((), {"weight": "weight"})],
+    "eigenvector_centrality_numpy": [((), {}), ((), {"weight": "weight"})],
+    "katz_centrality": [((), {}), ((), {"alpha": 0.9}), ((), {"beta": {0: 2.0}}),
+                        ((), {"beta": "a"}), ((), {"beta": INF}), ((), {"alpha": NAN}),
+                        ((), {"normalized": False}), ((), {"nstart": {0: 1.0}}),
+                        ((), {"max_iter": 0}), ((), {"weight": "weight"})],
+    "katz_centrality_numpy": [((), {}), ((), {"alpha": 0.9}), ((), {"beta": {0: 2.0}}),
+                              ((), {"beta": "a"}), ((), {"normalized": False})],
     **{name: [((), {}), ((PAIRS,), {}), (([(0, 99)],), {})]
        for name in LINK_SCORES},
     **{name: [((), {}), ((), {"nodes": 0}), ((), {"nodes": 99}), ((), {"nodes": [0, 99, 2]}),
               ((), {"nodes": []}), ((), {"nodes": [[0]]})]
-       for name in ("triangles", "clustering")},
+       for name in ("triangles", "clustering", "square_clustering")},
     "average_clustering": [((), {}), ((), {"count_zeros": False}), ((), {"nodes": [0, 1]}),
                            ((), {"nodes": 0}), ((), {"nodes": [99]}),
                            ((), {"weight": "weight"})],
@@ -225,6 +235,8 @@ def test_weights(automatic, w, directed):
                            ("eccentricity", [((), {"weight": "weight"})]),
                            ("betweenness_centrality", [((), {"weight": "weight"})]),
                            ("clustering", [((), {}), ((), {"weight": "weight"})]),
+                           ("eigenvector_centrality", [((), {"weight": "weight"})]),
+                           ("katz_centrality", [((), {"weight": "weight"})]),
                            ("triangles", [((), {})] if not directed else []),
                            ("transitivity", [((), {})])]:
         bad += compare(name, G, variants)

@@ -253,6 +253,9 @@ def test_first_calls_without_bsp_do_not_import_torch():
             "nx.cut_size(G, [0, 1], backend='graphsys')\n"
             "nx.triadic_census(D, backend='graphsys')\n"
             "nx.number_weakly_connected_components(D, backend='graphsys')\n"
+            "nx.eigenvector_centrality(D, backend='graphsys')\n"
+            "nx.katz_centrality(G, backend='graphsys')\n"
+            "nx.square_clustering(G, backend='graphsys')\n"
             "print('torch' in sys.modules, 'graphsys.bsp' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
