@@ -33,14 +33,16 @@ class Edges:
     """A graph of 2000 weighted edges over 400 ids (some without out-edges), its edges
     kept as a list as they change, for networkx."""
 
-    def __init__(self, tmp_path, *, index=True):
+    def __init__(self, tmp_path, *, index=True, undirected=False):
         rng = np.random.default_rng(1)
         self.live = [(int(a), int(b), float(w)) for a, b, w in zip(
             rng.integers(0, 400, 2000), rng.integers(0, 380, 2000), rng.integers(1, 9, 2000))]
         s, d, w = zip(*self.live)
         pq.write_table(pa.table({"src": s, "dst": d, "w": w}), tmp_path / "e.parquet")
         self.path = tmp_path / "g"
-        g = graphsys.ingest(tmp_path / "e.parquet", self.path, partitions=2, weight_col="w")
+        g = graphsys.ingest(tmp_path / "e.parquet", self.path, partitions=2, weight_col="w",
+                            undirected=undirected)
+        self.undirected = undirected
         if index:
             build_index(g, ("csr",))
         self.nodes = g.node_ids().tolist()
@@ -50,7 +52,8 @@ class Edges:
 
     def delete(self, pairs):
         delete_edges(self.path, [a for a, _ in pairs], [b for _, b in pairs])
-        self.live = [e for e in self.live if (e[0], e[1]) not in set(pairs)]
+        gone = set(pairs) | ({(b, a) for a, b in pairs} if self.undirected else set())
+        self.live = [e for e in self.live if (e[0], e[1]) not in gone]
 
     def delete_node(self, node):
         delete_nodes(self.path, [node])
@@ -62,7 +65,7 @@ class Edges:
         self.live = [(a, b, new.get((a, b), w)) for a, b, w in self.live]
 
     def reference(self, weighted, personalization=None):
-        ref = nx.MultiDiGraph()
+        ref = nx.MultiGraph() if self.undirected else nx.MultiDiGraph()
         ref.add_nodes_from(self.nodes)
         ref.add_weighted_edges_from(self.live)
         return nx.pagerank(ref, tol=1e-15, max_iter=2000, personalization=personalization,
@@ -78,14 +81,17 @@ def _pagerank(g, weighted, **kwargs):
     return bsp.pagerank(g, tol=TOL, weighted=weighted, **kwargs)
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_deleted_edges_are_pushed_to_networkx(tmp_path, weighted):
-    e = Edges(tmp_path)
+@pytest.mark.parametrize(("weighted", "undirected"), [(False, False), (True, False),
+                                                     (True, True)])
+def test_deleted_edges_are_pushed_to_networkx(tmp_path, weighted, undirected):
+    e = Edges(tmp_path, undirected=undirected)
     before = _pagerank(e.graph(), weighted).to_table()
     e.delete([(a, b) for a, b, _ in e.live[3:200:20]])  # 10 pairs, 0.5 %
     got = _pagerank(e.graph(), weighted, init=before)
     assert got.stats.start == "delta", got.stats.method
-    assert "10 deleted pairs" in got.stats.method and got.stats.residual < TOL
+    # (an undirected pair is deleted in both directions)
+    assert f"{10 * (1 + undirected)} deleted pairs" in got.stats.method
+    assert got.stats.residual < TOL
     assert _l1(got, e.reference(weighted)) < 10 * TOL
     assert abs(got.values.sum() - 1.0) < 1e-12
 
