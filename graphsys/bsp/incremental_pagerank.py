@@ -61,6 +61,19 @@ Examples
 >>> scratch = bsp.pagerank(g, tol=1e-10, max_iters=300)
 >>> bool(np.abs(after.values - scratch.values).sum() < 1e-9)
 True
+
+A deletion next: the path loses its edge 100 -> 101, node 100 its only out-edge.
+
+>>> from graphsys.storage.changes import delete_edges
+>>> before, _ = after.to_table(), build_index(g, ("csr",), edge_sets=["day2"])
+>>> _ = delete_edges(d / "g", [100], [101])
+>>> g = graphsys.open_graph(d / "g")
+>>> cut = bsp.pagerank(g, tol=1e-10, init=before)
+>>> cut.stats.start, cut.stats.method.startswith("delta push (0 new edges, 1 deleted pairs")
+('delta', True)
+>>> scratch = bsp.pagerank(g, tol=1e-10, max_iters=300)
+>>> bool(np.abs(cut.values - scratch.values).sum() < 1e-9)
+True
 """
 
 from __future__ import annotations
