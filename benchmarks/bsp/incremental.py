@@ -33,19 +33,20 @@ PageRank's supersteps on each side and the L1 and max difference of the two rank
 identical.
 
 With ``--changes``: WCC, BFS and PageRank (``--tol``) started from the result before a
-change of *deletions and insertions* beside runs from scratch, on ``--rmat-edges`` (2M) R-MAT edges over the power of
-two nearest ``--rmat-edges / 8`` ids, ingested with stored CSR and CSC indexes (``graphsys
-index --csr --csc``), for each fraction of ``--fractions`` (0.1 % and 1 %): a copy of that
-graph loses half the fraction of its edges (distinct pairs drawn uniformly from its edges,
-deleted with every parallel edge: ``delete_edges``) and gains the other half (the next R-MAT
-draws, appended as ``day2``). The repair reads the old edges' mapped indexes through the
-deletions (:mod:`graphsys.bsp.incremental_changes`); a run from scratch builds the changed
-view's adjacency from its buckets (a view with change sets has no index). Each side is timed
-in process (``bsp.wcc(g, init=PREV)``, opening the graph afresh each call) and as a whole
-command (``python -m graphsys run wcc DIR --out OUT --init PREV`` against ``--init none``,
-process start and import included), alternated, medians of ``--turns``; ``identical``: the
-two answers equal (PageRank's: ``l1_difference``, both to ``--tol``), ``start``: what the
-started run did (``repair`` or ``scratch``; PageRank's ``delta`` or ``warm``).
+change of *deletions and insertions* beside runs from scratch, on ``--rmat-edges`` (2M)
+R-MAT edges over the power of two nearest ``--rmat-edges / 8`` ids, ingested with stored
+CSR and CSC indexes (``graphsys index --csr --csc``), for each fraction of ``--fractions``
+(0.1 % and 1 %): a copy of that graph loses half the fraction of its edges (distinct pairs
+drawn uniformly from its edges, deleted with every parallel edge: ``delete_edges``) and
+gains the other half (the next R-MAT draws, appended as ``day2``). The repair reads the old
+edges' mapped indexes through the deletions (:mod:`graphsys.bsp.incremental_changes`); a
+run from scratch builds the changed view's adjacency from its buckets (a view with change
+sets has no index). Each side is timed in process (``bsp.wcc(g, init=PREV)``, opening the
+graph afresh each call) and as a whole command (``python -m graphsys run wcc DIR --out OUT
+--init PREV`` against ``--init none``, process start and import included), alternated,
+medians of ``--turns``; ``identical``: the two answers equal (PageRank's:
+``l1_difference``, both to ``--tol``), ``start``: what the started run did (``repair`` or
+``scratch``; PageRank's ``delta`` or ``warm``).
 
 Usage::
 
