@@ -25,11 +25,12 @@ start, records it in ``result.stats.start`` and says it in ``result.stats.method
   each time; below :data:`MIN_BUDGET` of ``tol`` the run takes a warm start instead. A push
   that scans more than :data:`PUSH_MAX_SWEEPS` times the edges hands its ranks to the power
   iteration (a warm start from them).
-* ``warm`` elsewhere (more changed; the new edges' first residual reaches more than
+* ``warm`` elsewhere (more changed; the change's first residual reaches more than
   :data:`LOCAL_MAX_SHARE` of the nodes; the previous edges have no stored CSR index;
-  another device or mode; a previous run that did not converge or has no tolerance): the
-  power iteration started from the previous ranks
-  (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
+  another device or mode; a time view; a change set that does not change every edge set
+  read before alike; a previous run that did not converge or has no tolerance): the power
+  iteration started from the previous ranks, which converges from any start to the same
+  fixed point by the same stopping rule (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
 
 The change may delete and re-weight edges too (change sets,
 :mod:`graphsys.storage.changes`), read as WCC/BFS repairs read it
