@@ -32,19 +32,21 @@ PageRank's supersteps on each side and the L1 and max difference of the two rank
 (both stop when the L1 change is below ``--tol``); WCC and BFS: whether the two results are
 identical.
 
-With ``--changes``: WCC and BFS started from the result before a change of *deletions and
-insertions* beside runs from scratch, on ``--rmat-edges`` (2M) R-MAT edges over the power of
-two nearest ``--rmat-edges / 8`` ids, ingested with stored CSR and CSC indexes (``graphsys
-index --csr --csc``), for each fraction of ``--fractions`` (0.1 % and 1 %): a copy of that
-graph loses half the fraction of its edges (distinct pairs drawn uniformly from its edges,
-deleted with every parallel edge: ``delete_edges``) and gains the other half (the next R-MAT
-draws, appended as ``day2``). The repair reads the old edges' mapped indexes through the
-deletions (:mod:`graphsys.bsp.incremental_changes`); a run from scratch builds the changed
-view's adjacency from its buckets (a view with change sets has no index). Each side is timed
-in process (``bsp.wcc(g, init=PREV)``, opening the graph afresh each call) and as a whole
-command (``python -m graphsys run wcc DIR --out OUT --init PREV`` against ``--init none``,
-process start and import included), alternated, medians of ``--turns``; ``identical``: the
-two answers equal, ``start``: what the started run did (``repair`` or ``scratch``).
+With ``--changes``: WCC, BFS and PageRank (``--tol``) started from the result before a
+change of *deletions and insertions* beside runs from scratch, on ``--rmat-edges`` (2M)
+R-MAT edges over the power of two nearest ``--rmat-edges / 8`` ids, ingested with stored
+CSR and CSC indexes (``graphsys index --csr --csc``), for each fraction of ``--fractions``
+(0.1 % and 1 %): a copy of that graph loses half the fraction of its edges (distinct pairs
+drawn uniformly from its edges, deleted with every parallel edge: ``delete_edges``) and
+gains the other half (the next R-MAT draws, appended as ``day2``). The repair reads the old
+edges' mapped indexes through the deletions (:mod:`graphsys.bsp.incremental_changes`); a
+run from scratch builds the changed view's adjacency from its buckets (a view with change
+sets has no index). Each side is timed in process (``bsp.wcc(g, init=PREV)``, opening the
+graph afresh each call) and as a whole command (``python -m graphsys run wcc DIR --out OUT
+--init PREV`` against ``--init none``, process start and import included), alternated,
+medians of ``--turns``; ``identical``: the two answers equal (PageRank's:
+``l1_difference``, both to ``--tol``), ``start``: what the started run did (``repair`` or
+``scratch``; PageRank's ``delta`` or ``warm``).
 
 Usage::
 
@@ -231,17 +233,20 @@ def _change(graph: Path, rest: list, fraction: float, edges: int, seed: int) -> 
             "change_s": round(time.perf_counter() - t0, 1)}
 
 
-def _sides(name: str, graph: Path, prev: Path, source, turns: int) -> dict:
+def _sides(name: str, graph: Path, prev: Path, source, turns: int, tol: float) -> dict:
     """One algorithm started from ``prev`` and from scratch, in process and as a command."""
     import graphsys
     from graphsys import bsp
 
     def call(init):
         g = graphsys.open_graph(graph)
+        if name == "pagerank":
+            return bsp.pagerank(g, tol=tol, init=init)
         return bsp.wcc(g, init=init) if name == "wcc" else bsp.bfs(g, source, init=init)
 
     out = graph.parent / f"{name}-out.parquet"
     cmd = ["run", name, str(graph), *(["--source", str(source)] if name == "bfs" else []),
+           *(["--tol", str(tol)] if name == "pagerank" else []),
            "--out", str(out), "--overwrite", "--quiet"]
     call(prev), call(None)  # compiles the kernels (once per install), maps the indexes
     turns_in = harness.alternate({"scratch": lambda: harness.timed(lambda: call(None)),
@@ -258,7 +263,9 @@ def _sides(name: str, graph: Path, prev: Path, source, turns: int) -> dict:
             "command_ratio": harness.pair_ratios(turns_cmd["scratch"], turns_cmd["started"]),
             "start": rb.stats.start, "method_started": rb.stats.method,
             "method_scratch": ra.stats.method,
-            "identical": bool(np.array_equal(ra.values, rb.values))}
+            "identical": bool(np.array_equal(ra.values, rb.values)),
+            **({"l1_difference": float(np.abs(ra.values - rb.values).sum())}
+               if name == "pagerank" else {})}
 
 
 def changes(args) -> int:
@@ -284,9 +291,10 @@ def changes(args) -> int:
     g = graphsys.ingest(work / "day1.parquet", base, partitions=args.partitions,
                         seed=args.seed, index=("csr", "csc"))
     source = g.node_ids()[int(np.argmax(g.degrees(direction="out")))].item()
-    prev = {"wcc": work / "wcc-before.parquet", "bfs": work / "bfs-before.parquet"}
+    prev = {name: work / f"{name}-before.parquet" for name in ("wcc", "bfs", "pagerank")}
     pq.write_table(bsp.wcc(g).to_table(), prev["wcc"])
     pq.write_table(bsp.bfs(g, source).to_table(), prev["bfs"])
+    pq.write_table(bsp.pagerank(g, tol=args.tol).to_table(), prev["pagerank"])
     rows = {}
     for f in fractions:
         graph = work / f"changed-{f:g}" / "g"
@@ -294,8 +302,8 @@ def changes(args) -> int:
         row = _change(graph, rest, f, edges, args.seed)
         harness.log(f"{f:.2%}: deleted {row['deleted_pairs']:,} pairs "
                     f"({row['deleted_edges']:,} edges), appended {row['inserted']:,}")
-        for name in ("wcc", "bfs"):
-            row[name] = _sides(name, graph, prev[name], source, args.turns)
+        for name in ("wcc", "bfs", "pagerank"):
+            row[name] = _sides(name, graph, prev[name], source, args.turns, args.tol)
             harness.log(f"{f:.2%} {name}: {row[name]['start']}, in process "
                         f"{row[name]['ratio']['median']}x, command "
                         f"{row[name]['command_ratio']['median']}x")

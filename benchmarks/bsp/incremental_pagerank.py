@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""PageRank after a small append: the delta push from the result before it
+"""PageRank after a small append or deletion: the delta push from the result before it
 (``init=``, :mod:`graphsys.bsp.incremental_pagerank`) beside a run from scratch, for each
 ``--appends`` share (0.1 % and 1 %).
 
@@ -13,10 +13,18 @@ afresh: **scratch** ``bsp.pagerank(g, tol=)`` and **delta** the same call with `
 the result from before (reading it is part of the time). Figures: seconds of each side,
 ``ratio`` scratch / delta, how the delta run started (``stats.start``; above
 :data:`~graphsys.bsp.incremental_pagerank.DELTA_MAX_FRACTION` it takes the warm start), its
-residual bound, the L1 difference of the two rank vectors and the load average. Usage::
+residual bound, the L1 difference of the two rank vectors and the load average.
+
+``--delete``: each share is deleted instead (that many distinct pairs drawn uniformly from
+the graph's edges, every parallel edge with them: ``delete_edges``), and the push carries
+the signed residual of the deletions. ``--grid SIDE``: the graph is a SIDE x SIDE grid with
+edges both ways (a slowly mixing graph, where a change stays local longer; appends are
+uniform shortcuts) instead of the R-MAT. Usage::
 
     NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental_pagerank.py --work DIR
         [--edges 20M --nodes 2M] [--appends 0.001,0.01] [--turns 3]
+    NUMBA_NUM_THREADS=2 python benchmarks/bsp/incremental_pagerank.py --work DIR --delete
+        [--grid 1000] [--appends 0.00001,0.0001,0.001]
 """
 
 from __future__ import annotations
@@ -44,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--edges", type=harness.count, default=2_000_000)
     ap.add_argument("--nodes", type=harness.count, default=1 << 18)
     ap.add_argument("--appends", default="0.001,0.01", help="shares of --edges, comma-separated")
+    ap.add_argument("--delete", action="store_true",
+                    help="delete the shares' pairs (drawn from the graph's) instead of "
+                         "appending edges")
+    ap.add_argument("--grid", type=int, default=0, metavar="SIDE",
+                    help="a SIDE x SIDE grid (edges both ways) instead of the R-MAT")
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
@@ -53,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import graphsys
     from graphsys import bsp
-    from graphsys.generators import rmat_edges, write_edges
+    from graphsys.generators import write_edges
     from graphsys.storage.adjacency_index import build_index
 
     run = harness.Run("bsp/incremental_pagerank", args.record)
@@ -62,22 +75,17 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     shares = [float(s) for s in args.appends.split(",")]
-    most = int(round(args.edges * max(shares)))
-    first, rest = _split(rmat_edges(args.nodes, args.edges + most, seed=args.seed), args.edges)
-    write_edges(first, work / "day1.parquet", overwrite=True)
-    rest = {k: np.concatenate([c[k] for c in rest]) for k in ("src", "dst")}
+    first, rest = _edges(args, shares)
+    write_edges([first], work / "day1.parquet", overwrite=True)
     g = graphsys.ingest(work / "day1.parquet", work / "base", seed=args.seed)
     build_index(g, ("csr",))  # the delta push maps the previous edges' CSR (no build)
     prev = work / "pagerank-before.parquet"
     pq.write_table(bsp.pagerank(g, tol=args.tol).to_table(), prev)
     rows = {}
     for share in shares:
-        added = int(round(args.edges * share))
         graph = work / f"g-{share:g}"
         shutil.copytree(work / "base", graph)
-        write_edges([{k: v[:added] for k, v in rest.items()}], work / "day2.parquet",
-                    overwrite=True)
-        graphsys.ingest(work / "day2.parquet", graph, append=True, edge_set="day2")
+        changed = _change(graph, args, share, first, rest)
 
         def scratch(graph=graph):
             return bsp.pagerank(graphsys.open_graph(graph), tol=args.tol)
@@ -93,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         a = [s for s, _ in turns["scratch"]]
         b = [s for s, _ in turns["delta"]]
         ra, rb = turns["scratch"][-1][1], turns["delta"][-1][1]
-        rows[f"append_{share:g}"] = {
-            "appended_edges": added, "scratch_s": harness.spread(a),
+        key = f"{'delete' if args.delete else 'append'}_{share:g}"
+        rows[key] = {
+            **changed, "scratch_s": harness.spread(a),
             "delta_s": harness.spread(b), "ratio": harness.pair_ratios(a, b),
             "start": rb.stats.start, "method_delta": rb.stats.method,
             "method_scratch": ra.stats.method, "residual_bound": rb.stats.residual,
@@ -103,11 +112,50 @@ def main(argv: list[str] | None = None) -> int:
             "l1_difference": float(np.abs(ra.values - rb.values).sum()),
             "load_average": [round(load, 2), round(os.getloadavg()[0], 2)],
             "turns_s": round(time.perf_counter() - t0, 1)}
-        harness.log(f"{share:g}: scratch {harness.median(a):.3f} s, delta "
-                    f"{harness.median(b):.3f} s ({rows[f'append_{share:g}']['ratio']})")
-    run.emit(graph={"edges": args.edges, "nodes": g.num_nodes(), "seed": args.seed},
+        harness.log(f"{key}: scratch {harness.median(a):.3f} s, {rb.stats.start} "
+                    f"{harness.median(b):.3f} s ({rows[key]['ratio']})")
+    run.emit(graph={"edges": len(first["src"]), "nodes": g.num_nodes(), "seed": args.seed,
+                    "kind": f"grid {args.grid}x{args.grid}" if args.grid else "rmat"},
              tol=args.tol, turns=args.turns, **rows)
     return 0
+
+
+def _edges(args, shares) -> tuple[dict, dict]:
+    """The graph's edges and the stream of edges to append, as {"src", "dst"} arrays."""
+    from graphsys.generators import rmat_edges
+
+    edges = 4 * args.grid * (args.grid - 1) if args.grid else args.edges
+    most = int(round(edges * max(shares)))
+    if args.grid:
+        ids = np.arange(args.grid ** 2).reshape(args.grid, args.grid)
+        a, b = [ids[:, :-1], ids[:-1]], [ids[:, 1:], ids[1:]]
+        first = {"src": np.concatenate([x.ravel() for x in a + b]),
+                 "dst": np.concatenate([x.ravel() for x in b + a])}
+        rng = np.random.default_rng(args.seed)  # appended: uniform shortcuts
+        return first, {k: rng.integers(0, ids.size, most) for k in ("src", "dst")}
+    first, rest = _split(rmat_edges(args.nodes, args.edges + most, seed=args.seed),
+                         args.edges)
+    return ({k: np.concatenate([c[k] for c in first]) for k in ("src", "dst")},
+            {k: np.concatenate([c[k] for c in rest]) for k in ("src", "dst")})
+
+
+def _change(graph: Path, args, share: float, first: dict, rest: dict) -> dict:
+    """Append ``share`` of the edges as ``day2``, or (``--delete``) delete that many
+    distinct pairs drawn uniformly from the graph's."""
+    import graphsys
+    from graphsys.generators import write_edges
+    from graphsys.storage.changes import delete_edges
+
+    k = int(round(len(first["src"]) * share))
+    if args.delete:
+        pairs = np.unique(np.stack([first["src"], first["dst"]], 1), axis=0)
+        pick = pairs[np.random.default_rng(args.seed).choice(len(pairs), k, replace=False)]
+        report = delete_edges(graph, pick[:, 0], pick[:, 1])
+        return {"deleted_pairs": k, "deleted_edges": report.edges}
+    write_edges([{key: v[:k] for key, v in rest.items()}], graph.parent / "day2.parquet",
+                overwrite=True)
+    graphsys.ingest(graph.parent / "day2.parquet", graph, append=True, edge_set="day2")
+    return {"appended_edges": k}
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ iterates to ``tol`` from any start and takes it.
 After deletions and weight updates (change sets, :mod:`graphsys.storage.changes`, among
 the edge sets PREV did not read), WCC, BFS and SSSP repair PREV where the changed edges
 reach it (:mod:`graphsys.bsp.incremental_changes`, which also says when they run from
-scratch instead); the other algorithms refuse such a PREV in one line.
+scratch instead); PageRank and personalized PageRank push the residual of the change or
+start warm (:mod:`graphsys.bsp.incremental_pagerank`); the other algorithms refuse such a
+PREV in one line.
 
 * **PageRank, personalized PageRank** (:func:`pagerank_warm_start`, where
   :func:`graphsys.bsp.incremental_pagerank.pagerank_from` does not push the residual of
@@ -93,9 +95,11 @@ from graphsys.storage.csr import edges_digest
 #: Largest result file read as a previous result (bytes): a Parquet of node ids and values
 #: is about 16 bytes per node, so 2**36 covers four billion nodes.
 MAX_RESULT_BYTES = 1 << 36
-#: Algorithms whose runs repair a previous result after deletions and weight updates
-#: (:mod:`graphsys.bsp.incremental_changes`); the others refuse a result from before one
-REPAIRS_CHANGES = ("wcc", "bfs", "sssp")
+#: Algorithms whose runs start from a previous result after deletions and weight updates
+#: (WCC, BFS, SSSP repair it: :mod:`graphsys.bsp.incremental_changes`; PageRank and PPR
+#: push the change's residual or start warm: :mod:`graphsys.bsp.incremental_pagerank`);
+#: the others refuse a result from before one
+REPAIRS_CHANGES = ("wcc", "bfs", "sssp", "pagerank", "ppr")
 #: Parameters that choose what a run may write beside its answer, not the answer (PageRank's
 #: ``store_index``): not recorded in a result's provenance, not compared by :func:`same_run`
 UNRECORDED_PARAMETERS = ("store_index",)

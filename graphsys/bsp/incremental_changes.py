@@ -54,6 +54,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -101,6 +102,9 @@ class Change:
         The keys among those of the change sets since the previous result.
     pairs : int
         Pairs the change sets since the previous result list.
+    before_updated, before_updated_weight : numpy.ndarray
+        The same as ``updated``/``updated_weight`` over the change sets the previous
+        result read: the weights in force before the change.
     """
 
     old: list
@@ -113,6 +117,10 @@ class Change:
     changed_deleted: np.ndarray
     changed_updated: np.ndarray
     pairs: int
+    before_updated: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, np.int64))
+    before_updated_weight: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, np.float32))
 
 
 def _pair_keys(graph, name: str, loaded: dict) -> tuple[np.ndarray, np.ndarray | None]:
@@ -179,21 +187,24 @@ def read_change(graph, previous, edge_set=None) -> Change | str:
     after = [c for c in changes if c in new]
     loaded: dict = {}
     src, dst, weight = _appended(graph, appended, after, loaded)
-    deleted, updated, updated_w, since = [], [], [], {"delete": [], "update": []}
+    deleted, since = [], {"delete": [], "update": []}
+    every, before = ([], []), ([], [])  # updates: all, those the previous result read
     pairs = 0
     for c in changes:
         keys, w = _pair_keys(graph, c, loaded)
-        (deleted if w is None else updated).append(keys)
-        if w is not None:
-            updated_w.append(w)
+        if w is None:
+            deleted.append(keys)
+        else:
+            for into in (every, before) if c not in new else (every,):
+                into[0].append(keys)
+                into[1].append(w)
         if c in new:
             since["delete" if w is None else "update"].append(keys)
             pairs += len(keys)
     dk = np.unique(np.concatenate(deleted)) if deleted else np.zeros(0, np.int64)
-    uk, uw = _last_weights(updated, updated_w)
-    return Change(old, src, dst, weight, dk, uk, uw, *(
+    return Change(old, src, dst, weight, dk, *_last_weights(*every), *(
         np.unique(np.concatenate(since[k])) if since[k] else np.zeros(0, np.int64)
-        for k in ("delete", "update")), pairs)
+        for k in ("delete", "update")), pairs, *_last_weights(*before))
 
 
 def _last_weights(keys: list, weights: list) -> tuple[np.ndarray, np.ndarray]:

@@ -1,11 +1,11 @@
-r"""PageRank and personalized PageRank after edges were appended, by pushing the residual
-the new edges create instead of iterating over the whole graph again
+r"""PageRank and personalized PageRank after edges were appended, deleted or re-weighted, by
+pushing the residual the change creates instead of iterating over the whole graph again
 (:mod:`graphsys.kernels.pagerank_push`; Ohsaka et al., KDD 2015; Zhang et al., KDD 2016).
 
 A run given a previous result (``init``, :mod:`graphsys.bsp.incremental`) chooses how to
 start, records it in ``result.stats.start`` and says it in ``result.stats.method``:
 
-* ``delta`` when the new edges are at most :data:`DELTA_MAX_FRACTION` of the edges read,
+* ``delta`` when the new and changed edges are at most :data:`DELTA_MAX_FRACTION` of the edges read,
   in memory on the CPU, and every edge set of the previous edges has a stored CSR index
   (``graphsys index --csr``: their out-edges are mapped, not built). The previous ranks
   :math:`x` (summing to 1) become the unnormalised values :math:`y = c x` with
@@ -25,15 +25,24 @@ start, records it in ``result.stats.start`` and says it in ``result.stats.method
   each time; below :data:`MIN_BUDGET` of ``tol`` the run takes a warm start instead. A push
   that scans more than :data:`PUSH_MAX_SWEEPS` times the edges hands its ranks to the power
   iteration (a warm start from them).
-* ``warm`` elsewhere (more changed; the new edges' first residual reaches more than
+* ``warm`` elsewhere (more changed; the change's first residual reaches more than
   :data:`LOCAL_MAX_SHARE` of the nodes; the previous edges have no stored CSR index;
-  another device or mode; a previous run that did not converge or has no tolerance): the
-  power iteration started from the previous ranks
-  (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
+  another device or mode; a time view; a change set that does not change every edge set
+  read before alike; a previous run that did not converge or has no tolerance): the power
+  iteration started from the previous ranks, which converges from any start to the same
+  fixed point by the same stopping rule (:func:`graphsys.bsp.incremental.pagerank_warm_start`).
 
-Edges are only added here. A removed edge is the same residual with the opposite sign
-(:func:`graphsys.kernels.pagerank_push.edge_change_residual` takes a sign per edge), over the
-out-edges of the graph before the change.
+The change may delete and re-weight edges too (change sets,
+:mod:`graphsys.storage.changes`), read as WCC/BFS repairs read it
+(:func:`graphsys.bsp.incremental_changes.read_change`); deleted nodes stay, isolated, so ids
+do not move. Every out-edge of a source whose out-degree or weights changed then carries its
+new share instead of its old one: the residual changes at those sources' out-neighbours by
+the difference, negative where weight went (and a node that lost its last out-edge becomes
+dangling). The stored CSR holds the edges as first written; the push reads it together with
+a second CSR of what the change adds to it (the appended edges, and minus the weight of a
+deleted edge), and pushes residuals of either sign, so its stopping rule is the same true
+L1 bound. The share compared with :data:`DELTA_MAX_FRACTION` counts the changed pairs with
+the new edges.
 
 Examples
 --------
@@ -53,6 +62,19 @@ Examples
 >>> scratch = bsp.pagerank(g, tol=1e-10, max_iters=300)
 >>> bool(np.abs(after.values - scratch.values).sum() < 1e-9)
 True
+
+A deletion next: the path loses its edge 100 -> 101, node 100 its only out-edge.
+
+>>> from graphsys.storage.changes import delete_edges
+>>> before, _ = after.to_table(), build_index(g, ("csr",), edge_sets=["day2"])
+>>> _ = delete_edges(d / "g", [100], [101])
+>>> g = graphsys.open_graph(d / "g")
+>>> cut = bsp.pagerank(g, tol=1e-10, init=before)
+>>> cut.stats.start, cut.stats.method.startswith("delta push (0 new edges, 1 deleted pairs")
+('delta', True)
+>>> scratch = bsp.pagerank(g, tol=1e-10, max_iters=300)
+>>> bool(np.abs(cut.values - scratch.values).sum() < 1e-9)
+True
 """
 
 from __future__ import annotations
@@ -61,6 +83,7 @@ import time
 
 import numpy as np
 
+from graphsys.bsp import incremental_changes as changes
 from graphsys.bsp.engine import Result
 from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.incremental import Previous, pagerank_warm_start
@@ -87,24 +110,28 @@ MIN_BUDGET = 1e-3
 
 def pagerank_from(spec, graph, previous: Previous, *, source=None, params=None,
                   max_iters: int | None = None, **kwargs) -> Result:
-    """PageRank (or personalized PageRank) from ``previous``'s ranks on the graph grown
-    since: a delta push or a warm start, as the module docstring says;
-    ``result.stats.start`` records which."""
+    """PageRank (or personalized PageRank) from ``previous``'s ranks on the graph changed
+    since (edges appended, deleted or re-weighted): a delta push or a warm start, as the
+    module docstring says; ``result.stats.start`` records which."""
     program = spec.make(graph, source=source, edge_set=kwargs.get("edge_set"),
                         **(params or {}))
     old = previous.values[previous.known]
     if not np.all(np.isfinite(old)) or (old < 0).any():
         raise FormatError(f"{previous.source}: ranks must be finite and non-negative")
     es = graph.edge_set(kwargs.get("edge_set"))
-    new = (graph.edge_set(list(previous.new_edge_sets)).num_edges
-           if previous.new_edge_sets else 0)
-    share = new / max(es.num_edges, 1)
+    sets = getattr(graph, "stored", graph).manifest.edge_sets
+    # appended edges and the pairs of change sets, from the manifest (nothing read yet)
+    share = sum(sets[m].num_edges for m in previous.new_edge_sets) / max(es.num_edges, 1)
     why = _no_delta(graph, es, previous, kwargs)
     if why is None and share > DELTA_MAX_FRACTION:
-        why = (f"new edges {share:.2%} of those read, above the delta push's "
+        why = (f"new and changed edges {share:.2%} of those read, above the delta push's "
                f"{DELTA_MAX_FRACTION:.0%}")
+    change = None
+    if why is None:  # the one reader of a change (WCC/BFS/SSSP repairs read it too)
+        change = changes.read_change(graph, previous, kwargs.get("edge_set"))
+        why = change if isinstance(change, str) else None
     if why is None:
-        result = _delta(spec, graph, previous, program, max_iters, kwargs)
+        result = _delta(spec, graph, previous, program, change, max_iters, kwargs)
         if isinstance(result, Result):
             return result
         # the change reaches too many nodes to push, or too little of tol is left
@@ -125,11 +152,14 @@ def _no_delta(graph, es, previous: Previous, kwargs) -> str | None:
     if kwargs.get("mode", "auto") not in ("auto", "memory") \
             or kwargs.get("backend", "auto") not in ("auto", "numba"):
         return "a delta push runs in memory with numba"
+    if getattr(graph, "stored", None) is not None:
+        return "a delta push reads no time view"
     if not previous.converged or previous.tol is None:
         return "the previous run did not converge to a recorded tolerance"
     if not previous.known.any():
         return "the previous result lists no node"
-    old = [m for m in es.parts if m not in previous.new_edge_sets]
+    sets = graph.manifest.edge_sets
+    old = [m for m in es.parts if m not in previous.new_edge_sets and not sets[m].change]
     missing = [m for m in old if graph.adjacency_index(m, "csr") is None]
     if missing or not old:
         return (f"the delta push reads the stored CSR index of the previous edges "
@@ -157,42 +187,75 @@ def _out_degree(indptr: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     return total[indptr[1:]] - total[indptr[:-1]]
 
 
-def _new_csr(graph, previous: Previous, weighted: bool):
-    """The new edges as (src, dst, weight or empty) and their CSR (indptr, indices,
-    weights or empty) over all N nodes."""
-    n = graph.num_nodes()
-    parts = [(s, d, w) for s, d, _, w in graph.iter_edges(list(previous.new_edge_sets))] \
-        if previous.new_edge_sets else []
-    src = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-    dst = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
-    w = np.zeros(0, np.float32)
-    if weighted and parts:
-        w = np.concatenate([p[2] if p[2] is not None else np.ones(len(p[0]), np.float32)
-                            for p in parts])
-        if not np.all(np.isfinite(w)) or (w < 0).any():
-            raise FormatError("edge weights must be finite and non-negative (weighted "
-                              "PageRank)")
+def _row_entries(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, position) int64 of every CSR entry of ``rows``."""
+    start, count = indptr[rows].astype(np.int64), np.diff(indptr)[rows].astype(np.int64)
+    first = np.repeat(np.cumsum(count) - count, count)
+    return np.repeat(rows, count), np.repeat(start, count) + np.arange(count.sum()) - first
+
+
+def _weight_at(key: np.ndarray, keys: np.ndarray, weights: np.ndarray,
+               otherwise: np.ndarray) -> np.ndarray:
+    """The weight ``keys`` (sorted) give each ``key``, ``otherwise`` where none does."""
+    if not len(keys):
+        return otherwise
+    pos = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+    return np.where(keys[pos] == key, weights[pos].astype(np.float64), otherwise)
+
+
+def _edits(n: int, adj, csr_w, change, weighted: bool):
+    """The edges whose weight differs from the stored CSR's before or after ``change``
+    (``src, dst, before, after`` of
+    :func:`~graphsys.kernels.pagerank_push.edge_change_residual`: the deleted and
+    re-weighted stored edges, then the appended ones) and the exact (weighted) out-degree
+    float64 (N,) before and after the change."""
+    keys = [change.deleted] + ([change.updated, change.before_updated] if weighted else [])
+    rows = np.unique(np.concatenate(keys) // n)
+    u, pos = _row_entries(adj.indptr, rows)
+    key = u * n + adj.indices[pos].astype(np.int64)
+    raw = np.ones(len(pos)) if csr_w is None else csr_w[pos].astype(np.float64)
+    then, now = raw, raw
+    if weighted:
+        then = _weight_at(key, change.before_updated, change.before_updated_weight, raw)
+        now = _weight_at(key, change.updated, change.updated_weight, raw)
+    gone_before = np.isin(key, np.setdiff1d(change.deleted, change.changed_deleted))
+    before = np.where(gone_before, 0.0, then) - raw
+    after = np.where(np.isin(key, change.deleted), 0.0, now) - raw
+    appended = np.ones(len(change.src)) if not weighted or change.weight is None \
+        else change.weight.astype(np.float64)
+    if weighted and (not np.all(np.isfinite(appended)) or (appended < 0).any()):
+        raise FormatError("edge weights must be finite and non-negative (weighted "
+                          "PageRank)")
+    # the rows a change touches summed again exactly (a deleted last edge leaves 0, not
+    # the rounding of a difference of running sums)
+    stored = _out_degree(adj.indptr, csr_w)
+    degree = [stored.copy(), stored.copy()]
+    for k, d in enumerate((before, after)):
+        degree[k][rows] = np.bincount(u, raw + d, minlength=n)[rows]
+    degree[1] += np.bincount(change.src, appended, minlength=n)
+    edit = (before != 0) | (after != 0)
+    return (np.concatenate([u[edit], change.src]),
+            np.concatenate([key[edit] % n, change.dst]),
+            np.concatenate([before[edit], np.zeros(len(appended))]),
+            np.concatenate([after[edit], appended])), degree[0], degree[1]
+
+
+def _csr(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray):
+    """(indptr, indices, weights) int64, int64, float64 of the edges ``src -> dst``."""
     order = np.argsort(src, kind="stable")
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-    return (src, dst, w), (indptr, dst[order], w[order] if len(w) else w)
-
-
-def _delta(spec, graph, previous: Previous, program, max_iters, kwargs
+    return indptr, dst[order].astype(np.int64), weight[order]
+def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
            ) -> Result | str | None:
     """The delta push (module docstring); None when the budget left is too small, or why
     pushing would cost more than the warm start (the first residual reaches more than
     :data:`LOCAL_MAX_SHARE` of the nodes)."""
     t0 = time.perf_counter()
-    n, a, tol = graph.num_nodes(), program.damping, program.tol
-    old_sets = [m for m in graph.edge_set(kwargs.get("edge_set")).parts
-                if m not in previous.new_edge_sets]
-    weighted = program.weighted
-    adj = graph.csr(old_sets, weights=weighted)
-    old_w = adj.weight if weighted and adj.weight is not None else None
-    (src, dst, w), (ip2, ix2, w2) = _new_csr(graph, previous, weighted)
-    deg_old = _out_degree(adj.indptr, old_w)
-    deg_new = deg_old + (_out_degree(ip2, w2) if len(w2) else np.diff(ip2))
+    n, a, tol, weighted = graph.num_nodes(), program.damping, program.tol, program.weighted
+    adj = graph.csr(change.old, weights=weighted)
+    csr_w = adj.weight if weighted and adj.weight is not None else None
+    (src, dst, before, after), deg_old, deg_new = _edits(n, adj, csr_w, change, weighted)
     inv_old, inv_new = _inverse(deg_old), _inverse(deg_new)
     q, known = _teleport(program, n), previous.known
     x = previous.values[known] / previous.values[known].sum()
@@ -205,25 +268,24 @@ def _delta(spec, graph, previous: Previous, program, max_iters, kwargs
     y[known] = c * x
     r = np.zeros(n)
     r[~known] = (1.0 - a) * q[~known]
-    changed = np.unique(src)
-    changed = changed[inv_old[changed] != inv_new[changed]].astype(np.int64)
-    edge_change_residual(adj.indptr, adj.indices, _or_empty(old_w), y, inv_old, inv_new,
-                         changed, src, dst, w, np.ones(len(src), np.int8), a, r)
+    edge_change_residual(adj.indptr, adj.indices, _or_empty(csr_w), y, inv_old, inv_new,
+                         np.unique(src), src, dst, before, after, a, r)
     reached = np.count_nonzero(r)
     if reached > LOCAL_MAX_SHARE * n:
-        return (f"the new edges' residual reaches {reached / n:.1%} of the nodes, above "
+        return (f"the change's residual reaches {reached / n:.1%} of the nodes, above "
                 f"the delta push's {LOCAL_MAX_SHARE:.0%}")
+    # the graph after the change: the stored CSR plus what the change adds to it
+    ip2, ix2, w2 = _csr(n, src, dst, after)
     setup = time.perf_counter() - t0
     limit = PUSH_MAX_SWEEPS * (int(adj.indptr[-1]) + len(src))
     rounds, pushes, work, norm, total, done = push(
-        adj.indptr, adj.indices, _or_empty(old_w), ip2, ix2, w2, inv_new, a,
+        adj.indptr, adj.indices, _or_empty(csr_w), ip2, ix2, w2, inv_new, a,
         np.zeros(0) if program._teleport is None else q, y, r,
         float(y.sum()), tol / 2.0, c * carried / 2.0, limit)
     step = SuperstepStats(superstep=0, active=int(pushes), direction="push",
                           edges_scanned=int(work), messages_sent=int(work), fused=True)
     step.seconds["edges"] = time.perf_counter() - t0 - setup
-    method = (f"delta push ({len(src):,} new edges, {int(pushes):,} pushes in "
-              f"{int(rounds)} rounds)")
+    method = f"delta push ({_what(change)}, {int(pushes):,} pushes in {int(rounds)} rounds)"
     if not done:  # the residual spread too far: the power iteration from here
         program.initial = y / total
         result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters),
@@ -232,11 +294,22 @@ def _delta(spec, graph, previous: Previous, program, max_iters, kwargs
         result.stats.start = "delta"
         return result
     stats = RunStats(algorithm=program.name, mode="memory", device="cpu", backend="numba",
-                     world_size=1, num_nodes=n, num_edges=int(adj.indptr[-1]) + len(src),
+                     world_size=1, num_nodes=n, num_edges=graph.edge_set(
+                         kwargs.get("edge_set")).num_edges,
                      setup_seconds=setup, seconds=time.perf_counter() - t0, converged=True,
                      method=method, supersteps=[step], weighted=weighted, start="delta",
                      residual=(norm + c * carried) / total)
     return Result(values=y / total, stats=stats, graph=graph)
+
+
+def _what(change) -> str:
+    """The change in words, for ``stats.method``."""
+    words = [f"{len(change.src):,} new edges"]
+    if len(change.changed_deleted):
+        words.append(f"{len(change.changed_deleted):,} deleted pairs")
+    if len(change.changed_updated):
+        words.append(f"{len(change.changed_updated):,} re-weighted")
+    return ", ".join(words)
 
 
 def _or_empty(weights: np.ndarray | None) -> np.ndarray:

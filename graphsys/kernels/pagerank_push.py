@@ -34,18 +34,22 @@ def _weight(weights, e):
 
 @numba.njit(cache=True, nogil=True)
 def edge_change_residual(indptr, indices, weights, y, inv_old, inv_new, changed, src, dst,
-                         w, sign, damping, r):
+                         before, after, damping, r):
     """Add to ``r`` the change of the residual :math:`r(y)` when edges change.
 
-    ``indptr``/``indices``/``weights`` are the out-edges (CSR; ``weights`` empty:
-    unweighted) of the graph *before* the change; ``inv_old``/``inv_new`` float64 (N,)
-    the inverse (weighted) out-degree before and after it (0 for a dangling node);
-    ``changed`` int64 the nodes whose out-degree changed; ``src``/``dst``/``w`` (``w``
-    empty: weight 1) the changed edges and ``sign`` (+1 added, -1 removed, int8) what
-    happened to each. A node ``u`` in ``changed`` now sends ``y[u] * inv_new[u]`` per
-    unit of weight along its old edges instead of ``y[u] * inv_old[u]``; an added edge
-    sends ``y[u] * inv_new[u]`` more, a removed one (still in the CSR) the same less, so
-    its residual is the added one's with the opposite sign. Returns the L1 change added."""
+    ``indptr``/``indices``/``weights`` are stored out-edges (CSR; ``weights`` empty:
+    unweighted); ``inv_old``/``inv_new`` float64 (N,) the inverse (weighted) out-degree
+    before and after the change (0 for a dangling node); ``changed`` int64 the nodes whose
+    out-degree changed. ``src``/``dst`` list edges whose weight differs from the CSR's
+    before or after the change, and ``before``/``after`` float64 what each adds to the
+    CSR's weight of ``src -> dst`` then: an appended edge ``(0, w)``; a stored edge
+    deleted by the change ``(0, -w)``, one deleted before it ``(-w, -w)``, one re-weighted
+    from ``w`` to ``w'`` ``(0, w' - w)`` (so the CSR may hold the edges as first stored,
+    and the graph before the change is the CSR plus ``before``). A node ``u`` sends
+    ``y[u] * inv[u]`` per unit of weight: a node in ``changed`` sends ``y[u] * (inv_new[u]
+    - inv_old[u])`` more along its CSR edges, and each listed edge ``y[u] * (inv_new[u] *
+    after - inv_old[u] * before)`` more. The signs of the residual follow (removed
+    weight: negative). Returns the L1 change added."""
     added = 0.0
     for k in range(changed.shape[0]):
         u = changed[k]
@@ -58,7 +62,7 @@ def edge_change_residual(indptr, indices, weights, y, inv_old, inv_new, changed,
             added += abs(c)
     for k in range(src.shape[0]):
         u = src[k]
-        c = sign[k] * damping * y[u] * inv_new[u] * _weight(w, k)
+        c = damping * y[u] * (inv_new[u] * after[k] - inv_old[u] * before[k])
         r[dst[k]] += c
         added += abs(c)
     return added
@@ -103,9 +107,10 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
     :mod:`graphsys.kernels.pagerank_push`), so they are then a PageRank iterate whose next
     step changes them by less than ``target`` in L1.
 
-    The out-edges are two CSRs over the same nodes (a stored graph and the edges added to
-    it; either may have no rows past its own); ``inv_deg`` the inverse (weighted) out-degree
-    over both. Each round pushes, once each, the nodes whose ``|r|`` is at least the mean
+    The out-edges are two CSRs over the same nodes (a stored graph, and the edges added to
+    it with the weight a change adds to its stored edges: negative for a deleted one; either
+    may have no rows past its own); ``inv_deg`` the inverse (weighted) out-degree over
+    both. Each round pushes, once each, the nodes whose ``|r|`` is at least the mean
     over the nodes with a residual (what they hold when their turn comes: Gauss-Southwell
     order by rounds); the norm is then added up again exactly. ``total`` is ``sum(y)`` on entry.
 

@@ -70,9 +70,8 @@ def test_change_residual_equals_the_residual_on_the_changed_graph(weighted, sign
     edge_change_residual(before.indptr.astype(np.int64), before.indices.astype(np.int64),
                          before.data.astype(np.float32) if weighted else np.zeros(0, np.float32),
                          y, _inv(before), _inv(after), changed, cs.astype(np.int64),
-                         cd.astype(np.int64),
-                         cw.astype(np.float32) if weighted else np.zeros(0, np.float32),
-                         np.full(len(cs), sign, np.int8), ALPHA, r)
+                         cd.astype(np.int64), np.zeros(len(cs)),
+                         sign * (cw if weighted else np.ones(len(cs))), ALPHA, r)
     np.testing.assert_allclose(r, _residual(after, y, q), atol=1e-12)
 
 

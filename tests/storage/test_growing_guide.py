@@ -123,6 +123,10 @@ def test_changed_graph_equals_networkx_on_the_remaining_edges(guide):
     want = nx.pagerank(ref, tol=1e-12)
     got = guide["changed_ranks"].to_dict()
     assert got.keys() == want.keys() and max(abs(got[k] - want[k]) for k in want) < 1e-9
+    # the ranks from before the deletions, started on the changed graph (warm: no CSR)
+    started = guide["changed_from"]
+    assert started.stats.start == "warm" and started.to_dict().keys() == want.keys()
+    assert sum(abs(started.to_dict()[k] - want[k]) for k in want) < 1e-8
     assert guide["gone"].missing == 0 and guide["erased"].edges > 0
 
 
