@@ -172,7 +172,10 @@ def afforest(indptr, indices, in_indptr, in_indices, directed, seed, comp):
             skip_in += 1
         _compress(comp)
         big = _largest_sampled(comp, sample)
-        if _left_to_read(indptr, in_indptr, comp, big, skip_out, skip_in, directed) < n:
+        left = _left_to_read(indptr, in_indptr, comp, big, skip_out, skip_in, directed)
+        if left == 0:
+            return read, big  # comp is compressed and no edge is left to link
+        if left < n:
             break
     for u in range(n):
         if comp[u] == big:
