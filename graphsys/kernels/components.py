@@ -5,11 +5,13 @@ backend through both); :func:`numbered` turns its roots into component numbers.
 
 Both hook the larger root under the smaller (so a component's root is its smallest vertex
 id, the label the BSP WCC program defines) and halve paths while finding roots. Afforest
-first links every vertex to its first :data:`NEIGHBOR_ROUNDS` neighbours, compresses,
-estimates the largest component from :data:`SAMPLES` random vertices, then links only the
-remaining edges of vertices outside it: their out-edges past the sampled ones, and their
-in-edges on a directed graph (an edge from the big component reaches a vertex outside it
-only as an in-edge). On power-law graphs most vertices sit in the big component and most
+first links every vertex to its first neighbour, compresses, estimates the largest
+component from :data:`SAMPLES` random vertices, and repeats with the next neighbour (up to
+:data:`NEIGHBOR_ROUNDS` rounds; on a directed graph alternating between out- and in-edges)
+while the edges left to read exceed what a round reads; then it links only the remaining
+edges of vertices outside the largest component: their out-edges past the sampled ones,
+and their in-edges on a directed graph (an edge from the big component reaches a vertex
+outside it only as an in-edge). On power-law graphs most vertices sit in the big component and most
 edges are never read; on a sparse road graph there is little to skip, and the one-pass
 union-find reads every edge once without the extra passes (see :func:`choose`).
 """
@@ -94,42 +96,95 @@ def _link_row(indptr, indices, comp, both_ways, u):
             _link(comp, u, w)
 
 
+@numba.njit(inline="always")
+def _link_round(indptr, indices, comp, r):
+    """Link every vertex to the ``r``-th entry of its row (where it has one); edges read."""
+    read = 0
+    for u in range(comp.shape[0]):
+        e = indptr[u] + r
+        if e < indptr[u + 1]:
+            _link(comp, u, indices[e])
+            read += 1
+    return read
+
+
+@numba.njit(inline="always")
+def _largest_sampled(comp, sample):
+    """The root most of ``sample.shape[0]`` random vertices share (after a compression)."""
+    n = comp.shape[0]
+    for i in range(sample.shape[0]):
+        sample[i] = comp[np.random.randint(0, n)]
+    sample.sort()
+    big, best, run = sample[0], 0, 0
+    for i in range(sample.shape[0]):
+        run = run + 1 if i > 0 and sample[i] == sample[i - 1] else 1
+        if run > best:
+            best, big = run, sample[i]
+    return big
+
+
+@numba.njit(inline="always")
+def _left_to_read(indptr, in_indptr, comp, big, skip_out, skip_in, directed):
+    """Entries the finishing pass would read: the unsampled rows' tails of the vertices
+    outside component ``big``."""
+    left = 0
+    for u in range(comp.shape[0]):
+        if comp[u] != big:
+            left += max(indptr[u + 1] - indptr[u] - skip_out, 0)
+            if directed:
+                left += max(in_indptr[u + 1] - in_indptr[u] - skip_in, 0)
+    return left
+
+
 @numba.njit(cache=True, nogil=True)
 def afforest(indptr, indices, in_indptr, in_indices, directed, seed, comp):
     """Afforest over the out-edges CSR (``indptr``, ``indices``) and, when ``directed``, the
     in-edges CSC (``in_*``; ignored otherwise); ``comp`` (N,) int, written with each
-    vertex's smallest component id. Returns (edges read, the skipped component's id)."""
+    vertex's smallest component id. Returns (edges read, the skipped component's id).
+
+    Up to :data:`NEIGHBOR_ROUNDS` sampling rounds; on a directed graph they alternate
+    directions, starting with the one with fewer empty rows (a vertex with an empty row is
+    not linked by its own row). After each round the largest component is sampled, and the
+    rounds stop once the finishing pass has fewer entries left to read than the
+    ``N`` a further round would."""
     n = comp.shape[0]
     for v in range(n):
         comp[v] = v
     read = 0
     if n == 0:
         return read, -1
-    for r in range(NEIGHBOR_ROUNDS):
+    out_first = True
+    if directed:
+        empty_out, empty_in = 0, 0
         for u in range(n):
-            e = indptr[u] + r
-            if e < indptr[u + 1]:
-                _link(comp, u, indices[e])
-                read += 1
-        _compress(comp)
+            empty_out += indptr[u + 1] == indptr[u]
+            empty_in += in_indptr[u + 1] == in_indptr[u]
+        out_first = empty_out <= empty_in
     np.random.seed(seed)
     sample = np.empty(SAMPLES, comp.dtype)
-    for i in range(SAMPLES):
-        sample[i] = comp[np.random.randint(0, n)]
-    sample.sort()
-    big, best, run = sample[0], 0, 0
-    for i in range(SAMPLES):
-        run = run + 1 if i > 0 and sample[i] == sample[i - 1] else 1
-        if run > best:
-            best, big = run, sample[i]
+    skip_out, skip_in, big = 0, 0, comp[0]
+    for r in range(NEIGHBOR_ROUNDS):
+        if not directed or (r % 2 == 0) == out_first:
+            read += _link_round(indptr, indices, comp, skip_out)
+            skip_out += 1
+        else:
+            read += _link_round(in_indptr, in_indices, comp, skip_in)
+            skip_in += 1
+        _compress(comp)
+        big = _largest_sampled(comp, sample)
+        left = _left_to_read(indptr, in_indptr, comp, big, skip_out, skip_in, directed)
+        if left == 0:
+            return read, big  # comp is compressed and no edge is left to link
+        if left < n:
+            break
     for u in range(n):
         if comp[u] == big:
             continue
-        for e in range(indptr[u] + NEIGHBOR_ROUNDS, indptr[u + 1]):
+        for e in range(indptr[u] + skip_out, indptr[u + 1]):
             _link(comp, u, indices[e])
             read += 1
         if directed:
-            for e in range(in_indptr[u], in_indptr[u + 1]):
+            for e in range(in_indptr[u] + skip_in, in_indptr[u + 1]):
                 _link(comp, u, in_indices[e])
                 read += 1
     _compress(comp)

@@ -74,3 +74,30 @@ def test_wcc_auto_matches_sync(graphs, key):
     np.testing.assert_array_equal(auto.values, sync.values)
     assert auto.stats.method in ("afforest", "union-find") and auto.stats.converged
     assert auto.stats.supersteps[0].direction == auto.stats.method
+
+
+def _afforest(a, directed=True):
+    t = a.T.tocsr()
+    comp = np.empty(a.shape[0], np.int64)
+    read, _ = afforest.afforest(a.indptr.astype(np.int64), a.indices.astype(np.int32),
+                                t.indptr.astype(np.int64), t.indices.astype(np.int32),
+                                directed, 0, comp)
+    np.testing.assert_array_equal(comp, _min_labels(a))
+    return read
+
+
+def test_afforest_samples_the_direction_with_fewer_empty_rows():
+    n = 5000  # an out-star: every leaf's out-row is empty, its in-row names the hub
+    a = sp.csr_matrix((np.ones(n - 1), (np.zeros(n - 1, int), np.arange(1, n))), shape=(n, n))
+    assert _afforest(a) == n - 1  # one round of in-edges links every leaf; nothing more
+    assert _afforest(a.T.tocsr()) == n - 1  # an in-star: out-edges sampled first
+
+
+def test_afforest_stops_sampling_once_one_round_connects_the_graph():
+    k = 60  # a complete graph stored both ways: one round links every vertex to vertex 0
+    a = sp.csr_matrix(np.ones((k, k)) - np.eye(k))
+    assert _afforest(a, directed=False) == k
+    rng = np.random.default_rng(1)  # and a graph one round cannot connect still matches
+    m = 600
+    s, d = rng.integers(0, 2000, m), rng.integers(0, 2000, m)
+    _afforest(sp.csr_matrix((np.ones(m), (s, d)), shape=(2000, 2000)))
