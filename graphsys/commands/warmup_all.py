@@ -248,6 +248,21 @@ NOT_WARMED: frozenset[str] = frozenset({
 })
 
 
+#: Kernels whose signatures are a budget (``module.function`` under ``graphsys.`` -> the
+#: most signatures they hold after :func:`warmup_all` and the public calls of :data:`CALLS`
+#: on another graph): their callers hand them read-only arrays of one dtype, so one
+#: signature serves stored (mapped) and built adjacencies, each a parallel kernel's seconds
+#: of compiling. tests/commands/test_warmup_all.py holds it.
+SIGNATURE_BUDGET: dict[str, int] = {
+    "bsp.kernels_centrality.brandes_hops": 1,
+    "bsp.kernels_centrality.brandes_weighted": 1,
+    "bsp.kernels_centrality.distance_sums_hops": 1,
+    "bsp.kernels_centrality.distance_sums_weighted": 1,
+    "measures.kernels_similarity.pair_scores": 1,
+    "measures.kernels_similarity.top_k": 1,
+}
+
+
 def kernel_modules() -> list[str]:
     """The dotted names of graphsys's modules that define a numba kernel, found by reading
     the sources (nothing is imported)."""
