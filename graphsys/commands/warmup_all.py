@@ -58,6 +58,9 @@ def _bsp_calls() -> dict[str, Callable]:
         "betweenness": lambda g, s: bsp.betweenness(g, k=50),
         "closeness": lambda g, s: bsp.closeness(g, k=50),
         "harmonic": lambda g, s: bsp.harmonic(g, k=50),
+        # weighted where the graph has weights: its searches are kernels of their own
+        "betweenness_weighted": lambda g, s: bsp.betweenness(g, k=50, weighted=None),
+        "closeness_weighted": lambda g, s: bsp.closeness(g, k=50, weighted=None),
         "louvain": lambda g, s: bsp.louvain(g), "leiden": lambda g, s: bsp.leiden(g),
         "modularity": lambda g, s: bsp.modularity(g, bsp.wcc(g)),
     }
