@@ -18,6 +18,12 @@ bottom-up, whichever reads fewer), and Dijkstra's algorithm with an indexed bina
 were settled, which the dependency pass walks backwards: over the edges of the
 shortest-path DAG that the breadth-first search recorded, or (Dijkstra) reading each
 vertex's out-edges to its successors.
+
+A weighted and an unweighted run are kernels of their own (``*_weighted``, ``*_hops``),
+picked in Python by :func:`brandes` and :func:`distance_sums`, which hand them read-only
+views; one source's search is a function called from the ``prange`` loop, not inlined into
+it. Each compiled signature thus holds one search, and numba's parallel passes see a loop
+of a few statements: a first call compiles in a few seconds instead of tens.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import numba
 import numpy as np
 
 from graphsys.bsp.kernels import filled
+from graphsys.kernels.arrays import read_only
 from graphsys.kernels.bfs import first_marked
 
 
@@ -158,7 +165,6 @@ def dag_fits(lanes: int, indices: np.ndarray) -> bool:
     return 2 * lanes * indices.nbytes <= DAG_BYTES
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
 def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, in_idx,
             dag=True):
     """Add every source's dependencies to ``acc`` float64 (T, N): for source ``s`` and
@@ -172,41 +178,64 @@ def brandes(indptr, indices, weight, weighted, sources, endpoints, acc, in_ptr, 
     entries each (:func:`dag_fits` says whether that stays within :data:`DAG_BYTES`);
     without it the dependency pass reads out-edges instead. Each thread adds into its row
     (see the module docstring for how the sources are handed out). Returns the edges read,
-    int64 (T,)."""
+    int64 (T,).
+
+    A weighted run calls :func:`brandes_weighted`, an unweighted one :func:`brandes_hops`,
+    with the arrays they read as read-only views
+    (:func:`graphsys.kernels.arrays.read_only`): one compiled signature serves stored
+    (mapped) and built adjacencies alike."""
+    indptr, indices, sources = read_only(indptr, indices, sources.astype(np.int64, copy=False))
+    if weighted:
+        return brandes_weighted(indptr, indices, read_only(weight)[0], sources,
+                                bool(endpoints), acc)
+    in_ptr, in_idx = read_only(in_ptr, in_idx)
+    return brandes_hops(indptr, indices, sources, bool(endpoints), acc, in_ptr, in_idx,
+                        bool(dag))
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def brandes_weighted(indptr, indices, weight, sources, endpoints, acc):
+    """:func:`brandes` on a weighted run: a Dijkstra search per source."""
     lanes, n = acc.shape
     read = np.zeros(lanes, np.int64)
-    if weighted:
-        sigma = filled((lanes, n), 0.0)
-        coef = filled((lanes, n), 0.0)
-        order = np.empty((lanes, n), np.int64)
-        dist = filled((lanes, n), np.inf)
-        heap = np.empty((lanes, n), np.int64)
-        hpos = filled((lanes, n), np.int64(-1))
-        for i in numba.prange(sources.shape[0]):
-            t = numba.get_thread_id()
-            read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
-                                     sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
-    else:
-        val = filled((lanes, n), 0.0)
-        part = filled((lanes, n), 0.0)
-        order = np.empty((lanes, n), indices.dtype)
-        starts = np.empty((lanes, n + 2), np.int64)
-        dag_at = np.empty((lanes, n + 2), np.int64)
-        # the DAG's edges: at most E, pages touched only as far as a search fills them
-        dag_from = np.empty((lanes, indices.shape[0] if dag else 0), indices.dtype)
-        dag_to = np.empty((lanes, indices.shape[0] if dag else 0), indices.dtype)
-        lvl = filled((lanes, 0 if dag else n), np.int32(-1))
-        front = filled((lanes, n if in_ptr.shape[0] else 0), np.uint8(0))
-        for i in numba.prange(sources.shape[0]):
-            t = numba.get_thread_id()
-            read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
-                                          endpoints, val[t], part[t], order[t], starts[t],
-                                          dag_at[t], dag_from[t], dag_to[t], front[t],
-                                          acc[t], dag, lvl[t])
+    sigma = filled((lanes, n), 0.0)
+    coef = filled((lanes, n), 0.0)
+    order = np.empty((lanes, n), np.int64)
+    dist = filled((lanes, n), np.inf)
+    heap = np.empty((lanes, n), np.int64)
+    hpos = filled((lanes, n), np.int64(-1))
+    for i in numba.prange(sources.shape[0]):
+        t = numba.get_thread_id()
+        read[t] += _dependencies(indptr, indices, weight, sources[i], endpoints, dist[t],
+                                 sigma[t], coef[t], order[t], heap[t], hpos[t], acc[t])
     return read
 
 
-@numba.njit(inline="always")
+@numba.njit(parallel=True, cache=True, nogil=True)
+def brandes_hops(indptr, indices, sources, endpoints, acc, in_ptr, in_idx, dag):
+    """:func:`brandes` on an unweighted run: a breadth-first search per source."""
+    lanes, n = acc.shape
+    read = np.zeros(lanes, np.int64)
+    val = filled((lanes, n), 0.0)
+    part = filled((lanes, n), 0.0)
+    order = np.empty((lanes, n), indices.dtype)
+    starts = np.empty((lanes, n + 2), np.int64)
+    dag_at = np.empty((lanes, n + 2), np.int64)
+    # the DAG's edges: at most E, pages touched only as far as a search fills them
+    dag_from = np.empty((lanes, indices.shape[0] if dag else 0), indices.dtype)
+    dag_to = np.empty((lanes, indices.shape[0] if dag else 0), indices.dtype)
+    lvl = filled((lanes, 0 if dag else n), np.int32(-1))
+    front = filled((lanes, n if in_ptr.shape[0] else 0), np.uint8(0))
+    for i in numba.prange(sources.shape[0]):
+        t = numba.get_thread_id()
+        read[t] += _dependencies_hops(indptr, indices, in_ptr, in_idx, sources[i],
+                                      endpoints, val[t], part[t], order[t], starts[t],
+                                      dag_at[t], dag_from[t], dag_to[t], front[t],
+                                      acc[t], dag, lvl[t])
+    return read
+
+
+@numba.njit(nogil=True)
 def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part, order,
                        starts, dag_at, dag_from, dag_to, front, row, dag, lvl):
     """One source's level-synchronous breadth-first search with path counts and its
@@ -326,7 +355,7 @@ def _dependencies_hops(indptr, indices, in_ptr, in_idx, s, endpoints, val, part,
     return scanned
 
 
-@numba.njit(inline="always")
+@numba.njit(nogil=True)
 def _dependencies(indptr, indices, weight, s, endpoints, dist, sigma, coef, order, heap,
                   hpos, row):
     """One source's Dijkstra search and dependency pass (see :func:`brandes`), added into
@@ -355,38 +384,55 @@ def _dependencies(indptr, indices, weight, s, endpoints, dist, sigma, coef, orde
     return 2 * scanned
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
 def distance_sums(indptr, indices, weight, weighted, sources, total, reached, harmonic,
                   in_ptr, in_idx):
     """For every source ``s`` and every vertex ``v != s`` it reaches at distance ``d``:
     ``total[t, v] += d``, ``reached[t, v] += 1``, ``harmonic[t, v] += 1 / d`` (float64,
     int64, float64 (T, N)), ``t`` the thread that took ``s`` (one source at a time, as
     :func:`brandes`); ``in_ptr``/``in_idx`` as there. Returns the edges read, int64
-    (T,)."""
+    (T,). A weighted run calls :func:`distance_sums_weighted`, an unweighted one
+    :func:`distance_sums_hops` (read-only views, as :func:`brandes`)."""
+    indptr, indices, sources = read_only(indptr, indices, sources.astype(np.int64, copy=False))
+    if weighted:
+        return distance_sums_weighted(indptr, indices, read_only(weight)[0], sources, total,
+                                      reached, harmonic)
+    in_ptr, in_idx = read_only(in_ptr, in_idx)
+    return distance_sums_hops(indptr, indices, sources, total, reached, harmonic, in_ptr,
+                              in_idx)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def distance_sums_weighted(indptr, indices, weight, sources, total, reached, harmonic):
+    """:func:`distance_sums` on a weighted run: a Dijkstra search per source."""
     lanes, n = total.shape
     read = np.zeros(lanes, np.int64)
-    if weighted:
-        order = np.empty((lanes, n), np.int64)
-        dist = filled((lanes, n), np.inf)
-        sigma = np.zeros((lanes, 0))
-        heap = np.empty((lanes, n), np.int64)
-        hpos = filled((lanes, n), np.int64(-1))
-        for i in numba.prange(sources.shape[0]):
-            t = numba.get_thread_id()
-            read[t] += _distances(indptr, indices, weight, sources[i], dist[t], sigma[t],
-                                  order[t], heap[t], hpos[t], total[t], reached[t],
-                                  harmonic[t])
-    else:
-        order = np.empty((lanes, n), indices.dtype)
-        level = filled((lanes, n), np.int32(-1))
-        for i in numba.prange(sources.shape[0]):
-            t = numba.get_thread_id()
-            read[t] += _hops(indptr, indices, in_ptr, in_idx, sources[i], level[t], order[t],
-                             total[t], reached[t], harmonic[t])
+    order = np.empty((lanes, n), np.int64)
+    dist = filled((lanes, n), np.inf)
+    sigma = np.zeros((lanes, 0))
+    heap = np.empty((lanes, n), np.int64)
+    hpos = filled((lanes, n), np.int64(-1))
+    for i in numba.prange(sources.shape[0]):
+        t = numba.get_thread_id()
+        read[t] += _distances(indptr, indices, weight, sources[i], dist[t], sigma[t],
+                              order[t], heap[t], hpos[t], total[t], reached[t], harmonic[t])
     return read
 
 
-@numba.njit(inline="always")
+@numba.njit(parallel=True, cache=True, nogil=True)
+def distance_sums_hops(indptr, indices, sources, total, reached, harmonic, in_ptr, in_idx):
+    """:func:`distance_sums` on an unweighted run: a breadth-first search per source."""
+    lanes, n = total.shape
+    read = np.zeros(lanes, np.int64)
+    order = np.empty((lanes, n), indices.dtype)
+    level = filled((lanes, n), np.int32(-1))
+    for i in numba.prange(sources.shape[0]):
+        t = numba.get_thread_id()
+        read[t] += _hops(indptr, indices, in_ptr, in_idx, sources[i], level[t], order[t],
+                         total[t], reached[t], harmonic[t])
+    return read
+
+
+@numba.njit(nogil=True)
 def _hops(indptr, indices, in_ptr, in_idx, s, level, order, total, reached, harmonic):
     """One source's breadth-first search (int32 levels, -1 unreached; direction-optimising
     with ``in_ptr``: Beamer's rule, :data:`ALPHA`, :data:`BETA`), its hop counts added
@@ -457,7 +503,7 @@ def _hops(indptr, indices, in_ptr, in_idx, s, level, order, total, reached, harm
     return scanned
 
 
-@numba.njit(inline="always")
+@numba.njit(nogil=True)
 def _distances(indptr, indices, weight, s, dist, sigma, order, heap, hpos, total, reached,
                harmonic):
     """One source's Dijkstra search, its distances added into the rows (see

@@ -21,6 +21,7 @@ import numpy as np
 
 from graphsys import openmp, views
 from graphsys.errors import ParameterError
+from graphsys.kernels.arrays import read_only
 from graphsys.measures.kernels_view import DIRECTED, SYMMETRIC, UNIQUE, max_row_bound
 
 
@@ -35,9 +36,11 @@ class View:
     edge_set : str
         The edge set's name.
     optr, oidx : numpy.ndarray
-        The CSR: out-rows, each ascending.
+        The CSR: out-rows, each ascending. Read-only views, the ids int32 where every
+        node id fits (a built adjacency's int64 ids are copied narrower once per view), so
+        that stored and built rows reach one compiled signature of each kernel.
     iptr, iidx : numpy.ndarray
-        The CSC of a directed edge set; the CSR again otherwise.
+        The CSC of a directed edge set; the CSR again otherwise (as ``optr``/``oidx``).
     sym : int
         What the rows are (:data:`~graphsys.measures.kernels_view.DIRECTED`,
         ``SYMMETRIC`` or ``UNIQUE``).
@@ -52,6 +55,16 @@ class View:
     sym: int
     _memo: np.ndarray | None = field(default=None, repr=False)
     _bound: int | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        # one kernel signature for mapped and built rows: int32 ids where they fit (as a
+        # stored index holds them; a built one holds int64), read-only views of both
+        narrow = len(self.optr) - 1 <= np.iinfo(np.int32).max
+        oidx = self.oidx.astype(np.int32) if narrow else self.oidx
+        iidx = oidx if self.iidx is self.oidx else (
+            self.iidx.astype(np.int32) if narrow else self.iidx)
+        self.optr, self.oidx, self.iptr, self.iidx = read_only(self.optr, oidx, self.iptr,
+                                                               iidx)
 
     @property
     def num_nodes(self) -> int:

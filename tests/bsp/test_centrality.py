@@ -198,3 +198,25 @@ def test_bottom_up_searches_match_networkx(tmp_path, undirected):
     assert close(bsp.harmonic(g).to_dict(), nx.harmonic_centrality(G))
     one = bsp.closeness(g, k=50, threads=1).values
     assert np.array_equal(one, bsp.closeness(g, k=50, threads=2).values)
+
+
+def test_stored_and_built_adjacency_share_one_kernel_signature(tmp_path):
+    """The searches' kernels get read-only views: a graph with stored (mapped) CSR and CSC
+    indexes and one whose adjacency is built in memory reach the same compiled signature
+    (each a parallel kernel's seconds of compiling), and a weighted run compiles the
+    Dijkstra kernels only."""
+    from numba.core.dispatcher import Dispatcher
+
+    from graphsys.bsp import kernels_centrality as kc
+    from graphsys.storage.adjacency_index import build_index
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 60, 300), rng.integers(0, 60, 300)
+    built = graphsys.from_numpy(src, dst, tmp_path / "built")
+    stored = graphsys.from_numpy(src, dst, tmp_path / "stored")
+    build_index(stored, ("csr", "csc"))
+    for g in (built, stored):
+        for f in (bsp.betweenness, bsp.closeness, bsp.harmonic):
+            f(g, k=5)
+    kernels = {name: d for name, d in vars(kc).items() if isinstance(d, Dispatcher)}
+    assert [name for name, d in kernels.items() if len(d.signatures) > 1] == []

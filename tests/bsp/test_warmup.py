@@ -49,3 +49,19 @@ def test_bad_input_is_refused_in_one_line():
         warmup(["nosuch"])
     with pytest.raises(GraphsysError, match="seed"):
         warmup(["wcc"], seed=-1)
+
+
+def test_sampled_centralities_search_from_a_few_sources(monkeypatch):
+    """Betweenness, closeness and harmonic warm up from SAMPLED_SOURCES sampled sources (the
+    same kernels as every source, without a search per node); the others take no ``k``."""
+    from graphsys.bsp import warmup as wu
+    from graphsys.plugins import ALGORITHMS
+
+    seen = {}
+    spec_class = type(ALGORITHMS.get("betweenness"))
+    monkeypatch.setattr(spec_class, "run",
+                        lambda self, *a, **kw: seen.setdefault(self.name, set()).add(
+                            kw.get("k")))
+    wu.warmup(["betweenness", "closeness", "harmonic", "wcc"])
+    assert seen == {"betweenness": {wu.SAMPLED_SOURCES}, "closeness": {wu.SAMPLED_SOURCES},
+                    "harmonic": {wu.SAMPLED_SOURCES}, "wcc": {None}}

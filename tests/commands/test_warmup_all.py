@@ -32,6 +32,13 @@ def test_every_kernel_module_is_warmed_or_left_to_training():
         assert module in modules and hasattr(importlib.import_module(module), name), kernel
 
 
+def test_every_kernel_with_a_signature_budget_exists():
+    for kernel, most in w.SIGNATURE_BUDGET.items():
+        module, _, name = f"graphsys.{kernel}".rpartition(".")
+        assert hasattr(importlib.import_module(module), name), kernel
+        assert isinstance(most, int) and most >= 1, kernel
+
+
 def test_every_call_area_is_listed():
     assert set(w.CALLS) == {"bsp", "mining", "measures", "nx_backend"}
     assert {"triangle_count", "motifs", "count"} <= set(w.CALLS["mining"]())
@@ -94,3 +101,7 @@ def test_public_calls_after_warmup_all_compile_nothing(tmp_path):
             call(g, s)
             new = {k: n for k, n in _signatures().items() if n > after.get(k, 0)}
             assert not new, f"{area}.{name} compiled {sorted(new)} after warmup --all"
+    held = _signatures()
+    over = {k: held.get(f"graphsys.{k}", 0) for k, most in w.SIGNATURE_BUDGET.items()
+            if held.get(f"graphsys.{k}", 0) > most}
+    assert not over, f"kernels over their signature budget: {over}"

@@ -189,3 +189,24 @@ def test_stored_sym_index_gives_the_same_scores(tmp_path):
             top_links(t.graph, k=3, method=method))
     assert diameter(indexed, exact=True).value == diameter(t.graph, exact=True).value
     np.testing.assert_array_equal(eccentricity(indexed).values, eccentricity(t.graph).values)
+
+
+def test_stored_and_built_rows_share_one_kernel_signature(tmp_path):
+    """The measures' view hands its kernels read-only int32 rows: a graph with its stored
+    ``sym`` index (mapped, int32 ids) and one whose rows are built in memory (int64 ids)
+    reach the same compiled signature of the link-score kernels."""
+    import graphsys
+    from graphsys.measures import kernels_similarity as ks
+    from graphsys.storage.adjacency_index import build_index
+
+    rng = np.random.default_rng(4)
+    src, dst = rng.integers(0, 40, 200), rng.integers(0, 40, 200)
+    built = graphsys.from_numpy(src, dst, tmp_path / "built", undirected=True)
+    stored = graphsys.from_numpy(src, dst, tmp_path / "stored", undirected=True)
+    build_index(stored, ("csr", "sym"))
+    for g in (built, stored):
+        ids = g.node_ids()
+        link_scores(g, ids[np.array([[0, 1], [2, 3]])], "jaccard")
+        top_links(g, ids[:2], 3, "jaccard")
+    assert len(ks.pair_scores.signatures) == 1
+    assert len(ks.top_k.signatures) == 1
