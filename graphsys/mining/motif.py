@@ -49,6 +49,9 @@ set count once): one depth-first search per class, no linear relation.
 
 from __future__ import annotations
 
+import functools
+import itertools
+
 import numpy as np
 
 from graphsys.errors import ParameterError
@@ -59,9 +62,10 @@ from graphsys.mining.census import (
     UNDIRECTED_3,
     UNDIRECTED_4,
     MotifCensus,
+    five_codes,
     small_census,
 )
-from graphsys.mining.pattern import count
+from graphsys.mining.pattern import Pattern
 from graphsys.mining.results import as_graph
 from graphsys.mining.triangle import triad_census
 
@@ -73,6 +77,35 @@ __all__ = ["DIRECTED_3", "UNDIRECTED_3", "UNDIRECTED_4", "UNDIRECTED_5", "MotifC
 UNDIRECTED_5 = ("4-star", "fork", "5-path", "cricket", "bull", "lollipop", "banner", "5-cycle",
                 "dart", "kite", "butterfly", "house", "k2-3", "tailed-4-clique", "book", "gem",
                 "k2-3-plus-edge", "k5-minus-wedge", "wheel", "k5-minus-edge", "5-clique")
+#: The 10 pairs of 5 positions in the order of the bits of a 5-node adjacency code
+#: (:func:`graphsys.mining.motif_kernels.esu5`).
+PAIRS_5 = ((0, 1), (0, 2), (1, 2), (0, 3), (1, 3), (2, 3), (0, 4), (1, 4), (2, 4), (3, 4))
+
+
+@functools.cache
+def five_node_classes() -> np.ndarray:
+    """int64 (1024,): the index in :data:`UNDIRECTED_5` of the graph on 5 positions whose
+    edges are the set bits of the code (bit ``p``: pair ``PAIRS_5[p]``), -1 when that graph
+    is disconnected. Every relabelling of each class's pattern marks its code."""
+    table = np.full(1 << len(PAIRS_5), -1, np.int64)
+    for cls, name in enumerate(UNDIRECTED_5):
+        for perm in itertools.permutations(range(5)):
+            code = 0
+            for a, b in Pattern.named(name).edges:
+                code |= 1 << PAIRS_5.index(tuple(sorted((perm[a], perm[b]))))
+            table[code] = cls
+    return table
+
+
+def _five_census(g, edge_set, threads, memory_limit, distributed, progress) -> MotifCensus:
+    """The 5-node census: the enumeration's counts by adjacency code, folded by class."""
+    by_code = five_codes(g, edge_set, threads, memory_limit, distributed, progress)
+    found = np.flatnonzero(by_code)
+    counts = np.zeros(len(UNDIRECTED_5), np.int64)
+    np.add.at(counts, five_node_classes()[found], by_code[found])
+    out = {name: int(c) for name, c in zip(UNDIRECTED_5, counts)}
+    return MotifCensus(5, False, out, stderr=dict.fromkeys(out, 0.0))
+
 
 def _check(size, directed, method, samples, seed) -> None:
     if size not in (3, 4, 5) or isinstance(size, bool):
@@ -162,9 +195,6 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
         counts = {k: census[k] for k in DIRECTED_3}
         return MotifCensus(3, True, counts, stderr=dict.fromkeys(counts, 0.0))
     if size == 5:
-        counts = {k: count(g, k, induced=True, edge_set=edge_set, threads=threads,
-                           memory_limit=memory_limit, distributed=distributed,
-                           progress=progress) for k in UNDIRECTED_5}
-        return MotifCensus(5, False, counts, stderr=dict.fromkeys(counts, 0.0))
+        return _five_census(g, edge_set, threads, memory_limit, distributed, progress)
     return small_census(g, size, method, samples, seed, edge_set, threads, memory_limit,
                         distributed, progress)
