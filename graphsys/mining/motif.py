@@ -42,9 +42,27 @@ the graph's size.
 Directed 3-node motifs are the connected classes of the triad census
 (:func:`graphsys.mining.triad_census`).
 
-The 21 connected 5-node classes (:data:`UNDIRECTED_5`) are each counted by the pattern
-matcher, induced (:func:`graphsys.mining.count`, its symmetry breaking making every node
-set count once): one depth-first search per class, no linear relation.
+The 21 connected 5-node classes (:data:`UNDIRECTED_5`) come from one enumeration of the
+connected induced 5-node subsets (Wernicke's ESU [3]_, as igraph's ``motifs_randesu`` with
+every probability 1) over the simple view renumbered by descending degree. From a root
+``v`` (the set's lowest vertex) ESU grows the set one vertex at a time from an *extension*:
+the vertices above ``v`` adjacent to the set, less those its earlier branches took; a
+vertex joining it adds to the extension only its *exclusive* neighbours (above ``v``, not
+adjacent to the set before), so every connected set is reached exactly once. The last two
+levels are not walked one set at a time: from a connected triple ``{v, w1, w2}`` with
+extension ``X``, the fifth-and-fourth pairs are
+
+- two vertices of ``X``: counted by their adjacency masks to the triple (a histogram of
+  ``X``'s 3-bit masks gives the pairs of each two masks), then moved, per edge inside
+  ``X``, to the class with that edge;
+- a vertex ``w`` of ``X`` and an exclusive neighbour of ``w``: their number, per ``w``.
+
+Each pair's 10-bit adjacency code (which of the 10 pairs of the five positions are edges)
+names its class through a 1024-entry table built once from every relabelling of the 21
+patterns. The cost is one scan of the row of every vertex of every extension, that is one
+row per connected 4-node subset, not per 5-node one. Roots, each with its children cut
+into ranges of :data:`~graphsys.mining.census.CHILDREN_PER_TASK`, are the parallel tasks;
+every thread adds into its own counts.
 """
 
 from __future__ import annotations
@@ -138,8 +156,8 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     ----------
     %(graph)s
     size : {3, 4, 5}, default 3
-        Nodes per pattern (5: the 21 classes of :data:`UNDIRECTED_5`, each counted by the
-        pattern matcher).
+        Nodes per pattern (5: the 21 classes of :data:`UNDIRECTED_5`, by one enumeration of
+        the connected 5-node subsets, see the module's notes).
     directed : bool, default False
         Directed 3-node classes (the 13 connected triad classes, by their M-A-N names);
         otherwise the undirected simple view's classes (:data:`UNDIRECTED_3`,
@@ -166,6 +184,8 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     .. [2] C. Seshadhri, A. Pinar, T. G. Kolda, "Wedge sampling for computing clustering
        coefficients and triangle counts on large graphs", Statistical Analysis and Data
        Mining 7(4), 2014.
+    .. [3] S. Wernicke, "Efficient Detection of Network Motifs", IEEE/ACM Transactions on
+       Computational Biology and Bioinformatics 3(4), 2006.
 
     Examples
     --------
