@@ -57,10 +57,14 @@ extension ``X``, the fifth-and-fourth pairs are
   ``X``, to the class with that edge;
 - a vertex ``w`` of ``X`` and an exclusive neighbour of ``w``: their number, per ``w``.
 
-Each pair's 10-bit adjacency code (which of the 10 pairs of the five positions are edges)
-names its class through a 1024-entry table built once from every relabelling of the 21
-patterns. The cost is one scan of the row of every vertex of every extension, that is one
-row per connected 4-node subset, not per 5-node one. Roots, each with its children cut
+These per-triple figures are kept from the pair ``{v, w1}`` down: its extension's rows are
+scanned once (each member's lone neighbours, and the edges inside the extension, kept per
+mask pair), and the triples of the pair then update them with the row of ``w2`` (its
+neighbours in ``X`` take ``w2``'s bit, with the edges at them) and the rows of ``w2``'s
+exclusive neighbours only. Each pair's 10-bit adjacency code (which of the 10 pairs of the
+five positions are edges) names its class through a 1024-entry table built once from every
+relabelling of the 21 patterns. No 5-node subset, and no 4-node one, is visited one at a
+time. Roots, each with its children cut
 into ranges of :data:`~graphsys.mining.census.CHILDREN_PER_TASK`, are the parallel tasks;
 every thread adds into its own counts.
 """
