@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""4-cliques and 3/4-node motif censuses, beside igraph (``cliques``, ``motifs_randesu``)
+"""4-cliques and 3/4/5-node motif censuses, beside igraph (``cliques``, ``motifs_randesu``)
 and networkx on the same graphs.
 
-Graphs: email-Enron, ca-GrQc and CiteSeer (registry datasets through the mirror; CiteSeer
+Graphs: email-Enron, ca-GrQc, CiteSeer and email-Eu-core (registry datasets through the
+mirror; CiteSeer
 for Peregrine's published 3-motif figure on its 3,264-vertex CiteSeer), each with its
 undirected ``sym`` index (built once, untimed). Peers get their graph object built
 beforehand from the index's arrays (untimed). Per graph and workload, graphsys and each
@@ -17,7 +18,10 @@ median of the per-turn ratios (peer time over graphsys time):
   ``sum C(d, 2) - 3 T``: networkx has no motif census);
 * ``4-motifs``: ``mining.motifs(g, 4)`` against ``motifs_randesu(size=4)``, and the sampled
   estimate ``method="sampled"`` (``--samples`` draws) beside the exact census, with its
-  largest relative error.
+  largest relative error;
+* ``5-motifs`` (graphs in ``--motifs5``): ``mining.motifs(g, 5)`` (the 21 connected
+  classes) against ``motifs_randesu(size=5)`` where the graph is also in ``--igraph5``
+  (igraph's disconnected classes, NaN, left out).
 
 Every count is checked against the peers' (exact rows must agree). ``--threads`` threads
 for graphsys (igraph and networkx run one). Usage::
@@ -35,18 +39,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 from benchmarks import harness
 from benchmarks.mining.triangles import sym_index, upper_edges
 
-DATASETS = ("email-enron", "ca-grqc", "citeseer")
+DATASETS = ("email-enron", "ca-grqc", "citeseer", "email-eu-core")
 
 
 def isoclasses(size: int) -> dict[str, int]:
     """igraph's isoclass of each of graphsys's connected undirected classes."""
     import igraph as ig
 
-    from graphsys.mining.motif import UNDIRECTED_3, UNDIRECTED_4
-    from graphsys.mining.pattern import NAMED
+    from graphsys.mining.motif import UNDIRECTED_3, UNDIRECTED_4, UNDIRECTED_5
+    from graphsys.mining.pattern import Pattern
 
-    names = UNDIRECTED_3 if size == 3 else UNDIRECTED_4
-    return {name: ig.Graph(n=size, edges=NAMED[name]).isoclass() for name in names}
+    names = {3: UNDIRECTED_3, 4: UNDIRECTED_4, 5: UNDIRECTED_5}[size]
+    return {name: ig.Graph(n=size, edges=Pattern.named(name).edges).isoclass()
+            for name in names}
 
 
 def compare(run, name: str, g, args) -> dict:
@@ -130,22 +135,44 @@ def compare(run, name: str, g, args) -> dict:
                lambda a, b: a == b)
         run.missing(f"{name} igraph 4-motifs", "not in --igraph4")
     exact = row["4-motifs"]["answer"]
+    row["4-motifs sampled"] = {**_sampled(g, exact, args), "exact_seconds":
+                               row["4-motifs"]["seconds"]["graphsys"]["median"]}
+    if name in args.motifs5.split(","):
+        cls5 = isoclasses(5)
+
+        def ig5():
+            m = G.motifs_randesu(size=5)
+            return {k: int(m[c]) for k, c in cls5.items()}
+
+        peer = ig5 if G is not None and name in args.igraph5.split(",") else None
+        if peer is None:
+            run.missing(f"{name} igraph 5-motifs", "not in --igraph5")
+        record("5-motifs", {"graphsys": lambda: mining.motifs(g, 5, threads=t).counts,
+                            "igraph": peer}, lambda a, b: a == b)
+    else:
+        run.missing(f"{name} 5-motifs", "not in --motifs5")
+    return row
+
+
+def _sampled(g, exact: dict, args) -> dict:
+    """The sampled 4-node census beside the exact one: its median seconds and errors."""
+    from graphsys import mining
+
+    t = args.threads
 
     def sampled():
         return mining.motifs(g, 4, method="sampled", samples=args.samples, seed=0, threads=t)
 
     sampled()
     seconds, est = harness.median_seconds(sampled, args.turns)
-    row["4-motifs sampled"] = {
+    return {
         "seconds": round(seconds, 4), "samples": args.samples,
-        "exact_seconds": row["4-motifs"]["seconds"]["graphsys"]["median"],
         "relative_error": {k: round(abs(est.counts[k] - v) / v, 5) if v else None
                            for k, v in exact.items()},
         "relative_stderr": {k: round(est.stderr[k] / v, 5) if v else None
                             for k, v in exact.items()},
         "within_3_stderr": all(abs(est.counts[k] - v) <= 3 * est.stderr[k] + 1
                                for k, v in exact.items())}
-    return row
 
 
 def _nx_cliques(X, cap: float | None) -> int:
@@ -178,6 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--igraph4", default="ca-grqc,citeseer",
                     help="graphs on which igraph's 4-node census runs (default "
                          "ca-grqc,citeseer: on email-Enron it takes minutes per turn)")
+    ap.add_argument("--motifs5", default="email-eu-core,citeseer",
+                    help="graphs on which the 5-node census runs (default "
+                         "email-eu-core,citeseer: email-Enron has about 1e12 connected "
+                         "5-node subsets, beyond an enumeration)")
+    ap.add_argument("--igraph5", default="email-eu-core,citeseer",
+                    help="of those, where igraph's 5-node census runs beside it (default "
+                         "email-eu-core,citeseer)")
     harness.add_mirror_argument(ap)
     args = ap.parse_args(argv)
     harness.use_mirror(args.mirror)

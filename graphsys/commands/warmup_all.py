@@ -83,6 +83,7 @@ def _mining_calls() -> dict[str, Callable]:
         "cliques": lambda g, s: mining.cliques(g, 4, limit=100),
         "motifs": lambda g, s: mining.motifs(g, 3),
         "motifs_4": lambda g, s: mining.motifs(g, 4),
+        "motifs_5": lambda g, s: mining.motifs(g, 5),
         "motifs_directed": lambda g, s: mining.motifs(g, 3, directed=True),
         "motifs_sampled": lambda g, s: mining.motifs(g, 4, method="sampled", samples=10_000),
         "count": lambda g, s: mining.count(g, "diamond"),

@@ -1,23 +1,30 @@
 """The exact and sampled census of the connected undirected 3- and 4-node patterns, from
-sums of the triangle pass (:mod:`graphsys.mining.motif` describes the method; its
-``motifs`` is the public entry point)."""
+sums of the triangle pass, and the exact 5-node census by one enumeration
+(:mod:`graphsys.mining.motif` describes the methods; its ``motifs`` is the public entry
+point)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from graphsys import views
 from graphsys.mining import clique_kernels, kernels, motif_kernels
 from graphsys.mining.clique import clique_work
-from graphsys.mining.parallel import SERIAL_WORK, Ranks, run_tasks, scheduled
+from graphsys.mining.parallel import SERIAL_WORK, TASKS_PER_THREAD, Ranks, run_tasks, scheduled
 from graphsys.mining.triangle import TRIAD_NAMES
+from graphsys.progress import progress_bar
 
 #: Connected undirected 3-node classes.
 UNDIRECTED_3 = ("wedge", "triangle")
 #: Connected undirected 4-node classes.
 UNDIRECTED_4 = ("4-path", "3-star", "4-cycle", "tailed-triangle", "diamond", "4-clique")
+#: ESU children (higher neighbours of a root) per task of the 5-node census.
+CHILDREN_PER_TASK = 8
+#: Kernel calls the 5-node census is cut into (each moves the progress bar).
+CALLS_5 = 16
 #: Connected directed 3-node classes (triad names).
 DIRECTED_3 = tuple(n for n in TRIAD_NAMES if n not in ("003", "012", "102"))
 METHODS = ("exact", "sampled")
@@ -195,3 +202,58 @@ def _four_cliques(view, threads: int, ranks: Ranks, progress: bool) -> int:
         view.indptr, view.indices, tasks, none, 4, max_row, none, none),
                       work, lo, hi, threads, progress=progress, desc="motifs: 4-cliques")
     return int(ranks.sum(np.array([total], np.int64))[0])
+
+
+def _descending(view) -> tuple[np.ndarray, np.ndarray]:
+    """The oriented view's symmetric rows renumbered ``u -> N-1-u`` (descending degree
+    order: a hub first), rows ascending."""
+    ptr, idx = view.full()
+    n = len(ptr) - 1
+    rptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.diff(ptr)[::-1], out=rptr[1:])
+    return rptr, (n - 1 - idx[::-1]).astype(idx.dtype)
+
+
+def _esu_tasks(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray]:
+    """``(roots, lo, hi)``: every root's ESU children (its higher neighbours) cut into
+    ranges of :data:`CHILDREN_PER_TASK`."""
+    n = len(ptr) - 1
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    above = np.bincount(rows[idx > rows], minlength=n).astype(np.int64)
+    chunks = -(-above // CHILDREN_PER_TASK)
+    roots = np.repeat(np.arange(n, dtype=np.int64), chunks)
+    first = np.cumsum(chunks) - chunks
+    lo = (np.arange(len(roots), dtype=np.int64) - np.repeat(first, chunks)) * CHILDREN_PER_TASK
+    return roots, lo, lo + CHILDREN_PER_TASK
+
+
+def five_codes(g, edge_set, threads, memory_limit, distributed: bool,
+               progress: bool) -> np.ndarray:
+    """The connected induced 5-node subsets of an opened graph, by one enumeration
+    (:func:`graphsys.mining.motif_kernels.esu5`): int64 (1024,) counts by adjacency code
+    (summed over the ranks)."""
+    ranks = Ranks.of(distributed, g)
+    with scheduled(threads) as nthreads:
+        view = views.view(g, "oriented", edge_set=edge_set, memory_limit=memory_limit)
+        ptr, idx = _descending(view)
+        n = len(ptr) - 1
+        roots, lo, hi = _esu_tasks(ptr, idx)
+        mine = ranks.share(len(roots))
+        roots, lo, hi = roots[mine], lo[mine], hi[mine]
+        most = int(np.diff(ptr).max()) if n else 0
+        marks = np.zeros((nthreads, n), np.uint8)
+        adjs = np.zeros((nthreads, n), np.uint8)
+        poss = np.full((nthreads, n), -1, np.int64)
+        exts = np.empty((nthreads, 6 * most + 6), np.int64)
+        acc = np.zeros((nthreads, 1024), np.int64)
+        calls = min(CALLS_5, max(1, len(roots) // (TASKS_PER_THREAD * nthreads)))
+        cuts = np.linspace(0, len(roots), calls + 1).astype(np.int64)
+        with progress_bar(total=len(roots), unit="task", desc="motifs: 5-node subsets",
+                          disable=not progress) as bar:
+            for a, b in zip(cuts[:-1], cuts[1:]):
+                with numba.parallel_chunksize(1):
+                    motif_kernels.esu5(ptr, idx, roots[a:b], lo[a:b], hi[a:b], marks, adjs,
+                                       poss, exts, acc)
+                bar.update(int(b - a))
+    return ranks.sum(acc.sum(axis=0))

@@ -42,12 +42,37 @@ the graph's size.
 Directed 3-node motifs are the connected classes of the triad census
 (:func:`graphsys.mining.triad_census`).
 
-The 21 connected 5-node classes (:data:`UNDIRECTED_5`) are each counted by the pattern
-matcher, induced (:func:`graphsys.mining.count`, its symmetry breaking making every node
-set count once): one depth-first search per class, no linear relation.
+The 21 connected 5-node classes (:data:`UNDIRECTED_5`) come from one enumeration of the
+connected induced 5-node subsets (Wernicke's ESU [3]_, as igraph's ``motifs_randesu`` with
+every probability 1) over the simple view renumbered by descending degree. From a root
+``v`` (the set's lowest vertex) ESU grows the set one vertex at a time from an *extension*:
+the vertices above ``v`` adjacent to the set, less those its earlier branches took; a
+vertex joining it adds to the extension only its *exclusive* neighbours (above ``v``, not
+adjacent to the set before), so every connected set is reached exactly once. The last two
+levels are not walked one set at a time: from a connected triple ``{v, w1, w2}`` with
+extension ``X``, the fifth-and-fourth pairs are
+
+- two vertices of ``X``: counted by their adjacency masks to the triple (a histogram of
+  ``X``'s 3-bit masks gives the pairs of each two masks), then moved, per edge inside
+  ``X``, to the class with that edge;
+- a vertex ``w`` of ``X`` and an exclusive neighbour of ``w``: their number, per ``w``.
+
+These per-triple figures are kept from the pair ``{v, w1}`` down: its extension's rows are
+scanned once (each member's lone neighbours, and the edges inside the extension, kept per
+mask pair), and the triples of the pair then update them with the row of ``w2`` (its
+neighbours in ``X`` take ``w2``'s bit, with the edges at them) and the rows of ``w2``'s
+exclusive neighbours only. Each pair's 10-bit adjacency code (which of the 10 pairs of the
+five positions are edges) names its class through a 1024-entry table built once from every
+relabelling of the 21 patterns. No 5-node subset, and no 4-node one, is visited one at a
+time. Roots, each with its children cut
+into ranges of :data:`~graphsys.mining.census.CHILDREN_PER_TASK`, are the parallel tasks;
+every thread adds into its own counts.
 """
 
 from __future__ import annotations
+
+import functools
+import itertools
 
 import numpy as np
 
@@ -59,9 +84,10 @@ from graphsys.mining.census import (
     UNDIRECTED_3,
     UNDIRECTED_4,
     MotifCensus,
+    five_codes,
     small_census,
 )
-from graphsys.mining.pattern import count
+from graphsys.mining.pattern import Pattern
 from graphsys.mining.results import as_graph
 from graphsys.mining.triangle import triad_census
 
@@ -73,6 +99,35 @@ __all__ = ["DIRECTED_3", "UNDIRECTED_3", "UNDIRECTED_4", "UNDIRECTED_5", "MotifC
 UNDIRECTED_5 = ("4-star", "fork", "5-path", "cricket", "bull", "lollipop", "banner", "5-cycle",
                 "dart", "kite", "butterfly", "house", "k2-3", "tailed-4-clique", "book", "gem",
                 "k2-3-plus-edge", "k5-minus-wedge", "wheel", "k5-minus-edge", "5-clique")
+#: The 10 pairs of 5 positions in the order of the bits of a 5-node adjacency code
+#: (:func:`graphsys.mining.motif_kernels.esu5`).
+PAIRS_5 = ((0, 1), (0, 2), (1, 2), (0, 3), (1, 3), (2, 3), (0, 4), (1, 4), (2, 4), (3, 4))
+
+
+@functools.cache
+def five_node_classes() -> np.ndarray:
+    """int64 (1024,): the index in :data:`UNDIRECTED_5` of the graph on 5 positions whose
+    edges are the set bits of the code (bit ``p``: pair ``PAIRS_5[p]``), -1 when that graph
+    is disconnected. Every relabelling of each class's pattern marks its code."""
+    table = np.full(1 << len(PAIRS_5), -1, np.int64)
+    for cls, name in enumerate(UNDIRECTED_5):
+        for perm in itertools.permutations(range(5)):
+            code = 0
+            for a, b in Pattern.named(name).edges:
+                code |= 1 << PAIRS_5.index(tuple(sorted((perm[a], perm[b]))))
+            table[code] = cls
+    return table
+
+
+def _five_census(g, edge_set, threads, memory_limit, distributed, progress) -> MotifCensus:
+    """The 5-node census: the enumeration's counts by adjacency code, folded by class."""
+    by_code = five_codes(g, edge_set, threads, memory_limit, distributed, progress)
+    found = np.flatnonzero(by_code)
+    counts = np.zeros(len(UNDIRECTED_5), np.int64)
+    np.add.at(counts, five_node_classes()[found], by_code[found])
+    out = {name: int(c) for name, c in zip(UNDIRECTED_5, counts)}
+    return MotifCensus(5, False, out, stderr=dict.fromkeys(out, 0.0))
+
 
 def _check(size, directed, method, samples, seed) -> None:
     if size not in (3, 4, 5) or isinstance(size, bool):
@@ -105,8 +160,8 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     ----------
     %(graph)s
     size : {3, 4, 5}, default 3
-        Nodes per pattern (5: the 21 classes of :data:`UNDIRECTED_5`, each counted by the
-        pattern matcher).
+        Nodes per pattern (5: the 21 classes of :data:`UNDIRECTED_5`, by one enumeration of
+        the connected 5-node subsets, see the module's notes).
     directed : bool, default False
         Directed 3-node classes (the 13 connected triad classes, by their M-A-N names);
         otherwise the undirected simple view's classes (:data:`UNDIRECTED_3`,
@@ -133,6 +188,8 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
     .. [2] C. Seshadhri, A. Pinar, T. G. Kolda, "Wedge sampling for computing clustering
        coefficients and triangle counts on large graphs", Statistical Analysis and Data
        Mining 7(4), 2014.
+    .. [3] S. Wernicke, "Efficient Detection of Network Motifs", IEEE/ACM Transactions on
+       Computational Biology and Bioinformatics 3(4), 2006.
 
     Examples
     --------
@@ -162,9 +219,6 @@ def motifs(graph, size: int = 3, *, directed: bool = False, method: str = "exact
         counts = {k: census[k] for k in DIRECTED_3}
         return MotifCensus(3, True, counts, stderr=dict.fromkeys(counts, 0.0))
     if size == 5:
-        counts = {k: count(g, k, induced=True, edge_set=edge_set, threads=threads,
-                           memory_limit=memory_limit, distributed=distributed,
-                           progress=progress) for k in UNDIRECTED_5}
-        return MotifCensus(5, False, counts, stderr=dict.fromkeys(counts, 0.0))
+        return _five_census(g, edge_set, threads, memory_limit, distributed, progress)
     return small_census(g, size, method, samples, seed, edge_set, threads, memory_limit,
                         distributed, progress)

@@ -32,6 +32,7 @@ def worker(rank: int, world_size: int, port: int, graph_dir: str, out_dir: str) 
                "cliques4": mining.clique_count(g, 4, **opts),
                "clique_counts4": mining.clique_counts(g, 4, **opts).values.tolist(),
                "motifs4": mining.motifs(g, 4, **opts).counts,
+               "motifs5": mining.motifs(g, 5, **opts).counts,
                "sampled4": mining.motifs(g, 4, method="sampled", samples=500, seed=1,
                                          **opts).counts,
                "triads": mining.triad_census(g, **opts),

@@ -41,6 +41,7 @@ def test_two_ranks(graph_of, tmp_path, monkeypatch):
     assert got["cliques4"] == mining.clique_count(g, 4)
     assert got["clique_counts4"] == mining.clique_counts(g, 4).values.tolist()
     assert got["motifs4"] == mining.motifs(g, 4).counts
+    assert got["motifs5"] == mining.motifs(g, 5).counts
     sampled = mining.motifs(g, 4, method="sampled", samples=500, seed=1).counts
     assert got["sampled4"] == pytest.approx(sampled)  # the same draws, split over ranks
     assert got["triads"] == mining.triad_census(g)

@@ -69,6 +69,37 @@ def test_census_equals_igraph(graph_of):
     assert mining.motifs(g, 5).counts == {k: int(v) for k, v in want.items()}
 
 
+def test_code_table_classes_every_graph_on_5_positions():
+    """Each of the 1024 adjacency codes maps to its class, -1 exactly when disconnected."""
+    from graphsys.mining.motif import PAIRS_5, five_node_classes
+
+    table = five_node_classes()
+    for code in range(1 << 10):
+        G = nx.Graph([PAIRS_5[b] for b in range(10) if code >> b & 1])
+        G.add_nodes_from(range(5))
+        if nx.is_connected(G):
+            assert UNDIRECTED_5[table[code]] == CLASS[canonical(G.edges)]
+        else:
+            assert table[code] == -1
+
+
+@pytest.mark.parametrize("per_task", [1, 3, 8])
+def test_hubs_split_across_tasks_and_threads(graph_of, monkeypatch, per_task):
+    """Hubs whose ESU children are cut into several tasks, on one thread and on two."""
+    from graphsys.mining import census as census_module
+
+    monkeypatch.setattr(census_module, "CHILDREN_PER_TASK", per_task)
+    rng = np.random.default_rng(per_task)
+    n = 14
+    src = np.concatenate([np.zeros(12, np.int64), np.ones(9, np.int64),
+                          rng.integers(0, n, 20)])
+    dst = np.concatenate([np.arange(2, 14), np.arange(5, 14), rng.integers(0, n, 20)])
+    g, G = graph_of(src, dst, n), simple_graph(src, dst, n)
+    want = brute_census(G)
+    for threads in (1, 2):
+        assert mining.motifs(g, 5, threads=threads).counts == want
+
+
 def test_size_5_refusals(graph_of):
     g = graph_of([0, 1], [1, 2], 3)
     with pytest.raises(ParameterError, match="sampled"):
