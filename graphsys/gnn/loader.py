@@ -475,8 +475,18 @@ class NodeLoader:
             x = feature_dropout(f, ids, self.input_dropout, derive_seed(key, i), out)
         return MiniBatch(seeds, blocks, x=x, y=self._gather(self.labels, seeds))
 
+    def _batch_sizes(self) -> set[int]:
+        """The seed counts of this loader's batches on this rank."""
+        n, b, r, w = len(self.seeds), self.batch_size, self.rank, self.world_size
+        whole = {b} if n >= b else set()
+        if n % b and not self.drop_last:
+            whole.add(n % b)
+        return {s * (r + 1) // w - s * r // w for s in whole}
+
     def __iter__(self) -> Iterator[MiniBatch]:
         epoch, self.epoch = self.epoch, self.epoch + 1
+        if getattr(self.sampler, "cuda_graphs", False):   # before any thread starts
+            self.sampler.record_graphs(self._batch_sizes())
         order = self._order(epoch)
         # the pass's dropout key, drawn here so that it does not depend on the workers
         key = int(torch.empty((), dtype=torch.int64).random_()) if self.input_dropout else 0

@@ -346,11 +346,14 @@ class DeviceNeighborSampler(Sampler):
         when the node and edge counts fit) or ``torch.int64``. The picks do not depend on
         it.
     cuda_graphs : bool, optional
-        Replay a batch's operators as one CUDA graph, recorded on the first batch of each
-        size (default False): one launch instead of about 80 a layer, then a clone of the
-        output buffers. Host seeds only (seeds already on the device run eagerly); not
-        with fanout -1. Elsewhere than on CUDA the recorded draw is run again on the same
-        buffers (how the tests check their handling).
+        Replay a batch's operators as one CUDA graph (default False): one launch instead
+        of about 80 a layer, then a clone of the output buffers. A graph is recorded by
+        :meth:`record_graphs` (``NodeLoader`` calls it for its batch sizes before its
+        sampling threads start), or on the first batch of a size sampled on the main
+        thread; a batch of an unrecorded size on another thread is drawn without one.
+        Host seeds only (seeds already on the device run eagerly); not with fanout -1.
+        Elsewhere than on CUDA the recorded draw is run again on the same buffers (how
+        the tests check their handling).
     csr : {"auto", "device", "uva", "staged"}, optional
         Where the neighbour ids (4 or 8 bytes an edge, the bulk of the CSR) are read
         from; the node table (24 bytes a node) is on ``device`` in every case.
@@ -676,6 +679,8 @@ class DeviceNeighborSampler(Sampler):
         tests) the recorded draw is run again on the input buffer."""
         with self._graph_lock:
             entry = self._graphs.get(len(packed))
+            if entry is None and threading.current_thread() is not threading.main_thread():
+                return self._draw_packed(self._upload_packed(packed))
             if entry is None:
                 entry = self._record(packed)
             static_in, graph, layers, sizes = entry
@@ -686,6 +691,30 @@ class DeviceNeighborSampler(Sampler):
                 static_in.copy_(packed)
                 layers, sizes = self._draw_packed(static_in)
             return ([{k: v.clone() for k, v in o.items()} for o in layers], sizes.clone())
+
+    def record_graphs(self, batch_sizes) -> None:
+        """Record now the CUDA graphs of batches of these seed counts (``cuda_graphs``;
+        sizes already recorded, above the node count or below 1 are skipped).
+
+        Recording registers torch's default CUDA generator with the capture: while it
+        runs, no other thread may draw from that generator (a training step's dropout
+        would fail and leave the generator unusable) nor synchronise the device. So
+        graphs are recorded here, before the threads that sample and train start, and a
+        sampling thread never records one.
+
+        Parameters
+        ----------
+        batch_sizes : iterable of int
+            Seed counts of the batches to come (at most four are kept).
+        """
+        if not self.cuda_graphs:
+            return
+        terms = np.zeros(self.num_layers, np.int64)
+        for size in sorted({int(b) for b in batch_sizes}):
+            if 0 < size <= self.num_nodes and self.num_layers + size not in self._graphs:
+                packed = torch.from_numpy(np.concatenate([terms, np.arange(size)]))
+                with self._graph_lock:
+                    self._record(packed)
 
     def _record(self, packed: torch.Tensor) -> tuple:
         """The CUDA graph of :meth:`_draw_packed` for batches of ``packed``'s size (after

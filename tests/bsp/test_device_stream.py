@@ -39,9 +39,10 @@ def packed(request, monkeypatch) -> bool:
 @pytest.mark.parametrize("key", ["directed-p3", "undirected-p3"])
 @pytest.mark.parametrize("weighted", [False, None])
 def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device, packed):
-    """All-streamed, mixed and all-resident runs give the same ranks bit for bit (the
-    scatters run in the same order), scipy's within the tolerance, and the numba out-of-core
-    path's within rounding."""
+    """All-streamed, mixed and all-resident runs give the same ranks: bit for bit on the
+    CPU (the scatters run in the same order), within rounding on CUDA (its scatter-adds are
+    atomics, summed in no fixed order); scipy's within the tolerance, and the numba
+    out-of-core path's within rounding."""
     tg = graphs[key]
     runs = {name: bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", backend="torch",
                                weighted=weighted, device=device, device_budget=b)
@@ -49,7 +50,10 @@ def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device, packed
     ref = scipy_pagerank(tg.count if weighted is False else tg.adj)
     numba = bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", weighted=weighted).values
     for r in runs.values():
-        np.testing.assert_array_equal(r.values, runs["streamed"].values)
+        if torch.device(device).type == "cpu":
+            np.testing.assert_array_equal(r.values, runs["streamed"].values)
+        else:
+            np.testing.assert_allclose(r.values, runs["streamed"].values, rtol=1e-12)
         assert np.abs(r.values - ref).sum() < 1e-6
         assert np.abs(r.values - numba).sum() < 1e-9
     width = edge_bytes(weighted is None, packed)

@@ -215,7 +215,7 @@ def test_blocks_identical_on_the_test_device(device, replace, csr):
     seeds = np.arange(0, 120, 5)
     for rng_seed in (0, 3):
         got = dev.sample_blocks(torch.from_numpy(seeds).to(device), rng_seed)
-        assert all(b.device == torch.device(device) for b in got)
+        assert all(b.device.type == torch.device(device).type for b in got)   # cuda:0
         want = cpu.sample_blocks(seeds, rng_seed)
         assert all(_same(a, b.to("cpu")) for a, b in zip(want, got))
 
@@ -325,3 +325,29 @@ int main() {
     got = torch.tensor([int(v) for v in out]).view(len(info), k, 2)
     eid, kept = _eager_picks(dev, info, key, k)
     assert torch.equal(got[..., 0], eid) and torch.equal(got[..., 1], kept)
+
+
+def test_loader_records_graphs_before_its_threads(device):
+    """NodeLoader records the graphs of its batch sizes on the calling thread before its
+    sampling threads start (a capture beside a training step's dropout breaks torch's CUDA
+    generator); a sampling thread draws an unrecorded size without recording one."""
+    import threading
+
+    from graphsys.gnn import NodeLoader
+
+    adj = GRAPHS["hub"]
+    dev = DeviceNeighborSampler(adj, [6, 4], device=device, cuda_graphs=True)
+    feats = np.ones((adj.num_rows, 3), np.float32)
+    labels = torch.zeros(adj.num_rows, dtype=torch.int64)
+    loader = NodeLoader(None, dev, np.arange(50), batch_size=16, features=feats,
+                        labels=labels, device=device, num_workers=1)
+    got = [b.blocks for b in loader]
+    assert sorted(dev._graphs) == [2 + 2, 2 + 16]          # keys and seeds, per size
+    plain = NodeLoader(None, DeviceNeighborSampler(adj, [6, 4], device=device), np.arange(50),
+                       batch_size=16, features=feats, labels=labels, device=device)
+    for want, have in zip(plain, got):
+        assert all(_same(a.to("cpu"), b.to("cpu")) for a, b in zip(want.blocks, have))
+    worker = threading.Thread(target=dev.sample_blocks, args=([1, 2, 3], 0))
+    worker.start()
+    worker.join()
+    assert sorted(dev._graphs) == [2 + 2, 2 + 16]
