@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numba
 
+from graphsys.bsp.algorithms.bfs_device import solve_on_device
 from graphsys.bsp.algorithms.common import (
     check_weights_non_negative,
     source_index,
@@ -97,6 +98,12 @@ class BFS(_FromSource):
             ss.seconds["edges"] = w
             supersteps.append(ss)
         return Solved("direction-optimizing-bfs", supersteps, num_left)
+
+    def solve_on_device(self, ctx, edges, state, schedule, max_iters):
+        """The torch backend in memory (``schedule`` ``auto`` or ``sync``): the lean
+        direction-optimizing supersteps of :mod:`~graphsys.bsp.algorithms.bfs_device`, one
+        per level, pushed or pulled as the CPU search does, one host read each."""
+        return solve_on_device(self, ctx, edges, state, schedule, max_iters)
 
 
 class SSSP(_FromSource):

@@ -1,0 +1,214 @@
+r"""In-memory BFS on the torch backend (any device with torch's sparse CSR product: the CPU,
+CUDA) as lean direction-optimizing supersteps, one per level, with one small host read each.
+
+The layout (:func:`device_layout`, built once per run and uploaded): the out-lists (CSR:
+row offsets and neighbour ids) for top-down steps, and the in-lists (CSC; the CSR again on
+a symmetric edge set) as a torch sparse CSR matrix of float32 ones for bottom-up steps. Ids
+are int32 where the edge count allows (int64 beyond). The search state is ``level``, int32
+(N,), :data:`UNREACHED` (``2**31 - 1``) where no level is set yet, and ``x``, float64 (N,),
+1 at the vertices of the current level (the frontier), 0 elsewhere.
+
+A superstep expands the frontier at depth ``d``:
+
+* **top-down** (push, :func:`push_step`): the frontier's ids are compacted from ``x`` with a
+  prefix sum and a scatter (no host read: their count is known), their out-lists'
+  positions made from a device prefix sum of the degrees and a sorted search, and the
+  neighbours lowered to ``d + 1`` with one atomic minimum scatter (a reached vertex keeps
+  its smaller level, so duplicates and races agree);
+* **bottom-up** (pull, :func:`pull_step`): one sparse product of the in-list matrix with
+  the frontier counts each vertex's frontier in-neighbours, and every vertex with one gets
+  ``min(level, d + 1)`` (the product scans every in-edge: no early exit, as a GPU's dense
+  step has none).
+
+Then the new frontier ``x = (level == d + 1)`` and one product of a (2, N) float64 matrix
+(ones; out-degrees) with it give the frontier's size and out-edges (exact: integer sums below
+:math:`2^{53}`), the one host read of the superstep (:func:`frontier_counts`). Those decide
+termination, size the next top-down step, and pick its direction by Beamer's rules, as
+:func:`graphsys.kernels.bfs.search` does: bottom-up when the frontier's out-edges exceed
+``max(unexplored edges / ALPHA, N / BETA)``, back top-down when a bottom-up step reached
+fewer than ``N / BETA`` vertices and fewer than its frontier. The directions therefore
+match the CPU search's step for step, and the levels are the same.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from graphsys.bsp.algorithms.common import symmetric
+from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
+from graphsys.bsp.program import Solved
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.kernels.bfs import ALPHA, BETA
+from graphsys.trace import trace_range
+
+if TYPE_CHECKING:
+    import torch
+
+#: ``level`` of a vertex no superstep has reached
+UNREACHED = 2**31 - 1
+
+#: torch ops (kernel launches on CUDA) of a top-down superstep (:func:`push_step` and
+#: :func:`frontier_counts`) and of a bottom-up one (:func:`pull_step` and
+#: :func:`frontier_counts`); each adds one host read of two numbers
+PUSH_OPS = 19
+PULL_OPS = 7
+
+#: Largest index int32 ids hold
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class Layout:
+    """What the supersteps read on the device: out-lists (``out_ptr`` (N+1,), ``out_idx``
+    (E,), ``out_deg`` (N,), all of the id dtype), the in-list matrix ``pull`` (sparse CSR,
+    float32 ones), ``counts`` ((2, N) float64: ones, out-degrees) and ``ids``
+    (``arange(N)``, int64, the frontier compaction's source)."""
+
+    out_ptr: torch.Tensor
+    out_idx: torch.Tensor
+    out_deg: torch.Tensor
+    pull: torch.Tensor
+    counts: torch.Tensor
+    ids: torch.Tensor
+    num_edges: int
+    pull_edges: int
+    nbytes: int
+
+
+def _upload(arr: np.ndarray, dtype, device) -> torch.Tensor:
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(arr, dtype)).to(device)
+
+
+def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
+    """:class:`Layout` of ``edge_set`` on ``device``: the adjacency read (the graph's mapped
+    index where it has one) or built once on the host (:func:`build_adjacency`), and
+    uploaded with int32 ids where the edge count allows."""
+    import torch
+
+    out_ptr, out_idx, _ = build_adjacency(graph, edge_set, "csr", False)
+    if symmetric(graph, edge_set):
+        in_ptr, in_idx = out_ptr, out_idx
+    else:
+        in_ptr, in_idx, _ = build_adjacency(graph, edge_set, "csc", False)
+    n, m = len(out_ptr) - 1, int(out_ptr[-1] - out_ptr[0])
+    ids = np.int32 if max(m, n + 1) <= _INT32_MAX else np.int64
+    o_ptr = _upload(out_ptr - out_ptr[0], ids, device)
+    o_idx = _upload(out_idx, ids, device)
+    if in_ptr is out_ptr:
+        i_ptr, i_idx = o_ptr, o_idx
+    else:
+        i_ptr, i_idx = _upload(in_ptr - in_ptr[0], ids, device), _upload(in_idx, ids, device)
+    ones = torch.ones(i_idx.shape[0], dtype=torch.float32, device=device)
+    with warnings.catch_warnings():  # "sparse CSR support is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        # the index was checked where it was read or built: not checked again
+        pull = torch.sparse_csr_tensor(i_ptr, i_idx, ones, size=(n, n),
+                                       check_invariants=False)
+    deg = o_ptr[1:] - o_ptr[:-1]
+    counts = torch.stack([torch.ones(n, dtype=torch.float64, device=device),
+                          deg.to(torch.float64)])
+    nbytes = sum(t.numel() * t.element_size() for t in {o_ptr, o_idx, i_ptr, i_idx})
+    return Layout(o_ptr, o_idx, deg, pull, counts, torch.arange(n, device=device), m,
+                  int(i_idx.shape[0]), nbytes)
+
+
+def solve_on_device(program, ctx, edges, state: dict, schedule: str,
+                    max_iters: int) -> Solved | None:
+    """The BFS levels of the module docstring, written into ``state["level"]`` (float64,
+    ``inf`` where unreached); one recorded superstep per level. None (the engine's
+    supersteps run) for ``schedule="async"`` and on a device without torch's sparse CSR
+    product."""
+    import torch
+
+    if schedule not in ("auto", "sync") or ctx.device.type not in SPARSE_CSR_DEVICES:
+        return None
+    t0 = time.perf_counter()
+    dev = ctx.device
+    lay = device_layout(ctx.graph, ctx.edge_set, dev)
+    if dev.type != "cpu":
+        edges.bytes_h2d += lay.nbytes
+    n = ctx.num_nodes
+    level = torch.full((n,), UNREACHED, dtype=torch.int32, device=dev)
+    level[program.source] = 0
+    x = torch.empty(n, dtype=torch.float64, device=dev)
+    y = torch.empty(n, dtype=torch.float32, device=dev)
+    nf, fe = frontier_counts(lay, level, x, 0)
+    setup = time.perf_counter() - t0
+    steps, t_step = [], time.perf_counter()
+    to_check, bottom_up, depth = lay.num_edges, False, 0
+    while nf and depth < max_iters:
+        bottom_up_edges = max(to_check / ALPHA, n / BETA)
+        if not bottom_up and fe > bottom_up_edges:
+            bottom_up = True
+        with trace_range(f"bsp.superstep#{depth}"):  # a range only while a trace records
+            if bottom_up:
+                pull_step(lay, level, x, y, depth)
+                scanned = lay.pull_edges
+            else:
+                push_step(lay, level, x, depth, nf, fe)
+                scanned = fe
+                to_check -= fe
+            found, next_fe = frontier_counts(lay, level, x, depth + 1)
+        now = time.perf_counter()
+        ss = SuperstepStats(superstep=depth, active=nf,
+                            direction="pull" if bottom_up else "push",
+                            edges_scanned=scanned, messages_sent=scanned,
+                            messages_combined=found, fused=True)
+        ss.seconds["edges"], t_step = now - t_step, now
+        steps.append(ss)
+        if bottom_up:
+            bottom_up = not (found < n / BETA and found < nf)
+        nf, fe, depth = found, next_fe, depth + 1
+    state["level"] = torch.where(level == UNREACHED, torch.inf, level.to(torch.float64))
+    ids = "int32" if lay.out_idx.dtype == torch.int32 else "int64"
+    return Solved(f"direction-optimizing-bfs (device, {ids} ids)", steps, nf, setup)
+
+
+def frontier_counts(lay: Layout, level: torch.Tensor, x: torch.Tensor,
+                    depth: int) -> tuple[int, int]:
+    """``x`` = 1 at the vertices of ``level == depth`` (the frontier), 0 elsewhere; returns
+    (its vertices, their out-edges): two ops and the superstep's one host read."""
+    import torch
+
+    torch.eq(level, depth, out=x)
+    nf, fe = torch.mv(lay.counts, x).tolist()  # the one host read of the superstep
+    return int(nf), int(fe)
+
+
+def push_step(lay: Layout, level: torch.Tensor, x: torch.Tensor, depth: int, nf: int,
+              fe: int) -> None:
+    """Top-down: lower the out-neighbours of the ``nf`` frontier vertices (``fe`` out-edges,
+    read by :func:`frontier_counts`) to ``depth + 1``, with no host read."""
+    import torch
+
+    with trace_range("bsp.edges"):
+        slot = torch.mul(torch.cumsum(x, 0), x).to(torch.int64)  # 1.. at the frontier, else 0
+        buf = torch.empty(nf + 1, dtype=torch.int64, device=x.device)
+        front = buf.scatter_(0, slot, lay.ids)[1:]  # slot 0 collects the rest: dropped
+        starts = lay.out_ptr[front]
+        deg = lay.out_deg[front]
+        ends = torch.cumsum(deg, 0, dtype=deg.dtype)
+        base = starts - ends + deg  # a row's first edge minus its first output position
+        at = torch.arange(fe, dtype=deg.dtype, device=x.device)
+        row = torch.searchsorted(ends, at, right=True)
+        targets = lay.out_idx[base[row] + at].to(torch.int64)
+        level.scatter_reduce_(0, targets, torch.full_like(targets, depth + 1,
+                                                          dtype=level.dtype), "amin")
+
+
+def pull_step(lay: Layout, level: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+              depth: int) -> None:
+    """Bottom-up: every vertex with a frontier in-neighbour (one sparse product of the
+    in-list matrix with the frontier) takes ``min(level, depth + 1)``."""
+    import torch
+
+    with trace_range("bsp.edges"):
+        torch.mv(lay.pull, x.to(torch.float32), out=y)
+        torch.where(y > 0, level.clamp(max=depth + 1), level, out=level)
