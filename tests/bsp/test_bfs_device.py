@@ -121,3 +121,28 @@ def test_superstep_launch_and_sync_budget(skewed):
         assert launches == (PUSH_OPS if dirs[k] == "push" else PULL_OPS)
         assert syncs == transfers == 1
     assert (PUSH_OPS, PULL_OPS) == (19, 7)
+
+
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p3", "chain"])
+def test_layout_built_on_the_device_equals_the_host_build(graphs, key, monkeypatch):
+    """The edge list uploaded and sorted on the device (a CUDA run's build, here on CPU
+    tensors) gives build_adjacency's arrays exactly, and the same levels."""
+    import torch
+
+    from graphsys.bsp.algorithms import bfs_device
+    from graphsys.bsp.edges import build_adjacency
+
+    g = graphs[key].graph
+    es = g.edge_set(None).name
+    adj, nbytes = bfs_device.device_adjacency(g, es, torch.device("cpu"), ("csr", "csc"))
+    assert nbytes == 8 * g.num_edges()
+    for kind, (ptr, idx) in zip(("csr", "csc"), adj):
+        ref_ptr, ref_idx, _ = build_adjacency(g, es, kind, False)
+        assert ptr.dtype == idx.dtype == torch.int32
+        np.testing.assert_array_equal(ptr.numpy(), ref_ptr)
+        np.testing.assert_array_equal(idx.numpy(), ref_idx)
+    host = bsp.bfs(g, 0, backend="torch")
+    monkeypatch.setattr(bfs_device, "DEVICE_BUILDS", ("cpu",))
+    built = bsp.bfs(g, 0, backend="torch")
+    assert built.stats.method == host.stats.method
+    np.testing.assert_array_equal(built.values, host.values)

@@ -58,6 +58,10 @@ UNREACHED = 2**31 - 1
 PUSH_OPS = 19
 PULL_OPS = 7
 
+#: Devices whose layout is built there from the uploaded edge list (a sort) rather than on
+#: the host, where the graph has no adjacency index
+DEVICE_BUILDS = ("cuda",)
+
 #: Largest index int32 ids hold
 _INT32_MAX = 2**31 - 1
 
@@ -87,24 +91,27 @@ def _upload(arr: np.ndarray, dtype, device) -> torch.Tensor:
 
 
 def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
-    """:class:`Layout` of ``edge_set`` on ``device``: the adjacency read (the graph's mapped
-    index where it has one) or built once on the host (:func:`build_adjacency`), and
-    uploaded with int32 ids where the edge count allows."""
+    """:class:`Layout` of ``edge_set`` on ``device``, with int32 ids where the edge count
+    allows: the graph's mapped adjacency index uploaded where it has one; else, on a device
+    of :data:`DEVICE_BUILDS` (int32 ids), the edge list uploaded once and sorted there
+    (:func:`device_adjacency`); else built on the host (:func:`build_adjacency`) and
+    uploaded."""
     import torch
 
-    out_ptr, out_idx, _ = build_adjacency(graph, edge_set, "csr", False)
-    if symmetric(graph, edge_set):
-        in_ptr, in_idx = out_ptr, out_idx
-    else:
-        in_ptr, in_idx, _ = build_adjacency(graph, edge_set, "csc", False)
-    n, m = len(out_ptr) - 1, int(out_ptr[-1] - out_ptr[0])
+    both = not symmetric(graph, edge_set)
+    kinds = ("csr", "csc") if both else ("csr",)
+    n, m = graph.num_nodes(), graph.num_edges(edge_set)
     ids = np.int32 if max(m, n + 1) <= _INT32_MAX else np.int64
-    o_ptr = _upload(out_ptr - out_ptr[0], ids, device)
-    o_idx = _upload(out_idx, ids, device)
-    if in_ptr is out_ptr:
-        i_ptr, i_idx = o_ptr, o_idx
+    indexed = any(graph.adjacency_index(edge_set, k) is not None for k in kinds)
+    if device.type in DEVICE_BUILDS and ids == np.int32 and not indexed:
+        adj, nbytes = device_adjacency(graph, edge_set, device, kinds)
     else:
-        i_ptr, i_idx = _upload(in_ptr - in_ptr[0], ids, device), _upload(in_idx, ids, device)
+        adj, nbytes = [], 0
+        for kind in kinds:
+            ptr, idx, _ = build_adjacency(graph, edge_set, kind, False)
+            adj.append((_upload(ptr - ptr[0], ids, device), _upload(idx, ids, device)))
+            nbytes += sum(t.numel() * t.element_size() for t in adj[-1])
+    (o_ptr, o_idx), (i_ptr, i_idx) = adj[0], adj[-1]
     ones = torch.ones(i_idx.shape[0], dtype=torch.float32, device=device)
     with warnings.catch_warnings():  # "sparse CSR support is in beta"
         warnings.simplefilter("ignore", UserWarning)
@@ -114,9 +121,44 @@ def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
     deg = o_ptr[1:] - o_ptr[:-1]
     counts = torch.stack([torch.ones(n, dtype=torch.float64, device=device),
                           deg.to(torch.float64)])
-    nbytes = sum(t.numel() * t.element_size() for t in {o_ptr, o_idx, i_ptr, i_idx})
     return Layout(o_ptr, o_idx, deg, pull, counts, torch.arange(n, device=device), m,
                   int(i_idx.shape[0]), nbytes)
+
+
+def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[str, ...]
+                     ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
+    """The ``kinds`` (``csr``, ``csc``) adjacency as :func:`build_adjacency` orders it (row
+    offsets and neighbour ids, int32) built on ``device``: every bucket's edges uploaded
+    once, in row-major bucket order, as int32 global ids (8 bytes an edge), then a stable
+    sort by the row id (source for ``csr``, target for ``csc``) keeps each row's neighbours
+    in bucket and stored order; the offsets are a sorted search of the sorted rows. Needs
+    fewer than ``2**31`` nodes and edges. Returns the pairs and the bytes uploaded."""
+    import torch
+
+    n, m = graph.num_nodes(), graph.num_edges(edge_set)
+    offsets = graph.partition_offsets()
+    src = torch.empty(m, dtype=torch.int32, device=device)
+    dst = torch.empty(m, dtype=torch.int32, device=device)
+    at = 0
+    with warnings.catch_warnings():  # the mapped columns are read-only: only read here
+        warnings.simplefilter("ignore", UserWarning)
+        for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
+            for eb in b.batches():  # checked against the partitions' sizes as read
+                k = len(eb.src)
+                for out, col, base in ((src, eb.src, offsets[b.i]), (dst, eb.dst, offsets[b.j])):
+                    part = out[at:at + k]
+                    part.copy_(torch.from_numpy(col))
+                    part += int(base)
+                at += k
+    rows = torch.arange(n + 1, dtype=torch.int32, device=device)
+    adj = []
+    for kind in kinds:
+        keys, other = (src, dst) if kind == "csr" else (dst, src)
+        keys, order = torch.sort(keys, stable=True)
+        idx = other[order]
+        del order
+        adj.append((torch.searchsorted(keys, rows).to(torch.int32), idx))
+    return adj, 8 * m
 
 
 def solve_on_device(program, ctx, edges, state: dict, schedule: str,
