@@ -10,11 +10,11 @@ are int32 where the edge count allows (int64 beyond). The search state is ``leve
 
 A superstep expands the frontier at depth ``d``:
 
-* **top-down** (push, :func:`push_step`): the frontier's ids are compacted from ``x`` with a
-  prefix sum and a scatter (no host read: their count is known), their out-lists'
-  positions made from a device prefix sum of the degrees and a sorted search, and the
-  neighbours lowered to ``d + 1`` with one atomic minimum scatter (a reached vertex keeps
-  its smaller level, so duplicates and races agree);
+* **top-down** (push, :func:`push_step`): the frontier's out-degrees (0 elsewhere) are
+  prefix-summed over all vertices, the ``e``-th of its ``fe`` out-edges (``fe`` read on the
+  host, so that no other read sizes the step) found by a sorted search of ``e`` in that
+  sum, and the neighbours lowered to ``d + 1`` with one atomic minimum scatter (a reached
+  vertex keeps its smaller level, so duplicates and races agree);
 * **bottom-up** (pull, :func:`pull_step`): one sparse product of the in-list matrix with
   the frontier counts each vertex's frontier in-neighbours, and every vertex with one gets
   ``min(level, d + 1)`` (the product scans every in-edge: no early exit, as a GPU's dense
@@ -55,7 +55,7 @@ UNREACHED = 2**31 - 1
 #: torch ops (kernel launches on CUDA) of a top-down superstep (:func:`push_step` and
 #: :func:`frontier_counts`) and of a bottom-up one (:func:`pull_step` and
 #: :func:`frontier_counts`); each adds one host read of two numbers
-PUSH_OPS = 19
+PUSH_OPS = 15
 PULL_OPS = 7
 
 #: Devices whose layout is built there from the uploaded edge list (a sort) rather than on
@@ -70,15 +70,13 @@ _INT32_MAX = 2**31 - 1
 class Layout:
     """What the supersteps read on the device: out-lists (``out_ptr`` (N+1,), ``out_idx``
     (E,), ``out_deg`` (N,), all of the id dtype), the in-list matrix ``pull`` (sparse CSR,
-    float32 ones), ``counts`` ((2, N) float64: ones, out-degrees) and ``ids``
-    (``arange(N)``, int64, the frontier compaction's source)."""
+    float32 ones) and ``counts`` ((2, N) float64: ones, out-degrees)."""
 
     out_ptr: torch.Tensor
     out_idx: torch.Tensor
     out_deg: torch.Tensor
     pull: torch.Tensor
     counts: torch.Tensor
-    ids: torch.Tensor
     num_edges: int
     pull_edges: int
     nbytes: int
@@ -121,8 +119,7 @@ def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
     deg = o_ptr[1:] - o_ptr[:-1]
     counts = torch.stack([torch.ones(n, dtype=torch.float64, device=device),
                           deg.to(torch.float64)])
-    return Layout(o_ptr, o_idx, deg, pull, counts, torch.arange(n, device=device), m,
-                  int(i_idx.shape[0]), nbytes)
+    return Layout(o_ptr, o_idx, deg, pull, counts, m, int(i_idx.shape[0]), nbytes)
 
 
 def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[str, ...]
@@ -139,17 +136,22 @@ def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[st
     offsets = graph.partition_offsets()
     src = torch.empty(m, dtype=torch.int32, device=device)
     dst = torch.empty(m, dtype=torch.int32, device=device)
-    at = 0
+    at, sizes, bases = 0, [], []
     with warnings.catch_warnings():  # the mapped columns are read-only: only read here
         warnings.simplefilter("ignore", UserWarning)
         for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
             for eb in b.batches():  # checked against the partitions' sizes as read
                 k = len(eb.src)
-                for out, col, base in ((src, eb.src, offsets[b.i]), (dst, eb.dst, offsets[b.j])):
-                    part = out[at:at + k]
-                    part.copy_(torch.from_numpy(col))
-                    part += int(base)
+                src[at:at + k].copy_(torch.from_numpy(eb.src))
+                dst[at:at + k].copy_(torch.from_numpy(eb.dst))
+                sizes.append(k)
+                bases.append((offsets[b.i], offsets[b.j]))
                 at += k
+    if at:  # local offsets to global ids: one add per column
+        both = torch.from_numpy(np.asarray(bases, np.int32).T.copy()).to(device)
+        reps = torch.from_numpy(np.asarray(sizes, np.int64)).to(device)
+        src += torch.repeat_interleave(both[0], reps, output_size=at)
+        dst += torch.repeat_interleave(both[1], reps, output_size=at)
     rows = torch.arange(n + 1, dtype=torch.int32, device=device)
     adj = []
     for kind in kinds:
@@ -194,7 +196,7 @@ def solve_on_device(program, ctx, edges, state: dict, schedule: str,
                 pull_step(lay, level, x, y, depth)
                 scanned = lay.pull_edges
             else:
-                push_step(lay, level, x, depth, nf, fe)
+                push_step(lay, level, depth, fe)
                 scanned = fe
                 to_check -= fe
             found, next_fe = frontier_counts(lay, level, x, depth + 1)
@@ -224,21 +226,19 @@ def frontier_counts(lay: Layout, level: torch.Tensor, x: torch.Tensor,
     return int(nf), int(fe)
 
 
-def push_step(lay: Layout, level: torch.Tensor, x: torch.Tensor, depth: int, nf: int,
-              fe: int) -> None:
-    """Top-down: lower the out-neighbours of the ``nf`` frontier vertices (``fe`` out-edges,
-    read by :func:`frontier_counts`) to ``depth + 1``, with no host read."""
+def push_step(lay: Layout, level: torch.Tensor, depth: int, fe: int) -> None:
+    """Top-down: lower the out-neighbours of the frontier (``level == depth``; ``fe``
+    out-edges, read by :func:`frontier_counts`) to ``depth + 1``, with no host read. The
+    frontier's out-degrees (0 elsewhere) are prefix-summed over all vertices, and the
+    ``e``-th frontier edge is found by a sorted search of ``e`` in that sum: no compaction
+    of the frontier's ids."""
     import torch
 
     with trace_range("bsp.edges"):
-        slot = torch.mul(torch.cumsum(x, 0), x).to(torch.int64)  # 1.. at the frontier, else 0
-        buf = torch.empty(nf + 1, dtype=torch.int64, device=x.device)
-        front = buf.scatter_(0, slot, lay.ids)[1:]  # slot 0 collects the rest: dropped
-        starts = lay.out_ptr[front]
-        deg = lay.out_deg[front]
+        deg = torch.where(level == depth, lay.out_deg, 0)
         ends = torch.cumsum(deg, 0, dtype=deg.dtype)
-        base = starts - ends + deg  # a row's first edge minus its first output position
-        at = torch.arange(fe, dtype=deg.dtype, device=x.device)
+        base = lay.out_ptr[:-1] - ends + deg  # a row's first edge minus its first output
+        at = torch.arange(fe, dtype=deg.dtype, device=deg.device)
         row = torch.searchsorted(ends, at, right=True)
         targets = lay.out_idx[base[row] + at].to(torch.int64)
         level.scatter_reduce_(0, targets, torch.full_like(targets, depth + 1,
