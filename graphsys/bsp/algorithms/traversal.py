@@ -144,8 +144,11 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
         (top-down while the frontier is small, bottom-up while it is large; one
         recorded superstep per run of levels in one direction), else ``sync``. ``sync``:
         one BSP superstep per level, pushed or pulled by Ligra's rule [3]_. ``async``: a
-        FIFO work list to the same levels (in memory, CPU, one process).
-        ``result.stats.method`` names what ran.
+        FIFO work list to the same levels (in memory, CPU, one process). On the torch
+        backend in memory (the CPU or CUDA), ``auto`` and ``sync`` run lean supersteps on
+        the device (:mod:`~graphsys.bsp.algorithms.bfs_device`): one per level, top-down
+        or bottom-up by the CPU search's rule, a few torch ops and one host read each
+        (``fuse=False``: the engine's supersteps). ``result.stats.method`` names what ran.
     %(engine_options)s
 
     Returns
