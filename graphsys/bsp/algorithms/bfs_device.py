@@ -55,7 +55,7 @@ UNREACHED = 2**31 - 1
 #: torch ops (kernel launches on CUDA) of a top-down superstep (:func:`push_step` and
 #: :func:`frontier_counts`) and of a bottom-up one (:func:`pull_step` and
 #: :func:`frontier_counts`); each adds one host read of two numbers
-PUSH_OPS = 15
+PUSH_OPS = 14
 PULL_OPS = 7
 
 #: Devices whose layout is built there from the uploaded edge list (a sort) rather than on
@@ -237,7 +237,9 @@ def push_step(lay: Layout, level: torch.Tensor, depth: int, fe: int) -> None:
     with trace_range("bsp.edges"):
         deg = torch.where(level == depth, lay.out_deg, 0)
         ends = torch.cumsum(deg, 0, dtype=deg.dtype)
-        base = lay.out_ptr[:-1] - ends + deg  # a row's first edge minus its first output
+        # a frontier row's first edge minus its first output position: its row offset plus
+        # its degree (= the next row's offset) minus its inclusive sum
+        base = lay.out_ptr[1:] - ends
         at = torch.arange(fe, dtype=deg.dtype, device=deg.device)
         row = torch.searchsorted(ends, at, right=True)
         targets = lay.out_idx[base[row] + at].to(torch.int64)
