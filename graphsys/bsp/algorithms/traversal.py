@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numba
 
+from graphsys.bsp.algorithms.bfs_device import solve_on_device
 from graphsys.bsp.algorithms.common import (
     check_weights_non_negative,
     source_index,
@@ -98,6 +99,12 @@ class BFS(_FromSource):
             supersteps.append(ss)
         return Solved("direction-optimizing-bfs", supersteps, num_left)
 
+    def solve_on_device(self, ctx, edges, state, schedule, max_iters):
+        """The torch backend in memory (``schedule`` ``auto`` or ``sync``): the lean
+        direction-optimizing supersteps of :mod:`~graphsys.bsp.algorithms.bfs_device`, one
+        per level, pushed or pulled as the CPU search does, one host read each."""
+        return solve_on_device(self, ctx, edges, state, schedule, max_iters)
+
 
 class SSSP(_FromSource):
     """Shortest-path distances (sum of float32 weights, 1 where unweighted) from ``source``;
@@ -137,8 +144,11 @@ def bfs(graph, source, *, max_iters: int | None = None, schedule: str = "auto",
         (top-down while the frontier is small, bottom-up while it is large; one
         recorded superstep per run of levels in one direction), else ``sync``. ``sync``:
         one BSP superstep per level, pushed or pulled by Ligra's rule [3]_. ``async``: a
-        FIFO work list to the same levels (in memory, CPU, one process).
-        ``result.stats.method`` names what ran.
+        FIFO work list to the same levels (in memory, CPU, one process). On the torch
+        backend in memory (the CPU or CUDA), ``auto`` and ``sync`` run lean supersteps on
+        the device (:mod:`~graphsys.bsp.algorithms.bfs_device`): one per level, top-down
+        or bottom-up by the CPU search's rule, a few torch ops and one host read each
+        (``fuse=False``: the engine's supersteps). ``result.stats.method`` names what ran.
     %(engine_options)s
 
     Returns

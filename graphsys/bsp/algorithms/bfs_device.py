@@ -1,0 +1,258 @@
+r"""In-memory BFS on the torch backend (any device with torch's sparse CSR product: the CPU,
+CUDA) as lean direction-optimizing supersteps, one per level, with one small host read each.
+
+The layout (:func:`device_layout`, built once per run and uploaded): the out-lists (CSR:
+row offsets and neighbour ids) for top-down steps, and the in-lists (CSC; the CSR again on
+a symmetric edge set) as a torch sparse CSR matrix of float32 ones for bottom-up steps. Ids
+are int32 where the edge count allows (int64 beyond). The search state is ``level``, int32
+(N,), :data:`UNREACHED` (``2**31 - 1``) where no level is set yet, and ``x``, float64 (N,),
+1 at the vertices of the current level (the frontier), 0 elsewhere.
+
+A superstep expands the frontier at depth ``d``:
+
+* **top-down** (push, :func:`push_step`): the frontier's out-degrees (0 elsewhere) are
+  prefix-summed over all vertices, the ``e``-th of its ``fe`` out-edges (``fe`` read on the
+  host, so that no other read sizes the step) found by a sorted search of ``e`` in that
+  sum, and the neighbours lowered to ``d + 1`` with one atomic minimum scatter (a reached
+  vertex keeps its smaller level, so duplicates and races agree);
+* **bottom-up** (pull, :func:`pull_step`): one sparse product of the in-list matrix with
+  the frontier counts each vertex's frontier in-neighbours, and every vertex with one gets
+  ``min(level, d + 1)`` (the product scans every in-edge: no early exit, as a GPU's dense
+  step has none).
+
+Then the new frontier ``x = (level == d + 1)`` and one product of a (2, N) float64 matrix
+(ones; out-degrees) with it give the frontier's size and out-edges (exact: integer sums below
+:math:`2^{53}`), the one host read of the superstep (:func:`frontier_counts`). Those decide
+termination, size the next top-down step, and pick its direction by Beamer's rules, as
+:func:`graphsys.kernels.bfs.search` does: bottom-up when the frontier's out-edges exceed
+``max(unexplored edges / ALPHA, N / BETA)``, back top-down when a bottom-up step reached
+fewer than ``N / BETA`` vertices and fewer than its frontier. The directions therefore
+match the CPU search's step for step, and the levels are the same.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from graphsys.bsp.algorithms.common import symmetric
+from graphsys.bsp.edges import SPARSE_CSR_DEVICES, build_adjacency
+from graphsys.bsp.program import Solved
+from graphsys.bsp.stats import SuperstepStats
+from graphsys.kernels.bfs import ALPHA, BETA
+from graphsys.trace import trace_range
+
+if TYPE_CHECKING:
+    import torch
+
+#: ``level`` of a vertex no superstep has reached
+UNREACHED = 2**31 - 1
+
+#: torch ops (kernel launches on CUDA) of a top-down superstep (:func:`push_step` and
+#: :func:`frontier_counts`) and of a bottom-up one (:func:`pull_step` and
+#: :func:`frontier_counts`); each adds one host read of two numbers
+PUSH_OPS = 14
+PULL_OPS = 7
+
+#: Devices whose layout is built there from the uploaded edge list (a sort) rather than on
+#: the host, where the graph has no adjacency index
+DEVICE_BUILDS = ("cuda",)
+
+#: Largest index int32 ids hold
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class Layout:
+    """What the supersteps read on the device: out-lists (``out_ptr`` (N+1,), ``out_idx``
+    (E,), ``out_deg`` (N,), all of the id dtype), the in-list matrix ``pull`` (sparse CSR,
+    float32 ones) and ``counts`` ((2, N) float64: ones, out-degrees)."""
+
+    out_ptr: torch.Tensor
+    out_idx: torch.Tensor
+    out_deg: torch.Tensor
+    pull: torch.Tensor
+    counts: torch.Tensor
+    num_edges: int
+    pull_edges: int
+    nbytes: int
+
+
+def _upload(arr: np.ndarray, dtype, device) -> torch.Tensor:
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(arr, dtype)).to(device)
+
+
+def device_layout(graph, edge_set: str, device: torch.device) -> Layout:
+    """:class:`Layout` of ``edge_set`` on ``device``, with int32 ids where the edge count
+    allows: the graph's mapped adjacency index uploaded where it has one; else, on a device
+    of :data:`DEVICE_BUILDS` (int32 ids), the edge list uploaded once and sorted there
+    (:func:`device_adjacency`); else built on the host (:func:`build_adjacency`) and
+    uploaded."""
+    import torch
+
+    both = not symmetric(graph, edge_set)
+    kinds = ("csr", "csc") if both else ("csr",)
+    n, m = graph.num_nodes(), graph.num_edges(edge_set)
+    ids = np.int32 if max(m, n + 1) <= _INT32_MAX else np.int64
+    indexed = any(graph.adjacency_index(edge_set, k) is not None for k in kinds)
+    if device.type in DEVICE_BUILDS and ids == np.int32 and not indexed:
+        adj, nbytes = device_adjacency(graph, edge_set, device, kinds)
+    else:
+        adj, nbytes = [], 0
+        for kind in kinds:
+            ptr, idx, _ = build_adjacency(graph, edge_set, kind, False)
+            adj.append((_upload(ptr - ptr[0], ids, device), _upload(idx, ids, device)))
+            nbytes += sum(t.numel() * t.element_size() for t in adj[-1])
+    (o_ptr, o_idx), (i_ptr, i_idx) = adj[0], adj[-1]
+    ones = torch.ones(i_idx.shape[0], dtype=torch.float32, device=device)
+    with warnings.catch_warnings():  # "sparse CSR support is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        # the index was checked where it was read or built: not checked again
+        pull = torch.sparse_csr_tensor(i_ptr, i_idx, ones, size=(n, n),
+                                       check_invariants=False)
+    deg = o_ptr[1:] - o_ptr[:-1]
+    counts = torch.stack([torch.ones(n, dtype=torch.float64, device=device),
+                          deg.to(torch.float64)])
+    return Layout(o_ptr, o_idx, deg, pull, counts, m, int(i_idx.shape[0]), nbytes)
+
+
+def device_adjacency(graph, edge_set: str, device: torch.device, kinds: tuple[str, ...]
+                     ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], int]:
+    """The ``kinds`` (``csr``, ``csc``) adjacency as :func:`build_adjacency` orders it (row
+    offsets and neighbour ids, int32) built on ``device``: every bucket's edges uploaded
+    once, in row-major bucket order, as int32 global ids (8 bytes an edge), then a stable
+    sort by the row id (source for ``csr``, target for ``csc``) keeps each row's neighbours
+    in bucket and stored order; the offsets are a sorted search of the sorted rows. Needs
+    fewer than ``2**31`` nodes and edges. Returns the pairs and the bytes uploaded."""
+    import torch
+
+    n, m = graph.num_nodes(), graph.num_edges(edge_set)
+    offsets = graph.partition_offsets()
+    src = torch.empty(m, dtype=torch.int32, device=device)
+    dst = torch.empty(m, dtype=torch.int32, device=device)
+    at, sizes, bases = 0, [], []
+    with warnings.catch_warnings():  # the mapped columns are read-only: only read here
+        warnings.simplefilter("ignore", UserWarning)
+        for b in graph.buckets("row-major", graph.edge_set(edge_set).name):
+            for eb in b.batches():  # checked against the partitions' sizes as read
+                k = len(eb.src)
+                src[at:at + k].copy_(torch.from_numpy(eb.src))
+                dst[at:at + k].copy_(torch.from_numpy(eb.dst))
+                sizes.append(k)
+                bases.append((offsets[b.i], offsets[b.j]))
+                at += k
+    if at:  # local offsets to global ids: one add per column
+        both = torch.from_numpy(np.asarray(bases, np.int32).T.copy()).to(device)
+        reps = torch.from_numpy(np.asarray(sizes, np.int64)).to(device)
+        src += torch.repeat_interleave(both[0], reps, output_size=at)
+        dst += torch.repeat_interleave(both[1], reps, output_size=at)
+    rows = torch.arange(n + 1, dtype=torch.int32, device=device)
+    adj = []
+    for kind in kinds:
+        keys, other = (src, dst) if kind == "csr" else (dst, src)
+        keys, order = torch.sort(keys, stable=True)
+        idx = other[order]
+        del order
+        adj.append((torch.searchsorted(keys, rows).to(torch.int32), idx))
+    return adj, 8 * m
+
+
+def solve_on_device(program, ctx, edges, state: dict, schedule: str,
+                    max_iters: int) -> Solved | None:
+    """The BFS levels of the module docstring, written into ``state["level"]`` (float64,
+    ``inf`` where unreached); one recorded superstep per level. None (the engine's
+    supersteps run) for ``schedule="async"`` and on a device without torch's sparse CSR
+    product."""
+    import torch
+
+    if schedule not in ("auto", "sync") or ctx.device.type not in SPARSE_CSR_DEVICES:
+        return None
+    t0 = time.perf_counter()
+    dev = ctx.device
+    lay = device_layout(ctx.graph, ctx.edge_set, dev)
+    if dev.type != "cpu":
+        edges.bytes_h2d += lay.nbytes
+    n = ctx.num_nodes
+    level = torch.full((n,), UNREACHED, dtype=torch.int32, device=dev)
+    level[program.source] = 0
+    x = torch.empty(n, dtype=torch.float64, device=dev)
+    y = torch.empty(n, dtype=torch.float32, device=dev)
+    nf, fe = frontier_counts(lay, level, x, 0)
+    setup = time.perf_counter() - t0
+    steps, t_step = [], time.perf_counter()
+    to_check, bottom_up, depth = lay.num_edges, False, 0
+    while nf and depth < max_iters:
+        bottom_up_edges = max(to_check / ALPHA, n / BETA)
+        if not bottom_up and fe > bottom_up_edges:
+            bottom_up = True
+        with trace_range(f"bsp.superstep#{depth}"):  # a range only while a trace records
+            if bottom_up:
+                pull_step(lay, level, x, y, depth)
+                scanned = lay.pull_edges
+            else:
+                push_step(lay, level, depth, fe)
+                scanned = fe
+                to_check -= fe
+            found, next_fe = frontier_counts(lay, level, x, depth + 1)
+        now = time.perf_counter()
+        ss = SuperstepStats(superstep=depth, active=nf,
+                            direction="pull" if bottom_up else "push",
+                            edges_scanned=scanned, messages_sent=scanned,
+                            messages_combined=found, fused=True)
+        ss.seconds["edges"], t_step = now - t_step, now
+        steps.append(ss)
+        if bottom_up:
+            bottom_up = not (found < n / BETA and found < nf)
+        nf, fe, depth = found, next_fe, depth + 1
+    state["level"] = torch.where(level == UNREACHED, torch.inf, level.to(torch.float64))
+    ids = "int32" if lay.out_idx.dtype == torch.int32 else "int64"
+    return Solved(f"direction-optimizing-bfs (device, {ids} ids)", steps, nf, setup)
+
+
+def frontier_counts(lay: Layout, level: torch.Tensor, x: torch.Tensor,
+                    depth: int) -> tuple[int, int]:
+    """``x`` = 1 at the vertices of ``level == depth`` (the frontier), 0 elsewhere; returns
+    (its vertices, their out-edges): two ops and the superstep's one host read."""
+    import torch
+
+    torch.eq(level, depth, out=x)
+    nf, fe = torch.mv(lay.counts, x).tolist()  # the one host read of the superstep
+    return int(nf), int(fe)
+
+
+def push_step(lay: Layout, level: torch.Tensor, depth: int, fe: int) -> None:
+    """Top-down: lower the out-neighbours of the frontier (``level == depth``; ``fe``
+    out-edges, read by :func:`frontier_counts`) to ``depth + 1``, with no host read. The
+    frontier's out-degrees (0 elsewhere) are prefix-summed over all vertices, and the
+    ``e``-th frontier edge is found by a sorted search of ``e`` in that sum: no compaction
+    of the frontier's ids."""
+    import torch
+
+    with trace_range("bsp.edges"):
+        deg = torch.where(level == depth, lay.out_deg, 0)
+        ends = torch.cumsum(deg, 0, dtype=deg.dtype)
+        # a frontier row's first edge minus its first output position: its row offset plus
+        # its degree (= the next row's offset) minus its inclusive sum
+        base = lay.out_ptr[1:] - ends
+        at = torch.arange(fe, dtype=deg.dtype, device=deg.device)
+        row = torch.searchsorted(ends, at, right=True)
+        targets = lay.out_idx[base[row] + at].to(torch.int64)
+        level.scatter_reduce_(0, targets, torch.full_like(targets, depth + 1,
+                                                          dtype=level.dtype), "amin")
+
+
+def pull_step(lay: Layout, level: torch.Tensor, x: torch.Tensor, y: torch.Tensor,
+              depth: int) -> None:
+    """Bottom-up: every vertex with a frontier in-neighbour (one sparse product of the
+    in-list matrix with the frontier) takes ``min(level, depth + 1)``."""
+    import torch
+
+    with trace_range("bsp.edges"):
+        torch.mv(lay.pull, x.to(torch.float32), out=y)
+        torch.where(y > 0, level.clamp(max=depth + 1), level, out=level)

@@ -1,0 +1,148 @@
+"""In-memory BFS on the torch backend (graphsys.bsp.algorithms.bfs_device): the lean
+direction-optimizing supersteps give scipy's levels and the CPU search's directions, and
+launch a pinned number of torch ops with one host read per superstep (counted on CPU
+tensors with DeviceWorkCounter, the device emulated)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.sparse import csgraph
+
+import graphsys
+from graphsys import bsp
+from graphsys.analysis.device_counts import DeviceWorkCounter
+from graphsys.bsp.algorithms.bfs_device import PULL_OPS, PUSH_OPS
+
+from .conftest import GRAPH_KEYS, to_global
+
+
+@pytest.fixture(scope="module")
+def skewed(tmp_path_factory):
+    """A skewed random graph (3,000 vertices, 30,000 edges: some isolated, some dangling)
+    whose BFS from 0 goes top-down, then bottom-up, then top-down again; its scipy matrix."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    src = rng.integers(0, n - 40, 30000)
+    dst = (src * 7 + rng.integers(0, n, 30000) ** 2 // n) % (n - 10)
+    g = graphsys.from_numpy(src, dst, tmp_path_factory.mktemp("skewed") / "g", num_nodes=n,
+                            partitions=3)
+    ids = g.to_internal(np.arange(n))
+    ids = np.asarray(ids.to_numpy() if hasattr(ids, "to_numpy") else ids)
+    from scipy.sparse import csr_matrix
+
+    mat = csr_matrix((np.ones(len(src)), (ids[src], ids[dst])), shape=(n, n))
+    return g, mat
+
+
+def _phases(cpu) -> list[str]:
+    """The CPU search's direction of every level (it records one superstep per phase)."""
+    steps = cpu.stats.supersteps
+    out = []
+    for a, b in zip(steps, [*steps[1:], None]):
+        end = b.superstep if b is not None else None
+        out += [a.direction] * ((end if end is not None else a.superstep + 1) - a.superstep)
+    return out
+
+
+@pytest.mark.parametrize("key", GRAPH_KEYS)
+def test_levels_match_scipy(graphs, key, device):
+    tg = graphs[key]
+    for source in (0, 5):
+        res = bsp.bfs(tg.graph, source, mode="memory", backend="torch", device=device)
+        ref = csgraph.shortest_path(tg.count, method="D", unweighted=True,
+                                    indices=to_global(tg, source))
+        np.testing.assert_array_equal(res.values, ref)
+        assert res.stats.converged
+        if device != "lazy":  # no sparse CSR product there: the engine's supersteps
+            assert res.stats.method == "direction-optimizing-bfs (device, int32 ids)"
+            assert len(res.stats.supersteps) == int(np.nanmax(ref[np.isfinite(ref)])) + 1
+
+
+@pytest.mark.parametrize("source", [0, 5, 17])
+def test_directions_and_levels_match_the_cpu_search(skewed, source):
+    g, mat = skewed
+    dev = bsp.bfs(g, source, backend="torch")
+    cpu = bsp.bfs(g, source)
+    np.testing.assert_array_equal(dev.values, cpu.values)
+    ref = csgraph.shortest_path(mat, unweighted=True, indices=int(g.to_internal([source])[0]))
+    np.testing.assert_array_equal(dev.values, ref)
+    dirs = [s.direction for s in dev.stats.supersteps]
+    assert dirs == _phases(cpu) and "pull" in dirs and dirs[0] == "push"
+    for s in dev.stats.supersteps:  # a pull scans every in-edge, a push the frontier's
+        assert s.fused and (s.edges_scanned == g.num_edges() or s.direction == "push")
+    # each superstep reached the next one's frontier
+    reached = [s.messages_combined for s in dev.stats.supersteps]
+    assert reached[:-1] == [s.active for s in dev.stats.supersteps[1:]] and reached[-1] == 0
+    sync = bsp.bfs(g, source, backend="torch", schedule="sync")
+    assert sync.stats.method == dev.stats.method
+    loop = bsp.bfs(g, source, backend="torch", fuse=False)  # the engine's supersteps
+    assert loop.stats.method == "supersteps"
+    np.testing.assert_array_equal(loop.values, dev.values)
+
+
+@pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
+def test_max_iters_cuts_the_search_as_on_the_cpu(skewed):
+    g, _ = skewed
+    for k in (1, 3, 4):
+        dev = bsp.bfs(g, 0, backend="torch", max_iters=k)
+        cpu = bsp.bfs(g, 0, max_iters=k)
+        np.testing.assert_array_equal(dev.values, cpu.values)
+        assert len(dev.stats.supersteps) == k and not dev.stats.converged
+
+
+def test_int64_ids_where_int32_cannot_hold_them(skewed, monkeypatch):
+    from graphsys.bsp.algorithms import bfs_device
+
+    g, _ = skewed
+    narrow = bsp.bfs(g, 0, backend="torch")
+    monkeypatch.setattr(bfs_device, "_INT32_MAX", 100)
+    wide = bsp.bfs(g, 0, backend="torch")
+    assert wide.stats.method == "direction-optimizing-bfs (device, int64 ids)"
+    np.testing.assert_array_equal(wide.values, narrow.values)
+
+
+def _counts(g, max_iters: int) -> tuple[int, int, int]:
+    with DeviceWorkCounter() as c:
+        bsp.bfs(g, 0, backend="torch", max_iters=max_iters)
+    return c.launches, c.syncs, c.transfers
+
+
+@pytest.mark.filterwarnings("ignore::graphsys.errors.ConvergenceWarning")
+def test_superstep_launch_and_sync_budget(skewed):
+    """A top-down superstep launches PUSH_OPS ops, a bottom-up one PULL_OPS, and each reads
+    two numbers back to the host once (one sync, one transfer); differences of whole runs
+    cut after k and k + 1 supersteps, so that the setup cancels out."""
+    g, _ = skewed
+    dirs = [s.direction for s in bsp.bfs(g, 0, backend="torch").stats.supersteps]
+    counts = [_counts(g, k) for k in range(1, len(dirs) + 1)]
+    for k in range(1, len(dirs)):
+        launches, syncs, transfers = (a - b for a, b in zip(counts[k], counts[k - 1]))
+        assert launches == (PUSH_OPS if dirs[k] == "push" else PULL_OPS)
+        assert syncs == transfers == 1
+    assert (PUSH_OPS, PULL_OPS) == (14, 7)
+
+
+@pytest.mark.parametrize("key", ["directed-p3", "undirected-p3", "chain"])
+def test_layout_built_on_the_device_equals_the_host_build(graphs, key, monkeypatch):
+    """The edge list uploaded and sorted on the device (a CUDA run's build, here on CPU
+    tensors) gives build_adjacency's arrays exactly, and the same levels."""
+    import torch
+
+    from graphsys.bsp.algorithms import bfs_device
+    from graphsys.bsp.edges import build_adjacency
+
+    g = graphs[key].graph
+    es = g.edge_set(None).name
+    adj, nbytes = bfs_device.device_adjacency(g, es, torch.device("cpu"), ("csr", "csc"))
+    assert nbytes == 8 * g.num_edges()
+    for kind, (ptr, idx) in zip(("csr", "csc"), adj):
+        ref_ptr, ref_idx, _ = build_adjacency(g, es, kind, False)
+        assert ptr.dtype == idx.dtype == torch.int32
+        np.testing.assert_array_equal(ptr.numpy(), ref_ptr)
+        np.testing.assert_array_equal(idx.numpy(), ref_idx)
+    host = bsp.bfs(g, 0, backend="torch")
+    monkeypatch.setattr(bfs_device, "DEVICE_BUILDS", ("cpu",))
+    built = bsp.bfs(g, 0, backend="torch")
+    assert built.stats.method == host.stats.method
+    np.testing.assert_array_equal(built.values, host.values)
