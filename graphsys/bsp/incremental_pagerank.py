@@ -118,7 +118,7 @@ DELTA_MAX_FRACTION = 0.01
 #: costs, in edges one thread of a power-iteration superstep reads: a push reads and writes
 #: scattered nodes, a superstep streams its edges (times the threads, as the superstep
 #: runs on every thread and the push on one)
-PUSH_WORK_COST = 10.0
+PUSH_WORK_COST = 8.0
 #: What a warm start pays before its first superstep, in supersteps: the power iteration
 #: builds the changed view's layout from its buckets (a view with change sets has no stored
 #: index), where the push maps the stored CSR
@@ -378,6 +378,8 @@ def _growth(indptr, indices, reached) -> float:
     size at :data:`SPREAD_DEPTH` hops over its size at half as many (about 2 on a grid, 1
     on a path, 0 where it stops growing); infinite where the search reads more than
     :data:`SPREAD_EDGES` edges first (a fast-mixing graph)."""
+    if not len(reached):
+        return 0.0
     sample = reached[::max(1, len(reached) // 16)][:16].astype(np.int64)
     sizes = ball_sizes(indptr, indices, sample, SPREAD_DEPTH, SPREAD_EDGES)
     if sizes[-1] < 0:

@@ -112,7 +112,7 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
     may have no rows past its own); ``inv_deg`` the inverse (weighted) out-degree over
     both. Each round pushes, once each, the nodes whose ``|r|`` is at least the mean
     over the nodes with a residual (what they hold when their turn comes: Gauss-Southwell
-    order by rounds); the norm is then added up again exactly (where
+    order by rounds), in id order within a round; the norm is then added up again exactly (where
     ``||r||_1 - |sum(r)|``, a lower bound of it, does not already say the push goes on).
     ``total`` is ``sum(y)`` on entry.
 
@@ -161,6 +161,7 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
                 queue[chosen] = v
                 chosen += 1
         work += count
+        queue[:chosen].sort()  # in id order: neighbouring ids share cache lines
         for k in range(chosen):
             u = queue[k]
             ru = r[u]
@@ -177,7 +178,7 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
         rounds += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _gather(r, touched, seen, count):
     """Drop the listed nodes whose residual is now 0 (rounds stay local); returns the L1
     norm, the sum and the largest ``|r|`` of the rest, and their count."""
