@@ -22,11 +22,30 @@ start, records it in ``result.stats.start`` and says it in ``result.stats.method
   bound (``stats.residual``, recorded in its provenance) is that norm plus
   :math:`c \lVert R\rVert_1 / \sum y`, below ``tol``: the stopping rule of a run from
   scratch (whose bound is ``damping * tol``). A chain of delta runs halves the budget left
-  each time; below :data:`MIN_BUDGET` of ``tol`` the run takes a warm start instead. A push
-  that scans more than :data:`PUSH_MAX_SWEEPS` times the edges hands its ranks to the power
-  iteration (a warm start from them).
+  each time; below :data:`MIN_BUDGET` of ``tol`` the run takes a warm start instead.
+
+  The push is taken only where it costs less than the warm start, counted in edges read,
+  not in seconds. The warm start costs its layout (:data:`WARM_SETUP_SUPERSTEPS`) and
+  :math:`1 + \log(\rho_0 / \mathrm{tol}) / \log(1/\alpha)` supersteps over every edge,
+  :math:`\rho_0` the L1 change its first superstep makes (the first residual's norm and
+  the previous run's bound, over :math:`\sum y`), the worst-case rate :math:`\alpha` a
+  superstep. The push needs about :math:`k = \log(\lVert r\rVert_1 / g) / \log(1/\alpha)`
+  rounds to bring the norm to its goal :math:`g`, and its work (edges its pushes scan and
+  nodes its rounds read) is estimated as :data:`PUSH_SPREAD` times the out-degree volume
+  of the nodes the first residual reaches times :math:`k^d`, :math:`d` how the ball of
+  out-hops around them grows (about 2 on a grid, 1 on a path: a short search,
+  :func:`~graphsys.kernels.pagerank_push.ball_sizes`), at most a pass over the edges a
+  round (where the ball grows past the search's limit: a fast-mixing graph); one unit of
+  it costs :data:`PUSH_WORK_COST` times the threads edges of a superstep. Where the
+  estimate is
+  above :data:`PUSH_SHARE` of the warm start's cost the run takes the warm start;
+  otherwise the push runs with the warm start's cost as its budget, and stops once its
+  counted work reaches the budget, or the rounds its norm still needs, each as much work
+  as its last, would take it there: its ranks then start the power iteration (which needs
+  fewer supersteps from them than from the previous ranks).
 * ``warm`` elsewhere (more changed; the change's first residual reaches more than
-  :data:`LOCAL_MAX_SHARE` of the nodes; the previous edges have no stored CSR index;
+  :data:`LOCAL_MAX_SHARE` of the nodes; the push's estimated cost is above the warm
+  start's; the previous edges have no stored CSR index;
   another device or mode; a time view; a change set that does not change every edge set
   read before alike; a previous run that did not converge or has no tolerance): the power
   iteration started from the previous ranks, which converges from any start to the same
@@ -81,6 +100,7 @@ from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 
 from graphsys.bsp import incremental_changes as changes
@@ -89,16 +109,35 @@ from graphsys.bsp.engine import run as run_program
 from graphsys.bsp.incremental import Previous, pagerank_warm_start
 from graphsys.bsp.stats import RunStats, SuperstepStats
 from graphsys.errors import FormatError
-from graphsys.kernels.pagerank_push import edge_change_residual, push
+from graphsys.kernels.pagerank_push import ball_sizes, edge_change_residual, push
 
 #: The largest share of the edges read that may be new for a delta push; above it the warm
 #: start (docs/growing.md has the measurements behind it)
 DELTA_MAX_FRACTION = 0.01
-#: A push that scans more than this many times the edges read stops and hands its ranks to
-#: the power iteration: where the change reaches a slowly mixing part of the graph (its
-#: residual then decays by only ``damping`` per push of every node holding it), pushing
-#: costs more than the iteration
-PUSH_MAX_SWEEPS = 2
+#: What a unit of the push's work (an edge a push scans, a node one of its rounds reads)
+#: costs, in edges one thread of a power-iteration superstep reads: a push reads and writes
+#: scattered nodes, a superstep streams its edges (times the threads, as the superstep
+#: runs on every thread and the push on one)
+PUSH_WORK_COST = 8.0
+#: What a warm start pays before its first superstep, in supersteps: the power iteration
+#: builds the changed view's layout from its buckets (a view with change sets has no stored
+#: index), where the push maps the stored CSR
+WARM_SETUP_SUPERSTEPS = 30.0
+#: The push's work over the out-degree volume of the nodes its first residual reaches times
+#: its rounds to the power ``d`` (the rounds the norm needs at ``damping`` a round; ``d``
+#: how the ball around those nodes grows with the hops, :data:`SPREAD_DEPTH`): what the
+#: residual of a change costs to push where it spreads as on a grid (``d`` about 2) or a
+#: path (1), the slowly mixing graphs a push suits; where the ball outgrows
+#: :data:`SPREAD_EDGES` (a fast-mixing graph) the rounds cost a pass over the edges each
+PUSH_SPREAD = 1.2
+#: The ball's growth ``d`` is ``log2`` of its size at this many hops over its size at half
+#: as many, around up to 16 of the nodes the first residual reaches
+SPREAD_DEPTH = 16
+#: The most edges the search for ``d`` reads
+SPREAD_EDGES = 1 << 16
+#: The push is taken where its estimated cost is at most this share of the warm start's
+#: (the estimate is good to about a factor two); once under way it stops at the whole
+PUSH_SHARE = 0.5
 #: The largest share of the nodes the new edges' first residual may reach for the push to
 #: go on; beyond it the change is not local (new edges at hubs of a fast-mixing graph: on an
 #: R-MAT of 2M edges a 0.1 % append reached half the nodes, and pushing to ``tol`` cost more
@@ -246,11 +285,13 @@ def _csr(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray):
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
     return indptr, dst[order].astype(np.int64), weight[order]
+
+
 def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
            ) -> Result | str | None:
     """The delta push (module docstring); None when the budget left is too small, or why
     pushing would cost more than the warm start (the first residual reaches more than
-    :data:`LOCAL_MAX_SHARE` of the nodes)."""
+    :data:`LOCAL_MAX_SHARE` of the nodes, or its estimated work costs more)."""
     t0 = time.perf_counter()
     n, a, tol, weighted = graph.num_nodes(), program.damping, program.tol, program.weighted
     adj = graph.csr(change.old, weights=weighted)
@@ -270,18 +311,21 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
     r[~known] = (1.0 - a) * q[~known]
     edge_change_residual(adj.indptr, adj.indices, _or_empty(csr_w), y, inv_old, inv_new,
                          np.unique(src), src, dst, before, after, a, r)
-    reached = np.count_nonzero(r)
-    if reached > LOCAL_MAX_SHARE * n:
-        return (f"the change's residual reaches {reached / n:.1%} of the nodes, above "
+    reached = np.flatnonzero(r)
+    if len(reached) > LOCAL_MAX_SHARE * n:
+        return (f"the change's residual reaches {len(reached) / n:.1%} of the nodes, above "
                 f"the delta push's {LOCAL_MAX_SHARE:.0%}")
+    budget = _plan(adj.indptr, adj.indices, r, reached, float(y.sum()), a, tol, c * carried,
+                   graph.edge_set(kwargs.get("edge_set")).num_edges)
+    if isinstance(budget, str):
+        return budget
     # the graph after the change: the stored CSR plus what the change adds to it
     ip2, ix2, w2 = _csr(n, src, dst, after)
     setup = time.perf_counter() - t0
-    limit = PUSH_MAX_SWEEPS * (int(adj.indptr[-1]) + len(src))
     rounds, pushes, work, norm, total, done = push(
         adj.indptr, adj.indices, _or_empty(csr_w), ip2, ix2, w2, inv_new, a,
         np.zeros(0) if program._teleport is None else q, y, r,
-        float(y.sum()), tol / 2.0, c * carried / 2.0, limit)
+        float(y.sum()), tol / 2.0, c * carried / 2.0, budget)
     step = SuperstepStats(superstep=0, active=int(pushes), direction="push",
                           edges_scanned=int(work), messages_sent=int(work), fused=True)
     step.seconds["edges"] = time.perf_counter() - t0 - setup
@@ -290,7 +334,8 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
         program.initial = y / total
         result = run_program(graph, program, max_iters=spec.max_iters(graph, max_iters),
                              **kwargs)
-        result.stats.method += f", after a {method} stopped at {int(work):,} edges"
+        result.stats.method += (f", after a {method} stopped at {int(work):,} of its "
+                                f"{budget:,} work (a warm start's estimated cost)")
         result.stats.start = "delta"
         return result
     stats = RunStats(algorithm=program.name, mode="memory", device="cpu", backend="numba",
@@ -300,6 +345,46 @@ def _delta(spec, graph, previous: Previous, program, change, max_iters, kwargs
                      method=method, supersteps=[step], weighted=weighted, start="delta",
                      residual=(norm + c * carried) / total)
     return Result(values=y / total, stats=stats, graph=graph)
+
+
+def _plan(indptr, indices, r, reached, total: float, damping: float, tol: float,
+          carried: float, edges: int) -> int | str:
+    """The push's work budget, or why a warm start costs less (the module docstring's cost
+    model). ``r``: the first residual (unnormalised, ``reached`` its nonzero nodes),
+    ``total``: the unnormalised ranks' sum, ``carried``: the previous run's bound scaled
+    as they are, ``edges``: the edges a superstep reads."""
+    rate = -np.log(min(max(damping, 1e-12), 1.0 - 1e-12))  # the norm's decay a round
+    norm = float(np.abs(r).sum())
+    goal = (tol * total - carried) / 2.0  # the norm the push must reach (push's target)
+    rounds = np.log(max(norm / goal, 1.0)) / rate
+    # the warm start: its layout, then supersteps until the change falls below tol
+    steps = 1.0 + np.log(max((norm + carried) / (tol * total), 1.0)) / rate
+    warm = edges * (WARM_SETUP_SUPERSTEPS + steps)
+    volume = float((indptr[reached + 1] - indptr[reached]).sum())
+    d = _growth(indptr, indices, reached)
+    estimate = (edges + 2.0 * len(r)) * rounds  # a pass over the edges a round
+    if np.isfinite(d):
+        estimate = min(PUSH_SPREAD * volume * rounds ** d, estimate)
+    cost = PUSH_WORK_COST * numba.get_num_threads()
+    if cost * estimate > PUSH_SHARE * warm:
+        return (f"pushing the change's residual, about {estimate:,.0f} work over "
+                f"{rounds:.0f} rounds, would cost more than {PUSH_SHARE:g} of a warm "
+                f"start's layout and about {steps:.0f} supersteps")
+    return int(min(warm / cost, 2.0 ** 62)) if cost > 0 else 2 ** 62
+
+
+def _growth(indptr, indices, reached) -> float:
+    """How the ball of out-hops around (up to 16 of) ``reached`` grows: ``log2`` of its
+    size at :data:`SPREAD_DEPTH` hops over its size at half as many (about 2 on a grid, 1
+    on a path, 0 where it stops growing); infinite where the search reads more than
+    :data:`SPREAD_EDGES` edges first (a fast-mixing graph)."""
+    if not len(reached):
+        return 0.0
+    sample = reached[::max(1, len(reached) // 16)][:16].astype(np.int64)
+    sizes = ball_sizes(indptr, indices, sample, SPREAD_DEPTH, SPREAD_EDGES)
+    if sizes[-1] < 0:
+        return np.inf
+    return max(0.0, float(np.log2(sizes[-1] / sizes[SPREAD_DEPTH // 2])))
 
 
 def _what(change) -> str:

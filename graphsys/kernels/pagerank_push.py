@@ -112,11 +112,19 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
     may have no rows past its own); ``inv_deg`` the inverse (weighted) out-degree over
     both. Each round pushes, once each, the nodes whose ``|r|`` is at least the mean
     over the nodes with a residual (what they hold when their turn comes: Gauss-Southwell
-    order by rounds); the norm is then added up again exactly. ``total`` is ``sum(y)`` on entry.
+    order by rounds), in id order within a round; the norm is then added up again exactly (where
+    ``||r||_1 - |sum(r)|``, a lower bound of it, does not already say the push goes on).
+    ``total`` is ``sum(y)`` on entry.
 
-    Returns (rounds, pushes, edges scanned, ``||L(r)||_1``, sum of ``y``, converged): not
-    converged when ``max_work`` edges were scanned first (``y`` and ``r`` are then a
-    consistent pair, the residual still to push)."""
+    The work counted is every edge a push scans and every node a round reads. The push
+    stops unconverged once the work reaches ``max_work``, or where the rounds still to
+    come would take it past ``max_work``: as many rounds as the norm needs to fall to
+    the target at the rate ``damping`` a round (a round of pushes shrinks the residual of
+    the nodes it pushes by that factor at least), each as much work as the last.
+
+    Returns (rounds, pushes, work, ``||L(r)||_1``, sum of ``y``, converged): not
+    converged when stopped by ``max_work`` (``y`` and ``r`` are then a consistent pair,
+    the residual still to push)."""
     n = y.shape[0]
     touched = np.empty(n, np.int64)
     seen = np.zeros(n, np.bool_)
@@ -127,30 +135,24 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
             seen[v] = True
             touched[count] = v
             count += 1
-    rounds = pushes = work = 0
+    rounds = pushes = work = last = 0
     uniform = q.shape[0] == 0
     big_q = float(n) if uniform else q.sum()
+    rate = np.log(1.0 / damping) if damping < 1.0 else 0.0
     while True:
-        l1 = 0.0
-        s = 0.0
-        top = 0.0
-        kept = 0
-        for k in range(count):  # drop nodes whose residual is now 0: rounds stay local
-            v = touched[k]
-            if r[v] != 0.0:
-                l1 += abs(r[v])
-                s += r[v]
-                top = max(top, abs(r[v]))
-                touched[kept] = v
-                kept += 1
-            else:
-                seen[v] = False
-        count = kept
-        norm = _deviation(r, q, s / big_q, touched, count, uniform, big_q, abs(s))
-        if norm + extra < target * total:
-            return rounds, pushes, work, norm, total, True
-        if work >= max_work:
+        l1, s, top, count = _gather(r, touched, seen, count)
+        work += count
+        goal = target * total - extra
+        norm = l1 + abs(s)  # an upper bound; exact below where it decides
+        if l1 - abs(s) < goal:
+            norm = _deviation(r, q, s / big_q, touched, count, uniform, big_q, abs(s))
+            work += count
+            if norm < goal:
+                return rounds, pushes, work, norm, total, True
+        if work >= max_work or (rate > 0.0 and goal > 0.0 and norm > goal and work + (
+                work - last) * np.log(norm / goal) / rate > max_work):
             return rounds, pushes, work, norm, total, False
+        last = work
         theta = min(l1 / count, top)  # the mean, rounded, may exceed every value
         chosen = 0
         for k in range(count):
@@ -158,6 +160,8 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
             if abs(r[v]) >= theta:
                 queue[chosen] = v
                 chosen += 1
+        work += count
+        queue[:chosen].sort()  # in id order: neighbouring ids share cache lines
         for k in range(chosen):
             u = queue[k]
             ru = r[u]
@@ -172,3 +176,61 @@ def push(indptr, indices, weights, indptr2, indices2, weights2, inv_deg, damping
             count = _spread(indptr2, indices2, weights2, u, c, r, touched, seen, count)
             work += indptr[u + 1] - indptr[u] + indptr2[u + 1] - indptr2[u]
         rounds += 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _gather(r, touched, seen, count):
+    """Drop the listed nodes whose residual is now 0 (rounds stay local); returns the L1
+    norm, the sum and the largest ``|r|`` of the rest, and their count."""
+    l1 = 0.0
+    s = 0.0
+    top = 0.0
+    kept = 0
+    for k in range(count):
+        v = touched[k]
+        if r[v] != 0.0:
+            l1 += abs(r[v])
+            s += r[v]
+            top = max(top, abs(r[v]))
+            touched[kept] = v
+            kept += 1
+        else:
+            seen[v] = False
+    return l1, s, top, kept
+
+
+@numba.njit(cache=True, nogil=True)
+def ball_sizes(indptr, indices, sources, depth, max_edges):
+    """The nodes within ``h`` out-hops of ``sources`` (int64), for ``h = 0 .. depth``:
+    int64 (depth + 1,), by a breadth-first search over the CSR that stops once it has read
+    ``max_edges`` edges (the levels it did not reach are then -1): how fast a residual at
+    ``sources`` could spread."""
+    n = indptr.shape[0] - 1
+    sizes = np.full(depth + 1, -1, np.int64)
+    seen = np.zeros(n, np.bool_)
+    queue = np.empty(n, np.int64)
+    tail = 0
+    for k in range(sources.shape[0]):
+        if not seen[sources[k]]:
+            seen[sources[k]] = True
+            queue[tail] = sources[k]
+            tail += 1
+    sizes[0] = tail
+    head = 0
+    read = 0
+    for h in range(1, depth + 1):
+        end = tail
+        while head < end:
+            u = queue[head]
+            head += 1
+            read += indptr[u + 1] - indptr[u]
+            if read > max_edges:
+                return sizes
+            for e in range(indptr[u], indptr[u + 1]):
+                v = indices[e]
+                if not seen[v]:
+                    seen[v] = True
+                    queue[tail] = v
+                    tail += 1
+        sizes[h] = tail
+    return sizes

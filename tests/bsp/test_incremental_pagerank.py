@@ -26,7 +26,7 @@ TOL = 1e-10
 def _push_to_the_end(monkeypatch):
     """The push runs to the tolerance here, whatever it costs (its work limit is tested
     apart)."""
-    monkeypatch.setattr(incremental_pagerank, "PUSH_MAX_SWEEPS", 10**6)
+    monkeypatch.setattr(incremental_pagerank, "PUSH_WORK_COST", 0.0)
     monkeypatch.setattr(incremental_pagerank, "LOCAL_MAX_SHARE", 1.0)  # tiny graphs
 
 
@@ -131,7 +131,8 @@ def test_without_a_stored_csr_it_starts_warm_naming_the_index(tmp_path):
 
 def test_a_push_past_its_work_limit_hands_over_to_the_iteration(tmp_path, monkeypatch):
     g, prev, ref = _grow(tmp_path)
-    monkeypatch.setattr(incremental_pagerank, "PUSH_MAX_SWEEPS", 0)
+    monkeypatch.setattr(incremental_pagerank, "PUSH_SPREAD", 0.0)  # estimated as free
+    monkeypatch.setattr(incremental_pagerank, "PUSH_WORK_COST", 1e12)  # a budget of 0
     got = bsp.pagerank(g, tol=TOL, init=prev)
     assert got.stats.start == "delta" and "stopped at" in got.stats.method
     pr = nx.pagerank(ref, tol=1e-15, max_iter=1000, weight=None)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from graphsys.kernels.pagerank_push import edge_change_residual, push
+from graphsys.kernels.pagerank_push import ball_sizes, edge_change_residual, push
 
 ALPHA = 0.85
 
@@ -110,3 +110,48 @@ def test_push_stops_at_its_work_limit_with_a_consistent_pair():
                _inv(a), ALPHA, np.zeros(0), y, r, 0.0, 1e-12, 0.0, 100)
     assert out[-1] is False or out[-1] == 0
     np.testing.assert_allclose(r, _residual(a, y, q), atol=1e-12)
+
+
+def test_push_stops_early_where_the_rounds_it_still_needs_pass_the_limit():
+    """A push whose remaining rounds (at ``damping`` a round, each as much work as its
+    last) would take it past ``max_work`` stops before it, its pair consistent; unlimited,
+    the same push needs more than ``max_work``."""
+    side = 30  # a grid both ways: the residual spreads slowly
+    ids = np.arange(side * side).reshape(side, side)
+    a, b = [ids[:, :-1], ids[:-1]], [ids[:, 1:], ids[1:]]
+    src = np.concatenate([x.ravel() for x in a + b])
+    dst = np.concatenate([x.ravel() for x in b + a])
+    n = side * side
+    g = _csr(src, dst, n)
+    q = np.ones(n)
+
+    def run(limit):
+        y, r = np.zeros(n), (1 - ALPHA) * q
+        out = push(g.indptr.astype(np.int64), g.indices.astype(np.int64),
+                   np.zeros(0, np.float32), np.zeros(n + 1, np.int64), np.zeros(0, np.int64),
+                   np.zeros(0, np.float32), _inv(g), ALPHA, np.zeros(0), y, r, 0.0, 1e-12,
+                   0.0, limit)
+        return out, y, r
+
+    full, _, _ = run(10**12)
+    assert full[-1] and full[2] > 100_000
+    (rounds, pushes, work, norm, total, done), y, r = run(100_000)
+    assert not done and 0 < work < 50_000  # well before the limit
+    np.testing.assert_allclose(r, _residual(g, y, q), atol=1e-12)
+
+
+def test_ball_sizes_on_a_path_and_a_grid_and_the_edge_limit():
+    path = _csr(np.arange(99), np.arange(1, 100), 100)
+    sizes = ball_sizes(path.indptr.astype(np.int64), path.indices.astype(np.int64),
+                       np.array([10, 50], np.int64), 8, 10**6)
+    assert sizes.tolist() == [2, 4, 6, 8, 10, 12, 14, 16, 18]
+    side = 21
+    ids = np.arange(side * side).reshape(side, side)
+    a, b = [ids[:, :-1], ids[:-1]], [ids[:, 1:], ids[1:]]
+    g = _csr(np.concatenate([x.ravel() for x in a + b]),
+             np.concatenate([x.ravel() for x in b + a]), side * side)
+    centre = np.array([ids[10, 10]], np.int64)
+    sizes = ball_sizes(g.indptr.astype(np.int64), g.indices.astype(np.int64), centre, 6, 10**6)
+    assert sizes.tolist() == [2 * h * h + 2 * h + 1 for h in range(7)]  # a diamond
+    capped = ball_sizes(g.indptr.astype(np.int64), g.indices.astype(np.int64), centre, 6, 20)
+    assert capped[0] == 1 and capped[-1] == -1
