@@ -112,7 +112,8 @@ class StreamEdges:
         #: path's first pass, with the device memory free then)
         check_budget(device_budget)
         self.device_budget = device_budget
-        #: the torch path's staging ring and resident batches, made by its first pass
+        #: the torch path's host cache, staging ring and resident batches, made by its
+        #: first pass
         self.device_buckets: DeviceBuckets | None = None
         #: the torch path's all-active copy/sum pass, per direction: the targets that
         #: receive (bool (N,) on the device), and the pass merged into one layout once
@@ -405,7 +406,9 @@ class StreamEdges:
     def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:
         """One record batch on the torch path: its columns on the device
         (:meth:`DeviceBuckets.fetch <graphsys.bsp.device_stream.DeviceBuckets.fetch>`:
-        resident, or streamed through the staging ring), offset and widened there."""
+        resident, or streamed from the host cache or through the staging ring); an
+        all-active copy/sum pass adds them into its sums (:class:`_CopySum`), any other
+        offsets and widens them there."""
         import torch
 
         buckets = self.device_buckets
