@@ -279,14 +279,18 @@ class DeviceBuckets:
 
     def _copy(self, slot: _Slot, host: torch.Tensor) -> torch.Tensor:
         """``host`` (pinned on CUDA) copied into ``slot``'s device buffer on the side
-        stream, once the compute that last read that buffer is done; the compute stream
-        waits for the copy. No host wait."""
+        stream, once the compute that last read that buffer is done (for a buffer not
+        used yet: once the work the compute stream has queued is done, since the
+        allocator may have given it memory freed there); the compute stream waits for
+        the copy. No host wait."""
         import torch
 
         if self.cuda:
             out = slot.device[:host.numel()]
             if slot.used:
                 self.side.wait_event(slot.consumed)
+            else:  # a new buffer may reuse memory the compute stream still reads
+                self.side.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(self.side):
                 out.copy_(host, non_blocking=True)
                 slot.copied.record(self.side)
