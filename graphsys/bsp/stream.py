@@ -474,23 +474,34 @@ class StreamEdges:
         if buckets.resident_bytes + need > buckets.budget:
             self._merged[direction] = False
             return
+        self._merged[direction] = self._merge(batches, edges)
+
+    def _merge(self, batches: list[tuple], edges: int) -> MergedPass | bool:
+        """The kept ``batches`` of a pass merged (their ids as source offsets into ``x``
+        and global targets: int32 where the ids fit); False where the device runs out of
+        memory building it (the pass then runs batch by batch, as before)."""
         import torch
 
-        parts = []
-        for i, j, rev, eb in batches:
-            src, dst, _ = buckets.fetch((i, j, eb.start), eb.src, eb.dst, None,
-                                        self._packed(i, j))
-            bi, bj = int(self.offsets[i]), int(self.offsets[j])
-            if rev:
-                src, dst, sb, db = dst, src, bj - self.lo, bi
-            else:
-                sb, db = bi - self.lo, bj
-            parts.append((src.to(torch.int64) + sb, dst.to(torch.int64) + db))
-        merged = MergedPass(parts, self.hi - self.lo, self.num_nodes)
+        ids = torch.int32 if self.num_nodes < 2**31 else torch.int64
+        buckets = self.device_buckets
+        try:
+            parts = []
+            for i, j, rev, eb in batches:
+                src, dst, _ = buckets.fetch((i, j, eb.start), eb.src, eb.dst, None,
+                                            self._packed(i, j))
+                bi, bj = int(self.offsets[i]), int(self.offsets[j])
+                if rev:
+                    src, dst, sb, db = dst, src, bj - self.lo, bi
+                else:
+                    sb, db = bi - self.lo, bj
+                parts.append((src.to(ids) + sb, dst.to(ids) + db))
+            merged = MergedPass(parts, self.hi - self.lo, self.num_nodes)
+        except torch.OutOfMemoryError:
+            return False
         merged.edges = edges
         merged.nbytes_read = sum(a.nbytes for *_, eb in batches for a in self._columns(eb)
                                  if a is not None)
-        self._merged[direction] = merged
+        return merged
 
     def _merged_result(self, merged: MergedPass, x: torch.Tensor, tasks) -> EdgeResult:
         """A merged pass's edge phase: one op for the sums (and a copy of the receiving

@@ -10,7 +10,7 @@ import torch
 
 from graphsys import bsp
 from graphsys.analysis.device_counts import DeviceWorkCounter
-from graphsys.bsp import device_stream
+from graphsys.bsp import device_stream, stream
 from graphsys.bsp.algorithms.pagerank import PageRank
 from graphsys.bsp.device_stream import RING, DeviceBuckets, resident_budget
 from graphsys.bsp.engine import open_edges
@@ -297,3 +297,24 @@ def test_bad_budget_is_one_line(graphs, mode):
     with pytest.raises(ParameterError, match="device_budget must be bytes"):
         bsp.pagerank(graphs["directed-p1"].graph, mode=mode, backend="torch",
                      device_budget=-5)
+
+
+@pytest.mark.parametrize("why", ["budget", "out-of-memory"])
+def test_kept_pass_not_merged(graphs, why, monkeypatch):
+    """Where the merged layout does not fit the budget beside the kept batches, or the
+    device runs out of memory building it, the pass stays batch by batch: same sums bit
+    for bit, two ops a batch."""
+    g = graphs["directed-p3"].graph
+    if why == "out-of-memory":
+        def no_memory(*args):
+            raise torch.OutOfMemoryError("no memory")
+        monkeypatch.setattr(stream, "MergedPass", no_memory)
+        budget = BUDGETS["resident"]
+    else:
+        budget = edge_bytes(False, True) * g.num_edges()  # the batches, packed: no more
+    c, buckets, acc = _pass_counts(g, budget)
+    _, _, streamed = _pass_counts(g, 0)
+    assert buckets.resident_bytes == edge_bytes(False, True) * g.num_edges()
+    assert not buckets.streamed and c.transfers == 0 and c.ops.get("mv", 0) == 0
+    assert c.ops["index_add_"] == len(buckets.resident) > 3
+    np.testing.assert_array_equal(acc.numpy(), streamed.numpy())
