@@ -318,3 +318,22 @@ def test_kept_pass_not_merged(graphs, why, monkeypatch):
     assert not buckets.streamed and c.transfers == 0 and c.ops.get("mv", 0) == 0
     assert c.ops["index_add_"] == len(buckets.resident) > 3
     np.testing.assert_array_equal(acc.numpy(), streamed.numpy())
+
+
+@pytest.mark.parametrize("packed_batch", [False, True], ids=["int32-pairs", "packed"])
+@pytest.mark.parametrize("weights", [False, True], ids=["ids", "weighted"])
+def test_long_batches_staged_in_row_ranges(packed_batch, weights, monkeypatch):
+    """A batch long enough is written into host memory by several threads, row ranges of
+    every column: the same words as one thread writes."""
+    monkeypatch.setattr(device_stream, "PARALLEL_STAGE_ROWS", 1000)
+    monkeypatch.setattr(device_stream, "stage_threads", lambda: 3)
+    rng = np.random.default_rng(3)
+    for n in (999, 1000, 4097):
+        top = 1 << (16 if packed_batch else 31)
+        src, dst = (rng.integers(0, top, n).astype(np.int32) for _ in range(2))
+        w = rng.random(n, dtype=np.float32) if weights else None
+        many, one = np.zeros(3 * n, np.int32), np.zeros(3 * n, np.int32)
+        assert device_stream._stage(many, src, dst, w, packed_batch) == n * (
+            (1 if packed_batch else 2) + weights)
+        device_stream._stage_rows(one, src, dst, w, packed_batch, 0, n)
+        np.testing.assert_array_equal(many, one)
