@@ -413,9 +413,9 @@ class MergedPass:
                else torch.int64)
         self.spmv = src.device.type in MERGED_SPMV_DEVICES
         if self.spmv:
-            order = torch.sort(dst, stable=True).indices
+            targets, order = torch.sort(dst, stable=True)
             crow = torch._convert_indices_from_coo_to_csr(
-                dst[order], num_targets, out_int32=ids == torch.int32)
+                targets, num_targets, out_int32=ids == torch.int32)
             values = torch.ones(len(src), dtype=torch.float64, device=src.device)
             with warnings.catch_warnings():  # "sparse CSR support is in beta"
                 warnings.simplefilter("ignore", UserWarning)

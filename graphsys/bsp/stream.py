@@ -466,7 +466,8 @@ class StreamEdges:
         if direction in self._merged:
             return
         batches = self._pass_batches(tasks)
-        if not all((i, j, eb.start) in buckets.resident for i, j, _, eb in batches):
+        if not batches or not all((i, j, eb.start) in buckets.resident
+                                  for i, j, _, eb in batches):
             return
         edges = sum(len(eb) for *_, eb in batches)
         spmv = self.device.type in MERGED_SPMV_DEVICES
