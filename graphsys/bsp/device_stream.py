@@ -9,24 +9,36 @@ unweighted program, 12 weighted; where both partitions of the bucket have fewer 
 bytes an edge unweighted, 8 weighted. The words are split, the partition offsets added, and
 the ids widened to int64 for the scatter, by device ops of the compute.
 
-Mechanism (CUDA): each streamed batch is copied from its mapped bucket file straight into
-one of :data:`RING` page-locked host buffers (``np.copyto`` into a NumPy view of the pinned
-tensor: no intermediate copy), then copied to the device buffer of the same slot on a side
-stream; the compute stream waits for that copy's event, and the side stream waits, before
-it overwrites a slot, for the event recorded after the compute that read the slot. The host
-waits for a slot's previous copy before it writes into it again. So the copy of batch
-``k + 1`` runs while batch ``k`` is computed. On the CPU the same ring is used with
-ordinary host memory, each batch's copy out of its slot is a copy addressed to the device
-(what :class:`~graphsys.analysis.device_counts.DeviceWorkCounter` counts as a transfer),
-and the stream operations are skipped: the CPU tests run the same code in the same order.
+Mechanism (CUDA): a streamed batch is written once, the first time it is read, from its
+mapped bucket file into its own region of one page-locked host buffer (the *host cache*,
+allocated once per run, at most :func:`host_cache_budget` bytes; ``np.copyto`` into a NumPy
+view of the pinned tensor: no intermediate copy). Every later read copies it from there to
+one of :data:`RING` device buffers on a side stream: a DMA from pinned memory, with no CPU
+copy and no host wait. The compute stream waits for that copy's event, and the side stream
+waits, before it overwrites a device buffer, for the event recorded after the compute that
+read it; the host enqueues ahead, so the copy of batch ``k + 1`` runs while batch ``k`` is
+computed. A batch the host cache has no room for goes through the ring's own
+:data:`RING` page-locked staging buffers instead, rewritten every superstep (the host
+waits for a slot's previous copy before it writes into it again). On the CPU the same code
+runs with ordinary host memory, each batch's copy to its device buffer is a copy
+addressed to the device (what :class:`~graphsys.analysis.device_counts.DeviceWorkCounter`
+counts as a transfer), and the stream operations are skipped: the CPU tests run the same
+code in the same order.
 
 Residency: in the first superstep each batch, in the order the pass reads them, is kept on
 the device while the kept bytes stay within the budget (:func:`resident_budget`); later
-supersteps read kept batches where they are and stream only the others.
+supersteps read kept batches where they are and stream only the others. When every batch of
+an all-active copy/sum pass (PageRank's) is kept, the pass is merged once into one layout
+(:class:`MergedPass`): a superstep's edge phase is then one sparse matrix-vector product on
+CUDA (the in-memory fused path's lean layout: int32 ids, values all ones), instead of two
+device ops a batch.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,16 +55,53 @@ RING = 2
 PACK_LIMIT = 1 << 16
 #: The default budget on CUDA: this share of the device memory free when the run starts
 RESIDENT_FRACTION = 0.5
+#: The host cache of streamed batches may take this share of the host memory available
+#: when the run starts (:func:`host_cache_budget`)
+HOST_FRACTION = 0.25
+#: Devices whose merged pass is one CSR matrix-vector product (cuSPARSE); elsewhere it is
+#: one gather and one ``index_add_`` over all the kept edges, which sums every target in
+#: the order the batches do (the CPU's CSR product, MKL's, does not), so a CPU run's ranks
+#: are the same bit for bit whatever the budget
+MERGED_SPMV_DEVICES = ("cuda",)
+#: A batch of at least this many rows is written into host memory by several threads
+PARALLEL_STAGE_ROWS = 1 << 18
+#: The threads of those writes (made on first use, kept for the process)
+_POOL: ThreadPoolExecutor | None = None
+#: Largest index int32 ids hold
+_INT32_MAX = 2**31 - 1
 
 
 def host_buffer(n: int, pin: bool) -> torch.Tensor:
-    """An int32 (n,) host staging buffer, page-locked when ``pin``: every staging
-    allocation of a run goes through here (a run makes :data:`RING` of them, sized to the
-    longest batch it may read; :data:`RING` more, at least twice as long, only for a batch
-    longer than that)."""
+    """An int32 (n,) host buffer, page-locked when ``pin``: every host allocation of a run
+    for its batches goes through here (the host cache, once; the ring's :data:`RING`
+    staging buffers, sized to the longest batch the run may read, only where a batch does
+    not fit the cache; :data:`RING` more, at least twice as long, only for a batch longer
+    than that)."""
     import torch
 
     return torch.empty(n, dtype=torch.int32, pin_memory=pin)
+
+
+def host_cache_budget() -> int:
+    """Bytes the host cache of a run may take: :data:`HOST_FRACTION` of the host memory
+    available now (``MemAvailable``; the free pages where the kernel does not say)."""
+    avail = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        avail = 0
+    if not avail:
+        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return int(avail * HOST_FRACTION)
+
+
+def words(n: int, packed: bool, weights: bool) -> int:
+    """int32 words a batch of ``n`` edges takes on the bus and on the device."""
+    return n * ((1 if packed else 2) + weights)
 
 
 def check_budget(budget) -> None:
@@ -87,36 +136,76 @@ def resident_budget(device: torch.device, budget: int | float | None) -> int:
 def _stage(view: np.ndarray, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None,
            packed: bool) -> int:
     """Write a batch's columns into the int32 staging ``view`` straight from its (mapped)
-    arrays: ``src``, ``dst`` (or ``src << 16 | dst`` when ``packed``), then the weights.
-    Returns the int32 words written."""
+    arrays: ``src``, ``dst`` (or ``src << 16 | dst`` when ``packed``), then the weights;
+    a batch of at least :data:`PARALLEL_STAGE_ROWS` rows in row ranges on
+    :func:`stage_threads` threads (NumPy's copies and shifts release the GIL), since one
+    thread's copy out of the page cache is several times slower than the bus. Returns the
+    int32 words written."""
+    n = len(src)
+    threads = stage_threads() if n >= PARALLEL_STAGE_ROWS else 1
+    if threads == 1:
+        _stage_rows(view, src, dst, weight, packed, 0, n)
+    else:
+        global _POOL
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(threads, thread_name_prefix="graphsys-stage")
+        bounds = np.linspace(0, n, threads + 1).astype(np.int64)
+        list(_POOL.map(lambda k: _stage_rows(view, src, dst, weight, packed, int(bounds[k]),
+                                             int(bounds[k + 1])), range(threads)))
+    return n * ((1 if packed else 2) + (weight is not None))
+
+
+def stage_threads() -> int:
+    """Threads that write one long batch: the CPUs this process may use, at most 8."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not offered on this platform
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus))
+
+
+def _stage_rows(view: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                weight: np.ndarray | None, packed: bool, a: int, b: int) -> None:
+    """Rows ``a:b`` of :func:`_stage`."""
     n = len(src)
     if packed:
-        word = view[:n].view(np.uint32)
-        np.left_shift(src, 16, out=word, casting="unsafe")
-        np.bitwise_or(word, dst, out=word, casting="unsafe")
+        word = view[a:b].view(np.uint32)
+        np.left_shift(src[a:b], 16, out=word, casting="unsafe")
+        np.bitwise_or(word, dst[a:b], out=word, casting="unsafe")
     else:
-        np.copyto(view[:n], src, casting="no")
-        np.copyto(view[n:2 * n], dst, casting="no")
+        np.copyto(view[a:b], src[a:b], casting="no")
+        np.copyto(view[n + a:n + b], dst[a:b], casting="no")
     ids = 1 if packed else 2
     if weight is not None:
-        np.copyto(view[ids * n:(ids + 1) * n].view(np.float32), weight, casting="same_kind")
-    return n * (ids + (weight is not None))
+        np.copyto(view[ids * n + a:ids * n + b].view(np.float32), weight[a:b],
+                  casting="same_kind")
 
 
 class _Slot:
-    """One staging slot: host buffer (pinned on CUDA), its NumPy view, and on CUDA the
-    device buffer and the events of its last copy and of the last compute that read it."""
+    """One slot of the ring: on CUDA its device buffer and the events of its last copy and
+    of the last compute that read it; its host staging buffer (pinned on CUDA) and NumPy
+    view are made by :meth:`staging` the first time a batch the host cache does not hold
+    passes through it."""
 
     def __init__(self, n: int, device: torch.device):
         import torch
 
         cuda = device.type == "cuda"
-        self.host = host_buffer(n, cuda)
-        self.view = self.host.numpy()
+        self.n, self.cuda = n, cuda
+        self.host: torch.Tensor | None = None
+        self.view: np.ndarray | None = None
         self.device = torch.empty(n, dtype=torch.int32, device=device) if cuda else None
         self.copied = torch.cuda.Event() if cuda else None
         self.consumed = torch.cuda.Event() if cuda else None
         self.used = False
+
+    def staging(self) -> bool:
+        """Make the host staging buffer if it is not there yet; True when it was made."""
+        if self.host is not None:
+            return False
+        self.host = host_buffer(self.n, self.cuda)
+        self.view = self.host.numpy()
+        return True
 
 
 class DeviceBuckets:
@@ -132,6 +221,11 @@ class DeviceBuckets:
         The longest batch the pass reads (edges): the ring's size.
     weights : bool
         Whether batches carry float32 weights (the program reads them).
+    total : int, optional
+        Edges of all the batches the run may read: the most the host cache holds.
+    host_budget : int, optional
+        Bytes the host cache may take (default :func:`host_cache_budget`; 0: none, every
+        streamed batch is staged through the ring every superstep).
 
     Attributes
     ----------
@@ -139,11 +233,16 @@ class DeviceBuckets:
         Bytes of batches kept on the device.
     moved_bytes : int
         Bytes copied host -> device so far (streamed batches and first uploads).
+    cached_bytes : int
+        Bytes of streamed batches held in the host cache.
     staging_allocations : int
-        Staging buffers allocated (:func:`host_buffer` calls): :data:`RING` a run.
+        Host buffers allocated (:func:`host_buffer` calls): one a run for the host cache,
+        and :data:`RING` for the ring's staging buffers where a batch does not fit the
+        cache (more only for a batch longer than the ring's buffers).
     """
 
-    def __init__(self, device: torch.device, budget: int, max_batch: int, weights: bool):
+    def __init__(self, device: torch.device, budget: int, max_batch: int, weights: bool,
+                 total: int = 0, host_budget: int | None = None):
         import torch
 
         self.device, self.budget, self.weights = device, budget, weights
@@ -154,6 +253,12 @@ class DeviceBuckets:
         #: batches seen once and not kept: streamed every superstep
         self.streamed: set[tuple] = set()
         self.resident_bytes = self.moved_bytes = self.staging_allocations = 0
+        self.total_words = total * self.cols
+        self.host_budget = host_cache_budget() if host_budget is None else host_budget
+        #: the host cache: one buffer, a region (start, words) per cached batch
+        self.cache: torch.Tensor | None = None
+        self.cached: dict[tuple, tuple[int, int]] = {}
+        self.cached_bytes = 0
         self.slots: list[_Slot] = []
         self._capacity = 0
         self._next = 0
@@ -167,14 +272,13 @@ class DeviceBuckets:
         self._capacity = max(max_batch, 2 * self._capacity)  # a longer batch: at least double
         self.slots = [_Slot(max(1, self._capacity * self.cols), self.device)
                       for _ in range(RING)]
-        self.staging_allocations += RING
 
     def fetch(self, key: tuple, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None,
               packed: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The batch ``key`` (int32 ``src``, ``dst`` (n,), float32 ``weight`` (n,) or None)
         on the device, ready for the compute stream: (src int32, dst int32, weight float32
-        or None), made from a staging slot on CUDA (valid until the next :data:`RING` - 1
-        fetches) or from the batch's resident copy. ``packed``: every offset is below
+        or None), made from a device buffer of the ring (valid until the next :data:`RING` -
+        1 fetches) or from the batch's resident copy. ``packed``: every offset is below
         :data:`PACK_LIMIT` (both partitions are that small), and the batch travels and
         stays as one int32 word an edge (``src << 16 | dst``), split by the device."""
         import torch
@@ -187,30 +291,74 @@ class DeviceBuckets:
         self._grow(n)
         slot = self.slots[self._next]
         self._next = (self._next + 1) % RING
-        if self.cuda and slot.used:
-            slot.copied.synchronize()  # its previous copy has left the host buffer
-        size = _stage(slot.view, src, dst, weight, packed)
+        size = words(n, packed, weight is not None)
+        keep = key not in self.streamed and self.resident_bytes + size * 4 <= self.budget
+        host = None
+        if not keep:
+            self.streamed.add(key)
+            host = self._cached(key, src, dst, weight, packed)
+        if host is None:  # through the slot's staging buffer
+            self.staging_allocations += slot.staging()
+            if self.cuda and slot.used:
+                slot.copied.synchronize()  # its previous copy has left the host buffer
+            _stage(slot.view, src, dst, weight, packed)
+            host = slot.host[:size]
+        out = self._copy(slot, host)
+        self.moved_bytes += size * 4
+        if keep:
+            out = out.clone() if self.cuda else out
+            self.resident[key] = out
+            self.resident_bytes += size * 4
+        return self._split(out, n, packed)
+
+    def _copy(self, slot: _Slot, host: torch.Tensor) -> torch.Tensor:
+        """``host`` (pinned on CUDA) copied into ``slot``'s device buffer on the side
+        stream, once the compute that last read that buffer is done (for a buffer not
+        used yet: once the work the compute stream has queued is done, since the
+        allocator may have given it memory freed there); the compute stream waits for
+        the copy. No host wait."""
+        import torch
+
         if self.cuda:
-            out = slot.device[:size]
+            out = slot.device[:host.numel()]
             if slot.used:
                 self.side.wait_event(slot.consumed)
+            else:  # a new buffer may reuse memory the compute stream still reads
+                self.side.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(self.side):
-                out.copy_(slot.host[:size], non_blocking=True)
+                out.copy_(host, non_blocking=True)
                 slot.copied.record(self.side)
             torch.cuda.current_stream(self.device).wait_event(slot.copied)
         else:  # the copy a GPU run makes, addressed to the device (counted as one)
-            out = slot.host[:size].to(self.device, copy=True)
+            out = host.to(self.device, copy=True)
         slot.used = True
         self._last = slot
-        self.moved_bytes += size * 4
-        if key not in self.streamed:  # first read: keep it while the budget allows
-            if self.resident_bytes + size * 4 <= self.budget:
-                out = out.clone() if self.cuda else out
-                self.resident[key] = out
-                self.resident_bytes += size * 4
-            else:
-                self.streamed.add(key)
-        return self._split(out, n, packed)
+        return out
+
+    def _cached(self, key: tuple, src: np.ndarray, dst: np.ndarray,
+                weight: np.ndarray | None, packed: bool) -> torch.Tensor | None:
+        """The host cache's region of a streamed batch, written from the mapped arrays the
+        first time; None where the cache has no room for it (or there is none)."""
+        if key in self.cached:
+            start, size = self.cached[key]
+            return self.cache[start:start + size]
+        if self.cache is None:
+            want = min(self.total_words, self.host_budget // 4)
+            if self.cuda and want > 0:  # the pinned allocator rounds up to a power of two
+                want = min(want, (1 << (self.host_budget.bit_length() - 1)) // 4)
+            if want <= 0:
+                return None
+            self.cache = host_buffer(want, self.cuda)
+            self._cache_view = self.cache.numpy()
+            self.staging_allocations += 1
+        start = self.cached_bytes // 4
+        size = words(len(src), packed, weight is not None)
+        if start + size > self.cache.numel():
+            return None
+        _stage(self._cache_view[start:start + size], src, dst, weight, packed)
+        self.cached[key] = (start, size)
+        self.cached_bytes += size * 4
+        return self.cache[start:start + size]
 
     def _split(self, buf: torch.Tensor, n: int, packed: bool) -> tuple:
         import torch
@@ -226,3 +374,64 @@ class DeviceBuckets:
         """Wait for the copies in flight (before the buffers are dropped or replaced)."""
         if self.cuda and self.side is not None:
             self.side.synchronize()
+
+
+
+class MergedPass:
+    """An all-active copy/sum pass (every vertex sends its value, summed per target) over
+    kept batches, merged once into one layout on the device: the pass's sums are then one
+    op (:meth:`sums`).
+
+    On a device of :data:`MERGED_SPMV_DEVICES`: the layout of the in-memory fused path
+    (:func:`~graphsys.bsp.algorithms.pagerank_device.lean_matrix`, without its dangling
+    row): a CSR matrix, a row per target and its sources as columns, int32 ids where they
+    fit, values all ones; the sums are one matrix-vector product. Elsewhere: the pass's
+    source and target ids concatenated in the order the pass reads them; the sums are one
+    gather and one ``index_add_``, in the batches' order.
+
+    Parameters
+    ----------
+    edges : list of (torch.Tensor, torch.Tensor)
+        Each batch's (source offset into ``x``, global target id) on the device, in the
+        pass's order (int32 or int64).
+    num_sources, num_targets : int
+        Length of ``x`` and of the sums.
+
+    Attributes
+    ----------
+    nbytes : int
+        Bytes of the layout on the device.
+    """
+
+    def __init__(self, edges: list, num_sources: int, num_targets: int):
+        import torch
+
+        src = torch.cat([s for s, _ in edges])
+        dst = torch.cat([d for _, d in edges])
+        self.num_targets = num_targets
+        ids = (torch.int32 if max(len(src), num_sources, num_targets) <= _INT32_MAX
+               else torch.int64)
+        self.spmv = src.device.type in MERGED_SPMV_DEVICES
+        if self.spmv:
+            targets, order = torch.sort(dst, stable=True)
+            crow = torch._convert_indices_from_coo_to_csr(
+                targets, num_targets, out_int32=ids == torch.int32)
+            values = torch.ones(len(src), dtype=torch.float64, device=src.device)
+            with warnings.catch_warnings():  # "sparse CSR support is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                self.mat = torch.sparse_csr_tensor(crow, src[order].to(ids), values,
+                                                   size=(num_targets, num_sources),
+                                                   check_invariants=False)
+            self.nbytes = (crow.numel() + len(src)) * crow.element_size() + values.nbytes
+        else:
+            self.src, self.dst = src.to(ids), dst.to(ids)
+            self.nbytes = self.src.nbytes + self.dst.nbytes
+
+    def sums(self, x: torch.Tensor) -> torch.Tensor:
+        """float64 (num_targets,): every target's sum of its sources' ``x``."""
+        import torch
+
+        if self.spmv:
+            return torch.mv(self.mat, x)
+        acc = torch.zeros(self.num_targets, dtype=torch.float64, device=x.device)
+        return acc.index_add_(0, self.dst, x.index_select(0, self.src))

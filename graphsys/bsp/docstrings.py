@@ -51,9 +51,11 @@ OPTION_DOCS = {
     "device_budget": """device_budget : int or float, optional
     Out of core on the torch backend: bytes of edge batches (an int) that may stay in
     device memory after the first superstep, or a share in [0, 1] of the device memory
-    free when the run starts; the rest stream through a ring of staging buffers every
-    superstep (:mod:`graphsys.bsp.device_stream`). Default: half the free memory on CUDA,
-    nothing on the CPU. ``result.stats.resident_bytes`` says what was kept.""",
+    free when the run starts; the rest are copied to the device every superstep from a
+    host cache (pinned on CUDA, written once, within a quarter of the host memory
+    available) or, beyond it, through a ring of staging buffers
+    (:mod:`graphsys.bsp.device_stream`). Default: half the free memory on CUDA, nothing
+    on the CPU. ``result.stats.resident_bytes`` says what was kept.""",
     "fuse": """fuse : bool, default True
     Let declared fast paths run inside numba calls (in memory, numba backend, one
     process): the supersteps of min-relaxation programs (BFS, SSSP, WCC), PageRank's fused

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from graphsys.bsp import device_stream, kernels
-from graphsys.bsp.device_stream import DeviceBuckets, check_budget, resident_budget
+from graphsys.bsp.device_stream import (
+    MERGED_SPMV_DEVICES,
+    DeviceBuckets,
+    MergedPass,
+    check_budget,
+    resident_budget,
+)
 from graphsys.bsp.distributed import LocalComm, TorchComm, rank_bounds
 from graphsys.bsp.edges import (
     _host_accumulators,
@@ -106,8 +112,14 @@ class StreamEdges:
         #: path's first pass, with the device memory free then)
         check_budget(device_budget)
         self.device_budget = device_budget
-        #: the torch path's staging ring and resident batches, made by its first pass
+        #: the torch path's host cache, staging ring and resident batches, made by its
+        #: first pass
         self.device_buckets: DeviceBuckets | None = None
+        #: the torch path's all-active copy/sum pass, per direction: the targets that
+        #: receive (bool (N,) on the device), and the pass merged into one layout once
+        #: every batch it reads is kept on the device (False: it does not fit the budget)
+        self._received: dict[str, torch.Tensor] = {}
+        self._merged: dict[str, MergedPass | bool] = {}
 
     @property
     def resident_bytes(self) -> int:
@@ -119,11 +131,11 @@ class StreamEdges:
         to the longest record batch of the buckets the program may read."""
         if self.device_buckets is None:
             keys = {(i, j) for task in self._tasks_of("both") for i, j, _ in task}
-            longest = max((len(eb) for i, j in keys for eb in self._bucket(i, j)[1]),
-                          default=0)
+            lengths = [len(eb) for i, j in keys for eb in self._bucket(i, j)[1]]
             budget = resident_budget(self.device, self.device_budget)
-            self.device_buckets = DeviceBuckets(self.device, budget, longest,
-                                                bool(self.program.uses_weights))
+            self.device_buckets = DeviceBuckets(self.device, budget, max(lengths, default=0),
+                                                bool(self.program.uses_weights),
+                                                total=sum(lengths))
         return self.device_buckets
 
     @property
@@ -247,9 +259,16 @@ class StreamEdges:
             workers = min(self.threads, len(tasks))
             sink = None
         else:
-            sink = _Sink(prog, self.num_nodes, self.device)
-            workers = 1  # torch ops are themselves multi-threaded
             self._device_buckets()
+            workers = 1  # torch ops are themselves multi-threaded
+            if self._copy_sum(use_active, accept):
+                merged = self._merged.get(prog.direction)
+                if merged:
+                    return self._merged_result(merged, x, tasks)
+                sink = _CopySum(self.num_nodes, self.device,
+                                self._received.get(prog.direction))
+            else:
+                sink = _Sink(prog, self.num_nodes, self.device)
         counters = [[0, 0, 0, 0] for _ in range(max(1, workers))]  # scanned, sent, bytes, h2d
         next_task = itertools.count()
         failed = threading.Event()
@@ -313,6 +332,8 @@ class StreamEdges:
             res = EdgeResult(acc, received, None, "stream")
         else:
             res = sink.result("stream")
+            if isinstance(sink, _CopySum):
+                self._after_copy_sum(sink, tasks)
         res.edges_scanned, res.messages_sent, res.bytes_read, res.bytes_h2d = (
             scanned, sent, nbytes, h2d)
         return res
@@ -385,31 +406,139 @@ class StreamEdges:
     def _torch_batch(self, eb, i, j, rev, x, active, use_active, sink, c) -> None:
         """One record batch on the torch path: its columns on the device
         (:meth:`DeviceBuckets.fetch <graphsys.bsp.device_stream.DeviceBuckets.fetch>`:
-        resident, or streamed through the staging ring), offset and widened there."""
+        resident, or streamed from the host cache or through the staging ring); an
+        all-active copy/sum pass adds them into its sums (:class:`_CopySum`), any other
+        offsets and widens them there."""
         import torch
 
         buckets = self.device_buckets
         moved = buckets.moved_bytes
-        limit = device_stream.PACK_LIMIT
-        packed = max(self.offsets[i + 1] - self.offsets[i],
-                     self.offsets[j + 1] - self.offsets[j]) <= limit
         src, dst, w = buckets.fetch((i, j, eb.start), eb.src, eb.dst,
                                     self._weights(eb) if self.program.uses_weights else None,
-                                    bool(packed))
+                                    self._packed(i, j))
         if self.device.type != "cpu":
             c[3] += buckets.moved_bytes - moved
         bi, bj = int(self.offsets[i]), int(self.offsets[j])
-        src, dst = src.to(torch.int64), dst.to(torch.int64)
-        if rev:
-            src, dst = dst + (bj - self.lo), src + bi
+        if rev:  # messages dst -> src: sources are partition j (owned), targets partition i
+            src, dst, sb, db = dst, src, bj - self.lo, bi
         else:
-            src, dst = src + (bi - self.lo), dst + bj
+            sb, db = bi - self.lo, bj
+        if isinstance(sink, _CopySum):
+            sink.add(src, dst, sb, db, x)
+            c[1] += src.numel()
+            return
+        src, dst = src.to(torch.int64) + sb, dst.to(torch.int64) + db
         if use_active:
             keep = active[src]
             src, dst = src[keep], dst[keep]
             w = w[keep] if w is not None else None
         sink.add(dst, _torch_messages(self.program, x[src], w))
         c[1] += src.numel()
+
+    def _packed(self, i: int, j: int) -> bool:
+        """Whether bucket (i, j)'s batches travel as one word an edge (both partitions
+        have at most :data:`~graphsys.bsp.device_stream.PACK_LIMIT` vertices)."""
+        return bool(max(self.offsets[i + 1] - self.offsets[i],
+                        self.offsets[j + 1] - self.offsets[j]) <= device_stream.PACK_LIMIT)
+
+    def _copy_sum(self, use_active: bool, accept) -> bool:
+        """Whether this torch pass is an all-active copy/sum one (PageRank's): each batch
+        is then one gather and one ``index_add_`` on the device (:class:`_CopySum`), and
+        the pass may be merged once all its batches are kept."""
+        prog = self.program
+        return (not use_active and accept is None and not prog.raw_messages
+                and prog.message == "copy" and prog.combiner == "sum"
+                and prog.width is None)
+
+    def _pass_batches(self, tasks) -> list[tuple]:
+        """The (i, j, reverse, batch) the pass reads, in its order."""
+        return [(i, j, rev, eb) for task in tasks for i, j, rev in task
+                for eb in self._open[(i, j)][1]]
+
+    def _after_copy_sum(self, sink: _CopySum, tasks) -> None:
+        """After an all-active copy/sum pass: keep its receiving targets; merge the pass
+        (:class:`~graphsys.bsp.device_stream.MergedPass`) once all its batches are kept on
+        the device and the merged layout fits the budget beside them."""
+        direction = self.program.direction
+        if sink.mark:
+            self._received[direction] = sink.received.clone()
+        buckets = self.device_buckets
+        if direction in self._merged:
+            return
+        batches = self._pass_batches(tasks)
+        if not batches or not all((i, j, eb.start) in buckets.resident
+                                  for i, j, _, eb in batches):
+            return
+        edges = sum(len(eb) for *_, eb in batches)
+        spmv = self.device.type in MERGED_SPMV_DEVICES
+        need = edges * (12 if spmv else 8) + (self.num_nodes + 1) * 4 * spmv
+        if buckets.resident_bytes + need > buckets.budget:
+            self._merged[direction] = False
+            return
+        self._merged[direction] = self._merge(batches, edges)
+
+    def _merge(self, batches: list[tuple], edges: int) -> MergedPass | bool:
+        """The kept ``batches`` of a pass merged (their ids as source offsets into ``x``
+        and global targets: int32 where the ids fit); False where the device runs out of
+        memory building it (the pass then runs batch by batch, as before)."""
+        import torch
+
+        ids = torch.int32 if self.num_nodes < 2**31 else torch.int64
+        buckets = self.device_buckets
+        try:
+            parts = []
+            for i, j, rev, eb in batches:
+                src, dst, _ = buckets.fetch((i, j, eb.start), eb.src, eb.dst, None,
+                                            self._packed(i, j))
+                bi, bj = int(self.offsets[i]), int(self.offsets[j])
+                if rev:
+                    src, dst, sb, db = dst, src, bj - self.lo, bi
+                else:
+                    sb, db = bi - self.lo, bj
+                parts.append((src.to(ids) + sb, dst.to(ids) + db))
+            merged = MergedPass(parts, self.hi - self.lo, self.num_nodes)
+        except torch.OutOfMemoryError:
+            return False
+        merged.edges = edges
+        merged.nbytes_read = sum(a.nbytes for *_, eb in batches for a in self._columns(eb)
+                                 if a is not None)
+        return merged
+
+    def _merged_result(self, merged: MergedPass, x: torch.Tensor, tasks) -> EdgeResult:
+        """A merged pass's edge phase: one op for the sums (and a copy of the receiving
+        targets, which the program may write into); nothing is moved."""
+        res = EdgeResult(merged.sums(x), self._received[self.program.direction].clone(),
+                         None, "stream")
+        res.edges_scanned = res.messages_sent = merged.edges
+        res.bytes_read, res.bytes_h2d = merged.nbytes_read, 0
+        return res
+
+
+class _CopySum:
+    """The sums of an all-active copy/sum pass on the torch path: each batch adds its
+    sources' values into its targets (one gather, one ``index_add_``, int32 offsets
+    into views of ``x`` and of the sums: nothing widened or offset on the device); the
+    receiving targets are marked in the first pass only (``received`` given: a copy of
+    the kept ones)."""
+
+    def __init__(self, num_targets: int, device: torch.device,
+                 received: torch.Tensor | None):
+        import torch
+
+        self.acc = torch.zeros(num_targets, dtype=torch.float64, device=device)
+        self.mark = received is None
+        self.received = (torch.zeros(num_targets, dtype=torch.bool, device=device)
+                         if received is None else received.clone())
+
+    def add(self, src: torch.Tensor, dst: torch.Tensor, sb: int, db: int,
+            x: torch.Tensor) -> None:
+        """Sources ``x[sb + src]`` summed into targets ``db + dst``."""
+        self.acc[db:].index_add_(0, dst, x[sb:].index_select(0, src))
+        if self.mark:
+            self.received[db:][dst] = True
+
+    def result(self, direction: str) -> EdgeResult:
+        return EdgeResult(self.acc, self.received, None, direction)
 
 
 class DistributedEdges(StreamEdges):

@@ -10,7 +10,7 @@ import torch
 
 from graphsys import bsp
 from graphsys.analysis.device_counts import DeviceWorkCounter
-from graphsys.bsp import device_stream
+from graphsys.bsp import device_stream, stream
 from graphsys.bsp.algorithms.pagerank import PageRank
 from graphsys.bsp.device_stream import RING, DeviceBuckets, resident_budget
 from graphsys.bsp.engine import open_edges
@@ -47,6 +47,11 @@ def test_pagerank_same_whatever_the_budget(graphs, key, weighted, device, packed
     runs = {name: bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", backend="torch",
                                weighted=weighted, device=device, device_budget=b)
             for name, b in BUDGETS.items()}
+    with pytest.MonkeyPatch.context() as m:  # no host cache: staged every superstep
+        m.setattr(device_stream, "HOST_FRACTION", 0.0)
+        runs["ring"] = bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core",
+                                    backend="torch", weighted=weighted, device=device,
+                                    device_budget=0)
     ref = scipy_pagerank(tg.count if weighted is False else tg.adj)
     numba = bsp.pagerank(tg.graph, tol=1e-12, mode="out-of-core", weighted=weighted).values
     for r in runs.values():
@@ -133,26 +138,123 @@ def test_transfers_a_superstep_are_the_streamed_batches(graphs, budget, packed):
 
 
 @pytest.mark.parametrize("key", ["directed-p1", "directed-p3"])
-def test_staging_buffers_allocated_once_a_run(graphs, key, monkeypatch):
-    """A run allocates RING staging buffers, however many buckets (1 or 9) and supersteps:
-    none per bucket or per superstep."""
+@pytest.mark.parametrize("cache", [True, False], ids=["host-cache", "ring"])
+def test_staging_buffers_allocated_once_a_run(graphs, key, cache, monkeypatch):
+    """A run allocates its host buffers once, however many buckets (1 or 9) and
+    supersteps: one host cache holding every streamed batch, or (no room for a cache)
+    RING staging buffers; none per bucket or per superstep."""
     calls = []
     real = device_stream.host_buffer
     monkeypatch.setattr(device_stream, "host_buffer",
                         lambda n, pin: calls.append(n) or real(n, pin))
+    if not cache:
+        monkeypatch.setattr(device_stream, "HOST_FRACTION", 0.0)
+    want = 1 if cache else RING
     g = graphs[key].graph
     res = bsp.pagerank(g, tol=1e-12, mode="out-of-core", backend="torch", device_budget=0)
     assert res.stats.num_supersteps > 5
-    assert len(calls) == RING
+    assert len(calls) == want
     moved, buckets = _moved_per_pass(g, 0, passes=4)
-    assert buckets.staging_allocations == RING and len(calls) == 2 * RING
+    assert buckets.staging_allocations == want and len(calls) == 2 * want
+    assert buckets.cached_bytes == (edge_bytes(False, True) * g.num_edges() if cache else 0)
 
 
-def test_ring_batches_arrive_intact(device):
-    """Batches of varying length cross through the two staging slots, each slot written
-    again while the copy or compute of its previous batch may be queued: every batch's
-    columns arrive as they were (copies made on the compute stream right after each fetch,
-    compared at the end), kept ones as well as streamed ones."""
+@pytest.mark.parametrize("cache", [True, False], ids=["host-cache", "ring"])
+def test_streamed_batches_are_written_on_the_host_once(graphs, cache, monkeypatch):
+    """With the host cache, a streamed batch is written from its mapped file into host
+    memory (the CPU copy a GPU run makes into pinned memory) in the first pass only:
+    later passes copy it to the device straight from the cache. Without one, every pass
+    stages every streamed batch again."""
+    staged = []
+    real = device_stream._stage
+    monkeypatch.setattr(device_stream, "_stage",
+                        lambda *a: staged.append(len(a[1])) or real(*a))
+    if not cache:
+        monkeypatch.setattr(device_stream, "HOST_FRACTION", 0.0)
+    g = graphs["directed-p3"].graph
+    moved, buckets = _moved_per_pass(g, 0, passes=3)
+    batches = len(buckets.streamed)
+    assert batches > 3 and sum(staged) == g.num_edges() * (1 if cache else 3)
+    assert len(staged) == batches * (1 if cache else 3)
+    assert moved == [moved[0]] * 3
+
+
+def _pass_counts(graph, budget: int) -> tuple[DeviceWorkCounter, DeviceBuckets, torch.Tensor]:
+    """DeviceWorkCounter of the third all-active PageRank edge phase (the device emulated
+    on the CPU), the run's buckets, and the phase's sums."""
+    edges = open_edges(graph, graph.edge_set(None).name, PageRank(weighted=False),
+                       torch.device("cpu"), "torch", mode="out-of-core", device_budget=budget)
+    n = graph.num_nodes()
+    x, active = torch.rand(n, dtype=torch.float64, generator=torch.Generator().manual_seed(
+        1)), torch.ones(n, dtype=torch.bool)
+    try:
+        edges.run(x, active, n, None)
+        edges.run(x, active, n, None)
+        kept = [*edges.device_buckets.resident.values(), *edges._received.values()]
+        merged = [getattr(m, name) for m in edges._merged.values() if m
+                  for name in ("mat", "src", "dst") if hasattr(m, name)]
+        with DeviceWorkCounter(device_tensors=[x, active, *kept, *merged]) as c:
+            res = edges.run(x, active, n, None)
+        return c, edges.device_buckets, res.acc
+    finally:
+        edges.close()
+
+
+def test_ops_a_streamed_pass(graphs, packed):
+    """An all-active copy/sum pass (PageRank's) streamed from the host cache: per batch one
+    host -> device copy and two device ops (a gather of the sources' values, an
+    ``index_add_`` into the targets: int32 offsets into views, nothing widened); per pass
+    the zeroed sums and a copy of the receiving targets (marked in the first pass only,
+    two more ops a batch: a split of the packed word); no host sync."""
+    c, buckets, _ = _pass_counts(graphs["directed-p3"].graph, 0)
+    batches = len(buckets.streamed)
+    split = 3 if packed else 0  # (word >> 16) & 0xFFFF, word & 0xFFFF
+    assert c.transfers == batches and c.syncs == 0
+    assert c.launches == (2 + split) * batches + 2
+    assert c.ops["index_select"] == c.ops["index_add_"] == batches
+    assert "index_put_" not in c.ops and "_to_copy" not in c.ops
+
+
+@pytest.mark.parametrize("spmv", [False, True], ids=["gather-add", "spmv"])
+def test_kept_pass_is_merged(graphs, spmv, packed, monkeypatch):
+    """Once every batch of the pass is kept on the device, the pass is merged into one
+    layout: a superstep's edge phase is one CSR product (on CUDA; here forced on the CPU)
+    or one gather and one ``index_add_`` (the CPU's default, in the batches' order: the
+    same sums bit for bit as the streamed pass), plus a copy of the receiving targets;
+    nothing moves, no host sync."""
+    if spmv:
+        monkeypatch.setattr(device_stream, "MERGED_SPMV_DEVICES", ("cpu", "cuda"))
+    g = graphs["directed-p3"].graph
+    c, buckets, acc = _pass_counts(g, BUDGETS["resident"])
+    _, _, streamed = _pass_counts(g, 0)
+    assert c.transfers == c.syncs == 0
+    want = {"mv": 1, "clone": 1} if spmv else {"zeros": 1, "index_select": 1,
+                                               "index_add_": 1, "clone": 1}
+    assert c.launches == sum(want.values()) and dict(c.ops) == want
+    if spmv:
+        np.testing.assert_allclose(acc.numpy(), streamed.numpy(), rtol=1e-12)
+    else:
+        np.testing.assert_array_equal(acc.numpy(), streamed.numpy())
+
+
+def test_merged_pass_same_ranks_on_spmv(graphs, monkeypatch):
+    """The merged pass as a CSR product (the CUDA default) gives the streamed run's ranks
+    within rounding."""
+    monkeypatch.setattr(device_stream, "MERGED_SPMV_DEVICES", ("cpu", "cuda"))
+    g = graphs["undirected-p3"].graph
+    kept, streamed = (bsp.pagerank(g, tol=1e-12, mode="out-of-core", backend="torch",
+                                   device_budget=b).values for b in (1 << 30, 0))
+    np.testing.assert_allclose(kept, streamed, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("cache", ["none", "some", "all"])
+def test_ring_batches_arrive_intact(device, cache):
+    """Batches of varying length cross through the two device buffers of the ring, from
+    the host cache (``some``: the batches it has room for) or through the two staging
+    slots, each slot written again while the copy or compute of its previous batch may be
+    queued: every batch's columns arrive as they were (copies made on the compute stream
+    right after each fetch, compared at the end), kept ones as well as streamed ones, and
+    the host buffers are allocated in the first round only."""
     rng = np.random.default_rng(0)
     batches = [(rng.integers(0, 2**31 - 1, m, dtype=np.int32),
                 rng.integers(0, 2**31 - 1, m, dtype=np.int32),
@@ -160,9 +262,13 @@ def test_ring_batches_arrive_intact(device):
                for m in rng.integers(1, 1 << 15, 24)]
     dev = torch.device(device)
     longest = max(len(b[0]) for b in batches)
+    total = 2 * sum(len(b[0]) for b in batches)
+    host = {"none": 0, "some": 12 * total // 3, "all": 1 << 30}[cache]
     for budget in (0, 12 * sum(len(b[0]) for b in batches[:5])):
-        ring = DeviceBuckets(dev, budget, (longest + 1) // 2, weights=True)  # grows once
-        for _ in range(2):  # the second round reads the kept batches
+        ring = DeviceBuckets(dev, budget, (longest + 1) // 2, weights=True,  # grows once
+                             total=total, host_budget=host)
+        allocated = []
+        for _ in range(2):  # the second round reads the kept and cached batches
             got = [tuple(t.clone() for t in ring.fetch(k, *b)) for k, b in enumerate(batches)]
             got += [tuple(t.clone() for t in ring.fetch(("packed", k), b[0] >> 15, b[1] >> 15,
                                                         b[2], packed=True))
@@ -172,7 +278,11 @@ def test_ring_batches_arrive_intact(device):
                 for want, have in zip(b, g, strict=True):
                     assert have.device.type == dev.type
                     np.testing.assert_array_equal(have.cpu().numpy(), want)
-        assert ring.staging_allocations == 2 * RING
+            allocated.append(ring.staging_allocations)
+        assert allocated[0] == allocated[1] <= 2 * RING + 1
+        assert (ring.cache is not None) == (cache != "none")
+        assert 0 < len(ring.cached) < len(ring.streamed) if cache == "some" else (
+            len(ring.cached) == (len(ring.streamed) if cache == "all" else 0))
         assert len(ring.resident) == (5 if budget else 0)  # the packed ones come later
         ring.finish()
 
@@ -191,3 +301,43 @@ def test_bad_budget_is_one_line(graphs, mode):
     with pytest.raises(ParameterError, match="device_budget must be bytes"):
         bsp.pagerank(graphs["directed-p1"].graph, mode=mode, backend="torch",
                      device_budget=-5)
+
+
+@pytest.mark.parametrize("why", ["budget", "out-of-memory"])
+def test_kept_pass_not_merged(graphs, why, monkeypatch):
+    """Where the merged layout does not fit the budget beside the kept batches, or the
+    device runs out of memory building it, the pass stays batch by batch: same sums bit
+    for bit, two ops a batch."""
+    g = graphs["directed-p3"].graph
+    if why == "out-of-memory":
+        def no_memory(*args):
+            raise torch.OutOfMemoryError("no memory")
+        monkeypatch.setattr(stream, "MergedPass", no_memory)
+        budget = BUDGETS["resident"]
+    else:
+        budget = edge_bytes(False, True) * g.num_edges()  # the batches, packed: no more
+    c, buckets, acc = _pass_counts(g, budget)
+    _, _, streamed = _pass_counts(g, 0)
+    assert buckets.resident_bytes == edge_bytes(False, True) * g.num_edges()
+    assert not buckets.streamed and c.transfers == 0 and c.ops.get("mv", 0) == 0
+    assert c.ops["index_add_"] == len(buckets.resident) > 3
+    np.testing.assert_array_equal(acc.numpy(), streamed.numpy())
+
+
+@pytest.mark.parametrize("packed_batch", [False, True], ids=["int32-pairs", "packed"])
+@pytest.mark.parametrize("weights", [False, True], ids=["ids", "weighted"])
+def test_long_batches_staged_in_row_ranges(packed_batch, weights, monkeypatch):
+    """A batch long enough is written into host memory by several threads, row ranges of
+    every column: the same words as one thread writes."""
+    monkeypatch.setattr(device_stream, "PARALLEL_STAGE_ROWS", 1000)
+    monkeypatch.setattr(device_stream, "stage_threads", lambda: 3)
+    rng = np.random.default_rng(3)
+    for n in (999, 1000, 4097):
+        top = 1 << (16 if packed_batch else 31)
+        src, dst = (rng.integers(0, top, n).astype(np.int32) for _ in range(2))
+        w = rng.random(n, dtype=np.float32) if weights else None
+        many, one = np.zeros(3 * n, np.int32), np.zeros(3 * n, np.int32)
+        assert device_stream._stage(many, src, dst, w, packed_batch) == n * (
+            (1 if packed_batch else 2) + weights)
+        device_stream._stage_rows(one, src, dst, w, packed_batch, 0, n)
+        np.testing.assert_array_equal(many, one)
