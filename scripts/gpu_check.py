@@ -732,9 +732,10 @@ def part_bsp(ctx: Ctx) -> None:
     where = {"memory": f"held in {'GPU' if ctx.cuda else 'device'} memory",
              "out-of-core": "streamed from the host buckets, kept in device memory after the "
                             "first superstep where they fit (device_budget default)",
-             "out-of-core-streamed": "streamed from the host buckets every superstep "
-                                     "(device_budget=0: a pinned staging ring, copies "
-                                     "overlapped with compute)"}
+             "out-of-core-streamed": "streamed from the host every superstep "
+                                     "(device_budget=0: copied from a pinned host cache "
+                                     "written in the first superstep, copies overlapped "
+                                     "with compute)"}
     where["memory-float32"] = where["memory"] + ", float32 ranks (tol 1e-6)"
     peer = None
     pagerank: dict[str, dict] = {}  # mode -> figures, for a row once the peer is measured
