@@ -263,6 +263,19 @@ def _undirected_only(why: str):
     return lambda G, a: why if G.is_directed() else None
 
 
+def _louvain(G, a: dict) -> str | None:
+    resolution, threshold, max_level = (a.get("resolution", 1), a.get("threshold", 1e-7),
+                                        a.get("max_level"))
+    if not _real(resolution) or not 0 < resolution < math.inf:
+        return "resolution must be a positive number"
+    if not _real(threshold) or math.isnan(threshold):
+        return "threshold must be a number"
+    if max_level is not None and not (isinstance(max_level, numbers.Integral)
+                                      and max_level > 0):
+        return "max_level must be a positive integer or None"
+    return None
+
+
 #: Checks of the functions over degrees, paths, structure and communities.
 MORE_CHECKS = {
     "is_isolate": _missing("n"),
@@ -288,6 +301,7 @@ MORE_CHECKS = {
     "harmonic_centrality": _given("nbunch", "sources"),
     "harmonic_diameter": _given("sp"),
     "triadic_census": _given("nodelist"),
+    "louvain_communities": _louvain,
     "kosaraju_strongly_connected_components": _given("source"),
     **{name: _given("core_number") for name in ("k_core", "k_shell", "k_crust", "k_corona")},
     "ego_graph": _both(_missing("n"), _given("distance"), lambda G, a: (
