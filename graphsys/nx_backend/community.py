@@ -1,7 +1,9 @@
-"""graphsys's community quality and census behind NetworkX's signatures:
+"""graphsys's community detection, quality and census behind NetworkX's signatures:
 ``is_partition``, ``modularity`` (:func:`graphsys.bsp.modularity`: NetworkX's directed
-modularity on a directed graph, self-loops counted as NetworkX counts them) and
-``triadic_census`` (:func:`graphsys.mining.triad_census`)."""
+modularity on a directed graph, self-loops counted as NetworkX counts them),
+``louvain_communities`` (graphsys's Louvain levels on that modularity),
+``label_propagation_communities`` (NetworkX's semi-synchronous label propagation, step
+for step, in numba) and ``triadic_census`` (:func:`graphsys.mining.triad_census`)."""
 
 from __future__ import annotations
 
