@@ -143,6 +143,7 @@ FUNCTIONS = {
     "louvain_communities": "graphsys.nx_backend.community:louvain_communities",
     "label_propagation_communities":
         "graphsys.nx_backend.community:label_propagation_communities",
+    "asyn_lpa_communities": "graphsys.nx_backend.community:asyn_lpa_communities",
     "triadic_census": "graphsys.nx_backend.community:triadic_census",
 }
 

@@ -276,6 +276,16 @@ def _louvain(G, a: dict) -> str | None:
     return None
 
 
+def _asyn_lpa(G, a: dict) -> str | None:
+    import random
+
+    seed = a.get("seed")
+    if seed is not None and not isinstance(seed, numbers.Integral) and \
+            type(seed) is not random.Random:
+        return "only an int, None or a random.Random seed is reproduced"
+    return _narrow_weights(G, a)
+
+
 #: Checks of the functions over degrees, paths, structure and communities.
 MORE_CHECKS = {
     "is_isolate": _missing("n"),
@@ -302,6 +312,7 @@ MORE_CHECKS = {
     "harmonic_diameter": _given("sp"),
     "triadic_census": _given("nodelist"),
     "louvain_communities": _louvain,
+    "asyn_lpa_communities": _asyn_lpa,
     "kosaraju_strongly_connected_components": _given("source"),
     **{name: _given("core_number") for name in ("k_core", "k_shell", "k_crust", "k_corona")},
     "ego_graph": _both(_missing("n"), _given("distance"), lambda G, a: (

@@ -3,7 +3,8 @@
 modularity on a directed graph, self-loops counted as NetworkX counts them),
 ``louvain_communities`` (graphsys's Louvain levels on that modularity),
 ``label_propagation_communities`` (NetworkX's semi-synchronous label propagation, step
-for step, in numba) and ``triadic_census`` (:func:`graphsys.mining.triad_census`)."""
+for step, in numba), ``asyn_lpa_communities`` (NetworkX's asynchronous one with
+Python's random draws, in numba) and ``triadic_census`` (:func:`graphsys.mining.triad_census`)."""
 
 from __future__ import annotations
 
@@ -106,9 +107,9 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
     moving visits the first level's nodes by degree and the later ones in its own random
     order, and ends a level's sweeps when they gain less than 1e-3, then refines the
     communities level by level back down. The contract is the quality: on the graphs the
-    tests run (small graphs and SNAP's email-Eu-core, wiki-Vote, ca-GrQc, email-Enron) the
-    modularity NetworkX computes for graphsys's partition is at least NetworkX's own
-    Louvain's minus 0.01. ``resolution`` not positive and ``max_level`` not a positive
+    tests run (small graphs with weights and self-loops, SNAP's email-Eu-core as a
+    ``DiGraph`` and undirected) the modularity NetworkX computes for graphsys's partition
+    is at least NetworkX's own Louvain's minus 0.01. ``resolution`` not positive and ``max_level`` not a positive
     integer are declined (:mod:`graphsys.nx_backend.checks`).
     """
     if G.graph is None or len(G.edges()[0]) == 0:
@@ -229,12 +230,164 @@ def label_propagation_communities(G):
         else:
             members.add(keys[i])
     order = G.internal([k for members in coloring.values() for k in members])
-    labels = _semi_synchronous(indptr, indices, order)
-    clusters: dict = {}
-    for key, label in zip(keys, labels.tolist()):
-        members = clusters.get(label)
+    return _groups(G, _semi_synchronous(indptr, indices, order)).values()
+
+
+#: Mersenne Twister MT19937's constants (the generator of Python's ``random.Random``)
+_MT_N, _MT_M, _MT_MATRIX = 624, 397, 0x9908B0DF
+
+
+@numba.njit(cache=True)
+def _mt_uint32(mt, pos):
+    """The next 32 random bits of the MT19937 state ``mt`` (624 words, int64) at
+    ``pos[0]``, as CPython's ``genrand_uint32`` draws them (twisting the state first when
+    it is used up)."""
+    if pos[0] >= _MT_N:
+        for kk in range(_MT_N):
+            y = (mt[kk] & 0x80000000) | (mt[(kk + 1) % _MT_N] & 0x7FFFFFFF)
+            mt[kk] = mt[(kk + _MT_M) % _MT_N] ^ (y >> 1) ^ (_MT_MATRIX if y & 1 else 0)
+        pos[0] = 0
+    y = mt[pos[0]]
+    pos[0] += 1
+    y ^= y >> 11
+    y ^= (y << 7) & 0x9D2C5680
+    y ^= (y << 15) & 0xEFC60000
+    y ^= y >> 18
+    return y
+
+
+@numba.njit(cache=True)
+def _randbelow(n, mt, pos):
+    """CPython's ``Random._randbelow(n)`` (n < 2**32): ``getrandbits(n.bit_length())``
+    until it is below ``n``."""
+    k = 0
+    while (n >> k) > 0:
+        k += 1
+    r = _mt_uint32(mt, pos) >> (32 - k)
+    while r >= n:
+        r = _mt_uint32(mt, pos) >> (32 - k)
+    return r
+
+
+@numba.njit(cache=True)
+def _asynchronous(indptr, indices, w, mt, pos):
+    """NetworkX's ``asyn_lpa_communities`` loop with ``random.Random``'s draws: rounds
+    until no label changes, each over the nodes in ``G``'s order shuffled
+    (``Random.shuffle``); a node with neighbours (``G[node]``, in ``indices``' order)
+    sums its neighbours' labels' weights (``w``, empty: 1 each) and, unless its own
+    label is one of the heaviest, takes ``Random.choice`` of them in first-seen order."""
+    n = indptr.shape[0] - 1
+    labels = np.arange(n)
+    freq = np.zeros(n, np.float64)
+    mark = np.full(n, -1, np.int64)
+    touched = np.empty(n, np.int64)
+    best = np.empty(n, np.int64)
+    nodes = np.empty(n, np.int64)
+    weighted = w.shape[0] > 0
+    visit = 0
+    changed = True
+    while changed:
+        changed = False
+        for i in range(n):
+            nodes[i] = i
+        for i in range(n - 1, 0, -1):
+            j = _randbelow(i + 1, mt, pos)
+            nodes[i], nodes[j] = nodes[j], nodes[i]
+        for u in nodes:
+            if indptr[u + 1] == indptr[u]:
+                continue
+            k = 0
+            for e in range(indptr[u], indptr[u + 1]):
+                c = labels[indices[e]]
+                if mark[c] != visit:
+                    mark[c] = visit
+                    freq[c] = 0.0
+                    touched[k] = c
+                    k += 1
+                freq[c] += w[e] if weighted else 1.0
+            visit += 1
+            top = freq[touched[0]]
+            for i in range(1, k):
+                top = max(top, freq[touched[i]])
+            count, own = 0, False
+            for i in range(k):
+                if freq[touched[i]] == top:
+                    best[count] = touched[i]
+                    count += 1
+                    own = own or touched[i] == labels[u]
+            if not own:
+                labels[u] = best[_randbelow(count, mt, pos)]
+                changed = True
+    return labels
+
+
+def _nx_order(G, weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``G``'s out-neighbours (``G[node]``) by internal id, each node's in the order
+    NetworkX iterates them (its source graph's adjacency; a stored graph's: ascending),
+    and, given ``weight``, the weights as NetworkX reads them (its source's values,
+    float64; empty without)."""
+    source = G._source.graph() if G.converted else None
+    if source is None:
+        indptr, indices = G.adjacency()
+        w = np.zeros(0)
+        if weight is not None and G.weight is not None:
+            from graphsys.bsp.edges import build_adjacency
+
+            w = build_adjacency(G.graph, G.graph.edge_set(None).name, "csr", True)[2]
+            w = np.asarray(w if w is not None else np.ones(len(indices)), np.float64)
+        return indptr, indices, w
+    index = G.index.__getitem__
+    adj = source.adj
+    indptr = np.zeros(len(G) + 1, np.int64)
+    np.cumsum([len(adj[u]) for u in G.keys], out=indptr[1:])
+    indices = np.fromiter((index(v) for u in G.keys for v in adj[u]), np.int64,
+                          int(indptr[-1]))
+    w = np.zeros(0)
+    if weight is not None:
+        w = np.fromiter((d.get(weight, 1) for u in G.keys for d in adj[u].values()),
+                        np.float64, int(indptr[-1]))
+    return indptr, indices, w
+
+
+def _groups(G, labels: np.ndarray) -> dict:
+    """``networkx.utils.groups`` of the labelling: label -> set of nodes, labels in the
+    order of their first node in ``G``."""
+    out: dict = {}
+    for key, label in zip(G.keys, labels.tolist()):
+        members = out.get(label)
         if members is None:
-            clusters[label] = {key}
+            out[label] = {key}
         else:
             members.add(key)
-    return clusters.values()
+    return out
+
+
+def asyn_lpa_communities(G, weight=None, seed=None):
+    """``nx.community.asyn_lpa_communities``: NetworkX's asynchronous label propagation,
+    draw for draw, so the communities are NetworkX's for the same ``seed``.
+
+    NetworkX's loop runs in numba with Python's own random generator: the state of the
+    ``random.Random`` NetworkX hands the backend (made from an int ``seed``; Python's
+    global one for None) is copied into a Mersenne Twister kernel that draws as
+    ``Random.shuffle`` and ``Random.choice`` draw, and copied back when the
+    communities are read, so the generator ends where NetworkX's loop leaves it. Each
+    round shuffles the nodes in ``G``'s order; a node takes, unless its own label is
+    among them, one of its neighbours' (a ``DiGraph``'s successors') most frequent labels
+    (``weight``: summed weights), chosen in the order NetworkX's neighbour iteration first
+    sees them (the source graph's adjacency order). A generator, as NetworkX's: nothing
+    is drawn before it is iterated. Another kind of random state is declined
+    (:mod:`graphsys.nx_backend.checks`).
+    """
+    import random
+
+    rng = random._inst if seed is None else (
+        random.Random(seed) if isinstance(seed, numbers.Integral) else seed)
+    if type(rng) is not random.Random:
+        raise NotImplementedError("graphsys: only random.Random seeds are reproduced")
+    indptr, indices, w = _nx_order(G, weight)
+    version, state, gauss = rng.getstate()
+    mt = np.array(state[:_MT_N], np.int64)
+    pos = np.array([state[_MT_N]], np.int64)
+    labels = _asynchronous(indptr, indices, w, mt, pos)
+    rng.setstate((version, (*mt.tolist(), int(pos[0])), gauss))
+    yield from _groups(G, labels).values()

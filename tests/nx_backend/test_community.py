@@ -1,5 +1,6 @@
-"""The backend's community detection against NetworkX's own: semi-synchronous label
-propagation equal to NetworkX's (the same communities, in the same order), Louvain of
+"""The backend's community detection against NetworkX's own: semi-synchronous and
+asynchronous (same seed) label propagation equal to NetworkX's (the same communities, in
+the same order), Louvain of
 NetworkX's modularity (directed on a DiGraph, self-loops counted) within the documented
 tolerance of NetworkX's Louvain, on small graphs and on SNAP graphs from the dataset
 mirror (skipped without it)."""
@@ -157,3 +158,51 @@ def test_dispatched():
         nx.community.label_propagation_communities(G, backend="graphsys")
     with pytest.raises(NotImplementedError):
         nx.community.louvain_communities(G, backend="graphsys", max_level=0)
+    assert list(nx.community.asyn_lpa_communities(G, "weight", 4, backend="graphsys")) == \
+        list(nx.community.asyn_lpa_communities(G, "weight", 4))
+
+
+def test_python_random_draws_reproduced():
+    """The Mersenne Twister kernel draws as ``random.Random._randbelow`` (shuffle and
+    choice), the state twisted several times."""
+    from graphsys.nx_backend.community import _MT_N, _randbelow
+
+    for s in range(3):
+        theirs = random.Random(s)
+        _, state, _ = random.Random(s).getstate()
+        mt, pos = np.array(state[:_MT_N], np.int64), np.array([state[_MT_N]], np.int64)
+        for n in (1, 2, 3, 7, 1000, 70_000, 2**31 - 5):
+            assert [_randbelow(n, mt, pos) for _ in range(500)] == \
+                [theirs._randbelow(n) for _ in range(500)]
+
+
+@pytest.mark.parametrize("weight", [None, "weight"])
+@pytest.mark.parametrize("directed", [False, True])
+def test_asyn_lpa_equals_networkx(directed, weight):
+    """The same communities as NetworkX's for the same seed (an int, a random.Random,
+    which ends in the same state), weights and self-loops read as NetworkX reads them."""
+    for s in range(3):
+        G = _weighted(directed, s)
+        for seed in (0, 7):
+            ours = B.asyn_lpa_communities(convert(G, weight), weight=weight, seed=seed)
+            assert list(ours) == list(nx.community.asyn_lpa_communities(G, weight, seed))
+        mine, theirs = random.Random(s), random.Random(s)
+        assert list(B.asyn_lpa_communities(convert(G, weight), weight, mine)) == \
+            list(nx.community.asyn_lpa_communities(G, weight, theirs))
+        assert mine.getstate() == theirs.getstate()
+    for G in _small().values():
+        assert list(B.asyn_lpa_communities(convert(G, None), seed=3)) == \
+            list(nx.community.asyn_lpa_communities(G, seed=3))
+
+
+def test_asyn_lpa_snap_equals_networkx(mirror):
+    G = _snap(mirror, "ca-GrQc", directed=False)
+    assert list(B.asyn_lpa_communities(convert(G, None), seed=7)) == \
+        list(nx.community.asyn_lpa_communities(G, seed=7))
+
+
+def test_asyn_lpa_declines_other_random_states():
+    G = nx.karate_club_graph()
+    assert B.can_run("asyn_lpa_communities", (G,), {"seed": np.random.RandomState(1)}) \
+        is not True
+    assert B.can_run("asyn_lpa_communities", (G,), {"seed": random.Random(1)}) is True
