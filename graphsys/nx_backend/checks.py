@@ -15,7 +15,17 @@ UNDIRECTED_ONLY = {"diameter", "eccentricity", "radius", "center", "periphery"}
 
 #: NetworkX test (node id substring) -> why its expectation differs by design. Marked
 #: ``xfail`` (not strict) when NetworkX's suite runs against the backend.
-KNOWN_DIFFERENCES: dict[str, str] = {}
+KNOWN_DIFFERENCES: dict[str, str] = {
+    **{f"test_louvain.py::{name}": (
+        "compares the exact partition of NetworkX's Louvain for a seed (its own random "
+        "node orders and tie-breaks); graphsys's Louvain is a deterministic function of the "
+        "seed with NetworkX's modularity within 0.01 of NetworkX's, not the same partition")
+       for name in ("test_karate_club_partition", "test_undirected_selfloops",
+                    "test_directed_partition", "test_none_weight_param", "test_max_level")},
+    "test_louvain.py::test_multigraph": (
+        "compares graphsys's partition of a Graph with NetworkX's of the same MultiGraph "
+        "(multigraphs stay in NetworkX): equal partitions only from one implementation"),
+}
 
 
 def _arguments(name: str, args, kwargs) -> dict:

@@ -109,8 +109,8 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
     communities level by level back down. The contract is the quality: on the graphs the
     tests run (small graphs with weights and self-loops, SNAP's email-Eu-core as a
     ``DiGraph`` and undirected) the modularity NetworkX computes for graphsys's partition
-    is at least NetworkX's own Louvain's minus 0.01. ``resolution`` not positive and ``max_level`` not a positive
-    integer are declined (:mod:`graphsys.nx_backend.checks`).
+    is at least NetworkX's own Louvain's minus 0.01. ``resolution`` not positive and
+    ``max_level`` not a positive integer are declined (:mod:`graphsys.nx_backend.checks`).
     """
     if G.graph is None or len(G.edges()[0]) == 0:
         return [{u} for u in G]
