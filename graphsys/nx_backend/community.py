@@ -39,7 +39,7 @@ def modularity(G, communities, weight="weight", resolution=1):
         communities = list(communities)
     if not is_partition(G, communities):
         raise nx.algorithms.community.quality.NotAPartition(G, communities)
-    if G.graph is None or len(G.edges()[0]) == 0:
+    if G.null or len(G.edges()[0]) == 0:
         raise ZeroDivisionError("division by zero")
     labels = np.empty(len(G), np.int64)
     for i, community in enumerate(communities):
@@ -54,7 +54,7 @@ def modularity(G, communities, weight="weight", resolution=1):
 def triadic_census(G, nodelist=None):
     """``nx.triadic_census`` of a directed graph, every node (``nodelist`` is declined
     by the checks)."""
-    if G.graph is None:
+    if G.null:
         return {name: 0 for name in _nx().algorithms.triads.TRIAD_NAMES}
     return {k: int(v) for k, v in mining.triad_census(G.graph).items()}
 
@@ -112,7 +112,7 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
     is at least NetworkX's own Louvain's minus 0.01. ``resolution`` not positive and
     ``max_level`` not a positive integer are declined (:mod:`graphsys.nx_backend.checks`).
     """
-    if G.graph is None or len(G.edges()[0]) == 0:
+    if G.null or len(G.edges()[0]) == 0:
         return [{u} for u in G]
     weighted = weight is not None and G.weight is not None
     level = _level(G, weighted)
@@ -215,7 +215,7 @@ def label_propagation_communities(G):
     NetworkX's: a ``dict_values`` of node sets, in the order of each community's first
     node in ``G``.
     """
-    if G.graph is None:
+    if G.null:
         return {}.values()
     indptr, indices = G.adjacency()
     degree = G.degree()
