@@ -121,15 +121,18 @@ def _pagerank_in_memory(G, alpha, p, start, max_iter, tol, weighted):
     from graphsys.nx_backend.graph import _csr
 
     n = len(G)
-    indptr, indices, w = _csr(G._pending, n, True, not G.directed, weights=weighted)
-    w = np.zeros(0) if w is None else np.asarray(w, np.float64)
-    strength = np.bincount(indices, weights=w if len(w) else None, minlength=n)
-    inv_out = np.divide(1.0, strength, out=np.zeros(n), where=strength > 0)
+    key = ("pagerank", weighted)  # kept with the conversion (replaced by a refresh)
+    if key not in G._cache:
+        indptr, indices, w = _csr(G._pending, n, True, not G.directed, weights=weighted)
+        w = np.zeros(0) if w is None else np.asarray(w, np.float64)
+        strength = np.bincount(indices, weights=w if len(w) else None, minlength=n)
+        inv_out = np.divide(1.0, strength, out=np.zeros(n), where=strength > 0)
+        G._cache[key] = indptr, indices, w, inv_out, np.flatnonzero(strength == 0)
+    indptr, indices, w, inv_out, dangling = G._cache[key]
     p = np.full(n, 1.0 / n) if p is None else p / p.sum()
     x = np.full(n, 1.0 / n) if start is None else start
-    x, converged = _power_iteration(indptr, indices, w, inv_out,
-                                    np.flatnonzero(strength == 0), p, x, float(alpha),
-                                    n * tol, int(max_iter))
+    x, converged = _power_iteration(indptr, indices, w, inv_out, dangling, p, x,
+                                    float(alpha), n * tol, int(max_iter))
     if not converged:
         raise _nx().PowerIterationFailedConvergence(max_iter)
     return G.node_dict(x)
