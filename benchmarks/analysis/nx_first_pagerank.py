@@ -57,9 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="new processes per side (default 5)")
     args = ap.parse_args(argv)
     run = harness.Run("analysis/nx_first_pagerank", args.record, memory=False)
-    work = args.work.resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    graph = harness.dataset(run, "email-enron", work / "email-enron")
+    work, graph = harness.work_dataset(run, args.work, "email-enron")
     if graph is None:
         run.emit(rows={})
         return 1

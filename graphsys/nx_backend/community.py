@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from graphsys import mining
+from graphsys.bsp.kernels_components import _count_labels
 
 
 def _nx():
@@ -154,13 +155,7 @@ def _frequent(u, indptr, indices, labels, count, touched):
     """Among ``u``'s neighbours' labels (a self-loop: its own once), those of highest
     frequency: (how many, the largest, whether ``u``'s own label is one). ``count`` is
     left all zero."""
-    k = 0
-    for e in range(indptr[u], indptr[u + 1]):
-        c = labels[indices[e]]
-        if count[c] == 0:
-            touched[k] = c
-            k += 1
-        count[c] += 1
+    k = _count_labels(indptr, indices, u, labels, count, touched, 0)
     best, high, largest, own = 0, 0, -1, False
     for i in range(k):
         best = max(best, count[touched[i]])
