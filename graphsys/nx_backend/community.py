@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import numbers
 
-import numba
 import numpy as np
 
 from graphsys import mining
-from graphsys.bsp.kernels_components import _count_labels
 
 
 def _nx():
@@ -46,10 +44,7 @@ def modularity(G, communities, weight="weight", resolution=1):
     for i, community in enumerate(communities):
         labels[G.internal(community)] = i
     weighted = weight is not None and G.weight is not None
-    from graphsys import bsp
-
-    return float(bsp.modularity(G.graph, labels, resolution=resolution, weighted=weighted,
-                                directed=G.directed))
+    return _level(G, weighted, visit_order=False).modularity(labels, float(resolution))
 
 
 def triadic_census(G, nodelist=None):
@@ -74,24 +69,33 @@ def _seed(seed) -> int:
     return int(seed.randint(0, 2**31 - 1))
 
 
-def _level(G, weighted: bool):
-    """Level 0 of Louvain over ``G`` as NetworkX's Louvain reads it: a ``DiGraph``'s
-    directed modularity, a ``Graph``'s undirected one, self-loops in the degrees."""
+def _level(G, weighted: bool, visit_order: bool = True):
+    """Level 0 of Louvain over ``G`` as NetworkX's Louvain and modularity read it: a
+    ``DiGraph``'s directed modularity, a ``Graph``'s undirected one, self-loops in the
+    degrees (the adjacency as :func:`graphsys.bsp.modularity` reads a stored graph's; a
+    conversion still in memory as the same arrays, without writing it)."""
     from graphsys.bsp.algorithms.community_level import Level
-    from graphsys.bsp.edges import build_adjacency
 
-    es = G.graph.edge_set(None).name
+    def arrays(transpose: bool) -> tuple:
+        if G.in_memory:
+            from graphsys.nx_backend.graph import _csr
 
-    def arrays(kind: str) -> tuple:
-        indptr, indices, w = build_adjacency(G.graph, es, kind, weighted)
+            indptr, indices, w = _csr(G._pending, len(G), transpose, not G.directed,
+                                      weights=weighted)
+            if len(G) < 2**31:  # the stored adjacency's index type
+                indices = indices.astype(np.int32)
+        else:
+            from graphsys.bsp.edges import build_adjacency
+
+            indptr, indices, w = build_adjacency(G.graph, G.graph.edge_set(None).name,
+                                                 "csc" if transpose else "csr", weighted)
         if not weighted:
-            w = np.zeros(0, np.float32)
-        elif w is None:
-            w = np.ones(len(indices), np.float32)
-        return indptr, indices, w
+            return indptr, indices, np.zeros(0, np.float32)
+        return indptr, indices, (np.ones(len(indices), np.float32) if w is None
+                                 else np.asarray(w, np.float32))
 
-    return Level.from_adjacency(arrays("csr"), arrays("csc") if G.directed else None,
-                                G.directed, visit_order=True)
+    return Level.from_adjacency(arrays(False), arrays(True) if G.directed else None,
+                                G.directed, visit_order=visit_order)
 
 
 def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
@@ -131,70 +135,6 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
     return _parts(G, labels.reshape(-1))
 
 
-@numba.njit(cache=True)
-def _greedy_colors(indptr, indices, order):
-    """NetworkX's ``greedy_color``: each node of ``order`` in turn takes the smallest
-    colour none of its coloured neighbours has."""
-    n = indptr.shape[0] - 1
-    colors = np.full(n, -1, np.int64)
-    seen = np.full(n + 1, -1, np.int64)  # colour -> the last node that saw it
-    for u in order:
-        for e in range(indptr[u], indptr[u + 1]):
-            c = colors[indices[e]]
-            if c >= 0:
-                seen[c] = u
-        c = 0
-        while seen[c] == u:
-            c += 1
-        colors[u] = c
-    return colors
-
-
-@numba.njit(cache=True)
-def _frequent(u, indptr, indices, labels, count, touched):
-    """Among ``u``'s neighbours' labels (a self-loop: its own once), those of highest
-    frequency: (how many, the largest, whether ``u``'s own label is one). ``count`` is
-    left all zero."""
-    k = _count_labels(indptr, indices, u, labels, count, touched, 0)
-    best, high, largest, own = 0, 0, -1, False
-    for i in range(k):
-        best = max(best, count[touched[i]])
-    for i in range(k):
-        c = touched[i]
-        if count[c] == best:
-            high += 1
-            largest = max(largest, c)
-            own = own or c == labels[u]
-        count[c] = 0
-    return high, largest, own
-
-
-@numba.njit(cache=True)
-def _semi_synchronous(indptr, indices, order):
-    """NetworkX's ``label_propagation_communities`` loop: every node its own label (its
-    id); until each node with neighbours holds one of its most frequent neighbour labels,
-    the nodes in ``order`` (by colour) take their most frequent neighbour label, on a tie
-    keeping their own where it is one, else the largest (Prec-Max)."""
-    n = indptr.shape[0] - 1
-    labels = np.arange(n)
-    count = np.zeros(n, np.int64)
-    touched = np.empty(n, np.int64)
-    while True:
-        done = True
-        for u in range(n):
-            if indptr[u + 1] > indptr[u]:
-                own = _frequent(u, indptr, indices, labels, count, touched)[2]
-                if not own:
-                    done = False
-                    break
-        if done:
-            return labels
-        for u in order:
-            high, largest, own = _frequent(u, indptr, indices, labels, count, touched)
-            if high == 1 or (high > 1 and not own):
-                labels[u] = largest
-
-
 def label_propagation_communities(G):
     """``nx.community.label_propagation_communities`` of an undirected graph (NetworkX
     refuses a directed one before dispatching): NetworkX's semi-synchronous label
@@ -215,7 +155,9 @@ def label_propagation_communities(G):
     indptr, indices = G.adjacency()
     degree = G.degree()
     by_degree = np.argsort(-degree, kind="stable")  # NetworkX's sorted(..., reverse=True)
-    colors = _greedy_colors(indptr, indices, by_degree)
+    from graphsys.nx_backend import propagation as kernels
+
+    colors = kernels.greedy_colors(indptr, indices, by_degree)
     coloring: dict = {}  # colour -> set of nodes, built as NetworkX builds it
     keys = G.keys
     for i, c in zip(by_degree.tolist(), colors[by_degree].tolist()):
@@ -225,95 +167,7 @@ def label_propagation_communities(G):
         else:
             members.add(keys[i])
     order = G.internal([k for members in coloring.values() for k in members])
-    return _groups(G, _semi_synchronous(indptr, indices, order)).values()
-
-
-#: Mersenne Twister MT19937's constants (the generator of Python's ``random.Random``)
-_MT_N, _MT_M, _MT_MATRIX = 624, 397, 0x9908B0DF
-
-
-@numba.njit(cache=True)
-def _mt_uint32(mt, pos):
-    """The next 32 random bits of the MT19937 state ``mt`` (624 words, int64) at
-    ``pos[0]``, as CPython's ``genrand_uint32`` draws them (twisting the state first when
-    it is used up)."""
-    if pos[0] >= _MT_N:
-        for kk in range(_MT_N):
-            y = (mt[kk] & 0x80000000) | (mt[(kk + 1) % _MT_N] & 0x7FFFFFFF)
-            mt[kk] = mt[(kk + _MT_M) % _MT_N] ^ (y >> 1) ^ (_MT_MATRIX if y & 1 else 0)
-        pos[0] = 0
-    y = mt[pos[0]]
-    pos[0] += 1
-    y ^= y >> 11
-    y ^= (y << 7) & 0x9D2C5680
-    y ^= (y << 15) & 0xEFC60000
-    y ^= y >> 18
-    return y
-
-
-@numba.njit(cache=True)
-def _randbelow(n, mt, pos):
-    """CPython's ``Random._randbelow(n)`` (n < 2**32): ``getrandbits(n.bit_length())``
-    until it is below ``n``."""
-    k = 0
-    while (n >> k) > 0:
-        k += 1
-    r = _mt_uint32(mt, pos) >> (32 - k)
-    while r >= n:
-        r = _mt_uint32(mt, pos) >> (32 - k)
-    return r
-
-
-@numba.njit(cache=True)
-def _asynchronous(indptr, indices, w, mt, pos):
-    """NetworkX's ``asyn_lpa_communities`` loop with ``random.Random``'s draws: rounds
-    until no label changes, each over the nodes in ``G``'s order shuffled
-    (``Random.shuffle``); a node with neighbours (``G[node]``, in ``indices``' order)
-    sums its neighbours' labels' weights (``w``, empty: 1 each) and, unless its own
-    label is one of the heaviest, takes ``Random.choice`` of them in first-seen order."""
-    n = indptr.shape[0] - 1
-    labels = np.arange(n)
-    freq = np.zeros(n, np.float64)
-    mark = np.full(n, -1, np.int64)
-    touched = np.empty(n, np.int64)
-    best = np.empty(n, np.int64)
-    nodes = np.empty(n, np.int64)
-    weighted = w.shape[0] > 0
-    visit = 0
-    changed = True
-    while changed:
-        changed = False
-        for i in range(n):
-            nodes[i] = i
-        for i in range(n - 1, 0, -1):
-            j = _randbelow(i + 1, mt, pos)
-            nodes[i], nodes[j] = nodes[j], nodes[i]
-        for u in nodes:
-            if indptr[u + 1] == indptr[u]:
-                continue
-            k = 0
-            for e in range(indptr[u], indptr[u + 1]):
-                c = labels[indices[e]]
-                if mark[c] != visit:
-                    mark[c] = visit
-                    freq[c] = 0.0
-                    touched[k] = c
-                    k += 1
-                freq[c] += w[e] if weighted else 1.0
-            visit += 1
-            top = freq[touched[0]]
-            for i in range(1, k):
-                top = max(top, freq[touched[i]])
-            count, own = 0, False
-            for i in range(k):
-                if freq[touched[i]] == top:
-                    best[count] = touched[i]
-                    count += 1
-                    own = own or touched[i] == labels[u]
-            if not own:
-                labels[u] = best[_randbelow(count, mt, pos)]
-                changed = True
-    return labels
+    return _groups(G, kernels.semi_synchronous(indptr, indices, order)).values()
 
 
 def _nx_order(G, weight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -380,9 +234,11 @@ def asyn_lpa_communities(G, weight=None, seed=None):
     if type(rng) is not random.Random:
         raise NotImplementedError("graphsys: only random.Random seeds are reproduced")
     indptr, indices, w = _nx_order(G, weight)
+    from graphsys.nx_backend import propagation as kernels
+
     version, state, gauss = rng.getstate()
-    mt = np.array(state[:_MT_N], np.int64)
-    pos = np.array([state[_MT_N]], np.int64)
-    labels = _asynchronous(indptr, indices, w, mt, pos)
+    mt = np.array(state[:kernels.MT_N], np.int64)
+    pos = np.array([state[kernels.MT_N]], np.int64)
+    labels = kernels.asynchronous(indptr, indices, w, mt, pos)
     rng.setstate((version, (*mt.tolist(), int(pos[0])), gauss))
     yield from _groups(G, labels).values()

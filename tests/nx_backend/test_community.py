@@ -165,14 +165,14 @@ def test_dispatched():
 def test_python_random_draws_reproduced():
     """The Mersenne Twister kernel draws as ``random.Random._randbelow`` (shuffle and
     choice), the state twisted several times."""
-    from graphsys.nx_backend.community import _MT_N, _randbelow
+    from graphsys.nx_backend.propagation import MT_N, randbelow
 
     for s in range(3):
         theirs = random.Random(s)
         _, state, _ = random.Random(s).getstate()
-        mt, pos = np.array(state[:_MT_N], np.int64), np.array([state[_MT_N]], np.int64)
+        mt, pos = np.array(state[:MT_N], np.int64), np.array([state[MT_N]], np.int64)
         for n in (1, 2, 3, 7, 1000, 70_000, 2**31 - 5):
-            assert [_randbelow(n, mt, pos) for _ in range(500)] == \
+            assert [randbelow(n, mt, pos) for _ in range(500)] == \
                 [theirs._randbelow(n) for _ in range(500)]
 
 

@@ -25,14 +25,14 @@ def _graph(s: int, directed: bool) -> nx.Graph:
     return G
 
 
+def _refuse(*args, **kwargs):
+    raise AssertionError("a graph directory was written")
+
+
 @pytest.fixture
 def no_directories(monkeypatch):
     """A conversion that writes a graph directory fails the test."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a graph directory was written")
-
-    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(tempfile, "mkdtemp", _refuse)
 
 
 @pytest.mark.parametrize("directed", [False, True])
@@ -78,3 +78,21 @@ def test_functions_on_adjacency_stay_in_memory(no_directories):
     assert list(B.label_propagation_communities(H)) == \
         list(nx.community.label_propagation_communities(G))
     assert H.in_memory
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_communities_in_memory_equal_stored(no_directories, directed, monkeypatch):
+    """Louvain and modularity on the conversion's arrays: the stored graph's answers."""
+    G = _graph(2, directed)
+    for weight in (None, "weight"):
+        H = convert(G, weight)
+        parts = B.louvain_communities(H, weight=weight, seed=4)
+        q = B.modularity(H, parts, weight=weight, resolution=0.7)
+        assert np.isclose(q, nx.community.modularity(G, parts, weight=weight,
+                                                     resolution=0.7), rtol=0, atol=1e-6)
+        assert H.in_memory
+        monkeypatch.undo()  # directories allowed: the same calls on the stored graph
+        assert H.graph is not None and not H.in_memory
+        assert B.louvain_communities(H, weight=weight, seed=4) == parts
+        assert B.modularity(H, parts, weight=weight, resolution=0.7) == q
+        monkeypatch.setattr(tempfile, "mkdtemp", _refuse)
