@@ -32,8 +32,8 @@ def is_partition(G, communities):
 
 
 def modularity(G, communities, weight="weight", resolution=1):
-    """``nx.community.modularity`` (``ZeroDivisionError`` without edges, as
-    NetworkX's)."""
+    """``nx.community.modularity`` (``ZeroDivisionError`` without edges or where every
+    weight is 0, as NetworkX's)."""
     nx = _nx()
     if not isinstance(communities, list):
         communities = list(communities)
@@ -45,7 +45,10 @@ def modularity(G, communities, weight="weight", resolution=1):
     for i, community in enumerate(communities):
         labels[G.internal(community)] = i
     weighted = weight is not None and G.weight is not None
-    return _level(G, weighted, visit_order=False).modularity(labels, float(resolution))
+    level = _level(G, weighted, visit_order=False)
+    if level.m == 0:  # every weight 0: NetworkX divides by the total weight
+        raise ZeroDivisionError("division by zero")
+    return level.modularity(labels, float(resolution))
 
 
 def triadic_census(G, nodelist=None):
@@ -122,6 +125,8 @@ def louvain_communities(G, weight="weight", resolution=1, threshold=0.0000001,
         return [{u} for u in G]
     weighted = weight is not None and G.weight is not None
     level = _level(G, weighted)
+    if level.m == 0:  # every weight 0: NetworkX's modularity divides by the total weight
+        raise ZeroDivisionError("division by zero")
     from graphsys.bsp.algorithms.community import optimise
 
     member, _, _ = optimise(level, float(resolution), _seed(seed), iterations=1,

@@ -133,6 +133,14 @@ def test_louvain_seed_and_levels():
 def test_louvain_without_edges():
     for G in (nx.Graph(), nx.empty_graph(3), nx.empty_graph(3, nx.DiGraph)):
         assert B.louvain_communities(convert(G)) == nx.community.louvain_communities(G)
+    for G in (nx.Graph(), nx.DiGraph()):  # every weight 0: NetworkX divides by zero
+        G.add_weighted_edges_from([(0, 1, 0), (1, 2, 0)])
+        for f, args in ((nx.community.louvain_communities, ()),
+                        (nx.community.modularity, ([{0, 1}, {2}],))):
+            with pytest.raises(ZeroDivisionError):
+                f(G, *args)
+            with pytest.raises(ZeroDivisionError):
+                getattr(B, f.__name__)(convert(G), *args)
 
 
 @pytest.mark.parametrize("kwargs", [{"resolution": 0}, {"resolution": -1},
