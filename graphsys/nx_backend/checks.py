@@ -19,7 +19,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     **{f"test_louvain.py::{name}": (
         "compares the exact partition of NetworkX's Louvain for a seed (its own random "
         "node orders and tie-breaks); graphsys's Louvain is a deterministic function of the "
-        "seed with NetworkX's modularity within 0.01 of NetworkX's, not the same partition")
+        "seed with NetworkX's modularity within 0.02 of NetworkX's, not the same partition")
        for name in ("test_karate_club_partition", "test_undirected_selfloops",
                     "test_directed_partition", "test_none_weight_param", "test_max_level")},
     "test_louvain.py::test_multigraph": (
