@@ -140,6 +140,10 @@ FUNCTIONS = {
     # communities and triads
     "is_partition": "graphsys.nx_backend.community:is_partition",
     "modularity": "graphsys.nx_backend.community:modularity",
+    "louvain_communities": "graphsys.nx_backend.community:louvain_communities",
+    "label_propagation_communities":
+        "graphsys.nx_backend.community:label_propagation_communities",
+    "asyn_lpa_communities": "graphsys.nx_backend.community:asyn_lpa_communities",
     "triadic_census": "graphsys.nx_backend.community:triadic_census",
 }
 

@@ -563,6 +563,14 @@ def _missing_dataset(run: Run | None, name: str, exc: Exception) -> None:
     run.missing(f"{name} rows", why)
 
 
+def work_dataset(run: Run | None, work: Path, name: str) -> tuple[Path, Any]:
+    """The work directory (resolved, created) and the registry dataset ``name`` in it
+    (:func:`dataset`: None when it cannot be had)."""
+    work = Path(work).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    return work, dataset(run, name, work / name)
+
+
 def dataset_files(run: Run | None, name: str, cache: Path):
     """The fetched files of registry dataset ``name`` (:func:`graphsys.datasets.fetch.fetch`,
     from :func:`mirror` or the publisher; ``.path(file)`` names each), or ``None`` after

@@ -6,8 +6,9 @@ NetworkX (>= 3.2) finds the backend by its entry points (``pyproject.toml``):
 ``networkx.backends`` names :class:`BackendInterface`, ``networkx.backend_info`` names
 ``_nx_graphsys.get_info``, whose table :data:`_nx_graphsys.FUNCTIONS` lists the functions
 graphsys implements (one line each, NetworkX's name to ``"module:function"``); the rest stay
-in NetworkX. A NetworkX graph is converted into a temporary graph directory
-(:func:`~graphsys.nx_backend.graph.from_networkx`; cached on the graph by NetworkX), and a
+in NetworkX. A NetworkX graph is converted into arrays in memory
+(:func:`~graphsys.nx_backend.graph.from_networkx`; cached on the graph by NetworkX), written
+into a temporary graph directory only when a function needs the stored graph, and a
 stored graph is used directly with :func:`from_graph`::
 
     nx.pagerank(from_graph(graphsys.open_graph("web")))  # no conversion
@@ -95,7 +96,7 @@ class BackendInterface:
 
             G = nx.DiGraph() if obj.directed else nx.Graph()
             G.add_nodes_from(obj.keys)
-            for s, d, _, w in obj.graph.iter_edges() if obj.graph is not None else ():
+            for s, d, _, w in obj.graph.iter_edges() if not obj.null else ():
                 keys = [obj.keys[i] for i in s.tolist()], [obj.keys[i] for i in d.tolist()]
                 if w is None or obj.weight is None:
                     G.add_edges_from(zip(*keys))

@@ -68,17 +68,74 @@ def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nsta
         p = _dense(G, personalization)
         if not p.sum() > 0:
             raise ZeroDivisionError
-    program = _bsp().PageRank(alpha, n * tol, personalization=p,
-                           weighted=G.weight is not None and weight is not None)
+    weighted = G.weight is not None and weight is not None
+    start = None
     if nstart is not None:
         start = _dense(G, nstart)
-        program.initial = start / start.sum()
+        start = start / start.sum()
+    if G.in_memory:
+        return _pagerank_in_memory(G, alpha, p, start, max_iter, tol, weighted)
+    program = _bsp().PageRank(alpha, n * tol, personalization=p, weighted=weighted)
+    if start is not None:
+        program.initial = start
     with warnings.catch_warnings():  # unconverged: NetworkX's exception below instead
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = _bsp().run(G.graph, program, max_iters=int(max_iter))
     if not res.stats.converged:
         raise nx.PowerIterationFailedConvergence(max_iter)
     return G.node_dict(res.values)
+
+
+@numba.njit(cache=True)
+def _power_iteration(indptr, indices, w, inv_out, dangling, p, x, alpha, limit, max_iter):
+    """NetworkX's PageRank iteration, pulled over the in-neighbours (CSC ``indptr``,
+    ``indices``, weights ``w``, empty: 1 each): ``x <- alpha (x A + sum(x[dangling]) p)
+    + (1 - alpha) p``, ``A`` the adjacency divided by each row's out-strength
+    (``inv_out``), until the L1 change is below ``limit`` or ``max_iter`` iterations ran.
+    Returns (x, whether it converged)."""
+    n = x.shape[0]
+    new = np.empty(n)
+    weighted = w.shape[0] > 0
+    for _ in range(max_iter):
+        lost = 0.0
+        for u in dangling:
+            lost += x[u]
+        err = 0.0
+        for v in range(n):
+            total = 0.0
+            for e in range(indptr[v], indptr[v + 1]):
+                u = indices[e]
+                total += x[u] * inv_out[u] * (w[e] if weighted else 1.0)
+            new[v] = alpha * (total + lost * p[v]) + (1 - alpha) * p[v]
+            err += abs(new[v] - x[v])
+        x, new = new, x
+        if err < limit:
+            return x, True
+    return x, False
+
+
+def _pagerank_in_memory(G, alpha, p, start, max_iter, tol, weighted):
+    """PageRank on a conversion still in memory (:attr:`BackendGraph.in_memory`): no
+    graph directory written and no BSP engine imported; NetworkX's iteration over the
+    conversion's float64 weights (:func:`_power_iteration`)."""
+    from graphsys.nx_backend.graph import _csr
+
+    n = len(G)
+    key = ("pagerank", weighted)  # kept with the conversion (replaced by a refresh)
+    if key not in G._cache:
+        indptr, indices, w = _csr(G._pending, n, True, not G.directed, weights=weighted)
+        w = np.zeros(0) if w is None else np.asarray(w, np.float64)
+        strength = np.bincount(indices, weights=w if len(w) else None, minlength=n)
+        inv_out = np.divide(1.0, strength, out=np.zeros(n), where=strength > 0)
+        G._cache[key] = indptr, indices, w, inv_out, np.flatnonzero(strength == 0)
+    indptr, indices, w, inv_out, dangling = G._cache[key]
+    p = np.full(n, 1.0 / n) if p is None else p / p.sum()
+    x = np.full(n, 1.0 / n) if start is None else start
+    x, converged = _power_iteration(indptr, indices, w, inv_out, dangling, p, x,
+                                    float(alpha), n * tol, int(max_iter))
+    if not converged:
+        raise _nx().PowerIterationFailedConvergence(max_iter)
+    return G.node_dict(x)
 
 
 def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
@@ -112,7 +169,7 @@ def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
 def single_source_shortest_path_length(G, source, cutoff=None):
     """``nx.single_source_shortest_path_length``: graphsys's BFS, levels up to ``cutoff``."""
     s = _check_node(G, source)
-    if G.graph is None or len(G) == 1:
+    if G.null or len(G) == 1:
         return {source: 0}
     return _within(G, distances(G, s), cutoff, int, s, levels=True)
 
@@ -134,7 +191,7 @@ def _within(G, dist: np.ndarray, cutoff, kind, source: int, levels: bool = False
 def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     """``nx.single_source_dijkstra_path_length``: graphsys's SSSP over the weights."""
     s = _check_node(G, source, "Node")
-    if G.graph is None or len(G) == 1:
+    if G.null or len(G) == 1:
         return {source: 0}
     return _within(G, distances(G, s, weight), cutoff,
                    int if G.weight is None or weight is None else float, s)
@@ -175,7 +232,7 @@ def _labels(G) -> np.ndarray:
     """Each node's (weakly) connected component, as its smallest internal id: graphsys's
     union-find kernel (:func:`graphsys.kernels.components.roots`) over the adjacency,
     with no BSP run (and no torch import)."""
-    if G.graph is None:
+    if G.null:
         return np.zeros(0, np.int64)
     from graphsys.kernels.components import roots
 
@@ -183,7 +240,7 @@ def _labels(G) -> np.ndarray:
 
 
 def _scc_labels(G) -> np.ndarray:
-    return _bsp().scc(G.graph).values if G.graph is not None else np.zeros(0)
+    return _bsp().scc(G.graph).values if not G.null else np.zeros(0)
 
 
 def _components(G, labels=None):
@@ -294,7 +351,7 @@ def _parts(G, labels: np.ndarray) -> list[set]:
 def strongly_connected_components(G):
     """``nx.strongly_connected_components``: a generator of node sets (graphsys's SCC), in
     NetworkX's order: a component after every component it reaches."""
-    if G.graph is None:
+    if G.null:
         return
     yield from _parts(G, condensation(G)[0])
 
@@ -329,7 +386,7 @@ def core_number(G):
     from graphsys.kernels.cores import core_levels, peel_degrees
 
     nx = _nx()
-    if G.graph is None:
+    if G.null:
         return {}
     rows, cols = G.edges()
     if (rows == cols).any():
@@ -353,7 +410,7 @@ def betweenness_centrality(G, k=None, normalized=True, weight=None, endpoints=Fa
     declined: NetworkX's float64 path lengths stay in NetworkX). ``k`` sources are drawn
     as NetworkX draws them, ``seed.sample(list(G), k)`` from the random state NetworkX
     hands its backends, and scaled as NetworkX scales a sample."""
-    if G.graph is None:
+    if G.null:
         return {}
     sources = None
     if k is not None and k != len(G):
@@ -372,7 +429,7 @@ def closeness_centrality(G, u=None, distance=None, wf_improved=True):
     ``wf_improved`` graphsys runs twice, with and without the scaling, to read each node's
     reach and scale in NetworkX's order of operations: the values equal NetworkX's to the
     last bit, as its own tests compare them."""
-    if G.graph is None:
+    if G.null:
         return {}
     base = _bsp().closeness(G.graph, wf_improved=False).values  # (r - 1) / total, as NetworkX
     if not wf_improved or len(G) < 2:

@@ -15,7 +15,17 @@ UNDIRECTED_ONLY = {"diameter", "eccentricity", "radius", "center", "periphery"}
 
 #: NetworkX test (node id substring) -> why its expectation differs by design. Marked
 #: ``xfail`` (not strict) when NetworkX's suite runs against the backend.
-KNOWN_DIFFERENCES: dict[str, str] = {}
+KNOWN_DIFFERENCES: dict[str, str] = {
+    **{f"test_louvain.py::{name}": (
+        "compares the exact partition of NetworkX's Louvain for a seed (its own random "
+        "node orders and tie-breaks); graphsys's Louvain is a deterministic function of the "
+        "seed with NetworkX's modularity within 0.02 of NetworkX's, not the same partition")
+       for name in ("test_karate_club_partition", "test_undirected_selfloops",
+                    "test_directed_partition", "test_none_weight_param", "test_max_level")},
+    "test_louvain.py::test_multigraph": (
+        "compares graphsys's partition of a Graph with NetworkX's of the same MultiGraph "
+        "(multigraphs stay in NetworkX): equal partitions only from one implementation"),
+}
 
 
 def _arguments(name: str, args, kwargs) -> dict:
@@ -263,6 +273,29 @@ def _undirected_only(why: str):
     return lambda G, a: why if G.is_directed() else None
 
 
+def _louvain(G, a: dict) -> str | None:
+    resolution, threshold, max_level = (a.get("resolution", 1), a.get("threshold", 1e-7),
+                                        a.get("max_level"))
+    if not _real(resolution) or not 0 < resolution < math.inf:
+        return "resolution must be a positive number"
+    if not _real(threshold) or math.isnan(threshold):
+        return "threshold must be a number"
+    if max_level is not None and not (isinstance(max_level, numbers.Integral)
+                                      and max_level > 0):
+        return "max_level must be a positive integer or None"
+    return None
+
+
+def _asyn_lpa(G, a: dict) -> str | None:
+    import random
+
+    seed = a.get("seed")
+    if seed is not None and not isinstance(seed, numbers.Integral) and \
+            type(seed) is not random.Random:
+        return "only an int, None or a random.Random seed is reproduced"
+    return _narrow_weights(G, a)
+
+
 #: Checks of the functions over degrees, paths, structure and communities.
 MORE_CHECKS = {
     "is_isolate": _missing("n"),
@@ -288,6 +321,8 @@ MORE_CHECKS = {
     "harmonic_centrality": _given("nbunch", "sources"),
     "harmonic_diameter": _given("sp"),
     "triadic_census": _given("nodelist"),
+    "louvain_communities": _louvain,
+    "asyn_lpa_communities": _asyn_lpa,
     "kosaraju_strongly_connected_components": _given("source"),
     **{name: _given("core_number") for name in ("k_core", "k_shell", "k_crust", "k_corona")},
     "ego_graph": _both(_missing("n"), _given("distance"), lambda G, a: (

@@ -19,7 +19,7 @@ from graphsys.nx_backend.measures import _nbunch
 
 def _per_node(G) -> tuple[list, list]:
     """Each node's triangles and simple degree, by internal id, as Python ints."""
-    if G.graph is None:
+    if G.null:
         return [], []
     stats = mining.triangle_stats(G.graph, per_node=True)
     return stats.triangles.values.tolist(), stats.degree.values.tolist()

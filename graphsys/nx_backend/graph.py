@@ -19,15 +19,17 @@ from graphsys.errors import GraphsysError
 class BackendGraph:
     """A graphsys graph as NetworkX's dispatcher sees it (``__networkx_backend__``).
 
-    Made by :func:`from_networkx` (a NetworkX graph converted into a temporary graph
-    directory, node ``i`` of ``list(G)`` at internal id ``i``) or :func:`from_graph` (a
-    stored graph, keyed by its original ids). Pass one to any dispatched NetworkX function
-    to run graphsys on it without a conversion.
+    Made by :func:`from_networkx` (a NetworkX graph converted into arrays in memory, node
+    ``i`` of ``list(G)`` at internal id ``i``; a temporary graph directory written from
+    them only when a function asks for :attr:`graph`) or :func:`from_graph` (a stored
+    graph, keyed by its original ids). Pass one to any dispatched NetworkX function to run
+    graphsys on it without a conversion.
 
     Attributes
     ----------
-    graph : Graph
-        The stored graph.
+    graph : Graph or None
+        The stored graph (None without nodes); for a conversion, written on first use
+        (:attr:`in_memory` until then).
     keys : list
         NetworkX node key of each internal id.
     directed : bool
@@ -40,7 +42,10 @@ class BackendGraph:
 
     def __init__(self, graph, keys: list, directed: bool, weight: str | None,
                  exact_weights: bool = True):
-        self.graph, self.keys, self.directed, self.weight = graph, keys, directed, weight
+        self._graph, self.keys, self.directed, self.weight = graph, keys, directed, weight
+        #: A conversion's edges not yet written as a graph directory: ``(src, dst, w,
+        #: dir)`` by internal id (each edge once), see :attr:`graph`
+        self._pending: tuple | None = None
         #: Whether every weight was stored exactly (graphsys stores float32): sums of them
         #: (path lengths) then equal NetworkX's float64 ones
         self.exact_weights = exact_weights
@@ -73,6 +78,31 @@ class BackendGraph:
         self.__dict__.update(fresh.__dict__)
 
     @property
+    def graph(self):
+        """The stored graph: a conversion's edges are written into a temporary graph
+        directory (removed with the graph) the first time a function asks for it."""
+        if self._graph is None and self._pending is not None:
+            src, dst, w, dir = self._pending
+            self._graph = _ingest(src, dst, len(self.keys), w, self.directed, dir)
+            self._pending = None
+        return self._graph
+
+    @graph.setter
+    def graph(self, graph) -> None:
+        self._graph, self._pending = graph, None
+
+    @property
+    def null(self) -> bool:
+        """Whether there is no graph at all (no nodes): neither stored nor in memory."""
+        return self._graph is None and self._pending is None
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether this conversion's edges are still only in memory (no graph directory
+        written yet): the functions that read :meth:`adjacency` run on them as they are."""
+        return self._graph is None and self._pending is not None
+
+    @property
     def converted(self) -> bool:
         """Whether this is a conversion of a NetworkX graph (which NetworkX can run a
         declined call on), not a stored graph of :func:`from_graph`."""
@@ -88,6 +118,8 @@ class BackendGraph:
         return len(self.keys)
 
     def number_of_edges(self) -> int:
+        if self.in_memory:
+            return len(self._pending[0])
         if self.graph is None:
             return 0
         from graphsys.measures import degree_stats
@@ -123,6 +155,9 @@ class BackendGraph:
         ``transpose``) by internal id, int64 (an undirected graph's neighbours either way;
         a self-loop once)."""
         key = ("adjacency", transpose and self.directed)
+        if key not in self._cache and self.in_memory:
+            self._cache[key] = _csr(self._pending, len(self), key[1], not self.directed,
+                                    weights=False)[:2]
         if key not in self._cache:
             if self.graph is None:
                 out = np.zeros(len(self) + 1, np.int64), np.zeros(0, np.int64)
@@ -158,7 +193,8 @@ class BackendGraph:
 
     def __repr__(self) -> str:
         return (f"BackendGraph({'directed' if self.directed else 'undirected'}, "
-                f"{len(self.keys)} nodes, {self.graph!r})")
+                f"{len(self.keys)} nodes, "
+                f"{'in memory' if self.in_memory else repr(self._graph)})")
 
 
 def from_graph(graph, *, edge_set: str | None = None) -> BackendGraph:
@@ -280,10 +316,13 @@ def memory_dir() -> str | None:
 
 def from_networkx(G, weight: str | None, default: Any = 1, *,
                   dir: str | None = None) -> BackendGraph:
-    """``G`` ingested into a temporary graph directory (under ``dir``, default
-    :func:`memory_dir`; removed with the returned graph): one partition, node ``i`` of
-    ``list(G)`` at internal id ``i``, a ``Graph`` stored undirected, ``weight`` (an edge
-    attribute, ``default`` where missing) as the weights.
+    """``G`` as graphsys's arrays: node ``i`` of ``list(G)`` at internal id ``i``, each
+    edge once by internal ids, ``weight`` (an edge attribute, ``default`` where missing)
+    as the weights. Functions that read the adjacency (:meth:`BackendGraph.adjacency`:
+    CSR built in memory) run on these; the first that asks for the stored graph
+    (:attr:`BackendGraph.graph`) writes them into a temporary graph directory (under
+    ``dir``, default :func:`memory_dir`; removed with the returned graph): one partition,
+    a ``Graph`` stored undirected.
 
     The returned graph remembers ``G`` (:meth:`BackendGraph.refresh`): a call on the
     conversion NetworkX cached converts again where ``G``'s weights (or a view's nodes
@@ -305,25 +344,45 @@ def from_networkx(G, weight: str | None, default: Any = 1, *,
     out = BackendGraph(None, keys, G.is_directed(), weight if w is not None else None,
                        w is None or bool(np.all(w.astype(np.float32) == w)))
     if keys:
-        out.graph = _ingest(G, keys, edges, w, dir)
+        index = {k: i for i, k in enumerate(keys)}.__getitem__
+        m = len(edges)
+        src = np.fromiter(map(index, map(itemgetter(0), edges)), np.int64, m)
+        dst = np.fromiter(map(index, map(itemgetter(1), edges)), np.int64, m)
+        out._pending = (src, dst, w, dir)
     out._source = Source(G, weight, default, values, dir)
     return out
 
 
-def _ingest(G, keys: list, edges: list, w: np.ndarray | None, dir: str | None):
-    """``G``'s ``edges`` (node-key tuples, :func:`_edge_list`; node ``i`` of ``keys`` at
-    internal id ``i``) stored in a temporary directory, removed with the returned graph."""
+def _csr(pending: tuple, n: int, transpose: bool, undirected: bool,
+         weights: bool = True) -> tuple:
+    """``(indptr, indices, weight or None)`` of a conversion's edges (``pending``:
+    ``(src, dst, w, dir)``, each edge once) as the stored graph's CSR holds them: rows by
+    internal id, neighbours ascending; ``transpose``: in-neighbours; ``undirected``: both
+    directions, a self-loop once."""
+    src, dst, w, _ = pending
+    if transpose:
+        src, dst = dst, src
+    if undirected:
+        other = src != dst
+        src, dst = np.concatenate([src, dst[other]]), np.concatenate([dst, src[other]])
+        w = None if w is None else np.concatenate([w, w[other]])
+    order = np.lexsort((dst, src))
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return indptr, dst[order], None if w is None or not weights else w[order]
+
+
+def _ingest(src: np.ndarray, dst: np.ndarray, n: int, w: np.ndarray | None,
+            directed: bool, dir: str | None):
+    """The edges ``src -> dst`` (internal ids, each edge once) of ``n`` nodes stored in a
+    temporary directory, removed with the returned graph."""
     from graphsys.interop._common import ingest_arrays
 
-    index = {k: i for i, k in enumerate(keys)}.__getitem__
-    m = len(edges)
-    src = np.fromiter(map(index, map(itemgetter(0), edges)), np.int64, m)
-    dst = np.fromiter(map(index, map(itemgetter(1), edges)), np.int64, m)
     root = tempfile.mkdtemp(prefix="graphsys-nx-", dir=dir or memory_dir())
     try:
-        g = ingest_arrays(src, dst, f"{root}/g", num_nodes=len(keys), weight=w,
+        g = ingest_arrays(src, dst, f"{root}/g", num_nodes=n, weight=w,
                           metadata={"source": "networkx backend"},
-                          options={"undirected": not G.is_directed()})
+                          options={"undirected": not directed})
     except GraphsysError as exc:  # what graphsys cannot store: NetworkX runs the call
         shutil.rmtree(root, ignore_errors=True)
         raise NotImplementedError(f"graphsys: {exc}") from exc

@@ -42,7 +42,7 @@ def _pairs(G, pairs) -> Iterator[tuple[list, np.ndarray, np.ndarray]]:
             yield pairs, G.internal([p[0] for p in pairs]), G.internal([p[1] for p in pairs])
         return
     n = len(G)
-    if G.graph is None:
+    if G.null:
         return
     c = views.view(G.graph, "out")
     for u in range(n):
@@ -98,7 +98,7 @@ def density(G, nodes=None):
     0.0 without edges. Without ``nodes`` (a direct call): ``nx.density``'s value,
     graphsys's :func:`graphsys.measures.density`."""
     if nodes is None:
-        return 0.0 if G.graph is None else measures.density(G.graph)
+        return 0.0 if G.null else measures.density(G.graph)
     m = len(G.edges()[0])
     nb = len(nodes)
     nt = len(G) - nb
@@ -131,7 +131,7 @@ def overall_reciprocity(G):
     """``nx.overall_reciprocity`` (0 on an undirected graph with edges, as NetworkX's)."""
     if not G.directed and G.number_of_edges() > 0:
         return 0.0
-    value = measures.reciprocity(G.graph) if G.graph is not None else float("nan")
+    value = measures.reciprocity(G.graph) if not G.null else float("nan")
     if np.isnan(value):
         raise _nx().NetworkXError("Not defined for empty graphs")
     return value
@@ -148,7 +148,7 @@ def reciprocity(G, nodes=None):
             raise nx.NetworkXError("Not defined for isolated nodes.")
         return value
     keys = _nbunch(G, nodes)
-    if G.graph is None:
+    if G.null:
         return {k: None for k in keys}
     values = measures.reciprocity(G.graph, G.internal(keys), internal=True)
     return {k: (None if np.isnan(v) else v) for k, v in zip(keys, values.tolist())}
@@ -157,7 +157,7 @@ def reciprocity(G, nodes=None):
 def degree_assortativity_coefficient(G, x="out", y="in", weight=None, nodes=None):
     """``nx.degree_assortativity_coefficient`` (and the same Pearson coefficient of
     ``nx.degree_pearson_correlation_coefficient``)."""
-    if G.graph is None:
+    if G.null:
         return float("nan")
     return measures.degree_assortativity(G.graph, x, y)
 
@@ -178,7 +178,7 @@ def _check_connected(G) -> None:
 
 def _eccentricities(G, weight) -> np.ndarray:
     _unweighted(G, weight)
-    if G.graph is None:
+    if G.null:
         return np.zeros(0, np.int64)
     _check_connected(G)
     return measures.eccentricity(G.graph).values
@@ -201,7 +201,7 @@ def eccentricity(G, v=None, sp=None, weight=None):
 def diameter(G, e=None, usebounds=False, weight=None):
     """``nx.diameter`` (iFUB; connected undirected graphs, as NetworkX requires)."""
     _unweighted(G, weight)
-    if G.graph is None:
+    if G.null:
         raise ValueError("max() iterable argument is empty")
     _check_connected(G)
     return measures.diameter(G.graph, exact=True).value

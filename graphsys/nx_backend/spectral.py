@@ -41,7 +41,7 @@ def _operator(G, weight):
     """``x -> A^T x`` over ``G``'s in-adjacency, weighted when ``weight`` names the stored
     weights."""
     n = len(G)
-    if G.graph is None:
+    if G.null:
         return lambda x: np.zeros(n)
     indptr, indices = G.adjacency(transpose=True)
     w = np.zeros(0, np.float64)
@@ -198,7 +198,7 @@ def square_clustering(G, nodes=None):
     ids = np.arange(len(G), dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
     squares = np.zeros(len(ids), np.int64)
     potential = np.zeros(len(ids), np.int64)
-    if G.graph is not None and len(ids):
+    if not G.null and len(ids):
         square_counts(*G.adjacency(), ids, squares, potential)
     values = [s / p if p > 0 else 0 for s, p in zip(squares.tolist(), potential.tolist())]
     if nodes is not None and nodes in G:

@@ -35,7 +35,7 @@ def is_directed_acyclic_graph(G):
     single node and no self-loop."""
     if not G.directed:
         return False
-    if G.graph is None:
+    if G.null:
         return True
     rows, cols = G.edges()
     return _count(G, _scc_labels(G)) == len(G) and not (rows == cols).any()
@@ -48,7 +48,7 @@ def is_bipartite(G):
     parity."""
     from graphsys.kernels import bfs
 
-    if G.graph is None:
+    if G.null:
         return True
     out = G.adjacency()
     into = G.adjacency(transpose=True) if G.directed else out
@@ -94,7 +94,7 @@ def _sinks(G) -> tuple[np.ndarray, np.ndarray]:
 def attracting_components(G):
     """``nx.attracting_components``: a generator of the node sets of the strongly
     connected components no edge leaves."""
-    if G.graph is None:
+    if G.null:
         return
     comp, sink = _sinks(G)
     parts = _parts(G, comp)
@@ -103,7 +103,7 @@ def attracting_components(G):
 
 def number_attracting_components(G):
     """``nx.number_attracting_components``."""
-    return 0 if G.graph is None else int(_sinks(G)[1].sum())
+    return 0 if G.null else int(_sinks(G)[1].sum())
 
 
 def is_attracting_component(G):

@@ -48,6 +48,8 @@ MODULES = (
     "algorithms/centrality/tests/test_group.py",
     "algorithms/centrality/tests/test_harmonic_centrality.py",
     "algorithms/community/tests/test_quality.py",
+    "algorithms/community/tests/test_louvain.py",
+    "algorithms/community/tests/test_label_propagation.py",
     "algorithms/community/tests/test_utils.py",
     "algorithms/components/tests/test_attracting.py",
     "algorithms/components/tests/test_semiconnected.py",
