@@ -705,6 +705,47 @@ def stream_figures(stats, figs: dict) -> dict:
             "streamed_gb_per_s": round(figs["median_bytes_h2d"] / sec / 1e9, 2) if sec else None}
 
 
+def bus_copy(ctx: Ctx, nbytes: int, reps: int = 5) -> dict:
+    """The bus's host-to-device rate in this run: a plain ``copy_`` of ``nbytes`` from a
+    pinned host buffer to the device, median of ``reps`` after one warm copy."""
+    import torch
+
+    host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+    host.fill_(1)
+    dev = torch.empty(nbytes, dtype=torch.uint8, device=ctx.device)
+    times = []
+    for k in range(reps + 1):
+        ctx.sync()
+        t0 = time.perf_counter()
+        dev.copy_(host, non_blocking=True)
+        ctx.sync()
+        if k:
+            times.append(time.perf_counter() - t0)
+    sec = median(times)
+    return {"bytes": nbytes, "median_seconds": sec, "reps": reps,
+            "gb_per_s": round(nbytes / sec / 1e9, 2)}
+
+
+def streamed_row(ctx: Ctx, label: str, stream: dict) -> None:
+    """Streamed PageRank's copy rate beside a plain pinned copy of the same bytes (the
+    bus's rate, measured in the same run)."""
+    nbytes = int(stream.get("streamed_bytes_per_superstep") or 0)
+    if not ctx.cuda or not nbytes or not stream.get("streamed_gb_per_s"):
+        return
+    bus = ctx.attempt("bus-copy", bus_copy, ctx, nbytes)
+    if bus is None:
+        return
+    ctx.record("bus-copy", **bus)
+    ctx.record("row-pagerank-streamed-bus", row={
+        "workload": f"PageRank, {label}, streamed from the host every superstep "
+                    f"(device_budget=0): bytes copied host to device per second of superstep "
+                    f"({nbytes:,} bytes a superstep)",
+        "peer": "a plain pinned-memory copy_ of the same bytes to the device (the bus), "
+                "same run", "peer_figure": bus["gb_per_s"],
+        "graphsys_figure": stream["streamed_gb_per_s"], "unit": "GB/s",
+        "ratio": ratio(stream["streamed_gb_per_s"], bus["gb_per_s"])})
+
+
 def pagerank_row(label: str, where: str, figs: dict, peer: dict) -> dict:
     """The results-page row of a PageRank run (:func:`superstep_figures`) beside the SpMV
     peer: milliseconds per iteration, medians of supersteps 1.."""
@@ -769,11 +810,14 @@ def part_bsp(ctx: Ctx) -> None:
         if res is None:
             continue
         figs = superstep_figures(res.stats)
+        stream = stream_figures(res.stats, figs)
         ctx.record(f"{algo}-{mode}", graph=label, backend="torch", method=res.stats.method,
                    wall_s=round(time.perf_counter() - t0, 3), converged=res.stats.converged,
-                   **lean_counts(res.stats.method), **stream_figures(res.stats, figs),
+                   **lean_counts(res.stats.method), **stream,
                    **figs, note=f"{algo} {where[mode]}; edges/s = median edges scanned per "
                                 f"superstep / median superstep seconds (supersteps 1..)")
+        if algo == "pagerank" and mode == "out-of-core-streamed":
+            streamed_row(ctx, label, stream)
         if algo == "pagerank" and peer is not None:
             ctx.record(f"row-pagerank-{mode}", row=pagerank_row(label, where[mode], figs,
                                                                  peer))
