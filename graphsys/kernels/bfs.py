@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from graphsys.prefetch import prefetch
 
@@ -251,16 +252,15 @@ def _mark(front, ids, lo, hi):
 
 @numba.njit(cache=True, nogil=True)
 def _ids_into(front, q, at):
-    """Write the ids set in ``front`` into ``q[at:]``, ascending; returns the end."""
+    """Write the ids set in ``front`` into ``q[at:]``, ascending; returns the end. One
+    pass per set bit (its position: the word's trailing zeros; then cleared), not per bit
+    below the word's highest."""
     for w in range(front.shape[0]):
         word = front[w]
-        b = 0
         while word:
-            if word & _ONE:
-                q[at] = w * 64 + b
-                at += 1
-            word >>= _ONE
-            b += 1
+            q[at] = w * 64 + np.int64(trailing_zeros(word))
+            at += 1
+            word &= word - _ONE
     return at
 
 
