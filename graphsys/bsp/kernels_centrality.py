@@ -36,6 +36,7 @@ import numpy as np
 from graphsys.bsp.kernels import filled
 from graphsys.kernels.arrays import read_only
 from graphsys.kernels.bfs import NO_LIMIT, search
+from graphsys.kernels.centrality import pull_product
 
 
 @numba.njit(inline="always")
@@ -488,26 +489,6 @@ def _distances(indptr, indices, weight, s, dist, sigma, order, heap, hpos, total
     return scanned
 
 
-@numba.njit(inline="always")
-def _pull_row(indptr, indices, weight, weighted, x, v):
-    s = 0.0
-    for e in range(indptr[v], indptr[v + 1]):
-        s += x[indices[e]] * (np.float64(weight[e]) if weighted else 1.0)
-    return s
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _pull(indptr, indices, weight, weighted, x, out, parallel):
-    """``out[v]`` = sum over the row of ``v`` of ``x[u]`` (times the edge weight); rows in
-    parallel when ``parallel``."""
-    if parallel:
-        for v in numba.prange(out.shape[0]):
-            out[v] = _pull_row(indptr, indices, weight, weighted, x, v)
-    else:
-        for v in range(out.shape[0]):
-            out[v] = _pull_row(indptr, indices, weight, weighted, x, v)
-
-
 @numba.njit(cache=True, nogil=True)
 def _change_and_max(hub, last, scaled):
     """(L1 distance of ``hub`` to ``last``, max of ``scaled``)."""
@@ -520,33 +501,33 @@ def _change_and_max(hub, last, scaled):
     return change, top
 
 
-@numba.njit(cache=True, nogil=True)
 def hits_solve(csc_ptr, csc_idx, csc_w, csr_ptr, csr_idx, csr_w, weighted, tol, max_steps,
-               parallel, hub, auth):
+               hub, auth):
     """HITS' power iteration as :class:`~graphsys.bsp.algorithms.hits.HITS` runs it, two
     supersteps per iteration (authorities pulled over the CSC, hubs over the CSR, scaled by
     their max), stopping after the authorities of a hub vector whose L1 change is below
     ``tol`` or at ``max_steps`` supersteps; ``hub``/``auth`` float64 (N,) written (hub
-    starts at 1); rows pulled in parallel when ``parallel``. Returns (supersteps run,
-    converged)."""
+    starts at 1). Each pull is the shared weighted product
+    (:func:`graphsys.kernels.centrality.pull_product`, rows in parallel on a large graph),
+    called from Python: a cached kernel calling another module's parallel kernels could be
+    saved linked to one process's copy of them. Returns (supersteps run, converged)."""
+    none = np.zeros(0)
+    csc_w, csr_w = (csc_w, csr_w) if weighted else (none, none)
     last = np.zeros_like(hub)
     fresh = np.empty_like(hub)
     hub[:] = 1.0
     steps = 0
     while steps < max_steps:
-        _pull(csc_ptr, csc_idx, csc_w, weighted, hub, auth, parallel)
+        pull_product(csc_ptr, csc_idx, csc_w, hub, auth)
         steps += 1
         change, _ = _change_and_max(hub, last, hub)
         if change < tol:
             return steps, True
         if steps == max_steps:
             break
-        _pull(csr_ptr, csr_idx, csr_w, weighted, auth, fresh, parallel)
+        pull_product(csr_ptr, csr_idx, csr_w, auth, fresh)
         steps += 1
         _, top = _change_and_max(hub, last, fresh)
-        if top == 0.0:
-            top = 1.0
-        for v in range(hub.shape[0]):
-            last[v] = hub[v]
-            hub[v] = fresh[v] / top
+        last[:] = hub
+        np.divide(fresh, top if top != 0.0 else 1.0, out=hub)
     return steps, False
