@@ -77,31 +77,15 @@ def _sift_down(heap, hpos, key, i, size):
 
 
 @numba.njit(inline="always")
-def _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos,
-            count_paths):
-    """Shortest paths from ``s``: ``dist`` (inf where unreached on entry) and, when
-    ``count_paths``, ``sigma`` (zeros on entry) the number of shortest paths; ``order``
-    gets the settled vertices by distance. Returns how many were settled (``s``
-    included)."""
+def _dijkstra(indptr, indices, weight, s, dist, sigma, order, heap, hpos, count_paths):
+    """Shortest paths from ``s`` by Dijkstra's algorithm: ``dist`` (inf where unreached on
+    entry) and, when ``count_paths``, ``sigma`` (zeros on entry) the number of shortest
+    paths; ``order`` gets the settled vertices by distance. Returns how many were settled
+    (``s`` included). (Unweighted searches are breadth-first: :func:`_dependencies_hops`,
+    :func:`graphsys.kernels.bfs.search`.)"""
     dist[s] = 0.0
     if count_paths:
         sigma[s] = 1.0
-    if not weighted:
-        order[0] = s
-        head, tail = 0, 1
-        while head < tail:
-            u = order[head]
-            head += 1
-            du = dist[u] + 1.0
-            for e in range(indptr[u], indptr[u + 1]):
-                v = indices[e]
-                if dist[v] == np.inf:
-                    dist[v] = du
-                    order[tail] = v
-                    tail += 1
-                if count_paths and dist[v] == du:
-                    sigma[v] += sigma[u]
-        return tail
     heap[0] = s
     hpos[s] = 0
     size = 1
@@ -360,7 +344,7 @@ def _dependencies(indptr, indices, weight, s, endpoints, dist, sigma, coef, orde
     """One source's Dijkstra search and dependency pass (see :func:`brandes`), added into
     ``row``; ``coef`` as in :func:`_dependencies_hops`. Scratch left as found. Returns the
     edges read."""
-    count = _search(indptr, indices, weight, True, s, dist, sigma, order, heap, hpos, True)
+    count = _dijkstra(indptr, indices, weight, s, dist, sigma, order, heap, hpos, True)
     for j in range(count - 1, -1, -1):
         v = order[j]
         dv = dist[v]
@@ -473,7 +457,7 @@ def _distances(indptr, indices, weight, s, dist, sigma, order, heap, hpos, total
                harmonic):
     """One source's Dijkstra search, its distances added into the rows (see
     :func:`distance_sums`). Returns the edges read."""
-    count = _search(indptr, indices, weight, True, s, dist, sigma, order, heap, hpos, False)
+    count = _dijkstra(indptr, indices, weight, s, dist, sigma, order, heap, hpos, False)
     for j in range(1, count):
         v = order[j]
         d = dist[v]
