@@ -55,16 +55,12 @@ def embeddings(work: Path, args) -> Path:
     return ck
 
 
-def recall(got, want) -> float:
-    return float(np.mean([len(set(a) & set(b)) / len(b) for a, b in zip(got, want)]))
-
-
 def measure(ck: Path, kind: str, params, ids, exact_ids, single: int,
             search: dict | None = None) -> dict:
     """Build the index (or, with ``search``, set that search setting on the one built
     last), then its recall and query times beside the exact search's."""
     from graphsys.embed import Embeddings
-    from graphsys.embed.index import build_and_save, index_paths
+    from graphsys.embed.index import build_and_save, index_paths, search_recall
 
     emb = Embeddings.load(ck)
     if search is None:
@@ -90,7 +86,7 @@ def measure(ck: Path, kind: str, params, ids, exact_ids, single: int,
             "params": {k: rec["params"][k] for k in ("nlist", "nprobe", "hnsw_m",
                                                       "ef_construction", "ef_search")},
             "record_recall": rec["recall"],
-            "recall_at_10": round(recall(got, exact_ids), 4),
+            "recall_at_10": round(float(search_recall(got, exact_ids).mean()), 4),
             "single_ms": round(times["index"][0] * 1e3, 3),
             "exact_single_ms": round(times["exact"][0] * 1e3, 3),
             "speedup_vs_exact": round(times["exact"][0] / times["index"][0], 1),

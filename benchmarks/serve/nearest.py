@@ -47,10 +47,6 @@ def _anon() -> dict[str, int]:
     return {"rss_anon_bytes": current_memory().anon}
 
 
-def _recall(got: np.ndarray, want: np.ndarray) -> float:
-    return float(np.mean([len(set(a) & set(b)) / len(b) for a, b in zip(got, want)]))
-
-
 def _timed(fn, queries, single_n: int) -> dict[str, float]:
     """Median single-query latency over the first ``single_n`` queries and one batched call
     over all of them."""
@@ -71,7 +67,7 @@ def _timed(fn, queries, single_n: int) -> dict[str, float]:
 # -- FB15k-237 -------------------------------------------------------------------------------
 def fb15k(work: Path, args, run: harness.Run) -> dict | None:
     from graphsys.embed import Embeddings, load_config, train
-    from graphsys.embed.index import IndexParams, build_and_save
+    from graphsys.embed.index import IndexParams, build_and_save, search_recall
 
     fb_graph = harness.dataset(run, "fb15k-237", work / "fb-graph")
     if fb_graph is None:
@@ -98,7 +94,7 @@ def fb15k(work: Path, args, run: harness.Run) -> dict | None:
         served = Embeddings.load(ck)
         got, _ = served.nearest(ids, K)
         out[kind] = {"build_seconds": rec["seconds"], "params": rec["params"],
-                     "recall@10": round(_recall(got, exact_ids), 4),
+                     "recall@10": round(float(search_recall(got, exact_ids).mean()), 4),
                      **_timed(lambda q, e=served: e.nearest(q, K), ids, args.single)}
         out[kind]["single_speedup_vs_exact"] = round(
             out["exact"]["single_ms_median"] / out[kind]["single_ms_median"], 1)
@@ -151,7 +147,7 @@ def exact_topk(table: np.ndarray, q: np.ndarray, exclude: np.ndarray, k: int,
 
 
 def synthetic(work: Path, args) -> dict:
-    from graphsys.embed.index import IndexParams, NearestIndex, build_index
+    from graphsys.embed.index import IndexParams, NearestIndex, build_index, search_recall
 
     n, d = args.synthetic_n, args.synthetic_dim
     t0 = time.perf_counter()
@@ -184,7 +180,7 @@ def synthetic(work: Path, args) -> dict:
         batch_s = time.perf_counter() - t1
         med = float(np.median(lat))
         out[kind] = {"build_seconds": round(build_s, 1), "params": vars(params),
-                     "recall@10": round(_recall(got, want), 4),
+                     "recall@10": round(float(search_recall(got, want).mean()), 4),
                      "single_ms_median": round(med * 1e3, 4),
                      "single_qps": round(1 / med, 1),
                      "batched_qps": round(len(raw) / batch_s, 1), **_anon()}

@@ -10,10 +10,12 @@ the output; the sources are handed out one at a time where the threading layer s
 ``prange`` run with ``numba.set_parallel_chunksize(1)`` dynamically (numba's ``omp`` layer
 gives each thread an equal block). No atomics; the rows are summed afterwards,
 so a value's last bits depend on which thread summed which sources (unweighted distance
-sums are exact). A search is a level-synchronous breadth-first search on an unweighted run,
-direction-optimising where the in-edges are at hand (Beamer, Asanovic, Patterson 2012: a
-step reads the frontier's out-edges top-down, or the unreached vertices' in-edges
-bottom-up, whichever reads fewer), and Dijkstra's algorithm with an indexed binary heap
+sums are exact). An unweighted closeness or harmonic search is the one breadth-first search
+of :func:`graphsys.kernels.bfs.search` (direction-optimising where the in-edges are at
+hand), on each thread's buffers. Betweenness's is a level-synchronous breadth-first search
+that counts paths (a step reads the frontier's out-edges top-down, or the unreached
+vertices' in-edges bottom-up, whichever reads fewer), and on a weighted run each search is
+Dijkstra's algorithm with an indexed binary heap
 (O(N) scratch, decrease-key) on a weighted one; both keep the vertices in the order they
 were settled, which the dependency pass walks backwards: over the edges of the
 shortest-path DAG that the breadth-first search recorded, or (Dijkstra) reading each
@@ -33,7 +35,8 @@ import numpy as np
 
 from graphsys.bsp.kernels import filled
 from graphsys.kernels.arrays import read_only
-from graphsys.kernels.bfs import first_marked
+from graphsys.kernels.bfs import NO_LIMIT, search
+from graphsys.kernels.centrality import pull_product
 
 
 @numba.njit(inline="always")
@@ -74,31 +77,15 @@ def _sift_down(heap, hpos, key, i, size):
 
 
 @numba.njit(inline="always")
-def _search(indptr, indices, weight, weighted, s, dist, sigma, order, heap, hpos,
-            count_paths):
-    """Shortest paths from ``s``: ``dist`` (inf where unreached on entry) and, when
-    ``count_paths``, ``sigma`` (zeros on entry) the number of shortest paths; ``order``
-    gets the settled vertices by distance. Returns how many were settled (``s``
-    included)."""
+def _dijkstra(indptr, indices, weight, s, dist, sigma, order, heap, hpos, count_paths):
+    """Shortest paths from ``s`` by Dijkstra's algorithm: ``dist`` (inf where unreached on
+    entry) and, when ``count_paths``, ``sigma`` (zeros on entry) the number of shortest
+    paths; ``order`` gets the settled vertices by distance. Returns how many were settled
+    (``s`` included). (Unweighted searches are breadth-first: :func:`_dependencies_hops`,
+    :func:`graphsys.kernels.bfs.search`.)"""
     dist[s] = 0.0
     if count_paths:
         sigma[s] = 1.0
-    if not weighted:
-        order[0] = s
-        head, tail = 0, 1
-        while head < tail:
-            u = order[head]
-            head += 1
-            du = dist[u] + 1.0
-            for e in range(indptr[u], indptr[u + 1]):
-                v = indices[e]
-                if dist[v] == np.inf:
-                    dist[v] = du
-                    order[tail] = v
-                    tail += 1
-                if count_paths and dist[v] == du:
-                    sigma[v] += sigma[u]
-        return tail
     heap[0] = s
     hpos[s] = 0
     size = 1
@@ -148,10 +135,6 @@ def _reset(order, count, dist, sigma, delta, hpos):
 #: frontier's out-edges outnumber this factor times the unreached vertices' in-edges (path
 #: counts read every in-edge, no early exit: the step pays when it reads fewer edges)
 PATHS_BOTTOM_UP = 1.0
-#: Breadth-first search (no path counts): Beamer's rule, bottom-up while the frontier's
-#: out-edges exceed the unreached in-edges over ALPHA and the frontier holds more than
-#: N / BETA vertices
-ALPHA, BETA = 14.0, 24.0
 
 
 #: Betweenness records each thread's shortest-path DAG (two index arrays of up to E
@@ -361,7 +344,7 @@ def _dependencies(indptr, indices, weight, s, endpoints, dist, sigma, coef, orde
     """One source's Dijkstra search and dependency pass (see :func:`brandes`), added into
     ``row``; ``coef`` as in :func:`_dependencies_hops`. Scratch left as found. Returns the
     edges read."""
-    count = _search(indptr, indices, weight, True, s, dist, sigma, order, heap, hpos, True)
+    count = _dijkstra(indptr, indices, weight, s, dist, sigma, order, heap, hpos, True)
     for j in range(count - 1, -1, -1):
         v = order[j]
         dv = dist[v]
@@ -397,8 +380,9 @@ def distance_sums(indptr, indices, weight, weighted, sources, total, reached, ha
         return distance_sums_weighted(indptr, indices, read_only(weight)[0], sources, total,
                                       reached, harmonic)
     in_ptr, in_idx = read_only(in_ptr, in_idx)
+    degree = int(np.diff(indptr).max(initial=0))
     return distance_sums_hops(indptr, indices, sources, total, reached, harmonic, in_ptr,
-                              in_idx)
+                              in_idx, degree)
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
@@ -419,70 +403,36 @@ def distance_sums_weighted(indptr, indices, weight, sources, total, reached, har
 
 
 @numba.njit(parallel=True, cache=True, nogil=True)
-def distance_sums_hops(indptr, indices, sources, total, reached, harmonic, in_ptr, in_idx):
-    """:func:`distance_sums` on an unweighted run: a breadth-first search per source."""
+def distance_sums_hops(indptr, indices, sources, total, reached, harmonic, in_ptr, in_idx,
+                       degree):
+    """:func:`distance_sums` on an unweighted run: per source one search of the one
+    breadth-first search (:func:`graphsys.kernels.bfs.search`, on this thread; bottom-up
+    steps over ``in_ptr``/``in_idx`` when they are not empty), on each thread's buffers;
+    ``degree``: the largest out-degree."""
     lanes, n = total.shape
     read = np.zeros(lanes, np.int64)
-    order = np.empty((lanes, n), indices.dtype)
+    queue = np.empty((lanes, n + 1), indices.dtype)
     level = filled((lanes, n), np.int32(-1))
+    words = (n + 63) // 64
+    front = np.zeros((lanes, words), np.uint64)
+    nxt = np.zeros((lanes, words), np.uint64)
     for i in numba.prange(sources.shape[0]):
         t = numba.get_thread_id()
-        read[t] += _hops(indptr, indices, in_ptr, in_idx, sources[i], level[t], order[t],
-                         total[t], reached[t], harmonic[t])
+        count, _, _, scanned, _ = search(indptr, indices, in_ptr, in_idx, False, degree,
+                                         level[t], queue[t], front[t], nxt[t], sources[i],
+                                         NO_LIMIT, 1)
+        _add_levels(level[t], queue[t], count, total[t], reached[t], harmonic[t])
+        read[t] += scanned.sum()
     return read
 
 
 @numba.njit(nogil=True)
-def _hops(indptr, indices, in_ptr, in_idx, s, level, order, total, reached, harmonic):
-    """One source's breadth-first search (int32 levels, -1 unreached; direction-optimising
-    with ``in_ptr``: Beamer's rule, :data:`ALPHA`, :data:`BETA`), its hop counts added
-    into the rows (see :func:`distance_sums`): in node order when it reached a quarter of
-    the nodes, else in the order reached. Levels left as found. Returns the edges read."""
+def _add_levels(level, queue, count, total, reached, harmonic):
+    """A search's hop counts (``level``, its ``count`` vertices in ``queue``, the source
+    first) added into the rows (see :func:`distance_sums`): in node order when it reached a
+    quarter of the nodes, else in the order reached; ``level`` reset to -1."""
     n = level.shape[0]
-    bottom_up = in_ptr.shape[0] > 0
-    unreached_in = in_ptr[n] - in_ptr[s + 1] + in_ptr[s] if bottom_up else 0
-    level[s] = 0
-    order[0] = s
-    lo, hi, depth, scanned = 0, 1, 0, 0
-    up = False
-    while lo < hi:
-        tail = hi
-        out_edges = 0
-        for j in range(lo, hi):
-            u = order[j]
-            out_edges += indptr[u + 1] - indptr[u]
-        if bottom_up:
-            if up:
-                up = (hi - lo) * BETA > n
-            else:
-                up = out_edges * ALPHA > unreached_in
-        if up:
-            for v in range(n):
-                if level[v] < 0:
-                    found, read = first_marked(in_ptr, in_idx, v, level, depth)
-                    scanned += read
-                    if found:
-                        level[v] = depth + 1
-                        order[tail] = v
-                        tail += 1
-        else:
-            nxt = depth + 1
-            for j in range(lo, hi):
-                u = order[j]
-                for e in range(indptr[u], indptr[u + 1]):
-                    v = indices[e]
-                    if level[v] < 0:
-                        level[v] = nxt
-                        order[tail] = v
-                        tail += 1
-            scanned += out_edges
-        if bottom_up:
-            for j in range(hi, tail):
-                v = order[j]
-                unreached_in -= in_ptr[v + 1] - in_ptr[v]
-        lo, hi = hi, tail
-        depth += 1
-    if 4 * hi > n:
+    if 4 * count > n:
         for v in range(n):
             lv = level[v]
             if lv > 0:
@@ -492,15 +442,14 @@ def _hops(indptr, indices, in_ptr, in_idx, s, level, order, total, reached, harm
                 harmonic[v] += 1.0 / d
             level[v] = -1
     else:
-        for j in range(1, hi):
-            v = order[j]
+        for j in range(1, count):
+            v = queue[j]
             d = np.float64(level[v])
             total[v] += d
             reached[v] += 1
             harmonic[v] += 1.0 / d
-        for j in range(hi):
-            level[order[j]] = -1
-    return scanned
+        for j in range(count):
+            level[queue[j]] = -1
 
 
 @numba.njit(nogil=True)
@@ -508,7 +457,7 @@ def _distances(indptr, indices, weight, s, dist, sigma, order, heap, hpos, total
                harmonic):
     """One source's Dijkstra search, its distances added into the rows (see
     :func:`distance_sums`). Returns the edges read."""
-    count = _search(indptr, indices, weight, True, s, dist, sigma, order, heap, hpos, False)
+    count = _dijkstra(indptr, indices, weight, s, dist, sigma, order, heap, hpos, False)
     for j in range(1, count):
         v = order[j]
         d = dist[v]
@@ -524,26 +473,6 @@ def _distances(indptr, indices, weight, s, dist, sigma, order, heap, hpos, total
     return scanned
 
 
-@numba.njit(inline="always")
-def _pull_row(indptr, indices, weight, weighted, x, v):
-    s = 0.0
-    for e in range(indptr[v], indptr[v + 1]):
-        s += x[indices[e]] * (np.float64(weight[e]) if weighted else 1.0)
-    return s
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _pull(indptr, indices, weight, weighted, x, out, parallel):
-    """``out[v]`` = sum over the row of ``v`` of ``x[u]`` (times the edge weight); rows in
-    parallel when ``parallel``."""
-    if parallel:
-        for v in numba.prange(out.shape[0]):
-            out[v] = _pull_row(indptr, indices, weight, weighted, x, v)
-    else:
-        for v in range(out.shape[0]):
-            out[v] = _pull_row(indptr, indices, weight, weighted, x, v)
-
-
 @numba.njit(cache=True, nogil=True)
 def _change_and_max(hub, last, scaled):
     """(L1 distance of ``hub`` to ``last``, max of ``scaled``)."""
@@ -556,33 +485,33 @@ def _change_and_max(hub, last, scaled):
     return change, top
 
 
-@numba.njit(cache=True, nogil=True)
 def hits_solve(csc_ptr, csc_idx, csc_w, csr_ptr, csr_idx, csr_w, weighted, tol, max_steps,
-               parallel, hub, auth):
+               hub, auth):
     """HITS' power iteration as :class:`~graphsys.bsp.algorithms.hits.HITS` runs it, two
     supersteps per iteration (authorities pulled over the CSC, hubs over the CSR, scaled by
     their max), stopping after the authorities of a hub vector whose L1 change is below
     ``tol`` or at ``max_steps`` supersteps; ``hub``/``auth`` float64 (N,) written (hub
-    starts at 1); rows pulled in parallel when ``parallel``. Returns (supersteps run,
-    converged)."""
+    starts at 1). Each pull is the shared weighted product
+    (:func:`graphsys.kernels.centrality.pull_product`, rows in parallel on a large graph),
+    called from Python: a cached kernel calling another module's parallel kernels could be
+    saved linked to one process's copy of them. Returns (supersteps run, converged)."""
+    none = np.zeros(0)
+    csc_w, csr_w = (csc_w, csr_w) if weighted else (none, none)
     last = np.zeros_like(hub)
     fresh = np.empty_like(hub)
     hub[:] = 1.0
     steps = 0
     while steps < max_steps:
-        _pull(csc_ptr, csc_idx, csc_w, weighted, hub, auth, parallel)
+        pull_product(csc_ptr, csc_idx, csc_w, hub, auth)
         steps += 1
         change, _ = _change_and_max(hub, last, hub)
         if change < tol:
             return steps, True
         if steps == max_steps:
             break
-        _pull(csr_ptr, csr_idx, csr_w, weighted, auth, fresh, parallel)
+        pull_product(csr_ptr, csr_idx, csr_w, auth, fresh)
         steps += 1
         _, top = _change_and_max(hub, last, fresh)
-        if top == 0.0:
-            top = 1.0
-        for v in range(hub.shape[0]):
-            last[v] = hub[v]
-            hub[v] = fresh[v] / top
+        last[:] = hub
+        np.divide(fresh, top if top != 0.0 else 1.0, out=hub)
     return steps, False

@@ -245,8 +245,6 @@ NOT_WARMED: frozenset[str] = frozenset({
     "views.orient._count_higher_par",
     "views.orient._fill_higher_par",
     "views.orient._simple_degree_par",
-    "mining.outofcore._fill_block_par",
-    "mining.outofcore._fill_block_rows",
     "sampling._kernels._hop_lanes",
     "sampling._kernels._mix",
     "sampling._kernels._stream",

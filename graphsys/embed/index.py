@@ -313,10 +313,12 @@ def exact_neighbours(rows: _Rows, ids: np.ndarray, by: str, k: int) -> np.ndarra
     return best_i
 
 
-def recall_at_k(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+def search_recall(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """Per query, the share of ``want``'s ids (the exact top-k, ``(q, k)``) that ``got``
-    (``(q, k)``) holds: float64 ``(q,)``; its mean is the recall@k."""
-    return np.array([len(set(a.tolist()) & set(b.tolist())) / len(b)
+    (``(q, k)``, an approximate search's) holds: float64 ``(q,)``; its mean is the search's
+    recall@k (how much of the exact answer an approximate index finds, not a ranking's
+    recall: :func:`graphsys.ranking.recall_at_k`)."""
+    return np.array([len(set(np.asarray(a).tolist()) & set(np.asarray(b).tolist())) / len(b)
                      for a, b in zip(got, want)], np.float64)
 
 
@@ -356,7 +358,7 @@ def tune_search(built: NearestIndex, rows: _Rows, *, k: int = RECALL_K,
     def recall(ids: np.ndarray, truth: np.ndarray) -> np.ndarray:
         got, _ = built.search(rows.take(np.sort(ids))[np.argsort(np.argsort(ids))], k,
                               exclude=ids)
-        return recall_at_k(got, truth)
+        return search_recall(got, truth)
 
     out: dict[str, Any] = {"k": k}
     if name is not None and getattr(built.params, name) is None:

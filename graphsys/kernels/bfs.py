@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from graphsys.prefetch import prefetch
 
@@ -41,6 +42,11 @@ BETA = 18.0
 TOP_DOWN_PARALLEL_EDGES = 1 << 15
 #: queue entries between a vertex's prefetch and its expansion (:func:`_top_down_serial`)
 PREFETCH_AHEAD = 16
+#: a serial top-down step tests each entry with a branch where the last one found fewer new
+#: vertices per entry read than this share, or more than 1 minus it (the branch predictor
+#: then guesses right: on a dense graph's middle levels most entries lead back), else
+#: branch-free (:func:`_push`)
+PREDICTABLE = 0.2
 #: ``max_steps`` of a search run to its end
 NO_LIMIT = np.iinfo(np.int64).max
 _ONE = np.uint64(1)
@@ -140,14 +146,16 @@ def _push(q, tail, ptr, idx, u, level, depth):
 
 
 @numba.njit(cache=True, nogil=True)
-def _top_down_serial(q, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both, level, depth):
+def _top_down_serial(q, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both, level, depth,
+                     branch):
     """Expand the frontier ``q[lo:hi]`` into ``q[hi:]`` on this thread (a plain queue BFS
     level; ``q`` has one slot per vertex plus one); returns (end of the next frontier,
     entries read). The queue says which vertices come next, so their ``out_ptr`` entries
     are prefetched :data:`PREFETCH_AHEAD` vertices early and their first ``out_idx`` line
     half as early: the random reads of consecutive vertices then overlap instead of each
     waiting on the last, which matters most on long serial searches (road networks:
-    hundreds of small levels)."""
+    hundreds of small levels). ``branch``: :func:`_claim` (a branch per entry, stores only
+    for the new vertices) instead of :func:`_push`."""
     tail = hi
     scanned = 0
     for i in range(lo, hi):
@@ -157,9 +165,14 @@ def _top_down_serial(q, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both, level, d
             prefetch(out_idx, out_ptr[q[i + PREFETCH_AHEAD // 2]])
         u = q[i]
         scanned += entries(u, out_ptr, in_ptr, both)
-        tail = _push(q, tail, out_ptr, out_idx, u, level, depth)
-        if both:
-            tail = _push(q, tail, in_ptr, in_idx, u, level, depth)
+        if branch:
+            tail = _claim(out_ptr, out_idx, u, level, depth, q, tail)
+            if both:
+                tail = _claim(in_ptr, in_idx, u, level, depth, q, tail)
+        else:
+            tail = _push(q, tail, out_ptr, out_idx, u, level, depth)
+            if both:
+                tail = _push(q, tail, in_ptr, in_idx, u, level, depth)
     return tail, scanned
 
 
@@ -239,16 +252,15 @@ def _mark(front, ids, lo, hi):
 
 @numba.njit(cache=True, nogil=True)
 def _ids_into(front, q, at):
-    """Write the ids set in ``front`` into ``q[at:]``, ascending; returns the end."""
+    """Write the ids set in ``front`` into ``q[at:]``, ascending; returns the end. One
+    pass per set bit (its position: the word's trailing zeros; then cleared), not per bit
+    below the word's highest."""
     for w in range(front.shape[0]):
         word = front[w]
-        b = 0
         while word:
-            if word & _ONE:
-                q[at] = w * 64 + b
-                at += 1
-            word >>= _ONE
-            b += 1
+            q[at] = w * 64 + np.int64(trailing_zeros(word))
+            at += 1
+            word &= word - _ONE
     return at
 
 
@@ -286,6 +298,7 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
     scanned = np.zeros(64, np.int64)
     pulled = np.zeros(64, np.int64)
     bottom_up = False
+    branch = True  # the source's entries all lead to new vertices
     while hi > lo and step < max_steps:
         if step == act.shape[0]:  # not reassigned every level: spares reference counts
             act, scanned, pulled = _grow(act, step), _grow(scanned, step), _grow(pulled, step)
@@ -316,15 +329,18 @@ def search(out_ptr, out_idx, in_ptr, in_idx, both, max_degree, level, queue, fro
                                         level, step + 1, min(nf, 8 * nthreads), front)
             else:
                 tail, sc = _top_down_serial(queue, lo, hi, out_ptr, out_idx, in_ptr, in_idx,
-                                            both, level, step + 1)
+                                            both, level, step + 1, branch)
                 front[:] = 0
                 _mark(front, queue, hi, tail)
             tail = _ids_into(front, queue, hi)
             to_check -= sc
         else:
             tail, sc = _top_down_serial(queue, lo, hi, out_ptr, out_idx, in_ptr, in_idx, both,
-                                        level, step + 1)
+                                        level, step + 1, branch)
             to_check -= sc
+        if not pulled[step]:  # a top-down step: the share of its entries that were new
+            share = (tail - hi) / max(sc, 1)
+            branch = share < PREDICTABLE or share > 1.0 - PREDICTABLE
         lo, hi = hi, tail
         scanned[step] = sc
         step += 1

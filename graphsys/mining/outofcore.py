@@ -69,7 +69,13 @@ from graphsys.storage.time_view import TimeView
 from graphsys.units import format_size
 from graphsys.views import budget, mapped_symmetric
 from graphsys.views.limits import time_view_note
-from graphsys.views.orient import _by_rows, _count_higher, _order_by, _simple_degree
+from graphsys.views.orient import (
+    _by_rows,
+    _count_higher,
+    _fill_higher,
+    _order_by,
+    _simple_degree,
+)
 
 #: Anonymous bytes per node out of core: the order and its inverse (16), the oriented row
 #: offsets (8).
@@ -599,45 +605,8 @@ def load_block(indptr, indices, rank, dptr, lo: int, hi: int, values: np.dtype,
     do, :func:`degree_key`)."""
     bptr = np.asarray(dptr[lo:hi + 1] - dptr[lo])
     bidx = np.empty(int(bptr[-1]), values)
-    _by_rows(indptr[lo:hi + 1],
-             lambda a, b: _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, ranked,
-                                           lo + a, lo + b),
-             lambda bounds: _fill_block_par(indptr, indices, rank, lo, bptr, bidx, ranked,
-                                            bounds + lo))
+    _fill_higher(indptr, indices, rank, bptr, bidx, ranked, ids=not ranked, block=(lo, hi))
     return bptr, bidx
-
-
-@numba.njit(cache=True, nogil=True)
-def _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, ranked, r0, r1):
-    for u in range(r0, r1):
-        ru = rank[u]
-        start = bptr[u - lo]
-        pos = start
-        small = bptr[u - lo + 1] - start <= 32
-        for k in range(indptr[u], indptr[u + 1]):
-            v = indices[k]
-            r = rank[v]
-            if r > ru:
-                if not ranked:
-                    bidx[pos] = v
-                    pos += 1
-                    continue
-                q = pos
-                if small:  # insertion as written
-                    while q > start and bidx[q - 1] > r:
-                        bidx[q] = bidx[q - 1]
-                        q -= 1
-                bidx[q] = r
-                pos += 1
-        if ranked and not small:
-            bidx[start:pos].sort()
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _fill_block_par(indptr, indices, rank, lo, bptr, bidx, ranked, bounds):
-    for t in numba.prange(bounds.shape[0] - 1):
-        _fill_block_rows(indptr, indices, rank, lo, bptr, bidx, ranked, bounds[t],
-                         bounds[t + 1])
 
 
 def _oriented_offsets(indptr, indices, key, degree) -> np.ndarray:

@@ -384,38 +384,48 @@ def _count_higher(indptr, indices, rank, out, by_rank: bool = True) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def _fill_higher_rows(indptr, indices, rank, dptr, didx, sort, r0, r1):
+def _fill_higher_rows(indptr, indices, rank, dptr, didx, sort, ids, by_rank, first, r0, r1):
     for u in range(r0, r1):
         ru = rank[u]
-        lo = dptr[ru]
+        row = ru if by_rank else u - first
+        lo = dptr[row]
         pos = lo
-        small = sort and dptr[ru + 1] - lo <= 32
+        small = sort and dptr[row + 1] - lo <= 32
         for k in range(indptr[u], indptr[u + 1]):
-            r = rank[indices[k]]
+            v = indices[k]
+            r = rank[v]
             if r > ru:
+                x = v if ids else r
                 q = pos
                 if small:
-                    while q > lo and didx[q - 1] > r:
+                    while q > lo and didx[q - 1] > x:
                         didx[q] = didx[q - 1]
                         q -= 1
-                didx[q] = r
+                didx[q] = x
                 pos += 1
         if sort and not small:
             didx[lo:pos].sort()
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _fill_higher_par(indptr, indices, rank, dptr, didx, sort, bounds):
+def _fill_higher_par(indptr, indices, rank, dptr, didx, sort, ids, by_rank, first, bounds):
     for t in numba.prange(bounds.shape[0] - 1):
-        _fill_higher_rows(indptr, indices, rank, dptr, didx, sort, bounds[t], bounds[t + 1])
+        _fill_higher_rows(indptr, indices, rank, dptr, didx, sort, ids, by_rank, first,
+                          bounds[t], bounds[t + 1])
 
 
-def _fill_higher(indptr, indices, rank, dptr, didx, sort: bool = True) -> None:
+def _fill_higher(indptr, indices, rank, dptr, didx, sort: bool = True, *, ids: bool = False,
+                 block: tuple[int, int] | None = None) -> None:
     """Row ``rank[u]`` of the DAG: the ranks of ``u``'s higher-ranked neighbours (``sort``:
-    ascending; rows of up to 32 by insertion as they are written)."""
-    _by_rows(indptr,
-             lambda a, b: _fill_higher_rows(indptr, indices, rank, dptr, didx, sort, a, b),
-             lambda bounds: _fill_higher_par(indptr, indices, rank, dptr, didx, sort, bounds))
+    ascending; rows of up to 32 by insertion as they are written). ``ids``: their ids
+    instead, as the index holds them (with ``sort`` False). ``block`` ``(lo, hi)``: only
+    the vertices ``lo..hi-1``, vertex ``u``'s row at ``dptr[u - lo]`` (a block of the
+    oriented rows by vertex id, as the out-of-core triangle count loads them)."""
+    by_rank = block is None
+    lo, hi = (0, len(indptr) - 1) if by_rank else block
+    args = (indptr, indices, rank, dptr, didx, sort, ids, by_rank, lo)
+    _by_rows(indptr[lo:hi + 1], lambda a, b: _fill_higher_rows(*args, lo + a, lo + b),
+             lambda bounds: _fill_higher_par(*args, bounds + lo))
 
 
 @numba.njit(cache=True, nogil=True)

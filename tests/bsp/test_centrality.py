@@ -200,6 +200,43 @@ def test_bottom_up_searches_match_networkx(tmp_path, undirected):
     assert np.array_equal(one, bsp.closeness(g, k=50, threads=2).values)
 
 
+@pytest.mark.parametrize("undirected", [False, True])
+def test_closeness_searches_are_the_one_bfs(tmp_path, undirected):
+    """An unweighted closeness run searches each source with the one breadth-first search
+    (graphsys.kernels.bfs.search, bottom-up steps over the in-edges where they are at
+    hand): its edges read are that search's, source by source, and its sums its levels'."""
+    import numba
+
+    from graphsys.bsp import kernels_centrality as kc
+    from graphsys.kernels import bfs
+    from graphsys.storage.adjacency_index import build_index
+
+    rng = np.random.default_rng(3)
+    n = 400
+    src = rng.integers(0, n, 6000) % (rng.integers(1, n, 6000))  # hubs: bottom-up steps
+    dst = rng.integers(0, n, 6000)
+    g = graphsys.from_numpy(src, dst, tmp_path / "g", num_nodes=n, dedupe=True,
+                            drop_self_loops=True, undirected=undirected)
+    build_index(g, ("csr", "csc"))
+    csr, csc = g.csr(), g.csc()
+    sources = np.arange(0, n, 7)
+    lanes = numba.get_num_threads()
+    total, reached = np.zeros((lanes, n)), np.zeros((lanes, n), np.int64)
+    inverse = np.zeros((lanes, n))
+    read = kc.distance_sums(csr.indptr, csr.indices, csr.indptr[:0], False, sources, total,
+                            reached, inverse, csc.indptr, csc.indices)
+    want_read, want_total, bottom_up = 0, np.zeros(n), 0
+    for s in sources:
+        level, _, _, _, scanned, pulled = bfs.levels(csr.indptr, csr.indices, csc.indptr,
+                                                     csc.indices, False, int(s), bfs.NO_LIMIT, 1)
+        want_read += scanned.sum()
+        want_total += np.maximum(level, 0)
+        bottom_up += pulled.sum()
+    assert bottom_up > 0  # the searches took bottom-up steps
+    assert read.sum() == want_read
+    np.testing.assert_array_equal(total.sum(0), want_total)
+
+
 def test_stored_and_built_adjacency_share_one_kernel_signature(tmp_path):
     """The searches' kernels get read-only views: a graph with stored (mapped) CSR and CSC
     indexes and one whose adjacency is built in memory reach the same compiled signature

@@ -64,6 +64,29 @@ def test_hits_matches_networkx(graphs, key, mode, backend, device):
     np.testing.assert_allclose(res.values[:, 1], [auths[v] for v in range(tg.n)], atol=1e-9)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_hits_in_memory_pulls_with_the_shared_product(graphs, monkeypatch, weighted):
+    """In memory, HITS' two pulls per iteration are the shared weighted product
+    (graphsys.kernels.centrality.pull_product), one a superstep, with the supersteps'
+    values (the edge weights read only on a weighted run)."""
+    from graphsys.bsp import kernels_centrality
+
+    tg = graphs["directed-p3"]
+    sync = bsp.hits(tg.graph, tol=1e-12, schedule="sync", weighted=weighted)
+    pulls = []
+
+    def counted(indptr, indices, weight, x, y):
+        pulls.append(len(weight))
+        return pull_product(indptr, indices, weight, x, y)
+
+    pull_product = kernels_centrality.pull_product
+    monkeypatch.setattr(kernels_centrality, "pull_product", counted)
+    res = bsp.hits(tg.graph, tol=1e-12, weighted=weighted)
+    assert res.stats.method == "fused-hits" and len(pulls) == len(res.stats.supersteps)
+    assert all((n > 0) == weighted for n in pulls)
+    np.testing.assert_allclose(res.values, sync.values, rtol=1e-12, atol=1e-15)
+
+
 def test_vector_result_table(graphs):
     tg = graphs["directed-p3"]
     res = bsp.run(tg.graph, Propagate(features(tg.n, 2), 1))

@@ -247,6 +247,18 @@ def test_exact_neighbours_match_brute_force():
         np.testing.assert_array_equal(exact_neighbours(rows, ids, by, 10), want)
 
 
+def test_search_recall_is_the_share_of_the_exact_top_k_found():
+    """An approximate search's recall per query (order ignored), named apart from the
+    ranking metric ``graphsys.ranking.recall_at_k`` (a rank's recall in its group)."""
+    from graphsys import ranking
+    from graphsys.embed import index
+
+    got = np.array([[4, 1, 9], [7, 8, 2]])
+    want = np.array([[1, 4, 5], [2, 7, 8]])
+    np.testing.assert_array_equal(index.search_recall(got, want), [2 / 3, 1.0])
+    assert not hasattr(index, "recall_at_k") and callable(ranking.recall_at_k)
+
+
 def test_search_setting_is_picked_for_the_target_recall():
     """Left unset, ef_search (hnsw) and nprobe (ivf) are the smallest steps whose recall on
     the tuning queries reaches the target; the recall reported is on held-out queries."""

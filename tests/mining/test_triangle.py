@@ -283,3 +283,33 @@ def test_the_rank_order_sorts_by_counting_as_argsort_does():
             order, rank = rank_order(length, dtype)
             assert order.tolist() == np.argsort(length, kind="stable").tolist()
             assert rank.dtype == dtype and (rank[order] == np.arange(n)).all()
+
+
+@pytest.mark.parametrize("ranked", [True, False])
+def test_a_block_of_oriented_rows_is_the_views_build(ranked):
+    """The out-of-core count loads its blocks with the oriented view's own row build
+    (graphsys.views.orient's, by vertex id over a block): each block row is the vertex's
+    higher neighbours, their ranks ascending or their ids as the index holds them, and the
+    blocks together are the whole graph's rows, also in parallel passes."""
+    from graphsys.mining.outofcore import load_block
+    from graphsys.views.orient import _fill_higher
+
+    rng = np.random.default_rng(5)
+    n = 300
+    dense = np.zeros((n, n), bool)
+    src, dst = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    dense[src, dst] = dense[dst, src] = True
+    np.fill_diagonal(dense, False)
+    indptr = np.concatenate([[0], np.cumsum(dense.sum(1))]).astype(np.int64)
+    indices = np.nonzero(dense)[1].astype(np.int32)
+    rank = rng.permutation(n).astype(np.int64)
+    want = [sorted(rank[v] for v in indices[indptr[u]:indptr[u + 1]] if rank[v] > rank[u])
+            if ranked else [v for v in indices[indptr[u]:indptr[u + 1]] if rank[v] > rank[u]]
+            for u in range(n)]
+    dptr = np.concatenate([[0], np.cumsum([len(r) for r in want])]).astype(np.int64)
+    for lo, hi in ((0, n), (0, 1), (17, 200), (299, 300)):
+        bptr, bidx = load_block(indptr, indices, rank, dptr, lo, hi, np.int64, ranked)
+        assert [bidx[bptr[i]:bptr[i + 1]].tolist() for i in range(hi - lo)] == want[lo:hi]
+    whole = np.empty(int(dptr[-1]), np.int64)
+    _fill_higher(indptr, indices, rank, dptr, whole, ranked, ids=not ranked, block=(0, n))
+    assert whole.tolist() == [x for row in want for x in row]

@@ -25,7 +25,6 @@ from graphsys.bsp.algorithms.spec import AlgorithmSpec
 from graphsys.bsp.docstrings import document_options
 from graphsys.bsp.edges import DENSE_DIVISOR
 from graphsys.bsp.engine import Result, engine_options
-from graphsys.bsp.kernels import PARALLEL_MIN_ITEMS
 from graphsys.bsp.kernels_centrality import hits_solve
 from graphsys.bsp.program import Solved, VertexProgram
 from graphsys.bsp.stats import SuperstepStats
@@ -92,17 +91,17 @@ class HITS(VertexProgram):
         return torch.stack([state["hub"], state["auth"]], 1)
 
     def solve_in_memory(self, ctx, edges, state, schedule, max_iters):
-        """``schedule="auto"``: the same power iteration in one numba call
+        """``schedule="auto"``: the same power iteration over numba kernels
         (:func:`~graphsys.bsp.kernels_centrality.hits_solve`: a pull per superstep, no
         engine superstep); the same stopping rule and supersteps, each recorded with the
-        call's time split evenly."""
+        run's time split evenly."""
         if schedule != "auto":
             return None
         csr, csc = edges.adjacency("csr"), edges.adjacency("csc")
         t0 = time.perf_counter()
         hub, auth = host_array(state["hub"]), host_array(state["auth"])
         steps, converged = hits_solve(*csc, *csr, self.uses_weights, self.tol, max_iters,
-                                      ctx.num_nodes >= PARALLEL_MIN_ITEMS, hub, auth)
+                                      hub, auth)
         self.step = steps
         seconds = (time.perf_counter() - t0) / max(steps, 1)
         supersteps = []
@@ -146,7 +145,7 @@ def hits(graph, *, tol: float = 1e-8, max_iters: int | None = None,
         iterate, not the scores, and a :class:`~graphsys.errors.ConvergenceWarning` is
         issued (networkx raises instead; ``graphsys run`` refuses).
     schedule : {"auto", "sync"}, default "auto"
-        ``auto``: in memory on CPU, the same supersteps in one numba call; ``sync``: BSP
+        ``auto``: in memory on CPU, the same supersteps as numba pulls; ``sync``: BSP
         supersteps.
     weighted : bool, optional
         Multiply by the edge weights: None (default) when the edge set has weights, True
